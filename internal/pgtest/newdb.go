@@ -1,0 +1,62 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NewDatabase creates an empty database on the test server and returns its
+// URL; it is dropped when the test ends. Use it where a test needs a database
+// of its own, such as one that checks what migrations do to a fresh one.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	base := URL(tb)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "pgbus_t_" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("pgtest: connect to create a database: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("pgtest: create database %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			tb.Errorf("pgtest: connect to drop database %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			tb.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	return withDatabase(tb, base, name)
+}
+
+// withDatabase returns url pointing at database name; it accepts URLs and
+// key=value connection strings.
+func withDatabase(tb testing.TB, base, name string) string {
+	if !strings.Contains(base, "://") {
+		return base + " dbname=" + name
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("pgtest: parse %s: %v", EnvURL, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}

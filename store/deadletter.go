@@ -1,0 +1,258 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Dead-letter sources, the block's "source" key.
+const (
+	SourceWorker   = "worker"
+	SourceConsumer = "consumer"
+)
+
+// DeadLetterBlockVersion is the "version" key of the blocks this code writes.
+const DeadLetterBlockVersion = 1
+
+// DeadLetterItem is one message to move to its dead-letter queue.
+type DeadLetterItem struct {
+	MsgID int64
+	// Reason is ReasonMaxRetriesExceeded, ReasonNonRetryable or
+	// ReasonDeadlineExceeded.
+	Reason string
+	// MaxRetries is the max_retries in force when the message was routed.
+	MaxRetries int
+	// Failure is the failure that ends the message, recorded in the same
+	// transaction; nil when there is none (routing at read time, deadline).
+	Failure *Failure
+}
+
+// DeadLettered pairs a dead-lettered message's id in its source queue with
+// its id in the dead-letter queue.
+type DeadLettered struct {
+	SourceMsgID int64 `json:"source_msg_id"`
+	DLQMsgID    int64 `json:"dlq_msg_id"`
+}
+
+// DeadLetterMany moves messages of physical queue queue into dlq in one
+// statement, so all of them move or none: it records the failures given,
+// inserts each DLQ copy with its dead-letter block (DESIGN.md section 6),
+// deletes the originals, and re-keys each message's failure history to its
+// new (dlq, msg_id). Ids not in queue are skipped, not an error: another
+// worker may have finished them. source is SourceWorker or SourceConsumer.
+// The result is ordered by source id.
+func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
+	args, err := deadLetterArgs(queue, dlq, source, items)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, deadLetterSQL(queue, dlq), args...)
+	if err != nil {
+		return nil, deadLetterErr(err, queue, dlq)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeadLettered])
+	if err != nil {
+		return nil, deadLetterErr(err, queue, dlq)
+	}
+	slices.SortFunc(out, func(a, b DeadLettered) int { return cmp.Compare(a.SourceMsgID, b.SourceMsgID) })
+	return out, nil
+}
+
+func validateDeadLetter(queue, dlq, source string, n int) error {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return err
+	}
+	if err := ValidatePhysicalName(dlq); err != nil {
+		return err
+	}
+	if queue == dlq {
+		return invalidf("dead-letter %q: the dead-letter queue must differ from the source queue", queue)
+	}
+	if source != SourceWorker && source != SourceConsumer {
+		return invalidf("dead-letter from %q: source %q is unknown; use %q or %q", queue, source, SourceWorker, SourceConsumer)
+	}
+	if n == 0 || n > MaxBatch {
+		return invalidf("dead-letter from %q: pass 1 to %d messages, not %d", queue, MaxBatch, n)
+	}
+	return nil
+}
+
+// deadLetterArgs checks the call and turns the items into the parallel arrays
+// the statement unnests; nothing is sent when any item is bad.
+func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, error) {
+	if err := validateDeadLetter(queue, dlq, source, len(items)); err != nil {
+		return nil, err
+	}
+	n := len(items)
+	ids, maxRetries, attempts := make([]int64, n), make([]int32, n), make([]int32, n)
+	reasons := make([]string, n)
+	kinds, classes, messages, traces := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	seen := make(map[int64]bool, n)
+	for i, it := range items {
+		if err := validateDeadLetterItem(queue, it, seen); err != nil {
+			return nil, err
+		}
+		ids[i], reasons[i], maxRetries[i] = it.MsgID, it.Reason, int32(it.MaxRetries)
+		if it.Failure != nil {
+			f := it.Failure.bounded()
+			attempts[i] = int32(f.Attempt)
+			kinds[i], classes[i], messages[i], traces[i] = &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace
+		}
+	}
+	return []any{ids, reasons, maxRetries, attempts, kinds, classes, messages, traces, queue, dlq, source}, nil
+}
+
+func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool) error {
+	if it.MsgID <= 0 {
+		return invalidf("dead-letter from %q: message id %d is not valid; ids are positive", queue, it.MsgID)
+	}
+	if seen[it.MsgID] {
+		return invalidf("dead-letter from %q: message %d is listed twice; pass each message once", queue, it.MsgID)
+	}
+	seen[it.MsgID] = true
+	if err := validateReason(it.Reason); err != nil {
+		return err
+	}
+	if it.MaxRetries < 0 || it.MaxRetries > math.MaxInt32 {
+		return invalidf("dead-letter message %d: max_retries %d is out of range", it.MsgID, it.MaxRetries)
+	}
+	if it.Failure != nil && (it.Failure.Attempt < 0 || it.Failure.Attempt > math.MaxInt32) {
+		return invalidf("dead-letter message %d: failure attempt %d is out of range", it.MsgID, it.Failure.Attempt)
+	}
+	return nil
+}
+
+func validateReason(r string) error {
+	switch r {
+	case ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded:
+		return nil
+	}
+	return invalidf("dead-letter reason %q is unknown; use %s, %s or %s", shorten(r), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded)
+}
+
+// SQL pieces shared by the dead-letter statements. They mirror
+// BlockErrorMessage and BlockBacktrace so that a block built in SQL from a
+// failure row reads the same as one cut in Go.
+const (
+	sqlISOFormat = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
+	// sqlKind is a row's job kind: pgbus_kind, or job_class for messages
+	// written by Ruby pgbus. ->> yields NULL on non-objects, never an error.
+	sqlKind = `coalesce(headers->>'pgbus_kind', message->>'job_class')`
+)
+
+func sqlISO(expr string) string {
+	return `to_char((` + expr + `) AT TIME ZONE 'UTC', ` + sqlISOFormat + `)`
+}
+
+func sqlTruncate(expr string, max int) string {
+	return fmt.Sprintf(`(CASE WHEN char_length(%[1]s) <= %[2]d THEN %[1]s ELSE left(%[1]s, %[3]d) || '…' END)`, expr, max, max-1)
+}
+
+func sqlBlockBacktrace(expr string) string {
+	lines := fmt.Sprintf(`array_to_string((string_to_array(%s, E'\n'))[1:%d], E'\n')`, expr, BlockBacktraceMaxLines)
+	return `nullif(` + sqlTruncate(lines, BlockBacktraceMax) + `, '')`
+}
+
+// deadLetterSQL builds the one statement of DeadLetterMany. The DLQ copy
+// carries its source id in its block, so the rows returned by the insert
+// tell which failure rows to re-key without a second round trip. Data-
+// modifying CTEs all run to completion, read or not.
+//
+// Parameters: $1..$8 per-item arrays, $9 queue, $10 dlq, $11 source.
+func deadLetterSQL(queue, dlq string) string {
+	block := `jsonb_strip_nulls(jsonb_build_object(
+		'version', ` + fmt.Sprint(DeadLetterBlockVersion) + `,
+		'reason', m.reason,
+		'source', $11::text,
+		'source_queue', $9::text,
+		'source_msg_id', m.msg_id,
+		'source_enqueued_at', ` + sqlISO("m.enqueued_at") + `,
+		'attempts', m.read_ct,
+		'max_retries', m.max_retries,
+		'dead_lettered_at', ` + sqlISO("now()") + `,
+		'retries_from_dlq', CASE WHEN jsonb_typeof(m.headers) = 'object' THEN m.headers->'pgbus_dlq_retries' END,
+		'error_class', lf.error_class,
+		'error_message', ` + sqlTruncate("lf.error_message", BlockErrorMessageMax) + `,
+		'backtrace', ` + sqlBlockBacktrace("lf.backtrace") + `,
+		'error_attempt', lf.attempt,
+		'error_recorded_at', ` + sqlISO("lf.at") + `))`
+	headers := `CASE WHEN jsonb_typeof(m.headers) = 'object' THEN m.headers
+			WHEN m.headers IS NULL OR jsonb_typeof(m.headers) = 'null' THEN '{}'::jsonb
+			ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', m.headers) END
+		|| jsonb_build_object('` + HeaderDeadLetter + `', ` + block + `)`
+	return `WITH items AS (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[])
+			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace)
+	), m AS (
+		DELETE FROM ` + queueTable(queue) + ` q USING items i WHERE q.msg_id = i.msg_id
+		RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.message, q.headers, i.reason, i.max_retries
+	), ins AS (
+		INSERT INTO ` + queueTable(dlq) + ` (vt, message, headers)
+		SELECT now(), m.message, ` + headers + `
+		FROM m JOIN items i ON i.msg_id = m.msg_id
+		LEFT JOIN LATERAL (
+			SELECT i.attempt, i.error_class, i.error_message, i.backtrace, now() AS at
+			WHERE i.error_class IS NOT NULL
+			UNION ALL
+			(SELECT f.attempt, f.error_class, f.error_message, f.backtrace, f.failed_at
+			 FROM pgbus.failures f
+			 WHERE i.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
+			 ORDER BY f.id DESC LIMIT 1)
+		) lf ON true
+		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src
+	), newf AS (
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace)
+		SELECT $10::text, ins.msg_id, i.attempt, i.kind, i.error_class, i.error_message, i.backtrace
+		FROM ins JOIN items i ON i.msg_id = ins.src
+		WHERE i.error_class IS NOT NULL
+	), rekey AS (
+		UPDATE pgbus.failures f SET queue_name = $10::text, msg_id = ins.msg_id
+		FROM ins WHERE f.queue_name = $9::text AND f.msg_id = ins.src
+	)
+	SELECT src, msg_id FROM ins`
+}
+
+// deadLetterErr names both queues when one of them is missing, since the
+// server's error does not say which.
+func deadLetterErr(err error, queue, dlq string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return notFoundf("dead-letter from %q to %q: one of the two queues does not exist; see pgbus queues, and create the queue with pgbus queue create (it makes its DLQ too)", queue, dlq)
+	}
+	return fmt.Errorf("store: dead-letter from %q to %q: %w", queue, dlq, err)
+}
+
+// FailureHistory returns the recorded failures of the message that is now
+// msgID in physical queue queue, oldest first. Rows are ordered by when they
+// were recorded (their id), not by attempt: a message retried out of a DLQ
+// starts counting attempts again, and its trips must not interleave.
+func (s *Store) FailureHistory(ctx context.Context, queue string, msgID int64) ([]FailureRecord, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if msgID <= 0 {
+		return nil, invalidf("failure history of %q: message id %d is not valid; ids are positive", queue, msgID)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, queue_name, msg_id, failed_at, attempt, kind, error_class, error_message, backtrace
+		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 ORDER BY id`, queue, msgID)
+	if err != nil {
+		return nil, fmt.Errorf("store: failure history of message %d in %q: %w", msgID, queue, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FailureRecord, error) {
+		var f FailureRecord
+		err := r.Scan(&f.ID, &f.Queue, &f.MsgID, &f.FailedAt, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: failure history of message %d in %q: %w", msgID, queue, err)
+	}
+	return out, nil
+}

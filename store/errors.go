@@ -1,0 +1,30 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every error caused by bad input: a queue name that
+// breaks the rules, a payload that is not JSON, a delay out of range. Such an
+// error means nothing was written.
+var ErrInvalid = errors.New("invalid input")
+
+// ErrNotFound is wrapped by errors about a queue or message that does not exist.
+var ErrNotFound = errors.New("not found")
+
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+func invalidf(format string, args ...any) error {
+	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFoundf(format string, args ...any) error {
+	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,29 @@
+package store
+
+// Headers the engine reads or writes on messages (DESIGN.md section 4).
+const (
+	HeaderKind            = "pgbus_kind"
+	HeaderIdempotencyKey  = "pgbus_idempotency_key"
+	HeaderDeadline        = "pgbus_deadline"
+	HeaderDLQRetries      = "pgbus_dlq_retries"
+	HeaderDeadLetter      = "pgbus_dead_letter"
+	HeaderOriginalHeaders = "pgbus_original_headers"
+	HeaderDiscarded       = "pgbus_discarded"
+	HeaderPGMQGroup       = "x-pgmq-group"
+)
+
+// Dead-letter reasons, the block's "reason" key.
+const (
+	ReasonMaxRetriesExceeded = "max_retries_exceeded"
+	ReasonNonRetryable       = "non_retryable_error"
+	ReasonDeadlineExceeded   = "deadline_exceeded"
+)
+
+// Limits of what the dead-letter block and the failure history keep.
+const (
+	BlockErrorMessageMax   = 1000
+	BlockBacktraceMaxLines = 10
+	BlockBacktraceMax      = 2000
+	HistoryErrorMessageMax = 64 << 10
+	HistoryBacktraceMax    = 32 << 10
+)

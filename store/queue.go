@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// QueueInfo describes one physical PGMQ queue, as pgmq.meta lists it.
+type QueueInfo struct {
+	Name          string    `json:"name"`
+	IsPartitioned bool      `json:"is_partitioned"`
+	IsUnlogged    bool      `json:"is_unlogged"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// CreateQueue creates queue name and its dead-letter queue name_dlq, each with
+// its PGMQ queue and archive tables. It is idempotent: creating an existing
+// queue changes nothing and is not an error.
+func (s *Store) CreateQueue(ctx context.Context, name string) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	ext, err := s.hasPGMQExtension(ctx)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Concurrent creates of one name would race in the catalog; a lock
+		// per name makes the second wait and then find everything in place.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
+			return fmt.Errorf("store: create queue %q: lock: %w", name, err)
+		}
+		for _, physical := range []string{name, DLQName(name)} {
+			if err := createPhysical(ctx, tx, physical, ext); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name) VALUES ($1) ON CONFLICT DO NOTHING`, name)
+		if err != nil {
+			return fmt.Errorf("store: create queue %q: register: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
+	if ext {
+		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
+			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
+		}
+		return nil
+	}
+	q, a := queueTable(name), archiveTable(name)
+	vtIdx := pgx.Identifier{"q_" + name + "_vt_idx"}.Sanitize()
+	archIdx := pgx.Identifier{"archived_at_idx_" + name}.Sanitize()
+	ddl := `
+		CREATE TABLE IF NOT EXISTS ` + q + ` (
+			msg_id      bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY,
+			read_ct     int NOT NULL DEFAULT 0,
+			enqueued_at timestamptz NOT NULL DEFAULT now(),
+			vt          timestamptz NOT NULL,
+			message     jsonb,
+			headers     jsonb
+		);
+		CREATE INDEX IF NOT EXISTS ` + vtIdx + ` ON ` + q + ` (vt ASC);
+		CREATE TABLE IF NOT EXISTS ` + a + ` (
+			msg_id      bigint PRIMARY KEY,
+			read_ct     int NOT NULL DEFAULT 0,
+			enqueued_at timestamptz NOT NULL DEFAULT now(),
+			archived_at timestamptz NOT NULL DEFAULT now(),
+			vt          timestamptz NOT NULL,
+			message     jsonb,
+			headers     jsonb
+		);
+		CREATE INDEX IF NOT EXISTS ` + archIdx + ` ON ` + a + ` (archived_at);`
+	if _, err := tx.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("store: create tables of queue %q: %w", name, err)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged) VALUES ($1, false, false) ON CONFLICT (queue_name) DO NOTHING`, name)
+	if err != nil {
+		return fmt.Errorf("store: register queue %q in pgmq.meta: %w", name, err)
+	}
+	return nil
+}
+
+// DropQueue drops queue name and its dead-letter queue, messages and archives
+// included. Dropping a queue that does not exist is ErrNotFound.
+func (s *Store) DropQueue(ctx context.Context, name string) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	ext, err := s.hasPGMQExtension(ctx)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
+			return fmt.Errorf("store: drop queue %q: lock: %w", name, err)
+		}
+		found := false
+		for _, physical := range []string{name, DLQName(name)} {
+			dropped, err := dropPhysical(ctx, tx, physical, ext)
+			if err != nil {
+				return err
+			}
+			found = found || dropped
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM pgbus.queues WHERE queue_name = $1`, name)
+		if err != nil {
+			return fmt.Errorf("store: drop queue %q: unregister: %w", name, err)
+		}
+		if !found && tag.RowsAffected() == 0 {
+			return notFoundf("queue %q does not exist; see pgbus queues for the queues there are", name)
+		}
+		return nil
+	})
+	s.tables.Delete(name)
+	s.tables.Delete(DLQName(name))
+	return err
+}
+
+func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
+		return false, fmt.Errorf("store: drop queue %q: %w", name, err)
+	}
+	if !exists {
+		return false, nil
+	}
+	if ext {
+		if _, err := tx.Exec(ctx, `SELECT pgmq.drop_queue($1)`, name); err != nil {
+			return false, fmt.Errorf("store: drop queue %q with pgmq.drop_queue: %w", name, err)
+		}
+		return true, nil
+	}
+	ddl := `DROP TABLE IF EXISTS ` + queueTable(name) + `; DROP TABLE IF EXISTS ` + archiveTable(name)
+	if _, err := tx.Exec(ctx, ddl); err != nil {
+		return false, fmt.Errorf("store: drop tables of queue %q: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, name); err != nil {
+		return false, fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
+	}
+	return true, nil
+}
+
+// ListQueues lists every physical PGMQ queue, dead-letter queues included,
+// ordered by name. Queues created by other PGMQ clients are listed too.
+func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue_name, is_partitioned, is_unlogged, created_at FROM pgmq.meta ORDER BY queue_name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list queues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueInfo, error) {
+		var q QueueInfo
+		err := r.Scan(&q.Name, &q.IsPartitioned, &q.IsUnlogged, &q.CreatedAt)
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list queues: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeQueue deletes every message of a physical queue (not its archive) and
+// returns how many there were.
+func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
+	if err := ValidatePhysicalName(name); err != nil {
+		return 0, err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+queueTable(name))
+	if err != nil {
+		return 0, queueErr(err, "purge", name)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// queueErr turns "relation does not exist" into ErrNotFound with advice, and
+// wraps anything else with the operation and queue.
+func queueErr(err error, op, name string) error {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, errUndefinedTable) || errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return notFoundf("queue %q does not exist; create it with pgbus queue create, or see pgbus queues for the queues there are", name)
+	}
+	return fmt.Errorf("store: %s queue %q: %w", op, name, err)
+}
+
+// errUndefinedTable stands for PostgreSQL's "relation does not exist" where
+// the store finds a queue missing before asking the server.
+var errUndefinedTable = errors.New("undefined table")

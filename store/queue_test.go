@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+func queueNames(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	qs, err := s.ListQueues(testContext(t))
+	if err != nil {
+		t.Fatalf("list queues: %v", err)
+	}
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	return names
+}
+
+func TestCreateQueueMakesQueueAndDLQ(t *testing.T) {
+	s := testStore(t)
+	name := newQueue(t, s)
+	names := queueNames(t, s)
+	for _, want := range []string{name, name + "_dlq"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("ListQueues = %v, want it to contain %q", names, want)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Fatalf("ListQueues not sorted by name: %v", names)
+	}
+	for _, table := range []string{"q_" + name, "a_" + name, "q_" + name + "_dlq", "a_" + name + "_dlq"} {
+		if !tableExists(t, s, table) {
+			t.Fatalf("table pgmq.%s missing after CreateQueue", table)
+		}
+	}
+}
+
+func TestCreateQueueIsIdempotentUnderConcurrency(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("conc")
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	if _, err := s.Send(ctx, name, msg(`{"early":true}`)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("send before create = %v, want ErrNotFound", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.CreateQueue(ctx, name)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent CreateQueue: %v", err)
+		}
+	}
+	id, err := s.Send(ctx, name, msg(`{"a":1}`))
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	// A later create must not touch existing messages.
+	if err := s.CreateQueue(ctx, name); err != nil {
+		t.Fatalf("create again: %v", err)
+	}
+	m, err := s.Metrics(ctx, name)
+	if err != nil || m.Depth != 1 {
+		t.Fatalf("after re-create depth = %d (err %v), want 1 (message %d kept)", m.Depth, err, id)
+	}
+	var metaRows int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pgmq.meta WHERE queue_name IN ($1, $2)`, name, name+"_dlq").Scan(&metaRows); err != nil {
+		t.Fatal(err)
+	}
+	if metaRows != 2 {
+		t.Fatalf("pgmq.meta rows for %s = %d, want 2", name, metaRows)
+	}
+}
+
+func TestDropQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("drop")
+	if err := s.CreateQueue(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, name, msg(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropQueue(ctx, name); err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	names := queueNames(t, s)
+	if slices.Contains(names, name) || slices.Contains(names, name+"_dlq") {
+		t.Fatalf("dropped queue still listed: %v", names)
+	}
+	for _, table := range []string{"q_" + name, "a_" + name, "q_" + name + "_dlq", "a_" + name + "_dlq"} {
+		if tableExists(t, s, table) {
+			t.Fatalf("table pgmq.%s survived DropQueue", table)
+		}
+	}
+	err := s.DropQueue(ctx, name)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second drop = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Send(ctx, name, msg(`1`)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("send to dropped queue = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Read(ctx, name, secondVT, 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("read from dropped queue = %v, want ErrNotFound", err)
+	}
+}
+
+func TestPurgeQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := newQueue(t, s)
+	if _, err := s.SendBatch(ctx, name, msgs(5)); err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.Read(ctx, name, secondVT, 1)
+	if err != nil || len(read) != 1 {
+		t.Fatalf("read: %v %v", read, err)
+	}
+	if _, err := s.Archive(ctx, name, read[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PurgeQueue(ctx, name)
+	if err != nil || n != 4 {
+		t.Fatalf("purge = %d, %v; want 4", n, err)
+	}
+	m, err := s.Metrics(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Depth != 0 || m.Archived != 1 {
+		t.Fatalf("after purge depth=%d archived=%d; want 0 and 1 (the archive is kept)", m.Depth, m.Archived)
+	}
+	if _, err := s.PurgeQueue(ctx, uniqueName("nope")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("purge unknown queue = %v, want ErrNotFound", err)
+	}
+}
+
+func TestQueueOperationsRejectBadNamesAndWriteNothing(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	before := queueNames(t, s)
+	for _, name := range []string{`x"; DROP TABLE pgmq.meta; --`, "Orders", "", "a;b", "ü"} {
+		if err := s.CreateQueue(ctx, name); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateQueue(%q) = %v, want ErrInvalid", name, err)
+		}
+		if err := s.DropQueue(ctx, name); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("DropQueue(%q) = %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.PurgeQueue(ctx, name); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("PurgeQueue(%q) = %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Send(ctx, name, msg(`1`)); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Send(%q) = %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Read(ctx, name, secondVT, 1); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Read(%q) = %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Metrics(ctx, name); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Metrics(%q) = %v, want ErrInvalid", name, err)
+		}
+	}
+	after := queueNames(t, s)
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			t.Fatalf("queue %q vanished after bad-input calls", n)
+		}
+	}
+}
+
+func tableExists(t *testing.T, s *store.Store, table string) bool {
+	t.Helper()
+	var ok bool
+	err := s.Pool().QueryRow(testContext(t), `SELECT to_regclass('pgmq.' || quote_ident($1)) IS NOT NULL`, table).Scan(&ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
