@@ -1,0 +1,130 @@
+package embedpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoBinaries is wrapped by the error of FindBinDir (and so of Start) when
+// no PostgreSQL server binaries are installed.
+var ErrNoBinaries = errors.New("no PostgreSQL server binaries")
+
+// binSearch says where findBinDir looks; tests replace it to simulate a
+// machine without PostgreSQL.
+type binSearch struct {
+	path     string                 // a PATH-style list of directories
+	pgConfig func() (string, error) // the output of `pg_config --bindir`
+	globs    []string               // fallback patterns; the * is the version
+}
+
+var defaultSearch = binSearch{
+	pgConfig: pgConfigBinDir,
+	globs:    []string{"/usr/lib/postgresql/*/bin", "/usr/pgsql-*/bin"},
+}
+
+// FindBinDir returns a directory holding both initdb and postgres. It looks on
+// PATH (following symlinks to the real directory, where pg_ctl and friends
+// sit too), then at `pg_config --bindir`, then under
+// /usr/lib/postgresql/*/bin and /usr/pgsql-*/bin, highest version first.
+func FindBinDir() (string, error) {
+	s := defaultSearch
+	s.path = os.Getenv("PATH")
+	return findBinDir(s)
+}
+
+func findBinDir(s binSearch) (string, error) {
+	if d := searchPath(s.path); d != "" {
+		return d, nil
+	}
+	if s.pgConfig != nil {
+		if d, err := s.pgConfig(); err == nil && hasServer(d) {
+			return d, nil
+		}
+	}
+	for _, g := range s.globs {
+		for _, d := range byVersionDesc(g) {
+			if hasServer(d) {
+				return d, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("embedpg: %w (initdb, postgres) found on PATH, via pg_config --bindir, or under %s; "+
+		"install them (Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
+		"macOS: brew install postgresql) or set DATABASE_URL / --database-url to use a running server",
+		ErrNoBinaries, strings.Join(s.globs, " or "))
+}
+
+// searchPath returns the real directory of the first initdb on path that has
+// postgres beside it.
+func searchPath(path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // a relative PATH entry depends on the working directory: not a place to run a server from
+		}
+		p := filepath.Join(dir, "initdb")
+		if !isExecutable(p) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil && hasServer(filepath.Dir(real)) {
+			return filepath.Dir(real)
+		}
+	}
+	return ""
+}
+
+func pgConfigBinDir() (string, error) {
+	exe, err := exec.LookPath("pg_config")
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, "--bindir").Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+func hasServer(dir string) bool {
+	return dir != "" && isExecutable(filepath.Join(dir, "initdb")) && isExecutable(filepath.Join(dir, "postgres"))
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// byVersionDesc expands a pattern with one * and sorts the matches by the
+// numeric version in place of the *, highest first ("15" before "9.6").
+func byVersionDesc(glob string) []string {
+	matches, _ := filepath.Glob(glob)
+	prefix, suffix, _ := strings.Cut(glob, "*")
+	version := func(m string) []int {
+		var v []int
+		for _, part := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(m, prefix), suffix), ".") {
+			n, err := strconv.Atoi(part)
+			if err != nil {
+				n = -1
+			}
+			v = append(v, n)
+		}
+		return v
+	}
+	sort.SliceStable(matches, func(i, j int) bool {
+		a, b := version(matches[i]), version(matches[j])
+		for k := 0; k < len(a) && k < len(b); k++ {
+			if a[k] != b[k] {
+				return a[k] > b[k]
+			}
+		}
+		return len(a) > len(b)
+	})
+	return matches
+}

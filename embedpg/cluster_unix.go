@@ -1,0 +1,222 @@
+//go:build linux || darwin
+
+package embedpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+const (
+	superuser = "pgbus" // role created by initdb
+	dbName    = "pgbus" // database handed out by URL
+	port      = 5432    // names the socket file only: the server has no TCP listener
+	// socketName is the socket file in the socket directory.
+	socketName = ".s.PGSQL.5432"
+	// maxSocketPath keeps socket paths below the ~104-108 byte sun_path limit.
+	maxSocketPath = 100
+
+	lockFile  = "pgbus.lock"  // exclusive flock around start and stop
+	usersFile = "pgbus.users" // shared flock per Cluster in use
+	logFile   = "postgres.log"
+)
+
+// Cluster is a running embedded PostgreSQL server, possibly shared with other
+// processes that started a Cluster on the same data directory. Call Stop when
+// done with it.
+type Cluster struct {
+	dataDir string
+	pgData  string
+	sockDir string
+	binDir  string
+	owner   serverUser
+	logger  *slog.Logger
+
+	mu    sync.Mutex
+	users lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
+}
+
+// Start starts the embedded server on opts.DataDir, creating the cluster on
+// first use, or adopts the server already running there (started by another
+// process, or left behind by one that was killed). The database "pgbus"
+// exists when Start returns.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	owner, err := currentServerUser()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		dataDir: opts.DataDir,
+		pgData:  filepath.Join(opts.DataDir, "pgdata"),
+		sockDir: socketDir(opts.DataDir),
+		binDir:  opts.BinDir,
+		owner:   owner,
+		logger:  opts.Logger.With("data_dir", opts.DataDir),
+		users:   -1,
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := c.prepareDataDir(); err != nil {
+		return nil, err
+	}
+	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, owner)
+	if err != nil {
+		return nil, c.lockErr(err)
+	}
+	defer lk.close()
+	if c.users, err = lock(ctx, c.path(usersFile), syscall.LOCK_SH, owner); err != nil {
+		return nil, c.lockErr(err)
+	}
+	if err := c.ensureRunning(ctx); err != nil {
+		// Do not leave a server we started half-way without a holder.
+		if lerr := c.leave(context.Background()); lerr != nil {
+			c.logger.Warn("cleaning up after failed start", "err", lerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// URL returns a libpq/pgx connection string for database pgbus as superuser
+// pgbus over the Unix socket, e.g.
+// postgres://pgbus@/pgbus?host=/var/lib/pgbus&sslmode=disable.
+func (c *Cluster) URL() string { return c.urlFor(dbName) }
+
+// DataDir returns the absolute data directory of the cluster.
+func (c *Cluster) DataDir() string { return c.dataDir }
+
+// Stop ends this Cluster's use of the server and shuts the server down when no
+// other Cluster, in this or another process, still uses it: a fast shutdown
+// (clients are disconnected), escalated to an immediate shutdown after 30s or
+// when ctx ends. Calling Stop again does nothing.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users < 0 {
+		return nil
+	}
+	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
+	if err != nil {
+		// Without the lock we may not decide about the server; giving up our
+		// share leaves it to the next Start (adopt) or the last Stop.
+		c.users.close()
+		c.users = -1
+		return fmt.Errorf("%w; the server is left running and the next start reuses it", c.lockErr(err))
+	}
+	defer lk.close()
+	return c.leave(ctx)
+}
+
+// leave drops this Cluster's share of the server and stops the server if that
+// was the last share. The caller holds pgbus.lock, so no Start can take a
+// share between the check and the shutdown.
+func (c *Cluster) leave(ctx context.Context) error {
+	c.users.close()
+	c.users = -1
+	fd, err := openLock(c.path(usersFile), c.owner)
+	if err != nil {
+		return fmt.Errorf("embedpg: stopping: %w", err)
+	}
+	defer fd.close()
+	last, err := fd.try(syscall.LOCK_EX)
+	if err != nil {
+		return fmt.Errorf("embedpg: stopping: %w", err)
+	}
+	if !last {
+		c.logger.Info("embedded PostgreSQL still in use by another process; leaving it running")
+		return nil
+	}
+	return c.stopServer(ctx)
+}
+
+func (c *Cluster) path(name string) string { return filepath.Join(c.dataDir, name) }
+
+func (c *Cluster) bin(name string) string { return filepath.Join(c.binDir, name) }
+
+func (c *Cluster) urlFor(db string) string {
+	// Slashes may stay literal in a query; keeping them makes the URL readable.
+	host := strings.ReplaceAll(url.QueryEscape(c.sockDir), "%2F", "/")
+	return "postgres://" + superuser + "@/" + db + "?host=" + host + "&sslmode=disable"
+}
+
+func (c *Cluster) lockErr(err error) error {
+	return fmt.Errorf("embedpg: waiting for the lock on %s (another pgbus is starting or stopping the server): %w",
+		c.path(lockFile), err)
+}
+
+// prepareDataDir creates the data directory and hands it to the server user.
+// Parents get 0755 so the server user can traverse the ones we create.
+func (c *Cluster) prepareDataDir() error {
+	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {
+		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+	}
+	if err := os.Mkdir(c.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+	}
+	if err := c.owner.chown(c.dataDir); err != nil {
+		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.dataDir, c.owner, err)
+	}
+	return c.owner.checkReachable(c.dataDir)
+}
+
+// socketDir is dataDir itself unless the socket path would be too long for a
+// Unix socket; then a short per-data-directory directory under the temporary
+// directory (or /tmp, if that is long too).
+func socketDir(dataDir string) string {
+	if len(filepath.Join(dataDir, socketName)) <= maxSocketPath {
+		return dataDir
+	}
+	name := "pgbus-" + shortHash(dataDir)
+	d := filepath.Join(os.TempDir(), name)
+	if len(filepath.Join(d, socketName)) <= maxSocketPath {
+		return d
+	}
+	return filepath.Join("/tmp", name)
+}
+
+// prepareSocketDir creates a separate socket directory, refusing one that
+// somebody else made: a directory planted there could intercept connections.
+func (c *Cluster) prepareSocketDir() error {
+	if c.sockDir == c.dataDir {
+		return nil
+	}
+	if err := os.Mkdir(c.sockDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("embedpg: creating socket directory: %w", err)
+	}
+	st, err := os.Lstat(c.sockDir)
+	if err != nil {
+		return fmt.Errorf("embedpg: socket directory: %w", err)
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || sys == nil || (int(sys.Uid) != os.Geteuid() && int(sys.Uid) != c.owner.uid) {
+		return fmt.Errorf("embedpg: socket directory %s exists but is not a directory owned by us; remove it", c.sockDir)
+	}
+	if err := c.owner.chown(c.sockDir); err != nil {
+		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.sockDir, c.owner, err)
+	}
+	if err := os.Chmod(c.sockDir, 0o700); err != nil {
+		return fmt.Errorf("embedpg: socket directory: %w", err)
+	}
+	return c.owner.checkReachable(c.sockDir)
+}
+
+// removeSocketDir removes a separate socket directory once the server is
+// gone; it fails harmlessly while the directory is not empty.
+func (c *Cluster) removeSocketDir() {
+	if c.sockDir != c.dataDir {
+		_ = os.Remove(c.sockDir)
+	}
+}

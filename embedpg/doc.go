@@ -1,0 +1,22 @@
+// Package embedpg runs a private PostgreSQL cluster from the server binaries
+// installed on the machine (initdb, postgres), for when no DATABASE_URL is
+// given.
+//
+// The cluster lives in a data directory (see DefaultDataDir) and listens only
+// on a Unix socket, never on TCP. Several processes may use the same data
+// directory at once: the first Start starts the server, later ones adopt it,
+// and only the last Stop shuts it down. Two files coordinate this:
+//
+//   - pgbus.lock: an exclusive flock held around every start and stop;
+//   - pgbus.users: every live Cluster holds a shared flock on it, so a Stop
+//     that can take it exclusively knows nobody else is using the server.
+//
+// flock locks vanish with the process that holds them, so a killed pgbus
+// leaves the server running without a holder: the next Start adopts it and
+// the last Stop stops it. A server that was itself killed leaves a stale
+// postmaster.pid, which the next Start clears.
+//
+// As root, PostgreSQL refuses to run, so initdb and postgres run as the
+// unprivileged user "postgres" (or "pgbus", created when missing) and the data
+// directory is handed to that user.
+package embedpg

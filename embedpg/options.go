@@ -1,0 +1,74 @@
+package embedpg
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Options configure Start. The zero value is ready to use.
+type Options struct {
+	// DataDir holds the cluster (pgdata/), its log (postgres.log), the lock
+	// files and, when the path is short enough, the Unix socket.
+	// Default: DefaultDataDir().
+	DataDir string
+	// BinDir is the directory holding initdb and postgres.
+	// Default: FindBinDir().
+	BinDir string
+	// Logger receives progress messages. Default: discard.
+	Logger *slog.Logger
+	// StartTimeout bounds Start as a whole: waiting for other processes,
+	// initdb and server start-up. Default: 60s.
+	StartTimeout time.Duration
+}
+
+const defaultStartTimeout = 60 * time.Second
+
+// withDefaults fills unset fields and makes DataDir absolute, because the
+// path is handed to postgres, hashed for the socket directory and compared
+// with /proc/<pid>/cwd.
+func (o Options) withDefaults() (Options, error) {
+	if o.DataDir == "" {
+		o.DataDir = DefaultDataDir()
+	}
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return o, fmt.Errorf("embedpg: data directory %q: %w", o.DataDir, err)
+	}
+	o.DataDir = abs
+	if o.BinDir == "" {
+		if o.BinDir, err = FindBinDir(); err != nil {
+			return o, err
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = defaultStartTimeout
+	}
+	return o, nil
+}
+
+// DefaultDataDir returns where the embedded cluster lives unless told
+// otherwise: $PGBUS_DATA_DIR when set; as root /var/lib/pgbus (the server runs
+// as an unprivileged user, who cannot reach a directory under /root);
+// otherwise $XDG_DATA_HOME/pgbus or ~/.local/share/pgbus.
+func DefaultDataDir() string {
+	if d := os.Getenv("PGBUS_DATA_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/pgbus"
+	}
+	// The XDG spec says to ignore relative values.
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "pgbus")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "pgbus")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pgbus-%d", os.Geteuid()))
+}

@@ -1,0 +1,340 @@
+//go:build linux || darwin
+
+package embedpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+const (
+	stopTimeout = 30 * time.Second // fast shutdown, before escalating
+	quitTimeout = 10 * time.Second // immediate shutdown, before giving up
+	maxLogSize  = 10 << 20         // postgres.log is rotated to postgres.log.1 past this
+)
+
+// ensureRunning adopts or starts the server and creates the database. The
+// caller holds pgbus.lock.
+func (c *Cluster) ensureRunning(ctx context.Context) error {
+	if err := c.prepareSocketDir(); err != nil {
+		return err
+	}
+	if err := c.adoptOrStart(ctx); err != nil {
+		return err
+	}
+	return c.createDatabase(ctx)
+}
+
+func (c *Cluster) adoptOrStart(ctx context.Context) error {
+	for {
+		pid, found := readPID(c.pgData)
+		if !found || !processAlive(pid) {
+			return c.startServer(ctx)
+		}
+		ours := isPostgresFor(pid, c.pgData)
+		err := errors.New("still starting up")
+		if !ours || !starting(c.pgData) {
+			err = c.ping(ctx)
+		}
+		if err == nil {
+			c.logger.Info("using running embedded PostgreSQL", "pid", pid)
+			return nil
+		}
+		if !ours { // the pid was reused after a crash
+			return c.startServer(ctx)
+		}
+		// A server of this cluster that is starting up or shutting down
+		// (outside our locks): look again until it settles.
+		if serr := sleepCtx(ctx, 4*pollInterval); serr != nil {
+			return fmt.Errorf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %w; see %s",
+				pid, c.pgData, err, serr, c.path(logFile))
+		}
+	}
+}
+
+func (c *Cluster) startServer(ctx context.Context) error {
+	if err := c.clearStale(ctx); err != nil {
+		return err
+	}
+	if err := c.initdb(ctx); err != nil {
+		return err
+	}
+	if err := c.checkVersion(); err != nil {
+		return err
+	}
+	if err := c.owner.chownTree(c.dataDir); err != nil {
+		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.dataDir, c.owner, err)
+	}
+	return c.spawn(ctx)
+}
+
+// clearStale removes what a dead server left behind, once none of its
+// processes remain. postgres itself refuses to start while postmaster.pid
+// names any live process (a pid reused after a crash), and removing the file
+// while old backends still run would let two servers write the same files.
+func (c *Cluster) clearStale(ctx context.Context) error {
+	for {
+		pids := processesUsing(c.pgData)
+		if len(pids) == 0 {
+			break
+		}
+		if err := sleepCtx(ctx, 4*pollInterval); err != nil {
+			return fmt.Errorf("embedpg: PostgreSQL processes %v still use %s but no server accepts connections: %w; stop them (kill %v) and retry",
+				pids, c.pgData, err, strings.Trim(fmt.Sprint(pids), "[]"))
+		}
+	}
+	if pid, found := readPID(c.pgData); found {
+		c.logger.Info("removing stale postmaster.pid left by a server that is gone", "pid", pid)
+	}
+	for _, p := range []string{
+		filepath.Join(c.pgData, "postmaster.pid"),
+		filepath.Join(c.sockDir, socketName),
+		filepath.Join(c.sockDir, socketName+".lock"),
+	} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("embedpg: removing stale %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// initdb creates the cluster unless pgdata/PG_VERSION shows it exists.
+// initdb writes PG_VERSION early, so it runs in a side directory that is
+// renamed into place only once initdb succeeded: a pgdata is always complete.
+func (c *Cluster) initdb(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(c.pgData, "PG_VERSION")); err == nil {
+		return nil
+	}
+	tmp := c.pgData + ".initdb"
+	for _, d := range []string{c.pgData, tmp} { // leftovers of an interrupted run
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("embedpg: removing incomplete cluster: %w; remove it yourself or set --data-dir", err)
+		}
+	}
+	c.logger.Info("creating PostgreSQL cluster", "dir", c.pgData)
+	cmd := exec.CommandContext(ctx, c.bin("initdb"), "-D", tmp, "-U", superuser,
+		"--auth=trust", "-E", "UTF8", "--no-locale")
+	cmd.Dir = c.dataDir // the server user may not enter our working directory
+	cmd.SysProcAttr = c.owner.procAttr(false)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("embedpg: initdb in %s failed: %w: %s; remove the directory or set --data-dir",
+			c.pgData, err, lastLines(out, 10))
+	}
+	if err := os.Rename(tmp, c.pgData); err != nil {
+		return fmt.Errorf("embedpg: moving the new cluster into place: %w", err)
+	}
+	return syncDir(c.dataDir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// checkVersion explains a cluster made by another major version, instead of
+// leaving the user with the server's terse refusal in the log.
+func (c *Cluster) checkVersion() error {
+	b, err := os.ReadFile(filepath.Join(c.pgData, "PG_VERSION"))
+	if err != nil {
+		return fmt.Errorf("embedpg: reading cluster version: %w", err)
+	}
+	want := strings.TrimSpace(string(b))
+	out, err := exec.Command(c.bin("postgres"), "-V").Output()
+	fields := strings.Fields(string(out)) // "postgres (PostgreSQL) 15.18 (Debian ...)"
+	if err != nil || len(fields) < 3 {
+		return nil // let the server report what is wrong
+	}
+	if have := fields[2]; have != want && !strings.HasPrefix(have, want+".") {
+		return fmt.Errorf("embedpg: the cluster in %s was made by PostgreSQL %s but %s is PostgreSQL %s; "+
+			"install the PostgreSQL %s server (and point the binary directory at it), or move the directory away to start afresh",
+			c.pgData, want, c.binDir, have, want)
+	}
+	return nil
+}
+
+// spawn starts postmaster directly (no pg_ctl) and waits until it accepts
+// connections. Settings go on the command line so the cluster's own
+// configuration files stay as initdb wrote them.
+func (c *Cluster) spawn(ctx context.Context) error {
+	logf, err := c.openLog()
+	if err != nil {
+		return err
+	}
+	defer logf.Close() // the server keeps its own copy
+	cmd := exec.Command(c.bin("postgres"), "-D", c.pgData, "-k", c.sockDir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=", // Unix socket only
+		"-c", "unix_socket_permissions=0700") // trust auth: nobody but the owner (and root) may connect
+	cmd.Dir = c.pgData
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = c.owner.procAttr(true)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("embedpg: starting %s: %w", cmd.Path, err)
+	}
+	// Reap the server whenever it ends, so it never lingers as a zombie.
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	c.logger.Info("started embedded PostgreSQL", "pid", cmd.Process.Pid, "log", c.path(logFile))
+	for {
+		err := errors.New("still starting up")
+		if !starting(c.pgData) {
+			err = c.ping(ctx)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("embedpg: PostgreSQL exited during start-up (%v); last lines of %s:\n%s",
+				waitErr, c.path(logFile), c.logTail())
+		case <-ctx.Done():
+			abort(cmd.Process, done)
+			return fmt.Errorf("embedpg: PostgreSQL did not accept connections in time (%w; last error: %v); last lines of %s:\n%s",
+				ctx.Err(), err, c.path(logFile), c.logTail())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// abort ends a server that failed to come up: immediate shutdown, then kill.
+func abort(p *os.Process, done <-chan struct{}) {
+	_ = p.Signal(syscall.SIGQUIT)
+	select {
+	case <-done:
+	case <-time.After(quitTimeout):
+		_ = p.Kill()
+	}
+}
+
+func (c *Cluster) openLog() (*os.File, error) {
+	p := c.path(logFile)
+	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
+		_ = os.Rename(p, p+".1")
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("embedpg: opening server log: %w", err)
+	}
+	if err := c.owner.chown(p); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("embedpg: handing %s to user %s: %w", p, c.owner, err)
+	}
+	return f, nil
+}
+
+// logTail returns the last lines of postgres.log for error messages.
+func (c *Cluster) logTail() string {
+	f, err := os.Open(c.path(logFile))
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const max = 4096
+	buf := make([]byte, max)
+	off := int64(0)
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		off = st.Size() - max
+	}
+	n, _ := f.ReadAt(buf, off)
+	return lastLines(buf[:n], 15)
+}
+
+func (c *Cluster) connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, c.urlFor(db))
+}
+
+// ping returns nil when the server is up: it accepts a connection, or it
+// answers with an error other than "starting up / shutting down" (57P03),
+// such as too many clients, which says it runs all the same.
+func (c *Cluster) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := c.connect(ctx, "postgres")
+	if err == nil {
+		return conn.Close(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code != "57P03" {
+		return nil
+	}
+	return err
+}
+
+func (c *Cluster) createDatabase(ctx context.Context) error {
+	conn, err := c.connect(ctx, "postgres")
+	if err != nil {
+		return fmt.Errorf("embedpg: connecting to the embedded server: %w; see %s", err, c.path(logFile))
+	}
+	defer conn.Close(context.Background())
+	var exists bool
+	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", dbName).Scan(&exists)
+	if err == nil && !exists {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+dbName)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: made meanwhile by a client outside our lock
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("embedpg: creating database %s: %w", dbName, err)
+	}
+	return nil
+}
+
+// stopServer shuts the server down: SIGINT asks for a fast shutdown (clients
+// are disconnected, a checkpoint is written, no recovery at next start);
+// SIGQUIT, the last resort, is an immediate shutdown that needs recovery.
+func (c *Cluster) stopServer(ctx context.Context) error {
+	pid, found := readPID(c.pgData)
+	if !found || !processAlive(pid) || !isPostgresFor(pid, c.pgData) {
+		// Nothing runs; a stale postmaster.pid is cleared by the next Start.
+		c.removeSocketDir()
+		return nil
+	}
+	c.logger.Info("stopping embedded PostgreSQL", "pid", pid)
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("embedpg: stopping PostgreSQL (pid %d): %w", pid, err)
+	}
+	if c.waitStopped(ctx, stopTimeout, pid) {
+		c.removeSocketDir()
+		return nil
+	}
+	c.logger.Warn("PostgreSQL did not stop in time; sending SIGQUIT (immediate shutdown)", "pid", pid)
+	_ = syscall.Kill(pid, syscall.SIGQUIT)
+	if c.waitStopped(context.Background(), quitTimeout, pid) {
+		c.removeSocketDir()
+		return nil
+	}
+	return fmt.Errorf("embedpg: PostgreSQL (pid %d) in %s did not stop; kill it (kill -9 %d), the next start recovers",
+		pid, c.pgData, pid)
+}
+
+// waitStopped waits until the postmaster pid is gone. The postmaster removes
+// postmaster.pid just before it exits, so a gone pid means a gone file unless
+// the server was killed (then the next Start clears the file).
+func (c *Cluster) waitStopped(ctx context.Context, timeout time.Duration, pid int) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for processAlive(pid) {
+		if sleepCtx(ctx, pollInterval) != nil {
+			return !processAlive(pid)
+		}
+	}
+	return true
+}

@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Config configures a Client. Zero values take the defaults given.
+type Config struct {
+	// Queues are the queues this client works.
+	Queues []QueueConfig
+	Logger *slog.Logger
+	// PollInterval is how often an idle queue is read when no notification
+	// arrives (messages sent by other PGMQ clients do not notify). Default 1s.
+	PollInterval time.Duration
+	// DrainTimeout is how long Run waits for running handlers after its
+	// context ends; the rest are left to their visibility timeout. Default 30s.
+	DrainTimeout time.Duration
+	// HandlerGrace is how long past its timeout a handler that ignores its
+	// context is waited for before its attempt is failed and its slot freed.
+	// Default 5s.
+	HandlerGrace time.Duration
+	// ProcessHeartbeat is how often the process registry row is refreshed.
+	// Default 10s.
+	ProcessHeartbeat time.Duration
+	// SettingsRefresh is how often queue settings (pause included) are
+	// re-read. Default 2s.
+	SettingsRefresh time.Duration
+	// StatsFlush is how often per-minute counters are written. Default 5s.
+	StatsFlush time.Duration
+	// Rand returns uniform numbers in [0, 1) for backoff jitter. Tests pass
+	// a fixed source. Default math/rand/v2.
+	Rand func() float64
+}
+
+// QueueConfig is one queue a client works.
+type QueueConfig struct {
+	Name string
+	// Concurrency is how many of its messages run at once. Default 10.
+	Concurrency int
+}
+
+// MaxConcurrency bounds QueueConfig.Concurrency.
+const MaxConcurrency = 10_000
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.PollInterval, time.Second)
+	def(&c.DrainTimeout, 30*time.Second)
+	def(&c.HandlerGrace, 5*time.Second)
+	def(&c.ProcessHeartbeat, 10*time.Second)
+	def(&c.SettingsRefresh, 2*time.Second)
+	def(&c.StatsFlush, 5*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	for i := range c.Queues {
+		if c.Queues[i].Concurrency == 0 {
+			c.Queues[i].Concurrency = 10
+		}
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	seen := map[string]bool{}
+	for _, q := range c.Queues {
+		if err := store.ValidateQueueName(q.Name); err != nil {
+			return err
+		}
+		if seen[q.Name] {
+			return fmt.Errorf("%w: queue %q is configured twice; give it once with the concurrency you want", store.ErrInvalid, q.Name)
+		}
+		seen[q.Name] = true
+		if q.Concurrency < 1 || q.Concurrency > MaxConcurrency {
+			return fmt.Errorf("%w: queue %q: concurrency %d is out of range 1..%d", store.ErrInvalid, q.Name, q.Concurrency, MaxConcurrency)
+		}
+	}
+	return nil
+}
+
+// Client sends messages and, in Run, works queues with registered handlers.
+// Register handlers before Run.
+type Client struct {
+	store *store.Store
+	cfg   Config
+	log   *slog.Logger
+	id    string
+
+	mu       sync.RWMutex
+	kinds    map[string]handler
+	defaults map[string]handler // per logical queue
+
+	settings atomic.Pointer[map[string]store.QueueSettings]
+	stats    *statsCollector
+	running  atomic.Bool
+}
+
+// NewClient makes a client over a migrated store.
+func NewClient(st *store.Store, cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		store:    st,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		id:       processID(),
+		kinds:    map[string]handler{},
+		defaults: map[string]handler{},
+		stats:    newStatsCollector(),
+	}
+	empty := map[string]store.QueueSettings{}
+	c.settings.Store(&empty)
+	return c, nil
+}
+
+func processID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = crand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ID identifies this client's process in the worker registry.
+func (c *Client) ID() string { return c.id }
+
+// Handle registers the handler of a kind (the pgbus_kind header), on every
+// queue this client works.
+func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kinds[kind] = handler{fn: fn, opts: firstOr(opts)}
+}
+
+// HandleQueue registers the handler for messages of a queue whose kind has
+// no handler of its own (messages without pgbus_kind included).
+func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOptions) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts)}
+}
+
+func firstOr(opts []HandlerOptions) HandlerOptions {
+	if len(opts) > 0 {
+		return opts[0]
+	}
+	return HandlerOptions{}
+}
+
+func (c *Client) handlerFor(queue, kind string) (handler, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if h, ok := c.kinds[kind]; ok && kind != "" {
+		return h, true
+	}
+	h, ok := c.defaults[queue]
+	return h, ok
+}
+
+func (c *Client) settingsFor(queue string) store.QueueSettings {
+	if s, ok := (*c.settings.Load())[queue]; ok {
+		return s
+	}
+	return store.DefaultQueueSettings(queue)
+}
+
+func (c *Client) refreshSettings(ctx context.Context) error {
+	all, err := c.store.AllQueueSettings(ctx)
+	if err != nil {
+		return err
+	}
+	c.settings.Store(&all)
+	return nil
+}
+
+// ErrAlreadyRunning is returned by a second concurrent Run.
+var ErrAlreadyRunning = errors.New("engine: client is already running")
+
+// Run works the configured queues until ctx ends, then stops fetching, waits
+// up to DrainTimeout for running handlers, writes their outcomes and returns.
+// Messages still running after that reappear after their visibility timeout.
+func (c *Client) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer c.running.Store(false)
+	if len(c.cfg.Queues) == 0 {
+		return fmt.Errorf("%w: no queues to work; list them in Config.Queues", store.ErrInvalid)
+	}
+	if err := c.checkQueues(ctx); err != nil {
+		return err
+	}
+	if err := c.refreshSettings(ctx); err != nil {
+		return err
+	}
+	if err := c.register(ctx); err != nil {
+		return err
+	}
+	return c.runWorkers(ctx)
+}
+
+func (c *Client) checkQueues(ctx context.Context) error {
+	queues, err := c.store.ListQueues(ctx)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, q := range queues {
+		have[q.Name] = true
+	}
+	for _, q := range c.cfg.Queues {
+		if !have[q.Name] || !have[store.DLQName(q.Name)] {
+			return fmt.Errorf("%w: queue %q (or its DLQ) does not exist; create it with pgbus queue create %s", store.ErrNotFound, q.Name, q.Name)
+		}
+	}
+	return nil
+}
+
+func (c *Client) runWorkers(ctx context.Context) error {
+	// Jobs get a context that outlives ctx by the drain timeout.
+	jobBase, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	workers := make(map[string]*queueWorker, len(c.cfg.Queues))
+	var wg sync.WaitGroup
+	for _, qc := range c.cfg.Queues {
+		w := newQueueWorker(c, qc, jobBase)
+		workers[qc.Name] = w
+		wg.Go(func() { w.run(ctx) })
+	}
+	var bg sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(ctx)
+	bg.Go(func() { c.listen(bgCtx, workers) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.SettingsRefresh, c.refreshSettings) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats) })
+
+	<-ctx.Done()
+	c.drain(workers, hardStop)
+	wg.Wait()
+	stopBG()
+	bg.Wait()
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.flushStats(final); err != nil {
+		c.log.Warn("pgbus: final stats flush failed", "err", err)
+	}
+	if err := c.store.StopWorker(final, c.id); err != nil {
+		c.log.Warn("pgbus: could not mark worker stopped", "err", err)
+	}
+	return nil
+}
+
+// drain waits for running handlers up to DrainTimeout, then cancels the rest.
+func (c *Client) drain(workers map[string]*queueWorker, hardStop context.CancelFunc) {
+	done := make(chan struct{})
+	go func() {
+		for _, w := range workers {
+			w.jobs.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(c.cfg.DrainTimeout):
+		c.log.Warn("pgbus: drain timeout reached; remaining jobs are left to their visibility timeout", "timeout", c.cfg.DrainTimeout)
+		hardStop()
+	}
+}
+
+// every runs fn at each interval until ctx ends, logging failures.
+func (c *Client) every(ctx context.Context, interval time.Duration, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("pgbus: background task failed; retrying at the next interval", "err", err)
+			}
+		}
+	}
+}
+
+func (c *Client) register(ctx context.Context) error {
+	host, _ := os.Hostname()
+	names := make([]string, len(c.cfg.Queues))
+	total := 0
+	for i, q := range c.cfg.Queues {
+		names[i] = q.Name
+		total += q.Concurrency
+	}
+	return c.store.RegisterWorker(ctx, store.WorkerProcess{
+		ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total,
+	})
+}
+
+func (c *Client) heartbeat(ctx context.Context) error {
+	return c.store.HeartbeatWorker(ctx, c.id)
+}
+
+func (c *Client) flushStats(ctx context.Context) error {
+	deltas := c.stats.take()
+	if err := c.store.AddStats(ctx, deltas); err != nil {
+		c.stats.giveBack(deltas)
+		return err
+	}
+	return nil
+}

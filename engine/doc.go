@@ -1,0 +1,22 @@
+// Package engine runs pgbus's workers: it reads messages from PGMQ queues,
+// dispatches them to handlers by kind, and carries out the lifecycle of
+// DESIGN.md section 4: success archives, failures retry by moving the
+// message's visibility timeout with backoff, and what cannot succeed goes to
+// the queue's dead-letter queue with a block saying why.
+//
+// A Go program embeds it like this:
+//
+//	client, err := engine.NewClient(st, engine.Config{
+//		Queues: []engine.QueueConfig{{Name: "emails", Concurrency: 10}},
+//	})
+//	client.Handle("welcome_email", func(ctx context.Context, job *engine.Job) error {
+//		var in struct{ To string }
+//		if err := job.Decode(&in); err != nil {
+//			return err // already non-retryable: bad input goes to the DLQ at once
+//		}
+//		return send(ctx, in.To, job.IdempotencyKey)
+//	})
+//	err = client.Run(ctx) // until ctx ends, then drains
+//
+// All SQL lives in package store; this package holds no SQL.
+package engine

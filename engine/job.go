@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Job is one delivery of a message to a handler.
+type Job struct {
+	// Queue is the physical queue the message was read from.
+	Queue string
+	ID    int64
+	Kind  string
+	// Attempt counts deliveries, this one included (PGMQ's read_ct).
+	Attempt    int
+	MaxRetries int
+	EnqueuedAt time.Time
+	Payload    json.RawMessage
+	Headers    map[string]json.RawMessage
+	// IdempotencyKey is the pgbus_idempotency_key header, or "<queue>:<id>":
+	// pass it to downstream APIs so a retried job does not act twice.
+	IdempotencyKey string
+	// Deadline is when the message stops being worth running; zero if none.
+	Deadline time.Time
+}
+
+// Decode unmarshals the payload into v. A payload that does not decode is
+// bad input, so the error is non-retryable: returned from a handler, it
+// dead-letters the message at once.
+func (j *Job) Decode(v any) error {
+	if err := json.Unmarshal(j.Payload, v); err != nil {
+		return NonRetryable(&classedError{class: ClassDecode,
+			msg: fmt.Sprintf("payload of %s message %d does not decode into %T: %v", j.Queue, j.ID, v, err)})
+	}
+	return nil
+}
+
+// HandlerFunc handles one job. Return nil for success, an error to fail the
+// attempt, or one made by NonRetryable, RetryAfter, Nack, Discard or Snooze
+// to choose what happens next. The context ends at the job's timeout and
+// when the worker shuts down for good.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// HandlerOptions tune one kind's handling.
+type HandlerOptions struct {
+	// Retry replaces the queue's retry policy for this kind.
+	Retry *RetryPolicy
+	// Timeout bounds one attempt; default: the queue's visibility timeout.
+	// The visibility timeout is extended by a heartbeat while the handler
+	// runs, so a long timeout does not let the message reappear.
+	Timeout time.Duration
+}
+
+type handler struct {
+	fn   HandlerFunc
+	opts HandlerOptions
+}

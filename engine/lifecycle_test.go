@@ -1,0 +1,455 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+// failN returns a handler that fails its first n calls, then succeeds.
+func failN(n int32, calls *atomic.Int32) engine.HandlerFunc {
+	return func(ctx context.Context, job *engine.Job) error {
+		if calls.Add(1) <= n {
+			return errors.New("downstream said 503")
+		}
+		return nil
+	}
+}
+
+// The recorded retry times follow the formula exactly with the jitter
+// source fixed: 100ms, 200ms, 400ms, 800ms.
+func TestFailFourTimesThenSucceed(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, failN(4, &calls))
+	start(t, c)
+	id := send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
+	eventually(t, 30*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 4 {
+		t.Fatalf("recorded %d failures, want 4: %+v", len(fs), fs)
+	}
+	for i, f := range fs {
+		want := 100 * time.Millisecond << i
+		if f.Attempt != i+1 || f.RetryAt == nil {
+			t.Fatalf("failure %d: attempt %d retry_at %v", i, f.Attempt, f.RetryAt)
+		}
+		if got := f.RetryAt.Sub(f.FailedAt); got != want {
+			t.Errorf("attempt %d: retry scheduled %s after the failure, want %s", f.Attempt, got, want)
+		}
+		if i > 0 && fs[i].FailedAt.Before(*fs[i-1].RetryAt) {
+			t.Errorf("attempt %d ran at %s, before its retry time %s", f.Attempt, fs[i].FailedAt, *fs[i-1].RetryAt)
+		}
+	}
+	if n := calls.Load(); n != 5 {
+		t.Fatalf("handler ran %d times, want 5", n)
+	}
+	if readCt := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); readCt != 5 {
+		t.Fatalf("archived read_ct = %d, want 5", readCt)
+	}
+	if live(t, s, q) != 0 || len(deadMessages(t, s, q)) != 0 {
+		t.Fatal("message left in the queue or the DLQ")
+	}
+}
+
+// With real jitter, each delay stays within the jitter band of the formula.
+func TestRetryDelaysWithinJitterBand(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoffJitter = 0.5 })
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.Rand = nil })
+	var calls atomic.Int32
+	c.HandleQueue(q, failN(3, &calls))
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 30*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	for i, f := range failures(t, s, q, id) {
+		base := 100 * time.Millisecond << i
+		got := f.RetryAt.Sub(f.FailedAt)
+		if got < base/2 || got > base*3/2 {
+			t.Errorf("attempt %d: delay %s outside [%s, %s]", f.Attempt, got, base/2, base*3/2)
+		}
+	}
+}
+
+func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.Handle("charge", failN(100, &calls))
+	start(t, c)
+	before := time.Now()
+	id := send(t, c, q, map[string]string{"card": "x"}, engine.SendOptions{Kind: "charge", Headers: map[string]any{"trace": "abc"}})
+	eventually(t, 30*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	d := deadMessages(t, s, q)[0]
+	b := d.Block
+	wantStr := map[string]string{
+		"reason": store.ReasonMaxRetriesExceeded, "source": "worker", "source_queue": q,
+		"error_class": "error", "error_message": "downstream said 503",
+	}
+	for k, v := range wantStr {
+		if b[k] != v {
+			t.Errorf("block[%s] = %v, want %q", k, b[k], v)
+		}
+	}
+	wantNum := map[string]float64{"version": 1, "source_msg_id": float64(id), "attempts": 5, "max_retries": 5, "error_attempt": 5}
+	for k, v := range wantNum {
+		if b[k] != v {
+			t.Errorf("block[%s] = %v, want %v", k, b[k], v)
+		}
+	}
+	for _, k := range []string{"source_enqueued_at", "dead_lettered_at", "error_recorded_at"} {
+		ts, ok := b[k].(string)
+		parsed, err := time.Parse(time.RFC3339Nano, ts)
+		if !ok || err != nil || parsed.Before(before.Add(-time.Minute)) || parsed.After(time.Now().Add(time.Minute)) {
+			t.Errorf("block[%s] = %v, want a recent RFC 3339 time (%v)", k, b[k], err)
+		}
+	}
+	if ts, _ := b["dead_lettered_at"].(string); !strings.HasSuffix(ts, "Z") {
+		t.Errorf("dead_lettered_at %q is not UTC", ts)
+	}
+	if _, ok := b["retries_from_dlq"]; ok {
+		t.Errorf("retries_from_dlq present on a first death: %v", b["retries_from_dlq"])
+	}
+	if string(d.Headers["trace"]) != `"abc"` || string(d.Headers[store.HeaderKind]) != `"charge"` {
+		t.Errorf("original headers not kept: %v", d.Headers)
+	}
+	if string(d.Payload) != `{"card": "x"}` {
+		t.Errorf("payload = %s", d.Payload)
+	}
+	if calls.Load() != 5 || live(t, s, q) != 0 || archived(t, s, q) != 0 {
+		t.Fatalf("calls=%d live=%d archived=%d; want 5, 0, 0", calls.Load(), live(t, s, q), archived(t, s, q))
+	}
+	if n := len(failures(t, s, q+"_dlq", d.ID)); n != 5 {
+		t.Fatalf("history follows the message into the DLQ: %d failures there, want 5", n)
+	}
+}
+
+func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		calls.Add(1)
+		return engine.NonRetryable(errors.New("card number is malformed"))
+	})
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	b := deadMessages(t, s, q)[0].Block
+	if b["reason"] != store.ReasonNonRetryable || b["attempts"] != 1.0 || b["error_message"] != "card number is malformed" {
+		t.Fatalf("block = %v", b)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("handler ran %d times, want 1", calls.Load())
+	}
+}
+
+func TestRetryAfterOverridesBackoff(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 10 * time.Second; qs.RetryBackoffMax = time.Minute })
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		if calls.Add(1) == 1 {
+			return engine.RetryAfter(300*time.Millisecond, errors.New("429 too many requests"))
+		}
+		return nil
+	})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 300*time.Millisecond {
+		t.Fatalf("failures = %+v, want one retried after exactly 300ms", fs)
+	}
+}
+
+func TestNackUsesExplicitDelayAndReason(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		if calls.Add(1) == 1 {
+			return engine.Nack(250*time.Millisecond, "inventory not synced yet")
+		}
+		return nil
+	})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].Class != engine.ClassNack || fs[0].Message != "inventory not synced yet" || fs[0].RetryAt.Sub(fs[0].FailedAt) != 250*time.Millisecond {
+		t.Fatalf("failures = %+v", fs)
+	}
+}
+
+func TestSnoozeUsesNoAttempt(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	attempts := make(chan int, 10)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		attempts <- job.Attempt
+		if calls.Add(1) <= 3 {
+			return engine.Snooze(50 * time.Millisecond)
+		}
+		return nil
+	})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	close(attempts)
+	for a := range attempts {
+		if a != 1 {
+			t.Fatalf("a snoozed message ran as attempt %d; snoozes must not use attempts", a)
+		}
+	}
+	if calls.Load() != 4 || len(failures(t, s, q, id)) != 0 {
+		t.Fatalf("calls=%d failures=%d; want 4 and none", calls.Load(), len(failures(t, s, q, id)))
+	}
+	if n := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
+		t.Fatalf("archived read_ct = %d, want 1", n)
+	}
+}
+
+func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	fresh := send(t, c, q, 2, engine.SendOptions{Deadline: time.Now().Add(time.Hour)})
+	eventually(t, 20*time.Second, "one dead, one archived", func() bool {
+		return len(deadMessages(t, s, q)) == 1 && archived(t, s, q) == 1
+	})
+	b := deadMessages(t, s, q)[0].Block
+	if b["reason"] != store.ReasonDeadlineExceeded {
+		t.Fatalf("reason = %v, want deadline_exceeded", b["reason"])
+	}
+	if _, ok := b["error_class"]; ok {
+		t.Fatalf("a message that never ran has error keys: %v", b)
+	}
+	if calls.Load() != 1 || count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, fresh) != 1 {
+		t.Fatalf("calls = %d; want only the message within its deadline to run", calls.Load())
+	}
+}
+
+func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		return engine.Discard(errors.New("user deleted their account"))
+	})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers->'pgbus_discarded' = 'true'`, id); n != 1 {
+		t.Fatal("archived message lacks pgbus_discarded: true")
+	}
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].Message != "user deleted their account" || fs[0].RetryAt != nil {
+		t.Fatalf("failures = %+v", fs)
+	}
+	if len(deadMessages(t, s, q)) != 0 {
+		t.Fatal("a discarded message reached the DLQ")
+	}
+}
+
+func TestPanicIsRetriedWithStack(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		if calls.Add(1) == 1 {
+			var m map[string]int
+			m["boom"] = 1 // nil map write panics
+		}
+		return nil
+	})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].Class != engine.ClassPanic || !strings.Contains(fs[0].Message, "nil map") {
+		t.Fatalf("failures = %+v", fs)
+	}
+	if !strings.Contains(fs[0].Trace, "goroutine") || !strings.Contains(fs[0].Trace, "TestPanicIsRetriedWithStack") {
+		t.Fatalf("backtrace does not hold the goroutine stack:\n%s", fs[0].Trace)
+	}
+}
+
+func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	c.Handle("known", func(ctx context.Context, job *engine.Job) error { return nil })
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Kind: "mystery"})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	b := deadMessages(t, s, q)[0].Block
+	msg, _ := b["error_message"].(string)
+	if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassUnknownKind || !strings.Contains(msg, `"mystery"`) {
+		t.Fatalf("block = %v", b)
+	}
+}
+
+func TestUndecodablePayloadDeadLetters(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		var in struct{ Amount int }
+		return job.Decode(&in)
+	})
+	start(t, c)
+	send(t, c, q, map[string]string{"Amount": "twelve"}, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	b := deadMessages(t, s, q)[0].Block
+	if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassDecode || b["attempts"] != 1.0 {
+		t.Fatalf("block = %v", b)
+	}
+}
+
+func TestHandlerTimeouts(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.HandlerGrace = 100 * time.Millisecond })
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	c.Handle("polite", func(ctx context.Context, job *engine.Job) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, engine.HandlerOptions{Timeout: 200 * time.Millisecond})
+	c.Handle("stubborn", func(ctx context.Context, job *engine.Job) error {
+		<-block // ignores its context
+		return nil
+	}, engine.HandlerOptions{Timeout: 200 * time.Millisecond})
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Kind: "polite"})
+	send(t, c, q, 2, engine.SendOptions{Kind: "stubborn"})
+	eventually(t, 20*time.Second, "both in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 2 })
+	classes := map[string]bool{}
+	for _, d := range deadMessages(t, s, q) {
+		classes[d.Block["error_class"].(string)] = true
+	}
+	if !classes["context.DeadlineExceeded"] || !classes[engine.ClassHandlerTimeout] {
+		t.Fatalf("error classes = %v, want context.DeadlineExceeded and %s", classes, engine.ClassHandlerTimeout)
+	}
+}
+
+func TestHugeErrorMessageTruncatedInBlockKeptInHistory(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	huge := strings.Repeat("é", 100_000)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		return engine.NonRetryable(errors.New(huge))
+	})
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	d := deadMessages(t, s, q)[0]
+	msg := d.Block["error_message"].(string)
+	if n := len([]rune(msg)); n != store.BlockErrorMessageMax {
+		t.Fatalf("block error_message has %d characters, want %d", n, store.BlockErrorMessageMax)
+	}
+	fs := failures(t, s, q+"_dlq", d.ID)
+	if len(fs) != 1 || len([]rune(fs[0].Message)) != store.HistoryErrorMessageMax {
+		t.Fatalf("history keeps %d characters, want %d", len([]rune(fs[0].Message)), store.HistoryErrorMessageMax)
+	}
+}
+
+// A message already read more than max_retries times (its workers crashed)
+// is dead-lettered at read time without running, with no error keys.
+func TestReadTimeDeadLettering(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
+	id := send(t, c, q, 1, engine.SendOptions{})
+	for range 2 { // two deliveries that "crashed"
+		if got, err := s.Read(ctx, q, time.Second, 1); err != nil || len(got) != 1 {
+			t.Fatalf("read: %v %v", got, err)
+		}
+		if _, err := s.SetVisibility(ctx, q, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, c)
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	b := deadMessages(t, s, q)[0].Block
+	if b["attempts"] != 3.0 || b["reason"] != store.ReasonMaxRetriesExceeded || b["max_retries"] != 2.0 {
+		t.Fatalf("block = %v; want attempts 3 = max_retries + 1", b)
+	}
+	for _, k := range []string{"error_class", "error_message", "backtrace", "error_attempt", "error_recorded_at"} {
+		if _, ok := b[k]; ok {
+			t.Errorf("block has %s although no failure was recorded", k)
+		}
+	}
+	if calls.Load() != 0 {
+		t.Fatal("the handler ran for a message past its retries")
+	}
+}
+
+func TestPerKindRetryOverride(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	one := engine.DefaultRetryPolicy()
+	one.MaxRetries = 1
+	c.Handle("once", failN(100, &calls), engine.HandlerOptions{Retry: &one})
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Kind: "once"})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	if b := deadMessages(t, s, q)[0].Block; b["max_retries"] != 1.0 || b["attempts"] != 1.0 || calls.Load() != 1 {
+		t.Fatalf("block = %v calls = %d; want one attempt under the kind's policy", b, calls.Load())
+	}
+}
+
+func TestIdempotencyKeyAndJobFields(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	jobs := make(chan engine.Job, 2)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { jobs <- *job; return nil })
+	start(t, c)
+	withKey := send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "charge-42"})
+	without := send(t, c, q, 2, engine.SendOptions{})
+	got := map[int64]engine.Job{}
+	for range 2 {
+		select {
+		case j := <-jobs:
+			got[j.ID] = j
+		case <-time.After(20 * time.Second):
+			t.Fatal("jobs did not run")
+		}
+	}
+	if got[withKey].IdempotencyKey != "charge-42" {
+		t.Errorf("key = %q, want charge-42", got[withKey].IdempotencyKey)
+	}
+	if want := q + ":" + itoa(without); got[without].IdempotencyKey != want {
+		t.Errorf("default key = %q, want %q", got[without].IdempotencyKey, want)
+	}
+	if j := got[withKey]; j.Queue != q || j.Attempt != 1 || j.MaxRetries != 5 || j.EnqueuedAt.IsZero() || string(j.Payload) != "1" {
+		t.Errorf("job = %+v", j)
+	}
+}

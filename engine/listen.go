@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// listen wakes queue workers on the notification a send makes in its
+// transaction. A lost connection is re-made with backoff, and every queue is
+// woken after a reconnect since notifications may have been missed; polling
+// covers the gap meanwhile.
+func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
+	byPhysical := make(map[string]*queueWorker, len(workers))
+	for _, w := range workers {
+		byPhysical[w.physical] = w
+	}
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := c.listenOnce(ctx, byPhysical)
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("pgbus: notification listener lost its connection; reconnecting", "err", err, "in", delay)
+		sleep(ctx, delay)
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
+func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWorker) error {
+	conn, err := pgx.ConnectConfig(ctx, c.store.Pool().Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
+		return err
+	}
+	for _, w := range byPhysical {
+		w.poke()
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if w, ok := byPhysical[n.Payload]; ok {
+			w.poke()
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+type statsKey struct {
+	minute time.Time
+	queue  string
+	kind   string
+}
+
+// statsCollector counts outcomes in memory per queue, kind and minute until
+// the next flush writes them in one statement.
+type statsCollector struct {
+	mu     sync.Mutex
+	deltas map[statsKey]*store.StatsDelta
+}
+
+func newStatsCollector() *statsCollector {
+	return &statsCollector{deltas: map[statsKey]*store.StatsDelta{}}
+}
+
+func (s *statsCollector) add(queue string, r result) {
+	key := statsKey{minute: time.Now().UTC().Truncate(time.Minute), queue: queue, kind: r.kind}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.deltas[key]
+	if d == nil {
+		d = &store.StatsDelta{Minute: key.minute, Queue: queue, Kind: r.kind}
+		s.deltas[key] = d
+	}
+	switch r.action {
+	case actionSucceed:
+		d.Succeeded++
+	case actionRetry:
+		d.Failed++
+		d.Retried++
+	case actionDeadLetter:
+		if r.failure != nil {
+			d.Failed++
+		}
+		d.DeadLettered++
+	case actionDiscard:
+		d.Failed++
+		d.Discarded++
+	case actionSnooze:
+		d.Snoozed++
+	}
+	if r.latency > 0 {
+		d.LatencyCount++
+		d.LatencySumMS += float64(r.latency) / float64(time.Millisecond)
+		d.LatencyBuckets[store.LatencyBucket(r.latency)]++
+	}
+}
+
+// take removes and returns everything counted so far.
+func (s *statsCollector) take() []store.StatsDelta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.StatsDelta, 0, len(s.deltas))
+	for _, d := range s.deltas {
+		out = append(out, *d)
+	}
+	clear(s.deltas)
+	return out
+}
+
+// giveBack merges counters whose write failed into the next flush.
+func (s *statsCollector) giveBack(deltas []store.StatsDelta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range deltas {
+		key := statsKey{minute: d.Minute, queue: d.Queue, kind: d.Kind}
+		cur := s.deltas[key]
+		if cur == nil {
+			c := d
+			s.deltas[key] = &c
+			continue
+		}
+		cur.Succeeded += d.Succeeded
+		cur.Failed += d.Failed
+		cur.Retried += d.Retried
+		cur.DeadLettered += d.DeadLettered
+		cur.Discarded += d.Discarded
+		cur.Snoozed += d.Snoozed
+		cur.LatencyCount += d.LatencyCount
+		cur.LatencySumMS += d.LatencySumMS
+		for i := range cur.LatencyBuckets {
+			cur.LatencyBuckets[i] += d.LatencyBuckets[i]
+		}
+	}
+}

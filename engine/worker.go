@@ -1,0 +1,366 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// maxFetch bounds one read; larger batches gain little and hold rows longer.
+const maxFetch = 100
+
+// queueWorker works one logical queue: a fetch loop, one goroutine per
+// running job bounded by the queue's concurrency, and a writer of outcomes.
+type queueWorker struct {
+	c        *Client
+	name     string
+	physical string
+	dlq      string
+	slots    chan struct{}
+	wake     chan struct{}
+	jobBase  context.Context
+	jobs     sync.WaitGroup
+	outcomes chan result
+
+	mu   sync.Mutex
+	held map[int64]struct{} // read and not yet settled: kept invisible by heartbeat
+}
+
+func newQueueWorker(c *Client, qc QueueConfig, jobBase context.Context) *queueWorker {
+	return &queueWorker{
+		c:        c,
+		name:     qc.Name,
+		physical: qc.Name,
+		dlq:      store.DLQName(qc.Name),
+		slots:    make(chan struct{}, qc.Concurrency),
+		wake:     make(chan struct{}, 1),
+		jobBase:  jobBase,
+		outcomes: make(chan result, qc.Concurrency),
+		held:     map[int64]struct{}{},
+	}
+}
+
+func (w *queueWorker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run fetches until ctx ends, then waits for its jobs and their outcomes.
+func (w *queueWorker) run(ctx context.Context) {
+	writerDone := make(chan struct{})
+	go func() { w.writeOutcomes(); close(writerDone) }()
+	hbCtx, stopHB := context.WithCancel(w.jobBase)
+	go w.heartbeat(hbCtx)
+	w.fetchLoop(ctx)
+	w.jobs.Wait()
+	close(w.outcomes)
+	<-writerDone
+	stopHB()
+}
+
+func (w *queueWorker) fetchLoop(ctx context.Context) {
+	errDelay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		if w.c.settingsFor(w.name).Paused {
+			w.idle(ctx)
+			continue
+		}
+		n := w.acquire(ctx)
+		if n == 0 {
+			return
+		}
+		vt := w.c.settingsFor(w.name).VisibilityTimeout
+		msgs, err := w.c.store.Read(ctx, w.physical, vt, n)
+		w.release(n - len(msgs))
+		if err != nil {
+			if ctx.Err() == nil {
+				w.c.log.Warn("pgbus: read failed; retrying", "queue", w.physical, "err", err, "in", errDelay)
+				sleep(ctx, errDelay)
+				errDelay = min(errDelay*2, 5*time.Second)
+			}
+			continue
+		}
+		errDelay = 100 * time.Millisecond
+		w.hold(msgs)
+		for _, m := range msgs {
+			w.jobs.Add(1)
+			go w.process(m)
+		}
+		if len(msgs) < n {
+			w.idle(ctx)
+		}
+	}
+}
+
+// acquire takes at least one slot (waiting for it) and then every free one
+// up to maxFetch. It returns 0 when ctx ends first.
+func (w *queueWorker) acquire(ctx context.Context) int {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	n := 1
+	for n < maxFetch {
+		select {
+		case w.slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func (w *queueWorker) release(n int) {
+	for range n {
+		<-w.slots
+	}
+}
+
+// idle waits for a notification or the poll interval.
+func (w *queueWorker) idle(ctx context.Context) {
+	t := time.NewTimer(w.c.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-w.wake:
+	case <-t.C:
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (w *queueWorker) hold(msgs []store.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range msgs {
+		w.held[m.ID] = struct{}{}
+	}
+}
+
+func (w *queueWorker) unhold(ids []int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		delete(w.held, id)
+	}
+}
+
+// heartbeat keeps held messages invisible while their handlers run and
+// their outcomes wait to be written, so only a dead process lets them
+// reappear.
+func (w *queueWorker) heartbeat(ctx context.Context) {
+	for {
+		vt := w.c.settingsFor(w.name).VisibilityTimeout
+		sleep(ctx, vt/3)
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		ids := make([]int64, 0, len(w.held))
+		for id := range w.held {
+			ids = append(ids, id)
+		}
+		w.mu.Unlock()
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), store.MaxBatch)]
+			ids = ids[len(chunk):]
+			if _, err := w.c.store.SetVisibilityMany(ctx, w.physical, chunk, vt); err != nil && ctx.Err() == nil {
+				w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", w.physical, "err", err)
+			}
+		}
+	}
+}
+
+// process decides and runs one message, then hands its outcome to the writer.
+func (w *queueWorker) process(m store.Message) {
+	defer w.jobs.Done()
+	started := time.Now()
+	res := w.decide(m)
+	res.latency = started.Sub(latest(m.EnqueuedAt, m.VisibleSince))
+	<-w.slots
+	if res.abandon {
+		w.unhold([]int64{m.ID})
+		return
+	}
+	w.outcomes <- res
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// decide applies the lifecycle: read-time dead-lettering, deadlines, unknown
+// kinds, then the handler and what its error asks for.
+func (w *queueWorker) decide(m store.Message) result {
+	headers := parseHeaders(m.Headers)
+	kind := kindOf(headers, m.Payload)
+	h, found := w.c.handlerFor(w.name, kind)
+	policy := policyOf(w.c.settingsFor(w.name))
+	if found && h.opts.Retry != nil {
+		policy = *h.opts.Retry
+	}
+	res := result{msgID: m.ID, kind: kind, maxRetries: policy.MaxRetries}
+	if m.ReadCount > policy.MaxRetries {
+		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil)
+	}
+	deadline := deadlineOf(headers)
+	if !deadline.IsZero() && time.Now().After(deadline) {
+		return res.deadLetter(store.ReasonDeadlineExceeded, nil)
+	}
+	if !found {
+		err := &classedError{class: ClassUnknownKind, msg: fmt.Sprintf(
+			"no handler for kind %q on queue %q; register one with Client.Handle (or HandleQueue for the queue's default), or fix the sender's pgbus_kind", kind, w.name)}
+		return res.deadLetter(store.ReasonNonRetryable, w.failure(m, kind, err, ""))
+	}
+	job := &Job{
+		Queue: w.physical, ID: m.ID, Kind: kind, Attempt: m.ReadCount, MaxRetries: policy.MaxRetries,
+		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: headers,
+		IdempotencyKey: idempotencyKey(headers, w.physical, m.ID), Deadline: deadline,
+	}
+	err, stack := w.runHandler(h, job)
+	if err == nil {
+		return res
+	}
+	if w.jobBase.Err() != nil {
+		res.abandon = true // hard stop: leave it to its visibility timeout
+		return res
+	}
+	return w.onError(res, policy, m, err, stack)
+}
+
+func (w *queueWorker) onError(res result, p RetryPolicy, m store.Message, err error, stack string) result {
+	ce, _ := asControl(err)
+	if ce != nil && ce.outcome == outcomeSnooze {
+		res.action, res.delay = actionSnooze, ce.delay
+		return res
+	}
+	f := w.failure(m, res.kind, err, stack)
+	switch {
+	case ce != nil && ce.outcome == outcomeDiscard:
+		res.action, res.failure = actionDiscard, f
+		return res
+	case ce != nil && ce.outcome == outcomeDeadLetter:
+		return res.deadLetter(store.ReasonNonRetryable, f)
+	case m.ReadCount >= p.MaxRetries:
+		return res.deadLetter(store.ReasonMaxRetriesExceeded, f)
+	}
+	res.action, res.failure = actionRetry, f
+	res.delay = p.NextDelay(m.ReadCount, w.c.cfg.Rand())
+	if ce != nil && ce.delay > 0 {
+		res.delay = ce.delay
+	}
+	return res
+}
+
+func (w *queueWorker) failure(m store.Message, kind string, err error, stack string) *store.Failure {
+	return &store.Failure{
+		Attempt: m.ReadCount, Kind: kind, ErrorClass: ErrorClass(err),
+		ErrorMessage: err.Error(), Backtrace: stack,
+	}
+}
+
+// runHandler runs the handler with its timeout, recovering panics. A handler
+// that ignores its context is given up on after the grace period; its
+// goroutine is left behind, which is logged.
+func (w *queueWorker) runHandler(h handler, job *Job) (error, string) {
+	timeout := h.opts.Timeout
+	if timeout <= 0 {
+		timeout = w.c.settingsFor(w.name).VisibilityTimeout
+	}
+	ctx, cancel := context.WithTimeout(w.jobBase, timeout)
+	defer cancel()
+	type outcome struct {
+		err   error
+		stack string
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{&classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, string(debug.Stack())}
+			}
+		}()
+		done <- outcome{err: h.fn(ctx, job)}
+	}()
+	grace := time.NewTimer(timeout + w.c.cfg.HandlerGrace)
+	defer grace.Stop()
+	select {
+	case o := <-done:
+		return o.err, o.stack
+	case <-grace.C:
+		w.c.log.Error("pgbus: handler ignored its context past the grace period; its goroutine is abandoned", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		return &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
+			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}, ""
+	case <-w.jobBase.Done():
+		return w.jobBase.Err(), ""
+	}
+}
+
+func parseHeaders(raw json.RawMessage) map[string]json.RawMessage {
+	var h map[string]json.RawMessage
+	if len(raw) > 0 && json.Unmarshal(raw, &h) == nil && h != nil {
+		return h
+	}
+	return map[string]json.RawMessage{}
+}
+
+func headerString(h map[string]json.RawMessage, key string) string {
+	var s string
+	if raw, ok := h[key]; ok && json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// kindOf reads pgbus_kind, falling back to job_class in the payload for
+// messages written by Ruby pgbus.
+func kindOf(h map[string]json.RawMessage, payload json.RawMessage) string {
+	if k := headerString(h, store.HeaderKind); k != "" {
+		return k
+	}
+	var body struct {
+		JobClass string `json:"job_class"`
+	}
+	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &body) == nil {
+		return body.JobClass
+	}
+	return ""
+}
+
+func deadlineOf(h map[string]json.RawMessage) time.Time {
+	s := headerString(h, store.HeaderDeadline)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func idempotencyKey(h map[string]json.RawMessage, queue string, id int64) string {
+	if k := headerString(h, store.HeaderIdempotencyKey); k != "" {
+		return k
+	}
+	return fmt.Sprintf("%s:%d", queue, id)
+}

@@ -1,0 +1,93 @@
+// Package pgtest gives tests a PostgreSQL database: the server named by
+// PGBUS_TEST_DATABASE_URL, or else an embedded cluster (package embedpg)
+// shared by every test binary of the run, so that `go test ./...` works on a
+// machine with PostgreSQL installed and nothing running.
+//
+// Use it with
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+// and call URL(t) in tests. All callers share one database, pgbus: tests
+// must not assume it is empty and should use names of their own (a schema or
+// queue name per test) so that packages tested in parallel do not collide.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/embedpg"
+)
+
+// EnvURL names the variable that points tests at an existing server.
+const EnvURL = "PGBUS_TEST_DATABASE_URL"
+
+var (
+	mu       sync.Mutex
+	once     sync.Once
+	cluster  *embedpg.Cluster
+	startErr error
+)
+
+// URL returns the connection string for tests: PGBUS_TEST_DATABASE_URL when
+// set, else an embedded cluster shared by all test binaries of this run,
+// started on first use. It fails the test (never skips it) when the embedded
+// cluster cannot start.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv(EnvURL); u != "" {
+		return u
+	}
+	once.Do(start)
+	mu.Lock()
+	defer mu.Unlock()
+	if startErr != nil {
+		tb.Fatalf("pgtest: %v (or set %s to use a running server)", startErr, EnvURL)
+	}
+	return cluster.URL()
+}
+
+// DataDir is where the test cluster lives: one per user, shared by the test
+// binaries that `go test ./...` runs in parallel (embedpg coordinates them).
+func DataDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pgbus-test-%d", os.Geteuid()))
+}
+
+func start() {
+	// Generous: parallel test binaries may all be compiling and starting.
+	c, err := embedpg.Start(context.Background(), embedpg.Options{
+		DataDir:      DataDir(),
+		StartTimeout: 2 * time.Minute,
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	cluster, startErr = c, err
+}
+
+// Main runs the tests and then stops the embedded cluster if this process
+// used one; the server itself keeps running while other test binaries still
+// use it. Without Main the server outlives the run and the next run adopts
+// it.
+func Main(m *testing.M) int {
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	if cluster == nil {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cluster.Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	cluster = nil
+	return code
+}

@@ -1,0 +1,692 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Limits of the dead-letter operations.
+const (
+	// MaxDeadPage is the largest page ListDead returns.
+	MaxDeadPage = 100
+	// MaxDeadBulk bounds one RetryDeadMatching or DiscardDeadMatching call.
+	MaxDeadBulk = 100_000
+	// MaxDeadFilterText bounds DeadFilter.Text, in characters.
+	MaxDeadFilterText = 1000
+	// MaxDeadFilterName bounds DeadFilter.Kind and ErrorClass, in characters;
+	// the history keeps no longer ones, so a longer filter could never match.
+	MaxDeadFilterName = 200
+	// MaxRetryMoved bounds RetryReport.Moved; the rest are only counted.
+	MaxRetryMoved = 100
+
+	deadBatch  = 500  // messages per page of a bulk operation
+	purgeBatch = 1000 // archived rows deleted per statement by PurgeDead
+
+	// PayloadReplacedClass is the error class of the history row that records
+	// a retry with a corrected payload.
+	PayloadReplacedClass = "pgbus.payload_replaced"
+)
+
+// DeadFilter selects dead messages. Zero fields select everything.
+type DeadFilter struct {
+	// Queue is the source queue X, meaning its DLQ X_dlq; "X_dlq" is accepted
+	// too. Empty: every DLQ.
+	Queue string `json:"queue,omitempty"`
+	// Kind matches the pgbus_kind header, or message.job_class for messages
+	// written by Ruby pgbus.
+	Kind string `json:"kind,omitempty"`
+	// ErrorClass and Reason match the dead-letter block exactly.
+	ErrorClass string `json:"error_class,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// Text is a case-insensitive substring of the block's error message.
+	Text string `json:"text,omitempty"`
+}
+
+// DeadLetterBlock is the pgbus_dead_letter header of a dead message
+// (DESIGN.md section 6).
+type DeadLetterBlock struct {
+	Version          int       `json:"version"`
+	Reason           string    `json:"reason"`
+	Source           string    `json:"source"`
+	SourceQueue      string    `json:"source_queue"`
+	SourceMsgID      int64     `json:"source_msg_id"`
+	SourceEnqueuedAt time.Time `json:"source_enqueued_at,omitzero"`
+	Attempts         int       `json:"attempts"`
+	MaxRetries       int       `json:"max_retries"`
+	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
+	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty"`
+	ErrorClass       string    `json:"error_class,omitempty"`
+	ErrorMessage     string    `json:"error_message,omitempty"`
+	Backtrace        string    `json:"backtrace,omitempty"`
+	ErrorAttempt     int       `json:"error_attempt,omitempty"`
+	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
+}
+
+// DeadItem is one dead message as ListDead shows it: its block's facts,
+// without payload or backtrace (ShowDead returns those).
+type DeadItem struct {
+	DLQ            string    `json:"dlq"`
+	MsgID          int64     `json:"msg_id"`
+	Kind           string    `json:"kind,omitempty"`
+	Reason         string    `json:"reason"`
+	SourceQueue    string    `json:"source_queue"`
+	SourceMsgID    int64     `json:"source_msg_id"`
+	Attempts       int       `json:"attempts"`
+	MaxRetries     int       `json:"max_retries"`
+	ErrorClass     string    `json:"error_class,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty"`
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
+	RetriesFromDLQ int       `json:"retries_from_dlq"`
+	PayloadBytes   int64     `json:"payload_bytes"`
+}
+
+// DeadPage is one page of ListDead. NextCursor is empty on the last page.
+type DeadPage struct {
+	Items      []DeadItem `json:"items"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+// DeadMessage is one dead message in full.
+type DeadMessage struct {
+	DLQ            string          `json:"dlq"`
+	MsgID          int64           `json:"msg_id"`
+	Kind           string          `json:"kind,omitempty"`
+	ReadCount      int             `json:"read_ct"`
+	DeadLetteredAt time.Time       `json:"dead_lettered_at"`
+	Payload        json.RawMessage `json:"payload"`
+	// Headers are the row's headers as stored, the block included.
+	Headers json.RawMessage `json:"headers"`
+	// Block is nil for a message put in the DLQ by something else than
+	// pgbus (a plain pgmq.send).
+	Block   *DeadLetterBlock `json:"dead_letter,omitempty"`
+	History []FailureRecord  `json:"history"`
+}
+
+// DeadGroup counts the dead messages of one (source queue, kind, error
+// class).
+type DeadGroup struct {
+	DLQ          string    `json:"dlq"`
+	SourceQueue  string    `json:"source_queue"`
+	Kind         string    `json:"kind"`
+	ErrorClass   string    `json:"error_class"`
+	Count        int64     `json:"count"`
+	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
+	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
+	Reasons      []string  `json:"reasons"`
+	SampleMsgIDs []int64   `json:"sample_msg_ids"`
+}
+
+// RetryOptions tune RetryDead and RetryDeadMatching.
+type RetryOptions struct {
+	// DryRun reports what would move and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Payload, with exactly one id, retries the message with this payload
+	// instead of its own. The original message is kept in the DLQ's archive
+	// and the replacement noted in its failure history.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Progress, when set, is called after each batch with the messages done
+	// so far and the total expected.
+	Progress func(done, total int) `json:"-"`
+}
+
+// RetryReport tells what a retry did (or, in a dry run, would do).
+type RetryReport struct {
+	DryRun     bool   `json:"dry_run"`
+	Retried    int    `json:"retried"`
+	Failed     int    `json:"failed"`
+	FirstError string `json:"first_error,omitempty"`
+	// Moved lists the first MaxRetryMoved messages retried; MovedOmitted
+	// counts the others.
+	Moved        []RetriedMessage `json:"moved"`
+	MovedOmitted int              `json:"moved_omitted,omitempty"`
+
+	firstErr error
+}
+
+// RetriedMessage is one message moved out of a DLQ. MsgID is its new id in
+// Queue; zero in a dry run.
+type RetriedMessage struct {
+	DLQ      string `json:"dlq"`
+	DLQMsgID int64  `json:"dlq_msg_id"`
+	Queue    string `json:"queue"`
+	MsgID    int64  `json:"msg_id,omitempty"`
+}
+
+func (r *RetryReport) moved(m RetriedMessage) {
+	r.Retried++
+	if len(r.Moved) < MaxRetryMoved {
+		r.Moved = append(r.Moved, m)
+	} else {
+		r.MovedOmitted++
+	}
+}
+
+func (r *RetryReport) fail(dlq string, id int64, err error) {
+	r.Failed++
+	if r.firstErr == nil {
+		r.firstErr = err
+		r.FirstError = fmt.Sprintf("message %d in %s: %v", id, dlq, err)
+	}
+}
+
+// ---- names ----
+
+var subQueueSuffix = regexp.MustCompile(`_p[0-9]+$`)
+
+// dlqOf turns a queue or DLQ name into the DLQ name, validated.
+func dlqOf(name string) (string, error) {
+	if err := ValidatePhysicalName(name); err != nil {
+		return "", err
+	}
+	dlq := name
+	if !strings.HasSuffix(name, DLQSuffix) {
+		dlq = DLQName(name)
+	}
+	if err := ValidatePhysicalName(dlq); err != nil {
+		return "", err
+	}
+	return dlq, nil
+}
+
+func baseOf(dlq string) string { return strings.TrimSuffix(dlq, DLQSuffix) }
+
+// resolveDLQ is dlqOf plus a check that the DLQ exists.
+func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
+	dlq, err := dlqOf(name)
+	if err != nil {
+		return "", err
+	}
+	existing, err := s.existingQueues(ctx, []string{dlq})
+	if err != nil {
+		return "", err
+	}
+	if len(existing) == 0 {
+		return "", dlqMissingErr(dlq)
+	}
+	return dlq, nil
+}
+
+func dlqMissingErr(dlq string) error {
+	base := baseOf(dlq)
+	if m := subQueueSuffix.FindString(base); m != "" {
+		return notFoundf("%q is a priority sub-queue; its messages die in the DLQ of queue %q: pass queue %q", base, strings.TrimSuffix(base, m), strings.TrimSuffix(base, m))
+	}
+	return notFoundf("queue %q has no dead-letter queue %q; see pgbus queues for the queues there are", base, dlq)
+}
+
+// existingQueues returns those of names whose PGMQ queue table exists. It
+// asks the catalog each time: another process may have dropped a queue.
+func (s *Store) existingQueues(ctx context.Context, names []string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT n FROM unnest($1::text[]) AS n
+		WHERE to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) IS NOT NULL`, names)
+	if err != nil {
+		return nil, fmt.Errorf("store: look up queues: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: look up queues: %w", err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, n := range found {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// deadQueues lists every DLQ: the PGMQ queues whose name ends in _dlq.
+func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT queue_name FROM pgmq.meta
+		WHERE queue_name LIKE '%\_dlq'
+		  AND to_regclass(format('%I.%I', 'pgmq', 'q_' || queue_name)) IS NOT NULL
+		ORDER BY queue_name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list dead-letter queues: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list dead-letter queues: %w", err)
+	}
+	// Other PGMQ clients may use names our rules do not allow; leave them.
+	return slices.DeleteFunc(names, func(n string) bool { return ValidatePhysicalName(n) != nil }), nil
+}
+
+func isUndefinedTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
+}
+
+func deadGoneErr(dlq string, id int64) error {
+	base := baseOf(dlq)
+	return notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already: see pgbus dlq list --queue %s", base, id, base)
+}
+
+// ---- filters ----
+
+func (f DeadFilter) validate() error {
+	if f.Queue != "" {
+		if _, err := dlqOf(f.Queue); err != nil {
+			return err
+		}
+	}
+	texts := []struct {
+		name, value string
+		max         int
+	}{{"kind", f.Kind, MaxDeadFilterName}, {"error_class", f.ErrorClass, MaxDeadFilterName}, {"text", f.Text, MaxDeadFilterText}}
+	for _, t := range texts {
+		if !utf8.ValidString(t.value) || strings.ContainsRune(t.value, 0) {
+			return invalidf("filter %s is not valid UTF-8 text; pass plain text", t.name)
+		}
+		if n := utf8.RuneCountInString(t.value); n > t.max {
+			return invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
+		}
+	}
+	if f.Reason != "" {
+		if err := validateReason(f.Reason); err != nil {
+			return invalidf("filter reason %q is unknown; use %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return invalidf("filter until (%s) must be after since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// fingerprint identifies a filter, so that a cursor is only used with the
+// filter it was issued for.
+func (f DeadFilter) fingerprint() string {
+	if f.Queue != "" {
+		f.Queue, _ = dlqOf(f.Queue)
+	}
+	f.Since, f.Until = f.Since.UTC(), f.Until.UTC()
+	b, _ := json.Marshal(f)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// deadQuery is a filter compiled to SQL over a set of DLQs: the same
+// conditions apply to each DLQ's table, with values as parameters.
+type deadQuery struct {
+	dlqs  []string
+	conds []string
+	args  []any
+}
+
+func (q *deadQuery) arg(v any) string {
+	q.args = append(q.args, v)
+	return fmt.Sprintf("$%d", len(q.args))
+}
+
+const sqlBlock = `(headers->'` + HeaderDeadLetter + `')`
+
+func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, error) {
+	q := &deadQuery{}
+	var err error
+	if f.Queue != "" {
+		dlq, err := s.resolveDLQ(ctx, f.Queue)
+		if err != nil {
+			return nil, err
+		}
+		q.dlqs = []string{dlq}
+	} else if q.dlqs, err = s.deadQueues(ctx); err != nil {
+		return nil, err
+	}
+	add := func(cond string, v any) { q.conds = append(q.conds, fmt.Sprintf(cond, q.arg(v))) }
+	if f.Kind != "" {
+		add(sqlKind+` = %s`, f.Kind)
+	}
+	if f.ErrorClass != "" {
+		add(sqlBlock+`->>'error_class' = %s`, f.ErrorClass)
+	}
+	if f.Reason != "" {
+		add(sqlBlock+`->>'reason' = %s`, f.Reason)
+	}
+	if !f.Since.IsZero() {
+		add(`enqueued_at >= %s`, f.Since)
+	}
+	if !f.Until.IsZero() {
+		add(`enqueued_at < %s`, f.Until)
+	}
+	if f.Text != "" {
+		add(sqlBlock+`->>'error_message' ILIKE %s ESCAPE '\'`, "%"+escapeLike(f.Text)+"%")
+	}
+	return q, nil
+}
+
+// union returns one SELECT per DLQ, joined by UNION ALL. Each selects the
+// DLQ's name as column dlq, then cols; more adds a condition that may depend
+// on the DLQ; tail follows the WHERE clause.
+func (q *deadQuery) union(cols string, more func(dlq string) string, tail string) string {
+	parts := make([]string, len(q.dlqs))
+	for i, dlq := range q.dlqs {
+		conds := slices.Clone(q.conds)
+		if more != nil {
+			if c := more(dlq); c != "" {
+				conds = append(conds, c)
+			}
+		}
+		where := ""
+		if len(conds) > 0 {
+			where = " WHERE " + strings.Join(conds, " AND ")
+		}
+		parts[i] = "(SELECT " + q.arg(dlq) + "::text AS dlq, " + cols + " FROM " + queueTable(dlq) + where + " " + tail + ")"
+	}
+	return strings.Join(parts, "\nUNION ALL\n")
+}
+
+// runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
+// meantime makes it list the DLQs again, once.
+func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery) error) error {
+	for attempt := 0; ; attempt++ {
+		q, err := s.compileDead(ctx, f)
+		if err != nil {
+			return err
+		}
+		if len(q.dlqs) == 0 {
+			return nil
+		}
+		err = fn(q)
+		if !isUndefinedTable(err) {
+			return err
+		}
+		if f.Queue != "" {
+			return dlqMissingErr(q.dlqs[0])
+		}
+		if attempt > 0 {
+			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)
+		}
+	}
+}
+
+// ---- cursors ----
+
+// deadCursor is a position in the order (enqueued_at, dlq, msg_id).
+type deadCursor struct {
+	V int       `json:"v"`
+	T time.Time `json:"t"`
+	Q string    `json:"q"`
+	I int64     `json:"i"`
+	F string    `json:"f"`
+	C string    `json:"c"`
+}
+
+const deadCursorVersion = 1
+
+func (c deadCursor) sum() string {
+	h := sha256.Sum256(fmt.Appendf(nil, "pgbus dead cursor|%d|%s|%s|%d|%s", c.V, c.T.UTC().Format(time.RFC3339Nano), c.Q, c.I, c.F))
+	return hex.EncodeToString(h[:8])
+}
+
+func encodeDeadCursor(it DeadItem, filter string) string {
+	c := deadCursor{V: deadCursorVersion, T: it.DeadLetteredAt.UTC(), Q: it.DLQ, I: it.MsgID, F: filter}
+	c.C = c.sum()
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeDeadCursor(s, filter string) (*deadCursor, error) {
+	bad := invalidf("cursor is not one this server issued; start again without cursor")
+	if len(s) > 1024 {
+		return nil, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	var c deadCursor
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&c) != nil || c.V != deadCursorVersion || c.C != c.sum() || c.I <= 0 || c.T.IsZero() ||
+		ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
+		return nil, bad
+	}
+	if c.F != filter {
+		return nil, invalidf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
+	}
+	return &c, nil
+}
+
+// keysetCond selects, in one DLQ's table, the rows after c in the order
+// (enqueued_at, dlq, msg_id), descending or ascending. dlq is constant
+// within a table, so comparing it with c.Q here leaves a plain condition on
+// the table's own columns.
+func keysetCond(dlq string, c *deadCursor, desc bool, t, id string) string {
+	op := ">"
+	if desc {
+		op = "<"
+	}
+	cmp := strings.Compare(dlq, c.Q)
+	switch {
+	case cmp == 0:
+		return "(enqueued_at, msg_id) " + op + " (" + t + ", " + id + ")"
+	case (cmp < 0) == desc:
+		return "enqueued_at " + op + "= " + t
+	default:
+		return "enqueued_at " + op + " " + t
+	}
+}
+
+// pageSQL selects cols of up to limit rows after the cursor, across the
+// DLQs, in (enqueued_at, dlq, msg_id) order.
+func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int) string {
+	dir := " ASC"
+	if desc {
+		dir = " DESC"
+	}
+	lim := q.arg(limit)
+	var more func(string) string
+	if after != nil {
+		t, id := q.arg(after.T), q.arg(after.I)
+		more = func(dlq string) string { return keysetCond(dlq, after, desc, t, id) }
+	}
+	inner := q.union(cols, more, "ORDER BY enqueued_at"+dir+", msg_id"+dir+" LIMIT "+lim)
+	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim
+}
+
+// ---- list, show, find, summary ----
+
+const deadItemCols = `msg_id, enqueued_at, ` + sqlKind + ` AS kind,
+	coalesce(octet_length(message::text), 0) AS payload_bytes,
+	CASE WHEN jsonb_typeof(` + sqlBlock + `) = 'object' THEN ` + sqlBlock + ` - 'backtrace' END AS block`
+
+// ListDead returns one page of dead messages, newest first, over one DLQ
+// or all of them. cursor is empty for the first page, then the NextCursor
+// of the previous page, with the same filter. limit is 1 to MaxDeadPage.
+func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit int) (DeadPage, error) {
+	page := DeadPage{Items: []DeadItem{}}
+	if limit < 1 || limit > MaxDeadPage {
+		return page, invalidf("list dead messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
+	}
+	if err := f.validate(); err != nil {
+		return page, err
+	}
+	fp := f.fingerprint()
+	var after *deadCursor
+	if cursor != "" {
+		var err error
+		if after, err = decodeDeadCursor(cursor, fp); err != nil {
+			return page, err
+		}
+	}
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		items, err := s.queryDeadItems(ctx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
+		page.Items = items
+		return err
+	})
+	if err != nil {
+		return DeadPage{Items: []DeadItem{}}, err
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = encodeDeadCursor(page.Items[limit-1], fp)
+	}
+	return page, nil
+}
+
+func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]DeadItem, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadItem, error) {
+		var it DeadItem
+		var kind *string
+		var block []byte
+		err := r.Scan(&it.DLQ, &it.MsgID, &it.DeadLetteredAt, &kind, &it.PayloadBytes, &block)
+		if kind != nil {
+			it.Kind = *kind
+		}
+		if b := parseBlock(block); b != nil {
+			it.Reason, it.SourceQueue, it.SourceMsgID = b.Reason, b.SourceQueue, b.SourceMsgID
+			it.Attempts, it.MaxRetries, it.RetriesFromDLQ = b.Attempts, b.MaxRetries, b.RetriesFromDLQ
+			it.ErrorClass, it.ErrorMessage = b.ErrorClass, b.ErrorMessage
+		}
+		return it, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// parseBlock reads a dead-letter block leniently: a block edited by hand may
+// hold a wrong type somewhere, and every field that still reads is kept.
+func parseBlock(raw []byte) *DeadLetterBlock {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return nil
+	}
+	b := &DeadLetterBlock{}
+	if json.Unmarshal(raw, b) == nil {
+		return b
+	}
+	*b = DeadLetterBlock{}
+	for k, v := range fields {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+		_ = json.Unmarshal(one, b)
+	}
+	return b
+}
+
+// ShowDead returns one dead message with its payload, headers, block and
+// failure history. dlq may name the DLQ (orders_dlq) or its queue (orders).
+func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMessage, error) {
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return DeadMessage{}, err
+	}
+	if msgID <= 0 {
+		return DeadMessage{}, invalidf("show dead message: id %d is not valid; ids are positive", msgID)
+	}
+	m := DeadMessage{DLQ: name}
+	var kind *string
+	var payload, headers, block []byte
+	err = s.pool.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlKind+`, message, headers, `+sqlBlock+`
+		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).
+		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &headers, &block)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return DeadMessage{}, deadGoneErr(name, msgID)
+	case isUndefinedTable(err):
+		return DeadMessage{}, dlqMissingErr(name)
+	case err != nil:
+		return DeadMessage{}, fmt.Errorf("store: show dead message %d in %q: %w", msgID, name, err)
+	}
+	if kind != nil {
+		m.Kind = *kind
+	}
+	m.Payload, m.Headers, m.Block = payload, headers, parseBlock(block)
+	if m.History, err = s.FailureHistory(ctx, name, msgID); err != nil {
+		return DeadMessage{}, err
+	}
+	return m, nil
+}
+
+// FindDead returns the DLQs that hold a message with id msgID, by name. Ids
+// are per queue, so one id may be in several DLQs.
+func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
+	if msgID <= 0 {
+		return nil, invalidf("find dead message: id %d is not valid; ids are positive", msgID)
+	}
+	out := []string{}
+	err := s.runDead(ctx, DeadFilter{}, func(q *deadQuery) error {
+		id := q.arg(msgID)
+		sql := q.union("msg_id", func(string) string { return "msg_id = " + id }, "")
+		rows, err := s.pool.Query(ctx, `SELECT dlq FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: find dead message %d: %w", msgID, err)
+	}
+	return out, nil
+}
+
+// SummarizeDead groups the dead messages f selects by (source queue, kind,
+// error class), largest group first, each with up to 5 sample ids, newest
+// first.
+func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	out := []DeadGroup{}
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		cols := `msg_id, enqueued_at, coalesce(` + sqlKind + `, '') AS kind,
+			coalesce(` + sqlBlock + `->>'source_queue', '') AS source_queue,
+			coalesce(` + sqlBlock + `->>'error_class', '') AS error_class,
+			` + sqlBlock + `->>'reason' AS reason`
+		sql := `SELECT dlq, source_queue, kind, error_class, count(*), min(enqueued_at), max(enqueued_at),
+				coalesce(array_agg(DISTINCT reason ORDER BY reason) FILTER (WHERE reason IS NOT NULL), '{}'),
+				(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5]
+			FROM (` + q.union(cols, nil, "") + `) u
+			GROUP BY dlq, source_queue, kind, error_class
+			ORDER BY count(*) DESC, max(enqueued_at) DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C"`
+		rows, err := s.pool.Query(ctx, sql, q.args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
+			var g DeadGroup
+			err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.FirstDeadAt, &g.LastDeadAt, &g.Reasons, &g.SampleMsgIDs)
+			return g, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, wrapDead("summarize dead messages", err)
+	}
+	return out, nil
+}
+
+// wrapDead wraps database errors; the store's own kinds pass unchanged.
+func wrapDead(op string, err error) error {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The worker's outcomes other than success and dead-lettering. Each is one
+// statement for a batch of messages of one physical queue, so a batch of
+// outcomes costs one round trip.
+
+// RetryItem schedules the next attempt of a failed message.
+type RetryItem struct {
+	MsgID   int64
+	Delay   time.Duration
+	Failure Failure
+}
+
+// RetryMany records each failure and makes its message visible again after
+// its delay; the queue row itself is the retry. It returns the ids updated;
+// ids no longer in the queue are skipped and record no failure.
+func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) ([]int64, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(items))
+	delays := make([]int64, len(items))
+	f := newFailureColumns(len(items))
+	for i, it := range items {
+		ids[i], delays[i] = it.MsgID, max(it.Delay, 0).Microseconds()
+		f.add(it.Failure)
+	}
+	sql := `WITH t AS (
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[])
+				AS t(id, delay_us, attempt, kind, class, message, backtrace)
+		), u AS (
+			UPDATE ` + queueTable(queue) + ` q SET vt = now() + t.delay_us * interval '1 microsecond'
+			FROM t WHERE q.msg_id = t.id
+			RETURNING q.msg_id, q.vt
+		), f AS (
+			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at, retry_at)
+			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace, now(), u.vt
+			FROM t JOIN u ON u.msg_id = t.id
+		)
+		SELECT msg_id FROM u`
+	return s.collectIDs(ctx, "retry in", queue, sql, queue, ids, delays, f.attempts, f.kinds, f.classes, f.messages, f.backtraces)
+}
+
+// SnoozeMany makes messages visible again after their delays without using
+// an attempt: read_ct is put back. It returns the ids updated.
+func (s *Store) SnoozeMany(ctx context.Context, queue string, ids []int64, delays []time.Duration) ([]int64, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if len(ids) != len(delays) {
+		return nil, invalidf("snooze in %q: %d ids but %d delays", queue, len(ids), len(delays))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	us := make([]int64, len(delays))
+	for i, d := range delays {
+		us[i] = max(d, 0).Microseconds()
+	}
+	sql := `UPDATE ` + queueTable(queue) + ` q
+		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0)
+		FROM unnest($1::bigint[], $2::bigint[]) AS t(id, delay_us)
+		WHERE q.msg_id = t.id
+		RETURNING q.msg_id`
+	return s.collectIDs(ctx, "snooze in", queue, sql, ids, us)
+}
+
+// DiscardItem archives a failed message without dead-lettering it.
+type DiscardItem struct {
+	MsgID   int64
+	Failure Failure
+}
+
+// DiscardMany records each failure and archives its message with the
+// pgbus_discarded header: it never reaches the DLQ. It returns the ids moved.
+func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardItem) ([]int64, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	info, err := s.tableInfo(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(items))
+	f := newFailureColumns(len(items))
+	for i, it := range items {
+		ids[i] = it.MsgID
+		f.add(it.Failure)
+	}
+	cols := "msg_id, read_ct, enqueued_at, vt, message"
+	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
+		cols += ", last_read_at"
+	}
+	sql := `WITH t AS (
+			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+				AS t(id, attempt, kind, class, message, backtrace)
+		), d AS (
+			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id
+			RETURNING q.*
+		), a AS (
+			INSERT INTO ` + archiveTable(queue) + ` (` + cols + `, headers)
+			SELECT ` + cols + `, ` + mergeHeaderSQL("d.headers", `'`+HeaderDiscarded+`'`, "'true'::jsonb") + ` FROM d
+			RETURNING msg_id
+		), f AS (
+			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace)
+			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace
+			FROM t JOIN a ON a.msg_id = t.id
+		)
+		SELECT msg_id FROM a`
+	return s.collectIDs(ctx, "discard in", queue, sql, queue, ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces)
+}
+
+// mergeHeaderSQL returns SQL that adds key = value to a headers column,
+// keeping headers that are not a JSON object under pgbus_original_headers.
+func mergeHeaderSQL(headers, key, value string) string {
+	return `CASE
+		WHEN ` + headers + ` IS NULL OR jsonb_typeof(` + headers + `) = 'null' THEN jsonb_build_object(` + key + `, ` + value + `)
+		WHEN jsonb_typeof(` + headers + `) = 'object' THEN ` + headers + ` || jsonb_build_object(` + key + `, ` + value + `)
+		ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', ` + headers + `, ` + key + `, ` + value + `)
+	END`
+}
+
+// failureColumns lays out failures as parallel arrays for unnest.
+type failureColumns struct {
+	attempts                             []int32
+	kinds, classes, messages, backtraces []string
+}
+
+func newFailureColumns(n int) *failureColumns {
+	return &failureColumns{
+		attempts: make([]int32, 0, n), kinds: make([]string, 0, n), classes: make([]string, 0, n),
+		messages: make([]string, 0, n), backtraces: make([]string, 0, n),
+	}
+}
+
+func (c *failureColumns) add(f Failure) {
+	f = f.bounded()
+	c.attempts = append(c.attempts, int32(f.Attempt))
+	c.kinds = append(c.kinds, f.Kind)
+	c.classes = append(c.classes, f.ErrorClass)
+	c.messages = append(c.messages, f.ErrorMessage)
+	c.backtraces = append(c.backtraces, f.Backtrace)
+}

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Backoff strategies of QueueSettings.BackoffStrategy.
+const (
+	BackoffExponential = "exponential"
+	BackoffPolynomial  = "polynomial"
+)
+
+// QueueSettings are the retry and delivery settings of one logical queue,
+// kept in pgbus.queues so that every worker process shares them.
+type QueueSettings struct {
+	Queue              string        `json:"queue"`
+	MaxRetries         int           `json:"max_retries"`
+	VisibilityTimeout  time.Duration `json:"visibility_timeout"`
+	BackoffStrategy    string        `json:"backoff_strategy"`
+	RetryBackoff       time.Duration `json:"retry_backoff"`
+	RetryBackoffMax    time.Duration `json:"retry_backoff_max"`
+	RetryBackoffJitter float64       `json:"retry_backoff_jitter"`
+	// DeleteOnSuccess deletes finished messages instead of archiving them.
+	DeleteOnSuccess bool `json:"delete_on_success"`
+	Paused          bool `json:"paused"`
+}
+
+// DefaultQueueSettings are the settings of a queue that has no row of its
+// own, for example one created by another PGMQ client.
+func DefaultQueueSettings(queue string) QueueSettings {
+	return QueueSettings{
+		Queue:              queue,
+		MaxRetries:         5,
+		VisibilityTimeout:  30 * time.Second,
+		BackoffStrategy:    BackoffExponential,
+		RetryBackoff:       5 * time.Second,
+		RetryBackoffMax:    300 * time.Second,
+		RetryBackoffJitter: 0.15,
+	}
+}
+
+// Validate checks settings against the bounds the schema enforces, with
+// messages that say which value is wrong.
+func (q QueueSettings) Validate() error {
+	switch {
+	case q.MaxRetries < 0 || q.MaxRetries > 1000:
+		return invalidf("queue %q: max_retries %d is out of range 0..1000", q.Queue, q.MaxRetries)
+	case q.VisibilityTimeout < time.Second || q.VisibilityTimeout > 24*time.Hour:
+		return invalidf("queue %q: visibility timeout %s is out of range 1s..24h", q.Queue, q.VisibilityTimeout)
+	case q.BackoffStrategy != BackoffExponential && q.BackoffStrategy != BackoffPolynomial:
+		return invalidf("queue %q: backoff strategy %q: use %q or %q", q.Queue, q.BackoffStrategy, BackoffExponential, BackoffPolynomial)
+	case q.RetryBackoff < 0 || q.RetryBackoff > 24*time.Hour:
+		return invalidf("queue %q: retry backoff %s is out of range 0..24h", q.Queue, q.RetryBackoff)
+	case q.RetryBackoffMax < q.RetryBackoff || q.RetryBackoffMax > 7*24*time.Hour:
+		return invalidf("queue %q: retry backoff max %s must be at least the backoff (%s) and at most 168h", q.Queue, q.RetryBackoffMax, q.RetryBackoff)
+	case !(q.RetryBackoffJitter >= 0 && q.RetryBackoffJitter <= 1):
+		return invalidf("queue %q: jitter %v is out of range 0..1", q.Queue, q.RetryBackoffJitter)
+	}
+	return nil
+}
+
+const settingsColumns = `queue_name, max_retries, visibility_timeout_ms, backoff_strategy, retry_backoff_ms,
+	retry_backoff_max_ms, retry_backoff_jitter, on_success = 'delete', paused`
+
+func scanSettings(r pgx.CollectableRow) (QueueSettings, error) {
+	var q QueueSettings
+	var vt, base, maxB int64
+	err := r.Scan(&q.Queue, &q.MaxRetries, &vt, &q.BackoffStrategy, &base, &maxB, &q.RetryBackoffJitter, &q.DeleteOnSuccess, &q.Paused)
+	q.VisibilityTimeout = time.Duration(vt) * time.Millisecond
+	q.RetryBackoff = time.Duration(base) * time.Millisecond
+	q.RetryBackoffMax = time.Duration(maxB) * time.Millisecond
+	return q, err
+}
+
+// AllQueueSettings returns the settings of every logical queue pgbus created.
+func (s *Store) AllQueueSettings(ctx context.Context) (map[string]QueueSettings, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues`)
+	if err != nil {
+		return nil, fmt.Errorf("store: read queue settings: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, scanSettings)
+	if err != nil {
+		return nil, fmt.Errorf("store: read queue settings: %w", err)
+	}
+	out := make(map[string]QueueSettings, len(list))
+	for _, q := range list {
+		out[q.Queue] = q
+	}
+	return out, nil
+}
+
+// QueueSettingsOf returns the settings of one logical queue, or ErrNotFound.
+func (s *Store) QueueSettingsOf(ctx context.Context, queue string) (QueueSettings, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return QueueSettings{}, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues WHERE queue_name = $1`, queue)
+	if err != nil {
+		return QueueSettings{}, fmt.Errorf("store: read settings of queue %q: %w", queue, err)
+	}
+	q, err := pgx.CollectExactlyOneRow(rows, scanSettings)
+	if err == pgx.ErrNoRows {
+		return q, notFoundf("queue %q does not exist; see pgbus queues for the queues there are", queue)
+	}
+	if err != nil {
+		return q, fmt.Errorf("store: read settings of queue %q: %w", queue, err)
+	}
+	return q, nil
+}
+
+// SetQueueSettings stores the settings of an existing logical queue.
+func (s *Store) SetQueueSettings(ctx context.Context, q QueueSettings) error {
+	if err := ValidateQueueName(q.Queue); err != nil {
+		return err
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	onSuccess := "archive"
+	if q.DeleteOnSuccess {
+		onSuccess = "delete"
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
+		backoff_strategy = $4, retry_backoff_ms = $5, retry_backoff_max_ms = $6, retry_backoff_jitter = $7,
+		on_success = $8, paused = $9, updated_at = now() WHERE queue_name = $1`,
+		q.Queue, q.MaxRetries, q.VisibilityTimeout.Milliseconds(), q.BackoffStrategy, q.RetryBackoff.Milliseconds(),
+		q.RetryBackoffMax.Milliseconds(), q.RetryBackoffJitter, onSuccess, q.Paused)
+	if err != nil {
+		return fmt.Errorf("store: update settings of queue %q: %w", q.Queue, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundf("queue %q does not exist; create it first with pgbus queue create %s", q.Queue, q.Queue)
+	}
+	return nil
+}
+
+// SetPaused pauses or resumes a logical queue: workers do not read a paused
+// queue. It reports whether the state changed.
+func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) (bool, error) {
+	if err := ValidateQueueName(queue); err != nil {
+		return false, err
+	}
+	var was bool
+	err := s.pool.QueryRow(ctx, `UPDATE pgbus.queues n SET paused = $2, updated_at = now()
+		FROM pgbus.queues o WHERE n.queue_name = $1 AND o.queue_name = n.queue_name RETURNING o.paused`, queue, paused).Scan(&was)
+	if err == pgx.ErrNoRows {
+		return false, notFoundf("queue %q does not exist; see pgbus queues for the queues there are", queue)
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: pause queue %q: %w", queue, err)
+	}
+	return was != paused, nil
+}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// LatencyBuckets is the length of StatsDelta.LatencyBuckets: bucket 0 counts
+// latencies under 0.5 ms, bucket i those in [2^(i-2), 2^(i-1)) ms, the last
+// everything above (about 2^(LatencyBuckets-3) ms, 4.6 hours).
+const LatencyBuckets = 26
+
+// StatsDelta is what a worker counted for one queue, kind and minute since
+// its last flush.
+type StatsDelta struct {
+	Minute         time.Time
+	Queue          string
+	Kind           string
+	Succeeded      int64
+	Failed         int64
+	Retried        int64
+	DeadLettered   int64
+	Discarded      int64
+	Snoozed        int64
+	LatencyCount   int64
+	LatencySumMS   float64
+	LatencyBuckets [LatencyBuckets]int64
+}
+
+// LatencyBucket returns the bucket of a latency.
+func LatencyBucket(d time.Duration) int {
+	ms := float64(d) / float64(time.Millisecond)
+	b, limit := 0, 0.5
+	for ms >= limit && b < LatencyBuckets-1 {
+		b++
+		limit *= 2
+	}
+	return b
+}
+
+// AddStats adds counters to the per-minute table in one statement.
+func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	n := len(deltas)
+	minutes := make([]time.Time, n)
+	queues, kinds := make([]string, n), make([]string, n)
+	counts := make([][]int64, 7)
+	for i := range counts {
+		counts[i] = make([]int64, n)
+	}
+	sums := make([]float64, n)
+	buckets := make([]string, n)
+	for i, d := range deltas {
+		minutes[i], queues[i], kinds[i] = d.Minute.UTC().Truncate(time.Minute), d.Queue, d.Kind
+		for j, v := range []int64{d.Succeeded, d.Failed, d.Retried, d.DeadLettered, d.Discarded, d.Snoozed, d.LatencyCount} {
+			counts[j][i] = v
+		}
+		sums[i] = d.LatencySumMS
+		buckets[i] = pgArray(d.LatencyBuckets[:])
+	}
+	// Keys must be unique within one call: ON CONFLICT cannot touch a row twice.
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO pgbus.stats_minute AS s (minute, queue_name, kind, succeeded, failed, retried, dead_lettered,
+			discarded, snoozed, latency_count, latency_sum_ms, latency_buckets)
+		SELECT t.minute, t.queue, t.kind, t.s, t.f, t.r, t.d, t.x, t.z, t.lc, t.ls, t.lb::bigint[]
+		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::float8[], $12::text[])
+			AS t(minute, queue, kind, s, f, r, d, x, z, lc, ls, lb)
+		ON CONFLICT (queue_name, minute, kind) DO UPDATE SET
+			succeeded = s.succeeded + excluded.succeeded,
+			failed = s.failed + excluded.failed,
+			retried = s.retried + excluded.retried,
+			dead_lettered = s.dead_lettered + excluded.dead_lettered,
+			discarded = s.discarded + excluded.discarded,
+			snoozed = s.snoozed + excluded.snoozed,
+			latency_count = s.latency_count + excluded.latency_count,
+			latency_sum_ms = s.latency_sum_ms + excluded.latency_sum_ms,
+			latency_buckets = (
+				SELECT array_agg(coalesce(a, 0) + coalesce(b, 0) ORDER BY i)
+				FROM unnest(s.latency_buckets, excluded.latency_buckets) WITH ORDINALITY AS u(a, b, i))`,
+		minutes, queues, kinds, counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], sums, buckets)
+	if err != nil {
+		return fmt.Errorf("store: add stats: %w", err)
+	}
+	return nil
+}
+
+// pgArray renders integers as a PostgreSQL array literal.
+func pgArray(v []int64) string {
+	b := make([]byte, 0, 4*len(v)+2)
+	b = append(b, '{')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(append(b, '}'))
+}
