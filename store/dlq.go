@@ -536,7 +536,7 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 		return err
 	})
 	if err != nil {
-		return DeadPage{Items: []DeadItem{}}, err
+		return DeadPage{Items: []DeadItem{}}, wrapDead("list dead messages", err)
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
@@ -642,7 +642,7 @@ func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: find dead message %d: %w", msgID, err)
+		return nil, wrapDead(fmt.Sprintf("find dead message %d", msgID), err)
 	}
 	return out, nil
 }
@@ -689,4 +689,449 @@ func wrapDead(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// ---- retry, discard, purge ----
+
+// deadRef is a dead message as the bulk operations need it.
+type deadRef struct {
+	dlq    string
+	id     int64
+	at     time.Time
+	source string // the block's source_queue; "" when none
+}
+
+const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlBlock + `->>'source_queue', '') AS source_queue`
+
+func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
+		var d deadRef
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source)
+		return d, err
+	})
+}
+
+// deadRefsByID returns those of ids that are in dlq, ordered by id.
+func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]deadRef, error) {
+	sql := `SELECT $1::text, ` + deadRefCols + ` FROM ` + queueTable(dlq) + ` WHERE msg_id = ANY($2) ORDER BY msg_id`
+	refs, err := s.queryDeadRefs(ctx, sql, []any{dlq, ids})
+	if isUndefinedTable(err) {
+		return nil, dlqMissingErr(dlq)
+	}
+	return refs, wrapDead("read dead messages of "+dlq, err)
+}
+
+// eachDeadPage calls fn with the messages f selects, oldest first, in pages
+// of deadBatch, up to limit in all; done counts the messages passed so far.
+// It pages by keyset, so messages fn leaves in place are not seen twice.
+func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) error {
+	var after *deadCursor
+	for done := 0; done < limit; {
+		var refs []deadRef
+		err := s.runDead(ctx, f, func(q *deadQuery) error {
+			var err error
+			refs, err = s.queryDeadRefs(ctx, q.pageSQL(deadRefCols, after, false, min(deadBatch, limit-done)), q.args)
+			return err
+		})
+		if err != nil || len(refs) == 0 {
+			return wrapDead("page through dead messages", err)
+		}
+		last := refs[len(refs)-1]
+		after = &deadCursor{T: last.at, Q: last.dlq, I: last.id}
+		done += len(refs)
+		if err := fn(refs, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countDead counts the messages f selects, up to limit.
+func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, error) {
+	n := 0
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		lim := q.arg(limit)
+		sql := `SELECT count(*) FROM (SELECT 1 FROM (` + q.union("msg_id", nil, "LIMIT "+lim) + `) u LIMIT ` + lim + `) c`
+		return s.pool.QueryRow(ctx, sql, q.args...).Scan(&n)
+	})
+	return n, wrapDead("count dead messages", err)
+}
+
+// frozen bounds f to messages dead-lettered before now, so that a bulk
+// operation does not meet again the messages it retried and that died again
+// while it ran.
+func (s *Store) frozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return f, fmt.Errorf("store: read the server clock: %w", err)
+	}
+	if f.Until.IsZero() || f.Until.After(now) {
+		f.Until = now
+	}
+	return f, nil
+}
+
+func validateBulk(op string, f DeadFilter, limit int) error {
+	if limit < 1 || limit > MaxDeadBulk {
+		return invalidf("%s dead messages: limit %d is out of range; pass 1 to %d, and repeat the call for more", op, limit, MaxDeadBulk)
+	}
+	return f.validate()
+}
+
+func validateRetryPayload(p json.RawMessage, n int) error {
+	switch {
+	case len(p) == 0:
+		return nil
+	case n != 1:
+		return invalidf("retry with a corrected payload: pass exactly one message id, not %d", n)
+	case len(p) > MaxPayloadBytes:
+		return invalidf("retry with a corrected payload: payload is %d bytes; at most %d are allowed", len(p), MaxPayloadBytes)
+	case !json.Valid(p):
+		return invalidf("retry with a corrected payload: payload is not valid JSON")
+	}
+	return nil
+}
+
+func uniqueIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func newRetryReport(opts RetryOptions) RetryReport {
+	return RetryReport{DryRun: opts.DryRun, Moved: []RetriedMessage{}}
+}
+
+// RetryDead moves dead messages of dlq (a DLQ name, or its queue's) back to
+// the queue they died in, or to the DLQ's base queue when that one is gone,
+// each in its own transaction: one message failing does not stop the rest.
+// A retried message loses its dead-letter block and carries
+// pgbus_dlq_retries, the number of its trips out of a DLQ; its failure
+// history goes with it. With one id, a failure is also returned as the error
+// (ErrNotFound when the message is gone).
+func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts RetryOptions) (RetryReport, error) {
+	rep := newRetryReport(opts)
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return rep, err
+	}
+	if err := validateIDs("retry from", name, ids); err != nil {
+		return rep, err
+	}
+	ids = uniqueIDs(ids)
+	if err := validateRetryPayload(opts.Payload, len(ids)); err != nil {
+		return rep, err
+	}
+	for start := 0; start < len(ids); start += deadBatch {
+		chunk := ids[start:min(start+deadBatch, len(ids))]
+		if err := s.retryChunk(ctx, name, chunk, opts, &rep); err != nil {
+			return rep, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(start+len(chunk), len(ids))
+		}
+	}
+	if len(ids) == 1 && rep.firstErr != nil {
+		return rep, rep.firstErr
+	}
+	return rep, nil
+}
+
+func (s *Store) retryChunk(ctx context.Context, dlq string, ids []int64, opts RetryOptions, rep *RetryReport) error {
+	refs, err := s.deadRefsByID(ctx, dlq, ids)
+	if err != nil {
+		return err
+	}
+	found := make(map[int64]bool, len(refs))
+	for _, r := range refs {
+		found[r.id] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			rep.fail(dlq, id, deadGoneErr(dlq, id))
+		}
+	}
+	return s.retryRefs(ctx, refs, opts, rep)
+}
+
+// RetryDeadMatching retries, as RetryDead does, up to limit dead messages
+// that f selects, oldest first, in batches. limit is 1 to MaxDeadBulk.
+// Messages that die again while it runs are not retried a second time.
+func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, opts RetryOptions) (RetryReport, error) {
+	rep := newRetryReport(opts)
+	if err := validateBulk("retry", f, limit); err != nil {
+		return rep, err
+	}
+	if len(opts.Payload) > 0 {
+		return rep, invalidf("retry matching: a corrected payload applies to one message; pass its id instead of a filter")
+	}
+	f, err := s.frozen(ctx, f)
+	if err != nil {
+		return rep, err
+	}
+	total, err := s.countDead(ctx, f, limit)
+	if err != nil {
+		return rep, err
+	}
+	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress(done, max(total, done))
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// retryRefs retries messages known to have been in their DLQ a moment ago.
+// It stops early only when ctx ends.
+func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions, rep *RetryReport) error {
+	existing, err := s.retryCandidates(ctx, refs)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		target := retryTarget(r, existing)
+		if target == "" {
+			base := baseOf(r.dlq)
+			rep.fail(r.dlq, r.id, notFoundf("queue %q no longer exists, nor does the queue it died in (%q); recreate it with pgbus queue create %s, then retry", base, r.source, base))
+			continue
+		}
+		if opts.DryRun {
+			rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: target})
+			continue
+		}
+		newID, err := s.retryOne(ctx, r, target, opts.Payload)
+		if base := baseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
+			// The source queue was dropped since we looked: fall back as if
+			// we had seen it gone.
+			target = base
+			newID, err = s.retryOne(ctx, r, target, opts.Payload)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			rep.fail(r.dlq, r.id, err)
+			continue
+		}
+		rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: target, MsgID: newID})
+	}
+	return nil
+}
+
+// retryCandidates finds which of the queues the messages could go back to
+// exist: their source queues and their DLQs' base queues.
+func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (map[string]bool, error) {
+	var names []string
+	for _, r := range refs {
+		names = append(names, baseOf(r.dlq))
+		if validRetrySource(r.source) {
+			names = append(names, r.source)
+		}
+	}
+	slices.Sort(names)
+	return s.existingQueues(ctx, slices.Compact(names))
+}
+
+// validRetrySource tells whether a block's source_queue may be used as a
+// table name: the block is data, and may have been edited.
+func validRetrySource(q string) bool {
+	return q != "" && ValidatePhysicalName(q) == nil && !strings.HasSuffix(q, DLQSuffix)
+}
+
+func retryTarget(r deadRef, existing map[string]bool) string {
+	if validRetrySource(r.source) && existing[r.source] {
+		return r.source
+	}
+	if base := baseOf(r.dlq); existing[base] {
+		return base
+	}
+	return ""
+}
+
+// retryOne moves one message out of its DLQ in one statement, so it is
+// either back in target or still in the DLQ, never both: the delete finds
+// nothing when another retry took the message first.
+func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
+	sql, args := retrySQL(r, target, payload)
+	var id int64
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, deadGoneErr(r.dlq, r.id)
+	case err != nil:
+		return 0, fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
+	}
+	return id, nil
+}
+
+// sqlRetryHeaders computes the headers of a message going back from the DLQ
+// row d: without the block, with the trip counted; headers that were not a
+// JSON object come back as they were (they cannot hold a count).
+const sqlRetryHeaders = `CASE
+	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
+		THEN d.headers->'` + HeaderOriginalHeaders + `'
+	WHEN jsonb_typeof(d.headers) = 'object'
+		THEN (d.headers - '` + HeaderDeadLetter + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
+			WHEN jsonb_typeof(d.headers->'` + HeaderDLQRetries + `') = 'number'
+			THEN least(greatest(trunc((d.headers->>'` + HeaderDLQRetries + `')::numeric), 0), 1000000000)::int
+			ELSE 0 END)
+	WHEN d.headers IS NULL OR jsonb_typeof(d.headers) = 'null'
+		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
+	ELSE d.headers END`
+
+// retrySQL builds the statement of retryOne. With a corrected payload, the
+// original row also goes to the DLQ's archive, whole, and the history notes
+// where. Parameters: $1 id, $2 payload, $3 target, $4 dlq, [$5 note].
+func retrySQL(r deadRef, target string, payload json.RawMessage) (string, []any) {
+	var p any
+	if len(payload) > 0 {
+		p = string(payload)
+	}
+	args := []any{r.id, p, target, r.dlq}
+	sql := `WITH d AS (
+		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
+		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
+	), ins AS (
+		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
+		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + sqlRetryHeaders + ` FROM d
+		RETURNING msg_id
+	), rekey AS (
+		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
+		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1
+	)`
+	if p != nil {
+		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged. Original payload: ", r.dlq, r.dlq, r.id)
+		args = append(args, note)
+		sql += `, arch AS (
+		INSERT INTO ` + archiveTable(r.dlq) + ` (msg_id, read_ct, enqueued_at, vt, message, headers)
+		SELECT msg_id, read_ct, enqueued_at, vt, message, headers FROM d
+	), note AS (
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message)
+		SELECT $3::text, ins.msg_id, 0, coalesce(d.headers->>'` + HeaderKind + `', d.message->>'job_class', ''),
+			'` + PayloadReplacedClass + `', $5::text || ` + sqlTruncate("coalesce(d.message::text, 'null')", HistoryErrorMessageMax-len(note)) + `
+		FROM d, ins
+	)`
+	}
+	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
+	return sql, args
+}
+
+// DiscardDead moves dead messages of dlq to the DLQ's archive table, where
+// they stay until PurgeDead removes them, and returns how many moved. With
+// one id that is not there, it returns ErrNotFound.
+func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, error) {
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return 0, err
+	}
+	if err := validateIDs("discard from", name, ids); err != nil {
+		return 0, err
+	}
+	done, err := s.ArchiveMany(ctx, name, ids)
+	if err != nil {
+		return 0, err
+	}
+	if len(done) == 0 && len(uniqueIDs(ids)) == 1 {
+		return 0, deadGoneErr(name, ids[0])
+	}
+	return len(done), nil
+}
+
+// DiscardDeadMatching discards, as DiscardDead does, up to limit dead
+// messages that f selects, oldest first, in batches, and returns how many
+// moved. limit is 1 to MaxDeadBulk.
+func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int) (int, error) {
+	if err := validateBulk("discard", f, limit); err != nil {
+		return 0, err
+	}
+	f, err := s.frozen(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
+		byDLQ := map[string][]int64{}
+		for _, r := range refs {
+			byDLQ[r.dlq] = append(byDLQ[r.dlq], r.id)
+		}
+		for dlq, ids := range byDLQ {
+			done, err := s.ArchiveMany(ctx, dlq, ids)
+			if err != nil {
+				return err
+			}
+			n += len(done)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// PurgeDead deletes for good the discarded (archived) messages of dlq, or
+// of every DLQ when dlq is "", archived more than olderThan ago (0: all),
+// with their failure history, in batches. Live DLQ messages are not touched.
+// It returns how many were deleted.
+func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, invalidf("purge dead messages: age %s is negative; pass 0 to purge every discarded message, or an age such as 720h", olderThan)
+	}
+	dlqs, err := s.purgeTargets(ctx, dlq)
+	if err != nil {
+		return 0, err
+	}
+	var cutoff time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
+		return 0, fmt.Errorf("store: purge dead messages: read the server clock: %w", err)
+	}
+	var total int64
+	for _, d := range dlqs {
+		n, err := s.purgeArchive(ctx, d, cutoff)
+		total += n
+		if isUndefinedTable(err) && dlq == "" {
+			continue // dropped meanwhile: nothing left to purge
+		}
+		if err != nil {
+			return total, queueErr(err, "purge the archive of", d)
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) purgeTargets(ctx context.Context, dlq string) ([]string, error) {
+	if dlq == "" {
+		return s.deadQueues(ctx)
+	}
+	name, err := s.resolveDLQ(ctx, dlq)
+	return []string{name}, err
+}
+
+func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time) (int64, error) {
+	a := archiveTable(dlq)
+	sql := `WITH d AS (
+		DELETE FROM ` + a + ` WHERE msg_id IN (
+			SELECT msg_id FROM ` + a + ` WHERE archived_at <= $1
+			ORDER BY archived_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING msg_id
+	), f AS (
+		DELETE FROM pgbus.failures f USING d WHERE f.queue_name = $3::text AND f.msg_id = d.msg_id
+	)
+	SELECT count(*) FROM d`
+	var total int64
+	for {
+		var n int64
+		if err := s.pool.QueryRow(ctx, sql, cutoff, purgeBatch, dlq).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		if n < purgeBatch {
+			return total, nil
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func exitCode(err error) int {
 	var usage usageError
 	switch {
-	case errors.As(err, &usage), errors.Is(err, store.ErrInvalid):
+	case errors.As(err, &usage), errors.Is(err, store.ErrInvalid), isCobraUsage(err):
 		return ExitUsage
 	case errors.Is(err, store.ErrNotFound):
 		return ExitNotFound
@@ -81,4 +82,16 @@ from the server binaries installed on this machine.`,
 	a.addGlobalFlags(root)
 	root.AddCommand(a.migrateCommand())
 	return root
+}
+
+// isCobraUsage recognises the errors cobra returns for a mistyped command
+// line, which it does not give a type of their own.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, prefix := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires ", "invalid argument"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,193 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
+)
+
+// binary is the pgbus binary built once for these tests: they run it as a
+// person or a script would.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pgbus-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "pgbus")
+	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/pgbus/pgbus")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pgbus:", err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type run struct {
+	stdout, stderr string
+	code           int
+}
+
+// pgbus runs the binary with a clean environment: no DATABASE_URL unless the
+// test passes one.
+func pgbus(t *testing.T, env []string, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := run{stdout: stdout.String(), stderr: stderr.String()}
+	if exit, ok := err.(*exec.ExitError); ok {
+		r.code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run pgbus %v: %v", args, err)
+	}
+	return r
+}
+
+func migrationCount(t *testing.T) int {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(all)
+}
+
+func checkOneSchema(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows, versions int
+	err = conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM pgbus.schema_migrations`).Scan(&rows, &versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := migrationCount(t); rows != want || versions != want {
+		t.Fatalf("schema_migrations has %d rows (%d versions), want %d once each", rows, versions, want)
+	}
+	var metas int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'pgmq' AND tablename = 'meta'`).Scan(&metas); err != nil || metas != 1 {
+		t.Fatalf("pgmq.meta tables: %d (%v), want 1", metas, err)
+	}
+}
+
+// Two pgbus migrate processes started at the same moment both succeed and
+// leave one schema, on a server given by URL and on the embedded default.
+func TestMigrateConcurrentProcesses(t *testing.T) {
+	t.Run("database-url", func(t *testing.T) {
+		url := pgtest.NewDatabase(t)
+		runs := together(t, 2, func() run { return pgbus(t, nil, "migrate", "--database-url", url) })
+		for _, r := range runs {
+			if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("schema version %d", migrationCount(t))) {
+				t.Fatalf("migrate exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+		}
+		checkOneSchema(t, url)
+		again := pgbus(t, []string{"DATABASE_URL=" + url}, "migrate")
+		if again.code != 0 || !strings.Contains(again.stdout, "(0 applied now)") {
+			t.Fatalf("third migrate: exit %d, %q", again.code, again.stdout)
+		}
+	})
+	t.Run("embedded", func(t *testing.T) {
+		dir, err := os.MkdirTemp("", "pgbus-cli-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		runs := together(t, 2, func() run { return pgbus(t, []string{"PGBUS_DATA_DIR=" + dir}, "migrate") })
+		applied := 0
+		for _, r := range runs {
+			if r.code != 0 || !strings.Contains(r.stdout, "embedded PostgreSQL in "+dir) {
+				t.Fatalf("migrate exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout, fmt.Sprintf("(%d applied now)", migrationCount(t))) {
+				applied++
+			}
+		}
+		if applied != 1 {
+			t.Fatalf("%d processes applied the migrations, want exactly 1:\n%v", applied, runs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pgdata", "postmaster.pid")); !os.IsNotExist(err) {
+			t.Fatalf("the embedded server is still running after both processes exited (%v)", err)
+		}
+		r := pgbus(t, nil, "migrate", "--data-dir", dir)
+		if r.code != 0 || !strings.Contains(r.stdout, "(0 applied now)") {
+			t.Fatalf("migrate on the reused cluster: exit %d %q %q", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+func together(t *testing.T, n int, fn func() run) []run {
+	t.Helper()
+	out := make([]run, n)
+	var ready, wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range out {
+		ready.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ready.Done()
+			<-gate
+			out[i] = fn()
+		}()
+	}
+	ready.Wait()
+	close(gate)
+	wg.Wait()
+	return out
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	cases := map[string][]string{
+		"unknown flag":    {"migrate", "--no-such-flag"},
+		"unknown command": {"frobnicate"},
+		"extra argument":  {"migrate", "extra"},
+		"bad log level":   {"migrate", "--log-level", "loud"},
+		"bad log format":  {"migrate", "--log-format", "xml"},
+	}
+	for label, args := range cases {
+		r := pgbus(t, nil, args...)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", label, r.code, r.stderr)
+		}
+		if !strings.HasPrefix(r.stderr, "pgbus: ") || r.stdout != "" {
+			t.Errorf("%s: stderr %q stdout %q; want one error line on stderr and nothing on stdout", label, r.stderr, r.stdout)
+		}
+	}
+}
+
+func TestBadDatabaseURL(t *testing.T) {
+	r := pgbus(t, nil, "migrate", "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	if r.code != 1 || !strings.Contains(r.stderr, "DATABASE_URL") {
+		t.Fatalf("exit %d stderr %q; want 1 and advice about DATABASE_URL", r.code, r.stderr)
+	}
+	r = pgbus(t, nil, "migrate", "--database-url", "::not a url::")
+	if r.code == 0 || !strings.Contains(r.stderr, "database URL") {
+		t.Fatalf("exit %d stderr %q; want a failure naming the database URL", r.code, r.stderr)
+	}
+}
