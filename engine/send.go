@@ -25,7 +25,7 @@ type SendOptions struct {
 }
 
 // Send enqueues one message on a physical queue. payload is marshalled to
-// JSON unless it already is json.RawMessage.
+// JSON unless it already is JSON (json.RawMessage or []byte).
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (int64, error) {
 	m, err := NewMessage(payload, opts)
 	if err != nil {
@@ -37,8 +37,13 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 // NewMessage builds the store message for a payload and options, checking
 // them; the CLI and tools send through it too.
 func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
-	body, ok := payload.(json.RawMessage)
-	if !ok {
+	var body []byte
+	switch p := payload.(type) {
+	case json.RawMessage:
+		body = p
+	case []byte: // raw JSON, not a byte string to base64
+		body = p
+	default:
 		var err error
 		if body, err = json.Marshal(payload); err != nil {
 			return store.NewMessage{}, fmt.Errorf("%w: payload does not marshal to JSON: %v", store.ErrInvalid, err)

@@ -1,0 +1,278 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A handler running longer than the visibility timeout keeps its message:
+// the heartbeat extends vt, so no other reader gets it meanwhile.
+func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
+	c := newClient(t, s, q, nil)
+	release := make(chan struct{})
+	running := make(chan struct{}, 1)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		running <- struct{}{}
+		<-release
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	<-running
+	// Three visibility timeouts pass while the handler runs.
+	for range 6 {
+		time.Sleep(500 * time.Millisecond)
+		got, err := s.Read(ctx, q, time.Second, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 0 {
+			t.Fatalf("message %d was handed to a second reader while its handler ran", got[0].ID)
+		}
+	}
+	close(release)
+	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	if n := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
+		t.Fatalf("read_ct = %d, want 1", n)
+	}
+}
+
+// Stopping lets running handlers finish and writes their outcomes.
+func TestGracefulShutdownDrains(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	started := make(chan struct{}, 4)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		started <- struct{}{}
+		time.Sleep(300 * time.Millisecond)
+		return nil
+	})
+	stop := start(t, c)
+	for i := range 4 {
+		send(t, c, q, i, engine.SendOptions{})
+	}
+	for range 4 {
+		<-started
+	}
+	stop()
+	if n := archived(t, s, q); n != 4 {
+		t.Fatalf("after stop %d messages archived, want the 4 that were running", n)
+	}
+}
+
+// Past the drain timeout, running jobs are left to their visibility timeout:
+// not archived, not failed, still in the queue.
+func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 100 * time.Millisecond })
+	started := make(chan struct{}, 1)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	stop := start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	<-started
+	stop()
+	if live(t, s, q) != 1 || archived(t, s, q) != 0 || len(failures(t, s, q, id)) != 0 {
+		t.Fatalf("live=%d archived=%d failures=%d; want the message untouched in the queue",
+			live(t, s, q), archived(t, s, q), len(failures(t, s, q, id)))
+	}
+}
+
+func TestPausedQueueIsNotRead(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
+	if changed, err := s.SetPaused(ctx, q, true); err != nil || !changed {
+		t.Fatalf("pause: %v %v", changed, err)
+	}
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{})
+	time.Sleep(500 * time.Millisecond) // several poll intervals
+	if calls.Load() != 0 || live(t, s, q) != 1 {
+		t.Fatalf("a paused queue was worked: calls=%d", calls.Load())
+	}
+	if changed, err := s.SetPaused(ctx, q, false); err != nil || !changed {
+		t.Fatalf("resume: %v %v", changed, err)
+	}
+	eventually(t, 20*time.Second, "the message to be archived after resume", func() bool { return archived(t, s, q) == 1 })
+}
+
+// A send notifies in its transaction: with polling effectively off, the
+// message is still picked up at once.
+func TestNotificationWakesIdleWorker(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	start(t, c)
+	time.Sleep(300 * time.Millisecond) // let the first empty read pass and the worker go idle
+	send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the notified message to be archived", func() bool { return archived(t, s, q) == 1 })
+}
+
+// A message written by another PGMQ client (no notification) is found by
+// polling.
+func TestPollingFindsMessagesWithoutNotification(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	start(t, c)
+	time.Sleep(200 * time.Millisecond)
+	if _, err := s.Pool().Exec(testContext(t), `INSERT INTO pgmq."q_`+q+`" (vt, message) VALUES (now(), '{"from":"pgmq"}')`); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return archived(t, s, q) == 1 })
+}
+
+// Killing every server connection of the client (pool and listener) loses
+// nothing: the worker reconnects and later messages are processed, by
+// notification again.
+func TestReconnectAfterLostConnections(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = 200 * time.Millisecond })
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the first message archived", func() bool { return archived(t, s, q) == 1 })
+	var killed int
+	err := s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+		AND (query ILIKE 'LISTEN%' OR query ILIKE '%pgmq%`+q+`%')`).Scan(&killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed == 0 {
+		t.Fatal("found no connection of the client to terminate")
+	}
+	for i := range 20 {
+		send(t, c, q, i, engine.SendOptions{})
+	}
+	eventually(t, 30*time.Second, "all messages archived after reconnecting", func() bool { return archived(t, s, q) == 21 })
+}
+
+func TestWorkerRegistry(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.ProcessHeartbeat = 100 * time.Millisecond })
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	stop := start(t, c)
+	find := func() *store.WorkerProcess {
+		ws, err := s.ListWorkers(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.ID == c.ID() {
+				return &w
+			}
+		}
+		return nil
+	}
+	eventually(t, 10*time.Second, "the worker registered", func() bool { return find() != nil })
+	first := find().HeartbeatAt
+	eventually(t, 10*time.Second, "a heartbeat", func() bool { return find().HeartbeatAt.After(first) })
+	w := find()
+	if len(w.Queues) != 1 || w.Queues[0] != q || w.Concurrency != 4 || w.StoppedAt != nil || w.PID == 0 {
+		t.Fatalf("registry row = %+v", w)
+	}
+	stop()
+	if w := find(); w.StoppedAt == nil {
+		t.Fatal("stopped worker has no stopped_at")
+	}
+}
+
+func TestStatsCountedPerMinute(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
+	c := newClient(t, s, q, nil)
+	c.Handle("good", func(ctx context.Context, job *engine.Job) error { return nil })
+	c.Handle("bad", func(ctx context.Context, job *engine.Job) error { return errors.New("no") })
+	stop := start(t, c)
+	for i := range 3 {
+		send(t, c, q, i, engine.SendOptions{Kind: "good"})
+	}
+	send(t, c, q, 9, engine.SendOptions{Kind: "bad"})
+	eventually(t, 20*time.Second, "all settled", func() bool { return archived(t, s, q) == 3 && len(deadMessages(t, s, q)) == 1 })
+	stop()
+	sum := func(kind, col string) int {
+		return count(t, s, `SELECT coalesce(sum(`+col+`), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1 AND kind = $2`, q, kind)
+	}
+	if sum("good", "succeeded") != 3 || sum("good", "latency_count") != 3 || sum("bad", "failed") != 1 || sum("bad", "dead_lettered") != 1 {
+		t.Fatalf("stats good: succeeded=%d latency=%d; bad: failed=%d dead=%d",
+			sum("good", "succeeded"), sum("good", "latency_count"), sum("bad", "failed"), sum("bad", "dead_lettered"))
+	}
+	if n := count(t, s, `SELECT coalesce(sum(b), 0)::int FROM pgbus.stats_minute, unnest(latency_buckets) b WHERE queue_name = $1 AND kind = 'good'`, q); n != 3 {
+		t.Fatalf("latency buckets hold %d jobs, want 3", n)
+	}
+}
+
+func TestBadConfigIsRejected(t *testing.T) {
+	s := testStore(t)
+	bad := map[string]engine.Config{
+		"bad name":          {Queues: []engine.QueueConfig{{Name: `x"; DROP TABLE pgmq.meta; --`}}},
+		"uppercase":         {Queues: []engine.QueueConfig{{Name: "Orders"}}},
+		"negative":          {Queues: []engine.QueueConfig{{Name: "orders", Concurrency: -1}}},
+		"huge concurrency":  {Queues: []engine.QueueConfig{{Name: "orders", Concurrency: 1 << 30}}},
+		"duplicate":         {Queues: []engine.QueueConfig{{Name: "orders"}, {Name: "orders"}}},
+		"dlq as work queue": {Queues: []engine.QueueConfig{{Name: "orders_dlq"}}},
+	}
+	for label, cfg := range bad {
+		if _, err := engine.NewClient(s, cfg); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: NewClient = %v, want ErrInvalid", label, err)
+		}
+	}
+	c, err := engine.NewClient(s, engine.Config{Queues: []engine.QueueConfig{{Name: uniqueName("missing")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(testContext(t)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Run on a missing queue = %v, want ErrNotFound", err)
+	}
+	empty, _ := engine.NewClient(s, engine.Config{})
+	if err := empty.Run(testContext(t)); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Run without queues = %v, want ErrInvalid", err)
+	}
+}
+
+func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	ctx := testContext(t)
+	cases := map[string]func() error{
+		"unmarshalable payload": func() error { _, err := c.Send(ctx, q, make(chan int), engine.SendOptions{}); return err },
+		"reserved header":       func() error { _, err := c.Send(ctx, q, 1, engine.SendOptions{Headers: map[string]any{"pgbus_dead_letter": 1}}); return err },
+		"negative delay":        func() error { _, err := c.Send(ctx, q, 1, engine.SendOptions{Delay: -time.Second}); return err },
+		"bad queue":             func() error { _, err := c.Send(ctx, "Bad Queue", 1, engine.SendOptions{}); return err },
+		"raw not JSON":          func() error { _, err := c.Send(ctx, q, []byte("{"), engine.SendOptions{}); return err },
+	}
+	for label, fn := range cases {
+		if err := fn(); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", label, err)
+		}
+	}
+	if live(t, s, q) != 0 {
+		t.Fatal("bad sends wrote messages")
+	}
+}
