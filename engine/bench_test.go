@@ -86,5 +86,7 @@ func BenchmarkRetryJobs(b *testing.B) {
 func BenchmarkDeadJobs(b *testing.B) {
 	benchJobs(b, func(qs *store.QueueSettings) { qs.MaxRetries = 3 },
 		func(context.Context, *engine.Job) error { return errors.New("permanent") },
-		func(s *store.Store, q string, n int) bool { return depth(s, q) == 0 && depth(s, store.DLQName(q)) == int64(n) })
+		func(s *store.Store, q string, n int) bool {
+			return depth(s, q) == 0 && depth(s, store.DLQName(q)) == int64(n)
+		})
 }

@@ -262,10 +262,13 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 	ctx := testContext(t)
 	cases := map[string]func() error{
 		"unmarshalable payload": func() error { _, err := c.Send(ctx, q, make(chan int), engine.SendOptions{}); return err },
-		"reserved header":       func() error { _, err := c.Send(ctx, q, 1, engine.SendOptions{Headers: map[string]any{"pgbus_dead_letter": 1}}); return err },
-		"negative delay":        func() error { _, err := c.Send(ctx, q, 1, engine.SendOptions{Delay: -time.Second}); return err },
-		"bad queue":             func() error { _, err := c.Send(ctx, "Bad Queue", 1, engine.SendOptions{}); return err },
-		"raw not JSON":          func() error { _, err := c.Send(ctx, q, []byte("{"), engine.SendOptions{}); return err },
+		"reserved header": func() error {
+			_, err := c.Send(ctx, q, 1, engine.SendOptions{Headers: map[string]any{"pgbus_dead_letter": 1}})
+			return err
+		},
+		"negative delay": func() error { _, err := c.Send(ctx, q, 1, engine.SendOptions{Delay: -time.Second}); return err },
+		"bad queue":      func() error { _, err := c.Send(ctx, "Bad Queue", 1, engine.SendOptions{}); return err },
+		"raw not JSON":   func() error { _, err := c.Send(ctx, q, []byte("{"), engine.SendOptions{}); return err },
 	}
 	for label, fn := range cases {
 		if err := fn(); !errors.Is(err, store.ErrInvalid) {
