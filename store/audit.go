@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AuditEntry is one write operation, by an agent or a person.
+type AuditEntry struct {
+	ID        int64           `json:"id"`
+	At        time.Time       `json:"at"`
+	Client    string          `json:"client"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+	IsError   bool            `json:"is_error"`
+}
+
+// AuditFilter selects audit entries. Zero fields select everything.
+type AuditFilter struct {
+	Tool   string `json:"tool,omitempty"`
+	Client string `json:"client,omitempty"`
+}
+
+// AuditPage is a page of audit entries, newest first.
+type AuditPage struct {
+	Items      []AuditEntry `json:"items"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+const maxAuditJSON = 16 << 10
+
+// RecordAudit stores one entry. Arguments and results over 16 KB are kept as
+// a note of their size, not in full.
+func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
+	if e.Tool == "" || len(e.Tool) > 200 || len(e.Client) > 200 {
+		return invalidf("audit entry: tool must be 1 to 200 characters and client at most 200")
+	}
+	if e.Client == "" {
+		e.Client = "unknown"
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, arguments, result, is_error) VALUES ($1, $2, $3, $4, $5)`,
+		e.Client, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError)
+	if err != nil {
+		return fmt.Errorf("store: record audit entry for %s: %w", e.Tool, err)
+	}
+	return nil
+}
+
+func boundedJSON(raw json.RawMessage) string {
+	if len(raw) == 0 || !json.Valid(raw) {
+		return "{}"
+	}
+	if len(raw) > maxAuditJSON {
+		return fmt.Sprintf(`{"truncated": true, "bytes": %d}`, len(raw))
+	}
+	return string(raw)
+}
+
+// ListAudit returns audit entries newest first; cursor is the NextCursor of
+// the previous page.
+func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, limit int) (AuditPage, error) {
+	if limit < 1 || limit > 100 {
+		return AuditPage{}, invalidf("audit: limit must be 1 to 100, not %d", limit)
+	}
+	before := int64(1<<63 - 1)
+	if cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		id, perr := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || perr != nil || id <= 0 {
+			return AuditPage{}, invalidf("audit: cursor is not one this server issued; start again without cursor")
+		}
+		before = id
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, at, client, tool, arguments, result, is_error FROM pgbus.audit_log
+		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
+		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1)
+	if err != nil {
+		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		var args, res []byte
+		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Tool, &args, &res, &e.IsError)
+		e.Arguments, e.Result = args, res
+		return e, err
+	})
+	if err != nil {
+		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
+	}
+	page := AuditPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(items[limit-1].ID, 10)))
+	}
+	return page, nil
+}

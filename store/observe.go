@@ -1,0 +1,371 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// QueueStats is what an operator or agent wants to know about one queue.
+type QueueStats struct {
+	Queue string `json:"queue" jsonschema:"description=Logical queue name"`
+	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.
+	Depth        int64 `json:"depth" jsonschema:"description=Messages in the queue"`
+	Visible      int64 `json:"visible" jsonschema:"description=Ready to run now"`
+	InFlight     int64 `json:"in_flight" jsonschema:"description=Held by a worker right now"`
+	WaitingRetry int64 `json:"waiting_retry" jsonschema:"description=Failed and waiting for their next attempt"`
+	Scheduled    int64 `json:"scheduled" jsonschema:"description=Sent with a delay or snoozed and not yet due"`
+	// Ages in seconds; 0 when there is no such message.
+	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema:"description=Age of the oldest message in the queue"`
+	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema:"description=Age of the oldest message ready to run: a growing value means the backlog is not draining"`
+	DLQ                     string   `json:"dlq" jsonschema:"description=The queue's dead-letter queue"`
+	DLQDepth                int64    `json:"dlq_depth" jsonschema:"description=Dead messages waiting in the DLQ"`
+	Archived                int64    `json:"archived" jsonschema:"description=Messages in the queue's archive"`
+	TotalSent               int64    `json:"total_sent" jsonschema:"description=Messages ever sent to the queue"`
+	LastHour                Counters `json:"last_hour" jsonschema:"description=Outcomes over the last 60 minutes"`
+	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema:"description=Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
+	// Latency percentiles are the upper bounds of histogram buckets (powers
+	// of two in milliseconds); absent without data in the last hour.
+	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema:"description=Median enqueue-to-start latency over the last hour (bucket upper bound)"`
+	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema:"description=95th percentile enqueue-to-start latency over the last hour (bucket upper bound)"`
+	Paused       bool          `json:"paused"`
+	Settings     RetrySettings `json:"settings"`
+}
+
+// Counters are outcome counts over a window.
+type Counters struct {
+	Succeeded    int64 `json:"succeeded"`
+	Failed       int64 `json:"failed"`
+	Retried      int64 `json:"retried"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Discarded    int64 `json:"discarded"`
+}
+
+// RetrySettings are a queue's settings in plain units, for people and agents.
+type RetrySettings struct {
+	MaxRetries               int     `json:"max_retries"`
+	VisibilityTimeoutSeconds float64 `json:"visibility_timeout_seconds"`
+	BackoffStrategy          string  `json:"backoff_strategy" jsonschema:"enum=exponential,enum=polynomial"`
+	RetryBackoffSeconds      float64 `json:"retry_backoff_seconds"`
+	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds"`
+	RetryBackoffJitter       float64 `json:"retry_backoff_jitter"`
+	OnSuccess                string  `json:"on_success" jsonschema:"enum=archive,enum=delete"`
+}
+
+// Plain returns the settings in plain units.
+func (q QueueSettings) Plain() RetrySettings {
+	onSuccess := "archive"
+	if q.DeleteOnSuccess {
+		onSuccess = "delete"
+	}
+	return RetrySettings{
+		MaxRetries: q.MaxRetries, VisibilityTimeoutSeconds: q.VisibilityTimeout.Seconds(),
+		BackoffStrategy: q.BackoffStrategy, RetryBackoffSeconds: q.RetryBackoff.Seconds(),
+		RetryBackoffMaxSeconds: q.RetryBackoffMax.Seconds(), RetryBackoffJitter: q.RetryBackoffJitter,
+		OnSuccess: onSuccess,
+	}
+}
+
+// WorkQueues lists the queues that hold work: every PGMQ queue but the
+// dead-letter queues, sorted.
+func (s *Store) WorkQueues(ctx context.Context) ([]string, error) {
+	all, err := s.ListQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, q := range all {
+		if !strings.HasSuffix(q.Name, DLQSuffix) && ValidatePhysicalName(q.Name) == nil {
+			out = append(out, q.Name)
+		}
+	}
+	return out, nil
+}
+
+// QueueStats returns stats of one queue, or of every work queue when queue
+// is empty.
+func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, error) {
+	queues := []string{queue}
+	if queue == "" {
+		var err error
+		if queues, err = s.WorkQueues(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	settings, err := s.AllQueueSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counters, err := s.recentCounters(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueStats, 0, len(queues))
+	for _, q := range queues {
+		st, err := s.queueStats(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		set, ok := settings[q]
+		if !ok {
+			set = DefaultQueueSettings(q)
+		}
+		st.Paused, st.Settings = set.Paused, set.Plain()
+		counters[q].apply(&st)
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error) {
+	st := QueueStats{Queue: queue, DLQ: DLQName(queue)}
+	sql := `
+		SELECT count(*),
+		       count(*) FILTER (WHERE vt <= now()),
+		       count(*) FILTER (WHERE vt > now() AND read_ct = 0),
+		       count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
+		           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
+		       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0),
+		       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0),
+		       coalesce(pg_sequence_last_value(pg_get_serial_sequence($2, 'msg_id')::regclass), 0),
+		       (SELECT count(*) FROM ` + archiveTable(queue) + `)
+		FROM ` + queueTable(queue) + ` q`
+	var retrying int64
+	err := s.pool.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,
+		&st.OldestAgeSeconds, &st.OldestVisibleAgeSeconds, &st.TotalSent, &st.Archived)
+	if err != nil {
+		return st, queueErr(err, "read stats of", queue)
+	}
+	st.WaitingRetry = retrying
+	st.InFlight = st.Depth - st.Visible - st.Scheduled - st.WaitingRetry
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(st.DLQ)).Scan(&st.DLQDepth)
+	if err != nil && !isUndefinedTable(err) {
+		return st, queueErr(err, "read stats of", st.DLQ)
+	}
+	return st, nil
+}
+
+// recent holds one queue's counters from pgbus.stats_minute.
+type recent struct {
+	hour     Counters
+	settled5 int64
+	buckets  [LatencyBuckets]int64
+}
+
+func (r *recent) apply(st *QueueStats) {
+	if r == nil {
+		return
+	}
+	st.LastHour = r.hour
+	st.ThroughputPerMinute = float64(r.settled5) / 5
+	st.LatencyP50MS = percentile(r.buckets[:], 0.50)
+	st.LatencyP95MS = percentile(r.buckets[:], 0.95)
+}
+
+func (s *Store) recentCounters(ctx context.Context, queue string) (map[string]*recent, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT queue_name, sum(succeeded), sum(failed), sum(retried), sum(dead_lettered), sum(discarded),
+		       sum(succeeded + dead_lettered + discarded) FILTER (WHERE minute >= date_trunc('minute', now()) - interval '4 minutes'),
+		       (SELECT array_agg(total ORDER BY i) FROM (
+		           SELECT u.i, sum(u.b) AS total FROM pgbus.stats_minute s2, unnest(s2.latency_buckets) WITH ORDINALITY AS u(b, i)
+		           WHERE s2.queue_name = s.queue_name AND s2.minute >= now() - interval '1 hour' GROUP BY u.i) t)
+		FROM pgbus.stats_minute s
+		WHERE minute >= now() - interval '1 hour' AND ($1 = '' OR queue_name = $1)
+		GROUP BY queue_name`, queue)
+	if err != nil {
+		return nil, fmt.Errorf("store: read recent counters: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*recent{}
+	for rows.Next() {
+		var name string
+		var r recent
+		var settled *int64
+		var buckets []int64
+		if err := rows.Scan(&name, &r.hour.Succeeded, &r.hour.Failed, &r.hour.Retried, &r.hour.DeadLettered, &r.hour.Discarded, &settled, &buckets); err != nil {
+			return nil, fmt.Errorf("store: read recent counters: %w", err)
+		}
+		if settled != nil {
+			r.settled5 = *settled
+		}
+		copy(r.buckets[:], buckets)
+		out[name] = &r
+	}
+	return out, rows.Err()
+}
+
+// percentile returns the upper bound in milliseconds of the bucket holding
+// the p-th latency, or nil without data.
+func percentile(buckets []int64, p float64) *float64 {
+	var total int64
+	for _, b := range buckets {
+		total += b
+	}
+	if total == 0 {
+		return nil
+	}
+	want := int64(math.Ceil(p * float64(total)))
+	var seen int64
+	for i, b := range buckets {
+		seen += b
+		if seen >= want {
+			upper := 0.5 * math.Pow(2, float64(i))
+			return &upper
+		}
+	}
+	return nil
+}
+
+// Live message states.
+const (
+	StateWaiting   = "waiting"
+	StateInFlight  = "in_flight"
+	StateRetrying  = "retrying"
+	StateScheduled = "scheduled"
+)
+
+// LiveFilter selects live messages of one queue. State is empty for all.
+type LiveFilter struct {
+	Queue string `json:"queue"`
+	State string `json:"state,omitempty"`
+}
+
+// LiveMessage is a message still in its queue, with its failures so far.
+type LiveMessage struct {
+	Queue      string          `json:"queue"`
+	MsgID      int64           `json:"msg_id"`
+	Kind       string          `json:"kind,omitempty"`
+	State      string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
+	ReadCount  int             `json:"read_ct"`
+	EnqueuedAt time.Time       `json:"enqueued_at"`
+	VisibleAt  time.Time       `json:"visible_at"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Headers    json.RawMessage `json:"headers,omitempty"`
+	History    []FailureRecord `json:"history"`
+}
+
+// LivePage is a page of live messages, oldest first.
+type LivePage struct {
+	Items      []LiveMessage `json:"items"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// ListLive lists the live messages of a queue, oldest first, with their
+// failure history.
+func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit int) (LivePage, error) {
+	if err := ValidatePhysicalName(f.Queue); err != nil {
+		return LivePage{}, err
+	}
+	if !slices.Contains([]string{"", StateWaiting, StateInFlight, StateRetrying, StateScheduled}, f.State) {
+		return LivePage{}, invalidf("state %q: use waiting, in_flight, retrying or scheduled, or leave it empty for all", f.State)
+	}
+	if limit < 1 || limit > 100 {
+		return LivePage{}, invalidf("limit must be 1 to 100, not %d", limit)
+	}
+	after, err := decodeIDCursor(cursor)
+	if err != nil {
+		return LivePage{}, err
+	}
+	sql := `SELECT * FROM (
+			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
+			       CASE WHEN q.vt <= now() THEN 'waiting'
+			            WHEN q.read_ct = 0 THEN 'scheduled'
+			            WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct) THEN 'retrying'
+			            ELSE 'in_flight' END AS state
+			FROM ` + queueTable(f.Queue) + ` q WHERE q.msg_id > $2 ORDER BY q.msg_id) m
+		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`
+	rows, err := s.pool.Query(ctx, sql, f.Queue, after, f.State, limit+1)
+	if err != nil {
+		return LivePage{}, queueErr(err, "list messages of", f.Queue)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveMessage, error) {
+		m := LiveMessage{Queue: f.Queue}
+		var payload, headers []byte
+		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &payload, &headers, &m.State)
+		m.Payload, m.Headers = payload, headers
+		return m, err
+	})
+	if err != nil {
+		return LivePage{}, queueErr(err, "list messages of", f.Queue)
+	}
+	page := LivePage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		page.NextCursor = encodeIDCursor(items[limit-1].MsgID)
+	}
+	return page, s.attachHistory(ctx, f.Queue, page.Items)
+}
+
+func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMessage) error {
+	if len(items) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(items))
+	byID := make(map[int64]*LiveMessage, len(items))
+	for i := range items {
+		ids[i] = items[i].MsgID
+		items[i].History = []FailureRecord{}
+		items[i].Kind = kindFromRaw(items[i].Headers, items[i].Payload)
+		byID[items[i].MsgID] = &items[i]
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at
+		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = ANY($2) ORDER BY msg_id, attempt, id`, queue, ids)
+	if err != nil {
+		return fmt.Errorf("store: read failure history of %s: %w", queue, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f FailureRecord
+		if err := rows.Scan(&f.ID, &f.Queue, &f.MsgID, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace, &f.FailedAt); err != nil {
+			return fmt.Errorf("store: read failure history of %s: %w", queue, err)
+		}
+		if m := byID[f.MsgID]; m != nil {
+			m.History = append(m.History, f)
+		}
+	}
+	return rows.Err()
+}
+
+// kindFromRaw reads pgbus_kind, or job_class from a Ruby pgbus payload.
+func kindFromRaw(headers, payload json.RawMessage) string {
+	var h struct {
+		Kind string `json:"pgbus_kind"`
+	}
+	if json.Unmarshal(headers, &h) == nil && h.Kind != "" {
+		return h.Kind
+	}
+	var p struct {
+		JobClass string `json:"job_class"`
+	}
+	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &p) == nil {
+		return p.JobClass
+	}
+	return ""
+}
+
+func encodeIDCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("m" + strconv.FormatInt(id, 10)))
+}
+
+func decodeIDCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil && len(raw) > 1 && raw[0] == 'm' {
+		if id, perr := strconv.ParseInt(string(raw[1:]), 10, 64); perr == nil && id > 0 {
+			return id, nil
+		}
+	}
+	return 0, invalidf("cursor is not one this server issued; start again without cursor")
+}
