@@ -65,7 +65,7 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 	if opts.IdempotencyKey != "" {
 		headers[store.HeaderIdempotencyKey] = opts.IdempotencyKey
 	}
-	m := store.NewMessage{Payload: body, Delay: opts.Delay}
+	m := store.NewMessage{Payload: body, Delay: opts.Delay, IdempotencyKey: opts.IdempotencyKey}
 	if len(headers) > 0 {
 		h, err := json.Marshal(headers)
 		if err != nil {

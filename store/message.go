@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,7 +19,9 @@ const (
 	MaxHeadersBytes      = 64 << 10
 	MaxDelay             = 365 * 24 * time.Hour
 	MaxVisibilityTimeout = 7 * 24 * time.Hour
-	notifyChannel        = "pgbus_send"
+	// MaxIdempotencyKeyBytes bounds NewMessage.IdempotencyKey.
+	MaxIdempotencyKeyBytes = 255
+	notifyChannel          = "pgbus_send"
 )
 
 // NotifyChannel is the channel a send notifies, in the sending transaction,
@@ -32,6 +36,11 @@ type NewMessage struct {
 	Headers json.RawMessage
 	// Delay postpones the first delivery; zero delivers at once.
 	Delay time.Duration
+	// IdempotencyKey, when set, makes the send return the id of the first
+	// message sent with this key to this queue while that message is live or
+	// archived within the queue's retention window, instead of a duplicate.
+	// Put it in the pgbus_idempotency_key header too (engine.NewMessage does).
+	IdempotencyKey string
 }
 
 // Message is a message as read from a queue.
@@ -64,6 +73,9 @@ func validateNewMessage(i int, m NewMessage) error {
 	}
 	if err := validateHeaders(where, m.Headers); err != nil {
 		return err
+	}
+	if len(m.IdempotencyKey) > MaxIdempotencyKeyBytes || !utf8.ValidString(m.IdempotencyKey) || strings.ContainsRune(m.IdempotencyKey, 0) {
+		return invalidf("%s: idempotency key must be valid UTF-8 without NUL, at most %d bytes", where, MaxIdempotencyKeyBytes)
 	}
 	return validateDuration(where+": delay", m.Delay, 0, MaxDelay)
 }
@@ -115,10 +127,7 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 	if len(msgs) == 0 || len(msgs) > MaxBatch {
 		return nil, invalidf("send to %q: a batch holds 1 to %d messages, not %d", queue, MaxBatch, len(msgs))
 	}
-	delays := make([]int64, len(msgs))
-	payloads := make([]string, len(msgs))
-	headers := make([]*string, len(msgs))
-	notify := false
+	keyed := false
 	for i, m := range msgs {
 		idx := i
 		if len(msgs) == 1 {
@@ -127,6 +136,16 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 		if err := validateNewMessage(idx, m); err != nil {
 			return nil, err
 		}
+		keyed = keyed || m.IdempotencyKey != ""
+	}
+	if keyed {
+		return s.sendKeyed(ctx, queue, msgs)
+	}
+	delays := make([]int64, len(msgs))
+	payloads := make([]string, len(msgs))
+	headers := make([]*string, len(msgs))
+	notify := false
+	for i, m := range msgs {
 		delays[i] = m.Delay.Microseconds()
 		payloads[i] = string(m.Payload)
 		if len(m.Headers) > 0 {
@@ -135,18 +154,7 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 		}
 		notify = notify || m.Delay == 0
 	}
-	sql := `INSERT INTO ` + queueTable(queue) + ` (vt, message, headers)
-		SELECT clock_timestamp() + d * interval '1 microsecond', m, h
-		FROM unnest($1::bigint[], $2::jsonb[], $3::jsonb[]) AS t(d, m, h)
-		RETURNING msg_id`
-	if notify {
-		sql = `WITH ins AS (` + sql + `)
-			SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $4)) AS n`
-	}
-	args := []any{delays, payloads, headers}
-	if notify {
-		args = append(args, queue)
-	}
+	sql, args := insertSQL(queue, notify, delays, payloads, headers)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, queueErr(err, "send to", queue)
@@ -156,6 +164,77 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 		return nil, queueErr(err, "send to", queue)
 	}
 	return ids, nil
+}
+
+// insertSQL is the one statement that sends a batch, notifying listeners in
+// the same transaction when some message is visible at once.
+func insertSQL(queue string, notify bool, delays []int64, payloads []string, headers []*string) (string, []any) {
+	sql := `INSERT INTO ` + queueTable(queue) + ` (vt, message, headers)
+		SELECT clock_timestamp() + d * interval '1 microsecond', m, h
+		FROM unnest($1::bigint[], $2::jsonb[], $3::jsonb[]) AS t(d, m, h)
+		RETURNING msg_id`
+	args := []any{delays, payloads, headers}
+	if notify {
+		sql = `WITH ins AS (` + sql + `)
+			SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $4)) AS n`
+		args = append(args, queue)
+	}
+	return sql, args
+}
+
+// sendKeyed sends messages one transaction each, so that a key already used
+// returns its first message's id. A lock per (queue, key) makes concurrent
+// sends of one key wait for each other: exactly one message is written.
+func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+	ids := make([]int64, len(msgs))
+	for i, m := range msgs {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			id, err := sendOneKeyed(ctx, tx, queue, m)
+			ids[i] = id
+			return err
+		})
+		if err != nil {
+			return nil, queueErr(err, "send to", queue)
+		}
+	}
+	return ids, nil
+}
+
+func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (int64, error) {
+	var h *string
+	if len(m.Headers) > 0 {
+		str := string(m.Headers)
+		h = &str
+	}
+	sql, args := insertSQL(queue, m.Delay == 0, []int64{m.Delay.Microseconds()}, []string{string(m.Payload)}, []*string{h})
+	if m.IdempotencyKey == "" {
+		var id int64
+		return id, tx.QueryRow(ctx, sql, args...).Scan(&id)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, queue, m.IdempotencyKey); err != nil {
+		return 0, err
+	}
+	var first int64
+	err := tx.QueryRow(ctx, `
+		SELECT k.msg_id FROM pgbus.idempotency_keys k
+		WHERE k.queue_name = $1 AND k.key = $2
+		  AND (EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
+		    OR EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
+		               AND a.archived_at > now() - coalesce((SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $1), 604800000) * interval '1 millisecond'))`,
+		queue, m.IdempotencyKey).Scan(&first)
+	if err == nil {
+		return first, nil
+	}
+	if err != pgx.ErrNoRows {
+		return 0, err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, sql, args...).Scan(&id); err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id) VALUES ($1, $2, $3)
+		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()`, queue, m.IdempotencyKey, id)
+	return id, err
 }
 
 // Read claims up to qty visible messages, oldest first, hiding each for vt

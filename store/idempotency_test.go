@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+func keyed(payload, key string) store.NewMessage {
+	return store.NewMessage{Payload: json.RawMessage(payload), IdempotencyKey: key}
+}
+
+// Concurrent sends of one key write exactly one message, and every sender
+// gets its id.
+func TestIdempotencyKeyUnderConcurrentSends(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	const senders = 16
+	ids := make([]int64, senders)
+	errs := make([]error, senders)
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i], errs[i] = s.Send(ctx, q, keyed(`{"charge":42}`, "charge-42"))
+		}()
+	}
+	wg.Wait()
+	for i := range senders {
+		if errs[i] != nil {
+			t.Fatalf("sender %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("sender %d got id %d, sender 0 got %d: want one message", i, ids[i], ids[0])
+		}
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 1 {
+		t.Fatalf("depth = %d, want exactly one message", m.Depth)
+	}
+}
+
+func TestIdempotencyKeyLifetime(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	first, err := s.Send(ctx, q, keyed(`1`, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Send(ctx, q, keyed(`2`, "other-key"))
+	if err != nil || other == first {
+		t.Fatalf("a different key must make a new message: %d %v", other, err)
+	}
+	if _, err := s.Archive(ctx, q, first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Send(ctx, q, keyed(`1`, "k"))
+	if err != nil || again != first {
+		t.Fatalf("send after archive = %d (%v), want the archived message %d", again, err, first)
+	}
+	// Past the retention window the key is free again.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '8 days'`); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := s.Send(ctx, q, keyed(`1`, "k"))
+	if err != nil || fresh == first {
+		t.Fatalf("send after retention = %d (%v), want a new message", fresh, err)
+	}
+	// A deleted (not archived) message frees its key too.
+	if _, err := s.Delete(ctx, q, fresh); err != nil {
+		t.Fatal(err)
+	}
+	third, err := s.Send(ctx, q, keyed(`1`, "k"))
+	if err != nil || third == fresh || third == first {
+		t.Fatalf("send after delete = %d (%v), want a new message", third, err)
+	}
+	// The same key on another queue is another message.
+	q2 := newQueue(t, s)
+	elsewhere, err := s.Send(ctx, q2, keyed(`1`, "k"))
+	if err != nil || elsewhere <= 0 {
+		t.Fatalf("send to another queue: %d %v", elsewhere, err)
+	}
+	if m, _ := s.Metrics(ctx, q2); m.Depth != 1 {
+		t.Fatalf("other queue depth = %d, want 1", m.Depth)
+	}
+}
+
+func TestIdempotencyKeysInBatch(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{keyed(`1`, "a"), msg(`2`), keyed(`3`, "a"), keyed(`4`, "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] != ids[2] || ids[1] == ids[0] || ids[3] == ids[0] || ids[3] == ids[1] {
+		t.Fatalf("ids = %v; want the two sends of key a to share one id", ids)
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 3 {
+		t.Fatalf("depth = %d, want 3", m.Depth)
+	}
+}
+
+func TestIdempotencyKeyBadInput(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	for label, key := range map[string]string{
+		"too long": strings.Repeat("k", 256),
+		"nul":      "a\x00b",
+		"bad utf8": "\xff\xfe",
+	} {
+		if _, err := s.Send(ctx, q, keyed(`1`, key)); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", label, err)
+		}
+	}
+	// Injection-looking keys are data.
+	id, err := s.Send(ctx, q, keyed(`1`, `'; DROP TABLE pgbus.idempotency_keys; --`))
+	if err != nil || id <= 0 {
+		t.Fatalf("send with odd key: %d %v", id, err)
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 1 {
+		t.Fatalf("depth = %d, want 1", m.Depth)
+	}
+}
