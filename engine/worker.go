@@ -89,10 +89,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		}
 		errDelay = 100 * time.Millisecond
 		w.hold(msgs)
-		for _, m := range msgs {
-			w.jobs.Add(1)
-			go w.process(m)
-		}
+		w.dispatch(msgs)
 		if len(msgs) < n {
 			w.idle(ctx)
 		}
@@ -187,15 +184,83 @@ func (w *queueWorker) heartbeat(ctx context.Context) {
 	}
 }
 
-// process decides and runs one message, then hands its outcome to the writer.
-func (w *queueWorker) process(m store.Message) {
+// delivery is a message read for this worker, with what the lifecycle
+// needs to know about it.
+type delivery struct {
+	m        store.Message
+	headers  map[string]json.RawMessage
+	kind     string
+	h        handler
+	found    bool
+	policy   RetryPolicy
+	deadline time.Time
+	latency  time.Duration
+}
+
+func (w *queueWorker) prepare(m store.Message, now time.Time) delivery {
+	d := delivery{m: m, headers: parseHeaders(m.Headers), latency: now.Sub(latest(m.EnqueuedAt, m.VisibleSince))}
+	d.kind = kindOf(d.headers, m.Payload)
+	d.h, d.found = w.c.handlerFor(w.name, d.kind)
+	settings := w.c.settingsFor(w.name)
+	d.policy = policyOf(settings)
+	if d.found && d.h.opts.Retry != nil {
+		d.policy = *d.h.opts.Retry
+	}
+	d.deadline = deadlineOf(d.headers)
+	if d.deadline.IsZero() && settings.Deadline > 0 {
+		d.deadline = m.EnqueuedAt.Add(settings.Deadline)
+	}
+	return d
+}
+
+// dispatch settles at once the messages that must not run (past their
+// retries or deadline, or of a kind nobody handles) and starts a job for
+// each of the others. The former are written before any job starts, so a
+// batch mate that crashes the process cannot make them count more reads.
+func (w *queueWorker) dispatch(msgs []store.Message) {
+	now := time.Now()
+	var routed []result
+	runnable := make([]delivery, 0, len(msgs))
+	for _, m := range msgs {
+		d := w.prepare(m, now)
+		if res, ok := w.routeWithoutRunning(d); ok {
+			routed = append(routed, res)
+			<-w.slots
+			continue
+		}
+		runnable = append(runnable, d)
+	}
+	if len(routed) > 0 {
+		w.writeBatch(routed)
+	}
+	for _, d := range runnable {
+		w.jobs.Add(1)
+		go w.process(d)
+	}
+}
+
+func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
+	res := result{msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	switch {
+	case d.m.ReadCount > d.policy.MaxRetries:
+		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil), true
+	case !d.deadline.IsZero() && time.Now().After(d.deadline):
+		return res.deadLetter(store.ReasonDeadlineExceeded, nil), true
+	case !d.found:
+		err := &classedError{class: ClassUnknownKind, msg: fmt.Sprintf(
+			"no handler for kind %q on queue %q; register one with Client.Handle (or HandleQueue for the queue's default), or fix the sender's pgbus_kind", d.kind, w.name)}
+		return res.deadLetter(store.ReasonNonRetryable, w.failure(d.m, d.kind, err, "")), true
+	}
+	return res, false
+}
+
+// process runs one message's handler and hands its outcome to the writer.
+func (w *queueWorker) process(d delivery) {
 	defer w.jobs.Done()
-	started := time.Now()
-	res := w.decide(m)
-	res.latency = started.Sub(latest(m.EnqueuedAt, m.VisibleSince))
+	res := w.runDelivery(d)
 	<-w.slots
 	if res.abandon {
-		w.unhold([]int64{m.ID})
+		w.unhold([]int64{d.m.ID})
 		return
 	}
 	w.outcomes <- res
@@ -208,35 +273,16 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// decide applies the lifecycle: read-time dead-lettering, deadlines, unknown
-// kinds, then the handler and what its error asks for.
-func (w *queueWorker) decide(m store.Message) result {
-	headers := parseHeaders(m.Headers)
-	kind := kindOf(headers, m.Payload)
-	h, found := w.c.handlerFor(w.name, kind)
-	policy := policyOf(w.c.settingsFor(w.name))
-	if found && h.opts.Retry != nil {
-		policy = *h.opts.Retry
-	}
-	res := result{msgID: m.ID, kind: kind, maxRetries: policy.MaxRetries}
-	if m.ReadCount > policy.MaxRetries {
-		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil)
-	}
-	deadline := deadlineOf(headers)
-	if !deadline.IsZero() && time.Now().After(deadline) {
-		return res.deadLetter(store.ReasonDeadlineExceeded, nil)
-	}
-	if !found {
-		err := &classedError{class: ClassUnknownKind, msg: fmt.Sprintf(
-			"no handler for kind %q on queue %q; register one with Client.Handle (or HandleQueue for the queue's default), or fix the sender's pgbus_kind", kind, w.name)}
-		return res.deadLetter(store.ReasonNonRetryable, w.failure(m, kind, err, ""))
-	}
+// runDelivery calls the handler and turns what it returned into an outcome.
+func (w *queueWorker) runDelivery(d delivery) result {
+	m := d.m
+	res := result{msgID: m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	job := &Job{
-		Queue: w.physical, ID: m.ID, Kind: kind, Attempt: m.ReadCount, MaxRetries: policy.MaxRetries,
-		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: headers,
-		IdempotencyKey: idempotencyKey(headers, w.physical, m.ID), Deadline: deadline,
+		Queue: w.physical, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
+		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
+		IdempotencyKey: idempotencyKey(d.headers, w.physical, m.ID), Deadline: d.deadline,
 	}
-	err, stack := w.runHandler(h, job)
+	err, stack := w.runHandler(d.h, job)
 	if err == nil {
 		return res
 	}
@@ -244,7 +290,7 @@ func (w *queueWorker) decide(m store.Message) result {
 		res.abandon = true // hard stop: leave it to its visibility timeout
 		return res
 	}
-	return w.onError(res, policy, m, err, stack)
+	return w.onError(res, d.policy, m, err, stack)
 }
 
 func (w *queueWorker) onError(res result, p RetryPolicy, m store.Message, err error, stack string) result {

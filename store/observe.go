@@ -58,6 +58,9 @@ type RetrySettings struct {
 	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds"`
 	RetryBackoffJitter       float64 `json:"retry_backoff_jitter"`
 	OnSuccess                string  `json:"on_success" jsonschema:"enum=archive,enum=delete"`
+	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema:"description=Messages older than this are dead-lettered with deadline_exceeded; 0 for none"`
+	ArchiveRetentionSeconds  float64 `json:"archive_retention_seconds"`
+	DeadRetentionSeconds     float64 `json:"dead_retention_seconds"`
 }
 
 // Plain returns the settings in plain units.
@@ -70,7 +73,8 @@ func (q QueueSettings) Plain() RetrySettings {
 		MaxRetries: q.MaxRetries, VisibilityTimeoutSeconds: q.VisibilityTimeout.Seconds(),
 		BackoffStrategy: q.BackoffStrategy, RetryBackoffSeconds: q.RetryBackoff.Seconds(),
 		RetryBackoffMaxSeconds: q.RetryBackoffMax.Seconds(), RetryBackoffJitter: q.RetryBackoffJitter,
-		OnSuccess: onSuccess,
+		OnSuccess: onSuccess, DeadlineSeconds: q.Deadline.Seconds(),
+		ArchiveRetentionSeconds: q.ArchiveRetention.Seconds(), DeadRetentionSeconds: q.DeadRetention.Seconds(),
 	}
 }
 

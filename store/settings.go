@@ -27,6 +27,13 @@ type QueueSettings struct {
 	// DeleteOnSuccess deletes finished messages instead of archiving them.
 	DeleteOnSuccess bool `json:"delete_on_success"`
 	Paused          bool `json:"paused"`
+	// Deadline is the default age after which a message is dead-lettered
+	// with deadline_exceeded instead of running; zero for none.
+	Deadline time.Duration `json:"deadline"`
+	// ArchiveRetention and DeadRetention are how long archived messages and
+	// archived dead messages are kept before retention prunes them.
+	ArchiveRetention time.Duration `json:"archive_retention"`
+	DeadRetention    time.Duration `json:"dead_retention"`
 }
 
 // DefaultQueueSettings are the settings of a queue that has no row of its
@@ -40,8 +47,16 @@ func DefaultQueueSettings(queue string) QueueSettings {
 		RetryBackoff:       5 * time.Second,
 		RetryBackoffMax:    300 * time.Second,
 		RetryBackoffJitter: 0.15,
+		ArchiveRetention:   DefaultArchiveRetention,
+		DeadRetention:      DefaultDeadRetention,
 	}
 }
+
+// Default retention: archives 7 days, archived dead messages 30 days.
+const (
+	DefaultArchiveRetention = 7 * 24 * time.Hour
+	DefaultDeadRetention    = 30 * 24 * time.Hour
+)
 
 // Validate checks settings against the bounds the schema enforces, with
 // messages that say which value is wrong.
@@ -59,17 +74,28 @@ func (q QueueSettings) Validate() error {
 		return invalidf("queue %q: retry backoff max %s must be at least the backoff (%s) and at most 168h", q.Queue, q.RetryBackoffMax, q.RetryBackoff)
 	case !(q.RetryBackoffJitter >= 0 && q.RetryBackoffJitter <= 1):
 		return invalidf("queue %q: jitter %v is out of range 0..1", q.Queue, q.RetryBackoffJitter)
+	case q.Deadline < 0 || q.Deadline > 365*24*time.Hour:
+		return invalidf("queue %q: deadline %s is out of range 0 (none)..8760h", q.Queue, q.Deadline)
+	case q.ArchiveRetention < time.Minute || q.ArchiveRetention > 3650*24*time.Hour:
+		return invalidf("queue %q: archive retention %s is out of range 1m..87600h", q.Queue, q.ArchiveRetention)
+	case q.DeadRetention < time.Minute || q.DeadRetention > 3650*24*time.Hour:
+		return invalidf("queue %q: dead retention %s is out of range 1m..87600h", q.Queue, q.DeadRetention)
 	}
 	return nil
 }
 
 const settingsColumns = `queue_name, max_retries, visibility_timeout_ms, backoff_strategy, retry_backoff_ms,
-	retry_backoff_max_ms, retry_backoff_jitter, on_success = 'delete', paused`
+	retry_backoff_max_ms, retry_backoff_jitter, on_success = 'delete', paused,
+	coalesce(deadline_ms, 0), archive_retention_ms, dead_retention_ms`
 
 func scanSettings(r pgx.CollectableRow) (QueueSettings, error) {
 	var q QueueSettings
-	var vt, base, maxB int64
-	err := r.Scan(&q.Queue, &q.MaxRetries, &vt, &q.BackoffStrategy, &base, &maxB, &q.RetryBackoffJitter, &q.DeleteOnSuccess, &q.Paused)
+	var vt, base, maxB, deadline, archive, dead int64
+	err := r.Scan(&q.Queue, &q.MaxRetries, &vt, &q.BackoffStrategy, &base, &maxB, &q.RetryBackoffJitter, &q.DeleteOnSuccess, &q.Paused,
+		&deadline, &archive, &dead)
+	q.Deadline = time.Duration(deadline) * time.Millisecond
+	q.ArchiveRetention = time.Duration(archive) * time.Millisecond
+	q.DeadRetention = time.Duration(dead) * time.Millisecond
 	q.VisibilityTimeout = time.Duration(vt) * time.Millisecond
 	q.RetryBackoff = time.Duration(base) * time.Millisecond
 	q.RetryBackoffMax = time.Duration(maxB) * time.Millisecond
@@ -126,9 +152,11 @@ func (s *Store) SetQueueSettings(ctx context.Context, q QueueSettings) error {
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
 		backoff_strategy = $4, retry_backoff_ms = $5, retry_backoff_max_ms = $6, retry_backoff_jitter = $7,
-		on_success = $8, paused = $9, updated_at = now() WHERE queue_name = $1`,
+		on_success = $8, paused = $9, deadline_ms = nullif($10, 0), archive_retention_ms = $11, dead_retention_ms = $12,
+		updated_at = now() WHERE queue_name = $1`,
 		q.Queue, q.MaxRetries, q.VisibilityTimeout.Milliseconds(), q.BackoffStrategy, q.RetryBackoff.Milliseconds(),
-		q.RetryBackoffMax.Milliseconds(), q.RetryBackoffJitter, onSuccess, q.Paused)
+		q.RetryBackoffMax.Milliseconds(), q.RetryBackoffJitter, onSuccess, q.Paused,
+		q.Deadline.Milliseconds(), q.ArchiveRetention.Milliseconds(), q.DeadRetention.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("store: update settings of queue %q: %w", q.Queue, err)
 	}
