@@ -182,3 +182,14 @@ func (h *Health) add(status, code, queue, msg string) {
 		h.Status = status
 	}
 }
+
+// Circuits lists the circuit breakers and their states.
+func (a *Admin) Circuits(ctx context.Context) ([]store.BreakerState, error) {
+	return a.store.ListBreakers(ctx)
+}
+
+// ResetCircuit closes a circuit breaker by hand, for when its downstream is
+// known to be back.
+func (a *Admin) ResetCircuit(ctx context.Context, name string) error {
+	return a.store.ResetBreaker(ctx, name)
+}

@@ -213,10 +213,33 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.refreshSettings(ctx); err != nil {
 		return err
 	}
+	if err := c.ensureBreakers(ctx); err != nil {
+		return err
+	}
 	if err := c.register(ctx); err != nil {
 		return err
 	}
 	return c.runWorkers(ctx)
+}
+
+// ensureBreakers creates the circuit breakers that handlers name.
+func (c *Client) ensureBreakers(ctx context.Context) error {
+	c.mu.RLock()
+	var breakers []store.BreakerConfig
+	for _, hs := range []map[string]handler{c.kinds, c.defaults} {
+		for _, h := range hs {
+			if h.opts.Breaker != nil {
+				breakers = append(breakers, *h.opts.Breaker)
+			}
+		}
+	}
+	c.mu.RUnlock()
+	for _, b := range breakers {
+		if err := c.store.EnsureBreaker(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Client) checkQueues(ctx context.Context) error {

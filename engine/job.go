@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // Job is one delivery of a message to a handler.
@@ -51,6 +53,13 @@ type HandlerOptions struct {
 	// The visibility timeout is extended by a heartbeat while the handler
 	// runs, so a long timeout does not let the message reappear.
 	Timeout time.Duration
+	// Policies choose what happens to errors of given classes; the first
+	// match wins, and unmatched errors follow the queue's retry policy.
+	Policies []ErrorPolicy
+	// Breaker guards the kind's downstream with a circuit breaker shared by
+	// every worker process: consecutive retryable failures open it, and jobs
+	// meeting it open are snoozed, using no attempt, until it may half-open.
+	Breaker *store.BreakerConfig
 }
 
 type handler struct {

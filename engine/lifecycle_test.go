@@ -270,27 +270,36 @@ func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 	}
 }
 
-func TestPanicIsRetriedWithStack(t *testing.T) {
+// A panic is a programming error: dead-lettered at once, with the
+// goroutine stack in the history and its first lines in the block.
+func TestPanicDeadLettersWithStack(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := newClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
-		if calls.Add(1) == 1 {
-			var m map[string]int
-			m["boom"] = 1 // nil map write panics
-		}
+		calls.Add(1)
+		var m map[string]int
+		m["boom"] = 1 // nil map write panics
 		return nil
 	})
 	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
-	fs := failures(t, s, q, id)
-	if len(fs) != 1 || fs[0].Class != engine.ClassPanic || !strings.Contains(fs[0].Message, "nil map") {
+	send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	d := deadMessages(t, s, q)[0]
+	if d.Block["reason"] != store.ReasonNonRetryable || d.Block["error_class"] != engine.ClassPanic || calls.Load() != 1 {
+		t.Fatalf("block = %v, calls = %d", d.Block, calls.Load())
+	}
+	trace, _ := d.Block["backtrace"].(string)
+	if n := strings.Count(trace, "\n") + 1; trace == "" || n > store.BlockBacktraceMaxLines || len(trace) > store.BlockBacktraceMax {
+		t.Fatalf("block backtrace has %d lines, %d bytes:\n%s", n, len(trace), trace)
+	}
+	fs := failures(t, s, q+"_dlq", d.ID)
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "nil map") {
 		t.Fatalf("failures = %+v", fs)
 	}
-	if !strings.Contains(fs[0].Trace, "goroutine") || !strings.Contains(fs[0].Trace, "TestPanicIsRetriedWithStack") {
-		t.Fatalf("backtrace does not hold the goroutine stack:\n%s", fs[0].Trace)
+	if !strings.Contains(fs[0].Trace, "goroutine") || !strings.Contains(fs[0].Trace, "TestPanicDeadLettersWithStack") {
+		t.Fatalf("history backtrace does not hold the goroutine stack:\n%s", fs[0].Trace)
 	}
 }
 

@@ -29,6 +29,9 @@ type result struct {
 	failure    *store.Failure
 	latency    time.Duration
 	abandon    bool
+	// downstreamFailure: a retryable failure, which counts against the
+	// kind's circuit breaker (bad input and discards do not).
+	downstreamFailure bool
 }
 
 func (r result) deadLetter(reason string, f *store.Failure) result {

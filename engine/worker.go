@@ -282,39 +282,102 @@ func (w *queueWorker) runDelivery(d delivery) result {
 		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
 		IdempotencyKey: idempotencyKey(d.headers, w.physical, m.ID), Deadline: d.deadline,
 	}
+	breaker := d.h.opts.Breaker
+	if breaker != nil {
+		if wait, open := w.breakerOpen(breaker.Name); open {
+			res.action, res.delay = actionSnooze, wait
+			return res
+		}
+	}
 	err, stack := w.runHandler(d.h, job)
 	if err == nil {
+		if breaker != nil {
+			w.breakerRecord(breaker.Name, nil)
+		}
 		return res
 	}
 	if w.jobBase.Err() != nil {
 		res.abandon = true // hard stop: leave it to its visibility timeout
 		return res
 	}
-	return w.onError(res, d.policy, m, err, stack)
+	res = w.onError(res, d, err, stack)
+	if breaker != nil && res.downstreamFailure {
+		w.breakerRecord(breaker.Name, err)
+	}
+	return res
 }
 
-func (w *queueWorker) onError(res result, p RetryPolicy, m store.Message, err error, stack string) result {
+func (w *queueWorker) onError(res result, d delivery, err error, stack string) result {
+	m, p := d.m, d.policy
 	ce, _ := asControl(err)
 	if ce != nil && ce.outcome == outcomeSnooze {
 		res.action, res.delay = actionSnooze, ce.delay
 		return res
 	}
 	f := w.failure(m, res.kind, err, stack)
+	action, useHint := ActionRetry, true
 	switch {
 	case ce != nil && ce.outcome == outcomeDiscard:
+		action = ActionDiscard
+	case ce != nil && ce.outcome == outcomeDeadLetter, ErrorClass(err) == ClassPanic:
+		action = ActionDeadLetter // bad input, or a programming error
+	default:
+		if pol, ok := policyFor(d.h.opts.Policies, err); ok {
+			action, useHint = pol.Action, pol.Action == ActionRetryAfterHint
+			if pol.Retry != nil {
+				p = *pol.Retry
+				res.maxRetries = p.MaxRetries
+			}
+		}
+	}
+	switch {
+	case action == ActionDiscard:
 		res.action, res.failure = actionDiscard, f
 		return res
-	case ce != nil && ce.outcome == outcomeDeadLetter:
+	case action == ActionDeadLetter:
 		return res.deadLetter(store.ReasonNonRetryable, f)
 	case m.ReadCount >= p.MaxRetries:
-		return res.deadLetter(store.ReasonMaxRetriesExceeded, f)
+		res = res.deadLetter(store.ReasonMaxRetriesExceeded, f)
+		res.downstreamFailure = true
+		return res
 	}
-	res.action, res.failure = actionRetry, f
+	res.action, res.failure, res.downstreamFailure = actionRetry, f, true
 	res.delay = p.NextDelay(m.ReadCount, w.c.cfg.Rand())
-	if ce != nil && ce.delay > 0 {
-		res.delay = ce.delay
+	if hint, ok := retryHint(err); ok && useHint {
+		res.delay = hint
 	}
 	return res
+}
+
+// breakerOpen asks a kind's circuit breaker whether the job may run; when
+// not, it returns how long to snooze. A breaker that cannot be asked lets
+// the job run: an outage of the breaker table must not stop all work.
+func (w *queueWorker) breakerOpen(name string) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
+	defer cancel()
+	v, err := w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
+	if err != nil {
+		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
+		return 0, false
+	}
+	if v.Allowed {
+		return 0, false
+	}
+	return max(time.Until(v.RetryAt), 0), true
+}
+
+func (w *queueWorker) breakerRecord(name string, jobErr error) {
+	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
+	defer cancel()
+	var err error
+	if jobErr == nil {
+		err = w.c.store.BreakerSuccess(ctx, name)
+	} else {
+		_, err = w.c.store.BreakerFailure(ctx, name, jobErr.Error())
+	}
+	if err != nil {
+		w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
+	}
 }
 
 func (w *queueWorker) failure(m store.Message, kind string, err error, stack string) *store.Failure {

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// Action is what an ErrorPolicy does with a matching error, from "always
+// retry" to "give up".
+type Action int
+
+const (
+	// ActionRetry retries with the policy's own RetryPolicy, or the queue's.
+	ActionRetry Action = iota
+	// ActionRetryAfterHint retries after the error's hint (RetryAfter, or an
+	// error with a RetryAfter() time.Duration method), else the backoff.
+	ActionRetryAfterHint
+	// ActionDiscard archives the message with the failure recorded.
+	ActionDiscard
+	// ActionDeadLetter sends it to the DLQ at once (non_retryable_error).
+	ActionDeadLetter
+)
+
+// ErrorPolicy chooses what happens to errors of one class. A policy matches
+// when any of its matchers does; HandlerOptions.Policies are tried in order
+// and the first match wins. Errors no policy matches use the queue's policy.
+type ErrorPolicy struct {
+	// Class matches ErrorClass(err) exactly, for example "http.503" from a
+	// built-in handler or "*net.OpError".
+	Class string
+	// Is matches errors.Is(err, Is): a sentinel error.
+	Is error
+	// Match is any test, for example MatchType[*net.OpError]().
+	Match  func(error) bool
+	Action Action
+	// Retry, for ActionRetry and ActionRetryAfterHint, replaces the
+	// attempts and backoff for these errors.
+	Retry *RetryPolicy
+}
+
+// MatchType returns a matcher for errors of type T anywhere in the chain.
+func MatchType[T error]() func(error) bool {
+	return func(err error) bool {
+		var target T
+		return errors.As(err, &target)
+	}
+}
+
+func (p ErrorPolicy) matches(err error) bool {
+	return (p.Class != "" && ErrorClass(err) == p.Class) ||
+		(p.Is != nil && errors.Is(err, p.Is)) ||
+		(p.Match != nil && p.Match(err))
+}
+
+// policyFor returns the first policy matching err.
+func policyFor(policies []ErrorPolicy, err error) (ErrorPolicy, bool) {
+	for _, p := range policies {
+		if p.matches(err) {
+			return p, true
+		}
+	}
+	return ErrorPolicy{}, false
+}
+
+// retryHint returns the delay an error asks for, if any.
+func retryHint(err error) (time.Duration, bool) {
+	if ce, ok := asControl(err); ok && ce.outcome == outcomeRetry && ce.delay > 0 {
+		return ce.delay, true
+	}
+	var hinted interface{ RetryAfter() time.Duration }
+	if errors.As(err, &hinted) && hinted.RetryAfter() > 0 {
+		return hinted.RetryAfter(), true
+	}
+	return 0, false
+}

@@ -1,0 +1,206 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+var errTransient = errors.New("connection reset")
+
+type quotaError struct{}
+
+func (quotaError) Error() string { return "account over quota" }
+
+type hintedError struct{ after time.Duration }
+
+func (e hintedError) Error() string             { return "slow down" }
+func (e hintedError) RetryAfter() time.Duration { return e.after }
+
+type classed struct{ class string }
+
+func (e classed) Error() string      { return "status " + e.class }
+func (e classed) ErrorClass() string { return e.class }
+
+// Each error class follows its own policy; unmatched errors follow the
+// queue's.
+func TestErrorClassPolicies(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	two := engine.RetryPolicy{MaxRetries: 2, Strategy: store.BackoffExponential, Backoff: 20 * time.Millisecond, BackoffMax: time.Second}
+	policies := []engine.ErrorPolicy{
+		{Is: errTransient, Action: engine.ActionRetry, Retry: &two},
+		{Class: "http.400", Action: engine.ActionDeadLetter},
+		{Match: engine.MatchType[quotaError](), Action: engine.ActionDiscard},
+		{Match: engine.MatchType[hintedError](), Action: engine.ActionRetryAfterHint},
+	}
+	var hintedCalls, plainCalls atomic.Int32
+	c.Handle("work", func(ctx context.Context, job *engine.Job) error {
+		var in struct{ Case string }
+		if err := job.Decode(&in); err != nil {
+			return err
+		}
+		switch in.Case {
+		case "transient":
+			return fmt.Errorf("calling bank: %w", errTransient)
+		case "bad":
+			return classed{"http.400"}
+		case "quota":
+			return quotaError{}
+		case "hinted":
+			if hintedCalls.Add(1) == 1 {
+				return hintedError{after: 250 * time.Millisecond}
+			}
+			return nil
+		default:
+			if plainCalls.Add(1) == 1 {
+				return errors.New("unmatched")
+			}
+			return nil
+		}
+	}, engine.HandlerOptions{Policies: policies})
+	start(t, c)
+	ids := map[string]int64{}
+	for _, k := range []string{"transient", "bad", "quota", "hinted", "plain"} {
+		ids[k] = send(t, c, q, map[string]string{"Case": k}, engine.SendOptions{Kind: "work"})
+	}
+	eventually(t, 30*time.Second, "every message settled", func() bool { return live(t, s, q) == 0 })
+	dead := map[int64]map[string]any{}
+	for _, d := range deadMessages(t, s, q) {
+		dead[int64(d.Block["source_msg_id"].(float64))] = d.Block
+	}
+	if b := dead[ids["transient"]]; b == nil || b["attempts"] != 2.0 || b["max_retries"] != 2.0 || b["reason"] != store.ReasonMaxRetriesExceeded {
+		t.Errorf("transient: block %v; want dead after the policy's 2 attempts", b)
+	}
+	if b := dead[ids["bad"]]; b == nil || b["attempts"] != 1.0 || b["reason"] != store.ReasonNonRetryable || b["error_class"] != "http.400" {
+		t.Errorf("bad: block %v; want dead at once", b)
+	}
+	if len(dead) != 2 {
+		t.Errorf("%d dead messages, want 2", len(dead))
+	}
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers ? 'pgbus_discarded'`, ids["quota"]); n != 1 {
+		t.Errorf("quota: not discarded to the archive")
+	}
+	if fs := failures(t, s, q, ids["hinted"]); len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 250*time.Millisecond {
+		t.Errorf("hinted: failures %+v; want one retry after the 250ms hint", fs)
+	}
+	if fs := failures(t, s, q, ids["plain"]); len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 100*time.Millisecond {
+		t.Errorf("plain: failures %+v; want the queue's 100ms backoff", fs)
+	}
+}
+
+// A retry policy that is not retry-after-hint ignores hints.
+func TestRetryPolicyIgnoresHints(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		if calls.Add(1) == 1 {
+			return hintedError{after: time.Hour}
+		}
+		return nil
+	}, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Match: engine.MatchType[hintedError](), Action: engine.ActionRetry}}})
+	start(t, c)
+	id := send(t, c, q, 1, engine.SendOptions{})
+	eventually(t, 20*time.Second, "archived", func() bool { return archived(t, s, q) == 1 })
+	if fs := failures(t, s, q, id); len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 100*time.Millisecond {
+		t.Fatalf("failures %+v; want the backoff, not the hour-long hint", fs)
+	}
+}
+
+// downstream is a fake service that fails until told to recover, and
+// records how many calls ran while the breaker was half-open.
+type downstream struct {
+	s         *store.Store
+	breaker   string
+	healthy   atomic.Bool
+	calls     atomic.Int32
+	mu        sync.Mutex
+	halfOpen  int
+	maxProbes int
+}
+
+func (d *downstream) handle(ctx context.Context, job *engine.Job) error {
+	d.calls.Add(1)
+	var state string
+	if err := d.s.Pool().QueryRow(ctx, `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, d.breaker).Scan(&state); err != nil {
+		return err
+	}
+	if state == store.BreakerHalfOpen {
+		d.mu.Lock()
+		d.halfOpen++
+		d.maxProbes = max(d.maxProbes, d.halfOpen)
+		d.mu.Unlock()
+		time.Sleep(50 * time.Millisecond) // a probe takes a while
+		defer func() { d.mu.Lock(); d.halfOpen--; d.mu.Unlock() }()
+	}
+	if !d.healthy.Load() {
+		return errors.New("503 service unavailable")
+	}
+	return nil
+}
+
+// Two worker clients, each with its own connections, share one breaker
+// through PostgreSQL: the second sees the breaker the first opened, jobs
+// meeting it open are snoozed without using attempts, and only one probe
+// runs while it is half-open.
+func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 50 * time.Millisecond })
+	name := uniqueName("bank")
+	cfg := &store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: 400 * time.Millisecond, MaxCoolOff: 2 * time.Second}
+	d := &downstream{s: s, breaker: name}
+	clientA := newClient(t, s, q, nil)
+	clientA.Handle("call", d.handle, engine.HandlerOptions{Breaker: cfg})
+	start(t, clientA)
+	for i := range 3 {
+		send(t, clientA, q, i, engine.SendOptions{Kind: "call"})
+	}
+	breakerState := func() string {
+		var st string
+		_ = s.Pool().QueryRow(context.Background(), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&st)
+		return st
+	}
+	eventually(t, 20*time.Second, "the breaker to open", func() bool { return breakerState() == store.BreakerOpen })
+	callsWhenOpened := d.calls.Load()
+
+	// A second worker process joins with its own pool; it sees the breaker open.
+	s2, err := store.Open(testContext(t), s.Pool().Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Close)
+	clientB := newClient(t, s2, q, nil)
+	clientB.Handle("call", d.handle, engine.HandlerOptions{Breaker: cfg})
+	start(t, clientB)
+	for i := range 20 {
+		send(t, clientB, q, 100+i, engine.SendOptions{Kind: "call"})
+	}
+	time.Sleep(200 * time.Millisecond) // within the cool-off
+	if breakerState() == store.BreakerOpen && d.calls.Load() > callsWhenOpened+1 {
+		t.Fatalf("%d calls went through an open breaker", d.calls.Load()-callsWhenOpened)
+	}
+	d.healthy.Store(true)
+	eventually(t, 60*time.Second, "every message archived", func() bool { return archived(t, s, q) == 23 })
+	if breakerState() != store.BreakerClosed {
+		t.Fatalf("breaker %s after recovery, want closed", breakerState())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.maxProbes != 1 {
+		t.Fatalf("%d calls ran at once while half-open, want exactly 1 probe", d.maxProbes)
+	}
+	// Snoozes used no attempts: no message needed more reads than failures + 1.
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
+		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
+	}
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Circuit breaker states.
+const (
+	BreakerClosed   = "closed"
+	BreakerOpen     = "open"
+	BreakerHalfOpen = "half_open"
+)
+
+// BreakerConfig names a circuit breaker and sets when it opens.
+type BreakerConfig struct {
+	Name string
+	// FailureThreshold consecutive failures open the breaker.
+	FailureThreshold int
+	// CoolOff is how long it stays open the first time; each failed probe
+	// doubles it, up to MaxCoolOff.
+	CoolOff    time.Duration
+	MaxCoolOff time.Duration
+}
+
+// Validate checks a breaker's configuration.
+func (c BreakerConfig) Validate() error {
+	switch {
+	case c.Name == "" || len(c.Name) > 200:
+		return invalidf("circuit breaker name must be 1 to 200 characters")
+	case c.FailureThreshold < 1 || c.FailureThreshold > 10000:
+		return invalidf("circuit breaker %q: failure threshold %d is out of range 1..10000", c.Name, c.FailureThreshold)
+	case c.CoolOff < 10*time.Millisecond || c.CoolOff > 24*time.Hour:
+		return invalidf("circuit breaker %q: cool-off %s is out of range 10ms..24h", c.Name, c.CoolOff)
+	case c.MaxCoolOff < c.CoolOff || c.MaxCoolOff > 7*24*time.Hour:
+		return invalidf("circuit breaker %q: max cool-off %s must be at least the cool-off (%s) and at most 168h", c.Name, c.MaxCoolOff, c.CoolOff)
+	}
+	return nil
+}
+
+// BreakerState is a circuit breaker as stored.
+type BreakerState struct {
+	Name                  string     `json:"name"`
+	State                 string     `json:"state" jsonschema:"enum=closed,enum=open,enum=half_open"`
+	ConsecutiveFailures   int        `json:"consecutive_failures"`
+	FailureThreshold      int        `json:"failure_threshold"`
+	CoolOffSeconds        float64    `json:"cool_off_seconds"`
+	CurrentCoolOffSeconds float64    `json:"current_cool_off_seconds"`
+	MaxCoolOffSeconds     float64    `json:"max_cool_off_seconds"`
+	OpenedAt              *time.Time `json:"opened_at,omitempty"`
+	OpenUntil             *time.Time `json:"open_until,omitempty"`
+	LastError             string     `json:"last_error,omitempty"`
+	UpdatedAt             time.Time  `json:"updated_at"`
+}
+
+// EnsureBreaker creates a breaker or updates its configuration, keeping its
+// state.
+func (s *Store) EnsureBreaker(ctx context.Context, c BreakerConfig) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO pgbus.circuit_breakers (name, failure_threshold, cool_off_ms, max_cool_off_ms, current_cool_off_ms)
+		VALUES ($1, $2, $3, $4, $3)
+		ON CONFLICT (name) DO UPDATE SET failure_threshold = excluded.failure_threshold,
+			cool_off_ms = excluded.cool_off_ms, max_cool_off_ms = excluded.max_cool_off_ms,
+			current_cool_off_ms = least(greatest(pgbus.circuit_breakers.current_cool_off_ms, excluded.cool_off_ms), excluded.max_cool_off_ms)`,
+		c.Name, c.FailureThreshold, c.CoolOff.Milliseconds(), c.MaxCoolOff.Milliseconds())
+	if err != nil {
+		return fmt.Errorf("store: set up circuit breaker %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// BreakerVerdict is what a breaker says to one call.
+type BreakerVerdict struct {
+	// Allowed: the call may go ahead; Probe: it is the one trial call of a
+	// half-open breaker.
+	Allowed bool
+	Probe   bool
+	// RetryAt is when to try again when not allowed.
+	RetryAt time.Time
+}
+
+// AcquireBreaker asks an existing breaker whether a call may go ahead. In
+// one statement it lets exactly one caller through as the probe once the
+// cool-off has passed (or a probe was lost: probeTimeout after it started).
+func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout time.Duration) (BreakerVerdict, error) {
+	var verdict string
+	var until *time.Time
+	err := s.pool.QueryRow(ctx, `
+		WITH claim AS (
+			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now()
+			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
+			RETURNING 'probe'::text AS verdict, probe_until AS until
+		)
+		SELECT verdict, until FROM claim
+		UNION ALL
+		SELECT CASE state WHEN 'closed' THEN 'allow' ELSE 'wait' END,
+		       greatest(CASE state WHEN 'open' THEN open_until ELSE least(probe_until, now() + interval '1 second') END, now() + interval '50 milliseconds')
+		FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)`,
+		name, probeTimeout.Milliseconds()).Scan(&verdict, &until)
+	if err == pgx.ErrNoRows {
+		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist; see pgbus circuit list", name)
+	}
+	if err != nil {
+		return BreakerVerdict{}, fmt.Errorf("store: ask circuit breaker %q: %w", name, err)
+	}
+	v := BreakerVerdict{Allowed: verdict != "wait", Probe: verdict == "probe"}
+	if !v.Allowed && until != nil {
+		v.RetryAt = *until
+	}
+	return v, nil
+}
+
+// BreakerSuccess closes a breaker after a successful call. A closed breaker
+// with no failures is not written.
+func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
+			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
+		WHERE name = $1 AND (state <> 'closed' OR consecutive_failures <> 0)`, name)
+	if err != nil {
+		return fmt.Errorf("store: record success on circuit breaker %q: %w", name, err)
+	}
+	return nil
+}
+
+// BreakerFailure counts a failed call: the threshold of consecutive
+// failures opens a closed breaker, and a failed probe reopens a half-open
+// one with its cool-off doubled (capped). It returns the state after.
+func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string, error) {
+	var state string
+	err := s.pool.QueryRow(ctx, `
+		UPDATE pgbus.circuit_breakers b SET
+			consecutive_failures = b.consecutive_failures + 1,
+			last_error = left($2, 1000),
+			state = CASE WHEN o.opens THEN 'open' ELSE b.state END,
+			current_cool_off_ms = o.cool_off,
+			opened_at = CASE WHEN o.opens THEN now() ELSE b.opened_at END,
+			open_until = CASE WHEN o.opens THEN now() + o.cool_off * interval '1 millisecond' ELSE b.open_until END,
+			probe_until = CASE WHEN o.opens THEN NULL ELSE b.probe_until END,
+			updated_at = now()
+		FROM (SELECT name,
+		             state = 'half_open' OR (state = 'closed' AND consecutive_failures + 1 >= failure_threshold) AS opens,
+		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
+		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
+		WHERE b.name = o.name
+		RETURNING b.state`, name, truncate(errMsg, 1000)).Scan(&state)
+	if err == pgx.ErrNoRows {
+		return "", notFoundf("circuit breaker %q does not exist; see pgbus circuit list", name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
+	}
+	return state, nil
+}
+
+// ListBreakers returns every circuit breaker, by name.
+func (s *Store) ListBreakers(ctx context.Context) ([]BreakerState, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
+			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at
+		FROM pgbus.circuit_breakers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list circuit breakers: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BreakerState])
+	if err != nil {
+		return nil, fmt.Errorf("store: list circuit breakers: %w", err)
+	}
+	return out, nil
+}
+
+// ResetBreaker closes a breaker by hand, clearing its failures.
+func (s *Store) ResetBreaker(ctx context.Context, name string) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
+			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
+		WHERE name = $1`, name)
+	if err != nil {
+		return fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFoundf("circuit breaker %q does not exist; see pgbus circuit list for the breakers there are", name)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package store_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestBreakerLifecycle(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	cfg := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 100 * time.Millisecond, MaxCoolOff: 300 * time.Millisecond}
+	if err := s.EnsureBreaker(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	state := func() store.BreakerState {
+		all, err := s.ListBreakers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range all {
+			if b.Name == name {
+				return b
+			}
+		}
+		t.Fatalf("breaker %s not listed", name)
+		return store.BreakerState{}
+	}
+	acquire := func() store.BreakerVerdict {
+		v, err := s.AcquireBreaker(ctx, name, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	fail := func() string {
+		st, err := s.BreakerFailure(ctx, name, "503")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if v := acquire(); !v.Allowed || v.Probe {
+		t.Fatalf("closed breaker verdict = %+v", v)
+	}
+	if fail() != store.BreakerClosed || fail() != store.BreakerOpen {
+		t.Fatal("two consecutive failures should open a threshold-2 breaker")
+	}
+	v := acquire()
+	if v.Allowed || v.RetryAt.Before(time.Now()) {
+		t.Fatalf("open breaker verdict = %+v; want a wait until the cool-off ends", v)
+	}
+	for i, wantCoolOff := range []float64{0.2, 0.3, 0.3} { // doubling, capped
+		time.Sleep(time.Duration(state().CurrentCoolOffSeconds*1000+30) * time.Millisecond)
+		if v := acquire(); !v.Allowed || !v.Probe {
+			t.Fatalf("round %d: after the cool-off verdict = %+v; want the probe", i, v)
+		}
+		if v := acquire(); v.Allowed {
+			t.Fatalf("round %d: a second caller got through while the probe runs", i)
+		}
+		if fail() != store.BreakerOpen {
+			t.Fatalf("round %d: a failed probe must reopen the breaker", i)
+		}
+		if got := state().CurrentCoolOffSeconds; got != wantCoolOff {
+			t.Fatalf("round %d: cool-off %vs, want %vs", i, got, wantCoolOff)
+		}
+	}
+	time.Sleep(330 * time.Millisecond)
+	if v := acquire(); !v.Probe {
+		t.Fatalf("verdict = %+v, want the probe", v)
+	}
+	if err := s.BreakerSuccess(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st.State != store.BreakerClosed || st.ConsecutiveFailures != 0 || st.CurrentCoolOffSeconds != 0.1 || st.OpenUntil != nil {
+		t.Fatalf("after a successful probe: %+v", st)
+	}
+	fail()
+	fail()
+	if err := s.ResetBreaker(ctx, name); err != nil || state().State != store.BreakerClosed {
+		t.Fatalf("reset: %v, state %s", err, state().State)
+	}
+}
+
+// Many callers racing for a half-open breaker: exactly one gets the probe.
+func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(80 * time.Millisecond)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	probes, allowed := 0, 0
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := s.AcquireBreaker(ctx, name, time.Minute)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if v.Probe {
+				probes++
+			}
+			if v.Allowed {
+				allowed++
+			}
+		}()
+	}
+	wg.Wait()
+	if probes != 1 || allowed != 1 {
+		t.Fatalf("%d probes and %d allowed among 16 racing callers, want exactly 1", probes, allowed)
+	}
+}
+
+func TestBreakerBadInput(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	bad := []store.BreakerConfig{
+		{Name: "", FailureThreshold: 1, CoolOff: time.Second, MaxCoolOff: time.Second},
+		{Name: "x", FailureThreshold: 0, CoolOff: time.Second, MaxCoolOff: time.Second},
+		{Name: "x", FailureThreshold: -3, CoolOff: time.Second, MaxCoolOff: time.Second},
+		{Name: "x", FailureThreshold: 1, CoolOff: -time.Second, MaxCoolOff: time.Second},
+		{Name: "x", FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Second},
+	}
+	for _, c := range bad {
+		if err := s.EnsureBreaker(ctx, c); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("EnsureBreaker(%+v) = %v, want ErrInvalid", c, err)
+		}
+	}
+	missing := uniqueName("nope")
+	if _, err := s.AcquireBreaker(ctx, missing, time.Second); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("acquire missing = %v", err)
+	}
+	if err := s.ResetBreaker(ctx, `'; DROP TABLE pgbus.circuit_breakers; --`); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("reset odd name = %v, want ErrNotFound", err)
+	}
+}
