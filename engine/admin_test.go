@@ -196,11 +196,17 @@ func TestQueueMessagesWithHistoryAndPages(t *testing.T) {
 		t.Fatalf("scheduled = %+v, %v", sched, err)
 	}
 	for label, call := range map[string]func() error{
-		"bad state":  func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q, State: "dead"}, "", 10); return err },
-		"bad cursor": func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "'; DROP TABLE x; --", 10); return err },
-		"limit":      func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "", 101); return err },
-		"neg limit":  func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "", -1); return err },
-		"bad queue":  func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: "Q;"}, "", 10); return err },
+		"bad state": func() error {
+			_, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q, State: "dead"}, "", 10)
+			return err
+		},
+		"bad cursor": func() error {
+			_, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "'; DROP TABLE x; --", 10)
+			return err
+		},
+		"limit":     func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "", 101); return err },
+		"neg limit": func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: q}, "", -1); return err },
+		"bad queue": func() error { _, err := admin.QueueMessages(ctx, store.LiveFilter{Queue: "Q;"}, "", 10); return err },
 	} {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", label, err)

@@ -343,7 +343,12 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	return c.store.HeartbeatWorker(ctx, c.id)
 }
 
+// flushStats writes the counters. It is not cancelled with ctx: a write
+// cancelled after the server committed it would be given back and counted
+// twice.
 func (c *Client) flushStats(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	deltas := c.stats.take()
 	if err := c.store.AddStats(ctx, deltas); err != nil {
 		c.stats.giveBack(deltas)

@@ -117,7 +117,7 @@ func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool
 		return invalidf("dead-letter from %q: message %d is listed twice; pass each message once", queue, it.MsgID)
 	}
 	seen[it.MsgID] = true
-	if err := validateReason(it.Reason); err != nil {
+	if err := validateDeadReason(it.Reason); err != nil {
 		return err
 	}
 	if it.MaxRetries < 0 || it.MaxRetries > math.MaxInt32 {
@@ -129,7 +129,7 @@ func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool
 	return nil
 }
 
-func validateReason(r string) error {
+func validateDeadReason(r string) error {
 	switch r {
 	case ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded:
 		return nil
@@ -141,23 +141,23 @@ func validateReason(r string) error {
 // BlockErrorMessage and BlockBacktrace so that a block built in SQL from a
 // failure row reads the same as one cut in Go.
 const (
-	sqlISOFormat = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
-	// sqlKind is a row's job kind: pgbus_kind, or job_class for messages
+	sqlDeadISOFormat = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`
+	// sqlDeadKind is a row's job kind: pgbus_kind, or job_class for messages
 	// written by Ruby pgbus. ->> yields NULL on non-objects, never an error.
-	sqlKind = `coalesce(headers->>'pgbus_kind', message->>'job_class')`
+	sqlDeadKind = `coalesce(headers->>'pgbus_kind', message->>'job_class')`
 )
 
-func sqlISO(expr string) string {
-	return `to_char((` + expr + `) AT TIME ZONE 'UTC', ` + sqlISOFormat + `)`
+func sqlDeadISO(expr string) string {
+	return `to_char((` + expr + `) AT TIME ZONE 'UTC', ` + sqlDeadISOFormat + `)`
 }
 
-func sqlTruncate(expr string, max int) string {
+func sqlDeadTruncate(expr string, max int) string {
 	return fmt.Sprintf(`(CASE WHEN char_length(%[1]s) <= %[2]d THEN %[1]s ELSE left(%[1]s, %[3]d) || '…' END)`, expr, max, max-1)
 }
 
-func sqlBlockBacktrace(expr string) string {
+func sqlDeadBacktrace(expr string) string {
 	lines := fmt.Sprintf(`array_to_string((string_to_array(%s, E'\n'))[1:%d], E'\n')`, expr, BlockBacktraceMaxLines)
-	return `nullif(` + sqlTruncate(lines, BlockBacktraceMax) + `, '')`
+	return `nullif(` + sqlDeadTruncate(lines, BlockBacktraceMax) + `, '')`
 }
 
 // deadLetterSQL builds the one statement of DeadLetterMany. The DLQ copy
@@ -173,16 +173,16 @@ func deadLetterSQL(queue, dlq string) string {
 		'source', $11::text,
 		'source_queue', $9::text,
 		'source_msg_id', m.msg_id,
-		'source_enqueued_at', ` + sqlISO("m.enqueued_at") + `,
+		'source_enqueued_at', ` + sqlDeadISO("m.enqueued_at") + `,
 		'attempts', m.read_ct,
 		'max_retries', m.max_retries,
-		'dead_lettered_at', ` + sqlISO("now()") + `,
+		'dead_lettered_at', ` + sqlDeadISO("now()") + `,
 		'retries_from_dlq', CASE WHEN jsonb_typeof(m.headers) = 'object' THEN m.headers->'pgbus_dlq_retries' END,
 		'error_class', lf.error_class,
-		'error_message', ` + sqlTruncate("lf.error_message", BlockErrorMessageMax) + `,
-		'backtrace', ` + sqlBlockBacktrace("lf.backtrace") + `,
+		'error_message', ` + sqlDeadTruncate("lf.error_message", BlockErrorMessageMax) + `,
+		'backtrace', ` + sqlDeadBacktrace("lf.backtrace") + `,
 		'error_attempt', lf.attempt,
-		'error_recorded_at', ` + sqlISO("lf.at") + `))`
+		'error_recorded_at', ` + sqlDeadISO("lf.at") + `))`
 	headers := `CASE WHEN jsonb_typeof(m.headers) = 'object' THEN m.headers
 			WHEN m.headers IS NULL OR jsonb_typeof(m.headers) = 'null' THEN '{}'::jsonb
 			ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', m.headers) END

@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +36,7 @@ const (
 	MaxRetryMoved = 100
 
 	deadBatch  = 500  // messages per page of a bulk operation
+	retryLanes = 4    // connections one retry call uses at most
 	purgeBatch = 1000 // archived rows deleted per statement by PurgeDead
 
 	// PayloadReplacedClass is the error class of the history row that records
@@ -44,36 +48,36 @@ const (
 type DeadFilter struct {
 	// Queue is the source queue X, meaning its DLQ X_dlq; "X_dlq" is accepted
 	// too. Empty: every DLQ.
-	Queue string `json:"queue,omitempty"`
+	Queue string `json:"queue,omitempty" jsonschema:"description=Queue whose DLQ to read (orders or orders_dlq); empty for every DLQ"`
 	// Kind matches the pgbus_kind header, or message.job_class for messages
 	// written by Ruby pgbus.
-	Kind string `json:"kind,omitempty"`
+	Kind string `json:"kind,omitempty" jsonschema:"description=Job kind (the pgbus_kind header or a Ruby job_class)"`
 	// ErrorClass and Reason match the dead-letter block exactly.
-	ErrorClass string `json:"error_class,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	ErrorClass string `json:"error_class,omitempty" jsonschema:"description=Error class of the last failure; exact match"`
+	Reason     string `json:"reason,omitempty" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
 	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
-	Since time.Time `json:"since,omitzero"`
-	Until time.Time `json:"until,omitzero"`
+	Since time.Time `json:"since,omitzero" jsonschema:"description=Dead-lettered at or after this time (RFC 3339)"`
+	Until time.Time `json:"until,omitzero" jsonschema:"description=Dead-lettered before this time (RFC 3339)"`
 	// Text is a case-insensitive substring of the block's error message.
-	Text string `json:"text,omitempty"`
+	Text string `json:"text,omitempty" jsonschema:"description=Case-insensitive text in the error message; at most 1000 characters"`
 }
 
 // DeadLetterBlock is the pgbus_dead_letter header of a dead message
 // (DESIGN.md section 6).
 type DeadLetterBlock struct {
 	Version          int       `json:"version"`
-	Reason           string    `json:"reason"`
-	Source           string    `json:"source"`
-	SourceQueue      string    `json:"source_queue"`
-	SourceMsgID      int64     `json:"source_msg_id"`
+	Reason           string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
+	Source           string    `json:"source" jsonschema:"enum=worker,enum=consumer"`
+	SourceQueue      string    `json:"source_queue" jsonschema:"description=Physical queue the message died in (a priority sub-queue included)"`
+	SourceMsgID      int64     `json:"source_msg_id" jsonschema:"description=Its id in the source queue"`
 	SourceEnqueuedAt time.Time `json:"source_enqueued_at,omitzero"`
-	Attempts         int       `json:"attempts"`
+	Attempts         int       `json:"attempts" jsonschema:"description=Deliveries when it was routed (read_ct)"`
 	MaxRetries       int       `json:"max_retries"`
 	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
-	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty"`
-	ErrorClass       string    `json:"error_class,omitempty"`
-	ErrorMessage     string    `json:"error_message,omitempty"`
-	Backtrace        string    `json:"backtrace,omitempty"`
+	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty" jsonschema:"description=Trips out of a DLQ before this death"`
+	ErrorClass       string    `json:"error_class,omitempty" jsonschema:"description=Class of the last recorded failure; absent when none was recorded (a crash)"`
+	ErrorMessage     string    `json:"error_message,omitempty" jsonschema:"description=Its message; at most 1000 characters"`
+	Backtrace        string    `json:"backtrace,omitempty" jsonschema:"description=Its first 10 lines of backtrace"`
 	ErrorAttempt     int       `json:"error_attempt,omitempty"`
 	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
 }
@@ -81,25 +85,25 @@ type DeadLetterBlock struct {
 // DeadItem is one dead message as ListDead shows it: its block's facts,
 // without payload or backtrace (ShowDead returns those).
 type DeadItem struct {
-	DLQ            string    `json:"dlq"`
-	MsgID          int64     `json:"msg_id"`
+	DLQ            string    `json:"dlq" jsonschema:"description=Dead-letter queue holding the message"`
+	MsgID          int64     `json:"msg_id" jsonschema:"description=Its id in the DLQ: pass it with dlq to show or retry it"`
 	Kind           string    `json:"kind,omitempty"`
-	Reason         string    `json:"reason"`
+	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
 	SourceQueue    string    `json:"source_queue"`
 	SourceMsgID    int64     `json:"source_msg_id"`
 	Attempts       int       `json:"attempts"`
 	MaxRetries     int       `json:"max_retries"`
 	ErrorClass     string    `json:"error_class,omitempty"`
-	ErrorMessage   string    `json:"error_message,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty" jsonschema:"description=Last error message; at most 1000 characters"`
 	DeadLetteredAt time.Time `json:"dead_lettered_at"`
-	RetriesFromDLQ int       `json:"retries_from_dlq"`
+	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema:"description=Trips out of a DLQ before this death"`
 	PayloadBytes   int64     `json:"payload_bytes"`
 }
 
 // DeadPage is one page of ListDead. NextCursor is empty on the last page.
 type DeadPage struct {
 	Items      []DeadItem `json:"items"`
-	NextCursor string     `json:"next_cursor,omitempty"`
+	NextCursor string     `json:"next_cursor,omitempty" jsonschema:"description=Pass as cursor with the same filters for the next page; absent on the last page"`
 }
 
 // DeadMessage is one dead message in full.
@@ -107,7 +111,7 @@ type DeadMessage struct {
 	DLQ            string          `json:"dlq"`
 	MsgID          int64           `json:"msg_id"`
 	Kind           string          `json:"kind,omitempty"`
-	ReadCount      int             `json:"read_ct"`
+	ReadCount      int             `json:"read_ct" jsonschema:"description=Reads of the DLQ row itself (by pgmq.read); not the attempts"`
 	DeadLetteredAt time.Time       `json:"dead_lettered_at"`
 	Payload        json.RawMessage `json:"payload"`
 	// Headers are the row's headers as stored, the block included.
@@ -115,7 +119,7 @@ type DeadMessage struct {
 	// Block is nil for a message put in the DLQ by something else than
 	// pgbus (a plain pgmq.send).
 	Block   *DeadLetterBlock `json:"dead_letter,omitempty"`
-	History []FailureRecord  `json:"history"`
+	History []FailureRecord  `json:"history" jsonschema:"description=Every recorded failure of the message across its trips; oldest first"`
 }
 
 // DeadGroup counts the dead messages of one (source queue, kind, error
@@ -124,12 +128,12 @@ type DeadGroup struct {
 	DLQ          string    `json:"dlq"`
 	SourceQueue  string    `json:"source_queue"`
 	Kind         string    `json:"kind"`
-	ErrorClass   string    `json:"error_class"`
+	ErrorClass   string    `json:"error_class" jsonschema:"description=Empty when no failure was recorded (the worker crashed)"`
 	Count        int64     `json:"count"`
 	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
 	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
 	Reasons      []string  `json:"reasons"`
-	SampleMsgIDs []int64   `json:"sample_msg_ids"`
+	SampleMsgIDs []int64   `json:"sample_msg_ids" jsonschema:"description=Up to 5 ids in dlq; newest first"`
 }
 
 // RetryOptions tune RetryDead and RetryDeadMatching.
@@ -148,13 +152,13 @@ type RetryOptions struct {
 // RetryReport tells what a retry did (or, in a dry run, would do).
 type RetryReport struct {
 	DryRun     bool   `json:"dry_run"`
-	Retried    int    `json:"retried"`
-	Failed     int    `json:"failed"`
+	Retried    int    `json:"retried" jsonschema:"description=Messages moved back (in a dry run: that would move)"`
+	Failed     int    `json:"failed" jsonschema:"description=Messages left in their DLQ"`
 	FirstError string `json:"first_error,omitempty"`
 	// Moved lists the first MaxRetryMoved messages retried; MovedOmitted
 	// counts the others.
-	Moved        []RetriedMessage `json:"moved"`
-	MovedOmitted int              `json:"moved_omitted,omitempty"`
+	Moved        []RetriedMessage `json:"moved" jsonschema:"description=The first 100 messages moved"`
+	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema:"description=Messages moved but not listed in moved"`
 
 	firstErr error
 }
@@ -164,8 +168,8 @@ type RetryReport struct {
 type RetriedMessage struct {
 	DLQ      string `json:"dlq"`
 	DLQMsgID int64  `json:"dlq_msg_id"`
-	Queue    string `json:"queue"`
-	MsgID    int64  `json:"msg_id,omitempty"`
+	Queue    string `json:"queue" jsonschema:"description=Queue it went back to"`
+	MsgID    int64  `json:"msg_id,omitempty" jsonschema:"description=Its new id there; absent in a dry run"`
 }
 
 func (r *RetryReport) moved(m RetriedMessage) {
@@ -187,10 +191,10 @@ func (r *RetryReport) fail(dlq string, id int64, err error) {
 
 // ---- names ----
 
-var subQueueSuffix = regexp.MustCompile(`_p[0-9]+$`)
+var deadSubQueueSuffix = regexp.MustCompile(`_p[0-9]+$`)
 
-// dlqOf turns a queue or DLQ name into the DLQ name, validated.
-func dlqOf(name string) (string, error) {
+// deadDLQOf turns a queue or DLQ name into the DLQ name, validated.
+func deadDLQOf(name string) (string, error) {
 	if err := ValidatePhysicalName(name); err != nil {
 		return "", err
 	}
@@ -204,15 +208,15 @@ func dlqOf(name string) (string, error) {
 	return dlq, nil
 }
 
-func baseOf(dlq string) string { return strings.TrimSuffix(dlq, DLQSuffix) }
+func deadBaseOf(dlq string) string { return strings.TrimSuffix(dlq, DLQSuffix) }
 
-// resolveDLQ is dlqOf plus a check that the DLQ exists.
+// resolveDLQ is deadDLQOf plus a check that the DLQ exists.
 func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
-	dlq, err := dlqOf(name)
+	dlq, err := deadDLQOf(name)
 	if err != nil {
 		return "", err
 	}
-	existing, err := s.existingQueues(ctx, []string{dlq})
+	existing, err := s.deadExistingQueues(ctx, []string{dlq})
 	if err != nil {
 		return "", err
 	}
@@ -223,16 +227,16 @@ func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
 }
 
 func dlqMissingErr(dlq string) error {
-	base := baseOf(dlq)
-	if m := subQueueSuffix.FindString(base); m != "" {
+	base := deadBaseOf(dlq)
+	if m := deadSubQueueSuffix.FindString(base); m != "" {
 		return notFoundf("%q is a priority sub-queue; its messages die in the DLQ of queue %q: pass queue %q", base, strings.TrimSuffix(base, m), strings.TrimSuffix(base, m))
 	}
 	return notFoundf("queue %q has no dead-letter queue %q; see pgbus queues for the queues there are", base, dlq)
 }
 
-// existingQueues returns those of names whose PGMQ queue table exists. It
+// deadExistingQueues returns those of names whose PGMQ queue table exists. It
 // asks the catalog each time: another process may have dropped a queue.
-func (s *Store) existingQueues(ctx context.Context, names []string) (map[string]bool, error) {
+func (s *Store) deadExistingQueues(ctx context.Context, names []string) (map[string]bool, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT n FROM unnest($1::text[]) AS n
 		WHERE to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) IS NOT NULL`, names)
@@ -254,7 +258,7 @@ func (s *Store) existingQueues(ctx context.Context, names []string) (map[string]
 func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT queue_name FROM pgmq.meta
-		WHERE queue_name LIKE '%\_dlq'
+		WHERE queue_name LIKE E'%\\_dlq'
 		  AND to_regclass(format('%I.%I', 'pgmq', 'q_' || queue_name)) IS NOT NULL
 		ORDER BY queue_name`)
 	if err != nil {
@@ -274,7 +278,7 @@ func isUndefinedTable(err error) bool {
 }
 
 func deadGoneErr(dlq string, id int64) error {
-	base := baseOf(dlq)
+	base := deadBaseOf(dlq)
 	return notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already: see pgbus dlq list --queue %s", base, id, base)
 }
 
@@ -282,7 +286,7 @@ func deadGoneErr(dlq string, id int64) error {
 
 func (f DeadFilter) validate() error {
 	if f.Queue != "" {
-		if _, err := dlqOf(f.Queue); err != nil {
+		if _, err := deadDLQOf(f.Queue); err != nil {
 			return err
 		}
 	}
@@ -299,7 +303,7 @@ func (f DeadFilter) validate() error {
 		}
 	}
 	if f.Reason != "" {
-		if err := validateReason(f.Reason); err != nil {
+		if err := validateDeadReason(f.Reason); err != nil {
 			return invalidf("filter reason %q is unknown; use %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded)
 		}
 	}
@@ -313,7 +317,7 @@ func (f DeadFilter) validate() error {
 // filter it was issued for.
 func (f DeadFilter) fingerprint() string {
 	if f.Queue != "" {
-		f.Queue, _ = dlqOf(f.Queue)
+		f.Queue, _ = deadDLQOf(f.Queue)
 	}
 	f.Since, f.Until = f.Since.UTC(), f.Until.UTC()
 	b, _ := json.Marshal(f)
@@ -321,8 +325,8 @@ func (f DeadFilter) fingerprint() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// escapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
-func escapeLike(s string) string {
+// deadEscapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func deadEscapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
@@ -339,7 +343,7 @@ func (q *deadQuery) arg(v any) string {
 	return fmt.Sprintf("$%d", len(q.args))
 }
 
-const sqlBlock = `(headers->'` + HeaderDeadLetter + `')`
+const sqlDeadBlock = `(headers->'` + HeaderDeadLetter + `')`
 
 func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, error) {
 	q := &deadQuery{}
@@ -355,13 +359,13 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 	}
 	add := func(cond string, v any) { q.conds = append(q.conds, fmt.Sprintf(cond, q.arg(v))) }
 	if f.Kind != "" {
-		add(sqlKind+` = %s`, f.Kind)
+		add(sqlDeadKind+` = %s`, f.Kind)
 	}
 	if f.ErrorClass != "" {
-		add(sqlBlock+`->>'error_class' = %s`, f.ErrorClass)
+		add(sqlDeadBlock+`->>'error_class' = %s`, f.ErrorClass)
 	}
 	if f.Reason != "" {
-		add(sqlBlock+`->>'reason' = %s`, f.Reason)
+		add(sqlDeadBlock+`->>'reason' = %s`, f.Reason)
 	}
 	if !f.Since.IsZero() {
 		add(`enqueued_at >= %s`, f.Since)
@@ -370,7 +374,7 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 		add(`enqueued_at < %s`, f.Until)
 	}
 	if f.Text != "" {
-		add(sqlBlock+`->>'error_message' ILIKE %s ESCAPE '\'`, "%"+escapeLike(f.Text)+"%")
+		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(f.Text)+"%")
 	}
 	return q, nil
 }
@@ -458,7 +462,7 @@ func decodeDeadCursor(s, filter string) (*deadCursor, error) {
 	var c deadCursor
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&c) != nil || c.V != deadCursorVersion || c.C != c.sum() || c.I <= 0 || c.T.IsZero() ||
+	if dec.Decode(&c) != nil || dec.Decode(&struct{}{}) != io.EOF || c.V != deadCursorVersion || c.C != c.sum() || c.I <= 0 || c.T.IsZero() ||
 		ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
 		return nil, bad
 	}
@@ -468,11 +472,11 @@ func decodeDeadCursor(s, filter string) (*deadCursor, error) {
 	return &c, nil
 }
 
-// keysetCond selects, in one DLQ's table, the rows after c in the order
+// deadKeysetCond selects, in one DLQ's table, the rows after c in the order
 // (enqueued_at, dlq, msg_id), descending or ascending. dlq is constant
 // within a table, so comparing it with c.Q here leaves a plain condition on
 // the table's own columns.
-func keysetCond(dlq string, c *deadCursor, desc bool, t, id string) string {
+func deadKeysetCond(dlq string, c *deadCursor, desc bool, t, id string) string {
 	op := ">"
 	if desc {
 		op = "<"
@@ -499,7 +503,7 @@ func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int
 	var more func(string) string
 	if after != nil {
 		t, id := q.arg(after.T), q.arg(after.I)
-		more = func(dlq string) string { return keysetCond(dlq, after, desc, t, id) }
+		more = func(dlq string) string { return deadKeysetCond(dlq, after, desc, t, id) }
 	}
 	inner := q.union(cols, more, "ORDER BY enqueued_at"+dir+", msg_id"+dir+" LIMIT "+lim)
 	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim
@@ -507,9 +511,9 @@ func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int
 
 // ---- list, show, find, summary ----
 
-const deadItemCols = `msg_id, enqueued_at, ` + sqlKind + ` AS kind,
+const deadItemCols = `msg_id, enqueued_at, ` + sqlDeadKind + ` AS kind,
 	coalesce(octet_length(message::text), 0) AS payload_bytes,
-	CASE WHEN jsonb_typeof(` + sqlBlock + `) = 'object' THEN ` + sqlBlock + ` - 'backtrace' END AS block`
+	CASE WHEN jsonb_typeof(` + sqlDeadBlock + `) = 'object' THEN ` + sqlDeadBlock + ` - 'backtrace' END AS block`
 
 // ListDead returns one page of dead messages, newest first, over one DLQ
 // or all of them. cursor is empty for the first page, then the NextCursor
@@ -558,7 +562,7 @@ func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]D
 		if kind != nil {
 			it.Kind = *kind
 		}
-		if b := parseBlock(block); b != nil {
+		if b := parseDeadBlock(block); b != nil {
 			it.Reason, it.SourceQueue, it.SourceMsgID = b.Reason, b.SourceQueue, b.SourceMsgID
 			it.Attempts, it.MaxRetries, it.RetriesFromDLQ = b.Attempts, b.MaxRetries, b.RetriesFromDLQ
 			it.ErrorClass, it.ErrorMessage = b.ErrorClass, b.ErrorMessage
@@ -571,9 +575,9 @@ func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]D
 	return items, nil
 }
 
-// parseBlock reads a dead-letter block leniently: a block edited by hand may
+// parseDeadBlock reads a dead-letter block leniently: a block edited by hand may
 // hold a wrong type somewhere, and every field that still reads is kept.
-func parseBlock(raw []byte) *DeadLetterBlock {
+func parseDeadBlock(raw []byte) *DeadLetterBlock {
 	var fields map[string]json.RawMessage
 	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil || fields == nil {
 		return nil
@@ -603,7 +607,7 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 	m := DeadMessage{DLQ: name}
 	var kind *string
 	var payload, headers, block []byte
-	err = s.pool.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlKind+`, message, headers, `+sqlBlock+`
+	err = s.pool.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, message, headers, `+sqlDeadBlock+`
 		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).
 		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &headers, &block)
 	switch {
@@ -617,7 +621,7 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 	if kind != nil {
 		m.Kind = *kind
 	}
-	m.Payload, m.Headers, m.Block = payload, headers, parseBlock(block)
+	m.Payload, m.Headers, m.Block = payload, headers, parseDeadBlock(block)
 	if m.History, err = s.FailureHistory(ctx, name, msgID); err != nil {
 		return DeadMessage{}, err
 	}
@@ -656,10 +660,10 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 	}
 	out := []DeadGroup{}
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
-		cols := `msg_id, enqueued_at, coalesce(` + sqlKind + `, '') AS kind,
-			coalesce(` + sqlBlock + `->>'source_queue', '') AS source_queue,
-			coalesce(` + sqlBlock + `->>'error_class', '') AS error_class,
-			` + sqlBlock + `->>'reason' AS reason`
+		cols := `msg_id, enqueued_at, coalesce(` + sqlDeadKind + `, '') AS kind,
+			coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+			coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
+			` + sqlDeadBlock + `->>'reason' AS reason`
 		sql := `SELECT dlq, source_queue, kind, error_class, count(*), min(enqueued_at), max(enqueued_at),
 				coalesce(array_agg(DISTINCT reason ORDER BY reason) FILTER (WHERE reason IS NOT NULL), '{}'),
 				(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5]
@@ -685,7 +689,7 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 
 // wrapDead wraps database errors; the store's own kinds pass unchanged.
 func wrapDead(op string, err error) error {
-	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+	if err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
@@ -699,9 +703,11 @@ type deadRef struct {
 	id     int64
 	at     time.Time
 	source string // the block's source_queue; "" when none
+	group  string // the x-pgmq-group header; "" when none
 }
 
-const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlBlock + `->>'source_queue', '') AS source_queue`
+const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp`
 
 func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -710,7 +716,7 @@ func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]de
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
 		var d deadRef
-		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source)
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group)
 		return d, err
 	})
 }
@@ -761,10 +767,10 @@ func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, er
 	return n, wrapDead("count dead messages", err)
 }
 
-// frozen bounds f to messages dead-lettered before now, so that a bulk
+// deadFrozen bounds f to messages dead-lettered before now, so that a bulk
 // operation does not meet again the messages it retried and that died again
 // while it ran.
-func (s *Store) frozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
+func (s *Store) deadFrozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
 	var now time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 		return f, fmt.Errorf("store: read the server clock: %w", err)
@@ -775,7 +781,7 @@ func (s *Store) frozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
 	return f, nil
 }
 
-func validateBulk(op string, f DeadFilter, limit int) error {
+func validateDeadBulk(op string, f DeadFilter, limit int) error {
 	if limit < 1 || limit > MaxDeadBulk {
 		return invalidf("%s dead messages: limit %d is out of range; pass 1 to %d, and repeat the call for more", op, limit, MaxDeadBulk)
 	}
@@ -796,7 +802,7 @@ func validateRetryPayload(p json.RawMessage, n int) error {
 	return nil
 }
 
-func uniqueIDs(ids []int64) []int64 {
+func deadUniqueIDs(ids []int64) []int64 {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -822,7 +828,7 @@ func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts Ret
 	if err := validateIDs("retry from", name, ids); err != nil {
 		return rep, err
 	}
-	ids = uniqueIDs(ids)
+	ids = deadUniqueIDs(ids)
 	if err := validateRetryPayload(opts.Payload, len(ids)); err != nil {
 		return rep, err
 	}
@@ -863,13 +869,13 @@ func (s *Store) retryChunk(ctx context.Context, dlq string, ids []int64, opts Re
 // Messages that die again while it runs are not retried a second time.
 func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, opts RetryOptions) (RetryReport, error) {
 	rep := newRetryReport(opts)
-	if err := validateBulk("retry", f, limit); err != nil {
+	if err := validateDeadBulk("retry", f, limit); err != nil {
 		return rep, err
 	}
 	if len(opts.Payload) > 0 {
 		return rep, invalidf("retry matching: a corrected payload applies to one message; pass its id instead of a filter")
 	}
-	f, err := s.frozen(ctx, f)
+	f, err := s.deadFrozen(ctx, f)
 	if err != nil {
 		return rep, err
 	}
@@ -889,41 +895,82 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 	return rep, err
 }
 
-// retryRefs retries messages known to have been in their DLQ a moment ago.
-// It stops early only when ctx ends.
+// deadRetryOutcome is what became of one message of a batch.
+type deadRetryOutcome struct {
+	target string
+	newID  int64
+	err    error
+}
+
+// retryRefs retries messages known to have been in their DLQ a moment ago
+// and adds the outcomes to rep in the order of refs. It stops early only
+// when ctx ends.
 func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions, rep *RetryReport) error {
 	existing, err := s.retryCandidates(ctx, refs)
 	if err != nil {
 		return err
 	}
-	for _, r := range refs {
-		target := retryTarget(r, existing)
-		if target == "" {
-			base := baseOf(r.dlq)
-			rep.fail(r.dlq, r.id, notFoundf("queue %q no longer exists, nor does the queue it died in (%q); recreate it with pgbus queue create %s, then retry", base, r.source, base))
+	out := make([]deadRetryOutcome, len(refs))
+	for i, r := range refs {
+		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
+			base := deadBaseOf(r.dlq)
+			out[i].err = notFoundf("queue %q no longer exists, nor does the queue it died in (%q); recreate it with pgbus queue create %s, then retry", base, r.source, base)
+		}
+	}
+	if !opts.DryRun {
+		s.retryParallel(ctx, refs, out, existing, opts.Payload)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for i, r := range refs {
+		if out[i].err != nil {
+			rep.fail(r.dlq, r.id, out[i].err)
 			continue
 		}
-		if opts.DryRun {
-			rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: target})
-			continue
-		}
-		newID, err := s.retryOne(ctx, r, target, opts.Payload)
-		if base := baseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
-			// The source queue was dropped since we looked: fall back as if
-			// we had seen it gone.
-			target = base
-			newID, err = s.retryOne(ctx, r, target, opts.Payload)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			rep.fail(r.dlq, r.id, err)
-			continue
-		}
-		rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: target, MsgID: newID})
+		rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
 	}
 	return nil
+}
+
+// retryParallel moves messages over a few connections at once: each move
+// is its own transaction, and concurrent commits share WAL flushes. Messages
+// of one PGMQ FIFO group stay on one connection, in order, so the group's
+// order survives the trip.
+func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, existing map[string]bool, payload json.RawMessage) {
+	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
+	var wg sync.WaitGroup
+	for lane := range lanes {
+		wg.Go(func() {
+			for i, r := range refs {
+				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
+					continue
+				}
+				out[i] = s.retryWithFallback(ctx, r, out[i].target, existing, payload)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func deadRetryLane(r deadRef, i, lanes int) int {
+	if r.group == "" {
+		return i % lanes
+	}
+	h := fnv.New32a()
+	h.Write([]byte(r.group))
+	return int(h.Sum32() % uint32(lanes))
+}
+
+func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, payload json.RawMessage) deadRetryOutcome {
+	newID, err := s.deadRetryOne(ctx, r, target, payload)
+	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
+		// The source queue was dropped since we looked: fall back as if we
+		// had seen it gone.
+		target = base
+		newID, err = s.deadRetryOne(ctx, r, target, payload)
+	}
+	return deadRetryOutcome{target: target, newID: newID, err: err}
 }
 
 // retryCandidates finds which of the queues the messages could go back to
@@ -931,36 +978,36 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (map[string]bool, error) {
 	var names []string
 	for _, r := range refs {
-		names = append(names, baseOf(r.dlq))
-		if validRetrySource(r.source) {
+		names = append(names, deadBaseOf(r.dlq))
+		if deadValidSource(r.source) {
 			names = append(names, r.source)
 		}
 	}
 	slices.Sort(names)
-	return s.existingQueues(ctx, slices.Compact(names))
+	return s.deadExistingQueues(ctx, slices.Compact(names))
 }
 
-// validRetrySource tells whether a block's source_queue may be used as a
+// deadValidSource tells whether a block's source_queue may be used as a
 // table name: the block is data, and may have been edited.
-func validRetrySource(q string) bool {
+func deadValidSource(q string) bool {
 	return q != "" && ValidatePhysicalName(q) == nil && !strings.HasSuffix(q, DLQSuffix)
 }
 
-func retryTarget(r deadRef, existing map[string]bool) string {
-	if validRetrySource(r.source) && existing[r.source] {
+func deadRetryTarget(r deadRef, existing map[string]bool) string {
+	if deadValidSource(r.source) && existing[r.source] {
 		return r.source
 	}
-	if base := baseOf(r.dlq); existing[base] {
+	if base := deadBaseOf(r.dlq); existing[base] {
 		return base
 	}
 	return ""
 }
 
-// retryOne moves one message out of its DLQ in one statement, so it is
+// deadRetryOne moves one message out of its DLQ in one statement, so it is
 // either back in target or still in the DLQ, never both: the delete finds
 // nothing when another retry took the message first.
-func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
-	sql, args := retrySQL(r, target, payload)
+func (s *Store) deadRetryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
+	sql, args := deadRetrySQL(r, target, payload)
 	var id int64
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
@@ -972,10 +1019,10 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload 
 	return id, nil
 }
 
-// sqlRetryHeaders computes the headers of a message going back from the DLQ
+// sqlDeadRetryHeaders computes the headers of a message going back from the DLQ
 // row d: without the block, with the trip counted; headers that were not a
 // JSON object come back as they were (they cannot hold a count).
-const sqlRetryHeaders = `CASE
+const sqlDeadRetryHeaders = `CASE
 	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
 		THEN d.headers->'` + HeaderOriginalHeaders + `'
 	WHEN jsonb_typeof(d.headers) = 'object'
@@ -987,10 +1034,10 @@ const sqlRetryHeaders = `CASE
 		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
 	ELSE d.headers END`
 
-// retrySQL builds the statement of retryOne. With a corrected payload, the
+// deadRetrySQL builds the statement of deadRetryOne. With a corrected payload, the
 // original row also goes to the DLQ's archive, whole, and the history notes
 // where. Parameters: $1 id, $2 payload, $3 target, $4 dlq, [$5 note].
-func retrySQL(r deadRef, target string, payload json.RawMessage) (string, []any) {
+func deadRetrySQL(r deadRef, target string, payload json.RawMessage) (string, []any) {
 	var p any
 	if len(payload) > 0 {
 		p = string(payload)
@@ -1001,7 +1048,7 @@ func retrySQL(r deadRef, target string, payload json.RawMessage) (string, []any)
 		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
 	), ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
-		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + sqlRetryHeaders + ` FROM d
+		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + sqlDeadRetryHeaders + ` FROM d
 		RETURNING msg_id
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
@@ -1016,7 +1063,7 @@ func retrySQL(r deadRef, target string, payload json.RawMessage) (string, []any)
 	), note AS (
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message)
 		SELECT $3::text, ins.msg_id, 0, coalesce(d.headers->>'` + HeaderKind + `', d.message->>'job_class', ''),
-			'` + PayloadReplacedClass + `', $5::text || ` + sqlTruncate("coalesce(d.message::text, 'null')", HistoryErrorMessageMax-len(note)) + `
+			'` + PayloadReplacedClass + `', $5::text || ` + sqlDeadTruncate("coalesce(d.message::text, 'null')", HistoryErrorMessageMax-len(note)) + `
 		FROM d, ins
 	)`
 	}
@@ -1039,7 +1086,7 @@ func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, 
 	if err != nil {
 		return 0, err
 	}
-	if len(done) == 0 && len(uniqueIDs(ids)) == 1 {
+	if len(done) == 0 && len(deadUniqueIDs(ids)) == 1 {
 		return 0, deadGoneErr(name, ids[0])
 	}
 	return len(done), nil
@@ -1049,10 +1096,10 @@ func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, 
 // messages that f selects, oldest first, in batches, and returns how many
 // moved. limit is 1 to MaxDeadBulk.
 func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int) (int, error) {
-	if err := validateBulk("discard", f, limit); err != nil {
+	if err := validateDeadBulk("discard", f, limit); err != nil {
 		return 0, err
 	}
-	f, err := s.frozen(ctx, f)
+	f, err := s.deadFrozen(ctx, f)
 	if err != nil {
 		return 0, err
 	}

@@ -9,44 +9,86 @@ import (
 
 	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/store"
 )
 
-// app holds what every command shares: streams, global flags, the logger.
+// app holds what every command shares: streams, global flags, the
+// configuration file, the logger.
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
+	configPath  string
 	databaseURL string
 	dataDir     string
 	logFormat   string
 	logLevel    string
 
+	// cfg is the configuration file; empty (Path "") when none was given.
+	cfg *config.File
+	// sources says where each resolved flag's value came from, for errors.
+	sources map[string]string
+
 	log *slog.Logger
 }
 
+// Environment variables of the global settings.
+const (
+	EnvConfig      = "PGBUS_CONFIG"
+	EnvDatabaseURL = "DATABASE_URL"
+	EnvDataDir     = "PGBUS_DATA_DIR"
+	EnvLogFormat   = "PGBUS_LOG_FORMAT"
+	EnvLogLevel    = "PGBUS_LOG_LEVEL"
+)
+
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVar(&a.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (env DATABASE_URL); empty starts the embedded PostgreSQL")
-	f.StringVar(&a.dataDir, "data-dir", "", "embedded PostgreSQL data directory (env PGBUS_DATA_DIR; default "+embedpg.DefaultDataDir()+")")
-	f.StringVar(&a.logFormat, "log-format", envOr("PGBUS_LOG_FORMAT", "auto"), "log format on stderr: auto (text on a terminal, else JSON), text or json (env PGBUS_LOG_FORMAT)")
-	f.StringVar(&a.logLevel, "log-level", envOr("PGBUS_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env PGBUS_LOG_LEVEL)")
+	f.StringVar(&a.configPath, "config", "", "configuration file, YAML (env "+EnvConfig+"); see pgbus help config")
+	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", config database_url); empty starts the embedded PostgreSQL")
+	f.StringVar(&a.dataDir, "data-dir", "", "embedded PostgreSQL data directory (env "+EnvDataDir+", config data_dir; default "+embedpg.DefaultDataDir()+")")
+	f.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, else JSON), text or json (env "+EnvLogFormat+", config log_format)")
+	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error (env "+EnvLogLevel+", config log_level)")
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+// setup runs before every command: it reads the configuration file, settles
+// every global setting (flag > environment > file > default) and makes the
+// logger. A bad configuration stops here, before anything is touched.
+func (a *app) setup(cmd *cobra.Command) error {
+	fs := cmd.Flags()
+	a.sources = map[string]string{}
+	a.cfg = &config.File{}
+	if err := a.resolve(fs, "config", "", EnvConfig); err != nil {
+		return err
 	}
-	return def
-}
-
-func (a *app) setup(*cobra.Command) error {
+	if a.configPath != "" {
+		cfg, err := config.Load(a.configPath)
+		if err != nil {
+			return usageError{err}
+		}
+		if err := checkHandlers(cfg); err != nil {
+			return usageError{err}
+		}
+		a.cfg = cfg
+	}
+	for _, s := range []struct{ flag, file, env string }{
+		{"database-url", a.cfg.DatabaseURL, EnvDatabaseURL},
+		{"data-dir", a.cfg.DataDir, EnvDataDir},
+		{"log-format", a.cfg.LogFormat, EnvLogFormat},
+		{"log-level", a.cfg.LogLevel, EnvLogLevel},
+	} {
+		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
+			return err
+		}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
-		return usageError{fmt.Errorf("--log-level %q: use debug, info, warn or error", a.logLevel)}
+		return usageError{fmt.Errorf("log level %q%s: use debug, info, warn or error", a.logLevel, a.from("log-level"))}
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch a.logFormat {
@@ -61,7 +103,84 @@ func (a *app) setup(*cobra.Command) error {
 			a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
 		}
 	default:
-		return usageError{fmt.Errorf("--log-format %q: use auto, text or json", a.logFormat)}
+		return usageError{fmt.Errorf("log format %q%s: use auto, text or json", a.logFormat, a.from("log-format"))}
+	}
+	if a.cfg.Path() != "" {
+		a.log.Debug("pgbus: configuration file read", "path", a.cfg.Path(), "queues", a.cfg.QueueNames())
+	}
+	return nil
+}
+
+// resolve settles one flag in the order flag > environment > configuration
+// file > default: when the flag was not given, the first environment
+// variable that is set, else the file's value (fileValue, "" for none),
+// replaces the flag's default. Values go through the flag's own parser, so
+// a bad one is rejected as it would be on the command line.
+func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string) error {
+	fl := fs.Lookup(name)
+	if fl == nil {
+		return fmt.Errorf("internal error: no flag --%s", name)
+	}
+	if fl.Changed {
+		a.sources[name] = "--" + name
+		return nil
+	}
+	for _, e := range envs {
+		if v := os.Getenv(e); v != "" {
+			if err := fl.Value.Set(v); err != nil {
+				return usageError{fmt.Errorf("environment variable %s=%q: %v", e, v, err)}
+			}
+			a.sources[name] = "environment variable " + e
+			return nil
+		}
+	}
+	if fileValue != "" {
+		if err := fl.Value.Set(fileValue); err != nil {
+			return usageError{a.cfg.Errorf(configKeyOf(name), "%q: %v", fileValue, err)}
+		}
+		a.sources[name] = "config " + a.cfg.Path()
+	}
+	return nil
+}
+
+// from returns " (from SOURCE)" for a resolved flag whose value did not
+// come from the command line, for error messages.
+func (a *app) from(name string) string {
+	src, ok := a.sources[name]
+	if !ok || src == "--"+name {
+		return ""
+	}
+	return " (from " + src + ")"
+}
+
+// configKeyOf maps a global flag to its configuration file key.
+func configKeyOf(flag string) string {
+	switch flag {
+	case "poll-interval":
+		return "worker.poll_interval"
+	case "drain-timeout":
+		return "worker.drain_timeout"
+	}
+	out := []byte(flag)
+	for i, c := range out {
+		if c == '-' {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}
+
+// checkHandlers builds every configured handler once, so that an unknown
+// handler type or a bad option fails at start, naming the file and key.
+func checkHandlers(cfg *config.File) error {
+	for _, name := range cfg.QueueNames() {
+		q := cfg.Queues[name]
+		if q.Handler == nil {
+			continue
+		}
+		if _, _, err := handlers.Build(*q.Handler); err != nil {
+			return cfg.Errorf("queues."+name+".handler", "%v", err)
+		}
 	}
 	return nil
 }

@@ -81,6 +81,7 @@ from the server binaries installed on this machine.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	a.addGlobalFlags(root)
 	root.AddCommand(a.migrateCommand())
+	root.AddCommand(a.serveCommand())
 	return root
 }
 
