@@ -39,6 +39,9 @@ type Config struct {
 	SettingsRefresh time.Duration
 	// StatsFlush is how often per-minute counters are written. Default 5s.
 	StatsFlush time.Duration
+	// RetentionInterval is how often this process offers to prune old
+	// archives (one process at a time does it). Default 10m; negative: never.
+	RetentionInterval time.Duration
 	// Rand returns uniform numbers in [0, 1) for backoff jitter. Tests pass
 	// a fixed source. Default math/rand/v2.
 	Rand func() float64
@@ -66,6 +69,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ProcessHeartbeat, 10*time.Second)
 	def(&c.SettingsRefresh, 2*time.Second)
 	def(&c.StatsFlush, 5*time.Second)
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = 10 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -276,6 +282,9 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	bg.Go(func() { c.every(bgCtx, c.cfg.SettingsRefresh, c.refreshSettings) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats) })
+	if c.cfg.RetentionInterval > 0 {
+		bg.Go(func() { c.every(bgCtx, c.cfg.RetentionInterval, c.retention) })
+	}
 
 	<-ctx.Done()
 	c.drain(workers, hardStop)
@@ -341,6 +350,15 @@ func (c *Client) register(ctx context.Context) error {
 
 func (c *Client) heartbeat(ctx context.Context) error {
 	return c.store.HeartbeatWorker(ctx, c.id)
+}
+
+// retention prunes old archives when this process wins the election.
+func (c *Client) retention(ctx context.Context) error {
+	rep, err := c.store.RunRetention(ctx, 1000)
+	if err == nil && rep.Ran && len(rep.ArchivedDeleted) > 0 {
+		c.log.Info("pgbus: retention pruned old archives", "deleted", rep.ArchivedDeleted, "idempotency_keys", rep.KeysDeleted)
+	}
+	return err
 }
 
 // flushStats writes the counters. It is not cancelled with ctx: a write

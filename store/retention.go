@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// retentionLockKey elects the one process that prunes at a time: the ASCII
+// bytes of "pgbusret".
+const retentionLockKey int64 = 0x7067627573_726574
+
+// RetentionReport says what one retention pass removed.
+type RetentionReport struct {
+	// Ran is false when another process held the retention lock.
+	Ran             bool             `json:"ran"`
+	ArchivedDeleted map[string]int64 `json:"archived_deleted"`
+	KeysDeleted     int64            `json:"idempotency_keys_deleted"`
+}
+
+// PruneArchived deletes, in batches, the rows of a queue's archive archived
+// longer ago than olderThan, with their failure history. It returns how many
+// rows went.
+func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.Duration, batch int) (int64, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return 0, err
+	}
+	if olderThan < 0 || batch < 1 || batch > MaxBatch {
+		return 0, invalidf("prune %q: age must be positive and batch 1 to %d", queue, MaxBatch)
+	}
+	sql := `WITH d AS (
+			DELETE FROM ` + archiveTable(queue) + ` WHERE msg_id IN (
+				SELECT msg_id FROM ` + archiveTable(queue) + `
+				WHERE archived_at < now() - $1 * interval '1 microsecond' LIMIT $2)
+			RETURNING msg_id
+		), f AS (
+			DELETE FROM pgbus.failures WHERE queue_name = $3 AND msg_id IN (SELECT msg_id FROM d)
+		)
+		SELECT count(*) FROM d`
+	var total int64
+	for {
+		var n int64
+		if err := s.pool.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue).Scan(&n); err != nil {
+			return total, queueErr(err, "prune the archive of", queue)
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// RunRetention prunes every queue's archive after its archive retention and
+// every DLQ's archive after its queue's dead retention, then idempotency
+// keys older than the longest archive retention. One process at a time does
+// it: the others find the lock taken and return with Ran false.
+func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
+	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("store: retention: %w", err)
+	}
+	defer conn.Release()
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, retentionLockKey).Scan(&rep.Ran); err != nil || !rep.Ran {
+		return rep, err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, retentionLockKey) //nolint:errcheck
+	queues, err := s.ListQueues(ctx)
+	if err != nil {
+		return rep, err
+	}
+	settings, err := s.AllQueueSettings(ctx)
+	if err != nil {
+		return rep, err
+	}
+	longest := DefaultArchiveRetention
+	for _, q := range queues {
+		if ValidatePhysicalName(q.Name) != nil {
+			continue
+		}
+		age := retentionOf(q.Name, settings)
+		longest = max(longest, age)
+		n, err := s.PruneArchived(ctx, q.Name, age, batch)
+		if err != nil {
+			return rep, err
+		}
+		if n > 0 {
+			rep.ArchivedDeleted[q.Name] = n
+		}
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE created_at < now() - $1 * interval '1 microsecond'`, longest.Microseconds())
+	if err != nil {
+		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
+	}
+	rep.KeysDeleted = tag.RowsAffected()
+	return rep, nil
+}
+
+// retentionOf is how long a physical queue's archive is kept: the dead
+// retention for a DLQ, the archive retention otherwise, from the settings of
+// its logical queue.
+func retentionOf(physical string, settings map[string]QueueSettings) time.Duration {
+	base, isDLQ := strings.CutSuffix(physical, DLQSuffix)
+	set, ok := settings[base]
+	if !ok {
+		set = DefaultQueueSettings(base)
+	}
+	if isDLQ {
+		return set.DeadRetention
+	}
+	return set.ArchiveRetention
+}
