@@ -116,8 +116,12 @@ type Client struct {
 	defaults map[string]handler // per logical queue
 
 	settings atomic.Pointer[map[string]store.QueueSettings]
-	stats    *statsCollector
-	running  atomic.Bool
+	physical map[string][]string // logical queue -> physical queues, set by Run
+	// sendQueues caches the physical queues of send targets; priority levels
+	// are fixed when a queue is created.
+	sendQueues sync.Map
+	stats      *statsCollector
+	running    atomic.Bool
 }
 
 // NewClient makes a client over a migrated store.
@@ -257,10 +261,18 @@ func (c *Client) checkQueues(ctx context.Context) error {
 	for _, q := range queues {
 		have[q.Name] = true
 	}
+	c.physical = map[string][]string{}
 	for _, q := range c.cfg.Queues {
-		if !have[q.Name] || !have[store.DLQName(q.Name)] {
-			return fmt.Errorf("%w: queue %q (or its DLQ) does not exist; create it with pgbus queue create %s", store.ErrNotFound, q.Name, q.Name)
+		physical, err := c.store.PhysicalQueues(ctx, q.Name)
+		if err != nil {
+			return err
 		}
+		for _, name := range append(physical, store.DLQName(q.Name)) {
+			if !have[name] {
+				return fmt.Errorf("%w: queue %q (its table %s) does not exist; create it with pgbus queue create %s", store.ErrNotFound, q.Name, name, q.Name)
+			}
+		}
+		c.physical[q.Name] = physical
 	}
 	return nil
 }
@@ -272,7 +284,7 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	workers := make(map[string]*queueWorker, len(c.cfg.Queues))
 	var wg sync.WaitGroup
 	for _, qc := range c.cfg.Queues {
-		w := newQueueWorker(c, qc, jobBase)
+		w := newQueueWorker(c, qc, c.physical[qc.Name], jobBase)
 		workers[qc.Name] = w
 		wg.Go(func() { w.run(ctx) })
 	}

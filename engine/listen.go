@@ -16,7 +16,9 @@ import (
 func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 	byPhysical := make(map[string]*queueWorker, len(workers))
 	for _, w := range workers {
-		byPhysical[w.physical] = w
+		for _, name := range w.physical {
+			byPhysical[name] = w
+		}
 	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -40,7 +42,7 @@ func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWor
 		return err
 	}
 	for _, w := range byPhysical {
-		w.poke()
+		w.poke() // notifications may have been missed while disconnected
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)

@@ -20,6 +20,7 @@ const (
 
 // result is the settled outcome of one delivery, waiting to be written.
 type result struct {
+	queue      string // physical
 	msgID      int64
 	kind       string
 	action     action
@@ -73,30 +74,40 @@ func (w *queueWorker) writeOutcomes() {
 // gives up only at a hard stop: the messages then reappear after their
 // visibility timeout, so nothing is lost (delivery is at least once).
 func (w *queueWorker) writeBatch(batch []result) {
+	byQueue := map[string][]result{}
+	for _, r := range batch {
+		byQueue[r.queue] = append(byQueue[r.queue], r)
+	}
+	for queue, rs := range byQueue {
+		w.writeQueueBatch(queue, rs)
+	}
+}
+
+func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	for {
-		err := w.writeOnce(context.WithoutCancel(w.jobBase), batch, &written)
+		err := w.writeOnce(context.WithoutCancel(w.jobBase), queue, batch, &written)
 		if err == nil {
 			w.record(batch)
 			break
 		}
 		if w.jobBase.Err() != nil {
-			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", w.physical, "count", len(batch), "err", err)
+			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			break
 		}
-		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", w.physical, "count", len(batch), "err", err, "in", delay)
+		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay)
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}
-	ids := make([]int64, len(batch))
+	keys := make([]msgKey, len(batch))
 	for i, r := range batch {
-		ids[i] = r.msgID
+		keys[i] = msgKey{queue, r.msgID}
 	}
-	w.unhold(ids)
+	w.unhold(keys)
 }
 
-func (w *queueWorker) writeOnce(ctx context.Context, batch []result, written *[5]bool) error {
+func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var done, snoozeIDs []int64
@@ -125,29 +136,29 @@ func (w *queueWorker) writeOnce(ctx context.Context, batch []result, written *[5
 			}
 			var err error
 			if w.c.settingsFor(w.name).DeleteOnSuccess {
-				_, err = w.c.store.DeleteMany(ctx, w.physical, done)
+				_, err = w.c.store.DeleteMany(ctx, queue, done)
 			} else {
-				_, err = w.c.store.ArchiveMany(ctx, w.physical, done)
+				_, err = w.c.store.ArchiveMany(ctx, queue, done)
 			}
 			return err
 		},
 		actionRetry: func() error {
-			_, err := w.c.store.RetryMany(ctx, w.physical, retryItems)
+			_, err := w.c.store.RetryMany(ctx, queue, retryItems)
 			return err
 		},
 		actionSnooze: func() error {
-			_, err := w.c.store.SnoozeMany(ctx, w.physical, snoozeIDs, snoozeDelays)
+			_, err := w.c.store.SnoozeMany(ctx, queue, snoozeIDs, snoozeDelays)
 			return err
 		},
 		actionDiscard: func() error {
-			_, err := w.c.store.DiscardMany(ctx, w.physical, discards)
+			_, err := w.c.store.DiscardMany(ctx, queue, discards)
 			return err
 		},
 		actionDeadLetter: func() error {
 			if len(dead) == 0 {
 				return nil
 			}
-			_, err := w.c.store.DeadLetterMany(ctx, w.physical, w.dlq, "worker", dead)
+			_, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, "worker", dead)
 			return err
 		},
 	}

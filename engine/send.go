@@ -22,6 +22,9 @@ type SendOptions struct {
 	IdempotencyKey string
 	// Headers are extra headers; keys starting with pgbus_ are reserved.
 	Headers map[string]any
+	// Priority picks the level of a queue created with priority levels:
+	// 0, the default, is read first. It must be 0 for a plain queue.
+	Priority int
 }
 
 // Send enqueues one message on a physical queue. payload is marshalled to
@@ -31,7 +34,32 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 	if err != nil {
 		return 0, err
 	}
-	return c.store.Send(ctx, queue, m)
+	target, err := c.sendTarget(ctx, queue, opts.Priority)
+	if err != nil {
+		return 0, err
+	}
+	return c.store.Send(ctx, target, m)
+}
+
+// sendTarget picks the physical queue of a send: the queue itself, or its
+// sub-queue of the given priority level.
+func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (string, error) {
+	physical, ok := c.sendQueues.Load(queue)
+	if !ok {
+		list, err := c.store.PhysicalQueues(ctx, queue)
+		if err != nil {
+			return "", err
+		}
+		physical, _ = c.sendQueues.LoadOrStore(queue, list)
+	}
+	list := physical.([]string)
+	switch {
+	case len(list) > 1 && (priority < 0 || priority >= len(list)):
+		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d", store.ErrInvalid, queue, len(list)-1, priority)
+	case len(list) == 1 && priority != 0:
+		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels", store.ErrInvalid, queue)
+	}
+	return list[max(priority, 0)], nil
 }
 
 // NewMessage builds the store message for a payload and options, checking

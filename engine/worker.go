@@ -14,12 +14,13 @@ import (
 // maxFetch bounds one read; larger batches gain little and hold rows longer.
 const maxFetch = 100
 
-// queueWorker works one logical queue: a fetch loop, one goroutine per
+// queueWorker works one logical queue: a fetch loop over its physical
+// queues (one, or one per priority level, highest first), one goroutine per
 // running job bounded by the queue's concurrency, and a writer of outcomes.
 type queueWorker struct {
 	c        *Client
 	name     string
-	physical string
+	physical []string
 	dlq      string
 	slots    chan struct{}
 	wake     chan struct{}
@@ -28,20 +29,26 @@ type queueWorker struct {
 	outcomes chan result
 
 	mu   sync.Mutex
-	held map[int64]struct{} // read and not yet settled: kept invisible by heartbeat
+	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat
 }
 
-func newQueueWorker(c *Client, qc QueueConfig, jobBase context.Context) *queueWorker {
+// msgKey names a message: ids are unique only within a physical queue.
+type msgKey struct {
+	queue string
+	id    int64
+}
+
+func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase context.Context) *queueWorker {
 	return &queueWorker{
 		c:        c,
 		name:     qc.Name,
-		physical: qc.Name,
+		physical: physical,
 		dlq:      store.DLQName(qc.Name),
 		slots:    make(chan struct{}, qc.Concurrency),
 		wake:     make(chan struct{}, 1),
 		jobBase:  jobBase,
 		outcomes: make(chan result, qc.Concurrency),
-		held:     map[int64]struct{}{},
+		held:     map[msgKey]struct{}{},
 	}
 }
 
@@ -76,24 +83,41 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		if n == 0 {
 			return
 		}
-		vt := w.c.settingsFor(w.name).VisibilityTimeout
-		msgs, err := w.c.store.Read(ctx, w.physical, vt, n)
-		w.release(n - len(msgs))
+		got, err := w.fetch(ctx, n)
+		w.release(n - got)
 		if err != nil {
 			if ctx.Err() == nil {
-				w.c.log.Warn("pgbus: read failed; retrying", "queue", w.physical, "err", err, "in", errDelay)
+				w.c.log.Warn("pgbus: read failed; retrying", "queue", w.name, "err", err, "in", errDelay)
 				sleep(ctx, errDelay)
 				errDelay = min(errDelay*2, 5*time.Second)
 			}
 			continue
 		}
 		errDelay = 100 * time.Millisecond
-		w.hold(msgs)
-		w.dispatch(msgs)
-		if len(msgs) < n {
+		if got < n {
 			w.idle(ctx)
 		}
 	}
+}
+
+// fetch reads up to n messages, highest priority first, and dispatches them.
+// It returns how many it read, which is how many slots they hold.
+func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
+	vt := w.c.settingsFor(w.name).VisibilityTimeout
+	got := 0
+	for _, queue := range w.physical {
+		if got == n {
+			break
+		}
+		msgs, err := w.c.store.Read(ctx, queue, vt, n-got)
+		if err != nil {
+			return got, err
+		}
+		got += len(msgs)
+		w.hold(queue, msgs)
+		w.dispatch(queue, msgs)
+	}
+	return got, nil
 }
 
 // acquire takes at least one slot (waiting for it) and then every free one
@@ -142,19 +166,19 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *queueWorker) hold(msgs []store.Message) {
+func (w *queueWorker) hold(queue string, msgs []store.Message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, m := range msgs {
-		w.held[m.ID] = struct{}{}
+		w.held[msgKey{queue, m.ID}] = struct{}{}
 	}
 }
 
-func (w *queueWorker) unhold(ids []int64) {
+func (w *queueWorker) unhold(keys []msgKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, id := range ids {
-		delete(w.held, id)
+	for _, k := range keys {
+		delete(w.held, k)
 	}
 }
 
@@ -169,16 +193,18 @@ func (w *queueWorker) heartbeat(ctx context.Context) {
 			return
 		}
 		w.mu.Lock()
-		ids := make([]int64, 0, len(w.held))
-		for id := range w.held {
-			ids = append(ids, id)
+		ids := map[string][]int64{}
+		for k := range w.held {
+			ids[k.queue] = append(ids[k.queue], k.id)
 		}
 		w.mu.Unlock()
-		for len(ids) > 0 {
-			chunk := ids[:min(len(ids), store.MaxBatch)]
-			ids = ids[len(chunk):]
-			if _, err := w.c.store.SetVisibilityMany(ctx, w.physical, chunk, vt); err != nil && ctx.Err() == nil {
-				w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", w.physical, "err", err)
+		for queue, list := range ids {
+			for len(list) > 0 {
+				chunk := list[:min(len(list), store.MaxBatch)]
+				list = list[len(chunk):]
+				if _, err := w.c.store.SetVisibilityMany(ctx, queue, chunk, vt); err != nil && ctx.Err() == nil {
+					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
+				}
 			}
 		}
 	}
@@ -187,6 +213,7 @@ func (w *queueWorker) heartbeat(ctx context.Context) {
 // delivery is a message read for this worker, with what the lifecycle
 // needs to know about it.
 type delivery struct {
+	queue    string
 	m        store.Message
 	headers  map[string]json.RawMessage
 	kind     string
@@ -197,8 +224,8 @@ type delivery struct {
 	latency  time.Duration
 }
 
-func (w *queueWorker) prepare(m store.Message, now time.Time) delivery {
-	d := delivery{m: m, headers: parseHeaders(m.Headers), latency: now.Sub(latest(m.EnqueuedAt, m.VisibleSince))}
+func (w *queueWorker) prepare(queue string, m store.Message, now time.Time) delivery {
+	d := delivery{queue: queue, m: m, headers: parseHeaders(m.Headers), latency: now.Sub(latest(m.EnqueuedAt, m.VisibleSince))}
 	d.kind = kindOf(d.headers, m.Payload)
 	d.h, d.found = w.c.handlerFor(w.name, d.kind)
 	settings := w.c.settingsFor(w.name)
@@ -217,12 +244,12 @@ func (w *queueWorker) prepare(m store.Message, now time.Time) delivery {
 // retries or deadline, or of a kind nobody handles) and starts a job for
 // each of the others. The former are written before any job starts, so a
 // batch mate that crashes the process cannot make them count more reads.
-func (w *queueWorker) dispatch(msgs []store.Message) {
+func (w *queueWorker) dispatch(queue string, msgs []store.Message) {
 	now := time.Now()
 	var routed []result
 	runnable := make([]delivery, 0, len(msgs))
 	for _, m := range msgs {
-		d := w.prepare(m, now)
+		d := w.prepare(queue, m, now)
 		if res, ok := w.routeWithoutRunning(d); ok {
 			routed = append(routed, res)
 			<-w.slots
@@ -240,7 +267,7 @@ func (w *queueWorker) dispatch(msgs []store.Message) {
 }
 
 func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
-	res := result{msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res := result{queue: d.queue, msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	switch {
 	case d.m.ReadCount > d.policy.MaxRetries:
 		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil), true
@@ -260,7 +287,7 @@ func (w *queueWorker) process(d delivery) {
 	res := w.runDelivery(d)
 	<-w.slots
 	if res.abandon {
-		w.unhold([]int64{d.m.ID})
+		w.unhold([]msgKey{{d.queue, d.m.ID}})
 		return
 	}
 	w.outcomes <- res
@@ -276,11 +303,11 @@ func latest(a, b time.Time) time.Time {
 // runDelivery calls the handler and turns what it returned into an outcome.
 func (w *queueWorker) runDelivery(d delivery) result {
 	m := d.m
-	res := result{msgID: m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res := result{queue: d.queue, msgID: m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	job := &Job{
-		Queue: w.physical, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
+		Queue: d.queue, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
 		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
-		IdempotencyKey: idempotencyKey(d.headers, w.physical, m.ID), Deadline: d.deadline,
+		IdempotencyKey: idempotencyKey(d.headers, d.queue, m.ID), Deadline: d.deadline,
 	}
 	breaker := d.h.opts.Breaker
 	if breaker != nil {

@@ -255,12 +255,17 @@ func (s *Store) deadExistingQueues(ctx context.Context, names []string) (map[str
 }
 
 // deadQueues lists every DLQ: the PGMQ queues whose name ends in _dlq.
+// Operations over all DLQs read them in one statement, so one table that
+// statement cannot read would fail them all: tables without a headers
+// column (PGMQ before 1.5) or that this role may not read are left out.
 func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT queue_name FROM pgmq.meta
-		WHERE queue_name LIKE E'%\\_dlq'
-		  AND to_regclass(format('%I.%I', 'pgmq', 'q_' || queue_name)) IS NOT NULL
-		ORDER BY queue_name`)
+		SELECT m.queue_name FROM pgmq.meta m
+		JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', 'pgmq', 'q_' || m.queue_name))
+		WHERE m.queue_name LIKE E'%\\_dlq'
+		  AND has_table_privilege(c.oid, 'SELECT')
+		  AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped)
+		ORDER BY m.queue_name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list dead-letter queues: %w", err)
 	}
@@ -272,6 +277,8 @@ func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
 	return slices.DeleteFunc(names, func(n string) bool { return ValidatePhysicalName(n) != nil }), nil
 }
 
+// isUndefinedTable tells whether err is PostgreSQL's "relation does not
+// exist": a queue dropped, or never made.
 func isUndefinedTable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "42P01"

@@ -78,24 +78,61 @@ func (q QueueSettings) Plain() RetrySettings {
 	}
 }
 
-// WorkQueues lists the queues that hold work: every PGMQ queue but the
-// dead-letter queues, sorted.
+// WorkQueues lists the logical queues that hold work, sorted: those pgbus
+// created, and any other PGMQ queue but dead-letter queues and the priority
+// sub-queues of a pgbus queue.
 func (s *Store) WorkQueues(ctx context.Context) ([]string, error) {
 	all, err := s.ListQueues(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, q := range all {
-		if !strings.HasSuffix(q.Name, DLQSuffix) && ValidatePhysicalName(q.Name) == nil {
-			out = append(out, q.Name)
+	levels, err := s.priorityLevels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sub := map[string]bool{}
+	for name, n := range levels {
+		for _, p := range physicalNames(name, n) {
+			sub[p] = p != name
 		}
 	}
+	seen := map[string]bool{}
+	for name := range levels {
+		seen[name] = true
+	}
+	for _, q := range all {
+		if !strings.HasSuffix(q.Name, DLQSuffix) && !sub[q.Name] && ValidatePhysicalName(q.Name) == nil {
+			seen[q.Name] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
-// QueueStats returns stats of one queue, or of every work queue when queue
-// is empty.
+func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("store: list queues: %w", err)
+		}
+		out[name] = n
+	}
+	return out, rows.Err()
+}
+
+// QueueStats returns stats of one logical queue, or of every work queue
+// when queue is empty. A queue with priority levels is summed over them.
 func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, error) {
 	queues := []string{queue}
 	if queue == "" {
@@ -110,13 +147,17 @@ func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, err
 	if err != nil {
 		return nil, err
 	}
+	levels, err := s.priorityLevels(ctx)
+	if err != nil {
+		return nil, err
+	}
 	counters, err := s.recentCounters(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]QueueStats, 0, len(queues))
 	for _, q := range queues {
-		st, err := s.queueStats(ctx, q)
+		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]))
 		if err != nil {
 			return nil, err
 		}
@@ -129,6 +170,32 @@ func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, err
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// logicalStats sums the stats of a queue's physical queues; ages are the
+// oldest over them.
+func (s *Store) logicalStats(ctx context.Context, queue string, physical []string) (QueueStats, error) {
+	total := QueueStats{Queue: queue, DLQ: DLQName(queue)}
+	for _, p := range physical {
+		st, err := s.queueStats(ctx, p)
+		if err != nil {
+			return total, err
+		}
+		total.Depth += st.Depth
+		total.Visible += st.Visible
+		total.InFlight += st.InFlight
+		total.WaitingRetry += st.WaitingRetry
+		total.Scheduled += st.Scheduled
+		total.Archived += st.Archived
+		total.TotalSent += st.TotalSent
+		total.OldestAgeSeconds = max(total.OldestAgeSeconds, st.OldestAgeSeconds)
+		total.OldestVisibleAgeSeconds = max(total.OldestVisibleAgeSeconds, st.OldestVisibleAgeSeconds)
+	}
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(total.DLQ)).Scan(&total.DLQDepth)
+	if err != nil && !isUndefinedTable(err) {
+		return total, queueErr(err, "read stats of", total.DLQ)
+	}
+	return total, nil
 }
 
 func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error) {
@@ -152,10 +219,6 @@ func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error
 	}
 	st.WaitingRetry = retrying
 	st.InFlight = st.Depth - st.Visible - st.Scheduled - st.WaitingRetry
-	err = s.pool.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(st.DLQ)).Scan(&st.DLQDepth)
-	if err != nil && !isUndefinedTable(err) {
-		return st, queueErr(err, "read stats of", st.DLQ)
-	}
 	return st, nil
 }
 

@@ -22,6 +22,23 @@ type QueueInfo struct {
 // its PGMQ queue and archive tables. It is idempotent: creating an existing
 // queue changes nothing and is not an error.
 func (s *Store) CreateQueue(ctx context.Context, name string) error {
+	return s.createLogical(ctx, name, 0)
+}
+
+// MaxPriorities bounds the priority levels of a queue.
+const MaxPriorities = 10
+
+// CreatePriorityQueue creates a queue with levels priority levels: physical
+// queues name_p0 .. name_p<levels-1>, read p0 first, and one dead-letter
+// queue name_dlq. It is idempotent for the same number of levels.
+func (s *Store) CreatePriorityQueue(ctx context.Context, name string, levels int) error {
+	if levels < 2 || levels > MaxPriorities {
+		return invalidf("queue %q: priority levels must be 2 to %d, not %d; use CreateQueue for a queue without priorities", name, MaxPriorities, levels)
+	}
+	return s.createLogical(ctx, name, levels)
+}
+
+func (s *Store) createLogical(ctx context.Context, name string, levels int) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
@@ -35,17 +52,56 @@ func (s *Store) CreateQueue(ctx context.Context, name string) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
 			return fmt.Errorf("store: create queue %q: lock: %w", name, err)
 		}
-		for _, physical := range []string{name, DLQName(name)} {
+		var existing int
+		err := tx.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&existing)
+		if err == nil && existing != levels {
+			return invalidf("queue %q already exists with %d priority levels, not %d; drop it first to change that", name, existing, levels)
+		}
+		if err != nil && err != pgx.ErrNoRows {
+			return fmt.Errorf("store: create queue %q: %w", name, err)
+		}
+		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
 			if err := createPhysical(ctx, tx, physical, ext); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name) VALUES ($1) ON CONFLICT DO NOTHING`, name)
+		_, err = tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, $2) ON CONFLICT DO NOTHING`, name, levels)
 		if err != nil {
 			return fmt.Errorf("store: create queue %q: register: %w", name, err)
 		}
 		return nil
 	})
+}
+
+// physicalNames lists the physical work queues of a logical queue, highest
+// priority first.
+func physicalNames(name string, levels int) []string {
+	if levels == 0 {
+		return []string{name}
+	}
+	out := make([]string, levels)
+	for i := range out {
+		out[i] = PriorityQueueName(name, i)
+	}
+	return out
+}
+
+// PriorityQueueName names priority level p of a queue: orders, 2 -> orders_p2.
+func PriorityQueueName(name string, p int) string { return fmt.Sprintf("%s_p%d", name, p) }
+
+// PhysicalQueues returns the physical work queues of a logical queue,
+// highest priority first: [name] for a plain queue or one pgbus did not
+// create, [name_p0, name_p1, ...] for a queue with priority levels.
+func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, error) {
+	if err := ValidatePhysicalName(name); err != nil {
+		return nil, err
+	}
+	var levels int
+	err := s.pool.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&levels)
+	if err != nil && err != pgx.ErrNoRows {
+		return nil, fmt.Errorf("store: physical queues of %q: %w", name, err)
+	}
+	return physicalNames(name, levels), nil
 }
 
 func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
@@ -102,8 +158,12 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
 			return fmt.Errorf("store: drop queue %q: lock: %w", name, err)
 		}
+		var levels int
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, name).Scan(&levels); err != nil {
+			return fmt.Errorf("store: drop queue %q: %w", name, err)
+		}
 		found := false
-		for _, physical := range []string{name, DLQName(name)} {
+		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
 			dropped, err := dropPhysical(ctx, tx, physical, ext)
 			if err != nil {
 				return err
@@ -119,12 +179,18 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-	s.tables.Delete(name)
-	s.tables.Delete(DLQName(name))
+	s.tables.Clear() // sub-queues included; the cache refills on use
 	return err
 }
 
 func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
+	// History and keys go with the queue, whether or not its tables exist.
+	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.failures WHERE queue_name = $1`, name); err != nil {
+		return false, fmt.Errorf("store: drop history of queue %q: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE queue_name = $1`, name); err != nil {
+		return false, fmt.Errorf("store: drop idempotency keys of queue %q: %w", name, err)
+	}
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
 		return false, fmt.Errorf("store: drop queue %q: %w", name, err)

@@ -1,0 +1,156 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+func newPriorityQueue(t *testing.T, s *store.Store, levels int) string {
+	t.Helper()
+	ctx := testContext(t)
+	name := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, name, levels); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	if err := s.SetQueueSettings(ctx, fastSettings(name)); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// With one worker, everything waiting at level 0 runs before level 1, and
+// level 1 before level 2, whatever the order of sending.
+func TestPriorityOrder(t *testing.T) {
+	s := testStore(t)
+	q := newPriorityQueue(t, s, 3)
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 1 })
+	var mu sync.Mutex
+	var order []int
+	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
+		var in struct{ P int }
+		if err := job.Decode(&in); err != nil {
+			return err
+		}
+		mu.Lock()
+		order = append(order, in.P)
+		mu.Unlock()
+		return nil
+	})
+	for _, p := range []int{2, 1, 2, 0, 1, 0, 2} {
+		send(t, c, q, map[string]int{"P": p}, engine.SendOptions{Priority: p})
+	}
+	start(t, c)
+	eventually(t, 20*time.Second, "all 7 handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 7 })
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(order); i++ {
+		if order[i] < order[i-1] {
+			t.Fatalf("handled in priority order %v; level 0 must come first", order)
+		}
+	}
+	eventually(t, 20*time.Second, "2 + 2 + 3 archived in the levels", func() bool {
+		return archived(t, s, store.PriorityQueueName(q, 0)) == 2 && archived(t, s, store.PriorityQueueName(q, 1)) == 2 &&
+			archived(t, s, store.PriorityQueueName(q, 2)) == 3
+	})
+}
+
+// A sub-queue's dead message names the sub-queue, and DLQ retry returns it
+// there.
+func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 3)
+	c := newClient(t, s, q, nil)
+	fail := true
+	var mu sync.Mutex
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return engine.NonRetryable(errors.New("bad input"))
+		}
+		return nil
+	})
+	stop := start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Priority: 2})
+	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	d := deadMessages(t, s, q)[0]
+	sub := store.PriorityQueueName(q, 2)
+	if d.Block["source_queue"] != sub {
+		t.Fatalf("source_queue = %v, want %s", d.Block["source_queue"], sub)
+	}
+	stop()
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	rep, err := s.RetryDead(ctx, store.DLQName(q), []int64{d.ID}, store.RetryOptions{})
+	if err != nil || rep.Retried != 1 {
+		t.Fatalf("retry = %+v, %v", rep, err)
+	}
+	if n := live(t, s, sub); n != 1 {
+		t.Fatalf("%s holds %d messages after retry, want 1", sub, n)
+	}
+}
+
+func TestPrioritySendAndCreateBadInput(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 2)
+	c := newClient(t, s, q, nil)
+	for _, p := range []int{-1, 2, 1 << 30} {
+		if _, err := c.Send(ctx, q, 1, engine.SendOptions{Priority: p}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("priority %d: %v, want ErrInvalid", p, err)
+		}
+	}
+	plain := newQueue(t, s, nil)
+	if _, err := c.Send(ctx, plain, 1, engine.SendOptions{Priority: 1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("priority on a plain queue: %v, want ErrInvalid", err)
+	}
+	for _, levels := range []int{-1, 0, 1, 11, 1 << 20} {
+		if err := s.CreatePriorityQueue(ctx, uniqueName("pq"), levels); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("levels %d: %v, want ErrInvalid", levels, err)
+		}
+	}
+	if err := s.CreatePriorityQueue(ctx, q, 3); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("re-create with other levels: %v, want ErrInvalid", err)
+	}
+	if err := s.CreatePriorityQueue(ctx, q, 2); err != nil {
+		t.Errorf("re-create with the same levels: %v, want nil (idempotent)", err)
+	}
+	if err := s.CreateQueue(ctx, q); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("CreateQueue on a priority queue: %v, want ErrInvalid", err)
+	}
+	if live(t, s, store.PriorityQueueName(q, 0)) != 0 {
+		t.Error("bad sends wrote messages")
+	}
+}
+
+func TestPriorityQueueStatsSumLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 3)
+	c := newClient(t, s, q, nil)
+	for _, p := range []int{0, 1, 1, 2} {
+		send(t, c, q, p, engine.SendOptions{Priority: p})
+	}
+	stats, err := engine.NewAdmin(s).QueueStats(ctx, q)
+	if err != nil || len(stats) != 1 || stats[0].Depth != 4 || stats[0].DLQ != q+"_dlq" {
+		t.Fatalf("stats = %+v, %v; want depth 4 over the levels", stats, err)
+	}
+	all, err := s.WorkQueues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range all {
+		if name == store.PriorityQueueName(q, 0) {
+			t.Fatalf("WorkQueues lists the sub-queue %s; it should list %s once", name, q)
+		}
+	}
+}
