@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -158,6 +159,9 @@ func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, err
 	out := make([]QueueStats, 0, len(queues))
 	for _, q := range queues {
 		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]))
+		if queue == "" && errors.Is(err, ErrNotFound) {
+			continue // dropped since it was listed
+		}
 		if err != nil {
 			return nil, err
 		}

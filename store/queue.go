@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -109,7 +110,7 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
 		}
-		return nil
+		return createDLQIndex(ctx, tx, name)
 	}
 	q, a := queueTable(name), archiveTable(name)
 	vtIdx := pgx.Identifier{"q_" + name + "_vt_idx"}.Sanitize()
@@ -140,6 +141,19 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error
 	_, err := tx.Exec(ctx, `INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged) VALUES ($1, false, false) ON CONFLICT (queue_name) DO NOTHING`, name)
 	if err != nil {
 		return fmt.Errorf("store: register queue %q in pgmq.meta: %w", name, err)
+	}
+	return createDLQIndex(ctx, tx, name)
+}
+
+// createDLQIndex indexes a dead-letter queue for its newest-first keyset
+// pages, which would otherwise sort the whole DLQ on every page.
+func createDLQIndex(ctx context.Context, tx pgx.Tx, name string) error {
+	if !strings.HasSuffix(name, DLQSuffix) {
+		return nil
+	}
+	idx := pgx.Identifier{"q_" + name + "_enq_idx"}.Sanitize()
+	if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+queueTable(name)+` (enqueued_at, msg_id)`); err != nil {
+		return fmt.Errorf("store: index dead-letter queue %q: %w", name, err)
 	}
 	return nil
 }
