@@ -111,8 +111,8 @@ type Health struct {
 	Status       string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED"`
 	Reasons      []HealthReason `json:"reasons"`
 	Queues       int            `json:"queues"`
-	Backlog      int64          `json:"backlog" jsonschema:"description=Messages ready to run across all queues"`
-	DeadMessages int64          `json:"dead_messages" jsonschema:"description=Messages waiting in dead-letter queues"`
+	Backlog      int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
+	DeadMessages int64          `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
 	Workers      int            `json:"workers_running"`
 	CheckedAt    time.Time      `json:"checked_at"`
 }

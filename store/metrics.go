@@ -77,3 +77,15 @@ func seconds(f float64) time.Duration {
 	}
 	return time.Duration(f * float64(time.Second))
 }
+
+// IsEmpty reports whether a physical queue holds no message, cheaply.
+func (s *Store) IsEmpty(ctx context.Context, queue string) (bool, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return false, err
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+queueTable(queue)+`)`).Scan(&exists); err != nil {
+		return false, queueErr(err, "inspect", queue)
+	}
+	return !exists, nil
+}

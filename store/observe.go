@@ -17,26 +17,26 @@ import (
 
 // QueueStats is what an operator or agent wants to know about one queue.
 type QueueStats struct {
-	Queue string `json:"queue" jsonschema:"description=Logical queue name"`
+	Queue string `json:"queue" jsonschema_description:"Logical queue name"`
 	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.
-	Depth        int64 `json:"depth" jsonschema:"description=Messages in the queue"`
-	Visible      int64 `json:"visible" jsonschema:"description=Ready to run now"`
-	InFlight     int64 `json:"in_flight" jsonschema:"description=Held by a worker right now"`
-	WaitingRetry int64 `json:"waiting_retry" jsonschema:"description=Failed and waiting for their next attempt"`
-	Scheduled    int64 `json:"scheduled" jsonschema:"description=Sent with a delay or snoozed and not yet due"`
+	Depth        int64 `json:"depth" jsonschema_description:"Messages in the queue"`
+	Visible      int64 `json:"visible" jsonschema_description:"Ready to run now"`
+	InFlight     int64 `json:"in_flight" jsonschema_description:"Held by a worker right now"`
+	WaitingRetry int64 `json:"waiting_retry" jsonschema_description:"Failed and waiting for their next attempt"`
+	Scheduled    int64 `json:"scheduled" jsonschema_description:"Sent with a delay or snoozed and not yet due"`
 	// Ages in seconds; 0 when there is no such message.
-	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema:"description=Age of the oldest message in the queue"`
-	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema:"description=Age of the oldest message ready to run: a growing value means the backlog is not draining"`
-	DLQ                     string   `json:"dlq" jsonschema:"description=The queue's dead-letter queue"`
-	DLQDepth                int64    `json:"dlq_depth" jsonschema:"description=Dead messages waiting in the DLQ"`
-	Archived                int64    `json:"archived" jsonschema:"description=Messages in the queue's archive"`
-	TotalSent               int64    `json:"total_sent" jsonschema:"description=Messages ever sent to the queue"`
-	LastHour                Counters `json:"last_hour" jsonschema:"description=Outcomes over the last 60 minutes"`
-	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema:"description=Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
+	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema_description:"Age of the oldest message in the queue"`
+	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema_description:"Age of the oldest message ready to run: a growing value means the backlog is not draining"`
+	DLQ                     string   `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
+	DLQDepth                int64    `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
+	Archived                int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
+	TotalSent               int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
+	LastHour                Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
+	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
-	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema:"description=Median enqueue-to-start latency over the last hour (bucket upper bound)"`
-	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema:"description=95th percentile enqueue-to-start latency over the last hour (bucket upper bound)"`
+	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema_description:"Median enqueue-to-start latency over the last hour (bucket upper bound)"`
+	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema_description:"95th percentile enqueue-to-start latency over the last hour (bucket upper bound)"`
 	Paused       bool          `json:"paused"`
 	Settings     RetrySettings `json:"settings"`
 }
@@ -59,7 +59,7 @@ type RetrySettings struct {
 	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds"`
 	RetryBackoffJitter       float64 `json:"retry_backoff_jitter"`
 	OnSuccess                string  `json:"on_success" jsonschema:"enum=archive,enum=delete"`
-	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema:"description=Messages older than this are dead-lettered with deadline_exceeded; 0 for none"`
+	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema_description:"Messages older than this are dead-lettered with deadline_exceeded; 0 for none"`
 	ArchiveRetentionSeconds  float64 `json:"archive_retention_seconds"`
 	DeadRetentionSeconds     float64 `json:"dead_retention_seconds"`
 }

@@ -1,0 +1,283 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Bounds on what a call may pass, checked before the engine sees anything.
+const (
+	// maxArgumentsBytes bounds one call's arguments as JSON.
+	maxArgumentsBytes = 512 << 10
+	// maxStringBytes bounds each string argument (filters, names, cursors).
+	maxStringBytes = 10 << 10
+	// maxCorrectedPayloadBytes bounds pgbus_dlq_retry's payload.
+	maxCorrectedPayloadBytes = 256 << 10
+	// maxIDs bounds the ids of one retry or discard call.
+	maxIDs = 100
+
+	defaultPageSize = 25
+	maxPageSize     = 100
+)
+
+// callError is an error the caller can fix; its message says how.
+type callError struct{ msg string }
+
+func (e *callError) Error() string { return e.msg }
+
+func fixf(format string, args ...any) error {
+	return &callError{msg: fmt.Sprintf(format, args...)}
+}
+
+// rawArguments returns a call's arguments as JSON, "{}" when absent.
+func rawArguments(req mcp.CallToolRequest) ([]byte, error) {
+	var raw []byte
+	switch a := req.GetRawArguments().(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	default:
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, fixf("arguments could not be read as JSON: %v; pass a JSON object", err)
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return []byte("{}"), nil
+	}
+	return raw, nil
+}
+
+// decodeArgs reads a call's arguments into in strictly: unknown fields,
+// wrong types, oversized arguments and long strings are errors that name
+// the argument and say what to pass.
+func decodeArgs(req mcp.CallToolRequest, in any) error {
+	raw, err := rawArguments(req)
+	if err != nil {
+		return err
+	}
+	if len(raw) > maxArgumentsBytes {
+		return fixf("arguments are %d bytes; at most %d are allowed: pass shorter values", len(raw), maxArgumentsBytes)
+	}
+	if raw[0] != '{' {
+		return fixf("arguments must be a JSON object such as {\"queue\": \"orders\"}%s", acceptedFields(in))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(in); err != nil {
+		return describeDecodeError(err, in)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fixf("arguments must be one JSON object, with nothing after it")
+	}
+	return checkStrings(reflect.ValueOf(in).Elem())
+}
+
+func describeDecodeError(err error, in any) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return fixf("arguments must be a JSON object%s", acceptedFields(in))
+		}
+		if i := strings.LastIndex(field, "."); i >= 0 {
+			field = field[i+1:] // a field of an embedded struct: DeadFilter.kind
+		}
+		want := jsonKind(typeErr.Type)
+		got := typeErr.Value
+		if ft, ok := fieldType(reflect.TypeOf(in).Elem(), field); ok && ft.Kind() == reflect.Slice && typeErr.Type.Kind() != reflect.Slice {
+			// An element of an array is wrong.
+			elem := article(got)
+			if strings.HasPrefix(got, "number ") {
+				elem = got // a number that does not fit, such as 1.5
+			}
+			return fixf("argument %s must be %s; an element is %s", field, jsonKind(ft), elem)
+		}
+		if strings.HasPrefix(got, "number ") {
+			// Numbers that do not fit: negative into an unsigned, a
+			// fraction or a huge value into an integer.
+			return fixf("argument %s: %s is not a valid value; pass %s", field, got, want)
+		}
+		return fixf("argument %s must be %s, not %s", field, want, article(got))
+	case errors.As(err, &syntaxErr):
+		return fixf("arguments are not valid JSON (at byte %d); pass a JSON object", syntaxErr.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return fixf("unknown argument %s%s", name, acceptedFields(in))
+	}
+	return fixf("arguments could not be read: %v", err)
+}
+
+func article(jsonType string) string {
+	switch jsonType {
+	case "array", "object", "integer":
+		return "an " + jsonType
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + jsonType
+}
+
+// jsonKind names the JSON a Go type expects, for messages.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(jsonKind(t.Elem()), "an "), "a ") + "s"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a JSON value"
+}
+
+// fieldType returns the Go type of the field with JSON name name.
+func fieldType(t reflect.Type, name string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if ft, ok := fieldType(f.Type, name); ok {
+				return ft, true
+			}
+			continue
+		}
+		if tag == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// acceptedFields lists the arguments a tool takes, for messages.
+func acceptedFields(in any) string {
+	names := jsonFields(reflect.TypeOf(in).Elem())
+	if len(names) == 0 {
+		return "; this tool takes no arguments: pass {}"
+	}
+	return "; this tool takes: " + strings.Join(names, ", ")
+}
+
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if name != "" && name != "-" && f.IsExported() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// checkStrings rejects string arguments over maxStringBytes or that are not
+// valid UTF-8 text, naming the argument.
+func checkStrings(v reflect.Value) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && fv.Kind() == reflect.Struct {
+			if err := checkStrings(fv); err != nil {
+				return err
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if fv.Kind() != reflect.String {
+			continue
+		}
+		s := fv.String()
+		if len(s) > maxStringBytes {
+			return fixf("argument %s is %d bytes; at most %d are allowed: pass a shorter value", name, len(s), maxStringBytes)
+		}
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			return fixf("argument %s is not valid text; pass plain UTF-8 without NUL characters", name)
+		}
+	}
+	return nil
+}
+
+// pageLimit applies the default and bounds of list tools' limit.
+func pageLimit(limit *int) (int, error) {
+	if limit == nil {
+		return defaultPageSize, nil
+	}
+	if *limit < 1 || *limit > maxPageSize {
+		return 0, fixf("limit %d is out of range; pass 1 to %d (default %d), and page with next_cursor for more", *limit, maxPageSize, defaultPageSize)
+	}
+	return *limit, nil
+}
+
+// parseTime reads an RFC 3339 time, or a duration such as "24h" or "7d"
+// meaning that long before now.
+func parseTime(name, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := parseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fixf("argument %s %q is neither an RFC 3339 time (2025-01-31T09:00:00Z) nor an age such as 90m, 24h or 7d", name, shorten(s))
+}
+
+// parseDuration is time.ParseDuration plus whole days ("7d").
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("bad day count %q", days)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
+}
+
+func shorten(s string) string {
+	if len(s) <= 60 {
+		return s
+	}
+	cut := 60
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,281 @@
+package tools_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/tools"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var shared struct {
+	once sync.Once
+	s    *store.Store
+	err  error
+}
+
+// testStore returns a migrated store shared by the tests of this package;
+// tests keep apart by using queues of their own.
+func testStore(t testing.TB) *store.Store {
+	t.Helper()
+	url := pgtest.URL(t)
+	shared.once.Do(func() {
+		ctx := context.Background()
+		shared.s, shared.err = store.Open(ctx, url)
+		if shared.err == nil {
+			_, shared.err = shared.s.Migrate(ctx)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("open test store: %v", shared.err)
+	}
+	return shared.s
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func uniqueName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// newQueue creates a queue (and its DLQ) dropped after the test. Its DLQ's
+// ids start at a random large number, so that an id is found in this DLQ
+// only, even though other tests and packages share the database.
+func newQueue(t testing.TB, s *store.Store) string {
+	t.Helper()
+	name := uniqueName("tq")
+	restartDLQ(t, s, name, randomID())
+	return name
+}
+
+// newQueueAt is newQueue with the DLQ's ids starting at first.
+func newQueueAt(t testing.TB, s *store.Store, first int64) string {
+	t.Helper()
+	name := uniqueName("tq")
+	restartDLQ(t, s, name, first)
+	return name
+}
+
+func restartDLQ(t testing.TB, s *store.Store, name string, first int64) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := s.CreateQueue(ctx, name); err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`ALTER TABLE pgmq."q_%s_dlq" ALTER COLUMN msg_id RESTART WITH %d`, name, first)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomID() int64 {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1<<40))
+	return 1<<41 + n.Int64()
+}
+
+// dead sends messages to queue and dead-letters them at once with the
+// given reason and failure; it returns their ids in the DLQ.
+type deadSpec struct {
+	kind    string
+	reason  string
+	class   string
+	message string
+	trace   string
+	payload string // JSON; default {"n": i}
+	headers string // JSON object; default {"pgbus_kind": kind}
+}
+
+func deadLetter(t testing.TB, s *store.Store, queue string, n int, spec deadSpec) []int64 {
+	t.Helper()
+	ctx := testContext(t)
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		p := spec.payload
+		if p == "" {
+			p = fmt.Sprintf(`{"n": %d}`, i)
+		}
+		h := spec.headers
+		if h == "" {
+			h = fmt.Sprintf(`{"pgbus_kind": %q}`, spec.kind)
+		}
+		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(h)}
+	}
+	ids, err := s.SendBatch(ctx, queue, msgs)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	reason := spec.reason
+	if reason == "" {
+		reason = store.ReasonMaxRetriesExceeded
+	}
+	items := make([]store.DeadLetterItem, len(ids))
+	for i, id := range ids {
+		items[i] = store.DeadLetterItem{MsgID: id, Reason: reason, MaxRetries: 5, Failure: &store.Failure{
+			Attempt: 5, Kind: spec.kind, ErrorClass: spec.class, ErrorMessage: spec.message, Backtrace: spec.trace,
+		}}
+	}
+	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
+	if err != nil {
+		t.Fatalf("dead-letter: %v", err)
+	}
+	out := make([]int64, len(moved))
+	for i, m := range moved {
+		out[i] = m.DLQMsgID
+	}
+	return out
+}
+
+// env is an MCP server with pgbus's tools and a client connected to it in
+// process.
+type env struct {
+	st *store.Store
+	c  *client.Client
+}
+
+func newEnv(t testing.TB, d tools.Deps) *env {
+	t.Helper()
+	st := testStore(t)
+	if d.DLQ == nil {
+		d.DLQ = engine.NewDLQ(st)
+	}
+	if d.Admin == nil {
+		d.Admin = engine.NewAdmin(st)
+	}
+	// Output validation makes the server check every structured result
+	// against the tool's output schema, as strict clients do.
+	srv := server.NewMCPServer("pgbus", "test", server.WithToolCapabilities(false), server.WithOutputSchemaValidation())
+	tools.Register(srv, d)
+	c, err := client.NewInProcessClient(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1.0"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return &env{st: st, c: c}
+}
+
+// call calls a tool; a protocol error fails the test.
+func (e *env) call(t testing.TB, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := e.c.CallTool(testContext(t), mcpCall(name, args))
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	return res
+}
+
+// callOK calls a tool that must succeed and decodes its structured content
+// into out. It also checks that the text content is the same JSON.
+func callOK[Out any](t testing.TB, e *env, name string, args any) Out {
+	t.Helper()
+	res := e.call(t, name, args)
+	if res.IsError {
+		t.Fatalf("%s(%v): tool error: %s", name, args, resultText(res))
+	}
+	var out Out
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: structured content %s: %v", name, b, err)
+	}
+	var fromText, fromStructured any
+	if err := json.Unmarshal([]byte(resultText(res)), &fromText); err != nil {
+		t.Fatalf("%s: text content is not JSON: %v\n%s", name, err, resultText(res))
+	}
+	_ = json.Unmarshal(b, &fromStructured)
+	if !jsonEqual(fromText, fromStructured) {
+		t.Fatalf("%s: text content differs from structured content:\ntext: %s\nstructured: %s", name, resultText(res), b)
+	}
+	return out
+}
+
+// callErr calls a tool that must answer a tool error containing want.
+func (e *env) callErr(t testing.TB, name string, args any, want ...string) string {
+	t.Helper()
+	res := e.call(t, name, args)
+	text := resultText(res)
+	if !res.IsError {
+		t.Fatalf("%s(%v): want a tool error, got %s", name, args, text)
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Fatalf("%s(%v): error %q does not contain %q", name, args, text, w)
+		}
+	}
+	return text
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func count(t testing.TB, s *store.Store, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(testContext(t), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func live(t testing.TB, s *store.Store, queue string) int {
+	return count(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`"`)
+}
+
+func archived(t testing.TB, s *store.Store, queue string) int {
+	return count(t, s, `SELECT count(*) FROM pgmq."a_`+queue+`"`)
+}
+
+func mcpCall(name string, args any) mcp.CallToolRequest {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return req
+}
+
+func mcpListTools() mcp.ListToolsRequest { return mcp.ListToolsRequest{} }

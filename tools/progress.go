@@ -1,0 +1,36 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+type progressKey struct{}
+
+// withProgressToken keeps the call's progress token, if the client sent
+// one, for long operations to report progress against.
+func withProgressToken(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, progressKey{}, req.Params.Meta.ProgressToken)
+}
+
+// progressReporter returns a function that sends MCP progress notifications
+// for the call in ctx, or nil when the client asked for none.
+func progressReporter(ctx context.Context) func(done, total int) {
+	token := ctx.Value(progressKey{})
+	srv := server.ServerFromContext(ctx)
+	if token == nil || srv == nil {
+		return nil
+	}
+	return func(done, total int) {
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token,
+			"progress":      done,
+			"total":         total,
+		})
+	}
+}

@@ -1,0 +1,40 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// QueueStatsInput is the input of pgbus_queue_stats.
+type QueueStatsInput struct {
+	Queue string `json:"queue,omitempty" jsonschema_description:"Queue name (orders). Omit for every queue."`
+}
+
+// QueueStatsOutput is the output of pgbus_queue_stats.
+type QueueStatsOutput struct {
+	Queues []store.QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
+}
+
+const queueStatsDescription = `Statistics of one queue or of all: depth split into ready, in flight, waiting for a retry and scheduled; the age of the oldest ready message; DLQ depth; outcomes over the last hour (succeeded, failed, retried, dead-lettered, discarded); throughput; latency percentiles; whether it is paused; and its retry settings.
+
+Use it to see which queues are backed up or failing, and to list the queues there are. Next: pgbus_dlq_summary (queue) when dlq_depth or dead_lettered is not zero; pgbus_queue_messages (queue, state: retrying) to see messages that are failing but not dead yet; pgbus_workers when ready messages are not being taken.`
+
+// NewQueueStats returns the pgbus_queue_stats tool.
+func NewQueueStats(d Deps) server.ServerTool {
+	return server.ServerTool{
+		Tool: newTool("pgbus_queue_stats", queueStatsDescription, readAnnotations("Queue statistics"), QueueStatsInput{}, QueueStatsOutput{}),
+		Handler: handler(func(ctx context.Context, in QueueStatsInput) (QueueStatsOutput, error) {
+			var stats []store.QueueStats
+			var err error
+			if in.Queue == "" {
+				stats, err = retryVanished(func() ([]store.QueueStats, error) { return d.Admin.QueueStats(ctx, "") })
+			} else {
+				stats, err = d.Admin.QueueStats(ctx, in.Queue)
+			}
+			return QueueStatsOutput{Queues: stats}, err
+		}),
+	}
+}

@@ -1,0 +1,158 @@
+package tools_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/tools"
+)
+
+func TestHealthAndQueueStats(t *testing.T) {
+	e := newEnv(t, tools.Deps{})
+	q := newQueue(t, e.st)
+	deadLetter(t, e.st, q, 2, deadSpec{kind: "email", class: "SMTPError", message: "421 try later"})
+
+	h := callOK[tools.HealthOutput](t, e, "pgbus_health", map[string]any{})
+	if !slices.Contains([]string{engine.HealthOK, engine.HealthDegraded, engine.HealthStalled}, h.Status) {
+		t.Errorf("health status %q", h.Status)
+	}
+	if h.DeadMessages < 2 || h.Queues < 1 {
+		t.Errorf("health counts no dead messages or queues: %+v", h)
+	}
+
+	stats := callOK[tools.QueueStatsOutput](t, e, "pgbus_queue_stats", map[string]any{"queue": q})
+	if len(stats.Queues) != 1 || stats.Queues[0].Queue != q || stats.Queues[0].DLQDepth != 2 || stats.Queues[0].DLQ != q+"_dlq" {
+		t.Fatalf("queue stats: %+v", stats)
+	}
+	all := callOK[tools.QueueStatsOutput](t, e, "pgbus_queue_stats", nil)
+	if !slices.ContainsFunc(all.Queues, func(s store.QueueStats) bool { return s.Queue == q }) {
+		t.Errorf("stats of all queues miss %s", q)
+	}
+	e.callErr(t, "pgbus_queue_stats", map[string]any{"queue": "no_such_queue_here"}, "no_such_queue_here", "does not exist")
+}
+
+func TestDLQSummaryListShow(t *testing.T) {
+	e := newEnv(t, tools.Deps{})
+	q := newQueue(t, e.st)
+	a := deadLetter(t, e.st, q, 3, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503 from upstream", trace: "main.go:1\nmain.go:2"})
+	b := deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input: amount missing"})
+
+	sum := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
+	if sum.Total != 5 || len(sum.Groups) != 2 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	g := sum.Groups[0]
+	if g.Count != 3 || g.Kind != "webhook" || g.ErrorClass != "HTTPError" || g.DLQ != q+"_dlq" || g.SourceQueue != q || len(g.SampleMsgIDs) != 3 {
+		t.Errorf("largest group: %+v", g)
+	}
+	if sum.Groups[1].Count != 2 || !slices.Equal(sum.Groups[1].Reasons, []string{store.ReasonNonRetryable}) {
+		t.Errorf("second group: %+v", sum.Groups[1])
+	}
+	only := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q, "text": "AMOUNT"})
+	if only.Total != 2 || only.Groups[0].Kind != "charge" {
+		t.Errorf("summary by text: %+v", only)
+	}
+
+	// Pages of 2, newest first, with an age filter that must mean the same
+	// instant on every page.
+	var seen []int64
+	cursor := ""
+	for page := 0; ; page++ {
+		args := map[string]any{"queue": q, "since": "1h", "limit": 2}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		out := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", args)
+		for _, it := range out.Items {
+			seen = append(seen, it.MsgID)
+			if it.DLQ != q+"_dlq" || it.SourceQueue != q || it.ErrorClass == "" {
+				t.Errorf("list item: %+v", it)
+			}
+		}
+		if out.NextCursor == "" {
+			break
+		}
+		if page > 5 {
+			t.Fatal("list does not end")
+		}
+		cursor = out.NextCursor
+	}
+	want := append(slices.Clone(a), b...)
+	slices.Reverse(want)
+	if !slices.Equal(seen, want) {
+		t.Errorf("listed %v, want newest first %v", seen, want)
+	}
+	def := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "kind": "charge"})
+	if len(def.Items) != 2 || def.NextCursor != "" {
+		t.Errorf("list by kind: %+v", def)
+	}
+
+	// Show without queue: the id is in this DLQ only.
+	show := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"msg_id": a[0]})
+	if show.DLQ != q+"_dlq" || show.Queue != q || show.MsgID != a[0] || show.Kind != "webhook" {
+		t.Fatalf("show: %+v", show)
+	}
+	if show.DeadLetter == nil || show.DeadLetter.ErrorClass != "HTTPError" || show.DeadLetter.Reason != store.ReasonMaxRetriesExceeded || show.DeadLetter.Backtrace == "" {
+		t.Errorf("show block: %+v", show.DeadLetter)
+	}
+	if len(show.History) != 1 || show.History[0].ErrorMessage != "http 503 from upstream" {
+		t.Errorf("show history: %+v", show.History)
+	}
+	if show.PayloadShown || show.Payload != nil || show.PayloadBytes == 0 || !hasNote(show.Notes, "--allow-payloads") {
+		t.Errorf("payload should be hidden with a note: %+v", show)
+	}
+	if strings.Contains(string(show.Headers), store.HeaderDeadLetter) || !strings.Contains(string(show.Headers), "webhook") {
+		t.Errorf("headers should hold pgbus_kind and not the block: %s", show.Headers)
+	}
+	withQueue := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"queue": q, "msg_id": b[1]})
+	if withQueue.Kind != "charge" {
+		t.Errorf("show with queue: %+v", withQueue)
+	}
+}
+
+func TestQueueMessagesAndWorkers(t *testing.T) {
+	e := newEnv(t, tools.Deps{})
+	q := newQueue(t, e.st)
+	ctx := testContext(t)
+	for i := range 3 {
+		if _, err := e.st.Send(ctx, q, store.NewMessage{Payload: []byte(fmt.Sprintf(`{"i": %d, "token": "t%d"}`, i, i)), Headers: []byte(`{"pgbus_kind": "sync"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "limit": 2})
+	if len(out.Items) != 2 || out.NextCursor == "" {
+		t.Fatalf("first page: %+v", out)
+	}
+	for _, it := range out.Items {
+		if it.State != store.StateWaiting || it.Kind != "sync" || it.PayloadShown || it.Payload != nil || it.History == nil {
+			t.Errorf("item: %+v", it)
+		}
+	}
+	next := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "cursor": out.NextCursor})
+	if len(next.Items) != 1 || next.NextCursor != "" {
+		t.Errorf("second page: %+v", next)
+	}
+	none := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
+	if len(none.Items) != 0 {
+		t.Errorf("retrying: %+v", none)
+	}
+
+	id := uniqueName("worker")
+	if err := e.st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "host", PID: 42, Queues: []string{q}, Concurrency: 3}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.st.StopWorker(ctx, id) })
+	ws := callOK[tools.WorkersOutput](t, e, "pgbus_workers", nil)
+	i := slices.IndexFunc(ws.Workers, func(w engine.WorkerStatus) bool { return w.ID == id })
+	if i < 0 || ws.Workers[i].Status != engine.WorkerRunning || ws.Workers[i].PID != 42 || ws.Running < 1 {
+		t.Fatalf("workers: %+v", ws)
+	}
+}
+
+func hasNote(notes []string, want string) bool {
+	return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, want) })
+}

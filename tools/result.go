@@ -1,0 +1,107 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// handler turns a typed function into an MCP tool handler: it decodes the
+// arguments strictly, runs fn, and answers either the output as structured
+// content plus its JSON text, or a tool error (isError) whose text says
+// what to do. It never answers a protocol error, so a bad call leaves the
+// session serving.
+func handler[In, Out any](fn func(ctx context.Context, in In) (Out, error)) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in In
+		if err := decodeArgs(req, &in); err != nil {
+			return errorResult(err), nil
+		}
+		out, err := fn(withProgressToken(ctx, req), in)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		return structuredResult(&out), nil
+	}
+}
+
+// structuredResult answers out (a pointer) as structured content with a
+// JSON copy in the text content, for clients that read only text.
+func structuredResult(out any) *mcp.CallToolResult {
+	fillNil(reflect.ValueOf(out))
+	text, err := json.Marshal(out)
+	if err != nil {
+		return errorResult(err)
+	}
+	return mcp.NewToolResultStructured(out, string(text))
+}
+
+// errorResult answers err as a tool error. Errors the caller can fix (bad
+// arguments, unknown queues or messages) pass their message, which says
+// what to do; other errors say the server could not finish.
+func errorResult(err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(errorText(err))
+}
+
+func errorText(err error) string {
+	var ce *callError
+	switch {
+	case errors.As(err, &ce):
+		return ce.msg
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
+		return toolVocabulary(err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the call was cancelled or timed out before it finished; a write may have been partly done: check with pgbus_dlq_list or pgbus_queue_stats before trying again"
+	}
+	return "pgbus could not complete the call: " + err.Error() + ". This is a server-side problem (is the database reachable?), not a problem with the arguments: check pgbus_health and try again later"
+}
+
+// toolVocabulary rewrites the CLI commands the engine's messages suggest
+// into the tools that do the same.
+var toolVocabulary = strings.NewReplacer(
+	"see pgbus dlq list --queue ", "see pgbus_dlq_list with queue ",
+	"see pgbus dlq list", "see pgbus_dlq_list",
+	"see pgbus queues", "see pgbus_queue_stats",
+).Replace
+
+// fillNil replaces nil slices and maps reachable from v with empty ones, so
+// that the JSON has [] and {} where the output schema says array and object,
+// never null. json.RawMessage is left alone: its schema accepts null.
+func fillNil(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			fillNil(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillNil(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawMessageType {
+			return
+		}
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := range v.Len() {
+			fillNil(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() && v.CanSet() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+	}
+}

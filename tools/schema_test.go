@@ -1,0 +1,156 @@
+package tools_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pgbus/pgbus/tools"
+)
+
+var update = flag.Bool("update", false, "rewrite tools/testdata/tools.golden.json from the current tools")
+
+const goldenFile = "testdata/tools.golden.json"
+
+// snapshot is what clients see of every tool, in the read-only and the full
+// sets.
+func snapshot(t *testing.T) []byte {
+	t.Helper()
+	set := func(readOnly bool) []json.RawMessage {
+		var out []json.RawMessage
+		for _, st := range tools.All(tools.Deps{ReadOnly: readOnly}) {
+			b, err := json.Marshal(st.Tool)
+			if err != nil {
+				t.Fatalf("marshal %s: %v", st.Tool.Name, err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	b, err := json.MarshalIndent(map[string]any{"read_only": set(true), "full": set(false)}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// TestGolden compares every tool's name, title, description, annotations
+// and schemas with the snapshot in testdata. After an intended change, run
+// go test ./tools -run TestGolden -update and review the diff.
+func TestGolden(t *testing.T) {
+	got := snapshot(t)
+	path := filepath.FromSlash(goldenFile)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v; create it with: go test ./tools -run TestGolden -update", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the tools differ from %s (first difference at line %d):\n%s\nIf the change is intended, run: go test ./tools -run TestGolden -update, and review the diff",
+			path, firstDiffLine(got, want), diffContext(got, want))
+	}
+}
+
+func firstDiffLine(a, b []byte) int {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return i + 1
+		}
+	}
+	return min(len(al), len(bl)) + 1
+}
+
+func diffContext(got, want []byte) string {
+	n := firstDiffLine(got, want)
+	pick := func(b []byte) string {
+		lines := strings.Split(string(b), "\n")
+		lo, hi := max(n-4, 0), min(n+3, len(lines))
+		return strings.Join(lines[lo:hi], "\n")
+	}
+	return "--- want\n" + pick(want) + "\n+++ got\n" + pick(got)
+}
+
+// TestSchemas checks what clients rely on: every schema compiles, is one
+// inline object (no $ref or $defs), inputs reject unknown properties, and
+// every tool is annotated in full.
+func TestSchemas(t *testing.T) {
+	all := tools.All(tools.Deps{})
+	readOnly := tools.All(tools.Deps{ReadOnly: true})
+	if len(all) != 15 || len(readOnly) != 9 {
+		t.Fatalf("want 15 tools, 9 of them read-only; got %d and %d", len(all), len(readOnly))
+	}
+	for _, st := range all {
+		tool := st.Tool
+		t.Run(tool.Name, func(t *testing.T) {
+			if !strings.HasPrefix(tool.Name, "pgbus_") || tool.Description == "" || tool.Title == "" {
+				t.Errorf("name, title and description: %q %q %q", tool.Name, tool.Title, tool.Description)
+			}
+			if !strings.Contains(tool.Description, "pgbus_") {
+				t.Errorf("description does not say which tool to call next")
+			}
+			a := tool.Annotations
+			if a.Title == "" || a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil {
+				t.Errorf("annotations are not all explicit: %+v", a)
+			}
+			if *a.OpenWorldHint {
+				t.Errorf("openWorldHint is true")
+			}
+			for kind, raw := range map[string]json.RawMessage{"input": tool.RawInputSchema, "output": tool.RawOutputSchema} {
+				s := string(raw)
+				if strings.Contains(s, "$ref") || strings.Contains(s, "$defs") || strings.Contains(s, "$schema") || strings.Contains(s, "$id") {
+					t.Errorf("%s schema is not one inline object: %s", kind, s)
+				}
+				var top map[string]any
+				if err := json.Unmarshal(raw, &top); err != nil {
+					t.Fatalf("%s schema: %v", kind, err)
+				}
+				if top["type"] != "object" {
+					t.Errorf("%s schema type is %v, not object", kind, top["type"])
+				}
+				if kind == "input" && top["additionalProperties"] != false {
+					t.Errorf("input schema allows additional properties")
+				}
+				compileSchema(t, tool.Name+" "+kind, raw)
+			}
+		})
+	}
+	for _, st := range readOnly {
+		if !*st.Tool.Annotations.ReadOnlyHint {
+			t.Errorf("%s is in the read-only set but is not read-only", st.Tool.Name)
+		}
+	}
+}
+
+func compileSchema(t testing.TB, name string, raw json.RawMessage) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s schema: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem://" + strings.ReplaceAll(name, " ", "/")
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatalf("%s schema: %v", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s schema does not compile: %v", name, err)
+	}
+	return s
+}
