@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/internal/bench"
+)
+
+func (a *app) benchCommand() *cobra.Command {
+	var opts bench.Options
+	var workloads string
+	var runs int
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure throughput and latency of the engine on this database",
+		Long: `Run engine workloads, each on a fresh queue that is dropped afterwards, and
+print one JSON line per run on stdout plus a summary on stderr.
+
+  drain   N jobs sent up front, worked by W workers with a no-op handler
+  retry   every job fails its first attempt and succeeds on its second (zero backoff)
+  dead    every job fails every attempt, max_retries 3, zero backoff, until all are dead
+  steady  producers send at --rate for --duration while workers drain; reports
+          enqueue-to-start latency p50/p95/p99 and whether the backlog stayed bounded`,
+		Example: `  pgbus bench
+  pgbus bench --workload drain --runs 3
+  pgbus bench --workload steady --rate 5000 --duration 30s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			names := strings.Split(workloads, ",")
+			for _, w := range names {
+				if !slices.Contains(bench.Workloads, w) {
+					return usageError{fmt.Errorf("--workload %q: use a comma list of %s", w, strings.Join(bench.Workloads, ", "))}
+				}
+			}
+			if runs < 1 || runs > 100 {
+				return usageError{fmt.Errorf("--runs %d: use 1 to 100", runs)}
+			}
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			opts.Logger = a.log
+			for _, w := range names {
+				var speeds []float64
+				for range runs {
+					opts.Workload = w
+					res, err := bench.Run(cmd.Context(), db.Store, opts)
+					if err != nil {
+						return err
+					}
+					line, _ := json.Marshal(res)
+					fmt.Fprintln(a.stdout, string(line))
+					speeds = append(speeds, res.JobsPerSecond)
+				}
+				slices.Sort(speeds)
+				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %d workers)\n",
+					w, speeds[len(speeds)/2], runs, opts.Jobs, opts.Workers)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workloads, "workload", "drain,retry,dead", "workloads to run, comma separated: drain, retry, dead, steady")
+	f.IntVar(&opts.Jobs, "jobs", 20_000, "jobs per run (drain, retry, dead)")
+	f.IntVar(&opts.Workers, "workers", 100, "worker concurrency")
+	f.IntVar(&opts.Rate, "rate", 2000, "steady: jobs sent per second")
+	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "steady: how long producers send")
+	f.IntVar(&runs, "runs", 1, "runs of each workload; the summary reports the median")
+	return cmd
+}
