@@ -109,15 +109,53 @@ func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 		if got == n {
 			break
 		}
-		msgs, err := w.c.store.Read(ctx, queue, vt, n-got)
+		read, err := w.readQueue(ctx, queue, vt, n-got)
 		if err != nil {
 			return got, err
 		}
-		got += len(msgs)
-		w.hold(queue, msgs)
-		w.dispatch(queue, msgs)
+		got += read
 	}
 	return got, nil
+}
+
+// readQueue reads one physical queue. Messages that must not run (past
+// their retries or deadline, or of a kind nobody handles) are dead-lettered
+// in the read's own transaction, so a crash cannot count a read without
+// routing it; the others start as jobs.
+func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Duration, n int) (int, error) {
+	var routed []result
+	var runnable []delivery
+	msgs, err := w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, func(msgs []store.Message) []store.DeadLetterItem {
+		now := time.Now()
+		routed, runnable = routed[:0], runnable[:0]
+		var items []store.DeadLetterItem
+		for _, m := range msgs {
+			d := w.prepare(queue, m, now)
+			res, ok := w.routeWithoutRunning(d)
+			if !ok {
+				runnable = append(runnable, d)
+				continue
+			}
+			routed = append(routed, res)
+			items = append(items, store.DeadLetterItem{MsgID: res.msgID, Reason: res.reason, MaxRetries: res.maxRetries, Failure: res.failure})
+		}
+		return items
+	})
+	if err != nil {
+		return 0, err
+	}
+	w.record(routed)
+	w.release(len(routed))
+	w.start(queue, runnable)
+	return len(msgs), nil
+}
+
+func (w *queueWorker) start(queue string, runnable []delivery) {
+	for _, d := range runnable {
+		w.hold(queue, d.m.ID)
+		w.jobs.Add(1)
+		go w.process(d)
+	}
 }
 
 // acquire takes at least one slot (waiting for it) and then every free one
@@ -166,12 +204,10 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *queueWorker) hold(queue string, msgs []store.Message) {
+func (w *queueWorker) hold(queue string, id int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, m := range msgs {
-		w.held[msgKey{queue, m.ID}] = struct{}{}
-	}
+	w.held[msgKey{queue, id}] = struct{}{}
 }
 
 func (w *queueWorker) unhold(keys []msgKey) {
@@ -238,32 +274,6 @@ func (w *queueWorker) prepare(queue string, m store.Message, now time.Time) deli
 		d.deadline = m.EnqueuedAt.Add(settings.Deadline)
 	}
 	return d
-}
-
-// dispatch settles at once the messages that must not run (past their
-// retries or deadline, or of a kind nobody handles) and starts a job for
-// each of the others. The former are written before any job starts, so a
-// batch mate that crashes the process cannot make them count more reads.
-func (w *queueWorker) dispatch(queue string, msgs []store.Message) {
-	now := time.Now()
-	var routed []result
-	runnable := make([]delivery, 0, len(msgs))
-	for _, m := range msgs {
-		d := w.prepare(queue, m, now)
-		if res, ok := w.routeWithoutRunning(d); ok {
-			routed = append(routed, res)
-			<-w.slots
-			continue
-		}
-		runnable = append(runnable, d)
-	}
-	if len(routed) > 0 {
-		w.writeBatch(routed)
-	}
-	for _, d := range runnable {
-		w.jobs.Add(1)
-		go w.process(d)
-	}
 }
 
 func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {

@@ -49,11 +49,15 @@ type DeadLettered struct {
 // worker may have finished them. source is SourceWorker or SourceConsumer.
 // The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
+	return deadLetterWith(ctx, s.pool, queue, dlq, source, items)
+}
+
+func deadLetterWith(ctx context.Context, db querier, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
 	args, err := deadLetterArgs(queue, dlq, source, items)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, deadLetterSQL(queue, dlq), args...)
+	rows, err := db.Query(ctx, deadLetterSQL(queue, dlq), args...)
 	if err != nil {
 		return nil, deadLetterErr(err, queue, dlq)
 	}

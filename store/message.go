@@ -241,19 +241,61 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 // and counting the read. Messages locked by another reader are skipped, so
 // concurrent readers never receive the same message while its vt runs.
 func (s *Store) Read(ctx context.Context, queue string, vt time.Duration, qty int) ([]Message, error) {
-	if err := ValidatePhysicalName(queue); err != nil {
-		return nil, err
-	}
-	if err := validateDuration("read from "+queue+": visibility timeout", vt, time.Millisecond, MaxVisibilityTimeout); err != nil {
-		return nil, err
-	}
-	if qty < 1 || qty > MaxBatch {
-		return nil, invalidf("read from %q: quantity must be 1 to %d, not %d", queue, MaxBatch, qty)
-	}
-	info, err := s.tableInfo(ctx, queue)
+	info, err := s.checkRead(ctx, queue, vt, qty)
 	if err != nil {
 		return nil, err
 	}
+	return s.readWith(ctx, s.pool, queue, vt, qty, info)
+}
+
+// ReadRouting reads like Read and, in the same transaction, dead-letters
+// into dlq the messages route picks (those past their retries, say). A
+// crash cannot then commit a read whose routing was lost, which would let
+// the message be read once more and die with one attempt too many. It
+// returns every message read, routed ones included.
+func (s *Store) ReadRouting(ctx context.Context, queue string, vt time.Duration, qty int, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
+	info, err := s.checkRead(ctx, queue, vt, qty)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []Message
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if msgs, err = s.readWith(ctx, tx, queue, vt, qty, info); err != nil {
+			return err
+		}
+		items := route(msgs)
+		if len(items) == 0 {
+			return nil
+		}
+		_, err = deadLetterWith(ctx, tx, queue, dlq, SourceWorker, items)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+func (s *Store) checkRead(ctx context.Context, queue string, vt time.Duration, qty int) (tableInfo, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return tableInfo{}, err
+	}
+	if err := validateDuration("read from "+queue+": visibility timeout", vt, time.Millisecond, MaxVisibilityTimeout); err != nil {
+		return tableInfo{}, err
+	}
+	if qty < 1 || qty > MaxBatch {
+		return tableInfo{}, invalidf("read from %q: quantity must be 1 to %d, not %d", queue, MaxBatch, qty)
+	}
+	return s.tableInfo(ctx, queue)
+}
+
+// querier is what a pool and a transaction share.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func (s *Store) readWith(ctx context.Context, db querier, queue string, vt time.Duration, qty int, info tableInfo) ([]Message, error) {
 	setLastRead, lastRead := "", "NULL::timestamptz"
 	if info.queueHasLastReadAt {
 		setLastRead, lastRead = "last_read_at = clock_timestamp(), ", "m.last_read_at"
@@ -270,7 +312,7 @@ func (s *Store) Read(ctx context.Context, queue string, vt time.Duration, qty in
 		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1
 		FROM c WHERE m.msg_id = c.msg_id
 		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt`
-	rows, err := s.pool.Query(ctx, sql, qty, vt.Microseconds())
+	rows, err := db.Query(ctx, sql, qty, vt.Microseconds())
 	if err != nil {
 		return nil, queueErr(err, "read from", queue)
 	}
