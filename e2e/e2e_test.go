@@ -1,0 +1,149 @@
+// Package e2e runs pgbus end to end with real clients: the official MCP
+// TypeScript SDK (agent.test.mjs, under Node.js's test runner) against the
+// built binary over stdio.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pgbus-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "pgbus")
+	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/pgbus/pgbus")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pgbus:", err)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// The TypeScript SDK's client drives pgbus serve over stdio. npm installs
+// the SDK from package-lock.json when node_modules lacks it; if that fails,
+// the test fails with npm's output.
+func TestTypeScriptSDKAgent(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: this test needs Node.js 20 or later and npm (%v)", tool, err)
+		}
+	}
+	installSDK(t)
+
+	url := pgtest.NewDatabase(t)
+	queue := "billing"
+	ids := seed(t, url, queue)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=tap", "agent.test.mjs")
+	cmd.Env = append(os.Environ(),
+		"PGBUS_BINARY="+binary,
+		"PGBUS_E2E_DATABASE_URL="+url,
+		"PGBUS_E2E_QUEUE="+queue,
+		"PGBUS_E2E_IDS="+joinIDs(ids),
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	report := out.String()
+	if err != nil {
+		t.Fatalf("node --test agent.test.mjs failed (%v):\n%s", err, report)
+	}
+	pass := regexp.MustCompile(`(?m)^# pass (\d+)$`).FindStringSubmatch(report)
+	fail := regexp.MustCompile(`(?m)^# fail (\d+)$`).FindStringSubmatch(report)
+	if pass == nil || fail == nil || fail[1] != "0" {
+		t.Fatalf("node's test report has no clean pass/fail count:\n%s", report)
+	}
+	if n, _ := strconv.Atoi(pass[1]); n < 6 {
+		t.Fatalf("only %d node tests passed, want 6:\n%s", n, report)
+	}
+	t.Logf("node --test: %s tests passed", pass[1])
+}
+
+// installSDK runs npm ci when the SDK is not installed yet.
+func installSDK(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("npm ci could not install the MCP TypeScript SDK (%v); this test needs it and the npm registry:\n%s", err, out.String())
+	}
+}
+
+// seed dead-letters three messages of queue, the first with a secret in
+// its payload, and returns their DLQ ids, oldest first.
+func seed(t *testing.T, url, queue string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []store.NewMessage
+	for i, p := range []string{`{"invoice":1,"card":{"password":"hunter2"}}`, `{"invoice":2}`, `{"invoice":3}`} {
+		msgs = append(msgs, store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(fmt.Sprintf(`{"pgbus_kind":"charge","n":%d}`, i))})
+	}
+	sent, err := s.SendBatch(ctx, queue, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]store.DeadLetterItem, len(sent))
+	for i, id := range sent {
+		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5,
+			Failure: &store.Failure{Attempt: 1, Kind: "charge", ErrorClass: "CardDeclined", ErrorMessage: "card declined: insufficient funds", Backtrace: "billing.charge\n\tbilling.go:42"}}
+	}
+	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
+	if err != nil || len(moved) != len(sent) {
+		t.Fatalf("dead-letter: %v %v", moved, err)
+	}
+	out := make([]int64, len(moved))
+	for i, m := range moved {
+		out[i] = m.DLQMsgID
+	}
+	return out
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ",")
+}

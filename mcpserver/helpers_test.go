@@ -1,0 +1,241 @@
+package mcpserver_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/tools"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var shared struct {
+	once sync.Once
+	s    *store.Store
+	err  error
+}
+
+// testStore is a migrated store on the shared test database; tests use
+// queue names of their own.
+func testStore(t testing.TB) *store.Store {
+	t.Helper()
+	url := pgtest.URL(t)
+	shared.once.Do(func() {
+		ctx := context.Background()
+		shared.s, shared.err = store.Open(ctx, url)
+		if shared.err == nil {
+			_, shared.err = shared.s.Migrate(ctx)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("open test store: %v", shared.err)
+	}
+	return shared.s
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newQueue(t testing.TB, s *store.Store) string {
+	t.Helper()
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	name := "mq_" + hex.EncodeToString(b)
+	if err := s.CreateQueue(testContext(t), name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	return name
+}
+
+// deadLetter sends payloads to queue and dead-letters them with a failure;
+// it returns their ids in the DLQ, in order.
+func deadLetter(t testing.TB, s *store.Store, queue string, payloads ...string) []int64 {
+	t.Helper()
+	ctx := testContext(t)
+	msgs := make([]store.NewMessage, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(`{"pgbus_kind":"charge","authorization":"Bearer abc"}`)}
+	}
+	ids, err := s.SendBatch(ctx, queue, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]store.DeadLetterItem, len(ids))
+	for i, id := range ids {
+		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5,
+			Failure: &store.Failure{Attempt: 5, Kind: "charge", ErrorClass: "Timeout", ErrorMessage: fmt.Sprintf("downstream timed out on message %d", i), Backtrace: "main.charge\n\tcharge.go:10"}}
+	}
+	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
+	if err != nil || len(moved) != len(ids) {
+		t.Fatalf("dead-letter: %v %v", moved, err)
+	}
+	byID := map[int64]int64{}
+	for _, m := range moved {
+		byID[m.SourceMsgID] = m.DLQMsgID
+	}
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out
+}
+
+func deps(s *store.Store) tools.Deps {
+	return tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)}
+}
+
+// serveHTTP runs the MCP server of d on a real listener on 127.0.0.1:0 and
+// returns its base URL (http://127.0.0.1:port). The server is shut down
+// when the test ends, and must stop in time.
+func serveHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) string {
+	t.Helper()
+	base, stop := startHTTP(t, d, cfg)
+	t.Cleanup(func() { stop() })
+	return base
+}
+
+// startHTTP is serveHTTP with the stop left to the caller: stop ends the
+// server and waits for Serve to return, at most 15s.
+func startHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) (base string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = ln.Addr().String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	s := mcpserver.New(d, mcpserver.Options{})
+	go func() { done <- mcpserver.Serve(ctx, s, ln, cfg) }()
+	var once sync.Once
+	return "http://" + ln.Addr().String(), func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Errorf("the HTTP server did not shut down within 15s")
+			}
+		})
+	}
+}
+
+// connect starts and initializes c, closing it when the test ends.
+func connect(t testing.TB, c *client.Client) *mcp.InitializeResult {
+	t.Helper()
+	ctx := testContext(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return res
+}
+
+func callTool(t testing.TB, c *client.Client, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(testContext(t), req)
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+// structured decodes a successful tool result's structured content, and
+// checks the text copy is the same JSON.
+func structured(t testing.TB, res *mcp.CallToolResult, into any) {
+	t.Helper()
+	if res.IsError {
+		t.Fatalf("tool error: %s", resultText(res))
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	var fromText any
+	if err := json.Unmarshal([]byte(resultText(res)), &fromText); err != nil {
+		t.Fatalf("text content is not JSON: %v", err)
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolNames(t testing.TB, c *client.Client) map[string]mcp.Tool {
+	t.Helper()
+	res, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	out := map[string]mcp.Tool{}
+	for _, tool := range res.Tools {
+		out[tool.Name] = tool
+	}
+	return out
+}
+
+func paused(t testing.TB, s *store.Store, queue string) bool {
+	t.Helper()
+	st, err := s.QueueSettingsOf(testContext(t), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Paused
+}
+
+// inDLQ reports whether message id is still in queue's DLQ.
+func inDLQ(t testing.TB, s *store.Store, queue string, id int64) bool {
+	t.Helper()
+	_, err := s.ShowDead(testContext(t), queue, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}

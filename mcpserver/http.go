@@ -1,0 +1,248 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Transports of pgbus serve.
+const (
+	// TransportStdio is newline-delimited JSON-RPC on stdin and stdout.
+	TransportStdio = "stdio"
+	// TransportHTTP is Streamable HTTP at PathMCP.
+	TransportHTTP = "http"
+	// TransportSSE is the legacy HTTP+SSE transport: a GET on PathSSE opens
+	// the event stream, and messages are POSTed to PathMessage.
+	TransportSSE = "sse"
+)
+
+// Endpoints of the HTTP transports.
+const (
+	PathMCP     = "/mcp"
+	PathSSE     = "/sse"
+	PathMessage = "/message"
+)
+
+// Defaults of HTTPConfig.
+const (
+	// DefaultAddr binds to loopback only: nothing off this machine can
+	// connect unless the operator chooses another address.
+	DefaultAddr = "127.0.0.1:8080"
+	// DefaultMaxBodyBytes bounds one HTTP request body.
+	DefaultMaxBodyBytes = 4 << 20
+	// shutdownTimeout bounds the graceful part of a shutdown: requests
+	// still running after it are cut.
+	shutdownTimeout = 10 * time.Second
+)
+
+// HTTPConfig configures the HTTP transports.
+type HTTPConfig struct {
+	// Transport is TransportHTTP or TransportSSE.
+	Transport string
+	// Addr is the host:port to listen on; DefaultAddr when empty.
+	Addr string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
+	// to call the server; "*" allows any. Loopback origins
+	// (http://localhost:*, http://127.0.0.1:*, http://[::1]:*) are allowed
+	// too when Addr is a loopback address. Requests without an Origin
+	// header (every non-browser client) are not affected.
+	AllowedOrigins []string
+	// AllowedHosts are extra Host header values accepted, as host (any
+	// port) or host:port: the name a reverse proxy or remote client uses.
+	AllowedHosts []string
+	// AuthToken, when set, must come with every request as
+	// "Authorization: Bearer <token>". Required when Addr is not loopback.
+	AuthToken string
+	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when zero.
+	MaxBodyBytes int64
+	// Logger receives refused requests and transport errors.
+	Logger *slog.Logger
+	// Ready, when set, is called once the server listens, with the address
+	// it listens on (useful with port 0).
+	Ready func(addr net.Addr)
+}
+
+func (c HTTPConfig) withDefaults() HTTPConfig {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Check validates the configuration before anything starts: a known
+// transport, an address of the form host:port, and a bearer token whenever
+// the address is not loopback.
+func (c HTTPConfig) Check() error {
+	c = c.withDefaults()
+	if c.Transport != TransportHTTP && c.Transport != TransportSSE {
+		return fmt.Errorf("transport %q is not an HTTP transport: use %s or %s", c.Transport, TransportHTTP, TransportSSE)
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q is not host:port (for example %s): %v", c.Addr, DefaultAddr, err)
+	}
+	if !IsLoopbackHost(host) && c.AuthToken == "" {
+		where := host
+		if where == "" {
+			where = "every interface"
+		}
+		return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token or set PGBUS_MCP_TOKEN (for example to the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
+	}
+	for _, o := range c.AllowedOrigins {
+		if o != "*" && normalizeOrigin(o) == "" {
+			return fmt.Errorf("--allowed-origins: %q is not an origin; give scheme://host[:port], for example https://app.example.com, or *", o)
+		}
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host (a name or IP, without port) is
+// "localhost" or a loopback address.
+func IsLoopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Handler returns the HTTP handler of cfg.Transport for s, behind the
+// security checks of a server listening on listenAddr, and a function that
+// ends the transport's open sessions and streams (call it before shutting
+// the http.Server down, so that it need not wait for them).
+func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Handler, func(context.Context), error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Check(); err != nil {
+		return nil, nil, err
+	}
+	sec, err := NewSecurity(cfg, listenAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	var closeSessions func(context.Context)
+	switch cfg.Transport {
+	case TransportHTTP:
+		opts := []server.StreamableHTTPOption{
+			server.WithEndpointPath(PathMCP),
+			server.WithStreamableHTTPLogger(cfg.Logger),
+			server.WithSessionIdleTTL(time.Hour),
+		}
+		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
+			opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
+		}
+		h := server.NewStreamableHTTPServer(s, opts...)
+		mux.Handle(PathMCP, h)
+		closeSessions = func(ctx context.Context) { _ = h.Shutdown(ctx) }
+	case TransportSSE:
+		opts := []server.SSEOption{
+			server.WithSSEEndpoint(PathSSE),
+			server.WithMessageEndpoint(PathMessage),
+			server.WithKeepAliveInterval(30 * time.Second),
+		}
+		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
+			opts = append(opts, server.WithSSECORS(server.WithCORSAllowedOrigins(cors...)))
+		}
+		h := server.NewSSEServer(s, opts...)
+		mux.Handle(PathSSE, h)
+		mux.Handle(PathMessage, h)
+		closeSessions = func(context.Context) { h.CloseSessions() }
+	}
+	endpoint := PathMCP
+	if cfg.Transport == TransportSSE {
+		endpoint = PathSSE
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("pgbus MCP server: no endpoint %s here; connect your MCP client to %s", r.URL.Path, endpoint), http.StatusNotFound)
+	})
+	return sec.Wrap(mux), closeSessions, nil
+}
+
+// corsOrigins are the origins mcp-go answers CORS preflights for: the
+// configured ones (the loopback defaults have no fixed port to list).
+func corsOrigins(allowed []string) []string {
+	out := make([]string, 0, len(allowed))
+	for _, o := range allowed {
+		if o == "*" {
+			out = append(out, o)
+		} else if n := normalizeOrigin(o); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ServeHTTP listens on cfg.Addr and serves s over cfg.Transport until ctx
+// is done, then shuts down gracefully: open sessions and streams are
+// closed, running requests get a few seconds to finish.
+func ServeHTTP(ctx context.Context, s *server.MCPServer, cfg HTTPConfig) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; choose another --addr or stop what uses it", cfg.Addr, err)
+	}
+	return Serve(ctx, s, ln, cfg)
+}
+
+// Serve is ServeHTTP on a listener the caller opened. It closes ln.
+func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPConfig) error {
+	cfg = cfg.withDefaults()
+	handler, closeSessions, err := Handler(s, cfg, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler: handler,
+		// Long-lived event streams rule out ReadTimeout and WriteTimeout;
+		// the security middleware bounds the time to read a body instead.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		closeSessions(context.Background())
+		return fmt.Errorf("serve MCP over HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	closeSessions(shutdownCtx)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shut down the MCP HTTP server: %w", err)
+		}
+		cfg.Logger.Warn("MCP HTTP server: requests still running after the shutdown timeout were cut", "timeout", shutdownTimeout)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

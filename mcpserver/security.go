@@ -1,0 +1,244 @@
+package mcpserver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// bodyReadTimeout bounds reading one request body.
+const bodyReadTimeout = 30 * time.Second
+
+// Security is the gate in front of the HTTP transports. It refuses, before
+// the MCP server sees anything:
+//
+//   - a Host header that does not name this server (DNS rebinding): 403;
+//   - an Origin header that is present and not allowed: 403;
+//   - a missing or wrong bearer token, when a token is configured: 401 with
+//     WWW-Authenticate: Bearer;
+//   - a body over the size limit: 413.
+type Security struct {
+	port         string          // the port listened on
+	hosts        map[string]bool // Host names accepted on port
+	anyPortHosts map[string]bool // from AllowedHosts without a port
+	hostPorts    map[string]bool // from AllowedHosts with a port
+	loopback     bool            // bound to loopback only
+	origins      []string        // normalized allowed origins
+	anyOrigin    bool
+	tokenSum     [sha256.Size]byte
+	hasToken     bool
+	maxBody      int64
+	log          *slog.Logger
+}
+
+// NewSecurity returns the checks for a server configured by cfg and
+// listening on listenAddr (the listener's address, so that port 0 is
+// resolved).
+func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
+	cfg = cfg.withDefaults()
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("--addr %q is not host:port: %v", cfg.Addr, err)
+	}
+	_, port, err := net.SplitHostPort(listenAddr.String())
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %v", listenAddr, err)
+	}
+	s := &Security{
+		port:         port,
+		hosts:        map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true},
+		anyPortHosts: map[string]bool{},
+		hostPorts:    map[string]bool{},
+		loopback:     IsLoopbackHost(host),
+		maxBody:      cfg.MaxBodyBytes,
+		log:          cfg.Logger,
+	}
+	if h := normalizeHost(host); h != "" && !isUnspecified(h) {
+		s.hosts[h] = true
+	}
+	if host == "" || isUnspecified(normalizeHost(host)) {
+		// Bound to every interface: the machine's own addresses name it.
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ipnet, ok := a.(*net.IPNet); ok {
+					s.hosts[normalizeHost(ipnet.IP.String())] = true
+				}
+			}
+		}
+	}
+	for _, h := range cfg.AllowedHosts {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if hh, pp, err := net.SplitHostPort(h); err == nil {
+			s.hostPorts[net.JoinHostPort(normalizeHost(hh), pp)] = true
+		} else {
+			s.anyPortHosts[normalizeHost(h)] = true
+		}
+	}
+	for _, o := range cfg.AllowedOrigins {
+		switch n := normalizeOrigin(o); {
+		case strings.TrimSpace(o) == "*":
+			s.anyOrigin = true
+		case n != "":
+			s.origins = append(s.origins, n)
+		}
+	}
+	if cfg.AuthToken != "" {
+		s.tokenSum, s.hasToken = sha256.Sum256([]byte(cfg.AuthToken)), true
+	}
+	return s, nil
+}
+
+// Wrap returns next behind the checks.
+func (s *Security) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or start it with --allowed-hosts", r.Host, s.port))
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin))
+			return
+		}
+		if s.hasToken {
+			if ok, given := s.tokenOK(r.Header.Get("Authorization")); !ok {
+				challenge := `Bearer realm="pgbus"`
+				msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+				if given {
+					challenge += `, error="invalid_token"`
+					msg = "the bearer token is wrong: send the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				s.refuse(w, r, http.StatusUnauthorized, msg)
+				return
+			}
+		}
+		if !s.readBody(w, r) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads a POST body into memory within the size and time bounds,
+// so that an oversized body is refused with 413 before any of it is
+// handled. It reports whether the request may go on.
+func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength > s.maxBody {
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; at most %d are accepted: pass smaller arguments", r.ContentLength, s.maxBody))
+		return false
+	}
+	if r.Body == nil || r.Body == http.NoBody || r.Method != http.MethodPost {
+		return true
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = r.Body.Close()
+	switch {
+	case err != nil:
+		s.refuse(w, r, http.StatusBadRequest, "could not read the request body: "+err.Error())
+		return false
+	case int64(len(body)) > s.maxBody:
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; pass smaller arguments", s.maxBody))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return true
+}
+
+func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.log.Warn("MCP HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
+		"remote", r.RemoteAddr, "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
+	w.Header().Set("Connection", "close")
+	http.Error(w, "pgbus: "+msg, code)
+}
+
+// tokenOK checks an Authorization header in constant time (over digests,
+// so that the token's length does not leak either). given tells whether a
+// bearer token was sent at all.
+func (s *Security) tokenOK(header string) (ok, given bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return false, header != ""
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return false, false
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1, true
+}
+
+// hostAllowed checks the Host header against the names of this server.
+func (s *Security) hostAllowed(hostHeader string) bool {
+	host, port, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		host, port = hostHeader, "80"
+	}
+	host = normalizeHost(host)
+	if host == "" {
+		return false
+	}
+	if s.anyPortHosts[host] || s.hostPorts[net.JoinHostPort(host, port)] {
+		return true
+	}
+	return port == s.port && s.hosts[host]
+}
+
+// originAllowed checks a browser Origin header.
+func (s *Security) originAllowed(origin string) bool {
+	if s.anyOrigin {
+		return true
+	}
+	n := normalizeOrigin(origin)
+	if n == "" {
+		return false // "null", or not an origin at all
+	}
+	if slices.Contains(s.origins, n) {
+		return true
+	}
+	if s.loopback {
+		u, _ := url.Parse(n)
+		return (u.Scheme == "http" || u.Scheme == "https") && IsLoopbackHost(u.Hostname())
+	}
+	return false
+}
+
+// normalizeOrigin returns scheme://host[:port] in lower case, or "" when o
+// is not an origin.
+func normalizeOrigin(o string) string {
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSpace(o), "/"))
+	if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
+// normalizeHost lower-cases a host name or IP and writes IPs canonically,
+// without brackets.
+func normalizeHost(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(strings.Trim(strings.TrimSpace(h), "[]"), "."))
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String()
+	}
+	return h
+}
+
+func isUnspecified(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsUnspecified()
+}

@@ -1,0 +1,243 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/mcpserver"
+)
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+type rawReq struct {
+	label   string
+	path    string
+	method  string
+	host    string
+	headers map[string]string
+	body    string
+}
+
+func doRaw(t *testing.T, base string, r rawReq) (*http.Response, string) {
+	t.Helper()
+	if r.method == "" {
+		r.method = http.MethodPost
+	}
+	if r.path == "" {
+		r.path = mcpserver.PathMCP
+	}
+	if r.body == "" && r.method == http.MethodPost {
+		r.body = initializeBody
+	}
+	req, err := http.NewRequestWithContext(testContext(t), r.method, base+r.path, strings.NewReader(r.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range r.headers {
+		req.Header.Set(k, v)
+	}
+	if r.host != "" {
+		req.Host = r.host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", r.label, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp, string(b)
+}
+
+// The HTTP gate: foreign Origin and Host are refused, a token is checked in
+// constant time with the right challenge, oversized bodies get 413, and the
+// right request passes.
+func TestHTTPSecurityGate(t *testing.T) {
+	s := testStore(t)
+	const token = "correct-horse-battery-staple"
+	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
+		t.Run(tr, func(t *testing.T) {
+			base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: tr, AuthToken: token, AllowedOrigins: []string{"https://app.example.com"}})
+			port := base[strings.LastIndex(base, ":")+1:]
+			auth := "Bearer " + token
+			path, method := mcpserver.PathMCP, http.MethodPost
+			if tr == mcpserver.TransportSSE {
+				// The message endpoint is where calls go.
+				path = mcpserver.PathMessage + "?sessionId=nope"
+			}
+			cases := []struct {
+				rawReq
+				status int
+				want   string
+			}{
+				{rawReq{label: "foreign origin", headers: map[string]string{"Authorization": auth, "Origin": "https://evil.example"}}, 403, "Origin"},
+				{rawReq{label: "null origin", headers: map[string]string{"Authorization": auth, "Origin": "null"}}, 403, "Origin"},
+				{rawReq{label: "foreign host", host: "evil.example:" + port, headers: map[string]string{"Authorization": auth}}, 403, "Host"},
+				{rawReq{label: "rebound host, right port", host: "attacker.test:" + port, headers: map[string]string{"Authorization": auth}}, 403, "Host"},
+				{rawReq{label: "localhost, wrong port", host: "localhost:1", headers: map[string]string{"Authorization": auth}}, 403, "Host"},
+				{rawReq{label: "no token"}, 401, "token"},
+				{rawReq{label: "wrong token", headers: map[string]string{"Authorization": "Bearer " + token + "x"}}, 401, "wrong"},
+				{rawReq{label: "basic auth", headers: map[string]string{"Authorization": "Basic Zm9vOmJhcg=="}}, 401, "token"},
+				{rawReq{label: "body over 4 MB", headers: map[string]string{"Authorization": auth}, body: `{"x":"` + strings.Repeat("a", 5<<20) + `"}`}, 413, "bytes"},
+			}
+			for _, c := range cases {
+				c.path, c.method = path, method
+				resp, body := doRaw(t, base, c.rawReq)
+				if resp.StatusCode != c.status || !strings.Contains(body, c.want) {
+					t.Errorf("%s: %d %q, want %d mentioning %q", c.label, resp.StatusCode, body, c.status, c.want)
+				}
+				if c.status == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+					t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.label, resp.Header.Get("WWW-Authenticate"))
+				}
+			}
+			if tr == mcpserver.TransportSSE {
+				// GET /sse without a token: refused before any stream opens.
+				resp, _ := doRaw(t, base, rawReq{label: "sse stream without token", path: mcpserver.PathSSE, method: http.MethodGet})
+				if resp.StatusCode != 401 {
+					t.Errorf("GET /sse without token: %d, want 401", resp.StatusCode)
+				}
+				return
+			}
+			for _, ok := range []rawReq{
+				{label: "right token"},
+				{label: "configured origin", headers: map[string]string{"Origin": "https://app.example.com"}},
+				{label: "loopback origin", headers: map[string]string{"Origin": "http://localhost:5173"}},
+				{label: "localhost host", host: "localhost:" + port},
+				{label: "lower-case scheme", headers: map[string]string{"Authorization": "bearer " + token}},
+			} {
+				if ok.headers == nil {
+					ok.headers = map[string]string{}
+				}
+				if _, set := ok.headers["Authorization"]; !set {
+					ok.headers["Authorization"] = auth
+				}
+				resp, body := doRaw(t, base, ok)
+				if resp.StatusCode != 200 || !strings.Contains(body, `"serverInfo"`) {
+					t.Errorf("%s: %d %q, want 200 and an initialize result", ok.label, resp.StatusCode, body)
+				}
+			}
+		})
+	}
+}
+
+// A refused request runs nothing: a pgbus_queue_pause sent with a wrong
+// token or from a foreign origin leaves the queue running, and the same
+// call with the right credentials pauses it.
+func TestRefusedCallsRunNothing(t *testing.T) {
+	s := testStore(t)
+	queue := newQueue(t, s)
+	const token = "s3cret-token"
+	base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token})
+
+	var mu sync.Mutex
+	headers := map[string]string{"Authorization": "Bearer " + token}
+	setHeaders := func(h map[string]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		headers = h
+	}
+	c, err := client.NewStreamableHttpClient(base+mcpserver.PathMCP, transport.WithHTTPHeaderFunc(func(context.Context) map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return headers
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	pause := mcp.CallToolRequest{}
+	pause.Params.Name, pause.Params.Arguments = "pgbus_queue_pause", map[string]any{"queue": queue}
+	for label, h := range map[string]map[string]string{
+		"no token":       {},
+		"wrong token":    {"Authorization": "Bearer nope"},
+		"foreign origin": {"Authorization": "Bearer " + token, "Origin": "https://evil.example"},
+	} {
+		setHeaders(h)
+		if res, err := c.CallTool(testContext(t), pause); err == nil {
+			t.Errorf("%s: pause answered %v %s; want the request refused", label, res.IsError, resultText(res))
+		}
+		if paused(t, s, queue) {
+			t.Fatalf("%s: the refused call paused the queue", label)
+		}
+	}
+	setHeaders(map[string]string{"Authorization": "Bearer " + token})
+	res := callTool(t, c, "pgbus_queue_pause", map[string]any{"queue": queue})
+	if res.IsError || !paused(t, s, queue) {
+		t.Fatalf("pause with the right token: %s; paused %v", resultText(res), paused(t, s, queue))
+	}
+}
+
+// Binding to anything but loopback needs a token; the check names the fix.
+func TestNonLoopbackNeedsToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.0.2.10:8080", "example.com:80"} {
+		err := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr}.Check()
+		if err == nil || !strings.Contains(err.Error(), "--auth-token") || !strings.Contains(err.Error(), "PGBUS_MCP_TOKEN") {
+			t.Errorf("addr %s without token: %v; want an error naming --auth-token and PGBUS_MCP_TOKEN", addr, err)
+		}
+		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr, AuthToken: "t"}).Check(); err != nil {
+			t.Errorf("addr %s with token: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:9000", "127.0.0.2:1"} {
+		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr}).Check(); err != nil {
+			t.Errorf("loopback addr %s: %v", addr, err)
+		}
+	}
+	if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AllowedOrigins: []string{"evil"}}).Check(); err == nil {
+		t.Error("an origin without scheme was accepted")
+	}
+}
+
+// Which Host headers a server accepts, by what it is bound to.
+func TestHostCheck(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	check := func(cfg mcpserver.HTTPConfig, listen string, host string) int {
+		t.Helper()
+		addr, err := net.ResolveTCPAddr("tcp", listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, err := mcpserver.NewSecurity(cfg, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://x/mcp", bytes.NewReader(nil))
+		req.Host = host
+		if cfg.AuthToken != "" {
+			req.Header.Set("Authorization", "Bearer "+cfg.AuthToken)
+		}
+		rec := httptest.NewRecorder()
+		sec.Wrap(ok).ServeHTTP(rec, req)
+		return rec.Code
+	}
+	loop := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "127.0.0.1:8080"}
+	for host, want := range map[string]int{
+		"127.0.0.1:8080": 204, "localhost:8080": 204, "[::1]:8080": 204, "LOCALHOST:8080": 204,
+		"127.0.0.1:8081": 403, "evil.example:8080": 403, "evil.example": 403, "": 403, "10.0.0.1:8080": 403,
+	} {
+		if got := check(loop, "127.0.0.1:8080", host); got != want {
+			t.Errorf("bound to loopback, Host %q: %d, want %d", host, got, want)
+		}
+	}
+	named := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "192.0.2.10:8080", AuthToken: "t", AllowedHosts: []string{"mcp.example.com", "proxy.example.com:443"}}
+	for host, want := range map[string]int{
+		"192.0.2.10:8080": 204, "localhost:8080": 204, "mcp.example.com": 204, "mcp.example.com:9999": 204,
+		"proxy.example.com:443": 204, "proxy.example.com:444": 403, "evil.example:8080": 403, "192.0.2.11:8080": 403,
+	} {
+		if got := check(named, "192.0.2.10:8080", host); got != want {
+			t.Errorf("bound to 192.0.2.10, Host %q: %d, want %d", host, got, want)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+// Package mcpserver builds pgbus's MCP server and serves it over stdio,
+// Streamable HTTP (/mcp) and the legacy SSE transport (/sse and /message).
+//
+// New assembles the server from the tools package (tools.Register) and the
+// resources package (resources.Register). The HTTP transports are wrapped in
+// a security middleware (Security) that checks the Host and Origin headers,
+// the bearer token and the request size before anything reaches the MCP
+// server.
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/resources"
+	"github.com/pgbus/pgbus/tools"
+)
+
+// Name is the server name reported to clients on initialize.
+const Name = "pgbus"
+
+// Options tune New.
+type Options struct {
+	// Version is reported to clients; empty uses the module version the
+	// binary was built from, or "dev".
+	Version string
+	// Logger receives one debug line per tool call and the errors of tool
+	// handlers. Nil discards them. It must not write to stdout when the
+	// server runs over stdio.
+	Logger *slog.Logger
+}
+
+// New returns pgbus's MCP server: the tools, resources, resource templates
+// and the investigate_dead_letters prompt, with instructions that tell an
+// agent where to start. With deps.ReadOnly the write tools are neither
+// listed nor callable, whatever the tools package registers.
+func New(deps tools.Deps, opts Options) *server.MCPServer {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	version := opts.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	serverOpts := []server.ServerOption{
+		server.WithTitle("pgbus: dead letters and retries on PostgreSQL"),
+		server.WithInstructions(Instructions(deps.ReadOnly)),
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithPromptCapabilities(false),
+		server.WithRecovery(),
+		server.WithResourceRecovery(),
+		server.WithToolHandlerMiddleware(logCalls(log)),
+	}
+	if deps.ReadOnly {
+		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
+	}
+	s := server.NewMCPServer(Name, version, serverOpts...)
+	tools.Register(s, deps)
+	resources.Register(s, deps)
+	return s
+}
+
+// Instructions is the text sent to clients on initialize: where an agent
+// starts and how an investigation goes.
+func Instructions(readOnly bool) string {
+	var b strings.Builder
+	b.WriteString(`pgbus runs background jobs from PostgreSQL queues, retries failures with backoff, and keeps messages that could not succeed in dead-letter queues (DLQs) together with why they died. Use it to find out why jobs failed and to put them back to work.
+
+How to investigate:
+1. Start with pgbus_health (overall status, with the reasons and what to look at next) or pgbus_dlq_summary (dead messages grouped by source queue, kind and error class, with counts and sample ids).
+2. Open a sample with pgbus_dlq_show (queue and msg_id): the dead-letter block (reason, attempts, error class and message, backtrace) and the failure history of every attempt. Page through a group with pgbus_dlq_list, filtered by queue, kind, error_class, reason or text.
+3. Decide on the root cause before changing anything: a bug or an outage that is now fixed, bad input, or a message that should never run.
+4. Then act: pgbus_dlq_retry puts messages back on their queue (by ids, or by a filter; use dry_run: true first for many), pgbus_dlq_discard moves messages that should never run to the DLQ's archive.
+Live queues, workers and circuit breakers: pgbus_queue_stats, pgbus_queue_messages, pgbus_workers, pgbus_circuits. Write calls made so far: pgbus_audit.
+
+Payloads are hidden unless the server runs with --allow-payloads and the call passes include_payload: true; values under keys like password, token or secret stay redacted.
+Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}. Prompt: investigate_dead_letters walks through an investigation.`)
+	if readOnly {
+		b.WriteString(`
+
+This server runs in read-only mode (--read-only): only the read tools are available; retry, discard, purge, pause, resume and circuit resets are not. When a fix needs one of them, tell the user which command an operator should run, for example pgbus dlq retry.`)
+	}
+	return b.String()
+}
+
+// readOnlyFilter keeps only the tools annotated read-only; mcp-go applies it
+// to tools/list and to tools/call alike.
+func readOnlyFilter(_ context.Context, ts []mcp.Tool) []mcp.Tool {
+	out := make([]mcp.Tool, 0, len(ts))
+	for _, t := range ts {
+		if IsReadOnlyTool(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// IsReadOnlyTool reports whether a tool is annotated read-only. A tool
+// without the annotation counts as a write tool.
+func IsReadOnlyTool(t mcp.Tool) bool {
+	return t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+}
+
+// logCalls logs each tool call at debug level, and calls that end in a
+// protocol error at warn level.
+func logCalls(log *slog.Logger) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			start := time.Now()
+			res, err := next(ctx, req)
+			attrs := []any{"tool", req.Params.Name, "duration", time.Since(start).Round(time.Microsecond)}
+			switch {
+			case err != nil:
+				log.Warn("mcp tool call failed", append(attrs, "err", err)...)
+			case res != nil && res.IsError:
+				log.Debug("mcp tool call answered an error", attrs...)
+			default:
+				log.Debug("mcp tool call", attrs...)
+			}
+			return res, err
+		}
+	}
+}
+
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}

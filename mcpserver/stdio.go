@@ -1,0 +1,37 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves s over newline-delimited JSON-RPC on in and out until in
+// ends (the client closed it) or ctx is done. Only protocol messages are
+// written to out; the transport's own errors go to logger. It returns nil
+// on both ways of ending.
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	stdio := server.NewStdioServer(s)
+	stdio.SetErrorLogger(log.New(slogWriter{logger}, "", 0))
+	err := stdio.Listen(ctx, in, out)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		return nil
+	}
+	return err
+}
+
+// slogWriter turns the lines a log.Logger writes into slog error records.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Error("mcp transport: " + strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,70 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// PromptInvestigate is the name of the dead-letter investigation prompt.
+const PromptInvestigate = "investigate_dead_letters"
+
+func registerPrompt(s *server.MCPServer) {
+	s.AddPrompt(mcp.NewPrompt(PromptInvestigate,
+		mcp.WithPromptTitle("Investigate dead letters"),
+		mcp.WithPromptDescription("A runbook for finding out why messages were dead-lettered and fixing them: summary, one message in detail, root cause, then retry or discard."),
+		mcp.WithArgument("queue", mcp.ArgumentDescription("Limit the investigation to one queue (orders) or its DLQ (orders_dlq). Omit to look at every DLQ.")),
+	), investigate)
+}
+
+func investigate(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	queue := strings.TrimSpace(req.Params.Arguments["queue"])
+	if queue != "" {
+		if err := store.ValidatePhysicalName(queue); err != nil {
+			return nil, fmt.Errorf("prompt %s: argument queue: %v; pass a queue name as pgbus://queues lists it, or omit queue", PromptInvestigate, err)
+		}
+	}
+	return mcp.NewGetPromptResult(
+		"Investigate dead letters in pgbus"+forQueue(queue),
+		[]mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(InvestigateText(queue)))},
+	), nil
+}
+
+func forQueue(queue string) string {
+	if queue == "" {
+		return ""
+	}
+	return " (queue " + queue + ")"
+}
+
+// InvestigateText is the runbook the prompt returns, for one queue or
+// (queue "") for every DLQ.
+func InvestigateText(queue string) string {
+	scope, qArg, qArgComma := "every dead-letter queue", "{}", ""
+	if queue != "" {
+		scope = fmt.Sprintf("the dead-letter queue of %q", queue)
+		qArg = fmt.Sprintf(`{"queue": %q}`, queue)
+		qArgComma = fmt.Sprintf(`"queue": %q, `, queue)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Investigate the dead messages in %s with the pgbus MCP tools, find the root cause, and fix what can be fixed. Work step by step and show me what you find before changing anything.\n\n", scope)
+	fmt.Fprintf(&b, "1. Overview. Call pgbus_health {} for the overall status and its reasons, then pgbus_dlq_summary %s: dead messages grouped by source queue, kind and error class, with counts, first and last seen, reasons and sample_msg_ids. Take the largest or newest group first.\n\n", qArg)
+	fmt.Fprintf(&b, "2. One message in detail. Call pgbus_dlq_show {%s\"msg_id\": <one of sample_msg_ids>} (add \"queue\" from the group's dlq when it is not set). Read dead_letter (reason, attempts, max_retries, error_class, error_message, backtrace) and history (every failed attempt, oldest first). To see more messages of the group, call pgbus_dlq_list {%s\"error_class\": \"<class>\", \"kind\": \"<kind>\"} and page with cursor = next_cursor. Payloads show only when the server runs with --allow-payloads and you pass \"include_payload\": true.\n\n", qArgComma, qArgComma)
+	b.WriteString("3. Root cause. From the reason and errors, decide which of these it is and say why:\n" +
+		"   - max_retries_exceeded with a transient error (timeout, connection refused, 5xx): a downstream outage; check it is over (pgbus_queue_stats and pgbus_workers show whether the queue now succeeds).\n" +
+		"   - max_retries_exceeded without an error: a worker crashed or hung while running the message (a poison message or a deploy); look at pgbus_workers.\n" +
+		"   - non_retryable_error: bad input or a bug; the payload or the code needs a fix first.\n" +
+		"   - deadline_exceeded: the message waited past its pgbus_deadline; it may no longer be wanted.\n" +
+		"   Say whether the cause is fixed. If it is not, stop here and report what must be fixed; retrying now only dead-letters the messages again.\n\n")
+	fmt.Fprintf(&b, "4. Act, once the cause is fixed:\n"+
+		"   - Retry: pgbus_dlq_retry {%s\"ids\": [<msg_id>, ...]} puts messages back on their source queue. For a whole group pass the filter and a limit instead of ids ({%s\"error_class\": \"<class>\", \"kind\": \"<kind>\", \"limit\": 100}) and run it first with \"dry_run\": true to see how many would move. A message whose payload was wrong can be retried with a corrected \"payload\" (one id only). The report tells retried, failed and first_error.\n"+
+		"   - Discard: pgbus_dlq_discard {%s\"ids\": [<msg_id>, ...]} moves messages that must never run to the DLQ's archive (recoverable until purged).\n"+
+		"   Write tools are missing when the server runs with --read-only: then tell me which command to run instead (pgbus dlq retry or pgbus dlq discard).\n\n", qArgComma, qArgComma, qArgComma)
+	fmt.Fprintf(&b, "5. Check. Call pgbus_dlq_summary %s again and pgbus_queue_stats to confirm the retried messages succeed and do not come back. Finish with a short report: groups found, root cause of each, what you retried or discarded, and what is left to fix.", qArg)
+	return b.String()
+}

@@ -1,0 +1,365 @@
+package resources_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/resources"
+	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/tools"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var shared struct {
+	once sync.Once
+	s    *store.Store
+	err  error
+}
+
+func testStore(t testing.TB) *store.Store {
+	t.Helper()
+	url := pgtest.URL(t)
+	shared.once.Do(func() {
+		ctx := context.Background()
+		shared.s, shared.err = store.Open(ctx, url)
+		if shared.err == nil {
+			_, shared.err = shared.s.Migrate(ctx)
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("open test store: %v", shared.err)
+	}
+	return shared.s
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newQueue(t testing.TB, s *store.Store) string {
+	t.Helper()
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	name := "rq_" + hex.EncodeToString(b)
+	if err := s.CreateQueue(testContext(t), name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	return name
+}
+
+// deadOne sends payload to queue and dead-letters it after three failed
+// attempts; it returns its id in the DLQ.
+func deadOne(t testing.TB, s *store.Store, queue, payload string) int64 {
+	t.Helper()
+	ctx := testContext(t)
+	id, err := s.Send(ctx, queue, store.NewMessage{Payload: json.RawMessage(payload), Headers: json.RawMessage(`{"pgbus_kind":"charge","x-api-key":"k-123"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		if _, err := s.Read(ctx, queue, time.Millisecond, 1); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.RetryMany(ctx, queue, []store.RetryItem{{MsgID: id, Failure: store.Failure{Attempt: attempt, Kind: "charge", ErrorClass: "Timeout", ErrorMessage: fmt.Sprintf("attempt %d timed out", attempt)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, []store.DeadLetterItem{{
+		MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 3,
+		Failure: &store.Failure{Attempt: 3, Kind: "charge", ErrorClass: "Timeout", ErrorMessage: "attempt 3 timed out", Backtrace: "charge.go:10\ncharge.go:20"},
+	}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter: %v %v", moved, err)
+	}
+	return moved[0].DLQMsgID
+}
+
+// inProcess connects mcp-go's client to the full pgbus MCP server.
+func inProcess(t testing.TB, d tools.Deps) *client.Client {
+	t.Helper()
+	c, err := client.NewInProcessClient(mcpserver.New(d, mcpserver.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "resources-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func read(t testing.TB, c *client.Client, uri string, into any) string {
+	t.Helper()
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	res, err := c.ReadResource(testContext(t), req)
+	if err != nil {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	if len(res.Contents) != 1 {
+		t.Fatalf("read %s: %d contents", uri, len(res.Contents))
+	}
+	tc, ok := res.Contents[0].(mcp.TextResourceContents)
+	if !ok || tc.MIMEType != "application/json" || tc.URI != uri {
+		t.Fatalf("read %s: contents %#v", uri, res.Contents[0])
+	}
+	if err := json.Unmarshal([]byte(tc.Text), into); err != nil {
+		t.Fatalf("read %s: not JSON: %v", uri, err)
+	}
+	return tc.Text
+}
+
+func readErr(t testing.TB, c *client.Client, uri string) error {
+	t.Helper()
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = uri
+	_, err := c.ReadResource(testContext(t), req)
+	return err
+}
+
+func TestListResourcesAndTemplates(t *testing.T) {
+	s := testStore(t)
+	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	res, err := c.ListResources(testContext(t), mcp.ListResourcesRequest{})
+	if err != nil || len(res.Resources) != 1 || res.Resources[0].URI != resources.URIQueues || res.Resources[0].Description == "" {
+		t.Fatalf("resources: %+v %v", res, err)
+	}
+	tpl, err := c.ListResourceTemplates(testContext(t), mcp.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, rt := range tpl.ResourceTemplates {
+		got[rt.URITemplate.Raw()] = rt.Description != "" && rt.MIMEType == "application/json"
+	}
+	for _, want := range []string{resources.URIQueueStats, resources.URIDeadMessage} {
+		if !got[want] {
+			t.Errorf("template %s missing or undocumented: %+v", want, got)
+		}
+	}
+}
+
+func TestReadQueues(t *testing.T) {
+	s := testStore(t)
+	queue := newQueue(t, s)
+	deadOne(t, s, queue, `{"n":1}`)
+	if _, err := s.Send(testContext(t), queue, store.NewMessage{Payload: json.RawMessage(`{"n":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+
+	var all resources.QueuesDocument
+	read(t, c, resources.URIQueues, &all)
+	found := false
+	for _, q := range all.Queues {
+		if q.Queue == queue {
+			found = q.Depth == 1 && q.DLQDepth == 1
+		}
+		if strings.HasSuffix(q.Queue, store.DLQSuffix) {
+			t.Errorf("pgbus://queues lists the DLQ %s as a work queue", q.Queue)
+		}
+	}
+	if !found || all.Next == "" {
+		t.Fatalf("pgbus://queues does not show %s with depth 1 and DLQ depth 1: %+v", queue, all)
+	}
+
+	var one store.QueueStats
+	read(t, c, "pgbus://queues/"+queue+"/stats", &one)
+	if one.Queue != queue || one.Depth != 1 || one.Visible != 1 || one.DLQDepth != 1 || one.DLQ != queue+"_dlq" {
+		t.Fatalf("stats of %s: %+v", queue, one)
+	}
+
+	for uri, want := range map[string]string{
+		"pgbus://queues/no_such_queue_zz/stats": "does not exist",
+		"pgbus://queues/Bad-Name/stats":         "pgbus://queues",
+	} {
+		err := readErr(t, c, uri)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("read %s: %v; want an error saying %q", uri, err, want)
+		}
+	}
+}
+
+func TestReadDeadMessage(t *testing.T) {
+	s := testStore(t)
+	queue := newQueue(t, s)
+	id := deadOne(t, s, queue, `{"order":7,"card":{"number":"4242","password":"hunter2"},"api_token":"t-1"}`)
+	big := deadOne(t, s, queue, `{"blob":"`+strings.Repeat("z", 70<<10)+`"}`)
+	d := tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)}
+	uri := fmt.Sprintf("pgbus://dlq/%s/%d", queue, id)
+
+	t.Run("payloads not allowed", func(t *testing.T) {
+		c := inProcess(t, d)
+		var doc resources.DeadMessageDocument
+		text := read(t, c, uri, &doc)
+		if doc.DLQ != queue+"_dlq" || doc.MsgID != id || doc.Kind != "charge" || doc.DeadLetter == nil ||
+			doc.DeadLetter.Reason != store.ReasonMaxRetriesExceeded || doc.DeadLetter.Attempts != 0 && doc.DeadLetter.ErrorClass != "Timeout" {
+			t.Fatalf("dead message: %s", text)
+		}
+		if len(doc.History) != 3 || doc.History[0].ErrorMessage != "attempt 1 timed out" {
+			t.Fatalf("history: %+v", doc.History)
+		}
+		if doc.PayloadShown || doc.Payload != nil || strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || !strings.Contains(text, "--allow-payloads") {
+			t.Fatalf("payload shown without --allow-payloads: %s", text)
+		}
+		if strings.Contains(text, "k-123") || strings.Contains(text, "pgbus_dead_letter") {
+			t.Fatalf("headers not redacted or block not taken out: %s", text)
+		}
+		if !strings.Contains(doc.Next, "pgbus_dlq_retry") {
+			t.Errorf("next: %q", doc.Next)
+		}
+		// The DLQ name works as well as the queue name.
+		var same resources.DeadMessageDocument
+		read(t, c, fmt.Sprintf("pgbus://dlq/%s_dlq/%d", queue, id), &same)
+		if same.MsgID != id {
+			t.Fatalf("by DLQ name: %+v", same)
+		}
+	})
+
+	t.Run("payloads allowed", func(t *testing.T) {
+		d := d
+		d.AllowPayloads = true
+		c := inProcess(t, d)
+		var doc resources.DeadMessageDocument
+		text := read(t, c, uri, &doc)
+		if !doc.PayloadShown || !strings.Contains(string(doc.Payload), "4242") {
+			t.Fatalf("payload not shown with --allow-payloads: %s", text)
+		}
+		if strings.Contains(text, "hunter2") || strings.Contains(text, "t-1") || doc.Redacted < 3 {
+			t.Fatalf("secrets not redacted: %s", text)
+		}
+		var large resources.DeadMessageDocument
+		text = read(t, c, fmt.Sprintf("pgbus://dlq/%s/%d", queue, big), &large)
+		if !large.Truncated || large.Payload != nil || len(large.PayloadPreview) == 0 || len(text) > 40<<10 || large.PayloadBytes < 70<<10 {
+			t.Fatalf("a 70 KB payload is not truncated: truncated %v, %d bytes of text", large.Truncated, len(text))
+		}
+	})
+
+	t.Run("bad URIs", func(t *testing.T) {
+		c := inProcess(t, d)
+		for uri, want := range map[string]string{
+			fmt.Sprintf("pgbus://dlq/%s/abc", queue):       "positive integer",
+			fmt.Sprintf("pgbus://dlq/%s/-4", queue):        "positive integer",
+			fmt.Sprintf("pgbus://dlq/%s/999999999", queue): "999999999",
+			"pgbus://dlq/no_such_queue_zz/1":               "no_such_queue_zz",
+			"pgbus://dlq/Bad-Name/1":                       "pgbus_dlq_summary",
+			// A URI that matches no template gets mcp-go's "resource not found".
+			fmt.Sprintf("pgbus://dlq/%s/%d/extra", queue, id): "not found",
+			"pgbus://nothing-here":                            "pgbus://nothing-here",
+		} {
+			err := readErr(t, c, uri)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("read %s: %v; want an error mentioning %q", uri, err, want)
+			}
+		}
+		// Still serving.
+		var doc resources.DeadMessageDocument
+		read(t, c, uri, &doc)
+	})
+}
+
+func TestInvestigatePrompt(t *testing.T) {
+	s := testStore(t)
+	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	list, err := c.ListPrompts(testContext(t), mcp.ListPromptsRequest{})
+	if err != nil || len(list.Prompts) != 1 || list.Prompts[0].Name != resources.PromptInvestigate ||
+		len(list.Prompts[0].Arguments) != 1 || list.Prompts[0].Arguments[0].Name != "queue" || list.Prompts[0].Arguments[0].Required {
+		t.Fatalf("prompts: %+v %v", list, err)
+	}
+	get := func(args map[string]string) (string, error) {
+		req := mcp.GetPromptRequest{}
+		req.Params.Name, req.Params.Arguments = resources.PromptInvestigate, args
+		res, err := c.GetPrompt(testContext(t), req)
+		if err != nil {
+			return "", err
+		}
+		if len(res.Messages) != 1 || res.Messages[0].Role != mcp.RoleUser {
+			t.Fatalf("prompt messages: %+v", res.Messages)
+		}
+		return res.Messages[0].Content.(mcp.TextContent).Text, nil
+	}
+	all, err := get(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders, err := get(map[string]string{"queue": "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pgbus_dlq_summary", "pgbus_dlq_show", "msg_id", "pgbus_dlq_list", "pgbus_dlq_retry", "dry_run", "pgbus_dlq_discard", "root cause"} {
+		if !strings.Contains(strings.ToLower(all), strings.ToLower(want)) || !strings.Contains(strings.ToLower(orders), strings.ToLower(want)) {
+			t.Errorf("prompt does not mention %s", want)
+		}
+	}
+	if strings.Contains(all, `"orders"`) || !strings.Contains(orders, `{"queue": "orders"}`) {
+		t.Errorf("queue argument not applied:\n%s", orders)
+	}
+	if _, err := get(map[string]string{"queue": "Not A Queue"}); err == nil || !strings.Contains(err.Error(), "queue") {
+		t.Errorf("bad queue argument: %v", err)
+	}
+}
+
+// Every tool the instructions and the prompt name exists, with the
+// arguments they pass.
+func TestNamedToolsExist(t *testing.T) {
+	s := testStore(t)
+	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	list, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]map[string]any{}
+	for _, tool := range list.Tools {
+		var schema struct {
+			Properties map[string]any `json:"properties"`
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		if tool.RawInputSchema != nil {
+			b = tool.RawInputSchema
+		}
+		_ = json.Unmarshal(b, &schema)
+		props[tool.Name] = schema.Properties
+	}
+	texts := []string{mcpserver.Instructions(false), mcpserver.Instructions(true), resources.InvestigateText(""), resources.InvestigateText("orders")}
+	for _, text := range texts {
+		for _, name := range regexp.MustCompile(`pgbus_[a-z_]+`).FindAllString(text, -1) {
+			if _, ok := props[name]; !ok && name != "pgbus_deadline" {
+				t.Errorf("the text names tool %s, which does not exist", name)
+			}
+		}
+		// "tool {"arg": ...}" in the runbook: each arg is an input of the tool.
+		for _, m := range regexp.MustCompile(`(pgbus_[a-z_]+) \{([^}]*)\}`).FindAllStringSubmatch(text, -1) {
+			for _, arg := range regexp.MustCompile(`"([a-z_]+)":`).FindAllStringSubmatch(m[2], -1) {
+				if _, ok := props[m[1]][arg[1]]; !ok {
+					t.Errorf("the text passes %s to %s, which takes %v", arg[1], m[1], props[m[1]])
+				}
+			}
+		}
+	}
+}
