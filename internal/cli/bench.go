@@ -73,5 +73,46 @@ print one JSON line per run on stdout plus a summary on stderr.
 	f.IntVar(&opts.Rate, "rate", 2000, "steady: jobs sent per second")
 	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "steady: how long producers send")
 	f.IntVar(&runs, "runs", 1, "runs of each workload; the summary reports the median")
+	cmd.AddCommand(a.benchDLQCommand())
+	return cmd
+}
+
+func (a *app) benchDLQCommand() *cobra.Command {
+	var opts bench.DLQOptions
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Time the DLQ operations behind the MCP tools at scale",
+		Long: `Fill the DLQs of fresh queues with dead messages (bulk-loaded, never run),
+then time list (first page, a page deep in the cursor chain, filtered by error
+class), show, summary and all-queue stats over repeated calls, and print one
+JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
+		Example: `  pgbus bench dlq
+  pgbus bench dlq --messages 100000 --calls 50`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			res, err := bench.RunDLQ(cmd.Context(), db.Store, opts)
+			if err != nil {
+				return err
+			}
+			line, _ := json.Marshal(res)
+			fmt.Fprintln(a.stdout, string(line))
+			fmt.Fprintf(a.stderr, "%d dead messages over %d queues loaded in %.1fs\n", res.Messages, res.Queues, res.LoadSeconds)
+			for _, op := range res.Operations {
+				fmt.Fprintf(a.stderr, "  %-40s p50 %8.2f ms   p99 %8.2f ms\n", op.Operation, op.P50MS, op.P99MS)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Messages, "messages", 1_000_000, "dead messages to load")
+	f.IntVar(&opts.Queues, "queues", 10, "queues to spread them over")
+	f.IntVar(&opts.Classes, "classes", 50, "distinct error classes")
+	f.IntVar(&opts.Calls, "calls", 30, "timed calls of each operation")
+	f.IntVar(&opts.DeepPages, "deep-pages", 200, "how many pages down the cursor chain the deep page is")
 	return cmd
 }
