@@ -71,7 +71,14 @@ the reason it died, and lets people (this CLI) and AI agents (pgbus serve)
 inspect and repair them.
 
 Without --database-url or DATABASE_URL, pgbus starts an embedded PostgreSQL
-from the server binaries installed on this machine.`,
+from the server binaries installed on this machine.
+
+Settings come from flags, then environment variables (DATABASE_URL, PGBUS_*),
+then the configuration file (--config or PGBUS_CONFIG; see pgbus help config),
+then defaults. Exit codes: 0 success, 1 failure, 2 usage error (nothing was
+changed), 3 not found.
+
+Quick start: pgbus demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,8 +87,12 @@ from the server binaries installed on this machine.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	a.addGlobalFlags(root)
-	root.AddCommand(a.migrateCommand())
+	root.AddCommand(a.migrateCommand(), a.workCommand(), a.demoCommand())
+	root.AddCommand(a.queuesCommand(), a.queueCommand(), a.sendCommand())
+	root.AddCommand(a.dlqCommand(), a.auditCommand())
+	root.AddCommand(configHelpTopic())
 	root.AddCommand(a.serveCommand())
+	root.AddCommand(a.benchCommand())
 	return root
 }
 

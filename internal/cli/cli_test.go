@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,20 +47,14 @@ type run struct {
 // test passes one.
 func pgbus(t *testing.T, env []string, args ...string) run {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := run{stdout: stdout.String(), stderr: stderr.String()}
-	if exit, ok := err.(*exec.ExitError); ok {
-		r.code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run pgbus %v: %v", args, err)
-	}
-	return r
+	return pgbusIn(t, env, "", args...)
+}
+
+// baseEnv is the environment every run starts from. GORACE: a binary built
+// with -race sleeps a second at exit unless told not to; a race still makes
+// it exit with status 66.
+func baseEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(), "GORACE=atexit_sleep_ms=0"}
 }
 
 func migrationCount(t *testing.T) int {

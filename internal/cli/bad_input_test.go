@@ -1,0 +1,122 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad command lines exit 2 with one clear line on stderr, print nothing on
+// stdout, and change nothing in the database.
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	d.ok(t, "send", "orders", `{"amount_cents": 0}`)
+	d.ok(t, "work", "--queue", "orders", "--handler", "demo", "--until-idle")
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte(`"`+strings.Repeat("x", 9<<20)+`"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(notJSON, []byte(`{"order_id": 42,}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("q", 60)
+	cases := []struct {
+		name  string
+		args  []string
+		stdin string
+		says  string // part of the error message
+	}{
+		{"unknown flag", []string{"dlq", "list", "--colour"}, "", "unknown flag"},
+		{"unknown subcommand", []string{"dlq", "frobnicate"}, "", `unknown command "frobnicate"`},
+		{"unknown queue subcommand", []string{"queue", "rename", "a"}, "", "unknown command"},
+		{"missing argument", []string{"send"}, "", "arg"},
+		{"bad duration", []string{"send", "orders", "{}", "--delay", "5parsecs"}, "", "--delay"},
+		{"negative delay", []string{"send", "orders", "{}", "--delay", "-5s"}, "", "negative"},
+		{"huge delay", []string{"send", "orders", "{}", "--delay", "999999h"}, "", "too long"},
+		{"bad deadline", []string{"send", "orders", "{}", "--deadline", "tomorrow-ish"}, "", "RFC 3339"},
+		{"past deadline", []string{"send", "orders", "{}", "--deadline", "2001-01-01T00:00:00Z"}, "", "in the past"},
+		{"invalid JSON", []string{"send", "orders", `{"order_id": 42,}`}, "", "not valid JSON"},
+		{"invalid JSON file", []string{"send", "orders", "@" + notJSON}, "", "not valid JSON"},
+		{"invalid JSON stdin", []string{"send", "orders", "-"}, "{nope", "not valid JSON"},
+		{"empty payload", []string{"send", "orders", "  "}, "", "empty"},
+		{"missing file", []string{"send", "orders", "@" + filepath.Join(dir, "missing.json")}, "", "no such file"},
+		{"missing --file", []string{"send", "orders", "--file", filepath.Join(dir, "missing.json")}, "", "no such file"},
+		{"payload twice", []string{"send", "orders", "{}", "--file", notJSON}, "", "not both"},
+		{"no payload", []string{"send", "orders"}, "", "missing payload"},
+		{"huge payload", []string{"send", "orders", "--file", huge}, "", "larger than"},
+		{"reserved header", []string{"send", "orders", "{}", "--header", "pgbus_kind=x"}, "", "reserved"},
+		{"header without =", []string{"send", "orders", "{}", "--header", "tenant"}, "", "key=value"},
+		{"send to a DLQ", []string{"send", "orders_dlq", "{}"}, "", "dead-letter queue"},
+		{"uppercase queue", []string{"queue", "create", "Orders"}, "", "lowercase"},
+		{"injection queue name", []string{"queue", "create", "orders; DROP TABLE pgbus.queues"}, "", "lowercase"},
+		{"quote in queue name", []string{"send", "x'||pg_sleep(5)||'", "{}"}, "", "lowercase"},
+		{"long queue name", []string{"queue", "create", long}, "", "characters"},
+		{"reserved _dlq name", []string{"queue", "create", "orders_dlq"}, "", "reserved"},
+		{"huge max retries", []string{"queue", "create", "more", "--max-retries", "99999999"}, "", "--max-retries"},
+		{"max retries overflow", []string{"queue", "create", "more", "--max-retries", "99999999999999999999"}, "", "--max-retries"},
+		{"negative backoff", []string{"queue", "create", "more", "--backoff", "-1s"}, "", "--backoff"},
+		{"backoff max below backoff", []string{"queue", "create", "more", "--backoff", "1m", "--backoff-max", "1s"}, "", "--backoff-max"},
+		{"jitter out of range", []string{"queue", "create", "more", "--jitter", "1.5"}, "", "--jitter"},
+		{"jitter NaN", []string{"queue", "create", "more", "--jitter", "NaN"}, "", "--jitter"},
+		{"bad strategy", []string{"queue", "create", "more", "--strategy", "fibonacci"}, "", "--strategy"},
+		{"tiny visibility timeout", []string{"queue", "create", "more", "--visibility-timeout", "10ms"}, "", "--visibility-timeout"},
+		{"non-numeric id", []string{"dlq", "show", "abc"}, "", "positive whole numbers"},
+		{"negative id", []string{"dlq", "retry", "--", "-4"}, "", "positive whole numbers"},
+		{"payload for many", []string{"dlq", "retry", "1", "2", "--payload", "{}"}, "", "exactly one id"},
+		{"bad retry payload", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", "{bad"}, "", "not valid JSON"},
+		{"list limit too big", []string{"dlq", "list", "--limit", "1000"}, "", "--limit"},
+		{"retry-all limit too big", []string{"dlq", "retry-all", "--limit", "100000000", "--yes"}, "", "--limit"},
+		{"bad reason", []string{"dlq", "list", "--reason", "bored"}, "", "reason"},
+		{"bad since", []string{"dlq", "summary", "--since", "last tuesday"}, "", "--since"},
+		{"until before since", []string{"dlq", "list", "--since", "1h", "--until", "2h"}, "", "after since"},
+		{"bad cursor", []string{"dlq", "list", "--cursor", "'; DROP TABLE pgbus.audit_log; --"}, "", "cursor"},
+		{"long text filter", []string{"dlq", "list", "--text", strings.Repeat("a", 5000)}, "", "characters"},
+		{"discard nothing", []string{"dlq", "discard"}, "", "nothing selected"},
+		{"discard ids and filters", []string{"dlq", "discard", "1", "--reason", "non_retryable_error"}, "", "not both"},
+		{"purge negative age", []string{"dlq", "purge", "--older-than", "-1h", "--yes"}, "", "negative"},
+		{"audit limit", []string{"audit", "--limit", "0"}, "", "--limit"},
+		{"work without queues", []string{"work"}, "", "no queues"},
+		{"work unknown handler", []string{"work", "--queue", "orders", "--handler", "carrier-pigeon"}, "", "unknown handler type"},
+		{"work without handler", []string{"work", "--queue", "orders"}, "", "has no handler"},
+		{"work bad concurrency", []string{"work", "--queue", "orders:0", "--handler", "demo"}, "", "concurrency"},
+		{"work bad poll interval", []string{"work", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "", "poll interval"},
+		{"demo negative timeout", []string{"demo", "--timeout", "-1s"}, "", "negative"},
+	}
+	before := d.snapshot(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			msg := d.failsIn(t, 2, c.stdin, c.args...)
+			if !strings.Contains(msg, c.says) {
+				t.Errorf("stderr %q does not say %q", msg, c.says)
+			}
+			if !strings.HasPrefix(msg, "pgbus: ") || strings.Count(strings.TrimSpace(msg), "\n") > 0 {
+				t.Errorf("stderr is not one error line: %q", msg)
+			}
+		})
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("rejected command lines changed the database:\nbefore %s\nafter  %s", before, after)
+	}
+	// Injection-looking filter values are data: they match nothing and
+	// break nothing.
+	for _, v := range []string{"x' OR '1'='1", `%`, `_`, `\`, "'; DROP TABLE pgbus.failures; --"} {
+		out := d.ok(t, "dlq", "list", "--kind", v, "--error-class", v)
+		if !strings.Contains(out, "no dead messages match") {
+			t.Fatalf("filter %q matched: %q", v, out)
+		}
+		if v == "_" {
+			continue // the error message has one: amount_cents
+		}
+		if out := d.ok(t, "dlq", "list", "--text", v); !strings.Contains(out, "no dead messages match") {
+			t.Fatalf("text %q matched: %q", v, out)
+		}
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("filters changed the database:\nbefore %s\nafter  %s", before, after)
+	}
+}

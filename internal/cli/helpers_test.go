@@ -1,0 +1,146 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// pgbusIn runs the binary with stdin.
+func pgbusIn(t *testing.T, env []string, stdin string, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(baseEnv(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := run{stdout: stdout.String(), stderr: stderr.String()}
+	if exit, ok := err.(*exec.ExitError); ok {
+		r.code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run pgbus %v: %v", args, err)
+	}
+	return r
+}
+
+// db is a fresh database for one test, and the environment that points
+// pgbus at it.
+type db struct {
+	url string
+	env []string
+}
+
+func newDB(t *testing.T) db {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	return db{url: url, env: []string{"DATABASE_URL=" + url}}
+}
+
+// ok runs pgbus and fails the test unless it exits 0.
+func (d db) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := pgbus(t, d.env, args...)
+	if r.code != 0 {
+		t.Fatalf("pgbus %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// json runs pgbus with --json and decodes its stdout into v, strictly.
+func (d db) json(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := d.ok(t, append(args, "--json")...)
+	decodeStrict(t, out, v)
+}
+
+func decodeStrict(t *testing.T, out string, v any) {
+	t.Helper()
+	// Decoding into a used value would keep fields the new JSON omits.
+	reflect.ValueOf(v).Elem().SetZero()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %T from %q: %v", v, out, err)
+	}
+}
+
+// keys returns the top-level keys of a JSON object.
+func keys(t *testing.T, out string) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("not a JSON object: %q: %v", out, err)
+	}
+	return m
+}
+
+// fails runs pgbus and checks its exit code, that it printed one error
+// line and nothing on stdout; it returns stderr.
+func (d db) fails(t *testing.T, code int, args ...string) string {
+	t.Helper()
+	return d.failsIn(t, code, "", args...)
+}
+
+func (d db) failsIn(t *testing.T, code int, stdin string, args ...string) string {
+	t.Helper()
+	r := pgbusIn(t, d.env, stdin, args...)
+	if r.code != code {
+		t.Fatalf("pgbus %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "pgbus: ") {
+		t.Fatalf("pgbus %s: stderr %q has no error line", strings.Join(args, " "), r.stderr)
+	}
+	if code == 2 && r.stdout != "" {
+		t.Fatalf("pgbus %s: usage error printed on stdout: %q", strings.Join(args, " "), r.stdout)
+	}
+	return r.stderr
+}
+
+// query runs one SQL query on the test database and scans one row.
+func (d db) query(t *testing.T, sql string, dest ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (d db) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	d.query(t, sql, &n)
+	return n
+}
+
+// snapshot counts what a write could change, to check that a refused or
+// rejected command wrote nothing.
+func (d db) snapshot(t *testing.T) string {
+	t.Helper()
+	var s string
+	d.query(t, `SELECT concat_ws(' ',
+		(SELECT count(*) FROM pgmq.meta),
+		(SELECT count(*) FROM pgbus.queues),
+		(SELECT string_agg(queue_name || ':' || max_retries || ':' || paused, ',' ORDER BY queue_name) FROM pgbus.queues),
+		(SELECT count(*) FROM pgbus.audit_log),
+		(SELECT count(*) FROM pgbus.failures),
+		(SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM pgmq.%I', 'q_' || queue_name), false, true, '')))[1]::text::int), 0) FROM pgmq.meta),
+		(SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM pgmq.%I', 'a_' || queue_name), false, true, '')))[1]::text::int), 0) FROM pgmq.meta))`, &s)
+	return s
+}

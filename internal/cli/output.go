@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// printJSON writes v as indented JSON: the engine's and store's own types,
+// so field names are the same as in the MCP tools' structured output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// table writes aligned columns; call flush when done.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(toAny(header)...)
+	}
+	return t
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func (t *table) row(cells ...any) {
+	parts := make([]string, len(cells))
+	for i, c := range cells {
+		// Tabs and newlines in data would break the columns.
+		parts[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c))
+	}
+	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// clip shortens s to n runes for a table cell.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// ago formats the time since t, coarsely, for tables.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := time.Since(t)
+	switch {
+	case d < 0:
+		return "in " + short(-d)
+	case d < time.Second:
+		return "just now"
+	}
+	return short(d) + " ago"
+}
+
+func short(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func seconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).String()
+}
+
+// writeQueueStats prints the stats table of pgbus queues.
+func writeQueueStats(w io.Writer, stats []store.QueueStats) error {
+	if len(stats) == 0 {
+		_, err := fmt.Fprintln(w, "no queues yet; create one with pgbus queue create NAME, or run pgbus demo")
+		return err
+	}
+	t := newTable(w, "QUEUE", "DEPTH", "READY", "RUNNING", "RETRYING", "SCHEDULED", "DLQ", "ARCHIVED", "SENT",
+		"OK/1H", "FAILED/1H", "DEAD/1H", "OLDEST READY", "RETRIES", "PAUSED")
+	for _, q := range stats {
+		paused := "no"
+		if q.Paused {
+			paused = "yes"
+		}
+		oldest := "-"
+		if q.Visible > 0 {
+			oldest = short(time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second)))
+		}
+		t.row(q.Queue, q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled, q.DLQDepth, q.Archived, q.TotalSent,
+			q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, oldest,
+			fmt.Sprintf("%d, %s..%s", q.Settings.MaxRetries, seconds(q.Settings.RetryBackoffSeconds), seconds(q.Settings.RetryBackoffMaxSeconds)), paused)
+	}
+	return t.flush()
+}
+
+// writeDeadSummary prints the groups of pgbus dlq summary.
+func writeDeadSummary(w io.Writer, groups []store.DeadGroup) error {
+	if len(groups) == 0 {
+		_, err := fmt.Fprintln(w, "no dead messages")
+		return err
+	}
+	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS")
+	var total int64
+	for _, g := range groups {
+		ids := make([]string, len(g.SampleMsgIDs))
+		for i, id := range g.SampleMsgIDs {
+			ids[i] = fmt.Sprint(id)
+		}
+		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
+			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","))
+		total += g.Count
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d dead messages in %d groups\n", total, len(groups))
+	return err
+}
+
+// progress shows a progress bar on stderr when it is a terminal, and
+// nothing otherwise. A nil *progress is valid and does nothing.
+type progress struct {
+	bar *progressbar.ProgressBar
+}
+
+// newProgress starts a bar of total steps, or a spinner when total < 0.
+func (a *app) newProgress(total int, description string) *progress {
+	if !isTerminal(a.stderr) {
+		return nil
+	}
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(a.stderr),
+		progressbar.OptionSetDescription(description),
+		progressbar.OptionThrottle(80 * time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30),
+	}
+	if total >= 0 {
+		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false))
+	} else {
+		opts = append(opts, progressbar.OptionSpinnerType(14))
+	}
+	return &progress{bar: progressbar.NewOptions(total, opts...)}
+}
+
+// set moves the bar to done of total.
+func (p *progress) set(done, total int) {
+	if p == nil {
+		return
+	}
+	if total > 0 && int64(total) != p.bar.GetMax64() {
+		p.bar.ChangeMax(total)
+	}
+	_ = p.bar.Set(done)
+}
+
+// spin keeps a spinner turning until ctx ends.
+func (p *progress) spin(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = p.bar.Add(1)
+		}
+	}
+}
+
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	_ = p.bar.Finish()
+}
+
+// withSpinner runs fn with a spinner on a terminal.
+func (a *app) withSpinner(ctx context.Context, description string, fn func() error) error {
+	p := a.newProgress(-1, description)
+	if p == nil {
+		return fn()
+	}
+	spinCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { p.spin(spinCtx); close(done) }()
+	err := fn()
+	stop()
+	<-done
+	p.finish()
+	return err
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// parseID reads a message id argument.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageError{fmt.Errorf("message id %q: ids are positive whole numbers, as pgbus dlq list shows them", clip(s, 40))}
+	}
+	return id, nil
+}
+
+func parseIDs(args []string) ([]int64, error) {
+	ids := make([]int64, 0, len(args))
+	for _, a := range args {
+		id, err := parseID(a)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// parseWhen reads a point in time: RFC 3339 ("2026-11-29T20:00:00Z"), a
+// date ("2026-11-29", midnight UTC), or a duration that far from now, in
+// the past when ago is true and in the future otherwise.
+func parseWhen(flag, s string, now time.Time, ago bool) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		dir := "from now, such as 10m or 24h"
+		if ago {
+			dir = "ago, such as 1h or 30m"
+		}
+		return time.Time{}, usageError{fmt.Errorf("--%s %q: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration %s", flag, clip(s, 60), dir)}
+	}
+	if ago {
+		return now.Add(-d), nil
+	}
+	return now.Add(d), nil
+}
+
+// checkDuration rejects negative values and values above hi of a
+// duration flag.
+func checkDuration(flag string, d, hi time.Duration) error {
+	if d < 0 {
+		return usageError{fmt.Errorf("--%s %s is negative; give 0 or more", flag, d)}
+	}
+	if hi > 0 && d > hi {
+		return usageError{fmt.Errorf("--%s %s is too long; at most %s", flag, d, hi)}
+	}
+	return nil
+}
+
+// parseHeaders reads repeated --header key=value flags.
+func parseHeaders(values []string) (map[string]any, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(values))
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--header %q: write it as key=value", clip(v, 60))}
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageError{fmt.Errorf("--header %q is given twice; give each key once", k)}
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// readPayload reads a message payload from exactly one source: the
+// argument (inline JSON, @FILE, or - for stdin) or --file. It must be JSON.
+func readPayload(arg string, hasArg bool, file string, stdin io.Reader) (json.RawMessage, error) {
+	if hasArg && file != "" {
+		return nil, usageError{errors.New("give the payload once: as an argument or with --file, not both")}
+	}
+	var (
+		data []byte
+		err  error
+		from string
+	)
+	switch {
+	case file != "":
+		data, err = readLimited(file, nil)
+		from = "file " + file
+	case !hasArg:
+		return nil, usageError{errors.New("missing payload: pass JSON as the second argument, @FILE, - for stdin, or --file FILE")}
+	case arg == "-":
+		data, err = readLimited("", stdin)
+		from = "stdin"
+	case strings.HasPrefix(arg, "@"):
+		data, err = readLimited(arg[1:], nil)
+		from = "file " + arg[1:]
+	default:
+		data, from = []byte(arg), "the argument"
+	}
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, usageError{fmt.Errorf("payload from %s is empty; send any JSON value, for example {} or null", from)}
+	}
+	if !json.Valid(data) {
+		var v any
+		jerr := json.Unmarshal(data, &v)
+		return nil, usageError{fmt.Errorf("payload from %s is not valid JSON: %v; quote it for the shell, e.g. '{\"order_id\": 42}'", from, jerr)}
+	}
+	return data, nil
+}
+
+// readLimited reads a file (or r when path is "") up to the payload limit.
+func readLimited(path string, r io.Reader) ([]byte, error) {
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, usageError{fmt.Errorf("payload file %q: %v", path, err)}
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, store.MaxPayloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read payload: %w", err)
+	}
+	if len(data) > store.MaxPayloadBytes {
+		return nil, usageError{fmt.Errorf("payload is larger than %d bytes; store large data elsewhere and send a reference", store.MaxPayloadBytes)}
+	}
+	return data, nil
+}
+
+// changed reports whether any of the flags was given.
+func changed(fs *pflag.FlagSet, names ...string) bool {
+	for _, n := range names {
+		if fs.Changed(n) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/cli"
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestQueueCommands(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+
+	var created cli.QueueResult
+	d.json(t, &created, "queue", "create", "orders", "--max-retries", "8", "--visibility-timeout", "45s",
+		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success")
+	want := store.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
+		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete"}
+	if created.Queue != "orders" || created.DLQ != "orders_dlq" || !created.Created || !created.Changed || !sameSettings(created.Settings, want) {
+		t.Fatalf("queue create: %+v", created)
+	}
+	var again cli.QueueResult
+	d.json(t, &again, "queue", "create", "orders")
+	if again.Created || again.Changed || !sameSettings(again.Settings, want) {
+		t.Fatalf("second create changed something: %+v", again)
+	}
+	out := d.ok(t, "queue", "create", "orders", "--max-retries", "3")
+	if !strings.Contains(out, "settings updated") || !strings.Contains(out, "max_retries 3") {
+		t.Fatalf("update: %q", out)
+	}
+	out = d.ok(t, "queue", "create", "emails")
+	if !strings.Contains(out, "created queue emails and its dead-letter queue emails_dlq") {
+		t.Fatalf("create emails: %q", out)
+	}
+
+	// queues: the table and the JSON of store.QueueStats.
+	table := d.ok(t, "queues")
+	for _, s := range []string{"QUEUE", "DEPTH", "DLQ", "ARCHIVED", "orders", "emails"} {
+		if !strings.Contains(table, s) {
+			t.Fatalf("queues table lacks %q:\n%s", s, table)
+		}
+	}
+	var stats []store.QueueStats
+	d.json(t, &stats, "queues")
+	if len(stats) != 2 || stats[0].Queue != "emails" || stats[1].Queue != "orders" {
+		t.Fatalf("queues --json: %+v", stats)
+	}
+	o := stats[1]
+	if o.DLQ != "orders_dlq" || o.Depth != 0 || o.Paused || o.Settings.MaxRetries != 3 || o.Settings.BackoffStrategy != "polynomial" {
+		t.Fatalf("orders stats: %+v", o)
+	}
+	raw := d.ok(t, "queues", "orders", "--json")
+	var objs []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &objs); err != nil || len(objs) != 1 {
+		t.Fatalf("queues orders --json: %q (%v)", raw, err)
+	}
+	for _, k := range []string{"queue", "depth", "visible", "in_flight", "waiting_retry", "scheduled", "dlq", "dlq_depth", "archived", "total_sent", "last_hour", "paused", "settings"} {
+		if _, ok := objs[0][k]; !ok {
+			t.Errorf("queue stats JSON lacks %q: %s", k, raw)
+		}
+	}
+
+	// pause and resume.
+	var pr cli.PauseResult
+	d.json(t, &pr, "queue", "pause", "orders")
+	if pr != (cli.PauseResult{Queue: "orders", Paused: true, Changed: true}) {
+		t.Fatalf("pause: %+v", pr)
+	}
+	if out := d.ok(t, "queue", "pause", "orders"); !strings.Contains(out, "already paused") {
+		t.Fatalf("second pause: %q", out)
+	}
+	d.json(t, &stats, "queues", "orders")
+	if !stats[0].Paused {
+		t.Fatal("orders is not paused")
+	}
+	d.json(t, &pr, "queue", "resume", "orders")
+	if pr != (cli.PauseResult{Queue: "orders", Paused: false, Changed: true}) {
+		t.Fatalf("resume: %+v", pr)
+	}
+
+	// purge needs --yes.
+	for i := range 3 {
+		d.ok(t, "send", "orders", fmt.Sprintf(`{"n": %d}`, i))
+	}
+	before := d.snapshot(t)
+	msg := d.fails(t, 2, "queue", "purge", "orders")
+	if !strings.Contains(msg, "--yes") || !strings.Contains(msg, "3 live messages") {
+		t.Fatalf("purge without --yes: %q", msg)
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("refused purge changed the database:\n%s\n%s", before, after)
+	}
+	var purged cli.PurgeQueueResult
+	d.json(t, &purged, "queue", "purge", "orders", "--yes")
+	if purged != (cli.PurgeQueueResult{Queue: "orders", Deleted: 3}) {
+		t.Fatalf("purge: %+v", purged)
+	}
+
+	// drop needs --yes; dropping a missing queue is not found.
+	before = d.snapshot(t)
+	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") {
+		t.Fatalf("drop without --yes: %q", msg)
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("refused drop changed the database:\n%s\n%s", before, after)
+	}
+	if out := d.ok(t, "queue", "drop", "emails", "--yes"); !strings.Contains(out, "dropped queue emails") {
+		t.Fatalf("drop: %q", out)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.meta WHERE queue_name LIKE 'emails%'`); n != 0 {
+		t.Fatalf("%d emails queues left after drop", n)
+	}
+	d.fails(t, 3, "queue", "drop", "emails", "--yes")
+	d.fails(t, 3, "queue", "pause", "emails")
+	d.fails(t, 3, "queue", "purge", "emails", "--yes")
+	d.fails(t, 3, "queues", "emails")
+
+	// Every write above is in the audit log as the CLI's.
+	var n int
+	d.query(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool IN ('queue create', 'queue pause', 'queue resume', 'queue purge', 'queue drop')`, &n)
+	// create x3 that changed something (orders, orders update, emails), pause x2, resume, purge, drop x2 (one failed)
+	if n < 8 {
+		t.Fatalf("audit log has %d queue entries by the CLI", n)
+	}
+}
+
+func sameSettings(got, want store.RetrySettings) bool {
+	return got.MaxRetries == want.MaxRetries && got.VisibilityTimeoutSeconds == want.VisibilityTimeoutSeconds &&
+		got.BackoffStrategy == want.BackoffStrategy && got.RetryBackoffSeconds == want.RetryBackoffSeconds &&
+		got.RetryBackoffMaxSeconds == want.RetryBackoffMaxSeconds && got.RetryBackoffJitter == want.RetryBackoffJitter &&
+		got.OnSuccess == want.OnSuccess
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "order.json")
+	if err := os.WriteFile(file, []byte(`{"order_id": 7, "items": ["a", "b"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	id1 := strings.TrimSpace(d.ok(t, "send", "orders", `{"order_id": 1}`, "--kind", "charge_card"))
+	var res cli.SendResult
+	d.json(t, &res, "send", "orders", "@"+file, "--header", "tenant=acme", "--header", "trace=abc=def")
+	if res.Queue != "orders" || res.MsgID <= 0 || fmt.Sprint(res.MsgID) == id1 {
+		t.Fatalf("send @file: %+v (first id %s)", res, id1)
+	}
+	if k := keys(t, d.ok(t, "send", "orders", "--file", file, "--json")); len(k) != 2 || k["queue"] == nil || k["msg_id"] == nil {
+		t.Fatalf("send --json keys: %v", k)
+	}
+	r := pgbusIn(t, d.env, `["from", "stdin"]`, "send", "orders", "-", "--delay", "1h", "--deadline", "2h")
+	if r.code != 0 {
+		t.Fatalf("send from stdin: %d %s", r.code, r.stderr)
+	}
+	var first, second cli.SendResult
+	d.json(t, &first, "send", "orders", `{}`, "--idempotency-key", "order-9")
+	d.json(t, &second, "send", "orders", `{"other": true}`, "--idempotency-key", "order-9")
+	if first.MsgID != second.MsgID {
+		t.Fatalf("same idempotency key gave ids %d and %d", first.MsgID, second.MsgID)
+	}
+	deadline := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
+	d.ok(t, "send", "orders", `"plain string"`, "--deadline", deadline.Format(time.RFC3339))
+
+	// What reached the table.
+	var kind, tenant, trace string
+	d.query(t, `SELECT (SELECT headers->>'pgbus_kind' FROM pgmq.q_orders WHERE msg_id = `+id1+`),
+		(SELECT headers->>'tenant' FROM pgmq.q_orders WHERE msg_id = `+fmt.Sprint(res.MsgID)+`),
+		(SELECT headers->>'trace' FROM pgmq.q_orders WHERE msg_id = `+fmt.Sprint(res.MsgID)+`)`, &kind, &tenant, &trace)
+	if kind != "charge_card" || tenant != "acme" || trace != "abc=def" {
+		t.Fatalf("headers: kind %q tenant %q trace %q", kind, tenant, trace)
+	}
+	var stdinPayload string
+	var delayed bool
+	d.query(t, `SELECT message::text, vt > now() + interval '50 minutes' FROM pgmq.q_orders WHERE message = '["from", "stdin"]'`, &stdinPayload, &delayed)
+	if !delayed {
+		t.Fatal("--delay 1h did not delay the message")
+	}
+	var dl string
+	d.query(t, `SELECT headers->>'pgbus_deadline' FROM pgmq.q_orders WHERE message = '"plain string"'`, &dl)
+	if got, err := time.Parse(time.RFC3339Nano, dl); err != nil || !got.Equal(deadline) {
+		t.Fatalf("deadline header %q, want %s", dl, deadline)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send'`); n != 7 {
+		t.Fatalf("%d send entries in the audit log, want 7", n)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE arguments::text LIKE '%order_id%'`); n != 0 {
+		t.Fatal("the audit log holds payloads; it should hold only their size")
+	}
+	d.fails(t, 3, "send", "nosuchqueue", "{}")
+}

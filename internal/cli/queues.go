@@ -1,0 +1,430 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/store"
+)
+
+func (a *app) queuesCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "queues [QUEUE]",
+		Short: "Show queue statistics: depth, retries, dead letters, throughput",
+		Long: `Show every work queue (or one) with what is in it and how it is doing:
+
+  DEPTH       messages in the queue: READY + RUNNING + RETRYING + SCHEDULED
+  DLQ         dead messages waiting in its dead-letter queue (pgbus dlq summary)
+  ARCHIVED    finished messages kept in its archive
+  SENT        messages ever sent to it
+  OK/FAILED/DEAD/1H  outcomes over the last hour
+  RETRIES     max_retries, then the backoff range
+
+--json prints the engine's QueueStats objects, the same as the MCP tool
+pgbus_queue_stats returns.`,
+		Example: `  pgbus queues
+  pgbus queues orders --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := ""
+			if len(args) == 1 {
+				queue = args[0]
+				if err := store.ValidatePhysicalName(queue); err != nil {
+					return err
+				}
+			}
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), queue)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, stats)
+			}
+			return writeQueueStats(a.stdout, stats)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print []QueueStats as JSON")
+	return cmd
+}
+
+func (a *app) queueCommand() *cobra.Command {
+	cmd := groupCommand(&cobra.Command{
+		Use:   "queue",
+		Short: "Create, drop, pause, resume or purge a queue",
+		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
+archive) plus its dead-letter queue X_dlq; names match ^[a-z][a-z0-9_]*$ and
+are at most 43 characters. Retry settings are kept in the database and shared
+by every worker process.`,
+		Example: `  pgbus queue create orders --max-retries 8 --backoff 10s --backoff-max 10m
+  pgbus queue pause orders
+  pgbus queue resume orders
+  pgbus queue purge orders --yes
+  pgbus queue drop orders --yes`,
+	})
+	cmd.AddCommand(a.queueCreateCommand(), a.queueDropCommand(), a.queuePauseCommand(true), a.queuePauseCommand(false), a.queuePurgeCommand())
+	return cmd
+}
+
+// groupCommand makes a command that only holds subcommands: alone it
+// prints its help; with an unknown subcommand it is a usage error (exit 2).
+func groupCommand(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		names := []string{}
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		return usageError{fmt.Errorf("unknown command %q for %q; use one of: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
+	}
+	return cmd
+}
+
+// settingsFlags are the retry-setting flags of queue create.
+type settingsFlags struct {
+	maxRetries        int
+	visibilityTimeout time.Duration
+	backoff           time.Duration
+	backoffMax        time.Duration
+	jitter            float64
+	strategy          string
+	deleteOnSuccess   bool
+}
+
+func (s *settingsFlags) add(f *pflag.FlagSet) {
+	f.IntVar(&s.maxRetries, "max-retries", 0, "runs per message before it is dead-lettered, 0..1000 (default 5)")
+	f.DurationVar(&s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
+	f.DurationVar(&s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s)")
+	f.DurationVar(&s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")
+	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (default 0.15)")
+	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential or polynomial (default exponential)")
+	f.BoolVar(&s.deleteOnSuccess, "delete-on-success", false, "delete finished messages instead of archiving them")
+}
+
+// given returns the settings the command line gives; nil fields were not
+// given.
+func (s *settingsFlags) given(f *pflag.FlagSet) config.Settings {
+	var out config.Settings
+	if f.Changed("max-retries") {
+		out.MaxRetries = &s.maxRetries
+	}
+	dur := func(name string, v time.Duration) *config.Duration {
+		if !f.Changed(name) {
+			return nil
+		}
+		d := config.Duration(v)
+		return &d
+	}
+	out.VisibilityTimeout = dur("visibility-timeout", s.visibilityTimeout)
+	out.Backoff = dur("backoff", s.backoff)
+	out.BackoffMax = dur("backoff-max", s.backoffMax)
+	if f.Changed("jitter") {
+		out.Jitter = &s.jitter
+	}
+	if f.Changed("strategy") {
+		out.Strategy = s.strategy
+		if s.strategy == "" {
+			out.Strategy = "(empty)"
+		}
+	}
+	if f.Changed("delete-on-success") {
+		out.DeleteOnSuccess = &s.deleteOnSuccess
+	}
+	return out
+}
+
+// QueueResult is what queue create and the settings applied by pgbus work
+// print with --json.
+type QueueResult struct {
+	Queue    string              `json:"queue"`
+	DLQ      string              `json:"dlq"`
+	Created  bool                `json:"created"`
+	Changed  bool                `json:"changed"`
+	Settings store.RetrySettings `json:"settings"`
+}
+
+func (a *app) queueCreateCommand() *cobra.Command {
+	var (
+		sf     settingsFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create QUEUE",
+		Short: "Create a queue and its dead-letter queue, with retry settings",
+		Long: `Create queue QUEUE and its dead-letter queue QUEUE_dlq (PGMQ tables), and
+store its retry settings. Creating a queue that exists is not an error: the
+settings given are applied to it and the others are kept.
+
+Settings come from the flags, then from the configuration file's entry for
+the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
+5m with ±15% jitter, visibility timeout 30s, archive on success.`,
+		Example: `  pgbus queue create orders
+  pgbus queue create emails --max-retries 3 --backoff 30s --backoff-max 1h --jitter 0.2
+  pgbus queue create webhooks --strategy polynomial --visibility-timeout 2m --delete-on-success`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			given := sf.given(cmd.Flags())
+			if key, err := given.Check(); err != nil {
+				return usageError{fmt.Errorf("--%s %v", strings.ReplaceAll(key, "_", "-"), err)}
+			}
+			fileQ, _ := a.cfg.Queue(name)
+			settings := given.Over(fileQ.Settings)
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			res, err := a.ensureQueue(cmd.Context(), db, name, settings, "queue create")
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			verb := "created queue %s and its dead-letter queue %s"
+			switch {
+			case !res.Created && res.Changed:
+				verb = "queue %s (dead-letter queue %s) exists; settings updated"
+			case !res.Created:
+				verb = "queue %s (dead-letter queue %s) exists; settings unchanged"
+			}
+			fmt.Fprintf(a.stdout, verb+": %s\n", res.Queue, res.DLQ, describeSettings(res.Settings))
+			return nil
+		},
+	}
+	sf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func describeSettings(s store.RetrySettings) string {
+	return fmt.Sprintf("max_retries %d, %s backoff %s..%s ±%g%%, visibility timeout %s, on success %s",
+		s.MaxRetries, s.BackoffStrategy, seconds(s.RetryBackoffSeconds), seconds(s.RetryBackoffMaxSeconds),
+		s.RetryBackoffJitter*100, seconds(s.VisibilityTimeoutSeconds), s.OnSuccess)
+}
+
+// ensureQueue creates a queue when it is missing and applies settings to
+// it, recording what it changed in the audit log under tool. Everything is
+// checked before anything is written.
+func (a *app) ensureQueue(ctx context.Context, db *database, name string, settings config.Settings, tool string) (QueueResult, error) {
+	res := QueueResult{Queue: name, DLQ: store.DLQName(name)}
+	cur, err := db.QueueSettingsOf(ctx, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return res, err
+	}
+	if !exists {
+		cur = store.DefaultQueueSettings(name)
+	} else {
+		// A queue may be registered while its tables were dropped by
+		// another client; create repairs that too.
+		queues, err := db.ListQueues(ctx)
+		if err != nil {
+			return res, err
+		}
+		have := map[string]bool{}
+		for _, q := range queues {
+			have[q.Name] = true
+		}
+		exists = have[name] && have[res.DLQ]
+	}
+	next := settings.Apply(cur)
+	if err := next.Validate(); err != nil {
+		return res, err
+	}
+	res.Settings = next.Plain()
+	res.Created, res.Changed = !exists, next != cur
+	if exists && !res.Changed {
+		return res, nil
+	}
+	err = db.CreateQueue(ctx, name)
+	if err == nil && next != cur {
+		err = db.SetQueueSettings(ctx, next)
+	}
+	a.recordAudit(ctx, db, tool, map[string]any{"queue": name, "settings": settings}, res, err)
+	if err != nil {
+		return res, err
+	}
+	a.log.Debug("pgbus: queue ready", "queue", name, "created", res.Created, "settings_changed", res.Changed)
+	return res, nil
+}
+
+func (a *app) queueDropCommand() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "drop QUEUE --yes",
+		Short: "Drop a queue with its messages, archive and dead-letter queue",
+		Long: `Drop queue QUEUE and everything in it: live messages, its archive, and its
+dead-letter queue QUEUE_dlq with its dead messages. This cannot be undone, so
+it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
+		Example: `  pgbus queue drop old_reports --yes`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				s := stats[0]
+				return usageError{fmt.Errorf("refusing to drop queue %s without --yes: it holds %d live messages, %d dead messages in %s and %d archived; pass --yes to drop them for good",
+					name, s.Depth, s.DLQDepth, s.DLQ, s.Archived)}
+			}
+			err = db.DropQueue(cmd.Context(), name)
+			a.recordAudit(cmd.Context(), db, "queue drop", map[string]any{"queue": name}, map[string]any{"dropped": err == nil}, err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, store.DLQName(name))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
+	return cmd
+}
+
+// PauseResult is what queue pause and resume print with --json.
+type PauseResult struct {
+	Queue   string `json:"queue"`
+	Paused  bool   `json:"paused"`
+	Changed bool   `json:"changed"`
+}
+
+func (a *app) queuePauseCommand(pause bool) *cobra.Command {
+	var asJSON bool
+	verb, tool := "resume", "queue resume"
+	short := "Resume a paused queue: workers read it again"
+	long := `Let workers read a paused queue again. Resuming a queue that runs is not
+an error.`
+	if pause {
+		verb, tool = "pause", "queue pause"
+		short = "Pause a queue: workers stop reading it; messages stay"
+		long = `Stop workers from reading the queue. Messages already running finish;
+the rest wait, and senders can still send. Every worker process sees the
+pause within its settings refresh (2s). Pausing a paused queue is not an error.`
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " QUEUE",
+		Short:   short,
+		Long:    long,
+		Example: "  pgbus queue " + verb + " orders",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			admin := engine.NewAdmin(db.Store)
+			op := admin.Resume
+			if pause {
+				op = admin.Pause
+			}
+			changed, err := op(cmd.Context(), name)
+			res := PauseResult{Queue: name, Paused: pause, Changed: changed}
+			a.recordAudit(cmd.Context(), db, tool, map[string]any{"queue": name}, res, err)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			state := map[bool]string{true: "paused", false: "running"}[pause]
+			if changed {
+				fmt.Fprintf(a.stdout, "queue %s is %s now\n", name, state)
+			} else {
+				fmt.Fprintf(a.stdout, "queue %s was already %s\n", name, state)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+// PurgeQueueResult is what queue purge prints with --json.
+type PurgeQueueResult struct {
+	Queue   string `json:"queue"`
+	Deleted int64  `json:"deleted"`
+}
+
+func (a *app) queuePurgeCommand() *cobra.Command {
+	var (
+		yes, asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE --yes",
+		Short: "Delete every live message of a queue (not its archive or DLQ)",
+		Long: `Delete every message waiting, running or retrying in QUEUE. Its archive
+and its dead-letter queue are kept (see pgbus dlq discard and pgbus dlq purge
+for those). This cannot be undone, so it needs --yes.`,
+		Example: `  pgbus queue purge orders --yes`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			db, err := a.openDatabase(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				return usageError{fmt.Errorf("refusing to purge queue %s without --yes: it would delete its %d live messages for good", name, stats[0].Depth)}
+			}
+			n, err := db.PurgeQueue(cmd.Context(), name)
+			res := PurgeQueueResult{Queue: name, Deleted: n}
+			a.recordAudit(cmd.Context(), db, "queue purge", map[string]any{"queue": name}, res, err)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", n, name)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

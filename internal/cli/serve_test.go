@@ -1,0 +1,419 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// seedDLQ migrates the database at url, creates queue and dead-letters one
+// message per payload; it returns their ids in the DLQ.
+func seedDLQ(t *testing.T, url, queue string, payloads ...string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]store.NewMessage, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(`{"pgbus_kind":"send_email"}`)}
+	}
+	ids, err := s.SendBatch(ctx, queue, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]store.DeadLetterItem, len(ids))
+	for i, id := range ids {
+		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5,
+			Failure: &store.Failure{Attempt: 1, Kind: "send_email", ErrorClass: "InvalidAddress", ErrorMessage: "no such mailbox"}}
+	}
+	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
+	if err != nil || len(moved) != len(ids) {
+		t.Fatalf("dead-letter: %v %v", moved, err)
+	}
+	out := make([]int64, len(moved))
+	for i, m := range moved {
+		out[i] = m.DLQMsgID
+	}
+	return out
+}
+
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("call %s: tool error %v", name, res.Content)
+	}
+	return res
+}
+
+func toolText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// mcp-go's client drives the built binary over stdio: initialize with
+// instructions, list tools, pgbus_health, pgbus_dlq_list, and a dead
+// message with a payload over 64 KB that comes back truncated and as
+// well-formed JSON. Logs go to stderr.
+func TestServeStdio(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	big := `{"to":"a@example.com","password":"hunter2","blob":"` + strings.Repeat("x", 80<<10) + `"}`
+	ids := seedDLQ(t, url, "mail", `{"to":"b@example.com"}`, big)
+
+	var stderr syncBuffer
+	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json"},
+		[]string{"serve", "--database-url", url, "--allow-payloads"},
+		transport.WithCommandStderrWriter(&stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
+	init, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatalf("initialize: %v\nstderr: %s", err, stderr.String())
+	}
+	if init.ServerInfo.Name != "pgbus" || !strings.Contains(init.Instructions, "pgbus_health") || !strings.Contains(init.Instructions, "pgbus_dlq_show") {
+		t.Fatalf("initialize: %+v", init)
+	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) < 5 {
+		t.Fatalf("list tools: %v %v", tools, err)
+	}
+
+	var health struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_health", map[string]any{}))), &health); err != nil || health.Status == "" {
+		t.Fatalf("health: %+v %v", health, err)
+	}
+
+	var page struct {
+		Items []store.DeadItem `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_dlq_list", map[string]any{"queue": "mail"}))), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 || page.Items[0].MsgID != ids[1] || page.Items[0].ErrorClass != "InvalidAddress" {
+		t.Fatalf("dlq list: %+v", page.Items)
+	}
+
+	res := callTool(t, c, "pgbus_dlq_show", map[string]any{"queue": "mail", "msg_id": ids[1], "include_payload": true})
+	text := toolText(res)
+	var shown struct {
+		PayloadBytes   int             `json:"payload_bytes"`
+		PayloadShown   bool            `json:"payload_shown"`
+		Payload        json.RawMessage `json:"payload"`
+		PayloadPreview string          `json:"payload_preview"`
+		Notes          []string        `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(text), &shown); err != nil {
+		t.Fatalf("dlq show text is not well-formed JSON: %v", err)
+	}
+	if !shown.PayloadShown || shown.Payload != nil || shown.PayloadPreview == "" || shown.PayloadBytes < 64<<10 ||
+		len(text) > 64<<10 || !strings.Contains(strings.Join(shown.Notes, " "), "truncated") {
+		t.Fatalf("a %d-byte payload over stdio: %d bytes of text, shown %v, preview %d bytes, notes %q",
+			shown.PayloadBytes, len(text), shown.PayloadShown, len(shown.PayloadPreview), shown.Notes)
+	}
+	if strings.Contains(text, "hunter2") {
+		t.Fatal("the password in the payload was not redacted")
+	}
+	if b, _ := json.Marshal(res.StructuredContent); len(b) > 64<<10 || !json.Valid(b) {
+		t.Fatalf("structured content: %d bytes", len(b))
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "pgbus MCP server on stdio") {
+		t.Errorf("no start-up log on stderr: %s", stderr.String())
+	}
+}
+
+// On stdout the server writes only JSON-RPC messages, and it exits 0 when
+// the client closes stdin.
+func TestServeStdioProtocolOnlyAndEOF(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--database-url", url, "--log-level", "debug", "--log-format", "text")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdoutPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdout := bufio.NewReader(stdoutPipe)
+	var lines []string
+	roundTrip := func(id int, method, params string) map[string]any {
+		t.Helper()
+		fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+		line, err := stdout.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s: read stdout: %v\nstderr: %s", method, err, stderr.String())
+		}
+		lines = append(lines, line)
+		var msg map[string]any
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg["jsonrpc"] != "2.0" || msg["id"] != float64(id) {
+			t.Fatalf("%s: stdout line is not the JSON-RPC response: %q (%v)", method, line, err)
+		}
+		return msg
+	}
+	roundTrip(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	roundTrip(2, "tools/list", `{}`)
+	roundTrip(3, "tools/call", `{"name":"pgbus_health","arguments":{}}`)
+	if msg := roundTrip(4, "tools/call", `{"name":"pgbus_dlq_list","arguments":{"limit":"many"}}`); !strings.Contains(fmt.Sprint(msg["result"]), "isError:true") {
+		t.Errorf("a bad call did not answer a tool error: %v", msg)
+	}
+	roundTrip(5, "ping", `{}`)
+	if err := stdin.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("pgbus serve after stdin closed: %v\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("pgbus serve did not exit after stdin closed")
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		t.Fatalf("stdout carried more than the responses: %q", rest)
+	}
+	logs := stderr.String()
+	for _, want := range []string{"pgbus MCP server on stdio", "mcp tool call", "pgbus MCP server stopped"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// serve --transport http on a free port: the address is logged on stderr,
+// mcp-go's client works against it, and SIGTERM stops it cleanly.
+func TestServeHTTPAndSignal(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=tok-123"}
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout syncBuffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var logs syncBuffer
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			var rec struct {
+				Msg string `json:"msg"`
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "pgbus MCP server listening" {
+				urlCh <- rec.URL
+			}
+		}
+	}()
+	var endpoint string
+	select {
+	case endpoint = <-urlCh:
+	case <-time.After(time.Minute):
+		t.Fatalf("no listening line on stderr:\n%s", logs.String())
+	}
+	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok-123"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v\n%s", err, logs.String())
+	}
+	callTool(t, c, "pgbus_queue_stats", map[string]any{})
+	_ = c.Close()
+
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("shutdown took %s", d)
+	}
+	if stdout.String() != "" {
+		t.Errorf("stdout: %q", stdout.String())
+	}
+}
+
+// Bad serve command lines are usage errors (exit 2) found before any
+// database starts; binding beyond loopback without a token is one.
+func TestServeUsageErrors(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"public addr without token": {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0"}, "--auth-token"},
+		"sse on all interfaces":     {[]string{"serve", "--transport", "sse", "--addr", ":0"}, "PGBUS_MCP_TOKEN"},
+		"unknown transport":         {[]string{"serve", "--transport", "pigeon"}, "stdio, http or sse"},
+		"bad addr":                  {[]string{"serve", "--transport", "http", "--addr", "nonsense"}, "host:port"},
+		"bad origin":                {[]string{"serve", "--transport", "http", "--allowed-origins", "evil"}, "origin"},
+		"bad work concurrency":      {[]string{"serve", "--work", "orders:lots"}, "concurrency"},
+		"bad work queue":            {[]string{"serve", "--work", "Orders"}, "Orders"},
+		"extra argument":            {[]string{"serve", "now"}, "serve"},
+	}
+	for label, c := range cases {
+		// An unreachable database: a usage error must come before it is used.
+		r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 2 and a message with %q", label, r.code, r.stderr, r.stdout, c.want)
+		}
+	}
+}
+
+// mcp.json at the repository root is a client configuration that starts
+// this binary's serve command.
+func TestMCPJSON(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("mcp.json: %v", err)
+	}
+	srv, ok := cfg.MCPServers["pgbus"]
+	if !ok || srv.Command != "pgbus" || len(srv.Args) == 0 || srv.Args[0] != "serve" {
+		t.Fatalf("mcp.json: %+v", cfg)
+	}
+	if r := pgbus(t, nil, append(srv.Args, "--help")...); r.code != 0 || !strings.Contains(r.stdout, "--transport") {
+		t.Fatalf("pgbus %v --help: exit %d %q", srv.Args, r.code, r.stderr)
+	}
+}
+
+// SIGINT ends a stdio server whose client still holds stdin open, with
+// exit code 0.
+func TestServeStdioSignal(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--database-url", url)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdoutPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if _, err := bufio.NewReader(stdoutPipe).ReadString('\n'); err != nil {
+		t.Fatalf("no initialize response: %v\n%s", err, stderr.String())
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGINT: %v\n%s", err, stderr.String())
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("stopping took %s", d)
+	}
+}

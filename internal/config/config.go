@@ -1,0 +1,560 @@
+// Package config reads pgbus's optional configuration file: YAML, decoded
+// strictly (an unknown key is an error, not a silent no-op), with every
+// problem reported as file:line: key: reason.
+//
+// A file looks like this:
+//
+//	database_url: postgres://app@db.internal/app   # or leave it to DATABASE_URL
+//	log_level: info
+//	worker:
+//	  poll_interval: 1s
+//	  drain_timeout: 30s
+//	queues:
+//	  orders:
+//	    concurrency: 10
+//	    handler: {type: demo}
+//	    max_retries: 5
+//	    backoff: 5s
+//	    backoff_max: 5m
+//
+// Values given as command-line flags win over environment variables, which
+// win over the file, which wins over the built-in defaults. Package config
+// only reads and checks the file; the command line applies that order.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// MaxFileBytes bounds the size of a configuration file.
+const MaxFileBytes = 1 << 20
+
+// File is a parsed and checked configuration file. Its zero value is an
+// empty configuration, valid everywhere.
+type File struct {
+	// DatabaseURL is the PostgreSQL URL; empty starts the embedded server.
+	DatabaseURL string `yaml:"database_url"`
+	// DataDir is the embedded server's data directory.
+	DataDir string `yaml:"data_dir"`
+	// LogFormat is auto, text or json; LogLevel debug, info, warn or error.
+	LogFormat string `yaml:"log_format"`
+	LogLevel  string `yaml:"log_level"`
+	// Worker tunes pgbus work (and the workers of pgbus serve).
+	Worker Worker `yaml:"worker"`
+	// Queues are the queues this installation works, by name.
+	Queues map[string]Queue `yaml:"queues"`
+
+	path  string
+	lines map[string]int    // key path -> line of the key
+	tags  map[string]string // key path -> YAML tag of its value
+}
+
+// Worker holds settings of the worker processes.
+type Worker struct {
+	// PollInterval is how often an idle queue is read without a
+	// notification.
+	PollInterval *Duration `yaml:"poll_interval"`
+	// DrainTimeout is how long running jobs get to finish on shutdown.
+	DrainTimeout *Duration `yaml:"drain_timeout"`
+}
+
+// Queue configures one queue: how many of its jobs run at once, the handler
+// that runs them, and its retry settings.
+type Queue struct {
+	// Concurrency is how many of its messages run at once in one process;
+	// 0 means the default (10).
+	Concurrency int `yaml:"concurrency"`
+	// Handler runs the queue's jobs; nil when the file gives none (then
+	// pgbus work needs --handler for this queue).
+	Handler *HandlerSpec `yaml:"handler"`
+	// Settings are stored in the database (shared by every worker process)
+	// when pgbus work or pgbus queue create applies them.
+	Settings `yaml:",inline"`
+}
+
+// HandlerSpec chooses and configures a built-in handler: Type names it
+// (demo; later http and exec) and Options holds its type's own keys, which
+// package handlers checks.
+type HandlerSpec struct {
+	Type string `yaml:"type"`
+	// Timeout bounds one attempt; zero means the queue's visibility timeout.
+	Timeout Duration `yaml:"timeout"`
+	// Options are the other keys of the handler block.
+	Options map[string]any `yaml:",inline"`
+}
+
+// Settings are the retry and delivery settings of a queue. Nil fields (and
+// an empty Strategy) are not set and keep the stored or default value.
+type Settings struct {
+	MaxRetries        *int      `yaml:"max_retries" json:"max_retries,omitempty"`
+	VisibilityTimeout *Duration `yaml:"visibility_timeout" json:"visibility_timeout,omitempty"`
+	Backoff           *Duration `yaml:"backoff" json:"backoff,omitempty"`
+	BackoffMax        *Duration `yaml:"backoff_max" json:"backoff_max,omitempty"`
+	Jitter            *float64  `yaml:"jitter" json:"jitter,omitempty"`
+	Strategy          string    `yaml:"strategy" json:"strategy,omitempty"`
+	DeleteOnSuccess   *bool     `yaml:"delete_on_success" json:"delete_on_success,omitempty"`
+}
+
+// IsZero reports whether no setting is given.
+func (s Settings) IsZero() bool { return s == Settings{} }
+
+// Over returns s laid over base: every field s gives replaces base's, the
+// others stay. Nil fields of s keep base's.
+func (s Settings) Over(base Settings) Settings {
+	if s.MaxRetries != nil {
+		base.MaxRetries = s.MaxRetries
+	}
+	if s.VisibilityTimeout != nil {
+		base.VisibilityTimeout = s.VisibilityTimeout
+	}
+	if s.Backoff != nil {
+		base.Backoff = s.Backoff
+	}
+	if s.BackoffMax != nil {
+		base.BackoffMax = s.BackoffMax
+	}
+	if s.Jitter != nil {
+		base.Jitter = s.Jitter
+	}
+	if s.Strategy != "" {
+		base.Strategy = s.Strategy
+	}
+	if s.DeleteOnSuccess != nil {
+		base.DeleteOnSuccess = s.DeleteOnSuccess
+	}
+	return base
+}
+
+// Apply returns q with the settings s gives. A backoff_max below a new
+// backoff is raised to it, so that giving only a long backoff is valid.
+func (s Settings) Apply(q store.QueueSettings) store.QueueSettings {
+	if s.MaxRetries != nil {
+		q.MaxRetries = *s.MaxRetries
+	}
+	if s.VisibilityTimeout != nil {
+		q.VisibilityTimeout = s.VisibilityTimeout.D()
+	}
+	if s.Backoff != nil {
+		q.RetryBackoff = s.Backoff.D()
+		if s.BackoffMax == nil && q.RetryBackoffMax < q.RetryBackoff {
+			q.RetryBackoffMax = q.RetryBackoff
+		}
+	}
+	if s.BackoffMax != nil {
+		q.RetryBackoffMax = s.BackoffMax.D()
+	}
+	if s.Jitter != nil {
+		q.RetryBackoffJitter = *s.Jitter
+	}
+	if s.Strategy != "" {
+		q.BackoffStrategy = s.Strategy
+	}
+	if s.DeleteOnSuccess != nil {
+		q.DeleteOnSuccess = *s.DeleteOnSuccess
+	}
+	return q
+}
+
+// Check validates the settings one key at a time, so that the error can
+// name the key (as it is spelled in the file and, with dashes, as a flag).
+// It returns the key and the reason of the first problem, or "" and nil.
+func (s Settings) Check() (key string, err error) {
+	switch {
+	case s.MaxRetries != nil && (*s.MaxRetries < 0 || *s.MaxRetries > 1000):
+		return "max_retries", fmt.Errorf("%d is out of range 0..1000", *s.MaxRetries)
+	case s.VisibilityTimeout != nil && (s.VisibilityTimeout.D() < time.Second || s.VisibilityTimeout.D() > 24*time.Hour):
+		return "visibility_timeout", fmt.Errorf("%s is out of range 1s..24h", s.VisibilityTimeout)
+	case s.Backoff != nil && (s.Backoff.D() < 0 || s.Backoff.D() > 24*time.Hour):
+		return "backoff", fmt.Errorf("%s is out of range 0s..24h", s.Backoff)
+	case s.BackoffMax != nil && (s.BackoffMax.D() < 0 || s.BackoffMax.D() > 7*24*time.Hour):
+		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", s.BackoffMax)
+	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D():
+		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", s.BackoffMax, s.Backoff)
+	case s.Jitter != nil && !(*s.Jitter >= 0 && *s.Jitter <= 1):
+		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)
+	case s.Strategy != "" && s.Strategy != store.BackoffExponential && s.Strategy != store.BackoffPolynomial:
+		return "strategy", fmt.Errorf("%q is not a backoff strategy; use %s or %s", s.Strategy, store.BackoffExponential, store.BackoffPolynomial)
+	}
+	return "", nil
+}
+
+// Duration is a time.Duration written with a unit ("500ms", "30s", "5m").
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats the duration as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration with its unit.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// ParseDuration parses a duration with a unit, or a bare 0. Negative values
+// are rejected: no pgbus setting takes one.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; write a number with a unit, such as 500ms, 30s, 5m or 1h", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative; durations here are 0 or more", s)
+	}
+	return Duration(d), nil
+}
+
+// UnmarshalYAML reads a duration with a unit. Errors carry the line, as
+// the decoder's own do.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration such as 30s, got a %s", n.Line, kindName(n.Kind))}}
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*d = v
+	return nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	default:
+		return "value"
+	}
+}
+
+// Error is a problem with a configuration file: where, which key, and why.
+type Error struct {
+	File   string
+	Line   int // 0 when unknown
+	Key    string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config ")
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	if e.Key != "" {
+		b.WriteString(": " + e.Key)
+	}
+	b.WriteString(": " + e.Reason)
+	return b.String()
+}
+
+// Path returns the file's path as given to Load; "" for none.
+func (f *File) Path() string {
+	if f == nil {
+		return ""
+	}
+	return f.path
+}
+
+// Errorf returns an *Error about key (a dotted path such as
+// queues.orders.handler), with the line of that key when the file has it.
+func (f *File) Errorf(key, format string, args ...any) error {
+	e := &Error{File: f.Path(), Key: key, Reason: fmt.Sprintf(format, args...)}
+	if f != nil {
+		for k := key; k != ""; k = parentKey(k) {
+			if line, ok := f.lines[k]; ok {
+				e.Line = line
+				break
+			}
+		}
+	}
+	return e
+}
+
+func parentKey(k string) string {
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+// QueueNames returns the configured queues, sorted.
+func (f *File) QueueNames() []string {
+	if f == nil {
+		return nil
+	}
+	names := make([]string, 0, len(f.Queues))
+	for n := range f.Queues {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Queue returns the configuration of a queue and whether the file has it.
+func (f *File) Queue(name string) (Queue, bool) {
+	if f == nil {
+		return Queue{}, false
+	}
+	q, ok := f.Queues[name]
+	return q, ok
+}
+
+// Load reads, decodes and checks the file at path. Every error is an
+// *Error naming the file, and where it can, the line and key.
+func Load(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		reason := err.Error()
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Err.Error()
+		}
+		return nil, &Error{File: path, Reason: "cannot read it: " + reason + " (check --config or PGBUS_CONFIG)"}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, &Error{File: path, Reason: "cannot read it: " + err.Error()}
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &Error{File: path, Reason: fmt.Sprintf("is larger than %d bytes; a configuration file is small", MaxFileBytes)}
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and checks a configuration held in memory; name is used
+// in errors.
+func Parse(name string, data []byte) (*File, error) {
+	cfg := &File{path: name, lines: map[string]int{}, tags: map[string]string{}}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, cfg.yamlError(err)
+	}
+	indexLines(&root, "", cfg.lines, cfg.tags)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && err != io.EOF {
+		return nil, cfg.yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		return nil, &Error{File: name, Line: extra.Line, Reason: "holds more than one YAML document; put everything in one"}
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// indexLines records the line of every mapping key, and the tag of its
+// value, by the key's dotted path.
+func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			indexLines(c, prefix, out, tags)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if _, seen := out[path]; !seen {
+				out[path] = k.Line
+				tags[path] = v.ShortTag()
+			}
+			indexLines(v, path, out, tags)
+		}
+	}
+}
+
+var (
+	lineMsg      = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
+	cannotDecode = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+)
+
+// yamlError turns the decoder's messages into an *Error with the line, the
+// key and a reason in plain words.
+func (f *File) yamlError(err error) error {
+	msgs := []string{err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msgs = te.Errors
+	}
+	m := lineMsg.FindStringSubmatch(strings.TrimPrefix(msgs[0], "yaml: "))
+	if m == nil {
+		return &Error{File: f.path, Reason: strings.TrimPrefix(msgs[0], "yaml: ")}
+	}
+	line, _ := strconv.Atoi(m[1])
+	e := &Error{File: f.path, Line: line, Reason: m[2]}
+	if u := unknownField.FindStringSubmatch(m[2]); u != nil {
+		e.Key = f.keyAt(line, u[1])
+		e.Reason = fmt.Sprintf("unknown key %q", u[1])
+		if known := knownKeys[u[2]]; len(known) > 0 {
+			e.Reason += "; known keys here: " + strings.Join(known, ", ")
+		}
+	} else {
+		e.Key = f.keyAt(line, "")
+		if c := cannotDecode.FindStringSubmatch(m[2]); c != nil {
+			if c[2] == "" {
+				e.Reason = fmt.Sprintf("a %s is not %s", yamlKind(c[1]), typeWords(c[3], c[1]))
+			} else {
+				e.Reason = fmt.Sprintf("%q is not %s", c[2], typeWords(c[3], c[1]))
+			}
+		}
+	}
+	if len(msgs) > 1 {
+		e.Reason += fmt.Sprintf(" (and %d more problems)", len(msgs)-1)
+	}
+	return e
+}
+
+// keyAt finds the key path on a line, preferring one ending in name; when
+// no key is on that line (a list item, a value on the next line), the
+// nearest key above it.
+func (f *File) keyAt(line int, name string) string {
+	best, bestLine := "", 0
+	for k, l := range f.lines {
+		if l > line {
+			continue
+		}
+		last := k[strings.LastIndexByte(k, '.')+1:]
+		if l == line && name != "" && last != name {
+			continue
+		}
+		if l > bestLine || l == bestLine && len(k) > len(best) {
+			best, bestLine = k, l
+		}
+	}
+	return best
+}
+
+func yamlKind(tag string) string {
+	switch tag {
+	case "seq":
+		return "list"
+	case "map":
+		return "mapping"
+	}
+	return "value"
+}
+
+func typeWords(goType, yamlTag string) string {
+	switch {
+	case strings.HasPrefix(goType, "map[") || strings.HasPrefix(goType, "config."):
+		return "allowed here; write a mapping (key: value lines)"
+	case yamlTag == "map" || yamlTag == "seq":
+		return "allowed here; write a plain value"
+	case strings.HasPrefix(goType, "int"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "text"
+	}
+	return "a " + goType
+}
+
+// knownKeys lists, by Go type name as the decoder prints it, the keys a
+// mapping of that type accepts.
+var knownKeys = map[string][]string{}
+
+func init() {
+	for _, v := range []any{File{}, Worker{}, Queue{}} {
+		t := reflect.TypeOf(v)
+		knownKeys[t.String()] = yamlKeys(t)
+	}
+}
+
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		fld := t.Field(i)
+		if !fld.IsExported() {
+			continue
+		}
+		tag := fld.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if opts == "inline" && fld.Type.Kind() == reflect.Struct {
+			keys = append(keys, yamlKeys(fld.Type)...)
+			continue
+		}
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// check validates values that decoded but make no sense.
+func (f *File) check() error {
+	switch f.LogFormat {
+	case "", "auto", "text", "json":
+	default:
+		return f.Errorf("log_format", "%q: use auto, text or json", f.LogFormat)
+	}
+	switch f.LogLevel {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return f.Errorf("log_level", "%q: use debug, info, warn or error", f.LogLevel)
+	}
+	if d := f.Worker.PollInterval; d != nil && (d.D() < 10*time.Millisecond || d.D() > time.Hour) {
+		return f.Errorf("worker.poll_interval", "%s is out of range 10ms..1h", d)
+	}
+	if d := f.Worker.DrainTimeout; d != nil && d.D() > 24*time.Hour {
+		return f.Errorf("worker.drain_timeout", "%s is more than 24h", d)
+	}
+	for _, name := range f.QueueNames() {
+		q := f.Queues[name]
+		key := "queues." + name
+		// The decoder truncates 1.5 to 1 for an int; a count must be written
+		// as one.
+		for _, k := range []string{"concurrency", "max_retries"} {
+			if tag, ok := f.tags[key+"."+k]; ok && tag != "!!int" && tag != "!!null" {
+				return f.Errorf(key+"."+k, "is not a whole number")
+			}
+		}
+		if err := store.ValidateQueueName(name); err != nil {
+			return f.Errorf(key, "%v", err)
+		}
+		if q.Concurrency < 0 || q.Concurrency > 10_000 {
+			return f.Errorf(key+".concurrency", "%d is out of range 1..10000 (or leave it out for the default, 10)", q.Concurrency)
+		}
+		if k, err := q.Settings.Check(); err != nil {
+			return f.Errorf(key+"."+k, "%v", err)
+		}
+		if err := q.Settings.Apply(store.DefaultQueueSettings(name)).Validate(); err != nil {
+			return f.Errorf(key, "%v", err)
+		}
+		if q.Handler != nil && q.Handler.Type == "" {
+			return f.Errorf(key+".handler.type", "missing; name the handler, for example type: demo")
+		}
+	}
+	return nil
+}

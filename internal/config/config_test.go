@@ -1,0 +1,186 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/store"
+)
+
+const full = `
+database_url: postgres://app@db/app
+data_dir: /var/lib/pgbus
+log_format: json
+log_level: debug
+worker:
+  poll_interval: 250ms
+  drain_timeout: 1m
+queues:
+  orders:
+    concurrency: 4
+    handler:
+      type: demo
+      timeout: 2s
+      latency: 5ms
+    max_retries: 7
+    visibility_timeout: 45s
+    strategy: polynomial
+    backoff: 3s
+    backoff_max: 10m
+    jitter: 0.3
+    delete_on_success: true
+  emails: {}
+`
+
+func TestParseFull(t *testing.T) {
+	f, err := config.Parse("pgbus.yaml", []byte(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DatabaseURL != "postgres://app@db/app" || f.DataDir != "/var/lib/pgbus" || f.LogFormat != "json" || f.LogLevel != "debug" {
+		t.Fatalf("top level: %+v", f)
+	}
+	if f.Worker.PollInterval.D() != 250*time.Millisecond || f.Worker.DrainTimeout.D() != time.Minute {
+		t.Fatalf("worker: %+v", f.Worker)
+	}
+	if got := f.QueueNames(); strings.Join(got, ",") != "emails,orders" {
+		t.Fatalf("queue names %v", got)
+	}
+	q, ok := f.Queue("orders")
+	if !ok || q.Concurrency != 4 || q.Handler == nil || q.Handler.Type != "demo" || q.Handler.Timeout.D() != 2*time.Second || q.Handler.Options["latency"] != "5ms" {
+		t.Fatalf("orders: %+v %+v", q, q.Handler)
+	}
+	s := q.Settings.Apply(store.DefaultQueueSettings("orders"))
+	want := store.QueueSettings{Queue: "orders", MaxRetries: 7, VisibilityTimeout: 45 * time.Second, BackoffStrategy: "polynomial",
+		RetryBackoff: 3 * time.Second, RetryBackoffMax: 10 * time.Minute, RetryBackoffJitter: 0.3, DeleteOnSuccess: true}
+	want.ArchiveRetention, want.DeadRetention = s.ArchiveRetention, s.DeadRetention
+	if s != want {
+		t.Fatalf("settings\n got %+v\nwant %+v", s, want)
+	}
+	if e, _ := f.Queue("emails"); !e.Settings.IsZero() || e.Handler != nil {
+		t.Fatalf("emails: %+v", e)
+	}
+}
+
+func TestEmptyAndNil(t *testing.T) {
+	f, err := config.Parse("empty.yaml", nil)
+	if err != nil || len(f.QueueNames()) != 0 {
+		t.Fatalf("empty file: %v %v", f, err)
+	}
+	var none *config.File
+	if none.Path() != "" || none.QueueNames() != nil {
+		t.Fatal("nil File is not empty")
+	}
+	if _, ok := none.Queue("x"); ok {
+		t.Fatal("nil File has a queue")
+	}
+}
+
+func TestSettingsOverAndApply(t *testing.T) {
+	three, nine := 3, 9
+	long := config.Duration(time.Minute)
+	file := config.Settings{MaxRetries: &nine, Strategy: "polynomial"}
+	flags := config.Settings{MaxRetries: &three, Backoff: &long}
+	got := flags.Over(file)
+	if *got.MaxRetries != 3 || got.Strategy != "polynomial" || got.Backoff.D() != time.Minute {
+		t.Fatalf("Over: %+v", got)
+	}
+	// A backoff longer than the default maximum raises the maximum.
+	s := config.Settings{Backoff: &long}.Apply(store.QueueSettings{RetryBackoff: time.Second, RetryBackoffMax: 30 * time.Second})
+	if s.RetryBackoff != time.Minute || s.RetryBackoffMax != time.Minute {
+		t.Fatalf("Apply: %+v", s)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		text, key string
+		line      int
+		reason    string
+	}{
+		{"log_levle: info\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, log_format, log_level, worker, queues`},
+		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout`},
+		{"queues:\n  a:\n    concurrency: -1\n", "queues.a.concurrency", 3, "-1 is out of range 1..10000"},
+		{"queues:\n  a:\n    concurrency: 1.5\n", "queues.a.concurrency", 3, "is not a whole number"},
+		{"queues:\n  a:\n    max_retries: 2.0\n", "queues.a.max_retries", 3, "is not a whole number"},
+		{"queues:\n  a:\n    jitter: lots\n", "queues.a.jitter", 3, `"lots" is not a number`},
+		{"queues:\n  a:\n    delete_on_success: maybe\n", "queues.a.delete_on_success", 3, `"maybe" is not true or false`},
+		{"queues:\n  a:\n    backoff: 1m\n    backoff_max: 1s\n", "queues.a.backoff_max", 4, "less than backoff"},
+		{"queues:\n  a:\n    visibility_timeout: 100ms\n", "queues.a.visibility_timeout", 3, "out of range 1s..24h"},
+		{"queues:\n  a:\n    max_retries: 5000\n", "queues.a.max_retries", 3, "out of range 0..1000"},
+		{"queues:\n  a_dlq: {}\n", "queues.a_dlq", 2, "reserved for dead-letter queues"},
+		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, `"demo" is not allowed here; write a mapping`},
+		{"queues:\n  a:\n    handler:\n      timeout: 1s\n", "queues.a.handler.type", 3, "missing"},
+		{"worker:\n  drain_timeout: 1 minute\n", "worker.drain_timeout", 2, "is not a duration"},
+		{"worker:\n  poll_interval: 1ms\n", "worker.poll_interval", 2, "out of range 10ms..1h"},
+		{"log_format: xml\n", "log_format", 1, "use auto, text or json"},
+		{"queues:\n  a: {}\n  a: {}\n", "queues.a", 3, `mapping key "a" already defined`},
+	}
+	for _, c := range cases {
+		_, err := config.Parse("p.yaml", []byte(c.text))
+		var e *config.Error
+		if !errors.As(err, &e) {
+			t.Errorf("%q: error %v is not a *config.Error", c.text, err)
+			continue
+		}
+		if e.File != "p.yaml" || e.Key != c.key || e.Line != c.line || !strings.Contains(e.Reason, c.reason) {
+			t.Errorf("%q:\n got %s (key %q line %d)\nwant key %q line %d reason containing %q", c.text, e, e.Key, e.Line, c.key, c.line, c.reason)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pgbus.yaml")
+	if err := os.WriteFile(path, []byte("log_level: warn\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(path)
+	if err != nil || f.LogLevel != "warn" || f.Path() != path {
+		t.Fatalf("Load: %+v %v", f, err)
+	}
+	_, err = config.Load(filepath.Join(dir, "missing.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml: cannot read it: no such file or directory") {
+		t.Fatalf("missing file: %v", err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", config.MaxFileBytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("big file: %v", err)
+	}
+}
+
+func TestErrorf(t *testing.T) {
+	f, err := config.Parse("p.yaml", []byte("queues:\n  orders:\n    handler:\n      type: nope\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.Errorf("queues.orders.handler", "unknown handler type %q", "nope").Error()
+	if got != `config p.yaml:3: queues.orders.handler: unknown handler type "nope"` {
+		t.Fatalf("Errorf: %s", got)
+	}
+	if got := f.Errorf("queues.other.handler", "x").Error(); got != "config p.yaml:1: queues.other.handler: x" {
+		t.Fatalf("Errorf of a key not in the file: %s", got)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"0": 0, "1s": time.Second, " 1m30s ": 90 * time.Second, "250ms": 250 * time.Millisecond} {
+		d, err := config.ParseDuration(in)
+		if err != nil || d.D() != want {
+			t.Errorf("%q: %v %v", in, d, err)
+		}
+	}
+	for _, in := range []string{"5", "-1s", "soon", ""} {
+		if _, err := config.ParseDuration(in); err == nil {
+			t.Errorf("%q parsed", in)
+		}
+	}
+}
