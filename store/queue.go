@@ -184,6 +184,10 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 			}
 			found = found || dropped
 		}
+		// Counters go too, so a queue made again under the name starts at zero.
+		if _, err := tx.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE queue_name = $1`, name); err != nil {
+			return fmt.Errorf("store: drop queue %q: counters: %w", name, err)
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM pgbus.queues WHERE queue_name = $1`, name)
 		if err != nil {
 			return fmt.Errorf("store: drop queue %q: unregister: %w", name, err)

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -27,6 +27,7 @@ type serveFlags struct {
 	readOnly       bool
 	allowPayloads  bool
 	work           []string
+	handler        string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -54,9 +55,9 @@ asks for them; secrets under keys like password or token stay redacted.
 --read-only leaves out the write tools (retry, discard, purge, pause, resume,
 circuit reset).
 
---work runs embedded workers on the queues named. No handlers are registered
-in this binary yet: a worked queue's messages find no handler for their kind
-and are dead-lettered. Leave --work out unless handlers are registered.`,
+Embedded workers work the queues named by --work (with --handler), or else
+the queues of the configuration file with their handlers, as pgbus work does;
+with neither, serve runs no workers and only answers agents.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
   pgbus serve --transport http --addr 127.0.0.1:8080
@@ -75,26 +76,9 @@ and are dead-lettered. Leave --work out unless handlers are registered.`,
 	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN); required when --addr is not loopback")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
-	fl.StringArrayVar(&f.work, "work", nil, "run embedded workers on queue[:concurrency] (repeatable); WARNING: no handlers are registered in this binary yet, so a worked queue's messages are dead-lettered")
+	fl.StringArrayVar(&f.work, "work", nil, "run embedded workers on NAME or NAME:CONCURRENCY (repeatable; default: the config file's queues)")
+	fl.StringVar(&f.handler, "handler", "", "handler type for the --work queues: "+strings.Join(handlers.Types(), ", ")+" (default: each queue's handler in the config file)")
 	return cmd
-}
-
-// serveWork parses the --work values.
-func parseWork(values []string) ([]engine.QueueConfig, error) {
-	var out []engine.QueueConfig
-	for _, v := range values {
-		name, conc, hasConc := strings.Cut(strings.TrimSpace(v), ":")
-		q := engine.QueueConfig{Name: name}
-		if hasConc {
-			n, err := strconv.Atoi(conc)
-			if err != nil || n < 1 || n > engine.MaxConcurrency {
-				return nil, fmt.Errorf("--work %q: concurrency must be a whole number from 1 to %d, as in --work %s:10", v, engine.MaxConcurrency, name)
-			}
-			q.Concurrency = n
-		}
-		out = append(out, q)
-	}
-	return out, nil
 }
 
 func (f serveFlags) httpConfig(a *app) mcpserver.HTTPConfig {
@@ -127,15 +111,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	default:
 		return usageError{fmt.Errorf("--transport %q: use stdio, http or sse", f.transport)}
 	}
-	queues, err := parseWork(f.work)
-	if err != nil {
-		return usageError{err}
-	}
-	var client *engine.Client
-	if len(queues) > 0 {
-		// Validates the queue names and concurrencies.
-		if client, err = engine.NewClient(nil, engine.Config{Queues: queues}); err != nil {
-			return usageError{err}
+	var queues []workQueue
+	if len(f.work) > 0 || len(a.cfg.Queues) > 0 {
+		var err error
+		if queues, err = a.workQueues(f.work, "--work", &workFlags{handler: f.handler}); err != nil {
+			return err
 		}
 	}
 
@@ -152,11 +132,15 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		stopWork()
 		workers.Wait()
 	}()
-	if client != nil {
-		if client, err = engine.NewClient(db.Store, engine.Config{Queues: queues, Logger: a.log}); err != nil {
-			return usageError{err}
+	if len(queues) > 0 {
+		if err := a.prepareQueues(ctx, db, queues); err != nil {
+			return err
 		}
-		a.log.Warn("pgbus serve: embedded workers run with no handlers registered; messages of the worked queues will be dead-lettered", "queues", f.work)
+		client, err := a.newWorkers(db, queues, engine.Config{})
+		if err != nil {
+			return err
+		}
+		a.log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
 		workers.Go(func() {
 			if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
 				a.log.Error("pgbus serve: embedded workers stopped", "err", err)

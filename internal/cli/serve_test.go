@@ -417,3 +417,39 @@ func TestServeStdioSignal(t *testing.T) {
 		t.Errorf("stopping took %s", d)
 	}
 }
+
+// serve --work runs embedded workers with the handler given: a message sent
+// before is worked and archived while the MCP server runs.
+func TestServeRunsWorkers(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "queue", "create", "served", "--backoff", "50ms", "--backoff-max", "1s")
+	d.ok(t, "send", "served", `{"simulate": "ok"}`)
+	d.ok(t, "send", "served", `{"simulate": "flaky", "failures": 1}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0",
+		"--database-url", d.url, "--work", "served:2", "--handler", "demo")
+	cmd.Env = baseEnv()
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(time.Minute)
+	for d.count(t, `SELECT count(*) FROM pgmq.a_served`) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the served queue was not worked:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'served'`); n != 1 {
+		t.Fatalf("%d failures recorded, want the flaky message's one", n)
+	}
+}
