@@ -1,6 +1,6 @@
 // Package handlers holds the handlers built into the pgbus binary, which a
-// configuration file or the --handler flag attaches to a queue: demo now
-// (a flaky simulated downstream for the quick start); http and exec later.
+// configuration file or the --handler flag attaches to a queue: demo
+// (a flaky simulated downstream for the quick start), http and exec.
 //
 // Each handler type registers a Builder under its name. Build checks a
 // handler block of the configuration and returns the engine handler it

@@ -116,13 +116,15 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	return v, nil
 }
 
-// BreakerSuccess closes a breaker after a successful call. A closed breaker
-// with no failures is not written.
+// BreakerSuccess records a successful call: it closes a half-open breaker
+// (its probe succeeded) and clears a closed one's failure count. An open
+// breaker stays open: a call let through before it opened says nothing of
+// the downstream now. A closed breaker with no failures is not written.
 func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 	_, err := s.pool.Exec(ctx, `
 		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
 			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
-		WHERE name = $1 AND (state <> 'closed' OR consecutive_failures <> 0)`, name)
+		WHERE name = $1 AND (state = 'half_open' OR (state = 'closed' AND consecutive_failures <> 0))`, name)
 	if err != nil {
 		return fmt.Errorf("store: record success on circuit breaker %q: %w", name, err)
 	}

@@ -149,3 +149,23 @@ func TestBreakerBadInput(t *testing.T) {
 		t.Errorf("reset odd name = %v, want ErrNotFound", err)
 	}
 }
+
+// A success reported while the breaker is open (a call let through before
+// it opened) does not close it; only the probe's success does.
+func TestBreakerOpenIgnoresLateSuccess(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.BreakerFailure(ctx, name, "down"); err != nil || st != store.BreakerOpen {
+		t.Fatalf("failure: %s %v", st, err)
+	}
+	if err := s.BreakerSuccess(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.AcquireBreaker(ctx, name, time.Second); err != nil || v.Allowed {
+		t.Fatalf("after a late success the breaker let a call through: %+v %v", v, err)
+	}
+}

@@ -30,7 +30,7 @@ Example (every key shown):
     orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
       concurrency: 10               # jobs at once per process (default 10)
       handler:
-        type: demo                  # built-in handler: demo (http, exec to come)
+        type: demo                  # built-in handlers: demo, http, exec
         timeout: 10s                # one attempt's limit (default: visibility_timeout)
         latency: 10ms               # demo only: longest simulated call
       max_retries: 5                # runs before dead-lettering, 0..1000

@@ -87,7 +87,7 @@ type Queue struct {
 }
 
 // HandlerSpec chooses and configures a built-in handler: Type names it
-// (demo; later http and exec) and Options holds its type's own keys, which
+// (demo, http or exec) and Options holds its type's own keys, which
 // package handlers checks.
 type HandlerSpec struct {
 	Type string `yaml:"type"`

@@ -1,0 +1,297 @@
+package handlers_test
+
+// Helpers of the http and exec handler tests: a real PostgreSQL store,
+// queues of their own, a running engine client, and readers of what the
+// engine recorded.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+var pgShared struct {
+	once sync.Once
+	s    *store.Store
+	err  error
+}
+
+func sharedStore(t testing.TB) *store.Store {
+	t.Helper()
+	url := pgtest.URL(t)
+	pgShared.once.Do(func() {
+		ctx := context.Background()
+		pgShared.s, pgShared.err = store.Open(ctx, url)
+		if pgShared.err == nil {
+			_, pgShared.err = pgShared.s.Migrate(ctx)
+		}
+	})
+	if pgShared.err != nil {
+		t.Fatalf("open test store: %v", pgShared.err)
+	}
+	return pgShared.s
+}
+
+func randomName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fastQueue creates a queue whose retries are quick (100ms doubling, no
+// jitter surprises: the client's Rand makes the factor exactly 1), applies
+// edit, and drops the queue after the test.
+func fastQueue(t testing.TB, s *store.Store, edit func(*store.QueueSettings)) string {
+	t.Helper()
+	ctx := ctxFor(t)
+	name := randomName("hq")
+	if err := s.CreateQueue(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
+	set := store.DefaultQueueSettings(name)
+	set.RetryBackoff = 100 * time.Millisecond
+	set.RetryBackoffMax = 10 * time.Second
+	set.VisibilityTimeout = 10 * time.Second
+	if edit != nil {
+		edit(&set)
+	}
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func quickClient(t testing.TB, s *store.Store, queue string, concurrency int) *engine.Client {
+	t.Helper()
+	c, err := engine.NewClient(s, engine.Config{
+		Queues:          []engine.QueueConfig{{Name: queue, Concurrency: concurrency}},
+		PollInterval:    50 * time.Millisecond,
+		SettingsRefresh: 200 * time.Millisecond,
+		StatsFlush:      100 * time.Millisecond,
+		DrainTimeout:    5 * time.Second,
+		Rand:            func() float64 { return 0.5 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// runClient runs the client until the test ends.
+func runClient(t testing.TB, c *engine.Client) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("Run did not return within a minute of its context ending")
+		}
+	})
+}
+
+// specFromYAML parses a handler block as it would appear in a configuration
+// file, so that tests go through the same decoding as the binary.
+func specFromYAML(t testing.TB, block string) config.HandlerSpec {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("queues:\n  q:\n    handler:\n")
+	for _, line := range strings.Split(strings.Trim(block, "\n"), "\n") {
+		b.WriteString("      " + line + "\n")
+	}
+	f, err := config.Parse("test.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("parse handler block:\n%s\n%v", b.String(), err)
+	}
+	return *f.Queues["q"].Handler
+}
+
+func mustBuild(t testing.TB, spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions) {
+	t.Helper()
+	fn, opts, err := handlers.Build(spec)
+	if err != nil {
+		t.Fatalf("Build(%+v): %v", spec, err)
+	}
+	return fn, opts
+}
+
+// forgetBreaker deletes a breaker now and after the test, so that a state
+// left by an earlier run (a reused port) does not leak in.
+func forgetBreaker(t testing.TB, s *store.Store, name string) {
+	t.Helper()
+	del := func() {
+		_, _ = s.Pool().Exec(context.Background(), `DELETE FROM pgbus.circuit_breakers WHERE name = $1`, name)
+	}
+	del()
+	t.Cleanup(del)
+}
+
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sendJob(t testing.TB, c *engine.Client, queue string, payload any, opts engine.SendOptions) int64 {
+	t.Helper()
+	id, err := c.Send(ctxFor(t), queue, payload, opts)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	return id
+}
+
+func queryInt(t testing.TB, s *store.Store, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.Pool().QueryRow(ctxFor(t), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func liveCount(t testing.TB, s *store.Store, queue string) int {
+	return queryInt(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`"`)
+}
+
+type failureRecord struct {
+	Attempt  int
+	Class    string
+	Message  string
+	FailedAt time.Time
+	RetryAt  *time.Time
+}
+
+// delay is how long after the failure the engine scheduled the next
+// attempt.
+func (f failureRecord) delay() time.Duration {
+	if f.RetryAt == nil {
+		return -1
+	}
+	return f.RetryAt.Sub(f.FailedAt)
+}
+
+// failuresOf returns the recorded failuresOf of a message where it lives now
+// (its queue, or its DLQ once dead).
+func failuresOf(t testing.TB, s *store.Store, queue string, id int64) []failureRecord {
+	t.Helper()
+	rows, err := s.Pool().Query(ctxFor(t), `SELECT attempt, error_class, error_message, failed_at, retry_at
+		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 ORDER BY attempt, id`, queue, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []failureRecord
+	for rows.Next() {
+		var f failureRecord
+		if err := rows.Scan(&f.Attempt, &f.Class, &f.Message, &f.FailedAt, &f.RetryAt); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// archivedMsg is a message in the queue's archive.
+type archivedMsg struct {
+	ReadCount int
+	Headers   map[string]json.RawMessage
+}
+
+func archivedOf(t testing.TB, s *store.Store, queue string) map[int64]archivedMsg {
+	t.Helper()
+	rows, err := s.Pool().Query(ctxFor(t), `SELECT msg_id, read_ct, coalesce(headers, '{}'::jsonb) FROM pgmq."a_`+queue+`"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int64]archivedMsg{}
+	for rows.Next() {
+		var id int64
+		var r archivedMsg
+		var h []byte
+		if err := rows.Scan(&id, &r.ReadCount, &h); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(h, &r.Headers); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = r
+	}
+	return out
+}
+
+// deadBlocksOf returns the dead-letter blocks of a queue's DLQ by the
+// original message id, and the DLQ id of each.
+func deadBlocksOf(t testing.TB, s *store.Store, queue string) (map[int64]map[string]any, map[int64]int64) {
+	t.Helper()
+	rows, err := s.Pool().Query(ctxFor(t), `SELECT msg_id, headers FROM pgmq."q_`+queue+`_dlq"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	blocks, dlqIDs := map[int64]map[string]any{}, map[int64]int64{}
+	for rows.Next() {
+		var id int64
+		var raw []byte
+		if err := rows.Scan(&id, &raw); err != nil {
+			t.Fatal(err)
+		}
+		var h map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &h); err != nil {
+			t.Fatal(err)
+		}
+		var b map[string]any
+		if err := json.Unmarshal(h[store.HeaderDeadLetter], &b); err != nil {
+			t.Fatalf("block in %s: %v", raw, err)
+		}
+		src := int64(b["source_msg_id"].(float64))
+		blocks[src], dlqIDs[src] = b, id
+	}
+	return blocks, dlqIDs
+}
+
+// checkDeadBlock checks a dead message's reason, attempts and class.
+func checkDeadBlock(t testing.TB, b map[string]any, what, reason string, attempts int, class string) {
+	t.Helper()
+	if b == nil {
+		t.Errorf("%s: not in the DLQ", what)
+		return
+	}
+	if b["reason"] != reason || b["attempts"] != float64(attempts) || b["error_class"] != class {
+		t.Errorf("%s: reason %v, attempts %v, error_class %v; want %s, %d, %s (block %v)",
+			what, b["reason"], b["attempts"], b["error_class"], reason, attempts, class, b)
+	}
+}

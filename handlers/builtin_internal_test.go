@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"1", time.Second, true},
+		{" 120 ", 2 * time.Minute, true},
+		{"0", 0, false},
+		{"-5", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"3600", time.Hour, true},
+		{"3601", MaxRetryAfter, true},
+		{"99999999999999999999999", MaxRetryAfter, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, false},
+		{now.Add(48 * time.Hour).Format(http.TimeFormat), MaxRetryAfter, true},
+		{now.Add(30 * time.Second).Format(time.RFC850), 30 * time.Second, true},
+	} {
+		got, ok := parseRetryAfter(tc.in, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestTextBounds(t *testing.T) {
+	if got := snippet([]byte(strings.Repeat("é", 1000)), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {
+		t.Errorf("snippet %q (%d bytes)", got, len(got))
+	}
+	if got := snippet([]byte("a\x00b\r\nc\xff"), 100); got != "a\uFFFDb\nc\uFFFD" {
+		t.Errorf("snippet %q", got)
+	}
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, strings.Repeat("x", i))
+	}
+	got := lastLines([]byte(strings.Join(lines, "\n")+"\n\n"), 10, 1000)
+	if n := strings.Count(got, "\n"); n != 9 || !strings.HasSuffix(got, strings.Repeat("x", 49)) {
+		t.Errorf("lastLines kept %d lines: %q", n+1, got)
+	}
+	if got := lastLines([]byte(strings.Repeat("ü", 2000)), 10, 100); len(got) > 100 || !strings.HasPrefix(got, "…ü") {
+		t.Errorf("lastLines %q (%d bytes)", got, len(got))
+	}
+}
+
+func TestCapture(t *testing.T) {
+	var c capture
+	chunk := []byte(strings.Repeat("0123456789", 3277)) // 32770 bytes
+	for range 100 {
+		if n, err := c.Write(chunk); n != len(chunk) || err != nil {
+			t.Fatalf("write: %d, %v", n, err)
+		}
+	}
+	_, _ = c.Write([]byte("\nthe end"))
+	if c.total != 100*32770+8 || len(c.head) != MaxCapture || string(c.head[:10]) != "0123456789" {
+		t.Errorf("total %d, head %d bytes", c.total, len(c.head))
+	}
+	if last := c.last(); len(last) < tailKeep || len(last) > 2*tailKeep || !strings.HasSuffix(string(last), "\nthe end") {
+		t.Errorf("last %d bytes ending %q", len(last), last[max(0, len(last)-20):])
+	}
+	var small capture
+	_, _ = small.Write([]byte("short"))
+	if string(small.last()) != "short" {
+		t.Errorf("last %q", small.last())
+	}
+}

@@ -1,0 +1,498 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
+)
+
+// TypeExec is the handler type that runs a command for each job.
+const TypeExec = "exec"
+
+// Error classes of the exec handler besides "exec.exit_<code>" (for example
+// "exec.exit_3"), as the failure history and the DLQ show them.
+const (
+	// ClassExecTimeout: the command ran past its timeout and its process
+	// group was killed. Retryable.
+	ClassExecTimeout = "exec.timeout"
+	// ClassExecStart: the command could not be started (its program was
+	// removed or is not executable any more). Retryable.
+	ClassExecStart = "exec.start"
+)
+
+// ExitTempFail is EX_TEMPFAIL from sysexits.h, the default retryable exit
+// code.
+const ExitTempFail = 75
+
+// Environment variables that tell an exec handler's command about its job.
+// It also gets the worker's environment, without the worker's own PGBUS_
+// variables, and the env option.
+const (
+	EnvQueue          = "PGBUS_QUEUE"
+	EnvMsgID          = "PGBUS_MSG_ID"
+	EnvKind           = "PGBUS_KIND"
+	EnvAttempt        = "PGBUS_ATTEMPT"
+	EnvIdempotencyKey = "PGBUS_IDEMPOTENCY_KEY"
+)
+
+// How much of a command's output a failure message quotes.
+const (
+	outputLines = 10
+	outputBytes = 700
+	// tailKeep is how much of the end of an output longer than MaxCapture
+	// is kept, for its last lines.
+	tailKeep = 4 << 10
+	// waitDelay bounds the wait for the output pipes after the command
+	// exited or was killed, should a process outside its group hold them.
+	waitDelay = time.Second
+)
+
+// ExecOptions are the options of an exec handler block:
+//
+//	handler:
+//	  type: exec
+//	  command: [/usr/local/bin/charge, --live]   # required: argv, not a shell line
+//	  timeout: 1m                                # one attempt, default 30s
+//	  dir: /srv/billing
+//	  env: {BILLING_MODE: live}
+//	  retry_exit_codes: [75]                     # default [75] (EX_TEMPFAIL)
+//	  discard_exit_codes: [3]                    # default none
+//	  retry_unknown_exit_codes: false
+//	  on_exit: {76: {action: retry, max_retries: 20, backoff: 1m}}
+//	  breaker: {failure_threshold: 5, cool_off: 10s, max_cool_off: 5m}
+//
+// The command runs in a process group of its own with the job's payload
+// on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT and
+// PGBUS_IDEMPOTENCY_KEY in its environment. Exit code 0 is success; a
+// retry exit code is a retryable failure, a discard exit code archives the
+// message without dead-lettering it, and any other code is non-retryable
+// (unless retry_unknown_exit_codes). A command killed by signal N counts as
+// exit code 128+N, as in a shell. At the timeout the whole process group
+// is killed and the failure (exec.timeout) is retryable. The first 64 KB
+// of stdout and of stderr are kept (the rest is read and dropped), and the
+// last lines of stderr (or of stdout, when stderr is empty) go into the
+// failure message.
+type ExecOptions struct {
+	// Command is the program and its arguments. The program is a name
+	// found on PATH when the handler is built, or an absolute path.
+	Command []string `yaml:"command"`
+	// Dir is the working directory; default the worker's.
+	Dir string `yaml:"dir"`
+	// Env adds variables to the worker's environment; names starting with
+	// PGBUS_ are reserved.
+	Env map[string]string `yaml:"env"`
+	// RetryExitCodes are retryable; default [75].
+	RetryExitCodes []int `yaml:"retry_exit_codes"`
+	// DiscardExitCodes archive the message with the failure recorded.
+	DiscardExitCodes []int `yaml:"discard_exit_codes"`
+	// RetryUnknownExitCodes makes every other nonzero exit code retryable
+	// instead of non-retryable.
+	RetryUnknownExitCodes bool `yaml:"retry_unknown_exit_codes"`
+	// OnExit gives exit codes (1..255) an action or a Rule with a retry
+	// policy of their own.
+	OnExit Rules `yaml:"on_exit"`
+	// Breaker is the circuit breaker of the command, named "exec:<argv0>";
+	// on by default.
+	Breaker BreakerOptions `yaml:"breaker"`
+}
+
+// ExitError is a command that did not exit 0: it exited with a code, was
+// killed by a signal, or ran past its timeout.
+type ExitError struct {
+	// Command is the program as configured (argv[0]).
+	Command string
+	// ExitCode is the exit status, or 128+N for signal N; -1 after a
+	// timeout.
+	ExitCode int
+	// Signal is the signal that killed it, if one did.
+	Signal syscall.Signal
+	// TimedOut: it ran past Timeout and its process group was killed.
+	TimedOut bool
+	Timeout  time.Duration
+	// Output is the last lines of stderr, or of stdout when stderr was
+	// empty (OutputName says which), made printable and bounded.
+	Output     string
+	OutputName string
+	// StdoutBytes and StderrBytes are how much it wrote in all.
+	StdoutBytes, StderrBytes int64
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("exec ")
+	b.WriteString(truncate(e.Command, 100))
+	switch {
+	case e.TimedOut:
+		fmt.Fprintf(&b, ": still running at its timeout %s; its process group was killed", e.Timeout)
+	case e.Signal != 0:
+		fmt.Fprintf(&b, ": killed by signal %d (%s), taken as exit code %d", int(e.Signal), e.Signal, e.ExitCode)
+	default:
+		fmt.Fprintf(&b, ": exit code %d", e.ExitCode)
+	}
+	if e.Output != "" {
+		total := e.StderrBytes
+		if e.OutputName == "stdout" {
+			total = e.StdoutBytes
+		}
+		fmt.Fprintf(&b, "; %s (last lines of %d bytes):\n%s", e.OutputName, total, e.Output)
+	}
+	return b.String()
+}
+
+// ErrorClass is "exec.timeout" or "exec.exit_<code>".
+func (e *ExitError) ErrorClass() string {
+	if e.TimedOut {
+		return ClassExecTimeout
+	}
+	return "exec.exit_" + strconv.Itoa(e.ExitCode)
+}
+
+// StartError is a command that could not be started.
+type StartError struct {
+	Command string
+	Err     error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("exec %s: could not start: %v", truncate(e.Command, 100), e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// ErrorClass is "exec.start".
+func (e *StartError) ErrorClass() string { return ClassExecStart }
+
+func init() { registry[TypeExec] = buildExec }
+
+func buildExec(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+	h, opts, err := newExecHandler(spec)
+	if err != nil {
+		return nil, engine.HandlerOptions{}, typeError(TypeExec, err)
+	}
+	return h.handle, opts, nil
+}
+
+type execHandler struct {
+	argv0   string // as configured
+	path    string // resolved
+	args    []string
+	dir     string
+	env     []string
+	timeout time.Duration
+	retry   map[int]bool
+	discard map[int]bool
+	onExit  map[int]bool
+	// retryUnknown makes unlisted exit codes retryable.
+	retryUnknown bool
+}
+
+func newExecHandler(spec config.HandlerSpec) (*execHandler, engine.HandlerOptions, error) {
+	if s, ok := spec.Options["command"].(string); ok {
+		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
+	}
+	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}}
+	if err := decodeKeyed(spec, &o); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	timeout, err := timeoutOf(spec)
+	if err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	if len(o.Command) == 0 {
+		return nil, engine.HandlerOptions{}, optionErrorf("command", "missing; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live]")
+	}
+	for i, a := range o.Command {
+		if strings.ContainsRune(a, 0) {
+			return nil, engine.HandlerOptions{}, optionErrorf(fmt.Sprintf("command[%d]", i), "holds a NUL character")
+		}
+	}
+	h := &execHandler{
+		argv0: o.Command[0], args: o.Command[1:], timeout: timeout,
+		retry: map[int]bool{}, discard: map[int]bool{}, onExit: map[int]bool{},
+		retryUnknown: o.RetryUnknownExitCodes,
+	}
+	if h.path, err = findProgram(h.argv0); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	if o.Dir != "" {
+		st, err := os.Stat(o.Dir)
+		switch {
+		case err != nil:
+			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q: %v", o.Dir, pathReason(err))
+		case !st.IsDir():
+			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q is not a directory", o.Dir)
+		}
+		h.dir = o.Dir
+	}
+	for _, name := range sortedKeys(o.Env) {
+		key := "env." + name
+		switch {
+		case !validEnvName(name):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a variable name (letters, digits and _, not starting with a digit)", name)
+		case strings.HasPrefix(strings.ToUpper(name), "PGBUS_"):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "names starting with PGBUS_ are reserved for the job's details")
+		case strings.ContainsRune(o.Env[name], 0):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
+		}
+		h.env = append(h.env, name+"="+o.Env[name])
+	}
+	seen := map[int]string{}
+	for _, list := range []struct {
+		key   string
+		codes []int
+		into  map[int]bool
+	}{{"retry_exit_codes", o.RetryExitCodes, h.retry}, {"discard_exit_codes", o.DiscardExitCodes, h.discard}} {
+		for _, code := range list.codes {
+			if err := checkExitCode(list.key, code, seen); err != nil {
+				return nil, engine.HandlerOptions{}, err
+			}
+			list.into[code] = true
+		}
+	}
+	opts := engine.HandlerOptions{Timeout: timeout}
+	for _, k := range sortedKeys(o.OnExit) {
+		key := "on_exit." + k
+		code, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not an exit code; use a number in 1..255", k)
+		}
+		if err := checkExitCode(key, code, seen); err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
+		p, err := o.OnExit[k].policy(key)
+		if err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
+		if p.Action == engine.ActionRetryAfterHint {
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "a command gives no retry hint; use retry")
+		}
+		p.Class = "exec.exit_" + strconv.Itoa(code)
+		h.onExit[code] = true
+		opts.Policies = append(opts.Policies, p)
+	}
+	slices.SortFunc(opts.Policies, func(a, b engine.ErrorPolicy) int { return exitOf(a.Class) - exitOf(b.Class) })
+	if opts.Breaker, err = o.Breaker.config("exec:" + h.argv0); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	return h, opts, nil
+}
+
+func exitOf(class string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(class, "exec.exit_"))
+	return n
+}
+
+// checkExitCode accepts a code in 1..255 that no other list has.
+func checkExitCode(key string, code int, seen map[int]string) error {
+	if code == 0 {
+		return optionErrorf(key, "exit code 0 is success and cannot be listed")
+	}
+	if code < 0 || code > 255 {
+		return optionErrorf(key, "exit code %d is out of range 1..255", code)
+	}
+	if other, ok := seen[code]; ok {
+		if other == key {
+			return optionErrorf(key, "exit code %d is listed twice", code)
+		}
+		return optionErrorf(key, "exit code %d is also in %s; give each code one outcome", code, other)
+	}
+	seen[code] = key
+	return nil
+}
+
+// findProgram checks that argv0 names an executable: an absolute path, or
+// a name found on PATH. It returns the path to run.
+func findProgram(argv0 string) (string, error) {
+	switch {
+	case argv0 == "":
+		return "", optionErrorf("command", "the program (first element) is empty")
+	case filepath.IsAbs(argv0):
+		st, err := os.Stat(argv0)
+		switch {
+		case err != nil:
+			return "", optionErrorf("command", "program %q: %v", argv0, pathReason(err))
+		case st.IsDir():
+			return "", optionErrorf("command", "program %q is a directory", argv0)
+		case st.Mode()&0o111 == 0:
+			return "", optionErrorf("command", "program %q is not executable (chmod +x it)", argv0)
+		}
+		return argv0, nil
+	case strings.ContainsRune(argv0, '/'):
+		return "", optionErrorf("command", "program %q is a relative path; give an absolute path or a name found on PATH", argv0)
+	}
+	path, err := exec.LookPath(argv0)
+	if err != nil || !filepath.IsAbs(path) {
+		return "", optionErrorf("command", "program %q is not found on PATH (%s); install it or give an absolute path", argv0, os.Getenv("PATH"))
+	}
+	return path, nil
+}
+
+func pathReason(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func validEnvName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// handle runs the command for one job.
+func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
+	runCtx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, h.path, h.args...)
+	cmd.Args[0] = h.argv0
+	cmd.Dir = h.dir
+	cmd.Env = append(append(workerEnv(), h.env...),
+		EnvQueue+"="+job.Queue,
+		EnvMsgID+"="+strconv.FormatInt(job.ID, 10),
+		EnvKind+"="+job.Kind,
+		EnvAttempt+"="+strconv.Itoa(job.Attempt),
+		EnvIdempotencyKey+"="+job.IdempotencyKey,
+	)
+	cmd.Stdin = bytes.NewReader(job.Payload)
+	var stdout, stderr capture
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Its own process group, so that a timeout kills what it started too.
+	ownProcessGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd.Process) }
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return &StartError{Command: h.argv0, Err: err}
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ctx.Err() // the worker is stopping
+	}
+	e := &ExitError{Command: h.argv0, StdoutBytes: stdout.total, StderrBytes: stderr.total, Timeout: h.timeout}
+	e.OutputName, e.Output = "stderr", lastLines(stderr.last(), outputLines, outputBytes)
+	if e.Output == "" {
+		e.OutputName, e.Output = "stdout", lastLines(stdout.last(), outputLines, outputBytes)
+	}
+	if e.Output == "" {
+		e.OutputName = ""
+	}
+	if runCtx.Err() != nil {
+		e.TimedOut, e.ExitCode = true, -1
+		return e
+	}
+	state := cmd.ProcessState
+	if state == nil {
+		return &StartError{Command: h.argv0, Err: err}
+	}
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// It exited, but something it started still held its output:
+		// the rest of its group goes now.
+		killLeftovers(state.Pid())
+	}
+	if state.Success() {
+		return nil
+	}
+	e.ExitCode = state.ExitCode()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = ws.Signal()
+		e.ExitCode = 128 + int(e.Signal)
+	}
+	return h.classify(e)
+}
+
+// workerEnv is the worker's environment without its PGBUS_ variables,
+// which would be mistaken for the job's.
+func workerEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PGBUS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// classify turns a failed exit into the error that tells the engine what
+// to do.
+func (h *execHandler) classify(e *ExitError) error {
+	switch code := e.ExitCode; {
+	case h.onExit[code]:
+		return e // the on_exit policy decides
+	case h.retry[code]:
+		return e
+	case h.discard[code]:
+		return engine.Discard(e)
+	case h.retryUnknown:
+		return e
+	default:
+		return engine.NonRetryable(e)
+	}
+}
+
+// capture keeps the first MaxCapture bytes of an output and its last
+// tailKeep bytes, and counts the rest; it never blocks the writer.
+type capture struct {
+	head  []byte
+	tail  []byte
+	total int64
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.total += int64(len(p))
+	if room := MaxCapture - len(c.head); room > 0 {
+		c.head = append(c.head, p[:min(room, len(p))]...)
+	}
+	c.tail = append(c.tail, p...)
+	if len(c.tail) > 2*tailKeep {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-tailKeep:]...)
+	}
+	return len(p), nil
+}
+
+// last returns the end of the output: all of it when it fits MaxCapture,
+// else its last tailKeep bytes or more.
+func (c *capture) last() []byte {
+	if c.total <= MaxCapture {
+		return c.head
+	}
+	return c.tail
+}
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

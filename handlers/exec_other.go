@@ -1,0 +1,17 @@
+//go:build !unix
+
+package handlers
+
+import (
+	"os"
+	"os/exec"
+)
+
+// ownProcessGroup does nothing where there are no Unix process groups.
+func ownProcessGroup(*exec.Cmd) {}
+
+// killGroup kills the process itself where there are no process groups.
+func killGroup(p *os.Process) error { return p.Kill() }
+
+// killLeftovers cannot find the leftovers without process groups.
+func killLeftovers(int) {}

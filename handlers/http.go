@@ -1,0 +1,455 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
+)
+
+// TypeHTTP is the handler type that sends each job to an HTTP endpoint.
+const TypeHTTP = "http"
+
+// Error classes of the http handler besides "http.<status>" (for example
+// "http.503"), as the failure history and the DLQ show them.
+const (
+	// ClassHTTPNetwork: the request got no response (connection refused or
+	// reset, DNS failure, TLS error, ...). Retryable.
+	ClassHTTPNetwork = "http.network"
+	// ClassHTTPTimeout: no complete response within the timeout. Retryable.
+	ClassHTTPTimeout = "http.timeout"
+)
+
+// MaxRetryAfter caps the wait a Retry-After header can ask for, so that an
+// absurd value does not park a message for days.
+const MaxRetryAfter = time.Hour
+
+// HTTPOptions are the options of an http handler block:
+//
+//	handler:
+//	  type: http
+//	  url: https://billing.internal/hooks/charge   # required
+//	  method: POST                                 # POST (default), PUT, PATCH or DELETE
+//	  timeout: 10s                                 # one attempt, default 30s
+//	  headers: {Authorization: Bearer abc123}
+//	  max_concurrency: 4                           # default: no limit but the queue's concurrency
+//	  breaker: {failure_threshold: 5, cool_off: 10s, max_cool_off: 5m}
+//	  on_status: {409: discard, 5xx: {action: retry, max_retries: 10}}
+//
+// Each job's payload is sent as the JSON body with Content-Type
+// application/json and Idempotency-Key set to the job's idempotency key.
+// 2xx is success; 408, 429, 5xx, network errors and timeouts are
+// retryable (429 and 503 wait for their Retry-After, in seconds or as an
+// HTTP date, capped at MaxRetryAfter); other statuses are non-retryable and
+// dead-letter the message at once. Redirects are not followed: a 3xx is
+// non-retryable. on_status overrides this per status. The timeout bounds
+// one attempt, the wait for a max_concurrency slot included; a job that
+// gets no slot in time is snoozed, using no attempt. Only retryable
+// failures count toward the circuit breaker.
+type HTTPOptions struct {
+	// URL is the absolute http or https URL each job is sent to.
+	URL string `yaml:"url"`
+	// Method is POST (the default), PUT, PATCH or DELETE.
+	Method string `yaml:"method"`
+	// Headers are sent with every request. They may set Content-Type,
+	// Authorization and the like, but not Idempotency-Key (the job's key)
+	// or the headers of the transport (Host, Content-Length, ...).
+	Headers map[string]string `yaml:"headers"`
+	// MaxConcurrency bounds the requests in flight from this process to
+	// the URL; when it is lower than the queue's concurrency, jobs wait for
+	// a free slot. Unset: no bound but the queue's concurrency.
+	MaxConcurrency *int `yaml:"max_concurrency"`
+	// Breaker is the circuit breaker of the downstream, named
+	// "http:<host:port>"; on by default.
+	Breaker BreakerOptions `yaml:"breaker"`
+	// OnStatus overrides the classification of statuses: keys are a status
+	// (300..599) or a class of them ("3xx", "4xx", "5xx"; an exact status
+	// wins), values an action or a Rule.
+	OnStatus Rules `yaml:"on_status"`
+}
+
+// StatusError is a response with a status other than 2xx.
+type StatusError struct {
+	Method string
+	// URL is the request's URL without credentials and query.
+	URL        string
+	StatusCode int
+	// Hint is the wait the Retry-After header asked for, capped at
+	// MaxRetryAfter; zero when it gave none.
+	Hint time.Duration
+	// Body is the start of the response body (at most MaxSnippet bytes),
+	// made printable.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Hint > 0 {
+		fmt.Fprintf(&b, " (Retry-After %s)", e.Hint)
+	}
+	if e.Body != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Body)
+	}
+	return b.String()
+}
+
+// ErrorClass is "http.<status>", for example "http.503".
+func (e *StatusError) ErrorClass() string { return "http." + strconv.Itoa(e.StatusCode) }
+
+// RequestError is a request that got no response: a network error or a
+// timeout.
+type RequestError struct {
+	Method  string
+	URL     string
+	Timeout bool
+	// After is how long the request ran.
+	After time.Duration
+	Err   error
+}
+
+func (e *RequestError) Error() string {
+	if e.Timeout {
+		return fmt.Sprintf("%s %s: no response within %s (timeout): %v", e.Method, e.URL, e.After.Round(time.Millisecond), e.Err)
+	}
+	return fmt.Sprintf("%s %s: network error: %v", e.Method, e.URL, e.Err)
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// ErrorClass is "http.timeout" or "http.network".
+func (e *RequestError) ErrorClass() string {
+	if e.Timeout {
+		return ClassHTTPTimeout
+	}
+	return ClassHTTPNetwork
+}
+
+func init() { registry[TypeHTTP] = buildHTTP }
+
+func buildHTTP(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+	h, opts, err := newHTTPHandler(spec)
+	if err != nil {
+		return nil, engine.HandlerOptions{}, typeError(TypeHTTP, err)
+	}
+	return h.handle, opts, nil
+}
+
+// reservedHeaders are set by pgbus or by the transport.
+var reservedHeaders = []string{"Idempotency-Key", "Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Te", "Trailer", "Keep-Alive", "Proxy-Connection"}
+
+type httpHandler struct {
+	method  string
+	url     string // as configured
+	shown   string // for messages: no credentials, no query
+	header  http.Header
+	client  *http.Client
+	timeout time.Duration
+	slots   chan struct{} // nil: no max_concurrency
+	exact   map[int]engine.Action
+	classes map[int]engine.Action // by status / 100
+}
+
+func newHTTPHandler(spec config.HandlerSpec) (*httpHandler, engine.HandlerOptions, error) {
+	var o HTTPOptions
+	if err := decodeKeyed(spec, &o); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	timeout, err := timeoutOf(spec)
+	if err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	u, err := checkURL(o.URL)
+	if err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	h := &httpHandler{
+		method:  "POST",
+		url:     u.String(),
+		shown:   (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String(),
+		header:  http.Header{},
+		timeout: timeout,
+		exact:   map[int]engine.Action{},
+		classes: map[int]engine.Action{},
+	}
+	if o.Method != "" {
+		m := strings.ToUpper(o.Method)
+		if !slices.Contains([]string{"POST", "PUT", "PATCH", "DELETE"}, m) {
+			return nil, engine.HandlerOptions{}, optionErrorf("method", "%q is not allowed; use POST, PUT, PATCH or DELETE (the payload is the request body)", o.Method)
+		}
+		h.method = m
+	}
+	h.header.Set("Content-Type", "application/json")
+	h.header.Set("User-Agent", "pgbus")
+	for _, name := range sortedKeys(o.Headers) {
+		value := o.Headers[name]
+		key := "headers." + name
+		switch {
+		case !validHeaderName(name):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
+		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "%s is set by pgbus or the HTTP transport and cannot be configured", http.CanonicalHeaderKey(name))
+		case strings.ContainsAny(value, "\r\n\x00"):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a line break or NUL character")
+		}
+		h.header.Set(name, value)
+	}
+	idle := 64
+	if o.MaxConcurrency != nil {
+		n := *o.MaxConcurrency
+		if n < 1 || n > engine.MaxConcurrency {
+			return nil, engine.HandlerOptions{}, optionErrorf("max_concurrency", "%d is out of range 1..%d (leave it out for no limit but the queue's concurrency)", n, engine.MaxConcurrency)
+		}
+		h.slots = make(chan struct{}, n)
+		idle = n
+	}
+	opts := engine.HandlerOptions{Timeout: timeout}
+	if opts.Policies, err = h.statusPolicies(o.OnStatus); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if opts.Breaker, err = o.Breaker.config("http:" + net.JoinHostPort(u.Hostname(), port)); err != nil {
+		return nil, engine.HandlerOptions{}, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = idle
+	h.client = &http.Client{
+		Transport: transport,
+		// A redirect of a POST would turn into a GET without the payload;
+		// a 3xx is returned as it is and classified.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return h, opts, nil
+}
+
+// checkURL accepts absolute http and https URLs with a host.
+func checkURL(raw string) (*url.URL, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, optionErrorf("url", "missing; give the absolute http:// or https:// URL that receives each job")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, optionErrorf("url", "%q is not a URL: %v", raw, err)
+	}
+	switch {
+	case u.Scheme == "":
+		return nil, optionErrorf("url", "%q has no scheme; write it as http://... or https://...", raw)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, optionErrorf("url", "%q: scheme %q is not supported; use http or https", raw, u.Scheme)
+	case u.Opaque != "" || u.Hostname() == "":
+		return nil, optionErrorf("url", "%q has no host; write it as %s://HOST[:PORT]/PATH", raw, u.Scheme)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// statusPolicies checks on_status and returns its engine policies, exact
+// statuses before classes of them.
+func (h *httpHandler) statusPolicies(rules Rules) ([]engine.ErrorPolicy, error) {
+	var exact, classes []engine.ErrorPolicy
+	for _, k := range sortedKeys(rules) {
+		key := "on_status." + k
+		p, err := rules[k].policy(key)
+		if err != nil {
+			return nil, err
+		}
+		if len(k) == 3 && (k[1:] == "xx" || k[1:] == "XX") {
+			c := int(k[0] - '0')
+			if c < 3 || c > 5 {
+				return nil, optionErrorf(key, "%q is not a class of statuses this handler classifies; use 3xx, 4xx or 5xx", k)
+			}
+			h.classes[c] = p.Action
+			prefix := "http." + k[:1]
+			p.Match = func(err error) bool {
+				class := engine.ErrorClass(err)
+				return len(class) == len("http.503") && strings.HasPrefix(class, prefix) && isStatusClass(class)
+			}
+			classes = append(classes, p)
+			continue
+		}
+		code, err := strconv.Atoi(k)
+		if err != nil || len(k) != 3 {
+			return nil, optionErrorf(key, "%q is not a status code; use a code such as 503, or 3xx, 4xx or 5xx", k)
+		}
+		if code < 300 || code > 599 {
+			return nil, optionErrorf(key, "status %d cannot be overridden; use a status in 300..599 (2xx is success)", code)
+		}
+		h.exact[code] = p.Action
+		p.Class = "http." + k
+		exact = append(exact, p)
+	}
+	return append(exact, classes...), nil
+}
+
+func isStatusClass(class string) bool {
+	_, err := strconv.Atoi(strings.TrimPrefix(class, "http."))
+	return err == nil
+}
+
+// override returns the on_status action for a status, if any.
+func (h *httpHandler) override(code int) (engine.Action, bool) {
+	if a, ok := h.exact[code]; ok {
+		return a, true
+	}
+	a, ok := h.classes[code/100]
+	return a, ok
+}
+
+// handle sends one job.
+func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
+	if h.slots != nil {
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// No request was made: put the job back without using an
+				// attempt.
+				return engine.Snooze(time.Second)
+			}
+			return ctx.Err()
+		}
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	body := []byte(job.Payload)
+	if len(body) == 0 {
+		body = []byte("null")
+	}
+	req, err := http.NewRequestWithContext(reqCtx, h.method, h.url, bytes.NewReader(body))
+	if err != nil {
+		return engine.NonRetryable(fmt.Errorf("%s %s: %w", h.method, h.shown, err))
+	}
+	req.Header = h.header.Clone()
+	req.Header.Set("Idempotency-Key", job.IdempotencyKey)
+	start := time.Now()
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ctx.Err() // the worker is stopping
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL, query included
+		}
+		var ne net.Error
+		timedOut := reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Err: err}
+	}
+	defer resp.Body.Close()
+	// Read a bounded part: enough to reuse the connection after a small
+	// body, and to quote the start of an error.
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxCapture))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	return h.classify(resp, data)
+}
+
+// classify turns a response other than 2xx into the error that tells the
+// engine what to do.
+func (h *httpHandler) classify(resp *http.Response, body []byte) error {
+	code := resp.StatusCode
+	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(body, MaxSnippet)}
+	if action, ok := h.override(code); ok {
+		// The policy built from on_status decides; a hint is used only when
+		// it asks for one.
+		if action == engine.ActionRetryAfterHint && hint > 0 {
+			e.Hint = hint
+			return engine.RetryAfter(hint, e)
+		}
+		return e
+	}
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		if hint > 0 {
+			e.Hint = hint
+			return engine.RetryAfter(hint, e)
+		}
+		return e
+	case code == http.StatusRequestTimeout || (code >= 500 && code <= 599):
+		return e
+	default:
+		return engine.NonRetryable(e)
+	}
+}
+
+// parseRetryAfter reads a Retry-After value: whole seconds or an HTTP date.
+// It reports false for none, a malformed value or a time already past;
+// waits longer than MaxRetryAfter are capped.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			var ne *strconv.NumError
+			if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+				return MaxRetryAfter, true
+			}
+			return 0, false
+		}
+		if n == 0 {
+			return 0, false
+		}
+		if n > uint64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return 0, false
+	}
+	return min(d, MaxRetryAfter), true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,662 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/store"
+)
+
+// downstream is a real HTTP server whose answer depends on the request's
+// payload ({"case": ..., "n": ...}), on how often that payload came before,
+// and on a phase switch: during a burst it answers 503 with Retry-After: 1
+// to everything.
+type downstream struct {
+	srv   *httptest.Server
+	burst atomic.Bool
+
+	inFlight, maxInFlight atomic.Int32
+
+	mu    sync.Mutex
+	hits  []hit
+	seen  map[string]int
+	dates map[string]dateHint // "date" case: what it told the client
+}
+
+type hit struct {
+	at          time.Time
+	key         string // case/n
+	method      string
+	path, query string
+	idemKey     string
+	contentType string
+	apiKey      string
+	body        string
+	status      int
+}
+
+type dateHint struct {
+	retryAt time.Time // the HTTP date sent, to the second
+	sentAt  time.Time // when the response was written
+}
+
+type testPayload struct {
+	Case string `json:"case"`
+	N    int    `json:"n"`
+}
+
+func newDownstream(t *testing.T) *downstream {
+	d := &downstream{seen: map[string]int{}, dates: map[string]dateHint{}}
+	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
+	cur := d.inFlight.Add(1)
+	for {
+		m := d.maxInFlight.Load()
+		if cur <= m || d.maxInFlight.CompareAndSwap(m, cur) {
+			break
+		}
+	}
+	at := time.Now()
+	raw, _ := io.ReadAll(r.Body)
+	var p testPayload
+	_ = json.Unmarshal(raw, &p)
+	key := fmt.Sprintf("%s/%d", p.Case, p.N)
+	// Hold the request a little so that concurrent jobs overlap here.
+	time.Sleep(30 * time.Millisecond)
+
+	d.mu.Lock()
+	d.seen[key]++
+	nth := d.seen[key]
+	d.mu.Unlock()
+	status, body := d.answer(w.Header(), p.Case, key, nth)
+	d.mu.Lock()
+	d.hits = append(d.hits, hit{
+		at: at, key: key, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		idemKey: r.Header.Get("Idempotency-Key"), contentType: r.Header.Get("Content-Type"),
+		apiKey: r.Header.Get("X-Api-Key"), body: string(raw), status: status,
+	})
+	d.mu.Unlock()
+	// The request is over for the server once it answers: a client may
+	// send its next one as soon as it has read this answer.
+	d.inFlight.Add(-1)
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// answer decides the status, headers and body of a request.
+func (d *downstream) answer(h http.Header, c, key string, nth int) (int, string) {
+	if d.burst.Load() {
+		h.Set("Retry-After", "1")
+		return 503, "down for maintenance"
+	}
+	switch c {
+	case "bad":
+		return 400, `{"error":"amount_cents must be positive"}`
+	case "bigbad":
+		return 400, "BEGIN" + strings.Repeat("x", 200<<10) + "END"
+	case "throttle":
+		if nth == 1 {
+			h.Set("Retry-After", "1")
+			return 429, "slow down"
+		}
+	case "date":
+		if nth == 1 {
+			retryAt := time.Now().Add(2 * time.Second).UTC()
+			h.Set("Retry-After", retryAt.Format(http.TimeFormat))
+			d.mu.Lock()
+			d.dates[key] = dateHint{retryAt: retryAt.Truncate(time.Second), sentAt: time.Now()}
+			d.mu.Unlock()
+			return 503, "maintenance window"
+		}
+	case "flaky":
+		if nth == 1 {
+			return 500, "boom"
+		}
+	case "teapot":
+		return 418, "I'm a teapot"
+	case "unprocessable":
+		return 422, "cannot process this yet"
+	}
+	return 200, `{"ok":true}`
+}
+
+func (d *downstream) hitsOf(key string) []hit {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []hit
+	for _, h := range d.hits {
+		if h.key == key {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (d *downstream) lastHit() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var last time.Time
+	for _, h := range d.hits {
+		if h.at.After(last) {
+			last = h.at
+		}
+	}
+	return last
+}
+
+func (d *downstream) hitsBetween(from, to time.Time) []hit {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []hit
+	for _, h := range d.hits {
+		if !h.at.Before(from) && h.at.Before(to) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// The http handler against a real server: classification, Retry-After
+// hints in both forms, on_status overrides, immediate dead-lettering of
+// 4xx, the circuit breaker opening during a burst (jobs snoozed, not
+// failed) and closing after it, and max_concurrency as the server sees it.
+func TestHTTPHandlerAgainstServer(t *testing.T) {
+	s := sharedStore(t)
+	d := newDownstream(t)
+	u, _ := url.Parse(d.srv.URL)
+	breaker := "http:" + u.Host
+	forgetBreaker(t, s, breaker)
+
+	q := fastQueue(t, s, nil)
+	spec := specFromYAML(t, fmt.Sprintf(`
+type: http
+url: %s/hooks/charge?token=s3cret
+timeout: 5s
+max_concurrency: 3
+headers: {X-Api-Key: k123}
+breaker: {failure_threshold: 8, cool_off: 2s, max_cool_off: 4s}
+on_status:
+  418: discard
+  422: {action: retry, max_retries: 2, backoff: 50ms, jitter: 0}
+`, d.srv.URL))
+	fn, opts := mustBuild(t, spec)
+	if opts.Breaker == nil || opts.Breaker.Name != breaker {
+		t.Fatalf("breaker %+v, want one named %s", opts.Breaker, breaker)
+	}
+	c := quickClient(t, s, q, 8)
+	c.HandleQueue(q, fn, opts)
+	runClient(t, c)
+
+	// Phase 1: a healthy downstream with some bad input, throttling and
+	// hiccups. It has 7 retryable failures at most, below the threshold.
+	ids := map[string]int64{}
+	sendCase := func(kase string, n int, o engine.SendOptions) {
+		ids[fmt.Sprintf("%s/%d", kase, n)] = sendJob(t, c, q, testPayload{Case: kase, N: n}, o)
+	}
+	for n := range 10 {
+		o := engine.SendOptions{}
+		if n == 0 {
+			o.IdempotencyKey = "order-42"
+		}
+		sendCase("ok", n, o)
+	}
+	for n := range 2 {
+		sendCase("bad", n, engine.SendOptions{})
+		sendCase("throttle", n, engine.SendOptions{})
+		sendCase("flaky", n, engine.SendOptions{})
+	}
+	for _, kase := range []string{"bigbad", "date", "teapot", "unprocessable"} {
+		sendCase(kase, 0, engine.SendOptions{})
+	}
+	waitFor(t, 20*time.Second, "the first phase to settle", func() bool { return liveCount(t, s, q) == 0 })
+
+	archived := archivedOf(t, s, q)
+	blocks, dlqIDs := deadBlocksOf(t, s, q)
+	dlq := store.DLQName(q)
+
+	// Every request carried the payload, the idempotency key and the
+	// configured headers.
+	for key, id := range ids {
+		for _, h := range d.hitsOf(key) {
+			wantKey := fmt.Sprintf("%s:%d", q, id)
+			if key == "ok/0" {
+				wantKey = "order-42"
+			}
+			var got testPayload
+			if h.method != "POST" || h.path != "/hooks/charge" || h.query != "token=s3cret" || h.idemKey != wantKey ||
+				h.contentType != "application/json" || h.apiKey != "k123" || json.Unmarshal([]byte(h.body), &got) != nil || key != fmt.Sprintf("%s/%d", got.Case, got.N) {
+				t.Errorf("%s: request %+v; want POST /hooks/charge?token=s3cret, Idempotency-Key %s, JSON, X-Api-Key k123 and the payload", key, h, wantKey)
+			}
+		}
+	}
+	for n := range 10 {
+		if _, ok := archived[ids[fmt.Sprintf("ok/%d", n)]]; !ok {
+			t.Errorf("ok/%d not archived", n)
+		}
+	}
+
+	// 400: dead-lettered at once, with the body in the message.
+	for n := range 2 {
+		key := fmt.Sprintf("bad/%d", n)
+		checkDeadBlock(t, blocks[ids[key]], key, store.ReasonNonRetryable, 1, "http.400")
+		if msg, _ := blocks[ids[key]]["error_message"].(string); !strings.Contains(msg, "400 Bad Request") || !strings.Contains(msg, "amount_cents must be positive") || strings.Contains(msg, "s3cret") {
+			t.Errorf("%s: error message %q; want the status and the body, not the query", key, msg)
+		}
+		if n := len(d.hitsOf(key)); n != 1 {
+			t.Errorf("%s: the server saw %d requests, want 1", key, n)
+		}
+	}
+	checkDeadBlock(t, blocks[ids["bigbad/0"]], "bigbad", store.ReasonNonRetryable, 1, "http.400")
+	if fs := failuresOf(t, s, dlq, dlqIDs[ids["bigbad/0"]]); len(fs) != 1 || !strings.Contains(fs[0].Message, "BEGIN") ||
+		strings.Contains(fs[0].Message, "END") || len(fs[0].Message) > handlers.MaxSnippet+200 {
+		t.Errorf("bigbad: failures %+v; want one whose message quotes at most %d bytes of the body", fs, handlers.MaxSnippet)
+	}
+
+	// 429 and 503 wait for their Retry-After: 1s exactly, or the HTTP date.
+	for n := range 2 {
+		key := fmt.Sprintf("throttle/%d", n)
+		fs := failuresOf(t, s, q, ids[key])
+		if len(fs) != 1 || fs[0].Class != "http.429" || fs[0].delay() != time.Second {
+			t.Errorf("%s: failures %+v; want one http.429 retried after exactly 1s", key, fs)
+		}
+		if a, ok := archived[ids[key]]; !ok || a.ReadCount != 2 {
+			t.Errorf("%s: archived %v %+v; want after 2 runs", key, ok, a)
+		}
+	}
+	d.mu.Lock()
+	date := d.dates["date/0"]
+	d.mu.Unlock()
+	if fs := failuresOf(t, s, q, ids["date/0"]); len(fs) != 1 || fs[0].Class != "http.503" {
+		t.Errorf("date: failures %+v; want one http.503", fs)
+	} else {
+		want := date.retryAt.Sub(date.sentAt)
+		if got := fs[0].delay(); got <= 0 || got > 2*time.Second || (got-want).Abs() > 250*time.Millisecond {
+			t.Errorf("date: retried after %s; the Retry-After date was %s after the response", got, want)
+		}
+		if !strings.Contains(fs[0].Message, "Retry-After") {
+			t.Errorf("date: message %q does not mention the Retry-After", fs[0].Message)
+		}
+	}
+	if _, ok := archived[ids["date/0"]]; !ok {
+		t.Errorf("date: not archived")
+	}
+	// 500 has no hint: the queue's backoff (100ms, jitter factor 1).
+	for n := range 2 {
+		key := fmt.Sprintf("flaky/%d", n)
+		if fs := failuresOf(t, s, q, ids[key]); len(fs) != 1 || fs[0].Class != "http.500" || fs[0].delay() != 100*time.Millisecond {
+			t.Errorf("%s: failures %+v; want one http.500 retried after the 100ms backoff", key, fs)
+		}
+	}
+	// on_status: 418 is discarded, 422 retried on its own policy.
+	if a, ok := archived[ids["teapot/0"]]; !ok || a.Headers[store.HeaderDiscarded] == nil {
+		t.Errorf("teapot: archived %v with headers %v; want discarded", ok, a.Headers)
+	}
+	if fs := failuresOf(t, s, q, ids["teapot/0"]); len(fs) != 1 || fs[0].Class != "http.418" {
+		t.Errorf("teapot: failures %+v; want one http.418", fs)
+	}
+	checkDeadBlock(t, blocks[ids["unprocessable/0"]], "unprocessable", store.ReasonMaxRetriesExceeded, 2, "http.422")
+	if b := blocks[ids["unprocessable/0"]]; b != nil && b["max_retries"] != 2.0 {
+		t.Errorf("unprocessable: max_retries %v, want the rule's 2", b["max_retries"])
+	}
+	if fs := failuresOf(t, s, dlq, dlqIDs[ids["unprocessable/0"]]); len(fs) != 2 || fs[0].delay() != 50*time.Millisecond {
+		t.Errorf("unprocessable: failures %+v; want 2, the first retried after the rule's 50ms", fs)
+	}
+
+	// Phase 2: a burst of 503s opens the breaker; jobs meeting it open are
+	// snoozed; the burst ends while it is open and its probe closes it.
+	d.burst.Store(true)
+	var burst []int64
+	for n := range 12 {
+		id := sendJob(t, c, q, testPayload{Case: "burst", N: n}, engine.SendOptions{})
+		burst = append(burst, id)
+	}
+	var openSeen time.Time
+	var openFor time.Duration
+	waitFor(t, 15*time.Second, "the breaker to open", func() bool {
+		var state string
+		var left *time.Duration
+		err := s.Pool().QueryRow(ctxFor(t), `SELECT state, open_until - now() FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state, &left)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state != store.BreakerOpen || left == nil {
+			return false
+		}
+		openSeen, openFor = time.Now(), *left
+		return true
+	})
+	// Requests let through before it opened still fail (a success now
+	// would close it early); the burst ends once they are answered.
+	quiet := openSeen
+	waitFor(t, 5*time.Second, "the requests let through before the breaker opened", func() bool {
+		last := d.lastHit()
+		if d.inFlight.Load() == 0 && time.Since(last) > 200*time.Millisecond {
+			quiet = time.Now()
+			return true
+		}
+		return false
+	})
+	d.burst.Store(false)
+	waitFor(t, 20*time.Second, "the burst messages to settle", func() bool { return liveCount(t, s, q) == 0 })
+
+	// No request went out in the rest of the open period: jobs meeting
+	// the open breaker were snoozed.
+	if end := openSeen.Add(openFor - 100*time.Millisecond); end.Sub(quiet) > 500*time.Millisecond {
+		if hs := d.hitsBetween(quiet, end); len(hs) > 0 {
+			t.Errorf("%d requests reached the server while the breaker was open: %+v", len(hs), hs)
+		}
+	} else {
+		t.Errorf("the breaker was open for %s after the last request let through; the test cannot check the quiet period", end.Sub(quiet))
+	}
+	archived = archivedOf(t, s, q)
+	failedInBurst := 0
+	for n, id := range burst {
+		a, ok := archived[id]
+		fs := failuresOf(t, s, q, id)
+		failedInBurst += len(fs)
+		// Snoozes give their read back: the reads left are the runs.
+		if !ok || a.ReadCount != len(fs)+1 {
+			t.Errorf("burst/%d: archived %v after %d reads with %d failures; want archived, reads = failures + 1", n, ok, a.ReadCount, len(fs))
+		}
+		for _, f := range fs {
+			if f.Class != "http.503" || f.delay() != time.Second {
+				t.Errorf("burst/%d: failure %+v; want http.503 retried after its Retry-After of 1s", n, f)
+			}
+		}
+	}
+	if failedInBurst < 8 {
+		t.Errorf("%d failures in the burst; the breaker opens after 8", failedInBurst)
+	}
+	waitFor(t, 5*time.Second, "snoozes in the stats", func() bool {
+		return queryInt(t, s, `SELECT coalesce(sum(snoozed), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, q) > 0
+	})
+	var state string
+	var consecutive int
+	if err := s.Pool().QueryRow(ctxFor(t), `SELECT state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state, &consecutive); err != nil {
+		t.Fatal(err)
+	}
+	if state != store.BreakerClosed || consecutive != 0 {
+		t.Errorf("breaker after the burst: %s with %d failures; want closed by its probe", state, consecutive)
+	}
+
+	if m := d.maxInFlight.Load(); m > 3 {
+		t.Errorf("the server saw %d requests at once; max_concurrency is 3", m)
+	} else if m < 2 {
+		t.Errorf("the server saw at most %d request at once; the test does not exercise max_concurrency", m)
+	}
+}
+
+// Timeouts and network errors are retryable, with classes of their own;
+// the query of the URL stays out of messages.
+func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	fn, opts := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Timeout: config.Duration(200 * time.Millisecond),
+		Options: map[string]any{"url": slow.URL + "/x?key=s3cret"}})
+	if opts.Timeout != 200*time.Millisecond {
+		t.Errorf("timeout %s, want 200ms", opts.Timeout)
+	}
+	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
+	began := time.Now()
+	err := fn(context.Background(), job)
+	if took := time.Since(began); took < 200*time.Millisecond || took > 2*time.Second {
+		t.Errorf("timed out after %s, want about 200ms", took)
+	}
+	var re *handlers.RequestError
+	if !errors.As(err, &re) || engine.ErrorClass(err) != handlers.ClassHTTPTimeout || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %v (class %s); want an http.timeout RequestError without the query", err, engine.ErrorClass(err))
+	}
+	if _, plain := err.(*handlers.RequestError); !plain {
+		t.Errorf("a timeout is returned as %T; want a plain (retryable) *RequestError", err)
+	}
+
+	closed := httptest.NewServer(http.NotFoundHandler())
+	addr := closed.URL
+	closed.Close()
+	fn, _ = mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: map[string]any{"url": addr}})
+	err = fn(context.Background(), job)
+	if _, plain := err.(*handlers.RequestError); !plain || engine.ErrorClass(err) != handlers.ClassHTTPNetwork {
+		t.Errorf("connection refused: %v (%T, class %s); want a plain http.network RequestError", err, err, engine.ErrorClass(err))
+	}
+}
+
+// A job that gets no max_concurrency slot before its deadline is snoozed:
+// it made no request, so it uses no attempt.
+func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
+	release := make(chan struct{})
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Timeout: config.Duration(2 * time.Second),
+		Options: map[string]any{"url": srv.URL, "max_concurrency": 1}})
+	first := make(chan error, 1)
+	go func() {
+		first <- fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Payload: json.RawMessage(`{}`)})
+	}()
+	waitFor(t, 5*time.Second, "the first request", func() bool { return requests.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := fn(ctx, &engine.Job{Queue: "q", ID: 2, Payload: json.RawMessage(`{}`)})
+	var re *handlers.RequestError
+	if err == nil || errors.As(err, &re) || err.Error() != "snoozed" || requests.Load() != 1 {
+		t.Errorf("waiting for a slot past the deadline: %v (%T) after %d requests; want a snooze and no request", err, err, requests.Load())
+	}
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Errorf("first request: %v", err)
+	}
+}
+
+// Redirects are not followed (a POST would become a GET without the
+// payload): a 3xx is non-retryable unless on_status says otherwise; a 2xx
+// other than 200 is success.
+func TestHTTPHandlerStatuses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var status int
+		_, _ = fmt.Sscan(strings.TrimPrefix(r.URL.Path, "/"), &status)
+		if status == 302 {
+			w.Header().Set("Location", "/200")
+		}
+		if status == 503 || status == 429 || status == 500 {
+			w.Header().Set("Retry-After", "99999999")
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
+	for _, tc := range []struct {
+		status  int
+		onState map[string]any
+		class   string
+		plain   bool // retryable as far as the handler goes (or left to a policy)
+	}{
+		{status: 204},
+		{status: 202},
+		{status: 302, class: "http.302"},
+		{status: 404, class: "http.404"},
+		{status: 408, class: "http.408", plain: true},
+		{status: 500, class: "http.500", plain: true},
+		{status: 599, class: "http.599", plain: true},
+		{status: 404, onState: map[string]any{"4xx": "retry"}, class: "http.404", plain: true},
+		{status: 404, onState: map[string]any{"4xx": "retry", "404": "dead_letter"}, class: "http.404", plain: true},
+	} {
+		opts := map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, tc.status)}
+		if tc.onState != nil {
+			opts["on_status"] = tc.onState
+		}
+		fn, hopts := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: opts})
+		err := fn(context.Background(), job)
+		if tc.class == "" {
+			if err != nil {
+				t.Errorf("%d: %v, want success", tc.status, err)
+			}
+			continue
+		}
+		var se *handlers.StatusError
+		_, plain := err.(*handlers.StatusError)
+		if !errors.As(err, &se) || engine.ErrorClass(err) != tc.class || plain != tc.plain {
+			t.Errorf("%d %v: %v (%T, class %s); want class %s, plain %v", tc.status, tc.onState, err, err, engine.ErrorClass(err), tc.class, tc.plain)
+		}
+		if tc.onState != nil && len(hopts.Policies) != len(tc.onState) {
+			t.Errorf("%v: %d policies", tc.onState, len(hopts.Policies))
+		}
+	}
+	// An absurd Retry-After is capped at an hour; 500 does not use it.
+	for _, tc := range []struct {
+		status int
+		hint   time.Duration
+	}{{503, handlers.MaxRetryAfter}, {429, handlers.MaxRetryAfter}, {500, 0}} {
+		fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, tc.status)}})
+		err := fn(context.Background(), job)
+		var se *handlers.StatusError
+		if !errors.As(err, &se) || se.Hint != tc.hint {
+			t.Errorf("%d with Retry-After 99999999: %v; want hint %s", tc.status, err, tc.hint)
+		}
+	}
+}
+
+// Defaults and the engine options a block turns into.
+func TestHTTPBuildDefaults(t *testing.T) {
+	_, opts := mustBuild(t, specFromYAML(t, `
+type: http
+url: https://billing.example/hooks
+`))
+	want := store.BreakerConfig{Name: "http:billing.example:443", FailureThreshold: 5, CoolOff: 10 * time.Second, MaxCoolOff: 5 * time.Minute}
+	if opts.Breaker == nil || *opts.Breaker != want || opts.Timeout != 30*time.Second || len(opts.Policies) != 0 {
+		t.Errorf("options %+v (breaker %+v); want timeout 30s, breaker %+v, no policies", opts, opts.Breaker, want)
+	}
+	_, opts = mustBuild(t, specFromYAML(t, `
+type: http
+url: http://[::1]/x
+method: put
+breaker: {enabled: false}
+on_status:
+  5xx: {action: retry, max_retries: 9, backoff: 2s}
+  503: retry_after_hint
+  409: discard
+`))
+	if opts.Breaker != nil {
+		t.Errorf("breaker %+v, want none", opts.Breaker)
+	}
+	if len(opts.Policies) != 3 || opts.Policies[0].Class != "http.409" || opts.Policies[0].Action != engine.ActionDiscard ||
+		opts.Policies[1].Class != "http.503" || opts.Policies[1].Action != engine.ActionRetryAfterHint ||
+		opts.Policies[2].Match == nil || opts.Policies[2].Retry == nil || opts.Policies[2].Retry.MaxRetries != 9 ||
+		opts.Policies[2].Retry.Backoff != 2*time.Second || opts.Policies[2].Retry.BackoffMax != 5*time.Minute {
+		t.Errorf("policies %+v; want 409, 503, then 5xx with its retry policy", opts.Policies)
+	}
+	_, opts = mustBuild(t, specFromYAML(t, `
+type: http
+url: http://[::1]:8080/x
+breaker: {name: billing, failure_threshold: 2, cool_off: 1s}
+`))
+	if want := (store.BreakerConfig{Name: "billing", FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: 5 * time.Minute}); opts.Breaker == nil || *opts.Breaker != want {
+		t.Errorf("breaker %+v, want %+v", opts.Breaker, want)
+	}
+	_, opts = mustBuild(t, specFromYAML(t, `
+type: http
+url: http://[::1]:8080/x
+`))
+	if opts.Breaker == nil || opts.Breaker.Name != "http:[::1]:8080" {
+		t.Errorf("breaker %+v, want http:[::1]:8080", opts.Breaker)
+	}
+}
+
+// Bad blocks are rejected with the key and the reason.
+func TestHTTPBadConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spec    config.HandlerSpec
+		yaml    string
+		key     string
+		reason  string
+		options map[string]any
+	}{
+		{name: "no url", yaml: "method: POST", key: "url:", reason: "missing"},
+		{name: "no scheme", options: map[string]any{"url": "billing.example/hooks"}, key: "url:", reason: "no scheme"},
+		{name: "scheme", options: map[string]any{"url": "ftp://billing.example/x"}, key: "url:", reason: `scheme "ftp" is not supported`},
+		{name: "no host", options: map[string]any{"url": "http:///hooks"}, key: "url:", reason: "no host"},
+		{name: "opaque", options: map[string]any{"url": "http:billing"}, key: "url:", reason: "no host"},
+		{name: "not a url", options: map[string]any{"url": "http://bad host/"}, key: "url:", reason: "is not a URL"},
+		{name: "method", options: map[string]any{"url": "http://h/", "method": "GET"}, key: "method:", reason: "not allowed"},
+		{name: "negative timeout", spec: config.HandlerSpec{Timeout: config.Duration(-time.Second)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "negative"},
+		{name: "huge timeout", spec: config.HandlerSpec{Timeout: config.Duration(48 * time.Hour)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "out of range"},
+		{name: "zero concurrency", yaml: "url: http://h/\nmax_concurrency: 0", key: "max_concurrency:", reason: "out of range 1..10000"},
+		{name: "negative concurrency", yaml: "url: http://h/\nmax_concurrency: -2", key: "max_concurrency:", reason: "out of range"},
+		{name: "concurrency text", yaml: "url: http://h/\nmax_concurrency: lots", key: "max_concurrency:", reason: `"lots" is not a whole number`},
+		{name: "unknown key", yaml: "url: http://h/\nurls: [x]", key: "urls:", reason: "unknown option; the options here are breaker, headers, max_concurrency, method, on_status, url"},
+		{name: "negative threshold", yaml: "url: http://h/\nbreaker: {failure_threshold: -1}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
+		{name: "zero threshold", yaml: "url: http://h/\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "enabled: false"},
+		{name: "negative cool-off", yaml: "url: http://h/\nbreaker: {cool_off: -5s}", key: "breaker.cool_off:", reason: "negative"},
+		{name: "tiny cool-off", yaml: "url: http://h/\nbreaker: {cool_off: 1ms}", key: "breaker.cool_off:", reason: "out of range 10ms..24h"},
+		{name: "max below cool-off", yaml: "url: http://h/\nbreaker: {cool_off: 1m, max_cool_off: 30s}", key: "breaker.max_cool_off:", reason: "less than the cool-off"},
+		{name: "cool-off text", yaml: "url: http://h/\nbreaker: {cool_off: soon}", key: "breaker.cool_off:", reason: "not a duration"},
+		{name: "breaker key", yaml: "url: http://h/\nbreaker: {treshold: 3}", key: "breaker.treshold:", reason: "unknown option"},
+		{name: "breaker scalar", yaml: "url: http://h/\nbreaker: on", key: "breaker:", reason: "expected a mapping"},
+		{name: "enabled text", yaml: "url: http://h/\nbreaker: {enabled: maybe}", key: "breaker.enabled:", reason: "true or false"},
+		{name: "unknown action", yaml: "url: http://h/\non_status: {503: explode}", key: "on_status.503:", reason: `unknown action "explode"`},
+		{name: "no action", yaml: "url: http://h/\non_status: {503: {max_retries: 3}}", key: "on_status.503.action:", reason: "missing"},
+		{name: "2xx", yaml: "url: http://h/\non_status: {200: retry}", key: "on_status.200:", reason: "cannot be overridden"},
+		{name: "not a status", yaml: "url: http://h/\non_status: {oops: retry}", key: "on_status.oops:", reason: "not a status code"},
+		{name: "2xx class", yaml: "url: http://h/\non_status: {2xx: retry}", key: "on_status.2xx:", reason: "use 3xx, 4xx or 5xx"},
+		{name: "retry with discard", yaml: "url: http://h/\non_status: {503: {action: discard, max_retries: 3}}", key: "on_status.503:", reason: "only with action retry"},
+		{name: "zero retries", yaml: "url: http://h/\non_status: {503: {action: retry, max_retries: 0}}", key: "on_status.503.max_retries:", reason: "out of range 1..1000"},
+		{name: "backoff max", yaml: "url: http://h/\non_status: {503: {action: retry, backoff: 10s, backoff_max: 1s}}", key: "on_status.503.backoff_max:", reason: "less than the backoff"},
+		{name: "jitter", yaml: "url: http://h/\non_status: {503: {action: retry, jitter: 2}}", key: "on_status.503.jitter:", reason: "out of range 0..1"},
+		{name: "strategy", yaml: "url: http://h/\non_status: {503: {action: retry, strategy: linear}}", key: "on_status.503.strategy:", reason: "not a backoff strategy"},
+		{name: "rule key", yaml: "url: http://h/\non_status: {503: {actoin: retry}}", key: "on_status.503.actoin:", reason: "unknown option"},
+		{name: "on_status list", yaml: "url: http://h/\non_status: [503]", key: "on_status:", reason: "expected a mapping"},
+		{name: "reserved header", yaml: "url: http://h/\nheaders: {Idempotency-Key: x}", key: "headers.Idempotency-Key:", reason: "set by pgbus"},
+		{name: "header name", yaml: "url: http://h/\nheaders: {\"Bad Header\": x}", key: "headers.Bad Header:", reason: "not a valid header name"},
+		{name: "header value", options: map[string]any{"url": "http://h/", "headers": map[string]any{"X-A": "a\r\nB: c"}}, key: "headers.X-A:", reason: "line break"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if tc.yaml != "" {
+				spec = specFromYAML(t, "type: http\n"+tc.yaml)
+			} else {
+				spec.Options = tc.options
+			}
+			spec.Type = handlers.TypeHTTP
+			_, _, err := handlers.Build(spec)
+			if err == nil {
+				t.Fatalf("built; want an error about %s", tc.key)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "handler type http: "+tc.key) || !strings.Contains(msg, tc.reason) {
+				t.Errorf("error %q; want it to start with %q and say %q", msg, "handler type http: "+tc.key, tc.reason)
+			}
+		})
+	}
+}

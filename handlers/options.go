@@ -1,0 +1,472 @@
+package handlers
+
+// Option decoding and the parts the http and exec handlers share: the
+// circuit breaker block, the on_status/on_exit rules, and the text helpers
+// that keep failure messages bounded.
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Defaults shared by the http and exec handlers.
+const (
+	// DefaultTimeout bounds one attempt when the handler block gives no
+	// timeout.
+	DefaultTimeout = 30 * time.Second
+	// MaxTimeout is the longest timeout a handler block may give.
+	MaxTimeout = 24 * time.Hour
+	// DefaultBreakerThreshold consecutive retryable failures open a
+	// handler's circuit breaker.
+	DefaultBreakerThreshold = 5
+	// DefaultBreakerCoolOff is how long an opened breaker stays open before
+	// one probe may go through; failed probes double it up to
+	// DefaultBreakerMaxCoolOff.
+	DefaultBreakerCoolOff    = 10 * time.Second
+	DefaultBreakerMaxCoolOff = 5 * time.Minute
+)
+
+// The actions of an on_status or on_exit rule, as a file spells them.
+const (
+	ruleRetry          = "retry"
+	ruleRetryAfterHint = "retry_after_hint"
+	ruleDiscard        = "discard"
+	ruleDeadLetter     = "dead_letter"
+)
+
+var ruleActions = map[string]engine.Action{
+	ruleRetry:          engine.ActionRetry,
+	ruleRetryAfterHint: engine.ActionRetryAfterHint,
+	ruleDiscard:        engine.ActionDiscard,
+	ruleDeadLetter:     engine.ActionDeadLetter,
+}
+
+// BreakerOptions configure the circuit breaker of an http or exec handler
+// (the breaker key). The breaker is shared by every worker process through
+// PostgreSQL: FailureThreshold consecutive retryable failures open it, jobs
+// that meet it open are snoozed without using an attempt, and after the
+// cool-off one probe decides whether it closes again.
+type BreakerOptions struct {
+	// Enabled turns the breaker on (the default) or off.
+	Enabled *bool `yaml:"enabled"`
+	// Name overrides the breaker's name, which is "http:<host:port>" or
+	// "exec:<argv0>" by default. Handlers that share a name share a breaker.
+	Name string `yaml:"name"`
+	// FailureThreshold is how many consecutive retryable failures open it.
+	// Default 5.
+	FailureThreshold *int `yaml:"failure_threshold"`
+	// CoolOff is how long it stays open the first time. Default 10s.
+	CoolOff *config.Duration `yaml:"cool_off"`
+	// MaxCoolOff caps the cool-off, which each failed probe doubles.
+	// Default 5m.
+	MaxCoolOff *config.Duration `yaml:"max_cool_off"`
+}
+
+// UnmarshalYAML decodes the block key by key, rejecting unknown keys.
+func (b *BreakerOptions) UnmarshalYAML(n *yaml.Node) error {
+	type plain BreakerOptions
+	return decodeNode(n, (*plain)(b))
+}
+
+// config returns the breaker the options describe, or nil when it is off.
+// defaultName is used when the block gives no name.
+func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error) {
+	if b.Enabled != nil && !*b.Enabled {
+		return nil, nil
+	}
+	c := store.BreakerConfig{
+		Name:             defaultName,
+		FailureThreshold: DefaultBreakerThreshold,
+		CoolOff:          DefaultBreakerCoolOff,
+		MaxCoolOff:       DefaultBreakerMaxCoolOff,
+	}
+	if b.Name != "" {
+		c.Name = b.Name
+	}
+	if len(c.Name) > 200 {
+		return nil, optionErrorf("breaker.name", "%d characters is longer than 200", len(c.Name))
+	}
+	if t := b.FailureThreshold; t != nil {
+		if *t < 1 || *t > 10000 {
+			return nil, optionErrorf("breaker.failure_threshold", "%d is out of range 1..10000 (to turn the breaker off, set enabled: false)", *t)
+		}
+		c.FailureThreshold = *t
+	}
+	if d := b.CoolOff; d != nil {
+		if d.D() < 10*time.Millisecond || d.D() > 24*time.Hour {
+			return nil, optionErrorf("breaker.cool_off", "%s is out of range 10ms..24h", d)
+		}
+		c.CoolOff = d.D()
+		if b.MaxCoolOff == nil && c.MaxCoolOff < c.CoolOff {
+			c.MaxCoolOff = c.CoolOff
+		}
+	}
+	if d := b.MaxCoolOff; d != nil {
+		if d.D() > 7*24*time.Hour {
+			return nil, optionErrorf("breaker.max_cool_off", "%s is more than 168h", d)
+		}
+		if d.D() < c.CoolOff {
+			return nil, optionErrorf("breaker.max_cool_off", "%s is less than the cool-off %s; it caps the cool-off, so make it at least that", d, c.CoolOff)
+		}
+		c.MaxCoolOff = d.D()
+	}
+	if err := c.Validate(); err != nil {
+		return nil, optionErrorf("breaker", "%v", err)
+	}
+	return &c, nil
+}
+
+// Rule is one entry of on_status (http) or on_exit (exec): what to do with
+// a response status or an exit code. In a file it is either an action,
+//
+//	on_status: {409: discard}
+//
+// or a mapping with the action and, for retry and retry_after_hint, the
+// retry policy of these failures, whose unset fields take pgbus's
+// defaults (max_retries 5, backoff 5s, backoff_max 5m, jitter 0.15,
+// strategy exponential):
+//
+//	on_status:
+//	  503: {action: retry_after_hint, max_retries: 10, backoff: 1s}
+type Rule struct {
+	// Action is retry, retry_after_hint, discard or dead_letter.
+	Action     string           `yaml:"action"`
+	MaxRetries *int             `yaml:"max_retries"`
+	Backoff    *config.Duration `yaml:"backoff"`
+	BackoffMax *config.Duration `yaml:"backoff_max"`
+	Jitter     *float64         `yaml:"jitter"`
+	Strategy   string           `yaml:"strategy"`
+}
+
+// UnmarshalYAML reads an action or a mapping.
+func (r *Rule) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		r.Action = n.Value
+		return nil
+	}
+	type plain Rule
+	return decodeNode(n, (*plain)(r))
+}
+
+// hasRetry reports whether the rule gives any retry setting.
+func (r Rule) hasRetry() bool {
+	return r.MaxRetries != nil || r.Backoff != nil || r.BackoffMax != nil || r.Jitter != nil || r.Strategy != ""
+}
+
+// policy checks the rule and returns the engine policy it stands for,
+// without its matcher. key names the rule in errors.
+func (r Rule) policy(key string) (engine.ErrorPolicy, error) {
+	action, ok := ruleActions[r.Action]
+	if !ok {
+		if r.Action == "" {
+			return engine.ErrorPolicy{}, optionErrorf(key+".action", "missing; use one of %s", actionList())
+		}
+		return engine.ErrorPolicy{}, optionErrorf(key, "unknown action %q; use one of %s", r.Action, actionList())
+	}
+	p := engine.ErrorPolicy{Action: action}
+	if !r.hasRetry() {
+		return p, nil
+	}
+	if action != engine.ActionRetry && action != engine.ActionRetryAfterHint {
+		return engine.ErrorPolicy{}, optionErrorf(key, "retry settings (max_retries, backoff, ...) go only with action retry or retry_after_hint, not %s", r.Action)
+	}
+	rp := engine.DefaultRetryPolicy()
+	if v := r.MaxRetries; v != nil {
+		if *v < 1 || *v > 1000 {
+			return engine.ErrorPolicy{}, optionErrorf(key+".max_retries", "%d is out of range 1..1000", *v)
+		}
+		rp.MaxRetries = *v
+	}
+	if v := r.Backoff; v != nil {
+		if v.D() > 24*time.Hour {
+			return engine.ErrorPolicy{}, optionErrorf(key+".backoff", "%s is more than 24h", v)
+		}
+		rp.Backoff = v.D()
+		if r.BackoffMax == nil && rp.BackoffMax < rp.Backoff {
+			rp.BackoffMax = rp.Backoff
+		}
+	}
+	if v := r.BackoffMax; v != nil {
+		if v.D() > 7*24*time.Hour {
+			return engine.ErrorPolicy{}, optionErrorf(key+".backoff_max", "%s is more than 168h", v)
+		}
+		if v.D() < rp.Backoff {
+			return engine.ErrorPolicy{}, optionErrorf(key+".backoff_max", "%s is less than the backoff %s; it caps every delay, so make it at least the backoff", v, rp.Backoff)
+		}
+		rp.BackoffMax = v.D()
+	}
+	if v := r.Jitter; v != nil {
+		if !(*v >= 0 && *v <= 1) {
+			return engine.ErrorPolicy{}, optionErrorf(key+".jitter", "%v is out of range 0..1", *v)
+		}
+		rp.Jitter = *v
+	}
+	switch r.Strategy {
+	case "":
+	case store.BackoffExponential, store.BackoffPolynomial:
+		rp.Strategy = r.Strategy
+	default:
+		return engine.ErrorPolicy{}, optionErrorf(key+".strategy", "%q is not a backoff strategy; use %s or %s", r.Strategy, store.BackoffExponential, store.BackoffPolynomial)
+	}
+	p.Retry = &rp
+	return p, nil
+}
+
+func actionList() string {
+	return strings.Join([]string{ruleRetry, ruleRetryAfterHint, ruleDiscard, ruleDeadLetter}, ", ")
+}
+
+// Rules are on_status or on_exit: rules by status code or exit code.
+type Rules map[string]Rule
+
+// UnmarshalYAML decodes the mapping, naming the entry in errors.
+func (rs *Rules) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return optionErrorf("", "expected a mapping of codes to actions, got a %s", nodeKind(n))
+	}
+	out := Rules{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, n.Content[i+1]
+		var r Rule
+		if err := v.Decode(&r); err != nil {
+			return prefixError(k, err)
+		}
+		out[k] = r
+	}
+	*rs = out
+	return nil
+}
+
+// optionError is a problem with one option of a handler block; Key is its
+// dotted path, such as breaker.cool_off.
+type optionError struct {
+	Key    string
+	Reason string
+}
+
+func (e *optionError) Error() string {
+	if e.Key == "" {
+		return e.Reason
+	}
+	return e.Key + ": " + e.Reason
+}
+
+func optionErrorf(key, format string, args ...any) error {
+	return &optionError{Key: key, Reason: fmt.Sprintf(format, args...)}
+}
+
+// prefixError puts key in front of the path of err.
+func prefixError(key string, err error) error {
+	var oe *optionError
+	if errors.As(err, &oe) {
+		if oe.Key == "" {
+			return &optionError{Key: key, Reason: oe.Reason}
+		}
+		return &optionError{Key: key + "." + oe.Key, Reason: oe.Reason}
+	}
+	return &optionError{Key: key, Reason: yamlReason(err)}
+}
+
+// typeError wraps a problem with a handler block in the form the command
+// line shows: "handler type http: url: missing; ...".
+func typeError(typ string, err error) error {
+	return fmt.Errorf("handler type %s: %w", typ, err)
+}
+
+// decodeKeyed checks and decodes a handler block's own keys into out (a
+// pointer to a struct with yaml tags) one key at a time, so that every
+// problem, nested ones included, names its key.
+func decodeKeyed(spec config.HandlerSpec, out any) error {
+	if len(spec.Options) == 0 {
+		return nil
+	}
+	raw, err := yaml.Marshal(spec.Options)
+	if err != nil {
+		return fmt.Errorf("options: %v", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("options: %v", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return errors.New("options: expected a mapping")
+	}
+	return decodeNode(doc.Content[0], out)
+}
+
+// decodeNode decodes a mapping node into the struct out points to, key by
+// key: an unknown key is an error listing the known ones, and a value that
+// does not decode is an error naming its key.
+func decodeNode(n *yaml.Node, out any) error {
+	if n.Kind != yaml.MappingNode {
+		return optionErrorf("", "expected a mapping (key: value lines), got a %s", nodeKind(n))
+	}
+	v := reflect.ValueOf(out).Elem()
+	fields := map[string]reflect.Value{}
+	var known []string
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = v.Field(i)
+		known = append(known, name)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i].Value, n.Content[i+1]
+		f, ok := fields[k]
+		if !ok {
+			slices.Sort(known)
+			return optionErrorf(k, "unknown option; the options here are %s", strings.Join(known, ", "))
+		}
+		if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
+			continue // "key:" with no value keeps the default
+		}
+		if err := val.Decode(f.Addr().Interface()); err != nil {
+			return prefixError(k, err)
+		}
+	}
+	return nil
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	default:
+		return "plain value"
+	}
+}
+
+var (
+	yamlLine     = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line \d+: `)
+	yamlDecoding = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
+)
+
+// yamlReason turns a decoder error into words, without the line (which
+// refers to the re-encoded block, not the file).
+func yamlReason(err error) string {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = yamlLine.ReplaceAllString(strings.TrimSpace(msg), "")
+	if m := yamlDecoding.FindStringSubmatch(msg); m != nil {
+		what := "a " + m[3]
+		switch {
+		case strings.HasPrefix(m[3], "int") || strings.HasPrefix(m[3], "uint"):
+			what = "a whole number"
+		case strings.HasPrefix(m[3], "float"):
+			what = "a number"
+		case m[3] == "bool":
+			what = "true or false"
+		case m[3] == "string":
+			what = "text"
+		case strings.HasPrefix(m[3], "[]"):
+			what = "a list"
+		case strings.HasPrefix(m[3], "map["):
+			what = "a mapping"
+		}
+		if m[2] != "" {
+			return fmt.Sprintf("%q is not %s", m[2], what)
+		}
+		return fmt.Sprintf("expected %s, got a %s", what, map[string]string{"seq": "list", "map": "mapping"}[m[1]])
+	}
+	return msg
+}
+
+// timeoutOf checks the block's timeout and returns the timeout of one
+// attempt.
+func timeoutOf(spec config.HandlerSpec) (time.Duration, error) {
+	d := spec.Timeout.D()
+	switch {
+	case d < 0:
+		return 0, optionErrorf("timeout", "%s is negative; give a duration such as 30s", d)
+	case d == 0:
+		return DefaultTimeout, nil
+	case d < time.Millisecond || d > MaxTimeout:
+		return 0, optionErrorf("timeout", "%s is out of range 1ms..%s", d, MaxTimeout)
+	}
+	return d, nil
+}
+
+// Text bounds of failure messages.
+const (
+	// MaxCapture is how much of a response body, and of a command's stdout
+	// and of its stderr, is kept; the rest is read and thrown away.
+	MaxCapture = 64 << 10
+	// MaxSnippet bounds the part of a response body that goes into a
+	// failure message.
+	MaxSnippet = 1 << 10
+)
+
+// snippet returns the start of b as printable text of at most limit
+// bytes, cut at a rune boundary and ending in "…" when it was cut.
+func snippet(b []byte, limit int) string {
+	s := printable(b)
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// lastLines returns the last lines of b as printable text: at most
+// maxLines lines and limit bytes, starting with "…" when it was cut.
+func lastLines(b []byte, maxLines, limit int) string {
+	s := strings.TrimRight(printable(b), "\n ")
+	lines := strings.Split(s, "\n")
+	if len(lines) > maxLines {
+		lines = lines[len(lines)-maxLines:]
+	}
+	s = strings.Join(lines, "\n")
+	if len(s) > limit {
+		cut := len(s) - limit + len("…")
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut++
+		}
+		s = "…" + s[cut:]
+	}
+	return s
+}
+
+// printable replaces invalid UTF-8 and control characters other than
+// newline and tab, so that a failure message stays readable.
+func printable(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			sb.WriteRune('\uFFFD')
+		case r == '\r':
+		case r == '\n' || r == '\t':
+			sb.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			sb.WriteRune('\uFFFD')
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
+}
