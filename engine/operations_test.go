@@ -279,3 +279,49 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 		t.Fatal("bad sends wrote messages")
 	}
 }
+
+// A queue's default deadline dead-letters messages older than it with
+// deadline_exceeded instead of running them.
+func TestQueueDefaultDeadline(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.Deadline = 200 * time.Millisecond })
+	c := newClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { calls.Add(1); return nil })
+	start(t, c)
+	send(t, c, q, 1, engine.SendOptions{Delay: 500 * time.Millisecond}) // due after its deadline
+	send(t, c, q, 2, engine.SendOptions{})
+	eventually(t, 20*time.Second, "one archived, one dead", func() bool {
+		return archived(t, s, q) == 1 && len(deadMessages(t, s, q)) == 1
+	})
+	if b := deadMessages(t, s, q)[0].Block; b["reason"] != store.ReasonDeadlineExceeded {
+		t.Fatalf("block = %v, want deadline_exceeded", b)
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("handler ran %d times, want once (the message within its deadline)", calls.Load())
+	}
+}
+
+// A running client prunes archives past the queue's retention.
+func TestClientRunsRetention(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.ArchiveRetention = time.Hour })
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`1`)}, {Payload: []byte(`2`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ArchiveMany(ctx, q, ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 100 * time.Millisecond })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	start(t, c)
+	eventually(t, 20*time.Second, "the old archive row pruned", func() bool { return archived(t, s, q) == 1 })
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, ids[1]); n != 1 {
+		t.Fatal("retention pruned a recent archive row")
+	}
+}

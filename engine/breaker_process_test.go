@@ -1,0 +1,210 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+const (
+	breakerEnvChild = "PGBUS_BREAKER_CHILD"
+	breakerEnvURL   = "PGBUS_BREAKER_DB"
+	breakerEnvQueue = "PGBUS_BREAKER_QUEUE"
+	breakerEnvName  = "PGBUS_BREAKER_NAME"
+	breakerEnvHTTP  = "PGBUS_BREAKER_DOWNSTREAM"
+)
+
+// callDownstream posts to a downstream and fails on anything but 2xx.
+func callDownstream(url string) engine.HandlerFunc {
+	return func(ctx context.Context, job *engine.Job) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+		if err != nil {
+			return engine.NonRetryable(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("downstream answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+func breakerConfig(name string) *store.BreakerConfig {
+	return &store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: 700 * time.Millisecond, MaxCoolOff: 3 * time.Second}
+}
+
+// TestBreakerWorkerProcess is the child worker of the cross-process breaker
+// test; it does nothing unless that test starts it.
+func TestBreakerWorkerProcess(t *testing.T) {
+	if os.Getenv(breakerEnvChild) != "1" {
+		return // helper process entry point
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }() // the parent closing stdin stops it
+	st, err := store.Open(ctx, os.Getenv(breakerEnvURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	queue := os.Getenv(breakerEnvQueue)
+	c, err := engine.NewClient(st, engine.Config{
+		Queues:       []engine.QueueConfig{{Name: queue, Concurrency: 4}},
+		PollInterval: 50 * time.Millisecond,
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.HandleQueue(queue, callDownstream(os.Getenv(breakerEnvHTTP)), engine.HandlerOptions{Breaker: breakerConfig(os.Getenv(breakerEnvName))})
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flakyServer is a real downstream that fails until told to recover and
+// counts the requests running at once while the breaker is half-open.
+type flakyServer struct {
+	s                  *store.Store
+	breaker            string
+	healthy            atomic.Bool
+	calls              atomic.Int32
+	mu                 sync.Mutex
+	inHalfOpen, probes int
+}
+
+func (f *flakyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.calls.Add(1)
+	var state string
+	_ = f.s.Pool().QueryRow(r.Context(), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, f.breaker).Scan(&state)
+	if state == store.BreakerHalfOpen {
+		f.mu.Lock()
+		f.inHalfOpen++
+		f.probes = max(f.probes, f.inHalfOpen)
+		f.mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // a probe takes a while: others would overlap it
+		defer func() { f.mu.Lock(); f.inHalfOpen--; f.mu.Unlock() }()
+	}
+	if !f.healthy.Load() {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// A breaker is shared by two worker processes through PostgreSQL: a child
+// process opens it against a failing downstream, this process then sees it
+// open and snoozes its jobs instead of calling, and while half-open only one
+// probe runs across both processes.
+func TestCircuitBreakerAcrossProcesses(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
+	name := uniqueName("downstream")
+	down := &flakyServer{s: s, breaker: name}
+	srv := httptest.NewServer(down)
+	defer srv.Close()
+
+	child := exec.Command(os.Args[0], "-test.run=^TestBreakerWorkerProcess$", "-test.count=1", "-test.timeout=5m")
+	child.Env = append(os.Environ(), breakerEnvChild+"=1", breakerEnvURL+"="+pgtest.URL(t),
+		breakerEnvQueue+"="+q, breakerEnvName+"="+name, breakerEnvHTTP+"="+srv.URL)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var childOut syncWriter
+	child.Stdout, child.Stderr = &childOut, &childOut
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- child.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("child worker: %v\n%s", err, childOut.String())
+			}
+		case <-time.After(time.Minute):
+			_ = child.Process.Kill()
+			t.Errorf("child worker did not stop\n%s", childOut.String())
+		}
+	})
+
+	parent := newClient(t, s, q, nil)
+	for i := range 3 {
+		send(t, parent, q, i, engine.SendOptions{})
+	}
+	state := func() string {
+		var st string
+		_ = s.Pool().QueryRow(context.Background(), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&st)
+		return st
+	}
+	eventually(t, 60*time.Second, "the child process to open the breaker", func() bool { return state() == store.BreakerOpen })
+	openedAfter := down.calls.Load()
+
+	// This process joins with the breaker open: its jobs are snoozed.
+	parent.HandleQueue(q, callDownstream(srv.URL), engine.HandlerOptions{Breaker: breakerConfig(name)})
+	start(t, parent)
+	for i := range 10 {
+		send(t, parent, q, 100+i, engine.SendOptions{})
+	}
+	time.Sleep(300 * time.Millisecond) // inside the 700ms cool-off
+	if st := state(); st == store.BreakerOpen && down.calls.Load() > openedAfter+4 {
+		t.Fatalf("%d calls went through the open breaker", down.calls.Load()-openedAfter)
+	}
+	eventually(t, 60*time.Second, "a probe to fail and reopen the breaker", func() bool {
+		var cool float64
+		_ = s.Pool().QueryRow(context.Background(), `SELECT current_cool_off_ms FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&cool)
+		return cool > 700
+	})
+	down.healthy.Store(true)
+	eventually(t, 90*time.Second, "all 13 messages archived", func() bool { return archived(t, s, q) == 13 })
+	if st := state(); st != store.BreakerClosed {
+		t.Fatalf("breaker %s after recovery, want closed", st)
+	}
+	down.mu.Lock()
+	defer down.mu.Unlock()
+	if down.probes != 1 {
+		t.Fatalf("%d requests ran at once while half-open across the two processes, want 1 probe", down.probes)
+	}
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
+		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
+	}
+}
+
+type syncWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
