@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -15,39 +13,11 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-var shared struct {
-	once sync.Once
-	s    *store.Store
-	err  error
-}
+func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	url := pgtest.URL(t)
-	shared.once.Do(func() {
-		ctx := context.Background()
-		shared.s, shared.err = store.Open(ctx, url)
-		if shared.err == nil {
-			_, shared.err = shared.s.Migrate(ctx)
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("open test store: %v", shared.err)
-	}
-	return shared.s
-}
+func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 
-func uniqueName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
-
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
 
 // fastSettings makes retries quick enough for tests while keeping the
 // formula: base 100ms doubling, capped at 10s.

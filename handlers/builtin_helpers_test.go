@@ -6,11 +6,8 @@ package handlers_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,39 +18,11 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-var pgShared struct {
-	once sync.Once
-	s    *store.Store
-	err  error
-}
+func sharedStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
-func sharedStore(t testing.TB) *store.Store {
-	t.Helper()
-	url := pgtest.URL(t)
-	pgShared.once.Do(func() {
-		ctx := context.Background()
-		pgShared.s, pgShared.err = store.Open(ctx, url)
-		if pgShared.err == nil {
-			_, pgShared.err = pgShared.s.Migrate(ctx)
-		}
-	})
-	if pgShared.err != nil {
-		t.Fatalf("open test store: %v", pgShared.err)
-	}
-	return pgShared.s
-}
+func randomName(prefix string) string { return pgtest.Name(prefix) }
 
-func randomName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
-
-func ctxFor(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxFor(t testing.TB) context.Context { return pgtest.Context(t) }
 
 // fastQueue creates a queue whose retries are quick (100ms doubling, no
 // jitter surprises: the client's Rand makes the factor exactly 1), applies

@@ -26,29 +26,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var shared struct {
-	once sync.Once
-	s    *store.Store
-	err  error
-}
-
 // testStore is a migrated store on the shared test database; tests use
 // queue names of their own.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	url := pgtest.URL(t)
-	shared.once.Do(func() {
-		ctx := context.Background()
-		shared.s, shared.err = store.Open(ctx, url)
-		if shared.err == nil {
-			_, shared.err = shared.s.Migrate(ctx)
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("open test store: %v", shared.err)
-	}
-	return shared.s
-}
+func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

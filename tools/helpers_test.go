@@ -3,15 +3,12 @@ package tools_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
 	"os"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -25,41 +22,13 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var shared struct {
-	once sync.Once
-	s    *store.Store
-	err  error
-}
-
 // testStore returns a migrated store shared by the tests of this package;
 // tests keep apart by using queues of their own.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	url := pgtest.URL(t)
-	shared.once.Do(func() {
-		ctx := context.Background()
-		shared.s, shared.err = store.Open(ctx, url)
-		if shared.err == nil {
-			_, shared.err = shared.s.Migrate(ctx)
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("open test store: %v", shared.err)
-	}
-	return shared.s
-}
+func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
 
-func uniqueName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
+func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 
 // newQueue creates a queue (and its DLQ) dropped after the test. Its DLQ's
 // ids start at a random large number, so that an id is found in this DLQ

@@ -15,19 +15,7 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-func testStore(t *testing.T) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func testStore(t *testing.T) *store.Store { return pgtest.Store(t) }
 
 // Every workload runs to completion on a small scale, reports what it did
 // and leaves no queue behind.

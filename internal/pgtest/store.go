@@ -1,0 +1,51 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+var shared struct {
+	once sync.Once
+	s    *store.Store
+	err  error
+}
+
+// Store returns a migrated store on the test database, shared by the tests
+// of this test binary: tests keep apart by using names of their own (Name).
+func Store(tb testing.TB) *store.Store {
+	tb.Helper()
+	url := URL(tb)
+	shared.once.Do(func() {
+		ctx := context.Background()
+		shared.s, shared.err = store.Open(ctx, url)
+		if shared.err == nil {
+			_, shared.err = shared.s.Migrate(ctx)
+		}
+	})
+	if shared.err != nil {
+		tb.Fatalf("pgtest: open the test store: %v", shared.err)
+	}
+	return shared.s
+}
+
+// Name returns prefix_ followed by 12 random hex digits: a queue or breaker
+// name no other test uses.
+func Name(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// Context returns a context that ends with the test, or after two minutes.
+func Context(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
