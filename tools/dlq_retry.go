@@ -73,7 +73,7 @@ func retry(ctx context.Context, d Deps, in DLQRetryInput) (DLQRetryOutput, error
 				}
 				return DLQRetryOutput{}, err
 			}
-			mergeReport(&rep, r)
+			rep.Merge(r)
 		}
 		return DLQRetryOutput{RetryReport: rep, Next: retryNext(rep, false, 0)}, nil
 	}
@@ -118,22 +118,6 @@ func bulkLimit(f DeadFilter, limit *int, op string) (int, error) {
 		return 0, fixf("limit %d is out of range; pass 1 to %d, and call again for more", *limit, maxBulk)
 	}
 	return *limit, nil
-}
-
-func mergeReport(into *store.RetryReport, r store.RetryReport) {
-	into.Retried += r.Retried
-	into.Failed += r.Failed
-	if into.FirstError == "" {
-		into.FirstError = r.FirstError
-	}
-	for _, m := range r.Moved {
-		if len(into.Moved) < store.MaxRetryMoved {
-			into.Moved = append(into.Moved, m)
-		} else {
-			into.MovedOmitted++
-		}
-	}
-	into.MovedOmitted += r.MovedOmitted
 }
 
 func retryNext(rep store.RetryReport, byFilter bool, limit int) string {

@@ -473,7 +473,7 @@ in the DLQ's archive and the replacement noted in its history.
 			}
 			for _, where := range order {
 				r, err := s.dlq.Retry(ctx, where, byDLQ[where], opts)
-				mergeReport(&rep, r)
+				rep.Merge(r)
 				if err != nil && opErr == nil {
 					opErr = err
 				}
@@ -496,23 +496,6 @@ in the DLQ's archive and the replacement noted in its history.
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the RetryReport as JSON")
 	return cmd
-}
-
-func mergeReport(into *store.RetryReport, r store.RetryReport) {
-	into.DryRun = into.DryRun || r.DryRun
-	into.Retried += r.Retried
-	into.Failed += r.Failed
-	if into.FirstError == "" {
-		into.FirstError = r.FirstError
-	}
-	for _, m := range r.Moved {
-		if len(into.Moved) < store.MaxRetryMoved {
-			into.Moved = append(into.Moved, m)
-		} else {
-			into.MovedOmitted++
-		}
-	}
-	into.MovedOmitted += r.MovedOmitted
 }
 
 // retryFailures turns failed messages of a report into exit status 1.

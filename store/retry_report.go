@@ -1,0 +1,21 @@
+package store
+
+// Merge adds another report's counts and moved messages to r, keeping the
+// first error and the bound on Moved. Callers that retry per DLQ merge the
+// reports into one.
+func (r *RetryReport) Merge(other RetryReport) {
+	r.DryRun = r.DryRun || other.DryRun
+	r.Retried += other.Retried
+	r.Failed += other.Failed
+	if r.FirstError == "" {
+		r.FirstError = other.FirstError
+	}
+	for _, m := range other.Moved {
+		if len(r.Moved) < MaxRetryMoved {
+			r.Moved = append(r.Moved, m)
+		} else {
+			r.MovedOmitted++
+		}
+	}
+	r.MovedOmitted += other.MovedOmitted
+}
