@@ -658,42 +658,6 @@ func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
 	return out, nil
 }
 
-// SummarizeDead groups the dead messages f selects by (source queue, kind,
-// error class), largest group first, each with up to 5 sample ids, newest
-// first.
-func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, error) {
-	if err := f.validate(); err != nil {
-		return nil, err
-	}
-	out := []DeadGroup{}
-	err := s.runDead(ctx, f, func(q *deadQuery) error {
-		cols := `msg_id, enqueued_at, coalesce(` + sqlDeadKind + `, '') AS kind,
-			coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
-			coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
-			` + sqlDeadBlock + `->>'reason' AS reason`
-		sql := `SELECT dlq, source_queue, kind, error_class, count(*), min(enqueued_at), max(enqueued_at),
-				coalesce(array_agg(DISTINCT reason ORDER BY reason) FILTER (WHERE reason IS NOT NULL), '{}'),
-				(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5]
-			FROM (` + q.union(cols, nil, "") + `) u
-			GROUP BY dlq, source_queue, kind, error_class
-			ORDER BY count(*) DESC, max(enqueued_at) DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C"`
-		rows, err := s.pool.Query(ctx, sql, q.args...)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
-			var g DeadGroup
-			err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.FirstDeadAt, &g.LastDeadAt, &g.Reasons, &g.SampleMsgIDs)
-			return g, err
-		})
-		return err
-	})
-	if err != nil {
-		return nil, wrapDead("summarize dead messages", err)
-	}
-	return out, nil
-}
-
 // wrapDead wraps database errors; the store's own kinds pass unchanged.
 func wrapDead(op string, err error) error {
 	if err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {

@@ -195,7 +195,13 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 		total.OldestAgeSeconds = max(total.OldestAgeSeconds, st.OldestAgeSeconds)
 		total.OldestVisibleAgeSeconds = max(total.OldestVisibleAgeSeconds, st.OldestVisibleAgeSeconds)
 	}
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(total.DLQ)).Scan(&total.DLQDepth)
+	// The DLQ's groups add up to its depth without reading its rows (see
+	// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
+	// Only the branch taken runs.
+	err := s.pool.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
+			THEN (SELECT coalesce(sum(count), 0)::bigint FROM pgbus.dlq_groups WHERE dlq = $2)
+			ELSE (SELECT count(*) FROM `+queueTable(total.DLQ)+`) END`,
+		queueTable(total.DLQ), total.DLQ).Scan(&total.DLQDepth)
 	if err != nil && !isUndefinedTable(err) {
 		return total, queueErr(err, "read stats of", total.DLQ)
 	}

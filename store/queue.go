@@ -146,7 +146,10 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error
 }
 
 // createDLQIndex indexes a dead-letter queue for its newest-first keyset
-// pages, which would otherwise sort the whole DLQ on every page.
+// pages, which would otherwise sort the whole DLQ on every page, and
+// attaches the triggers that keep its groups in pgbus.dlq_groups (see
+// schema/0007_dlq_groups.sql), backfilling them when they were missing: a
+// DLQ made by another PGMQ client, or dropped and made again.
 func createDLQIndex(ctx context.Context, tx pgx.Tx, name string) error {
 	if !strings.HasSuffix(name, DLQSuffix) {
 		return nil
@@ -154,6 +157,9 @@ func createDLQIndex(ctx context.Context, tx pgx.Tx, name string) error {
 	idx := pgx.Identifier{"q_" + name + "_enq_idx"}.Sanitize()
 	if _, err := tx.Exec(ctx, `CREATE INDEX IF NOT EXISTS `+idx+` ON `+queueTable(name)+` (enqueued_at, msg_id)`); err != nil {
 		return fmt.Errorf("store: index dead-letter queue %q: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pgbus.dlq_groups_attach($1)`, name); err != nil {
+		return fmt.Errorf("store: track the groups of dead-letter queue %q: %w", name, err)
 	}
 	return nil
 }
@@ -220,7 +226,7 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 		if _, err := tx.Exec(ctx, `SELECT pgmq.drop_queue($1)`, name); err != nil {
 			return false, fmt.Errorf("store: drop queue %q with pgmq.drop_queue: %w", name, err)
 		}
-		return true, nil
+		return true, dropDLQGroups(ctx, tx, name)
 	}
 	ddl := `DROP TABLE IF EXISTS ` + queueTable(name) + `; DROP TABLE IF EXISTS ` + archiveTable(name)
 	if _, err := tx.Exec(ctx, ddl); err != nil {
@@ -229,7 +235,19 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 	if _, err := tx.Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, name); err != nil {
 		return false, fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
 	}
-	return true, nil
+	return true, dropDLQGroups(ctx, tx, name)
+}
+
+// dropDLQGroups forgets the groups of a dropped DLQ. It runs after the drop,
+// whose lock keeps writers, and so their triggers, away until commit.
+func dropDLQGroups(ctx context.Context, tx pgx.Tx, name string) error {
+	if !strings.HasSuffix(name, DLQSuffix) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.dlq_groups WHERE dlq = $1`, name); err != nil {
+		return fmt.Errorf("store: drop the groups of dead-letter queue %q: %w", name, err)
+	}
+	return nil
 }
 
 // ListQueues lists every physical PGMQ queue, dead-letter queues included,

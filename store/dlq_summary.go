@@ -1,0 +1,272 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxDeadGroups bounds the groups one summary returns: the largest ones.
+const MaxDeadGroups = 500
+
+// DeadSummary is the result of SummarizeDeadReport.
+type DeadSummary struct {
+	// Groups are the largest MaxDeadGroups groups, largest first.
+	Groups []DeadGroup `json:"groups"`
+	// TotalGroups counts every group the filter selects, those left out
+	// included.
+	TotalGroups int `json:"total_groups" jsonschema_description:"Groups the filter selects; more than len(groups) when the summary was cut"`
+	// Truncated is set when groups holds fewer than TotalGroups.
+	Truncated bool `json:"truncated,omitempty" jsonschema_description:"Only the 500 largest groups are listed; narrow the filter for the others"`
+}
+
+// SummarizeDead groups the dead messages f selects by (DLQ, source queue,
+// kind, error class), largest group first (then the newest, then by name),
+// each with its reasons, first and last dead-letter time (the DLQ row's
+// enqueued_at) and up to 5 sample ids, newest first. Only the MaxDeadGroups
+// largest groups are returned; SummarizeDeadReport also tells how many
+// there are.
+func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, error) {
+	sum, err := s.SummarizeDeadReport(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return sum.Groups, nil
+}
+
+// SummarizeDeadReport is SummarizeDead with the number of groups.
+//
+// Without a filter on reason, time or text, it counts from
+// pgbus.dlq_groups, which triggers on every DLQ table keep exact
+// (schema/0007_dlq_groups.sql), and reads each group's first and last time
+// and newest ids through the DLQ's index on its group: the cost follows the
+// number of groups, not of messages. A filter on reason, time or text, and
+// DLQs without those triggers (made by another PGMQ client and not yet seen
+// by CreateQueue or a migration), are summarized by reading their messages.
+// Both give the same result for the same data; all of it is read in one
+// snapshot.
+func (s *Store) SummarizeDeadReport(ctx context.Context, f DeadFilter) (DeadSummary, error) {
+	out := DeadSummary{Groups: []DeadGroup{}}
+	if err := f.validate(); err != nil {
+		return out, err
+	}
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+			groups, total, err := summarizeDead(ctx, tx, q, f)
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(groups, compareDeadGroups)
+			out.Groups = append([]DeadGroup{}, groups[:min(len(groups), MaxDeadGroups)]...)
+			out.TotalGroups, out.Truncated = total, total > len(out.Groups)
+			return nil
+		})
+	})
+	if err != nil {
+		return DeadSummary{Groups: []DeadGroup{}}, wrapDead("summarize dead messages", err)
+	}
+	return out, nil
+}
+
+// summarizeDead returns the groups that may be among the largest
+// MaxDeadGroups, unsorted, and the number of groups.
+func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) ([]DeadGroup, int, error) {
+	scan := q.dlqs
+	var groups []DeadGroup
+	total := 0
+	if f.Reason == "" && f.Since.IsZero() && f.Until.IsZero() && f.Text == "" {
+		tracked, err := deadTracked(ctx, tx, q.dlqs)
+		if err != nil {
+			return nil, 0, err
+		}
+		scan = slices.DeleteFunc(slices.Clone(q.dlqs), func(d string) bool { return tracked[d] })
+		if len(tracked) > 0 {
+			if groups, total, err = summaryFromGroups(ctx, tx, tracked, f); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if len(scan) > 0 {
+		q.dlqs = scan
+		more, n, err := summaryFromScan(ctx, tx, q)
+		if err != nil {
+			return nil, 0, err
+		}
+		groups, total = append(groups, more...), total+n
+	}
+	return groups, total, nil
+}
+
+// compareDeadGroups orders groups largest first, then newest first, then
+// by names in byte order, as the scan does in SQL.
+func compareDeadGroups(a, b DeadGroup) int {
+	return cmp.Or(
+		cmp.Compare(b.Count, a.Count),
+		b.LastDeadAt.Compare(a.LastDeadAt),
+		strings.Compare(a.DLQ, b.DLQ),
+		strings.Compare(a.SourceQueue, b.SourceQueue),
+		strings.Compare(a.Kind, b.Kind),
+		strings.Compare(a.ErrorClass, b.ErrorClass),
+	)
+}
+
+// deadTracked returns those of dlqs whose groups pgbus.dlq_groups counts.
+func deadTracked(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT n FROM unnest($1::text[]) AS n
+		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))`, dlqs)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// trackedGroup is a group as pgbus.dlq_groups counts it.
+type trackedGroup struct {
+	key [16]byte
+	DeadGroup
+}
+
+// summaryFromGroups summarizes tracked DLQs: it adds up the counts of
+// pgbus.dlq_groups (one row per group and reason), keeps the groups that
+// can be among the largest MaxDeadGroups (those as large as the
+// MaxDeadGroups-th, ties included), and reads their first and last times
+// and sample ids from the DLQs' group indexes, two probes per group.
+func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter) ([]DeadGroup, int, error) {
+	dlqs := make([]string, 0, len(tracked))
+	for d := range tracked {
+		dlqs = append(dlqs, d)
+	}
+	opt := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	rows, err := tx.Query(ctx, `
+		WITH g AS (
+			SELECT dlq, group_key, min(source_queue) AS source_queue, min(kind) AS kind, min(error_class) AS error_class,
+			       sum(count)::bigint AS n,
+			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
+			       count(*) OVER () AS total
+			FROM pgbus.dlq_groups
+			WHERE dlq = ANY($1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR error_class = $3)
+			GROUP BY dlq, group_key
+			HAVING sum(count) > 0
+		)
+		SELECT group_key, dlq, source_queue, kind, error_class, n, reasons, total FROM g
+		WHERE n >= coalesce((SELECT n FROM g ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
+		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := 0
+	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (trackedGroup, error) {
+		var g trackedGroup
+		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.Reasons, &total)
+		return g, err
+	})
+	if err != nil || len(found) == 0 {
+		return nil, total, err
+	}
+	byDLQ := map[string][]*trackedGroup{}
+	for i := range found {
+		byDLQ[found[i].DLQ] = append(byDLQ[found[i].DLQ], &found[i])
+	}
+	if err := probeDeadGroups(ctx, tx, byDLQ); err != nil {
+		return nil, 0, err
+	}
+	out := make([]DeadGroup, 0, len(found))
+	for _, g := range found {
+		if len(g.SampleMsgIDs) > 0 { // else the counts were stale: a DLQ written with its triggers off
+			out = append(out, g.DeadGroup)
+		}
+	}
+	return out, total, nil
+}
+
+// probeDeadGroups fills in first and last times and sample ids, one
+// statement per DLQ, all in one round trip.
+func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup) error {
+	batch := &pgx.Batch{}
+	for dlq, groups := range byDLQ {
+		keys := make([][16]byte, len(groups))
+		for i, g := range groups {
+			keys[i] = g.key
+		}
+		t := queueTable(dlq)
+		batch.Queue(`
+			SELECT k.i, f.at, s.ats, s.ids
+			FROM unnest($1::uuid[]) WITH ORDINALITY AS k(key, i)
+			CROSS JOIN LATERAL (
+				SELECT d.enqueued_at AS at FROM `+t+` d
+				WHERE pgbus.dlq_group_key(d.headers, d.message) = k.key
+				ORDER BY d.enqueued_at, d.msg_id LIMIT 1) f
+			CROSS JOIN LATERAL (
+				SELECT array_agg(n.enqueued_at ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ats,
+				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids
+				FROM (SELECT d.enqueued_at, d.msg_id FROM `+t+` d
+				      WHERE pgbus.dlq_group_key(d.headers, d.message) = k.key
+				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, keys).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var i int
+					var ats []time.Time
+					var g DeadGroup
+					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs); err != nil {
+						return err
+					}
+					if i < 1 || i > len(groups) || len(ats) == 0 {
+						continue
+					}
+					dst := groups[i-1]
+					dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs = g.FirstDeadAt, ats[0], g.SampleMsgIDs
+				}
+				return rows.Err()
+			})
+	}
+	return tx.SendBatch(ctx, batch).Close()
+}
+
+// summaryFromScan summarizes the DLQs of q by reading every message q
+// selects; it returns the largest MaxDeadGroups groups and the number of
+// groups.
+func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, int, error) {
+	cols := `msg_id, enqueued_at, coalesce(` + sqlDeadKind + `, '') AS kind,
+		coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+		coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
+		` + sqlDeadBlock + `->>'reason' AS reason`
+	union := q.union(cols, nil, "")
+	sql := `SELECT dlq, source_queue, kind, error_class, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
+			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}'),
+			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
+			count(*) OVER ()
+		FROM (` + union + `) u
+		GROUP BY dlq, source_queue, kind, error_class
+		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C"
+		LIMIT ` + q.arg(MaxDeadGroups)
+	rows, err := tx.Query(ctx, sql, q.args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := 0
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
+		var g DeadGroup
+		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.FirstDeadAt, &g.LastDeadAt, &g.Reasons, &g.SampleMsgIDs, &total)
+		return g, err
+	})
+	return groups, total, err
+}
