@@ -2,12 +2,8 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -15,29 +11,9 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var shared struct {
-	once sync.Once
-	s    *store.Store
-	err  error
-}
-
-// testStore returns a migrated store shared by the tests of this package;
+// testStore returns the migrated store shared by this package's tests;
 // tests keep apart by using queues of their own (newQueue).
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	url := pgtest.URL(t)
-	shared.once.Do(func() {
-		ctx := context.Background()
-		shared.s, shared.err = store.Open(ctx, url)
-		if shared.err == nil {
-			_, shared.err = shared.s.Migrate(ctx)
-		}
-	})
-	if shared.err != nil {
-		t.Fatalf("open test store: %v", shared.err)
-	}
-	return shared.s
-}
+func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
 // newQueue creates a queue with a unique name and drops it after the test.
 func newQueue(t testing.TB, s *store.Store) string {
@@ -51,14 +27,6 @@ func newQueue(t testing.TB, s *store.Store) string {
 	return name
 }
 
-func uniqueName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
+func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
