@@ -31,6 +31,9 @@ type Config struct {
 	// context is waited for before its attempt is failed and its slot freed.
 	// Default 5s.
 	HandlerGrace time.Duration
+	// VisibilityHeartbeat is how often the visibility timeout of running
+	// messages is pushed back. Default: a third of the queue's timeout.
+	VisibilityHeartbeat time.Duration
 	// ProcessHeartbeat is how often the process registry row is refreshed.
 	// Default 10s.
 	ProcessHeartbeat time.Duration

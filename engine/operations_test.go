@@ -325,3 +325,34 @@ func TestClientRunsRetention(t *testing.T) {
 		t.Fatal("retention pruned a recent archive row")
 	}
 }
+
+// The heartbeat never pushes back a message whose retry was just written:
+// with a one-hour visibility timeout and a heartbeat every few milliseconds,
+// a heartbeat overwriting a zero-delay retry would hide that message for an
+// hour, and this test would time out waiting for it.
+func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) {
+		qs.VisibilityTimeout = time.Hour
+		qs.RetryBackoff, qs.RetryBackoffMax = 0, 0
+	})
+	c := newClient(t, s, q, func(cfg *engine.Config) {
+		cfg.VisibilityHeartbeat = 2 * time.Millisecond
+		cfg.Queues[0].Concurrency = 20
+	})
+	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
+		if job.Attempt == 1 {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	start(t, c)
+	batch := make([]store.NewMessage, 300)
+	for i := range batch {
+		batch[i] = store.NewMessage{Payload: []byte(`{}`)}
+	}
+	if _, err := s.SendBatch(testContext(t), q, batch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "all 300 retried and archived", func() bool { return archived(t, s, q) == 300 })
+}

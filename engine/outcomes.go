@@ -84,6 +84,8 @@ func (w *queueWorker) writeBatch(batch []result) {
 }
 
 func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
+	w.settling.RLock()
+	defer w.settling.RUnlock()
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	for {

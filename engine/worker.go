@@ -30,6 +30,12 @@ type queueWorker struct {
 
 	mu   sync.Mutex
 	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat
+
+	// settling is held for reading while outcomes are written and for
+	// writing while the heartbeat extends visibility, so a heartbeat never
+	// overwrites the vt a retry just set (that would delay the retry by a
+	// whole visibility timeout).
+	settling sync.RWMutex
 }
 
 // msgKey names a message: ids are unique only within a physical queue.
@@ -224,23 +230,35 @@ func (w *queueWorker) unhold(keys []msgKey) {
 func (w *queueWorker) heartbeat(ctx context.Context) {
 	for {
 		vt := w.c.settingsFor(w.name).VisibilityTimeout
-		sleep(ctx, vt/3)
+		every := w.c.cfg.VisibilityHeartbeat
+		if every <= 0 {
+			every = vt / 3
+		}
+		sleep(ctx, every)
 		if ctx.Err() != nil {
 			return
 		}
-		w.mu.Lock()
-		ids := map[string][]int64{}
-		for k := range w.held {
-			ids[k.queue] = append(ids[k.queue], k.id)
-		}
-		w.mu.Unlock()
-		for queue, list := range ids {
-			for len(list) > 0 {
-				chunk := list[:min(len(list), store.MaxBatch)]
-				list = list[len(chunk):]
-				if _, err := w.c.store.SetVisibilityMany(ctx, queue, chunk, vt); err != nil && ctx.Err() == nil {
-					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
-				}
+		w.extendHeld(ctx, vt)
+	}
+}
+
+// extendHeld pushes back the vt of every message still held, in one
+// statement per physical queue.
+func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
+	w.settling.Lock()
+	defer w.settling.Unlock()
+	w.mu.Lock()
+	ids := map[string][]int64{}
+	for k := range w.held {
+		ids[k.queue] = append(ids[k.queue], k.id)
+	}
+	w.mu.Unlock()
+	for queue, list := range ids {
+		for len(list) > 0 {
+			chunk := list[:min(len(list), store.MaxBatch)]
+			list = list[len(chunk):]
+			if _, err := w.c.store.SetVisibilityMany(ctx, queue, chunk, vt); err != nil && ctx.Err() == nil {
+				w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
 			}
 		}
 	}
