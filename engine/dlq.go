@@ -76,6 +76,12 @@ func (d *DLQ) Summary(ctx context.Context, f store.DeadFilter) ([]store.DeadGrou
 	return d.store.SummarizeDead(ctx, f)
 }
 
+// SummaryReport is Summary with the number of groups, for callers that say
+// when the list was cut at store.MaxDeadGroups.
+func (d *DLQ) SummaryReport(ctx context.Context, f store.DeadFilter) (store.DeadSummary, error) {
+	return d.store.SummarizeDeadReport(ctx, f)
+}
+
 // Retry moves dead messages of one DLQ back to the queue they died in,
 // each in its own transaction.
 func (d *DLQ) Retry(ctx context.Context, queue string, ids []int64, opts store.RetryOptions) (store.RetryReport, error) {

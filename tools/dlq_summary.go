@@ -17,7 +17,10 @@ type DLQSummaryInput struct {
 // DLQSummaryOutput is the output of pgbus_dlq_summary.
 type DLQSummaryOutput struct {
 	Groups []store.DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class), largest group first, each with up to 5 sample ids, newest first."`
-	Total  int64             `json:"total" jsonschema_description:"Dead messages in all groups."`
+	Total  int64             `json:"total" jsonschema_description:"Dead messages in the groups listed."`
+	// TotalGroups and Truncated tell when the list was cut.
+	TotalGroups int  `json:"total_groups" jsonschema_description:"Groups the filters select; more than the groups listed when truncated."`
+	Truncated   bool `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: narrow the filters (queue, kind, error_class) to see the others."`
 }
 
 const dlqSummaryDescription = `Dead messages grouped by source queue, job kind and error class, with counts, first and last time seen, reasons and sample message ids: the first stop when investigating failures.
@@ -33,9 +36,9 @@ func NewDLQSummary(d Deps) server.ServerTool {
 			if err != nil {
 				return DLQSummaryOutput{}, err
 			}
-			groups, err := d.DLQ.Summary(ctx, f)
-			out := DLQSummaryOutput{Groups: groups}
-			for _, g := range groups {
+			sum, err := d.DLQ.SummaryReport(ctx, f)
+			out := DLQSummaryOutput{Groups: sum.Groups, TotalGroups: sum.TotalGroups, Truncated: sum.Truncated}
+			for _, g := range sum.Groups {
 				out.Total += g.Count
 			}
 			return out, err

@@ -42,7 +42,7 @@ func TestDLQSummaryListShow(t *testing.T) {
 	b := deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input: amount missing"})
 
 	sum := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
-	if sum.Total != 5 || len(sum.Groups) != 2 {
+	if sum.Total != 5 || len(sum.Groups) != 2 || sum.TotalGroups != 2 || sum.Truncated {
 		t.Fatalf("summary: %+v", sum)
 	}
 	g := sum.Groups[0]
