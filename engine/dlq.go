@@ -102,8 +102,8 @@ func (d *DLQ) Discard(ctx context.Context, queue string, ids []int64) (int, erro
 
 // DiscardMatching discards the dead messages f selects, oldest first, up to
 // limit (0: DefaultDLQBulkLimit).
-func (d *DLQ) DiscardMatching(ctx context.Context, f store.DeadFilter, limit int) (int, error) {
-	return d.store.DiscardDeadMatching(ctx, f, dlqBulkLimit(limit))
+func (d *DLQ) DiscardMatching(ctx context.Context, f store.DeadFilter, limit int, progress ...func(done, total int)) (int, error) {
+	return d.store.DiscardDeadMatching(ctx, f, dlqBulkLimit(limit), progress...)
 }
 
 // Purge deletes for good the discarded messages of one DLQ (queue "" for

@@ -1066,7 +1066,10 @@ func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, 
 // DiscardDeadMatching discards, as DiscardDead does, up to limit dead
 // messages that f selects, oldest first, in batches, and returns how many
 // moved. limit is 1 to MaxDeadBulk.
-func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int) (int, error) {
+//
+// progress, when given, is called after each batch with the messages done
+// and the total expected, for a progress bar.
+func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int, progress ...func(done, total int)) (int, error) {
 	if err := validateDeadBulk("discard", f, limit); err != nil {
 		return 0, err
 	}
@@ -1074,8 +1077,19 @@ func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int
 	if err != nil {
 		return 0, err
 	}
+	total := limit
+	if len(progress) > 0 {
+		if total, err = s.countDead(ctx, f, limit); err != nil {
+			return 0, err
+		}
+	}
 	n := 0
-	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
+	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+		defer func() {
+			for _, p := range progress {
+				p(min(done, total), total)
+			}
+		}()
 		byDLQ := map[string][]int64{}
 		for _, r := range refs {
 			byDLQ[r.dlq] = append(byDLQ[r.dlq], r.id)

@@ -635,8 +635,13 @@ func TestDiscardAndPurgeDead(t *testing.T) {
 	if n, err := s.DiscardDead(ctx, dlq, []int64{timeouts[1], 999_999}); err != nil || n != 1 {
 		t.Fatalf("discard two, one unknown = %d, %v", n, err)
 	}
-	if n, err := s.DiscardDeadMatching(ctx, store.DeadFilter{Queue: q, ErrorClass: "BadInput"}, 100); err != nil || n != 2 {
+	var lastDone, lastTotal int
+	progress := func(done, total int) { lastDone, lastTotal = done, total }
+	if n, err := s.DiscardDeadMatching(ctx, store.DeadFilter{Queue: q, ErrorClass: "BadInput"}, 100, progress); err != nil || n != 2 {
 		t.Fatalf("discard matching = %d, %v", n, err)
+	}
+	if lastDone != 2 || lastTotal != 2 {
+		t.Fatalf("progress ended at %d of %d, want 2 of 2", lastDone, lastTotal)
 	}
 	if n := dlCount(t, s, `SELECT count(*) FROM pgmq."a_`+dlq+`" WHERE headers ? 'pgbus_dead_letter'`); n != 4 {
 		t.Fatalf("archive holds %d, want 4", n)

@@ -676,12 +676,9 @@ or any discard by filter, needs --yes.`,
 					}
 					return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; see them with pgbus dlq list %s, then pass --yes", n, ff.describe())}
 				}
-				var n int
-				err = a.withSpinner(ctx, "discarding", func() error {
-					var err error
-					n, err = s.dlq.DiscardMatching(ctx, f, limit)
-					return err
-				})
+				bar := a.newProgress(1, "discarding")
+				n, err := s.dlq.DiscardMatching(ctx, f, limit, bar.set)
+				bar.finish()
 				a.recordAudit(ctx, s.db, "dlq discard", map[string]any{"filter": f, "limit": limit}, DiscardResult{n}, err)
 				if err != nil {
 					return err
