@@ -98,13 +98,7 @@ func start(t testing.TB, c *engine.Client) (stop func()) {
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pgtest.Eventually(t, timeout, what, cond)
 }
 
 func send(t testing.TB, c *engine.Client, queue string, payload any, opts engine.SendOptions) int64 {
@@ -118,11 +112,7 @@ func send(t testing.TB, c *engine.Client, queue string, payload any, opts engine
 
 func count(t testing.TB, s *store.Store, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := s.Pool().QueryRow(testContext(t), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.Int(t, s, sql, args...)
 }
 
 func archived(t testing.TB, s *store.Store, queue string) int {

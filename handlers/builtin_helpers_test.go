@@ -121,13 +121,7 @@ func forgetBreaker(t testing.TB, s *store.Store, name string) {
 
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pgtest.Eventually(t, timeout, what, cond)
 }
 
 func sendJob(t testing.TB, c *engine.Client, queue string, payload any, opts engine.SendOptions) int64 {
@@ -141,11 +135,7 @@ func sendJob(t testing.TB, c *engine.Client, queue string, payload any, opts eng
 
 func queryInt(t testing.TB, s *store.Store, sql string, args ...any) int {
 	t.Helper()
-	var n int
-	if err := s.Pool().QueryRow(ctxFor(t), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.Int(t, s, sql, args...)
 }
 
 func liveCount(t testing.TB, s *store.Store, queue string) int {

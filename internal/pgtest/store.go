@@ -49,3 +49,26 @@ func Context(tb testing.TB) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+// Eventually polls cond every 20ms until it holds, failing the test with
+// what was awaited when timeout passes first.
+func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Int runs a query returning one integer, failing the test on error.
+func Int(tb testing.TB, s *store.Store, sql string, args ...any) int {
+	tb.Helper()
+	var n int
+	if err := s.Pool().QueryRow(Context(tb), sql, args...).Scan(&n); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
