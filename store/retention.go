@@ -17,7 +17,15 @@ type RetentionReport struct {
 	Ran             bool             `json:"ran"`
 	ArchivedDeleted map[string]int64 `json:"archived_deleted"`
 	KeysDeleted     int64            `json:"idempotency_keys_deleted"`
+	// StatsDeleted and WorkersDeleted count per-minute counters and worker
+	// rows older than StatsRetention.
+	StatsDeleted   int64 `json:"stats_deleted"`
+	WorkersDeleted int64 `json:"workers_deleted"`
 }
+
+// StatsRetention is how long per-minute counters and the rows of stopped or
+// vanished worker processes are kept.
+const StatsRetention = 7 * 24 * time.Hour
 
 // PruneArchived deletes, in batches, the rows of a queue's archive archived
 // longer ago than olderThan, with their failure history. It returns how many
@@ -53,7 +61,8 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 
 // RunRetention prunes every queue's archive after its archive retention and
 // every DLQ's archive after its queue's dead retention, then idempotency
-// keys older than the longest archive retention. One process at a time does
+// keys older than the longest archive retention, and counters and worker
+// rows older than StatsRetention. One process at a time does
 // it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
@@ -94,7 +103,12 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
 	rep.KeysDeleted = tag.RowsAffected()
-	return rep, nil
+	if tag, err = s.pool.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
+		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
+	}
+	rep.StatsDeleted = tag.RowsAffected()
+	rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention)
+	return rep, err
 }
 
 // retentionOf is how long a physical queue's archive is kept: the dead

@@ -57,9 +57,24 @@ func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
 	if old != 0 || recent != 1 {
 		t.Fatalf("failure rows old=%d recent=%d; history must go with its message and only then", old, recent)
 	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES
+		(date_trunc('minute', now()) - interval '8 days', $1, '', 1), (date_trunc('minute', now()), $1, '', 1)`, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: q + "-old", Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = $1`, q+"-old"); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := s.RunRetention(ctx, 100)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention = %+v, %v", rep, err)
+	}
+	var stats, workers int
+	_ = s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pgbus.stats_minute WHERE queue_name = $1), (SELECT count(*) FROM pgbus.workers WHERE id = $2)`, q, q+"-old").Scan(&stats, &workers)
+	if stats != 1 || workers != 0 || rep.StatsDeleted < 1 || rep.WorkersDeleted < 1 {
+		t.Fatalf("after retention %d counter rows (want the recent 1) and %d old worker rows (want 0); report %+v", stats, workers, rep)
 	}
 	if m, _ := s.Metrics(ctx, q+"_dlq"); m.Archived != 3 {
 		t.Fatalf("DLQ archive holds %d after retention, want 3 (dead retention is 48h)", m.Archived)
