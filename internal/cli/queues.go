@@ -283,18 +283,11 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
-			db, err := a.openDatabase(cmd.Context())
+			db, stats, err := a.openQueueStats(cmd.Context(), name)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), name)
-			if err != nil {
-				return err
-			}
 			if !yes {
 				s := stats[0]
 				return usageError{fmt.Errorf("refusing to drop queue %s without --yes: it holds %d live messages, %d dead messages in %s and %d archived; pass --yes to drop them for good",
@@ -396,18 +389,11 @@ for those). This cannot be undone, so it needs --yes.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
-			db, err := a.openDatabase(cmd.Context())
+			db, stats, err := a.openQueueStats(cmd.Context(), name)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), name)
-			if err != nil {
-				return err
-			}
 			if !yes {
 				return usageError{fmt.Errorf("refusing to purge queue %s without --yes: it would delete its %d live messages for good", name, stats[0].Depth)}
 			}
@@ -427,4 +413,23 @@ for those). This cannot be undone, so it needs --yes.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// openQueueStats checks a queue name, opens the database and reads the
+// queue's stats, which destructive commands show before acting. The caller
+// closes the database.
+func (a *app) openQueueStats(ctx context.Context, name string) (*database, []store.QueueStats, error) {
+	if err := store.ValidateQueueName(name); err != nil {
+		return nil, nil, err
+	}
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	stats, err := engine.NewAdmin(db.Store).QueueStats(ctx, name)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, stats, nil
 }
