@@ -272,7 +272,7 @@ func (c *Client) checkQueues(ctx context.Context) error {
 		}
 		for _, name := range append(physical, store.DLQName(q.Name)) {
 			if !have[name] {
-				return fmt.Errorf("%w: queue %q (its table %s) does not exist; create it with pgbus queue create %s", store.ErrNotFound, q.Name, name, q.Name)
+				return fmt.Errorf("%w: queue %q (its table %s) does not exist; create it first", store.ErrNotFound, q.Name, name)
 			}
 		}
 		c.physical[q.Name] = physical

@@ -38,7 +38,7 @@ type Options struct {
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
 // and the investigate_dead_letters prompt, with instructions that tell an
-// agent where to start. With deps.ReadOnly the write tools are neither
+// agent where to start. With a read-only operations layer the write tools are neither
 // listed nor callable, whatever the tools package registers.
 func New(deps tools.Deps, opts Options) *server.MCPServer {
 	log := opts.Logger
@@ -51,7 +51,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	}
 	serverOpts := []server.ServerOption{
 		server.WithTitle("pgbus: dead letters and retries on PostgreSQL"),
-		server.WithInstructions(Instructions(deps.ReadOnly)),
+		server.WithInstructions(Instructions(deps.Ops.ReadOnly())),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithPromptCapabilities(false),
@@ -59,7 +59,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 		server.WithResourceRecovery(),
 		server.WithToolHandlerMiddleware(logCalls(log)),
 	}
-	if deps.ReadOnly {
+	if deps.Ops.ReadOnly() {
 		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
 	}
 	s := server.NewMCPServer(Name, version, serverOpts...)

@@ -8,7 +8,8 @@
 //     allows payloads, redacted and bounded;
 //   - the investigate_dead_letters prompt: the investigation runbook.
 //
-// Like the tools, resources call the engine's Go API; no SQL lives here.
+// Like the tools, resources call the operations layer (package ops); no
+// SQL lives here.
 package resources
 
 import (
@@ -17,12 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"reflect"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -35,10 +38,6 @@ const (
 	mimeJSON           = "application/json"
 	queueStatsPrefix   = "pgbus://queues/"
 	deadMessagePrefix  = "pgbus://dlq/"
-	maxHistoryShown    = 20
-	maxErrorChars      = 2000
-	maxBacktraceLines  = 10
-	maxBacktraceChars  = 2000
 	deadMessageExample = "pgbus://dlq/orders/42"
 )
 
@@ -68,21 +67,18 @@ type reader struct{ d tools.Deps }
 type QueuesDocument struct {
 	// Queues are the work queues (DLQs are not listed on their own: each
 	// queue's DLQ depth is in its stats).
-	Queues []store.QueueStats `json:"queues"`
+	Queues []ops.QueueStats `json:"queues"`
 	// Next says where to look next.
 	Next string `json:"next"`
 }
 
 func (r *reader) queues(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	stats, err := r.d.Admin.QueueStats(ctx, "")
+	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{})
 	if err != nil {
 		return nil, readError(req.Params.URI, err)
 	}
-	if stats == nil {
-		stats = []store.QueueStats{}
-	}
 	return jsonContents(req.Params.URI, QueuesDocument{
-		Queues: stats,
+		Queues: res.Queues,
 		Next:   "for dead messages call pgbus_dlq_summary; for one queue read pgbus://queues/{queue}/stats",
 	})
 }
@@ -93,46 +89,16 @@ func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([
 	if !strings.HasPrefix(uri, queueStatsPrefix) || !ok || queue == "" || strings.Contains(queue, "/") {
 		return nil, fmt.Errorf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", uri)
 	}
-	if err := store.ValidatePhysicalName(queue); err != nil {
-		return nil, fmt.Errorf("resource %s: %v; read pgbus://queues for the queue names", uri, err)
-	}
-	stats, err := r.d.Admin.QueueStats(ctx, queue)
+	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
 	if err != nil {
 		return nil, readError(uri, err)
 	}
-	if len(stats) == 0 {
-		return nil, fmt.Errorf("resource %s: queue %q does not exist; read pgbus://queues for the queue names", uri, queue)
-	}
-	return jsonContents(uri, stats[0])
+	return jsonContents(uri, res.Queues[0])
 }
 
-// DeadMessageDocument is the content of pgbus://dlq/{queue}/{msg_id}: the
-// same view of a dead message as the pgbus_dlq_show tool. Payload is set
-// only when the server allows payloads and it fits; a larger one is cut to
-// PayloadPreview (text) with Truncated set. Notes say what was hidden or cut
-// and how to get it.
-type DeadMessageDocument struct {
-	DLQ            string                 `json:"dlq"`
-	MsgID          int64                  `json:"msg_id"`
-	Kind           string                 `json:"kind,omitempty"`
-	ReadCount      int                    `json:"read_ct"`
-	DeadLetteredAt time.Time              `json:"dead_lettered_at"`
-	DeadLetter     *store.DeadLetterBlock `json:"dead_letter,omitempty"`
-	// Headers are the message's headers without the dead-letter block,
-	// secrets redacted.
-	Headers        json.RawMessage       `json:"headers,omitempty"`
-	Payload        json.RawMessage       `json:"payload,omitempty"`
-	PayloadPreview string                `json:"payload_preview,omitempty"`
-	PayloadBytes   int                   `json:"payload_bytes"`
-	PayloadShown   bool                  `json:"payload_shown"`
-	Truncated      bool                  `json:"payload_truncated,omitempty"`
-	Redacted       int                   `json:"redacted_values,omitempty"`
-	Notes          []string              `json:"notes,omitempty"`
-	History        []store.FailureRecord `json:"history"`
-	HistoryOmitted int                   `json:"history_omitted,omitempty"`
-	Next           string                `json:"next"`
-}
-
+// deadMessage reads pgbus://dlq/{queue}/{msg_id}: the same view of a dead
+// message as the pgbus_dlq_show tool, with the payload when the server
+// allows payloads.
 func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
 	parts := strings.Split(strings.TrimPrefix(uri, deadMessagePrefix), "/")
@@ -147,105 +113,49 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := store.ValidatePhysicalName(queue); err != nil {
 		return nil, fmt.Errorf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err)
 	}
-	m, err := r.d.DLQ.Show(ctx, queue, id)
+	m, err := r.d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: true})
 	if err != nil {
 		return nil, readError(uri, err)
 	}
-	doc := DeadMessageDocument{
-		DLQ: m.DLQ, MsgID: m.MsgID, Kind: m.Kind, ReadCount: m.ReadCount,
-		DeadLetteredAt: m.DeadLetteredAt, DeadLetter: m.Block, PayloadBytes: len(m.Payload),
-		Next: fmt.Sprintf("once the cause is fixed, retry it with pgbus_dlq_retry {\"queue\": %q, \"ids\": [%d]}; if it must never run, pgbus_dlq_discard with the same arguments", m.DLQ, m.MsgID),
-	}
-	var n int
-	var note string
-	doc.Headers, n, note = headersView(m.Headers)
-	doc.Redacted += n
-	doc.addNote(note)
-	if r.d.AllowPayloads {
-		v := viewPayload(m.Payload, fmt.Sprintf("call pgbus_dlq_show with queue %q, msg_id %d and include_payload: true, or run pgbus dlq show", m.DLQ, m.MsgID))
-		doc.Payload, doc.PayloadPreview, doc.PayloadShown, doc.Truncated = v.payload, v.preview, v.shown, v.truncated
-		doc.Redacted += v.redacted
-		doc.addNote(v.note)
-	} else {
-		doc.addNote("payload hidden: the server runs without --allow-payloads; an operator can restart it with --allow-payloads to see payloads (secrets stay redacted)")
-	}
-	doc.History, doc.HistoryOmitted = boundHistory(m.History, r.d.AllowPayloads)
-	if doc.HistoryOmitted > 0 {
-		doc.addNote(fmt.Sprintf("history: the oldest %d attempts are left out; pgbus_dlq_show returns them", doc.HistoryOmitted))
-	}
-	return jsonContents(uri, doc)
-}
-
-func (d *DeadMessageDocument) addNote(n string) {
-	if n != "" {
-		d.Notes = append(d.Notes, n)
-	}
-}
-
-// boundHistory keeps the newest attempts, bounds their texts and hides the
-// original payload a payload-replaced record quotes unless payloads are
-// allowed (then it is redacted).
-func boundHistory(h []store.FailureRecord, allowPayloads bool) ([]store.FailureRecord, int) {
-	omitted := 0
-	if len(h) > maxHistoryShown {
-		omitted = len(h) - maxHistoryShown
-		h = h[omitted:]
-	}
-	out := make([]store.FailureRecord, len(h))
-	for i, f := range h {
-		if f.ErrorClass == store.PayloadReplacedClass {
-			f.ErrorMessage = quotedPayload(f.ErrorMessage, allowPayloads)
-		}
-		f.ErrorMessage = cutChars(f.ErrorMessage, maxErrorChars)
-		f.Backtrace = cutBacktrace(f.Backtrace)
-		out[i] = f
-	}
-	return out, omitted
-}
-
-// payloadQuote starts the original payload in a payload-replaced record.
-const payloadQuote = "Original payload: "
-
-func quotedPayload(msg string, allowPayloads bool) string {
-	head, orig, found := strings.Cut(msg, payloadQuote)
-	if !found {
-		return msg
-	}
-	if !allowPayloads {
-		return head + payloadQuote + "[hidden: the server runs without --allow-payloads]"
-	}
-	red, _, ok := redact(json.RawMessage(orig))
-	if !ok {
-		return head + payloadQuote + "[hidden: cut short in the history, so secrets in it could not be redacted]"
-	}
-	return head + payloadQuote + string(red)
+	tools.NameHints(reflect.ValueOf(&m))
+	return jsonContents(uri, m)
 }
 
 // readError turns an engine error into a resource error whose message says
 // what to do. mcp-go reports resource errors as JSON-RPC errors carrying
 // the message.
 func readError(uri string, err error) error {
+	var oe *ops.Error
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("resource %s: %s", uri, toolWords(err.Error()))
-	case errors.Is(err, store.ErrInvalid):
-		return fmt.Errorf("resource %s: %s", uri, toolWords(err.Error()))
+	case errors.As(err, &oe):
+		return fmt.Errorf("resource %s: %s", uri, oe.Msg+resourceHints(oe.Hints))
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+		return fmt.Errorf("resource %s: %v", uri, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("resource %s: the read was cancelled or timed out; try again", uri)
 	}
 	return fmt.Errorf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: check pgbus_health and try again later", uri, err)
 }
 
-// toolWords rewrites the CLI commands engine messages suggest into the MCP
-// tools and resources that do the same.
-var toolWords = strings.NewReplacer(
-	"see pgbus dlq list --queue ", "see pgbus_dlq_list with queue ",
-	"see pgbus dlq list", "see pgbus_dlq_list",
-	"see pgbus queues", "read pgbus://queues",
-).Replace
+// resourceHints names next steps as resources where one reads the same,
+// else as tools.
+func resourceHints(hints []ops.Hint) string {
+	if len(hints) == 0 {
+		return ""
+	}
+	out := make([]string, len(hints))
+	for i, h := range hints {
+		if h.Op == ops.OpQueueStats && len(h.Args) == 0 {
+			out[i] = "read " + URIQueues
+			continue
+		}
+		out[i] = vocab.ToolCall(h)
+	}
+	return "; see " + strings.Join(out, " or ")
+}
 
 func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
-	b, err := marshalPlain(v)
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("resource %s: encode: %v", uri, err)
 	}

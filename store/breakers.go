@@ -104,7 +104,7 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 		FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)`,
 		name, probeTimeout.Milliseconds()).Scan(&verdict, &until)
 	if err == pgx.ErrNoRows {
-		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist; see pgbus circuit list", name)
+		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
 		return BreakerVerdict{}, fmt.Errorf("store: ask circuit breaker %q: %w", name, err)
@@ -153,7 +153,7 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 		WHERE b.name = o.name
 		RETURNING b.state`, name, truncate(errMsg, 1000)).Scan(&state)
 	if err == pgx.ErrNoRows {
-		return "", notFoundf("circuit breaker %q does not exist; see pgbus circuit list", name)
+		return "", notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
@@ -186,7 +186,7 @@ func (s *Store) ResetBreaker(ctx context.Context, name string) error {
 		return fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFoundf("circuit breaker %q does not exist; see pgbus circuit list for the breakers there are", name)
+		return notFoundf("circuit breaker %q does not exist", name)
 	}
 	return nil
 }

@@ -228,7 +228,7 @@ func deadLetterSQL(queue, dlq string) string {
 func deadLetterErr(err error, queue, dlq string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return notFoundf("dead-letter from %q to %q: one of the two queues does not exist; see pgbus queues, and create the queue with pgbus queue create (it makes its DLQ too)", queue, dlq)
+		return notFoundf("dead-letter from %q to %q: one of the two queues does not exist; create the queue (it makes its DLQ too)", queue, dlq)
 	}
 	return fmt.Errorf("store: dead-letter from %q to %q: %w", queue, dlq, err)
 }

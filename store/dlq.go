@@ -159,8 +159,19 @@ type RetryReport struct {
 	// counts the others.
 	Moved        []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved"`
 	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved"`
+	// Failures lists the first MaxRetryMoved messages that failed.
+	Failures []RetryFailure `json:"failures,omitempty"`
 
 	firstErr error
+}
+
+// RetryFailure is one message a retry left in its DLQ, and why. NotFound
+// is set when the message was no longer there.
+type RetryFailure struct {
+	DLQ      string `json:"dlq"`
+	DLQMsgID int64  `json:"dlq_msg_id"`
+	Error    string `json:"error"`
+	NotFound bool   `json:"not_found,omitempty"`
 }
 
 // RetriedMessage is one message moved out of a DLQ. MsgID is its new id in
@@ -183,6 +194,9 @@ func (r *RetryReport) moved(m RetriedMessage) {
 
 func (r *RetryReport) fail(dlq string, id int64, err error) {
 	r.Failed++
+	if len(r.Failures) < MaxRetryMoved {
+		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: errors.Is(err, ErrNotFound)})
+	}
 	if r.firstErr == nil {
 		r.firstErr = err
 		r.FirstError = fmt.Sprintf("message %d in %s: %v", id, dlq, err)

@@ -199,7 +199,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 			return fmt.Errorf("store: drop queue %q: unregister: %w", name, err)
 		}
 		if !found && tag.RowsAffected() == 0 {
-			return notFoundf("queue %q does not exist; see pgbus queues for the queues there are", name)
+			return notFoundf("queue %q does not exist", name)
 		}
 		return nil
 	})
@@ -286,7 +286,7 @@ func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
 func queueErr(err error, op, name string) error {
 	var pgErr *pgconn.PgError
 	if errors.Is(err, errUndefinedTable) || errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return notFoundf("queue %q does not exist; create it with pgbus queue create, or see pgbus queues for the queues there are", name)
+		return notFoundf("queue %q does not exist", name)
 	}
 	return fmt.Errorf("store: %s queue %q: %w", op, name, err)
 }

@@ -18,4 +18,9 @@ func (r *RetryReport) Merge(other RetryReport) {
 		}
 	}
 	r.MovedOmitted += other.MovedOmitted
+	for _, f := range other.Failures {
+		if len(r.Failures) < MaxRetryMoved {
+			r.Failures = append(r.Failures, f)
+		}
+	}
 }

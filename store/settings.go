@@ -130,7 +130,7 @@ func (s *Store) QueueSettingsOf(ctx context.Context, queue string) (QueueSetting
 	}
 	q, err := pgx.CollectExactlyOneRow(rows, scanSettings)
 	if err == pgx.ErrNoRows {
-		return q, notFoundf("queue %q does not exist; see pgbus queues for the queues there are", queue)
+		return q, notFoundf("queue %q does not exist", queue)
 	}
 	if err != nil {
 		return q, fmt.Errorf("store: read settings of queue %q: %w", queue, err)
@@ -161,7 +161,7 @@ func (s *Store) SetQueueSettings(ctx context.Context, q QueueSettings) error {
 		return fmt.Errorf("store: update settings of queue %q: %w", q.Queue, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFoundf("queue %q does not exist; create it first with pgbus queue create %s", q.Queue, q.Queue)
+		return notFoundf("queue %q does not exist; create it first", q.Queue)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) (bool,
 	err := s.pool.QueryRow(ctx, `UPDATE pgbus.queues n SET paused = $2, updated_at = now()
 		FROM pgbus.queues o WHERE n.queue_name = $1 AND o.queue_name = n.queue_name RETURNING o.paused`, queue, paused).Scan(&was)
 	if err == pgx.ErrNoRows {
-		return false, notFoundf("queue %q does not exist; see pgbus queues for the queues there are", queue)
+		return false, notFoundf("queue %q does not exist", queue)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: pause queue %q: %w", queue, err)

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // Bounds on what a call may pass, checked before the engine sees anything.
@@ -21,13 +21,9 @@ const (
 	maxArgumentsBytes = 512 << 10
 	// maxStringBytes bounds each string argument (filters, names, cursors).
 	maxStringBytes = 10 << 10
-	// maxCorrectedPayloadBytes bounds pgbus_dlq_retry's payload.
-	maxCorrectedPayloadBytes = 256 << 10
-	// maxIDs bounds the ids of one retry or discard call.
-	maxIDs = 100
 
-	defaultPageSize = 25
-	maxPageSize     = 100
+	defaultPageSize = ops.DefaultPageSize
+	maxPageSize     = ops.MaxPageSize
 )
 
 // callError is an error the caller can fix; its message says how.
@@ -241,34 +237,6 @@ func pageLimit(limit *int) (int, error) {
 		return 0, fixf("limit %d is out of range; pass 1 to %d (default %d), and page with next_cursor for more", *limit, maxPageSize, defaultPageSize)
 	}
 	return *limit, nil
-}
-
-// parseTime reads an RFC 3339 time, or a duration such as "24h" or "7d"
-// meaning that long before now.
-func parseTime(name, s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, err := parseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, fixf("argument %s %q is neither an RFC 3339 time (2025-01-31T09:00:00Z) nor an age such as 90m, 24h or 7d", name, shorten(s))
-}
-
-// parseDuration is time.ParseDuration plus whole days ("7d").
-func parseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n < 0 || n > 100*365 {
-			return 0, fmt.Errorf("bad day count %q", days)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	return time.ParseDuration(s)
 }
 
 func shorten(s string) string {

@@ -1,20 +1,16 @@
 // Package tools holds pgbus's MCP tools, one per file: each file has the
-// tool's input and output types, its description and annotations, and its
-// handler. Tools call the engine's Go API; no SQL lives here.
+// tool's input type, its description and annotations, and its handler,
+// which parses the input into a request of the operations layer (package
+// ops), calls one operation and returns its result. No operation is
+// decided here, and no SQL lives here.
 package tools
 
 import (
-	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 )
 
-// Deps is what the tools need from the rest of pgbus.
+// Deps is what the tools need from the rest of pgbus: the operations
+// layer, which holds the payload gate and read-only mode.
 type Deps struct {
-	DLQ   *engine.DLQ
-	Admin *engine.Admin
-	// AllowPayloads is the server-side gate (--allow-payloads): payloads are
-	// shown only when it is set and the call asks for them.
-	AllowPayloads bool
-	// ReadOnly (--read-only) leaves write tools out: neither listed nor
-	// callable.
-	ReadOnly bool
+	Ops *ops.Service
 }

@@ -2,9 +2,10 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // DLQPurgeInput is the input of pgbus_dlq_purge.
@@ -14,42 +15,23 @@ type DLQPurgeInput struct {
 	Confirm   bool   `json:"confirm,omitempty" jsonschema_description:"Must be true: purging deletes for good."`
 }
 
-// DLQPurgeOutput is the output of pgbus_dlq_purge.
-type DLQPurgeOutput struct {
-	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
-	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"The age used."`
-}
-
 const dlqPurgeDescription = `Deletes for good the discarded dead messages (those pgbus_dlq_discard moved to a DLQ's archive) older than an age, with their failure history. Messages still in a DLQ are not touched. This cannot be undone.
 
 Requires confirm: true. Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded and when), then call with queue (optional), older_than (e.g. 72h, 7d; 0s for all) and confirm: true.`
 
 // NewDLQPurge returns the pgbus_dlq_purge tool.
 func NewDLQPurge(d Deps) server.ServerTool {
-	const name = "pgbus_dlq_purge"
 	return server.ServerTool{
-		Tool: newTool(name, dlqPurgeDescription, writeAnnotations("Purge discarded dead messages", true, false), DLQPurgeInput{}, DLQPurgeOutput{}),
-		Handler: audited(d, name, handler(func(ctx context.Context, in DLQPurgeInput) (DLQPurgeOutput, error) {
+		Tool: newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge discarded dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{}),
+		Handler: handler(func(ctx context.Context, in DLQPurgeInput) (ops.DLQPurge, error) {
 			if in.OlderThan == "" {
-				return DLQPurgeOutput{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every discarded message)")
+				return ops.DLQPurge{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every discarded message)")
 			}
-			age, err := parseDuration(in.OlderThan)
-			if err != nil || age < 0 {
-				return DLQPurgeOutput{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
-			}
-			if !in.Confirm {
-				where := "every DLQ"
-				if in.Queue != "" {
-					where = "queue " + in.Queue
-				}
-				return DLQPurgeOutput{}, fixf("purge deletes the discarded messages of %s older than %s for good: check first with pgbus_dlq_list (and pgbus_audit for what was discarded), then call again with confirm: true", where, in.OlderThan)
-			}
-			n, err := d.DLQ.Purge(ctx, in.Queue, age)
+			age, err := ops.ParseAge(in.OlderThan)
 			if err != nil {
-				return DLQPurgeOutput{}, err
+				return ops.DLQPurge{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
 			}
-			return DLQPurgeOutput{Purged: n, Queue: in.Queue, OlderThan: fmt.Sprint(age)}, nil
-		})),
+			return d.Ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm})
+		}),
 	}
 }

@@ -5,17 +5,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // QueueStatsInput is the input of pgbus_queue_stats.
 type QueueStatsInput struct {
 	Queue string `json:"queue,omitempty" jsonschema_description:"Queue name (orders). Omit for every queue."`
-}
-
-// QueueStatsOutput is the output of pgbus_queue_stats.
-type QueueStatsOutput struct {
-	Queues []store.QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
 }
 
 const queueStatsDescription = `Statistics of one queue or of all: depth split into ready, in flight, waiting for a retry and scheduled; the age of the oldest ready message; DLQ depth; outcomes over the last hour (succeeded, failed, retried, dead-lettered, discarded); throughput; latency percentiles; whether it is paused; and its retry settings.
@@ -25,16 +20,9 @@ Use it to see which queues are backed up or failing, and to list the queues ther
 // NewQueueStats returns the pgbus_queue_stats tool.
 func NewQueueStats(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_queue_stats", queueStatsDescription, readAnnotations("Queue statistics"), QueueStatsInput{}, QueueStatsOutput{}),
-		Handler: handler(func(ctx context.Context, in QueueStatsInput) (QueueStatsOutput, error) {
-			var stats []store.QueueStats
-			var err error
-			if in.Queue == "" {
-				stats, err = retryVanished(func() ([]store.QueueStats, error) { return d.Admin.QueueStats(ctx, "") })
-			} else {
-				stats, err = d.Admin.QueueStats(ctx, in.Queue)
-			}
-			return QueueStatsOutput{Queues: stats}, err
+		Tool: newTool("pgbus_queue_stats", queueStatsDescription, readAnnotations("Queue statistics"), QueueStatsInput{}, ops.QueueStatsResult{}),
+		Handler: handler(func(ctx context.Context, in QueueStatsInput) (ops.QueueStatsResult, error) {
+			return d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: in.Queue})
 		}),
 	}
 }

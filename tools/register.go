@@ -5,7 +5,7 @@ import (
 )
 
 // All returns pgbus's tools: the read tools, and the write tools unless
-// d.ReadOnly. A read-only server does not know the write tools at all, so
+// the operations layer is read-only. A read-only server does not know the write tools at all, so
 // they are neither listed nor callable.
 func All(d Deps) []server.ServerTool {
 	tools := []server.ServerTool{
@@ -19,7 +19,7 @@ func All(d Deps) []server.ServerTool {
 		NewCircuits(d),
 		NewAudit(d),
 	}
-	if !d.ReadOnly {
+	if !d.Ops.ReadOnly() {
 		tools = append(tools,
 			NewDLQRetry(d),
 			NewDLQDiscard(d),

@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -24,7 +26,8 @@ func handler[In, Out any](fn func(ctx context.Context, in In) (Out, error)) serv
 		if err := decodeArgs(req, &in); err != nil {
 			return errorResult(err), nil
 		}
-		out, err := fn(withProgressToken(ctx, req), in)
+		ctx = ops.WithClient(withProgressToken(ctx, req), clientName(ctx))
+		out, err := fn(ctx, in)
 		if err != nil {
 			return errorResult(err), nil
 		}
@@ -36,6 +39,7 @@ func handler[In, Out any](fn func(ctx context.Context, in In) (Out, error)) serv
 // JSON copy in the text content, for clients that read only text.
 func structuredResult(out any) *mcp.CallToolResult {
 	fillNil(reflect.ValueOf(out))
+	NameHints(reflect.ValueOf(out))
 	text, err := json.Marshal(out)
 	if err != nil {
 		return errorResult(err)
@@ -52,24 +56,72 @@ func errorResult(err error) *mcp.CallToolResult {
 
 func errorText(err error) string {
 	var ce *callError
+	var oe *ops.Error
 	switch {
 	case errors.As(err, &ce):
 		return ce.msg
+	case errors.As(err, &oe):
+		return oe.Msg + hintText(oe.Hints)
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
-		return toolVocabulary(err.Error())
+		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "the call was cancelled or timed out before it finished; a write may have been partly done: check with pgbus_dlq_list or pgbus_queue_stats before trying again"
 	}
 	return "pgbus could not complete the call: " + err.Error() + ". This is a server-side problem (is the database reachable?), not a problem with the arguments: check pgbus_health and try again later"
 }
 
-// toolVocabulary rewrites the CLI commands the engine's messages suggest
-// into the tools that do the same.
-var toolVocabulary = strings.NewReplacer(
-	"see pgbus dlq list --queue ", "see pgbus_dlq_list with queue ",
-	"see pgbus dlq list", "see pgbus_dlq_list",
-	"see pgbus queues", "see pgbus_queue_stats",
-).Replace
+// hintText renders next steps as tool calls, for an error's text.
+func hintText(hints []ops.Hint) string {
+	if len(hints) == 0 {
+		return ""
+	}
+	calls := make([]string, len(hints))
+	for i, h := range hints {
+		calls[i] = vocab.ToolCall(h)
+	}
+	return ": see " + strings.Join(calls, " or ")
+}
+
+var hintType = reflect.TypeFor[ops.Hint]()
+
+// NameHints rewrites the operations named by the hints reachable from v
+// into the tools that do them; an operation no tool does becomes the
+// command for an operator to run (op "cli", args.command).
+func NameHints(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			NameHints(v.Elem())
+		}
+	case reflect.Struct:
+		if v.Type() == hintType {
+			if v.CanSet() {
+				v.Set(reflect.ValueOf(toolHint(v.Interface().(ops.Hint))))
+			}
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				NameHints(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawMessageType {
+			return
+		}
+		for i := range v.Len() {
+			NameHints(v.Index(i))
+		}
+	}
+}
+
+func toolHint(h ops.Hint) ops.Hint {
+	if name, ok := vocab.Tool(h.Op); ok {
+		h.Op = name
+		return h
+	}
+	return ops.Hint{Op: "cli", Args: map[string]any{"command": vocab.Command(h)}, Why: h.Why + " (no tool does this: ask an operator to run the command)"}
+}
 
 // fillNil replaces nil slices and maps reachable from v with empty ones, so
 // that the JSON has [] and {} where the output schema says array and object,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -45,14 +46,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "pgbus: %v\n", err)
+	fmt.Fprintf(stderr, "pgbus: %s\n", errorLine(err))
 	return exitCode(err)
 }
 
 func exitCode(err error) int {
 	var usage usageError
 	switch {
-	case errors.As(err, &usage), errors.Is(err, store.ErrInvalid), isCobraUsage(err):
+	case errors.As(err, &usage), errors.Is(err, store.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err):
 		return ExitUsage
 	case errors.Is(err, store.ErrNotFound):
 		return ExitNotFound
@@ -90,6 +91,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.migrateCommand(), a.workCommand(), a.demoCommand())
 	root.AddCommand(a.queuesCommand(), a.queueCommand(), a.sendCommand())
 	root.AddCommand(a.dlqCommand(), a.auditCommand())
+	root.AddCommand(a.healthCommand(), a.workersCommand(), a.circuitsCommand(), a.circuitCommand())
 	root.AddCommand(configHelpTopic())
 	root.AddCommand(a.serveCommand())
 	root.AddCommand(a.benchCommand())

@@ -15,6 +15,8 @@ import (
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -150,11 +152,12 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
 
 func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	started := time.Now()
-	db, err := a.openDatabase(ctx)
+	ctx, s, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer s.Close()
+	db := s.db
 	out := a.stdout
 	fmt.Fprintf(out, "pgbus demo on %s\n\n", db.Where())
 
@@ -163,17 +166,11 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 		{Name: DemoEmails, Concurrency: 8, Handler: demoHandler(), Settings: demoSettings()},
 	}
 	for _, q := range queues {
-		if err := db.DropQueue(ctx, q.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		// A fresh start: the demo's queues of an earlier run go.
+		if _, err := s.ops.QueueDrop(ctx, ops.QueueDropRequest{Queue: q.Name, Confirm: true}); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if err := db.CreateQueue(ctx, q.Name); err != nil {
-			return err
-		}
-		cur, err := db.QueueSettingsOf(ctx, q.Name)
-		if err != nil {
-			return err
-		}
-		if err := db.SetQueueSettings(ctx, q.Settings.Apply(cur)); err != nil {
+		if _, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: settingsChange(q.Settings)}); err != nil {
 			return err
 		}
 	}
@@ -182,7 +179,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	for _, q := range queues {
-		if _, err := db.SendBatch(ctx, q.Name, msgs[q.Name]); err != nil {
+		if _, err := s.ops.SendBatch(ctx, q.Name, msgs[q.Name]); err != nil {
 			return err
 		}
 	}
@@ -200,7 +197,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 
 	bar := a.newProgress(total, "settling")
 	waitCtx, cancelWait := context.WithTimeout(runCtx, timeout)
-	waitErr := a.waitIdle(waitCtx, db, queues, func(stats []store.QueueStats) {
+	waitErr := a.waitIdle(waitCtx, s.ops, queues, func(stats []store.QueueStats) {
 		settled := 0
 		for _, s := range stats {
 			settled += int(s.Archived + s.DLQDepth)
@@ -221,47 +218,46 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	}
 	took := time.Since(started)
 
-	admin := engine.NewAdmin(db.Store)
 	var stats []store.QueueStats
 	for _, q := range queues {
-		s, err := admin.QueueStats(ctx, q.Name)
+		res, err := s.ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
 		if err != nil {
 			return err
 		}
-		stats = append(stats, s...)
+		stats = append(stats, res.Queues...)
 	}
-	groups, err := engine.NewDLQ(db.Store).Summary(ctx, store.DeadFilter{})
+	sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{})
 	if err != nil {
 		return err
 	}
+	groups := demoGroups(sum)
 	var ok, dead int64
-	for _, s := range stats {
-		ok += s.Archived
-		dead += s.DLQDepth
+	for _, st := range stats {
+		ok += st.Archived
+		dead += st.DLQDepth
 	}
-	a.recordAudit(ctx, db, "demo", map[string]any{"queues": []string{DemoOrders, DemoEmails}, "jobs": total},
-		map[string]any{"succeeded": ok, "dead": dead, "seconds": took.Seconds()}, nil)
-
 	fmt.Fprintf(out, "all %d jobs settled in %.1fs: %d succeeded (some after retries), %d dead-lettered\n\n", total, took.Seconds(), ok, dead)
 	fmt.Fprintln(out, "Queues (pgbus queues):")
 	if err := writeQueueStats(out, stats); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "\nDead letters (pgbus dlq summary):")
-	if err := writeDeadSummary(out, demoGroups(groups)); err != nil {
+	if err := writeDeadSummary(out, groups); err != nil {
 		return err
 	}
-	return a.demoNextSteps(out, db, groups)
+	return a.demoNextSteps(out, db, groups.Groups)
 }
 
 // demoGroups keeps the summary groups of the demo's queues.
-func demoGroups(groups []store.DeadGroup) []store.DeadGroup {
-	var out []store.DeadGroup
-	for _, g := range groups {
+func demoGroups(sum ops.DLQSummary) ops.DLQSummary {
+	out := ops.DLQSummary{Groups: []ops.DeadGroup{}}
+	for _, g := range sum.Groups {
 		if g.DLQ == store.DLQName(DemoOrders) || g.DLQ == store.DLQName(DemoEmails) {
-			out = append(out, g)
+			out.Groups = append(out.Groups, g)
+			out.Total += g.Count
 		}
 	}
+	out.TotalGroups = len(out.Groups)
 	return out
 }
 
@@ -272,7 +268,7 @@ type mcpServer struct {
 	Env     map[string]string `json:"env,omitempty"`
 }
 
-func (a *app) demoNextSteps(w io.Writer, db *database, groups []store.DeadGroup) error {
+func (a *app) demoNextSteps(w io.Writer, db *database, groups []ops.DeadGroup) error {
 	server := mcpServer{Command: "pgbus", Args: []string{"serve"}}
 	setup := ""
 	switch {
@@ -282,7 +278,7 @@ func (a *app) demoNextSteps(w io.Writer, db *database, groups []store.DeadGroup)
 	case a.sources["data-dir"] != "":
 		dir := db.Embedded.DataDir()
 		server.Args = append(server.Args, "--data-dir", dir)
-		setup = "  export " + EnvDataDir + "=" + shellQuote(dir) + "\n"
+		setup = "  export " + EnvDataDir + "=" + vocab.ShellQuote(dir) + "\n"
 	}
 	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"pgbus": server}}, "    ", "  ")
 	if err != nil {
@@ -322,7 +318,7 @@ func argsSuffix(args []string) string {
 	}
 	quoted := make([]string, len(args))
 	for i, a := range args {
-		quoted[i] = shellQuote(a)
+		quoted[i] = vocab.ShellQuote(a)
 	}
 	return " " + strings.Join(quoted, " ")
 }

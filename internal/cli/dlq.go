@@ -1,19 +1,15 @@
 package cli
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
 )
 
 func (a *app) dlqCommand() *cobra.Command {
@@ -31,11 +27,12 @@ Filters (summary, list, retry-all, discard):
   --kind K           the job kind (pgbus_kind, or job_class of Ruby pgbus)
   --error-class C    the block's error class, exactly (e.g. demo.Unavailable)
   --reason R         max_retries_exceeded, non_retryable_error or deadline_exceeded
-  --since T --until T  dead-lettered in [since, until): RFC 3339, a date, or a
-                     duration ago (--since 1h)
+  --since T --until T  dead-lettered in [since, until): RFC 3339, a date
+                     (2026-11-29), or an age (30m, 2h, 7d)
   --text S           case-insensitive text in the error message
 
-Ids are per queue: when an id is in several DLQs, pass --queue.`,
+Ids are per queue: when an id is in several DLQs, pass --queue. Secrets in
+payloads, headers and error text are shown as [REDACTED].`,
 		Example: `  pgbus dlq summary
   pgbus dlq list --queue orders --error-class demo.Unavailable
   pgbus dlq show 42 --queue orders
@@ -43,89 +40,44 @@ Ids are per queue: when an id is in several DLQs, pass --queue.`,
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --yes
   pgbus dlq discard --queue orders --reason non_retryable_error --yes
-  pgbus dlq purge --older-than 720h --yes`,
+  pgbus dlq purge --older-than 30d --yes`,
 	})
 	cmd.AddCommand(a.dlqSummaryCommand(), a.dlqListCommand(), a.dlqShowCommand(), a.dlqRetryCommand(),
 		a.dlqRetryAllCommand(), a.dlqDiscardCommand(), a.dlqPurgeCommand())
 	return cmd
 }
 
-// filterFlags are the DLQ filters of DESIGN.md section 6.
-type filterFlags struct {
-	queue, kind, errorClass, reason, since, until, text string
+// filterFlags are the flags of a dead-message filter.
+type filterFlags struct{ f ops.DeadFilter }
+
+func (ff *filterFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&ff.f.Queue, "queue", "", "only the DLQ of this queue")
+	fs.StringVar(&ff.f.Kind, "kind", "", "only this job kind")
+	fs.StringVar(&ff.f.ErrorClass, "error-class", "", "only this error class (exact)")
+	fs.StringVar(&ff.f.Reason, "reason", "", "only this reason: "+strings.Join(ops.Reasons, ", "))
+	fs.StringVar(&ff.f.Since, "since", "", "dead-lettered at or after: RFC 3339, a date, or an age (2h, 7d)")
+	fs.StringVar(&ff.f.Until, "until", "", "dead-lettered before: RFC 3339, a date, or an age")
+	fs.StringVar(&ff.f.Text, "text", "", "text in the error message (case-insensitive)")
 }
 
-func (f *filterFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.queue, "queue", "", "only the DLQ of this queue")
-	fs.StringVar(&f.kind, "kind", "", "only this job kind")
-	fs.StringVar(&f.errorClass, "error-class", "", "only this error class (exact)")
-	fs.StringVar(&f.reason, "reason", "", "only this reason: max_retries_exceeded, non_retryable_error or deadline_exceeded")
-	fs.StringVar(&f.since, "since", "", "dead-lettered at or after: RFC 3339, a date, or a duration ago (1h)")
-	fs.StringVar(&f.until, "until", "", "dead-lettered before: RFC 3339, a date, or a duration ago")
-	fs.StringVar(&f.text, "text", "", "text in the error message (case-insensitive)")
-}
-
-// narrows reports whether a filter other than --queue is given.
-func (f *filterFlags) narrows(fs *pflag.FlagSet) bool {
-	return changed(fs, "kind", "error-class", "reason", "since", "until", "text")
-}
-
-func (f *filterFlags) filter() (store.DeadFilter, error) {
-	out := store.DeadFilter{Queue: f.queue, Kind: f.kind, ErrorClass: f.errorClass, Reason: f.reason, Text: f.text}
-	now := time.Now()
-	var err error
-	if f.since != "" {
-		if out.Since, err = parseWhen("since", f.since, now, true); err != nil {
-			return out, err
-		}
+// filter returns the filter, checked before the database is opened.
+func (ff *filterFlags) filter() (ops.DeadFilter, error) {
+	if err := ff.f.Check(); err != nil {
+		return ff.f, usageError{err}
 	}
-	if f.until != "" {
-		if out.Until, err = parseWhen("until", f.until, now, true); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return ff.f, nil
 }
 
-// describe renders the filter as flags, for hints.
-func (f *filterFlags) describe() string {
-	var parts []string
-	add := func(flag, v string) {
+// flags renders the filter as flags, for "more:" lines.
+func (ff *filterFlags) flags() string {
+	h := ops.Hint{Op: ops.OpDLQList, Args: map[string]any{}}
+	for k, v := range map[string]string{"queue": ff.f.Queue, "kind": ff.f.Kind, "error_class": ff.f.ErrorClass,
+		"reason": ff.f.Reason, "since": ff.f.Since, "until": ff.f.Until, "text": ff.f.Text} {
 		if v != "" {
-			parts = append(parts, "--"+flag+" "+shellQuote(v))
+			h.Args[k] = v
 		}
 	}
-	add("queue", f.queue)
-	add("kind", f.kind)
-	add("error-class", f.errorClass)
-	add("reason", f.reason)
-	add("since", f.since)
-	add("until", f.until)
-	add("text", f.text)
-	return strings.Join(parts, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+,=", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// dlqSession is an open database with the DLQ API.
-type dlqSession struct {
-	db  *database
-	dlq *engine.DLQ
-}
-
-func (a *app) openDLQ(ctx context.Context) (*dlqSession, error) {
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &dlqSession{db: db, dlq: engine.NewDLQ(db.Store)}, nil
+	return strings.TrimSpace(strings.TrimPrefix(vocab.Command(h), "pgbus dlq list"))
 }
 
 func (a *app) dlqSummaryCommand() *cobra.Command {
@@ -138,7 +90,7 @@ func (a *app) dlqSummaryCommand() *cobra.Command {
 		Short: "Group dead messages by queue, kind and error class: the first stop",
 		Long: `Count dead messages by (source queue, kind, error class), largest group first,
 with their reasons, first and last time seen, and a few sample ids to show.
---json prints []DeadGroup, as the MCP tool pgbus_dlq_summary returns.`,
+--json prints the same result as the MCP tool pgbus_dlq_summary.`,
 		Example: `  pgbus dlq summary
   pgbus dlq summary --queue orders --since 24h
   pgbus dlq summary --json`,
@@ -148,31 +100,27 @@ with their reasons, first and last time seen, and a few sample ids to show.
 			if err != nil {
 				return err
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			groups, err := s.dlq.Summary(cmd.Context(), f)
+			defer s.Close()
+			sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: f})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.stdout, groups)
+				return printJSON(a.stdout, sum)
 			}
-			if err := writeDeadSummary(a.stdout, groups); err != nil {
+			if err := writeDeadSummary(a.stdout, sum); err != nil {
 				return err
 			}
-			if len(groups) > 0 {
-				g := groups[0]
-				fmt.Fprintf(a.stdout, "next: pgbus dlq list --queue %s --error-class %s   or   pgbus dlq show %d --queue %s\n",
-					g.SourceQueue, shellQuote(dash(g.ErrorClass)), g.SampleMsgIDs[0], g.SourceQueue)
-			}
+			printNext(a.stdout, sum.Next)
 			return nil
 		},
 	}
 	ff.add(cmd.Flags())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print []DeadGroup as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	return cmd
 }
 
@@ -189,8 +137,8 @@ func (a *app) dlqListCommand() *cobra.Command {
 		Long: `List dead messages newest first: id, source queue, kind, reason, error class,
 attempts, age and error message. Pages hold --limit messages (1 to 100); when
 there are more, the last line gives the command for the next page (an opaque
---cursor, valid with the same filters). --json prints a DeadPage, as the MCP
-tool pgbus_dlq_list returns.`,
+--cursor, valid with the same filters). --json prints the same result as the
+MCP tool pgbus_dlq_list.`,
 		Example: `  pgbus dlq list
   pgbus dlq list --queue orders --reason max_retries_exceeded --limit 100
   pgbus dlq list --text "connection refused" --since 2h --json`,
@@ -200,35 +148,26 @@ tool pgbus_dlq_list returns.`,
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > store.MaxDeadPage {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, store.MaxDeadPage)}
+			if limit < 1 || limit > ops.MaxPageSize {
+				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			page, err := s.dlq.List(cmd.Context(), f, cursor, limit)
+			defer s.Close()
+			page, err := s.ops.DLQList(ctx, ops.DLQListRequest{Filter: f, Cursor: cursor, Limit: limit})
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return printJSON(a.stdout, page)
 			}
-			if len(page.Items) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no dead messages match")
-				return err
-			}
-			t := newTable(a.stdout, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
-			for _, it := range page.Items {
-				t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
-					fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries), ago(it.DeadLetteredAt), clip(dash(it.ErrorMessage), 70))
-			}
-			if err := t.flush(); err != nil {
+			if err := writeDeadList(a.stdout, page); err != nil {
 				return err
 			}
 			if page.NextCursor != "" {
-				flags := strings.TrimSpace(ff.describe() + fmt.Sprintf(" --limit %d", limit))
+				flags := strings.TrimSpace(ff.flags() + fmt.Sprintf(" --limit %d", limit))
 				fmt.Fprintf(a.stdout, "more: pgbus dlq list %s --cursor %s\n", flags, page.NextCursor)
 			}
 			return nil
@@ -236,8 +175,8 @@ tool pgbus_dlq_list returns.`,
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the previous page (from its \"more:\" line or next_cursor)")
-	cmd.Flags().IntVar(&limit, "limit", engine.DefaultDLQPageSize, fmt.Sprintf("messages per page, 1 to %d", store.MaxDeadPage))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the DeadPage as JSON")
+	cmd.Flags().IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("messages per page, 1 to %d", ops.MaxPageSize))
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page as JSON")
 	return cmd
 }
 
@@ -251,9 +190,10 @@ func (a *app) dlqShowCommand() *cobra.Command {
 		Short: "Show one dead message: why it died, its failures, headers and payload",
 		Long: `Show one dead message in full: the dead-letter block (reason, error class and
 message, backtrace, attempts), the failure history of every attempt, its
-headers and its payload (pretty JSON; --no-payload leaves it out, for
-payloads with personal data or secrets). --json prints a DeadMessage.
-Without --queue, the id is looked up in every DLQ.`,
+headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
+in the payload, headers and error text are shown as [REDACTED]. --json prints
+the same result as the MCP tool pgbus_dlq_show. Without --queue, the id is
+looked up in every DLQ.`,
 		Example: `  pgbus dlq show 42
   pgbus dlq show 42 --queue orders --no-payload
   pgbus dlq show 42 --queue orders --json | jq .payload`,
@@ -263,21 +203,14 @@ Without --queue, the id is looked up in every DLQ.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			where, err := locate(cmd.Context(), s.dlq, queue, id)
+			defer s.Close()
+			m, err := s.ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload})
 			if err != nil {
 				return err
-			}
-			m, err := s.dlq.Show(cmd.Context(), where, id)
-			if err != nil {
-				return err
-			}
-			if noPayload {
-				m.Payload = nil
 			}
 			if asJSON {
 				return printJSON(a.stdout, m)
@@ -287,138 +220,14 @@ Without --queue, the id is looked up in every DLQ.`,
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the DeadMessage as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the message as JSON")
 	return cmd
-}
-
-func writeDeadMessage(w io.Writer, m store.DeadMessage, noPayload bool) error {
-	fmt.Fprintf(w, "dead message %d in %s\n", m.MsgID, m.DLQ)
-	kv := newTable(w)
-	kv.row("kind:", dash(m.Kind))
-	if b := m.Block; b != nil {
-		kv.row("reason:", b.Reason)
-		kv.row("from:", fmt.Sprintf("queue %s, message %d, enqueued %s", b.SourceQueue, b.SourceMsgID, stamp(b.SourceEnqueuedAt)))
-		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
-		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), ago(b.DeadLetteredAt)))
-		if b.RetriesFromDLQ > 0 {
-			kv.row("retried from DLQ:", fmt.Sprintf("%d times before", b.RetriesFromDLQ))
-		}
-		if b.ErrorClass != "" {
-			kv.row("error class:", b.ErrorClass)
-			kv.row("error:", b.ErrorMessage)
-			kv.row("error attempt:", fmt.Sprintf("%d at %s", b.ErrorAttempt, stamp(b.ErrorRecordedAt)))
-		} else {
-			kv.row("error:", "none recorded (a deadline, or a worker that crashed mid-run)")
-		}
-	} else {
-		kv.row("block:", "none: this message was not dead-lettered by pgbus")
-		kv.row("enqueued:", stamp(m.DeadLetteredAt))
-	}
-	if err := kv.flush(); err != nil {
-		return err
-	}
-	if m.Block != nil && m.Block.Backtrace != "" {
-		fmt.Fprintln(w, "backtrace:")
-		for _, line := range strings.Split(m.Block.Backtrace, "\n") {
-			fmt.Fprintln(w, "  "+line)
-		}
-	}
-	if len(m.History) > 0 {
-		fmt.Fprintln(w, "failures:")
-		t := newTable(w, "  #", "AT", "KIND", "ERROR CLASS", "ERROR")
-		for _, f := range m.History {
-			t.row(fmt.Sprintf("  %d", f.Attempt), stamp(f.FailedAt), dash(f.Kind), f.ErrorClass, clip(f.ErrorMessage, 100))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintln(w, "headers:")
-	fmt.Fprintln(w, indentJSON(withoutBlock(m.Headers), "  "))
-	if noPayload {
-		_, err := fmt.Fprintln(w, "payload: (not shown: --no-payload)")
-		return err
-	}
-	fmt.Fprintln(w, "payload:")
-	_, err := fmt.Fprintln(w, indentJSON(m.Payload, "  "))
-	return err
-}
-
-// withoutBlock drops the dead-letter block from headers: it was shown above.
-func withoutBlock(h json.RawMessage) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(h, &obj) != nil || obj == nil {
-		return h
-	}
-	delete(obj, store.HeaderDeadLetter)
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return h
-	}
-	return out
-}
-
-func indentJSON(raw json.RawMessage, prefix string) string {
-	if len(raw) == 0 {
-		return prefix + "null"
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return prefix + string(raw)
-	}
-	out, err := json.MarshalIndent(v, prefix, "  ")
-	if err != nil {
-		return prefix + string(raw)
-	}
-	return prefix + string(out)
-}
-
-// locate returns the DLQ holding message id: queue's when given, else the
-// only DLQ that holds it. An id in several DLQs (ids are per queue) is a
-// usage error asking for --queue.
-func locate(ctx context.Context, d *engine.DLQ, queue string, id int64) (string, error) {
-	if queue != "" {
-		return queue, nil
-	}
-	dlqs, err := d.Find(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	switch len(dlqs) {
-	case 0:
-		return "", fmt.Errorf("%w: no DLQ holds message %d; it may have been retried or discarded already: see pgbus dlq list", store.ErrNotFound, id)
-	case 1:
-		return dlqs[0], nil
-	}
-	return "", usageError{fmt.Errorf("message id %d is in %d DLQs (%s); ids are per queue: pass --queue to choose one", id, len(dlqs), strings.Join(dlqs, ", "))}
-}
-
-// locateAll finds the DLQ of every id (queue's when given) and groups the
-// ids by DLQ, in order. Ids in no DLQ are returned apart; an id in several
-// DLQs is an error (pass --queue), before anything is written.
-func locateAll(ctx context.Context, d *engine.DLQ, queue string, ids []int64) (order []string, byDLQ map[string][]int64, missing []int64, err error) {
-	byDLQ = map[string][]int64{}
-	for _, id := range ids {
-		where, err := locate(ctx, d, queue, id)
-		if errors.Is(err, store.ErrNotFound) && len(ids) > 1 {
-			missing = append(missing, id)
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if _, ok := byDLQ[where]; !ok {
-			order = append(order, where)
-		}
-		byDLQ[where] = append(byDLQ[where], id)
-	}
-	return order, byDLQ, missing, nil
 }
 
 func (a *app) dlqRetryCommand() *cobra.Command {
 	var (
 		queue, payload string
-		asJSON         bool
+		dryRun, asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "retry ID...",
@@ -426,13 +235,15 @@ func (a *app) dlqRetryCommand() *cobra.Command {
 		Long: `Move dead messages back to the queue they died in (or to the DLQ's own queue
 when that one is gone), without the dead-letter block and with
 pgbus_dlq_retries counting the trip. Each message moves in its own
-transaction; one that fails does not stop the rest. Retrying an id that is
-already gone is an error (exit 3 for a single id), never a duplicate.
+transaction; one that fails does not stop the rest. Every id gets an outcome:
+retried, not found (retried or discarded already), ambiguous (in several
+DLQs: pass --queue) or failed. Exit code: 0 when all were retried, 1 when any
+failed, 2 when any is ambiguous, 3 when some were not found.
 
 --payload retries one message with a corrected payload; the original is kept
 in the DLQ's archive and the replacement noted in its history.
 
---json prints the RetryReport, as the MCP tool pgbus_dlq_retry returns.`,
+--json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry 42
   pgbus dlq retry 42 43 44 --queue orders
   pgbus dlq retry 42 --queue orders --payload '{"order_id": 42, "amount_cents": 1999}'`,
@@ -442,112 +253,35 @@ in the DLQ's archive and the replacement noted in its history.
 			if err != nil {
 				return err
 			}
-			var opts store.RetryOptions
+			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun}
 			if cmd.Flags().Changed("payload") {
 				if len(ids) != 1 {
 					return usageError{fmt.Errorf("--payload replaces the payload of one message; pass exactly one id, not %d", len(ids))}
 				}
-				p, err := readPayload(payload, true, "", a.stdin)
-				if err != nil {
+				if req.Payload, err = readPayload(payload, true, "", a.stdin); err != nil {
 					return err
 				}
-				opts.Payload = p
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			ctx := cmd.Context()
-			order, byDLQ, missing, err := locateAll(ctx, s.dlq, queue, ids)
+			defer s.Close()
+			rep, err := s.ops.DLQRetry(ctx, req)
 			if err != nil {
 				return err
 			}
-			rep := store.RetryReport{Moved: []store.RetriedMessage{}}
-			var opErr error
-			for _, id := range missing {
-				rep.Failed++
-				if rep.FirstError == "" {
-					rep.FirstError = fmt.Sprintf("no DLQ holds message %d; it may have been retried or discarded already", id)
-				}
-			}
-			for _, where := range order {
-				r, err := s.dlq.Retry(ctx, where, byDLQ[where], opts)
-				rep.Merge(r)
-				if err != nil && opErr == nil {
-					opErr = err
-				}
-			}
-			auditArgs := map[string]any{"queue": queue, "ids": ids, "payload_replaced": len(opts.Payload) > 0}
-			a.recordAudit(ctx, s.db, "dlq retry", auditArgs, rep, opErr)
-			if opErr != nil && len(ids) == 1 {
-				return opErr
-			}
-			if err := a.printRetryReport(rep, asJSON); err != nil {
+			if err := a.printRetry(rep, asJSON); err != nil {
 				return err
 			}
-			if opErr != nil {
-				return opErr
-			}
-			return retryFailures(rep)
+			return outcomeError("retried", rep.Outcomes)
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the RetryReport as JSON")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// retryFailures turns failed messages of a report into exit status 1.
-func retryFailures(rep store.RetryReport) error {
-	if rep.Failed == 0 {
-		return nil
-	}
-	return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
-}
-
-func (a *app) printRetryReport(rep store.RetryReport, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, rep)
-	}
-	verb := "retried"
-	if rep.DryRun {
-		verb = "would retry"
-	}
-	fmt.Fprintf(a.stdout, "%s %d dead messages", verb, rep.Retried)
-	if rep.Failed > 0 {
-		fmt.Fprintf(a.stdout, "; %d failed (first: %s)", rep.Failed, rep.FirstError)
-	}
-	fmt.Fprintln(a.stdout)
-	if len(rep.Moved) == 0 {
-		return nil
-	}
-	t := newTable(a.stdout, "DLQ", "DLQ ID", "QUEUE", "NEW ID")
-	for _, m := range rep.Moved {
-		newID := "-"
-		if m.MsgID > 0 {
-			newID = fmt.Sprint(m.MsgID)
-		}
-		t.row(m.DLQ, m.DLQMsgID, m.Queue, newID)
-	}
-	if rep.MovedOmitted > 0 {
-		t.row("…", fmt.Sprintf("%d more", rep.MovedOmitted), "", "")
-	}
-	return t.flush()
-}
-
-// preview counts the dead messages a filter selects, up to limit, for the
-// message of a refused bulk operation.
-func preview(ctx context.Context, d *engine.DLQ, f store.DeadFilter, limit int) (int64, error) {
-	groups, err := d.Summary(ctx, f)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, g := range groups {
-		n += g.Count
-	}
-	return min(n, int64(limit)), nil
 }
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
@@ -564,7 +298,7 @@ filters select (all of them without filters). Messages that die again while
 it runs are not retried twice. It needs --yes; --dry-run shows what would
 move and changes nothing. A progress bar is shown on a terminal.
 
---json prints the RetryReport.`,
+--json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --yes
   pgbus dlq retry-all --since 1h --reason max_retries_exceeded --limit 10000 --yes`,
@@ -574,55 +308,48 @@ move and changes nothing. A progress bar is shown on a terminal.
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > store.MaxDeadBulk {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, store.MaxDeadBulk)}
+			if limit < 1 || limit > ops.MaxBulkLimit {
+				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			ctx := cmd.Context()
+			defer s.Close()
 			if !yes && !dryRun {
-				n, err := preview(ctx, s.dlq, f, limit)
+				n, err := a.preview(ctx, s, f, limit)
 				if err != nil {
 					return err
 				}
 				return usageError{fmt.Errorf("refusing to retry %d dead messages without --yes; check them with --dry-run, then pass --yes", n)}
 			}
-			opts := store.RetryOptions{DryRun: dryRun}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun}
 			var bar *progress
 			if !dryRun {
-				bar = a.newProgress(1, "retrying")
+				if bar = a.newProgress(1, "retrying"); bar != nil {
+					req.Progress = bar.set
+				}
 			}
-			if bar != nil {
-				opts.Progress = bar.set
-			}
-			rep, err := s.dlq.RetryMatching(ctx, f, limit, opts)
+			rep, err := s.ops.DLQRetry(ctx, req)
 			bar.finish()
-			if !dryRun {
-				a.recordAudit(ctx, s.db, "dlq retry-all", map[string]any{"filter": f, "limit": limit}, rep, err)
-			}
 			if err != nil {
 				return err
 			}
-			if err := a.printRetryReport(rep, asJSON); err != nil {
+			if err := a.printRetry(rep, asJSON); err != nil {
 				return err
 			}
-			return retryFailures(rep)
+			if rep.Failed > 0 {
+				return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
+			}
+			return nil
 		},
 	}
 	ff.add(cmd.Flags())
-	cmd.Flags().IntVar(&limit, "limit", engine.DefaultDLQBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", store.MaxDeadBulk))
+	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the RetryReport as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// DiscardResult is what dlq discard prints with --json.
-type DiscardResult struct {
-	Discarded int `json:"discarded"`
 }
 
 func (a *app) dlqDiscardCommand() *cobra.Command {
@@ -637,7 +364,9 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
 pgbus dlq purge (or retention) deletes them. Give ids, or filters (--all for
 every dead message). Discarding one id needs no confirmation; more than one,
-or any discard by filter, needs --yes.`,
+or any discard by filter, needs --yes. Ids get outcomes and exit codes as in
+pgbus dlq retry. --json prints the same result as the MCP tool
+pgbus_dlq_discard.`,
 		Example: `  pgbus dlq discard 42 --queue orders
   pgbus dlq discard 42 43 44 --queue orders --yes
   pgbus dlq discard --queue orders --error-class demo.ValidationError --yes
@@ -648,128 +377,85 @@ or any discard by filter, needs --yes.`,
 				return err
 			}
 			fs := cmd.Flags()
-			byFilter := len(ids) == 0
+			narrows := changed(fs, "kind", "error-class", "reason", "since", "until", "text")
 			switch {
-			case len(ids) > 0 && (ff.narrows(fs) || all):
+			case len(ids) > 0 && (narrows || all):
 				return usageError{errors.New("give ids or filters, not both")}
-			case byFilter && !ff.narrows(fs) && !all && ff.queue == "":
+			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
+			case len(ids) > 1 && !yes:
+				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
 			}
 			f, err := ff.filter()
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > store.MaxDeadBulk {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, store.MaxDeadBulk)}
+			if limit < 1 || limit > ops.MaxBulkLimit {
+				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			ctx := cmd.Context()
-			if byFilter {
+			defer s.Close()
+			req := ops.DLQDiscardRequest{IDs: ids, Filter: f}
+			if len(ids) == 0 {
 				if !yes {
-					n, err := preview(ctx, s.dlq, f, limit)
+					n, err := a.preview(ctx, s, f, limit)
 					if err != nil {
 						return err
 					}
-					return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; see them with pgbus dlq list %s, then pass --yes", n, ff.describe())}
+					return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; see them with pgbus dlq list %s, then pass --yes", n, ff.flags())}
 				}
+				req.Limit = limit
 				bar := a.newProgress(1, "discarding")
-				n, err := s.dlq.DiscardMatching(ctx, f, limit, bar.set)
-				bar.finish()
-				a.recordAudit(ctx, s.db, "dlq discard", map[string]any{"filter": f, "limit": limit}, DiscardResult{n}, err)
-				if err != nil {
-					return err
+				if bar != nil {
+					req.Progress = bar.set
 				}
-				return a.printDiscarded(n, asJSON)
+				defer bar.finish()
 			}
-			if len(ids) > 1 && !yes {
-				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
-			}
-			order, byDLQ, missing, err := locateAll(ctx, s.dlq, ff.queue, ids)
+			res, err := s.ops.DLQDiscard(ctx, req)
 			if err != nil {
 				return err
 			}
-			n := 0
-			var opErr error
-			for _, where := range order {
-				k, err := s.dlq.Discard(ctx, where, byDLQ[where])
-				n += k
-				if err != nil && opErr == nil {
-					opErr = err
-				}
-			}
-			a.recordAudit(ctx, s.db, "dlq discard", map[string]any{"queue": ff.queue, "ids": ids}, DiscardResult{n}, opErr)
-			if opErr != nil {
-				return opErr
-			}
-			if err := a.printDiscarded(n, asJSON); err != nil {
+			if err := a.printDiscard(res, asJSON); err != nil {
 				return err
 			}
-			if gone := len(ids) - n; gone > 0 {
-				return fmt.Errorf("%d of %d ids were not in a DLQ (already retried or discarded?)%s", gone, len(ids), missingNote(missing))
-			}
-			return nil
+			return outcomeError("discarded", res.Outcomes)
 		},
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
-	cmd.Flags().IntVar(&limit, "limit", engine.DefaultDLQBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", store.MaxDeadBulk))
+	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"discarded": N}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-func missingNote(ids []int64) string {
-	if len(ids) == 0 {
-		return ""
-	}
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = fmt.Sprint(id)
-	}
-	return ": not found: " + strings.Join(s, ", ")
-}
-
-func (a *app) printDiscarded(n int, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, DiscardResult{Discarded: n})
-	}
-	_, err := fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", n)
-	return err
-}
-
-// PurgeResult is what dlq purge prints with --json.
-type PurgeResult struct {
-	Purged int64 `json:"purged"`
 }
 
 func (a *app) dlqPurgeCommand() *cobra.Command {
 	var (
-		queue       string
-		olderThan   time.Duration
-		yes, asJSON bool
+		queue, olderThan string
+		yes, asJSON      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "purge --yes [--queue Q] [--older-than AGE]",
 		Short: "Delete discarded dead messages for good",
 		Long: `Delete, for good, the discarded dead messages (those in a DLQ's archive) of
-one queue or of all, discarded more than --older-than ago (0: all of them),
-with their failure history. Dead messages still in a DLQ are not touched.
-This cannot be undone, so it needs --yes.`,
+one queue or of all, discarded more than --older-than ago (an age such as
+72h or 30d; 0s or none: all of them), with their failure history. Dead
+messages still in a DLQ are not touched. This cannot be undone, so it needs
+--yes.`,
 		Example: `  pgbus dlq purge --queue orders --yes
-  pgbus dlq purge --older-than 720h --yes`,
+  pgbus dlq purge --older-than 30d --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkDuration("older-than", olderThan, 0); err != nil {
-				return err
-			}
-			if queue != "" {
-				if err := store.ValidatePhysicalName(queue); err != nil {
-					return err
+			var age ops.DLQPurgeRequest
+			if olderThan != "" {
+				d, err := ops.ParseAge(olderThan)
+				if err != nil {
+					return usageError{fmt.Errorf("--older-than: %v", err)}
 				}
+				age.OlderThan = d
 			}
 			if !yes {
 				what := "every DLQ"
@@ -778,32 +464,30 @@ This cannot be undone, so it needs --yes.`,
 				}
 				return usageError{fmt.Errorf("refusing to purge without --yes: it deletes the discarded dead messages of %s for good", what)}
 			}
-			s, err := a.openDLQ(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer s.db.Close()
-			ctx := cmd.Context()
-			var n int64
+			defer s.Close()
+			var res ops.DLQPurge
 			err = a.withSpinner(ctx, "purging", func() error {
 				var err error
-				n, err = s.dlq.Purge(ctx, queue, olderThan)
+				res, err = s.ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: queue, OlderThan: age.OlderThan, Confirm: true})
 				return err
 			})
-			a.recordAudit(ctx, s.db, "dlq purge", map[string]any{"queue": queue, "older_than": olderThan.String()}, PurgeResult{n}, err)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.stdout, PurgeResult{Purged: n})
+				return printJSON(a.stdout, res)
 			}
-			_, err = fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", n)
+			_, err = fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", res.Purged)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only messages discarded longer ago than this, e.g. 720h (default: all)")
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages discarded longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"purged": N}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

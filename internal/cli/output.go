@@ -133,30 +133,6 @@ func writeQueueStats(w io.Writer, stats []store.QueueStats) error {
 	return t.flush()
 }
 
-// writeDeadSummary prints the groups of pgbus dlq summary.
-func writeDeadSummary(w io.Writer, groups []store.DeadGroup) error {
-	if len(groups) == 0 {
-		_, err := fmt.Fprintln(w, "no dead messages")
-		return err
-	}
-	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS")
-	var total int64
-	for _, g := range groups {
-		ids := make([]string, len(g.SampleMsgIDs))
-		for i, id := range g.SampleMsgIDs {
-			ids[i] = fmt.Sprint(id)
-		}
-		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
-			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","))
-		total += g.Count
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%d dead messages in %d groups\n", total, len(groups))
-	return err
-}
-
 // progress shows a progress bar on stderr when it is a terminal, and
 // nothing otherwise. A nil *progress is valid and does nothing.
 type progress struct {

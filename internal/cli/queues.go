@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -29,8 +28,7 @@ func (a *app) queuesCommand() *cobra.Command {
   OK/FAILED/DEAD/1H  outcomes over the last hour
   RETRIES     max_retries, then the backoff range
 
---json prints the engine's QueueStats objects, the same as the MCP tool
-pgbus_queue_stats returns.`,
+--json prints the same result as the MCP tool pgbus_queue_stats.`,
 		Example: `  pgbus queues
   pgbus queues orders --json`,
 		Args: cobra.MaximumNArgs(1),
@@ -42,40 +40,43 @@ pgbus_queue_stats returns.`,
 					return err
 				}
 			}
-			db, err := a.openDatabase(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			stats, err := engine.NewAdmin(db.Store).QueueStats(cmd.Context(), queue)
+			defer s.Close()
+			res, err := s.ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.stdout, stats)
+				return printJSON(a.stdout, res)
 			}
-			return writeQueueStats(a.stdout, stats)
+			return writeQueueStats(a.stdout, res.Queues)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print []QueueStats as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stats as JSON")
 	return cmd
 }
 
 func (a *app) queueCommand() *cobra.Command {
 	cmd := groupCommand(&cobra.Command{
 		Use:   "queue",
-		Short: "Create, drop, pause, resume or purge a queue",
+		Short: "Create, drop, pause, resume or purge a queue, or list its live messages",
 		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
 archive) plus its dead-letter queue X_dlq; names match ^[a-z][a-z0-9_]*$ and
 are at most 43 characters. Retry settings are kept in the database and shared
 by every worker process.`,
 		Example: `  pgbus queue create orders --max-retries 8 --backoff 10s --backoff-max 10m
+  pgbus queue create alerts --priorities 3
+  pgbus queue messages orders --state retrying
   pgbus queue pause orders
   pgbus queue resume orders
   pgbus queue purge orders --yes
   pgbus queue drop orders --yes`,
 	})
-	cmd.AddCommand(a.queueCreateCommand(), a.queueDropCommand(), a.queuePauseCommand(true), a.queuePauseCommand(false), a.queuePurgeCommand())
+	cmd.AddCommand(a.queueCreateCommand(), a.queueDropCommand(), a.queuePauseCommand(true), a.queuePauseCommand(false),
+		a.queuePurgeCommand(), a.queueMessagesCommand())
 	return cmd
 }
 
@@ -151,20 +152,29 @@ func (s *settingsFlags) given(f *pflag.FlagSet) config.Settings {
 	return out
 }
 
-// QueueResult is what queue create and the settings applied by pgbus work
-// print with --json.
-type QueueResult struct {
-	Queue    string              `json:"queue"`
-	DLQ      string              `json:"dlq"`
-	Created  bool                `json:"created"`
-	Changed  bool                `json:"changed"`
-	Settings store.RetrySettings `json:"settings"`
+// settingsChange turns configuration settings (from flags and the file)
+// into a change of the operations layer.
+func settingsChange(c config.Settings) ops.SettingsChange {
+	dur := func(d *config.Duration) *time.Duration {
+		if d == nil {
+			return nil
+		}
+		v := d.D()
+		return &v
+	}
+	out := ops.SettingsChange{MaxRetries: c.MaxRetries, VisibilityTimeout: dur(c.VisibilityTimeout), Backoff: dur(c.Backoff),
+		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess}
+	if c.Strategy != "" {
+		out.Strategy = &c.Strategy
+	}
+	return out
 }
 
 func (a *app) queueCreateCommand() *cobra.Command {
 	var (
-		sf     settingsFlags
-		asJSON bool
+		sf         settingsFlags
+		priorities int
+		asJSON     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create QUEUE",
@@ -173,11 +183,16 @@ func (a *app) queueCreateCommand() *cobra.Command {
 store its retry settings. Creating a queue that exists is not an error: the
 settings given are applied to it and the others are kept.
 
+--priorities N (2 to 10) makes a queue with N priority levels: sub-queues
+QUEUE_p0 .. QUEUE_p<N-1>, read p0 first, sharing one DLQ; send to a level with
+pgbus send --priority P. Levels are fixed when the queue is created.
+
 Settings come from the flags, then from the configuration file's entry for
 the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 5m with ±15% jitter, visibility timeout 30s, archive on success.`,
 		Example: `  pgbus queue create orders
   pgbus queue create emails --max-retries 3 --backoff 30s --backoff-max 1h --jitter 0.2
+  pgbus queue create alerts --priorities 3
   pgbus queue create webhooks --strategy polynomial --visibility-timeout 2m --delete-on-success`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -189,14 +204,16 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 			if key, err := given.Check(); err != nil {
 				return usageError{fmt.Errorf("--%s %v", strings.ReplaceAll(key, "_", "-"), err)}
 			}
+			if cmd.Flags().Changed("priorities") && (priorities < 2 || priorities > store.MaxPriorities) {
+				return usageError{fmt.Errorf("--priorities %d: give 2 to %d levels, or leave it out for a plain queue", priorities, store.MaxPriorities)}
+			}
 			fileQ, _ := a.cfg.Queue(name)
-			settings := given.Over(fileQ.Settings)
-			db, err := a.openDatabase(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			res, err := a.ensureQueue(cmd.Context(), db, name, settings, "queue create")
+			defer s.Close()
+			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: settingsChange(given.Over(fileQ.Settings))})
 			if err != nil {
 				return err
 			}
@@ -210,11 +227,15 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 			case !res.Created:
 				verb = "queue %s (dead-letter queue %s) exists; settings unchanged"
 			}
+			if res.Priorities > 0 {
+				verb += fmt.Sprintf(", %d priority levels", res.Priorities)
+			}
 			fmt.Fprintf(a.stdout, verb+": %s\n", res.Queue, res.DLQ, describeSettings(res.Settings))
 			return nil
 		},
 	}
 	sf.add(cmd.Flags())
+	cmd.Flags().IntVar(&priorities, "priorities", 0, fmt.Sprintf("priority levels, 2 to %d (default: none)", store.MaxPriorities))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -225,54 +246,8 @@ func describeSettings(s store.RetrySettings) string {
 		s.RetryBackoffJitter*100, seconds(s.VisibilityTimeoutSeconds), s.OnSuccess)
 }
 
-// ensureQueue creates a queue when it is missing and applies settings to
-// it, recording what it changed in the audit log under tool. Everything is
-// checked before anything is written.
-func (a *app) ensureQueue(ctx context.Context, db *database, name string, settings config.Settings, tool string) (QueueResult, error) {
-	res := QueueResult{Queue: name, DLQ: store.DLQName(name)}
-	cur, err := db.QueueSettingsOf(ctx, name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return res, err
-	}
-	if !exists {
-		cur = store.DefaultQueueSettings(name)
-	} else {
-		// A queue may be registered while its tables were dropped by
-		// another client; create repairs that too.
-		queues, err := db.ListQueues(ctx)
-		if err != nil {
-			return res, err
-		}
-		have := map[string]bool{}
-		for _, q := range queues {
-			have[q.Name] = true
-		}
-		exists = have[name] && have[res.DLQ]
-	}
-	next := settings.Apply(cur)
-	if err := next.Validate(); err != nil {
-		return res, err
-	}
-	res.Settings = next.Plain()
-	res.Created, res.Changed = !exists, next != cur
-	if exists && !res.Changed {
-		return res, nil
-	}
-	err = db.CreateQueue(ctx, name)
-	if err == nil && next != cur {
-		err = db.SetQueueSettings(ctx, next)
-	}
-	a.recordAudit(ctx, db, tool, map[string]any{"queue": name, "settings": settings}, res, err)
-	if err != nil {
-		return res, err
-	}
-	a.log.Debug("pgbus: queue ready", "queue", name, "created", res.Created, "settings_changed", res.Changed)
-	return res, nil
-}
-
 func (a *app) queueDropCommand() *cobra.Command {
-	var yes bool
+	var yes, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "drop QUEUE --yes",
 		Short: "Drop a queue with its messages, archive and dead-letter queue",
@@ -283,44 +258,47 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			db, stats, err := a.openQueueStats(cmd.Context(), name)
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			if !yes {
-				s := stats[0]
-				return usageError{fmt.Errorf("refusing to drop queue %s without --yes: it holds %d live messages, %d dead messages in %s and %d archived; pass --yes to drop them for good",
-					name, s.Depth, s.DLQDepth, s.DLQ, s.Archived)}
-			}
-			err = db.DropQueue(cmd.Context(), name)
-			a.recordAudit(cmd.Context(), db, "queue drop", map[string]any{"queue": name}, map[string]any{"dropped": err == nil}, err)
+			defer s.Close()
+			res, err := s.ops.QueueDrop(ctx, ops.QueueDropRequest{Queue: name, Confirm: yes})
 			if err != nil {
-				return err
+				return confirmFlag(err, yes)
 			}
-			fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, store.DLQName(name))
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, res.DLQ)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
 
-// PauseResult is what queue pause and resume print with --json.
-type PauseResult struct {
-	Queue   string `json:"queue"`
-	Paused  bool   `json:"paused"`
-	Changed bool   `json:"changed"`
+// confirmFlag words a refusal for want of confirmation as the CLI asks for
+// it: with --yes.
+func confirmFlag(err error, yes bool) error {
+	if !yes && errors.Is(err, ops.ErrInvalid) && strings.Contains(err.Error(), "confirm") {
+		return usageError{fmt.Errorf("refusing without --yes: %s", strings.Replace(err.Error(), ": confirm to", "; pass --yes to", 1))}
+	}
+	return err
 }
 
 func (a *app) queuePauseCommand(pause bool) *cobra.Command {
 	var asJSON bool
-	verb, tool := "resume", "queue resume"
+	verb := "resume"
 	short := "Resume a paused queue: workers read it again"
 	long := `Let workers read a paused queue again. Resuming a queue that runs is not
 an error.`
 	if pause {
-		verb, tool = "pause", "queue pause"
+		verb = "pause"
 		short = "Pause a queue: workers stop reading it; messages stay"
 		long = `Stop workers from reading the queue. Messages already running finish;
 the rest wait, and senders can still send. Every worker process sees the
@@ -337,19 +315,16 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			db, err := a.openDatabase(cmd.Context())
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			admin := engine.NewAdmin(db.Store)
-			op := admin.Resume
+			defer s.Close()
+			op := s.ops.QueueResume
 			if pause {
-				op = admin.Pause
+				op = s.ops.QueuePause
 			}
-			changed, err := op(cmd.Context(), name)
-			res := PauseResult{Queue: name, Paused: pause, Changed: changed}
-			a.recordAudit(cmd.Context(), db, tool, map[string]any{"queue": name}, res, err)
+			res, err := op(ctx, ops.QueueRequest{Queue: name})
 			if err != nil {
 				return err
 			}
@@ -357,7 +332,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 				return printJSON(a.stdout, res)
 			}
 			state := map[bool]string{true: "paused", false: "running"}[pause]
-			if changed {
+			if res.Changed {
 				fmt.Fprintf(a.stdout, "queue %s is %s now\n", name, state)
 			} else {
 				fmt.Fprintf(a.stdout, "queue %s was already %s\n", name, state)
@@ -367,12 +342,6 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// PurgeQueueResult is what queue purge prints with --json.
-type PurgeQueueResult struct {
-	Queue   string `json:"queue"`
-	Deleted int64  `json:"deleted"`
 }
 
 func (a *app) queuePurgeCommand() *cobra.Command {
@@ -389,47 +358,26 @@ for those). This cannot be undone, so it needs --yes.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			db, stats, err := a.openQueueStats(cmd.Context(), name)
+			if err := store.ValidateQueueName(name); err != nil {
+				return err
+			}
+			ctx, s, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			if !yes {
-				return usageError{fmt.Errorf("refusing to purge queue %s without --yes: it would delete its %d live messages for good", name, stats[0].Depth)}
-			}
-			n, err := db.PurgeQueue(cmd.Context(), name)
-			res := PurgeQueueResult{Queue: name, Deleted: n}
-			a.recordAudit(cmd.Context(), db, "queue purge", map[string]any{"queue": name}, res, err)
+			defer s.Close()
+			res, err := s.ops.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: name, Confirm: yes})
 			if err != nil {
-				return err
+				return confirmFlag(err, yes)
 			}
 			if asJSON {
 				return printJSON(a.stdout, res)
 			}
-			fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", n, name)
+			fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
-}
-
-// openQueueStats checks a queue name, opens the database and reads the
-// queue's stats, which destructive commands show before acting. The caller
-// closes the database.
-func (a *app) openQueueStats(ctx context.Context, name string) (*database, []store.QueueStats, error) {
-	if err := store.ValidateQueueName(name); err != nil {
-		return nil, nil, err
-	}
-	db, err := a.openDatabase(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	stats, err := engine.NewAdmin(db.Store).QueueStats(ctx, name)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, stats, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/tools"
 )
 
@@ -119,11 +120,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 	}
 
-	db, err := a.openDatabase(ctx)
+	ctx, sess, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer sess.Close()
+	db := sess.db
 	a.log.Info("pgbus serve: database ready", "where", db.Where(), "schema_version", db.Status.Version)
 
 	var workers sync.WaitGroup
@@ -133,7 +135,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		workers.Wait()
 	}()
 	if len(queues) > 0 {
-		if err := a.prepareQueues(ctx, db, queues); err != nil {
+		if err := prepareQueues(ctx, sess.ops, queues); err != nil {
 			return err
 		}
 		client, err := a.newWorkers(db, queues, engine.Config{})
@@ -148,13 +150,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		})
 	}
 
-	deps := tools.Deps{
-		DLQ:           engine.NewDLQ(db.Store),
-		Admin:         engine.NewAdmin(db.Store),
-		AllowPayloads: f.allowPayloads,
-		ReadOnly:      f.readOnly,
+	// Agents get the default bounds, the payload gate and read-only mode of
+	// the command line.
+	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: f.allowPayloads, ReadOnly: f.readOnly, Logger: a.log})
+	if err != nil {
+		return err
 	}
-	s := mcpserver.New(deps, mcpserver.Options{Logger: a.log})
+	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: a.log})
 	if f.transport == mcpserver.TransportStdio {
 		a.log.Info("pgbus MCP server on stdio", "read_only", f.readOnly, "allow_payloads", f.allowPayloads)
 		err = mcpserver.ServeStdio(ctx, s, a.stdin, a.stdout, a.log)

@@ -15,6 +15,7 @@ import (
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -242,12 +243,13 @@ func (a *app) handlerFor(q *workQueue, fq config.Queue, w *workFlags) error {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []workQueue, w workFlags) error {
-	db, err := a.openDatabase(ctx)
+	ctx, s, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := a.prepareQueues(ctx, db, queues); err != nil {
+	defer s.Close()
+	db := s.db
+	if err := prepareQueues(ctx, s.ops, queues); err != nil {
 		return err
 	}
 	client, err := a.newWorkers(db, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout})
@@ -270,7 +272,7 @@ func (a *app) work(ctx context.Context, queues []workQueue, w workFlags) error {
 	go func() { done <- client.Run(runCtx) }()
 	if w.untilIdle {
 		go func() {
-			if err := a.waitIdle(runCtx, db, queues, nil); err == nil {
+			if err := a.waitIdle(runCtx, s.ops, queues, nil); err == nil {
 				a.log.Info("pgbus work: every queue is empty; stopping (--until-idle)")
 				stop()
 			}
@@ -288,10 +290,10 @@ func (a *app) work(ctx context.Context, queues []workQueue, w workFlags) error {
 // prepareQueues creates the queues declared in the configuration file that
 // are missing and stores the file's settings for them; the others must
 // exist already (Client.Run says so).
-func (a *app) prepareQueues(ctx context.Context, db *database, queues []workQueue) error {
+func prepareQueues(ctx context.Context, svc *ops.Service, queues []workQueue) error {
 	for _, q := range queues {
 		if q.Declared {
-			if _, err := a.ensureQueue(ctx, db, q.Name, q.Settings, "queue configure"); err != nil {
+			if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: settingsChange(q.Settings)}); err != nil {
 				return err
 			}
 		}
@@ -337,15 +339,15 @@ func (a *app) logJobs(fn engine.HandlerFunc) engine.HandlerFunc {
 // waitIdle returns once every queue is empty (depth 0: nothing waiting,
 // running or retrying), or ctx's error. progress, when set, is called with
 // the stats at each look.
-func (a *app) waitIdle(ctx context.Context, db *database, queues []workQueue, progress func([]store.QueueStats)) error {
-	admin := engine.NewAdmin(db.Store)
+func (a *app) waitIdle(ctx context.Context, svc *ops.Service, queues []workQueue, progress func([]store.QueueStats)) error {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
 		idle := true
 		var all []store.QueueStats
 		for _, q := range queues {
-			stats, err := admin.QueueStats(ctx, q.Name)
+			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+			stats := res.Queues
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

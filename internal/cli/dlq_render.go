@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// writeDeadSummary prints the groups of pgbus dlq summary.
+func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
+	if len(sum.Groups) == 0 {
+		_, err := fmt.Fprintln(w, "no dead messages")
+		return err
+	}
+	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS")
+	for _, g := range sum.Groups {
+		ids := make([]string, len(g.SampleMsgIDs))
+		for i, id := range g.SampleMsgIDs {
+			ids[i] = fmt.Sprint(id)
+		}
+		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
+			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	line := fmt.Sprintf("%d dead messages in %d groups", sum.Total, len(sum.Groups))
+	if sum.Truncated {
+		line += fmt.Sprintf(" (the largest of %d groups: narrow the filters for the others)", sum.TotalGroups)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// writeDeadList prints a page of pgbus dlq list.
+func writeDeadList(w io.Writer, page ops.DLQList) error {
+	if len(page.Items) == 0 {
+		_, err := fmt.Fprintln(w, "no dead messages match")
+		return err
+	}
+	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
+	for _, it := range page.Items {
+		t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
+			fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries), ago(it.DeadLetteredAt), clip(dash(it.ErrorMessage), 70))
+	}
+	return t.flush()
+}
+
+// writeDeadMessage prints pgbus dlq show.
+func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
+	fmt.Fprintf(w, "dead message %d in %s\n", m.MsgID, m.DLQ)
+	kv := newTable(w)
+	kv.row("kind:", dash(m.Kind))
+	if b := m.DeadLetter; b != nil {
+		kv.row("reason:", b.Reason)
+		kv.row("from:", fmt.Sprintf("queue %s, message %d, enqueued %s", b.SourceQueue, b.SourceMsgID, stamp(b.SourceEnqueuedAt)))
+		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
+		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), ago(b.DeadLetteredAt)))
+		if b.RetriesFromDLQ > 0 {
+			kv.row("retried from DLQ:", fmt.Sprintf("%d times before", b.RetriesFromDLQ))
+		}
+		if b.ErrorClass != "" {
+			kv.row("error class:", b.ErrorClass)
+			kv.row("error:", b.ErrorMessage)
+			kv.row("error attempt:", fmt.Sprintf("%d at %s", b.ErrorAttempt, stamp(b.ErrorRecordedAt)))
+		} else {
+			kv.row("error:", "none recorded (a deadline, or a worker that crashed mid-run)")
+		}
+	} else {
+		kv.row("block:", "none: this message was not dead-lettered by pgbus")
+		kv.row("enqueued:", stamp(m.DeadLetteredAt))
+	}
+	if err := kv.flush(); err != nil {
+		return err
+	}
+	if m.DeadLetter != nil && m.DeadLetter.Backtrace != "" {
+		fmt.Fprintln(w, "backtrace:")
+		for _, line := range strings.Split(m.DeadLetter.Backtrace, "\n") {
+			fmt.Fprintln(w, "  "+line)
+		}
+	}
+	if len(m.History) > 0 {
+		fmt.Fprintln(w, "failures:")
+		t := newTable(w, "  #", "AT", "KIND", "ERROR CLASS", "ERROR")
+		for _, f := range m.History {
+			t.row(fmt.Sprintf("  %d", f.Attempt), stamp(f.FailedAt), dash(f.Kind), f.ErrorClass, clip(f.ErrorMessage, 100))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "headers:")
+	fmt.Fprintln(w, indentJSON(m.Headers, "  "))
+	switch {
+	case noPayload:
+		fmt.Fprintln(w, "payload: (not shown: --no-payload)")
+	case m.PayloadShown && m.Payload != nil:
+		fmt.Fprintln(w, "payload:")
+		fmt.Fprintln(w, indentJSON(m.Payload, "  "))
+	case m.PayloadShown:
+		fmt.Fprintln(w, "payload (start):")
+		fmt.Fprintln(w, "  "+m.PayloadPreview)
+	}
+	for _, n := range m.Notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+	printNext(w, m.Next)
+	return nil
+}
+
+func indentJSON(raw json.RawMessage, prefix string) string {
+	if len(raw) == 0 {
+		return prefix + "null"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return prefix + string(raw)
+	}
+	out, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil {
+		return prefix + string(raw)
+	}
+	return prefix + string(out)
+}
+
+// printRetry prints what a retry did.
+func (a *app) printRetry(rep ops.DLQRetry, asJSON bool) error {
+	if asJSON {
+		return printJSON(a.stdout, rep)
+	}
+	if len(rep.Outcomes) > 0 && rep.Retried == 0 {
+		return nil // the error line says why nothing moved
+	}
+	verb := "retried"
+	if rep.DryRun {
+		verb = "would retry"
+	}
+	fmt.Fprintf(a.stdout, "%s %d dead messages", verb, rep.Retried)
+	if rep.Failed > 0 {
+		fmt.Fprintf(a.stdout, "; %d failed (first: %s)", rep.Failed, rep.FirstError)
+	}
+	fmt.Fprintln(a.stdout)
+	if len(rep.Moved) > 0 {
+		t := newTable(a.stdout, "DLQ", "DLQ ID", "QUEUE", "NEW ID")
+		for _, m := range rep.Moved {
+			newID := "-"
+			if m.MsgID > 0 {
+				newID = fmt.Sprint(m.MsgID)
+			}
+			t.row(m.DLQ, m.DLQMsgID, m.Queue, newID)
+		}
+		if rep.MovedOmitted > 0 {
+			t.row("…", fmt.Sprintf("%d more", rep.MovedOmitted), "", "")
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	printNext(a.stdout, rep.Next)
+	return nil
+}
+
+// printDiscard prints what a discard did.
+func (a *app) printDiscard(res ops.DLQDiscard, asJSON bool) error {
+	if asJSON {
+		return printJSON(a.stdout, res)
+	}
+	if len(res.Outcomes) > 0 && res.Discarded == 0 {
+		return nil // the error line says why nothing moved
+	}
+	_, err := fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
+	return err
+}
+
+// preview counts the dead messages a filter selects, up to limit, for the
+// message of a refused bulk operation.
+func (a *app) preview(ctx context.Context, s *session, f ops.DeadFilter, limit int) (int64, error) {
+	sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: f})
+	if err != nil {
+		return 0, err
+	}
+	return min(sum.Total, int64(limit)), nil
+}

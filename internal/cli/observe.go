@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+func (a *app) healthCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "One-look health: OK, DEGRADED or STALLED, with the reasons and what to look at next",
+		Long: `Check queues and workers: STALLED when ready work is not being done (no
+running worker, a backlog that does not drain), DEGRADED when something needs
+a look (stale workers, new dead letters, a paused queue, an aging backlog),
+OK otherwise. Each reason says where to look next. Exit code 0 whatever the
+verdict; --json prints the same result as the MCP tool pgbus_health.`,
+		Example: `  pgbus health
+  pgbus health --json | jq -r .status`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, s, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			h, err := s.ops.Health(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, h)
+			}
+			fmt.Fprintf(a.stdout, "%s: %d queues, %d ready, %d dead, %d workers running\n", h.Status, h.Queues, h.Backlog, h.DeadMessages, h.Workers)
+			for _, r := range h.Reasons {
+				fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
+				for _, n := range r.Next {
+					fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON")
+	return cmd
+}
+
+func (a *app) workersCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "Worker processes of the last 24 hours: running, stale (crashed or hung) or stopped",
+		Long: `List the worker processes (pgbus work, pgbus serve with workers, Go programs
+embedding the engine) seen in the last 24 hours: host, pid, queues,
+concurrency, start, last heartbeat and status. A stale worker stopped
+heartbeating without shutting down: its running messages come back after
+their visibility timeout. --json prints the same result as the MCP tool
+pgbus_workers.`,
+		Example: `  pgbus workers`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, s, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ws, err := s.ops.Workers(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, ws)
+			}
+			if len(ws.Workers) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
+				return err
+			}
+			t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT")
+			for _, w := range ws.Workers {
+				t.row(w.Status, w.Hostname, w.PID, strings.Join(w.Queues, ","), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(a.stdout, "%d running, %d stale, %d stopped\n", ws.Running, ws.Stale, ws.Stopped)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the workers as JSON")
+	return cmd
+}
+
+func (a *app) circuitsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "circuits",
+		Short: "Circuit breakers shared by all workers, and their state",
+		Long: `List the circuit breakers (one per downstream: an HTTP host, a command, or a
+name a handler chose) with their state. A breaker opens after its threshold
+of consecutive failures; jobs meeting it open are snoozed without using an
+attempt until the cool-off ends, then one probe goes through. This is why a
+job can wait longer than its backoff. --json prints the same result as the
+MCP tool pgbus_circuits.`,
+		Example: `  pgbus circuits
+  pgbus circuit reset api.example.com`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, s, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			cs, err := s.ops.Circuits(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, cs)
+			}
+			if len(cs.Circuits) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
+				return err
+			}
+			t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST ERROR")
+			for _, b := range cs.Circuits {
+				until := "-"
+				if b.OpenUntil != nil && b.State != store.BreakerClosed {
+					until = ago(*b.OpenUntil)
+				}
+				t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, clip(dash(b.LastError), 60))
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the breakers as JSON")
+	return cmd
+}
+
+func (a *app) circuitCommand() *cobra.Command {
+	var asJSON bool
+	reset := &cobra.Command{
+		Use:   "reset NAME",
+		Short: "Close a circuit breaker by hand, when its downstream is known to be back",
+		Long: `Close a circuit breaker and clear its failure count, so snoozed jobs run at
+their next visibility time instead of waiting for a probe. If the downstream
+still fails, the breaker opens again after its threshold.`,
+		Example: `  pgbus circuit reset api.example.com`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, s, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := s.ops.CircuitReset(ctx, ops.CircuitResetRequest{Name: args[0]})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, res)
+			}
+			_, err = fmt.Fprintf(a.stdout, "circuit breaker %s is %s now\n", res.Name, res.State)
+			return err
+		},
+	}
+	reset.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd := groupCommand(&cobra.Command{
+		Use:   "circuit",
+		Short: "Act on one circuit breaker",
+	})
+	cmd.AddCommand(reset)
+	return cmd
+}
+
+func (a *app) queueMessagesCommand() *cobra.Command {
+	var (
+		state, cursor     string
+		limit             int
+		noPayload, asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "messages QUEUE",
+		Short: "List the live messages of a queue: waiting, running, retrying or scheduled",
+		Long: `List the messages still in QUEUE (not dead), oldest first: state (waiting,
+in_flight, retrying, scheduled), attempts so far, when each is next visible,
+and its latest failures. Use it to see what is failing before it reaches the
+DLQ (--state retrying) or what a stalled queue holds. Secrets are shown as
+[REDACTED]. --json prints the same result as the MCP tool
+pgbus_queue_messages.`,
+		Example: `  pgbus queue messages orders
+  pgbus queue messages orders --state retrying --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > ops.MaxPageSize {
+				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
+			}
+			ctx, s, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			page, err := s.ops.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: args[0], State: state, Cursor: cursor, Limit: limit, IncludePayload: !noPayload})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, page)
+			}
+			if len(page.Items) == 0 {
+				_, err := fmt.Fprintln(a.stdout, "no live messages")
+				return err
+			}
+			t := newTable(a.stdout, "ID", "STATE", "KIND", "ATTEMPTS", "ENQUEUED", "VISIBLE", "LAST ERROR")
+			for _, m := range page.Items {
+				last := "-"
+				if n := len(m.History); n > 0 {
+					last = m.History[n-1].ErrorClass + ": " + m.History[n-1].ErrorMessage
+				}
+				t.row(m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if page.NextCursor != "" {
+				fmt.Fprintf(a.stdout, "more: pgbus queue messages %s --limit %d --cursor %s\n", args[0], limit, page.NextCursor)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&state, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
+	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line)")
+	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("messages per page, 1 to %d", ops.MaxPageSize))
+	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
+	f.BoolVar(&asJSON, "json", false, "print the page as JSON")
+	return cmd
+}

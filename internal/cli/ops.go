@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// AuditClient is the client name of the CLI's entries in the audit log.
+const AuditClient = "cli"
+
+// service returns the operations layer over db as the CLI uses it: the
+// person at the terminal has the database, so payloads are shown when a
+// command asks for them, whole (secrets still redacted).
+func (a *app) service(db *database) (*ops.Service, error) {
+	return ops.New(db.Store, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, Logger: a.log})
+}
+
+// session is an open database and the operations layer over it.
+type session struct {
+	db  *database
+	ops *ops.Service
+}
+
+// open opens the database for a command and the operations layer over it;
+// ctx names the CLI as the client of what it records in the audit log.
+func (a *app) open(ctx context.Context) (context.Context, *session, error) {
+	db, err := a.openDatabase(ctx)
+	if err != nil {
+		return ctx, nil, err
+	}
+	svc, err := a.service(db)
+	if err != nil {
+		db.Close()
+		return ctx, nil, err
+	}
+	return ops.WithClient(ctx, AuditClient), &session{db: db, ops: svc}, nil
+}
+
+func (s *session) Close() { s.db.Close() }
+
+// errorLine renders an error for stderr: an operation's error with its
+// next steps as commands.
+func errorLine(err error) string {
+	var oe *ops.Error
+	if !errors.As(err, &oe) || len(oe.Hints) == 0 {
+		return err.Error()
+	}
+	return err.Error() + ": see " + commands(oe.Hints, " or ")
+}
+
+func commands(hints []ops.Hint, sep string) string {
+	out := make([]string, len(hints))
+	for i, h := range hints {
+		out[i] = vocab.Command(h)
+	}
+	return strings.Join(out, sep)
+}
+
+// printNext prints next steps, one "next:" line each.
+func printNext(w io.Writer, hints []ops.Hint) {
+	for _, h := range hints {
+		if h.Why != "" {
+			fmt.Fprintf(w, "next: %s   # %s\n", vocab.Command(h), h.Why)
+		} else {
+			fmt.Fprintf(w, "next: %s\n", vocab.Command(h))
+		}
+	}
+}
+
+// outcomeError turns the ids a retry or discard did not handle into the
+// command's error: exit 1 when any failed, 2 when any is ambiguous (give
+// --queue), else 3 when some were not found.
+func outcomeError(verb string, outcomes []ops.IDOutcome) error {
+	var failed, ambiguous, missing []string
+	first := ""
+	for _, o := range outcomes {
+		id := fmt.Sprint(o.ID)
+		switch o.Outcome {
+		case ops.OutcomeFailed:
+			failed = append(failed, id)
+		case ops.OutcomeAmbiguous:
+			ambiguous = append(ambiguous, id)
+		case ops.OutcomeNotFound:
+			missing = append(missing, id)
+		default:
+			continue
+		}
+		if first == "" {
+			first = o.Error
+		}
+	}
+	n := len(failed) + len(ambiguous) + len(missing)
+	if n == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d of %d ids could not be %s", n, len(outcomes), verb)
+	if len(outcomes) == 1 {
+		msg = first
+	} else {
+		var parts []string
+		for _, p := range []struct {
+			what string
+			ids  []string
+		}{{"failed", failed}, {"in several DLQs (pass --queue)", ambiguous}, {"not found", missing}} {
+			if len(p.ids) > 0 {
+				parts = append(parts, p.what+": "+strings.Join(p.ids, ", "))
+			}
+		}
+		msg += " (" + strings.Join(parts, "; ") + "); first: " + first
+	}
+	switch {
+	case len(failed) > 0:
+		return errors.New(msg)
+	case len(ambiguous) > 0:
+		return usageError{errors.New(msg)}
+	}
+	return notFoundError{msg}
+}
+
+// notFoundError is an error of exit code 3 (not found).
+type notFoundError struct{ msg string }
+
+func (e notFoundError) Error() string { return e.msg }
+func (e notFoundError) Unwrap() error { return ops.ErrNotFound }

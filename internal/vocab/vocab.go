@@ -1,0 +1,134 @@
+// Package vocab names the operations layer's next-step hints in the words
+// of each front end: a pgbus command line for people, an MCP tool call for
+// agents.
+package vocab
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// tools are the operations an MCP tool does.
+var tools = map[string]bool{
+	ops.OpHealth: true, ops.OpQueueStats: true, ops.OpQueueMessages: true, ops.OpQueuePause: true,
+	ops.OpQueueResume: true, ops.OpDLQSummary: true, ops.OpDLQList: true, ops.OpDLQShow: true,
+	ops.OpDLQRetry: true, ops.OpDLQDiscard: true, ops.OpDLQPurge: true, ops.OpWorkers: true,
+	ops.OpCircuits: true, ops.OpCircuitReset: true, ops.OpAudit: true,
+}
+
+// Tool returns the MCP tool of an operation, and false when no tool does
+// it (migrate, work, queue create, drop and purge, send).
+func Tool(op string) (string, bool) {
+	if tools[op] {
+		return "pgbus_" + op, true
+	}
+	return "", false
+}
+
+// ToolCall renders a hint for an agent: the tool with its arguments as
+// JSON, or the command to ask a person to run when no tool does it.
+func ToolCall(h ops.Hint) string {
+	name, ok := Tool(h.Op)
+	if !ok {
+		return "the CLI: " + Command(h)
+	}
+	if len(h.Args) == 0 {
+		return name
+	}
+	args, _ := json.Marshal(h.Args)
+	return name + " " + string(args)
+}
+
+// commands are the command lines of the operations: positional arguments
+// come from the hint's args named in positional, the rest become flags.
+var commands = map[string]struct {
+	line       string
+	positional []string
+}{
+	ops.OpHealth:        {"pgbus health", nil},
+	ops.OpQueueStats:    {"pgbus queues", []string{"queue"}},
+	ops.OpQueueMessages: {"pgbus queue messages", []string{"queue"}},
+	ops.OpQueueCreate:   {"pgbus queue create", []string{"queue"}},
+	ops.OpQueueDrop:     {"pgbus queue drop", []string{"queue"}},
+	ops.OpQueuePurge:    {"pgbus queue purge", []string{"queue"}},
+	ops.OpQueuePause:    {"pgbus queue pause", []string{"queue"}},
+	ops.OpQueueResume:   {"pgbus queue resume", []string{"queue"}},
+	ops.OpSend:          {"pgbus send", []string{"queue"}},
+	ops.OpDLQSummary:    {"pgbus dlq summary", nil},
+	ops.OpDLQList:       {"pgbus dlq list", nil},
+	ops.OpDLQShow:       {"pgbus dlq show", []string{"msg_id"}},
+	ops.OpDLQRetry:      {"pgbus dlq retry", []string{"ids"}},
+	ops.OpDLQDiscard:    {"pgbus dlq discard", []string{"ids"}},
+	ops.OpDLQPurge:      {"pgbus dlq purge", nil},
+	ops.OpWorkers:       {"pgbus workers", nil},
+	ops.OpCircuits:      {"pgbus circuits", nil},
+	ops.OpCircuitReset:  {"pgbus circuit reset", []string{"name"}},
+	ops.OpAudit:         {"pgbus audit", nil},
+	ops.OpMigrate:       {"pgbus migrate", nil},
+	ops.OpWork:          {"pgbus work", nil},
+}
+
+// Command renders a hint as a pgbus command line a person can run.
+func Command(h ops.Hint) string {
+	c, ok := commands[h.Op]
+	if !ok {
+		return "pgbus " + strings.ReplaceAll(h.Op, "_", " ")
+	}
+	line := c.line
+	if h.Op == ops.OpDLQRetry && h.Args["ids"] == nil {
+		line = "pgbus dlq retry-all"
+	}
+	parts := []string{line}
+	used := map[string]bool{}
+	for _, p := range c.positional {
+		if v, ok := h.Args[p]; ok {
+			parts = append(parts, words(v)...)
+			used[p] = true
+		}
+	}
+	names := make([]string, 0, len(h.Args))
+	for k := range h.Args {
+		if !used[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, w := range words(h.Args[k]) {
+			parts = append(parts, "--"+strings.ReplaceAll(k, "_", "-"), w)
+		}
+	}
+	if strings.HasSuffix(line, "retry-all") || h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge {
+		parts = append(parts, "--yes")
+	}
+	return strings.Join(parts, " ")
+}
+
+// words renders an argument's value as shell words.
+func words(v any) []string {
+	switch x := v.(type) {
+	case []int64:
+		out := make([]string, len(x))
+		for i, id := range x {
+			out[i] = fmt.Sprint(id)
+		}
+		return out
+	case string:
+		return []string{ShellQuote(x)}
+	}
+	return []string{ShellQuote(fmt.Sprint(v))}
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+,=", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

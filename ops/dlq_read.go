@@ -1,0 +1,250 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// DLQSummaryRequest asks for the dead messages a filter selects, grouped.
+type DLQSummaryRequest struct {
+	Filter DeadFilter
+}
+
+// DeadGroup counts the dead messages of one (DLQ, source queue, kind,
+// error class).
+type DeadGroup struct {
+	DLQ          string    `json:"dlq"`
+	SourceQueue  string    `json:"source_queue"`
+	Kind         string    `json:"kind"`
+	ErrorClass   string    `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
+	Count        int64     `json:"count"`
+	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
+	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
+	Reasons      []string  `json:"reasons"`
+	SampleMsgIDs []int64   `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
+}
+
+// DLQSummary is the result of DLQSummary.
+type DLQSummary struct {
+	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class), largest group first, each with up to 5 sample ids, newest first."`
+	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed."`
+	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select; more than the groups listed when truncated."`
+	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: narrow the filters (queue, kind, error_class) to see the others."`
+	Next        []Hint      `json:"next" jsonschema_description:"What to do next."`
+}
+
+// DLQSummary groups the dead messages the filter selects by source queue,
+// kind and error class, largest group first: an investigation's first stop.
+func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSummary, error) {
+	f, err := req.Filter.resolve(s.now())
+	if err != nil {
+		return DLQSummary{}, err
+	}
+	sum, err := s.store.SummarizeDeadReport(ctx, f)
+	if err != nil {
+		return DLQSummary{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Next: []Hint{}}
+	for i, g := range sum.Groups {
+		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, Count: g.Count,
+			FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: g.Reasons, SampleMsgIDs: g.SampleMsgIDs}
+		out.Total += g.Count
+	}
+	if len(out.Groups) > 0 {
+		g := out.Groups[0]
+		if len(g.SampleMsgIDs) > 0 {
+			out.Next = append(out.Next, hint(OpDLQShow, "read why a message of the largest group died", "queue", g.DLQ, "msg_id", g.SampleMsgIDs[0]))
+		}
+		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group", "queue", g.DLQ, "kind", g.Kind, "error_class", g.ErrorClass))
+	}
+	return out, nil
+}
+
+// DLQListRequest asks for one page of dead messages, newest first.
+type DLQListRequest struct {
+	Filter DeadFilter
+	// Cursor is the previous page's NextCursor, with the same filter; ""
+	// for the first page.
+	Cursor string
+	// Limit is the page size: 1 to MaxPageSize, 0 for DefaultPageSize.
+	Limit int
+}
+
+// DeadItem is one dead message in a list: its block's facts, without
+// payload or backtrace.
+type DeadItem struct {
+	DLQ            string    `json:"dlq" jsonschema_description:"Dead-letter queue holding the message."`
+	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id in the DLQ."`
+	Kind           string    `json:"kind,omitempty"`
+	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
+	SourceQueue    string    `json:"source_queue"`
+	SourceMsgID    int64     `json:"source_msg_id"`
+	Attempts       int       `json:"attempts"`
+	MaxRetries     int       `json:"max_retries"`
+	ErrorClass     string    `json:"error_class,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
+	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
+	PayloadBytes   int64     `json:"payload_bytes"`
+}
+
+// DLQList is one page of dead messages.
+type DLQList struct {
+	Items      []DeadItem `json:"items" jsonschema_description:"Dead messages, newest first, without payload or backtrace."`
+	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
+	Notes      []string   `json:"notes" jsonschema_description:"What was shortened or hidden."`
+}
+
+// cursorClockSep separates the store's cursor from the clock pinned for
+// filters given as ages: an age must mean the same instant on every page.
+// It is not in the base64url alphabet of the store's cursors.
+const cursorClockSep = "~"
+
+// DLQList returns one page of the dead messages the filter selects.
+func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, error) {
+	limit, err := pageLimit(req.Limit)
+	if err != nil {
+		return DLQList{}, err
+	}
+	cursor, now, err := s.splitCursor(req.Cursor)
+	if err != nil {
+		return DLQList{}, err
+	}
+	f, err := req.Filter.resolve(now)
+	if err != nil {
+		return DLQList{}, err
+	}
+	page, err := s.store.ListDead(ctx, f, cursor, limit)
+	if err != nil {
+		return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", "queue", req.Filter.Queue))
+	}
+	v := s.viewer(false)
+	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
+	for i, it := range page.Items {
+		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: it.Reason, SourceQueue: it.SourceQueue,
+			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
+			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
+			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
+	}
+	if v.cut {
+		out.Notes = append(out.Notes, fmt.Sprintf("error messages are cut to %d characters; showing one message has them whole", s.opts.Bounds.ListErrorChars))
+	}
+	if v.redacted > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d secret-looking values in error messages are shown as %s", v.redacted, Redacted))
+	}
+	if out.NextCursor != "" && req.Filter.relative() {
+		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
+	}
+	return out, nil
+}
+
+// splitCursor splits a list cursor into the store's cursor and the time
+// ages count back from: the pinned one, or now.
+func (s *Service) splitCursor(c string) (string, time.Time, error) {
+	storeCursor, clock, pinned := strings.Cut(c, cursorClockSep)
+	if !pinned {
+		return c, s.now(), nil
+	}
+	us, err := strconv.ParseInt(clock, 36, 64)
+	if err != nil || us <= 0 {
+		return "", time.Time{}, invalidf("cursor is not one this server issued; start again without a cursor")
+	}
+	return storeCursor, time.UnixMicro(us), nil
+}
+
+// DLQShowRequest asks for one dead message in full.
+type DLQShowRequest struct {
+	// Queue is the message's DLQ or its queue; "" when only one DLQ holds
+	// MsgID.
+	Queue string
+	MsgID int64
+	// IncludePayload asks for the payload, shown when the service allows
+	// payloads.
+	IncludePayload bool
+}
+
+// DeadMessage is one dead message as every front end shows it: the block,
+// headers and history redacted and bounded, the payload only when allowed
+// and asked for.
+type DeadMessage struct {
+	DLQ              string          `json:"dlq" jsonschema_description:"The DLQ holding the message."`
+	Queue            string          `json:"queue" jsonschema_description:"The queue the DLQ belongs to."`
+	MsgID            int64           `json:"msg_id"`
+	Kind             string          `json:"kind,omitempty"`
+	ReadCount        int             `json:"read_ct" jsonschema_description:"Reads of the DLQ row (by PGMQ clients); not the attempts, which are in dead_letter."`
+	DeadLetteredAt   time.Time       `json:"dead_lettered_at"`
+	DeadLetter       *DeadLetter     `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
+	Headers          json.RawMessage `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
+	PayloadBytes     int             `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
+	PayloadShown     bool            `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
+	Payload          json.RawMessage         `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
+	PayloadPreview   string          `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
+	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
+	RedactedValues   int             `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
+	History          []Failure       `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
+	HistoryOmitted   int             `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
+	Notes            []string        `json:"notes" jsonschema_description:"What was hidden or shortened."`
+	Next             []Hint          `json:"next" jsonschema_description:"What to do next."`
+}
+
+// DLQShow returns one dead message: its block, headers, failure history
+// and, when allowed and asked for, its payload.
+func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (DeadMessage, error) {
+	if req.MsgID <= 0 {
+		return DeadMessage{}, invalidf("msg_id is required: give the id of a dead message (a positive whole number)").
+			with(hint(OpDLQList, "lists dead messages with their ids", "queue", req.Queue))
+	}
+	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID)
+	if err != nil {
+		return DeadMessage{}, err
+	}
+	m, err := s.store.ShowDead(ctx, dlq, req.MsgID)
+	if err != nil {
+		return DeadMessage{}, explain(err, hint(OpDLQList, "lists what is still dead", "queue", baseQueue(dlq)))
+	}
+	return s.deadView(m, req.IncludePayload), nil
+}
+
+func (s *Service) deadView(m store.DeadMessage, askedPayload bool) DeadMessage {
+	v := s.viewer(askedPayload)
+	b := s.opts.Bounds
+	out := DeadMessage{
+		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: m.Kind, ReadCount: m.ReadCount,
+		DeadLetteredAt: m.DeadLetteredAt, PayloadBytes: len(m.Payload), Notes: []string{},
+	}
+	note := func(n string) {
+		if n != "" {
+			out.Notes = append(out.Notes, n)
+		}
+	}
+	out.DeadLetter = v.block(m.Block)
+	var n string
+	out.Headers, n = v.headers(m.Headers)
+	note(n)
+	pv := v.payload(m.Payload, b.Payload)
+	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
+	note(pv.note)
+	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines)
+	if out.HistoryOmitted > 0 {
+		note(fmt.Sprintf("history: the %d oldest failures are left out", out.HistoryOmitted))
+	}
+	if v.cut {
+		note(fmt.Sprintf("error messages over %d characters and backtraces over %d lines or %d characters are shortened", b.ErrorChars, b.BacktraceLines, b.BacktraceChars))
+	}
+	out.RedactedValues = v.redacted
+	if v.redacted > 0 {
+		note(fmt.Sprintf("%d secret-looking values (passwords, tokens, keys, credentials in text) are shown as %s", v.redacted, Redacted))
+	}
+	ids := []int64{m.MsgID}
+	out.Next = []Hint{
+		hint(OpDLQRetry, "once the cause is fixed, put it back on its queue (with a corrected payload if the data was wrong)", "queue", m.DLQ, "ids", ids),
+		hint(OpDLQDiscard, "if it must never run", "queue", m.DLQ, "ids", ids),
+	}
+	return out
+}

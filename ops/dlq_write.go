@@ -1,0 +1,411 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// DLQRetryRequest asks to move dead messages back to the queues they died
+// in: either IDs (Filter.Queue may name their DLQ; nothing else of the
+// filter may be set) or the messages Filter selects, oldest first, up to
+// Limit.
+type DLQRetryRequest struct {
+	IDs    []int64
+	Filter DeadFilter
+	// Limit bounds a retry by filter: 1 to MaxBulkLimit, 0 for
+	// DefaultBulkLimit. It must be 0 with IDs.
+	Limit int
+	// DryRun reports what would move and moves nothing.
+	DryRun bool
+	// Payload, with exactly one id, retries the message with this payload
+	// instead of its own; the original stays in the DLQ's archive.
+	Payload json.RawMessage
+	// Progress, when set, is called with the messages done and expected.
+	Progress func(done, total int)
+}
+
+// RetriedMessage is one message moved out of a DLQ.
+type RetriedMessage struct {
+	DLQ      string `json:"dlq"`
+	DLQMsgID int64  `json:"dlq_msg_id"`
+	Queue    string `json:"queue" jsonschema_description:"Queue it went back to."`
+	MsgID    int64  `json:"msg_id,omitempty" jsonschema_description:"Its new id there; absent in a dry run."`
+}
+
+// DLQRetry is what a retry did, or in a dry run would do.
+type DLQRetry struct {
+	DryRun       bool             `json:"dry_run"`
+	Retried      int              `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)."`
+	NotFound     int              `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
+	Ambiguous    int              `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
+	Failed       int              `json:"failed" jsonschema_description:"Messages left in their DLQ by an error."`
+	FirstError   string           `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
+	Outcomes     []IDOutcome      `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (retry by ids only)."`
+	Moved        []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
+	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
+	LimitReached bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
+	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
+}
+
+// OK reports whether every message asked for was retried (or would be).
+func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 }
+
+// DLQRetry moves dead messages back to the queue they died in (or to the
+// DLQ's own queue when that one is gone), each in its own transaction: one
+// failing does not stop the rest. The result has an outcome for every id.
+func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
+	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	if err := s.checkWrite(OpDLQRetry); err != nil {
+		return DLQRetry{}, err
+	}
+	if string(req.Payload) == "null" {
+		req.Payload = nil
+	}
+	if len(req.Payload) > 0 {
+		if len(req.Payload) > MaxCorrectedPayloadBytes {
+			return DLQRetry{}, invalidf("the corrected payload is %d bytes; at most %d are allowed", len(req.Payload), MaxCorrectedPayloadBytes)
+		}
+		if !json.Valid(req.Payload) {
+			return DLQRetry{}, invalidf("the corrected payload is not valid JSON")
+		}
+	}
+	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress}
+	if len(req.IDs) > 0 {
+		return s.retryIDs(ctx, req, opts)
+	}
+	if len(req.Payload) > 0 {
+		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
+	}
+	limit, err := bulkLimit(req.Limit)
+	if err != nil {
+		return DLQRetry{}, err
+	}
+	f, err := req.Filter.resolve(s.now())
+	if err != nil {
+		return DLQRetry{}, err
+	}
+	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
+	if err != nil {
+		return DLQRetry{}, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	out = retryResult(rep)
+	out.LimitReached = out.Retried+out.Failed >= limit
+	out.Next = s.retryNext(out, req)
+	return out, nil
+}
+
+func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.RetryOptions) (DLQRetry, error) {
+	if err := checkByIDs(req.Filter, req.Limit); err != nil {
+		return DLQRetry{}, err
+	}
+	ids, err := checkIDs(req.IDs)
+	if err != nil {
+		return DLQRetry{}, err
+	}
+	if len(req.Payload) > 0 && len(ids) != 1 {
+		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message, and %d ids were given: retry that one message alone with its payload", len(ids))
+	}
+	loc, err := s.locate(ctx, req.Filter.Queue, ids)
+	if err != nil {
+		return DLQRetry{}, err
+	}
+	rep := store.RetryReport{DryRun: req.DryRun, Moved: []store.RetriedMessage{}}
+	for _, t := range loc.targets {
+		r, err := s.store.RetryDead(ctx, t.dlq, t.ids, opts)
+		if err != nil {
+			unaccounted(&r, t, err)
+		}
+		rep.Merge(r)
+	}
+	out := retryResult(rep)
+	out.Failed, out.NotFound = 0, 0 // counted per id below
+	moved := map[int64]store.RetriedMessage{}
+	for _, m := range rep.Moved {
+		moved[m.DLQMsgID] = m
+	}
+	failed := map[int64]store.RetryFailure{}
+	for _, f := range rep.Failures {
+		failed[f.DLQMsgID] = f
+	}
+	outcome := OutcomeRetried
+	if req.DryRun {
+		outcome = OutcomeWouldRetry
+	}
+	out.Outcomes = make([]IDOutcome, 0, len(ids))
+	for _, id := range ids {
+		o, missed := loc.missed[id]
+		switch m, ok := moved[id]; {
+		case missed:
+		case ok:
+			o = IDOutcome{ID: id, Outcome: outcome, DLQ: m.DLQ, Queue: m.Queue, NewMsgID: m.MsgID}
+		default:
+			f := failed[id]
+			o = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: f.DLQ, Error: f.Error}
+			if f.NotFound {
+				o.Outcome = OutcomeNotFound
+			}
+		}
+		out.count(o)
+		out.Outcomes = append(out.Outcomes, o)
+	}
+	out.Next = s.retryNext(out, req)
+	return out, nil
+}
+
+// unaccounted records err as the failure of every id of t that a retry
+// neither moved nor failed on its own: the DLQ could not be read at all.
+func unaccounted(r *store.RetryReport, t idTarget, err error) {
+	seen := map[int64]bool{}
+	for _, m := range r.Moved {
+		seen[m.DLQMsgID] = true
+	}
+	for _, f := range r.Failures {
+		seen[f.DLQMsgID] = true
+	}
+	for _, id := range t.ids {
+		if !seen[id] {
+			r.Failed++
+			r.Failures = append(r.Failures, store.RetryFailure{DLQ: t.dlq, DLQMsgID: id, Error: err.Error(), NotFound: errors.Is(err, ErrNotFound)})
+		}
+	}
+}
+
+func (r *DLQRetry) count(o IDOutcome) {
+	switch o.Outcome {
+	case OutcomeNotFound:
+		r.NotFound++
+	case OutcomeAmbiguous:
+		r.Ambiguous++
+	case OutcomeFailed:
+		r.Failed++
+	default:
+		return
+	}
+	if r.FirstError == "" || r.Retried+r.Failed+r.NotFound+r.Ambiguous == 1 {
+		r.FirstError = o.Error
+	}
+}
+
+// checkByIDs checks the rest of a request by ids.
+func checkByIDs(f DeadFilter, limit int) error {
+	if !f.OnlyQueue() {
+		return invalidf("give either ids (with their queue at most) or a filter, not both: drop kind, error_class, reason, since, until and text, or drop the ids")
+	}
+	if limit != 0 {
+		return invalidf("a limit applies to a filter; with ids every id given is handled: drop the limit")
+	}
+	return nil
+}
+
+func retryResult(rep store.RetryReport) DLQRetry {
+	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, FirstError: rep.FirstError,
+		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted}
+	for i, m := range rep.Moved {
+		out.Moved[i] = RetriedMessage{DLQ: m.DLQ, DLQMsgID: m.DLQMsgID, Queue: m.Queue, MsgID: m.MsgID}
+	}
+	for _, f := range rep.Failures {
+		if f.NotFound {
+			out.NotFound++
+			out.Failed--
+		}
+	}
+	return out
+}
+
+func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
+	next := []Hint{}
+	q := req.Filter.Queue
+	switch {
+	case r.DryRun && r.Retried > 0:
+		next = append(next, hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", q))
+	case r.Retried > 0 && len(r.Moved) > 0:
+		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue), "state", store.StateRetrying))
+	}
+	if r.NotFound+r.Failed > 0 {
+		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
+	}
+	for _, o := range r.Outcomes {
+		if o.Outcome == OutcomeAmbiguous {
+			for _, d := range o.DLQs {
+				next = append(next, hint(OpDLQRetry, "retry the id in "+d, "queue", d, "ids", []int64{o.ID}))
+			}
+		}
+	}
+	if r.LimitReached {
+		next = append(next, hint(OpDLQRetry, "the limit was reached, so more messages may match: call again for the next ones"))
+	}
+	return next
+}
+
+// DLQDiscardRequest asks to move dead messages to their DLQ's archive:
+// IDs, or the messages Filter selects up to Limit, as for a retry.
+type DLQDiscardRequest struct {
+	IDs      []int64
+	Filter   DeadFilter
+	Limit    int
+	Progress func(done, total int)
+}
+
+// DLQDiscard is what a discard did.
+type DLQDiscard struct {
+	Discarded    int         `json:"discarded" jsonschema_description:"Messages moved to their DLQ's archive."`
+	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
+	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
+	Failed       int         `json:"failed" jsonschema_description:"Ids left in their DLQ by an error."`
+	FirstError   string      `json:"first_error,omitempty"`
+	Outcomes     []IDOutcome `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (discard by ids only)."`
+	LimitReached bool        `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit: more messages may match."`
+	Next         []Hint      `json:"next" jsonschema_description:"What to do next."`
+}
+
+// OK reports whether every message asked for was discarded.
+func (r DLQDiscard) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 }
+
+// DLQDiscard moves dead messages to their DLQ's archive, where they are
+// kept until purged; nothing runs again.
+func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
+	defer func() { s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err) }()
+	if err := s.checkWrite(OpDLQDiscard); err != nil {
+		return DLQDiscard{}, err
+	}
+	if len(req.IDs) > 0 {
+		return s.discardIDs(ctx, req)
+	}
+	limit, err := bulkLimit(req.Limit)
+	if err != nil {
+		return DLQDiscard{}, err
+	}
+	f, err := req.Filter.resolve(s.now())
+	if err != nil {
+		return DLQDiscard{}, err
+	}
+	var progress []func(done, total int)
+	if req.Progress != nil {
+		progress = append(progress, req.Progress)
+	}
+	n, err := s.store.DiscardDeadMatching(ctx, f, limit, progress...)
+	if err != nil {
+		return DLQDiscard{Discarded: n}, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	out = DLQDiscard{Discarded: n, LimitReached: n >= limit, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}
+	if out.LimitReached {
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the limit was reached, so more messages may match: call again for the next ones"))
+	}
+	return out, nil
+}
+
+func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {
+	if err := checkByIDs(req.Filter, req.Limit); err != nil {
+		return DLQDiscard{}, err
+	}
+	ids, err := checkIDs(req.IDs)
+	if err != nil {
+		return DLQDiscard{}, err
+	}
+	loc, err := s.locate(ctx, req.Filter.Queue, ids)
+	if err != nil {
+		return DLQDiscard{}, err
+	}
+	done := map[int64]string{}
+	errs := map[int64]string{}
+	for _, t := range loc.targets {
+		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
+		for _, id := range moved {
+			done[id] = t.dlq
+		}
+		if err != nil {
+			for _, id := range t.ids {
+				errs[id] = err.Error()
+			}
+		}
+	}
+	out := DLQDiscard{Outcomes: make([]IDOutcome, 0, len(ids))}
+	for _, id := range ids {
+		o, missed := loc.missed[id]
+		switch dlq, ok := done[id]; {
+		case missed:
+		case ok:
+			o = IDOutcome{ID: id, Outcome: OutcomeDiscarded, DLQ: dlq}
+		case errs[id] != "":
+			o = IDOutcome{ID: id, Outcome: OutcomeFailed, Error: errs[id]}
+		default:
+			o = IDOutcome{ID: id, Outcome: OutcomeNotFound, Error: notHeld(req.Filter.Queue, id)}
+		}
+		switch o.Outcome {
+		case OutcomeDiscarded:
+			out.Discarded++
+		case OutcomeNotFound:
+			out.NotFound++
+		case OutcomeAmbiguous:
+			out.Ambiguous++
+		case OutcomeFailed:
+			out.Failed++
+		}
+		if o.Error != "" && out.FirstError == "" {
+			out.FirstError = o.Error
+		}
+		out.Outcomes = append(out.Outcomes, o)
+	}
+	out.Next = []Hint{hint(OpDLQSummary, "shows what is left")}
+	if out.NotFound+out.Failed > 0 {
+		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
+	}
+	for _, o := range out.Outcomes {
+		for _, d := range o.DLQs {
+			out.Next = append(out.Next, hint(OpDLQDiscard, "discard the id in "+d, "queue", d, "ids", []int64{o.ID}))
+		}
+	}
+	return out, nil
+}
+
+// DLQPurgeRequest asks to delete for good the discarded messages of one
+// DLQ (Queue) or of every DLQ, discarded more than OlderThan ago (0: all).
+// Confirm must be set: a purge cannot be undone.
+type DLQPurgeRequest struct {
+	Queue     string
+	OlderThan time.Duration
+	Confirm   bool
+}
+
+// DLQPurge is what a purge deleted.
+type DLQPurge struct {
+	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
+	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
+	OlderThan string `json:"older_than" jsonschema_description:"The age used."`
+}
+
+// DLQPurge deletes for good the discarded dead messages older than an age.
+func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
+	defer func() {
+		s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm}, out, err)
+	}()
+	if err := s.checkWrite(OpDLQPurge); err != nil {
+		return DLQPurge{}, err
+	}
+	if req.OlderThan < 0 {
+		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every discarded message, or an age such as 720h", req.OlderThan)
+	}
+	if req.Queue != "" {
+		if err := store.ValidatePhysicalName(req.Queue); err != nil {
+			return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		}
+	}
+	if !req.Confirm {
+		where := "every DLQ"
+		if req.Queue != "" {
+			where = "the DLQ of " + baseQueue(req.Queue)
+		}
+		return DLQPurge{}, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
+			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard))
+	}
+	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan)
+	if err != nil {
+		return DLQPurge{Purged: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan)}, nil
+}

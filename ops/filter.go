@@ -1,0 +1,203 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Defaults and bounds of requests, the same for every front end.
+const (
+	// DefaultPageSize and MaxPageSize bound the pages of list operations.
+	DefaultPageSize = 25
+	MaxPageSize     = 100
+	// MaxIDs bounds the ids of one retry or discard by ids.
+	MaxIDs = 100
+	// DefaultBulkLimit is the limit of a retry or discard by filter that
+	// gives none; MaxBulkLimit the largest it may give.
+	DefaultBulkLimit = 1000
+	MaxBulkLimit     = store.MaxDeadBulk
+	// MaxCorrectedPayloadBytes bounds a corrected payload of a retry.
+	MaxCorrectedPayloadBytes = store.MaxPayloadBytes
+)
+
+// Reasons a message is dead-lettered, as DeadFilter.Reason takes them.
+var Reasons = []string{store.ReasonMaxRetriesExceeded, store.ReasonNonRetryable, store.ReasonDeadlineExceeded}
+
+// DeadFilter selects dead messages. Empty fields select everything. Since
+// and Until take a time in one grammar for every front end (ParseTime):
+// RFC 3339, a date, or an age such as 30m, 2h or 7d.
+type DeadFilter struct {
+	// Queue is the source queue (orders) or its DLQ (orders_dlq).
+	Queue string `json:"queue,omitempty"`
+	// Kind is the job kind exactly as the summary shows it.
+	Kind string `json:"kind,omitempty"`
+	// ErrorClass is the last failure's class, exactly.
+	ErrorClass string `json:"error_class,omitempty"`
+	// Reason is one of Reasons.
+	Reason string `json:"reason,omitempty"`
+	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
+	Since string `json:"since,omitempty"`
+	Until string `json:"until,omitempty"`
+	// Text is case-insensitive text in the last error message.
+	Text string `json:"text,omitempty"`
+}
+
+// IsZero reports whether the filter selects every dead message.
+func (f DeadFilter) IsZero() bool { return f == DeadFilter{} }
+
+// OnlyQueue reports whether the filter sets nothing but Queue.
+func (f DeadFilter) OnlyQueue() bool { return f == DeadFilter{Queue: f.Queue} }
+
+// relative reports whether Since or Until is an age, whose instant depends
+// on when the call is made.
+func (f DeadFilter) relative() bool {
+	for _, s := range []string{f.Since, f.Until} {
+		if s != "" && isAge(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve checks the filter and converts it for the store, ages counting
+// back from now.
+func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
+	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text}
+	if out.Queue != "" {
+		if err := store.ValidatePhysicalName(out.Queue); err != nil {
+			return out, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		}
+	}
+	if f.Reason != "" && !slices.Contains(Reasons, f.Reason) {
+		return out, invalidf("reason %q is unknown; use one of %s, or leave it out", clip(f.Reason, 60), strings.Join(Reasons, ", "))
+	}
+	var err error
+	if out.Since, err = parseField("since", f.Since, now); err != nil {
+		return out, err
+	}
+	if out.Until, err = parseField("until", f.Until, now); err != nil {
+		return out, err
+	}
+	if !out.Since.IsZero() && !out.Until.IsZero() && !out.Until.After(out.Since) {
+		return out, invalidf("until (%s) is not after since (%s): the range selects nothing", out.Until.UTC().Format(time.RFC3339), out.Since.UTC().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+func parseField(name, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := ParseTime(s, now)
+	if err != nil {
+		return time.Time{}, invalidf("%s %q: %v", name, clip(s, 60), err)
+	}
+	return t, nil
+}
+
+// ParseTime reads a point in time in the one grammar every front end
+// takes: an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29,
+// midnight UTC), or an age meaning that long before now: a Go duration
+// (90m, 2h30m) or whole days (7d).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := ParseAge(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+}
+
+// ParseAge reads a non-negative duration: a Go duration (90m, 2h30m) or
+// whole days (7d), at most 100 years.
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("%q is not an age: give whole days from 0 to 36500, such as 7d", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d", s)
+	}
+	return d, nil
+}
+
+func isAge(s string) bool {
+	_, err := ParseAge(s)
+	return err == nil
+}
+
+// pageLimit applies the default and bounds of a list's limit.
+func pageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultPageSize, nil
+	case limit < 0 || limit > MaxPageSize:
+		return 0, invalidf("limit %d is out of range; give 1 to %d (default %d), and page with the next cursor for more", limit, MaxPageSize, DefaultPageSize)
+	}
+	return limit, nil
+}
+
+// bulkLimit applies the default and bounds of a retry or discard by
+// filter.
+func bulkLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultBulkLimit, nil
+	case limit < 0 || limit > MaxBulkLimit:
+		return 0, invalidf("limit %d is out of range; give 1 to %d (default %d), and call again for more", limit, MaxBulkLimit, DefaultBulkLimit)
+	}
+	return limit, nil
+}
+
+// checkIDs validates the ids of a retry or discard, dropping repeats.
+func checkIDs(ids []int64) ([]int64, error) {
+	if len(ids) > MaxIDs {
+		return nil, invalidf("%d ids given; at most %d are allowed per call: select them with a filter and a limit instead, or split the ids", len(ids), MaxIDs)
+	}
+	seen := make(map[int64]bool, len(ids))
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if id <= 0 {
+			return nil, invalidf("%d is not a message id; ids are positive whole numbers, as the dead-letter list shows them (msg_id)", id)
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// clip shortens s to n characters for a message.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// baseQueue returns the queue a DLQ belongs to.
+func baseQueue(dlq string) string { return strings.TrimSuffix(dlq, store.DLQSuffix) }
+
+// Check validates the filter without the database, for a front end that
+// checks its whole input before it connects.
+func (f DeadFilter) Check() error {
+	_, err := f.resolve(time.Now())
+	return err
+}

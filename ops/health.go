@@ -1,0 +1,197 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Health statuses, from best to worst.
+const (
+	HealthOK       = "OK"
+	HealthDegraded = "DEGRADED"
+	HealthStalled  = "STALLED"
+)
+
+// Health is a one-look verdict on the whole system.
+type Health struct {
+	Status       string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED"`
+	Reasons      []HealthReason `json:"reasons"`
+	Queues       int            `json:"queues"`
+	Backlog      int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
+	DeadMessages int64          `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
+	Workers      int            `json:"workers_running"`
+	CheckedAt    time.Time      `json:"checked_at"`
+}
+
+// HealthReason is one thing that is not OK, and what to look at next.
+type HealthReason struct {
+	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
+	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_running_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused"`
+	Queue   string `json:"queue,omitempty"`
+	Message string `json:"message"`
+	Next    []Hint `json:"next,omitempty" jsonschema_description:"Where to look next."`
+}
+
+// Health checks queues and workers: STALLED when ready work is not being
+// done, DEGRADED when something needs a look (stale workers, new dead
+// letters, paused queues, an aging backlog), OK otherwise.
+func (s *Service) Health(ctx context.Context) (Health, error) {
+	return retryVanished(func() (Health, error) { return s.health(ctx) })
+}
+
+func (s *Service) health(ctx context.Context) (Health, error) {
+	h := Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC()}
+	stats, err := s.store.QueueStats(ctx, "")
+	if err != nil {
+		return h, err
+	}
+	workers, err := s.Workers(ctx)
+	if err != nil {
+		return h, err
+	}
+	h.Workers = workers.Running
+	if workers.Stale > 0 {
+		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%d worker process(es) stopped sending heartbeats without shutting down (crashed or hung); their messages return after their visibility timeout", workers.Stale),
+			hint(OpWorkers, "shows which processes and when they were last seen"))
+	}
+	h.Queues = len(stats)
+	for _, q := range stats {
+		h.Backlog += q.Visible
+		h.DeadMessages += q.DLQDepth
+		s.checkQueue(&h, q)
+	}
+	return h, nil
+}
+
+func (s *Service) checkQueue(h *Health, q store.QueueStats) {
+	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
+	switch {
+	case q.Paused:
+		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %d messages waiting", q.Queue, q.Depth),
+			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
+	case q.Visible > 0 && h.Workers == 0:
+		h.add(HealthStalled, "no_running_workers", q.Queue, fmt.Sprintf("queue %q has %d messages ready and no worker process is running", q.Queue, q.Visible),
+			hint(OpWork, "start workers for the queue", "queue", q.Queue), hint(OpWorkers, "shows the processes seen lately"))
+	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:
+		h.add(HealthStalled, "backlog_not_draining", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s and nothing settled in 5 minutes", q.Queue, oldest.Round(time.Second)),
+			hint(OpWorkers, "are the workers alive?"), hint(OpQueueMessages, "what the queue holds", "queue", q.Queue))
+	case q.Visible > 0 && oldest > time.Minute:
+		h.add(HealthDegraded, "backlog_growing_old", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s; workers are behind", q.Queue, oldest.Round(time.Second)),
+			hint(OpQueueStats, "depth and throughput", "queue", q.Queue))
+	}
+	if q.LastHour.DeadLettered > 0 {
+		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %d messages dead-lettered in the last hour (%d in its DLQ)", q.Queue, q.LastHour.DeadLettered, q.DLQDepth),
+			hint(OpDLQSummary, "groups them by cause", "queue", q.Queue))
+	}
+}
+
+func (h *Health) add(status, code, queue, msg string, next ...Hint) {
+	h.Reasons = append(h.Reasons, HealthReason{Status: status, Code: code, Queue: queue, Message: msg, Next: next})
+	if status == HealthStalled || h.Status == HealthOK {
+		h.Status = status
+	}
+}
+
+// Worker states of WorkerStatus.
+const (
+	WorkerRunning = "running"
+	WorkerStale   = "stale"
+	WorkerStopped = "stopped"
+)
+
+// WorkerStatus is a worker process and what its heartbeat says of it.
+type WorkerStatus struct {
+	store.WorkerProcess
+	Status string `json:"status" jsonschema:"enum=running,enum=stale,enum=stopped"`
+	// HeartbeatAgeSeconds is how long ago the process last checked in.
+	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds"`
+}
+
+// Workers are the worker processes seen in the last 24 hours.
+type Workers struct {
+	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours, newest first."`
+	Running int            `json:"running" jsonschema_description:"Processes heartbeating now."`
+	Stale   int            `json:"stale" jsonschema_description:"Processes whose heartbeat stopped without a clean shutdown: crashed or hung."`
+	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
+}
+
+// Workers lists worker processes seen in the last 24 hours, newest first.
+func (s *Service) Workers(ctx context.Context) (Workers, error) {
+	ws, err := s.store.ListWorkers(ctx, 24*time.Hour)
+	if err != nil {
+		return Workers{}, err
+	}
+	out := Workers{Workers: make([]WorkerStatus, len(ws))}
+	now := s.opts.Now()
+	for i, w := range ws {
+		age := now.Sub(w.HeartbeatAt)
+		status := WorkerRunning
+		switch {
+		case w.StoppedAt != nil:
+			status = WorkerStopped
+			out.Stopped++
+		case age > s.opts.StaleAfter:
+			status = WorkerStale
+			out.Stale++
+		default:
+			out.Running++
+		}
+		out.Workers[i] = WorkerStatus{WorkerProcess: w, Status: status, HeartbeatAgeSeconds: age.Seconds()}
+	}
+	return out, nil
+}
+
+// Circuits are the circuit breakers shared by all workers.
+type Circuits struct {
+	Circuits []store.BreakerState `json:"circuits" jsonschema_description:"Every circuit breaker by name; last_error redacted."`
+	Open     int                  `json:"open" jsonschema_description:"Breakers open or half-open now: their jobs are being snoozed."`
+}
+
+// Circuits lists the circuit breakers and their states.
+func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
+	all, err := s.store.ListBreakers(ctx)
+	if err != nil {
+		return Circuits{}, err
+	}
+	out := Circuits{Circuits: make([]store.BreakerState, len(all))}
+	for i, b := range all {
+		b.LastError, _ = RedactText(b.LastError)
+		out.Circuits[i] = b
+		if b.State != store.BreakerClosed {
+			out.Open++
+		}
+	}
+	return out, nil
+}
+
+// CircuitResetRequest names the breaker to close.
+type CircuitResetRequest struct {
+	Name string
+}
+
+// CircuitReset is a breaker after a reset.
+type CircuitReset struct {
+	Name  string `json:"name"`
+	State string `json:"state" jsonschema_description:"The breaker's state now: closed."`
+	Next  []Hint `json:"next" jsonschema_description:"What to do next."`
+}
+
+// CircuitReset closes a circuit breaker by hand and clears its failure
+// count, for when its downstream is known to be back.
+func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
+	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
+	if err := s.checkWrite(OpCircuitReset); err != nil {
+		return CircuitReset{}, err
+	}
+	if req.Name == "" {
+		return CircuitReset{}, invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
+	}
+	if err := s.store.ResetBreaker(ctx, req.Name); err != nil {
+		return CircuitReset{}, explain(err, hint(OpCircuits, "lists the breakers"))
+	}
+	return CircuitReset{Name: req.Name, State: store.BreakerClosed,
+		Next: []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}, nil
+}

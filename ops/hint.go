@@ -1,0 +1,127 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Operation names: what a Hint points at and what the audit log records.
+// Front ends map each to their own vocabulary (a CLI command, an MCP tool,
+// a page).
+const (
+	OpHealth        = "health"
+	OpQueueStats    = "queue_stats"
+	OpQueueMessages = "queue_messages"
+	OpQueueCreate   = "queue_create"
+	OpQueueDrop     = "queue_drop"
+	OpQueuePurge    = "queue_purge"
+	OpQueuePause    = "queue_pause"
+	OpQueueResume   = "queue_resume"
+	OpSend          = "send"
+	OpDLQSummary    = "dlq_summary"
+	OpDLQList       = "dlq_list"
+	OpDLQShow       = "dlq_show"
+	OpDLQRetry      = "dlq_retry"
+	OpDLQDiscard    = "dlq_discard"
+	OpDLQPurge      = "dlq_purge"
+	OpWorkers       = "workers"
+	OpCircuits      = "circuits"
+	OpCircuitReset  = "circuit_reset"
+	OpAudit         = "audit"
+	// OpMigrate and OpWork have no request type here: they are how the
+	// schema is created and how workers are started.
+	OpMigrate = "migrate"
+	OpWork    = "work"
+)
+
+// Hint is a next step: the operation to call and its arguments, named as
+// in the requests (queue, msg_id, ids, error_class, ...). Why says what it
+// is for, in words that name no front end.
+type Hint struct {
+	Op   string         `json:"op" jsonschema_description:"Operation to call next: dlq_list, dlq_show, dlq_retry, queue_stats, ..."`
+	Args map[string]any `json:"args,omitempty" jsonschema_description:"Its arguments, by request field name."`
+	Why  string         `json:"why,omitempty" jsonschema_description:"What it is for."`
+}
+
+func hint(op, why string, kv ...any) Hint {
+	h := Hint{Op: op, Why: why}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		if isZero(v) {
+			continue
+		}
+		if h.Args == nil {
+			h.Args = map[string]any{}
+		}
+		h.Args[kv[i].(string)] = v
+	}
+	return h
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case int64:
+		return x == 0
+	case int:
+		return x == 0
+	case []int64:
+		return len(x) == 0
+	}
+	return false
+}
+
+// Error is an error of an operation: a message that says what is wrong in
+// plain words, the kind it wraps (ErrInvalid, ErrNotFound, ErrReadOnly or a
+// database error), and the next steps that help. Front ends print Msg and
+// render Hints in their own vocabulary.
+type Error struct {
+	Msg   string
+	Hints []Hint
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Err }
+
+func invalidf(format string, args ...any) *Error {
+	return &Error{Msg: fmt.Sprintf(format, args...), Err: ErrInvalid}
+}
+
+func notFoundf(format string, args ...any) *Error {
+	return &Error{Msg: fmt.Sprintf(format, args...), Err: ErrNotFound}
+}
+
+func (e *Error) with(hints ...Hint) *Error {
+	e.Hints = append(e.Hints, hints...)
+	return e
+}
+
+// HintsOf returns the hints of err, if it is (or wraps) an *Error.
+func HintsOf(err error) []Hint {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Hints
+	}
+	return nil
+}
+
+// explain gives a store or engine error of a kind the caller can act on
+// (invalid input, not found) the hints that help; other errors pass
+// unchanged, as do errors that already are *Error.
+func explain(err error, hints ...Hint) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+		return &Error{Msg: err.Error(), Hints: hints, Err: err}
+	}
+	return err
+}

@@ -1,0 +1,116 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Outcomes of one id of a retry or discard.
+const (
+	OutcomeRetried      = "retried"
+	OutcomeWouldRetry   = "would_retry"
+	OutcomeDiscarded    = "discarded"
+	OutcomeWouldDiscard = "would_discard"
+	OutcomeNotFound     = "not_found"
+	OutcomeAmbiguous    = "ambiguous"
+	OutcomeFailed       = "failed"
+)
+
+// IDOutcome is what became of one id of a retry or discard by ids. Every
+// front end reports the same outcome for the same id.
+type IDOutcome struct {
+	ID      int64  `json:"id"`
+	Outcome string `json:"outcome" jsonschema:"enum=retried,enum=would_retry,enum=discarded,enum=would_discard,enum=not_found,enum=ambiguous,enum=failed"`
+	// DLQ is the DLQ the message was in (retried, discarded, failed).
+	DLQ string `json:"dlq,omitempty"`
+	// Queue and NewMsgID are where a retried message went.
+	Queue    string `json:"queue,omitempty" jsonschema_description:"Queue a retried message went back to."`
+	NewMsgID int64  `json:"new_msg_id,omitempty" jsonschema_description:"Its new id there; absent in a dry run."`
+	// DLQs are the DLQs holding an ambiguous id: pass one as queue.
+	DLQs  []string `json:"dlqs,omitempty" jsonschema_description:"DLQs holding an ambiguous id: pass one of them as queue."`
+	Error string   `json:"error,omitempty" jsonschema_description:"Why the id was not handled."`
+}
+
+// idTarget is the ids of one DLQ.
+type idTarget struct {
+	dlq string
+	ids []int64
+}
+
+// located is where the ids of a call are: the ids found, grouped by DLQ in
+// first-seen order, and the outcome of each id that is in no DLQ or in
+// several.
+type located struct {
+	targets []idTarget
+	missed  map[int64]IDOutcome
+}
+
+// locate finds the DLQ of every id in one query: within queue's DLQ when
+// queue is given, else over every DLQ, where an id in several DLQs is
+// ambiguous (ids are per queue).
+func (s *Service) locate(ctx context.Context, queue string, ids []int64) (located, error) {
+	where, err := s.store.LocateDead(ctx, queue, ids)
+	if err != nil {
+		return located{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	out := located{missed: map[int64]IDOutcome{}}
+	index := map[string]int{}
+	for _, id := range ids {
+		dlqs := where[id]
+		switch {
+		case len(dlqs) == 0:
+			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeNotFound, Error: notHeld(queue, id)}
+		case len(dlqs) > 1:
+			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeAmbiguous, DLQs: dlqs,
+				Error: fmt.Sprintf("id %d is in %d DLQs (%s); ids are per queue: give the queue to choose one", id, len(dlqs), strings.Join(dlqs, ", "))}
+		default:
+			i, ok := index[dlqs[0]]
+			if !ok {
+				i = len(out.targets)
+				index[dlqs[0]] = i
+				out.targets = append(out.targets, idTarget{dlq: dlqs[0]})
+			}
+			out.targets[i].ids = append(out.targets[i].ids, id)
+		}
+	}
+	return out, nil
+}
+
+func notHeld(queue string, id int64) string {
+	if queue == "" {
+		return fmt.Sprintf("no DLQ holds message %d; it may have been retried or discarded already", id)
+	}
+	return fmt.Sprintf("queue %q has no DLQ message %d; it may have been retried or discarded already", baseQueue(queue), id)
+}
+
+// locateOne returns the DLQ of one message, or an error saying it is in
+// none (not found) or in several (invalid: give the queue).
+func (s *Service) locateOne(ctx context.Context, queue string, id int64) (string, error) {
+	loc, err := s.locate(ctx, queue, []int64{id})
+	if err != nil {
+		return "", err
+	}
+	if len(loc.targets) == 1 {
+		return loc.targets[0].dlq, nil
+	}
+	o := loc.missed[id]
+	if o.Outcome == OutcomeAmbiguous {
+		e := invalidf("%s", o.Error)
+		for _, d := range o.DLQs {
+			e.with(hint(OpDLQShow, "show it in "+d, "queue", d, "msg_id", id))
+		}
+		return "", e
+	}
+	return "", notFoundf("%s", o.Error).with(hint(OpDLQList, "lists what is still dead", "queue", baseQueue(queue)))
+}
+
+// dlqOf returns the DLQ name of a queue or DLQ name.
+func dlqOf(name string) string {
+	if strings.HasSuffix(name, store.DLQSuffix) {
+		return name
+	}
+	return store.DLQName(name)
+}

@@ -1,0 +1,125 @@
+// Package ops is pgbus's operations layer: every operation a person or an
+// agent can ask for (dead-letter summary, list, show, retry, discard and
+// purge; queue stats, live messages, pause, resume, create, drop and purge;
+// send; health, workers, circuit breakers; the audit log), each taking one
+// typed request and returning one typed result.
+//
+// Front ends (the CLI, the MCP tools and resources, an HTTP dashboard) parse
+// their input into a request, call one operation and render its result in
+// their own words. What an operation means is decided here, once: its
+// validation, defaults, per-item outcomes, audit entry and what is shown of
+// a message (payload gates, truncation, redaction). Next steps are returned
+// as structured hints (Hint) that each front end names in its own
+// vocabulary; nothing here names a CLI command or an MCP tool.
+//
+// The package holds no SQL: it calls package engine and package store.
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Errors wrapped by every error of an operation that the caller can act on.
+// They are the store's kinds, so errors.Is works across layers.
+var (
+	// ErrInvalid: the request was rejected before anything was written.
+	ErrInvalid = store.ErrInvalid
+	// ErrNotFound: a queue, message or breaker does not exist.
+	ErrNotFound = store.ErrNotFound
+	// ErrReadOnly: a write operation on a Service opened read-only.
+	ErrReadOnly = errors.New("read-only")
+)
+
+// Options configure a Service.
+type Options struct {
+	// AllowPayloads is the server-side payload gate: message payloads are
+	// shown only when it is set and the request asks for them.
+	AllowPayloads bool
+	// ReadOnly refuses every write operation with ErrReadOnly.
+	ReadOnly bool
+	// Bounds limit what a view of a message carries. Zero: DefaultBounds.
+	Bounds Bounds
+	// StaleAfter is how old a worker's heartbeat may be before the worker
+	// counts as stale (crashed or hung). Default 30s: three missed beats.
+	StaleAfter time.Duration
+	// StallAfter is how long the oldest ready message may wait, with nothing
+	// settled meanwhile, before a queue counts as stalled. Default 5m.
+	StallAfter time.Duration
+	// Now is the clock; default time.Now. Tests pin it.
+	Now func() time.Time
+	// Logger receives warnings (an audit entry that could not be
+	// written). Default: none.
+	Logger *slog.Logger
+}
+
+// Service runs operations on one pgbus database. It is safe for concurrent
+// use; the client named in each call's context (WithClient) is recorded in
+// the audit log.
+type Service struct {
+	store  *store.Store
+	sender *engine.Client
+	opts   Options
+}
+
+// New returns a Service over a store whose schema is migrated (or checked).
+func New(st *store.Store, opts Options) (*Service, error) {
+	if st == nil {
+		return nil, errors.New("ops: New needs a store")
+	}
+	if opts.Bounds == (Bounds{}) {
+		opts.Bounds = DefaultBounds
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = 30 * time.Second
+	}
+	if opts.StallAfter <= 0 {
+		opts.StallAfter = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1})
+	if err != nil {
+		return nil, fmt.Errorf("ops: make sender: %w", err)
+	}
+	return &Service{store: st, sender: sender, opts: opts}, nil
+}
+
+// AllowsPayloads reports whether the service may show payloads at all.
+func (s *Service) AllowsPayloads() bool { return s.opts.AllowPayloads }
+
+// ReadOnly reports whether write operations are refused.
+func (s *Service) ReadOnly() bool { return s.opts.ReadOnly }
+
+type clientKey struct{}
+
+// WithClient names the client of the calls made with ctx, for the audit
+// log: "cli", "dashboard", or an MCP client's name/version.
+func WithClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// ClientFrom returns the client WithClient named, or "unknown".
+func ClientFrom(ctx context.Context) string {
+	if c, ok := ctx.Value(clientKey{}).(string); ok && c != "" {
+		return c
+	}
+	return "unknown"
+}
+
+func (s *Service) now() time.Time { return s.opts.Now().Truncate(time.Microsecond) }
+
+// checkWrite refuses a write on a read-only service.
+func (s *Service) checkWrite(op string) error {
+	if s.opts.ReadOnly {
+		return &Error{Msg: fmt.Sprintf("%s is a write operation and this server is read-only", op), Err: ErrReadOnly}
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// QueueStats are the stats of one queue: depth split by state, DLQ depth,
+// last hour's outcomes, throughput, latency, pause and retry settings.
+type QueueStats = store.QueueStats
+
+// QueueStatsRequest asks for the stats of one queue, or of all when Queue
+// is "".
+type QueueStatsRequest struct {
+	Queue string
+}
+
+// QueueStatsResult holds the stats asked for.
+type QueueStatsResult struct {
+	Queues []QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
+}
+
+// QueueStats returns the stats of one queue or of every queue. A queue
+// dropped while all are read is left out, not an error.
+func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueStatsResult, error) {
+	if req.Queue != "" {
+		if err := store.ValidatePhysicalName(req.Queue); err != nil {
+			return QueueStatsResult{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		}
+		stats, err := s.store.QueueStats(ctx, req.Queue)
+		if err == nil && len(stats) == 0 {
+			err = notFoundf("queue %q does not exist", req.Queue)
+		}
+		return QueueStatsResult{Queues: stats}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	stats, err := retryVanished(func() ([]QueueStats, error) { return s.store.QueueStats(ctx, "") })
+	if stats == nil {
+		stats = []QueueStats{}
+	}
+	return QueueStatsResult{Queues: stats}, err
+}
+
+// retryVanished runs fn, an operation over every queue, again when it fails
+// because a queue was dropped while it ran: a queue that is gone is no
+// reason to fail an overview.
+func retryVanished[T any](fn func() (T, error)) (T, error) {
+	var out T
+	var err error
+	for range 3 {
+		if out, err = fn(); !errors.Is(err, store.ErrNotFound) {
+			break
+		}
+	}
+	return out, err
+}
+
+// Live message states, as QueueMessagesRequest.State takes them.
+var LiveStates = []string{store.StateWaiting, store.StateInFlight, store.StateRetrying, store.StateScheduled}
+
+// QueueMessagesRequest asks for a page of the live messages of a queue.
+type QueueMessagesRequest struct {
+	Queue string
+	// State is one of LiveStates, or "" for all.
+	State          string
+	Cursor         string
+	Limit          int
+	IncludePayload bool
+}
+
+// LiveMessage is one message still in its queue, with its latest failures.
+type LiveMessage struct {
+	Queue            string          `json:"queue"`
+	MsgID            int64           `json:"msg_id"`
+	Kind             string          `json:"kind,omitempty"`
+	State            string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
+	ReadCount        int             `json:"read_ct" jsonschema_description:"Attempts so far."`
+	EnqueuedAt       time.Time       `json:"enqueued_at"`
+	VisibleAt        time.Time       `json:"visible_at" jsonschema_description:"When the message is (or was) next ready to run."`
+	Headers          json.RawMessage `json:"headers,omitempty" jsonschema_description:"Headers, secrets redacted."`
+	PayloadBytes     int             `json:"payload_bytes"`
+	PayloadShown     bool            `json:"payload_shown"`
+	Payload          json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload, secrets redacted; only when payload_shown and not truncated."`
+	PayloadPreview   string          `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole."`
+	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
+	History          []Failure       `json:"history" jsonschema_description:"The newest failures, oldest first, error text redacted and shortened."`
+	FailureCount     int             `json:"failure_count" jsonschema_description:"Failures recorded in all."`
+}
+
+// LiveMessages is a page of live messages.
+type LiveMessages struct {
+	Items      []LiveMessage `json:"items" jsonschema_description:"Live messages, oldest first."`
+	NextCursor string        `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and state, for the next page. Absent on the last page."`
+	Notes      []string      `json:"notes" jsonschema_description:"What was hidden or shortened."`
+}
+
+// QueueMessages lists the live messages of a queue, oldest first.
+func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (LiveMessages, error) {
+	if req.Queue == "" {
+		return LiveMessages{}, invalidf("queue is required: give a queue name").with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	if req.State != "" && !slices.Contains(LiveStates, req.State) {
+		return LiveMessages{}, invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(req.State, 60), strings.Join(LiveStates, ", "))
+	}
+	limit, err := pageLimit(req.Limit)
+	if err != nil {
+		return LiveMessages{}, err
+	}
+	page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State}, req.Cursor, limit)
+	if err != nil {
+		return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	return s.liveView(page, req.IncludePayload), nil
+}
+
+func (s *Service) liveView(page store.LivePage, asked bool) LiveMessages {
+	v := s.viewer(asked)
+	b := s.opts.Bounds
+	out := LiveMessages{Items: make([]LiveMessage, 0, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
+	var hidden, truncated, omitted int
+	var hiddenNote string
+	for _, m := range page.Items {
+		lm := LiveMessage{Queue: m.Queue, MsgID: m.MsgID, Kind: m.Kind, State: m.State, ReadCount: m.ReadCount,
+			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
+		lm.Headers, _ = v.headers(m.Headers)
+		pv := v.payload(m.Payload, b.ListPayload)
+		lm.PayloadShown, lm.Payload, lm.PayloadPreview, lm.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
+		switch {
+		case !pv.shown:
+			hidden++
+			hiddenNote = pv.note
+		case pv.truncated:
+			truncated++
+		}
+		var o int
+		lm.History, o = v.history(m.History, b.LiveHistory, b.LiveTraceLen)
+		if o > 0 {
+			omitted++
+		}
+		out.Items = append(out.Items, lm)
+	}
+	if hidden > 0 {
+		out.Notes = append(out.Notes, hiddenNote)
+	}
+	if truncated > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d payloads over %d bytes are truncated to payload_preview", truncated, b.ListPayload))
+	}
+	if omitted > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d messages have more than %d failures; only the newest are listed (failure_count has the total)", omitted, b.LiveHistory))
+	}
+	if v.cut {
+		out.Notes = append(out.Notes, fmt.Sprintf("error messages and backtraces are shortened (backtraces to %d lines)", b.LiveTraceLen))
+	}
+	if v.redacted > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d secret-looking values are shown as %s", v.redacted, Redacted))
+	}
+	return out
+}
+
+// QueueRequest names one queue.
+type QueueRequest struct {
+	Queue string
+}
+
+// QueuePaused is the state of a queue after a pause or resume.
+type QueuePaused struct {
+	Queue   string `json:"queue"`
+	Paused  bool   `json:"paused" jsonschema_description:"Whether the queue is paused now."`
+	Changed bool   `json:"changed" jsonschema_description:"False when the queue already was in that state."`
+	Next    []Hint `json:"next" jsonschema_description:"What to do next."`
+}
+
+// QueuePause stops workers from taking a queue's messages; those running
+// finish, the rest wait.
+func (s *Service) QueuePause(ctx context.Context, req QueueRequest) (QueuePaused, error) {
+	return s.setPaused(ctx, OpQueuePause, req.Queue, true)
+}
+
+// QueueResume lets workers take a paused queue's messages again.
+func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePaused, error) {
+	return s.setPaused(ctx, OpQueueResume, req.Queue, false)
+}
+
+func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (out QueuePaused, err error) {
+	defer func() { s.record(ctx, op, map[string]any{"queue": queue}, out, err) }()
+	if err := s.checkWrite(op); err != nil {
+		return QueuePaused{}, err
+	}
+	if queue == "" {
+		return QueuePaused{}, invalidf("queue is required: give the queue's name").with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	if err := store.ValidateQueueName(queue); err != nil {
+		return QueuePaused{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	changed, err := s.store.SetPaused(ctx, queue, pause)
+	if err != nil {
+		return QueuePaused{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	out = QueuePaused{Queue: queue, Paused: pause, Changed: changed}
+	if pause {
+		out.Next = []Hint{hint(OpQueueResume, "once the cause is fixed", "queue", queue)}
+	} else {
+		out.Next = []Hint{hint(OpQueueStats, "watch the queue drain", "queue", queue)}
+	}
+	return out, nil
+}
+
+// SettingsChange is a change to a queue's retry settings: nil fields keep
+// the current value.
+type SettingsChange struct {
+	MaxRetries        *int           `json:"max_retries,omitempty"`
+	VisibilityTimeout *time.Duration `json:"visibility_timeout,omitempty"`
+	Backoff           *time.Duration `json:"backoff,omitempty"`
+	BackoffMax        *time.Duration `json:"backoff_max,omitempty"`
+	Jitter            *float64       `json:"jitter,omitempty"`
+	Strategy          *string        `json:"strategy,omitempty"`
+	DeleteOnSuccess   *bool          `json:"delete_on_success,omitempty"`
+}
+
+// apply returns q with the change made. A backoff_max below a new backoff
+// is raised to it, so that giving only a long backoff is valid.
+func (c SettingsChange) apply(q store.QueueSettings) store.QueueSettings {
+	if c.MaxRetries != nil {
+		q.MaxRetries = *c.MaxRetries
+	}
+	if c.VisibilityTimeout != nil {
+		q.VisibilityTimeout = *c.VisibilityTimeout
+	}
+	if c.Backoff != nil {
+		q.RetryBackoff = *c.Backoff
+		if c.BackoffMax == nil && q.RetryBackoffMax < q.RetryBackoff {
+			q.RetryBackoffMax = q.RetryBackoff
+		}
+	}
+	if c.BackoffMax != nil {
+		q.RetryBackoffMax = *c.BackoffMax
+	}
+	if c.Jitter != nil {
+		q.RetryBackoffJitter = *c.Jitter
+	}
+	if c.Strategy != nil {
+		q.BackoffStrategy = *c.Strategy
+	}
+	if c.DeleteOnSuccess != nil {
+		q.DeleteOnSuccess = *c.DeleteOnSuccess
+	}
+	return q
+}
+
+// QueueCreateRequest asks for a queue (and its DLQ) with settings. A queue
+// that exists gets the settings given and keeps the others.
+type QueueCreateRequest struct {
+	Queue string
+	// Priorities is the number of priority levels (2 to
+	// store.MaxPriorities), 0 for a plain queue. It is fixed at creation.
+	Priorities int
+	Settings   SettingsChange
+}
+
+// QueueCreated is the queue after a create.
+type QueueCreated struct {
+	Queue      string              `json:"queue"`
+	DLQ        string              `json:"dlq"`
+	Priorities int                 `json:"priorities,omitempty"`
+	Created    bool                `json:"created"`
+	Changed    bool                `json:"changed"`
+	Settings   store.RetrySettings `json:"settings"`
+}
+
+// QueueCreate creates a queue and its dead-letter queue when missing and
+// applies the settings given; everything is checked before anything is
+// written. A queue whose tables were dropped by another client is
+// repaired.
+func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out QueueCreated, err error) {
+	out = QueueCreated{Queue: req.Queue, DLQ: store.DLQName(req.Queue), Priorities: req.Priorities}
+	defer func() {
+		if err != nil || out.Created || out.Changed {
+			s.record(ctx, OpQueueCreate, map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}, out, err)
+		}
+	}()
+	if err := s.checkWrite(OpQueueCreate); err != nil {
+		return out, err
+	}
+	if err := store.ValidateQueueName(req.Queue); err != nil {
+		return out, explain(err)
+	}
+	if req.Priorities != 0 && (req.Priorities < 2 || req.Priorities > store.MaxPriorities) {
+		return out, invalidf("priorities %d is out of range: give 2 to %d levels, or none for a plain queue", req.Priorities, store.MaxPriorities)
+	}
+	cur, err := s.store.QueueSettingsOf(ctx, req.Queue)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return out, err
+	}
+	if !exists {
+		cur = store.DefaultQueueSettings(req.Queue)
+	} else if exists, err = s.tablesExist(ctx, req.Queue); err != nil {
+		return out, err
+	}
+	next := req.Settings.apply(cur)
+	if err := next.Validate(); err != nil {
+		return out, explain(err)
+	}
+	out.Settings = next.Plain()
+	out.Created, out.Changed = !exists, next != cur
+	if exists && !out.Changed && req.Priorities == 0 {
+		return out, nil
+	}
+	if req.Priorities > 0 {
+		err = s.store.CreatePriorityQueue(ctx, req.Queue, req.Priorities)
+	} else {
+		err = s.store.CreateQueue(ctx, req.Queue)
+	}
+	if err == nil && next != cur {
+		err = s.store.SetQueueSettings(ctx, next)
+	}
+	return out, explain(err)
+}
+
+func (s *Service) tablesExist(ctx context.Context, queue string) (bool, error) {
+	queues, err := s.store.ListQueues(ctx)
+	if err != nil {
+		return false, err
+	}
+	physical, err := s.store.PhysicalQueues(ctx, queue)
+	if err != nil {
+		return false, err
+	}
+	have := map[string]bool{}
+	for _, q := range queues {
+		have[q.Name] = true
+	}
+	for _, name := range append(physical, store.DLQName(queue)) {
+		if !have[name] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// QueueDropRequest asks to drop a queue with everything in it. Confirm
+// must be set: it cannot be undone.
+type QueueDropRequest struct {
+	Queue   string
+	Confirm bool
+}
+
+// QueueDropped says what a drop removed.
+type QueueDropped struct {
+	Queue    string `json:"queue"`
+	DLQ      string `json:"dlq"`
+	Live     int64  `json:"live" jsonschema_description:"Live messages dropped."`
+	Dead     int64  `json:"dead" jsonschema_description:"Dead messages dropped."`
+	Archived int64  `json:"archived" jsonschema_description:"Archived messages dropped."`
+}
+
+// QueueDrop drops a queue, its archive and its dead-letter queue.
+func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out QueueDropped, err error) {
+	defer func() { s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err) }()
+	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
+	if err != nil {
+		return QueueDropped{}, err
+	}
+	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived}
+	if !req.Confirm {
+		return QueueDropped{}, invalidf("dropping queue %s deletes its %d live messages, %d dead messages in %s and %d archived for good: confirm to drop them", req.Queue, st.Depth, st.DLQDepth, st.DLQ, st.Archived)
+	}
+	return out, explain(s.store.DropQueue(ctx, req.Queue), hint(OpQueueStats, "lists the queues there are"))
+}
+
+// QueuePurgeRequest asks to delete every live message of a queue (not its
+// archive or DLQ). Confirm must be set.
+type QueuePurgeRequest struct {
+	Queue   string
+	Confirm bool
+}
+
+// QueuePurged says how many messages a purge deleted.
+type QueuePurged struct {
+	Queue   string `json:"queue"`
+	Deleted int64  `json:"deleted"`
+}
+
+// QueuePurge deletes every live message of a queue.
+func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out QueuePurged, err error) {
+	defer func() { s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err) }()
+	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
+	if err != nil {
+		return QueuePurged{}, err
+	}
+	if !req.Confirm {
+		return QueuePurged{}, invalidf("purging queue %s deletes its %d live messages for good: confirm to delete them", req.Queue, st.Depth)
+	}
+	n, err := s.store.PurgeQueue(ctx, req.Queue)
+	return QueuePurged{Queue: req.Queue, Deleted: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+}
+
+// destructive checks a drop or purge and reads the queue's stats, which
+// say what it would delete.
+func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats, error) {
+	if err := s.checkWrite(op); err != nil {
+		return QueueStats{}, err
+	}
+	if err := store.ValidateQueueName(queue); err != nil {
+		return QueueStats{}, explain(err)
+	}
+	res, err := s.QueueStats(ctx, QueueStatsRequest{Queue: queue})
+	if err != nil {
+		return QueueStats{}, err
+	}
+	return res.Queues[0], nil
+}

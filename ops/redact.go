@@ -1,0 +1,137 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// Redacted replaces every secret the view layer hides.
+const Redacted = "[REDACTED]"
+
+// secretKeyWords are the parts of an object key (or of a key=value pair in
+// text) whose value is never shown. A key matches when, lower-cased, it
+// contains one of them.
+var secretKeyWords = []string{
+	"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey", "api_key", "api-key",
+	"accesskey", "access_key", "access-key", "authorization", "credential", "privatekey", "private_key",
+	"private-key", "cookie", "session", "bearer", "jwt", "signature", "cvv", "cvc", "ssn",
+	"card_number", "cardnumber", "card-number", "credit_card", "creditcard", "iban",
+}
+
+// IsSecretKey reports whether the value under key is hidden.
+func IsSecretKey(key string) bool {
+	k := strings.ToLower(key)
+	for _, w := range secretKeyWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	// auth, x-auth, auth_header; not author.
+	if i := strings.Index(k, "auth"); i >= 0 && !strings.HasPrefix(k[i:], "author") {
+		return true
+	}
+	return k == "card" || k == "pan"
+}
+
+// secretPattern finds one kind of secret in free text: the match loses
+// everything after its first group (the key, scheme or prefix that says
+// what it is), which is replaced by Redacted and then by tail.
+type secretPattern struct {
+	re   *regexp.Regexp
+	tail string
+}
+
+// secretText finds secrets in free text: error messages, backtraces,
+// header values and string values of payloads.
+var secretText = []secretPattern{
+	// Private key blocks.
+	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`)},
+	// Passwords in URLs and DSNs: scheme://user:password@host.
+	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@`), tail: "@"},
+	// Bearer and basic credentials.
+	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`)},
+	// key=value, key: value, "key": "value" for secret-looking keys.
+	{re: regexp.MustCompile(`(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|authorization|auth|credential|private[_-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)"?'?\s*[:=]\s*"?'?)[^\s"',;&)}\]]+`)},
+	// Tokens recognisable by their shape.
+	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`)},
+	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`)},
+	{re: regexp.MustCompile(`()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{re: regexp.MustCompile(`()\bgh[pousr]_[A-Za-z0-9]{20,}`)},
+	{re: regexp.MustCompile(`()\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
+	{re: regexp.MustCompile(`()\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}`)},
+}
+
+// RedactText hides secrets in free text and returns how many it hid.
+func RedactText(s string) (string, int) {
+	n := 0
+	for _, p := range secretText {
+		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
+			keep := p.re.FindStringSubmatch(m)[1]
+			if strings.HasPrefix(m[len(keep):], Redacted[:len(Redacted)-1]) {
+				return m // hidden already
+			}
+			n++
+			return keep + Redacted + p.tail
+		})
+	}
+	return s, n
+}
+
+// RedactJSON returns raw with the values under secret-looking keys hidden,
+// at any depth, and secrets in string values hidden as in RedactText; n
+// counts what was hidden. ok is false when raw is not JSON.
+func RedactJSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw, 0, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep big integers exact
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, 0, false
+	}
+	v, n = redactValue(v)
+	return marshalPlain(v), n, true
+}
+
+func redactValue(v any) (any, int) {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if IsSecretKey(k) {
+				if val != nil && val != Redacted {
+					x[k] = Redacted
+					n++
+				}
+				continue
+			}
+			var m int
+			x[k], m = redactValue(val)
+			n += m
+		}
+	case []any:
+		for i, val := range x {
+			var m int
+			x[i], m = redactValue(val)
+			n += m
+		}
+	case string:
+		return RedactText(x)
+	}
+	return v, n
+}
+
+// marshalPlain marshals without HTML escaping, so text reads as it was
+// sent.
+func marshalPlain(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage("null")
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}

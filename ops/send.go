@@ -1,0 +1,86 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+// SendRequest is one message to send.
+type SendRequest struct {
+	Queue   string
+	Payload json.RawMessage
+	// Kind chooses the handler (the pgbus_kind header).
+	Kind string
+	// Delay postpones the first delivery.
+	Delay time.Duration
+	// Deadline, when set, is when the message stops being worth running.
+	Deadline time.Time
+	// IdempotencyKey makes a second send with the same key return the first
+	// message's id.
+	IdempotencyKey string
+	// Headers are extra headers; keys starting with pgbus_ are reserved.
+	Headers map[string]any
+	// Priority is the level of a queue created with priority levels (0 is
+	// read first); 0 for a plain queue.
+	Priority int
+}
+
+// Sent is where a message was sent.
+type Sent struct {
+	Queue    string `json:"queue"`
+	MsgID    int64  `json:"msg_id"`
+	Priority int    `json:"priority,omitempty"`
+}
+
+// Send enqueues one message, on the queue's priority sub-queue when it has
+// levels.
+func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err error) {
+	defer func() {
+		s.record(ctx, OpSend, map[string]any{
+			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
+			"idempotency_key": req.IdempotencyKey, "headers": req.Headers, "priority": req.Priority, "payload_bytes": len(req.Payload),
+		}, out, err)
+	}()
+	if err := s.checkWrite(OpSend); err != nil {
+		return Sent{}, err
+	}
+	if err := store.ValidatePhysicalName(req.Queue); err != nil {
+		return Sent{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	if base, ok := strings.CutSuffix(req.Queue, store.DLQSuffix); ok {
+		return Sent{}, invalidf("queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", req.Queue, base)
+	}
+	if len(req.Payload) == 0 || !json.Valid(req.Payload) {
+		return Sent{}, invalidf("the payload must be JSON, for example {} or null")
+	}
+	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
+		return Sent{}, invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
+	}
+	id, err := s.sender.Send(ctx, req.Queue, req.Payload, engine.SendOptions{
+		Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, IdempotencyKey: req.IdempotencyKey,
+		Headers: req.Headers, Priority: req.Priority,
+	})
+	if err != nil {
+		return Sent{}, explain(err, hint(OpQueueCreate, "creates the queue", "queue", req.Queue), hint(OpQueueStats, "lists the queues there are"))
+	}
+	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
+}
+
+// SendBatch sends messages already built with engine.NewMessage to one
+// physical queue in one statement, as a scenario does (the demo): they are
+// sent as built, a deadline in the past included.
+func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewMessage) (ids []int64, err error) {
+	defer func() {
+		s.record(ctx, OpSend, map[string]any{"queue": queue, "messages": len(msgs)}, map[string]any{"sent": len(ids)}, err)
+	}()
+	if err := s.checkWrite(OpSend); err != nil {
+		return nil, err
+	}
+	ids, err = s.store.SendBatch(ctx, queue, msgs)
+	return ids, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue))
+}

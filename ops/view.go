@@ -1,0 +1,243 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Bounds limit what one view of a message carries, so that a response
+// stays small: whole payloads up to Payload bytes (ListPayload in lists),
+// headers up to Headers bytes, error messages up to ErrorChars characters
+// (ListErrorChars in lists), backtraces to BacktraceLines lines and
+// BacktraceChars characters, the newest History failures of a dead message
+// and LiveHistory of a live one.
+type Bounds struct {
+	Payload, ListPayload, Headers                int
+	ErrorChars, ListErrorChars                   int
+	BacktraceLines, BacktraceChars, LiveTraceLen int
+	History, LiveHistory                         int
+}
+
+// DefaultBounds fit a response for an agent.
+var DefaultBounds = Bounds{
+	Payload: 16 << 10, ListPayload: 4 << 10, Headers: 16 << 10,
+	ErrorChars: 2000, ListErrorChars: 300,
+	BacktraceLines: 10, BacktraceChars: 2000, LiveTraceLen: 5,
+	History: 20, LiveHistory: 3,
+}
+
+// FullBounds keep everything the database keeps, for a person who asked
+// for one message at a terminal.
+var FullBounds = Bounds{
+	Payload: store.MaxPayloadBytes, ListPayload: store.MaxPayloadBytes, Headers: store.MaxPayloadBytes,
+	ErrorChars: store.HistoryErrorMessageMax, ListErrorChars: 300,
+	BacktraceLines: 1 << 20, BacktraceChars: store.HistoryBacktraceMax, LiveTraceLen: 1 << 20,
+	History: 1 << 20, LiveHistory: 1 << 20,
+}
+
+// DeadLetter is the dead-letter block of a dead message: why and when it
+// died. Error text is redacted.
+type DeadLetter struct {
+	Version          int       `json:"version"`
+	Reason           string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
+	Source           string    `json:"source" jsonschema:"enum=worker,enum=consumer"`
+	SourceQueue      string    `json:"source_queue" jsonschema_description:"Queue the message died in (a priority sub-queue included)."`
+	SourceMsgID      int64     `json:"source_msg_id" jsonschema_description:"Its id in the source queue."`
+	SourceEnqueuedAt time.Time `json:"source_enqueued_at,omitzero"`
+	Attempts         int       `json:"attempts" jsonschema_description:"Deliveries when it was routed."`
+	MaxRetries       int       `json:"max_retries"`
+	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
+	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty" jsonschema_description:"Trips out of a DLQ before this death."`
+	ErrorClass       string    `json:"error_class,omitempty" jsonschema_description:"Class of the last recorded failure; absent when none was recorded (a crash)."`
+	ErrorMessage     string    `json:"error_message,omitempty" jsonschema_description:"Its message, secrets redacted."`
+	Backtrace        string    `json:"backtrace,omitempty" jsonschema_description:"Its backtrace, shortened, secrets redacted."`
+	ErrorAttempt     int       `json:"error_attempt,omitempty"`
+	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
+}
+
+// Failure is one recorded failed attempt of a message.
+type Failure struct {
+	Attempt      int       `json:"attempt"`
+	Kind         string    `json:"kind"`
+	ErrorClass   string    `json:"error_class"`
+	ErrorMessage string    `json:"error_message" jsonschema_description:"Secrets redacted; shortened when long."`
+	Backtrace    string    `json:"backtrace,omitempty" jsonschema_description:"Secrets redacted; shortened when long."`
+	Queue        string    `json:"queue"`
+	MsgID        int64     `json:"msg_id"`
+	FailedAt     time.Time `json:"failed_at"`
+}
+
+// viewer applies the payload gate, bounds and redaction of one call, and
+// collects what it hid or cut for the notes.
+type viewer struct {
+	bounds    Bounds
+	showPay   bool
+	hiddenWhy string
+	redacted  int
+	cut       bool
+}
+
+func (s *Service) viewer(asked bool) *viewer {
+	v := &viewer{bounds: s.opts.Bounds, showPay: s.opts.AllowPayloads && asked}
+	switch {
+	case !s.opts.AllowPayloads:
+		v.hiddenWhy = "payload hidden: this server does not show payloads (an operator can allow them); secrets would stay redacted"
+	case !asked:
+		v.hiddenWhy = "payload hidden: ask for it with include_payload (secrets stay redacted)"
+	}
+	return v
+}
+
+// text redacts and bounds one error message.
+func (v *viewer) text(s string, chars int) string {
+	s, n := RedactText(s)
+	v.redacted += n
+	s, c := cutChars(s, chars)
+	v.cut = v.cut || c
+	return s
+}
+
+// trace redacts and bounds one backtrace.
+func (v *viewer) trace(s string, lines int) string {
+	s, n := RedactText(s)
+	v.redacted += n
+	cut := false
+	if parts := strings.SplitN(s, "\n", lines+1); len(parts) > lines {
+		s = strings.Join(parts[:lines], "\n") + "\n…"
+		cut = true
+	}
+	s, c := cutChars(s, v.bounds.BacktraceChars)
+	v.cut = v.cut || cut || c
+	return s
+}
+
+func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
+	if b == nil {
+		return nil
+	}
+	return &DeadLetter{
+		Version: b.Version, Reason: b.Reason, Source: b.Source, SourceQueue: b.SourceQueue, SourceMsgID: b.SourceMsgID,
+		SourceEnqueuedAt: b.SourceEnqueuedAt, Attempts: b.Attempts, MaxRetries: b.MaxRetries, DeadLetteredAt: b.DeadLetteredAt,
+		RetriesFromDLQ: b.RetriesFromDLQ, ErrorClass: b.ErrorClass, ErrorMessage: v.text(b.ErrorMessage, v.bounds.ErrorChars),
+		Backtrace: v.trace(b.Backtrace, v.bounds.BacktraceLines), ErrorAttempt: b.ErrorAttempt, ErrorRecordedAt: b.ErrorRecordedAt,
+	}
+}
+
+// history keeps the newest keep failures, each redacted and bounded, and
+// returns how many older ones it left out.
+func (v *viewer) history(h []store.FailureRecord, keep, traceLines int) ([]Failure, int) {
+	omitted := 0
+	if len(h) > keep {
+		omitted = len(h) - keep
+		h = h[omitted:]
+	}
+	out := make([]Failure, len(h))
+	for i, f := range h {
+		msg := f.ErrorMessage
+		if f.ErrorClass == store.PayloadReplacedClass {
+			msg = v.replacedPayload(msg)
+		}
+		out[i] = Failure{
+			Attempt: f.Attempt, Kind: f.Kind, ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
+			Backtrace: v.trace(f.Backtrace, traceLines), Queue: f.Queue, MsgID: f.MsgID, FailedAt: f.FailedAt,
+		}
+	}
+	return out, omitted
+}
+
+// payloadReplacedMarker starts the original payload in the history record
+// of a retry with a corrected payload: it is a payload, so the payload gate
+// applies to it.
+const payloadReplacedMarker = "Original payload: "
+
+func (v *viewer) replacedPayload(msg string) string {
+	head, orig, found := strings.Cut(msg, payloadReplacedMarker)
+	if !found {
+		return msg
+	}
+	if !v.showPay {
+		return head + payloadReplacedMarker + "[hidden: payloads are not shown]"
+	}
+	red, n, ok := RedactJSON(json.RawMessage(orig))
+	if !ok {
+		return head + payloadReplacedMarker + "[hidden: cut short in the history, so secrets in it could not be redacted]"
+	}
+	v.redacted += n
+	return head + payloadReplacedMarker + string(red)
+}
+
+// payloadView is a payload as a view shows it.
+type payloadView struct {
+	payload   json.RawMessage // nil unless shown whole
+	preview   string
+	shown     bool
+	truncated bool
+	note      string
+}
+
+func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
+	if !v.showPay {
+		return payloadView{note: v.hiddenWhy}
+	}
+	red, n, ok := RedactJSON(raw)
+	if !ok {
+		return payloadView{note: "payload hidden: it is not valid JSON, so secrets in it could not be redacted"}
+	}
+	v.redacted += n
+	if len(red) == 0 {
+		red = json.RawMessage("null")
+	}
+	if len(red) <= max {
+		return payloadView{payload: red, shown: true}
+	}
+	preview := cutBytes(string(red), max)
+	return payloadView{shown: true, truncated: true, preview: preview,
+		note: fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds the first %d as text", len(red), len(preview))}
+}
+
+// headers returns headers without the dead-letter block (shown decoded),
+// secrets redacted; headers over the bound are left out with a note.
+func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string) {
+	if len(raw) == 0 {
+		return nil, ""
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil && obj != nil {
+		delete(obj, store.HeaderDeadLetter)
+		raw = marshalPlain(obj)
+	}
+	red, n, ok := RedactJSON(raw)
+	if !ok {
+		return nil, "headers hidden: they are not valid JSON"
+	}
+	v.redacted += n
+	if len(red) > v.bounds.Headers {
+		return nil, fmt.Sprintf("headers left out: they are %d bytes", len(red))
+	}
+	return red, ""
+}
+
+// cutBytes cuts s to at most max bytes on a character boundary.
+func cutBytes(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max]
+}
+
+// cutChars cuts s to at most max characters, marking the cut with "…".
+func cutChars(s string, max int) (string, bool) {
+	if utf8.RuneCountInString(s) <= max {
+		return s, false
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…", true
+}
