@@ -1,0 +1,111 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// errInvalidAddress is a failure no retry can fix.
+var errInvalidAddress = errors.New("invalid address")
+
+// Example_goAPI is the README's Go section, compiled and run: a Go service
+// starts the embedded PostgreSQL, creates a queue, handles and sends jobs,
+// runs the workers until they are done, then inspects and retries a dead
+// message through the operations layer, as the CLI and the MCP tools do.
+func Example_goAPI() {
+	// README:begin
+	ctx := context.Background()
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// The embedded PostgreSQL, from the server binaries on this machine.
+	// With a server of your own, pass its URL to store.Open instead.
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	check(err)
+	defer pg.Stop(ctx)
+	st, err := store.Open(ctx, pg.URL())
+	check(err)
+	defer st.Close()
+	_, err = st.Migrate(ctx)
+	check(err)
+
+	// The operations layer: every operation of the CLI and the MCP tools.
+	bus, err := ops.New(st, ops.Options{AllowPayloads: true})
+	check(err)
+	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "emails", Confirm: true}) // start afresh
+	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "emails"})          // and emails_dlq
+	check(err)
+
+	client, err := engine.NewClient(st, engine.Config{
+		Queues:       []engine.QueueConfig{{Name: "emails", Concurrency: 4}},
+		PollInterval: 50 * time.Millisecond,
+	})
+	check(err)
+	client.Handle("welcome_email", func(ctx context.Context, job *engine.Job) error {
+		var in struct{ To string }
+		if err := job.Decode(&in); err != nil {
+			return err // bad input: dead-lettered at once
+		}
+		if in.To == "bob" {
+			return engine.NonRetryable(fmt.Errorf("%w %q", errInvalidAddress, in.To))
+		}
+		return nil // sent, with job.IdempotencyKey passed downstream
+	})
+	for _, to := range []string{"ada@example.com", "bob"} {
+		_, err := client.Send(ctx, "emails", map[string]string{"To": to},
+			engine.SendOptions{Kind: "welcome_email", IdempotencyKey: "welcome:" + to})
+		check(err)
+	}
+
+	// Run works until its context ends, then drains running jobs and
+	// writes the last stats: wait for it to return.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- client.Run(runCtx) }()
+	for {
+		stats, err := bus.QueueStats(ctx, ops.QueueStatsRequest{Queue: "emails"})
+		check(err)
+		if q := stats.Queues[0]; q.Depth == 0 && q.DLQDepth == 1 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	check(<-done)
+
+	// Why did a job die? Then retry it with a corrected payload.
+	sum, err := bus.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: "emails"}})
+	check(err)
+	group := sum.Groups[0]
+	fmt.Println(group.Kind, group.Reasons, group.Count)
+	dead, err := bus.DLQShow(ctx, ops.DLQShowRequest{Queue: "emails", MsgID: group.SampleMsgIDs[0], IncludePayload: true})
+	check(err)
+	fmt.Println(dead.DeadLetter.ErrorMessage, string(dead.Payload))
+	retry, err := bus.DLQRetry(ctx, ops.DLQRetryRequest{
+		IDs:     []int64{dead.MsgID},
+		Filter:  ops.DeadFilter{Queue: "emails"},
+		Payload: json.RawMessage(`{"To": "bob@example.com"}`),
+	})
+	check(err)
+	fmt.Println(retry.Outcomes[0].Outcome, "to", retry.Outcomes[0].Queue)
+	// README:end
+
+	// Output:
+	// welcome_email [non_retryable_error] 1
+	// invalid address "bob" {"To":"bob"}
+	// retried to emails
+}
