@@ -27,7 +27,8 @@ type serveFlags struct {
 	authToken      string
 	readOnly       bool
 	allowPayloads  bool
-	work           []string
+	queues         []string
+	work           []string // the old name of --queue
 	handler        string
 }
 
@@ -56,9 +57,10 @@ asks for them; secrets under keys like password or token stay redacted.
 --read-only leaves out the write tools (retry, discard, purge, pause, resume,
 circuit reset).
 
-Embedded workers work the queues named by --work (with --handler), or else
-the queues of the configuration file with their handlers, as pgbus work does;
-with neither, serve runs no workers and only answers agents.`,
+Embedded workers work the queues named by --queue NAME[:N] (with --handler),
+or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
+file with their handlers, exactly as pgbus work does; with none of them,
+serve runs no workers and only answers agents.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
   pgbus serve --transport http --addr 127.0.0.1:8080
@@ -77,8 +79,10 @@ with neither, serve runs no workers and only answers agents.`,
 	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN); required when --addr is not loopback")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
-	fl.StringArrayVar(&f.work, "work", nil, "run embedded workers on NAME or NAME:CONCURRENCY (repeatable; default: the config file's queues)")
-	fl.StringVar(&f.handler, "handler", "", "handler type for the --work queues: "+strings.Join(handlers.Types(), ", ")+" (default: each queue's handler in the config file)")
+	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
+	fl.StringArrayVar(&f.work, "work", nil, "the old name of --queue")
+	_ = fl.MarkDeprecated("work", "use --queue, as pgbus work does")
+	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
 }
 
@@ -101,6 +105,28 @@ func (f serveFlags) httpConfig(a *app) mcpserver.HTTPConfig {
 	}
 }
 
+// serveQueues settles the queues of serve's embedded workers as pgbus work
+// does: --queue, else PGBUS_QUEUES, else the configuration file's; the
+// handler from --handler, else PGBUS_HANDLER, else the file's.
+func (a *app) serveQueues(f serveFlags) ([]workQueue, error) {
+	specs, source := append(f.queues, f.work...), "--queue"
+	if len(specs) == 0 {
+		if v := os.Getenv(EnvQueues); v != "" {
+			specs, source = strings.Split(v, ","), "environment variable "+EnvQueues
+		}
+	}
+	w := &workFlags{handler: f.handler}
+	if w.handler == "" {
+		if w.handler = os.Getenv(EnvHandler); w.handler != "" {
+			a.sources["handler"] = "environment variable " + EnvHandler
+		}
+	}
+	if len(specs) == 0 && len(a.cfg.Queues) == 0 {
+		return nil, nil
+	}
+	return a.workQueues(specs, source, w)
+}
+
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// Every check of the command line comes before the database starts.
 	switch f.transport {
@@ -112,12 +138,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	default:
 		return usageError{fmt.Errorf("--transport %q: use stdio, http or sse", f.transport)}
 	}
-	var queues []workQueue
-	if len(f.work) > 0 || len(a.cfg.Queues) > 0 {
-		var err error
-		if queues, err = a.workQueues(f.work, "--work", &workFlags{handler: f.handler}); err != nil {
-			return err
-		}
+	queues, err := a.serveQueues(f)
+	if err != nil {
+		return err
 	}
 
 	ctx, sess, err := a.open(ctx)
