@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// deadRef is a dead message as the bulk operations need it.
+type deadRef struct {
+	dlq    string
+	id     int64
+	at     time.Time
+	source string // the block's source_queue; "" when none
+	group  string // the x-pgmq-group header; "" when none
+}
+
+const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp`
+
+func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
+		var d deadRef
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group)
+		return d, err
+	})
+}
+
+// deadRefsByID returns those of ids that are in dlq, ordered by id.
+func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]deadRef, error) {
+	sql := `SELECT $1::text, ` + deadRefCols + ` FROM ` + queueTable(dlq) + ` WHERE msg_id = ANY($2) ORDER BY msg_id`
+	refs, err := s.queryDeadRefs(ctx, sql, []any{dlq, ids})
+	if isUndefinedTable(err) {
+		return nil, dlqMissingErr(dlq)
+	}
+	return refs, wrapDead("read dead messages of "+dlq, err)
+}
+
+// eachDeadPage calls fn with the messages f selects, oldest first, in pages
+// of deadBatch, up to limit in all; done counts the messages passed so far.
+// It pages by keyset, so messages fn leaves in place are not seen twice.
+func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) error {
+	var after *deadCursor
+	for done := 0; done < limit; {
+		var refs []deadRef
+		err := s.runDead(ctx, f, func(q *deadQuery) error {
+			var err error
+			refs, err = s.queryDeadRefs(ctx, q.pageSQL(deadRefCols, after, false, min(deadBatch, limit-done)), q.args)
+			return err
+		})
+		if err != nil || len(refs) == 0 {
+			return wrapDead("page through dead messages", err)
+		}
+		last := refs[len(refs)-1]
+		after = &deadCursor{T: last.at, Q: last.dlq, I: last.id}
+		done += len(refs)
+		if err := fn(refs, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countDead counts the messages f selects, up to limit.
+func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, error) {
+	n := 0
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		lim := q.arg(limit)
+		sql := `SELECT count(*) FROM (SELECT 1 FROM (` + q.union("msg_id", nil, "LIMIT "+lim) + `) u LIMIT ` + lim + `) c`
+		return s.pool.QueryRow(ctx, sql, q.args...).Scan(&n)
+	})
+	return n, wrapDead("count dead messages", err)
+}
+
+// deadFrozen bounds f to messages dead-lettered before now, so that a bulk
+// operation does not meet again the messages it retried and that died again
+// while it ran.
+func (s *Store) deadFrozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return f, fmt.Errorf("store: read the server clock: %w", err)
+	}
+	if f.Until.IsZero() || f.Until.After(now) {
+		f.Until = now
+	}
+	return f, nil
+}
+
+func validateDeadBulk(op string, f DeadFilter, limit int) error {
+	if limit < 1 || limit > MaxDeadBulk {
+		return invalidf("%s dead messages: limit %d is out of range; pass 1 to %d, and repeat the call for more", op, limit, MaxDeadBulk)
+	}
+	return f.validate()
+}
+
+func deadUniqueIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

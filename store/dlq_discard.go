@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DiscardDead moves dead messages of dlq to the DLQ's archive table, where
+// they stay until PurgeDead removes them, and returns how many moved. With
+// one id that is not there, it returns ErrNotFound.
+func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, error) {
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return 0, err
+	}
+	if err := validateIDs("discard from", name, ids); err != nil {
+		return 0, err
+	}
+	done, err := s.ArchiveMany(ctx, name, ids)
+	if err != nil {
+		return 0, err
+	}
+	if len(done) == 0 && len(deadUniqueIDs(ids)) == 1 {
+		return 0, deadGoneErr(name, ids[0])
+	}
+	return len(done), nil
+}
+
+// DiscardDeadMatching discards, as DiscardDead does, up to limit dead
+// messages that f selects, oldest first, in batches, and returns how many
+// moved. limit is 1 to MaxDeadBulk.
+//
+// progress, when given, is called after each batch with the messages done
+// and the total expected, for a progress bar.
+func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int, progress ...func(done, total int)) (int, error) {
+	if err := validateDeadBulk("discard", f, limit); err != nil {
+		return 0, err
+	}
+	f, err := s.deadFrozen(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	total := limit
+	if len(progress) > 0 {
+		if total, err = s.countDead(ctx, f, limit); err != nil {
+			return 0, err
+		}
+	}
+	n := 0
+	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+		defer func() {
+			for _, p := range progress {
+				p(min(done, total), total)
+			}
+		}()
+		byDLQ := map[string][]int64{}
+		for _, r := range refs {
+			byDLQ[r.dlq] = append(byDLQ[r.dlq], r.id)
+		}
+		for dlq, ids := range byDLQ {
+			done, err := s.ArchiveMany(ctx, dlq, ids)
+			if err != nil {
+				return err
+			}
+			n += len(done)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// PurgeDead deletes for good the discarded (archived) messages of dlq, or
+// of every DLQ when dlq is "", archived more than olderThan ago (0: all),
+// with their failure history, in batches. Live DLQ messages are not touched.
+// It returns how many were deleted.
+func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Duration) (int64, error) {
+	if olderThan < 0 {
+		return 0, invalidf("purge dead messages: age %s is negative; pass 0 to purge every discarded message, or an age such as 720h", olderThan)
+	}
+	dlqs, err := s.purgeTargets(ctx, dlq)
+	if err != nil {
+		return 0, err
+	}
+	var cutoff time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
+		return 0, fmt.Errorf("store: purge dead messages: read the server clock: %w", err)
+	}
+	var total int64
+	for _, d := range dlqs {
+		n, err := s.purgeArchive(ctx, d, cutoff)
+		total += n
+		if isUndefinedTable(err) && dlq == "" {
+			continue // dropped meanwhile: nothing left to purge
+		}
+		if err != nil {
+			return total, queueErr(err, "purge the archive of", d)
+		}
+	}
+	return total, nil
+}
+
+func (s *Store) purgeTargets(ctx context.Context, dlq string) ([]string, error) {
+	if dlq == "" {
+		return s.deadQueues(ctx)
+	}
+	name, err := s.resolveDLQ(ctx, dlq)
+	return []string{name}, err
+}
+
+func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time) (int64, error) {
+	a := archiveTable(dlq)
+	sql := `WITH d AS (
+		DELETE FROM ` + a + ` WHERE msg_id IN (
+			SELECT msg_id FROM ` + a + ` WHERE archived_at <= $1
+			ORDER BY archived_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING msg_id
+	), f AS (
+		DELETE FROM pgbus.failures f USING d WHERE f.queue_name = $3::text AND f.msg_id = d.msg_id
+	)
+	SELECT count(*) FROM d`
+	var total int64
+	for {
+		var n int64
+		if err := s.pool.QueryRow(ctx, sql, cutoff, purgeBatch, dlq).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		if n < purgeBatch {
+			return total, nil
+		}
+	}
+}

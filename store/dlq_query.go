@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+func (f DeadFilter) validate() error {
+	if f.Queue != "" {
+		if _, err := deadDLQOf(f.Queue); err != nil {
+			return err
+		}
+	}
+	texts := []struct {
+		name, value string
+		max         int
+	}{{"kind", f.Kind, MaxDeadFilterName}, {"error_class", f.ErrorClass, MaxDeadFilterName}, {"text", f.Text, MaxDeadFilterText}}
+	for _, t := range texts {
+		if !utf8.ValidString(t.value) || strings.ContainsRune(t.value, 0) {
+			return invalidf("filter %s is not valid UTF-8 text; pass plain text", t.name)
+		}
+		if n := utf8.RuneCountInString(t.value); n > t.max {
+			return invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
+		}
+	}
+	if f.Reason != "" {
+		if err := validateDeadReason(f.Reason); err != nil {
+			return invalidf("filter reason %q is unknown; use %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return invalidf("filter until (%s) must be after since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// fingerprint identifies a filter, so that a cursor is only used with the
+// filter it was issued for.
+func (f DeadFilter) fingerprint() string {
+	if f.Queue != "" {
+		f.Queue, _ = deadDLQOf(f.Queue)
+	}
+	f.Since, f.Until = f.Since.UTC(), f.Until.UTC()
+	b, _ := json.Marshal(f)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// deadEscapeLike makes s match itself in a LIKE pattern with ESCAPE '\'.
+func deadEscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// deadQuery is a filter compiled to SQL over a set of DLQs: the same
+// conditions apply to each DLQ's table, with values as parameters.
+type deadQuery struct {
+	dlqs  []string
+	conds []string
+	args  []any
+}
+
+func (q *deadQuery) arg(v any) string {
+	q.args = append(q.args, v)
+	return fmt.Sprintf("$%d", len(q.args))
+}
+
+const sqlDeadBlock = `(headers->'` + HeaderDeadLetter + `')`
+
+func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, error) {
+	q := &deadQuery{}
+	var err error
+	if f.Queue != "" {
+		dlq, err := s.resolveDLQ(ctx, f.Queue)
+		if err != nil {
+			return nil, err
+		}
+		q.dlqs = []string{dlq}
+	} else if q.dlqs, err = s.deadQueues(ctx); err != nil {
+		return nil, err
+	}
+	add := func(cond string, v any) { q.conds = append(q.conds, fmt.Sprintf(cond, q.arg(v))) }
+	if f.Kind != "" {
+		add(sqlDeadKind+` = %s`, f.Kind)
+	}
+	if f.ErrorClass != "" {
+		add(sqlDeadBlock+`->>'error_class' = %s`, f.ErrorClass)
+	}
+	if f.Reason != "" {
+		add(sqlDeadBlock+`->>'reason' = %s`, f.Reason)
+	}
+	if !f.Since.IsZero() {
+		add(`enqueued_at >= %s`, f.Since)
+	}
+	if !f.Until.IsZero() {
+		add(`enqueued_at < %s`, f.Until)
+	}
+	if f.Text != "" {
+		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(f.Text)+"%")
+	}
+	return q, nil
+}
+
+// union returns one SELECT per DLQ, joined by UNION ALL. Each selects the
+// DLQ's name as column dlq, then cols; more adds a condition that may depend
+// on the DLQ; tail follows the WHERE clause.
+func (q *deadQuery) union(cols string, more func(dlq string) string, tail string) string {
+	parts := make([]string, len(q.dlqs))
+	for i, dlq := range q.dlqs {
+		conds := slices.Clone(q.conds)
+		if more != nil {
+			if c := more(dlq); c != "" {
+				conds = append(conds, c)
+			}
+		}
+		where := ""
+		if len(conds) > 0 {
+			where = " WHERE " + strings.Join(conds, " AND ")
+		}
+		parts[i] = "(SELECT " + q.arg(dlq) + "::text AS dlq, " + cols + " FROM " + queueTable(dlq) + where + " " + tail + ")"
+	}
+	return strings.Join(parts, "\nUNION ALL\n")
+}
+
+// runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
+// meantime makes it list the DLQs again, once.
+func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery) error) error {
+	for attempt := 0; ; attempt++ {
+		q, err := s.compileDead(ctx, f)
+		if err != nil {
+			return err
+		}
+		if len(q.dlqs) == 0 {
+			return nil
+		}
+		err = fn(q)
+		if !isUndefinedTable(err) {
+			return err
+		}
+		if f.Queue != "" {
+			return dlqMissingErr(q.dlqs[0])
+		}
+		if attempt > 0 {
+			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)
+		}
+	}
+}
+
+// wrapDead wraps database errors; the store's own kinds pass unchanged.
+func wrapDead(op string, err error) error {
+	if err == nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

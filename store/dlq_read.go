@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const deadItemCols = `msg_id, enqueued_at, ` + sqlDeadKind + ` AS kind,
+	coalesce(octet_length(message::text), 0) AS payload_bytes,
+	CASE WHEN jsonb_typeof(` + sqlDeadBlock + `) = 'object' THEN ` + sqlDeadBlock + ` - 'backtrace' END AS block`
+
+// ListDead returns one page of dead messages, newest first, over one DLQ
+// or all of them. cursor is empty for the first page, then the NextCursor
+// of the previous page, with the same filter. limit is 1 to MaxDeadPage.
+func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit int) (DeadPage, error) {
+	page := DeadPage{Items: []DeadItem{}}
+	if limit < 1 || limit > MaxDeadPage {
+		return page, invalidf("list dead messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
+	}
+	if err := f.validate(); err != nil {
+		return page, err
+	}
+	fp := f.fingerprint()
+	var after *deadCursor
+	if cursor != "" {
+		var err error
+		if after, err = decodeDeadCursor(cursor, fp); err != nil {
+			return page, err
+		}
+	}
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		items, err := s.queryDeadItems(ctx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
+		page.Items = items
+		return err
+	})
+	if err != nil {
+		return DeadPage{Items: []DeadItem{}}, wrapDead("list dead messages", err)
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = encodeDeadCursor(page.Items[limit-1], fp)
+	}
+	return page, nil
+}
+
+func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]DeadItem, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadItem, error) {
+		var it DeadItem
+		var kind *string
+		var block []byte
+		err := r.Scan(&it.DLQ, &it.MsgID, &it.DeadLetteredAt, &kind, &it.PayloadBytes, &block)
+		if kind != nil {
+			it.Kind = *kind
+		}
+		if b := parseDeadBlock(block); b != nil {
+			it.Reason, it.SourceQueue, it.SourceMsgID = b.Reason, b.SourceQueue, b.SourceMsgID
+			it.Attempts, it.MaxRetries, it.RetriesFromDLQ = b.Attempts, b.MaxRetries, b.RetriesFromDLQ
+			it.ErrorClass, it.ErrorMessage = b.ErrorClass, b.ErrorMessage
+		}
+		return it, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// parseDeadBlock reads a dead-letter block leniently: a block edited by hand may
+// hold a wrong type somewhere, and every field that still reads is kept.
+func parseDeadBlock(raw []byte) *DeadLetterBlock {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return nil
+	}
+	b := &DeadLetterBlock{}
+	if json.Unmarshal(raw, b) == nil {
+		return b
+	}
+	*b = DeadLetterBlock{}
+	for k, v := range fields {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+		_ = json.Unmarshal(one, b)
+	}
+	return b
+}
+
+// ShowDead returns one dead message with its payload, headers, block and
+// failure history. dlq may name the DLQ (orders_dlq) or its queue (orders).
+func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMessage, error) {
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return DeadMessage{}, err
+	}
+	if msgID <= 0 {
+		return DeadMessage{}, invalidf("show dead message: id %d is not valid; ids are positive", msgID)
+	}
+	m := DeadMessage{DLQ: name}
+	var kind *string
+	var payload, headers, block []byte
+	err = s.pool.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, message, headers, `+sqlDeadBlock+`
+		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).
+		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &headers, &block)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return DeadMessage{}, deadGoneErr(name, msgID)
+	case isUndefinedTable(err):
+		return DeadMessage{}, dlqMissingErr(name)
+	case err != nil:
+		return DeadMessage{}, fmt.Errorf("store: show dead message %d in %q: %w", msgID, name, err)
+	}
+	if kind != nil {
+		m.Kind = *kind
+	}
+	m.Payload, m.Headers, m.Block = payload, headers, parseDeadBlock(block)
+	if m.History, err = s.FailureHistory(ctx, name, msgID); err != nil {
+		return DeadMessage{}, err
+	}
+	return m, nil
+}
+
+// FindDead returns the DLQs that hold a message with id msgID, by name. Ids
+// are per queue, so one id may be in several DLQs.
+func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
+	if msgID <= 0 {
+		return nil, invalidf("find dead message: id %d is not valid; ids are positive", msgID)
+	}
+	out := []string{}
+	err := s.runDead(ctx, DeadFilter{}, func(q *deadQuery) error {
+		id := q.arg(msgID)
+		sql := q.union("msg_id", func(string) string { return "msg_id = " + id }, "")
+		rows, err := s.pool.Query(ctx, `SELECT dlq FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, wrapDead(fmt.Sprintf("find dead message %d", msgID), err)
+	}
+	return out, nil
+}

@@ -1,0 +1,291 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func validateRetryPayload(p json.RawMessage, n int) error {
+	switch {
+	case len(p) == 0:
+		return nil
+	case n != 1:
+		return invalidf("retry with a corrected payload: pass exactly one message id, not %d", n)
+	case len(p) > MaxPayloadBytes:
+		return invalidf("retry with a corrected payload: payload is %d bytes; at most %d are allowed", len(p), MaxPayloadBytes)
+	case !json.Valid(p):
+		return invalidf("retry with a corrected payload: payload is not valid JSON")
+	}
+	return nil
+}
+
+func newRetryReport(opts RetryOptions) RetryReport {
+	return RetryReport{DryRun: opts.DryRun, Moved: []RetriedMessage{}}
+}
+
+// RetryDead moves dead messages of dlq (a DLQ name, or its queue's) back to
+// the queue they died in, or to the DLQ's base queue when that one is gone,
+// each in its own transaction: one message failing does not stop the rest.
+// A retried message loses its dead-letter block and carries
+// pgbus_dlq_retries, the number of its trips out of a DLQ; its failure
+// history goes with it. With one id, a failure is also returned as the error
+// (ErrNotFound when the message is gone).
+func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts RetryOptions) (RetryReport, error) {
+	rep := newRetryReport(opts)
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return rep, err
+	}
+	if err := validateIDs("retry from", name, ids); err != nil {
+		return rep, err
+	}
+	ids = deadUniqueIDs(ids)
+	if err := validateRetryPayload(opts.Payload, len(ids)); err != nil {
+		return rep, err
+	}
+	for start := 0; start < len(ids); start += deadBatch {
+		chunk := ids[start:min(start+deadBatch, len(ids))]
+		if err := s.retryChunk(ctx, name, chunk, opts, &rep); err != nil {
+			return rep, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(start+len(chunk), len(ids))
+		}
+	}
+	if len(ids) == 1 && rep.firstErr != nil {
+		return rep, rep.firstErr
+	}
+	return rep, nil
+}
+
+func (s *Store) retryChunk(ctx context.Context, dlq string, ids []int64, opts RetryOptions, rep *RetryReport) error {
+	refs, err := s.deadRefsByID(ctx, dlq, ids)
+	if err != nil {
+		return err
+	}
+	found := make(map[int64]bool, len(refs))
+	for _, r := range refs {
+		found[r.id] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			rep.fail(dlq, id, deadGoneErr(dlq, id))
+		}
+	}
+	return s.retryRefs(ctx, refs, opts, rep)
+}
+
+// RetryDeadMatching retries, as RetryDead does, up to limit dead messages
+// that f selects, oldest first, in batches. limit is 1 to MaxDeadBulk.
+// Messages that die again while it runs are not retried a second time.
+func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, opts RetryOptions) (RetryReport, error) {
+	rep := newRetryReport(opts)
+	if err := validateDeadBulk("retry", f, limit); err != nil {
+		return rep, err
+	}
+	if len(opts.Payload) > 0 {
+		return rep, invalidf("retry matching: a corrected payload applies to one message; pass its id instead of a filter")
+	}
+	f, err := s.deadFrozen(ctx, f)
+	if err != nil {
+		return rep, err
+	}
+	total, err := s.countDead(ctx, f, limit)
+	if err != nil {
+		return rep, err
+	}
+	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			opts.Progress(done, max(total, done))
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// deadRetryOutcome is what became of one message of a batch.
+type deadRetryOutcome struct {
+	target string
+	newID  int64
+	err    error
+}
+
+// retryRefs retries messages known to have been in their DLQ a moment ago
+// and adds the outcomes to rep in the order of refs. It stops early only
+// when ctx ends.
+func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions, rep *RetryReport) error {
+	existing, err := s.retryCandidates(ctx, refs)
+	if err != nil {
+		return err
+	}
+	out := make([]deadRetryOutcome, len(refs))
+	for i, r := range refs {
+		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
+			base := deadBaseOf(r.dlq)
+			out[i].err = notFoundf("queue %q no longer exists, nor does the queue it died in (%q); recreate it with pgbus queue create %s, then retry", base, r.source, base)
+		}
+	}
+	if !opts.DryRun {
+		s.retryParallel(ctx, refs, out, existing, opts.Payload)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	for i, r := range refs {
+		if out[i].err != nil {
+			rep.fail(r.dlq, r.id, out[i].err)
+			continue
+		}
+		rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
+	}
+	return nil
+}
+
+// retryParallel moves messages over a few connections at once: each move
+// is its own transaction, and concurrent commits share WAL flushes. Messages
+// of one PGMQ FIFO group stay on one connection, in order, so the group's
+// order survives the trip.
+func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, existing map[string]bool, payload json.RawMessage) {
+	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
+	var wg sync.WaitGroup
+	for lane := range lanes {
+		wg.Go(func() {
+			for i, r := range refs {
+				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
+					continue
+				}
+				out[i] = s.retryWithFallback(ctx, r, out[i].target, existing, payload)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func deadRetryLane(r deadRef, i, lanes int) int {
+	if r.group == "" {
+		return i % lanes
+	}
+	h := fnv.New32a()
+	h.Write([]byte(r.group))
+	return int(h.Sum32() % uint32(lanes))
+}
+
+func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, payload json.RawMessage) deadRetryOutcome {
+	newID, err := s.deadRetryOne(ctx, r, target, payload)
+	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
+		// The source queue was dropped since we looked: fall back as if we
+		// had seen it gone.
+		target = base
+		newID, err = s.deadRetryOne(ctx, r, target, payload)
+	}
+	return deadRetryOutcome{target: target, newID: newID, err: err}
+}
+
+// retryCandidates finds which of the queues the messages could go back to
+// exist: their source queues and their DLQs' base queues.
+func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (map[string]bool, error) {
+	var names []string
+	for _, r := range refs {
+		names = append(names, deadBaseOf(r.dlq))
+		if deadValidSource(r.source) {
+			names = append(names, r.source)
+		}
+	}
+	slices.Sort(names)
+	return s.deadExistingQueues(ctx, slices.Compact(names))
+}
+
+// deadValidSource tells whether a block's source_queue may be used as a
+// table name: the block is data, and may have been edited.
+func deadValidSource(q string) bool {
+	return q != "" && ValidatePhysicalName(q) == nil && !strings.HasSuffix(q, DLQSuffix)
+}
+
+func deadRetryTarget(r deadRef, existing map[string]bool) string {
+	if deadValidSource(r.source) && existing[r.source] {
+		return r.source
+	}
+	if base := deadBaseOf(r.dlq); existing[base] {
+		return base
+	}
+	return ""
+}
+
+// deadRetryOne moves one message out of its DLQ in one statement, so it is
+// either back in target or still in the DLQ, never both: the delete finds
+// nothing when another retry took the message first.
+func (s *Store) deadRetryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
+	sql, args := deadRetrySQL(r, target, payload)
+	var id int64
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, deadGoneErr(r.dlq, r.id)
+	case err != nil:
+		return 0, fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
+	}
+	return id, nil
+}
+
+// sqlDeadRetryHeaders computes the headers of a message going back from the DLQ
+// row d: without the block, with the trip counted; headers that were not a
+// JSON object come back as they were (they cannot hold a count).
+const sqlDeadRetryHeaders = `CASE
+	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
+		THEN d.headers->'` + HeaderOriginalHeaders + `'
+	WHEN jsonb_typeof(d.headers) = 'object'
+		THEN (d.headers - '` + HeaderDeadLetter + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
+			WHEN jsonb_typeof(d.headers->'` + HeaderDLQRetries + `') = 'number'
+			THEN least(greatest(trunc((d.headers->>'` + HeaderDLQRetries + `')::numeric), 0), 1000000000)::int
+			ELSE 0 END)
+	WHEN d.headers IS NULL OR jsonb_typeof(d.headers) = 'null'
+		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
+	ELSE d.headers END`
+
+// deadRetrySQL builds the statement of deadRetryOne. With a corrected payload, the
+// original row also goes to the DLQ's archive, whole, and the history notes
+// where. Parameters: $1 id, $2 payload, $3 target, $4 dlq, [$5 note].
+func deadRetrySQL(r deadRef, target string, payload json.RawMessage) (string, []any) {
+	var p any
+	if len(payload) > 0 {
+		p = string(payload)
+	}
+	args := []any{r.id, p, target, r.dlq}
+	sql := `WITH d AS (
+		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
+		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
+	), ins AS (
+		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
+		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + sqlDeadRetryHeaders + ` FROM d
+		RETURNING msg_id
+	), rekey AS (
+		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
+		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1
+	)`
+	if p != nil {
+		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged. Original payload: ", r.dlq, r.dlq, r.id)
+		args = append(args, note)
+		sql += `, arch AS (
+		INSERT INTO ` + archiveTable(r.dlq) + ` (msg_id, read_ct, enqueued_at, vt, message, headers)
+		SELECT msg_id, read_ct, enqueued_at, vt, message, headers FROM d
+	), note AS (
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message)
+		SELECT $3::text, ins.msg_id, 0, coalesce(d.headers->>'` + HeaderKind + `', d.message->>'job_class', ''),
+			'` + PayloadReplacedClass + `', $5::text || ` + sqlDeadTruncate("coalesce(d.message::text, 'null')", HistoryErrorMessageMax-len(note)) + `
+		FROM d, ins
+	)`
+	}
+	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
+	return sql, args
+}
