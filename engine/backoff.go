@@ -22,8 +22,8 @@ type RetryPolicy struct {
 	Jitter float64
 }
 
-// DefaultRetryPolicy is DESIGN.md's default: 5 runs, 5s doubling to 300s,
-// 15% jitter.
+// DefaultRetryPolicy is the policy of a queue with default settings: 5 runs,
+// 5s doubling to 300s, 15% jitter.
 func DefaultRetryPolicy() RetryPolicy {
 	return policyOf(store.DefaultQueueSettings(""))
 }

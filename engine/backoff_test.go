@@ -14,7 +14,7 @@ func TestDefaultRetryPolicy(t *testing.T) {
 	if p != want {
 		t.Fatalf("default policy = %+v, want %+v", p, want)
 	}
-	// DESIGN.md: four failures wait about 5s, 10s, 20s, 40s.
+	// By default, four failures wait about 5s, 10s, 20s, 40s.
 	for attempt, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second, 4: 40 * time.Second} {
 		if got := p.NextDelay(attempt, 0.5); got != want {
 			t.Errorf("NextDelay(%d, 0.5) = %s, want %s", attempt, got, want)

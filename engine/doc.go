@@ -1,8 +1,8 @@
 // Package engine runs pgbus's workers: it reads messages from PGMQ queues,
-// dispatches them to handlers by kind, and carries out the lifecycle of
-// DESIGN.md section 4: success archives, failures retry by moving the
-// message's visibility timeout with backoff, and what cannot succeed goes to
-// the queue's dead-letter queue with a block saying why.
+// dispatches them to handlers by kind, and carries out each message's
+// lifecycle: success archives, failures retry by moving the message's
+// visibility timeout with backoff, and what cannot succeed goes to the
+// queue's dead-letter queue with a block saying why.
 //
 // A Go program embeds it like this:
 //

@@ -43,11 +43,11 @@ type DeadLettered struct {
 
 // DeadLetterMany moves messages of physical queue queue into dlq in one
 // statement, so all of them move or none: it records the failures given,
-// inserts each DLQ copy with its dead-letter block (DESIGN.md section 6),
-// deletes the originals, and re-keys each message's failure history to its
-// new (dlq, msg_id). Ids not in queue are skipped, not an error: another
-// worker may have finished them. source is SourceWorker or SourceConsumer.
-// The result is ordered by source id.
+// inserts each DLQ copy with its dead-letter block (the pgbus_dead_letter
+// header), deletes the originals, and re-keys each message's failure history
+// to its new (dlq, msg_id). Ids not in queue are skipped, not an error:
+// another worker may have finished them. source is SourceWorker or
+// SourceConsumer. The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
 	return deadLetterWith(ctx, s.pool, queue, dlq, source, items)
 }

@@ -55,8 +55,8 @@ type DeadFilter struct {
 	Text string `json:"text,omitempty" jsonschema_description:"Case-insensitive text in the error message; at most 1000 characters"`
 }
 
-// DeadLetterBlock is the pgbus_dead_letter header of a dead message
-// (DESIGN.md section 6).
+// DeadLetterBlock is the pgbus_dead_letter header of a dead message: why it
+// died, where it came from, and its last recorded failure.
 type DeadLetterBlock struct {
 	Version          int       `json:"version"`
 	Reason           string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`

@@ -1,6 +1,6 @@
 package store
 
-// Headers the engine reads or writes on messages (DESIGN.md section 4).
+// Headers the engine reads or writes on messages.
 const (
 	HeaderKind            = "pgbus_kind"
 	HeaderIdempotencyKey  = "pgbus_idempotency_key"
