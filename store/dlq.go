@@ -238,7 +238,7 @@ func dlqMissingErr(dlq string) error {
 	if m := deadSubQueueSuffix.FindString(base); m != "" {
 		return notFoundf("%q is a priority sub-queue; its messages die in the DLQ of queue %q: pass queue %q", base, strings.TrimSuffix(base, m), strings.TrimSuffix(base, m))
 	}
-	return notFoundf("queue %q has no dead-letter queue %q; see pgbus queues for the queues there are", base, dlq)
+	return notFoundf("queue %q has no dead-letter queue %q", base, dlq)
 }
 
 // deadExistingQueues returns those of names whose PGMQ queue table exists. It
@@ -293,5 +293,5 @@ func isUndefinedTable(err error) bool {
 
 func deadGoneErr(dlq string, id int64) error {
 	base := deadBaseOf(dlq)
-	return notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already: see pgbus dlq list --queue %s", base, id, base)
+	return notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already", base, id)
 }

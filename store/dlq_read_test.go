@@ -247,7 +247,7 @@ func TestShowDead(t *testing.T) {
 	_, err = s.ShowDead(ctx, q, dlqID+1000)
 	wantErr(t, "missing id", err, store.ErrNotFound, "may have been retried or discarded")
 	_, err = s.ShowDead(ctx, uniqueName("nope"), 1)
-	wantErr(t, "missing queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "missing queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.ShowDead(ctx, q+"_p2", 1)
 	wantErr(t, "sub-queue", err, store.ErrNotFound, "pass queue \""+q+"\"")
 	// A block edited into a wrong type is read as far as it goes.

@@ -133,7 +133,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	for i, r := range refs {
 		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
 			base := deadBaseOf(r.dlq)
-			out[i].err = notFoundf("queue %q no longer exists, nor does the queue it died in (%q); recreate it with pgbus queue create %s, then retry", base, r.source, base)
+			out[i].err = notFoundf("queue %q no longer exists, nor does the queue it died in (%q); create the queue again, then retry", base, r.source)
 		}
 	}
 	if !opts.DryRun {

@@ -93,9 +93,9 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 		wantErr(t, "discard matching: "+c.name, err, store.ErrInvalid, c.msg)
 	}
 	_, err := s.ListDead(ctx, store.DeadFilter{Queue: missing}, "", 10)
-	wantErr(t, "list unknown queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "list unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.SummarizeDead(ctx, store.DeadFilter{Queue: missing})
-	wantErr(t, "summary unknown queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "summary unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 
 	for _, bad := range [][]int64{nil, {}, {0}, {ids[0], -5}, make([]int64, store.MaxBatch+1)} {
 		_, err := s.RetryDead(ctx, q, bad, store.RetryOptions{})
@@ -116,11 +116,11 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 		}
 	}
 	_, err = s.RetryDead(ctx, missing, ids, store.RetryOptions{})
-	wantErr(t, "retry unknown queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "retry unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.DiscardDead(ctx, missing, ids)
-	wantErr(t, "discard unknown queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "discard unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.PurgeDead(ctx, missing, 0)
-	wantErr(t, "purge unknown queue", err, store.ErrNotFound, "see pgbus queues")
+	wantErr(t, "purge unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.ShowDead(ctx, q, 0)
 	wantErr(t, "show id 0", err, store.ErrInvalid, "not valid")
 	_, err = s.PurgeDead(ctx, q, -time.Second)
