@@ -17,9 +17,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -81,8 +81,19 @@ func deadLetter(t testing.TB, s *store.Store, queue string, payloads ...string) 
 	return out
 }
 
-func deps(s *store.Store) tools.Deps {
-	return tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)}
+// deps returns the server's dependencies: an operations layer over s with
+// the given options (none: payloads hidden, writes allowed).
+func deps(t testing.TB, s *store.Store, o ...ops.Options) tools.Deps {
+	t.Helper()
+	var opts ops.Options
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	svc, err := ops.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools.Deps{Ops: svc}
 }
 
 // serveHTTP runs the MCP server of d on a real listener on 127.0.0.1:0 and

@@ -69,7 +69,7 @@ func TestHTTPSecurityGate(t *testing.T) {
 	const token = "correct-horse-battery-staple"
 	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
 		t.Run(tr, func(t *testing.T) {
-			base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: tr, AuthToken: token, AllowedOrigins: []string{"https://app.example.com"}})
+			base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: tr, AuthToken: token, AllowedOrigins: []string{"https://app.example.com"}})
 			port := base[strings.LastIndex(base, ":")+1:]
 			auth := "Bearer " + token
 			path, method := mcpserver.PathMCP, http.MethodPost
@@ -139,7 +139,7 @@ func TestRefusedCallsRunNothing(t *testing.T) {
 	s := testStore(t)
 	queue := newQueue(t, s)
 	const token = "s3cret-token"
-	base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token})
+	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token})
 
 	var mu sync.Mutex
 	headers := map[string]string{"Authorization": "Bearer " + token}

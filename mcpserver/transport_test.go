@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -31,7 +32,7 @@ func TestHTTPTransports(t *testing.T) {
 		t.Run(tc.transport, func(t *testing.T) {
 			queue := newQueue(t, s)
 			ids := deadLetter(t, s, queue, `{"order":1}`, `{"order":2}`)
-			base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: tc.transport})
+			base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: tc.transport})
 			c, err := tc.newClient(base)
 			if err != nil {
 				t.Fatal(err)
@@ -55,10 +56,14 @@ func TestHTTPTransports(t *testing.T) {
 				t.Fatalf("queue stats: %+v", stats)
 			}
 
-			var report store.RetryReport
+			var report ops.DLQRetry
 			structured(t, callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}}), &report)
-			if report.Retried != 1 || report.Failed != 0 || len(report.Moved) != 1 || report.Moved[0].Queue != queue {
+			if report.Retried != 1 || report.Failed != 0 || len(report.Moved) != 1 || report.Moved[0].Queue != queue ||
+				len(report.Outcomes) != 1 || report.Outcomes[0].ID != ids[0] || report.Outcomes[0].Outcome != ops.OutcomeRetried {
 				t.Fatalf("retry report: %+v", report)
+			}
+			if len(report.Next) == 0 || !strings.HasPrefix(report.Next[0].Op, "pgbus_") {
+				t.Errorf("retry next names no tool: %+v", report.Next)
 			}
 			if inDLQ(t, s, queue, ids[0]) || !inDLQ(t, s, queue, ids[1]) {
 				t.Fatalf("after retrying %d: the DLQ does not hold just %d", ids[0], ids[1])
@@ -77,8 +82,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 	s := testStore(t)
 	queue := newQueue(t, s)
 	ids := deadLetter(t, s, queue, `{"n":1}`)
-	d := deps(s)
-	d.ReadOnly = true
+	d := deps(t, s, ops.Options{ReadOnly: true})
 	base := serveHTTP(t, d, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
 	if err != nil {
@@ -129,7 +133,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 	s := testStore(t)
 	queue := newQueue(t, s)
 	deadLetter(t, s, queue, `{"n":1}`)
-	base := serveHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, err := client.NewStreamableHttpClient(base+mcpserver.PathMCP, transport.WithHTTPTimeout(0))
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +166,7 @@ func TestBadInputOverHTTP(t *testing.T) {
 	}
 	// Still serving, on the same session.
 	var page struct {
-		Items []store.DeadItem `json:"items"`
+		Items []ops.DeadItem `json:"items"`
 	}
 	structured(t, callTool(t, c, "pgbus_dlq_list", map[string]any{"queue": queue}), &page)
 	if len(page.Items) != 1 {
@@ -193,7 +197,7 @@ func TestShutdownWithOpenStreams(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.transport, func(t *testing.T) {
-			base, stop := startHTTP(t, deps(s), mcpserver.HTTPConfig{Transport: tc.transport})
+			base, stop := startHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: tc.transport})
 			c, err := tc.newClient(base)
 			if err != nil {
 				t.Fatal(err)

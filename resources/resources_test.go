@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/resources"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
@@ -73,6 +74,17 @@ func deadOne(t testing.TB, s *store.Store, queue, payload string) int64 {
 	return moved[0].DLQMsgID
 }
 
+// deps returns the server's dependencies: an operations layer over s with
+// the given options.
+func deps(t testing.TB, s *store.Store, o ops.Options) tools.Deps {
+	t.Helper()
+	svc, err := ops.New(s, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools.Deps{Ops: svc}
+}
+
 // inProcess connects mcp-go's client to the full pgbus MCP server.
 func inProcess(t testing.TB, d tools.Deps) *client.Client {
 	t.Helper()
@@ -114,6 +126,12 @@ func read(t testing.TB, c *client.Client, uri string, into any) string {
 	return tc.Text
 }
 
+// jsonText is v as JSON text, as a client reads it.
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func readErr(t testing.TB, c *client.Client, uri string) error {
 	t.Helper()
 	req := mcp.ReadResourceRequest{}
@@ -124,7 +142,7 @@ func readErr(t testing.TB, c *client.Client, uri string) error {
 
 func TestListResourcesAndTemplates(t *testing.T) {
 	s := testStore(t)
-	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	c := inProcess(t, deps(t, s, ops.Options{}))
 	res, err := c.ListResources(testContext(t), mcp.ListResourcesRequest{})
 	if err != nil || len(res.Resources) != 1 || res.Resources[0].URI != resources.URIQueues || res.Resources[0].Description == "" {
 		t.Fatalf("resources: %+v %v", res, err)
@@ -151,7 +169,7 @@ func TestReadQueues(t *testing.T) {
 	if _, err := s.Send(testContext(t), queue, store.NewMessage{Payload: json.RawMessage(`{"n":2}`)}); err != nil {
 		t.Fatal(err)
 	}
-	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	c := inProcess(t, deps(t, s, ops.Options{}))
 
 	var all resources.QueuesDocument
 	read(t, c, resources.URIQueues, &all)
@@ -190,12 +208,12 @@ func TestReadDeadMessage(t *testing.T) {
 	queue := newQueue(t, s)
 	id := deadOne(t, s, queue, `{"order":7,"card":{"number":"4242","password":"hunter2"},"api_token":"t-1"}`)
 	big := deadOne(t, s, queue, `{"blob":"`+strings.Repeat("z", 70<<10)+`"}`)
-	d := tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)}
+	d := deps(t, s, ops.Options{})
 	uri := fmt.Sprintf("pgbus://dlq/%s/%d", queue, id)
 
 	t.Run("payloads not allowed", func(t *testing.T) {
 		c := inProcess(t, d)
-		var doc resources.DeadMessageDocument
+		var doc ops.DeadMessage
 		text := read(t, c, uri, &doc)
 		if doc.DLQ != queue+"_dlq" || doc.MsgID != id || doc.Kind != "charge" || doc.DeadLetter == nil ||
 			doc.DeadLetter.Reason != store.ReasonMaxRetriesExceeded || doc.DeadLetter.Attempts != 0 && doc.DeadLetter.ErrorClass != "Timeout" {
@@ -204,17 +222,20 @@ func TestReadDeadMessage(t *testing.T) {
 		if len(doc.History) != 3 || doc.History[0].ErrorMessage != "attempt 1 timed out" {
 			t.Fatalf("history: %+v", doc.History)
 		}
-		if doc.PayloadShown || doc.Payload != nil || strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || !strings.Contains(text, "--allow-payloads") {
+		if doc.PayloadShown || doc.Payload != nil || strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || !strings.Contains(text, "does not show payloads") {
 			t.Fatalf("payload shown without --allow-payloads: %s", text)
 		}
 		if strings.Contains(text, "k-123") || strings.Contains(text, "pgbus_dead_letter") {
 			t.Fatalf("headers not redacted or block not taken out: %s", text)
 		}
-		if !strings.Contains(doc.Next, "pgbus_dlq_retry") {
-			t.Errorf("next: %q", doc.Next)
+		// Next steps name the tools, with this message's DLQ and id.
+		retry := slices.IndexFunc(doc.Next, func(h ops.Hint) bool { return h.Op == "pgbus_dlq_retry" })
+		if retry < 0 || doc.Next[retry].Args["queue"] != queue+"_dlq" || jsonText(doc.Next[retry].Args["ids"]) != fmt.Sprintf("[%d]", id) ||
+			!slices.ContainsFunc(doc.Next, func(h ops.Hint) bool { return h.Op == "pgbus_dlq_discard" }) {
+			t.Errorf("next: %+v", doc.Next)
 		}
 		// The DLQ name works as well as the queue name.
-		var same resources.DeadMessageDocument
+		var same ops.DeadMessage
 		read(t, c, fmt.Sprintf("pgbus://dlq/%s_dlq/%d", queue, id), &same)
 		if same.MsgID != id {
 			t.Fatalf("by DLQ name: %+v", same)
@@ -222,21 +243,22 @@ func TestReadDeadMessage(t *testing.T) {
 	})
 
 	t.Run("payloads allowed", func(t *testing.T) {
-		d := d
-		d.AllowPayloads = true
-		c := inProcess(t, d)
-		var doc resources.DeadMessageDocument
+		c := inProcess(t, deps(t, s, ops.Options{AllowPayloads: true}))
+		var doc ops.DeadMessage
 		text := read(t, c, uri, &doc)
-		if !doc.PayloadShown || !strings.Contains(string(doc.Payload), "4242") {
+		if !doc.PayloadShown || !strings.Contains(string(doc.Payload), `"order":7`) {
 			t.Fatalf("payload not shown with --allow-payloads: %s", text)
 		}
-		if strings.Contains(text, "hunter2") || strings.Contains(text, "t-1") || doc.Redacted < 3 {
+		// The card is hidden whole, the token by its key, the header by its
+		// name.
+		if strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || strings.Contains(text, "t-1") || strings.Contains(text, "k-123") ||
+			!strings.Contains(string(doc.Payload), `"card":"[REDACTED]"`) || doc.RedactedValues < 3 {
 			t.Fatalf("secrets not redacted: %s", text)
 		}
-		var large resources.DeadMessageDocument
+		var large ops.DeadMessage
 		text = read(t, c, fmt.Sprintf("pgbus://dlq/%s/%d", queue, big), &large)
-		if !large.Truncated || large.Payload != nil || len(large.PayloadPreview) == 0 || len(text) > 40<<10 || large.PayloadBytes < 70<<10 {
-			t.Fatalf("a 70 KB payload is not truncated: truncated %v, %d bytes of text", large.Truncated, len(text))
+		if !large.PayloadTruncated || large.Payload != nil || len(large.PayloadPreview) == 0 || len(text) > 40<<10 || large.PayloadBytes < 70<<10 {
+			t.Fatalf("a 70 KB payload is not truncated: truncated %v, %d bytes of text", large.PayloadTruncated, len(text))
 		}
 	})
 
@@ -258,14 +280,14 @@ func TestReadDeadMessage(t *testing.T) {
 			}
 		}
 		// Still serving.
-		var doc resources.DeadMessageDocument
+		var doc ops.DeadMessage
 		read(t, c, uri, &doc)
 	})
 }
 
 func TestInvestigatePrompt(t *testing.T) {
 	s := testStore(t)
-	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	c := inProcess(t, deps(t, s, ops.Options{}))
 	list, err := c.ListPrompts(testContext(t), mcp.ListPromptsRequest{})
 	if err != nil || len(list.Prompts) != 1 || list.Prompts[0].Name != resources.PromptInvestigate ||
 		len(list.Prompts[0].Arguments) != 1 || list.Prompts[0].Arguments[0].Name != "queue" || list.Prompts[0].Arguments[0].Required {
@@ -308,7 +330,7 @@ func TestInvestigatePrompt(t *testing.T) {
 // arguments they pass.
 func TestNamedToolsExist(t *testing.T) {
 	s := testStore(t)
-	c := inProcess(t, tools.Deps{DLQ: engine.NewDLQ(s), Admin: engine.NewAdmin(s)})
+	c := inProcess(t, deps(t, s, ops.Options{}))
 	list, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/tools"
 )
 
@@ -20,7 +21,7 @@ import (
 // might send: every one answers a tool error (never a protocol error) that
 // names the problem and says what to pass, and the server keeps serving.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := deadLetter(t, e.st, q, 2, deadSpec{kind: "k", class: "E", message: "m"})
 	huge := strings.Repeat("a", 1<<20)
@@ -47,7 +48,7 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_list", map[string]any{"queue": "orders; DROP TABLE pgmq.meta; --"}, []string{"queue name", "lowercase"}},
 		{"pgbus_dlq_list", map[string]any{"queue": "no_such_queue_x"}, []string{"no_such_queue_x"}},
 		{"pgbus_dlq_list", map[string]any{"reason": "bogus"}, []string{"reason \"bogus\" is unknown", "non_retryable_error"}},
-		{"pgbus_dlq_list", map[string]any{"since": "yesterday"}, []string{"since", "RFC 3339", "24h"}},
+		{"pgbus_dlq_list", map[string]any{"since": "yesterday"}, []string{"since", "RFC 3339", "7d"}},
 		{"pgbus_dlq_list", map[string]any{"text": strings.Repeat("x", 20<<10)}, []string{"argument text is 20480 bytes", "10240"}},
 		{"pgbus_dlq_list", map[string]any{"text": huge}, []string{"arguments are", "bytes; at most"}},
 		{"pgbus_dlq_list", map[string]any{"foo": 1}, []string{`unknown argument "foo"`, "this tool takes: queue, kind"}},
@@ -65,6 +66,8 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"ids": manyIDs(101)}, []string{"at most 100"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": huge}, []string{"arguments are"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": strings.Repeat("p", 300<<10)}, []string{"payload is", "at most"}},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "kind": "k"}, []string{"not both"}},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids, "payload": map[string]any{"n": 1}}, []string{"exactly one message", "2 ids"}},
 		{"pgbus_dlq_discard", map[string]any{"ids": "1,2"}, []string{"ids must be an array of integers, not a string"}},
 		{"pgbus_dlq_purge", map[string]any{"older_than": "-5h", "confirm": true}, []string{"not an age"}},
 		{"pgbus_dlq_purge", map[string]any{"older_than": "1h", "confirm": "yes"}, []string{"confirm must be true or false"}},
@@ -81,53 +84,94 @@ func TestBadInput(t *testing.T) {
 	}
 
 	// SQL-looking text is only text: no match, no harm.
-	out := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "text": "'; DROP TABLE pgmq.meta; --"})
+	out := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "text": "'; DROP TABLE pgmq.meta; --"})
 	if len(out.Items) != 0 {
 		t.Errorf("SQL-looking text matched %+v", out.Items)
 	}
 	// Null for optional arguments is the same as leaving them out.
-	callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "kind": nil, "cursor": nil})
+	callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "kind": nil, "cursor": nil})
 
 	// And the server still serves.
-	after := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
+	after := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
 	if len(after.Items) != 2 {
 		t.Fatalf("after bad input: %+v", after)
 	}
-	// Refused write calls are audited too, with their arguments bounded.
-	rows := auditRows(t, e.st, "pgbus_dlq_retry", "truncated")
-	if len(rows) == 0 || !rows[0].IsError || len(rows[0].Arguments) > 200 {
-		t.Errorf("audit of a 1 MB retry call: %+v", rows)
+	// Calls rejected as invalid changed nothing and leave no audit entry.
+	if rows := auditRows(t, e.st, "dlq_retry", fmt.Sprint(ids[0])); len(rows) != 0 {
+		t.Errorf("invalid retries of %d were audited: %+v", ids[0], rows)
+	}
+	if n := live(t, e.st, q+"_dlq"); n != 2 {
+		t.Errorf("the DLQ holds %d after bad input, want 2", n)
 	}
 }
 
-// TestAmbiguousID: an id held by several DLQs needs queue; the error lists
-// the DLQs.
+// TestAmbiguousID: an id held by several DLQs needs queue. Showing it is an
+// error listing the DLQs; a retry or discard moves nothing and reports the
+// id as ambiguous with its DLQs, and next steps to pick one.
 func TestAmbiguousID(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	first := randomID()
-	var queues []string
+	var queues, dlqs []string
 	for range 3 {
 		q := newQueueAt(t, e.st, first)
 		queues = append(queues, q)
+		dlqs = append(dlqs, q+"_dlq")
 		deadLetter(t, e.st, q, 1, deadSpec{kind: "k", class: "E", message: "m"})
 	}
-	for _, tool := range []string{"pgbus_dlq_show", "pgbus_dlq_retry", "pgbus_dlq_discard"} {
-		args := map[string]any{"msg_id": first}
-		if tool != "pgbus_dlq_show" {
-			args = map[string]any{"ids": []int64{first}}
+	slices.Sort(dlqs)
+	want := []string{fmt.Sprintf("id %d is in 3 DLQs", first), "give the queue", "pgbus_dlq_show"}
+	want = append(want, dlqs...)
+	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": first}, want...)
+
+	other := deadLetter(t, e.st, newQueue(t, e.st), 1, deadSpec{kind: "k", class: "E", message: "m"})[0]
+	for tool, done := range map[string]string{"pgbus_dlq_retry": ops.OutcomeWouldRetry, "pgbus_dlq_discard": ops.OutcomeDiscarded} {
+		args := map[string]any{"ids": []int64{first, other}}
+		if tool == "pgbus_dlq_retry" {
+			args["dry_run"] = true
 		}
-		want := []string{"pass queue", fmt.Sprintf("3 DLQs holding id %d", first)}
-		for _, q := range queues {
-			want = append(want, q+"_dlq")
+		res := e.call(t, tool, args)
+		if res.IsError {
+			t.Fatalf("%s: %s", tool, resultText(res))
 		}
-		e.callErr(t, tool, args, want...)
+		var out struct {
+			Ambiguous int             `json:"ambiguous"`
+			Outcomes  []ops.IDOutcome `json:"outcomes"`
+			Next      []ops.Hint      `json:"next"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		o := outcomeOf(t, out.Outcomes, first)
+		got := slices.Sorted(slices.Values(o.DLQs))
+		if out.Ambiguous != 1 || o.Outcome != ops.OutcomeAmbiguous || !slices.Equal(got, dlqs) || !strings.Contains(o.Error, "give the queue") {
+			t.Errorf("%s: outcome of the ambiguous id: %+v (ambiguous %d)", tool, o, out.Ambiguous)
+		}
+		if o := outcomeOf(t, out.Outcomes, other); o.Outcome != done {
+			t.Errorf("%s: the other id: %+v, want %s", tool, o, done)
+		}
+		var picks []string
+		for _, h := range out.Next {
+			if h.Op == tool && hintArg(h, "ids") == fmt.Sprintf("[%d]", first) {
+				picks = append(picks, strings.Trim(hintArg(h, "queue"), `"`))
+			}
+		}
+		slices.Sort(picks)
+		if !slices.Equal(picks, dlqs) {
+			t.Errorf("%s: next %+v: want one %s per DLQ holding %d", tool, out.Next, tool, first)
+		}
 	}
-	show := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"msg_id": first, "queue": queues[1]})
+	for _, q := range queues {
+		if live(t, e.st, q+"_dlq") != 1 || live(t, e.st, q) != 0 {
+			t.Fatalf("an ambiguous id was moved out of %s_dlq", q)
+		}
+	}
+	show := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": first, "queue": queues[1]})
 	if show.DLQ != queues[1]+"_dlq" {
 		t.Errorf("show with queue: %+v", show)
 	}
-	rep := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{first}, "queue": queues[2]})
-	if rep.Retried != 1 || live(t, e.st, queues[2]) != 1 || live(t, e.st, queues[0]+"_dlq") != 1 {
+	rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{first}, "queue": queues[2]})
+	if rep.Retried != 1 || rep.Ambiguous != 0 || live(t, e.st, queues[2]) != 1 || live(t, e.st, queues[0]+"_dlq") != 1 {
 		t.Errorf("retry with queue: %+v", rep)
 	}
 	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": randomID()}, "no DLQ holds message", "retried or discarded already", "pgbus_dlq_list")
@@ -141,7 +185,7 @@ func TestStdioLargePayload(t *testing.T) {
 	ids := deadLetter(t, st, q, 1, deadSpec{kind: "k", class: "E", message: "m", payload: `{"blob": "` + strings.Repeat("y", 100<<10) + `"}`})
 
 	srv := server.NewMCPServer("pgbus", "test")
-	tools.Register(srv, tools.Deps{DLQ: engine.NewDLQ(st), Admin: engine.NewAdmin(st), AllowPayloads: true})
+	tools.Register(srv, newDeps(t, st, ops.Options{AllowPayloads: true}))
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

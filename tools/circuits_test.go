@@ -1,36 +1,40 @@
 package tools_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
-	"github.com/pgbus/pgbus/tools"
 )
 
 func TestCircuitsAndReset(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	ctx := testContext(t)
 	name := uniqueName("http_bank")
 	if err := e.st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.BreakerFailure(ctx, name, "503 from the bank"); err != nil {
+	if _, err := e.st.BreakerFailure(ctx, name, "503 from the bank (token=tk_9f8e7d6c)"); err != nil {
 		t.Fatal(err)
 	}
-	out := callOK[tools.CircuitsOutput](t, e, "pgbus_circuits", map[string]any{})
+	out := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{})
 	var found *store.BreakerState
 	for i := range out.Circuits {
 		if out.Circuits[i].Name == name {
 			found = &out.Circuits[i]
 		}
 	}
-	if found == nil || found.State != store.BreakerOpen || found.LastError != "503 from the bank" || out.Open < 1 {
-		t.Fatalf("circuits = %+v; want %s open with its last error", out, name)
+	if found == nil || found.State != store.BreakerOpen || found.LastError != "503 from the bank (token=[REDACTED])" || out.Open < 1 {
+		t.Fatalf("circuits = %+v; want %s open with its last error, the token redacted", out, name)
 	}
-	reset := callOK[tools.CircuitResetOutput](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
-	if reset.State != store.BreakerClosed {
+	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
+	if reset.State != store.BreakerClosed || reset.Name != name {
 		t.Fatalf("reset = %+v", reset)
+	}
+	if _, ok := findHint(reset.Next, "pgbus_circuits"); !ok {
+		t.Errorf("reset next %+v does not point at pgbus_circuits", reset.Next)
 	}
 	v, err := e.st.AcquireBreaker(ctx, name, time.Second)
 	if err != nil || !v.Allowed {
@@ -39,7 +43,10 @@ func TestCircuitsAndReset(t *testing.T) {
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": "no_such_" + name}, "does not exist")
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{}, "name is required")
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": 42}, "name")
-	if rows := auditRows(t, e.st, "pgbus_circuit_reset", name); len(rows) < 1 {
-		t.Fatalf("reset not audited: %+v", rows)
+	// The reset and the reset of a missing breaker are audited; the calls
+	// rejected as invalid are not.
+	rows := auditRows(t, e.st, "circuit_reset", name)
+	if len(rows) != 2 || !rows[0].IsError || rows[1].IsError || !strings.Contains(string(rows[0].Arguments), "no_such_"+name) {
+		t.Fatalf("audit of resets: %+v", rows)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -124,15 +124,21 @@ type env struct {
 	c  *client.Client
 }
 
-func newEnv(t testing.TB, d tools.Deps) *env {
+// newDeps returns the tools' dependencies: an operations layer over st
+// with the given options.
+func newDeps(t testing.TB, st *store.Store, o ops.Options) tools.Deps {
+	t.Helper()
+	svc, err := ops.New(st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools.Deps{Ops: svc}
+}
+
+func newEnv(t testing.TB, o ops.Options) *env {
 	t.Helper()
 	st := testStore(t)
-	if d.DLQ == nil {
-		d.DLQ = engine.NewDLQ(st)
-	}
-	if d.Admin == nil {
-		d.Admin = engine.NewAdmin(st)
-	}
+	d := newDeps(t, st, o)
 	// Output validation makes the server check every structured result
 	// against the tool's output schema, as strict clients do.
 	srv := server.NewMCPServer("pgbus", "test", server.WithToolCapabilities(false), server.WithOutputSchemaValidation())
@@ -248,3 +254,36 @@ func mcpCall(name string, args any) mcp.CallToolRequest {
 }
 
 func mcpListTools() mcp.ListToolsRequest { return mcp.ListToolsRequest{} }
+
+// findHint returns the first hint that calls tool, and whether there is one.
+func findHint(hints []ops.Hint, tool string) (ops.Hint, bool) {
+	for _, h := range hints {
+		if h.Op == tool {
+			return h, true
+		}
+	}
+	return ops.Hint{}, false
+}
+
+// hintArg returns a hint's argument as JSON text, as a client reads it
+// (numbers and id lists included), or "" when absent.
+func hintArg(h ops.Hint, name string) string {
+	v, ok := h.Args[name]
+	if !ok {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// outcomeOf returns the outcome of id in a retry or discard by ids.
+func outcomeOf(t testing.TB, outcomes []ops.IDOutcome, id int64) ops.IDOutcome {
+	t.Helper()
+	for _, o := range outcomes {
+		if o.ID == id {
+			return o
+		}
+	}
+	t.Fatalf("no outcome for id %d in %+v", id, outcomes)
+	return ops.IDOutcome{}
+}

@@ -6,42 +6,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
-	"github.com/pgbus/pgbus/tools"
 )
 
 func TestHealthAndQueueStats(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	deadLetter(t, e.st, q, 2, deadSpec{kind: "email", class: "SMTPError", message: "421 try later"})
 
-	h := callOK[tools.HealthOutput](t, e, "pgbus_health", map[string]any{})
-	if !slices.Contains([]string{engine.HealthOK, engine.HealthDegraded, engine.HealthStalled}, h.Status) {
+	h := callOK[ops.Health](t, e, "pgbus_health", map[string]any{})
+	if !slices.Contains([]string{ops.HealthOK, ops.HealthDegraded, ops.HealthStalled}, h.Status) {
 		t.Errorf("health status %q", h.Status)
 	}
 	if h.DeadMessages < 2 || h.Queues < 1 {
 		t.Errorf("health counts no dead messages or queues: %+v", h)
 	}
 
-	stats := callOK[tools.QueueStatsOutput](t, e, "pgbus_queue_stats", map[string]any{"queue": q})
+	stats := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", map[string]any{"queue": q})
 	if len(stats.Queues) != 1 || stats.Queues[0].Queue != q || stats.Queues[0].DLQDepth != 2 || stats.Queues[0].DLQ != q+"_dlq" {
 		t.Fatalf("queue stats: %+v", stats)
 	}
-	all := callOK[tools.QueueStatsOutput](t, e, "pgbus_queue_stats", nil)
-	if !slices.ContainsFunc(all.Queues, func(s store.QueueStats) bool { return s.Queue == q }) {
+	all := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", nil)
+	if !slices.ContainsFunc(all.Queues, func(s ops.QueueStats) bool { return s.Queue == q }) {
 		t.Errorf("stats of all queues miss %s", q)
 	}
 	e.callErr(t, "pgbus_queue_stats", map[string]any{"queue": "no_such_queue_here"}, "no_such_queue_here", "does not exist")
 }
 
 func TestDLQSummaryListShow(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	a := deadLetter(t, e.st, q, 3, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503 from upstream", trace: "main.go:1\nmain.go:2"})
 	b := deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input: amount missing"})
 
-	sum := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
+	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
 	if sum.Total != 5 || len(sum.Groups) != 2 || sum.TotalGroups != 2 || sum.Truncated {
 		t.Fatalf("summary: %+v", sum)
 	}
@@ -52,7 +51,14 @@ func TestDLQSummaryListShow(t *testing.T) {
 	if sum.Groups[1].Count != 2 || !slices.Equal(sum.Groups[1].Reasons, []string{store.ReasonNonRetryable}) {
 		t.Errorf("second group: %+v", sum.Groups[1])
 	}
-	only := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q, "text": "AMOUNT"})
+	// Next steps name the tools to call, with the largest group's arguments.
+	if h, ok := findHint(sum.Next, "pgbus_dlq_show"); !ok || hintArg(h, "queue") != `"`+g.DLQ+`"` || hintArg(h, "msg_id") != fmt.Sprint(g.SampleMsgIDs[0]) {
+		t.Errorf("summary next %+v: want pgbus_dlq_show of the largest group's first sample", sum.Next)
+	}
+	if h, ok := findHint(sum.Next, "pgbus_dlq_list"); !ok || hintArg(h, "error_class") != `"HTTPError"` || hintArg(h, "kind") != `"webhook"` {
+		t.Errorf("summary next %+v: want pgbus_dlq_list of the largest group", sum.Next)
+	}
+	only := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q, "text": "AMOUNT"})
 	if only.Total != 2 || only.Groups[0].Kind != "charge" {
 		t.Errorf("summary by text: %+v", only)
 	}
@@ -66,7 +72,7 @@ func TestDLQSummaryListShow(t *testing.T) {
 		if cursor != "" {
 			args["cursor"] = cursor
 		}
-		out := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", args)
+		out := callOK[ops.DLQList](t, e, "pgbus_dlq_list", args)
 		for _, it := range out.Items {
 			seen = append(seen, it.MsgID)
 			if it.DLQ != q+"_dlq" || it.SourceQueue != q || it.ErrorClass == "" {
@@ -86,13 +92,13 @@ func TestDLQSummaryListShow(t *testing.T) {
 	if !slices.Equal(seen, want) {
 		t.Errorf("listed %v, want newest first %v", seen, want)
 	}
-	def := callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "kind": "charge"})
+	def := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "kind": "charge"})
 	if len(def.Items) != 2 || def.NextCursor != "" {
 		t.Errorf("list by kind: %+v", def)
 	}
 
 	// Show without queue: the id is in this DLQ only.
-	show := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"msg_id": a[0]})
+	show := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": a[0]})
 	if show.DLQ != q+"_dlq" || show.Queue != q || show.MsgID != a[0] || show.Kind != "webhook" {
 		t.Fatalf("show: %+v", show)
 	}
@@ -102,20 +108,26 @@ func TestDLQSummaryListShow(t *testing.T) {
 	if len(show.History) != 1 || show.History[0].ErrorMessage != "http 503 from upstream" {
 		t.Errorf("show history: %+v", show.History)
 	}
-	if show.PayloadShown || show.Payload != nil || show.PayloadBytes == 0 || !hasNote(show.Notes, "--allow-payloads") {
+	if show.PayloadShown || show.Payload != nil || show.PayloadBytes == 0 || !hasNote(show.Notes, "does not show payloads") {
 		t.Errorf("payload should be hidden with a note: %+v", show)
+	}
+	if h, ok := findHint(show.Next, "pgbus_dlq_retry"); !ok || hintArg(h, "ids") != fmt.Sprintf("[%d]", a[0]) || hintArg(h, "queue") != `"`+q+`_dlq"` {
+		t.Errorf("show next %+v: want pgbus_dlq_retry of this message", show.Next)
+	}
+	if _, ok := findHint(show.Next, "pgbus_dlq_discard"); !ok {
+		t.Errorf("show next %+v: want pgbus_dlq_discard", show.Next)
 	}
 	if strings.Contains(string(show.Headers), store.HeaderDeadLetter) || !strings.Contains(string(show.Headers), "webhook") {
 		t.Errorf("headers should hold pgbus_kind and not the block: %s", show.Headers)
 	}
-	withQueue := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"queue": q, "msg_id": b[1]})
+	withQueue := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"queue": q, "msg_id": b[1]})
 	if withQueue.Kind != "charge" {
 		t.Errorf("show with queue: %+v", withQueue)
 	}
 }
 
 func TestQueueMessagesAndWorkers(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ctx := testContext(t)
 	for i := range 3 {
@@ -123,7 +135,7 @@ func TestQueueMessagesAndWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "limit": 2})
+	out := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "limit": 2})
 	if len(out.Items) != 2 || out.NextCursor == "" {
 		t.Fatalf("first page: %+v", out)
 	}
@@ -132,11 +144,11 @@ func TestQueueMessagesAndWorkers(t *testing.T) {
 			t.Errorf("item: %+v", it)
 		}
 	}
-	next := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "cursor": out.NextCursor})
+	next := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "waiting", "cursor": out.NextCursor})
 	if len(next.Items) != 1 || next.NextCursor != "" {
 		t.Errorf("second page: %+v", next)
 	}
-	none := callOK[tools.QueueMessagesOutput](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
+	none := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
 	if len(none.Items) != 0 {
 		t.Errorf("retrying: %+v", none)
 	}
@@ -146,13 +158,41 @@ func TestQueueMessagesAndWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.st.StopWorker(ctx, id) })
-	ws := callOK[tools.WorkersOutput](t, e, "pgbus_workers", nil)
-	i := slices.IndexFunc(ws.Workers, func(w engine.WorkerStatus) bool { return w.ID == id })
-	if i < 0 || ws.Workers[i].Status != engine.WorkerRunning || ws.Workers[i].PID != 42 || ws.Running < 1 {
+	ws := callOK[ops.Workers](t, e, "pgbus_workers", nil)
+	i := slices.IndexFunc(ws.Workers, func(w ops.WorkerStatus) bool { return w.ID == id })
+	if i < 0 || ws.Workers[i].Status != ops.WorkerRunning || ws.Workers[i].PID != 42 || ws.Running < 1 {
 		t.Fatalf("workers: %+v", ws)
 	}
 }
 
 func hasNote(notes []string, want string) bool {
 	return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, want) })
+}
+
+// TestErrorTextRedacted: secrets in error messages and backtraces (a DSN's
+// password, a key=value token, a bearer credential) are hidden wherever a
+// tool shows them: the list, the dead-letter block and the history.
+func TestErrorTextRedacted(t *testing.T) {
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	ids := deadLetter(t, e.st, q, 1, deadSpec{kind: "sync", class: "ConnError",
+		message: "dial postgres://app:pw-hunter2@db:5432/orders failed; api_key=ak-778899",
+		trace:   "client.go:10\nsent Authorization: Bearer tok-5566778899"})
+	secrets := []string{"pw-hunter2", "ak-778899", "tok-5566778899"}
+
+	list := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
+	if len(list.Items) != 1 || !strings.Contains(list.Items[0].ErrorMessage, "postgres://app:[REDACTED]@db") || !hasNote(list.Notes, "[REDACTED]") {
+		t.Errorf("list: %+v", list)
+	}
+	show := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0]})
+	text := resultText(e.call(t, "pgbus_dlq_show", map[string]any{"msg_id": ids[0]}))
+	for _, s := range secrets {
+		if strings.Contains(text, s) || strings.Contains(fmt.Sprint(list), s) {
+			t.Errorf("secret %q shown: %s", s, text)
+		}
+	}
+	if show.DeadLetter == nil || !strings.Contains(show.DeadLetter.Backtrace, "client.go:10") || len(show.History) != 1 ||
+		!strings.Contains(show.History[0].ErrorMessage, "failed") || show.RedactedValues < 6 {
+		t.Errorf("show: block %+v, history %+v, redacted_values %d", show.DeadLetter, show.History, show.RedactedValues)
+	}
 }

@@ -11,8 +11,21 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
 )
+
+// listDeps returns dependencies for listing the tools: an operations layer
+// over a store with no connection, which listing never uses.
+func listDeps(t testing.TB, readOnly bool) tools.Deps {
+	t.Helper()
+	svc, err := ops.New(store.New(nil), ops.Options{ReadOnly: readOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools.Deps{Ops: svc}
+}
 
 var update = flag.Bool("update", false, "rewrite tools/testdata/tools.golden.json from the current tools")
 
@@ -24,7 +37,7 @@ func snapshot(t *testing.T) []byte {
 	t.Helper()
 	set := func(readOnly bool) []json.RawMessage {
 		var out []json.RawMessage
-		for _, st := range tools.All(tools.Deps{ReadOnly: readOnly}) {
+		for _, st := range tools.All(listDeps(t, readOnly)) {
 			b, err := json.Marshal(st.Tool)
 			if err != nil {
 				t.Fatalf("marshal %s: %v", st.Tool.Name, err)
@@ -89,8 +102,8 @@ func diffContext(got, want []byte) string {
 // inline object (no $ref or $defs), inputs reject unknown properties, and
 // every tool is annotated in full.
 func TestSchemas(t *testing.T) {
-	all := tools.All(tools.Deps{})
-	readOnly := tools.All(tools.Deps{ReadOnly: true})
+	all := tools.All(listDeps(t, false))
+	readOnly := tools.All(listDeps(t, true))
 	if len(all) != 15 || len(readOnly) != 9 {
 		t.Fatalf("want 15 tools, 9 of them read-only; got %d and %d", len(all), len(readOnly))
 	}

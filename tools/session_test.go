@@ -2,13 +2,14 @@ package tools_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
-	"github.com/pgbus/pgbus/tools"
 )
 
 type upstreamError struct{ status int }
@@ -77,18 +78,26 @@ func TestAgentSession(t *testing.T) {
 	}
 
 	// The agent, with tool calls only.
-	e := newEnv(t, tools.Deps{})
-	health := callOK[tools.HealthOutput](t, e, "pgbus_health", nil)
+	e := newEnv(t, ops.Options{})
+	health := callOK[ops.Health](t, e, "pgbus_health", nil)
 	if health.DeadMessages < transient+bad+unknown {
 		t.Errorf("health: %+v", health)
 	}
-	sum := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
+	// The new dead letters are a reason, whose next step is the summary of
+	// the queue.
+	i := slices.IndexFunc(health.Reasons, func(r ops.HealthReason) bool { return r.Queue == q && r.Code == "dead_letters_growing" })
+	if i < 0 {
+		t.Errorf("health does not report %s's new dead letters: %+v", q, health.Reasons)
+	} else if h, ok := findHint(health.Reasons[i].Next, "pgbus_dlq_summary"); !ok || hintArg(h, "queue") != `"`+q+`"` {
+		t.Errorf("next of the dead letters: %+v", health.Reasons[i].Next)
+	}
+	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
 	if len(sum.Groups) != 3 || sum.Total != transient+bad+unknown {
 		t.Fatalf("summary: %+v", sum)
 	}
-	var retryGroup, discardGroup *store.DeadGroup
+	var retryGroup, discardGroup *ops.DeadGroup
 	for i, g := range sum.Groups {
-		show := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"queue": g.DLQ, "msg_id": g.SampleMsgIDs[0]})
+		show := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"queue": g.DLQ, "msg_id": g.SampleMsgIDs[0]})
 		if show.DeadLetter == nil || show.Kind != g.Kind || show.DeadLetter.ErrorClass != g.ErrorClass {
 			t.Fatalf("show of group %+v: %+v", g, show)
 		}
@@ -111,21 +120,21 @@ func TestAgentSession(t *testing.T) {
 		t.Fatalf("groups: retry %+v, discard %+v", retryGroup, discardGroup)
 	}
 
-	filter := func(g *store.DeadGroup, limit int) map[string]any {
+	filter := func(g *ops.DeadGroup, limit int) map[string]any {
 		return map[string]any{"queue": g.DLQ, "kind": g.Kind, "error_class": g.ErrorClass, "limit": limit}
 	}
 	dry := filter(retryGroup, 100)
 	dry["dry_run"] = true
-	if rep := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", dry); rep.Retried != transient || !rep.DryRun {
+	if rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", dry); rep.Retried != transient || !rep.DryRun {
 		t.Fatalf("dry run: %+v", rep)
 	}
-	if rep := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", filter(retryGroup, 100)); rep.Retried != transient || rep.Failed != 0 {
+	if rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", filter(retryGroup, 100)); rep.Retried != transient || rep.Failed != 0 {
 		t.Fatalf("retry: %+v", rep)
 	}
-	if d := callOK[tools.DLQDiscardOutput](t, e, "pgbus_dlq_discard", filter(discardGroup, 100)); d.Discarded != bad {
+	if d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", filter(discardGroup, 100)); d.Discarded != bad {
 		t.Fatalf("discard: %+v", d)
 	}
-	left := callOK[tools.DLQSummaryOutput](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
+	left := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
 	if len(left.Groups) != 1 || left.Groups[0].ErrorClass != engine.ClassUnknownKind || left.Total != unknown {
 		t.Errorf("left after triage: %+v", left)
 	}
@@ -143,16 +152,16 @@ func TestAgentSession(t *testing.T) {
 	if n := live(t, st, q+"_dlq"); n != unknown {
 		t.Errorf("DLQ holds %d, want the %d of unknown kind", n, unknown)
 	}
-	for _, tool := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard"} {
+	for _, tool := range []string{"dlq_retry", "dlq_discard"} {
 		rows := auditRows(t, st, tool, q)
 		if len(rows) == 0 || rows[0].IsError || rows[0].Client != "tools-test/1.0" {
 			t.Errorf("audit of %s: %+v", tool, rows)
 		}
 	}
-	if n := len(auditRows(t, st, "pgbus_dlq_retry", q)); n != 2 {
+	if n := len(auditRows(t, st, "dlq_retry", q)); n != 2 {
 		t.Errorf("%d audit rows of retries, want 2 (dry run and retry)", n)
 	}
-	audit := callOK[tools.AuditOutput](t, e, "pgbus_audit", map[string]any{"limit": 10})
+	audit := callOK[ops.AuditPage](t, e, "pgbus_audit", map[string]any{"limit": 10})
 	if len(audit.Items) < 3 {
 		t.Errorf("pgbus_audit: %+v", audit)
 	}

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,8 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
-	"github.com/pgbus/pgbus/tools"
 )
 
 // auditRows returns the audit entries of tool whose arguments mention
@@ -38,33 +39,62 @@ func auditRows(t testing.TB, s *store.Store, tool, marker string) []store.AuditE
 }
 
 func TestRetryByIDs(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 3, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503"})
+	ids := deadLetter(t, e.st, q, 4, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503"})
 
-	dry := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:2], "dry_run": true, "payload": nil})
-	if !dry.DryRun || dry.Retried != 2 || len(dry.Moved) != 2 || dry.Moved[0].Queue != q || !strings.Contains(dry.Next, "without dry_run") {
+	dry := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:2], "dry_run": true, "payload": nil})
+	if !dry.DryRun || dry.Retried != 2 || len(dry.Moved) != 2 || dry.Moved[0].Queue != q || len(dry.Outcomes) != 2 || dry.Outcomes[0].Outcome != ops.OutcomeWouldRetry {
 		t.Fatalf("dry run: %+v", dry)
 	}
-	if live(t, e.st, q) != 0 || live(t, e.st, q+"_dlq") != 3 {
+	if h, ok := findHint(dry.Next, "pgbus_dlq_retry"); !ok || !strings.Contains(h.Why, "without dry_run") || hintArg(h, "ids") != fmt.Sprintf("[%d,%d]", ids[0], ids[1]) {
+		t.Fatalf("dry run next: %+v", dry.Next)
+	}
+	if live(t, e.st, q) != 0 || live(t, e.st, q+"_dlq") != 4 {
 		t.Fatal("a dry run moved messages")
 	}
 
-	rep := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:2], "queue": q})
-	if rep.Retried != 2 || rep.Failed != 0 || rep.Moved[0].MsgID == 0 {
+	rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:2], "queue": q})
+	if rep.Retried != 2 || rep.Failed != 0 || rep.NotFound != 0 || rep.Moved[0].MsgID == 0 {
 		t.Fatalf("retry: %+v", rep)
 	}
-	if live(t, e.st, q) != 2 || live(t, e.st, q+"_dlq") != 1 {
+	for i, o := range rep.Outcomes {
+		if o.ID != ids[i] || o.Outcome != ops.OutcomeRetried || o.DLQ != q+"_dlq" || o.Queue != q || o.NewMsgID == 0 {
+			t.Errorf("outcome %d: %+v", i, o)
+		}
+	}
+	if h, ok := findHint(rep.Next, "pgbus_queue_messages"); !ok || hintArg(h, "queue") != `"`+q+`"` {
+		t.Errorf("retry next: %+v", rep.Next)
+	}
+	if live(t, e.st, q) != 2 || live(t, e.st, q+"_dlq") != 2 {
 		t.Fatal("retried messages did not move back")
 	}
-	// Retrying an id that is gone is a clear error, not a duplicate.
-	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": ids[:1]}, "no DLQ holds message", "pgbus_dlq_list")
-	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": q}, "retried or discarded already")
+	// Retrying an id that is gone moves nothing twice: that id is not_found,
+	// the others are retried.
+	mixed := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{ids[0], ids[3]}})
+	gone, moved := outcomeOf(t, mixed.Outcomes, ids[0]), outcomeOf(t, mixed.Outcomes, ids[3])
+	if mixed.Retried != 1 || mixed.NotFound != 1 || gone.Outcome != ops.OutcomeNotFound || moved.Outcome != ops.OutcomeRetried ||
+		!strings.Contains(gone.Error, "no DLQ holds message") || !strings.Contains(mixed.FirstError, "retried or discarded already") {
+		t.Fatalf("retry of a gone id and a dead one: %+v", mixed)
+	}
+	if _, ok := findHint(mixed.Next, "pgbus_dlq_list"); !ok {
+		t.Errorf("retry with a gone id: next %+v does not point at pgbus_dlq_list", mixed.Next)
+	}
+	if live(t, e.st, q) != 3 || live(t, e.st, q+"_dlq") != 1 {
+		t.Fatal("the retry of a gone id and a dead one did not move just the dead one")
+	}
+	again := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": q})
+	if again.Retried != 0 || again.NotFound != 1 || !strings.Contains(outcomeOf(t, again.Outcomes, ids[0]).Error, "retried or discarded already") {
+		t.Fatalf("retry of a gone id in its queue: %+v", again)
+	}
+	if live(t, e.st, q) != 3 {
+		t.Fatal("retrying a gone id made a duplicate")
+	}
 
 	// A corrected payload: one id only; the original is kept in the archive.
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{ids[2], ids[1]}, "payload": map[string]any{"n": 1}}, "exactly one message")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "limit": 5, "payload": map[string]any{"n": 1}}, "exactly one message")
-	fixed := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{ids[2]}, "payload": map[string]any{"n": 2, "fixed": true}})
+	fixed := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{ids[2]}, "payload": map[string]any{"n": 2, "fixed": true}})
 	if fixed.Retried != 1 {
 		t.Fatalf("retry with payload: %+v", fixed)
 	}
@@ -75,30 +105,47 @@ func TestRetryByIDs(t *testing.T) {
 		t.Error("the original of a corrected message is not in the DLQ's archive")
 	}
 
-	audit := auditRows(t, e.st, "pgbus_dlq_retry", fmt.Sprint(ids[2]))
-	if len(audit) < 2 {
+	// The audit log holds the corrected retry, its payload by size only;
+	// the refused one (two ids with a payload) was invalid and is not there.
+	audit := auditRows(t, e.st, "dlq_retry", fmt.Sprint(ids[2]))
+	if len(audit) != 1 {
 		t.Fatalf("audit rows: %+v", audit)
 	}
 	var result struct {
 		Retried int `json:"retried"`
 	}
 	_ = json.Unmarshal(audit[0].Result, &result)
-	if audit[0].IsError || audit[0].Client != "tools-test/1.0" || result.Retried != 1 || !strings.Contains(string(audit[0].Arguments), "fixed") {
+	if audit[0].IsError || audit[0].Client != "tools-test/1.0" || result.Retried != 1 ||
+		!strings.Contains(string(audit[0].Arguments), "payload_bytes") || strings.Contains(string(audit[0].Arguments), "fixed") {
 		t.Errorf("audit of the corrected retry: %+v", audit[0])
 	}
-	if !audit[1].IsError || !strings.Contains(string(audit[1].Result), "exactly one message") {
-		t.Errorf("audit of the refused retry: %+v", audit[1])
+	// A retry with an id not found is recorded as not all done.
+	partial := auditRows(t, e.st, "dlq_retry", fmt.Sprint(ids[3]))
+	var partialResult struct {
+		Retried  int `json:"retried"`
+		NotFound int `json:"not_found"`
+	}
+	if len(partial) == 1 {
+		_ = json.Unmarshal(partial[0].Result, &partialResult)
+	}
+	if len(partial) != 1 || !partial[0].IsError || partialResult != (struct {
+		Retried  int `json:"retried"`
+		NotFound int `json:"not_found"`
+	}{1, 1}) {
+		t.Errorf("audit of the partial retry: %+v", partial)
 	}
 
-	// The audit tool lists them.
-	page := callOK[tools.AuditOutput](t, e, "pgbus_audit", map[string]any{"tool": "pgbus_dlq_retry", "limit": 100})
-	if len(page.Items) < 2 || page.Items[0].Tool != "pgbus_dlq_retry" {
-		t.Errorf("pgbus_audit: %+v", page)
+	// The audit tool lists them, by tool or by operation name.
+	for _, name := range []string{"pgbus_dlq_retry", "dlq_retry"} {
+		page := callOK[ops.AuditPage](t, e, "pgbus_audit", map[string]any{"tool": name, "limit": 100})
+		if len(page.Items) < 4 || page.Items[0].Op != "dlq_retry" {
+			t.Errorf("pgbus_audit %s: %+v", name, page)
+		}
 	}
 }
 
 func TestRetryAndDiscardByFilter(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	deadLetter(t, e.st, q, 5, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503"})
 	deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input"})
@@ -107,7 +154,7 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{}, "pass ids, or filters")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"limit": 5}, "pass ids, or filters")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "kind": "x"}, "not both")
-	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "queue": q, "limit": 3}, "drop limit")
+	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "queue": q, "limit": 3}, "drop the limit")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "limit": 5000}, "out of range")
 
 	// A client that asks for progress gets it.
@@ -144,12 +191,12 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	}
 	mu.Unlock()
 
-	rep := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"queue": q, "error_class": "HTTPError", "limit": 3})
-	if rep.Retried != 3 || !strings.Contains(rep.Next, "limit was reached") {
+	rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"queue": q, "error_class": "HTTPError", "limit": 3})
+	if h, ok := findHint(rep.Next, "pgbus_dlq_retry"); rep.Retried != 3 || !rep.LimitReached || !ok || !strings.Contains(h.Why, "limit was reached") {
 		t.Fatalf("retry by filter: %+v", rep)
 	}
-	rest := callOK[tools.DLQRetryOutput](t, e, "pgbus_dlq_retry", map[string]any{"queue": q, "error_class": "HTTPError", "limit": 10})
-	if rest.Retried != 2 || strings.Contains(rest.Next, "limit was reached") {
+	rest := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"queue": q, "error_class": "HTTPError", "limit": 10})
+	if _, ok := findHint(rest.Next, "pgbus_dlq_retry"); rest.Retried != 2 || rest.LimitReached || ok {
 		t.Fatalf("retry the rest: %+v", rest)
 	}
 	if live(t, e.st, q) != 5 {
@@ -157,8 +204,8 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	}
 
 	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable}, "limit is required")
-	d := callOK[tools.DLQDiscardOutput](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10})
-	if d.Discarded != 2 || !strings.Contains(d.Next, "pgbus_dlq_purge") {
+	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10})
+	if _, ok := findHint(d.Next, "pgbus_dlq_summary"); d.Discarded != 2 || d.LimitReached || !ok {
 		t.Fatalf("discard: %+v", d)
 	}
 	if live(t, e.st, q+"_dlq") != 0 || archived(t, e.st, q+"_dlq") != 2 {
@@ -167,64 +214,83 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 }
 
 func TestDiscardByIDsAndPurge(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 3, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input"})
+	ids := deadLetter(t, e.st, q, 4, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input"})
 
-	d := callOK[tools.DLQDiscardOutput](t, e, "pgbus_dlq_discard", map[string]any{"ids": ids[:2]})
-	if d.Discarded != 2 {
+	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"ids": ids[:2]})
+	if d.Discarded != 2 || len(d.Outcomes) != 2 || d.Outcomes[1].Outcome != ops.OutcomeDiscarded || d.Outcomes[1].DLQ != q+"_dlq" {
 		t.Fatalf("discard: %+v", d)
 	}
-	e.callErr(t, "pgbus_dlq_discard", map[string]any{"ids": ids[:1], "queue": q}, "retried or discarded already")
+	// A discarded id is not_found the second time; the others are discarded.
+	mixed := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"ids": []int64{ids[0], ids[3]}, "queue": q})
+	gone := outcomeOf(t, mixed.Outcomes, ids[0])
+	if mixed.Discarded != 1 || mixed.NotFound != 1 || gone.Outcome != ops.OutcomeNotFound || !strings.Contains(gone.Error, "retried or discarded already") ||
+		outcomeOf(t, mixed.Outcomes, ids[3]).Outcome != ops.OutcomeDiscarded {
+		t.Fatalf("discard of a gone id and a dead one: %+v", mixed)
+	}
+	if _, ok := findHint(mixed.Next, "pgbus_dlq_list"); !ok {
+		t.Errorf("discard with a gone id: next %+v", mixed.Next)
+	}
 
-	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}, "confirm: true", "pgbus_dlq_list")
+	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}, "for good", "confirm", "pgbus_audit")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "confirm": true}, "older_than is required")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "soon", "confirm": true}, "not an age")
-	if archived(t, e.st, q+"_dlq") != 2 {
+	if archived(t, e.st, q+"_dlq") != 3 {
 		t.Fatal("a refused purge deleted messages")
 	}
-	kept := callOK[tools.DLQPurgeOutput](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "7d", "confirm": true})
+	kept := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "7d", "confirm": true})
 	if kept.Purged != 0 {
 		t.Errorf("purge older than 7d: %+v", kept)
 	}
-	p := callOK[tools.DLQPurgeOutput](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "confirm": true})
-	if p.Purged != 2 || archived(t, e.st, q+"_dlq") != 0 || live(t, e.st, q+"_dlq") != 1 {
+	p := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "confirm": true})
+	if p.Purged != 3 || p.Queue != q || archived(t, e.st, q+"_dlq") != 0 || live(t, e.st, q+"_dlq") != 1 {
 		t.Fatalf("purge: %+v", p)
 	}
-	if rows := auditRows(t, e.st, "pgbus_dlq_purge", q); len(rows) != 5 {
-		t.Errorf("want 5 audit rows of purge calls, got %d", len(rows))
+	// The two purges are audited; the refused calls, rejected as invalid,
+	// are not.
+	if rows := auditRows(t, e.st, "dlq_purge", q); len(rows) != 2 || rows[0].IsError || rows[1].IsError {
+		t.Errorf("want 2 audit rows of purges, got %+v", rows)
 	}
 }
 
 func TestPauseResume(t *testing.T) {
-	e := newEnv(t, tools.Deps{})
+	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	p := callOK[tools.QueuePauseOutput](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
+	p := callOK[ops.QueuePaused](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
 	if !p.Paused || !p.Changed {
 		t.Fatalf("pause: %+v", p)
 	}
-	again := callOK[tools.QueuePauseOutput](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
-	if again.Changed || !strings.Contains(again.Next, "already paused") {
+	again := callOK[ops.QueuePaused](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
+	if h, ok := findHint(again.Next, "pgbus_queue_resume"); again.Changed || !again.Paused || !ok || hintArg(h, "queue") != `"`+q+`"` {
 		t.Errorf("pause again: %+v", again)
 	}
-	stats := callOK[tools.QueueStatsOutput](t, e, "pgbus_queue_stats", map[string]any{"queue": q})
+	stats := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", map[string]any{"queue": q})
 	if !stats.Queues[0].Paused {
 		t.Error("stats do not show the queue paused")
 	}
-	r := callOK[tools.QueuePauseOutput](t, e, "pgbus_queue_resume", map[string]any{"queue": q})
-	if r.Paused || !r.Changed {
+	// Health reports the paused queue, with the tool that resumes it.
+	health := callOK[ops.Health](t, e, "pgbus_health", nil)
+	i := slices.IndexFunc(health.Reasons, func(r ops.HealthReason) bool { return r.Queue == q && r.Code == "queue_paused" })
+	if i < 0 {
+		t.Errorf("health does not report %s paused: %+v", q, health.Reasons)
+	} else if h, ok := findHint(health.Reasons[i].Next, "pgbus_queue_resume"); !ok || hintArg(h, "queue") != `"`+q+`"` {
+		t.Errorf("paused queue's next: %+v", health.Reasons[i].Next)
+	}
+	r := callOK[ops.QueuePaused](t, e, "pgbus_queue_resume", map[string]any{"queue": q})
+	if _, ok := findHint(r.Next, "pgbus_queue_stats"); r.Paused || !r.Changed || !ok {
 		t.Errorf("resume: %+v", r)
 	}
 	e.callErr(t, "pgbus_queue_pause", map[string]any{"queue": "nope_" + q}, "does not exist")
 	e.callErr(t, "pgbus_queue_pause", map[string]any{}, "queue is required")
-	rows := auditRows(t, e.st, "pgbus_queue_pause", q)
+	rows := auditRows(t, e.st, "queue_pause", q)
 	if len(rows) != 3 || !rows[0].IsError || rows[1].IsError {
 		t.Errorf("pause audit rows: %+v", rows)
 	}
 }
 
 func TestReadOnly(t *testing.T) {
-	e := newEnv(t, tools.Deps{ReadOnly: true})
+	e := newEnv(t, ops.Options{ReadOnly: true})
 	q := newQueue(t, e.st)
 	ids := deadLetter(t, e.st, q, 1, deadSpec{kind: "k", class: "E", message: "m"})
 
@@ -256,7 +322,7 @@ func TestReadOnly(t *testing.T) {
 		t.Error("a read-only server changed the DLQ")
 	}
 	// The read tools still work.
-	callOK[tools.DLQListOutput](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
+	callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
 }
 
 func TestPayloadGates(t *testing.T) {
@@ -271,15 +337,15 @@ func TestPayloadGates(t *testing.T) {
 		allow, include, shown bool
 		note                  string
 	}{
-		{false, false, false, "--allow-payloads"},
-		{false, true, false, "--allow-payloads"},
-		{true, false, false, "include_payload: true"},
+		{false, false, false, "does not show payloads"},
+		{false, true, false, "does not show payloads"},
+		{true, false, false, "ask for it with include_payload"},
 		{true, true, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("allow=%v,include=%v", c.allow, c.include), func(t *testing.T) {
-			e := newEnv(t, tools.Deps{AllowPayloads: c.allow})
-			out := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": c.include})
+			e := newEnv(t, ops.Options{AllowPayloads: c.allow})
+			out := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": c.include})
 			if strings.Contains(string(out.Headers), "Bearer") || !strings.Contains(string(out.Headers), "t1") {
 				t.Errorf("headers not redacted: %s", out.Headers)
 			}
@@ -296,16 +362,17 @@ func TestPayloadGates(t *testing.T) {
 			if err := json.Unmarshal(out.Payload, &p); err != nil {
 				t.Fatal(err)
 			}
-			for _, secret := range []string{"hunter2", "k1", "zzz"} {
+			for _, secret := range []string{"hunter2", "4111", "k1", "zzz"} {
 				if strings.Contains(string(out.Payload), secret) {
 					t.Errorf("secret %q shown: %s", secret, out.Payload)
 				}
 			}
-			// Big integers stay exact in the text (the test client decodes
-			// structured content into float64).
+			// A card is hidden whole; values under other keys stay, at any
+			// depth. Big integers stay exact in the text (the test client
+			// decodes structured content into float64).
 			text := resultText(e.call(t, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": c.include}))
-			if p["password"] != "[REDACTED]" || p["user"] != "ann" || !strings.Contains(text, "12345678901234567890") ||
-				!strings.Contains(string(out.Payload), `"cvv":123`) {
+			if p["password"] != "[REDACTED]" || p["card"] != "[REDACTED]" || p["user"] != "ann" || !strings.Contains(text, "12345678901234567890") ||
+				!strings.Contains(string(out.Payload), `[{"Auth_Token":"[REDACTED]","sku":"a"}]`) {
 				t.Errorf("redacted payload: %s", out.Payload)
 			}
 			if out.RedactedValues != 4 {
@@ -319,11 +386,11 @@ func TestPayloadGates(t *testing.T) {
 	if _, err := st.Send(ctx, q, store.NewMessage{Payload: []byte(`{"secret": "s3", "x": 1}`)}); err != nil {
 		t.Fatal(err)
 	}
-	hidden := callOK[tools.QueueMessagesOutput](t, newEnv(t, tools.Deps{}), "pgbus_queue_messages", map[string]any{"queue": q, "include_payload": true})
-	if len(hidden.Items) != 1 || hidden.Items[0].PayloadShown || !hasNote(hidden.Notes, "--allow-payloads") {
+	hidden := callOK[ops.LiveMessages](t, newEnv(t, ops.Options{}), "pgbus_queue_messages", map[string]any{"queue": q, "include_payload": true})
+	if len(hidden.Items) != 1 || hidden.Items[0].PayloadShown || !hasNote(hidden.Notes, "does not show payloads") {
 		t.Errorf("live payload not hidden: %+v", hidden)
 	}
-	shown := callOK[tools.QueueMessagesOutput](t, newEnv(t, tools.Deps{AllowPayloads: true}), "pgbus_queue_messages", map[string]any{"queue": q, "include_payload": true})
+	shown := callOK[ops.LiveMessages](t, newEnv(t, ops.Options{AllowPayloads: true}), "pgbus_queue_messages", map[string]any{"queue": q, "include_payload": true})
 	if len(shown.Items) != 1 || string(shown.Items[0].Payload) != `{"secret":"[REDACTED]","x":1}` {
 		t.Errorf("live payload: %+v", shown)
 	}
@@ -338,13 +405,13 @@ func TestLargePayloadAndBacktrace(t *testing.T) {
 		fmt.Fprintf(&trace, "goroutine frame %d: /src/app/handler.go:%d\n", i, i)
 	}
 	ids := deadLetter(t, st, q, 1, deadSpec{kind: "k", class: "E", message: strings.Repeat("e", 5000), trace: trace.String(), payload: big})
-	e := newEnv(t, tools.Deps{AllowPayloads: true})
+	e := newEnv(t, ops.Options{AllowPayloads: true})
 	res := e.call(t, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": true})
 	if len(resultText(res)) > 40<<10 {
 		t.Errorf("response is %d bytes", len(resultText(res)))
 	}
-	out := callOK[tools.DLQShowOutput](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": true})
-	if !out.PayloadShown || out.Payload != nil || len(out.PayloadPreview) != 16<<10 || !hasNote(out.Notes, "pgbus dlq show") {
+	out := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": true})
+	if !out.PayloadShown || out.Payload != nil || len(out.PayloadPreview) != 16<<10 || !hasNote(out.Notes, "payload truncated") {
 		t.Errorf("large payload: shown %v, payload %d bytes, preview %d bytes, notes %v", out.PayloadShown, len(out.Payload), len(out.PayloadPreview), out.Notes)
 	}
 	h := out.History[0]
