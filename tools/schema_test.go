@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pgbus/pgbus/ops"
@@ -27,54 +28,101 @@ func listDeps(t testing.TB, readOnly bool) tools.Deps {
 	return tools.Deps{Ops: svc}
 }
 
-var update = flag.Bool("update", false, "rewrite tools/testdata/tools.golden.json from the current tools")
+var update = flag.Bool("update", false, "rewrite tools/testdata/<tool name>.golden.json from the current tools, and remove the files of tools that no longer exist")
 
-const goldenFile = "testdata/tools.golden.json"
+const (
+	goldenDir    = "testdata"
+	goldenSuffix = ".golden.json"
+)
 
-// snapshot is what clients see of every tool, in the read-only and the full
-// sets.
-func snapshot(t *testing.T) []byte {
+// goldenPath is the snapshot file of the tool called name.
+func goldenPath(name string) string {
+	return filepath.Join(goldenDir, name+goldenSuffix)
+}
+
+// toolSnapshot is what clients see of one tool, as its golden file holds it.
+func toolSnapshot(t *testing.T, tool mcp.Tool) []byte {
 	t.Helper()
-	set := func(readOnly bool) []json.RawMessage {
-		var out []json.RawMessage
-		for _, st := range tools.All(listDeps(t, readOnly)) {
-			b, err := json.Marshal(st.Tool)
-			if err != nil {
-				t.Fatalf("marshal %s: %v", st.Tool.Name, err)
-			}
-			out = append(out, b)
-		}
-		return out
-	}
-	b, err := json.MarshalIndent(map[string]any{"read_only": set(true), "full": set(false)}, "", "  ")
+	b, err := json.MarshalIndent(tool, "", "  ")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("marshal %s: %v", tool.Name, err)
 	}
 	return append(b, '\n')
 }
 
 // TestGolden compares every tool's name, title, description, annotations
-// and schemas with the snapshot in testdata. After an intended change, run
-// go test ./tools -run TestGolden -update and review the diff.
+// and schemas with its snapshot, testdata/<tool name>.golden.json, and fails
+// on a tool without a snapshot or a snapshot without a tool. After an
+// intended change, run go test ./tools -run TestGolden -update and review
+// the diff.
 func TestGolden(t *testing.T) {
-	got := snapshot(t)
-	path := filepath.FromSlash(goldenFile)
+	got := map[string][]byte{}
+	var names []string
+	for _, st := range tools.All(listDeps(t, false)) {
+		name := st.Tool.Name
+		if name == "" || filepath.Base(name) != name || strings.ContainsAny(name, `/\`) {
+			t.Fatalf("tool name %q cannot name its golden file", name)
+		}
+		if _, dup := got[name]; dup {
+			t.Fatalf("two tools are named %s", name)
+		}
+		got[name] = toolSnapshot(t, st.Tool)
+		names = append(names, name)
+	}
+	// A read-only server lists the read tools as the full server does, so
+	// one snapshot covers both.
+	for _, st := range tools.All(listDeps(t, true)) {
+		name := st.Tool.Name
+		full, ok := got[name]
+		if !ok {
+			t.Errorf("%s is in the read-only set but not in the full one", name)
+			continue
+		}
+		if ro := toolSnapshot(t, st.Tool); !bytes.Equal(ro, full) {
+			t.Errorf("%s differs between the read-only and the full set (first difference at line %d):\n%s",
+				name, firstDiffLine(ro, full), diffContext(ro, full))
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(goldenDir, "*"+goldenSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+		for _, name := range names {
+			if err := os.WriteFile(goldenPath(name), got[name], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, path := range files {
+			if name := strings.TrimSuffix(filepath.Base(path), goldenSuffix); got[name] == nil {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("removed %s: there is no tool %s", path, name)
+			}
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v; create it with: go test ./tools -run TestGolden -update", path, err)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			path := goldenPath(name)
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read %s: %v; create it with: go test ./tools -run TestGolden -update", path, err)
+			}
+			if !bytes.Equal(got[name], want) {
+				t.Fatalf("the tool differs from %s (first difference at line %d):\n%s\nIf the change is intended, run: go test ./tools -run TestGolden -update, and review the diff",
+					path, firstDiffLine(got[name], want), diffContext(got[name], want))
+			}
+		})
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("the tools differ from %s (first difference at line %d):\n%s\nIf the change is intended, run: go test ./tools -run TestGolden -update, and review the diff",
-			path, firstDiffLine(got, want), diffContext(got, want))
+	for _, path := range files {
+		if name := strings.TrimSuffix(filepath.Base(path), goldenSuffix); got[name] == nil {
+			t.Errorf("%s is the snapshot of no tool: there is no tool %s. Remove it, or run: go test ./tools -run TestGolden -update", path, name)
+		}
 	}
 }
 
