@@ -17,8 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
