@@ -81,7 +81,10 @@ serve runs no workers and only answers agents.`,
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
 	fl.StringArrayVar(&f.work, "work", nil, "the old name of --queue")
-	_ = fl.MarkDeprecated("work", "use --queue, as pgbus work does")
+	// Hidden rather than marked deprecated: cobra prints a deprecation on
+	// stdout, which on stdio is the MCP protocol's. serveQueues warns in the
+	// log instead.
+	_ = fl.MarkHidden("work")
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
 }
@@ -109,6 +112,9 @@ func (f serveFlags) httpConfig(a *app) mcpserver.HTTPConfig {
 // does: --queue, else PGBUS_QUEUES, else the configuration file's; the
 // handler from --handler, else PGBUS_HANDLER, else the file's.
 func (a *app) serveQueues(f serveFlags) ([]workQueue, error) {
+	if len(f.work) > 0 {
+		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
+	}
 	specs, source := append(f.queues, f.work...), "--queue"
 	if len(specs) == 0 {
 		if v := os.Getenv(EnvQueues); v != "" {

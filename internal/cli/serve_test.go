@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -149,7 +150,7 @@ func TestServeStdio(t *testing.T) {
 	}
 
 	var page struct {
-		Items []store.DeadItem `json:"items"`
+		Items []ops.DeadItem `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_dlq_list", map[string]any{"queue": "mail"}))), &page); err != nil {
 		t.Fatal(err)
@@ -189,13 +190,18 @@ func TestServeStdio(t *testing.T) {
 	}
 }
 
-// On stdout the server writes only JSON-RPC messages, and it exits 0 when
+// On stdout the server writes only JSON-RPC messages, even when given the
+// deprecated --work flag (the warning goes to the log), and it exits 0 when
 // the client closes stdin.
 func TestServeStdioProtocolOnlyAndEOF(t *testing.T) {
 	url := pgtest.NewDatabase(t)
+	if r := pgbus(t, nil, "queue", "create", "proto", "--database-url", url); r.code != 0 {
+		t.Fatalf("queue create: %d %s", r.code, r.stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--database-url", url, "--log-level", "debug", "--log-format", "text")
+	cmd := exec.CommandContext(ctx, binary, "serve", "--database-url", url, "--log-level", "debug", "--log-format", "text",
+		"--work", "proto", "--handler", "demo")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -253,7 +259,7 @@ func TestServeStdioProtocolOnlyAndEOF(t *testing.T) {
 		t.Fatalf("stdout carried more than the responses: %q", rest)
 	}
 	logs := stderr.String()
-	for _, want := range []string{"pgbus MCP server on stdio", "mcp tool call", "pgbus MCP server stopped"} {
+	for _, want := range []string{"pgbus MCP server on stdio", "mcp tool call", "pgbus MCP server stopped", "--work is deprecated; use --queue"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, logs)
 		}
@@ -343,6 +349,10 @@ func TestServeUsageErrors(t *testing.T) {
 		"bad origin":                {[]string{"serve", "--transport", "http", "--allowed-origins", "evil"}, "origin"},
 		"bad work concurrency":      {[]string{"serve", "--work", "orders:lots"}, "concurrency"},
 		"bad work queue":            {[]string{"serve", "--work", "Orders"}, "Orders"},
+		"bad queue concurrency":     {[]string{"serve", "--queue", "orders:lots", "--handler", "demo"}, "concurrency"},
+		"bad queue name":            {[]string{"serve", "--queue", "Orders", "--handler", "demo"}, "Orders"},
+		"queue without handler":     {[]string{"serve", "--queue", "orders"}, "has no handler"},
+		"unknown handler":           {[]string{"serve", "--queue", "orders", "--handler", "pigeon"}, "unknown handler type"},
 		"extra argument":            {[]string{"serve", "now"}, "serve"},
 	}
 	for label, c := range cases {
@@ -428,7 +438,7 @@ func TestServeRunsWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0",
-		"--database-url", d.url, "--work", "served:2", "--handler", "demo")
+		"--database-url", d.url, "--queue", "served:2", "--handler", "demo")
 	cmd.Env = baseEnv()
 	var logs syncBuffer
 	cmd.Stderr = &logs
