@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -72,13 +73,32 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"list limit too big", []string{"dlq", "list", "--limit", "1000"}, "", "--limit"},
 		{"retry-all limit too big", []string{"dlq", "retry-all", "--limit", "100000000", "--yes"}, "", "--limit"},
 		{"bad reason", []string{"dlq", "list", "--reason", "bored"}, "", "reason"},
-		{"bad since", []string{"dlq", "summary", "--since", "last tuesday"}, "", "--since"},
+		{"bad since", []string{"dlq", "summary", "--since", "last tuesday"}, "", `since "last tuesday": give an RFC 3339 time`},
+		{"bad until", []string{"dlq", "list", "--until", "30 days"}, "", `until "30 days"`},
+		{"bad age unit", []string{"dlq", "list", "--since", "7w"}, "", "an age such as 30m, 2h or 7d"},
+		{"retry-all bad since", []string{"dlq", "retry-all", "--since", "soon", "--yes"}, "", "since"},
 		{"until before since", []string{"dlq", "list", "--since", "1h", "--until", "2h"}, "", "after since"},
 		{"bad cursor", []string{"dlq", "list", "--cursor", "'; DROP TABLE pgbus.audit_log; --"}, "", "cursor"},
 		{"long text filter", []string{"dlq", "list", "--text", strings.Repeat("a", 5000)}, "", "characters"},
 		{"discard nothing", []string{"dlq", "discard"}, "", "nothing selected"},
 		{"discard ids and filters", []string{"dlq", "discard", "1", "--reason", "non_retryable_error"}, "", "not both"},
-		{"purge negative age", []string{"dlq", "purge", "--older-than", "-1h", "--yes"}, "", "negative"},
+		{"purge negative age", []string{"dlq", "purge", "--older-than", "-1h", "--yes"}, "", "--older-than"},
+		{"purge age as words", []string{"dlq", "purge", "--older-than", "30 days", "--yes"}, "", "--older-than"},
+		{"purge age as a date", []string{"dlq", "purge", "--older-than", "2026-01-01", "--yes"}, "", "not an age"},
+		{"too many ids", append([]string{"dlq", "retry"}, manyIDs(101)...), "", "at most 100"},
+		{"retry with a filter flag", []string{"dlq", "retry", "1", "--error-class", "x"}, "", "unknown flag"},
+		{"discard too many ids", append([]string{"dlq", "discard", "--yes"}, manyIDs(101)...), "", "at most 100"},
+		{"queue messages bad state", []string{"queue", "messages", "orders", "--state", "sleeping"}, "", `state "sleeping" is unknown`},
+		{"queue messages limit", []string{"queue", "messages", "orders", "--limit", "0"}, "", "--limit"},
+		{"queue messages no queue", []string{"queue", "messages"}, "", "arg"},
+		{"one priority level", []string{"queue", "create", "more", "--priorities", "1"}, "", "--priorities"},
+		{"too many priority levels", []string{"queue", "create", "more", "--priorities", "11"}, "", "--priorities"},
+		{"priority on a plain queue", []string{"send", "orders", "{}", "--priority", "1"}, "", "no priority levels"},
+		{"negative priority", []string{"send", "orders", "{}", "--priority", "-1"}, "", "priority"},
+		{"circuit reset without name", []string{"circuit", "reset"}, "", "arg"},
+		{"unknown circuit subcommand", []string{"circuit", "open", "x"}, "", `unknown command "open"`},
+		{"health argument", []string{"health", "now"}, "", "unknown command"},
+		{"workers argument", []string{"workers", "all"}, "", "unknown command"},
 		{"audit limit", []string{"audit", "--limit", "0"}, "", "--limit"},
 		{"work without queues", []string{"work"}, "", "no queues"},
 		{"work unknown handler", []string{"work", "--queue", "orders", "--handler", "carrier-pigeon"}, "", "unknown handler type"},
@@ -119,4 +139,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("filters changed the database:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// manyIDs returns n message ids as arguments.
+func manyIDs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pgbus/pgbus/store"
 )
 
 func writeFile(t *testing.T, name, text string) string {
@@ -44,11 +42,13 @@ queues:
 	// The queue does not exist yet: work creates it. Nothing to do, so
 	// --until-idle returns at once.
 	d.ok(t, "work", "--config", cfg, "--until-idle")
-	var stats []store.QueueStats
-	d.json(t, &stats, "queues", "billing")
-	s := stats[0].Settings
+	s := d.stats(t, "billing").Settings
 	if s.MaxRetries != 2 || s.RetryBackoffSeconds != 0.02 || s.RetryBackoffMaxSeconds != 0.1 || s.RetryBackoffJitter != 0 || s.VisibilityTimeoutSeconds != 3 {
 		t.Fatalf("settings from the file: %+v", s)
+	}
+	if created := d.audit(t, "--tool", "queue_create"); len(created) != 1 || created[0].Client != "cli" || created[0].IsError ||
+		!strings.Contains(string(created[0].Arguments), `"billing"`) {
+		t.Fatalf("the queue work created is not in the audit log: %+v", created)
 	}
 	d.ok(t, "send", "billing", `{"simulate": "flaky", "failures": 1}`)
 	d.ok(t, "send", "billing", `{"email": "nobody"}`)
@@ -60,9 +60,8 @@ queues:
 	if strings.Contains(r.stderr, `"level":"INFO"`) {
 		t.Errorf("log_level warn from the file was not applied: %s", r.stderr)
 	}
-	d.json(t, &stats, "queues", "billing")
-	if stats[0].Archived != 1 || stats[0].DLQDepth != 1 || stats[0].LastHour.Retried < 1 {
-		t.Fatalf("after work: %+v", stats[0])
+	if st := d.stats(t, "billing"); st.Archived != 1 || st.DLQDepth != 1 || st.LastHour.Retried < 1 {
+		t.Fatalf("after work: %+v", st)
 	}
 	// The flag beats the environment, which beats the file.
 	r = pgbus(t, append([]string{"PGBUS_LOG_LEVEL=info"}, env...), "work", "--until-idle")
@@ -76,8 +75,7 @@ queues:
 	// queue create takes the file's settings under its own flags.
 	cfg2 := writeFile(t, "create.yaml", "queues:\n  ledger:\n    max_retries: 9\n    backoff: 1s\n")
 	d.ok(t, "queue", "create", "ledger", "--config", cfg2, "--backoff", "2s")
-	d.json(t, &stats, "queues", "ledger")
-	if s := stats[0].Settings; s.MaxRetries != 9 || s.RetryBackoffSeconds != 2 {
+	if s := d.stats(t, "ledger").Settings; s.MaxRetries != 9 || s.RetryBackoffSeconds != 2 {
 		t.Fatalf("ledger settings: %+v", s)
 	}
 	// Queues from the environment, with the handler from the environment.
@@ -86,9 +84,8 @@ queues:
 	if r.code != 0 {
 		t.Fatalf("work from the environment: %d %s", r.code, r.stderr)
 	}
-	d.json(t, &stats, "queues", "ledger")
-	if stats[0].Archived != 1 {
-		t.Fatalf("ledger: %+v", stats[0])
+	if st := d.stats(t, "ledger"); st.Archived != 1 {
+		t.Fatalf("ledger: %+v", st)
 	}
 	// A queue named only on the command line must exist.
 	d.fails(t, 3, "work", "--queue", "nosuch", "--handler", "demo", "--until-idle")

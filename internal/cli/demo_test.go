@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // The README's quick start, literally: pgbus demo on a machine with nothing
@@ -42,15 +42,15 @@ func TestQuickStartDemo(t *testing.T) {
 	}
 
 	// The summary groups at least three distinct causes.
-	var groups []store.DeadGroup
-	d.json(t, &groups, "dlq", "summary")
+	var sum ops.DLQSummary
+	d.json(t, &sum, "dlq", "summary")
 	causes := map[string]int64{}
 	var dead int64
-	for _, g := range groups {
+	for _, g := range sum.Groups {
 		causes[g.SourceQueue+" "+g.ErrorClass+" "+strings.Join(g.Reasons, ",")] += g.Count
 		dead += g.Count
 	}
-	if len(causes) < 3 || dead != 27 {
+	if len(causes) < 3 || dead != 27 || sum.Total != 27 {
 		t.Fatalf("summary: %d causes, %d dead: %v", len(causes), dead, causes)
 	}
 	outage := causes["demo_orders demo.Unavailable max_retries_exceeded"]
@@ -58,28 +58,40 @@ func TestQuickStartDemo(t *testing.T) {
 		causes["demo_emails context.DeadlineExceeded max_retries_exceeded"] != 4 || causes["demo_emails  deadline_exceeded"] != 3 {
 		t.Fatalf("causes: %v", causes)
 	}
-	// Ids are per queue: id 1 is dead in both demo DLQs.
-	if msg := d.fails(t, 2, "dlq", "show", "1"); !strings.Contains(msg, "pass --queue") {
+	// Ids are per queue: id 1 is dead in both demo DLQs, and the error
+	// says how to show either.
+	if msg := d.fails(t, 2, "dlq", "show", "1"); !strings.Contains(msg, "in 2 DLQs") ||
+		!strings.Contains(msg, "pgbus dlq show 1 --queue demo_orders_dlq") || !strings.Contains(msg, "pgbus dlq show 1 --queue demo_emails_dlq") {
 		t.Errorf("ambiguous id: %q", msg)
 	}
-	var stats []store.QueueStats
-	d.json(t, &stats, "queues", "demo_orders")
-	ordersDead, ordersArchived := stats[0].DLQDepth, stats[0].Archived
+	// The demo's writes are in the audit log as the operations they are,
+	// by the CLI.
+	byOp := map[string]int{}
+	for _, e := range d.audit(t) {
+		if e.Client != "cli" {
+			t.Errorf("audit entry of client %q: %+v", e.Client, e)
+		}
+		byOp[e.Op]++
+	}
+	if byOp[ops.OpQueueCreate] != 2 || byOp[ops.OpSend] != 2 || byOp["demo"] != 0 {
+		t.Errorf("demo audit entries: %v; want a queue_create and a send per demo queue, and no demo entry", byOp)
+	}
+	st := d.stats(t, "demo_orders")
+	ordersDead, ordersArchived := st.DLQDepth, st.Archived
 
 	// Retry everything dead in demo_orders: the transient ones succeed now,
 	// the rest die again.
-	var rep store.RetryReport
+	var rep ops.DLQRetry
 	d.json(t, &rep, "dlq", "retry-all", "--queue", "demo_orders", "--yes")
-	if rep.Retried != int(ordersDead) || rep.Failed != 0 {
+	if rep.Retried != int(ordersDead) || rep.Failed != 0 || rep.DryRun {
 		t.Fatalf("retry-all: %+v, want %d retried", rep, ordersDead)
 	}
 	d.ok(t, "work", "--queue", "demo_orders", "--handler", "demo", "--until-idle")
-	d.json(t, &stats, "queues", "demo_orders")
-	if s := stats[0]; s.Depth != 0 || s.Archived != ordersArchived+outage || s.DLQDepth != ordersDead-outage {
+	if s := d.stats(t, "demo_orders"); s.Depth != 0 || s.Archived != ordersArchived+outage || s.DLQDepth != ordersDead-outage {
 		t.Fatalf("after retry-all and work: depth %d, archived %d (was %d), dead %d (was %d)", s.Depth, s.Archived, ordersArchived, s.DLQDepth, ordersDead)
 	}
-	d.json(t, &groups, "dlq", "summary", "--queue", "demo_orders")
-	for _, g := range groups {
+	d.json(t, &sum, "dlq", "summary", "--queue", "demo_orders")
+	for _, g := range sum.Groups {
 		if g.ErrorClass == "demo.Unavailable" {
 			t.Fatalf("transient failures still dead: %+v", g)
 		}
@@ -90,15 +102,19 @@ func TestQuickStartDemo(t *testing.T) {
 	if !strings.Contains(out, "all 347 jobs settled") || !strings.Contains(out, "27 dead-lettered") || !strings.Contains(out, "dead messages in 5 groups") {
 		t.Fatalf("second demo:\n%s", out)
 	}
-	d.json(t, &stats, "queues")
-	for _, s := range stats {
+	var all ops.QueueStatsResult
+	d.json(t, &all, "queues")
+	if len(all.Queues) != 2 {
+		t.Errorf("queues after the second run: %+v", all.Queues)
+	}
+	for _, s := range all.Queues {
 		if s.TotalSent != map[string]int64{"demo_orders": 240, "demo_emails": 107}[s.Queue] {
 			t.Errorf("second run: %s sent %d", s.Queue, s.TotalSent)
 		}
 	}
-	var m store.DeadMessage
+	var m ops.DeadMessage
 	d.json(t, &m, "dlq", "show", "1", "--queue", "demo_emails")
-	if len(m.History) > 4 {
+	if m.DLQ != "demo_emails_dlq" || m.MsgID != 1 || len(m.History) > 4 {
 		t.Errorf("a dead message of the second run carries %d failures: history from the first run leaked", len(m.History))
 	}
 }

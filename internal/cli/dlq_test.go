@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/pgbus/pgbus/internal/cli"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -31,22 +33,31 @@ func deadShop(t *testing.T, d db) {
 	d.ok(t, "work", "--queue", "shop", "--handler", "demo", "--until-idle", "--poll-interval", "50ms")
 }
 
+// hasHint reports whether hints hold a step to op.
+func hasHint(hints []ops.Hint, op string) bool {
+	return slices.ContainsFunc(hints, func(h ops.Hint) bool { return h.Op == op })
+}
+
 func TestDLQCommands(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	deadShop(t, d)
 
-	// summary
-	var groups []store.DeadGroup
-	d.json(t, &groups, "dlq", "summary")
-	if len(groups) != 3 {
-		t.Fatalf("summary: %d groups, want 3: %+v", len(groups), groups)
+	// summary: the result of the operation, as the MCP tool returns it.
+	var sum ops.DLQSummary
+	d.json(t, &sum, "dlq", "summary")
+	groups := sum.Groups
+	if len(groups) != 3 || sum.Total != 7 || sum.TotalGroups != 3 || sum.Truncated {
+		t.Fatalf("summary: %d groups, total %d of %d groups (truncated %v): %+v", len(groups), sum.Total, sum.TotalGroups, sum.Truncated, groups)
 	}
-	byClass := map[string]store.DeadGroup{}
-	for _, g := range groups {
+	byClass := map[string]ops.DeadGroup{}
+	for i, g := range groups {
 		if g.DLQ != "shop_dlq" || g.SourceQueue != "shop" || g.FirstDeadAt.IsZero() || g.LastDeadAt.Before(g.FirstDeadAt) ||
 			len(g.SampleMsgIDs) != int(g.Count) || len(g.Reasons) != 1 {
 			t.Errorf("group %+v", g)
+		}
+		if i > 0 && g.Count > groups[i-1].Count {
+			t.Errorf("groups are not largest first: %+v", groups)
 		}
 		byClass[g.ErrorClass] = g
 	}
@@ -60,27 +71,43 @@ func TestDLQCommands(t *testing.T) {
 	if outage.Count != 2 || outage.Kind != "charge" || outage.Reasons[0] != store.ReasonMaxRetriesExceeded {
 		t.Errorf("outage group %+v", outage)
 	}
-	var rawGroups []map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(d.ok(t, "dlq", "summary", "--json")), &rawGroups); err != nil {
-		t.Fatal(err)
+	if len(sum.Next) != 2 || sum.Next[0].Op != ops.OpDLQShow || sum.Next[1].Op != ops.OpDLQList ||
+		sum.Next[0].Args["msg_id"] != float64(groups[0].SampleMsgIDs[0]) {
+		t.Errorf("summary next steps: %+v", sum.Next)
 	}
-	for _, k := range []string{"dlq", "source_queue", "kind", "error_class", "count", "first_dead_lettered_at", "last_dead_lettered_at", "reasons", "sample_msg_ids"} {
-		if _, ok := rawGroups[0][k]; !ok {
+	rawSum := keys(t, d.ok(t, "dlq", "summary", "--json"))
+	for _, k := range []string{"groups", "total", "total_groups", "next"} {
+		if _, ok := rawSum[k]; !ok {
 			t.Errorf("summary JSON lacks %q", k)
 		}
 	}
+	var rawGroups []map[string]json.RawMessage
+	if err := json.Unmarshal(rawSum["groups"], &rawGroups); err != nil || len(rawGroups) != 3 {
+		t.Fatalf("summary groups JSON: %s (%v)", rawSum["groups"], err)
+	}
+	for _, k := range []string{"dlq", "source_queue", "kind", "error_class", "count", "first_dead_lettered_at", "last_dead_lettered_at", "reasons", "sample_msg_ids"} {
+		if _, ok := rawGroups[0][k]; !ok {
+			t.Errorf("summary group JSON lacks %q", k)
+		}
+	}
 	table := d.ok(t, "dlq", "summary")
-	for _, s := range []string{"ERROR CLASS", "demo.ValidationError", "panic", "demo.Unavailable", "7 dead messages in 3 groups", "next: pgbus dlq list"} {
+	for _, s := range []string{"ERROR CLASS", "demo.ValidationError", "panic", "demo.Unavailable", "7 dead messages in 3 groups",
+		fmt.Sprintf("next: pgbus dlq show %d --queue shop_dlq", groups[0].SampleMsgIDs[0]), "next: pgbus dlq list "} {
 		if !strings.Contains(table, s) {
 			t.Errorf("summary table lacks %q:\n%s", s, table)
 		}
 	}
+	if out := d.ok(t, "dlq", "summary", "--kind", "nothing_of_that_kind"); !strings.Contains(out, "no dead messages") {
+		t.Errorf("summary of an empty selection: %q", out)
+	}
+	d.fails(t, 3, "dlq", "summary", "--queue", "nosuch")
 
-	// list, its filters and its pages
-	var page store.DeadPage
+	// list, its filters (one time grammar: RFC 3339, a date, an age) and
+	// its pages
+	var page ops.DLQList
 	d.json(t, &page, "dlq", "list")
-	if len(page.Items) != 7 || page.NextCursor != "" {
-		t.Fatalf("list: %d items, cursor %q", len(page.Items), page.NextCursor)
+	if len(page.Items) != 7 || page.NextCursor != "" || page.Notes == nil {
+		t.Fatalf("list: %d items, cursor %q, notes %v", len(page.Items), page.NextCursor, page.Notes)
 	}
 	for i, it := range page.Items {
 		if it.DLQ != "shop_dlq" || it.MsgID <= 0 || it.SourceQueue != "shop" || it.SourceMsgID <= 0 || it.MaxRetries != 2 ||
@@ -91,9 +118,19 @@ func TestDLQCommands(t *testing.T) {
 			t.Errorf("list is not newest first at %d", i)
 		}
 	}
+	listKeys := keys(t, d.ok(t, "dlq", "list", "--json"))
+	for _, k := range []string{"items", "notes"} {
+		if _, ok := listKeys[k]; !ok {
+			t.Errorf("list JSON lacks %q: %v", k, listKeys)
+		}
+	}
+	now := time.Now().UTC()
 	for filter, want := range map[string]int{
 		"--error-class=demo.ValidationError": 3, "--reason=max_retries_exceeded": 2, "--kind=refund": 2,
 		"--text=503 service": 2, "--since=1h": 7, "--until=1h": 0, "--queue=shop": 7, "--queue=shop_dlq": 7,
+		"--since=7d": 7, "--until=7d": 0, "--since=2000-01-01": 7, "--until=2000-01-01": 0,
+		"--since=" + now.Add(-time.Hour).Format(time.RFC3339): 7, "--since=" + now.Add(time.Hour).Format(time.RFC3339): 0,
+		"--until=" + now.Add(24*time.Hour).Format(time.DateOnly): 7,
 	} {
 		d.json(t, &page, "dlq", "list", filter)
 		if len(page.Items) != want {
@@ -103,7 +140,7 @@ func TestDLQCommands(t *testing.T) {
 	seen := map[int64]bool{}
 	cursor := ""
 	for pages := 0; ; pages++ {
-		args := []string{"dlq", "list", "--limit", "3", "--queue", "shop"}
+		args := []string{"dlq", "list", "--limit", "3", "--queue", "shop", "--since", "1h"}
 		if cursor != "" {
 			args = append(args, "--cursor", cursor)
 		}
@@ -125,30 +162,41 @@ func TestDLQCommands(t *testing.T) {
 		t.Errorf("list text has no next-page line:\n%s", out)
 	}
 
-	// show
+	// show: the block apart from the headers, the history, the payload.
 	id := outage.SampleMsgIDs[0]
-	var m store.DeadMessage
+	var m ops.DeadMessage
 	d.json(t, &m, "dlq", "show", fmt.Sprint(id))
-	if m.DLQ != "shop_dlq" || m.MsgID != id || m.Kind != "charge" || m.Block == nil || len(m.History) != 2 {
+	if m.DLQ != "shop_dlq" || m.Queue != "shop" || m.MsgID != id || m.Kind != "charge" || m.DeadLetter == nil || len(m.History) != 2 {
 		t.Fatalf("show: %+v", m)
 	}
-	if b := m.Block; b.Reason != store.ReasonMaxRetriesExceeded || b.Attempts != 2 || b.MaxRetries != 2 || b.ErrorClass != "demo.Unavailable" ||
-		b.SourceQueue != "shop" || b.Version != 1 || b.Source != "worker" {
+	if b := m.DeadLetter; b.Reason != store.ReasonMaxRetriesExceeded || b.Attempts != 2 || b.MaxRetries != 2 || b.ErrorClass != "demo.Unavailable" ||
+		b.SourceQueue != "shop" || b.Version != 1 || b.Source != "worker" || !strings.Contains(b.ErrorMessage, "503") {
 		t.Errorf("block %+v", *b)
 	}
-	var payload map[string]any
-	if err := json.Unmarshal(m.Payload, &payload); err != nil || payload["simulate"] != "outage" {
-		t.Errorf("payload %s (%v)", m.Payload, err)
+	for i, f := range m.History {
+		// The history moved with the message: it is keyed by its DLQ row.
+		if f.Attempt != i+1 || f.ErrorClass != "demo.Unavailable" || f.Queue != m.DLQ || f.MsgID != m.MsgID || f.FailedAt.IsZero() ||
+			!strings.Contains(f.ErrorMessage, fmt.Sprintf("attempt %d", i+1)) {
+			t.Errorf("history[%d]: %+v", i, f)
+		}
 	}
-	if !strings.Contains(string(m.Headers), "pgbus_dead_letter") {
-		t.Errorf("headers %s", m.Headers)
+	var payload map[string]any
+	if err := json.Unmarshal(m.Payload, &payload); err != nil || payload["simulate"] != "outage" || !m.PayloadShown || m.PayloadBytes <= 0 {
+		t.Errorf("payload %s shown %v bytes %d (%v)", m.Payload, m.PayloadShown, m.PayloadBytes, err)
+	}
+	if strings.Contains(string(m.Headers), "pgbus_dead_letter") || !strings.Contains(string(m.Headers), `"pgbus_kind"`) {
+		t.Errorf("headers should hold pgbus_kind and not the dead-letter block: %s", m.Headers)
+	}
+	if len(m.Next) != 2 || m.Next[0].Op != ops.OpDLQRetry || m.Next[1].Op != ops.OpDLQDiscard {
+		t.Errorf("show next steps: %+v", m.Next)
 	}
 	raw := keys(t, d.ok(t, "dlq", "show", fmt.Sprint(id), "--queue", "shop", "--json", "--no-payload"))
-	if string(raw["payload"]) != "null" || raw["dead_letter"] == nil || raw["history"] == nil || raw["headers"] == nil {
+	if _, ok := raw["payload"]; ok || string(raw["payload_shown"]) != "false" || raw["dead_letter"] == nil || raw["history"] == nil || raw["headers"] == nil {
 		t.Errorf("show --no-payload --json: %v", raw)
 	}
 	text := d.ok(t, "dlq", "show", fmt.Sprint(id), "--queue", "shop")
-	for _, s := range []string{"dead message", "max_retries_exceeded", "demo.Unavailable", "failures:", "payload:", `"simulate": "outage"`} {
+	for _, s := range []string{"dead message", "max_retries_exceeded", "demo.Unavailable", "failures:", "payload:", `"simulate": "outage"`,
+		fmt.Sprintf("next: pgbus dlq retry %d --queue shop_dlq", id), fmt.Sprintf("next: pgbus dlq discard %d --queue shop_dlq", id)} {
 		if !strings.Contains(text, s) {
 			t.Errorf("show text lacks %q:\n%s", s, text)
 		}
@@ -157,23 +205,33 @@ func TestDLQCommands(t *testing.T) {
 		t.Errorf("show --no-payload printed the payload:\n%s", text)
 	}
 	d.fails(t, 3, "dlq", "show", "99999")
-	d.fails(t, 3, "dlq", "show", "99999", "--queue", "shop")
+	if msg := d.fails(t, 3, "dlq", "show", "99999", "--queue", "shop"); !strings.Contains(msg, "99999") || !strings.Contains(msg, "see pgbus dlq list --queue shop") {
+		t.Errorf("show of a missing id: %q", msg)
+	}
 	d.fails(t, 3, "dlq", "show", "1", "--queue", "nosuch")
 
 	// retry one; retrying it again is not found, not a duplicate.
-	var rep store.RetryReport
+	var rep ops.DLQRetry
 	d.json(t, &rep, "dlq", "retry", fmt.Sprint(id), "--queue", "shop")
-	if rep.DryRun || rep.Retried != 1 || rep.Failed != 0 || len(rep.Moved) != 1 {
+	if rep.DryRun || rep.Retried != 1 || rep.Failed != 0 || rep.NotFound != 0 || rep.Ambiguous != 0 || len(rep.Moved) != 1 || len(rep.Outcomes) != 1 {
 		t.Fatalf("retry: %+v", rep)
 	}
-	if mv := rep.Moved[0]; mv.DLQ != "shop_dlq" || mv.DLQMsgID != id || mv.Queue != "shop" || mv.MsgID <= 0 {
+	mv := rep.Moved[0]
+	if mv.DLQ != "shop_dlq" || mv.DLQMsgID != id || mv.Queue != "shop" || mv.MsgID <= 0 {
 		t.Fatalf("moved %+v", mv)
 	}
-	if n := d.count(t, fmt.Sprintf(`SELECT count(*) FROM pgmq.q_shop WHERE msg_id = %d AND headers->>'pgbus_dlq_retries' = '1' AND NOT headers ? 'pgbus_dead_letter'`, rep.Moved[0].MsgID)); n != 1 {
+	if o := rep.Outcomes[0]; o.ID != id || o.Outcome != ops.OutcomeRetried || o.DLQ != "shop_dlq" || o.Queue != "shop" || o.NewMsgID != mv.MsgID {
+		t.Fatalf("outcome %+v", o)
+	}
+	if !hasHint(rep.Next, ops.OpQueueMessages) {
+		t.Errorf("retry next steps: %+v", rep.Next)
+	}
+	if n := d.count(t, fmt.Sprintf(`SELECT count(*) FROM pgmq.q_shop WHERE msg_id = %d AND headers->>'pgbus_dlq_retries' = '1' AND NOT headers ? 'pgbus_dead_letter'`, mv.MsgID)); n != 1 {
 		t.Fatal("the retried message is not back in shop with pgbus_dlq_retries 1")
 	}
-	if msg := d.fails(t, 3, "dlq", "retry", fmt.Sprint(id), "--queue", "shop"); !strings.Contains(msg, fmt.Sprint(id)) {
-		t.Errorf("second retry: %q", msg)
+	r := pgbus(t, d.env, "dlq", "retry", fmt.Sprint(id), "--queue", "shop")
+	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, fmt.Sprint(id)) {
+		t.Errorf("second retry: exit %d, stdout %q, stderr %q; want 3, nothing on stdout and the id on stderr", r.code, r.stdout, r.stderr)
 	}
 
 	// retry-all refuses without --yes, dry-runs, then retries.
@@ -182,37 +240,69 @@ func TestDLQCommands(t *testing.T) {
 	if !strings.Contains(msg, "refusing to retry 1 dead messages without --yes") {
 		t.Errorf("retry-all without --yes: %q", msg)
 	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("refused retry-all changed the database:\n%s\n%s", before, after)
+	}
+	audited := d.count(t, `SELECT count(*) FROM pgbus.audit_log`)
 	d.json(t, &rep, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable", "--dry-run")
-	if !rep.DryRun || rep.Retried != 1 || len(rep.Moved) != 1 || rep.Moved[0].MsgID != 0 {
+	if !rep.DryRun || rep.Retried != 1 || len(rep.Moved) != 1 || rep.Moved[0].MsgID != 0 || len(rep.Outcomes) != 0 ||
+		!hasHint(rep.Next, ops.OpDLQRetry) {
 		t.Errorf("dry run: %+v", rep)
 	}
-	if after := d.snapshot(t); after != before {
-		t.Fatalf("refused or dry-run retry-all changed the database:\n%s\n%s", before, after)
+	// The dry run moved nothing; the audit log has it (as a dry run, below).
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_shop_dlq`); n != 6 {
+		t.Fatalf("dry-run retry-all moved messages: %d left in shop_dlq, want 6", n)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_shop`); n != 1 {
+		t.Fatalf("dry-run retry-all sent messages: %d in shop, want the 1 retried", n)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log`); n != audited+1 {
+		t.Fatalf("%d audit entries after the dry run, want %d", n, audited+1)
 	}
 	out := d.ok(t, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable", "--yes")
-	if !strings.Contains(out, "retried 1 dead messages") {
+	if !strings.Contains(out, "retried 1 dead messages") || !strings.Contains(out, "next: pgbus queue messages shop --state retrying") {
 		t.Errorf("retry-all: %q", out)
 	}
 	if strings.ContainsAny(out, "\r\x1b") {
 		t.Errorf("progress output on a pipe: %q", out)
 	}
 
-	// A retry of several ids, one of them gone: the rest move, exit 1.
+	// A retry of several ids, one of them missing: the rest move, exit 3,
+	// and the audit entry says not everything was done.
 	val := byClass["demo.ValidationError"].SampleMsgIDs
-	r := pgbus(t, d.env, "dlq", "retry", fmt.Sprint(val[0]), "99999", "--queue", "shop")
-	if r.code != 1 || !strings.Contains(r.stdout, "retried 1 dead messages; 1 failed") || !strings.Contains(r.stderr, "1 of 2 messages could not be retried") {
-		t.Errorf("partial retry: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	r = pgbus(t, d.env, "dlq", "retry", fmt.Sprint(val[0]), "99999", "--queue", "shop")
+	if r.code != 3 || !strings.Contains(r.stdout, "retried 1 dead messages") ||
+		!strings.Contains(r.stderr, "1 of 2 ids could not be retried (not found: 99999)") {
+		t.Errorf("partial retry: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if n := d.count(t, fmt.Sprintf(`SELECT count(*) FROM pgmq.q_shop_dlq WHERE msg_id = %d`, val[0])); n != 0 {
+		t.Errorf("the id found was not retried alongside the missing one")
+	}
+	last := d.audit(t, "--tool", "dlq_retry", "--limit", "1")
+	if len(last) != 1 || !last[0].IsError || last[0].Client != "cli" {
+		t.Fatalf("audit entry of the partial retry: %+v", last)
+	}
+	var recorded ops.DLQRetry
+	if err := json.Unmarshal(last[0].Result, &recorded); err != nil || recorded.Retried != 1 || recorded.NotFound != 1 || len(recorded.Outcomes) != 2 ||
+		recorded.Outcomes[1].ID != 99999 || recorded.Outcomes[1].Outcome != ops.OutcomeNotFound {
+		t.Errorf("audit result of the partial retry: %s (%v)", last[0].Result, err)
+	}
+	// With --json the result is printed and the exit code is the same.
+	r = pgbus(t, d.env, "dlq", "retry", "99998", "--queue", "shop", "--json")
+	var missing ops.DLQRetry
+	decodeStrict(t, r.stdout, &missing)
+	if r.code != 3 || missing.NotFound != 1 || missing.Retried != 0 || len(missing.Outcomes) != 1 || missing.Outcomes[0].Outcome != ops.OutcomeNotFound ||
+		!hasHint(missing.Next, ops.OpDLQList) {
+		t.Errorf("retry --json of a missing id: exit %d, %+v", r.code, missing)
 	}
 
 	// Workers: the outage is over for retried messages; bad input dies again.
 	d.ok(t, "work", "--queue", "shop", "--handler", "demo", "--until-idle", "--poll-interval", "50ms")
-	var stats []store.QueueStats
-	d.json(t, &stats, "queues", "shop")
-	if stats[0].Depth != 0 || stats[0].DLQDepth != 5 || stats[0].Archived != 2 {
-		t.Fatalf("after retries and work: %+v", stats[0])
+	if st := d.stats(t, "shop"); st.Depth != 0 || st.DLQDepth != 5 || st.Archived != 2 {
+		t.Fatalf("after retries and work: %+v", st)
 	}
-	d.json(t, &groups, "dlq", "summary", "--queue", "shop")
-	for _, g := range groups {
+	d.json(t, &sum, "dlq", "summary", "--queue", "shop")
+	for _, g := range sum.Groups {
 		if g.ErrorClass == "demo.Unavailable" {
 			t.Fatalf("outage messages still dead after retry and work: %+v", g)
 		}
@@ -223,9 +313,9 @@ func TestDLQCommands(t *testing.T) {
 	if len(page.Items) != 3 {
 		t.Fatalf("%d validation errors", len(page.Items))
 	}
-	var disc cli.DiscardResult
+	var disc ops.DLQDiscard
 	d.json(t, &disc, "dlq", "discard", fmt.Sprint(page.Items[0].MsgID), "--queue", "shop")
-	if disc.Discarded != 1 {
+	if disc.Discarded != 1 || len(disc.Outcomes) != 1 || !reflect.DeepEqual(disc.Outcomes[0], ops.IDOutcome{ID: page.Items[0].MsgID, Outcome: ops.OutcomeDiscarded, DLQ: "shop_dlq"}) {
 		t.Fatalf("discard one: %+v", disc)
 	}
 	before = d.snapshot(t)
@@ -237,50 +327,89 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("refused discards changed the database:\n%s\n%s", before, after)
 	}
 	d.json(t, &disc, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--yes")
-	if disc.Discarded != 4 {
+	if disc.Discarded != 4 || disc.LimitReached || len(disc.Outcomes) != 0 {
 		t.Fatalf("discard by filter: %+v", disc)
 	}
-	d.fails(t, 3, "dlq", "discard", fmt.Sprint(page.Items[0].MsgID), "--queue", "shop")
+	r = pgbus(t, d.env, "dlq", "discard", fmt.Sprint(page.Items[0].MsgID), "--queue", "shop")
+	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "already") {
+		t.Errorf("discard of a discarded id: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_shop_dlq`); n != 0 {
 		t.Fatalf("%d messages left in shop_dlq", n)
 	}
 
-	// purge deletes the discarded ones for good, only with --yes.
+	// purge deletes the discarded ones for good, only with --yes; an age
+	// such as 30d keeps the younger ones.
 	before = d.snapshot(t)
 	d.fails(t, 2, "dlq", "purge", "--queue", "shop")
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused purge changed the database")
 	}
-	var purged cli.PurgeResult
+	var purged ops.DLQPurge
+	d.json(t, &purged, "dlq", "purge", "--queue", "shop", "--older-than", "30d", "--yes")
+	if purged != (ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: (30 * 24 * time.Hour).String()}) {
+		t.Fatalf("purge --older-than 30d: %+v", purged)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
+		t.Fatalf("purge --older-than 30d deleted young messages: %d archived dead messages left, want 5", n)
+	}
 	d.json(t, &purged, "dlq", "purge", "--queue", "shop", "--yes")
-	if purged.Purged != 5 {
+	if purged != (ops.DLQPurge{Purged: 5, Queue: "shop", OlderThan: "0s"}) {
 		t.Fatalf("purge: %+v", purged)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 0 {
 		t.Fatalf("%d archived dead messages left", n)
 	}
 
-	// audit: every write above, by the CLI.
-	var audit store.AuditPage
-	d.json(t, &audit, "audit", "--limit", "100")
+	// audit: every write above, by the CLI, named as the operations are.
+	audit := d.audit(t)
 	tools := map[string]int{}
-	for _, e := range audit.Items {
+	for _, e := range audit {
 		if e.Client != "cli" || e.ID <= 0 || e.At.IsZero() || !json.Valid(e.Arguments) || !json.Valid(e.Result) {
 			t.Errorf("audit entry %+v", e)
 		}
-		tools[e.Tool]++
+		tools[e.Op]++
 	}
-	for _, tool := range []string{"dlq retry", "dlq retry-all", "dlq discard", "dlq purge", "send", "queue create"} {
+	for _, tool := range []string{ops.OpDLQRetry, ops.OpDLQDiscard, ops.OpDLQPurge, ops.OpSend, ops.OpQueueCreate} {
 		if tools[tool] == 0 {
 			t.Errorf("no %q entry in the audit log: %v", tool, tools)
 		}
 	}
-	if tools["dlq retry-all"] != 1 {
-		t.Errorf("retry-all recorded %d times; the refused and dry runs must not be", tools["dlq retry-all"])
+	// dlq_retry: the retry, the retry of the retried id, the dry run, the
+	// retry-all, the partial retry and the --json one; the refused
+	// retry-all is not there.
+	if tools[ops.OpDLQRetry] != 6 {
+		t.Errorf("%d dlq_retry entries, want 6: %v", tools[ops.OpDLQRetry], tools)
 	}
-	d.json(t, &audit, "audit", "--tool", "dlq discard", "--client", "cli")
-	if len(audit.Items) != 3 || !slices.ContainsFunc(audit.Items, func(e store.AuditEntry) bool { return e.IsError }) {
-		t.Errorf("dlq discard entries: %+v", audit.Items)
+	var byFilter, dry int
+	for _, e := range audit {
+		var args struct {
+			Filter ops.DeadFilter `json:"filter"`
+			DryRun bool           `json:"dry_run"`
+			IDs    []int64        `json:"ids"`
+		}
+		if e.Op != ops.OpDLQRetry {
+			continue
+		}
+		if err := json.Unmarshal(e.Arguments, &args); err != nil {
+			t.Fatalf("dlq_retry arguments %s: %v", e.Arguments, err)
+		}
+		if args.IDs == nil && args.Filter.ErrorClass == "demo.Unavailable" {
+			byFilter++
+			if args.DryRun {
+				dry++
+			}
+		}
+	}
+	if byFilter != 2 || dry != 1 {
+		t.Errorf("retry-all recorded %d times (%d dry runs); want the dry run and the real one", byFilter, dry)
+	}
+	discards := d.audit(t, "--tool", "dlq discard", "--client", "cli")
+	if len(discards) != 3 || !slices.ContainsFunc(discards, func(e ops.AuditEntry) bool { return e.IsError }) {
+		t.Errorf("dlq discard entries: %+v", discards)
+	}
+	if other := d.audit(t, "--client", "mcp"); len(other) != 0 {
+		t.Errorf("entries of another client: %+v", other)
 	}
 	auditKeys := keys(t, d.ok(t, "audit", "--limit", "1", "--json"))
 	var items []map[string]json.RawMessage
@@ -292,7 +421,7 @@ func TestDLQCommands(t *testing.T) {
 			t.Errorf("audit entry JSON lacks %q", k)
 		}
 	}
-	if out := d.ok(t, "audit", "--tool", "dlq purge"); !strings.Contains(out, "dlq purge") || !strings.Contains(out, "CLIENT") {
+	if out := d.ok(t, "audit", "--tool", "pgbus_dlq_purge"); !strings.Contains(out, "dlq_purge") || !strings.Contains(out, "CLIENT") || strings.Contains(out, "dlq_discard") {
 		t.Errorf("audit table:\n%s", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // pgbusIn runs the binary with stdin.
@@ -143,4 +144,24 @@ func (d db) snapshot(t *testing.T) string {
 		(SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM pgmq.%I', 'q_' || queue_name), false, true, '')))[1]::text::int), 0) FROM pgmq.meta),
 		(SELECT coalesce(sum((xpath('/row/c/text()', query_to_xml(format('SELECT count(*) AS c FROM pgmq.%I', 'a_' || queue_name), false, true, '')))[1]::text::int), 0) FROM pgmq.meta))`, &s)
 	return s
+}
+
+// stats returns the stats of one queue, from pgbus queues QUEUE --json.
+func (d db) stats(t *testing.T, queue string) ops.QueueStats {
+	t.Helper()
+	var res ops.QueueStatsResult
+	d.json(t, &res, "queues", queue)
+	if len(res.Queues) != 1 || res.Queues[0].Queue != queue {
+		t.Fatalf("queues %s --json: %+v", queue, res.Queues)
+	}
+	return res.Queues[0]
+}
+
+// audit returns the audit log, newest first, from pgbus audit --json with
+// the arguments given.
+func (d db) audit(t *testing.T, args ...string) []ops.AuditEntry {
+	t.Helper()
+	var page ops.AuditPage
+	d.json(t, &page, append([]string{"audit", "--limit", "100"}, args...)...)
+	return page.Items
 }

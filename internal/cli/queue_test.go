@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbus/pgbus/internal/cli"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -17,15 +17,15 @@ func TestQueueCommands(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 
-	var created cli.QueueResult
+	var created ops.QueueCreated
 	d.json(t, &created, "queue", "create", "orders", "--max-retries", "8", "--visibility-timeout", "45s",
 		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success")
 	want := store.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
 		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete"}
-	if created.Queue != "orders" || created.DLQ != "orders_dlq" || !created.Created || !created.Changed || !sameSettings(created.Settings, want) {
+	if created.Queue != "orders" || created.DLQ != "orders_dlq" || !created.Created || !created.Changed || created.Priorities != 0 || !sameSettings(created.Settings, want) {
 		t.Fatalf("queue create: %+v", created)
 	}
-	var again cli.QueueResult
+	var again ops.QueueCreated
 	d.json(t, &again, "queue", "create", "orders")
 	if again.Created || again.Changed || !sameSettings(again.Settings, want) {
 		t.Fatalf("second create changed something: %+v", again)
@@ -39,49 +39,51 @@ func TestQueueCommands(t *testing.T) {
 		t.Fatalf("create emails: %q", out)
 	}
 
-	// queues: the table and the JSON of store.QueueStats.
+	// queues: the table, and the JSON of the operation: {"queues": [...]}.
 	table := d.ok(t, "queues")
 	for _, s := range []string{"QUEUE", "DEPTH", "DLQ", "ARCHIVED", "orders", "emails"} {
 		if !strings.Contains(table, s) {
 			t.Fatalf("queues table lacks %q:\n%s", s, table)
 		}
 	}
-	var stats []store.QueueStats
-	d.json(t, &stats, "queues")
-	if len(stats) != 2 || stats[0].Queue != "emails" || stats[1].Queue != "orders" {
-		t.Fatalf("queues --json: %+v", stats)
+	var all ops.QueueStatsResult
+	d.json(t, &all, "queues")
+	if len(all.Queues) != 2 || all.Queues[0].Queue != "emails" || all.Queues[1].Queue != "orders" {
+		t.Fatalf("queues --json: %+v", all)
 	}
-	o := stats[1]
+	o := all.Queues[1]
 	if o.DLQ != "orders_dlq" || o.Depth != 0 || o.Paused || o.Settings.MaxRetries != 3 || o.Settings.BackoffStrategy != "polynomial" {
 		t.Fatalf("orders stats: %+v", o)
 	}
-	raw := d.ok(t, "queues", "orders", "--json")
+	raw := keys(t, d.ok(t, "queues", "orders", "--json"))
 	var objs []map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &objs); err != nil || len(objs) != 1 {
-		t.Fatalf("queues orders --json: %q (%v)", raw, err)
+	if err := json.Unmarshal(raw["queues"], &objs); err != nil || len(objs) != 1 || len(raw) != 1 {
+		t.Fatalf("queues orders --json: %v (%v)", raw, err)
 	}
 	for _, k := range []string{"queue", "depth", "visible", "in_flight", "waiting_retry", "scheduled", "dlq", "dlq_depth", "archived", "total_sent", "last_hour", "paused", "settings"} {
 		if _, ok := objs[0][k]; !ok {
-			t.Errorf("queue stats JSON lacks %q: %s", k, raw)
+			t.Errorf("queue stats JSON lacks %q: %s", k, raw["queues"])
 		}
 	}
 
 	// pause and resume.
-	var pr cli.PauseResult
+	var pr ops.QueuePaused
 	d.json(t, &pr, "queue", "pause", "orders")
-	if pr != (cli.PauseResult{Queue: "orders", Paused: true, Changed: true}) {
+	if pr.Queue != "orders" || !pr.Paused || !pr.Changed || len(pr.Next) != 1 || pr.Next[0].Op != ops.OpQueueResume {
 		t.Fatalf("pause: %+v", pr)
 	}
 	if out := d.ok(t, "queue", "pause", "orders"); !strings.Contains(out, "already paused") {
 		t.Fatalf("second pause: %q", out)
 	}
-	d.json(t, &stats, "queues", "orders")
-	if !stats[0].Paused {
+	if !d.stats(t, "orders").Paused {
 		t.Fatal("orders is not paused")
 	}
 	d.json(t, &pr, "queue", "resume", "orders")
-	if pr != (cli.PauseResult{Queue: "orders", Paused: false, Changed: true}) {
+	if pr.Queue != "orders" || pr.Paused || !pr.Changed || len(pr.Next) != 1 || pr.Next[0].Op != ops.OpQueueStats {
 		t.Fatalf("resume: %+v", pr)
+	}
+	if d.stats(t, "orders").Paused {
+		t.Fatal("orders is still paused")
 	}
 
 	// purge needs --yes.
@@ -96,37 +98,62 @@ func TestQueueCommands(t *testing.T) {
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused purge changed the database:\n%s\n%s", before, after)
 	}
-	var purged cli.PurgeQueueResult
+	var purged ops.QueuePurged
 	d.json(t, &purged, "queue", "purge", "orders", "--yes")
-	if purged != (cli.PurgeQueueResult{Queue: "orders", Deleted: 3}) {
+	if purged != (ops.QueuePurged{Queue: "orders", Deleted: 3}) {
 		t.Fatalf("purge: %+v", purged)
+	}
+	if st := d.stats(t, "orders"); st.Depth != 0 {
+		t.Fatalf("orders after purge: %+v", st)
 	}
 
 	// drop needs --yes; dropping a missing queue is not found.
+	d.ok(t, "send", "emails", `{"to": "ada@example.com"}`)
 	before = d.snapshot(t)
-	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") {
+	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") || !strings.Contains(msg, "1 live messages") {
 		t.Fatalf("drop without --yes: %q", msg)
 	}
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused drop changed the database:\n%s\n%s", before, after)
 	}
-	if out := d.ok(t, "queue", "drop", "emails", "--yes"); !strings.Contains(out, "dropped queue emails") {
-		t.Fatalf("drop: %q", out)
+	var dropped ops.QueueDropped
+	d.json(t, &dropped, "queue", "drop", "emails", "--yes")
+	if dropped != (ops.QueueDropped{Queue: "emails", DLQ: "emails_dlq", Live: 1}) {
+		t.Fatalf("drop: %+v", dropped)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.meta WHERE queue_name LIKE 'emails%'`); n != 0 {
 		t.Fatalf("%d emails queues left after drop", n)
 	}
+	d.ok(t, "queue", "create", "scratch")
+	if out := d.ok(t, "queue", "drop", "scratch", "--yes"); !strings.Contains(out, "dropped queue scratch and its dead-letter queue scratch_dlq") {
+		t.Fatalf("drop: %q", out)
+	}
 	d.fails(t, 3, "queue", "drop", "emails", "--yes")
 	d.fails(t, 3, "queue", "pause", "emails")
 	d.fails(t, 3, "queue", "purge", "emails", "--yes")
-	d.fails(t, 3, "queues", "emails")
+	if msg := d.fails(t, 3, "queues", "emails"); !strings.Contains(msg, `queue "emails" does not exist`) || !strings.Contains(msg, "see pgbus queues") {
+		t.Fatalf("queues of a missing queue: %q", msg)
+	}
 
-	// Every write above is in the audit log as the CLI's.
-	var n int
-	d.query(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool IN ('queue create', 'queue pause', 'queue resume', 'queue purge', 'queue drop')`, &n)
-	// create x3 that changed something (orders, orders update, emails), pause x2, resume, purge, drop x2 (one failed)
-	if n < 8 {
-		t.Fatalf("audit log has %d queue entries by the CLI", n)
+	// Every write above is in the audit log as the CLI's, named as the
+	// operations are; the create that changed nothing and the refused
+	// purge and drop are not.
+	count := func(tool string) int {
+		return d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = '`+tool+`'`)
+	}
+	for tool, want := range map[string]int{
+		ops.OpQueueCreate: 4, // orders, its update, emails, scratch
+		ops.OpQueuePause:  3, // two of orders, one of the missing emails
+		ops.OpQueueResume: 1,
+		ops.OpQueuePurge:  2, // orders, and the missing emails
+		ops.OpQueueDrop:   3, // emails, scratch, and emails again
+	} {
+		if n := count(tool); n != want {
+			t.Errorf("%d %s entries in the audit log, want %d", n, tool, want)
+		}
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE is_error AND tool IN ('queue_pause', 'queue_purge', 'queue_drop')`); n != 3 {
+		t.Errorf("%d failed queue operations in the audit log, want the 3 on the missing queue", n)
 	}
 }
 
@@ -148,7 +175,7 @@ func TestSend(t *testing.T) {
 	}
 
 	id1 := strings.TrimSpace(d.ok(t, "send", "orders", `{"order_id": 1}`, "--kind", "charge_card"))
-	var res cli.SendResult
+	var res ops.Sent
 	d.json(t, &res, "send", "orders", "@"+file, "--header", "tenant=acme", "--header", "trace=abc=def")
 	if res.Queue != "orders" || res.MsgID <= 0 || fmt.Sprint(res.MsgID) == id1 {
 		t.Fatalf("send @file: %+v (first id %s)", res, id1)
@@ -160,7 +187,7 @@ func TestSend(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("send from stdin: %d %s", r.code, r.stderr)
 	}
-	var first, second cli.SendResult
+	var first, second ops.Sent
 	d.json(t, &first, "send", "orders", `{}`, "--idempotency-key", "order-9")
 	d.json(t, &second, "send", "orders", `{"other": true}`, "--idempotency-key", "order-9")
 	if first.MsgID != second.MsgID {
@@ -194,5 +221,10 @@ func TestSend(t *testing.T) {
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE arguments::text LIKE '%order_id%'`); n != 0 {
 		t.Fatal("the audit log holds payloads; it should hold only their size")
 	}
-	d.fails(t, 3, "send", "nosuchqueue", "{}")
+	if msg := d.fails(t, 3, "send", "nosuchqueue", "{}"); !strings.Contains(msg, "see pgbus queue create nosuchqueue") {
+		t.Fatalf("send to a missing queue: %q", msg)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send' AND is_error`); n != 1 {
+		t.Fatalf("%d failed send entries in the audit log, want the one to the missing queue", n)
+	}
 }

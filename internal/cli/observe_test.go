@@ -1,0 +1,323 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// openStore opens the test database directly, migrated, for setup that no
+// command does (circuit breakers are made by handlers).
+func openStore(t *testing.T, d db) *store.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A queue with ready messages and no worker is STALLED; once a worker
+// has run it dry it is OK, and the worker is listed as stopped; a paused
+// queue is DEGRADED. health exits 0 whatever the verdict.
+func TestHealthAndWorkers(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	d.ok(t, "send", "orders", `{"simulate": "ok"}`)
+	d.ok(t, "send", "orders", `{"simulate": "ok"}`)
+
+	var h ops.Health
+	d.json(t, &h, "health")
+	if h.Status != ops.HealthStalled || h.Queues != 1 || h.Backlog != 2 || h.DeadMessages != 0 || h.Workers != 0 || h.CheckedAt.IsZero() {
+		t.Fatalf("health with ready messages and no worker: %+v", h)
+	}
+	if len(h.Reasons) != 1 {
+		t.Fatalf("health reasons: %+v", h.Reasons)
+	}
+	r := h.Reasons[0]
+	if r.Status != ops.HealthStalled || r.Code != "no_running_workers" || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
+		len(r.Next) != 2 || r.Next[0].Op != ops.OpWork || r.Next[0].Args["queue"] != "orders" || r.Next[1].Op != ops.OpWorkers {
+		t.Fatalf("stalled reason: %+v", r)
+	}
+	raw := keys(t, d.ok(t, "health", "--json"))
+	for _, k := range []string{"status", "reasons", "queues", "backlog", "dead_messages", "workers_running", "checked_at"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("health JSON lacks %q", k)
+		}
+	}
+	table := d.ok(t, "health")
+	for _, s := range []string{
+		"STALLED: 1 queues, 2 ready, 0 dead, 0 workers running",
+		`STALLED no_running_workers: queue "orders" has 2 messages ready and no worker process is running`,
+		"  next: pgbus work --queue orders", "  next: pgbus workers",
+	} {
+		if !strings.Contains(table, s) {
+			t.Errorf("health table lacks %q:\n%s", s, table)
+		}
+	}
+
+	// No worker yet.
+	var ws ops.Workers
+	d.json(t, &ws, "workers")
+	if len(ws.Workers) != 0 || ws.Running+ws.Stale+ws.Stopped != 0 {
+		t.Fatalf("workers before any ran: %+v", ws)
+	}
+	if out := d.ok(t, "workers"); !strings.Contains(out, "no worker processes in the last 24 hours") {
+		t.Fatalf("workers before any ran: %q", out)
+	}
+
+	// A worker runs the queue dry and stops: it is listed, stopped.
+	started := time.Now()
+	d.ok(t, "work", "--queue", "orders:3", "--handler", "demo", "--until-idle", "--poll-interval", "50ms")
+	d.json(t, &ws, "workers")
+	if len(ws.Workers) != 1 || ws.Stopped != 1 || ws.Running != 0 || ws.Stale != 0 {
+		t.Fatalf("workers after pgbus work --until-idle: %+v", ws)
+	}
+	w := ws.Workers[0]
+	host, _ := os.Hostname()
+	if w.Status != ops.WorkerStopped || w.StoppedAt == nil || w.ID == "" || w.PID <= 0 || w.Hostname != host ||
+		!reflect.DeepEqual(w.Queues, []string{"orders"}) || w.Concurrency != 3 ||
+		w.StartedAt.Before(started.Add(-time.Minute)) || w.HeartbeatAt.Before(w.StartedAt) || w.HeartbeatAgeSeconds < 0 {
+		t.Fatalf("worker: %+v", w)
+	}
+	table = d.ok(t, "workers")
+	for _, s := range []string{"STATUS", "HOST", "PID", "stopped", host, fmt.Sprint(w.PID), "orders", "0 running, 0 stale, 1 stopped"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("workers table lacks %q:\n%s", s, table)
+		}
+	}
+
+	// Nothing is ready now: OK.
+	d.json(t, &h, "health")
+	if h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Backlog != 0 || h.Workers != 0 {
+		t.Fatalf("health after the queue drained: %+v", h)
+	}
+	if out := d.ok(t, "health"); !strings.HasPrefix(out, "OK: 1 queues, 0 ready, 0 dead, 0 workers running\n") {
+		t.Fatalf("health table when OK: %q", out)
+	}
+
+	// A paused queue with a message waiting needs a look, but is not
+	// stalled: nobody is meant to work it.
+	d.ok(t, "queue", "pause", "orders")
+	d.ok(t, "send", "orders", `{"simulate": "ok"}`)
+	d.json(t, &h, "health")
+	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "queue_paused" || h.Reasons[0].Queue != "orders" ||
+		len(h.Reasons[0].Next) != 1 || h.Reasons[0].Next[0].Op != ops.OpQueueResume {
+		t.Fatalf("health with a paused queue: %+v", h)
+	}
+	if out := d.ok(t, "health"); !strings.Contains(out, "DEGRADED queue_paused") || !strings.Contains(out, "next: pgbus queue resume orders") {
+		t.Fatalf("health table with a paused queue:\n%s", out)
+	}
+}
+
+// circuits lists the breakers with their state, last error redacted;
+// circuit reset closes one, is audited, and is not found for a name
+// that is not a breaker.
+func TestCircuits(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := openStore(t, d)
+	var none ops.Circuits
+	d.json(t, &none, "circuits")
+	if len(none.Circuits) != 0 || none.Open != 0 {
+		t.Fatalf("circuits on a fresh database: %+v", none)
+	}
+	if out := d.ok(t, "circuits"); !strings.Contains(out, "no circuit breakers") {
+		t.Fatalf("circuits on a fresh database: %q", out)
+	}
+
+	// Two breakers as handlers make them: one that two failures opened,
+	// one closed.
+	ctx := context.Background()
+	const api = "http:api.example.com:443"
+	for _, c := range []store.BreakerConfig{
+		{Name: api, FailureThreshold: 2, CoolOff: time.Hour, MaxCoolOff: 2 * time.Hour},
+		{Name: "exec:report", FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute},
+	} {
+		if err := s.EnsureBreaker(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := s.BreakerFailure(ctx, api, "dial postgres://app:s3cret-pw@db.internal/app: connection refused"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out := d.ok(t, "circuits", "--json")
+	if strings.Contains(out, "s3cret-pw") {
+		t.Fatalf("circuits --json shows the password in the last error:\n%s", out)
+	}
+	var cs ops.Circuits
+	decodeStrict(t, out, &cs)
+	if len(cs.Circuits) != 2 || cs.Open != 1 {
+		t.Fatalf("circuits: %+v", cs)
+	}
+	exec, open := cs.Circuits[0], cs.Circuits[1] // by name
+	if open.Name != api || open.State != store.BreakerOpen || open.ConsecutiveFailures != 2 || open.FailureThreshold != 2 ||
+		open.OpenUntil == nil || open.OpenUntil.Before(time.Now().Add(50*time.Minute)) ||
+		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) {
+		t.Fatalf("open breaker: %+v", open)
+	}
+	if exec.Name != "exec:report" || exec.State != store.BreakerClosed || exec.ConsecutiveFailures != 0 || exec.FailureThreshold != 5 {
+		t.Fatalf("closed breaker: %+v", exec)
+	}
+	table := d.ok(t, "circuits")
+	for _, s := range []string{"NAME", "STATE", "FAILURES", api, "open", "2/2", "in ", "exec:report", "closed", "0/5", ops.Redacted} {
+		if !strings.Contains(table, s) {
+			t.Errorf("circuits table lacks %q:\n%s", s, table)
+		}
+	}
+	if strings.Contains(table, "s3cret-pw") {
+		t.Errorf("circuits table shows the password:\n%s", table)
+	}
+
+	// Reset closes it and clears its failures.
+	var reset ops.CircuitReset
+	d.json(t, &reset, "circuit", "reset", api)
+	if reset.Name != api || reset.State != store.BreakerClosed || len(reset.Next) != 1 || reset.Next[0].Op != ops.OpCircuits {
+		t.Fatalf("circuit reset: %+v", reset)
+	}
+	d.json(t, &cs, "circuits")
+	if cs.Open != 0 || cs.Circuits[1].State != store.BreakerClosed || cs.Circuits[1].ConsecutiveFailures != 0 || cs.Circuits[1].OpenUntil != nil {
+		t.Fatalf("circuits after reset: %+v", cs)
+	}
+	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report is closed now\n" {
+		t.Fatalf("circuit reset text: %q", out)
+	}
+	msg := d.fails(t, 3, "circuit", "reset", "http:nosuch:80")
+	if !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
+		t.Fatalf("reset of a missing breaker: %q", msg)
+	}
+
+	// The resets are in the audit log, the failed one as an error; reading
+	// the breakers is not.
+	entries := d.audit(t)
+	if len(entries) != 3 {
+		t.Fatalf("audit log: %+v", entries)
+	}
+	for i, e := range entries {
+		if e.Op != ops.OpCircuitReset || e.Client != "cli" || e.IsError != (i == 0) {
+			t.Errorf("audit entry %d: %+v", i, e)
+		}
+	}
+	if !strings.Contains(string(entries[2].Arguments), api) {
+		t.Errorf("first reset's arguments: %s", entries[2].Arguments)
+	}
+}
+
+// queue messages lists live messages by state, oldest first, with their
+// latest failures and secrets redacted; it pages, and reads leave no
+// audit entry.
+func TestQueueMessages(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "jobs", "--backoff", "1h", "--backoff-max", "1h", "--jitter", "0")
+	d.ok(t, "queue", "create", "quiet")
+
+	// retrying: a message that failed once and waits an hour for its retry.
+	retrying := strings.TrimSpace(d.ok(t, "send", "jobs", `{"simulate": "outage", "api_key": "k-live-777"}`, "--kind", "charge"))
+	for try := 0; d.count(t, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'jobs'`) == 0; try++ {
+		if try == 10 {
+			t.Fatal("the worker did not fail the outage message in 10 runs")
+		}
+		d.ok(t, "work", "--queue", "jobs", "--handler", "demo", "--for", "2s", "--poll-interval", "50ms")
+	}
+	// in_flight: a message a consumer has read (as PGMQ's read does: hidden
+	// for its visibility timeout, read count up) and not settled.
+	inFlight := strings.TrimSpace(d.ok(t, "send", "jobs", `{"n": 1}`))
+	if n := d.count(t, `WITH r AS (UPDATE pgmq.q_jobs SET vt = now() + interval '1 hour', read_ct = read_ct + 1 WHERE msg_id = `+inFlight+` RETURNING 1) SELECT count(*) FROM r`); n != 1 {
+		t.Fatalf("read %d messages, want 1", n)
+	}
+	waiting := strings.TrimSpace(d.ok(t, "send", "jobs", `{"n": 2}`))
+	scheduled := strings.TrimSpace(d.ok(t, "send", "jobs", `{"n": 3}`, "--delay", "1h"))
+	audited := d.count(t, `SELECT count(*) FROM pgbus.audit_log`)
+
+	var page ops.LiveMessages
+	d.json(t, &page, "queue", "messages", "jobs")
+	var got []string
+	for _, m := range page.Items {
+		got = append(got, fmt.Sprintf("%d:%s", m.MsgID, m.State))
+	}
+	want := []string{retrying + ":retrying", inFlight + ":in_flight", waiting + ":waiting", scheduled + ":scheduled"}
+	if !reflect.DeepEqual(got, want) || page.NextCursor != "" {
+		t.Fatalf("queue messages: %v, want %v (cursor %q)", got, want, page.NextCursor)
+	}
+	for state, id := range map[string]string{"retrying": retrying, "in_flight": inFlight, "waiting": waiting, "scheduled": scheduled} {
+		d.json(t, &page, "queue", "messages", "jobs", "--state", state)
+		if len(page.Items) != 1 || fmt.Sprint(page.Items[0].MsgID) != id || page.Items[0].State != state {
+			t.Errorf("--state %s: %+v", state, page.Items)
+		}
+	}
+
+	// The retrying one: its attempt, its failure, its payload redacted.
+	out := d.ok(t, "queue", "messages", "jobs", "--state", "retrying", "--json")
+	if strings.Contains(out, "k-live-777") {
+		t.Fatalf("queue messages shows the api key:\n%s", out)
+	}
+	decodeStrict(t, out, &page)
+	m := page.Items[0]
+	var payload map[string]string
+	if err := json.Unmarshal(m.Payload, &payload); err != nil {
+		t.Fatalf("payload %s: %v", m.Payload, err)
+	}
+	if m.Queue != "jobs" || m.Kind != "charge" || m.ReadCount != 1 || m.FailureCount != 1 || len(m.History) != 1 ||
+		m.History[0].ErrorClass != "demo.Unavailable" || m.History[0].Attempt != 1 || m.VisibleAt.Before(time.Now().Add(50*time.Minute)) ||
+		!m.PayloadShown || payload["api_key"] != ops.Redacted || payload["simulate"] != "outage" {
+		t.Fatalf("retrying message: %+v (payload %s)", m, m.Payload)
+	}
+	if !strings.Contains(strings.Join(page.Notes, " "), ops.Redacted) {
+		t.Errorf("notes do not say what was redacted: %q", page.Notes)
+	}
+	table := d.ok(t, "queue", "messages", "jobs", "--state", "retrying")
+	for _, s := range []string{"ID", "STATE", "ATTEMPTS", "LAST ERROR", retrying, "retrying", "charge", "demo.Unavailable: demo downstream: 503"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("queue messages table lacks %q:\n%s", s, table)
+		}
+	}
+
+	// --no-payload leaves payloads out of the JSON.
+	d.json(t, &page, "queue", "messages", "jobs", "--no-payload")
+	for _, m := range page.Items {
+		if m.PayloadShown || m.Payload != nil || m.PayloadBytes <= 0 {
+			t.Errorf("--no-payload: %+v", m)
+		}
+	}
+	if len(page.Notes) == 0 || !strings.Contains(page.Notes[0], "payload hidden") {
+		t.Errorf("--no-payload notes: %q", page.Notes)
+	}
+
+	// Pages: the text names the command for the next one.
+	text := d.ok(t, "queue", "messages", "jobs", "--limit", "2")
+	_, cursor, ok := strings.Cut(text, "more: pgbus queue messages jobs --limit 2 --cursor ")
+	if !ok {
+		t.Fatalf("no next-page line:\n%s", text)
+	}
+	d.json(t, &page, "queue", "messages", "jobs", "--limit", "2", "--cursor", strings.TrimSpace(cursor))
+	if len(page.Items) != 2 || fmt.Sprint(page.Items[0].MsgID) != waiting || fmt.Sprint(page.Items[1].MsgID) != scheduled || page.NextCursor != "" {
+		t.Fatalf("second page: %+v", page)
+	}
+
+	if out := d.ok(t, "queue", "messages", "quiet"); !strings.Contains(out, "no live messages") {
+		t.Errorf("an empty queue: %q", out)
+	}
+	d.fails(t, 3, "queue", "messages", "nosuch")
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log`); n != audited {
+		t.Errorf("listing messages wrote %d audit entries", n-audited)
+	}
+}
