@@ -1,0 +1,274 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// paritySecrets are the secrets the parity fixture plants in payloads,
+// headers, error messages and backtraces; neither front end may show one.
+var paritySecrets = []string{"hunter2", "sk-live-HDR111", "s3cret-dsn", "4111111111111111", "tok-9f8e7d6c5b4a", "sk_live_abcdef123456"}
+
+// parityFixture makes the same dead letters in a fresh database: three in
+// orders_dlq (ids 1, 2, 3) and one in emails_dlq (id 1, so id 1 is in two
+// DLQs), carrying the secrets above.
+func parityFixture(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(queue string, n int, class, msg, trace string) {
+		if err := s.CreateQueue(ctx, queue); err != nil {
+			t.Fatal(err)
+		}
+		msgs := make([]store.NewMessage, n)
+		for i := range msgs {
+			msgs[i] = store.NewMessage{
+				Payload: json.RawMessage(`{"order_id": 42, "author": "ada", "password": "hunter2", "card": {"card_number": "4111111111111111"}, "note": "api_key: tok-9f8e7d6c5b4a"}`),
+				Headers: json.RawMessage(`{"pgbus_kind": "charge", "authorization": "Bearer sk-live-HDR111", "tenant": "acme"}`),
+			}
+		}
+		ids, err := s.SendBatch(ctx, queue, msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := make([]store.DeadLetterItem, len(ids))
+		for i, id := range ids {
+			items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5,
+				Failure: &store.Failure{Attempt: 5, Kind: "charge", ErrorClass: class, ErrorMessage: msg, Backtrace: trace}}
+		}
+		if _, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead("orders", 3, "http.503", "gateway answered 503: password=hunter2; Authorization: Bearer sk-live-HDR111",
+		"main.charge\n\tdial postgres://app:s3cret-dsn@db/app\n\tkey sk_live_abcdef123456")
+	dead("emails", 1, "smtp.Timeout", "smtp timeout after 30s", "")
+}
+
+// parityCase is one operation asked of both front ends.
+type parityCase struct {
+	name string
+	cli  []string       // CLI arguments; --json is added
+	tool string         // MCP tool
+	args map[string]any // its arguments
+	// code is the CLI's exit code; MCP answers a result (code 0 or a
+	// per-id outcome) or, with toolError, a tool error.
+	code      int
+	toolError bool
+}
+
+// The same DLQ operations through the CLI (--json) and through the MCP
+// tools over stdio, on two databases holding the same data, give the same
+// outcome: the same groups, items, per-id outcomes and redacted views,
+// edge cases included (an id in no DLQ, an id in two DLQs, mixed ids,
+// filters by age and by date, secrets in payloads, headers and error text).
+func TestParityCLIAndMCP(t *testing.T) {
+	t.Parallel()
+	cliDB, mcpDB := newDB(t), pgtest.NewDatabase(t)
+	parityFixture(t, cliDB.url)
+	parityFixture(t, mcpDB)
+	c := startMCP(t, mcpDB)
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+
+	cases := []parityCase{
+		{name: "summary", cli: []string{"dlq", "summary"}, tool: "pgbus_dlq_summary", args: map[string]any{}},
+		{name: "summary by queue and age", cli: []string{"dlq", "summary", "--queue", "orders", "--since", "7d"}, tool: "pgbus_dlq_summary", args: map[string]any{"queue": "orders", "since": "7d"}},
+		{name: "list since 7d", cli: []string{"dlq", "list", "--since", "7d"}, tool: "pgbus_dlq_list", args: map[string]any{"since": "7d"}},
+		{name: "list since a date", cli: []string{"dlq", "list", "--since", yesterday, "--queue", "orders"}, tool: "pgbus_dlq_list", args: map[string]any{"since": yesterday, "queue": "orders"}},
+		{name: "list until a date", cli: []string{"dlq", "list", "--until", yesterday}, tool: "pgbus_dlq_list", args: map[string]any{"until": yesterday}},
+		{name: "list by text", cli: []string{"dlq", "list", "--text", "503"}, tool: "pgbus_dlq_list", args: map[string]any{"text": "503"}},
+		{name: "show with payload", cli: []string{"dlq", "show", "2", "--queue", "orders"}, tool: "pgbus_dlq_show", args: map[string]any{"queue": "orders", "msg_id": 2, "include_payload": true}},
+		{name: "show an id in no DLQ", cli: []string{"dlq", "show", "999", "--queue", "orders"}, tool: "pgbus_dlq_show", args: map[string]any{"queue": "orders", "msg_id": 999}, code: 3, toolError: true},
+		{name: "show an id in two DLQs", cli: []string{"dlq", "show", "1"}, tool: "pgbus_dlq_show", args: map[string]any{"msg_id": 1}, code: 2, toolError: true},
+		{name: "retry an id in two DLQs", cli: []string{"dlq", "retry", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{1}}, code: 2},
+		{name: "retry an id in no DLQ", cli: []string{"dlq", "retry", "999", "--queue", "orders"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{999}, "queue": "orders"}, code: 3},
+		{name: "retry dry run", cli: []string{"dlq", "retry", "2", "--queue", "orders", "--dry-run"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2}, "queue": "orders", "dry_run": true}},
+		{name: "retry mixed ids", cli: []string{"dlq", "retry", "2", "999", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2, 999, 1}}, code: 2},
+		{name: "retry again: gone", cli: []string{"dlq", "retry", "2", "--queue", "orders"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2}, "queue": "orders"}, code: 3},
+		{name: "discard mixed ids", cli: []string{"dlq", "discard", "3", "999", "--queue", "orders", "--yes"}, tool: "pgbus_dlq_discard", args: map[string]any{"ids": []int64{3, 999}, "queue": "orders"}, code: 3},
+		{name: "discard by filter", cli: []string{"dlq", "discard", "--queue", "emails", "--yes", "--limit", "10"}, tool: "pgbus_dlq_discard", args: map[string]any{"queue": "emails", "limit": 10}},
+		{name: "summary after", cli: []string{"dlq", "summary"}, tool: "pgbus_dlq_summary", args: map[string]any{}},
+	}
+	for _, tc := range cases {
+		r := pgbus(t, cliDB.env, append(tc.cli, "--json")...)
+		if r.code != tc.code {
+			t.Fatalf("%s: pgbus %s: exit %d, want %d\nstdout: %s\nstderr: %s", tc.name, strings.Join(tc.cli, " "), r.code, tc.code, r.stdout, r.stderr)
+		}
+		res := callToolRaw(t, c, tc.tool, tc.args)
+		text := toolText(res)
+		assertNoSecrets(t, tc.name+" (CLI)", r.stdout+r.stderr)
+		assertNoSecrets(t, tc.name+" (MCP)", text)
+		if tc.toolError {
+			if !res.IsError {
+				t.Fatalf("%s: %s answered %s, want a tool error", tc.name, tc.tool, text)
+			}
+			// The same sentence, each front end naming its next step.
+			cliMsg := strings.TrimPrefix(strings.TrimSpace(r.stderr), "pgbus: ")
+			cliMsg, _, _ = strings.Cut(cliMsg, ": see ")
+			mcpMsg, _, _ := strings.Cut(text, ": see ")
+			if cliMsg == "" || cliMsg != mcpMsg {
+				t.Fatalf("%s: errors differ:\nCLI: %s\nMCP: %s", tc.name, r.stderr, text)
+			}
+			if !strings.Contains(r.stderr, "see pgbus ") || !strings.Contains(text, "see pgbus_") {
+				t.Fatalf("%s: next steps not named by each front end:\nCLI: %s\nMCP: %s", tc.name, r.stderr, text)
+			}
+			continue
+		}
+		if res.IsError {
+			t.Fatalf("%s: %s: tool error %s", tc.name, tc.tool, text)
+		}
+		cliOut, mcpOut := comparable(t, r.stdout), comparable(t, text)
+		if !reflect.DeepEqual(cliOut, mcpOut) {
+			a, _ := json.MarshalIndent(cliOut, "", " ")
+			b, _ := json.MarshalIndent(mcpOut, "", " ")
+			t.Fatalf("%s: outcomes differ\nCLI: %s\nMCP: %s", tc.name, a, b)
+		}
+		checkParityCase(t, tc.name, cliOut)
+	}
+}
+
+// checkParityCase checks that the outcome both front ends agree on is the
+// right one, so that the parity is not an agreement on a wrong answer.
+func checkParityCase(t *testing.T, name string, out map[string]any) {
+	t.Helper()
+	outcomes := func() string {
+		var parts []string
+		list, _ := out["outcomes"].([]any)
+		for _, o := range list {
+			m := o.(map[string]any)
+			parts = append(parts, jsonString(m["id"])+":"+m["outcome"].(string))
+		}
+		return strings.Join(parts, ",")
+	}
+	count := func(k string) string {
+		a, _ := out[k].([]any)
+		return jsonString(len(a))
+	}
+	want := map[string]func() (string, string){
+		"summary":                  func() (string, string) { return jsonString(out["total"]), "4" },
+		"summary by queue and age": func() (string, string) { return jsonString(out["total"]), "3" },
+		"list since 7d":            func() (string, string) { return count("items"), "4" },
+		"list since a date":        func() (string, string) { return count("items"), "3" },
+		"list until a date":        func() (string, string) { return count("items"), "0" },
+		"list by text":             func() (string, string) { return count("items"), "3" },
+		"show with payload": func() (string, string) {
+			p := out["payload"].(map[string]any)
+			return jsonString(p["order_id"]) + " " + p["author"].(string) + " " + p["password"].(string), "42 ada [REDACTED]"
+		},
+		"retry an id in two DLQs": func() (string, string) { return outcomes(), "1:ambiguous" },
+		"retry an id in no DLQ":   func() (string, string) { return outcomes(), "999:not_found" },
+		"retry dry run":           func() (string, string) { return outcomes(), "2:would_retry" },
+		"retry mixed ids":         func() (string, string) { return outcomes(), "2:retried,999:not_found,1:ambiguous" },
+		"retry again: gone":       func() (string, string) { return outcomes(), "2:not_found" },
+		"discard mixed ids":       func() (string, string) { return outcomes(), "3:discarded,999:not_found" },
+		"discard by filter":       func() (string, string) { return jsonString(out["discarded"]), "1" },
+		"summary after":           func() (string, string) { return jsonString(out["total"]), "1" },
+	}
+	if f, ok := want[name]; ok {
+		if got, w := f(); got != w {
+			t.Fatalf("%s: got %s, want %s (%v)", name, got, w, out)
+		}
+	}
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func assertNoSecrets(t *testing.T, where, out string) {
+	t.Helper()
+	for _, s := range paritySecrets {
+		if strings.Contains(out, s) {
+			t.Fatalf("%s shows the secret %q:\n%s", where, s, out)
+		}
+	}
+}
+
+// comparable decodes a result and drops what differs between two runs on
+// two databases by nature: times, cursors (they carry times), and the next
+// steps, which each front end names in its own words.
+func comparable(t *testing.T, out string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, out)
+	}
+	dropVolatile(v)
+	return v
+}
+
+func dropVolatile(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if k == "next" || k == "next_cursor" || strings.HasSuffix(k, "_at") || val == nil {
+				delete(x, k)
+				continue
+			}
+			if a, ok := val.([]any); ok && len(a) == 0 {
+				delete(x, k)
+				continue
+			}
+			dropVolatile(val)
+		}
+	case []any:
+		for _, e := range x {
+			dropVolatile(e)
+		}
+	}
+}
+
+// startMCP starts pgbus serve over stdio on the database at url, payloads
+// allowed, with an MCP client connected.
+func startMCP(t *testing.T, url string) *client.Client {
+	t.Helper()
+	var stderr syncBuffer
+	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json", "GORACE=atexit_sleep_ms=0"},
+		[]string{"serve", "--database-url", url, "--allow-payloads"}, transport.WithCommandStderrWriter(&stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "parity-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize: %v\nstderr: %s", err, stderr.String())
+	}
+	return c
+}
+
+// callToolRaw calls a tool and returns its result, tool errors included.
+func callToolRaw(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
