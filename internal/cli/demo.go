@@ -167,8 +167,10 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	}
 	for _, q := range queues {
 		// A fresh start: the demo's queues of an earlier run go.
-		if _, err := s.ops.QueueDrop(ctx, ops.QueueDropRequest{Queue: q.Name, Confirm: true}); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+		if _, err := s.ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name}); err == nil {
+			if _, err := s.ops.QueueDrop(ctx, ops.QueueDropRequest{Queue: q.Name, Confirm: true}); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 		}
 		if _, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: settingsChange(q.Settings)}); err != nil {
 			return err

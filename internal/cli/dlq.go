@@ -61,9 +61,17 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 }
 
 // filter returns the filter, checked before the database is opened.
+// Errors name the flag, as the person typed it.
 func (ff *filterFlags) filter() (ops.DeadFilter, error) {
 	if err := ff.f.Check(); err != nil {
-		return ff.f, usageError{err}
+		msg := err.Error()
+		for _, field := range []string{"since", "until", "reason", "queue"} {
+			if strings.HasPrefix(msg, field+" ") {
+				msg = "--" + msg
+				break
+			}
+		}
+		return ff.f, usageError{errors.New(msg)}
 	}
 	return ff.f, nil
 }

@@ -106,6 +106,9 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		fmt.Fprintln(w, "  "+m.PayloadPreview)
 	}
 	for _, n := range m.Notes {
+		if noPayload && strings.HasPrefix(n, "payload hidden") {
+			continue // said above
+		}
 		fmt.Fprintln(w, "note: "+n)
 	}
 	printNext(w, m.Next)
