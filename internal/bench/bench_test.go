@@ -36,7 +36,8 @@ func TestWorkloadsComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Jobs < 500 || res.LatencyP50MS == nil || res.LatencyP99MS == nil || *res.LatencyP99MS < *res.LatencyP50MS || res.BacklogBounded == nil {
+	// The rate is kept however slow sends are: 300/s for 2s is 600 jobs.
+	if res.Jobs != 600 || res.LatencyP50MS == nil || res.LatencyP99MS == nil || *res.LatencyP99MS < *res.LatencyP50MS || res.BacklogBounded == nil {
 		t.Fatalf("steady: result %+v", res)
 	}
 	queues, err := s.ListQueues(ctx)
@@ -62,5 +63,42 @@ func TestBadOptions(t *testing.T) {
 		if _, err := bench.Run(context.Background(), s, o); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", label, err)
 		}
+	}
+}
+
+// The DLQ benchmark runs every operation behind the MCP tools through the
+// operations layer on a small load, times each, and drops its queues.
+func TestDLQBenchmarkRunsEveryOperation(t *testing.T) {
+	s := testStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := bench.RunDLQ(ctx, s, bench.DLQOptions{Messages: 300, Queues: 3, Classes: 10, Calls: 3, DeepPages: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Messages != 300 || res.Queues != 3 || res.Classes != 10 || res.LoadSeconds <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	want := []string{"dlq list first page (all DLQs)", "dlq list first page (one queue)", "dlq list page 4 (one queue)",
+		"dlq list filtered by error class", "dlq show", "dlq summary", "queue stats (all queues)"}
+	if len(res.Operations) != len(want) {
+		t.Fatalf("operations %+v; want %v", res.Operations, want)
+	}
+	for i, op := range res.Operations {
+		if op.Operation != want[i] || op.Calls != 3 || op.P50MS <= 0 || op.P99MS < op.P50MS {
+			t.Errorf("operation %d = %+v; want %q timed over 3 calls", i, op, want[i])
+		}
+	}
+	queues, err := s.ListQueues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if strings.HasPrefix(q.Name, "bench_dlq") {
+			t.Fatalf("queue %s left behind", q.Name)
+		}
+	}
+	if _, err := bench.RunDLQ(ctx, s, bench.DLQOptions{Messages: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("negative messages: %v, want ErrInvalid", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -65,7 +65,7 @@ type DLQResult struct {
 }
 
 // RunDLQ fills DLQs of fresh queues with dead messages, times the
-// operations behind the MCP tools, and drops the queues.
+// operations behind the MCP tools (package ops), and drops the queues.
 func RunDLQ(ctx context.Context, st *store.Store, opts DLQOptions) (DLQResult, error) {
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
@@ -116,42 +116,49 @@ type namedOp struct {
 }
 
 func dlqOperations(ctx context.Context, st *store.Store, queues []string, opts DLQOptions) ([]namedOp, error) {
-	dlq, admin := engine.NewDLQ(st), engine.NewAdmin(st)
-	deep, err := deepCursor(ctx, dlq, queues[0], opts.DeepPages)
+	// The operations as the MCP tools run them: through the operations
+	// layer, payloads allowed and asked for, so that redaction is timed too.
+	svc, err := ops.New(st, ops.Options{AllowPayloads: true, ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	deep, err := deepCursor(ctx, svc, queues[0], opts.DeepPages)
 	if err != nil {
 		return nil, err
 	}
 	perQueue := max(opts.Messages/opts.Queues, 1)
-	list := func(f store.DeadFilter, cursor string) func(context.Context) error {
+	list := func(f ops.DeadFilter, cursor string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			_, err := dlq.List(ctx, f, cursor, 25)
+			_, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: f, Cursor: cursor, Limit: 25})
 			return err
 		}
 	}
 	return []namedOp{
-		{"dlq list first page (all DLQs)", list(store.DeadFilter{}, "")},
-		{"dlq list first page (one queue)", list(store.DeadFilter{Queue: queues[0]}, "")},
-		{fmt.Sprintf("dlq list page %d (one queue)", opts.DeepPages+1), list(store.DeadFilter{Queue: queues[0]}, deep)},
-		{"dlq list filtered by error class", list(store.DeadFilter{ErrorClass: "bench.Error7"}, "")},
+		{"dlq list first page (all DLQs)", list(ops.DeadFilter{}, "")},
+		{"dlq list first page (one queue)", list(ops.DeadFilter{Queue: queues[0]}, "")},
+		{fmt.Sprintf("dlq list page %d (one queue)", opts.DeepPages+1), list(ops.DeadFilter{Queue: queues[0]}, deep)},
+		{"dlq list filtered by error class", list(ops.DeadFilter{ErrorClass: "bench.Error7"}, "")},
 		{"dlq show", func(ctx context.Context) error {
-			_, err := dlq.Show(ctx, store.DLQName(queues[rand.IntN(len(queues))]), int64(1+rand.IntN(perQueue)))
+			_, err := svc.DLQShow(ctx, ops.DLQShowRequest{
+				Queue: store.DLQName(queues[rand.IntN(len(queues))]), MsgID: int64(1 + rand.IntN(perQueue)), IncludePayload: true,
+			})
 			return err
 		}},
 		{"dlq summary", func(ctx context.Context) error {
-			_, err := dlq.Summary(ctx, store.DeadFilter{})
+			_, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
 			return err
 		}},
 		{"queue stats (all queues)", func(ctx context.Context) error {
-			_, err := admin.QueueStats(ctx, "")
+			_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{})
 			return err
 		}},
 	}, nil
 }
 
-func deepCursor(ctx context.Context, dlq *engine.DLQ, queue string, pages int) (string, error) {
+func deepCursor(ctx context.Context, svc *ops.Service, queue string, pages int) (string, error) {
 	cursor := ""
 	for range pages {
-		page, err := dlq.List(ctx, store.DeadFilter{Queue: queue}, cursor, 25)
+		page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: queue}, Cursor: cursor, Limit: 25})
 		if err != nil {
 			return "", err
 		}
