@@ -312,7 +312,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		return DLQDiscard{}, err
 	}
 	done := map[int64]string{}
-	errs := map[int64]string{}
+	errs := map[int64]IDOutcome{}
 	for _, t := range loc.targets {
 		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
 		for _, id := range moved {
@@ -320,7 +320,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		}
 		if err != nil {
 			for _, id := range t.ids {
-				errs[id] = err.Error()
+				errs[id] = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: t.dlq, Error: err.Error()}
 			}
 		}
 	}
@@ -331,8 +331,8 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		case missed:
 		case ok:
 			o = IDOutcome{ID: id, Outcome: OutcomeDiscarded, DLQ: dlq}
-		case errs[id] != "":
-			o = IDOutcome{ID: id, Outcome: OutcomeFailed, Error: errs[id]}
+		case errs[id].Outcome != "":
+			o = errs[id]
 		default:
 			o = IDOutcome{ID: id, Outcome: OutcomeNotFound, Error: notHeld(req.Filter.Queue, id)}
 		}

@@ -125,17 +125,20 @@ func ParseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n < 0 || n > 100*365 {
+		if err != nil || n < 0 || n > int64(maxAge/(24*time.Hour)) {
 			return 0, fmt.Errorf("%q is not an age: give whole days from 0 to 36500, such as 7d", s)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d", s)
+	if err != nil || d < 0 || d > maxAge {
+		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d, at most 100 years", s)
 	}
 	return d, nil
 }
+
+// maxAge is the longest age ParseAge takes: 100 years.
+const maxAge = 100 * 365 * 24 * time.Hour
 
 func isAge(s string) bool {
 	_, err := ParseAge(s)

@@ -362,7 +362,9 @@ type QueueDropped struct {
 
 // QueueDrop drops a queue, its archive and its dead-letter queue.
 func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out QueueDropped, err error) {
-	defer func() { s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err) }()
+	defer func() {
+		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
+	}()
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
 	if err != nil {
 		return QueueDropped{}, err
@@ -389,7 +391,9 @@ type QueuePurged struct {
 
 // QueuePurge deletes every live message of a queue.
 func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out QueuePurged, err error) {
-	defer func() { s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err) }()
+	defer func() {
+		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
+	}()
 	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
 	if err != nil {
 		return QueuePurged{}, err

@@ -43,6 +43,15 @@ type secretPattern struct {
 	tail string
 }
 
+// Parts of the key=value patterns of secretText: a secret-looking key, what
+// separates it from its value (its closing quote, maybe escaped, then : or
+// =), and an authorization scheme that may open the value.
+const (
+	secretTextKey    = `(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|authorization|auth|credential|private[_-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)`
+	secretTextSep    = `\\?["']?\s*[:=]\s*`
+	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
+)
+
 // secretText finds secrets in free text: error messages, backtraces,
 // header values and string values of payloads.
 var secretText = []secretPattern{
@@ -52,13 +61,22 @@ var secretText = []secretPattern{
 	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@`), tail: "@"},
 	// Bearer and basic credentials.
 	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`)},
-	// key=value, key: value, "key": "value" for secret-looking keys.
-	{re: regexp.MustCompile(`(?i)((?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|authorization|auth|credential|private[_-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)"?'?\s*[:=]\s*"?'?)[^\s"',;&)}\]]+`)},
+	// "key": "value", key="a value with spaces", and JSON quoted in text
+	// (\"key\":\"value\", as %q writes a request body into an error):
+	// everything up to the closing quote.
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `\\?"` + secretTextScheme + `)(?:[^"\\]|\\[^"])+`)},
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `'` + secretTextScheme + `)[^']+`)},
+	// key=value, key: value; a scheme (Authorization: Token t) is kept and
+	// what follows it hidden; a number may be written in groups (card
+	// numbers).
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\]+)`)},
 	// Tokens recognisable by their shape.
 	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`)},
 	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`)},
 	{re: regexp.MustCompile(`()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
 	{re: regexp.MustCompile(`()\bgh[pousr]_[A-Za-z0-9]{20,}`)},
+	{re: regexp.MustCompile(`()\bgithub_pat_[A-Za-z0-9_]{20,}`)},
+	{re: regexp.MustCompile(`()\bAIza[0-9A-Za-z_-]{35}`)},
 	{re: regexp.MustCompile(`()\bxox[abprs]-[A-Za-z0-9-]{10,}`)},
 	{re: regexp.MustCompile(`()\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}`)},
 }

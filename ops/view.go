@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -128,9 +130,14 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 	}
 }
 
-// history keeps the newest keep failures, each redacted and bounded, and
-// returns how many older ones it left out.
+// history keeps the newest keep failures, oldest first, each redacted and
+// bounded, and returns how many older ones it left out. Failures are put in
+// the order they were recorded (their id), whatever order they came in: a
+// message retried out of a DLQ counts its attempts from 1 again, so an
+// order by attempt would interleave its trips and keep the wrong ones.
 func (v *viewer) history(h []store.FailureRecord, keep, traceLines int) ([]Failure, int) {
+	h = slices.Clone(h)
+	slices.SortStableFunc(h, func(a, b store.FailureRecord) int { return cmp.Compare(a.ID, b.ID) })
 	omitted := 0
 	if len(h) > keep {
 		omitted = len(h) - keep

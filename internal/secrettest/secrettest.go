@@ -1,0 +1,175 @@
+// Package secrettest holds a corpus of secrets as they turn up in dead
+// messages (under secret-looking keys of a payload or of headers, at any
+// depth, and in free text: error messages, backtraces, string values), for
+// the tests of every package that shows messages: whatever a front end
+// prints, no corpus Value may appear in it.
+//
+// Use it as
+//
+//	for _, sec := range secrettest.Corpus { ... put sec where sec.Where says ... }
+//	out := render(...)
+//	secrettest.AssertHidden(t, out)
+package secrettest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Where a secret of the corpus is put.
+const (
+	Payload   = "payload"   // Secret.JSON is a payload
+	Header    = "header"    // Secret.JSON is a headers object
+	Error     = "error"     // Secret.Text is an error message
+	Backtrace = "backtrace" // Secret.Text is a backtrace
+)
+
+// Secret is one secret of the corpus.
+type Secret struct {
+	// Name says what it is, for failure messages.
+	Name string
+	// Where is Payload, Header, Error or Backtrace.
+	Where string
+	// JSON is a JSON object carrying the secret (Payload and Header).
+	JSON string
+	// Text is free text carrying the secret (Error and Backtrace).
+	Text string
+	// Value is the secret itself: it must never appear in output.
+	Value string
+}
+
+// SecretKeys are the keys whose values are hidden wherever they are in a
+// JSON payload or in headers.
+var SecretKeys = []string{
+	"password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key",
+	"authorization", "credential", "private_key", "cookie", "session", "jwt", "signature", "cvv", "ssn",
+	"card_number",
+}
+
+// Neighbours are non-secret fields that sit next to the secrets in every
+// Payload and Header item of the corpus; redaction must keep them.
+var Neighbours = map[string]any{"author": "ada", "order_id": 42}
+
+// NeighbourTexts are how Neighbours read in JSON output, to check they were
+// kept.
+var NeighbourTexts = []string{`"author":"ada"`, `"order_id":42`}
+
+// Text secrets: free text holding one secret each.
+var textSecrets = []struct{ name, text, value string }{
+	{"password=", "login failed for user app: password=hunter2 rejected", "hunter2"},
+	{"bearer header", "upstream said 401 to Authorization: Bearer sk-live-ABCDEF123456 (expired?)", "sk-live-ABCDEF123456"},
+	{"stripe key", "charge failed with key sk_live_abcdef123456 in test mode", "sk_live_abcdef123456"},
+	{"aws key id", "AccessDenied for AKIAIOSFODNN7EXAMPLE on s3://bucket/key", "AKIAIOSFODNN7EXAMPLE"},
+	{"dsn password", "dial postgres://app:s3cret@db/app: connection refused", "s3cret"},
+	{"jwt", "token rejected: eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c is expired",
+		"SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"},
+	{"pem private key", "cannot parse key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3XQmZ3mKJ8c0PnR1fKz\nT9wYl2XbVdQnHcR4sUe8MvJkPa0LfGi3OyWtZxE5bN7q\n-----END RSA PRIVATE KEY-----\nend of key",
+		"MIIEowIBAAKCAQEAq7BFUpkGp3XQmZ3mKJ8c0PnR1fKz"},
+	{"github token", "git clone failed with ghp_16C7e42F292c6912E7710c838347Ae178B4a", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"},
+	{"slack token", "slack post failed: invalid_auth for xoxb-2048-4096-AbCdEfGhIjKlMnOp", "xoxb-2048-4096-AbCdEfGhIjKlMnOp"},
+	{"api_key:", "config error near api_key: abc123 in settings.yml", "abc123"},
+	// Variants seen in real error text.
+	{"authorization scheme", "GET /v1/orders: 401 with Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b", "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
+	{"quoted passphrase", `unlock failed: passphrase="correct horse battery staple" rejected`, "horse battery staple"},
+	{"JSON quoted in text", fmt.Sprintf("POST /login: 400, body %q", `{"user":"ada","password":"s3cr3t-body","order_id":42}`), "s3cr3t-body"},
+	{"github fine-grained token", "clone failed with github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123"},
+	{"google api key", "maps: key AIzaSyA-1234567890abcdefghijklmnopqrstu was rejected", "AIzaSyA-1234567890abcdefghijklmnopqrstu"},
+	{"card number in groups", "payment declined: card_number=4111 1111 1111 1234 (expired)", "1111 1111 1234"},
+}
+
+// Corpus is every secret, in every place it is tested.
+var Corpus = build()
+
+func build() []Secret {
+	var out []Secret
+	obj := func(m map[string]any) string {
+		for k, v := range Neighbours {
+			m[k] = v
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	for i, k := range SecretKeys {
+		v := fmt.Sprintf("v-%s-%c7Q", strings.ReplaceAll(k, "_", ""), 'a'+rune(i))
+		// At the top, in an object, and in an object in an array.
+		out = append(out,
+			Secret{Name: k + " at the top of a payload", Where: Payload, JSON: obj(map[string]any{k: v + "0"}), Value: v + "0"},
+			Secret{Name: k + " in an object of a payload", Where: Payload, JSON: obj(map[string]any{"customer": map[string]any{"name": "Ada", k: v + "1"}}), Value: v + "1"},
+			Secret{Name: k + " in an array of a payload", Where: Payload, JSON: obj(map[string]any{"items": []any{map[string]any{"sku": "A-1", "meta": map[string]any{k: v + "2"}}}}), Value: v + "2"},
+			Secret{Name: k + " in headers", Where: Header, JSON: obj(map[string]any{k: v + "3"}), Value: v + "3"},
+		)
+	}
+	// Keys in other spellings, and values that are not strings.
+	more := []struct {
+		name, where string
+		m           map[string]any
+		value       string
+	}{
+		{"Authorization header", Header, map[string]any{"Authorization": "Basic dXNlcjpwYXNzd29yZA=="}, "dXNlcjpwYXNzd29yZA=="},
+		{"X-Api-Key header", Header, map[string]any{"X-Api-Key": "k-9f8e7d6c5b4a"}, "k-9f8e7d6c5b4a"},
+		{"Set-Cookie header", Header, map[string]any{"Set-Cookie": "sid=c00k1e-5e55; HttpOnly"}, "c00k1e-5e55"},
+		{"nested header object", Header, map[string]any{"x-upstream": map[string]any{"auth": map[string]any{"token": "t-nested-77"}}}, "t-nested-77"},
+		{"camelCase apiKey", Payload, map[string]any{"config": map[string]any{"apiKey": "ak-camel-31"}}, "ak-camel-31"},
+		{"card number as a number", Payload, map[string]any{"payment": map[string]any{"card_number": json.Number("4111111111111111")}}, "4111111111111111"},
+		{"ssn as text", Payload, map[string]any{"person": map[string]any{"ssn": "078-05-1120"}}, "078-05-1120"},
+		{"secret object", Payload, map[string]any{"client_secret": map[string]any{"value": "cs-obj-58"}}, "cs-obj-58"},
+		{"password list", Payload, map[string]any{"old_passwords": []any{"pw-list-1a", "pw-list-2b"}}, "pw-list-2b"},
+	}
+	for _, m := range more {
+		out = append(out, Secret{Name: m.name, Where: m.where, JSON: obj(m.m), Value: m.value})
+	}
+	for _, s := range textSecrets {
+		out = append(out,
+			Secret{Name: s.name + " in an error message", Where: Error, Text: s.text, Value: s.value},
+			Secret{Name: s.name + " in a backtrace", Where: Backtrace, Text: "goroutine 7 [running]:\nmain.call()\n\t/app/main.go:42\n" + s.text + "\n\t/app/worker.go:17", Value: s.value},
+			Secret{Name: s.name + " in a string of a payload", Where: Payload, JSON: obj(map[string]any{"note": s.text}), Value: s.value},
+			Secret{Name: s.name + " in a header value", Where: Header, JSON: obj(map[string]any{"x-debug": s.text}), Value: s.value},
+		)
+	}
+	return out
+}
+
+// Texts returns the Text of every corpus item put at where (Error or
+// Backtrace).
+func Texts(where string) []string {
+	var out []string
+	for _, s := range Corpus {
+		if s.Where == where {
+			out = append(out, s.Text)
+		}
+	}
+	return out
+}
+
+// AssertHidden fails t, naming each, when any corpus Value appears in
+// output, as written or as escaped in a JSON string.
+func AssertHidden(t testing.TB, output string) {
+	t.Helper()
+	var values []string
+	items := map[string][]string{}
+	for _, s := range Corpus {
+		if items[s.Value] == nil {
+			values = append(values, s.Value)
+		}
+		items[s.Value] = append(items[s.Value], s.Name)
+	}
+	for _, v := range values {
+		if leaked(output, v) {
+			t.Errorf("secret %q appears in the output (corpus items: %s)", v, strings.Join(items[v], "; "))
+		}
+	}
+}
+
+func leaked(output, value string) bool {
+	if strings.Contains(output, value) {
+		return true
+	}
+	b, _ := json.Marshal(value)
+	escaped := string(b[1 : len(b)-1])
+	return escaped != value && strings.Contains(output, escaped)
+}

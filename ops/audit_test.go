@@ -1,0 +1,80 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Write operations are recorded with their client, and the audit log pages
+// newest first, filtered by operation (under any of its names) or client.
+func TestAuditRecordsWritesAndPages(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	ctx := ops.WithClient(testContext(t), client)
+	for _, call := range []func() error{
+		func() error { _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); return err },
+		func() error { _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); return err },
+		func() error { _, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: q}); return err },
+	} {
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Reads and rejected requests leave no entry.
+	if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("pause without a queue = %v", err)
+	}
+	ro := newService(t, s, ops.Options{ReadOnly: true})
+	if _, err := ro.QueuePause(ctx, ops.QueueRequest{Queue: q}); !errors.Is(err, ops.ErrReadOnly) {
+		t.Fatalf("read-only pause = %v", err)
+	}
+
+	page, err := svc.Audit(ctx, ops.AuditRequest{Client: client, Limit: 2})
+	if err != nil || len(page.Items) != 2 || page.NextCursor == "" {
+		t.Fatalf("audit page = %+v, %v", page, err)
+	}
+	if page.Items[0].Op != ops.OpQueueResume || page.Items[1].Op != ops.OpQueuePause || page.Items[0].ID <= page.Items[1].ID {
+		t.Fatalf("audit page is not newest first: %+v", page.Items)
+	}
+	var args struct{ Queue string }
+	if err := json.Unmarshal(page.Items[0].Arguments, &args); err != nil || args.Queue != q || page.Items[0].Client != client || page.Items[0].IsError {
+		t.Fatalf("newest entry = %+v (args %s)", page.Items[0], page.Items[0].Arguments)
+	}
+	var res struct{ Changed, Paused bool }
+	if err := json.Unmarshal(page.Items[1].Result, &res); err != nil || res.Changed || !res.Paused {
+		t.Fatalf("second pause's result = %s; want paused without change", page.Items[1].Result)
+	}
+	rest, err := svc.Audit(ctx, ops.AuditRequest{Client: client, Cursor: page.NextCursor, Limit: 2})
+	if err != nil || len(rest.Items) != 1 || rest.NextCursor != "" || rest.Items[0].Op != ops.OpQueuePause {
+		t.Fatalf("audit page 2 = %+v, %v", rest, err)
+	}
+	for _, name := range []string{ops.OpQueuePause, "pgbus_queue_pause", "queue pause"} {
+		got, err := svc.Audit(ctx, ops.AuditRequest{Client: client, Op: name})
+		if err != nil || len(got.Items) != 2 {
+			t.Fatalf("audit by op %q = %d entries, %v; want the 2 pauses", name, len(got.Items), err)
+		}
+	}
+	if _, err := svc.Audit(ctx, ops.AuditRequest{Cursor: "garbage"}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("bad cursor = %v, want ErrInvalid", err)
+	}
+	if _, err := svc.Audit(ctx, ops.AuditRequest{Limit: ops.MaxPageSize + 1}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("limit over the maximum = %v, want ErrInvalid", err)
+	}
+	// A call without a named client is recorded as unknown.
+	if _, err := svc.QueuePause(testContext(t), ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Audit(testContext(t), ops.AuditRequest{Client: "unknown", Op: ops.OpQueuePause, Limit: 100})
+	if err != nil || !strings.Contains(mustJSON(t, got), q) {
+		t.Fatalf("a pause without a client is not recorded as unknown: %v", err)
+	}
+}

@@ -1,0 +1,174 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Limits left at zero take the defaults: a page of DefaultPageSize, a bulk
+// operation of DefaultBulkLimit.
+func TestDLQDefaults(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	deadLetter(t, s, q, ops.DefaultBulkLimit+5, deadSpec{})
+	f := ops.DeadFilter{Queue: q}
+
+	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: f})
+	if err != nil || len(page.Items) != ops.DefaultPageSize || page.NextCursor == "" {
+		t.Fatalf("list with limit 0 = %d items, cursor %q, %v; want %d and a cursor", len(page.Items), page.NextCursor, err, ops.DefaultPageSize)
+	}
+	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: f})
+	if err != nil || d.Discarded != ops.DefaultBulkLimit || !d.LimitReached || !hasHint(d.Next, ops.OpDLQDiscard, nil) {
+		t.Fatalf("discard by filter with limit 0 = %+v, %v; want %d and the limit reached", d, err, ops.DefaultBulkLimit)
+	}
+	if n := archived(t, s, q+"_dlq"); n != ops.DefaultBulkLimit {
+		t.Fatalf("the DLQ's archive holds %d, want %d", n, ops.DefaultBulkLimit)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, DryRun: true})
+	if err != nil || !r.DryRun || r.Retried != 5 || r.LimitReached || live(t, s, q+"_dlq") != 5 || live(t, s, q) != 0 {
+		t.Fatalf("dry-run retry of the rest = %+v, %v", r, err)
+	}
+	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || archived(t, s, q+"_dlq") != ops.DefaultBulkLimit {
+		t.Fatalf("purge without confirm = %v; want ErrInvalid and nothing deleted", err)
+	}
+	p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true})
+	if err != nil || p.Purged != ops.DefaultBulkLimit || archived(t, s, q+"_dlq") != 0 {
+		t.Fatalf("purge = %+v, %v", p, err)
+	}
+	for label, req := range map[string]ops.DLQRetryRequest{
+		"limit over the maximum": {Filter: f, Limit: ops.MaxBulkLimit + 1},
+		"negative limit":         {Filter: f, Limit: -1},
+		"ids and a limit":        {IDs: []int64{1}, Limit: 5},
+		"ids and a filter":       {IDs: []int64{1}, Filter: ops.DeadFilter{Queue: q, Kind: "k"}},
+		"a zero id":              {IDs: []int64{0}},
+	} {
+		if _, err := svc.DLQRetry(ctx, req); !errors.Is(err, ops.ErrInvalid) {
+			t.Errorf("retry with %s = %v, want ErrInvalid", label, err)
+		}
+	}
+	if n := live(t, s, q+"_dlq"); n != 5 {
+		t.Fatalf("rejected requests moved messages: the DLQ holds %d, want 5", n)
+	}
+}
+
+// Ids are per queue: an id in two DLQs is shown only with its queue.
+func TestDLQShowLocatesTheDLQ(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	first := randomID()
+	qa, qb := newQueueAt(t, s, first, nil), newQueueAt(t, s, first, nil)
+	a := deadLetter(t, s, qa, 2, deadSpec{message: "in a"})
+	b := deadLetter(t, s, qb, 1, deadSpec{message: "in b"})
+	if a[0] != first || b[0] != first || a[1] != first+1 {
+		t.Fatalf("ids %v and %v; want both to start at %d", a, b, first)
+	}
+	_, err := svc.DLQShow(ctx, ops.DLQShowRequest{MsgID: first})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), qa+"_dlq") || !strings.Contains(err.Error(), qb+"_dlq") {
+		t.Fatalf("show an id in two DLQs: %v; want ErrInvalid naming both", err)
+	}
+	hints := ops.HintsOf(err)
+	if !hasHint(hints, ops.OpDLQShow, map[string]any{"queue": qa + "_dlq", "msg_id": first}) || !hasHint(hints, ops.OpDLQShow, map[string]any{"queue": qb + "_dlq", "msg_id": first}) {
+		t.Fatalf("hints %+v; want one show per DLQ", hints)
+	}
+	for _, queue := range []string{qb, qb + "_dlq"} {
+		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: first})
+		if err != nil || m.DLQ != qb+"_dlq" || m.Queue != qb || m.DeadLetter == nil || m.DeadLetter.ErrorMessage != "in b" {
+			t.Fatalf("show with queue %s = %+v, %v", queue, m, err)
+		}
+	}
+	// qa's other id is in qa's DLQ only.
+	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{MsgID: a[1]})
+	if err != nil || m.DLQ != qa+"_dlq" || m.DeadLetter.ErrorMessage != "in a" {
+		t.Fatalf("show %d without queue = %+v, %v", a[1], m, err)
+	}
+	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: qb, MsgID: a[1]}); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("show %d in %s = %v, want ErrNotFound", a[1], qb, err)
+	}
+	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{MsgID: missingID()}); !errors.Is(err, ops.ErrNotFound) || !hasHint(ops.HintsOf(err), ops.OpDLQList, nil) {
+		t.Fatalf("show a missing id = %v, want ErrNotFound with a list hint", err)
+	}
+	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: qa}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("show without an id = %v, want ErrInvalid", err)
+	}
+	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: uniqueName("nope"), MsgID: first}); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("show in a missing queue = %v, want ErrNotFound", err)
+	}
+}
+
+// A message a handler refuses dies in the DLQ through a real worker, is
+// inspected and retried through the operations, and then succeeds.
+func TestDLQRoundTripThroughWorker(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{AllowPayloads: true})
+	q := newQueue(t, s, nil)
+	c := newClient(t, s, q)
+	var fixed atomic.Bool
+	var succeeded atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		if !fixed.Load() {
+			return engine.NonRetryable(errors.New("the downstream refused the order"))
+		}
+		succeeded.Add(1)
+		return nil
+	})
+	start(t, c)
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"order": 7}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	var item ops.DeadItem
+	eventually(t, 10*time.Second, "the message in the DLQ", func() bool {
+		page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+		if err != nil || len(page.Items) != 1 {
+			return false
+		}
+		item = page.Items[0]
+		return true
+	})
+	if item.Reason != store.ReasonNonRetryable || item.SourceQueue != q || item.DLQ != q+"_dlq" || !strings.Contains(item.ErrorMessage, "refused the order") {
+		t.Fatalf("dead item = %+v", item)
+	}
+	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: item.MsgID, IncludePayload: true})
+	if err != nil || m.DeadLetter == nil || m.DeadLetter.Source != store.SourceWorker || m.DeadLetter.Attempts != 1 || len(m.History) != 1 ||
+		!m.PayloadShown || string(m.Payload) != `{"order":7}` {
+		t.Fatalf("show = %+v, %v", m, err)
+	}
+	if !hasHint(m.Next, ops.OpDLQRetry, map[string]any{"queue": q + "_dlq", "ids": []int64{item.MsgID}}) {
+		t.Fatalf("show's next steps %+v lack the retry", m.Next)
+	}
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(sum.Groups) != 1 || sum.Total != 1 || sum.Groups[0].Count != 1 || sum.Groups[0].SampleMsgIDs[0] != item.MsgID {
+		t.Fatalf("summary = %+v, %v", sum, err)
+	}
+
+	fixed.Store(true)
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{item.MsgID}, Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || r.Retried != 1 || !r.OK() || len(r.Moved) != 1 || r.Moved[0].Queue != q {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	eventually(t, 10*time.Second, "the retried message to succeed", func() bool { return succeeded.Load() == 1 && archived(t, s, q) == 1 })
+	if live(t, s, q+"_dlq") != 0 {
+		t.Fatal("the DLQ still holds the message")
+	}
+	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE (headers->>'pgbus_dlq_retries')::int = 1 AND NOT headers ? 'pgbus_dead_letter'`); n != 1 {
+		t.Fatalf("%d archived messages carry one trip and no block, want 1", n)
+	}
+	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: []int64{item.MsgID}, Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || d.NotFound != 1 || d.OK() || d.Outcomes[0].Outcome != ops.OutcomeNotFound || !strings.Contains(d.FirstError, fmt.Sprint(item.MsgID)) {
+		t.Fatalf("discard of a retried message = %+v, %v", d, err)
+	}
+}

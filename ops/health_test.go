@@ -1,0 +1,172 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestHealth(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	h, err := svc.Health(ctx)
+	if err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Queues != 0 {
+		t.Fatalf("empty system health = %+v, %v; want OK", h, err)
+	}
+	if err := s.CreateQueue(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, "orders", store.NewMessage{Payload: json.RawMessage(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = svc.Health(ctx)
+	if h.Status != ops.HealthStalled || !hasReason(h, "no_running_workers", "orders", ops.OpWork) || h.Backlog != 1 || h.Queues != 1 {
+		t.Fatalf("backlog without workers: %+v; want STALLED no_running_workers", h)
+	}
+	// A stale worker (heartbeat long ago, never stopped) and a paused queue.
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-stale", Hostname: "h", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = 'w-stale'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = svc.Health(ctx)
+	if h.Status != ops.HealthDegraded || !hasReason(h, "stale_workers", "", ops.OpWorkers) || !hasReason(h, "queue_paused", "orders", ops.OpQueueResume) {
+		t.Fatalf("stale worker and paused queue: %+v; want DEGRADED with both reasons", h)
+	}
+	ws, err := svc.Workers(ctx)
+	if err != nil || len(ws.Workers) != 1 || ws.Workers[0].Status != ops.WorkerStale || ws.Workers[0].HeartbeatAgeSeconds < 500 || ws.Stale != 1 || ws.Running != 0 {
+		t.Fatalf("workers = %+v, %v", ws, err)
+	}
+	// A running worker with an old backlog that nothing drains: STALLED.
+	if _, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-live", Hostname: "h", PID: 2, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq.q_orders SET enqueued_at = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = svc.Health(ctx)
+	if h.Status != ops.HealthStalled || !hasReason(h, "backlog_not_draining", "orders", ops.OpWorkers) || h.Workers != 1 {
+		t.Fatalf("old backlog: %+v; want STALLED backlog_not_draining", h)
+	}
+}
+
+// hasReason reports whether h holds the reason code for queue, with a
+// message and a hint pointing at next.
+func hasReason(h ops.Health, code, queue, next string) bool {
+	for _, r := range h.Reasons {
+		if r.Code == code && r.Queue == queue && r.Message != "" && hasHint(r.Next, next, nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// Workers tell running, stale and stopped processes apart by the service's
+// clock and StaleAfter.
+func TestWorkersByHeartbeat(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	for i, id := range []string{"w-a", "w-b", "w-c"} {
+		if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "h", PID: i + 1, Queues: []string{"q"}, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '2 minutes' WHERE id = 'w-b'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET stopped_at = now() WHERE id = 'w-c'`); err != nil {
+		t.Fatal(err)
+	}
+	status := func(svc *ops.Service) map[string]string {
+		ws, err := svc.Workers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, w := range ws.Workers {
+			out[w.ID] = w.Status
+		}
+		if ws.Running+ws.Stale+ws.Stopped != len(ws.Workers) {
+			t.Fatalf("counts %+v do not add up to %d workers", ws, len(ws.Workers))
+		}
+		return out
+	}
+	got := status(newService(t, s, ops.Options{}))
+	if got["w-a"] != ops.WorkerRunning || got["w-b"] != ops.WorkerStale || got["w-c"] != ops.WorkerStopped {
+		t.Fatalf("statuses = %v", got)
+	}
+	got = status(newService(t, s, ops.Options{StaleAfter: 10 * time.Minute}))
+	if got["w-b"] != ops.WorkerRunning {
+		t.Fatalf("with StaleAfter 10m, a 2-minute-old heartbeat is %q, want running", got["w-b"])
+	}
+	later := time.Now().Add(time.Hour)
+	got = status(newService(t, s, ops.Options{Now: func() time.Time { return later }}))
+	if got["w-a"] != ops.WorkerStale || got["w-c"] != ops.WorkerStopped {
+		t.Fatalf("an hour later: %v; want w-a stale, w-c still stopped", got)
+	}
+}
+
+func TestCircuitsAndReset(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	name := uniqueName("breaker")
+	t.Cleanup(func() {
+		_, _ = s.Pool().Exec(context.Background(), `DELETE FROM pgbus.circuit_breakers WHERE name = $1`, name)
+	})
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	find := func() (store.BreakerState, int) {
+		c, err := svc.Circuits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range c.Circuits {
+			if b.Name == name {
+				return b, c.Open
+			}
+		}
+		t.Fatalf("circuits lack %s", name)
+		return store.BreakerState{}, 0
+	}
+	for range 2 {
+		if _, err := s.BreakerFailure(ctx, name, "downstream timed out"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, open := find()
+	if b.State != store.BreakerOpen || b.ConsecutiveFailures != 2 || b.LastError != "downstream timed out" || open < 1 {
+		t.Fatalf("breaker = %+v (open %d); want open after 2 failures", b, open)
+	}
+	client := uniqueName("client")
+	r, err := svc.CircuitReset(ops.WithClient(ctx, client), ops.CircuitResetRequest{Name: name})
+	if err != nil || r.State != store.BreakerClosed || r.Name != name {
+		t.Fatalf("reset = %+v, %v", r, err)
+	}
+	if b, _ := find(); b.State != store.BreakerClosed || b.ConsecutiveFailures != 0 {
+		t.Fatalf("after reset: %+v", b)
+	}
+	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: uniqueName("nope")}); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("reset of a missing breaker = %v, want ErrNotFound", err)
+	}
+	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("reset without a name = %v, want ErrInvalid", err)
+	}
+	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitReset || rows[0].IsError {
+		t.Fatalf("audit rows = %+v; want one circuit_reset", rows)
+	}
+}
