@@ -190,7 +190,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// database is an open, migrated store and what it runs on.
+// database is an open store whose schema is current, and what it runs on.
 type database struct {
 	*store.Store
 	Status   store.MigrationStatus
@@ -214,9 +214,28 @@ func (d *database) Close() {
 	}
 }
 
+// Commands open the database in one of two ways. Those that create queues
+// or run workers (migrate, work, demo, serve unless it is --read-only
+// without workers, queue create, bench) call openDatabase, which migrates.
+// The rest call openChecked: they need no DDL, so they only check that the
+// schema is current and fail, saying to run pgbus migrate, when it is not.
+// A role that may only read can run the read commands that way, and none
+// of them writes anything on start. migrateCommand's help lists both sets.
+
 // openDatabase connects (starting the embedded server when no URL is given)
-// and migrates: every command runs the migrations on start.
+// and applies any pending migration.
 func (a *app) openDatabase(ctx context.Context) (*database, error) {
+	return a.open(ctx, (*store.Store).Migrate)
+}
+
+// openChecked connects (starting the embedded server when no URL is given)
+// and checks that the schema is current, changing nothing: for the commands
+// that read, or write rows but no tables.
+func (a *app) openChecked(ctx context.Context) (*database, error) {
+	return a.open(ctx, (*store.Store).CheckSchema)
+}
+
+func (a *app) open(ctx context.Context, prepare func(*store.Store, context.Context) (store.MigrationStatus, error)) (*database, error) {
 	db := &database{}
 	url := a.databaseURL
 	if url == "" {
@@ -232,7 +251,7 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 		return nil, err
 	}
 	db.Store = s
-	if db.Status, err = s.Migrate(ctx); err != nil {
+	if db.Status, err = prepare(s, ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -244,3 +263,4 @@ func (d *database) stopEmbedded() {
 		_ = d.Embedded.Stop(context.Background())
 	}
 }
+

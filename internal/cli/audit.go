@@ -62,7 +62,7 @@ CLI entries are named by command: "dlq retry", "dlq retry-all", "dlq discard",
 			if limit < 1 || limit > 100 {
 				return usageError{fmt.Errorf("--limit %d: pass 1 to 100", limit)}
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openChecked(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -121,7 +121,7 @@ type dlqSession struct {
 }
 
 func (a *app) openDLQ(ctx context.Context) (*dlqSession, error) {
-	db, err := a.openDatabase(ctx)
+	db, err := a.openChecked(ctx)
 	if err != nil {
 		return nil, err
 	}

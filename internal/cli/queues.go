@@ -42,7 +42,7 @@ pgbus_queue_stats returns.`,
 					return err
 				}
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openChecked(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -337,7 +337,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openChecked(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -422,7 +422,7 @@ func (a *app) openQueueStats(ctx context.Context, name string) (*database, []sto
 	if err := store.ValidateQueueName(name); err != nil {
 		return nil, nil, err
 	}
-	db, err := a.openDatabase(ctx)
+	db, err := a.openChecked(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -78,7 +78,7 @@ first message's id instead of a duplicate.`,
 			if err != nil {
 				return err
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openChecked(cmd.Context())
 			if err != nil {
 				return err
 			}
