@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,9 @@ type app struct {
 	sources map[string]string
 
 	log *slog.Logger
+
+	// role is the database role the command connected as, once it has.
+	role string
 }
 
 // Environment variables of the global settings.
@@ -251,6 +255,7 @@ func (a *app) open(ctx context.Context, prepare func(*store.Store, context.Conte
 		return nil, err
 	}
 	db.Store = s
+	a.role = s.Pool().Config().ConnConfig.User
 	if db.Status, err = prepare(s, ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -264,3 +269,18 @@ func (d *database) stopEmbedded() {
 	}
 }
 
+// explain adds to an error PostgreSQL raised for lack of a privilege which
+// privileges pgbus's commands need. Errors of the schema check already say
+// so and pass unchanged, as does every other error.
+func (a *app) explain(err error) error {
+	if err == nil || errors.Is(err, store.ErrPermission) || !store.IsPermissionDenied(err) {
+		return err
+	}
+	who := "the database role"
+	if a.role != "" {
+		who += " " + a.role
+	}
+	return fmt.Errorf("%w; %s lacks a privilege this command needs: reading needs CONNECT on the database, USAGE on schemas pgmq and pgbus and SELECT on their tables; "+
+		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, and send also need INSERT, UPDATE and DELETE on those tables; "+
+		"migrate, work, demo, serve, bench and queue create and drop need the role that owns the pgbus schemas", err, who)
+}
