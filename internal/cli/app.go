@@ -229,17 +229,19 @@ func (d *database) Close() {
 // openDatabase connects (starting the embedded server when no URL is given)
 // and applies any pending migration.
 func (a *app) openDatabase(ctx context.Context) (*database, error) {
-	return a.open(ctx, (*store.Store).Migrate)
+	return a.openWith(ctx, (*store.Store).Migrate)
 }
 
 // openChecked connects (starting the embedded server when no URL is given)
 // and checks that the schema is current, changing nothing: for the commands
 // that read, or write rows but no tables.
 func (a *app) openChecked(ctx context.Context) (*database, error) {
-	return a.open(ctx, (*store.Store).CheckSchema)
+	return a.openWith(ctx, (*store.Store).CheckSchema)
 }
 
-func (a *app) open(ctx context.Context, prepare func(*store.Store, context.Context) (store.MigrationStatus, error)) (*database, error) {
+// openWith connects and readies the schema with prepare: Migrate or
+// CheckSchema.
+func (a *app) openWith(ctx context.Context, prepare func(*store.Store, context.Context) (store.MigrationStatus, error)) (*database, error) {
 	db := &database{}
 	url := a.databaseURL
 	if url == "" {
