@@ -13,7 +13,7 @@ import (
 // processes: the ASCII bytes of "pgbusmig".
 const migrationLockKey int64 = 0x7067627573_6d6967
 
-// MigrationStatus reports the schema after Migrate.
+// MigrationStatus reports the schema after Migrate or CheckSchema.
 type MigrationStatus struct {
 	Version       int  // highest applied migration
 	Applied       int  // migrations applied by this call

@@ -16,6 +16,8 @@ import (
 )
 
 // QueueStats is what an operator or agent wants to know about one queue.
+// TotalSent is exact for a role that may read the queue's id sequence, and
+// a lower bound for one that may only read its tables.
 type QueueStats struct {
 	Queue string `json:"queue" jsonschema_description:"Logical queue name"`
 	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.
@@ -218,7 +220,7 @@ func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error
 		           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
 		       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0),
 		       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0),
-		       coalesce(pg_sequence_last_value(pg_get_serial_sequence($2, 'msg_id')::regclass), 0),
+		       ` + totalSentSQL(queue) + `,
 		       (SELECT count(*) FROM ` + archiveTable(queue) + `)
 		FROM ` + queueTable(queue) + ` q`
 	var retrying int64
@@ -230,6 +232,20 @@ func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error
 	st.WaitingRetry = retrying
 	st.InFlight = st.Depth - st.Visible - st.Scheduled - st.WaitingRetry
 	return st, nil
+}
+
+// totalSentSQL is the SQL for the number of messages ever sent to queue,
+// whose table's name is parameter $2: the last value of its msg_id
+// sequence. A role granted SELECT on the queue's tables alone may not read
+// the sequence (GRANT ... ON ALL TABLES leaves sequences out); it gets a
+// lower bound instead: the larger of the inserts into the table that the
+// statistics system counted and the highest id the queue and its archive
+// still hold.
+func totalSentSQL(queue string) string {
+	return `coalesce((SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
+		       ELSE greatest(pg_stat_get_tuples_inserted($2::regclass),
+		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `), (SELECT max(msg_id) FROM ` + archiveTable(queue) + `)) END
+		       FROM (SELECT pg_get_serial_sequence($2, 'msg_id')::regclass AS seq) s), 0)`
 }
 
 // recent holds one queue's counters from pgbus.stats_minute.

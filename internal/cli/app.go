@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,9 @@ type app struct {
 	sources map[string]string
 
 	log *slog.Logger
+
+	// role is the database role the command connected as, once it has.
+	role string
 }
 
 // Environment variables of the global settings.
@@ -190,7 +194,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// database is an open, migrated store and what it runs on.
+// database is an open store whose schema is current, and what it runs on.
 type database struct {
 	*store.Store
 	Status   store.MigrationStatus
@@ -214,9 +218,30 @@ func (d *database) Close() {
 	}
 }
 
+// Commands open the database in one of two ways. Those that create queues
+// or run workers (migrate, work, demo, serve unless it is --read-only
+// without workers, queue create, bench) call openDatabase, which migrates.
+// The rest call openChecked: they need no DDL, so they only check that the
+// schema is current and fail, saying to run pgbus migrate, when it is not.
+// A role that may only read can run the read commands that way, and none
+// of them writes anything on start. migrateCommand's help lists both sets.
+
 // openDatabase connects (starting the embedded server when no URL is given)
-// and migrates: every command runs the migrations on start.
+// and applies any pending migration.
 func (a *app) openDatabase(ctx context.Context) (*database, error) {
+	return a.openWith(ctx, (*store.Store).Migrate)
+}
+
+// openChecked connects (starting the embedded server when no URL is given)
+// and checks that the schema is current, changing nothing: for the commands
+// that read, or write rows but no tables.
+func (a *app) openChecked(ctx context.Context) (*database, error) {
+	return a.openWith(ctx, (*store.Store).CheckSchema)
+}
+
+// openWith connects and readies the schema with prepare: Migrate or
+// CheckSchema.
+func (a *app) openWith(ctx context.Context, prepare func(*store.Store, context.Context) (store.MigrationStatus, error)) (*database, error) {
 	db := &database{}
 	url := a.databaseURL
 	if url == "" {
@@ -232,7 +257,8 @@ func (a *app) openDatabase(ctx context.Context) (*database, error) {
 		return nil, err
 	}
 	db.Store = s
-	if db.Status, err = s.Migrate(ctx); err != nil {
+	a.role = s.Pool().Config().ConnConfig.User
+	if db.Status, err = prepare(s, ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -243,4 +269,20 @@ func (d *database) stopEmbedded() {
 	if d.Embedded != nil {
 		_ = d.Embedded.Stop(context.Background())
 	}
+}
+
+// explain adds to an error PostgreSQL raised for lack of a privilege which
+// privileges pgbus's commands need. Errors of the schema check already say
+// so and pass unchanged, as does every other error.
+func (a *app) explain(err error) error {
+	if err == nil || errors.Is(err, store.ErrPermission) || !store.IsPermissionDenied(err) {
+		return err
+	}
+	who := "the database role"
+	if a.role != "" {
+		who += " " + a.role
+	}
+	return fmt.Errorf("%w; %s lacks a privilege this command needs: reading needs CONNECT on the database, USAGE on schemas pgmq and pgbus and SELECT on their tables; "+
+		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, and send also need INSERT, UPDATE and DELETE on those tables; "+
+		"migrate, work, demo, serve, bench and queue create and drop need the role that owns the pgbus schemas", err, who)
 }

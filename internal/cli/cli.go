@@ -42,7 +42,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	err := app.explain(root.ExecuteContext(ctx))
 	if err == nil {
 		return ExitOK
 	}

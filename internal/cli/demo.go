@@ -152,7 +152,7 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
 
 func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	started := time.Now()
-	ctx, s, err := a.open(ctx)
+	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,26 @@ func (a *app) migrateCommand() *cobra.Command {
 		Use:   "migrate",
 		Short: "Create or upgrade the pgbus schema and the PGMQ layout",
 		Long: `Apply every pending migration. Safe to run from several processes at once
-and as often as you like; every other command also migrates on start.`,
+and as often as you like. It needs a role that may create schemas and tables.
+
+The commands that create queues or run workers migrate on start too: work,
+demo, serve (unless --read-only without workers), queue create and bench.
+The others only check that the schema is current and, when it is
+not, fail with a message to run pgbus migrate: queues, dlq (summary, list,
+show, retry, retry-all, discard, purge), audit, send, queue drop, pause,
+resume and purge, and serve --read-only without workers. The read commands
+among them (queues, dlq summary, list and show, audit, serve --read-only)
+write nothing, so a role that may only read can run them, with:
+
+  GRANT USAGE ON SCHEMA pgmq, pgbus TO reader;
+  GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO reader;
+  GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO reader;
+  ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON TABLES TO reader;
+  ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO reader;
+
+Without the grant on sequences, the count of messages ever sent to a queue
+is a lower bound; the default privileges, granted by the role that creates
+queues, cover the queues made later.`,
 		Example: `  pgbus migrate
   pgbus migrate --database-url postgres://app@db.internal/app`,
 		Args: cobra.NoArgs,

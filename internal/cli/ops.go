@@ -27,10 +27,22 @@ type session struct {
 	ops *ops.Service
 }
 
-// open opens the database for a command and the operations layer over it;
-// ctx names the CLI as the client of what it records in the audit log.
+// open opens the database for a command that reads, or writes rows but no
+// tables, checking that the schema is current without changing it, and the
+// operations layer over it; ctx names the CLI as the client of what it
+// records in the audit log.
 func (a *app) open(ctx context.Context) (context.Context, *session, error) {
-	db, err := a.openDatabase(ctx)
+	return a.openSession(ctx, a.openChecked)
+}
+
+// openMigrated is open for the commands that create queues or run workers:
+// it migrates the schema first.
+func (a *app) openMigrated(ctx context.Context) (context.Context, *session, error) {
+	return a.openSession(ctx, a.openDatabase)
+}
+
+func (a *app) openSession(ctx context.Context, openDB func(context.Context) (*database, error)) (context.Context, *session, error) {
+	db, err := openDB(ctx)
 	if err != nil {
 		return ctx, nil, err
 	}

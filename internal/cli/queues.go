@@ -208,7 +208,7 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 				return usageError{fmt.Errorf("--priorities %d: give 2 to %d levels, or leave it out for a plain queue", priorities, store.MaxPriorities)}
 			}
 			fileQ, _ := a.cfg.Queue(name)
-			ctx, s, err := a.open(cmd.Context())
+			ctx, s, err := a.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}

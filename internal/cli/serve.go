@@ -55,7 +55,9 @@ server. A bearer token (--auth-token or PGBUS_MCP_TOKEN) is required whenever
 Payloads of messages are hidden unless --allow-payloads is given and the call
 asks for them; secrets under keys like password or token stay redacted.
 --read-only leaves out the write tools (retry, discard, purge, pause, resume,
-circuit reset).
+circuit reset). Without embedded workers it also leaves the schema alone: it
+checks that pgbus migrate has run instead of migrating, and writes nothing, so
+a database role that may only read can serve it.
 
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
@@ -149,7 +151,14 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 
-	ctx, sess, err := a.open(ctx)
+	// Workers create their queues and write, so serve migrates as pgbus
+	// work does; a read-only server without workers only checks the schema
+	// and writes nothing, so a role that may only read can run it.
+	open := a.openMigrated
+	if f.readOnly && len(queues) == 0 {
+		open = a.open
+	}
+	ctx, sess, err := open(ctx)
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,29 @@ func toolText(res *mcp.CallToolResult) string {
 	return ""
 }
 
+// serveStdio starts pgbus serve with args, JSON logs and no DATABASE_URL
+// from the environment, and initializes an MCP client over its stdio. The
+// client is closed when the test ends; the server's stderr is returned.
+func serveStdio(t *testing.T, args ...string) (*client.Client, *mcp.InitializeResult, *syncBuffer) {
+	t.Helper()
+	stderr := &syncBuffer{}
+	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json"},
+		append([]string{"serve"}, args...), transport.WithCommandStderrWriter(stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
+	init, err := c.Initialize(ctx, req)
+	if err != nil {
+		t.Fatalf("initialize pgbus serve %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return c, init, stderr
+}
+
 // mcp-go's client drives the built binary over stdio: initialize with
 // instructions, list tools, pgbus_health, pgbus_dlq_list, and a dead
 // message with a payload over 64 KB that comes back truncated and as
@@ -118,22 +141,9 @@ func TestServeStdio(t *testing.T) {
 	big := `{"to":"a@example.com","password":"hunter2","blob":"` + strings.Repeat("x", 80<<10) + `"}`
 	ids := seedDLQ(t, url, "mail", `{"to":"b@example.com"}`, big)
 
-	var stderr syncBuffer
-	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json"},
-		[]string{"serve", "--database-url", url, "--allow-payloads"},
-		transport.WithCommandStderrWriter(&stderr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, init, stderr := serveStdio(t, "--database-url", url, "--allow-payloads")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
-	init, err := c.Initialize(ctx, req)
-	if err != nil {
-		t.Fatalf("initialize: %v\nstderr: %s", err, stderr.String())
-	}
 	if init.ServerInfo.Name != "pgbus" || !strings.Contains(init.Instructions, "pgbus_health") || !strings.Contains(init.Instructions, "pgbus_dlq_show") {
 		t.Fatalf("initialize: %+v", init)
 	}

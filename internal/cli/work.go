@@ -243,7 +243,7 @@ func (a *app) handlerFor(q *workQueue, fq config.Queue, w *workFlags) error {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []workQueue, w workFlags) error {
-	ctx, s, err := a.open(ctx)
+	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/schema"
+)
+
+// ErrSchemaMissing is wrapped by the error of CheckSchema when the database
+// has no pgbus schema at all: pgbus migrate never ran on it.
+var ErrSchemaMissing = errors.New("pgbus schema missing")
+
+// ErrSchemaOld is wrapped by the error of CheckSchema when the database's
+// pgbus schema lacks migrations this binary has: a newer pgbus is running
+// against a database that an older one migrated.
+var ErrSchemaOld = errors.New("pgbus schema out of date")
+
+// ErrPermission is wrapped by errors PostgreSQL raised because the database
+// role lacks a privilege (SQLSTATE 42501), and by the error of CheckSchema
+// when the role may not read the pgbus schemas. IsPermissionDenied tells
+// both apart from other errors.
+var ErrPermission = errors.New("permission denied")
+
+// ReadGrants are the statements that let role read what pgbus keeps, enough
+// for the read commands and for pgbus serve --read-only, to be run by the
+// role that migrates and creates queues. USAGE and SELECT on the tables are
+// what the read commands need; SELECT on the sequences makes the count of
+// messages ever sent to a queue exact rather than a lower bound; the default
+// privileges cover the queues created later.
+func ReadGrants(role string) string {
+	r := pgx.Identifier{role}.Sanitize()
+	return "GRANT USAGE ON SCHEMA pgmq, pgbus TO " + r + "; " +
+		"GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + r + "; " +
+		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + r + "; " +
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON TABLES TO " + r + "; " +
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + r
+}
+
+// IsPermissionDenied reports whether err is, or wraps, PostgreSQL's
+// "permission denied" (SQLSTATE 42501) or ErrPermission.
+func IsPermissionDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.Is(err, ErrPermission) || errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
+// CheckSchema reports the database's schema version without changing
+// anything: it reads the catalogs and pgbus.schema_migrations in a
+// read-only transaction and takes no lock beyond what a SELECT takes, so a
+// role that may only read can call it. It returns an error wrapping
+// ErrSchemaMissing when pgbus migrate never ran on the database,
+// ErrSchemaOld when migrations of this binary are missing, and ErrPermission
+// when the role may not read the pgbus schemas; each says what to do.
+//
+// A database migrated by a newer pgbus passes: migrations only add. The
+// status's Version is then the newer version; Applied is always 0.
+func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
+	var st MigrationStatus
+	migrations, err := schema.All()
+	if err != nil {
+		return st, err
+	}
+	need := len(migrations)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return st, fmt.Errorf("store: check schema: begin: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+
+	// The catalogs are readable by every role, whatever it may do with the
+	// objects they describe, so this works where the tables are out of reach.
+	rows, err := tx.Query(ctx, `
+		SELECT current_user::text, want.nsp, want.rel, n.oid IS NOT NULL,
+		       coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
+		       c.oid IS NOT NULL,
+		       coalesce(has_table_privilege(c.oid, 'SELECT'), false)
+		FROM (VALUES (1, 'pgbus', 'schema_migrations'), (2, 'pgmq', 'meta')) AS want(ord, nsp, rel)
+		LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = want.nsp
+		LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = want.rel
+		ORDER BY want.ord`)
+	if err != nil {
+		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
+	}
+	var (
+		role    string
+		missing bool
+		lacks   []string
+	)
+	for rows.Next() {
+		var nsp, rel string
+		var hasSchema, usage, hasTable, sel bool
+		if err := rows.Scan(&role, &nsp, &rel, &hasSchema, &usage, &hasTable, &sel); err != nil {
+			return st, fmt.Errorf("store: check schema: %w", err)
+		}
+		switch {
+		case !hasSchema || !hasTable:
+			missing = true
+		case !usage:
+			lacks = append(lacks, "USAGE on schema "+nsp)
+		case !sel:
+			lacks = append(lacks, "SELECT on "+nsp+"."+rel)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
+	}
+	if missing {
+		return st, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
+			"the database has no pgbus schema (this pgbus needs schema version %d); run pgbus migrate with a role that may create tables", need)}
+	}
+	if len(lacks) > 0 {
+		return st, noReadAccess(role, strings.Join(lacks, " and "))
+	}
+
+	rows, _ = tx.Query(ctx, `SELECT version FROM pgbus.schema_migrations`) // CollectRows returns the error
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		if IsPermissionDenied(err) {
+			return st, noReadAccess(role, "SELECT on pgbus.schema_migrations")
+		}
+		return st, fmt.Errorf("store: check schema: read applied versions: %w", err)
+	}
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		applied[v] = true
+	}
+	// The version is the last of an unbroken run from 1: migrations apply in
+	// order, so a gap means one is missing whatever comes after it.
+	for applied[st.Version+1] {
+		st.Version++
+	}
+	if st.Version < need {
+		what := fmt.Sprintf("version %d", st.Version)
+		if st.Version == 0 {
+			what = "an empty pgbus.schema_migrations"
+		}
+		return st, &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
+			"the database has pgbus schema %s, this pgbus needs %d; run pgbus migrate with a role that may create tables", what, need)}
+	}
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pgmq')`).Scan(&st.PGMQExtension); err != nil {
+		return st, fmt.Errorf("store: check for the pgmq extension: %w", err)
+	}
+	return st, nil
+}
+
+func noReadAccess(role, lacks string) error {
+	return &kindError{kind: ErrPermission, msg: fmt.Sprintf(
+		"the database role %s may not read the pgbus schema: it lacks %s; to let it read, run as the role that migrates and creates queues: %s",
+		pgx.Identifier{role}.Sanitize(), lacks, ReadGrants(role))}
+}

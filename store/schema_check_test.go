@@ -1,0 +1,146 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
+	"github.com/pgbus/pgbus/store"
+)
+
+func openStore(t *testing.T, url string) *store.Store {
+	t.Helper()
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newMigratedDatabase returns a database of the test's own, migrated, and
+// a store on it as its owner.
+func newMigratedDatabase(t *testing.T) (string, *store.Store) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url)
+	if _, err := s.Migrate(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	return url, s
+}
+
+func TestCheckSchemaMigrated(t *testing.T) {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := testStore(t).CheckSchema(testContext(t))
+	if err != nil || st.Version != len(all) || st.Applied != 0 {
+		t.Fatalf("check of a migrated database = %+v, %v; want version %d, nothing applied", st, err, len(all))
+	}
+}
+
+// A database pgbus never migrated fails the check, which creates nothing.
+func TestCheckSchemaMissing(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url)
+	_, err := s.CheckSchema(testContext(t))
+	if !errors.Is(err, store.ErrSchemaMissing) || !strings.Contains(err.Error(), "run pgbus migrate") {
+		t.Fatalf("check of an empty database: %v; want ErrSchemaMissing saying to run pgbus migrate", err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('pgbus', 'pgmq')`); n != 0 {
+		t.Fatalf("the check created %d schemas", n)
+	}
+}
+
+// A schema that lacks the latest migration is old; the error names both
+// versions.
+func TestCheckSchemaOld(t *testing.T) {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := newMigratedDatabase(t)
+	ctx := testContext(t)
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgbus.schema_migrations WHERE version = $1`, len(all)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.CheckSchema(ctx)
+	want := fmt.Sprintf("version %d, this pgbus needs %d; run pgbus migrate", len(all)-1, len(all))
+	if !errors.Is(err, store.ErrSchemaOld) || !strings.Contains(err.Error(), want) || st.Version != len(all)-1 {
+		t.Fatalf("check of an old schema = %+v, %v; want ErrSchemaOld with %q", st, err, want)
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckSchema(ctx); err != nil {
+		t.Fatalf("check after migrate: %v", err)
+	}
+}
+
+// A role that may not see the tables gets an error naming what it lacks and
+// the grants that fix it; with them, the check passes.
+func TestCheckSchemaWithoutPrivileges(t *testing.T) {
+	url, _ := newMigratedDatabase(t)
+	ctx := testContext(t)
+	role, roleURL := pgtest.NewRole(t, url)
+	s := openStore(t, roleURL)
+	_, err := s.CheckSchema(ctx)
+	if !errors.Is(err, store.ErrPermission) || !store.IsPermissionDenied(err) ||
+		!strings.Contains(err.Error(), "USAGE on schema pgbus") || !strings.Contains(err.Error(), store.ReadGrants(role)) {
+		t.Fatalf("check as a role without privileges: %v; want ErrPermission naming USAGE and the grants", err)
+	}
+
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	if _, err := s.CheckSchema(ctx); !errors.Is(err, store.ErrPermission) || !strings.Contains(err.Error(), "SELECT on pgbus.schema_migrations") {
+		t.Fatalf("check as a role with USAGE only: %v; want ErrPermission naming SELECT", err)
+	}
+	pgtest.Exec(t, url, store.ReadGrants(role))
+	if _, err := s.CheckSchema(ctx); err != nil {
+		t.Fatalf("check as a role with the read grants: %v", err)
+	}
+}
+
+// A role that may read the tables but not the id sequences sees stats with
+// a lower bound of the messages sent; with SELECT on the sequences, the
+// exact count.
+func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
+	url, owner := newMigratedDatabase(t)
+	ctx := testContext(t)
+	q := uniqueName("q")
+	if err := owner.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := owner.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`{}`)}, {Payload: []byte(`{}`)}, {Payload: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	reader := openStore(t, roleURL)
+	sent := func() int64 {
+		t.Helper()
+		stats, err := reader.QueueStats(ctx, q)
+		if err != nil || len(stats) != 1 {
+			t.Fatalf("stats as the reader: %+v, %v", stats, err)
+		}
+		return stats[0].TotalSent
+	}
+	if n := sent(); n != 3 {
+		t.Fatalf("total sent as a reader of the tables, with the messages there: %d, want 3", n)
+	}
+	if _, err := owner.DeleteMany(ctx, q, ids); err != nil {
+		t.Fatal(err)
+	}
+	if n := sent(); n < 0 || n > 3 {
+		t.Fatalf("total sent as a reader of the tables, the messages gone: %d, want a lower bound of 3", n)
+	}
+	pgtest.Exec(t, url, "GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq TO "+role)
+	if n := sent(); n != 3 {
+		t.Fatalf("total sent as a reader of the sequences: %d, want 3", n)
+	}
+}
