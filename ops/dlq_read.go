@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -122,6 +123,9 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 	}
 	page, err := s.store.ListDead(ctx, f, cursor, limit)
 	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		}
 		return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", "queue", req.Filter.Queue))
 	}
 	v := s.viewer(false)
@@ -183,7 +187,7 @@ type DeadMessage struct {
 	Headers          json.RawMessage `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
 	PayloadBytes     int             `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
 	PayloadShown     bool            `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
-	Payload          json.RawMessage         `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
+	Payload          json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
 	PayloadPreview   string          `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
 	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
 	RedactedValues   int             `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`

@@ -38,7 +38,7 @@ const (
 // in the requests (queue, msg_id, ids, error_class, ...). Why says what it
 // is for, in words that name no front end.
 type Hint struct {
-	Op   string         `json:"op" jsonschema_description:"Operation to call next: dlq_list, dlq_show, dlq_retry, queue_stats, ..."`
+	Op   string         `json:"op" jsonschema_description:"What to call next: a tool (pgbus_dlq_list, pgbus_dlq_show, ...), or cli with args.command for what only an operator can run."`
 	Args map[string]any `json:"args,omitempty" jsonschema_description:"Its arguments, by request field name."`
 	Why  string         `json:"why,omitempty" jsonschema_description:"What it is for."`
 }
