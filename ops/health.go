@@ -104,7 +104,7 @@ const (
 
 // WorkerStatus is a worker process and what its heartbeat says of it.
 type WorkerStatus struct {
-	store.WorkerProcess
+	WorkerProcess
 	Status string `json:"status" jsonschema:"enum=running,enum=stale,enum=stopped"`
 	// HeartbeatAgeSeconds is how long ago the process last checked in.
 	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds"`
@@ -139,15 +139,15 @@ func (s *Service) Workers(ctx context.Context) (Workers, error) {
 		default:
 			out.Running++
 		}
-		out.Workers[i] = WorkerStatus{WorkerProcess: w, Status: status, HeartbeatAgeSeconds: age.Seconds()}
+		out.Workers[i] = WorkerStatus{WorkerProcess: WorkerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
 	}
 	return out, nil
 }
 
 // Circuits are the circuit breakers shared by all workers.
 type Circuits struct {
-	Circuits []store.BreakerState `json:"circuits" jsonschema_description:"Every circuit breaker by name; last_error redacted."`
-	Open     int                  `json:"open" jsonschema_description:"Breakers open or half-open now: their jobs are being snoozed."`
+	Circuits []BreakerState `json:"circuits" jsonschema_description:"Every circuit breaker by name; last_error redacted."`
+	Open     int            `json:"open" jsonschema_description:"Breakers open or half-open now: their jobs are being snoozed."`
 }
 
 // Circuits lists the circuit breakers and their states.
@@ -156,10 +156,10 @@ func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
 	if err != nil {
 		return Circuits{}, err
 	}
-	out := Circuits{Circuits: make([]store.BreakerState, len(all))}
+	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	for i, b := range all {
 		b.LastError, _ = RedactText(b.LastError)
-		out.Circuits[i] = b
+		out.Circuits[i] = BreakerState(b)
 		if b.State != store.BreakerClosed {
 			out.Open++
 		}

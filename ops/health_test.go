@@ -130,7 +130,7 @@ func TestCircuitsAndReset(t *testing.T) {
 	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	find := func() (store.BreakerState, int) {
+	find := func() (ops.BreakerState, int) {
 		c, err := svc.Circuits(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func TestCircuitsAndReset(t *testing.T) {
 			}
 		}
 		t.Fatalf("circuits lack %s", name)
-		return store.BreakerState{}, 0
+		return ops.BreakerState{}, 0
 	}
 	for range 2 {
 		if _, err := s.BreakerFailure(ctx, name, "downstream timed out"); err != nil {

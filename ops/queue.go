@@ -12,10 +12,6 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// QueueStats are the stats of one queue: depth split by state, DLQ depth,
-// last hour's outcomes, throughput, latency, pause and retry settings.
-type QueueStats = store.QueueStats
-
 // QueueStatsRequest asks for the stats of one queue, or of all when Queue
 // is "".
 type QueueStatsRequest struct {
@@ -38,13 +34,10 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 		if err == nil && len(stats) == 0 {
 			err = notFoundf("queue %q does not exist", req.Queue)
 		}
-		return QueueStatsResult{Queues: stats}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	stats, err := retryVanished(func() ([]QueueStats, error) { return s.store.QueueStats(ctx, "") })
-	if stats == nil {
-		stats = []QueueStats{}
-	}
-	return QueueStatsResult{Queues: stats}, err
+	stats, err := retryVanished(func() ([]store.QueueStats, error) { return s.store.QueueStats(ctx, "") })
+	return QueueStatsResult{Queues: queueStatsList(stats)}, err
 }
 
 // retryVanished runs fn, an operation over every queue, again when it fails
@@ -265,12 +258,12 @@ type QueueCreateRequest struct {
 
 // QueueCreated is the queue after a create.
 type QueueCreated struct {
-	Queue      string              `json:"queue"`
-	DLQ        string              `json:"dlq"`
-	Priorities int                 `json:"priorities,omitempty"`
-	Created    bool                `json:"created"`
-	Changed    bool                `json:"changed"`
-	Settings   store.RetrySettings `json:"settings"`
+	Queue      string        `json:"queue"`
+	DLQ        string        `json:"dlq"`
+	Priorities int           `json:"priorities,omitempty"`
+	Created    bool          `json:"created"`
+	Changed    bool          `json:"changed"`
+	Settings   RetrySettings `json:"settings"`
 }
 
 // QueueCreate creates a queue and its dead-letter queue when missing and
@@ -307,7 +300,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	if err := next.Validate(); err != nil {
 		return out, explain(err)
 	}
-	out.Settings = next.Plain()
+	out.Settings = RetrySettings(next.Plain())
 	out.Created, out.Changed = !exists, next != cur
 	if exists && !out.Changed && req.Priorities == 0 {
 		return out, nil

@@ -84,7 +84,7 @@ func TestQueueStatsCountsLastHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Queues[0]
-	want := store.Counters{Succeeded: 5, Failed: 1, DeadLettered: 1}
+	want := ops.Counters{Succeeded: 5, Failed: 1, DeadLettered: 1}
 	if st.LastHour != want || st.DLQDepth != 1 || st.Archived != 5 {
 		t.Fatalf("last hour = %+v dlq=%d archived=%d; want %+v, 1, 5", st.LastHour, st.DLQDepth, st.Archived, want)
 	}

@@ -44,7 +44,7 @@ func (c BreakerConfig) Validate() error {
 // BreakerState is a circuit breaker as stored.
 type BreakerState struct {
 	Name                  string     `json:"name"`
-	State                 string     `json:"state" jsonschema:"enum=closed,enum=open,enum=half_open"`
+	State                 string     `json:"state"`
 	ConsecutiveFailures   int        `json:"consecutive_failures"`
 	FailureThreshold      int        `json:"failure_threshold"`
 	CoolOffSeconds        float64    `json:"cool_off_seconds"`

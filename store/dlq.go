@@ -41,36 +41,36 @@ const (
 type DeadFilter struct {
 	// Queue is the source queue X, meaning its DLQ X_dlq; "X_dlq" is accepted
 	// too. Empty: every DLQ.
-	Queue string `json:"queue,omitempty" jsonschema_description:"Queue whose DLQ to read (orders or orders_dlq); empty for every DLQ"`
+	Queue string `json:"queue,omitempty"`
 	// Kind matches the pgbus_kind header, or message.job_class for messages
 	// written by Ruby pgbus.
-	Kind string `json:"kind,omitempty" jsonschema_description:"Job kind (the pgbus_kind header or a Ruby job_class)"`
+	Kind string `json:"kind,omitempty"`
 	// ErrorClass and Reason match the dead-letter block exactly.
-	ErrorClass string `json:"error_class,omitempty" jsonschema_description:"Error class of the last failure; exact match"`
-	Reason     string `json:"reason,omitempty" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
-	Since time.Time `json:"since,omitzero" jsonschema_description:"Dead-lettered at or after this time (RFC 3339)"`
-	Until time.Time `json:"until,omitzero" jsonschema_description:"Dead-lettered before this time (RFC 3339)"`
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
 	// Text is a case-insensitive substring of the block's error message.
-	Text string `json:"text,omitempty" jsonschema_description:"Case-insensitive text in the error message; at most 1000 characters"`
+	Text string `json:"text,omitempty"`
 }
 
 // DeadLetterBlock is the pgbus_dead_letter header of a dead message: why it
 // died, where it came from, and its last recorded failure.
 type DeadLetterBlock struct {
 	Version          int       `json:"version"`
-	Reason           string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
-	Source           string    `json:"source" jsonschema:"enum=worker,enum=consumer"`
-	SourceQueue      string    `json:"source_queue" jsonschema_description:"Physical queue the message died in (a priority sub-queue included)"`
-	SourceMsgID      int64     `json:"source_msg_id" jsonschema_description:"Its id in the source queue"`
+	Reason           string    `json:"reason"`
+	Source           string    `json:"source"`
+	SourceQueue      string    `json:"source_queue"`
+	SourceMsgID      int64     `json:"source_msg_id"`
 	SourceEnqueuedAt time.Time `json:"source_enqueued_at,omitzero"`
-	Attempts         int       `json:"attempts" jsonschema_description:"Deliveries when it was routed (read_ct)"`
+	Attempts         int       `json:"attempts"`
 	MaxRetries       int       `json:"max_retries"`
 	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
-	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty" jsonschema_description:"Trips out of a DLQ before this death"`
-	ErrorClass       string    `json:"error_class,omitempty" jsonschema_description:"Class of the last recorded failure; absent when none was recorded (a crash)"`
-	ErrorMessage     string    `json:"error_message,omitempty" jsonschema_description:"Its message; at most 1000 characters"`
-	Backtrace        string    `json:"backtrace,omitempty" jsonschema_description:"Its first 10 lines of backtrace"`
+	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty"`
+	ErrorClass       string    `json:"error_class,omitempty"`
+	ErrorMessage     string    `json:"error_message,omitempty"`
+	Backtrace        string    `json:"backtrace,omitempty"`
 	ErrorAttempt     int       `json:"error_attempt,omitempty"`
 	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
 }
@@ -78,25 +78,25 @@ type DeadLetterBlock struct {
 // DeadItem is one dead message as ListDead shows it: its block's facts,
 // without payload or backtrace (ShowDead returns those).
 type DeadItem struct {
-	DLQ            string    `json:"dlq" jsonschema_description:"Dead-letter queue holding the message"`
-	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id in the DLQ: pass it with dlq to show or retry it"`
+	DLQ            string    `json:"dlq"`
+	MsgID          int64     `json:"msg_id"`
 	Kind           string    `json:"kind,omitempty"`
-	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
+	Reason         string    `json:"reason"`
 	SourceQueue    string    `json:"source_queue"`
 	SourceMsgID    int64     `json:"source_msg_id"`
 	Attempts       int       `json:"attempts"`
 	MaxRetries     int       `json:"max_retries"`
 	ErrorClass     string    `json:"error_class,omitempty"`
-	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message; at most 1000 characters"`
+	ErrorMessage   string    `json:"error_message,omitempty"`
 	DeadLetteredAt time.Time `json:"dead_lettered_at"`
-	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death"`
+	RetriesFromDLQ int       `json:"retries_from_dlq"`
 	PayloadBytes   int64     `json:"payload_bytes"`
 }
 
 // DeadPage is one page of ListDead. NextCursor is empty on the last page.
 type DeadPage struct {
 	Items      []DeadItem `json:"items"`
-	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor with the same filters for the next page; absent on the last page"`
+	NextCursor string     `json:"next_cursor,omitempty"`
 }
 
 // DeadMessage is one dead message in full.
@@ -104,7 +104,7 @@ type DeadMessage struct {
 	DLQ            string          `json:"dlq"`
 	MsgID          int64           `json:"msg_id"`
 	Kind           string          `json:"kind,omitempty"`
-	ReadCount      int             `json:"read_ct" jsonschema_description:"Reads of the DLQ row itself (by pgmq.read); not the attempts"`
+	ReadCount      int             `json:"read_ct"`
 	DeadLetteredAt time.Time       `json:"dead_lettered_at"`
 	Payload        json.RawMessage `json:"payload"`
 	// Headers are the row's headers as stored, the block included.
@@ -112,7 +112,7 @@ type DeadMessage struct {
 	// Block is nil for a message put in the DLQ by something else than
 	// pgbus (a plain pgmq.send).
 	Block   *DeadLetterBlock `json:"dead_letter,omitempty"`
-	History []FailureRecord  `json:"history" jsonschema_description:"Every recorded failure of the message across its trips; oldest first"`
+	History []FailureRecord  `json:"history"`
 }
 
 // DeadGroup counts the dead messages of one (source queue, kind, error
@@ -121,12 +121,12 @@ type DeadGroup struct {
 	DLQ          string    `json:"dlq"`
 	SourceQueue  string    `json:"source_queue"`
 	Kind         string    `json:"kind"`
-	ErrorClass   string    `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)"`
+	ErrorClass   string    `json:"error_class"`
 	Count        int64     `json:"count"`
 	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
 	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
 	Reasons      []string  `json:"reasons"`
-	SampleMsgIDs []int64   `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq; newest first"`
+	SampleMsgIDs []int64   `json:"sample_msg_ids"`
 }
 
 // RetryOptions tune RetryDead and RetryDeadMatching.
@@ -145,13 +145,13 @@ type RetryOptions struct {
 // RetryReport tells what a retry did (or, in a dry run, would do).
 type RetryReport struct {
 	DryRun     bool   `json:"dry_run"`
-	Retried    int    `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)"`
-	Failed     int    `json:"failed" jsonschema_description:"Messages left in their DLQ"`
+	Retried    int    `json:"retried"`
+	Failed     int    `json:"failed"`
 	FirstError string `json:"first_error,omitempty"`
 	// Moved lists the first MaxRetryMoved messages retried; MovedOmitted
 	// counts the others.
-	Moved        []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved"`
-	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved"`
+	Moved        []RetriedMessage `json:"moved"`
+	MovedOmitted int              `json:"moved_omitted,omitempty"`
 	// Failures lists the first MaxRetryMoved messages that failed.
 	Failures []RetryFailure `json:"failures,omitempty"`
 
@@ -172,8 +172,8 @@ type RetryFailure struct {
 type RetriedMessage struct {
 	DLQ      string `json:"dlq"`
 	DLQMsgID int64  `json:"dlq_msg_id"`
-	Queue    string `json:"queue" jsonschema_description:"Queue it went back to"`
-	MsgID    int64  `json:"msg_id,omitempty" jsonschema_description:"Its new id there; absent in a dry run"`
+	Queue    string `json:"queue"`
+	MsgID    int64  `json:"msg_id,omitempty"`
 }
 
 func (r *RetryReport) moved(m RetriedMessage) {

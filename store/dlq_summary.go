@@ -19,9 +19,9 @@ type DeadSummary struct {
 	Groups []DeadGroup `json:"groups"`
 	// TotalGroups counts every group the filter selects, those left out
 	// included.
-	TotalGroups int `json:"total_groups" jsonschema_description:"Groups the filter selects; more than len(groups) when the summary was cut"`
+	TotalGroups int `json:"total_groups"`
 	// Truncated is set when groups holds fewer than TotalGroups.
-	Truncated bool `json:"truncated,omitempty" jsonschema_description:"Only the 500 largest groups are listed; narrow the filter for the others"`
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // SummarizeDead groups the dead messages f selects by (DLQ, source queue,

@@ -19,26 +19,26 @@ import (
 // TotalSent is exact for a role that may read the queue's id sequence, and
 // a lower bound for one that may only read its tables.
 type QueueStats struct {
-	Queue string `json:"queue" jsonschema_description:"Logical queue name"`
+	Queue string `json:"queue"`
 	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.
-	Depth        int64 `json:"depth" jsonschema_description:"Messages in the queue"`
-	Visible      int64 `json:"visible" jsonschema_description:"Ready to run now"`
-	InFlight     int64 `json:"in_flight" jsonschema_description:"Held by a worker right now"`
-	WaitingRetry int64 `json:"waiting_retry" jsonschema_description:"Failed and waiting for their next attempt"`
-	Scheduled    int64 `json:"scheduled" jsonschema_description:"Sent with a delay or snoozed and not yet due"`
+	Depth        int64 `json:"depth"`
+	Visible      int64 `json:"visible"`
+	InFlight     int64 `json:"in_flight"`
+	WaitingRetry int64 `json:"waiting_retry"`
+	Scheduled    int64 `json:"scheduled"`
 	// Ages in seconds; 0 when there is no such message.
-	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema_description:"Age of the oldest message in the queue"`
-	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema_description:"Age of the oldest message ready to run: a growing value means the backlog is not draining"`
-	DLQ                     string   `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
-	DLQDepth                int64    `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
-	Archived                int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
-	TotalSent               int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
-	LastHour                Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
-	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
+	OldestAgeSeconds        float64  `json:"oldest_age_seconds"`
+	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds"`
+	DLQ                     string   `json:"dlq"`
+	DLQDepth                int64    `json:"dlq_depth"`
+	Archived                int64    `json:"archived"`
+	TotalSent               int64    `json:"total_sent"`
+	LastHour                Counters `json:"last_hour"`
+	ThroughputPerMinute     float64  `json:"throughput_per_minute"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
-	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema_description:"Median enqueue-to-start latency over the last hour (bucket upper bound)"`
-	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema_description:"95th percentile enqueue-to-start latency over the last hour (bucket upper bound)"`
+	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty"`
+	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty"`
 	Paused       bool          `json:"paused"`
 	Settings     RetrySettings `json:"settings"`
 }
@@ -56,12 +56,12 @@ type Counters struct {
 type RetrySettings struct {
 	MaxRetries               int     `json:"max_retries"`
 	VisibilityTimeoutSeconds float64 `json:"visibility_timeout_seconds"`
-	BackoffStrategy          string  `json:"backoff_strategy" jsonschema:"enum=exponential,enum=polynomial"`
+	BackoffStrategy          string  `json:"backoff_strategy"`
 	RetryBackoffSeconds      float64 `json:"retry_backoff_seconds"`
 	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds"`
 	RetryBackoffJitter       float64 `json:"retry_backoff_jitter"`
-	OnSuccess                string  `json:"on_success" jsonschema:"enum=archive,enum=delete"`
-	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema_description:"Messages older than this are dead-lettered with deadline_exceeded; 0 for none"`
+	OnSuccess                string  `json:"on_success"`
+	DeadlineSeconds          float64 `json:"deadline_seconds"`
 	ArchiveRetentionSeconds  float64 `json:"archive_retention_seconds"`
 	DeadRetentionSeconds     float64 `json:"dead_retention_seconds"`
 }
@@ -338,7 +338,7 @@ type LiveMessage struct {
 	Queue      string          `json:"queue"`
 	MsgID      int64           `json:"msg_id"`
 	Kind       string          `json:"kind,omitempty"`
-	State      string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
+	State      string          `json:"state"`
 	ReadCount  int             `json:"read_ct"`
 	EnqueuedAt time.Time       `json:"enqueued_at"`
 	VisibleAt  time.Time       `json:"visible_at"`

@@ -20,7 +20,7 @@ func TestCircuitsAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{})
-	var found *store.BreakerState
+	var found *ops.BreakerState
 	for i := range out.Circuits {
 		if out.Circuits[i].Name == name {
 			found = &out.Circuits[i]

@@ -199,7 +199,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 
 	bar := a.newProgress(total, "settling")
 	waitCtx, cancelWait := context.WithTimeout(runCtx, timeout)
-	waitErr := a.waitIdle(waitCtx, s.ops, queues, func(stats []store.QueueStats) {
+	waitErr := a.waitIdle(waitCtx, s.ops, queues, func(stats []ops.QueueStats) {
 		settled := 0
 		for _, s := range stats {
 			settled += int(s.Archived + s.DLQDepth)
@@ -220,7 +220,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	}
 	took := time.Since(started)
 
-	var stats []store.QueueStats
+	var stats []ops.QueueStats
 	for _, q := range queues {
 		res, err := s.ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
 		if err != nil {

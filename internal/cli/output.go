@@ -12,7 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // printJSON writes v as indented JSON: the engine's and store's own types,
@@ -110,7 +110,7 @@ func seconds(s float64) string {
 }
 
 // writeQueueStats prints the stats table of pgbus queues.
-func writeQueueStats(w io.Writer, stats []store.QueueStats) error {
+func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 	if len(stats) == 0 {
 		_, err := fmt.Fprintln(w, "no queues yet; create one with pgbus queue create NAME, or run pgbus demo")
 		return err

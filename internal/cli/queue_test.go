@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 func TestQueueCommands(t *testing.T) {
@@ -20,7 +19,7 @@ func TestQueueCommands(t *testing.T) {
 	var created ops.QueueCreated
 	d.json(t, &created, "queue", "create", "orders", "--max-retries", "8", "--visibility-timeout", "45s",
 		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success")
-	want := store.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
+	want := ops.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
 		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete"}
 	if created.Queue != "orders" || created.DLQ != "orders_dlq" || !created.Created || !created.Changed || created.Priorities != 0 || !sameSettings(created.Settings, want) {
 		t.Fatalf("queue create: %+v", created)
@@ -157,7 +156,7 @@ func TestQueueCommands(t *testing.T) {
 	}
 }
 
-func sameSettings(got, want store.RetrySettings) bool {
+func sameSettings(got, want ops.RetrySettings) bool {
 	return got.MaxRetries == want.MaxRetries && got.VisibilityTimeoutSeconds == want.VisibilityTimeoutSeconds &&
 		got.BackoffStrategy == want.BackoffStrategy && got.RetryBackoffSeconds == want.RetryBackoffSeconds &&
 		got.RetryBackoffMaxSeconds == want.RetryBackoffMaxSeconds && got.RetryBackoffJitter == want.RetryBackoffJitter &&

@@ -240,7 +240,7 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 	return cmd
 }
 
-func describeSettings(s store.RetrySettings) string {
+func describeSettings(s ops.RetrySettings) string {
 	return fmt.Sprintf("max_retries %d, %s backoff %s..%s ±%g%%, visibility timeout %s, on success %s",
 		s.MaxRetries, s.BackoffStrategy, seconds(s.RetryBackoffSeconds), seconds(s.RetryBackoffMaxSeconds),
 		s.RetryBackoffJitter*100, seconds(s.VisibilityTimeoutSeconds), s.OnSuccess)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -58,9 +59,10 @@ func TestReadOnlyRole(t *testing.T) {
 	}
 
 	// pgbus queues
-	var stats []store.QueueStats
-	reader.json(t, &stats, "queues")
-	byQueue := map[string]store.QueueStats{}
+	var res ops.QueueStatsResult
+	reader.json(t, &res, "queues")
+	stats := res.Queues
+	byQueue := map[string]ops.QueueStats{}
 	for _, s := range stats {
 		byQueue[s.Queue] = s
 	}
@@ -72,8 +74,9 @@ func TestReadOnlyRole(t *testing.T) {
 	}
 
 	// pgbus dlq summary
-	var groups []store.DeadGroup
-	reader.json(t, &groups, "dlq", "summary")
+	var sum ops.DLQSummary
+	reader.json(t, &sum, "dlq", "summary")
+	groups := sum.Groups
 	counts := map[string]int64{}
 	var sampled []int64
 	for _, g := range groups {
@@ -92,7 +95,7 @@ func TestReadOnlyRole(t *testing.T) {
 	}
 
 	// pgbus dlq list
-	var page store.DeadPage
+	var page ops.DLQList
 	reader.json(t, &page, "dlq", "list")
 	var listed []int64
 	for _, it := range page.Items {
@@ -108,15 +111,15 @@ func TestReadOnlyRole(t *testing.T) {
 	outage := page.Items[0].MsgID
 
 	// pgbus dlq show ID
-	var m store.DeadMessage
+	var m ops.DeadMessage
 	reader.json(t, &m, "dlq", "show", fmt.Sprint(outage))
-	if m.DLQ != "shop_dlq" || m.MsgID != outage || m.Kind != "charge" || m.Block == nil ||
-		m.Block.ErrorClass != "demo.Unavailable" || m.Block.SourceQueue != "shop" || len(m.History) != 2 {
+	if m.DLQ != "shop_dlq" || m.MsgID != outage || m.Kind != "charge" || m.DeadLetter == nil ||
+		m.DeadLetter.ErrorClass != "demo.Unavailable" || m.DeadLetter.SourceQueue != "shop" || len(m.History) != 2 {
 		t.Fatalf("show %d as the reader: %+v", outage, m)
 	}
 
 	// pgbus audit: the owner's writes, as the owner would see them.
-	var audit store.AuditPage
+	var audit ops.AuditPage
 	reader.json(t, &audit, "audit", "--limit", "100")
 	if n := owner.count(t, `SELECT count(*) FROM pgbus.audit_log`); len(audit.Items) != n || n < 10 {
 		t.Fatalf("audit as the reader: %d entries, the table has %d", len(audit.Items), n)
@@ -127,7 +130,7 @@ func TestReadOnlyRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var toolPage struct {
-		Items []store.DeadItem `json:"items"`
+		Items []ops.DeadItem `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_dlq_list", map[string]any{"queue": "shop"}))), &toolPage); err != nil {
 		t.Fatal(err)

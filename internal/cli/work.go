@@ -339,12 +339,12 @@ func (a *app) logJobs(fn engine.HandlerFunc) engine.HandlerFunc {
 // waitIdle returns once every queue is empty (depth 0: nothing waiting,
 // running or retrying), or ctx's error. progress, when set, is called with
 // the stats at each look.
-func (a *app) waitIdle(ctx context.Context, svc *ops.Service, queues []workQueue, progress func([]store.QueueStats)) error {
+func (a *app) waitIdle(ctx context.Context, svc *ops.Service, queues []workQueue, progress func([]ops.QueueStats)) error {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
 		idle := true
-		var all []store.QueueStats
+		var all []ops.QueueStats
 		for _, q := range queues {
 			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
 			stats := res.Queues
