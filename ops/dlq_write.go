@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,12 +116,21 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		return DLQRetry{}, err
 	}
 	rep := store.RetryReport{DryRun: req.DryRun, Moved: []store.RetriedMessage{}}
+	var dbErr error // the database refused the work itself
 	for _, t := range loc.targets {
 		r, err := s.store.RetryDead(ctx, t.dlq, t.ids, opts)
 		if err != nil {
 			unaccounted(&r, t, err)
 		}
+		if e := cmp.Or(err, r.Err()); dbErr == nil && e != nil && !errors.Is(e, ErrNotFound) && !errors.Is(e, ErrInvalid) {
+			dbErr = e
+		}
 		rep.Merge(r)
+	}
+	if rep.Retried == 0 && dbErr != nil {
+		// Nothing moved because the database refused (a missing privilege,
+		// a lost connection): that is the call's error, not an outcome.
+		return DLQRetry{}, dbErr
 	}
 	out := retryResult(rep)
 	out.Failed, out.NotFound = 0, 0 // counted per id below
@@ -313,16 +323,22 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	}
 	done := map[int64]string{}
 	errs := map[int64]IDOutcome{}
+	var dbErr error
 	for _, t := range loc.targets {
 		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
 		for _, id := range moved {
 			done[id] = t.dlq
 		}
 		if err != nil {
+			dbErr = cmp.Or(dbErr, err)
 			for _, id := range t.ids {
 				errs[id] = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: t.dlq, Error: err.Error()}
 			}
 		}
+	}
+	if len(done) == 0 && dbErr != nil {
+		// Nothing moved because the database refused: the call's error.
+		return DLQDiscard{}, dbErr
 	}
 	out := DLQDiscard{Outcomes: make([]IDOutcome, 0, len(ids))}
 	for _, id := range ids {

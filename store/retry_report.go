@@ -24,3 +24,7 @@ func (r *RetryReport) Merge(other RetryReport) {
 		}
 	}
 }
+
+// Err returns the error of the first message that could not be retried,
+// as it was raised (a database error keeps its code), or nil.
+func (r *RetryReport) Err() error { return r.firstErr }
