@@ -35,37 +35,27 @@ command ("dlq retry").`,
 			if limit < 1 || limit > ops.MaxPageSize {
 				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			page, err := s.ops.Audit(ctx, ops.AuditRequest{Op: tool, Client: client, Cursor: cursor, Limit: limit})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, page)
-			}
-			if len(page.Items) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no recorded write operations")
-				return err
-			}
-			t := newTable(a.stdout, "ID", "TIME", "CLIENT", "OPERATION", "OK", "ARGUMENTS", "RESULT")
-			for _, e := range page.Items {
-				ok := "yes"
-				if e.IsError {
-					ok = "no"
+			return run(a, cmd, asJSON, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
+				if len(page.Items) == 0 {
+					_, err := fmt.Fprintln(a.stdout, "no recorded write operations")
+					return err
 				}
-				t.row(e.ID, stamp(e.At), e.Client, e.Op, ok, clip(string(e.Arguments), 60), clip(string(e.Result), 60))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if page.NextCursor != "" {
-				fmt.Fprintf(a.stdout, "more: pgbus audit --cursor %s\n", page.NextCursor)
-			}
-			return nil
+				t := newTable(a.stdout, "ID", "TIME", "CLIENT", "OPERATION", "OK", "ARGUMENTS", "RESULT")
+				for _, e := range page.Items {
+					ok := "yes"
+					if e.IsError {
+						ok = "no"
+					}
+					t.row(e.ID, stamp(e.At), e.Client, e.Op, ok, clip(string(e.Arguments), 60), clip(string(e.Result), 60))
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				if page.NextCursor != "" {
+					fmt.Fprintf(a.stdout, "more: pgbus audit --cursor %s\n", page.NextCursor)
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -73,6 +63,6 @@ command ("dlq retry").`,
 	f.StringVar(&client, "client", "", "only entries of this client, e.g. cli")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
-	f.BoolVar(&asJSON, "json", false, "print the page as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -108,35 +109,24 @@ with their reasons, first and last time seen, and a few sample ids to show.
 			if err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: f})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, sum)
-			}
-			if err := writeDeadSummary(a.stdout, sum); err != nil {
-				return err
-			}
-			printNext(a.stdout, sum.Next)
-			return nil
+			return run(a, cmd, asJSON, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
+				if err := writeDeadSummary(a.stdout, sum); err != nil {
+					return err
+				}
+				printNext(a.stdout, sum.Next)
+				return nil
+			})
 		},
 	}
 	ff.add(cmd.Flags())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func (a *app) dlqListCommand() *cobra.Command {
 	var (
 		ff     filterFlags
-		cursor string
-		limit  int
+		req    ops.DLQListRequest
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -152,39 +142,28 @@ MCP tool pgbus_dlq_list.`,
   pgbus dlq list --text "connection refused" --since 2h --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter()
-			if err != nil {
+			var err error
+			if req.Filter, err = ff.filter(); err != nil {
 				return err
 			}
-			if limit < 1 || limit > ops.MaxPageSize {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
-			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			if err := checkLimit(req.Limit); err != nil {
 				return err
 			}
-			defer s.Close()
-			page, err := s.ops.DLQList(ctx, ops.DLQListRequest{Filter: f, Cursor: cursor, Limit: limit})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, page)
-			}
-			if err := writeDeadList(a.stdout, page); err != nil {
-				return err
-			}
-			if page.NextCursor != "" {
-				flags := strings.TrimSpace(ff.flags() + fmt.Sprintf(" --limit %d", limit))
-				fmt.Fprintf(a.stdout, "more: pgbus dlq list %s --cursor %s\n", flags, page.NextCursor)
-			}
-			return nil
+			return run(a, cmd, asJSON, (*ops.Service).DLQList, req, func(page ops.DLQList) error {
+				if err := writeDeadList(a.stdout, page); err != nil {
+					return err
+				}
+				if page.NextCursor != "" {
+					flags := strings.TrimSpace(ff.flags() + fmt.Sprintf(" --limit %d", req.Limit))
+					fmt.Fprintf(a.stdout, "more: pgbus dlq list %s --cursor %s\n", flags, page.NextCursor)
+				}
+				return nil
+			})
 		},
 	}
 	ff.add(cmd.Flags())
-	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the previous page (from its \"more:\" line or next_cursor)")
-	cmd.Flags().IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("messages per page, 1 to %d", ops.MaxPageSize))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the page as JSON")
+	pageFlags(cmd.Flags(), &req.Cursor, &req.Limit)
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -211,24 +190,13 @@ looked up in every DLQ.`,
 			if err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			m, err := s.ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, m)
-			}
-			return writeDeadMessage(a.stdout, m, noPayload)
+			return run(a, cmd, asJSON, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload},
+				func(m ops.DeadMessage) error { return writeDeadMessage(a.stdout, m, noPayload) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the message as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -270,25 +238,14 @@ in the DLQ's archive and the replacement noted in its history.
 					return err
 				}
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			rep, err := s.ops.DLQRetry(ctx, req)
-			if err != nil {
-				return err
-			}
-			if err := a.printRetry(rep, asJSON); err != nil {
-				return err
-			}
-			return outcomeError("retried", rep.Outcomes)
+			return run(a, cmd, asJSON, (*ops.Service).DLQRetry, req, a.printRetry,
+				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -316,47 +273,31 @@ move and changes nothing. A progress bar is shown on a terminal.
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > ops.MaxBulkLimit {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
-			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			if err := checkBulkLimit(limit); err != nil {
 				return err
 			}
-			defer s.Close()
 			if !yes && !dryRun {
-				n, err := a.preview(ctx, s, f, limit)
-				if err != nil {
-					return err
-				}
-				return usageError{fmt.Errorf("refusing to retry %d dead messages without --yes; check them with --dry-run, then pass --yes", n)}
+				return a.refuse(cmd, f, limit, "refusing to retry %d dead messages without --yes; check them with --dry-run, then pass --yes")
 			}
 			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun}
-			var bar *progress
 			if !dryRun {
-				if bar = a.newProgress(1, "retrying"); bar != nil {
-					req.Progress = bar.set
+				bar := a.newProgress(1, "retrying")
+				defer bar.finish()
+				req.Progress = bar.callback()
+			}
+			return run(a, cmd, asJSON, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
+				if rep.Failed > 0 {
+					return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
 				}
-			}
-			rep, err := s.ops.DLQRetry(ctx, req)
-			bar.finish()
-			if err != nil {
-				return err
-			}
-			if err := a.printRetry(rep, asJSON); err != nil {
-				return err
-			}
-			if rep.Failed > 0 {
-				return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -398,45 +339,28 @@ pgbus_dlq_discard.`,
 			if err != nil {
 				return err
 			}
-			if limit < 1 || limit > ops.MaxBulkLimit {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
-			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			if err := checkBulkLimit(limit); err != nil {
 				return err
 			}
-			defer s.Close()
 			req := ops.DLQDiscardRequest{IDs: ids, Filter: f}
 			if len(ids) == 0 {
 				if !yes {
-					n, err := a.preview(ctx, s, f, limit)
-					if err != nil {
-						return err
-					}
-					return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; see them with pgbus dlq list %s, then pass --yes", n, ff.flags())}
+					return a.refuse(cmd, f, limit, "refusing to discard %d dead messages without --yes; see them with pgbus dlq list "+ff.flags()+", then pass --yes")
 				}
 				req.Limit = limit
 				bar := a.newProgress(1, "discarding")
-				if bar != nil {
-					req.Progress = bar.set
-				}
 				defer bar.finish()
+				req.Progress = bar.callback()
 			}
-			res, err := s.ops.DLQDiscard(ctx, req)
-			if err != nil {
-				return err
-			}
-			if err := a.printDiscard(res, asJSON); err != nil {
-				return err
-			}
-			return outcomeError("discarded", res.Outcomes)
+			return run(a, cmd, asJSON, (*ops.Service).DLQDiscard, req, a.printDiscard,
+				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes) })
 		},
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -457,13 +381,13 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
   pgbus dlq purge --older-than 30d --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var age ops.DLQPurgeRequest
+			req := ops.DLQPurgeRequest{Queue: queue, Confirm: true}
 			if olderThan != "" {
 				d, err := ops.ParseAge(olderThan)
 				if err != nil {
 					return usageError{fmt.Errorf("--older-than: %v", err)}
 				}
-				age.OlderThan = d
+				req.OlderThan = d
 			}
 			if !yes {
 				what := "every DLQ"
@@ -472,30 +396,22 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				}
 				return usageError{fmt.Errorf("refusing to purge without --yes: it deletes the discarded dead messages of %s for good", what)}
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
+			purge := func(s *ops.Service, ctx context.Context, req ops.DLQPurgeRequest) (res ops.DLQPurge, err error) {
+				err = a.withSpinner(ctx, "purging", func() error {
+					res, err = s.DLQPurge(ctx, req)
+					return err
+				})
+				return res, err
 			}
-			defer s.Close()
-			var res ops.DLQPurge
-			err = a.withSpinner(ctx, "purging", func() error {
-				var err error
-				res, err = s.ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: queue, OlderThan: age.OlderThan, Confirm: true})
+			return run(a, cmd, asJSON, purge, req, func(res ops.DLQPurge) error {
+				_, err := fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", res.Purged)
 				return err
 			})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			_, err = fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", res.Purged)
-			return err
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages discarded longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/ops"
 )
@@ -131,10 +132,7 @@ func indentJSON(raw json.RawMessage, prefix string) string {
 }
 
 // printRetry prints what a retry did.
-func (a *app) printRetry(rep ops.DLQRetry, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, rep)
-	}
+func (a *app) printRetry(rep ops.DLQRetry) error {
 	if len(rep.Outcomes) > 0 && rep.Retried == 0 {
 		return nil // the error line says why nothing moved
 	}
@@ -168,10 +166,7 @@ func (a *app) printRetry(rep ops.DLQRetry, asJSON bool) error {
 }
 
 // printDiscard prints what a discard did.
-func (a *app) printDiscard(res ops.DLQDiscard, asJSON bool) error {
-	if asJSON {
-		return printJSON(a.stdout, res)
-	}
+func (a *app) printDiscard(res ops.DLQDiscard) error {
 	if len(res.Outcomes) > 0 && res.Discarded == 0 {
 		return nil // the error line says why nothing moved
 	}
@@ -179,12 +174,18 @@ func (a *app) printDiscard(res ops.DLQDiscard, asJSON bool) error {
 	return err
 }
 
-// preview counts the dead messages a filter selects, up to limit, for the
-// message of a refused bulk operation.
-func (a *app) preview(ctx context.Context, s *session, f ops.DeadFilter, limit int) (int64, error) {
-	sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: f})
-	if err != nil {
-		return 0, err
+// refuse answers a bulk operation given without --yes: a usage error
+// saying how many dead messages (up to limit) the filter would touch.
+func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format string) error {
+	return run(a, cmd, false, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
+		return usageError{fmt.Errorf(format, min(sum.Total, int64(limit)))}
+	})
+}
+
+// checkBulkLimit checks the --limit of a bulk operation.
+func checkBulkLimit(limit int) error {
+	if limit < 1 || limit > ops.MaxBulkLimit {
+		return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
 	}
-	return min(sum.Total, int64(limit)), nil
+	return nil
 }

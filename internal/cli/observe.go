@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,11 @@ import (
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
+
+// noArgs adapts an operation that takes no request to run.
+func noArgs[Res any](op func(*ops.Service, context.Context) (Res, error)) func(*ops.Service, context.Context, struct{}) (Res, error) {
+	return func(s *ops.Service, ctx context.Context, _ struct{}) (Res, error) { return op(s, ctx) }
+}
 
 func (a *app) healthCommand() *cobra.Command {
 	var asJSON bool
@@ -21,32 +27,22 @@ a look (stale workers, new dead letters, a paused queue, an aging backlog),
 OK otherwise. Each reason says where to look next. Exit code 0 whatever the
 verdict; --json prints the same result as the MCP tool pgbus_health.`,
 		Example: `  pgbus health
-  pgbus health --json | jq -r .status`,
+  pgbus health --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			h, err := s.ops.Health(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, h)
-			}
-			fmt.Fprintf(a.stdout, "%s: %d queues, %d ready, %d dead, %d workers running\n", h.Status, h.Queues, h.Backlog, h.DeadMessages, h.Workers)
-			for _, r := range h.Reasons {
-				fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
-				for _, n := range r.Next {
-					fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
+			return run(a, cmd, asJSON, noArgs((*ops.Service).Health), struct{}{}, func(h ops.Health) error {
+				fmt.Fprintf(a.stdout, "%s: %d queues, %d ready, %d dead, %d workers running\n", h.Status, h.Queues, h.Backlog, h.DeadMessages, h.Workers)
+				for _, r := range h.Reasons {
+					fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
+					for _, n := range r.Next {
+						fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -64,34 +60,24 @@ pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			return run(a, cmd, asJSON, noArgs((*ops.Service).Workers), struct{}{}, func(ws ops.Workers) error {
+				if len(ws.Workers) == 0 {
+					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
+					return err
+				}
+				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT")
+				for _, w := range ws.Workers {
+					t.row(w.Status, w.Hostname, w.PID, strings.Join(w.Queues, ","), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(a.stdout, "%d running, %d stale, %d stopped\n", ws.Running, ws.Stale, ws.Stopped)
 				return err
-			}
-			defer s.Close()
-			ws, err := s.ops.Workers(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, ws)
-			}
-			if len(ws.Workers) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
-				return err
-			}
-			t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT")
-			for _, w := range ws.Workers {
-				t.row(w.Status, w.Hostname, w.PID, strings.Join(w.Queues, ","), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(a.stdout, "%d running, %d stale, %d stopped\n", ws.Running, ws.Stale, ws.Stopped)
-			return err
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the workers as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -110,34 +96,24 @@ MCP tool pgbus_circuits.`,
   pgbus circuit reset api.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			cs, err := s.ops.Circuits(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, cs)
-			}
-			if len(cs.Circuits) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
-				return err
-			}
-			t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST ERROR")
-			for _, b := range cs.Circuits {
-				until := "-"
-				if b.OpenUntil != nil && b.State != store.BreakerClosed {
-					until = ago(*b.OpenUntil)
+			return run(a, cmd, asJSON, noArgs((*ops.Service).Circuits), struct{}{}, func(cs ops.Circuits) error {
+				if len(cs.Circuits) == 0 {
+					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
+					return err
 				}
-				t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, clip(dash(b.LastError), 60))
-			}
-			return t.flush()
+				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST ERROR")
+				for _, b := range cs.Circuits {
+					until := "-"
+					if b.OpenUntil != nil && b.State != store.BreakerClosed {
+						until = ago(*b.OpenUntil)
+					}
+					t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, clip(dash(b.LastError), 60))
+				}
+				return t.flush()
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the breakers as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -152,23 +128,13 @@ still fails, the breaker opens again after its threshold.`,
 		Example: `  pgbus circuit reset api.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			return run(a, cmd, asJSON, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
+				_, err := fmt.Fprintf(a.stdout, "circuit breaker %s is %s now\n", res.Name, res.State)
 				return err
-			}
-			defer s.Close()
-			res, err := s.ops.CircuitReset(ctx, ops.CircuitResetRequest{Name: args[0]})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			_, err = fmt.Fprintf(a.stdout, "circuit breaker %s is %s now\n", res.Name, res.State)
-			return err
+			})
 		},
 	}
-	reset.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(reset, &asJSON)
 	cmd := groupCommand(&cobra.Command{
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
@@ -179,8 +145,7 @@ still fails, the breaker opens again after its threshold.`,
 
 func (a *app) queueMessagesCommand() *cobra.Command {
 	var (
-		state, cursor     string
-		limit             int
+		req               ops.QueueMessagesRequest
 		noPayload, asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -196,47 +161,37 @@ pgbus_queue_messages.`,
   pgbus queue messages orders --state retrying --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if limit < 1 || limit > ops.MaxPageSize {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
-			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			if err := checkLimit(req.Limit); err != nil {
 				return err
 			}
-			defer s.Close()
-			page, err := s.ops.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: args[0], State: state, Cursor: cursor, Limit: limit, IncludePayload: !noPayload})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, page)
-			}
-			if len(page.Items) == 0 {
-				_, err := fmt.Fprintln(a.stdout, "no live messages")
-				return err
-			}
-			t := newTable(a.stdout, "ID", "STATE", "KIND", "ATTEMPTS", "ENQUEUED", "VISIBLE", "LAST ERROR")
-			for _, m := range page.Items {
-				last := "-"
-				if n := len(m.History); n > 0 {
-					last = m.History[n-1].ErrorClass + ": " + m.History[n-1].ErrorMessage
+			req.Queue, req.IncludePayload = args[0], !noPayload
+			return run(a, cmd, asJSON, (*ops.Service).QueueMessages, req, func(page ops.LiveMessages) error {
+				if len(page.Items) == 0 {
+					_, err := fmt.Fprintln(a.stdout, "no live messages")
+					return err
 				}
-				t.row(m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70))
-			}
-			if err := t.flush(); err != nil {
-				return err
-			}
-			if page.NextCursor != "" {
-				fmt.Fprintf(a.stdout, "more: pgbus queue messages %s --limit %d --cursor %s\n", args[0], limit, page.NextCursor)
-			}
-			return nil
+				t := newTable(a.stdout, "ID", "STATE", "KIND", "ATTEMPTS", "ENQUEUED", "VISIBLE", "LAST ERROR")
+				for _, m := range page.Items {
+					last := "-"
+					if n := len(m.History); n > 0 {
+						last = m.History[n-1].ErrorClass + ": " + m.History[n-1].ErrorMessage
+					}
+					t.row(m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70))
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				if page.NextCursor != "" {
+					fmt.Fprintf(a.stdout, "more: pgbus queue messages %s --limit %d --cursor %s\n", req.Queue, req.Limit, page.NextCursor)
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&state, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
-	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line)")
-	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("messages per page, 1 to %d", ops.MaxPageSize))
+	f.StringVar(&req.State, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
+	pageFlags(f, &req.Cursor, &req.Limit)
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
-	f.BoolVar(&asJSON, "json", false, "print the page as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
@@ -140,3 +144,50 @@ type notFoundError struct{ msg string }
 
 func (e notFoundError) Error() string { return e.msg }
 func (e notFoundError) Unwrap() error { return ops.ErrNotFound }
+
+// run opens the database as open does, runs one operation of the
+// operations layer and prints its result: its JSON with --json (the same
+// as the matching MCP tool's), else in words by render. status, when
+// given, then turns the result into the command's exit status (ids not
+// handled), however it was printed.
+func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
+	render func(Res) error, status ...func(Res) error) error {
+	ctx, s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := op(s.ops, ctx, req)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		err = printJSON(a.stdout, res)
+	} else {
+		err = render(res)
+	}
+	for _, st := range status {
+		err = cmp.Or(err, st(res))
+	}
+	return err
+}
+
+// jsonFlag adds --json, which prints what the command prints as the
+// matching MCP tool's JSON.
+func jsonFlag(cmd *cobra.Command, asJSON *bool) {
+	cmd.Flags().BoolVar(asJSON, "json", false, "print the result as JSON, the same as the MCP tool's")
+}
+
+// pageFlags adds --cursor and --limit of a paged list.
+func pageFlags(f *pflag.FlagSet, cursor *string, limit *int) {
+	f.StringVar(cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
+	f.IntVar(limit, "limit", ops.DefaultPageSize, fmt.Sprintf("per page, 1 to %d", ops.MaxPageSize))
+}
+
+// checkLimit checks a page's --limit before the database is opened.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > ops.MaxPageSize {
+		return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
+	}
+	return nil
+}

@@ -187,6 +187,15 @@ func (p *progress) spin(ctx context.Context) {
 	}
 }
 
+// callback returns set as a progress callback, or nil when there is no
+// bar, so that nothing is counted for nobody.
+func (p *progress) callback() func(done, total int) {
+	if p == nil {
+		return nil
+	}
+	return p.set
+}
+
 func (p *progress) finish() {
 	if p == nil {
 		return

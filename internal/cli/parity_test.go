@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -86,7 +85,7 @@ func TestParityCLIAndMCP(t *testing.T) {
 	cliDB, mcpDB := newDB(t), pgtest.NewDatabase(t)
 	parityFixture(t, cliDB.url)
 	parityFixture(t, mcpDB)
-	c := startMCP(t, mcpDB)
+	c, _, _ := serveStdio(t, "--database-url", mcpDB, "--allow-payloads")
 	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
 
 	cases := []parityCase{
@@ -236,27 +235,6 @@ func dropVolatile(v any) {
 			dropVolatile(e)
 		}
 	}
-}
-
-// startMCP starts pgbus serve over stdio on the database at url, payloads
-// allowed, with an MCP client connected.
-func startMCP(t *testing.T, url string) *client.Client {
-	t.Helper()
-	var stderr syncBuffer
-	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json", "GORACE=atexit_sleep_ms=0"},
-		[]string{"serve", "--database-url", url, "--allow-payloads"}, transport.WithCommandStderrWriter(&stderr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "parity-test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v\nstderr: %s", err, stderr.String())
-	}
-	return c
 }
 
 // callToolRaw calls a tool and returns its result, tool errors included.

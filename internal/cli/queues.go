@@ -40,22 +40,11 @@ func (a *app) queuesCommand() *cobra.Command {
 					return err
 				}
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			res, err := s.ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			return writeQueueStats(a.stdout, res.Queues)
+			return run(a, cmd, asJSON, (*ops.Service).QueueStats, ops.QueueStatsRequest{Queue: queue},
+				func(res ops.QueueStatsResult) error { return writeQueueStats(a.stdout, res.Queues) })
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stats as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -261,24 +250,14 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			return confirmFlag(run(a, cmd, asJSON, (*ops.Service).QueueDrop, ops.QueueDropRequest{Queue: name, Confirm: yes}, func(res ops.QueueDropped) error {
+				_, err := fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, res.DLQ)
 				return err
-			}
-			defer s.Close()
-			res, err := s.ops.QueueDrop(ctx, ops.QueueDropRequest{Queue: name, Confirm: yes})
-			if err != nil {
-				return confirmFlag(err, yes)
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, res.DLQ)
-			return nil
+			}), yes)
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -315,32 +294,23 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			op := s.ops.QueueResume
+			op := (*ops.Service).QueueResume
 			if pause {
-				op = s.ops.QueuePause
+				op = (*ops.Service).QueuePause
 			}
-			res, err := op(ctx, ops.QueueRequest{Queue: name})
-			if err != nil {
+			return run(a, cmd, asJSON, op, ops.QueueRequest{Queue: name}, func(res ops.QueuePaused) error {
+				state := map[bool]string{true: "paused", false: "running"}[pause]
+				if !res.Changed {
+					state = "already " + state
+				} else {
+					state += " now"
+				}
+				_, err := fmt.Fprintf(a.stdout, "queue %s is %s\n", name, state)
 				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			state := map[bool]string{true: "paused", false: "running"}[pause]
-			if res.Changed {
-				fmt.Fprintf(a.stdout, "queue %s is %s now\n", name, state)
-			} else {
-				fmt.Fprintf(a.stdout, "queue %s was already %s\n", name, state)
-			}
-			return nil
+			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -361,23 +331,13 @@ for those). This cannot be undone, so it needs --yes.`,
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			return confirmFlag(run(a, cmd, asJSON, (*ops.Service).QueuePurge, ops.QueuePurgeRequest{Queue: name, Confirm: yes}, func(res ops.QueuePurged) error {
+				_, err := fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
 				return err
-			}
-			defer s.Close()
-			res, err := s.ops.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: name, Confirm: yes})
-			if err != nil {
-				return confirmFlag(err, yes)
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
-			return nil
+			}), yes)
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -63,20 +63,10 @@ queue created with --priorities (0, the default, is read first).`,
 			if req.Headers, err = parseHeaders(headers); err != nil {
 				return err
 			}
-			ctx, s, err := a.open(cmd.Context())
-			if err != nil {
+			return run(a, cmd, asJSON, (*ops.Service).Send, req, func(res ops.Sent) error {
+				_, err := fmt.Fprintln(a.stdout, res.MsgID)
 				return err
-			}
-			defer s.Close()
-			res, err := s.ops.Send(ctx, req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(a.stdout, res)
-			}
-			_, err = fmt.Fprintln(a.stdout, res.MsgID)
-			return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -87,6 +77,6 @@ queue created with --priorities (0, the default, is read first).`,
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
-	f.BoolVar(&asJSON, "json", false, `print {"queue": ..., "msg_id": ...}`)
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -86,14 +86,7 @@ func seedDLQ(t *testing.T, url, queue string, payloads ...string) []int64 {
 
 func callTool(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = name, args
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		t.Fatalf("call %s: %v", name, err)
-	}
+	res := callToolRaw(t, c, name, args)
 	if res.IsError {
 		t.Fatalf("call %s: tool error %v", name, res.Content)
 	}
