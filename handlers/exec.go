@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
 )
 
 // TypeExec is the handler type that runs a command for each job.
@@ -178,7 +177,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() { registry[TypeExec] = buildExec }
 
-func buildExec(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 	h, opts, err := newExecHandler(spec)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeExec, err)
@@ -200,7 +199,7 @@ type execHandler struct {
 	retryUnknown bool
 }
 
-func newExecHandler(spec config.HandlerSpec) (*execHandler, engine.HandlerOptions, error) {
+func newExecHandler(spec Spec) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
 		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
 	}

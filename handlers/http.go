@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
 )
 
 // TypeHTTP is the handler type that sends each job to an HTTP endpoint.
@@ -139,7 +138,7 @@ func (e *RequestError) ErrorClass() string {
 
 func init() { registry[TypeHTTP] = buildHTTP }
 
-func buildHTTP(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+func buildHTTP(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 	h, opts, err := newHTTPHandler(spec)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeHTTP, err)
@@ -162,7 +161,7 @@ type httpHandler struct {
 	classes map[int]engine.Action // by status / 100
 }
 
-func newHTTPHandler(spec config.HandlerSpec) (*httpHandler, engine.HandlerOptions, error) {
+func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	var o HTTPOptions
 	if err := decodeKeyed(spec, &o); err != nil {
 		return nil, engine.HandlerOptions{}, err

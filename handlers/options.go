@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -68,10 +67,10 @@ type BreakerOptions struct {
 	// Default 5.
 	FailureThreshold *int `yaml:"failure_threshold"`
 	// CoolOff is how long it stays open the first time. Default 10s.
-	CoolOff *config.Duration `yaml:"cool_off"`
+	CoolOff *Duration `yaml:"cool_off"`
 	// MaxCoolOff caps the cool-off, which each failed probe doubles.
 	// Default 5m.
-	MaxCoolOff *config.Duration `yaml:"max_cool_off"`
+	MaxCoolOff *Duration `yaml:"max_cool_off"`
 }
 
 // UnmarshalYAML decodes the block key by key, rejecting unknown keys.
@@ -142,12 +141,12 @@ func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error)
 //	  503: {action: retry_after_hint, max_retries: 10, backoff: 1s}
 type Rule struct {
 	// Action is retry, retry_after_hint, discard or dead_letter.
-	Action     string           `yaml:"action"`
-	MaxRetries *int             `yaml:"max_retries"`
-	Backoff    *config.Duration `yaml:"backoff"`
-	BackoffMax *config.Duration `yaml:"backoff_max"`
-	Jitter     *float64         `yaml:"jitter"`
-	Strategy   string           `yaml:"strategy"`
+	Action     string    `yaml:"action"`
+	MaxRetries *int      `yaml:"max_retries"`
+	Backoff    *Duration `yaml:"backoff"`
+	BackoffMax *Duration `yaml:"backoff_max"`
+	Jitter     *float64  `yaml:"jitter"`
+	Strategy   string    `yaml:"strategy"`
 }
 
 // UnmarshalYAML reads an action or a mapping.
@@ -234,7 +233,7 @@ type Rules map[string]Rule
 // UnmarshalYAML decodes the mapping, naming the entry in errors.
 func (rs *Rules) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return optionErrorf("", "expected a mapping of codes to actions, got a %s", nodeKind(n))
+		return optionErrorf("", "expected a mapping of codes to actions, got a %s", yamlerr.Kind(n))
 	}
 	out := Rules{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -276,7 +275,7 @@ func prefixError(key string, err error) error {
 		}
 		return &optionError{Key: key + "." + oe.Key, Reason: oe.Reason}
 	}
-	return &optionError{Key: key, Reason: yamlReason(err)}
+	return &optionError{Key: key, Reason: yamlerr.Reason(err)}
 }
 
 // typeError wraps a problem with a handler block in the form the command
@@ -288,7 +287,7 @@ func typeError(typ string, err error) error {
 // decodeKeyed checks and decodes a handler block's own keys into out (a
 // pointer to a struct with yaml tags) one key at a time, so that every
 // problem, nested ones included, names its key.
-func decodeKeyed(spec config.HandlerSpec, out any) error {
+func decodeKeyed(spec Spec, out any) error {
 	if len(spec.Options) == 0 {
 		return nil
 	}
@@ -311,7 +310,7 @@ func decodeKeyed(spec config.HandlerSpec, out any) error {
 // does not decode is an error naming its key.
 func decodeNode(n *yaml.Node, out any) error {
 	if n.Kind != yaml.MappingNode {
-		return optionErrorf("", "expected a mapping (key: value lines), got a %s", nodeKind(n))
+		return optionErrorf("", "expected a mapping (key: value lines), got a %s", yamlerr.Kind(n))
 	}
 	v := reflect.ValueOf(out).Elem()
 	fields := map[string]reflect.Value{}
@@ -341,58 +340,9 @@ func decodeNode(n *yaml.Node, out any) error {
 	return nil
 }
 
-func nodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	default:
-		return "plain value"
-	}
-}
-
-var (
-	yamlLine     = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line \d+: `)
-	yamlDecoding = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
-)
-
-// yamlReason turns a decoder error into words, without the line (which
-// refers to the re-encoded block, not the file).
-func yamlReason(err error) string {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = yamlLine.ReplaceAllString(strings.TrimSpace(msg), "")
-	if m := yamlDecoding.FindStringSubmatch(msg); m != nil {
-		what := "a " + m[3]
-		switch {
-		case strings.HasPrefix(m[3], "int") || strings.HasPrefix(m[3], "uint"):
-			what = "a whole number"
-		case strings.HasPrefix(m[3], "float"):
-			what = "a number"
-		case m[3] == "bool":
-			what = "true or false"
-		case m[3] == "string":
-			what = "text"
-		case strings.HasPrefix(m[3], "[]"):
-			what = "a list"
-		case strings.HasPrefix(m[3], "map["):
-			what = "a mapping"
-		}
-		if m[2] != "" {
-			return fmt.Sprintf("%q is not %s", m[2], what)
-		}
-		return fmt.Sprintf("expected %s, got a %s", what, map[string]string{"seq": "list", "map": "mapping"}[m[1]])
-	}
-	return msg
-}
-
 // timeoutOf checks the block's timeout and returns the timeout of one
 // attempt.
-func timeoutOf(spec config.HandlerSpec) (time.Duration, error) {
+func timeoutOf(spec Spec) (time.Duration, error) {
 	d := spec.Timeout.D()
 	switch {
 	case d < 0:

@@ -34,8 +34,8 @@ func demoSettings() config.Settings {
 
 // demoHandler is the handler both demo queues run: the demo type, with an
 // attempt timeout short enough for the simulated hangs to fail fast.
-func demoHandler() config.HandlerSpec {
-	return config.HandlerSpec{Type: handlers.TypeDemo, Timeout: config.Duration(300 * time.Millisecond)}
+func demoHandler() handlers.Spec {
+	return handlers.Spec{Type: handlers.TypeDemo, Timeout: handlers.Duration(300 * time.Millisecond)}
 }
 
 // demoGroup is a batch of alike jobs of the demo.
