@@ -57,11 +57,10 @@ type DemoPayload struct {
 	Email       *string `json:"email,omitempty"`
 }
 
-// DemoOptions are the demo handler's options in a configuration file.
+// DemoOptions are the demo handler's options in a configuration file. The
+// help tag of each field is its documentation.
 type DemoOptions struct {
-	// Latency is the longest simulated call; each successful call takes a
-	// part of it that depends on the message id. Default 10ms.
-	Latency Duration `yaml:"latency"`
+	Latency Duration `yaml:"latency" help:"the longest simulated call; each successful call takes a part of it that depends on the message id (at most 1m, default 10ms)"`
 }
 
 // RetryAfterHint is the wait a throttled demo call asks for.

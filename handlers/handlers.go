@@ -22,8 +22,15 @@ import (
 // options its type does not know.
 type Builder func(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error)
 
-var registry = map[string]Builder{
-	TypeDemo: buildDemo,
+// handlerType is a registered handler type.
+type handlerType struct {
+	build   Builder
+	options any // its options struct, documented by Docs
+	summary string
+}
+
+var registry = map[string]handlerType{
+	TypeDemo: {build: buildDemo, options: DemoOptions{}, summary: "the flaky simulated downstream of pgbus demo; each job's payload decides what it does"},
 }
 
 // Types lists the handler types there are, sorted.
@@ -39,11 +46,11 @@ func Types() []string {
 // Build returns the handler a spec describes. Errors say what to change;
 // the caller adds where (file, key).
 func Build(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
-	b, ok := registry[spec.Type]
+	r, ok := registry[spec.Type]
 	if !ok {
 		return nil, engine.HandlerOptions{}, fmt.Errorf("unknown handler type %q; use one of: %s", spec.Type, strings.Join(Types(), ", "))
 	}
-	fn, opts, err := b(spec)
+	fn, opts, err := r.build(spec)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}

@@ -57,20 +57,15 @@ var ruleActions = map[string]engine.Action{
 // PostgreSQL: FailureThreshold consecutive retryable failures open it, jobs
 // that meet it open are snoozed without using an attempt, and after the
 // cool-off one probe decides whether it closes again.
+//
+// The help tag of each field is its documentation, shown by pgbus help
+// config.
 type BreakerOptions struct {
-	// Enabled turns the breaker on (the default) or off.
-	Enabled *bool `yaml:"enabled"`
-	// Name overrides the breaker's name, which is "http:<host:port>" or
-	// "exec:<argv0>" by default. Handlers that share a name share a breaker.
-	Name string `yaml:"name"`
-	// FailureThreshold is how many consecutive retryable failures open it.
-	// Default 5.
-	FailureThreshold *int `yaml:"failure_threshold"`
-	// CoolOff is how long it stays open the first time. Default 10s.
-	CoolOff *Duration `yaml:"cool_off"`
-	// MaxCoolOff caps the cool-off, which each failed probe doubles.
-	// Default 5m.
-	MaxCoolOff *Duration `yaml:"max_cool_off"`
+	Enabled          *bool     `yaml:"enabled" help:"false turns the breaker off (default true)"`
+	Name             string    `yaml:"name" help:"the breaker's name instead of http:<host:port> or exec:<argv0>; handlers that share a name share a breaker (at most 200 characters)"`
+	FailureThreshold *int      `yaml:"failure_threshold" help:"how many consecutive retryable failures open it (1..10000, default 5)"`
+	CoolOff          *Duration `yaml:"cool_off" help:"how long it stays open before one probe may go through (10ms..24h, default 10s)"`
+	MaxCoolOff       *Duration `yaml:"max_cool_off" help:"caps the cool-off, which each failed probe doubles (at most 168h, default 5m)"`
 }
 
 // UnmarshalYAML decodes the block key by key, rejecting unknown keys.
@@ -139,14 +134,15 @@ func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error)
 //
 //	on_status:
 //	  503: {action: retry_after_hint, max_retries: 10, backoff: 1s}
+//
+// The help tag of each field is its documentation.
 type Rule struct {
-	// Action is retry, retry_after_hint, discard or dead_letter.
-	Action     string    `yaml:"action"`
-	MaxRetries *int      `yaml:"max_retries"`
-	Backoff    *Duration `yaml:"backoff"`
-	BackoffMax *Duration `yaml:"backoff_max"`
-	Jitter     *float64  `yaml:"jitter"`
-	Strategy   string    `yaml:"strategy"`
+	Action     string    `yaml:"action" help:"retry, retry_after_hint (retry after the response's Retry-After; http only), discard (archive with the failure recorded) or dead_letter"`
+	MaxRetries *int      `yaml:"max_retries" help:"retry and retry_after_hint only, like the rest of these keys: how often these failures are retried (1..1000, default 5)"`
+	Backoff    *Duration `yaml:"backoff" help:"the first retry's delay (at most 24h, default 5s)"`
+	BackoffMax *Duration `yaml:"backoff_max" help:"caps every delay (at most 168h, default 5m)"`
+	Jitter     *float64  `yaml:"jitter" help:"spreads delays by up to this share either way (0..1, default 0.15)"`
+	Strategy   string    `yaml:"strategy" help:"exponential (the default) or polynomial"`
 }
 
 // UnmarshalYAML reads an action or a mapping.

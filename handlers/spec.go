@@ -19,12 +19,11 @@ import (
 //	  url: https://billing.internal/hooks/charge
 //
 // and a Go program can fill it in itself and pass it to Build.
+//
+// Type and Timeout are documented by their help tags.
 type Spec struct {
-	// Type names the handler: demo, http or exec (see Types).
-	Type string `yaml:"type"`
-	// Timeout bounds one attempt. Zero means the type's default: 30s for
-	// http and exec, the queue's visibility timeout for demo.
-	Timeout Duration `yaml:"timeout"`
+	Type    string   `yaml:"type" help:"required: the handler, one of demo, http, exec"`
+	Timeout Duration `yaml:"timeout" help:"bounds one attempt (http and exec: at most 24h, default 30s; demo: default the queue's visibility_timeout)"`
 	// Options are the type's own keys (see DemoOptions, HTTPOptions and
 	// ExecOptions), with the values a YAML decoder gives or plain Go
 	// values: strings, numbers, bools, durations written as text ("10s"),
