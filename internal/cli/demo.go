@@ -265,11 +265,46 @@ func demoGroups(groups []store.DeadGroup) []store.DeadGroup {
 	return out
 }
 
-// mcpServer is one entry of mcp.json's mcpServers.
+// mcpServer is pgbus's entry in an MCP client's configuration file.
 type mcpServer struct {
+	Type    string            `json:"type,omitempty"`
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env,omitempty"`
+}
+
+// mcpClientFile is the configuration file of some MCP clients: the key
+// its servers are listed under, and whether an entry names its transport.
+type mcpClientFile struct {
+	Clients []string // as README.md names them
+	Where   string
+	Key     string
+	Typed   bool
+}
+
+// mcpClientFiles are the files the demo's hints show, as README.md does:
+// Claude Desktop and Cursor list servers under mcpServers (so does
+// mcp.json), VS Code under servers, each with a type.
+var mcpClientFiles = []mcpClientFile{
+	{Clients: []string{"Claude Desktop", "Cursor"}, Where: "claude_desktop_config.json or .cursor/mcp.json", Key: "mcpServers"},
+	{Clients: []string{"VS Code"}, Where: ".vscode/mcp.json", Key: "servers", Typed: true},
+}
+
+// mcpConfigHints shows pgbus's entry in each client's file.
+func mcpConfigHints(server mcpServer) (string, error) {
+	var b strings.Builder
+	for _, f := range mcpClientFiles {
+		s := server
+		if f.Typed {
+			s.Type = "stdio"
+		}
+		text, err := json.Marshal(map[string]any{f.Key: map[string]any{"pgbus": s}})
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "  For %s, in %s:\n    %s\n", strings.Join(f.Clients, " or "), f.Where, text)
+	}
+	return b.String(), nil
 }
 
 func (a *app) demoNextSteps(w io.Writer, db *database, groups []store.DeadGroup) error {
@@ -284,7 +319,7 @@ func (a *app) demoNextSteps(w io.Writer, db *database, groups []store.DeadGroup)
 		server.Args = append(server.Args, "--data-dir", dir)
 		setup = "  export " + EnvDataDir + "=" + shellQuote(dir) + "\n"
 	}
-	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"pgbus": server}}, "    ", "  ")
+	mcp, err := mcpConfigHints(server)
 	if err != nil {
 		return err
 	}
@@ -308,9 +343,7 @@ Connect an AI agent (MCP) to investigate and repair these dead letters:
   pgbus serve%[6]s
       MCP over stdio; the agent's client starts it. For Claude Code:
   claude mcp add pgbus -- pgbus serve%[6]s
-  For VS Code, Cursor or Claude Desktop, in mcp.json:
-    %[3]s
-  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
+%[3]s  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
   (pgbus must be on PATH: go build -o pgbus . or go install.)
 `, DemoOrders, handlers.ClassDemoUnavailable, mcp, sample, setup, argsSuffix(server.Args[1:]))
 	return err
