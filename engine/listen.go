@@ -3,10 +3,6 @@ package engine
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/pgbus/pgbus/store"
 )
 
 // listen wakes queue workers on the notification a send makes in its
@@ -33,23 +29,20 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 }
 
 func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWorker) error {
-	conn, err := pgx.ConnectConfig(ctx, c.store.Pool().Config().ConnConfig.Copy())
+	l, err := c.store.Listen(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
-		return err
-	}
+	defer l.Close(context.WithoutCancel(ctx))
 	for _, w := range byPhysical {
 		w.poke() // notifications may have been missed while disconnected
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		queue, err := l.WaitForSend(ctx)
 		if err != nil {
 			return err
 		}
-		if w, ok := byPhysical[n.Payload]; ok {
+		if w, ok := byPhysical[queue]; ok {
 			w.poke()
 		}
 	}

@@ -85,7 +85,7 @@ func runClient(t testing.TB, c *engine.Client) {
 
 // specFromYAML parses a handler block as it would appear in a configuration
 // file, so that tests go through the same decoding as the binary.
-func specFromYAML(t testing.TB, block string) config.HandlerSpec {
+func specFromYAML(t testing.TB, block string) handlers.Spec {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("queues:\n  q:\n    handler:\n")
@@ -99,7 +99,7 @@ func specFromYAML(t testing.TB, block string) config.HandlerSpec {
 	return *f.Queues["q"].Handler
 }
 
-func mustBuild(t testing.TB, spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions) {
+func mustBuild(t testing.TB, spec handlers.Spec) (engine.HandlerFunc, engine.HandlerOptions) {
 	t.Helper()
 	fn, opts, err := handlers.Build(spec)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -58,23 +57,22 @@ type DemoPayload struct {
 	Email       *string `json:"email,omitempty"`
 }
 
-// DemoOptions are the demo handler's options in a configuration file.
+// DemoOptions are the demo handler's options in a configuration file. The
+// help tag of each field is its documentation.
 type DemoOptions struct {
-	// Latency is the longest simulated call; each successful call takes a
-	// part of it that depends on the message id. Default 10ms.
-	Latency config.Duration `yaml:"latency"`
+	Latency Duration `yaml:"latency" help:"the longest simulated call; each successful call takes a part of it that depends on the message id (at most 1m, default 10ms)"`
 }
 
 // RetryAfterHint is the wait a throttled demo call asks for.
 const RetryAfterHint = 100 * time.Millisecond
 
-func buildDemo(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
-	opts := DemoOptions{Latency: config.Duration(10 * time.Millisecond)}
-	if err := decodeOptions(spec, &opts); err != nil {
-		return nil, engine.HandlerOptions{}, err
+func buildDemo(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+	opts := DemoOptions{Latency: Duration(10 * time.Millisecond)}
+	if err := decodeKeyed(spec, &opts); err != nil {
+		return nil, engine.HandlerOptions{}, typeError(TypeDemo, err)
 	}
-	if opts.Latency.D() < 0 || opts.Latency.D() > time.Minute {
-		return nil, engine.HandlerOptions{}, fmt.Errorf("handler type demo: latency %s is out of range 0..1m", opts.Latency)
+	if opts.Latency.D() > time.Minute {
+		return nil, engine.HandlerOptions{}, typeError(TypeDemo, optionErrorf("latency", "%s is out of range 0..1m", opts.Latency))
 	}
 	return Demo(opts), engine.HandlerOptions{}, nil
 }

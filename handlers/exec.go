@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
 )
 
 // TypeExec is the handler type that runs a command for each job.
@@ -86,28 +85,18 @@ const (
 // of stdout and of stderr are kept (the rest is read and dropped), and the
 // last lines of stderr (or of stdout, when stderr is empty) go into the
 // failure message.
+//
+// The help tag of each field is its documentation, shown by pgbus help
+// config.
 type ExecOptions struct {
-	// Command is the program and its arguments. The program is a name
-	// found on PATH when the handler is built, or an absolute path.
-	Command []string `yaml:"command"`
-	// Dir is the working directory; default the worker's.
-	Dir string `yaml:"dir"`
-	// Env adds variables to the worker's environment; names starting with
-	// PGBUS_ are reserved.
-	Env map[string]string `yaml:"env"`
-	// RetryExitCodes are retryable; default [75].
-	RetryExitCodes []int `yaml:"retry_exit_codes"`
-	// DiscardExitCodes archive the message with the failure recorded.
-	DiscardExitCodes []int `yaml:"discard_exit_codes"`
-	// RetryUnknownExitCodes makes every other nonzero exit code retryable
-	// instead of non-retryable.
-	RetryUnknownExitCodes bool `yaml:"retry_unknown_exit_codes"`
-	// OnExit gives exit codes (1..255) an action or a Rule with a retry
-	// policy of their own.
-	OnExit Rules `yaml:"on_exit"`
-	// Breaker is the circuit breaker of the command, named "exec:<argv0>";
-	// on by default.
-	Breaker BreakerOptions `yaml:"breaker"`
+	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH"`
+	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
+	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved"`
+	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
+	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
+	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
+	OnExit                Rules             `yaml:"on_exit" help:"exit codes (1..255) with an action of their own (retry, discard or dead_letter) or a mapping with these keys"`
+	Breaker               BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the command, named exec:<argv0> and shared by every worker process; on by default"`
 }
 
 // ExitError is a command that did not exit 0: it exited with a code, was
@@ -176,9 +165,12 @@ func (e *StartError) Unwrap() error { return e.Err }
 // ErrorClass is "exec.start".
 func (e *StartError) ErrorClass() string { return ClassExecStart }
 
-func init() { registry[TypeExec] = buildExec }
+func init() {
+	registry[TypeExec] = handlerType{build: buildExec, options: ExecOptions{},
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT and PGBUS_IDEMPOTENCY_KEY in its environment; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and at the timeout its process group is killed and the attempt retried"}
+}
 
-func buildExec(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 	h, opts, err := newExecHandler(spec)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeExec, err)
@@ -200,7 +192,7 @@ type execHandler struct {
 	retryUnknown bool
 }
 
-func newExecHandler(spec config.HandlerSpec) (*execHandler, engine.HandlerOptions, error) {
+func newExecHandler(spec Spec) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
 		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
 	}

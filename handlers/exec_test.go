@@ -17,7 +17,6 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
-	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -249,7 +248,7 @@ func execJob(id int64, payload string) *engine.Job {
 func TestExecHandlerTimeoutKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	hang := writeScript(t, dir, "hang.sh", hangScript)
-	fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeExec, Timeout: config.Duration(300 * time.Millisecond),
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Timeout: handlers.Duration(300 * time.Millisecond),
 		Options: map[string]any{"command": []any{"/bin/sh", hang}, "env": map[string]any{"OUT_DIR": dir}}})
 	began := time.Now()
 	err := fn(context.Background(), execJob(41, `{}`))
@@ -277,7 +276,7 @@ func TestExecHandlerTimeoutKillsProcessGroup(t *testing.T) {
 func TestExecHandlerBoundedOutput(t *testing.T) {
 	dir := t.TempDir()
 	work := writeScript(t, dir, "work.sh", workScript)
-	fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeExec,
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
 		Options: map[string]any{"command": []any{"/bin/sh", work}, "env": map[string]any{"OUT_DIR": dir}}})
 	err := fn(context.Background(), execJob(1, `{"case": "flood"}`))
 	var ee *handlers.ExitError
@@ -292,14 +291,14 @@ func TestExecHandlerBoundedOutput(t *testing.T) {
 	}
 	// stdout is quoted when stderr is empty.
 	quiet := writeScript(t, dir, "quiet.sh", "cat >/dev/null; head -c 100000 /dev/zero | tr '\\0' 'y'; echo; echo final words; exit 9\n")
-	fn, _ = mustBuild(t, config.HandlerSpec{Type: handlers.TypeExec, Options: map[string]any{"command": []any{"/bin/sh", quiet}, "retry_unknown_exit_codes": true}})
+	fn, _ = mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": []any{"/bin/sh", quiet}, "retry_unknown_exit_codes": true}})
 	err = fn(context.Background(), execJob(2, `{}`))
 	if _, plain := err.(*handlers.ExitError); !plain || !errors.As(err, &ee) || ee.OutputName != "stdout" || !strings.HasSuffix(ee.Output, "final words") || len(ee.Output) > 700 {
 		t.Errorf("error %v (%T); want a plain (retry_unknown_exit_codes) ExitError quoting the end of stdout", err, err)
 	}
 	// A payload larger than a pipe's buffer, which the command ignores.
 	ignore := writeScript(t, dir, "ignore.sh", "exit 0\n")
-	fn, _ = mustBuild(t, config.HandlerSpec{Type: handlers.TypeExec, Options: map[string]any{"command": []any{"/bin/sh", ignore}}})
+	fn, _ = mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": []any{"/bin/sh", ignore}}})
 	big, _ := json.Marshal(map[string]string{"blob": strings.Repeat("z", 1<<20)})
 	if err := fn(context.Background(), execJob(3, string(big))); err != nil {
 		t.Errorf("a command that does not read its stdin: %v", err)
@@ -382,11 +381,11 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "bool text", yaml: "command: [/bin/sh]\nretry_unknown_exit_codes: sometimes", key: "retry_unknown_exit_codes:", reason: "true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var spec config.HandlerSpec
+			var spec handlers.Spec
 			if tc.yaml != "" {
 				spec = specFromYAML(t, "type: exec\n"+tc.yaml)
 			} else {
-				spec = config.HandlerSpec{Options: tc.options, Timeout: config.Duration(tc.timeout)}
+				spec = handlers.Spec{Options: tc.options, Timeout: handlers.Duration(tc.timeout)}
 			}
 			spec.Type = handlers.TypeExec
 			_, _, err := handlers.Build(spec)

@@ -11,11 +11,10 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
-	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/store"
 )
 
-func build(t *testing.T, spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions) {
+func build(t *testing.T, spec handlers.Spec) (engine.HandlerFunc, engine.HandlerOptions) {
 	t.Helper()
 	fn, opts, err := handlers.Build(spec)
 	if err != nil {
@@ -36,17 +35,17 @@ func TestBuild(t *testing.T) {
 	if got := handlers.Types(); !slices.Contains(got, "demo") || !slices.IsSorted(got) {
 		t.Fatalf("types %q", got)
 	}
-	_, opts := build(t, config.HandlerSpec{Type: "demo", Timeout: config.Duration(2 * time.Second), Options: map[string]any{"latency": "0s"}})
+	_, opts := build(t, handlers.Spec{Type: "demo", Timeout: handlers.Duration(2 * time.Second), Options: map[string]any{"latency": "0s"}})
 	if opts.Timeout != 2*time.Second {
 		t.Fatalf("timeout %s", opts.Timeout)
 	}
-	for spec, says := range map[*config.HandlerSpec]string{
+	for spec, says := range map[*handlers.Spec]string{
 		{Type: "smtp"}: `unknown handler type "smtp"; use one of: `,
 		{Type: ""}:     `unknown handler type ""`,
-		{Type: "demo", Options: map[string]any{"url": "x"}}:          `handler type demo has no option "url"; its options: latency`,
+		{Type: "demo", Options: map[string]any{"url": "x"}}:          `handler type demo: url: unknown option; the options here are latency`,
 		{Type: "demo", Options: map[string]any{"latency": "fast"}}:   `"fast" is not a duration`,
-		{Type: "demo", Options: map[string]any{"latency": "2m"}}:     "out of range",
-		{Type: "demo", Options: map[string]any{"latency": []int{1}}}: "handler type demo: options:",
+		{Type: "demo", Options: map[string]any{"latency": "2m"}}:     "handler type demo: latency: 2m0s is out of range 0..1m",
+		{Type: "demo", Options: map[string]any{"latency": []int{1}}}: "handler type demo: latency: expected a duration",
 	} {
 		if _, _, err := handlers.Build(*spec); err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("%+v: error %v, want %q", *spec, err, says)
@@ -55,7 +54,7 @@ func TestBuild(t *testing.T) {
 }
 
 func TestDemoBehaviours(t *testing.T) {
-	fn, _ := build(t, config.HandlerSpec{Type: "demo", Options: map[string]any{"latency": "1ms"}})
+	fn, _ := build(t, handlers.Spec{Type: "demo", Options: map[string]any{"latency": "1ms"}})
 	ctx := context.Background()
 	cases := []struct {
 		name, payload     string
@@ -100,7 +99,7 @@ func TestDemoBehaviours(t *testing.T) {
 }
 
 func TestDemoPanicsAndTimeouts(t *testing.T) {
-	fn, _ := build(t, config.HandlerSpec{Type: "demo"})
+	fn, _ := build(t, handlers.Spec{Type: "demo"})
 	func() {
 		defer func() {
 			if r := recover(); r == nil || !strings.Contains(r.(string), "simulated bug") {

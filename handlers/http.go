@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
 )
 
 // TypeHTTP is the handler type that sends each job to an HTTP endpoint.
@@ -57,26 +56,16 @@ const MaxRetryAfter = time.Hour
 // one attempt, the wait for a max_concurrency slot included; a job that
 // gets no slot in time is snoozed, using no attempt. Only retryable
 // failures count toward the circuit breaker.
+//
+// The help tag of each field is its documentation, shown by pgbus help
+// config.
 type HTTPOptions struct {
-	// URL is the absolute http or https URL each job is sent to.
-	URL string `yaml:"url"`
-	// Method is POST (the default), PUT, PATCH or DELETE.
-	Method string `yaml:"method"`
-	// Headers are sent with every request. They may set Content-Type,
-	// Authorization and the like, but not Idempotency-Key (the job's key)
-	// or the headers of the transport (Host, Content-Length, ...).
-	Headers map[string]string `yaml:"headers"`
-	// MaxConcurrency bounds the requests in flight from this process to
-	// the URL; when it is lower than the queue's concurrency, jobs wait for
-	// a free slot. Unset: no bound but the queue's concurrency.
-	MaxConcurrency *int `yaml:"max_concurrency"`
-	// Breaker is the circuit breaker of the downstream, named
-	// "http:<host:port>"; on by default.
-	Breaker BreakerOptions `yaml:"breaker"`
-	// OnStatus overrides the classification of statuses: keys are a status
-	// (300..599) or a class of them ("3xx", "4xx", "5xx"; an exact status
-	// wins), values an action or a Rule.
-	OnStatus Rules `yaml:"on_status"`
+	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to"`
+	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
+	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...)"`
+	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); jobs wait for a free slot within their timeout. Default: no bound but the queue's concurrency"`
+	Breaker        BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the downstream, named http:<host:port> and shared by every worker process; on by default"`
+	OnStatus       Rules             `yaml:"on_status" help:"overrides what a status does: keys are a status (300..599) or a class of them (3xx, 4xx, 5xx; an exact status wins), values an action or a mapping with these keys"`
 }
 
 // StatusError is a response with a status other than 2xx.
@@ -137,9 +126,12 @@ func (e *RequestError) ErrorClass() string {
 	return ClassHTTPNetwork
 }
 
-func init() { registry[TypeHTTP] = buildHTTP }
+func init() {
+	registry[TypeHTTP] = handlerType{build: buildHTTP, options: HTTPOptions{},
+		summary: "sends each job's payload as a JSON request, with Idempotency-Key set to the job's key; 2xx succeeds, 408, 429, 5xx, network errors and timeouts are retried, other statuses dead-letter the message"}
+}
 
-func buildHTTP(spec config.HandlerSpec) (engine.HandlerFunc, engine.HandlerOptions, error) {
+func buildHTTP(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 	h, opts, err := newHTTPHandler(spec)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeHTTP, err)
@@ -162,7 +154,7 @@ type httpHandler struct {
 	classes map[int]engine.Action // by status / 100
 }
 
-func newHTTPHandler(spec config.HandlerSpec) (*httpHandler, engine.HandlerOptions, error) {
+func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	var o HTTPOptions
 	if err := decodeKeyed(spec, &o); err != nil {
 		return nil, engine.HandlerOptions{}, err

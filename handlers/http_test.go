@@ -17,7 +17,6 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
-	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -416,7 +415,7 @@ func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	fn, opts := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Timeout: config.Duration(200 * time.Millisecond),
+	fn, opts := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(200 * time.Millisecond),
 		Options: map[string]any{"url": slow.URL + "/x?key=s3cret"}})
 	if opts.Timeout != 200*time.Millisecond {
 		t.Errorf("timeout %s, want 200ms", opts.Timeout)
@@ -438,7 +437,7 @@ func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	addr := closed.URL
 	closed.Close()
-	fn, _ = mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: map[string]any{"url": addr}})
+	fn, _ = mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": addr}})
 	err = fn(context.Background(), job)
 	if _, plain := err.(*handlers.RequestError); !plain || engine.ErrorClass(err) != handlers.ClassHTTPNetwork {
 		t.Errorf("connection refused: %v (%T, class %s); want a plain http.network RequestError", err, err, engine.ErrorClass(err))
@@ -459,7 +458,7 @@ func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Timeout: config.Duration(2 * time.Second),
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(2 * time.Second),
 		Options: map[string]any{"url": srv.URL, "max_concurrency": 1}})
 	first := make(chan error, 1)
 	go func() {
@@ -516,7 +515,7 @@ func TestHTTPHandlerStatuses(t *testing.T) {
 		if tc.onState != nil {
 			opts["on_status"] = tc.onState
 		}
-		fn, hopts := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: opts})
+		fn, hopts := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: opts})
 		err := fn(context.Background(), job)
 		if tc.class == "" {
 			if err != nil {
@@ -538,7 +537,7 @@ func TestHTTPHandlerStatuses(t *testing.T) {
 		status int
 		hint   time.Duration
 	}{{503, handlers.MaxRetryAfter}, {429, handlers.MaxRetryAfter}, {500, 0}} {
-		fn, _ := mustBuild(t, config.HandlerSpec{Type: handlers.TypeHTTP, Options: map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, tc.status)}})
+		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": fmt.Sprintf("%s/%d", srv.URL, tc.status)}})
 		err := fn(context.Background(), job)
 		var se *handlers.StatusError
 		if !errors.As(err, &se) || se.Hint != tc.hint {
@@ -597,7 +596,7 @@ url: http://[::1]:8080/x
 func TestHTTPBadConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		spec    config.HandlerSpec
+		spec    handlers.Spec
 		yaml    string
 		key     string
 		reason  string
@@ -610,8 +609,8 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "opaque", options: map[string]any{"url": "http:billing"}, key: "url:", reason: "no host"},
 		{name: "not a url", options: map[string]any{"url": "http://bad host/"}, key: "url:", reason: "is not a URL"},
 		{name: "method", options: map[string]any{"url": "http://h/", "method": "GET"}, key: "method:", reason: "not allowed"},
-		{name: "negative timeout", spec: config.HandlerSpec{Timeout: config.Duration(-time.Second)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "negative"},
-		{name: "huge timeout", spec: config.HandlerSpec{Timeout: config.Duration(48 * time.Hour)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "out of range"},
+		{name: "negative timeout", spec: handlers.Spec{Timeout: handlers.Duration(-time.Second)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "negative"},
+		{name: "huge timeout", spec: handlers.Spec{Timeout: handlers.Duration(48 * time.Hour)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "out of range"},
 		{name: "zero concurrency", yaml: "url: http://h/\nmax_concurrency: 0", key: "max_concurrency:", reason: "out of range 1..10000"},
 		{name: "negative concurrency", yaml: "url: http://h/\nmax_concurrency: -2", key: "max_concurrency:", reason: "out of range"},
 		{name: "concurrency text", yaml: "url: http://h/\nmax_concurrency: lots", key: "max_concurrency:", reason: `"lots" is not a whole number`},

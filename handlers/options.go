@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgbus/pgbus/engine"
-	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -58,20 +57,15 @@ var ruleActions = map[string]engine.Action{
 // PostgreSQL: FailureThreshold consecutive retryable failures open it, jobs
 // that meet it open are snoozed without using an attempt, and after the
 // cool-off one probe decides whether it closes again.
+//
+// The help tag of each field is its documentation, shown by pgbus help
+// config.
 type BreakerOptions struct {
-	// Enabled turns the breaker on (the default) or off.
-	Enabled *bool `yaml:"enabled"`
-	// Name overrides the breaker's name, which is "http:<host:port>" or
-	// "exec:<argv0>" by default. Handlers that share a name share a breaker.
-	Name string `yaml:"name"`
-	// FailureThreshold is how many consecutive retryable failures open it.
-	// Default 5.
-	FailureThreshold *int `yaml:"failure_threshold"`
-	// CoolOff is how long it stays open the first time. Default 10s.
-	CoolOff *config.Duration `yaml:"cool_off"`
-	// MaxCoolOff caps the cool-off, which each failed probe doubles.
-	// Default 5m.
-	MaxCoolOff *config.Duration `yaml:"max_cool_off"`
+	Enabled          *bool     `yaml:"enabled" help:"false turns the breaker off (default true)"`
+	Name             string    `yaml:"name" help:"the breaker's name instead of http:<host:port> or exec:<argv0>; handlers that share a name share a breaker (at most 200 characters)"`
+	FailureThreshold *int      `yaml:"failure_threshold" help:"how many consecutive retryable failures open it (1..10000, default 5)"`
+	CoolOff          *Duration `yaml:"cool_off" help:"how long it stays open before one probe may go through (10ms..24h, default 10s)"`
+	MaxCoolOff       *Duration `yaml:"max_cool_off" help:"caps the cool-off, which each failed probe doubles (at most 168h, default 5m)"`
 }
 
 // UnmarshalYAML decodes the block key by key, rejecting unknown keys.
@@ -140,14 +134,15 @@ func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error)
 //
 //	on_status:
 //	  503: {action: retry_after_hint, max_retries: 10, backoff: 1s}
+//
+// The help tag of each field is its documentation.
 type Rule struct {
-	// Action is retry, retry_after_hint, discard or dead_letter.
-	Action     string           `yaml:"action"`
-	MaxRetries *int             `yaml:"max_retries"`
-	Backoff    *config.Duration `yaml:"backoff"`
-	BackoffMax *config.Duration `yaml:"backoff_max"`
-	Jitter     *float64         `yaml:"jitter"`
-	Strategy   string           `yaml:"strategy"`
+	Action     string    `yaml:"action" help:"retry, retry_after_hint (retry after the response's Retry-After; http only), discard (archive with the failure recorded) or dead_letter"`
+	MaxRetries *int      `yaml:"max_retries" help:"retry and retry_after_hint only, like the rest of these keys: how often these failures are retried (1..1000, default 5)"`
+	Backoff    *Duration `yaml:"backoff" help:"the first retry's delay (at most 24h, default 5s)"`
+	BackoffMax *Duration `yaml:"backoff_max" help:"caps every delay (at most 168h, default 5m)"`
+	Jitter     *float64  `yaml:"jitter" help:"spreads delays by up to this share either way (0..1, default 0.15)"`
+	Strategy   string    `yaml:"strategy" help:"exponential (the default) or polynomial"`
 }
 
 // UnmarshalYAML reads an action or a mapping.
@@ -234,7 +229,7 @@ type Rules map[string]Rule
 // UnmarshalYAML decodes the mapping, naming the entry in errors.
 func (rs *Rules) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return optionErrorf("", "expected a mapping of codes to actions, got a %s", nodeKind(n))
+		return optionErrorf("", "expected a mapping of codes to actions, got a %s", yamlerr.Kind(n))
 	}
 	out := Rules{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -276,7 +271,7 @@ func prefixError(key string, err error) error {
 		}
 		return &optionError{Key: key + "." + oe.Key, Reason: oe.Reason}
 	}
-	return &optionError{Key: key, Reason: yamlReason(err)}
+	return &optionError{Key: key, Reason: yamlerr.Reason(err)}
 }
 
 // typeError wraps a problem with a handler block in the form the command
@@ -288,7 +283,7 @@ func typeError(typ string, err error) error {
 // decodeKeyed checks and decodes a handler block's own keys into out (a
 // pointer to a struct with yaml tags) one key at a time, so that every
 // problem, nested ones included, names its key.
-func decodeKeyed(spec config.HandlerSpec, out any) error {
+func decodeKeyed(spec Spec, out any) error {
 	if len(spec.Options) == 0 {
 		return nil
 	}
@@ -311,7 +306,7 @@ func decodeKeyed(spec config.HandlerSpec, out any) error {
 // does not decode is an error naming its key.
 func decodeNode(n *yaml.Node, out any) error {
 	if n.Kind != yaml.MappingNode {
-		return optionErrorf("", "expected a mapping (key: value lines), got a %s", nodeKind(n))
+		return optionErrorf("", "expected a mapping (key: value lines), got a %s", yamlerr.Kind(n))
 	}
 	v := reflect.ValueOf(out).Elem()
 	fields := map[string]reflect.Value{}
@@ -341,58 +336,9 @@ func decodeNode(n *yaml.Node, out any) error {
 	return nil
 }
 
-func nodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	default:
-		return "plain value"
-	}
-}
-
-var (
-	yamlLine     = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line \d+: `)
-	yamlDecoding = regexp.MustCompile("cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)")
-)
-
-// yamlReason turns a decoder error into words, without the line (which
-// refers to the re-encoded block, not the file).
-func yamlReason(err error) string {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = yamlLine.ReplaceAllString(strings.TrimSpace(msg), "")
-	if m := yamlDecoding.FindStringSubmatch(msg); m != nil {
-		what := "a " + m[3]
-		switch {
-		case strings.HasPrefix(m[3], "int") || strings.HasPrefix(m[3], "uint"):
-			what = "a whole number"
-		case strings.HasPrefix(m[3], "float"):
-			what = "a number"
-		case m[3] == "bool":
-			what = "true or false"
-		case m[3] == "string":
-			what = "text"
-		case strings.HasPrefix(m[3], "[]"):
-			what = "a list"
-		case strings.HasPrefix(m[3], "map["):
-			what = "a mapping"
-		}
-		if m[2] != "" {
-			return fmt.Sprintf("%q is not %s", m[2], what)
-		}
-		return fmt.Sprintf("expected %s, got a %s", what, map[string]string{"seq": "list", "map": "mapping"}[m[1]])
-	}
-	return msg
-}
-
 // timeoutOf checks the block's timeout and returns the timeout of one
 // attempt.
-func timeoutOf(spec config.HandlerSpec) (time.Duration, error) {
+func timeoutOf(spec Spec) (time.Duration, error) {
 	d := spec.Timeout.D()
 	switch {
 	case d < 0:

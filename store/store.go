@@ -45,7 +45,9 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool}
 }
 
-// Pool returns the underlying pool, for callers that need LISTEN connections.
+// Pool returns the underlying pool, for its configuration and statistics and
+// for tests; pgbus statements live in this package (see Listen for
+// notifications).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool.

@@ -95,6 +95,9 @@ Quick start: pgbus demo`,
 	root.AddCommand(configHelpTopic())
 	root.AddCommand(a.serveCommand())
 	root.AddCommand(a.benchCommand())
+	root.AddCommand(versionCommand())
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 

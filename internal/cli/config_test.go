@@ -128,7 +128,7 @@ func TestBadConfigFile(t *testing.T) {
 		{"unknown queue key", "queues:\n  orders:\n    max_retry: 3\n", `:3: queues.orders.max_retry: unknown key "max_retry"`},
 		{"unknown handler type", "queues:\n  orders:\n    handler: {type: carrier_pigeon}\n", `:3: queues.orders.handler: unknown handler type "carrier_pigeon"; use one of: `},
 		{"missing handler type", "queues:\n  orders:\n    handler: {timeout: 1s}\n", `queues.orders.handler.type: missing`},
-		{"unknown handler option", "queues:\n  orders:\n    handler: {type: demo, url: x}\n", `handler type demo has no option "url"`},
+		{"unknown handler option", "queues:\n  orders:\n    handler: {type: demo, url: x}\n", `handler type demo: url: unknown option; the options here are latency`},
 		{"negative concurrency", "queues:\n  orders:\n    concurrency: -3\n", `:3: queues.orders.concurrency: -3 is out of range`},
 		{"negative max_retries", "queues:\n  orders:\n    max_retries: -1\n", `:3: queues.orders.max_retries: -1 is out of range`},
 		{"negative duration", "queues:\n  orders:\n    backoff: -5s\n", `:3: queues.orders.backoff: "-5s" is negative`},

@@ -1,6 +1,12 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/handlers"
+)
 
 // configHelp documents the configuration file and the order of settings.
 const configHelp = `pgbus reads an optional configuration file, given with --config FILE or the
@@ -17,7 +23,7 @@ Every setting is taken from the first of:
   3. the configuration file
   4. the built-in default
 
-Example (every key shown):
+Example (every key but the handler types' own, which follow it):
 
   database_url: postgres://app@db.internal:5432/app   # default: embedded PostgreSQL
   data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory
@@ -31,8 +37,8 @@ Example (every key shown):
       concurrency: 10               # jobs at once per process (default 10)
       handler:
         type: demo                  # built-in handlers: demo, http, exec
-        timeout: 10s                # one attempt's limit (default: visibility_timeout)
-        latency: 10ms               # demo only: longest simulated call
+        timeout: 10s                # one attempt's limit (see Handler blocks below)
+        latency: 10ms               # the demo type's own key
       max_retries: 5                # runs before dead-lettering, 0..1000
       visibility_timeout: 30s       # 1s..24h
       strategy: exponential         # or polynomial
@@ -52,6 +58,48 @@ func configHelpTopic() *cobra.Command {
 	return &cobra.Command{
 		Use:   "config",
 		Short: "The configuration file and the order of settings (flags > env > file > defaults)",
-		Long:  configHelp,
+		Long:  configHelp + "\n\n" + handlerHelp(),
+	}
+}
+
+// handlerHelp documents the keys of handler blocks, made from the option
+// structs of package handlers so that it lists every key there is.
+func handlerHelp() string {
+	var b strings.Builder
+	b.WriteString("Handler blocks (queues.NAME.handler) take these keys:\n\n")
+	writeOptions(&b, handlers.CommonOptions(), 2)
+	b.WriteString("\nand the keys of their type:\n")
+	for _, t := range handlers.Docs() {
+		b.WriteString("\n  type: " + t.Type + "\n")
+		writeWrapped(&b, t.Summary, 6)
+		writeOptions(&b, t.Options, 4)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func writeOptions(b *strings.Builder, opts []handlers.Option, indent int) {
+	for _, o := range opts {
+		b.WriteString(strings.Repeat(" ", indent) + o.Key + ": " + o.Value + "\n")
+		writeWrapped(b, o.Doc, indent+4)
+		writeOptions(b, o.Options, indent+4)
+	}
+}
+
+// writeWrapped writes text in lines of at most 80 columns, indented.
+func writeWrapped(b *strings.Builder, text string, indent int) {
+	const width = 80
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && indent+len(line)+1+len(word) > width {
+			b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		b.WriteString(strings.Repeat(" ", indent) + line + "\n")
 	}
 }

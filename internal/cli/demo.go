@@ -36,8 +36,8 @@ func demoSettings() config.Settings {
 
 // demoHandler is the handler both demo queues run: the demo type, with an
 // attempt timeout short enough for the simulated hangs to fail fast.
-func demoHandler() config.HandlerSpec {
-	return config.HandlerSpec{Type: handlers.TypeDemo, Timeout: config.Duration(300 * time.Millisecond)}
+func demoHandler() handlers.Spec {
+	return handlers.Spec{Type: handlers.TypeDemo, Timeout: handlers.Duration(300 * time.Millisecond)}
 }
 
 // demoGroup is a batch of alike jobs of the demo.
@@ -263,8 +263,9 @@ func demoGroups(sum ops.DLQSummary) ops.DLQSummary {
 	return out
 }
 
-// mcpServer is one entry of mcp.json's mcpServers.
+// mcpServer is pgbus's entry in an MCP client's configuration file.
 type mcpServer struct {
+	Type    string            `json:"type,omitempty"`
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -282,7 +283,7 @@ func (a *app) demoNextSteps(w io.Writer, db *database, groups []ops.DeadGroup) e
 		server.Args = append(server.Args, "--data-dir", dir)
 		setup = "  export " + EnvDataDir + "=" + vocab.ShellQuote(dir) + "\n"
 	}
-	mcp, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"pgbus": server}}, "    ", "  ")
+	mcp, err := mcpConfigHints(server)
 	if err != nil {
 		return err
 	}
@@ -306,9 +307,7 @@ Connect an AI agent (MCP) to investigate and repair these dead letters:
   pgbus serve%[6]s
       MCP over stdio; the agent's client starts it. For Claude Code:
   claude mcp add pgbus -- pgbus serve%[6]s
-  For VS Code, Cursor or Claude Desktop, in mcp.json:
-    %[3]s
-  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
+%[3]s  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
   (pgbus must be on PATH: go build -o pgbus . or go install.)
 `, DemoOrders, handlers.ClassDemoUnavailable, mcp, sample, setup, argsSuffix(server.Args[1:]))
 	return err

@@ -31,7 +31,9 @@ func TestQuickStartDemo(t *testing.T) {
 		"Dead letters (pgbus dlq summary):", "ERROR CLASS", "demo.Unavailable", "demo.ValidationError",
 		"context.DeadlineExceeded", "deadline_exceeded", "dead messages in 5 groups",
 		"pgbus dlq retry-all --queue demo_orders --error-class demo.Unavailable --yes",
-		"Connect an AI agent", "pgbus serve", `"mcpServers"`, `"command": "pgbus"`, "export PGBUS_DATA_DIR=" + dir,
+		"Connect an AI agent", "pgbus serve", `in claude_desktop_config.json or .cursor/mcp.json:
+    {"mcpServers":{"pgbus":{"command":"pgbus",`, `in .vscode/mcp.json:
+    {"servers":{"pgbus":{"type":"stdio","command":"pgbus",`, "export PGBUS_DATA_DIR=" + dir,
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("demo output lacks %q", s)

@@ -36,7 +36,7 @@ const DefaultConcurrency = 10
 type workQueue struct {
 	Name        string
 	Concurrency int
-	Handler     config.HandlerSpec
+	Handler     handlers.Spec
 	// Settings are applied to the queue (created when missing) before work
 	// starts; only queues declared in the configuration file have them.
 	Settings config.Settings
@@ -231,7 +231,7 @@ func (a *app) concurrencyFor(fq config.Queue, w *workFlags) int {
 func (a *app) handlerFor(q *workQueue, fq config.Queue, w *workFlags) error {
 	switch {
 	case w.handler != "":
-		q.Handler = config.HandlerSpec{Type: w.handler}
+		q.Handler = handlers.Spec{Type: w.handler}
 	case fq.Handler != nil:
 		q.Handler = *fq.Handler
 	default:

@@ -37,6 +37,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -80,21 +82,10 @@ type Queue struct {
 	Concurrency int `yaml:"concurrency"`
 	// Handler runs the queue's jobs; nil when the file gives none (then
 	// pgbus work needs --handler for this queue).
-	Handler *HandlerSpec `yaml:"handler"`
+	Handler *handlers.Spec `yaml:"handler"`
 	// Settings are stored in the database (shared by every worker process)
 	// when pgbus work or pgbus queue create applies them.
 	Settings `yaml:",inline"`
-}
-
-// HandlerSpec chooses and configures a built-in handler: Type names it
-// (demo, http or exec) and Options holds its type's own keys, which
-// package handlers checks.
-type HandlerSpec struct {
-	Type string `yaml:"type"`
-	// Timeout bounds one attempt; zero means the queue's visibility timeout.
-	Timeout Duration `yaml:"timeout"`
-	// Options are the other keys of the handler block.
-	Options map[string]any `yaml:",inline"`
 }
 
 // Settings are the retry and delivery settings of a queue. Nil fields (and
@@ -192,59 +183,13 @@ func (s Settings) Check() (key string, err error) {
 	return "", nil
 }
 
-// Duration is a time.Duration written with a unit ("500ms", "30s", "5m").
-type Duration time.Duration
+// Duration is a time.Duration written with a unit ("500ms", "30s", "5m"),
+// the same type as in handler blocks.
+type Duration = handlers.Duration
 
-// D returns the duration as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// String formats the duration as time.Duration does.
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalText writes the duration with its unit.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// ParseDuration parses a duration with a unit, or a bare 0. Negative values
-// are rejected: no pgbus setting takes one.
-func ParseDuration(s string) (Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write a number with a unit, such as 500ms, 30s, 5m or 1h", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative; durations here are 0 or more", s)
-	}
-	return Duration(d), nil
-}
-
-// UnmarshalYAML reads a duration with a unit. Errors carry the line, as
-// the decoder's own do.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration such as 30s, got a %s", n.Line, kindName(n.Kind))}}
-	}
-	v, err := ParseDuration(n.Value)
-	if err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
-	}
-	*d = v
-	return nil
-}
-
-func kindName(k yaml.Kind) string {
-	switch k {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	default:
-		return "value"
-	}
-}
+// ParseDuration parses a duration with a unit, or a bare 0; negative
+// values are rejected.
+func ParseDuration(s string) (Duration, error) { return handlers.ParseDuration(s) }
 
 // Error is a problem with a configuration file: where, which key, and why.
 type Error struct {
@@ -391,27 +336,17 @@ func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string
 	}
 }
 
-var (
-	lineMsg      = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
-	cannotDecode = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
-)
+var unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 
 // yamlError turns the decoder's messages into an *Error with the line, the
 // key and a reason in plain words.
 func (f *File) yamlError(err error) error {
-	msgs := []string{err.Error()}
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msgs = te.Errors
+	line, msg, more := yamlerr.First(err)
+	if line == 0 {
+		return &Error{File: f.path, Reason: msg}
 	}
-	m := lineMsg.FindStringSubmatch(strings.TrimPrefix(msgs[0], "yaml: "))
-	if m == nil {
-		return &Error{File: f.path, Reason: strings.TrimPrefix(msgs[0], "yaml: ")}
-	}
-	line, _ := strconv.Atoi(m[1])
-	e := &Error{File: f.path, Line: line, Reason: m[2]}
-	if u := unknownField.FindStringSubmatch(m[2]); u != nil {
+	e := &Error{File: f.path, Line: line}
+	if u := unknownField.FindStringSubmatch(msg); u != nil {
 		e.Key = f.keyAt(line, u[1])
 		e.Reason = fmt.Sprintf("unknown key %q", u[1])
 		if known := knownKeys[u[2]]; len(known) > 0 {
@@ -419,16 +354,10 @@ func (f *File) yamlError(err error) error {
 		}
 	} else {
 		e.Key = f.keyAt(line, "")
-		if c := cannotDecode.FindStringSubmatch(m[2]); c != nil {
-			if c[2] == "" {
-				e.Reason = fmt.Sprintf("a %s is not %s", yamlKind(c[1]), typeWords(c[3], c[1]))
-			} else {
-				e.Reason = fmt.Sprintf("%q is not %s", c[2], typeWords(c[3], c[1]))
-			}
-		}
+		e.Reason = yamlerr.Words(msg)
 	}
-	if len(msgs) > 1 {
-		e.Reason += fmt.Sprintf(" (and %d more problems)", len(msgs)-1)
+	if more > 0 {
+		e.Reason += fmt.Sprintf(" (and %d more problems)", more)
 	}
 	return e
 }
@@ -451,34 +380,6 @@ func (f *File) keyAt(line int, name string) string {
 		}
 	}
 	return best
-}
-
-func yamlKind(tag string) string {
-	switch tag {
-	case "seq":
-		return "list"
-	case "map":
-		return "mapping"
-	}
-	return "value"
-}
-
-func typeWords(goType, yamlTag string) string {
-	switch {
-	case strings.HasPrefix(goType, "map[") || strings.HasPrefix(goType, "config."):
-		return "allowed here; write a mapping (key: value lines)"
-	case yamlTag == "map" || yamlTag == "seq":
-		return "allowed here; write a plain value"
-	case strings.HasPrefix(goType, "int"):
-		return "a whole number"
-	case strings.HasPrefix(goType, "float"):
-		return "a number"
-	case goType == "bool":
-		return "true or false"
-	case goType == "string":
-		return "text"
-	}
-	return "a " + goType
 }
 
 // knownKeys lists, by Go type name as the decoder prints it, the keys a

@@ -1,0 +1,76 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pgbus/pgbus/internal/yamlerr"
+)
+
+// Spec chooses and configures a built-in handler. It is what a handler
+// block of the configuration file decodes to,
+//
+//	handler:
+//	  type: http
+//	  timeout: 10s
+//	  url: https://billing.internal/hooks/charge
+//
+// and a Go program can fill it in itself and pass it to Build.
+//
+// Type and Timeout are documented by their help tags.
+type Spec struct {
+	Type    string   `yaml:"type" help:"required: the handler, one of demo, http, exec"`
+	Timeout Duration `yaml:"timeout" help:"bounds one attempt (http and exec: at most 24h, default 30s; demo: default the queue's visibility_timeout)"`
+	// Options are the type's own keys (see DemoOptions, HTTPOptions and
+	// ExecOptions), with the values a YAML decoder gives or plain Go
+	// values: strings, numbers, bools, durations written as text ("10s"),
+	// slices and maps with string keys.
+	Options map[string]any `yaml:",inline"`
+}
+
+// Duration is a time.Duration that YAML writes with a unit ("500ms",
+// "30s", "5m").
+type Duration time.Duration
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats the duration as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration with its unit.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// ParseDuration parses a duration with a unit, or a bare 0. Negative values
+// are rejected: no pgbus setting takes one.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; write a number with a unit, such as 500ms, 30s, 5m or 1h", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative; durations here are 0 or more", s)
+	}
+	return Duration(d), nil
+}
+
+// UnmarshalYAML reads a duration with a unit. Errors carry the line, as
+// the decoder's own do.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a duration such as 30s, got a %s", n.Line, yamlerr.Kind(n))}}
+	}
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*d = v
+	return nil
+}

@@ -1,0 +1,87 @@
+package cli_test
+
+import (
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+)
+
+// pgbus help config names every key the file takes: those of the file,
+// its worker and queue blocks, and of each handler type (in that type's
+// part), nested ones included.
+func TestHelpConfigNamesEveryKey(t *testing.T) {
+	r := pgbus(t, nil, "help", "config")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := r.stdout
+	for _, key := range yamlKeys(reflect.TypeFor[config.File]()) {
+		if !hasKey(out, key) {
+			t.Errorf("pgbus help config does not show the file's key %s", key)
+		}
+	}
+
+	options := map[string]any{
+		handlers.TypeDemo: handlers.DemoOptions{},
+		handlers.TypeHTTP: handlers.HTTPOptions{},
+		handlers.TypeExec: handlers.ExecOptions{},
+	}
+	var types []string
+	for typ := range options {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	if got := handlers.Types(); !slices.Equal(got, types) {
+		t.Fatalf("handler types %v; this test knows the option structs of %v", got, types)
+	}
+	parts := strings.Split(out, "\n  type: ")
+	for typ, opts := range options {
+		i := slices.IndexFunc(parts, func(p string) bool { return strings.HasPrefix(p, typ+"\n") })
+		if i < 0 {
+			t.Errorf("pgbus help config has no part for handler type %s", typ)
+			continue
+		}
+		for _, key := range yamlKeys(reflect.TypeOf(opts)) {
+			if !hasKey(parts[i], key) {
+				t.Errorf("pgbus help config does not show the %s handler's key %s", typ, key)
+			}
+		}
+	}
+}
+
+// hasKey reports whether text has a line that starts, after indentation,
+// with key and a colon.
+func hasKey(text, key string) bool {
+	return regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(key) + `:`).MatchString(text)
+}
+
+// yamlKeys lists the yaml keys of a struct and of the structs its fields
+// hold (directly, by pointer, or as list or mapping values).
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name != "" {
+			keys = append(keys, name)
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Map || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.NumField() > 0 {
+			keys = append(keys, yamlKeys(ft)...)
+		}
+	}
+	return keys
+}

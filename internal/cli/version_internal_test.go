@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestVersionOf(t *testing.T) {
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{
+			{Key: "vcs", Value: "git"},
+			{Key: "vcs.revision", Value: "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d"},
+			{Key: "vcs.modified", Value: modified},
+		}
+	}
+	cases := []struct {
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"(devel)", vcs("true"), "pgbus (devel) commit 1a2b3c4d5e6f (modified)"},
+		{"v0.0.0-20260101120000-1a2b3c4d5e6f", vcs("false"), "pgbus v0.0.0-20260101120000-1a2b3c4d5e6f commit 1a2b3c4d5e6f"},
+		{"v1.4.0", nil, "pgbus v1.4.0"}, // go install github.com/pgbus/pgbus@v1.4.0
+		{"", nil, "pgbus (devel)"},      // a test binary
+	}
+	for _, c := range cases {
+		got := versionOf(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pgbus/pgbus", Version: c.version}, Settings: c.settings})
+		if got != c.want {
+			t.Errorf("versionOf(%q) = %q, want %q", c.version, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+// Package yamlerr puts the messages of the YAML decoder (gopkg.in/yaml.v3)
+// into plain words, for the configuration file and for the handler blocks
+// that package handlers decodes.
+package yamlerr
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	lineMsg      = regexp.MustCompile(`(?s)^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): (.*)$`)
+	cannotDecode = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+)
+
+// First returns the first problem of a decoder error: its line (0 when
+// the message gives none), its message without the line, and how many more
+// problems the error holds.
+func First(err error) (line int, msg string, more int) {
+	msgs := []string{err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msgs = te.Errors
+	}
+	msg = strings.TrimSpace(msgs[0])
+	if m := lineMsg.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	return line, strings.TrimPrefix(msg, "yaml: "), len(msgs) - 1
+}
+
+// Reason is the first problem of a decoder error in plain words, without
+// its line.
+func Reason(err error) string {
+	_, msg, _ := First(err)
+	return Words(msg)
+}
+
+// Words turns a "cannot unmarshal" message of the decoder (without its
+// line) into plain words, such as `"ten" is not a whole number`; other
+// messages are returned as they are.
+func Words(msg string) string {
+	m := cannotDecode.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	tag, value, goType := m[1], m[2], m[3]
+	want, structured := wanted(goType)
+	switch {
+	case value == "":
+		return fmt.Sprintf("expected %s, got a %s", want, kindOfTag(tag))
+	case structured:
+		return fmt.Sprintf("%q is not allowed here; write %s", value, want)
+	default:
+		return fmt.Sprintf("%q is not %s", value, want)
+	}
+}
+
+// wanted describes a Go type as what to write for it, and whether it is a
+// list or a mapping.
+func wanted(goType string) (what string, structured bool) {
+	switch {
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint"):
+		return "a whole number", false
+	case strings.HasPrefix(goType, "float"):
+		return "a number", false
+	case goType == "bool":
+		return "true or false", false
+	case goType == "string":
+		return "text", false
+	case strings.HasPrefix(goType, "[]"):
+		return "a list", true
+	case strings.HasPrefix(goType, "map[") || strings.Contains(goType, "."):
+		// A named type here is a struct, such as config.Worker: scalar
+		// types decode themselves with messages of their own.
+		return "a mapping (key: value lines)", true
+	}
+	return "a " + goType, false
+}
+
+func kindOfTag(tag string) string {
+	switch tag {
+	case "seq":
+		return "list"
+	case "map":
+		return "mapping"
+	}
+	return "plain value"
+}
+
+// Kind names the kind of a node as the messages do: mapping, list or plain
+// value.
+func Kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	default:
+		return "plain value"
+	}
+}

@@ -1,0 +1,60 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// A send that is visible at once notifies a listener with the queue's name;
+// a delayed send does not.
+func TestListenReceivesSends(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	l, err := s.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+
+	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, q, msg(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Other tests share the database: skip their queues' notifications.
+	got := 0
+	waitCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	for {
+		queue, err := l.WaitForSend(waitCtx)
+		if err != nil {
+			break
+		}
+		if queue == q {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Fatalf("notifications for %s = %d, want 1 (the delayed send must not notify)", q, got)
+	}
+}
+
+// A cancelled wait returns the context's error.
+func TestListenWaitHonoursContext(t *testing.T) {
+	s := testStore(t)
+	l, err := s.Listen(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	ctx, cancel := context.WithCancel(testContext(t))
+	cancel()
+	if _, err := l.WaitForSend(ctx); err == nil {
+		t.Fatal("WaitForSend on a cancelled context returned no error")
+	}
+}
