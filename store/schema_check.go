@@ -111,7 +111,7 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	if missing {
 		return st, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
-			"the database has no pgbus schema (this pgbus needs schema version %d); run pgbus migrate with a role that may create tables", need)}
+			"the database has no pgbus schema (this pgbus needs schema version %d); migrate it with a role that may create tables", need)}
 	}
 	if len(lacks) > 0 {
 		return st, noReadAccess(role, strings.Join(lacks, " and "))
@@ -140,7 +140,7 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 			what = "an empty pgbus.schema_migrations"
 		}
 		return st, &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
-			"the database has pgbus schema %s, this pgbus needs %d; run pgbus migrate with a role that may create tables", what, need)}
+			"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)}
 	}
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pgmq')`).Scan(&st.PGMQExtension); err != nil {
 		return st, fmt.Errorf("store: check for the pgmq extension: %w", err)

@@ -49,8 +49,8 @@ func TestCheckSchemaMissing(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	s := openStore(t, url)
 	_, err := s.CheckSchema(testContext(t))
-	if !errors.Is(err, store.ErrSchemaMissing) || !strings.Contains(err.Error(), "run pgbus migrate") {
-		t.Fatalf("check of an empty database: %v; want ErrSchemaMissing saying to run pgbus migrate", err)
+	if !errors.Is(err, store.ErrSchemaMissing) || !strings.Contains(err.Error(), "migrate it with a role that may create tables") {
+		t.Fatalf("check of an empty database: %v; want ErrSchemaMissing saying to migrate it", err)
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('pgbus', 'pgmq')`); n != 0 {
 		t.Fatalf("the check created %d schemas", n)
@@ -70,7 +70,7 @@ func TestCheckSchemaOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := s.CheckSchema(ctx)
-	want := fmt.Sprintf("version %d, this pgbus needs %d; run pgbus migrate", len(all)-1, len(all))
+	want := fmt.Sprintf("version %d, this pgbus needs %d; migrate it", len(all)-1, len(all))
 	if !errors.Is(err, store.ErrSchemaOld) || !strings.Contains(err.Error(), want) || st.Version != len(all)-1 {
 		t.Fatalf("check of an old schema = %+v, %v; want ErrSchemaOld with %q", st, err, want)
 	}

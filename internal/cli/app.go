@@ -275,6 +275,9 @@ func (d *database) stopEmbedded() {
 // privileges pgbus's commands need. Errors of the schema check already say
 // so and pass unchanged, as does every other error.
 func (a *app) explain(err error) error {
+	if errors.Is(err, store.ErrSchemaMissing) || errors.Is(err, store.ErrSchemaOld) {
+		return fmt.Errorf("%w: run pgbus migrate", err)
+	}
 	if err == nil || errors.Is(err, store.ErrPermission) || !store.IsPermissionDenied(err) {
 		return err
 	}
