@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -14,104 +12,11 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
-	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
-
-// The demo's queues.
-const (
-	DemoOrders = "demo_orders"
-	DemoEmails = "demo_emails"
-)
-
-// demoSettings are the demo queues' retry settings: short, so that a run
-// takes seconds.
-func demoSettings() config.Settings {
-	maxRetries, jitter := 4, 0.1
-	vt, backoff, backoffMax := config.Duration(2*time.Second), config.Duration(50*time.Millisecond), config.Duration(time.Second)
-	return config.Settings{MaxRetries: &maxRetries, VisibilityTimeout: &vt, Backoff: &backoff, BackoffMax: &backoffMax, Jitter: &jitter}
-}
-
-// demoHandler is the handler both demo queues run: the demo type, with an
-// attempt timeout short enough for the simulated hangs to fail fast.
-func demoHandler() handlers.Spec {
-	return handlers.Spec{Type: handlers.TypeDemo, Timeout: handlers.Duration(300 * time.Millisecond)}
-}
-
-// demoGroup is a batch of alike jobs of the demo.
-type demoGroup struct {
-	queue, kind, simulate string
-	count                 int
-	badInput, expired     bool
-}
-
-// demoPlan is what pgbus demo sends: mostly jobs that succeed, some that
-// succeed after retries, and some that die for different reasons.
-var demoPlan = []demoGroup{
-	{queue: DemoOrders, kind: "charge_card", simulate: handlers.SimulateOK, count: 160},
-	{queue: DemoOrders, kind: "charge_card", simulate: handlers.SimulateFlaky, count: 40},
-	{queue: DemoOrders, kind: "charge_card", simulate: handlers.SimulateOutage, count: 12},
-	{queue: DemoOrders, kind: "charge_card", count: 6, badInput: true},
-	{queue: DemoOrders, kind: "refund_order", simulate: handlers.SimulateOK, count: 20},
-	{queue: DemoOrders, kind: "refund_order", simulate: handlers.SimulatePanic, count: 2},
-	{queue: DemoEmails, kind: "send_receipt", simulate: handlers.SimulateOK, count: 90},
-	{queue: DemoEmails, kind: "send_receipt", simulate: handlers.SimulateThrottled, count: 10},
-	{queue: DemoEmails, kind: "send_receipt", simulate: handlers.SimulateTimeout, count: 4},
-	{queue: DemoEmails, kind: "send_receipt", simulate: handlers.SimulateOK, count: 3, expired: true},
-}
-
-// demoMessages builds the demo's messages per queue, in a fixed shuffled
-// order, so that every run is the same.
-func demoMessages(now time.Time) (map[string][]store.NewMessage, int, error) {
-	type job struct {
-		g demoGroup
-		i int
-	}
-	var jobs []job
-	for _, g := range demoPlan {
-		for i := range g.count {
-			jobs = append(jobs, job{g, i})
-		}
-	}
-	rng := rand.New(rand.NewPCG(2026, 11))
-	rng.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
-	out := map[string][]store.NewMessage{}
-	for n, j := range jobs {
-		id := 1000 + n
-		p := map[string]any{"order_id": id}
-		if j.g.simulate != "" && j.g.simulate != handlers.SimulateOK {
-			p["simulate"] = j.g.simulate
-		}
-		if j.g.simulate == handlers.SimulateFlaky {
-			p["failures"] = 1 + j.i%2
-		}
-		opts := engine.SendOptions{Kind: j.g.kind, IdempotencyKey: fmt.Sprintf("demo-%s-%d", j.g.kind, id)}
-		switch j.g.queue {
-		case DemoOrders:
-			p["amount_cents"] = 500 + (id*37)%9500
-			if j.g.badInput {
-				p["amount_cents"] = 0
-			}
-		case DemoEmails:
-			p["email"] = fmt.Sprintf("customer%d@example.com", id)
-		}
-		if j.g.expired {
-			opts.Deadline = now.Add(-time.Second) // the receipt was due before it could be sent
-		}
-		body, err := json.Marshal(p)
-		if err != nil {
-			return nil, 0, err
-		}
-		m, err := engine.NewMessage(json.RawMessage(body), opts)
-		if err != nil {
-			return nil, 0, err
-		}
-		out[j.g.queue] = append(out[j.g.queue], m)
-	}
-	return out, len(jobs), nil
-}
 
 func (a *app) demoCommand() *cobra.Command {
 	var timeout time.Duration
@@ -162,8 +67,8 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	fmt.Fprintf(out, "pgbus demo on %s\n\n", db.Where())
 
 	queues := []workQueue{
-		{Name: DemoOrders, Concurrency: 8, Handler: demoHandler(), Settings: demoSettings()},
-		{Name: DemoEmails, Concurrency: 8, Handler: demoHandler(), Settings: demoSettings()},
+		{Name: demo.Orders, Concurrency: 8, Handler: demo.Handler(), Settings: demo.Settings()},
+		{Name: demo.Emails, Concurrency: 8, Handler: demo.Handler(), Settings: demo.Settings()},
 	}
 	for _, q := range queues {
 		// A fresh start: the demo's queues of an earlier run go.
@@ -176,7 +81,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 	}
-	msgs, total, err := demoMessages(time.Now())
+	msgs, total, err := demo.Messages(time.Now())
 	if err != nil {
 		return err
 	}
@@ -186,7 +91,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	fmt.Fprintf(out, "sent %d jobs: %d to %s, %d to %s; working them (max_retries 4, backoff 50ms..1s)...\n",
-		total, len(msgs[DemoOrders]), DemoOrders, len(msgs[DemoEmails]), DemoEmails)
+		total, len(msgs[demo.Orders]), demo.Orders, len(msgs[demo.Emails]), demo.Emails)
 
 	client, err := a.newWorkers(db, queues, engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second})
 	if err != nil {
@@ -254,7 +159,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 func demoGroups(sum ops.DLQSummary) ops.DLQSummary {
 	out := ops.DLQSummary{Groups: []ops.DeadGroup{}}
 	for _, g := range sum.Groups {
-		if g.DLQ == store.DLQName(DemoOrders) || g.DLQ == store.DLQName(DemoEmails) {
+		if g.DLQ == store.DLQName(demo.Orders) || g.DLQ == store.DLQName(demo.Emails) {
 			out.Groups = append(out.Groups, g)
 			out.Total += g.Count
 		}
@@ -289,7 +194,7 @@ func (a *app) demoNextSteps(w io.Writer, db *database, groups []ops.DeadGroup) e
 	}
 	sample := "ID"
 	for _, g := range groups {
-		if g.SourceQueue == DemoOrders && len(g.SampleMsgIDs) > 0 {
+		if g.SourceQueue == demo.Orders && len(g.SampleMsgIDs) > 0 {
 			sample = fmt.Sprint(g.SampleMsgIDs[0])
 			break
 		}
@@ -309,7 +214,7 @@ Connect an AI agent (MCP) to investigate and repair these dead letters:
   claude mcp add pgbus -- pgbus serve%[6]s
 %[3]s  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
   (pgbus must be on PATH: go build -o pgbus . or go install.)
-`, DemoOrders, handlers.ClassDemoUnavailable, mcp, sample, setup, argsSuffix(server.Args[1:]))
+`, demo.Orders, handlers.ClassDemoUnavailable, mcp, sample, setup, argsSuffix(server.Args[1:]))
 	return err
 }
 
