@@ -1,0 +1,45 @@
+package vocab_test
+
+import (
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Each operation's hint reads as a command a person can paste and as a
+// tool call an agent can make; operations no tool does name the command.
+func TestHintWording(t *testing.T) {
+	cases := []struct {
+		hint          ops.Hint
+		command, tool string
+	}{
+		{ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"queue": "orders", "error_class": "http.503"}},
+			"pgbus dlq list --error-class http.503 --queue orders", `pgbus_dlq_list {"error_class":"http.503","queue":"orders"}`},
+		{ops.Hint{Op: ops.OpDLQShow, Args: map[string]any{"queue": "orders_dlq", "msg_id": int64(42)}},
+			"pgbus dlq show 42 --queue orders_dlq", `pgbus_dlq_show {"msg_id":42,"queue":"orders_dlq"}`},
+		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": []int64{1, 2}, "queue": "orders"}},
+			"pgbus dlq retry 1 2 --queue orders", `pgbus_dlq_retry {"ids":[1,2],"queue":"orders"}`},
+		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "kind": "charge"}},
+			"pgbus dlq retry-all --kind charge --queue orders --yes", `pgbus_dlq_retry {"kind":"charge","queue":"orders"}`},
+		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "state": "retrying"}},
+			"pgbus queue messages orders --state retrying", `pgbus_queue_messages {"queue":"orders","state":"retrying"}`},
+		{ops.Hint{Op: ops.OpQueueStats}, "pgbus queues", "pgbus_queue_stats"},
+		{ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"text": "it's down"}},
+			`pgbus dlq list --text 'it'\''s down'`, `pgbus_dlq_list {"text":"it's down"}`},
+		{ops.Hint{Op: ops.OpWork, Args: map[string]any{"queue": "orders"}},
+			"pgbus work --queue orders", "the CLI: pgbus work --queue orders"},
+		{ops.Hint{Op: ops.OpMigrate}, "pgbus migrate", "the CLI: pgbus migrate"},
+	}
+	for _, c := range cases {
+		if got := vocab.Command(c.hint); got != c.command {
+			t.Errorf("Command(%+v) = %q, want %q", c.hint, got, c.command)
+		}
+		if got := vocab.ToolCall(c.hint); got != c.tool {
+			t.Errorf("ToolCall(%+v) = %q, want %q", c.hint, got, c.tool)
+		}
+	}
+	if _, ok := vocab.Tool(ops.OpQueueCreate); ok {
+		t.Error("queue_create has no MCP tool, yet Tool says it has")
+	}
+}
