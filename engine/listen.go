@@ -16,15 +16,22 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 			byPhysical[name] = w
 		}
 	}
-	delay := 100 * time.Millisecond
+	const firstDelay, maxDelay = 100 * time.Millisecond, 10 * time.Second
+	delay := firstDelay
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := c.listenOnce(ctx, byPhysical)
 		if ctx.Err() != nil {
 			return
 		}
+		if time.Since(began) > maxDelay {
+			// The connection held for a while: this is a new outage, not
+			// the next failure of the last one.
+			delay = firstDelay
+		}
 		c.log.Warn("pgbus: notification listener lost its connection; reconnecting", "err", err, "in", delay)
 		sleep(ctx, delay)
-		delay = min(delay*2, 10*time.Second)
+		delay = min(delay*2, maxDelay)
 	}
 }
 
