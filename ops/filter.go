@@ -105,18 +105,29 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 // takes: an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29,
 // midnight UTC), or an age meaning that long before now: a Go duration
 // (90m, 2h30m) or whole days (7d).
+//
+// A time before 1970 or more than a year ahead is refused: a zero time
+// would otherwise read as no bound at all.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, s)
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
+	if err != nil {
+		d, aerr := ParseAge(s)
+		if aerr != nil {
+			return time.Time{}, fmt.Errorf("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+		}
+		t = now.Add(-d)
 	}
-	if d, err := ParseAge(s); err == nil {
-		return now.Add(-d), nil
+	switch {
+	case t.Before(time.Unix(0, 0)):
+		return time.Time{}, fmt.Errorf("%s is before 1970, when no message can have died; give a later time or leave the bound out", t.UTC().Format(time.RFC3339))
+	case t.After(now.AddDate(1, 0, 0)):
+		return time.Time{}, fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))
 	}
-	return time.Time{}, fmt.Errorf("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+	return t, nil
 }
 
 // ParseAge reads a non-negative duration: a Go duration (90m, 2h30m) or

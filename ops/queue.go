@@ -30,6 +30,10 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 		if err := store.ValidatePhysicalName(req.Queue); err != nil {
 			return QueueStatsResult{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
+		if base, isDLQ := strings.CutSuffix(req.Queue, store.DLQSuffix); isDLQ {
+			return QueueStatsResult{}, invalidf("%s is the dead-letter queue of %s: its depth is dlq_depth in the stats of %s", req.Queue, base, base).
+				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
+		}
 		stats, err := s.store.QueueStats(ctx, req.Queue)
 		if err == nil && len(stats) == 0 {
 			err = notFoundf("queue %q does not exist", req.Queue)
