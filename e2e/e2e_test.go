@@ -6,7 +6,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,23 +22,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pgbus-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "pgbus")
-	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/pgbus/pgbus")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build pgbus:", err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinary(m, &binary)) }
 
 // The TypeScript SDK's client drives pgbus serve over stdio. npm installs
 // the SDK from package-lock.json when node_modules lacks it; if that fails,
@@ -103,41 +86,17 @@ func installSDK(t *testing.T) {
 // its payload, and returns their DLQ ids, oldest first.
 func seed(t *testing.T, url, queue string) []int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateQueue(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []store.NewMessage
+	s := pgtest.OpenStore(t, url)
+	pgtest.CreateQueue(t, s, queue)
+	var specs []pgtest.DeadSpec
 	for i, p := range []string{`{"invoice":1,"card":{"password":"hunter2"}}`, `{"invoice":2}`, `{"invoice":3}`} {
-		msgs = append(msgs, store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(fmt.Sprintf(`{"pgbus_kind":"charge","n":%d}`, i))})
+		specs = append(specs, pgtest.DeadSpec{
+			Kind: "charge", Reason: store.ReasonNonRetryable, Class: "CardDeclined", Attempt: 1,
+			Message: "card declined: insufficient funds", Trace: "billing.charge\n\tbilling.go:42",
+			Payload: p, Headers: fmt.Sprintf(`{"pgbus_kind":"charge","n":%d}`, i),
+		})
 	}
-	sent, err := s.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := make([]store.DeadLetterItem, len(sent))
-	for i, id := range sent {
-		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5,
-			Failure: &store.Failure{Attempt: 1, Kind: "charge", ErrorClass: "CardDeclined", ErrorMessage: "card declined: insufficient funds", Backtrace: "billing.charge\n\tbilling.go:42"}}
-	}
-	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
-	if err != nil || len(moved) != len(sent) {
-		t.Fatalf("dead-letter: %v %v", moved, err)
-	}
-	out := make([]int64, len(moved))
-	for i, m := range moved {
-		out[i] = m.DLQMsgID
-	}
-	return out
+	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
 func joinIDs(ids []int64) string {

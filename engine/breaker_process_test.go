@@ -149,35 +149,35 @@ func TestCircuitBreakerAcrossProcesses(t *testing.T) {
 		}
 	})
 
-	parent := newClient(t, s, q, nil)
+	parent := pgtest.NewClient(t, s, q, nil)
 	for i := range 3 {
-		send(t, parent, q, i, engine.SendOptions{})
+		pgtest.Send(t, parent, q, i, engine.SendOptions{})
 	}
 	state := func() string {
 		var st string
 		_ = s.Pool().QueryRow(context.Background(), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&st)
 		return st
 	}
-	eventually(t, 60*time.Second, "the child process to open the breaker", func() bool { return state() == store.BreakerOpen })
+	pgtest.Eventually(t, 60*time.Second, "the child process to open the breaker", func() bool { return state() == store.BreakerOpen })
 	openedAfter := down.calls.Load()
 
 	// This process joins with the breaker open: its jobs are snoozed.
 	parent.HandleQueue(q, callDownstream(srv.URL), engine.HandlerOptions{Breaker: breakerConfig(name)})
-	start(t, parent)
+	pgtest.Start(t, parent)
 	for i := range 10 {
-		send(t, parent, q, 100+i, engine.SendOptions{})
+		pgtest.Send(t, parent, q, 100+i, engine.SendOptions{})
 	}
 	time.Sleep(300 * time.Millisecond) // inside the 700ms cool-off
 	if st := state(); st == store.BreakerOpen && down.calls.Load() > openedAfter+4 {
 		t.Fatalf("%d calls went through the open breaker", down.calls.Load()-openedAfter)
 	}
-	eventually(t, 60*time.Second, "a probe to fail and reopen the breaker", func() bool {
+	pgtest.Eventually(t, 60*time.Second, "a probe to fail and reopen the breaker", func() bool {
 		var cool float64
 		_ = s.Pool().QueryRow(context.Background(), `SELECT current_cool_off_ms FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&cool)
 		return cool > 700
 	})
 	down.healthy.Store(true)
-	eventually(t, 90*time.Second, "all 13 messages archived", func() bool { return archived(t, s, q) == 13 })
+	pgtest.Eventually(t, 90*time.Second, "all 13 messages archived", func() bool { return pgtest.Archived(t, s, q) == 13 })
 	if st := state(); st != store.BreakerClosed {
 		t.Fatalf("breaker %s after recovery, want closed", st)
 	}
@@ -186,7 +186,7 @@ func TestCircuitBreakerAcrossProcesses(t *testing.T) {
 	if down.probes != 1 {
 		t.Fatalf("%d requests ran at once while half-open across the two processes, want 1 probe", down.probes)
 	}
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
 		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -29,7 +30,7 @@ func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the child to run all 5 slow handlers", func() bool {
+	pgtest.Eventually(t, time.Minute, "the child to run all 5 slow handlers", func() bool {
 		if child.exited() {
 			t.Fatalf("child worker exited early: %v\n%s", child.cmd.ProcessState, tail(child.stderr.String(), 4000))
 		}
@@ -77,7 +78,7 @@ func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
 	}
 	var mu sync.Mutex
 	runs := map[int64][]run{}
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 5 })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 5 })
 	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
 		var now time.Time // the database's clock, which vt is on
 		if err := s.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
@@ -88,8 +89,8 @@ func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
 		runs[job.ID] = append(runs[job.ID], run{job.Attempt, now})
 		return nil
 	})
-	start(t, c)
-	eventually(t, time.Minute, "the second worker to archive the 5 messages", func() bool { return archived(t, s, q) == 5 })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the second worker to archive the 5 messages", func() bool { return pgtest.Archived(t, s, q) == 5 })
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -102,14 +103,14 @@ func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
 		if r[0].at.Before(visibleAt[id]) {
 			t.Errorf("message %d ran again at %s, before its visibility timeout %s", id, r[0].at, visibleAt[id])
 		}
-		if rc := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); rc != 2 {
+		if rc := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); rc != 2 {
 			t.Errorf("message %d archived with read_ct %d, want 2", id, rc)
 		}
 		if fs := failures(t, s, q, id); len(fs) != 0 {
 			t.Errorf("message %d: a crash recorded failures: %+v", id, fs)
 		}
 	}
-	if n := live(t, s, q); n != 0 {
+	if n := pgtest.Live(t, s, q); n != 0 {
 		t.Errorf("%d messages left in the queue", n)
 	}
 	if d := deadMessages(t, s, q); len(d) != 0 {
@@ -511,7 +512,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 	lock := lockDLQ(t, s, dlq)
 	fleet := newCrashFleet(t, q, 10)
 	child := fleet.spawn()
-	eventually(t, time.Minute, "the child to write a dead-letter or die", func() bool {
+	pgtest.Eventually(t, time.Minute, "the child to write a dead-letter or die", func() bool {
 		return child.exited() || len(lock.waiting()) > 0
 	})
 	// A child that routes the batch first waits for the lock and lives; give
@@ -525,7 +526,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 			child.state(), n)
 	}
 	lock.release()
-	eventually(t, 2*time.Minute, "all 8 poison messages in the DLQ", func() bool {
+	pgtest.Eventually(t, 2*time.Minute, "all 8 poison messages in the DLQ", func() bool {
 		if child.exited() {
 			child = fleet.spawn()
 		}
@@ -549,7 +550,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 		}
 		c.mu.Unlock()
 	}
-	if n := live(t, s, q); n != 0 {
+	if n := pgtest.Live(t, s, q); n != 0 {
 		t.Errorf("%d messages left in the queue", n)
 	}
 }
@@ -576,7 +577,7 @@ func TestCrashBeforeDeadLetterWriteKeepsAttempts(t *testing.T) {
 	lock := lockDLQ(t, s, store.DLQName(q))
 	fleet := newCrashFleet(t, q, 5)
 	child := fleet.spawn()
-	eventually(t, time.Minute, "the child to write the dead-letter", func() bool {
+	pgtest.Eventually(t, time.Minute, "the child to write the dead-letter", func() bool {
 		if child.exited() {
 			t.Fatalf("the child died (%s) before writing the dead-letter; stderr:\n%s", child.state(), tail(child.stderr.String(), 4000))
 		}
@@ -589,7 +590,7 @@ func TestCrashBeforeDeadLetterWriteKeepsAttempts(t *testing.T) {
 	lock.release()
 
 	child = fleet.spawn()
-	eventually(t, time.Minute, "the message in the DLQ", func() bool {
+	pgtest.Eventually(t, time.Minute, "the message in the DLQ", func() bool {
 		if child.exited() {
 			child = fleet.spawn()
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -27,12 +28,12 @@ func failN(n int32, calls *atomic.Int32) engine.HandlerFunc {
 func TestFailFourTimesThenSucceed(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, failN(4, &calls))
-	start(t, c)
-	id := send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
-	eventually(t, 30*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	fs := failures(t, s, q, id)
 	if len(fs) != 4 {
 		t.Fatalf("recorded %d failures, want 4: %+v", len(fs), fs)
@@ -52,10 +53,10 @@ func TestFailFourTimesThenSucceed(t *testing.T) {
 	if n := calls.Load(); n != 5 {
 		t.Fatalf("handler ran %d times, want 5", n)
 	}
-	if readCt := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); readCt != 5 {
+	if readCt := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); readCt != 5 {
 		t.Fatalf("archived read_ct = %d, want 5", readCt)
 	}
-	if live(t, s, q) != 0 || len(deadMessages(t, s, q)) != 0 {
+	if pgtest.Live(t, s, q) != 0 || len(deadMessages(t, s, q)) != 0 {
 		t.Fatal("message left in the queue or the DLQ")
 	}
 }
@@ -64,12 +65,12 @@ func TestFailFourTimesThenSucceed(t *testing.T) {
 func TestRetryDelaysWithinJitterBand(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoffJitter = 0.5 })
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.Rand = nil })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Rand = nil })
 	var calls atomic.Int32
 	c.HandleQueue(q, failN(3, &calls))
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 30*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	for i, f := range failures(t, s, q, id) {
 		base := 100 * time.Millisecond << i
 		got := f.RetryAt.Sub(f.FailedAt)
@@ -82,13 +83,13 @@ func TestRetryDelaysWithinJitterBand(t *testing.T) {
 func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.Handle("charge", failN(100, &calls))
-	start(t, c)
+	pgtest.Start(t, c)
 	before := time.Now()
-	id := send(t, c, q, map[string]string{"card": "x"}, engine.SendOptions{Kind: "charge", Headers: map[string]any{"trace": "abc"}})
-	eventually(t, 30*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	id := pgtest.Send(t, c, q, map[string]string{"card": "x"}, engine.SendOptions{Kind: "charge", Headers: map[string]any{"trace": "abc"}})
+	pgtest.Eventually(t, 30*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	d := deadMessages(t, s, q)[0]
 	b := d.Block
 	wantStr := map[string]string{
@@ -125,8 +126,8 @@ func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 	if string(d.Payload) != `{"card": "x"}` {
 		t.Errorf("payload = %s", d.Payload)
 	}
-	if calls.Load() != 5 || live(t, s, q) != 0 || archived(t, s, q) != 0 {
-		t.Fatalf("calls=%d live=%d archived=%d; want 5, 0, 0", calls.Load(), live(t, s, q), archived(t, s, q))
+	if calls.Load() != 5 || pgtest.Live(t, s, q) != 0 || pgtest.Archived(t, s, q) != 0 {
+		t.Fatalf("calls=%d live=%d archived=%d; want 5, 0, 0", calls.Load(), pgtest.Live(t, s, q), pgtest.Archived(t, s, q))
 	}
 	if n := len(failures(t, s, q+"_dlq", d.ID)); n != 5 {
 		t.Fatalf("history follows the message into the DLQ: %d failures there, want 5", n)
@@ -136,15 +137,15 @@ func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		calls.Add(1)
 		return engine.NonRetryable(errors.New("card number is malformed"))
 	})
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	b := deadMessages(t, s, q)[0].Block
 	if b["reason"] != store.ReasonNonRetryable || b["attempts"] != 1.0 || b["error_message"] != "card number is malformed" {
 		t.Fatalf("block = %v", b)
@@ -157,7 +158,7 @@ func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
 func TestRetryAfterOverridesBackoff(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 10 * time.Second; qs.RetryBackoffMax = time.Minute })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		if calls.Add(1) == 1 {
@@ -165,9 +166,9 @@ func TestRetryAfterOverridesBackoff(t *testing.T) {
 		}
 		return nil
 	})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	fs := failures(t, s, q, id)
 	if len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 300*time.Millisecond {
 		t.Fatalf("failures = %+v, want one retried after exactly 300ms", fs)
@@ -177,7 +178,7 @@ func TestRetryAfterOverridesBackoff(t *testing.T) {
 func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		if calls.Add(1) == 1 {
@@ -185,9 +186,9 @@ func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 		}
 		return nil
 	})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	fs := failures(t, s, q, id)
 	if len(fs) != 1 || fs[0].Class != engine.ClassNack || fs[0].Message != "inventory not synced yet" || fs[0].RetryAt.Sub(fs[0].FailedAt) != 250*time.Millisecond {
 		t.Fatalf("failures = %+v", fs)
@@ -197,7 +198,7 @@ func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 func TestSnoozeUsesNoAttempt(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	attempts := make(chan int, 10)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -207,9 +208,9 @@ func TestSnoozeUsesNoAttempt(t *testing.T) {
 		}
 		return nil
 	})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	close(attempts)
 	for a := range attempts {
 		if a != 1 {
@@ -219,7 +220,7 @@ func TestSnoozeUsesNoAttempt(t *testing.T) {
 	if calls.Load() != 4 || len(failures(t, s, q, id)) != 0 {
 		t.Fatalf("calls=%d failures=%d; want 4 and none", calls.Load(), len(failures(t, s, q, id)))
 	}
-	if n := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
+	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
 		t.Fatalf("archived read_ct = %d, want 1", n)
 	}
 }
@@ -227,14 +228,14 @@ func TestSnoozeUsesNoAttempt(t *testing.T) {
 func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
-	fresh := send(t, c, q, 2, engine.SendOptions{Deadline: time.Now().Add(time.Hour)})
-	eventually(t, 20*time.Second, "one dead, one archived", func() bool {
-		return len(deadMessages(t, s, q)) == 1 && archived(t, s, q) == 1
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	fresh := pgtest.Send(t, c, q, 2, engine.SendOptions{Deadline: time.Now().Add(time.Hour)})
+	pgtest.Eventually(t, 20*time.Second, "one dead, one archived", func() bool {
+		return len(deadMessages(t, s, q)) == 1 && pgtest.Archived(t, s, q) == 1
 	})
 	b := deadMessages(t, s, q)[0].Block
 	if b["reason"] != store.ReasonDeadlineExceeded {
@@ -243,7 +244,7 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 	if _, ok := b["error_class"]; ok {
 		t.Fatalf("a message that never ran has error keys: %v", b)
 	}
-	if calls.Load() != 1 || count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, fresh) != 1 {
+	if calls.Load() != 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, fresh) != 1 {
 		t.Fatalf("calls = %d; want only the message within its deadline to run", calls.Load())
 	}
 }
@@ -251,14 +252,14 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		return engine.Discard(errors.New("user deleted their account"))
 	})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers->'pgbus_discarded' = 'true'`, id); n != 1 {
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers->'pgbus_discarded' = 'true'`, id); n != 1 {
 		t.Fatal("archived message lacks pgbus_discarded: true")
 	}
 	fs := failures(t, s, q, id)
@@ -275,7 +276,7 @@ func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 func TestPanicDeadLettersWithStack(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		calls.Add(1)
@@ -283,9 +284,9 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 		m["boom"] = 1 // nil map write panics
 		return nil
 	})
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	d := deadMessages(t, s, q)[0]
 	if d.Block["reason"] != store.ReasonNonRetryable || d.Block["error_class"] != engine.ClassPanic || calls.Load() != 1 {
 		t.Fatalf("block = %v, calls = %d", d.Block, calls.Load())
@@ -306,11 +307,11 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("known", func(ctx context.Context, job *engine.Job) error { return nil })
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Kind: "mystery"})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "mystery"})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	b := deadMessages(t, s, q)[0].Block
 	msg, _ := b["error_message"].(string)
 	if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassUnknownKind || !strings.Contains(msg, `"mystery"`) {
@@ -321,14 +322,14 @@ func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 func TestUndecodablePayloadDeadLetters(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		var in struct{ Amount int }
 		return job.Decode(&in)
 	})
-	start(t, c)
-	send(t, c, q, map[string]string{"Amount": "twelve"}, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, map[string]string{"Amount": "twelve"}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	b := deadMessages(t, s, q)[0].Block
 	if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassDecode || b["attempts"] != 1.0 {
 		t.Fatalf("block = %v", b)
@@ -338,7 +339,7 @@ func TestUndecodablePayloadDeadLetters(t *testing.T) {
 func TestHandlerTimeouts(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.HandlerGrace = 100 * time.Millisecond })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.HandlerGrace = 100 * time.Millisecond })
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	c.Handle("polite", func(ctx context.Context, job *engine.Job) error {
@@ -349,10 +350,10 @@ func TestHandlerTimeouts(t *testing.T) {
 		<-block // ignores its context
 		return nil
 	}, engine.HandlerOptions{Timeout: 200 * time.Millisecond})
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Kind: "polite"})
-	send(t, c, q, 2, engine.SendOptions{Kind: "stubborn"})
-	eventually(t, 20*time.Second, "both in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 2 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "polite"})
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "stubborn"})
+	pgtest.Eventually(t, 20*time.Second, "both in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 2 })
 	classes := map[string]bool{}
 	for _, d := range deadMessages(t, s, q) {
 		classes[d.Block["error_class"].(string)] = true
@@ -365,14 +366,14 @@ func TestHandlerTimeouts(t *testing.T) {
 func TestHugeErrorMessageTruncatedInBlockKeptInHistory(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	huge := strings.Repeat("é", 100_000)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		return engine.NonRetryable(errors.New(huge))
 	})
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	d := deadMessages(t, s, q)[0]
 	msg := d.Block["error_message"].(string)
 	if n := len([]rune(msg)); n != store.BlockErrorMessageMax {
@@ -390,10 +391,10 @@ func TestReadTimeDeadLettering(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
-	id := send(t, c, q, 1, engine.SendOptions{})
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	for range 2 { // two deliveries that "crashed"
 		if got, err := s.Read(ctx, q, time.Second, 1); err != nil || len(got) != 1 {
 			t.Fatalf("read: %v %v", got, err)
@@ -402,8 +403,8 @@ func TestReadTimeDeadLettering(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start(t, c)
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	b := deadMessages(t, s, q)[0].Block
 	if b["attempts"] != 3.0 || b["reason"] != store.ReasonMaxRetriesExceeded || b["max_retries"] != 2.0 {
 		t.Fatalf("block = %v; want attempts 3 = max_retries + 1", b)
@@ -421,14 +422,14 @@ func TestReadTimeDeadLettering(t *testing.T) {
 func TestPerKindRetryOverride(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	one := engine.DefaultRetryPolicy()
 	one.MaxRetries = 1
 	c.Handle("once", failN(100, &calls), engine.HandlerOptions{Retry: &one})
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Kind: "once"})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "once"})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	if b := deadMessages(t, s, q)[0].Block; b["max_retries"] != 1.0 || b["attempts"] != 1.0 || calls.Load() != 1 {
 		t.Fatalf("block = %v calls = %d; want one attempt under the kind's policy", b, calls.Load())
 	}
@@ -437,12 +438,12 @@ func TestPerKindRetryOverride(t *testing.T) {
 func TestIdempotencyKeyAndJobFields(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	jobs := make(chan engine.Job, 2)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { jobs <- *job; return nil })
-	start(t, c)
-	withKey := send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "charge-42"})
-	without := send(t, c, q, 2, engine.SendOptions{})
+	pgtest.Start(t, c)
+	withKey := pgtest.Send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "charge-42"})
+	without := pgtest.Send(t, c, q, 2, engine.SendOptions{})
 	got := map[int64]engine.Job{}
 	for range 2 {
 		select {

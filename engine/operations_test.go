@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -17,7 +18,7 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	release := make(chan struct{})
 	running := make(chan struct{}, 1)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -25,8 +26,8 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 		<-release
 		return nil
 	}, engine.HandlerOptions{Timeout: time.Minute})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	<-running
 	// Three visibility timeouts pass while the handler runs.
 	for range 6 {
@@ -40,8 +41,8 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 		}
 	}
 	close(release)
-	eventually(t, 20*time.Second, "the message to be archived", func() bool { return archived(t, s, q) == 1 })
-	if n := count(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
 		t.Fatalf("read_ct = %d, want 1", n)
 	}
 }
@@ -50,22 +51,22 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 func TestGracefulShutdownDrains(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	started := make(chan struct{}, 4)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		started <- struct{}{}
 		time.Sleep(300 * time.Millisecond)
 		return nil
 	})
-	stop := start(t, c)
+	stop := pgtest.Start(t, c)
 	for i := range 4 {
-		send(t, c, q, i, engine.SendOptions{})
+		pgtest.Send(t, c, q, i, engine.SendOptions{})
 	}
 	for range 4 {
 		<-started
 	}
 	stop()
-	if n := archived(t, s, q); n != 4 {
+	if n := pgtest.Archived(t, s, q); n != 4 {
 		t.Fatalf("after stop %d messages archived, want the 4 that were running", n)
 	}
 }
@@ -75,20 +76,20 @@ func TestGracefulShutdownDrains(t *testing.T) {
 func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 100 * time.Millisecond })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 100 * time.Millisecond })
 	started := make(chan struct{}, 1)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		return ctx.Err()
 	}, engine.HandlerOptions{Timeout: time.Minute})
-	stop := start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
+	stop := pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	<-started
 	stop()
-	if live(t, s, q) != 1 || archived(t, s, q) != 0 || len(failures(t, s, q, id)) != 0 {
+	if pgtest.Live(t, s, q) != 1 || pgtest.Archived(t, s, q) != 0 || len(failures(t, s, q, id)) != 0 {
 		t.Fatalf("live=%d archived=%d failures=%d; want the message untouched in the queue",
-			live(t, s, q), archived(t, s, q), len(failures(t, s, q, id)))
+			pgtest.Live(t, s, q), pgtest.Archived(t, s, q), len(failures(t, s, q, id)))
 	}
 }
 
@@ -96,22 +97,22 @@ func TestPausedQueueIsNotRead(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
 	if changed, err := s.SetPaused(ctx, q, true); err != nil || !changed {
 		t.Fatalf("pause: %v %v", changed, err)
 	}
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	time.Sleep(500 * time.Millisecond) // several poll intervals
-	if calls.Load() != 0 || live(t, s, q) != 1 {
+	if calls.Load() != 0 || pgtest.Live(t, s, q) != 1 {
 		t.Fatalf("a paused queue was worked: calls=%d", calls.Load())
 	}
 	if changed, err := s.SetPaused(ctx, q, false); err != nil || !changed {
 		t.Fatalf("resume: %v %v", changed, err)
 	}
-	eventually(t, 20*time.Second, "the message to be archived after resume", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived after resume", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }
 
 // A send notifies in its transaction: with polling effectively off, the
@@ -119,12 +120,12 @@ func TestPausedQueueIsNotRead(t *testing.T) {
 func TestNotificationWakesIdleWorker(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
-	start(t, c)
+	pgtest.Start(t, c)
 	time.Sleep(300 * time.Millisecond) // let the first empty read pass and the worker go idle
-	send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the notified message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the notified message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }
 
 // A message written by another PGMQ client (no notification) is found by
@@ -132,14 +133,14 @@ func TestNotificationWakesIdleWorker(t *testing.T) {
 func TestPollingFindsMessagesWithoutNotification(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
-	start(t, c)
+	pgtest.Start(t, c)
 	time.Sleep(200 * time.Millisecond)
 	if _, err := s.Pool().Exec(testContext(t), `INSERT INTO pgmq."q_`+q+`" (vt, message) VALUES (now(), '{"from":"pgmq"}')`); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }
 
 // Killing every server connection of the client (pool and listener) loses
@@ -149,11 +150,11 @@ func TestReconnectAfterLostConnections(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = 200 * time.Millisecond })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = 200 * time.Millisecond })
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "the first message archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the first message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	var killed int
 	err := s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
@@ -165,18 +166,18 @@ func TestReconnectAfterLostConnections(t *testing.T) {
 		t.Fatal("found no connection of the client to terminate")
 	}
 	for i := range 20 {
-		send(t, c, q, i, engine.SendOptions{})
+		pgtest.Send(t, c, q, i, engine.SendOptions{})
 	}
-	eventually(t, 30*time.Second, "all messages archived after reconnecting", func() bool { return archived(t, s, q) == 21 })
+	pgtest.Eventually(t, 30*time.Second, "all messages archived after reconnecting", func() bool { return pgtest.Archived(t, s, q) == 21 })
 }
 
 func TestWorkerRegistry(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.ProcessHeartbeat = 100 * time.Millisecond })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.ProcessHeartbeat = 100 * time.Millisecond })
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
-	stop := start(t, c)
+	stop := pgtest.Start(t, c)
 	find := func() *store.WorkerProcess {
 		ws, err := s.ListWorkers(ctx, time.Hour)
 		if err != nil {
@@ -189,9 +190,9 @@ func TestWorkerRegistry(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, 10*time.Second, "the worker registered", func() bool { return find() != nil })
+	pgtest.Eventually(t, 10*time.Second, "the worker registered", func() bool { return find() != nil })
 	first := find().HeartbeatAt
-	eventually(t, 10*time.Second, "a heartbeat", func() bool { return find().HeartbeatAt.After(first) })
+	pgtest.Eventually(t, 10*time.Second, "a heartbeat", func() bool { return find().HeartbeatAt.After(first) })
 	w := find()
 	if len(w.Queues) != 1 || w.Queues[0] != q || w.Concurrency != 4 || w.StoppedAt != nil || w.PID == 0 {
 		t.Fatalf("registry row = %+v", w)
@@ -205,24 +206,24 @@ func TestWorkerRegistry(t *testing.T) {
 func TestStatsCountedPerMinute(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("good", func(ctx context.Context, job *engine.Job) error { return nil })
 	c.Handle("bad", func(ctx context.Context, job *engine.Job) error { return errors.New("no") })
-	stop := start(t, c)
+	stop := pgtest.Start(t, c)
 	for i := range 3 {
-		send(t, c, q, i, engine.SendOptions{Kind: "good"})
+		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "good"})
 	}
-	send(t, c, q, 9, engine.SendOptions{Kind: "bad"})
-	eventually(t, 20*time.Second, "all settled", func() bool { return archived(t, s, q) == 3 && len(deadMessages(t, s, q)) == 1 })
+	pgtest.Send(t, c, q, 9, engine.SendOptions{Kind: "bad"})
+	pgtest.Eventually(t, 20*time.Second, "all settled", func() bool { return pgtest.Archived(t, s, q) == 3 && len(deadMessages(t, s, q)) == 1 })
 	stop()
 	sum := func(kind, col string) int {
-		return count(t, s, `SELECT coalesce(sum(`+col+`), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1 AND kind = $2`, q, kind)
+		return pgtest.Int(t, s, `SELECT coalesce(sum(`+col+`), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1 AND kind = $2`, q, kind)
 	}
 	if sum("good", "succeeded") != 3 || sum("good", "latency_count") != 3 || sum("bad", "failed") != 1 || sum("bad", "dead_lettered") != 1 {
 		t.Fatalf("stats good: succeeded=%d latency=%d; bad: failed=%d dead=%d",
 			sum("good", "succeeded"), sum("good", "latency_count"), sum("bad", "failed"), sum("bad", "dead_lettered"))
 	}
-	if n := count(t, s, `SELECT coalesce(sum(b), 0)::int FROM pgbus.stats_minute, unnest(latency_buckets) b WHERE queue_name = $1 AND kind = 'good'`, q); n != 3 {
+	if n := pgtest.Int(t, s, `SELECT coalesce(sum(b), 0)::int FROM pgbus.stats_minute, unnest(latency_buckets) b WHERE queue_name = $1 AND kind = 'good'`, q); n != 3 {
 		t.Fatalf("latency buckets hold %d jobs, want 3", n)
 	}
 }
@@ -258,7 +259,7 @@ func TestBadConfigIsRejected(t *testing.T) {
 func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	ctx := testContext(t)
 	cases := map[string]func() error{
 		"unmarshalable payload": func() error { _, err := c.Send(ctx, q, make(chan int), engine.SendOptions{}); return err },
@@ -275,7 +276,7 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalid", label, err)
 		}
 	}
-	if live(t, s, q) != 0 {
+	if pgtest.Live(t, s, q) != 0 {
 		t.Fatal("bad sends wrote messages")
 	}
 }
@@ -285,14 +286,14 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 func TestQueueDefaultDeadline(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.Deadline = 200 * time.Millisecond })
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { calls.Add(1); return nil })
-	start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Delay: 500 * time.Millisecond}) // due after its deadline
-	send(t, c, q, 2, engine.SendOptions{})
-	eventually(t, 20*time.Second, "one archived, one dead", func() bool {
-		return archived(t, s, q) == 1 && len(deadMessages(t, s, q)) == 1
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Delay: 500 * time.Millisecond}) // due after its deadline
+	pgtest.Send(t, c, q, 2, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "one archived, one dead", func() bool {
+		return pgtest.Archived(t, s, q) == 1 && len(deadMessages(t, s, q)) == 1
 	})
 	if b := deadMessages(t, s, q)[0].Block; b["reason"] != store.ReasonDeadlineExceeded {
 		t.Fatalf("block = %v, want deadline_exceeded", b)
@@ -317,11 +318,11 @@ func TestClientRunsRetention(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 100 * time.Millisecond })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 100 * time.Millisecond })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
-	start(t, c)
-	eventually(t, 20*time.Second, "the old archive row pruned", func() bool { return archived(t, s, q) == 1 })
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, ids[1]); n != 1 {
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 20*time.Second, "the old archive row pruned", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, ids[1]); n != 1 {
 		t.Fatal("retention pruned a recent archive row")
 	}
 }
@@ -336,7 +337,7 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 		qs.VisibilityTimeout = time.Hour
 		qs.RetryBackoff, qs.RetryBackoffMax = 0, 0
 	})
-	c := newClient(t, s, q, func(cfg *engine.Config) {
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
 		cfg.VisibilityHeartbeat = 2 * time.Millisecond
 		cfg.Queues[0].Concurrency = 20
 	})
@@ -346,7 +347,7 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 		}
 		return nil
 	})
-	start(t, c)
+	pgtest.Start(t, c)
 	batch := make([]store.NewMessage, 300)
 	for i := range batch {
 		batch[i] = store.NewMessage{Payload: []byte(`{}`)}
@@ -354,5 +355,5 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 	if _, err := s.SendBatch(testContext(t), q, batch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "all 300 retried and archived", func() bool { return archived(t, s, q) == 300 })
+	pgtest.Eventually(t, 60*time.Second, "all 300 retried and archived", func() bool { return pgtest.Archived(t, s, q) == 300 })
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -34,7 +35,7 @@ func (e classed) ErrorClass() string { return e.class }
 func TestErrorClassPolicies(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	two := engine.RetryPolicy{MaxRetries: 2, Strategy: store.BackoffExponential, Backoff: 20 * time.Millisecond, BackoffMax: time.Second}
 	policies := []engine.ErrorPolicy{
 		{Is: errTransient, Action: engine.ActionRetry, Retry: &two},
@@ -67,12 +68,12 @@ func TestErrorClassPolicies(t *testing.T) {
 			return nil
 		}
 	}, engine.HandlerOptions{Policies: policies})
-	start(t, c)
+	pgtest.Start(t, c)
 	ids := map[string]int64{}
 	for _, k := range []string{"transient", "bad", "quota", "hinted", "plain"} {
-		ids[k] = send(t, c, q, map[string]string{"Case": k}, engine.SendOptions{Kind: "work"})
+		ids[k] = pgtest.Send(t, c, q, map[string]string{"Case": k}, engine.SendOptions{Kind: "work"})
 	}
-	eventually(t, 30*time.Second, "every message settled", func() bool { return live(t, s, q) == 0 })
+	pgtest.Eventually(t, 30*time.Second, "every message settled", func() bool { return pgtest.Live(t, s, q) == 0 })
 	dead := map[int64]map[string]any{}
 	for _, d := range deadMessages(t, s, q) {
 		dead[int64(d.Block["source_msg_id"].(float64))] = d.Block
@@ -86,7 +87,7 @@ func TestErrorClassPolicies(t *testing.T) {
 	if len(dead) != 2 {
 		t.Errorf("%d dead messages, want 2", len(dead))
 	}
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers ? 'pgbus_discarded'`, ids["quota"]); n != 1 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1 AND headers ? 'pgbus_discarded'`, ids["quota"]); n != 1 {
 		t.Errorf("quota: not discarded to the archive")
 	}
 	if fs := failures(t, s, q, ids["hinted"]); len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 250*time.Millisecond {
@@ -101,7 +102,7 @@ func TestErrorClassPolicies(t *testing.T) {
 func TestRetryPolicyIgnoresHints(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error {
 		if calls.Add(1) == 1 {
@@ -109,9 +110,9 @@ func TestRetryPolicyIgnoresHints(t *testing.T) {
 		}
 		return nil
 	}, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Match: engine.MatchType[hintedError](), Action: engine.ActionRetry}}})
-	start(t, c)
-	id := send(t, c, q, 1, engine.SendOptions{})
-	eventually(t, 20*time.Second, "archived", func() bool { return archived(t, s, q) == 1 })
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	if fs := failures(t, s, q, id); len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 100*time.Millisecond {
 		t.Fatalf("failures %+v; want the backoff, not the hour-long hint", fs)
 	}
@@ -159,18 +160,18 @@ func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
 	name := uniqueName("bank")
 	cfg := &store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: 400 * time.Millisecond, MaxCoolOff: 2 * time.Second}
 	d := &downstream{s: s, breaker: name}
-	clientA := newClient(t, s, q, nil)
+	clientA := pgtest.NewClient(t, s, q, nil)
 	clientA.Handle("call", d.handle, engine.HandlerOptions{Breaker: cfg})
-	start(t, clientA)
+	pgtest.Start(t, clientA)
 	for i := range 3 {
-		send(t, clientA, q, i, engine.SendOptions{Kind: "call"})
+		pgtest.Send(t, clientA, q, i, engine.SendOptions{Kind: "call"})
 	}
 	breakerState := func() string {
 		var st string
 		_ = s.Pool().QueryRow(context.Background(), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, name).Scan(&st)
 		return st
 	}
-	eventually(t, 20*time.Second, "the breaker to open", func() bool { return breakerState() == store.BreakerOpen })
+	pgtest.Eventually(t, 20*time.Second, "the breaker to open", func() bool { return breakerState() == store.BreakerOpen })
 	callsWhenOpened := d.calls.Load()
 
 	// A second worker process joins with its own pool; it sees the breaker open.
@@ -179,18 +180,18 @@ func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s2.Close)
-	clientB := newClient(t, s2, q, nil)
+	clientB := pgtest.NewClient(t, s2, q, nil)
 	clientB.Handle("call", d.handle, engine.HandlerOptions{Breaker: cfg})
-	start(t, clientB)
+	pgtest.Start(t, clientB)
 	for i := range 20 {
-		send(t, clientB, q, 100+i, engine.SendOptions{Kind: "call"})
+		pgtest.Send(t, clientB, q, 100+i, engine.SendOptions{Kind: "call"})
 	}
 	time.Sleep(200 * time.Millisecond) // within the cool-off
 	if breakerState() == store.BreakerOpen && d.calls.Load() > callsWhenOpened+1 {
 		t.Fatalf("%d calls went through an open breaker", d.calls.Load()-callsWhenOpened)
 	}
 	d.healthy.Store(true)
-	eventually(t, 60*time.Second, "every message archived", func() bool { return archived(t, s, q) == 23 })
+	pgtest.Eventually(t, 60*time.Second, "every message archived", func() bool { return pgtest.Archived(t, s, q) == 23 })
 	if breakerState() != store.BreakerClosed {
 		t.Fatalf("breaker %s after recovery, want closed", breakerState())
 	}
@@ -200,7 +201,7 @@ func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
 		t.Fatalf("%d calls ran at once while half-open, want exactly 1 probe", d.maxProbes)
 	}
 	// Snoozes used no attempts: no message needed more reads than failures + 1.
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
 		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -19,9 +20,7 @@ func newPriorityQueue(t *testing.T, s *store.Store, levels int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	if err := s.SetQueueSettings(ctx, fastSettings(name)); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.SetFastSettings(t, s, name, nil)
 	return name
 }
 
@@ -30,7 +29,7 @@ func newPriorityQueue(t *testing.T, s *store.Store, levels int) string {
 func TestPriorityOrder(t *testing.T) {
 	s := testStore(t)
 	q := newPriorityQueue(t, s, 3)
-	c := newClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 1 })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 1 })
 	var mu sync.Mutex
 	var order []int
 	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
@@ -44,10 +43,10 @@ func TestPriorityOrder(t *testing.T) {
 		return nil
 	})
 	for _, p := range []int{2, 1, 2, 0, 1, 0, 2} {
-		send(t, c, q, map[string]int{"P": p}, engine.SendOptions{Priority: p})
+		pgtest.Send(t, c, q, map[string]int{"P": p}, engine.SendOptions{Priority: p})
 	}
-	start(t, c)
-	eventually(t, 20*time.Second, "all 7 handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 7 })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 20*time.Second, "all 7 handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 7 })
 	mu.Lock()
 	defer mu.Unlock()
 	for i := 1; i < len(order); i++ {
@@ -55,9 +54,9 @@ func TestPriorityOrder(t *testing.T) {
 			t.Fatalf("handled in priority order %v; level 0 must come first", order)
 		}
 	}
-	eventually(t, 20*time.Second, "2 + 2 + 3 archived in the levels", func() bool {
-		return archived(t, s, store.PriorityQueueName(q, 0)) == 2 && archived(t, s, store.PriorityQueueName(q, 1)) == 2 &&
-			archived(t, s, store.PriorityQueueName(q, 2)) == 3
+	pgtest.Eventually(t, 20*time.Second, "2 + 2 + 3 archived in the levels", func() bool {
+		return pgtest.Archived(t, s, store.PriorityQueueName(q, 0)) == 2 && pgtest.Archived(t, s, store.PriorityQueueName(q, 1)) == 2 &&
+			pgtest.Archived(t, s, store.PriorityQueueName(q, 2)) == 3
 	})
 }
 
@@ -67,7 +66,7 @@ func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	fail := true
 	var mu sync.Mutex
 	c.HandleQueue(q, func(context.Context, *engine.Job) error {
@@ -78,9 +77,9 @@ func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
 		}
 		return nil
 	})
-	stop := start(t, c)
-	send(t, c, q, 1, engine.SendOptions{Priority: 2})
-	eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	stop := pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Priority: 2})
+	pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
 	d := deadMessages(t, s, q)[0]
 	sub := store.PriorityQueueName(q, 2)
 	if d.Block["source_queue"] != sub {
@@ -94,7 +93,7 @@ func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
 	if err != nil || rep.Retried != 1 {
 		t.Fatalf("retry = %+v, %v", rep, err)
 	}
-	if n := live(t, s, sub); n != 1 {
+	if n := pgtest.Live(t, s, sub); n != 1 {
 		t.Fatalf("%s holds %d messages after retry, want 1", sub, n)
 	}
 }
@@ -103,7 +102,7 @@ func TestPrioritySendAndCreateBadInput(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 2)
-	c := newClient(t, s, q, nil)
+	c := pgtest.NewClient(t, s, q, nil)
 	for _, p := range []int{-1, 2, 1 << 30} {
 		if _, err := c.Send(ctx, q, 1, engine.SendOptions{Priority: p}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("priority %d: %v, want ErrInvalid", p, err)
@@ -127,7 +126,7 @@ func TestPrioritySendAndCreateBadInput(t *testing.T) {
 	if err := s.CreateQueue(ctx, q); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("CreateQueue on a priority queue: %v, want ErrInvalid", err)
 	}
-	if live(t, s, store.PriorityQueueName(q, 0)) != 0 {
+	if pgtest.Live(t, s, store.PriorityQueueName(q, 0)) != 0 {
 		t.Error("bad sends wrote messages")
 	}
 }

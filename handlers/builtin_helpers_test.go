@@ -24,62 +24,27 @@ func randomName(prefix string) string { return pgtest.Name(prefix) }
 
 func ctxFor(t testing.TB) context.Context { return pgtest.Context(t) }
 
-// fastQueue creates a queue whose retries are quick (100ms doubling, no
-// jitter surprises: the client's Rand makes the factor exactly 1), applies
-// edit, and drops the queue after the test.
+// fastQueue creates a queue whose retries are quick (pgtest.FastSettings
+// with a 10s visibility timeout; no jitter surprises: the client's Rand
+// makes the factor exactly 1), applies edit, and drops the queue after the
+// test.
 func fastQueue(t testing.TB, s *store.Store, edit func(*store.QueueSettings)) string {
 	t.Helper()
-	ctx := ctxFor(t)
-	name := randomName("hq")
-	if err := s.CreateQueue(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	set := store.DefaultQueueSettings(name)
-	set.RetryBackoff = 100 * time.Millisecond
-	set.RetryBackoffMax = 10 * time.Second
-	set.VisibilityTimeout = 10 * time.Second
-	if edit != nil {
-		edit(&set)
-	}
-	if err := s.SetQueueSettings(ctx, set); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return pgtest.NewFastQueue(t, s, "hq", func(set *store.QueueSettings) {
+		set.VisibilityTimeout = 10 * time.Second
+		if edit != nil {
+			edit(set)
+		}
+	})
 }
 
+// quickClient is pgtest.NewClient with concurrency workers and settings
+// refreshed every 200ms.
 func quickClient(t testing.TB, s *store.Store, queue string, concurrency int) *engine.Client {
 	t.Helper()
-	c, err := engine.NewClient(s, engine.Config{
-		Queues:          []engine.QueueConfig{{Name: queue, Concurrency: concurrency}},
-		PollInterval:    50 * time.Millisecond,
-		SettingsRefresh: 200 * time.Millisecond,
-		StatsFlush:      100 * time.Millisecond,
-		DrainTimeout:    5 * time.Second,
-		Rand:            func() float64 { return 0.5 },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// runClient runs the client until the test ends.
-func runClient(t testing.TB, c *engine.Client) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Errorf("Run did not return within a minute of its context ending")
-		}
+	return pgtest.NewClient(t, s, queue, func(cfg *engine.Config) {
+		cfg.Queues[0].Concurrency = concurrency
+		cfg.SettingsRefresh = 200 * time.Millisecond
 	})
 }
 
@@ -117,29 +82,6 @@ func forgetBreaker(t testing.TB, s *store.Store, name string) {
 	}
 	del()
 	t.Cleanup(del)
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	pgtest.Eventually(t, timeout, what, cond)
-}
-
-func sendJob(t testing.TB, c *engine.Client, queue string, payload any, opts engine.SendOptions) int64 {
-	t.Helper()
-	id, err := c.Send(ctxFor(t), queue, payload, opts)
-	if err != nil {
-		t.Fatalf("send: %v", err)
-	}
-	return id
-}
-
-func queryInt(t testing.TB, s *store.Store, sql string, args ...any) int {
-	t.Helper()
-	return pgtest.Int(t, s, sql, args...)
-}
-
-func liveCount(t testing.TB, s *store.Store, queue string) int {
-	return queryInt(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`"`)
 }
 
 type failureRecord struct {

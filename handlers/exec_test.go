@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -155,14 +156,14 @@ breaker: {name: %s}
 	c := quickClient(t, s, q, 4)
 	c.Handle("work", workFn, workOpts)
 	c.Handle("hang", hangFn, hangOpts)
-	runClient(t, c)
+	pgtest.Start(t, c)
 
 	ids := map[string]int64{}
 	for _, kase := range []string{"ok", "retry", "bad", "discard", "six", "signal", "flood", "other"} {
-		ids[kase] = sendJob(t, c, q, map[string]string{"case": kase}, engine.SendOptions{Kind: "work"})
+		ids[kase] = pgtest.Send(t, c, q, map[string]string{"case": kase}, engine.SendOptions{Kind: "work"})
 	}
-	ids["hang"] = sendJob(t, c, q, map[string]string{"case": "hang"}, engine.SendOptions{Kind: "hang"})
-	waitFor(t, 30*time.Second, "every message to settle", func() bool { return liveCount(t, s, q) == 0 })
+	ids["hang"] = pgtest.Send(t, c, q, map[string]string{"case": "hang"}, engine.SendOptions{Kind: "hang"})
+	pgtest.Eventually(t, 30*time.Second, "every message to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
 
 	archived := archivedOf(t, s, q)
 	blocks, dlqIDs := deadBlocksOf(t, s, q)
@@ -264,7 +265,7 @@ func TestExecHandlerTimeoutKillsProcessGroup(t *testing.T) {
 		t.Errorf("message %q", err.Error())
 	}
 	pgid := readPGID(t, filepath.Join(dir, "41.1.pgid"))
-	waitFor(t, 2*time.Second, "the process group to be gone", func() bool { return len(groupAlive(t, pgid)) == 0 })
+	pgtest.Eventually(t, 2*time.Second, "the process group to be gone", func() bool { return len(groupAlive(t, pgid)) == 0 })
 	if err := syscall.Kill(-pgid, 0); err == nil {
 		// Only zombies may be left, for an init that does not reap.
 		t.Logf("process group %d holds only zombies", pgid)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -202,13 +203,13 @@ on_status:
 	}
 	c := quickClient(t, s, q, 8)
 	c.HandleQueue(q, fn, opts)
-	runClient(t, c)
+	pgtest.Start(t, c)
 
 	// Phase 1: a healthy downstream with some bad input, throttling and
 	// hiccups. It has 7 retryable failures at most, below the threshold.
 	ids := map[string]int64{}
 	sendCase := func(kase string, n int, o engine.SendOptions) {
-		ids[fmt.Sprintf("%s/%d", kase, n)] = sendJob(t, c, q, testPayload{Case: kase, N: n}, o)
+		ids[fmt.Sprintf("%s/%d", kase, n)] = pgtest.Send(t, c, q, testPayload{Case: kase, N: n}, o)
 	}
 	for n := range 10 {
 		o := engine.SendOptions{}
@@ -225,7 +226,7 @@ on_status:
 	for _, kase := range []string{"bigbad", "date", "teapot", "unprocessable"} {
 		sendCase(kase, 0, engine.SendOptions{})
 	}
-	waitFor(t, 20*time.Second, "the first phase to settle", func() bool { return liveCount(t, s, q) == 0 })
+	pgtest.Eventually(t, 20*time.Second, "the first phase to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
 
 	archived := archivedOf(t, s, q)
 	blocks, dlqIDs := deadBlocksOf(t, s, q)
@@ -324,12 +325,12 @@ on_status:
 	d.burst.Store(true)
 	var burst []int64
 	for n := range 12 {
-		id := sendJob(t, c, q, testPayload{Case: "burst", N: n}, engine.SendOptions{})
+		id := pgtest.Send(t, c, q, testPayload{Case: "burst", N: n}, engine.SendOptions{})
 		burst = append(burst, id)
 	}
 	var openSeen time.Time
 	var openFor time.Duration
-	waitFor(t, 15*time.Second, "the breaker to open", func() bool {
+	pgtest.Eventually(t, 15*time.Second, "the breaker to open", func() bool {
 		var state string
 		var left *time.Duration
 		err := s.Pool().QueryRow(ctxFor(t), `SELECT state, open_until - now() FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state, &left)
@@ -345,7 +346,7 @@ on_status:
 	// Requests let through before it opened still fail (a success now
 	// would close it early); the burst ends once they are answered.
 	quiet := openSeen
-	waitFor(t, 5*time.Second, "the requests let through before the breaker opened", func() bool {
+	pgtest.Eventually(t, 5*time.Second, "the requests let through before the breaker opened", func() bool {
 		last := d.lastHit()
 		if d.inFlight.Load() == 0 && time.Since(last) > 200*time.Millisecond {
 			quiet = time.Now()
@@ -354,7 +355,7 @@ on_status:
 		return false
 	})
 	d.burst.Store(false)
-	waitFor(t, 20*time.Second, "the burst messages to settle", func() bool { return liveCount(t, s, q) == 0 })
+	pgtest.Eventually(t, 20*time.Second, "the burst messages to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
 
 	// No request went out in the rest of the open period: jobs meeting
 	// the open breaker were snoozed.
@@ -384,8 +385,8 @@ on_status:
 	if failedInBurst < 8 {
 		t.Errorf("%d failures in the burst; the breaker opens after 8", failedInBurst)
 	}
-	waitFor(t, 5*time.Second, "snoozes in the stats", func() bool {
-		return queryInt(t, s, `SELECT coalesce(sum(snoozed), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, q) > 0
+	pgtest.Eventually(t, 5*time.Second, "snoozes in the stats", func() bool {
+		return pgtest.Int(t, s, `SELECT coalesce(sum(snoozed), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, q) > 0
 	})
 	var state string
 	var consecutive int
@@ -464,7 +465,7 @@ func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
 	go func() {
 		first <- fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Payload: json.RawMessage(`{}`)})
 	}()
-	waitFor(t, 5*time.Second, "the first request", func() bool { return requests.Load() == 1 })
+	pgtest.Eventually(t, 5*time.Second, "the first request", func() bool { return requests.Load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := fn(ctx, &engine.Job{Queue: "q", ID: 2, Payload: json.RawMessage(`{}`)})

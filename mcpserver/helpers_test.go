@@ -2,8 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,55 +28,25 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // queue names of their own.
 func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
 
 func newQueue(t testing.TB, s *store.Store) string {
 	t.Helper()
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	name := "mq_" + hex.EncodeToString(b)
-	if err := s.CreateQueue(testContext(t), name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	return name
+	return pgtest.NewQueue(t, s, "mq")
 }
 
 // deadLetter sends payloads to queue and dead-letters them with a failure;
 // it returns their ids in the DLQ, in order.
 func deadLetter(t testing.TB, s *store.Store, queue string, payloads ...string) []int64 {
 	t.Helper()
-	ctx := testContext(t)
-	msgs := make([]store.NewMessage, len(payloads))
+	specs := make([]pgtest.DeadSpec, len(payloads))
 	for i, p := range payloads {
-		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(`{"pgbus_kind":"charge","authorization":"Bearer abc"}`)}
+		specs[i] = pgtest.DeadSpec{
+			Kind: "charge", Class: "Timeout", Message: fmt.Sprintf("downstream timed out on message %d", i), Trace: "main.charge\n\tcharge.go:10",
+			Payload: p, Headers: `{"pgbus_kind":"charge","authorization":"Bearer abc"}`,
+		}
 	}
-	ids, err := s.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := make([]store.DeadLetterItem, len(ids))
-	for i, id := range ids {
-		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5,
-			Failure: &store.Failure{Attempt: 5, Kind: "charge", ErrorClass: "Timeout", ErrorMessage: fmt.Sprintf("downstream timed out on message %d", i), Backtrace: "main.charge\n\tcharge.go:10"}}
-	}
-	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
-	if err != nil || len(moved) != len(ids) {
-		t.Fatalf("dead-letter: %v %v", moved, err)
-	}
-	byID := map[int64]int64{}
-	for _, m := range moved {
-		byID[m.SourceMsgID] = m.DLQMsgID
-	}
-	out := make([]int64, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out
+	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
 // deps returns the server's dependencies: an operations layer over s with

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -22,7 +23,7 @@ func TestDLQDefaults(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
-	deadLetter(t, s, q, ops.DefaultBulkLimit+5, deadSpec{})
+	pgtest.DeadLetterN(t, s, q, ops.DefaultBulkLimit+5, pgtest.DeadSpec{})
 	f := ops.DeadFilter{Queue: q}
 
 	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: f})
@@ -33,18 +34,18 @@ func TestDLQDefaults(t *testing.T) {
 	if err != nil || d.Discarded != ops.DefaultBulkLimit || !d.LimitReached || !hasHint(d.Next, ops.OpDLQDiscard, nil) {
 		t.Fatalf("discard by filter with limit 0 = %+v, %v; want %d and the limit reached", d, err, ops.DefaultBulkLimit)
 	}
-	if n := archived(t, s, q+"_dlq"); n != ops.DefaultBulkLimit {
+	if n := pgtest.Archived(t, s, q+"_dlq"); n != ops.DefaultBulkLimit {
 		t.Fatalf("the DLQ's archive holds %d, want %d", n, ops.DefaultBulkLimit)
 	}
 	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, DryRun: true})
-	if err != nil || !r.DryRun || r.Retried != 5 || r.LimitReached || live(t, s, q+"_dlq") != 5 || live(t, s, q) != 0 {
+	if err != nil || !r.DryRun || r.Retried != 5 || r.LimitReached || pgtest.Live(t, s, q+"_dlq") != 5 || pgtest.Live(t, s, q) != 0 {
 		t.Fatalf("dry-run retry of the rest = %+v, %v", r, err)
 	}
-	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || archived(t, s, q+"_dlq") != ops.DefaultBulkLimit {
+	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || pgtest.Archived(t, s, q+"_dlq") != ops.DefaultBulkLimit {
 		t.Fatalf("purge without confirm = %v; want ErrInvalid and nothing deleted", err)
 	}
 	p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true})
-	if err != nil || p.Purged != ops.DefaultBulkLimit || archived(t, s, q+"_dlq") != 0 {
+	if err != nil || p.Purged != ops.DefaultBulkLimit || pgtest.Archived(t, s, q+"_dlq") != 0 {
 		t.Fatalf("purge = %+v, %v", p, err)
 	}
 	for label, req := range map[string]ops.DLQRetryRequest{
@@ -58,7 +59,7 @@ func TestDLQDefaults(t *testing.T) {
 			t.Errorf("retry with %s = %v, want ErrInvalid", label, err)
 		}
 	}
-	if n := live(t, s, q+"_dlq"); n != 5 {
+	if n := pgtest.Live(t, s, q+"_dlq"); n != 5 {
 		t.Fatalf("rejected requests moved messages: the DLQ holds %d, want 5", n)
 	}
 }
@@ -68,10 +69,10 @@ func TestDLQShowLocatesTheDLQ(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
-	first := randomID()
+	first := pgtest.DLQStart()
 	qa, qb := newQueueAt(t, s, first, nil), newQueueAt(t, s, first, nil)
-	a := deadLetter(t, s, qa, 2, deadSpec{message: "in a"})
-	b := deadLetter(t, s, qb, 1, deadSpec{message: "in b"})
+	a := pgtest.DeadLetterN(t, s, qa, 2, pgtest.DeadSpec{Message: "in a"})
+	b := pgtest.DeadLetterN(t, s, qb, 1, pgtest.DeadSpec{Message: "in b"})
 	if a[0] != first || b[0] != first || a[1] != first+1 {
 		t.Fatalf("ids %v and %v; want both to start at %d", a, b, first)
 	}
@@ -97,7 +98,7 @@ func TestDLQShowLocatesTheDLQ(t *testing.T) {
 	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: qb, MsgID: a[1]}); !errors.Is(err, ops.ErrNotFound) {
 		t.Fatalf("show %d in %s = %v, want ErrNotFound", a[1], qb, err)
 	}
-	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{MsgID: missingID()}); !errors.Is(err, ops.ErrNotFound) || !hasHint(ops.HintsOf(err), ops.OpDLQList, nil) {
+	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{MsgID: pgtest.MissingDLQID()}); !errors.Is(err, ops.ErrNotFound) || !hasHint(ops.HintsOf(err), ops.OpDLQList, nil) {
 		t.Fatalf("show a missing id = %v, want ErrNotFound with a list hint", err)
 	}
 	if _, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: qa}); !errors.Is(err, ops.ErrInvalid) {
@@ -115,7 +116,7 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	q := newQueue(t, s, nil)
-	c := newClient(t, s, q)
+	c := pgtest.NewClient(t, s, q, nil)
 	var fixed atomic.Bool
 	var succeeded atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -125,13 +126,13 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 		succeeded.Add(1)
 		return nil
 	})
-	start(t, c)
+	pgtest.Start(t, c)
 	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"order": 7}`)}); err != nil {
 		t.Fatal(err)
 	}
 
 	var item ops.DeadItem
-	eventually(t, 10*time.Second, "the message in the DLQ", func() bool {
+	pgtest.Eventually(t, 10*time.Second, "the message in the DLQ", func() bool {
 		page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
 		if err != nil || len(page.Items) != 1 {
 			return false
@@ -160,11 +161,11 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 	if err != nil || r.Retried != 1 || !r.OK() || len(r.Moved) != 1 || r.Moved[0].Queue != q {
 		t.Fatalf("retry = %+v, %v", r, err)
 	}
-	eventually(t, 10*time.Second, "the retried message to succeed", func() bool { return succeeded.Load() == 1 && archived(t, s, q) == 1 })
-	if live(t, s, q+"_dlq") != 0 {
+	pgtest.Eventually(t, 10*time.Second, "the retried message to succeed", func() bool { return succeeded.Load() == 1 && pgtest.Archived(t, s, q) == 1 })
+	if pgtest.Live(t, s, q+"_dlq") != 0 {
 		t.Fatal("the DLQ still holds the message")
 	}
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE (headers->>'pgbus_dlq_retries')::int = 1 AND NOT headers ? 'pgbus_dead_letter'`); n != 1 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE (headers->>'pgbus_dlq_retries')::int = 1 AND NOT headers ? 'pgbus_dead_letter'`); n != 1 {
 		t.Fatalf("%d archived messages carry one trip and no block, want 1", n)
 	}
 	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: []int64{item.MsgID}, Filter: ops.DeadFilter{Queue: q}})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -24,8 +25,9 @@ func TestParseTime(t *testing.T) {
 		"2h30m":                     now.Add(-150 * time.Minute),
 		"7d":                        now.Add(-7 * 24 * time.Hour),
 		"0d":                        now,
-		"36500d":                    now.Add(-36500 * 24 * time.Hour),
-		"876000h":                   now.Add(-876000 * time.Hour),
+		"20000d":                    now.Add(-20000 * 24 * time.Hour),
+		"1970-01-01":                time.Unix(0, 0).UTC(),
+		"2027-11-29":                time.Date(2027, 11, 29, 0, 0, 0, 0, time.UTC),
 	} {
 		got, err := ops.ParseTime(in, now)
 		if err != nil || !got.Equal(want) {
@@ -33,7 +35,8 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "yesterday", "now", "2026-13-01", "2026-11-31", "2026/11/29", "29.11.2026", "-5m", "-1d",
-		"7 days", "1w", "5", "1.5d", "7D", "36501d", "9223372036854775807d", "876001h", "2026-11-29 20:00", "30m ago"} {
+		"7 days", "1w", "5", "1.5d", "7D", "36500d", "876000h", "36501d",
+		"0001-01-01T00:00:00Z", "0001-01-01", "1969-12-31T23:59:59Z", "2100-01-01", "2027-12-01T00:00:00Z", "9223372036854775807d", "876001h", "2026-11-29 20:00", "30m ago"} {
 		if got, err := ops.ParseTime(in, now); err == nil {
 			t.Errorf("ParseTime(%q) = %v; want an error", in, got)
 		}
@@ -48,7 +51,7 @@ func TestDeadFilterTimes(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	svc := newService(t, s, ops.Options{Now: func() time.Time { return now }})
 	q := newQueue(t, s, nil)
-	ids := deadLetter(t, s, q, 5, deadSpec{kind: "k"})
+	ids := pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{Kind: "k"})
 	at := []time.Time{
 		time.Date(2020, 1, 14, 12, 0, 0, 0, time.UTC),
 		time.Date(2020, 1, 15, 12, 0, 0, 0, time.UTC),
@@ -136,7 +139,7 @@ func TestDeadFilterTimes(t *testing.T) {
 			t.Errorf("list with %s = %v, want ErrInvalid", label, err)
 		}
 	}
-	if n := live(t, s, q+"_dlq"); n != 5 || live(t, s, q) != 0 || archived(t, s, q+"_dlq") != 0 {
+	if n := pgtest.Live(t, s, q+"_dlq"); n != 5 || pgtest.Live(t, s, q) != 0 || pgtest.Archived(t, s, q+"_dlq") != 0 {
 		t.Fatalf("refused requests moved messages: the DLQ holds %d of 5", n)
 	}
 }
@@ -151,8 +154,8 @@ func TestListCursorPinsTheClockOfAges(t *testing.T) {
 	clock.Store(time.Now().UnixMicro())
 	svc := newService(t, s, ops.Options{Now: func() time.Time { return time.UnixMicro(clock.Load()) }})
 	q := newQueue(t, s, nil)
-	ids := deadLetter(t, s, q, 5, deadSpec{kind: "k"})
-	old := deadLetter(t, s, q, 2, deadSpec{kind: "k"})
+	ids := pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{Kind: "k"})
+	old := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k"})
 	for _, id := range old {
 		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`_dlq" SET enqueued_at = now() - interval '2 hours' WHERE msg_id = $1`, id); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -24,11 +25,11 @@ type collision struct {
 
 func collidingDLQs(t *testing.T, s *store.Store) collision {
 	t.Helper()
-	x := randomID()
+	x := pgtest.DLQStart()
 	c := collision{qa: newQueueAt(t, s, x, nil), qb: newQueueAt(t, s, x, nil), qc: newQueue(t, s, nil), x: x}
-	a := deadLetterEach(t, s, c.qa, []deadSpec{{kind: "k", payload: `{"from": "a", "n": 0}`}, {kind: "k", payload: `{"from": "a", "n": 1}`}})
-	b := deadLetterEach(t, s, c.qb, []deadSpec{{kind: "k", payload: `{"from": "b", "n": 0}`}})
-	cc := deadLetterEach(t, s, c.qc, []deadSpec{{kind: "k", payload: `{"from": "c", "n": 0}`}})
+	a := pgtest.DeadLetter(t, s, c.qa, pgtest.DeadSpec{Kind: "k", Payload: `{"from": "a", "n": 0}`}, pgtest.DeadSpec{Kind: "k", Payload: `{"from": "a", "n": 1}`})
+	b := pgtest.DeadLetter(t, s, c.qb, pgtest.DeadSpec{Kind: "k", Payload: `{"from": "b", "n": 0}`})
+	cc := pgtest.DeadLetter(t, s, c.qc, pgtest.DeadSpec{Kind: "k", Payload: `{"from": "c", "n": 0}`})
 	if a[0] != x || a[1] != x+1 || b[0] != x {
 		t.Fatalf("DLQ ids %v and %v; want both to start at %d", a, b, x)
 	}
@@ -44,7 +45,7 @@ func TestRetryByIDsOutcomes(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
-	missing := missingID()
+	missing := pgtest.MissingDLQID()
 
 	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{c.x + 1, missing, c.x, c.y, c.y}})
 	if err != nil {
@@ -84,8 +85,8 @@ func TestRetryByIDsOutcomes(t *testing.T) {
 	if !inDLQ(t, s, c.qa, c.x) || !inDLQ(t, s, c.qb, c.x) || inDLQ(t, s, c.qa, c.x+1) || inDLQ(t, s, c.qc, c.y) {
 		t.Fatal("the DLQs do not hold what the outcomes say")
 	}
-	if live(t, s, c.qb) != 0 || live(t, s, c.qa) != 1 || live(t, s, c.qc) != 1 {
-		t.Fatalf("source queues hold a=%d b=%d c=%d; want 1, 0, 1", live(t, s, c.qa), live(t, s, c.qb), live(t, s, c.qc))
+	if pgtest.Live(t, s, c.qb) != 0 || pgtest.Live(t, s, c.qa) != 1 || pgtest.Live(t, s, c.qc) != 1 {
+		t.Fatalf("source queues hold a=%d b=%d c=%d; want 1, 0, 1", pgtest.Live(t, s, c.qa), pgtest.Live(t, s, c.qb), pgtest.Live(t, s, c.qc))
 	}
 	checkRetriedRow(t, s, c.qa, r.Outcomes[0], `{"from": "a", "n": 1}`)
 	checkRetriedRow(t, s, c.qc, r.Outcomes[3], `{"from": "c", "n": 0}`)
@@ -113,7 +114,7 @@ func checkRetriedRow(t *testing.T, s *store.Store, queue string, o ops.IDOutcome
 	if o.Queue != queue || o.NewMsgID == 0 {
 		t.Fatalf("outcome %+v; want a new id in %s", o, queue)
 	}
-	n := count(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`" WHERE msg_id = $1 AND message = $2::jsonb
+	n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`" WHERE msg_id = $1 AND message = $2::jsonb
 		AND NOT headers ? 'pgbus_dead_letter' AND headers->>'pgbus_dlq_retries' = '1' AND headers->>'pgbus_kind' = 'k'`, o.NewMsgID, payload)
 	if n != 1 {
 		var row string
@@ -133,7 +134,7 @@ func TestRetryByIDsDryRun(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
-	missing := missingID()
+	missing := pgtest.MissingDLQID()
 	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{c.x + 1, c.x, missing}, DryRun: true})
 	if err != nil || !r.DryRun || r.Retried != 1 || r.Ambiguous != 1 || r.NotFound != 1 {
 		t.Fatalf("dry run = %+v, %v", r, err)
@@ -152,7 +153,7 @@ func TestRetryByIDsDryRun(t *testing.T) {
 	if err != nil || r.Retried != 1 || r.Outcomes[0].Outcome != ops.OutcomeWouldRetry || r.Outcomes[0].DLQ != c.qa+"_dlq" {
 		t.Fatalf("dry run with queue = %+v, %v", r, err)
 	}
-	if !inDLQ(t, s, c.qa, c.x) || !inDLQ(t, s, c.qa, c.x+1) || !inDLQ(t, s, c.qb, c.x) || live(t, s, c.qa) != 0 || live(t, s, c.qb) != 0 {
+	if !inDLQ(t, s, c.qa, c.x) || !inDLQ(t, s, c.qa, c.x+1) || !inDLQ(t, s, c.qb, c.x) || pgtest.Live(t, s, c.qa) != 0 || pgtest.Live(t, s, c.qb) != 0 {
 		t.Fatal("a dry run moved messages")
 	}
 }
@@ -164,7 +165,7 @@ func TestDiscardByIDsOutcomes(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
-	missing := missingID()
+	missing := pgtest.MissingDLQID()
 	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: []int64{c.x, c.x + 1, missing, c.y}})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestDiscardByIDsOutcomes(t *testing.T) {
 	if !inDLQ(t, s, c.qa, c.x) || !inDLQ(t, s, c.qb, c.x) || inDLQ(t, s, c.qa, c.x+1) || inDLQ(t, s, c.qc, c.y) {
 		t.Fatal("the DLQs do not hold what the outcomes say")
 	}
-	if archived(t, s, c.qa+"_dlq") != 1 || archived(t, s, c.qb+"_dlq") != 0 || archived(t, s, c.qc+"_dlq") != 1 || live(t, s, c.qa)+live(t, s, c.qc) != 0 {
+	if pgtest.Archived(t, s, c.qa+"_dlq") != 1 || pgtest.Archived(t, s, c.qb+"_dlq") != 0 || pgtest.Archived(t, s, c.qc+"_dlq") != 1 || pgtest.Live(t, s, c.qa)+pgtest.Live(t, s, c.qc) != 0 {
 		t.Fatal("discarded messages are not in their DLQ's archive (or went back to their queue)")
 	}
 	d, err = svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: []int64{c.x}, Filter: ops.DeadFilter{Queue: c.qa}})
@@ -209,8 +210,8 @@ func TestByIDsFailureNamesTheDLQ(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	broken, fine := newQueue(t, s, nil), newQueue(t, s, nil)
-	b := deadLetter(t, s, broken, 1, deadSpec{})
-	f := deadLetter(t, s, fine, 2, deadSpec{})
+	b := pgtest.DeadLetterN(t, s, broken, 1, pgtest.DeadSpec{})
+	f := pgtest.DeadLetterN(t, s, fine, 2, pgtest.DeadSpec{})
 	// Discard moves messages to the DLQ's archive: without it, it fails.
 	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq."a_`+broken+`_dlq"`); err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestByIDsFailureNamesTheDLQ(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" || r.Retried != 0 {
 		t.Fatalf("retry into a broken DLQ = %+v, %v; want the database's undefined-table error", r, err)
 	}
-	if !inDLQ(t, s, broken, b[0]) || live(t, s, broken) != 0 {
+	if !inDLQ(t, s, broken, b[0]) || pgtest.Live(t, s, broken) != 0 {
 		t.Fatal("a failed retry moved the message")
 	}
 }
@@ -254,7 +255,7 @@ func TestByIDsLocateAcrossDLQs(t *testing.T) {
 			where := map[int64]string{}
 			var ids []int64
 			for i, q := range queues {
-				for _, id := range deadLetter(t, s, q, []int{34, 33, 33}[i], deadSpec{kind: "k"}) {
+				for _, id := range pgtest.DeadLetterN(t, s, q, []int{34, 33, 33}[i], pgtest.DeadSpec{Kind: "k"}) {
 					where[id] = q
 					ids = append(ids, id)
 				}
@@ -286,14 +287,14 @@ func TestByIDsLocateAcrossDLQs(t *testing.T) {
 			}
 			for i, q := range queues {
 				n := []int{34, 33, 33}[i]
-				if live(t, s, q+"_dlq") != 0 {
+				if pgtest.Live(t, s, q+"_dlq") != 0 {
 					t.Fatalf("%s still holds messages", q+"_dlq")
 				}
-				if op == "retry" && live(t, s, q) != n {
-					t.Fatalf("%s holds %d, want %d", q, live(t, s, q), n)
+				if op == "retry" && pgtest.Live(t, s, q) != n {
+					t.Fatalf("%s holds %d, want %d", q, pgtest.Live(t, s, q), n)
 				}
-				if op == "discard" && archived(t, s, q+"_dlq") != n {
-					t.Fatalf("the archive of %s holds %d, want %d", q+"_dlq", archived(t, s, q+"_dlq"), n)
+				if op == "discard" && pgtest.Archived(t, s, q+"_dlq") != n {
+					t.Fatalf("the archive of %s holds %d, want %d", q+"_dlq", pgtest.Archived(t, s, q+"_dlq"), n)
 				}
 			}
 		})
@@ -319,7 +320,7 @@ func TestRetryWithCorrectedPayload(t *testing.T) {
 	client := uniqueName("fixer")
 	ctx := ops.WithClient(testContext(t), client)
 	q := newQueue(t, s, nil)
-	ids := deadLetter(t, s, q, 2, deadSpec{kind: "k", payload: `{"amount": "ten"}`})
+	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k", Payload: `{"amount": "ten"}`})
 	fixed := json.RawMessage(`{"amount": 10, "marker": "corrected-7c1"}`)
 
 	for label, req := range map[string]ops.DLQRetryRequest{
@@ -332,7 +333,7 @@ func TestRetryWithCorrectedPayload(t *testing.T) {
 			t.Errorf("corrected payload with %s = %v, want ErrInvalid", label, err)
 		}
 	}
-	if live(t, s, q+"_dlq") != 2 || len(auditRows(t, s, client)) != 0 {
+	if pgtest.Live(t, s, q+"_dlq") != 2 || len(auditRows(t, s, client)) != 0 {
 		t.Fatal("rejected retries moved messages or were audited")
 	}
 
@@ -341,10 +342,10 @@ func TestRetryWithCorrectedPayload(t *testing.T) {
 		t.Fatalf("retry with a corrected payload = %+v, %v", r, err)
 	}
 	newID := r.Outcomes[0].NewMsgID
-	if n := count(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND message = $2::jsonb AND NOT headers ? 'pgbus_dead_letter'`, newID, string(fixed)); n != 1 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND message = $2::jsonb AND NOT headers ? 'pgbus_dead_letter'`, newID, string(fixed)); n != 1 {
 		t.Fatalf("the retried message does not carry the corrected payload")
 	}
-	if n := count(t, s, `SELECT count(*) FROM pgmq."a_`+q+`_dlq" WHERE msg_id = $1 AND message = '{"amount": "ten"}'::jsonb`, ids[0]); n != 1 {
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`_dlq" WHERE msg_id = $1 AND message = '{"amount": "ten"}'::jsonb`, ids[0]); n != 1 {
 		t.Fatal("the original is not kept in the DLQ's archive")
 	}
 	if !inDLQ(t, s, q, ids[1]) {

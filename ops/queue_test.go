@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -64,10 +66,10 @@ func TestQueueStatsSplitsDepthByState(t *testing.T) {
 func TestQueueStatsCountsLastHour(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
-	c := newClient(t, s, q)
+	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("ok", func(context.Context, *engine.Job) error { return nil })
 	c.Handle("bad", func(context.Context, *engine.Job) error { return errors.New("no") })
-	stop := start(t, c)
+	stop := pgtest.Start(t, c)
 	ctx := testContext(t)
 	for i := range 5 {
 		if _, err := c.Send(ctx, q, i, engine.SendOptions{Kind: "ok"}); err != nil {
@@ -77,7 +79,7 @@ func TestQueueStatsCountsLastHour(t *testing.T) {
 	if _, err := c.Send(ctx, q, 0, engine.SendOptions{Kind: "bad"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "all settled", func() bool { return archived(t, s, q) == 5 && live(t, s, q+"_dlq") == 1 })
+	pgtest.Eventually(t, 20*time.Second, "all settled", func() bool { return pgtest.Archived(t, s, q) == 5 && pgtest.Live(t, s, q+"_dlq") == 1 })
 	stop()
 	res, err := newService(t, s, ops.Options{}).QueueStats(ctx, ops.QueueStatsRequest{Queue: q})
 	if err != nil {
@@ -111,7 +113,7 @@ func TestPriorityQueueStatsSumLevels(t *testing.T) {
 			t.Fatalf("send at %d = %+v, %v", p, sent, err)
 		}
 	}
-	if n := live(t, s, store.PriorityQueueName(q, 1)); n != 2 {
+	if n := pgtest.Live(t, s, store.PriorityQueueName(q, 1)); n != 2 {
 		t.Fatalf("level 1 holds %d messages, want 2", n)
 	}
 	res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q})
@@ -221,5 +223,25 @@ func TestPauseResume(t *testing.T) {
 	ro := newService(t, s, ops.Options{ReadOnly: true})
 	if _, err := ro.QueuePause(ctx, ops.QueueRequest{Queue: q}); !errors.Is(err, ops.ErrReadOnly) || paused() {
 		t.Fatalf("pause on a read-only service = %v (paused %v), want ErrReadOnly and nothing paused", err, paused())
+	}
+}
+
+// A DLQ is not a work queue: its stats are asked of its queue, and the
+// error says so instead of reporting the DLQ's own DLQ.
+func TestQueueStatsOfADLQ(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q + "_dlq"})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "dead-letter queue of "+q) {
+		t.Fatalf("stats of %s_dlq: %v; want an invalid-request error naming its queue", q, err)
+	}
+	if !hasHint(ops.HintsOf(err), ops.OpQueueStats, map[string]any{"queue": q}) {
+		t.Fatalf("hints %+v lack the stats of %s", ops.HintsOf(err), q)
+	}
+	res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q})
+	if err != nil || len(res.Queues) != 1 || res.Queues[0].DLQ != q+"_dlq" {
+		t.Fatalf("stats of %s = %+v, %v", q, res, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -34,17 +35,17 @@ func withKind(t *testing.T, raw string) string {
 
 // corpusSpec is how one corpus item is dead-lettered: its secret where it
 // says, neighbours everywhere else.
-func corpusSpec(t *testing.T, sec secrettest.Secret) deadSpec {
-	spec := deadSpec{kind: "k", class: "E", payload: neighbours, headers: withKind(t, neighbours), message: "plain failure"}
+func corpusSpec(t *testing.T, sec secrettest.Secret) pgtest.DeadSpec {
+	spec := pgtest.DeadSpec{Kind: "k", Class: "E", Payload: neighbours, Headers: withKind(t, neighbours), Message: "plain failure"}
 	switch sec.Where {
 	case secrettest.Payload:
-		spec.payload = sec.JSON
+		spec.Payload = sec.JSON
 	case secrettest.Header:
-		spec.headers = withKind(t, sec.JSON)
+		spec.Headers = withKind(t, sec.JSON)
 	case secrettest.Error:
-		spec.message = sec.Text
+		spec.Message = sec.Text
 	case secrettest.Backtrace:
-		spec.trace = sec.Text
+		spec.Trace = sec.Text
 	}
 	return spec
 }
@@ -72,11 +73,11 @@ func TestRedactionCorpus(t *testing.T) {
 		"full bounds":    newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds}),
 	}
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 5 })
-	specs := make([]deadSpec, len(secrettest.Corpus))
+	specs := make([]pgtest.DeadSpec, len(secrettest.Corpus))
 	for i, sec := range secrettest.Corpus {
 		specs[i] = corpusSpec(t, sec)
 	}
-	ids := deadLetterEach(t, s, q, specs)
+	ids := pgtest.DeadLetter(t, s, q, specs...)
 
 	for label, svc := range services {
 		t.Run("dlq show/"+label, func(t *testing.T) {
@@ -217,7 +218,7 @@ func TestRedactionCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		q2 := newQueue(t, s, nil)
-		dead := deadLetterEach(t, s, q2, []deadSpec{corpusSpec(t, secrettest.Corpus[0])})
+		dead := pgtest.DeadLetter(t, s, q2, corpusSpec(t, secrettest.Corpus[0]))
 		r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: dead, Filter: ops.DeadFilter{Queue: q2}, Payload: payload})
 		if err != nil || r.Retried != 1 {
 			t.Fatalf("retry with a corrected payload = %+v, %v", r, err)
@@ -315,7 +316,7 @@ func TestPayloadGate(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	ids := deadLetter(t, s, q, 1, deadSpec{kind: "k", payload: `{"order_id": 42}`})
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k", Payload: `{"order_id": 42}`})
 	for _, c := range []struct {
 		allow, ask, shown bool
 	}{{false, false, false}, {false, true, false}, {true, false, false}, {true, true, true}} {

@@ -2,8 +2,6 @@ package resources_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,22 +26,11 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
 
 func newQueue(t testing.TB, s *store.Store) string {
 	t.Helper()
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	name := "rq_" + hex.EncodeToString(b)
-	if err := s.CreateQueue(testContext(t), name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	return name
+	return pgtest.NewQueue(t, s, "rq")
 }
 
 // deadOne sends payload to queue and dead-letters it after three failed

@@ -18,13 +18,7 @@ func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
 // newQueue creates a queue with a unique name and drops it after the test.
 func newQueue(t testing.TB, s *store.Store) string {
 	t.Helper()
-	name := uniqueName("q")
-	ctx := testContext(t)
-	if err := s.CreateQueue(ctx, name); err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	return name
+	return pgtest.NewQueue(t, s, "q")
 }
 
 func uniqueName(prefix string) string { return pgtest.Name(prefix) }

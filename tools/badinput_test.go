@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -23,7 +24,7 @@ import (
 func TestBadInput(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 2, deadSpec{kind: "k", class: "E", message: "m"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
 	huge := strings.Repeat("a", 1<<20)
 
 	cases := []struct {
@@ -100,7 +101,7 @@ func TestBadInput(t *testing.T) {
 	if rows := auditRows(t, e.st, "dlq_retry", fmt.Sprint(ids[0])); len(rows) != 0 {
 		t.Errorf("invalid retries of %d were audited: %+v", ids[0], rows)
 	}
-	if n := live(t, e.st, q+"_dlq"); n != 2 {
+	if n := pgtest.Live(t, e.st, q+"_dlq"); n != 2 {
 		t.Errorf("the DLQ holds %d after bad input, want 2", n)
 	}
 }
@@ -110,20 +111,20 @@ func TestBadInput(t *testing.T) {
 // id as ambiguous with its DLQs, and next steps to pick one.
 func TestAmbiguousID(t *testing.T) {
 	e := newEnv(t, ops.Options{})
-	first := randomID()
+	first := pgtest.DLQStart()
 	var queues, dlqs []string
 	for range 3 {
 		q := newQueueAt(t, e.st, first)
 		queues = append(queues, q)
 		dlqs = append(dlqs, q+"_dlq")
-		deadLetter(t, e.st, q, 1, deadSpec{kind: "k", class: "E", message: "m"})
+		pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
 	}
 	slices.Sort(dlqs)
 	want := []string{fmt.Sprintf("id %d is in 3 DLQs", first), "give the queue", "pgbus_dlq_show"}
 	want = append(want, dlqs...)
 	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": first}, want...)
 
-	other := deadLetter(t, e.st, newQueue(t, e.st), 1, deadSpec{kind: "k", class: "E", message: "m"})[0]
+	other := pgtest.DeadLetterN(t, e.st, newQueue(t, e.st), 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})[0]
 	for tool, done := range map[string]string{"pgbus_dlq_retry": ops.OutcomeWouldRetry, "pgbus_dlq_discard": ops.OutcomeDiscarded} {
 		args := map[string]any{"ids": []int64{first, other}}
 		if tool == "pgbus_dlq_retry" {
@@ -162,7 +163,7 @@ func TestAmbiguousID(t *testing.T) {
 		}
 	}
 	for _, q := range queues {
-		if live(t, e.st, q+"_dlq") != 1 || live(t, e.st, q) != 0 {
+		if pgtest.Live(t, e.st, q+"_dlq") != 1 || pgtest.Live(t, e.st, q) != 0 {
 			t.Fatalf("an ambiguous id was moved out of %s_dlq", q)
 		}
 	}
@@ -171,10 +172,10 @@ func TestAmbiguousID(t *testing.T) {
 		t.Errorf("show with queue: %+v", show)
 	}
 	rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{first}, "queue": queues[2]})
-	if rep.Retried != 1 || rep.Ambiguous != 0 || live(t, e.st, queues[2]) != 1 || live(t, e.st, queues[0]+"_dlq") != 1 {
+	if rep.Retried != 1 || rep.Ambiguous != 0 || pgtest.Live(t, e.st, queues[2]) != 1 || pgtest.Live(t, e.st, queues[0]+"_dlq") != 1 {
 		t.Errorf("retry with queue: %+v", rep)
 	}
-	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": randomID()}, "no DLQ holds message", "retried or discarded already", "pgbus_dlq_list")
+	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": pgtest.MissingDLQID()}, "no DLQ holds message", "retried or discarded already", "pgbus_dlq_list")
 }
 
 // TestStdioLargePayload: over stdio a result with a payload over 64 KB comes
@@ -182,7 +183,7 @@ func TestAmbiguousID(t *testing.T) {
 func TestStdioLargePayload(t *testing.T) {
 	st := testStore(t)
 	q := newQueue(t, st)
-	ids := deadLetter(t, st, q, 1, deadSpec{kind: "k", class: "E", message: "m", payload: `{"blob": "` + strings.Repeat("y", 100<<10) + `"}`})
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m", Payload: `{"blob": "` + strings.Repeat("y", 100<<10) + `"}`})
 
 	srv := server.NewMCPServer("pgbus", "test")
 	tools.Register(srv, newDeps(t, st, ops.Options{AllowPayloads: true}))

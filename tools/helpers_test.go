@@ -2,10 +2,7 @@ package tools_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
-	"math/big"
 	"os"
 	"strings"
 	"testing"
@@ -35,86 +32,15 @@ func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 // only, even though other tests and packages share the database.
 func newQueue(t testing.TB, s *store.Store) string {
 	t.Helper()
-	name := uniqueName("tq")
-	restartDLQ(t, s, name, randomID())
-	return name
+	return newQueueAt(t, s, pgtest.DLQStart())
 }
 
 // newQueueAt is newQueue with the DLQ's ids starting at first.
 func newQueueAt(t testing.TB, s *store.Store, first int64) string {
 	t.Helper()
-	name := uniqueName("tq")
-	restartDLQ(t, s, name, first)
+	name := pgtest.NewQueue(t, s, "tq")
+	pgtest.RestartDLQ(t, s, name, first)
 	return name
-}
-
-func restartDLQ(t testing.TB, s *store.Store, name string, first int64) {
-	t.Helper()
-	ctx := testContext(t)
-	if err := s.CreateQueue(ctx, name); err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), name) })
-	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`ALTER TABLE pgmq."q_%s_dlq" ALTER COLUMN msg_id RESTART WITH %d`, name, first)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func randomID() int64 {
-	n, _ := rand.Int(rand.Reader, big.NewInt(1<<40))
-	return 1<<41 + n.Int64()
-}
-
-// dead sends messages to queue and dead-letters them at once with the
-// given reason and failure; it returns their ids in the DLQ.
-type deadSpec struct {
-	kind    string
-	reason  string
-	class   string
-	message string
-	trace   string
-	payload string // JSON; default {"n": i}
-	headers string // JSON object; default {"pgbus_kind": kind}
-}
-
-func deadLetter(t testing.TB, s *store.Store, queue string, n int, spec deadSpec) []int64 {
-	t.Helper()
-	ctx := testContext(t)
-	msgs := make([]store.NewMessage, n)
-	for i := range msgs {
-		p := spec.payload
-		if p == "" {
-			p = fmt.Sprintf(`{"n": %d}`, i)
-		}
-		h := spec.headers
-		if h == "" {
-			h = fmt.Sprintf(`{"pgbus_kind": %q}`, spec.kind)
-		}
-		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(h)}
-	}
-	ids, err := s.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		t.Fatalf("send: %v", err)
-	}
-	reason := spec.reason
-	if reason == "" {
-		reason = store.ReasonMaxRetriesExceeded
-	}
-	items := make([]store.DeadLetterItem, len(ids))
-	for i, id := range ids {
-		items[i] = store.DeadLetterItem{MsgID: id, Reason: reason, MaxRetries: 5, Failure: &store.Failure{
-			Attempt: 5, Kind: spec.kind, ErrorClass: spec.class, ErrorMessage: spec.message, Backtrace: spec.trace,
-		}}
-	}
-	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
-	if err != nil {
-		t.Fatalf("dead-letter: %v", err)
-	}
-	out := make([]int64, len(moved))
-	for i, m := range moved {
-		out[i] = m.DLQMsgID
-	}
-	return out
 }
 
 // env is an MCP server with pgbus's tools and a client connected to it in
@@ -227,23 +153,6 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
-}
-
-func count(t testing.TB, s *store.Store, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := s.Pool().QueryRow(testContext(t), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
-func live(t testing.TB, s *store.Store, queue string) int {
-	return count(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`"`)
-}
-
-func archived(t testing.TB, s *store.Store, queue string) int {
-	return count(t, s, `SELECT count(*) FROM pgmq."a_`+queue+`"`)
 }
 
 func mcpCall(name string, args any) mcp.CallToolRequest {

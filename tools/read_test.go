@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -13,7 +14,7 @@ import (
 func TestHealthAndQueueStats(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	deadLetter(t, e.st, q, 2, deadSpec{kind: "email", class: "SMTPError", message: "421 try later"})
+	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "email", Class: "SMTPError", Message: "421 try later"})
 
 	h := callOK[ops.Health](t, e, "pgbus_health", map[string]any{})
 	if !slices.Contains([]string{ops.HealthOK, ops.HealthDegraded, ops.HealthStalled}, h.Status) {
@@ -37,8 +38,8 @@ func TestHealthAndQueueStats(t *testing.T) {
 func TestDLQSummaryListShow(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	a := deadLetter(t, e.st, q, 3, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503 from upstream", trace: "main.go:1\nmain.go:2"})
-	b := deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input: amount missing"})
+	a := pgtest.DeadLetterN(t, e.st, q, 3, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503 from upstream", Trace: "main.go:1\nmain.go:2"})
+	b := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonNonRetryable, Class: "ValidationError", Message: "bad input: amount missing"})
 
 	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
 	if sum.Total != 5 || len(sum.Groups) != 2 || sum.TotalGroups != 2 || sum.Truncated {
@@ -175,9 +176,9 @@ func hasNote(notes []string, want string) bool {
 func TestErrorTextRedacted(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 1, deadSpec{kind: "sync", class: "ConnError",
-		message: "dial postgres://app:pw-hunter2@db:5432/orders failed; api_key=ak-778899",
-		trace:   "client.go:10\nsent Authorization: Bearer tok-5566778899"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "sync", Class: "ConnError",
+		Message: "dial postgres://app:pw-hunter2@db:5432/orders failed; api_key=ak-778899",
+		Trace:   "client.go:10\nsent Authorization: Bearer tok-5566778899"})
 	secrets := []string{"pw-hunter2", "ak-778899", "tok-5566778899"}
 
 	list := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q})

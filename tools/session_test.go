@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -65,10 +66,10 @@ func TestAgentSession(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
 	deadline := time.Now().Add(30 * time.Second)
-	for live(t, st, q+"_dlq") < transient+bad+unknown {
+	for pgtest.Live(t, st, q+"_dlq") < transient+bad+unknown {
 		if time.Now().After(deadline) {
 			stop()
-			t.Fatalf("only %d of %d messages were dead-lettered", live(t, st, q+"_dlq"), transient+bad+unknown)
+			t.Fatalf("only %d of %d messages were dead-lettered", pgtest.Live(t, st, q+"_dlq"), transient+bad+unknown)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -140,16 +141,16 @@ func TestAgentSession(t *testing.T) {
 	}
 
 	// The end state, in the database.
-	if n := live(t, st, q); n != transient {
+	if n := pgtest.Live(t, st, q); n != transient {
 		t.Errorf("queue holds %d messages, want the %d retried", n, transient)
 	}
-	if n := count(t, st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE headers->>'pgbus_kind' = 'webhook' AND (headers->>'pgbus_dlq_retries')::int = 1 AND NOT headers ? 'pgbus_dead_letter'`); n != transient {
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE headers->>'pgbus_kind' = 'webhook' AND (headers->>'pgbus_dlq_retries')::int = 1 AND NOT headers ? 'pgbus_dead_letter'`); n != transient {
 		t.Errorf("%d retried messages carry pgbus_dlq_retries=1 and no block, want %d", n, transient)
 	}
-	if n := archived(t, st, q+"_dlq"); n != bad {
+	if n := pgtest.Archived(t, st, q+"_dlq"); n != bad {
 		t.Errorf("DLQ archive holds %d, want the %d discarded", n, bad)
 	}
-	if n := live(t, st, q+"_dlq"); n != unknown {
+	if n := pgtest.Live(t, st, q+"_dlq"); n != unknown {
 		t.Errorf("DLQ holds %d, want the %d of unknown kind", n, unknown)
 	}
 	for _, tool := range []string{"dlq_retry", "dlq_discard"} {

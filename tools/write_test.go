@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -41,7 +42,7 @@ func auditRows(t testing.TB, s *store.Store, tool, marker string) []store.AuditE
 func TestRetryByIDs(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 4, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 4, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
 
 	dry := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:2], "dry_run": true, "payload": nil})
 	if !dry.DryRun || dry.Retried != 2 || len(dry.Moved) != 2 || dry.Moved[0].Queue != q || len(dry.Outcomes) != 2 || dry.Outcomes[0].Outcome != ops.OutcomeWouldRetry {
@@ -50,7 +51,7 @@ func TestRetryByIDs(t *testing.T) {
 	if h, ok := findHint(dry.Next, "pgbus_dlq_retry"); !ok || !strings.Contains(h.Why, "without dry_run") || hintArg(h, "ids") != fmt.Sprintf("[%d,%d]", ids[0], ids[1]) {
 		t.Fatalf("dry run next: %+v", dry.Next)
 	}
-	if live(t, e.st, q) != 0 || live(t, e.st, q+"_dlq") != 4 {
+	if pgtest.Live(t, e.st, q) != 0 || pgtest.Live(t, e.st, q+"_dlq") != 4 {
 		t.Fatal("a dry run moved messages")
 	}
 
@@ -66,7 +67,7 @@ func TestRetryByIDs(t *testing.T) {
 	if h, ok := findHint(rep.Next, "pgbus_queue_messages"); !ok || hintArg(h, "queue") != `"`+q+`"` {
 		t.Errorf("retry next: %+v", rep.Next)
 	}
-	if live(t, e.st, q) != 2 || live(t, e.st, q+"_dlq") != 2 {
+	if pgtest.Live(t, e.st, q) != 2 || pgtest.Live(t, e.st, q+"_dlq") != 2 {
 		t.Fatal("retried messages did not move back")
 	}
 	// Retrying an id that is gone moves nothing twice: that id is not_found,
@@ -80,14 +81,14 @@ func TestRetryByIDs(t *testing.T) {
 	if _, ok := findHint(mixed.Next, "pgbus_dlq_list"); !ok {
 		t.Errorf("retry with a gone id: next %+v does not point at pgbus_dlq_list", mixed.Next)
 	}
-	if live(t, e.st, q) != 3 || live(t, e.st, q+"_dlq") != 1 {
+	if pgtest.Live(t, e.st, q) != 3 || pgtest.Live(t, e.st, q+"_dlq") != 1 {
 		t.Fatal("the retry of a gone id and a dead one did not move just the dead one")
 	}
 	again := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": q})
 	if again.Retried != 0 || again.NotFound != 1 || !strings.Contains(outcomeOf(t, again.Outcomes, ids[0]).Error, "retried or discarded already") {
 		t.Fatalf("retry of a gone id in its queue: %+v", again)
 	}
-	if live(t, e.st, q) != 3 {
+	if pgtest.Live(t, e.st, q) != 3 {
 		t.Fatal("retrying a gone id made a duplicate")
 	}
 
@@ -98,10 +99,10 @@ func TestRetryByIDs(t *testing.T) {
 	if fixed.Retried != 1 {
 		t.Fatalf("retry with payload: %+v", fixed)
 	}
-	if n := count(t, e.st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND message = '{"n": 2, "fixed": true}'::jsonb`, fixed.Moved[0].MsgID); n != 1 {
+	if n := pgtest.Int(t, e.st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND message = '{"n": 2, "fixed": true}'::jsonb`, fixed.Moved[0].MsgID); n != 1 {
 		t.Error("the corrected payload is not in the queue")
 	}
-	if archived(t, e.st, q+"_dlq") != 1 {
+	if pgtest.Archived(t, e.st, q+"_dlq") != 1 {
 		t.Error("the original of a corrected message is not in the DLQ's archive")
 	}
 
@@ -147,8 +148,8 @@ func TestRetryByIDs(t *testing.T) {
 func TestRetryAndDiscardByFilter(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	deadLetter(t, e.st, q, 5, deadSpec{kind: "webhook", class: "HTTPError", message: "http 503"})
-	deadLetter(t, e.st, q, 2, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input"})
+	pgtest.DeadLetterN(t, e.st, q, 5, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
+	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonNonRetryable, Class: "ValidationError", Message: "bad input"})
 
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "error_class": "HTTPError"}, "limit is required")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{}, "pass ids, or filters")
@@ -199,8 +200,8 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	if _, ok := findHint(rest.Next, "pgbus_dlq_retry"); rest.Retried != 2 || rest.LimitReached || ok {
 		t.Fatalf("retry the rest: %+v", rest)
 	}
-	if live(t, e.st, q) != 5 {
-		t.Errorf("queue holds %d, want 5", live(t, e.st, q))
+	if pgtest.Live(t, e.st, q) != 5 {
+		t.Errorf("queue holds %d, want 5", pgtest.Live(t, e.st, q))
 	}
 
 	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable}, "limit is required")
@@ -208,7 +209,7 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	if _, ok := findHint(d.Next, "pgbus_dlq_summary"); d.Discarded != 2 || d.LimitReached || !ok {
 		t.Fatalf("discard: %+v", d)
 	}
-	if live(t, e.st, q+"_dlq") != 0 || archived(t, e.st, q+"_dlq") != 2 {
+	if pgtest.Live(t, e.st, q+"_dlq") != 0 || pgtest.Archived(t, e.st, q+"_dlq") != 2 {
 		t.Error("discarded messages are not in the DLQ's archive")
 	}
 }
@@ -216,7 +217,7 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 func TestDiscardByIDsAndPurge(t *testing.T) {
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 4, deadSpec{kind: "charge", reason: store.ReasonNonRetryable, class: "ValidationError", message: "bad input"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 4, pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonNonRetryable, Class: "ValidationError", Message: "bad input"})
 
 	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"ids": ids[:2]})
 	if d.Discarded != 2 || len(d.Outcomes) != 2 || d.Outcomes[1].Outcome != ops.OutcomeDiscarded || d.Outcomes[1].DLQ != q+"_dlq" {
@@ -236,7 +237,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}, "for good", "confirm", "pgbus_audit")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "confirm": true}, "older_than is required")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "soon", "confirm": true}, "not an age")
-	if archived(t, e.st, q+"_dlq") != 3 {
+	if pgtest.Archived(t, e.st, q+"_dlq") != 3 {
 		t.Fatal("a refused purge deleted messages")
 	}
 	kept := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "7d", "confirm": true})
@@ -244,7 +245,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 		t.Errorf("purge older than 7d: %+v", kept)
 	}
 	p := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "confirm": true})
-	if p.Purged != 3 || p.Queue != q || archived(t, e.st, q+"_dlq") != 0 || live(t, e.st, q+"_dlq") != 1 {
+	if p.Purged != 3 || p.Queue != q || pgtest.Archived(t, e.st, q+"_dlq") != 0 || pgtest.Live(t, e.st, q+"_dlq") != 1 {
 		t.Fatalf("purge: %+v", p)
 	}
 	// The two purges are audited; the refused calls, rejected as invalid,
@@ -292,7 +293,7 @@ func TestPauseResume(t *testing.T) {
 func TestReadOnly(t *testing.T) {
 	e := newEnv(t, ops.Options{ReadOnly: true})
 	q := newQueue(t, e.st)
-	ids := deadLetter(t, e.st, q, 1, deadSpec{kind: "k", class: "E", message: "m"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
 
 	list, err := e.c.ListTools(testContext(t), mcpListTools())
 	if err != nil {
@@ -318,7 +319,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("%s on a read-only server: %v", name, err)
 		}
 	}
-	if live(t, e.st, q+"_dlq") != 1 || live(t, e.st, q) != 0 {
+	if pgtest.Live(t, e.st, q+"_dlq") != 1 || pgtest.Live(t, e.st, q) != 0 {
 		t.Error("a read-only server changed the DLQ")
 	}
 	// The read tools still work.
@@ -330,8 +331,8 @@ func TestPayloadGates(t *testing.T) {
 	q := newQueue(t, st)
 	payload := `{"user": "ann", "password": "hunter2", "card": {"number": "4111", "api_key": "k1", "cvv": 123},
 		"items": [{"sku": "a", "Auth_Token": "zzz"}], "big": 12345678901234567890}`
-	ids := deadLetter(t, st, q, 1, deadSpec{kind: "signup", class: "E", message: "m", payload: payload,
-		headers: `{"pgbus_kind": "signup", "Authorization": "Bearer abc", "x-trace": "t1"}`})
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "signup", Class: "E", Message: "m", Payload: payload,
+		Headers: `{"pgbus_kind": "signup", "Authorization": "Bearer abc", "x-trace": "t1"}`})
 
 	cases := []struct {
 		allow, include, shown bool
@@ -404,7 +405,7 @@ func TestLargePayloadAndBacktrace(t *testing.T) {
 	for i := range 40 {
 		fmt.Fprintf(&trace, "goroutine frame %d: /src/app/handler.go:%d\n", i, i)
 	}
-	ids := deadLetter(t, st, q, 1, deadSpec{kind: "k", class: "E", message: strings.Repeat("e", 5000), trace: trace.String(), payload: big})
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: strings.Repeat("e", 5000), Trace: trace.String(), Payload: big})
 	e := newEnv(t, ops.Options{AllowPayloads: true})
 	res := e.call(t, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": true})
 	if len(resultText(res)) > 40<<10 {

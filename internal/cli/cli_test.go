@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,23 +19,7 @@ import (
 // person or a script would.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pgbus-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "pgbus")
-	build := exec.Command("go", "build", "-race", "-o", binary, "github.com/pgbus/pgbus")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build pgbus:", err)
-		os.Exit(1)
-	}
-	code := pgtest.Main(m)
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinary(m, &binary)) }
 
 type run struct {
 	stdout, stderr string

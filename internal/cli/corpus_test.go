@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -31,49 +32,23 @@ func corpusDLQ(t *testing.T, url, queue string) []int64 {
 		}
 		return secrettest.Secret{JSON: fallback, Text: fallback}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateQueue(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
-	msgs := make([]store.NewMessage, n)
-	for i := range msgs {
+	s := pgtest.OpenStore(t, url)
+	pgtest.CreateQueue(t, s, queue)
+	specs := make([]pgtest.DeadSpec, n)
+	for i := range specs {
 		var h map[string]any
 		if err := json.Unmarshal([]byte(pick(secrettest.Header, i, `{}`).JSON), &h); err != nil {
 			t.Fatal(err)
 		}
 		h[store.HeaderKind] = "vault_job"
 		hb, _ := json.Marshal(h)
-		msgs[i] = store.NewMessage{Payload: json.RawMessage(pick(secrettest.Payload, i, `{"order_id": 42}`).JSON), Headers: hb}
+		specs[i] = pgtest.DeadSpec{
+			Kind: "vault_job", Class: "vault.Error", Attempt: 1, MaxRetries: 1,
+			Payload: pick(secrettest.Payload, i, `{"order_id": 42}`).JSON, Headers: string(hb),
+			Message: pick(secrettest.Error, i, "boom").Text, Trace: pick(secrettest.Backtrace, i, "").Text,
+		}
 	}
-	ids, err := s.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := make([]store.DeadLetterItem, len(ids))
-	for i, id := range ids {
-		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 1, Failure: &store.Failure{
-			Attempt: 1, Kind: "vault_job", ErrorClass: "vault.Error",
-			ErrorMessage: pick(secrettest.Error, i, "boom").Text, Backtrace: pick(secrettest.Backtrace, i, "").Text,
-		}}
-	}
-	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]int64, len(moved))
-	for i, m := range moved {
-		out[i] = m.DLQMsgID
-	}
-	return out
+	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
 // The one corpus of secrets, planted in payloads, headers, error messages

@@ -10,26 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
-
-// openStore opens the test database directly, migrated, for setup that no
-// command does (circuit breakers are made by handlers).
-func openStore(t *testing.T, d db) *store.Store {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := store.Open(ctx, d.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // A queue with ready messages and no worker is STALLED; once a worker
 // has run it dry it is OK, and the worker is listed as stopped; a paused
@@ -131,7 +115,7 @@ func TestHealthAndWorkers(t *testing.T) {
 func TestCircuits(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
-	s := openStore(t, d)
+	s := pgtest.OpenStore(t, d.url)
 	var none ops.Circuits
 	d.json(t, &none, "circuits")
 	if len(none.Circuits) != 0 || none.Open != 0 {

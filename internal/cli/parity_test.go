@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // paritySecrets are the secrets the parity fixture plants in payloads,
@@ -24,39 +23,14 @@ var paritySecrets = []string{"hunter2", "sk-live-HDR111", "s3cret-dsn", "4111111
 // DLQs), carrying the secrets above.
 func parityFixture(t *testing.T, url string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := pgtest.OpenStore(t, url)
 	dead := func(queue string, n int, class, msg, trace string) {
-		if err := s.CreateQueue(ctx, queue); err != nil {
-			t.Fatal(err)
-		}
-		msgs := make([]store.NewMessage, n)
-		for i := range msgs {
-			msgs[i] = store.NewMessage{
-				Payload: json.RawMessage(`{"order_id": 42, "author": "ada", "password": "hunter2", "card": {"card_number": "4111111111111111"}, "note": "api_key: tok-9f8e7d6c5b4a"}`),
-				Headers: json.RawMessage(`{"pgbus_kind": "charge", "authorization": "Bearer sk-live-HDR111", "tenant": "acme"}`),
-			}
-		}
-		ids, err := s.SendBatch(ctx, queue, msgs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items := make([]store.DeadLetterItem, len(ids))
-		for i, id := range ids {
-			items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5,
-				Failure: &store.Failure{Attempt: 5, Kind: "charge", ErrorClass: class, ErrorMessage: msg, Backtrace: trace}}
-		}
-		if _, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items); err != nil {
-			t.Fatal(err)
-		}
+		pgtest.CreateQueue(t, s, queue)
+		pgtest.DeadLetterN(t, s, queue, n, pgtest.DeadSpec{
+			Kind: "charge", Class: class, Message: msg, Trace: trace,
+			Payload: `{"order_id": 42, "author": "ada", "password": "hunter2", "card": {"card_number": "4111111111111111"}, "note": "api_key: tok-9f8e7d6c5b4a"}`,
+			Headers: `{"pgbus_kind": "charge", "authorization": "Bearer sk-live-HDR111", "tenant": "acme"}`,
+		})
 	}
 	dead("orders", 3, "http.503", "gateway answered 503: password=hunter2; Authorization: Bearer sk-live-HDR111",
 		"main.charge\n\tdial postgres://app:s3cret-dsn@db/app\n\tkey sk_live_abcdef123456")

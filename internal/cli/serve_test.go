@@ -47,41 +47,14 @@ func (s *syncBuffer) String() string {
 // message per payload; it returns their ids in the DLQ.
 func seedDLQ(t *testing.T, url, queue string, payloads ...string) []int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateQueue(ctx, queue); err != nil {
-		t.Fatal(err)
-	}
-	msgs := make([]store.NewMessage, len(payloads))
+	s := pgtest.OpenStore(t, url)
+	pgtest.CreateQueue(t, s, queue)
+	specs := make([]pgtest.DeadSpec, len(payloads))
 	for i, p := range payloads {
-		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(`{"pgbus_kind":"send_email"}`)}
+		specs[i] = pgtest.DeadSpec{Kind: "send_email", Reason: store.ReasonNonRetryable, Class: "InvalidAddress", Message: "no such mailbox",
+			Payload: p, Headers: `{"pgbus_kind":"send_email"}`, Attempt: 1}
 	}
-	ids, err := s.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := make([]store.DeadLetterItem, len(ids))
-	for i, id := range ids {
-		items[i] = store.DeadLetterItem{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5,
-			Failure: &store.Failure{Attempt: 1, Kind: "send_email", ErrorClass: "InvalidAddress", ErrorMessage: "no such mailbox"}}
-	}
-	moved, err := s.DeadLetterMany(ctx, queue, store.DLQName(queue), store.SourceWorker, items)
-	if err != nil || len(moved) != len(ids) {
-		t.Fatalf("dead-letter: %v %v", moved, err)
-	}
-	out := make([]int64, len(moved))
-	for i, m := range moved {
-		out[i] = m.DLQMsgID
-	}
-	return out
+	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
 func callTool(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {

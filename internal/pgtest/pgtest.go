@@ -10,6 +10,11 @@
 // and call URL(t) in tests. All callers share one database, pgbus: tests
 // must not assume it is empty and should use names of their own (a schema or
 // queue name per test) so that packages tested in parallel do not collide.
+//
+// It also holds the fixtures that the packages' tests share: stores
+// (Store, OpenStore), queues (NewQueue, NewFastQueue, RestartDLQ), dead
+// letters (DeadLetter, DeadLetterN), engine clients (NewClient, Start, Send)
+// and the built pgbus command (MainWithBinary).
 package pgtest
 
 import (

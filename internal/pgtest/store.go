@@ -72,3 +72,31 @@ func Int(tb testing.TB, s *store.Store, sql string, args ...any) int {
 	}
 	return n
 }
+
+// OpenStore opens a store on the database at url (one of the test's own,
+// from NewDatabase), migrates it, and closes it when the test ends.
+func OpenStore(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	ctx := Context(tb)
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		tb.Fatalf("pgtest: open a store: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		tb.Fatalf("pgtest: migrate: %v", err)
+	}
+	return s
+}
+
+// Live returns how many messages queue holds.
+func Live(tb testing.TB, s *store.Store, queue string) int {
+	tb.Helper()
+	return Int(tb, s, `SELECT count(*) FROM pgmq."q_`+queue+`"`)
+}
+
+// Archived returns how many messages queue's archive holds.
+func Archived(tb testing.TB, s *store.Store, queue string) int {
+	tb.Helper()
+	return Int(tb, s, `SELECT count(*) FROM pgmq."a_`+queue+`"`)
+}

@@ -1,0 +1,70 @@
+package pgtest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/store"
+)
+
+// NewClient makes an engine client for one queue with quick polling and a
+// fixed jitter source (0.5 makes the jitter factor exactly 1), changed by
+// edit when it is not nil.
+func NewClient(tb testing.TB, st *store.Store, queue string, edit func(*engine.Config)) *engine.Client {
+	tb.Helper()
+	cfg := engine.Config{
+		Queues:          []engine.QueueConfig{{Name: queue, Concurrency: 4}},
+		PollInterval:    50 * time.Millisecond,
+		SettingsRefresh: 100 * time.Millisecond,
+		StatsFlush:      100 * time.Millisecond,
+		DrainTimeout:    5 * time.Second,
+		Rand:            func() float64 { return 0.5 },
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	c, err := engine.NewClient(st, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// Start runs c until the test ends or stop is called, and fails the test if
+// Run returns an error or does not return within a minute of being stopped.
+func Start(tb testing.TB, c *engine.Client) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					tb.Errorf("Run: %v", err)
+				}
+			case <-time.After(time.Minute):
+				tb.Errorf("Run did not return within a minute of its context ending")
+			}
+		})
+	}
+	tb.Cleanup(stop)
+	return stop
+}
+
+// Send sends payload to queue through c, failing the test on error, and
+// returns the message's id.
+func Send(tb testing.TB, c *engine.Client, queue string, payload any, opts engine.SendOptions) int64 {
+	tb.Helper()
+	id, err := c.Send(Context(tb), queue, payload, opts)
+	if err != nil {
+		tb.Fatalf("send: %v", err)
+	}
+	return id
+}
