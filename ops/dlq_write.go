@@ -43,6 +43,7 @@ type DLQRetry struct {
 	DryRun       bool             `json:"dry_run"`
 	Retried      int              `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)."`
 	NotFound     int              `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
+	AlreadyMoved int              `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
 	Ambiguous    int              `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int              `json:"failed" jsonschema_description:"Messages left in their DLQ by an error."`
 	FirstError   string           `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
@@ -157,7 +158,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 			f := failed[id]
 			o = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: f.DLQ, Error: f.Error}
 			if f.NotFound {
-				o.Outcome = OutcomeNotFound
+				o = movedMeanwhile(id, f.DLQ)
 			}
 		}
 		out.count(o)
@@ -187,6 +188,9 @@ func unaccounted(r *store.RetryReport, t idTarget, err error) {
 
 func (r *DLQRetry) count(o IDOutcome) {
 	switch o.Outcome {
+	case OutcomeAlreadyMoved:
+		r.AlreadyMoved++
+		return
 	case OutcomeNotFound:
 		r.NotFound++
 	case OutcomeAmbiguous:
@@ -265,6 +269,7 @@ type DLQDiscardRequest struct {
 type DLQDiscard struct {
 	Discarded    int         `json:"discarded" jsonschema_description:"Messages moved to their DLQ's archive."`
 	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
+	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
 	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int         `json:"failed" jsonschema_description:"Ids left in their DLQ by an error."`
 	FirstError   string      `json:"first_error,omitempty"`
@@ -350,11 +355,13 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		case errs[id].Outcome != "":
 			o = errs[id]
 		default:
-			o = IDOutcome{ID: id, Outcome: OutcomeNotFound, Error: notHeld(req.Filter.Queue, id)}
+			o = movedMeanwhile(id, loc.dlqOf[id])
 		}
 		switch o.Outcome {
 		case OutcomeDiscarded:
 			out.Discarded++
+		case OutcomeAlreadyMoved:
+			out.AlreadyMoved++
 		case OutcomeNotFound:
 			out.NotFound++
 		case OutcomeAmbiguous:

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -426,5 +428,64 @@ func TestHistoryIsOldestFirstAcrossTrips(t *testing.T) {
 		if m.History[i].FailedAt.Before(m.History[i-1].FailedAt) {
 			t.Fatalf("history is not oldest first: %+v", m.History)
 		}
+	}
+}
+
+// An id another call takes between this call's locating it and moving it
+// gets outcome already_moved, not failed or not_found: a runbook can tell
+// "someone else did it" from a real failure. The other call is a
+// transaction that deletes the row and commits only once this call waits
+// on the row's lock.
+func TestByIDsAlreadyMoved(t *testing.T) {
+	for _, op := range []string{"retry", "discard"} {
+		t.Run(op, func(t *testing.T) {
+			s := testStore(t)
+			ctx := testContext(t)
+			svc := newService(t, s, ops.Options{})
+			q := newQueue(t, s, nil)
+			ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k"})
+			tx, err := s.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background())
+			if _, err := tx.Exec(ctx, `DELETE FROM pgmq."q_`+q+`_dlq" WHERE msg_id = $1`, ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				outcomes []ops.IDOutcome
+				moved    int
+				err      error
+			}
+			done := make(chan result, 1)
+			go func() {
+				req := ops.DeadFilter{Queue: q}
+				if op == "retry" {
+					r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: req})
+					done <- result{r.Outcomes, r.AlreadyMoved, err}
+					return
+				}
+				r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: req})
+				done <- result{r.Outcomes, r.AlreadyMoved, err}
+			}()
+			// Once the call waits on the deleted row's lock, the other call
+			// commits: the row is gone for it.
+			pgtest.Eventually(t, time.Minute, "the call waits on the row lock", func() bool {
+				return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, "q_"+q+"_dlq") > 0
+			})
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil || len(r.outcomes) != 2 || r.moved != 1 {
+				t.Fatalf("%s = %+v, %v; want one id already moved", op, r.outcomes, r.err)
+			}
+			if o := r.outcomes[0]; o.ID != ids[0] || o.Outcome != ops.OutcomeAlreadyMoved || o.DLQ != q+"_dlq" || !strings.Contains(o.Error, "another call") {
+				t.Fatalf("outcome of the id taken meanwhile = %+v; want already_moved in %s_dlq", o, q)
+			}
+			if o := r.outcomes[1]; o.Outcome == ops.OutcomeAlreadyMoved || o.Outcome == ops.OutcomeFailed || o.Outcome == ops.OutcomeNotFound {
+				t.Fatalf("outcome of the other id = %+v; want it handled", o)
+			}
+		})
 	}
 }

@@ -15,6 +15,9 @@ const (
 	OutcomeDiscarded    = "discarded"
 	OutcomeWouldDiscard = "would_discard"
 	OutcomeNotFound     = "not_found"
+	// OutcomeAlreadyMoved: the id was in its DLQ when the call located it,
+	// and another call retried or discarded it before this one could.
+	OutcomeAlreadyMoved = "already_moved"
 	OutcomeAmbiguous    = "ambiguous"
 	OutcomeFailed       = "failed"
 )
@@ -23,7 +26,7 @@ const (
 // front end reports the same outcome for the same id.
 type IDOutcome struct {
 	ID      int64  `json:"id"`
-	Outcome string `json:"outcome" jsonschema:"enum=retried,enum=would_retry,enum=discarded,enum=would_discard,enum=not_found,enum=ambiguous,enum=failed"`
+	Outcome string `json:"outcome" jsonschema:"enum=retried,enum=would_retry,enum=discarded,enum=would_discard,enum=not_found,enum=already_moved,enum=ambiguous,enum=failed"`
 	// DLQ is the DLQ the message was in (retried, discarded, failed).
 	DLQ string `json:"dlq,omitempty"`
 	// Queue and NewMsgID are where a retried message went.
@@ -46,6 +49,7 @@ type idTarget struct {
 type located struct {
 	targets []idTarget
 	missed  map[int64]IDOutcome
+	dlqOf   map[int64]string // the DLQ of each id found
 }
 
 // locate finds the DLQ of every id in one query: within queue's DLQ when
@@ -56,7 +60,7 @@ func (s *Service) locate(ctx context.Context, queue string, ids []int64) (locate
 	if err != nil {
 		return located{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	out := located{missed: map[int64]IDOutcome{}}
+	out := located{missed: map[int64]IDOutcome{}, dlqOf: map[int64]string{}}
 	index := map[string]int{}
 	for _, id := range ids {
 		dlqs := where[id]
@@ -67,6 +71,7 @@ func (s *Service) locate(ctx context.Context, queue string, ids []int64) (locate
 			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeAmbiguous, DLQs: dlqs,
 				Error: fmt.Sprintf("id %d is in %d DLQs (%s); ids are per queue: give the queue to choose one", id, len(dlqs), strings.Join(dlqs, ", "))}
 		default:
+			out.dlqOf[id] = dlqs[0]
 			i, ok := index[dlqs[0]]
 			if !ok {
 				i = len(out.targets)
@@ -113,4 +118,11 @@ func dlqOf(name string) string {
 		return name
 	}
 	return store.DLQName(name)
+}
+
+// movedMeanwhile is the outcome of an id that left its DLQ between being
+// located and being handled: another call took it first.
+func movedMeanwhile(id int64, dlq string) IDOutcome {
+	return IDOutcome{ID: id, Outcome: OutcomeAlreadyMoved, DLQ: dlq,
+		Error: fmt.Sprintf("message %d left %s while this call ran: another call retried or discarded it first", id, dlq)}
 }

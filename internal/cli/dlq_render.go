@@ -133,6 +133,9 @@ func indentJSON(raw json.RawMessage, prefix string) string {
 
 // printRetry prints what a retry did.
 func (a *app) printRetry(rep ops.DLQRetry) error {
+	if rep.AlreadyMoved > 0 {
+		fmt.Fprintf(a.stdout, "%d were retried or discarded by another call while this one ran\n", rep.AlreadyMoved)
+	}
 	if len(rep.Outcomes) > 0 && rep.Retried == 0 {
 		return nil // the error line says why nothing moved
 	}
@@ -167,6 +170,9 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 
 // printDiscard prints what a discard did.
 func (a *app) printDiscard(res ops.DLQDiscard) error {
+	if res.AlreadyMoved > 0 {
+		fmt.Fprintf(a.stdout, "%d were retried or discarded by another call while this one ran\n", res.AlreadyMoved)
+	}
 	if len(res.Outcomes) > 0 && res.Discarded == 0 {
 		return nil // the error line says why nothing moved
 	}
