@@ -134,7 +134,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		return DLQRetry{}, dbErr
 	}
 	out := retryResult(rep)
-	out.Failed, out.NotFound = 0, 0 // counted per id below
+	out.Failed, out.NotFound, out.AlreadyMoved = 0, 0, 0 // counted per id below
 	moved := map[int64]store.RetriedMessage{}
 	for _, m := range rep.Moved {
 		moved[m.DLQMsgID] = m
@@ -224,7 +224,9 @@ func retryResult(rep store.RetryReport) DLQRetry {
 	}
 	for _, f := range rep.Failures {
 		if f.NotFound {
-			out.NotFound++
+			// Selected, then gone before it could move: another call
+			// took it.
+			out.AlreadyMoved++
 			out.Failed--
 		}
 	}
