@@ -45,7 +45,7 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	if e.Client == "" {
 		e.Client = "unknown"
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, arguments, result, is_error) VALUES ($1, $2, $3, $4, $5)`,
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, arguments, result, is_error) VALUES ($1, $2, $3, $4, $5)`,
 		e.Client, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError)
 	if err != nil {
 		return fmt.Errorf("store: record audit entry for %s: %w", e.Tool, err)
@@ -78,7 +78,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		}
 		before = id
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, at, client, tool, arguments, result, is_error FROM pgbus.audit_log
+	rows, err := s.reads.Query(ctx, `SELECT id, at, client, tool, arguments, result, is_error FROM pgbus.audit_log
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
 		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1)
 	if err != nil {

@@ -62,7 +62,7 @@ func (s *Store) EnsureBreaker(ctx context.Context, c BreakerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		INSERT INTO pgbus.circuit_breakers (name, failure_threshold, cool_off_ms, max_cool_off_ms, current_cool_off_ms)
 		VALUES ($1, $2, $3, $4, $3)
 		ON CONFLICT (name) DO UPDATE SET failure_threshold = excluded.failure_threshold,
@@ -91,7 +91,7 @@ type BreakerVerdict struct {
 func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout time.Duration) (BreakerVerdict, error) {
 	var verdict string
 	var until *time.Time
-	err := s.pool.QueryRow(ctx, `
+	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
 			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now()
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
@@ -121,7 +121,7 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 // breaker stays open: a call let through before it opened says nothing of
 // the downstream now. A closed breaker with no failures is not written.
 func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
 			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
 		WHERE name = $1 AND (state = 'half_open' OR (state = 'closed' AND consecutive_failures <> 0))`, name)
@@ -136,7 +136,7 @@ func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 // one with its cool-off doubled (capped). It returns the state after.
 func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string, error) {
 	var state string
-	err := s.pool.QueryRow(ctx, `
+	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
 			last_error = left($2, 1000),
@@ -163,7 +163,7 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 
 // ListBreakers returns every circuit breaker, by name.
 func (s *Store) ListBreakers(ctx context.Context) ([]BreakerState, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
+	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at
 		FROM pgbus.circuit_breakers ORDER BY name`)
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Store) ListBreakers(ctx context.Context) ([]BreakerState, error) {
 
 // ResetBreaker closes a breaker by hand, clearing its failures.
 func (s *Store) ResetBreaker(ctx context.Context, name string) error {
-	tag, err := s.pool.Exec(ctx, `
+	tag, err := s.db.Exec(ctx, `
 		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
 			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
 		WHERE name = $1`, name)

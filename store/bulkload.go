@@ -31,11 +31,11 @@ func (s *Store) BulkLoadDead(ctx context.Context, queue string, n, classes int) 
 		FROM generate_series($2::bigint, $3::bigint) AS g`
 	for from := 1; from <= n; from += batch {
 		to := min(from+batch-1, n)
-		if _, err := s.pool.Exec(ctx, sql, queue, from, to, n, classes); err != nil {
+		if _, err := s.db.Exec(ctx, sql, queue, from, to, n, classes); err != nil {
 			return queueErr(err, "bulk load the DLQ of", queue)
 		}
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE `+queueTable(dlq)); err != nil {
+	if _, err := s.db.Exec(ctx, `ANALYZE `+queueTable(dlq)); err != nil {
 		return queueErr(err, "analyze the DLQ of", queue)
 	}
 	return nil

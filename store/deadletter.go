@@ -49,7 +49,7 @@ type DeadLettered struct {
 // another worker may have finished them. source is SourceWorker or
 // SourceConsumer. The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
-	return deadLetterWith(ctx, s.pool, queue, dlq, source, items)
+	return deadLetterWith(ctx, s.db, queue, dlq, source, items)
 }
 
 func deadLetterWith(ctx context.Context, db querier, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
@@ -244,7 +244,7 @@ func (s *Store) FailureHistory(ctx context.Context, queue string, msgID int64) (
 	if msgID <= 0 {
 		return nil, invalidf("failure history of %q: message id %d is not valid; ids are positive", queue, msgID)
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.reads.Query(ctx, `
 		SELECT id, queue_name, msg_id, failed_at, attempt, kind, error_class, error_message, backtrace
 		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 ORDER BY id`, queue, msgID)
 	if err != nil {

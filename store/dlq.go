@@ -244,7 +244,7 @@ func dlqMissingErr(dlq string) error {
 // deadExistingQueues returns those of names whose PGMQ queue table exists. It
 // asks the catalog each time: another process may have dropped a queue.
 func (s *Store) deadExistingQueues(ctx context.Context, names []string) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.reads.Query(ctx, `
 		SELECT n FROM unnest($1::text[]) AS n
 		WHERE to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) IS NOT NULL`, names)
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Store) deadExistingQueues(ctx context.Context, names []string) (map[str
 // statement cannot read would fail them all: tables without a headers
 // column (PGMQ before 1.5) or that this role may not read are left out.
 func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.reads.Query(ctx, `
 		SELECT m.queue_name FROM pgmq.meta m
 		JOIN pg_class c ON c.oid = to_regclass(format('%I.%I', 'pgmq', 'q_' || m.queue_name))
 		WHERE m.queue_name LIKE E'%\\_dlq'

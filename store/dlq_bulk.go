@@ -22,7 +22,7 @@ const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'sourc
 	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp`
 
 func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, er
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
 		lim := q.arg(limit)
 		sql := `SELECT count(*) FROM (SELECT 1 FROM (` + q.union("msg_id", nil, "LIMIT "+lim) + `) u LIMIT ` + lim + `) c`
-		return s.pool.QueryRow(ctx, sql, q.args...).Scan(&n)
+		return s.reads.QueryRow(ctx, sql, q.args...).Scan(&n)
 	})
 	return n, wrapDead("count dead messages", err)
 }
@@ -84,7 +84,7 @@ func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, er
 // while it ran.
 func (s *Store) deadFrozen(ctx context.Context, f DeadFilter) (DeadFilter, error) {
 	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+	if err := s.reads.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
 		return f, fmt.Errorf("store: read the server clock: %w", err)
 	}
 	if f.Until.IsZero() || f.Until.After(now) {

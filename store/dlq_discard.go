@@ -83,7 +83,7 @@ func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Durati
 		return 0, err
 	}
 	var cutoff time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
+	if err := s.reads.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
 		return 0, fmt.Errorf("store: purge dead messages: read the server clock: %w", err)
 	}
 	var total int64
@@ -122,7 +122,7 @@ func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time) 
 	var total int64
 	for {
 		var n int64
-		if err := s.pool.QueryRow(ctx, sql, cutoff, purgeBatch, dlq).Scan(&n); err != nil {
+		if err := s.db.QueryRow(ctx, sql, cutoff, purgeBatch, dlq).Scan(&n); err != nil {
 			return total, err
 		}
 		total += n

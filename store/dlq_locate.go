@@ -24,7 +24,7 @@ func (s *Store) LocateDead(ctx context.Context, dlq string, ids []int64) (map[in
 	err := s.runDead(ctx, DeadFilter{Queue: dlq}, func(q *deadQuery) error {
 		arg := q.arg(ids)
 		sql := q.union("msg_id", func(string) string { return "msg_id = ANY(" + arg + "::bigint[])" }, "")
-		rows, err := s.pool.Query(ctx, `SELECT dlq, msg_id FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
+		rows, err := s.reads.Query(ctx, `SELECT dlq, msg_id FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
 		if err != nil {
 			return err
 		}

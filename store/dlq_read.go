@@ -48,7 +48,7 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 }
 
 func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]DeadItem, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 	m := DeadMessage{DLQ: name}
 	var kind *string
 	var payload, headers, block []byte
-	err = s.pool.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, message, headers, `+sqlDeadBlock+`
+	err = s.reads.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, message, headers, `+sqlDeadBlock+`
 		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).
 		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &headers, &block)
 	switch {
@@ -136,7 +136,7 @@ func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
 	err := s.runDead(ctx, DeadFilter{}, func(q *deadQuery) error {
 		id := q.arg(msgID)
 		sql := q.union("msg_id", func(string) string { return "msg_id = " + id }, "")
-		rows, err := s.pool.Query(ctx, `SELECT dlq FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
+		rows, err := s.reads.Query(ctx, `SELECT dlq FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
 		if err != nil {
 			return err
 		}

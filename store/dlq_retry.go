@@ -228,7 +228,7 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 func (s *Store) deadRetryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
 	sql, args := deadRetrySQL(r, target, payload)
 	var id int64
-	err := s.pool.QueryRow(ctx, sql, args...).Scan(&id)
+	err := s.db.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, deadGoneErr(r.dlq, r.id)

@@ -56,7 +56,7 @@ func (s *Store) SummarizeDeadReport(ctx context.Context, f DeadFilter) (DeadSumm
 	}
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		return pgx.BeginTxFunc(ctx, s.db, opts, func(tx pgx.Tx) error {
 			groups, total, err := summarizeDead(ctx, tx, q, f)
 			if err != nil {
 				return err

@@ -155,7 +155,7 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 		notify = notify || m.Delay == 0
 	}
 	sql, args := insertSQL(queue, notify, delays, payloads, headers)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, queueErr(err, "send to", queue)
 	}
@@ -188,7 +188,7 @@ func insertSQL(queue string, notify bool, delays []int64, payloads []string, hea
 func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
 	ids := make([]int64, len(msgs))
 	for i, m := range msgs {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 			id, err := sendOneKeyed(ctx, tx, queue, m)
 			ids[i] = id
 			return err
@@ -245,7 +245,7 @@ func (s *Store) Read(ctx context.Context, queue string, vt time.Duration, qty in
 	if err != nil {
 		return nil, err
 	}
-	return s.readWith(ctx, s.pool, queue, vt, qty, info)
+	return s.readWith(ctx, s.db, queue, vt, qty, info)
 }
 
 // ReadRouting reads like Read and, in the same transaction, dead-letters
@@ -259,7 +259,7 @@ func (s *Store) ReadRouting(ctx context.Context, queue string, vt time.Duration,
 		return nil, err
 	}
 	var msgs []Message
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
 		if msgs, err = s.readWith(ctx, tx, queue, vt, qty, info); err != nil {
 			return err
@@ -417,7 +417,7 @@ func (s *Store) SetVisibilityMany(ctx context.Context, queue string, ids []int64
 }
 
 func (s *Store) collectIDs(ctx context.Context, op, queue, sql string, args ...any) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, queueErr(err, op, queue)
 	}

@@ -42,7 +42,7 @@ func (s *Store) Metrics(ctx context.Context, queue string) (QueueMetrics, error)
 		       (SELECT count(*) FROM ` + a + `),
 		       now()
 		FROM ` + q
-	err := s.pool.QueryRow(ctx, sql, q).Scan(&m.Depth, &m.Visible, &oldest, &newest, &oldestVisible, &m.TotalSent, &m.Archived, &m.ScrapedAt)
+	err := s.reads.QueryRow(ctx, sql, q).Scan(&m.Depth, &m.Visible, &oldest, &newest, &oldestVisible, &m.TotalSent, &m.Archived, &m.ScrapedAt)
 	if err != nil {
 		return m, queueErr(err, "read metrics of", queue)
 	}
@@ -84,7 +84,7 @@ func (s *Store) IsEmpty(ctx context.Context, queue string) (bool, error) {
 		return false, err
 	}
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+queueTable(queue)+`)`).Scan(&exists); err != nil {
+	if err := s.reads.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+queueTable(queue)+`)`).Scan(&exists); err != nil {
 		return false, queueErr(err, "inspect", queue)
 	}
 	return !exists, nil

@@ -99,7 +99,7 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m schema.Migration) err
 
 func (s *Store) hasPGMQExtension(ctx context.Context) (bool, error) {
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pgmq')`).Scan(&ok)
+	err := s.reads.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pgmq')`).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("store: check for the pgmq extension: %w", err)
 	}

@@ -117,7 +117,7 @@ func (s *Store) WorkQueues(ctx context.Context) ([]string, error) {
 }
 
 func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues`)
+	rows, err := s.reads.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}
@@ -200,7 +200,7 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 	// The DLQ's groups add up to its depth without reading its rows (see
 	// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
 	// Only the branch taken runs.
-	err := s.pool.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
+	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
 			THEN (SELECT coalesce(sum(count), 0)::bigint FROM pgbus.dlq_groups WHERE dlq = $2)
 			ELSE (SELECT count(*) FROM `+queueTable(total.DLQ)+`) END`,
 		queueTable(total.DLQ), total.DLQ).Scan(&total.DLQDepth)
@@ -224,7 +224,7 @@ func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error
 		       (SELECT count(*) FROM ` + archiveTable(queue) + `)
 		FROM ` + queueTable(queue) + ` q`
 	var retrying int64
-	err := s.pool.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,
+	err := s.reads.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,
 		&st.OldestAgeSeconds, &st.OldestVisibleAgeSeconds, &st.TotalSent, &st.Archived)
 	if err != nil {
 		return st, queueErr(err, "read stats of", queue)
@@ -266,7 +266,7 @@ func (r *recent) apply(st *QueueStats) {
 }
 
 func (s *Store) recentCounters(ctx context.Context, queue string) (map[string]*recent, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.reads.Query(ctx, `
 		SELECT queue_name, sum(succeeded), sum(failed), sum(retried), sum(dead_lettered), sum(discarded),
 		       sum(succeeded + dead_lettered + discarded) FILTER (WHERE minute >= date_trunc('minute', now()) - interval '4 minutes'),
 		       (SELECT array_agg(total ORDER BY i) FROM (
@@ -377,7 +377,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 			            ELSE 'in_flight' END AS state
 			FROM ` + queueTable(f.Queue) + ` q WHERE q.msg_id > $2 ORDER BY q.msg_id) m
 		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`
-	rows, err := s.pool.Query(ctx, sql, f.Queue, after, f.State, limit+1)
+	rows, err := s.reads.Query(ctx, sql, f.Queue, after, f.State, limit+1)
 	if err != nil {
 		return LivePage{}, queueErr(err, "list messages of", f.Queue)
 	}
@@ -411,7 +411,7 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 		items[i].Kind = kindFromRaw(items[i].Headers, items[i].Payload)
 		byID[items[i].MsgID] = &items[i]
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at
+	rows, err := s.reads.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at
 		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = ANY($2) ORDER BY msg_id, attempt, id`, queue, ids)
 	if err != nil {
 		return fmt.Errorf("store: read failure history of %s: %w", queue, err)

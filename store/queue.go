@@ -47,7 +47,7 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		// Concurrent creates of one name would race in the catalog; a lock
 		// per name makes the second wait and then find everything in place.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
@@ -98,7 +98,7 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 		return nil, err
 	}
 	var levels int
-	err := s.pool.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&levels)
+	err := s.reads.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&levels)
 	if err != nil && err != pgx.ErrNoRows {
 		return nil, fmt.Errorf("store: physical queues of %q: %w", name, err)
 	}
@@ -174,7 +174,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
 			return fmt.Errorf("store: drop queue %q: lock: %w", name, err)
 		}
@@ -253,7 +253,7 @@ func dropDLQGroups(ctx context.Context, tx pgx.Tx, name string) error {
 // ListQueues lists every physical PGMQ queue, dead-letter queues included,
 // ordered by name. Queues created by other PGMQ clients are listed too.
 func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
-	rows, err := s.pool.Query(ctx, `SELECT queue_name, is_partitioned, is_unlogged, created_at FROM pgmq.meta ORDER BY queue_name`)
+	rows, err := s.reads.Query(ctx, `SELECT queue_name, is_partitioned, is_unlogged, created_at FROM pgmq.meta ORDER BY queue_name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}
@@ -274,7 +274,7 @@ func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
 	if err := ValidatePhysicalName(name); err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM `+queueTable(name))
+	tag, err := s.db.Exec(ctx, `DELETE FROM `+queueTable(name))
 	if err != nil {
 		return 0, queueErr(err, "purge", name)
 	}

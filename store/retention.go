@@ -49,7 +49,7 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 	var total int64
 	for {
 		var n int64
-		if err := s.pool.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue).Scan(&n); err != nil {
+		if err := s.db.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue).Scan(&n); err != nil {
 			return total, queueErr(err, "prune the archive of", queue)
 		}
 		total += n
@@ -98,12 +98,12 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 			rep.ArchivedDeleted[q.Name] = n
 		}
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE created_at < now() - $1 * interval '1 microsecond'`, longest.Microseconds())
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE created_at < now() - $1 * interval '1 microsecond'`, longest.Microseconds())
 	if err != nil {
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
 	rep.KeysDeleted = tag.RowsAffected()
-	if tag, err = s.pool.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
+	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
 		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
 	}
 	rep.StatsDeleted = tag.RowsAffected()

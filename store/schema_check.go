@@ -66,7 +66,7 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 		return st, err
 	}
 	need := len(migrations)
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return st, fmt.Errorf("store: check schema: begin: %w", err)
 	}

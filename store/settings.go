@@ -104,7 +104,7 @@ func scanSettings(r pgx.CollectableRow) (QueueSettings, error) {
 
 // AllQueueSettings returns the settings of every logical queue pgbus created.
 func (s *Store) AllQueueSettings(ctx context.Context) (map[string]QueueSettings, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues`)
+	rows, err := s.reads.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues`)
 	if err != nil {
 		return nil, fmt.Errorf("store: read queue settings: %w", err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) QueueSettingsOf(ctx context.Context, queue string) (QueueSetting
 	if err := ValidateQueueName(queue); err != nil {
 		return QueueSettings{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues WHERE queue_name = $1`, queue)
+	rows, err := s.reads.Query(ctx, `SELECT `+settingsColumns+` FROM pgbus.queues WHERE queue_name = $1`, queue)
 	if err != nil {
 		return QueueSettings{}, fmt.Errorf("store: read settings of queue %q: %w", queue, err)
 	}
@@ -150,7 +150,7 @@ func (s *Store) SetQueueSettings(ctx context.Context, q QueueSettings) error {
 	if q.DeleteOnSuccess {
 		onSuccess = "delete"
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
+	tag, err := s.db.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
 		backoff_strategy = $4, retry_backoff_ms = $5, retry_backoff_max_ms = $6, retry_backoff_jitter = $7,
 		on_success = $8, paused = $9, deadline_ms = nullif($10, 0), archive_retention_ms = $11, dead_retention_ms = $12,
 		updated_at = now() WHERE queue_name = $1`,
@@ -173,7 +173,7 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) (bool,
 		return false, err
 	}
 	var was bool
-	err := s.pool.QueryRow(ctx, `UPDATE pgbus.queues n SET paused = $2, updated_at = now()
+	err := s.db.QueryRow(ctx, `UPDATE pgbus.queues n SET paused = $2, updated_at = now()
 		FROM pgbus.queues o WHERE n.queue_name = $1 AND o.queue_name = n.queue_name RETURNING o.paused`, queue, paused).Scan(&was)
 	if err == pgx.ErrNoRows {
 		return false, notFoundf("queue %q does not exist", queue)

@@ -63,7 +63,7 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		buckets[i] = pgArray(d.LatencyBuckets[:])
 	}
 	// Keys must be unique within one call: ON CONFLICT cannot touch a row twice.
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		INSERT INTO pgbus.stats_minute AS s (minute, queue_name, kind, succeeded, failed, retried, dead_lettered,
 			discarded, snoozed, latency_count, latency_sum_ms, latency_buckets)
 		SELECT t.minute, t.queue, t.kind, t.s, t.f, t.r, t.d, t.x, t.z, t.lc, t.ls, t.lb::bigint[]

@@ -16,6 +16,10 @@ import (
 // Store is a handle on one pgbus database. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// db runs statements, retrying one once on another connection when its
+	// connection was dead and it was never sent; reads also retries reads
+	// whose connection broke while they ran.
+	db, reads db
 
 	// tables caches per-queue column facts (PGMQ versions differ); cleared
 	// for a queue when it is dropped.
@@ -23,11 +27,14 @@ type Store struct {
 }
 
 // Open connects to the database at url. It does not migrate: call Migrate.
+// The pool pings a connection idle for more than 100ms before handing it
+// out, so connections that died (say, in a server restart) are replaced.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse database URL: %w; expected postgres://user:pass@host:port/db", err)
 	}
+	cfg.ShouldPing = shouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
@@ -40,9 +47,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 }
 
 // New wraps an existing pool. The caller keeps ownership of the pool's
-// configuration; Close closes it.
+// configuration (Open also makes the pool ping connections idle for more
+// than 100ms before handing them out); Close closes it.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}}
 }
 
 // Pool returns the underlying pool, for its configuration and statistics and

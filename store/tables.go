@@ -19,7 +19,7 @@ func (s *Store) tableInfo(ctx context.Context, queue string) (tableInfo, error) 
 	if v, ok := s.tables.Load(queue); ok {
 		return v.(tableInfo), nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.reads.Query(ctx, `
 		SELECT c.relname, EXISTS (
 			SELECT 1 FROM pg_attribute a
 			WHERE a.attrelid = c.oid AND a.attname = 'last_read_at' AND NOT a.attisdropped)

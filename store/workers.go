@@ -22,7 +22,7 @@ type WorkerProcess struct {
 
 // RegisterWorker records a worker process as started.
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency)
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL`,
 		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency)
@@ -34,7 +34,7 @@ func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 
 // HeartbeatWorker marks a worker process alive now.
 func (s *Store) HeartbeatWorker(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() WHERE id = $1`, id)
+	_, err := s.db.Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("store: heartbeat of worker %s: %w", id, err)
 	}
@@ -43,7 +43,7 @@ func (s *Store) HeartbeatWorker(ctx context.Context, id string) error {
 
 // StopWorker marks a worker process as stopped.
 func (s *Store) StopWorker(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE pgbus.workers SET stopped_at = now(), heartbeat_at = now() WHERE id = $1`, id)
+	_, err := s.db.Exec(ctx, `UPDATE pgbus.workers SET stopped_at = now(), heartbeat_at = now() WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("store: stop worker %s: %w", id, err)
 	}
@@ -54,7 +54,7 @@ func (s *Store) StopWorker(ctx context.Context, id string) error {
 // stopped ones are included so that a crash is visible as a stale heartbeat
 // with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at
+	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
 		ORDER BY started_at DESC LIMIT 1000`, within.Microseconds())
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 
 // PruneWorkers deletes worker rows whose last heartbeat is older than age.
 func (s *Store) PruneWorkers(ctx context.Context, age time.Duration) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM pgbus.workers WHERE heartbeat_at < now() - $1 * interval '1 microsecond'`, age.Microseconds())
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.workers WHERE heartbeat_at < now() - $1 * interval '1 microsecond'`, age.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("store: prune workers: %w", err)
 	}

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pingIdleAfter is how long a pooled connection may sit idle before the pool
+// pings it on acquire. pgx's default is a second, which hands out the dead
+// connections of a server restarted within a second of their last use.
+// Connections in back-to-back use skip the ping; a statement that still
+// meets a dead one is retried (see db).
+const pingIdleAfter = 100 * time.Millisecond
+
+type forcePingKey struct{}
+
+// withForcedPing marks ctx so that a pool opened by Open pings whatever
+// connection it hands out: a retry must not get another dead connection.
+func withForcedPing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, forcePingKey{}, true)
+}
+
+// shouldPing is the pool's ShouldPing: connections that were idle a while, or
+// any when the caller retries after a connection error, are pinged first and
+// destroyed (the pool takes another) when the ping fails.
+func shouldPing(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+	forced, _ := ctx.Value(forcePingKey{}).(bool)
+	return forced || p.IdleDuration >= pingIdleAfter
+}
+
+// db runs statements on the pool and retries one once, on a connection the
+// pool has checked, when its connection turns out dead: always when pgx says
+// the statement was never sent (pgconn.SafeToRetry), so writes are never run
+// twice; and, if reads is set, on any connection error, for statements that
+// only read.
+type db struct {
+	pool  *pgxpool.Pool
+	reads bool
+}
+
+// retry reports whether err, from a statement run under ctx, should be run
+// again on another connection.
+func (d db) retry(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	return d.reads && connLost(err)
+}
+
+// connLost reports whether err says the connection broke (as opposed to the
+// statement failing): the server went away, or told us it is shutting down.
+func connLost(err error) bool {
+	if pgconn.Timeout(err) {
+		return false // a context deadline, not a dead server
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "57P01", pgErr.Code == "57P02": // admin_shutdown, crash_shutdown
+			return true
+		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection_exception
+			return true
+		}
+		return false
+	}
+	var netErr net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &netErr)
+}
+
+func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := d.pool.Exec(ctx, sql, args...)
+	if d.retry(ctx, err) {
+		tag, err = d.pool.Exec(withForcedPing(ctx), sql, args...)
+	}
+	return tag, err
+}
+
+// Query retries when the first attempt fails before it yields a row: at
+// Query itself, or at the first Next (pgx reports a failed send of a cached
+// statement there).
+func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := d.pool.Query(ctx, sql, args...)
+	if d.retry(ctx, err) {
+		return d.pool.Query(withForcedPing(ctx), sql, args...)
+	}
+	if err != nil {
+		return rows, err
+	}
+	return &retryRows{Rows: rows, d: d, ctx: ctx, sql: sql, args: args}, nil
+}
+
+func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
+}
+
+func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
+	return d.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx retries only a BEGIN that was never sent: nothing ran yet.
+func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	tx, err := d.pool.BeginTx(ctx, opts)
+	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) {
+		tx, err = d.pool.BeginTx(withForcedPing(ctx), opts)
+	}
+	return tx, err
+}
+
+type retryRow struct {
+	d    db
+	ctx  context.Context
+	sql  string
+	args []any
+	row  pgx.Row
+}
+
+func (r retryRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if r.d.retry(r.ctx, err) {
+		err = r.d.pool.QueryRow(withForcedPing(r.ctx), r.sql, r.args...).Scan(dest...)
+	}
+	return err
+}
+
+type retryRows struct {
+	pgx.Rows
+	d       db
+	ctx     context.Context
+	sql     string
+	args    []any
+	started bool
+}
+
+func (r *retryRows) Next() bool {
+	if r.started {
+		return r.Rows.Next()
+	}
+	r.started = true
+	if r.Rows.Next() {
+		return true
+	}
+	if err := r.Rows.Err(); r.d.retry(r.ctx, err) {
+		r.Rows.Close()
+		rows, qerr := r.d.pool.Query(withForcedPing(r.ctx), r.sql, r.args...)
+		if qerr != nil {
+			rows.Close()
+		}
+		r.Rows = rows
+		return r.Rows.Next()
+	}
+	return false
+}
