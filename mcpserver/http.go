@@ -38,6 +38,9 @@ const (
 	DefaultAddr = "127.0.0.1:8080"
 	// DefaultMaxBodyBytes bounds one HTTP request body.
 	DefaultMaxBodyBytes = 4 << 20
+	// DefaultBodyReadTimeout bounds the time a client has to send a
+	// request body once its headers are in.
+	DefaultBodyReadTimeout = 30 * time.Second
 	// shutdownTimeout bounds the graceful part of a shutdown: requests
 	// still running after it are cut.
 	shutdownTimeout = 10 * time.Second
@@ -68,6 +71,10 @@ type HTTPConfig struct {
 	// Ready, when set, is called once the server listens, with the address
 	// it listens on (useful with port 0).
 	Ready func(addr net.Addr)
+
+	// bodyReadTimeout bounds the time to receive a request body;
+	// DefaultBodyReadTimeout when zero. Tests shorten it.
+	bodyReadTimeout time.Duration
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
@@ -79,6 +86,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.bodyReadTimeout <= 0 {
+		c.bodyReadTimeout = DefaultBodyReadTimeout
 	}
 	return c
 }
@@ -212,8 +222,10 @@ func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPCo
 	}
 	srv := &http.Server{
 		Handler: handler,
-		// Long-lived event streams rule out ReadTimeout and WriteTimeout;
-		// the security middleware bounds the time to read a body instead.
+		// Long-lived event streams rule out ReadTimeout and WriteTimeout:
+		// ReadTimeout would also end a stream when net/http's watch for
+		// the client going away hits it. The security middleware bounds
+		// the time to receive a body instead, per request.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
