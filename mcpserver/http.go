@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -38,9 +40,15 @@ const (
 	DefaultAddr = "127.0.0.1:8080"
 	// DefaultMaxBodyBytes bounds one HTTP request body.
 	DefaultMaxBodyBytes = 4 << 20
+	// DefaultBodyReadTimeout bounds the time a client has to send a
+	// request body once its headers are in.
+	DefaultBodyReadTimeout = 30 * time.Second
 	// shutdownTimeout bounds the graceful part of a shutdown: requests
 	// still running after it are cut.
 	shutdownTimeout = 10 * time.Second
+	// MinRemoteTokenLen is the shortest bearer token accepted when Addr is
+	// not loopback.
+	MinRemoteTokenLen = 32
 )
 
 // HTTPConfig configures the HTTP transports.
@@ -59,7 +67,9 @@ type HTTPConfig struct {
 	// port) or host:port: the name a reverse proxy or remote client uses.
 	AllowedHosts []string
 	// AuthToken, when set, must come with every request as
-	// "Authorization: Bearer <token>". Required when Addr is not loopback.
+	// "Authorization: Bearer <token>". It may not contain white space.
+	// Required when Addr is not loopback, and then at least
+	// MinRemoteTokenLen characters long.
 	AuthToken string
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when zero.
 	MaxBodyBytes int64
@@ -68,6 +78,10 @@ type HTTPConfig struct {
 	// Ready, when set, is called once the server listens, with the address
 	// it listens on (useful with port 0).
 	Ready func(addr net.Addr)
+
+	// bodyReadTimeout bounds the time to receive a request body;
+	// DefaultBodyReadTimeout when zero. Tests shorten it.
+	bodyReadTimeout time.Duration
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
@@ -80,12 +94,16 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.bodyReadTimeout <= 0 {
+		c.bodyReadTimeout = DefaultBodyReadTimeout
+	}
 	return c
 }
 
 // Check validates the configuration before anything starts: a known
-// transport, an address of the form host:port, and a bearer token whenever
-// the address is not loopback.
+// transport, an address of the form host:port, a bearer token without
+// white space, and whenever the address is not loopback, a token of at
+// least MinRemoteTokenLen characters.
 func (c HTTPConfig) Check() error {
 	c = c.withDefaults()
 	if c.Transport != TransportHTTP && c.Transport != TransportSSE {
@@ -95,12 +113,23 @@ func (c HTTPConfig) Check() error {
 	if err != nil {
 		return fmt.Errorf("--addr %q is not host:port (for example %s): %v", c.Addr, DefaultAddr, err)
 	}
-	if !IsLoopbackHost(host) && c.AuthToken == "" {
+	if c.AuthToken != "" && strings.TrimSpace(c.AuthToken) == "" {
+		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) is only white space, which no client can send: use a random token, e.g. the output of `openssl rand -hex 32`")
+	}
+	if strings.IndexFunc(c.AuthToken, unicode.IsSpace) >= 0 {
+		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) contains white space, which no client can send in a bearer token: use a random token, e.g. the output of `openssl rand -hex 32`")
+	}
+	if !IsLoopbackHost(host) {
 		where := host
 		if where == "" {
 			where = "every interface"
 		}
-		return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token or set PGBUS_MCP_TOKEN (for example to the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
+		if c.AuthToken == "" {
+			return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token or set PGBUS_MCP_TOKEN (for example to the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
+		}
+		if n := utf8.RuneCountInString(c.AuthToken); n < MinRemoteTokenLen {
+			return fmt.Errorf("--auth-token (or PGBUS_MCP_TOKEN) has %d characters, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", n, c.Addr, where, MinRemoteTokenLen)
+		}
 	}
 	for _, o := range c.AllowedOrigins {
 		if o != "*" && normalizeOrigin(o) == "" {
@@ -212,8 +241,10 @@ func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPCo
 	}
 	srv := &http.Server{
 		Handler: handler,
-		// Long-lived event streams rule out ReadTimeout and WriteTimeout;
-		// the security middleware bounds the time to read a body instead.
+		// Long-lived event streams rule out ReadTimeout and WriteTimeout:
+		// ReadTimeout would also end a stream when net/http's watch for
+		// the client going away hits it. The security middleware bounds
+		// the time to receive a body instead, per request.
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

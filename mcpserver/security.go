@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,9 +16,6 @@ import (
 	"time"
 )
 
-// bodyReadTimeout bounds reading one request body.
-const bodyReadTimeout = 30 * time.Second
-
 // Security is the gate in front of the HTTP transports. It refuses, before
 // the MCP server sees anything:
 //
@@ -25,7 +23,9 @@ const bodyReadTimeout = 30 * time.Second
 //   - an Origin header that is present and not allowed: 403;
 //   - a missing or wrong bearer token, when a token is configured: 401 with
 //     WWW-Authenticate: Bearer;
-//   - a body over the size limit: 413.
+//   - a body over the size limit: 413;
+//   - a body that does not arrive within the body timeout: 408, and the
+//     connection is closed.
 type Security struct {
 	port         string          // the port listened on
 	hosts        map[string]bool // Host names accepted on port
@@ -37,6 +37,7 @@ type Security struct {
 	tokenSum     [sha256.Size]byte
 	hasToken     bool
 	maxBody      int64
+	bodyTimeout  time.Duration
 	log          *slog.Logger
 }
 
@@ -60,6 +61,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		hostPorts:    map[string]bool{},
 		loopback:     IsLoopbackHost(host),
 		maxBody:      cfg.MaxBodyBytes,
+		bodyTimeout:  cfg.bodyReadTimeout,
 		log:          cfg.Logger,
 	}
 	if h := normalizeHost(host); h != "" && !isUnspecified(h) {
@@ -103,6 +105,11 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 // Wrap returns next behind the checks.
 func (s *Security) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hasBody(r) {
+			// Bounds the body's arrival, including what net/http drains
+			// after a refusal below; readBody lifts it once the body is in.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
+		}
 		if !s.hostAllowed(r.Host) {
 			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or start it with --allowed-hosts", r.Host, s.port))
 			return
@@ -131,23 +138,31 @@ func (s *Security) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads a POST body into memory within the size and time bounds,
-// so that an oversized body is refused with 413 before any of it is
-// handled. It reports whether the request may go on.
+// readBody reads a request body into memory within the size and time
+// bounds, so that an oversized body is refused with 413, and one that does
+// not arrive in time with 408, before any of it is handled. It reports
+// whether the request may go on.
+//
+// The read deadline set by Wrap stays in place unless the whole body came
+// in: net/http drains what is left of a body after the handler returns,
+// and it must not wait for bytes that never come. Once the body is in, the
+// deadline is lifted, since the connection's only read left is net/http's
+// watch for the client going away, which must not end a long streamed
+// answer; the next request on the connection gets the server's deadlines.
 func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength > s.maxBody {
 		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; at most %d are accepted: pass smaller arguments", r.ContentLength, s.maxBody))
 		return false
 	}
-	if r.Body == nil || r.Body == http.NoBody || r.Method != http.MethodPost {
+	if !hasBody(r) {
 		return true
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = r.Body.Close()
+	var netErr net.Error
 	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		s.refuse(w, r, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s of its headers; send the whole body at once", s.bodyTimeout))
+		return false
 	case err != nil:
 		s.refuse(w, r, http.StatusBadRequest, "could not read the request body: "+err.Error())
 		return false
@@ -155,9 +170,16 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
 		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; pass smaller arguments", s.maxBody))
 		return false
 	}
+	_ = r.Body.Close()
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return true
+}
+
+// hasBody reports whether r comes with a body to read, of any method.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody
 }
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {

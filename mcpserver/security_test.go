@@ -186,7 +186,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--auth-token") || !strings.Contains(err.Error(), "PGBUS_MCP_TOKEN") {
 			t.Errorf("addr %s without token: %v; want an error naming --auth-token and PGBUS_MCP_TOKEN", addr, err)
 		}
-		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr, AuthToken: "t"}).Check(); err != nil {
+		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr, AuthToken: longToken}).Check(); err != nil {
 			t.Errorf("addr %s with token: %v", addr, err)
 		}
 	}
@@ -197,6 +197,43 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 	}
 	if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AllowedOrigins: []string{"evil"}}).Check(); err == nil {
 		t.Error("an origin without scheme was accepted")
+	}
+}
+
+// longToken is long enough to bind beyond loopback.
+const longToken = "4f9c2e7a1b8d3f6e0a5c9b2d7e1f4a8c"
+
+// A token no client can send (white space, or nothing but it) is refused
+// wherever the server binds; beyond loopback a token must also be long.
+func TestTokenCheck(t *testing.T) {
+	check := func(addr, token string) error {
+		return mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr, AuthToken: token}.Check()
+	}
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:8080"} {
+		for _, token := range []string{"   ", "\t", " \n ", "two words", "tok-123 ", " " + longToken, longToken[:16] + "\t" + longToken[16:]} {
+			if err := check(addr, token); err == nil || !strings.Contains(err.Error(), "white space") || !strings.Contains(err.Error(), "--auth-token") {
+				t.Errorf("addr %s, token %q: %v; want a refusal naming --auth-token and the white space", addr, token, err)
+			}
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.0.2.10:8080", "example.com:80"} {
+		for _, token := range []string{"a", "tok-123", longToken[:31]} {
+			err := check(addr, token)
+			if err == nil || !strings.Contains(err.Error(), "at least 32 characters") || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+				t.Errorf("addr %s, token of %d characters: %v; want a refusal asking for at least 32 characters", addr, len(token), err)
+			}
+		}
+		if err := check(addr, longToken); err != nil {
+			t.Errorf("addr %s, token of 32 characters: %v", addr, err)
+		}
+	}
+	// Loopback binds keep short tokens, as tests and local setups use.
+	for _, addr := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:9000"} {
+		for _, token := range []string{"", "a", "tok-123"} {
+			if err := check(addr, token); err != nil {
+				t.Errorf("loopback addr %s, token %q: %v", addr, token, err)
+			}
+		}
 	}
 }
 
@@ -231,7 +268,7 @@ func TestHostCheck(t *testing.T) {
 			t.Errorf("bound to loopback, Host %q: %d, want %d", host, got, want)
 		}
 	}
-	named := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "192.0.2.10:8080", AuthToken: "t", AllowedHosts: []string{"mcp.example.com", "proxy.example.com:443"}}
+	named := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "192.0.2.10:8080", AuthToken: longToken, AllowedHosts: []string{"mcp.example.com", "proxy.example.com:443"}}
 	for host, want := range map[string]int{
 		"192.0.2.10:8080": 204, "localhost:8080": 204, "mcp.example.com": 204, "mcp.example.com:9999": 204,
 		"proxy.example.com:443": 204, "proxy.example.com:444": 403, "evil.example:8080": 403, "192.0.2.11:8080": 403,

@@ -49,8 +49,10 @@ Transports:
 HTTP binds to 127.0.0.1:8080 by default. Requests with an Origin header that is
 not allowed are refused (403), as are Host headers that do not name this
 server. A bearer token (--auth-token or PGBUS_MCP_TOKEN) is required whenever
---addr is not a loopback address; when set, every request must send
-"Authorization: Bearer <token>".
+--addr is not a loopback address, and then must be at least 32 characters (use
+a random one, e.g. openssl rand -hex 32); when set, every request must send
+"Authorization: Bearer <token>". A request body must arrive within 30 seconds
+of its headers, or it gets 408 and the connection is closed.
 
 Payloads of messages are hidden unless --allow-payloads is given and the call
 asks for them; secrets under keys like password or token stay redacted.
@@ -78,7 +80,7 @@ serve runs no workers and only answers agents.`,
 	fl.StringVar(&f.addr, "addr", mcpserver.DefaultAddr, "host:port the http and sse transports listen on; anything but loopback needs --auth-token")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins are allowed when bound to loopback")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
-	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN); required when --addr is not loopback")
+	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")

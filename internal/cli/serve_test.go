@@ -312,7 +312,8 @@ func TestServeHTTPAndSignal(t *testing.T) {
 }
 
 // Bad serve command lines are usage errors (exit 2) found before any
-// database starts; binding beyond loopback without a token is one.
+// database starts; binding beyond loopback without a token, or with a
+// short one, is one, and so is a token of white space.
 func TestServeUsageErrors(t *testing.T) {
 	cases := map[string]struct {
 		args []string
@@ -320,6 +321,9 @@ func TestServeUsageErrors(t *testing.T) {
 	}{
 		"public addr without token": {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0"}, "--auth-token"},
 		"sse on all interfaces":     {[]string{"serve", "--transport", "sse", "--addr", ":0"}, "PGBUS_MCP_TOKEN"},
+		"blank token":               {[]string{"serve", "--transport", "http", "--auth-token", "   "}, "white space"},
+		"blank token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "   "}, "white space"},
+		"short token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "a"}, "use a random token of at least 32 characters, e.g. openssl rand -hex 32"},
 		"unknown transport":         {[]string{"serve", "--transport", "pigeon"}, "stdio, http or sse"},
 		"bad addr":                  {[]string{"serve", "--transport", "http", "--addr", "nonsense"}, "host:port"},
 		"bad origin":                {[]string{"serve", "--transport", "http", "--allowed-origins", "evil"}, "origin"},
