@@ -86,7 +86,12 @@ Quick start: pgbus demo`,
 			return a.setup(cmd)
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if idErr := negativeIDError(cmd, err); idErr != nil {
+			return idErr
+		}
+		return usageError{err}
+	})
 	a.addGlobalFlags(root)
 	root.AddCommand(a.migrateCommand(), a.workCommand(), a.demoCommand())
 	root.AddCommand(a.queuesCommand(), a.queueCommand(), a.sendCommand())
