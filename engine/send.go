@@ -77,8 +77,17 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 			return store.NewMessage{}, fmt.Errorf("%w: payload does not marshal to JSON: %v", store.ErrInvalid, err)
 		}
 	}
+	if why := store.CheckText(opts.Kind); why != "" {
+		return store.NewMessage{}, fmt.Errorf("%w: kind cannot be stored: %s", store.ErrInvalid, why)
+	}
 	headers := make(map[string]any, len(opts.Headers)+3)
 	for k, v := range opts.Headers {
+		if why := store.CheckText(k); why != "" {
+			return store.NewMessage{}, fmt.Errorf("%w: header key %q cannot be stored: %s", store.ErrInvalid, k, why)
+		}
+		if why := store.CheckValueText(v); why != "" {
+			return store.NewMessage{}, fmt.Errorf("%w: header %q cannot be stored: %s", store.ErrInvalid, k, why)
+		}
 		if len(k) >= 6 && k[:6] == "pgbus_" {
 			return store.NewMessage{}, fmt.Errorf("%w: header %q: keys starting with pgbus_ are reserved; use SendOptions fields instead", store.ErrInvalid, k)
 		}

@@ -75,6 +75,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		if !json.Valid(req.Payload) {
 			return DLQRetry{}, invalidf("the corrected payload is not valid JSON")
 		}
+		if why := store.CheckJSONText(req.Payload); why != "" {
+			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)
+		}
 	}
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress}
 	if len(req.IDs) > 0 {

@@ -58,6 +58,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if len(req.Payload) == 0 || !json.Valid(req.Payload) {
 		return Sent{}, invalidf("the payload must be JSON, for example {} or null")
 	}
+	if err := checkSendText(req); err != nil {
+		return Sent{}, err
+	}
 	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
 		return Sent{}, invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
 	}
@@ -83,4 +86,29 @@ func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewM
 	}
 	ids, err = s.store.SendBatch(ctx, queue, msgs)
 	return ids, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue))
+}
+
+// checkSendText refuses text PostgreSQL cannot store (bytes that are not
+// UTF-8, NUL characters) in the payload, kind, idempotency key and headers,
+// before anything is written: encoding/json would otherwise pass it on to
+// fail in the database, or silently turn bad bytes into U+FFFD.
+func checkSendText(req SendRequest) error {
+	if why := store.CheckJSONText(req.Payload); why != "" {
+		return invalidf("the payload cannot be stored: %s", why)
+	}
+	if why := store.CheckText(req.Kind); why != "" {
+		return invalidf("the kind cannot be stored: %s", why)
+	}
+	if why := store.CheckText(req.IdempotencyKey); why != "" {
+		return invalidf("the idempotency key cannot be stored: %s", why)
+	}
+	for k, v := range req.Headers {
+		if why := store.CheckText(k); why != "" {
+			return invalidf("header key %q cannot be stored: %s", k, why)
+		}
+		if why := store.CheckValueText(v); why != "" {
+			return invalidf("header %q cannot be stored: %s", k, why)
+		}
+	}
+	return nil
 }

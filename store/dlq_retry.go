@@ -23,6 +23,8 @@ func validateRetryPayload(p json.RawMessage, n int) error {
 		return invalidf("retry with a corrected payload: payload is %d bytes; at most %d are allowed", len(p), MaxPayloadBytes)
 	case !json.Valid(p):
 		return invalidf("retry with a corrected payload: payload is not valid JSON")
+	case CheckJSONText(p) != "":
+		return invalidf("retry with a corrected payload: payload cannot be stored: %s", CheckJSONText(p))
 	}
 	return nil
 }

@@ -71,6 +71,9 @@ func validateNewMessage(i int, m NewMessage) error {
 	if !json.Valid(m.Payload) {
 		return invalidf("%s: payload is not valid JSON", where)
 	}
+	if why := CheckJSONText(m.Payload); why != "" {
+		return invalidf("%s: payload cannot be stored: %s", where, why)
+	}
 	if err := validateHeaders(where, m.Headers); err != nil {
 		return err
 	}
@@ -90,6 +93,9 @@ func validateHeaders(where string, h json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(h, &obj); err != nil || obj == nil {
 		return invalidf("%s: headers must be a JSON object such as {\"pgbus_kind\":\"email\"}", where)
+	}
+	if why := CheckJSONText(h); why != "" {
+		return invalidf("%s: headers cannot be stored: %s", where, why)
 	}
 	return nil
 }

@@ -275,6 +275,11 @@ func TestMessageOperationsRejectBadInput(t *testing.T) {
 		"headers string":     {Payload: json.RawMessage(`1`), Headers: json.RawMessage(`"x"`)},
 		"headers null":       {Payload: json.RawMessage(`1`), Headers: json.RawMessage(`null`)},
 		"headers not JSON":   {Payload: json.RawMessage(`1`), Headers: json.RawMessage(`{x}`)},
+		"payload NUL escape": {Payload: json.RawMessage(`{"a":"x\u0000"}`)},
+		"payload bad UTF-8":  {Payload: json.RawMessage("\"\xff\"")},
+		"payload surrogate":  {Payload: json.RawMessage(`"\uDBFF\u0041"`)},
+		"headers NUL escape": {Payload: json.RawMessage(`1`), Headers: json.RawMessage(`{"k\u0000":"v"}`)},
+		"headers bad UTF-8":  {Payload: json.RawMessage(`1`), Headers: json.RawMessage("{\"k\":\"\xfe\"}")},
 		"negative delay":     {Payload: json.RawMessage(`1`), Delay: -time.Second},
 		"absurd delay":       {Payload: json.RawMessage(`1`), Delay: 200 * 365 * 24 * time.Hour},
 	}

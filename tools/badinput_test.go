@@ -69,6 +69,8 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": strings.Repeat("p", 300<<10)}, []string{"payload is", "at most"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "kind": "k"}, []string{"not both"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids, "payload": map[string]any{"n": 1}}, []string{"exactly one message", "2 ids"}},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": map[string]any{"n": "a\x00b"}}, []string{"corrected payload cannot be stored", `\u0000`}},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": json.RawMessage(`["\ud800"]`)}, []string{"corrected payload cannot be stored", "surrogate"}},
 		{"pgbus_dlq_discard", map[string]any{"ids": "1,2"}, []string{"ids must be an array of integers, not a string"}},
 		{"pgbus_dlq_purge", map[string]any{"older_than": "-5h", "confirm": true}, []string{"not an age"}},
 		{"pgbus_dlq_purge", map[string]any{"older_than": "1h", "confirm": "yes"}, []string{"confirm must be true or false"}},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,21 +34,93 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 // Main runs the command line and returns the process exit code.
+//
+// SIGINT, SIGTERM and SIGHUP cancel the command's context, so that it stops
+// cleanly, the embedded PostgreSQL it started included. So does a failed
+// write to stdout, such as a reader that went away (pgbus demo | head):
+// SIGPIPE is received here rather than left to kill the process, so the
+// write returns EPIPE instead.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	app := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	stopSignals := cancelOnSignals(cancel)
+	defer stopSignals()
+	out := &stdoutWriter{w: stdout, cancel: cancel}
+	app := &app{stdin: stdin, stdout: out, stderr: stderr}
 	root := app.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	err := app.explain(root.ExecuteContext(ctx))
+	if werr := out.failed(); werr != nil {
+		if errors.Is(werr, syscall.EPIPE) {
+			return ExitFailure // the reader went away: nothing to tell it
+		}
+		err = werr
+	}
 	if err == nil {
 		return ExitOK
 	}
 	fmt.Fprintf(stderr, "pgbus: %s\n", errorLine(err))
 	return exitCode(err)
+}
+
+// cancelOnSignals cancels ctx on SIGINT, SIGTERM or SIGHUP, and receives
+// SIGPIPE so that it does not kill the process; the function returned stops
+// both.
+func cancelOnSignals(cancel context.CancelCauseFunc) func() {
+	stops := make(chan os.Signal, 1)
+	signal.Notify(stops, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stops:
+				cancel(context.Canceled)
+			case <-pipes:
+				// A write to a closed pipe or socket: the write itself
+				// returns EPIPE, and stdoutWriter acts on it for stdout.
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(stops)
+		signal.Stop(pipes)
+		close(done)
+	}
+}
+
+// stdoutWriter is the command's stdout: the first write that fails cancels
+// the command, since nobody is reading what it prints.
+type stdoutWriter struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	err    error
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = fmt.Errorf("cannot write to stdout: %w", err)
+			s.cancel(s.err)
+		}
+		s.mu.Unlock()
+	}
+	return n, err
+}
+
+func (s *stdoutWriter) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 func exitCode(err error) int {
@@ -86,7 +159,12 @@ Quick start: pgbus demo`,
 			return a.setup(cmd)
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if idErr := negativeIDError(cmd, err); idErr != nil {
+			return idErr
+		}
+		return usageError{err}
+	})
 	a.addGlobalFlags(root)
 	root.AddCommand(a.migrateCommand(), a.workCommand(), a.demoCommand())
 	root.AddCommand(a.queuesCommand(), a.queueCommand(), a.sendCommand())

@@ -173,8 +173,9 @@ func (a *app) dlqShowCommand() *cobra.Command {
 		noPayload, asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one dead message: why it died, its failures, headers and payload",
+		Use:         "show ID",
+		Annotations: map[string]string{idArgs: "true"},
+		Short:       "Show one dead message: why it died, its failures, headers and payload",
 		Long: `Show one dead message in full: the dead-letter block (reason, error class and
 message, backtrace, attempts), the failure history of every attempt, its
 headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
@@ -206,8 +207,9 @@ func (a *app) dlqRetryCommand() *cobra.Command {
 		dryRun, asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "retry ID...",
-		Short: "Retry dead messages by id: back to the queue they died in",
+		Use:         "retry ID...",
+		Annotations: map[string]string{idArgs: "true"},
+		Short:       "Retry dead messages by id: back to the queue they died in",
 		Long: `Move dead messages back to the queue they died in (or to the DLQ's own queue
 when that one is gone), without the dead-letter block and with
 pgbus_dlq_retries counting the trip. Each message moves in its own
@@ -309,8 +311,9 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 		all, yes, asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "discard [ID...] [--queue Q] [FILTERS --yes]",
-		Short: "Move dead messages to the DLQ's archive (recoverable until purged)",
+		Use:         "discard [ID...] [--queue Q] [FILTERS --yes]",
+		Annotations: map[string]string{idArgs: "true"},
+		Short:       "Move dead messages to the DLQ's archive (recoverable until purged)",
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
 pgbus dlq purge (or retention) deletes them. Give ids, or filters (--all for
 every dead message). Discarding one id needs no confirmation; more than one,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/store"
@@ -23,6 +24,26 @@ func parseID(s string) (int64, error) {
 		return 0, usageError{fmt.Errorf("message id %q: ids are positive whole numbers, as pgbus dlq list shows them", clip(s, 40))}
 	}
 	return id, nil
+}
+
+// idArgs is the annotation of commands whose arguments are message ids.
+const idArgs = "pgbus_id_args"
+
+// negativeIDError recognises the error pflag gives a negative number among
+// a command's arguments, which it reads as a bundle of shorthand flags
+// (-1 as flag "1"): for a command taking ids it returns the same error as
+// any other bad id, otherwise nil.
+func negativeIDError(cmd *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	if cmd == nil || cmd.Annotations[idArgs] == "" || !errors.As(err, &unknown) {
+		return nil
+	}
+	short := unknown.GetSpecifiedShortnames()
+	if short == "" || short[0] < '0' || short[0] > '9' {
+		return nil
+	}
+	_, idErr := parseID("-" + short)
+	return idErr
 }
 
 func parseIDs(args []string) ([]int64, error) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -442,4 +443,132 @@ func TestServeRunsWorkers(t *testing.T) {
 	if n := d.count(t, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'served'`); n != 1 {
 		t.Fatalf("%d failures recorded, want the flaky message's one", n)
 	}
+}
+
+// embeddedDataDir is a private data directory for an embedded PostgreSQL,
+// under t.TempDir but reachable by the postgres user it runs as under root.
+func embeddedDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Whatever the test saw, leave no server behind: a pgbus run adopts a
+	// server left running and, as its last user, stops it.
+	t.Cleanup(func() {
+		if embeddedPID(t, dir) != 0 {
+			_ = pgbus(t, nil, "migrate", "--data-dir", dir)
+		}
+	})
+	return dir
+}
+
+// embeddedPID returns the pid of the embedded PostgreSQL running in dataDir,
+// from its postmaster.pid, or 0 when none is running.
+func embeddedPID(t *testing.T, dataDir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dataDir, "pgdata", "postmaster.pid"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+		t.Fatalf("postmaster.pid %q: %v", b, err)
+	}
+	return pid
+}
+
+// assertEmbeddedStopped fails unless the embedded server pid ran in dataDir
+// has stopped: its postmaster.pid is gone, as a clean shutdown leaves it.
+func assertEmbeddedStopped(t *testing.T, dataDir string, pid int) {
+	t.Helper()
+	if now := embeddedPID(t, dataDir); now != 0 {
+		alive := syscall.Kill(now, 0) == nil
+		t.Fatalf("the embedded PostgreSQL (pid %d, started as %d, alive %v) still runs after pgbus exited", now, pid, alive)
+	}
+}
+
+// SIGHUP (the terminal went away) stops serve as SIGTERM does, and with it
+// the embedded PostgreSQL it started.
+func TestServeSIGHUPStopsEmbedded(t *testing.T) {
+	dir := embeddedDataDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
+	cmd.Env = baseEnv()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdoutPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if _, err := bufio.NewReader(stdoutPipe).ReadString('\n'); err != nil {
+		t.Fatalf("no initialize response: %v\n%s", err, stderr.String())
+	}
+	pid := embeddedPID(t, dir)
+	if pid == 0 {
+		t.Fatalf("serve answered but no embedded PostgreSQL runs in %s:\n%s", dir, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGHUP: %v\n%s", err, stderr.String())
+	}
+	assertEmbeddedStopped(t, dir, pid)
+}
+
+// A reader of stdout that goes away (pgbus demo | head -3) makes the
+// command stop at its next write, exit 1 rather than die of SIGPIPE, and
+// stop the embedded PostgreSQL it started.
+func TestDemoStdoutClosedStopsEmbedded(t *testing.T) {
+	dir := embeddedDataDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "demo", "--data-dir", dir)
+	cmd.Env = baseEnv()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	w.Close()
+	if _, err := bufio.NewReader(r).ReadString('\n'); err != nil {
+		t.Fatalf("no first line: %v\n%s", err, stderr.String())
+	}
+	pid := embeddedPID(t, dir)
+	if pid == 0 {
+		t.Fatalf("the demo printed but no embedded PostgreSQL runs in %s:\n%s", dir, stderr.String())
+	}
+	r.Close() // the reader goes away, as head does
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("exit after stdout closed: %v, want exit code 1\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "pgbus: ") {
+		t.Errorf("an error was reported for the closed stdout:\n%s", stderr.String())
+	}
+	assertEmbeddedStopped(t, dir, pid)
 }

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// CheckJSONText reports why PostgreSQL's jsonb would refuse JSON that
+// encoding/json accepts, or "" when it would not: bytes that are not UTF-8,
+// a \u0000 escape, or a \u escape of half a surrogate pair. b must already
+// be valid JSON.
+func CheckJSONText(b []byte) string {
+	if !utf8.Valid(b) {
+		return "it is not valid UTF-8"
+	}
+	// In valid JSON a backslash only appears inside a string, as an escape.
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		i++
+		if b[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(b, i+1)
+		if !ok {
+			continue
+		}
+		i += 4
+		switch {
+		case r == 0:
+			return `it holds a \u0000 escape (a NUL character), which PostgreSQL cannot store`
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return `it holds a \u escape of a lone low surrogate (\uDC00 to \uDFFF)`
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+				if lo, ok := hex4(b, i+3); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 6
+					continue
+				}
+			}
+			return `it holds a \u escape of a high surrogate (\uD800 to \uDBFF) not followed by a low one`
+		}
+	}
+	return ""
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// CheckText reports why a string cannot be stored in PostgreSQL as text or
+// inside jsonb, or "" when it can: it is not valid UTF-8 or holds a NUL.
+func CheckText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "it is not valid UTF-8"
+	case strings.ContainsRune(s, 0):
+		return "it holds a NUL character, which PostgreSQL cannot store"
+	}
+	return ""
+}
+
+// CheckValueText reports why a JSON-able value (maps, slices and strings as
+// from encoding/json, nested) holds a string or key CheckText refuses, or "".
+func CheckValueText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return CheckText(x)
+	case map[string]any:
+		for k, e := range x {
+			if why := CheckText(k); why != "" {
+				return "a key " + why[3:]
+			}
+			if why := CheckValueText(e); why != "" {
+				return why
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if why := CheckValueText(e); why != "" {
+				return why
+			}
+		}
+	case []string:
+		for _, e := range x {
+			if why := CheckText(e); why != "" {
+				return why
+			}
+		}
+	case map[string]string:
+		for k, e := range x {
+			if why := CheckText(k); why != "" {
+				return "a key " + why[3:]
+			}
+			if why := CheckText(e); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
