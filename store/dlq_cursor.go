@@ -61,7 +61,7 @@ func decodeDeadCursor(s, filter string) (*deadCursor, error) {
 // (enqueued_at, dlq, msg_id), descending or ascending. dlq is constant
 // within a table, so comparing it with c.Q here leaves a plain condition on
 // the table's own columns.
-func deadKeysetCond(dlq string, c *deadCursor, desc bool, t, id string) string {
+func deadKeysetCond(dlq string, c *deadCursor, desc bool, t string, id func() string) string {
 	op := ">"
 	if desc {
 		op = "<"
@@ -69,7 +69,7 @@ func deadKeysetCond(dlq string, c *deadCursor, desc bool, t, id string) string {
 	cmp := strings.Compare(dlq, c.Q)
 	switch {
 	case cmp == 0:
-		return "(enqueued_at, msg_id) " + op + " (" + t + ", " + id + ")"
+		return "(enqueued_at, msg_id) " + op + " (" + t + ", " + id() + ")"
 	case (cmp < 0) == desc:
 		return "enqueued_at " + op + "= " + t
 	default:
@@ -87,8 +87,17 @@ func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int
 	lim := q.arg(limit)
 	var more func(string) string
 	if after != nil {
-		t, id := q.arg(after.T), q.arg(after.I)
-		more = func(dlq string) string { return deadKeysetCond(dlq, after, desc, t, id) }
+		// The cursor's id is a parameter only where the cursor's DLQ is
+		// queried: once that DLQ is dropped, an unused parameter would
+		// leave PostgreSQL unable to type it.
+		t, id := q.arg(after.T), ""
+		idArg := func() string {
+			if id == "" {
+				id = q.arg(after.I)
+			}
+			return id
+		}
+		more = func(dlq string) string { return deadKeysetCond(dlq, after, desc, t, idArg) }
 	}
 	inner := q.union(cols, more, "ORDER BY enqueued_at"+dir+", msg_id"+dir+" LIMIT "+lim)
 	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -310,5 +311,32 @@ func TestSummarizeAndFindDead(t *testing.T) {
 	}
 	if _, err := s.FindDead(ctx, 0); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("find 0: %v", err)
+	}
+}
+
+// Paging on after the DLQ of the cursor's last message was dropped goes on
+// over the other DLQs, instead of failing with a parameter PostgreSQL
+// cannot type.
+func TestListDeadCursorAfterItsDLQIsDropped(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	kind := pgtest.Name("k")
+	older, newer := pgtest.NewQueue(t, s, "lo"), pgtest.NewQueue(t, s, "ln")
+	pgtest.DeadLetterN(t, s, older, 3, pgtest.DeadSpec{Kind: kind})
+	pgtest.DeadLetterN(t, s, newer, 3, pgtest.DeadSpec{Kind: kind})
+	f := store.DeadFilter{Kind: kind}
+	page, err := s.ListDead(ctx, f, "", 2)
+	if err != nil || len(page.Items) != 2 || page.Items[1].DLQ != store.DLQName(newer) || page.NextCursor == "" {
+		t.Fatalf("first page = %+v, %v; want the two newest, of %s, and a cursor", page, err, newer)
+	}
+	if err := s.DropQueue(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	page, err = s.ListDead(ctx, f, page.NextCursor, 10)
+	if err != nil {
+		t.Fatalf("next page after the cursor's DLQ was dropped: %v", err)
+	}
+	if len(page.Items) != 3 || page.Items[0].DLQ != store.DLQName(older) || page.NextCursor != "" {
+		t.Fatalf("next page = %+v; want the 3 messages of %s", page.Items, older)
 	}
 }
