@@ -155,7 +155,7 @@ func TestAgentSession(t *testing.T) {
 	}
 	for _, tool := range []string{"dlq_retry", "dlq_discard"} {
 		rows := auditRows(t, st, tool, q)
-		if len(rows) == 0 || rows[0].IsError || rows[0].Client != "tools-test/1.0" {
+		if len(rows) == 0 || rows[0].IsError || rows[0].Client != "mcp:tools-test/1.0" {
 			t.Errorf("audit of %s: %+v", tool, rows)
 		}
 	}

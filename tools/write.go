@@ -6,21 +6,22 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// clientName names the MCP client of the call's session, as it introduced
-// itself (name/version), or "unknown", for the audit log.
+// clientName names the MCP client of the call's session for the audit log:
+// "mcp:" and the name/version it introduced itself with, so that a client
+// calling itself "cli" is never taken for a person at the command line.
+// A client that gave no name is "mcp:unknown".
 func clientName(ctx context.Context) string {
-	withInfo, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	if !ok {
-		return "unknown"
+	name := "unknown"
+	if withInfo, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		info := withInfo.GetClientInfo()
+		if info.Name != "" {
+			name = info.Name
+			if info.Version != "" {
+				name += "/" + info.Version
+			}
+		}
 	}
-	info := withInfo.GetClientInfo()
-	name := info.Name
-	if name == "" {
-		return "unknown"
-	}
-	if info.Version != "" {
-		name += "/" + info.Version
-	}
+	name = "mcp:" + name
 	if r := []rune(name); len(r) > 200 {
 		name = string(r[:200])
 	}

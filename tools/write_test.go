@@ -116,7 +116,7 @@ func TestRetryByIDs(t *testing.T) {
 		Retried int `json:"retried"`
 	}
 	_ = json.Unmarshal(audit[0].Result, &result)
-	if audit[0].IsError || audit[0].Client != "tools-test/1.0" || result.Retried != 1 ||
+	if audit[0].IsError || audit[0].Client != "mcp:tools-test/1.0" || result.Retried != 1 ||
 		!strings.Contains(string(audit[0].Arguments), "payload_bytes") || strings.Contains(string(audit[0].Arguments), "fixed") {
 		t.Errorf("audit of the corrected retry: %+v", audit[0])
 	}

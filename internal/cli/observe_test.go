@@ -305,3 +305,21 @@ func TestQueueMessages(t *testing.T) {
 		t.Errorf("listing messages wrote %d audit entries", n-audited)
 	}
 }
+
+// An MCP client that calls itself "cli" is audited as an MCP client, never
+// as a person at the command line.
+func TestAuditTellsMCPClientsFromTheCLI(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	c, _, _ := serveStdioAs(t, "cli", "--database-url", d.url)
+	callTool(t, c, "pgbus_queue_pause", map[string]any{"queue": "orders"})
+	d.ok(t, "queue", "resume", "orders")
+	entries := d.audit(t, "--tool", "queue_pause")
+	if len(entries) != 1 || entries[0].Client != "mcp:cli/1" {
+		t.Fatalf("the agent's pause is audited as %+v; want client mcp:cli/1", entries)
+	}
+	if resumed := d.audit(t, "--tool", "queue_resume"); len(resumed) != 1 || resumed[0].Client != "cli" {
+		t.Fatalf("the person's resume is audited as %+v; want client cli", resumed)
+	}
+}

@@ -81,6 +81,12 @@ func toolText(res *mcp.CallToolResult) string {
 // client is closed when the test ends; the server's stderr is returned.
 func serveStdio(t *testing.T, args ...string) (*client.Client, *mcp.InitializeResult, *syncBuffer) {
 	t.Helper()
+	return serveStdioAs(t, "cli-test", args...)
+}
+
+// serveStdioAs is serveStdio with a client that introduces itself as name.
+func serveStdioAs(t *testing.T, name string, args ...string) (*client.Client, *mcp.InitializeResult, *syncBuffer) {
+	t.Helper()
 	stderr := &syncBuffer{}
 	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json"},
 		append([]string{"serve"}, args...), transport.WithCommandStderrWriter(stderr))
@@ -91,7 +97,7 @@ func serveStdio(t *testing.T, args ...string) (*client.Client, *mcp.InitializeRe
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
 	init, err := c.Initialize(ctx, req)
 	if err != nil {
 		t.Fatalf("initialize pgbus serve %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
