@@ -27,24 +27,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 	for _, mode := range []string{"fast", "immediate"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := pgtest.Context(t)
-			dir, err := os.MkdirTemp("", "pgbus-rc-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = os.RemoveAll(dir) })
-			c := startCluster(t, dir)
-			s, err := store.Open(ctx, c.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(s.Close)
-			if _, err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.CreateQueue(ctx, "rc"); err != nil {
-				t.Fatal(err)
-			}
-			fillPool(t, s, 3)
+			dir, c, s := privateStore(t)
 
 			switch mode {
 			case "fast":
@@ -86,24 +69,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 // reached the server.
 func TestWriteAfterRestart(t *testing.T) {
 	ctx := pgtest.Context(t)
-	dir, err := os.MkdirTemp("", "pgbus-rc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	c := startCluster(t, dir)
-	s, err := store.Open(ctx, c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateQueue(ctx, "rc"); err != nil {
-		t.Fatal(err)
-	}
-	fillPool(t, s, 3)
+	dir, c, s := privateStore(t)
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +210,31 @@ func breakPoolSocket(t *testing.T, pool *pgxpool.Pool) {
 	}
 	_ = c.Conn().PgConn().Conn().Close()
 	c.Release()
+}
+
+// privateStore starts a cluster of its own in a temporary directory (never
+// the shared one), opens a migrated store on it with a queue "rc", and fills
+// the pool with idle connections.
+func privateStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
+	t.Helper()
+	ctx := pgtest.Context(t)
+	dir, err := os.MkdirTemp("", "pgbus-rc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c := startCluster(t, dir)
+	s, err := store.Open(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, "rc"); err != nil {
+		t.Fatal(err)
+	}
+	fillPool(t, s, 3)
+	return dir, c, s
 }

@@ -383,22 +383,8 @@ func TestServeStdioSignal(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--database-url", url)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdoutPipe, stderr := startRaw(t, ctx, []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}, "serve", "--database-url", url)
 	defer stdin.Close()
-	stdoutPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if _, err := bufio.NewReader(stdoutPipe).ReadString('\n'); err != nil {
 		t.Fatalf("no initialize response: %v\n%s", err, stderr.String())
@@ -505,22 +491,8 @@ func TestServeSIGHUPStopsEmbedded(t *testing.T) {
 	dir := embeddedDataDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--data-dir", dir)
-	cmd.Env = baseEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdoutPipe, stderr := startRaw(t, ctx, baseEnv(), "serve", "--data-dir", dir)
 	defer stdin.Close()
-	stdoutPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer func() { _ = cmd.Process.Kill() }()
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if _, err := bufio.NewReader(stdoutPipe).ReadString('\n'); err != nil {
@@ -577,4 +549,26 @@ func TestDemoStdoutClosedStopsEmbedded(t *testing.T) {
 		t.Errorf("an error was reported for the closed stdout:\n%s", stderr.String())
 	}
 	assertEmbeddedStopped(t, dir, pid)
+}
+
+// startRaw starts the binary with env and args and pipes on its stdin and
+// stdout, for tests that speak the protocol or send signals themselves.
+func startRaw(t *testing.T, ctx context.Context, env []string, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *syncBuffer) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout, stderr
 }
