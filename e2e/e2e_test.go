@@ -1,6 +1,6 @@
-// Package e2e runs pgbus end to end with real clients: the official MCP
-// TypeScript SDK (agent.test.mjs, under Node.js's test runner) against the
-// built binary over stdio.
+// Package e2e runs pgbus end to end with real clients against the built
+// binary: the official MCP TypeScript SDK (agent.test.mjs, under Node.js's
+// test runner) over stdio, and mcp-go's client over every transport.
 package e2e
 
 import (
