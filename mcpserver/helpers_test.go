@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -197,4 +199,25 @@ func inDLQ(t testing.TB, s *store.Store, queue string, id int64) bool {
 		t.Fatal(err)
 	}
 	return true
+}
+
+// gateStatus is the status the security gate of a server configured by cfg
+// and listening on listen gives req, with cfg's bearer token when it has
+// one: 204 when the request passes.
+func gateStatus(t testing.TB, cfg mcpserver.HTTPConfig, listen string, req *http.Request) int {
+	t.Helper()
+	addr, err := net.ResolveTCPAddr("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := mcpserver.NewSecurity(cfg, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AuthToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.AuthToken)
+	}
+	rec := httptest.NewRecorder()
+	sec.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(rec, req)
+	return rec.Code
 }

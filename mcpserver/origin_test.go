@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -15,25 +14,12 @@ import (
 func originStatus(t *testing.T, cfg mcpserver.HTTPConfig, addr, origin string) int {
 	t.Helper()
 	cfg.Transport, cfg.Addr = mcpserver.TransportHTTP, addr
-	listen, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sec, err := mcpserver.NewSecurity(cfg, listen)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080/mcp", nil)
 	req.Host = "127.0.0.1:8080"
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
-	if cfg.AuthToken != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.AuthToken)
-	}
-	rec := httptest.NewRecorder()
-	sec.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(rec, req)
-	return rec.Code
+	return gateStatus(t, cfg, addr, req)
 }
 
 // Loopback origins (a local web app) pass without --allowed-origins only

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -239,25 +237,11 @@ func TestTokenCheck(t *testing.T) {
 
 // Which Host headers a server accepts, by what it is bound to.
 func TestHostCheck(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	check := func(cfg mcpserver.HTTPConfig, listen string, host string) int {
 		t.Helper()
-		addr, err := net.ResolveTCPAddr("tcp", listen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sec, err := mcpserver.NewSecurity(cfg, addr)
-		if err != nil {
-			t.Fatal(err)
-		}
 		req, _ := http.NewRequest(http.MethodGet, "http://x/mcp", bytes.NewReader(nil))
 		req.Host = host
-		if cfg.AuthToken != "" {
-			req.Header.Set("Authorization", "Bearer "+cfg.AuthToken)
-		}
-		rec := httptest.NewRecorder()
-		sec.Wrap(ok).ServeHTTP(rec, req)
-		return rec.Code
+		return gateStatus(t, cfg, listen, req)
 	}
 	loop := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "127.0.0.1:8080"}
 	for host, want := range map[string]int{
