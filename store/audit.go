@@ -74,7 +74,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		id, perr := strconv.ParseInt(string(raw), 10, 64)
 		if err != nil || perr != nil || id <= 0 {
-			return AuditPage{}, invalidf("audit: cursor is not one this server issued; start again without cursor")
+			return AuditPage{}, invalidf("audit: cursor is not valid for this server; start again without cursor")
 		}
 		before = id
 	}
