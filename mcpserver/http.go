@@ -82,6 +82,9 @@ type HTTPConfig struct {
 	// bodyReadTimeout bounds the time to receive a request body;
 	// DefaultBodyReadTimeout when zero. Tests shorten it.
 	bodyReadTimeout time.Duration
+	// sessionIdleTTL ends a Streamable HTTP session idle for that long;
+	// defaultSessionIdleTTL when zero. Tests shorten it.
+	sessionIdleTTL time.Duration
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
@@ -96,6 +99,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.bodyReadTimeout <= 0 {
 		c.bodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.sessionIdleTTL <= 0 {
+		c.sessionIdleTTL = defaultSessionIdleTTL
 	}
 	return c
 }
@@ -167,17 +173,9 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	var closeSessions func(context.Context)
 	switch cfg.Transport {
 	case TransportHTTP:
-		opts := []server.StreamableHTTPOption{
-			server.WithEndpointPath(PathMCP),
-			server.WithStreamableHTTPLogger(cfg.Logger),
-			server.WithSessionIdleTTL(time.Hour),
-		}
-		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
-			opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
-		}
-		h := server.NewStreamableHTTPServer(s, opts...)
+		h, closeAll := streamableHandler(s, cfg)
 		mux.Handle(PathMCP, h)
-		closeSessions = func(ctx context.Context) { _ = h.Shutdown(ctx) }
+		closeSessions = closeAll
 	case TransportSSE:
 		opts := []server.SSEOption{
 			server.WithSSEEndpoint(PathSSE),
