@@ -8,3 +8,10 @@ func WithBodyReadTimeout(cfg HTTPConfig, d time.Duration) HTTPConfig {
 	cfg.bodyReadTimeout = d
 	return cfg
 }
+
+// WithSessionIdleTTL returns cfg with Streamable HTTP sessions ending after
+// d without a request, so that tests need not wait an hour.
+func WithSessionIdleTTL(cfg HTTPConfig, d time.Duration) HTTPConfig {
+	cfg.sessionIdleTTL = d
+	return cfg
+}

@@ -13,17 +13,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // Transports of pgbus serve.
 const (
 	// TransportStdio is newline-delimited JSON-RPC on stdin and stdout.
-	TransportStdio = "stdio"
+	TransportStdio = ops.TransportStdio
 	// TransportHTTP is Streamable HTTP at PathMCP.
-	TransportHTTP = "http"
+	TransportHTTP = ops.TransportHTTP
 	// TransportSSE is the legacy HTTP+SSE transport: a GET on PathSSE opens
 	// the event stream, and messages are POSTed to PathMessage.
-	TransportSSE = "sse"
+	TransportSSE = ops.TransportSSE
 )
 
 // Endpoints of the HTTP transports.
@@ -82,6 +84,9 @@ type HTTPConfig struct {
 	// bodyReadTimeout bounds the time to receive a request body;
 	// DefaultBodyReadTimeout when zero. Tests shorten it.
 	bodyReadTimeout time.Duration
+	// sessionIdleTTL ends a Streamable HTTP session idle for that long;
+	// defaultSessionIdleTTL when zero. Tests shorten it.
+	sessionIdleTTL time.Duration
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
@@ -96,6 +101,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.bodyReadTimeout <= 0 {
 		c.bodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if c.sessionIdleTTL <= 0 {
+		c.sessionIdleTTL = defaultSessionIdleTTL
 	}
 	return c
 }
@@ -167,17 +175,9 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	var closeSessions func(context.Context)
 	switch cfg.Transport {
 	case TransportHTTP:
-		opts := []server.StreamableHTTPOption{
-			server.WithEndpointPath(PathMCP),
-			server.WithStreamableHTTPLogger(cfg.Logger),
-			server.WithSessionIdleTTL(time.Hour),
-		}
-		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
-			opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
-		}
-		h := server.NewStreamableHTTPServer(s, opts...)
+		h, closeAll := streamableHandler(s, cfg)
 		mux.Handle(PathMCP, h)
-		closeSessions = func(ctx context.Context) { _ = h.Shutdown(ctx) }
+		closeSessions = closeAll
 	case TransportSSE:
 		opts := []server.SSEOption{
 			server.WithSSEEndpoint(PathSSE),
@@ -199,7 +199,16 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pgbus MCP server: no endpoint %s here; connect your MCP client to %s", r.URL.Path, endpoint), http.StatusNotFound)
 	})
-	return sec.Wrap(mux), closeSessions, nil
+	return sec.Wrap(identify(mux, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()})), closeSessions, nil
+}
+
+// identify names, in the context of every request that passed the security
+// checks, the transport and the authenticated principal, for the audit log;
+// the tools add the client's declared name.
+func identify(next http.Handler, who ops.Caller) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(ops.WithCaller(r.Context(), who)))
+	})
 }
 
 // corsOrigins are the origins mcp-go answers CORS preflights for: the

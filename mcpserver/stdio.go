@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // ServeStdio serves s over newline-delimited JSON-RPC on in and out until in
@@ -21,6 +23,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	}
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(slogWriter{logger}, "", 0))
+	// The tools add the client's declared name to the transport.
+	ctx = ops.WithCaller(ctx, ops.Caller{Transport: ops.TransportStdio})
 	err := stdio.Listen(ctx, in, out)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil

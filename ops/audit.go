@@ -28,7 +28,9 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	if errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly) {
 		return
 	}
-	e := store.AuditEntry{Client: ClientFrom(ctx), Tool: op, Arguments: auditJSON(args), IsError: opErr != nil}
+	who := CallerFrom(ctx)
+	e := store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal,
+		Tool: op, Arguments: auditJSON(args), IsError: opErr != nil}
 	if opErr != nil {
 		msg, _ := RedactText(opErr.Error())
 		e.Result = marshalPlain(map[string]string{"error": msg})
@@ -129,7 +131,9 @@ type AuditRequest struct {
 type AuditEntry struct {
 	ID        int64           `json:"id"`
 	At        time.Time       `json:"at"`
-	Client    string          `json:"client" jsonschema_description:"Who called: cli, dashboard, or an MCP client's name/version."`
+	Client    string          `json:"client" jsonschema_description:"Who called, as the caller said: cli, dashboard, or mcp: and the name/version an MCP client declared."`
+	Transport string          `json:"transport" jsonschema_description:"How the call came in: cli (the command line), stdio, sse or http (MCP); empty for entries recorded before pgbus kept it."`
+	Principal string          `json:"principal,omitempty" jsonschema_description:"Who authenticated the call, when someone did: over HTTP with the bearer token, token sha256: and the start of the token's SHA-256."`
 	Op        string          `json:"tool" jsonschema_description:"The operation (dlq_retry, dlq_discard, queue_pause, ...)."`
 	Arguments json.RawMessage `json:"arguments" jsonschema_description:"Its arguments, secrets redacted, payloads only by size."`
 	Result    json.RawMessage `json:"result" jsonschema_description:"A summary of its result, or its error."`
@@ -156,7 +160,8 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (AuditPage, error
 	for i, e := range page.Items {
 		args, _, _ := RedactJSON(e.Arguments)
 		res, _, _ := RedactJSON(e.Result)
-		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Op: e.Tool, Arguments: args, Result: res, IsError: e.IsError}
+		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
+			Op: e.Tool, Arguments: args, Result: res, IsError: e.IsError}
 	}
 	return out, nil
 }

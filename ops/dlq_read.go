@@ -157,7 +157,7 @@ func (s *Service) splitCursor(c string) (string, time.Time, error) {
 	}
 	us, err := strconv.ParseInt(clock, 36, 64)
 	if err != nil || us <= 0 {
-		return "", time.Time{}, invalidf("cursor is not one this server issued; start again without a cursor")
+		return "", time.Time{}, invalidf("cursor is not valid for this server; start again without cursor")
 	}
 	return storeCursor, time.UnixMicro(us), nil
 }

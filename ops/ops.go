@@ -60,8 +60,8 @@ type Options struct {
 }
 
 // Service runs operations on one pgbus database. It is safe for concurrent
-// use; the client named in each call's context (WithClient) is recorded in
-// the audit log.
+// use; the caller named in each call's context (WithCaller, WithClient) is
+// recorded in the audit log.
 type Service struct {
 	store  *store.Store
 	sender *engine.Client
@@ -98,21 +98,63 @@ func (s *Service) AllowsPayloads() bool { return s.opts.AllowPayloads }
 // ReadOnly reports whether write operations are refused.
 func (s *Service) ReadOnly() bool { return s.opts.ReadOnly }
 
-type clientKey struct{}
+// Transports a call reaches pgbus through, as the audit log records them.
+const (
+	// TransportCLI is the command line, in the process that runs it.
+	TransportCLI = "cli"
+	// TransportStdio is MCP over a child process's stdin and stdout.
+	TransportStdio = "stdio"
+	// TransportSSE is MCP over the legacy HTTP+SSE transport.
+	TransportSSE = "sse"
+	// TransportHTTP is MCP over Streamable HTTP.
+	TransportHTTP = "http"
+)
 
-// WithClient names the client of the calls made with ctx, for the audit
-// log: "cli", "dashboard", or an MCP client's name/version.
+// Caller is who made the calls of a context, as the audit log records it.
+// Client is what the caller says it is; Transport and Principal are what
+// pgbus saw, so a client naming itself "cli" over MCP is told apart from
+// the command line.
+type Caller struct {
+	// Client is "cli", "dashboard", or "mcp:" and the name/version the MCP
+	// client declared on initialize (a claim nobody checked).
+	Client string
+	// Transport is how the calls came in: TransportCLI, TransportStdio,
+	// TransportSSE or TransportHTTP; "" when the front end did not say.
+	Transport string
+	// Principal is who authenticated, when someone did: over HTTP with the
+	// bearer token, "token sha256:" and the first 8 hex digits of the
+	// token's SHA-256; "" otherwise.
+	Principal string
+}
+
+type callerKey struct{}
+
+// WithCaller names the caller of the calls made with ctx, for the audit log.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller WithCaller named; its Client is "unknown"
+// when none was named.
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	if c.Client == "" {
+		c.Client = "unknown"
+	}
+	return c
+}
+
+// WithClient names the client of the calls made with ctx, keeping the
+// transport and principal already named: the transport knows those, the
+// MCP layer above it the client.
 func WithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	c.Client = client
+	return WithCaller(ctx, c)
 }
 
 // ClientFrom returns the client WithClient named, or "unknown".
-func ClientFrom(ctx context.Context) string {
-	if c, ok := ctx.Value(clientKey{}).(string); ok && c != "" {
-		return c
-	}
-	return "unknown"
-}
+func ClientFrom(ctx context.Context) string { return CallerFrom(ctx).Client }
 
 func (s *Service) now() time.Time { return s.opts.Now().Truncate(time.Microsecond) }
 

@@ -16,6 +16,8 @@ type AuditEntry struct {
 	ID        int64           `json:"id"`
 	At        time.Time       `json:"at"`
 	Client    string          `json:"client"`
+	Transport string          `json:"transport"`
+	Principal string          `json:"principal"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
@@ -39,14 +41,15 @@ const maxAuditJSON = 16 << 10
 // RecordAudit stores one entry. Arguments and results over 16 KB are kept as
 // a note of their size, not in full.
 func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
-	if e.Tool == "" || len(e.Tool) > 200 || len(e.Client) > 200 {
-		return invalidf("audit entry: tool must be 1 to 200 characters and client at most 200")
+	if e.Tool == "" || len(e.Tool) > 200 || len(e.Client) > 200 || len(e.Transport) > 200 || len(e.Principal) > 200 {
+		return invalidf("audit entry: tool must be 1 to 200 characters, and client, transport and principal at most 200")
 	}
 	if e.Client == "" {
 		e.Client = "unknown"
 	}
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, arguments, result, is_error) VALUES ($1, $2, $3, $4, $5)`,
-		e.Client, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError)
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, is_error)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError)
 	if err != nil {
 		return fmt.Errorf("store: record audit entry for %s: %w", e.Tool, err)
 	}
@@ -74,11 +77,11 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		id, perr := strconv.ParseInt(string(raw), 10, 64)
 		if err != nil || perr != nil || id <= 0 {
-			return AuditPage{}, invalidf("audit: cursor is not one this server issued; start again without cursor")
+			return AuditPage{}, invalidf("audit: cursor is not valid for this server; start again without cursor")
 		}
 		before = id
 	}
-	rows, err := s.reads.Query(ctx, `SELECT id, at, client, tool, arguments, result, is_error FROM pgbus.audit_log
+	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error FROM pgbus.audit_log
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
 		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1)
 	if err != nil {
@@ -87,7 +90,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
 		var e AuditEntry
 		var args, res []byte
-		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Tool, &args, &res, &e.IsError)
+		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError)
 		e.Arguments, e.Result = args, res
 		return e, err
 	})

@@ -1,55 +1,79 @@
 package store
 
 import (
+	"bytes"
+	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"time"
 )
 
-// deadCursor is a position in the order (enqueued_at, dlq, msg_id).
+// deadCursor is a position in the order (enqueued_at, dlq, msg_id), for
+// the filter whose fingerprint is F. M is the HMAC-SHA256 of the other
+// fields under the database's cursor key, so that a client can pass back
+// only positions this database's pgbus issued.
 type deadCursor struct {
 	V int       `json:"v"`
 	T time.Time `json:"t"`
 	Q string    `json:"q"`
 	I int64     `json:"i"`
 	F string    `json:"f"`
-	C string    `json:"c"`
+	M string    `json:"m,omitempty"`
 }
 
-const deadCursorVersion = 1
+// deadCursorVersion 2 is signed with the database's key; version 1
+// cursors carried an unkeyed checksum and are refused.
+const deadCursorVersion = 2
 
-func (c deadCursor) sum() string {
-	h := sha256.Sum256(fmt.Appendf(nil, "pgbus dead cursor|%d|%s|%s|%d|%s", c.V, c.T.UTC().Format(time.RFC3339Nano), c.Q, c.I, c.F))
-	return hex.EncodeToString(h[:8])
+// errBadCursor is the answer to any cursor not issued with this database's
+// key: tampered, from another database, from an older pgbus, or not a
+// cursor at all.
+var errBadCursor = invalidf("cursor is not valid for this server; start again without cursor")
+
+// mac returns c's signature under key: the HMAC of c's JSON without M, in
+// base64url.
+func (c deadCursor) mac(key []byte) string {
+	c.M = ""
+	b, _ := json.Marshal(c)
+	h := hmac.New(sha256.New, key)
+	h.Write(b)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-func encodeDeadCursor(it DeadItem, filter string) string {
+func encodeDeadCursor(key []byte, it DeadItem, filter string) string {
 	c := deadCursor{V: deadCursorVersion, T: it.DeadLetteredAt.UTC(), Q: it.DLQ, I: it.MsgID, F: filter}
-	c.C = c.sum()
+	c.M = c.mac(key)
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeDeadCursor(s, filter string) (*deadCursor, error) {
-	bad := invalidf("cursor is not one this server issued; start again without cursor")
+func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
 	if len(s) > 1024 {
-		return nil, bad
+		return nil, errBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return nil, bad
+		return nil, errBadCursor
 	}
 	var c deadCursor
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&c) != nil || dec.Decode(&struct{}{}) != io.EOF || c.V != deadCursorVersion || c.C != c.sum() || c.I <= 0 || c.T.IsZero() ||
-		ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
-		return nil, bad
+	if dec.Decode(&c) != nil || dec.Decode(&struct{}{}) != io.EOF || c.V != deadCursorVersion {
+		return nil, errBadCursor
+	}
+	// Compared encoded: decoding would ignore the spare bits of the last
+	// character, letting one cursor be written several ways.
+	if !hmac.Equal([]byte(c.M), []byte(c.mac(key))) {
+		return nil, errBadCursor
+	}
+	// Signed by this database's pgbus, so well formed; checked anyway, as
+	// the key is readable by every role that may read pgbus.
+	if c.I <= 0 || c.T.IsZero() || ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
+		return nil, errBadCursor
 	}
 	if c.F != filter {
 		return nil, invalidf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
@@ -101,4 +125,17 @@ func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int
 	}
 	inner := q.union(cols, more, "ORDER BY enqueued_at"+dir+", msg_id"+dir+" LIMIT "+lim)
 	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim
+}
+
+// decodeDeadCursor checks cursor against the database's key and filter;
+// an empty cursor is the first page (nil).
+func (s *Store) decodeDeadCursor(ctx context.Context, cursor, filter string) (*deadCursor, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return decodeDeadCursor(key, cursor, filter)
 }

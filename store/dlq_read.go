@@ -25,14 +25,11 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 		return page, err
 	}
 	fp := f.fingerprint()
-	var after *deadCursor
-	if cursor != "" {
-		var err error
-		if after, err = decodeDeadCursor(cursor, fp); err != nil {
-			return page, err
-		}
+	after, err := s.decodeDeadCursor(ctx, cursor, fp)
+	if err != nil {
+		return page, err
 	}
-	err := s.runDead(ctx, f, func(q *deadQuery) error {
+	err = s.runDead(ctx, f, func(q *deadQuery) error {
 		items, err := s.queryDeadItems(ctx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
 		page.Items = items
 		return err
@@ -42,7 +39,11 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
-		page.NextCursor = encodeDeadCursor(page.Items[limit-1], fp)
+		key, err := s.cursorKey(ctx)
+		if err != nil {
+			return DeadPage{Items: []DeadItem{}}, err
+		}
+		page.NextCursor = encodeDeadCursor(key, page.Items[limit-1], fp)
 	}
 	return page, nil
 }

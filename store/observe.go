@@ -460,5 +460,5 @@ func decodeIDCursor(c string) (int64, error) {
 			return id, nil
 		}
 	}
-	return 0, invalidf("cursor is not one this server issued; start again without cursor")
+	return 0, invalidf("cursor is not valid for this server; start again without cursor")
 }

@@ -24,6 +24,8 @@ type Store struct {
 	// tables caches per-queue column facts (PGMQ versions differ); cleared
 	// for a queue when it is dropped.
 	tables sync.Map // physical queue name -> tableInfo
+
+	cursorKeys cursorKey
 }
 
 // Open connects to the database at url. It does not migrate: call Migrate.

@@ -16,7 +16,7 @@ type AuditInput struct {
 	Limit  *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Entries per page: 1 to 100, default 25."`
 }
 
-const auditDescription = `Recent write operations (retries, discards, purges, pauses, resumes, circuit resets, sends and queue changes) from agents, the CLI and the dashboard, newest first: which operation, with what arguments, what it did, which client, when, and whether it failed.
+const auditDescription = `Recent write operations (retries, discards, purges, pauses, resumes, circuit resets, sends and queue changes) from agents, the CLI and the dashboard, newest first: which operation, with what arguments, what it did, which client (as it named itself), over which transport and authenticated as whom, when, and whether it failed.
 
 Use it to check what was already done before retrying or discarding again (pgbus_dlq_retry, pgbus_dlq_discard), or to report on actions taken. Pages: pass next_cursor back as cursor; limit 1 to 100, default 25.`
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -40,13 +41,13 @@ command ("dlq retry").`,
 					_, err := fmt.Fprintln(a.stdout, "no recorded write operations")
 					return err
 				}
-				t := newTable(a.stdout, "ID", "TIME", "CLIENT", "OPERATION", "OK", "ARGUMENTS", "RESULT")
+				t := newTable(a.stdout, "ID", "TIME", "CLIENT", "VIA", "OPERATION", "OK", "ARGUMENTS", "RESULT")
 				for _, e := range page.Items {
 					ok := "yes"
 					if e.IsError {
 						ok = "no"
 					}
-					t.row(e.ID, stamp(e.At), e.Client, e.Op, ok, clip(string(e.Arguments), 60), clip(string(e.Result), 60))
+					t.row(e.ID, stamp(e.At), e.Client, auditVia(e), e.Op, ok, clip(string(e.Arguments), 60), clip(string(e.Result), 60))
 				}
 				if err := t.flush(); err != nil {
 					return err
@@ -65,4 +66,13 @@ command ("dlq retry").`,
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
 	jsonFlag(cmd, &asJSON)
 	return cmd
+}
+
+// auditVia is how an entry's call came in, and who authenticated it.
+func auditVia(e ops.AuditEntry) string {
+	via := cmp.Or(e.Transport, "-")
+	if e.Principal != "" {
+		via += " (" + e.Principal + ")"
+	}
+	return via
 }

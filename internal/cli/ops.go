@@ -55,7 +55,7 @@ func (a *app) openSession(ctx context.Context, openDB func(context.Context) (*da
 		db.Close()
 		return ctx, nil, err
 	}
-	return ops.WithClient(ctx, AuditClient), &session{db: db, ops: svc}, nil
+	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc}, nil
 }
 
 func (s *session) Close() { s.db.Close() }

@@ -1,0 +1,139 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// defaultSessionIdleTTL ends a Streamable HTTP session after an hour without
+// a request, so that clients that never DELETE do not pile up.
+const defaultSessionIdleTTL = time.Hour
+
+// sessionNotFound is the JSON-RPC error code of a request on a session that
+// is not open, as other MCP servers answer it.
+const sessionNotFound = -32001
+
+// errSessionNotOpen is what Validate answers for an id that is not open.
+var errSessionNotOpen = errors.New("session not open")
+
+// sessions issues the session ids of the Streamable HTTP transport and
+// knows which are open. mcp-go's default manager accepts any well-formed id,
+// even one it never issued or one already ended; this one accepts only ids
+// it issued and that no DELETE, idle expiry or shutdown has ended since.
+// It implements mcp-go's server.SessionIdManager.
+type sessions struct {
+	mu   sync.Mutex
+	open map[string]struct{}
+	log  *slog.Logger
+}
+
+func newSessions(log *slog.Logger) *sessions {
+	return &sessions{open: map[string]struct{}{}, log: log}
+}
+
+// Generate issues a new session id: 32 bytes from crypto/rand, in hex, so
+// that no one can guess an open session's id.
+func (m *sessions) Generate() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
+	id := hex.EncodeToString(b)
+	m.mu.Lock()
+	m.open[id] = struct{}{}
+	m.mu.Unlock()
+	return id
+}
+
+// Validate accepts an open id and refuses any other with an error, which
+// mcp-go answers with 404.
+func (m *sessions) Validate(id string) (isTerminated bool, err error) {
+	if !m.isOpen(id) {
+		return false, errSessionNotOpen
+	}
+	return false, nil
+}
+
+// Terminate ends a session: its id is refused from now on.
+func (m *sessions) Terminate(id string) (isNotAllowed bool, err error) {
+	m.mu.Lock()
+	delete(m.open, id)
+	m.mu.Unlock()
+	return false, nil
+}
+
+// closeAll ends every session, when the server shuts down.
+func (m *sessions) closeAll() {
+	m.mu.Lock()
+	clear(m.open)
+	m.mu.Unlock()
+}
+
+func (m *sessions) isOpen(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.open[id]
+	return ok
+}
+
+// guard answers, before mcp-go sees them, the requests that name a session
+// that is not open (404: the client must initialize again) and the GET and
+// DELETE requests that name none (400), which mcp-go would otherwise take
+// as the start of a session of the client's own. Requests of protocol
+// version 2026-07-28 and later have no sessions and are left to mcp-go.
+func (m *sessions) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(server.HeaderKeySessionID)
+		switch {
+		case id != "" && !m.isOpen(id):
+			m.refuse(w, r, http.StatusNotFound, sessionNotFound,
+				"pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header")
+		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
+				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// refuse answers with status and a JSON-RPC error without an id, as the
+// transport does for requests it cannot take.
+func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code int, msg string) {
+	m.log.Info("MCP HTTP request refused", "status", status, "method", r.Method, "remote", r.RemoteAddr, "reason", msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": mcp.JSONRPC_VERSION,
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+}
+
+// streamableHandler returns the Streamable HTTP transport of s at PathMCP,
+// with sessions only this server issues, and the function that ends them.
+func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
+	ids := newSessions(cfg.Logger)
+	opts := []server.StreamableHTTPOption{
+		server.WithEndpointPath(PathMCP),
+		server.WithStreamableHTTPLogger(cfg.Logger),
+		server.WithSessionIdManager(ids),
+		server.WithSessionIdleTTL(cfg.sessionIdleTTL),
+	}
+	if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
+		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
+	}
+	h := server.NewStreamableHTTPServer(s, opts...)
+	return ids.guard(h), func(ctx context.Context) {
+		_ = h.Shutdown(ctx)
+		ids.closeAll()
+	}
+}

@@ -1,0 +1,322 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+)
+
+const (
+	rawInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	rawListTools  = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+)
+
+// rawResponse is an HTTP answer as received.
+type rawResponse struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// rawRequest sends one request to url with the session header set when
+// session is not empty, and reads the whole answer.
+func rawRequest(t *testing.T, method, url, session, body string) rawResponse {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the answer: %v", method, url, err)
+	}
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// rawSession initializes a session over raw HTTP and returns its id.
+func rawSession(t *testing.T, base string) string {
+	t.Helper()
+	r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize)
+	id := r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q, %s", r.status, id, r.body)
+	}
+	return id
+}
+
+// wantSessionNotOpen checks that a request on session gets 404 with a
+// JSON-RPC error that says to initialize again.
+func wantSessionNotOpen(t *testing.T, what string, r rawResponse) {
+	t.Helper()
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	err := json.Unmarshal([]byte(r.body), &msg)
+	if r.status != http.StatusNotFound || err != nil || msg.JSONRPC != "2.0" || string(msg.ID) != "null" ||
+		msg.Error.Code != -32001 || !strings.Contains(msg.Error.Message, "send") || !strings.Contains(msg.Error.Message, "initialize") {
+		t.Fatalf("%s: %d %s; want 404 with a JSON-RPC error saying to initialize again", what, r.status, r.body)
+	}
+}
+
+// A session id the server never issued is refused on every method, however
+// well formed: mcp-go's own form, or one of the server's own shape.
+func TestSessionNotIssued(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	issued := rawSession(t, base)
+	for _, id := range []string{"mcp-session-2b0e8b8e-7f5c-4d2a-9a57-3c1f0e6d9b11", strings.Repeat("ab", 32), issued + "0"} {
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			wantSessionNotOpen(t, method+" on "+id, rawRequest(t, method, base+mcpserver.PathMCP, id, rawListTools))
+		}
+	}
+	if r := rawRequest(t, http.MethodGet, base+mcpserver.PathMCP, "", ""); r.status != http.StatusBadRequest || !strings.Contains(r.body, "initialize") {
+		t.Fatalf("GET without a session: %d %s; want 400 saying to initialize first", r.status, r.body)
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, issued, rawListTools); r.status != http.StatusOK || !strings.Contains(r.body, "pgbus_dlq_list") {
+		t.Fatalf("tools/list on the issued session: %d %s", r.status, r.body)
+	}
+}
+
+// Issued ids are 256 random bits in hex, a new one per initialize.
+func TestSessionIDsAreRandom(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	seen := map[string]bool{}
+	for range 5 {
+		id := rawSession(t, base)
+		if !hex64.MatchString(id) || seen[id] {
+			t.Fatalf("session id %q: want 64 hex digits, not seen before (%v)", id, seen)
+		}
+		seen[id] = true
+	}
+}
+
+// newSessionClient returns mcp-go's Streamable HTTP client of the server
+// at base, started and initialized on protocol version 2025-11-25, the last
+// one with sessions (on later versions mcp-go's client has none); it is
+// closed when the test ends.
+func newSessionClient(t *testing.T, base string) (*client.Client, string) {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := startSession(testContext(t), c, "pgbus-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, id
+}
+
+// startSession starts c and initializes a session on protocol version
+// 2025-11-25 as client name; it returns the session's id.
+func startSession(ctx context.Context, c *client.Client, name string) (string, error) {
+	if err := c.Start(ctx); err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return "", fmt.Errorf("initialize: %w", err)
+	}
+	id := c.GetTransport().(*transport.StreamableHTTP).GetSessionId()
+	if id == "" {
+		return "", errors.New("initialize: the server issued no session")
+	}
+	return id, nil
+}
+
+// A session ended by DELETE, here by mcp-go's client closing, is refused
+// from then on, and the client can start a new one.
+func TestSessionEndedByDelete(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	c, id := newSessionClient(t, base)
+	if _, ok := toolNames(t, c)["pgbus_health"]; !ok {
+		t.Fatal("pgbus_health is not listed on the open session")
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools); r.status != http.StatusOK {
+		t.Fatalf("tools/list on the client's session over raw HTTP: %d %s", r.status, r.body)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("close (DELETE) the session: %v", err)
+	}
+	for i := range 3 {
+		wantSessionNotOpen(t, fmt.Sprintf("request %d after DELETE", i+1), rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools))
+	}
+	wantSessionNotOpen(t, "a second DELETE", rawRequest(t, http.MethodDelete, base+mcpserver.PathMCP, id, ""))
+
+	again, got := newSessionClient(t, base)
+	if got == id {
+		t.Fatalf("the new session's id %q is the old one", got)
+	}
+	if _, ok := toolNames(t, again)["pgbus_health"]; !ok {
+		t.Fatal("pgbus_health is not listed on the new session")
+	}
+}
+
+// mcp-go's client, told its session is gone, reports that it must
+// initialize again.
+func TestSessionClientToldToInitialize(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	c, id := newSessionClient(t, base)
+	if r := rawRequest(t, http.MethodDelete, base+mcpserver.PathMCP, id, ""); r.status != http.StatusOK {
+		t.Fatalf("DELETE the session: %d %s", r.status, r.body)
+	}
+	_, err := c.ListTools(testContext(t), mcp.ListToolsRequest{})
+	if err == nil || !strings.Contains(err.Error(), "re-initialize") {
+		t.Fatalf("list tools on a deleted session: %v; want mcp-go's session terminated error", err)
+	}
+}
+
+// An idle session expires, and is refused from then on.
+func TestSessionIdleExpiry(t *testing.T) {
+	cfg := mcpserver.WithSessionIdleTTL(mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP}, time.Millisecond)
+	base := serveHTTP(t, deps(t, testStore(t)), cfg)
+	id := rawSession(t, base)
+	var last rawResponse
+	pgtest.Eventually(t, time.Minute, "the idle session to expire", func() bool {
+		last = rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools)
+		return last.status != http.StatusOK
+	})
+	wantSessionNotOpen(t, "a request after the session expired", last)
+}
+
+// Sessions end with the server: another server does not take their ids.
+func TestSessionEndsWithServer(t *testing.T) {
+	d := deps(t, testStore(t))
+	base, stop := startHTTP(t, d, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	id := rawSession(t, base)
+	stop()
+	next := serveHTTP(t, d, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	wantSessionNotOpen(t, "the old server's session on a new server", rawRequest(t, http.MethodPost, next+mcpserver.PathMCP, id, rawListTools))
+}
+
+// Many clients at once each get their own session, and each works.
+func TestSessionsConcurrent(t *testing.T) {
+	s := testStore(t)
+	queue := newQueue(t, s)
+	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	const n = 8
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id, err := useSession(testContext(t), base, queue)
+			if err != nil {
+				t.Errorf("client %d: %v", i, err)
+			}
+			ids[i] = id
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if id == "" || seen[id] {
+			t.Fatalf("client %d has session %q; want one of its own (%v)", i, id, ids)
+		}
+		seen[id] = true
+	}
+}
+
+// useSession starts a session with mcp-go's client, reads the stats of
+// queue three times on it and ends it; it returns the session's id. It
+// reports failures as errors, so that goroutines may call it.
+func useSession(ctx context.Context, base, queue string) (string, error) {
+	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	id, err := startSession(ctx, c, "concurrent")
+	if err != nil {
+		return "", err
+	}
+	for range 3 {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "pgbus_queue_stats", map[string]any{"queue": queue}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError || !strings.Contains(resultText(res), queue) {
+			return id, fmt.Errorf("queue stats: %v %v", err, res)
+		}
+	}
+	return id, nil
+}
+
+// Over SSE, a message posted for a session id the server did not issue, or
+// for one whose event stream has closed, is refused: the transport keeps
+// only the sessions of open streams.
+func TestSSESessionIDs(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE})
+	message := func(session string) rawResponse {
+		return rawRequest(t, http.MethodPost, base+mcpserver.PathMessage+"?sessionId="+session, "", rawInitialize)
+	}
+	if r := message("2b0e8b8e-7f5c-4d2a-9a57-3c1f0e6d9b11"); r.status == http.StatusAccepted || !strings.Contains(r.body, "session") {
+		t.Fatalf("a message for a session never issued: %d %s; want it refused", r.status, r.body)
+	}
+	ctx, closeStream := context.WithCancel(testContext(t))
+	defer closeStream()
+	session := openSSEStream(t, ctx, base)
+	if r := message(session); r.status != http.StatusAccepted {
+		t.Fatalf("a message on the open stream's session: %d %s; want 202", r.status, r.body)
+	}
+	closeStream()
+	pgtest.Eventually(t, time.Minute, "messages for the closed stream's session to be refused", func() bool {
+		r := message(session)
+		return r.status != http.StatusAccepted && strings.Contains(r.body, "session")
+	})
+}
+
+// openSSEStream opens an SSE stream, until ctx ends, and returns the
+// session id of the message endpoint the server announced on it.
+func openSSEStream(t *testing.T, ctx context.Context, base string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+mcpserver.PathSSE, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("open the SSE stream: %v", err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), "sessionId="); ok {
+			return rest
+		}
+	}
+	t.Fatalf("the SSE stream announced no endpoint: %v", lines.Err())
+	return ""
+}
