@@ -132,7 +132,7 @@ func TestCircuitBreakerAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var childOut syncWriter
+	var childOut pgtest.SyncBuffer
 	child.Stdout, child.Stderr = &childOut, &childOut
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
@@ -193,22 +193,4 @@ func TestCircuitBreakerAcrossProcesses(t *testing.T) {
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" a WHERE a.read_ct > 1 + (SELECT count(*) FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = a.msg_id)`, q); n != 0 {
 		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
 	}
-}
-
-type syncWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
 }

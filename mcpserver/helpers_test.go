@@ -82,6 +82,12 @@ func startHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) (base strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startHTTPOn(t, d, cfg, ln)
+}
+
+// startHTTPOn is startHTTP on a listener the test opened.
+func startHTTPOn(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig, ln net.Listener) (base string, stop func()) {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = ln.Addr().String()
 	}
