@@ -60,21 +60,37 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 func TestGracefulShutdownDrains(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, nil)
+	// A drain timeout no loaded machine reaches: the drain ends because
+	// the handlers did.
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 2 * time.Minute })
 	started := make(chan struct{}, 4)
+	release := make(chan struct{})
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		started <- struct{}{}
-		time.Sleep(300 * time.Millisecond)
+		<-release
 		return nil
-	})
-	stop := pgtest.Start(t, c)
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
 	for i := range 4 {
 		pgtest.Send(t, c, q, i, engine.SendOptions{})
 	}
 	for range 4 {
 		<-started
 	}
+	// The handlers finish only after the stop: Run must wait for them.
 	stop()
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("Run did not return after its handlers finished")
+	}
 	if n := pgtest.Archived(t, s, q); n != 4 {
 		t.Fatalf("after stop %d messages archived, want the 4 that were running", n)
 	}
