@@ -55,7 +55,6 @@ func (d *downstream) watchBreaker(s *store.Store, breaker string) {
 }
 
 type hit struct {
-	at          time.Time
 	key         string // case/n
 	method      string
 	path, query string
@@ -91,7 +90,6 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	at := time.Now()
 	d.mu.Lock()
 	open := d.breakerOpen
 	d.mu.Unlock()
@@ -112,7 +110,7 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	status, body := d.answer(w.Header(), p.Case, key, nth)
 	d.mu.Lock()
 	d.hits = append(d.hits, hit{
-		at: at, key: key, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		key: key, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
 		idemKey: r.Header.Get("Idempotency-Key"), contentType: r.Header.Get("Content-Type"),
 		apiKey: r.Header.Get("X-Api-Key"), body: string(raw), status: status,
 	})
