@@ -87,3 +87,11 @@ func deadMessages(t testing.TB, s *store.Store, queue string) []deadMessage {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// snoozedUnrun counts the messages of queue that never ran but are
+// invisible: jobs that met an open breaker and were snoozed, which gives
+// their read back.
+func snoozedUnrun(t testing.TB, s *store.Store, queue string) int {
+	t.Helper()
+	return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`" WHERE read_ct = 0 AND vt > clock_timestamp()`)
+}

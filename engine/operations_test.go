@@ -2,7 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,9 +32,11 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 	pgtest.Start(t, c)
 	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	<-running
-	// Three visibility timeouts pass while the handler runs.
-	for range 6 {
-		time.Sleep(500 * time.Millisecond)
+	firstVT := vtOf(t, s, q, id)
+	last, extended := firstVT, 0
+	// A second reader tries all along, until the visibility timeout of the
+	// first read has passed and heartbeats have extended it three times.
+	pgtest.Eventually(t, time.Minute, "three heartbeats past the first visibility timeout", func() bool {
 		got, err := s.Read(ctx, q, time.Second, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +44,11 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 		if len(got) != 0 {
 			t.Fatalf("message %d was handed to a second reader while its handler ran", got[0].ID)
 		}
-	}
+		if vt := vtOf(t, s, q, id); vt.After(last) {
+			last, extended = vt, extended+1
+		}
+		return extended >= 3 && dbNow(t, s).After(firstVT)
+	})
 	close(release)
 	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
@@ -51,21 +60,37 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 func TestGracefulShutdownDrains(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, nil)
+	// A drain timeout no loaded machine reaches: the drain ends because
+	// the handlers did.
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 2 * time.Minute })
 	started := make(chan struct{}, 4)
+	release := make(chan struct{})
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		started <- struct{}{}
-		time.Sleep(300 * time.Millisecond)
+		<-release
 		return nil
-	})
-	stop := pgtest.Start(t, c)
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
 	for i := range 4 {
 		pgtest.Send(t, c, q, i, engine.SendOptions{})
 	}
 	for range 4 {
 		<-started
 	}
+	// The handlers finish only after the stop: Run must wait for them.
 	stop()
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("Run did not return after its handlers finished")
+	}
 	if n := pgtest.Archived(t, s, q); n != 4 {
 		t.Fatalf("after stop %d messages archived, want the 4 that were running", n)
 	}
@@ -96,16 +121,22 @@ func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
 func TestPausedQueueIsNotRead(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
-	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, nil)
+	q, other := newQueue(t, s, nil), newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: other, Concurrency: 1})
+	})
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
+	c.HandleQueue(other, func(ctx context.Context, job *engine.Job) error { return nil })
 	if changed, err := s.SetPaused(ctx, q, true); err != nil || !changed {
 		t.Fatalf("pause: %v %v", changed, err)
 	}
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
-	time.Sleep(500 * time.Millisecond) // several poll intervals
+	// A message the other queue gets without a notification is found by
+	// polling: once it is done, the client has polled since the send.
+	insertWithoutNotify(t, s, other)
+	pgtest.Eventually(t, time.Minute, "the other queue's message to be polled and archived", func() bool { return pgtest.Archived(t, s, other) == 1 })
 	if calls.Load() != 0 || pgtest.Live(t, s, q) != 1 {
 		t.Fatalf("a paused queue was worked: calls=%d", calls.Load())
 	}
@@ -120,10 +151,7 @@ func TestPausedQueueIsNotRead(t *testing.T) {
 func TestNotificationWakesIdleWorker(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
-	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
-	pgtest.Start(t, c)
-	time.Sleep(300 * time.Millisecond) // let the first empty read pass and the worker go idle
+	c := startListening(t, q, time.Hour)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	pgtest.Eventually(t, 20*time.Second, "the notified message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }
@@ -133,42 +161,120 @@ func TestNotificationWakesIdleWorker(t *testing.T) {
 func TestPollingFindsMessagesWithoutNotification(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, nil)
-	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	startListening(t, q, 50*time.Millisecond)
+	insertWithoutNotify(t, s, q)
+	pgtest.Eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+}
+
+// startListening starts a client of queue with a no-op handler on a store
+// of its own and returns once its notification listener is connected: the
+// client's first read, of the empty queue, is then behind it or under way.
+func startListening(t *testing.T, queue string, poll time.Duration) *engine.Client {
+	t.Helper()
+	app := uniqueName("pgbus_listen")
+	c := pgtest.NewClient(t, pgtest.OpenNamedStore(t, app), queue, func(cfg *engine.Config) { cfg.PollInterval = poll })
+	c.HandleQueue(queue, func(ctx context.Context, job *engine.Job) error { return nil })
 	pgtest.Start(t, c)
-	time.Sleep(200 * time.Millisecond)
-	if _, err := s.Pool().Exec(testContext(t), `INSERT INTO pgmq."q_`+q+`" (vt, message) VALUES (now(), '{"from":"pgmq"}')`); err != nil {
+	pgtest.Eventually(t, time.Minute, "the client's listener to connect", func() bool { return len(listenerPIDs(t, testStore(t), app)) == 1 })
+	return c
+}
+
+// insertWithoutNotify writes a message into queue as another PGMQ client
+// would, without the notification a pgbus send makes.
+func insertWithoutNotify(t *testing.T, s *store.Store, queue string) {
+	t.Helper()
+	if _, err := s.Pool().Exec(testContext(t), `INSERT INTO pgmq."q_`+queue+`" (vt, message) VALUES (now(), '{"from":"pgmq"}')`); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.Eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+}
+
+// vtOf returns the visibility timeout of message id of queue.
+func vtOf(t *testing.T, s *store.Store, queue string, id int64) time.Time {
+	t.Helper()
+	var vt time.Time
+	if err := s.Pool().QueryRow(testContext(t), `SELECT vt FROM pgmq."q_`+queue+`" WHERE msg_id = $1`, id).Scan(&vt); err != nil {
+		t.Fatalf("the visibility timeout of message %d: %v", id, err)
+	}
+	return vt
+}
+
+// dbNow returns the database server's clock, which visibility timeouts
+// follow.
+func dbNow(t *testing.T, s *store.Store) time.Time {
+	t.Helper()
+	var now time.Time
+	if err := s.Pool().QueryRow(testContext(t), `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 // Killing every server connection of the client (pool and listener) loses
 // nothing: the worker reconnects and later messages are processed, by
-// notification again.
+// notification again. Only the connections of the client's own store are
+// terminated, found by their application_name: the test's other
+// connections, and other tests', are left alone.
 func TestReconnectAfterLostConnections(t *testing.T) {
 	s := testStore(t)
-	ctx := testContext(t)
+	app := uniqueName("pgbus_reconnect")
+	cs := pgtest.OpenNamedStore(t, app)
 	q := newQueue(t, s, nil)
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.PollInterval = 200 * time.Millisecond })
+	// Polling is off: after the kill only a reconnected listener delivers.
+	c := pgtest.NewClient(t, cs, q, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
 	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the client's listener to connect", func() bool { return len(listenerPIDs(t, s, app)) == 1 })
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
-	pgtest.Eventually(t, 20*time.Second, "the first message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
-	var killed int
-	err := s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-		AND (query ILIKE 'LISTEN%' OR query ILIKE '%pgmq%`+q+`%')`).Scan(&killed)
+	pgtest.Eventually(t, time.Minute, "the first message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+
+	killed := terminateApp(t, s, app)
+	oldListener := listenerPIDs(t, s, app)
+	if len(killed) < 2 || len(oldListener) != 0 {
+		t.Fatalf("terminated backends %v, listeners left %v; want the listener and a pool connection", killed, oldListener)
+	}
+	pgtest.Eventually(t, time.Minute, "a new listener connection", func() bool {
+		pids := listenerPIDs(t, s, app)
+		return len(pids) == 1 && !slices.Contains(killed, pids[0])
+	})
+	// Sent through the test's store, whose connections were not touched.
+	for i := range 20 {
+		if _, err := s.Send(testContext(t), q, store.NewMessage{Payload: json.RawMessage(strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.Eventually(t, time.Minute, "all messages archived after reconnecting", func() bool { return pgtest.Archived(t, s, q) == 21 })
+}
+
+// terminateApp terminates every backend whose application_name is app and
+// returns their pids once they are gone.
+func terminateApp(t *testing.T, s *store.Store, app string) []int32 {
+	t.Helper()
+	var pids []int32
+	// Materialized, so that nothing but app's backends reaches the
+	// terminate call, whatever order the planner picks.
+	err := s.Pool().QueryRow(testContext(t), `WITH victims AS MATERIALIZED (
+			SELECT pid FROM pg_stat_activity WHERE application_name = $1)
+		SELECT coalesce(array_agg(pid), '{}') FROM victims WHERE pg_terminate_backend(pid)`, app).Scan(&pids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if killed == 0 {
-		t.Fatal("found no connection of the client to terminate")
+	pgtest.Eventually(t, time.Minute, "the terminated backends to go", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)`, pids) == 0
+	})
+	return pids
+}
+
+// listenerPIDs returns the backends of application app that listen for
+// sends.
+func listenerPIDs(t *testing.T, s *store.Store, app string) []int32 {
+	t.Helper()
+	var pids []int32
+	err := s.Pool().QueryRow(testContext(t), `SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity
+		WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, app).Scan(&pids)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range 20 {
-		pgtest.Send(t, c, q, i, engine.SendOptions{})
-	}
-	pgtest.Eventually(t, 30*time.Second, "all messages archived after reconnecting", func() bool { return pgtest.Archived(t, s, q) == 21 })
+	return pids
 }
 
 func TestWorkerRegistry(t *testing.T) {

@@ -111,9 +111,9 @@ func TestDemoPanicsAndTimeouts(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := fn(ctx, job(`{"simulate": "timeout"}`, 1, 0))
-	if !errors.Is(err, context.DeadlineExceeded) || engine.ErrorClass(err) != "context.DeadlineExceeded" || time.Since(start) > time.Second {
-		t.Fatalf("timeout: %v (%s)", err, engine.ErrorClass(err))
+	// It gave up because its context ended, and says so.
+	if !errors.Is(err, context.DeadlineExceeded) || engine.ErrorClass(err) != "context.DeadlineExceeded" || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("timeout: %v (%s), context %v; want the context's deadline", err, engine.ErrorClass(err), ctx.Err())
 	}
 }

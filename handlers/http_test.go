@@ -31,14 +31,30 @@ type downstream struct {
 
 	inFlight, maxInFlight atomic.Int32
 
+	// whileOpen counts the requests that found the watched breaker open.
+	whileOpen atomic.Int32
+
 	mu    sync.Mutex
 	hits  []hit
 	seen  map[string]int
 	dates map[string]dateHint // "date" case: what it told the client
+	// breakerOpen, once watchBreaker set it, tells whether the breaker is
+	// open.
+	breakerOpen func(context.Context) bool
+}
+
+// watchBreaker makes d count the requests that find breaker open in s.
+func (d *downstream) watchBreaker(s *store.Store, breaker string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.breakerOpen = func(ctx context.Context) bool {
+		var state string
+		_ = s.Pool().QueryRow(ctx, `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state)
+		return state == store.BreakerOpen
+	}
 }
 
 type hit struct {
-	at          time.Time
 	key         string // case/n
 	method      string
 	path, query string
@@ -74,7 +90,12 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
-	at := time.Now()
+	d.mu.Lock()
+	open := d.breakerOpen
+	d.mu.Unlock()
+	if open != nil && open(r.Context()) {
+		d.whileOpen.Add(1)
+	}
 	raw, _ := io.ReadAll(r.Body)
 	var p testPayload
 	_ = json.Unmarshal(raw, &p)
@@ -89,7 +110,7 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	status, body := d.answer(w.Header(), p.Case, key, nth)
 	d.mu.Lock()
 	d.hits = append(d.hits, hit{
-		at: at, key: key, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		key: key, method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
 		idemKey: r.Header.Get("Idempotency-Key"), contentType: r.Header.Get("Content-Type"),
 		apiKey: r.Header.Get("X-Api-Key"), body: string(raw), status: status,
 	})
@@ -150,30 +171,6 @@ func (d *downstream) hitsOf(key string) []hit {
 	return out
 }
 
-func (d *downstream) lastHit() time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var last time.Time
-	for _, h := range d.hits {
-		if h.at.After(last) {
-			last = h.at
-		}
-	}
-	return last
-}
-
-func (d *downstream) hitsBetween(from, to time.Time) []hit {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []hit
-	for _, h := range d.hits {
-		if !h.at.Before(from) && h.at.Before(to) {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // The http handler against a real server: classification, Retry-After
 // hints in both forms, on_status overrides, immediate dead-lettering of
 // 4xx, the circuit breaker opening during a burst (jobs snoozed, not
@@ -201,6 +198,7 @@ on_status:
 	if opts.Breaker == nil || opts.Breaker.Name != breaker {
 		t.Fatalf("breaker %+v, want one named %s", opts.Breaker, breaker)
 	}
+	d.watchBreaker(s, breaker)
 	c := quickClient(t, s, q, 8)
 	c.HandleQueue(q, fn, opts)
 	pgtest.Start(t, c)
@@ -287,9 +285,11 @@ on_status:
 	if fs := failuresOf(t, s, q, ids["date/0"]); len(fs) != 1 || fs[0].Class != "http.503" {
 		t.Errorf("date: failures %+v; want one http.503", fs)
 	} else {
+		// The engine read the date after the response was written, so it
+		// can wait at most as long as the date was ahead then.
 		want := date.retryAt.Sub(date.sentAt)
-		if got := fs[0].delay(); got <= 0 || got > 2*time.Second || (got-want).Abs() > 250*time.Millisecond {
-			t.Errorf("date: retried after %s; the Retry-After date was %s after the response", got, want)
+		if got := fs[0].delay(); got <= 0 || got > want {
+			t.Errorf("date: retried after %s; want until the Retry-After date, at most %s after the response", got, want)
 		}
 		if !strings.Contains(fs[0].Message, "Retry-After") {
 			t.Errorf("date: message %q does not mention the Retry-After", fs[0].Message)
@@ -328,43 +328,28 @@ on_status:
 		id := pgtest.Send(t, c, q, testPayload{Case: "burst", N: n}, engine.SendOptions{})
 		burst = append(burst, id)
 	}
-	var openSeen time.Time
-	var openFor time.Duration
-	pgtest.Eventually(t, 15*time.Second, "the breaker to open", func() bool {
+	pgtest.Eventually(t, time.Minute, "the breaker to open", func() bool {
 		var state string
-		var left *time.Duration
-		err := s.Pool().QueryRow(ctxFor(t), `SELECT state, open_until - now() FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state, &left)
+		err := s.Pool().QueryRow(ctxFor(t), `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state != store.BreakerOpen || left == nil {
-			return false
-		}
-		openSeen, openFor = time.Now(), *left
-		return true
+		return state == store.BreakerOpen
 	})
-	// Requests let through before it opened still fail (a success now
-	// would close it early); the burst ends once they are answered.
-	quiet := openSeen
-	pgtest.Eventually(t, 5*time.Second, "the requests let through before the breaker opened", func() bool {
-		last := d.lastHit()
-		if d.inFlight.Load() == 0 && time.Since(last) > 200*time.Millisecond {
-			quiet = time.Now()
-			return true
-		}
-		return false
+	// Requests at the server when it opened still fail; the burst ends
+	// once they are answered. One let through but not there yet may
+	// succeed: a success does not close an open breaker.
+	pgtest.Eventually(t, time.Minute, "the requests at the server when the breaker opened to be answered", func() bool {
+		return d.inFlight.Load() == 0
 	})
 	d.burst.Store(false)
-	pgtest.Eventually(t, 20*time.Second, "the burst messages to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
+	pgtest.Eventually(t, time.Minute, "the burst messages to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
 
-	// No request went out in the rest of the open period: jobs meeting
-	// the open breaker were snoozed.
-	if end := openSeen.Add(openFor - 100*time.Millisecond); end.Sub(quiet) > 500*time.Millisecond {
-		if hs := d.hitsBetween(quiet, end); len(hs) > 0 {
-			t.Errorf("%d requests reached the server while the breaker was open: %+v", len(hs), hs)
-		}
-	} else {
-		t.Errorf("the breaker was open for %s after the last request let through; the test cannot check the quiet period", end.Sub(quiet))
+	// Jobs meeting the open breaker were snoozed, not run: only jobs
+	// running when it opened, at most the client's 8, reached the server
+	// while it was open.
+	if n := d.whileOpen.Load(); n > 8 {
+		t.Errorf("%d requests reached the server while the breaker was open; at most the 8 jobs running when it opened may", n)
 	}
 	archived = archivedOf(t, s, q)
 	failedInBurst := 0
@@ -385,7 +370,7 @@ on_status:
 	if failedInBurst < 8 {
 		t.Errorf("%d failures in the burst; the breaker opens after 8", failedInBurst)
 	}
-	pgtest.Eventually(t, 5*time.Second, "snoozes in the stats", func() bool {
+	pgtest.Eventually(t, time.Minute, "snoozes in the stats", func() bool {
 		return pgtest.Int(t, s, `SELECT coalesce(sum(snoozed), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, q) > 0
 	})
 	var state string
@@ -408,10 +393,14 @@ on_status:
 // the query of the URL stays out of messages.
 func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
 	release := make(chan struct{})
+	gaveUp := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// net/http notices a client going away only once the body is read.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():
+			gaveUp <- struct{}{}
 		}
 	}))
 	defer slow.Close()
@@ -422,10 +411,13 @@ func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
 		t.Errorf("timeout %s, want 200ms", opts.Timeout)
 	}
 	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
-	began := time.Now()
 	err := fn(context.Background(), job)
-	if took := time.Since(began); took < 200*time.Millisecond || took > 2*time.Second {
-		t.Errorf("timed out after %s, want about 200ms", took)
+	// The server never answers: the handler returned because it gave up,
+	// and the server saw the request abandoned.
+	select {
+	case <-gaveUp:
+	case <-time.After(time.Minute):
+		t.Errorf("the slow server never saw the request abandoned; the handler returned %v", err)
 	}
 	var re *handlers.RequestError
 	if !errors.As(err, &re) || engine.ErrorClass(err) != handlers.ClassHTTPTimeout || strings.Contains(err.Error(), "s3cret") {
@@ -459,13 +451,15 @@ func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(2 * time.Second),
+	// The first request holds the one slot until released: its timeout
+	// must not end it first, however slow the machine.
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(time.Minute),
 		Options: map[string]any{"url": srv.URL, "max_concurrency": 1}})
 	first := make(chan error, 1)
 	go func() {
 		first <- fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Payload: json.RawMessage(`{}`)})
 	}()
-	pgtest.Eventually(t, 5*time.Second, "the first request", func() bool { return requests.Load() == 1 })
+	pgtest.Eventually(t, time.Minute, "the first request", func() bool { return requests.Load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := fn(ctx, &engine.Job{Queue: "q", ID: 2, Payload: json.RawMessage(`{}`)})

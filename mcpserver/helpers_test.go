@@ -77,13 +77,19 @@ func serveHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) string {
 }
 
 // startHTTP is serveHTTP with the stop left to the caller: stop ends the
-// server and waits for Serve to return, at most 15s.
+// server and waits for Serve to return, at most a minute.
 func startHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) (base string, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startHTTPOn(t, d, cfg, ln)
+}
+
+// startHTTPOn is startHTTP on a listener the test opened.
+func startHTTPOn(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig, ln net.Listener) (base string, stop func()) {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = ln.Addr().String()
 	}
@@ -100,8 +106,8 @@ func startHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) (base strin
 				if err != nil {
 					t.Errorf("serve: %v", err)
 				}
-			case <-time.After(15 * time.Second):
-				t.Errorf("the HTTP server did not shut down within 15s")
+			case <-time.After(time.Minute):
+				t.Errorf("the HTTP server did not shut down within a minute")
 			}
 		})
 	}

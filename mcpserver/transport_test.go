@@ -1,7 +1,12 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -197,19 +203,73 @@ func TestShutdownWithOpenStreams(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.transport, func(t *testing.T) {
-			base, stop := startHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: tc.transport})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams := &streamListener{Listener: ln}
+			var logs pgtest.SyncBuffer
+			cfg := mcpserver.HTTPConfig{Transport: tc.transport, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			base, stop := startHTTPOn(t, deps(t, s), cfg, streams)
 			c, err := tc.newClient(base)
 			if err != nil {
 				t.Fatal(err)
 			}
 			connect(t, c)
 			callTool(t, c, "pgbus_health", map[string]any{})
-			time.Sleep(100 * time.Millisecond) // let the listening stream open
-			start := time.Now()
+			pgtest.Eventually(t, time.Minute, "the client's event stream to open", func() bool { return streams.open.Load() > 0 })
 			stop()
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("shutdown with an open stream took %s", d)
+			// Streams still open when the shutdown's grace period ran out
+			// would have been cut, and logged so: they were closed first.
+			if strings.Contains(logs.String(), "were cut") {
+				t.Errorf("the shutdown waited out its timeout for the open stream:\n%s", logs.String())
 			}
+			pgtest.Eventually(t, time.Minute, "the server to close the event stream", func() bool { return streams.open.Load() == 0 })
 		})
 	}
+}
+
+// streamListener counts the open connections on which a client sent a GET:
+// the event streams (SSE's stream, Streamable HTTP's listening GET).
+type streamListener struct {
+	net.Listener
+	open atomic.Int32
+}
+
+func (l *streamListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &streamConn{Conn: c, l: l}, nil
+}
+
+type streamConn struct {
+	net.Conn
+	l                *streamListener
+	mu               sync.Mutex
+	streaming, ended bool
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if bytes.HasPrefix(p[:n], []byte("GET ")) {
+		c.mu.Lock()
+		if !c.streaming && !c.ended {
+			c.streaming = true
+			c.l.open.Add(1)
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *streamConn) Close() error {
+	c.mu.Lock()
+	if c.streaming && !c.ended {
+		c.l.open.Add(-1)
+	}
+	c.ended = true
+	c.mu.Unlock()
+	return c.Conn.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -55,7 +56,7 @@ func TestBreakerLifecycle(t *testing.T) {
 		t.Fatalf("open breaker verdict = %+v; want a wait until the cool-off ends", v)
 	}
 	for i, wantCoolOff := range []float64{0.2, 0.3, 0.3} { // doubling, capped
-		time.Sleep(time.Duration(state().CurrentCoolOffSeconds*1000+30) * time.Millisecond)
+		waitCoolOff(t, s, name)
 		if v := acquire(); !v.Allowed || !v.Probe {
 			t.Fatalf("round %d: after the cool-off verdict = %+v; want the probe", i, v)
 		}
@@ -69,7 +70,7 @@ func TestBreakerLifecycle(t *testing.T) {
 			t.Fatalf("round %d: cool-off %vs, want %vs", i, got, wantCoolOff)
 		}
 	}
-	time.Sleep(330 * time.Millisecond)
+	waitCoolOff(t, s, name)
 	if v := acquire(); !v.Probe {
 		t.Fatalf("verdict = %+v, want the probe", v)
 	}
@@ -97,7 +98,7 @@ func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
 	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(80 * time.Millisecond)
+	waitCoolOff(t, s, name)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	probes, allowed := 0, 0
@@ -168,4 +169,13 @@ func TestBreakerOpenIgnoresLateSuccess(t *testing.T) {
 	if v, err := s.AcquireBreaker(ctx, name, time.Second); err != nil || v.Allowed {
 		t.Fatalf("after a late success the breaker let a call through: %+v %v", v, err)
 	}
+}
+
+// waitCoolOff waits until the cool-off of open breaker name has ended by
+// the database's clock, which the breaker statements read.
+func waitCoolOff(t *testing.T, s *store.Store, name string) {
+	t.Helper()
+	pgtest.Eventually(t, time.Minute, "the cool-off of breaker "+name+" to end", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1 AND open_until <= clock_timestamp()`, name) == 1
+	})
 }

@@ -121,9 +121,7 @@ func TestListDeadFilters(t *testing.T) {
 	q := newQueue(t, s)
 	kind := uniqueName("kind")
 	deadN(t, s, q, 3, kind, "Timeout", store.ReasonMaxRetriesExceeded)
-	time.Sleep(20 * time.Millisecond)
-	mid := time.Now()
-	time.Sleep(20 * time.Millisecond)
+	mid := clockPast(t, s, store.DLQName(q))
 	deadN(t, s, q, 2, kind, "BadInput", store.ReasonNonRetryable)
 	// A Ruby pgbus job: no pgbus_kind header, its class in the payload.
 	ruby := dlSendRaw(t, s, q, `{"job_class":"RubyMailerJob","arguments":[]}`, "")
@@ -339,4 +337,22 @@ func TestListDeadCursorAfterItsDLQIsDropped(t *testing.T) {
 	if len(page.Items) != 3 || page.Items[0].DLQ != store.DLQName(older) || page.NextCursor != "" {
 		t.Fatalf("next page = %+v; want the 3 messages of %s", page.Items, older)
 	}
+}
+
+// clockPast waits until the database's clock is past the enqueued_at of
+// every message in queue and returns that time: messages the queue gets
+// later are enqueued at it or after, those it holds before it.
+func clockPast(t *testing.T, s *store.Store, queue string) time.Time {
+	t.Helper()
+	var at time.Time
+	pgtest.Eventually(t, time.Minute, "the database clock to pass the last message of "+queue, func() bool {
+		var past bool
+		err := s.Pool().QueryRow(testContext(t), `SELECT c, c > m FROM (SELECT clock_timestamp() AS c,
+			(SELECT max(enqueued_at) FROM pgmq."q_`+queue+`") AS m) AS x`).Scan(&at, &past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return past
+	})
+	return at
 }

@@ -26,13 +26,20 @@ func TestListenReceivesSends(t *testing.T) {
 	if _, err := s.Send(ctx, q, msg(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	// Other tests share the database: skip their queues' notifications.
+	// Notifications arrive in commit order: once the marker's has come,
+	// every one of q's sends has been delivered. Other tests share the
+	// database: skip their queues' notifications.
+	marker := newQueue(t, s)
+	if _, err := s.Send(ctx, marker, msg(`{}`)); err != nil {
+		t.Fatal(err)
+	}
 	got := 0
-	waitCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
 	for {
-		queue, err := l.WaitForSend(waitCtx)
+		queue, err := l.WaitForSend(ctx)
 		if err != nil {
+			t.Fatalf("waiting for the marker's notification: %v", err)
+		}
+		if queue == marker {
 			break
 		}
 		if queue == q {

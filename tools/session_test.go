@@ -65,14 +65,10 @@ func TestAgentSession(t *testing.T) {
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for pgtest.Live(t, st, q+"_dlq") < transient+bad+unknown {
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("only %d of %d messages were dead-lettered", pgtest.Live(t, st, q+"_dlq"), transient+bad+unknown)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	t.Cleanup(stop)
+	pgtest.Eventually(t, time.Minute, "every message to be dead-lettered", func() bool {
+		return pgtest.Live(t, st, q+"_dlq") >= transient+bad+unknown
+	})
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -173,19 +173,11 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	if res, err := e.c.CallTool(testContext(t), req); err != nil || res.IsError {
 		t.Fatalf("dry run with progress: %v %+v", err, res)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	pgtest.Eventually(t, time.Minute, "a progress notification", func() bool {
 		mu.Lock()
-		n := len(progress)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no progress notification")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(progress) > 0
+	})
 	mu.Lock()
 	if p := progress[0].Params.AdditionalFields; p["progressToken"] != "retry-1" || fmt.Sprint(p["total"]) != "5" {
 		t.Errorf("progress notification: %+v", progress[0].Params)

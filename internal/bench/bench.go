@@ -150,14 +150,33 @@ func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) 
 	elapsed := time.Since(began)
 	stop()
 	<-done
-	if opts.Workload == Dead {
-		m, err := st.Metrics(ctx, store.DLQName(queue))
-		if err != nil || m.Depth != int64(opts.Jobs) {
-			return Result{}, fmt.Errorf("bench: %d of %d jobs in the DLQ (%v)", m.Depth, opts.Jobs, err)
-		}
+	if err := checkSettled(ctx, st, queue, opts); err != nil {
+		return Result{}, err
 	}
 	return Result{Workload: opts.Workload, Jobs: opts.Jobs, Workers: opts.Workers,
 		Seconds: elapsed.Seconds(), JobsPerSecond: float64(opts.Jobs) / elapsed.Seconds()}, nil
+}
+
+// checkSettled makes sure every job was done before a figure is reported:
+// all archived, or for dead all in the DLQ. An empty queue alone does not
+// tell a job done from a job lost.
+func checkSettled(ctx context.Context, st *store.Store, queue string, opts Options) error {
+	where, what := queue, "archived"
+	if opts.Workload == Dead {
+		where, what = store.DLQName(queue), "dead-lettered"
+	}
+	m, err := st.Metrics(ctx, where)
+	if err != nil {
+		return fmt.Errorf("bench: count the jobs done in %s: %w", where, err)
+	}
+	got := m.Archived
+	if opts.Workload == Dead {
+		got = m.Depth
+	}
+	if got != int64(opts.Jobs) {
+		return fmt.Errorf("bench: %d of %d jobs were %s in %s; the run is void: report it as a bug with the workload and options", got, opts.Jobs, what, where)
+	}
+	return nil
 }
 
 func newClient(st *store.Store, queue string, opts Options) (*engine.Client, error) {
@@ -253,6 +272,9 @@ func runSteady(ctx context.Context, st *store.Store, queue string, opts Options)
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
+	if len(latencies) != sent {
+		return Result{}, fmt.Errorf("bench: %d jobs sent but %d handled; the run is void: report it as a bug with the rate and duration", sent, len(latencies))
+	}
 	slices.Sort(latencies)
 	res := Result{Workload: Steady, Jobs: sent, Workers: opts.Workers, Rate: opts.Rate,
 		Seconds: elapsed.Seconds(), JobsPerSecond: float64(sent) / elapsed.Seconds()}

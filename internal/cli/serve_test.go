@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,23 +25,8 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a buffer safe for a writer and a reader goroutine.
+type syncBuffer = pgtest.SyncBuffer
 
 // seedDLQ migrates the database at url, creates queue and dead-letters one
 // message per payload; it returns their ids in the DLQ.
@@ -303,15 +287,12 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	callTool(t, c, "pgbus_queue_stats", map[string]any{})
 	_ = c.Close()
 
-	start := time.Now()
+	// A shutdown that hangs is killed when ctx ends, and fails here.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("shutdown took %s", d)
 	}
 	if stdout.String() != "" {
 		t.Errorf("stdout: %q", stdout.String())
@@ -389,15 +370,12 @@ func TestServeStdioSignal(t *testing.T) {
 	if _, err := bufio.NewReader(stdoutPipe).ReadString('\n'); err != nil {
 		t.Fatalf("no initialize response: %v\n%s", err, stderr.String())
 	}
-	start := time.Now()
+	// Stopping that hangs is killed when ctx ends, and fails here.
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGINT: %v\n%s", err, stderr.String())
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("stopping took %s", d)
 	}
 }
 

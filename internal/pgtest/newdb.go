@@ -50,13 +50,19 @@ func NewDatabase(tb testing.TB) string {
 // withDatabase returns url pointing at database name; it accepts URLs and
 // key=value connection strings.
 func withDatabase(tb testing.TB, base, name string) string {
+	return editConnString(tb, base, "dbname="+name, func(u *url.URL) { u.Path = "/" + name })
+}
+
+// editConnString returns base changed: a key=value connection string gets
+// the pairs kv appended (a later pair wins), a URL is changed by edit.
+func editConnString(tb testing.TB, base, kv string, edit func(*url.URL)) string {
 	if !strings.Contains(base, "://") {
-		return base + " dbname=" + name
+		return base + " " + kv
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		tb.Fatalf("pgtest: parse %s: %v", EnvURL, err)
+		tb.Fatalf("pgtest: parse the database URL: %v; check %s", err, EnvURL)
 	}
-	u.Path = "/" + name
+	edit(u)
 	return u.String()
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,13 +48,7 @@ func Exec(tb testing.TB, dbURL, sql string) {
 // withUser returns base with its user and password replaced; it accepts URLs
 // and key=value connection strings.
 func withUser(tb testing.TB, base, user, password string) string {
-	if !strings.Contains(base, "://") {
-		return base + " user=" + user + " password=" + password
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("pgtest: parse the database URL: %v", err)
-	}
-	u.User = url.UserPassword(user, password)
-	return u.String()
+	return editConnString(tb, base, "user="+user+" password="+password, func(u *url.URL) {
+		u.User = url.UserPassword(user, password)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -99,4 +100,23 @@ func Live(tb testing.TB, s *store.Store, queue string) int {
 func Archived(tb testing.TB, s *store.Store, queue string) int {
 	tb.Helper()
 	return Int(tb, s, `SELECT count(*) FROM pgmq."a_`+queue+`"`)
+}
+
+// OpenNamedStore opens a store on the test database whose connections,
+// the listener's included, carry application_name name: a test that must
+// terminate a store's connections finds them by that name in
+// pg_stat_activity, and so never ends a connection of another test.
+func OpenNamedStore(tb testing.TB, name string) *store.Store {
+	tb.Helper()
+	return OpenStore(tb, withParam(tb, URL(tb), "application_name", name))
+}
+
+// withParam returns base with the connection parameter key set to value; it
+// accepts URLs and key=value connection strings.
+func withParam(tb testing.TB, base, key, value string) string {
+	return editConnString(tb, base, key+"="+value, func(u *url.URL) {
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
+	})
 }
