@@ -34,11 +34,11 @@ func (h *harness) callTool(out any, name string, args map[string]any) {
 // figures the README quotes.
 func (h *harness) logFigures(where map[string]int, elapsed time.Duration) {
 	t, f := h.t, h.fix
-	kills, exits, starts := h.fleet.counts()
+	kills, exits, refused, starts := h.fleet.counts()
 	ok, fails := h.down.totals()
 	sent := len(h.send.sent)
 	t.Logf("messages sent: %d in %s (%.1f/s end to end, settling included)", sent, elapsed.Round(time.Second), float64(sent)/elapsed.Seconds())
-	t.Logf("workers: %d SIGKILLs, %d exits on their own, %d starts", kills, exits, starts)
+	t.Logf("workers: %d SIGKILLs, %d exits on their own while working, %d before (PostgreSQL restarting), %d starts", kills, exits, refused, starts)
 	t.Logf("PostgreSQL restarts: %d fast, %d immediate, %d failed", h.restarts["fast"], h.restarts["immediate"], h.restartErrs)
 	for _, call := range slices.Sorted(maps.Keys(f.calls)) {
 		t.Logf("repair calls: %-30s %d", call, f.calls[call])

@@ -20,6 +20,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	done   chan struct{} // closed once the process has exited
 	killed bool          // the soak killed it on purpose
+	err    error         // how it ended
 }
 
 // fleet runs the pgbus work processes: slot i always has a process, but
@@ -33,7 +34,8 @@ type fleet struct {
 	slots    []*proc
 	stopping bool
 	kills    int
-	exits    int // processes that ended without being killed or stopped
+	exits    int // processes that ended on their own while working
+	refused  int // processes that ended on their own in their start-up
 	starts   int
 }
 
@@ -41,14 +43,14 @@ func newFleet(t *testing.T, n int, logDir string, args ...string) *fleet {
 	return &fleet{t: t, args: args, logDir: logDir, slots: make([]*proc, n)}
 }
 
-// start starts a process in slot i, logging to its own file.
+// start starts a process in slot i, logging to a file of its own.
 func (f *fleet) start(i int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopping || (f.slots[i] != nil && !exited(f.slots[i])) {
 		return
 	}
-	log, err := os.OpenFile(filepath.Join(f.logDir, fmt.Sprintf("worker-%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	log, err := os.OpenFile(filepath.Join(f.logDir, fmt.Sprintf("worker-%d-%d.log", i, f.starts)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		f.t.Errorf("worker log: %v", err)
 		return
@@ -66,30 +68,36 @@ func (f *fleet) start(i int) {
 	go f.reap(i, p, log)
 }
 
-// reap waits for p and restarts its slot when p ended on its own: the soak
-// counts such exits, and the workers must keep running.
+// reap waits for p and restarts its slot when p ended on its own.
 func (f *fleet) reap(i int, p *proc, log *os.File) {
 	err := p.cmd.Wait()
 	log.Close()
 	f.mu.Lock()
+	p.err = err
 	close(p.done)
 	unexpected := !p.killed && !f.stopping
-	if unexpected {
+	switch {
+	case unexpected && startFailed(p, log.Name()):
+		f.refused++
+	case unexpected:
 		f.exits++
+		f.t.Errorf("worker %d exited on its own while working (%v); its log is %s", i, err, log.Name())
 	}
 	f.mu.Unlock()
 	if unexpected {
-		f.t.Logf("worker %d exited on its own (%v); restarting it. Its log ends:\n%s", i, err, logTail(log.Name()))
 		time.Sleep(500 * time.Millisecond) // not in a loop if it cannot start at all
 		f.start(i)
 	}
 }
 
-// logTail returns the last lines of a log file.
-func logTail(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-3):], "\n")
+// startFailed tells whether p ended in its start-up: pgbus work does not
+// wait for the database then, but says why and exits 1, for its supervisor
+// (here the fleet) to start it again. Once working it rides out restarts,
+// and any other exit is a crash.
+func startFailed(p *proc, logPath string) bool {
+	out, _ := os.ReadFile(logPath)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return p.cmd.ProcessState.ExitCode() == 1 && strings.HasPrefix(lines[len(lines)-1], "pgbus: store: ")
 }
 
 func exited(p *proc) bool {
@@ -123,21 +131,23 @@ func (f *fleet) ensure() {
 	}
 }
 
-// stop asks every process to stop (SIGTERM: drain, then exit) and waits.
+// stop asks every running process to stop (SIGTERM: drain, then exit),
+// waits, and fails the test for any that did not exit 0 (a race the
+// detector found makes it exit 66). Calling it again does nothing.
 func (f *fleet) stop() {
 	f.mu.Lock()
-	f.stopping = true
-	procs := append([]*proc{}, f.slots...)
-	f.mu.Unlock()
-	for _, p := range procs {
-		if p != nil && !exited(p) {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var running []*proc
+	for _, p := range f.slots {
+		if p != nil && !exited(p) && !f.stopping {
+			running = append(running, p)
 		}
 	}
-	for _, p := range procs {
-		if p == nil {
-			continue
-		}
+	f.stopping = true
+	f.mu.Unlock()
+	for _, p := range running {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range running {
 		select {
 		case <-p.done:
 		case <-time.After(time.Minute):
@@ -145,14 +155,18 @@ func (f *fleet) stop() {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		if p.err != nil {
+			f.t.Errorf("worker %d stopped with %v; see its log in %s", p.cmd.Process.Pid, p.err, f.logDir)
+		}
 	}
 }
 
-// counts returns the kills, the exits on their own and the starts so far.
-func (f *fleet) counts() (kills, exits, starts int) {
+// counts returns the kills, the exits on their own while working and
+// before, and the starts so far.
+func (f *fleet) counts() (kills, exits, refused, starts int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.kills, f.exits, f.starts
+	return f.kills, f.exits, f.refused, f.starts
 }
 
 // cli runs the built pgbus with args against url and returns its stdout and
