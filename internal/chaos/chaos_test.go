@@ -67,7 +67,7 @@ func chaosDuration(t *testing.T) time.Duration {
 
 // harness is everything the soak runs.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	pg    *cluster
 	st    *store.Store
@@ -97,7 +97,7 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(h.fleet.stop)
 	h.mcp = h.startMCP()
 	h.send = &sender{st: st, queues: queues, rate: sendRate}
-	h.fix = &repairs{st: st, url: h.pg.URL(), queues: queues, mcp: h.mcp, calls: map[string]int{}}
+	h.fix = &repairs{st: st, url: h.pg.URL(), queues: queues, mcp: h.mcp, calls: map[string]int{}, logf: t.Logf}
 	return h
 }
 

@@ -14,7 +14,7 @@ var binary string
 // the test suite does not pay for a build it skips.
 func TestMain(m *testing.M) {
 	if os.Getenv(envChaos) == "" {
-		os.Exit(m.Run())
+		os.Exit(pgtest.Main(m))
 	}
 	os.Exit(pgtest.MainWithBinary(m, &binary))
 }

@@ -26,6 +26,7 @@ type repairs struct {
 	url    string
 	queues []string
 	mcp    *client.Client
+	logf   func(format string, args ...any)
 
 	mu sync.Mutex
 	// calls by front end and operation, e.g. "cli dlq retry"
@@ -148,6 +149,7 @@ func (r *repairs) record(call string, retry bool, batch int, out []byte, err err
 	if err != nil {
 		r.errors++
 		moved, unsure = 0, batch
+		r.logf("%s failed as a whole (PostgreSQL restarting?): %.300v", call, err)
 	}
 	if retry {
 		r.retried, r.retryUnsure = r.retried+moved, r.retryUnsure+unsure
