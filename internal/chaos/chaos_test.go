@@ -81,6 +81,8 @@ type harness struct {
 	restartErrs int
 }
 
+// newHarness starts the cluster, the downstream, the workers and the MCP
+// server, and creates the queues.
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, dir: logDir(t), pg: startCluster(t), down: startDownstream(t), restarts: map[string]int{}}
 	ctx := context.Background()
@@ -92,13 +94,23 @@ func newHarness(t *testing.T) *harness {
 	h.st = st
 	h.createQueues()
 	cfg := h.writeConfig()
-	h.fleet = newFleet(t, workers, h.dir, "work", "--config", cfg, "--database-url", h.pg.URL(), "--log-format", "json")
+	h.fleet = newFleet(t, workers, h.dir, "work", "--config", cfg, "--database-url", h.pg.URL(), "--log-format", "json",
+		"--for", workerLifetime(t).String())
 	h.fleet.ensure()
 	t.Cleanup(h.fleet.stop)
 	h.mcp = h.startMCP()
 	h.send = &sender{st: st, queues: queues, rate: sendRate}
 	h.fix = &repairs{st: st, url: h.pg.URL(), queues: queues, mcp: h.mcp, calls: map[string]int{}, logf: t.Logf}
 	return h
+}
+
+// workerLifetime bounds how long a worker runs: past the test's deadline,
+// so that workers never outlive a test that go test ended by its timeout.
+func workerLifetime(t *testing.T) time.Duration {
+	if dl, ok := t.Deadline(); ok {
+		return time.Until(dl).Round(time.Second) + time.Minute
+	}
+	return 24 * time.Hour
 }
 
 // logDir makes the directory of the processes' logs and the configuration
@@ -123,10 +135,10 @@ func logDir(t *testing.T) string {
 func (h *harness) createQueues() {
 	ctx := context.Background()
 	for _, q := range queues {
-		out, code, err := cli(ctx, h.pg.URL(), "queue", "create", q, "--max-retries", "3",
+		out, err := cli(ctx, h.pg.URL(), "queue", "create", q, "--max-retries", "3",
 			"--backoff", "50ms", "--backoff-max", "500ms", "--jitter", "0.2", "--visibility-timeout", "3s")
-		if err != nil || code != 0 {
-			h.t.Fatalf("pgbus queue create %s: exit %d, %v\n%s", q, code, err, out)
+		if err != nil {
+			h.t.Fatalf("%v\n%s", err, out)
 		}
 	}
 }

@@ -84,12 +84,12 @@ func (r *repairs) cliIDs(ctx context.Context, op, q string) {
 	for _, id := range ids {
 		args = append(args, strconv.FormatInt(id, 10))
 	}
-	out, _, err := cli(ctx, r.url, args...)
+	out, err := cli(ctx, r.url, args...)
 	r.record("cli dlq "+op, op == "retry", len(ids), out, err)
 }
 
 func (r *repairs) cliRetryAll(ctx context.Context, q string) {
-	out, _, err := cli(ctx, r.url, "dlq", "retry-all", "--queue", q, "--yes", "--json",
+	out, err := cli(ctx, r.url, "dlq", "retry-all", "--queue", q, "--yes", "--json",
 		"--limit", strconv.Itoa(retryAllLimit))
 	r.record("cli dlq retry-all", true, retryAllLimit, out, err)
 }
@@ -134,13 +134,17 @@ func (r *repairs) pickDead(ctx context.Context, q string) []int64 {
 
 // record counts one call: what it reported, or, when it failed as a whole
 // (the server restarting under it), the batch it may have moved in part.
+// A command that printed its result reported it, whatever its exit code.
 func (r *repairs) record(call string, retry bool, batch int, out []byte, err error) {
+	// The results of a retry and of a discard: the same fields but one.
 	var res struct {
 		ops.DLQDiscard
 		Retried int `json:"retried"`
 	}
-	if err == nil {
-		err = json.Unmarshal(out, &res)
+	if jerr := json.Unmarshal(out, &res); jerr == nil {
+		err = nil
+	} else if err == nil {
+		err = fmt.Errorf("%s printed no result: %w", call, jerr)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
