@@ -124,6 +124,7 @@ func (h *harness) checkMoves(rows []stored) map[string]int {
 	for _, q := range queues {
 		discarded += where["a_"+q+"_dlq"]
 	}
+	h.t.Logf("recorded: %d trips out of a DLQ, %d messages discarded", trips, discarded)
 	f := h.fix
 	if trips < f.retried || trips > f.retried+f.retryUnsure {
 		h.t.Errorf("messages record %d trips out of a DLQ; the calls reported %d retried, and at most %d more unsure", trips, f.retried, f.retryUnsure)
