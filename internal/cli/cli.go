@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -174,7 +175,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.serveCommand())
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
-	root.Version = version()
+	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
