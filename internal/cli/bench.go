@@ -41,7 +41,7 @@ print one JSON line per run on stdout plus a summary on stderr.
 			if runs < 1 || runs > 100 {
 				return usageError{fmt.Errorf("--runs %d: use 1 to 100", runs)}
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
   pgbus bench dlq --messages 100000 --calls 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -21,13 +22,13 @@ const AuditClient = "cli"
 // service returns the operations layer over db as the CLI uses it: the
 // person at the terminal has the database, so payloads are shown when a
 // command asks for them, whole (secrets still redacted).
-func (a *app) service(db *database) (*ops.Service, error) {
+func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	return ops.New(db.Store, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, Logger: a.log})
 }
 
 // session is an open database and the operations layer over it.
 type session struct {
-	db  *database
+	db  *dbopen.DB
 	ops *ops.Service
 }
 
@@ -36,17 +37,17 @@ type session struct {
 // operations layer over it; ctx names the CLI as the client of what it
 // records in the audit log.
 func (a *app) open(ctx context.Context) (context.Context, *session, error) {
-	return a.openSession(ctx, a.openChecked)
+	return a.openSession(ctx, false)
 }
 
 // openMigrated is open for the commands that create queues or run workers:
 // it migrates the schema first.
 func (a *app) openMigrated(ctx context.Context) (context.Context, *session, error) {
-	return a.openSession(ctx, a.openDatabase)
+	return a.openSession(ctx, true)
 }
 
-func (a *app) openSession(ctx context.Context, openDB func(context.Context) (*database, error)) (context.Context, *session, error) {
-	db, err := openDB(ctx)
+func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *session, error) {
+	db, err := a.openDB(ctx, migrate)
 	if err != nil {
 		return ctx, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -141,24 +142,6 @@ func (s *settingsFlags) given(f *pflag.FlagSet) config.Settings {
 	return out
 }
 
-// settingsChange turns configuration settings (from flags and the file)
-// into a change of the operations layer.
-func settingsChange(c config.Settings) ops.SettingsChange {
-	dur := func(d *config.Duration) *time.Duration {
-		if d == nil {
-			return nil
-		}
-		v := d.D()
-		return &v
-	}
-	out := ops.SettingsChange{MaxRetries: c.MaxRetries, VisibilityTimeout: dur(c.VisibilityTimeout), Backoff: dur(c.Backoff),
-		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess}
-	if c.Strategy != "" {
-		out.Strategy = &c.Strategy
-	}
-	return out
-}
-
 func (a *app) queueCreateCommand() *cobra.Command {
 	var (
 		sf         settingsFlags
@@ -202,7 +185,7 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 				return err
 			}
 			defer s.Close()
-			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: settingsChange(given.Over(fileQ.Settings))})
+			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: runner.SettingsChange(given.Over(fileQ.Settings))})
 			if err != nil {
 				return err
 			}
