@@ -151,7 +151,7 @@ func (e notFoundError) Unwrap() error { return ops.ErrNotFound }
 // as the matching MCP tool's), else in words by render. status, when
 // given, then turns the result into the command's exit status (ids not
 // handled), however it was printed.
-func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
+func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
 	render func(Res) error, status ...func(Res) error) error {
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
@@ -162,7 +162,7 @@ func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Ser
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		err = printJSON(a.stdout, res)
 	} else {
 		err = render(res)
@@ -173,10 +173,11 @@ func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Ser
 	return err
 }
 
-// jsonFlag adds --json, which prints what the command prints as the
-// matching MCP tool's JSON.
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print the result as JSON, the same as the MCP tool's")
+// jsonFlag adds --json to cmd, which makes run print the result as the
+// matching MCP tool's JSON, and returns cmd.
+func jsonFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().Bool("json", false, "print the result as JSON, the same as the MCP tool's")
+	return cmd
 }
 
 // pageFlags adds --cursor and --limit of a paged list.
