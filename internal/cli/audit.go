@@ -62,6 +62,5 @@ command ("dlq retry").`,
 	f.StringVar(&client, "client", "", "only entries of this client, e.g. cli")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
 )
 
@@ -71,6 +72,13 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	}
 	fmt.Fprintf(out, "all %d jobs settled in %.1fs: %d succeeded (some after retries), %d dead-lettered\n\n",
 		rep.Jobs, time.Since(started).Seconds(), rep.Succeeded, rep.DeadLettered)
+	return a.printDemoReport(rep, s.db)
+}
+
+// printDemoReport prints how the demo's jobs ended and what to try next on
+// the database db.
+func (a *app) printDemoReport(rep demo.Report, db *dbopen.DB) error {
+	out := a.stdout
 	fmt.Fprintln(out, "Queues (pgbus queues):")
 	if err := writeQueueStats(out, rep.Queues); err != nil {
 		return err
@@ -79,9 +87,9 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	if err := writeDeadSummary(out, rep.Dead); err != nil {
 		return err
 	}
-	where := demo.Where{External: s.db.Embedded == nil}
+	where := demo.Where{External: db.Embedded == nil}
 	if !where.External && a.sources["data-dir"] != "" {
-		where.DataDir = s.db.Embedded.DataDir()
+		where.DataDir = db.Embedded.DataDir()
 	}
 	next, err := demo.NextSteps(where, rep.Dead.Groups)
 	if err != nil {

@@ -118,8 +118,7 @@ with their reasons, first and last time seen, and a few sample ids to show.
 		},
 	}
 	ff.add(cmd.Flags())
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqListCommand() *cobra.Command {
@@ -161,8 +160,7 @@ MCP tool pgbus_dlq_list.`,
 	}
 	ff.add(cmd.Flags())
 	pageFlags(cmd.Flags(), &req.Cursor, &req.Limit)
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqShowCommand() *cobra.Command {
@@ -195,8 +193,7 @@ looked up in every DLQ.`,
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqRetryCommand() *cobra.Command {
@@ -246,8 +243,7 @@ in the DLQ's archive and the replacement noted in its history.
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
@@ -298,8 +294,7 @@ move and changes nothing. A progress bar is shown on a terminal.
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqDiscardCommand() *cobra.Command {
@@ -362,8 +357,7 @@ pgbus_dlq_discard.`,
 	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqPurgeCommand() *cobra.Command {
@@ -414,6 +408,5 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages discarded longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }

@@ -182,6 +182,5 @@ pgbus_queue_messages.`,
 	f.StringVar(&req.State, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
 	pageFlags(f, &req.Cursor, &req.Limit)
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }

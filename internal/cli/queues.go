@@ -236,8 +236,7 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 // confirmFlag words a refusal for want of confirmation as the CLI asks for
@@ -291,9 +290,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 }
 
 func (a *app) queuePurgeCommand() *cobra.Command {
-	var (
-		yes bool
-	)
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "purge QUEUE --yes",
 		Short: "Delete every live message of a queue (not its archive or DLQ)",
@@ -314,6 +311,5 @@ for those). This cannot be undone, so it needs --yes.`,
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }

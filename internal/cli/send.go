@@ -76,6 +76,5 @@ queue created with --priorities (0, the default, is read first).`,
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
-	jsonFlag(cmd)
-	return cmd
+	return jsonFlag(cmd)
 }
