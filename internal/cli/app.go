@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pgbus/pgbus/embedpg"
-	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -75,7 +75,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 		if err != nil {
 			return usageError{err}
 		}
-		if err := checkHandlers(cfg); err != nil {
+		if err := cfg.CheckHandlers(); err != nil {
 			return usageError{err}
 		}
 		a.cfg = cfg
@@ -174,101 +174,27 @@ func configKeyOf(flag string) string {
 	return string(out)
 }
 
-// checkHandlers builds every configured handler once, so that an unknown
-// handler type or a bad option fails at start, naming the file and key.
-func checkHandlers(cfg *config.File) error {
-	for _, name := range cfg.QueueNames() {
-		q := cfg.Queues[name]
-		if q.Handler == nil {
-			continue
-		}
-		if _, _, err := handlers.Build(*q.Handler); err != nil {
-			return cfg.Errorf("queues."+name+".handler", "%v", err)
-		}
-	}
-	return nil
-}
-
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// database is an open store whose schema is current, and what it runs on.
-type database struct {
-	*store.Store
-	Status   store.MigrationStatus
-	Embedded *embedpg.Cluster // nil for an external server
-}
-
-// Where describes the database for status lines, without credentials.
-func (d *database) Where() string {
-	if d.Embedded != nil {
-		return "embedded PostgreSQL in " + d.Embedded.DataDir()
-	}
-	return "PostgreSQL at " + d.Store.Pool().Config().ConnConfig.Host
-}
-
-// Close closes the pool and stops the embedded server if this process was
-// its last user.
-func (d *database) Close() {
-	d.Store.Close()
-	if d.Embedded != nil {
-		_ = d.Embedded.Stop(context.Background())
-	}
-}
-
-// Commands open the database in one of two ways. Those that create queues
-// or run workers (migrate, work, demo, serve unless it is --read-only
-// without workers, queue create, bench) call openDatabase, which migrates.
-// The rest call openChecked: they need no DDL, so they only check that the
-// schema is current and fail, saying to run pgbus migrate, when it is not.
-// A role that may only read can run the read commands that way, and none
-// of them writes anything on start. migrateCommand's help lists both sets.
-
-// openDatabase connects (starting the embedded server when no URL is given)
-// and applies any pending migration.
-func (a *app) openDatabase(ctx context.Context) (*database, error) {
-	return a.openWith(ctx, (*store.Store).Migrate)
-}
-
-// openChecked connects (starting the embedded server when no URL is given)
-// and checks that the schema is current, changing nothing: for the commands
-// that read, or write rows but no tables.
-func (a *app) openChecked(ctx context.Context) (*database, error) {
-	return a.openWith(ctx, (*store.Store).CheckSchema)
-}
-
-// openWith connects and readies the schema with prepare: Migrate or
-// CheckSchema.
-func (a *app) openWith(ctx context.Context, prepare func(*store.Store, context.Context) (store.MigrationStatus, error)) (*database, error) {
-	db := &database{}
-	url := a.databaseURL
-	if url == "" {
-		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: a.dataDir, Logger: a.log})
-		if err != nil {
-			return nil, err
-		}
-		db.Embedded, url = cluster, cluster.URL()
-	}
-	s, err := store.Open(ctx, url)
+// openDB opens the database (dbopen): migrate is for the commands that
+// create queues or run workers (migrate, work, demo, serve unless it is
+// --read-only without workers, queue create, bench); the rest only check
+// that the schema is current and fail, saying to run pgbus migrate, when it
+// is not. migrateCommand's help lists both sets.
+func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log})
 	if err != nil {
-		db.stopEmbedded()
 		return nil, err
 	}
-	db.Store = s
-	a.role = s.Pool().Config().ConnConfig.User
-	if db.Status, err = prepare(s, ctx); err != nil {
+	a.role = db.Role()
+	if err := db.Prepare(ctx, migrate); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
-}
-
-func (d *database) stopEmbedded() {
-	if d.Embedded != nil {
-		_ = d.Embedded.Stop(context.Background())
-	}
 }
 
 // explain adds to an error PostgreSQL raised for lack of a privilege which

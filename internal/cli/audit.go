@@ -13,7 +13,6 @@ func (a *app) auditCommand() *cobra.Command {
 	var (
 		tool, client, cursor string
 		limit                int
-		asJSON               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -36,7 +35,7 @@ command ("dlq retry").`,
 			if limit < 1 || limit > ops.MaxPageSize {
 				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
 			}
-			return run(a, cmd, asJSON, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
+			return run(a, cmd, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
 				if len(page.Items) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no recorded write operations")
 					return err
@@ -64,8 +63,7 @@ command ("dlq retry").`,
 	f.StringVar(&client, "client", "", "only entries of this client, e.g. cli")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 // auditVia is how an entry's call came in, and who authenticated it.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,27 +40,19 @@ print one JSON line per run on stdout plus a summary on stderr.
 			if runs < 1 || runs > 100 {
 				return usageError{fmt.Errorf("--runs %d: use 1 to 100", runs)}
 			}
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
 			opts.Logger = a.log
 			for _, w := range names {
-				var speeds []float64
-				for range runs {
-					opts.Workload = w
-					res, err := bench.Run(cmd.Context(), db.Store, opts)
-					if err != nil {
-						return err
-					}
-					line, _ := json.Marshal(res)
-					fmt.Fprintln(a.stdout, string(line))
-					speeds = append(speeds, res.JobsPerSecond)
+				opts.Workload = w
+				median, err := bench.Repeat(cmd.Context(), db.Store, opts, runs, func(res bench.Result) { printJSONLine(a.stdout, res) })
+				if err != nil {
+					return err
 				}
-				slices.Sort(speeds)
-				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %d workers)\n",
-					w, speeds[len(speeds)/2], runs, opts.Jobs, opts.Workers)
+				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %d workers)\n", w, median, runs, opts.Jobs, opts.Workers)
 			}
 			return nil
 		},
@@ -90,7 +81,7 @@ JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
   pgbus bench dlq --messages 100000 --calls 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -99,8 +90,7 @@ JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
 			if err != nil {
 				return err
 			}
-			line, _ := json.Marshal(res)
-			fmt.Fprintln(a.stdout, string(line))
+			printJSONLine(a.stdout, res)
 			fmt.Fprintf(a.stderr, "%d dead messages over %d queues loaded in %.1fs\n", res.Messages, res.Queues, res.LoadSeconds)
 			for _, op := range res.Operations {
 				fmt.Fprintf(a.stderr, "  %-40s p50 %8.2f ms   p99 %8.2f ms\n", op.Operation, op.P50MS, op.P99MS)

@@ -1,5 +1,8 @@
-// Package cli implements the pgbus command line: subcommands, flags, and the
-// wiring from them to store and engine.
+// Package cli is the pgbus command line: it parses subcommands, flags and
+// arguments into requests of the packages below (ops for operations,
+// dbopen for the database, config and runner for workers and the MCP
+// server, demo, bench) and renders their results as tables, words, JSON
+// and progress bars, with the exit codes scripts rely on.
 package cli
 
 import (
@@ -15,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -174,7 +178,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.serveCommand())
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
-	root.Version = version()
+	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }

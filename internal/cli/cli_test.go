@@ -166,3 +166,11 @@ func TestBadDatabaseURL(t *testing.T) {
 		t.Fatalf("exit %d stderr %q; want a failure naming the database URL", r.code, r.stderr)
 	}
 }
+
+// pgbus help config prints the configuration file's help.
+func TestHelpConfig(t *testing.T) {
+	r := pgbus(t, nil, "help", "config")
+	if r.code != 0 || !strings.Contains(r.stdout, "Every setting is taken from the first of:") || !strings.Contains(r.stdout, "  type: exec\n") {
+		t.Fatalf("pgbus help config: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,105 +1,15 @@
 package cli
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 
-	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
 )
-
-// configHelp documents the configuration file and the order of settings.
-const configHelp = `pgbus reads an optional configuration file, given with --config FILE or the
-environment variable PGBUS_CONFIG. It is YAML, decoded strictly: an unknown
-key, a value of the wrong type, a negative number or an unknown handler type
-stops pgbus at start with the file, line, key and reason (exit code 2).
-
-Every setting is taken from the first of:
-  1. a command-line flag           --database-url, --log-level, --poll-interval, ...
-  2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR, PGBUS_LOG_FORMAT,
-                                   PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
-                                   PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
-                                   PGBUS_DRAIN_TIMEOUT
-  3. the configuration file
-  4. the built-in default
-
-Example (every key but the handler types' own, which follow it):
-
-  database_url: postgres://app@db.internal:5432/app   # default: embedded PostgreSQL
-  data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory
-  log_format: auto                  # auto, text or json
-  log_level: info                   # debug, info, warn or error
-  worker:
-    poll_interval: 1s               # read idle queues this often (10ms..1h)
-    drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
-  queues:
-    orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
-      concurrency: 10               # jobs at once per process (default 10)
-      handler:
-        type: demo                  # built-in handlers: demo, http, exec
-        timeout: 10s                # one attempt's limit (see Handler blocks below)
-        latency: 10ms               # the demo type's own key
-      max_retries: 5                # runs before dead-lettering, 0..1000
-      visibility_timeout: 30s       # 1s..24h
-      strategy: exponential         # or polynomial
-      backoff: 5s                   # first retry delay, doubling...
-      backoff_max: 5m               # ...up to this
-      jitter: 0.15                  # ±15%
-      delete_on_success: false      # true: delete finished jobs instead of archiving
-
-Durations take a unit: 500ms, 30s, 5m, 1h.
-
-pgbus work works the file's queues (unless --queue or PGBUS_QUEUES names
-others), creating those that are missing and storing their retry settings in
-the database, where every worker process shares them. pgbus queue create NAME
-uses the file's settings for NAME under its own flags.`
 
 func configHelpTopic() *cobra.Command {
 	return &cobra.Command{
 		Use:   "config",
 		Short: "The configuration file and the order of settings (flags > env > file > defaults)",
-		Long:  configHelp + "\n\n" + handlerHelp(),
-	}
-}
-
-// handlerHelp documents the keys of handler blocks, made from the option
-// structs of package handlers so that it lists every key there is.
-func handlerHelp() string {
-	var b strings.Builder
-	b.WriteString("Handler blocks (queues.NAME.handler) take these keys:\n\n")
-	writeOptions(&b, handlers.CommonOptions(), 2)
-	b.WriteString("\nand the keys of their type:\n")
-	for _, t := range handlers.Docs() {
-		b.WriteString("\n  type: " + t.Type + "\n")
-		writeWrapped(&b, t.Summary, 6)
-		writeOptions(&b, t.Options, 4)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func writeOptions(b *strings.Builder, opts []handlers.Option, indent int) {
-	for _, o := range opts {
-		b.WriteString(strings.Repeat(" ", indent) + o.Key + ": " + o.Value + "\n")
-		writeWrapped(b, o.Doc, indent+4)
-		writeOptions(b, o.Options, indent+4)
-	}
-}
-
-// writeWrapped writes text in lines of at most 80 columns, indented.
-func writeWrapped(b *strings.Builder, text string, indent int) {
-	const width = 80
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && indent+len(line)+1+len(word) > width {
-			b.WriteString(strings.Repeat(" ", indent) + line + "\n")
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
-		b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+		Long:  config.Help(),
 	}
 }

@@ -91,8 +91,7 @@ func (ff *filterFlags) flags() string {
 
 func (a *app) dlqSummaryCommand() *cobra.Command {
 	var (
-		ff     filterFlags
-		asJSON bool
+		ff filterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "summary",
@@ -109,7 +108,7 @@ with their reasons, first and last time seen, and a few sample ids to show.
 			if err != nil {
 				return err
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
+			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
 				if err := writeDeadSummary(a.stdout, sum); err != nil {
 					return err
 				}
@@ -119,15 +118,13 @@ with their reasons, first and last time seen, and a few sample ids to show.
 		},
 	}
 	ff.add(cmd.Flags())
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqListCommand() *cobra.Command {
 	var (
-		ff     filterFlags
-		req    ops.DLQListRequest
-		asJSON bool
+		ff  filterFlags
+		req ops.DLQListRequest
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -149,7 +146,7 @@ MCP tool pgbus_dlq_list.`,
 			if err := checkLimit(req.Limit); err != nil {
 				return err
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQList, req, func(page ops.DLQList) error {
+			return run(a, cmd, (*ops.Service).DLQList, req, func(page ops.DLQList) error {
 				if err := writeDeadList(a.stdout, page); err != nil {
 					return err
 				}
@@ -163,14 +160,13 @@ MCP tool pgbus_dlq_list.`,
 	}
 	ff.add(cmd.Flags())
 	pageFlags(cmd.Flags(), &req.Cursor, &req.Limit)
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqShowCommand() *cobra.Command {
 	var (
-		queue             string
-		noPayload, asJSON bool
+		queue     string
+		noPayload bool
 	)
 	cmd := &cobra.Command{
 		Use:         "show ID",
@@ -191,20 +187,19 @@ looked up in every DLQ.`,
 			if err != nil {
 				return err
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload},
+			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload},
 				func(m ops.DeadMessage) error { return writeDeadMessage(a.stdout, m, noPayload) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqRetryCommand() *cobra.Command {
 	var (
 		queue, payload string
-		dryRun, asJSON bool
+		dryRun         bool
 	)
 	cmd := &cobra.Command{
 		Use:         "retry ID...",
@@ -241,22 +236,21 @@ in the DLQ's archive and the replacement noted in its history.
 					return err
 				}
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQRetry, req, a.printRetry,
+			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry,
 				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
 	var (
-		ff                  filterFlags
-		limit               int
-		yes, dryRun, asJSON bool
+		ff          filterFlags
+		limit       int
+		yes, dryRun bool
 	)
 	cmd := &cobra.Command{
 		Use:   "retry-all --yes [FILTERS]",
@@ -288,7 +282,7 @@ move and changes nothing. A progress bar is shown on a terminal.
 				defer bar.finish()
 				req.Progress = bar.callback()
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
+			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
 				if rep.Failed > 0 {
 					return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
 				}
@@ -300,15 +294,14 @@ move and changes nothing. A progress bar is shown on a terminal.
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqDiscardCommand() *cobra.Command {
 	var (
-		ff               filterFlags
-		limit            int
-		all, yes, asJSON bool
+		ff       filterFlags
+		limit    int
+		all, yes bool
 	)
 	cmd := &cobra.Command{
 		Use:         "discard [ID...] [--queue Q] [FILTERS --yes]",
@@ -356,7 +349,7 @@ pgbus_dlq_discard.`,
 				defer bar.finish()
 				req.Progress = bar.callback()
 			}
-			return run(a, cmd, asJSON, (*ops.Service).DLQDiscard, req, a.printDiscard,
+			return run(a, cmd, (*ops.Service).DLQDiscard, req, a.printDiscard,
 				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes) })
 		},
 	}
@@ -364,14 +357,13 @@ pgbus_dlq_discard.`,
 	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 func (a *app) dlqPurgeCommand() *cobra.Command {
 	var (
 		queue, olderThan string
-		yes, asJSON      bool
+		yes              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "purge --yes [--queue Q] [--older-than AGE]",
@@ -407,7 +399,7 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				})
 				return res, err
 			}
-			return run(a, cmd, asJSON, purge, req, func(res ops.DLQPurge) error {
+			return run(a, cmd, purge, req, func(res ops.DLQPurge) error {
 				_, err := fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", res.Purged)
 				return err
 			})
@@ -416,6 +408,5 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages discarded longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }

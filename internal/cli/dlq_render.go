@@ -183,9 +183,16 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 // refuse answers a bulk operation given without --yes: a usage error
 // saying how many dead messages (up to limit) the filter would touch.
 func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format string) error {
-	return run(a, cmd, false, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
-		return usageError{fmt.Errorf(format, min(sum.Total, int64(limit)))}
-	})
+	ctx, s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sum, err := s.ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: f})
+	if err != nil {
+		return err
+	}
+	return usageError{fmt.Errorf(format, min(sum.Total, int64(limit)))}
 }
 
 // checkBulkLimit checks the --limit of a bulk operation.

@@ -35,7 +35,7 @@ queues, cover the queues made later.`,
   pgbus migrate --database-url postgres://app@db.internal/app`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := a.openDatabase(cmd.Context())
+			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

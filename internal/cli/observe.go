@@ -17,8 +17,7 @@ func noArgs[Res any](op func(*ops.Service, context.Context) (Res, error)) func(*
 }
 
 func (a *app) healthCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return jsonFlag(&cobra.Command{
 		Use:   "health",
 		Short: "One-look health: OK, DEGRADED or STALLED, with the reasons and what to look at next",
 		Long: `Check queues and workers: STALLED when ready work is not being done (no
@@ -30,7 +29,7 @@ verdict; --json prints the same result as the MCP tool pgbus_health.`,
   pgbus health --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, asJSON, noArgs((*ops.Service).Health), struct{}{}, func(h ops.Health) error {
+			return run(a, cmd, noArgs((*ops.Service).Health), struct{}{}, func(h ops.Health) error {
 				fmt.Fprintf(a.stdout, "%s: %d queues, %d ready, %d dead, %d workers running\n", h.Status, h.Queues, h.Backlog, h.DeadMessages, h.Workers)
 				for _, r := range h.Reasons {
 					fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
@@ -41,14 +40,11 @@ verdict; --json prints the same result as the MCP tool pgbus_health.`,
 				return nil
 			})
 		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func (a *app) workersCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return jsonFlag(&cobra.Command{
 		Use:   "workers",
 		Short: "Worker processes of the last 24 hours: running, stale (crashed or hung) or stopped",
 		Long: `List the worker processes (pgbus work, pgbus serve with workers, Go programs
@@ -60,7 +56,7 @@ pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, asJSON, noArgs((*ops.Service).Workers), struct{}{}, func(ws ops.Workers) error {
+			return run(a, cmd, noArgs((*ops.Service).Workers), struct{}{}, func(ws ops.Workers) error {
 				if len(ws.Workers) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
 					return err
@@ -76,14 +72,11 @@ pgbus_workers.`,
 				return err
 			})
 		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func (a *app) circuitsCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return jsonFlag(&cobra.Command{
 		Use:   "circuits",
 		Short: "Circuit breakers shared by all workers, and their state",
 		Long: `List the circuit breakers (one per downstream: an HTTP host, a command, or a
@@ -96,7 +89,7 @@ MCP tool pgbus_circuits.`,
   pgbus circuit reset api.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, asJSON, noArgs((*ops.Service).Circuits), struct{}{}, func(cs ops.Circuits) error {
+			return run(a, cmd, noArgs((*ops.Service).Circuits), struct{}{}, func(cs ops.Circuits) error {
 				if len(cs.Circuits) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
 					return err
@@ -112,13 +105,10 @@ MCP tool pgbus_circuits.`,
 				return t.flush()
 			})
 		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func (a *app) circuitCommand() *cobra.Command {
-	var asJSON bool
 	reset := &cobra.Command{
 		Use:   "reset NAME",
 		Short: "Close a circuit breaker by hand, when its downstream is known to be back",
@@ -128,13 +118,13 @@ still fails, the breaker opens again after its threshold.`,
 		Example: `  pgbus circuit reset api.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(a, cmd, asJSON, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
+			return run(a, cmd, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
 				_, err := fmt.Fprintf(a.stdout, "circuit breaker %s is %s now\n", res.Name, res.State)
 				return err
 			})
 		},
 	}
-	jsonFlag(reset, &asJSON)
+	jsonFlag(reset)
 	cmd := groupCommand(&cobra.Command{
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
@@ -145,8 +135,8 @@ still fails, the breaker opens again after its threshold.`,
 
 func (a *app) queueMessagesCommand() *cobra.Command {
 	var (
-		req               ops.QueueMessagesRequest
-		noPayload, asJSON bool
+		req       ops.QueueMessagesRequest
+		noPayload bool
 	)
 	cmd := &cobra.Command{
 		Use:   "messages QUEUE",
@@ -165,7 +155,7 @@ pgbus_queue_messages.`,
 				return err
 			}
 			req.Queue, req.IncludePayload = args[0], !noPayload
-			return run(a, cmd, asJSON, (*ops.Service).QueueMessages, req, func(page ops.LiveMessages) error {
+			return run(a, cmd, (*ops.Service).QueueMessages, req, func(page ops.LiveMessages) error {
 				if len(page.Items) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no live messages")
 					return err
@@ -192,6 +182,5 @@ pgbus_queue_messages.`,
 	f.StringVar(&req.State, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
 	pageFlags(f, &req.Cursor, &req.Limit)
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -21,13 +22,13 @@ const AuditClient = "cli"
 // service returns the operations layer over db as the CLI uses it: the
 // person at the terminal has the database, so payloads are shown when a
 // command asks for them, whole (secrets still redacted).
-func (a *app) service(db *database) (*ops.Service, error) {
+func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	return ops.New(db.Store, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, Logger: a.log})
 }
 
 // session is an open database and the operations layer over it.
 type session struct {
-	db  *database
+	db  *dbopen.DB
 	ops *ops.Service
 }
 
@@ -36,17 +37,17 @@ type session struct {
 // operations layer over it; ctx names the CLI as the client of what it
 // records in the audit log.
 func (a *app) open(ctx context.Context) (context.Context, *session, error) {
-	return a.openSession(ctx, a.openChecked)
+	return a.openSession(ctx, false)
 }
 
 // openMigrated is open for the commands that create queues or run workers:
 // it migrates the schema first.
 func (a *app) openMigrated(ctx context.Context) (context.Context, *session, error) {
-	return a.openSession(ctx, a.openDatabase)
+	return a.openSession(ctx, true)
 }
 
-func (a *app) openSession(ctx context.Context, openDB func(context.Context) (*database, error)) (context.Context, *session, error) {
-	db, err := openDB(ctx)
+func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *session, error) {
+	db, err := a.openDB(ctx, migrate)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -150,7 +151,7 @@ func (e notFoundError) Unwrap() error { return ops.ErrNotFound }
 // as the matching MCP tool's), else in words by render. status, when
 // given, then turns the result into the command's exit status (ids not
 // handled), however it was printed.
-func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
+func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
 	render func(Res) error, status ...func(Res) error) error {
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
@@ -161,7 +162,7 @@ func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Ser
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		err = printJSON(a.stdout, res)
 	} else {
 		err = render(res)
@@ -172,10 +173,11 @@ func run[Req, Res any](a *app, cmd *cobra.Command, asJSON bool, op func(*ops.Ser
 	return err
 }
 
-// jsonFlag adds --json, which prints what the command prints as the
-// matching MCP tool's JSON.
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print the result as JSON, the same as the MCP tool's")
+// jsonFlag adds --json to cmd, which makes run print the result as the
+// matching MCP tool's JSON, and returns cmd.
+func jsonFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().Bool("json", false, "print the result as JSON, the same as the MCP tool's")
+	return cmd
 }
 
 // pageFlags adds --cursor and --limit of a paged list.

@@ -24,6 +24,13 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printJSONLine writes v as one line of JSON, as the benchmarks report
+// each run.
+func printJSONLine(w io.Writer, v any) {
+	line, _ := json.Marshal(v)
+	fmt.Fprintln(w, string(line))
+}
+
 // table writes aligned columns; call flush when done.
 type table struct{ tw *tabwriter.Writer }
 

@@ -10,13 +10,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
 func (a *app) queuesCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return jsonFlag(&cobra.Command{
 		Use:   "queues [QUEUE]",
 		Short: "Show queue statistics: depth, retries, dead letters, throughput",
 		Long: `Show every work queue (or one) with what is in it and how it is doing:
@@ -40,12 +40,10 @@ func (a *app) queuesCommand() *cobra.Command {
 					return err
 				}
 			}
-			return run(a, cmd, asJSON, (*ops.Service).QueueStats, ops.QueueStatsRequest{Queue: queue},
+			return run(a, cmd, (*ops.Service).QueueStats, ops.QueueStatsRequest{Queue: queue},
 				func(res ops.QueueStatsResult) error { return writeQueueStats(a.stdout, res.Queues) })
 		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func (a *app) queueCommand() *cobra.Command {
@@ -141,29 +139,10 @@ func (s *settingsFlags) given(f *pflag.FlagSet) config.Settings {
 	return out
 }
 
-// settingsChange turns configuration settings (from flags and the file)
-// into a change of the operations layer.
-func settingsChange(c config.Settings) ops.SettingsChange {
-	dur := func(d *config.Duration) *time.Duration {
-		if d == nil {
-			return nil
-		}
-		v := d.D()
-		return &v
-	}
-	out := ops.SettingsChange{MaxRetries: c.MaxRetries, VisibilityTimeout: dur(c.VisibilityTimeout), Backoff: dur(c.Backoff),
-		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess}
-	if c.Strategy != "" {
-		out.Strategy = &c.Strategy
-	}
-	return out
-}
-
 func (a *app) queueCreateCommand() *cobra.Command {
 	var (
 		sf         settingsFlags
 		priorities int
-		asJSON     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create QUEUE",
@@ -202,11 +181,11 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 				return err
 			}
 			defer s.Close()
-			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: settingsChange(given.Over(fileQ.Settings))})
+			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: runner.SettingsChange(given.Over(fileQ.Settings))})
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return printJSON(a.stdout, res)
 			}
 			verb := "created queue %s and its dead-letter queue %s"
@@ -225,7 +204,7 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 	}
 	sf.add(cmd.Flags())
 	cmd.Flags().IntVar(&priorities, "priorities", 0, fmt.Sprintf("priority levels, 2 to %d (default: none)", store.MaxPriorities))
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().Bool("json", false, "print the result as JSON")
 	return cmd
 }
 
@@ -236,7 +215,7 @@ func describeSettings(s ops.RetrySettings) string {
 }
 
 func (a *app) queueDropCommand() *cobra.Command {
-	var yes, asJSON bool
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "drop QUEUE --yes",
 		Short: "Drop a queue with its messages, archive and dead-letter queue",
@@ -250,15 +229,14 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			return confirmFlag(run(a, cmd, asJSON, (*ops.Service).QueueDrop, ops.QueueDropRequest{Queue: name, Confirm: yes}, func(res ops.QueueDropped) error {
+			return confirmFlag(run(a, cmd, (*ops.Service).QueueDrop, ops.QueueDropRequest{Queue: name, Confirm: yes}, func(res ops.QueueDropped) error {
 				_, err := fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, res.DLQ)
 				return err
 			}), yes)
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }
 
 // confirmFlag words a refusal for want of confirmation as the CLI asks for
@@ -271,7 +249,6 @@ func confirmFlag(err error, yes bool) error {
 }
 
 func (a *app) queuePauseCommand(pause bool) *cobra.Command {
-	var asJSON bool
 	verb := "resume"
 	short := "Resume a paused queue: workers read it again"
 	long := `Let workers read a paused queue again. Resuming a queue that runs is not
@@ -283,7 +260,7 @@ an error.`
 the rest wait, and senders can still send. Every worker process sees the
 pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 	}
-	cmd := &cobra.Command{
+	return jsonFlag(&cobra.Command{
 		Use:     verb + " QUEUE",
 		Short:   short,
 		Long:    long,
@@ -298,7 +275,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 			if pause {
 				op = (*ops.Service).QueuePause
 			}
-			return run(a, cmd, asJSON, op, ops.QueueRequest{Queue: name}, func(res ops.QueuePaused) error {
+			return run(a, cmd, op, ops.QueueRequest{Queue: name}, func(res ops.QueuePaused) error {
 				state := map[bool]string{true: "paused", false: "running"}[pause]
 				if !res.Changed {
 					state = "already " + state
@@ -309,15 +286,11 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 				return err
 			})
 		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func (a *app) queuePurgeCommand() *cobra.Command {
-	var (
-		yes, asJSON bool
-	)
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "purge QUEUE --yes",
 		Short: "Delete every live message of a queue (not its archive or DLQ)",
@@ -331,13 +304,12 @@ for those). This cannot be undone, so it needs --yes.`,
 			if err := store.ValidateQueueName(name); err != nil {
 				return err
 			}
-			return confirmFlag(run(a, cmd, asJSON, (*ops.Service).QueuePurge, ops.QueuePurgeRequest{Queue: name, Confirm: yes}, func(res ops.QueuePurged) error {
+			return confirmFlag(run(a, cmd, (*ops.Service).QueuePurge, ops.QueuePurgeRequest{Queue: name, Confirm: yes}, func(res ops.QueuePurged) error {
 				_, err := fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
 				return err
 			}), yes)
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }

@@ -16,7 +16,6 @@ func (a *app) sendCommand() *cobra.Command {
 		delay                         time.Duration
 		priority                      int
 		headers                       []string
-		asJSON                        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "send QUEUE [PAYLOAD | @FILE | -]",
@@ -63,7 +62,7 @@ queue created with --priorities (0, the default, is read first).`,
 			if req.Headers, err = parseHeaders(headers); err != nil {
 				return err
 			}
-			return run(a, cmd, asJSON, (*ops.Service).Send, req, func(res ops.Sent) error {
+			return run(a, cmd, (*ops.Service).Send, req, func(res ops.Sent) error {
 				_, err := fmt.Fprintln(a.stdout, res.MsgID)
 				return err
 			})
@@ -77,6 +76,5 @@ queue created with --priorities (0, the default, is read first).`,
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	return jsonFlag(cmd)
 }

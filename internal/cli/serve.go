@@ -2,20 +2,15 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
-	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/tools"
 )
 
 // serveFlags are the options of pgbus serve.
@@ -93,116 +88,63 @@ serve runs no workers and only answers agents.`,
 	return cmd
 }
 
-func (f serveFlags) httpConfig(a *app) mcpserver.HTTPConfig {
-	return mcpserver.HTTPConfig{
-		Transport:      f.transport,
-		Addr:           f.addr,
-		AllowedOrigins: f.allowedOrigins,
-		AllowedHosts:   f.allowedHosts,
-		AuthToken:      f.authToken,
-		Logger:         a.log,
-		Ready: func(addr net.Addr) {
-			path := mcpserver.PathMCP
-			if f.transport == mcpserver.TransportSSE {
-				path = mcpserver.PathSSE
-			}
-			a.log.Info("pgbus MCP server listening", "transport", f.transport, "addr", addr.String(),
-				"url", "http://"+addr.String()+path, "auth", f.authToken != "", "read_only", f.readOnly)
-		},
+// mcpConfig is how serve serves agents, as the flags say.
+func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
+	return runner.MCPConfig{
+		Transport: f.transport,
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken},
+		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads,
+		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log,
 	}
 }
 
 // serveQueues settles the queues of serve's embedded workers as pgbus work
 // does: --queue, else PGBUS_QUEUES, else the configuration file's; the
 // handler from --handler, else PGBUS_HANDLER, else the file's.
-func (a *app) serveQueues(f serveFlags) ([]workQueue, error) {
+func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 	if len(f.work) > 0 {
 		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
 	}
-	specs, source := append(f.queues, f.work...), "--queue"
-	if len(specs) == 0 {
-		if v := os.Getenv(EnvQueues); v != "" {
-			specs, source = strings.Split(v, ","), "environment variable "+EnvQueues
-		}
-	}
-	w := &workFlags{handler: f.handler}
-	if w.handler == "" {
-		if w.handler = os.Getenv(EnvHandler); w.handler != "" {
-			a.sources["handler"] = "environment variable " + EnvHandler
+	specs, source := queueSpecs(append(f.queues, f.work...))
+	plan := config.WorkPlan{Specs: specs, Source: source, Handler: f.handler}
+	if plan.Handler == "" {
+		if plan.Handler = os.Getenv(EnvHandler); plan.Handler != "" {
+			plan.HandlerFrom = " (from environment variable " + EnvHandler + ")"
 		}
 	}
 	if len(specs) == 0 && len(a.cfg.Queues) == 0 {
 		return nil, nil
 	}
-	return a.workQueues(specs, source, w)
+	queues, err := a.cfg.WorkQueues(plan)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return queues, nil
 }
 
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// Every check of the command line comes before the database starts.
-	switch f.transport {
-	case mcpserver.TransportStdio:
-	case mcpserver.TransportHTTP, mcpserver.TransportSSE:
-		if err := f.httpConfig(a).Check(); err != nil {
-			return usageError{err}
-		}
-	default:
-		return usageError{fmt.Errorf("--transport %q: use stdio, http or sse", f.transport)}
+	mcp := a.mcpConfig(f)
+	if err := mcp.Check(); err != nil {
+		return usageError{err}
 	}
 	queues, err := a.serveQueues(f)
 	if err != nil {
 		return err
 	}
-
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
 	// and writes nothing, so a role that may only read can run it.
-	open := a.openMigrated
-	if f.readOnly && len(queues) == 0 {
-		open = a.open
-	}
-	ctx, sess, err := open(ctx)
+	ctx, sess, err := a.openSession(ctx, !f.readOnly || len(queues) > 0)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	db := sess.db
-	a.log.Info("pgbus serve: database ready", "where", db.Where(), "schema_version", db.Status.Version)
-
-	var workers sync.WaitGroup
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
-		stopWork()
-		workers.Wait()
-	}()
-	if len(queues) > 0 {
-		if err := prepareQueues(ctx, sess.ops, queues); err != nil {
-			return err
-		}
-		client, err := a.newWorkers(db, queues, engine.Config{})
-		if err != nil {
-			return err
-		}
-		a.log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
-		workers.Go(func() {
-			if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
-				a.log.Error("pgbus serve: embedded workers stopped", "err", err)
-			}
-		})
-	}
-
-	// Agents get the default bounds, the payload gate and read-only mode of
-	// the command line.
-	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: f.allowPayloads, ReadOnly: f.readOnly, Logger: a.log})
+	a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version)
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.log)
 	if err != nil {
 		return err
 	}
-	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: a.log})
-	if f.transport == mcpserver.TransportStdio {
-		a.log.Info("pgbus MCP server on stdio", "read_only", f.readOnly, "allow_payloads", f.allowPayloads)
-		err = mcpserver.ServeStdio(ctx, s, a.stdin, a.stdout, a.log)
-	} else {
-		err = mcpserver.ServeHTTP(ctx, s, f.httpConfig(a))
-	}
-	a.log.Info("pgbus MCP server stopped")
-	return err
+	defer stopWorkers()
+	return runner.ServeMCP(ctx, sess.db.Store, mcp)
 }

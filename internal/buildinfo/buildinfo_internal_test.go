@@ -1,11 +1,11 @@
-package cli
+package buildinfo
 
 import (
 	"runtime/debug"
 	"testing"
 )
 
-func TestVersionOf(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	vcs := func(modified string) []debug.BuildSetting {
 		return []debug.BuildSetting{
 			{Key: "vcs", Value: "git"},
@@ -24,9 +24,9 @@ func TestVersionOf(t *testing.T) {
 		{"", nil, "pgbus (devel)"},      // a test binary
 	}
 	for _, c := range cases {
-		got := versionOf(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pgbus/pgbus", Version: c.version}, Settings: c.settings})
+		got := describe(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pgbus/pgbus", Version: c.version}, Settings: c.settings})
 		if got != c.want {
-			t.Errorf("versionOf(%q) = %q, want %q", c.version, got, c.want)
+			t.Errorf("describe(%q) = %q, want %q", c.version, got, c.want)
 		}
 	}
 }

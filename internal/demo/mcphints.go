@@ -1,4 +1,4 @@
-package cli
+package demo
 
 import (
 	"encoding/json"
@@ -38,4 +38,12 @@ func mcpConfigHints(server mcpServer) (string, error) {
 		fmt.Fprintf(&b, "  For %s, in %s:\n    %s\n", strings.Join(f.Clients, " or "), f.Where, text)
 	}
 	return b.String(), nil
+}
+
+// mcpServer is pgbus's entry in an MCP client's configuration file.
+type mcpServer struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
 }

@@ -1,4 +1,4 @@
-package cli_test
+package config_test
 
 import (
 	"reflect"
@@ -11,15 +11,11 @@ import (
 	"github.com/pgbus/pgbus/internal/config"
 )
 
-// pgbus help config names every key the file takes: those of the file,
-// its worker and queue blocks, and of each handler type (in that type's
-// part), nested ones included.
-func TestHelpConfigNamesEveryKey(t *testing.T) {
-	r := pgbus(t, nil, "help", "config")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	out := r.stdout
+// The help (pgbus help config) names every key the file takes: those of
+// the file, its worker and queue blocks, and of each handler type (in that
+// type's part), nested ones included.
+func TestHelpNamesEveryKey(t *testing.T) {
+	out := config.Help()
 	for _, key := range yamlKeys(reflect.TypeFor[config.File]()) {
 		if !hasKey(out, key) {
 			t.Errorf("pgbus help config does not show the file's key %s", key)

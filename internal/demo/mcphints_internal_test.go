@@ -1,4 +1,4 @@
-package cli
+package demo
 
 import (
 	"encoding/json"

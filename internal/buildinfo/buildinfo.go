@@ -1,0 +1,52 @@
+// Package buildinfo says which pgbus a binary is: the module version and
+// the commit it was built from, as the Go toolchain recorded them. Every
+// front end that reports a version (pgbus version, the MCP server, the
+// dashboard) words it from here.
+package buildinfo
+
+import (
+	"runtime/debug"
+	"strings"
+)
+
+// Describe describes the running binary: "pgbus VERSION [commit HASH
+// [(modified)]]", the version being a release tag with go install,
+// "(devel)" or a pseudo-version when built from a checkout.
+func Describe() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "pgbus (unknown version)"
+	}
+	return describe(info)
+}
+
+func describe(info *debug.BuildInfo) string {
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var b strings.Builder
+	b.WriteString("pgbus " + v)
+	revision, modified := vcs(info)
+	if revision != "" {
+		b.WriteString(" commit " + revision[:min(len(revision), 12)])
+		if modified {
+			b.WriteString(" (modified)")
+		}
+	}
+	return b.String()
+}
+
+// vcs returns the commit the build recorded, if any, and whether the
+// working tree had changes.
+func vcs(info *debug.BuildInfo) (revision string, modified bool) {
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return revision, modified
+}

@@ -1,0 +1,147 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/store"
+)
+
+// DefaultConcurrency is how many jobs of a queue run at once when nothing
+// says otherwise.
+const DefaultConcurrency = 10
+
+// WorkQueue is one queue a worker process works, with everything settled.
+type WorkQueue struct {
+	Name        string
+	Concurrency int
+	Handler     handlers.Spec
+	// Settings are applied to the queue (created when missing) before work
+	// starts; only queues declared in the configuration file have them.
+	Settings Settings
+	Declared bool
+}
+
+// WorkPlan is what the command line and environment say about the queues
+// a process works; the file says the rest.
+type WorkPlan struct {
+	// Specs name the queues, each NAME or NAME:CONCURRENCY; none means the
+	// file's queues.
+	Specs []string
+	// Source is where Specs came from (a flag or an environment variable),
+	// for errors.
+	Source string
+	// Handler is the handler type of every queue; "" takes each queue's
+	// handler from the file.
+	Handler string
+	// HandlerFrom is where Handler came from, " (from ...)", or "" for the
+	// command line, for errors.
+	HandlerFrom string
+	// Concurrency applies to every queue that NAME:N does not set; 0 takes
+	// the file's, else DefaultConcurrency.
+	Concurrency int
+}
+
+// WorkQueues settles the queues to work: those of p.Specs, else the file's,
+// each with its concurrency and handler, the handler built once so that a
+// bad one fails before anything starts.
+func (f *File) WorkQueues(p WorkPlan) ([]WorkQueue, error) {
+	var out []WorkQueue
+	seen := map[string]bool{}
+	for _, s := range p.Specs {
+		q, err := f.parseQueueSpec(strings.TrimSpace(s), p)
+		if err != nil {
+			return nil, err
+		}
+		if seen[q.Name] {
+			return nil, fmt.Errorf("%s names queue %q twice; give it once", p.Source, q.Name)
+		}
+		seen[q.Name] = true
+		out = append(out, q)
+	}
+	if len(p.Specs) == 0 {
+		for _, name := range f.QueueNames() {
+			fq := f.Queues[name]
+			q := WorkQueue{Name: name, Concurrency: p.concurrencyFor(fq), Settings: fq.Settings, Declared: true}
+			if err := p.handlerFor(&q, fq); err != nil {
+				return nil, err
+			}
+			out = append(out, q)
+		}
+	}
+	if err := f.checkHandlers(out, p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CheckHandlers builds every handler the file configures once, so that an
+// unknown handler type or a bad option fails at start, naming the file and
+// key.
+func (f *File) CheckHandlers() error {
+	for _, name := range f.QueueNames() {
+		if h := f.Queues[name].Handler; h != nil {
+			if _, _, err := handlers.Build(*h); err != nil {
+				return f.Errorf("queues."+name+".handler", "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkHandlers builds the handler of every queue once.
+func (f *File) checkHandlers(queues []WorkQueue, p WorkPlan) error {
+	for _, q := range queues {
+		if _, _, err := handlers.Build(q.Handler); err != nil {
+			if p.Handler != "" {
+				return fmt.Errorf("handler %q%s: %v", p.Handler, p.HandlerFrom, err)
+			}
+			return f.Errorf("queues."+q.Name+".handler", "%v", err)
+		}
+	}
+	return nil
+}
+
+// parseQueueSpec reads NAME or NAME:CONCURRENCY.
+func (f *File) parseQueueSpec(s string, p WorkPlan) (WorkQueue, error) {
+	name, conc, hasConc := strings.Cut(s, ":")
+	if err := store.ValidateQueueName(name); err != nil {
+		return WorkQueue{}, fmt.Errorf("%s %q: %w", p.Source, s, err)
+	}
+	fq, declared := f.Queue(name)
+	q := WorkQueue{Name: name, Concurrency: p.concurrencyFor(fq), Settings: fq.Settings, Declared: declared}
+	if hasConc {
+		n, err := strconv.Atoi(conc)
+		if err != nil || n < 1 || n > engine.MaxConcurrency {
+			return WorkQueue{}, fmt.Errorf("%s %q: concurrency must be a whole number from 1 to %d, as in %s:10", p.Source, s, engine.MaxConcurrency, name)
+		}
+		q.Concurrency = n
+	}
+	return q, p.handlerFor(&q, fq)
+}
+
+func (p WorkPlan) concurrencyFor(fq Queue) int {
+	switch {
+	case p.Concurrency > 0:
+		return p.Concurrency
+	case fq.Concurrency > 0:
+		return fq.Concurrency
+	}
+	return DefaultConcurrency
+}
+
+func (p WorkPlan) handlerFor(q *WorkQueue, fq Queue) error {
+	switch {
+	case p.Handler != "":
+		q.Handler = handlers.Spec{Type: p.Handler}
+	case fq.Handler != nil:
+		q.Handler = *fq.Handler
+	default:
+		return fmt.Errorf("queue %s has no handler: pass --handler %s, or give it one in the configuration file (queues.%s.handler: {type: demo})",
+			q.Name, handlers.TypeDemo, q.Name)
+	}
+	return nil
+}

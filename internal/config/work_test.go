@@ -1,0 +1,106 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/config"
+)
+
+const workFile = `
+queues:
+  orders:
+    concurrency: 4
+    handler: {type: demo}
+    max_retries: 7
+  emails:
+    handler: {type: demo}
+  bare: {}
+`
+
+func parseWork(t *testing.T) *config.File {
+	t.Helper()
+	f, err := config.Parse("pgbus.yaml", []byte(workFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Without specs the file's queues are worked with their own concurrency
+// and handler; a queue with no handler stops the plan, naming it.
+func TestWorkQueuesFromFile(t *testing.T) {
+	f := parseWork(t)
+	_, err := f.WorkQueues(config.WorkPlan{})
+	if err == nil || !strings.Contains(err.Error(), "queue bare has no handler") {
+		t.Fatalf("plan of a file with a handlerless queue: %v", err)
+	}
+	qs, err := f.WorkQueues(config.WorkPlan{Handler: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]config.WorkQueue{}
+	for _, q := range qs {
+		got[q.Name] = q
+	}
+	if len(got) != 3 || got["orders"].Concurrency != 4 || got["emails"].Concurrency != config.DefaultConcurrency || !got["bare"].Declared {
+		t.Fatalf("plan %+v", qs)
+	}
+	if mr := got["orders"].Settings.MaxRetries; mr == nil || *mr != 7 {
+		t.Fatalf("orders keeps the file's settings, got %+v", got["orders"].Settings)
+	}
+}
+
+// Specs win over the file: NAME:N over the plan's concurrency over the
+// file's, and a queue the file does not declare is not created.
+func TestWorkQueuesFromSpecs(t *testing.T) {
+	f := parseWork(t)
+	qs, err := f.WorkQueues(config.WorkPlan{Specs: []string{"orders", " emails:3", "other"}, Source: "--queue", Handler: "demo", Concurrency: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name     string
+		conc     int
+		declared bool
+	}{{"orders", 6, true}, {"emails", 3, true}, {"other", 6, false}}
+	for i, w := range want {
+		if q := qs[i]; q.Name != w.name || q.Concurrency != w.conc || q.Declared != w.declared || q.Handler.Type != "demo" {
+			t.Errorf("queue %d: %+v, want %+v", i, q, w)
+		}
+	}
+}
+
+// Every mistake names where it came from.
+func TestWorkQueuesErrors(t *testing.T) {
+	f := parseWork(t)
+	for _, c := range []struct {
+		plan config.WorkPlan
+		want string
+	}{
+		{config.WorkPlan{Specs: []string{"a", "a"}, Source: "--queue", Handler: "demo"}, `--queue names queue "a" twice`},
+		{config.WorkPlan{Specs: []string{"a:0"}, Source: "environment variable PGBUS_QUEUES", Handler: "demo"}, `environment variable PGBUS_QUEUES "a:0": concurrency must be`},
+		{config.WorkPlan{Specs: []string{"Bad"}, Source: "--queue", Handler: "demo"}, `--queue "Bad"`},
+		{config.WorkPlan{Specs: []string{"a"}, Source: "--queue", Handler: "nope", HandlerFrom: " (from environment variable PGBUS_HANDLER)"}, `handler "nope" (from environment variable PGBUS_HANDLER)`},
+		{config.WorkPlan{Specs: []string{"a"}, Source: "--queue"}, "queue a has no handler: pass --handler demo"},
+	} {
+		if _, err := f.WorkQueues(c.plan); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("plan %+v: error %v, want it to contain %q", c.plan, err, c.want)
+		}
+	}
+}
+
+// A handler of the file that cannot be built is caught at start, with the
+// file and key.
+func TestCheckHandlers(t *testing.T) {
+	f, err := config.Parse("pgbus.yaml", []byte("queues:\n  orders:\n    handler: {type: nope}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckHandlers(); err == nil || !strings.Contains(err.Error(), "queues.orders.handler") {
+		t.Fatalf("CheckHandlers: %v", err)
+	}
+	if err := parseWork(t).CheckHandlers(); err != nil {
+		t.Fatalf("CheckHandlers of good handlers: %v", err)
+	}
+}

@@ -1,0 +1,93 @@
+// Package dbopen opens the database a pgbus process works on: the server
+// at a URL, or else the embedded PostgreSQL, which it starts and stops;
+// then it migrates the schema or only checks that it is current.
+//
+// Commands that create queues or run workers migrate. The rest only check:
+// they need no DDL, so a role that may only read can run the read ones, and
+// none of them writes anything on start.
+package dbopen
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Options say which database to open.
+type Options struct {
+	// URL is the PostgreSQL URL; empty starts the embedded server.
+	URL string
+	// DataDir is the embedded server's data directory; empty is
+	// embedpg.DefaultDataDir().
+	DataDir string
+	// Logger receives the embedded server's progress.
+	Logger *slog.Logger
+}
+
+// DB is an open store and what it runs on.
+type DB struct {
+	*store.Store
+	// Status is the schema's, once Prepare has run.
+	Status store.MigrationStatus
+	// Embedded is the embedded server, nil for one at a URL.
+	Embedded *embedpg.Cluster
+}
+
+// Connect connects to the database, starting the embedded server when no
+// URL is given. Prepare readies its schema next.
+func Connect(ctx context.Context, opts Options) (*DB, error) {
+	db := &DB{}
+	url := opts.URL
+	if url == "" {
+		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: opts.DataDir, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		db.Embedded, url = cluster, cluster.URL()
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		db.stopEmbedded()
+		return nil, err
+	}
+	db.Store = s
+	return db, nil
+}
+
+// Prepare applies any pending migration when migrate is true; otherwise
+// it checks that the schema is current and changes nothing, failing with
+// store.ErrSchemaMissing or store.ErrSchemaOld when it is not.
+func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
+	if migrate {
+		d.Status, err = d.Migrate(ctx)
+	} else {
+		d.Status, err = d.CheckSchema(ctx)
+	}
+	return err
+}
+
+// Role is the database role connected as, for messages about privileges.
+func (d *DB) Role() string { return d.Pool().Config().ConnConfig.User }
+
+// Where describes the database for status lines, without credentials.
+func (d *DB) Where() string {
+	if d.Embedded != nil {
+		return "embedded PostgreSQL in " + d.Embedded.DataDir()
+	}
+	return "PostgreSQL at " + d.Pool().Config().ConnConfig.Host
+}
+
+// Close closes the pool and stops the embedded server if this process was
+// its last user.
+func (d *DB) Close() {
+	d.Store.Close()
+	d.stopEmbedded()
+}
+
+func (d *DB) stopEmbedded() {
+	if d.Embedded != nil {
+		_ = d.Embedded.Stop(context.Background())
+	}
+}

@@ -1,0 +1,166 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Options tune Run.
+type Options struct {
+	// Timeout bounds the wait for the jobs to settle (pgbus demo's default
+	// is two minutes); zero gives up at once.
+	Timeout time.Duration
+	Logger  *slog.Logger
+	// Sent is called once the jobs are sent, with how many went to each
+	// queue, before any is worked.
+	Sent func(perQueue map[string]int, total int)
+	// Progress is called as jobs settle, with how many have of total.
+	Progress func(settled, total int)
+}
+
+// Report is what a run of the demo did.
+type Report struct {
+	// Jobs is how many were sent; Succeeded and DeadLettered how they
+	// ended.
+	Jobs                    int
+	Succeeded, DeadLettered int64
+	// Queues are the stats of the demo's queues at the end.
+	Queues []ops.QueueStats
+	// Dead groups the dead messages of the demo's queues.
+	Dead ops.DLQSummary
+}
+
+// queues are the demo's queues as workers run them.
+func queues() []config.WorkQueue {
+	return []config.WorkQueue{
+		{Name: Orders, Concurrency: 8, Handler: Handler(), Settings: Settings()},
+		{Name: Emails, Concurrency: 8, Handler: Handler(), Settings: Settings()},
+	}
+}
+
+// Run runs the demo on st through svc: it recreates the demo's queues,
+// sends the jobs of Messages, works them until every one has settled
+// (succeeded or dead-lettered) and reports how they ended.
+func Run(ctx context.Context, st *store.Store, svc *ops.Service, opts Options) (Report, error) {
+	total, err := setUp(ctx, svc, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := work(ctx, st, svc, total, opts); err != nil {
+		return Report{}, err
+	}
+	return report(ctx, svc, total)
+}
+
+// setUp recreates the demo's queues, so that every run starts afresh, and
+// sends the jobs.
+func setUp(ctx context.Context, svc *ops.Service, opts Options) (total int, err error) {
+	for _, q := range queues() {
+		if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name}); err == nil {
+			if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: q.Name, Confirm: true}); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return 0, err
+			}
+		}
+		if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: runner.SettingsChange(q.Settings)}); err != nil {
+			return 0, err
+		}
+	}
+	msgs, total, err := Messages(time.Now())
+	if err != nil {
+		return 0, err
+	}
+	perQueue := map[string]int{}
+	for _, q := range queues() {
+		if _, err := svc.SendBatch(ctx, q.Name, msgs[q.Name]); err != nil {
+			return 0, err
+		}
+		perQueue[q.Name] = len(msgs[q.Name])
+	}
+	if opts.Sent != nil {
+		opts.Sent(perQueue, total)
+	}
+	return total, nil
+}
+
+// work runs workers until every job has settled, or the timeout.
+func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opts Options) error {
+	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- client.Run(runCtx) }()
+	waitCtx, cancelWait := context.WithTimeout(runCtx, opts.Timeout)
+	waitErr := runner.WaitIdle(waitCtx, svc, queues(), opts.Logger, func(stats []ops.QueueStats) {
+		if opts.Progress != nil {
+			opts.Progress(min(settled(stats), total), total)
+		}
+	})
+	cancelWait()
+	stop()
+	if err := <-done; err != nil {
+		return err
+	}
+	if waitErr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("demo: the jobs did not settle within %s; see pgbus queues", opts.Timeout)
+	}
+	return nil
+}
+
+// settled counts the jobs that are done: archived or dead.
+func settled(stats []ops.QueueStats) int {
+	n := 0
+	for _, s := range stats {
+		n += int(s.Archived + s.DLQDepth)
+	}
+	return n
+}
+
+// report reads how the jobs ended.
+func report(ctx context.Context, svc *ops.Service, total int) (Report, error) {
+	r := Report{Jobs: total}
+	for _, q := range queues() {
+		res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+		if err != nil {
+			return Report{}, err
+		}
+		r.Queues = append(r.Queues, res.Queues...)
+	}
+	for _, st := range r.Queues {
+		r.Succeeded += st.Archived
+		r.DeadLettered += st.DLQDepth
+	}
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
+	if err != nil {
+		return Report{}, err
+	}
+	r.Dead = ownGroups(sum)
+	return r, nil
+}
+
+// ownGroups keeps the summary groups of the demo's queues.
+func ownGroups(sum ops.DLQSummary) ops.DLQSummary {
+	out := ops.DLQSummary{Groups: []ops.DeadGroup{}}
+	for _, g := range sum.Groups {
+		if g.DLQ == store.DLQName(Orders) || g.DLQ == store.DLQName(Emails) {
+			out.Groups = append(out.Groups, g)
+			out.Total += g.Count
+		}
+	}
+	out.TotalGroups = len(out.Groups)
+	return out
+}

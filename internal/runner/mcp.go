@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/tools"
+)
+
+// MCPConfig is how pgbus serve serves agents.
+type MCPConfig struct {
+	// Transport is mcpserver.TransportStdio, TransportHTTP or TransportSSE.
+	Transport string
+	// HTTP configures the HTTP transports; its Transport, Logger and Ready
+	// are filled in.
+	HTTP mcpserver.HTTPConfig
+	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
+	// message payloads.
+	ReadOnly, AllowPayloads bool
+	// Stdin and Stdout carry the stdio transport.
+	Stdin  io.Reader
+	Stdout io.Writer
+	Logger *slog.Logger
+}
+
+// Check checks the transport and its HTTP settings, before anything
+// starts.
+func (c MCPConfig) Check() error {
+	switch c.Transport {
+	case mcpserver.TransportStdio:
+		return nil
+	case mcpserver.TransportHTTP, mcpserver.TransportSSE:
+		return c.http().Check()
+	}
+	return fmt.Errorf("--transport %q: use stdio, http or sse", c.Transport)
+}
+
+// http is the HTTP configuration, logging the address once listening.
+func (c MCPConfig) http() mcpserver.HTTPConfig {
+	h := c.HTTP
+	h.Transport, h.Logger = c.Transport, c.Logger
+	h.Ready = func(addr net.Addr) {
+		path := mcpserver.PathMCP
+		if c.Transport == mcpserver.TransportSSE {
+			path = mcpserver.PathSSE
+		}
+		c.Logger.Info("pgbus MCP server listening", "transport", c.Transport, "addr", addr.String(),
+			"url", "http://"+addr.String()+path, "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+	}
+	return h
+}
+
+// ServeMCP serves pgbus's MCP server over st until ctx ends or, on stdio,
+// the client closes stdin. Agents get the default bounds, and the payload
+// gate and read-only mode of c.
+func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	if err != nil {
+		return err
+	}
+	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger})
+	if c.Transport == mcpserver.TransportStdio {
+		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
+		err = mcpserver.ServeStdio(ctx, s, c.Stdin, c.Stdout, c.Logger)
+	} else {
+		err = mcpserver.ServeHTTP(ctx, s, c.http())
+	}
+	c.Logger.Info("pgbus MCP server stopped")
+	return err
+}

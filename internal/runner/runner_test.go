@@ -1,0 +1,161 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// setUp returns the operations layer over the shared test store and a
+// declared queue of the demo handler with two retries, which Prepare
+// created.
+func setUp(t *testing.T) (*store.Store, *ops.Service, config.WorkQueue) {
+	t.Helper()
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 2
+	q := config.WorkQueue{Name: pgtest.Name("run"), Concurrency: 4, Declared: true,
+		Handler: handlers.Spec{Type: handlers.TypeDemo}, Settings: config.Settings{MaxRetries: &retries}}
+	if err := runner.Prepare(pgtest.Context(t), svc, []config.WorkQueue{q}); err != nil {
+		t.Fatal(err)
+	}
+	return st, svc, q
+}
+
+func send(t *testing.T, svc *ops.Service, queue string, n int) {
+	t.Helper()
+	for range n {
+		if _, err := svc.Send(pgtest.Context(t), ops.SendRequest{Queue: queue, Payload: []byte(`{"order_id": 1}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Prepare created the declared queue with the file's settings; Work with
+// UntilIdle then runs every job and stops by itself, without an error, and
+// NewClient's job log says how each ended.
+func TestWorkUntilIdle(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, q := setUp(t)
+	queues := []config.WorkQueue{q}
+	stats, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+	if err != nil || stats.Queues[0].Settings.MaxRetries != 2 {
+		t.Fatalf("prepared queue: %v, %+v", err, stats)
+	}
+	send(t, svc, q.Name, 5)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	client, err := runner.NewClient(st, queues, engine.Config{PollInterval: 50 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Work(ctx, client, svc, queues, runner.WorkOptions{UntilIdle: true, Where: "here", Logger: log}); err != nil {
+		t.Fatalf("Work: %v", err)
+	}
+	if n := pgtest.Archived(t, st, q.Name); n != 5 {
+		t.Fatalf("%d of 5 jobs archived", n)
+	}
+	for _, want := range []string{"pgbus work: working", q.Name + ":4(demo)", "where=here", "pgbus: job done", "every queue is empty", "pgbus work: stopped"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+// Work stops when For has passed, with jobs still waiting in a paused
+// queue, and says so as no error.
+func TestWorkFor(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, q := setUp(t)
+	queues := []config.WorkQueue{q}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q.Name}); err != nil {
+		t.Fatal(err)
+	}
+	send(t, svc, q.Name, 1)
+	log := slog.New(slog.DiscardHandler)
+	client, err := runner.NewClient(st, queues, engine.Config{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Work(ctx, client, svc, queues, runner.WorkOptions{For: 200 * time.Millisecond, UntilIdle: true, Logger: log}); err != nil {
+		t.Fatalf("Work: %v", err)
+	}
+	if n := pgtest.Live(t, st, q.Name); n != 1 {
+		t.Fatalf("the paused queue holds %d messages, want 1", n)
+	}
+}
+
+// Background workers (preparing their queue again changes nothing) run
+// jobs after the context they started with ends, until stopped; with no
+// queues there is nothing to stop.
+func TestBackground(t *testing.T) {
+	st, svc, q := setUp(t)
+	ctx, cancel := context.WithCancel(pgtest.Context(t))
+	stop, err := runner.Background(ctx, st, svc, []config.WorkQueue{q}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	send(t, svc, q.Name, 3)
+	pgtest.Eventually(t, time.Minute, "3 jobs archived", func() bool { return pgtest.Archived(t, st, q.Name) == 3 })
+	stop()
+	none, err := runner.Background(pgtest.Context(t), st, svc, nil, nil)
+	if err != nil || none == nil {
+		t.Fatalf("Background with no queues: %v", err)
+	}
+	none()
+}
+
+// WaitIdle reports the stats it saw and returns once the queue is empty,
+// or the context's error while it is not.
+func TestWaitIdle(t *testing.T) {
+	ctx := pgtest.Context(t)
+	_, svc, q := setUp(t)
+	queues := []config.WorkQueue{q}
+	var seen int
+	if err := runner.WaitIdle(ctx, svc, queues, nil, func(s []ops.QueueStats) { seen = len(s) }); err != nil || seen != 1 {
+		t.Fatalf("WaitIdle on an empty queue: %v, saw %d", err, seen)
+	}
+	send(t, svc, q.Name, 1)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := runner.WaitIdle(short, svc, queues, nil, nil); err != context.DeadlineExceeded {
+		t.Fatalf("WaitIdle on a busy queue: %v, want the context's deadline", err)
+	}
+}
+
+// The MCP configuration is checked before anything starts.
+func TestMCPConfigCheck(t *testing.T) {
+	for _, c := range []struct {
+		cfg  runner.MCPConfig
+		want string
+	}{
+		{runner.MCPConfig{Transport: mcpserver.TransportStdio}, ""},
+		{runner.MCPConfig{Transport: mcpserver.TransportHTTP, HTTP: mcpserver.HTTPConfig{Addr: "127.0.0.1:0"}}, ""},
+		{runner.MCPConfig{Transport: "grpc"}, `--transport "grpc": use stdio, http or sse`},
+		{runner.MCPConfig{Transport: mcpserver.TransportSSE, HTTP: mcpserver.HTTPConfig{Addr: "0.0.0.0:8080"}}, "token"},
+	} {
+		err := c.cfg.Check()
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s on %q: %v, want %q", c.cfg.Transport, c.cfg.HTTP.Addr, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+// Package runner runs what a pgbus process keeps running: engine workers
+// on the queues a plan settled (pgbus work, the demo, the embedded workers
+// of pgbus serve) and the MCP server of pgbus serve beside them. Front ends
+// parse their input into a config.WorkPlan or an MCPConfig and call it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// SettingsChange turns configuration settings (from flags and the file)
+// into a change of the operations layer.
+func SettingsChange(c config.Settings) ops.SettingsChange {
+	dur := func(d *config.Duration) *time.Duration {
+		if d == nil {
+			return nil
+		}
+		v := d.D()
+		return &v
+	}
+	out := ops.SettingsChange{MaxRetries: c.MaxRetries, VisibilityTimeout: dur(c.VisibilityTimeout), Backoff: dur(c.Backoff),
+		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess}
+	if c.Strategy != "" {
+		out.Strategy = &c.Strategy
+	}
+	return out
+}
+
+// Prepare creates the queues declared in the configuration file that are
+// missing and stores the file's settings for them; the others must exist
+// already (Client.Run says so).
+func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue) error {
+	for _, q := range queues {
+		if q.Declared {
+			if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// NewClient makes an engine client that works the queues with their
+// handlers, logging every job's outcome to cfg.Logger at debug level.
+func NewClient(st *store.Store, queues []config.WorkQueue, cfg engine.Config) (*engine.Client, error) {
+	cfg.Logger = orDiscard(cfg.Logger)
+	for _, q := range queues {
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: q.Name, Concurrency: q.Concurrency})
+	}
+	client, err := engine.NewClient(st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queues {
+		fn, opts, err := handlers.Build(q.Handler)
+		if err != nil {
+			return nil, err
+		}
+		client.HandleQueue(q.Name, logJobs(cfg.Logger, fn), opts)
+	}
+	return client, nil
+}
+
+// logJobs logs every job's outcome at debug level.
+func logJobs(log *slog.Logger, fn engine.HandlerFunc) engine.HandlerFunc {
+	return func(ctx context.Context, job *engine.Job) error {
+		start := time.Now()
+		err := fn(ctx, job)
+		if err != nil {
+			log.Debug("pgbus: job failed", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind, "attempt", job.Attempt,
+				"error_class", engine.ErrorClass(err), "err", err, "took", time.Since(start))
+		} else {
+			log.Debug("pgbus: job done", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind, "attempt", job.Attempt, "took", time.Since(start))
+		}
+		return err
+	}
+}
+
+// WorkOptions say what Work logs and when it stops, besides its context
+// ending.
+type WorkOptions struct {
+	// Where names the database in the log, without credentials.
+	Where string
+	// For stops the workers after this long; 0 does not.
+	For time.Duration
+	// UntilIdle stops them once every queue is empty.
+	UntilIdle bool
+	Logger    *slog.Logger
+}
+
+// Work runs client on queues until ctx ends, opts.For passes or, with
+// opts.UntilIdle, every queue is empty. Stopping so is no error, even
+// while the workers were starting.
+func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues []config.WorkQueue, opts WorkOptions) error {
+	log := orDiscard(opts.Logger)
+	runCtx, stop := context.WithCancel(ctx)
+	if opts.For > 0 {
+		var cancelFor context.CancelFunc
+		runCtx, cancelFor = context.WithTimeout(runCtx, opts.For)
+		defer cancelFor()
+	}
+	log.Info("pgbus work: working", "queues", describe(queues), "where", opts.Where, "worker", client.ID())
+	var watcher sync.WaitGroup
+	// Waited for before returning, so that nothing reads the database the
+	// caller closes next.
+	defer watcher.Wait()
+	defer stop()
+	if opts.UntilIdle {
+		watcher.Go(func() {
+			if err := WaitIdle(runCtx, svc, queues, log, nil); err == nil {
+				log.Info("pgbus work: every queue is empty; stopping (--until-idle)")
+				stop()
+			}
+		})
+	}
+	if err := client.Run(runCtx); err != nil && !(errors.Is(err, context.Canceled) && runCtx.Err() != nil) {
+		return err
+	}
+	log.Info("pgbus work: stopped")
+	return nil
+}
+
+// describe names each queue with its concurrency and handler type, for
+// the log.
+func describe(queues []config.WorkQueue) []string {
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = fmt.Sprintf("%s:%d(%s)", q.Name, q.Concurrency, q.Handler.Type)
+	}
+	return names
+}
+
+// Background prepares the queues and runs workers on them until the
+// function it returns is called, which stops them and waits; with no
+// queues it runs nothing. The workers outlive ctx's cancellation, so that
+// the caller decides when they stop: after what it serves beside them.
+func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (stop func(), err error) {
+	if len(queues) == 0 {
+		return func() {}, nil
+	}
+	log = orDiscard(log)
+	if err := Prepare(ctx, svc, queues); err != nil {
+		return nil, err
+	}
+	client, err := NewClient(st, queues, engine.Config{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
+	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var workers sync.WaitGroup
+	workers.Go(func() {
+		if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("pgbus serve: embedded workers stopped", "err", err)
+		}
+	})
+	return func() {
+		cancel()
+		workers.Wait()
+	}, nil
+}
+
+// WaitIdle returns once every queue is empty (depth 0: nothing waiting,
+// running or retrying), or ctx's error. progress, when set, is called with
+// the stats at each look.
+func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, progress func([]ops.QueueStats)) error {
+	log = orDiscard(log)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		all, idle, err := look(ctx, svc, queues, log)
+		if err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(all)
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// look reads the stats of the queues once and says whether all are empty.
+// A queue whose stats cannot be read counts as busy, unless ctx ended.
+func look(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (all []ops.QueueStats, idle bool, err error) {
+	idle = true
+	for _, q := range queues {
+		res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			log.Warn("pgbus: could not read queue stats; trying again", "queue", q.Name, "err", err)
+			idle = false
+			continue
+		}
+		all = append(all, res.Queues...)
+		for _, s := range res.Queues {
+			idle = idle && s.Depth == 0
+		}
+	}
+	return all, idle, nil
+}
+
+// orDiscard returns log, or a logger that discards when it is nil.
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
