@@ -101,9 +101,12 @@ func (s *Service) ReadOnly() bool { return s.opts.ReadOnly }
 type clientKey struct{}
 
 // WithClient names the client of the calls made with ctx, for the audit
-// log: "cli", "dashboard", or an MCP client's name/version.
+// log: "cli", "dashboard", or an MCP client's name/version. A client
+// names itself, so text PostgreSQL cannot store (bytes that are not UTF-8,
+// NUL characters) is replaced by U+FFFD rather than failing the call or
+// losing its audit entry.
 func WithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
+	return context.WithValue(ctx, clientKey{}, storableText(client))
 }
 
 // ClientFrom returns the client WithClient named, or "unknown".
