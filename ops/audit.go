@@ -148,6 +148,10 @@ type AuditPage struct {
 
 // Audit lists recorded write operations, newest first.
 func (s *Service) Audit(ctx context.Context, req AuditRequest) (AuditPage, error) {
+	// The audit log names the operation "tool", as its entries do.
+	if err := checkText("tool", req.Op, "client", req.Client, "cursor", req.Cursor); err != nil {
+		return AuditPage{}, err
+	}
 	limit, err := pageLimit(req.Limit)
 	if err != nil {
 		return AuditPage{}, err

@@ -113,6 +113,9 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 	if err != nil {
 		return DLQList{}, err
 	}
+	if err := checkText("cursor", req.Cursor); err != nil {
+		return DLQList{}, err
+	}
 	cursor, now, err := s.splitCursor(req.Cursor)
 	if err != nil {
 		return DLQList{}, err
@@ -200,6 +203,9 @@ type DeadMessage struct {
 // DLQShow returns one dead message: its block, headers, failure history
 // and, when allowed and asked for, its payload.
 func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (DeadMessage, error) {
+	if err := checkText("queue", req.Queue); err != nil {
+		return DeadMessage{}, err
+	}
 	if req.MsgID <= 0 {
 		return DeadMessage{}, invalidf("msg_id is required: give the id of a dead message (a positive whole number)").
 			with(hint(OpDLQList, "lists dead messages with their ids", "queue", req.Queue))

@@ -65,6 +65,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err := s.checkWrite(OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}
+	if err := req.Filter.checkText(); err != nil {
+		return DLQRetry{}, err
+	}
 	if string(req.Payload) == "null" {
 		req.Payload = nil
 	}
@@ -293,6 +296,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err := s.checkWrite(OpDLQDiscard); err != nil {
 		return DLQDiscard{}, err
 	}
+	if err := req.Filter.checkText(); err != nil {
+		return DLQDiscard{}, err
+	}
 	if len(req.IDs) > 0 {
 		return s.discardIDs(ctx, req)
 	}
@@ -413,6 +419,9 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm}, out, err)
 	}()
 	if err := s.checkWrite(OpDLQPurge); err != nil {
+		return DLQPurge{}, err
+	}
+	if err := checkText("queue", req.Queue); err != nil {
 		return DLQPurge{}, err
 	}
 	if req.OlderThan < 0 {

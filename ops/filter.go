@@ -68,6 +68,9 @@ func (f DeadFilter) relative() bool {
 // resolve checks the filter and converts it for the store, ages counting
 // back from now.
 func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
+	if err := f.checkText(); err != nil {
+		return store.DeadFilter{}, err
+	}
 	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text}
 	if out.Queue != "" {
 		if err := store.ValidatePhysicalName(out.Queue); err != nil {

@@ -186,6 +186,9 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}
+	if err := checkText("name", req.Name); err != nil {
+		return CircuitReset{}, err
+	}
 	if req.Name == "" {
 		return CircuitReset{}, invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
 	}

@@ -82,6 +82,10 @@ type Error struct {
 	Msg   string
 	Hints []Hint
 	Err   error
+	// Field is the request field at fault (kind, error_class, cursor), when
+	// one is and the message starts with its name, so that a front end can
+	// name it in its own words (a CLI flag); "" otherwise.
+	Field string
 }
 
 func (e *Error) Error() string { return e.Msg }

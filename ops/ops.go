@@ -146,10 +146,12 @@ func CallerFrom(ctx context.Context) Caller {
 
 // WithClient names the client of the calls made with ctx, keeping the
 // transport and principal already named: the transport knows those, the
-// MCP layer above it the client.
+// MCP layer above it the client. A client names itself, so text PostgreSQL
+// cannot store (bytes that are not UTF-8, NUL characters) is replaced by
+// U+FFFD rather than failing the call or losing its audit entry.
 func WithClient(ctx context.Context, client string) context.Context {
 	c, _ := ctx.Value(callerKey{}).(Caller)
-	c.Client = client
+	c.Client = storableText(client)
 	return WithCaller(ctx, c)
 }
 

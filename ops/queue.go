@@ -26,6 +26,9 @@ type QueueStatsResult struct {
 // QueueStats returns the stats of one queue or of every queue. A queue
 // dropped while all are read is left out, not an error.
 func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueStatsResult, error) {
+	if err := checkText("queue", req.Queue); err != nil {
+		return QueueStatsResult{}, err
+	}
 	if req.Queue != "" {
 		if err := store.ValidatePhysicalName(req.Queue); err != nil {
 			return QueueStatsResult{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
@@ -99,6 +102,9 @@ type LiveMessages struct {
 
 // QueueMessages lists the live messages of a queue, oldest first.
 func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (LiveMessages, error) {
+	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
+		return LiveMessages{}, err
+	}
 	if req.Queue == "" {
 		return LiveMessages{}, invalidf("queue is required: give a queue name").with(hint(OpQueueStats, "lists the queues there are"))
 	}
@@ -187,6 +193,9 @@ func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePause
 func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (out QueuePaused, err error) {
 	defer func() { s.record(ctx, op, map[string]any{"queue": queue}, out, err) }()
 	if err := s.checkWrite(op); err != nil {
+		return QueuePaused{}, err
+	}
+	if err := checkText("queue", queue); err != nil {
 		return QueuePaused{}, err
 	}
 	if queue == "" {
@@ -282,6 +291,9 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 		}
 	}()
 	if err := s.checkWrite(OpQueueCreate); err != nil {
+		return out, err
+	}
+	if err := checkText("queue", req.Queue, "strategy", ptrText(req.Settings.Strategy)); err != nil {
 		return out, err
 	}
 	if err := store.ValidateQueueName(req.Queue); err != nil {
@@ -406,6 +418,9 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 // say what it would delete.
 func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats, error) {
 	if err := s.checkWrite(op); err != nil {
+		return QueueStats{}, err
+	}
+	if err := checkText("queue", queue); err != nil {
 		return QueueStats{}, err
 	}
 	if err := store.ValidateQueueName(queue); err != nil {

@@ -49,6 +49,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err := s.checkWrite(OpSend); err != nil {
 		return Sent{}, err
 	}
+	if err := checkText("queue", req.Queue); err != nil {
+		return Sent{}, err
+	}
 	if err := store.ValidatePhysicalName(req.Queue); err != nil {
 		return Sent{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}

@@ -198,8 +198,9 @@ func jsonFields(t reflect.Type) []string {
 	return out
 }
 
-// checkStrings rejects string arguments over maxStringBytes or that are not
-// valid UTF-8 text, naming the argument.
+// checkStrings rejects string arguments over maxStringBytes, naming the
+// argument. Text PostgreSQL cannot take (NUL characters) is the operations
+// layer's to refuse, for every front end alike.
 func checkStrings(v reflect.Value) error {
 	t := v.Type()
 	for i := range t.NumField() {
@@ -220,9 +221,6 @@ func checkStrings(v reflect.Value) error {
 		s := fv.String()
 		if len(s) > maxStringBytes {
 			return fixf("argument %s is %d bytes; at most %d are allowed: pass a shorter value", name, len(s), maxStringBytes)
-		}
-		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
-			return fixf("argument %s is not valid text; pass plain UTF-8 without NUL characters", name)
 		}
 	}
 	return nil

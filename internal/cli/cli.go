@@ -56,7 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(out)
 	root.SetErr(stderr)
-	err := app.explain(root.ExecuteContext(ctx))
+	cmd, err := root.ExecuteContextC(ctx)
+	err = app.explain(flagNamed(cmd, err))
 	if werr := out.failed(); werr != nil {
 		if errors.Is(werr, syscall.EPIPE) {
 			return ExitFailure // the reader went away: nothing to tell it

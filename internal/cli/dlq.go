@@ -66,9 +66,9 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 func (ff *filterFlags) filter() (ops.DeadFilter, error) {
 	if err := ff.f.Check(); err != nil {
 		msg := err.Error()
-		for _, field := range []string{"since", "until", "reason", "queue"} {
+		for _, field := range []string{"since", "until", "reason", "queue", "kind", "error_class", "text"} {
 			if strings.HasPrefix(msg, field+" ") {
-				msg = "--" + msg
+				msg = "--" + strings.ReplaceAll(field, "_", "-") + strings.TrimPrefix(msg, field)
 				break
 			}
 		}
