@@ -127,7 +127,9 @@ func TestAmbiguousID(t *testing.T) {
 	e.callErr(t, "pgbus_dlq_show", map[string]any{"msg_id": first}, want...)
 
 	other := pgtest.DeadLetterN(t, e.st, newQueue(t, e.st), 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})[0]
-	for tool, done := range map[string]string{"pgbus_dlq_retry": ops.OutcomeWouldRetry, "pgbus_dlq_discard": ops.OutcomeDiscarded} {
+	// The dry run first: the discard then really moves the other id.
+	for _, step := range []struct{ tool, done string }{{"pgbus_dlq_retry", ops.OutcomeWouldRetry}, {"pgbus_dlq_discard", ops.OutcomeDiscarded}} {
+		tool, done := step.tool, step.done
 		args := map[string]any{"ids": []int64{first, other}}
 		if tool == "pgbus_dlq_retry" {
 			args["dry_run"] = true
