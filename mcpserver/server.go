@@ -75,7 +75,7 @@ func Instructions(readOnly bool) string {
 	b.WriteString(`pgbus runs background jobs from PostgreSQL queues, retries failures with backoff, and keeps messages that could not succeed in dead-letter queues (DLQs) together with why they died. Use it to find out why jobs failed and to put them back to work.
 
 How to investigate:
-1. Start with pgbus_health (overall status, with the reasons and what to look at next) or pgbus_dlq_summary (dead messages grouped by source queue, kind and error class, with counts and sample ids).
+1. Start with pgbus_health (overall status, with the reasons and what to look at next) or pgbus_dlq_summary (dead messages grouped by source queue, kind, error class and error pattern, with counts, a representative error message and sample ids).
 2. Open a sample with pgbus_dlq_show (queue and msg_id): the dead-letter block (reason, attempts, error class and message, backtrace) and the failure history of every attempt. Page through a group with pgbus_dlq_list, filtered by queue, kind, error_class, reason or text.
 3. Decide on the root cause before changing anything: a bug or an outage that is now fixed, bad input, or a message that should never run.
 4. Then act: pgbus_dlq_retry puts messages back on their queue (by ids, or by a filter; use dry_run: true first for many), pgbus_dlq_discard moves messages that should never run to the DLQ's archive.

@@ -15,54 +15,70 @@ import (
 // DLQSummaryRequest asks for the dead messages a filter selects, grouped.
 type DLQSummaryRequest struct {
 	Filter DeadFilter
+	// ByField, one of Options.SafeFields, breaks each group down by the
+	// values of that payload field.
+	ByField string
 }
 
 // DeadGroup counts the dead messages of one (DLQ, source queue, kind,
-// error class).
+// error class, error pattern).
 type DeadGroup struct {
-	DLQ          string    `json:"dlq"`
-	SourceQueue  string    `json:"source_queue"`
-	Kind         string    `json:"kind"`
-	ErrorClass   string    `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
-	Count        int64     `json:"count"`
-	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
-	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
-	Reasons      []string  `json:"reasons"`
-	SampleMsgIDs []int64   `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
+	DLQ          string          `json:"dlq"`
+	SourceQueue  string          `json:"source_queue"`
+	Kind         string          `json:"kind" jsonschema_description:"The job kind (pgbus_kind header, or job_class of Ruby pgbus). Empty when the messages have neither: the kind filter cannot select those alone (an empty kind selects every kind), so narrow by queue, error_class and text, or act on the sample_msg_ids."`
+	ErrorClass   string          `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
+	ErrorPattern string          `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values, uuids, hex strings and numbers replaced by <str>, <uuid>, <hex> and <n>, so messages differing only by such values are one group. Secrets redacted."`
+	ErrorMessage string          `json:"error_message" jsonschema_description:"The last error message of the group's newest message (sample_msg_ids[0]), secrets redacted, shortened."`
+	Count        int64           `json:"count"`
+	FirstDeadAt  time.Time       `json:"first_dead_lettered_at"`
+	LastDeadAt   time.Time       `json:"last_dead_lettered_at"`
+	Reasons      []string        `json:"reasons"`
+	SampleMsgIDs []int64         `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
+	ByField      *FieldBreakdown `json:"by_field,omitempty" jsonschema_description:"The group's messages by the value of the safe field by_field named; present only then."`
 }
 
 // DLQSummary is the result of DLQSummary.
 type DLQSummary struct {
-	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class), largest group first, each with up to 5 sample ids, newest first."`
+	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
 	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed."`
 	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select; more than the groups listed when truncated."`
 	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: narrow the filters (queue, kind, error_class) to see the others."`
+	Notes       []string    `json:"notes" jsonschema_description:"What was shortened or hidden."`
 	Next        []Hint      `json:"next" jsonschema_description:"What to do next."`
 }
 
 // DLQSummary groups the dead messages the filter selects by source queue,
-// kind and error class, largest group first: an investigation's first stop.
+// kind, error class and error pattern, largest group first: an
+// investigation's first stop.
 func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSummary, error) {
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
 		return DLQSummary{}, err
 	}
-	sum, err := s.store.SummarizeDeadReport(ctx, f)
+	path, err := s.byFieldPath(req.ByField)
+	if err != nil {
+		return DLQSummary{}, err
+	}
+	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: path})
 	if err != nil {
 		return DLQSummary{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Next: []Hint{}}
+	v := s.viewer(false)
+	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Notes: []string{}, Next: []Hint{}}
 	for i, g := range sum.Groups {
-		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, Count: g.Count,
-			FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: g.Reasons, SampleMsgIDs: g.SampleMsgIDs}
+		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass,
+			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
+			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: g.Reasons, SampleMsgIDs: g.SampleMsgIDs,
+			ByField: v.breakdown(req.ByField, g.ByField)}
 		out.Total += g.Count
 	}
+	out.Notes = v.listNotes(s.opts.Bounds.ListErrorChars)
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]
 		if len(g.SampleMsgIDs) > 0 {
 			out.Next = append(out.Next, hint(OpDLQShow, "read why a message of the largest group died", "queue", g.DLQ, "msg_id", g.SampleMsgIDs[0]))
 		}
-		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group", "queue", g.DLQ, "kind", g.Kind, "error_class", g.ErrorClass))
+		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group's kind and error class", "queue", g.DLQ, "kind", g.Kind, "error_class", g.ErrorClass))
 	}
 	return out, nil
 }
@@ -139,12 +155,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
 	}
-	if v.cut {
-		out.Notes = append(out.Notes, fmt.Sprintf("error messages are cut to %d characters; showing one message has them whole", s.opts.Bounds.ListErrorChars))
-	}
-	if v.redacted > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d secret-looking values in error messages are shown as %s", v.redacted, Redacted))
-	}
+	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
 	if out.NextCursor != "" && req.Filter.relative() {
 		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
 	}
@@ -180,24 +191,25 @@ type DLQShowRequest struct {
 // headers and history redacted and bounded, the payload only when allowed
 // and asked for.
 type DeadMessage struct {
-	DLQ              string          `json:"dlq" jsonschema_description:"The DLQ holding the message."`
-	Queue            string          `json:"queue" jsonschema_description:"The queue the DLQ belongs to."`
-	MsgID            int64           `json:"msg_id"`
-	Kind             string          `json:"kind,omitempty"`
-	ReadCount        int             `json:"read_ct" jsonschema_description:"Reads of the DLQ row (by PGMQ clients); not the attempts, which are in dead_letter."`
-	DeadLetteredAt   time.Time       `json:"dead_lettered_at"`
-	DeadLetter       *DeadLetter     `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
-	Headers          json.RawMessage `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
-	PayloadBytes     int             `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
-	PayloadShown     bool            `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
-	Payload          json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
-	PayloadPreview   string          `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
-	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
-	RedactedValues   int             `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
-	History          []Failure       `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
-	HistoryOmitted   int             `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
-	Notes            []string        `json:"notes" jsonschema_description:"What was hidden or shortened."`
-	Next             []Hint          `json:"next" jsonschema_description:"What to do next."`
+	DLQ              string            `json:"dlq" jsonschema_description:"The DLQ holding the message."`
+	Queue            string            `json:"queue" jsonschema_description:"The queue the DLQ belongs to."`
+	MsgID            int64             `json:"msg_id"`
+	Kind             string            `json:"kind,omitempty"`
+	ReadCount        int               `json:"read_ct" jsonschema_description:"Reads of the DLQ row (by PGMQ clients); not the attempts, which are in dead_letter."`
+	DeadLetteredAt   time.Time         `json:"dead_lettered_at"`
+	DeadLetter       *DeadLetter       `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
+	Headers          json.RawMessage   `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
+	SafeFields       map[string]string `json:"safe_fields,omitempty" jsonschema_description:"Values of the payload fields the operator named safe, shown even when the payload is hidden, secrets redacted; fields the payload lacks are left out."`
+	PayloadBytes     int               `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
+	PayloadShown     bool              `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
+	Payload          json.RawMessage   `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
+	PayloadPreview   string            `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
+	PayloadTruncated bool              `json:"payload_truncated,omitempty"`
+	RedactedValues   int               `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
+	History          []Failure         `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
+	HistoryOmitted   int               `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
+	Notes            []string          `json:"notes" jsonschema_description:"What was hidden or shortened."`
+	Next             []Hint            `json:"next" jsonschema_description:"What to do next."`
 }
 
 // DLQShow returns one dead message: its block, headers, failure history
@@ -234,6 +246,7 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload bool) DeadMessage {
 		}
 	}
 	out.DeadLetter = v.block(m.Block)
+	out.SafeFields = v.safeFields(s.opts.SafeFields, m.Payload)
 	var n string
 	out.Headers, n = v.headers(m.Headers)
 	note(n)

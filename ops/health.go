@@ -24,6 +24,9 @@ type Health struct {
 	DeadMessages int64          `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
 	Workers      int            `json:"workers_running"`
 	CheckedAt    time.Time      `json:"checked_at"`
+	// Payloads is what the server shows of payloads, so that an agent knows
+	// before asking.
+	Payloads PayloadPolicy `json:"payload_policy" jsonschema_description:"What this server shows of message payloads."`
 }
 
 // HealthReason is one thing that is not OK, and what to look at next.
@@ -43,7 +46,7 @@ func (s *Service) Health(ctx context.Context) (Health, error) {
 }
 
 func (s *Service) health(ctx context.Context) (Health, error) {
-	h := Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC()}
+	h := Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy()}
 	stats, err := s.store.QueueStats(ctx, "")
 	if err != nil {
 		return h, err

@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -42,6 +44,12 @@ type Options struct {
 	// AllowPayloads is the server-side payload gate: message payloads are
 	// shown only when it is set and the request asks for them.
 	AllowPayloads bool
+	// SafeFields are payload fields (keys joined by dots: tenant,
+	// file.type) whose values are shown even when payloads are not:
+	// DLQShow lists them and DLQSummary breaks groups down by one.
+	// Their values are redacted like any text, and hidden whole when a
+	// key is named like a secret.
+	SafeFields []string
 	// ReadOnly refuses every write operation with ErrReadOnly.
 	ReadOnly bool
 	// Bounds limit what a view of a message carries. Zero: DefaultBounds.
@@ -73,6 +81,14 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if st == nil {
 		return nil, errors.New("ops: New needs a store")
 	}
+	opts.SafeFields = slices.Clone(opts.SafeFields)
+	for i, f := range opts.SafeFields {
+		opts.SafeFields[i] = strings.TrimSpace(f)
+	}
+	if err := CheckSafeFields(opts.SafeFields); err != nil {
+		return nil, err
+	}
+	opts.SafeFields = slices.Compact(slices.Sorted(slices.Values(opts.SafeFields)))
 	if opts.Bounds == (Bounds{}) {
 		opts.Bounds = DefaultBounds
 	}

@@ -104,6 +104,19 @@ func (v *viewer) text(s string, chars int) string {
 	return s
 }
 
+// listNotes says what the texts of a list lost: cut to chars, or secrets
+// hidden.
+func (v *viewer) listNotes(chars int) []string {
+	notes := []string{}
+	if v.cut {
+		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; showing one message has them whole", chars))
+	}
+	if v.redacted > 0 {
+		notes = append(notes, fmt.Sprintf("%d secret-looking values in error messages are shown as %s", v.redacted, Redacted))
+	}
+	return notes
+}
+
 // trace redacts and bounds one backtrace.
 func (v *viewer) trace(s string, lines int) string {
 	s, n := RedactText(s)

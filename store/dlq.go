@@ -116,17 +116,26 @@ type DeadMessage struct {
 }
 
 // DeadGroup counts the dead messages of one (source queue, kind, error
-// class).
+// class, error pattern).
 type DeadGroup struct {
-	DLQ          string    `json:"dlq"`
-	SourceQueue  string    `json:"source_queue"`
-	Kind         string    `json:"kind"`
-	ErrorClass   string    `json:"error_class"`
+	DLQ         string `json:"dlq"`
+	SourceQueue string `json:"source_queue"`
+	Kind        string `json:"kind"`
+	ErrorClass  string `json:"error_class"`
+	// ErrorPattern is the last error message normalized as the group
+	// compares it: quoted values, uuids, hex strings and numbers replaced by
+	// <str>, <uuid>, <hex> and <n> (pgbus.dlq_error_norm).
+	ErrorPattern string `json:"error_pattern"`
+	// ErrorMessage is the last error message of the group's newest message,
+	// as stored: the caller redacts it.
+	ErrorMessage string    `json:"error_message"`
 	Count        int64     `json:"count"`
 	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
 	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
 	Reasons      []string  `json:"reasons"`
 	SampleMsgIDs []int64   `json:"sample_msg_ids"`
+	// ByField breaks the group down by a payload field, when asked for.
+	ByField *FieldBreakdown `json:"by_field,omitempty"`
 }
 
 // RetryOptions tune RetryDead and RetryDeadMatching.

@@ -50,11 +50,27 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 // Both give the same result for the same data; all of it is read in one
 // snapshot.
 func (s *Store) SummarizeDeadReport(ctx context.Context, f DeadFilter) (DeadSummary, error) {
+	return s.SummarizeDeadWith(ctx, f, SummaryOptions{})
+}
+
+// SummaryOptions tune SummarizeDeadWith.
+type SummaryOptions struct {
+	// ByField is a path of keys into the payload (["file", "type"]); each
+	// group listed is broken down by the value found there.
+	ByField []string
+}
+
+// SummarizeDeadWith is SummarizeDeadReport with options.
+func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOptions) (DeadSummary, error) {
 	out := DeadSummary{Groups: []DeadGroup{}}
 	if err := f.validate(); err != nil {
 		return out, err
 	}
+	if err := validateFieldPath(o.ByField); err != nil {
+		return out, err
+	}
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		base := &deadQuery{dlqs: slices.Clone(q.dlqs), conds: q.conds, args: slices.Clone(q.args)}
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, s.db, opts, func(tx pgx.Tx) error {
 			groups, total, err := summarizeDead(ctx, tx, q, f)
@@ -64,7 +80,10 @@ func (s *Store) SummarizeDeadReport(ctx context.Context, f DeadFilter) (DeadSumm
 			slices.SortFunc(groups, compareDeadGroups)
 			out.Groups = append([]DeadGroup{}, groups[:min(len(groups), MaxDeadGroups)]...)
 			out.TotalGroups, out.Truncated = total, total > len(out.Groups)
-			return nil
+			if len(o.ByField) == 0 || len(out.Groups) == 0 {
+				return nil
+			}
+			return breakDownDead(ctx, tx, base, out.Groups, o.ByField)
 		})
 	})
 	if err != nil {
@@ -112,6 +131,7 @@ func compareDeadGroups(a, b DeadGroup) int {
 		strings.Compare(a.SourceQueue, b.SourceQueue),
 		strings.Compare(a.Kind, b.Kind),
 		strings.Compare(a.ErrorClass, b.ErrorClass),
+		strings.Compare(a.ErrorPattern, b.ErrorPattern),
 	)
 }
 
@@ -159,6 +179,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	rows, err := tx.Query(ctx, `
 		WITH g AS (
 			SELECT dlq, group_key, min(source_queue) AS source_queue, min(kind) AS kind, min(error_class) AS error_class,
+			       min(error_norm) AS error_norm,
 			       sum(count)::bigint AS n,
 			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
 			       count(*) OVER () AS total
@@ -167,7 +188,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 			GROUP BY dlq, group_key
 			HAVING sum(count) > 0
 		)
-		SELECT group_key, dlq, source_queue, kind, error_class, n, reasons, total FROM g
+		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total FROM g
 		WHERE n >= coalesce((SELECT n FROM g ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
 		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1)
 	if err != nil {
@@ -176,7 +197,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	total := 0
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (trackedGroup, error) {
 		var g trackedGroup
-		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.Reasons, &total)
+		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.Reasons, &total)
 		return g, err
 	})
 	if err != nil || len(found) == 0 {
@@ -209,31 +230,32 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 		}
 		t := queueTable(dlq)
 		batch.Queue(`
-			SELECT k.i, f.at, s.ats, s.ids
+			SELECT k.i, f.at, s.ats, s.ids, s.msg
 			FROM unnest($1::uuid[]) WITH ORDINALITY AS k(key, i)
 			CROSS JOIN LATERAL (
 				SELECT d.enqueued_at AS at FROM `+t+` d
-				WHERE pgbus.dlq_group_key(d.headers, d.message) = k.key
+				WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key
 				ORDER BY d.enqueued_at, d.msg_id LIMIT 1) f
 			CROSS JOIN LATERAL (
 				SELECT array_agg(n.enqueued_at ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ats,
-				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids
-				FROM (SELECT d.enqueued_at, d.msg_id FROM `+t+` d
-				      WHERE pgbus.dlq_group_key(d.headers, d.message) = k.key
+				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids,
+				       (array_agg(n.msg ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS msg
+				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg FROM `+t+` d
+				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key
 				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, keys).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var i int
 					var ats []time.Time
 					var g DeadGroup
-					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs); err != nil {
+					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs, &g.ErrorMessage); err != nil {
 						return err
 					}
 					if i < 1 || i > len(groups) || len(ats) == 0 {
 						continue
 					}
 					dst := groups[i-1]
-					dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs = g.FirstDeadAt, ats[0], g.SampleMsgIDs
+					dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs, dst.ErrorMessage = g.FirstDeadAt, ats[0], g.SampleMsgIDs, g.ErrorMessage
 				}
 				return rows.Err()
 			})
@@ -241,22 +263,33 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 	return tx.SendBatch(ctx, batch).Close()
 }
 
+// SQL of the columns groups are made of, the same on every path (the
+// normalized message is the one pgbus.dlq_groups holds, see
+// schema/0010_dlq_error_groups.sql).
+const (
+	sqlDeadMessage    = `coalesce(` + sqlDeadBlock + `->>'error_message', '')`
+	sqlDeadGroupExprs = `coalesce(` + sqlDeadKind + `, '') AS kind,
+		coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+		coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
+		pgbus.dlq_error_norm(` + sqlDeadBlock + `->>'error_message') AS error_norm`
+	sqlDeadGroupCols = `dlq, source_queue, kind, error_class, error_norm`
+)
+
 // summaryFromScan summarizes the DLQs of q by reading every message q
 // selects; it returns the largest MaxDeadGroups groups and the number of
 // groups.
 func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, int, error) {
-	cols := `msg_id, enqueued_at, coalesce(` + sqlDeadKind + `, '') AS kind,
-		coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
-		coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
+	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg,
 		` + sqlDeadBlock + `->>'reason' AS reason`
 	union := q.union(cols, nil, "")
-	sql := `SELECT dlq, source_queue, kind, error_class, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
+	sql := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
 			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}'),
 			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
+			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1],
 			count(*) OVER ()
 		FROM (` + union + `) u
-		GROUP BY dlq, source_queue, kind, error_class
-		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C"
+		GROUP BY ` + sqlDeadGroupCols + `
+		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
 		LIMIT ` + q.arg(MaxDeadGroups)
 	rows, err := tx.Query(ctx, sql, q.args...)
 	if err != nil {
@@ -265,7 +298,8 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 	total := 0
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
 		var g DeadGroup
-		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.Count, &g.FirstDeadAt, &g.LastDeadAt, &g.Reasons, &g.SampleMsgIDs, &total)
+		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &total)
 		return g, err
 	})
 	return groups, total, err

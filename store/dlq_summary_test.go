@@ -34,6 +34,7 @@ func summaryOf(t testing.TB, s *store.Store, f store.DeadFilter) store.DeadSumma
 func sameGroups(a, b []store.DeadGroup) bool {
 	return slices.EqualFunc(a, b, func(x, y store.DeadGroup) bool {
 		return x.DLQ == y.DLQ && x.SourceQueue == y.SourceQueue && x.Kind == y.Kind && x.ErrorClass == y.ErrorClass &&
+			x.ErrorPattern == y.ErrorPattern && x.ErrorMessage == y.ErrorMessage &&
 			x.Count == y.Count && x.FirstDeadAt.Equal(y.FirstDeadAt) && x.LastDeadAt.Equal(y.LastDeadAt) &&
 			slices.Equal(x.Reasons, y.Reasons) && slices.Equal(x.SampleMsgIDs, y.SampleMsgIDs)
 	})
@@ -42,8 +43,8 @@ func sameGroups(a, b []store.DeadGroup) bool {
 func dumpGroups(gs []store.DeadGroup) string {
 	var b strings.Builder
 	for _, g := range gs {
-		fmt.Fprintf(&b, "\n  %s src=%q kind=%.20q class=%q n=%d first=%s last=%s reasons=%v samples=%v",
-			g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.Count, g.FirstDeadAt.Format(time.RFC3339Nano), g.LastDeadAt.Format(time.RFC3339Nano), g.Reasons, g.SampleMsgIDs)
+		fmt.Fprintf(&b, "\n  %s src=%q kind=%.20q class=%q pattern=%.40q msg=%.40q n=%d first=%s last=%s reasons=%v samples=%v",
+			g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern, g.ErrorMessage, g.Count, g.FirstDeadAt.Format(time.RFC3339Nano), g.LastDeadAt.Format(time.RFC3339Nano), g.Reasons, g.SampleMsgIDs)
 	}
 	return b.String()
 }

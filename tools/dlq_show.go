@@ -17,7 +17,7 @@ type DLQShowInput struct {
 
 const dlqShowDescription = `One dead message in full: the dead-letter block (reason, source queue, attempts, last error class, message and backtrace), headers, the failure history of its attempts, and, when allowed, the payload. Secrets are redacted everywhere: in the payload, the headers, error messages and backtraces.
 
-Use it after pgbus_dlq_summary or pgbus_dlq_list to understand why a message died. queue may be omitted when only one DLQ holds msg_id; otherwise the error lists the DLQs to choose from. Payloads are hidden unless the server runs with --allow-payloads and include_payload is true; large payloads and long backtraces are shortened with a note (the CLI, pgbus dlq show, shows them whole). Next: pgbus_dlq_retry (ids: [msg_id], and a corrected payload when the data was wrong) or pgbus_dlq_discard.`
+Use it after pgbus_dlq_summary or pgbus_dlq_list to understand why a message died. queue may be omitted when only one DLQ holds msg_id; otherwise the error lists the DLQs to choose from. Payloads are hidden unless the server runs with --allow-payloads and include_payload is true; the payload fields the operator named safe (--safe-fields) are shown in safe_fields either way; large payloads and long backtraces are shortened with a note (the CLI, pgbus dlq show, shows them whole). Next: pgbus_dlq_retry (ids: [msg_id], and a corrected payload when the data was wrong) or pgbus_dlq_discard.`
 
 // NewDLQShow returns the pgbus_dlq_show tool.
 func NewDLQShow(d Deps) server.ServerTool {

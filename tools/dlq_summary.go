@@ -11,18 +11,19 @@ import (
 // DLQSummaryInput is the input of pgbus_dlq_summary.
 type DLQSummaryInput struct {
 	DeadFilter
+	ByField string `json:"by_field,omitempty" jsonschema_description:"A safe payload field (one of payload_policy.safe_fields in pgbus_health, such as tenant or file.type): each group is broken down by its values, the 5 most frequent and the rest counted, so that failures sharing one value (partner = p-9) show."`
 }
 
-const dlqSummaryDescription = `Dead messages grouped by source queue, job kind and error class, with counts, first and last time seen, reasons and sample message ids: the first stop when investigating failures.
+const dlqSummaryDescription = `Dead messages grouped by source queue, job kind, error class and error pattern (the last error message with numbers, ids, quoted values and hex replaced, so "order 42 failed" and "order 43 failed" are one group), with counts, first and last time seen, reasons, a representative error message (redacted) and sample message ids: the first stop when investigating failures.
 
-Filters (queue, kind, error_class, reason, since, until, text) narrow what is counted. Next: for each group that matters, call pgbus_dlq_show with one of its sample_msg_ids and its dlq as queue to read the error, backtrace and failure history; pgbus_dlq_list with the group's filters lists all its messages. Then pgbus_dlq_retry (transient causes, once fixed) or pgbus_dlq_discard (bad input that will never succeed) with the same filters and a limit.`
+Filters (queue, kind, error_class, reason, since, until, text) narrow what is counted; an empty kind in a group means its messages have none, which the kind filter cannot select alone. by_field breaks each group down by a payload field the operator named safe (pgbus_health lists them), without showing payloads. Next: for each group that matters, call pgbus_dlq_show with one of its sample_msg_ids and its dlq as queue to read the error, backtrace and failure history; pgbus_dlq_list with the group's filters lists all its messages. Then pgbus_dlq_retry (transient causes, once fixed) or pgbus_dlq_discard (bad input that will never succeed) with the same filters and a limit.`
 
 // NewDLQSummary returns the pgbus_dlq_summary tool.
 func NewDLQSummary(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_summary", dlqSummaryDescription, readAnnotations("Dead-letter summary"), DLQSummaryInput{}, ops.DLQSummary{}),
 		Handler: handler(func(ctx context.Context, in DLQSummaryInput) (ops.DLQSummary, error) {
-			return d.Ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: in.ops()})
+			return d.Ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: in.ops(), ByField: in.ByField})
 		}),
 	}
 }

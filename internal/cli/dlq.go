@@ -91,16 +91,23 @@ func (ff *filterFlags) flags() string {
 
 func (a *app) dlqSummaryCommand() *cobra.Command {
 	var (
-		ff filterFlags
+		ff      filterFlags
+		byField string
 	)
 	cmd := &cobra.Command{
 		Use:   "summary",
-		Short: "Group dead messages by queue, kind and error class: the first stop",
-		Long: `Count dead messages by (source queue, kind, error class), largest group first,
-with their reasons, first and last time seen, and a few sample ids to show.
---json prints the same result as the MCP tool pgbus_dlq_summary.`,
+		Short: "Group dead messages by queue, kind, error class and message: the first stop",
+		Long: `Count dead messages by (source queue, kind, error class, error pattern), largest
+group first, with their reasons, first and last time seen, a few sample ids to
+show and the newest message's error (secrets redacted). The error pattern is
+the error message with numbers, ids, quoted values and hex replaced, so
+"order 42 failed" and "order 43 failed" are one group.
+--by-field breaks each group down by a safe payload field (config safe_fields
+or PGBUS_SAFE_FIELDS). --json prints the same result as the MCP tool
+pgbus_dlq_summary.`,
 		Example: `  pgbus dlq summary
   pgbus dlq summary --queue orders --since 24h
+  pgbus dlq summary --by-field tenant
   pgbus dlq summary --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -108,7 +115,7 @@ with their reasons, first and last time seen, and a few sample ids to show.
 			if err != nil {
 				return err
 			}
-			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f}, func(sum ops.DLQSummary) error {
+			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField}, func(sum ops.DLQSummary) error {
 				if err := writeDeadSummary(a.stdout, sum); err != nil {
 					return err
 				}
@@ -118,6 +125,7 @@ with their reasons, first and last time seen, and a few sample ids to show.
 		},
 	}
 	ff.add(cmd.Flags())
+	cmd.Flags().StringVar(&byField, "by-field", "", "break each group down by this safe payload field (config safe_fields, env "+EnvSafeFields+")")
 	return jsonFlag(cmd)
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,18 +19,19 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 		_, err := fmt.Fprintln(w, "no dead messages")
 		return err
 	}
-	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS")
+	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS", "MESSAGE")
 	for _, g := range sum.Groups {
 		ids := make([]string, len(g.SampleMsgIDs))
 		for i, id := range g.SampleMsgIDs {
 			ids[i] = fmt.Sprint(id)
 		}
 		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
-			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","))
+			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","), clip(dash(oneLine(g.ErrorMessage)), 70))
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
+	writeBreakdowns(w, sum.Groups)
 	line := fmt.Sprintf("%d dead messages in %d groups", sum.Total, len(sum.Groups))
 	if sum.Truncated {
 		line += fmt.Sprintf(" (the largest of %d groups: narrow the filters for the others)", sum.TotalGroups)
@@ -36,6 +39,31 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 	_, err := fmt.Fprintln(w, line)
 	return err
 }
+
+// writeBreakdowns prints each group's values of --by-field, one line a
+// group, in the order of the table.
+func writeBreakdowns(w io.Writer, groups []ops.DeadGroup) {
+	for _, g := range groups {
+		b := g.ByField
+		if b == nil {
+			continue
+		}
+		parts := make([]string, 0, len(b.Values)+2)
+		for _, v := range b.Values {
+			parts = append(parts, fmt.Sprintf("%s=%s (%d)", b.Field, clip(v.Value, 40), v.Count))
+		}
+		if b.Other > 0 {
+			parts = append(parts, fmt.Sprintf("other values (%d)", b.Other))
+		}
+		if b.Missing > 0 {
+			parts = append(parts, fmt.Sprintf("no %s (%d)", b.Field, b.Missing))
+		}
+		fmt.Fprintf(w, "%s %s %s: %s\n", g.SourceQueue, dash(g.ErrorClass), clip(dash(oneLine(g.ErrorPattern)), 40), strings.Join(parts, ", "))
+	}
+}
+
+// oneLine puts a message on one line, for a table cell.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // writeDeadList prints a page of pgbus dlq list.
 func writeDeadList(w io.Writer, page ops.DLQList) error {
@@ -74,6 +102,13 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	} else {
 		kv.row("block:", "none: this message was not dead-lettered by pgbus")
 		kv.row("enqueued:", stamp(m.DeadLetteredAt))
+	}
+	if len(m.SafeFields) > 0 {
+		fields := slices.Sorted(maps.Keys(m.SafeFields))
+		for i, f := range fields {
+			fields[i] = f + "=" + m.SafeFields[f]
+		}
+		kv.row("safe fields:", strings.Join(fields, ", "))
 	}
 	if err := kv.flush(); err != nil {
 		return err

@@ -85,13 +85,14 @@ func TestDLQCommands(t *testing.T) {
 	if err := json.Unmarshal(rawSum["groups"], &rawGroups); err != nil || len(rawGroups) != 3 {
 		t.Fatalf("summary groups JSON: %s (%v)", rawSum["groups"], err)
 	}
-	for _, k := range []string{"dlq", "source_queue", "kind", "error_class", "count", "first_dead_lettered_at", "last_dead_lettered_at", "reasons", "sample_msg_ids"} {
+	for _, k := range []string{"dlq", "source_queue", "kind", "error_class", "error_pattern", "error_message", "count", "first_dead_lettered_at", "last_dead_lettered_at", "reasons", "sample_msg_ids"} {
 		if _, ok := rawGroups[0][k]; !ok {
 			t.Errorf("summary group JSON lacks %q", k)
 		}
 	}
 	table := d.ok(t, "dlq", "summary")
 	for _, s := range []string{"ERROR CLASS", "demo.ValidationError", "panic", "demo.Unavailable", "7 dead messages in 3 groups",
+		"MESSAGE", "invalid payload: amount_cents must be positive, got 0",
 		fmt.Sprintf("next: pgbus dlq show %d --queue shop_dlq", groups[0].SampleMsgIDs[0]), "next: pgbus dlq list "} {
 		if !strings.Contains(table, s) {
 			t.Errorf("summary table lacks %q:\n%s", s, table)

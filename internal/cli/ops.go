@@ -23,7 +23,7 @@ const AuditClient = "cli"
 // person at the terminal has the database, so payloads are shown when a
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
-	return ops.New(db.Store, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, Logger: a.log})
+	return ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log})
 }
 
 // session is an open database and the operations layer over it.

@@ -11,6 +11,7 @@ import (
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // serveFlags are the options of pgbus serve.
@@ -22,6 +23,7 @@ type serveFlags struct {
 	authToken      string
 	readOnly       bool
 	allowPayloads  bool
+	safeFields     []string
 	queues         []string
 	work           []string // the old name of --queue
 	handler        string
@@ -78,6 +80,7 @@ serve runs no workers and only answers agents.`,
 	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
+	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
 	fl.StringArrayVar(&f.work, "work", nil, "the old name of --queue")
 	// Hidden rather than marked deprecated: cobra prints a deprecation on
@@ -93,7 +96,7 @@ func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 	return runner.MCPConfig{
 		Transport: f.transport,
 		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken},
-		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads,
+		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
 		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log,
 	}
 }
@@ -132,6 +135,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
+		return usageError{err}
+	}
+
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
 	// and writes nothing, so a role that may only read can run it.
@@ -147,4 +154,20 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer stopWorkers()
 	return runner.ServeMCP(ctx, sess.db.Store, mcp)
+}
+
+// EnvSafeFields names the safe payload fields, as a comma list, when
+// --safe-fields does not.
+const EnvSafeFields = "PGBUS_SAFE_FIELDS"
+
+// safeFields settles the safe payload fields: given (--safe-fields), else
+// PGBUS_SAFE_FIELDS, else the configuration file's safe_fields.
+func (a *app) safeFields(given []string) []string {
+	if len(given) > 0 {
+		return given
+	}
+	if v := os.Getenv(EnvSafeFields); v != "" {
+		return strings.Split(v, ",")
+	}
+	return a.cfg.SafeFields
 }

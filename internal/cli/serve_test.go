@@ -322,6 +322,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"queue without handler":     {[]string{"serve", "--queue", "orders"}, "has no handler"},
 		"unknown handler":           {[]string{"serve", "--queue", "orders", "--handler", "pigeon"}, "unknown handler type"},
 		"extra argument":            {[]string{"serve", "now"}, "serve"},
+		"bad safe field":            {[]string{"serve", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
 	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.

@@ -59,6 +59,9 @@ type File struct {
 	Worker Worker `yaml:"worker"`
 	// Queues are the queues this installation works, by name.
 	Queues map[string]Queue `yaml:"queues"`
+	// SafeFields are payload fields (keys joined by dots: tenant,
+	// file.type) whose values pgbus shows even when payloads are hidden.
+	SafeFields []string `yaml:"safe_fields"`
 
 	path  string
 	lines map[string]int    // key path -> line of the key

@@ -25,7 +25,7 @@ Every setting is taken from the first of:
   2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR, PGBUS_LOG_FORMAT,
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
-                                   PGBUS_DRAIN_TIMEOUT
+                                   PGBUS_DRAIN_TIMEOUT, PGBUS_SAFE_FIELDS
   3. the configuration file
   4. the built-in default
 
@@ -35,6 +35,7 @@ Example (every key but the handler types' own, which follow it):
   data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory
   log_format: auto                  # auto, text or json
   log_level: info                   # debug, info, warn or error
+  safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
   worker:
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long

@@ -23,6 +23,8 @@ type MCPConfig struct {
 	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
 	// message payloads.
 	ReadOnly, AllowPayloads bool
+	// SafeFields are payload fields shown even when payloads are hidden.
+	SafeFields []string
 	// Stdin and Stdout carry the stdio transport.
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -60,7 +62,7 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 // the client closes stdin. Agents get the default bounds, and the payload
 // gate and read-only mode of c.
 func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Bounds of a breakdown of dead-letter groups by a payload field.
+const (
+	// MaxFieldValues is how many values a breakdown lists per group, the
+	// most frequent first; the others are counted together.
+	MaxFieldValues = 5
+	// MaxFieldValueChars bounds each value listed, in characters.
+	MaxFieldValueChars = 200
+	// MaxFieldPathDepth bounds the keys of a field path.
+	MaxFieldPathDepth = 8
+)
+
+// FieldBreakdown counts the messages of one group by the value of one
+// payload field.
+type FieldBreakdown struct {
+	// Values are the MaxFieldValues most frequent values, most frequent
+	// first (ties in byte order), each as text: a string as it is, any
+	// other JSON value as JSON, cut to MaxFieldValueChars characters.
+	Values []FieldValueCount `json:"values"`
+	// Other counts the messages with a value not listed.
+	Other int64 `json:"other"`
+	// Missing counts the messages without the field.
+	Missing int64 `json:"missing"`
+}
+
+// FieldValueCount is one value of a field and the messages that have it.
+type FieldValueCount struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
+}
+
+// validateFieldPath checks a path of keys into a payload.
+func validateFieldPath(path []string) error {
+	if len(path) > MaxFieldPathDepth {
+		return invalidf("field path has %d keys; at most %d are allowed", len(path), MaxFieldPathDepth)
+	}
+	for _, k := range path {
+		if k == "" || !utf8.ValidString(k) || strings.ContainsRune(k, 0) || utf8.RuneCountInString(k) > MaxDeadFilterName {
+			return invalidf("field path %q has an empty, overlong or invalid key; name keys such as tenant or file.type", strings.Join(path, "."))
+		}
+	}
+	return nil
+}
+
+// groupID names a group by what it is made of, on every path alike.
+type groupID struct{ dlq, source, kind, class, pattern string }
+
+func groupIDOf(g DeadGroup) groupID {
+	return groupID{g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern}
+}
+
+// breakDownDead sets the ByField breakdown of groups by reading the
+// messages q selects in the groups' DLQs: the same for both paths of the
+// summary, as the groups' columns are computed alike.
+func breakDownDead(ctx context.Context, tx pgx.Tx, q *deadQuery, groups []DeadGroup, path []string) error {
+	byID := make(map[groupID]*DeadGroup, len(groups))
+	for i := range groups {
+		groups[i].ByField = &FieldBreakdown{Values: []FieldValueCount{}}
+		byID[groupIDOf(groups[i])] = &groups[i]
+	}
+	q.dlqs = slices.DeleteFunc(q.dlqs, func(d string) bool {
+		return !slices.ContainsFunc(groups, func(g DeadGroup) bool { return g.DLQ == d })
+	})
+	p := q.arg(path)
+	union := q.union(sqlDeadGroupExprs+`, left(message #>> `+p+`::text[], `+q.arg(MaxFieldValueChars)+`) AS v`, nil, "")
+	top := q.arg(MaxFieldValues)
+	rows, err := tx.Query(ctx, `
+		WITH c AS (
+			SELECT `+sqlDeadGroupCols+`, v, count(*) AS n FROM (`+union+`) u
+			GROUP BY `+sqlDeadGroupCols+`, v
+		), r AS (
+			SELECT c.*, row_number() OVER (PARTITION BY `+sqlDeadGroupCols+` ORDER BY v IS NULL, n DESC, v COLLATE "C") AS i FROM c
+		)
+		SELECT `+sqlDeadGroupCols+`,
+			coalesce(array_agg(v ORDER BY i) FILTER (WHERE v IS NOT NULL AND i <= `+top+`), '{}'),
+			coalesce(array_agg(n ORDER BY i) FILTER (WHERE v IS NOT NULL AND i <= `+top+`), '{}'),
+			coalesce(sum(n) FILTER (WHERE v IS NOT NULL AND i > `+top+`), 0)::bigint,
+			coalesce(sum(n) FILTER (WHERE v IS NULL), 0)::bigint
+		FROM r GROUP BY `+sqlDeadGroupCols, q.args...)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		var id groupID
+		var values []string
+		var counts []int64
+		var b FieldBreakdown
+		if err := r.Scan(&id.dlq, &id.source, &id.kind, &id.class, &id.pattern, &values, &counts, &b.Other, &b.Missing); err != nil {
+			return struct{}{}, err
+		}
+		b.Values = make([]FieldValueCount, len(values))
+		for i := range values {
+			b.Values[i] = FieldValueCount{Value: values[i], Count: counts[i]}
+		}
+		if g := byID[id]; g != nil {
+			g.ByField = &b
+		}
+		return struct{}{}, nil
+	})
+	return err
+}

@@ -1,0 +1,232 @@
+package store_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
+	"github.com/pgbus/pgbus/store"
+)
+
+// causeMessages are error messages of one kind and class: pairs that differ
+// only by a number, a uuid, a quoted value or a hex string, and two that
+// say different things. want maps each normalized pattern to its count.
+var causeMessages = []string{
+	"order 42 failed", "order 43 failed",
+	"user 0b7c4e1a-3f5e-4f8e-9a2b-1c2d3e4f5a6b not found", "user 9F8E7D6C-5B4A-4F3E-8D2C-1B0A9F8E7D6C not found",
+	`bad ref 'abc' in row`, `bad ref "x\"y"  in row`,
+	"checksum 3fa9c2e1d0b4 mismatch", "checksum 0x1F2E mismatch",
+	"card declined", "address invalid",
+}
+
+var causePatterns = map[string]int64{
+	"order <n> failed":        2,
+	"user <uuid> not found":   2,
+	"bad ref <str> in row":    2,
+	"checksum <hex> mismatch": 2,
+	"card declined":           1,
+	"address invalid":         1,
+}
+
+func deadWithMessages(t testing.TB, s *store.Store, q, kind string, msgs []string) []int64 {
+	t.Helper()
+	specs := make([]pgtest.DeadSpec, len(msgs))
+	for i, m := range msgs {
+		specs[i] = pgtest.DeadSpec{Kind: kind, Class: "Failed", Message: m, Payload: fmt.Sprintf(`{"n": %d, "partner": "p-%d"}`, i, i%2)}
+	}
+	return pgtest.DeadLetter(t, s, q, specs...)
+}
+
+func checkPatterns(t testing.TB, gs []store.DeadGroup, ids []int64) {
+	t.Helper()
+	if len(gs) != len(causePatterns) {
+		t.Fatalf("%d groups, want %d:%s", len(gs), len(causePatterns), dumpGroups(gs))
+	}
+	for _, g := range gs {
+		if want, ok := causePatterns[g.ErrorPattern]; !ok || g.Count != want {
+			t.Fatalf("group %q has %d messages, want %d:%s", g.ErrorPattern, g.Count, want, dumpGroups(gs))
+		}
+		// The representative message is the newest one's, as it was written.
+		newest := g.SampleMsgIDs[0]
+		i := indexOf(ids, newest)
+		if i < 0 || g.ErrorMessage != causeMessages[i] {
+			t.Fatalf("group %q: message %q, want that of its newest message %d", g.ErrorPattern, g.ErrorMessage, newest)
+		}
+	}
+}
+
+func indexOf(ids []int64, id int64) int {
+	for i, v := range ids {
+		if v == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Messages whose errors differ only by values group together, others do
+// not, and the counts and the messages agree on it.
+func TestDeadGroupsByErrorPattern(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s)
+	kind := uniqueName("cause")
+	ids := deadWithMessages(t, s, q, kind, causeMessages)
+	gs := checkGroups(t, s, store.DLQName(q), store.DeadFilter{Queue: q}, "after dead-lettering")
+	checkPatterns(t, gs, ids)
+	// Deleting one of a pair leaves its group with the other.
+	if _, err := s.Pool().Exec(testContext(t), `DELETE FROM pgmq."q_`+store.DLQName(q)+`" WHERE msg_id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	gs = checkGroups(t, s, store.DLQName(q), store.DeadFilter{Queue: q}, "after a delete")
+	for _, g := range gs {
+		if g.ErrorPattern == "order <n> failed" && (g.Count != 1 || g.ErrorMessage != "order 42 failed") {
+			t.Fatalf("after deleting %q the group is%s", causeMessages[1], dumpGroups([]store.DeadGroup{g}))
+		}
+	}
+}
+
+// The normalization bounds what it keeps and collapses white space.
+func TestDeadErrorNormBounds(t *testing.T) {
+	s := testStore(t)
+	var norm string
+	long := strings.Repeat("word ", 300)
+	if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, "  id\t7  "+long).Scan(&norm); err != nil {
+		t.Fatal(err)
+	}
+	if len(norm) != 500 || !strings.HasPrefix(norm, "id <n> word word") {
+		t.Fatalf("normalized %d characters starting %.30q, want 500 starting \"id <n> word word\"", len(norm), norm)
+	}
+	for in, want := range map[string]string{"can't parse 12": "can't parse <n>", "": "", "deadbeef cafe": "deadbeef cafe"} {
+		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
+			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
+		}
+	}
+}
+
+// A breakdown by a payload field counts each group's values, the most
+// frequent first, the rest as other, and those without the field as
+// missing, alike on both paths.
+func TestDeadGroupsByField(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	kind := uniqueName("field")
+	var specs []pgtest.DeadSpec
+	add := func(n int, payload string) {
+		for range n {
+			specs = append(specs, pgtest.DeadSpec{Kind: kind, Class: "Failed", Message: fmt.Sprintf("upload %d rejected", len(specs)), Payload: payload})
+		}
+	}
+	add(4, `{"partner": "p-9", "file": {"type": "pdf"}}`)
+	add(2, `{"partner": "p-9", "file": {"type": "png"}}`)
+	for i := range 6 {
+		add(1, fmt.Sprintf(`{"partner": "p-9", "file": {"type": "t%d"}}`, i))
+	}
+	add(1, `{"partner": "p-9", "file": {"type": 7}}`)
+	add(2, `{"partner": "p-9"}`)
+	pgtest.DeadLetter(t, s, q, specs...)
+	for _, f := range []store.DeadFilter{{Queue: q}, {Queue: q, Since: epoch}} {
+		sum, err := s.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: []string{"file", "type"}})
+		if err != nil || len(sum.Groups) != 1 || sum.Groups[0].ByField == nil {
+			t.Fatalf("summary by file.type (%+v) = %+v, %v", f, sum, err)
+		}
+		b := sum.Groups[0].ByField
+		got := fmt.Sprint(b.Values)
+		if got != "[{pdf 4} {png 2} {7 1} {t0 1} {t1 1}]" || b.Other != 4 || b.Missing != 2 {
+			t.Fatalf("breakdown by file.type (%+v): values %s other %d missing %d", f, got, b.Other, b.Missing)
+		}
+		sum, err = s.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: []string{"partner"}})
+		if err != nil || fmt.Sprint(sum.Groups[0].ByField) != "&{[{p-9 15}] 0 0}" {
+			t.Fatalf("breakdown by partner (%+v) = %+v, %v", f, sum.Groups[0].ByField, err)
+		}
+	}
+	_, err := s.SummarizeDeadWith(ctx, store.DeadFilter{Queue: q}, store.SummaryOptions{ByField: []string{"file", ""}})
+	wantErr(t, "an empty key", err, store.ErrInvalid, "empty, overlong or invalid key")
+}
+
+// Migration 0010 regroups the DLQs that 0007 counted: by pattern, under
+// the new index, the old one dropped.
+func TestMigrationRegroupsDLQs(t *testing.T) {
+	ctx := testContext(t)
+	s, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	all, err := schema.All()
+	if err != nil || len(all) < 10 {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (
+		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:9] {
+		if _, err := s.Pool().Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := uniqueName("old")
+	dlq := store.DLQName(q)
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	ids := deadWithMessages(t, s, q, "k", causeMessages)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_groups WHERE dlq = $1`, dlq); n != 1 {
+		t.Fatalf("before 0010: %d rows in pgbus.dlq_groups, want 1 (one class, one reason)", n)
+	}
+	if st, err := s.Migrate(ctx); err != nil || st.Applied != len(all)-9 {
+		t.Fatalf("migrate = %+v, %v", st, err)
+	}
+	checkPatterns(t, checkGroups(t, s, dlq, store.DeadFilter{Queue: q}, "after 0010"), ids)
+	idx := func(name string) int {
+		return dlCount(t, s, `SELECT count(*) FROM pg_class WHERE relname = $1`, "q_"+dlq+name)
+	}
+	if idx("_grp_idx") != 0 || idx("_cause_idx") != 1 {
+		t.Fatalf("indexes after 0010: _grp_idx %d, _cause_idx %d; want 0 and 1", idx("_grp_idx"), idx("_cause_idx"))
+	}
+	deadWithMessages(t, s, q, "k", causeMessages[:1])
+	checkGroups(t, s, dlq, store.DeadFilter{Queue: q}, "after dead-lettering under 0010")
+	if plan := explainProbe(t, s, dlq); !strings.Contains(plan, "q_"+dlq+"_cause_idx") {
+		t.Fatalf("the summary's probe of a group does not use the group index:\n%s", plan)
+	}
+}
+
+// explainProbe returns the plan of the query that reads a group's newest
+// messages, as the summary's fast path does, with sequential scans off: a
+// tiny table would be scanned anyway, and the question is whether the
+// index matches the expression at all.
+func explainProbe(t testing.TB, s *store.Store, dlq string) string {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN SELECT msg_id FROM pgmq."q_`+dlq+`" d
+		WHERE pgbus.dlq_cause_key(d.headers, d.message) = $1::uuid ORDER BY enqueued_at DESC, msg_id DESC LIMIT 5`, "00000000-0000-0000-0000-000000000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(line + "\n")
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	return b.String()
+}
