@@ -16,6 +16,7 @@ import (
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -95,20 +96,24 @@ func (a *app) setup(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("log level %q%s: use debug, info, warn or error", a.logLevel, a.from("log-level"))}
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
 	switch a.logFormat {
 	case "json":
-		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+		h = slog.NewJSONHandler(a.stderr, opts)
 	case "text":
-		a.log = slog.New(tint.NewHandler(a.stderr, &tint.Options{Level: level, NoColor: !isTerminal(a.stderr)}))
+		h = tint.NewHandler(a.stderr, &tint.Options{Level: level, NoColor: !isTerminal(a.stderr)})
 	case "auto":
 		if isTerminal(a.stderr) {
-			a.log = slog.New(tint.NewHandler(a.stderr, &tint.Options{Level: level}))
+			h = tint.NewHandler(a.stderr, &tint.Options{Level: level})
 		} else {
-			a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+			h = slog.NewJSONHandler(a.stderr, opts)
 		}
 	default:
 		return usageError{fmt.Errorf("log format %q%s: use auto, text or json", a.logFormat, a.from("log-format"))}
 	}
+	// Job errors quote downstreams verbatim: the log is redacted like
+	// every other output.
+	a.log = slog.New(ops.RedactingHandler(h))
 	if a.cfg.Path() != "" {
 		a.log.Debug("pgbus: configuration file read", "path", a.cfg.Path(), "queues", a.cfg.QueueNames())
 	}

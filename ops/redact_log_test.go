@@ -1,0 +1,65 @@
+package ops_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/secrettest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Every secret of the corpus, logged as the message, as a string, an error,
+// a list, raw JSON, a map, under a secret key, in a group or through
+// With, is hidden from the log line; the attributes around it stay.
+func TestRedactingHandlerHidesTheCorpus(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			var h slog.Handler = slog.NewJSONHandler(&buf, nil)
+			if format == "text" {
+				h = slog.NewTextHandler(&buf, nil)
+			}
+			log := slog.New(ops.RedactingHandler(h))
+			for _, sec := range secrettest.Corpus {
+				text := sec.Text + sec.JSON
+				var payload map[string]any
+				_ = json.Unmarshal([]byte(sec.JSON), &payload)
+				log.With("context", text).Info(text,
+					"attempt_no", 42,
+					"err", errors.New(text),
+					"body", text,
+					"lines", []string{"first", text},
+					"raw", json.RawMessage(sec.JSON),
+					"payload", payload,
+					"password", sec.Value,
+					slog.Group("job", "stderr", text, "queue", "orders"))
+			}
+			out := buf.String()
+			secrettest.AssertHidden(t, out)
+			if n := strings.Count(out, "attempt_no"); n != len(secrettest.Corpus) {
+				t.Errorf("attempt_no logged %d times, want %d: redaction dropped attributes", n, len(secrettest.Corpus))
+			}
+			if !strings.Contains(out, "orders") || !strings.Contains(out, ops.Redacted) {
+				t.Errorf("want the queue kept and secrets replaced by %s:\n%s", ops.Redacted, out)
+			}
+		})
+	}
+}
+
+// Values that cannot hold a secret reach the log as they were.
+func TestRedactingHandlerKeepsPlainValues(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(ops.RedactingHandler(slog.NewJSONHandler(&buf, nil)))
+	log.Info("job done", "msg_id", int64(42), "took_ms", 1.5, "ok", true, "queue", "orders")
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["msg"] != "job done" || rec["msg_id"] != float64(42) || rec["took_ms"] != 1.5 || rec["ok"] != true || rec["queue"] != "orders" {
+		t.Errorf("plain values changed: %v", rec)
+	}
+}
