@@ -101,7 +101,8 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 			return false, nil
 		}
 		return false, invalidf("a discard by filter moves up to %d dead messages out of their DLQ: check what it would move with a dry run, then confirm it", limit).
-			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.hintArgs("limit", limit, "dry_run", true)...))
+			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.hintArgs("limit", limit, "dry_run", true)...),
+				hint(OpDLQDiscard, "discards them once checked", req.Filter.hintArgs("limit", limit, "confirm", true)...))
 	}
 	dry, err := s.store.DiscardDeadSelected(ctx, f, limit, store.DiscardOptions{DryRun: true})
 	if err != nil {
