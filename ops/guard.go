@@ -75,6 +75,9 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 		}
 		ids = append(ids, id)
 	}
+	if len(ids) == 0 {
+		return "", invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
+	}
 	tok, err := s.store.DeadIDsToken(ctx, f.Queue, ids)
 	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }

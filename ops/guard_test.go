@@ -110,6 +110,9 @@ func TestRetryExpectRefusedAfterChange(t *testing.T) {
 	if err != nil || r.Retried != 3 || pgtest.Live(t, s, q+"_dlq") != 0 || pgtest.Live(t, s, q) != 3 {
 		t.Fatalf("retry expecting the 3 ids = %+v, %v; want all 3 back in %s", r, err, q)
 	}
+	if _, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Expect: " , "}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("an expect of commas only = %v; want ErrInvalid", err)
+	}
 	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{ErrorClass: "Timeout"}, Expect: "1,2"})
 	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "needs queue") {
 		t.Fatalf("ids as expect without a queue = %v; want ErrInvalid asking for the queue", err)
