@@ -197,7 +197,11 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	}
 
 	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable}, "limit is required")
-	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10})
+	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10}, `pgbus_dlq_discard {"confirm":true`)
+	if pgtest.Live(t, e.st, q+"_dlq") != 2 {
+		t.Fatal("a discard by filter without confirm moved messages")
+	}
+	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10, "confirm": true})
 	if _, ok := findHint(d.Next, "pgbus_dlq_summary"); d.Discarded != 2 || d.LimitReached || !ok {
 		t.Fatalf("discard: %+v", d)
 	}

@@ -211,8 +211,27 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 	if len(res.Outcomes) > 0 && res.Discarded == 0 {
 		return nil // the error line says why nothing moved
 	}
-	_, err := fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
-	return err
+	if res.DryRun {
+		fmt.Fprintf(a.stdout, "would discard %d dead messages\n", res.Discarded)
+	} else {
+		fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
+	}
+	if len(res.Moved) > 0 {
+		t := newTable(a.stdout, "DLQ", "DLQ ID")
+		for _, m := range res.Moved {
+			t.row(m.DLQ, m.MsgID)
+		}
+		if res.MovedOmitted > 0 {
+			t.row("…", fmt.Sprintf("%d more", res.MovedOmitted))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if res.DryRun {
+		printNext(a.stdout, res.Next)
+	}
+	return nil
 }
 
 // refuse answers a bulk operation given without --yes: a usage error
