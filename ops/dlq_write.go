@@ -404,7 +404,7 @@ type DLQPurgeRequest struct {
 type DLQPurge struct {
 	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"The age used."`
+	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
 }
 
 // DLQPurge deletes for good the discarded dead messages older than an age.

@@ -107,7 +107,7 @@ type WorkerStatus struct {
 	WorkerProcess
 	Status string `json:"status" jsonschema:"enum=running,enum=stale,enum=stopped"`
 	// HeartbeatAgeSeconds is how long ago the process last checked in.
-	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds"`
+	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds" jsonschema_description:"Seconds since the process last sent its heartbeat."`
 }
 
 // Workers are the worker processes seen in the last 24 hours.
@@ -158,8 +158,7 @@ func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	for i, b := range all {
-		b.LastError, _ = RedactText(b.LastError)
-		out.Circuits[i] = BreakerState(b)
+		out.Circuits[i] = breakerState(b)
 		if b.State != store.BreakerClosed {
 			out.Open++
 		}

@@ -142,6 +142,12 @@ func TestCircuits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.RecordBreakerUsers(ctx, api, []store.BreakerUser{{Queue: "orders", Kind: "charge"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BreakerSuccess(ctx, "exec:report"); err != nil {
+		t.Fatal(err)
+	}
 
 	out := d.ok(t, "circuits", "--json")
 	if strings.Contains(out, "s3cret-pw") {
@@ -155,14 +161,16 @@ func TestCircuits(t *testing.T) {
 	exec, open := cs.Circuits[0], cs.Circuits[1] // by name
 	if open.Name != api || open.State != store.BreakerOpen || open.ConsecutiveFailures != 2 || open.FailureThreshold != 2 ||
 		open.OpenUntil == nil || open.OpenUntil.Before(time.Now().Add(50*time.Minute)) ||
-		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) {
+		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) ||
+		open.LastFailureAt == nil || open.LastSuccessAt != nil || len(open.Users) != 1 || open.Users[0].Queue != "orders" || open.Users[0].Kind != "charge" {
 		t.Fatalf("open breaker: %+v", open)
 	}
-	if exec.Name != "exec:report" || exec.State != store.BreakerClosed || exec.ConsecutiveFailures != 0 || exec.FailureThreshold != 5 {
+	if exec.Name != "exec:report" || exec.State != store.BreakerClosed || exec.ConsecutiveFailures != 0 || exec.FailureThreshold != 5 ||
+		exec.LastSuccessAt == nil || exec.LastFailureAt != nil || len(exec.Users) != 0 {
 		t.Fatalf("closed breaker: %+v", exec)
 	}
 	table := d.ok(t, "circuits")
-	for _, s := range []string{"NAME", "STATE", "FAILURES", api, "open", "2/2", "in ", "exec:report", "closed", "0/5", ops.Redacted} {
+	for _, s := range []string{"NAME", "STATE", "FAILURES", "LAST SUCCESS", "LAST FAILURE", "USED BY", api, "open", "2/2", "in ", "orders/charge", "exec:report", "closed", "0/5", ops.Redacted} {
 		if !strings.Contains(table, s) {
 			t.Errorf("circuits table lacks %q:\n%s", s, table)
 		}
