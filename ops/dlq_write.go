@@ -52,6 +52,8 @@ type DLQRetry struct {
 	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
 	LimitReached bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
 	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
+	// Workers is filled in after the retry, apart from the rest.
+	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
 }
 
 // OK reports whether every message asked for was retried (or would be).
@@ -62,6 +64,11 @@ func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Fa
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	defer func() { // before the audit entry: deferred calls run last first
+		if err == nil {
+			s.noteRetryWorkers(ctx, &out)
+		}
+	}()
 	if err := s.checkWrite(OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}

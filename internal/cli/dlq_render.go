@@ -195,6 +195,11 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 			return err
 		}
 	}
+	for _, c := range rep.Workers {
+		if !c.Served() {
+			fmt.Fprintln(a.stdout, "note: "+c.Note)
+		}
+	}
 	printNext(a.stdout, rep.Next)
 	return nil
 }

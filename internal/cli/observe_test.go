@@ -34,7 +34,7 @@ func TestHealthAndWorkers(t *testing.T) {
 		t.Fatalf("health reasons: %+v", h.Reasons)
 	}
 	r := h.Reasons[0]
-	if r.Status != ops.HealthStalled || r.Code != "no_running_workers" || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
+	if r.Status != ops.HealthStalled || r.Code != "no_workers" || r.Workers != ops.CoverageNever || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
 		len(r.Next) != 2 || r.Next[0].Op != ops.OpWork || r.Next[0].Args["queue"] != "orders" || r.Next[1].Op != ops.OpWorkers {
 		t.Fatalf("stalled reason: %+v", r)
 	}
@@ -47,7 +47,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	table := d.ok(t, "health")
 	for _, s := range []string{
 		"STALLED: 1 queues, 2 ready, 0 dead, 0 workers running",
-		`STALLED no_running_workers: queue "orders" has 2 messages ready and no worker process is running`,
+		`STALLED no_workers: queue "orders": 2 messages ready, 0 waiting to retry; no worker process has served queue orders in the last 24 hours`,
 		"  next: pgbus work --queue orders", "  next: pgbus workers",
 	} {
 		if !strings.Contains(table, s) {
