@@ -58,6 +58,8 @@ type DLQRetry struct {
 	LimitReached bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
 	Expect       string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
+	// Workers is filled in after the retry, apart from the rest.
+	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
 }
 
 // OK reports whether every message asked for was retried (or would be).
@@ -68,6 +70,11 @@ func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Fa
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	defer func() { // before the audit entry: deferred calls run last first
+		if err == nil {
+			s.noteRetryWorkers(ctx, &out)
+		}
+	}()
 	if err := s.checkWrite(OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}
@@ -481,7 +488,7 @@ type DLQPurgeRequest struct {
 type DLQPurge struct {
 	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"The age used."`
+	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
 	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
 }
 

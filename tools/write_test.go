@@ -278,6 +278,12 @@ func TestPauseResume(t *testing.T) {
 	if _, ok := findHint(r.Next, "pgbus_queue_stats"); r.Paused || !r.Changed || !ok {
 		t.Errorf("resume: %+v", r)
 	}
+	// No worker serves the queue: the result says so, and its first next
+	// step is the command an operator runs to start one.
+	if r.Workers == nil || r.Workers.Served() || r.Workers.Status != ops.CoverageNever || r.Next[0].Op != "cli" ||
+		!strings.Contains(hintArg(r.Next[0], "command"), "pgbus work --queue "+q) {
+		t.Errorf("resume into a queue no worker serves: %+v, workers %+v", r, r.Workers)
+	}
 	e.callErr(t, "pgbus_queue_pause", map[string]any{"queue": "nope_" + q}, "does not exist")
 	e.callErr(t, "pgbus_queue_pause", map[string]any{}, "queue is required")
 	rows := auditRows(t, e.st, "queue_pause", q)
