@@ -235,24 +235,49 @@ func (c *Client) Run(ctx context.Context) error {
 	return c.runWorkers(ctx)
 }
 
-// ensureBreakers creates the circuit breakers that handlers name.
+// ensureBreakers creates the circuit breakers that handlers name and
+// records which queues and kinds use them, for the list of breakers.
 func (c *Client) ensureBreakers(ctx context.Context) error {
-	c.mu.RLock()
-	var breakers []store.BreakerConfig
-	for _, hs := range []map[string]handler{c.kinds, c.defaults} {
-		for _, h := range hs {
-			if h.opts.Breaker != nil {
-				breakers = append(breakers, *h.opts.Breaker)
-			}
-		}
-	}
-	c.mu.RUnlock()
-	for _, b := range breakers {
+	breakers, users := c.breakerUses()
+	for name, b := range breakers {
 		if err := c.store.EnsureBreaker(ctx, b); err != nil {
+			return err
+		}
+		if err := c.store.RecordBreakerUsers(ctx, name, users[name]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// breakerUses returns the breakers the handlers name, by name, and the
+// queues and kinds whose handler names each: a kind's handler serves it on
+// every queue this client works; a queue's default handler (kind "") every
+// kind without a handler of its own.
+func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]store.BreakerUser) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	breakers := map[string]store.BreakerConfig{}
+	users := map[string][]store.BreakerUser{}
+	use := func(h handler, queues []string, kind string) {
+		if b := h.opts.Breaker; b != nil {
+			breakers[b.Name] = *b
+			for _, q := range queues {
+				users[b.Name] = append(users[b.Name], store.BreakerUser{Queue: q, Kind: kind})
+			}
+		}
+	}
+	worked := make([]string, len(c.cfg.Queues))
+	for i, q := range c.cfg.Queues {
+		worked[i] = q.Name
+	}
+	for kind, h := range c.kinds {
+		use(h, worked, kind)
+	}
+	for queue, h := range c.defaults {
+		use(h, []string{queue}, "")
+	}
+	return breakers, users
 }
 
 func (c *Client) checkQueues(ctx context.Context) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // Error classes the engine itself assigns.
@@ -124,3 +126,52 @@ type classedError struct {
 
 func (e *classedError) Error() string      { return e.msg }
 func (e *classedError) ErrorClass() string { return e.class }
+
+// MaxOutputChars is how much of a downstream's output (a command's stderr,
+// a response body) the failure history keeps: 2,000 characters.
+const MaxOutputChars = store.FailureOutputMax
+
+// Output is what a downstream said when an attempt failed.
+type Output struct {
+	// Source names it: "stderr", "stdout" or "response_body".
+	Source string
+	// Text is at most MaxOutputChars characters of it.
+	Text string
+	// Truncated says Text is only part of it.
+	Truncated bool
+}
+
+// OutputError is implemented by errors that carry a downstream's output,
+// such as the built-in exec and http handlers' errors: the failure history
+// keeps it next to the error message.
+type OutputError interface {
+	error
+	FailureOutput() Output
+}
+
+// TimeoutError is implemented by errors of an attempt cut off by a time
+// limit of its own (a request or command timeout): the failure history
+// records the limit. An attempt whose context passed its deadline records
+// the handler's timeout without it.
+type TimeoutError interface {
+	error
+	TimeoutLimit() time.Duration
+}
+
+// detail is what the failure history keeps of an attempt besides its error.
+func (a attempt) detail() store.FailureDetail {
+	d := store.FailureDetail{ElapsedMS: a.elapsed.Milliseconds()}
+	var te TimeoutError
+	switch {
+	case errors.As(a.err, &te) && te.TimeoutLimit() > 0:
+		d.TimeoutMS = te.TimeoutLimit().Milliseconds()
+	case a.timedOut || ErrorClass(a.err) == ClassHandlerTimeout:
+		d.TimeoutMS = a.limit.Milliseconds()
+	}
+	var oe OutputError
+	if errors.As(a.err, &oe) {
+		o := oe.FailureOutput()
+		d.Output, d.OutputSource, d.OutputTruncated = o.Text, o.Source, o.Truncated
+	}
+	return d
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -344,7 +345,8 @@ func (w *queueWorker) runDelivery(d delivery) result {
 			return res
 		}
 	}
-	err, stack := w.runHandler(d.h, job)
+	a := w.runHandler(d.h, job)
+	err := a.err
 	if err == nil {
 		if breaker != nil {
 			w.breakerRecord(breaker.Name, nil)
@@ -355,21 +357,22 @@ func (w *queueWorker) runDelivery(d delivery) result {
 		res.abandon = true // hard stop: leave it to its visibility timeout
 		return res
 	}
-	res = w.onError(res, d, err, stack)
+	res = w.onError(res, d, a)
 	if breaker != nil && res.downstreamFailure {
 		w.breakerRecord(breaker.Name, err)
 	}
 	return res
 }
 
-func (w *queueWorker) onError(res result, d delivery, err error, stack string) result {
-	m, p := d.m, d.policy
+func (w *queueWorker) onError(res result, d delivery, a attempt) result {
+	m, p, err := d.m, d.policy, a.err
 	ce, _ := asControl(err)
 	if ce != nil && ce.outcome == outcomeSnooze {
 		res.action, res.delay = actionSnooze, ce.delay
 		return res
 	}
-	f := w.failure(m, res.kind, err, stack)
+	f := w.failure(m, res.kind, err, a.stack)
+	f.Detail = a.detail()
 	action, useHint := ActionRetry, true
 	switch {
 	case ce != nil && ce.outcome == outcomeDiscard:
@@ -442,41 +445,52 @@ func (w *queueWorker) failure(m store.Message, kind string, err error, stack str
 	}
 }
 
+// attempt is one run of a handler: what it returned and how long it ran.
+type attempt struct {
+	err   error
+	stack string
+	// limit is the handler's timeout; timedOut says its context's
+	// deadline passed before it returned.
+	limit    time.Duration
+	timedOut bool
+	elapsed  time.Duration
+}
+
 // runHandler runs the handler with its timeout, recovering panics. A handler
 // that ignores its context is given up on after the grace period; its
 // goroutine is left behind, which is logged.
-func (w *queueWorker) runHandler(h handler, job *Job) (error, string) {
+func (w *queueWorker) runHandler(h handler, job *Job) attempt {
 	timeout := h.opts.Timeout
 	if timeout <= 0 {
 		timeout = w.c.settingsFor(w.name).VisibilityTimeout
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(w.jobBase, timeout)
 	defer cancel()
-	type outcome struct {
-		err   error
-		stack string
-	}
-	done := make(chan outcome, 1)
+	done := make(chan attempt, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- outcome{&classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, string(debug.Stack())}
+				done <- attempt{err: &classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, stack: string(debug.Stack())}
 			}
 		}()
-		done <- outcome{err: h.fn(ctx, job)}
+		done <- attempt{err: h.fn(ctx, job)}
 	}()
 	grace := time.NewTimer(timeout + w.c.cfg.HandlerGrace)
 	defer grace.Stop()
+	var a attempt
 	select {
-	case o := <-done:
-		return o.err, o.stack
+	case a = <-done:
 	case <-grace.C:
 		w.c.log.Error("pgbus: handler ignored its context past the grace period; its goroutine is abandoned", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
-		return &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
-			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}, ""
+		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
+			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
 	case <-w.jobBase.Done():
-		return w.jobBase.Err(), ""
+		a.err = w.jobBase.Err()
 	}
+	a.limit, a.elapsed = timeout, time.Since(start)
+	a.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) && w.jobBase.Err() == nil
+	return a
 }
 
 func parseHeaders(raw json.RawMessage) map[string]json.RawMessage {

@@ -118,6 +118,21 @@ type ExitError struct {
 	OutputName string
 	// StdoutBytes and StderrBytes are how much it wrote in all.
 	StdoutBytes, StderrBytes int64
+	// Captured is the end of its stderr (of its stdout when stderr was
+	// empty), at most engine.MaxOutputChars characters, for the failure
+	// history.
+	Captured engine.Output
+}
+
+// FailureOutput is the end of the command's stderr (or stdout).
+func (e *ExitError) FailureOutput() engine.Output { return e.Captured }
+
+// TimeoutLimit is the timeout the command ran past; 0 when it did not.
+func (e *ExitError) TimeoutLimit() time.Duration {
+	if e.TimedOut {
+		return e.Timeout
+	}
+	return 0
 }
 
 func (e *ExitError) Error() string {
@@ -395,6 +410,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	if e.Output == "" {
 		e.OutputName = ""
 	}
+	e.Captured = captured(&stderr, &stdout)
 	if runCtx.Err() != nil {
 		e.TimedOut, e.ExitCode = true, -1
 		return e
@@ -447,6 +463,17 @@ func (h *execHandler) classify(e *ExitError) error {
 	default:
 		return engine.NonRetryable(e)
 	}
+}
+
+// captured is the end of a command's stderr, or of its stdout when it
+// wrote nothing to stderr.
+func captured(stderr, stdout *capture) engine.Output {
+	c, source := stderr, "stderr"
+	if c.total == 0 {
+		c, source = stdout, "stdout"
+	}
+	last := c.last()
+	return output(source, last, c.total > int64(len(last)), true)
 }
 
 // capture keeps the first MaxCapture bytes of an output and its last

@@ -80,7 +80,13 @@ type StatusError struct {
 	// Body is the start of the response body (at most MaxSnippet bytes),
 	// made printable.
 	Body string
+	// Captured is the start of the body for the failure history, at most
+	// engine.MaxOutputChars characters.
+	Captured engine.Output
 }
+
+// FailureOutput is the start of the response body.
+func (e *StatusError) FailureOutput() engine.Output { return e.Captured }
 
 func (e *StatusError) Error() string {
 	var b strings.Builder
@@ -104,9 +110,19 @@ type RequestError struct {
 	Method  string
 	URL     string
 	Timeout bool
-	// After is how long the request ran.
+	// After is how long the request ran; Limit is its timeout.
 	After time.Duration
+	Limit time.Duration
 	Err   error
+}
+
+// TimeoutLimit is the timeout the request ran out of; 0 for a network
+// error.
+func (e *RequestError) TimeoutLimit() time.Duration {
+	if e.Timeout {
+		return e.Limit
+	}
+	return 0
 }
 
 func (e *RequestError) Error() string {
@@ -360,7 +376,7 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 		}
 		var ne net.Error
 		timedOut := reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Err: err}
+		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Limit: h.timeout, Err: err}
 	}
 	defer resp.Body.Close()
 	// Read a bounded part: enough to reuse the connection after a small
@@ -377,7 +393,8 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	code := resp.StatusCode
 	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(body, MaxSnippet)}
+	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(body, MaxSnippet),
+		Captured: output("response_body", body, len(body) >= MaxCapture, false)}
 	if action, ok := h.override(code); ok {
 		// The policy built from on_status decides; a hint is used only when
 		// it asks for one.

@@ -375,6 +375,27 @@ func snippet(b []byte, limit int) string {
 	return s[:cut] + "…"
 }
 
+// output bounds what a downstream said for the failure history: at most
+// engine.MaxOutputChars characters of b as printable text, its start, or
+// its end when fromEnd (a command's last words are its error). more says b
+// is already only part of the output; a cut is marked with "…".
+func output(source string, b []byte, more, fromEnd bool) engine.Output {
+	text := strings.TrimRight(printable(b), "\n ")
+	if text == "" {
+		return engine.Output{}
+	}
+	r := []rune(text)
+	if keep := engine.MaxOutputChars - 1; len(r) > keep+1 {
+		if fromEnd {
+			text = "…" + string(r[len(r)-keep:])
+		} else {
+			text = string(r[:keep]) + "…"
+		}
+		more = true
+	}
+	return engine.Output{Source: source, Text: text, Truncated: more}
+}
+
 // lastLines returns the last lines of b as printable text: at most
 // maxLines lines and limit bytes, starting with "…" when it was cut.
 func lastLines(b []byte, maxLines, limit int) string {

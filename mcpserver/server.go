@@ -78,7 +78,7 @@ How to investigate:
 1. Start with pgbus_health (overall status, with the reasons and what to look at next) or pgbus_dlq_summary (dead messages grouped by source queue, kind, error class and error pattern, with counts, a representative error message and sample ids).
 2. Open a sample with pgbus_dlq_show (queue and msg_id): the dead-letter block (reason, attempts, error class and message, backtrace) and the failure history of every attempt. Page through a group with pgbus_dlq_list, filtered by queue, kind, error_class, reason or text.
 3. Decide on the root cause before changing anything: a bug or an outage that is now fixed, bad input, or a message that should never run.
-4. Then act: pgbus_dlq_retry puts messages back on their queue (by ids, or by a filter; use dry_run: true first for many), pgbus_dlq_discard moves messages that should never run to the DLQ's archive.
+4. Then act: pgbus_dlq_retry puts messages back on their queue (by ids, or by a filter), pgbus_dlq_discard moves messages that should never run to the DLQ's archive; by filter, call with dry_run: true first and pass its expect to the real call.
 Live queues, workers and circuit breakers: pgbus_queue_stats, pgbus_queue_messages, pgbus_workers, pgbus_circuits. Write calls made so far: pgbus_audit.
 
 Payloads are hidden unless the server runs with --allow-payloads and the call passes include_payload: true; values under keys like password, token or secret stay redacted.

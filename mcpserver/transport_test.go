@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -68,8 +69,11 @@ func TestHTTPTransports(t *testing.T) {
 				len(report.Outcomes) != 1 || report.Outcomes[0].ID != ids[0] || report.Outcomes[0].Outcome != ops.OutcomeRetried {
 				t.Fatalf("retry report: %+v", report)
 			}
-			if len(report.Next) == 0 || !strings.HasPrefix(report.Next[0].Op, "pgbus_") {
-				t.Errorf("retry next names no tool: %+v", report.Next)
+			// No worker serves the queue here: the first step is to start
+			// one, which no tool does; a tool follows it.
+			if len(report.Next) < 2 || report.Next[0].Op != "cli" || !strings.Contains(fmt.Sprint(report.Next[0].Args["command"]), "pgbus work --queue "+queue) ||
+				!strings.HasPrefix(report.Next[1].Op, "pgbus_") {
+				t.Errorf("retry next: want starting a worker, then a tool: %+v", report.Next)
 			}
 			if inDLQ(t, s, queue, ids[0]) || !inDLQ(t, s, queue, ids[1]) {
 				t.Fatalf("after retrying %d: the DLQ does not hold just %d", ids[0], ids[1])

@@ -80,6 +80,9 @@ func sizeNote(n int) json.RawMessage {
 
 func retryAuditArgs(r DLQRetryRequest) map[string]any {
 	args := map[string]any{"filter": r.Filter, "dry_run": r.DryRun}
+	if r.Expect != "" {
+		args["expect"] = r.Expect
+	}
 	if len(r.IDs) > 0 {
 		args["ids"] = r.IDs
 	}
@@ -100,7 +103,13 @@ func retryAuditResult(r DLQRetry) any {
 }
 
 func discardAuditArgs(r DLQDiscardRequest) map[string]any {
-	args := map[string]any{"filter": r.Filter}
+	args := map[string]any{"filter": r.Filter, "dry_run": r.DryRun}
+	if len(r.IDs) == 0 && !r.DryRun {
+		args["confirm"], args["asked"] = r.Confirm, r.Ask != nil
+	}
+	if r.Expect != "" {
+		args["expect"] = r.Expect
+	}
 	if len(r.IDs) > 0 {
 		args["ids"] = r.IDs
 	}
@@ -111,7 +120,7 @@ func discardAuditArgs(r DLQDiscardRequest) map[string]any {
 }
 
 func discardAuditResult(r DLQDiscard) any {
-	r.Next = nil
+	r.Next, r.Moved = nil, nil
 	return r
 }
 

@@ -30,7 +30,7 @@ func TestDLQDefaults(t *testing.T) {
 	if err != nil || len(page.Items) != ops.DefaultPageSize || page.NextCursor == "" {
 		t.Fatalf("list with limit 0 = %d items, cursor %q, %v; want %d and a cursor", len(page.Items), page.NextCursor, err, ops.DefaultPageSize)
 	}
-	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: f})
+	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: f, Confirm: true})
 	if err != nil || d.Discarded != ops.DefaultBulkLimit || !d.LimitReached || !hasHint(d.Next, ops.OpDLQDiscard, nil) {
 		t.Fatalf("discard by filter with limit 0 = %+v, %v; want %d and the limit reached", d, err, ops.DefaultBulkLimit)
 	}

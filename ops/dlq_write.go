@@ -28,6 +28,11 @@ type DLQRetryRequest struct {
 	Payload json.RawMessage
 	// Progress, when set, is called with the messages done and expected.
 	Progress func(done, total int)
+	// Expect, with a filter, is the set of messages the call must move: the
+	// Expect of its dry run, or ids separated by commas (with
+	// Filter.Queue). The call moves exactly that set, in one transaction,
+	// or nothing with ErrChanged when what the filter selects now differs.
+	Expect string
 }
 
 // RetriedMessage is one message moved out of a DLQ.
@@ -51,7 +56,10 @@ type DLQRetry struct {
 	Moved        []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
 	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
 	LimitReached bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
+	Expect       string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
+	// Workers is filled in after the retry, apart from the rest.
+	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
 }
 
 // OK reports whether every message asked for was retried (or would be).
@@ -62,6 +70,11 @@ func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Fa
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	defer func() { // before the audit entry: deferred calls run last first
+		if err == nil {
+			s.noteRetryWorkers(ctx, &out)
+		}
+	}()
 	if err := s.checkWrite(OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}
@@ -84,6 +97,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress}
 	if len(req.IDs) > 0 {
+		if req.Expect != "" {
+			return DLQRetry{}, errExpectWithIDs
+		}
 		return s.retryIDs(ctx, req, opts)
 	}
 	if len(req.Payload) > 0 {
@@ -97,15 +113,23 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err != nil {
 		return DLQRetry{}, err
 	}
+	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter); err != nil {
+		return DLQRetry{}, err
+	}
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
 	if err != nil {
-		return DLQRetry{}, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
 	out = retryResult(rep)
+	out.Expect = rep.Token
 	out.LimitReached = out.Retried+out.Failed >= limit
 	out.Next = s.retryNext(out, req)
 	return out, nil
 }
+
+// errExpectWithIDs refuses expect on a call by ids, which handles every id
+// given and nothing else anyway.
+var errExpectWithIDs = invalidf("expect applies to a call by filter; a call by ids handles exactly the ids given: drop expect")
 
 func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.RetryOptions) (DLQRetry, error) {
 	if err := checkByIDs(req.Filter, req.Limit); err != nil {
@@ -243,6 +267,8 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	next := []Hint{}
 	q := req.Filter.Queue
 	switch {
+	case r.DryRun && r.Expect != "" && r.Retried > 0:
+		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing", req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", q))
 	case r.Retried > 0 && len(r.Moved) > 0:
@@ -265,24 +291,42 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 }
 
 // DLQDiscardRequest asks to move dead messages to their DLQ's archive:
-// IDs, or the messages Filter selects up to Limit, as for a retry.
+// IDs, or the messages Filter selects up to Limit, as for a retry. A
+// discard by filter that is not a dry run needs a go-ahead: the person's
+// yes to Ask when it is set, Confirm otherwise.
 type DLQDiscardRequest struct {
 	IDs      []int64
 	Filter   DeadFilter
 	Limit    int
 	Progress func(done, total int)
+	// DryRun reports what would be discarded and discards nothing.
+	DryRun bool
+	// Expect, with a filter, is the set of messages the call must move, as
+	// for DLQRetryRequest.Expect.
+	Expect string
+	// Confirm is the caller's go-ahead for a discard by filter, used when
+	// Ask is not set.
+	Confirm bool
+	// Ask, when set, asks the person behind the call instead of relying on
+	// Confirm: a person's answer outranks an agent's flag.
+	Ask Confirmer
 }
 
-// DLQDiscard is what a discard did.
+// DLQDiscard is what a discard did, or in a dry run would do.
 type DLQDiscard struct {
-	Discarded    int         `json:"discarded" jsonschema_description:"Messages moved to their DLQ's archive."`
+	DryRun       bool        `json:"dry_run"`
+	Discarded    int         `json:"discarded" jsonschema_description:"Messages moved to their DLQ's archive (in a dry run: that would move)."`
 	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
 	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
 	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int         `json:"failed" jsonschema_description:"Ids left in their DLQ by an error."`
 	FirstError   string      `json:"first_error,omitempty"`
 	Outcomes     []IDOutcome `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (discard by ids only)."`
+	Moved        []DeadID    `json:"moved,omitempty" jsonschema_description:"Discard by filter: the first 100 messages discarded (in a dry run: that would be)."`
+	MovedOmitted int         `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
 	LimitReached bool        `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit: more messages may match."`
+	Expect       string      `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
+	Declined     bool        `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was discarded."`
 	Next         []Hint      `json:"next" jsonschema_description:"What to do next."`
 }
 
@@ -300,6 +344,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return DLQDiscard{}, err
 	}
 	if len(req.IDs) > 0 {
+		if req.Expect != "" {
+			return DLQDiscard{}, errExpectWithIDs
+		}
 		return s.discardIDs(ctx, req)
 	}
 	limit, err := bulkLimit(req.Limit)
@@ -310,19 +357,37 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err != nil {
 		return DLQDiscard{}, err
 	}
-	var progress []func(done, total int)
-	if req.Progress != nil {
-		progress = append(progress, req.Progress)
+	opts := store.DiscardOptions{DryRun: req.DryRun, Progress: req.Progress}
+	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter); err != nil {
+		return DLQDiscard{}, err
 	}
-	n, err := s.store.DiscardDeadMatching(ctx, f, limit, progress...)
+	if !req.DryRun {
+		declined, err := s.confirmDiscard(ctx, req, f, limit, &opts.Expect)
+		if err != nil || declined {
+			return DLQDiscard{Declined: declined, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}, err
+		}
+	}
+	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
 	if err != nil {
-		return DLQDiscard{Discarded: n}, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+		return DLQDiscard{Discarded: rep.Discarded}, explain(changed(err, OpDLQDiscard, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
-	out = DLQDiscard{Discarded: n, LimitReached: n >= limit, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}
+	return discardResult(rep, req, limit), nil
+}
+
+func discardResult(rep store.DiscardReport, req DLQDiscardRequest, limit int) DLQDiscard {
+	out := DLQDiscard{DryRun: rep.DryRun, Discarded: rep.Discarded, Moved: make([]DeadID, len(rep.Moved)),
+		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.Discarded >= limit}
+	for i, m := range rep.Moved {
+		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
+	}
+	if out.DryRun && out.Discarded > 0 {
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run, with this expect, discards exactly these messages or nothing", req.Filter.hintArgs("limit", req.Limit, "expect", out.Expect)...))
+	}
+	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	if out.LimitReached {
 		out.Next = append(out.Next, hint(OpDLQDiscard, "the limit was reached, so more messages may match: call again for the next ones"))
 	}
-	return out, nil
+	return out
 }
 
 func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {
@@ -341,6 +406,12 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	errs := map[int64]IDOutcome{}
 	var dbErr error
 	for _, t := range loc.targets {
+		if req.DryRun {
+			for _, id := range t.ids {
+				done[id] = t.dlq // located just now: it would move
+			}
+			continue
+		}
 		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
 		for _, id := range moved {
 			done[id] = t.dlq
@@ -356,20 +427,24 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		// Nothing moved because the database refused: the call's error.
 		return DLQDiscard{}, dbErr
 	}
-	out := DLQDiscard{Outcomes: make([]IDOutcome, 0, len(ids))}
+	out := DLQDiscard{DryRun: req.DryRun, Outcomes: make([]IDOutcome, 0, len(ids))}
+	outcome := OutcomeDiscarded
+	if req.DryRun {
+		outcome = OutcomeWouldDiscard
+	}
 	for _, id := range ids {
 		o, missed := loc.missed[id]
 		switch dlq, ok := done[id]; {
 		case missed:
 		case ok:
-			o = IDOutcome{ID: id, Outcome: OutcomeDiscarded, DLQ: dlq}
+			o = IDOutcome{ID: id, Outcome: outcome, DLQ: dlq}
 		case errs[id].Outcome != "":
 			o = errs[id]
 		default:
 			o = movedMeanwhile(id, loc.dlqOf[id])
 		}
 		switch o.Outcome {
-		case OutcomeDiscarded:
+		case OutcomeDiscarded, OutcomeWouldDiscard:
 			out.Discarded++
 		case OutcomeAlreadyMoved:
 			out.AlreadyMoved++
@@ -404,19 +479,23 @@ type DLQPurgeRequest struct {
 	Queue     string
 	OlderThan time.Duration
 	Confirm   bool
+	// Ask, when set, asks the person behind the call instead of relying on
+	// Confirm, as for DLQDiscardRequest.
+	Ask Confirmer
 }
 
 // DLQPurge is what a purge deleted.
 type DLQPurge struct {
 	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"The age used."`
+	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
+	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
 }
 
 // DLQPurge deletes for good the discarded dead messages older than an age.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
 	defer func() {
-		s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm}, out, err)
+		s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil}, out, err)
 	}()
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
@@ -432,13 +511,12 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 			return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
 	}
-	if !req.Confirm {
-		where := "every DLQ"
-		if req.Queue != "" {
-			where = "the DLQ of " + baseQueue(req.Queue)
-		}
-		return DLQPurge{}, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
-			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard))
+	where := "every DLQ"
+	if req.Queue != "" {
+		where = "the DLQ of " + baseQueue(req.Queue)
+	}
+	if declined, err := confirmPurge(ctx, req, where); err != nil || declined {
+		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
 	}
 	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan)
 	if err != nil {

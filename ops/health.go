@@ -32,14 +32,17 @@ type Health struct {
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
-	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_running_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused"`
+	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
+	// Workers tells no_workers apart: never served, or served once.
+	Workers string `json:"workers,omitempty" jsonschema:"enum=never,enum=stopped,enum=stale" jsonschema_description:"For no_workers: never (no worker process served the queue in the last 24 hours), stopped (those that did shut down) or stale (one that did stopped heartbeating: crashed or hung)."`
 	Next    []Hint `json:"next,omitempty" jsonschema_description:"Where to look next."`
 }
 
 // Health checks queues and workers: STALLED when ready work is not being
-// done, DEGRADED when something needs a look (stale workers, new dead
+// done (no running worker serves a queue with ready or retrying messages, a
+// backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog), OK otherwise.
 func (s *Service) Health(ctx context.Context) (Health, error) {
 	return retryVanished(func() (Health, error) { return s.health(ctx) })
@@ -64,20 +67,21 @@ func (s *Service) health(ctx context.Context) (Health, error) {
 	for _, q := range stats {
 		h.Backlog += q.Visible
 		h.DeadMessages += q.DLQDepth
-		s.checkQueue(&h, q)
+		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
 	return h, nil
 }
 
-func (s *Service) checkQueue(h *Health, q store.QueueStats) {
+func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
 	switch {
 	case q.Paused:
 		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %d messages waiting", q.Queue, q.Depth),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
-	case q.Visible > 0 && h.Workers == 0:
-		h.add(HealthStalled, "no_running_workers", q.Queue, fmt.Sprintf("queue %q has %d messages ready and no worker process is running", q.Queue, q.Visible),
-			hint(OpWork, "start workers for the queue", "queue", q.Queue), hint(OpWorkers, "shows the processes seen lately"))
+	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
+		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %d messages ready, %d waiting to retry; %s", q.Queue, q.Visible, q.WaitingRetry, cov.Note),
+			cov.startHint(), hint(OpWorkers, "shows the processes seen lately"))
+		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:
 		h.add(HealthStalled, "backlog_not_draining", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s and nothing settled in 5 minutes", q.Queue, oldest.Round(time.Second)),
 			hint(OpWorkers, "are the workers alive?"), hint(OpQueueMessages, "what the queue holds", "queue", q.Queue))
@@ -110,7 +114,7 @@ type WorkerStatus struct {
 	WorkerProcess
 	Status string `json:"status" jsonschema:"enum=running,enum=stale,enum=stopped"`
 	// HeartbeatAgeSeconds is how long ago the process last checked in.
-	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds"`
+	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds" jsonschema_description:"Seconds since the process last sent its heartbeat."`
 }
 
 // Workers are the worker processes seen in the last 24 hours.
@@ -161,8 +165,7 @@ func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	for i, b := range all {
-		b.LastError, _ = RedactText(b.LastError)
-		out.Circuits[i] = BreakerState(b)
+		out.Circuits[i] = breakerState(b)
 		if b.State != store.BreakerClosed {
 			out.Open++
 		}

@@ -26,8 +26,8 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ = svc.Health(ctx)
-	if h.Status != ops.HealthStalled || !hasReason(h, "no_running_workers", "orders", ops.OpWork) || h.Backlog != 1 || h.Queues != 1 {
-		t.Fatalf("backlog without workers: %+v; want STALLED no_running_workers", h)
+	if h.Status != ops.HealthStalled || !hasReason(h, "no_workers", "orders", ops.OpWork) || h.Backlog != 1 || h.Queues != 1 {
+		t.Fatalf("backlog without workers: %+v; want STALLED no_workers", h)
 	}
 	// A stale worker (heartbeat long ago, never stopped) and a paused queue.
 	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-stale", Hostname: "h", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {

@@ -177,6 +177,8 @@ type QueuePaused struct {
 	Paused  bool   `json:"paused" jsonschema_description:"Whether the queue is paused now."`
 	Changed bool   `json:"changed" jsonschema_description:"False when the queue already was in that state."`
 	Next    []Hint `json:"next" jsonschema_description:"What to do next."`
+	// Workers is set by a resume only.
+	Workers *QueueWorkers `json:"workers,omitempty" jsonschema_description:"After a resume: whether a running worker serves the queue; its messages run only if one does."`
 }
 
 // QueuePause stops workers from taking a queue's messages; those running
@@ -211,8 +213,15 @@ func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (
 	out = QueuePaused{Queue: queue, Paused: pause, Changed: changed}
 	if pause {
 		out.Next = []Hint{hint(OpQueueResume, "once the cause is fixed", "queue", queue)}
-	} else {
-		out.Next = []Hint{hint(OpQueueStats, "watch the queue drain", "queue", queue)}
+		return out, nil
+	}
+	out.Next = []Hint{hint(OpQueueStats, "watch the queue drain", "queue", queue)}
+	if cov, err := s.queueCoverage(ctx, []string{queue}); err == nil {
+		// Without it the resume still stands: the note is left out.
+		out.Workers = &cov[0]
+		if !cov[0].Served() {
+			out.Next = append([]Hint{cov[0].startHint()}, out.Next...)
+		}
 	}
 	return out, nil
 }

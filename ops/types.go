@@ -18,8 +18,8 @@ type QueueStats struct {
 	WaitingRetry int64 `json:"waiting_retry" jsonschema_description:"Failed and waiting for their next attempt"`
 	Scheduled    int64 `json:"scheduled" jsonschema_description:"Sent with a delay or snoozed and not yet due"`
 	// Ages in seconds; 0 when there is no such message.
-	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema_description:"Age of the oldest message in the queue"`
-	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema_description:"Age of the oldest message ready to run: a growing value means the backlog is not draining"`
+	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema_description:"Seconds since the oldest message in the queue was sent; 0 when the queue is empty"`
+	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds since the oldest message ready to run was sent; 0 when none is ready. A growing value means the backlog is not draining"`
 	DLQ                     string   `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
 	DLQDepth                int64    `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
 	Archived                int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
@@ -28,8 +28,8 @@ type QueueStats struct {
 	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
-	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema_description:"Median enqueue-to-start latency over the last hour (bucket upper bound)"`
-	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema_description:"95th percentile enqueue-to-start latency over the last hour (bucket upper bound)"`
+	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema_description:"Median enqueue-to-start latency in milliseconds over the last hour: how long a message waited from becoming ready (sent, or due after a delay or retry) until a worker started it. The upper bound of a power-of-two bucket, so 4096 means between 2048 and 4096 ms; absent without jobs in the last hour"`
+	LatencyP95MS *float64      `json:"latency_p95_ms,omitempty" jsonschema_description:"95th percentile enqueue-to-start latency in milliseconds over the last hour: how long a message waited from becoming ready until a worker started it. The upper bound of a power-of-two bucket; absent without jobs in the last hour"`
 	Paused       bool          `json:"paused"`
 	Settings     RetrySettings `json:"settings"`
 }
@@ -45,31 +45,53 @@ type Counters struct {
 
 // RetrySettings are a queue's settings in plain units, for people and agents.
 type RetrySettings struct {
-	MaxRetries               int     `json:"max_retries"`
-	VisibilityTimeoutSeconds float64 `json:"visibility_timeout_seconds"`
+	MaxRetries               int     `json:"max_retries" jsonschema_description:"Attempts a message gets before it is dead-lettered with max_retries_exceeded"`
+	VisibilityTimeoutSeconds float64 `json:"visibility_timeout_seconds" jsonschema_description:"Seconds a message stays invisible once a worker reads it (heartbeats extend it); the default time limit of a handler without its own timeout"`
 	BackoffStrategy          string  `json:"backoff_strategy" jsonschema:"enum=exponential,enum=polynomial"`
-	RetryBackoffSeconds      float64 `json:"retry_backoff_seconds"`
-	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds"`
-	RetryBackoffJitter       float64 `json:"retry_backoff_jitter"`
+	RetryBackoffSeconds      float64 `json:"retry_backoff_seconds" jsonschema_description:"Seconds before the first retry (exponential: doubled for each later one)"`
+	RetryBackoffMaxSeconds   float64 `json:"retry_backoff_max_seconds" jsonschema_description:"Seconds a wait between attempts may grow to at most"`
+	RetryBackoffJitter       float64 `json:"retry_backoff_jitter" jsonschema_description:"Fraction (0 to 1) by which each wait is varied at random, such as 0.15 for ±15%"`
 	OnSuccess                string  `json:"on_success" jsonschema:"enum=archive,enum=delete"`
-	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema_description:"Messages older than this are dead-lettered with deadline_exceeded; 0 for none"`
-	ArchiveRetentionSeconds  float64 `json:"archive_retention_seconds"`
-	DeadRetentionSeconds     float64 `json:"dead_retention_seconds"`
+	DeadlineSeconds          float64 `json:"deadline_seconds" jsonschema_description:"Seconds after it was sent that a message is dead-lettered with deadline_exceeded; 0 for none"`
+	ArchiveRetentionSeconds  float64 `json:"archive_retention_seconds" jsonschema_description:"Seconds archived (succeeded or discarded) messages are kept before they are pruned"`
+	DeadRetentionSeconds     float64 `json:"dead_retention_seconds" jsonschema_description:"Seconds dead messages discarded to the DLQ's archive are kept before they are pruned"`
 }
 
 // BreakerState is a circuit breaker shared by all workers.
 type BreakerState struct {
-	Name                  string     `json:"name"`
-	State                 string     `json:"state" jsonschema:"enum=closed,enum=open,enum=half_open"`
-	ConsecutiveFailures   int        `json:"consecutive_failures"`
-	FailureThreshold      int        `json:"failure_threshold"`
-	CoolOffSeconds        float64    `json:"cool_off_seconds"`
-	CurrentCoolOffSeconds float64    `json:"current_cool_off_seconds"`
-	MaxCoolOffSeconds     float64    `json:"max_cool_off_seconds"`
-	OpenedAt              *time.Time `json:"opened_at,omitempty"`
-	OpenUntil             *time.Time `json:"open_until,omitempty"`
-	LastError             string     `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
-	UpdatedAt             time.Time  `json:"updated_at"`
+	Name                  string        `json:"name"`
+	State                 string        `json:"state" jsonschema:"enum=closed,enum=open,enum=half_open"`
+	ConsecutiveFailures   int           `json:"consecutive_failures"`
+	FailureThreshold      int           `json:"failure_threshold" jsonschema_description:"Consecutive failures that open the breaker."`
+	CoolOffSeconds        float64       `json:"cool_off_seconds" jsonschema_description:"Seconds the breaker stays open the first time before one probe call goes through."`
+	CurrentCoolOffSeconds float64       `json:"current_cool_off_seconds" jsonschema_description:"Seconds of the next (or current) open period: the cool-off doubled after each failed probe."`
+	MaxCoolOffSeconds     float64       `json:"max_cool_off_seconds" jsonschema_description:"Seconds the open period may grow to at most."`
+	OpenedAt              *time.Time    `json:"opened_at,omitempty"`
+	OpenUntil             *time.Time    `json:"open_until,omitempty" jsonschema_description:"When the probe call may go through."`
+	LastError             string        `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
+	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
+	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
+	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them."`
+	UpdatedAt             time.Time     `json:"updated_at"`
+}
+
+// BreakerUser is a queue and kind whose handler uses a breaker.
+type BreakerUser struct {
+	Queue  string    `json:"queue"`
+	Kind   string    `json:"kind,omitempty" jsonschema_description:"The kind; absent for the queue's default handler, which runs every kind without a handler of its own."`
+	SeenAt time.Time `json:"seen_at" jsonschema_description:"When a worker process last started with this handler."`
+}
+
+func breakerState(b store.BreakerState) BreakerState {
+	out := BreakerState{Name: b.Name, State: b.State, ConsecutiveFailures: b.ConsecutiveFailures, FailureThreshold: b.FailureThreshold,
+		CoolOffSeconds: b.CoolOffSeconds, CurrentCoolOffSeconds: b.CurrentCoolOffSeconds, MaxCoolOffSeconds: b.MaxCoolOffSeconds,
+		OpenedAt: b.OpenedAt, OpenUntil: b.OpenUntil, LastSuccessAt: b.LastSuccessAt, LastFailureAt: b.LastFailureAt,
+		Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
+	out.LastError, _ = RedactText(b.LastError)
+	for i, u := range b.Users {
+		out.Users[i] = BreakerUser(u)
+	}
+	return out
 }
 
 // WorkerProcess is a worker process as it registered itself.

@@ -72,6 +72,12 @@ type Failure struct {
 	Queue        string    `json:"queue"`
 	MsgID        int64     `json:"msg_id"`
 	FailedAt     time.Time `json:"failed_at"`
+	// Attempt context; absent in failures recorded by older versions.
+	ElapsedMS       *int64 `json:"elapsed_ms,omitempty" jsonschema_description:"How long the attempt ran, in milliseconds: from its handler's start until it failed."`
+	TimeoutMS       int64  `json:"timeout_ms,omitempty" jsonschema_description:"For an attempt cut off by its time limit: that limit, in milliseconds (the handler's, a request's or a command's timeout). Absent when it did not time out."`
+	Output          string `json:"output,omitempty" jsonschema_description:"What the downstream said: the end of a command's stderr (stdout when stderr was empty) or the start of a response body; at most 2,000 characters, secrets redacted."`
+	OutputSource    string `json:"output_source,omitempty" jsonschema:"enum=stderr,enum=stdout,enum=response_body" jsonschema_description:"Where output comes from."`
+	OutputTruncated bool   `json:"output_truncated,omitempty" jsonschema_description:"The output was longer: only the part shown was kept (the end of a command's output, the start of a body)."`
 }
 
 // viewer applies the payload gate, bounds and redaction of one call, and
@@ -166,8 +172,22 @@ func (v *viewer) history(h []store.FailureRecord, keep, traceLines int) ([]Failu
 			Attempt: f.Attempt, Kind: f.Kind, ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
 			Backtrace: v.trace(f.Backtrace, traceLines), Queue: f.Queue, MsgID: f.MsgID, FailedAt: f.FailedAt,
 		}
+		v.detail(&out[i], f.Detail)
 	}
 	return out, omitted
+}
+
+// detail adds the context of an attempt to its failure, output redacted.
+// The output was bounded when it was recorded, and says so itself.
+func (v *viewer) detail(f *Failure, d store.FailureDetail) {
+	if d == (store.FailureDetail{}) {
+		return // recorded before pgbus kept it, or by a consumer
+	}
+	elapsed := d.ElapsedMS
+	f.ElapsedMS, f.TimeoutMS = &elapsed, d.TimeoutMS
+	out, n := RedactText(d.Output)
+	v.redacted += n
+	f.Output, f.OutputSource, f.OutputTruncated = out, d.OutputSource, d.OutputTruncated
 }
 
 // payloadReplacedMarker starts the original payload in the history record

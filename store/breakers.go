@@ -54,6 +54,19 @@ type BreakerState struct {
 	OpenUntil             *time.Time `json:"open_until,omitempty"`
 	LastError             string     `json:"last_error,omitempty"`
 	UpdatedAt             time.Time  `json:"updated_at"`
+	// LastSuccessAt is kept to within a second; LastFailureAt exactly.
+	LastSuccessAt *time.Time    `json:"last_success_at,omitempty"`
+	LastFailureAt *time.Time    `json:"last_failure_at,omitempty"`
+	Users         []BreakerUser `json:"users"`
+}
+
+// BreakerUser is a queue and kind whose handler uses a breaker. Kind ""
+// is the queue's default handler: every kind without one of its own.
+type BreakerUser struct {
+	Queue string `json:"queue"`
+	Kind  string `json:"kind"`
+	// SeenAt is when a worker process last started with this handler.
+	SeenAt time.Time `json:"seen_at"`
 }
 
 // EnsureBreaker creates a breaker or updates its configuration, keeping its
@@ -116,15 +129,27 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	return v, nil
 }
 
+// successCloses is true of a breaker that a success closes: a half-open
+// one (its probe succeeded) or a closed one with failures counted. SET
+// expressions all read the row as it was, so each may test it.
+const successCloses = `(state = 'half_open' OR (state = 'closed' AND consecutive_failures <> 0))`
+
 // BreakerSuccess records a successful call: it closes a half-open breaker
 // (its probe succeeded) and clears a closed one's failure count. An open
 // breaker stays open: a call let through before it opened says nothing of
-// the downstream now. A closed breaker with no failures is not written.
+// the downstream now. last_success_at is moved at most once a second, so a
+// closed breaker with no failures is written at most that often.
 func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 	_, err := s.db.Exec(ctx, `
-		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
-			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
-		WHERE name = $1 AND (state = 'half_open' OR (state = 'closed' AND consecutive_failures <> 0))`, name)
+		UPDATE pgbus.circuit_breakers SET last_success_at = now(),
+			state = CASE WHEN `+successCloses+` THEN 'closed' ELSE state END,
+			consecutive_failures = CASE WHEN `+successCloses+` THEN 0 ELSE consecutive_failures END,
+			current_cool_off_ms = CASE WHEN `+successCloses+` THEN cool_off_ms ELSE current_cool_off_ms END,
+			opened_at = CASE WHEN `+successCloses+` THEN NULL ELSE opened_at END,
+			open_until = CASE WHEN `+successCloses+` THEN NULL ELSE open_until END,
+			probe_until = CASE WHEN `+successCloses+` THEN NULL ELSE probe_until END,
+			updated_at = CASE WHEN `+successCloses+` THEN now() ELSE updated_at END
+		WHERE name = $1 AND (`+successCloses+` OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')`, name)
 	if err != nil {
 		return fmt.Errorf("store: record success on circuit breaker %q: %w", name, err)
 	}
@@ -140,6 +165,7 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
 			last_error = left($2, 1000),
+			last_failure_at = now(),
 			state = CASE WHEN o.opens THEN 'open' ELSE b.state END,
 			current_cool_off_ms = o.cool_off,
 			opened_at = CASE WHEN o.opens THEN now() ELSE b.opened_at END,
@@ -164,8 +190,11 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 // ListBreakers returns every circuit breaker, by name.
 func (s *Store) ListBreakers(ctx context.Context) ([]BreakerState, error) {
 	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
-			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at
-		FROM pgbus.circuit_breakers ORDER BY name`)
+			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
+			last_success_at, last_failure_at,
+			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', u.seen_at)
+				ORDER BY u.queue_name, u.kind) FROM pgbus.circuit_breaker_users u WHERE u.breaker = b.name), '[]')
+		FROM pgbus.circuit_breakers b ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list circuit breakers: %w", err)
 	}
@@ -174,6 +203,23 @@ func (s *Store) ListBreakers(ctx context.Context) ([]BreakerState, error) {
 		return nil, fmt.Errorf("store: list circuit breakers: %w", err)
 	}
 	return out, nil
+}
+
+// RecordBreakerUsers records the queues and kinds whose handlers use a
+// breaker, for the list of breakers; users seen before stay listed.
+func (s *Store) RecordBreakerUsers(ctx context.Context, name string, users []BreakerUser) error {
+	queues, kinds := make([]string, len(users)), make([]string, len(users))
+	for i, u := range users {
+		queues[i], kinds[i] = u.Queue, u.Kind
+	}
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO pgbus.circuit_breaker_users (breaker, queue_name, kind)
+		SELECT $1, q, k FROM unnest($2::text[], $3::text[]) AS t(q, k)
+		ON CONFLICT (breaker, queue_name, kind) DO UPDATE SET seen_at = now()`, name, queues, kinds)
+	if err != nil {
+		return fmt.Errorf("store: record the users of circuit breaker %q: %w", name, err)
+	}
+	return nil
 }
 
 // ResetBreaker closes a breaker by hand, clearing its failures.

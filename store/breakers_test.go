@@ -179,3 +179,50 @@ func waitCoolOff(t *testing.T, s *store.Store, name string) {
 		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1 AND open_until <= clock_timestamp()`, name) == 1
 	})
 }
+
+// A breaker keeps when a call through it last failed and last succeeded,
+// a success leaving an open breaker open, and the queues and kinds that
+// use it, each once however often it is recorded.
+func TestBreakerActivityAndUsers(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	find := func() store.BreakerState {
+		all, err := s.ListBreakers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range all {
+			if b.Name == name {
+				return b
+			}
+		}
+		t.Fatalf("breaker %s not listed", name)
+		return store.BreakerState{}
+	}
+	if b := find(); b.LastFailureAt != nil || b.LastSuccessAt != nil || b.Users == nil || len(b.Users) != 0 {
+		t.Fatalf("new breaker = %+v; want no activity and an empty list of users", b)
+	}
+	if st, err := s.BreakerFailure(ctx, name, "503"); err != nil || st != store.BreakerOpen {
+		t.Fatalf("failure = %s, %v", st, err)
+	}
+	if err := s.BreakerSuccess(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	b := find()
+	if b.State != store.BreakerOpen || b.ConsecutiveFailures != 1 || b.LastFailureAt == nil || b.LastSuccessAt == nil || b.LastSuccessAt.Before(*b.LastFailureAt) {
+		t.Fatalf("after a failure then a late success = %+v; want still open, both times recorded", b)
+	}
+	users := []store.BreakerUser{{Queue: "orders", Kind: "charge"}, {Queue: "emails"}}
+	for range 2 {
+		if err := s.RecordBreakerUsers(ctx, name, users); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := find(); len(b.Users) != 2 || b.Users[0].Queue != "emails" || b.Users[0].Kind != "" || b.Users[1].Kind != "charge" || b.Users[1].SeenAt.IsZero() {
+		t.Fatalf("users = %+v; want emails (default handler) and orders/charge, once each", b.Users)
+	}
+}

@@ -98,6 +98,7 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 	ids, maxRetries, attempts := make([]int64, n), make([]int32, n), make([]int32, n)
 	reasons := make([]string, n)
 	kinds, classes, messages, traces := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	details := make([]*string, n)
 	seen := make(map[int64]bool, n)
 	for i, it := range items {
 		if err := validateDeadLetterItem(queue, it, seen); err != nil {
@@ -108,9 +109,10 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 			f := it.Failure.bounded()
 			attempts[i] = int32(f.Attempt)
 			kinds[i], classes[i], messages[i], traces[i] = &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace
+			details[i] = f.Detail.json()
 		}
 	}
-	return []any{ids, reasons, maxRetries, attempts, kinds, classes, messages, traces, queue, dlq, source}, nil
+	return []any{ids, reasons, maxRetries, attempts, kinds, classes, messages, traces, queue, dlq, source, details}, nil
 }
 
 func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool) error {
@@ -169,7 +171,7 @@ func sqlDeadBacktrace(expr string) string {
 // tell which failure rows to re-key without a second round trip. Data-
 // modifying CTEs all run to completion, read or not.
 //
-// Parameters: $1..$8 per-item arrays, $9 queue, $10 dlq, $11 source.
+// Parameters: $1..$8 and $12 per-item arrays, $9 queue, $10 dlq, $11 source.
 func deadLetterSQL(queue, dlq string) string {
 	block := `jsonb_strip_nulls(jsonb_build_object(
 		'version', ` + fmt.Sprint(DeadLetterBlockVersion) + `,
@@ -192,8 +194,8 @@ func deadLetterSQL(queue, dlq string) string {
 			ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', m.headers) END
 		|| jsonb_build_object('` + HeaderDeadLetter + `', ` + block + `)`
 	return `WITH items AS (
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[])
-			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $12::text[])
+			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace, detail)
 	), m AS (
 		DELETE FROM ` + queueTable(queue) + ` q USING items i WHERE q.msg_id = i.msg_id
 		RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.message, q.headers, i.reason, i.max_retries
@@ -212,8 +214,8 @@ func deadLetterSQL(queue, dlq string) string {
 		) lf ON true
 		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src
 	), newf AS (
-		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace)
-		SELECT $10::text, ins.msg_id, i.attempt, i.kind, i.error_class, i.error_message, i.backtrace
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)
+		SELECT $10::text, ins.msg_id, i.attempt, i.kind, i.error_class, i.error_message, i.backtrace, i.detail::jsonb
 		FROM ins JOIN items i ON i.msg_id = ins.src
 		WHERE i.error_class IS NOT NULL
 	), rekey AS (
@@ -245,14 +247,16 @@ func (s *Store) FailureHistory(ctx context.Context, queue string, msgID int64) (
 		return nil, invalidf("failure history of %q: message id %d is not valid; ids are positive", queue, msgID)
 	}
 	rows, err := s.reads.Query(ctx, `
-		SELECT id, queue_name, msg_id, failed_at, attempt, kind, error_class, error_message, backtrace
+		SELECT id, queue_name, msg_id, failed_at, attempt, kind, error_class, error_message, backtrace, detail
 		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 ORDER BY id`, queue, msgID)
 	if err != nil {
 		return nil, fmt.Errorf("store: failure history of message %d in %q: %w", msgID, queue, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FailureRecord, error) {
 		var f FailureRecord
-		err := r.Scan(&f.ID, &f.Queue, &f.MsgID, &f.FailedAt, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace)
+		var detail []byte
+		err := r.Scan(&f.ID, &f.Queue, &f.MsgID, &f.FailedAt, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace, &detail)
+		f.Detail = parseDetail(detail)
 		return f, err
 	})
 	if err != nil {

@@ -149,6 +149,10 @@ type RetryOptions struct {
 	// Progress, when set, is called after each batch with the messages done
 	// so far and the total expected.
 	Progress func(done, total int) `json:"-"`
+	// Expect, for RetryDeadMatching, is the token of the exact set of
+	// messages the call must move (a dry run's Token, or DeadIDsToken): the
+	// call moves that set in one transaction, or nothing with ErrChanged.
+	Expect string `json:"expect,omitempty"`
 }
 
 // RetryReport tells what a retry did (or, in a dry run, would do).
@@ -163,6 +167,9 @@ type RetryReport struct {
 	MovedOmitted int              `json:"moved_omitted,omitempty"`
 	// Failures lists the first MaxRetryMoved messages that failed.
 	Failures []RetryFailure `json:"failures,omitempty"`
+	// Token, on a dry run of RetryDeadMatching, names the set of messages
+	// selected; pass it as RetryOptions.Expect to the real call.
+	Token string `json:"token,omitempty"`
 
 	firstErr error
 }
@@ -202,6 +209,42 @@ func (r *RetryReport) fail(dlq string, id int64, err error) {
 	if r.firstErr == nil {
 		r.firstErr = err
 		r.FirstError = fmt.Sprintf("message %d in %s: %v", id, dlq, err)
+	}
+}
+
+// DiscardOptions tune DiscardDeadSelected.
+type DiscardOptions struct {
+	// DryRun reports what would move and changes nothing.
+	DryRun bool
+	// Expect is the token of the exact set the call must move, as for
+	// RetryOptions.Expect.
+	Expect string
+	// Progress, when set, is called after each batch with the messages done
+	// so far and the total expected.
+	Progress func(done, total int)
+}
+
+// DiscardReport tells what a discard by filter did (or, in a dry run,
+// would do).
+type DiscardReport struct {
+	DryRun    bool `json:"dry_run"`
+	Discarded int  `json:"discarded"`
+	// Moved lists the first MaxRetryMoved messages discarded; MovedOmitted
+	// counts the others.
+	Moved        []DeadID `json:"moved"`
+	MovedOmitted int      `json:"moved_omitted,omitempty"`
+	// Token, on a dry run, names the set of messages selected.
+	Token string `json:"token,omitempty"`
+}
+
+func (r *DiscardReport) add(dlq string, ids ...int64) {
+	for _, id := range ids {
+		r.Discarded++
+		if len(r.Moved) < MaxRetryMoved {
+			r.Moved = append(r.Moved, DeadID{DLQ: dlq, MsgID: id})
+		} else {
+			r.MovedOmitted++
+		}
 	}
 }
 

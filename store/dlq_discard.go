@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DiscardDead moves dead messages of dlq to the DLQ's archive table, where
@@ -34,40 +38,98 @@ func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, 
 // progress, when given, is called after each batch with the messages done
 // and the total expected, for a progress bar.
 func (s *Store) DiscardDeadMatching(ctx context.Context, f DeadFilter, limit int, progress ...func(done, total int)) (int, error) {
+	opts := DiscardOptions{}
+	if len(progress) > 0 {
+		opts.Progress = progress[0]
+	}
+	rep, err := s.DiscardDeadSelected(ctx, f, limit, opts)
+	return rep.Discarded, err
+}
+
+// DiscardDeadSelected is DiscardDeadMatching with a report of the messages
+// moved, a dry run (which returns the selected set's Token) and a guarded
+// mode (opts.Expect: the expected set moves in one transaction, or nothing
+// with ErrChanged).
+func (s *Store) DiscardDeadSelected(ctx context.Context, f DeadFilter, limit int, opts DiscardOptions) (DiscardReport, error) {
+	rep := DiscardReport{DryRun: opts.DryRun, Moved: []DeadID{}}
 	if err := validateDeadBulk("discard", f, limit); err != nil {
-		return 0, err
+		return rep, err
 	}
 	f, err := s.deadFrozen(ctx, f)
 	if err != nil {
-		return 0, err
+		return rep, err
 	}
+	if !opts.DryRun && opts.Expect == "" {
+		return rep, s.discardPaged(ctx, f, limit, opts.Progress, &rep)
+	}
+	refs, err := s.selectDead(ctx, f, limit)
+	if err != nil {
+		return rep, err
+	}
+	if opts.DryRun {
+		rep.Token, err = s.deadSetToken(ctx, deadIDsOf(refs))
+	} else {
+		err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error { return s.archiveAll(ctx, tx, refs) })
+	}
+	if err != nil {
+		return rep, err
+	}
+	for _, r := range refs {
+		rep.add(r.dlq, r.id)
+	}
+	if opts.Progress != nil {
+		opts.Progress(len(refs), len(refs))
+	}
+	return rep, nil
+}
+
+// archiveAll archives every message of refs in tx, and refuses when any
+// is missing.
+func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error {
+	for dlq, ids := range deadByDLQ(refs) {
+		sql, err := s.archiveSQL(ctx, dlq)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql, ids)
+		if err != nil {
+			return queueErr(err, "archive in", dlq)
+		}
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return queueErr(err, "archive in", dlq)
+		}
+		if len(done) != len(ids) {
+			return changedf("%d of the selected dead messages of %s were retried or discarded by another call meanwhile; nothing was moved", len(ids)-len(done), dlq)
+		}
+	}
+	return nil
+}
+
+// discardPaged discards the messages f selects page by page, each page's
+// messages of one DLQ in one statement.
+func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progress func(done, total int), rep *DiscardReport) error {
 	total := limit
-	if len(progress) > 0 {
+	if progress != nil {
+		var err error
 		if total, err = s.countDead(ctx, f, limit); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	n := 0
-	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
-		defer func() {
-			for _, p := range progress {
-				p(min(done, total), total)
-			}
-		}()
-		byDLQ := map[string][]int64{}
-		for _, r := range refs {
-			byDLQ[r.dlq] = append(byDLQ[r.dlq], r.id)
+	return s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+		if progress != nil {
+			defer progress(min(done, total), total)
 		}
-		for dlq, ids := range byDLQ {
-			done, err := s.ArchiveMany(ctx, dlq, ids)
+		by := deadByDLQ(refs)
+		for _, dlq := range slices.Sorted(maps.Keys(by)) {
+			moved, err := s.ArchiveMany(ctx, dlq, by[dlq])
 			if err != nil {
 				return err
 			}
-			n += len(done)
+			rep.add(dlq, moved...)
 		}
 		return nil
 	})
-	return n, err
 }
 
 // PurgeDead deletes for good the discarded (archived) messages of dlq, or

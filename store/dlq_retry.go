@@ -100,20 +100,73 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 	if err != nil {
 		return rep, err
 	}
+	if opts.Expect != "" && !opts.DryRun {
+		return rep, s.retryGuarded(ctx, f, limit, opts, &rep)
+	}
 	total, err := s.countDead(ctx, f, limit)
 	if err != nil {
 		return rep, err
 	}
+	var selected []DeadID // for a dry run's token
 	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
 		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
 			return err
+		}
+		if opts.DryRun {
+			selected = append(selected, deadIDsOf(refs)...)
 		}
 		if opts.Progress != nil {
 			opts.Progress(done, max(total, done))
 		}
 		return nil
 	})
+	if err == nil && opts.DryRun {
+		rep.Token, err = s.deadSetToken(ctx, selected)
+	}
 	return rep, err
+}
+
+// retryGuarded retries the messages f selects only if they are the set
+// opts.Expect names, all in one transaction: every one moves, or none.
+func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts RetryOptions, rep *RetryReport) error {
+	refs, err := s.selectDead(ctx, f, limit)
+	if err != nil {
+		return err
+	}
+	existing, err := s.retryCandidates(ctx, refs)
+	if err != nil {
+		return err
+	}
+	moved := make([]RetriedMessage, len(refs))
+	for i, r := range refs {
+		if moved[i].Queue = deadRetryTarget(r, existing); moved[i].Queue == "" {
+			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r))
+		}
+	}
+	err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error {
+		for i, r := range refs {
+			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil)
+			if err != nil {
+				return err
+			}
+			moved[i] = RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: moved[i].Queue, MsgID: newID}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range moved {
+		rep.moved(m)
+	}
+	if opts.Progress != nil {
+		opts.Progress(len(refs), len(refs))
+	}
+	return nil
+}
+
+func noRetryTargetErr(r deadRef) error {
+	return notFoundf("queue %q no longer exists, nor does the queue it died in (%q); create the queue again, then retry", deadBaseOf(r.dlq), r.source)
 }
 
 // deadRetryOutcome is what became of one message of a batch.
@@ -134,8 +187,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	out := make([]deadRetryOutcome, len(refs))
 	for i, r := range refs {
 		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
-			base := deadBaseOf(r.dlq)
-			out[i].err = notFoundf("queue %q no longer exists, nor does the queue it died in (%q); create the queue again, then retry", base, r.source)
+			out[i].err = noRetryTargetErr(r)
 		}
 	}
 	if !opts.DryRun {
@@ -184,12 +236,12 @@ func deadRetryLane(r deadRef, i, lanes int) int {
 }
 
 func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, payload json.RawMessage) deadRetryOutcome {
-	newID, err := s.deadRetryOne(ctx, r, target, payload)
+	newID, err := deadRetryOne(ctx, s.db, r, target, payload)
 	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
-		newID, err = s.deadRetryOne(ctx, r, target, payload)
+		newID, err = deadRetryOne(ctx, s.db, r, target, payload)
 	}
 	return deadRetryOutcome{target: target, newID: newID, err: err}
 }
@@ -226,11 +278,12 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 
 // deadRetryOne moves one message out of its DLQ in one statement, so it is
 // either back in target or still in the DLQ, never both: the delete finds
-// nothing when another retry took the message first.
-func (s *Store) deadRetryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage) (int64, error) {
+// nothing when another retry took the message first. q is the pool, or
+// the transaction of a guarded retry.
+func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage) (int64, error) {
 	sql, args := deadRetrySQL(r, target, payload)
 	var id int64
-	err := s.db.QueryRow(ctx, sql, args...).Scan(&id)
+	err := q.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, deadGoneErr(r.dlq, r.id)
@@ -238,6 +291,11 @@ func (s *Store) deadRetryOne(ctx context.Context, r deadRef, target string, payl
 		return 0, fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
 	}
 	return id, nil
+}
+
+// rowQuerier runs a statement that returns one row.
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // sqlDeadRetryHeaders computes the headers of a message going back from the DLQ

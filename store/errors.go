@@ -28,3 +28,12 @@ func invalidf(format string, args ...any) error {
 func notFoundf(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
 }
+
+// ErrChanged is wrapped by the refusal of a guarded call (one given the
+// set of messages it must move) whose messages changed since that set was
+// seen. Such an error means nothing was written.
+var ErrChanged = errors.New("changed")
+
+func changedf(format string, args ...any) error {
+	return &kindError{kind: ErrChanged, msg: fmt.Sprintf(format, args...)}
+}

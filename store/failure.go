@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -8,11 +9,54 @@ import (
 
 // Failure is one failed attempt as a worker reports it.
 type Failure struct {
-	Attempt      int    `json:"attempt"`
-	Kind         string `json:"kind"`
-	ErrorClass   string `json:"error_class"`
-	ErrorMessage string `json:"error_message"`
-	Backtrace    string `json:"backtrace,omitempty"`
+	Attempt      int           `json:"attempt"`
+	Kind         string        `json:"kind"`
+	ErrorClass   string        `json:"error_class"`
+	ErrorMessage string        `json:"error_message"`
+	Backtrace    string        `json:"backtrace,omitempty"`
+	Detail       FailureDetail `json:"detail,omitzero"`
+}
+
+// FailureOutputMax is how many characters of a downstream's output (a
+// command's stderr, a response body) the failure history keeps.
+const FailureOutputMax = 2000
+
+// FailureDetail is what the history keeps of a failed attempt besides its
+// error: how long it ran, the limit it hit, and what the downstream said.
+// It is stored as JSON in pgbus.failures.detail; zero fields are left out.
+type FailureDetail struct {
+	// ElapsedMS is how long the handler ran, in milliseconds.
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
+	// TimeoutMS is the time limit of an attempt cut off by it, in
+	// milliseconds; 0 when the attempt did not time out.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Output is what the downstream said, at most FailureOutputMax
+	// characters; OutputSource names it (stderr, stdout, response_body) and
+	// OutputTruncated says it was cut.
+	Output          string `json:"output,omitempty"`
+	OutputSource    string `json:"output_source,omitempty"`
+	OutputTruncated bool   `json:"output_truncated,omitempty"`
+}
+
+// json returns the detail as the text of a jsonb value, or nil (NULL) when
+// it holds nothing.
+func (d FailureDetail) json() *string {
+	if d == (FailureDetail{}) {
+		return nil
+	}
+	b, _ := json.Marshal(d) // strings and numbers only: it cannot fail
+	s := string(b)
+	return &s
+}
+
+// parseDetail reads a detail column; NULL or JSON it cannot read is no
+// detail, since the history must show what it can.
+func parseDetail(raw []byte) FailureDetail {
+	var d FailureDetail
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &d)
+	}
+	return d
 }
 
 // FailureRecord is a failure as kept in the history of a message.
@@ -33,6 +77,11 @@ func (f Failure) bounded() Failure {
 	}
 	f.ErrorClass = truncate(f.ErrorClass, 200)
 	f.Kind = truncate(f.Kind, 200)
+	if utf8.RuneCountInString(f.Detail.Output) > FailureOutputMax {
+		f.Detail.OutputTruncated = true
+	}
+	f.Detail.Output = truncate(f.Detail.Output, FailureOutputMax)
+	f.Detail.OutputSource = truncate(f.Detail.OutputSource, 40)
 	return f
 }
 

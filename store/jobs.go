@@ -34,19 +34,19 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 		f.add(it.Failure)
 	}
 	sql := `WITH t AS (
-			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[])
-				AS t(id, delay_us, attempt, kind, class, message, backtrace)
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+				AS t(id, delay_us, attempt, kind, class, message, backtrace, detail)
 		), u AS (
 			UPDATE ` + queueTable(queue) + ` q SET vt = now() + t.delay_us * interval '1 microsecond'
 			FROM t WHERE q.msg_id = t.id
 			RETURNING q.msg_id, q.vt
 		), f AS (
-			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at, retry_at)
-			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace, now(), u.vt
+			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail, failed_at, retry_at)
+			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace, t.detail::jsonb, now(), u.vt
 			FROM t JOIN u ON u.msg_id = t.id
 		)
 		SELECT msg_id FROM u`
-	return s.collectIDs(ctx, "retry in", queue, sql, queue, ids, delays, f.attempts, f.kinds, f.classes, f.messages, f.backtraces)
+	return s.collectIDs(ctx, "retry in", queue, sql, queue, ids, delays, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details)
 }
 
 // SnoozeMany makes messages visible again after their delays without using
@@ -103,8 +103,8 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 		cols += ", last_read_at"
 	}
 	sql := `WITH t AS (
-			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
-				AS t(id, attempt, kind, class, message, backtrace)
+			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+				AS t(id, attempt, kind, class, message, backtrace, detail)
 		), d AS (
 			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id
 			RETURNING q.*
@@ -113,12 +113,12 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 			SELECT ` + cols + `, ` + mergeHeaderSQL("d.headers", `'`+HeaderDiscarded+`'`, "'true'::jsonb") + ` FROM d
 			RETURNING msg_id
 		), f AS (
-			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace)
-			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace
+			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)
+			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace, t.detail::jsonb
 			FROM t JOIN a ON a.msg_id = t.id
 		)
 		SELECT msg_id FROM a`
-	return s.collectIDs(ctx, "discard in", queue, sql, queue, ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces)
+	return s.collectIDs(ctx, "discard in", queue, sql, queue, ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details)
 }
 
 // mergeHeaderSQL returns SQL that adds key = value to a headers column,
@@ -135,12 +135,13 @@ func mergeHeaderSQL(headers, key, value string) string {
 type failureColumns struct {
 	attempts                             []int32
 	kinds, classes, messages, backtraces []string
+	details                              []*string
 }
 
 func newFailureColumns(n int) *failureColumns {
 	return &failureColumns{
 		attempts: make([]int32, 0, n), kinds: make([]string, 0, n), classes: make([]string, 0, n),
-		messages: make([]string, 0, n), backtraces: make([]string, 0, n),
+		messages: make([]string, 0, n), backtraces: make([]string, 0, n), details: make([]*string, 0, n),
 	}
 }
 
@@ -151,4 +152,5 @@ func (c *failureColumns) add(f Failure) {
 	c.classes = append(c.classes, f.ErrorClass)
 	c.messages = append(c.messages, f.ErrorMessage)
 	c.backtraces = append(c.backtraces, f.Backtrace)
+	c.details = append(c.details, f.Detail.json())
 }

@@ -366,17 +366,26 @@ func (s *Store) ArchiveMany(ctx context.Context, queue string, ids []int64) ([]i
 	if err := validateIDs("archive in", queue, ids); err != nil {
 		return nil, err
 	}
-	info, err := s.tableInfo(ctx, queue)
+	sql, err := s.archiveSQL(ctx, queue)
 	if err != nil {
 		return nil, err
+	}
+	return s.collectIDs(ctx, "archive in", queue, sql, ids)
+}
+
+// archiveSQL returns the statement that moves the messages $1 of queue to
+// its archive and returns their ids.
+func (s *Store) archiveSQL(ctx context.Context, queue string) (string, error) {
+	info, err := s.tableInfo(ctx, queue)
+	if err != nil {
+		return "", err
 	}
 	cols := "msg_id, read_ct, enqueued_at, vt, message, headers"
 	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
 		cols += ", last_read_at"
 	}
-	sql := `WITH d AS (DELETE FROM ` + queueTable(queue) + ` WHERE msg_id = ANY($1) RETURNING ` + cols + `)
-		INSERT INTO ` + archiveTable(queue) + ` (` + cols + `) SELECT ` + cols + ` FROM d RETURNING msg_id`
-	return s.collectIDs(ctx, "archive in", queue, sql, ids)
+	return `WITH d AS (DELETE FROM ` + queueTable(queue) + ` WHERE msg_id = ANY($1) RETURNING ` + cols + `)
+		INSERT INTO ` + archiveTable(queue) + ` (` + cols + `) SELECT ` + cols + ` FROM d RETURNING msg_id`, nil
 }
 
 // Delete removes one message for good. It reports false when no such message

@@ -411,7 +411,7 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 		items[i].Kind = kindFromRaw(items[i].Headers, items[i].Payload)
 		byID[items[i].MsgID] = &items[i]
 	}
-	rows, err := s.reads.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at
+	rows, err := s.reads.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at, detail
 		FROM pgbus.failures WHERE queue_name = $1 AND msg_id = ANY($2) ORDER BY msg_id, attempt, id`, queue, ids)
 	if err != nil {
 		return fmt.Errorf("store: read failure history of %s: %w", queue, err)
@@ -419,9 +419,11 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 	defer rows.Close()
 	for rows.Next() {
 		var f FailureRecord
-		if err := rows.Scan(&f.ID, &f.Queue, &f.MsgID, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace, &f.FailedAt); err != nil {
+		var detail []byte
+		if err := rows.Scan(&f.ID, &f.Queue, &f.MsgID, &f.Attempt, &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace, &f.FailedAt, &detail); err != nil {
 			return fmt.Errorf("store: read failure history of %s: %w", queue, err)
 		}
+		f.Detail = parseDetail(detail)
 		if m := byID[f.MsgID]; m != nil {
 			m.History = append(m.History, f)
 		}

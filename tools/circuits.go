@@ -11,7 +11,7 @@ import (
 // CircuitsInput is the input of pgbus_circuits: it takes no arguments.
 type CircuitsInput struct{}
 
-const circuitsDescription = `Circuit breakers shared by all workers: one per downstream (an HTTP host, a command, or a name a handler chose). A breaker opens after its threshold of consecutive failures; jobs meeting it open are snoozed without using an attempt until the cool-off ends, then one probe goes through: success closes it, failure reopens it with a doubled cool-off.
+const circuitsDescription = `Circuit breakers shared by all workers: one per downstream (an HTTP host, a command, or a name a handler chose). A breaker opens after its threshold of consecutive failures; jobs meeting it open are snoozed without using an attempt until the cool-off ends, then one probe goes through: success closes it, failure reopens it with a doubled cool-off. Each breaker shows when a call through it last succeeded and last failed, its last error, and the queues and kinds whose handlers use it.
 
 Use it when pgbus_queue_stats shows work scheduled but not running, or failures cluster on one downstream. Next: if the downstream is known to be back, pgbus_circuit_reset closes the breaker at once.`
 

@@ -12,19 +12,25 @@ import (
 type DLQDiscardInput struct {
 	IDs []int64 `json:"ids,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Dead message ids to discard (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
 	DeadFilter
-	Limit *int `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to discard, oldest first (1 to 1000). Not used with ids."`
+	Limit   *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to discard, oldest first (1 to 1000). Not used with ids."`
+	DryRun  bool   `json:"dry_run,omitempty" jsonschema_description:"Report what would be discarded, without moving anything; by filter it also returns expect."`
+	Expect  string `json:"expect,omitempty" jsonschema_description:"With filters: the expect of the dry run, or the ids it listed separated by commas (with queue). The call then discards exactly that set or nothing."`
+	Confirm bool   `json:"confirm,omitempty" jsonschema_description:"Required with filters when the client cannot ask its user (no elicitation): true after checking the dry run."`
 }
 
 const dlqDiscardDescription = `Discards dead messages: moves them out of their DLQ into the DLQ's archive, where they are kept (recoverable by an operator) until pgbus_dlq_purge deletes them. Nothing runs again. By ids, outcomes has one entry per id: discarded, not_found, ambiguous (pass queue) or failed.
 
-Use it for messages that will never succeed (bad input, non_retryable_error, unknown kinds) after reading one with pgbus_dlq_show. Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first). Next: pgbus_dlq_summary to see what is left.`
+Use it for messages that will never succeed (bad input, non_retryable_error, unknown kinds) after reading one with pgbus_dlq_show. Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first).
+
+By filter: call with dry_run: true first; it lists what would go and returns expect. Then call again with that expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. The user is asked to confirm when the client supports elicitation (declined: nothing moves, declined: true); otherwise pass confirm: true. Next: pgbus_dlq_summary to see what is left.`
 
 // NewDLQDiscard returns the pgbus_dlq_discard tool.
 func NewDLQDiscard(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_discard", dlqDiscardDescription, writeAnnotations("Discard dead messages", true, false), DLQDiscardInput{}, ops.DLQDiscard{}),
 		Handler: handler(func(ctx context.Context, in DLQDiscardInput) (ops.DLQDiscard, error) {
-			req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), Progress: progressReporter(ctx)}
+			req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), Progress: progressReporter(ctx),
+				DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm, Ask: askPerson(ctx)}
 			if len(in.IDs) == 0 {
 				limit, err := bulkLimit(in.DeadFilter, in.Limit, "discard")
 				if err != nil {

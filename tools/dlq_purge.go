@@ -12,12 +12,12 @@ import (
 type DLQPurgeInput struct {
 	Queue     string `json:"queue,omitempty" jsonschema_description:"Queue (orders) or DLQ (orders_dlq) whose discarded messages to purge. Omit for every DLQ."`
 	OlderThan string `json:"older_than" jsonschema_description:"Purge only messages discarded longer ago than this age: a duration such as 72h, 30m or 7d; 0s purges every discarded message."`
-	Confirm   bool   `json:"confirm,omitempty" jsonschema_description:"Must be true: purging deletes for good."`
+	Confirm   bool   `json:"confirm,omitempty" jsonschema_description:"Required when the client cannot ask its user (no elicitation): true, as purging deletes for good."`
 }
 
 const dlqPurgeDescription = `Deletes for good the discarded dead messages (those pgbus_dlq_discard moved to a DLQ's archive) older than an age, with their failure history. Messages still in a DLQ are not touched. This cannot be undone.
 
-Requires confirm: true. Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded and when), then call with queue (optional), older_than (e.g. 72h, 7d; 0s for all) and confirm: true.`
+Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded and when), then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
 
 // NewDLQPurge returns the pgbus_dlq_purge tool.
 func NewDLQPurge(d Deps) server.ServerTool {
@@ -31,7 +31,7 @@ func NewDLQPurge(d Deps) server.ServerTool {
 			if err != nil {
 				return ops.DLQPurge{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
 			}
-			return d.Ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm})
+			return d.Ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm, Ask: askPerson(ctx)})
 		}),
 	}
 }

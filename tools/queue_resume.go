@@ -8,7 +8,7 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-const queueResumeDescription = `Resumes a paused queue: workers take its messages again, the backlog first.
+const queueResumeDescription = `Resumes a paused queue: workers take its messages again, the backlog first. The result says whether a running worker serves the queue (workers); when none does, nothing runs until one is started, and next says so.
 
 Use it once the cause that made you pause the queue (pgbus_queue_pause) is fixed. Next: pgbus_queue_stats to watch the backlog drain; pgbus_dlq_retry for the messages that died meanwhile.`
 

@@ -128,7 +128,15 @@ func TestAgentSession(t *testing.T) {
 	if rep := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", filter(retryGroup, 100)); rep.Retried != transient || rep.Failed != 0 {
 		t.Fatalf("retry: %+v", rep)
 	}
-	if d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", filter(discardGroup, 100)); d.Discarded != bad {
+	look := filter(discardGroup, 100)
+	look["dry_run"] = true
+	seen := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", look)
+	if seen.Discarded != bad || seen.Expect == "" {
+		t.Fatalf("discard dry run: %+v", seen)
+	}
+	discard := filter(discardGroup, 100)
+	discard["expect"], discard["confirm"] = seen.Expect, true
+	if d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", discard); d.Discarded != bad {
 		t.Fatalf("discard: %+v", d)
 	}
 	left := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})

@@ -197,7 +197,11 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	}
 
 	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable}, "limit is required")
-	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10})
+	e.callErr(t, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10}, `pgbus_dlq_discard {"confirm":true`)
+	if pgtest.Live(t, e.st, q+"_dlq") != 2 {
+		t.Fatal("a discard by filter without confirm moved messages")
+	}
+	d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "reason": store.ReasonNonRetryable, "limit": 10, "confirm": true})
 	if _, ok := findHint(d.Next, "pgbus_dlq_summary"); d.Discarded != 2 || d.LimitReached || !ok {
 		t.Fatalf("discard: %+v", d)
 	}
@@ -273,6 +277,12 @@ func TestPauseResume(t *testing.T) {
 	r := callOK[ops.QueuePaused](t, e, "pgbus_queue_resume", map[string]any{"queue": q})
 	if _, ok := findHint(r.Next, "pgbus_queue_stats"); r.Paused || !r.Changed || !ok {
 		t.Errorf("resume: %+v", r)
+	}
+	// No worker serves the queue: the result says so, and its first next
+	// step is the command an operator runs to start one.
+	if r.Workers == nil || r.Workers.Served() || r.Workers.Status != ops.CoverageNever || r.Next[0].Op != "cli" ||
+		!strings.Contains(hintArg(r.Next[0], "command"), "pgbus work --queue "+q) {
+		t.Errorf("resume into a queue no worker serves: %+v, workers %+v", r, r.Workers)
 	}
 	e.callErr(t, "pgbus_queue_pause", map[string]any{"queue": "nope_" + q}, "does not exist")
 	e.callErr(t, "pgbus_queue_pause", map[string]any{}, "queue is required")

@@ -258,6 +258,7 @@ func (a *app) dlqRetryAllCommand() *cobra.Command {
 	var (
 		ff          filterFlags
 		limit       int
+		expect      string
 		yes, dryRun bool
 	)
 	cmd := &cobra.Command{
@@ -266,7 +267,9 @@ func (a *app) dlqRetryAllCommand() *cobra.Command {
 		Long: `Retry, oldest first and in batches, up to --limit dead messages that the
 filters select (all of them without filters). Messages that die again while
 it runs are not retried twice. It needs --yes; --dry-run shows what would
-move and changes nothing. A progress bar is shown on a terminal.
+move and changes nothing, and prints the --expect that makes the real call
+move exactly those messages, in one transaction, or nothing when the
+selection changed meanwhile. A progress bar is shown on a terminal.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
@@ -284,7 +287,7 @@ move and changes nothing. A progress bar is shown on a terminal.
 			if !yes && !dryRun {
 				return a.refuse(cmd, f, limit, "refusing to retry %d dead messages without --yes; check them with --dry-run, then pass --yes")
 			}
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
@@ -302,14 +305,21 @@ move and changes nothing. A progress bar is shown on a terminal.
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
+	expectFlag(cmd, &expect, "retry")
 	return jsonFlag(cmd)
+}
+
+// expectFlag adds --expect to a command that moves dead messages by filter.
+func expectFlag(cmd *cobra.Command, expect *string, verb string) {
+	cmd.Flags().StringVar(expect, "expect", "", "the expect a --dry-run printed (or ids, with --queue): "+verb+" exactly those messages, or nothing if the selection changed")
 }
 
 func (a *app) dlqDiscardCommand() *cobra.Command {
 	var (
-		ff       filterFlags
-		limit    int
-		all, yes bool
+		ff               filterFlags
+		limit            int
+		expect           string
+		all, yes, dryRun bool
 	)
 	cmd := &cobra.Command{
 		Use:         "discard [ID...] [--queue Q] [FILTERS --yes]",
@@ -318,12 +328,16 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
 pgbus dlq purge (or retention) deletes them. Give ids, or filters (--all for
 every dead message). Discarding one id needs no confirmation; more than one,
-or any discard by filter, needs --yes. Ids get outcomes and exit codes as in
-pgbus dlq retry. --json prints the same result as the MCP tool
+or any discard by filter, needs --yes. --dry-run shows what would be
+discarded and changes nothing; by filter it prints the --expect that makes
+the real call discard exactly those messages, in one transaction, or
+nothing when the selection changed meanwhile. Ids get outcomes and exit
+codes as in pgbus dlq retry. --json prints the same result as the MCP tool
 pgbus_dlq_discard.`,
 		Example: `  pgbus dlq discard 42 --queue orders
   pgbus dlq discard 42 43 44 --queue orders --yes
-  pgbus dlq discard --queue orders --error-class demo.ValidationError --yes
+  pgbus dlq discard --queue orders --error-class demo.ValidationError --dry-run
+  pgbus dlq discard --queue orders --error-class demo.ValidationError --expect 12-... --yes
   pgbus dlq discard --all --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args)
@@ -337,7 +351,7 @@ pgbus_dlq_discard.`,
 				return usageError{errors.New("give ids or filters, not both")}
 			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
-			case len(ids) > 1 && !yes:
+			case len(ids) > 1 && !yes && !dryRun:
 				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
 			}
 			f, err := ff.filter()
@@ -347,15 +361,17 @@ pgbus_dlq_discard.`,
 			if err := checkBulkLimit(limit); err != nil {
 				return err
 			}
-			req := ops.DLQDiscardRequest{IDs: ids, Filter: f}
-			if len(ids) == 0 {
+			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes}
+			if len(ids) == 0 && !dryRun {
 				if !yes {
-					return a.refuse(cmd, f, limit, "refusing to discard %d dead messages without --yes; see them with pgbus dlq list "+ff.flags()+", then pass --yes")
+					return a.refuse(cmd, f, limit, "refusing to discard %d dead messages without --yes; check them with --dry-run, then pass --yes")
 				}
-				req.Limit = limit
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()
 				req.Progress = bar.callback()
+			}
+			if len(ids) == 0 {
+				req.Limit = limit
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscard, req, a.printDiscard,
 				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes) })
@@ -365,6 +381,8 @@ pgbus_dlq_discard.`,
 	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be discarded; change nothing")
+	expectFlag(cmd, &expect, "discard")
 	return jsonFlag(cmd)
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -121,13 +122,14 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	}
 	if len(m.History) > 0 {
 		fmt.Fprintln(w, "failures:")
-		t := newTable(w, "  #", "AT", "KIND", "ERROR CLASS", "ERROR")
+		t := newTable(w, "  #", "AT", "KIND", "RAN", "ERROR CLASS", "ERROR")
 		for _, f := range m.History {
-			t.row(fmt.Sprintf("  %d", f.Attempt), stamp(f.FailedAt), dash(f.Kind), f.ErrorClass, clip(f.ErrorMessage, 100))
+			t.row(fmt.Sprintf("  %d", f.Attempt), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, clip(f.ErrorMessage, 100))
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
+		printOutputs(w, m.History)
 	}
 	fmt.Fprintln(w, "headers:")
 	fmt.Fprintln(w, indentJSON(m.Headers, "  "))
@@ -149,6 +151,35 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	}
 	printNext(w, m.Next)
 	return nil
+}
+
+// ran says how long an attempt ran, and its limit when it timed out.
+func ran(f ops.Failure) string {
+	if f.ElapsedMS == nil {
+		return "-"
+	}
+	s := (time.Duration(*f.ElapsedMS) * time.Millisecond).String()
+	if f.TimeoutMS > 0 {
+		s += fmt.Sprintf(" (timeout %s)", time.Duration(f.TimeoutMS)*time.Millisecond)
+	}
+	return s
+}
+
+// printOutputs prints what the downstream said at each failure.
+func printOutputs(w io.Writer, history []ops.Failure) {
+	for _, f := range history {
+		if f.Output == "" {
+			continue
+		}
+		cut := ""
+		if f.OutputTruncated {
+			cut = ", cut"
+		}
+		fmt.Fprintf(w, "  attempt %d %s%s:\n", f.Attempt, strings.ReplaceAll(f.OutputSource, "_", " "), cut)
+		for _, line := range strings.Split(f.Output, "\n") {
+			fmt.Fprintln(w, "    "+line)
+		}
+	}
 }
 
 func indentJSON(raw json.RawMessage, prefix string) string {
@@ -199,6 +230,11 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 			return err
 		}
 	}
+	for _, c := range rep.Workers {
+		if !c.Served() {
+			fmt.Fprintln(a.stdout, "note: "+c.Note)
+		}
+	}
 	printNext(a.stdout, rep.Next)
 	return nil
 }
@@ -211,8 +247,27 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 	if len(res.Outcomes) > 0 && res.Discarded == 0 {
 		return nil // the error line says why nothing moved
 	}
-	_, err := fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
-	return err
+	if res.DryRun {
+		fmt.Fprintf(a.stdout, "would discard %d dead messages\n", res.Discarded)
+	} else {
+		fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
+	}
+	if len(res.Moved) > 0 {
+		t := newTable(a.stdout, "DLQ", "DLQ ID")
+		for _, m := range res.Moved {
+			t.row(m.DLQ, m.MsgID)
+		}
+		if res.MovedOmitted > 0 {
+			t.row("…", fmt.Sprintf("%d more", res.MovedOmitted))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if res.DryRun {
+		printNext(a.stdout, res.Next)
+	}
+	return nil
 }
 
 // refuse answers a bulk operation given without --yes: a usage error

@@ -327,9 +327,28 @@ func TestDLQCommands(t *testing.T) {
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused discards changed the database:\n%s\n%s", before, after)
 	}
-	d.json(t, &disc, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--yes")
-	if disc.Discarded != 4 || disc.LimitReached || len(disc.Outcomes) != 0 {
-		t.Fatalf("discard by filter: %+v", disc)
+	// --dry-run shows what would go, changes nothing (but the audit log),
+	// and names the --expect that discards exactly that.
+	dead := `SELECT (SELECT count(*) FROM pgmq.q_shop_dlq) * 1000 + (SELECT count(*) FROM pgmq.a_shop_dlq)`
+	deadBefore := d.count(t, dead)
+	if out := d.ok(t, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--dry-run"); !strings.Contains(out, "would discard 4 dead messages") ||
+		!strings.Contains(out, "next: pgbus dlq discard --expect 4-") || !strings.Contains(out, "--yes") {
+		t.Errorf("discard --dry-run printed %q", out)
+	}
+	var dryDisc ops.DLQDiscard
+	d.json(t, &dryDisc, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--dry-run")
+	if !dryDisc.DryRun || dryDisc.Discarded != 4 || len(dryDisc.Moved) != 4 || d.count(t, dead) != deadBefore {
+		t.Fatalf("discard --dry-run = %+v, or it moved messages", dryDisc)
+	}
+	if msg := d.fails(t, 1, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--expect", fmt.Sprint(dryDisc.Moved[0].MsgID), "--yes"); !strings.Contains(msg, "changed since the dry run") {
+		t.Errorf("discard expecting 1 of the 4: %q", msg)
+	}
+	if d.count(t, dead) != deadBefore {
+		t.Fatal("a refused discard moved messages")
+	}
+	d.json(t, &disc, "dlq", "discard", "--queue", "shop", "--reason", "non_retryable_error", "--expect", dryDisc.Expect, "--yes")
+	if disc.Discarded != 4 || disc.LimitReached || len(disc.Outcomes) != 0 || !reflect.DeepEqual(disc.Moved, dryDisc.Moved) {
+		t.Fatalf("discard by filter with the dry run's expect: %+v; want %+v", disc, dryDisc.Moved)
 	}
 	r = pgbus(t, d.env, "dlq", "discard", fmt.Sprint(page.Items[0].MsgID), "--queue", "shop")
 	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "already") {
@@ -406,7 +425,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Errorf("retry-all recorded %d times (%d dry runs); want the dry run and the real one", byFilter, dry)
 	}
 	discards := d.audit(t, "--tool", "dlq discard", "--client", "cli")
-	if len(discards) != 3 || !slices.ContainsFunc(discards, func(e ops.AuditEntry) bool { return e.IsError }) {
+	if len(discards) != 6 || !slices.ContainsFunc(discards, func(e ops.AuditEntry) bool { return e.IsError }) {
 		t.Errorf("dlq discard entries: %+v", discards)
 	}
 	if other := d.audit(t, "--client", "mcp"); len(other) != 0 {

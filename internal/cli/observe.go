@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -94,18 +95,39 @@ MCP tool pgbus_circuits.`,
 					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
 					return err
 				}
-				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST ERROR")
+				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
 				for _, b := range cs.Circuits {
 					until := "-"
 					if b.OpenUntil != nil && b.State != store.BreakerClosed {
 						until = ago(*b.OpenUntil)
 					}
-					t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, clip(dash(b.LastError), 60))
+					t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until,
+						agoPtr(b.LastSuccessAt), agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
 				}
 				return t.flush()
 			})
 		},
 	})
+}
+
+func agoPtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return ago(*t)
+}
+
+// usedBy names a breaker's users as queue/kind, queue alone for a queue's
+// default handler.
+func usedBy(users []ops.BreakerUser) string {
+	names := make([]string, len(users))
+	for i, u := range users {
+		names[i] = u.Queue
+		if u.Kind != "" {
+			names[i] += "/" + u.Kind
+		}
+	}
+	return clip(dash(strings.Join(names, ",")), 40)
 }
 
 func (a *app) circuitCommand() *cobra.Command {

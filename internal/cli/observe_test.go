@@ -34,7 +34,7 @@ func TestHealthAndWorkers(t *testing.T) {
 		t.Fatalf("health reasons: %+v", h.Reasons)
 	}
 	r := h.Reasons[0]
-	if r.Status != ops.HealthStalled || r.Code != "no_running_workers" || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
+	if r.Status != ops.HealthStalled || r.Code != "no_workers" || r.Workers != ops.CoverageNever || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
 		len(r.Next) != 2 || r.Next[0].Op != ops.OpWork || r.Next[0].Args["queue"] != "orders" || r.Next[1].Op != ops.OpWorkers {
 		t.Fatalf("stalled reason: %+v", r)
 	}
@@ -47,7 +47,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	table := d.ok(t, "health")
 	for _, s := range []string{
 		"STALLED: 1 queues, 2 ready, 0 dead, 0 workers running",
-		`STALLED no_running_workers: queue "orders" has 2 messages ready and no worker process is running`,
+		`STALLED no_workers: queue "orders": 2 messages ready, 0 waiting to retry; no worker process has served queue orders in the last 24 hours`,
 		"  next: pgbus work --queue orders", "  next: pgbus workers",
 	} {
 		if !strings.Contains(table, s) {
@@ -142,6 +142,12 @@ func TestCircuits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.RecordBreakerUsers(ctx, api, []store.BreakerUser{{Queue: "orders", Kind: "charge"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BreakerSuccess(ctx, "exec:report"); err != nil {
+		t.Fatal(err)
+	}
 
 	out := d.ok(t, "circuits", "--json")
 	if strings.Contains(out, "s3cret-pw") {
@@ -155,14 +161,16 @@ func TestCircuits(t *testing.T) {
 	exec, open := cs.Circuits[0], cs.Circuits[1] // by name
 	if open.Name != api || open.State != store.BreakerOpen || open.ConsecutiveFailures != 2 || open.FailureThreshold != 2 ||
 		open.OpenUntil == nil || open.OpenUntil.Before(time.Now().Add(50*time.Minute)) ||
-		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) {
+		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) ||
+		open.LastFailureAt == nil || open.LastSuccessAt != nil || len(open.Users) != 1 || open.Users[0].Queue != "orders" || open.Users[0].Kind != "charge" {
 		t.Fatalf("open breaker: %+v", open)
 	}
-	if exec.Name != "exec:report" || exec.State != store.BreakerClosed || exec.ConsecutiveFailures != 0 || exec.FailureThreshold != 5 {
+	if exec.Name != "exec:report" || exec.State != store.BreakerClosed || exec.ConsecutiveFailures != 0 || exec.FailureThreshold != 5 ||
+		exec.LastSuccessAt == nil || exec.LastFailureAt != nil || len(exec.Users) != 0 {
 		t.Fatalf("closed breaker: %+v", exec)
 	}
 	table := d.ok(t, "circuits")
-	for _, s := range []string{"NAME", "STATE", "FAILURES", api, "open", "2/2", "in ", "exec:report", "closed", "0/5", ops.Redacted} {
+	for _, s := range []string{"NAME", "STATE", "FAILURES", "LAST SUCCESS", "LAST FAILURE", "USED BY", api, "open", "2/2", "in ", "orders/charge", "exec:report", "closed", "0/5", ops.Redacted} {
 		if !strings.Contains(table, s) {
 			t.Errorf("circuits table lacks %q:\n%s", s, table)
 		}

@@ -78,7 +78,7 @@ func TestParityCLIAndMCP(t *testing.T) {
 		{name: "retry mixed ids", cli: []string{"dlq", "retry", "2", "999", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2, 999, 1}}, code: 2},
 		{name: "retry again: gone", cli: []string{"dlq", "retry", "2", "--queue", "orders"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2}, "queue": "orders"}, code: 3},
 		{name: "discard mixed ids", cli: []string{"dlq", "discard", "3", "999", "--queue", "orders", "--yes"}, tool: "pgbus_dlq_discard", args: map[string]any{"ids": []int64{3, 999}, "queue": "orders"}, code: 3},
-		{name: "discard by filter", cli: []string{"dlq", "discard", "--queue", "emails", "--yes", "--limit", "10"}, tool: "pgbus_dlq_discard", args: map[string]any{"queue": "emails", "limit": 10}},
+		{name: "discard by filter", cli: []string{"dlq", "discard", "--queue", "emails", "--yes", "--limit", "10"}, tool: "pgbus_dlq_discard", args: map[string]any{"queue": "emails", "limit": 10, "confirm": true}},
 		{name: "summary after", cli: []string{"dlq", "summary"}, tool: "pgbus_dlq_summary", args: map[string]any{}},
 	}
 	for _, tc := range cases {

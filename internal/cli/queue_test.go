@@ -78,7 +78,9 @@ func TestQueueCommands(t *testing.T) {
 		t.Fatal("orders is not paused")
 	}
 	d.json(t, &pr, "queue", "resume", "orders")
-	if pr.Queue != "orders" || pr.Paused || !pr.Changed || len(pr.Next) != 1 || pr.Next[0].Op != ops.OpQueueStats {
+	// No worker serves orders: starting one comes first.
+	if pr.Queue != "orders" || pr.Paused || !pr.Changed || len(pr.Next) != 2 || pr.Next[0].Op != ops.OpWork || pr.Next[1].Op != ops.OpQueueStats ||
+		pr.Workers == nil || pr.Workers.Status != ops.CoverageNever {
 		t.Fatalf("resume: %+v", pr)
 	}
 	if d.stats(t, "orders").Paused {

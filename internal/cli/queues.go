@@ -282,8 +282,12 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 				} else {
 					state += " now"
 				}
-				_, err := fmt.Fprintf(a.stdout, "queue %s is %s\n", name, state)
-				return err
+				fmt.Fprintf(a.stdout, "queue %s is %s\n", name, state)
+				if res.Workers != nil && !res.Workers.Served() {
+					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
+					printNext(a.stdout, res.Next)
+				}
+				return nil
 			})
 		},
 	})

@@ -98,14 +98,30 @@ func Command(h ops.Hint) string {
 	}
 	sort.Strings(names)
 	for _, k := range names {
+		flag := "--" + strings.ReplaceAll(k, "_", "-")
+		if on, ok := h.Args[k].(bool); ok {
+			// A switch (dry_run) is a bare flag; confirm is the CLI's --yes.
+			if on && k != "confirm" {
+				parts = append(parts, flag)
+			}
+			continue
+		}
 		for _, w := range words(h.Args[k]) {
-			parts = append(parts, "--"+strings.ReplaceAll(k, "_", "-"), w)
+			parts = append(parts, flag, w)
 		}
 	}
-	if strings.HasSuffix(line, "retry-all") || h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge {
+	if needsYes(line, h) {
 		parts = append(parts, "--yes")
 	}
 	return strings.Join(parts, " ")
+}
+
+// needsYes reports whether the command of h asks for --yes: bulk and
+// destructive commands, and whatever a hint confirms.
+func needsYes(line string, h ops.Hint) bool {
+	discardByFilter := h.Op == ops.OpDLQDiscard && h.Args["ids"] == nil && h.Args["dry_run"] != true
+	return strings.HasSuffix(line, "retry-all") || discardByFilter || h.Args["confirm"] == true ||
+		h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge
 }
 
 // words renders an argument's value as shell words.

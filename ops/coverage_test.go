@@ -1,0 +1,105 @@
+package ops_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Health reports no_workers for each queue with ready or retrying messages
+// that no running worker serves, whatever other queues' workers do, and
+// tells a queue never served from one whose workers stopped or crashed.
+func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"})
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil || r.Retried != 1 {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	register(t, s, "w-other", "other_queue")
+	check := func(want string) {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reasonOf(h, "no_workers", q)
+		if h.Status != ops.HealthStalled || r == nil || r.Workers != want || !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) || !strings.Contains(r.Message, "1 messages ready") {
+			t.Fatalf("health = %+v; want STALLED no_workers for %s with workers %s and a hint to start one", h, q, want)
+		}
+	}
+	check(ops.CoverageNever) // a worker runs, but for another queue
+
+	register(t, s, "w-gone", q)
+	if err := s.StopWorker(ctx, "w-gone"); err != nil {
+		t.Fatal(err)
+	}
+	check(ops.CoverageStopped)
+
+	register(t, s, "w-hung", q)
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = 'w-hung'`); err != nil {
+		t.Fatal(err)
+	}
+	check(ops.CoverageStale)
+
+	register(t, s, "w-live", q)
+	h, err := svc.Health(ctx)
+	if err != nil || reasonOf(h, "no_workers", q) != nil || h.Workers != 2 {
+		t.Fatalf("health with a running worker for %s = %+v, %v; want no no_workers reason, 2 running", q, h, err)
+	}
+}
+
+// A retry, and a resume, into a queue no running worker serves say so in
+// their result and put starting one first among the next steps; with a
+// worker serving it they say that instead.
+func TestRetryAndResumeSayWhetherWorkersServe(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
+
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(r.Workers) != 1 || r.Workers[0].Queue != q || r.Workers[0].Served() || r.Workers[0].Status != ops.CoverageNever ||
+		!strings.Contains(r.Workers[0].Note, "will not run until one is started") || len(r.Next) == 0 || r.Next[0].Op != ops.OpWork || r.Next[0].Args["queue"] != q {
+		t.Fatalf("retry without workers = %+v, %v; want workers never and next starting with %s for %s", r, err, ops.OpWork, q)
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: q})
+	if err != nil || p.Workers == nil || p.Workers.Served() || len(p.Next) == 0 || p.Next[0].Op != ops.OpWork {
+		t.Fatalf("resume without workers = %+v, %v; want a workers note and next %s", p, err, ops.OpWork)
+	}
+
+	register(t, s, "w-live", q)
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[1:], Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil || len(r.Workers) != 1 || !r.Workers[0].Served() || r.Workers[0].Running != 1 || hasHint(r.Next, ops.OpWork, nil) {
+		t.Fatalf("dry-run retry with a worker = %+v, %v; want workers running 1 and no hint to start one", r, err)
+	}
+	p, err = svc.QueueResume(ctx, ops.QueueRequest{Queue: q})
+	if err != nil || p.Workers == nil || !p.Workers.Served() || hasHint(p.Next, ops.OpWork, nil) {
+		t.Fatalf("resume with a worker = %+v, %v; want workers running", p, err)
+	}
+}
+
+func register(t *testing.T, s *store.Store, id, queue string) {
+	t.Helper()
+	if err := s.RegisterWorker(testContext(t), store.WorkerProcess{ID: id, Hostname: "h", PID: 1, Queues: []string{queue}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reasonOf(h ops.Health, code, queue string) *ops.HealthReason {
+	for i, r := range h.Reasons {
+		if r.Code == code && r.Queue == queue {
+			return &h.Reasons[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// ErrChanged: a guarded call (one given expect) was refused because the
+// messages it would move are no longer the ones expected; nothing was
+// written.
+var ErrChanged = store.ErrChanged
+
+// Confirmer asks the person behind a call whether to go ahead with what
+// question describes, and reports their answer: false when they decline
+// or cancel. Front ends that can reach a person while a call runs (MCP
+// elicitation) set it on a request; others pass Confirm.
+type Confirmer func(ctx context.Context, question string) (bool, error)
+
+// DeadID names one dead message: its DLQ and its id there.
+type DeadID struct {
+	DLQ   string `json:"dlq"`
+	MsgID int64  `json:"msg_id"`
+}
+
+// hintArgs returns the filter as a hint's arguments, followed by more.
+func (f DeadFilter) hintArgs(more ...any) []any {
+	return append([]any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason,
+		"since", f.Since, "until", f.Until, "text", f.Text}, more...)
+}
+
+// describe names what the filter selects, for a question to a person.
+func (f DeadFilter) describe() string {
+	where := "every DLQ"
+	if f.Queue != "" {
+		where = "the DLQ of " + baseQueue(f.Queue)
+	}
+	var parts []string
+	for _, kv := range [][2]string{{"kind", f.Kind}, {"error class", f.ErrorClass}, {"reason", f.Reason},
+		{"since", f.Since}, {"until", f.Until}, {"error text", f.Text}} {
+		if kv[1] != "" {
+			parts = append(parts, fmt.Sprintf("%s %q", kv[0], clip(kv[1], 100)))
+		}
+	}
+	if len(parts) == 0 {
+		return where
+	}
+	return where + " with " + strings.Join(parts, ", ")
+}
+
+// expectToken turns the expect of a call by filter into the token the
+// store checks: a dry run's expect passes as it is; ids separated by
+// commas name the messages of the filter's queue.
+func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, f DeadFilter) (string, error) {
+	expect = strings.TrimSpace(expect)
+	switch {
+	case expect == "":
+		return "", nil
+	case dryRun:
+		return "", invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
+	case strings.Trim(expect, "0123456789, ") != "":
+		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.hintArgs("dry_run", true)...))
+	case f.Queue == "":
+		return "", invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
+	}
+	var ids []int64
+	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
+		id, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || id <= 0 {
+			return "", invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas", clip(w, 30))
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return "", invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
+	}
+	tok, err := s.store.DeadIDsToken(ctx, f.Queue, ids)
+	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
+}
+
+// changed gives the refusal of a guarded call the step that helps: a
+// dry run of the same call, which shows what is selected now and its
+// expect. Other errors pass unchanged.
+func changed(err error, op string, f DeadFilter, limit int) error {
+	var e *Error
+	if !errors.Is(err, ErrChanged) || errors.As(err, &e) {
+		return err
+	}
+	return &Error{Msg: err.Error(), Err: err,
+		Hints: []Hint{hint(op, "shows what is selected now, with a new expect", f.hintArgs("limit", limit, "dry_run", true)...)}}
+}
+
+// confirmDiscard gets the go-ahead for a discard by filter. Without Ask,
+// that is Confirm. With Ask, the person is asked about the exact set a dry
+// run selects, and that set becomes the call's expect, so what moves is
+// what they agreed to; declined reports their no.
+func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f store.DeadFilter, limit int, expect *string) (declined bool, err error) {
+	if req.Ask == nil {
+		if req.Confirm {
+			return false, nil
+		}
+		return false, invalidf("a discard by filter moves up to %d dead messages out of their DLQ: check what it would move with a dry run, then confirm it", limit).
+			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.hintArgs("limit", limit, "dry_run", true)...),
+				hint(OpDLQDiscard, "discards them once checked", req.Filter.hintArgs("limit", limit, "confirm", true)...))
+	}
+	dry, err := s.store.DiscardDeadSelected(ctx, f, limit, store.DiscardOptions{DryRun: true})
+	if err != nil {
+		return false, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	if *expect != "" && *expect != dry.Token {
+		return false, changed(fmt.Errorf("the dead messages selected changed since the dry run (%d are selected now); nothing was discarded: %w", dry.Discarded, ErrChanged), OpDLQDiscard, req.Filter, limit)
+	}
+	*expect = dry.Token
+	if dry.Discarded == 0 {
+		return false, nil // nothing to ask about; the guarded call moves nothing
+	}
+	q := fmt.Sprintf("Discard %d dead messages of %s? They move to the DLQ's archive, kept until purged; none runs again.", dry.Discarded, req.Filter.describe())
+	ok, err := req.Ask(ctx, q)
+	if err != nil {
+		return false, fmt.Errorf("ops: could not ask for confirmation, so nothing was discarded: %w", err)
+	}
+	return !ok, nil
+}
+
+// confirmPurge gets the go-ahead for a purge: the person's yes to Ask,
+// or without Ask, Confirm. where names what is purged.
+func confirmPurge(ctx context.Context, req DLQPurgeRequest, where string) (declined bool, err error) {
+	if req.Ask == nil && req.Confirm {
+		return false, nil
+	}
+	if req.Ask == nil {
+		return false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
+			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard))
+	}
+	ok, err := req.Ask(ctx, fmt.Sprintf("Delete for good the discarded dead messages of %s older than %s, with their failure history? This cannot be undone.", where, req.OlderThan))
+	if err != nil {
+		return false, fmt.Errorf("ops: could not ask for confirmation, so nothing was purged: %w", err)
+	}
+	return !ok, nil
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DeadID names one dead message: its DLQ and its id there.
+type DeadID struct {
+	DLQ   string `json:"dlq"`
+	MsgID int64  `json:"msg_id"`
+}
+
+// deadSetDomain separates the MACs of dead sets from those of cursors,
+// which share the key.
+const deadSetDomain = "pgbus dead set v1\n"
+
+// deadSetToken returns the token of a set of dead messages: its size, a
+// dash, and the first 128 bits of the HMAC-SHA256 of the sorted (dlq,
+// msg_id) pairs under the database's cursor key, in base64url. Keyed, so a
+// token cannot be made up without reading the database; the size is only
+// there for people and error messages.
+func deadSetToken(key []byte, set []DeadID) string {
+	set = slices.Clone(set)
+	slices.SortFunc(set, func(a, b DeadID) int {
+		return cmp.Or(strings.Compare(a.DLQ, b.DLQ), cmp.Compare(a.MsgID, b.MsgID))
+	})
+	set = slices.Compact(set)
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(deadSetDomain))
+	for _, d := range set {
+		fmt.Fprintf(h, "%s %d\n", d.DLQ, d.MsgID)
+	}
+	return strconv.Itoa(len(set)) + "-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+// tokenSize returns the size a well-formed token states.
+func tokenSize(token string) (int, bool) {
+	n, mac, ok := strings.Cut(token, "-")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size < 0 || len(mac) != 22 {
+		return 0, false
+	}
+	_, err = base64.RawURLEncoding.DecodeString(mac)
+	return size, err == nil
+}
+
+// CheckDeadSetToken reports whether token is shaped like a token of a dry
+// run by filter; it does not say whether any set has that token.
+func CheckDeadSetToken(token string) error {
+	if _, ok := tokenSize(token); !ok {
+		return invalidf("expect %q is neither the expect of a dry run nor a list of ids; run the dry run again and pass its expect", shorten(token))
+	}
+	return nil
+}
+
+// DeadIDsToken returns the token of the dead messages ids of queue's DLQ,
+// as a dry run by filter returns it for the set it selects, so that a
+// caller may name the set a guarded call must move by its ids.
+func (s *Store) DeadIDsToken(ctx context.Context, queue string, ids []int64) (string, error) {
+	dlq, err := s.resolveDLQ(ctx, queue)
+	if err != nil {
+		return "", err
+	}
+	set := make([]DeadID, len(ids))
+	for i, id := range ids {
+		set[i] = DeadID{DLQ: dlq, MsgID: id}
+	}
+	return s.deadSetToken(ctx, set)
+}
+
+func (s *Store) deadSetToken(ctx context.Context, set []DeadID) (string, error) {
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	return deadSetToken(key, set), nil
+}
+
+func deadIDsOf(refs []deadRef) []DeadID {
+	out := make([]DeadID, len(refs))
+	for i, r := range refs {
+		out[i] = DeadID{DLQ: r.dlq, MsgID: r.id}
+	}
+	return out
+}
+
+// selectDead returns the messages f selects, oldest first, up to limit.
+func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]deadRef, error) {
+	var all []deadRef
+	err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
+		all = append(all, refs...)
+		return nil
+	})
+	return all, err
+}
+
+// guarded runs move on refs in one transaction, with their rows locked,
+// after checking that refs is the set expect names and that none of them
+// was moved meanwhile; any failure rolls everything back, so the call
+// moves exactly the expected set or nothing.
+func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move func(tx pgx.Tx) error) error {
+	if err := CheckDeadSetToken(expect); err != nil {
+		return err
+	}
+	got, err := s.deadSetToken(ctx, deadIDsOf(refs))
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal([]byte(got), []byte(expect)) {
+		want, _ := tokenSize(expect)
+		return changedf("the dead messages selected changed since the dry run (it saw %d, %d are selected now); nothing was moved: run the dry run again and pass its expect", want, len(refs))
+	}
+	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockDead(ctx, tx, refs); err != nil {
+			return err
+		}
+		return move(tx)
+	})
+}
+
+// deadByDLQ groups the ids of refs by DLQ.
+func deadByDLQ(refs []deadRef) map[string][]int64 {
+	by := map[string][]int64{}
+	for _, r := range refs {
+		by[r.dlq] = append(by[r.dlq], r.id)
+	}
+	return by
+}
+
+// lockDead locks the rows of refs, DLQ by DLQ in name order so that two
+// guarded calls cannot deadlock, and refuses when any is gone: another
+// call retried or discarded it after it was selected.
+func lockDead(ctx context.Context, tx pgx.Tx, refs []deadRef) error {
+	by := deadByDLQ(refs)
+	for _, dlq := range slices.Sorted(maps.Keys(by)) {
+		ids := by[dlq]
+		var n int
+		sql := `SELECT count(*) FROM (SELECT 1 FROM ` + queueTable(dlq) + ` WHERE msg_id = ANY($1) ORDER BY msg_id FOR UPDATE) l`
+		if err := tx.QueryRow(ctx, sql, ids).Scan(&n); err != nil {
+			return queueErr(err, "lock dead messages of", dlq)
+		}
+		if n != len(ids) {
+			return changedf("%d of the selected dead messages of %s were retried or discarded by another call meanwhile; nothing was moved: run the dry run again and pass its expect", len(ids)-n, dlq)
+		}
+	}
+	return nil
+}
