@@ -163,3 +163,15 @@ func (r *retryRows) Next() bool {
 	}
 	return false
 }
+
+// IsUnreachable reports whether err says the server could not be reached
+// or is not taking connections yet (starting up, shutting down,
+// restarting), as opposed to refusing this client (a wrong password, a
+// missing database): the first may pass by waiting, the second not.
+func IsUnreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "57P03" { // cannot_connect_now
+		return true
+	}
+	return connLost(err)
+}

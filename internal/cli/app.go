@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
@@ -41,7 +42,15 @@ type app struct {
 
 	// role is the database role the command connected as, once it has.
 	role string
+	// waitForDB is how long to wait for a database at DATABASE_URL that
+	// cannot be reached yet: set by the long-running commands, which a
+	// supervisor may start before the database is up.
+	waitForDB time.Duration
 }
+
+// longRunningWait is how long pgbus work and pgbus serve wait for their
+// database at start-up.
+const longRunningWait = time.Minute
 
 // Environment variables of the global settings.
 const (
@@ -190,7 +199,7 @@ func isTerminal(w io.Writer) bool {
 // that the schema is current and fail, saying to run pgbus migrate, when it
 // is not. migrateCommand's help lists both sets.
 func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log})
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
 	if err != nil {
 		return nil, err
 	}

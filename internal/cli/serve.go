@@ -142,6 +142,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
 	// and writes nothing, so a role that may only read can run it.
+	a.waitForDB = longRunningWait
 	ctx, sess, err := a.openSession(ctx, !f.readOnly || len(queues) > 0)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ package dbopen
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/store"
@@ -22,8 +23,15 @@ type Options struct {
 	// DataDir is the embedded server's data directory; empty is
 	// embedpg.DefaultDataDir().
 	DataDir string
-	// Logger receives the embedded server's progress.
+	// Logger receives the embedded server's progress and the waits for
+	// the server at URL.
 	Logger *slog.Logger
+	// WaitFor is how long Connect keeps trying while the server at URL
+	// cannot be reached or is not taking connections yet (it is starting
+	// or restarting), for processes a supervisor starts beside the
+	// database; 0 fails at once. Errors that waiting cannot cure, such as
+	// a wrong password, fail at once either way.
+	WaitFor time.Duration
 }
 
 // DB is an open store and what it runs on.
@@ -47,13 +55,35 @@ func Connect(ctx context.Context, opts Options) (*DB, error) {
 		}
 		db.Embedded, url = cluster, cluster.URL()
 	}
-	s, err := store.Open(ctx, url)
+	s, err := openWaiting(ctx, url, opts)
 	if err != nil {
 		db.stopEmbedded()
 		return nil, err
 	}
 	db.Store = s
 	return db, nil
+}
+
+// openWaiting opens the store at url, trying again with a growing delay
+// while the server is unreachable and opts.WaitFor has not run out.
+func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, error) {
+	deadline := time.Now().Add(opts.WaitFor)
+	delay := 250 * time.Millisecond
+	for {
+		s, err := store.Open(ctx, url)
+		if err == nil || !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
+			return s, err
+		}
+		if opts.Logger != nil {
+			opts.Logger.Warn("pgbus: PostgreSQL is not reachable yet; trying again", "err", err, "in", delay, "until", deadline.Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // Prepare applies any pending migration when migrate is true; otherwise
