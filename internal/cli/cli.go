@@ -67,8 +67,24 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
+	if errors.Is(context.Cause(ctx), errStopped) && errors.Is(err, context.Canceled) {
+		if longRunning(cmd) {
+			return ExitOK // stopped while starting: a stop like any other
+		}
+		err = errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
+	}
 	fmt.Fprintf(stderr, "pgbus: %s\n", errorLine(err))
 	return exitCode(err)
+}
+
+// errStopped is the cause of a context cancelled by SIGINT, SIGTERM or
+// SIGHUP.
+var errStopped = fmt.Errorf("stopped by a signal: %w", context.Canceled)
+
+// longRunning reports whether cmd runs until stopped (pgbus work and
+// serve), so that a stop while it starts is no failure.
+func longRunning(cmd *cobra.Command) bool {
+	return cmd != nil && (cmd.Name() == "work" || cmd.Name() == "serve") && cmd.Parent() != nil && !cmd.Parent().HasParent()
 }
 
 // cancelOnSignals cancels ctx on SIGINT, SIGTERM or SIGHUP, and receives
@@ -84,7 +100,7 @@ func cancelOnSignals(cancel context.CancelCauseFunc) func() {
 		for {
 			select {
 			case <-stops:
-				cancel(context.Canceled)
+				cancel(errStopped)
 			case <-pipes:
 				// A write to a closed pipe or socket: the write itself
 				// returns EPIPE, and stdoutWriter acts on it for stdout.

@@ -9,6 +9,7 @@ package dbopen
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -79,7 +80,7 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, fmt.Errorf("stopped waiting for PostgreSQL (%w); it was not reachable: %v", ctx.Err(), err)
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 5*time.Second)
