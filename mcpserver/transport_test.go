@@ -219,7 +219,17 @@ func TestShutdownWithOpenStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			connect(t, c)
+			if tc.transport == mcpserver.TransportHTTP {
+				// The listening GET stream exists only on protocol versions
+				// with sessions; pin one rather than take the client's
+				// default.
+				if _, err := startSession(testContext(t), c, "pgbus-test"); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+			} else {
+				connect(t, c)
+			}
 			callTool(t, c, "pgbus_health", map[string]any{})
 			pgtest.Eventually(t, time.Minute, "the client's event stream to open", func() bool { return streams.open.Load() > 0 })
 			stop()
