@@ -1,0 +1,183 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+)
+
+// notes collects the notifications a client receives.
+type notes struct {
+	mu  sync.Mutex
+	all []mcp.JSONRPCNotification
+}
+
+func collect(c *client.Client) *notes {
+	n := &notes{}
+	c.OnNotification(func(m mcp.JSONRPCNotification) {
+		n.mu.Lock()
+		n.all = append(n.all, m)
+		n.mu.Unlock()
+	})
+	return n
+}
+
+// of returns the parameters of the notifications of method received so far.
+func (n *notes) of(method string) []map[string]any {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []map[string]any
+	for _, m := range n.all {
+		if m.Method == method {
+			out = append(out, m.Params.AdditionalFields)
+		}
+	}
+	return out
+}
+
+// logsSaying returns the log notifications whose message contains text.
+func (n *notes) logsSaying(text string) []map[string]any {
+	var out []map[string]any
+	for _, p := range n.of("notifications/message") {
+		if data, ok := p["data"].(map[string]any); ok && strings.Contains(fmt.Sprint(data["message"]), text) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func setLevel(t *testing.T, c *client.Client, level mcp.LoggingLevel) {
+	t.Helper()
+	req := mcp.SetLevelRequest{}
+	req.Params.Level = level
+	if err := c.SetLevel(testContext(t), req); err != nil {
+		t.Fatalf("logging/setLevel %s: %v", level, err)
+	}
+}
+
+// newSSEClient returns mcp-go's SSE client of the server at base, started
+// and initialized on protocol version 2025-11-25, the last one with
+// logging/setLevel; it is closed when the test ends.
+func newSSEClient(t *testing.T, base string) *client.Client {
+	t.Helper()
+	c, err := client.NewSSEMCPClient(base + mcpserver.PathSSE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The server offers logging; a client that sets its level receives the
+// result of a retry as a log notification, and nothing below its level.
+// Notifications of one session arrive in order, so a retry logged while
+// the level was warning would come before the one logged at info.
+//
+// Over SSE: its stream outlives requests. Over Streamable HTTP, mcp-go
+// v1.2.1 may drop a notification sent as the request that caused it ends
+// (its forwarder finds the request done), so a retry's record reaches such
+// a client only when sent outside a request, as TestClientLogRedacts does.
+func TestLogNotifications(t *testing.T) {
+	st := testStore(t)
+	queue := newQueue(t, st)
+	ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+	base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE})
+	c := newSSEClient(t, base)
+	got := collect(c)
+
+	setLevel(t, c, mcp.LoggingLevelWarning)
+	callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}})
+	setLevel(t, c, mcp.LoggingLevelInfo)
+	callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[1]}})
+
+	pgtest.Eventually(t, time.Minute, "the retry's log notification", func() bool {
+		return len(got.logsSaying("pgbus_dlq_retry done")) > 0
+	})
+	logs := got.logsSaying("pgbus_dlq_retry done")
+	if len(logs) != 1 {
+		t.Fatalf("%d retry log notifications, want only the one at info: %v", len(logs), logs)
+	}
+	data := logs[0]["data"].(map[string]any)
+	if logs[0]["level"] != "info" || logs[0]["logger"] != "pgbus" || data["tool"] != "pgbus_dlq_retry" || fmt.Sprint(data["retried"]) != "1" {
+		t.Fatalf("retry log notification: %v", logs[0])
+	}
+	for _, p := range got.of("notifications/message") {
+		if p["level"] == "debug" {
+			t.Errorf("a debug record reached a client at info: %v", p)
+		}
+	}
+
+	bad := mcp.SetLevelRequest{}
+	bad.Params.Level = "loud"
+	if err := c.SetLevel(testContext(t), bad); err == nil || !strings.Contains(err.Error(), "loud") {
+		t.Fatalf("logging/setLevel loud: %v; want an error naming the level", err)
+	}
+}
+
+// serveServer serves s over Streamable HTTP on 127.0.0.1 until the test
+// ends, and returns its base URL.
+func serveServer(t *testing.T, s *server.MCPServer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- mcpserver.Serve(ctx, s, ln, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: ln.Addr().String()})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// A record forwarded to clients is redacted as the log is.
+func TestClientLogRedacts(t *testing.T) {
+	st := testStore(t)
+	cl := mcpserver.NewClientLog()
+	base := serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}))
+	c, _ := newSessionClient(t, base)
+	got := collect(c)
+	setLevel(t, c, mcp.LoggingLevelDebug)
+
+	log := cl.Tee(nil)
+	log.WithGroup("job").Debug("pgbus: job failed", "queue", "orders", "err", fmt.Errorf("POST https://user:hunter2@example.com: 500"), "password", "swordfish")
+	// The record was forwarded while being logged; a call after it makes
+	// the transport deliver what the session has pending.
+	callTool(t, c, "pgbus_health", map[string]any{})
+	pgtest.Eventually(t, time.Minute, "the worker's log notification", func() bool {
+		return len(got.logsSaying("job failed")) > 0
+	})
+	p := got.logsSaying("job failed")[0]
+	text := fmt.Sprint(p)
+	job, _ := p["data"].(map[string]any)["job"].(map[string]any)
+	if p["level"] != "debug" || job["queue"] != "orders" || strings.Contains(text, "hunter2") || strings.Contains(text, "swordfish") {
+		t.Fatalf("forwarded record: %v", p)
+	}
+}
