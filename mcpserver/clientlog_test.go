@@ -90,48 +90,54 @@ func newSSEClient(t *testing.T, base string) *client.Client {
 }
 
 // The server offers logging; a client that sets its level receives the
-// result of a retry as a log notification, and nothing below its level.
-// Notifications of one session arrive in order, so a retry logged while
-// the level was warning would come before the one logged at info.
-//
-// Over SSE: its stream outlives requests. Over Streamable HTTP, mcp-go
-// v1.2.1 may drop a notification sent as the request that caused it ends
-// (its forwarder finds the request done), so a retry's record reaches such
-// a client only when sent outside a request, as TestClientLogRedacts does.
+// result of a retry as a log notification, and nothing below its level,
+// over Streamable HTTP (in the answer to the call) and SSE (on its
+// stream). Notifications of one session arrive in order, so a retry
+// logged while the level was warning would come before the one logged at
+// info.
 func TestLogNotifications(t *testing.T) {
 	st := testStore(t)
-	queue := newQueue(t, st)
-	ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
-	base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE})
-	c := newSSEClient(t, base)
-	got := collect(c)
+	for _, transport := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			queue := newQueue(t, st)
+			ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+			base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: transport})
+			var c *client.Client
+			if transport == mcpserver.TransportSSE {
+				c = newSSEClient(t, base)
+			} else {
+				c, _ = newSessionClient(t, base)
+			}
+			got := collect(c)
 
-	setLevel(t, c, mcp.LoggingLevelWarning)
-	callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}})
-	setLevel(t, c, mcp.LoggingLevelInfo)
-	callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[1]}})
+			setLevel(t, c, mcp.LoggingLevelWarning)
+			callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}})
+			setLevel(t, c, mcp.LoggingLevelInfo)
+			callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[1]}})
 
-	pgtest.Eventually(t, time.Minute, "the retry's log notification", func() bool {
-		return len(got.logsSaying("pgbus_dlq_retry done")) > 0
-	})
-	logs := got.logsSaying("pgbus_dlq_retry done")
-	if len(logs) != 1 {
-		t.Fatalf("%d retry log notifications, want only the one at info: %v", len(logs), logs)
-	}
-	data := logs[0]["data"].(map[string]any)
-	if logs[0]["level"] != "info" || logs[0]["logger"] != "pgbus" || data["tool"] != "pgbus_dlq_retry" || fmt.Sprint(data["retried"]) != "1" {
-		t.Fatalf("retry log notification: %v", logs[0])
-	}
-	for _, p := range got.of("notifications/message") {
-		if p["level"] == "debug" {
-			t.Errorf("a debug record reached a client at info: %v", p)
-		}
-	}
+			pgtest.Eventually(t, time.Minute, "the retry's log notification", func() bool {
+				return len(got.logsSaying("pgbus_dlq_retry done")) > 0
+			})
+			logs := got.logsSaying("pgbus_dlq_retry done")
+			if len(logs) != 1 {
+				t.Fatalf("%d retry log notifications, want only the one at info: %v", len(logs), logs)
+			}
+			data := logs[0]["data"].(map[string]any)
+			if logs[0]["level"] != "info" || logs[0]["logger"] != "pgbus" || data["tool"] != "pgbus_dlq_retry" || fmt.Sprint(data["retried"]) != "1" {
+				t.Fatalf("retry log notification: %v", logs[0])
+			}
+			for _, p := range got.of("notifications/message") {
+				if p["level"] == "debug" {
+					t.Errorf("a debug record reached a client at info: %v", p)
+				}
+			}
 
-	bad := mcp.SetLevelRequest{}
-	bad.Params.Level = "loud"
-	if err := c.SetLevel(testContext(t), bad); err == nil || !strings.Contains(err.Error(), "loud") {
-		t.Fatalf("logging/setLevel loud: %v; want an error naming the level", err)
+			bad := mcp.SetLevelRequest{}
+			bad.Params.Level = "loud"
+			if err := c.SetLevel(testContext(t), bad); err == nil || !strings.Contains(err.Error(), "loud") {
+				t.Fatalf("logging/setLevel loud: %v; want an error naming the level", err)
+			}
+		})
 	}
 }
 
