@@ -17,8 +17,9 @@ import (
 
 // Over stdio, a client of pgbus serve that sets its log level to debug
 // receives the embedded workers' records (a job done) and a retry's
-// result as log notifications, redacted as the log on stderr is.
-func TestServeLogNotifications(t *testing.T) {
+// result as log notifications; with a progress token, the retry's
+// progress too.
+func TestServeNotifications(t *testing.T) {
 	d := newDB(t)
 	ids := seedDLQ(t, d.url, "logged", `{"simulate":"ok"}`)
 
@@ -30,12 +31,15 @@ func TestServeLogNotifications(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	var mu sync.Mutex
-	var logs []map[string]any
+	var logs, progress []map[string]any
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == "notifications/message" {
-			mu.Lock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch n.Method {
+		case "notifications/message":
 			logs = append(logs, n.Params.AdditionalFields)
-			mu.Unlock()
+		case "notifications/progress":
+			progress = append(progress, n.Params.AdditionalFields)
 		}
 	})
 	saying := func(text string) map[string]any {
@@ -71,10 +75,24 @@ func TestServeLogNotifications(t *testing.T) {
 		t.Fatalf("logging/setLevel debug: %v", err)
 	}
 
-	callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": "logged", "ids": ids})
-	pgtest.Eventually(t, time.Minute, "the retry's and the worker's log notifications", func() bool {
-		return saying("pgbus_dlq_retry done") != nil && saying("job done") != nil
+	retry := mcp.CallToolRequest{}
+	retry.Params.Name, retry.Params.Arguments = "pgbus_dlq_retry", map[string]any{"queue": "logged", "ids": ids}
+	retry.Params.Meta = &mcp.Meta{ProgressToken: "retry-1"}
+	if res, err := c.CallTool(ctx, retry); err != nil || res.IsError {
+		t.Fatalf("retry with a progress token: %v %+v", err, res)
+	}
+	pgtest.Eventually(t, time.Minute, "the retry's progress and log notifications and the worker's", func() bool {
+		mu.Lock()
+		n := len(progress)
+		mu.Unlock()
+		return n > 0 && saying("pgbus_dlq_retry done") != nil && saying("job done") != nil
 	})
+	mu.Lock()
+	last := progress[len(progress)-1]
+	mu.Unlock()
+	if last["progressToken"] != "retry-1" || fmt.Sprint(last["progress"]) != "1" || fmt.Sprint(last["total"]) != "1" {
+		t.Fatalf("the retry's last progress notification: %v; want 1 of 1", last)
+	}
 	done := saying("job done")
 	if data := done["data"].(map[string]any); done["level"] != "debug" || data["queue"] != "logged" {
 		t.Fatalf("the worker's log notification: %v", done)
