@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/tools"
 )
 
 // notes collects the notifications a client receives.
@@ -89,6 +90,19 @@ func newSSEClient(t *testing.T, base string) *client.Client {
 	return c
 }
 
+// serveForNotifications serves d over transport (http or sse) and returns
+// a client of it on protocol version 2025-11-25, the last one on which a
+// server sends notifications outside the answer to a request.
+func serveForNotifications(t *testing.T, d tools.Deps, transport string) *client.Client {
+	t.Helper()
+	base := serveHTTP(t, d, mcpserver.HTTPConfig{Transport: transport})
+	if transport == mcpserver.TransportSSE {
+		return newSSEClient(t, base)
+	}
+	c, _ := newSessionClient(t, base)
+	return c
+}
+
 // The server offers logging; a client that sets its level receives the
 // result of a retry as a log notification, and nothing below its level,
 // over Streamable HTTP (in the answer to the call) and SSE (on its
@@ -101,13 +115,7 @@ func TestLogNotifications(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			queue := newQueue(t, st)
 			ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
-			base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: transport})
-			var c *client.Client
-			if transport == mcpserver.TransportSSE {
-				c = newSSEClient(t, base)
-			} else {
-				c, _ = newSessionClient(t, base)
-			}
+			c := serveForNotifications(t, deps(t, st), transport)
 			got := collect(c)
 
 			setLevel(t, c, mcp.LoggingLevelWarning)

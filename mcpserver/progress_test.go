@@ -68,13 +68,7 @@ func TestProgressNotifications(t *testing.T) {
 			if _, err := st.DiscardDead(testContext(t), queue, discard); err != nil {
 				t.Fatal(err)
 			}
-			base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: transport})
-			var c *client.Client
-			if transport == mcpserver.TransportSSE {
-				c = newSSEClient(t, base)
-			} else {
-				c, _ = newSessionClient(t, base)
-			}
+			c := serveForNotifications(t, deps(t, st), transport)
 			got := collect(c)
 
 			callWithProgress(t, c, "retry", "pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "HTTPError", "limit": 10})
