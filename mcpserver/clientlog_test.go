@@ -149,9 +149,9 @@ func TestLogNotifications(t *testing.T) {
 	}
 }
 
-// serveServer serves s over Streamable HTTP on 127.0.0.1 until the test
-// ends, and returns its base URL.
-func serveServer(t *testing.T, s *server.MCPServer) string {
+// serveServer serves s over transport (http or sse) on 127.0.0.1 until the
+// test ends, and returns its base URL.
+func serveServer(t *testing.T, s *server.MCPServer, transport string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,7 +160,7 @@ func serveServer(t *testing.T, s *server.MCPServer) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- mcpserver.Serve(ctx, s, ln, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: ln.Addr().String()})
+		done <- mcpserver.Serve(ctx, s, ln, mcpserver.HTTPConfig{Transport: transport, Addr: ln.Addr().String()})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -175,7 +175,7 @@ func serveServer(t *testing.T, s *server.MCPServer) string {
 func TestClientLogRedacts(t *testing.T) {
 	st := testStore(t)
 	cl := mcpserver.NewClientLog()
-	base := serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}))
+	base := serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)
 	c, _ := newSessionClient(t, base)
 	got := collect(c)
 	setLevel(t, c, mcp.LoggingLevelDebug)

@@ -44,6 +44,10 @@ type Options struct {
 	// running beside the server, reach clients too. Nil makes one that
 	// forwards only the server's own records.
 	ClientLog *ClientLog
+	// ResourcePoll is how often the queue stats are read, while a client
+	// is subscribed to pgbus://queues or a queue's stats, to tell it when
+	// they change; 0 means every 2 seconds.
+	ResourcePoll time.Duration
 }
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
@@ -70,7 +74,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 		server.WithTitle("pgbus: dead letters and retries on PostgreSQL"),
 		server.WithInstructions(Instructions(deps.Ops.ReadOnly())),
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		server.WithResourceCapabilities(true, false),
 		server.WithPromptCapabilities(false),
 		server.WithLogging(),
 		server.WithHooks(hooks),
@@ -83,6 +87,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	}
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)
+	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
 	tools.Register(s, deps)
 	resources.Register(s, deps)
 	return s
@@ -102,7 +107,7 @@ How to investigate:
 Live queues, workers and circuit breakers: pgbus_queue_stats, pgbus_queue_messages, pgbus_workers, pgbus_circuits. Write calls made so far: pgbus_audit.
 
 Payloads are hidden unless the server runs with --allow-payloads and the call passes include_payload: true; values under keys like password, token or secret stay redacted.
-Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}. Prompt: investigate_dead_letters walks through an investigation.`)
+Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}; subscribe to the first two to be told when they change. Prompt: investigate_dead_letters walks through an investigation.`)
 	if readOnly {
 		b.WriteString(`
 
