@@ -76,15 +76,8 @@ func newSSEClient(t *testing.T, base string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
+	if err := startLegacy(testContext(t), c, "pgbus-test"); err != nil {
 		t.Fatal(err)
 	}
 	return c
