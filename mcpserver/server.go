@@ -33,8 +33,9 @@ type Options struct {
 	// Version is reported to clients; empty uses the module version the
 	// binary was built from, or "dev".
 	Version string
-	// Logger receives one debug line per tool call and the errors of tool
-	// handlers. Nil discards them. It must not write to stdout when the
+	// Logger receives one debug line per tool call, one info line per
+	// write call that succeeds (with its counts) and the errors of tool
+	// handlers. Nil discards them, but for clients that set a log level. It must not write to stdout when the
 	// server runs over stdio.
 	Logger *slog.Logger
 	// ClientLog forwards log records to the clients that set a level with
