@@ -10,8 +10,11 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,10 +33,22 @@ type Options struct {
 	// Version is reported to clients; empty uses the module version the
 	// binary was built from, or "dev".
 	Version string
-	// Logger receives one debug line per tool call and the errors of tool
-	// handlers. Nil discards them. It must not write to stdout when the
+	// Logger receives one debug line per tool call, one info line per
+	// write call that succeeds (with its counts) and the errors of tool
+	// handlers. Nil discards them, but for clients that set a log level. It must not write to stdout when the
 	// server runs over stdio.
 	Logger *slog.Logger
+	// ClientLog forwards log records to the clients that set a level with
+	// logging/setLevel. New attaches it to the server and forwards its own
+	// records (the results of write calls, at info) through it; records
+	// logged elsewhere through ClientLog.Tee, such as those of workers
+	// running beside the server, reach clients too. Nil makes one that
+	// forwards only the server's own records.
+	ClientLog *ClientLog
+	// ResourcePoll is how often the queue stats are read, while a client
+	// is subscribed to pgbus://queues or a queue's stats, to tell it when
+	// they change; 0 means every 2 seconds.
+	ResourcePoll time.Duration
 }
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
@@ -41,9 +56,16 @@ type Options struct {
 // agent where to start. With a read-only operations layer the write tools are neither
 // listed nor callable, whatever the tools package registers.
 func New(deps tools.Deps, opts Options) *server.MCPServer {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	clientLog := opts.ClientLog
+	if clientLog == nil {
+		clientLog = NewClientLog()
+	}
+	log := clientLog.Tee(opts.Logger)
+	hooks := &server.Hooks{}
+	var s *server.MCPServer
+	isWrite := func(tool string) bool {
+		t := s.GetTool(tool)
+		return t != nil && !IsReadOnlyTool(t.Tool)
 	}
 	version := opts.Version
 	if version == "" {
@@ -53,16 +75,20 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 		server.WithTitle("pgbus: dead letters and retries on PostgreSQL"),
 		server.WithInstructions(Instructions(deps.Ops.ReadOnly())),
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		server.WithResourceCapabilities(true, false),
 		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
-		server.WithToolHandlerMiddleware(logCalls(log)),
+		server.WithToolHandlerMiddleware(logCalls(log, isWrite)),
 	}
 	if deps.Ops.ReadOnly() {
 		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
 	}
-	s := server.NewMCPServer(Name, version, serverOpts...)
+	s = server.NewMCPServer(Name, version, serverOpts...)
+	clientLog.attach(s, hooks)
+	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
 	tools.Register(s, deps)
 	resources.Register(s, deps)
 	return s
@@ -82,7 +108,7 @@ How to investigate:
 Live queues, workers and circuit breakers: pgbus_queue_stats, pgbus_queue_messages, pgbus_workers, pgbus_circuits. Write calls made so far: pgbus_audit.
 
 Payloads are hidden unless the server runs with --allow-payloads and the call passes include_payload: true; values under keys like password, token or secret stay redacted.
-Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}. Prompt: investigate_dead_letters walks through an investigation.`)
+Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}; subscribe to the first two to be told when they change. Prompt: investigate_dead_letters walks through an investigation.`)
 	if readOnly {
 		b.WriteString(`
 
@@ -109,9 +135,12 @@ func IsReadOnlyTool(t mcp.Tool) bool {
 	return t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
 }
 
-// logCalls logs each tool call at debug level, and calls that end in a
-// protocol error at warn level.
-func logCalls(log *slog.Logger) server.ToolHandlerMiddleware {
+// logCalls logs each tool call at debug level, calls that end in a
+// protocol error at warn level, and the write calls that succeed (a retry,
+// a discard, a purge) at info level with the counts of their result, so
+// that an operator, and a client that set its log level to info, sees
+// every change made through the server.
+func logCalls(log *slog.Logger, isWrite func(tool string) bool) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			start := time.Now()
@@ -122,12 +151,40 @@ func logCalls(log *slog.Logger) server.ToolHandlerMiddleware {
 				log.Warn("mcp tool call failed", append(attrs, "err", err)...)
 			case res != nil && res.IsError:
 				log.Debug("mcp tool call answered an error", attrs...)
+			case isWrite(req.Params.Name):
+				log.Info("pgbus: "+req.Params.Name+" done", append(attrs, resultCounts(res)...)...)
 			default:
 				log.Debug("mcp tool call", attrs...)
 			}
 			return res, err
 		}
 	}
+}
+
+// resultCounts are the numbers and flags at the top of a result's
+// structured content (retried, failed, dry_run, ...): what a log reader
+// needs to know what a write did, without the ids or messages.
+func resultCounts(res *mcp.CallToolResult) []any {
+	if res == nil || res.StructuredContent == nil {
+		return nil
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil
+	}
+	var top map[string]any
+	if json.Unmarshal(b, &top) != nil {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(top))
+	var out []any
+	for _, k := range keys {
+		switch v := top[k].(type) {
+		case float64, bool:
+			out = append(out, k, v)
+		}
+	}
+	return out
 }
 
 func buildVersion() string {

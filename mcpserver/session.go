@@ -127,6 +127,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		server.WithStreamableHTTPLogger(cfg.Logger),
 		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(cfg.sessionIdleTTL),
+		server.WithEventStore(newRecentEvents()),
 	}
 	if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))

@@ -142,20 +142,29 @@ func newSessionClient(t *testing.T, base string) (*client.Client, string) {
 // startSession starts c and initializes a session on protocol version
 // 2025-11-25 as client name; it returns the session's id.
 func startSession(ctx context.Context, c *client.Client, name string) (string, error) {
-	if err := c.Start(ctx); err != nil {
-		return "", fmt.Errorf("start: %w", err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		return "", fmt.Errorf("initialize: %w", err)
+	if err := startLegacy(ctx, c, name); err != nil {
+		return "", err
 	}
 	id := c.GetTransport().(*transport.StreamableHTTP).GetSessionId()
 	if id == "" {
 		return "", errors.New("initialize: the server issued no session")
 	}
 	return id, nil
+}
+
+// startLegacy starts c and initializes it on protocol version 2025-11-25
+// as client name.
+func startLegacy(ctx context.Context, c *client.Client, name string) error {
+	if err := c.Start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	return nil
 }
 
 // A session ended by DELETE, here by mcp-go's client closing, is refused

@@ -482,6 +482,8 @@ type DLQPurgeRequest struct {
 	// Ask, when set, asks the person behind the call instead of relying on
 	// Confirm, as for DLQDiscardRequest.
 	Ask Confirmer
+	// Progress, when set, is called with the messages deleted and expected.
+	Progress func(done, total int)
 }
 
 // DLQPurge is what a purge deleted.
@@ -518,7 +520,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if declined, err := confirmPurge(ctx, req, where); err != nil || declined {
 		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
 	}
-	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan)
+	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan, req.Progress)
 	if err != nil {
 		return DLQPurge{Purged: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}

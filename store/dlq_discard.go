@@ -136,7 +136,12 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 // of every DLQ when dlq is "", archived more than olderThan ago (0: all),
 // with their failure history, in batches. Live DLQ messages are not touched.
 // It returns how many were deleted.
-func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Duration) (int64, error) {
+//
+// progress, when given, is called after each batch with the messages
+// deleted so far and the number there were to delete when the purge began
+// (counted first, only then); messages discarded meanwhile can make done
+// pass it.
+func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Duration, progress ...func(done, total int)) (int64, error) {
 	if olderThan < 0 {
 		return 0, invalidf("purge dead messages: age %s is negative; pass 0 to purge every discarded message, or an age such as 720h", olderThan)
 	}
@@ -148,9 +153,19 @@ func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Durati
 	if err := s.reads.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
 		return 0, fmt.Errorf("store: purge dead messages: read the server clock: %w", err)
 	}
+	report := func(int64) {}
+	if len(progress) > 0 && progress[0] != nil {
+		expected, err := s.purgeCount(ctx, dlqs, cutoff)
+		if err != nil {
+			return 0, err
+		}
+		report = func(done int64) { progress[0](int(done), int(max(expected, done))) }
+		report(0)
+	}
 	var total int64
 	for _, d := range dlqs {
-		n, err := s.purgeArchive(ctx, d, cutoff)
+		before := total
+		n, err := s.purgeArchive(ctx, d, cutoff, func(n int64) { report(before + n) })
 		total += n
 		if isUndefinedTable(err) && dlq == "" {
 			continue // dropped meanwhile: nothing left to purge
@@ -170,7 +185,27 @@ func (s *Store) purgeTargets(ctx context.Context, dlq string) ([]string, error) 
 	return []string{name}, err
 }
 
-func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time) (int64, error) {
+// purgeCount counts the archived messages of dlqs a purge up to cutoff
+// deletes; a DLQ dropped meanwhile counts none.
+func (s *Store) purgeCount(ctx context.Context, dlqs []string, cutoff time.Time) (int64, error) {
+	var total int64
+	for _, d := range dlqs {
+		var n int64
+		err := s.reads.QueryRow(ctx, `SELECT count(*) FROM `+archiveTable(d)+` WHERE archived_at <= $1`, cutoff).Scan(&n)
+		if isUndefinedTable(err) {
+			continue
+		}
+		if err != nil {
+			return 0, queueErr(err, "count the archive of", d)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// purgeArchive deletes dlq's archived messages up to cutoff in batches,
+// calling done with the count so far after each.
+func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time, done func(int64)) (int64, error) {
 	a := archiveTable(dlq)
 	sql := `WITH d AS (
 		DELETE FROM ` + a + ` WHERE msg_id IN (
@@ -188,6 +223,7 @@ func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time) 
 			return total, err
 		}
 		total += n
+		done(total)
 		if n < purgeBatch {
 			return total, nil
 		}

@@ -49,8 +49,14 @@ func TestDiscardAndPurgeDead(t *testing.T) {
 	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, dlq, bad[1]); n != 1 {
 		t.Fatal("failure rows of a message not purged were deleted")
 	}
-	if n, err := s.PurgeDead(ctx, dlq, 0); err != nil || n != 3 {
+	var calls [][2]int
+	purgeProgress := func(done, total int) { calls = append(calls, [2]int{done, total}) }
+	if n, err := s.PurgeDead(ctx, dlq, 0, purgeProgress); err != nil || n != 3 {
 		t.Fatalf("purge all = %d, %v", n, err)
+	}
+	// Counted first (0 of 3), then after each batch.
+	if len(calls) < 2 || calls[0] != [2]int{0, 3} || calls[len(calls)-1] != [2]int{3, 3} {
+		t.Fatalf("purge progress %v, want 0 of 3 first and 3 of 3 last", calls)
 	}
 	if n := dlCount(t, s, `SELECT count(*) FROM pgmq."q_`+dlq+`"`); n != 1 {
 		t.Fatal("purge touched a live DLQ message")

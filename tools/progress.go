@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -26,7 +27,17 @@ func progressReporter(ctx context.Context) func(done, total int) {
 	if token == nil || srv == nil {
 		return nil
 	}
+	// MCP requires progress to increase with each notification; a batch
+	// that moved nothing repeats the count, and is not sent.
+	var mu sync.Mutex
+	last := -1
 	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done <= last {
+			return
+		}
+		last = done
 		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
 			"progressToken": token,
 			"progress":      done,

@@ -149,7 +149,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer sess.Close()
 	a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version)
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.log)
+	// The embedded workers' records (jobs done and failed at debug, their
+	// troubles at warn) also reach the MCP clients that set a log level.
+	mcp.ClientLog = mcpserver.NewClientLog()
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log))
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ type MCPConfig struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Logger *slog.Logger
+	// ClientLog, when set, forwards the server's records to the clients
+	// that set a log level; records logged through ClientLog.Tee elsewhere
+	// (the embedded workers) reach them too.
+	ClientLog *mcpserver.ClientLog
 }
 
 // Check checks the transport and its HTTP settings, before anything
@@ -62,11 +66,14 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 // the client closes stdin. Agents get the default bounds, and the payload
 // gate and read-only mode of c.
 func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	if c.ClientLog == nil {
+		c.ClientLog = mcpserver.NewClientLog()
+	}
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger)})
 	if err != nil {
 		return err
 	}
-	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger})
+	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog})
 	if c.Transport == mcpserver.TransportStdio {
 		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
 		err = mcpserver.ServeStdio(ctx, s, c.Stdin, c.Stdout, c.Logger)

@@ -1,0 +1,259 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// clientLogger names pgbus in the log notifications clients receive.
+const clientLogger = "pgbus"
+
+// ClientLog forwards log records to MCP clients as notifications/message:
+// each session that sent logging/setLevel receives the records at or above
+// the level it chose, redacted as every other log line is. Sessions that
+// never set a level receive nothing, so that a client is not sent log
+// lines it did not ask for.
+//
+// A process makes one ClientLog, logs through Tee (its workers, for
+// instance) and passes it to New in Options.ClientLog; the zero value is
+// not usable, make one with NewClientLog.
+type ClientLog struct {
+	mu       sync.Mutex
+	srv      *server.MCPServer
+	sessions map[string]server.SessionWithLogging
+}
+
+// NewClientLog returns a ClientLog that forwards nothing until New attaches
+// it to a server and clients set a level.
+func NewClientLog() *ClientLog {
+	return &ClientLog{sessions: map[string]server.SessionWithLogging{}}
+}
+
+// Tee returns a logger that writes to log, as before, and also forwards to
+// the clients that asked for log notifications. A nil log only forwards.
+func (l *ClientLog) Tee(log *slog.Logger) *slog.Logger {
+	fwd := ops.RedactingHandler(clientLogHandler{l: l})
+	if log == nil {
+		return slog.New(fwd)
+	}
+	return slog.New(teeHandler{log.Handler(), fwd})
+}
+
+// attach makes l forward through s, to the sessions whose level hooks
+// record. A ClientLog serves one server: attaching it again replaces the
+// server.
+func (l *ClientLog) attach(s *server.MCPServer, hooks *server.Hooks) {
+	l.mu.Lock()
+	l.srv = s
+	l.mu.Unlock()
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		if sess, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); ok {
+			l.mu.Lock()
+			l.sessions[sess.SessionID()] = sess
+			l.mu.Unlock()
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		l.mu.Lock()
+		delete(l.sessions, sess.SessionID())
+		l.mu.Unlock()
+	})
+}
+
+// wants reports whether some session asked for records of level.
+func (l *ClientLog) wants(level slog.Level) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.srv == nil {
+		return false
+	}
+	for _, s := range l.sessions {
+		if level >= slogLevel(s.GetLogLevel()) {
+			return true
+		}
+	}
+	return false
+}
+
+// send forwards one notification to every session that set a level; mcp-go
+// drops it for the sessions whose level is above it, and never blocks on a
+// client that does not read.
+func (l *ClientLog) send(n mcp.LoggingMessageNotification) {
+	l.mu.Lock()
+	srv := l.srv
+	ids := make([]string, 0, len(l.sessions))
+	for id := range l.sessions {
+		ids = append(ids, id)
+	}
+	l.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	for _, id := range ids {
+		_ = srv.SendLogMessageToSpecificClient(id, n)
+	}
+}
+
+// slogLevel is the slog level of an MCP (syslog) level: notice counts as
+// info, and everything from error up as error.
+func slogLevel(l mcp.LoggingLevel) slog.Level {
+	switch l {
+	case mcp.LoggingLevelDebug:
+		return slog.LevelDebug
+	case mcp.LoggingLevelInfo, mcp.LoggingLevelNotice:
+		return slog.LevelInfo
+	case mcp.LoggingLevelWarning:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
+
+// mcpLevel is the MCP level of a slog level.
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l < slog.LevelInfo:
+		return mcp.LoggingLevelDebug
+	case l < slog.LevelWarn:
+		return mcp.LoggingLevelInfo
+	case l < slog.LevelError:
+		return mcp.LoggingLevelWarning
+	}
+	return mcp.LoggingLevelError
+}
+
+// clientLogHandler turns records into log notifications whose data is an
+// object: the message under "message" and the attributes under their keys,
+// groups as nested objects.
+type clientLogHandler struct {
+	l      *ClientLog
+	groups []string
+	attrs  []slog.Attr // already nested in the groups open when added
+}
+
+func (h clientLogHandler) Enabled(_ context.Context, level slog.Level) bool {
+	return h.l.wants(level)
+}
+
+func (h clientLogHandler) Handle(_ context.Context, rec slog.Record) error {
+	if !h.l.wants(rec.Level) {
+		return nil
+	}
+	data := map[string]any{}
+	for _, a := range h.attrs {
+		addAttr(data, a)
+	}
+	var own []slog.Attr
+	rec.Attrs(func(a slog.Attr) bool {
+		own = append(own, a)
+		return true
+	})
+	for _, a := range nest(h.groups, own) {
+		addAttr(data, a)
+	}
+	data["message"] = rec.Message
+	h.l.send(mcp.NewLoggingMessageNotification(mcpLevel(rec.Level), clientLogger, data))
+	return nil
+}
+
+func (h clientLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h.attrs = append(slices.Clip(h.attrs), nest(h.groups, attrs)...)
+	return h
+}
+
+func (h clientLogHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	h.groups = append(slices.Clip(h.groups), name)
+	return h
+}
+
+// nest wraps attrs in the groups, innermost last.
+func nest(groups []string, attrs []slog.Attr) []slog.Attr {
+	if len(attrs) == 0 {
+		return nil
+	}
+	for i := len(groups) - 1; i >= 0; i-- {
+		args := make([]any, len(attrs))
+		for j, a := range attrs {
+			args[j] = a
+		}
+		attrs = []slog.Attr{slog.Group(groups[i], args...)}
+	}
+	return attrs
+}
+
+// addAttr adds a to m, merging groups of the same key and leaving out
+// empty attributes as slog's own handlers do.
+func addAttr(m map[string]any, a slog.Attr) {
+	v := a.Value.Resolve()
+	if a.Equal(slog.Attr{}) {
+		return
+	}
+	if v.Kind() != slog.KindGroup {
+		m[a.Key] = valueOf(v)
+		return
+	}
+	into := m
+	if a.Key != "" {
+		sub, ok := m[a.Key].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[a.Key] = sub
+		}
+		into = sub
+	}
+	for _, g := range v.Group() {
+		addAttr(into, g)
+	}
+}
+
+// valueOf is v as a value that encodes to JSON as a log reader expects:
+// durations and times as text, errors as their message.
+func valueOf(v slog.Value) any {
+	switch v.Kind() {
+	case slog.KindDuration, slog.KindTime:
+		return v.String()
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return err.Error()
+		}
+	}
+	return v.Any()
+}
+
+// teeHandler hands each record to both handlers, each when it is enabled
+// for the record's level.
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
+	var err error
+	if t.a.Enabled(ctx, rec.Level) {
+		err = t.a.Handle(ctx, rec.Clone())
+	}
+	if t.b.Enabled(ctx, rec.Level) {
+		if e := t.b.Handle(ctx, rec.Clone()); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func (t teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(attrs), t.b.WithAttrs(attrs)}
+}
+
+func (t teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
+}
