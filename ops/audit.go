@@ -127,14 +127,23 @@ func discardAuditResult(r DLQDiscard) any {
 // AuditRequest asks for a page of the audit log, newest first.
 type AuditRequest struct {
 	// Op is an operation name (dlq_retry) or, for entries recorded by older
-	// versions, a tool or command name (pgbus_dlq_retry, "dlq retry"); ""
-	// for all.
+	// versions, a tool or command name (pgbus_dlq_retry, "dlq retry");
+	// AuditAll for every operation; "" for every operation but sends.
 	Op string
 	// Client is a client name as recorded (cli, an MCP client); "" for all.
 	Client string
+	// Since leaves out older entries: a time in the grammar of ParseTime
+	// (RFC 3339, a date, or an age such as 2h); "" for all.
+	Since  string
 	Cursor string
 	Limit  int
 }
+
+// AuditAll is the Op of an audit request for every operation, sends
+// included. Sends are left out unless asked for: they are the workload
+// itself, often many, and would hide the retries, discards, purges, pauses
+// and resumes an audit is read for.
+const AuditAll = "all"
 
 // AuditEntry is one recorded write operation.
 type AuditEntry struct {
@@ -153,30 +162,84 @@ type AuditEntry struct {
 type AuditPage struct {
 	Items      []AuditEntry `json:"items" jsonschema_description:"Write operations, newest first."`
 	NextCursor string       `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor for the next page. Absent on the last page."`
+	Notes      []string     `json:"notes" jsonschema_description:"What was left out or shortened."`
+	Next       []Hint       `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
 }
 
 // Audit lists recorded write operations, newest first.
 func (s *Service) Audit(ctx context.Context, req AuditRequest) (AuditPage, error) {
 	// The audit log names the operation "tool", as its entries do.
-	if err := checkText("tool", req.Op, "client", req.Client, "cursor", req.Cursor); err != nil {
+	if err := checkText("tool", req.Op, "client", req.Client, "since", req.Since, "cursor", req.Cursor); err != nil {
 		return AuditPage{}, err
 	}
 	limit, err := pageLimit(req.Limit)
 	if err != nil {
 		return AuditPage{}, err
 	}
-	page, err := s.store.ListAudit(ctx, store.AuditFilter{Tool: OpName(req.Op), Client: req.Client}, req.Cursor, limit)
-	if err != nil {
-		return AuditPage{}, explain(err, hint(OpAudit, "start again from the first page"))
+	f := store.AuditFilter{Tool: OpName(req.Op), Client: req.Client}
+	switch f.Tool {
+	case AuditAll:
+		f.Tool = ""
+	case "":
+		f.ExceptTools = []string{OpSend}
 	}
-	out := AuditPage{Items: make([]AuditEntry, len(page.Items)), NextCursor: page.NextCursor}
-	for i, e := range page.Items {
-		args, _, _ := RedactJSON(e.Arguments)
-		res, _, _ := RedactJSON(e.Result)
-		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
-			Op: e.Tool, Arguments: args, Result: res, IsError: e.IsError}
+	if req.Since != "" {
+		if f.Since, err = parseField("since", req.Since, s.now()); err != nil {
+			return AuditPage{}, err
+		}
+	}
+	// A page over the response bound is read again with fewer rows, so
+	// that its next_cursor follows the last row shown.
+	asked := limit
+	var out AuditPage
+	for {
+		page, err := s.store.ListAudit(ctx, f, req.Cursor, limit)
+		if err != nil {
+			return AuditPage{}, explain(err, hint(OpAudit, "start again from the first page"))
+		}
+		out = auditView(page)
+		k := shrunkPage(s.opts.Bounds, out.Items, AuditPage{NextCursor: page.NextCursor, Notes: out.Notes})
+		if k == 0 || k >= limit {
+			break
+		}
+		limit = k
+	}
+	if f.Tool == "" && len(f.ExceptTools) > 0 {
+		out.Notes = append(out.Notes, "sends are left out: pass tool send (or all) to see them")
+	}
+	if limit < asked {
+		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		if out.NextCursor != "" {
+			out.Next = append(out.Next, hint(OpAudit, "the next page", "tool", req.Op, "client", req.Client, "since", req.Since, "cursor", out.NextCursor, "limit", limit))
+		}
 	}
 	return out, nil
+}
+
+// maxAuditShown bounds the arguments and the result of one entry as the
+// audit shows them, so that a page lists many entries: larger ones are
+// shown by their size.
+const maxAuditShown = 1500
+
+func auditView(page store.AuditPage) AuditPage {
+	out := AuditPage{Items: make([]AuditEntry, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
+	cut := 0
+	shown := func(raw json.RawMessage) json.RawMessage {
+		red, _, _ := RedactJSON(raw)
+		if len(red) > maxAuditShown {
+			cut++
+			return sizeNote(len(red))
+		}
+		return red
+	}
+	for i, e := range page.Items {
+		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
+			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(e.Result), IsError: e.IsError}
+	}
+	if cut > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d arguments or results over %d bytes are shown by their size", cut, maxAuditShown))
+	}
+	return out
 }
 
 // OpName turns a tool name (pgbus_dlq_retry) or command ("dlq retry",

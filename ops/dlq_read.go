@@ -73,6 +73,15 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 		out.Total += g.Count
 	}
 	out.Notes = v.listNotes(s.opts.Bounds.ListErrorChars)
+	if k := shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400)}}}); k > 0 {
+		// Only the largest groups fit one response: the rest are for
+		// narrower filters, as when the store lists only the largest.
+		out.Groups, out.Truncated, out.Total = out.Groups[:k], true, 0
+		for _, g := range out.Groups {
+			out.Total += g.Count
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("only the %d largest of %d groups are listed, so that the response stays under %d characters: narrow the filters (queue, kind, error_class) to see the others", k, out.TotalGroups, ResponseBudget))
+	}
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]
 		if len(g.SampleMsgIDs) > 0 {
@@ -116,6 +125,7 @@ type DLQList struct {
 	Items      []DeadItem `json:"items" jsonschema_description:"Dead messages, newest first, without payload or backtrace."`
 	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
 	Notes      []string   `json:"notes" jsonschema_description:"What was shortened or hidden."`
+	Next       []Hint     `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
 }
 
 // cursorClockSep separates the store's cursor from the clock pinned for
@@ -140,15 +150,43 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 	if err != nil {
 		return DLQList{}, err
 	}
-	page, err := s.store.ListDead(ctx, f, cursor, limit)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	// A page over the response bound is read again with fewer rows, so
+	// that its next_cursor follows the last row shown.
+	asked := limit
+	var out DLQList
+	for {
+		page, err := s.store.ListDead(ctx, f, cursor, limit)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+			}
+			return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", "queue", req.Filter.Queue))
 		}
-		return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", "queue", req.Filter.Queue))
+		out = s.deadList(page)
+		k := shrunkPage(s.opts.Bounds, out.Items, DLQList{Notes: out.Notes, NextCursor: page.NextCursor})
+		if k == 0 || k >= limit {
+			break
+		}
+		limit = k
 	}
+	if out.NextCursor != "" && req.Filter.relative() {
+		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
+	}
+	if limit < asked {
+		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		if out.NextCursor != "" {
+			fl := req.Filter
+			out.Next = append(out.Next, hint(OpDLQList, "the next page", "queue", fl.Queue, "kind", fl.Kind, "error_class", fl.ErrorClass,
+				"reason", fl.Reason, "since", fl.Since, "until", fl.Until, "text", fl.Text, "cursor", out.NextCursor, "limit", limit))
+		}
+	}
+	return out, nil
+}
+
+// deadList is the view of a page of dead messages.
+func (s *Service) deadList(page store.DeadPage) DLQList {
 	v := s.viewer(false)
-	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
+	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
 		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: it.Reason, SourceQueue: it.SourceQueue,
 			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
@@ -156,10 +194,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
 	}
 	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
-	if out.NextCursor != "" && req.Filter.relative() {
-		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
-	}
-	return out, nil
+	return out
 }
 
 // splitCursor splits a list cursor into the store's cursor and the time
@@ -185,6 +220,9 @@ type DLQShowRequest struct {
 	// IncludePayload asks for the payload, shown when the service allows
 	// payloads.
 	IncludePayload bool
+	// FullHistory lists every failure as recorded, identical ones in a row
+	// not folded, as many as fit the response bound.
+	FullHistory bool
 }
 
 // DeadMessage is one dead message as every front end shows it: the block,
@@ -208,6 +246,7 @@ type DeadMessage struct {
 	RedactedValues   int               `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
 	History          []Failure         `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
 	HistoryOmitted   int               `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
+	FailureCount     int               `json:"failure_count" jsonschema_description:"Failures recorded in all."`
 	Notes            []string          `json:"notes" jsonschema_description:"What was hidden or shortened."`
 	Next             []Hint            `json:"next" jsonschema_description:"What to do next."`
 }
@@ -230,12 +269,34 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (DeadMessage,
 	if err != nil {
 		return DeadMessage{}, explain(err, hint(OpDLQList, "lists what is still dead", "queue", baseQueue(dlq)))
 	}
-	return s.deadView(m, req.IncludePayload), nil
+	return s.deadView(m, req.IncludePayload, req.FullHistory), nil
 }
 
-func (s *Service) deadView(m store.DeadMessage, askedPayload bool) DeadMessage {
-	v := s.viewer(askedPayload)
+// deadView is the view of a dead message, cut step by step until it fits
+// the response bound.
+func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMessage {
 	b := s.opts.Bounds
+	if full {
+		b.History = max(b.History, len(m.History))
+	}
+	out := s.deadViewWith(m, askedPayload, full, b)
+	cut := false
+	for step := 0; b.over(out); step++ {
+		tb, ok := b.tighter(step)
+		if !ok {
+			break
+		}
+		b, cut = tb, true
+		out = s.deadViewWith(m, askedPayload, full, b)
+	}
+	if cut {
+		out.Notes = append(out.Notes, budgetNote)
+	}
+	return out
+}
+
+func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds) DeadMessage {
+	v := s.viewerWith(askedPayload, b)
 	out := DeadMessage{
 		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: m.Kind, ReadCount: m.ReadCount,
 		DeadLetteredAt: m.DeadLetteredAt, PayloadBytes: len(m.Payload), Notes: []string{},
@@ -253,9 +314,13 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload bool) DeadMessage {
 	pv := v.payload(m.Payload, b.Payload)
 	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
 	note(pv.note)
-	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines)
+	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
+	out.FailureCount = len(m.History)
 	if out.HistoryOmitted > 0 {
 		note(fmt.Sprintf("history: the %d oldest failures are left out", out.HistoryOmitted))
+	}
+	if !full && len(out.History) < len(m.History)-out.HistoryOmitted {
+		note("history: identical failures in a row are one entry with repeated; full_history lists each")
 	}
 	if v.cut {
 		note(fmt.Sprintf("error messages over %d characters and backtraces over %d lines or %d characters are shortened", b.ErrorChars, b.BacktraceLines, b.BacktraceChars))

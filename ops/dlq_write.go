@@ -70,6 +70,7 @@ func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Fa
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	defer func() { trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted) }()
 	defer func() { // before the audit entry: deferred calls run last first
 		if err == nil {
 			s.noteRetryWorkers(ctx, &out)
@@ -337,6 +338,7 @@ func (r DLQDiscard) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
 	defer func() { s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err) }()
+	defer func() { trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted) }()
 	if err := s.checkWrite(OpDLQDiscard); err != nil {
 		return DLQDiscard{}, err
 	}

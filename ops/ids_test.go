@@ -266,7 +266,8 @@ func TestByIDsLocateAcrossDLQs(t *testing.T) {
 			var outcomes []ops.IDOutcome
 			if op == "retry" {
 				r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids})
-				if err != nil || r.Retried != 100 || !r.OK() || len(r.Moved) != 100 {
+				// Moved lists as many as fit one response; the rest are counted.
+				if err != nil || r.Retried != 100 || !r.OK() || len(r.Moved) == 0 || len(r.Moved)+r.MovedOmitted != 100 {
 					t.Fatalf("retry of 100 ids = %d retried, %d moved, %v; first error %q", r.Retried, len(r.Moved), err, r.FirstError)
 				}
 				outcomes = r.Outcomes

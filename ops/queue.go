@@ -72,6 +72,9 @@ type QueueMessagesRequest struct {
 	Cursor         string
 	Limit          int
 	IncludePayload bool
+	// FullHistory lists each message's newest failures as recorded,
+	// identical ones in a row not folded.
+	FullHistory bool
 }
 
 // LiveMessage is one message still in its queue, with its latest failures.
@@ -98,6 +101,7 @@ type LiveMessages struct {
 	Items      []LiveMessage `json:"items" jsonschema_description:"Live messages, oldest first."`
 	NextCursor string        `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and state, for the next page. Absent on the last page."`
 	Notes      []string      `json:"notes" jsonschema_description:"What was hidden or shortened."`
+	Next       []Hint        `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
 }
 
 // QueueMessages lists the live messages of a queue, oldest first.
@@ -115,16 +119,45 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	if err != nil {
 		return LiveMessages{}, err
 	}
-	page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State}, req.Cursor, limit)
-	if err != nil {
-		return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	// A page over the response bound is read again with fewer rows, so
+	// that its next_cursor follows the last row shown; a single row still
+	// over it is cut further.
+	b, asked, cut := s.opts.Bounds, limit, false
+	var out LiveMessages
+	for step := 0; ; {
+		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State}, req.Cursor, limit)
+		if err != nil {
+			return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		}
+		out = s.liveView(page, req.IncludePayload, req.FullHistory, b)
+		if !b.over(out) {
+			break
+		}
+		if k := shrunkPage(b, out.Items, LiveMessages{Notes: out.Notes, NextCursor: out.NextCursor}); k > 0 && k < limit {
+			limit = k
+			continue
+		}
+		tb, ok := b.tighter(step)
+		if !ok {
+			break
+		}
+		b, cut, step = tb, true, step+1
 	}
-	return s.liveView(page, req.IncludePayload), nil
+	out.Next = []Hint{}
+	if limit < asked {
+		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		if out.NextCursor != "" {
+			out.Next = append(out.Next, hint(OpQueueMessages, "the next page", "queue", req.Queue, "state", req.State, "cursor", out.NextCursor, "limit", limit))
+		}
+	}
+	if cut {
+		out.Notes = append(out.Notes, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters; a smaller limit shows more of each")
+	}
+	return out, nil
 }
 
-func (s *Service) liveView(page store.LivePage, asked bool) LiveMessages {
-	v := s.viewer(asked)
-	b := s.opts.Bounds
+func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {
+	v := s.viewerWith(asked, b)
 	out := LiveMessages{Items: make([]LiveMessage, 0, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
 	var hidden, truncated, omitted int
 	var hiddenNote string
@@ -142,7 +175,7 @@ func (s *Service) liveView(page store.LivePage, asked bool) LiveMessages {
 			truncated++
 		}
 		var o int
-		lm.History, o = v.history(m.History, b.LiveHistory, b.LiveTraceLen)
+		lm.History, o = v.history(m.History, b.LiveHistory, b.LiveTraceLen, full)
 		if o > 0 {
 			omitted++
 		}

@@ -247,7 +247,7 @@ func TestRedactionCorpus(t *testing.T) {
 		}
 		entries, cursor := 0, ""
 		for {
-			page, err := svc.Audit(ctx, ops.AuditRequest{Client: client, Cursor: cursor, Limit: ops.MaxPageSize})
+			page, err := svc.Audit(ctx, ops.AuditRequest{Op: ops.AuditAll, Client: client, Cursor: cursor, Limit: ops.MaxPageSize})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,20 +17,25 @@ import (
 // headers up to Headers bytes, error messages up to ErrorChars characters
 // (ListErrorChars in lists), backtraces to BacktraceLines lines and
 // BacktraceChars characters, the newest History failures of a dead message
-// and LiveHistory of a live one.
+// and LiveHistory of a live one. Response bounds the JSON of a whole
+// result, in characters (0: no bound): lists shrink their rows and views
+// their parts to stay under it, and say so.
 type Bounds struct {
 	Payload, ListPayload, Headers                int
 	ErrorChars, ListErrorChars                   int
 	BacktraceLines, BacktraceChars, LiveTraceLen int
 	History, LiveHistory                         int
+	Response                                     int
 }
 
-// DefaultBounds fit a response for an agent.
+// DefaultBounds fit a response for an agent: one message's parts at
+// these bounds mostly fit ResponseBudget, and are cut further when not.
 var DefaultBounds = Bounds{
-	Payload: 16 << 10, ListPayload: 4 << 10, Headers: 16 << 10,
+	Payload: 8 << 10, ListPayload: 4 << 10, Headers: 4 << 10,
 	ErrorChars: 2000, ListErrorChars: 300,
 	BacktraceLines: 10, BacktraceChars: 2000, LiveTraceLen: 5,
 	History: 20, LiveHistory: 3,
+	Response: responseTarget,
 }
 
 // FullBounds keep everything the database keeps, for a person who asked
@@ -72,6 +77,10 @@ type Failure struct {
 	Queue        string    `json:"queue"`
 	MsgID        int64     `json:"msg_id"`
 	FailedAt     time.Time `json:"failed_at"`
+	// Folding: identical failures in a row are one entry.
+	Repeated      int       `json:"repeated,omitempty" jsonschema_description:"This failure happened this many times in a row, identically (kind, class, message, backtrace, output): attempt and failed_at are the last time, first_attempt and first_failed_at the first. Absent for a failure that happened once; full_history lists each."`
+	FirstAttempt  int       `json:"first_attempt,omitempty"`
+	FirstFailedAt time.Time `json:"first_failed_at,omitzero"`
 	// Attempt context; absent in failures recorded by older versions.
 	ElapsedMS       *int64 `json:"elapsed_ms,omitempty" jsonschema_description:"How long the attempt ran, in milliseconds: from its handler's start until it failed."`
 	TimeoutMS       int64  `json:"timeout_ms,omitempty" jsonschema_description:"For an attempt cut off by its time limit: that limit, in milliseconds (the handler's, a request's or a command's timeout). Absent when it did not time out."`
@@ -91,7 +100,13 @@ type viewer struct {
 }
 
 func (s *Service) viewer(asked bool) *viewer {
-	v := &viewer{bounds: s.opts.Bounds, showPay: s.opts.AllowPayloads && asked}
+	return s.viewerWith(asked, s.opts.Bounds)
+}
+
+// viewerWith is viewer with bounds b, tighter than the service's when a
+// result must fit the response bound.
+func (s *Service) viewerWith(asked bool, b Bounds) *viewer {
+	v := &viewer{bounds: b, showPay: s.opts.AllowPayloads && asked}
 	switch {
 	case !s.opts.AllowPayloads:
 		v.hiddenWhy = "payload hidden: this server does not show payloads (an operator can allow them); secrets would stay redacted"
@@ -150,20 +165,38 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 }
 
 // history keeps the newest keep failures, oldest first, each redacted and
-// bounded, and returns how many older ones it left out. Failures are put in
-// the order they were recorded (their id), whatever order they came in: a
-// message retried out of a DLQ counts its attempts from 1 again, so an
-// order by attempt would interleave its trips and keep the wrong ones.
-func (v *viewer) history(h []store.FailureRecord, keep, traceLines int) ([]Failure, int) {
+// bounded, and returns how many older failures it left out. Unless full,
+// identical failures in a row are folded into one entry with their count
+// (a message failing the same way thirty times says so once). Failures are
+// put in the order they were recorded (their id), whatever order they came
+// in (trips out of a DLQ, under new ids, are never folded together): a
+// message retried out of a DLQ counts its attempts from 1 again, so
+// an order by attempt would interleave its trips and keep the wrong ones.
+func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full bool) ([]Failure, int) {
 	h = slices.Clone(h)
 	slices.SortStableFunc(h, func(a, b store.FailureRecord) int { return cmp.Compare(a.ID, b.ID) })
-	omitted := 0
-	if len(h) > keep {
-		omitted = len(h) - keep
-		h = h[omitted:]
+	type run struct {
+		first, last store.FailureRecord
+		n           int
 	}
-	out := make([]Failure, len(h))
-	for i, f := range h {
+	runs := []run{}
+	for _, f := range h {
+		if i := len(runs) - 1; !full && i >= 0 && sameFailure(runs[i].last, f) {
+			runs[i].last, runs[i].n = f, runs[i].n+1
+			continue
+		}
+		runs = append(runs, run{first: f, last: f, n: 1})
+	}
+	omitted := 0
+	if len(runs) > keep {
+		for _, r := range runs[:len(runs)-keep] {
+			omitted += r.n
+		}
+		runs = runs[len(runs)-keep:]
+	}
+	out := make([]Failure, len(runs))
+	for i, r := range runs {
+		f := r.last
 		msg := f.ErrorMessage
 		if f.ErrorClass == store.PayloadReplacedClass {
 			msg = v.replacedPayload(msg)
@@ -172,9 +205,20 @@ func (v *viewer) history(h []store.FailureRecord, keep, traceLines int) ([]Failu
 			Attempt: f.Attempt, Kind: f.Kind, ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
 			Backtrace: v.trace(f.Backtrace, traceLines), Queue: f.Queue, MsgID: f.MsgID, FailedAt: f.FailedAt,
 		}
+		if r.n > 1 {
+			out[i].Repeated, out[i].FirstAttempt, out[i].FirstFailedAt = r.n, r.first.Attempt, r.first.FailedAt
+		}
 		v.detail(&out[i], f.Detail)
 	}
 	return out, omitted
+}
+
+// sameFailure reports whether two failures are the same failure again:
+// how long each attempt ran may differ, what went wrong may not.
+func sameFailure(a, b store.FailureRecord) bool {
+	return a.Kind == b.Kind && a.ErrorClass == b.ErrorClass && a.ErrorMessage == b.ErrorMessage && a.Backtrace == b.Backtrace &&
+		a.Queue == b.Queue && a.MsgID == b.MsgID && a.Detail.Output == b.Detail.Output && a.Detail.TimeoutMS == b.Detail.TimeoutMS &&
+		a.ErrorClass != store.PayloadReplacedClass
 }
 
 // detail adds the context of an attempt to its failure, output redacted.

@@ -28,6 +28,10 @@ type AuditEntry struct {
 type AuditFilter struct {
 	Tool   string `json:"tool,omitempty"`
 	Client string `json:"client,omitempty"`
+	// ExceptTools leaves out the entries of these tools.
+	ExceptTools []string `json:"except_tools,omitempty"`
+	// Since, when set, leaves out entries recorded before it.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // AuditPage is a page of audit entries, newest first.
@@ -81,9 +85,14 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		}
 		before = id
 	}
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
 	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error FROM pgbus.audit_log
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
-		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1)
+			AND NOT (tool = ANY($5::text[])) AND ($6::timestamptz IS NULL OR at >= $6)
+		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1, append([]string{}, f.ExceptTools...), since)
 	if err != nil {
 		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
 	}

@@ -10,15 +10,16 @@ import (
 
 // AuditInput is the input of pgbus_audit.
 type AuditInput struct {
-	Tool   string `json:"tool,omitempty" jsonschema_description:"Only calls of this operation: a tool name (pgbus_dlq_retry) or operation (dlq_retry). Omit for all."`
+	Tool   string `json:"tool,omitempty" jsonschema_description:"Only calls of this operation: a tool name (pgbus_dlq_retry) or operation (dlq_retry, send), or all for every one. Omit for all but sends."`
 	Client string `json:"client,omitempty" jsonschema_description:"Only calls of this client: cli, dashboard, or an MCP client's name/version as listed. Omit for all."`
+	Since  string `json:"since,omitempty" jsonschema_description:"Only calls since this time: RFC 3339, a date, or an age (30m, 2h, 7d)."`
 	Cursor string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same filters. Omit for the first page."`
 	Limit  *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Entries per page: 1 to 100, default 25."`
 }
 
-const auditDescription = `Recent write operations (retries, discards, purges, pauses, resumes, circuit resets, sends and queue changes) from agents, the CLI and the dashboard, newest first: which operation, with what arguments, what it did, which client (as it named itself), over which transport and authenticated as whom, when, and whether it failed.
+const auditDescription = `Recent write operations (retries, discards, purges, pauses, resumes, circuit resets, queue changes) by agents, the CLI and the dashboard, newest first: operation, arguments, result, client, transport, principal, time, failure. Sends are left out unless tool is send or all.
 
-Use it to check what was already done before retrying or discarding again (pgbus_dlq_retry, pgbus_dlq_discard), or to report on actions taken. Pages: pass next_cursor back as cursor; limit 1 to 100, default 25.`
+Use it before calling pgbus_dlq_retry or pgbus_dlq_discard again, or to report what was done. Filters: tool, client, since. Pages: pass next_cursor back as cursor; limit 1 to 100, default 25; a page too large for one response lists fewer entries and says so.`
 
 // NewAudit returns the pgbus_audit tool.
 func NewAudit(d Deps) server.ServerTool {
@@ -29,7 +30,7 @@ func NewAudit(d Deps) server.ServerTool {
 			if err != nil {
 				return ops.AuditPage{}, err
 			}
-			return d.Ops.Audit(ctx, ops.AuditRequest{Op: in.Tool, Client: in.Client, Cursor: in.Cursor, Limit: limit})
+			return d.Ops.Audit(ctx, ops.AuditRequest{Op: in.Tool, Client: in.Client, Since: in.Since, Cursor: in.Cursor, Limit: limit})
 		}),
 	}
 }

@@ -11,14 +11,15 @@ import (
 
 func (a *app) auditCommand() *cobra.Command {
 	var (
-		tool, client, cursor string
-		limit                int
+		tool, client, since, cursor string
+		limit                       int
 	)
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show recent write operations by people (CLI) and agents (MCP)",
 		Long: `List recorded write operations, newest first: retries, discards, purges,
-pauses, resumes, circuit resets, sends and queue changes, whether an AI agent
+pauses, resumes, circuit resets and queue changes (sends with --tool send or
+--tool all), whether an AI agent
 made them through the MCP server or a person through this CLI (client "cli").
 Each entry has the operation, its arguments (secrets redacted, payloads only
 by size), its result and whether it failed.
@@ -29,13 +30,14 @@ circuit_reset, send. --tool also takes a tool name (pgbus_dlq_retry) or a
 command ("dlq retry").`,
 		Example: `  pgbus audit
   pgbus audit --client cli --limit 50
-  pgbus audit --tool dlq_retry --json`,
+  pgbus audit --tool dlq_retry --since 2h --json
+  pgbus audit --tool all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || limit > ops.MaxPageSize {
 				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
 			}
-			return run(a, cmd, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
+			return run(a, cmd, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Since: since, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
 				if len(page.Items) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no recorded write operations")
 					return err
@@ -59,8 +61,9 @@ command ("dlq retry").`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tool, "tool", "", "only entries of this operation, e.g. dlq_retry (a tool name or command works too)")
+	f.StringVar(&tool, "tool", "", "only entries of this operation, e.g. dlq_retry (a tool name or command works too), or all; default all but send")
 	f.StringVar(&client, "client", "", "only entries of this client, e.g. cli")
+	f.StringVar(&since, "since", "", "only entries since this time: RFC 3339, a date, or an age (2h, 7d)")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
 	return jsonFlag(cmd)

@@ -69,7 +69,7 @@ func TestQuickStartDemo(t *testing.T) {
 	// The demo's writes are in the audit log as the operations they are,
 	// by the CLI.
 	byOp := map[string]int{}
-	for _, e := range d.audit(t) {
+	for _, e := range d.audit(t, "--tool", "all") {
 		if e.Client != "cli" {
 			t.Errorf("audit entry of client %q: %+v", e.Client, e)
 		}

@@ -173,16 +173,17 @@ MCP tool pgbus_dlq_list.`,
 
 func (a *app) dlqShowCommand() *cobra.Command {
 	var (
-		queue     string
-		noPayload bool
+		queue                  string
+		noPayload, fullHistory bool
 	)
 	cmd := &cobra.Command{
 		Use:         "show ID",
 		Annotations: map[string]string{idArgs: "true"},
 		Short:       "Show one dead message: why it died, its failures, headers and payload",
 		Long: `Show one dead message in full: the dead-letter block (reason, error class and
-message, backtrace, attempts), the failure history of every attempt, its
-headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
+message, backtrace, attempts), the failure history of every attempt
+(identical failures in a row as one line with their count; --full-history
+lists each), its headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
 in the payload, headers and error text are shown as [REDACTED]. --json prints
 the same result as the MCP tool pgbus_dlq_show. Without --queue, the id is
 looked up in every DLQ.`,
@@ -195,12 +196,13 @@ looked up in every DLQ.`,
 			if err != nil {
 				return err
 			}
-			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload},
+			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload, FullHistory: fullHistory},
 				func(m ops.DeadMessage) error { return writeDeadMessage(a.stdout, m, noPayload) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
+	cmd.Flags().BoolVar(&fullHistory, "full-history", false, "list each failure, identical ones in a row too")
 	return jsonFlag(cmd)
 }
 

@@ -184,7 +184,7 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Errorf("queue messages after the corrected retry: %s", out)
 	}
 	clean("queue messages", d.ok(t, "queue", "messages", "vault"))
-	out = d.ok(t, "audit", "--json")
+	out = d.ok(t, "audit", "--tool", "all", "--json")
 	clean("audit --json", out)
 	clean("audit", d.ok(t, "audit"))
 	var page ops.AuditPage

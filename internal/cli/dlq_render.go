@@ -124,7 +124,7 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		fmt.Fprintln(w, "failures:")
 		t := newTable(w, "  #", "AT", "KIND", "RAN", "ERROR CLASS", "ERROR")
 		for _, f := range m.History {
-			t.row(fmt.Sprintf("  %d", f.Attempt), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, clip(f.ErrorMessage, 100))
+			t.row(attemptLabel(f), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, clip(f.ErrorMessage, 100))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -291,4 +291,13 @@ func checkBulkLimit(limit int) error {
 		return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
 	}
 	return nil
+}
+
+// attemptLabel names the attempt of a history row: a folded run of
+// identical failures shows its first and last attempt and its count.
+func attemptLabel(f ops.Failure) string {
+	if f.Repeated > 1 {
+		return fmt.Sprintf("  %d-%d (%dx)", f.FirstAttempt, f.Attempt, f.Repeated)
+	}
+	return fmt.Sprintf("  %d", f.Attempt)
 }

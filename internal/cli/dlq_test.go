@@ -382,7 +382,7 @@ func TestDLQCommands(t *testing.T) {
 	}
 
 	// audit: every write above, by the CLI, named as the operations are.
-	audit := d.audit(t)
+	audit := d.audit(t, "--tool", "all") // sends too
 	tools := map[string]int{}
 	for _, e := range audit {
 		if e.Client != "cli" || e.ID <= 0 || e.At.IsZero() || !json.Valid(e.Arguments) || !json.Valid(e.Result) {
