@@ -82,7 +82,7 @@ func TestFailureContextInHistory(t *testing.T) {
 	}
 	_, dlqIDs := deadBlocksOf(t, s, q)
 	last := func(kind string) (ops.Failure, int) {
-		m, err := svc.DLQShow(ctxFor(t), ops.DLQShowRequest{Queue: q, MsgID: dlqIDs[ids[kind]]})
+		m, err := svc.DLQShow(ctxFor(t), ops.DLQShowRequest{Queue: q, MsgID: dlqIDs[ids[kind]], FullHistory: true})
 		if err != nil || len(m.History) == 0 {
 			t.Fatalf("show %s: %+v, %v", kind, m, err)
 		}
