@@ -102,7 +102,11 @@ func TestFailureContextInHistory(t *testing.T) {
 	for kind, limit := range map[string]int64{"slow": 300, "wait": 200} {
 		f, n := last(kind)
 		if n != 2 || f.TimeoutMS != limit || f.ElapsedMS == nil || *f.ElapsedMS < limit {
-			t.Errorf("%s: %d failures, last timeout %d ms, elapsed %v ms; want 2, the %d ms limit, and at least that long", kind, n, f.TimeoutMS, f.ElapsedMS, limit)
+			elapsed := "none"
+			if f.ElapsedMS != nil {
+				elapsed = fmt.Sprint(*f.ElapsedMS)
+			}
+			t.Errorf("%s: %d failures, last timeout %d ms, elapsed %s ms; want 2, the %d ms limit, and at least that long", kind, n, f.TimeoutMS, elapsed, limit)
 		}
 	}
 	if slow, _ := last("slow"); slow.Output != "starting slow work" || slow.OutputSource != "stderr" {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -18,19 +19,7 @@ func TestBreakerLifecycle(t *testing.T) {
 	if err := s.EnsureBreaker(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	state := func() store.BreakerState {
-		all, err := s.ListBreakers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range all {
-			if b.Name == name {
-				return b
-			}
-		}
-		t.Fatalf("breaker %s not listed", name)
-		return store.BreakerState{}
-	}
+	state := func() store.BreakerState { return breakerNamed(t, ctx, s, name) }
 	acquire := func() store.BreakerVerdict {
 		v, err := s.AcquireBreaker(ctx, name, time.Minute)
 		if err != nil {
@@ -190,19 +179,7 @@ func TestBreakerActivityAndUsers(t *testing.T) {
 	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	find := func() store.BreakerState {
-		all, err := s.ListBreakers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range all {
-			if b.Name == name {
-				return b
-			}
-		}
-		t.Fatalf("breaker %s not listed", name)
-		return store.BreakerState{}
-	}
+	find := func() store.BreakerState { return breakerNamed(t, ctx, s, name) }
 	if b := find(); b.LastFailureAt != nil || b.LastSuccessAt != nil || b.Users == nil || len(b.Users) != 0 {
 		t.Fatalf("new breaker = %+v; want no activity and an empty list of users", b)
 	}
@@ -225,4 +202,20 @@ func TestBreakerActivityAndUsers(t *testing.T) {
 	if b := find(); len(b.Users) != 2 || b.Users[0].Queue != "emails" || b.Users[0].Kind != "" || b.Users[1].Kind != "charge" || b.Users[1].SeenAt.IsZero() {
 		t.Fatalf("users = %+v; want emails (default handler) and orders/charge, once each", b.Users)
 	}
+}
+
+// breakerNamed returns the listed state of breaker name.
+func breakerNamed(t *testing.T, ctx context.Context, s *store.Store, name string) store.BreakerState {
+	t.Helper()
+	all, err := s.ListBreakers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range all {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("breaker %s not listed", name)
+	return store.BreakerState{}
 }
