@@ -62,6 +62,19 @@ func shrunkPage[T any](b Bounds, rows []T, rest any) int {
 	return 0
 }
 
+// fitList leaves out the last rows of a list that would pass the response
+// bound once the rest of its result (rest) is counted, and returns how
+// many it left out.
+func fitList[T any](b Bounds, rows *[]T, rest any) int {
+	k := shrunkPage(b, *rows, rest)
+	if k == 0 {
+		return 0
+	}
+	omitted := len(*rows) - k
+	*rows = (*rows)[:k]
+	return omitted
+}
+
 // shrunkNote says a page lists fewer rows than asked for, and how to get
 // the rest.
 func shrunkNote(listed, asked int, more bool) string {

@@ -102,7 +102,7 @@ func isDigits(s string) bool {
 // queueCoverage says, for each queue named, whether a running worker
 // serves it; queues are reported once each, in the order first named.
 func (s *Service) queueCoverage(ctx context.Context, queues []string) ([]QueueWorkers, error) {
-	ws, err := s.Workers(ctx)
+	ws, err := s.allWorkers(ctx)
 	if err != nil {
 		return nil, err
 	}

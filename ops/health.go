@@ -1,8 +1,11 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -54,7 +57,7 @@ func (s *Service) health(ctx context.Context) (Health, error) {
 	if err != nil {
 		return h, err
 	}
-	workers, err := s.Workers(ctx)
+	workers, err := s.allWorkers(ctx)
 	if err != nil {
 		return h, err
 	}
@@ -119,14 +122,35 @@ type WorkerStatus struct {
 
 // Workers are the worker processes seen in the last 24 hours.
 type Workers struct {
-	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours, newest first."`
+	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours: running first, then stale, then stopped; newest first within each."`
 	Running int            `json:"running" jsonschema_description:"Processes heartbeating now."`
 	Stale   int            `json:"stale" jsonschema_description:"Processes whose heartbeat stopped without a clean shutdown: crashed or hung."`
 	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
+	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers so that the response stays under 16,000 characters: the last of the order, stopped ones first. The counts include them."`
+	Notes   []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
-// Workers lists worker processes seen in the last 24 hours, newest first.
+// workerRank orders a status: the processes an operator acts on first.
+var workerRank = map[string]int{WorkerRunning: 0, WorkerStale: 1, WorkerStopped: 2}
+
+// Workers lists worker processes seen in the last 24 hours: running, then
+// stale, then stopped, newest first within each. A list over the response
+// bound leaves out its last rows and says so.
 func (s *Service) Workers(ctx context.Context) (Workers, error) {
+	out, err := s.allWorkers(ctx)
+	if err != nil {
+		return Workers{}, err
+	}
+	if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
+		out.Omitted = n
+		out.Notes = []string{fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists them all", len(out.Workers), len(out.Workers)+n, ResponseBudget)}
+	}
+	return out, nil
+}
+
+// allWorkers is Workers without a response bound, for the checks that
+// read every process.
+func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	ws, err := s.store.ListWorkers(ctx, 24*time.Hour)
 	if err != nil {
 		return Workers{}, err
@@ -148,29 +172,56 @@ func (s *Service) Workers(ctx context.Context) (Workers, error) {
 		}
 		out.Workers[i] = WorkerStatus{WorkerProcess: WorkerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
 	}
+	slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
 	return out, nil
 }
 
 // Circuits are the circuit breakers shared by all workers.
 type Circuits struct {
-	Circuits []BreakerState `json:"circuits" jsonschema_description:"Every circuit breaker by name; last_error redacted."`
+	Circuits []BreakerState `json:"circuits" jsonschema_description:"The circuit breakers: open and half-open ones first, then by name; last_error redacted."`
 	Open     int            `json:"open" jsonschema_description:"Breakers open or half-open now: their jobs are being snoozed."`
+	Omitted  int            `json:"omitted,omitempty" jsonschema_description:"Breakers left out of circuits so that the response stays under 16,000 characters: closed ones last in the order."`
+	Notes    []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
-// Circuits lists the circuit breakers and their states.
+// maxBreakerUsers is how many users of one breaker an agent is shown.
+const maxBreakerUsers = 20
+
+// Circuits lists the circuit breakers and their states: open and half-open
+// first, then by name. A list over the response bound leaves out its last
+// breakers, and a breaker used by many queues and kinds lists the latest
+// seen of them; both say so.
 func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
 	all, err := s.store.ListBreakers(ctx)
 	if err != nil {
 		return Circuits{}, err
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
+	bounded := s.opts.Bounds.Response > 0
 	for i, b := range all {
 		out.Circuits[i] = breakerState(b)
+		if bounded {
+			out.Circuits[i].trimUsers(maxBreakerUsers)
+		}
 		if b.State != store.BreakerClosed {
 			out.Open++
 		}
 	}
+	slices.SortStableFunc(out.Circuits, func(a, b BreakerState) int {
+		return cmp.Compare(boolRank(a.State == store.BreakerClosed), boolRank(b.State == store.BreakerClosed))
+	})
+	if n := fitList(s.opts.Bounds, &out.Circuits, Circuits{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
+		out.Omitted = n
+		out.Notes = []string{fmt.Sprintf("%d of the %d breakers are listed (open and half-open ones first) so that the response stays under %d characters; pgbus circuits on the command line lists them all", len(out.Circuits), len(out.Circuits)+n, ResponseBudget)}
+	}
 	return out, nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // CircuitResetRequest names the breaker to close.

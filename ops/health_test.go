@@ -120,7 +120,7 @@ func TestWorkersByHeartbeat(t *testing.T) {
 }
 
 func TestCircuitsAndReset(t *testing.T) {
-	s := testStore(t)
+	s := isolatedStore(t) // a closed breaker may be left out of a long list
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	name := uniqueName("breaker")

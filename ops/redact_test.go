@@ -336,3 +336,32 @@ func TestPayloadGate(t *testing.T) {
 		}
 	}
 }
+
+// A long error is redacted where a view cuts it, and a secret across the
+// cut is hidden, not shown in part; the whole message still shows it
+// hidden too.
+func TestRedactionAcrossTheCut(t *testing.T) {
+	st := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, st, nil)
+	secret := strings.Repeat("s", 40)
+	msg := strings.Repeat("x", 270) + " password=" + secret + strings.Repeat(" tail", 2000)
+	ids := pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "k", Message: msg, Trace: strings.Repeat("frame\n", 8) + "token=" + secret})
+	svc := newService(t, st, ops.Options{})
+	list, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	got := list.Items[0].ErrorMessage
+	if strings.Contains(got, "sss") || !strings.HasPrefix(got, strings.Repeat("x", 270)+" password="+ops.Redacted) || !strings.HasSuffix(got, "…") {
+		t.Errorf("list shows %q: want the secret hidden where it is cut", got)
+	}
+	show, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := show.DeadLetter; d == nil || strings.Contains(d.ErrorMessage, "sss") || !strings.Contains(d.ErrorMessage, "password="+ops.Redacted) ||
+		strings.Contains(d.Backtrace, "sss") || !strings.Contains(d.Backtrace, "token="+ops.Redacted) {
+		t.Errorf("show: %+v, want both secrets hidden", d)
+	}
+}

@@ -93,3 +93,16 @@ func TestIsSecretKey(t *testing.T) {
 		}
 	}
 }
+
+// Texts are only searched for the secrets their words could hold; a word
+// spelled with a letter that folds to ASCII (ſ is s, the Kelvin sign is k)
+// is still one.
+func TestRedactTextFoldedLetters(t *testing.T) {
+	for _, in := range []string{"paſsword=hunter2", "api_\u212Aey=hunter2", "ToKeN: hunter2", "BEARER hunter2hunter2"} {
+		out, n := ops.RedactText(in)
+		if n != 1 || strings.Contains(out, "hunter2") {
+			t.Errorf("%q -> %q (%d hidden), want hunter2 hidden", in, out, n)
+		}
+	}
+}
+

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"slices"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -71,8 +72,29 @@ type BreakerState struct {
 	LastError             string        `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
-	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them."`
+	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them; for an agent at most 20, the latest seen."`
+	UsersOmitted          int           `json:"users_omitted,omitempty" jsonschema_description:"Users left out of users, seen longest ago."`
 	UpdatedAt             time.Time     `json:"updated_at"`
+}
+
+// trimUsers keeps the max users seen latest, in their order.
+func (b *BreakerState) trimUsers(max int) {
+	if len(b.Users) <= max {
+		return
+	}
+	order := make([]int, len(b.Users))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return b.Users[y].SeenAt.Compare(b.Users[x].SeenAt) })
+	keep := order[:max]
+	slices.Sort(keep)
+	kept := make([]BreakerUser, len(keep))
+	for i, k := range keep {
+		kept[i] = b.Users[k]
+	}
+	b.UsersOmitted = len(b.Users) - max
+	b.Users = kept
 }
 
 // BreakerUser is a queue and kind whose handler uses a breaker.

@@ -116,13 +116,30 @@ func (s *Service) viewerWith(asked bool, b Bounds) *viewer {
 	return v
 }
 
-// text redacts and bounds one error message.
+// redactMargin is how far past its cut a text is redacted: far enough
+// that a secret across the cut is still recognised as one.
+const redactMargin = 256
+
+// text redacts and bounds one error message. Only what can be shown is
+// redacted: a 4,000-character error cut to 300 costs 556.
 func (v *viewer) text(s string, chars int) string {
+	s, clipped := clipRunes(s, chars+redactMargin)
 	s, n := RedactText(s)
 	v.redacted += n
 	s, c := cutChars(s, chars)
-	v.cut = v.cut || c
+	v.cut = v.cut || c || clipped
 	return s
+}
+
+// clipRunes returns the first n runes of s, and whether there were more.
+func clipRunes(s string, n int) (string, bool) {
+	for i := range s {
+		if n == 0 {
+			return s[:i], true
+		}
+		n--
+	}
+	return s, false
 }
 
 // listNotes says what the texts of a list lost: cut to chars, or secrets
@@ -140,13 +157,18 @@ func (v *viewer) listNotes(chars int) []string {
 
 // trace redacts and bounds one backtrace.
 func (v *viewer) trace(s string, lines int) string {
-	s, n := RedactText(s)
-	v.redacted += n
 	cut := false
 	if parts := strings.SplitN(s, "\n", lines+1); len(parts) > lines {
-		s = strings.Join(parts[:lines], "\n") + "\n…"
+		s = strings.Join(parts[:lines], "\n")
 		cut = true
 	}
+	s, clipped := clipRunes(s, v.bounds.BacktraceChars+redactMargin)
+	s, n := RedactText(s)
+	v.redacted += n
+	if cut {
+		s += "\n…"
+	}
+	cut = cut || clipped
 	s, c := cutChars(s, v.bounds.BacktraceChars)
 	v.cut = v.cut || cut || c
 	return s

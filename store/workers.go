@@ -50,13 +50,14 @@ func (s *Store) StopWorker(ctx context.Context, id string) error {
 	return nil
 }
 
-// ListWorkers lists worker processes seen within the window, newest first;
-// stopped ones are included so that a crash is visible as a stale heartbeat
-// with no stop.
+// ListWorkers lists worker processes seen within the window: at most
+// 1,000, those not stopped first, newest first within each. Stopped ones
+// are included so that a crash is visible as a stale heartbeat with no
+// stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
-		ORDER BY started_at DESC LIMIT 1000`, within.Microseconds())
+		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT 1000`, within.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}

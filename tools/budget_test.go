@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -69,7 +70,49 @@ func bigDLQ(t *testing.T, st *store.Store) (string, int64) {
 	return q, moved[len(moved)-1].DLQMsgID
 }
 
-// TestResponsesStayUnderBudget calls every tool with its default arguments
+// manyWorkersAndBreakers registers 1,000 worker processes that ran (two
+// of them running now, the rest stopped), each serving 20 queues, and 150
+// circuit breakers used by 40 queues each, 3 of them open.
+func manyWorkersAndBreakers(t *testing.T, st *store.Store, q string) {
+	t.Helper()
+	ctx := testContext(t)
+	queues := make([]string, 20)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("%s_%02d", q, i)
+	}
+	_, err := st.Pool().Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at)
+		SELECT 'budget-'||i, 'host-'||i, i, $1, 10, now() - interval '1 hour', now() - interval '30 minutes', now() - interval '30 minutes'
+		FROM generate_series(1, 1000) i`, queues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"budget-7", "budget-900"} {
+		if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "live", PID: 1, Queues: queues, Concurrency: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	users := make([]store.BreakerUser, 40)
+	for i := range users {
+		users[i] = store.BreakerUser{Queue: fmt.Sprintf("%s_%02d", q, i), Kind: "charge"}
+	}
+	for i := range 150 {
+		name := fmt.Sprintf("http:bank-%03d.example.com", i)
+		if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.RecordBreakerUsers(ctx, name, users); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 49 {
+			if _, err := st.BreakerFailure(ctx, name, "503 Service Unavailable: "+strings.Repeat("upstream overloaded; ", 100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestResponsesStayUnderBudget calls every tool but the system-wide lists
+// (TestSystemListsStayUnderBudget) with its default arguments
 // and with its largest allowed ones on a DLQ of 10,000 messages with long
 // errors and large payloads, payloads allowed and asked for, and checks
 // every answer is under responseLimit characters.
@@ -106,8 +149,6 @@ func TestResponsesStayUnderBudget(t *testing.T) {
 		{"pgbus_queue_messages", map[string]any{"queue": q}},
 		{"pgbus_queue_messages", map[string]any{"queue": q, "limit": 100, "include_payload": true}},
 		{"pgbus_queue_messages", map[string]any{"queue": q, "limit": 100, "include_payload": true, "full_history": true}},
-		{"pgbus_workers", nil},
-		{"pgbus_circuits", nil},
 		{"pgbus_audit", nil},
 		{"pgbus_audit", map[string]any{"limit": 100}},
 		{"pgbus_audit", map[string]any{"limit": 100, "tool": "all", "since": "1h"}},
@@ -130,6 +171,49 @@ func TestResponsesStayUnderBudget(t *testing.T) {
 		}
 		if n >= responseLimit {
 			t.Errorf("%s(%v): %d characters, want under %d", c.tool, c.args, n, responseLimit)
+		}
+	}
+}
+
+// checkSize fails the test when a tool's answer is not under responseLimit.
+func checkSize(t *testing.T, e *env, tool string, args map[string]any) {
+	t.Helper()
+	if n := utf8.RuneCountInString(resultText(e.call(t, tool, args))); n >= responseLimit {
+		t.Errorf("%s(%v): %d characters, want under %d", tool, args, n, responseLimit)
+	}
+}
+
+// TestSystemListsStayUnderBudget: 1,000 worker processes and 150 breakers
+// used by 40 queues each are listed within the budget, the ones to act on
+// (running workers, open breakers) first, and the answer says how many it
+// left out.
+func TestSystemListsStayUnderBudget(t *testing.T) {
+	e := newEnvOn(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)), ops.Options{})
+	manyWorkersAndBreakers(t, e.st, newQueue(t, e.st))
+	checkSize(t, e, "pgbus_workers", nil)
+	checkSize(t, e, "pgbus_circuits", nil)
+
+	ws := callOK[ops.Workers](t, e, "pgbus_workers", nil)
+	if ws.Running != 2 || ws.Stopped != 998 || ws.Omitted == 0 || len(ws.Workers)+ws.Omitted != 1000 || len(ws.Notes) != 1 {
+		t.Fatalf("workers: %d listed, running %d, stopped %d, omitted %d, notes %v", len(ws.Workers), ws.Running, ws.Stopped, ws.Omitted, ws.Notes)
+	}
+	if ws.Workers[0].Status != ops.WorkerRunning || ws.Workers[1].Status != ops.WorkerRunning || ws.Workers[2].Status != ops.WorkerStopped {
+		t.Errorf("workers start %s, %s, %s; want the two running first", ws.Workers[0].Status, ws.Workers[1].Status, ws.Workers[2].Status)
+	}
+	if !strings.Contains(ws.Notes[0], "pgbus workers") {
+		t.Errorf("note %q does not say where to see them all", ws.Notes[0])
+	}
+
+	cs := callOK[ops.Circuits](t, e, "pgbus_circuits", nil)
+	if cs.Open != 3 || cs.Omitted == 0 || len(cs.Circuits)+cs.Omitted != 150 || len(cs.Notes) != 1 {
+		t.Fatalf("circuits: %d listed, open %d, omitted %d, notes %v", len(cs.Circuits), cs.Open, cs.Omitted, cs.Notes)
+	}
+	for i, b := range cs.Circuits {
+		if (i < 3) != (b.State == store.BreakerOpen) {
+			t.Errorf("circuit %d is %s %s; want the 3 open ones first", i, b.Name, b.State)
+		}
+		if len(b.Users) != 20 || b.UsersOmitted != 20 {
+			t.Errorf("%s lists %d users, omits %d; want 20 and 20", b.Name, len(b.Users), b.UsersOmitted)
 		}
 	}
 }

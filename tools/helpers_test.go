@@ -63,7 +63,12 @@ func newDeps(t testing.TB, st *store.Store, o ops.Options) tools.Deps {
 
 func newEnv(t testing.TB, o ops.Options) *env {
 	t.Helper()
-	st := testStore(t)
+	return newEnvOn(t, testStore(t), o)
+}
+
+// newEnvOn is newEnv on the database of st.
+func newEnvOn(t testing.TB, st *store.Store, o ops.Options) *env {
+	t.Helper()
 	d := newDeps(t, st, o)
 	// Output validation makes the server check every structured result
 	// against the tool's output schema, as strict clients do.

@@ -158,7 +158,7 @@ func TestCircuits(t *testing.T) {
 	if len(cs.Circuits) != 2 || cs.Open != 1 {
 		t.Fatalf("circuits: %+v", cs)
 	}
-	exec, open := cs.Circuits[0], cs.Circuits[1] // by name
+	open, exec := cs.Circuits[0], cs.Circuits[1] // open ones first
 	if open.Name != api || open.State != store.BreakerOpen || open.ConsecutiveFailures != 2 || open.FailureThreshold != 2 ||
 		open.OpenUntil == nil || open.OpenUntil.Before(time.Now().Add(50*time.Minute)) ||
 		!strings.Contains(open.LastError, "connection refused") || !strings.Contains(open.LastError, ops.Redacted) ||
