@@ -105,4 +105,3 @@ func TestRedactTextFoldedLetters(t *testing.T) {
 		}
 	}
 }
-
