@@ -48,6 +48,9 @@ type Config struct {
 	// Rand returns uniform numbers in [0, 1) for backoff jitter. Tests pass
 	// a fixed source. Default math/rand/v2.
 	Rand func() float64
+	// Observers are told of every job's start and end, in this order: for
+	// metrics, traces and logs. None by default.
+	Observers []Observer
 }
 
 // QueueConfig is one queue a client works.
@@ -124,6 +127,7 @@ type Client struct {
 	// are fixed when a queue is created.
 	sendQueues sync.Map
 	stats      *statsCollector
+	observers  observers
 	running    atomic.Bool
 }
 
@@ -141,6 +145,11 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 		kinds:    map[string]handler{},
 		defaults: map[string]handler{},
 		stats:    newStatsCollector(),
+	}
+	for _, o := range cfg.Observers {
+		if o != nil {
+			c.observers = append(c.observers, o)
+		}
 	}
 	empty := map[string]store.QueueSettings{}
 	c.settings.Store(&empty)

@@ -131,10 +131,10 @@ func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 // routing it; the others start as jobs.
 func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Duration, n int) (int, error) {
 	var routed []result
-	var runnable []delivery
+	var routedFrom, runnable []delivery
 	msgs, err := w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, func(msgs []store.Message) []store.DeadLetterItem {
 		now := time.Now()
-		routed, runnable = routed[:0], runnable[:0]
+		routed, routedFrom, runnable = routed[:0], routedFrom[:0], runnable[:0]
 		var items []store.DeadLetterItem
 		for _, m := range msgs {
 			d := w.prepare(queue, m, now)
@@ -143,13 +143,16 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 				runnable = append(runnable, d)
 				continue
 			}
-			routed = append(routed, res)
+			routed, routedFrom = append(routed, res), append(routedFrom, d)
 			items = append(items, store.DeadLetterItem{MsgID: res.msgID, Reason: res.reason, MaxRetries: res.maxRetries, Failure: res.failure})
 		}
 		return items
 	})
 	if err != nil {
 		return 0, err
+	}
+	for i, res := range routed {
+		w.c.observers.finished(w.jobBase, w.jobOf(routedFrom[i]), res, attempt{})
 	}
 	w.record(routed)
 	w.release(len(routed))
@@ -329,15 +332,22 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// runDelivery calls the handler and turns what it returned into an outcome.
-func (w *queueWorker) runDelivery(d delivery) result {
+func (w *queueWorker) jobOf(d delivery) *Job {
 	m := d.m
-	res := result{queue: d.queue, msgID: m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
-	job := &Job{
+	return &Job{
 		Queue: d.queue, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
 		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
 		IdempotencyKey: idempotencyKey(d.headers, d.queue, m.ID), Deadline: d.deadline,
 	}
+}
+
+// runDelivery calls the handler and turns what it returned into an outcome.
+func (w *queueWorker) runDelivery(d delivery) (res result) {
+	res = result{queue: d.queue, msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	job := w.jobOf(d)
+	ctx := w.c.observers.started(w.jobBase, job)
+	var a attempt
+	defer func() { w.c.observers.finished(ctx, job, res, a) }()
 	breaker := d.h.opts.Breaker
 	if breaker != nil {
 		if wait, open := w.breakerOpen(breaker.Name); open {
@@ -345,7 +355,7 @@ func (w *queueWorker) runDelivery(d delivery) result {
 			return res
 		}
 	}
-	a := w.runHandler(d.h, job)
+	a = w.runHandler(ctx, d.h, job)
 	err := a.err
 	if err == nil {
 		if breaker != nil {
@@ -454,18 +464,19 @@ type attempt struct {
 	limit    time.Duration
 	timedOut bool
 	elapsed  time.Duration
+	ran      bool
 }
 
 // runHandler runs the handler with its timeout, recovering panics. A handler
 // that ignores its context is given up on after the grace period; its
 // goroutine is left behind, which is logged.
-func (w *queueWorker) runHandler(h handler, job *Job) attempt {
+func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) attempt {
 	timeout := h.opts.Timeout
 	if timeout <= 0 {
 		timeout = w.c.settingsFor(w.name).VisibilityTimeout
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(w.jobBase, timeout)
+	ctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
 	done := make(chan attempt, 1)
 	go func() {
@@ -488,7 +499,7 @@ func (w *queueWorker) runHandler(h handler, job *Job) attempt {
 	case <-w.jobBase.Done():
 		a.err = w.jobBase.Err()
 	}
-	a.limit, a.elapsed = timeout, time.Since(start)
+	a.limit, a.elapsed, a.ran = timeout, time.Since(start), true
 	a.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) && w.jobBase.Err() == nil
 	return a
 }

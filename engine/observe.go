@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Observer watches a Client's work, for metrics, traces and logs. Its
+// methods run on worker goroutines, for every message: they must return
+// quickly and never block on the network.
+type Observer interface {
+	// JobStarted is called before a job's handler runs (before its circuit
+	// breaker is asked); the context it returns is the handler's, so a
+	// tracer can start the attempt's span in it.
+	JobStarted(ctx context.Context, job *Job) context.Context
+	// JobFinished is called once a delivery's outcome is settled, before
+	// it is written. ctx is what JobStarted returned, or the worker's
+	// context for a message settled without running (no attempts left,
+	// past its deadline, or no handler for its kind).
+	JobFinished(ctx context.Context, job *Job, f Finish)
+}
+
+// Outcomes of a delivery, as Finish.Outcome says them.
+const (
+	OutcomeSucceeded    = "succeeded"
+	OutcomeRetried      = "retried"
+	OutcomeDeadLettered = "dead_lettered"
+	OutcomeDiscarded    = "discarded"
+	OutcomeSnoozed      = "snoozed"
+)
+
+// Finish is how one delivery of a message ended.
+type Finish struct {
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// Reason is why a dead-lettered message died: store.ReasonMaxRetriesExceeded,
+	// store.ReasonNonRetryable or store.ReasonDeadlineExceeded.
+	Reason string
+	// Err is what the handler returned, or why the message was settled
+	// without running; nil on success and for a snooze by an open breaker.
+	Err error
+	// ErrorClass is Err's class ("" when Err is nil).
+	ErrorClass string
+	// Ran says whether the handler ran; Elapsed is how long it did.
+	Ran     bool
+	Elapsed time.Duration
+	// Latency is how long the message waited from being enqueued (or
+	// becoming visible again) to this delivery.
+	Latency time.Duration
+	// Delay is when a retried or snoozed message runs again, from now.
+	Delay time.Duration
+}
+
+// observers calls each of a Client's observers in turn; none cost nothing.
+type observers []Observer
+
+func (o observers) started(ctx context.Context, job *Job) context.Context {
+	for _, ob := range o {
+		ctx = ob.JobStarted(ctx, job)
+	}
+	return ctx
+}
+
+func (o observers) finished(ctx context.Context, job *Job, res result, a attempt) {
+	if len(o) == 0 || res.abandon {
+		return
+	}
+	f := Finish{Reason: res.reason, Ran: a.ran, Elapsed: a.elapsed, Latency: res.latency, Delay: res.delay}
+	switch res.action {
+	case actionSucceed:
+		f.Outcome = OutcomeSucceeded
+	case actionRetry:
+		f.Outcome = OutcomeRetried
+	case actionDeadLetter:
+		f.Outcome = OutcomeDeadLettered
+	case actionDiscard:
+		f.Outcome = OutcomeDiscarded
+	case actionSnooze:
+		f.Outcome = OutcomeSnoozed
+	}
+	f.Err = a.err
+	if f.Err == nil && res.failure != nil {
+		f.Err = settledError{res.failure}
+	}
+	if f.Err != nil {
+		f.ErrorClass = ErrorClass(f.Err)
+	}
+	for _, ob := range o {
+		ob.JobFinished(ctx, job, f)
+	}
+}
+
+// settledError is the failure of a message settled without running.
+type settledError struct{ f *store.Failure }
+
+func (e settledError) Error() string      { return e.f.ErrorMessage }
+func (e settledError) ErrorClass() string { return e.f.ErrorClass }

@@ -1,0 +1,101 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+type seenKey struct{}
+
+// recorder is an Observer that keeps what it was told.
+type recorder struct {
+	mu       sync.Mutex
+	started  []int64
+	finished []finished
+}
+
+type finished struct {
+	id     int64
+	f      engine.Finish
+	ctxTag any
+}
+
+func (r *recorder) JobStarted(ctx context.Context, job *engine.Job) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started = append(r.started, job.ID)
+	return context.WithValue(ctx, seenKey{}, job.ID)
+}
+
+func (r *recorder) JobFinished(ctx context.Context, job *engine.Job, f engine.Finish) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished = append(r.finished, finished{id: job.ID, f: f, ctxTag: ctx.Value(seenKey{})})
+}
+
+func (r *recorder) of(id int64) []finished {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []finished
+	for _, f := range r.finished {
+		if f.id == id {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Observers are told of each delivery's start and end with its outcome:
+// a success, a failure retried and then dead-lettered, and a message with
+// no handler settled without running; the handler runs in the context the
+// observer returned.
+func TestObserversSeeEveryOutcome(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
+	rec := &recorder{}
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Observers = []engine.Observer{nil, rec} })
+	var handlerSaw sync.Map
+	c.Handle("ok", func(ctx context.Context, job *engine.Job) error {
+		handlerSaw.Store(job.ID, ctx.Value(seenKey{}))
+		return nil
+	})
+	c.Handle("fail", func(context.Context, *engine.Job) error { return errors.New("downstream said 503") })
+	pgtest.Start(t, c)
+	ok := pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{Kind: "ok"})
+	bad := pgtest.Send(t, c, q, map[string]int{"n": 2}, engine.SendOptions{Kind: "fail"})
+	lost := pgtest.Send(t, c, q, map[string]int{"n": 3}, engine.SendOptions{Kind: "nobody"})
+	pgtest.Eventually(t, 30*time.Second, "three outcomes settled", func() bool {
+		return len(rec.of(ok)) == 1 && len(rec.of(bad)) == 2 && len(rec.of(lost)) == 1
+	})
+
+	if got := rec.of(ok)[0]; got.f.Outcome != engine.OutcomeSucceeded || !got.f.Ran || got.f.Err != nil || got.ctxTag != ok {
+		t.Errorf("success: %+v", got)
+	}
+	if v, _ := handlerSaw.Load(ok); v != ok {
+		t.Errorf("the handler's context lacks the observer's value: %v", v)
+	}
+	b := rec.of(bad)
+	if b[0].f.Outcome != engine.OutcomeRetried || b[0].f.Delay <= 0 || b[0].f.ErrorClass == "" || b[0].f.Err.Error() != "downstream said 503" {
+		t.Errorf("first failure: %+v", b[0])
+	}
+	if b[1].f.Outcome != engine.OutcomeDeadLettered || b[1].f.Reason != store.ReasonMaxRetriesExceeded || !b[1].f.Ran {
+		t.Errorf("second failure: %+v", b[1])
+	}
+	l := rec.of(lost)[0]
+	if l.f.Outcome != engine.OutcomeDeadLettered || l.f.Ran || l.f.ErrorClass != engine.ClassUnknownKind || l.f.Reason != store.ReasonNonRetryable || l.ctxTag != nil {
+		t.Errorf("no handler: %+v", l)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if slices.Contains(rec.started, lost) || !slices.Contains(rec.started, ok) {
+		t.Errorf("started %v: want %d, not %d", rec.started, ok, lost)
+	}
+}
