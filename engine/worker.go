@@ -428,6 +428,9 @@ func (w *queueWorker) breakerOpen(name string) (time.Duration, bool) {
 		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
 		return 0, false
 	}
+	if v.Probe {
+		w.c.observers.breakerChanged(name, store.BreakerOpen, store.BreakerHalfOpen)
+	}
 	if v.Allowed {
 		return 0, false
 	}
@@ -437,15 +440,18 @@ func (w *queueWorker) breakerOpen(name string) (time.Duration, bool) {
 func (w *queueWorker) breakerRecord(name string, jobErr error) {
 	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
 	defer cancel()
+	var change store.BreakerChange
 	var err error
 	if jobErr == nil {
-		err = w.c.store.BreakerSuccess(ctx, name)
+		change, err = w.c.store.BreakerSucceeded(ctx, name)
 	} else {
-		_, err = w.c.store.BreakerFailure(ctx, name, jobErr.Error())
+		change, err = w.c.store.BreakerFailed(ctx, name, jobErr.Error())
 	}
 	if err != nil {
 		w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
+		return
 	}
+	w.c.observers.breakerChanged(name, change.From, change.To)
 }
 
 func (w *queueWorker) failure(m store.Message, kind string, err error, stack string) *store.Failure {
