@@ -27,6 +27,7 @@ type serveFlags struct {
 	queues         []string
 	work           []string // the old name of --queue
 	handler        string
+	metricsAddr    string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -69,6 +70,9 @@ serve runs no workers and only answers agents.`,
   claude mcp add pgbus -- pgbus serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolveMetricsAddr(cmd.Flags(), &f.metricsAddr); err != nil {
+				return err
+			}
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -87,6 +91,7 @@ serve runs no workers and only answers agents.`,
 	// stdout, which on stdio is the MCP protocol's. serveQueues warns in the
 	// log instead.
 	_ = fl.MarkHidden("work")
+	addMetricsFlag(fl, &f.metricsAddr)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
 }
@@ -152,7 +157,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log))
+	mon, stopMonitor, err := a.startMonitor(ctx, sess.ops, f.metricsAddr, f.transport != mcpserver.TransportStdio)
+	if err != nil {
+		return err
+	}
+	defer stopMonitor()
+	mcp.Monitor = mon
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), mon.Observers()...)
 	if err != nil {
 		return err
 	}

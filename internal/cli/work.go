@@ -35,6 +35,7 @@ type workFlags struct {
 	drainTimeout time.Duration
 	untilIdle    bool
 	runFor       time.Duration
+	metricsAddr  string
 }
 
 func (w *workFlags) add(f *pflag.FlagSet) {
@@ -45,6 +46,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
+	addMetricsFlag(f, &w.metricsAddr)
 }
 
 func (a *app) workCommand() *cobra.Command {
@@ -111,6 +113,9 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 	if err := a.checkWorkFlags(w); err != nil {
 		return nil, err
 	}
+	if err := a.resolveMetricsAddr(fs, &w.metricsAddr); err != nil {
+		return nil, err
+	}
 	specs, source := queueSpecs(w.queues)
 	plan := config.WorkPlan{Specs: specs, Source: source, Handler: w.handler, HandlerFrom: a.from("handler")}
 	if a.sources["concurrency"] != "" {
@@ -165,7 +170,13 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
 		return err
 	}
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log})
+	mon, stopMonitor, err := a.startMonitor(ctx, s.ops, w.metricsAddr, false)
+	if err != nil {
+		return err
+	}
+	defer stopMonitor()
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
+		Observers: mon.Observers()})
 	if err != nil {
 		return err
 	}

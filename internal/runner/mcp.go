@@ -17,8 +17,8 @@ import (
 type MCPConfig struct {
 	// Transport is mcpserver.TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
-	// HTTP configures the HTTP transports; its Transport, Logger and Ready
-	// are filled in.
+	// HTTP configures the HTTP transports; its Transport and Logger are
+	// filled in, and its Ready is called after the address is logged.
 	HTTP mcpserver.HTTPConfig
 	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
 	// message payloads.
@@ -33,6 +33,9 @@ type MCPConfig struct {
 	// that set a log level; records logged through ClientLog.Tee elsewhere
 	// (the embedded workers) reach them too.
 	ClientLog *mcpserver.ClientLog
+	// Monitor, when set, counts the tool calls; over HTTP its metrics
+	// are served at /metrics and its probes at /livez and /readyz.
+	Monitor *Monitor
 }
 
 // Check checks the transport and its HTTP settings, before anything
@@ -47,11 +50,15 @@ func (c MCPConfig) Check() error {
 	return fmt.Errorf("--transport %q: use stdio, http or sse", c.Transport)
 }
 
-// http is the HTTP configuration, logging the address once listening.
+// http is the HTTP configuration, logging the address once listening
+// (and calling HTTP.Ready, when set).
 func (c MCPConfig) http() mcpserver.HTTPConfig {
 	h := c.HTTP
 	h.Transport, h.Logger = c.Transport, c.Logger
 	h.Ready = func(addr net.Addr) {
+		if c.HTTP.Ready != nil {
+			c.HTTP.Ready(addr)
+		}
 		path := mcpserver.PathMCP
 		if c.Transport == mcpserver.TransportSSE {
 			path = mcpserver.PathSSE
@@ -73,7 +80,12 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if err != nil {
 		return err
 	}
-	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog})
+	opts := mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog}
+	if c.Monitor != nil {
+		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
+		c.HTTP.Metrics, c.HTTP.Probes = c.Monitor.MetricsHandler(), c.Monitor.ProbesHandler()
+	}
+	s := mcpserver.New(tools.Deps{Ops: svc}, opts)
 	if c.Transport == mcpserver.TransportStdio {
 		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
 		err = mcpserver.ServeStdio(ctx, s, c.Stdin, c.Stdout, c.Logger)
