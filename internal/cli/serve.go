@@ -62,7 +62,13 @@ a database role that may only read can serve it.
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does; with none of them,
-serve runs no workers and only answers agents.`,
+serve runs no workers and only answers agents.
+
+Monitoring: over http and sse the same address serves Prometheus metrics at
+/metrics (with the bearer token, when one is set) and the probes /livez and
+/readyz (without it; /readyz answers 503 while the health verdict is
+STALLED). --metrics-addr serves the three on a port of their own, over any
+transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
   pgbus serve --transport http --addr 127.0.0.1:8080

@@ -72,11 +72,15 @@ Queues declared in the configuration file are created when missing and get the
 file's retry settings. Queues named only on the command line must exist
 (pgbus queue create).
 
-Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).`,
+Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).
+
+--metrics-addr HOST:PORT serves Prometheus metrics at /metrics and the probes
+/livez and /readyz (503 while the health verdict is STALLED) while working.`,
 		Example: `  pgbus work --queue demo_orders --queue demo_emails:4 --handler demo
   pgbus work --config pgbus.yaml
   PGBUS_QUEUES=demo_orders PGBUS_HANDLER=demo pgbus work --until-idle
-  pgbus work --config pgbus.yaml --for 10m --log-level debug`,
+  pgbus work --config pgbus.yaml --for 10m --log-level debug
+  pgbus work --config pgbus.yaml --metrics-addr :9187`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			queues, err := a.resolveWork(cmd.Flags(), &w)
