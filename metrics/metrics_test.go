@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,4 +291,57 @@ func TestErrorClassBound(t *testing.T) {
 			t.Errorf("class_%d has no label of its own: %v", i, classes)
 		}
 	}
+}
+
+// A breaker that the process's failures open is counted as a transition
+// from closed to open, and its state gauge, read from the database, says
+// open; once a probe succeeds it says closed, with both transitions
+// counted.
+func TestBreakerMetrics(t *testing.T) {
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.NewFastQueue(t, st, "brk", func(s *store.QueueSettings) { s.RetryBackoff, s.RetryBackoffMax, s.MaxRetries = 0, 0, 100 })
+	breaker := pgtest.Name("bank")
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	base := serve(t, metrics.Mux(reg, svc))
+	var failing sync.Map
+	failing.Store("on", true)
+	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
+	client.HandleQueue(q, func(context.Context, *engine.Job) error {
+		if _, on := failing.Load("on"); on {
+			return errors.New("bank down")
+		}
+		return nil
+	}, engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: breaker, FailureThreshold: 2, CoolOff: 200 * time.Millisecond, MaxCoolOff: 200 * time.Millisecond}})
+	pgtest.Start(t, client)
+	pgtest.Send(t, client, q, work{Mode: "ok"}, engine.SendOptions{})
+	opened := map[string]string{"breaker": breaker, "from": store.BreakerClosed, "to": store.BreakerOpen}
+	pgtest.Eventually(t, time.Minute, "the breaker to open", func() bool {
+		return value(scrape(t, base), "pgbus_circuit_breaker_transitions_total", opened) == 1
+	})
+	fams := scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerOpen}); v != 1 &&
+		value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerHalfOpen}) != 1 {
+		t.Errorf("state gauge of an opened breaker: open = %v", v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerClosed}); v != 0 {
+		t.Errorf("state gauge of an opened breaker: closed = %v, want 0", v)
+	}
+	failing.Delete("on")
+	pgtest.Eventually(t, time.Minute, "the breaker to close", func() bool {
+		return value(scrape(t, base), "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerClosed}) == 1
+	})
+	fams = scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_transitions_total", map[string]string{"breaker": breaker, "from": store.BreakerHalfOpen, "to": store.BreakerClosed}); v != 1 {
+		t.Errorf("half_open to closed counted %v times, want 1", v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_transitions_total", map[string]string{"breaker": breaker, "from": store.BreakerOpen, "to": store.BreakerHalfOpen}); v < 1 {
+		t.Errorf("open to half_open counted %v times, want at least 1", v)
+	}
+	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total")
 }
