@@ -14,7 +14,12 @@
 //	http.Handle(metrics.PathReadyz, metrics.Probes(svc))
 //
 // Every metric is named pgbus_*, counters end in _total and durations are
-// in seconds. Labels that come from data stay bounded: an error class or a
-// kind gets its own label value among the first MaxErrorClasses (MaxKinds)
-// seen by the process, and "other" after that.
+// in seconds. Labels that come from data stay bounded: at most
+// MaxErrorClasses error classes (MaxKinds kinds) have a label value of
+// their own, the rest are counted as "other". Values take the free slots
+// as they come; once all are taken, a value counted as "other" more than
+// twice as often as the least frequent labelled one (both counted since
+// the process first saw them) takes its slot, and the series of the value
+// that lost it are deleted: they stop, as the series of a restarted
+// process would, and rate() and increase() stay right.
 package metrics

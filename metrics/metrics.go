@@ -3,8 +3,10 @@ package metrics
 import (
 	"context"
 	"log/slog"
+	"math"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,11 +37,13 @@ type Options struct {
 	// tool calls.
 	Ops *ops.Service
 	// MaxErrorClasses is how many error classes get their own
-	// error_class label value; the rest are "other". Default
+	// error_class label value: the most frequent seen (see the package
+	// documentation); the rest are "other". Default
 	// DefaultMaxErrorClasses.
 	MaxErrorClasses int
-	// MaxKinds is how many kinds get their own kind label value; the rest
-	// are "other". Default DefaultMaxKinds.
+	// MaxKinds is how many kinds get their own kind label value, chosen
+	// as the error classes are; the rest are "other". Default
+	// DefaultMaxKinds.
 	MaxKinds int
 	// CacheFor is how long one read of the gauges serves scrapes, so that
 	// scrapes that come together read the database once. Default
@@ -109,7 +113,7 @@ func New(opts Options) *Metrics {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Metrics{
+	m := &Metrics{
 		opts: opts, log: log,
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_jobs_finished_total",
 			Help: "Deliveries of jobs this process settled, by queue, kind and outcome (succeeded, retried, dead_lettered, discarded, snoozed); reason says why a dead-lettered job died (max_retries_exceeded, non_retryable, deadline_exceeded) and is empty otherwise."},
@@ -129,9 +133,6 @@ func New(opts Options) *Metrics {
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_mcp_tool_calls_total",
 			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix) or failed (a protocol error)."},
 			[]string{"tool", "result"}),
-		classes: newLabelSet(opts.MaxErrorClasses),
-		kinds:   newLabelSet(opts.MaxKinds),
-		tools:   newLabelSet(64),
 		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
 			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay).",
 			[]string{"queue", "state"}, nil),
@@ -146,6 +147,10 @@ func New(opts Options) *Metrics {
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
 	}
+	m.classes = newLabelSet(opts.MaxErrorClasses, func(class string) { m.failures.DeletePartialMatch(prometheus.Labels{"error_class": class}) })
+	m.kinds = newLabelSet(opts.MaxKinds, func(kind string) { m.finished.DeletePartialMatch(prometheus.Labels{"kind": kind}) })
+	m.tools = newLabelSet(64, nil) // the tools are a fixed set
+	return m
 }
 
 // JobStarted implements engine.Observer; it counts nothing.
@@ -154,9 +159,9 @@ func (m *Metrics) JobStarted(ctx context.Context, _ *engine.Job) context.Context
 // JobFinished implements engine.Observer: it counts the delivery's outcome
 // and, when the handler ran, how long it took and waited.
 func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
-	m.finished.WithLabelValues(job.Queue, m.kinds.label(job.Kind), f.Outcome, f.Reason).Inc()
+	m.kinds.with(job.Kind, func(kind string) { m.finished.WithLabelValues(job.Queue, kind, f.Outcome, f.Reason).Inc() })
 	if f.Err != nil && f.Outcome != engine.OutcomeSnoozed {
-		m.failures.WithLabelValues(job.Queue, f.Outcome, m.classes.label(f.ErrorClass)).Inc()
+		m.classes.with(f.ErrorClass, func(class string) { m.failures.WithLabelValues(job.Queue, f.Outcome, class).Inc() })
 	}
 	if f.Ran {
 		m.duration.WithLabelValues(job.Queue).Observe(f.Elapsed.Seconds())
@@ -186,7 +191,7 @@ func (m *Metrics) ToolCalled(tool, result string) {
 	if !toolName.MatchString(tool) {
 		tool = Other
 	}
-	m.toolCalls.WithLabelValues(m.tools.label(tool), result).Inc()
+	m.tools.with(tool, func(tool string) { m.toolCalls.WithLabelValues(tool, result).Inc() })
 }
 
 // Describe implements prometheus.Collector.
@@ -264,35 +269,101 @@ func (m *Metrics) gauges() (ops.Gauges, bool) {
 	return g, err == nil
 }
 
-// labelSet bounds the values of a label: the first max values seen keep
-// their own, the others become Other. Values once given are kept, since a
-// counter cannot move to another label.
+// labelSet bounds the values of a label to the max most frequent ones
+// seen; the others are counted as Other. A value gets a label of its own
+// while a slot is free; once all are taken, a value seen more than twice
+// as often as the least frequent labelled one (counted since each was
+// first seen) takes that one's slot, and the series of the value that
+// lost it are deleted (evict), so that the label never has more than
+// max+1 values. The series stop rather than move: a counter cannot pass
+// its count to another label. Without evict, the first max values keep
+// their slots.
 type labelSet struct {
-	mu   sync.RWMutex
-	max  int
-	seen map[string]struct{}
+	mu      sync.RWMutex
+	max     int
+	seen    map[string]*atomic.Int64 // labelled values: how often seen
+	pending map[string]int64         // values counted as Other: how often seen
+	evict   func(value string)       // deletes the series of a value that lost its slot
 }
 
-func newLabelSet(max int) *labelSet { return &labelSet{max: max, seen: map[string]struct{}{}} }
+// maxPending bounds the values counted as Other that a labelSet tracks,
+// per slot; the least frequent ones are forgotten first.
+const maxPending = 4
 
-func (l *labelSet) label(v string) string {
+func newLabelSet(max int, evict func(string)) *labelSet {
+	return &labelSet{max: max, seen: map[string]*atomic.Int64{}, pending: map[string]int64{}, evict: evict}
+}
+
+// with calls fn with the label of v, counting v. No slot changes hands
+// while fn runs, so fn may update the series of the label.
+func (l *labelSet) with(v string, fn func(label string)) {
 	if v == "" || v == Other {
-		return v
+		fn(v)
+		return
 	}
 	l.mu.RLock()
-	_, ok := l.seen[v]
-	l.mu.RUnlock()
-	if ok {
-		return v
+	if c, ok := l.seen[v]; ok {
+		c.Add(1)
+		fn(v)
+		l.mu.RUnlock()
+		return
 	}
+	l.mu.RUnlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.seen[v]; ok {
+	fn(l.admit(v))
+}
+
+// admit counts v, which had no slot when last looked at, and returns its
+// label. l.mu is held.
+func (l *labelSet) admit(v string) string {
+	if c, ok := l.seen[v]; ok {
+		c.Add(1)
 		return v
 	}
-	if len(l.seen) >= l.max {
-		return Other
+	n := l.pending[v] + 1
+	if len(l.seen) < l.max {
+		l.give(v, n)
+		return v
 	}
-	l.seen[v] = struct{}{}
-	return v
+	if l.evict != nil {
+		least, leastN := "", int64(math.MaxInt64)
+		for k, c := range l.seen {
+			if c := c.Load(); c < leastN || c == leastN && k < least {
+				least, leastN = k, c
+			}
+		}
+		if n > 2*leastN {
+			delete(l.seen, least)
+			l.evict(least)
+			l.track(least, leastN)
+			l.give(v, n)
+			return v
+		}
+	}
+	l.track(v, n)
+	return Other
+}
+
+func (l *labelSet) give(v string, n int64) {
+	delete(l.pending, v)
+	c := new(atomic.Int64)
+	c.Store(n)
+	l.seen[v] = c
+}
+
+// track remembers how often v, counted as Other, was seen; a value not
+// tracked yet takes the place of the least frequent one when there are
+// too many.
+func (l *labelSet) track(v string, n int64) {
+	if _, ok := l.pending[v]; !ok && len(l.pending) >= maxPending*l.max {
+		least, leastN := "", int64(math.MaxInt64)
+		for k, c := range l.pending {
+			if c < leastN || c == leastN && k < least {
+				least, leastN = k, c
+			}
+		}
+		delete(l.pending, least)
+	}
+	l.pending[v] = n
 }

@@ -251,7 +251,8 @@ func checkFamilies(t *testing.T, fams map[string]*dto.MetricFamily, absent ...st
 }
 
 // With 1,000 distinct error classes, the error_class label takes at most
-// MaxErrorClasses values besides "other", and every failure is counted.
+// MaxErrorClasses values besides "other", and every failure is counted; a
+// frequent class seen after them gets a label of its own all the same.
 func TestErrorClassBound(t *testing.T) {
 	m := metrics.New(metrics.Options{MaxErrorClasses: 10})
 	reg := prometheus.NewRegistry()
@@ -262,6 +263,39 @@ func TestErrorClassBound(t *testing.T) {
 		m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeDeadLettered, Reason: store.ReasonMaxRetriesExceeded,
 			Err: err, ErrorClass: err.ErrorClass(), Ran: true})
 	}
+	classes := failuresByClass(t, reg)
+	var total float64
+	for _, n := range classes {
+		total += n
+	}
+	if len(classes) != 11 || classes[metrics.Other] != 990 || total != 1000 {
+		t.Fatalf("%d error_class values (want 10 and other), other = %v, total %v", len(classes), classes[metrics.Other], total)
+	}
+	for i := range 10 {
+		if classes[fmt.Sprintf("class_%d", i)] != 1 {
+			t.Errorf("class_%d has no label of its own: %v", i, classes)
+		}
+	}
+
+	// A class that comes often takes the slot of the least frequent one
+	// on its third failure, when it has failed more than twice as often;
+	// the series of the class that lost the slot are gone.
+	for range 5 {
+		err := classed{"hot"}
+		m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeRetried, Err: err, ErrorClass: err.ErrorClass(), Ran: true})
+	}
+	classes = failuresByClass(t, reg)
+	if len(classes) != 11 || classes["hot"] != 3 || classes[metrics.Other] != 992 {
+		t.Fatalf("after 5 failures of class hot: %d values, hot %v, other %v; want 11, 3, 992: %v", len(classes), classes["hot"], classes[metrics.Other], classes)
+	}
+	if _, ok := classes["class_0"]; ok {
+		t.Errorf("class_0 kept its series after losing its slot: %v", classes)
+	}
+}
+
+// failuresByClass sums pgbus_job_failures_total by error_class.
+func failuresByClass(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -279,18 +313,7 @@ func TestErrorClassBound(t *testing.T) {
 			}
 		}
 	}
-	var total float64
-	for _, n := range classes {
-		total += n
-	}
-	if len(classes) != 11 || classes[metrics.Other] != 990 || total != 1000 {
-		t.Fatalf("%d error_class values (want 10 and other), other = %v, total %v", len(classes), classes[metrics.Other], total)
-	}
-	for i := range 10 {
-		if classes[fmt.Sprintf("class_%d", i)] != 1 {
-			t.Errorf("class_%d has no label of its own: %v", i, classes)
-		}
-	}
+	return classes
 }
 
 // A breaker that the process's failures open is counted as a transition
@@ -344,4 +367,29 @@ func TestBreakerMetrics(t *testing.T) {
 		t.Errorf("open to half_open counted %v times, want at least 1", v)
 	}
 	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total")
+}
+
+// Failures of many classes from many workers at once, some classes far
+// more frequent than others so that slots change hands, never leave more
+// than MaxErrorClasses+1 error_class values.
+func TestErrorClassBoundConcurrent(t *testing.T) {
+	m := metrics.New(metrics.Options{MaxErrorClasses: 10})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			job := &engine.Job{Queue: "q", Kind: "k"}
+			for i := range 2000 {
+				class := fmt.Sprintf("c%d", (i*(w+1))%(10+i/100)) // the set of classes grows as it goes
+				err := classed{class}
+				m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeRetried, Err: err, ErrorClass: class, Ran: true})
+			}
+		})
+	}
+	wg.Wait()
+	classes := failuresByClass(t, reg)
+	if len(classes) > 11 || classes[metrics.Other] == 0 {
+		t.Fatalf("%d error_class values, want at most 11 with other among them: %v", len(classes), classes)
+	}
 }
