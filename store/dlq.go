@@ -123,8 +123,9 @@ type DeadGroup struct {
 	Kind        string `json:"kind"`
 	ErrorClass  string `json:"error_class"`
 	// ErrorPattern is the last error message normalized as the group
-	// compares it: quoted values, uuids, hex strings and numbers replaced by
-	// <str>, <uuid>, <hex> and <n> (pgbus.dlq_error_norm).
+	// compares it: quoted values without spaces, uuids, hex strings,
+	// identifiers mixing letters and digits, and numbers replaced by <str>,
+	// <uuid>, <hex>, <id> and <n>; quoted prose stays (pgbus.dlq_error_norm).
 	ErrorPattern string `json:"error_pattern"`
 	// ErrorMessage is the last error message of the group's newest message,
 	// as stored: the caller redacts it.
