@@ -225,6 +225,9 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 		if g.DLQ != c.queue+"_dlq" || g.Kind != c.kind || g.Count != c.count || !slices.Equal(g.Reasons, []string{c.reason}) || len(g.SampleMsgIDs) != int(min(c.count, 5)) {
 			t.Errorf("group of the %s: %+v", c.name, g)
 		}
+		if strings.TrimSpace(g.ErrorMessage) != g.ErrorMessage {
+			t.Errorf("the %s's message ends in blanks, which an agent shows as empty lines: %q", c.name, g.ErrorMessage)
+		}
 		b := g.ByField
 		if b == nil || b.Field != "partner" {
 			t.Errorf("group of the %s has no breakdown by partner: %+v", c.name, g)
