@@ -75,6 +75,7 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 	const payments, images = "payments", "images"
 	for _, q := range []string{payments, images} {
 		pgtest.CreateQueue(t, st, q)
+		// Two attempts: the outage and the hang die within seconds.
 		pgtest.SetFastSettings(t, st, q, func(s *store.QueueSettings) { s.MaxRetries = 2 })
 	}
 
