@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -21,12 +20,15 @@ import (
 // OTEL_BSP_*, OTEL_EXPORTER_OTLP_HEADERS, ..._TIMEOUT, ..._COMPRESSION,
 // ..._CERTIFICATE, ..._INSECURE and their _TRACES_ forms).
 const (
-	EnvSDKDisabled         = "OTEL_SDK_DISABLED"
-	EnvTracesExporter      = "OTEL_TRACES_EXPORTER"
-	EnvEndpoint            = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	EnvTracesEndpoint      = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	EnvProtocol            = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	EnvTracesProtocol      = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	EnvSDKDisabled    = "OTEL_SDK_DISABLED"
+	EnvTracesExporter = "OTEL_TRACES_EXPORTER"
+	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	EnvProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	EnvTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+)
+
+const (
 	defaultServiceName     = "pgbus"
 	exporterOTLP           = "otlp"
 	exporterConsole        = "console"
@@ -91,7 +93,7 @@ func FromEnv(ctx context.Context) (*Tracer, func(context.Context) error, error) 
 		resource.WithAttributes(attribute.String("service.name", defaultServiceName)),
 		resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil && res == nil {
-		return nil, nothing, fmt.Errorf("tracing: read the resource from %s and OTEL_SERVICE_NAME: %w; fix them or unset them", "OTEL_RESOURCE_ATTRIBUTES", err)
+		return nil, nothing, fmt.Errorf("tracing: read OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME: %w; fix them or unset them", err)
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	var exporters []sdktrace.SpanExporter
@@ -136,5 +138,5 @@ func otlpExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 	case protocolGRPC:
 		return otlptracegrpc.New(ctx)
 	}
-	return nil, errors.New(from + "=" + fmt.Sprintf("%q", proto) + ": pgbus exports OTLP over " + supportedOTLPProtocols + "; set one of those")
+	return nil, fmt.Errorf("%s=%q: pgbus exports OTLP over %s; set one of those", from, proto, supportedOTLPProtocols)
 }
