@@ -79,8 +79,12 @@ func New(tp trace.TracerProvider) *Tracer {
 
 // Sending starts a send's span, a child of the span in ctx (or, when ctx
 // has none, of a traceparent header the caller set), and writes its trace
-// context into opts.Headers. It is engine.SendObserver's hook.
+// context into opts.Headers (made when nil). It is engine.SendObserver's
+// hook; the engine hands it a copy of the caller's headers.
 func (t *Tracer) Sending(ctx context.Context, queue string, opts *engine.SendOptions) func(int64, error) {
+	if opts.Headers == nil {
+		opts.Headers = map[string]any{}
+	}
 	carrier := anyCarrier(opts.Headers)
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = t.prop.Extract(ctx, carrier)
