@@ -298,3 +298,62 @@ func TestOffLeavesHeadersAlone(t *testing.T) {
 		}
 	}
 }
+
+// Every way a DLQ retry moves messages carries the trace on: one message
+// by id with a corrected payload, and messages by filter in one guarded
+// transaction (a dry run's expect). The moved messages carry their retry
+// span's context, under the trace and tracestate they died with, and keep
+// their other headers.
+func TestRetryPathsCarryTheTrace(t *testing.T) {
+	s := pgtest.Store(t)
+	ctx := pgtest.Context(t)
+	q := pgtest.NewFastQueue(t, s, "trr", nil)
+	tr, exp := newTracer(t)
+	const traceID, parentID, state = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "vendor=x"
+	h := `{"pgbus_kind": "k", "tenant": "acme", "traceparent": "00-` + traceID + `-` + parentID + `-01", "tracestate": "` + state + `"}`
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Headers: h}, pgtest.DeadSpec{Kind: "k", Headers: h}, pgtest.DeadSpec{Kind: "k", Headers: h})
+	svc, err := ops.New(s, ops.Options{Observers: []engine.Observer{tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	one, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}, Payload: json.RawMessage(`{"fixed": true}`)})
+	if err != nil || one.Retried != 1 {
+		t.Fatalf("retry with a payload: %+v, %v", one, err)
+	}
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil || dry.Retried != 2 || len(exp.GetSpans()) != 1 {
+		t.Fatalf("dry run: %+v, %v, %d spans (a dry run records none)", dry, err, len(exp.GetSpans()))
+	}
+	rest, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Expect: dry.Expect})
+	if err != nil || rest.Retried != 2 {
+		t.Fatalf("guarded retry: %+v, %v", rest, err)
+	}
+
+	spans := map[int64]tracetest.SpanStub{} // by DLQ id
+	for _, sp := range exp.GetSpans() {
+		id, _ := attr(sp.Attributes, tracing.AttrDLQMsgID)
+		spans[id.AsInt64()] = sp
+		if sp.SpanContext.TraceID().String() != traceID || sp.Parent.SpanID().String() != parentID {
+			t.Errorf("retry span of %d: trace %s parent %s, want %s %s", id.AsInt64(), sp.SpanContext.TraceID(), sp.Parent.SpanID(), traceID, parentID)
+		}
+		if _, ok := event(sp, tracing.EventDLQRetried); !ok || sp.Status.Code == codes.Error {
+			t.Errorf("retry span of %d: event %v, status %+v", id.AsInt64(), ok, sp.Status)
+		}
+	}
+	for _, m := range append(one.Moved, rest.Moved...) {
+		sp, ok := spans[m.DLQMsgID]
+		if !ok {
+			t.Errorf("no retry span for DLQ message %d", m.DLQMsgID)
+			continue
+		}
+		got := headersOf(t, s, q, m.MsgID)
+		want := "00-" + traceID + "-" + sp.SpanContext.SpanID().String() + "-01"
+		if got[store.HeaderTraceparent] != want || got[store.HeaderTracestate] != state || got["tenant"] != "acme" || got[store.HeaderDLQRetries] != float64(1) {
+			t.Errorf("headers of %d moved to %d: %v; want traceparent %s", m.DLQMsgID, m.MsgID, got, want)
+		}
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE message = '{"fixed": true}'`); n != 1 {
+		t.Errorf("%d messages carry the corrected payload, want 1", n)
+	}
+}
