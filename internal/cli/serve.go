@@ -138,11 +138,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}
-	observers, stopTracing, err := runner.Tracing(ctx, a.log)
+	observers, err := a.tracing(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	defer stopTracing() // last: after the workers and the server stopped
 	mcp.Observers = observers
 
 	// Workers create their queues and write, so serve migrates as pgbus

@@ -156,11 +156,10 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
-	observers, stopTracing, err := runner.Tracing(ctx, a.log)
+	observers, err := a.tracing(ctx)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	defer stopTracing() // last: after the workers stopped
 	a.waitForDB = longRunningWait
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
