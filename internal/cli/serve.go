@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -149,6 +150,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	mcp.Observers = observers
 
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
@@ -169,7 +175,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer stopMonitor()
 	mcp.Monitor = mon
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), mon.Observers()...)
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,10 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
 	a.waitForDB = longRunningWait
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
@@ -180,7 +185,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	}
 	defer stopMonitor()
 	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
-		Observers: mon.Observers()})
+		Observers: slices.Concat(observers, mon.Observers())})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -33,6 +34,9 @@ type MCPConfig struct {
 	// that set a log level; records logged through ClientLog.Tee elsewhere
 	// (the embedded workers) reach them too.
 	ClientLog *mcpserver.ClientLog
+	// Observers watch what agents send and retry out of DLQs, for traces
+	// (see Tracing). None by default.
+	Observers []engine.Observer
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -76,7 +80,8 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.ClientLog == nil {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger)})
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
+		Observers: c.Observers})
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,8 @@ func describe(queues []config.WorkQueue) []string {
 // function it returns is called, which stops them and waits; with no
 // queues it runs nothing. The workers outlive ctx's cancellation, so that
 // the caller decides when they stop: after what it serves beside them.
-// observers are told of the workers' jobs.
+// observers, when given, watch the workers' jobs (see Tracing; metrics
+// count them).
 func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
 	if len(queues) == 0 {
 		return func() {}, nil
