@@ -2,14 +2,27 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
+
+// deliveryCheckWait is how long a new listener connection waits for its
+// own test notification before the client falls back to polling.
+const deliveryCheckWait = 5 * time.Second
 
 // listen wakes queue workers on the notification a send makes in its
 // transaction. A lost connection is re-made with backoff, and every queue is
 // woken after a reconnect since notifications may have been missed; polling
-// covers the gap meanwhile.
+// covers the gap meanwhile. When notifications cannot reach this process
+// (a pooler in transaction mode), it logs so once and leaves the queues to
+// polling.
 func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
+	if c.cfg.NoListen {
+		c.log.Info("pgbus: notifications are off; idle queues are read by polling", "poll_interval", c.cfg.PollInterval)
+		return
+	}
 	byPhysical := make(map[string]*queueWorker, len(workers))
 	for _, w := range workers {
 		for _, name := range w.physical {
@@ -22,6 +35,13 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 		began := time.Now()
 		err := c.listenOnce(ctx, byPhysical)
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, store.ErrNoDelivery) {
+			c.log.Warn("pgbus: notifications do not reach this process, so idle queues are read by polling; "+
+				"behind a pooler in transaction mode (PgBouncer) that is expected: set NoListen (PGBUS_NO_LISTEN=1) to skip this check, "+
+				"or point a session-mode pool or PostgreSQL itself at pgbus for prompt wake-ups",
+				"err", err, "poll_interval", c.cfg.PollInterval)
 			return
 		}
 		if time.Since(began) > maxDelay {
@@ -41,6 +61,9 @@ func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWor
 		return err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
+	if err := l.CheckDelivery(ctx, deliveryCheckWait); err != nil {
+		return err
+	}
 	for _, w := range byPhysical {
 		w.poke() // notifications may have been missed while disconnected
 	}
