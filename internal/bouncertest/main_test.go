@@ -7,4 +7,7 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// binary is the pgbus command, built for the tests.
+var binary string
+
+func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinary(m, &binary)) }
