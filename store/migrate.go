@@ -77,12 +77,12 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 
 // migrationTx runs fn in a transaction that holds the migration lock.
 func (s *Store) migrationTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return poolerHint(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 			return fmt.Errorf("store: migrate: take advisory lock: %w", err)
 		}
 		return fn(tx)
-	})
+	}))
 }
 
 // applyMigration applies m unless another process did while this one
