@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // pointing at PgBouncer in transaction mode, as the README's "Behind
 // PgBouncer" section says: it migrates, sends and works; pgbus work finds
 // that notifications do not arrive and says it polls, or with
-// PGBUS_NO_LISTEN=1 does not listen at all.
+// PGBUS_NO_LISTEN=1 or worker.no_listen in its file does not listen at all.
 func TestCommandsThroughBouncer(t *testing.T) {
 	b := bouncertest.Start(t, pgtest.NewDatabase(t))
 	run := func(env []string, args ...string) string {
@@ -46,6 +47,14 @@ func TestCommandsThroughBouncer(t *testing.T) {
 	out = run([]string{"PGBUS_NO_LISTEN=1"}, "work", "--queue", "orders", "--handler", "demo", "--for", "2s")
 	if !strings.Contains(out, "notifications are off") || strings.Contains(out, "do not reach") {
 		t.Errorf("pgbus work with PGBUS_NO_LISTEN=1 did not say it only polls:\n%s", out)
+	}
+	cfg := filepath.Join(t.TempDir(), "pgbus.yaml")
+	if err := os.WriteFile(cfg, []byte("worker:\n  no_listen: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = run(nil, "work", "--config", cfg, "--queue", "orders", "--handler", "demo", "--for", "2s")
+	if !strings.Contains(out, "notifications are off") {
+		t.Errorf("pgbus work with worker.no_listen in its file did not say it only polls:\n%s", out)
 	}
 	for _, args := range [][]string{{"queues"}, {"health"}, {"dlq", "summary"}, {"workers"}} {
 		run(nil, args...)

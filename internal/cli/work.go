@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +46,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
 	f.DurationVar(&w.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
-	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
+	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 }
@@ -101,12 +102,18 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 		}
 		return d.String()
 	}
+	fileBool := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
 		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
 		{"handler", "", EnvHandler},
 		{"concurrency", "", EnvConcurrency},
-		{"no-listen", "", EnvNoListen},
+		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
 	} {
 		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
 			return nil, err
