@@ -28,7 +28,8 @@ type Config struct {
 	// every PollInterval only. Without it, Run checks once per listener
 	// connection that a notification reaches it, and falls back to polling,
 	// with one log line, when none does (as behind PgBouncer in transaction
-	// mode); NoListen skips that check.
+	// mode), checking again quietly every 5 minutes; NoListen skips that
+	// check.
 	NoListen bool
 	// DrainTimeout is how long Run waits for running handlers after its
 	// context ends; the rest are left to their visibility timeout. Default 30s.
