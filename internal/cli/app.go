@@ -180,6 +180,8 @@ func configKeyOf(flag string) string {
 		return "worker.poll_interval"
 	case "drain-timeout":
 		return "worker.drain_timeout"
+	case "no-listen":
+		return "worker.no_listen"
 	}
 	out := []byte(flag)
 	for i, c := range out {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ const (
 	EnvConcurrency  = "PGBUS_CONCURRENCY"
 	EnvPollInterval = "PGBUS_POLL_INTERVAL"
 	EnvDrainTimeout = "PGBUS_DRAIN_TIMEOUT"
+	EnvNoListen     = "PGBUS_NO_LISTEN"
 )
 
 // workFlags are the options of pgbus work.
@@ -36,6 +38,7 @@ type workFlags struct {
 	drainTimeout time.Duration
 	untilIdle    bool
 	runFor       time.Duration
+	noListen     bool
 	metricsAddr  string
 }
 
@@ -45,6 +48,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
 	f.DurationVar(&w.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
+	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 	addMetricsFlag(f, &w.metricsAddr)
@@ -105,11 +109,18 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 		}
 		return d.String()
 	}
+	fileBool := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
 		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
 		{"handler", "", EnvHandler},
 		{"concurrency", "", EnvConcurrency},
+		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
 	} {
 		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
 			return nil, err
@@ -184,7 +195,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	defer stopMonitor()
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log,
 		Observers: slices.Concat(observers, mon.Observers())})
 	if err != nil {
 		return err
