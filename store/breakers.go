@@ -160,7 +160,28 @@ func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 // failures opens a closed breaker, and a failed probe reopens a half-open
 // one with its cool-off doubled (capped). It returns the state after.
 func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string, error) {
-	var state string
+	r, err := s.RecordBreakerFailure(ctx, name, errMsg)
+	return r.State, err
+}
+
+// BreakerFailed is what one failed call did to a circuit breaker.
+type BreakerFailed struct {
+	// State is the breaker's state after the failure.
+	State string
+	// Opened is set when this failure opened the breaker: the threshold
+	// of a closed one was reached, or a half-open one's probe failed.
+	Opened bool
+	// Failures counts the consecutive failures, this one included.
+	Failures int
+	// OpenUntil is when an open breaker lets a probe through.
+	OpenUntil time.Time
+}
+
+// RecordBreakerFailure is BreakerFailure, telling also whether this
+// failure opened the breaker, so that the opening is reported once.
+func (s *Store) RecordBreakerFailure(ctx context.Context, name, errMsg string) (BreakerFailed, error) {
+	var r BreakerFailed
+	var until *time.Time
 	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
@@ -177,14 +198,17 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
 		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
 		WHERE b.name = o.name
-		RETURNING b.state`, name, truncate(errMsg, 1000)).Scan(&state)
+		RETURNING b.state, o.opens, b.consecutive_failures, b.open_until`, name, truncate(errMsg, 1000)).Scan(&r.State, &r.Opened, &r.Failures, &until)
 	if err == pgx.ErrNoRows {
-		return "", notFoundf("circuit breaker %q does not exist", name)
+		return r, notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
-		return "", fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
+		return r, fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
 	}
-	return state, nil
+	if until != nil {
+		r.OpenUntil = *until
+	}
+	return r, nil
 }
 
 // ListBreakers returns every circuit breaker, by name.
