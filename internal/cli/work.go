@@ -165,9 +165,11 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
 		return err
 	}
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log})
+	jobs := runner.NewJobLog(a.log)
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
+		Observers: []engine.Observer{jobs}})
 	if err != nil {
 		return err
 	}
-	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log})
+	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
 }
