@@ -120,6 +120,9 @@ type Notifier struct {
 	checks  atomic.Int64
 }
 
+// CheckInterval is how often the elected process checks.
+func (n *Notifier) CheckInterval() time.Duration { return n.cfg.CheckInterval }
+
 // Checks counts the checks this Notifier ran as the elected process.
 func (n *Notifier) Checks() int64 { return n.checks.Load() }
 
@@ -186,8 +189,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 			return nil
 		}
 		lease = l
-		n.watcher = NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
-		n.log.Info("pgbus alerts: this process sends the alerts", "every", n.cfg.CheckInterval)
+		n.watcher = nil
 	}
 	h, err := n.svc.Health(ctx)
 	if err == nil {
@@ -195,8 +197,16 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
 		if err == nil {
 			now := n.now()
+			baseline := n.watcher == nil
+			if baseline {
+				n.watcher = NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
+			}
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
 				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
+			}
+			if baseline {
+				n.log.Info("pgbus alerts: this process sends the alerts; what it sees now is the baseline", "health", h.Status,
+					"dead_letter_groups", sum.TotalGroups, "every", n.cfg.CheckInterval)
 			}
 		}
 	}

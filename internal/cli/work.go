@@ -165,6 +165,11 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
 		return err
 	}
+	stopAlerts, err := runner.StartAlerts(ctx, s.db.Store, s.ops, a.cfg.Alerts, a.log)
+	if err != nil {
+		return err
+	}
+	defer stopAlerts()
 	jobs := runner.NewJobLog(a.log)
 	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
 		Observers: []engine.Observer{jobs}})
