@@ -77,51 +77,65 @@ func (s *sender) next() (Alert, bool) {
 	return a, true
 }
 
-// run posts queued alerts until ctx ends.
+// run posts queued alerts until ctx ends; those not sent by then are
+// logged as such.
 func (s *sender) run(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		a, ok := s.next()
 		if !ok {
 			select {
 			case <-ctx.Done():
-				return
 			case <-s.wake:
-				continue
 			}
+			continue
 		}
-		s.deliver(ctx, a)
+		if !s.deliver(ctx, a) && ctx.Err() != nil {
+			s.enqueueFront(a)
+		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.queue); n > 0 {
+		s.log.Warn("pgbus alerts: stopping with alerts not sent", "alerts", n, "oldest", s.queue[0].Text)
+	}
+}
+
+// enqueueFront puts back an alert whose post was cut short by the stop.
+func (s *sender) enqueueFront(a Alert) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append([]Alert{a}, s.queue...)
 }
 
 // deliver posts one alert, retrying failures with backoff up to
 // MaxAttempts; a receiver that refuses the request (a 4xx other than 408
-// and 429) is not asked again.
-func (s *sender) deliver(ctx context.Context, a Alert) {
+// and 429) is not asked again. It reports whether the alert was sent.
+func (s *sender) deliver(ctx context.Context, a Alert) bool {
 	body, err := s.body(a)
 	if err != nil {
 		s.log.Error("pgbus alerts: could not encode an alert; it is dropped", "err", err)
-		return
+		return false
 	}
 	delay := s.cfg.RetryBackoff
 	for attempt := 1; ; attempt++ {
 		retry, err := s.post(ctx, body)
 		if err == nil {
 			s.log.Info("pgbus alerts: alert sent", "status", a.Status, "events", len(a.Events), "attempt", attempt)
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if !retry || attempt >= s.cfg.MaxAttempts {
 			s.log.Error("pgbus alerts: alert not delivered; giving up on it", "err", err, "attempts", attempt, "text", a.Text)
-			return
+			return false
 		}
 		s.log.Warn("pgbus alerts: webhook failed; retrying", "err", err, "attempt", attempt, "in", delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 		delay = min(delay*2, s.cfg.RetryBackoffMax)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,5 +75,27 @@ func TestSenderDropsOldestWhenFull(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "dropped the oldest alert"); n != 2 {
 		t.Fatalf("%d drops logged, want 2:\n%s", n, logs.String())
+	}
+}
+
+// A receiver that refuses the alert (401: a wrong token) is not asked
+// again, and the log says what to check.
+func TestSenderGivesUpOnRefusal(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "bad token", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	var logs syncBuffer
+	cfg := Config{URL: srv.URL, RetryBackoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.withDefaults()
+	if newSender(cfg).deliver(context.Background(), Alert{Text: "x"}) {
+		t.Fatal("a refused alert counted as sent")
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("%d requests; want one, no retry of a refusal", n)
+	}
+	if out := logs.String(); !strings.Contains(out, "401 Unauthorized") || !strings.Contains(out, "check alerts.url and alerts.headers") {
+		t.Fatalf("the log does not say what to check:\n%s", out)
 	}
 }
