@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/ops"
 )
@@ -76,5 +77,53 @@ func TestAuditRecordsWritesAndPages(t *testing.T) {
 	got, err := svc.Audit(testContext(t), ops.AuditRequest{Client: "unknown", Op: ops.OpQueuePause, Limit: 100})
 	if err != nil || !strings.Contains(mustJSON(t, got), q) {
 		t.Fatalf("a pause without a client is not recorded as unknown: %v", err)
+	}
+}
+
+// The audit leaves sends out unless asked for them (all, or send), and
+// since leaves out older entries; a since it cannot read is refused.
+func TestAuditSendsAndSince(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	ctx := ops.WithClient(testContext(t), client)
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(req ops.AuditRequest) []string {
+		t.Helper()
+		req.Client = client
+		page, err := svc.Audit(ctx, req)
+		if err != nil {
+			t.Fatalf("audit %+v: %v", req, err)
+		}
+		var out []string
+		for _, e := range page.Items {
+			out = append(out, e.Op)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		req  ops.AuditRequest
+		want string
+	}{
+		{ops.AuditRequest{}, "queue_pause"},
+		{ops.AuditRequest{Op: ops.AuditAll}, "queue_pause send"},
+		{ops.AuditRequest{Op: ops.OpSend}, "send"},
+		{ops.AuditRequest{Op: ops.AuditAll, Since: "1h"}, "queue_pause send"},
+		{ops.AuditRequest{Op: ops.AuditAll, Since: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, ""},
+	} {
+		if got := strings.Join(listed(c.req), " "); got != c.want {
+			t.Errorf("audit %+v lists %q, want %q", c.req, got, c.want)
+		}
+	}
+	_, err := svc.Audit(ctx, ops.AuditRequest{Since: "last tuesday"})
+	var oe *ops.Error
+	if !errors.Is(err, ops.ErrInvalid) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "since") {
+		t.Errorf("since %q: %v, want a clear invalid-argument error", "last tuesday", err)
 	}
 }

@@ -173,3 +173,50 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 		t.Fatalf("discard of a retried message = %+v, %v", d, err)
 	}
 }
+
+// A history folds identical failures in a row into one entry with their
+// count and first attempt, and lists each with FullHistory; a failure
+// between two runs keeps them apart.
+func TestHistoryFoldsRepeats(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{"n": 1}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := func(attempt int, msg string) store.Failure {
+		return store.Failure{Attempt: attempt, Kind: "charge", ErrorClass: "HTTPError", ErrorMessage: msg}
+	}
+	for i, msg := range []string{"503", "503", "503", "400 bad amount", "503"} {
+		if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[0], Failure: fail(i+1, msg)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := fail(6, "503")
+	moved, err := s.DeadLetterMany(ctx, q, store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5, Failure: &last}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter: %v, %v", moved, err)
+	}
+	svc := newService(t, s, ops.Options{})
+	show := func(full bool) []ops.Failure {
+		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: moved[0].DLQMsgID, FullHistory: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.FailureCount != 6 {
+			t.Errorf("failure_count %d, want 6", m.FailureCount)
+		}
+		return m.History
+	}
+	var got []string
+	for _, f := range show(false) {
+		got = append(got, fmt.Sprintf("%d-%d:%s×%d", f.FirstAttempt, f.Attempt, f.ErrorMessage, max(f.Repeated, 1)))
+	}
+	if want := "1-3:503×3 0-4:400 bad amount×1 5-6:503×2"; strings.Join(got, " ") != want {
+		t.Errorf("folded history %q, want %q", strings.Join(got, " "), want)
+	}
+	if full := show(true); len(full) != 6 || full[0].Repeated != 0 || full[5].Attempt != 6 {
+		t.Errorf("full history: %+v", full)
+	}
+}

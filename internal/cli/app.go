@@ -46,6 +46,8 @@ type app struct {
 	// cannot be reached yet: set by the long-running commands, which a
 	// supervisor may start before the database is up.
 	waitForDB time.Duration
+	// trace is the command's tracing, once set up (tracing.go).
+	trace traceSetup
 }
 
 // longRunningWait is how long pgbus work and pgbus serve wait for their

@@ -38,6 +38,7 @@ verdict; --json prints the same result as the MCP tool pgbus_health.`,
 						fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
 					}
 				}
+				printNext(a.stdout, h.Next)
 				return nil
 			})
 		},
@@ -165,10 +166,11 @@ func (a *app) queueMessagesCommand() *cobra.Command {
 		Short: "List the live messages of a queue: waiting, running, retrying or scheduled",
 		Long: `List the messages still in QUEUE (not dead), oldest first: state (waiting,
 in_flight, retrying, scheduled), attempts so far, when each is next visible,
-and its latest failures. Use it to see what is failing before it reaches the
-DLQ (--state retrying) or what a stalled queue holds. Secrets are shown as
-[REDACTED]. --json prints the same result as the MCP tool
-pgbus_queue_messages.`,
+and its latest failures (identical failures in a row as one entry with
+their count; --full-history lists each). Use it to see what is failing
+before it reaches the DLQ (--state retrying) or what a stalled queue holds.
+Secrets are shown as [REDACTED]. --json prints the same result as the MCP
+tool pgbus_queue_messages.`,
 		Example: `  pgbus queue messages orders
   pgbus queue messages orders --state retrying --json`,
 		Args: cobra.ExactArgs(1),
@@ -204,5 +206,6 @@ pgbus_queue_messages.`,
 	f.StringVar(&req.State, "state", "", "only messages in this state: "+strings.Join(ops.LiveStates, ", "))
 	pageFlags(f, &req.Cursor, &req.Limit)
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
+	f.BoolVar(&req.FullHistory, "full-history", false, "list each failure, identical ones in a row too")
 	return jsonFlag(cmd)
 }

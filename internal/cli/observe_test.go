@@ -331,3 +331,31 @@ func TestAuditTellsMCPClientsFromTheCLI(t *testing.T) {
 		t.Fatalf("the person's resume is audited as %+v; want client cli", resumed)
 	}
 }
+
+// A message that failed the same way three times shows one folded entry
+// by default, and each failure with --full-history.
+func TestQueueMessagesFullHistory(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "jobs")
+	id := strings.TrimSpace(d.ok(t, "send", "jobs", `{"n": 1}`, "--kind", "charge"))
+	st := pgtest.OpenStore(t, d.url)
+	ctx := pgtest.Context(t)
+	var msgID int64
+	fmt.Sscan(id, &msgID)
+	for attempt := 1; attempt <= 3; attempt++ {
+		item := store.RetryItem{MsgID: msgID, Failure: store.Failure{Attempt: attempt, Kind: "charge", ErrorClass: "net.OpError", ErrorMessage: "connection refused"}}
+		if _, err := st.RetryMany(ctx, "jobs", []store.RetryItem{item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page ops.LiveMessages
+	d.json(t, &page, "queue", "messages", "jobs")
+	if len(page.Items) != 1 || len(page.Items[0].History) != 1 || page.Items[0].History[0].Repeated != 3 || page.Items[0].FailureCount != 3 {
+		t.Fatalf("folded history: %+v", page.Items)
+	}
+	d.json(t, &page, "queue", "messages", "jobs", "--full-history")
+	if h := page.Items[0].History; len(h) != 3 || h[0].Attempt != 1 || h[2].Attempt != 3 || h[0].Repeated != 0 {
+		t.Fatalf("--full-history: %+v", h)
+	}
+}

@@ -156,6 +156,10 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
 	a.waitForDB = longRunningWait
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
@@ -172,7 +176,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	defer stopAlerts()
 	jobs := runner.NewJobLog(a.log)
 	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log,
-		Observers: []engine.Observer{jobs}})
+		Observers: append([]engine.Observer{jobs}, observers...)})
 	if err != nil {
 		return err
 	}
