@@ -22,7 +22,9 @@ const shortMessage = 200
 // workers needs at the info level: each dead-letter, and from Run a line
 // per queue of what it did since the last line (nothing while idle) and a
 // line per queue for the whole run at the end. Successes and retries are
-// only counted; NewClient logs each job at debug.
+// only counted; NewClient logs each job at debug. A queue is named as its
+// messages were read: each priority level of a priority queue
+// (orders_p2) has lines of its own.
 type JobLog struct {
 	log *slog.Logger
 
