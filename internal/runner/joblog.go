@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -136,7 +137,8 @@ func (l *JobLog) Flush() {
 }
 
 // Summary logs one line per queue with what it did since the JobLog was
-// made; a queue that settled nothing says so.
+// made; each of queues that settled nothing gets a line of zeros (unless
+// its priority levels have lines).
 func (l *JobLog) Summary(queues []string) {
 	l.mu.Lock()
 	total := make(map[string]jobCounts, len(l.total))
@@ -145,7 +147,11 @@ func (l *JobLog) Summary(queues []string) {
 	}
 	l.mu.Unlock()
 	for _, q := range queues {
-		if _, ok := total[q]; !ok {
+		levels := false
+		for name := range total {
+			levels = levels || strings.HasPrefix(name, q+"_p")
+		}
+		if _, ok := total[q]; !ok && !levels {
 			total[q] = jobCounts{}
 		}
 	}

@@ -86,3 +86,21 @@ func TestJobLogSilentWhenIdle(t *testing.T) {
 		t.Fatalf("%d interval lines for one busy interval of three:\n%s", n, logs.String())
 	}
 }
+
+// The summary has a line for each worked queue, one of zeros for a queue
+// that settled nothing, and priority levels under their own names.
+func TestJobLogSummaryNamesEveryQueue(t *testing.T) {
+	var logs pgtest.SyncBuffer
+	jobs := runner.NewJobLog(slog.New(slog.NewTextHandler(&logs, nil)))
+	jobs.JobFinished(context.Background(), &engine.Job{Queue: "orders_p1", ID: 1}, engine.Finish{Outcome: engine.OutcomeSucceeded})
+	jobs.Summary([]string{"orders", "emails"})
+	out := logs.String()
+	if n := strings.Count(out, "summary of this run"); n != 2 {
+		t.Fatalf("%d summary lines, want 2:\n%s", n, out)
+	}
+	for _, want := range []string{"queue=orders_p1 succeeded=1", "queue=emails succeeded=0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out)
+		}
+	}
+}
