@@ -148,7 +148,15 @@ func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 // recorded on it; both are "" when the record changed nothing.
 type BreakerChange struct {
 	From, To string
+	// Failures counts the consecutive failures, and OpenUntil is when an
+	// open breaker lets a probe through; both only after a failure.
+	Failures  int
+	OpenUntil time.Time
 }
+
+// Opened reports whether a failure opened the breaker: a closed one's
+// threshold was reached, or a half-open one's probe failed.
+func (c BreakerChange) Opened() bool { return c.From != BreakerOpen && c.To == BreakerOpen }
 
 // Changed reports whether the breaker moved to another state.
 func (c BreakerChange) Changed() bool { return c.From != c.To }
@@ -194,6 +202,7 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 // closed or half_open to open when the failure opened the breaker.
 func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (BreakerChange, error) {
 	var c BreakerChange
+	var until *time.Time
 	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
@@ -210,12 +219,15 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
 		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
 		WHERE b.name = o.name
-		RETURNING o.was, b.state`, name, truncate(errMsg, 1000)).Scan(&c.From, &c.To)
+		RETURNING o.was, b.state, b.consecutive_failures, b.open_until`, name, truncate(errMsg, 1000)).Scan(&c.From, &c.To, &c.Failures, &until)
 	if err == pgx.ErrNoRows {
 		return BreakerChange{}, notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
 		return BreakerChange{}, fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
+	}
+	if until != nil {
+		c.OpenUntil = *until
 	}
 	return c, nil
 }

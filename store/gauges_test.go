@@ -65,7 +65,7 @@ func TestBreakerChanges(t *testing.T) {
 	if c := fail(); c.Changed() || c.To != store.BreakerClosed {
 		t.Fatalf("first failure: %+v, want closed and unchanged", c)
 	}
-	if c := fail(); c != (store.BreakerChange{From: store.BreakerClosed, To: store.BreakerOpen}) {
+	if c := fail(); c.From != store.BreakerClosed || c.To != store.BreakerOpen || !c.Opened() || c.Failures != 2 || c.OpenUntil.IsZero() {
 		t.Fatalf("second failure: %+v, want closed to open", c)
 	}
 	pgtest.Eventually(t, 10*time.Second, "the probe", func() bool {

@@ -180,6 +180,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer stopWorkers()
+	if len(queues) > 0 {
+		stopAlerts, err := runner.StartAlerts(ctx, sess.db.Store, sess.ops, a.cfg.Alerts, mcp.ClientLog.Tee(a.log))
+		if err != nil {
+			return err
+		}
+		defer stopAlerts()
+	}
 	return runner.ServeMCP(ctx, sess.db.Store, mcp)
 }
 

@@ -195,10 +195,16 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	defer stopMonitor()
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log,
-		Observers: slices.Concat(observers, mon.Observers())})
+	stopAlerts, err := runner.StartAlerts(ctx, s.db.Store, s.ops, a.cfg.Alerts, a.log)
 	if err != nil {
 		return err
 	}
-	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log})
+	defer stopAlerts()
+	jobs := runner.NewJobLog(a.log)
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log,
+		Observers: slices.Concat([]engine.Observer{jobs}, observers, mon.Observers())})
+	if err != nil {
+		return err
+	}
+	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
 }

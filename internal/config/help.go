@@ -55,8 +55,29 @@ Example (every key but the handler types' own, which follow it):
       backoff_max: 5m               # ...up to this
       jitter: 0.15                  # ±15%
       delete_on_success: false      # true: delete finished jobs instead of archiving
+  alerts:                           # webhook alerts (see Alerts below)
+    url: https://hooks.example.com/pgbus   # required to turn them on
+    headers:
+      Authorization: Bearer ${PAGER_TOKEN} # ${NAME}: the environment variable NAME
+    format: json                    # json (the alert as JSON) or slack ({"text": ...})
+    check_interval: 30s             # check health and dead-letter groups this often (1s..1h)
+    growth_threshold: 100           # report a group that grows by this many...
+    growth_window: 10m              # ...within this long (10s..168h)
+    timeout: 10s                    # one post's limit (1s..5m)
+    enabled: true                   # false: keep the block, send nothing
 
 Durations take a unit: 500ms, 30s, 5m, 1h.
+
+Alerts: with an alerts block, pgbus work and pgbus serve with workers post
+a JSON webhook when the health verdict changes, when a new dead-letter group
+appears (queue, kind, error class and error pattern), or when a group grows
+by growth_threshold within growth_window; each check's changes are one post,
+and a group is reported at most once per window, so a burst is one alert.
+One process at a time sends them: the first to start with alerts on, then
+another when it stops. A failed post is retried with backoff from a
+goroutine of its own, so workers never wait on it. ${NAME} in url and
+headers is replaced by the environment variable NAME at start; an unset one
+stops pgbus with the key that uses it.
 
 pgbus work works the file's queues (unless --queue or PGBUS_QUEUES names
 others), creating those that are missing and storing their retry settings in

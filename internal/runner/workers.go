@@ -97,6 +97,11 @@ type WorkOptions struct {
 	// UntilIdle stops them once every queue is empty.
 	UntilIdle bool
 	Logger    *slog.Logger
+	// Jobs, when set (and among the client's observers), logs a line per
+	// queue every SummaryEvery (DefaultSummaryEvery when 0) while work
+	// happens, and a summary of the run when the workers stop.
+	Jobs         *JobLog
+	SummaryEvery time.Duration
 }
 
 // Work runs client on queues until ctx ends, opts.For passes or, with
@@ -124,11 +129,25 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 			}
 		})
 	}
+	if opts.Jobs != nil {
+		watcher.Go(func() { opts.Jobs.Run(runCtx, opts.SummaryEvery) })
+	}
 	if err := client.Run(runCtx); err != nil && !(errors.Is(err, context.Canceled) && runCtx.Err() != nil) {
 		return err
 	}
+	if opts.Jobs != nil {
+		opts.Jobs.Summary(queueNames(queues))
+	}
 	log.Info("pgbus work: stopped")
 	return nil
+}
+
+func queueNames(queues []config.WorkQueue) []string {
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = q.Name
+	}
+	return names
 }
 
 // describe names each queue with its concurrency and handler type, for
@@ -155,17 +174,20 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	if err := Prepare(ctx, svc, queues); err != nil {
 		return nil, err
 	}
-	client, err := NewClient(st, queues, engine.Config{Logger: log, Observers: observers})
+	jobs := NewJobLog(log)
+	client, err := NewClient(st, queues, engine.Config{Logger: log, Observers: append([]engine.Observer{jobs}, observers...)})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
+	workers.Go(func() { jobs.Run(workCtx, 0) })
 	workers.Go(func() {
 		if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("pgbus serve: embedded workers stopped", "err", err)
 		}
+		jobs.Summary(queueNames(queues))
 	})
 	return func() {
 		cancel()
