@@ -43,7 +43,7 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	ext, err := s.hasPGMQExtension(ctx)
+	ext, err := pgmqFunctions(ctx, s.reads)
 	if err != nil {
 		return err
 	}
@@ -105,8 +105,12 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 	return physicalNames(name, levels), nil
 }
 
-func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
-	if ext {
+// createPhysical creates the tables of one physical queue: with PGMQ's own
+// pgmq.create where PGMQ's functions are installed (fns), else with the
+// statements pgmq.create runs, so that PGMQ installed later finds them in
+// its own shape.
+func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
+	if fns {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
 		}
@@ -170,7 +174,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	ext, err := s.hasPGMQExtension(ctx)
+	ext, err := pgmqFunctions(ctx, s.reads)
 	if err != nil {
 		return err
 	}
