@@ -74,6 +74,34 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	})
 }
 
+// CreateDLQ creates the dead-letter queue of queue, a queue made by
+// another PGMQ client that has none, without registering queue with pgbus:
+// it keeps the default settings. queue itself must exist. It is
+// idempotent.
+func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	fns, err := pgmqFunctions(ctx, s.reads)
+	if err != nil {
+		return err
+	}
+	dlq := DLQName(queue)
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, queue); err != nil {
+			return fmt.Errorf("store: create the DLQ of queue %q: lock: %w", queue, err)
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, queue).Scan(&exists); err != nil {
+			return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
+		}
+		if !exists {
+			return notFoundf("queue %q does not exist; create it first (pgbus queue create %s, or pgmq.create)", queue, queue)
+		}
+		return createPhysical(ctx, tx, dlq, fns)
+	})
+}
+
 // physicalNames lists the physical work queues of a logical queue, highest
 // priority first.
 func physicalNames(name string, levels int) []string {
