@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,5 +39,40 @@ func TestMigrateInstallPGMQAfterPgbus(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "pgmq.sql")
 	if errOut := d.fails(t, 1, "migrate", "--install-pgmq", missing); !strings.Contains(errOut, missing) || !strings.Contains(errOut, "pass the path of PGMQ's pgmq.sql") {
 		t.Fatalf("migrate --install-pgmq with a missing file said %q", errOut)
+	}
+}
+
+// A queue another PGMQ client made is listed by pgbus queues with its
+// messages and the default settings, its DLQ made when a worker starts.
+func TestQueuesListsAnotherClientsQueue(t *testing.T) {
+	t.Parallel()
+	script := pgtest.PGMQScript(t)
+	d := newDB(t)
+	if err := pgtest.RunSQL(t, d.url, script+`; SELECT pgmq.create('payments'); SELECT pgmq.send('payments', '{"order": 1}')`); err != nil {
+		t.Fatalf("PGMQ's script: %v", err)
+	}
+	d.ok(t, "migrate")
+	table := d.ok(t, "queues")
+	if !strings.Contains(table, "payments") {
+		t.Fatalf("pgbus queues does not list payments:\n%s", table)
+	}
+	var stats struct {
+		Queues []struct {
+			Queue    string `json:"queue"`
+			Depth    int64  `json:"depth"`
+			Settings struct {
+				MaxRetries int `json:"max_retries"`
+			} `json:"settings"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(d.ok(t, "queues", "payments", "--json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Queues) != 1 || stats.Queues[0].Queue != "payments" || stats.Queues[0].Depth != 1 || stats.Queues[0].Settings.MaxRetries != 5 {
+		t.Fatalf("pgbus queues payments = %+v, want depth 1 and the default max_retries 5", stats)
+	}
+	d.ok(t, "work", "--queue", "payments", "--handler", "demo", "--until-idle")
+	if n := d.count(t, `SELECT count(*) FROM pgmq.list_queues() WHERE queue_name = 'payments_dlq'`); n != 1 {
+		t.Fatalf("payments_dlq made by the worker is not among PGMQ's queues")
 	}
 }
