@@ -148,7 +148,7 @@ func (s *Service) Workers(ctx context.Context) (Workers, error) {
 		return Workers{}, err
 	}
 	if len(ruby) > 0 {
-		more := s.workerStatuses(ruby)
+		more := s.workerStatuses(ruby, max(s.opts.StaleAfter, RubyStaleAfter))
 		out.Workers = append(out.Workers, more.Workers...)
 		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
 		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
@@ -167,12 +167,18 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	if err != nil {
 		return Workers{}, err
 	}
-	return s.workerStatuses(ws), nil
+	return s.workerStatuses(ws, s.opts.StaleAfter), nil
 }
 
-// workerStatuses gives each process its status and counts them, running
-// first, then stale, then stopped.
-func (s *Service) workerStatuses(ws []store.WorkerProcess) Workers {
+// RubyStaleAfter is how old the heartbeat of a Ruby pgbus process may be
+// before it counts as stale: the gem beats every minute and counts a
+// process alive for five.
+const RubyStaleAfter = 5 * time.Minute
+
+// workerStatuses gives each process its status, stale when its heartbeat is
+// older than staleAfter, and counts them, running first, then stale, then
+// stopped.
+func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Duration) Workers {
 	out := Workers{Workers: make([]WorkerStatus, len(ws))}
 	now := s.opts.Now()
 	for i, w := range ws {
@@ -182,7 +188,7 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess) Workers {
 		case w.StoppedAt != nil:
 			status = WorkerStopped
 			out.Stopped++
-		case age > s.opts.StaleAfter:
+		case age > staleAfter:
 			status = WorkerStale
 			out.Stale++
 		default:

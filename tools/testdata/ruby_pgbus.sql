@@ -77,8 +77,9 @@ INSERT INTO public.pgbus_failed_events (queue_name, msg_id, payload, headers, er
 VALUES ('pgbus_default', 101, '{"job_class":"ChargeCardJob"}', '{}', 'Stripe::CardError', 'Your card was declined.', 5);
 INSERT INTO public.pgbus_queue_states (queue_name, paused) VALUES ('pgbus_default', false);
 
--- Processes: a worker beating now, a supervisor that stopped beating two
--- hours ago.
+-- Processes: a worker that beat two minutes ago (the gem beats every
+-- minute and counts a process alive for five), a supervisor that stopped
+-- beating two hours ago.
 INSERT INTO public.pgbus_processes (kind, hostname, pid, metadata, last_heartbeat_at, created_at, updated_at) VALUES
-('worker', 'web-1', 4242, '{"queues":["default","mailers"],"threads":5}', now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' - interval '1 hour', now() AT TIME ZONE 'UTC'),
+('worker', 'web-1', 4242, '{"queues":["default","mailers"],"threads":5}', now() AT TIME ZONE 'UTC' - interval '2 minutes', now() AT TIME ZONE 'UTC' - interval '1 hour', now() AT TIME ZONE 'UTC'),
 ('supervisor', 'web-1', 4241, '{}', now() AT TIME ZONE 'UTC' - interval '2 hours', now() AT TIME ZONE 'UTC' - interval '2 days', now() AT TIME ZONE 'UTC' - interval '2 hours');
