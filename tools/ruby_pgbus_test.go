@@ -82,6 +82,11 @@ func TestTriageRubyPgbusDatabase(t *testing.T) {
 		t.Fatalf("list of pgbus_default's DLQ: reasons %v, want 5 with 103 and 104 not recorded", reasons)
 	}
 
+	pre := callOK[ops.DLQList](t, ro, "pgbus_dlq_list", map[string]any{"reason": ops.ReasonNotRecorded})
+	if len(pre.Items) != 2 || pre.Items[0].MsgID != 104 || pre.Items[1].MsgID != 103 {
+		t.Fatalf("list with reason not_recorded = %+v, want the pre-block rows 104 and 103", pre.Items)
+	}
+
 	old := callOK[ops.DeadMessage](t, ro, "pgbus_dlq_show", map[string]any{"queue": "pgbus_default_dlq", "msg_id": 103})
 	if old.DeadLetter != nil || old.Kind != "ChargeCardJob" || old.Queue != "pgbus_default" || !slices.ContainsFunc(old.Notes, func(n string) bool {
 		return strings.HasPrefix(n, "reason not recorded")
