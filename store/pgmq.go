@@ -84,7 +84,7 @@ func checkPGMQSchema(ctx context.Context, q catalogReader) error {
 		if strings.Join(cols, ", ") == strings.Join(metaColumns, ", ") {
 			return nil
 		}
-		return foreignPGMQ(fmt.Sprintf("its table pgmq.meta has the columns (%s), where PGMQ's has (%s)",
+		return foreignPGMQ(fmt.Sprintf("its table pgmq.meta has the columns (%s), where PGMQ's has (%s) (if it is PGMQ's, its version is one pgbus does not cover: upgrade PGMQ to 1.5)",
 			strings.Join(cols, ", "), strings.Join(metaColumns, ", ")))
 	}
 	rows, _ := q.Query(ctx, `
