@@ -24,6 +24,13 @@ type Config struct {
 	// PollInterval is how often an idle queue is read when no notification
 	// arrives (messages sent by other PGMQ clients do not notify). Default 1s.
 	PollInterval time.Duration
+	// NoListen turns wake-ups by LISTEN/NOTIFY off: idle queues are read
+	// every PollInterval only. Without it, Run checks once per listener
+	// connection that a notification reaches it, and falls back to polling,
+	// with one log line, when none does (as behind PgBouncer in transaction
+	// mode), checking again quietly every 5 minutes; NoListen skips that
+	// check.
+	NoListen bool
 	// DrainTimeout is how long Run waits for running handlers after its
 	// context ends; the rest are left to their visibility timeout. Default 30s.
 	DrainTimeout time.Duration

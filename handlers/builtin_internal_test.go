@@ -43,6 +43,9 @@ func TestTextBounds(t *testing.T) {
 	if got := snippet([]byte("a\x00b\r\nc\xff"), 100); got != "a\uFFFDb\nc\uFFFD" {
 		t.Errorf("snippet %q", got)
 	}
+	if got := snippet([]byte("amount is missing\r\n \n"), 100); got != "amount is missing" {
+		t.Errorf("snippet %q keeps the body's trailing blanks", got)
+	}
 	var lines []string
 	for i := range 50 {
 		lines = append(lines, strings.Repeat("x", i))

@@ -362,9 +362,11 @@ const (
 )
 
 // snippet returns the start of b as printable text of at most limit
-// bytes, cut at a rune boundary and ending in "…" when it was cut.
+// bytes, cut at a rune boundary and ending in "…" when it was cut. Trailing
+// blanks go: most servers end an error body with a newline, which would
+// end the failure message with an empty line.
 func snippet(b []byte, limit int) string {
-	s := printable(b)
+	s := strings.TrimRight(printable(b), "\n\t ")
 	if len(s) <= limit {
 		return s
 	}

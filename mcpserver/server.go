@@ -49,6 +49,12 @@ type Options struct {
 	// is subscribed to pgbus://queues or a queue's stats, to tell it when
 	// they change; 0 means every 2 seconds.
 	ResourcePoll time.Duration
+	// ServerOptions are applied after pgbus's own, for a program that
+	// builds on this server and needs a capability pgbus does not offer,
+	// such as argument completion (server.WithCompletions with a
+	// completion provider); they may override pgbus's. pgbus serve passes
+	// none.
+	ServerOptions []server.ServerOption
 }
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
@@ -86,6 +92,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	if deps.Ops.ReadOnly() {
 		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
 	}
+	serverOpts = append(serverOpts, opts.ServerOptions...)
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)
 	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)

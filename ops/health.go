@@ -30,6 +30,9 @@ type Health struct {
 	// Payloads is what the server shows of payloads, so that an agent knows
 	// before asking.
 	Payloads PayloadPolicy `json:"payload_policy" jsonschema_description:"What this server shows of message payloads."`
+	// Next is the one call that explains every new dead letter at once,
+	// when several queues have them.
+	Next []Hint `json:"next,omitempty" jsonschema_description:"When several queues have new dead letters: the one summary that groups all of them by cause."`
 }
 
 // HealthReason is one thing that is not OK, and what to look at next.
@@ -72,6 +75,9 @@ func (s *Service) health(ctx context.Context) (Health, error) {
 		h.DeadMessages += q.DLQDepth
 		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
+	if n := h.count("dead_letters_growing"); n > 1 {
+		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
+	}
 	return h, nil
 }
 
@@ -94,8 +100,27 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	}
 	if q.LastHour.DeadLettered > 0 {
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %d messages dead-lettered in the last hour (%d in its DLQ)", q.Queue, q.LastHour.DeadLettered, q.DLQDepth),
-			hint(OpDLQSummary, "groups them by cause", "queue", q.Queue))
+			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
+}
+
+func (h *Health) count(code string) int {
+	n := 0
+	for _, r := range h.Reasons {
+		if r.Code == code {
+			n++
+		}
+	}
+	return n
+}
+
+// byFieldTip says which safe fields a summary can break groups down by,
+// when the operator named some.
+func (s *Service) byFieldTip() string {
+	if len(s.opts.SafeFields) == 0 {
+		return ""
+	}
+	return "; by_field (" + strings.Join(s.opts.SafeFields, " or ") + ") breaks each group down by a payload field safe to show"
 }
 
 func (h *Health) add(status, code, queue, msg string, next ...Hint) {

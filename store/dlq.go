@@ -123,8 +123,9 @@ type DeadGroup struct {
 	Kind        string `json:"kind"`
 	ErrorClass  string `json:"error_class"`
 	// ErrorPattern is the last error message normalized as the group
-	// compares it: quoted values, uuids, hex strings and numbers replaced by
-	// <str>, <uuid>, <hex> and <n> (pgbus.dlq_error_norm).
+	// compares it: quoted values without spaces, uuids, hex strings,
+	// identifiers mixing letters and digits, and numbers replaced by <str>,
+	// <uuid>, <hex>, <id> and <n>; quoted prose stays (pgbus.dlq_error_norm).
 	ErrorPattern string `json:"error_pattern"`
 	// ErrorMessage is the last error message of the group's newest message,
 	// as stored: the caller redacts it.
@@ -153,6 +154,20 @@ type RetryOptions struct {
 	// messages the call must move (a dry run's Token, or DeadIDsToken): the
 	// call moves that set in one transaction, or nothing with ErrChanged.
 	Expect string `json:"expect,omitempty"`
+	// Trace, when set, is called for each message as it moves (not in a
+	// dry run) with its DLQ, its id there and the trace context its headers
+	// carry; the trace context it returns replaces those headers on the
+	// moved message, and the function it returns is told the queue and id
+	// the message moved to, or why it did not move. Nil leaves the headers
+	// as they are. It is called from several goroutines at once.
+	Trace func(ctx context.Context, dlq string, id int64, carried TraceContext) (TraceContext, func(queue string, newID int64, err error)) `json:"-"`
+}
+
+// TraceContext is the W3C trace context a message's headers carry: the
+// traceparent and tracestate headers, "" when absent.
+type TraceContext struct {
+	Traceparent string
+	Tracestate  string
 }
 
 // RetryReport tells what a retry did (or, in a dry run, would do).

@@ -20,15 +20,21 @@ var causeMessages = []string{
 	`bad ref 'abc' in row`, `bad ref "x\"y"  in row`,
 	"checksum 3fa9c2e1d0b4 mismatch", "checksum 0x1F2E mismatch",
 	"card declined", "address invalid",
+	`400: {"error":"amount is missing","code":"E1"}`, `400: {"error":"amount is missing","code":"E2"}`,
+	`400: {"error":"currency \"GBP\" is not supported"}`, `400: {"error":"currency \"XTS\" is not supported"}`,
+	"order ord_8f7a6b5c not found", "order ord_1a2b3c4d not found",
 }
 
 var causePatterns = map[string]int64{
-	"order <n> failed":        2,
-	"user <uuid> not found":   2,
-	"bad ref <str> in row":    2,
-	"checksum <hex> mismatch": 2,
-	"card declined":           1,
-	"address invalid":         1,
+	"order <n> failed":                               2,
+	"user <uuid> not found":                          2,
+	"bad ref <str> in row":                           2,
+	"checksum <hex> mismatch":                        2,
+	"card declined":                                  1,
+	"address invalid":                                1,
+	`<n>: {<str>:"amount is missing",<str>:<str>}`:   2,
+	`<n>: {<str>:"currency <str> is not supported"}`: 2,
+	"order <id> not found":                           2,
 }
 
 func deadWithMessages(t testing.TB, s *store.Store, q, kind string, msgs []string) []int64 {
@@ -99,7 +105,17 @@ func TestDeadErrorNormBounds(t *testing.T) {
 	if len(norm) != 500 || !strings.HasPrefix(norm, "id <n> word word") {
 		t.Fatalf("normalized %d characters starting %.30q, want 500 starting \"id <n> word word\"", len(norm), norm)
 	}
-	for in, want := range map[string]string{"can't parse 12": "can't parse <n>", "": "", "deadbeef cafe": "deadbeef cafe"} {
+	for in, want := range map[string]string{
+		"can't parse 12": "can't parse <n>", "": "", "deadbeef cafe": "deadbeef cafe",
+		// Prose in quotes stays, its values normalized; quote pairs stay
+		// paired after it.
+		`lookup of "sku 77" failed: "x"`:             `lookup of "sku <n>" failed: <str>`,
+		`{"message":"not allowed here","field":"a"}`: `{<str>:"not allowed here",<str>:<str>}`,
+		"name 'Ada Lovelace' taken; id 'u1'":         "name 'Ada Lovelace' taken; id <str>",
+		"job `make all` failed in `/tmp`":            "job `make all` failed in <str>",
+		"request req-20240101x: sha256 mismatch":     "request <id>: <id> mismatch",
+		"stray  control ":                          "stray control",
+	} {
 		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
 			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
 		}

@@ -10,6 +10,10 @@ const (
 	HeaderOriginalHeaders = "pgbus_original_headers"
 	HeaderDiscarded       = "pgbus_discarded"
 	HeaderPGMQGroup       = "x-pgmq-group"
+	// HeaderTraceparent and HeaderTracestate carry the W3C trace context
+	// of the trace a message belongs to, when tracing is on.
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
 )
 
 // Dead-letter reasons, the block's "reason" key.

@@ -143,19 +143,10 @@ func (s *Store) InstallPGMQ(ctx context.Context, script string) (PGMQInstall, er
 		return res, &kindError{kind: ErrNotPGMQScript, msg: "the script given does not create pgmq.meta and pgmq.create: " +
 			"pass the SQL installation script of PGMQ (pgmq.sql of its pgmq-extension/sql directory, for the version you want)"}
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return res, fmt.Errorf("store: install PGMQ: acquire connection: %w", err)
-	}
-	defer conn.Release()
-	// The migration lock keeps pgbus migrate and queue creation by other
-	// pgbus processes out while pgmq.meta is swapped.
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
-		return res, fmt.Errorf("store: install PGMQ: take advisory lock: %w", err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockKey) //nolint:errcheck
-
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	// The migration lock, held for the transaction, keeps pgbus migrate
+	// and other pgbus processes' InstallPGMQ out while pgmq.meta is
+	// swapped.
+	err := s.migrationTx(ctx, func(tx pgx.Tx) error {
 		if err := checkPGMQSchema(ctx, tx); err != nil {
 			return err
 		}

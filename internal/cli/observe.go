@@ -38,6 +38,7 @@ verdict; --json prints the same result as the MCP tool pgbus_health.`,
 						fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
 					}
 				}
+				printNext(a.stdout, h.Next)
 				return nil
 			})
 		},

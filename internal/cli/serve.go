@@ -138,6 +138,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	mcp.Observers = observers
 
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
@@ -152,7 +157,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log))
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), observers...)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ const (
 	EnvConcurrency  = "PGBUS_CONCURRENCY"
 	EnvPollInterval = "PGBUS_POLL_INTERVAL"
 	EnvDrainTimeout = "PGBUS_DRAIN_TIMEOUT"
+	EnvNoListen     = "PGBUS_NO_LISTEN"
 )
 
 // workFlags are the options of pgbus work.
@@ -35,6 +37,7 @@ type workFlags struct {
 	drainTimeout time.Duration
 	untilIdle    bool
 	runFor       time.Duration
+	noListen     bool
 }
 
 func (w *workFlags) add(f *pflag.FlagSet) {
@@ -43,6 +46,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
 	f.DurationVar(&w.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
+	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 }
@@ -98,11 +102,18 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 		}
 		return d.String()
 	}
+	fileBool := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
 		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
 		{"handler", "", EnvHandler},
 		{"concurrency", "", EnvConcurrency},
+		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
 	} {
 		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
 			return nil, err
@@ -156,6 +167,10 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
 	a.waitForDB = longRunningWait
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
@@ -165,7 +180,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
 		return err
 	}
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log})
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log, Observers: observers})
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,9 @@ type Worker struct {
 	PollInterval *Duration `yaml:"poll_interval"`
 	// DrainTimeout is how long running jobs get to finish on shutdown.
 	DrainTimeout *Duration `yaml:"drain_timeout"`
+	// NoListen, when true, wakes idle queues by polling only, without
+	// LISTEN/NOTIFY (behind PgBouncer in transaction mode).
+	NoListen *bool `yaml:"no_listen"`
 }
 
 // Queue configures one queue: how many of its jobs run at once, the handler

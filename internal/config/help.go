@@ -25,7 +25,8 @@ Every setting is taken from the first of:
   2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR, PGBUS_LOG_FORMAT,
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
-                                   PGBUS_DRAIN_TIMEOUT, PGBUS_SAFE_FIELDS
+                                   PGBUS_DRAIN_TIMEOUT, PGBUS_NO_LISTEN,
+                                   PGBUS_SAFE_FIELDS
   3. the configuration file
   4. the built-in default
 
@@ -39,6 +40,7 @@ Example (every key but the handler types' own, which follow it):
   worker:
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
+    no_listen: false                # true: poll only, no LISTEN (PgBouncer in transaction mode)
   queues:
     orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
       concurrency: 10               # jobs at once per process (default 10)

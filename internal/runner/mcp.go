@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -33,6 +34,9 @@ type MCPConfig struct {
 	// that set a log level; records logged through ClientLog.Tee elsewhere
 	// (the embedded workers) reach them too.
 	ClientLog *mcpserver.ClientLog
+	// Observers watch what agents send and retry out of DLQs, for traces
+	// (see Tracing). None by default.
+	Observers []engine.Observer
 }
 
 // Check checks the transport and its HTTP settings, before anything
@@ -69,7 +73,8 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.ClientLog == nil {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger)})
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
+		Observers: c.Observers})
 	if err != nil {
 		return err
 	}

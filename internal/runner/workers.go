@@ -145,7 +145,8 @@ func describe(queues []config.WorkQueue) []string {
 // function it returns is called, which stops them and waits; with no
 // queues it runs nothing. The workers outlive ctx's cancellation, so that
 // the caller decides when they stop: after what it serves beside them.
-func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (stop func(), err error) {
+// observers, when given, watch the workers' jobs (see Tracing).
+func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
 	if len(queues) == 0 {
 		return func() {}, nil
 	}
@@ -153,7 +154,7 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	if err := Prepare(ctx, svc, queues); err != nil {
 		return nil, err
 	}
-	client, err := NewClient(st, queues, engine.Config{Logger: log})
+	client, err := NewClient(st, queues, engine.Config{Logger: log, Observers: observers})
 	if err != nil {
 		return nil, err
 	}
