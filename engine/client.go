@@ -311,6 +311,14 @@ func (c *Client) checkQueues(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// A queue another PGMQ client made has no DLQ: make it, and leave
+		// the queue's settings at the defaults.
+		if dlq := store.DLQName(q.Name); !have[dlq] && len(physical) == 1 && have[physical[0]] {
+			if err := c.store.CreateDLQ(ctx, q.Name); err != nil {
+				return err
+			}
+			have[dlq] = true
+		}
 		for _, name := range append(physical, store.DLQName(q.Name)) {
 			if !have[name] {
 				return fmt.Errorf("%w: queue %q (its table %s) does not exist; create it first", store.ErrNotFound, q.Name, name)

@@ -23,6 +23,11 @@ const (
 	ReasonDeadlineExceeded   = "deadline_exceeded"
 )
 
+// ReasonNotRecorded is no block's reason but a filter's: it selects the
+// dead messages whose reason is not recorded, those without a block (a
+// Ruby pgbus DLQ row from before the block, or one another client wrote).
+const ReasonNotRecorded = "not_recorded"
+
 // Limits of what the dead-letter block and the failure history keep.
 const (
 	BlockErrorMessageMax   = 1000

@@ -18,6 +18,10 @@ type MigrationStatus struct {
 	Version       int  // highest applied migration
 	Applied       int  // migrations applied by this call
 	PGMQExtension bool // the pgmq extension is installed and its objects are used
+	// PGMQFunctions: PGMQ's functions are installed, by the extension or by
+	// PGMQ's SQL installation script, and pgbus creates and drops queues
+	// with pgmq.create and pgmq.drop_queue.
+	PGMQFunctions bool
 }
 
 // Migrate applies every pending migration. It is idempotent and safe to run
@@ -34,6 +38,11 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	}
 	applied := map[int]bool{}
 	err = s.migrationTx(ctx, func(tx pgx.Tx) error {
+		// Before anything is written: a schema pgmq of someone else's
+		// stops here.
+		if err := checkPGMQSchema(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `
 			CREATE SCHEMA IF NOT EXISTS pgbus;
 			CREATE TABLE IF NOT EXISTS pgbus.schema_migrations (
@@ -71,7 +80,10 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		}
 		st.Version = m.Version
 	}
-	st.PGMQExtension, err = s.hasPGMQExtension(ctx)
+	if st.PGMQExtension, err = s.hasPGMQExtension(ctx); err != nil {
+		return st, err
+	}
+	st.PGMQFunctions, err = pgmqFunctions(ctx, s.reads)
 	return st, err
 }
 
