@@ -88,13 +88,15 @@ func TestReadyzFlipsWithStall(t *testing.T) {
 	if code, body := get(t, base+metrics.PathLivez, nil); code != http.StatusOK {
 		t.Fatalf("/livez: %d %s", code, body)
 	}
+	// Until the worker has registered, the verdict is no_workers (also
+	// 503); the stall shows once it has and its one slot is held.
 	var stalled metrics.Readiness
-	pgtest.Eventually(t, time.Minute, "/readyz to answer 503", func() bool {
-		code, r := readyz(t, base)
-		stalled = r
-		return code == http.StatusServiceUnavailable
+	var code int
+	pgtest.Eventually(t, time.Minute, "/readyz to answer 503 for the stall", func() bool {
+		code, stalled = readyz(t, base)
+		return code == http.StatusServiceUnavailable && len(stalled.Reasons) > 0 && stalled.Reasons[0].Code == "backlog_not_draining"
 	})
-	if stalled.Status != ops.HealthStalled || len(stalled.Reasons) == 0 || stalled.Reasons[0].Code != "backlog_not_draining" || stalled.Reasons[0].Queue != q {
+	if stalled.Status != ops.HealthStalled || stalled.Reasons[0].Queue != q {
 		t.Fatalf("stalled verdict %+v, want backlog_not_draining on %s", stalled, q)
 	}
 	close(release)
