@@ -16,23 +16,6 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // While the receiver hangs, alerts queue up to QueueSize; more drop the
 // oldest waiting, each drop logged, and enqueue never waits.
 func TestSenderDropsOldestWhenFull(t *testing.T) {
@@ -52,7 +35,7 @@ func TestSenderDropsOldestWhenFull(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var logs syncBuffer
+	var logs pgtest.SyncBuffer
 	cfg := Config{URL: srv.URL, QueueSize: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.withDefaults()
 	s := newSender(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,7 +70,7 @@ func TestSenderGivesUpOnRefusal(t *testing.T) {
 		http.Error(w, "bad token", http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	var logs syncBuffer
+	var logs pgtest.SyncBuffer
 	cfg := Config{URL: srv.URL, RetryBackoff: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}.withDefaults()
 	if newSender(cfg).deliver(context.Background(), Alert{Text: "x"}) {
 		t.Fatal("a refused alert counted as sent")

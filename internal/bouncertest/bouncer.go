@@ -25,13 +25,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
 // SafeExecMode is the connection parameter that makes pgx use no named
@@ -47,7 +48,7 @@ type Bouncer struct {
 	port    int
 	dbName  string
 	cmd     *exec.Cmd
-	log     *syncBuffer
+	log     *pgtest.SyncBuffer
 }
 
 // URL returns a connection string for the database through the bouncer,
@@ -166,7 +167,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int) (*Bo
 		}
 		args = []string{"-u", name, iniPath}
 	}
-	log := &syncBuffer{}
+	log := &pgtest.SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C goes to the test, which stops it
@@ -270,21 +271,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
