@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -17,8 +18,9 @@ import (
 type MCPConfig struct {
 	// Transport is mcpserver.TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
-	// HTTP configures the HTTP transports; its Transport, Logger and Ready
-	// are filled in.
+	// HTTP configures the HTTP transports; its Transport and Logger are
+	// filled in, its Ready is called after the address is logged, and with
+	// TransportHTTP its Dashboard is the dashboard over the same service.
 	HTTP mcpserver.HTTPConfig
 	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
 	// message payloads.
@@ -51,6 +53,7 @@ func (c MCPConfig) Check() error {
 func (c MCPConfig) http() mcpserver.HTTPConfig {
 	h := c.HTTP
 	h.Transport, h.Logger = c.Transport, c.Logger
+	ready := h.Ready
 	h.Ready = func(addr net.Addr) {
 		path := mcpserver.PathMCP
 		if c.Transport == mcpserver.TransportSSE {
@@ -58,6 +61,12 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 		}
 		c.Logger.Info("pgbus MCP server listening", "transport", c.Transport, "addr", addr.String(),
 			"url", "http://"+addr.String()+path, "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		if h.Dashboard != nil {
+			c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/")
+		}
+		if ready != nil {
+			ready(addr)
+		}
 	}
 	return h
 }
@@ -73,6 +82,13 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if err != nil {
 		return err
 	}
+	if c.Transport == mcpserver.TransportHTTP {
+		// The dashboard shares the tools' service: the same operations,
+		// views and redaction, at / next to /mcp.
+		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), Logger: c.Logger}); err != nil {
+			return err
+		}
+	}
 	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog})
 	if c.Transport == mcpserver.TransportStdio {
 		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
@@ -82,4 +98,14 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	c.Logger.Info("pgbus MCP server stopped")
 	return err
+}
+
+// loopbackAddr reports whether addr (host:port; the default when empty)
+// listens on loopback only.
+func loopbackAddr(addr string) bool {
+	if addr == "" {
+		addr = mcpserver.DefaultAddr
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && mcpserver.IsLoopbackHost(host)
 }

@@ -1,0 +1,166 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+func errChanged(err error) bool { return errors.Is(err, ops.ErrChanged) }
+
+// done is the page after an action: what it did, in words, and where to
+// go next.
+type done struct {
+	Heading string
+	Lines   []string
+	Problem string
+	Links   []link
+}
+
+// formID reads the queue and message id of a one-message action.
+func formID(r *http.Request) (string, int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("id")), 10, 64)
+	return strings.TrimSpace(r.PostFormValue("queue")), id, err == nil && id > 0
+}
+
+// retryOne retries one dead message, confirmed on its page.
+func (s *server) retryOne(w http.ResponseWriter, r *http.Request, v *view) {
+	dlq, id, ok := formID(r)
+	if !ok {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: retry it from its page.")
+		return
+	}
+	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " retried", Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+	if !res.OK() || res.Retried == 0 {
+		d.Heading, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not retried", res.FirstError
+	}
+	for _, m := range res.Moved {
+		d.Lines = append(d.Lines, "Moved back to "+m.Queue+" as message "+strconv.FormatInt(m.MsgID, 10)+".")
+	}
+	d.Lines = append(d.Lines, workerLines(res.Workers)...)
+	v.Title, v.Nav = d.Heading, "dlq"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+// discardOne discards one dead message to its DLQ's archive.
+func (s *server) discardOne(w http.ResponseWriter, r *http.Request, v *view) {
+	dlq, id, ok := formID(r)
+	if !ok {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: discard it from its page.")
+		return
+	}
+	res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " discarded", Lines: []string{"It is in the archive of " + dlq + " until the retention purges it."},
+		Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+	if !res.OK() || res.Discarded == 0 {
+		d.Heading, d.Lines, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError
+	}
+	v.Title, v.Nav = d.Heading, "dlq"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+func workerLines(ws []ops.QueueWorkers) []string {
+	var out []string
+	for _, q := range ws {
+		if !q.Served() {
+			out = append(out, q.Queue+": "+q.Note)
+		}
+	}
+	return out
+}
+
+func (s *server) pause(w http.ResponseWriter, r *http.Request, v *view) {
+	s.setPaused(w, r, v, true)
+}
+
+func (s *server) resume(w http.ResponseWriter, r *http.Request, v *view) {
+	s.setPaused(w, r, v, false)
+}
+
+func (s *server) setPaused(w http.ResponseWriter, r *http.Request, v *view, pause bool) {
+	req := ops.QueueRequest{Queue: strings.TrimSpace(r.PostFormValue("queue"))}
+	op, verb := s.svc.QueueResume, "resumed"
+	if pause {
+		op, verb = s.svc.QueuePause, "paused"
+	}
+	res, err := op(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Queue " + res.Queue + " " + verb, Links: []link{{"/", "Back to the overview"}}}
+	if !res.Changed {
+		d.Heading = "Queue " + res.Queue + " was already " + verb
+	}
+	if pause {
+		d.Lines = append(d.Lines, "Workers take none of its messages until it is resumed; messages already running finish.")
+	} else if res.Workers != nil && !res.Workers.Served() {
+		d.Lines = append(d.Lines, res.Workers.Note)
+	}
+	v.Title, v.Nav = d.Heading, "overview"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
+	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name"))})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{"It is " + res.State + ": calls go through again. If the downstream still fails, it opens again after its threshold."},
+		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	v.Title, v.Nav = d.Heading, "circuits"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+// auditData is the audit page's.
+type auditData struct {
+	Client, Op, Since string
+	Page              ops.AuditPage
+	Cursor            string
+}
+
+func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	d := auditData{Client: strings.TrimSpace(q.Get("client")), Op: strings.TrimSpace(q.Get("op")), Since: strings.TrimSpace(q.Get("since")), Cursor: q.Get("cursor")}
+	page, err := s.svc.Audit(r.Context(), ops.AuditRequest{Client: d.Client, Op: d.Op, Since: d.Since, Cursor: d.Cursor})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d.Page = page
+	v.Title, v.Nav = "Audit log", "audit"
+	s.render(w, r, http.StatusOK, "audit", v, d)
+}
+
+func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
+	ws, err := s.svc.Workers(r.Context())
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Workers", "workers"
+	s.render(w, r, http.StatusOK, "workers", v, ws)
+}
+
+func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
+	cs, err := s.svc.Circuits(r.Context())
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Circuit breakers", "circuits"
+	s.render(w, r, http.StatusOK, "circuits", v, cs)
+}
