@@ -197,16 +197,16 @@ func hintLinks(hints []ops.Hint) []link {
 var funcs = template.FuncMap{
 	"link":      pageLink,
 	"hintlinks": hintLinks,
-	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"abs":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
-	"num":    num,
-	"json":   prettyJSON,
-	"ms":     func(f *float64) string { return formatMS(f) },
-	"secs":   func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Second).String() },
-	"per":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-	"join":   strings.Join,
-	"lower":  strings.ToLower,
-	"plural": func(n any, one, many string) string { return pluralize(n, one, many) },
+	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"num":       num,
+	"json":      prettyJSON,
+	"ms":        func(f *float64) string { return formatMS(f) },
+	"secs":      func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Second).String() },
+	"per":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"join":      strings.Join,
+	"lower":     strings.ToLower,
+	"plural":    func(n any, one, many string) string { return pluralize(n, one, many) },
 }
 
 // pageLink is a path with a query of the non-empty values of kv (pairs of
