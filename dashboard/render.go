@@ -21,6 +21,7 @@ import (
 type view struct {
 	Title    string
 	Nav      string // the section of the page, for the navigation
+	Page     string // the page's template, named on its main element
 	CSRF     string
 	CanWrite bool
 	Login    bool // a token is configured: a logout button is shown
@@ -86,6 +87,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if !ok {
 		panic("dashboard: no page " + name)
 	}
+	v.Page = name
 	var buf bytes.Buffer
 	if err := p.t.ExecuteTemplate(&buf, "layout.html", pageData{view: v, Data: data}); err != nil {
 		s.log.Error("dashboard: render a page", "page", name, "path", r.URL.Path, "err", err)
