@@ -1,0 +1,148 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Without a token (a loopback server) the first page hands out a session
+// at once, marked HttpOnly and SameSite=Strict; the actions of the
+// message, overview and circuit pages do what they say, each recorded in
+// the audit log as the dashboard's.
+func TestActionsWithoutToken(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	ctx := pgtest.Context(t)
+	q := pgtest.NewQueue(t, st, "dash_act")
+	ids := pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	breaker := pgtest.Name("bank")
+	if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BreakerFailure(ctx, breaker, "503 from the bank"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/", nil)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookie := resp.Header.Get("Set-Cookie")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "Secure") {
+		t.Fatalf("the first page on loopback: %d, cookie %q", resp.StatusCode, cookie)
+	}
+	if code, _, to := b.get("/login"); code != http.StatusSeeOther || to != "/" {
+		t.Fatalf("GET /login without a token configured: %d to %q", code, to)
+	}
+
+	// Discard one message from its page; retry the other.
+	msg := func(id int64) string { return fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d", q, id) }
+	_, page, _ := b.get(msg(ids[0]))
+	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}}
+	if code, page, _ := b.post("/dlq/message/discard", form, nil); code != http.StatusOK || !strings.Contains(page, "discarded") {
+		t.Fatalf("discard: %d\n%s", code, page)
+	}
+	if code, page, _ := b.post("/dlq/message/discard", form, nil); code != http.StatusOK || !strings.Contains(page, "was not discarded") {
+		t.Fatalf("discard again: %d\n%s", code, page)
+	}
+	if code, page, _ := b.get(msg(ids[0])); code != http.StatusNotFound || !strings.Contains(page, "Back to the overview") {
+		t.Fatalf("the discarded message's page: %d\n%s", code, page)
+	}
+	form.Set("id", fmt.Sprint(ids[1]))
+	if code, page, _ := b.post("/dlq/message/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "Moved back to "+q) {
+		t.Fatalf("retry: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {
+		t.Fatalf("%d messages still dead", n)
+	}
+
+	// Pause and resume from the overview.
+	_, page, _ = b.get("/")
+	if !strings.Contains(page, `action="/queues/pause"`) {
+		t.Fatalf("the overview offers no pause:\n%s", page)
+	}
+	token := csrf(t, page)
+	if code, page, _ := b.post("/queues/pause", url.Values{"csrf": {token}, "queue": {q}}, nil); code != http.StatusOK || !strings.Contains(page, "Queue "+q+" paused") {
+		t.Fatalf("pause: %d\n%s", code, page)
+	}
+	if _, page, _ := b.get("/"); !strings.Contains(page, `action="/queues/resume"`) {
+		t.Fatalf("a paused queue's overview offers no resume:\n%s", page)
+	}
+	if code, page, _ := b.post("/queues/resume", url.Values{"csrf": {token}, "queue": {q}}, nil); code != http.StatusOK || !strings.Contains(page, "Queue "+q+" resumed") {
+		t.Fatalf("resume: %d\n%s", code, page)
+	}
+	if code, page, _ := b.post("/queues/pause", url.Values{"csrf": {token}, "queue": {"no_such_queue"}}, nil); code != http.StatusNotFound {
+		t.Fatalf("pause a queue that does not exist: %d\n%s", code, page)
+	}
+
+	// Reset the open breaker from the circuits page.
+	_, page, _ = b.get("/circuits")
+	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) {
+		t.Fatalf("the circuits page:\n%s", page)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, "reset") {
+		t.Fatalf("reset: %d\n%s", code, page)
+	}
+	cs, err := svc.Circuits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Circuits {
+		if c.Name == breaker && c.State != store.BreakerClosed {
+			t.Fatalf("the breaker is %s after its reset", c.State)
+		}
+	}
+
+	audit, err := svc.Audit(ctx, ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range audit.Items {
+		got = append([]string{e.Op}, got...)
+	}
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
+	}
+	if _, page, _ := b.get("/audit?client=dashboard&op=all"); strings.Count(page, "<tr") != len(got)+1 {
+		t.Fatalf("the audit page lists %d rows, want a header and %d entries:\n%s", strings.Count(page, "<tr"), len(audit.Items), page)
+	}
+	if _, page, _ := b.get("/workers"); !strings.Contains(page, "No worker process") {
+		t.Fatalf("the workers page without workers:\n%s", page)
+	}
+}
+
+// The login's next page stays on the dashboard.
+func TestLoginNextStaysHere(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	for next, want := range map[string]string{"/dlq?queue=x": "/dlq?queue=x", "//evil.example/": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/"} {
+		_, page, _ := b.get("/login?next=" + url.QueryEscape(next))
+		code, _, to := b.post("/login", url.Values{"csrf": {csrf(t, page)}, "token": {token}, "next": {next}}, nil)
+		if code != http.StatusSeeOther || to != want {
+			t.Errorf("login with next %q: %d to %q, want %q", next, code, to, want)
+		}
+	}
+	// Logged in, the login page is no obstacle, and logging out ends the
+	// session.
+	_, page, _ := b.get("/")
+	if code, _, to := b.post("/logout", url.Values{"csrf": {csrf(t, page)}}, nil); code != http.StatusSeeOther || to != "/login" {
+		t.Fatalf("logout: %d to %q", code, to)
+	}
+	if code, _, to := b.get("/"); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
+		t.Fatalf("after logout: %d to %q", code, to)
+	}
+}
