@@ -202,7 +202,7 @@ func TestBrowser(t *testing.T) {
 	}
 	group := ops.DeadFilter{Queue: u.Query().Get("queue"), Kind: u.Query().Get("kind"), ErrorClass: u.Query().Get("error_class")}
 	count := deadCount(t, svc, group)
-	b.do("preview the retry", chromedp.Click(chromedp.CSS(retryLink)), page("retry"))
+	b.do("preview the retry", chromedp.Click(chromedp.CSS(retryLink)), page("bulk"))
 	if text, n := b.text(".lead"), b.count("tbody tr"); !strings.Contains(text, fmt.Sprintf("%d dead message", count)) || int64(n) != min(count, 100) {
 		t.Fatalf("the preview says %q and lists %d messages; the group has %d", text, n, count)
 	}
@@ -213,7 +213,7 @@ func TestBrowser(t *testing.T) {
 	if text := b.text(".problem"); !strings.Contains(text, "CSRF") || deadCount(t, svc, group) != count {
 		t.Fatalf("a confirmation without its CSRF token: %q, %d of %d messages left", text, deadCount(t, svc, group), count)
 	}
-	b.do("preview the retry again", chromedp.Navigate(base+u.RequestURI()), page("retry"))
+	b.do("preview the retry again", chromedp.Navigate(base+u.RequestURI()), page("bulk"))
 	if code := b.status("confirm the preview", chromedp.Click(chromedp.CSS("form.confirm button"))); code != http.StatusOK {
 		t.Fatalf("the confirmation: status %d", code)
 	}
@@ -261,7 +261,7 @@ func TestBrowser(t *testing.T) {
 	ro := "http://localhost:" + port
 	b.do("log in to the read-only server", chromedp.Navigate(ro+"/dlq"), page("login"),
 		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), page("groups"))
-	if n, text := b.count(`a[href^="/dlq/retry"]`), b.text("header"); n != 0 || !strings.Contains(text, "read-only") {
+	if n, text := b.count(`a[href^="/dlq/retry"], a[href^="/dlq/discard"], form[method="post"]:not(.logout)`), b.text("header"); n != 0 || !strings.Contains(text, "read-only") {
 		t.Fatalf("the read-only server offers %d retries; its header says %q", n, text)
 	}
 	post := fmt.Sprintf(`(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/dlq/retry';

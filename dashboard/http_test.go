@@ -152,6 +152,19 @@ func TestRetryGroupAfterPreview(t *testing.T) {
 	if code, page, _ := b.get("/audit?client=dashboard"); code != http.StatusOK || !strings.Contains(page, "dlq_retry") {
 		t.Fatalf("audit page: %d\n%s", code, page)
 	}
+
+	// The other group is discarded the same way.
+	code, page, _ = b.get("/dlq/discard?queue=" + q + "&kind=refund")
+	if code != http.StatusOK || !strings.Contains(page, "2 dead messages") || !strings.Contains(page, "archive") {
+		t.Fatalf("discard preview: %d\n%s", code, page)
+	}
+	code, page, _ = b.post("/dlq/discard", confirmFormOf(t, page, "/dlq/discard"), nil)
+	if code != http.StatusOK || !strings.Contains(page, "Discarded 2 messages") || deadCount(t, svc, ops.DeadFilter{Queue: q}) != 0 {
+		t.Fatalf("discard: %d, %d left\n%s", code, deadCount(t, svc, ops.DeadFilter{Queue: q}), page)
+	}
+	if code, page, _ := b.post("/dlq/discard", url.Values{"csrf": {csrf(t, page)}, "queue": {q}}, nil); code != http.StatusBadRequest || !strings.Contains(page, "preview") {
+		t.Fatalf("a discard without its preview: %d\n%s", code, page)
+	}
 }
 
 var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
@@ -159,7 +172,13 @@ var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="
 // confirmForm returns the fields of the confirm form of a retry preview.
 func confirmForm(t *testing.T, page string) url.Values {
 	t.Helper()
-	_, form, ok := strings.Cut(page, `action="/dlq/retry"`)
+	return confirmFormOf(t, page, "/dlq/retry")
+}
+
+// confirmFormOf returns the fields of the form of a page posting to action.
+func confirmFormOf(t *testing.T, page, action string) url.Values {
+	t.Helper()
+	_, form, ok := strings.Cut(page, `action="`+action+`"`)
 	if !ok {
 		t.Fatalf("the page has no confirm form:\n%s", page)
 	}
@@ -245,14 +264,14 @@ func TestRefusals(t *testing.T) {
 	ro := newBrowser(t, serve(t, st, serverOpts{token: token, readOnly: true}))
 	ro.login(token)
 	_, page, _ = ro.get("/dlq?queue=" + q)
-	if strings.Contains(page, "/dlq/retry") || !strings.Contains(page, "read-only") {
+	if strings.Contains(page, "/dlq/retry") || strings.Contains(page, "/dlq/discard") || !strings.Contains(page, "read-only") {
 		t.Fatalf("a read-only dead-letter page offers a retry:\n%s", page)
 	}
 	roCSRF := csrf(t, page) // the logout form's
 	if code, page, _ := ro.get("/dlq/retry?queue=" + q); code != http.StatusForbidden {
 		t.Fatalf("read-only preview: %d\n%s", code, page)
 	}
-	for _, path := range []string{"/dlq/retry", "/dlq/message/retry", "/dlq/message/discard", "/queues/pause", "/circuits/reset"} {
+	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/message/retry", "/dlq/message/discard", "/queues/pause", "/circuits/reset"} {
 		form := url.Values{"csrf": {roCSRF}, "queue": {q}, "id": {"1"}, "name": {"x"}, "expect": {"1"}}
 		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "read-only") {
 			t.Fatalf("read-only POST %s: %d\n%s", path, code, page)

@@ -125,51 +125,116 @@ func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
 	s.render(w, r, http.StatusOK, "message", v, messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked})
 }
 
-// retryData is a retry's preview or result.
-type retryData struct {
+// bulkData is the preview or result of a retry or discard by filter.
+type bulkData struct {
 	deadData
-	Retry ops.DLQRetry
-	// Changed: the confirmed retry was refused because the messages the
+	// Verb is "retry" or "discard".
+	Verb string
+	// Count is how many messages moved (in a preview: would move); Moved
+	// lists the first of them, Omitted counts the rest.
+	Count        int
+	Moved        []bulkItem
+	Omitted      int
+	LimitReached bool
+	// Expect binds the confirmation to the preview's messages.
+	Expect     string
+	Failed     int
+	FirstError string
+	Workers    []ops.QueueWorkers
+	// Changed: the confirmation was refused because the messages the
 	// filter selects changed since the preview.
 	Changed string
 }
 
-// retryPreview is the dry run of a retry by filter: exactly what would
-// move, and a form that confirms it bound to that set.
-func (s *server) retryPreview(w http.ResponseWriter, r *http.Request, v *view) {
-	f := deadFilter(r.URL.Query())
-	v.Title, v.Nav = "Retry dead messages", "dlq"
-	if !v.CanWrite {
-		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries are off. The dead-letter pages still show every message.")
-		return
-	}
-	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true})
-	if err != nil {
-		s.fail(w, r, v, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "retry", v, retryData{deadData: deadData{Filter: f}, Retry: res})
+// bulkItem is one message of a bulk action: its DLQ and id, and for a
+// retry the queue it goes back to.
+type bulkItem struct {
+	DLQ   string
+	ID    int64
+	Queue string
 }
 
-// retry runs a retry by filter confirmed on its preview: it moves exactly
-// the messages the preview showed, or nothing.
-func (s *server) retry(w http.ResponseWriter, r *http.Request, v *view) {
-	f := deadFilter(r.PostForm)
-	expect := r.PostFormValue("expect")
-	v.Title, v.Nav = "Retry dead messages", "dlq"
-	if expect == "" {
-		s.refuse(w, r, v, http.StatusBadRequest, "A retry from the dashboard confirms a preview: open the preview of what to retry and confirm it there.")
-		return
+func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers}
+	for _, m := range r.Moved {
+		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
 	}
-	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect})
-	if err != nil {
-		if errChanged(err) {
-			msg, _ := ops.RedactText(err.Error())
-			s.render(w, r, http.StatusConflict, "retry", v, retryData{deadData: deadData{Filter: f}, Changed: msg})
+	return d
+}
+
+func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "discard", Count: r.Discarded, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError}
+	for _, m := range r.Moved {
+		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.MsgID})
+	}
+	return d
+}
+
+// bulkPreview is the dry run of a retry or discard by filter: exactly
+// what would move, and a form that confirms it, bound to that set.
+func (s *server) bulkPreview(verb string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, v *view) {
+		f := deadFilter(r.URL.Query())
+		v.Title, v.Nav = strings.ToUpper(verb[:1])+verb[1:]+" dead messages", "dlq"
+		if !v.CanWrite {
+			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off. The dead-letter pages still show every message.")
 			return
 		}
-		s.fail(w, r, v, err)
-		return
+		var d bulkData
+		if verb == "retry" {
+			res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true})
+			if err != nil {
+				s.fail(w, r, v, err)
+				return
+			}
+			d = retryBulk(f, res)
+		} else {
+			res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, DryRun: true})
+			if err != nil {
+				s.fail(w, r, v, err)
+				return
+			}
+			d = discardBulk(f, res)
+		}
+		s.render(w, r, http.StatusOK, "bulk", v, d)
 	}
-	s.render(w, r, http.StatusOK, "retried", v, retryData{deadData: deadData{Filter: f}, Retry: res})
+}
+
+// bulk runs a retry or discard by filter confirmed on its preview: it
+// moves exactly the messages the preview showed, or nothing.
+func (s *server) bulk(verb string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, v *view) {
+		f := deadFilter(r.PostForm)
+		expect := r.PostFormValue("expect")
+		v.Title, v.Nav = strings.ToUpper(verb[:1])+verb[1:]+" dead messages", "dlq"
+		if expect == "" {
+			s.refuse(w, r, v, http.StatusBadRequest, "A "+verb+" from the dashboard confirms a preview: open the preview of what to "+verb+" and confirm it there.")
+			return
+		}
+		var d bulkData
+		var err error
+		if verb == "retry" {
+			var res ops.DLQRetry
+			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect})
+			d = retryBulk(f, res)
+		} else {
+			var res ops.DLQDiscard
+			// The person confirmed on the preview: that is the go-ahead.
+			res, err = s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, Expect: expect, Confirm: true})
+			d = discardBulk(f, res)
+		}
+		if err != nil {
+			if errChanged(err) {
+				d = bulkData{deadData: deadData{Filter: f}, Verb: verb}
+				d.Changed, _ = ops.RedactText(err.Error())
+				s.render(w, r, http.StatusConflict, "bulk", v, d)
+				return
+			}
+			s.fail(w, r, v, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "bulkdone", v, d)
+	}
 }

@@ -155,11 +155,11 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
 var opPages = map[string]string{
 	ops.OpHealth: "/", ops.OpQueueStats: "/", ops.OpDLQSummary: "/dlq", ops.OpDLQList: "/dlq/messages",
 	ops.OpDLQShow: "/dlq/message", ops.OpAudit: "/audit", ops.OpWorkers: "/workers", ops.OpCircuits: "/circuits",
-	ops.OpDLQRetry: "/dlq/retry",
+	ops.OpDLQRetry: "/dlq/retry", ops.OpDLQDiscard: "/dlq/discard",
 }
 
-// hintLinks names the hints the dashboard has a page for; a retry hint
-// becomes its preview, never the action itself.
+// hintLinks names the hints the dashboard has a page for; a retry or
+// discard hint becomes its preview, never the action itself.
 func hintLinks(hints []ops.Hint) []link {
 	var out []link
 	for _, h := range hints {
