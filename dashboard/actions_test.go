@@ -119,6 +119,12 @@ func TestActionsWithoutToken(t *testing.T) {
 	if _, page, _ := b.get("/audit?client=dashboard&op=all"); strings.Count(page, "<tr") != len(got)+1 {
 		t.Fatalf("the audit page lists %d rows, want a header and %d entries:\n%s", strings.Count(page, "<tr"), len(audit.Items), page)
 	}
+	if _, page, _ := b.get("/?refresh=10"); !strings.Contains(page, `<meta http-equiv="refresh" content="10">`) || !strings.Contains(page, `<a href="/">Stop refreshing</a>`) {
+		t.Fatalf("the overview refreshing itself:\n%s", page)
+	}
+	if _, page, _ := b.get("/dlq?queue=" + q); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, `href="/dlq?queue=`+q+`&amp;refresh=10"`) {
+		t.Fatalf("the dead letters not refreshing:\n%s", page)
+	}
 	if _, page, _ := b.get("/workers"); !strings.Contains(page, "No worker process") {
 		t.Fatalf("the workers page without workers:\n%s", page)
 	}

@@ -26,11 +26,34 @@ type view struct {
 	CanWrite bool
 	Login    bool // a token is configured: a logout button is shown
 	LoggedIn bool
-	now      time.Time
+	// Refresh, when set (?refresh=N on a page that offers it), reloads
+	// the page every Refresh seconds, without JavaScript.
+	Refresh int
+	now     time.Time
+	url     *url.URL
+}
+
+// RefreshToggle is the page's URL with its auto-refresh switched: on
+// (every 10 seconds) when off, off when on.
+func (v *view) RefreshToggle() string {
+	q := v.url.Query()
+	if v.Refresh > 0 {
+		q.Del("refresh")
+	} else {
+		q.Set("refresh", "10")
+	}
+	if len(q) == 0 {
+		return v.url.Path
+	}
+	return v.url.Path + "?" + q.Encode()
 }
 
 func (s *server) newView(r *http.Request, sess session) *view {
-	return &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, now: s.cfg.Now()}
+	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, now: s.cfg.Now(), url: r.URL}
+	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && r.Method == http.MethodGet {
+		v.Refresh = min(max(n, 5), 3600)
+	}
+	return v
 }
 
 // page is a parsed page: the layout with the page's own templates.
