@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -163,4 +164,76 @@ func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = "Circuit breakers", "circuits"
 	s.render(w, r, http.StatusOK, "circuits", v, cs)
+}
+
+// selectedData is the preview or result of a retry or discard of the
+// messages selected on a list page.
+type selectedData struct {
+	Verb     string
+	Queue    string
+	IDs      []int64
+	Outcomes []ops.IDOutcome
+	// Count is how many moved (in a preview: would move).
+	Count  int
+	DryRun bool
+}
+
+// selected reads the verb, DLQ and ids of a selection, from a query or a
+// form; ok is false, with the reason, when they do not name one.
+func selected(v url.Values) (d selectedData, why string) {
+	d.Verb, d.Queue = v.Get("verb"), strings.TrimSpace(v.Get("queue"))
+	if d.Verb != "retry" && d.Verb != "discard" {
+		return d, "Choose what to do with the selected messages: retry or discard."
+	}
+	for _, s := range v["id"] {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || id <= 0 {
+			return d, "The selection holds " + strconv.Quote(s) + ", which is not a message id: select the messages on the list page."
+		}
+		d.IDs = append(d.IDs, id)
+	}
+	if len(d.IDs) == 0 || d.Queue == "" {
+		return d, "Nothing is selected: tick the messages on a list page of one queue's dead letters, then choose retry or discard."
+	}
+	return d, ""
+}
+
+// runSelected previews (dryRun) or runs a retry or discard by ids.
+func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q url.Values, dryRun bool) {
+	d, why := selected(q)
+	v.Title, v.Nav = "Selected dead messages", "dlq"
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, why)
+		return
+	}
+	if !v.CanWrite {
+		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off.")
+		return
+	}
+	d.DryRun = dryRun
+	filter := ops.DeadFilter{Queue: d.Queue}
+	if d.Verb == "retry" {
+		res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
+		if err != nil {
+			s.fail(w, r, v, err)
+			return
+		}
+		d.Outcomes, d.Count = res.Outcomes, res.Retried
+	} else {
+		res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
+		if err != nil {
+			s.fail(w, r, v, err)
+			return
+		}
+		d.Outcomes, d.Count = res.Outcomes, res.Discarded
+	}
+	s.render(w, r, http.StatusOK, "selected", v, d)
+}
+
+func (s *server) selectedPreview(w http.ResponseWriter, r *http.Request, v *view) {
+	s.runSelected(w, r, v, r.URL.Query(), true)
+}
+
+func (s *server) selectedRun(w http.ResponseWriter, r *http.Request, v *view) {
+	s.runSelected(w, r, v, r.PostForm, false)
 }

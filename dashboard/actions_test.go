@@ -152,3 +152,42 @@ func TestLoginNextStaysHere(t *testing.T) {
 		t.Fatalf("after logout: %d to %q", code, to)
 	}
 }
+
+// Messages ticked on a list page are retried or discarded after a preview
+// of what happens to each.
+func TestSelectedMessages(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_sel")
+	ids := pgtest.DeadLetterN(t, st, q, 4, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	dlq := q + "_dlq"
+	if _, page, _ := b.get("/dlq/messages?queue=" + dlq); strings.Count(page, `type="checkbox" name="id"`) != 4 || !strings.Contains(page, `action="/dlq/selected"`) {
+		t.Fatalf("the list of one queue offers no selection:\n%s", page)
+	}
+	if _, page, _ := b.get("/dlq/messages"); strings.Contains(page, `type="checkbox"`) {
+		t.Fatalf("the list of every queue offers a selection, whose ids could name messages of several DLQs:\n%s", page)
+	}
+	for verb, picked := range map[string][]int64{"retry": ids[:2], "discard": ids[2:3]} {
+		query := url.Values{"verb": {verb}, "queue": {dlq}}
+		for _, id := range picked {
+			query.Add("id", fmt.Sprint(id))
+		}
+		code, page, _ := b.get("/dlq/selected?" + query.Encode())
+		want := fmt.Sprintf("%d of %d selected", len(picked), len(picked))
+		if code != http.StatusOK || !strings.Contains(page, want) || !strings.Contains(page, "would_"+verb) {
+			t.Fatalf("%s preview: %d\n%s", verb, code, page)
+		}
+		code, page, _ = b.post("/dlq/selected", confirmFormOf(t, page, "/dlq/selected"), nil)
+		done := map[string]string{"retry": "Retried", "discard": "Discarded"}[verb]
+		if code != http.StatusOK || !strings.Contains(page, fmt.Sprintf("%s %d message", done, len(picked))) {
+			t.Fatalf("%s: %d\n%s", verb, code, page)
+		}
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
+		t.Fatalf("%d messages left dead, want the one not selected", n)
+	}
+	if code, page, _ := b.get("/dlq/selected?verb=retry&queue=" + dlq); code != http.StatusBadRequest || !strings.Contains(page, "Nothing is selected") {
+		t.Fatalf("an empty selection: %d\n%s", code, page)
+	}
+}

@@ -97,6 +97,8 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /dlq/retry", s.authed(s.writes(s.bulk("retry"))))
 	m.HandleFunc("GET /dlq/discard", s.authed(s.bulkPreview("discard")))
 	m.HandleFunc("POST /dlq/discard", s.authed(s.writes(s.bulk("discard"))))
+	m.HandleFunc("GET /dlq/selected", s.authed(s.selectedPreview))
+	m.HandleFunc("POST /dlq/selected", s.authed(s.writes(s.selectedRun)))
 	m.HandleFunc("POST /dlq/message/retry", s.authed(s.writes(s.retryOne)))
 	m.HandleFunc("POST /dlq/message/discard", s.authed(s.writes(s.discardOne)))
 	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))

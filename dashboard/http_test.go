@@ -185,7 +185,7 @@ func confirmFormOf(t *testing.T, page, action string) url.Values {
 	form, _, _ = strings.Cut(form, "</form>")
 	out := url.Values{}
 	for _, m := range hiddenRE.FindAllStringSubmatch(form, -1) {
-		out.Set(m[1], html.UnescapeString(m[2]))
+		out.Add(m[1], html.UnescapeString(m[2]))
 	}
 	return out
 }
