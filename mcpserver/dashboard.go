@@ -9,11 +9,13 @@ import (
 // withDashboard sends the requests of every path mux leaves to its
 // catch-all to dash, behind the Host, Origin and body checks but not the
 // bearer token, which a browser cannot send: dash authenticates them
-// itself. Every other path goes to endpoints, behind every check.
+// itself. Every other path goes to endpoints, behind every check, and so
+// do the well-known paths MCP clients probe (OAuth discovery), which get
+// the answers they got before the dashboard.
 func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler) http.Handler {
 	page := s.wrap(dash, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "/" {
+		if _, pattern := mux.Handler(r); pattern == "/" && !strings.HasPrefix(r.URL.Path, "/.well-known/") {
 			page.ServeHTTP(w, r)
 			return
 		}

@@ -59,6 +59,7 @@ func TestDashboardBehindTheGate(t *testing.T) {
 		{"POST", "/dlq/retry", "127.0.0.1:8080", "https://evil.example", http.StatusForbidden},
 		{"GET", "/", "evil.example:8080", "", http.StatusForbidden},
 		{"POST", "/mcp", "127.0.0.1:8080", "", http.StatusUnauthorized},
+		{"GET", "/.well-known/oauth-protected-resource", "127.0.0.1:8080", "", http.StatusUnauthorized},
 	} {
 		if got := status(local, c.method, c.path, c.host, c.origin); got != c.want {
 			t.Errorf("bound to loopback, %s %s (Host %s, Origin %q): %d, want %d", c.method, c.path, c.host, c.origin, got, c.want)
