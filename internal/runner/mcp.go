@@ -109,3 +109,40 @@ func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	return err == nil && mcpserver.IsLoopbackHost(host)
 }
+
+// ServeDashboard serves the web dashboard alone (no MCP endpoint) over st
+// on c.HTTP's address, under the HTTP transport's security, until ctx
+// ends, with the payload gate and read-only mode of c.
+func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
+	c.Transport = mcpserver.TransportHTTP
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	if err != nil {
+		return err
+	}
+	h := c.HTTP
+	h.Transport, h.Logger = c.Transport, c.Logger
+	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), Logger: c.Logger}); err != nil {
+		return err
+	}
+	ready := h.Ready
+	h.Ready = func(addr net.Addr) {
+		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		if ready != nil {
+			ready(addr)
+		}
+	}
+	if err := h.Check(); err != nil {
+		return err
+	}
+	addr := h.Addr
+	if addr == "" {
+		addr = mcpserver.DefaultAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; choose another --addr or stop what uses it", addr, err)
+	}
+	err = mcpserver.ServeDashboard(ctx, ln, h)
+	c.Logger.Info("pgbus dashboard stopped")
+	return err
+}
