@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -131,6 +132,28 @@ type auditData struct {
 	Client, Op, Since string
 	Page              ops.AuditPage
 	Cursor            string
+}
+
+// Target is the page of what an entry acted on, when the dashboard has
+// one: the dead letters its filter selects (or the DLQ its ids were in),
+// a queue's place in the overview, or the circuit breakers.
+func (auditData) Target(e ops.AuditEntry) string {
+	var args struct {
+		Filter ops.DeadFilter `json:"filter"`
+		IDs    []int64        `json:"ids"`
+	}
+	switch {
+	case strings.HasPrefix(e.Op, "dlq_") && e.Op != ops.OpDLQPurge:
+		if json.Unmarshal(e.Arguments, &args) != nil {
+			return ""
+		}
+		return pageLink("/dlq", filterArgs(args.Filter)...)
+	case e.Op == ops.OpQueuePause || e.Op == ops.OpQueueResume:
+		return "/"
+	case e.Op == ops.OpCircuitReset:
+		return "/circuits"
+	}
+	return ""
 }
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {

@@ -149,8 +149,9 @@ func TestRetryGroupAfterPreview(t *testing.T) {
 	if len(real) != 2 || real[0].IsError || !real[1].IsError || real[0].Transport != "http" || !strings.HasPrefix(real[0].Principal, "token sha256:") {
 		t.Fatalf("audit entries of the dashboard's retries: %+v", real)
 	}
-	if code, page, _ := b.get("/audit?client=dashboard"); code != http.StatusOK || !strings.Contains(page, "dlq_retry") {
-		t.Fatalf("audit page: %d\n%s", code, page)
+	link := `<a href="` + html.EscapeString(pageURLOf("/dlq", "queue", f.Queue, "kind", "charge", "error_class", "Timeout")) + `">dlq_retry</a>`
+	if code, page, _ := b.get("/audit?client=dashboard"); code != http.StatusOK || !strings.Contains(page, link) {
+		t.Fatalf("audit page: %d, no %s\n%s", code, link, page)
 	}
 
 	// The other group is discarded the same way.
@@ -280,4 +281,14 @@ func TestRefusals(t *testing.T) {
 	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 2 {
 		t.Fatalf("a read-only server moved messages: %d left of 2", n)
 	}
+}
+
+// pageURLOf is a path with the query of pairs of names and values, in
+// their order.
+func pageURLOf(p string, kv ...string) string {
+	var parts []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		parts = append(parts, url.QueryEscape(kv[i])+"="+url.QueryEscape(kv[i+1]))
+	}
+	return p + "?" + strings.Join(parts, "&")
 }
