@@ -39,7 +39,8 @@ func TestActionsWithoutToken(t *testing.T) {
 	}
 	resp.Body.Close()
 	cookie := resp.Header.Get("Set-Cookie")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "Secure") {
+	_, port, _ := strings.Cut(strings.TrimPrefix(b.base, "http://"), ":")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(cookie, "pgbus_session_"+port+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "Secure") {
 		t.Fatalf("the first page on loopback: %d, cookie %q", resp.StatusCode, cookie)
 	}
 	if code, _, to := b.get("/login"); code != http.StatusSeeOther || to != "/" {

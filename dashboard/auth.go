@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,8 +16,15 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// cookieName names the session cookie.
-const cookieName = "pgbus_session"
+// cookieName names the session cookie of the server r was sent to: a
+// browser keeps cookies by host, not port, so each port has its own, and
+// two servers on one machine do not log each other out.
+func cookieName(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return "pgbus_session_" + port
+	}
+	return "pgbus_session"
+}
 
 // sessionTTL is how long a login lasts.
 const sessionTTL = 12 * time.Hour
@@ -55,7 +63,7 @@ func (s *server) newSession(authed bool) session {
 
 // readSession returns the request's valid session, if it has one.
 func (s *server) readSession(r *http.Request) (session, bool) {
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(cookieName(r))
 	if err != nil {
 		return session{}, false
 	}
@@ -77,7 +85,7 @@ func (s *server) readSession(r *http.Request) (session, bool) {
 
 // setSession sends the session cookie.
 func (s *server) setSession(w http.ResponseWriter, r *http.Request, sess session) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: sess.value, Path: "/", MaxAge: int(sessionTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess.value, Path: "/", MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
@@ -197,7 +205,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 
 // logout ends the session.
 func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 	to := "/"
 	if s.cfg.AuthToken != "" {
 		to = "/login"
