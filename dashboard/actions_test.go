@@ -1,13 +1,16 @@
 package dashboard_test
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -190,5 +193,32 @@ func TestSelectedMessages(t *testing.T) {
 	}
 	if code, page, _ := b.get("/dlq/selected?verb=retry&queue=" + dlq); code != http.StatusBadRequest || !strings.Contains(page, "Nothing is selected") {
 		t.Fatalf("an empty selection: %d\n%s", code, page)
+	}
+}
+
+// The session cookie is Secure over TLS, and whenever the server is
+// reached off loopback (SecureCookies), through a TLS proxy.
+func TestSecureCookie(t *testing.T) {
+	svc := newService(t, pgtest.Store(t))
+	for _, c := range []struct {
+		secure, tls, want bool
+	}{{false, false, false}, {true, false, true}, {false, true, true}} {
+		h, err := dashboard.New(svc, dashboard.Config{AuthToken: "a-token", SecureCookies: c.secure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/login", nil)
+		if c.tls {
+			req.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		cookie := rec.Header().Get("Set-Cookie")
+		if rec.Code != http.StatusOK || strings.Contains(cookie, "; Secure") != c.want || !strings.Contains(cookie, "SameSite=Strict") {
+			t.Errorf("SecureCookies %v, TLS %v: %d, cookie %q", c.secure, c.tls, rec.Code, cookie)
+		}
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("Content-Security-Policy %q", csp)
+		}
 	}
 }
