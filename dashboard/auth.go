@@ -150,6 +150,10 @@ func (s *server) authed(next handlerFunc) http.HandlerFunc {
 			return
 		}
 		v := s.newView(r, sess)
+		if r.Method == http.MethodPost {
+			// Actions read r.PostForm, whichever way the caller logged in.
+			_ = r.ParseForm()
+		}
 		if r.Method == http.MethodPost && !bearer && !s.csrfOK(r, sess) {
 			s.refuse(w, r, v, http.StatusForbidden, "This form carries no valid CSRF token, so it was not sent from a page of this dashboard: nothing was changed. Reload the page and send the form from there.")
 			return

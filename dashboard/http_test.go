@@ -229,6 +229,18 @@ func TestRefusals(t *testing.T) {
 	if code, page, _ := anon.do(http.MethodGet, "/dlq", nil, http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK || !strings.Contains(page, q) {
 		t.Fatalf("GET /dlq with the bearer token: %d\n%s", code, page)
 	}
+	// A script with the bearer token needs no CSRF token: no browser sends
+	// that header by itself. Its form is read like a browser's.
+	single := url.Values{"queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}, "verb": {"retry"}}
+	if code, page, _ := anon.do(http.MethodPost, "/dlq/selected", single, http.Header{"Authorization": {"Bearer " + token}}); code != http.StatusOK || !strings.Contains(page, "Retried 1 message") {
+		t.Fatalf("POST /dlq/selected with the bearer token: %d\n%s", code, page)
+	}
+	ids = ids[1:]
+	dry, err = svc.DLQRetry(pgtest.Context(t), ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry = url.Values{"queue": {q}, "expect": {dry.Expect}}
 
 	b := newBrowser(t, addr)
 	b.login(token)
