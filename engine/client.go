@@ -24,6 +24,13 @@ type Config struct {
 	// PollInterval is how often an idle queue is read when no notification
 	// arrives (messages sent by other PGMQ clients do not notify). Default 1s.
 	PollInterval time.Duration
+	// NoListen turns wake-ups by LISTEN/NOTIFY off: idle queues are read
+	// every PollInterval only. Without it, Run checks once per listener
+	// connection that a notification reaches it, and falls back to polling,
+	// with one log line, when none does (as behind PgBouncer in transaction
+	// mode), checking again quietly every 5 minutes; NoListen skips that
+	// check.
+	NoListen bool
 	// DrainTimeout is how long Run waits for running handlers after its
 	// context ends; the rest are left to their visibility timeout. Default 30s.
 	DrainTimeout time.Duration
@@ -303,6 +310,14 @@ func (c *Client) checkQueues(ctx context.Context) error {
 		physical, err := c.store.PhysicalQueues(ctx, q.Name)
 		if err != nil {
 			return err
+		}
+		// A queue another PGMQ client made has no DLQ: make it, and leave
+		// the queue's settings at the defaults.
+		if dlq := store.DLQName(q.Name); !have[dlq] && len(physical) == 1 && have[physical[0]] {
+			if err := c.store.CreateDLQ(ctx, q.Name); err != nil {
+				return err
+			}
+			have[dlq] = true
 		}
 		for _, name := range append(physical, store.DLQName(q.Name)) {
 			if !have[name] {

@@ -29,7 +29,12 @@ type SendOptions struct {
 
 // Send enqueues one message on a physical queue. payload is marshalled to
 // JSON unless it already is JSON (json.RawMessage or []byte).
-func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (int64, error) {
+func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
+	if len(c.observers) > 0 {
+		var done func(int64, error)
+		opts, done = c.observeSend(ctx, queue, opts)
+		defer func() { done(id, err) }()
+	}
 	m, err := NewMessage(payload, opts)
 	if err != nil {
 		return 0, err

@@ -349,8 +349,11 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	var a attempt
 	defer func() { w.c.observers.finished(ctx, job, res, a) }()
 	breaker := d.h.opts.Breaker
+	probe := false
 	if breaker != nil {
-		if wait, open := w.breakerOpen(breaker.Name); open {
+		var wait time.Duration
+		var open bool
+		if wait, open, probe = w.breakerOpen(breaker.Name); open {
 			res.action, res.delay = actionSnooze, wait
 			return res
 		}
@@ -359,7 +362,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	err := a.err
 	if err == nil {
 		if breaker != nil {
-			w.breakerRecord(breaker.Name, nil)
+			w.breakerRecord(breaker.Name, job, nil, probe)
 		}
 		return res
 	}
@@ -369,7 +372,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	}
 	res = w.onError(res, d, a)
 	if breaker != nil && res.downstreamFailure {
-		w.breakerRecord(breaker.Name, err)
+		w.breakerRecord(breaker.Name, job, err, probe)
 	}
 	return res
 }
@@ -418,34 +421,55 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 }
 
 // breakerOpen asks a kind's circuit breaker whether the job may run; when
-// not, it returns how long to snooze. A breaker that cannot be asked lets
-// the job run: an outage of the breaker table must not stop all work.
-func (w *queueWorker) breakerOpen(name string) (time.Duration, bool) {
+// not, it returns how long to snooze. probe says the job is a half-open
+// breaker's one trial call. A breaker that cannot be asked lets the job
+// run: an outage of the breaker table must not stop all work.
+func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open, probe bool) {
 	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
 	defer cancel()
 	v, err := w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
 	if err != nil {
 		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
-		return 0, false
+		return 0, false, false
+	}
+	if v.Probe {
+		w.c.observers.breakerChanged(name, store.BreakerOpen, store.BreakerHalfOpen)
 	}
 	if v.Allowed {
-		return 0, false
+		return 0, false, v.Probe
 	}
-	return max(time.Until(v.RetryAt), 0), true
+	return max(time.Until(v.RetryAt), 0), true, false
 }
 
-func (w *queueWorker) breakerRecord(name string, jobErr error) {
+// breakerRecord counts a job's success or failure on its breaker, and logs
+// at info the opening and the closing it causes: a person watching the
+// workers sees when a downstream is given a rest and when it is back.
+func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe bool) {
 	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
 	defer cancel()
+	var change store.BreakerChange
 	var err error
 	if jobErr == nil {
-		err = w.c.store.BreakerSuccess(ctx, name)
+		change, err = w.c.store.BreakerSucceeded(ctx, name)
+		if err == nil && probe && change.To == store.BreakerClosed && change.Changed() {
+			w.c.log.Info("pgbus: circuit breaker closed: its probe succeeded", "breaker", name, "queue", job.Queue, "kind", job.Kind)
+		}
 	} else {
-		_, err = w.c.store.BreakerFailure(ctx, name, jobErr.Error())
+		change, err = w.c.store.BreakerFailed(ctx, name, jobErr.Error())
+		if err == nil && change.Opened() {
+			what := "pgbus: circuit breaker opened; its jobs are snoozed until it lets a probe through"
+			if probe {
+				what = "pgbus: circuit breaker reopened: its probe failed; its jobs are snoozed until the next probe"
+			}
+			w.c.log.Info(what, "breaker", name, "queue", job.Queue, "kind", job.Kind, "failures", change.Failures,
+				"probe_in", time.Until(change.OpenUntil).Round(time.Millisecond), "error_class", ErrorClass(jobErr))
+		}
 	}
 	if err != nil {
 		w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
+		return
 	}
+	w.c.observers.breakerChanged(name, change.From, change.To)
 }
 
 func (w *queueWorker) failure(m store.Message, kind string, err error, stack string) *store.Failure {

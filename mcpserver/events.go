@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -27,15 +28,26 @@ const (
 // progress notification, a log record of the call), because two goroutines
 // of the POST race for it; with one, a single goroutine delivers them in
 // order before the result.
+//
+// It also orders responses after the events sent before them on other
+// streams (ordering.go).
 type recentEvents struct {
 	mu       sync.Mutex
 	seq      int64
 	sessions map[string]*sessionEvents
+	// changed is closed, and replaced, whenever events are flushed or a
+	// GET stream opens or closes, to wake the responses waiting.
+	changed chan struct{}
 }
 
 type sessionEvents struct {
 	events []storedEvent // oldest first
 	bytes  int
+	// listeners counts the session's GET streams open.
+	listeners int
+	// pending are the events recorded while a GET stream was open and
+	// not flushed to the client yet, by id.
+	pending map[int64]pendingEvent
 }
 
 type storedEvent struct {
@@ -44,27 +56,50 @@ type storedEvent struct {
 }
 
 func newRecentEvents() *recentEvents {
-	return &recentEvents{sessions: map[string]*sessionEvents{}}
+	return &recentEvents{sessions: map[string]*sessionEvents{}, changed: make(chan struct{})}
+}
+
+// session returns the events of sessionID, making them on first use. The
+// caller holds r.mu.
+func (r *recentEvents) session(sessionID string) *sessionEvents {
+	s := r.sessions[sessionID]
+	if s == nil {
+		s = &sessionEvents{pending: map[int64]pendingEvent{}}
+		r.sessions[sessionID] = s
+	}
+	return s
+}
+
+// parseEventID parses an event id of this store.
+func parseEventID(id string) (int64, bool) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	return n, err == nil && n > 0
 }
 
 var _ server.EventStore = (*recentEvents)(nil)
 
 // StoreEvent keeps message as the next event of stream, forgetting the
-// session's oldest events beyond the bounds.
+// session's oldest events beyond the bounds. A response first waits for
+// the events before it on other streams to be flushed (ordering.go).
 func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	if isResponse(message) {
+		r.awaitEarlier(sessionID, streamID)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.sessions[sessionID]
-	if s == nil {
-		s = &sessionEvents{}
-		r.sessions[sessionID] = s
-	}
+	s := r.session(sessionID)
 	r.seq++
 	id := strconv.FormatInt(r.seq, 10)
+	if s.listeners > 0 {
+		s.pending[r.seq] = pendingEvent{stream: streamID, at: time.Now()}
+	}
 	s.events = append(s.events, storedEvent{id: id, stream: streamID, message: append(json.RawMessage(nil), message...)})
 	s.bytes += len(message)
 	for len(s.events) > 1 && (len(s.events) > maxSessionEvents || s.bytes > maxSessionBytes) {
 		s.bytes -= len(s.events[0].message)
+		if n, ok := parseEventID(s.events[0].id); ok {
+			delete(s.pending, n)
+		}
 		s.events[0] = storedEvent{}
 		s.events = s.events[1:]
 	}
@@ -106,6 +141,7 @@ func (r *recentEvents) ReplayEventsAfter(_ context.Context, sessionID, lastEvent
 func (r *recentEvents) PurgeSession(_ context.Context, sessionID string) error {
 	r.mu.Lock()
 	delete(r.sessions, sessionID)
+	r.notifyLocked()
 	r.mu.Unlock()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -48,5 +49,74 @@ func TestRecentEvents(t *testing.T) {
 	_ = r.PurgeSession(ctx, "s")
 	if _, err := r.ReplayEventsAfter(ctx, "s", last, nil); !errors.Is(err, server.ErrUnknownEventID) {
 		t.Fatalf("after the session ended: %v; want unknown", err)
+	}
+}
+
+// While a GET stream is open, a response is recorded only once the events
+// recorded before it on other streams are flushed; without a GET stream,
+// or for events of its own stream, at once.
+func TestResponseWaitsForEarlierEvents(t *testing.T) {
+	ctx := context.Background()
+	note := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)
+	result := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{}}`)
+	store := func(r *recentEvents, stream string, m json.RawMessage) <-chan string {
+		done := make(chan string, 1)
+		go func() {
+			id, _ := r.StoreEvent(ctx, "s", stream, m)
+			done <- id
+		}()
+		return done
+	}
+	within := func(what string, done <-chan string, d time.Duration) string {
+		t.Helper()
+		select {
+		case id := <-done:
+			return id
+		case <-time.After(d):
+			t.Fatalf("%s: not recorded within %v", what, d)
+			return ""
+		}
+	}
+
+	r := newRecentEvents()
+	_, _ = r.StoreEvent(ctx, "s", "get", note)
+	within("a result without a GET stream", store(r, "post", result), time.Second)
+
+	r.listen("s", 1)
+	first := within("a notification", store(r, "get", note), time.Second)
+	own := within("a result after a notification of its own stream", store(r, "get", result), time.Second)
+	done := store(r, "post", result)
+	select {
+	case <-done:
+		t.Fatal("the result was recorded before the notification on the GET stream was flushed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	n1, _ := parseEventID(first)
+	n2, _ := parseEventID(own)
+	r.flushed("s", []int64{n1, n2})
+	within("the result once the notification was flushed", done, time.Second)
+
+	// A notification that is never flushed holds a result up to
+	// maxResponseWait, not longer.
+	within("another notification", store(r, "get", note), time.Second)
+	within("a result after a notification never flushed", store(r, "post", result), maxResponseWait+time.Second)
+
+	r.listen("s", -1)
+	_, _ = r.StoreEvent(ctx, "s", "get", note)
+	within("a result once the GET stream closed", store(r, "post", result), time.Second)
+}
+
+func TestIsResponse(t *testing.T) {
+	for msg, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                   true,
+		`{"jsonrpc":"2.0","id":"a","error":{"code":1}}`:          true,
+		`{"jsonrpc":"2.0","method":"notifications/progress"}`:    false,
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create"}`: false,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}`:    false,
+		`not json`: false,
+	} {
+		if got := isResponse(json.RawMessage(msg)); got != want {
+			t.Errorf("isResponse(%s) = %v, want %v", msg, got, want)
+		}
 	}
 }

@@ -33,6 +33,11 @@ const (
 	PathMCP     = "/mcp"
 	PathSSE     = "/sse"
 	PathMessage = "/message"
+	// PathMetrics, PathLivez and PathReadyz are served when HTTPConfig
+	// sets Metrics and Probes.
+	PathMetrics = "/metrics"
+	PathLivez   = "/livez"
+	PathReadyz  = "/readyz"
 )
 
 // Defaults of HTTPConfig.
@@ -85,6 +90,15 @@ type HTTPConfig struct {
 	// Ready, when set, is called once the server listens, with the address
 	// it listens on (useful with port 0).
 	Ready func(addr net.Addr)
+	// Metrics, when set, is served at PathMetrics behind every check the
+	// MCP endpoint has, the bearer token included: a scraper sends it as
+	// a bearer token too.
+	Metrics http.Handler
+	// Probes, when set, answers PathLivez and PathReadyz behind the Host
+	// and Origin checks but without the bearer token, so that a probe
+	// needs no secret; they tell only whether the process and the
+	// database are up and why not.
+	Probes http.Handler
 
 	// bodyReadTimeout bounds the time to receive a request body;
 	// DefaultBodyReadTimeout when zero. Tests shorten it.
@@ -196,6 +210,14 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		mux.Handle(PathSSE, h)
 		mux.Handle(PathMessage, h)
 		closeSessions = func(context.Context) { h.CloseSessions() }
+	}
+	if cfg.Metrics != nil {
+		mux.Handle(PathMetrics, cfg.Metrics)
+	}
+	if cfg.Probes != nil {
+		mux.Handle(PathLivez, cfg.Probes)
+		mux.Handle(PathReadyz, cfg.Probes)
+		sec.open = map[string]bool{PathLivez: true, PathReadyz: true}
 	}
 	endpoint := PathMCP
 	if cfg.Transport == TransportSSE {

@@ -23,7 +23,7 @@ import (
 //   - a Host header that does not name this server (DNS rebinding): 403;
 //   - an Origin header that is present and not allowed: 403;
 //   - a missing or wrong bearer token, when a token is configured: 401 with
-//     WWW-Authenticate: Bearer;
+//     WWW-Authenticate: Bearer (but on the probe paths, /livez and /readyz);
 //   - a body over the size limit: 413;
 //   - a body that does not arrive within the body timeout: 408, and the
 //     connection is closed.
@@ -40,6 +40,7 @@ type Security struct {
 	maxBody      int64
 	bodyTimeout  time.Duration
 	log          *slog.Logger
+	open         map[string]bool // paths that need no bearer token: the probes
 }
 
 // NewSecurity returns the checks for a server configured by cfg and
@@ -135,7 +136,7 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin))
 			return
 		}
-		if s.hasToken && bearer {
+		if s.hasToken && bearer && !s.open[r.URL.Path] {
 			if ok, given := s.tokenOK(r.Header.Get("Authorization")); !ok {
 				challenge := `Bearer realm="pgbus"`
 				msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"

@@ -45,10 +45,20 @@ type Options struct {
 	// running beside the server, reach clients too. Nil makes one that
 	// forwards only the server's own records.
 	ClientLog *ClientLog
+	// ToolCalled, when set, is told of every tool call once it is
+	// answered: the tool's name and "ok", "error" (a tool error the caller
+	// can fix) or "failed" (a protocol error). Metrics count them.
+	ToolCalled func(tool, result string)
 	// ResourcePoll is how often the queue stats are read, while a client
 	// is subscribed to pgbus://queues or a queue's stats, to tell it when
 	// they change; 0 means every 2 seconds.
 	ResourcePoll time.Duration
+	// ServerOptions are applied after pgbus's own, for a program that
+	// builds on this server and needs a capability pgbus does not offer,
+	// such as argument completion (server.WithCompletions with a
+	// completion provider); they may override pgbus's. pgbus serve passes
+	// none.
+	ServerOptions []server.ServerOption
 }
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
@@ -83,9 +93,13 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 		server.WithResourceRecovery(),
 		server.WithToolHandlerMiddleware(logCalls(log, isWrite)),
 	}
+	if opts.ToolCalled != nil {
+		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(countCalls(opts.ToolCalled)))
+	}
 	if deps.Ops.ReadOnly() {
 		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
 	}
+	serverOpts = append(serverOpts, opts.ServerOptions...)
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)
 	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
@@ -192,4 +206,22 @@ func buildVersion() string {
 		return info.Main.Version
 	}
 	return "dev"
+}
+
+// countCalls tells called of every tool call and its result.
+func countCalls(called func(tool, result string)) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, req)
+			result := "ok"
+			switch {
+			case err != nil:
+				result = "failed"
+			case res != nil && res.IsError:
+				result = "error"
+			}
+			called(req.Params.Name, result)
+			return res, err
+		}
+	}
 }

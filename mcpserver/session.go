@@ -122,18 +122,19 @@ func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code i
 // with sessions only this server issues, and the function that ends them.
 func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
 	ids := newSessions(cfg.Logger)
+	events := newRecentEvents()
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(PathMCP),
 		server.WithStreamableHTTPLogger(cfg.Logger),
 		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(cfg.sessionIdleTTL),
-		server.WithEventStore(newRecentEvents()),
+		server.WithEventStore(events),
 	}
 	if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
-	return ids.guard(h), func(ctx context.Context) {
+	return ids.guard(trackWrites(h, events)), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)
 		ids.closeAll()
 	}

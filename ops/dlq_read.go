@@ -32,7 +32,7 @@ type DeadGroup struct {
 	Count        int64           `json:"count"`
 	FirstDeadAt  time.Time       `json:"first_dead_lettered_at"`
 	LastDeadAt   time.Time       `json:"last_dead_lettered_at"`
-	Reasons      []string        `json:"reasons"`
+	Reasons      []string        `json:"reasons" jsonschema_description:"Why the group's messages died; not_recorded: reason not recorded (no dead-letter block)."`
 	SampleMsgIDs []int64         `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
 	ByField      *FieldBreakdown `json:"by_field,omitempty" jsonschema_description:"The group's messages by the value of the safe field by_field named; present only then."`
 }
@@ -68,7 +68,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 	for i, g := range sum.Groups {
 		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass,
 			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
-			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: g.Reasons, SampleMsgIDs: g.SampleMsgIDs,
+			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: groupReasons(g.Reasons), SampleMsgIDs: g.SampleMsgIDs,
 			ByField: v.breakdown(req.ByField, g.ByField)}
 		out.Total += g.Count
 	}
@@ -92,6 +92,15 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 	return out, nil
 }
 
+// groupReasons are the reasons a group shows: ReasonNotRecorded for a
+// group of messages without a block, which records none.
+func groupReasons(rs []string) []string {
+	if len(rs) == 0 {
+		return []string{ReasonNotRecorded}
+	}
+	return rs
+}
+
 // DLQListRequest asks for one page of dead messages, newest first.
 type DLQListRequest struct {
 	Filter DeadFilter
@@ -108,8 +117,8 @@ type DeadItem struct {
 	DLQ            string    `json:"dlq" jsonschema_description:"Dead-letter queue holding the message."`
 	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id in the DLQ."`
 	Kind           string    `json:"kind,omitempty"`
-	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
-	SourceQueue    string    `json:"source_queue"`
+	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded,enum=not_recorded" jsonschema_description:"Why the message died; not_recorded: reason not recorded, the message has no dead-letter block (a Ruby pgbus DLQ row from before the block, or one another client wrote)."`
+	SourceQueue    string    `json:"source_queue" jsonschema_description:"Queue the message died in; empty when not recorded."`
 	SourceMsgID    int64     `json:"source_msg_id"`
 	Attempts       int       `json:"attempts"`
 	MaxRetries     int       `json:"max_retries"`
@@ -188,7 +197,7 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 	v := s.viewer(false)
 	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
-		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: it.Reason, SourceQueue: it.SourceQueue,
+		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
 			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
@@ -307,6 +316,9 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 		}
 	}
 	out.DeadLetter = v.block(m.Block)
+	if m.Block == nil {
+		note(NotRecordedNote)
+	}
 	out.SafeFields = v.safeFields(s.opts.SafeFields, m.Payload)
 	var n string
 	out.Headers, n = v.headers(m.Headers)

@@ -96,7 +96,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)
 		}
 	}
-	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress}
+	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace}
 	if len(req.IDs) > 0 {
 		if req.Expect != "" {
 			return DLQRetry{}, errExpectWithIDs

@@ -27,7 +27,25 @@ const (
 )
 
 // Reasons a message is dead-lettered, as DeadFilter.Reason takes them.
-var Reasons = []string{store.ReasonMaxRetriesExceeded, store.ReasonNonRetryable, store.ReasonDeadlineExceeded}
+var Reasons = []string{store.ReasonMaxRetriesExceeded, store.ReasonNonRetryable, store.ReasonDeadlineExceeded, ReasonNotRecorded}
+
+// ReasonNotRecorded is the reason shown for a dead message without a
+// dead-letter block: one an older Ruby pgbus dead-lettered before it wrote
+// the block, or one another client put in the DLQ. Such a message is shown,
+// listed and retried like any other; a retry sends it to the DLQ's queue.
+// As a filter it selects those messages.
+const ReasonNotRecorded = store.ReasonNotRecorded
+
+// NotRecordedNote explains ReasonNotRecorded where a front end shows it.
+const NotRecordedNote = "reason not recorded: the message has no pgbus_dead_letter block (dead-lettered by a Ruby pgbus from before the block, or put in the DLQ by another client); a retry sends it to the DLQ's queue"
+
+// shownReason is the reason a view shows: ReasonNotRecorded for none.
+func shownReason(r string) string {
+	if r == "" {
+		return ReasonNotRecorded
+	}
+	return r
+}
 
 // DeadFilter selects dead messages. Empty fields select everything. Since
 // and Until take a time in one grammar for every front end (ParseTime):

@@ -166,6 +166,18 @@ func (s *Service) Workers(ctx context.Context) (Workers, error) {
 	if err != nil {
 		return Workers{}, err
 	}
+	// Processes of the Ruby gem pgbus on the same database are shown with
+	// pgbus's own, but only here: health checks pgbus's workers.
+	ruby, err := s.store.ListRubyProcesses(ctx, 24*time.Hour)
+	if err != nil {
+		return Workers{}, err
+	}
+	if len(ruby) > 0 {
+		more := s.workerStatuses(ruby, max(s.opts.StaleAfter, RubyStaleAfter))
+		out.Workers = append(out.Workers, more.Workers...)
+		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
+		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	}
 	if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
 		out.Omitted = n
 		out.Notes = []string{fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists them all", len(out.Workers), len(out.Workers)+n, ResponseBudget)}
@@ -180,6 +192,18 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	if err != nil {
 		return Workers{}, err
 	}
+	return s.workerStatuses(ws, s.opts.StaleAfter), nil
+}
+
+// RubyStaleAfter is how old the heartbeat of a Ruby pgbus process may be
+// before it counts as stale: the gem beats every minute and counts a
+// process alive for five.
+const RubyStaleAfter = 5 * time.Minute
+
+// workerStatuses gives each process its status, stale when its heartbeat is
+// older than staleAfter, and counts them, running first, then stale, then
+// stopped.
+func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Duration) Workers {
 	out := Workers{Workers: make([]WorkerStatus, len(ws))}
 	now := s.opts.Now()
 	for i, w := range ws {
@@ -189,7 +213,7 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 		case w.StoppedAt != nil:
 			status = WorkerStopped
 			out.Stopped++
-		case age > s.opts.StaleAfter:
+		case age > staleAfter:
 			status = WorkerStale
 			out.Stale++
 		default:
@@ -198,7 +222,7 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 		out.Workers[i] = WorkerStatus{WorkerProcess: WorkerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
 	}
 	slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
-	return out, nil
+	return out
 }
 
 // Circuits are the circuit breakers shared by all workers.

@@ -65,6 +65,9 @@ type Options struct {
 	// Logger receives warnings (an audit entry that could not be
 	// written). Default: none.
 	Logger *slog.Logger
+	// Observers watch what the service sends (engine.SendObserver) and
+	// retries out of DLQs (RetryObserver), for traces. Default: none.
+	Observers []engine.Observer
 }
 
 // Service runs operations on one pgbus database. It is safe for concurrent
@@ -74,6 +77,8 @@ type Service struct {
 	store  *store.Store
 	sender *engine.Client
 	opts   Options
+	// retryTrace is the RetryObservers' hook; nil without one.
+	retryTrace func(context.Context, string, int64, store.TraceContext) (store.TraceContext, func(string, int64, error))
 }
 
 // New returns a Service over a store whose schema is migrated (or checked).
@@ -101,11 +106,12 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1})
+	opts.Observers = slices.Clone(opts.Observers)
+	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1, Observers: opts.Observers})
 	if err != nil {
 		return nil, fmt.Errorf("ops: make sender: %w", err)
 	}
-	return &Service{store: st, sender: sender, opts: opts}, nil
+	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers)}, nil
 }
 
 // AllowsPayloads reports whether the service may show payloads at all.

@@ -126,6 +126,8 @@ type WorkerProcess struct {
 	StartedAt   time.Time  `json:"started_at"`
 	HeartbeatAt time.Time  `json:"heartbeat_at"`
 	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
+	System      string     `json:"system,omitempty" jsonschema:"enum=ruby_pgbus" jsonschema_description:"ruby_pgbus for a process of the Ruby gem pgbus, read from its pgbus_processes table; absent for pgbus's own."`
+	Kind        string     `json:"kind,omitempty" jsonschema_description:"What a Ruby pgbus process is: worker, supervisor, ..."`
 }
 
 // queueStats converts the store's stats; the field sets are the same.

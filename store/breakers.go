@@ -140,7 +140,36 @@ const successCloses = `(state = 'half_open' OR (state = 'closed' AND consecutive
 // the downstream now. last_success_at is moved at most once a second, so a
 // closed breaker with no failures is written at most that often.
 func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
-	_, err := s.db.Exec(ctx, `
+	_, err := s.BreakerSucceeded(ctx, name)
+	return err
+}
+
+// BreakerChange is a breaker's state before and after one call was
+// recorded on it; both are "" when the record changed nothing.
+type BreakerChange struct {
+	From, To string
+	// Failures counts the consecutive failures, and OpenUntil is when an
+	// open breaker lets a probe through; both only after a failure.
+	Failures  int
+	OpenUntil time.Time
+}
+
+// Opened reports whether a failure opened the breaker: a closed one's
+// threshold was reached, or a half-open one's probe failed.
+func (c BreakerChange) Opened() bool { return c.From != BreakerOpen && c.To == BreakerOpen }
+
+// Changed reports whether the breaker moved to another state.
+func (c BreakerChange) Changed() bool { return c.From != c.To }
+
+// BreakerSucceeded is BreakerSuccess, also saying how the state changed:
+// from half_open to closed when a probe succeeded. The state before is
+// read without a lock, so a change that races with another one may be
+// reported as none; the breaker itself is updated exactly as
+// BreakerSuccess says.
+func (s *Store) BreakerSucceeded(ctx context.Context, name string) (BreakerChange, error) {
+	var c BreakerChange
+	err := s.db.QueryRow(ctx, `
+		WITH prev AS (SELECT state AS was FROM pgbus.circuit_breakers WHERE name = $1)
 		UPDATE pgbus.circuit_breakers SET last_success_at = now(),
 			state = CASE WHEN `+successCloses+` THEN 'closed' ELSE state END,
 			consecutive_failures = CASE WHEN `+successCloses+` THEN 0 ELSE consecutive_failures END,
@@ -149,18 +178,31 @@ func (s *Store) BreakerSuccess(ctx context.Context, name string) error {
 			open_until = CASE WHEN `+successCloses+` THEN NULL ELSE open_until END,
 			probe_until = CASE WHEN `+successCloses+` THEN NULL ELSE probe_until END,
 			updated_at = CASE WHEN `+successCloses+` THEN now() ELSE updated_at END
-		WHERE name = $1 AND (`+successCloses+` OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')`, name)
-	if err != nil {
-		return fmt.Errorf("store: record success on circuit breaker %q: %w", name, err)
+		FROM prev
+		WHERE name = $1 AND (`+successCloses+` OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
+		RETURNING prev.was, state`, name).Scan(&c.From, &c.To)
+	if err == pgx.ErrNoRows {
+		return BreakerChange{}, nil // nothing to write, or no such breaker
 	}
-	return nil
+	if err != nil {
+		return BreakerChange{}, fmt.Errorf("store: record success on circuit breaker %q: %w", name, err)
+	}
+	return c, nil
 }
 
 // BreakerFailure counts a failed call: the threshold of consecutive
 // failures opens a closed breaker, and a failed probe reopens a half-open
 // one with its cool-off doubled (capped). It returns the state after.
 func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string, error) {
-	var state string
+	c, err := s.BreakerFailed(ctx, name, errMsg)
+	return c.To, err
+}
+
+// BreakerFailed is BreakerFailure, also saying the state before: from
+// closed or half_open to open when the failure opened the breaker.
+func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (BreakerChange, error) {
+	var c BreakerChange
+	var until *time.Time
 	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
@@ -172,19 +214,22 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 			open_until = CASE WHEN o.opens THEN now() + o.cool_off * interval '1 millisecond' ELSE b.open_until END,
 			probe_until = CASE WHEN o.opens THEN NULL ELSE b.probe_until END,
 			updated_at = now()
-		FROM (SELECT name,
+		FROM (SELECT name, state AS was,
 		             state = 'half_open' OR (state = 'closed' AND consecutive_failures + 1 >= failure_threshold) AS opens,
 		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
 		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
 		WHERE b.name = o.name
-		RETURNING b.state`, name, truncate(errMsg, 1000)).Scan(&state)
+		RETURNING o.was, b.state, b.consecutive_failures, b.open_until`, name, truncate(errMsg, 1000)).Scan(&c.From, &c.To, &c.Failures, &until)
 	if err == pgx.ErrNoRows {
-		return "", notFoundf("circuit breaker %q does not exist", name)
+		return BreakerChange{}, notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
-		return "", fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
+		return BreakerChange{}, fmt.Errorf("store: record failure on circuit breaker %q: %w", name, err)
 	}
-	return state, nil
+	if until != nil {
+		c.OpenUntil = *until
+	}
+	return c, nil
 }
 
 // ListBreakers returns every circuit breaker, by name.

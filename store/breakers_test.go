@@ -219,3 +219,41 @@ func breakerNamed(t *testing.T, ctx context.Context, s *store.Store, name string
 	t.Fatalf("breaker %s not listed", name)
 	return store.BreakerState{}
 }
+
+// BreakerFailed says which failure opened the breaker: the one that
+// reached the threshold and a failed probe, not a failure counted while it
+// is already open nor one below the threshold.
+func TestBreakerFailureSaysWhenItOpened(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("opened")
+	cfg := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}
+	if err := s.EnsureBreaker(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	fail := func() store.BreakerChange {
+		t.Helper()
+		r, err := s.BreakerFailed(ctx, name, "503")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := fail(); r.Opened() || r.To != store.BreakerClosed || r.Failures != 1 {
+		t.Fatalf("first failure of two: %+v", r)
+	}
+	r := fail()
+	if !r.Opened() || r.To != store.BreakerOpen || r.Failures != 2 || !r.OpenUntil.After(time.Now().Add(-time.Second)) {
+		t.Fatalf("the failure at the threshold: %+v; want it to open the breaker", r)
+	}
+	if r := fail(); r.Opened() || r.To != store.BreakerOpen {
+		t.Fatalf("a failure while open: %+v; want no second opening", r)
+	}
+	waitCoolOff(t, s, name)
+	if v, err := s.AcquireBreaker(ctx, name, time.Minute); err != nil || !v.Probe {
+		t.Fatalf("after the cool-off: %+v, %v; want the probe", v, err)
+	}
+	if r := fail(); !r.Opened() || r.To != store.BreakerOpen {
+		t.Fatalf("a failed probe: %+v; want it to reopen the breaker", r)
+	}
+}

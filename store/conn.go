@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,12 +82,26 @@ func connLost(err error) bool {
 		errors.As(err, &netErr)
 }
 
+// poolerHint adds what to do to an error saying that a named prepared
+// statement of pgx's statement cache is missing or already there: the mark
+// of a connection pooler in transaction mode (PgBouncer before 1.21, or
+// without max_prepared_statements) between pgbus and PostgreSQL, which
+// hands each transaction whichever server connection is free.
+func poolerHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") {
+		return fmt.Errorf("%w; a connection pooler in transaction mode (PgBouncer) between pgbus and PostgreSQL does not keep prepared statements: "+
+			"add default_query_exec_mode=cache_describe to the database URL, or on PgBouncer 1.21+ set max_prepared_statements", err)
+	}
+	return err
+}
+
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	tag, err := d.pool.Exec(ctx, sql, args...)
 	if d.retry(ctx, err) {
 		tag, err = d.pool.Exec(withForcedPing(ctx), sql, args...)
 	}
-	return tag, err
+	return tag, poolerHint(err)
 }
 
 // Query retries when the first attempt fails before it yields a row: at
@@ -94,10 +110,11 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	rows, err := d.pool.Query(ctx, sql, args...)
 	if d.retry(ctx, err) {
-		return d.pool.Query(withForcedPing(ctx), sql, args...)
+		rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
+		return rows, poolerHint(err)
 	}
 	if err != nil {
-		return rows, err
+		return rows, poolerHint(err)
 	}
 	return &retryRows{Rows: rows, d: d, ctx: ctx, sql: sql, args: args}, nil
 }
@@ -132,8 +149,11 @@ func (r retryRow) Scan(dest ...any) error {
 	if r.d.retry(r.ctx, err) {
 		err = r.d.pool.QueryRow(withForcedPing(r.ctx), r.sql, r.args...).Scan(dest...)
 	}
-	return err
+	return poolerHint(err)
 }
+
+// Err is the rows' error, with poolerHint's advice where it applies.
+func (r *retryRows) Err() error { return poolerHint(r.Rows.Err()) }
 
 type retryRows struct {
 	pgx.Rows

@@ -154,6 +154,20 @@ type RetryOptions struct {
 	// messages the call must move (a dry run's Token, or DeadIDsToken): the
 	// call moves that set in one transaction, or nothing with ErrChanged.
 	Expect string `json:"expect,omitempty"`
+	// Trace, when set, is called for each message as it moves (not in a
+	// dry run) with its DLQ, its id there and the trace context its headers
+	// carry; the trace context it returns replaces those headers on the
+	// moved message, and the function it returns is told the queue and id
+	// the message moved to, or why it did not move. Nil leaves the headers
+	// as they are. It is called from several goroutines at once.
+	Trace func(ctx context.Context, dlq string, id int64, carried TraceContext) (TraceContext, func(queue string, newID int64, err error)) `json:"-"`
+}
+
+// TraceContext is the W3C trace context a message's headers carry: the
+// traceparent and tracestate headers, "" when absent.
+type TraceContext struct {
+	Traceparent string
+	Tracestate  string
 }
 
 // RetryReport tells what a retry did (or, in a dry run, would do).

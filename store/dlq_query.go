@@ -31,9 +31,9 @@ func (f DeadFilter) validate() error {
 			return invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
 		}
 	}
-	if f.Reason != "" {
+	if f.Reason != "" && f.Reason != ReasonNotRecorded {
 		if err := validateDeadReason(f.Reason); err != nil {
-			return invalidf("filter reason %q is unknown; use %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded)
+			return invalidf("filter reason %q is unknown; use %s, %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded, ReasonNotRecorded)
 		}
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
@@ -93,7 +93,11 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 	if f.ErrorClass != "" {
 		add(sqlDeadBlock+`->>'error_class' = %s`, f.ErrorClass)
 	}
-	if f.Reason != "" {
+	switch f.Reason {
+	case "":
+	case ReasonNotRecorded:
+		q.conds = append(q.conds, `coalesce(`+sqlDeadBlock+`->>'reason', '') = ''`)
+	default:
 		add(sqlDeadBlock+`->>'reason' = %s`, f.Reason)
 	}
 	if !f.Since.IsZero() {

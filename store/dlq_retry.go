@@ -143,9 +143,17 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r))
 		}
 	}
+	dones := make([]func(string, int64, error), 0, len(refs))
 	err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error {
 		for i, r := range refs {
-			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil)
+			tc, done, err := deadRetryTrace(ctx, tx, r, opts)
+			if err != nil {
+				return err
+			}
+			if done != nil {
+				dones = append(dones, done)
+			}
+			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc)
 			if err != nil {
 				return err
 			}
@@ -153,6 +161,9 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		}
 		return nil
 	})
+	for i, done := range dones { // after the commit, or the rollback
+		done(moved[i].Queue, moved[i].MsgID, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -191,7 +202,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		}
 	}
 	if !opts.DryRun {
-		s.retryParallel(ctx, refs, out, existing, opts.Payload)
+		s.retryParallel(ctx, refs, out, existing, opts)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -210,7 +221,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 // is its own transaction, and concurrent commits share WAL flushes. Messages
 // of one PGMQ FIFO group stay on one connection, in order, so the group's
 // order survives the trip.
-func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, existing map[string]bool, payload json.RawMessage) {
+func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, existing map[string]bool, opts RetryOptions) {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	var wg sync.WaitGroup
 	for lane := range lanes {
@@ -219,7 +230,7 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
 					continue
 				}
-				out[i] = s.retryWithFallback(ctx, r, out[i].target, existing, payload)
+				out[i] = s.retryWithFallback(ctx, r, out[i].target, existing, opts)
 			}
 		})
 	}
@@ -235,15 +246,42 @@ func deadRetryLane(r deadRef, i, lanes int) int {
 	return int(h.Sum32() % uint32(lanes))
 }
 
-func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, payload json.RawMessage) deadRetryOutcome {
-	newID, err := deadRetryOne(ctx, s.db, r, target, payload)
+func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, opts RetryOptions) deadRetryOutcome {
+	tc, done, err := deadRetryTrace(ctx, s.db, r, opts)
+	if err != nil {
+		return deadRetryOutcome{target: target, err: err}
+	}
+	newID, err := deadRetryOne(ctx, s.db, r, target, opts.Payload, tc)
 	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
-		newID, err = deadRetryOne(ctx, s.db, r, target, payload)
+		newID, err = deadRetryOne(ctx, s.db, r, target, opts.Payload, tc)
+	}
+	if done != nil {
+		done(target, newID, err)
 	}
 	return deadRetryOutcome{target: target, newID: newID, err: err}
+}
+
+// deadRetryTrace reads the trace context a dead message carries and asks
+// opts.Trace for the one to move it with; with no opts.Trace it reads
+// nothing and returns nil.
+func deadRetryTrace(ctx context.Context, q rowQuerier, r deadRef, opts RetryOptions) (*TraceContext, func(string, int64, error), error) {
+	if opts.Trace == nil {
+		return nil, nil, nil
+	}
+	var carried TraceContext
+	err := q.QueryRow(ctx, `SELECT coalesce(headers->>'`+HeaderTraceparent+`', ''), coalesce(headers->>'`+HeaderTracestate+`', '')
+		FROM `+queueTable(r.dlq)+` WHERE msg_id = $1`, r.id).Scan(&carried.Traceparent, &carried.Tracestate)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil, deadGoneErr(r.dlq, r.id)
+	case err != nil:
+		return nil, nil, fmt.Errorf("store: read the trace context of message %d in %q: %w", r.id, r.dlq, err)
+	}
+	tc, done := opts.Trace(ctx, r.dlq, r.id, carried)
+	return &tc, done, nil
 }
 
 // retryCandidates finds which of the queues the messages could go back to
@@ -280,8 +318,8 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 // either back in target or still in the DLQ, never both: the delete finds
 // nothing when another retry took the message first. q is the pool, or
 // the transaction of a guarded retry.
-func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage) (int64, error) {
-	sql, args := deadRetrySQL(r, target, payload)
+func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext) (int64, error) {
+	sql, args := deadRetrySQL(r, target, payload, tc)
 	var id int64
 	err := q.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
@@ -315,19 +353,34 @@ const sqlDeadRetryHeaders = `CASE
 
 // deadRetrySQL builds the statement of deadRetryOne. With a corrected payload, the
 // original row also goes to the DLQ's archive, whole, and the history notes
-// where. Parameters: $1 id, $2 payload, $3 target, $4 dlq, [$5 note].
-func deadRetrySQL(r deadRef, target string, payload json.RawMessage) (string, []any) {
+// where. With a trace context, it replaces the one the headers carry (when
+// they are an object). Parameters: $1 id, $2 payload, $3 target, $4 dlq,
+// [$5 note], [traceparent, tracestate].
+func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext) (string, []any) {
 	var p any
 	if len(payload) > 0 {
 		p = string(payload)
 	}
 	args := []any{r.id, p, target, r.dlq}
+	headers, from := sqlDeadRetryHeaders, "d"
 	sql := `WITH d AS (
 		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
 		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
-	), ins AS (
+	)`
+	if tc != nil {
+		parent, state := len(args)+1, len(args)+2
+		if p != nil {
+			parent, state = parent+1, state+1 // after the note
+		}
+		sql += `, h AS (SELECT ` + sqlDeadRetryHeaders + ` AS headers FROM d)`
+		headers = fmt.Sprintf(`CASE WHEN jsonb_typeof(h.headers) = 'object'
+			THEN (h.headers - '%[1]s' - '%[2]s') || jsonb_strip_nulls(jsonb_build_object('%[1]s', nullif($%[3]d::text, ''), '%[2]s', nullif($%[4]d::text, '')))
+			ELSE h.headers END`, HeaderTraceparent, HeaderTracestate, parent, state)
+		from = "d, h"
+	}
+	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
-		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + sqlDeadRetryHeaders + ` FROM d
+		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
 		RETURNING msg_id
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
@@ -345,6 +398,9 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage) (string, []
 			'` + PayloadReplacedClass + `', $5::text || ` + sqlDeadTruncate("coalesce(d.message::text, 'null')", HistoryErrorMessageMax-len(note)) + `
 		FROM d, ins
 	)`
+	}
+	if tc != nil {
+		args = append(args, tc.Traceparent, tc.Tracestate)
 	}
 	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
 	return sql, args

@@ -10,6 +10,10 @@ const (
 	HeaderOriginalHeaders = "pgbus_original_headers"
 	HeaderDiscarded       = "pgbus_discarded"
 	HeaderPGMQGroup       = "x-pgmq-group"
+	// HeaderTraceparent and HeaderTracestate carry the W3C trace context
+	// of the trace a message belongs to, when tracing is on.
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
 )
 
 // Dead-letter reasons, the block's "reason" key.
@@ -18,6 +22,11 @@ const (
 	ReasonNonRetryable       = "non_retryable_error"
 	ReasonDeadlineExceeded   = "deadline_exceeded"
 )
+
+// ReasonNotRecorded is no block's reason but a filter's: it selects the
+// dead messages whose reason is not recorded, those without a block (a
+// Ruby pgbus DLQ row from before the block, or one another client wrote).
+const ReasonNotRecorded = "not_recorded"
 
 // Limits of what the dead-letter block and the failure history keep.
 const (

@@ -2,6 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -10,7 +16,20 @@ import (
 // connection of its own, outside the pool. It is not safe for concurrent use.
 type Listener struct {
 	conn *pgx.Conn
+	s    *Store
 }
+
+// ErrNoDelivery says that a notification sent to the database did not reach
+// the listener: typically a connection pooler in transaction mode (such as
+// PgBouncer with pool_mode = transaction) sits between pgbus and PostgreSQL,
+// which runs LISTEN on a server connection that it then hands to other
+// clients. Wake workers by polling instead.
+var ErrNoDelivery = errors.New("notifications sent to the database do not reach this listener " +
+	"(is a pooler in transaction mode, such as PgBouncer, between pgbus and PostgreSQL?)")
+
+// probePrefix starts the payload of CheckDelivery's notification: no queue
+// name starts with it, so other listeners ignore it.
+const probePrefix = "?probe "
 
 // Listen opens a dedicated connection with the pool's settings and subscribes
 // it to send notifications. Notifications made before Listen returns are not
@@ -25,18 +44,52 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Listener{conn: conn}, nil
+	return &Listener{conn: conn, s: s}, nil
+}
+
+// CheckDelivery sends a notification of its own through the store's pool,
+// as a send does, and waits up to wait for the listener to receive it. It
+// returns an error wrapping ErrNoDelivery when the notification does not
+// arrive in time, and other errors when the check could not be made (a
+// lost connection: Close and Listen again). Notifications of sends that
+// arrive meanwhile are dropped: read every queue after the check.
+func (l *Listener) CheckDelivery(ctx context.Context, wait time.Duration) error {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	token := probePrefix + hex.EncodeToString(b)
+	if _, err := l.s.db.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, token); err != nil {
+		return fmt.Errorf("store: check that notifications arrive: send one: %w", err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		n, err := l.conn.WaitForNotification(waitCtx)
+		switch {
+		case err == nil && n.Payload == token:
+			return nil
+		case err == nil:
+			continue
+		case ctx.Err() == nil && waitCtx.Err() != nil:
+			return fmt.Errorf("store: %w: the check's notification did not arrive within %s", ErrNoDelivery, wait)
+		default:
+			return err
+		}
+	}
 }
 
 // WaitForSend blocks until a send notifies and returns the physical queue
 // name it sent to. It returns an error when ctx ends or the connection is
 // lost; after a lost connection, Close the listener and Listen again.
 func (l *Listener) WaitForSend(ctx context.Context) (queue string, err error) {
-	n, err := l.conn.WaitForNotification(ctx)
-	if err != nil {
-		return "", err
+	for {
+		n, err := l.conn.WaitForNotification(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !strings.HasPrefix(n.Payload, probePrefix) { // a late check of this or another process
+			return n.Payload, nil
+		}
 	}
-	return n.Payload, nil
 }
 
 // Close closes the listener's connection.

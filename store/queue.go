@@ -43,7 +43,7 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	ext, err := s.hasPGMQExtension(ctx)
+	ext, err := pgmqFunctions(ctx, s.reads)
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,34 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 			return fmt.Errorf("store: create queue %q: register: %w", name, err)
 		}
 		return nil
+	})
+}
+
+// CreateDLQ creates the dead-letter queue of queue, a queue made by
+// another PGMQ client that has none, without registering queue with pgbus:
+// it keeps the default settings. queue itself must exist. It is
+// idempotent.
+func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
+	if err := ValidateQueueName(queue); err != nil {
+		return err
+	}
+	fns, err := pgmqFunctions(ctx, s.reads)
+	if err != nil {
+		return err
+	}
+	dlq := DLQName(queue)
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, queue); err != nil {
+			return fmt.Errorf("store: create the DLQ of queue %q: lock: %w", queue, err)
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, queue).Scan(&exists); err != nil {
+			return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
+		}
+		if !exists {
+			return notFoundf("queue %q does not exist; create it first (pgbus queue create %s, or pgmq.create)", queue, queue)
+		}
+		return createPhysical(ctx, tx, dlq, fns)
 	})
 }
 
@@ -105,8 +133,12 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 	return physicalNames(name, levels), nil
 }
 
-func createPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
-	if ext {
+// createPhysical creates the tables of one physical queue: with PGMQ's own
+// pgmq.create where PGMQ's functions are installed (fns), else with the
+// statements pgmq.create runs, so that PGMQ installed later finds them in
+// its own shape.
+func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
+	if fns {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
 		}
@@ -170,7 +202,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	ext, err := s.hasPGMQExtension(ctx)
+	ext, err := pgmqFunctions(ctx, s.reads)
 	if err != nil {
 		return err
 	}

@@ -2,18 +2,66 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // retentionLockKey elects the one process that prunes at a time: the ASCII
-// bytes of "pgbusret".
+// bytes of "pgbusret". It is taken transaction-scoped (see RetentionTurn).
 const retentionLockKey int64 = 0x7067627573_726574
+
+// RetentionTurn is a process's win of the retention election: while it is
+// held, TryRetentionTurn in every other process (and RunRetention there)
+// finds the election taken. It is a transaction holding a
+// transaction-scoped advisory lock, which ends with the transaction even
+// when the connection goes back to a pooler in transaction mode (PgBouncer),
+// where a session-level lock would stay behind on a server connection. The
+// transaction writes nothing and holds no snapshot while idle, so it does
+// not hold back vacuum; it does hold one pool connection until End.
+type RetentionTurn struct {
+	tx pgx.Tx
+}
+
+// TryRetentionTurn takes the retention election if no other process holds
+// it: it returns the turn, or nil when another process holds it. End the
+// turn when done.
+func (s *Store) TryRetentionTurn(ctx context.Context) (*RetentionTurn, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: retention: begin the election: %w", err)
+	}
+	var won bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, retentionLockKey).Scan(&won); err != nil || !won {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("store: retention: take the election: %w", err)
+		}
+		return nil, nil
+	}
+	return &RetentionTurn{tx: tx}, nil
+}
+
+// End gives the turn up: other processes may win the election again.
+// Calling End again does nothing.
+func (t *RetentionTurn) End(ctx context.Context) error {
+	if t == nil || t.tx == nil {
+		return nil
+	}
+	err := t.tx.Rollback(ctx)
+	t.tx = nil
+	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("store: retention: end the turn: %w", err)
+	}
+	return nil
+}
 
 // RetentionReport says what one retention pass removed.
 type RetentionReport struct {
-	// Ran is false when another process held the retention lock.
+	// Ran is false when another process held the retention election.
 	Ran             bool             `json:"ran"`
 	ArchivedDeleted map[string]int64 `json:"archived_deleted"`
 	KeysDeleted     int64            `json:"idempotency_keys_deleted"`
@@ -66,15 +114,13 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 // it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("store: retention: %w", err)
-	}
-	defer conn.Release()
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, retentionLockKey).Scan(&rep.Ran); err != nil || !rep.Ran {
+	turn, err := s.TryRetentionTurn(ctx)
+	if err != nil || turn == nil {
 		return rep, err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, retentionLockKey) //nolint:errcheck
+	rep.Ran = true
+	// End on a fresh context so a cancelled caller still gives the turn up.
+	defer turn.End(context.WithoutCancel(ctx)) //nolint:errcheck
 	queues, err := s.ListQueues(ctx)
 	if err != nil {
 		return rep, err

@@ -54,7 +54,8 @@ func IsPermissionDenied(err error) bool {
 // read-only transaction and takes no lock beyond what a SELECT takes, so a
 // role that may only read can call it. It returns an error wrapping
 // ErrSchemaMissing when pgbus migrate never ran on the database,
-// ErrSchemaOld when migrations of this binary are missing, and ErrPermission
+// ErrSchemaOld when migrations of this binary are missing,
+// ErrForeignPGMQSchema when schema pgmq is someone else's, and ErrPermission
 // when the role may not read the pgbus schemas; each says what to do.
 //
 // A database migrated by a newer pgbus passes: migrations only add. The
@@ -72,6 +73,9 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 
+	if err := checkPGMQSchema(ctx, tx); err != nil {
+		return st, err
+	}
 	// The catalogs are readable by every role, whatever it may do with the
 	// objects they describe, so this works where the tables are out of reach.
 	rows, err := tx.Query(ctx, `
@@ -145,7 +149,8 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pgmq')`).Scan(&st.PGMQExtension); err != nil {
 		return st, fmt.Errorf("store: check for the pgmq extension: %w", err)
 	}
-	return st, nil
+	st.PGMQFunctions, err = pgmqFunctions(ctx, tx)
+	return st, err
 }
 
 func noReadAccess(role, lacks string) error {

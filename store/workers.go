@@ -18,7 +18,15 @@ type WorkerProcess struct {
 	StartedAt   time.Time  `json:"started_at"`
 	HeartbeatAt time.Time  `json:"heartbeat_at"`
 	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
+	// System is "ruby_pgbus" for a process of the Ruby gem pgbus (a row of
+	// its table public.pgbus_processes, read only), empty for pgbus's own.
+	System string `json:"system,omitempty"`
+	// Kind is what a Ruby pgbus process is (worker, supervisor, ...).
+	Kind string `json:"kind,omitempty"`
 }
+
+// SystemRubyPgbus marks the processes of the Ruby gem pgbus.
+const SystemRubyPgbus = "ruby_pgbus"
 
 // RegisterWorker records a worker process as started.
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
@@ -55,7 +63,7 @@ func (s *Store) StopWorker(ctx context.Context, id string) error {
 // are included so that a crash is visible as a stale heartbeat with no
 // stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
-	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at
+	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', ''
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT 1000`, within.Microseconds())
 	if err != nil {
@@ -75,4 +83,45 @@ func (s *Store) PruneWorkers(ctx context.Context, age time.Duration) (int64, err
 		return 0, fmt.Errorf("store: prune workers: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// ListRubyProcesses lists the processes of the Ruby gem pgbus that beat
+// within the window, from its table public.pgbus_processes, which it only
+// reads: none where that table does not exist or the role may not read it.
+// Their queues are the metadata's queues as PGMQ names them (pgbus_<name>),
+// their concurrency its threads; Rails keeps the times in UTC without a
+// zone. They never have a stop time: the gem deletes a stopped process's
+// row.
+func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
+	var readable bool
+	err := s.reads.QueryRow(ctx, `
+		SELECT coalesce(has_table_privilege(c.oid, 'SELECT') AND has_schema_privilege(c.relnamespace, 'USAGE'), false)
+		FROM (SELECT 1) one
+		LEFT JOIN pg_catalog.pg_class c ON c.relname = 'pgbus_processes' AND c.relkind IN ('r', 'p', 'v')
+		     AND c.relnamespace = 'public'::regnamespace`).Scan(&readable)
+	if err != nil {
+		return nil, fmt.Errorf("store: look for Ruby pgbus's processes: %w", err)
+	}
+	if !readable {
+		return nil, nil
+	}
+	rows, err := s.reads.Query(ctx, `
+		SELECT 'ruby:' || p.id::text, coalesce(p.hostname, ''), coalesce(p.pid, 0),
+		       coalesce(ARRAY(SELECT CASE WHEN q LIKE 'pgbus\_%' THEN q ELSE 'pgbus_' || q END
+		                      FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(p.metadata->'queues') = 'array' THEN p.metadata->'queues' ELSE '[]' END) q),
+		                '{}'),
+		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
+		       p.created_at AT TIME ZONE 'UTC', coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC',
+		       NULL::timestamptz, $2::text, coalesce(p.kind, '')
+		FROM public.pgbus_processes p
+		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > now() - $1 * interval '1 microsecond'
+		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
+	if err != nil {
+		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[WorkerProcess])
+	if err != nil {
+		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
+	}
+	return out, nil
 }

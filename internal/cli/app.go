@@ -46,6 +46,8 @@ type app struct {
 	// cannot be reached yet: set by the long-running commands, which a
 	// supervisor may start before the database is up.
 	waitForDB time.Duration
+	// trace is the command's tracing, once set up (tracing.go).
+	trace traceSetup
 }
 
 // longRunningWait is how long pgbus work and pgbus serve wait for their
@@ -178,6 +180,8 @@ func configKeyOf(flag string) string {
 		return "worker.poll_interval"
 	case "drain-timeout":
 		return "worker.drain_timeout"
+	case "no-listen":
+		return "worker.no_listen"
 	}
 	out := []byte(flag)
 	for i, c := range out {

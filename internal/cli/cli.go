@@ -57,6 +57,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	app.trace.flush()
 	err = app.explain(flagNamed(cmd, err))
 	if werr := out.failed(); werr != nil {
 		if errors.Is(werr, syscall.EPIPE) {

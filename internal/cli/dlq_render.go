@@ -101,7 +101,7 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 			kv.row("error:", "none recorded (a deadline, or a worker that crashed mid-run)")
 		}
 	} else {
-		kv.row("block:", "none: this message was not dead-lettered by pgbus")
+		kv.row("reason:", "not recorded (no dead-letter block: dead-lettered by a Ruby pgbus from before the block, or put in the DLQ by another client)")
 		kv.row("enqueued:", stamp(m.DeadLetteredAt))
 	}
 	if len(m.SafeFields) > 0 {

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/internal/dbopen"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
-	return &cobra.Command{
+	var installPGMQ string
+	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the pgbus schema and the PGMQ layout",
 		Long: `Apply every pending migration. Safe to run from several processes at once
@@ -30,12 +34,37 @@ write nothing, so a role that may only read can run them, with:
 
 Without the grant on sequences, the count of messages ever sent to a queue
 is a lower bound; the default privileges, granted by the role that creates
-queues, cover the queues made later.`,
+queues, cover the queues made later.
+
+Where PGMQ's functions are installed (the pgmq extension, or PGMQ's SQL
+installation script), pgbus creates and drops queues with pgmq.create and
+pgmq.drop_queue; where they are not, it makes the tables pgmq.create would
+make. To add PGMQ's functions to a database pgbus already uses, run its SQL
+script through --install-pgmq: run on its own, PGMQ's script stops at
+"relation "meta" already exists", as pgbus made pgmq.meta. --install-pgmq
+runs the script in one transaction, keeps the queues pgbus made (their
+tables already have PGMQ's shape) and lists them in PGMQ's pgmq.meta, then
+migrates. Where PGMQ's functions are already installed it runs nothing.`,
 		Example: `  pgbus migrate
-  pgbus migrate --database-url postgres://app@db.internal/app`,
+  pgbus migrate --database-url postgres://app@db.internal/app
+  pgbus migrate --install-pgmq pgmq.sql`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := a.openDB(cmd.Context(), true)
+			var script string
+			if installPGMQ != "" {
+				b, err := os.ReadFile(installPGMQ)
+				if err != nil {
+					return fmt.Errorf("read PGMQ's installation script: %w; pass the path of PGMQ's pgmq.sql (in pgmq-extension/sql of PGMQ's sources)", err)
+				}
+				script = string(b)
+			}
+			var db *dbopen.DB
+			var err error
+			if script == "" {
+				db, err = a.openDB(cmd.Context(), true)
+			} else {
+				db, err = a.installPGMQ(cmd, script)
+			}
 			if err != nil {
 				return err
 			}
@@ -45,12 +74,42 @@ queues, cover the queues made later.`,
 				return err
 			}
 			layout := "built-in PGMQ layout"
-			if db.Status.PGMQExtension {
+			switch {
+			case db.Status.PGMQExtension:
 				layout = "pgmq extension"
+			case db.Status.PGMQFunctions:
+				layout = "PGMQ installed from its SQL script"
 			}
 			fmt.Fprintf(a.stdout, "pgbus: ready: %s, schema version %d (%d applied now), %s, %d queues\n",
 				db.Where(), db.Status.Version, db.Status.Applied, layout, len(queues))
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&installPGMQ, "install-pgmq", "", "run PGMQ's SQL installation script at this path first, keeping the queues pgbus made")
+	return cmd
+}
+
+// installPGMQ connects, runs PGMQ's script, says what it did, and
+// migrates: openDB with PGMQ installed before the migrations.
+func (a *app) installPGMQ(cmd *cobra.Command, script string) (*dbopen.DB, error) {
+	ctx := cmd.Context()
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	if err != nil {
+		return nil, err
+	}
+	a.role = db.Role()
+	res, err := db.InstallPGMQ(ctx, script)
+	if err == nil {
+		if res.Installed {
+			fmt.Fprintf(a.stdout, "pgbus: installed PGMQ from its script; %d queues pgbus made before are PGMQ's queues too\n", res.Adopted)
+		} else {
+			fmt.Fprintln(a.stdout, "pgbus: PGMQ's functions are installed already; the script was not run")
+		}
+		err = db.Prepare(ctx, true)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }

@@ -23,7 +23,8 @@ const AuditClient = "cli"
 // person at the terminal has the database, so payloads are shown when a
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
-	return ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log})
+	return ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
+		Observers: a.trace.observers})
 }
 
 // session is an open database and the operations layer over it.
@@ -47,6 +48,9 @@ func (a *app) openMigrated(ctx context.Context) (context.Context, *session, erro
 }
 
 func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *session, error) {
+	if _, err := a.tracing(ctx); err != nil {
+		return ctx, nil, err
+	}
 	db, err := a.openDB(ctx, migrate)
 	if err != nil {
 		return ctx, nil, err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type serveFlags struct {
 	queues         []string
 	work           []string // the old name of --queue
 	handler        string
+	metricsAddr    string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -62,7 +64,13 @@ a database role that may only read can serve it.
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does; with none of them,
-serve runs no workers and only answers agents.`,
+serve runs no workers and only answers agents.
+
+Monitoring: over http and sse the same address serves Prometheus metrics at
+/metrics (with the bearer token, when one is set) and the probes /livez and
+/readyz (without it; /readyz answers 503 while the health verdict is
+STALLED). --metrics-addr serves the three on a port of their own, over any
+transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
   pgbus serve --transport http --addr 127.0.0.1:8080
@@ -70,6 +78,9 @@ serve runs no workers and only answers agents.`,
   claude mcp add pgbus -- pgbus serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolveMetricsAddr(cmd.Flags(), &f.metricsAddr); err != nil {
+				return err
+			}
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -88,6 +99,7 @@ serve runs no workers and only answers agents.`,
 	// stdout, which on stdio is the MCP protocol's. serveQueues warns in the
 	// log instead.
 	_ = fl.MarkHidden("work")
+	addMetricsFlag(fl, &f.metricsAddr)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
 }
@@ -139,6 +151,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	mcp.Observers = observers
 
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
@@ -153,11 +170,24 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log))
+	mon, stopMonitor, err := a.startMonitor(ctx, sess.ops, f.metricsAddr, f.transport != mcpserver.TransportStdio)
+	if err != nil {
+		return err
+	}
+	defer stopMonitor()
+	mcp.Monitor = mon
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
 	if err != nil {
 		return err
 	}
 	defer stopWorkers()
+	if len(queues) > 0 {
+		stopAlerts, err := runner.StartAlerts(ctx, sess.db.Store, sess.ops, a.cfg.Alerts, mcp.ClientLog.Tee(a.log))
+		if err != nil {
+			return err
+		}
+		defer stopAlerts()
+	}
 	return runner.ServeMCP(ctx, sess.db.Store, mcp)
 }
 

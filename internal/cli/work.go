@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ const (
 	EnvConcurrency  = "PGBUS_CONCURRENCY"
 	EnvPollInterval = "PGBUS_POLL_INTERVAL"
 	EnvDrainTimeout = "PGBUS_DRAIN_TIMEOUT"
+	EnvNoListen     = "PGBUS_NO_LISTEN"
 )
 
 // workFlags are the options of pgbus work.
@@ -35,6 +38,8 @@ type workFlags struct {
 	drainTimeout time.Duration
 	untilIdle    bool
 	runFor       time.Duration
+	noListen     bool
+	metricsAddr  string
 }
 
 func (w *workFlags) add(f *pflag.FlagSet) {
@@ -43,8 +48,10 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
 	f.DurationVar(&w.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
+	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
+	addMetricsFlag(f, &w.metricsAddr)
 }
 
 func (a *app) workCommand() *cobra.Command {
@@ -70,11 +77,15 @@ Queues declared in the configuration file are created when missing and get the
 file's retry settings. Queues named only on the command line must exist
 (pgbus queue create).
 
-Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).`,
+Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).
+
+--metrics-addr HOST:PORT serves Prometheus metrics at /metrics and the probes
+/livez and /readyz (503 while the health verdict is STALLED) while working.`,
 		Example: `  pgbus work --queue demo_orders --queue demo_emails:4 --handler demo
   pgbus work --config pgbus.yaml
   PGBUS_QUEUES=demo_orders PGBUS_HANDLER=demo pgbus work --until-idle
-  pgbus work --config pgbus.yaml --for 10m --log-level debug`,
+  pgbus work --config pgbus.yaml --for 10m --log-level debug
+  pgbus work --config pgbus.yaml --metrics-addr :9187`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			queues, err := a.resolveWork(cmd.Flags(), &w)
@@ -98,17 +109,27 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 		}
 		return d.String()
 	}
+	fileBool := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
 		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
 		{"handler", "", EnvHandler},
 		{"concurrency", "", EnvConcurrency},
+		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
 	} {
 		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
 			return nil, err
 		}
 	}
 	if err := a.checkWorkFlags(w); err != nil {
+		return nil, err
+	}
+	if err := a.resolveMetricsAddr(fs, &w.metricsAddr); err != nil {
 		return nil, err
 	}
 	specs, source := queueSpecs(w.queues)
@@ -156,6 +177,10 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
+	observers, err := a.tracing(ctx)
+	if err != nil {
+		return err
+	}
 	a.waitForDB = longRunningWait
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
@@ -165,9 +190,21 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
 		return err
 	}
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, Logger: a.log})
+	mon, stopMonitor, err := a.startMonitor(ctx, s.ops, w.metricsAddr, false)
 	if err != nil {
 		return err
 	}
-	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log})
+	defer stopMonitor()
+	stopAlerts, err := runner.StartAlerts(ctx, s.db.Store, s.ops, a.cfg.Alerts, a.log)
+	if err != nil {
+		return err
+	}
+	defer stopAlerts()
+	jobs := runner.NewJobLog(a.log)
+	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log,
+		Observers: slices.Concat([]engine.Observer{jobs}, observers, mon.Observers())})
+	if err != nil {
+		return err
+	}
+	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
 }

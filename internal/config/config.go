@@ -62,6 +62,9 @@ type File struct {
 	// SafeFields are payload fields (keys joined by dots: tenant,
 	// file.type) whose values pgbus shows even when payloads are hidden.
 	SafeFields []string `yaml:"safe_fields"`
+	// Alerts configures the webhook alerts of the worker processes; nil
+	// when the file has no alerts block.
+	Alerts *Alerts `yaml:"alerts,omitempty"`
 
 	path  string
 	lines map[string]int    // key path -> line of the key
@@ -75,6 +78,9 @@ type Worker struct {
 	PollInterval *Duration `yaml:"poll_interval"`
 	// DrainTimeout is how long running jobs get to finish on shutdown.
 	DrainTimeout *Duration `yaml:"drain_timeout"`
+	// NoListen, when true, wakes idle queues by polling only, without
+	// LISTEN/NOTIFY (behind PgBouncer in transaction mode).
+	NoListen *bool `yaml:"no_listen"`
 }
 
 // Queue configures one queue: how many of its jobs run at once, the handler
@@ -390,7 +396,7 @@ func (f *File) keyAt(line int, name string) string {
 var knownKeys = map[string][]string{}
 
 func init() {
-	for _, v := range []any{File{}, Worker{}, Queue{}} {
+	for _, v := range []any{File{}, Worker{}, Queue{}, Alerts{}} {
 		t := reflect.TypeOf(v)
 		knownKeys[t.String()] = yamlKeys(t)
 	}
@@ -433,6 +439,9 @@ func (f *File) check() error {
 	}
 	if d := f.Worker.DrainTimeout; d != nil && d.D() > 24*time.Hour {
 		return f.Errorf("worker.drain_timeout", "%s is more than 24h", d)
+	}
+	if err := f.checkAlerts(); err != nil {
+		return err
 	}
 	for _, name := range f.QueueNames() {
 		q := f.Queues[name]

@@ -104,7 +104,7 @@ func TestErrors(t *testing.T) {
 		reason    string
 	}{
 		{"log_levle: info\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, log_format, log_level, worker, queues`},
-		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout`},
+		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout, no_listen`},
 		{"queues:\n  a:\n    concurrency: -1\n", "queues.a.concurrency", 3, "-1 is out of range 1..10000"},
 		{"queues:\n  a:\n    concurrency: 1.5\n", "queues.a.concurrency", 3, "is not a whole number"},
 		{"queues:\n  a:\n    max_retries: 2.0\n", "queues.a.max_retries", 3, "is not a whole number"},

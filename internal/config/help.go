@@ -25,7 +25,8 @@ Every setting is taken from the first of:
   2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR, PGBUS_LOG_FORMAT,
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
-                                   PGBUS_DRAIN_TIMEOUT, PGBUS_SAFE_FIELDS
+                                   PGBUS_DRAIN_TIMEOUT, PGBUS_NO_LISTEN,
+                                   PGBUS_SAFE_FIELDS
   3. the configuration file
   4. the built-in default
 
@@ -39,6 +40,7 @@ Example (every key but the handler types' own, which follow it):
   worker:
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
+    no_listen: false                # true: poll only, no LISTEN (PgBouncer in transaction mode)
   queues:
     orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
       concurrency: 10               # jobs at once per process (default 10)
@@ -53,8 +55,29 @@ Example (every key but the handler types' own, which follow it):
       backoff_max: 5m               # ...up to this
       jitter: 0.15                  # ±15%
       delete_on_success: false      # true: delete finished jobs instead of archiving
+  alerts:                           # webhook alerts (see Alerts below)
+    url: https://hooks.example.com/pgbus   # required to turn them on
+    headers:
+      Authorization: Bearer ${PAGER_TOKEN} # ${NAME}: the environment variable NAME
+    format: json                    # json (the alert as JSON) or slack ({"text": ...})
+    check_interval: 30s             # check health and dead-letter groups this often (1s..1h)
+    growth_threshold: 100           # report a group that grows by this many...
+    growth_window: 10m              # ...within this long (10s..168h)
+    timeout: 10s                    # one post's limit (1s..5m)
+    enabled: true                   # false: keep the block, send nothing
 
 Durations take a unit: 500ms, 30s, 5m, 1h.
+
+Alerts: with an alerts block, pgbus work and pgbus serve with workers post
+a JSON webhook when the health verdict changes, when a new dead-letter group
+appears (queue, kind, error class and error pattern), or when a group grows
+by growth_threshold within growth_window; each check's changes are one post,
+and a group is reported at most once per window, so a burst is one alert.
+One process at a time sends them: the first to start with alerts on, then
+another when it stops. A failed post is retried with backoff from a
+goroutine of its own, so workers never wait on it. ${NAME} in url and
+headers is replaced by the environment variable NAME at start; an unset one
+stops pgbus with the key that uses it.
 
 pgbus work works the file's queues (unless --queue or PGBUS_QUEUES names
 others), creating those that are missing and storing their retry settings in

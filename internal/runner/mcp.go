@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/pgbus/pgbus/dashboard"
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -19,7 +20,7 @@ type MCPConfig struct {
 	// Transport is mcpserver.TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
 	// HTTP configures the HTTP transports; its Transport and Logger are
-	// filled in, its Ready is called after the address is logged, and with
+	// filled in, its Ready is called once it listens, and with
 	// TransportHTTP its Dashboard is the dashboard over the same service.
 	HTTP mcpserver.HTTPConfig
 	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
@@ -35,6 +36,12 @@ type MCPConfig struct {
 	// that set a log level; records logged through ClientLog.Tee elsewhere
 	// (the embedded workers) reach them too.
 	ClientLog *mcpserver.ClientLog
+	// Observers watch what agents send and retry out of DLQs, for traces
+	// (see Tracing). None by default.
+	Observers []engine.Observer
+	// Monitor, when set, counts the tool calls; over HTTP its metrics
+	// are served at /metrics and its probes at /livez and /readyz.
+	Monitor *Monitor
 }
 
 // Check checks the transport and its HTTP settings, before anything
@@ -49,12 +56,15 @@ func (c MCPConfig) Check() error {
 	return fmt.Errorf("--transport %q: use stdio, http or sse", c.Transport)
 }
 
-// http is the HTTP configuration, logging the address once listening.
+// http is the HTTP configuration, logging the address once listening
+// (and calling HTTP.Ready, when set).
 func (c MCPConfig) http() mcpserver.HTTPConfig {
 	h := c.HTTP
 	h.Transport, h.Logger = c.Transport, c.Logger
-	ready := h.Ready
 	h.Ready = func(addr net.Addr) {
+		if c.HTTP.Ready != nil {
+			c.HTTP.Ready(addr)
+		}
 		path := mcpserver.PathMCP
 		if c.Transport == mcpserver.TransportSSE {
 			path = mcpserver.PathSSE
@@ -63,9 +73,6 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 			"url", "http://"+addr.String()+path, "auth", h.AuthToken != "", "read_only", c.ReadOnly)
 		if h.Dashboard != nil {
 			c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/")
-		}
-		if ready != nil {
-			ready(addr)
 		}
 	}
 	return h
@@ -78,7 +85,8 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.ClientLog == nil {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger)})
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
+		Observers: c.Observers})
 	if err != nil {
 		return err
 	}
@@ -89,7 +97,12 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 			return err
 		}
 	}
-	s := mcpserver.New(tools.Deps{Ops: svc}, mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog})
+	opts := mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog}
+	if c.Monitor != nil {
+		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
+		c.HTTP.Metrics, c.HTTP.Probes = c.Monitor.MetricsHandler(), c.Monitor.ProbesHandler()
+	}
+	s := mcpserver.New(tools.Deps{Ops: svc}, opts)
 	if c.Transport == mcpserver.TransportStdio {
 		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
 		err = mcpserver.ServeStdio(ctx, s, c.Stdin, c.Stdout, c.Logger)

@@ -97,6 +97,11 @@ type WorkOptions struct {
 	// UntilIdle stops them once every queue is empty.
 	UntilIdle bool
 	Logger    *slog.Logger
+	// Jobs, when set (and among the client's observers), logs a line per
+	// queue every SummaryEvery (DefaultSummaryEvery when 0) while work
+	// happens, and a summary of the run when the workers stop.
+	Jobs         *JobLog
+	SummaryEvery time.Duration
 }
 
 // Work runs client on queues until ctx ends, opts.For passes or, with
@@ -124,11 +129,25 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 			}
 		})
 	}
+	if opts.Jobs != nil {
+		watcher.Go(func() { opts.Jobs.Run(runCtx, opts.SummaryEvery) })
+	}
 	if err := client.Run(runCtx); err != nil && !(errors.Is(err, context.Canceled) && runCtx.Err() != nil) {
 		return err
 	}
+	if opts.Jobs != nil {
+		opts.Jobs.Summary(queueNames(queues))
+	}
 	log.Info("pgbus work: stopped")
 	return nil
+}
+
+func queueNames(queues []config.WorkQueue) []string {
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = q.Name
+	}
+	return names
 }
 
 // describe names each queue with its concurrency and handler type, for
@@ -145,7 +164,9 @@ func describe(queues []config.WorkQueue) []string {
 // function it returns is called, which stops them and waits; with no
 // queues it runs nothing. The workers outlive ctx's cancellation, so that
 // the caller decides when they stop: after what it serves beside them.
-func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (stop func(), err error) {
+// observers, when given, watch the workers' jobs (see Tracing; metrics
+// count them).
+func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
 	if len(queues) == 0 {
 		return func() {}, nil
 	}
@@ -153,17 +174,20 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	if err := Prepare(ctx, svc, queues); err != nil {
 		return nil, err
 	}
-	client, err := NewClient(st, queues, engine.Config{Logger: log})
+	jobs := NewJobLog(log)
+	client, err := NewClient(st, queues, engine.Config{Logger: log, Observers: append([]engine.Observer{jobs}, observers...)})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
+	workers.Go(func() { jobs.Run(workCtx, 0) })
 	workers.Go(func() {
 		if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("pgbus serve: embedded workers stopped", "err", err)
 		}
+		jobs.Summary(queueNames(queues))
 	})
 	return func() {
 		cancel()

@@ -1,0 +1,251 @@
+package alerts_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/alerts"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// receiver is a webhook receiver over real HTTP: it answers the first
+// failFirst requests with 500, the others with 200, and keeps every body.
+type receiver struct {
+	srv       *httptest.Server
+	failFirst int
+
+	mu       sync.Mutex
+	requests int
+	accepted []map[string]any
+	headers  []http.Header
+}
+
+func newReceiver(t *testing.T, failFirst int) *receiver {
+	r := &receiver{failFirst: failFirst}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.requests++
+		if r.requests <= r.failFirst {
+			http.Error(w, "receiver down", http.StatusInternalServerError)
+			return
+		}
+		var v map[string]any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Errorf("the webhook body is not a JSON object: %q", body)
+		}
+		r.accepted = append(r.accepted, v)
+		r.headers = append(r.headers, req.Header.Clone())
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) counts() (requests, accepted int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests, len(r.accepted)
+}
+
+func (r *receiver) alert(i int) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.accepted[i]
+}
+
+// world is a database of its own (the election and the dead-letter groups
+// are the database's), with a queue that a worker process serves.
+type world struct {
+	st    *store.Store
+	svc   *ops.Service
+	queue string
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "orders"
+	pgtest.CreateQueue(t, st, q)
+	// A worker serves the queue, so that the messages DeadLetterN sends
+	// before it dead-letters them do not make the verdict STALLED.
+	if err := st.RegisterWorker(pgtest.Context(t), store.WorkerProcess{ID: pgtest.Name("w"), Hostname: "test", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return world{st: st, svc: svc, queue: q}
+}
+
+// start runs a notifier until the test ends and waits for its first
+// check, the baseline.
+func (w world) start(t *testing.T, cfg alerts.Config) *alerts.Notifier {
+	t.Helper()
+	if cfg.CheckInterval == 0 {
+		cfg.CheckInterval = 20 * time.Millisecond
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := alerts.New(w.st, w.svc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	pgtest.Eventually(t, 30*time.Second, "the notifier's first check", func() bool { return n.Checks() >= 1 })
+	return n
+}
+
+// settle waits for more checks, after which nothing more may be sent.
+func settle(t *testing.T, n *alerts.Notifier) {
+	t.Helper()
+	from := n.Checks()
+	pgtest.Eventually(t, 30*time.Second, "five more checks", func() bool { return n.Checks() >= from+5 })
+}
+
+// A burst of 500 dead messages of one new group is one alert, with the
+// group's queue, kind, class, redacted error and count; it is not
+// reported again as growth.
+func TestBurstOfOneNewGroupIsOneAlert(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	n := w.start(t, alerts.Config{URL: r.srv.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}, GrowthThreshold: 10, GrowthWindow: time.Hour})
+	const secret = "sk_live_ALERTLEAK1234567890abcdef"
+	pgtest.DeadLetterN(t, w.st, w.queue, 500, pgtest.DeadSpec{Kind: "charge", Class: "bank.declined",
+		Message: "card 4242 declined; called with Authorization: Bearer " + secret})
+	pgtest.Eventually(t, 30*time.Second, "the alert", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, n)
+	if req, got := r.counts(); req != 1 || got != 1 {
+		t.Fatalf("%d requests, %d alerts accepted; want exactly one alert for the burst", req, got)
+	}
+	a := r.alert(0)
+	if a["source"] != "pgbus" || a["status"] != ops.HealthOK {
+		t.Errorf("the alert: %v", a)
+	}
+	events := a["events"].([]any)
+	if len(events) != 1 {
+		t.Fatalf("%d events, want one: %v", len(events), events)
+	}
+	e := events[0].(map[string]any)
+	g := e["group"].(map[string]any)
+	if e["type"] != alerts.EventGroupNew || g["queue"] != w.queue || g["dlq"] != store.DLQName(w.queue) || g["kind"] != "charge" ||
+		g["error_class"] != "bank.declined" || g["count"] != 500.0 || !strings.Contains(g["error"].(string), "declined") {
+		t.Errorf("the event: %v", e)
+	}
+	body, _ := json.Marshal(a)
+	if strings.Contains(string(body), secret) || !strings.Contains(string(body), ops.Redacted) {
+		t.Errorf("the alert does not hide the secret: %s", body)
+	}
+	if text := a["text"].(string); !strings.Contains(text, "new dead-letter group on orders") || !strings.Contains(text, "500 dead") {
+		t.Errorf("the alert's text: %q", text)
+	}
+	if got := r.headers[0].Get("Authorization"); got != "Bearer t0ken" {
+		t.Errorf("Authorization header %q", got)
+	}
+}
+
+// A receiver that fails gets the alert again, with backoff, until it
+// accepts it: the alert arrives once.
+func TestFailedWebhookIsRetriedUntilAccepted(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 3)
+	n := w.start(t, alerts.Config{URL: r.srv.URL, RetryBackoff: 10 * time.Millisecond, RetryBackoffMax: 40 * time.Millisecond})
+	pgtest.DeadLetterN(t, w.st, w.queue, 20, pgtest.DeadSpec{Kind: "email", Class: "smtp.timeout", Message: "smtp timeout"})
+	pgtest.Eventually(t, 30*time.Second, "the alert accepted", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, n)
+	if req, got := r.counts(); req != 4 || got != 1 {
+		t.Fatalf("%d requests, %d accepted; want 3 failures and then the alert once", req, got)
+	}
+}
+
+// A group that keeps growing past the threshold after it was reported is
+// reported again as growing, once the window has passed.
+func TestGrowingGroupReportedOncePerWindow(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	n := w.start(t, alerts.Config{URL: r.srv.URL, GrowthThreshold: 50, GrowthWindow: 300 * time.Millisecond})
+	spec := pgtest.DeadSpec{Kind: "sync", Class: "api.500", Message: "upstream 500"}
+	pgtest.DeadLetterN(t, w.st, w.queue, 10, spec)
+	pgtest.Eventually(t, 30*time.Second, "the new group's alert", func() bool { _, got := r.counts(); return got >= 1 })
+	pgtest.DeadLetterN(t, w.st, w.queue, 60, spec)
+	pgtest.Eventually(t, 30*time.Second, "the growth alert", func() bool { _, got := r.counts(); return got >= 2 })
+	settle(t, n)
+	if _, got := r.counts(); got != 2 {
+		t.Fatalf("%d alerts; want the new group and one growth", got)
+	}
+	e := r.alert(1)["events"].([]any)[0].(map[string]any)
+	if e["type"] != alerts.EventGroupGrowing || e["growth"] != 60.0 || e["group"].(map[string]any)["count"] != 70.0 {
+		t.Fatalf("the second alert: %v", e)
+	}
+}
+
+// The Slack format posts {"text": ...} alone.
+func TestSlackFormat(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	w.start(t, alerts.Config{URL: r.srv.URL, Format: alerts.FormatSlack})
+	pgtest.DeadLetterN(t, w.st, w.queue, 3, pgtest.DeadSpec{Kind: "report", Class: "pdf.broken", Message: "broken pdf"})
+	pgtest.Eventually(t, 30*time.Second, "the alert", func() bool { _, got := r.counts(); return got >= 1 })
+	a := r.alert(0)
+	if len(a) != 1 || !strings.Contains(a["text"].(string), "kind report, error class pdf.broken") {
+		t.Fatalf("slack body: %v", a)
+	}
+}
+
+// One process at a time sends alerts: a second notifier on the same
+// database stays quiet while the first leads.
+func TestOneNotifierSends(t *testing.T) {
+	w := newWorld(t)
+	first, second := newReceiver(t, 0), newReceiver(t, 0)
+	w.start(t, alerts.Config{URL: first.srv.URL})
+	other := pgtest.OpenStore(t, w.st.Pool().Config().ConnString())
+	svc, err := ops.New(other, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := alerts.New(other, svc, alerts.Config{URL: second.srv.URL, CheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n2.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	pgtest.DeadLetterN(t, w.st, w.queue, 5, pgtest.DeadSpec{Kind: "k", Class: "c", Message: "m"})
+	pgtest.Eventually(t, 30*time.Second, "the leader's alert", func() bool { _, got := first.counts(); return got >= 1 })
+	if req, _ := second.counts(); req != 0 || n2.Checks() != 0 {
+		t.Fatalf("the second notifier checked %d times and posted %d requests while the first leads", n2.Checks(), req)
+	}
+}
+
+// New refuses a bad URL or format with what to do.
+func TestNewChecksConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg  alerts.Config
+		want string
+	}{
+		{alerts.Config{URL: "hooks.example.com/x"}, "absolute http:// or https:// URL"},
+		{alerts.Config{URL: "ftp://hooks.example.com/x"}, "absolute http:// or https:// URL"},
+		{alerts.Config{URL: "https://hooks.example.com/x", Format: "xml"}, "use json"},
+	} {
+		if _, err := alerts.New(nil, nil, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v): %v; want an error saying %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package alerts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultCheckInterval   = 30 * time.Second
+	DefaultGrowthThreshold = 100
+	DefaultGrowthWindow    = 10 * time.Minute
+	DefaultTimeout         = 10 * time.Second
+	DefaultQueueSize       = 100
+	DefaultRetryBackoff    = time.Second
+	DefaultRetryBackoffMax = time.Minute
+	DefaultMaxAttempts     = 10
+)
+
+// Config configures a Notifier. Zero values take the defaults.
+type Config struct {
+	// URL receives each alert as a POST.
+	URL string
+	// Headers are sent with every post (an Authorization token, say).
+	Headers map[string]string
+	// Format of the body: FormatJSON (default) or FormatSlack.
+	Format string
+	// CheckInterval is how often the health verdict and the dead-letter
+	// groups are read. Default DefaultCheckInterval.
+	CheckInterval time.Duration
+	// A group that grows by GrowthThreshold messages within GrowthWindow
+	// is reported; a group is reported at most once per GrowthWindow.
+	GrowthThreshold int64
+	GrowthWindow    time.Duration
+	// Timeout bounds one post. Default DefaultTimeout.
+	Timeout time.Duration
+	// QueueSize bounds the alerts waiting to be sent; when full, the
+	// oldest is dropped. Default DefaultQueueSize.
+	QueueSize int
+	// A failed post is retried after RetryBackoff, doubling up to
+	// RetryBackoffMax, MaxAttempts times in all.
+	RetryBackoff    time.Duration
+	RetryBackoffMax time.Duration
+	MaxAttempts     int
+	Logger          *slog.Logger
+	// Client posts the alerts. Default: a client of its own.
+	Client *http.Client
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.CheckInterval, DefaultCheckInterval)
+	def(&c.GrowthWindow, DefaultGrowthWindow)
+	def(&c.Timeout, DefaultTimeout)
+	def(&c.RetryBackoff, DefaultRetryBackoff)
+	def(&c.RetryBackoffMax, DefaultRetryBackoffMax)
+	if c.GrowthThreshold <= 0 {
+		c.GrowthThreshold = DefaultGrowthThreshold
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Format == "" {
+		c.Format = FormatJSON
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{}
+	}
+	return c
+}
+
+// CheckURL checks a webhook URL: absolute, http or https, with a host.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("is not an absolute http:// or https:// URL; give the webhook's full address, such as https://hooks.example.com/pgbus")
+	}
+	return nil
+}
+
+// CheckFormat checks a body format.
+func CheckFormat(f string) error {
+	if f != "" && f != FormatJSON && f != FormatSlack {
+		return fmt.Errorf("%q is not a format; use %s (the alert as JSON) or %s ({\"text\": ...})", f, FormatJSON, FormatSlack)
+	}
+	return nil
+}
+
+// Notifier checks, in one elected process at a time, what needs a person
+// and posts alerts about it.
+type Notifier struct {
+	st      *store.Store
+	svc     *ops.Service
+	cfg     Config
+	log     *slog.Logger
+	sender  *sender
+	watcher *Watcher
+	now     func() time.Time
+	checks  atomic.Int64
+}
+
+// CheckInterval is how often the elected process checks.
+func (n *Notifier) CheckInterval() time.Duration { return n.cfg.CheckInterval }
+
+// Checks counts the checks this Notifier ran as the elected process.
+func (n *Notifier) Checks() int64 { return n.checks.Load() }
+
+// New returns a Notifier reading through svc and elected over st.
+func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
+	cfg = cfg.withDefaults()
+	if err := CheckURL(cfg.URL); err != nil {
+		return nil, fmt.Errorf("alerts: webhook URL %w", err)
+	}
+	if err := CheckFormat(cfg.Format); err != nil {
+		return nil, fmt.Errorf("alerts: body format %w", err)
+	}
+	return &Notifier{st: st, svc: svc, cfg: cfg, log: cfg.Logger, sender: newSender(cfg), now: time.Now}, nil
+}
+
+// Run checks at each interval until ctx ends, while this process is the
+// elected one; the others wait their turn, trying at each interval. A
+// process newly elected starts from what it sees: the dead-letter groups
+// there are then are not new to it. Alerts are posted from a goroutine of
+// their own; Run returns once both have stopped.
+func (n *Notifier) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { n.sender.run(ctx) })
+	var lease *store.Lease
+	defer func() {
+		if lease != nil {
+			lease.Release(ctx)
+		}
+	}()
+	t := time.NewTicker(n.cfg.CheckInterval)
+	defer t.Stop()
+	for {
+		lease = n.check(ctx, lease)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// check runs one check when this process leads, and returns the lease it
+// holds after.
+func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
+	if lease != nil {
+		if err := lease.Check(ctx); err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("pgbus alerts: lost the election of the alerting process; trying again", "err", err)
+			}
+			lease.Release(ctx)
+			lease = nil
+		}
+	}
+	if lease == nil {
+		l, err := n.st.TryLead(ctx, store.ElectionAlerts)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("pgbus alerts: could not take part in the election of the alerting process; trying again at the next check", "err", err)
+			}
+			return nil
+		}
+		if l == nil {
+			return nil
+		}
+		lease = l
+		n.watcher = nil
+	}
+	h, err := n.svc.Health(ctx)
+	if err == nil {
+		var sum ops.DLQSummary
+		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
+		if err == nil {
+			now := n.now()
+			baseline := n.watcher == nil
+			if baseline {
+				n.watcher = NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
+			}
+			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
+				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
+			}
+			if baseline {
+				n.log.Info("pgbus alerts: this process sends the alerts; what it sees now is the baseline", "health", h.Status,
+					"dead_letter_groups", sum.TotalGroups, "every", n.cfg.CheckInterval)
+			}
+		}
+	}
+	n.checks.Add(1)
+	if err != nil && ctx.Err() == nil {
+		n.log.Warn("pgbus alerts: check failed; trying again at the next", "err", err)
+	}
+	return lease
+}
+
+// Text says what events report in a few lines, for a person.
+func Text(events []Event) string {
+	var lines []string
+	for _, e := range events {
+		switch e.Type {
+		case EventHealthChanged:
+			line := "pgbus health is " + e.Status
+			if e.PreviousStatus != "" {
+				line += " (was " + e.PreviousStatus + ")"
+			}
+			for _, r := range e.Reasons {
+				line += "\n  - " + r.Message
+			}
+			lines = append(lines, line)
+		case EventGroupNew:
+			lines = append(lines, fmt.Sprintf("pgbus: new dead-letter group on %s: %s, %d dead", e.Group.Queue, describe(e.Group), e.Group.Count))
+		case EventGroupGrowing:
+			lines = append(lines, fmt.Sprintf("pgbus: dead-letter group on %s grew by %d in %s: %s, %d dead", e.Group.Queue, e.Growth,
+				time.Duration(e.WindowSeconds*float64(time.Second)), describe(e.Group), e.Group.Count))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func describe(g *Group) string {
+	kind, class := g.Kind, g.ErrorClass
+	if kind == "" {
+		kind = "(none)"
+	}
+	if class == "" {
+		class = "(no failure recorded)"
+	}
+	s := "kind " + kind + ", error class " + class
+	if g.Error != "" {
+		s += `, e.g. "` + g.Error + `"`
+	}
+	return s
+}

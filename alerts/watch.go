@@ -1,0 +1,157 @@
+// Package alerts tells a pager or a chat when pgbus needs a person: a
+// Notifier checks the health verdict and the dead-letter groups through
+// the operations layer at an interval, and posts a JSON webhook when the
+// verdict changes, when a new dead-letter group appears, or when a group
+// grows by a threshold within a window. What changed since the last check
+// is decided by a Watcher; each check's changes go out as one alert, so a
+// burst of dead messages is one alert, not one per message.
+package alerts
+
+import (
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Event types.
+const (
+	// EventHealthChanged: the health verdict is not what it was.
+	EventHealthChanged = "health_changed"
+	// EventGroupNew: a dead-letter group appeared.
+	EventGroupNew = "dlq_group_new"
+	// EventGroupGrowing: a group grew by the threshold within the window.
+	EventGroupGrowing = "dlq_group_growing"
+)
+
+// Event is one change an alert reports.
+type Event struct {
+	Type string `json:"type"`
+	// Status and PreviousStatus are the health verdicts of a
+	// health_changed event (PreviousStatus empty on the first check), and
+	// Reasons why the verdict is not OK.
+	Status         string   `json:"status,omitempty"`
+	PreviousStatus string   `json:"previous_status,omitempty"`
+	Reasons        []Reason `json:"reasons,omitempty"`
+	// Group is the dead-letter group of a dlq_group event.
+	Group *Group `json:"group,omitempty"`
+	// Growth is how many messages the group gained within Window.
+	Growth        int64   `json:"growth,omitempty"`
+	WindowSeconds float64 `json:"window_seconds,omitempty"`
+}
+
+// Reason is one reason of a verdict that is not OK.
+type Reason struct {
+	Status  string `json:"status"`
+	Code    string `json:"code"`
+	Queue   string `json:"queue,omitempty"`
+	Message string `json:"message"`
+}
+
+// Group is a dead-letter group as an alert shows it: the dead messages of
+// one source queue, kind, error class and error pattern.
+type Group struct {
+	DLQ          string `json:"dlq"`
+	Queue        string `json:"queue"`
+	Kind         string `json:"kind"`
+	ErrorClass   string `json:"error_class"`
+	ErrorPattern string `json:"error_pattern"`
+	// Error is the representative error message, secrets redacted.
+	Error       string    `json:"error"`
+	Count       int64     `json:"count"`
+	FirstDeadAt time.Time `json:"first_dead_lettered_at"`
+	LastDeadAt  time.Time `json:"last_dead_lettered_at"`
+}
+
+// groupKey identifies a dead-letter group from one check to the next.
+type groupKey struct{ dlq, queue, kind, class, pattern string }
+
+// sample is a group's count at one check.
+type sample struct {
+	at    time.Time
+	count int64
+}
+
+type groupState struct {
+	samples []sample
+	// quietUntil: no new alert about the group before then, so that one
+	// burst is one alert.
+	quietUntil time.Time
+	seen       time.Time
+}
+
+// Watcher decides what changed from one check to the next. Its zero value
+// is not ready; use NewWatcher. It is not safe for concurrent use.
+type Watcher struct {
+	threshold int64
+	window    time.Duration
+
+	checked bool
+	status  string
+	groups  map[groupKey]*groupState
+}
+
+// NewWatcher returns a Watcher that reports a group's growth by threshold
+// messages within window, and reports a group at most once per window.
+func NewWatcher(threshold int64, window time.Duration) *Watcher {
+	return &Watcher{threshold: threshold, window: window, groups: map[groupKey]*groupState{}}
+}
+
+// Observe takes one check's health verdict and dead-letter summary and
+// returns what changed since the last. The first check is the baseline:
+// the groups there are then are known, not new, and the verdict is
+// reported only when it is not OK.
+func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Event {
+	var events []Event
+	if h.Status != w.status && (w.checked || h.Status != ops.HealthOK) {
+		e := Event{Type: EventHealthChanged, Status: h.Status, PreviousStatus: w.status}
+		for _, r := range h.Reasons {
+			e.Reasons = append(e.Reasons, Reason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message})
+		}
+		events = append(events, e)
+	}
+	w.status = h.Status
+	for _, g := range sum.Groups {
+		k := groupKey{g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern}
+		st := w.groups[k]
+		if st == nil {
+			st = &groupState{}
+			w.groups[k] = st
+			if w.checked {
+				events = append(events, Event{Type: EventGroupNew, Group: groupOf(g)})
+				st.quietUntil = now.Add(w.window)
+			}
+		}
+		st.seen = now
+		st.samples = append(st.samples, sample{now, g.Count})
+		st.trim(now, w.window)
+		if growth := g.Count - st.samples[0].count; growth >= w.threshold && !now.Before(st.quietUntil) {
+			events = append(events, Event{Type: EventGroupGrowing, Group: groupOf(g), Growth: growth, WindowSeconds: w.window.Seconds()})
+			st.quietUntil = now.Add(w.window)
+		}
+	}
+	for k, st := range w.groups {
+		// A group gone (retried, discarded) is forgotten once quiet, so
+		// that its return is news again, but not within the same burst.
+		if st.seen != now && now.After(st.quietUntil) {
+			delete(w.groups, k)
+		}
+	}
+	w.checked = true
+	return events
+}
+
+// trim keeps the samples within the window, and the newest one older than
+// it: the count the growth is measured from.
+func (st *groupState) trim(now time.Time, window time.Duration) {
+	from := now.Add(-window)
+	i := 0
+	for i+1 < len(st.samples) && !st.samples[i+1].at.After(from) {
+		i++
+	}
+	st.samples = st.samples[i:]
+}
+
+func groupOf(g ops.DeadGroup) *Group {
+	return &Group{DLQ: g.DLQ, Queue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, ErrorPattern: g.ErrorPattern,
+		Error: g.ErrorMessage, Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt}
+}

@@ -1,0 +1,290 @@
+// Package bouncertest runs a real PgBouncer in transaction pooling mode in
+// front of the test database, and its tests check that pgbus works through
+// it: migrations, workers, retention election and the MCP tools.
+//
+// In transaction pooling a client holds a server connection only for the
+// length of one transaction, so session state (LISTEN, session advisory
+// locks, SET, named prepared statements on PgBouncer before 1.21) does not
+// carry from one transaction to the next.
+//
+// The tests fail, never skip, when the pgbouncer binary is missing: install
+// the pgbouncer package (Debian and Ubuntu: apt-get install pgbouncer).
+package bouncertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SafeExecMode is the connection parameter that makes pgx use no named
+// prepared statements, which PgBouncer before 1.21 (or with
+// max_prepared_statements = 0) cannot keep across transactions. Its URLs
+// carry it as the README says users should.
+const SafeExecMode = "default_query_exec_mode=cache_describe"
+
+// Bouncer is a running pgbouncer process.
+type Bouncer struct {
+	// Version is what pgbouncer --version said, e.g. "1.18.0".
+	Version string
+	port    int
+	dbName  string
+	cmd     *exec.Cmd
+	log     *syncBuffer
+}
+
+// URL returns a connection string for the database through the bouncer,
+// with SafeExecMode.
+func (b *Bouncer) URL() string {
+	return fmt.Sprintf("postgres://pgbus@127.0.0.1:%d/%s?sslmode=disable&%s", b.port, url.PathEscape(b.dbName), SafeExecMode)
+}
+
+// Log returns what pgbouncer has logged so far.
+func (b *Bouncer) Log() string { return b.log.String() }
+
+// Binary finds the pgbouncer executable: on PATH, or where Debian installs
+// it (/usr/sbin is not on every user's PATH).
+func Binary() (string, error) {
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/pgbouncer", "/usr/local/sbin/pgbouncer", "/usr/local/bin/pgbouncer"} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("pgbouncer is not installed: these tests run pgbus through a real PgBouncer; " +
+		"install it (Debian/Ubuntu: apt-get install pgbouncer; macOS: brew install pgbouncer), as .ci/run does")
+}
+
+var versionRE = regexp.MustCompile(`PgBouncer (\d+)\.(\d+)(\.\d+)?`)
+
+// version runs pgbouncer --version and returns e.g. "1.18.0", 1, 18.
+func version(bin string) (string, int, int, error) {
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		return "", 0, 0, fmt.Errorf("%s --version: %v: %s", bin, err, bytes.TrimSpace(out))
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return "", 0, 0, fmt.Errorf("%s --version printed no version: %s", bin, bytes.TrimSpace(out))
+	}
+	major, _ := strconv.Atoi(string(m[1]))
+	minor, _ := strconv.Atoi(string(m[2]))
+	return strings.TrimPrefix(string(m[0]), "PgBouncer "), major, minor, nil
+}
+
+// Start starts pgbouncer on a free local TCP port in front of the server of
+// dbURL (pgtest.URL or a database of the test's own), in transaction pooling
+// mode, and stops it when the test ends. Clients authenticate with any name;
+// pgbouncer logs in to the server as dbURL's user. It fails the test when
+// pgbouncer is missing or does not start.
+func Start(tb testing.TB, dbURL string) *Bouncer {
+	tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		tb.Fatal("bouncertest: ", err)
+	}
+	ver, major, minor, err := version(bin)
+	if err != nil {
+		tb.Fatal("bouncertest: ", err)
+	}
+	cfg, err := pgconn.ParseConfig(dbURL)
+	if err != nil {
+		tb.Fatalf("bouncertest: parse the database URL: %v", err)
+	}
+	var lastErr error
+	for range 3 { // a free port may be taken by someone else before pgbouncer binds it
+		b, err := start(tb, bin, cfg, major, minor)
+		if err == nil {
+			b.Version = ver
+			tb.Logf("bouncertest: PgBouncer %s in transaction mode on 127.0.0.1:%d", ver, b.port)
+			return b
+		}
+		lastErr = err
+	}
+	tb.Fatalf("bouncertest: %v", lastErr)
+	return nil
+}
+
+func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int) (*Bouncer, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := tb.TempDir()
+	server := fmt.Sprintf("host=%s port=%d user=%s", quote(cfg.Host), cfg.Port, quote(cfg.User))
+	if cfg.Password != "" {
+		server += " password=" + quote(cfg.Password)
+	}
+	var ini strings.Builder
+	fmt.Fprintf(&ini, "[databases]\n* = %s\n\n[pgbouncer]\n", server)
+	fmt.Fprintf(&ini, "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n", port)
+	// Clients may give any name: every database logs in as the server's user.
+	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\n")
+	ini.WriteString("pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = 20\n")
+	ini.WriteString("server_tls_sslmode = disable\nlogfile =\npidfile =\n")
+	if major > 1 || minor >= 21 {
+		// PgBouncer 1.21+ could keep named prepared statements; turn that off
+		// so that the tests check the exec mode the README asks for on every
+		// version.
+		ini.WriteString("max_prepared_statements = 0\n")
+	}
+	iniPath := filepath.Join(dir, "pgbouncer.ini")
+	if err := os.WriteFile(iniPath, []byte(ini.String()), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte(`"`+cfg.User+`" ""`+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{iniPath}
+	if os.Geteuid() == 0 {
+		// PgBouncer refuses to run as root. It reads its files first, then
+		// switches to the user that owns the server's socket directory (the
+		// only one besides root that may use a socket of the embedded
+		// server), or else postgres or nobody.
+		name, err := unprivilegedUser(cfg.Host)
+		if err != nil {
+			return nil, err
+		}
+		args = []string{"-u", name, iniPath}
+	}
+	log := &syncBuffer{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C goes to the test, which stops it
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("pgbouncer exited at start: %s", lastLines(log.String(), 10))
+		default:
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("pgbouncer did not listen on port %d within 15s: %s", port, lastLines(log.String(), 10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := checkConnect(b); err != nil {
+		stop()
+		return nil, err
+	}
+	tb.Cleanup(func() {
+		stop()
+		if tb.Failed() {
+			tb.Logf("pgbouncer's log:\n%s", lastLines(log.String(), 40))
+		}
+	})
+	return b, nil
+}
+
+// checkConnect makes one connection through the bouncer, so that a bad
+// server address fails here with pgbouncer's words and not in a test.
+func checkConnect(b *Bouncer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, b.URL())
+	if err == nil {
+		_, err = c.Exec(ctx, "SELECT 1")
+		_ = c.Close(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("connect through pgbouncer: %w; its log: %s", err, lastLines(b.log.String(), 10))
+	}
+	return nil
+}
+
+// unprivilegedUser names the user pgbouncer switches to when started as
+// root.
+func unprivilegedUser(host string) (string, error) {
+	if st, err := os.Stat(host); err == nil && st.IsDir() {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+			if u, err := user.LookupId(strconv.Itoa(int(sys.Uid))); err == nil {
+				return u.Username, nil
+			}
+		}
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		if _, err := user.Lookup(name); err == nil {
+			return name, nil
+		}
+	}
+	return "", errors.New("pgbouncer refuses to run as root and there is no user postgres or nobody to run it as; create one or run the tests as a normal user")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quote quotes a value of a pgbouncer connection string.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,69 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// pgbus work at the default level tells a person watching what matters:
+// each dead-letter with its queue, id, kind, class and error, and a
+// summary of the run per queue at exit; each success and retry stays at
+// debug.
+func TestWorkLogsDeadLettersAndSummaryAtInfo(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	script := filepath.Join(t.TempDir(), "charge.sh")
+	body := "#!/bin/sh\nif grep -q decline; then echo 'card declined by the bank' >&2; exit 75; fi\nexit 0\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "pgbus.yaml", `
+queues:
+  charges:
+    max_retries: 2
+    backoff: 10ms
+    handler:
+      type: exec
+      command: [`+script+`]
+`)
+	d.ok(t, "work", "--config", cfg, "--until-idle")
+	d.ok(t, "send", "charges", `{"card": "ok"}`)
+	d.ok(t, "send", "charges", `{"card": "ok"}`)
+	d.ok(t, "send", "charges", `{"card": "decline"}`, "--kind", "charge")
+	r := pgbus(t, d.env, "work", "--config", cfg, "--until-idle", "--log-format", "json")
+	if r.code != 0 {
+		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
+	}
+	var dead, summary []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		switch rec["msg"] {
+		case "pgbus: job dead-lettered":
+			dead = append(dead, rec)
+		case "pgbus: summary of this run":
+			summary = append(summary, rec)
+		case "pgbus: job done", "pgbus: job failed":
+			t.Errorf("a job's outcome logged at the default level: %s", line)
+		}
+	}
+	if len(dead) != 1 {
+		t.Fatalf("%d dead-letters logged, want 1:\n%s", len(dead), r.stderr)
+	}
+	rec := dead[0]
+	if rec["level"] != "INFO" || rec["queue"] != "charges" || rec["kind"] != "charge" || rec["msg_id"] == nil ||
+		rec["reason"] != "max_retries_exceeded" || rec["error_class"] == "" || !strings.Contains(rec["error"].(string), "card declined") {
+		t.Errorf("the dead-letter line: %v", rec)
+	}
+	if len(summary) != 1 {
+		t.Fatalf("%d summary lines, want 1:\n%s", len(summary), r.stderr)
+	}
+	if s := summary[0]; s["queue"] != "charges" || s["succeeded"] != 2.0 || s["retried"] != 1.0 || s["dead_lettered"] != 1.0 {
+		t.Errorf("the summary: %v", s)
+	}
+}

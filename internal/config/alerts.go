@@ -1,0 +1,157 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/alerts"
+)
+
+// Alerts configures the webhook that pgbus work and the workers of pgbus
+// serve post alerts to (one process at a time: the elected one).
+type Alerts struct {
+	// Enabled turns alerts off when false; a block with a url is on.
+	Enabled *bool `yaml:"enabled"`
+	// URL receives the alerts; ${NAME} is replaced by the environment
+	// variable NAME.
+	URL string `yaml:"url"`
+	// Headers are sent with every post; ${NAME} in a value is replaced by
+	// the environment variable NAME, so that tokens stay out of the file.
+	Headers map[string]string `yaml:"headers"`
+	// Format is json (the default) or slack.
+	Format string `yaml:"format"`
+	// CheckInterval is how often the health verdict and the dead-letter
+	// groups are checked.
+	CheckInterval *Duration `yaml:"check_interval"`
+	// A dead-letter group that grows by GrowthThreshold messages within
+	// GrowthWindow is reported.
+	GrowthThreshold *int      `yaml:"growth_threshold"`
+	GrowthWindow    *Duration `yaml:"growth_window"`
+	// Timeout bounds one post.
+	Timeout *Duration `yaml:"timeout"`
+
+	url     string            // URL, expanded
+	headers map[string]string // Headers, expanded
+}
+
+// On reports whether alerts are configured and not turned off; false on
+// nil.
+func (a *Alerts) On() bool {
+	return a != nil && a.URL != "" && (a.Enabled == nil || *a.Enabled)
+}
+
+// Config is the notifier's configuration, with ${NAME} expanded; call it
+// only on alerts that are On.
+func (a *Alerts) Config() alerts.Config {
+	c := alerts.Config{URL: a.url, Headers: maps.Clone(a.headers), Format: a.Format}
+	if a.CheckInterval != nil {
+		c.CheckInterval = a.CheckInterval.D()
+	}
+	if a.GrowthThreshold != nil {
+		c.GrowthThreshold = int64(*a.GrowthThreshold)
+	}
+	if a.GrowthWindow != nil {
+		c.GrowthWindow = a.GrowthWindow.D()
+	}
+	if a.Timeout != nil {
+		c.Timeout = a.Timeout.D()
+	}
+	return c
+}
+
+var (
+	envRef     = regexp.MustCompile(`\$\{([^}]*)\}`)
+	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// expand replaces each ${NAME} in s by the environment variable NAME; an
+// unset or empty variable is an error saying what to do.
+func expand(s string) (string, error) {
+	var err error
+	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		if !envName.MatchString(name) {
+			if err == nil {
+				err = fmt.Errorf("%s is not a variable reference; write ${NAME} with NAME of letters, digits and _", ref)
+			}
+			return ref
+		}
+		v, ok := os.LookupEnv(name)
+		if (!ok || v == "") && err == nil {
+			state := "not set"
+			if ok {
+				state = "empty"
+			}
+			err = fmt.Errorf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", name, name, state, name)
+		}
+		return v
+	})
+	return out, err
+}
+
+// checkAlerts validates the alerts block and expands its ${NAME}s.
+func (f *File) checkAlerts() error {
+	a := f.Alerts
+	if a == nil {
+		return nil
+	}
+	if err := alerts.CheckFormat(a.Format); err != nil {
+		return f.Errorf("alerts.format", "%v", err)
+	}
+	if tag, ok := f.tags["alerts.growth_threshold"]; ok && tag != "!!int" && tag != "!!null" {
+		return f.Errorf("alerts.growth_threshold", "is not a whole number")
+	}
+	if a.URL == "" && (a.Enabled == nil || *a.Enabled) {
+		return f.Errorf("alerts.url", "missing; give the webhook's URL, or set alerts.enabled: false")
+	}
+	for _, r := range []struct {
+		key      string
+		d        *Duration
+		min, max time.Duration
+		rng      string
+	}{
+		{"alerts.check_interval", a.CheckInterval, time.Second, time.Hour, "1s..1h"},
+		{"alerts.growth_window", a.GrowthWindow, 10 * time.Second, 7 * 24 * time.Hour, "10s..168h"},
+		{"alerts.timeout", a.Timeout, time.Second, 5 * time.Minute, "1s..5m"},
+	} {
+		if r.d != nil && (r.d.D() < r.min || r.d.D() > r.max) {
+			return f.Errorf(r.key, "%s is out of range %s", r.d, r.rng)
+		}
+	}
+	if n := a.GrowthThreshold; n != nil && (*n < 1 || *n > 1_000_000_000) {
+		return f.Errorf("alerts.growth_threshold", "%d is out of range 1..1000000000", *n)
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
+		if !headerName.MatchString(name) {
+			return f.Errorf("alerts.headers."+name, "%q is not a header name; use letters, digits and -, such as Authorization", name)
+		}
+	}
+	if !a.On() {
+		return nil
+	}
+	u, err := expand(a.URL)
+	if err != nil {
+		return f.Errorf("alerts.url", "%v", err)
+	}
+	if err := alerts.CheckURL(u); err != nil {
+		return f.Errorf("alerts.url", "%v", err)
+	}
+	a.url, a.headers = u, map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
+		v, err := expand(a.Headers[name])
+		if err != nil {
+			return f.Errorf("alerts.headers."+name, "%v", err)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return f.Errorf("alerts.headers."+name, "the value holds a line break; give it on one line")
+		}
+		a.headers[name] = v
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/alerts"
+	"github.com/pgbus/pgbus/internal/config"
+)
+
+// An alerts block with ${NAME} in the URL and headers gives the notifier
+// their values from the environment, and its own thresholds.
+func TestAlertsExpandEnvironment(t *testing.T) {
+	t.Setenv("PGBUS_TEST_PAGER_TOKEN", "tk_123")
+	t.Setenv("PGBUS_TEST_HOOK", "T0/B1/x")
+	f, err := config.Parse("pgbus.yaml", []byte(`
+alerts:
+  url: https://hooks.example.com/services/${PGBUS_TEST_HOOK}
+  headers:
+    Authorization: Bearer ${PGBUS_TEST_PAGER_TOKEN}
+    X-Team: ops
+  format: slack
+  check_interval: 5s
+  growth_threshold: 20
+  growth_window: 2m
+  timeout: 3s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Alerts.On() {
+		t.Fatal("alerts with a url are off")
+	}
+	c := f.Alerts.Config()
+	if c.URL != "https://hooks.example.com/services/T0/B1/x" || c.Headers["Authorization"] != "Bearer tk_123" || c.Headers["X-Team"] != "ops" ||
+		c.Format != alerts.FormatSlack || c.CheckInterval != 5*time.Second || c.GrowthThreshold != 20 || c.GrowthWindow != 2*time.Minute || c.Timeout != 3*time.Second {
+		t.Fatalf("notifier config: %+v", c)
+	}
+	if f.Alerts.Headers["Authorization"] != "Bearer ${PGBUS_TEST_PAGER_TOKEN}" {
+		t.Fatalf("the file's own value was replaced: %q", f.Alerts.Headers["Authorization"])
+	}
+}
+
+// No block, and a block turned off, are alerts off; a block turned off
+// may keep references to variables that are not set.
+func TestAlertsOff(t *testing.T) {
+	for _, text := range []string{"log_level: info\n", "alerts:\n  enabled: false\n  url: https://h.example.com/${PGBUS_TEST_NOT_SET_EVER}\n"} {
+		f, err := config.Parse("pgbus.yaml", []byte(text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if f.Alerts.On() {
+			t.Fatalf("%q: alerts are on", text)
+		}
+	}
+}
+
+// A bad alerts block stops pgbus with the line, the key and what to do.
+func TestAlertsBadInput(t *testing.T) {
+	t.Setenv("PGBUS_TEST_EMPTY", "")
+	for _, c := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"relative url", "  url: hooks.example.com/pgbus\n", []string{"pgbus.yaml:3: alerts.url:", "absolute http:// or https:// URL", "full address"}},
+		{"not http", "  url: ftp://hooks.example.com/pgbus\n", []string{"alerts.url:", "absolute http:// or https:// URL"}},
+		{"unknown format", "  url: https://h.example.com\n  format: xml\n", []string{"pgbus.yaml:4: alerts.format:", `"xml" is not a format; use json`, "slack"}},
+		{"unset variable", "  url: https://h.example.com\n  headers:\n    Authorization: Bearer ${PGBUS_TEST_NOT_SET_EVER}\n",
+			[]string{"pgbus.yaml:5: alerts.headers.Authorization:", "PGBUS_TEST_NOT_SET_EVER is not set", "export PGBUS_TEST_NOT_SET_EVER"}},
+		{"unset variable in url", "  url: https://h.example.com/${PGBUS_TEST_NOT_SET_EVER}\n", []string{"alerts.url:", "PGBUS_TEST_NOT_SET_EVER is not set"}},
+		{"empty variable", "  url: https://h.example.com\n  headers:\n    X-Token: ${PGBUS_TEST_EMPTY}\n", []string{"alerts.headers.X-Token:", "is empty"}},
+		{"bad reference", "  url: https://h.example.com/${not a name}\n", []string{"alerts.url:", "${not a name} is not a variable reference"}},
+		{"no url", "  format: slack\n", []string{"alerts.url:", "missing; give the webhook's URL, or set alerts.enabled: false"}},
+		{"unknown key", "  url: https://h.example.com\n  threshold: 5\n", []string{`unknown key "threshold"`, "growth_threshold"}},
+		{"fractional threshold", "  url: https://h.example.com\n  growth_threshold: 1.5\n", []string{"alerts.growth_threshold:", "whole number"}},
+		{"zero threshold", "  url: https://h.example.com\n  growth_threshold: 0\n", []string{"alerts.growth_threshold:", "out of range 1.."}},
+		{"fast checks", "  url: https://h.example.com\n  check_interval: 10ms\n", []string{"alerts.check_interval:", "out of range 1s..1h"}},
+		{"bad header name", "  url: https://h.example.com\n  headers:\n    \"Bad Name\": x\n", []string{"alerts.headers.Bad Name:", "not a header name"}},
+	} {
+		_, err := config.Parse("pgbus.yaml", []byte("\nalerts:\n"+c.body))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.name, err, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/metrics"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Monitor is what a pgbus process shows Prometheus and probes: the
+// metrics of its jobs and tool calls, the database's gauges, the Go
+// runtime's and the process's, and the health verdict.
+type Monitor struct {
+	Metrics  *metrics.Metrics
+	Registry *prometheus.Registry
+	ops      *ops.Service
+}
+
+// NewMonitor makes the monitor of a process whose operations layer is
+// svc.
+func NewMonitor(svc *ops.Service, log *slog.Logger) *Monitor {
+	m := metrics.New(metrics.Options{Ops: svc, Logger: log})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &Monitor{Metrics: m, Registry: reg, ops: svc}
+}
+
+// Observers are the engine observers that count a client's jobs: none for
+// a nil monitor.
+func (m *Monitor) Observers() []engine.Observer {
+	if m == nil {
+		return nil
+	}
+	return []engine.Observer{m.Metrics}
+}
+
+// MetricsHandler serves the metrics.
+func (m *Monitor) MetricsHandler() http.Handler { return metrics.Handler(m.Registry) }
+
+// ProbesHandler answers /livez and /readyz.
+func (m *Monitor) ProbesHandler() http.Handler { return metrics.Probes(m.ops) }
+
+// Serve serves /metrics, /livez and /readyz on addr (--metrics-addr) in
+// the background until the function it returns is called, and returns the
+// address it listens on. It fails at once when addr cannot be listened
+// on.
+func (m *Monitor) Serve(ctx context.Context, addr string, log *slog.Logger) (stop func(), bound net.Addr, err error) {
+	log = orDiscard(log)
+	ln, err := metrics.Listen(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("pgbus: metrics and probes listening", "addr", ln.Addr().String(),
+		"metrics", "http://"+ln.Addr().String()+metrics.PathMetrics, "readyz", "http://"+ln.Addr().String()+metrics.PathReadyz)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := metrics.Serve(ctx, ln, metrics.Mux(m.Registry, m.ops), log); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("pgbus: the metrics server stopped; scrapes of --metrics-addr fail until the process restarts", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }, ln.Addr(), nil
+}

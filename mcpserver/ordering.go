@@ -1,0 +1,223 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Responses wait for the notifications sent before them.
+//
+// mcp-go v1.2.1 hands every notification of a session, progress and log
+// records of a running call included, to whichever of two readers takes
+// it first: the stream of the POST that carries the call, or the pump of
+// the session's listening stream (GET), once the client opened one. A
+// notification of a call may so leave on the GET stream just before the
+// call's result leaves on the POST: a client may see the result first,
+// and one that forgets a call's progress token with its result (the
+// TypeScript SDK) drops the notification. The MCP conformance suite's
+// tools-call-with-progress scenario failed that way now and then.
+//
+// mcp-go gives no way to keep a call's notifications on its own stream.
+// recentEvents (the event store, which records every event of a
+// Streamable HTTP session before it is written, with its id) and
+// trackWrites (which sees every event written, by id) order them instead:
+// while the session has a GET stream open, the response to a request is
+// recorded, and so written, only after a short settle (for the GET
+// stream's pump to record a notification it was just handed) and once
+// every event recorded before it on another stream has been flushed to
+// the client, or after maxResponseWait. The notifications of a call so
+// reach the client before its result, whichever stream carries them. They
+// may still travel on the GET stream, which the transport specification
+// says should carry only messages unrelated to running requests; only
+// mcp-go can route them to the call's own stream.
+const (
+	// maxResponseWait bounds how long a response waits for earlier
+	// events: a stream whose client went away never flushes them.
+	maxResponseWait = 2 * time.Second
+	// settle is how long a response waits, while the session has a GET
+	// stream open, for the stream's pump to record what it was handed.
+	settle = time.Millisecond
+)
+
+// pendingEvent is an event recorded while the session had a GET stream
+// open and not flushed to the client yet.
+type pendingEvent struct {
+	stream string
+	at     time.Time
+}
+
+// isResponse reports whether message is a JSON-RPC response: an id, a
+// result or an error, and no method.
+func isResponse(message json.RawMessage) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(message, &m) != nil || m.Method != "" {
+		return false
+	}
+	id := bytes.TrimSpace(m.ID)
+	return len(id) > 0 && !bytes.Equal(id, []byte("null")) && (m.Result != nil || m.Error != nil)
+}
+
+// awaitEarlier waits, unless the session has no GET stream open, until
+// the events recorded before now on streams other than stream are
+// flushed, at most maxResponseWait. The caller does not hold r.mu.
+func (r *recentEvents) awaitEarlier(sessionID, stream string) {
+	r.mu.Lock()
+	s := r.sessions[sessionID]
+	listening := s != nil && s.listeners > 0
+	r.mu.Unlock()
+	if !listening {
+		return
+	}
+	// A notification the call sent last may have been handed to the GET
+	// stream's pump and not recorded yet: the pump only records it once it
+	// runs. The handler sent it from this goroutine, which made the pump
+	// the next to run here; yielding, and then a moment, lets it record.
+	runtime.Gosched()
+	time.Sleep(settle)
+	r.mu.Lock()
+	before := r.seq + 1
+	r.mu.Unlock()
+	deadline := time.Now().Add(maxResponseWait)
+	for {
+		r.mu.Lock()
+		s := r.sessions[sessionID]
+		if s == nil || s.listeners == 0 || !s.hasPendingBefore(stream, before, time.Now()) {
+			r.mu.Unlock()
+			return
+		}
+		wake := r.changed
+		r.mu.Unlock()
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// hasPendingBefore reports whether an event before id on a stream other
+// than stream waits to be flushed. Events waiting longer than
+// maxResponseWait are given up on: their stream lost its client, and
+// would hold up every later response.
+func (s *sessionEvents) hasPendingBefore(stream string, before int64, now time.Time) bool {
+	found := false
+	for id, p := range s.pending {
+		switch {
+		case now.Sub(p.at) > maxResponseWait:
+			delete(s.pending, id)
+		case id < before && p.stream != stream:
+			found = true
+		}
+	}
+	return found
+}
+
+// notifyLocked wakes the responses waiting in awaitEarlier. The caller
+// holds r.mu.
+func (r *recentEvents) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// flushed records that the events ids of sessionID reached the client.
+func (r *recentEvents) flushed(sessionID string, ids []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[sessionID]
+	if s == nil || len(s.pending) == 0 {
+		return
+	}
+	for _, id := range ids {
+		delete(s.pending, id)
+	}
+	r.notifyLocked()
+}
+
+// listen records that a GET stream of sessionID opened (+1) or closed (-1).
+// Events recorded while no GET stream was open, for a client to resume
+// later, are no longer waited for once a new one opens: a new stream
+// does not carry them.
+func (r *recentEvents) listen(sessionID string, delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[sessionID]
+	switch {
+	case delta > 0:
+		s = r.session(sessionID)
+		clear(s.pending)
+	case s == nil:
+		return // the session ended while the stream was open
+	}
+	s.listeners += delta
+	r.notifyLocked()
+}
+
+// trackWrites tells events which events each request's response writes
+// to the client, and which sessions have a GET stream open.
+func trackWrites(next http.Handler, events *recentEvents) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(server.HeaderKeySessionID)
+		if id == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodGet {
+			events.listen(id, 1)
+			defer events.listen(id, -1)
+		}
+		tw := &trackingWriter{ResponseWriter: w, events: events, session: id}
+		next.ServeHTTP(tw, r)
+	})
+}
+
+// trackingWriter notes the ids of the events written through it (mcp-go
+// writes each "id: N" line with a Write of its own) and reports them
+// flushed when it flushes.
+type trackingWriter struct {
+	http.ResponseWriter
+	events  *recentEvents
+	session string
+	written []int64
+}
+
+func (w *trackingWriter) Write(p []byte) (int, error) {
+	if rest, ok := bytes.CutPrefix(p, []byte("id: ")); ok {
+		if id, ok := parseEventID(strings.TrimSpace(string(rest))); ok {
+			w.written = append(w.written, id)
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what was written to the client, and then counts its events
+// as flushed.
+func (w *trackingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	if len(w.written) > 0 {
+		w.events.flushed(w.session, w.written)
+		w.written = w.written[:0]
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (mcp-go sets
+// write deadlines through it).
+func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,235 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Paths of the endpoints.
+const (
+	PathMetrics = "/metrics"
+	PathLivez   = "/livez"
+	PathReadyz  = "/readyz"
+)
+
+// Handler serves the metrics gathered by g in the Prometheus exposition
+// formats.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Readiness is the body of /readyz: the health verdict and its reasons.
+type Readiness struct {
+	// Status is ops.HealthOK, HealthDegraded or HealthStalled, or
+	// Unreachable when the database could not be asked.
+	Status  string        `json:"status"`
+	Reasons []ReadyReason `json:"reasons"`
+}
+
+// ReadyReason is one reason of a verdict that is not OK.
+type ReadyReason struct {
+	Status  string `json:"status"`
+	Code    string `json:"code"`
+	Queue   string `json:"queue,omitempty"`
+	Message string `json:"message"`
+}
+
+// Unreachable is the status of /readyz when the database cannot be asked.
+const Unreachable = "UNREACHABLE"
+
+// probeCache is how long one health verdict answers /readyz.
+const probeCache = time.Second
+
+// Probes answers PathLivez (200 while the process serves) and PathReadyz:
+// 200 when the database answers and the health verdict of svc is OK or
+// DEGRADED, 503 when it is STALLED or the database cannot be asked, with a
+// Readiness as JSON. Other paths get 404.
+func Probes(svc *ops.Service) http.Handler {
+	p := &probes{svc: svc}
+	mux := http.NewServeMux()
+	mux.HandleFunc(PathLivez, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc(PathReadyz, p.ready)
+	return mux
+}
+
+type probes struct {
+	svc *ops.Service
+
+	mu     sync.Mutex
+	at     time.Time
+	code   int
+	answer Readiness
+}
+
+func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
+	code, answer := p.verdict(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// verdict asks for the health verdict at most once per probeCache, so
+// that probes from many places read the database once.
+func (p *probes) verdict(ctx context.Context) (int, Readiness) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && time.Since(p.at) < probeCache {
+		return p.code, p.answer
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	h, err := p.svc.Health(ctx)
+	if err != nil {
+		msg, _ := ops.RedactText(err.Error())
+		// An error of this request's own context says nothing of the
+		// database: do not keep it.
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			p.at = time.Now()
+		}
+		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
+			Code: "database_unreachable", Message: "the database did not answer the health check: " + msg + "; check that PostgreSQL runs and the connection settings"}}}
+		return p.code, p.answer
+	}
+	out := Readiness{Status: h.Status, Reasons: make([]ReadyReason, len(h.Reasons))}
+	for i, r := range h.Reasons {
+		out.Reasons[i] = ReadyReason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message}
+	}
+	code := http.StatusOK
+	if h.Status == ops.HealthStalled {
+		code = http.StatusServiceUnavailable
+	}
+	p.at, p.code, p.answer = time.Now(), code, out
+	return code, out
+}
+
+// Mux serves Handler(g) at PathMetrics and Probes(svc) at PathLivez and
+// PathReadyz; with a nil svc, only PathMetrics and PathLivez.
+func Mux(g prometheus.Gatherer, svc *ops.Service) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(PathMetrics, Handler(g))
+	if svc != nil {
+		probes := Probes(svc)
+		mux.Handle(PathLivez, probes)
+		mux.Handle(PathReadyz, probes)
+	} else {
+		mux.HandleFunc(PathLivez, func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("pgbus: no endpoint %s here; scrape %s, probe %s and %s", r.URL.Path, PathMetrics, PathLivez, PathReadyz), http.StatusNotFound)
+	})
+	return mux
+}
+
+// Serve serves h on ln until ctx ends, then shuts down within a few
+// seconds; it closes ln. Only GET and HEAD are answered. Requests from
+// browsers are refused (403): any with an Origin header unless the server
+// listens on loopback only and the origin is a loopback one; and when it
+// listens on loopback only, any whose Host header does not name loopback
+// (a page that rebinds its own name to 127.0.0.1). A server listening on
+// other addresses accepts any Host, so that scrapers may use any name.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	srv := &http.Server{
+		Handler:           guard(isLoopback(host), h, log),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve metrics: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve metrics: %w", err)
+	}
+	return nil
+}
+
+// Listen opens the listener of a metrics address (host:port); an address
+// without a host listens on every interface.
+func Listen(addr string) (net.Listener, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("--metrics-addr %q is not host:port (for example 127.0.0.1:9187, or :9187 for every interface): %v", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %w; choose another port or stop what uses it", addr, err)
+	}
+	return ln, nil
+}
+
+func guard(loopback bool, next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse := func(code int, msg string) {
+			log.Warn("pgbus metrics: request refused", "status", code, "method", r.Method, "path", r.URL.Path,
+				"remote", r.RemoteAddr, "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
+			http.Error(w, "pgbus: "+msg, code)
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			refuse(http.StatusMethodNotAllowed, "only GET and HEAD are answered here")
+			return
+		}
+		if loopback {
+			host, _, err := net.SplitHostPort(r.Host)
+			if err != nil {
+				host = r.Host
+			}
+			if !isLoopback(host) {
+				refuse(http.StatusForbidden, fmt.Sprintf("Host %q does not name loopback, where this server listens; scrape it as localhost or 127.0.0.1", r.Host))
+				return
+			}
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !(loopback && loopbackOrigin(origin)) {
+			refuse(http.StatusForbidden, fmt.Sprintf("Origin %q: the metrics and probes are not served to web pages", origin))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loopbackOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopback(u.Hostname())
+}

@@ -1,0 +1,369 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxErrorClasses bounds the values of the error_class label.
+	DefaultMaxErrorClasses = 20
+	// DefaultMaxKinds bounds the values of the kind label.
+	DefaultMaxKinds = 50
+	// DefaultCacheFor is how long one read of the database serves scrapes.
+	DefaultCacheFor = 2 * time.Second
+	// Other is the label value of the error classes, kinds and tools past
+	// their bound.
+	Other = "other"
+)
+
+// Options configure Metrics.
+type Options struct {
+	// Ops reads the gauges (queue depths, DLQ depths, oldest ready ages,
+	// breaker states, running workers) when a scrape asks for them. Nil
+	// leaves them out: the process then reports only its own jobs and
+	// tool calls.
+	Ops *ops.Service
+	// MaxErrorClasses is how many error classes get their own
+	// error_class label value: the most frequent seen (see the package
+	// documentation); the rest are "other". Default
+	// DefaultMaxErrorClasses.
+	MaxErrorClasses int
+	// MaxKinds is how many kinds get their own kind label value, chosen
+	// as the error classes are; the rest are "other". Default
+	// DefaultMaxKinds.
+	MaxKinds int
+	// CacheFor is how long one read of the gauges serves scrapes, so that
+	// scrapes that come together read the database once. Default
+	// DefaultCacheFor; a negative value reads at every scrape.
+	CacheFor time.Duration
+	// Logger receives the errors of reading the gauges, at warn level.
+	Logger *slog.Logger
+}
+
+// Metrics counts what a pgbus process does and reads the state of the
+// database when scraped. It is a prometheus.Collector (register it), an
+// engine.Observer and engine.BreakerObserver (pass it in
+// engine.Config.Observers), and counts MCP tool calls (ToolCalled). It is
+// safe for concurrent use.
+type Metrics struct {
+	opts Options
+	log  *slog.Logger
+
+	finished    *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	latency     *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
+	toolCalls   *prometheus.CounterVec
+
+	classes, kinds, tools *labelSet
+
+	queueMessages *prometheus.Desc
+	dlqMessages   *prometheus.Desc
+	oldestReady   *prometheus.Desc
+	breakerState  *prometheus.Desc
+	workers       *prometheus.Desc
+	databaseUp    *prometheus.Desc
+
+	mu     sync.Mutex // held while the gauges are read, so scrapes wait for one read
+	cached ops.Gauges
+	readAt time.Time
+	readOK bool
+}
+
+var (
+	_ prometheus.Collector   = (*Metrics)(nil)
+	_ engine.Observer        = (*Metrics)(nil)
+	_ engine.BreakerObserver = (*Metrics)(nil)
+)
+
+// Buckets of the histograms, in seconds.
+var (
+	// DurationBuckets span a millisecond to five minutes of handler run.
+	DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+	// LatencyBuckets span five milliseconds to an hour of waiting.
+	LatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+)
+
+// New returns the metrics of one process.
+func New(opts Options) *Metrics {
+	if opts.MaxErrorClasses <= 0 {
+		opts.MaxErrorClasses = DefaultMaxErrorClasses
+	}
+	if opts.MaxKinds <= 0 {
+		opts.MaxKinds = DefaultMaxKinds
+	}
+	if opts.CacheFor == 0 {
+		opts.CacheFor = DefaultCacheFor
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		opts: opts, log: log,
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_jobs_finished_total",
+			Help: "Deliveries of jobs this process settled, by queue, kind and outcome (succeeded, retried, dead_lettered, discarded, snoozed); reason says why a dead-lettered job died (max_retries_exceeded, non_retryable, deadline_exceeded) and is empty otherwise."},
+			[]string{"queue", "kind", "outcome", "reason"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_job_failures_total",
+			Help: "Deliveries of jobs this process settled with an error, by queue, outcome (retried, dead_lettered, discarded) and error class; classes past the bound are counted as \"other\"."},
+			[]string{"queue", "outcome", "error_class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pgbus_job_attempt_duration_seconds",
+			Help: "How long each run of a handler took in this process, by queue.", Buckets: DurationBuckets},
+			[]string{"queue"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pgbus_job_start_latency_seconds",
+			Help: "How long a job waited from being enqueued (or becoming visible again for a retry) until this process delivered it, by queue.", Buckets: LatencyBuckets},
+			[]string{"queue"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_circuit_breaker_transitions_total",
+			Help: "Changes of circuit breaker state caused by this process's jobs, by breaker and the states from and to (closed, open, half_open)."},
+			[]string{"breaker", "from", "to"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_mcp_tool_calls_total",
+			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix) or failed (a protocol error)."},
+			[]string{"tool", "result"}),
+		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
+			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay).",
+			[]string{"queue", "state"}, nil),
+		dlqMessages: prometheus.NewDesc("pgbus_dlq_messages",
+			"Messages in each queue's dead-letter queue.", []string{"queue"}, nil),
+		oldestReady: prometheus.NewDesc("pgbus_queue_oldest_ready_age_seconds",
+			"How long the oldest ready (visible) message of each queue has waited since it was enqueued; 0 when none is ready.", []string{"queue"}, nil),
+		breakerState: prometheus.NewDesc("pgbus_circuit_breaker_state",
+			"State of each circuit breaker: 1 for the state it is in (closed, open or half_open), 0 for the others.", []string{"breaker", "state"}, nil),
+		workers: prometheus.NewDesc("pgbus_workers_running",
+			"Worker processes heartbeating now, in every process using this database.", nil, nil),
+		databaseUp: prometheus.NewDesc("pgbus_database_up",
+			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
+	}
+	m.classes = newLabelSet(opts.MaxErrorClasses, func(class string) { m.failures.DeletePartialMatch(prometheus.Labels{"error_class": class}) })
+	m.kinds = newLabelSet(opts.MaxKinds, func(kind string) { m.finished.DeletePartialMatch(prometheus.Labels{"kind": kind}) })
+	m.tools = newLabelSet(64, nil) // the tools are a fixed set
+	return m
+}
+
+// JobStarted implements engine.Observer; it counts nothing.
+func (m *Metrics) JobStarted(ctx context.Context, _ *engine.Job) context.Context { return ctx }
+
+// JobFinished implements engine.Observer: it counts the delivery's outcome
+// and, when the handler ran, how long it took and waited.
+func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
+	m.kinds.with(job.Kind, func(kind string) { m.finished.WithLabelValues(job.Queue, kind, f.Outcome, f.Reason).Inc() })
+	if f.Err != nil && f.Outcome != engine.OutcomeSnoozed {
+		m.classes.with(f.ErrorClass, func(class string) { m.failures.WithLabelValues(job.Queue, f.Outcome, class).Inc() })
+	}
+	if f.Ran {
+		m.duration.WithLabelValues(job.Queue).Observe(f.Elapsed.Seconds())
+		m.latency.WithLabelValues(job.Queue).Observe(f.Latency.Seconds())
+	}
+}
+
+// BreakerChanged implements engine.BreakerObserver.
+func (m *Metrics) BreakerChanged(name, from, to string) {
+	m.transitions.WithLabelValues(name, from, to).Inc()
+}
+
+// Results of a tool call, as ToolCalled takes them.
+const (
+	ToolOK     = "ok"
+	ToolError  = "error"
+	ToolFailed = "failed"
+)
+
+// toolName is what a tool's name looks like; anything else is counted as
+// "other".
+var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// ToolCalled counts one MCP tool call and its result (ToolOK, ToolError or
+// ToolFailed).
+func (m *Metrics) ToolCalled(tool, result string) {
+	if !toolName.MatchString(tool) {
+		tool = Other
+	}
+	m.tools.with(tool, func(tool string) { m.toolCalls.WithLabelValues(tool, result).Inc() })
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.vectors() {
+		c.Describe(ch)
+	}
+	if m.opts.Ops != nil {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.databaseUp} {
+			ch <- d
+		}
+	}
+}
+
+// Collect implements prometheus.Collector: the process's counters, and
+// the gauges read from the database (or from the last read, within
+// CacheFor).
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.vectors() {
+		c.Collect(ch)
+	}
+	if m.opts.Ops == nil {
+		return
+	}
+	g, ok := m.gauges()
+	up := 0.0
+	if ok {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, up)
+	if !ok {
+		return
+	}
+	for _, q := range g.Queues {
+		for _, s := range []struct {
+			state string
+			n     int64
+		}{{"visible", q.Visible}, {"in_flight", q.InFlight}, {"waiting_retry", q.WaitingRetry}, {"scheduled", q.Scheduled}} {
+			ch <- prometheus.MustNewConstMetric(m.queueMessages, prometheus.GaugeValue, float64(s.n), q.Queue, s.state)
+		}
+		ch <- prometheus.MustNewConstMetric(m.dlqMessages, prometheus.GaugeValue, float64(q.DLQDepth), q.Queue)
+		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
+	}
+	for name, state := range g.Breakers {
+		for _, s := range []string{store.BreakerClosed, store.BreakerOpen, store.BreakerHalfOpen} {
+			v := 0.0
+			if s == state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.breakerState, prometheus.GaugeValue, v, name, s)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(g.WorkersRunning))
+}
+
+func (m *Metrics) vectors() []prometheus.Collector {
+	return []prometheus.Collector{m.finished, m.failures, m.duration, m.latency, m.transitions, m.toolCalls}
+}
+
+// gauges returns the gauges, read again when the last read is older than
+// CacheFor. Scrapes that come during a read wait for it.
+func (m *Metrics) gauges() (ops.Gauges, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.readAt.IsZero() && time.Since(m.readAt) < m.opts.CacheFor {
+		return m.cached, m.readOK
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g, err := m.opts.Ops.Gauges(ctx)
+	if err != nil {
+		m.log.Warn("pgbus metrics: could not read the queue gauges from the database; pgbus_database_up is 0 until a scrape reads them", "err", err)
+	}
+	m.cached, m.readOK, m.readAt = g, err == nil, time.Now()
+	return g, err == nil
+}
+
+// labelSet bounds the values of a label to the max most frequent ones
+// seen; the others are counted as Other. A value gets a label of its own
+// while a slot is free; once all are taken, a value seen more than twice
+// as often as the least frequent labelled one (counted since each was
+// first seen) takes that one's slot, and the series of the value that
+// lost it are deleted (evict), so that the label never has more than
+// max+1 values. The series stop rather than move: a counter cannot pass
+// its count to another label. Without evict, the first max values keep
+// their slots.
+type labelSet struct {
+	mu      sync.RWMutex
+	max     int
+	seen    map[string]*atomic.Int64 // labelled values: how often seen
+	pending map[string]int64         // values counted as Other: how often seen
+	evict   func(value string)       // deletes the series of a value that lost its slot
+}
+
+// maxPending bounds the values counted as Other that a labelSet tracks,
+// per slot; the least frequent ones are forgotten first.
+const maxPending = 4
+
+func newLabelSet(max int, evict func(string)) *labelSet {
+	return &labelSet{max: max, seen: map[string]*atomic.Int64{}, pending: map[string]int64{}, evict: evict}
+}
+
+// with calls fn with the label of v, counting v. No slot changes hands
+// while fn runs, so fn may update the series of the label.
+func (l *labelSet) with(v string, fn func(label string)) {
+	if v == "" || v == Other {
+		fn(v)
+		return
+	}
+	l.mu.RLock()
+	if c, ok := l.seen[v]; ok {
+		c.Add(1)
+		fn(v)
+		l.mu.RUnlock()
+		return
+	}
+	l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn(l.admit(v))
+}
+
+// admit counts v, which had no slot when last looked at, and returns its
+// label. l.mu is held.
+func (l *labelSet) admit(v string) string {
+	if c, ok := l.seen[v]; ok {
+		c.Add(1)
+		return v
+	}
+	n := l.pending[v] + 1
+	if len(l.seen) < l.max {
+		l.give(v, n)
+		return v
+	}
+	if l.evict != nil {
+		least, leastN := "", int64(math.MaxInt64)
+		for k, c := range l.seen {
+			if c := c.Load(); c < leastN || c == leastN && k < least {
+				least, leastN = k, c
+			}
+		}
+		if n > 2*leastN {
+			delete(l.seen, least)
+			l.evict(least)
+			l.track(least, leastN)
+			l.give(v, n)
+			return v
+		}
+	}
+	l.track(v, n)
+	return Other
+}
+
+func (l *labelSet) give(v string, n int64) {
+	delete(l.pending, v)
+	c := new(atomic.Int64)
+	c.Store(n)
+	l.seen[v] = c
+}
+
+// track remembers how often v, counted as Other, was seen; a value not
+// tracked yet takes the place of the least frequent one when there are
+// too many.
+func (l *labelSet) track(v string, n int64) {
+	if _, ok := l.pending[v]; !ok && len(l.pending) >= maxPending*l.max {
+		least, leastN := "", int64(math.MaxInt64)
+		for k, c := range l.pending {
+			if c < leastN || c == leastN && k < least {
+				least, leastN = k, c
+			}
+		}
+		delete(l.pending, least)
+	}
+	l.pending[v] = n
+}

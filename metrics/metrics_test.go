@@ -1,0 +1,395 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/metrics"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// classed is an error of a given class.
+type classed struct{ class string }
+
+func (e classed) Error() string      { return "failed with " + e.class }
+func (e classed) ErrorClass() string { return e.class }
+
+// work is a job's payload: what its handler does.
+type work struct {
+	Mode  string `json:"mode"`
+	Class string `json:"class,omitempty"`
+}
+
+func handle(_ context.Context, job *engine.Job) error {
+	var w work
+	if err := json.Unmarshal(job.Payload, &w); err != nil {
+		return engine.NonRetryable(err)
+	}
+	switch w.Mode {
+	case "retry":
+		if job.Attempt == 1 {
+			return errors.New("flaky downstream")
+		}
+	case "dead":
+		return engine.NonRetryable(classed{w.Class})
+	}
+	return nil
+}
+
+// serve serves h on a loopback port until the test ends and returns its
+// base URL.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- metrics.Serve(ctx, ln, h, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// scrape GETs /metrics and parses the text exposition.
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(base + metrics.PathMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /metrics: %s: %s", resp.Status, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse the exposition: %v", err)
+	}
+	return fams
+}
+
+// value returns the value of the sample of family name whose labels
+// include want, or -1 when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// Types is the type of every pgbus metric.
+var Types = map[string]dto.MetricType{
+	"pgbus_jobs_finished_total":               dto.MetricType_COUNTER,
+	"pgbus_job_failures_total":                dto.MetricType_COUNTER,
+	"pgbus_job_attempt_duration_seconds":      dto.MetricType_HISTOGRAM,
+	"pgbus_job_start_latency_seconds":         dto.MetricType_HISTOGRAM,
+	"pgbus_circuit_breaker_transitions_total": dto.MetricType_COUNTER,
+	"pgbus_mcp_tool_calls_total":              dto.MetricType_COUNTER,
+	"pgbus_queue_messages":                    dto.MetricType_GAUGE,
+	"pgbus_dlq_messages":                      dto.MetricType_GAUGE,
+	"pgbus_queue_oldest_ready_age_seconds":    dto.MetricType_GAUGE,
+	"pgbus_circuit_breaker_state":             dto.MetricType_GAUGE,
+	"pgbus_workers_running":                   dto.MetricType_GAUGE,
+	"pgbus_database_up":                       dto.MetricType_GAUGE,
+}
+
+// After 5 jobs that succeed, 3 that fail once and then succeed, and 4
+// dead-lettered with two error classes (3 and 1), a scrape over HTTP
+// counts exactly that, and the gauges read from the database show the
+// DLQ's depth and a backlog nobody works.
+func TestScrapeAfterWorkload(t *testing.T) {
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.NewFastQueue(t, st, "met", func(s *store.QueueSettings) { s.RetryBackoff, s.RetryBackoffMax = 0, 0 })
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	base := serve(t, metrics.Mux(reg, svc))
+
+	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
+	client.HandleQueue(q, handle)
+	var jobs []work
+	for range 5 {
+		jobs = append(jobs, work{Mode: "ok"})
+	}
+	for range 3 {
+		jobs = append(jobs, work{Mode: "retry"})
+	}
+	for _, c := range []string{"bank_declined", "schema_invalid", "bank_declined", "bank_declined"} {
+		jobs = append(jobs, work{Mode: "dead", Class: c})
+	}
+	for _, j := range jobs {
+		pgtest.Send(t, client, q, j, engine.SendOptions{Kind: "charge"})
+	}
+	stop := pgtest.Start(t, client)
+	pgtest.Eventually(t, time.Minute, "8 archived and 4 dead", func() bool {
+		return pgtest.Archived(t, st, q) == 8 && pgtest.Live(t, st, store.DLQName(q)) == 4
+	})
+	stop()
+	// A backlog the gauges must show: two ready messages nobody works.
+	for range 2 {
+		pgtest.Send(t, client, q, work{Mode: "ok"}, engine.SendOptions{Kind: "charge"})
+	}
+	m.ToolCalled("pgbus_health", metrics.ToolOK)
+	fams := scrape(t, base)
+
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"pgbus_jobs_finished_total", map[string]string{"queue": q, "kind": "charge", "outcome": "succeeded", "reason": ""}, 8},
+		{"pgbus_jobs_finished_total", map[string]string{"queue": q, "kind": "charge", "outcome": "retried", "reason": ""}, 3},
+		{"pgbus_jobs_finished_total", map[string]string{"queue": q, "kind": "charge", "outcome": "dead_lettered", "reason": store.ReasonNonRetryable}, 4},
+		{"pgbus_job_failures_total", map[string]string{"queue": q, "outcome": "retried", "error_class": "error"}, 3},
+		{"pgbus_job_failures_total", map[string]string{"queue": q, "outcome": "dead_lettered", "error_class": "bank_declined"}, 3},
+		{"pgbus_job_failures_total", map[string]string{"queue": q, "outcome": "dead_lettered", "error_class": "schema_invalid"}, 1},
+		{"pgbus_job_attempt_duration_seconds", map[string]string{"queue": q}, 15},
+		{"pgbus_job_start_latency_seconds", map[string]string{"queue": q}, 15},
+		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "visible"}, 2},
+		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "in_flight"}, 0},
+		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "waiting_retry"}, 0},
+		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "scheduled"}, 0},
+		{"pgbus_dlq_messages", map[string]string{"queue": q}, 4},
+		{"pgbus_database_up", nil, 1},
+		{"pgbus_mcp_tool_calls_total", map[string]string{"tool": "pgbus_health", "result": "ok"}, 1},
+	} {
+		if got := value(fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := value(fams, "pgbus_job_failures_total", map[string]string{"queue": q, "outcome": "succeeded"}); got != -1 {
+		t.Errorf("a success counted as a failure: %v", got)
+	}
+	if age := value(fams, "pgbus_queue_oldest_ready_age_seconds", map[string]string{"queue": q}); age < 0 {
+		t.Errorf("no oldest ready age for %s", q)
+	}
+	checkFamilies(t, fams, "pgbus_circuit_breaker_transitions_total", "pgbus_circuit_breaker_state")
+}
+
+// checkFamilies checks that every pgbus family exposed has HELP text and
+// its type, and that every known one is exposed but those absent allows.
+func checkFamilies(t *testing.T, fams map[string]*dto.MetricFamily, absent ...string) {
+	t.Helper()
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "pgbus_") {
+			continue
+		}
+		want, known := Types[name]
+		if !known {
+			t.Errorf("%s is exposed but not in this test's list of types", name)
+			continue
+		}
+		if f.GetType() != want {
+			t.Errorf("%s has type %s, want %s", name, f.GetType(), want)
+		}
+		if len(f.GetHelp()) < 20 {
+			t.Errorf("%s has no real HELP: %q", name, f.GetHelp())
+		}
+	}
+	skip := map[string]bool{}
+	for _, a := range absent {
+		skip[a] = true
+	}
+	for name := range Types {
+		if fams[name] == nil && !skip[name] {
+			t.Errorf("%s is not exposed", name)
+		}
+	}
+}
+
+// With 1,000 distinct error classes, the error_class label takes at most
+// MaxErrorClasses values besides "other", and every failure is counted; a
+// frequent class seen after them gets a label of its own all the same.
+func TestErrorClassBound(t *testing.T) {
+	m := metrics.New(metrics.Options{MaxErrorClasses: 10})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	job := &engine.Job{Queue: "q", Kind: "k"}
+	for i := range 1000 {
+		err := classed{fmt.Sprintf("class_%d", i)}
+		m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeDeadLettered, Reason: store.ReasonMaxRetriesExceeded,
+			Err: err, ErrorClass: err.ErrorClass(), Ran: true})
+	}
+	classes := failuresByClass(t, reg)
+	var total float64
+	for _, n := range classes {
+		total += n
+	}
+	if len(classes) != 11 || classes[metrics.Other] != 990 || total != 1000 {
+		t.Fatalf("%d error_class values (want 10 and other), other = %v, total %v", len(classes), classes[metrics.Other], total)
+	}
+	for i := range 10 {
+		if classes[fmt.Sprintf("class_%d", i)] != 1 {
+			t.Errorf("class_%d has no label of its own: %v", i, classes)
+		}
+	}
+
+	// A class that comes often takes the slot of the least frequent one
+	// on its third failure, when it has failed more than twice as often;
+	// the series of the class that lost the slot are gone.
+	for range 5 {
+		err := classed{"hot"}
+		m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeRetried, Err: err, ErrorClass: err.ErrorClass(), Ran: true})
+	}
+	classes = failuresByClass(t, reg)
+	if len(classes) != 11 || classes["hot"] != 3 || classes[metrics.Other] != 992 {
+		t.Fatalf("after 5 failures of class hot: %d values, hot %v, other %v; want 11, 3, 992: %v", len(classes), classes["hot"], classes[metrics.Other], classes)
+	}
+	if _, ok := classes["class_0"]; ok {
+		t.Errorf("class_0 kept its series after losing its slot: %v", classes)
+	}
+}
+
+// failuresByClass sums pgbus_job_failures_total by error_class.
+func failuresByClass(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "pgbus_job_failures_total" {
+			continue
+		}
+		for _, s := range f.Metric {
+			for _, l := range s.Label {
+				if l.GetName() == "error_class" {
+					classes[l.GetValue()] += s.Counter.GetValue()
+				}
+			}
+		}
+	}
+	return classes
+}
+
+// A breaker that the process's failures open is counted as a transition
+// from closed to open, and its state gauge, read from the database, says
+// open; once a probe succeeds it says closed, with both transitions
+// counted.
+func TestBreakerMetrics(t *testing.T) {
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.NewFastQueue(t, st, "brk", func(s *store.QueueSettings) { s.RetryBackoff, s.RetryBackoffMax, s.MaxRetries = 0, 0, 100 })
+	breaker := pgtest.Name("bank")
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	base := serve(t, metrics.Mux(reg, svc))
+	var failing sync.Map
+	failing.Store("on", true)
+	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
+	client.HandleQueue(q, func(context.Context, *engine.Job) error {
+		if _, on := failing.Load("on"); on {
+			return errors.New("bank down")
+		}
+		return nil
+	}, engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: breaker, FailureThreshold: 2, CoolOff: 200 * time.Millisecond, MaxCoolOff: 200 * time.Millisecond}})
+	pgtest.Start(t, client)
+	pgtest.Send(t, client, q, work{Mode: "ok"}, engine.SendOptions{})
+	opened := map[string]string{"breaker": breaker, "from": store.BreakerClosed, "to": store.BreakerOpen}
+	pgtest.Eventually(t, time.Minute, "the breaker to open", func() bool {
+		return value(scrape(t, base), "pgbus_circuit_breaker_transitions_total", opened) == 1
+	})
+	fams := scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerOpen}); v != 1 &&
+		value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerHalfOpen}) != 1 {
+		t.Errorf("state gauge of an opened breaker: open = %v", v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerClosed}); v != 0 {
+		t.Errorf("state gauge of an opened breaker: closed = %v, want 0", v)
+	}
+	failing.Delete("on")
+	pgtest.Eventually(t, time.Minute, "the breaker to close", func() bool {
+		return value(scrape(t, base), "pgbus_circuit_breaker_state", map[string]string{"breaker": breaker, "state": store.BreakerClosed}) == 1
+	})
+	fams = scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_transitions_total", map[string]string{"breaker": breaker, "from": store.BreakerHalfOpen, "to": store.BreakerClosed}); v != 1 {
+		t.Errorf("half_open to closed counted %v times, want 1", v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_transitions_total", map[string]string{"breaker": breaker, "from": store.BreakerOpen, "to": store.BreakerHalfOpen}); v < 1 {
+		t.Errorf("open to half_open counted %v times, want at least 1", v)
+	}
+	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total")
+}
+
+// Failures of many classes from many workers at once, some classes far
+// more frequent than others so that slots change hands, never leave more
+// than MaxErrorClasses+1 error_class values.
+func TestErrorClassBoundConcurrent(t *testing.T) {
+	m := metrics.New(metrics.Options{MaxErrorClasses: 10})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			job := &engine.Job{Queue: "q", Kind: "k"}
+			for i := range 2000 {
+				class := fmt.Sprintf("c%d", (i*(w+1))%(10+i/100)) // the set of classes grows as it goes
+				err := classed{class}
+				m.JobFinished(context.Background(), job, engine.Finish{Outcome: engine.OutcomeRetried, Err: err, ErrorClass: class, Ran: true})
+			}
+		})
+	}
+	wg.Wait()
+	classes := failuresByClass(t, reg)
+	if len(classes) > 11 || classes[metrics.Other] == 0 {
+		t.Fatalf("%d error_class values, want at most 11 with other among them: %v", len(classes), classes)
+	}
+}

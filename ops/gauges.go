@@ -1,0 +1,43 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// QueueDepth is one queue's messages by state and its DLQ's depth.
+type QueueDepth = store.QueueDepth
+
+// Gauges are the numbers a monitoring system samples: each queue's depth
+// by state, its DLQ's depth and the age of its oldest ready message, the
+// state of each circuit breaker, and how many worker processes run. They
+// are read cheaply (no archive is counted), for a scrape every few
+// seconds.
+type Gauges struct {
+	Queues []QueueDepth
+	// Breakers maps each circuit breaker's name to its state: closed,
+	// open or half_open.
+	Breakers map[string]string
+	// WorkersRunning counts the worker processes heartbeating now, as
+	// Health and Workers count them.
+	WorkersRunning int
+}
+
+// Gauges reads the gauges of every queue, breaker and worker process. A
+// queue dropped while they are read is left out.
+func (s *Service) Gauges(ctx context.Context) (Gauges, error) {
+	queues, err := retryVanished(func() ([]QueueDepth, error) { return s.store.QueueDepths(ctx) })
+	if err != nil {
+		return Gauges{}, err
+	}
+	breakers, err := s.store.BreakerStates(ctx)
+	if err != nil {
+		return Gauges{}, err
+	}
+	running, err := s.store.RunningWorkers(ctx, s.opts.StaleAfter)
+	if err != nil {
+		return Gauges{}, err
+	}
+	return Gauges{Queues: queues, Breakers: breakers, WorkersRunning: running}, nil
+}

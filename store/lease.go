@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Election names a task that one process at a time does, for TryLead.
+type Election int64
+
+// ElectionAlerts elects the process that sends alerts: the ASCII bytes of
+// "pgbusalr".
+const ElectionAlerts Election = 0x7067627573_616c72
+
+// Lease is an election won: a transaction-scoped advisory lock held in a
+// transaction left open, on a connection of its own taken out of the pool,
+// for as long as the process keeps it. When the process dies or its
+// connection drops, the database releases the lock and another process
+// can win. A transaction lock rather than a session one, because a
+// transaction pooler (PgBouncer in transaction mode) hands a session's
+// server connection to others between transactions, lock and all, while
+// it keeps an open transaction's connection to itself. The transaction
+// writes nothing and, idle between statements, holds no snapshot, so it
+// does not hold back vacuum.
+type Lease struct {
+	mu   sync.Mutex
+	conn *pgx.Conn
+}
+
+// TryLead tries to win an election without waiting: it returns the lease,
+// or nil when another process holds it.
+func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: elect: %w", err)
+	}
+	conn := pc.Hijack()
+	var won bool
+	_, err = conn.Exec(ctx, `BEGIN`)
+	if err == nil {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(e)).Scan(&won)
+	}
+	if err != nil || !won {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("store: elect: %w", err)
+		}
+		return nil, nil
+	}
+	return &Lease{conn: conn}, nil
+}
+
+// Check says whether the lease still holds: its connection answers. A
+// lease that fails its check is lost; Release it and try to lead again.
+func (l *Lease) Check(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return fmt.Errorf("store: the lease was released")
+	}
+	if err := l.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("store: the lease's connection was lost: %w", err)
+	}
+	return nil
+}
+
+// Release gives the election up, closing the lease's connection; calling
+// it again does nothing.
+func (l *Lease) Release(ctx context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn != nil {
+		_ = l.conn.Close(context.WithoutCancel(ctx))
+		l.conn = nil
+	}
+}
