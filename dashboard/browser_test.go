@@ -49,7 +49,8 @@ func chrome(t *testing.T) context.Context {
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 6*time.Minute)
+	// Generous: the test suite runs many packages at once.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)
@@ -136,7 +137,9 @@ func TestBrowser(t *testing.T) {
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
-	rep, err := demo.Run(pgtest.Context(t), st, svc, demo.Options{Timeout: 3 * time.Minute})
+	demoCtx, cancelDemo := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancelDemo()
+	rep, err := demo.Run(demoCtx, st, svc, demo.Options{Timeout: 4 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
