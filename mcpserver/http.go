@@ -82,6 +82,11 @@ type HTTPConfig struct {
 	MaxBodyBytes int64
 	// Logger receives refused requests and transport errors.
 	Logger *slog.Logger
+	// Dashboard, when set with TransportHTTP, serves every path the
+	// endpoints do not, behind the same Host, Origin and body checks; it
+	// authenticates its requests itself (a browser cannot send a bearer
+	// token), and is told the caller as the endpoints are.
+	Dashboard http.Handler
 	// Ready, when set, is called once the server listens, with the address
 	// it listens on (useful with port 0).
 	Ready func(addr net.Addr)
@@ -221,7 +226,11 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pgbus MCP server: no endpoint %s here; connect your MCP client to %s", r.URL.Path, endpoint), http.StatusNotFound)
 	})
-	return sec.Wrap(identify(mux, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()})), closeSessions, nil
+	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
+	if cfg.Dashboard != nil && cfg.Transport == TransportHTTP {
+		return sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who)), closeSessions, nil
+	}
+	return sec.Wrap(identify(mux, who)), closeSessions, nil
 }
 
 // identify names, in the context of every request that passed the security

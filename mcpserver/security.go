@@ -117,7 +117,11 @@ func (s *Security) Principal() string {
 }
 
 // Wrap returns next behind the checks.
-func (s *Security) Wrap(next http.Handler) http.Handler {
+func (s *Security) Wrap(next http.Handler) http.Handler { return s.wrap(next, true) }
+
+// wrap returns next behind the checks; the bearer token is checked only
+// when bearer is set (a browser page authenticates on its own).
+func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
 			// Bounds the body's arrival, including what net/http drains
@@ -128,11 +132,11 @@ func (s *Security) Wrap(next http.Handler) http.Handler {
 			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or start it with --allowed-hosts", r.Host, s.port))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) && (bearer || !sameOrigin(origin, r.Host)) {
 			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin))
 			return
 		}
-		if s.hasToken && !s.open[r.URL.Path] {
+		if s.hasToken && bearer && !s.open[r.URL.Path] {
 			if ok, given := s.tokenOK(r.Header.Get("Authorization")); !ok {
 				challenge := `Bearer realm="pgbus"`
 				msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"

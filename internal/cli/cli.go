@@ -194,6 +194,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.healthCommand(), a.workersCommand(), a.circuitsCommand(), a.circuitCommand())
 	root.AddCommand(configHelpTopic())
 	root.AddCommand(a.serveCommand())
+	root.AddCommand(a.dashboardCommand())
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
 	root.Version = buildinfo.Describe()

@@ -205,6 +205,7 @@ func TestCommandsOnUnmigratedDatabase(t *testing.T) {
 		{"send", "orders", "{}"},
 		{"queue", "pause", "orders"},
 		{"serve", "--read-only"},
+		{"dashboard", "--read-only"},
 	} {
 		msg := d.fails(t, 1, args...)
 		if !strings.Contains(msg, "the database has no pgbus schema") || !strings.Contains(msg, "run pgbus migrate") {

@@ -42,7 +42,8 @@ Transports:
   stdio  (default) JSON-RPC on stdin/stdout, for clients that start pgbus
          themselves (Claude Desktop, Claude Code, VS Code, Cursor). Logs go to
          stderr only. The server stops when the client closes stdin.
-  http   Streamable HTTP at http://ADDR/mcp.
+  http   Streamable HTTP at http://ADDR/mcp, and the web dashboard at
+         http://ADDR/ (a login page asks for the token when one is set).
   sse    the legacy HTTP+SSE transport: GET http://ADDR/sse, POST /message.
 
 HTTP binds to 127.0.0.1:8080 by default. Requests with an Origin header that is

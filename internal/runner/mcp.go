@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
@@ -19,7 +20,8 @@ type MCPConfig struct {
 	// Transport is mcpserver.TransportStdio, TransportHTTP or TransportSSE.
 	Transport string
 	// HTTP configures the HTTP transports; its Transport and Logger are
-	// filled in, and its Ready is called after the address is logged.
+	// filled in, its Ready is called once it listens, and with
+	// TransportHTTP its Dashboard is the dashboard over the same service.
 	HTTP mcpserver.HTTPConfig
 	// ReadOnly leaves out the write tools; AllowPayloads lets calls ask for
 	// message payloads.
@@ -69,6 +71,9 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 		}
 		c.Logger.Info("pgbus MCP server listening", "transport", c.Transport, "addr", addr.String(),
 			"url", "http://"+addr.String()+path, "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		if h.Dashboard != nil {
+			c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/")
+		}
 	}
 	return h
 }
@@ -85,6 +90,13 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if err != nil {
 		return err
 	}
+	if c.Transport == mcpserver.TransportHTTP {
+		// The dashboard shares the tools' service: the same operations,
+		// views and redaction, at / next to /mcp.
+		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), Logger: c.Logger}); err != nil {
+			return err
+		}
+	}
 	opts := mcpserver.Options{Logger: c.Logger, ClientLog: c.ClientLog}
 	if c.Monitor != nil {
 		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
@@ -98,5 +110,52 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		err = mcpserver.ServeHTTP(ctx, s, c.http())
 	}
 	c.Logger.Info("pgbus MCP server stopped")
+	return err
+}
+
+// loopbackAddr reports whether addr (host:port; the default when empty)
+// listens on loopback only.
+func loopbackAddr(addr string) bool {
+	if addr == "" {
+		addr = mcpserver.DefaultAddr
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && mcpserver.IsLoopbackHost(host)
+}
+
+// ServeDashboard serves the web dashboard alone (no MCP endpoint) over st
+// on c.HTTP's address, under the HTTP transport's security, until ctx
+// ends, with the payload gate and read-only mode of c.
+func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
+	c.Transport = mcpserver.TransportHTTP
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	if err != nil {
+		return err
+	}
+	h := c.HTTP
+	h.Transport, h.Logger = c.Transport, c.Logger
+	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), Logger: c.Logger}); err != nil {
+		return err
+	}
+	ready := h.Ready
+	h.Ready = func(addr net.Addr) {
+		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		if ready != nil {
+			ready(addr)
+		}
+	}
+	if err := h.Check(); err != nil {
+		return err
+	}
+	addr := h.Addr
+	if addr == "" {
+		addr = mcpserver.DefaultAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w; choose another --addr or stop what uses it", addr, err)
+	}
+	err = mcpserver.ServeDashboard(ctx, ln, h)
+	c.Logger.Info("pgbus dashboard stopped")
 	return err
 }

@@ -1,0 +1,262 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+func errChanged(err error) bool { return errors.Is(err, ops.ErrChanged) }
+
+// done is the page after an action: what it did, in words, and where to
+// go next.
+type done struct {
+	Heading string
+	Lines   []string
+	Problem string
+	Links   []link
+}
+
+// formID reads the queue and message id of a one-message action.
+func formID(r *http.Request) (string, int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("id")), 10, 64)
+	return strings.TrimSpace(r.PostFormValue("queue")), id, err == nil && id > 0
+}
+
+// retryOne retries one dead message, confirmed on its page.
+func (s *server) retryOne(w http.ResponseWriter, r *http.Request, v *view) {
+	dlq, id, ok := formID(r)
+	if !ok {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: retry it from its page.")
+		return
+	}
+	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " retried", Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+	if !res.OK() || res.Retried == 0 {
+		d.Heading, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not retried", res.FirstError
+	}
+	for _, m := range res.Moved {
+		d.Lines = append(d.Lines, "Moved back to "+m.Queue+" as message "+strconv.FormatInt(m.MsgID, 10)+".")
+	}
+	d.Lines = append(d.Lines, workerLines(res.Workers)...)
+	v.Title, v.Nav = d.Heading, "dlq"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+// discardOne discards one dead message to its DLQ's archive.
+func (s *server) discardOne(w http.ResponseWriter, r *http.Request, v *view) {
+	dlq, id, ok := formID(r)
+	if !ok {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: discard it from its page.")
+		return
+	}
+	res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " discarded", Lines: []string{"It is in the archive of " + dlq + " until the retention purges it."},
+		Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+	if !res.OK() || res.Discarded == 0 {
+		d.Heading, d.Lines, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError
+	}
+	v.Title, v.Nav = d.Heading, "dlq"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+func workerLines(ws []ops.QueueWorkers) []string {
+	var out []string
+	for _, q := range ws {
+		if !q.Served() {
+			out = append(out, q.Queue+": "+q.Note)
+		}
+	}
+	return out
+}
+
+func (s *server) pause(w http.ResponseWriter, r *http.Request, v *view) {
+	s.setPaused(w, r, v, true)
+}
+
+func (s *server) resume(w http.ResponseWriter, r *http.Request, v *view) {
+	s.setPaused(w, r, v, false)
+}
+
+func (s *server) setPaused(w http.ResponseWriter, r *http.Request, v *view, pause bool) {
+	req := ops.QueueRequest{Queue: strings.TrimSpace(r.PostFormValue("queue"))}
+	op, verb := s.svc.QueueResume, "resumed"
+	if pause {
+		op, verb = s.svc.QueuePause, "paused"
+	}
+	res, err := op(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Queue " + res.Queue + " " + verb, Links: []link{{"/", "Back to the overview"}}}
+	if !res.Changed {
+		d.Heading = "Queue " + res.Queue + " was already " + verb
+	}
+	if pause {
+		d.Lines = append(d.Lines, "Workers take none of its messages until it is resumed; messages already running finish.")
+	} else if res.Workers != nil && !res.Workers.Served() {
+		d.Lines = append(d.Lines, res.Workers.Note)
+	}
+	v.Title, v.Nav = d.Heading, "overview"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
+	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name"))})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{"It is " + res.State + ": calls go through again. If the downstream still fails, it opens again after its threshold."},
+		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	v.Title, v.Nav = d.Heading, "circuits"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
+// auditData is the audit page's.
+type auditData struct {
+	Client, Op, Since string
+	Page              ops.AuditPage
+	Cursor            string
+}
+
+// Target is the page of what an entry acted on, when the dashboard has
+// one: the dead letters its filter selects (or the DLQ its ids were in),
+// a queue's place in the overview, or the circuit breakers.
+func (auditData) Target(e ops.AuditEntry) string {
+	var args struct {
+		Filter ops.DeadFilter `json:"filter"`
+		IDs    []int64        `json:"ids"`
+	}
+	switch {
+	case strings.HasPrefix(e.Op, "dlq_") && e.Op != ops.OpDLQPurge:
+		if json.Unmarshal(e.Arguments, &args) != nil {
+			return ""
+		}
+		return pageLink("/dlq", filterArgs(args.Filter)...)
+	case e.Op == ops.OpQueuePause || e.Op == ops.OpQueueResume:
+		return "/"
+	case e.Op == ops.OpCircuitReset:
+		return "/circuits"
+	}
+	return ""
+}
+
+func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	d := auditData{Client: strings.TrimSpace(q.Get("client")), Op: strings.TrimSpace(q.Get("op")), Since: strings.TrimSpace(q.Get("since")), Cursor: q.Get("cursor")}
+	page, err := s.svc.Audit(r.Context(), ops.AuditRequest{Client: d.Client, Op: d.Op, Since: d.Since, Cursor: d.Cursor})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d.Page = page
+	v.Title, v.Nav = "Audit log", "audit"
+	s.render(w, r, http.StatusOK, "audit", v, d)
+}
+
+func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
+	ws, err := s.svc.Workers(r.Context())
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Workers", "workers"
+	s.render(w, r, http.StatusOK, "workers", v, ws)
+}
+
+func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
+	cs, err := s.svc.Circuits(r.Context())
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Circuit breakers", "circuits"
+	s.render(w, r, http.StatusOK, "circuits", v, cs)
+}
+
+// selectedData is the preview or result of a retry or discard of the
+// messages selected on a list page.
+type selectedData struct {
+	Verb     string
+	Queue    string
+	IDs      []int64
+	Outcomes []ops.IDOutcome
+	// Count is how many moved (in a preview: would move).
+	Count  int
+	DryRun bool
+}
+
+// selected reads the verb, DLQ and ids of a selection, from a query or a
+// form; ok is false, with the reason, when they do not name one.
+func selected(v url.Values) (d selectedData, why string) {
+	d.Verb, d.Queue = v.Get("verb"), strings.TrimSpace(v.Get("queue"))
+	if d.Verb != "retry" && d.Verb != "discard" {
+		return d, "Choose what to do with the selected messages: retry or discard."
+	}
+	for _, s := range v["id"] {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || id <= 0 {
+			return d, "The selection holds " + strconv.Quote(s) + ", which is not a message id: select the messages on the list page."
+		}
+		d.IDs = append(d.IDs, id)
+	}
+	if len(d.IDs) == 0 || d.Queue == "" {
+		return d, "Nothing is selected: tick the messages on a list page of one queue's dead letters, then choose retry or discard."
+	}
+	return d, ""
+}
+
+// runSelected previews (dryRun) or runs a retry or discard by ids.
+func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q url.Values, dryRun bool) {
+	d, why := selected(q)
+	v.Title, v.Nav = "Selected dead messages", "dlq"
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, why)
+		return
+	}
+	if !v.CanWrite {
+		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off.")
+		return
+	}
+	d.DryRun = dryRun
+	filter := ops.DeadFilter{Queue: d.Queue}
+	if d.Verb == "retry" {
+		res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
+		if err != nil {
+			s.fail(w, r, v, err)
+			return
+		}
+		d.Outcomes, d.Count = res.Outcomes, res.Retried
+	} else {
+		res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
+		if err != nil {
+			s.fail(w, r, v, err)
+			return
+		}
+		d.Outcomes, d.Count = res.Outcomes, res.Discarded
+	}
+	s.render(w, r, http.StatusOK, "selected", v, d)
+}
+
+func (s *server) selectedPreview(w http.ResponseWriter, r *http.Request, v *view) {
+	s.runSelected(w, r, v, r.URL.Query(), true)
+}
+
+func (s *server) selectedRun(w http.ResponseWriter, r *http.Request, v *view) {
+	s.runSelected(w, r, v, r.PostForm, false)
+}

@@ -1,0 +1,224 @@
+package dashboard_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/dashboard"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Without a token (a loopback server) the first page hands out a session
+// at once, marked HttpOnly and SameSite=Strict; the actions of the
+// message, overview and circuit pages do what they say, each recorded in
+// the audit log as the dashboard's.
+func TestActionsWithoutToken(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	ctx := pgtest.Context(t)
+	q := pgtest.NewQueue(t, st, "dash_act")
+	ids := pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	breaker := pgtest.Name("bank")
+	if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BreakerFailure(ctx, breaker, "503 from the bank"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/", nil)
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookie := resp.Header.Get("Set-Cookie")
+	_, port, _ := strings.Cut(strings.TrimPrefix(b.base, "http://"), ":")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(cookie, "pgbus_session_"+port+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "Secure") {
+		t.Fatalf("the first page on loopback: %d, cookie %q", resp.StatusCode, cookie)
+	}
+	if code, _, to := b.get("/login"); code != http.StatusSeeOther || to != "/" {
+		t.Fatalf("GET /login without a token configured: %d to %q", code, to)
+	}
+
+	// Discard one message from its page; retry the other.
+	msg := func(id int64) string { return fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d", q, id) }
+	_, page, _ := b.get(msg(ids[0]))
+	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}}
+	if code, page, _ := b.post("/dlq/message/discard", form, nil); code != http.StatusOK || !strings.Contains(page, "discarded") {
+		t.Fatalf("discard: %d\n%s", code, page)
+	}
+	if code, page, _ := b.post("/dlq/message/discard", form, nil); code != http.StatusOK || !strings.Contains(page, "was not discarded") {
+		t.Fatalf("discard again: %d\n%s", code, page)
+	}
+	if code, page, _ := b.get(msg(ids[0])); code != http.StatusNotFound || !strings.Contains(page, "Back to the overview") {
+		t.Fatalf("the discarded message's page: %d\n%s", code, page)
+	}
+	form.Set("id", fmt.Sprint(ids[1]))
+	if code, page, _ := b.post("/dlq/message/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "Moved back to "+q) {
+		t.Fatalf("retry: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {
+		t.Fatalf("%d messages still dead", n)
+	}
+
+	// Pause and resume from the overview.
+	_, page, _ = b.get("/")
+	if !strings.Contains(page, `action="/queues/pause"`) {
+		t.Fatalf("the overview offers no pause:\n%s", page)
+	}
+	token := csrf(t, page)
+	if code, page, _ := b.post("/queues/pause", url.Values{"csrf": {token}, "queue": {q}}, nil); code != http.StatusOK || !strings.Contains(page, "Queue "+q+" paused") {
+		t.Fatalf("pause: %d\n%s", code, page)
+	}
+	if _, page, _ := b.get("/"); !strings.Contains(page, `action="/queues/resume"`) {
+		t.Fatalf("a paused queue's overview offers no resume:\n%s", page)
+	}
+	if code, page, _ := b.post("/queues/resume", url.Values{"csrf": {token}, "queue": {q}}, nil); code != http.StatusOK || !strings.Contains(page, "Queue "+q+" resumed") {
+		t.Fatalf("resume: %d\n%s", code, page)
+	}
+	if code, page, _ := b.post("/queues/pause", url.Values{"csrf": {token}, "queue": {"no_such_queue"}}, nil); code != http.StatusNotFound {
+		t.Fatalf("pause a queue that does not exist: %d\n%s", code, page)
+	}
+
+	// Reset the open breaker from the circuits page.
+	_, page, _ = b.get("/circuits")
+	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) {
+		t.Fatalf("the circuits page:\n%s", page)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, "reset") {
+		t.Fatalf("reset: %d\n%s", code, page)
+	}
+	cs, err := svc.Circuits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Circuits {
+		if c.Name == breaker && c.State != store.BreakerClosed {
+			t.Fatalf("the breaker is %s after its reset", c.State)
+		}
+	}
+
+	audit, err := svc.Audit(ctx, ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range audit.Items {
+		got = append([]string{e.Op}, got...)
+	}
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
+	}
+	if _, page, _ := b.get("/audit?client=dashboard&op=all"); strings.Count(page, "<tr") != len(got)+1 {
+		t.Fatalf("the audit page lists %d rows, want a header and %d entries:\n%s", strings.Count(page, "<tr"), len(audit.Items), page)
+	}
+	if _, page, _ := b.get("/?refresh=10"); !strings.Contains(page, `<meta http-equiv="refresh" content="10">`) || !strings.Contains(page, `<a href="/">Stop refreshing</a>`) {
+		t.Fatalf("the overview refreshing itself:\n%s", page)
+	}
+	if _, page, _ := b.get("/dlq?queue=" + q); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, `href="/dlq?queue=`+q+`&amp;refresh=10"`) {
+		t.Fatalf("the dead letters not refreshing:\n%s", page)
+	}
+	if _, page, _ := b.get("/workers"); !strings.Contains(page, "No worker process") {
+		t.Fatalf("the workers page without workers:\n%s", page)
+	}
+}
+
+// The login's next page stays on the dashboard.
+func TestLoginNextStaysHere(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	for next, want := range map[string]string{"/dlq?queue=x": "/dlq?queue=x", "//evil.example/": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/"} {
+		_, page, _ := b.get("/login?next=" + url.QueryEscape(next))
+		code, _, to := b.post("/login", url.Values{"csrf": {csrf(t, page)}, "token": {token}, "next": {next}}, nil)
+		if code != http.StatusSeeOther || to != want {
+			t.Errorf("login with next %q: %d to %q, want %q", next, code, to, want)
+		}
+	}
+	// Logged in, the login page is no obstacle, and logging out ends the
+	// session.
+	_, page, _ := b.get("/")
+	if code, _, to := b.post("/logout", url.Values{"csrf": {csrf(t, page)}}, nil); code != http.StatusSeeOther || to != "/login" {
+		t.Fatalf("logout: %d to %q", code, to)
+	}
+	if code, _, to := b.get("/"); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
+		t.Fatalf("after logout: %d to %q", code, to)
+	}
+}
+
+// Messages ticked on a list page are retried or discarded after a preview
+// of what happens to each.
+func TestSelectedMessages(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_sel")
+	ids := pgtest.DeadLetterN(t, st, q, 4, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	dlq := q + "_dlq"
+	if _, page, _ := b.get("/dlq/messages?queue=" + dlq); strings.Count(page, `type="checkbox" name="id"`) != 4 || !strings.Contains(page, `action="/dlq/selected"`) {
+		t.Fatalf("the list of one queue offers no selection:\n%s", page)
+	}
+	if _, page, _ := b.get("/dlq/messages"); strings.Contains(page, `type="checkbox"`) {
+		t.Fatalf("the list of every queue offers a selection, whose ids could name messages of several DLQs:\n%s", page)
+	}
+	for verb, picked := range map[string][]int64{"retry": ids[:2], "discard": ids[2:3]} {
+		query := url.Values{"verb": {verb}, "queue": {dlq}}
+		for _, id := range picked {
+			query.Add("id", fmt.Sprint(id))
+		}
+		code, page, _ := b.get("/dlq/selected?" + query.Encode())
+		want := fmt.Sprintf("%d of %d selected", len(picked), len(picked))
+		if code != http.StatusOK || !strings.Contains(page, want) || !strings.Contains(page, "would_"+verb) {
+			t.Fatalf("%s preview: %d\n%s", verb, code, page)
+		}
+		code, page, _ = b.post("/dlq/selected", confirmFormOf(t, page, "/dlq/selected"), nil)
+		done := map[string]string{"retry": "Retried", "discard": "Discarded"}[verb]
+		if code != http.StatusOK || !strings.Contains(page, fmt.Sprintf("%s %d message", done, len(picked))) {
+			t.Fatalf("%s: %d\n%s", verb, code, page)
+		}
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
+		t.Fatalf("%d messages left dead, want the one not selected", n)
+	}
+	if code, page, _ := b.get("/dlq/selected?verb=retry&queue=" + dlq); code != http.StatusBadRequest || !strings.Contains(page, "Nothing is selected") {
+		t.Fatalf("an empty selection: %d\n%s", code, page)
+	}
+}
+
+// The session cookie is Secure over TLS, and whenever the server is
+// reached off loopback (SecureCookies), through a TLS proxy.
+func TestSecureCookie(t *testing.T) {
+	svc := newService(t, pgtest.Store(t))
+	for _, c := range []struct {
+		secure, tls, want bool
+	}{{false, false, false}, {true, false, true}, {false, true, true}} {
+		h, err := dashboard.New(svc, dashboard.Config{AuthToken: "a-token", SecureCookies: c.secure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/login", nil)
+		if c.tls {
+			req.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		cookie := rec.Header().Get("Set-Cookie")
+		if rec.Code != http.StatusOK || strings.Contains(cookie, "; Secure") != c.want || !strings.Contains(cookie, "SameSite=Strict") {
+			t.Errorf("SecureCookies %v, TLS %v: %d, cookie %q", c.secure, c.tls, rec.Code, cookie)
+		}
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("Content-Security-Policy %q", csp)
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package dashboard
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// cookieName names the session cookie of the server r was sent to: a
+// browser keeps cookies by host, not port, so each port has its own, and
+// two servers on one machine do not log each other out.
+func cookieName(r *http.Request) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return "pgbus_session_" + port
+	}
+	return "pgbus_session"
+}
+
+// sessionTTL is how long a login lasts.
+const sessionTTL = 12 * time.Hour
+
+// A session cookie is base64url(expiry, flags, nonce) "." base64url(HMAC):
+// signed with a key of this process, so a restart logs everybody out.
+const (
+	flagAuthed   = 1 // the holder gave the token (or none is needed)
+	sessionBytes = 8 + 1 + 16
+)
+
+// session is a request's session: its cookie value and whether it is
+// logged in.
+type session struct {
+	value  string
+	authed bool
+}
+
+func (s *server) sign(payload []byte) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// newSession mints a session cookie value.
+func (s *server) newSession(authed bool) session {
+	p := make([]byte, sessionBytes)
+	binary.BigEndian.PutUint64(p, uint64(s.cfg.Now().Add(sessionTTL).Unix()))
+	if authed {
+		p[8] = flagAuthed
+	}
+	_, _ = rand.Read(p[9:])
+	enc := base64.RawURLEncoding
+	return session{value: enc.EncodeToString(p) + "." + enc.EncodeToString(s.sign(p)), authed: authed}
+}
+
+// readSession returns the request's valid session, if it has one.
+func (s *server) readSession(r *http.Request) (session, bool) {
+	c, err := r.Cookie(cookieName(r))
+	if err != nil {
+		return session{}, false
+	}
+	body, mac, ok := strings.Cut(c.Value, ".")
+	if !ok {
+		return session{}, false
+	}
+	enc := base64.RawURLEncoding
+	p, err1 := enc.DecodeString(body)
+	sig, err2 := enc.DecodeString(mac)
+	if err1 != nil || err2 != nil || len(p) != sessionBytes || !hmac.Equal(sig, s.sign(p)) {
+		return session{}, false
+	}
+	if time.Unix(int64(binary.BigEndian.Uint64(p)), 0).Before(s.cfg.Now()) {
+		return session{}, false
+	}
+	return session{value: c.Value, authed: p[8] == flagAuthed}, true
+}
+
+// setSession sends the session cookie.
+func (s *server) setSession(w http.ResponseWriter, r *http.Request, sess session) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess.value, Path: "/", MaxAge: int(sessionTTL / time.Second),
+		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+}
+
+func (s *server) secure(r *http.Request) bool { return r.TLS != nil || s.cfg.SecureCookies }
+
+// csrf is the CSRF token of a session: forms carry it, and a POST whose
+// token is not its session's is refused. A page of another site can
+// neither read it nor make the browser send the cookie (SameSite=Strict).
+func (s *server) csrf(sess session) string {
+	if sess.value == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(s.sign([]byte("csrf\x00" + sess.value)))
+}
+
+func (s *server) csrfOK(r *http.Request, sess session) bool {
+	want := s.csrf(sess)
+	got := r.PostFormValue("csrf")
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// tokenOK compares a token with the configured one in constant time (over
+// digests, so that its length does not leak either).
+func (s *server) tokenOK(token string) bool {
+	a, b := sha256.Sum256([]byte(strings.TrimSpace(token))), sha256.Sum256([]byte(s.cfg.AuthToken))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// bearerOK reports whether the request carries the token as a bearer
+// token, as a script (not a browser) may.
+func (s *server) bearerOK(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(token)
+}
+
+// handlerFunc is a page or action, given the request's view.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, v *view)
+
+// authed lets a request through to next when it is logged in (or no token
+// is configured: then a first visit gets its session at once), sends a
+// browser that is not to the login page, and refuses a POST without its
+// session's CSRF token.
+func (s *server) authed(next handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.readSession(r)
+		bearer := s.cfg.AuthToken != "" && s.bearerOK(r)
+		switch {
+		case bearer:
+		case s.cfg.AuthToken == "" && (!ok || !sess.authed):
+			if r.Method == http.MethodPost {
+				s.refuse(w, r, s.newView(r, session{}), http.StatusForbidden, "This form has expired (the server restarted, or the session ended): go back, reload the page and send it again.")
+				return
+			}
+			sess = s.newSession(true)
+			s.setSession(w, r, sess)
+		case !ok || !sess.authed:
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				s.refuse(w, r, s.newView(r, session{}), http.StatusUnauthorized, "Log in first: this server needs its token (pgbus serve --auth-token or PGBUS_MCP_TOKEN).")
+				return
+			}
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		v := s.newView(r, sess)
+		if r.Method == http.MethodPost {
+			// Actions read r.PostForm, whichever way the caller logged in.
+			_ = r.ParseForm()
+		}
+		if r.Method == http.MethodPost && !bearer && !s.csrfOK(r, sess) {
+			s.refuse(w, r, v, http.StatusForbidden, "This form carries no valid CSRF token, so it was not sent from a page of this dashboard: nothing was changed. Reload the page and send the form from there.")
+			return
+		}
+		ctx := ops.WithClient(r.Context(), Client)
+		next(w, r.WithContext(ctx), v)
+	}
+}
+
+// loginPage asks for the token.
+func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	sess, ok := s.readSession(r)
+	if !ok {
+		sess = s.newSession(false)
+		s.setSession(w, r, sess)
+	}
+	v := s.newView(r, sess)
+	s.render(w, r, http.StatusOK, "login", v, loginData{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// loginData is the login page's.
+type loginData struct {
+	Next  string
+	Error string
+}
+
+// login checks the token and starts a logged-in session.
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AuthToken == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	sess, ok := s.readSession(r)
+	v := s.newView(r, sess)
+	if !ok || !s.csrfOK(r, sess) {
+		s.refuse(w, r, v, http.StatusForbidden, "This login form has expired or was not sent from this dashboard: open the login page again and enter the token there.")
+		return
+	}
+	next := safeNext(r.PostFormValue("next"))
+	if !s.tokenOK(r.PostFormValue("token")) {
+		s.log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
+		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
+			Error: "That is not the server's token. Enter the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)."})
+		return
+	}
+	s.setSession(w, r, s.newSession(true))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout ends the session.
+func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	to := "/"
+	if s.cfg.AuthToken != "" {
+		to = "/login"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect after login on this site: a path, not a URL
+// of another host.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	return next
+}

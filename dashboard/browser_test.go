@@ -1,0 +1,310 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// envScreenshots, set to 1, makes TestBrowser write its screenshots into
+// the repository's docs folder, where the README shows them.
+const envScreenshots = "PGBUS_UPDATE_SCREENSHOTS"
+
+// chrome starts a headless Chromium for the test. The browser tests are
+// part of the suite: without Chromium they fail, saying how to install it.
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Fatal("the dashboard's browser tests need Chromium, and found none on PATH (chromium, chromium-browser, google-chrome): install Debian's chromium package (apt-get install chromium), as .ci/run does")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 860),
+		// A second site for the foreign-Origin check, served on loopback.
+		chromedp.Flag("host-resolver-rules", "MAP evil.test 127.0.0.1"),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	// Generous: the test suite runs many packages at once.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// page waits for the dashboard page named (the template on its main
+// element).
+func page(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(`main[data-page="` + name + `"]`))
+}
+
+// tab drives one browser tab for a test, failing it on the first error.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+// do runs steps.
+func (b tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// status runs steps that load a page, and returns its HTTP status.
+func (b tab) status(what string, steps ...chromedp.Action[chromedp.Void]) int64 {
+	b.t.Helper()
+	resp, err := chromedp.RunResponse(b.ctx, steps...)
+	if err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+	return resp.Status
+}
+
+// text is the visible text of the first element sel selects.
+func (b tab) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("read the text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// count is how many elements sel selects now.
+func (b tab) count(sel string) int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	if err != nil {
+		b.t.Fatalf("count %s: %v", sel, err)
+	}
+	return n
+}
+
+// location is the tab's URL.
+func (b tab) location() string {
+	b.t.Helper()
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return loc
+}
+
+// screenshot is a PNG of the whole page.
+func (b tab) screenshot() []byte {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return png
+}
+
+// A person logs in with the token, finds the demo's dead-letter groups,
+// opens a group and a message, and retries a group after its preview:
+// the messages leave the DLQ and the audit log names the dashboard. The
+// browser is refused without the token, from a foreign origin, without
+// the CSRF token, and on a read-only server.
+func TestBrowser(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	demoCtx, cancelDemo := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancelDemo()
+	rep, err := demo.Run(demoCtx, st, svc, demo.Options{Timeout: 4 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Dead.Groups) < 3 {
+		t.Fatalf("the demo left %d dead-letter groups; the test needs several", len(rep.Dead.Groups))
+	}
+	token := newToken(t)
+	base := "http://" + serve(t, st, serverOpts{token: token})
+
+	// Without the token: the login page, which a wrong token does not pass.
+	b.do("open the dead letters without logging in", chromedp.Navigate(base+"/dlq"), page("login"))
+	if loc := b.location(); !strings.HasSuffix(loc, "/login?next=%2Fdlq") {
+		t.Fatalf("without the token /dlq went to %s, not the login page", loc)
+	}
+	if code := b.status("log in with a wrong token", chromedp.SendKeys(chromedp.ID("token"), "not-"+token), chromedp.Submit(chromedp.ID("token"))); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: status %d", code)
+	}
+	if text := b.text(".problem"); !strings.Contains(text, "not the server's token") {
+		t.Fatalf("a wrong token: %q", text)
+	}
+	b.do("log in with the token", chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), page("groups"))
+	if n := b.count("li.group"); n != len(rep.Dead.Groups) {
+		t.Fatalf("the page shows %d groups, the demo left %d", n, len(rep.Dead.Groups))
+	}
+	text := b.text("ol.groups")
+	for _, g := range rep.Dead.Groups {
+		if !strings.Contains(text, g.Kind) || !strings.Contains(text, g.ErrorClass) {
+			t.Fatalf("the groups do not show %s · %s:\n%s", g.Kind, g.ErrorClass, text)
+		}
+	}
+
+	// Screenshots of the overview and the dead letters, for the README.
+	b.do("open the overview", chromedp.Navigate(base+"/"), page("overview"))
+	saveScreenshot(t, "dashboard-overview.png", b.screenshot())
+	b.do("open the dead letters", chromedp.Navigate(base+"/dlq"), page("groups"))
+	saveScreenshot(t, "dashboard-dead-letters.png", b.screenshot())
+
+	// A group opens its messages; a message opens its dead-letter block.
+	b.do("open the largest group", chromedp.Click(chromedp.CSS("li.group h2 a")), page("list"))
+	largest := rep.Dead.Groups[0]
+	if want := deadCount(t, svc, ops.DeadFilter{Queue: largest.DLQ, Kind: largest.Kind, ErrorClass: largest.ErrorClass}); int64(b.count("tbody tr")) != min(want, ops.DefaultPageSize) {
+		t.Fatalf("the largest group's list shows %d messages, want %d", b.count("tbody tr"), min(want, ops.DefaultPageSize))
+	}
+	b.do("open a message", chromedp.Click(chromedp.CSS("tbody th a")), page("message"))
+	text = b.text("main")
+	for _, want := range []string{"Why it died", "Reason", largest.ErrorClass, "Failures", "Headers", "Payloads are hidden"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the message page lacks %q:\n%s", want, text)
+		}
+	}
+
+	// Retry a group after its preview; the preview's form without its
+	// CSRF token is refused first.
+	const retryLink = `li.group:nth-of-type(2) a[href^="/dlq/retry"]`
+	b.do("open the dead letters", chromedp.Navigate(base+"/dlq"), page("groups"))
+	attr, err := chromedp.Run(b.ctx, chromedp.AttributeValue(chromedp.CSS(retryLink), "href"))
+	if err != nil || !attr.Exists {
+		t.Fatalf("the second group has no retry link: %v", err)
+	}
+	u, err := url.Parse(attr.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := ops.DeadFilter{Queue: u.Query().Get("queue"), Kind: u.Query().Get("kind"), ErrorClass: u.Query().Get("error_class")}
+	count := deadCount(t, svc, group)
+	b.do("preview the retry", chromedp.Click(chromedp.CSS(retryLink)), page("bulk"))
+	if text, n := b.text(".lead"), b.count("tbody tr"); !strings.Contains(text, fmt.Sprintf("%d dead message", count)) || int64(n) != min(count, 100) {
+		t.Fatalf("the preview says %q and lists %d messages; the group has %d", text, n, count)
+	}
+	b.do("drop the CSRF token", chromedp.Evaluate[chromedp.Void](`document.querySelector('form.confirm input[name=csrf]').remove()`))
+	if code := b.status("confirm without the CSRF token", chromedp.Click(chromedp.CSS("form.confirm button"))); code != http.StatusForbidden {
+		t.Fatalf("a confirmation without its CSRF token: status %d", code)
+	}
+	if text := b.text(".problem"); !strings.Contains(text, "CSRF") || deadCount(t, svc, group) != count {
+		t.Fatalf("a confirmation without its CSRF token: %q, %d of %d messages left", text, deadCount(t, svc, group), count)
+	}
+	b.do("preview the retry again", chromedp.Navigate(base+u.RequestURI()), page("bulk"))
+	if code := b.status("confirm the preview", chromedp.Click(chromedp.CSS("form.confirm button"))); code != http.StatusOK {
+		t.Fatalf("the confirmation: status %d", code)
+	}
+	if text, want := b.text("h1"), fmt.Sprintf("Retried %d messages", count); text != want {
+		t.Fatalf("after the confirmation: %q, want %q", text, want)
+	}
+	if n := deadCount(t, svc, group); n != 0 {
+		t.Fatalf("%d messages of the retried group are still dead", n)
+	}
+	b.do("see the group gone", chromedp.Navigate(base+pageURL("/dlq/messages", group)), page("list"), chromedp.WaitVisible(chromedp.CSS(".empty")))
+	b.do("see the audit entry", chromedp.Navigate(base+"/dlq"), page("groups"), chromedp.Click(chromedp.CSS(`a[href="/audit"]`)), page("audit"),
+		chromedp.Click(chromedp.CSS(`a[href="/audit?client=dashboard"]`)), page("audit"))
+	if text := b.text("tbody tr:first-child"); !strings.Contains(text, "dlq_retry") || !strings.Contains(text, "dashboard") {
+		t.Fatalf("the newest audit entry of the dashboard: %q", text)
+	}
+	audit, err := svc.Audit(pgtest.Context(t), ops.AuditRequest{Client: "dashboard", Limit: 1})
+	if err != nil || len(audit.Items) != 1 || audit.Items[0].IsError || strings.Contains(string(audit.Items[0].Arguments), `"dry_run":true`) {
+		t.Fatalf("the newest audit entry of the dashboard is not its retry: %+v, %v", audit.Items, err)
+	}
+
+	// A form on another site, posted to the dashboard: refused for its
+	// Origin, and nothing moves.
+	other := rep.Dead.Groups[0]
+	otherF := ops.DeadFilter{Queue: other.DLQ, Kind: other.Kind, ErrorClass: other.ErrorClass}
+	dry, err := svc.DLQRetry(pgtest.Context(t), ops.DLQRetryRequest{Filter: otherF, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := deadCount(t, svc, otherF)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%s/dlq/retry"><input name="queue" value="%s"><input name="kind" value="%s"><input name="error_class" value="%s"><input name="expect" value="%s"><input name="csrf" value="guessed"><button id="go">go</button></form>`,
+			base, html.EscapeString(otherF.Queue), html.EscapeString(otherF.Kind), html.EscapeString(otherF.ErrorClass), html.EscapeString(dry.Expect))
+	}))
+	t.Cleanup(evil.Close)
+	b.do("open a page of another site", chromedp.Navigate(strings.Replace(evil.URL, "127.0.0.1", "evil.test", 1)), chromedp.WaitVisible(chromedp.ID("go")))
+	if code := b.status("post from another site", chromedp.Click(chromedp.ID("go"))); code != http.StatusForbidden {
+		t.Fatalf("a form of another site: status %d", code)
+	}
+	if text := b.text("body"); !strings.Contains(text, `Origin "http://evil.test`) || deadCount(t, svc, otherF) != before {
+		t.Fatalf("a form of another site: %q; %d of %d messages left", text, deadCount(t, svc, otherF), before)
+	}
+
+	// A read-only server shows no action and refuses one sent anyway.
+	_, port, _ := strings.Cut(serve(t, st, serverOpts{token: token, readOnly: true}), ":")
+	ro := "http://localhost:" + port
+	b.do("log in to the read-only server", chromedp.Navigate(ro+"/dlq"), page("login"),
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), page("groups"))
+	if n, text := b.count(`a[href^="/dlq/retry"], a[href^="/dlq/discard"], form[method="post"]:not(.logout)`), b.text("header"); n != 0 || !strings.Contains(text, "read-only") {
+		t.Fatalf("the read-only server offers %d retries; its header says %q", n, text)
+	}
+	post := fmt.Sprintf(`(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/dlq/retry';
+		for (const [k, v] of Object.entries({csrf: document.querySelector('input[name=csrf]').value, queue: %q, kind: %q, error_class: %q, expect: %q})) {
+			const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
+		document.body.appendChild(f); f.submit(); })()`, otherF.Queue, otherF.Kind, otherF.ErrorClass, dry.Expect)
+	if code := b.status("post a retry to the read-only server", chromedp.Evaluate[chromedp.Void](post)); code != http.StatusForbidden {
+		t.Fatalf("a retry on the read-only server: status %d", code)
+	}
+	if text := b.text(".problem"); !strings.Contains(text, "read-only") || deadCount(t, svc, otherF) != before {
+		t.Fatalf("a retry on the read-only server: %q; %d of %d messages left", text, deadCount(t, svc, otherF), before)
+	}
+}
+
+// pageURL is a dashboard path with a filter in its query.
+func pageURL(p string, f ops.DeadFilter) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"queue": f.Queue, "kind": f.Kind, "error_class": f.ErrorClass} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return p + "?" + q.Encode()
+}
+
+// saveScreenshot checks a screenshot is a PNG and, when asked
+// (PGBUS_UPDATE_SCREENSHOTS=1), writes it to the docs folder.
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	if !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
+		t.Fatalf("screenshot %s is not a PNG of a page (%d bytes)", name, len(png))
+	}
+	dir := t.TempDir()
+	if os.Getenv(envScreenshots) == "1" {
+		dir = filepath.Join("..", "docs")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,146 @@
+// Package dashboard is pgbus's web dashboard: server-rendered pages for the
+// people who oversee the queues and the agents working on them.
+//
+// It is a front end like the CLI and the MCP tools: every page parses its
+// query into one request of package ops, calls the operation and renders
+// its result; every action is an operation too, recorded in the audit log
+// with the client "dashboard". The pages work without JavaScript, and
+// their assets are embedded in the binary.
+//
+// The handler does not check Host and Origin headers itself: it is meant
+// to be mounted behind the checks of the MCP server's HTTP transport
+// (mcpserver.HTTPConfig.Dashboard). It authenticates browsers with a
+// session cookie obtained on its login page from the server's token, and
+// checks a CSRF token on every form.
+package dashboard
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Client is how the audit log names the calls made from the dashboard.
+const Client = "dashboard"
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Config configures the dashboard.
+type Config struct {
+	// AuthToken, when set, is what the login page asks for: the server's
+	// bearer token. Without one (a server bound to loopback that needs no
+	// token) nobody logs in.
+	AuthToken string
+	// SecureCookies marks the session cookie Secure, so that a browser
+	// sends it only over HTTPS. It always is on a TLS connection; set it
+	// too when the server is reached off loopback through a TLS proxy.
+	SecureCookies bool
+	// Logger receives refused requests and failed operations.
+	Logger *slog.Logger
+	// Now is the clock relative times count from; default time.Now.
+	Now func() time.Time
+}
+
+// server is the dashboard's handler.
+type server struct {
+	svc   *ops.Service
+	cfg   Config
+	log   *slog.Logger
+	key   []byte // signs session cookies and CSRF tokens
+	pages map[string]*page
+	mux   *http.ServeMux
+}
+
+// New returns the dashboard over svc: the same service, views and
+// redaction the MCP tools use. A read-only svc hides every action and
+// refuses it.
+func New(svc *ops.Service, cfg Config) (http.Handler, error) {
+	if svc == nil {
+		return nil, errors.New("dashboard: New needs an ops.Service")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32)}
+	if _, err := rand.Read(s.key); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.login)
+	m.HandleFunc("POST /logout", s.authed(s.logout))
+	m.HandleFunc("GET /{$}", s.authed(s.overview))
+	m.HandleFunc("GET /dlq", s.authed(s.deadGroups))
+	m.HandleFunc("GET /dlq/messages", s.authed(s.deadList))
+	m.HandleFunc("GET /dlq/message", s.authed(s.deadMessage))
+	m.HandleFunc("GET /dlq/retry", s.authed(s.bulkPreview("retry")))
+	m.HandleFunc("POST /dlq/retry", s.authed(s.writes(s.bulk("retry"))))
+	m.HandleFunc("GET /dlq/discard", s.authed(s.bulkPreview("discard")))
+	m.HandleFunc("POST /dlq/discard", s.authed(s.writes(s.bulk("discard"))))
+	m.HandleFunc("GET /dlq/selected", s.authed(s.selectedPreview))
+	m.HandleFunc("POST /dlq/selected", s.authed(s.writes(s.selectedRun)))
+	m.HandleFunc("POST /dlq/message/retry", s.authed(s.writes(s.retryOne)))
+	m.HandleFunc("POST /dlq/message/discard", s.authed(s.writes(s.discardOne)))
+	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))
+	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
+	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))
+	m.HandleFunc("GET /audit", s.authed(s.audit))
+	m.HandleFunc("GET /workers", s.authed(s.workers))
+	m.HandleFunc("GET /circuits", s.authed(s.circuits))
+	m.HandleFunc("/", s.authed(s.notFound))
+	s.mux = m
+	return s, nil
+}
+
+// ServeHTTP serves the dashboard with headers that keep its pages out of
+// frames, caches and other sites' reach.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	if !strings.HasPrefix(r.URL.Path, "/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// staticFiles serves the embedded assets with a cache lifetime.
+func staticFiles(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writes refuses an action on a read-only server before it is parsed.
+func (s *server) writes(next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, v *view) {
+		if s.svc.ReadOnly() {
+			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): the dashboard shows everything but changes nothing. Run the action with the CLI, or ask whoever runs the server for one that is not read-only.")
+			return
+		}
+		next(w, r, v)
+	}
+}

@@ -1,0 +1,240 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// overviewData is the overview's: the health verdict and every queue.
+type overviewData struct {
+	Health ops.Health
+	Queues []ops.QueueStats
+}
+
+func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
+	h, err := s.svc.Health(r.Context())
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Overview", "overview"
+	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: h, Queues: qs.Queues})
+}
+
+// deadFilter reads the dead-letter filter of a query or form.
+func deadFilter(q url.Values) ops.DeadFilter {
+	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
+	return ops.DeadFilter{Queue: get("queue"), Kind: q.Get("kind"), ErrorClass: q.Get("error_class"), Reason: get("reason"),
+		Since: get("since"), Until: get("until"), Text: q.Get("text")}
+}
+
+// filterArgs are a filter's query arguments, for pageLink.
+func filterArgs(f ops.DeadFilter) []any {
+	return []any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason, "since", f.Since, "until", f.Until, "text", f.Text}
+}
+
+// deadData is what the dead-letter pages share: the filter shown in their
+// form.
+type deadData struct {
+	Filter  ops.DeadFilter
+	Reasons []string
+	// Action is the page the filter form shows.
+	Action string
+}
+
+// Link is the path p with the filter in its query.
+func (d deadData) Link(p string, more ...any) string {
+	return pageLink(p, append(filterArgs(d.Filter), more...)...)
+}
+
+// Filtered reports whether the filter selects less than everything.
+func (d deadData) Filtered() bool { return !d.Filter.IsZero() }
+
+// groupsData is the dead-letter groups page's.
+type groupsData struct {
+	deadData
+	Summary ops.DLQSummary
+}
+
+// GroupFilter is the filter that selects a group's messages: its DLQ,
+// kind and error class, as the summary's own next steps select them.
+func (groupsData) GroupFilter(g ops.DeadGroup) deadData {
+	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: g.Kind, ErrorClass: g.ErrorClass}}
+}
+
+func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
+	f := deadFilter(r.URL.Query())
+	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Dead letters", "dlq"
+	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq"}, Summary: sum})
+}
+
+// listData is the list of dead messages'.
+type listData struct {
+	deadData
+	List   ops.DLQList
+	Cursor string
+}
+
+func (s *server) deadList(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	f := deadFilter(q)
+	list, err := s.svc.DLQList(r.Context(), ops.DLQListRequest{Filter: f, Cursor: q.Get("cursor")})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Dead messages", "dlq"
+	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages"}, List: list, Cursor: q.Get("cursor")})
+}
+
+// messageData is a dead message's page.
+type messageData struct {
+	Msg            ops.DeadMessage
+	PayloadAllowed bool
+	PayloadAsked   bool
+}
+
+func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	id, err := strconv.ParseInt(strings.TrimSpace(q.Get("id")), 10, 64)
+	if err != nil || id <= 0 {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? Give its id (a positive whole number) as ?id=, as the links of the dead-letter list do.")
+		return
+	}
+	asked := q.Get("payload") == "1"
+	m, err := s.svc.DLQShow(r.Context(), ops.DLQShowRequest{Queue: strings.TrimSpace(q.Get("queue")), MsgID: id, IncludePayload: asked})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	v.Title, v.Nav = "Dead message "+strconv.FormatInt(m.MsgID, 10), "dlq"
+	s.render(w, r, http.StatusOK, "message", v, messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked})
+}
+
+// bulkData is the preview or result of a retry or discard by filter.
+type bulkData struct {
+	deadData
+	// Verb is "retry" or "discard".
+	Verb string
+	// Count is how many messages moved (in a preview: would move); Moved
+	// lists the first of them, Omitted counts the rest.
+	Count        int
+	Moved        []bulkItem
+	Omitted      int
+	LimitReached bool
+	// Expect binds the confirmation to the preview's messages.
+	Expect     string
+	Failed     int
+	FirstError string
+	Workers    []ops.QueueWorkers
+	// Changed: the confirmation was refused because the messages the
+	// filter selects changed since the preview.
+	Changed string
+}
+
+// bulkItem is one message of a bulk action: its DLQ and id, and for a
+// retry the queue it goes back to.
+type bulkItem struct {
+	DLQ   string
+	ID    int64
+	Queue string
+}
+
+func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers}
+	for _, m := range r.Moved {
+		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
+	}
+	return d
+}
+
+func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "discard", Count: r.Discarded, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError}
+	for _, m := range r.Moved {
+		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.MsgID})
+	}
+	return d
+}
+
+// bulkPreview is the dry run of a retry or discard by filter: exactly
+// what would move, and a form that confirms it, bound to that set.
+func (s *server) bulkPreview(verb string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, v *view) {
+		f := deadFilter(r.URL.Query())
+		v.Title, v.Nav = strings.ToUpper(verb[:1])+verb[1:]+" dead messages", "dlq"
+		if !v.CanWrite {
+			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off. The dead-letter pages still show every message.")
+			return
+		}
+		var d bulkData
+		if verb == "retry" {
+			res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true})
+			if err != nil {
+				s.fail(w, r, v, err)
+				return
+			}
+			d = retryBulk(f, res)
+		} else {
+			res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, DryRun: true})
+			if err != nil {
+				s.fail(w, r, v, err)
+				return
+			}
+			d = discardBulk(f, res)
+		}
+		s.render(w, r, http.StatusOK, "bulk", v, d)
+	}
+}
+
+// bulk runs a retry or discard by filter confirmed on its preview: it
+// moves exactly the messages the preview showed, or nothing.
+func (s *server) bulk(verb string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, v *view) {
+		f := deadFilter(r.PostForm)
+		expect := r.PostFormValue("expect")
+		v.Title, v.Nav = strings.ToUpper(verb[:1])+verb[1:]+" dead messages", "dlq"
+		if expect == "" {
+			s.refuse(w, r, v, http.StatusBadRequest, "A "+verb+" from the dashboard confirms a preview: open the preview of what to "+verb+" and confirm it there.")
+			return
+		}
+		var d bulkData
+		var err error
+		if verb == "retry" {
+			var res ops.DLQRetry
+			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect})
+			d = retryBulk(f, res)
+		} else {
+			var res ops.DLQDiscard
+			// The person confirmed on the preview: that is the go-ahead.
+			res, err = s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, Expect: expect, Confirm: true})
+			d = discardBulk(f, res)
+		}
+		if err != nil {
+			if errChanged(err) {
+				d = bulkData{deadData: deadData{Filter: f}, Verb: verb}
+				d.Changed, _ = ops.RedactText(err.Error())
+				s.render(w, r, http.StatusConflict, "bulk", v, d)
+				return
+			}
+			s.fail(w, r, v, err)
+			return
+		}
+		s.render(w, r, http.StatusOK, "bulkdone", v, d)
+	}
+}

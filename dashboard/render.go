@@ -1,0 +1,340 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// view is what every page's layout needs.
+type view struct {
+	Title    string
+	Nav      string // the section of the page, for the navigation
+	Page     string // the page's template, named on its main element
+	CSRF     string
+	CanWrite bool
+	Login    bool // a token is configured: a logout button is shown
+	LoggedIn bool
+	// Refresh, when set (?refresh=N on a page that offers it), reloads
+	// the page every Refresh seconds, without JavaScript.
+	Refresh int
+	now     time.Time
+	url     *url.URL
+}
+
+// RefreshToggle is the page's URL with its auto-refresh switched: on
+// (every 10 seconds) when off, off when on.
+func (v *view) RefreshToggle() string {
+	q := v.url.Query()
+	if v.Refresh > 0 {
+		q.Del("refresh")
+	} else {
+		q.Set("refresh", "10")
+	}
+	if len(q) == 0 {
+		return v.url.Path
+	}
+	return v.url.Path + "?" + q.Encode()
+}
+
+func (s *server) newView(r *http.Request, sess session) *view {
+	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, now: s.cfg.Now(), url: r.URL}
+	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && r.Method == http.MethodGet {
+		v.Refresh = min(max(n, 5), 3600)
+	}
+	return v
+}
+
+// page is a parsed page: the layout with the page's own templates.
+type page struct{ t *template.Template }
+
+// pageData is what a page template is given.
+type pageData struct {
+	*view
+	Data any
+}
+
+func parsePages() (map[string]*page, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	files, err := assetsGlob("templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*page{}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(assets, f)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = &page{t: t}
+	}
+	return out, nil
+}
+
+func assetsGlob(pattern string) ([]string, error) {
+	entries, err := assets.ReadDir(path.Dir(pattern))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if ok, _ := path.Match(pattern, path.Dir(pattern)+"/"+e.Name()); ok {
+			out = append(out, path.Dir(pattern)+"/"+e.Name())
+		}
+	}
+	return out, nil
+}
+
+// render writes a page; a template that fails is a bug, logged and shown
+// as such.
+func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view, data any) {
+	p, ok := s.pages[name]
+	if !ok {
+		panic("dashboard: no page " + name)
+	}
+	v.Page = name
+	var buf bytes.Buffer
+	if err := p.t.ExecuteTemplate(&buf, "layout.html", pageData{view: v, Data: data}); err != nil {
+		s.log.Error("dashboard: render a page", "page", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "pgbus dashboard: this page could not be rendered; the server's log says why", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// problem is an error page's.
+type problem struct {
+	Status  int
+	Message string
+	Links   []link
+}
+
+// link is a next step, as a page of the dashboard.
+type link struct {
+	Href, Text string
+}
+
+// refuse renders a refusal.
+func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status int, msg string) {
+	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", msg)
+	v.Title = http.StatusText(status)
+	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}})
+}
+
+// fail renders the error of an operation: its message (redacted, as all
+// text leaving the process) and its next steps as links.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ops.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, ops.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, ops.ErrReadOnly):
+		status = http.StatusForbidden
+	case errors.Is(err, ops.ErrChanged):
+		status = http.StatusConflict
+	}
+	msg, _ := ops.RedactText(err.Error())
+	if status == http.StatusInternalServerError {
+		s.log.Error("dashboard: operation failed", "path", r.URL.Path, "err", msg)
+		msg = "pgbus could not answer: " + msg + ". If the database is down or restarting, reload this page in a moment; the server's log has the details."
+	}
+	links := hintLinks(ops.HintsOf(err))
+	links = append(links, link{"/", "Back to the overview"})
+	v.Title = http.StatusText(status)
+	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links})
+}
+
+// notFound is the page of a path the dashboard does not have.
+func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
+	v.Title = "Not found"
+	s.render(w, r, http.StatusNotFound, "problem", v, problem{Status: http.StatusNotFound,
+		Message: fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is /mcp; the pages are listed in the navigation above.", r.URL.Path),
+		Links:   []link{{"/", "Back to the overview"}}})
+}
+
+// pages of the operations a hint may point at.
+var opPages = map[string]string{
+	ops.OpHealth: "/", ops.OpQueueStats: "/", ops.OpDLQSummary: "/dlq", ops.OpDLQList: "/dlq/messages",
+	ops.OpDLQShow: "/dlq/message", ops.OpAudit: "/audit", ops.OpWorkers: "/workers", ops.OpCircuits: "/circuits",
+	ops.OpDLQRetry: "/dlq/retry", ops.OpDLQDiscard: "/dlq/discard",
+}
+
+// hintLinks names the hints the dashboard has a page for; a retry or
+// discard hint becomes its preview, never the action itself.
+func hintLinks(hints []ops.Hint) []link {
+	var out []link
+	for _, h := range hints {
+		p, ok := opPages[h.Op]
+		if !ok {
+			continue
+		}
+		q := url.Values{}
+		keys := make([]string, 0, len(h.Args))
+		for k := range h.Args {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k == "dry_run" || k == "expect" {
+				continue
+			}
+			name := k
+			if k == "msg_id" {
+				name = "id"
+			}
+			q.Set(name, fmt.Sprint(h.Args[k]))
+		}
+		if len(q) > 0 {
+			p += "?" + q.Encode()
+		}
+		text := h.Why
+		if text == "" {
+			text = h.Op
+		}
+		out = append(out, link{Href: p, Text: strings.ToUpper(text[:1]) + text[1:]})
+	}
+	return out
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"link":      pageLink,
+	"hintlinks": hintLinks,
+	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"num":       num,
+	"json":      prettyJSON,
+	"ms":        func(f *float64) string { return formatMS(f) },
+	"secs":      func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Second).String() },
+	"per":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"join":      strings.Join,
+	"lower":     strings.ToLower,
+	"plural":    func(n any, one, many string) string { return pluralize(n, one, many) },
+}
+
+// pageLink is a path with a query of the non-empty values of kv (pairs of
+// name and value), in the order given: a stable URL for a page and its
+// filters.
+func pageLink(p string, kv ...any) string {
+	var parts []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := fmt.Sprint(kv[i+1])
+		if v == "" || v == "0" || v == "false" {
+			continue
+		}
+		parts = append(parts, url.QueryEscape(fmt.Sprint(kv[i]))+"="+url.QueryEscape(v))
+	}
+	if len(parts) == 0 {
+		return p
+	}
+	return p + "?" + strings.Join(parts, "&")
+}
+
+// relTime is a time as a page shows it: relative, the absolute time on
+// hover.
+type relTime struct {
+	At  time.Time
+	Ago string
+}
+
+// When is t as a page shows it (the template "time" renders it).
+func (v *view) When(t time.Time) relTime { return relTime{At: t, Ago: v.ago(t)} }
+
+// ago says how long before now t was, in the largest whole unit.
+func (v *view) ago(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := v.now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
+// num writes a count with thin groups of thousands.
+func num(n any) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteRune(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func pluralize(n any, one, many string) string {
+	if fmt.Sprint(n) == "1" {
+		return one
+	}
+	return many
+}
+
+func formatMS(f *float64) string {
+	if f == nil {
+		return "–"
+	}
+	if *f >= 1000 {
+		return strconv.FormatFloat(*f/1000, 'f', 1, 64) + " s"
+	}
+	return strconv.FormatFloat(*f, 'f', 0, 64) + " ms"
+}
+
+// prettyJSON indents JSON for a page; it was redacted by the operation
+// that returned it.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// dashboardFlags are the options of pgbus dashboard.
+type dashboardFlags struct {
+	addr           string
+	allowedOrigins []string
+	allowedHosts   []string
+	authToken      string
+	readOnly       bool
+	allowPayloads  bool
+	safeFields     []string
+}
+
+func (a *app) dashboardCommand() *cobra.Command {
+	var f dashboardFlags
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve the web dashboard alone, without an MCP endpoint",
+		Long: `Serve pgbus's web dashboard at http://ADDR/, for people who want no MCP
+endpoint; pgbus serve --transport http serves the same dashboard next to /mcp.
+
+It runs under the same security as pgbus serve's HTTP transport: it binds to
+127.0.0.1:8080 by default, refuses Host headers that do not name it and
+Origin headers that are not allowed, and needs a token (--auth-token or
+PGBUS_MCP_TOKEN, at least 32 characters) whenever --addr is not a loopback
+address: the login page asks for it. Every form carries a CSRF token.
+--read-only shows everything and offers no action; payloads are shown
+(redacted) only with --allow-payloads.`,
+		Example: `  pgbus dashboard
+  pgbus dashboard --read-only
+  PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.dashboard(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", mcpserver.DefaultAddr, "host:port to listen on; anything but loopback needs --auth-token")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed besides the dashboard's own (comma list, scheme://host[:port], or *)")
+	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values accepted (comma list, host or host:port), e.g. the name a reverse proxy uses")
+	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "token the login page asks for (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
+	fl.BoolVar(&f.readOnly, "read-only", false, "show everything and offer no action (retry, discard, pause, resume, circuit reset)")
+	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let message pages show payloads (redacted)")
+	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")
+	return cmd
+}
+
+func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
+	c := runner.MCPConfig{
+		Transport: mcpserver.TransportHTTP,
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken},
+		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields), Logger: a.log,
+	}
+	if err := c.Check(); err != nil {
+		return usageError{err}
+	}
+	if err := ops.CheckSafeFields(c.SafeFields); err != nil {
+		return usageError{err}
+	}
+	// Actions write, so the dashboard migrates as serve does; a read-only
+	// one only checks the schema and writes nothing.
+	a.waitForDB = longRunningWait
+	ctx, sess, err := a.openSession(ctx, !f.readOnly)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return runner.ServeDashboard(ctx, sess.db.Store, c)
+}

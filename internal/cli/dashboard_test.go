@@ -1,0 +1,105 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// pgbus dashboard serves the dashboard alone: the login page guards it,
+// the token opens it, no MCP endpoint answers, and SIGTERM stops it.
+func TestDashboardCommand(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "dash-token-0123456789"
+	cmd := exec.CommandContext(ctx, binary, "dashboard", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=" + token}
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var logs syncBuffer
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderrPipe)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			var rec struct {
+				Msg string `json:"msg"`
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "pgbus dashboard listening" {
+				urlCh <- rec.URL
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-urlCh:
+	case <-time.After(time.Minute):
+		t.Fatalf("no listening line on stderr:\n%s", logs.String())
+	}
+	noRedirect := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string, bearer bool) (int, string, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+		if bearer {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), resp.Header.Get("Location")
+	}
+	if code, _, to := get("/", false); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
+		t.Fatalf("GET / without the token: %d to %q", code, to)
+	}
+	if code, page, _ := get("/", true); code != http.StatusOK || !strings.Contains(page, "<h1>Overview</h1>") {
+		t.Fatalf("GET / with the token: %d\n%s", code, page)
+	}
+	if code, page, _ := get("/mcp", true); code != http.StatusNotFound || !strings.Contains(page, "no page /mcp") {
+		t.Fatalf("GET /mcp of the dashboard alone: %d\n%s", code, page)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// Bad dashboard command lines are usage errors found before any database
+// starts.
+func TestDashboardUsageErrors(t *testing.T) {
+	for label, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"public addr without token": {[]string{"dashboard", "--addr", "0.0.0.0:0"}, "--auth-token"},
+		"short token off loopback":  {[]string{"dashboard", "--addr", "0.0.0.0:0", "--auth-token", "a"}, "at least 32 characters"},
+		"bad addr":                  {[]string{"dashboard", "--addr", "nonsense"}, "host:port"},
+		"bad safe field":            {[]string{"dashboard", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
+	} {
+		r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 2 and a message with %q", label, r.code, r.stderr, r.stdout, c.want)
+		}
+	}
+}

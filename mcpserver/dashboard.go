@@ -1,0 +1,99 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// withDashboard sends the requests of every path mux leaves to its
+// catch-all to dash, behind the Host, Origin and body checks but not the
+// bearer token, which a browser cannot send: dash authenticates them
+// itself. Every other path goes to endpoints, behind every check, and so
+// do the well-known paths MCP clients probe (OAuth discovery), which get
+// the answers they got before the dashboard.
+func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler) http.Handler {
+	page := s.wrap(dash, false)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "/" && !strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			page.ServeHTTP(w, r)
+			return
+		}
+		endpoints.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin reports whether origin names the host the request was sent
+// to, as a browser's form on one of the dashboard's own pages does (its
+// scheme may be https in front of a TLS proxy). The Host header itself is
+// checked against the server's names before this.
+func sameOrigin(origin, host string) bool {
+	n := normalizeOrigin(origin)
+	if n == "" {
+		return false
+	}
+	u, err := url.Parse(n)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// ServeDashboard serves the dashboard alone, without an MCP endpoint, on
+// ln under the security of the HTTP transport configured by cfg (whose
+// Transport is TransportHTTP and whose Dashboard is set), until ctx is
+// done; then it shuts down gracefully. It closes ln.
+func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.Check(); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if cfg.Dashboard == nil {
+		_ = ln.Close()
+		return errors.New("mcpserver: ServeDashboard needs HTTPConfig.Dashboard")
+	}
+	sec, err := NewSecurity(cfg, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve the dashboard: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shut down the dashboard: %w", err)
+		}
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
