@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/mcpnotify"
 )
 
 // Bounds of the events kept per session for a client to resume a broken
@@ -48,6 +50,9 @@ type sessionEvents struct {
 	// pending are the events recorded while a GET stream was open and
 	// not flushed to the client yet, by id.
 	pending map[int64]pendingEvent
+	// progress counts the progress notifications recorded, to compare
+	// with those the session's calls sent (mcpnotify.Sent).
+	progress int64
 }
 
 type storedEvent struct {
@@ -90,6 +95,10 @@ func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string,
 	s := r.session(sessionID)
 	r.seq++
 	id := strconv.FormatInt(r.seq, 10)
+	if isProgress(message) {
+		s.progress++
+		r.notifyLocked()
+	}
 	if s.listeners > 0 {
 		s.pending[r.seq] = pendingEvent{stream: streamID, at: time.Now()}
 	}
@@ -143,5 +152,6 @@ func (r *recentEvents) PurgeSession(_ context.Context, sessionID string) error {
 	delete(r.sessions, sessionID)
 	r.notifyLocked()
 	r.mu.Unlock()
+	mcpnotify.Forget(sessionID)
 	return nil
 }

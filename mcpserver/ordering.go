@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/mcpnotify"
 )
 
 // Responses wait for the notifications sent before them.
@@ -28,10 +29,10 @@ import (
 // Streamable HTTP session before it is written, with its id) and
 // trackWrites (which sees every event written, by id) order them instead:
 // while the session has a GET stream open, the response to a request is
-// recorded, and so written, only after a short settle (for the GET
-// stream's pump to record a notification it was just handed) and once
-// every event recorded before it on another stream has been flushed to
-// the client, or after maxResponseWait. The notifications of a call so
+// recorded, and so written, only once every progress notification the
+// session's calls sent (counted by mcpnotify, which tools send them with)
+// is recorded, and every event recorded before it on another stream has
+// been flushed to the client, or after maxResponseWait. The notifications of a call so
 // reach the client before its result, whichever stream carries them. They
 // may still travel on the GET stream, which the transport specification
 // says should carry only messages unrelated to running requests; only
@@ -40,9 +41,6 @@ const (
 	// maxResponseWait bounds how long a response waits for earlier
 	// events: a stream whose client went away never flushes them.
 	maxResponseWait = 2 * time.Second
-	// settle is how long a response waits, while the session has a GET
-	// stream open, for the stream's pump to record what it was handed.
-	settle = time.Millisecond
 )
 
 // pendingEvent is an event recorded while the session had a GET stream
@@ -79,16 +77,27 @@ func (r *recentEvents) awaitEarlier(sessionID, stream string) {
 	if !listening {
 		return
 	}
-	// A notification the call sent last may have been handed to the GET
-	// stream's pump and not recorded yet: the pump only records it once it
-	// runs. The handler sent it from this goroutine, which made the pump
-	// the next to run here; yielding, and then a moment, lets it record.
-	runtime.Gosched()
-	time.Sleep(settle)
+	// The call's progress notifications may have been handed to the GET
+	// stream's pump and not recorded yet: wait until every one sent is
+	// recorded, then take the events before now.
+	deadline := time.Now().Add(maxResponseWait)
+	sent := mcpnotify.Sent(sessionID)
+	for {
+		r.mu.Lock()
+		s := r.sessions[sessionID]
+		if s == nil || s.listeners == 0 || s.progress >= sent {
+			r.mu.Unlock()
+			break
+		}
+		wake := r.changed
+		r.mu.Unlock()
+		if !waitUntil(wake, deadline) {
+			return
+		}
+	}
 	r.mu.Lock()
 	before := r.seq + 1
 	r.mu.Unlock()
-	deadline := time.Now().Add(maxResponseWait)
 	for {
 		r.mu.Lock()
 		s := r.sessions[sessionID]
@@ -98,18 +107,35 @@ func (r *recentEvents) awaitEarlier(sessionID, stream string) {
 		}
 		wake := r.changed
 		r.mu.Unlock()
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-wake:
-			t.Stop()
-		case <-t.C:
+		if !waitUntil(wake, deadline) {
 			return
 		}
 	}
+}
+
+// waitUntil waits for wake to close, and reports false when deadline
+// passed first.
+func waitUntil(wake <-chan struct{}, deadline time.Time) bool {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// isProgress reports whether message is a progress notification.
+func isProgress(message json.RawMessage) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(message, &m) == nil && m.Method == mcpnotify.MethodProgress
 }
 
 // hasPendingBefore reports whether an event before id on a stream other

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/mcpnotify"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 )
@@ -70,7 +70,7 @@ func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
 	s.AddTool(mcp.NewTool("burst", mcp.WithDescription("sends progress notes, then returns at once")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for i := range notes {
-				if err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				if err := mcpnotify.Progress(ctx, map[string]any{
 					"progressToken": req.Params.Meta.ProgressToken, "progress": i + 1, "total": notes,
 				}); err != nil {
 					return nil, err

@@ -6,6 +6,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/mcpnotify"
 )
 
 type progressKey struct{}
@@ -38,7 +40,7 @@ func progressReporter(ctx context.Context) func(done, total int) {
 			return
 		}
 		last = done
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+		_ = mcpnotify.Progress(ctx, map[string]any{
 			"progressToken": token,
 			"progress":      done,
 			"total":         total,
