@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
@@ -24,35 +22,8 @@ func TestDashboardCommand(t *testing.T) {
 	const token = "dash-token-0123456789"
 	cmd := exec.CommandContext(ctx, binary, "dashboard", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=" + token}
-	stderrPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	base, logs := startListening(t, cmd, "pgbus dashboard listening", "url")
 	defer func() { _ = cmd.Process.Kill() }()
-	var logs syncBuffer
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			var rec struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "pgbus dashboard listening" {
-				urlCh <- rec.URL
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-urlCh:
-	case <-time.After(time.Minute):
-		t.Fatalf("no listening line on stderr:\n%s", logs.String())
-	}
 	noRedirect := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string, bearer bool) (int, string, string) {
 		t.Helper()

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -164,4 +165,43 @@ func (d db) audit(t *testing.T, args ...string) []ops.AuditEntry {
 	var page ops.AuditPage
 	d.json(t, &page, append([]string{"audit", "--limit", "100"}, args...)...)
 	return page.Items
+}
+
+// startListening starts cmd with its JSON log on stderr and returns the
+// field key of the first log record whose msg is msg (where it listens),
+// and the log so far and to come. It fails the test when cmd does not
+// start or logs no such record within a minute.
+func startListening(t *testing.T, cmd *exec.Cmd, msg, key string) (string, *syncBuffer) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.Write(append(sc.Bytes(), '\n'))
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == msg {
+				if v, ok := rec[key].(string); ok {
+					select {
+					case found <- v:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	select {
+	case v := <-found:
+		return v, logs
+	case <-time.After(time.Minute):
+		t.Fatalf("no %q line with %s on stderr:\n%s", msg, key, logs.String())
+		return "", nil
+	}
 }

@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
@@ -26,35 +24,8 @@ func TestWorkMetricsAddr(t *testing.T) {
 	cmd := exec.CommandContext(ctx, binary, "work", "--queue", "scraped", "--handler", "demo", "--poll-interval", "50ms",
 		"--metrics-addr", "127.0.0.1:0", "--database-url", d.url, "--log-format", "json")
 	cmd.Env = baseEnv()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	metricsURL, logs := startListening(t, cmd, "pgbus: metrics and probes listening", "metrics")
 	defer func() { _ = cmd.Process.Kill() }()
-	var logs syncBuffer
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			var rec struct {
-				Msg     string `json:"msg"`
-				Metrics string `json:"metrics"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "pgbus: metrics and probes listening" {
-				urls <- rec.Metrics
-			}
-		}
-	}()
-	var metricsURL string
-	select {
-	case metricsURL = <-urls:
-	case <-time.After(time.Minute):
-		t.Fatalf("no metrics listening line on stderr:\n%s", logs.String())
-	}
 	base := strings.TrimSuffix(metricsURL, "/metrics")
 	get := func(url string) (int, string) {
 		resp, err := http.Get(url)

@@ -241,37 +241,10 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=tok-123"}
-	stderrPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stdout syncBuffer
 	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	endpoint, logs := startListening(t, cmd, "pgbus MCP server listening", "url")
 	defer func() { _ = cmd.Process.Kill() }()
-	var logs syncBuffer
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			var rec struct {
-				Msg string `json:"msg"`
-				URL string `json:"url"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "pgbus MCP server listening" {
-				urlCh <- rec.URL
-			}
-		}
-	}()
-	var endpoint string
-	select {
-	case endpoint = <-urlCh:
-	case <-time.After(time.Minute):
-		t.Fatalf("no listening line on stderr:\n%s", logs.String())
-	}
 	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok-123"}))
 	if err != nil {
 		t.Fatal(err)
