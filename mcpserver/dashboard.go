@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/pgbus/pgbus/ops"
 )
@@ -66,14 +64,7 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 		_ = ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler:           sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newHTTPServer(ctx, cfg, sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

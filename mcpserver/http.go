@@ -279,18 +279,7 @@ func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPCo
 		_ = ln.Close()
 		return err
 	}
-	srv := &http.Server{
-		Handler: handler,
-		// Long-lived event streams rule out ReadTimeout and WriteTimeout:
-		// ReadTimeout would also end a stream when net/http's watch for
-		// the client going away hits it. The security middleware bounds
-		// the time to receive a body instead, per request.
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := newHTTPServer(ctx, cfg, handler)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -316,4 +305,20 @@ func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPCo
 		return err
 	}
 	return nil
+}
+
+// newHTTPServer is the http.Server of every listener of this package.
+// Long-lived event streams rule out ReadTimeout and WriteTimeout:
+// ReadTimeout would also end a stream when net/http's watch for the client
+// going away hits it. The security middleware bounds the time to receive a
+// body instead, per request.
+func newHTTPServer(ctx context.Context, cfg HTTPConfig, handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
 }
