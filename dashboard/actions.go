@@ -180,7 +180,7 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
-	cs, err := s.svc.Circuits(r.Context())
+	cs, err := s.svc.Circuits(r.Context(), ops.CircuitsRequest{})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -98,14 +98,9 @@ func TestActionsWithoutToken(t *testing.T) {
 	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, "reset") {
 		t.Fatalf("reset: %d\n%s", code, page)
 	}
-	cs, err := svc.Circuits(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs.Circuits {
-		if c.Name == breaker && c.State != store.BreakerClosed {
-			t.Fatalf("the breaker is %s after its reset", c.State)
-		}
+	cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
+	if err != nil || len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerClosed {
+		t.Fatalf("the breaker after its reset: %+v, %v; want it closed", cs, err)
 	}
 
 	audit, err := svc.Audit(ctx, ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})

@@ -81,7 +81,7 @@ func (w roWorld) state(t *testing.T) string {
 		}
 		paused[q] = s.Paused
 	}
-	breakers, err := w.st.ListBreakers(ctx)
+	breakers, err := w.st.ListBreakers(ctx, "")
 	if err != nil || len(breakers) != 1 {
 		t.Fatalf("breakers: %+v, %v", breakers, err)
 	}

@@ -139,7 +139,7 @@ func checkOutput(t *testing.T, what string, f ops.Failure, n, wantN int, source,
 // success when one happened, and the queue and kind that use it.
 func checkBreakerUse(t *testing.T, svc *ops.Service, name, queue, kind string, succeeded bool) {
 	t.Helper()
-	cs, err := svc.Circuits(ctxFor(t))
+	cs, err := svc.Circuits(ctxFor(t), ops.CircuitsRequest{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}

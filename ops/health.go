@@ -233,17 +233,30 @@ type Circuits struct {
 	Notes    []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
+// CircuitsRequest selects the breakers to list.
+type CircuitsRequest struct {
+	// Name lists only the breaker of that name; empty lists them all.
+	Name string
+}
+
 // maxBreakerUsers is how many users of one breaker an agent is shown.
 const maxBreakerUsers = 20
 
-// Circuits lists the circuit breakers and their states: open and half-open
-// first, then by name. A list over the response bound leaves out its last
+// Circuits lists the circuit breakers and their states, or the one named:
+// open and half-open first, then by name. A list over the response bound leaves out its last
 // breakers, and a breaker used by many queues and kinds lists the latest
 // seen of them; both say so.
-func (s *Service) Circuits(ctx context.Context) (Circuits, error) {
-	all, err := s.store.ListBreakers(ctx)
+func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (Circuits, error) {
+	if err := checkText("name", req.Name); err != nil {
+		return Circuits{}, err
+	}
+	all, err := s.store.ListBreakers(ctx, req.Name)
 	if err != nil {
 		return Circuits{}, err
+	}
+	if req.Name != "" && len(all) == 0 {
+		return Circuits{}, notFoundf("no circuit breaker is named %q; breakers exist once a handler that uses one has run", clip(req.Name, 80)).
+			with(hint(OpCircuits, "lists every breaker without a name"))
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	bounded := s.opts.Bounds.Response > 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,13 +132,17 @@ func TestCircuitsAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	find := func() (ops.BreakerState, int) {
-		c, err := svc.Circuits(ctx)
+		all, err := svc.Circuits(ctx, ops.CircuitsRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range c.Circuits {
+		one, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: name})
+		if err != nil || len(one.Circuits) != 1 || one.Circuits[0].Name != name {
+			t.Fatalf("circuits named %s = %+v, %v; want that breaker alone", name, one, err)
+		}
+		for _, b := range all.Circuits {
 			if b.Name == name {
-				return b, c.Open
+				return b, all.Open
 			}
 		}
 		t.Fatalf("circuits lack %s", name)
@@ -159,6 +164,13 @@ func TestCircuitsAndReset(t *testing.T) {
 	}
 	if b, _ := find(); b.State != store.BreakerClosed || b.ConsecutiveFailures != 0 {
 		t.Fatalf("after reset: %+v", b)
+	}
+	missing := uniqueName("nope")
+	if _, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: missing}); !errors.Is(err, ops.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("circuits named %s = %v, want ErrNotFound naming it", missing, err)
+	}
+	if _, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: "a\x00b"}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("circuits named with a NUL = %v, want ErrInvalid", err)
 	}
 	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: uniqueName("nope")}); !errors.Is(err, ops.ErrNotFound) {
 		t.Fatalf("reset of a missing breaker = %v, want ErrNotFound", err)

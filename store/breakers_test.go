@@ -207,7 +207,7 @@ func TestBreakerActivityAndUsers(t *testing.T) {
 // breakerNamed returns the listed state of breaker name.
 func breakerNamed(t *testing.T, ctx context.Context, s *store.Store, name string) store.BreakerState {
 	t.Helper()
-	all, err := s.ListBreakers(ctx)
+	all, err := s.ListBreakers(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

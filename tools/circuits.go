@@ -8,19 +8,21 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// CircuitsInput is the input of pgbus_circuits: it takes no arguments.
-type CircuitsInput struct{}
+// CircuitsInput is the input of pgbus_circuits.
+type CircuitsInput struct {
+	Name string `json:"name,omitempty" jsonschema_description:"Only the breaker of this name, as this list shows it (an HTTP host, a command, or a handler's breaker name). Omit it to list every breaker."`
+}
 
 const circuitsDescription = `Circuit breakers shared by all workers: one per downstream (an HTTP host, a command, or a name a handler chose). A breaker opens after its threshold of consecutive failures; jobs meeting it open are snoozed without using an attempt until the cool-off ends, then one probe goes through: success closes it, failure reopens it with a doubled cool-off. Each breaker shows when a call through it last succeeded and last failed, its last error, and the queues and kinds whose handlers use it.
 
-Use it when pgbus_queue_stats shows work scheduled but not running, or failures cluster on one downstream. Next: if the downstream is known to be back, pgbus_circuit_reset closes the breaker at once.`
+Use it when pgbus_queue_stats shows work scheduled but not running, or failures cluster on one downstream; name picks one breaker. Next: if the downstream is known to be back, pgbus_circuit_reset closes the breaker at once.`
 
 // NewCircuits returns the pgbus_circuits tool.
 func NewCircuits(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_circuits", circuitsDescription, readAnnotations("Circuit breakers"), CircuitsInput{}, ops.Circuits{}),
-		Handler: handler(func(ctx context.Context, _ CircuitsInput) (ops.Circuits, error) {
-			return d.Ops.Circuits(ctx)
+		Handler: handler(func(ctx context.Context, in CircuitsInput) (ops.Circuits, error) {
+			return d.Ops.Circuits(ctx, ops.CircuitsRequest{Name: in.Name})
 		}),
 	}
 }

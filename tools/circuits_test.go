@@ -19,14 +19,14 @@ func TestCircuitsAndReset(t *testing.T) {
 	if _, err := e.st.BreakerFailure(ctx, name, "503 from the bank (token=tk_9f8e7d6c)"); err != nil {
 		t.Fatal(err)
 	}
-	out := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{})
+	out := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{"name": name})
 	var found *ops.BreakerState
 	for i := range out.Circuits {
 		if out.Circuits[i].Name == name {
 			found = &out.Circuits[i]
 		}
 	}
-	if found == nil || found.State != store.BreakerOpen || found.LastError != "503 from the bank (token=[REDACTED])" || out.Open < 1 {
+	if found == nil || len(out.Circuits) != 1 || found.State != store.BreakerOpen || found.LastError != "503 from the bank (token=[REDACTED])" || out.Open != 1 {
 		t.Fatalf("circuits = %+v; want %s open with its last error, the token redacted", out, name)
 	}
 	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
@@ -40,6 +40,8 @@ func TestCircuitsAndReset(t *testing.T) {
 	if err != nil || !v.Allowed {
 		t.Fatalf("after reset the breaker lets calls through: %+v, %v", v, err)
 	}
+	e.callErr(t, "pgbus_circuits", map[string]any{"name": "no_such_" + name}, "no circuit breaker is named")
+	e.callErr(t, "pgbus_circuits", map[string]any{"name": 42}, "name")
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": "no_such_" + name}, "does not exist")
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{}, "name is required")
 	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": 42}, "name")

@@ -79,19 +79,24 @@ pgbus_workers.`,
 
 func (a *app) circuitsCommand() *cobra.Command {
 	return jsonFlag(&cobra.Command{
-		Use:   "circuits",
+		Use:   "circuits [NAME]",
 		Short: "Circuit breakers shared by all workers, and their state",
 		Long: `List the circuit breakers (one per downstream: an HTTP host, a command, or a
 name a handler chose) with their state. A breaker opens after its threshold
 of consecutive failures; jobs meeting it open are snoozed without using an
 attempt until the cool-off ends, then one probe goes through. This is why a
 job can wait longer than its backoff. --json prints the same result as the
-MCP tool pgbus_circuits.`,
+MCP tool pgbus_circuits. NAME shows only that breaker.`,
 		Example: `  pgbus circuits
+  pgbus circuits api.example.com
   pgbus circuit reset api.example.com`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, noArgs((*ops.Service).Circuits), struct{}{}, func(cs ops.Circuits) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := ops.CircuitsRequest{}
+			if len(args) == 1 {
+				req.Name = args[0]
+			}
+			return run(a, cmd, (*ops.Service).Circuits, req, func(cs ops.Circuits) error {
 				if len(cs.Circuits) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
 					return err

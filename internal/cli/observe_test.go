@@ -178,6 +178,14 @@ func TestCircuits(t *testing.T) {
 	if strings.Contains(table, "s3cret-pw") {
 		t.Errorf("circuits table shows the password:\n%s", table)
 	}
+	var one ops.Circuits
+	d.json(t, &one, "circuits", "exec:report")
+	if len(one.Circuits) != 1 || one.Circuits[0].Name != "exec:report" || one.Open != 0 {
+		t.Fatalf("circuits exec:report: %+v; want that breaker alone", one)
+	}
+	if msg := d.fails(t, 3, "circuits", "http:nosuch:80"); !strings.Contains(msg, `no circuit breaker is named "http:nosuch:80"`) || !strings.Contains(msg, "pgbus circuits") {
+		t.Fatalf("circuits of a missing breaker: %q", msg)
+	}
 
 	// Reset closes it and clears its failures.
 	var reset ops.CircuitReset
