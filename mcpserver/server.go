@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/resources"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -79,7 +79,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	}
 	version := opts.Version
 	if version == "" {
-		version = buildVersion()
+		version = buildinfo.Version()
 	}
 	serverOpts := []server.ServerOption{
 		server.WithTitle("pgbus: dead letters and retries on PostgreSQL"),
@@ -199,13 +199,6 @@ func resultCounts(res *mcp.CallToolResult) []any {
 		}
 	}
 	return out
-}
-
-func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "dev"
 }
 
 // countCalls tells called of every tool call and its result.

@@ -20,6 +20,24 @@ func Describe() string {
 	return describe(info)
 }
 
+// Version is the module version alone, for protocols that carry a bare
+// version (the MCP server's serverInfo): a release tag or pseudo-version,
+// or "dev" for a build from a checkout.
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	return version(info)
+}
+
+func version(info *debug.BuildInfo) string {
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	return "dev"
+}
+
 func describe(info *debug.BuildInfo) string {
 	v := info.Main.Version
 	if v == "" {
