@@ -53,7 +53,7 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 		if errors.Is(err, store.ErrNoDelivery) {
 			if !polling {
 				c.log.Warn("pgbus: notifications do not reach this process, so idle queues are read by polling; "+
-					"behind a pooler in transaction mode (PgBouncer) that is expected: set NoListen (PGBUS_NO_LISTEN=1) to skip this check, "+
+					"behind a pooler in transaction mode (PgBouncer) that is expected: turn listening off (the no-listen option) to skip this check, "+
 					"or point a session-mode pool or PostgreSQL itself at pgbus for prompt wake-ups",
 					"err", err, "poll_interval", c.cfg.PollInterval)
 				polling = true

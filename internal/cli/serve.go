@@ -29,6 +29,7 @@ type serveFlags struct {
 	work           []string // the old name of --queue
 	handler        string
 	metricsAddr    string
+	timing         workerTiming // of the embedded workers
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -63,8 +64,9 @@ a database role that may only read can serve it.
 
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
-file with their handlers, exactly as pgbus work does; with none of them,
-serve runs no workers and only answers agents.
+file with their handlers, exactly as pgbus work does, with the same
+--poll-interval, --drain-timeout and --no-listen; with none of them, serve
+runs no workers and only answers agents.
 
 Monitoring: over http and sse the same address serves Prometheus metrics at
 /metrics (with the bearer token, when one is set) and the probes /livez and
@@ -79,6 +81,9 @@ transport, stdio included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.resolveMetricsAddr(cmd.Flags(), &f.metricsAddr); err != nil {
+				return err
+			}
+			if err := a.resolveTiming(cmd.Flags(), &f.timing); err != nil {
 				return err
 			}
 			return a.serve(cmd.Context(), f)
@@ -100,6 +105,7 @@ transport, stdio included.`,
 	// log instead.
 	_ = fl.MarkHidden("work")
 	addMetricsFlag(fl, &f.metricsAddr)
+	f.timing.add(fl)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
 }
@@ -176,7 +182,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer stopMonitor()
 	mcp.Monitor = mon
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, f.timing.engineConfig(), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
 	if err != nil {
 		return err
 	}

@@ -296,6 +296,9 @@ func TestServeUsageErrors(t *testing.T) {
 		"unknown handler":           {[]string{"serve", "--queue", "orders", "--handler", "pigeon"}, "unknown handler type"},
 		"extra argument":            {[]string{"serve", "now"}, "serve"},
 		"bad safe field":            {[]string{"serve", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
+		"bad poll interval":         {[]string{"serve", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "poll interval"},
+		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "drain timeout"},
+		"bad no-listen value":       {[]string{"serve", "--no-listen=maybe"}, "no-listen"},
 	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.
@@ -363,8 +366,10 @@ func TestServeRunsWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0",
-		"--database-url", d.url, "--queue", "served:2", "--handler", "demo")
-	cmd.Env = baseEnv()
+		"--database-url", d.url, "--queue", "served:2", "--handler", "demo", "--poll-interval", "100ms")
+	// Behind a pooler in transaction mode serve's workers poll, as pgbus
+	// work's do, set the same way.
+	cmd.Env = append(baseEnv(), "PGBUS_NO_LISTEN=1")
 	var logs syncBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -386,6 +391,9 @@ func TestServeRunsWorkers(t *testing.T) {
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'served'`); n != 1 {
 		t.Fatalf("%d failures recorded, want the flaky message's one", n)
+	}
+	if !strings.Contains(logs.String(), "notifications are off") || !strings.Contains(logs.String(), `"poll_interval":100000000`) {
+		t.Fatalf("serve's workers did not take PGBUS_NO_LISTEN and --poll-interval:\n%s", logs.String())
 	}
 }
 

@@ -31,24 +31,73 @@ const (
 
 // workFlags are the options of pgbus work.
 type workFlags struct {
-	queues       []string
-	handler      string
-	concurrency  int
+	queues      []string
+	handler     string
+	concurrency int
+	timing      workerTiming
+	untilIdle   bool
+	runFor      time.Duration
+	metricsAddr string
+}
+
+// workerTiming is how workers wait: the options pgbus work and pgbus
+// serve's embedded workers share, settled from flag, environment and the
+// configuration file's worker: section alike.
+type workerTiming struct {
 	pollInterval time.Duration
 	drainTimeout time.Duration
-	untilIdle    bool
-	runFor       time.Duration
 	noListen     bool
-	metricsAddr  string
+}
+
+func (t *workerTiming) add(f *pflag.FlagSet) {
+	f.DurationVar(&t.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
+	f.DurationVar(&t.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
+	f.BoolVar(&t.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
+}
+
+// engineConfig is the engine's configuration for these options.
+func (t workerTiming) engineConfig() engine.Config {
+	return engine.Config{PollInterval: t.pollInterval, DrainTimeout: t.drainTimeout, NoListen: t.noListen}
+}
+
+// resolveTiming settles the timing options (flag > environment >
+// configuration file > default) and checks their ranges.
+func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
+	fileDur := func(d *config.Duration) string {
+		if d == nil {
+			return ""
+		}
+		return d.String()
+	}
+	fileBool := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
+	for _, s := range []struct{ flag, file, env string }{
+		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
+		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
+		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
+	} {
+		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
+			return err
+		}
+	}
+	if t.pollInterval < 10*time.Millisecond || t.pollInterval > time.Hour {
+		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", t.pollInterval, a.from("poll-interval"))}
+	}
+	if t.drainTimeout < 0 || t.drainTimeout > 24*time.Hour {
+		return usageError{fmt.Errorf("drain timeout %s%s is out of range 0..24h", t.drainTimeout, a.from("drain-timeout"))}
+	}
+	return nil
 }
 
 func (w *workFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.queues, "queue", nil, "work this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
 	f.StringVar(&w.handler, "handler", "", "handler type for the queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
-	f.DurationVar(&w.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
-	f.DurationVar(&w.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
-	f.BoolVar(&w.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
+	w.timing.add(f)
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 	addMetricsFlag(f, &w.metricsAddr)
@@ -103,28 +152,13 @@ Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the 
 // order flag > environment > configuration file > default, and checks them
 // all before anything starts.
 func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, error) {
-	fileDur := func(d *config.Duration) string {
-		if d == nil {
-			return ""
-		}
-		return d.String()
-	}
-	fileBool := func(b *bool) string {
-		if b == nil {
-			return ""
-		}
-		return strconv.FormatBool(*b)
-	}
-	for _, s := range []struct{ flag, file, env string }{
-		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},
-		{"drain-timeout", fileDur(a.cfg.Worker.DrainTimeout), EnvDrainTimeout},
-		{"handler", "", EnvHandler},
-		{"concurrency", "", EnvConcurrency},
-		{"no-listen", fileBool(a.cfg.Worker.NoListen), EnvNoListen},
-	} {
-		if err := a.resolve(fs, s.flag, s.file, s.env); err != nil {
+	for _, s := range []struct{ flag, env string }{{"handler", EnvHandler}, {"concurrency", EnvConcurrency}} {
+		if err := a.resolve(fs, s.flag, "", s.env); err != nil {
 			return nil, err
 		}
+	}
+	if err := a.resolveTiming(fs, &w.timing); err != nil {
+		return nil, err
 	}
 	if err := a.checkWorkFlags(w); err != nil {
 		return nil, err
@@ -149,12 +183,6 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 
 // checkWorkFlags checks the ranges of pgbus work's settled options.
 func (a *app) checkWorkFlags(w *workFlags) error {
-	if w.pollInterval < 10*time.Millisecond || w.pollInterval > time.Hour {
-		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", w.pollInterval, a.from("poll-interval"))}
-	}
-	if w.drainTimeout < 0 || w.drainTimeout > 24*time.Hour {
-		return usageError{fmt.Errorf("drain timeout %s%s is out of range 0..24h", w.drainTimeout, a.from("drain-timeout"))}
-	}
 	if err := checkDuration("for", w.runFor, 0); err != nil {
 		return err
 	}
@@ -201,8 +229,9 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	}
 	defer stopAlerts()
 	jobs := runner.NewJobLog(a.log)
-	client, err := runner.NewClient(s.db.Store, queues, engine.Config{PollInterval: w.pollInterval, DrainTimeout: w.drainTimeout, NoListen: w.noListen, Logger: a.log,
-		Observers: slices.Concat([]engine.Observer{jobs}, observers, mon.Observers())})
+	cfg := w.timing.engineConfig()
+	cfg.Logger, cfg.Observers = a.log, slices.Concat([]engine.Observer{jobs}, observers, mon.Observers())
+	client, err := runner.NewClient(s.db.Store, queues, cfg)
 	if err != nil {
 		return err
 	}

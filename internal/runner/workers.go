@@ -166,7 +166,7 @@ func describe(queues []config.WorkQueue) []string {
 // the caller decides when they stop: after what it serves beside them.
 // observers, when given, watch the workers' jobs (see Tracing; metrics
 // count them).
-func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
+func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, cfg engine.Config, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
 	if len(queues) == 0 {
 		return func() {}, nil
 	}
@@ -175,7 +175,8 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 		return nil, err
 	}
 	jobs := NewJobLog(log)
-	client, err := NewClient(st, queues, engine.Config{Logger: log, Observers: append([]engine.Observer{jobs}, observers...)})
+	cfg.Logger, cfg.Observers = log, append([]engine.Observer{jobs}, observers...)
+	client, err := NewClient(st, queues, cfg)
 	if err != nil {
 		return nil, err
 	}
