@@ -5,7 +5,8 @@
 // query into one request of package ops, calls the operation and renders
 // its result; every action is an operation too, recorded in the audit log
 // with the client "dashboard". The pages work without JavaScript, and
-// their assets are embedded in the binary.
+// their assets are embedded in the binary; with it, one script of its own
+// (static/live.js) updates the overview's counts from /live.
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport
