@@ -144,12 +144,14 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		if token, sent := bearerToken(r); sent && s.cfg.AuthToken != "" {
 			// A bearer token is a guess at the token like the login
 			// form's, and throttled like it.
-			client := clientKey(r)
-			if s.throttled(w, r, s.newView(r, session{}), client, nil) {
+			try, ok := s.attempt(w, r, s.newView(r, session{}), nil)
+			if !ok {
 				return
 			}
-			if bearer = s.tokenOK(token); !bearer {
-				s.failedLogin(r, client, "bearer token")
+			if bearer = s.tokenOK(token); bearer {
+				try.succeeded()
+			} else {
+				try.failed("bearer token")
 			}
 		}
 		switch {
@@ -222,29 +224,40 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	client := clientKey(r)
-	if s.throttled(w, r, v, client, &loginData{Next: next}) {
+	try, ok := s.attempt(w, r, v, &loginData{Next: next})
+	if !ok {
 		return
 	}
 	if !s.tokenOK(r.PostFormValue("token")) {
-		s.failedLogin(r, client, "login form")
+		try.failed("login form")
 		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
 			Error: "That is not the server's token. Enter the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)."})
 		return
 	}
+	try.succeeded()
 	s.setSession(w, r, s.newSession(true))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// throttled refuses a login attempt of a client that failed too often
-// lately, with when it may try again, before its token is looked at. An
-// attempt of the login form gets the form back; a bearer token, an error
-// page.
-func (s *server) throttled(w http.ResponseWriter, r *http.Request, v *view, client string, form *loginData) bool {
-	now := s.cfg.Now()
-	wait, blocked := s.logins.blocked(client, now)
-	if !blocked {
-		return false
+// loginAttempt is one guess at the token, counted as a failure until it
+// succeeds.
+type loginAttempt struct {
+	s      *server
+	r      *http.Request
+	client string
+	at     time.Time
+	count  int
+}
+
+// attempt counts a guess at the token of the request's client, or refuses
+// it, before the token is looked at, when the client failed too often
+// lately: with 429, Retry-After and when it may try again. An attempt of
+// the login form gets the form back; a bearer token, an error page.
+func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData) (loginAttempt, bool) {
+	client, now := clientKey(r), s.cfg.Now()
+	n, wait, ok := s.logins.take(client, now)
+	if ok {
+		return loginAttempt{s: s, r: r, client: client, at: now, count: n}, true
 	}
 	secs := int64((wait + time.Second - 1) / time.Second)
 	at := now.Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
@@ -258,15 +271,16 @@ func (s *server) throttled(w http.ResponseWriter, r *http.Request, v *view, clie
 		v.Title = http.StatusText(http.StatusTooManyRequests)
 		s.render(w, r, http.StatusTooManyRequests, "problem", v, problem{Status: http.StatusTooManyRequests, Message: msg, Links: []link{{"/login", "The login page"}}})
 	}
-	return true
+	return loginAttempt{}, false
 }
 
-// failedLogin counts a wrong token against the client and logs it, never
-// with the token tried.
-func (s *server) failedLogin(r *http.Request, client, how string) {
-	n := s.logins.fail(client, s.cfg.Now())
-	s.log.Warn("dashboard: login with a wrong token", "via", how, "remote", r.RemoteAddr, "client", client,
-		"failures_in_window", n, "limit", loginMaxFailures)
+// succeeded takes the attempt back: successes are not limited.
+func (a loginAttempt) succeeded() { a.s.logins.refund(a.client, a.at) }
+
+// failed logs the wrong token, never the token itself; it stays counted.
+func (a loginAttempt) failed(how string) {
+	a.s.log.Warn("dashboard: login with a wrong token", "via", how, "remote", a.r.RemoteAddr, "client", a.client,
+		"failures_in_window", a.count, "limit", loginMaxFailures)
 }
 
 // logout ends the session.

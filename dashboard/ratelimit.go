@@ -30,7 +30,7 @@ type loginLimiter struct {
 	window   time.Duration // how long a failure counts
 	capacity int           // clients tracked at most
 	clients  map[string]*list.Element
-	// order holds the clients' *failures, the most recently failed first:
+	// order holds the clients' *failures, the one that tried last first:
 	// its back is the one evicted when the table is full.
 	order *list.List
 }
@@ -45,32 +45,13 @@ func newLoginLimiter(maxFailures int, window time.Duration, capacity int) *login
 	return &loginLimiter{max: maxFailures, window: window, capacity: capacity, clients: map[string]*list.Element{}, order: list.New()}
 }
 
-// blocked reports whether the client may not try now, and if so how long
-// until it may.
-func (l *loginLimiter) blocked(key string, now time.Time) (time.Duration, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.clients[key]
-	if !ok {
-		return 0, false
-	}
-	f := e.Value.(*failures)
-	f.prune(now, l.window)
-	if len(f.times) == 0 {
-		// Nothing counts any more: forget the client.
-		l.order.Remove(e)
-		delete(l.clients, key)
-		return 0, false
-	}
-	if len(f.times) < l.max {
-		return 0, false
-	}
-	return f.times[0].Add(l.window).Sub(now), true
-}
-
-// fail records a failed login of the client, and returns how many of its
-// failures count now.
-func (l *loginLimiter) fail(key string, now time.Time) int {
+// take counts an attempt of the client as a failure before its token is
+// compared, so that concurrent guesses cannot all slip in before the first
+// is counted: it returns how many failures count now, or, when the
+// client's failures fill the window already, false and how long until it
+// may try again (this attempt is not counted). A success gives its attempt
+// back with refund.
+func (l *loginLimiter) take(key string, now time.Time) (int, time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.clients[key]
@@ -82,17 +63,41 @@ func (l *loginLimiter) fail(key string, now time.Time) int {
 		}
 		e = l.order.PushFront(&failures{key: key})
 		l.clients[key] = e
-	} else {
-		l.order.MoveToFront(e)
 	}
+	// The client that tried last is the last to be forgotten, refused or
+	// not: a flood of other addresses must outlast its window to free it.
+	l.order.MoveToFront(e)
 	f := e.Value.(*failures)
 	f.prune(now, l.window)
-	// Only the last max failures can ever decide a refusal: keep no more.
 	if len(f.times) >= l.max {
-		f.times = append(f.times[:0], f.times[len(f.times)-l.max+1:]...)
+		// Only the last max failures can ever decide a refusal, and a
+		// refused attempt adds none: the slice never holds more.
+		return len(f.times), f.times[len(f.times)-l.max].Add(l.window).Sub(now), false
 	}
 	f.times = append(f.times, now)
-	return len(f.times)
+	return len(f.times), 0, true
+}
+
+// refund takes back the attempt take counted at the time at: it
+// succeeded, and successes are not limited.
+func (l *loginLimiter) refund(key string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.clients[key]
+	if !ok {
+		return
+	}
+	f := e.Value.(*failures)
+	for i := len(f.times) - 1; i >= 0; i-- {
+		if f.times[i].Equal(at) {
+			f.times = append(f.times[:i], f.times[i+1:]...)
+			break
+		}
+	}
+	if len(f.times) == 0 {
+		l.order.Remove(e)
+		delete(l.clients, key)
+	}
 }
 
 // tracked is how many clients the limiter remembers.
