@@ -7,9 +7,11 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,11 +116,11 @@ func (s *server) tokenOK(token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// bearerOK reports whether the request carries the token as a bearer
-// token, as a script (not a browser) may.
-func (s *server) bearerOK(r *http.Request) bool {
+// bearerToken returns the bearer token the request carries, as a script
+// (not a browser) may send one.
+func bearerToken(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer")
 }
 
 // handlerFunc is a page or action, given the request's view.
@@ -128,10 +130,30 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, v *view)
 // is configured: then a first visit gets its session at once), sends a
 // browser that is not to the login page, and refuses a POST without its
 // session's CSRF token.
-func (s *server) authed(next handlerFunc) http.HandlerFunc {
+func (s *server) authed(next handlerFunc) http.HandlerFunc { return s.gate(next, false) }
+
+// authedJSON is authed for an endpoint that scripts of the pages fetch: a
+// request that is not logged in gets a 401 in JSON, not a redirect to a
+// page a script cannot use.
+func (s *server) authedJSON(next handlerFunc) http.HandlerFunc { return s.gate(next, true) }
+
+func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, ok := s.readSession(r)
-		bearer := s.cfg.AuthToken != "" && s.bearerOK(r)
+		bearer := false
+		if token, sent := bearerToken(r); sent && s.cfg.AuthToken != "" {
+			// A bearer token is a guess at the token like the login
+			// form's, and throttled like it.
+			try, ok := s.attempt(w, r, s.newView(r, session{}), nil)
+			if !ok {
+				return
+			}
+			if bearer = s.tokenOK(token); bearer {
+				try.succeeded()
+			} else {
+				try.failed("bearer token")
+			}
+		}
 		switch {
 		case bearer:
 		case s.cfg.AuthToken == "" && (!ok || !sess.authed):
@@ -142,6 +164,11 @@ func (s *server) authed(next handlerFunc) http.HandlerFunc {
 			sess = s.newSession(true)
 			s.setSession(w, r, sess)
 		case !ok || !sess.authed:
+			if api {
+				s.log.Warn("dashboard: request refused", "status", http.StatusUnauthorized, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", "not logged in")
+				writeJSON(w, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
+				return
+			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				s.refuse(w, r, s.newView(r, session{}), http.StatusUnauthorized, "Log in first: this server needs its token (pgbus serve --auth-token or PGBUS_MCP_TOKEN).")
 				return
@@ -197,14 +224,63 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
+	try, ok := s.attempt(w, r, v, &loginData{Next: next})
+	if !ok {
+		return
+	}
 	if !s.tokenOK(r.PostFormValue("token")) {
-		s.log.Warn("dashboard: login with a wrong token", "remote", r.RemoteAddr)
+		try.failed("login form")
 		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
 			Error: "That is not the server's token. Enter the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)."})
 		return
 	}
+	try.succeeded()
 	s.setSession(w, r, s.newSession(true))
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// loginAttempt is one guess at the token, counted as a failure until it
+// succeeds.
+type loginAttempt struct {
+	s      *server
+	r      *http.Request
+	client string
+	at     time.Time
+	count  int
+}
+
+// attempt counts a guess at the token of the request's client, or refuses
+// it, before the token is looked at, when the client failed too often
+// lately: with 429, Retry-After and when it may try again. An attempt of
+// the login form gets the form back; a bearer token, an error page.
+func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData) (loginAttempt, bool) {
+	client, now := clientKey(r), s.cfg.Now()
+	n, wait, ok := s.logins.take(client, now)
+	if ok {
+		return loginAttempt{s: s, r: r, client: client, at: now, count: n}, true
+	}
+	secs := int64((wait + time.Second - 1) / time.Second)
+	at := now.Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
+	s.log.Warn("dashboard: login refused, too many wrong tokens", "remote", r.RemoteAddr, "client", client, "retry_after_seconds", secs)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %d seconds (at %s). Copy the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", secs, at)
+	if form != nil {
+		form.Error = msg
+		s.render(w, r, http.StatusTooManyRequests, "login", v, *form)
+	} else {
+		v.Title = http.StatusText(http.StatusTooManyRequests)
+		s.render(w, r, http.StatusTooManyRequests, "problem", v, problem{Status: http.StatusTooManyRequests, Message: msg, Links: []link{{"/login", "The login page"}}})
+	}
+	return loginAttempt{}, false
+}
+
+// succeeded takes the attempt back: successes are not limited.
+func (a loginAttempt) succeeded() { a.s.logins.refund(a.client, a.at) }
+
+// failed logs the wrong token, never the token itself; it stays counted.
+func (a loginAttempt) failed(how string) {
+	a.s.log.Warn("dashboard: login with a wrong token", "via", how, "remote", a.r.RemoteAddr, "client", a.client,
+		"failures_in_window", a.count, "limit", loginMaxFailures)
 }
 
 // logout ends the session.

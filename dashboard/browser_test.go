@@ -308,3 +308,42 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 		t.Fatal(err)
 	}
 }
+
+// The overview updates its counts in place: messages sent and
+// dead-lettered after it loaded show up in its queue's row and in the
+// health line without a reload (the script runs under the dashboard's
+// Content-Security-Policy).
+func TestBrowserLiveCounts(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_live")
+	base := "http://" + serve(t, st, serverOpts{})
+	row := `tr[data-queue="` + q + `"]`
+	b.do("open the overview", chromedp.Navigate(base+"/"), page("overview"), chromedp.WaitVisible(chromedp.CSS(row)),
+		// A mark that a reload would wipe out.
+		chromedp.Evaluate[chromedp.Void](`window.pgbusNotReloaded = true`))
+	if ready, dead := b.text(row+` td[data-count="visible"]`), b.text(row+` td[data-count="dlq_depth"]`); ready != "0" || dead != "0" {
+		t.Fatalf("the new queue shows %s ready and %s dead, want 0 and 0", ready, dead)
+	}
+	for range 3 {
+		if _, err := svc.Send(pgtest.Context(t), ops.SendRequest{Queue: q, Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	// The script asks every 5 s; the timeout is generous for a loaded
+	// machine.
+	wait := fmt.Sprintf(`(() => {
+		const cell = (k) => document.querySelector(%q + ' td[data-count="' + k + '"]');
+		return cell("visible").textContent === "3" && cell("dlq_depth").querySelector("a") !== null &&
+			cell("dlq_depth").textContent === "2" && document.querySelector('[data-live="dead_messages"]').textContent === "2";
+	})()`, row)
+	b.do("wait for the new counts", chromedp.Poll[chromedp.Void](wait, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
+	if kept, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`window.pgbusNotReloaded === true`)); err != nil || !kept {
+		t.Fatalf("the page was reloaded to show the counts (%v)", err)
+	}
+	if href, err := chromedp.Run(b.ctx, chromedp.AttributeValue(chromedp.CSS(row+` td[data-count="dlq_depth"] a`), "href")); err != nil || href.Value != "/dlq?queue="+q {
+		t.Fatalf("the dead letters' count links %q (%v), want /dlq?queue=%s", href.Value, err, q)
+	}
+}

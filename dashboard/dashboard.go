@@ -5,7 +5,8 @@
 // query into one request of package ops, calls the operation and renders
 // its result; every action is an operation too, recorded in the audit log
 // with the client "dashboard". The pages work without JavaScript, and
-// their assets are embedded in the binary.
+// their assets are embedded in the binary; with it, one script of its own
+// (static/live.js) updates the overview's counts from /live.
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport
@@ -57,6 +58,8 @@ type server struct {
 	key   []byte // signs session cookies and CSRF tokens
 	pages map[string]*page
 	mux   *http.ServeMux
+	// logins throttles the guesses at the token of each client.
+	logins *loginLimiter
 }
 
 // New returns the dashboard over svc: the same service, views and
@@ -72,7 +75,8 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32)}
+	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
+		logins: newLoginLimiter(loginMaxFailures, loginWindow, loginMaxClients)}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
@@ -90,6 +94,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /login", s.login)
 	m.HandleFunc("POST /logout", s.authed(s.logout))
 	m.HandleFunc("GET /{$}", s.authed(s.overview))
+	m.HandleFunc("GET /live", s.authedJSON(s.live))
 	m.HandleFunc("GET /dlq", s.authed(s.deadGroups))
 	m.HandleFunc("GET /dlq/messages", s.authed(s.deadList))
 	m.HandleFunc("GET /dlq/message", s.authed(s.deadMessage))
@@ -116,7 +121,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 // frames, caches and other sites' reach.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

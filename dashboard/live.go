@@ -1,0 +1,87 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// liveCounts is what /live returns: the numbers the overview shows, as
+// the operations health and queue_stats give them, for the overview's
+// script to update in place. The names are those of the operations'
+// results.
+type liveCounts struct {
+	Status       string      `json:"status"`
+	Queues       int         `json:"queues"`
+	Backlog      int64       `json:"backlog"`
+	DeadMessages int64       `json:"dead_messages"`
+	Workers      int         `json:"workers_running"`
+	CheckedAt    time.Time   `json:"checked_at"`
+	QueueStats   []liveQueue `json:"queue_stats"`
+}
+
+// liveQueue is one queue's counts of the overview's table.
+type liveQueue struct {
+	Queue        string `json:"queue"`
+	Visible      int64  `json:"visible"`
+	InFlight     int64  `json:"in_flight"`
+	WaitingRetry int64  `json:"waiting_retry"`
+	Scheduled    int64  `json:"scheduled"`
+	DLQ          string `json:"dlq"`
+	DLQDepth     int64  `json:"dlq_depth"`
+	Paused       bool   `json:"paused"`
+}
+
+// apiError is the body of a refused /live request.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+// live returns the overview's counts in JSON.
+func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
+	h, err := s.svc.Health(r.Context())
+	if err != nil {
+		s.failJSON(w, r, err)
+		return
+	}
+	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{})
+	if err != nil {
+		s.failJSON(w, r, err)
+		return
+	}
+	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, DeadMessages: h.DeadMessages, Workers: h.Workers,
+		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(qs.Queues))}
+	for _, q := range qs.Queues {
+		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
+			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// failJSON answers a failed operation of /live: its message redacted, as
+// all text leaving the process.
+func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	if errors.Is(err, ops.ErrInvalid) {
+		status = http.StatusBadRequest
+	}
+	msg, _ := ops.RedactText(err.Error())
+	s.log.Error("dashboard: live counts failed", "path", r.URL.Path, "err", msg)
+	writeJSON(w, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
+}
+
+// writeJSON sends v as the response, never cached: the counts change.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":"the counts could not be encoded"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,141 @@
+package dashboard_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/dashboard"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// clock is a test's clock, moved by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// client logs in to a dashboard handler from one remote address.
+type client struct {
+	t      *testing.T
+	h      http.Handler
+	remote string
+}
+
+// loginWith sends the login form with token, from a fresh login page,
+// and returns the response.
+func (c client) loginWith(token string, header http.Header) *httptest.ResponseRecorder {
+	c.t.Helper()
+	page := httptest.NewRecorder()
+	get := httptest.NewRequest(http.MethodGet, "/login", nil)
+	get.RemoteAddr = c.remote
+	c.h.ServeHTTP(page, get)
+	if page.Code != http.StatusOK {
+		c.t.Fatalf("GET /login from %s: %d\n%s", c.remote, page.Code, page.Body)
+	}
+	form := url.Values{"csrf": {csrf(c.t, page.Body.String())}, "token": {token}, "next": {"/"}}
+	post := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range header {
+		post.Header[k] = v
+	}
+	post.RemoteAddr = c.remote
+	for _, ck := range page.Result().Cookies() {
+		post.AddCookie(ck)
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, post)
+	return rec
+}
+
+// Five wrong tokens from one address refuse its sixth attempt, even with
+// the right token, with 429 and when to try again; another address, even
+// one naming the first in X-Forwarded-For, is not refused; after the
+// window the right token works again. The log names the failures, never
+// the tokens tried.
+func TestLoginRateLimit(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	token := newToken(t)
+	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	var logs pgtest.SyncBuffer
+	h, err := dashboard.New(newService(t, st), dashboard.Config{AuthToken: token, Now: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := client{t: t, h: h, remote: "192.0.2.10:40000"}
+	const guess = "guess-not-the-token-"
+	for i := range 5 {
+		if rec := attacker.loginWith(guess+strconv.Itoa(i), nil); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d\n%s", i+1, rec.Code, rec.Body)
+		}
+		clk.add(time.Second)
+	}
+	rec := attacker.loginWith(token, nil)
+	retry, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+	if rec.Code != http.StatusTooManyRequests || err != nil || retry != 55 {
+		t.Fatalf("the right token after 5 wrong ones: %d, Retry-After %q (want 429, 55: the first failure leaves the minute 55 s from now)\n%s",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if body := rec.Body.String(); !strings.Contains(body, "Try again in 55 seconds (at 12:01:00 UTC)") || hasSession(rec) {
+		t.Fatalf("the refusal does not say when to try again, or logs in:\n%s", body)
+	}
+	// A forged X-Forwarded-For does not make the attacker someone else.
+	if rec := attacker.loginWith(token, http.Header{"X-Forwarded-For": {"198.51.100.99"}}); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("with a forged X-Forwarded-For: %d", rec.Code)
+	}
+	// Another address logs in.
+	other := client{t: t, h: h, remote: "192.0.2.11:40000"}
+	if rec := other.loginWith(token, nil); rec.Code != http.StatusSeeOther || !hasSession(rec) {
+		t.Fatalf("another address with the right token: %d\n%s", rec.Code, rec.Body)
+	}
+	// A refused client's bearer token is not checked either.
+	bearer := httptest.NewRequest(http.MethodGet, "/dlq", nil)
+	bearer.RemoteAddr = attacker.remote
+	bearer.Header.Set("Authorization", "Bearer "+token)
+	brec := httptest.NewRecorder()
+	h.ServeHTTP(brec, bearer)
+	if brec.Code != http.StatusTooManyRequests || brec.Header().Get("Retry-After") == "" {
+		t.Fatalf("the right bearer token of a refused address: %d", brec.Code)
+	}
+
+	clk.add(55 * time.Second)
+	if rec := attacker.loginWith(token, nil); rec.Code != http.StatusSeeOther || !hasSession(rec) {
+		t.Fatalf("the right token after the window: %d\n%s", rec.Code, rec.Body)
+	}
+	out := logs.String()
+	if strings.Count(out, "login with a wrong token") != 5 || !strings.Contains(out, "too many wrong tokens") {
+		t.Fatalf("the log does not record the 5 failures and the refusal:\n%s", out)
+	}
+	if strings.Contains(out, guess) || strings.Contains(out, token) {
+		t.Fatalf("the log holds a token tried:\n%s", out)
+	}
+}
+
+// hasSession reports whether a response sets a session cookie.
+func hasSession(rec *httptest.ResponseRecorder) bool {
+	for _, c := range rec.Result().Cookies() {
+		if strings.HasPrefix(c.Name, "pgbus_session") && c.Value != "" {
+			return true
+		}
+	}
+	return false
+}

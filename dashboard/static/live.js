@@ -1,0 +1,182 @@
+// pgbus dashboard: live counts.
+//
+// The pages are complete without this script. Where a page marks an
+// element with data-live-src (the overview), it fetches that URL's counts
+// every few seconds and writes them into the elements marked
+// data-live (a count of the health verdict), data-live-plural (the word
+// after one) and data-count (a queue's count, in the row marked
+// data-queue). It pauses while the tab is hidden, and stops when the
+// session ends. What it cannot show in place (a new verdict's reasons, a
+// queue created or dropped) it announces, with a reload link.
+(function () {
+  "use strict";
+  var root = document.querySelector("[data-live-src]");
+  if (!root) {
+    return;
+  }
+  var src = root.getAttribute("data-live-src");
+  var every = Math.max(2, parseInt(root.getAttribute("data-live-every"), 10) || 5) * 1000;
+  var timer = null;
+  var stopped = false;
+  var inflight = false;
+  var verdict = text(document.querySelector('[data-live="status"]'));
+  var queues = rowNames();
+
+  function text(el) {
+    return el ? el.textContent.trim() : "";
+  }
+
+  // rowNames is the queues the page's table shows, in order.
+  function rowNames() {
+    var out = [];
+    document.querySelectorAll("tr[data-queue]").forEach(function (tr) {
+      out.push(tr.getAttribute("data-queue"));
+    });
+    return out.join("\n");
+  }
+
+  // num writes a count as the server does: groups of thousands with commas.
+  function num(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  function set(el, value) {
+    if (el.textContent !== value) {
+      el.textContent = value;
+    }
+  }
+
+  // note tells the reader what changed that only a reload shows.
+  function note(message) {
+    var el = root.querySelector("[data-live-note]");
+    if (!el) {
+      return;
+    }
+    el.textContent = message + " ";
+    var a = document.createElement("a");
+    a.href = window.location.href;
+    a.textContent = "Reload";
+    el.appendChild(a);
+    el.hidden = false;
+  }
+
+  function dlqCell(td, queue, n) {
+    if (n > 0) {
+      var a = td.querySelector("a");
+      if (!a) {
+        td.textContent = "";
+        a = document.createElement("a");
+        a.href = "/dlq?queue=" + encodeURIComponent(queue);
+        td.appendChild(a);
+      }
+      set(a, num(n));
+    } else {
+      set(td, "0");
+    }
+  }
+
+  function apply(c) {
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      var key = el.getAttribute("data-live");
+      if (key in c) {
+        set(el, typeof c[key] === "number" ? num(c[key]) : String(c[key]));
+      }
+    });
+    document.querySelectorAll("[data-live-plural]").forEach(function (el) {
+      var n = c[el.getAttribute("data-live-plural")];
+      if (typeof n === "number") {
+        set(el, n === 1 ? el.getAttribute("data-one") : el.getAttribute("data-many"));
+      }
+    });
+    var health = document.querySelector("[data-live-health]");
+    if (health && c.status) {
+      health.className = health.className.replace(/\bhealth-\S+/g, "").trim() + " health-" + c.status.toLowerCase();
+    }
+    document.querySelectorAll("[data-live-time] time").forEach(function (t) {
+      var at = c[t.parentNode.getAttribute("data-live-time")];
+      if (at) {
+        t.setAttribute("datetime", at);
+        t.title = at.slice(0, 19).replace("T", " ") + " UTC";
+        set(t, "just now");
+      }
+    });
+    var seen = [];
+    (c.queue_stats || []).forEach(function (q) {
+      seen.push(q.queue);
+      var tr = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
+      if (!tr) {
+        return;
+      }
+      tr.querySelectorAll("[data-count]").forEach(function (td) {
+        var key = td.getAttribute("data-count");
+        if (key === "dlq_depth") {
+          dlqCell(td, q.queue, q.dlq_depth);
+        } else if (typeof q[key] === "number") {
+          set(td, num(q[key]));
+        }
+      });
+    });
+    if (queues !== "" || seen.length > 0) {
+      if (seen.join("\n") !== queues) {
+        note("The queues changed since this page was loaded.");
+      }
+    }
+    if (verdict !== "" && c.status && c.status !== verdict) {
+      note("The health verdict is now " + c.status + ": reload the page for its reasons.");
+    }
+  }
+
+  function schedule() {
+    clearTimeout(timer);
+    timer = null;
+    if (!stopped && document.visibilityState === "visible") {
+      timer = setTimeout(poll, every);
+    }
+  }
+
+  function poll() {
+    if (inflight) {
+      // One request at a time: its end schedules the next.
+      return;
+    }
+    inflight = true;
+    fetch(src, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
+      .then(function (res) {
+        if (res.status === 401) {
+          // The session ended: the next reload goes to the login page.
+          stopped = true;
+          note("Your session ended, so the counts no longer update.");
+          return null;
+        }
+        return res.ok ? res.json() : null;
+      })
+      .then(function (c) {
+        if (c) {
+          apply(c);
+        }
+      })
+      .catch(function () {
+        // The server is restarting or unreachable: keep the last numbers
+        // and ask again on the next tick.
+      })
+      .then(function () {
+        inflight = false;
+        schedule();
+      });
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") {
+      // Back in view: show fresh numbers at once.
+      clearTimeout(timer);
+      timer = null;
+      if (!stopped) {
+        poll();
+      }
+    } else {
+      clearTimeout(timer);
+      timer = null;
+    }
+  });
+  schedule();
+})();
