@@ -18,12 +18,6 @@ type Outcomes struct {
 // Total is the number of attempts the outcomes count.
 func (o Outcomes) Total() int64 { return o.Succeeded + o.Retried + o.DeadLettered + o.Discarded }
 
-// Add returns the sum of o and p.
-func (o Outcomes) Add(p Outcomes) Outcomes {
-	return Outcomes{Succeeded: o.Succeeded + p.Succeeded, Retried: o.Retried + p.Retried,
-		DeadLettered: o.DeadLettered + p.DeadLettered, Discarded: o.Discarded + p.Discarded}
-}
-
 // ThroughputSpan is a window cut into equal buckets: Buckets of Step, the
 // first starting at First. Step is a whole number of minutes, since the
 // counters are per minute.
