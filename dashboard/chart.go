@@ -16,7 +16,7 @@ const (
 	chartHeight = 150
 	plotLeft    = 44 // room for the counts of the y axis
 	plotRight   = chartWidth - 6
-	plotTop     = 20 // room for what the y axis counts
+	plotTop     = 20               // room for what the y axis counts
 	plotBottom  = chartHeight - 22 // room for the times of the x axis
 )
 
