@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,13 +10,27 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// overviewData is the overview's: the health verdict and every queue.
+// overviewData is the overview's: the health verdict, every queue and its
+// throughput chart.
 type overviewData struct {
-	Health ops.Health
-	Queues []ops.QueueStats
+	Health     ops.Health
+	Queues     []ops.QueueStats
+	Throughput throughputData
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
+	tp, err := s.svc.Throughput(r.Context(), ops.ThroughputRequest{Window: r.URL.Query().Get("window")})
+	if err != nil {
+		// A window the dashboard does not offer: the ones it does.
+		var windows []link
+		if errors.Is(err, ops.ErrInvalid) {
+			for _, l := range throughputView(ops.ThroughputResult{}, v.Refresh).Windows {
+				windows = append(windows, link{Href: l.Href, Text: "Show the throughput of the " + strings.ToLower(l.Text)})
+			}
+		}
+		s.fail(w, r, v, err, windows...)
+		return
+	}
 	h, err := s.svc.Health(r.Context())
 	if err != nil {
 		s.fail(w, r, v, err)
@@ -27,7 +42,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	v.Title, v.Nav = "Overview", "overview"
-	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: h, Queues: qs.Queues})
+	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: h, Queues: qs.Queues, Throughput: throughputView(tp, v.Refresh)})
 }
 
 // deadFilter reads the dead-letter filter of a query or form.

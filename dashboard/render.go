@@ -142,8 +142,8 @@ func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status 
 }
 
 // fail renders the error of an operation: its message (redacted, as all
-// text leaving the process) and its next steps as links.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
+// text leaving the process) and its next steps as links, then more.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error, more ...link) {
 	status := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, ops.ErrInvalid):
@@ -160,7 +160,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		s.log.Error("dashboard: operation failed", "path", r.URL.Path, "err", msg)
 		msg = "pgbus could not answer: " + msg + ". If the database is down or restarting, reload this page in a moment; the server's log has the details."
 	}
-	links := hintLinks(ops.HintsOf(err))
+	links := append(hintLinks(ops.HintsOf(err)), more...)
 	links = append(links, link{"/", "Back to the overview"})
 	v.Title = http.StatusText(status)
 	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links})

@@ -1,0 +1,134 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+var (
+	barRE  = regexp.MustCompile(`<g class="bar" data-start="([^"]+)" data-total="(\d+)">`)
+	descRE = regexp.MustCompile(`<desc id="tp-\d+-d">([^<]*)</desc>`)
+)
+
+// figure returns the throughput figure of queue on page.
+func figure(t *testing.T, page, queue string) string {
+	t.Helper()
+	start := strings.Index(page, `<figure class="chart" data-queue="`+queue+`">`)
+	if start < 0 {
+		t.Fatalf("the overview has no throughput figure for %s:\n%s", queue, page)
+	}
+	end := strings.Index(page[start:], "</figure>")
+	if end < 0 {
+		t.Fatalf("the figure of %s does not end", queue)
+	}
+	return page[start : start+end]
+}
+
+// chartFacts are the bars of a figure's chart, its largest bar's start and
+// its description.
+func chartFacts(t *testing.T, fig string) (bars int, largest, desc string) {
+	t.Helper()
+	if !strings.Contains(fig, `<svg class="tp"`) || !strings.Contains(fig, `role="img"`) {
+		t.Fatalf("the figure has no chart:\n%s", fig)
+	}
+	var most int64 = -1
+	for _, m := range barRE.FindAllStringSubmatch(fig, -1) {
+		bars++
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > most {
+			most, largest = n, m[1]
+		}
+	}
+	d := descRE.FindStringSubmatch(fig)
+	if d == nil {
+		t.Fatalf("the chart has no description:\n%s", fig)
+	}
+	return bars, largest, html.UnescapeString(d[1])
+}
+
+// The overview draws each queue's outcomes per minute over the last hour,
+// or per quarter hour over the last day, from the workers' counters; a
+// queue without any says so instead.
+func TestOverviewThroughputCharts(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	busy, quiet := pgtest.NewQueue(t, st, "dash_busy"), pgtest.NewQueue(t, st, "dash_quiet")
+	now := time.Now().UTC()
+	peakHour := now.Add(-10 * time.Minute).Truncate(time.Minute)
+	peakDay := now.Add(-3 * time.Hour).Truncate(time.Minute)
+	err := st.AddStats(pgtest.Context(t), []store.StatsDelta{
+		{Minute: peakHour, Queue: busy, Kind: "a", Succeeded: 300, Retried: 10},
+		{Minute: peakHour, Queue: busy, Kind: "b", Succeeded: 100},
+		{Minute: now.Add(-20 * time.Minute), Queue: busy, Kind: "a", Succeeded: 7, DeadLettered: 3},
+		{Minute: peakDay, Queue: busy, Kind: "a", Succeeded: 1000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	code, page, _ := b.get("/")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	bars, largest, desc := chartFacts(t, figure(t, page, busy))
+	if bars != 60 || largest != peakHour.Format(time.RFC3339) {
+		t.Fatalf("the hour's chart has %d bars, the largest at %s; want 60, the largest at %s", bars, largest, peakHour.Format(time.RFC3339))
+	}
+	want := fmt.Sprintf("%s: 407 completed, 10 retried, 3 dead, 0 discarded in the last hour; peak 410/min at %s UTC.", busy, peakHour.Format("15:04"))
+	if desc != want {
+		t.Fatalf("the hour's chart says %q, want %q", desc, want)
+	}
+	if !strings.Contains(page, `<a href="/?window=1h" aria-current="page">Last hour</a>`) || !strings.Contains(page, `<a href="/?window=24h">Last 24 hours</a>`) {
+		t.Fatalf("the overview does not link the windows, the hour marked as shown:\n%s", page)
+	}
+	if fig := figure(t, page, quiet); strings.Contains(fig, "<svg") || !strings.Contains(fig, "No jobs ran in the last hour.") {
+		t.Fatalf("a queue without counters shows:\n%s", fig)
+	}
+
+	code, page, _ = b.get("/?window=24h")
+	if code != http.StatusOK {
+		t.Fatalf("GET /?window=24h: %d\n%s", code, page)
+	}
+	quarter := peakDay.Truncate(15 * time.Minute)
+	bars, largest, desc = chartFacts(t, figure(t, page, busy))
+	if bars != 96 || largest != quarter.Format(time.RFC3339) {
+		t.Fatalf("the day's chart has %d bars, the largest at %s; want 96, the largest at %s", bars, largest, quarter.Format(time.RFC3339))
+	}
+	want = fmt.Sprintf("%s: 1,407 completed, 10 retried, 3 dead, 0 discarded in the last 24 hours; peak 66.7/min at %s UTC.", busy, quarter.Format("15:04"))
+	if desc != want {
+		t.Fatalf("the day's chart says %q, want %q", desc, want)
+	}
+	if !strings.Contains(page, `<a href="/?window=24h" aria-current="page">Last 24 hours</a>`) {
+		t.Fatal("the day's overview does not mark its window as shown")
+	}
+	if fig := figure(t, page, quiet); !strings.Contains(fig, "No jobs ran in the last 24 hours.") {
+		t.Fatalf("a queue without counters shows:\n%s", fig)
+	}
+}
+
+// A window the dashboard does not offer is refused with the ones it does.
+func TestOverviewRefusesAnUnknownWindow(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	code, page, _ := b.get("/?window=7d")
+	if code != http.StatusBadRequest {
+		t.Fatalf("GET /?window=7d: %d, want 400\n%s", code, page)
+	}
+	for _, want := range []string{"window &#34;7d&#34; is not offered", `href="/?window=1h"`, `href="/?window=24h"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the refusal does not say %s:\n%s", want, page)
+		}
+	}
+}
