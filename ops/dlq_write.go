@@ -24,7 +24,9 @@ type DLQRetryRequest struct {
 	// DryRun reports what would move and moves nothing.
 	DryRun bool
 	// Payload, with exactly one id, retries the message with this payload
-	// instead of its own; the original stays in the DLQ's archive.
+	// instead of its own; the original stays in the DLQ's archive. A
+	// payload that still holds Redacted (copied from a view and not fully
+	// corrected) is refused, whichever front end sent it.
 	Payload json.RawMessage
 	// Progress, when set, is called with the messages done and expected.
 	Progress func(done, total int)
@@ -94,6 +96,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		}
 		if why := store.CheckJSONText(req.Payload); why != "" {
 			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)
+		}
+		if err := checkNoRedactionMarker(req.Payload); err != nil {
+			return DLQRetry{}, err
 		}
 	}
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace}
