@@ -92,7 +92,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			return DLQRetry{}, invalidf("the corrected payload is %d bytes; at most %d are allowed", len(req.Payload), MaxCorrectedPayloadBytes)
 		}
 		if !json.Valid(req.Payload) {
-			return DLQRetry{}, invalidf("the corrected payload is not valid JSON")
+			return DLQRetry{}, invalidf("the corrected payload is not valid JSON%s: correct it, or retry without a payload to keep the stored one", jsonProblem(req.Payload))
 		}
 		if why := store.CheckJSONText(req.Payload); why != "" {
 			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)

@@ -3,10 +3,12 @@ package ops
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxMarkerPlaces bounds the places a refused corrected payload names: a
@@ -113,6 +115,21 @@ func memberPath(key string) string {
 		key = string(r[:40]) + "…"
 	}
 	return "[" + strconv.Quote(key) + "]"
+}
+
+// jsonProblem says what is wrong with raw, which is not valid JSON, and
+// where, by line and column: a person correcting a payload in an editor
+// finds the place that way. It is "" when the decoder gives no position.
+func jsonProblem(raw []byte) string {
+	var v any
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(raw, &v); !errors.As(err, &syn) {
+		return ""
+	}
+	at := min(max(int(syn.Offset)-1, 0), len(raw))
+	line := 1 + bytes.Count(raw[:at], []byte("\n"))
+	col := 1 + utf8.RuneCount(raw[bytes.LastIndexByte(raw[:at], '\n')+1:at])
+	return fmt.Sprintf(" (%s, at line %d, column %d)", syn.Error(), line, col)
 }
 
 func plural(n int, one, many string) string {

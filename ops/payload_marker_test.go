@@ -78,3 +78,25 @@ func TestCorrectedPayloadWithRedactionMarker(t *testing.T) {
 		t.Fatal("the retried message does not carry the real values")
 	}
 }
+
+// A corrected payload that is not JSON is refused with what is wrong and
+// where, by line and column, as a person finds it in an editor.
+func TestCorrectedPayloadNotJSONSaysWhere(t *testing.T) {
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k"})
+	for text, want := range map[string]string{
+		"{\"amount\": 10,\n \"sku\": }": "invalid character '}' looking for beginning of value, at line 2, column 9",
+		`{"amount": 10`:                 "unexpected end of JSON input, at line 1, column 13",
+		`{"a": 1} x`:                    "after top-level value, at line 1, column 10",
+	} {
+		_, err := svc.DLQRetry(testContext(t), ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Payload: json.RawMessage(text)})
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "retry without a payload to keep the stored one") {
+			t.Errorf("payload %q: %v; want ErrInvalid saying %q", text, err, want)
+		}
+	}
+	if !inDLQ(t, s, q, ids[0]) {
+		t.Fatal("a refused retry moved the message")
+	}
+}
