@@ -4,8 +4,9 @@
 // It is a front end like the CLI and the MCP tools: every page parses its
 // query into one request of package ops, calls the operation and renders
 // its result; every action is an operation too, recorded in the audit log
-// with the client "dashboard". The pages work without JavaScript, and
-// their assets are embedded in the binary.
+// with the client "dashboard". The pages work without JavaScript (a
+// small script of its own only checks a corrected payload as it is
+// typed), and their assets are embedded in the binary.
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport
@@ -101,6 +102,8 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /dlq/selected", s.authed(s.writes(s.selectedRun)))
 	m.HandleFunc("POST /dlq/message/retry", s.authed(s.writes(s.retryOne)))
 	m.HandleFunc("POST /dlq/message/discard", s.authed(s.writes(s.discardOne)))
+	m.HandleFunc("POST /dlq/message/correct", s.authed(s.writes(s.correctPreview)))
+	m.HandleFunc("POST /dlq/message/correct/retry", s.authed(s.writes(s.correctRun)))
 	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))
 	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
 	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))
@@ -116,7 +119,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 // frames, caches and other sites' reach.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
