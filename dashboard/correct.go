@@ -63,10 +63,13 @@ type correctData struct {
 	DLQ   string
 	ID    int64
 	Queue string
-	// Payload is what the retry sends: the typed JSON, compacted; Pretty
-	// is it indented for the page.
+	// Payload is what the retry sends: the typed JSON, compacted. Pretty
+	// is it indented for the page, with the secrets in it redacted as on
+	// every page (Hidden counts them): the person typed them, but the
+	// page may be on a shared screen. They are sent as typed.
 	Payload string
 	Pretty  string
+	Hidden  int
 	Lines   []string
 }
 
@@ -132,7 +135,11 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 		s.notRetried(w, r, v, dlq, id, res)
 		return
 	}
-	d := correctData{DLQ: dlq, ID: id, Queue: res.Moved[0].Queue, Payload: string(payload), Pretty: prettyJSON(payload), Lines: workerLines(res.Workers)}
+	shown, hidden, _ := ops.RedactJSON(payload) // JSON: the dry run took it
+	if hidden == 0 {
+		shown = payload // in the order typed: redaction sorts the keys
+	}
+	d := correctData{DLQ: dlq, ID: id, Queue: res.Moved[0].Queue, Payload: string(payload), Pretty: prettyJSON(shown), Hidden: hidden, Lines: workerLines(res.Workers)}
 	v.Title, v.Nav = "Retry message "+strconv.FormatInt(id, 10)+" with a corrected payload", "dlq"
 	s.render(w, r, http.StatusOK, "correct", v, d)
 }

@@ -100,6 +100,13 @@ func TestCorrectedPayload(t *testing.T) {
 		!strings.Contains(html.UnescapeString(page), `"amount": 10`) {
 		t.Fatalf("the preview: %d\n%s", code, page)
 	}
+	// It shows the typed secret redacted, as every page does; the form
+	// sends it as typed.
+	_, preview, _ := strings.Cut(page, `<pre id="fix-preview">`)
+	preview, _, _ = strings.Cut(preview, "</pre>")
+	if strings.Contains(preview, "pw-81fe3") || !strings.Contains(html.UnescapeString(preview), `"password": "[REDACTED]"`) || !strings.Contains(page, "the retry sends it as you typed it") {
+		t.Fatalf("the preview shows the payload as %q:\n%s", preview, page)
+	}
 	stillDead("the preview")
 	confirm := confirmFormOf(t, page, "/dlq/message/correct/retry")
 	if confirm.Get("payload") != `{"sku":"a-1","amount":10,"password":"pw-81fe3"}` {
