@@ -347,3 +347,53 @@ func TestBrowserLiveCounts(t *testing.T) {
 		t.Fatalf("the dead letters' count links %q (%v), want /dlq?queue=%s", href.Value, err, q)
 	}
 }
+
+// In a browser the corrected-payload editor starts from the shown
+// payload, shows the parse error next to the box as it is typed, and
+// keeps the form from being sent while the text is not JSON; fixed, the
+// payload is previewed and the message retried with it.
+func TestBrowserCorrectedPayload(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_fix_js")
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom", Payload: `{"sku": "a-1", "amount": "ten"}`})
+	base := "http://" + serve(t, st, serverOpts{allowPayloads: true})
+	// Waits for a condition on the page, as long as the test may take.
+	until := func(expr string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(0))
+	}
+	const box, errorText = "#fix-payload", "document.getElementById('fix-error').textContent"
+
+	b.do("open the editor", chromedp.Navigate(base+pageURLOf("/dlq/message", "queue", q+"_dlq", "id", fmt.Sprint(ids[0]), "payload", "1")), page("message"),
+		chromedp.Click(chromedp.CSS("details.editor summary")), chromedp.WaitVisible(chromedp.CSS(box)))
+	if v, err := chromedp.Run(b.ctx, chromedp.Value(chromedp.CSS(box))); err != nil || !strings.Contains(v, `"amount": "ten"`) {
+		t.Fatalf("the editor starts from %q (%v), not the shown payload", v, err)
+	}
+	b.do("type a payload that is not JSON", chromedp.Clear(chromedp.CSS(box)), chromedp.SendKeys(chromedp.CSS(box), `{"sku": "a-1", "amount": 10`),
+		until(errorText+".startsWith('Not valid JSON')"), until(`document.querySelector('`+box+`').getAttribute('aria-invalid') === 'true'`))
+	// A listener added after the editor's sees whether it stopped the
+	// submission, and stops it in any case.
+	blocked, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { const f = document.querySelector('form[data-json-editor]'); let blocked = false;
+		f.addEventListener('submit', e => { blocked = e.defaultPrevented; e.preventDefault(); }, {once: true}); f.requestSubmit(); return blocked; })()`))
+	if err != nil || !blocked {
+		t.Fatalf("the form with a payload that is not JSON was not held back (%v)", err)
+	}
+	b.do("close the object", chromedp.SendKeys(chromedp.CSS(box), "}"), until(errorText+" === ''"))
+	if code := b.status("check it", chromedp.Click(chromedp.CSS("form[data-json-editor] button[type=submit]"))); code != http.StatusOK {
+		t.Fatalf("checking the corrected payload: status %d", code)
+	}
+	b.do("see the preview", page("correct"))
+	if text := b.text("#fix-preview"); !strings.Contains(text, `"amount": 10`) {
+		t.Fatalf("the preview shows %q", text)
+	}
+	if code := b.status("retry", chromedp.Click(chromedp.CSS("form.confirm button:not(.secondary)"))); code != http.StatusOK {
+		t.Fatalf("the retry: status %d", code)
+	}
+	b.do("see it done", page("done"))
+	if text := b.text("h1"); !strings.Contains(text, "retried with a corrected payload") {
+		t.Fatalf("after the retry: %q", text)
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE message = '{"sku": "a-1", "amount": 10}'::jsonb`); n != 1 {
+		t.Fatal("the live message does not carry the corrected payload")
+	}
+}

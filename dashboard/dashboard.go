@@ -5,8 +5,9 @@
 // query into one request of package ops, calls the operation and renders
 // its result; every action is an operation too, recorded in the audit log
 // with the client "dashboard". The pages work without JavaScript, and
-// their assets are embedded in the binary; with it, one script of its own
-// (static/live.js) updates the overview's counts from /live.
+// their assets are embedded in the binary; with it, two small scripts of
+// its own update the overview's counts from /live (static/live.js) and
+// check a corrected payload as it is typed (static/editor.js).
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport
@@ -106,6 +107,8 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /dlq/selected", s.authed(s.writes(s.selectedRun)))
 	m.HandleFunc("POST /dlq/message/retry", s.authed(s.writes(s.retryOne)))
 	m.HandleFunc("POST /dlq/message/discard", s.authed(s.writes(s.discardOne)))
+	m.HandleFunc("POST /dlq/message/correct", s.authed(s.writes(s.correctPreview)))
+	m.HandleFunc("POST /dlq/message/correct/retry", s.authed(s.writes(s.correctRun)))
 	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))
 	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
 	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))

@@ -121,6 +121,13 @@ type messageData struct {
 	Msg            ops.DeadMessage
 	PayloadAllowed bool
 	PayloadAsked   bool
+	// Editor is the form that retries the message with a corrected
+	// payload, shown when the server is not read-only.
+	Editor editor
+}
+
+func (s *server) messageData(m ops.DeadMessage, asked bool) messageData {
+	return messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked, Editor: newEditor(m)}
 }
 
 func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
@@ -137,7 +144,7 @@ func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	v.Title, v.Nav = "Dead message "+strconv.FormatInt(m.MsgID, 10), "dlq"
-	s.render(w, r, http.StatusOK, "message", v, messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked})
+	s.render(w, r, http.StatusOK, "message", v, s.messageData(m, asked))
 }
 
 // bulkData is the preview or result of a retry or discard by filter.

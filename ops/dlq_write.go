@@ -24,7 +24,9 @@ type DLQRetryRequest struct {
 	// DryRun reports what would move and moves nothing.
 	DryRun bool
 	// Payload, with exactly one id, retries the message with this payload
-	// instead of its own; the original stays in the DLQ's archive.
+	// instead of its own; the original stays in the DLQ's archive. A
+	// payload that still holds Redacted (copied from a view and not fully
+	// corrected) is refused, whichever front end sent it.
 	Payload json.RawMessage
 	// Progress, when set, is called with the messages done and expected.
 	Progress func(done, total int)
@@ -90,10 +92,13 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			return DLQRetry{}, invalidf("the corrected payload is %d bytes; at most %d are allowed", len(req.Payload), MaxCorrectedPayloadBytes)
 		}
 		if !json.Valid(req.Payload) {
-			return DLQRetry{}, invalidf("the corrected payload is not valid JSON")
+			return DLQRetry{}, invalidf("the corrected payload is not valid JSON%s: correct it, or retry without a payload to keep the stored one", jsonProblem(req.Payload))
 		}
 		if why := store.CheckJSONText(req.Payload); why != "" {
 			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)
+		}
+		if err := checkNoRedactionMarker(req.Payload); err != nil {
+			return DLQRetry{}, err
 		}
 	}
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace}

@@ -22,7 +22,7 @@ type DLQRetryInput struct {
 	Limit   *int            `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to retry, oldest first (1 to 1000). Not used with ids."`
 	DryRun  bool            `json:"dry_run,omitempty" jsonschema_description:"Report what would be retried, and where to, without moving anything; by filter it also returns expect."`
 	Expect  string          `json:"expect,omitempty" jsonschema_description:"With filters: the expect of the dry run, or the ids it listed separated by commas (with queue). The call then retries exactly that set or nothing."`
-	Payload json.RawMessage `json:"payload,omitempty" jsonschema_description:"A corrected payload (any JSON) to retry one message with, instead of its own: only with exactly one id. The original message is kept in the DLQ's archive and noted in its failure history."`
+	Payload json.RawMessage `json:"payload,omitempty" jsonschema_description:"A corrected payload (any JSON) to retry one message with, instead of its own: only with exactly one id. The original message is kept in the DLQ's archive and noted in its failure history. A payload still holding [REDACTED], as pgbus_dlq_show shows hidden secrets, is refused: put the real values back."`
 }
 
 const dlqRetryDescription = `Retries dead messages: moves them out of their DLQ back to the queue they died in, where workers run them again (attempts start over; the failure history goes with them). Each message moves in its own transaction (with expect: all in one); one failing does not stop the rest. By ids, outcomes has one entry per id: retried, not_found (retried or discarded already), ambiguous (in several DLQs: pass queue) or failed with its error.

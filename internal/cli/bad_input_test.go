@@ -84,6 +84,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative id to discard", []string{"dlq", "discard", "-7", "--yes"}, "", `message id "-7": ids are positive whole numbers`},
 		{"payload for many", []string{"dlq", "retry", "1", "2", "--payload", "{}"}, "", "exactly one id"},
 		{"bad retry payload", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", "{bad"}, "", "not valid JSON"},
+		{"redaction marker in retry payload", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", `{"order_id": 42, "card": "[REDACTED]"}`}, "",
+			"marker [REDACTED] in 1 place ($.card), so it would send the marker instead of the hidden values: replace the [REDACTED] values with the real ones"},
 		{"list limit too big", []string{"dlq", "list", "--limit", "1000"}, "", "--limit"},
 		{"retry-all limit too big", []string{"dlq", "retry-all", "--limit", "100000000", "--yes"}, "", "--limit"},
 		{"bad reason", []string{"dlq", "list", "--reason", "bored"}, "", "reason"},

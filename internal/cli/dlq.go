@@ -225,7 +225,9 @@ failed, 2 when any is ambiguous, 3 when some were not found. At most 100 ids
 a call: for more, select them with retry-all and filters.
 
 --payload retries one message with a corrected payload; the original is kept
-in the DLQ's archive and the replacement noted in its history.
+in the DLQ's archive and the replacement noted in its history. A payload that
+still holds [REDACTED] (copied from dlq show) is refused: put the real values
+back.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry 42

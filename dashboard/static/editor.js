@@ -1,0 +1,60 @@
+// Checks a corrected payload as it is typed on a dead message's page: the
+// parse error shows next to the text box (read out by screen readers, the
+// element being aria-live) and the form is not sent while the text is not
+// JSON. The server checks it again, and alone without JavaScript: this
+// only saves a round trip. No libraries, no build step.
+(function () {
+  'use strict';
+
+  function problem(text, maxBytes) {
+    if (text.trim() === '') {
+      return 'Type the corrected payload as JSON.';
+    }
+    var bytes = new TextEncoder().encode(text).length;
+    if (maxBytes > 0 && bytes > maxBytes) {
+      return 'The corrected payload is ' + bytes + ' bytes; the dashboard takes at most ' + maxBytes + ': correct a larger payload with pgbus dlq retry ID --queue DLQ --payload @FILE.';
+    }
+    var value;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      return 'Not valid JSON: ' + e.message;
+    }
+    if (value === null) {
+      return 'null would keep the stored payload, not replace it: type the whole corrected payload.';
+    }
+    return '';
+  }
+
+  function setUp(form) {
+    var box = form.querySelector('textarea');
+    var out = form.querySelector('.field-error');
+    if (!box || !out) {
+      return;
+    }
+    var maxBytes = parseInt(form.getAttribute('data-max-bytes'), 10) || 0;
+    // A refusal the server rendered stays until the text changes.
+    function check() {
+      var msg = problem(box.value, maxBytes);
+      out.textContent = msg;
+      if (msg) {
+        box.setAttribute('aria-invalid', 'true');
+      } else {
+        box.removeAttribute('aria-invalid');
+      }
+      return msg === '';
+    }
+    box.addEventListener('input', check);
+    form.addEventListener('submit', function (ev) {
+      if (!check()) {
+        ev.preventDefault();
+        box.focus();
+      }
+    });
+  }
+
+  var forms = document.querySelectorAll('form[data-json-editor]');
+  for (var i = 0; i < forms.length; i++) {
+    setUp(forms[i]);
+  }
+})();
