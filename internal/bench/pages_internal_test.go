@@ -49,8 +49,8 @@ func TestDashboardPagesServeTheirContent(t *testing.T) {
 	dlq := store.DLQName(queues[0])
 	for target, want := range map[string]string{
 		"/dlq/message?queue=" + dlq + "&id=1000": "status 404",
-		"/no/such/page":                         "status 404",
-		"/dlq?queue=" + dlq:                     `does not hold "no such text"`,
+		"/no/such/page":                          "status 404",
+		"/dlq?queue=" + dlq:                      `does not hold "no such text"`,
 	} {
 		if _, err := c.get(ctx, target, "no such text"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %q", target, err, want)
