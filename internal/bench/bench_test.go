@@ -121,7 +121,9 @@ func TestBadOptions(t *testing.T) {
 }
 
 // The DLQ benchmark runs every operation behind the MCP tools through the
-// operations layer on a small load, times each, and drops its queues.
+// operations layer and every dashboard page through the dashboard's
+// handler on a small load, times each, and drops its queues. A page is
+// timed only once it was served with status 200 and its content.
 func TestDLQBenchmarkRunsEveryOperation(t *testing.T) {
 	s := testStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -135,7 +137,9 @@ func TestDLQBenchmarkRunsEveryOperation(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	want := []string{"dlq list first page (all DLQs)", "dlq list first page (one queue)", "dlq list page 4 (one queue)",
-		"dlq list filtered by error class", "dlq show", "dlq summary", "queue stats (all queues)"}
+		"dlq list filtered by error class", "dlq show", "dlq summary", "queue stats (all queues)",
+		"dashboard overview page", "dashboard dead-letter groups page", "dashboard messages page of one group",
+		"dashboard messages page of one queue", "dashboard message page (payload shown)"}
 	if len(res.Operations) != len(want) {
 		t.Fatalf("operations %+v; want %v", res.Operations, want)
 	}

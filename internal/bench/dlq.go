@@ -65,7 +65,8 @@ type DLQResult struct {
 }
 
 // RunDLQ fills DLQs of fresh queues with dead messages, times the
-// operations behind the MCP tools (package ops), and drops the queues.
+// operations behind the MCP tools (package ops) and the dashboard's pages
+// served by its handler (server time, no network), and drops the queues.
 func RunDLQ(ctx context.Context, st *store.Store, opts DLQOptions) (DLQResult, error) {
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
@@ -127,13 +128,17 @@ func dlqOperations(ctx context.Context, st *store.Store, queues []string, opts D
 		return nil, err
 	}
 	perQueue := max(opts.Messages/opts.Queues, 1)
+	pages, err := dashboardPages(ctx, st, queues, perQueue)
+	if err != nil {
+		return nil, err
+	}
 	list := func(f ops.DeadFilter, cursor string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			_, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: f, Cursor: cursor, Limit: 25})
 			return err
 		}
 	}
-	return []namedOp{
+	return append([]namedOp{
 		{"dlq list first page (all DLQs)", list(ops.DeadFilter{}, "")},
 		{"dlq list first page (one queue)", list(ops.DeadFilter{Queue: queues[0]}, "")},
 		{fmt.Sprintf("dlq list page %d (one queue)", opts.DeepPages+1), list(ops.DeadFilter{Queue: queues[0]}, deep)},
@@ -152,7 +157,7 @@ func dlqOperations(ctx context.Context, st *store.Store, queues []string, opts D
 			_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{})
 			return err
 		}},
-	}, nil
+	}, pages...), nil
 }
 
 func deepCursor(ctx context.Context, svc *ops.Service, queue string, pages int) (string, error) {

@@ -72,11 +72,14 @@ func (a *app) benchDLQCommand() *cobra.Command {
 	var opts bench.DLQOptions
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "Time the DLQ operations behind the MCP tools at scale",
+		Short: "Time the DLQ operations and the dashboard's pages at scale",
 		Long: `Fill the DLQs of fresh queues with dead messages (bulk-loaded, never run),
 then time list (first page, a page deep in the cursor chain, filtered by error
-class), show, summary and all-queue stats over repeated calls, and print one
-JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
+class), show, summary and all-queue stats over repeated calls, and the
+dashboard's pages (overview, dead-letter groups, the messages of one group and
+of one queue, one message) served by its handler without a network: server
+time, from the request to the last byte of the page. Print one JSON line with
+p50 and p99 of each. The queues are dropped afterwards.`,
 		Example: `  pgbus bench dlq
   pgbus bench dlq --messages 100000 --calls 50`,
 		Args: cobra.NoArgs,
@@ -93,7 +96,7 @@ JSON line with p50 and p99 of each. The queues are dropped afterwards.`,
 			printJSONLine(a.stdout, res)
 			fmt.Fprintf(a.stderr, "%d dead messages over %d queues loaded in %.1fs\n", res.Messages, res.Queues, res.LoadSeconds)
 			for _, op := range res.Operations {
-				fmt.Fprintf(a.stderr, "  %-40s p50 %8.2f ms   p99 %8.2f ms\n", op.Operation, op.P50MS, op.P99MS)
+				fmt.Fprintf(a.stderr, "  %-42s p50 %8.2f ms   p99 %8.2f ms\n", op.Operation, op.P50MS, op.P99MS)
 			}
 			return nil
 		},
