@@ -172,24 +172,49 @@ func Run(ctx context.Context, st *store.Store, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer st.DropQueue(context.WithoutCancel(ctx), queue) //nolint:errcheck
+	// The run writes through a pool of its own, closed before the tables'
+	// statistics are read: a server process reports its counts when it
+	// exits, where an idle one may keep them up to 10 seconds.
+	work, closeWork, err := ownPool(ctx, st)
+	if err != nil {
+		return Result{}, err
+	}
+	defer closeWork()
 	var res Result
 	if opts.Workload == Steady {
-		res, err = runSteady(ctx, st, queue, opts)
+		res, err = runSteady(ctx, work, queue, opts)
 	} else {
-		res, err = runBatch(ctx, st, queue, opts)
+		res, err = runBatch(ctx, work, queue, opts)
 	}
 	if err != nil {
 		return res, err
 	}
+	closeWork()
 	res.Tables, res.StatsLagging, err = tableStats(ctx, st, queue, res.Jobs)
 	return res, err
+}
+
+// ownPool opens a store on st's database with a pool of its own, or
+// returns st itself when its pool was not made from a URL.
+func ownPool(ctx context.Context, st *store.Store) (*store.Store, func(), error) {
+	url := st.Pool().Config().ConnString()
+	if url == "" {
+		return st, func() {}, nil
+	}
+	own, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: open a pool for the run: %w", err)
+	}
+	var once sync.Once
+	return own, func() { once.Do(own.Close) }, nil
 }
 
 // tableStats reads the statistics of queue's tables once they count the
 // run's writes: every job inserted into the queue, deleted from it and
 // inserted into the archive or the DLQ. Server processes report their
-// counts about once a second when idle; after 15 seconds the figures are
-// taken as they are, and lagging says so.
+// counts when they exit, or when idle about once a second, or up to 10
+// seconds if they reported a moment before; after 15 seconds the figures
+// are taken as they are, and lagging says so.
 func tableStats(ctx context.Context, st *store.Store, queue string, jobs int) (stats []store.TableStats, lagging bool, err error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
