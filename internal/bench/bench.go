@@ -97,8 +97,9 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate checks the options, defaults applied.
+// Validate checks the options as Run takes them, defaults applied.
 func (o Options) Validate() error {
+	o = o.withDefaults()
 	switch {
 	case !slices.Contains(Workloads, o.Workload):
 		return fmt.Errorf("%w: workload %q: use one of %v", store.ErrInvalid, o.Workload, Workloads)
