@@ -10,9 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -33,10 +36,29 @@ var Workloads = []string{Drain, Retry, Dead, Steady}
 // Options configure one run.
 type Options struct {
 	Workload string
-	// Jobs is how many jobs drain, retry and dead work. Default 20,000.
+	// Jobs is how many jobs drain, retry and dead work. Default 20,000,
+	// or Backlog when that is set.
 	Jobs int
-	// Workers is the queue's concurrency. Default 100.
+	// Backlog, when set, is how many jobs wait in the queue before the
+	// workers start, written by the database in bulk (store.BulkSend)
+	// instead of sent in batches, so that a backlog of a million is
+	// queued in seconds. It stands for Jobs; drain, retry and dead only.
+	Backlog int
+	// Workers is the queue's concurrency over all processes. Default 100.
 	Workers int
+	// Processes is how many processes work the queue. 1, the default,
+	// works it in this process; more start that many worker processes
+	// with Spawn (drain, retry and dead only), Workers spread evenly over
+	// them, so that one process of 100 workers can be compared with two
+	// of 50 or four of 25.
+	Processes int
+	// Spawn makes the command of one worker process, which must run Work
+	// with the spec on the same database, its standard input and output
+	// connected to this process. Run starts and stops the command.
+	Spawn func(ctx context.Context, spec WorkerSpec) *exec.Cmd
+	// ChildStderr receives the worker processes' standard error (their
+	// logs); nil keeps only the end of it, for errors.
+	ChildStderr io.Writer
 	// Rate (jobs/s) and Duration shape the steady workload. Defaults
 	// 2,000/s for 10s.
 	Rate     int
@@ -44,12 +66,24 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// Limits of Options.
+const (
+	MaxJobs      = 10_000_000
+	MaxProcesses = 64
+)
+
 func (o Options) withDefaults() Options {
+	if o.Jobs == 0 && o.Backlog > 0 {
+		o.Jobs = o.Backlog
+	}
 	if o.Jobs == 0 {
 		o.Jobs = 20_000
 	}
 	if o.Workers == 0 {
 		o.Workers = 100
+	}
+	if o.Processes == 0 {
+		o.Processes = 1
 	}
 	if o.Rate == 0 {
 		o.Rate = 2000
@@ -63,15 +97,30 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate checks the options.
+// Validate checks the options as Run takes them, defaults applied.
 func (o Options) Validate() error {
+	o = o.withDefaults()
 	switch {
 	case !slices.Contains(Workloads, o.Workload):
 		return fmt.Errorf("%w: workload %q: use one of %v", store.ErrInvalid, o.Workload, Workloads)
-	case o.Jobs < 1 || o.Jobs > 10_000_000:
+	case o.Jobs < 1 || o.Jobs > MaxJobs:
 		return fmt.Errorf("%w: jobs %d is out of range 1..10,000,000", store.ErrInvalid, o.Jobs)
+	case o.Backlog < 0 || o.Backlog > MaxJobs:
+		return fmt.Errorf("%w: backlog %d is out of range 1..10,000,000", store.ErrInvalid, o.Backlog)
+	case o.Backlog > 0 && o.Jobs != o.Backlog:
+		return fmt.Errorf("%w: jobs %d and backlog %d both set how many jobs run: set one", store.ErrInvalid, o.Jobs, o.Backlog)
+	case o.Backlog > 0 && o.Workload == Steady:
+		return fmt.Errorf("%w: backlog is for drain, retry and dead; steady sends as it goes (use rate and duration)", store.ErrInvalid)
 	case o.Workers < 1 || o.Workers > engine.MaxConcurrency:
 		return fmt.Errorf("%w: workers %d is out of range 1..%d", store.ErrInvalid, o.Workers, engine.MaxConcurrency)
+	case o.Processes < 1 || o.Processes > MaxProcesses:
+		return fmt.Errorf("%w: processes %d is out of range 1..%d", store.ErrInvalid, o.Processes, MaxProcesses)
+	case o.Processes > o.Workers:
+		return fmt.Errorf("%w: %d processes need at least one worker each, and workers is %d: raise workers or lower processes", store.ErrInvalid, o.Processes, o.Workers)
+	case o.Processes > 1 && o.Workload == Steady:
+		return fmt.Errorf("%w: processes is for drain, retry and dead; steady runs in one process", store.ErrInvalid)
+	case o.Processes > 1 && o.Spawn == nil:
+		return fmt.Errorf("%w: %d processes need Spawn to start the worker processes", store.ErrInvalid, o.Processes)
 	case o.Rate < 1 || o.Rate > 1_000_000:
 		return fmt.Errorf("%w: rate %d is out of range 1..1,000,000 jobs/s", store.ErrInvalid, o.Rate)
 	case o.Duration < time.Second || o.Duration > time.Hour:
@@ -82,11 +131,22 @@ func (o Options) Validate() error {
 
 // Result is one run, printed as one JSON line.
 type Result struct {
-	Workload      string  `json:"workload"`
-	Jobs          int     `json:"jobs"`
-	Workers       int     `json:"workers"`
+	Workload  string `json:"workload"`
+	Jobs      int    `json:"jobs"`
+	Workers   int    `json:"workers"`
+	Processes int    `json:"processes"`
+	// Backlog and FillSeconds: the jobs queued in bulk before the workers
+	// started, and how long that took (not part of Seconds).
+	Backlog       int     `json:"backlog,omitempty"`
+	FillSeconds   float64 `json:"fill_seconds,omitempty"`
 	Seconds       float64 `json:"seconds"`
 	JobsPerSecond float64 `json:"jobs_per_second"`
+	// The rate at the end of a drain, retry or dead run: over its last
+	// tenth of jobs, or a little more (EndJobs), as the progress was
+	// sampled. A queue that slows as it drains shows it here.
+	EndJobs          int     `json:"end_jobs,omitempty"`
+	EndSeconds       float64 `json:"end_seconds,omitempty"`
+	EndJobsPerSecond float64 `json:"end_jobs_per_second,omitempty"`
 	// Steady only.
 	Rate           int      `json:"rate,omitempty"`
 	LatencyP50MS   *float64 `json:"latency_p50_ms,omitempty"`
@@ -94,9 +154,15 @@ type Result struct {
 	LatencyP99MS   *float64 `json:"latency_p99_ms,omitempty"`
 	MaxBacklog     *int64   `json:"max_backlog,omitempty"`
 	BacklogBounded *bool    `json:"backlog_bounded,omitempty"`
+	// Tables are the queue's table, archive and DLQ at the end of the run:
+	// dead tuples and sizes. StatsLagging says the server's statistics
+	// had not yet counted every write of the run when they were read.
+	Tables       []store.TableStats `json:"tables"`
+	StatsLagging bool               `json:"stats_lagging,omitempty"`
 }
 
-// Run runs one workload on a fresh queue.
+// Run runs one workload on a fresh queue, then reads its tables'
+// statistics and drops it.
 func Run(ctx context.Context, st *store.Store, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	if err := opts.Validate(); err != nil {
@@ -107,10 +173,70 @@ func Run(ctx context.Context, st *store.Store, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	defer st.DropQueue(context.WithoutCancel(ctx), queue) //nolint:errcheck
-	if opts.Workload == Steady {
-		return runSteady(ctx, st, queue, opts)
+	// The run writes through a pool of its own, closed before the tables'
+	// statistics are read: a server process reports its counts when it
+	// exits, where an idle one may keep them up to 10 seconds.
+	work, closeWork, err := ownPool(ctx, st)
+	if err != nil {
+		return Result{}, err
 	}
-	return runBatch(ctx, st, queue, opts)
+	defer closeWork()
+	var res Result
+	if opts.Workload == Steady {
+		res, err = runSteady(ctx, work, queue, opts)
+	} else {
+		res, err = runBatch(ctx, work, queue, opts)
+	}
+	if err != nil {
+		return res, err
+	}
+	closeWork()
+	res.Tables, res.StatsLagging, err = tableStats(ctx, st, queue, res.Jobs)
+	return res, err
+}
+
+// ownPool opens a store on st's database with a pool of its own, or
+// returns st itself when its pool was not made from a URL.
+func ownPool(ctx context.Context, st *store.Store) (*store.Store, func(), error) {
+	url := st.Pool().Config().ConnString()
+	if url == "" {
+		return st, func() {}, nil
+	}
+	own, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: open a pool for the run: %w", err)
+	}
+	var once sync.Once
+	return own, func() { once.Do(own.Close) }, nil
+}
+
+// tableStats reads the statistics of queue's tables once they count the
+// run's writes: every job inserted into the queue, deleted from it and
+// inserted into the archive or the DLQ. Server processes report their
+// counts when they exit, or when idle about once a second, or up to 10
+// seconds if they reported a moment before; after 15 seconds the figures
+// are taken as they are, and lagging says so.
+func tableStats(ctx context.Context, st *store.Store, queue string, jobs int) (stats []store.TableStats, lagging bool, err error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		stats, err = st.QueueTableStats(ctx, queue)
+		if err != nil {
+			return nil, false, fmt.Errorf("bench: read the table statistics at the end of the run: %w", err)
+		}
+		q, a, dlq := stats[0], stats[1], stats[2]
+		n := int64(jobs)
+		if q.Inserted >= n && q.Deleted >= n && a.Inserted+dlq.Inserted >= n {
+			return stats, false, nil
+		}
+		if time.Now().After(deadline) {
+			return stats, true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func freshQueue(ctx context.Context, st *store.Store, workload string) (string, error) {
@@ -128,61 +254,117 @@ func freshQueue(ctx context.Context, st *store.Store, workload string) (string, 
 	return queue, st.SetQueueSettings(ctx, set)
 }
 
-// runBatch sends every job up front, then times the workers from their start
-// until the queue is empty: all archived, or for dead all dead-lettered.
+// runBatch queues every job up front, then times the workers from their
+// start until every job is done and the queue is empty: all archived, or
+// for dead all dead-lettered.
 func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) (Result, error) {
-	if err := sendJobs(ctx, st, queue, opts.Jobs); err != nil {
-		return Result{}, err
+	res := Result{Workload: opts.Workload, Jobs: opts.Jobs, Workers: opts.Workers, Processes: opts.Processes, Backlog: opts.Backlog}
+	if opts.Backlog > 0 {
+		began := time.Now()
+		if err := st.BulkSend(ctx, queue, opts.Backlog); err != nil {
+			return res, fmt.Errorf("bench: queue the backlog of %d jobs: %w", opts.Backlog, err)
+		}
+		res.FillSeconds = time.Since(began).Seconds()
+	} else if err := sendJobs(ctx, st, queue, opts.Jobs); err != nil {
+		return res, err
 	}
-	c, err := newClient(st, queue, opts)
+	var w workerSet
+	var err error
+	if opts.Processes == 1 {
+		w, err = startInProcess(st, queue, opts)
+	} else {
+		w, err = startProcesses(ctx, queue, opts)
+	}
 	if err != nil {
-		return Result{}, err
+		return res, err
 	}
-	c.HandleQueue(queue, handlerFor(opts.Workload))
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	defer w.stop() //nolint:errcheck // stopped below; this covers the early returns
 	began := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	if err := waitEmpty(ctx, st, queue, done); err != nil {
-		return Result{}, err
+	w.begin()
+	end, tail, err := watch(ctx, st, queue, opts.Jobs, w, began)
+	if err != nil {
+		return res, err
 	}
-	elapsed := time.Since(began)
-	stop()
-	<-done
-	if err := checkSettled(ctx, st, queue, opts); err != nil {
-		return Result{}, err
+	if err := w.stop(); err != nil {
+		return res, err
 	}
-	return Result{Workload: opts.Workload, Jobs: opts.Jobs, Workers: opts.Workers,
-		Seconds: elapsed.Seconds(), JobsPerSecond: float64(opts.Jobs) / elapsed.Seconds()}, nil
+	if err := checkDone(ctx, st, queue, opts); err != nil {
+		return res, err
+	}
+	elapsed := end.Sub(began)
+	res.Seconds, res.JobsPerSecond = elapsed.Seconds(), float64(opts.Jobs)/elapsed.Seconds()
+	res.EndJobs, res.EndSeconds = opts.Jobs-int(tail.done), end.Sub(tail.at).Seconds()
+	res.EndJobsPerSecond = float64(res.EndJobs) / res.EndSeconds
+	return res, nil
 }
 
-// checkSettled makes sure every job was done before a figure is reported:
-// all archived, or for dead all in the DLQ. An empty queue alone does not
-// tell a job done from a job lost.
-func checkSettled(ctx context.Context, st *store.Store, queue string, opts Options) error {
-	where, what := queue, "archived"
-	if opts.Workload == Dead {
-		where, what = store.DLQName(queue), "dead-lettered"
+// progress is how many jobs were done at a moment.
+type progress struct {
+	at   time.Time
+	done int64
+}
+
+// watch samples the workers' count of jobs done every few milliseconds
+// until it reaches jobs and the queue is empty, and returns when that was
+// seen and the last sample taken before the count reached the drain's last
+// tenth: the rate from there to the end is the rate at the end. The
+// database is only asked whether the queue is empty once the count says
+// every job is done, so that watching costs the run nothing.
+func watch(ctx context.Context, st *store.Store, queue string, jobs int, w workerSet, began time.Time) (end time.Time, tail progress, err error) {
+	tailFrom := int64(jobs - max(jobs/10, 1))
+	prev := progress{at: began}
+	tailSeen := false
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		now := progress{at: time.Now(), done: w.finished()}
+		if !tailSeen && now.done >= tailFrom {
+			tail, tailSeen = prev, true
+		}
+		prev = now
+		if now.done >= int64(jobs) {
+			empty, err := st.IsEmpty(ctx, queue)
+			if err != nil {
+				return end, tail, fmt.Errorf("bench: see whether the queue is empty: %w", err)
+			}
+			if empty {
+				return time.Now(), tail, nil
+			}
+		}
+		select {
+		case <-w.exited():
+			return end, tail, fmt.Errorf("bench: workers stopped early: %w", w.exitErr())
+		case <-ctx.Done():
+			return end, tail, ctx.Err()
+		case <-tick.C:
+		}
 	}
-	m, err := st.Metrics(ctx, where)
+}
+
+// checkDone makes sure every job was done exactly once before a figure is
+// reported: each in the archive, or for dead each in the DLQ, once. An
+// empty queue alone does not tell a job done from a job lost.
+func checkDone(ctx context.Context, st *store.Store, queue string, opts Options) error {
+	d, err := st.CountDone(ctx, queue)
 	if err != nil {
-		return fmt.Errorf("bench: count the jobs done in %s: %w", where, err)
+		return fmt.Errorf("bench: count the jobs done: %w", err)
 	}
-	got := m.Archived
+	n := int64(opts.Jobs)
+	want := store.DoneCounts{Archived: n, Distinct: n}
 	if opts.Workload == Dead {
-		got = m.Depth
+		want = store.DoneCounts{DeadLettered: n, Distinct: n}
 	}
-	if got != int64(opts.Jobs) {
-		return fmt.Errorf("bench: %d of %d jobs were %s in %s; the run is void: report it as a bug with the workload and options", got, opts.Jobs, what, where)
+	if d != want {
+		return fmt.Errorf("bench: of %d jobs, %d were archived and %d dead-lettered, %d distinct; want %d archived, %d dead-lettered, each once: the run is void: report it as a bug with the workload and options",
+			n, d.Archived, d.DeadLettered, d.Distinct, want.Archived, want.DeadLettered)
 	}
 	return nil
 }
 
-func newClient(st *store.Store, queue string, opts Options) (*engine.Client, error) {
+func newClient(st *store.Store, queue string, workers int, logger *slog.Logger) (*engine.Client, error) {
 	return engine.NewClient(st, engine.Config{
-		Queues:            []engine.QueueConfig{{Name: queue, Concurrency: opts.Workers}},
-		Logger:            opts.Logger,
+		Queues:            []engine.QueueConfig{{Name: queue, Concurrency: workers}},
+		Logger:            logger,
 		PollInterval:      50 * time.Millisecond,
 		RetentionInterval: -1,
 	})
@@ -203,6 +385,19 @@ func handlerFor(workload string) engine.HandlerFunc {
 		return func(context.Context, *engine.Job) error { return errBench }
 	}
 	return func(context.Context, *engine.Job) error { return nil }
+}
+
+// countingHandler is the workload's handler, counting in done the jobs
+// whose attempt ends them: a success, or the failure of the last attempt.
+func countingHandler(workload string, done *atomic.Int64) engine.HandlerFunc {
+	h := handlerFor(workload)
+	return func(ctx context.Context, job *engine.Job) error {
+		err := h(ctx, job)
+		if err == nil || job.Attempt >= job.MaxRetries {
+			done.Add(1)
+		}
+		return err
+	}
 }
 
 func sendJobs(ctx context.Context, st *store.Store, queue string, n int) error {
@@ -242,7 +437,7 @@ func waitEmpty(ctx context.Context, st *store.Store, queue string, runDone <-cha
 // runSteady sends at a fixed rate for the duration while the workers drain,
 // recording each job's enqueue-to-start latency and the backlog.
 func runSteady(ctx context.Context, st *store.Store, queue string, opts Options) (Result, error) {
-	c, err := newClient(st, queue, opts)
+	c, err := newClient(st, queue, opts.Workers, opts.Logger)
 	if err != nil {
 		return Result{}, err
 	}
@@ -276,7 +471,7 @@ func runSteady(ctx context.Context, st *store.Store, queue string, opts Options)
 		return Result{}, fmt.Errorf("bench: %d jobs sent but %d handled; the run is void: report it as a bug with the rate and duration", sent, len(latencies))
 	}
 	slices.Sort(latencies)
-	res := Result{Workload: Steady, Jobs: sent, Workers: opts.Workers, Rate: opts.Rate,
+	res := Result{Workload: Steady, Jobs: sent, Workers: opts.Workers, Processes: 1, Rate: opts.Rate,
 		Seconds: elapsed.Seconds(), JobsPerSecond: float64(sent) / elapsed.Seconds()}
 	res.LatencyP50MS, res.LatencyP95MS, res.LatencyP99MS = pct(latencies, 0.50), pct(latencies, 0.95), pct(latencies, 0.99)
 	maxB, bounded := backlogShape(backlog, opts.Rate)

@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,12 +31,47 @@ print one JSON line per run on stdout plus a summary on stderr.
   retry   every job fails its first attempt and succeeds on its second (zero backoff)
   dead    every job fails every attempt, max_retries 3, zero backoff, until all are dead
   steady  producers send at --rate for --duration while workers drain; reports
-          enqueue-to-start latency p50/p95/p99 and whether the backlog stayed bounded`,
+          enqueue-to-start latency p50/p95/p99 and whether the backlog stayed bounded
+
+drain, retry and dead report the rate over the whole run and at its end (over
+its last tenth of jobs), and check that every job was archived, or for dead
+dead-lettered, exactly once. Every run reports the live and dead tuples and
+the size of the queue's table, its archive and its DLQ at its end.
+
+--backlog N queues N jobs in bulk (the database writes them) before the
+workers start, instead of --jobs sent in batches: a backlog of 1,000,000 is
+queued in seconds. Without --workload it runs drain only.
+
+--processes P spreads the --workers over P worker processes (this binary,
+started and stopped by the benchmark), so that 1 x 100, 2 x 50 and 4 x 25
+workers can be compared: --workers is the total, each process gets an even
+share. With 1, the default, the workers run in this process.`,
 		Example: `  pgbus bench
   pgbus bench --workload drain --runs 3
-  pgbus bench --workload steady --rate 5000 --duration 30s`,
+  pgbus bench --workload steady --rate 5000 --duration 30s
+  pgbus bench --backlog 1000000
+  pgbus bench --backlog 100000 --processes 4 --workers 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("backlog") {
+				if opts.Backlog < 1 || opts.Backlog > bench.MaxJobs {
+					return usageError{fmt.Errorf("--backlog %d: use 1 to %d", opts.Backlog, bench.MaxJobs)}
+				}
+				if f.Changed("jobs") {
+					return usageError{errors.New("--jobs and --backlog both say how many jobs a run works: use one")}
+				}
+				opts.Jobs = 0
+				if !f.Changed("workload") {
+					workloads = bench.Drain
+				}
+			}
+			if opts.Processes < 1 || opts.Processes > bench.MaxProcesses {
+				return usageError{fmt.Errorf("--processes %d: use 1 to %d", opts.Processes, bench.MaxProcesses)}
+			}
+			if opts.Processes > opts.Workers {
+				return usageError{fmt.Errorf("--processes %d is more than --workers %d: --workers is the total over all processes and each needs one at least", opts.Processes, opts.Workers)}
+			}
 			names := strings.Split(workloads, ",")
 			for _, w := range names {
 				if !slices.Contains(bench.Workloads, w) {
@@ -40,19 +81,44 @@ print one JSON line per run on stdout plus a summary on stderr.
 			if runs < 1 || runs > 100 {
 				return usageError{fmt.Errorf("--runs %d: use 1 to 100", runs)}
 			}
+			// The worker processes connect to the database this process
+			// opens, known once it is open.
+			var workerURL string
+			if opts.Processes > 1 {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("bench: find this program to start the worker processes: %w", err)
+				}
+				opts.Spawn = a.benchWorkerSpawner(exe, &workerURL)
+				opts.ChildStderr = a.stderr
+			}
+			for _, w := range names {
+				o := opts
+				o.Workload = w
+				if err := o.Validate(); err != nil {
+					return usageError{fmt.Errorf("bench %s: %w", w, err)}
+				}
+			}
 			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
+			workerURL = a.databaseURL
+			if db.Embedded != nil {
+				workerURL = db.Embedded.URL()
+			}
 			opts.Logger = a.log
 			for _, w := range names {
 				opts.Workload = w
-				median, err := bench.Repeat(cmd.Context(), db.Store, opts, runs, func(res bench.Result) { printJSONLine(a.stdout, res) })
+				median, err := bench.Repeat(cmd.Context(), db.Store, opts, runs, func(res bench.Result) {
+					printJSONLine(a.stdout, res)
+					printBenchText(a.stderr, res)
+				})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %d workers)\n", w, median, runs, opts.Jobs, opts.Workers)
+				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %s)\n", w, median, runs, jobsOf(opts), workersText(opts.Workers, opts.Processes))
 			}
 			return nil
 		},
@@ -60,11 +126,110 @@ print one JSON line per run on stdout plus a summary on stderr.
 	f := cmd.Flags()
 	f.StringVar(&workloads, "workload", "drain,retry,dead", "workloads to run, comma separated: drain, retry, dead, steady")
 	f.IntVar(&opts.Jobs, "jobs", 20_000, "jobs per run (drain, retry, dead)")
-	f.IntVar(&opts.Workers, "workers", 100, "worker concurrency")
+	f.IntVar(&opts.Backlog, "backlog", 0, "jobs queued in bulk before the workers start, instead of --jobs (drain, retry, dead; alone, drain only)")
+	f.IntVar(&opts.Workers, "workers", 100, "worker concurrency, in all processes together")
+	f.IntVar(&opts.Processes, "processes", 1, "worker processes to spread --workers over (drain, retry, dead)")
 	f.IntVar(&opts.Rate, "rate", 2000, "steady: jobs sent per second")
 	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "steady: how long producers send")
 	f.IntVar(&runs, "runs", 1, "runs of each workload; the summary reports the median")
-	cmd.AddCommand(a.benchDLQCommand())
+	cmd.AddCommand(a.benchDLQCommand(), a.benchWorkerCommand())
+	return cmd
+}
+
+func jobsOf(o bench.Options) int {
+	if o.Backlog > 0 {
+		return o.Backlog
+	}
+	return o.Jobs
+}
+
+func workersText(workers, processes int) string {
+	if processes <= 1 {
+		return fmt.Sprintf("%d workers", workers)
+	}
+	return fmt.Sprintf("%d workers over %d processes", workers, processes)
+}
+
+// printBenchText writes one run's figures for people: the rates, then the
+// queue's tables.
+func printBenchText(w io.Writer, res bench.Result) {
+	fmt.Fprintf(w, "%-6s %d jobs, %s: %.0f jobs/s over %.2fs", res.Workload, res.Jobs, workersText(res.Workers, res.Processes), res.JobsPerSecond, res.Seconds)
+	if res.EndJobs > 0 {
+		fmt.Fprintf(w, "; at the end %.0f jobs/s (last %d jobs over %.2fs)", res.EndJobsPerSecond, res.EndJobs, res.EndSeconds)
+	}
+	fmt.Fprintln(w)
+	if res.Backlog > 0 {
+		fmt.Fprintf(w, "       backlog of %d jobs queued in %.2fs before the workers started\n", res.Backlog, res.FillSeconds)
+	}
+	t := newTable(w, "       table", "live tuples", "dead tuples", "inserted", "updated", "deleted", "autovacuums", "autoanalyzes", "size")
+	for _, s := range res.Tables {
+		t.row("       "+s.Table, s.LiveTuples, s.DeadTuples, s.Inserted, s.Updated, s.Deleted, s.Autovacuums, s.Autoanalyzes, humanBytes(s.TotalBytes))
+	}
+	t.flush()
+	// Live and dead tuples are what the last vacuum or analyze estimated
+	// plus the writes counted since; an analyze taken while the workers
+	// wrote can leave live tuples in an empty queue.
+	if res.StatsLagging {
+		fmt.Fprintln(w, "       (the server's statistics had not counted every write of the run yet)")
+	}
+}
+
+// humanBytes renders a size in the unit that keeps it short.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, suffix := float64(n), "KMGT"
+	i := -1
+	for v >= unit && i < len(suffix)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, suffix[i])
+}
+
+// benchWorkerSpawner makes the commands of bench --processes's worker
+// processes: this program's hidden bench worker command, on the database at
+// *url, with this process's log settings. On a signal, which reaches them
+// too, they stop as a worker does, finishing their jobs in hand.
+func (a *app) benchWorkerSpawner(exe string, url *string) func(context.Context, bench.WorkerSpec) *exec.Cmd {
+	return func(ctx context.Context, spec bench.WorkerSpec) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, exe, "bench", "worker", "--queue", spec.Queue, "--workload", spec.Workload,
+			"--workers", strconv.Itoa(spec.Workers), "--log-level", a.logLevel, "--log-format", a.logFormat)
+		cmd.Env = append(os.Environ(), EnvDatabaseURL+"="+*url)
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = time.Minute
+		return cmd
+	}
+}
+
+func (a *app) benchWorkerCommand() *cobra.Command {
+	var spec bench.WorkerSpec
+	cmd := &cobra.Command{
+		Use:    "worker",
+		Hidden: true,
+		Short:  "One worker process of pgbus bench --processes",
+		Long: `Work a benchmark's queue as one of the worker processes that
+pgbus bench --processes starts, talking with it over standard input and
+output. It is not for use by hand.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := spec.Validate(); err != nil {
+				return err
+			}
+			db, err := a.openDB(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return bench.Work(cmd.Context(), db.Store, spec, a.stdin, a.stdout, a.log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.Queue, "queue", "", "the benchmark's queue")
+	f.StringVar(&spec.Workload, "workload", "", "drain, retry or dead")
+	f.IntVar(&spec.Workers, "workers", 0, "workers in this process")
 	return cmd
 }
 

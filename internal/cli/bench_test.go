@@ -1,0 +1,75 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/bench"
+)
+
+// pgbus bench --backlog --processes drains a bulk-queued backlog with
+// worker processes of this binary and prints one JSON line with both rates
+// and the queue's tables, and the same on stderr for people.
+func TestBenchBacklogInProcesses(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	r := pgbus(t, d.env, "bench", "--backlog", "500", "--processes", "2", "--workers", "4")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("stdout %q; want one JSON line: --backlog alone runs drain only", r.stdout)
+	}
+	var res bench.Result
+	dec := json.NewDecoder(strings.NewReader(lines[0]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("%v: %s", err, lines[0])
+	}
+	if res.Workload != bench.Drain || res.Jobs != 500 || res.Backlog != 500 || res.Processes != 2 || res.Workers != 4 ||
+		res.JobsPerSecond <= 0 || res.EndJobsPerSecond <= 0 || res.EndJobs < 50 {
+		t.Errorf("result %+v; want a drain of a 500-job backlog by 2 processes of 4 workers in all, with both rates", res)
+	}
+	if len(res.Tables) != 3 || !strings.HasPrefix(res.Tables[1].Table, "pgmq.a_bench_drain_") || res.Tables[1].Inserted != 500 || res.Tables[0].Deleted != 500 {
+		t.Errorf("tables %+v; want the queue, its archive holding the 500 jobs, and its DLQ", res.Tables)
+	}
+	for _, want := range []string{"drain  500 jobs, 4 workers over 2 processes", "at the end", "backlog of 500 jobs queued",
+		res.Tables[0].Table, res.Tables[1].Table, res.Tables[2].Table, "dead tuples", "median"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+// Bad bench flags exit 2 with a line that says what to use, before the
+// database is touched.
+func TestBenchBadFlags(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--processes", "0"}, "--processes 0: use 1 to 64"},
+		{[]string{"--processes", "-2"}, "--processes -2"},
+		{[]string{"--processes", "1000", "--workers", "5000"}, "--processes 1000: use 1 to 64"},
+		{[]string{"--processes", "5", "--workers", "4"}, "more than --workers 4"},
+		{[]string{"--backlog", "0"}, "--backlog 0: use 1 to 10000000"},
+		{[]string{"--backlog", "-1"}, "--backlog -1"},
+		{[]string{"--backlog", "20000000"}, "--backlog 20000000"},
+		{[]string{"--backlog", "100", "--jobs", "100"}, "use one"},
+		{[]string{"--backlog", "100", "--workload", "steady"}, "steady sends as it goes"},
+		{[]string{"--processes", "2", "--workload", "steady"}, "steady runs in one process"},
+		{[]string{"--processes", "two"}, "invalid argument"},
+	} {
+		r := pgbus(t, d.env, append([]string{"bench"}, c.args...)...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.says) {
+			t.Errorf("bench %v: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, r.code, r.stdout, r.stderr, c.says)
+		}
+	}
+	if n := d.count(t, `SELECT count(*) FROM pg_namespace WHERE nspname = 'pgbus'`); n != 0 {
+		t.Errorf("bad flags created the schema")
+	}
+}
