@@ -63,22 +63,34 @@ type correctData struct {
 	DLQ   string
 	ID    int64
 	Queue string
-	// Payload is what the retry sends: the typed JSON, compacted. Pretty
+	// Sealed is what the retry sends, the typed JSON compacted, sealed
+	// for the confirmation form (sealPayload); Size is its length. Pretty
 	// is it indented for the page, with the secrets in it redacted as on
 	// every page (Hidden counts them): the person typed them, but the
 	// page may be on a shared screen. They are sent as typed.
-	Payload string
-	Pretty  string
-	Hidden  int
-	Lines   []string
+	Sealed string
+	Size   int
+	Pretty string
+	Hidden int
+	Lines  []string
 }
 
 // typedPayload reads the corrected payload of a form: the typed JSON,
 // compacted when it parses (the operation says what is wrong when it does
 // not). why is set when the text cannot be a corrected payload before any
 // JSON is read: the form is then shown again with it.
-func typedPayload(r *http.Request) (text string, payload json.RawMessage, why string) {
+//
+// The preview's form sends the payload sealed (sealPayload) instead of as
+// text; one that does not open is refused with what to do.
+func (s *server) typedPayload(r *http.Request, dlq string, id int64) (text string, payload json.RawMessage, why string) {
 	text = r.PostFormValue("payload")
+	if sealed := r.PostFormValue("sealed"); sealed != "" {
+		opened, ok := s.openPayload(dlq, id, sealed)
+		if !ok {
+			return "", nil, "This confirmation does not hold a payload the dashboard can read: the server was restarted since the preview, or the form was changed. Type the corrected payload again."
+		}
+		text = string(opened)
+	}
 	trimmed := strings.TrimSpace(text)
 	switch {
 	case trimmed == "":
@@ -111,7 +123,7 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: correct its payload from its page.")
 		return
 	}
-	text, payload, why := typedPayload(r)
+	text, payload, why := s.typedPayload(r, dlq, id)
 	if r.PostFormValue("edit") == "1" {
 		if why == "" && json.Valid(payload) {
 			text = prettyJSON(payload) // the preview's compact JSON, readable again
@@ -139,7 +151,7 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 	if hidden == 0 {
 		shown = payload // in the order typed: redaction sorts the keys
 	}
-	d := correctData{DLQ: dlq, ID: id, Queue: res.Moved[0].Queue, Payload: string(payload), Pretty: prettyJSON(shown), Hidden: hidden, Lines: workerLines(res.Workers)}
+	d := correctData{DLQ: dlq, ID: id, Queue: res.Moved[0].Queue, Sealed: s.sealPayload(dlq, id, payload), Size: len(payload), Pretty: prettyJSON(shown), Hidden: hidden, Lines: workerLines(res.Workers)}
 	v.Title, v.Nav = "Retry message "+strconv.FormatInt(id, 10)+" with a corrected payload", "dlq"
 	s.render(w, r, http.StatusOK, "correct", v, d)
 }
@@ -152,7 +164,7 @@ func (s *server) correctRun(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: correct its payload from its page.")
 		return
 	}
-	text, payload, why := typedPayload(r)
+	text, payload, why := s.typedPayload(r, dlq, id)
 	if why != "" {
 		s.editAgain(w, r, v, dlq, id, text, why, http.StatusBadRequest)
 		return

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func TestCorrectedPayload(t *testing.T) {
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "amount is not a number",
 		Payload: `{"sku": "a-1", "amount": "ten", "password": "pw-81fe3"}`})
 	id := fmt.Sprint(ids[0])
+	other := pgtest.NewQueue(t, st, "dash_fix_other")
+	otherIDs := pgtest.DeadLetterN(t, st, other, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
 	b := newBrowser(t, serve(t, st, serverOpts{allowPayloads: true}))
 	stillDead := func(what string) {
 		t.Helper()
@@ -108,9 +111,36 @@ func TestCorrectedPayload(t *testing.T) {
 		t.Fatalf("the preview shows the payload as %q:\n%s", preview, page)
 	}
 	stillDead("the preview")
+	// The confirmation carries the payload sealed: the typed secret is
+	// nowhere in the page; a seal changed or moved to another message
+	// is refused and moves nothing.
+	if strings.Contains(page, "pw-81fe3") {
+		t.Fatalf("the preview's page holds the typed secret:\n%s", page)
+	}
 	confirm := confirmFormOf(t, page, "/dlq/message/correct/retry")
-	if confirm.Get("payload") != `{"sku":"a-1","amount":10,"password":"pw-81fe3"}` {
-		t.Fatalf("the confirmation sends %q", confirm.Get("payload"))
+	if confirm.Get("payload") != "" || len(confirm.Get("sealed")) < 40 {
+		t.Fatalf("the confirmation sends payload %q, sealed %q; want it sealed only", confirm.Get("payload"), confirm.Get("sealed"))
+	}
+	for what, change := range map[string]func(url.Values){
+		"a changed seal": func(f url.Values) {
+			s := []byte(f.Get("sealed"))
+			s[len(s)/2] ^= 1
+			f.Set("sealed", string(s))
+		},
+		"a seal for another message": func(f url.Values) { f.Set("queue", other+"_dlq"); f.Set("id", fmt.Sprint(otherIDs[0])) },
+	} {
+		forged := url.Values{}
+		for k, v := range confirm {
+			forged[k] = slices.Clone(v)
+		}
+		change(forged)
+		if code, page, _ := b.post("/dlq/message/correct/retry", forged, nil); code != http.StatusBadRequest || !strings.Contains(page, "does not hold a payload the dashboard can read") {
+			t.Fatalf("%s: %d\n%s", what, code, page)
+		}
+		stillDead(what)
+		if n := deadCount(t, svc, ops.DeadFilter{Queue: other}); n != 1 {
+			t.Fatalf("%s moved the other message", what)
+		}
 	}
 	edit := url.Values{"edit": {"1"}}
 	for k, v := range confirm {
@@ -140,7 +170,7 @@ func TestCorrectedPayload(t *testing.T) {
 		PayloadBytes int   `json:"payload_bytes"`
 		IDs          []int `json:"ids"`
 	}
-	if err := json.Unmarshal(audit.Items[0].Arguments, &args); err != nil || args.DryRun || args.PayloadBytes != len(confirm.Get("payload")) || audit.Items[0].IsError ||
+	if err := json.Unmarshal(audit.Items[0].Arguments, &args); err != nil || args.DryRun || args.PayloadBytes != len(`{"sku":"a-1","amount":10,"password":"pw-81fe3"}`) || audit.Items[0].IsError ||
 		strings.Contains(string(audit.Items[0].Arguments), "pw-81fe3") {
 		t.Fatalf("the newest audit entry of the dashboard's retries: %s (%v)", audit.Items[0].Arguments, err)
 	}

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -84,6 +85,23 @@ func TestPagesRedactTheSecretCorpus(t *testing.T) {
 	if code, page, _ := b.post("/dlq/message/retry", url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}}, nil); code != http.StatusOK || !strings.Contains(page, "retried") {
 		t.Fatalf("retry one message: %d\n%s", code, page)
 	}
+	// A corrected payload typed with every payload secret is previewed
+	// redacted, as a stored one is shown.
+	typed := map[string]json.RawMessage{}
+	for i, s := range secrettest.Corpus {
+		if s.Where == secrettest.Payload {
+			typed[fmt.Sprintf("s%d", i)] = json.RawMessage(s.JSON)
+		}
+	}
+	typedJSON, _ := json.Marshal(typed)
+	_, page, _ = b.get("/dlq/message?queue=" + q + "_dlq&id=" + fmt.Sprint(ids[1]) + "&payload=1")
+	code, page, _ = b.post("/dlq/message/correct", url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[1])}, "show_payload": {"1"}, "payload": {string(typedJSON)}}, nil)
+	if code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) {
+		t.Fatalf("preview of a corrected payload: %d\n%s", code, page)
+	}
+	all.WriteString(page)
+	fetch("/live")
+	fetch("/?window=24h")
 	fetch("/audit")
 	fetch("/audit?client=dashboard")
 	fetch("/workers")
