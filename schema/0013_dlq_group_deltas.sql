@@ -9,7 +9,8 @@
 -- behind. The trigger also normalized every error message three times
 -- (pgbus.dlq_error_norm, ten regular expressions, behind the group key,
 -- the row key and the error_norm column), which cost more than the
--- insert of the DLQ row itself.
+-- insert of the DLQ row itself. The trigger now normalizes each distinct
+-- error message of a statement once.
 --
 -- Now a statement appends its net change per group to
 -- pgbus.dlq_group_deltas: a plain insert, with no key to conflict on and
@@ -68,25 +69,35 @@ CREATE OR REPLACE VIEW pgbus.dlq_group_counts AS
     GROUP BY dlq, row_key, group_key, source_queue, kind, error_class, error_norm, reason
     HAVING sum(n) <> 0;
 
--- What a DLQ row is counted under, as in 0010, with the error message
--- normalized once: the OFFSET 0 subqueries keep the planner from pasting
--- the normalization into every place that uses it. group_key is the value
--- of pgbus.dlq_cause_key, whose body indexes are built on and which stays
--- as it is; this one spells the same expression out around the one
--- normalized message (the store's tests compare the two).
+-- What a dead letter is counted under, from the values its group is made
+-- of (source queue, kind and error class coalesced to '', the error
+-- message and reason as the block holds them, NULL when missing). The
+-- error message is normalized once: the OFFSET 0 subquery keeps the
+-- planner from pasting the normalization into every place that uses it.
+-- group_key is the value of pgbus.dlq_cause_key, whose body indexes are
+-- built on and which stays as it is; this one spells the same expression
+-- out around the one normalized message (the store's tests compare the
+-- two on every message they write).
+CREATE OR REPLACE FUNCTION pgbus.dlq_group_from(text, text, text, text, text)
+RETURNS TABLE (row_key uuid, group_key uuid, source_queue text, kind text, error_class text, error_norm text, reason text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT md5(g.k::text || coalesce(length($5)::text || ':' || $5, '-'))::uuid, g.k, $1, $2, $3, g.nm, $5
+    FROM (SELECT md5(length($1)::text || ':' || $1 || length($2)::text || ':' || $2 ||
+                     length($3)::text || ':' || $3 || v.nm)::uuid AS k, v.nm
+          FROM (SELECT pgbus.dlq_error_norm($4) AS nm OFFSET 0) v) g
+$$;
+
+-- What a DLQ row is counted under, as in 0010, through
+-- pgbus.dlq_group_from.
 CREATE OR REPLACE FUNCTION pgbus.dlq_group_of(headers jsonb, message jsonb)
 RETURNS TABLE (row_key uuid, group_key uuid, source_queue text, kind text, error_class text, error_norm text, reason text)
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT md5(g.k::text || coalesce(length(g.r)::text || ':' || g.r, '-'))::uuid, g.k, g.sq, g.kd, g.ec, g.nm, g.r
-    FROM (SELECT md5(length(v.sq)::text || ':' || v.sq || length(v.kd)::text || ':' || v.kd ||
-                     length(v.ec)::text || ':' || v.ec || v.nm)::uuid AS k, v.*
-          FROM (SELECT coalesce(b.d->>'source_queue', '') AS sq,
-                       coalesce(headers->>'pgbus_kind', message->>'job_class', '') AS kd,
-                       coalesce(b.d->>'error_class', '') AS ec,
-                       pgbus.dlq_error_norm(b.d->>'error_message') AS nm,
-                       b.d->>'reason' AS r
-                FROM (SELECT headers->'pgbus_dead_letter' AS d) b
-                OFFSET 0) v) g
+    SELECT f.* FROM pgbus.dlq_group_from(
+        coalesce(headers->'pgbus_dead_letter'->>'source_queue', ''),
+        coalesce(headers->>'pgbus_kind', message->>'job_class', ''),
+        coalesce(headers->'pgbus_dead_letter'->>'error_class', ''),
+        headers->'pgbus_dead_letter'->>'error_message',
+        headers->'pgbus_dead_letter'->>'reason') f
 $$;
 
 -- The advisory lock key of the counts of one DLQ: held, transaction-scoped,
@@ -143,7 +154,10 @@ END
 $fn$;
 
 -- The trigger function of every DLQ table, as in 0010, appending deltas
--- instead of updating counts (see the top of this file).
+-- instead of updating counts (see the top of this file). The statement's
+-- rows are first counted by the values their group is made of, the raw
+-- error message included, and each distinct one is then normalized once:
+-- a burst of the same failure costs one normalization, not one a row.
 CREATE OR REPLACE FUNCTION pgbus.dlq_groups_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     q text := substr(TG_TABLE_NAME, 3);  -- the table is q_<dlq>
@@ -153,25 +167,50 @@ BEGIN
         RETURN NULL;
     ELSIF TG_OP = 'INSERT' THEN
         INSERT INTO pgbus.dlq_group_deltas (dlq, row_key, group_key, source_queue, kind, error_class, error_norm, reason, delta)
-        SELECT q, k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason, count(*)
-        FROM pgbus_new x, pgbus.dlq_group_of(x.headers, x.message) k
+        SELECT q, k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason, sum(a.n)
+        FROM (SELECT coalesce(x.headers->'pgbus_dead_letter'->>'source_queue', '') AS sq,
+                     coalesce(x.headers->>'pgbus_kind', x.message->>'job_class', '') AS kd,
+                     coalesce(x.headers->'pgbus_dead_letter'->>'error_class', '') AS ec,
+                     x.headers->'pgbus_dead_letter'->>'error_message' AS em,
+                     x.headers->'pgbus_dead_letter'->>'reason' AS r,
+                     count(*) AS n
+              FROM pgbus_new x
+              GROUP BY 1, 2, 3, 4, 5) a,
+             pgbus.dlq_group_from(a.sq, a.kd, a.ec, a.em, a.r) k
         GROUP BY k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason;
     ELSIF TG_OP = 'DELETE' THEN
         INSERT INTO pgbus.dlq_group_deltas (dlq, row_key, group_key, source_queue, kind, error_class, error_norm, reason, delta)
-        SELECT q, k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason, -count(*)
-        FROM pgbus_old x, pgbus.dlq_group_of(x.headers, x.message) k
+        SELECT q, k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason, -sum(a.n)
+        FROM (SELECT coalesce(x.headers->'pgbus_dead_letter'->>'source_queue', '') AS sq,
+                     coalesce(x.headers->>'pgbus_kind', x.message->>'job_class', '') AS kd,
+                     coalesce(x.headers->'pgbus_dead_letter'->>'error_class', '') AS ec,
+                     x.headers->'pgbus_dead_letter'->>'error_message' AS em,
+                     x.headers->'pgbus_dead_letter'->>'reason' AS r,
+                     count(*) AS n
+              FROM pgbus_old x
+              GROUP BY 1, 2, 3, 4, 5) a,
+             pgbus.dlq_group_from(a.sq, a.kd, a.ec, a.em, a.r) k
         GROUP BY k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason;
     ELSE
         -- An UPDATE moves each row out of its old group into its new one;
         -- for rows whose group did not change (a pgmq.read of the DLQ) the
         -- two cancel and nothing is written.
         INSERT INTO pgbus.dlq_group_deltas (dlq, row_key, group_key, source_queue, kind, error_class, error_norm, reason, delta)
-        SELECT q, d.row_key, d.group_key, d.source_queue, d.kind, d.error_class, d.error_norm, d.reason, sum(d.n)
-        FROM (SELECT k.*, 1 AS n FROM pgbus_new x, pgbus.dlq_group_of(x.headers, x.message) k
-              UNION ALL
-              SELECT k.*, -1 AS n FROM pgbus_old x, pgbus.dlq_group_of(x.headers, x.message) k) d
-        GROUP BY d.row_key, d.group_key, d.source_queue, d.kind, d.error_class, d.error_norm, d.reason
-        HAVING sum(d.n) <> 0;
+        SELECT q, k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason, sum(a.n)
+        FROM (SELECT coalesce(x.h->'pgbus_dead_letter'->>'source_queue', '') AS sq,
+                     coalesce(x.h->>'pgbus_kind', x.m->>'job_class', '') AS kd,
+                     coalesce(x.h->'pgbus_dead_letter'->>'error_class', '') AS ec,
+                     x.h->'pgbus_dead_letter'->>'error_message' AS em,
+                     x.h->'pgbus_dead_letter'->>'reason' AS r,
+                     sum(x.n) AS n
+              FROM (SELECT headers AS h, message AS m, 1 AS n FROM pgbus_new
+                    UNION ALL
+                    SELECT headers, message, -1 FROM pgbus_old) x
+              GROUP BY 1, 2, 3, 4, 5
+              HAVING sum(x.n) <> 0) a,
+             pgbus.dlq_group_from(a.sq, a.kd, a.ec, a.em, a.r) k
+        GROUP BY k.row_key, k.group_key, k.source_queue, k.kind, k.error_class, k.error_norm, k.reason
+        HAVING sum(a.n) <> 0;
     END IF;
     -- Now and then, fold: see the top of this file.
     IF random() < 1.0 / 64
