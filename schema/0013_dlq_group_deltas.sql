@@ -3,14 +3,14 @@
 --
 -- Until now every statement on a DLQ table upserted the statement's net
 -- change into pgbus.dlq_groups (0007, 0010). A DLQ's messages mostly fall
--- into a few groups, so concurrent dead-lettering and DLQ retries all
--- updated the same few rows: each waited for the row lock of the one
--- before it until that one committed, and each left a dead row version
--- behind. The trigger also normalized every error message three times
--- (pgbus.dlq_error_norm, ten regular expressions, behind the group key,
--- the row key and the error_norm column), which cost more than the
--- insert of the DLQ row itself. The trigger now normalizes each distinct
--- error message of a statement once.
+-- into a few groups, so concurrent dead-lettering (worker processes, and
+-- the routing of messages past their retries at read time) and DLQ
+-- retries all updated the same few rows: each waited for the row lock of
+-- the one before it until that one committed, and each left a dead row
+-- version behind. The trigger also normalized every error message three
+-- times (pgbus.dlq_error_norm, ten regular expressions, behind the group
+-- key, the row key and the error_norm column), which cost as much as the
+-- insert of the DLQ row itself.
 --
 -- Now a statement appends its net change per group to
 -- pgbus.dlq_group_deltas: a plain insert, with no key to conflict on and
@@ -24,7 +24,10 @@
 -- deleted, so it stays pending: the sum is exact at every moment. Sharded
 -- counters would still have put writers of one shard in line and made
 -- every reader add up all shards; deltas keep the writer's path a single
--- insert.
+-- insert. The trigger also counts a statement's rows by the raw values
+-- their group is made of first, and normalizes each distinct error message
+-- once: a burst of the same failure costs one normalization, not one a
+-- row.
 --
 -- Deltas are folded by the retention pass of the engine (store.RunRetention)
 -- and, so that they stay few where no engine runs retention, by about one
