@@ -180,8 +180,9 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error
 // createDLQIndex indexes a dead-letter queue for its newest-first keyset
 // pages, which would otherwise sort the whole DLQ on every page, and
 // attaches the triggers that keep its group counts (see
-// schema/0007_dlq_groups.sql and schema/0013_dlq_group_deltas.sql), backfilling them when they were missing: a
-// DLQ made by another PGMQ client, or dropped and made again.
+// schema/0007_dlq_groups.sql and schema/0013_dlq_group_deltas.sql),
+// backfilling them when they were missing: a DLQ made by another PGMQ
+// client, or dropped and made again.
 func createDLQIndex(ctx context.Context, tx pgx.Tx, name string) error {
 	if !strings.HasSuffix(name, DLQSuffix) {
 		return nil
