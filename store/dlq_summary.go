@@ -41,10 +41,11 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 // SummarizeDeadReport is SummarizeDead with the number of groups.
 //
 // Without a filter on reason, time or text, it counts from
-// pgbus.dlq_groups, which triggers on every DLQ table keep exact
-// (schema/0007_dlq_groups.sql), and reads each group's first and last time
-// and newest ids through the DLQ's index on its group: the cost follows the
-// number of groups, not of messages. A filter on reason, time or text, and
+// pgbus.dlq_group_counts, which triggers on every DLQ table keep exact
+// (schema/0007_dlq_groups.sql, schema/0013_dlq_group_deltas.sql), and
+// reads each group's first and last time and newest ids through the DLQ's
+// index on its group: the cost follows the number of groups, not of
+// messages. A filter on reason, time or text, and
 // DLQs without those triggers (made by another PGMQ client and not yet seen
 // by CreateQueue or a migration), are summarized by reading their messages.
 // Both give the same result for the same data; all of it is read in one
@@ -135,7 +136,8 @@ func compareDeadGroups(a, b DeadGroup) int {
 	)
 }
 
-// deadTracked returns those of dlqs whose groups pgbus.dlq_groups counts.
+// deadTracked returns those of dlqs whose groups pgbus.dlq_group_counts
+// counts.
 func deadTracked(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT n FROM unnest($1::text[]) AS n
@@ -154,14 +156,14 @@ func deadTracked(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool
 	return out, nil
 }
 
-// trackedGroup is a group as pgbus.dlq_groups counts it.
+// trackedGroup is a group as pgbus.dlq_group_counts counts it.
 type trackedGroup struct {
 	key [16]byte
 	DeadGroup
 }
 
 // summaryFromGroups summarizes tracked DLQs: it adds up the counts of
-// pgbus.dlq_groups (one row per group and reason), keeps the groups that
+// pgbus.dlq_group_counts (one row per group and reason), keeps the groups that
 // can be among the largest MaxDeadGroups (those as large as the
 // MaxDeadGroups-th, ties included), and reads their first and last times
 // and sample ids from the DLQs' group indexes, two probes per group.
@@ -183,7 +185,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 			       sum(count)::bigint AS n,
 			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
 			       count(*) OVER () AS total
-			FROM pgbus.dlq_groups
+			FROM pgbus.dlq_group_counts
 			WHERE dlq = ANY($1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR error_class = $3)
 			GROUP BY dlq, group_key
 			HAVING sum(count) > 0
@@ -264,7 +266,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 }
 
 // SQL of the columns groups are made of, the same on every path (the
-// normalized message is the one pgbus.dlq_groups holds, see
+// normalized message is the one pgbus.dlq_group_counts holds, see
 // schema/0010_dlq_error_groups.sql).
 const (
 	sqlDeadMessage    = `coalesce(` + sqlDeadBlock + `->>'error_message', '')`

@@ -15,7 +15,7 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// Summaries read pgbus.dlq_groups, which triggers on every DLQ keep, unless
+// Summaries read pgbus.dlq_group_counts, which triggers on every DLQ keep, unless
 // the filter names a time or a text. A filter with Since at the epoch
 // selects every message but makes the summary scan them, so comparing the
 // two compares the maintained counts with the messages themselves.
@@ -50,7 +50,8 @@ func dumpGroups(gs []store.DeadGroup) string {
 }
 
 // checkGroups asserts that dlq is tracked, that its rows in
-// pgbus.dlq_groups count its messages exactly, and that the summaries of f
+// pgbus.dlq_group_counts count its messages exactly, under the keys of its
+// group index, and that the summaries of f
 // (which must select within dlq's queue or by a unique kind) read from them
 // equal those read from the messages. It returns the summary.
 func checkGroups(t testing.TB, s *store.Store, dlq string, f store.DeadFilter, step string) []store.DeadGroup {
@@ -63,9 +64,16 @@ func checkGroups(t testing.TB, s *store.Store, dlq string, f store.DeadFilter, s
 	if n := dlCount(t, s, `
 		SELECT count(*) FROM (
 			SELECT k.row_key, count(*) AS n FROM pgmq."q_`+dlq+`" x, pgbus.dlq_group_of(x.headers, x.message) k GROUP BY 1
-		) m FULL JOIN (SELECT row_key, count AS n FROM pgbus.dlq_groups WHERE dlq = $1) g USING (row_key)
+		) m FULL JOIN (SELECT row_key, count AS n FROM pgbus.dlq_group_counts WHERE dlq = $1) g USING (row_key)
 		WHERE m.n IS DISTINCT FROM g.n`, dlq); n != 0 {
-		t.Fatalf("%s: %d rows of pgbus.dlq_groups differ from the messages of %s", step, n, dlq)
+		t.Fatalf("%s: %d rows of pgbus.dlq_group_counts differ from the messages of %s", step, n, dlq)
+	}
+	// pgbus.dlq_group_of spells out the key the DLQ's index is built on.
+	if n := dlCount(t, s, `
+		SELECT count(*) FROM pgmq."q_`+dlq+`" x, pgbus.dlq_group_of(x.headers, x.message) k
+		WHERE k.group_key <> pgbus.dlq_cause_key(x.headers, x.message)
+		   OR k.error_norm <> pgbus.dlq_error_norm(x.headers->'pgbus_dead_letter'->>'error_message')`); n != 0 {
+		t.Fatalf("%s: %d messages of %s whose group differs from the key of their index", step, n, dlq)
 	}
 	fast := summaryOf(t, s, f)
 	f.Since = epoch
@@ -195,8 +203,8 @@ func TestDeadGroupsMatchMessages(t *testing.T) {
 	if gs := check("after deleting every row"); gs == nil || len(gs) != 0 {
 		t.Fatalf("groups of an empty DLQ = %#v, want an empty list", gs)
 	}
-	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_groups WHERE dlq = $1`, dlq); n != 0 {
-		t.Fatalf("%d rows left for an empty DLQ", n)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_group_counts WHERE dlq = $1`, dlq); n != 0 {
+		t.Fatalf("%d groups left for an empty DLQ", n)
 	}
 
 	deadN(t, s, q, 3, charge, "Declined", store.ReasonMaxRetriesExceeded)
@@ -211,8 +219,8 @@ func TestDeadGroupsMatchMessages(t *testing.T) {
 	if err := s.DropQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_groups WHERE dlq = $1`, dlq); n != 0 {
-		t.Fatalf("%d rows left for a dropped DLQ", n)
+	if n := dlCount(t, s, `SELECT (SELECT count(*) FROM pgbus.dlq_groups WHERE dlq = $1) + (SELECT count(*) FROM pgbus.dlq_group_deltas WHERE dlq = $1)`, dlq); n != 0 {
+		t.Fatalf("%d base and delta rows left for a dropped DLQ", n)
 	}
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
@@ -231,8 +239,11 @@ func TestDeadGroupsAreRead(t *testing.T) {
 	q := newQueue(t, s)
 	dlq := store.DLQName(q)
 	deadN(t, s, q, 3, "k", "E", store.ReasonNonRetryable)
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.dlq_groups SET count = count + 1000 WHERE dlq = $1`, dlq); err != nil {
+	if _, err := s.FoldDeadCounts(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if tag, err := s.Pool().Exec(ctx, `UPDATE pgbus.dlq_groups SET count = count + 1000 WHERE dlq = $1`, dlq); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("corrupt the folded count: %v, %v", tag, err)
 	}
 	if gs := summaryOf(t, s, store.DeadFilter{Queue: q}).Groups; len(gs) != 1 || gs[0].Count != 1003 {
 		t.Fatalf("summary with counts off by 1000:%s", dumpGroups(gs))
@@ -275,7 +286,7 @@ func TestDeadGroupsBackfill(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_, _ = s.Pool().Exec(context.Background(), `DROP TABLE pgmq."q_`+dlq+`"; DROP TABLE pgmq."a_`+dlq+`";
-			DELETE FROM pgmq.meta WHERE queue_name = '`+dlq+`'; DELETE FROM pgbus.dlq_groups WHERE dlq = '`+dlq+`'`)
+			DELETE FROM pgmq.meta WHERE queue_name = '`+dlq+`'; SELECT pgbus.dlq_groups_forget('`+dlq+`')`)
 	})
 	insert := func(n int, class string) {
 		t.Helper()
@@ -295,8 +306,8 @@ func TestDeadGroupsBackfill(t *testing.T) {
 	if len(untracked.Groups) != 3 || untracked.Groups[0].Count != 14 {
 		t.Fatalf("summary of an untracked DLQ:%s", dumpGroups(untracked.Groups))
 	}
-	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_groups WHERE dlq = $1`, dlq); n != 0 {
-		t.Fatalf("%d rows for a DLQ without triggers", n)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_group_counts WHERE dlq = $1`, dlq); n != 0 {
+		t.Fatalf("%d groups for a DLQ without triggers", n)
 	}
 
 	for range 2 { // attaching twice changes nothing more
@@ -334,7 +345,7 @@ func TestDeadGroupsBackfill(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq."q_`+dlq+`" ENABLE TRIGGER USER`); err != nil {
 		t.Fatal(err)
 	}
-	if n := dlCount(t, s, `SELECT sum(count) FROM pgbus.dlq_groups WHERE dlq = $1`, dlq); n != 49 {
+	if n := dlCount(t, s, `SELECT sum(count) FROM pgbus.dlq_group_counts WHERE dlq = $1`, dlq); n != 49 {
 		t.Fatalf("counts after writing with the triggers off add up to %d, want the stale 49", n)
 	}
 	var n int64

@@ -76,7 +76,7 @@ func (s *Store) queueDepth(ctx context.Context, queue string, physical []string)
 	}
 	dlq := DLQName(queue)
 	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
-			THEN (SELECT coalesce(sum(count), 0)::bigint FROM pgbus.dlq_groups WHERE dlq = $2)
+			THEN `+sqlDLQCountedDepth+`
 			ELSE (SELECT count(*) FROM `+queueTable(dlq)+`) END`,
 		queueTable(dlq), dlq).Scan(&d.DLQDepth)
 	if err != nil && !isUndefinedTable(err) {

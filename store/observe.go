@@ -201,7 +201,7 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 	// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
 	// Only the branch taken runs.
 	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
-			THEN (SELECT coalesce(sum(count), 0)::bigint FROM pgbus.dlq_groups WHERE dlq = $2)
+			THEN `+sqlDLQCountedDepth+`
 			ELSE (SELECT count(*) FROM `+queueTable(total.DLQ)+`) END`,
 		queueTable(total.DLQ), total.DLQ).Scan(&total.DLQDepth)
 	if err != nil && !isUndefinedTable(err) {

@@ -179,9 +179,10 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error
 
 // createDLQIndex indexes a dead-letter queue for its newest-first keyset
 // pages, which would otherwise sort the whole DLQ on every page, and
-// attaches the triggers that keep its groups in pgbus.dlq_groups (see
-// schema/0007_dlq_groups.sql), backfilling them when they were missing: a
-// DLQ made by another PGMQ client, or dropped and made again.
+// attaches the triggers that keep its group counts (see
+// schema/0007_dlq_groups.sql and schema/0013_dlq_group_deltas.sql),
+// backfilling them when they were missing: a DLQ made by another PGMQ
+// client, or dropped and made again.
 func createDLQIndex(ctx context.Context, tx pgx.Tx, name string) error {
 	if !strings.HasSuffix(name, DLQSuffix) {
 		return nil
@@ -290,13 +291,14 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 	return true, dropDLQGroups(ctx, tx, name)
 }
 
-// dropDLQGroups forgets the groups of a dropped DLQ. It runs after the drop,
-// whose lock keeps writers, and so their triggers, away until commit.
+// dropDLQGroups forgets the group counts of a dropped DLQ, base and
+// pending deltas. It runs after the drop, whose lock keeps writers, and so
+// their triggers, away until commit.
 func dropDLQGroups(ctx context.Context, tx pgx.Tx, name string) error {
 	if !strings.HasSuffix(name, DLQSuffix) {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.dlq_groups WHERE dlq = $1`, name); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pgbus.dlq_groups_forget($1)`, name); err != nil {
 		return fmt.Errorf("store: drop the groups of dead-letter queue %q: %w", name, err)
 	}
 	return nil

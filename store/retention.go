@@ -69,6 +69,9 @@ type RetentionReport struct {
 	// rows older than StatsRetention.
 	StatsDeleted   int64 `json:"stats_deleted"`
 	WorkersDeleted int64 `json:"workers_deleted"`
+	// DeadCountsFolded counts the pending deltas of DLQ group counts
+	// folded into their base rows (see FoldDeadCounts).
+	DeadCountsFolded int64 `json:"dead_counts_folded"`
 }
 
 // StatsRetention is how long per-minute counters and the rows of stopped or
@@ -110,7 +113,8 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 // RunRetention prunes every queue's archive after its archive retention and
 // every DLQ's archive after its queue's dead retention, then idempotency
 // keys older than the longest archive retention, and counters and worker
-// rows older than StatsRetention. One process at a time does
+// rows older than StatsRetention, and folds the DLQ group counts' pending
+// deltas (FoldDeadCounts). One process at a time does
 // it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
@@ -153,7 +157,10 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
 	}
 	rep.StatsDeleted = tag.RowsAffected()
-	rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention)
+	if rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention); err != nil {
+		return rep, err
+	}
+	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, err
 }
 

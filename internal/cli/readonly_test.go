@@ -49,7 +49,7 @@ func TestReadOnlyRole(t *testing.T) {
 	state := func() string {
 		return owner.snapshot(t) + fmt.Sprintf(" workers=%d dlq_groups=%d stats=%d",
 			owner.count(t, `SELECT count(*) FROM pgbus.workers`),
-			owner.count(t, `SELECT coalesce(sum(count), 0) FROM pgbus.dlq_groups`),
+			owner.count(t, `SELECT coalesce(sum(count), 0) FROM pgbus.dlq_group_counts`),
 			owner.count(t, `SELECT count(*) FROM pgbus.stats_minute`))
 	}
 	before := state()

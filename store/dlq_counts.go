@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// sqlDLQCountedDepth is the depth of the tracked DLQ named by $2: its base
+// counts plus its pending deltas (schema/0013_dlq_group_deltas.sql). It
+// adds the two tables up without grouping, which the depth does not need.
+const sqlDLQCountedDepth = `((SELECT coalesce(sum(count), 0) FROM pgbus.dlq_groups WHERE dlq = $2)
+			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = $2))::bigint`
+
+// FoldDeadCounts moves the pending deltas of every DLQ's group counts into
+// their base rows and returns how many delta rows it folded. Summaries
+// and depths are the same before and after; folding keeps the deltas,
+// which every writing statement on a DLQ appends to, few. Each DLQ is
+// folded in its own transaction, after any fold of it under way.
+func (s *Store) FoldDeadCounts(ctx context.Context) (int64, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT dlq FROM pgbus.dlq_group_deltas`)
+	if err != nil {
+		return 0, fmt.Errorf("store: fold the dead-letter group counts: list the DLQs with pending deltas: %w", err)
+	}
+	dlqs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("store: fold the dead-letter group counts: list the DLQs with pending deltas: %w", err)
+	}
+	var total int64
+	for _, dlq := range dlqs {
+		var n int64
+		// READ COMMITTED, whatever the pool's default: the fold must see
+		// what an earlier fold committed (see the migration).
+		err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT pgbus.dlq_groups_fold($1)`, dlq).Scan(&n)
+		})
+		if err != nil {
+			return total, fmt.Errorf("store: fold the group counts of dead-letter queue %q: %w", dlq, err)
+		}
+		total += n
+	}
+	return total, nil
+}
