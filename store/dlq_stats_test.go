@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -47,5 +48,42 @@ func TestDLQFilterStatistics(t *testing.T) {
 	}
 	if rows := plan[0].Plan.Rows; rows < 250 || rows > 1000 {
 		t.Errorf("the planner expects %v of the 500 messages of kind_2 and bench.Error7; want an estimate within a factor of 2 (its statistics of the DLQ's filter columns are missing)", rows)
+	}
+}
+
+// Migration 0014 gives the DLQs that existed before it the statistics a
+// DLQ now gets when it is created, and running it again changes nothing.
+func TestMigrationAddsDLQFilterStatistics(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	statName := "q_" + dlq + "_filter_stats"
+	count := func() int {
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_statistic_ext
+			WHERE stxnamespace = 'pgmq'::regnamespace AND stxname = $1`, statName).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("a new DLQ has %d filter statistics, want 1", n)
+	}
+	// As a DLQ created before the statistics existed.
+	if _, err := s.Pool().Exec(ctx, `DROP STATISTICS `+pgx.Identifier{"pgmq", statName}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	all, err := schema.All()
+	if err != nil || len(all) < 14 || all[13].Version != 14 {
+		t.Fatalf("migrations: %d, %v", len(all), err)
+	}
+	for range 2 {
+		if _, err := s.Pool().Exec(ctx, all[13].SQL); err != nil {
+			t.Fatalf("migration 14: %v", err)
+		}
+		if n := count(); n != 1 {
+			t.Fatalf("after migration 14 the DLQ has %d filter statistics, want 1", n)
+		}
 	}
 }
