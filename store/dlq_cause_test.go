@@ -163,9 +163,10 @@ func TestDeadGroupsByField(t *testing.T) {
 	wantErr(t, "an empty key", err, store.ErrInvalid, "empty, overlong or invalid key")
 }
 
-// Migration 0010 regroups the DLQs that 0007 counted: by pattern, under
-// the new index, the old one dropped.
-func TestMigrationRegroupsDLQs(t *testing.T) {
+// storeAtVersion opens a fresh database migrated only up to version, as
+// an older pgbus left it, and returns every migration for the rest.
+func storeAtVersion(t *testing.T, version int) (*store.Store, []schema.Migration) {
+	t.Helper()
 	ctx := testContext(t)
 	s, err := store.Open(ctx, pgtest.NewDatabase(t))
 	if err != nil {
@@ -173,14 +174,14 @@ func TestMigrationRegroupsDLQs(t *testing.T) {
 	}
 	t.Cleanup(s.Close)
 	all, err := schema.All()
-	if err != nil || len(all) < 10 {
-		t.Fatal(err)
+	if err != nil || len(all) <= version {
+		t.Fatalf("migrations: %d, %v", len(all), err)
 	}
 	if _, err := s.Pool().Exec(ctx, `CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (
 		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range all[:9] {
+	for _, m := range all[:version] {
 		if _, err := s.Pool().Exec(ctx, m.SQL); err != nil {
 			t.Fatalf("migration %d: %v", m.Version, err)
 		}
@@ -188,6 +189,14 @@ func TestMigrationRegroupsDLQs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return s, all
+}
+
+// Migration 0010 regroups the DLQs that 0007 counted: by pattern, under
+// the new index, the old one dropped.
+func TestMigrationRegroupsDLQs(t *testing.T) {
+	ctx := testContext(t)
+	s, all := storeAtVersion(t, 9)
 	q := uniqueName("old")
 	dlq := store.DLQName(q)
 	if err := s.CreateQueue(ctx, q); err != nil {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -194,27 +192,7 @@ func TestFoldDeadCounts(t *testing.T) {
 // written from then on.
 func TestMigrationKeepsDLQCounts(t *testing.T) {
 	ctx := testContext(t)
-	s, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	all, err := schema.All()
-	if err != nil || len(all) < 13 {
-		t.Fatal(err)
-	}
-	if _, err := s.Pool().Exec(ctx, `CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (
-		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all[:12] {
-		if _, err := s.Pool().Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("migration %d: %v", m.Version, err)
-		}
-		if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, all := storeAtVersion(t, 12)
 	q := uniqueName("old")
 	dlq := store.DLQName(q)
 	if err := s.CreateQueue(ctx, q); err != nil {
