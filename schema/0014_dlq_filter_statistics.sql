@@ -12,12 +12,16 @@ DECLARE
     q text;
 BEGIN
     FOR q IN SELECT queue_name FROM pgmq.meta WHERE queue_name LIKE '%\_dlq' ORDER BY queue_name LOOP
-        IF to_regclass(format('pgmq.%I', 'q_' || q)) IS NOT NULL THEN
+        -- A DLQ dropped while this runs (its queue dropped meanwhile) needs
+        -- no statistics.
+        BEGIN
             EXECUTE format('CREATE STATISTICS IF NOT EXISTS pgmq.%I (ndistinct, dependencies, mcv) ON '
                 || '(coalesce(headers->>''pgbus_kind'', message->>''job_class'')), '
                 || '((headers->''pgbus_dead_letter'')->>''error_class''), '
                 || '((headers->''pgbus_dead_letter'')->>''reason'') FROM pgmq.%I', 'q_' || q || '_filter_stats', 'q_' || q);
             EXECUTE format('ANALYZE pgmq.%I', 'q_' || q);
-        END IF;
+        EXCEPTION WHEN undefined_table THEN
+            NULL;
+        END;
     END LOOP;
 END $$;
