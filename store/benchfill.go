@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // MaxBulkSend is the most messages BulkSend writes in one call.
@@ -128,4 +129,33 @@ func (s *Store) CountDone(ctx context.Context, queue string) (DoneCounts, error)
 		return d, queueErr(err, "count the finished messages of", queue)
 	}
 	return d, nil
+}
+
+// ClaimArchive moves up to n visible messages of queue to its archive in
+// one statement: it claims them in order with FOR UPDATE SKIP LOCKED,
+// deletes them and inserts them into the archive, and returns how many
+// moved. It is the least work that drains a queue in the PGMQ layout, so
+// several connections running it in a loop measure the database's own
+// ceiling for a drain (pgbus bench --workload ceiling), against which the
+// workers' rate is judged. Benchmarks only: nothing runs and nothing is
+// counted.
+func (s *Store) ClaimArchive(ctx context.Context, queue string, n int) (int, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return 0, err
+	}
+	if n < 1 || n > MaxBatch {
+		return 0, invalidf("claim and archive in %q: n must be 1 to %d, not %d", queue, MaxBatch, n)
+	}
+	cols := "msg_id, read_ct, enqueued_at, vt, message, headers"
+	tag, err := s.db.Exec(ctx, `WITH c AS (
+			SELECT msg_id FROM `+queueTable(queue)+` WHERE vt <= clock_timestamp()
+			ORDER BY msg_id LIMIT $1 FOR UPDATE SKIP LOCKED
+		), d AS (
+			DELETE FROM `+queueTable(queue)+` q USING c WHERE q.msg_id = c.msg_id RETURNING q.`+strings.ReplaceAll(cols, ", ", ", q.")+`
+		)
+		INSERT INTO `+archiveTable(queue)+` (`+cols+`) SELECT `+cols+` FROM d`, n)
+	if err != nil {
+		return 0, queueErr(err, "claim and archive in", queue)
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,6 +66,52 @@ func TestBulkSendBadInput(t *testing.T) {
 	}
 	if _, err := s.QueueTableStats(ctx, "no_such_queue_here"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("QueueTableStats of a missing queue: %v, want ErrNotFound", err)
+	}
+	for _, n := range []int{0, -1, store.MaxBatch + 1} {
+		if _, err := s.ClaimArchive(ctx, q, n); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("ClaimArchive of %d: %v, want ErrInvalid", n, err)
+		}
+	}
+	if _, err := s.ClaimArchive(ctx, "no_such_queue_here", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ClaimArchive of a missing queue: %v, want ErrNotFound", err)
+	}
+	if _, err := s.ClaimArchive(ctx, "x'; DROP TABLE pgmq.meta; --", 1); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("ClaimArchive of an injected name: %v, want ErrInvalid", err)
+	}
+}
+
+// ClaimArchive moves visible messages to the archive in order, a batch
+// at a time, and leaves invisible ones.
+func TestClaimArchive(t *testing.T) {
+	s, ctx := testStore(t), testContext(t)
+	q := newQueue(t, s)
+	if err := s.BulkSend(ctx, q, 250); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := s.Read(ctx, q, time.Hour, 1) // message 1, invisible for an hour
+	if err != nil || len(hidden) != 1 {
+		t.Fatalf("read = %v, %v", hidden, err)
+	}
+	var moved []int
+	for {
+		n, err := s.ClaimArchive(ctx, q, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		moved = append(moved, n)
+	}
+	if !slices.Equal(moved, []int{100, 100, 49}) {
+		t.Fatalf("batches moved %v, want 100, 100, 49", moved)
+	}
+	var archived, left, leftID int64
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM pgmq."a_`+q+`"), (SELECT count(*) FROM pgmq."q_`+q+`"), (SELECT min(msg_id) FROM pgmq."q_`+q+`")`).Scan(&archived, &left, &leftID); err != nil {
+		t.Fatal(err)
+	}
+	if archived != 249 || left != 1 || leftID != hidden[0].ID {
+		t.Fatalf("%d archived, %d left (message %d); want 249 archived and the invisible message %d left", archived, left, leftID, hidden[0].ID)
 	}
 }
 

@@ -28,10 +28,22 @@ const (
 	Retry  = "retry"
 	Dead   = "dead"
 	Steady = "steady"
+	// Ceiling drains the queue without workers: CeilingConnections
+	// connections each run store.ClaimArchive of CeilingBatch messages in
+	// a loop until it is empty. It is the database's own rate for the
+	// least work a drain does, to judge drain's rate against on the same
+	// backlog.
+	Ceiling = "ceiling"
+)
+
+// The shape of the ceiling workload.
+const (
+	CeilingConnections = 8
+	CeilingBatch       = 100
 )
 
 // Workloads lists the workload names.
-var Workloads = []string{Drain, Retry, Dead, Steady}
+var Workloads = []string{Drain, Retry, Dead, Steady, Ceiling}
 
 // Options configure one run.
 type Options struct {
@@ -117,8 +129,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: processes %d is out of range 1..%d", store.ErrInvalid, o.Processes, MaxProcesses)
 	case o.Processes > o.Workers:
 		return fmt.Errorf("%w: %d processes need at least one worker each, and workers is %d: raise workers or lower processes", store.ErrInvalid, o.Processes, o.Workers)
-	case o.Processes > 1 && o.Workload == Steady:
-		return fmt.Errorf("%w: processes is for drain, retry and dead; steady runs in one process", store.ErrInvalid)
+	case o.Processes > 1 && (o.Workload == Steady || o.Workload == Ceiling):
+		return fmt.Errorf("%w: processes is for drain, retry and dead; %s runs in one process", store.ErrInvalid, o.Workload)
 	case o.Processes > 1 && o.Spawn == nil:
 		return fmt.Errorf("%w: %d processes need Spawn to start the worker processes", store.ErrInvalid, o.Processes)
 	case o.Rate < 1 || o.Rate > 1_000_000:
@@ -267,6 +279,9 @@ func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) 
 		res.FillSeconds = time.Since(began).Seconds()
 	} else if err := sendJobs(ctx, st, queue, opts.Jobs); err != nil {
 		return res, err
+	}
+	if opts.Workload == Ceiling {
+		return runCeiling(ctx, st, queue, opts, res)
 	}
 	var w workerSet
 	var err error
@@ -551,4 +566,55 @@ func pct(sorted []float64, p float64) *float64 {
 	}
 	v := sorted[min(int(p*float64(len(sorted))), len(sorted)-1)]
 	return &v
+}
+
+// runCeiling drains the queued jobs as the ceiling workload does, timing
+// from the first claim until the queue is empty, and over its last tenth
+// as runBatch does.
+func runCeiling(ctx context.Context, st *store.Store, queue string, opts Options, res Result) (Result, error) {
+	var done atomic.Int64
+	tailFrom := int64(opts.Jobs - max(opts.Jobs/10, 1))
+	var tailAt atomic.Int64 // unix nanoseconds when done passed tailFrom
+	began := time.Now()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, CeilingConnections)
+	for range CeilingConnections {
+		wg.Go(func() {
+			for {
+				n, err := st.ClaimArchive(cctx, queue, CeilingBatch)
+				if err != nil {
+					errs <- fmt.Errorf("bench: ceiling: %w", err)
+					cancel()
+					return
+				}
+				if n == 0 {
+					return
+				}
+				if d := done.Add(int64(n)); d >= tailFrom && d-int64(n) < tailFrom {
+					tailAt.Store(time.Now().UnixNano())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return res, err
+	}
+	end := time.Now()
+	if err := checkDone(ctx, st, queue, opts); err != nil {
+		return res, err
+	}
+	elapsed := end.Sub(began)
+	res.Processes = 1
+	res.Workers = CeilingConnections
+	res.Seconds, res.JobsPerSecond = elapsed.Seconds(), float64(opts.Jobs)/elapsed.Seconds()
+	tail := time.Unix(0, tailAt.Load())
+	res.EndJobs, res.EndSeconds = opts.Jobs-int(tailFrom), end.Sub(tail).Seconds()
+	if res.EndSeconds > 0 {
+		res.EndJobsPerSecond = float64(res.EndJobs) / res.EndSeconds
+	}
+	return res, nil
 }

@@ -130,7 +130,19 @@ func TestWorkloadsComplete(t *testing.T) {
 		checkEndRate(t, w, res)
 		checkTables(t, w, res)
 	}
-	res, err := bench.Run(ctx, s, bench.Options{Workload: bench.Steady, Rate: 300, Duration: 2 * time.Second, Workers: 10})
+	// The ceiling drains a bulk backlog without workers, on its own
+	// connections, every job archived once.
+	res, err := bench.Run(ctx, s, bench.Options{Workload: bench.Ceiling, Backlog: 2000})
+	if err != nil {
+		t.Fatalf("ceiling: %v", err)
+	}
+	if res.Workload != bench.Ceiling || res.Jobs != 2000 || res.Backlog != 2000 || res.Workers != bench.CeilingConnections || res.Processes != 1 {
+		t.Errorf("ceiling: result %+v; want 2,000 jobs on %d connections", res, bench.CeilingConnections)
+	}
+	checkRate(t, "ceiling", res)
+	checkEndRate(t, "ceiling", res)
+	checkTables(t, "ceiling", res)
+	res, err = bench.Run(ctx, s, bench.Options{Workload: bench.Steady, Rate: 300, Duration: 2 * time.Second, Workers: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +304,7 @@ func TestBadOptions(t *testing.T) {
 		"huge processes":         {bench.Options{Workload: bench.Drain, Processes: bench.MaxProcesses + 1, Workers: 1000, Spawn: spawn}, "out of range"},
 		"processes over workers": {bench.Options{Workload: bench.Drain, Processes: 4, Workers: 3, Spawn: spawn}, "at least one worker each"},
 		"steady processes":       {bench.Options{Workload: bench.Steady, Processes: 2, Spawn: spawn}, "steady"},
+		"ceiling processes":      {bench.Options{Workload: bench.Ceiling, Processes: 2, Spawn: spawn}, "ceiling runs in one process"},
 		"processes, no spawn":    {bench.Options{Workload: bench.Drain, Processes: 2}, "Spawn"},
 	} {
 		_, err := bench.Run(context.Background(), s, c.o)

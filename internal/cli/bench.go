@@ -32,6 +32,10 @@ print one JSON line per run on stdout plus a summary on stderr.
   dead    every job fails every attempt, max_retries 3, zero backoff, until all are dead
   steady  producers send at --rate for --duration while workers drain; reports
           enqueue-to-start latency p50/p95/p99 and whether the backlog stayed bounded
+  ceiling the database's own drain rate, without workers: 8 connections each
+          run one statement in a loop that claims 100 messages (FOR UPDATE SKIP
+          LOCKED), deletes them and inserts them into the archive; run it on the
+          same backlog as drain to see how close the workers come
 
 drain, retry and dead report the rate over the whole run and at its end (over
 its last tenth of jobs), and check that every job was archived, or for dead
@@ -50,6 +54,7 @@ share. With 1, the default, the workers run in this process.`,
   pgbus bench --workload drain --runs 3
   pgbus bench --workload steady --rate 5000 --duration 30s
   pgbus bench --backlog 1000000
+  pgbus bench --backlog 400000 --workload ceiling,drain --runs 3
   pgbus bench --backlog 100000 --processes 4 --workers 100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -124,9 +129,9 @@ share. With 1, the default, the workers run in this process.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&workloads, "workload", "drain,retry,dead", "workloads to run, comma separated: drain, retry, dead, steady")
+	f.StringVar(&workloads, "workload", "drain,retry,dead", "workloads to run, comma separated: drain, retry, dead, steady, ceiling")
 	f.IntVar(&opts.Jobs, "jobs", 20_000, "jobs per run (drain, retry, dead)")
-	f.IntVar(&opts.Backlog, "backlog", 0, "jobs queued in bulk before the workers start, instead of --jobs (drain, retry, dead; alone, drain only)")
+	f.IntVar(&opts.Backlog, "backlog", 0, "jobs queued in bulk before the workers start, instead of --jobs (drain, retry, dead, ceiling; alone, drain only)")
 	f.IntVar(&opts.Workers, "workers", 100, "worker concurrency, in all processes together")
 	f.IntVar(&opts.Processes, "processes", 1, "worker processes to spread --workers over (drain, retry, dead)")
 	f.IntVar(&opts.Rate, "rate", 2000, "steady: jobs sent per second")
