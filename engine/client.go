@@ -52,6 +52,10 @@ type Config struct {
 	// RetentionInterval is how often this process offers to prune old
 	// archives (one process at a time does it). Default 10m; negative: never.
 	RetentionInterval time.Duration
+	// VacuumAfter is how many messages of a queue this process settles
+	// (archives, retries, dead-letters...) before it vacuums the queue's
+	// table. Default 10,000; negative: never, leaving it to autovacuum.
+	VacuumAfter int
 	// Rand returns uniform numbers in [0, 1) for backoff jitter. Tests pass
 	// a fixed source. Default math/rand/v2.
 	Rand func() float64
@@ -84,6 +88,9 @@ func (c Config) withDefaults() Config {
 	def(&c.StatsFlush, 5*time.Second)
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Minute
+	}
+	if c.VacuumAfter == 0 {
+		c.VacuumAfter = 10_000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -92,6 +92,7 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 		err := w.writeOnce(context.WithoutCancel(w.jobBase), queue, batch, &written)
 		if err == nil {
 			w.record(batch)
+			w.settled[queue].Add(int64(len(batch)))
 			break
 		}
 		if w.jobBase.Err() != nil {

@@ -28,6 +28,7 @@ type queueWorker struct {
 	jobBase  context.Context
 	jobs     sync.WaitGroup
 	outcomes chan result
+	settled  settledCounts // since each table's last vacuum
 
 	mu   sync.Mutex
 	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat
@@ -56,6 +57,7 @@ func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase contex
 		jobBase:  jobBase,
 		outcomes: make(chan result, qc.Concurrency),
 		held:     map[msgKey]struct{}{},
+		settled:  newSettledCounts(physical),
 	}
 }
 
@@ -72,6 +74,7 @@ func (w *queueWorker) run(ctx context.Context) {
 	go func() { w.writeOutcomes(); close(writerDone) }()
 	hbCtx, stopHB := context.WithCancel(w.jobBase)
 	go w.heartbeat(hbCtx)
+	go w.vacuumLoop(hbCtx)
 	w.fetchLoop(ctx)
 	w.jobs.Wait()
 	close(w.outcomes)

@@ -348,3 +348,18 @@ func queueErr(err error, op, name string) error {
 // errUndefinedTable stands for PostgreSQL's "relation does not exist" where
 // the store finds a queue missing before asking the server.
 var errUndefinedTable = errors.New("undefined table")
+
+// VacuumQueue vacuums queue's table, removing the dead row versions that
+// messages done leave at the head of its reads. SKIP_LOCKED leaves a table
+// another vacuum is working on (autovacuum's, or another worker
+// process's) to it. A role that does not own the table gets a warning from
+// PostgreSQL and no vacuum, not an error: autovacuum then does the work.
+func (s *Store) VacuumQueue(ctx context.Context, queue string) error {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(ctx, `VACUUM (SKIP_LOCKED) `+queueTable(queue)); err != nil {
+		return queueErr(err, "vacuum", queue)
+	}
+	return nil
+}
