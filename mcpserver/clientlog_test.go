@@ -174,11 +174,14 @@ func TestClientLogRedacts(t *testing.T) {
 	setLevel(t, c, mcp.LoggingLevelDebug)
 
 	log := cl.Tee(nil)
-	log.WithGroup("job").Debug("pgbus: job failed", "queue", "orders", "err", fmt.Errorf("POST https://user:hunter2@example.com: 500"), "password", "swordfish")
-	// The record was forwarded while being logged; a call after it makes
-	// the transport deliver what the session has pending.
-	callTool(t, c, "pgbus_health", map[string]any{})
+	// The record is forwarded while being logged; a call after it makes
+	// the transport deliver what the session has pending. A record logged
+	// while the client's listening stream is still opening can be missed
+	// (the transport keeps no backlog), so the wait logs it again and
+	// calls again until one arrives.
 	pgtest.Eventually(t, time.Minute, "the worker's log notification", func() bool {
+		log.WithGroup("job").Debug("pgbus: job failed", "queue", "orders", "err", fmt.Errorf("POST https://user:hunter2@example.com: 500"), "password", "swordfish")
+		callTool(t, c, "pgbus_health", map[string]any{})
 		return len(got.logsSaying("job failed")) > 0
 	})
 	p := got.logsSaying("job failed")[0]
