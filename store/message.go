@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Limits on single calls. They keep one call's memory and transaction bounded;
@@ -264,21 +265,55 @@ func (s *Store) ReadRouting(ctx context.Context, queue string, vt time.Duration,
 	if err != nil {
 		return nil, err
 	}
-	var msgs []Message
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		var err error
-		if msgs, err = s.readWith(ctx, tx, queue, vt, qty, info); err != nil {
-			return err
-		}
-		items := route(msgs)
-		if len(items) == 0 {
-			return nil
-		}
-		_, err = deadLetterWith(ctx, tx, queue, dlq, SourceWorker, items)
-		return err
-	})
+	msgs, err := s.readRoutingOnce(ctx, queue, vt, qty, info, dlq, route)
+	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) {
+		// Nothing reached the server: the connection was dead.
+		msgs, err = s.readRoutingOnce(withForcedPing(ctx), queue, vt, qty, info, dlq, route)
+	}
+	return msgs, err
+}
+
+func (s *Store) readRoutingOnce(ctx context.Context, queue string, vt time.Duration, qty int, info tableInfo, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
+	conn, err := s.db.pool.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, queueErr(err, "read from", queue)
+	}
+	// A connection left inside the transaction by an error is closed by
+	// the pool on release, which rolls the transaction back.
+	defer conn.Release()
+	return readRoutingOn(ctx, conn.Conn(), queue, vt, qty, info, dlq, route)
+}
+
+// readRoutingOn sends BEGIN and the read together, so the common read (one
+// that routes nothing) costs two round trips, not three: a worker's fetch
+// loop waits on every one of them.
+func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Duration, qty int, info tableInfo, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(readSQL(queue, info), qty, vt.Microseconds())
+	br := conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var msgs []Message
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			msgs, err = pgx.CollectRows(rows, scanReadMessage)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, queueErr(err, "read from", queue)
+	}
+	sortByID(msgs)
+	if items := route(msgs); len(items) > 0 {
+		if _, err := deadLetterWith(ctx, conn, queue, dlq, SourceWorker, items); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return nil, queueErr(err, "read from", queue)
 	}
 	return msgs, nil
 }
@@ -302,23 +337,7 @@ type querier interface {
 }
 
 func (s *Store) readWith(ctx context.Context, db querier, queue string, vt time.Duration, qty int, info tableInfo) ([]Message, error) {
-	setLastRead, lastRead := "", "NULL::timestamptz"
-	if info.queueHasLastReadAt {
-		setLastRead, lastRead = "last_read_at = clock_timestamp(), ", "m.last_read_at"
-	}
-	q := queueTable(queue)
-	sql := `WITH c AS (
-			SELECT msg_id, vt FROM ` + q + `
-			WHERE vt <= clock_timestamp()
-			ORDER BY msg_id
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE ` + q + ` m
-		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1
-		FROM c WHERE m.msg_id = c.msg_id
-		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt`
-	rows, err := db.Query(ctx, sql, qty, vt.Microseconds())
+	rows, err := db.Query(ctx, readSQL(queue, info), qty, vt.Microseconds())
 	if err != nil {
 		return nil, queueErr(err, "read from", queue)
 	}
@@ -328,6 +347,29 @@ func (s *Store) readWith(ctx context.Context, db querier, queue string, vt time.
 	}
 	sortByID(msgs)
 	return msgs, nil
+}
+
+// readSQL claims up to $1 visible messages for $2 microseconds. It takes
+// them in the order they became visible, through the vt index: messages
+// being worked carry a future vt, so the scan never walks past them, where
+// an msg_id order would step over every one on each read.
+func readSQL(queue string, info tableInfo) string {
+	setLastRead, lastRead := "", "NULL::timestamptz"
+	if info.queueHasLastReadAt {
+		setLastRead, lastRead = "last_read_at = clock_timestamp(), ", "m.last_read_at"
+	}
+	q := queueTable(queue)
+	return `WITH c AS (
+			SELECT msg_id, vt FROM ` + q + `
+			WHERE vt <= clock_timestamp()
+			ORDER BY vt
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE ` + q + ` m
+		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1
+		FROM c WHERE m.msg_id = c.msg_id
+		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt`
 }
 
 func scanReadMessage(r pgx.CollectableRow) (Message, error) {
