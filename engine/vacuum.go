@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// A queue's reads start at the head of its table, in msg_id order, and
-// every message done leaves dead row versions there (one from its read,
-// one from its archive). Until a vacuum removes them each read steps over
-// all of them, so a drain slows as it goes: a 400,000-message backlog ran
-// at half the rate of a small one. Autovacuum wakes once a minute at best,
+// A queue's reads start at the head of its vt index, and every message
+// done leaves dead entries and row versions behind (one from its read, one
+// from its archive). Until a vacuum removes them each read steps over all
+// of them, so a drain slows as it goes: a 400,000-message backlog ran at
+// half the rate of a small one. Autovacuum wakes once a minute at best,
 // far too late for a queue moving thousands of messages a second, so the
 // worker vacuums the table itself after every VacuumAfter settled
 // messages; with that the drain keeps its rate to the end.

@@ -244,9 +244,10 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 	return id, err
 }
 
-// Read claims up to qty visible messages, oldest first, hiding each for vt
-// and counting the read. Messages locked by another reader are skipped, so
-// concurrent readers never receive the same message while its vt runs.
+// Read claims up to qty visible messages, those visible longest first,
+// hiding each for vt and counting the read. Messages locked by another
+// reader are skipped, so concurrent readers never receive the same message
+// while its vt runs.
 func (s *Store) Read(ctx context.Context, queue string, vt time.Duration, qty int) ([]Message, error) {
 	info, err := s.checkRead(ctx, queue, vt, qty)
 	if err != nil {
@@ -286,13 +287,22 @@ func (s *Store) readRoutingOnce(ctx context.Context, queue string, vt time.Durat
 
 // readRoutingOn sends BEGIN and the read together, so the common read (one
 // that routes nothing) costs two round trips, not three: a worker's fetch
-// loop waits on every one of them.
+// loop waits on every one of them. Its commit does not wait for the WAL to
+// reach disk either. A read is a claim, not a result: if PostgreSQL itself
+// crashes within the moment before the WAL writer flushes it, the claim is
+// forgotten and the message runs again with the same attempt number, which
+// at-least-once delivery allows; every outcome (archive, retry, dead
+// letter) is committed durably, and its flush carries the read's with it.
 func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Duration, qty int, info tableInfo, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(readSQL(queue, info), qty, vt.Microseconds())
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	var msgs []Message
 	if err == nil {
 		var rows pgx.Rows
