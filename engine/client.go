@@ -16,6 +16,9 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
+// DefaultVacuumAfter is Config.VacuumAfter's default.
+const DefaultVacuumAfter = 10_000
+
 // Config configures a Client. Zero values take the defaults given.
 type Config struct {
 	// Queues are the queues this client works.
@@ -54,7 +57,9 @@ type Config struct {
 	RetentionInterval time.Duration
 	// VacuumAfter is how many messages of a queue this process settles
 	// (archives, retries, dead-letters...) before it vacuums the queue's
-	// table. Default 10,000; negative: never, leaving it to autovacuum.
+	// table; when the queue goes quiet after as many, the vacuum also
+	// gives the table's space back. Default DefaultVacuumAfter; negative:
+	// never, leaving it to autovacuum.
 	VacuumAfter int
 	// Rand returns uniform numbers in [0, 1) for backoff jitter. Tests pass
 	// a fixed source. Default math/rand/v2.
@@ -90,7 +95,7 @@ func (c Config) withDefaults() Config {
 		c.RetentionInterval = 10 * time.Minute
 	}
 	if c.VacuumAfter == 0 {
-		c.VacuumAfter = 10_000
+		c.VacuumAfter = DefaultVacuumAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -13,13 +13,17 @@ import (
 // half the rate of a small one. Autovacuum wakes once a minute at best,
 // far too late for a queue moving thousands of messages a second, so the
 // worker vacuums the table itself after every VacuumAfter settled
-// messages; with that the drain keeps its rate to the end.
+// messages; with that the drain keeps its rate to the end. Those vacuums
+// leave the table's size alone (giving pages back stalls every reader of
+// the table); once the queue goes quiet after VacuumAfter messages or
+// more, one more vacuum shrinks the table, so a drained backlog does not
+// leave it large.
 
 // vacuumCheck is how often the settled counts are looked at.
 const vacuumCheck = time.Second
 
-// settled counts, per physical queue, the messages settled since the
-// table was last vacuumed.
+// settledCounts counts, per physical queue, the messages this worker
+// settled since it started.
 type settledCounts map[string]*atomic.Int64
 
 func newSettledCounts(physical []string) settledCounts {
@@ -30,14 +34,23 @@ func newSettledCounts(physical []string) settledCounts {
 	return out
 }
 
+// vacuumMarks are a physical queue's settled count at its last vacuum, at
+// its last shrinking vacuum, and at the last check.
+type vacuumMarks struct{ vacuumed, shrunk, seen int64 }
+
 // vacuumLoop vacuums each physical queue's table once VacuumAfter of its
-// messages were settled since the last time, until ctx ends.
+// messages were settled since the last time, and shrinks it when the queue
+// goes quiet after as many, until ctx ends.
 func (w *queueWorker) vacuumLoop(ctx context.Context) {
 	if w.c.cfg.VacuumAfter < 0 {
 		return
 	}
 	t := time.NewTicker(vacuumCheck)
 	defer t.Stop()
+	marks := make(map[string]*vacuumMarks, len(w.physical))
+	for _, q := range w.physical {
+		marks[q] = &vacuumMarks{}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -45,14 +58,25 @@ func (w *queueWorker) vacuumLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, queue := range w.physical {
-			n := w.settled[queue]
-			if n.Load() < int64(w.c.cfg.VacuumAfter) {
-				continue
-			}
-			n.Store(0)
-			if err := w.c.store.VacuumQueue(ctx, queue); err != nil && ctx.Err() == nil {
-				w.c.log.Warn("pgbus: vacuuming the queue table failed; autovacuum is left to it", "queue", queue, "err", err)
-			}
+			w.vacuumIfDue(ctx, queue, marks[queue])
 		}
+	}
+}
+
+func (w *queueWorker) vacuumIfDue(ctx context.Context, queue string, m *vacuumMarks) {
+	after := int64(w.c.cfg.VacuumAfter)
+	total := w.settled[queue].Load()
+	quiet := total == m.seen
+	m.seen = total
+	shrink := quiet && total-m.shrunk >= after
+	if !shrink && total-m.vacuumed < after {
+		return
+	}
+	m.vacuumed = total
+	if shrink {
+		m.shrunk = total
+	}
+	if err := w.c.store.VacuumQueue(ctx, queue, shrink); err != nil && ctx.Err() == nil {
+		w.c.log.Warn("pgbus: vacuuming the queue table failed; autovacuum is left to it", "queue", queue, "err", err)
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 // A worker vacuums its queue's table once VacuumAfter messages were
 // settled since the last vacuum, so that reads from the head of a backlog
-// do not step over the dead rows of the messages done.
+// do not step over the dead rows of the messages done; and once the queue
+// goes quiet, it gives the emptied table's space back.
 func TestWorkerVacuumsItsQueueTable(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
@@ -33,5 +34,12 @@ func TestWorkerVacuumsItsQueueTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		return n >= 1
+	})
+	pgtest.Eventually(t, time.Minute, "the drained table to be shrunk to nothing", func() bool {
+		var heap int64
+		if err := s.Pool().QueryRow(context.Background(), `SELECT pg_relation_size($1::regclass)`, `pgmq."q_`+q+`"`).Scan(&heap); err != nil {
+			t.Fatal(err)
+		}
+		return heap == 0
 	})
 }

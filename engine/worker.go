@@ -34,7 +34,7 @@ type queueWorker struct {
 	jobs     sync.WaitGroup
 	runnable chan delivery // to the queue's runners, one per slot
 	outcomes chan result
-	settled  settledCounts // since each table's last vacuum
+	settled  settledCounts // per table, for its vacuums
 
 	mu   sync.Mutex
 	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat

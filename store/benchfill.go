@@ -55,6 +55,8 @@ type TableStats struct {
 	// counts of rows written.
 	Autovacuums  int64 `json:"autovacuums"`
 	Autoanalyzes int64 `json:"autoanalyzes"`
+	// TableBytes is pg_relation_size: the table's rows alone.
+	TableBytes int64 `json:"table_bytes"`
 	// TotalBytes is pg_total_relation_size: the table, its indexes and its
 	// TOAST.
 	TotalBytes int64 `json:"total_bytes"`
@@ -72,7 +74,7 @@ func (s *Store) QueueTableStats(ctx context.Context, queue string) ([]TableStats
 	rows, err := s.reads.Query(ctx, `
 		SELECT 'pgmq.' || n.name, coalesce(st.n_live_tup, 0), coalesce(st.n_dead_tup, 0),
 		       coalesce(st.n_tup_ins, 0), coalesce(st.n_tup_upd, 0), coalesce(st.n_tup_del, 0),
-		       coalesce(st.autovacuum_count, 0), coalesce(st.autoanalyze_count, 0), pg_total_relation_size(c.oid)
+		       coalesce(st.autovacuum_count, 0), coalesce(st.autoanalyze_count, 0), pg_relation_size(c.oid), pg_total_relation_size(c.oid)
 		FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
 		JOIN pg_namespace ns ON ns.nspname = 'pgmq'
 		JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = n.name
@@ -85,7 +87,7 @@ func (s *Store) QueueTableStats(ctx context.Context, queue string) ([]TableStats
 	var out []TableStats
 	for rows.Next() {
 		var t TableStats
-		if err := rows.Scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &t.Inserted, &t.Updated, &t.Deleted, &t.Autovacuums, &t.Autoanalyzes, &t.TotalBytes); err != nil {
+		if err := rows.Scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &t.Inserted, &t.Updated, &t.Deleted, &t.Autovacuums, &t.Autoanalyzes, &t.TableBytes, &t.TotalBytes); err != nil {
 			return nil, queueErr(err, "read the table statistics of", queue)
 		}
 		out = append(out, t)

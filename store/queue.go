@@ -349,17 +349,67 @@ func queueErr(err error, op, name string) error {
 // the store finds a queue missing before asking the server.
 var errUndefinedTable = errors.New("undefined table")
 
-// VacuumQueue vacuums queue's table, removing the dead row versions that
-// messages done leave at the head of its reads. SKIP_LOCKED leaves a table
-// another vacuum is working on (autovacuum's, or another worker
-// process's) to it. A role that does not own the table gets a warning from
-// PostgreSQL and no vacuum, not an error: autovacuum then does the work.
-func (s *Store) VacuumQueue(ctx context.Context, queue string) error {
+// VacuumQueue vacuums queue's table, removing the dead row versions and
+// index entries that messages done leave at the head of its reads.
+// SKIP_LOCKED leaves a table another vacuum is working on (autovacuum's,
+// or another worker process's) to it. A role that does not own the table
+// gets a warning from PostgreSQL and no vacuum, not an error: autovacuum
+// then does the work.
+//
+// Without shrink the table keeps its size and reuses the space. With
+// shrink it gives space back, which takes the table's exclusive lock for
+// a moment, so shrink is for a queue gone quiet, not one being worked: an
+// empty table is truncated (table and indexes back to nothing; message ids
+// go on from where they were), any other has the empty pages at its end
+// cut off by the vacuum.
+func (s *Store) VacuumQueue(ctx context.Context, queue string, shrink bool) error {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return err
 	}
-	if _, err := s.db.Exec(ctx, `VACUUM (SKIP_LOCKED) `+queueTable(queue)); err != nil {
+	opts := "SKIP_LOCKED, TRUNCATE false"
+	if shrink {
+		if emptied, err := s.truncateIfEmpty(ctx, queue); emptied || errors.Is(err, ErrNotFound) {
+			return err
+		}
+		opts = "SKIP_LOCKED"
+	}
+	if _, err := s.db.Exec(ctx, `VACUUM (`+opts+`) `+queueTable(queue)); err != nil {
 		return queueErr(err, "vacuum", queue)
 	}
 	return nil
 }
+
+// truncateIfEmpty truncates queue's table when it holds no message. It
+// waits at most shrinkLockWait for the table's lock, so readers stall no
+// longer than that, and checks for messages only once it holds the lock,
+// when no other transaction can be adding any. It reports false, and any
+// error but a missing table is the caller's to ignore, when the table was
+// busy, not empty, or not the role's to truncate.
+func (s *Store) truncateIfEmpty(ctx context.Context, queue string) (bool, error) {
+	q := queueTable(queue)
+	emptied := false
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+shrinkLockWait+`'`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+q+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var busy bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+q+`)`).Scan(&busy); err != nil || busy {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `TRUNCATE `+q); err != nil {
+			return err
+		}
+		emptied = true
+		return nil
+	})
+	if err != nil {
+		return false, queueErr(err, "truncate the empty table of", queue)
+	}
+	return emptied, nil
+}
+
+// shrinkLockWait bounds how long truncateIfEmpty waits for its lock.
+const shrinkLockWait = "100ms"

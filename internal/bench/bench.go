@@ -171,7 +171,39 @@ type Result struct {
 	// had not yet counted every write of the run when they were read.
 	Tables       []store.TableStats `json:"tables"`
 	StatsLagging bool               `json:"stats_lagging,omitempty"`
+	// ShrunkSeconds is how long after the drain the workers, seeing the
+	// queue quiet, had truncated its emptied table; 0 when that had not
+	// happened 10 seconds on (runs of fewer jobs than the workers' vacuum
+	// interval are not waited for).
+	ShrunkSeconds float64 `json:"shrunk_seconds,omitempty"`
 }
+
+// waitShrunk waits, with the workers still running, until queue's table
+// holds no page, for at most shrinkWait after end, and says how long after
+// end that was (0: not within the wait).
+func waitShrunk(ctx context.Context, st *store.Store, queue string, end time.Time) (float64, error) {
+	for {
+		stats, err := st.QueueTableStats(ctx, queue)
+		if err != nil {
+			return 0, fmt.Errorf("bench: read the queue table's size after the drain: %w", err)
+		}
+		if stats[0].TableBytes == 0 {
+			return time.Since(end).Seconds(), nil
+		}
+		if time.Since(end) > shrinkWait {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// shrinkWait bounds waitShrunk: the workers look at their queues once a
+// second and shrink one that went quiet.
+const shrinkWait = 10 * time.Second
 
 // Run runs one workload on a fresh queue, then reads its tables'
 // statistics and drops it.
@@ -299,6 +331,11 @@ func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) 
 	end, tail, err := watch(ctx, st, queue, opts.Jobs, w, began)
 	if err != nil {
 		return res, err
+	}
+	if opts.Jobs >= engine.DefaultVacuumAfter {
+		if res.ShrunkSeconds, err = waitShrunk(ctx, st, queue, end); err != nil {
+			return res, err
+		}
 	}
 	if err := w.stop(); err != nil {
 		return res, err

@@ -166,6 +166,9 @@ func printBenchText(w io.Writer, res bench.Result) {
 	if res.Backlog > 0 {
 		fmt.Fprintf(w, "       backlog of %d jobs queued in %.2fs before the workers started\n", res.Backlog, res.FillSeconds)
 	}
+	if res.ShrunkSeconds > 0 {
+		fmt.Fprintf(w, "       queue table shrunk to 0 bytes %.1fs after the drain (workers shrink a queue gone quiet)\n", res.ShrunkSeconds)
+	}
 	t := newTable(w, "       table", "live tuples", "dead tuples", "inserted", "updated", "deleted", "autovacuums", "autoanalyzes", "size")
 	for _, s := range res.Tables {
 		t.row("       "+s.Table, s.LiveTuples, s.DeadTuples, s.Inserted, s.Updated, s.Deleted, s.Autovacuums, s.Autoanalyzes, humanBytes(s.TotalBytes))
