@@ -209,6 +209,29 @@ func TestSetVisibilityMany(t *testing.T) {
 	}
 }
 
+// Reads take the messages visible longest first, not the lowest ids: a
+// message made visible again just now waits behind one visible since it
+// was sent.
+func TestReadTakesLongestVisibleFirst(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids, err := s.SendBatch(ctx, q, msgs(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // so that "now" is later than the second message's send
+	if ok, err := s.SetVisibility(ctx, q, ids[0], 0); err != nil || !ok {
+		t.Fatalf("set visibility of %d to now: %v, %v", ids[0], ok, err)
+	}
+	for i, want := range []int64{ids[1], ids[0]} {
+		got, err := s.Read(ctx, q, secondVT, 1)
+		if err != nil || len(got) != 1 || got[0].ID != want {
+			t.Fatalf("read %d = %+v, %v; want message %d", i+1, got, err, want)
+		}
+	}
+}
+
 // Concurrent readers never receive the same message while its visibility
 // timeout runs: SKIP LOCKED plus the vt update make each claim exclusive.
 func TestConcurrentReadersNeverShareAMessage(t *testing.T) {
