@@ -15,9 +15,8 @@ import (
 // maxFetch bounds one read; larger batches gain little and hold rows longer.
 const maxFetch = 100
 
-// fetchLinger is how long a read waits for slots that running jobs are
-// about to free: at most a millisecond per read, and none when every slot
-// is free.
+// fetchLinger is how long a read of a backlogged queue waits for slots
+// that running jobs are about to free.
 const fetchLinger = time.Millisecond
 
 // queueWorker works one logical queue: a fetch loop over its physical
@@ -102,16 +101,18 @@ func (w *queueWorker) run(ctx context.Context) {
 
 func (w *queueWorker) fetchLoop(ctx context.Context) {
 	errDelay := 100 * time.Millisecond
+	backlog := false // the last read found as many messages as it asked for
 	for ctx.Err() == nil {
 		if w.c.settingsFor(w.name).Paused {
 			w.idle(ctx)
 			continue
 		}
-		n := w.acquire(ctx)
+		n := w.acquire(ctx, backlog)
 		if n == 0 {
 			return
 		}
 		got, err := w.fetch(ctx, n)
+		backlog = err == nil && got == n
 		w.release(n - got)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -189,26 +190,46 @@ func (w *queueWorker) start(queue string, runnable []delivery) {
 	}
 }
 
-// acquire takes at least one slot (waiting for it) and then more, up to a
-// full read of maxFetch or the queue's concurrency, waiting at most
-// fetchLinger for them. Without the wait, the loop would read again while
-// the jobs it just started still hold their slots, and a busy queue would
-// settle into reads of half its concurrency: twice the statements per job.
-// It returns 0 when ctx ends first.
-func (w *queueWorker) acquire(ctx context.Context) int {
+// acquire takes at least one slot (waiting for it) and then every free one,
+// up to a full read of maxFetch or the queue's concurrency. With linger,
+// when the queue has a backlog, it waits up to fetchLinger for the rest:
+// without the wait, the loop would read again while the jobs it just
+// started still hold their slots, and a busy queue would settle into reads
+// of half its concurrency, twice the statements per job. A queue keeping
+// up reads at once, adding no latency. It returns 0 when ctx ends first.
+func (w *queueWorker) acquire(ctx context.Context, linger bool) int {
 	select {
 	case w.slots <- struct{}{}:
 	case <-ctx.Done():
 		return 0
 	}
 	n, want := 1, min(maxFetch, cap(w.slots))
-	linger := time.NewTimer(fetchLinger)
-	defer linger.Stop()
 	for n < want {
 		select {
 		case w.slots <- struct{}{}:
 			n++
-		case <-linger.C:
+			continue
+		default:
+		}
+		if !linger {
+			return n
+		}
+		return n + w.lingerFor(ctx, want-n)
+	}
+	return n
+}
+
+// lingerFor takes up to max more slots as they free, for at most
+// fetchLinger, and returns how many it took.
+func (w *queueWorker) lingerFor(ctx context.Context, max int) int {
+	t := time.NewTimer(fetchLinger)
+	defer t.Stop()
+	n := 0
+	for n < max {
+		select {
+		case w.slots <- struct{}{}:
+			n++
+		case <-t.C:
 			return n
 		case <-ctx.Done():
 			return n
