@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -191,4 +192,28 @@ func tableExists(t *testing.T, s *store.Store, table string) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// max_retries is how many runs a message gets: 0 would dead-letter every
+// message unrun, so it is refused with the range, as are the values past it.
+func TestQueueSettingsMaxRetriesRange(t *testing.T) {
+	s, ctx := testStore(t), testContext(t)
+	q := newQueue(t, s)
+	for _, bad := range []int{0, -1, 1001} {
+		set := store.DefaultQueueSettings(q)
+		set.MaxRetries = bad
+		err := s.SetQueueSettings(ctx, set)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "1..1000") {
+			t.Errorf("max_retries %d: %v, want ErrInvalid naming the range 1..1000", bad, err)
+		}
+	}
+	set := store.DefaultQueueSettings(q)
+	set.MaxRetries = 1
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatalf("max_retries 1: %v", err)
+	}
+	got, err := s.QueueSettingsOf(ctx, q)
+	if err != nil || got.MaxRetries != 1 {
+		t.Errorf("settings after max_retries 1: %+v, %v", got, err)
+	}
 }

@@ -62,8 +62,8 @@ const (
 // messages that say which value is wrong.
 func (q QueueSettings) Validate() error {
 	switch {
-	case q.MaxRetries < 0 || q.MaxRetries > 1000:
-		return invalidf("queue %q: max_retries %d is out of range 0..1000", q.Queue, q.MaxRetries)
+	case q.MaxRetries < 1 || q.MaxRetries > 1000:
+		return invalidf("queue %q: max_retries %d is out of range 1..1000 (the runs a message gets; 1 runs it once, without retries)", q.Queue, q.MaxRetries)
 	case q.VisibilityTimeout < time.Second || q.VisibilityTimeout > 24*time.Hour:
 		return invalidf("queue %q: visibility timeout %s is out of range 1s..24h", q.Queue, q.VisibilityTimeout)
 	case q.BackoffStrategy != BackoffExponential && q.BackoffStrategy != BackoffPolynomial:

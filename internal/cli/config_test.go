@@ -131,6 +131,7 @@ func TestBadConfigFile(t *testing.T) {
 		{"unknown handler option", "queues:\n  orders:\n    handler: {type: demo, url: x}\n", `handler type demo: url: unknown option; the options here are latency`},
 		{"negative concurrency", "queues:\n  orders:\n    concurrency: -3\n", `:3: queues.orders.concurrency: -3 is out of range`},
 		{"negative max_retries", "queues:\n  orders:\n    max_retries: -1\n", `:3: queues.orders.max_retries: -1 is out of range`},
+		{"zero max_retries", "queues:\n  orders:\n    max_retries: 0\n", `:3: queues.orders.max_retries: 0 is out of range 1..1000`},
 		{"negative duration", "queues:\n  orders:\n    backoff: -5s\n", `:3: queues.orders.backoff: "-5s" is negative`},
 		{"duration without unit", "worker:\n  poll_interval: 5\n", `:2: worker.poll_interval: "5" is not a duration`},
 		{"wrong type", "queues:\n  orders:\n    concurrency: ten\n", `:3: queues.orders.concurrency: "ten" is not a whole number`},

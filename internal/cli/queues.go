@@ -98,7 +98,7 @@ type settingsFlags struct {
 }
 
 func (s *settingsFlags) add(f *pflag.FlagSet) {
-	f.IntVar(&s.maxRetries, "max-retries", 0, "runs per message before it is dead-lettered, 0..1000 (default 5)")
+	f.IntVar(&s.maxRetries, "max-retries", 0, "runs per message before it is dead-lettered, 1..1000 (default 5)")
 	f.DurationVar(&s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
 	f.DurationVar(&s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s)")
 	f.DurationVar(&s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")

@@ -174,8 +174,8 @@ func (s Settings) Apply(q store.QueueSettings) store.QueueSettings {
 // It returns the key and the reason of the first problem, or "" and nil.
 func (s Settings) Check() (key string, err error) {
 	switch {
-	case s.MaxRetries != nil && (*s.MaxRetries < 0 || *s.MaxRetries > 1000):
-		return "max_retries", fmt.Errorf("%d is out of range 0..1000", *s.MaxRetries)
+	case s.MaxRetries != nil && (*s.MaxRetries < 1 || *s.MaxRetries > 1000):
+		return "max_retries", fmt.Errorf("%d is out of range 1..1000 (the runs a message gets; 1 runs it once, without retries)", *s.MaxRetries)
 	case s.VisibilityTimeout != nil && (s.VisibilityTimeout.D() < time.Second || s.VisibilityTimeout.D() > 24*time.Hour):
 		return "visibility_timeout", fmt.Errorf("%s is out of range 1s..24h", s.VisibilityTimeout)
 	case s.Backoff != nil && (s.Backoff.D() < 0 || s.Backoff.D() > 24*time.Hour):

@@ -112,7 +112,7 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    delete_on_success: maybe\n", "queues.a.delete_on_success", 3, `"maybe" is not true or false`},
 		{"queues:\n  a:\n    backoff: 1m\n    backoff_max: 1s\n", "queues.a.backoff_max", 4, "less than backoff"},
 		{"queues:\n  a:\n    visibility_timeout: 100ms\n", "queues.a.visibility_timeout", 3, "out of range 1s..24h"},
-		{"queues:\n  a:\n    max_retries: 5000\n", "queues.a.max_retries", 3, "out of range 0..1000"},
+		{"queues:\n  a:\n    max_retries: 5000\n", "queues.a.max_retries", 3, "out of range 1..1000"},
 		{"queues:\n  a_dlq: {}\n", "queues.a_dlq", 2, "reserved for dead-letter queues"},
 		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, `"demo" is not allowed here; write a mapping`},
 		{"queues:\n  a:\n    handler:\n      timeout: 1s\n", "queues.a.handler.type", 3, "missing"},

@@ -48,7 +48,7 @@ Example (every key but the handler types' own, which follow it):
         type: demo                  # built-in handlers: demo, http, exec
         timeout: 10s                # one attempt's limit (see Handler blocks below)
         latency: 10ms               # the demo type's own key
-      max_retries: 5                # runs before dead-lettering, 0..1000
+      max_retries: 5                # runs before dead-lettering, 1..1000
       visibility_timeout: 30s       # 1s..24h
       strategy: exponential         # or polynomial
       backoff: 5s                   # first retry delay, doubling...
