@@ -219,13 +219,13 @@ func (w *queueWorker) acquire(ctx context.Context, linger bool) int {
 	return n
 }
 
-// lingerFor takes up to max more slots as they free, for at most
+// lingerFor takes up to limit more slots as they free, for at most
 // fetchLinger, and returns how many it took.
-func (w *queueWorker) lingerFor(ctx context.Context, max int) int {
+func (w *queueWorker) lingerFor(ctx context.Context, limit int) int {
 	t := time.NewTimer(fetchLinger)
 	defer t.Stop()
 	n := 0
-	for n < max {
+	for n < limit {
 		select {
 		case w.slots <- struct{}{}:
 			n++

@@ -173,8 +173,8 @@ type Result struct {
 	StatsLagging bool               `json:"stats_lagging,omitempty"`
 	// ShrunkSeconds is how long after the drain the workers, seeing the
 	// queue quiet, had truncated its emptied table; 0 when that had not
-	// happened 10 seconds on (runs of fewer jobs than the workers' vacuum
-	// interval are not waited for).
+	// happened 10 seconds on (runs where each process settles fewer jobs
+	// than its vacuum interval are not waited for).
 	ShrunkSeconds float64 `json:"shrunk_seconds,omitempty"`
 }
 
@@ -332,7 +332,7 @@ func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) 
 	if err != nil {
 		return res, err
 	}
-	if opts.Jobs >= engine.DefaultVacuumAfter {
+	if opts.Jobs/opts.Processes >= engine.DefaultVacuumAfter { // each process counts its own
 		if res.ShrunkSeconds, err = waitShrunk(ctx, st, queue, end); err != nil {
 			return res, err
 		}
