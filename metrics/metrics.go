@@ -13,7 +13,6 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // Defaults of Options.
@@ -236,7 +235,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
 	}
 	for name, state := range g.Breakers {
-		for _, s := range []string{store.BreakerClosed, store.BreakerOpen, store.BreakerHalfOpen} {
+		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {
 			v := 0.0
 			if s == state {
 				v = 1

@@ -26,13 +26,10 @@ type QueueStatsResult struct {
 // QueueStats returns the stats of one queue or of every queue. A queue
 // dropped while all are read is left out, not an error.
 func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueStatsResult, error) {
-	if err := checkText("queue", req.Queue); err != nil {
+	if err := req.Check(); err != nil {
 		return QueueStatsResult{}, err
 	}
 	if req.Queue != "" {
-		if err := store.ValidatePhysicalName(req.Queue); err != nil {
-			return QueueStatsResult{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
-		}
 		if base, isDLQ := strings.CutSuffix(req.Queue, store.DLQSuffix); isDLQ {
 			return QueueStatsResult{}, invalidf("%s is the dead-letter queue of %s: its depth is dlq_depth in the stats of %s", req.Queue, base, base).
 				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
@@ -230,14 +227,8 @@ func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (
 	if err := s.checkWrite(op); err != nil {
 		return QueuePaused{}, err
 	}
-	if err := checkText("queue", queue); err != nil {
+	if err := checkWorkQueue(queue); err != nil {
 		return QueuePaused{}, err
-	}
-	if queue == "" {
-		return QueuePaused{}, invalidf("queue is required: give the queue's name").with(hint(OpQueueStats, "lists the queues there are"))
-	}
-	if err := store.ValidateQueueName(queue); err != nil {
-		return QueuePaused{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
 	changed, err := s.store.SetPaused(ctx, queue, pause)
 	if err != nil {
@@ -335,14 +326,8 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	if err := s.checkWrite(OpQueueCreate); err != nil {
 		return out, err
 	}
-	if err := checkText("queue", req.Queue, "strategy", ptrText(req.Settings.Strategy)); err != nil {
+	if err := req.Check(); err != nil {
 		return out, err
-	}
-	if err := store.ValidateQueueName(req.Queue); err != nil {
-		return out, explain(err)
-	}
-	if req.Priorities != 0 && (req.Priorities < 2 || req.Priorities > store.MaxPriorities) {
-		return out, invalidf("priorities %d is out of range: give 2 to %d levels, or none for a plain queue", req.Priorities, store.MaxPriorities)
 	}
 	cur, err := s.store.QueueSettingsOf(ctx, req.Queue)
 	exists := err == nil
@@ -462,11 +447,8 @@ func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats
 	if err := s.checkWrite(op); err != nil {
 		return QueueStats{}, err
 	}
-	if err := checkText("queue", queue); err != nil {
+	if err := checkWorkQueue(queue); err != nil {
 		return QueueStats{}, err
-	}
-	if err := store.ValidateQueueName(queue); err != nil {
-		return QueueStats{}, explain(err)
 	}
 	res, err := s.QueueStats(ctx, QueueStatsRequest{Queue: queue})
 	if err != nil {

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -49,19 +48,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err := s.checkWrite(OpSend); err != nil {
 		return Sent{}, err
 	}
-	if err := checkText("queue", req.Queue); err != nil {
-		return Sent{}, err
-	}
-	if err := store.ValidatePhysicalName(req.Queue); err != nil {
-		return Sent{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
-	}
-	if base, ok := strings.CutSuffix(req.Queue, store.DLQSuffix); ok {
-		return Sent{}, invalidf("queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", req.Queue, base)
-	}
-	if len(req.Payload) == 0 || !json.Valid(req.Payload) {
-		return Sent{}, invalidf("the payload must be JSON, for example {} or null")
-	}
-	if err := checkSendText(req); err != nil {
+	if err := req.Check(); err != nil {
 		return Sent{}, err
 	}
 	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {

@@ -8,7 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // PromptInvestigate is the name of the dead-letter investigation prompt.
@@ -25,7 +25,7 @@ func registerPrompt(s *server.MCPServer) {
 func investigate(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	queue := strings.TrimSpace(req.Params.Arguments["queue"])
 	if queue != "" {
-		if err := store.ValidatePhysicalName(queue); err != nil {
+		if err := ops.CheckQueueName(queue); err != nil {
 			return nil, fmt.Errorf("prompt %s: argument queue: %v; pass a queue name as pgbus://queues lists it, or omit queue", PromptInvestigate, err)
 		}
 	}

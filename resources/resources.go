@@ -26,7 +26,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
 )
 
@@ -110,7 +109,7 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err != nil || id <= 0 {
 		return nil, fmt.Errorf("resource %s: msg_id %q is not a message id; give the positive integer id from pgbus_dlq_list, for example %s", uri, parts[1], deadMessageExample)
 	}
-	if err := store.ValidatePhysicalName(queue); err != nil {
+	if err := ops.CheckQueueName(queue); err != nil {
 		return nil, fmt.Errorf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err)
 	}
 	m, err := r.d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: true})
@@ -129,7 +128,7 @@ func readError(uri string, err error) error {
 	switch {
 	case errors.As(err, &oe):
 		return fmt.Errorf("resource %s: %s", uri, oe.Msg+resourceHints(oe.Hints))
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid):
 		return fmt.Errorf("resource %s: %v", uri, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("resource %s: the read was cancelled or timed out; try again", uri)

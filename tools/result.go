@@ -12,7 +12,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // handler turns a typed function into an MCP tool handler: it decodes the
@@ -62,7 +61,7 @@ func errorText(err error) string {
 		return ce.msg
 	case errors.As(err, &oe):
 		return oe.Msg + hintText(oe.Hints)
-	case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "the call was cancelled or timed out before it finished; a write may have been partly done: check with pgbus_dlq_list or pgbus_queue_stats before trying again"

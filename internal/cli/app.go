@@ -18,7 +18,6 @@ import (
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // app holds what every command shares: streams, global flags, the
@@ -219,10 +218,10 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 // privileges pgbus's commands need. Errors of the schema check already say
 // so and pass unchanged, as does every other error.
 func (a *app) explain(err error) error {
-	if errors.Is(err, store.ErrSchemaMissing) || errors.Is(err, store.ErrSchemaOld) {
+	if errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld) {
 		return fmt.Errorf("%w: run pgbus migrate", err)
 	}
-	if err == nil || errors.Is(err, store.ErrPermission) || !store.IsPermissionDenied(err) {
+	if err == nil || errors.Is(err, dbopen.ErrPermission) || !dbopen.IsPermissionDenied(err) {
 		return err
 	}
 	who := "the database role"

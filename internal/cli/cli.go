@@ -20,7 +20,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // Exit codes, part of the CLI's contract with scripts.
@@ -148,9 +147,9 @@ func (s *stdoutWriter) failed() error {
 func exitCode(err error) int {
 	var usage usageError
 	switch {
-	case errors.As(err, &usage), errors.Is(err, store.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err):
+	case errors.As(err, &usage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err):
 		return ExitUsage
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ops.ErrNotFound):
 		return ExitNotFound
 	default:
 		return ExitFailure

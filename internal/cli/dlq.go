@@ -64,17 +64,7 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 // filter returns the filter, checked before the database is opened.
 // Errors name the flag, as the person typed it.
 func (ff *filterFlags) filter() (ops.DeadFilter, error) {
-	if err := ff.f.Check(); err != nil {
-		msg := err.Error()
-		for _, field := range []string{"since", "until", "reason", "queue", "kind", "error_class", "text"} {
-			if strings.HasPrefix(msg, field+" ") {
-				msg = "--" + strings.ReplaceAll(field, "_", "-") + strings.TrimPrefix(msg, field)
-				break
-			}
-		}
-		return ff.f, usageError{errors.New(msg)}
-	}
-	return ff.f, nil
+	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text")
 }
 
 // flags renders the filter as flags, for "more:" lines.

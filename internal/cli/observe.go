@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // noArgs adapts an operation that takes no request to run.
@@ -104,7 +103,7 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
 				for _, b := range cs.Circuits {
 					until := "-"
-					if b.OpenUntil != nil && b.State != store.BreakerClosed {
+					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
 						until = ago(*b.OpenUntil)
 					}
 					t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until,

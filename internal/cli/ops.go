@@ -157,6 +157,9 @@ func (e notFoundError) Unwrap() error { return ops.ErrNotFound }
 // handled), however it was printed.
 func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context.Context, Req) (Res, error), req Req,
 	render func(Res) error, status ...func(Res) error) error {
+	if err := check(cmd, req); err != nil {
+		return err
+	}
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
 		return err
@@ -176,6 +179,42 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	}
 	return err
 }
+
+// check runs a request's own check (the operations layer's), when it has
+// one, before anything is opened: a bad request fails at once, in the same
+// words as from the operation, with a field that cmd sets by a flag named
+// as the flag.
+func check(cmd *cobra.Command, req any) error {
+	c, ok := req.(interface{ Check() error })
+	if !ok {
+		return nil
+	}
+	err := c.Check()
+	var e *ops.Error
+	if errors.As(err, &e) && e.Field != "" && cmd.Flags().Lookup(flagName(e.Field)) != nil {
+		return flagWords(err, e.Field)
+	}
+	return err
+}
+
+// flagWords names the request field an operation's error starts with,
+// one of fields, as the flag that sets it (--error-class for error_class).
+func flagWords(err error, fields ...string) error {
+	var e *ops.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for _, f := range fields {
+		if rest, ok := strings.CutPrefix(e.Msg, f+" "); ok {
+			named := *e
+			named.Msg = "--" + flagName(f) + " " + rest
+			return &named
+		}
+	}
+	return err
+}
+
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 // jsonFlag adds --json to cmd, which makes run print the result as the
 // matching MCP tool's JSON, and returns cmd.

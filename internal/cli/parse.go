@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pgbus/pgbus/store"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // parseID reads a message id argument.
@@ -56,31 +56,6 @@ func parseIDs(args []string) ([]int64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-// parseWhen reads a point in time: RFC 3339 ("2026-11-29T20:00:00Z"), a
-// date ("2026-11-29", midnight UTC), or a duration that far from now, in
-// the past when ago is true and in the future otherwise.
-func parseWhen(flag, s string, now time.Time, ago bool) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		dir := "from now, such as 10m or 24h"
-		if ago {
-			dir = "ago, such as 1h or 30m"
-		}
-		return time.Time{}, usageError{fmt.Errorf("--%s %q: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration %s", flag, clip(s, 60), dir)}
-	}
-	if ago {
-		return now.Add(-d), nil
-	}
-	return now.Add(d), nil
 }
 
 // checkDuration rejects negative values and values above hi of a
@@ -170,12 +145,12 @@ func readLimited(path string, r io.Reader) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, store.MaxPayloadBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, ops.MaxPayloadBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read payload: %w", err)
 	}
-	if len(data) > store.MaxPayloadBytes {
-		return nil, usageError{fmt.Errorf("payload is larger than %d bytes; store large data elsewhere and send a reference", store.MaxPayloadBytes)}
+	if len(data) > ops.MaxPayloadBytes {
+		return nil, usageError{fmt.Errorf("payload is larger than %d bytes; store large data elsewhere and send a reference", ops.MaxPayloadBytes)}
 	}
 	return data, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 func (a *app) queuesCommand() *cobra.Command {
@@ -33,14 +32,11 @@ func (a *app) queuesCommand() *cobra.Command {
   pgbus queues orders --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			queue := ""
+			req := ops.QueueStatsRequest{}
 			if len(args) == 1 {
-				queue = args[0]
-				if err := store.ValidatePhysicalName(queue); err != nil {
-					return err
-				}
+				req.Queue = args[0]
 			}
-			return run(a, cmd, (*ops.Service).QueueStats, ops.QueueStatsRequest{Queue: queue},
+			return run(a, cmd, (*ops.Service).QueueStats, req,
 				func(res ops.QueueStatsResult) error { return writeQueueStats(a.stdout, res.Queues) })
 		},
 	})
@@ -165,23 +161,24 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
 			given := sf.given(cmd.Flags())
 			if key, err := given.Check(); err != nil {
 				return usageError{fmt.Errorf("--%s %v", strings.ReplaceAll(key, "_", "-"), err)}
 			}
-			if cmd.Flags().Changed("priorities") && (priorities < 2 || priorities > store.MaxPriorities) {
-				return usageError{fmt.Errorf("--priorities %d: give 2 to %d levels, or leave it out for a plain queue", priorities, store.MaxPriorities)}
+			if cmd.Flags().Changed("priorities") && priorities == 0 {
+				return usageError{fmt.Errorf("--priorities 0: give 2 to %d levels, or leave it out for a plain queue", ops.MaxPriorities)}
 			}
 			fileQ, _ := a.cfg.Queue(name)
+			req := ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: runner.SettingsChange(given.Over(fileQ.Settings))}
+			if err := check(cmd, req); err != nil {
+				return err
+			}
 			ctx, s, err := a.openMigrated(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			res, err := s.ops.QueueCreate(ctx, ops.QueueCreateRequest{Queue: name, Priorities: priorities, Settings: runner.SettingsChange(given.Over(fileQ.Settings))})
+			res, err := s.ops.QueueCreate(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -203,7 +200,7 @@ the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
 		},
 	}
 	sf.add(cmd.Flags())
-	cmd.Flags().IntVar(&priorities, "priorities", 0, fmt.Sprintf("priority levels, 2 to %d (default: none)", store.MaxPriorities))
+	cmd.Flags().IntVar(&priorities, "priorities", 0, fmt.Sprintf("priority levels, 2 to %d (default: none)", ops.MaxPriorities))
 	cmd.Flags().Bool("json", false, "print the result as JSON")
 	return cmd
 }
@@ -226,9 +223,6 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
 			return confirmFlag(run(a, cmd, (*ops.Service).QueueDrop, ops.QueueDropRequest{Queue: name, Confirm: yes}, func(res ops.QueueDropped) error {
 				_, err := fmt.Fprintf(a.stdout, "dropped queue %s and its dead-letter queue %s\n", name, res.DLQ)
 				return err
@@ -268,9 +262,6 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
 			op := (*ops.Service).QueueResume
 			if pause {
 				op = (*ops.Service).QueuePause
@@ -305,9 +296,6 @@ for those). This cannot be undone, so it needs --yes.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if err := store.ValidateQueueName(name); err != nil {
-				return err
-			}
 			return confirmFlag(run(a, cmd, (*ops.Service).QueuePurge, ops.QueuePurgeRequest{Queue: name, Confirm: yes}, func(res ops.QueuePurged) error {
 				_, err := fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
 				return err

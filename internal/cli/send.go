@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 func (a *app) sendCommand() *cobra.Command {
@@ -39,7 +38,7 @@ queue created with --priorities (0, the default, is read first).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
-			if err := store.ValidatePhysicalName(queue); err != nil {
+			if err := ops.CheckQueueName(queue); err != nil {
 				return err
 			}
 			arg, hasArg := "", len(args) == 2
@@ -50,13 +49,10 @@ queue created with --priorities (0, the default, is read first).`,
 			if err != nil {
 				return err
 			}
-			if err := checkDuration("delay", delay, store.MaxDelay); err != nil {
-				return err
-			}
 			req := ops.SendRequest{Queue: queue, Payload: payload, Kind: kind, Delay: delay, IdempotencyKey: idemKey, Priority: priority}
 			if deadline != "" {
-				if req.Deadline, err = parseWhen("deadline", deadline, time.Now(), false); err != nil {
-					return err
+				if req.Deadline, err = ops.ParseDeadline(deadline, time.Now()); err != nil {
+					return flagWords(err, "deadline")
 				}
 			}
 			if req.Headers, err = parseHeaders(headers); err != nil {

@@ -33,8 +33,10 @@ func TestBadTextNamesTheFlag(t *testing.T) {
 		{[]string{"queue", "messages", "orders", "--state", bad}, "--state cannot be used"},
 		{[]string{"queue", "messages", "orders", "--cursor", bad}, "--cursor cannot be used"},
 		{[]string{"queue", "messages", bad}, "queue cannot be used"},
-		// The CLI checks a queue name it is given before it connects.
-		{[]string{"queue", "pause", bad}, `queue name "a\xffb" must start with a lowercase letter`},
+		// Checked before the CLI connects, by the request's own check.
+		{[]string{"queue", "pause", bad}, "pgbus: queue cannot be used: it is not valid UTF-8"},
+		{[]string{"queue", "create", bad}, "pgbus: queue cannot be used: it is not valid UTF-8"},
+		{[]string{"queues", bad}, "pgbus: queue cannot be used: it is not valid UTF-8"},
 		{[]string{"audit", "--tool", bad}, "--tool cannot be used"},
 		{[]string{"audit", "--client", bad}, "--client cannot be used"},
 		{[]string{"audit", "--cursor", bad}, "--cursor cannot be used"},

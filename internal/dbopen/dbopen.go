@@ -87,9 +87,21 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 	}
 }
 
+// Errors of Prepare: the schema is missing or older than this build, or
+// the role may not read what the check reads (which says what it lacks).
+var (
+	ErrSchemaMissing = store.ErrSchemaMissing
+	ErrSchemaOld     = store.ErrSchemaOld
+	ErrPermission    = store.ErrPermission
+)
+
+// IsPermissionDenied reports whether err is PostgreSQL refusing for want
+// of a privilege, or wraps ErrPermission.
+func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
+
 // Prepare applies any pending migration when migrate is true; otherwise
 // it checks that the schema is current and changes nothing, failing with
-// store.ErrSchemaMissing or store.ErrSchemaOld when it is not.
+// ErrSchemaMissing or ErrSchemaOld when it is not.
 func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 	if migrate {
 		d.Status, err = d.Migrate(ctx)

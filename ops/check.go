@@ -1,0 +1,134 @@
+package ops
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Limits of what operations accept, for front ends to state in their help.
+const (
+	// MaxPayloadBytes is the largest payload a message may carry.
+	MaxPayloadBytes = store.MaxPayloadBytes
+	// MaxPriorities is the most priority levels a queue may have.
+	MaxPriorities = store.MaxPriorities
+	// MaxDelay is the longest a send may postpone its message.
+	MaxDelay = store.MaxDelay
+)
+
+// States of a circuit breaker (BreakerState.State).
+const (
+	// BreakerClosed lets calls through.
+	BreakerClosed = store.BreakerClosed
+	// BreakerOpen refuses calls until its cool-off ends.
+	BreakerOpen = store.BreakerOpen
+	// BreakerHalfOpen lets one trial call through.
+	BreakerHalfOpen = store.BreakerHalfOpen
+)
+
+// The requests below check themselves with Check: each operation runs
+// Check first, and a front end may run it before it connects, so that a bad
+// request is refused in the same words without a database. What only the
+// database can tell (whether a queue exists) waits for the operation.
+
+// CheckQueueName checks the name of a queue or of its dead-letter queue
+// (orders, orders_dlq) as operations take it.
+func CheckQueueName(name string) error {
+	if err := checkText("queue", name); err != nil {
+		return err
+	}
+	return explain(store.ValidatePhysicalName(name), hint(OpQueueStats, "lists the queues there are"))
+}
+
+// checkWorkQueue checks the name of a work queue, which a DLQ's is not.
+func checkWorkQueue(name string) error {
+	if err := checkText("queue", name); err != nil {
+		return err
+	}
+	if name == "" {
+		return invalidf("queue is required: give the queue's name").with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	return explain(store.ValidateQueueName(name), hint(OpQueueStats, "lists the queues there are"))
+}
+
+// fieldf is an invalid-request error about one field of a request, whose
+// message starts with the field's name.
+func fieldf(field, format string, args ...any) *Error {
+	e := invalidf(field+" "+format, args...)
+	e.Field = field
+	return e
+}
+
+// Check checks the request without the database.
+func (r SendRequest) Check() error {
+	if err := CheckQueueName(r.Queue); err != nil {
+		return err
+	}
+	if base, ok := strings.CutSuffix(r.Queue, store.DLQSuffix); ok {
+		return invalidf("queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", r.Queue, base)
+	}
+	switch {
+	case len(r.Payload) > MaxPayloadBytes:
+		return invalidf("the payload is %d bytes, more than the %d a message may carry; store large data elsewhere and send a reference", len(r.Payload), MaxPayloadBytes)
+	case len(r.Payload) == 0 || !json.Valid(r.Payload):
+		return invalidf("the payload must be JSON, for example {} or null")
+	case r.Delay < 0:
+		return fieldf("delay", "%s is negative; give 0 or more", r.Delay)
+	case r.Delay > MaxDelay:
+		return fieldf("delay", "%s is too long; at most %s", r.Delay, MaxDelay)
+	case r.Priority < 0 || r.Priority >= MaxPriorities:
+		return fieldf("priority", "%d is out of range: give a level from 0 (read first) to %d, below the queue's levels", r.Priority, MaxPriorities-1)
+	}
+	return checkSendText(r)
+}
+
+// ParseDeadline reads when a message stops being worth running: an RFC
+// 3339 time, a date (midnight UTC), or a duration from now (30m, 2h, 7d).
+func ParseDeadline(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	d, err := ParseAge(s)
+	if err != nil {
+		return time.Time{}, fieldf("deadline", "%q: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
+	}
+	return now.Add(d), nil
+}
+
+// Check checks the request without the database.
+func (r QueueStatsRequest) Check() error {
+	if r.Queue == "" {
+		return nil
+	}
+	return CheckQueueName(r.Queue)
+}
+
+// Check checks the request without the database.
+func (r QueueRequest) Check() error { return checkWorkQueue(r.Queue) }
+
+// Check checks the request without the database.
+func (r QueueDropRequest) Check() error { return checkWorkQueue(r.Queue) }
+
+// Check checks the request without the database.
+func (r QueuePurgeRequest) Check() error { return checkWorkQueue(r.Queue) }
+
+// Check checks the request without the database; the settings are checked
+// against the queue's current ones by QueueCreate.
+func (r QueueCreateRequest) Check() error {
+	if err := checkText("strategy", ptrText(r.Settings.Strategy)); err != nil {
+		return err
+	}
+	if err := checkWorkQueue(r.Queue); err != nil {
+		return err
+	}
+	if r.Priorities != 0 && (r.Priorities < 2 || r.Priorities > MaxPriorities) {
+		return fieldf("priorities", "%d is out of range: give 2 to %d levels, or none for a plain queue", r.Priorities, MaxPriorities)
+	}
+	return nil
+}
