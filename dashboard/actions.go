@@ -19,7 +19,10 @@ type done struct {
 	Heading string
 	Lines   []string
 	Problem string
-	Links   []link
+	// Kept is text the person typed for an action that did not happen,
+	// shown again so that it is not lost.
+	Kept  string
+	Links []link
 }
 
 // formID reads the queue and message id of a one-message action.

@@ -144,7 +144,7 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 		return
 	}
 	if !res.OK() || res.Retried == 0 || len(res.Moved) == 0 {
-		s.notRetried(w, r, v, dlq, id, res)
+		s.notRetried(w, r, v, dlq, id, res.FirstError, text)
 		return
 	}
 	shown, hidden, _ := ops.RedactJSON(payload) // JSON: the dry run took it
@@ -178,7 +178,7 @@ func (s *server) correctRun(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	if !res.OK() || res.Retried == 0 {
-		s.notRetried(w, r, v, dlq, id, res)
+		s.notRetried(w, r, v, dlq, id, res.FirstError, text)
 		return
 	}
 	n := strconv.FormatInt(id, 10)
@@ -205,10 +205,11 @@ func (s *server) refusedPayload(w http.ResponseWriter, r *http.Request, v *view,
 	return true
 }
 
-// notRetried is the page of a retry that moved nothing: the message was
-// retried or discarded meanwhile, or failed to move.
-func (s *server) notRetried(w http.ResponseWriter, r *http.Request, v *view, dlq string, id int64, res ops.DLQRetry) {
-	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " was not retried", Problem: res.FirstError,
+// notRetried is the page of a retry with a corrected payload that moved
+// nothing: the message was retried or discarded meanwhile, or failed to
+// move. The payload typed is shown again, so that the work is not lost.
+func (s *server) notRetried(w http.ResponseWriter, r *http.Request, v *view, dlq string, id int64, problem, typed string) {
+	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " was not retried", Problem: problem, Kept: typed,
 		Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}}}
 	v.Title, v.Nav = d.Heading, "dlq"
 	s.render(w, r, http.StatusOK, "done", v, d)
@@ -219,6 +220,10 @@ func (s *server) notRetried(w http.ResponseWriter, r *http.Request, v *view, dlq
 func (s *server) editAgain(w http.ResponseWriter, r *http.Request, v *view, dlq string, id int64, text, why string, status int) {
 	asked := r.PostFormValue("show_payload") == "1"
 	m, err := s.svc.DLQShow(r.Context(), ops.DLQShowRequest{Queue: dlq, MsgID: id, IncludePayload: asked})
+	if errors.Is(err, ops.ErrNotFound) {
+		s.notRetried(w, r, v, dlq, id, err.Error(), text)
+		return
+	}
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -174,9 +174,13 @@ func TestCorrectedPayload(t *testing.T) {
 		strings.Contains(string(audit.Items[0].Arguments), "pw-81fe3") {
 		t.Fatalf("the newest audit entry of the dashboard's retries: %s (%v)", audit.Items[0].Arguments, err)
 	}
-	// Again, the message is gone: the preview says so and moves nothing.
-	if code, page, _ := b.post("/dlq/message/correct", form(fixed), nil); code != http.StatusOK || !strings.Contains(page, "was not retried") {
-		t.Fatalf("the preview of a message retried already: %d\n%s", code, page)
+	// Again, the message is gone: the preview says so, moves nothing, and
+	// keeps what was typed, as does a payload refused meanwhile.
+	for _, typed := range []string{fixed, `{"sku": "b-2",`} {
+		code, page, _ := b.post("/dlq/message/correct", form(typed), nil)
+		if code != http.StatusOK || !strings.Contains(page, "was not retried") || keptText(page) != typed {
+			t.Fatalf("the preview of %s for a message retried already: %d, kept %q\n%s", typed, code, keptText(page), page)
+		}
 	}
 }
 
@@ -238,4 +242,15 @@ func fieldError(t *testing.T, page string) string {
 	}
 	text, _, _ := strings.Cut(rest, "</p>")
 	return text
+}
+
+// keptText is the typed text a page keeps after its action did not happen.
+func keptText(page string) string {
+	_, kept, ok := strings.Cut(page, `<textarea class="kept"`)
+	if !ok {
+		return ""
+	}
+	_, kept, _ = strings.Cut(kept, ">")
+	kept, _, _ = strings.Cut(kept, "</textarea>")
+	return html.UnescapeString(kept)
 }
