@@ -30,7 +30,15 @@ type MigrationStatus struct {
 // lock that serialises migrations across processes and is checked again
 // inside the lock. No state outlives a transaction, so Migrate also works
 // through a pooler in transaction mode (PgBouncer).
+//
+// A schema that is current already is only read (CheckSchema): no lock and
+// no DDL, so that a role that may change rows but create nothing (an
+// operator's, or an agent's server that may retry) runs the commands that
+// migrate on start once the owner has migrated.
 func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
+	if st, err := s.CheckSchema(ctx); err == nil {
+		return st, nil
+	}
 	var st MigrationStatus
 	migrations, err := schema.All()
 	if err != nil {

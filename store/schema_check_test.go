@@ -144,3 +144,34 @@ func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
 		t.Fatalf("total sent as a reader of the sequences: %d, want 3", n)
 	}
 }
+
+// Migrate only reads a schema that is current: a role that may change rows
+// but create nothing passes, with nothing applied; once the schema is
+// old, the same role's Migrate fails for want of a privilege, and the
+// owner's brings it back.
+func TestMigrateCurrentSchemaNeedsNoDDL(t *testing.T) {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, owner := newMigratedDatabase(t)
+	ctx := testContext(t)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	s := openStore(t, roleURL)
+	st, err := s.Migrate(ctx)
+	if err != nil || st.Version != len(all) || st.Applied != 0 {
+		t.Fatalf("migrate of a current schema as a role that creates nothing = %+v, %v; want version %d, nothing applied", st, err, len(all))
+	}
+
+	if _, err := owner.Pool().Exec(ctx, `DELETE FROM pgbus.schema_migrations WHERE version = $1`, len(all)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Migrate(ctx); !store.IsPermissionDenied(err) {
+		t.Fatalf("migrate of an old schema as a role that creates nothing: %v; want permission denied", err)
+	}
+	if st, err := owner.Migrate(ctx); err != nil || st.Version != len(all) {
+		t.Fatalf("the owner's migrate of the old schema = %+v, %v", st, err)
+	}
+}

@@ -230,5 +230,5 @@ func (a *app) explain(err error) error {
 	}
 	return fmt.Errorf("%w; %s lacks a privilege this command needs: reading needs CONNECT on the database, USAGE on schemas pgmq and pgbus and SELECT on their tables; "+
 		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, and send also need INSERT, UPDATE and DELETE on those tables; "+
-		"migrate, work, demo, serve, bench and queue create and drop need the role that owns the pgbus schemas", err, who)
+		"migrate, queue create and drop, and work, demo, serve, dashboard and bench while the schema is not current need the role that owns the pgbus schemas", err, who)
 }

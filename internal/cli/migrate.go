@@ -17,8 +17,9 @@ func (a *app) migrateCommand() *cobra.Command {
 		Long: `Apply every pending migration. Safe to run from several processes at once
 and as often as you like. It needs a role that may create schemas and tables.
 
-The commands that create queues or run workers migrate on start too: work,
-demo, serve (unless --read-only without workers), queue create and bench.
+The commands that create queues or run workers migrate on start too, when
+the schema is not current: work, demo, serve (unless --read-only without
+workers), dashboard (unless --read-only), queue create and bench.
 The others only check that the schema is current and, when it is
 not, fail with a message to run pgbus migrate: queues, dlq (summary, list,
 show, retry, retry-all, discard, purge), audit, send, queue drop, pause,
@@ -35,6 +36,11 @@ write nothing, so a role that may only read can run them, with:
 Without the grant on sequences, the count of messages ever sent to a queue
 is a lower bound; the default privileges, granted by the role that creates
 queues, cover the queues made later.
+
+A role that may also repair (an operator, or an agent's pgbus serve that may
+retry) needs INSERT, UPDATE and DELETE on those tables too, and no more:
+with them it runs dlq retry, retry-all, discard and purge, queue pause,
+resume and purge, send, and serve and dashboard once the schema is current.
 
 Where PGMQ's functions are installed (the pgmq extension, or PGMQ's SQL
 installation script), pgbus creates and drops queues with pgmq.create and

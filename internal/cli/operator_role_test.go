@@ -1,0 +1,91 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A role that may read and change rows in schemas pgmq and pgbus, with the
+// grants the README gives an operator (or an agent's server that may
+// repair), but owns nothing, runs every write command of the CLI against a
+// database its owner migrated: DLQ retry, discard and purge, queue pause,
+// resume and purge, send. Nothing is lost, and the DLQ's counts stay exact.
+func TestOperatorRole(t *testing.T) {
+	t.Parallel()
+	owner := newDB(t)
+	deadShop(t, owner) // queue shop with 7 dead messages
+	role, roleURL := pgtest.NewRole(t, owner.url)
+	for _, grant := range operatorGrants(role) {
+		pgtest.Exec(t, owner.url, grant)
+	}
+	op := db{url: roleURL, env: []string{"DATABASE_URL=" + roleURL}}
+
+	dead := owner.deadIDs(t)
+	var retried ops.DLQRetry
+	op.json(t, &retried, "dlq", "retry", fmt.Sprint(dead[0]), "--queue", "shop")
+	if retried.Retried != 1 || !retried.OK() {
+		t.Fatalf("dlq retry as the operator: %+v", retried)
+	}
+	var discarded ops.DLQDiscard
+	op.json(t, &discarded, "dlq", "discard", fmt.Sprint(dead[1]), "--queue", "shop")
+	if discarded.Discarded != 1 {
+		t.Fatalf("dlq discard as the operator: %+v", discarded)
+	}
+	var all ops.DLQRetry
+	op.json(t, &all, "dlq", "retry-all", "--queue", "shop", "--kind", "refund", "--yes")
+	if all.Retried < 1 || !all.OK() {
+		t.Fatalf("dlq retry-all as the operator: %+v", all)
+	}
+	if out := op.ok(t, "dlq", "purge", "--queue", "shop", "--yes"); !strings.Contains(out, "purged 1 discarded") {
+		t.Fatalf("dlq purge as the operator: %s", out)
+	}
+	op.ok(t, "queue", "pause", "shop")
+	op.ok(t, "queue", "resume", "shop")
+	if id := strings.TrimSpace(op.ok(t, "send", "shop", `{"amount_cents": 5}`, "--kind", "charge")); id == "" {
+		t.Fatal("send as the operator printed no id")
+	}
+
+	// What the counts say is what the tables hold.
+	var sum ops.DLQSummary
+	op.json(t, &sum, "dlq", "summary", "--queue", "shop")
+	left := owner.count(t, `SELECT count(*) FROM pgmq.q_shop_dlq`)
+	if sum.Total != int64(left) || left != len(dead)-2-all.Retried {
+		t.Errorf("after the operator's changes the summary counts %d dead, the DLQ holds %d (of %d before)", sum.Total, left, len(dead))
+	}
+	if n := owner.count(t, `SELECT count(*) FROM pgmq.q_shop_dlq`); n != left {
+		t.Errorf("the DLQ holds %d after the tool's retry, want %d", n, left)
+	}
+	live := owner.count(t, `SELECT count(*) FROM pgmq.q_shop`)
+	if live < 3 {
+		t.Errorf("queue shop holds %d live messages, want the retried ones and the one sent", live)
+	}
+	// pgbus serve with its write tools, over stdio: the agent's server.
+	c, _, stderr := serveStdio(t, "--database-url", roleURL)
+	last := owner.deadIDs(t)[0]
+	var toolRetry ops.DLQRetry
+	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": "shop", "ids": []int64{last}}))), &toolRetry); err != nil || toolRetry.Retried != 1 {
+		t.Fatalf("pgbus_dlq_retry as the operator: %+v, %v; serve's stderr: %s", toolRetry, err, stderr.String())
+	}
+	_ = c.Close()
+	left--
+
+	// A command that changes tables is refused, saying why.
+	msg := op.fails(t, 1, "queue", "drop", "shop", "--yes")
+	if !strings.Contains(msg, "owns the pgbus schemas") {
+		t.Errorf("queue drop as the operator: %s", msg)
+	}
+}
+
+// operatorGrants are the README's grants of an operator role.
+func operatorGrants(role string) []string {
+	return []string{
+		"GRANT USAGE ON SCHEMA pgmq, pgbus TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + role,
+		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + role,
+	}
+}
