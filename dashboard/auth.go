@@ -254,7 +254,7 @@ type loginAttempt struct {
 // lately: with 429, Retry-After and when it may try again. An attempt of
 // the login form gets the form back; a bearer token, an error page.
 func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData) (loginAttempt, bool) {
-	client, now := clientKey(r), s.cfg.Now()
+	client, now := clientKey(r, s.cfg.TrustedProxies), s.cfg.Now()
 	n, wait, ok := s.logins.take(client, now)
 	if ok {
 		return loginAttempt{s: s, r: r, client: client, at: now, count: n}, true

@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -45,6 +46,13 @@ type Config struct {
 	// sends it only over HTTPS. It always is on a TLS connection; set it
 	// too when the server is reached off loopback through a TLS proxy.
 	SecureCookies bool
+	// TrustedProxies are the addresses of the reverse proxies in front of
+	// the server. A login attempt that comes through one counts against
+	// the client the proxies name in X-Forwarded-For (the last address in
+	// it that is not a trusted proxy), not against the proxy, so that one
+	// client's wrong tokens do not lock out everyone behind it. Without
+	// them the header is ignored: a client could write any address there.
+	TrustedProxies []netip.Prefix
 	// Logger receives refused requests and failed operations.
 	Logger *slog.Logger
 	// Now is the clock relative times count from; default time.Now.

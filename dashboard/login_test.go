@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -138,4 +139,42 @@ func hasSession(rec *httptest.ResponseRecorder) bool {
 		}
 	}
 	return false
+}
+
+// Behind a trusted reverse proxy, the throttle counts the client the proxy
+// names: five wrong tokens lock out that client only, whatever it writes
+// in X-Forwarded-For itself, while another client behind the same proxy
+// logs in. Without the proxy trusted, everyone behind it is one client.
+func TestLoginRateLimitBehindProxy(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	token := newToken(t)
+	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	for _, trusted := range []bool{true, false} {
+		cfg := dashboard.Config{AuthToken: token, Now: clk.Now}
+		if trusted {
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		}
+		h, err := dashboard.New(svc, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := client{t: t, h: h, remote: "10.0.0.5:40000"}
+		// The proxy appends the address it was called from.
+		attacker := func(forged string) http.Header {
+			return http.Header{"X-Forwarded-For": {strings.TrimPrefix(forged+", 198.51.100.7", ", ")}}
+		}
+		for i := range 5 {
+			if rec := proxy.loginWith("wrong-token-"+strconv.Itoa(i), attacker("")); rec.Code != http.StatusUnauthorized {
+				t.Fatalf("trusted %v: wrong token %d: %d", trusted, i+1, rec.Code)
+			}
+		}
+		if rec := proxy.loginWith(token, attacker("203.0.113.1")); rec.Code != http.StatusTooManyRequests {
+			t.Fatalf("trusted %v: the attacker with a forged entry of its own: %d, want 429", trusted, rec.Code)
+		}
+		rec := proxy.loginWith(token, http.Header{"X-Forwarded-For": {"198.51.100.8"}})
+		if got, want := rec.Code, map[bool]int{true: http.StatusSeeOther, false: http.StatusTooManyRequests}[trusted]; got != want {
+			t.Fatalf("trusted %v: another client behind the proxy: %d, want %d", trusted, got, want)
+		}
+	}
 }

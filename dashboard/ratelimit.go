@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -117,10 +118,12 @@ func (f *failures) prune(now time.Time, window time.Duration) {
 }
 
 // clientKey is the address a login attempt is counted against: the host
-// of the connection's remote address, never a header the client writes
-// (X-Forwarded-For would let it pick a fresh address for every guess). An
-// IPv6 client usually holds a whole /64, so it counts as one.
-func clientKey(r *http.Request) string {
+// of the connection's remote address, or, when that is a trusted proxy,
+// the client it names in X-Forwarded-For (forwardedClient). A header is
+// never believed otherwise: X-Forwarded-For would let a client pick a
+// fresh address for every guess. An IPv6 client usually holds a whole
+// /64, so it counts as one.
+func clientKey(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -130,6 +133,11 @@ func clientKey(r *http.Request) string {
 		return host
 	}
 	addr = addr.Unmap()
+	if isTrusted(addr, trusted) {
+		if client, ok := forwardedClient(r.Header.Values("X-Forwarded-For"), trusted); ok {
+			addr = client
+		}
+	}
 	if addr.Is6() {
 		p, err := addr.Prefix(64)
 		if err == nil {
@@ -137,4 +145,36 @@ func clientKey(r *http.Request) string {
 		}
 	}
 	return addr.String()
+}
+
+// forwardedClient reads X-Forwarded-For from its end, where each trusted
+// proxy appended the address it was called from, and returns the first
+// address that is not a trusted proxy: the client as the nearest proxy
+// it does not control saw it. Anything a client wrote before that is
+// never reached. False when the header is missing, unreadable where it is
+// read, or names trusted proxies only.
+func forwardedClient(values []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	var hops []string
+	for _, v := range values {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if addr = addr.Unmap(); !isTrusted(addr, trusted) {
+			return addr, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }

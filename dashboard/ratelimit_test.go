@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,6 +113,39 @@ func TestLoginLimiterCap(t *testing.T) {
 	}
 }
 
+// Behind trusted proxies a client is the last address of X-Forwarded-For
+// that is not a proxy: what it wrote itself before that, a header that
+// does not parse, or a request from an untrusted address change nothing.
+func TestClientKeyBehindTrustedProxies(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	for _, c := range []struct {
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"10.0.0.5:443", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"10.0.0.5:443", []string{"203.0.113.66, 198.51.100.7"}, "198.51.100.7"},               // a client's own entry is never reached
+		{"10.0.0.5:443", []string{"203.0.113.66, 198.51.100.7, 10.1.2.3"}, "198.51.100.7"},     // two proxies
+		{"10.0.0.5:443", []string{"203.0.113.66", "198.51.100.7", "10.1.2.3"}, "198.51.100.7"}, // one header per proxy
+		{"[fd00::5]:443", []string{"2001:db8:7:7::1"}, "2001:db8:7:7::/64"},                    // by its /64
+		{"10.0.0.5:443", []string{"::ffff:198.51.100.7"}, "198.51.100.7"},                      // IPv4-mapped
+		{"10.0.0.5:443", nil, "10.0.0.5"},                                                      // no header: the proxy
+		{"10.0.0.5:443", []string{"10.9.9.9"}, "10.0.0.5"},                                     // proxies only
+		{"10.0.0.5:443", []string{"198.51.100.7, unknown"}, "10.0.0.5"},                        // unreadable where read
+		{"10.0.0.5:443", []string{"198.51.100.7; DROP TABLE x"}, "10.0.0.5"},                   // not an address
+		{"192.0.2.7:51234", []string{"198.51.100.1"}, "192.0.2.7"},                             // not from a proxy
+	} {
+		r := httptest.NewRequest("POST", "/login", nil)
+		r.RemoteAddr = c.remote
+		for _, v := range c.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if k := clientKey(r, trusted); k != c.want {
+			t.Errorf("from %s with X-Forwarded-For %q: client %q, want %q", c.remote, c.xff, k, c.want)
+		}
+	}
+}
+
 // A client is its connection's address: a header it writes does not make
 // it another, and an IPv6 client counts by its /64.
 func TestClientKey(t *testing.T) {
@@ -119,17 +153,17 @@ func TestClientKey(t *testing.T) {
 	r.RemoteAddr = "192.0.2.7:51234"
 	r.Header.Set("X-Forwarded-For", "198.51.100.1")
 	r.Header.Set("X-Real-Ip", "198.51.100.2")
-	if k := clientKey(r); k != "192.0.2.7" {
+	if k := clientKey(r, nil); k != "192.0.2.7" {
 		t.Fatalf("client key %q, want the remote address 192.0.2.7", k)
 	}
 	r.RemoteAddr = "[2001:db8:1:2:aaaa::1]:443"
-	a := clientKey(r)
+	a := clientKey(r, nil)
 	r.RemoteAddr = "[2001:db8:1:2:bbbb::9]:443"
-	if b := clientKey(r); a != b || a != "2001:db8:1:2::/64" {
+	if b := clientKey(r, nil); a != b || a != "2001:db8:1:2::/64" {
 		t.Fatalf("two addresses of one /64 are %q and %q, want both 2001:db8:1:2::/64", a, b)
 	}
 	r.RemoteAddr = "[::ffff:192.0.2.7]:80"
-	if k := clientKey(r); k != "192.0.2.7" {
+	if k := clientKey(r, nil); k != "192.0.2.7" {
 		t.Fatalf("an IPv4-mapped address is %q, want 192.0.2.7", k)
 	}
 }

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
@@ -20,6 +24,7 @@ type dashboardFlags struct {
 	readOnly       bool
 	allowPayloads  bool
 	safeFields     []string
+	trustedProxies []string
 }
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -42,6 +47,9 @@ address: the login page asks for it. Every form carries a CSRF token.
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd.Flags(), "trusted-proxies", "", EnvTrustedProxies); err != nil {
+				return err
+			}
 			return a.dashboard(cmd.Context(), f)
 		},
 	}
@@ -53,6 +61,7 @@ address: the login page asks for it. Every form carries a CSRF token.
 	fl.BoolVar(&f.readOnly, "read-only", false, "show everything and offer no action (retry, discard, pause, resume, circuit reset)")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let message pages show payloads (redacted)")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")
+	addTrustedProxiesFlag(fl, &f.trustedProxies)
 	return cmd
 }
 
@@ -64,6 +73,10 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	}
 	if err := c.Check(); err != nil {
 		return usageError{err}
+	}
+	var err error
+	if c.TrustedProxies, err = parseTrustedProxies(f.trustedProxies); err != nil {
+		return err
 	}
 	if err := ops.CheckSafeFields(c.SafeFields); err != nil {
 		return usageError{err}
@@ -77,4 +90,32 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	}
 	defer sess.Close()
 	return runner.ServeDashboard(ctx, sess.db.Store, c)
+}
+
+// EnvTrustedProxies names the reverse proxies in front of the dashboard,
+// as a comma list, when --trusted-proxies does not.
+const EnvTrustedProxies = "PGBUS_TRUSTED_PROXIES"
+
+func addTrustedProxiesFlag(fs *pflag.FlagSet, proxies *[]string) {
+	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the dashboard (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): its login throttle counts the client they name in X-Forwarded-For instead of the proxy")
+}
+
+// parseTrustedProxies reads --trusted-proxies: IP addresses and CIDR
+// prefixes.
+func parseTrustedProxies(values []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(values))
+	for _, v := range values {
+		v = strings.TrimSpace(v)
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		addr, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--trusted-proxies %q: give IP addresses or CIDR prefixes such as 10.0.0.0/8 or fd00::/8, separated by commas", clip(v, 60))}
+		}
+		addr = addr.Unmap()
+		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	return out, nil
 }

@@ -30,6 +30,7 @@ type serveFlags struct {
 	handler        string
 	metricsAddr    string
 	timing         workerTiming // of the embedded workers
+	trustedProxies []string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -86,6 +87,9 @@ transport, stdio included.`,
 			if err := a.resolveTiming(cmd.Flags(), &f.timing); err != nil {
 				return err
 			}
+			if err := a.resolve(cmd.Flags(), "trusted-proxies", "", EnvTrustedProxies); err != nil {
+				return err
+			}
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -105,6 +109,7 @@ transport, stdio included.`,
 	// log instead.
 	_ = fl.MarkHidden("work")
 	addMetricsFlag(fl, &f.metricsAddr)
+	addTrustedProxiesFlag(fl, &f.trustedProxies)
 	f.timing.add(fl)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	return cmd
@@ -149,6 +154,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	mcp := a.mcpConfig(f)
 	if err := mcp.Check(); err != nil {
 		return usageError{err}
+	}
+	var err error
+	if mcp.TrustedProxies, err = parseTrustedProxies(f.trustedProxies); err != nil {
+		return err
 	}
 	queues, err := a.serveQueues(f)
 	if err != nil {

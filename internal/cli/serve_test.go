@@ -299,6 +299,12 @@ func TestServeUsageErrors(t *testing.T) {
 		"bad poll interval":         {[]string{"serve", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "poll interval"},
 		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "drain timeout"},
 		"bad no-listen value":       {[]string{"serve", "--no-listen=maybe"}, "no-listen"},
+		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies "proxy.internal": give IP addresses or CIDR prefixes`},
+		"injected trusted proxy":    {[]string{"dashboard", "--trusted-proxies", "10.0.0.1'; DROP TABLE x"}, "--trusted-proxies"},
+		"bad proxy prefix":          {[]string{"dashboard", "--trusted-proxies", "10.0.0.0/99"}, "CIDR"},
+	}
+	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
+		t.Errorf("PGBUS_TRUSTED_PROXIES=everyone: exit %d, stderr %q; want exit 2 naming the value", r.code, r.stderr)
 	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.

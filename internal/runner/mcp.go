@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 
 	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/engine"
@@ -28,6 +29,9 @@ type MCPConfig struct {
 	ReadOnly, AllowPayloads bool
 	// SafeFields are payload fields shown even when payloads are hidden.
 	SafeFields []string
+	// TrustedProxies are the reverse proxies in front of the dashboard,
+	// whose X-Forwarded-For names the client its login throttle counts.
+	TrustedProxies []netip.Prefix
 	// Stdin and Stdout carry the stdio transport.
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -93,7 +97,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.Transport == mcpserver.TransportHTTP {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
-		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), Logger: c.Logger}); err != nil {
+		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger}); err != nil {
 			return err
 		}
 	}
@@ -134,7 +138,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	h := c.HTTP
 	h.Transport, h.Logger = c.Transport, c.Logger
-	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), Logger: c.Logger}); err != nil {
+	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger}); err != nil {
 		return err
 	}
 	ready := h.Ready
