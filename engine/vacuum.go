@@ -35,8 +35,12 @@ func newSettledCounts(physical []string) settledCounts {
 }
 
 // vacuumMarks are a physical queue's settled count at its last vacuum, at
-// its last shrinking vacuum, and at the last check.
-type vacuumMarks struct{ vacuumed, shrunk, seen int64 }
+// its last shrinking vacuum, and at the last check; and whether the role's
+// privileges were checked, and found lacking, at its first vacuum due.
+type vacuumMarks struct {
+	vacuumed, shrunk, seen int64
+	checked, notOwner      bool
+}
 
 // vacuumLoop vacuums each physical queue's table once VacuumAfter of its
 // messages were settled since the last time, and shrinks it when the queue
@@ -63,7 +67,25 @@ func (w *queueWorker) vacuumLoop(ctx context.Context) {
 	}
 }
 
+// mayVacuum reports whether this worker's role may vacuum the queue's
+// table. One that may not (it does not own the table) leaves it to
+// autovacuum, saying so once, rather than have PostgreSQL warn and skip
+// every time. An error of the check counts as may: the vacuum's own error
+// is logged then.
+func (w *queueWorker) mayVacuum(ctx context.Context, queue string) bool {
+	may, err := w.c.store.MayVacuum(ctx, queue)
+	if err != nil || may {
+		return true
+	}
+	w.c.log.Info("pgbus: this role does not own the queue table, so autovacuum alone vacuums it; run workers as the role that created the queues to have them vacuumed and shrunk as they work",
+		"queue", queue)
+	return false
+}
+
 func (w *queueWorker) vacuumIfDue(ctx context.Context, queue string, m *vacuumMarks) {
+	if m.notOwner {
+		return
+	}
 	after := int64(w.c.cfg.VacuumAfter)
 	total := w.settled[queue].Load()
 	quiet := total == m.seen
@@ -75,6 +97,12 @@ func (w *queueWorker) vacuumIfDue(ctx context.Context, queue string, m *vacuumMa
 	m.vacuumed = total
 	if shrink {
 		m.shrunk = total
+	}
+	if !m.checked {
+		m.checked = true
+		if m.notOwner = !w.mayVacuum(ctx, queue); m.notOwner {
+			return
+		}
 	}
 	if err := w.c.store.VacuumQueue(ctx, queue, shrink); err != nil && ctx.Err() == nil {
 		w.c.log.Warn("pgbus: vacuuming the queue table failed; autovacuum is left to it", "queue", queue, "err", err)

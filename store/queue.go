@@ -379,6 +379,30 @@ func (s *Store) VacuumQueue(ctx context.Context, queue string, shrink bool) erro
 	return nil
 }
 
+// MayVacuum reports whether the role may vacuum queue's table and
+// truncate it: whether it owns the table (or is a member of the role that
+// does), or, from PostgreSQL 17, holds MAINTAIN and TRUNCATE on it. No one
+// else may; PostgreSQL would only warn and skip the vacuum each time.
+func (s *Store) MayVacuum(ctx context.Context, queue string) (bool, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return false, err
+	}
+	var may *bool
+	err := s.db.QueryRow(ctx, `
+		SELECT pg_has_role(c.relowner, 'USAGE') OR CASE
+			WHEN current_setting('server_version_num')::int >= 170000
+			THEN has_table_privilege(c.oid, 'MAINTAIN') AND has_table_privilege(c.oid, 'TRUNCATE')
+			ELSE false END
+		FROM (SELECT to_regclass($1) AS oid) t LEFT JOIN pg_catalog.pg_class c ON c.oid = t.oid`, queueTable(queue)).Scan(&may)
+	if err != nil {
+		return false, queueErr(err, "check the privileges on", queue)
+	}
+	if may == nil {
+		return false, notFoundf("queue %q does not exist", queue)
+	}
+	return *may, nil
+}
+
 // truncateIfEmpty truncates queue's table when it holds no message. It
 // waits at most shrinkLockWait for the table's lock, so readers stall no
 // longer than that, and checks for messages only once it holds the lock,
