@@ -249,3 +249,42 @@ func TestNewChecksConfig(t *testing.T) {
 		}
 	}
 }
+
+// The process elected after another goes on from its last check: a group
+// that appeared while no process sent alerts (between a stop and a
+// restart) is reported by the next, and the groups reported before are
+// not reported again.
+func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	run := func() (n *alerts.Notifier, stop func()) {
+		n, err := alerts.New(w.st, w.svc, alerts.Config{URL: r.srv.URL, CheckInterval: 20 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.Run(ctx); close(done) }()
+		pgtest.Eventually(t, 30*time.Second, "a notifier's first checks", func() bool { return n.Checks() >= 2 })
+		return n, func() { cancel(); <-done }
+	}
+	_, stop := run()
+	pgtest.DeadLetterN(t, w.st, w.queue, 5, pgtest.DeadSpec{Kind: "k", Class: "first.class", Message: "m"})
+	pgtest.Eventually(t, 30*time.Second, "the first group's alert", func() bool { _, got := r.counts(); return got >= 1 })
+	stop()
+
+	// While no process sends alerts, another group appears.
+	pgtest.DeadLetterN(t, w.st, w.queue, 3, pgtest.DeadSpec{Kind: "k", Class: "meanwhile.class", Message: "m"})
+	n, stop := run()
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert of the group that appeared meanwhile", func() bool { _, got := r.counts(); return got >= 2 })
+	settle(t, n)
+	if _, got := r.counts(); got != 2 {
+		t.Fatalf("%d alerts; want the first group's, then the one that appeared meanwhile", got)
+	}
+	events := r.alert(1)["events"].([]any)
+	if len(events) != 1 || events[0].(map[string]any)["group"].(map[string]any)["error_class"] != "meanwhile.class" {
+		t.Fatalf("the second alert: %v", events)
+	}
+}

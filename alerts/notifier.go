@@ -191,22 +191,22 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		lease = l
 		n.watcher = nil
 	}
+	// The check's time is taken before anything is read, so that what
+	// dies while it reads is after it for the process elected next.
+	now := n.now()
 	h, err := n.svc.Health(ctx)
 	if err == nil {
 		var sum ops.DLQSummary
 		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
 		if err == nil {
-			now := n.now()
-			baseline := n.watcher == nil
-			if baseline {
-				n.watcher = NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
+			if n.watcher == nil {
+				n.watcher = n.newWatcher(ctx, h, sum)
 			}
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
 				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
 			}
-			if baseline {
-				n.log.Info("pgbus alerts: this process sends the alerts; what it sees now is the baseline", "health", h.Status,
-					"dead_letter_groups", sum.TotalGroups, "every", n.cfg.CheckInterval)
+			if rerr := n.st.RecordAlertCheck(ctx, store.AlertCheck{At: now, Status: h.Status}); rerr != nil && ctx.Err() == nil {
+				n.log.Warn("pgbus alerts: could not record the check; a process elected after this one takes what it sees as its baseline", "err", rerr)
 			}
 		}
 	}
@@ -215,6 +215,26 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		n.log.Warn("pgbus alerts: check failed; trying again at the next", "err", err)
 	}
 	return lease
+}
+
+// newWatcher is the Watcher of a process just elected: it goes on from the
+// last check recorded, by whichever process it was, or else takes what it
+// sees as its baseline.
+func (n *Notifier) newWatcher(ctx context.Context, h ops.Health, sum ops.DLQSummary) *Watcher {
+	w := NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
+	last, err := n.st.LastAlertCheck(ctx)
+	if err == nil {
+		w.Resume(last.At, last.Status)
+		n.log.Info("pgbus alerts: this process sends the alerts; it goes on from the last check", "last_check", last.At.UTC(), "last_health", last.Status,
+			"every", n.cfg.CheckInterval)
+		return w
+	}
+	if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+		n.log.Warn("pgbus alerts: could not read the last check", "err", err)
+	}
+	n.log.Info("pgbus alerts: this process sends the alerts; what it sees now is the baseline", "health", h.Status,
+		"dead_letter_groups", sum.TotalGroups, "every", n.cfg.CheckInterval)
+	return w
 }
 
 // Text says what events report in a few lines, for a person.

@@ -88,12 +88,24 @@ type Watcher struct {
 	checked bool
 	status  string
 	groups  map[groupKey]*groupState
+	// since, set by Resume until the next check, is when the last check
+	// of another Watcher was: the groups dead-lettered first after it are
+	// new.
+	since time.Time
 }
 
 // NewWatcher returns a Watcher that reports a group's growth by threshold
 // messages within window, and reports a group at most once per window.
 func NewWatcher(threshold int64, window time.Duration) *Watcher {
 	return &Watcher{threshold: threshold, window: window, groups: map[groupKey]*groupState{}}
+}
+
+// Resume makes the next check go on from the last check of another
+// Watcher (the process that sent alerts before): the verdict it saw is the
+// previous one, and the groups whose first message died after its time
+// are new, the others known.
+func (w *Watcher) Resume(last time.Time, status string) {
+	w.checked, w.status, w.since = true, status, last
 }
 
 // Observe takes one check's health verdict and dead-letter summary and
@@ -116,7 +128,7 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 		if st == nil {
 			st = &groupState{}
 			w.groups[k] = st
-			if w.checked {
+			if w.checked && (w.since.IsZero() || g.FirstDeadAt.After(w.since)) {
 				events = append(events, Event{Type: EventGroupNew, Group: groupOf(g)})
 				st.quietUntil = now.Add(w.window)
 			}
@@ -136,7 +148,7 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 			delete(w.groups, k)
 		}
 	}
-	w.checked = true
+	w.checked, w.since = true, time.Time{}
 	return events
 }
 

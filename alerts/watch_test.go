@@ -44,3 +44,38 @@ func TestWatcherReportsChanges(t *testing.T) {
 		t.Fatalf("a first check on a DEGRADED system: %+v; want the verdict reported", e)
 	}
 }
+
+// A Watcher that resumes from another's last check reports what changed
+// since: the verdict against the one seen then, and the groups whose
+// first message died after it as new, the older ones as known.
+func TestWatcherResumes(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	before := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "old", Count: 7, FirstDeadAt: last.Add(-time.Hour)}
+	after := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "new", Count: 3, FirstDeadAt: last.Add(time.Minute)}
+	sum := ops.DLQSummary{Groups: []ops.DeadGroup{before, after}}
+
+	w := alerts.NewWatcher(100, time.Minute)
+	w.Resume(last, ops.HealthOK)
+	now := last.Add(5 * time.Minute)
+	events := w.Observe(now, ops.Health{Status: ops.HealthDegraded}, sum)
+	if len(events) != 2 || events[0].Type != alerts.EventHealthChanged || events[0].PreviousStatus != ops.HealthOK ||
+		events[1].Type != alerts.EventGroupNew || events[1].Group.ErrorClass != "new" {
+		t.Fatalf("the first check after resuming: %+v; want the verdict changed from OK and group new only", events)
+	}
+	// From then on it watches as any: a group that appears is new
+	// whatever its first message's time.
+	later := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "later", Count: 1, FirstDeadAt: last.Add(-2 * time.Hour)}
+	sum.Groups = append(sum.Groups, later)
+	events = w.Observe(now.Add(time.Second), ops.Health{Status: ops.HealthDegraded}, sum)
+	if len(events) != 1 || events[0].Type != alerts.EventGroupNew || events[0].Group.ErrorClass != "later" {
+		t.Fatalf("the next check: %+v; want group later new", events)
+	}
+
+	// Resumed from a check that saw the same verdict, nothing is reported
+	// of it.
+	w = alerts.NewWatcher(100, time.Minute)
+	w.Resume(last, ops.HealthDegraded)
+	if events := w.Observe(now, ops.Health{Status: ops.HealthDegraded}, ops.DLQSummary{Groups: []ops.DeadGroup{before}}); len(events) != 0 {
+		t.Fatalf("resumed on the same verdict and known groups: %+v; want nothing", events)
+	}
+}
