@@ -25,7 +25,8 @@ stdout (with --json, {"queue": ..., "msg_id": ...}).
 
 --kind sets pgbus_kind, which chooses the handler. --deadline is when the
 message stops being worth running: past it, it is dead-lettered with reason
-deadline_exceeded; give an RFC 3339 time or a duration from now. With
+deadline_exceeded; give an RFC 3339 time, a date (midnight UTC) or a
+duration from now (30m, 2h, 7d). With
 --idempotency-key, sending the same key to the same queue again returns the
 first message's id instead of a duplicate. --priority picks the level of a
 queue created with --priorities (0, the default, is read first).`,
@@ -68,7 +69,7 @@ queue created with --priorities (0, the default, is read first).`,
 	f.StringVar(&file, "file", "", "read the payload from this file")
 	f.StringVar(&kind, "kind", "", "job kind (pgbus_kind header): chooses the handler")
 	f.DurationVar(&delay, "delay", 0, "deliver no sooner than this from now, e.g. 30s or 2h")
-	f.StringVar(&deadline, "deadline", "", "do not run after this time: RFC 3339, or a duration from now such as 1h")
+	f.StringVar(&deadline, "deadline", "", "do not run after this time: RFC 3339, a date, or a duration from now such as 1h or 7d")
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
