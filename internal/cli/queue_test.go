@@ -216,8 +216,19 @@ func TestSend(t *testing.T) {
 	if got, err := time.Parse(time.RFC3339Nano, dl); err != nil || !got.Equal(deadline) {
 		t.Fatalf("deadline header %q, want %s", dl, deadline)
 	}
-	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send'`); n != 7 {
-		t.Fatalf("%d send entries in the audit log, want 7", n)
+	// The deadline takes an age in days and a date too, as every time does.
+	var week ops.Sent
+	d.json(t, &week, "send", "orders", `"in a week"`, "--deadline", "7d")
+	var days float64
+	d.query(t, `SELECT extract(epoch FROM (headers->>'pgbus_deadline')::timestamptz - now()) / 86400 FROM pgmq.q_orders WHERE msg_id = `+fmt.Sprint(week.MsgID), &days)
+	if days < 6.9 || days > 7.01 {
+		t.Fatalf("--deadline 7d is %.2f days ahead", days)
+	}
+	if msg := d.fails(t, 2, "send", "orders", "{}", "--deadline", "tomorrow"); !strings.Contains(msg, `--deadline "tomorrow": give an RFC 3339 time`) {
+		t.Fatalf("--deadline tomorrow: %q", msg)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send'`); n != 8 {
+		t.Fatalf("%d send entries in the audit log, want 8", n)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE arguments::text LIKE '%order_id%'`); n != 0 {
 		t.Fatal("the audit log holds payloads; it should hold only their size")
