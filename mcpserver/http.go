@@ -47,6 +47,8 @@ const (
 	DefaultAddr = "127.0.0.1:8080"
 	// DefaultMaxBodyBytes bounds one HTTP request body.
 	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxSessions bounds the Streamable HTTP sessions open at once.
+	DefaultMaxSessions = 1000
 	// DefaultBodyReadTimeout bounds the time a client has to send a
 	// request body once its headers are in.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -80,6 +82,12 @@ type HTTPConfig struct {
 	AuthToken string
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when zero.
 	MaxBodyBytes int64
+	// MaxSessions bounds the Streamable HTTP sessions open at once, so
+	// that clients that open sessions and never end them cannot grow the
+	// server without bound: a new session beyond it is refused with 503
+	// until one ends (DELETE, or an hour idle). DefaultMaxSessions when
+	// zero.
+	MaxSessions int
 	// Logger receives refused requests and transport errors.
 	Logger *slog.Logger
 	// Dashboard, when set with TransportHTTP, serves every path the
@@ -114,6 +122,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -34,11 +35,12 @@ var errSessionNotOpen = errors.New("session not open")
 type sessions struct {
 	mu   sync.Mutex
 	open map[string]struct{}
+	max  int
 	log  *slog.Logger
 }
 
-func newSessions(log *slog.Logger) *sessions {
-	return &sessions{open: map[string]struct{}{}, log: log}
+func newSessions(log *slog.Logger, max int) *sessions {
+	return &sessions{open: map[string]struct{}{}, max: max, log: log}
 }
 
 // Generate issues a new session id: 32 bytes from crypto/rand, in hex, so
@@ -77,6 +79,15 @@ func (m *sessions) closeAll() {
 	m.mu.Unlock()
 }
 
+// full reports whether as many sessions are open as may be. Requests that
+// start sessions at once may each pass before any is counted, so the
+// bound is exceeded by at most as many.
+func (m *sessions) full() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.open) >= m.max
+}
+
 func (m *sessions) isOpen(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -99,6 +110,10 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
+		case id == "" && r.Method == http.MethodPost && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && m.full():
+			w.Header().Set("Retry-After", "60")
+			m.refuse(w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
+				"pgbus: the server has %d MCP sessions open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", m.max))
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -121,7 +136,7 @@ func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code i
 // streamableHandler returns the Streamable HTTP transport of s at PathMCP,
 // with sessions only this server issues, and the function that ends them.
 func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
-	ids := newSessions(cfg.Logger)
+	ids := newSessions(cfg.Logger, cfg.MaxSessions)
 	events := newRecentEvents()
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(PathMCP),

@@ -329,3 +329,33 @@ func openSSEStream(t *testing.T, ctx context.Context, base string) string {
 	t.Fatalf("the SSE stream announced no endpoint: %v", lines.Err())
 	return ""
 }
+
+// Sessions are bounded: past MaxSessions, a new session is refused with
+// 503, Retry-After and a JSON-RPC error saying what to do, while the open
+// ones keep working; once one ends, a new one starts.
+func TestSessionsBounded(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 2})
+	first := rawSession(t, base)
+	c, second := newSessionClient(t, base)
+	r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize)
+	var msg struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &msg); err != nil || r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" ||
+		r.header.Get("Mcp-Session-Id") != "" || !strings.Contains(msg.Error.Message, "2 MCP sessions open") || !strings.Contains(msg.Error.Message, "DELETE") {
+		t.Fatalf("a third session: %d, Retry-After %q, session %q, %s", r.status, r.header.Get("Retry-After"), r.header.Get("Mcp-Session-Id"), r.body)
+	}
+	for _, id := range []string{first, second} {
+		if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools); r.status != http.StatusOK {
+			t.Fatalf("tools/list on an open session while full: %d %s", r.status, r.body)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("close (DELETE) a session: %v", err)
+	}
+	if third := rawSession(t, base); third == first || third == second {
+		t.Fatalf("the new session reuses id %q", third)
+	}
+}
