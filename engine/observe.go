@@ -22,6 +22,15 @@ type Observer interface {
 	JobFinished(ctx context.Context, job *Job, f Finish)
 }
 
+// AbandonObserver is an Observer that is also told of a delivery the
+// worker gave up at a hard stop: its handler was still running when the
+// drain timeout ended, so no outcome is written (JobFinished is not
+// called) and the message runs again once its visibility timeout ends. A
+// tracer ends the attempt's span here.
+type AbandonObserver interface {
+	JobAbandoned(ctx context.Context, job *Job)
+}
+
 // Outcomes of a delivery, as Finish.Outcome says them.
 const (
 	OutcomeSucceeded    = "succeeded"
@@ -64,7 +73,15 @@ func (o observers) started(ctx context.Context, job *Job) context.Context {
 }
 
 func (o observers) finished(ctx context.Context, job *Job, res result, a attempt) {
-	if len(o) == 0 || res.abandon {
+	if res.abandon {
+		for _, ob := range o {
+			if ab, ok := ob.(AbandonObserver); ok {
+				ab.JobAbandoned(ctx, job)
+			}
+		}
+		return
+	}
+	if len(o) == 0 {
 		return
 	}
 	f := Finish{Reason: res.reason, Ran: a.ran, Elapsed: a.elapsed, Latency: res.latency, Delay: res.delay}

@@ -357,3 +357,42 @@ func TestRetryPathsCarryTheTrace(t *testing.T) {
 		t.Errorf("%d messages carry the corrected payload, want 1", n)
 	}
 }
+
+// An attempt the worker gives up at a hard stop (its handler ran past the
+// drain timeout) still ends its span, marked abandoned and failed, while
+// the message stays in the queue for its visibility timeout.
+func TestAbandonedAttemptEndsItsSpan(t *testing.T) {
+	s := pgtest.Store(t)
+	q := pgtest.NewFastQueue(t, s, "tra", nil)
+	tr, exp := newTracer(t)
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.DrainTimeout = 100 * time.Millisecond
+		cfg.Observers = []engine.Observer{tr}
+	})
+	started := make(chan struct{}, 1)
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	stop := pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	<-started
+	stop()
+	var attempts []tracetest.SpanStub
+	for _, sp := range exp.GetSpans() {
+		if sp.Name == "process "+q {
+			attempts = append(attempts, sp)
+		}
+	}
+	if len(attempts) != 1 {
+		t.Fatalf("%d attempt spans exported, want the abandoned one", len(attempts))
+	}
+	outcome, _ := attr(attempts[0].Attributes, tracing.AttrOutcome)
+	if outcome.AsString() != tracing.OutcomeAbandoned || attempts[0].Status.Code != codes.Error || attempts[0].EndTime.IsZero() {
+		t.Fatalf("the abandoned attempt's span: outcome %q, status %+v, ended %v", outcome.AsString(), attempts[0].Status, attempts[0].EndTime)
+	}
+	if pgtest.Live(t, s, q) != 1 {
+		t.Fatal("the abandoned message is not in the queue")
+	}
+}

@@ -151,6 +151,25 @@ func (t *Tracer) JobFinished(ctx context.Context, job *engine.Job, f engine.Fini
 	span.End()
 }
 
+// OutcomeAbandoned is pgbus.outcome on the span of an attempt the worker
+// gave up at a hard stop (JobAbandoned).
+const OutcomeAbandoned = "abandoned"
+
+var _ engine.AbandonObserver = (*Tracer)(nil)
+
+// JobAbandoned ends the span of an attempt the worker gave up at a hard
+// stop, as failed, saying that the message runs again after its
+// visibility timeout: otherwise the span would never end, nor be exported.
+func (t *Tracer) JobAbandoned(ctx context.Context, _ *engine.Job) {
+	span, ok := ctx.Value(attemptKey{}).(trace.Span)
+	if !ok {
+		return
+	}
+	span.SetAttributes(AttrOutcome.String(OutcomeAbandoned))
+	span.SetStatus(codes.Error, "abandoned: the worker stopped while the handler ran, past its drain timeout; the message runs again once its visibility timeout ends")
+	span.End()
+}
+
 // Retrying starts a DLQ retry's span, a child of the trace context the
 // dead message carries (linked to the span in ctx, the operation's, when
 // there is one), and returns the span's trace context for the moved
