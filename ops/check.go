@@ -42,15 +42,22 @@ func CheckQueueName(name string) error {
 	return explain(store.ValidatePhysicalName(name), hint(OpQueueStats, "lists the queues there are"))
 }
 
-// checkWorkQueue checks the name of a work queue, which a DLQ's is not.
+// checkWorkQueue checks the name of a work queue, which a DLQ's is not,
+// naming the queues there are as the next step.
 func checkWorkQueue(name string) error {
+	return checkWorkQueueName(name, hint(OpQueueStats, "lists the queues there are"))
+}
+
+// checkWorkQueueName checks the name of a work queue with hints as the
+// next steps of an error.
+func checkWorkQueueName(name string, hints ...Hint) error {
 	if err := checkText("queue", name); err != nil {
 		return err
 	}
 	if name == "" {
-		return invalidf("queue is required: give the queue's name").with(hint(OpQueueStats, "lists the queues there are"))
+		return invalidf("queue is required: give the queue's name").with(hints...)
 	}
-	return explain(store.ValidateQueueName(name), hint(OpQueueStats, "lists the queues there are"))
+	return explain(store.ValidateQueueName(name), hints...)
 }
 
 // fieldf is an invalid-request error about one field of a request, whose
@@ -124,7 +131,9 @@ func (r QueueCreateRequest) Check() error {
 	if err := checkText("strategy", ptrText(r.Settings.Strategy)); err != nil {
 		return err
 	}
-	if err := checkWorkQueue(r.Queue); err != nil {
+	// A name for a queue yet to be made: the rule says what to change,
+	// and the queues there are would not help.
+	if err := checkWorkQueueName(r.Queue); err != nil {
 		return err
 	}
 	if r.Priorities != 0 && (r.Priorities < 2 || r.Priorities > MaxPriorities) {
