@@ -45,6 +45,10 @@ func CheckQueueName(name string) error {
 // checkWorkQueue checks the name of a work queue, which a DLQ's is not,
 // naming the queues there are as the next step.
 func checkWorkQueue(name string) error {
+	if base, ok := strings.CutSuffix(name, store.DLQSuffix); ok && store.ValidateQueueName(base) == nil {
+		return invalidf("%s is the dead-letter queue of %s: give the queue, %s; dead messages are retried, discarded and purged by the DLQ operations", name, base, base).
+			with(hint(OpDLQSummary, "its dead messages by cause", "queue", base))
+	}
 	return checkWorkQueueName(name, hint(OpQueueStats, "lists the queues there are"))
 }
 
