@@ -192,8 +192,14 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		n.watcher = nil
 	}
 	// The check's time is taken before anything is read, so that what
-	// dies while it reads is after it for the process elected next.
+	// dies while it reads is after it for the process elected next, and on
+	// the database's clock, which times the dead-letterings it is compared
+	// with.
 	now := n.now()
+	checkedAt, err := n.st.DatabaseTime(ctx)
+	if err != nil {
+		checkedAt = now
+	}
 	h, err := n.svc.Health(ctx)
 	if err == nil {
 		var sum ops.DLQSummary
@@ -205,7 +211,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
 				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
 			}
-			if rerr := n.st.RecordAlertCheck(ctx, store.AlertCheck{At: now, Status: h.Status}); rerr != nil && ctx.Err() == nil {
+			if rerr := n.st.RecordAlertCheck(ctx, store.AlertCheck{At: checkedAt, Status: h.Status}); rerr != nil && ctx.Err() == nil {
 				n.log.Warn("pgbus alerts: could not record the check; a process elected after this one takes what it sees as its baseline", "err", rerr)
 			}
 		}

@@ -29,6 +29,17 @@ func (s *Store) LastAlertCheck(ctx context.Context) (AlertCheck, error) {
 	return c, nil
 }
 
+// DatabaseTime is the database's clock, for a time to be compared with
+// the times the database records (when a message was dead-lettered)
+// rather than with a process's clock, which may differ.
+func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.reads.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("store: read the database's clock: %w", err)
+	}
+	return now, nil
+}
+
 // RecordAlertCheck records a check of the process that sends alerts, for
 // the process elected after it.
 func (s *Store) RecordAlertCheck(ctx context.Context, c AlertCheck) error {
