@@ -193,7 +193,7 @@ func TestReadQueues(t *testing.T) {
 func TestReadDeadMessage(t *testing.T) {
 	s := testStore(t)
 	queue := newQueue(t, s)
-	id := deadOne(t, s, queue, `{"order":7,"card":{"number":"4242","password":"hunter2"},"api_token":"t-1"}`)
+	id := deadOne(t, s, queue, `{"order":7,"card":{"number":"4242424242424242","password":"hunter2"},"api_token":"tok-9f81e2"}`)
 	big := deadOne(t, s, queue, `{"blob":"`+strings.Repeat("z", 70<<10)+`"}`)
 	d := deps(t, s, ops.Options{})
 	uri := fmt.Sprintf("pgbus://dlq/%s/%d", queue, id)
@@ -209,7 +209,7 @@ func TestReadDeadMessage(t *testing.T) {
 		if len(doc.History) != 3 || doc.History[0].ErrorMessage != "attempt 1 timed out" {
 			t.Fatalf("history: %+v", doc.History)
 		}
-		if doc.PayloadShown || doc.Payload != nil || strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || !strings.Contains(text, "does not show payloads") {
+		if doc.PayloadShown || doc.Payload != nil || strings.Contains(text, "4242424242424242") || strings.Contains(text, "hunter2") || !strings.Contains(text, "does not show payloads") {
 			t.Fatalf("payload shown without --allow-payloads: %s", text)
 		}
 		if strings.Contains(text, "k-123") || strings.Contains(text, "pgbus_dead_letter") {
@@ -238,7 +238,7 @@ func TestReadDeadMessage(t *testing.T) {
 		}
 		// The card is hidden whole, the token by its key, the header by its
 		// name.
-		if strings.Contains(text, "4242") || strings.Contains(text, "hunter2") || strings.Contains(text, "t-1") || strings.Contains(text, "k-123") ||
+		if strings.Contains(text, "4242424242424242") || strings.Contains(text, "hunter2") || strings.Contains(text, "tok-9f81e2") || strings.Contains(text, "k-123") ||
 			!strings.Contains(string(doc.Payload), `"card":"[REDACTED]"`) || doc.RedactedValues < 3 {
 			t.Fatalf("secrets not redacted: %s", text)
 		}
