@@ -263,18 +263,22 @@ type streamConn struct {
 	l                *streamListener
 	mu               sync.Mutex
 	streaming, ended bool
+	// tail is the end of what was read before: a request's first bytes
+	// may come in a read of their own, as when the server's background
+	// read on a kept-alive connection takes the "G" of the next GET.
+	tail []byte
 }
 
 func (c *streamConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if bytes.HasPrefix(p[:n], []byte("GET ")) {
-		c.mu.Lock()
-		if !c.streaming && !c.ended {
-			c.streaming = true
-			c.l.open.Add(1)
-		}
-		c.mu.Unlock()
+	c.mu.Lock()
+	seen := append(c.tail, p[:n]...)
+	if bytes.Contains(seen, []byte("GET /")) && !c.streaming && !c.ended {
+		c.streaming = true
+		c.l.open.Add(1)
 	}
+	c.tail = append([]byte(nil), seen[max(0, len(seen)-4):]...)
+	c.mu.Unlock()
 	return n, err
 }
 
