@@ -39,6 +39,8 @@ queue created with --priorities (0, the default, is read first).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
+			// Before the payload is read, so that a bad name does not wait
+			// for stdin; the request's check covers the rest.
 			if err := ops.CheckQueueName(queue); err != nil {
 				return err
 			}
