@@ -47,7 +47,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 		s.failJSON(w, r, err)
 		return
 	}
-	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{})
+	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{All: true})
 	if err != nil {
 		s.failJSON(w, r, err)
 		return

@@ -36,7 +36,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
-	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{})
+	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{All: true})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

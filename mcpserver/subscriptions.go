@@ -169,7 +169,7 @@ func (w *resourceWatch) notify(now map[string]string) {
 // entry for pgbus://queues and one per queue's stats; nil when the stats
 // cannot be read (a later read compares again).
 func (w *resourceWatch) read(ctx context.Context) map[string]string {
-	res, err := w.svc.QueueStats(ctx, ops.QueueStatsRequest{})
+	res, err := w.svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
 	if err != nil {
 		w.log.Debug("mcp resource updates: could not read the queue stats; trying again at the next interval", "err", err)
 		return nil

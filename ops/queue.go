@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,11 +17,17 @@ import (
 // is "".
 type QueueStatsRequest struct {
 	Queue string
+	// All lists every queue even when the list passes the service's
+	// response bound: for a table a person scrolls, or a watcher that
+	// compares every queue, not for an agent's answer.
+	All bool
 }
 
 // QueueStatsResult holds the stats asked for.
 type QueueStatsResult struct {
-	Queues []QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
+	Queues  []QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
+	Omitted int          `json:"omitted,omitempty" jsonschema_description:"Queues left out so that the response stays under 16,000 characters: the quietest ones (no dead messages, failures, backlog or pause). Pass queue to see one of them."`
+	Notes   []string     `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
 // QueueStats returns the stats of one queue or of every queue. A queue
@@ -41,7 +48,38 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
 	stats, err := retryVanished(func() ([]store.QueueStats, error) { return s.store.QueueStats(ctx, "") })
-	return QueueStatsResult{Queues: queueStatsList(stats)}, err
+	out := QueueStatsResult{Queues: queueStatsList(stats)}
+	if err == nil && !req.All {
+		s.fitQueueStats(&out)
+	}
+	return out, err
+}
+
+// fitQueueStats leaves the quietest queues out of a list that passes the
+// response bound, keeping the ones an operator acts on, still by name.
+func (s *Service) fitQueueStats(out *QueueStatsResult) {
+	ranked := slices.Clone(out.Queues)
+	slices.SortStableFunc(ranked, func(a, b QueueStats) int { return cmp.Compare(attentionRank(a), attentionRank(b)) })
+	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: []string{strings.Repeat("x", 300)}})
+	if n == 0 {
+		return
+	}
+	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	out.Queues, out.Omitted = ranked, n
+	out.Notes = []string{fmt.Sprintf("%d of the %d queues are listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters; pass queue for one of the others; pgbus queues on the command line lists them all",
+		len(ranked), len(ranked)+n, ResponseBudget)}
+}
+
+// attentionRank orders queues by how much they need an operator: dead
+// messages or failures first, then a backlog or a pause, then the rest.
+func attentionRank(q QueueStats) int {
+	switch {
+	case q.DLQDepth > 0 || q.WaitingRetry > 0 || q.LastHour.Failed > 0 || q.LastHour.DeadLettered > 0:
+		return 0
+	case q.Visible > 0 || q.Paused:
+		return 1
+	}
+	return 2
 }
 
 // retryVanished runs fn, an operation over every queue, again when it fails

@@ -67,6 +67,10 @@ type QueuesDocument struct {
 	// Queues are the work queues (DLQs are not listed on their own: each
 	// queue's DLQ depth is in its stats).
 	Queues []ops.QueueStats `json:"queues"`
+	// Omitted counts the quietest queues left out so that the document
+	// stays under the response bound; Notes says so.
+	Omitted int      `json:"omitted,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 	// Next says where to look next.
 	Next string `json:"next"`
 }
@@ -77,8 +81,8 @@ func (r *reader) queues(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 		return nil, readError(req.Params.URI, err)
 	}
 	return jsonContents(req.Params.URI, QueuesDocument{
-		Queues: res.Queues,
-		Next:   "for dead messages call pgbus_dlq_summary; for one queue read pgbus://queues/{queue}/stats",
+		Queues: res.Queues, Omitted: res.Omitted, Notes: res.Notes,
+		Next: "for dead messages call pgbus_dlq_summary; for one queue read pgbus://queues/{queue}/stats",
 	})
 }
 

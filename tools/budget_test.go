@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,50 @@ func TestToolDescriptionsAreTight(t *testing.T) {
 	t.Logf("tools/list: %d tools, descriptions %d characters, all %d", len(res.Tools), n, utf8.RuneCount(whole))
 	if len(res.Tools) < 15 || n >= descriptionsLimit {
 		t.Errorf("tools/list: %d tools with %d characters of descriptions, want all 15 under %d", len(res.Tools), n, descriptionsLimit)
+	}
+}
+
+// TestQueueStatsOfManyQueuesStayUnderBudget: with more queues than fit,
+// pgbus_queue_stats lists the ones to act on (dead messages, a backlog),
+// by name, leaves out quiet ones and says how many; the service's
+// unbounded read, for the dashboard, still has every queue.
+func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	e := newEnvOn(t, st, ops.Options{})
+	ctx := testContext(t)
+	const total = 45
+	queues := make([]string, total)
+	for i := range queues {
+		queues[i] = newQueue(t, st)
+	}
+	// The queues an operator acts on are named last, so that a list cut
+	// by name would lose them.
+	slices.Sort(queues)
+	dead, backlog := queues[total-1], queues[total-2]
+	if err := st.BulkLoadDead(ctx, dead, 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SendBatch(ctx, backlog, []store.NewMessage{{Payload: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	got := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", nil)
+	if n := utf8.RuneCountInString(resultText(e.call(t, "pgbus_queue_stats", nil))); n >= responseLimit {
+		t.Fatalf("pgbus_queue_stats: %d characters, want under %d", n, responseLimit)
+	}
+	if got.Omitted == 0 || len(got.Queues)+got.Omitted != total || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], fmt.Sprintf("of the %d queues", total)) {
+		t.Fatalf("%d listed, %d omitted, notes %v; want some left out of %d, and a note", len(got.Queues), got.Omitted, got.Notes, total)
+	}
+	listed := make([]string, len(got.Queues))
+	for i, q := range got.Queues {
+		listed[i] = q.Queue
+	}
+	if !slices.IsSorted(listed) || !slices.Contains(listed, dead) || !slices.Contains(listed, backlog) {
+		t.Fatalf("listed %v: want them by name, with %s (dead messages) and %s (a backlog)", listed, dead, backlog)
+	}
+
+	all, err := newDeps(t, st, ops.Options{}).Ops.QueueStats(ctx, ops.QueueStatsRequest{All: true})
+	if err != nil || len(all.Queues) != total || all.Omitted != 0 {
+		t.Fatalf("All: %d queues, %d omitted, %v; want all %d", len(all.Queues), all.Omitted, err, total)
 	}
 }
