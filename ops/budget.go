@@ -32,12 +32,30 @@ func (b Bounds) over(v any) bool {
 	return b.Response > 0 && jsonChars(v) > b.Response
 }
 
+// hintAllowance is what a front end may add to one hint of a row when it
+// names the hint in its own words: a tool's prefix, or a command line and
+// why no tool runs it.
+const hintAllowance = 100
+
+// hintedRow is a row that carries hints of its own.
+type hintedRow interface{ hintCount() int }
+
+// rowChars is how many characters row's JSON may have once a front end
+// has named its hints.
+func rowChars[T any](row T) int {
+	n := jsonChars(row)
+	if h, ok := any(row).(hintedRow); ok {
+		n += hintAllowance * h.hintCount()
+	}
+	return n
+}
+
 // fitRows returns how many of the first rows fit in room characters of
 // JSON, at least one: a list always makes progress.
 func fitRows[T any](rows []T, room int) int {
 	used := 0
 	for i, r := range rows {
-		used += jsonChars(r) + 1 // the comma
+		used += rowChars(r) + 1 // the comma
 		if used > room {
 			return max(i, 1)
 		}
@@ -52,11 +70,7 @@ func shrunkPage[T any](b Bounds, rows []T, rest any) int {
 	if b.Response <= 0 {
 		return 0
 	}
-	room := b.Response - jsonChars(rest)
-	if jsonChars(rows) <= room {
-		return 0
-	}
-	if k := fitRows(rows, room); k < len(rows) {
+	if k := fitRows(rows, b.Response-jsonChars(rest)); k < len(rows) {
 		return k
 	}
 	return 0

@@ -33,6 +33,10 @@ type Health struct {
 	// Next is the one call that explains every new dead letter at once,
 	// when several queues have them.
 	Next []Hint `json:"next,omitempty" jsonschema_description:"When several queues have new dead letters: the one summary that groups all of them by cause."`
+	// Omitted counts the reasons left out to stay under the response
+	// bound; Status and the totals count them.
+	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: DEGRADED ones, after every STALLED one. status counts them."`
+	Notes   []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
 // HealthReason is one thing that is not OK, and what to look at next.
@@ -50,8 +54,24 @@ type HealthReason struct {
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog), OK otherwise.
+// Reasons past the response bound are left out, STALLED ones last, and
+// counted.
 func (s *Service) Health(ctx context.Context) (Health, error) {
-	return retryVanished(func() (Health, error) { return s.health(ctx) })
+	h, err := retryVanished(func() (Health, error) { return s.health(ctx) })
+	if err != nil {
+		return h, err
+	}
+	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int {
+		return cmp.Compare(boolRank(a.Status != HealthStalled), boolRank(b.Status != HealthStalled))
+	})
+	rest := h
+	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
+	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 {
+		h.Omitted = n
+		h.Notes = []string{fmt.Sprintf("%d of the %d reasons are listed (STALLED ones first) so that the response stays under %d characters; pgbus health on the command line lists them all",
+			len(h.Reasons), len(h.Reasons)+n, ResponseBudget)}
+	}
+	return h, nil
 }
 
 func (s *Service) health(ctx context.Context) (Health, error) {
@@ -103,6 +123,8 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
 }
+
+func (r HealthReason) hintCount() int { return len(r.Next) }
 
 func (h *Health) count(code string) int {
 	n := 0

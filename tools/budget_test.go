@@ -288,3 +288,36 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 		t.Fatalf("All: %d queues, %d omitted, %v; want all %d", len(all.Queues), all.Omitted, err, total)
 	}
 }
+
+// TestHealthOfManyStalledQueuesStaysUnderBudget: when more queues have
+// problems than fit, pgbus_health lists the STALLED ones first, leaves out
+// the rest and counts them, and its verdict still counts every queue.
+func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	e := newEnvOn(t, st, ops.Options{})
+	ctx := testContext(t)
+	const total = 60
+	for i := range total {
+		q := newQueue(t, st)
+		if _, err := st.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		// Paused queues are only DEGRADED: they must not push out the
+		// STALLED ones.
+		if i%20 == 0 {
+			callOK[ops.QueuePaused](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
+		}
+	}
+	if n := utf8.RuneCountInString(resultText(e.call(t, "pgbus_health", nil))); n >= responseLimit {
+		t.Fatalf("pgbus_health: %d characters, want under %d", n, responseLimit)
+	}
+	h := callOK[ops.Health](t, e, "pgbus_health", nil)
+	if h.Status != ops.HealthStalled || h.Queues != total || h.Backlog != total || h.Omitted == 0 || len(h.Reasons)+h.Omitted != total || len(h.Notes) != 1 {
+		t.Fatalf("status %s, %d queues, backlog %d, %d reasons listed, %d omitted, notes %v", h.Status, h.Queues, h.Backlog, len(h.Reasons), h.Omitted, h.Notes)
+	}
+	for _, r := range h.Reasons {
+		if r.Status != ops.HealthStalled {
+			t.Fatalf("listed %s %s (%s) while STALLED reasons were left out", r.Status, r.Code, r.Queue)
+		}
+	}
+}
