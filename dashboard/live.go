@@ -42,19 +42,15 @@ type apiError struct {
 
 // live returns the overview's counts in JSON.
 func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
-	h, err := s.svc.Health(r.Context())
+	o, err := s.svc.Overview(r.Context())
 	if err != nil {
 		s.failJSON(w, r, err)
 		return
 	}
-	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{All: true})
-	if err != nil {
-		s.failJSON(w, r, err)
-		return
-	}
+	h := o.Health
 	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, DeadMessages: h.DeadMessages, Workers: h.Workers,
-		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(qs.Queues))}
-	for _, q := range qs.Queues {
+		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues))}
+	for _, q := range o.Queues {
 		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
 			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused})
 	}

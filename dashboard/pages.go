@@ -31,18 +31,13 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err, windows...)
 		return
 	}
-	h, err := s.svc.Health(r.Context())
-	if err != nil {
-		s.fail(w, r, v, err)
-		return
-	}
-	qs, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{All: true})
+	o, err := s.svc.Overview(r.Context())
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
 	}
 	v.Title, v.Nav = "Overview", "overview"
-	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: h, Queues: qs.Queues, Throughput: throughputView(tp, v.Refresh)})
+	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, Throughput: throughputView(tp, v.Refresh)})
 }
 
 // deadFilter reads the dead-letter filter of a query or form.

@@ -53,17 +53,20 @@ type HealthReason struct {
 // Health checks queues and workers: STALLED when ready work is not being
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
-// letters, paused queues, an aging backlog), OK otherwise.
-// Reasons past the response bound are left out, STALLED ones last, and
+// letters, paused queues, an aging backlog), OK otherwise. STALLED reasons
+// are listed first; those past the response bound are left out and
 // counted.
 func (s *Service) Health(ctx context.Context) (Health, error) {
-	h, err := retryVanished(func() (Health, error) { return s.health(ctx) })
+	h, err := retryVanished(func() (Health, error) {
+		stats, err := s.store.QueueStats(ctx, "")
+		if err != nil {
+			return Health{}, err
+		}
+		return s.healthOf(ctx, stats)
+	})
 	if err != nil {
 		return h, err
 	}
-	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int {
-		return cmp.Compare(boolRank(a.Status != HealthStalled), boolRank(b.Status != HealthStalled))
-	})
 	rest := h
 	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
 	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 {
@@ -74,12 +77,30 @@ func (s *Service) Health(ctx context.Context) (Health, error) {
 	return h, nil
 }
 
-func (s *Service) health(ctx context.Context) (Health, error) {
+// Overview is the health verdict and the stats of every queue, from one
+// read of the queues, so that the two agree.
+type Overview struct {
+	Health Health
+	Queues []QueueStats
+}
+
+// Overview returns the health verdict, every reason listed, and every
+// queue's stats, for a page that shows both: the queues are read once.
+func (s *Service) Overview(ctx context.Context) (Overview, error) {
+	return retryVanished(func() (Overview, error) {
+		stats, err := s.store.QueueStats(ctx, "")
+		if err != nil {
+			return Overview{}, err
+		}
+		h, err := s.healthOf(ctx, stats)
+		return Overview{Health: h, Queues: queueStatsList(stats)}, err
+	})
+}
+
+// healthOf is the verdict on stats, the stats of every queue, and on the
+// workers: STALLED reasons first.
+func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Health, error) {
 	h := Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy()}
-	stats, err := s.store.QueueStats(ctx, "")
-	if err != nil {
-		return h, err
-	}
 	workers, err := s.allWorkers(ctx)
 	if err != nil {
 		return h, err
@@ -98,6 +119,9 @@ func (s *Service) health(ctx context.Context) (Health, error) {
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
 	}
+	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int {
+		return cmp.Compare(boolRank(a.Status != HealthStalled), boolRank(b.Status != HealthStalled))
+	})
 	return h, nil
 }
 

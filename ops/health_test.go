@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,52 @@ func TestCircuitsAndReset(t *testing.T) {
 	}
 	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitReset || rows[0].IsError {
 		t.Fatalf("audit rows = %+v; want one circuit_reset", rows)
+	}
+}
+
+// TestOverviewReadsTheQueuesOnce: the overview's verdict and its queue
+// table come from one read, so they agree; its reasons are all listed,
+// STALLED first, where Health for an agent leaves some out.
+func TestOverviewReadsTheQueuesOnce(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	const total = 60
+	for i := range total {
+		q := fmt.Sprintf("overview_%02d", i)
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+		if i%20 == 0 {
+			if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	o, err := svc.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backlog int64
+	for _, q := range o.Queues {
+		backlog += q.Visible
+	}
+	if len(o.Queues) != total || o.Health.Queues != total || o.Health.Backlog != backlog || backlog != total {
+		t.Fatalf("overview: %d queues in the table, health counts %d queues and a backlog of %d; the table's backlog is %d", len(o.Queues), o.Health.Queues, o.Health.Backlog, backlog)
+	}
+	if len(o.Health.Reasons) != total || o.Health.Omitted != 0 || o.Health.Status != ops.HealthStalled {
+		t.Fatalf("overview health: %s, %d reasons, %d omitted; want STALLED with all %d", o.Health.Status, len(o.Health.Reasons), o.Health.Omitted, total)
+	}
+	for i, r := range o.Health.Reasons {
+		if stalled := i < total-3; (r.Status == ops.HealthStalled) != stalled {
+			t.Fatalf("reason %d is %s %s: want the 57 STALLED ones before the 3 paused", i, r.Status, r.Code)
+		}
+	}
+	h, err := svc.Health(ctx)
+	if err != nil || h.Omitted == 0 || len(h.Reasons)+h.Omitted != total {
+		t.Fatalf("health for an agent: %d reasons, %d omitted, %v; want some left out of %d", len(h.Reasons), h.Omitted, err, total)
 	}
 }
