@@ -173,7 +173,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
-	ws, err := s.svc.Workers(r.Context())
+	ws, err := s.svc.Workers(r.Context(), ops.WorkersRequest{All: true})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
@@ -183,7 +183,7 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
-	cs, err := s.svc.Circuits(r.Context(), ops.CircuitsRequest{})
+	cs, err := s.svc.Circuits(r.Context(), ops.CircuitsRequest{All: true})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

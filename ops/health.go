@@ -204,10 +204,18 @@ type Workers struct {
 // workerRank orders a status: the processes an operator acts on first.
 var workerRank = map[string]int{WorkerRunning: 0, WorkerStale: 1, WorkerStopped: 2}
 
+// WorkersRequest selects how worker processes are listed.
+type WorkersRequest struct {
+	// All lists every process even when the list passes the service's
+	// response bound: for a table a person scrolls, not for an agent's
+	// answer.
+	All bool
+}
+
 // Workers lists worker processes seen in the last 24 hours: running, then
 // stale, then stopped, newest first within each. A list over the response
-// bound leaves out its last rows and says so.
-func (s *Service) Workers(ctx context.Context) (Workers, error) {
+// bound leaves out its last rows and says so, unless req.All.
+func (s *Service) Workers(ctx context.Context, req WorkersRequest) (Workers, error) {
 	out, err := s.allWorkers(ctx)
 	if err != nil {
 		return Workers{}, err
@@ -223,6 +231,9 @@ func (s *Service) Workers(ctx context.Context) (Workers, error) {
 		out.Workers = append(out.Workers, more.Workers...)
 		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
 		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	}
+	if req.All {
+		return out, nil
 	}
 	if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
 		out.Omitted = n
@@ -283,6 +294,10 @@ type Circuits struct {
 type CircuitsRequest struct {
 	// Name lists only the breaker of that name; empty lists them all.
 	Name string
+	// All lists every breaker with all its users even when the list
+	// passes the service's response bound: for a table a person scrolls,
+	// not for an agent's answer.
+	All bool
 }
 
 // maxBreakerUsers is how many users of one breaker an agent is shown.
@@ -305,7 +320,7 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (Circuits, 
 			with(hint(OpCircuits, "lists every breaker without a name"))
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
-	bounded := s.opts.Bounds.Response > 0
+	bounded := s.opts.Bounds.Response > 0 && !req.All
 	for i, b := range all {
 		out.Circuits[i] = breakerState(b)
 		if bounded {
@@ -318,6 +333,9 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (Circuits, 
 	slices.SortStableFunc(out.Circuits, func(a, b BreakerState) int {
 		return cmp.Compare(boolRank(a.State == store.BreakerClosed), boolRank(b.State == store.BreakerClosed))
 	})
+	if !bounded {
+		return out, nil
+	}
 	if n := fitList(s.opts.Bounds, &out.Circuits, Circuits{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
 		out.Omitted = n
 		out.Notes = []string{fmt.Sprintf("%d of the %d breakers are listed (open and half-open ones first) so that the response stays under %d characters; pgbus circuits on the command line lists them all", len(out.Circuits), len(out.Circuits)+n, ResponseBudget)}

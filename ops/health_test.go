@@ -45,7 +45,7 @@ func TestHealth(t *testing.T) {
 	if h.Status != ops.HealthDegraded || !hasReason(h, "stale_workers", "", ops.OpWorkers) || !hasReason(h, "queue_paused", "orders", ops.OpQueueResume) {
 		t.Fatalf("stale worker and paused queue: %+v; want DEGRADED with both reasons", h)
 	}
-	ws, err := svc.Workers(ctx)
+	ws, err := svc.Workers(ctx, ops.WorkersRequest{})
 	if err != nil || len(ws.Workers) != 1 || ws.Workers[0].Status != ops.WorkerStale || ws.Workers[0].HeartbeatAgeSeconds < 500 || ws.Stale != 1 || ws.Running != 0 {
 		t.Fatalf("workers = %+v, %v", ws, err)
 	}
@@ -93,7 +93,7 @@ func TestWorkersByHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	status := func(svc *ops.Service) map[string]string {
-		ws, err := svc.Workers(ctx)
+		ws, err := svc.Workers(ctx, ops.WorkersRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func NewWorkers(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_workers", workersDescription, readAnnotations("Worker processes"), WorkersInput{}, ops.Workers{}),
 		Handler: handler(func(ctx context.Context, _ WorkersInput) (ops.Workers, error) {
-			return d.Ops.Workers(ctx)
+			return d.Ops.Workers(ctx, ops.WorkersRequest{})
 		}),
 	}
 }

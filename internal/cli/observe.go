@@ -57,7 +57,7 @@ pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, noArgs((*ops.Service).Workers), struct{}{}, func(ws ops.Workers) error {
+			return run(a, cmd, (*ops.Service).Workers, ops.WorkersRequest{}, func(ws ops.Workers) error {
 				if len(ws.Workers) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
 					return err

@@ -1,0 +1,71 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// TestListPagesShowEveryRow: the workers and circuits pages are tables a
+// person scrolls, so they list every process and every breaker's users,
+// where the same operations for an agent leave rows out to stay small.
+func TestListPagesShowEveryRow(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := pgtest.Context(t)
+	queues := make([]string, 20)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("lists_queue_with_a_long_name_%02d", i)
+	}
+	const processes, breakers, users = 80, 40, 30
+	for i := range processes {
+		if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: fmt.Sprintf("lists-%03d", i), Hostname: fmt.Sprintf("host-%03d", i), PID: i + 1, Queues: queues, Concurrency: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := make([]store.BreakerUser, users)
+	for i := range used {
+		used[i] = store.BreakerUser{Queue: fmt.Sprintf("user_queue_%02d", i), Kind: "charge"}
+	}
+	for i := range breakers {
+		name := fmt.Sprintf("http:bank-%03d.example.com", i)
+		if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 5, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.RecordBreakerUsers(ctx, name, used); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := newService(t, st)
+	if ws, err := svc.Workers(ctx, ops.WorkersRequest{}); err != nil || ws.Omitted == 0 {
+		t.Fatalf("for an agent: %d workers listed, %d omitted, %v; the fixture should pass the response bound", len(ws.Workers), ws.Omitted, err)
+	}
+	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{}); err != nil || len(cs.Circuits) == 0 || cs.Circuits[0].UsersOmitted == 0 {
+		t.Fatalf("for an agent: %+v, %v; a breaker's users should be cut", cs, err)
+	}
+
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	b.login(token)
+	code, page, _ := b.get("/workers")
+	if code != http.StatusOK {
+		t.Fatalf("GET /workers: %d\n%s", code, page)
+	}
+	for i := range processes {
+		if !strings.Contains(page, fmt.Sprintf(">host-%03d <", i)) {
+			t.Fatalf("the workers page lacks process host-%03d of %d", i, processes)
+		}
+	}
+	code, page, _ = b.get("/circuits")
+	if code != http.StatusOK {
+		t.Fatalf("GET /circuits: %d\n%s", code, page)
+	}
+	if n := strings.Count(page, fmt.Sprintf("user_queue_%02d/charge", users-1)); n != breakers {
+		t.Fatalf("the circuits page shows the last of %d users on %d breakers, want all %d", users, n, breakers)
+	}
+}
