@@ -35,8 +35,11 @@ var errSessionNotOpen = errors.New("session not open")
 type sessions struct {
 	mu   sync.Mutex
 	open map[string]struct{}
-	max  int
-	log  *slog.Logger
+	// pending counts requests that may start a session and have not yet:
+	// with the open ones, they never pass max.
+	pending int
+	max     int
+	log     *slog.Logger
 }
 
 func newSessions(log *slog.Logger, max int) *sessions {
@@ -51,6 +54,7 @@ func (m *sessions) Generate() string {
 	id := hex.EncodeToString(b)
 	m.mu.Lock()
 	m.open[id] = struct{}{}
+	m.pending = max(m.pending-1, 0) // the reservation of its request
 	m.mu.Unlock()
 	return id
 }
@@ -79,13 +83,25 @@ func (m *sessions) closeAll() {
 	m.mu.Unlock()
 }
 
-// full reports whether as many sessions are open as may be. Requests that
-// start sessions at once may each pass before any is counted, so the
-// bound is exceeded by at most as many.
-func (m *sessions) full() bool {
+// reserve holds a place for the session a request may start, and reports
+// false when as many sessions are open or being started as may be.
+// Requests that arrive at once are counted one by one, so the bound holds
+// exactly.
+func (m *sessions) reserve() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.open) >= m.max
+	if len(m.open)+m.pending >= m.max {
+		return false
+	}
+	m.pending++
+	return true
+}
+
+// unreserve gives back the place of a request that started no session.
+func (m *sessions) unreserve() {
+	m.mu.Lock()
+	m.pending = max(m.pending-1, 0)
+	m.mu.Unlock()
 }
 
 func (m *sessions) isOpen(id string) bool {
@@ -110,14 +126,29 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
-		case id == "" && r.Method == http.MethodPost && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) && m.full():
-			w.Header().Set("Retry-After", "60")
-			m.refuse(w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
-				"pgbus: the server has %d MCP sessions open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", m.max))
+		case id == "" && r.Method == http.MethodPost && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+			m.startSession(w, r, next)
 		default:
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// startSession passes on a request that may start a session when there is
+// room for one, and refuses it with 503 when there is not.
+func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if !m.reserve() {
+		w.Header().Set("Retry-After", "60")
+		m.refuse(w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
+			"pgbus: the server has %d MCP sessions open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", m.max))
+		return
+	}
+	next.ServeHTTP(w, r)
+	// A request that started a session answered with its id, and
+	// Generate took its reservation.
+	if w.Header().Get(server.HeaderKeySessionID) == "" {
+		m.unreserve()
+	}
 }
 
 // refuse answers with status and a JSON-RPC error without an id, as the

@@ -359,3 +359,79 @@ func TestSessionsBounded(t *testing.T) {
 		t.Fatalf("the new session reuses id %q", third)
 	}
 }
+
+// TestSessionsBoundedUnderABurst: initializes that arrive together never
+// open more sessions than the bound, and a request that starts no session
+// gives its place back.
+func TestSessionsBoundedUnderABurst(t *testing.T) {
+	const bound, burst = 5, 30
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: bound})
+	ctx := testContext(t)
+	type answer struct {
+		status int
+		id     string
+		err    error
+	}
+	answers := make(chan answer, burst)
+	bodies := make([]*io.PipeWriter, burst)
+	for i := range burst {
+		pr, pw := io.Pipe()
+		bodies[i] = pw
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+mcpserver.PathMCP, pr)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			answers <- answer{status: resp.StatusCode, id: resp.Header.Get("Mcp-Session-Id")}
+		}()
+	}
+	// The requests have connected and sent their headers; their bodies
+	// end together, so that the server takes them at once.
+	time.Sleep(300 * time.Millisecond)
+	var got []answer
+	for _, pw := range bodies {
+		go func() {
+			_, _ = io.WriteString(pw, rawInitialize)
+			pw.Close()
+		}()
+	}
+	for len(got) < burst {
+		got = append(got, <-answers)
+	}
+	var open []string
+	for i, a := range got {
+		switch {
+		case a.err != nil:
+			t.Fatalf("initialize %d: %v", i, a.err)
+		case a.status == http.StatusOK && a.id != "":
+			open = append(open, a.id)
+		case a.status != http.StatusServiceUnavailable:
+			t.Fatalf("initialize %d: %d; want 200 or 503", i, a.status)
+		}
+	}
+	if len(open) != bound {
+		t.Fatalf("%d of %d initializes at once opened a session; want exactly %d", len(open), burst, bound)
+	}
+	// A POST without a session that is no initialize starts none: once a
+	// session ends, the place goes to the next initialize, not to it.
+	if r := rawRequest(t, http.MethodDelete, base+mcpserver.PathMCP, open[0], ""); r.status != http.StatusOK {
+		t.Fatalf("DELETE a session: %d %s", r.status, r.body)
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawListTools); r.header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("tools/list without a session started one: %d %s", r.status, r.body)
+	}
+	rawSession(t, base)
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("an initialize past the bound again: %d %s", r.status, r.body)
+	}
+}
