@@ -197,7 +197,7 @@ type Workers struct {
 	Running int            `json:"running" jsonschema_description:"Processes heartbeating now."`
 	Stale   int            `json:"stale" jsonschema_description:"Processes whose heartbeat stopped without a clean shutdown: crashed or hung."`
 	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
-	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers so that the response stays under 16,000 characters: the last of the order, stopped ones first. The counts include them."`
+	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers, the last of the order (stopped ones first): so that the response stays under 16,000 characters, or past the 1,000 processes listed at most. The counts include them."`
 	Notes   []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
@@ -232,12 +232,11 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (Workers, err
 		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
 		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
 	}
-	if req.All {
-		return out, nil
-	}
-	if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
-		out.Omitted = n
-		out.Notes = []string{fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists them all", len(out.Workers), len(out.Workers)+n, ResponseBudget)}
+	if !req.All {
+		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
+			out.Omitted += n
+			out.Notes = append(out.Notes, fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists more", len(out.Workers), len(out.Workers)+out.Omitted, ResponseBudget))
+		}
 	}
 	return out, nil
 }
@@ -249,7 +248,20 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	if err != nil {
 		return Workers{}, err
 	}
-	return s.workerStatuses(ws, s.opts.StaleAfter), nil
+	out := s.workerStatuses(ws, s.opts.StaleAfter)
+	if len(ws) < store.MaxListedWorkers {
+		return out, nil
+	}
+	// The list is cut, at its oldest stopped processes: count them.
+	stopped, err := s.store.CountStoppedWorkers(ctx, 24*time.Hour)
+	if err != nil {
+		return Workers{}, err
+	}
+	if n := stopped - out.Stopped; n > 0 {
+		out.Stopped, out.Omitted = stopped, n
+		out.Notes = []string{fmt.Sprintf("the %d oldest of the %d processes that stopped cleanly in the last 24 hours are counted, not listed: at most %d processes are listed", n, stopped, store.MaxListedWorkers)}
+	}
+	return out, nil
 }
 
 // RubyStaleAfter is how old the heartbeat of a Ruby pgbus process may be

@@ -230,3 +230,38 @@ func TestOverviewReadsTheQueuesOnce(t *testing.T) {
 		t.Fatalf("health for an agent: %d reasons, %d omitted, %v; want some left out of %d", len(h.Reasons), h.Omitted, err, total)
 	}
 }
+
+// TestWorkersPastTheListCap: past the processes a list holds, the oldest
+// stopped ones are counted, not listed, and the result says so; the
+// counts stay exact.
+func TestWorkersPastTheListCap(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	const stopped = store.MaxListedWorkers + 100
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at)
+		SELECT 'cap-'||i, 'host-'||i, i, '{orders}', 1, now() - interval '2 hours' + i * interval '1 second', now() - interval '1 hour', now() - interval '1 hour'
+		FROM generate_series(1, $1) i`, stopped); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"cap-live-1", "cap-live-2"} {
+		if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "live", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := newService(t, s, ops.Options{})
+	for _, all := range []bool{true, false} {
+		ws, err := svc.Workers(ctx, ops.WorkersRequest{All: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.Running != 2 || ws.Stopped != stopped || len(ws.Workers)+ws.Omitted != stopped+2 || len(ws.Workers) > store.MaxListedWorkers {
+			t.Fatalf("All %t: %d listed, %d omitted, running %d, stopped %d; want exact counts of 2 running and %d stopped", all, len(ws.Workers), ws.Omitted, ws.Running, ws.Stopped, stopped)
+		}
+		if len(ws.Notes) == 0 || !strings.Contains(ws.Notes[0], "counted, not listed") {
+			t.Fatalf("All %t: notes %q; want one saying the oldest stopped processes are counted, not listed", all, ws.Notes)
+		}
+		if ws.Workers[0].Status != ops.WorkerRunning || ws.Workers[1].Status != ops.WorkerRunning {
+			t.Fatalf("All %t: the running processes are not listed first", all)
+		}
+	}
+}

@@ -58,14 +58,17 @@ func (s *Store) StopWorker(ctx context.Context, id string) error {
 	return nil
 }
 
+// MaxListedWorkers is the most processes ListWorkers returns.
+const MaxListedWorkers = 1000
+
 // ListWorkers lists worker processes seen within the window: at most
-// 1,000, those not stopped first, newest first within each. Stopped ones
-// are included so that a crash is visible as a stale heartbeat with no
-// stop.
+// MaxListedWorkers, those not stopped first, newest first within each.
+// Stopped ones are included so that a crash is visible as a stale
+// heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', ''
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
-		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT 1000`, within.Microseconds())
+		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}
@@ -74,6 +77,18 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}
 	return out, nil
+}
+
+// CountStoppedWorkers counts the processes seen within the window that
+// shut down cleanly, for when ListWorkers could not list them all.
+func (s *Store) CountStoppedWorkers(ctx context.Context, within time.Duration) (int, error) {
+	var n int
+	err := s.reads.QueryRow(ctx, `SELECT count(*) FROM pgbus.workers
+		WHERE heartbeat_at > now() - $1 * interval '1 microsecond' AND stopped_at IS NOT NULL`, within.Microseconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: count stopped workers: %w", err)
+	}
+	return n, nil
 }
 
 // PruneWorkers deletes worker rows whose last heartbeat is older than age.

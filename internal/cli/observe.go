@@ -70,6 +70,9 @@ pgbus_workers.`,
 					return err
 				}
 				_, err := fmt.Fprintf(a.stdout, "%d running, %d stale, %d stopped\n", ws.Running, ws.Stale, ws.Stopped)
+				for _, n := range ws.Notes {
+					fmt.Fprintln(a.stdout, "note: "+n)
+				}
 				return err
 			})
 		},
