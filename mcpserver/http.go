@@ -49,6 +49,9 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultMaxSessions bounds the Streamable HTTP sessions open at once.
 	DefaultMaxSessions = 1000
+	// MaxMaxSessions is the largest MaxSessions may be: each session keeps
+	// some memory until it ends or an hour passes idle.
+	MaxMaxSessions = 100_000
 	// DefaultBodyReadTimeout bounds the time a client has to send a
 	// request body once its headers are in.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -168,6 +171,9 @@ func (c HTTPConfig) Check() error {
 		if n := utf8.RuneCountInString(c.AuthToken); n < MinRemoteTokenLen {
 			return fmt.Errorf("--auth-token (or PGBUS_MCP_TOKEN) has %d characters, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", n, c.Addr, where, MinRemoteTokenLen)
 		}
+	}
+	if c.MaxSessions > MaxMaxSessions {
+		return fmt.Errorf("--max-sessions %d is more than %d: each open session keeps memory until it ends or an hour passes idle; use %d or less", c.MaxSessions, MaxMaxSessions, MaxMaxSessions)
 	}
 	for _, o := range c.AllowedOrigins {
 		if o != "*" && normalizeOrigin(o) == "" {

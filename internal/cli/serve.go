@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ type serveFlags struct {
 	allowedOrigins []string
 	allowedHosts   []string
 	authToken      string
+	maxSessions    int
 	readOnly       bool
 	allowPayloads  bool
 	safeFields     []string
@@ -90,6 +92,12 @@ transport, stdio included.`,
 			if err := a.resolve(cmd.Flags(), "trusted-proxies", "", EnvTrustedProxies); err != nil {
 				return err
 			}
+			if err := a.resolve(cmd.Flags(), "max-sessions", "", EnvMaxSessions); err != nil {
+				return err
+			}
+			if f.maxSessions < 1 {
+				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
+			}
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -99,6 +107,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins are allowed when bound to loopback")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
+	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "Streamable HTTP sessions kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
@@ -119,7 +128,7 @@ transport, stdio included.`,
 func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 	return runner.MCPConfig{
 		Transport: f.transport,
-		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken},
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
 		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log,
 	}
@@ -205,6 +214,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	return runner.ServeMCP(ctx, sess.db.Store, mcp)
 }
+
+// EnvMaxSessions bounds the Streamable HTTP sessions open at once, when
+// --max-sessions does not.
+const EnvMaxSessions = "PGBUS_MCP_MAX_SESSIONS"
 
 // EnvSafeFields names the safe payload fields, as a comma list, when
 // --safe-fields does not.

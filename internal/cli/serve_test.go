@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -240,7 +241,7 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=tok-123"}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=tok-123", "PGBUS_MCP_MAX_SESSIONS=1"}
 	var stdout syncBuffer
 	cmd.Stdout = &stdout
 	endpoint, logs := startListening(t, cmd, "pgbus MCP server listening", "url")
@@ -258,6 +259,14 @@ func TestServeHTTPAndSignal(t *testing.T) {
 		t.Fatalf("initialize: %v\n%s", err, logs.String())
 	}
 	callTool(t, c, "pgbus_queue_stats", map[string]any{})
+	// PGBUS_MCP_MAX_SESSIONS=1: a client of a protocol with sessions gets
+	// one, and a second waits for it to end.
+	for i, want := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		status, body := sessionInitialize(t, ctx, endpoint, "tok-123")
+		if status != want {
+			t.Fatalf("session %d with PGBUS_MCP_MAX_SESSIONS=1: %d %s; want %d", i+1, status, body, want)
+		}
+	}
 	_ = c.Close()
 
 	// A shutdown that hangs is killed when ctx ends, and fails here.
@@ -270,6 +279,27 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	if stdout.String() != "" {
 		t.Errorf("stdout: %q", stdout.String())
 	}
+}
+
+// sessionInitialize starts a Streamable HTTP session of protocol
+// 2025-06-18 at endpoint and returns the answer's status and body.
+func sessionInitialize(t *testing.T, ctx context.Context, endpoint, token string) (int, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // Bad serve command lines are usage errors (exit 2) found before any
@@ -302,9 +332,15 @@ func TestServeUsageErrors(t *testing.T) {
 		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies "proxy.internal": give IP addresses or CIDR prefixes`},
 		"injected trusted proxy":    {[]string{"dashboard", "--trusted-proxies", "10.0.0.1'; DROP TABLE x"}, "--trusted-proxies"},
 		"bad proxy prefix":          {[]string{"dashboard", "--trusted-proxies", "10.0.0.0/99"}, "CIDR"},
+		"no sessions":               {[]string{"serve", "--transport", "http", "--max-sessions", "0"}, "--max-sessions 0: give 1 or more"},
+		"too many sessions":         {[]string{"serve", "--transport", "http", "--max-sessions", "99999999999"}, "--max-sessions 99999999999 is more than 100000"},
+		"sessions not a number":     {[]string{"serve", "--transport", "http", "--max-sessions", "lots'; DROP TABLE x"}, "max-sessions"},
 	}
 	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
 		t.Errorf("PGBUS_TRUSTED_PROXIES=everyone: exit %d, stderr %q; want exit 2 naming the value", r.code, r.stderr)
+	}
+	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_MCP_MAX_SESSIONS=-5"}, "serve", "--transport", "http"); r.code != 2 || !strings.Contains(r.stderr, "environment variable PGBUS_MCP_MAX_SESSIONS") {
+		t.Errorf("PGBUS_MCP_MAX_SESSIONS=-5: exit %d, stderr %q; want exit 2 naming the variable", r.code, r.stderr)
 	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.
