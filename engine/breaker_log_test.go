@@ -53,3 +53,35 @@ func TestBreakerTransitionsLoggedAtInfo(t *testing.T) {
 		}
 	}
 }
+
+// A running process says at each heartbeat which breakers its handlers
+// use, so that its users stay listed however long it runs.
+func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	name := uniqueName("kept")
+	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.ProcessHeartbeat = 20 * time.Millisecond })
+	c.Handle("call", func(context.Context, *engine.Job) error { return nil },
+		engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: time.Minute}})
+	pgtest.Start(t, c)
+	ctx := pgtest.Context(t)
+	users := func() []store.BreakerUser {
+		all, err := s.ListBreakers(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) == 0 {
+			return nil // not created yet
+		}
+		return all[0].Users
+	}
+	pgtest.Eventually(t, 30*time.Second, "the process's use of the breaker recorded", func() bool { return len(users()) == 1 })
+	// As if the process had run for two days since.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breaker_users SET seen_at = now() - interval '2 days' WHERE breaker = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "the user listed again after a heartbeat", func() bool {
+		u := users()
+		return len(u) == 1 && u[0].Queue == q && u[0].Kind == "call" && time.Since(u[0].SeenAt) < time.Minute
+	})
+}

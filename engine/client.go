@@ -142,6 +142,9 @@ type Client struct {
 
 	settings atomic.Pointer[map[string]store.QueueSettings]
 	physical map[string][]string // logical queue -> physical queues, set by Run
+	// breakerUsers are the queues and kinds whose handlers use each
+	// breaker, set by Run and said again at each heartbeat.
+	breakerUsers map[string][]store.BreakerUser
 	// sendQueues caches the physical queues of send targets; priority levels
 	// are fixed when a queue is created.
 	sendQueues sync.Map
@@ -267,6 +270,7 @@ func (c *Client) Run(ctx context.Context) error {
 // records which queues and kinds use them, for the list of breakers.
 func (c *Client) ensureBreakers(ctx context.Context) error {
 	breakers, users := c.breakerUses()
+	c.breakerUsers = users
 	for name, b := range breakers {
 		if err := c.store.EnsureBreaker(ctx, b); err != nil {
 			return err
@@ -425,7 +429,11 @@ func (c *Client) register(ctx context.Context) error {
 }
 
 func (c *Client) heartbeat(ctx context.Context) error {
-	return c.store.HeartbeatWorker(ctx, c.id)
+	if err := c.store.HeartbeatWorker(ctx, c.id); err != nil {
+		return err
+	}
+	// The breakers' lists of users keep this process's while it runs.
+	return c.store.TouchBreakerUsers(ctx, c.breakerUsers)
 }
 
 // retention prunes old archives when this process wins the election.

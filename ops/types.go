@@ -97,11 +97,12 @@ func (b *BreakerState) trimUsers(max int) {
 	b.Users = kept
 }
 
-// BreakerUser is a queue and kind whose handler uses a breaker.
+// BreakerUser is a queue and kind whose handler uses a breaker, as a
+// worker process said in the last 24 hours.
 type BreakerUser struct {
 	Queue  string    `json:"queue"`
 	Kind   string    `json:"kind,omitempty" jsonschema_description:"The kind; absent for the queue's default handler, which runs every kind without a handler of its own."`
-	SeenAt time.Time `json:"seen_at" jsonschema_description:"When a worker process last started with this handler."`
+	SeenAt time.Time `json:"seen_at" jsonschema_description:"When a worker process last said it runs this handler: at its start, then at least hourly while it runs. Users not seen for 24 hours are not listed."`
 }
 
 func breakerState(b store.BreakerState) BreakerState {

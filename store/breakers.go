@@ -65,7 +65,8 @@ type BreakerState struct {
 type BreakerUser struct {
 	Queue string `json:"queue"`
 	Kind  string `json:"kind"`
-	// SeenAt is when a worker process last started with this handler.
+	// SeenAt is when a running worker process last said it uses the
+	// breaker here: at its start, then within every BreakerUsersRefresh.
 	SeenAt time.Time `json:"seen_at"`
 }
 
@@ -239,8 +240,9 @@ func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, 
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
 			last_success_at, last_failure_at,
 			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', u.seen_at)
-				ORDER BY u.queue_name, u.kind) FROM pgbus.circuit_breaker_users u WHERE u.breaker = b.name), '[]')
-		FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1 ORDER BY name`, name)
+				ORDER BY u.queue_name, u.kind) FROM pgbus.circuit_breaker_users u
+				WHERE u.breaker = b.name AND u.seen_at > now() - $2 * interval '1 microsecond'), '[]')
+		FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1 ORDER BY name`, name, BreakerUsersWindow.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("store: list circuit breakers: %w", err)
 	}
@@ -251,8 +253,17 @@ func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, 
 	return out, nil
 }
 
+// BreakerUsersRefresh is how often a running process says again which
+// breakers its handlers use, so that ListBreakers can tell current users
+// from those of processes gone or reconfigured.
+const BreakerUsersRefresh = time.Hour
+
+// BreakerUsersWindow is how recently a user must have been seen for
+// ListBreakers to list it: the window of the list of worker processes.
+const BreakerUsersWindow = 24 * time.Hour
+
 // RecordBreakerUsers records the queues and kinds whose handlers use a
-// breaker, for the list of breakers; users seen before stay listed.
+// breaker, for the list of breakers.
 func (s *Store) RecordBreakerUsers(ctx context.Context, name string, users []BreakerUser) error {
 	queues, kinds := make([]string, len(users)), make([]string, len(users))
 	for i, u := range users {
@@ -264,6 +275,30 @@ func (s *Store) RecordBreakerUsers(ctx context.Context, name string, users []Bre
 		ON CONFLICT (breaker, queue_name, kind) DO UPDATE SET seen_at = now()`, name, queues, kinds)
 	if err != nil {
 		return fmt.Errorf("store: record the users of circuit breaker %q: %w", name, err)
+	}
+	return nil
+}
+
+// TouchBreakerUsers marks users as seen now, for a running process that
+// has them, writing only the rows not seen within BreakerUsersRefresh, so
+// that it can run at every process heartbeat.
+func (s *Store) TouchBreakerUsers(ctx context.Context, users map[string][]BreakerUser) error {
+	var names, queues, kinds []string
+	for name, us := range users {
+		for _, u := range us {
+			names, queues, kinds = append(names, name), append(queues, u.Queue), append(kinds, u.Kind)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	_, err := s.db.Exec(ctx, `
+		UPDATE pgbus.circuit_breaker_users u SET seen_at = now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS t(b, q, k)
+		WHERE u.breaker = t.b AND u.queue_name = t.q AND u.kind = t.k
+		  AND u.seen_at < now() - $4 * interval '1 microsecond'`, names, queues, kinds, BreakerUsersRefresh.Microseconds())
+	if err != nil {
+		return fmt.Errorf("store: mark the circuit breaker users of this process seen: %w", err)
 	}
 	return nil
 }

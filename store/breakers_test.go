@@ -257,3 +257,57 @@ func TestBreakerFailureSaysWhenItOpened(t *testing.T) {
 		t.Fatalf("a failed probe: %+v; want it to reopen the breaker", r)
 	}
 }
+
+// A breaker lists the users seen within BreakerUsersWindow: a running
+// process's touch brings an old one back without rewriting fresh ones,
+// and retention deletes those no process has had for StatsRetention.
+func TestBreakerUsersAgeOut(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("aging")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, gone, old := store.BreakerUser{Queue: "fresh"}, store.BreakerUser{Queue: "gone"}, store.BreakerUser{Queue: "old"}
+	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{fresh, gone, old}); err != nil {
+		t.Fatal(err)
+	}
+	age := func(queue, by string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breaker_users SET seen_at = now() - $3::interval WHERE breaker = $1 AND queue_name = $2`, name, queue, by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age("fresh", "30 minutes")
+	age("gone", "2 days")
+	age("old", "8 days")
+	listed := func() []string {
+		var out []string
+		for _, u := range breakerNamed(t, ctx, s, name).Users {
+			out = append(out, u.Queue)
+		}
+		return out
+	}
+	if got := listed(); len(got) != 1 || got[0] != "fresh" {
+		t.Fatalf("users listed = %v; want only fresh, seen within %s", got, store.BreakerUsersWindow)
+	}
+	before := breakerNamed(t, ctx, s, name).Users[0].SeenAt
+	if err := s.TouchBreakerUsers(ctx, map[string][]store.BreakerUser{name: {fresh, gone}}); err != nil {
+		t.Fatal(err)
+	}
+	b := breakerNamed(t, ctx, s, name)
+	if len(b.Users) != 2 || b.Users[0].Queue != "fresh" || b.Users[1].Queue != "gone" || !b.Users[0].SeenAt.Equal(before) || time.Since(b.Users[1].SeenAt) > time.Minute {
+		t.Fatalf("after a touch: %+v; want gone back and seen now, fresh not rewritten (seen %v)", b.Users, before)
+	}
+	rep, err := s.RunRetention(ctx, 1000)
+	if err != nil || !rep.Ran || rep.BreakerUsersDeleted < 1 {
+		t.Fatalf("retention = %+v, %v; want the user not seen for 8 days deleted", rep, err)
+	}
+	var left []string
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(queue_name ORDER BY queue_name) FROM pgbus.circuit_breaker_users WHERE breaker = $1`, name).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 || left[0] != "fresh" || left[1] != "gone" {
+		t.Fatalf("rows left after retention: %v; want fresh and gone", left)
+	}
+}

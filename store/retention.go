@@ -69,6 +69,9 @@ type RetentionReport struct {
 	// rows older than StatsRetention.
 	StatsDeleted   int64 `json:"stats_deleted"`
 	WorkersDeleted int64 `json:"workers_deleted"`
+	// BreakerUsersDeleted counts circuit breaker users no process has
+	// said it has for StatsRetention.
+	BreakerUsersDeleted int64 `json:"breaker_users_deleted"`
 	// DeadCountsFolded counts the pending deltas of DLQ group counts
 	// folded into their base rows (see FoldDeadCounts).
 	DeadCountsFolded int64 `json:"dead_counts_folded"`
@@ -160,6 +163,10 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 	if rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention); err != nil {
 		return rep, err
 	}
+	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breaker_users WHERE seen_at < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
+		return rep, fmt.Errorf("store: retention: prune circuit breaker users: %w", err)
+	}
+	rep.BreakerUsersDeleted = tag.RowsAffected()
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, err
 }
