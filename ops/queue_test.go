@@ -15,7 +15,7 @@ import (
 )
 
 func TestQueueStatsSplitsDepthByState(t *testing.T) {
-	s := testStore(t)
+	s := isolatedStore(t) // the stats of all queues are read too
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 7 })

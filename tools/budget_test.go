@@ -249,8 +249,8 @@ func TestToolDescriptionsAreTight(t *testing.T) {
 // by name, leaves out quiet ones and says how many; the service's
 // unbounded read, for the dashboard, still has every queue.
 func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
-	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-	e := newEnvOn(t, st, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{})
+	st := e.st
 	ctx := testContext(t)
 	const total = 45
 	queues := make([]string, total)
@@ -293,8 +293,8 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 // problems than fit, pgbus_health lists the STALLED ones first, leaves out
 // the rest and counts them, and its verdict still counts every queue.
 func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
-	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-	e := newEnvOn(t, st, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{})
+	st := e.st
 	ctx := testContext(t)
 	const total = 60
 	for i := range total {

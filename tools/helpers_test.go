@@ -66,6 +66,14 @@ func newEnv(t testing.TB, o ops.Options) *env {
 	return newEnvOn(t, testStore(t), o)
 }
 
+// newIsolatedEnv is newEnv on a database of its own, for tests that read a
+// view of every queue (health, the stats of all), which the queues of
+// other tests would crowd past the response bound.
+func newIsolatedEnv(t testing.TB, o ops.Options) *env {
+	t.Helper()
+	return newEnvOn(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)), o)
+}
+
 // newEnvOn is newEnv on the database of st.
 func newEnvOn(t testing.TB, st *store.Store, o ops.Options) *env {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 )
 
 func TestHealthAndQueueStats(t *testing.T) {
-	e := newEnv(t, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "email", Class: "SMTPError", Message: "421 try later"})
 

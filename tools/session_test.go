@@ -29,7 +29,8 @@ func (validationError) ErrorClass() string { return "ValidationError" }
 // summary, shows a sample of each group, retries the transient group and
 // discards the bad input; the database must end as it decided.
 func TestAgentSession(t *testing.T) {
-	st := testStore(t)
+	// A database of its own: health lists every queue's problems.
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := newQueue(t, st)
 	ctx := testContext(t)
 	set := store.DefaultQueueSettings(q)
@@ -75,7 +76,7 @@ func TestAgentSession(t *testing.T) {
 	}
 
 	// The agent, with tool calls only.
-	e := newEnv(t, ops.Options{})
+	e := newEnvOn(t, st, ops.Options{})
 	health := callOK[ops.Health](t, e, "pgbus_health", nil)
 	if health.DeadMessages < transient+bad+unknown {
 		t.Errorf("health: %+v", health)

@@ -252,7 +252,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 }
 
 func TestPauseResume(t *testing.T) {
-	e := newEnv(t, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	p := callOK[ops.QueuePaused](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
 	if !p.Paused || !p.Changed {
