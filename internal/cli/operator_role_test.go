@@ -74,6 +74,21 @@ func TestOperatorRole(t *testing.T) {
 	_ = c.Close()
 	left--
 
+	// Workers of a queue that exists, as the operator: they take jobs,
+	// heartbeat, count, and leave vacuuming to autovacuum, without an
+	// error of a privilege they lack.
+	settled := func() int {
+		return owner.count(t, `SELECT (SELECT count(*) FROM pgmq.a_shop) + (SELECT count(*) FROM pgmq.q_shop_dlq)`)
+	}
+	before := settled()
+	work := pgbus(t, op.env, "work", "--queue", "shop", "--handler", "demo", "--for", "3s", "--log-format", "json")
+	if work.code != 0 || strings.Contains(work.stderr, "permission denied") || strings.Contains(work.stderr, `"level":"ERROR"`) {
+		t.Fatalf("pgbus work as the operator: exit %d\n%s", work.code, work.stderr)
+	}
+	if after := settled(); after <= before {
+		t.Errorf("the operator's workers settled nothing: %d archived or dead before, %d after\n%s", before, after, work.stderr)
+	}
+
 	// A command that changes tables is refused, saying why.
 	msg := op.fails(t, 1, "queue", "drop", "shop", "--yes")
 	if !strings.Contains(msg, "owns the pgbus schemas") {
