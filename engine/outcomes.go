@@ -99,7 +99,7 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			break
 		}
-		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay)
+		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}

@@ -99,6 +99,18 @@ func (w *queueWorker) run(ctx context.Context) {
 	stopHB()
 }
 
+// logReadFailure says why a read failed: a lack of privilege is no passing
+// trouble, and says what to grant.
+func (w *queueWorker) logReadFailure(err error, retryIn time.Duration) {
+	if store.IsPermissionDenied(err) {
+		w.c.log.Error("pgbus: this database role may not use the queue's tables: grant it SELECT, INSERT, UPDATE and DELETE on them "+
+			"(ALTER DEFAULT PRIVILEGES, run as the role that creates queues, covers the queues created later); retrying",
+			"queue", w.name, "err", err, "in", retryIn.String())
+		return
+	}
+	w.c.log.Warn("pgbus: read failed; retrying", "queue", w.name, "err", err, "in", retryIn.String())
+}
+
 func (w *queueWorker) fetchLoop(ctx context.Context) {
 	errDelay := 100 * time.Millisecond
 	backlog := false // the last read found as many messages as it asked for
@@ -116,7 +128,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		w.release(n - got)
 		if err != nil {
 			if ctx.Err() == nil {
-				w.c.log.Warn("pgbus: read failed; retrying", "queue", w.name, "err", err, "in", errDelay)
+				w.logReadFailure(err, errDelay)
 				sleep(ctx, errDelay)
 				errDelay = min(errDelay*2, 5*time.Second)
 			}

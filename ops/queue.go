@@ -383,13 +383,18 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	out.Settings = RetrySettings(next.Plain())
 	out.Created, out.Changed = !exists, next != cur
-	if exists && !out.Changed && req.Priorities == 0 {
-		return out, nil
-	}
-	if req.Priorities > 0 {
+	// A queue that exists gets its settings only: a role that may change
+	// rows but not create tables can then start workers whose
+	// configuration declares it.
+	switch {
+	case req.Priorities > 0:
 		err = s.store.CreatePriorityQueue(ctx, req.Queue, req.Priorities)
-	} else {
+	case !exists:
 		err = s.store.CreateQueue(ctx, req.Queue)
+	}
+	if store.IsPermissionDenied(err) {
+		return out, &Error{Msg: fmt.Sprintf("queue %q does not exist, and this database role may not create its tables (%v): the role that owns schema pgmq creates queues; once it has, this role can work the queue", req.Queue, err),
+			Err: err, Hints: []Hint{hint(OpQueueCreate, "as the role that owns the pgbus schemas", "queue", req.Queue)}}
 	}
 	if err == nil && next != cur {
 		err = s.store.SetQueueSettings(ctx, next)

@@ -221,7 +221,8 @@ func (a *app) explain(err error) error {
 	if errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld) {
 		return fmt.Errorf("%w: run pgbus migrate", err)
 	}
-	if err == nil || errors.Is(err, dbopen.ErrPermission) || !dbopen.IsPermissionDenied(err) {
+	var explained *ops.Error // says what to do itself
+	if err == nil || errors.Is(err, dbopen.ErrPermission) || errors.As(err, &explained) || !dbopen.IsPermissionDenied(err) {
 		return err
 	}
 	who := "the database role"

@@ -40,7 +40,8 @@ queues, cover the queues made later.
 A role that may also repair (an operator, or an agent's pgbus serve that may
 retry) needs INSERT, UPDATE and DELETE on those tables too, and no more:
 with them it runs dlq retry, retry-all, discard and purge, queue pause,
-resume and purge, send, and serve and dashboard once the schema is current.
+resume and purge, send, and serve and dashboard once the schema is current,
+and work on queues that exist (creating queues stays with the owner).
 
 Where PGMQ's functions are installed (the pgmq extension, or PGMQ's SQL
 installation script), pgbus creates and drops queues with pgmq.create and

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,8 +91,37 @@ func TestOperatorRole(t *testing.T) {
 		t.Errorf("the operator's workers settled nothing: %d archived or dead before, %d after\n%s", before, after, work.stderr)
 	}
 
+	// A queue a configuration file declares must exist: the operator may
+	// not create its tables, and is told who can. Once the owner has
+	// created it, the default privileges let the operator work it.
+	cfg := filepath.Join(t.TempDir(), "pgbus.yaml")
+	if err := os.WriteFile(cfg, []byte("queues:\n  later:\n    max_retries: 4\n    handler: {type: demo}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msg := op.fails(t, 1, "work", "--config", cfg, "--for", "1s")
+	if !strings.Contains(msg, `queue "later" does not exist, and this database role may not create its tables`) || !strings.Contains(msg, "see pgbus queue create later") {
+		t.Errorf("work --config declaring a new queue, as the operator: %s", msg)
+	}
+	owner.ok(t, "queue", "create", "later")
+	owner.ok(t, "send", "later", `{"n": 1}`)
+	work = pgbus(t, op.env, "work", "--config", cfg, "--for", "3s", "--log-format", "json")
+	if work.code != 0 || strings.Contains(work.stderr, "permission denied") || strings.Contains(work.stderr, `"level":"ERROR"`) {
+		t.Fatalf("pgbus work --config as the operator, its queue created by the owner: exit %d\n%s", work.code, work.stderr)
+	}
+	if st := owner.stats(t, "later"); st.Settings.MaxRetries != 4 || st.Depth+st.DLQDepth+st.Archived != 1 || st.Archived+st.DLQDepth+st.WaitingRetry == 0 {
+		t.Errorf("queue later after the operator's workers: %+v; want the file's max_retries 4 and its message run", st)
+	}
+
+	// Workers of a queue whose table the role may not use say what to
+	// grant, rather than only that a read failed.
+	pgtest.Exec(t, owner.url, "REVOKE ALL ON pgmq.q_later FROM "+role)
+	work = pgbus(t, op.env, "work", "--queue", "later", "--handler", "demo", "--for", "1s", "--log-format", "json")
+	if !strings.Contains(work.stderr, `"level":"ERROR","msg":"pgbus: this database role may not use the queue's tables: grant it SELECT, INSERT, UPDATE and DELETE`) {
+		t.Errorf("pgbus work on a table the role may not read: exit %d\n%s", work.code, work.stderr)
+	}
+
 	// A command that changes tables is refused, saying why.
-	msg := op.fails(t, 1, "queue", "drop", "shop", "--yes")
+	msg = op.fails(t, 1, "queue", "drop", "shop", "--yes")
 	if !strings.Contains(msg, "owns the pgbus schemas") {
 		t.Errorf("queue drop as the operator: %s", msg)
 	}
@@ -102,5 +133,7 @@ func operatorGrants(role string) []string {
 		"GRANT USAGE ON SCHEMA pgmq, pgbus TO " + role,
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + role,
 		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + role,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + role,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + role,
 	}
 }
