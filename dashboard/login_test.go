@@ -178,3 +178,30 @@ func TestLoginRateLimitBehindProxy(t *testing.T) {
 		}
 	}
 }
+
+// A refused request is logged with its client as the trusted proxy names
+// it, next to the proxy's own address, so that an operator can tell who
+// was refused; without trusted proxies the client is the peer.
+func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
+	svc := newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+	for _, trusted := range []bool{true, false} {
+		var logs pgtest.SyncBuffer
+		cfg := dashboard.Config{AuthToken: newToken(t), Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+		if trusted {
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+		}
+		h, err := dashboard.New(svc, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/live", nil)
+		req.RemoteAddr = "10.0.0.5:40000"
+		req.Header.Set("X-Forwarded-For", "198.51.100.9")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		want := map[bool]string{true: `"client":"198.51.100.9"`, false: `"client":"10.0.0.5"`}[trusted]
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), `"remote":"10.0.0.5:40000"`) {
+			t.Fatalf("trusted %v: %d, log %s; want 401 logged with %s and the proxy as remote", trusted, rec.Code, logs.String(), want)
+		}
+	}
+}

@@ -124,19 +124,9 @@ func (f *failures) prune(now time.Time, window time.Duration) {
 // fresh address for every guess. An IPv6 client usually holds a whole
 // /64, so it counts as one.
 func clientKey(r *http.Request, trusted []netip.Prefix) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap()
-	if isTrusted(addr, trusted) {
-		if client, ok := forwardedClient(r.Header.Values("X-Forwarded-For"), trusted); ok {
-			addr = client
-		}
+	addr, ok := clientAddr(r, trusted)
+	if !ok {
+		return clientName(r, trusted)
 	}
 	if addr.Is6() {
 		p, err := addr.Prefix(64)
@@ -145,6 +135,40 @@ func clientKey(r *http.Request, trusted []netip.Prefix) string {
 		}
 	}
 	return addr.String()
+}
+
+// clientAddr is the address of the request's client: its peer, or behind
+// trusted proxies the client they name in X-Forwarded-For. ok is false
+// when the peer's address does not parse.
+func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addr = addr.Unmap()
+	if isTrusted(addr, trusted) {
+		if client, ok := forwardedClient(r.Header.Values("X-Forwarded-For"), trusted); ok {
+			addr = client
+		}
+	}
+	return addr, true
+}
+
+// clientName is the request's client for logs: its address as clientAddr
+// finds it, else the peer as given.
+func clientName(r *http.Request, trusted []netip.Prefix) string {
+	if addr, ok := clientAddr(r, trusted); ok {
+		return addr.String()
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // forwardedClient reads X-Forwarded-For from its end, where each trusted
