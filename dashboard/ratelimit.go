@@ -2,12 +2,12 @@ package dashboard
 
 import (
 	"container/list"
-	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/pgbus/pgbus/internal/clientaddr"
 )
 
 // Login throttling: the login form takes the server's token, so guessing
@@ -124,9 +124,9 @@ func (f *failures) prune(now time.Time, window time.Duration) {
 // fresh address for every guess. An IPv6 client usually holds a whole
 // /64, so it counts as one.
 func clientKey(r *http.Request, trusted []netip.Prefix) string {
-	addr, ok := clientAddr(r, trusted)
+	addr, ok := clientaddr.Of(r, trusted)
 	if !ok {
-		return clientName(r, trusted)
+		return clientaddr.Name(r, trusted)
 	}
 	if addr.Is6() {
 		p, err := addr.Prefix(64)
@@ -135,70 +135,4 @@ func clientKey(r *http.Request, trusted []netip.Prefix) string {
 		}
 	}
 	return addr.String()
-}
-
-// clientAddr is the address of the request's client: its peer, or behind
-// trusted proxies the client they name in X-Forwarded-For. ok is false
-// when the peer's address does not parse.
-func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, bool) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	addr = addr.Unmap()
-	if isTrusted(addr, trusted) {
-		if client, ok := forwardedClient(r.Header.Values("X-Forwarded-For"), trusted); ok {
-			addr = client
-		}
-	}
-	return addr, true
-}
-
-// clientName is the request's client for logs: its address as clientAddr
-// finds it, else the peer as given.
-func clientName(r *http.Request, trusted []netip.Prefix) string {
-	if addr, ok := clientAddr(r, trusted); ok {
-		return addr.String()
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// forwardedClient reads X-Forwarded-For from its end, where each trusted
-// proxy appended the address it was called from, and returns the first
-// address that is not a trusted proxy: the client as the nearest proxy
-// it does not control saw it. Anything a client wrote before that is
-// never reached. False when the header is missing, unreadable where it is
-// read, or names trusted proxies only.
-func forwardedClient(values []string, trusted []netip.Prefix) (netip.Addr, bool) {
-	var hops []string
-	for _, v := range values {
-		hops = append(hops, strings.Split(v, ",")...)
-	}
-	for i := len(hops) - 1; i >= 0; i-- {
-		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		if addr = addr.Unmap(); !isTrusted(addr, trusted) {
-			return addr, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/clientaddr"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -136,7 +137,7 @@ type link struct {
 
 // refuse renders a refusal.
 func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status int, msg string) {
-	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientName(r, s.cfg.TrustedProxies), "reason", msg)
+	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", msg)
 	v.Title = http.StatusText(status)
 	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}})
 }

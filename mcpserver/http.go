@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode"
@@ -91,6 +92,10 @@ type HTTPConfig struct {
 	// until one ends (DELETE, or an hour idle). DefaultMaxSessions when
 	// zero.
 	MaxSessions int
+	// TrustedProxies are the reverse proxies in front of the server: a
+	// refused request's log names the client they say they forward for
+	// (X-Forwarded-For) next to the proxy's address.
+	TrustedProxies []netip.Prefix
 	// Logger receives refused requests and transport errors.
 	Logger *slog.Logger
 	// Dashboard, when set with TransportHTTP, serves every path the

@@ -11,10 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pgbus/pgbus/internal/clientaddr"
 )
 
 // Security is the gate in front of the HTTP transports. It refuses, before
@@ -40,6 +43,7 @@ type Security struct {
 	maxBody      int64
 	bodyTimeout  time.Duration
 	log          *slog.Logger
+	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	open         map[string]bool // paths that need no bearer token: the probes
 }
 
@@ -65,6 +69,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		maxBody:      cfg.MaxBodyBytes,
 		bodyTimeout:  cfg.bodyReadTimeout,
 		log:          cfg.Logger,
+		trusted:      cfg.TrustedProxies,
 	}
 	if h := normalizeHost(host); h != "" && !isUnspecified(h) {
 		s.hosts[h] = true
@@ -202,7 +207,7 @@ func hasBody(r *http.Request) bool {
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s.log.Warn("MCP HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
-		"remote", r.RemoteAddr, "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
+		"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
 	w.Header().Set("Connection", "close")
 	http.Error(w, "pgbus: "+msg, code)
 }

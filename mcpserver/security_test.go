@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 )
 
@@ -259,6 +262,54 @@ func TestHostCheck(t *testing.T) {
 	} {
 		if got := check(named, "192.0.2.10:8080", host); got != want {
 			t.Errorf("bound to 192.0.2.10, Host %q: %d, want %d", host, got, want)
+		}
+	}
+}
+
+// A refused request's log names the client a trusted proxy forwards for
+// next to the proxy's address; without the proxy trusted, the client is
+// the proxy, whatever X-Forwarded-For says.
+func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		var logs pgtest.SyncBuffer
+		cfg := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+		if trusted {
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		}
+		base := serveHTTP(t, deps(t, testStore(t)), cfg)
+		for _, r := range []struct {
+			header  http.Header
+			session string
+		}{
+			{http.Header{"Origin": {"https://evil.example"}}, ""}, // the security gate
+			{nil, "no-such-session"},                              // the session guard
+		} {
+			req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, base+mcpserver.PathMCP, strings.NewReader(initializeBody))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = r.header.Clone()
+			if req.Header == nil {
+				req.Header = http.Header{}
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("X-Forwarded-For", "198.51.100.9")
+			if r.session != "" {
+				req.Header.Set("Mcp-Session-Id", r.session)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode < 400 {
+				t.Fatalf("trusted %v, %v: %d; want a refusal", trusted, r, resp.StatusCode)
+			}
+		}
+		want := map[bool]string{true: `"client":"198.51.100.9"`, false: `"client":"127.0.0.1"`}[trusted]
+		if n := strings.Count(logs.String(), want); n != 2 {
+			t.Fatalf("trusted %v: %d refusals logged with %s, want 2:\n%s", trusted, n, want, logs.String())
 		}
 	}
 }

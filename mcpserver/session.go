@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/clientaddr"
 )
 
 // defaultSessionIdleTTL ends a Streamable HTTP session after an hour without
@@ -40,10 +43,11 @@ type sessions struct {
 	pending int
 	max     int
 	log     *slog.Logger
+	trusted []netip.Prefix // reverse proxies, for the client in logs
 }
 
-func newSessions(log *slog.Logger, max int) *sessions {
-	return &sessions{open: map[string]struct{}{}, max: max, log: log}
+func newSessions(cfg HTTPConfig) *sessions {
+	return &sessions{open: map[string]struct{}{}, max: cfg.MaxSessions, log: cfg.Logger, trusted: cfg.TrustedProxies}
 }
 
 // Generate issues a new session id: 32 bytes from crypto/rand, in hex, so
@@ -154,7 +158,7 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 // refuse answers with status and a JSON-RPC error without an id, as the
 // transport does for requests it cannot take.
 func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code int, msg string) {
-	m.log.Info("MCP HTTP request refused", "status", status, "method", r.Method, "remote", r.RemoteAddr, "reason", msg)
+	m.log.Info("MCP HTTP request refused", "status", status, "method", r.Method, "remote", r.RemoteAddr, "client", clientaddr.Name(r, m.trusted), "reason", msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
@@ -167,7 +171,7 @@ func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code i
 // streamableHandler returns the Streamable HTTP transport of s at PathMCP,
 // with sessions only this server issues, and the function that ends them.
 func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
-	ids := newSessions(cfg.Logger, cfg.MaxSessions)
+	ids := newSessions(cfg)
 	events := newRecentEvents()
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(PathMCP),

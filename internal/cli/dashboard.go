@@ -97,7 +97,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 const EnvTrustedProxies = "PGBUS_TRUSTED_PROXIES"
 
 func addTrustedProxiesFlag(fs *pflag.FlagSet, proxies *[]string) {
-	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the dashboard (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): its login throttle counts the client they name in X-Forwarded-For instead of the proxy")
+	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the HTTP server (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): the dashboard's login throttle counts the client they name in X-Forwarded-For instead of the proxy, and logs of refused requests name it")
 }
 
 // parseTrustedProxies reads --trusted-proxies: IP addresses and CIDR

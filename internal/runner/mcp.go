@@ -29,8 +29,9 @@ type MCPConfig struct {
 	ReadOnly, AllowPayloads bool
 	// SafeFields are payload fields shown even when payloads are hidden.
 	SafeFields []string
-	// TrustedProxies are the reverse proxies in front of the dashboard,
-	// whose X-Forwarded-For names the client its login throttle counts.
+	// TrustedProxies are the reverse proxies in front of the HTTP server,
+	// whose X-Forwarded-For names the client the dashboard's login
+	// throttle counts and refusal logs name.
 	TrustedProxies []netip.Prefix
 	// Stdin and Stdout carry the stdio transport.
 	Stdin  io.Reader
@@ -64,7 +65,7 @@ func (c MCPConfig) Check() error {
 // (and calling HTTP.Ready, when set).
 func (c MCPConfig) http() mcpserver.HTTPConfig {
 	h := c.HTTP
-	h.Transport, h.Logger = c.Transport, c.Logger
+	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
 	h.Ready = func(addr net.Addr) {
 		if c.HTTP.Ready != nil {
 			c.HTTP.Ready(addr)
@@ -137,7 +138,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 		return err
 	}
 	h := c.HTTP
-	h.Transport, h.Logger = c.Transport, c.Logger
+	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
 	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger}); err != nil {
 		return err
 	}

@@ -1,0 +1,80 @@
+// Package clientaddr finds the client of an HTTP request, behind the
+// reverse proxies an operator trusts: the HTTP front ends (the dashboard's
+// login throttle, and the logs of refused requests) count and name the
+// client rather than the proxy in front of it.
+package clientaddr
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Of is the address of the request's client: its peer, or, when the peer
+// is a trusted proxy, the client the proxies name in X-Forwarded-For. A
+// header is never believed otherwise: X-Forwarded-For would let a client
+// pick any address. ok is false when the peer's address does not parse.
+func Of(r *http.Request, trusted []netip.Prefix) (addr netip.Addr, ok bool) {
+	addr, err := netip.ParseAddr(peerHost(r))
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addr = addr.Unmap()
+	if isTrusted(addr, trusted) {
+		if client, ok := forwarded(r.Header.Values("X-Forwarded-For"), trusted); ok {
+			addr = client
+		}
+	}
+	return addr, true
+}
+
+// Name is the request's client for logs: its address as Of finds it, else
+// the peer's host as given.
+func Name(r *http.Request, trusted []netip.Prefix) string {
+	if addr, ok := Of(r, trusted); ok {
+		return addr.String()
+	}
+	return peerHost(r)
+}
+
+// peerHost is the host of the connection's remote address.
+func peerHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// forwarded reads X-Forwarded-For from its end, where each trusted proxy
+// appended the address it was called from, and returns the first address
+// that is not a trusted proxy: the client as the nearest proxy it does not
+// control saw it. Anything a client wrote before that is never reached.
+// False when the header is missing, unreadable where it is read, or names
+// trusted proxies only.
+func forwarded(values []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	var hops []string
+	for _, v := range values {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		if addr = addr.Unmap(); !isTrusted(addr, trusted) {
+			return addr, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
