@@ -93,22 +93,11 @@ func newWorld(t *testing.T) world {
 }
 
 // start runs a notifier until the test ends and waits for its first
-// check, the baseline.
+// checks, the baseline.
 func (w world) start(t *testing.T, cfg alerts.Config) *alerts.Notifier {
 	t.Helper()
-	if cfg.CheckInterval == 0 {
-		cfg.CheckInterval = 20 * time.Millisecond
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := alerts.New(w.st, w.svc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { n.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	pgtest.Eventually(t, 30*time.Second, "the notifier's first check", func() bool { return n.Checks() >= 1 })
+	n, stop := w.run(t, cfg)
+	t.Cleanup(stop)
 	return n
 }
 
@@ -250,6 +239,25 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 }
 
+// run runs a notifier until stop is called, and waits for its first
+// checks.
+func (w world) run(t *testing.T, cfg alerts.Config) (n *alerts.Notifier, stop func()) {
+	t.Helper()
+	if cfg.CheckInterval == 0 {
+		cfg.CheckInterval = 20 * time.Millisecond
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := alerts.New(w.st, w.svc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	pgtest.Eventually(t, 30*time.Second, "a notifier's first checks", func() bool { return n.Checks() >= 2 })
+	return n, func() { cancel(); <-done }
+}
+
 // The process elected after another goes on from its last check: a group
 // that appeared while no process sent alerts (between a stop and a
 // restart) is reported by the next, and the groups reported before are
@@ -257,21 +265,13 @@ func TestNewChecksConfig(t *testing.T) {
 func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
 	w := newWorld(t)
 	r := newReceiver(t, 0)
-	run := func() (n *alerts.Notifier, stop func()) {
-		n, err := alerts.New(w.st, w.svc, alerts.Config{URL: r.srv.URL, CheckInterval: 20 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { n.Run(ctx); close(done) }()
-		pgtest.Eventually(t, 30*time.Second, "a notifier's first checks", func() bool { return n.Checks() >= 2 })
-		return n, func() { cancel(); <-done }
-	}
-	_, stop := run()
+	run := func() (*alerts.Notifier, func()) { return w.run(t, alerts.Config{URL: r.srv.URL}) }
+	first, stop := run()
 	pgtest.DeadLetterN(t, w.st, w.queue, 5, pgtest.DeadSpec{Kind: "k", Class: "first.class", Message: "m"})
 	pgtest.Eventually(t, 30*time.Second, "the first group's alert", func() bool { _, got := r.counts(); return got >= 1 })
+	// The alert goes out before its check is recorded: checks after it
+	// make sure one was.
+	settle(t, first)
 	stop()
 
 	// While no process sends alerts, another group appears.
@@ -286,5 +286,43 @@ func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
 	events := r.alert(1)["events"].([]any)
 	if len(events) != 1 || events[0].(map[string]any)["group"].(map[string]any)["error_class"] != "meanwhile.class" {
 		t.Fatalf("the second alert: %v", events)
+	}
+}
+
+// A group that grows while no process sends alerts is reported by the
+// next once its growth since the last check passes the threshold; one
+// that grew less is not.
+func TestNextNotifierCountsGrowthWhileNoneChecked(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	run := func() (*alerts.Notifier, func()) { return w.run(t, alerts.Config{URL: r.srv.URL, GrowthThreshold: 10}) }
+	grows := pgtest.DeadSpec{Kind: "k", Class: "grows.class", Message: "m"}
+	barely := pgtest.DeadSpec{Kind: "k", Class: "barely.class", Message: "m"}
+	first, stop := run()
+	pgtest.DeadLetterN(t, w.st, w.queue, 2, grows)
+	pgtest.DeadLetterN(t, w.st, w.queue, 2, barely)
+	pgtest.Eventually(t, 30*time.Second, "the alert of the new groups", func() bool { _, got := r.counts(); return got >= 1 })
+	// Checks after the alert record that the groups were seen; they may
+	// have come in one alert or two.
+	settle(t, first)
+	stop()
+	_, before := r.counts()
+
+	pgtest.DeadLetterN(t, w.st, w.queue, 12, grows)
+	pgtest.DeadLetterN(t, w.st, w.queue, 9, barely)
+	n, stop := run()
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert of the growth while none checked", func() bool { _, got := r.counts(); return got > before })
+	settle(t, n)
+	if _, got := r.counts(); got != before+1 {
+		t.Fatalf("%d alerts; want the new groups' (%d), then one of the growth", got, before)
+	}
+	events := r.alert(before)["events"].([]any)
+	if len(events) != 1 {
+		t.Fatalf("the second alert: %v; want one event", events)
+	}
+	e := events[0].(map[string]any)
+	if e["type"] != alerts.EventGroupGrowing || e["group"].(map[string]any)["error_class"] != "grows.class" || e["growth"] != 12.0 {
+		t.Fatalf("the second alert's event: %v; want grows.class growing by 12", e)
 	}
 }

@@ -200,14 +200,14 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 	if err != nil {
 		checkedAt = now
 	}
+	if n.watcher == nil {
+		n.watcher = n.newWatcher(ctx, checkedAt)
+	}
 	h, err := n.svc.Health(ctx)
 	if err == nil {
 		var sum ops.DLQSummary
 		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
 		if err == nil {
-			if n.watcher == nil {
-				n.watcher = n.newWatcher(ctx, h, sum)
-			}
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
 				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
 			}
@@ -223,23 +223,37 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 	return lease
 }
 
-// newWatcher is the Watcher of a process just elected: it goes on from the
-// last check recorded, by whichever process it was, or else takes what it
-// sees as its baseline.
-func (n *Notifier) newWatcher(ctx context.Context, h ops.Health, sum ops.DLQSummary) *Watcher {
+// newWatcher is the Watcher of a process just elected, at its first check
+// (at, on the database's clock): it goes on from the last check recorded,
+// by whichever process it was, or else takes what it sees as its baseline.
+// Going on, it counts the messages each group gained since that check
+// (within the growth window), read before the check's own reads so that
+// nothing dying between them counts twice. That count reads the DLQs'
+// messages of the time, once per election.
+func (n *Notifier) newWatcher(ctx context.Context, at time.Time) *Watcher {
 	w := NewWatcher(n.cfg.GrowthThreshold, n.cfg.GrowthWindow)
 	last, err := n.st.LastAlertCheck(ctx)
-	if err == nil {
-		w.Resume(last.At, last.Status)
-		n.log.Info("pgbus alerts: this process sends the alerts; it goes on from the last check", "last_check", last.At.UTC(), "last_health", last.Status,
-			"every", n.cfg.CheckInterval)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			n.log.Warn("pgbus alerts: could not read the last check", "err", err)
+		}
+		n.log.Info("pgbus alerts: this process sends the alerts; what it sees at its first check is the baseline", "every", n.cfg.CheckInterval)
 		return w
 	}
-	if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-		n.log.Warn("pgbus alerts: could not read the last check", "err", err)
+	h := Handover{Last: last.At, Status: last.Status, From: last.At}
+	if start := at.Add(-n.cfg.GrowthWindow); start.After(h.From) {
+		h.From = start
 	}
-	n.log.Info("pgbus alerts: this process sends the alerts; what it sees now is the baseline", "health", h.Status,
-		"dead_letter_groups", sum.TotalGroups, "every", n.cfg.CheckInterval)
+	recent, err := n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Since: h.From.UTC().Format(time.RFC3339Nano)}})
+	if err == nil {
+		h.Recent = recent.Groups
+	} else if ctx.Err() == nil {
+		n.log.Warn("pgbus alerts: could not count what died since the last check; growth counts from this check", "err", err)
+		h.From = time.Time{}
+	}
+	w.Resume(h)
+	n.log.Info("pgbus alerts: this process sends the alerts; it goes on from the last check", "last_check", last.At.UTC(), "last_health", last.Status,
+		"groups_dead_since", len(h.Recent), "every", n.cfg.CheckInterval)
 	return w
 }
 

@@ -92,6 +92,11 @@ type Watcher struct {
 	// of another Watcher was: the groups dead-lettered first after it are
 	// new.
 	since time.Time
+	// from and recent, set by Resume until the next check: a known group
+	// had recent[k] messages fewer at from, the count its growth is
+	// measured from.
+	from   time.Time
+	recent map[groupKey]int64
 }
 
 // NewWatcher returns a Watcher that reports a group's growth by threshold
@@ -100,12 +105,32 @@ func NewWatcher(threshold int64, window time.Duration) *Watcher {
 	return &Watcher{threshold: threshold, window: window, groups: map[groupKey]*groupState{}}
 }
 
+// Handover is what a Watcher resuming from another learns of the time no
+// Watcher looked.
+type Handover struct {
+	// Last is when the other's last check was, and Status the verdict it
+	// saw.
+	Last   time.Time
+	Status string
+	// Recent counts, by group, the messages dead-lettered since From: the
+	// later of Last and the start of the growth window. A known group's
+	// growth is measured from its count then, so that it counts what
+	// died while no Watcher looked. Empty, a known group's growth counts
+	// from the first check.
+	From   time.Time
+	Recent []ops.DeadGroup
+}
+
 // Resume makes the next check go on from the last check of another
 // Watcher (the process that sent alerts before): the verdict it saw is the
-// previous one, and the groups whose first message died after its time
-// are new, the others known.
-func (w *Watcher) Resume(last time.Time, status string) {
-	w.checked, w.status, w.since = true, status, last
+// previous one, the groups whose first message died after its time are
+// new, the others known, and their growth since From counts.
+func (w *Watcher) Resume(h Handover) {
+	w.checked, w.status, w.since, w.from = true, h.Status, h.Last, h.From
+	w.recent = make(map[groupKey]int64, len(h.Recent))
+	for _, g := range h.Recent {
+		w.recent[keyOf(g)] = g.Count
+	}
 }
 
 // Observe takes one check's health verdict and dead-letter summary and
@@ -123,7 +148,7 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 	}
 	w.status = h.Status
 	for _, g := range sum.Groups {
-		k := groupKey{g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern}
+		k := keyOf(g)
 		st := w.groups[k]
 		if st == nil {
 			st = &groupState{}
@@ -131,6 +156,8 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 			if w.checked && (w.since.IsZero() || g.FirstDeadAt.After(w.since)) {
 				events = append(events, Event{Type: EventGroupNew, Group: groupOf(g)})
 				st.quietUntil = now.Add(w.window)
+			} else if n, ok := w.recent[k]; ok {
+				st.samples = append(st.samples, sample{w.from, max(g.Count-n, 0)})
 			}
 		}
 		st.seen = now
@@ -148,7 +175,7 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 			delete(w.groups, k)
 		}
 	}
-	w.checked, w.since = true, time.Time{}
+	w.checked, w.since, w.from, w.recent = true, time.Time{}, time.Time{}, nil
 	return events
 }
 
@@ -161,6 +188,10 @@ func (st *groupState) trim(now time.Time, window time.Duration) {
 		i++
 	}
 	st.samples = st.samples[i:]
+}
+
+func keyOf(g ops.DeadGroup) groupKey {
+	return groupKey{g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern}
 }
 
 func groupOf(g ops.DeadGroup) *Group {

@@ -55,7 +55,7 @@ func TestWatcherResumes(t *testing.T) {
 	sum := ops.DLQSummary{Groups: []ops.DeadGroup{before, after}}
 
 	w := alerts.NewWatcher(100, time.Minute)
-	w.Resume(last, ops.HealthOK)
+	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK})
 	now := last.Add(5 * time.Minute)
 	events := w.Observe(now, ops.Health{Status: ops.HealthDegraded}, sum)
 	if len(events) != 2 || events[0].Type != alerts.EventHealthChanged || events[0].PreviousStatus != ops.HealthOK ||
@@ -74,8 +74,40 @@ func TestWatcherResumes(t *testing.T) {
 	// Resumed from a check that saw the same verdict, nothing is reported
 	// of it.
 	w = alerts.NewWatcher(100, time.Minute)
-	w.Resume(last, ops.HealthDegraded)
+	w.Resume(alerts.Handover{Last: last, Status: ops.HealthDegraded})
 	if events := w.Observe(now, ops.Health{Status: ops.HealthDegraded}, ops.DLQSummary{Groups: []ops.DeadGroup{before}}); len(events) != 0 {
 		t.Fatalf("resumed on the same verdict and known groups: %+v; want nothing", events)
+	}
+}
+
+// A Watcher that resumes counts a known group's growth from its count at
+// the handover (the messages dead since then taken off), so that what died
+// while no Watcher looked is reported once it passes the threshold.
+func TestWatcherResumedCountsGrowthWhileNoneLooked(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	grew := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "grew", Count: 200, FirstDeadAt: last.Add(-time.Hour)}
+	steady := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "steady", Count: 500, FirstDeadAt: last.Add(-time.Hour)}
+	recentGrew, recentSteady := grew, steady
+	recentGrew.Count, recentSteady.Count = 150, 99
+
+	w := alerts.NewWatcher(100, 10*time.Minute)
+	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK, From: last, Recent: []ops.DeadGroup{recentGrew, recentSteady}})
+	now := last.Add(time.Minute)
+	events := w.Observe(now, ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{grew, steady}})
+	if len(events) != 1 || events[0].Type != alerts.EventGroupGrowing || events[0].Group.ErrorClass != "grew" || events[0].Growth != 150 {
+		t.Fatalf("the first check after resuming: %+v; want group grew growing by 150, steady (99 more) not", events)
+	}
+	// The growth goes on being measured from the handover's count.
+	steady.Count = 501
+	events = w.Observe(now.Add(time.Minute), ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{grew, steady}})
+	if len(events) != 1 || events[0].Group.ErrorClass != "steady" || events[0].Growth != 100 {
+		t.Fatalf("the next check, steady one more: %+v; want steady growing by 100", events)
+	}
+
+	// Without counts, growth counts from the first check, as before.
+	w = alerts.NewWatcher(100, 10*time.Minute)
+	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK})
+	if events := w.Observe(now, ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{grew}}); len(events) != 0 {
+		t.Fatalf("resumed without counts: %+v; want nothing", events)
 	}
 }
