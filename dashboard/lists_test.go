@@ -12,9 +12,10 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// TestListPagesShowEveryRow: the workers and circuits pages are tables a
-// person scrolls, so they list every process and every breaker's users,
-// where the same operations for an agent leave rows out to stay small.
+// TestListPagesShowEveryRow: the workers, circuits and dead-letter pages
+// are lists a person scrolls, so they list every process, every breaker's
+// users and every dead-letter group, where the same operations for an
+// agent leave rows out to stay small.
 func TestListPagesShowEveryRow(t *testing.T) {
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := pgtest.Context(t)
@@ -41,7 +42,19 @@ func TestListPagesShowEveryRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const groups = 80
+	pgtest.CreateQueue(t, st, "lists_dead")
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO pgmq.q_lists_dead_dlq (vt, message, headers)
+		SELECT now(), '{}', jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
+		    'reason', 'max_retries_exceeded', 'source_queue', 'lists_dead', 'error_class', 'Class' || g,
+		    'last_error', jsonb_build_object('class', 'Class' || g, 'message', repeat('the upstream refused the request ', 8))))
+		FROM generate_series(1, $1) g`, groups); err != nil {
+		t.Fatal(err)
+	}
 	svc := newService(t, st)
+	if sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{}); err != nil || !sum.Truncated || len(sum.Groups) >= groups {
+		t.Fatalf("for an agent: %d of %d groups, %v; the fixture should pass the response bound", len(sum.Groups), sum.TotalGroups, err)
+	}
 	if ws, err := svc.Workers(ctx, ops.WorkersRequest{}); err != nil || ws.Omitted == 0 {
 		t.Fatalf("for an agent: %d workers listed, %d omitted, %v; the fixture should pass the response bound", len(ws.Workers), ws.Omitted, err)
 	}
@@ -67,5 +80,12 @@ func TestListPagesShowEveryRow(t *testing.T) {
 	}
 	if n := strings.Count(page, fmt.Sprintf("user_queue_%02d/charge", users-1)); n != breakers {
 		t.Fatalf("the circuits page shows the last of %d users on %d breakers, want all %d", users, n, breakers)
+	}
+	code, page, _ = b.get("/dlq")
+	if code != http.StatusOK {
+		t.Fatalf("GET /dlq: %d\n%s", code, page)
+	}
+	if n := strings.Count(page, `<li class="group">`); n != groups || strings.Contains(page, "largest of") {
+		t.Fatalf("the dead letters page lists %d groups, want all %d, with no note of groups left out", n, groups)
 	}
 }

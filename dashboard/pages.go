@@ -83,7 +83,7 @@ func (groupsData) GroupFilter(g ops.DeadGroup) deadData {
 
 func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
 	f := deadFilter(r.URL.Query())
-	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f})
+	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f, All: true})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

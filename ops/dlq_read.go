@@ -18,6 +18,10 @@ type DLQSummaryRequest struct {
 	// ByField, one of Options.SafeFields, breaks each group down by the
 	// values of that payload field.
 	ByField string
+	// All lists every group the store returns (the largest
+	// store.MaxDeadGroups) even when they pass the service's response
+	// bound: for a page a person scrolls, not for an agent's answer.
+	All bool
 }
 
 // DeadGroup counts the dead messages of one (DLQ, source queue, kind,
@@ -47,6 +51,15 @@ type DLQSummary struct {
 	Next        []Hint      `json:"next" jsonschema_description:"What to do next."`
 }
 
+// summaryFit returns how many of out's groups fit the response bound, or 0
+// when all do or all were asked for.
+func (s *Service) summaryFit(req DLQSummaryRequest, out DLQSummary) int {
+	if req.All {
+		return 0
+	}
+	return shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400)}}})
+}
+
 // DLQSummary groups the dead messages the filter selects by source queue,
 // kind, error class and error pattern, largest group first: an
 // investigation's first stop.
@@ -73,14 +86,18 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 		out.Total += g.Count
 	}
 	out.Notes = v.listNotes(s.opts.Bounds.ListErrorChars)
-	if k := shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400)}}}); k > 0 {
+	why := ""
+	if k := s.summaryFit(req, out); k > 0 {
 		// Only the largest groups fit one response: the rest are for
 		// narrower filters, as when the store lists only the largest.
 		out.Groups, out.Truncated, out.Total = out.Groups[:k], true, 0
 		for _, g := range out.Groups {
 			out.Total += g.Count
 		}
-		out.Notes = append(out.Notes, fmt.Sprintf("only the %d largest of %d groups are listed, so that the response stays under %d characters: narrow the filters (queue, kind, error_class) to see the others", k, out.TotalGroups, ResponseBudget))
+		why = fmt.Sprintf(", so that the response stays under %d characters", ResponseBudget)
+	}
+	if out.Truncated {
+		out.Notes = append(out.Notes, fmt.Sprintf("only the %d largest of %d groups are listed%s: narrow the filters (queue, kind, error_class) to see the others", len(out.Groups), out.TotalGroups, why))
 	}
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]

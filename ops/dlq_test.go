@@ -220,3 +220,55 @@ func TestHistoryFoldsRepeats(t *testing.T) {
 		t.Errorf("full history: %+v", full)
 	}
 }
+
+// The summary of more groups than one agent response holds lists the
+// largest and says so; asked for All (a page a person scrolls) it lists
+// every group the store returns, and past the store's cap it says that too.
+func TestDLQSummaryAllAndTheCaps(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	dlq := store.DLQName(q)
+	const groups = store.MaxDeadGroups + 20
+	_, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+dlq+`" (vt, enqueued_at, message, headers)
+		SELECT now(), now() - g * interval '1 millisecond', '{}',
+		       jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
+		           'reason', 'max_retries_exceeded', 'source_queue', $1::text, 'error_class', 'C' || (g % $2),
+		           'last_error', jsonb_build_object('class', 'C' || (g % $2), 'message', 'upstream said no to request ' || (g % $2))))
+		FROM generate_series(1, $2 + 40) g`, q, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, s, ops.Options{})
+	agent, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !agent.Truncated || len(agent.Groups) >= 100 || agent.TotalGroups != groups || len(mustJSON(t, agent)) > ops.ResponseBudget ||
+		!hasNote(agent.Notes, fmt.Sprintf("only the %d largest of %d groups are listed, so that the response stays under", len(agent.Groups), groups)) {
+		t.Fatalf("for an agent: %d of %d groups (truncated %v), %d characters, notes %q; want the largest that fit, said so",
+			len(agent.Groups), agent.TotalGroups, agent.Truncated, len(mustJSON(t, agent)), agent.Notes)
+	}
+	all, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q}, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Groups) != store.MaxDeadGroups || all.TotalGroups != groups || !all.Truncated ||
+		!hasNote(all.Notes, fmt.Sprintf("only the %d largest of %d groups are listed: narrow the filters", store.MaxDeadGroups, groups)) {
+		t.Fatalf("all: %d of %d groups (truncated %v), notes %q; want the store's %d, said so", len(all.Groups), all.TotalGroups, all.Truncated, all.Notes, store.MaxDeadGroups)
+	}
+	var total int64
+	for _, g := range all.Groups {
+		total += g.Count
+	}
+	if all.Total != total || total <= agent.Total {
+		t.Fatalf("all: total %d, groups sum to %d, the agent's %d", all.Total, total, agent.Total)
+	}
+	one, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q, ErrorClass: "C7"}, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Groups) != 1 || one.Truncated || hasNote(one.Notes, "largest") {
+		t.Fatalf("one group: %+v", one)
+	}
+}
