@@ -351,6 +351,24 @@ const sqlDeadRetryHeaders = `CASE
 		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
 	ELSE d.headers END`
 
+// sqlDeadRetryKey points the idempotency key of a message going back to
+// target (its pgbus_idempotency_key header) at its new id, so that a send
+// with the key while it is live, or archived within retention, returns it
+// instead of a duplicate, as for the message first sent. A key already
+// held by another live message of target (sent with it after this one
+// died) stays with that one. A header a send could not have written (over
+// MaxIdempotencyKeyBytes) is left alone.
+func sqlDeadRetryKey(target string) string {
+	key := `ins.headers->>'` + HeaderIdempotencyKey + `'`
+	return fmt.Sprintf(`rekeyed AS (
+		INSERT INTO pgbus.idempotency_keys AS k (queue_name, key, msg_id)
+		SELECT $3::text, %[1]s, ins.msg_id FROM ins
+		WHERE jsonb_typeof(ins.headers) = 'object' AND octet_length(%[1]s) BETWEEN 1 AND %[2]d
+		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()
+		WHERE NOT EXISTS (SELECT 1 FROM %[3]s q WHERE q.msg_id = k.msg_id)
+	`, key, MaxIdempotencyKeyBytes, queueTable(target))
+}
+
 // deadRetrySQL builds the statement of deadRetryOne. With a corrected payload, the
 // original row also goes to the DLQ's archive, whole, and the history notes
 // where. With a trace context, it replaces the one the headers carry (when
@@ -381,11 +399,11 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
 		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
-		RETURNING msg_id
+		RETURNING msg_id, headers
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
 		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1
-	)`
+	), ` + sqlDeadRetryKey(target) + `)`
 	if p != nil {
 		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged. Original payload: ", r.dlq, r.dlq, r.id)
 		args = append(args, note)

@@ -129,3 +129,75 @@ func TestIdempotencyKeyBadInput(t *testing.T) {
 		t.Fatalf("depth = %d, want 1", m.Depth)
 	}
 }
+
+// keyedWithHeader is keyed with the key in its header too, as the engine
+// sends it.
+func keyedWithHeader(payload, key string) store.NewMessage {
+	m := keyed(payload, key)
+	h, _ := json.Marshal(map[string]string{store.HeaderIdempotencyKey: key})
+	m.Headers = h
+	return m
+}
+
+// A dead message retried out of its DLQ takes its idempotency key along:
+// a send with the key while it is live, or once archived, returns the
+// retried message instead of a duplicate. A key a later send gave to a
+// live message stays with it; keys the header cannot hold are ignored.
+func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	retry := func(dead int64) int64 {
+		t.Helper()
+		rep, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
+		if err != nil || rep.Retried != 1 || len(rep.Moved) != 1 {
+			t.Fatalf("retry of %d = %+v, %v", dead, rep, err)
+		}
+		return rep.Moved[0].MsgID
+	}
+	send := func(m store.NewMessage) int64 {
+		t.Helper()
+		id, err := s.Send(ctx, q, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+
+	first := send(keyedWithHeader(`1`, "charge-7"))
+	back := retry(deadIDs(t, s, q, dlq, []int64{first}, "Boom", store.ReasonNonRetryable)[0])
+	if again := send(keyedWithHeader(`1`, "charge-7")); again != back {
+		t.Fatalf("send of the key while its retried message %d is live = %d, want %d", back, again, back)
+	}
+	if _, err := s.Archive(ctx, q, back); err != nil {
+		t.Fatal(err)
+	}
+	if again := send(keyedWithHeader(`1`, "charge-7")); again != back {
+		t.Fatalf("send of the key once its retried message %d is archived = %d, want %d", back, again, back)
+	}
+
+	// Sent again after it died, the key is the new message's, and stays
+	// so when the dead one is retried.
+	dead := deadIDs(t, s, q, dlq, []int64{send(keyedWithHeader(`2`, "refund-9"))}, "Boom", store.ReasonNonRetryable)[0]
+	resent := send(keyedWithHeader(`2`, "refund-9"))
+	if retried := retry(dead); retried == resent {
+		t.Fatalf("the retry reused id %d", resent)
+	}
+	if again := send(keyedWithHeader(`2`, "refund-9")); again != resent {
+		t.Fatalf("send of a key a live message holds = %d, want that message %d", again, resent)
+	}
+
+	// Headers a send could not have written: a key too long for one, and
+	// headers that are no object. The retry goes through all the same.
+	for _, h := range []string{`{"` + store.HeaderIdempotencyKey + `": "` + strings.Repeat("k", 3000) + `"}`, `["` + store.HeaderIdempotencyKey + `"]`} {
+		id := send(store.NewMessage{Payload: json.RawMessage(`3`)})
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`" SET headers = $1 WHERE msg_id = $2`, h, id); err != nil {
+			t.Fatal(err)
+		}
+		retry(deadIDs(t, s, q, dlq, []int64{id}, "Boom", store.ReasonNonRetryable)[0])
+	}
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.idempotency_keys WHERE queue_name = $1`, q); n != 2 {
+		t.Fatalf("%d keys on the queue, want charge-7 and refund-9 only", n)
+	}
+}

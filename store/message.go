@@ -40,6 +40,8 @@ type NewMessage struct {
 	// IdempotencyKey, when set, makes the send return the id of the first
 	// message sent with this key to this queue while that message is live or
 	// archived within the queue's retention window, instead of a duplicate.
+	// A retry out of the DLQ hands the key (its header) to the message it
+	// brings back; a dead message holds none.
 	// Put it in the pgbus_idempotency_key header too (engine.NewMessage does).
 	IdempotencyKey string
 }
