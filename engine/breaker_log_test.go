@@ -85,3 +85,40 @@ func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
 		return len(u) == 1 && u[0].Queue == q && u[0].Kind == "call" && time.Since(u[0].SeenAt) < time.Minute
 	})
 }
+
+// A breaker deleted while a process runs (by hand, or by retention) is
+// made anew, closed and with its users, at the next job that asks it, and
+// keeps working: it opens again when the downstream fails.
+func TestDeletedBreakerIsMadeAnew(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
+	name := uniqueName("anew")
+	var failing atomic.Bool
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	c.Handle("call", func(context.Context, *engine.Job) error {
+		if failing.Load() {
+			return errors.New("503 from the bank")
+		}
+		return nil
+	}, engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Hour, MaxCoolOff: time.Hour}})
+	pgtest.Start(t, c)
+	ctx := pgtest.Context(t)
+	pgtest.Send(t, c, q, 0, engine.SendOptions{Kind: "call"})
+	pgtest.Eventually(t, 30*time.Second, "the first job archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgbus.circuit_breakers WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	for i := range 4 {
+		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "call"})
+	}
+	pgtest.Eventually(t, 30*time.Second, "the breaker made anew and opened", func() bool {
+		all, err := s.ListBreakers(ctx, name)
+		return err == nil && len(all) == 1 && all[0].State == store.BreakerOpen && len(all[0].Users) == 1
+	})
+	if out := logs.String(); strings.Contains(out, "circuit breaker unavailable") {
+		t.Fatalf("a job ran without its breaker:\n%s", out)
+	}
+}

@@ -272,14 +272,29 @@ func (c *Client) ensureBreakers(ctx context.Context) error {
 	breakers, users := c.breakerUses()
 	c.breakerUsers = users
 	for name, b := range breakers {
-		if err := c.store.EnsureBreaker(ctx, b); err != nil {
-			return err
-		}
-		if err := c.store.RecordBreakerUsers(ctx, name, users[name]); err != nil {
+		if err := c.createBreaker(ctx, b, users[name]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ensureBreaker makes the breaker name of this client's handlers again,
+// with its users, after it was deleted.
+func (c *Client) ensureBreaker(ctx context.Context, name string) error {
+	breakers, users := c.breakerUses()
+	b, ok := breakers[name]
+	if !ok {
+		return fmt.Errorf("%w: circuit breaker %q is not one of this process's handlers'", store.ErrNotFound, name)
+	}
+	return c.createBreaker(ctx, b, users[name])
+}
+
+func (c *Client) createBreaker(ctx context.Context, b store.BreakerConfig, users []store.BreakerUser) error {
+	if err := c.store.EnsureBreaker(ctx, b); err != nil {
+		return err
+	}
+	return c.store.RecordBreakerUsers(ctx, b.Name, users)
 }
 
 // breakerUses returns the breakers the handlers name, by name, and the

@@ -490,6 +490,13 @@ func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open, probe 
 	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
 	defer cancel()
 	v, err := w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
+	if errors.Is(err, store.ErrNotFound) {
+		// Deleted while this process ran (by hand, or by retention had
+		// its users gone unseen): made anew, closed, as at start.
+		if err = w.c.ensureBreaker(ctx, name); err == nil {
+			v, err = w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
+		}
+	}
 	if err != nil {
 		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
 		return 0, false, false

@@ -311,3 +311,48 @@ func TestBreakerUsersAgeOut(t *testing.T) {
 		t.Fatalf("rows left after retention: %v; want fresh and gone", left)
 	}
 }
+
+// Retention deletes a breaker that has had no users for StatsRetention and
+// has not changed for as long, and keeps one with a user, one that changed
+// lately and one that let a call through lately.
+func TestRetentionDeletesBreakersNoneUses(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	names := map[string]string{}
+	for _, which := range []string{"unused", "used", "changed", "succeeded"} {
+		names[which] = uniqueName(which)
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: names[which], FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.BreakerFailed(ctx, names[which], "boom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordBreakerUsers(ctx, names["used"], []store.BreakerUser{{Queue: "q"}}); err != nil {
+		t.Fatal(err)
+	}
+	age := func(which, set string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET `+set+` WHERE name = $1`, names[which]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for which := range names {
+		age(which, `updated_at = now() - interval '8 days', last_success_at = NULL`)
+	}
+	age("changed", `updated_at = now() - interval '6 days'`)
+	age("succeeded", `last_success_at = now() - interval '1 hour'`)
+	rep, err := s.RunRetention(ctx, 1000)
+	if err != nil || !rep.Ran || rep.BreakersDeleted < 1 {
+		t.Fatalf("retention = %+v, %v; want the unused breaker deleted", rep, err)
+	}
+	for which, name := range names {
+		want := 1
+		if which == "unused" {
+			want = 0
+		}
+		if left := dlCount(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1`, name); left != want {
+			t.Errorf("breaker %s: %d rows left, want %d", which, left, want)
+		}
+	}
+}

@@ -72,6 +72,11 @@ type RetentionReport struct {
 	// BreakerUsersDeleted counts circuit breaker users no process has
 	// said it has for StatsRetention.
 	BreakerUsersDeleted int64 `json:"breaker_users_deleted"`
+	// BreakersDeleted counts circuit breakers left without users that
+	// have not changed for StatsRetention: a handler that stopped using
+	// one (renamed, removed) does not keep it listed, or open, for ever.
+	// A process that uses the name again makes it anew, closed.
+	BreakersDeleted int64 `json:"breakers_deleted"`
 	// DeadCountsFolded counts the pending deltas of DLQ group counts
 	// folded into their base rows (see FoldDeadCounts).
 	DeadCountsFolded int64 `json:"dead_counts_folded"`
@@ -167,6 +172,13 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		return rep, fmt.Errorf("store: retention: prune circuit breaker users: %w", err)
 	}
 	rep.BreakerUsersDeleted = tag.RowsAffected()
+	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breakers b
+		WHERE b.updated_at < now() - $1 * interval '1 microsecond'
+		  AND (b.last_success_at IS NULL OR b.last_success_at < now() - $1 * interval '1 microsecond')
+		  AND NOT EXISTS (SELECT 1 FROM pgbus.circuit_breaker_users u WHERE u.breaker = b.name)`, StatsRetention.Microseconds()); err != nil {
+		return rep, fmt.Errorf("store: retention: prune circuit breakers without users: %w", err)
+	}
+	rep.BreakersDeleted = tag.RowsAffected()
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, err
 }
