@@ -279,7 +279,7 @@ selection changed meanwhile. A progress bar is shown on a terminal.
 				return err
 			}
 			if !yes && !dryRun {
-				return a.refuse(cmd, f, limit, "refusing to retry %d dead messages without --yes; check them with --dry-run, then pass --yes")
+				return a.refuse(cmd, f, limit, "refusing to retry %s dead messages without --yes; check them with --dry-run, then pass --yes")
 			}
 			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect}
 			if !dryRun {
@@ -358,7 +358,7 @@ pgbus_dlq_discard.`,
 			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
-					return a.refuse(cmd, f, limit, "refusing to discard %d dead messages without --yes; check them with --dry-run, then pass --yes")
+					return a.refuse(cmd, f, limit, "refusing to discard %s dead messages without --yes; check them with --dry-run, then pass --yes")
 				}
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -282,7 +283,12 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 	if err != nil {
 		return err
 	}
-	return usageError{fmt.Errorf(format, min(sum.Total, int64(limit)))}
+	n := strconv.FormatInt(min(sum.Total, int64(limit)), 10)
+	if sum.Truncated && sum.Total < int64(limit) {
+		// The summary counts its largest groups only.
+		n = "at least " + n
+	}
+	return usageError{fmt.Errorf(format, n)}
 }
 
 // checkBulkLimit checks the --limit of a bulk operation.

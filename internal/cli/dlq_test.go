@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -464,5 +465,32 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "retrying") || !strings.Contains(string(out), "retried 7 dead messages") {
 		t.Fatalf("no progress bar on a terminal:\n%q", out)
+	}
+}
+
+// A bulk retry or discard refused for want of --yes says how many dead
+// messages it would touch; past the groups a summary lists, the count it
+// has is a lower bound, and it says so.
+func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "many")
+	groups := store.MaxDeadGroups + 20
+	pgtest.Exec(t, d.url, fmt.Sprintf(`INSERT INTO pgmq.q_many_dlq (vt, message, headers)
+		SELECT now(), '{}', jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
+		    'reason', 'max_retries_exceeded', 'source_queue', 'many', 'error_class', 'Class' || g))
+		FROM generate_series(1, %d) g`, groups))
+	before := d.snapshot(t)
+	for _, verb := range []string{"retry-all", "discard"} {
+		msg := d.fails(t, 2, "dlq", verb, "--queue", "many")
+		if !strings.Contains(msg, fmt.Sprintf("at least %d dead messages without --yes", store.MaxDeadGroups)) {
+			t.Errorf("dlq %s without --yes: %q; want at least %d", verb, msg, store.MaxDeadGroups)
+		}
+		if msg := d.fails(t, 2, "dlq", verb, "--queue", "many", "--limit", "100"); !strings.Contains(msg, " 100 dead messages without --yes") || strings.Contains(msg, "at least") {
+			t.Errorf("dlq %s --limit 100 without --yes: %q; want 100", verb, msg)
+		}
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("a refused bulk operation changed the database:\n%s\n%s", before, after)
 	}
 }
