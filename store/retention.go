@@ -149,6 +149,9 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		age := retentionOf(q.Name, settings)
 		longest = max(longest, age)
 		n, err := s.PruneArchived(ctx, q.Name, age, batch)
+		if errors.Is(err, ErrNotFound) {
+			continue // dropped since it was listed: nothing left to prune
+		}
 		if err != nil {
 			return rep, err
 		}

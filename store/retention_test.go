@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -104,5 +105,31 @@ func TestRetentionIsElected(t *testing.T) {
 	}
 	if rep, err := s.RunRetention(ctx, 100); err != nil || !rep.Ran {
 		t.Fatalf("retention after release = %+v, %v", rep, err)
+	}
+}
+
+// A queue dropped while retention runs (listed, then gone before its
+// archive is pruned) is skipped: the rest of the pass goes on.
+func TestRetentionSkipsAQueueDroppedMeanwhile(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	ctx := testContext(t)
+	gone, kept := "dropped_meanwhile", "kept_meanwhile"
+	pgtest.CreateQueue(t, s, gone)
+	pgtest.CreateQueue(t, s, kept)
+	if _, err := s.Send(ctx, kept, store.NewMessage{Payload: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	id := pgtest.Int(t, s, `SELECT max(msg_id) FROM pgmq.q_kept_meanwhile`)
+	if _, err := s.Archive(ctx, kept, int64(id)); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `UPDATE pgmq.a_kept_meanwhile SET archived_at = now() - interval '30 days'`)
+	// As a drop between the listing and the pruning leaves it: still
+	// listed, its archive gone.
+	pgtest.Exec(t, url, `DROP TABLE pgmq.a_dropped_meanwhile`)
+	rep, err := s.RunRetention(ctx, 100)
+	if err != nil || !rep.Ran || rep.ArchivedDeleted[kept] != 1 {
+		t.Fatalf("retention = %+v, %v; want the kept queue's old archive pruned, the dropped one skipped", rep, err)
 	}
 }
