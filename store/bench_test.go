@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -94,5 +95,46 @@ func BenchmarkDeadLetterHotGroup(b *testing.B) {
 	})
 	if n := calls.Load(); n > 0 {
 		b.ReportMetric(float64(spent.Load())/float64(n)/float64(time.Millisecond), "ms/deadletter")
+	}
+}
+
+// BenchmarkRetryDead measures retrying batches of 100 dead messages out of
+// their DLQ by id, each keyed as the engine sends it (the key header that
+// a retry hands to the message it brings back) or not. The sends and
+// dead-letterings that feed it are not timed.
+func BenchmarkRetryDead(b *testing.B) {
+	for _, keyed := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "keyed"}[keyed]
+		b.Run(name, func(b *testing.B) {
+			s := testStore(b)
+			ctx := testContext(b)
+			q := newQueue(b, s)
+			dlq := store.DLQName(q)
+			var elapsed time.Duration
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				batch := msgs(100)
+				if keyed {
+					for i := range batch {
+						batch[i] = keyedWithHeader(`{"n":1}`, fmt.Sprintf("key-%d-%d", n, i))
+					}
+				}
+				ids, err := s.SendBatch(ctx, q, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				dead := deadIDs(b, s, q, dlq, ids, "Boom", store.ReasonNonRetryable)
+				n++
+				b.StartTimer()
+				start := time.Now()
+				rep, err := s.RetryDead(ctx, dlq, dead, store.RetryOptions{})
+				if err != nil || rep.Retried != len(dead) {
+					b.Fatalf("retry = %+v, %v", rep, err)
+				}
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(n*100)/elapsed.Seconds(), "msgs/s")
+		})
 	}
 }
