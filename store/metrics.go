@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -49,26 +48,6 @@ func (s *Store) Metrics(ctx context.Context, queue string) (QueueMetrics, error)
 	m.Invisible = m.Depth - m.Visible
 	m.OldestAge, m.NewestAge, m.OldestVisibleAge = seconds(oldest), seconds(newest), seconds(oldestVisible)
 	return m, nil
-}
-
-// AllMetrics returns a snapshot of every physical queue in pgmq.meta.
-func (s *Store) AllMetrics(ctx context.Context) ([]QueueMetrics, error) {
-	queues, err := s.ListQueues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]QueueMetrics, 0, len(queues))
-	for _, q := range queues {
-		if ValidatePhysicalName(q.Name) != nil {
-			continue // made by another client under rules we do not share
-		}
-		m, err := s.Metrics(ctx, q.Name)
-		if err != nil {
-			return nil, fmt.Errorf("store: metrics of all queues: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 func seconds(f float64) time.Duration {
