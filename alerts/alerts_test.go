@@ -3,6 +3,7 @@ package alerts_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -246,7 +247,9 @@ func (w world) run(t *testing.T, cfg alerts.Config) (n *alerts.Notifier, stop fu
 	if cfg.CheckInterval == 0 {
 		cfg.CheckInterval = 20 * time.Millisecond
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	n, err := alerts.New(w.st, w.svc, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -324,5 +327,47 @@ func TestNextNotifierCountsGrowthWhileNoneChecked(t *testing.T) {
 	e := events[0].(map[string]any)
 	if e["type"] != alerts.EventGroupGrowing || e["group"].(map[string]any)["error_class"] != "grows.class" || e["growth"] != 12.0 {
 		t.Fatalf("the second alert's event: %v; want grows.class growing by 12", e)
+	}
+}
+
+// With more dead-letter groups than a summary lists, the notifier says
+// once that it watches only the largest.
+func TestNotifierSaysOnceItWatchesOnlyTheLargestGroups(t *testing.T) {
+	w := newWorld(t)
+	groups := store.MaxDeadGroups + 5
+	// Five kinds by 101 classes: 505 groups of one.
+	if err := w.st.BulkLoadDead(pgtest.Context(t), w.queue, groups, groups/5); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	n := w.start(t, alerts.Config{URL: newReceiver(t, 0).srv.URL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	settle(t, n)
+	out := logs.String()
+	if c := strings.Count(out, "too many to watch all"); c != 1 || !strings.Contains(out, fmt.Sprintf("watched=%d groups=%d", store.MaxDeadGroups, groups)) {
+		t.Fatalf("the log says %d times that only the largest groups are watched, want once with the counts:\n%s", c, out)
+	}
+}
+
+// A new group of one message is reported however many larger groups
+// there are: the notifier compares every group, not only those that fit
+// an agent's response (the world's service has the agents' bounds).
+func TestNewSmallGroupAmongManyIsReported(t *testing.T) {
+	w := newWorld(t)
+	// Five kinds by 24 classes: 120 groups of three.
+	if err := w.st.BulkLoadDead(pgtest.Context(t), w.queue, 360, 24); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := w.svc.DLQSummary(pgtest.Context(t), ops.DLQSummaryRequest{}); err != nil || !sum.Truncated {
+		t.Fatalf("for an agent: %d of %d groups, %v; the fixture should pass the response bound", len(sum.Groups), sum.TotalGroups, err)
+	}
+	r := newReceiver(t, 0)
+	n := w.start(t, alerts.Config{URL: r.srv.URL})
+	pgtest.DeadLetterN(t, w.st, w.queue, 1, pgtest.DeadSpec{Kind: "k", Class: "small.class", Message: "m"})
+	pgtest.Eventually(t, 30*time.Second, "the small group's alert", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, n)
+	events := r.alert(0)["events"].([]any)
+	group, _ := events[0].(map[string]any)["group"].(map[string]any)
+	if _, got := r.counts(); got != 1 || len(events) != 1 || group["error_class"] != "small.class" {
+		t.Fatalf("alerts: %v; want one, of the small group", events)
 	}
 }

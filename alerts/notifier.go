@@ -118,6 +118,9 @@ type Notifier struct {
 	watcher *Watcher
 	now     func() time.Time
 	checks  atomic.Int64
+	// partial is set while the summary lists only the largest groups, so
+	// that saying so is logged once, not at every check.
+	partial bool
 }
 
 // CheckInterval is how often the elected process checks.
@@ -206,8 +209,9 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 	h, err := n.svc.Health(ctx)
 	if err == nil {
 		var sum ops.DLQSummary
-		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
+		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{All: true})
 		if err == nil {
+			n.notePartial(sum)
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
 				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
 			}
@@ -221,6 +225,17 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		n.log.Warn("pgbus alerts: check failed; trying again at the next", "err", err)
 	}
 	return lease
+}
+
+// notePartial logs, once while it lasts, that the summary lists only the
+// largest groups: a group outside them is not watched until it grows among
+// them.
+func (n *Notifier) notePartial(sum ops.DLQSummary) {
+	if sum.Truncated && !n.partial {
+		n.log.Warn("pgbus alerts: the dead-letter groups are too many to watch all: only the largest are; a new or growing group outside them is not reported until it grows among them. Retry or discard the groups that are done with (pgbus dlq summary lists them)",
+			"watched", len(sum.Groups), "groups", sum.TotalGroups)
+	}
+	n.partial = sum.Truncated
 }
 
 // newWatcher is the Watcher of a process just elected, at its first check
@@ -244,7 +259,7 @@ func (n *Notifier) newWatcher(ctx context.Context, at time.Time) *Watcher {
 	if start := at.Add(-n.cfg.GrowthWindow); start.After(h.From) {
 		h.From = start
 	}
-	recent, err := n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Since: h.From.UTC().Format(time.RFC3339Nano)}})
+	recent, err := n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Since: h.From.UTC().Format(time.RFC3339Nano)}, All: true})
 	if err == nil {
 		h.Recent = recent.Groups
 	} else if ctx.Err() == nil {

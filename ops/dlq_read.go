@@ -20,7 +20,8 @@ type DLQSummaryRequest struct {
 	ByField string
 	// All lists every group the store returns (the largest
 	// store.MaxDeadGroups) even when they pass the service's response
-	// bound: for a page a person scrolls, not for an agent's answer.
+	// bound: for a page a person scrolls, or a watcher that compares
+	// every group, not for an agent's answer.
 	All bool
 }
 

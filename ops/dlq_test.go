@@ -228,15 +228,9 @@ func TestDLQSummaryAllAndTheCaps(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	dlq := store.DLQName(q)
 	const groups = store.MaxDeadGroups + 20
-	_, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+dlq+`" (vt, enqueued_at, message, headers)
-		SELECT now(), now() - g * interval '1 millisecond', '{}',
-		       jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
-		           'reason', 'max_retries_exceeded', 'source_queue', $1::text, 'error_class', 'C' || (g % $2),
-		           'last_error', jsonb_build_object('class', 'C' || (g % $2), 'message', 'upstream said no to request ' || (g % $2))))
-		FROM generate_series(1, $2 + 40) g`, q, groups)
-	if err != nil {
+	// Five kinds by 104 classes: 520 groups of two.
+	if err := s.BulkLoadDead(ctx, q, 2*groups, groups/5); err != nil {
 		t.Fatal(err)
 	}
 	svc := newService(t, s, ops.Options{})
@@ -264,7 +258,7 @@ func TestDLQSummaryAllAndTheCaps(t *testing.T) {
 	if all.Total != total || total <= agent.Total {
 		t.Fatalf("all: total %d, groups sum to %d, the agent's %d", all.Total, total, agent.Total)
 	}
-	one, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q, ErrorClass: "C7"}, All: true})
+	one, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q, Kind: "kind_2", ErrorClass: "bench.Error7"}, All: true})
 	if err != nil {
 		t.Fatal(err)
 	}

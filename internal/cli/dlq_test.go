@@ -476,10 +476,10 @@ func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
 	d := newDB(t)
 	d.ok(t, "queue", "create", "many")
 	groups := store.MaxDeadGroups + 20
-	pgtest.Exec(t, d.url, fmt.Sprintf(`INSERT INTO pgmq.q_many_dlq (vt, message, headers)
-		SELECT now(), '{}', jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
-		    'reason', 'max_retries_exceeded', 'source_queue', 'many', 'error_class', 'Class' || g))
-		FROM generate_series(1, %d) g`, groups))
+	// Five kinds by 104 classes: 520 groups of one.
+	if err := pgtest.OpenStore(t, d.url).BulkLoadDead(t.Context(), "many", groups, groups/5); err != nil {
+		t.Fatal(err)
+	}
 	before := d.snapshot(t)
 	for _, verb := range []string{"retry-all", "discard"} {
 		msg := d.fails(t, 2, "dlq", verb, "--queue", "many")
