@@ -18,7 +18,11 @@ type SendOptions struct {
 	// Deadline is when the message stops being worth running: past it, it is
 	// dead-lettered with reason deadline_exceeded instead of running.
 	Deadline time.Time
-	// IdempotencyKey is handed to the handler to pass downstream.
+	// IdempotencyKey is handed to the handler to pass downstream, and
+	// makes a second send with it return the first message's id instead of
+	// a duplicate while that message is live or archived within retention.
+	// Keys are per physical queue: on a queue with priority levels, per
+	// level.
 	IdempotencyKey string
 	// Headers are extra headers; keys starting with pgbus_ are reserved.
 	Headers map[string]any
