@@ -157,3 +157,22 @@ func TestPriorityWorkQueuesListTheQueueOnce(t *testing.T) {
 		t.Fatalf("WorkQueues lists %s %d times, want once: %v", q, found, all)
 	}
 }
+
+// An idempotency key is per level of a priority queue: a resend at the
+// first message's level returns it, one at another level is a message of
+// that level.
+func TestIdempotencyKeyIsPerPriorityLevel(t *testing.T) {
+	s := testStore(t)
+	q := newPriorityQueue(t, s, 2)
+	c := pgtest.NewClient(t, s, q, nil)
+	first := pgtest.Send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "page-7"})
+	if again := pgtest.Send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "page-7"}); again != first {
+		t.Fatalf("a resend at the same level = message %d, want the first, %d", again, first)
+	}
+	pgtest.Send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "page-7", Priority: 1})
+	for level, want := range []int{1, 1} {
+		if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+store.PriorityQueueName(q, level)+`"`); n != want {
+			t.Errorf("level %d holds %d messages, want %d", level, n, want)
+		}
+	}
+}
