@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ type Health struct {
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
-	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused"`
+	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -53,7 +54,8 @@ type HealthReason struct {
 // Health checks queues and workers: STALLED when ready work is not being
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
-// letters, paused queues, an aging backlog), OK otherwise. STALLED reasons
+// letters, paused queues, an aging backlog, an open circuit breaker that a
+// running handler uses), OK otherwise. STALLED reasons
 // are listed first; those past the response bound are left out and
 // counted.
 func (s *Service) Health(ctx context.Context) (Health, error) {
@@ -110,6 +112,13 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%d worker process(es) stopped sending heartbeats without shutting down (crashed or hung); their messages return after their visibility timeout", workers.Stale),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
 	}
+	breakers, err := s.store.ListBreakers(ctx, "")
+	if err != nil {
+		return h, err
+	}
+	for _, b := range breakers {
+		checkBreaker(&h, b)
+	}
 	h.Queues = len(stats)
 	for _, q := range stats {
 		h.Backlog += q.Visible
@@ -146,6 +155,53 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %d messages dead-lettered in the last hour (%d in its DLQ)", q.Queue, q.LastHour.DeadLettered, q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
+}
+
+// checkBreaker notes a breaker that is not closed, when a running handler
+// uses it: its jobs are snoozed, which explains a backlog that waits. One
+// that no process uses any more holds nothing up.
+func checkBreaker(h *Health, b store.BreakerState) {
+	if b.State == store.BreakerClosed || len(b.Users) == 0 {
+		return
+	}
+	var queues []string
+	for _, u := range b.Users {
+		if !slices.Contains(queues, u.Queue) {
+			queues = append(queues, u.Queue)
+		}
+	}
+	slices.Sort(queues)
+	state := "half-open (one probe call is going through)"
+	if b.State == store.BreakerOpen && b.OpenUntil != nil {
+		state = "open until " + b.OpenUntil.UTC().Format(time.RFC3339)
+	}
+	why := ""
+	if e, _ := RedactText(b.LastError); e != "" {
+		why = fmt.Sprintf(" (last error: %s)", clip(strings.Join(strings.Fields(e), " "), 200))
+	}
+	queue := ""
+	if len(queues) == 1 {
+		queue = queues[0]
+	}
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s after %d consecutive failures%s: the jobs of %s that use it are snoozed, not failed, until a probe call succeeds",
+		b.Name, state, b.ConsecutiveFailures, why, quoteList(queues)),
+		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
+}
+
+// quoteList names queues for a message: "a", "a" and "b", or the first
+// three and how many more.
+func quoteList(names []string) string {
+	q := make([]string, 0, 3)
+	for _, n := range names[:min(len(names), 3)] {
+		q = append(q, strconv.Quote(n))
+	}
+	switch {
+	case len(names) > 3:
+		return fmt.Sprintf("%s and %d more queues", strings.Join(q, ", "), len(names)-3)
+	case len(names) > 1:
+		return "queues " + strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+	}
+	return "queue " + q[0]
 }
 
 func (r HealthReason) hintCount() int { return len(r.Next) }

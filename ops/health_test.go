@@ -265,3 +265,65 @@ func TestWorkersPastTheListCap(t *testing.T) {
 		}
 	}
 }
+
+// A breaker that is not closed, used by a running handler, makes health
+// DEGRADED with a reason naming it, its queue and its redacted last error;
+// one no process uses, or a closed one, says nothing.
+func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	const secret = "sk_live_BREAKERLEAK1234567890abc"
+	breaker := func(name string, users []store.BreakerUser, failures int) {
+		t.Helper()
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordBreakerUsers(ctx, name, users); err != nil {
+			t.Fatal(err)
+		}
+		for range failures {
+			if _, err := s.BreakerFailed(ctx, name, "503 from the bank; called with Authorization: Bearer "+secret); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	breaker("http:bank", []store.BreakerUser{{Queue: "payments", Kind: "charge"}, {Queue: "payments", Kind: "refund"}}, 2)
+	breaker("http:unused", nil, 2)
+	breaker("http:mail", []store.BreakerUser{{Queue: "emails"}, {Queue: "digests"}}, 1)
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 {
+		t.Fatalf("health = %+v; want DEGRADED for the one open breaker in use", h)
+	}
+	r := h.Reasons[0]
+	if r.Code != "circuit_open" || r.Queue != "payments" || !strings.Contains(r.Message, `circuit breaker "http:bank" is open until`) ||
+		!strings.Contains(r.Message, `2 consecutive failures`) || !strings.Contains(r.Message, `queue "payments"`) ||
+		strings.Contains(r.Message, secret) || !strings.Contains(r.Message, "503 from the bank") {
+		t.Fatalf("reason = %+v", r)
+	}
+	if len(r.Next) != 1 || r.Next[0].Op != ops.OpCircuits || r.Next[0].Args["name"] != "http:bank" {
+		t.Fatalf("next = %+v; want pgbus circuits of the breaker", r.Next)
+	}
+
+	// Half-open, and used by two queues: the reason says so, with no
+	// queue of its own.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + interval '1 minute' WHERE name = 'http:bank'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, "http:bank", []store.BreakerUser{{Queue: "refunds"}}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = svc.Health(ctx); err != nil || len(h.Reasons) != 1 || h.Reasons[0].Queue != "" ||
+		!strings.Contains(h.Reasons[0].Message, "half-open") || !strings.Contains(h.Reasons[0].Message, `queues "payments" and "refunds"`) {
+		t.Fatalf("half-open health = %+v, %v", h, err)
+	}
+	if err := s.ResetBreaker(ctx, "http:bank"); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = svc.Health(ctx); err != nil || h.Status != ops.HealthOK {
+		t.Fatalf("health once the breaker is reset = %+v, %v; want OK", h, err)
+	}
+}

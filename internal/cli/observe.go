@@ -22,9 +22,10 @@ func (a *app) healthCommand() *cobra.Command {
 		Short: "One-look health: OK, DEGRADED or STALLED, with the reasons and what to look at next",
 		Long: `Check queues and workers: STALLED when ready work is not being done (no
 running worker, a backlog that does not drain), DEGRADED when something needs
-a look (stale workers, new dead letters, a paused queue, an aging backlog),
-OK otherwise. Each reason says where to look next. Exit code 0 whatever the
-verdict; --json prints the same result as the MCP tool pgbus_health.`,
+a look (stale workers, new dead letters, a paused queue, an aging backlog, an
+open circuit breaker a running handler uses), OK otherwise. Each reason says
+where to look next. Exit code 0 whatever the verdict; --json prints the same
+result as the MCP tool pgbus_health.`,
 		Example: `  pgbus health
   pgbus health --json`,
 		Args: cobra.NoArgs,

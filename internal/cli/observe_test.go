@@ -149,6 +149,13 @@ func TestCircuits(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Health names the open breaker its handler uses, and where to look.
+	health := d.ok(t, "health")
+	if !strings.Contains(health, "DEGRADED circuit_open: circuit breaker \""+api+"\" is open until") ||
+		!strings.Contains(health, "next: pgbus circuits "+api) || strings.Contains(health, "s3cret-pw") {
+		t.Fatalf("health with an open breaker:\n%s", health)
+	}
+
 	out := d.ok(t, "circuits", "--json")
 	if strings.Contains(out, "s3cret-pw") {
 		t.Fatalf("circuits --json shows the password in the last error:\n%s", out)

@@ -65,7 +65,7 @@ var commands = map[string]struct {
 	ops.OpDLQDiscard:    {"pgbus dlq discard", []string{"ids"}},
 	ops.OpDLQPurge:      {"pgbus dlq purge", nil},
 	ops.OpWorkers:       {"pgbus workers", nil},
-	ops.OpCircuits:      {"pgbus circuits", nil},
+	ops.OpCircuits:      {"pgbus circuits", []string{"name"}},
 	ops.OpCircuitReset:  {"pgbus circuit reset", []string{"name"}},
 	ops.OpAudit:         {"pgbus audit", nil},
 	ops.OpMigrate:       {"pgbus migrate", nil},

@@ -34,6 +34,8 @@ func TestHintWording(t *testing.T) {
 		{ops.Hint{Op: ops.OpWork, Args: map[string]any{"queue": "orders"}},
 			"pgbus work --queue orders", "the CLI: pgbus work --queue orders"},
 		{ops.Hint{Op: ops.OpMigrate}, "pgbus migrate", "the CLI: pgbus migrate"},
+		{ops.Hint{Op: ops.OpCircuits, Args: map[string]any{"name": "http:bank"}},
+			"pgbus circuits http:bank", `pgbus_circuits {"name":"http:bank"}`},
 	}
 	for _, c := range cases {
 		if got := vocab.Command(c.hint); got != c.command {
