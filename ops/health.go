@@ -172,8 +172,11 @@ func checkBreaker(h *Health, b store.BreakerState) {
 	}
 	slices.Sort(queues)
 	state := "half-open (one probe call is going through)"
-	if b.State == store.BreakerOpen && b.OpenUntil != nil {
-		state = "open until " + b.OpenUntil.UTC().Format(time.RFC3339)
+	if b.State == store.BreakerOpen {
+		state = "open"
+		if b.OpenUntil != nil {
+			state += " until " + b.OpenUntil.UTC().Format(time.RFC3339)
+		}
 	}
 	why := ""
 	if e, _ := RedactText(b.LastError); e != "" {
