@@ -183,7 +183,8 @@ func (s *server) workers(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (s *server) circuits(w http.ResponseWriter, r *http.Request, v *view) {
-	cs, err := s.svc.Circuits(r.Context(), ops.CircuitsRequest{All: true})
+	// ?name= is the one breaker a health reason links to.
+	cs, err := s.svc.Circuits(r.Context(), ops.CircuitsRequest{Name: r.URL.Query().Get("name"), All: true})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -78,6 +78,11 @@ func TestListPagesShowEveryRow(t *testing.T) {
 	if n := strings.Count(page, fmt.Sprintf("user_queue_%02d/charge", users-1)); n != breakers {
 		t.Fatalf("the circuits page shows the last of %d users on %d breakers, want all %d", users, n, breakers)
 	}
+	// A health reason's link names one breaker.
+	code, page, _ = b.get("/circuits?name=http:bank-007.example.com")
+	if code != http.StatusOK || strings.Count(page, "http:bank-") != strings.Count(page, "http:bank-007.example.com") || !strings.Contains(page, "http:bank-007.example.com") {
+		t.Fatalf("GET /circuits?name=http:bank-007.example.com: %d, want that breaker only\n%s", code, page)
+	}
 	code, page, _ = b.get("/dlq")
 	if code != http.StatusOK {
 		t.Fatalf("GET /dlq: %d\n%s", code, page)
