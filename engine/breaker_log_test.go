@@ -90,7 +90,9 @@ func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
 // made anew, closed and with its users, at the next job that asks it, and
 // keeps working: it opens again when the downstream fails.
 func TestDeletedBreakerIsMadeAnew(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: the breaker is left open, which the health
+	// of a shared one would report.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
 	name := uniqueName("anew")
 	var failing atomic.Bool

@@ -316,7 +316,9 @@ func TestBreakerUsersAgeOut(t *testing.T) {
 // has not changed for as long, and keeps one with a user, one that changed
 // lately and one that let a call through lately.
 func TestRetentionDeletesBreakersNoneUses(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: breakers are left open, which the health of
+	// a shared one would report.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	names := map[string]string{}
 	for _, which := range []string{"unused", "used", "changed", "succeeded"} {
