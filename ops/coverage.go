@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // Worker coverage of a queue, as QueueWorkers.Status gives it.
@@ -138,4 +140,39 @@ func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
 			r.Next = append([]Hint{c.startHint()}, r.Next...)
 		}
 	}
+	s.noteRetryBreakers(ctx, r, queues)
+}
+
+// noteRetryBreakers adds to a retry's next steps the breakers that are not
+// closed and that handlers of the queues its messages went back to use:
+// those messages wait for the breaker (snoozed, not failed), which would
+// otherwise look like a retry that did nothing.
+func (s *Service) noteRetryBreakers(ctx context.Context, r *DLQRetry, queues []string) {
+	breakers, err := s.store.ListBreakers(ctx, "")
+	if err != nil {
+		return // as for the workers: the retry happened
+	}
+	for _, b := range breakers {
+		if b.State == store.BreakerClosed {
+			continue
+		}
+		if q, ok := usedOn(b.Users, queues); ok {
+			r.Next = append([]Hint{hint(OpCircuits, fmt.Sprintf("breaker %q, which handlers of queue %q use, is %s: the retried jobs wait for it, snoozed, not failed, until a probe call succeeds",
+				b.Name, q, strings.ReplaceAll(b.State, "_", "-")), "name", b.Name)}, r.Next...)
+		}
+	}
+}
+
+// usedOn returns the first of queues (physical: a priority level counts
+// as its queue) that one of users is on.
+func usedOn(users []store.BreakerUser, queues []string) (string, bool) {
+	for _, q := range queues {
+		for _, u := range users {
+			level, isLevel := strings.CutPrefix(q, u.Queue+"_p")
+			if q == u.Queue || (isLevel && level != "" && strings.Trim(level, "0123456789") == "") {
+				return u.Queue, true
+			}
+		}
+	}
+	return "", false
 }

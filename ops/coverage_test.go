@@ -3,6 +3,7 @@ package ops_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -102,4 +103,44 @@ func reasonOf(h ops.Health, code, queue string) *ops.HealthReason {
 		}
 	}
 	return nil
+}
+
+// A retry into a queue whose handlers use a breaker that is open says so
+// first among its next steps: the retried jobs wait for the breaker. A
+// closed breaker, or an open one on another queue, says nothing.
+func TestRetryNamesAnOpenBreakerOfItsQueue(t *testing.T) {
+	s := isolatedStore(t) // the breakers are left open
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q, other := newQueue(t, s, nil), newQueue(t, s, nil)
+	register(t, s, uniqueName("w"), q)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
+	breaker := func(users []store.BreakerUser, failures int) string {
+		t.Helper()
+		name := uniqueName("http:bank")
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordBreakerUsers(ctx, name, users); err != nil {
+			t.Fatal(err)
+		}
+		for range failures {
+			if _, err := s.BreakerFailed(ctx, name, "503"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return name
+	}
+	closed := breaker([]store.BreakerUser{{Queue: q, Kind: "k"}}, 0)
+	elsewhere := breaker([]store.BreakerUser{{Queue: other}}, 1)
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || r.Retried != 1 || hasHint(r.Next, ops.OpCircuits, nil) {
+		t.Fatalf("retry with %s closed and %s open on another queue = %+v, %v; want no breaker named", closed, elsewhere, r, err)
+	}
+	open := breaker([]store.BreakerUser{{Queue: q, Kind: "k"}}, 1)
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[1:], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || r.Retried != 2 || len(r.Next) == 0 || r.Next[0].Op != ops.OpCircuits || r.Next[0].Args["name"] != open ||
+		!strings.Contains(r.Next[0].Why, "is open: the retried jobs wait for it") || hasHint(r.Next, ops.OpCircuits, map[string]any{"name": elsewhere}) {
+		t.Fatalf("retry with %s open on the queue = %+v, %v; want it first among the next steps", open, r, err)
+	}
 }
