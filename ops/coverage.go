@@ -156,7 +156,7 @@ func (s *Service) noteRetryBreakers(ctx context.Context, r *DLQRetry, queues []s
 		if b.State == store.BreakerClosed {
 			continue
 		}
-		if q, ok := usedOn(b.Users, queues); ok {
+		if q, ok := usedOn(runningUsers(b.Users, s.now()), queues); ok {
 			r.Next = append([]Hint{hint(OpCircuits, fmt.Sprintf("breaker %q, which handlers of queue %q use, is %s: the retried jobs wait for it, snoozed, not failed, until a probe call succeeds",
 				b.Name, q, strings.ReplaceAll(b.State, "_", "-")), "name", b.Name)}, r.Next...)
 		}

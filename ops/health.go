@@ -117,7 +117,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		return h, err
 	}
 	for _, b := range breakers {
-		checkBreaker(&h, b)
+		checkBreaker(&h, b, s.now())
 	}
 	h.Queues = len(stats)
 	for _, q := range stats {
@@ -157,26 +157,48 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	}
 }
 
+// runningUser is how recently a running process has said it uses a
+// breaker at most: it says so again within every BreakerUsersRefresh.
+const runningUser = 2 * store.BreakerUsersRefresh
+
+// runningUsers are the users of a breaker that a running process has
+// said it has lately.
+func runningUsers(users []store.BreakerUser, now time.Time) []store.BreakerUser {
+	var out []store.BreakerUser
+	for _, u := range users {
+		if now.Sub(u.SeenAt) <= runningUser {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // checkBreaker notes a breaker that is not closed, when a running handler
 // uses it: its jobs are snoozed, which explains a backlog that waits. One
-// that no process uses any more holds nothing up.
-func checkBreaker(h *Health, b store.BreakerState) {
-	if b.State == store.BreakerClosed || len(b.Users) == 0 {
+// that no running process uses holds nothing up.
+func checkBreaker(h *Health, b store.BreakerState, now time.Time) {
+	if b.State == store.BreakerClosed {
 		return
 	}
 	var queues []string
-	for _, u := range b.Users {
+	for _, u := range runningUsers(b.Users, now) {
 		if !slices.Contains(queues, u.Queue) {
 			queues = append(queues, u.Queue)
 		}
 	}
+	if len(queues) == 0 {
+		return
+	}
 	slices.Sort(queues)
 	state := "half-open (one probe call is going through)"
-	if b.State == store.BreakerOpen {
+	switch {
+	case b.State != store.BreakerOpen:
+	case b.OpenUntil == nil:
 		state = "open"
-		if b.OpenUntil != nil {
-			state += " until " + b.OpenUntil.UTC().Format(time.RFC3339)
-		}
+	case b.OpenUntil.After(now):
+		state = "open until " + b.OpenUntil.UTC().Format(time.RFC3339)
+	default:
+		state = "open, its cool-off over since " + b.OpenUntil.UTC().Format(time.RFC3339) + " (the next job that meets it makes the probe call)"
 	}
 	why := ""
 	if e, _ := RedactText(b.LastError); e != "" {

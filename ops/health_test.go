@@ -291,6 +291,12 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	breaker("http:bank", []store.BreakerUser{{Queue: "payments", Kind: "charge"}, {Queue: "payments", Kind: "refund"}}, 2)
 	breaker("http:unused", nil, 2)
 	breaker("http:mail", []store.BreakerUser{{Queue: "emails"}, {Queue: "digests"}}, 1)
+	// Open, but its only user was last seen by a process hours ago: no
+	// running handler waits on it.
+	breaker("http:gone", []store.BreakerUser{{Queue: "legacy"}}, 2)
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breaker_users SET seen_at = now() - interval '3 hours' WHERE breaker = 'http:gone'`); err != nil {
+		t.Fatal(err)
+	}
 	h, err := svc.Health(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +325,13 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	if h, err = svc.Health(ctx); err != nil || len(h.Reasons) != 1 || h.Reasons[0].Queue != "" ||
 		!strings.Contains(h.Reasons[0].Message, "half-open") || !strings.Contains(h.Reasons[0].Message, `queues "payments" and "refunds"`) {
 		t.Fatalf("half-open health = %+v, %v", h, err)
+	}
+	// Open with its cool-off over, no process has met it since.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET state = 'open', open_until = now() - interval '1 minute' WHERE name = 'http:bank'`); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = svc.Health(ctx); err != nil || len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0].Message, "its cool-off over since") {
+		t.Fatalf("health of a breaker past its cool-off = %+v, %v", h, err)
 	}
 	if err := s.ResetBreaker(ctx, "http:bank"); err != nil {
 		t.Fatal(err)
