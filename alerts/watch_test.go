@@ -104,6 +104,18 @@ func TestWatcherResumedCountsGrowthWhileNoneLooked(t *testing.T) {
 		t.Fatalf("the next check, steady one more: %+v; want steady growing by 100", events)
 	}
 
+	// Counts past what the check sees (messages retried between the two
+	// reads; a group gone entirely): growth is at most what the group
+	// holds, and a group gone says nothing.
+	w = alerts.NewWatcher(100, 10*time.Minute)
+	shrunk, gone := grew, steady
+	shrunk.Count, gone.ErrorClass, gone.Count = 500, "gone", 1_000_000
+	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK, From: last, Recent: []ops.DeadGroup{shrunk, gone}})
+	events = w.Observe(now, ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{grew}})
+	if len(events) != 1 || events[0].Group.ErrorClass != "grew" || events[0].Growth != grew.Count {
+		t.Fatalf("resumed with counts larger than the groups: %+v; want grew growing by the %d it holds", events, grew.Count)
+	}
+
 	// Without counts, growth counts from the first check, as before.
 	w = alerts.NewWatcher(100, 10*time.Minute)
 	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK})

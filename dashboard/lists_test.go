@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,17 @@ func TestListPagesShowEveryRow(t *testing.T) {
 	code, page, _ = b.get("/circuits?name=http:bank-007.example.com")
 	if code != http.StatusOK || strings.Count(page, "http:bank-") != strings.Count(page, "http:bank-007.example.com") || !strings.Contains(page, "http:bank-007.example.com") {
 		t.Fatalf("GET /circuits?name=http:bank-007.example.com: %d, want that breaker only\n%s", code, page)
+	}
+	// A name no breaker has, an injection, a huge one, a NUL: a clear
+	// page, and every breaker still there.
+	for _, name := range []string{"http:nowhere", "x' OR '1'='1", strings.Repeat("n", 10_000), "a%00b"} {
+		code, page, _ = b.get("/circuits?name=" + strings.ReplaceAll(url.QueryEscape(name), "%2500", "%00"))
+		if code != http.StatusNotFound && code != http.StatusBadRequest || !strings.Contains(page, "Back to the overview") {
+			t.Errorf("GET /circuits?name=%.40q: %d; want 404 or 400 with a way back\n%.2000s", name, code, page)
+		}
+	}
+	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{All: true}); err != nil || len(cs.Circuits) != breakers {
+		t.Fatalf("after the bad names: %d breakers, %v; want %d", len(cs.Circuits), err, breakers)
 	}
 	code, page, _ = b.get("/dlq")
 	if code != http.StatusOK {
