@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,6 +49,9 @@ address: the login page asks for it. Every form carries a CSRF token.
 			if err := a.resolve(cmd.Flags(), "trusted-proxies", "", EnvTrustedProxies); err != nil {
 				return err
 			}
+			if err := a.resolve(cmd.Flags(), "auth-token", "", EnvAuthToken); err != nil {
+				return err
+			}
 			return a.dashboard(cmd.Context(), f)
 		},
 	}
@@ -57,7 +59,7 @@ address: the login page asks for it. Every form carries a CSRF token.
 	fl.StringVar(&f.addr, "addr", mcpserver.DefaultAddr, "host:port to listen on; anything but loopback needs --auth-token")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed besides the dashboard's own (comma list, scheme://host[:port], or *)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values accepted (comma list, host or host:port), e.g. the name a reverse proxy uses")
-	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "token the login page asks for (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
+	addAuthTokenFlag(fl, &f.authToken, "token the login page asks for")
 	fl.BoolVar(&f.readOnly, "read-only", false, "show everything and offer no action (retry, discard, pause, resume, circuit reset)")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let message pages show payloads (redacted)")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")

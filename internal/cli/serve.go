@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
@@ -95,6 +96,9 @@ transport, stdio included.`,
 			if err := a.resolve(cmd.Flags(), "max-sessions", "", EnvMaxSessions); err != nil {
 				return err
 			}
+			if err := a.resolve(cmd.Flags(), "auth-token", "", EnvAuthToken); err != nil {
+				return err
+			}
 			if f.maxSessions < 1 {
 				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
 			}
@@ -106,7 +110,7 @@ transport, stdio included.`,
 	fl.StringVar(&f.addr, "addr", mcpserver.DefaultAddr, "host:port the http and sse transports listen on; anything but loopback needs --auth-token")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins are allowed when bound to loopback")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
-	fl.StringVar(&f.authToken, "auth-token", os.Getenv("PGBUS_MCP_TOKEN"), "bearer token HTTP clients must send (env PGBUS_MCP_TOKEN), without white space; required when --addr is not loopback, and then at least 32 characters")
+	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
 	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "Streamable HTTP sessions kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are neither listed nor callable")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
@@ -213,6 +217,18 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		defer stopAlerts()
 	}
 	return runner.ServeMCP(ctx, sess.db.Store, mcp)
+}
+
+// EnvAuthToken is the token of the HTTP transports and the dashboard when
+// --auth-token does not give one. The environment is the better place for
+// it: a flag shows in the process list.
+const EnvAuthToken = "PGBUS_MCP_TOKEN"
+
+// addAuthTokenFlag adds --auth-token. Its default stays empty and the
+// environment is read when the command runs, so that --help never prints
+// the token.
+func addAuthTokenFlag(fs *pflag.FlagSet, token *string, what string) {
+	fs.StringVar(token, "auth-token", "", what+" (env "+EnvAuthToken+", which keeps it out of the process list), without white space; required when --addr is not loopback, and then at least 32 characters")
 }
 
 // EnvMaxSessions bounds the Streamable HTTP sessions open at once, when
