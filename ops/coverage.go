@@ -84,7 +84,7 @@ func (q QueueWorkers) note() string {
 
 // startHint is the next step for a queue no worker serves.
 func (q QueueWorkers) startHint() Hint {
-	return hint(OpWork, "start a worker for the queue: no running worker serves it", "queue", q.Queue)
+	return hint(OpWork, "start a worker for the queue with its handler (the configuration file's, with --config): no running worker serves it", "queue", q.Queue)
 }
 
 // servedAs lists the names a worker serving queue registers: workers

@@ -276,9 +276,9 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing", req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect)...))
 	case r.DryRun && r.Retried > 0:
-		next = append(next, hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", q))
+		next = append(next, dryRunIDsHint(req))
 	case r.Retried > 0 && len(r.Moved) > 0:
-		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue), "state", store.StateRetrying))
+		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue)))
 	}
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
@@ -291,9 +291,38 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 		}
 	}
 	if r.LimitReached {
-		next = append(next, hint(OpDLQRetry, "the limit was reached, so more messages may match: call again for the next ones"))
+		next = append(next, againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit))
 	}
 	return next
+}
+
+// hintPayloadMax bounds a corrected payload a hint repeats: a larger one
+// is left out, and the hint says to pass it again.
+const hintPayloadMax = 2048
+
+// dryRunIDsHint is the real call after a dry run by ids: the same ids and
+// queue, and the corrected payload, without which the real call would
+// retry the payload that failed.
+func dryRunIDsHint(req DLQRetryRequest) Hint {
+	switch {
+	case len(req.Payload) == 0:
+		return hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", req.Filter.Queue)
+	case len(req.Payload) <= hintPayloadMax:
+		return hint(OpDLQRetry, "the same call without dry_run retries it with the corrected payload", "ids", req.IDs, "queue", req.Filter.Queue, "payload", req.Payload)
+	}
+	return hint(OpDLQRetry, "the same call without dry_run, with the same corrected payload passed again, retries it with that payload; without it the payload that failed runs again",
+		"ids", req.IDs, "queue", req.Filter.Queue)
+}
+
+// againHint is the next call of a retry or discard by filter that stopped
+// at its limit: the same filter and limit select the messages left. After
+// a dry run, the real call moves the first ones only.
+func againHint(op string, dryRun bool, f DeadFilter, limit int) Hint {
+	why := "the limit was reached, so more messages may match: the same call again moves the next ones"
+	if dryRun {
+		why = "more messages may match than the limit: a real call moves at most the limit; call it again after that for the next ones"
+	}
+	return hint(op, why, f.hintArgs("limit", limit)...)
 }
 
 // DLQDiscardRequest asks to move dead messages to their DLQ's archive:
@@ -392,7 +421,7 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest, limit int) DL
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	if out.LimitReached {
-		out.Next = append(out.Next, hint(OpDLQDiscard, "the limit was reached, so more messages may match: call again for the next ones"))
+		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
 	}
 	return out
 }

@@ -445,8 +445,11 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
+	if err == nil {
+		err = s.store.CheckNotLevel(ctx, req.Queue, "dropped")
+	}
 	if err != nil {
-		return QueueDropped{}, err
+		return QueueDropped{}, explain(err)
 	}
 	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived}
 	if !req.Confirm {

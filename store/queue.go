@@ -50,8 +50,11 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		// Concurrent creates of one name would race in the catalog; a lock
 		// per name makes the second wait and then find everything in place.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
-			return fmt.Errorf("store: create queue %q: lock: %w", name, err)
+		if err := lockNames(ctx, tx, "create", queueLocks(name)...); err != nil {
+			return err
+		}
+		if err := refuseLevel(ctx, tx, name, "created"); err != nil {
+			return err
 		}
 		var existing int
 		err := tx.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&existing)
@@ -60,6 +63,11 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 		}
 		if err != nil && err != pgx.ErrNoRows {
 			return fmt.Errorf("store: create queue %q: %w", name, err)
+		}
+		if err == pgx.ErrNoRows && levels > 0 {
+			if err := refuseTakeover(ctx, tx, name, levels); err != nil {
+				return err
+			}
 		}
 		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
 			if err := createPhysical(ctx, tx, physical, ext); err != nil {
@@ -228,8 +236,11 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, name); err != nil {
-			return fmt.Errorf("store: drop queue %q: lock: %w", name, err)
+		if err := lockNames(ctx, tx, "drop", queueLocks(name)...); err != nil {
+			return err
+		}
+		if err := refuseLevel(ctx, tx, name, "dropped"); err != nil {
+			return err
 		}
 		var levels int
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, name).Scan(&levels); err != nil {

@@ -262,7 +262,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("%d audit entries after the dry run, want %d", n, audited+1)
 	}
 	out := d.ok(t, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable", "--yes")
-	if !strings.Contains(out, "retried 1 dead messages") || !strings.Contains(out, "next: pgbus queue messages shop --state retrying") {
+	if !strings.Contains(out, "retried 1 dead messages") || !strings.Contains(out, "next: pgbus queue messages shop   #") {
 		t.Errorf("retry-all: %q", out)
 	}
 	if strings.ContainsAny(out, "\r\x1b") {

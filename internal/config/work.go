@@ -140,8 +140,8 @@ func (p WorkPlan) handlerFor(q *WorkQueue, fq Queue) error {
 	case fq.Handler != nil:
 		q.Handler = *fq.Handler
 	default:
-		return fmt.Errorf("queue %s has no handler: pass --handler %s, or give it one in the configuration file (queues.%s.handler: {type: demo})",
-			q.Name, handlers.TypeDemo, q.Name)
+		return fmt.Errorf("queue %s has no handler: give it one in a configuration file passed with --config (queues.%s.handler, e.g. {type: http, url: https://...} or {type: exec, command: [...]}; see pgbus help config), or pass --handler %s to run the simulated downstream of pgbus demo",
+			q.Name, q.Name, handlers.TypeDemo)
 	}
 	return nil
 }

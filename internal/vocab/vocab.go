@@ -135,6 +135,8 @@ func words(v any) []string {
 		return out
 	case string:
 		return []string{ShellQuote(x)}
+	case json.RawMessage:
+		return []string{ShellQuote(string(x))}
 	}
 	return []string{ShellQuote(fmt.Sprint(v))}
 }

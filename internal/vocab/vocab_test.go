@@ -1,6 +1,7 @@
 package vocab_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/vocab"
@@ -28,6 +29,8 @@ func TestHintWording(t *testing.T) {
 			"pgbus dlq discard --expect 2-abc --queue orders --yes", `pgbus_dlq_discard {"confirm":true,"expect":"2-abc","queue":"orders"}`},
 		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "state": "retrying"}},
 			"pgbus queue messages orders --state retrying", `pgbus_queue_messages {"queue":"orders","state":"retrying"}`},
+		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": []int64{4}, "queue": "orders", "payload": json.RawMessage(`{"note":"it's fixed"}`)}},
+			`pgbus dlq retry 4 --payload '{"note":"it'\''s fixed"}' --queue orders`, `pgbus_dlq_retry {"ids":[4],"payload":{"note":"it's fixed"},"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpQueueStats}, "pgbus queues", "pgbus_queue_stats"},
 		{ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"text": "it's down"}},
 			`pgbus dlq list --text 'it'\''s down'`, `pgbus_dlq_list {"text":"it's down"}`},

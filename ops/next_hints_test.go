@@ -1,0 +1,167 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// hintFilter is the filter and limit a hint's arguments give, as a front
+// end passes them on when the next step is followed.
+func hintFilter(t *testing.T, h ops.Hint) (ops.DeadFilter, int) {
+	t.Helper()
+	str := func(k string) string {
+		if v, ok := h.Args[k]; ok {
+			return v.(string)
+		}
+		return ""
+	}
+	limit := 0
+	if v, ok := h.Args["limit"]; ok {
+		limit = v.(int)
+	}
+	return ops.DeadFilter{Queue: str("queue"), Kind: str("kind"), ErrorClass: str("error_class"), Reason: str("reason"),
+		Since: str("since"), Until: str("until"), Text: str("text")}, limit
+}
+
+func findHint(t *testing.T, hints []ops.Hint, op string) ops.Hint {
+	t.Helper()
+	for _, h := range hints {
+		if h.Op == op {
+			return h
+		}
+	}
+	t.Fatalf("no %s hint among %+v", op, hints)
+	return ops.Hint{}
+}
+
+// A retry or discard by filter that stops at its limit says to call again
+// with the same filter and limit: followed, the hint moves the rest of
+// what was asked for and nothing else (not every dead message of every
+// queue, as a hint without the filter would).
+func TestLimitReachedHintsKeepTheFilter(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for _, op := range []string{ops.OpDLQRetry, ops.OpDLQDiscard} {
+		t.Run(op, func(t *testing.T) {
+			q, other := newQueue(t, s, nil), newQueue(t, s, nil)
+			pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Class: "net.Unavailable"})
+			pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Class: "bad.Input"})
+			pgtest.DeadLetterN(t, s, other, 2, pgtest.DeadSpec{Class: "net.Unavailable"})
+			f := ops.DeadFilter{Queue: q, ErrorClass: "net.Unavailable"}
+			move := func(f ops.DeadFilter, limit int) (int, bool, []ops.Hint) {
+				if op == ops.OpDLQRetry {
+					r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Limit: limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r.Retried, r.LimitReached, r.Next
+				}
+				r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: f, Limit: limit, Confirm: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.Discarded, r.LimitReached, r.Next
+			}
+			n, reached, next := move(f, 2)
+			if n != 2 || !reached {
+				t.Fatalf("first call moved %d, limit reached %v; want 2 and true", n, reached)
+			}
+			again, limit := hintFilter(t, findHint(t, next, op))
+			if again != f || limit != 2 {
+				t.Fatalf("the call-again hint selects %+v with limit %d; want %+v with limit 2", again, limit, f)
+			}
+			if n, _, _ := move(again, limit); n != 1 {
+				t.Fatalf("following the hint moved %d; want the 1 left of the class", n)
+			}
+			if got := pgtest.Live(t, s, q+"_dlq"); got != 2 {
+				t.Errorf("the DLQ of %s holds %d; want the 2 of the other class, untouched", q, got)
+			}
+			if got := pgtest.Live(t, s, other+"_dlq"); got != 2 {
+				t.Errorf("the DLQ of %s holds %d; want its 2, untouched", other, got)
+			}
+		})
+	}
+}
+
+// The real call a dry run with a corrected payload names carries that
+// payload: without it the payload that failed would run again. A payload
+// too large to repeat is left out, and the hint says to pass it again.
+func TestDryRunHintKeepsTheCorrectedPayload(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{}, pgtest.DeadSpec{})
+	fixed := json.RawMessage(`{"order_id":42,"amount_cents":1999}`)
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}, Payload: fixed, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := findHint(t, r.Next, ops.OpDLQRetry)
+	if got := fmt.Sprintf("%s", h.Args["payload"]); got != string(fixed) || h.Args["dry_run"] != nil {
+		t.Fatalf("the real call after the dry run: %+v; want the corrected payload %s and no dry_run", h, fixed)
+	}
+
+	big := json.RawMessage(fmt.Sprintf(`{"blob":%q}`, strings.Repeat("a", 4096)))
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[1:], Filter: ops.DeadFilter{Queue: q}, Payload: big, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = findHint(t, r.Next, ops.OpDLQRetry)
+	if _, ok := h.Args["payload"]; ok || !strings.Contains(h.Why, "payload passed again") {
+		t.Fatalf("the real call after a dry run with a 4 KB payload: %+v; want no payload and a why saying to pass it again", h)
+	}
+	if got := pgtest.Live(t, s, q+"_dlq"); got != 2 {
+		t.Fatalf("dry runs moved messages: the DLQ holds %d, want 2", got)
+	}
+}
+
+// After a retry, the hint to watch the retried messages finds them.
+func TestRetryHintFindsTheRetriedMessages(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{})
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || r.Retried != 1 {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	h := findHint(t, r.Next, ops.OpQueueMessages)
+	req := ops.QueueMessagesRequest{Queue: fmt.Sprint(h.Args["queue"])}
+	if st, ok := h.Args["state"]; ok {
+		req.State = fmt.Sprint(st)
+	}
+	page, err := svc.QueueMessages(ctx, req)
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("following the hint %+v lists %+v, %v; want the retried message", h, page, err)
+	}
+}
+
+// Dropping a priority level alone is refused before the confirmation is
+// asked for: the question would otherwise offer a drop that cannot be.
+func TestQueueDropRefusesALevel(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("levels")
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, confirm := range []bool{false, true} {
+		_, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: q + "_p2", Confirm: confirm})
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "priority level 2 of queue") {
+			t.Errorf("drop %s_p2 (confirm %v): %v; want ErrInvalid naming its queue", q, confirm, err)
+		}
+	}
+	if res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil || len(res.Queues) != 1 {
+		t.Fatalf("queue %s after the refused drops: %+v, %v", q, res, err)
+	}
+}

@@ -1,0 +1,89 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+func sendOne(t *testing.T, ctx context.Context, s *store.Store, queue string) {
+	t.Helper()
+	if _, err := s.Send(ctx, queue, store.NewMessage{Payload: []byte(`{"keep":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A priority level (orders_p1 of orders with levels) is part of its queue:
+// it cannot be created or dropped alone, which would lose its messages and
+// leave its queue broken, and a queue with levels cannot take over a queue
+// of its own as a level. Everything refused changes nothing.
+func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 2); err != nil {
+		t.Fatal(err)
+	}
+	level := store.PriorityQueueName(pq, 1)
+	sendOne(t, ctx, s, level)
+	for what, err := range map[string]error{
+		"create":         s.CreateQueue(ctx, level),
+		"create, levels": s.CreatePriorityQueue(ctx, level, 2),
+		"drop":           s.DropQueue(ctx, level),
+		"check":          s.CheckNotLevel(ctx, level, "dropped"),
+	} {
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "priority level 1 of queue "+`"`+pq+`"`) {
+			t.Errorf("%s %s: %v; want ErrInvalid naming the queue it is a level of", what, level, err)
+		}
+	}
+	if got := pgtest.Live(t, s, level); got != 1 {
+		t.Fatalf("level %s holds %d messages after the refusals; want its 1", level, got)
+	}
+	if phys, err := s.PhysicalQueues(ctx, pq); err != nil || len(phys) != 2 {
+		t.Fatalf("queue %s after the refusals: levels %v, %v", pq, phys, err)
+	}
+
+	// Names of that form that are no level stay ordinary queues.
+	for _, name := range []string{store.PriorityQueueName(pq, 2), pq + "_p01", store.PriorityQueueName(uniqueName("plain"), 0)} {
+		if err := s.CreateQueue(ctx, name); err != nil {
+			t.Errorf("create %s, no level of a queue: %v", name, err)
+		}
+		if err := s.CheckNotLevel(ctx, name, "dropped"); err != nil {
+			t.Errorf("check %s: %v", name, err)
+		}
+		if err := s.DropQueue(ctx, name); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	}
+
+	// The other way round: jobs_p1 first, then jobs with levels.
+	jobs := uniqueName("jobs")
+	own := store.PriorityQueueName(jobs, 1)
+	if err := s.CreateQueue(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	sendOne(t, ctx, s, own)
+	err := s.CreatePriorityQueue(ctx, jobs, 2)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "take over queue "+`"`+own+`"`) {
+		t.Fatalf("create %s with 2 levels over queue %s: %v; want ErrInvalid naming it", jobs, own, err)
+	}
+	if _, err := s.PhysicalQueues(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	queues, err := s.ListQueues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queues {
+		if q.Name == store.PriorityQueueName(jobs, 0) || q.Name == store.DLQName(jobs) {
+			t.Errorf("the refused create left queue %s behind", q.Name)
+		}
+	}
+	if got := pgtest.Live(t, s, own); got != 1 {
+		t.Fatalf("queue %s holds %d messages after the refused takeover; want its 1", own, got)
+	}
+}
