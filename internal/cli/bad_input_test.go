@@ -46,6 +46,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"invalid JSON stdin", []string{"send", "orders", "-"}, "{nope", "not valid JSON"},
 		{"empty payload", []string{"send", "orders", "  "}, "", "empty"},
 		{"missing file", []string{"send", "orders", "@" + filepath.Join(dir, "missing.json")}, "", "no such file"},
+		{"@ without a file name", []string{"send", "orders", "@"}, "", "names no file"},
+		{"retry payload @ without a file name", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", "@"}, "", "names no file"},
 		{"missing --file", []string{"send", "orders", "--file", filepath.Join(dir, "missing.json")}, "", "no such file"},
 		{"NUL escape in payload", []string{"send", "orders", `{"name": "a\u0000b"}`}, "", `\u0000`},
 		{"NUL escape in payload stdin", []string{"send", "orders", "-"}, `["\u0000"]`, `\u0000`},

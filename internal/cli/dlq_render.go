@@ -210,7 +210,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	if rep.DryRun {
 		verb = "would retry"
 	}
-	fmt.Fprintf(a.stdout, "%s %d dead messages", verb, rep.Retried)
+	fmt.Fprintf(a.stdout, "%s %d dead messages%s", verb, rep.Retried, limitNote(rep.LimitReached))
 	if rep.Failed > 0 {
 		fmt.Fprintf(a.stdout, "; %d failed (first: %s)", rep.Failed, rep.FirstError)
 	}
@@ -249,9 +249,9 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 		return nil // the error line says why nothing moved
 	}
 	if res.DryRun {
-		fmt.Fprintf(a.stdout, "would discard %d dead messages\n", res.Discarded)
+		fmt.Fprintf(a.stdout, "would discard %d dead messages%s\n", res.Discarded, limitNote(res.LimitReached))
 	} else {
-		fmt.Fprintf(a.stdout, "discarded %d dead messages (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded)
+		fmt.Fprintf(a.stdout, "discarded %d dead messages%s (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded, limitNote(res.LimitReached))
 	}
 	if len(res.Moved) > 0 {
 		t := newTable(a.stdout, "DLQ", "DLQ ID")
@@ -265,10 +265,16 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 			return err
 		}
 	}
-	if res.DryRun {
-		printNext(a.stdout, res.Next)
-	}
+	printNext(a.stdout, res.Next)
 	return nil
+}
+
+// limitNote says that a move by filter stopped at its --limit.
+func limitNote(reached bool) string {
+	if reached {
+		return ", the --limit: more may match (see next)"
+	}
+	return ""
 }
 
 // refuse answers a bulk operation given without --yes: a usage error

@@ -110,6 +110,8 @@ func readPayload(arg string, hasArg bool, file string, stdin io.Reader) (json.Ra
 	case arg == "-":
 		data, err = readLimited("", stdin)
 		from = "stdin"
+	case arg == "@":
+		return nil, usageError{errors.New("payload @ names no file: write @FILE, e.g. @order.json, or - to read stdin")}
 	case strings.HasPrefix(arg, "@"):
 		data, err = readLimited(arg[1:], nil)
 		from = "file " + arg[1:]
