@@ -128,7 +128,7 @@ type Handover struct {
 func (w *Watcher) Resume(h Handover) {
 	w.checked, w.status, w.since, w.from = true, h.Status, h.Last, h.From
 	w.recent = make(map[groupKey]int64, len(h.Recent))
-	for _, g := range h.Recent {
+	for _, g := range mergeByKey(h.Recent) {
 		w.recent[keyOf(g)] = g.Count
 	}
 }
@@ -147,7 +147,7 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 		events = append(events, e)
 	}
 	w.status = h.Status
-	for _, g := range sum.Groups {
+	for _, g := range mergeByKey(sum.Groups) {
 		k := keyOf(g)
 		st := w.groups[k]
 		if st == nil {
@@ -188,6 +188,31 @@ func (st *groupState) trim(now time.Time, window time.Duration) {
 		i++
 	}
 	st.samples = st.samples[i:]
+}
+
+// mergeByKey merges groups that look the same, as groups that differ only
+// by a secret redacted from their pattern do: an alert speaks of what its
+// reader sees.
+func mergeByKey(groups []ops.DeadGroup) []ops.DeadGroup {
+	out := make([]ops.DeadGroup, 0, len(groups))
+	at := make(map[groupKey]int, len(groups))
+	for _, g := range groups {
+		i, ok := at[keyOf(g)]
+		if !ok {
+			at[keyOf(g)] = len(out)
+			out = append(out, g)
+			continue
+		}
+		m := &out[i]
+		m.Count += g.Count
+		if g.FirstDeadAt.Before(m.FirstDeadAt) {
+			m.FirstDeadAt = g.FirstDeadAt
+		}
+		if g.LastDeadAt.After(m.LastDeadAt) {
+			m.LastDeadAt, m.ErrorMessage = g.LastDeadAt, g.ErrorMessage
+		}
+	}
+	return out
 }
 
 func keyOf(g ops.DeadGroup) groupKey {

@@ -123,3 +123,22 @@ func TestWatcherResumedCountsGrowthWhileNoneLooked(t *testing.T) {
 		t.Fatalf("resumed without counts: %+v; want nothing", events)
 	}
 }
+
+// Groups that look the same (they differ only by a secret redacted from
+// their pattern) are watched as one: their counts add up, and the growth
+// of both together is what passes the threshold.
+func TestWatcherMergesGroupsThatLookTheSame(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "http.400", ErrorPattern: `login failed: {<str>:<str>}`, Count: 10, FirstDeadAt: now.Add(-time.Hour)}
+	b := a
+	b.Count = 20
+	w := alerts.NewWatcher(100, 10*time.Minute)
+	if events := w.Observe(now, ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{a, b}}); len(events) != 0 {
+		t.Fatalf("the baseline: %+v", events)
+	}
+	a.Count, b.Count = 70, 70 // 110 more together, 60 and 50 each
+	events := w.Observe(now.Add(time.Minute), ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{a, b}})
+	if len(events) != 1 || events[0].Type != alerts.EventGroupGrowing || events[0].Growth != 110 || events[0].Group.Count != 140 {
+		t.Fatalf("two groups that look the same grew by 60 and 50: %+v; want one growing by 110 to 140", events)
+	}
+}

@@ -61,6 +61,28 @@ func (s *Service) summaryFit(req DLQSummaryRequest, out DLQSummary) int {
 	return shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400)}}})
 }
 
+// redactPatterns makes the pattern of each group whose message holds a
+// secret from the message with its secrets redacted: the stored pattern
+// replaced the key ("password" became <str>) and kept a value quoted with
+// spaces in it, which redacting the pattern itself would then miss.
+func (s *Service) redactPatterns(ctx context.Context, groups []store.DeadGroup) error {
+	var at []int
+	var msgs []string
+	for i, g := range groups {
+		if red, n := RedactText(g.ErrorMessage); n > 0 {
+			at, msgs = append(at, i), append(msgs, red)
+		}
+	}
+	pats, err := s.store.ErrorPatterns(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		groups[i].ErrorPattern = pats[j]
+	}
+	return nil
+}
+
 // DLQSummary groups the dead messages the filter selects by source queue,
 // kind, error class and error pattern, largest group first: an
 // investigation's first stop.
@@ -76,6 +98,9 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: path})
 	if err != nil {
 		return DLQSummary{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	if err := s.redactPatterns(ctx, sum.Groups); err != nil {
+		return DLQSummary{}, err
 	}
 	v := s.viewer(false)
 	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Notes: []string{}, Next: []Hint{}}

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -305,4 +306,24 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 		return g, err
 	})
 	return groups, total, err
+}
+
+// ErrorPatterns returns each message as dead-letter groups compare it
+// (pgbus.dlq_error_norm), in order: what a group's pattern would be had
+// its message been msgs[i]. Views use it to show the pattern of a message
+// whose secrets they redacted, since a pattern made from the stored one
+// may keep a secret whose key it replaced.
+func (s *Store) ErrorPatterns(ctx context.Context, msgs []string) ([]string, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.reads.Query(ctx, `SELECT pgbus.dlq_error_norm(m) FROM unnest($1::text[]) WITH ORDINALITY AS t(m, i) ORDER BY i`, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("store: error patterns: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: error patterns: %w", err)
+	}
+	return out, nil
 }
