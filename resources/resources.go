@@ -120,7 +120,7 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, readError(uri, err)
 	}
-	tools.NameHints(reflect.ValueOf(&m))
+	tools.NameHints(reflect.ValueOf(&m), r.d.Ops.ReadOnly())
 	return jsonContents(uri, m)
 }
 

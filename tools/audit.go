@@ -25,7 +25,7 @@ Use it before calling pgbus_dlq_retry or pgbus_dlq_discard again, or to report w
 func NewAudit(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_audit", auditDescription, readAnnotations("Audit log of write calls"), AuditInput{}, ops.AuditPage{}),
-		Handler: handler(func(ctx context.Context, in AuditInput) (ops.AuditPage, error) {
+		Handler: handler(d, func(ctx context.Context, in AuditInput) (ops.AuditPage, error) {
 			limit, err := pageLimit(in.Limit)
 			if err != nil {
 				return ops.AuditPage{}, err

@@ -21,7 +21,7 @@ Use it when pgbus_queue_stats shows work scheduled but not running, or failures 
 func NewCircuits(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_circuits", circuitsDescription, readAnnotations("Circuit breakers"), CircuitsInput{}, ops.Circuits{}),
-		Handler: handler(func(ctx context.Context, in CircuitsInput) (ops.Circuits, error) {
+		Handler: handler(d, func(ctx context.Context, in CircuitsInput) (ops.Circuits, error) {
 			return d.Ops.Circuits(ctx, ops.CircuitsRequest{Name: in.Name})
 		}),
 	}
@@ -40,7 +40,7 @@ Use it only when the downstream is known to be healthy again (pgbus_circuits sho
 func NewCircuitReset(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_circuit_reset", circuitResetDescription, writeAnnotations("Reset a circuit breaker", false, true), CircuitResetInput{}, ops.CircuitReset{}),
-		Handler: handler(func(ctx context.Context, in CircuitResetInput) (ops.CircuitReset, error) {
+		Handler: handler(d, func(ctx context.Context, in CircuitResetInput) (ops.CircuitReset, error) {
 			return d.Ops.CircuitReset(ctx, ops.CircuitResetRequest{Name: in.Name})
 		}),
 	}

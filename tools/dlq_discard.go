@@ -28,7 +28,7 @@ By filter: call with dry_run: true first; it lists what would go and returns exp
 func NewDLQDiscard(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_discard", dlqDiscardDescription, writeAnnotations("Discard dead messages", true, false), DLQDiscardInput{}, ops.DLQDiscard{}),
-		Handler: handler(func(ctx context.Context, in DLQDiscardInput) (ops.DLQDiscard, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQDiscardInput) (ops.DLQDiscard, error) {
 			req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), Progress: progressReporter(ctx),
 				DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm, Ask: askPerson(ctx)}
 			if len(in.IDs) == 0 {

@@ -23,7 +23,7 @@ Use it to see the individual messages of a group from pgbus_dlq_summary, with th
 func NewDLQList(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_list", dlqListDescription, readAnnotations("List dead messages"), DLQListInput{}, ops.DLQList{}),
-		Handler: handler(func(ctx context.Context, in DLQListInput) (ops.DLQList, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQListInput) (ops.DLQList, error) {
 			limit, err := pageLimit(in.Limit)
 			if err != nil {
 				return ops.DLQList{}, err

@@ -23,7 +23,7 @@ Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit fo
 func NewDLQPurge(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge discarded dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{}),
-		Handler: handler(func(ctx context.Context, in DLQPurgeInput) (ops.DLQPurge, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQPurgeInput) (ops.DLQPurge, error) {
 			if in.OlderThan == "" {
 				return ops.DLQPurge{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every discarded message)")
 			}

@@ -33,7 +33,7 @@ Either ids (at most 100; add queue when an id is in several DLQs) or filters as 
 func NewDLQRetry(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_retry", dlqRetryDescription, writeAnnotations("Retry dead messages", false, false), DLQRetryInput{}, ops.DLQRetry{}),
-		Handler: handler(func(ctx context.Context, in DLQRetryInput) (ops.DLQRetry, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQRetryInput) (ops.DLQRetry, error) {
 			if len(in.Payload) > maxCorrectedPayloadBytes {
 				return ops.DLQRetry{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
 			}

@@ -24,7 +24,7 @@ Use it after pgbus_dlq_summary or pgbus_dlq_list to understand why a message die
 func NewDLQShow(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_show", dlqShowDescription, readAnnotations("Show a dead message"), DLQShowInput{}, ops.DeadMessage{}),
-		Handler: handler(func(ctx context.Context, in DLQShowInput) (ops.DeadMessage, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQShowInput) (ops.DeadMessage, error) {
 			return d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: in.Queue, MsgID: in.MsgID, IncludePayload: in.IncludePayload, FullHistory: in.FullHistory})
 		}),
 	}

@@ -22,7 +22,7 @@ Filters (queue, kind, error_class, reason, since, until, text) narrow what is co
 func NewDLQSummary(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_summary", dlqSummaryDescription, readAnnotations("Dead-letter summary"), DLQSummaryInput{}, ops.DLQSummary{}),
-		Handler: handler(func(ctx context.Context, in DLQSummaryInput) (ops.DLQSummary, error) {
+		Handler: handler(d, func(ctx context.Context, in DLQSummaryInput) (ops.DLQSummary, error) {
 			return d.Ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: in.ops(), ByField: in.ByField})
 		}),
 	}

@@ -19,7 +19,7 @@ Use it first when asked "is anything wrong?" or before investigating failures. N
 func NewHealth(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_health", healthDescription, readAnnotations("Health overview"), HealthInput{}, ops.Health{}),
-		Handler: handler(func(ctx context.Context, _ HealthInput) (ops.Health, error) {
+		Handler: handler(d, func(ctx context.Context, _ HealthInput) (ops.Health, error) {
 			return d.Ops.Health(ctx)
 		}),
 	}

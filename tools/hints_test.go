@@ -15,7 +15,7 @@ func TestNameHints(t *testing.T) {
 		{Op: ops.OpWork, Args: map[string]any{"queue": "orders"}, Why: "start workers"},
 		{Op: ops.OpWorkers, Why: "shows the processes"},
 	}}}}
-	tools.NameHints(reflect.ValueOf(&h))
+	tools.NameHints(reflect.ValueOf(&h), false)
 	next := h.Reasons[0].Next
 	if next[1].Op != "pgbus_workers" || next[1].Why != "shows the processes" {
 		t.Errorf("a hint of a tool's operation: %+v", next[1])
@@ -25,7 +25,7 @@ func TestNameHints(t *testing.T) {
 	}
 
 	r := ops.DLQRetry{Next: []ops.Hint{{Op: ops.OpDLQList, Args: map[string]any{"queue": "orders"}}}}
-	tools.NameHints(reflect.ValueOf(&r))
+	tools.NameHints(reflect.ValueOf(&r), false)
 	if r.Next[0].Op != "pgbus_dlq_list" || r.Next[0].Args["queue"] != "orders" {
 		t.Errorf("retry next: %+v", r.Next)
 	}

@@ -26,7 +26,7 @@ Use it to see what is failing before it reaches the DLQ (state: retrying), what 
 func NewQueueMessages(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_messages", queueMessagesDescription, readAnnotations("Live messages of a queue"), QueueMessagesInput{}, ops.LiveMessages{}),
-		Handler: handler(func(ctx context.Context, in QueueMessagesInput) (ops.LiveMessages, error) {
+		Handler: handler(d, func(ctx context.Context, in QueueMessagesInput) (ops.LiveMessages, error) {
 			limit, err := pageLimit(in.Limit)
 			if err != nil {
 				return ops.LiveMessages{}, err

@@ -21,7 +21,7 @@ Use it to stop a queue whose messages all fail (a downstream is down, a bad depl
 func NewQueuePause(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_pause", queuePauseDescription, writeAnnotations("Pause a queue", false, true), QueuePauseInput{}, ops.QueuePaused{}),
-		Handler: handler(func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
+		Handler: handler(d, func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
 			return d.Ops.QueuePause(ctx, ops.QueueRequest{Queue: in.Queue})
 		}),
 	}

@@ -16,7 +16,7 @@ Use it once the cause that made you pause the queue (pgbus_queue_pause) is fixed
 func NewQueueResume(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_resume", queueResumeDescription, writeAnnotations("Resume a queue", false, true), QueuePauseInput{}, ops.QueuePaused{}),
-		Handler: handler(func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
+		Handler: handler(d, func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
 			return d.Ops.QueueResume(ctx, ops.QueueRequest{Queue: in.Queue})
 		}),
 	}

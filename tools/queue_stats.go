@@ -21,7 +21,7 @@ Use it to see which queues are backed up or failing, and to list the queues ther
 func NewQueueStats(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_stats", queueStatsDescription, readAnnotations("Queue statistics"), QueueStatsInput{}, ops.QueueStatsResult{}),
-		Handler: handler(func(ctx context.Context, in QueueStatsInput) (ops.QueueStatsResult, error) {
+		Handler: handler(d, func(ctx context.Context, in QueueStatsInput) (ops.QueueStatsResult, error) {
 			return d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: in.Queue})
 		}),
 	}

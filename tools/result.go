@@ -19,29 +19,30 @@ import (
 // content plus its JSON text, or a tool error (isError) whose text says
 // what to do. It never answers a protocol error, so a bad call leaves the
 // session serving.
-func handler[In, Out any](fn func(ctx context.Context, in In) (Out, error)) server.ToolHandlerFunc {
+func handler[In, Out any](d Deps, fn func(ctx context.Context, in In) (Out, error)) server.ToolHandlerFunc {
+	readOnly := d.Ops.ReadOnly()
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in In
 		if err := decodeArgs(req, &in); err != nil {
-			return errorResult(err), nil
+			return errorResult(err, readOnly), nil
 		}
 		ctx = ops.WithClient(withProgressToken(ctx, req), clientName(ctx))
 		out, err := fn(ctx, in)
 		if err != nil {
-			return errorResult(err), nil
+			return errorResult(err, readOnly), nil
 		}
-		return structuredResult(&out), nil
+		return structuredResult(&out, readOnly), nil
 	}
 }
 
 // structuredResult answers out (a pointer) as structured content with a
 // JSON copy in the text content, for clients that read only text.
-func structuredResult(out any) *mcp.CallToolResult {
+func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
 	fillNil(reflect.ValueOf(out))
-	NameHints(reflect.ValueOf(out))
+	NameHints(reflect.ValueOf(out), readOnly)
 	text, err := json.Marshal(out)
 	if err != nil {
-		return errorResult(err)
+		return errorResult(err, readOnly)
 	}
 	return mcp.NewToolResultStructured(out, string(text))
 }
@@ -49,18 +50,18 @@ func structuredResult(out any) *mcp.CallToolResult {
 // errorResult answers err as a tool error. Errors the caller can fix (bad
 // arguments, unknown queues or messages) pass their message, which says
 // what to do; other errors say the server could not finish.
-func errorResult(err error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(errorText(err))
+func errorResult(err error, readOnly bool) *mcp.CallToolResult {
+	return mcp.NewToolResultError(errorText(err, readOnly))
 }
 
-func errorText(err error) string {
+func errorText(err error, readOnly bool) string {
 	var ce *callError
 	var oe *ops.Error
 	switch {
 	case errors.As(err, &ce):
 		return ce.msg
 	case errors.As(err, &oe):
-		return oe.Msg + hintText(oe.Hints)
+		return oe.Msg + hintText(oe.Hints, readOnly)
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -70,13 +71,13 @@ func errorText(err error) string {
 }
 
 // hintText renders next steps as tool calls, for an error's text.
-func hintText(hints []ops.Hint) string {
+func hintText(hints []ops.Hint, readOnly bool) string {
 	if len(hints) == 0 {
 		return ""
 	}
 	calls := make([]string, len(hints))
 	for i, h := range hints {
-		calls[i] = vocab.ToolCall(h)
+		calls[i] = vocab.ToolCallOn(h, readOnly)
 	}
 	return ": see " + strings.Join(calls, " or ")
 }
@@ -84,24 +85,25 @@ func hintText(hints []ops.Hint) string {
 var hintType = reflect.TypeFor[ops.Hint]()
 
 // NameHints rewrites the operations named by the hints reachable from v
-// into the tools that do them; an operation no tool does becomes the
-// command for an operator to run (op "cli", args.command).
-func NameHints(v reflect.Value) {
+// into the tools that do them; an operation no tool does, or whose tool a
+// read-only server leaves out, becomes the command for an operator to run
+// (op "cli", args.command).
+func NameHints(v reflect.Value, readOnly bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			NameHints(v.Elem())
+			NameHints(v.Elem(), readOnly)
 		}
 	case reflect.Struct:
 		if v.Type() == hintType {
 			if v.CanSet() {
-				v.Set(reflect.ValueOf(toolHint(v.Interface().(ops.Hint))))
+				v.Set(reflect.ValueOf(toolHint(v.Interface().(ops.Hint), readOnly)))
 			}
 			return
 		}
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				NameHints(v.Field(i))
+				NameHints(v.Field(i), readOnly)
 			}
 		}
 	case reflect.Slice:
@@ -109,17 +111,21 @@ func NameHints(v reflect.Value) {
 			return
 		}
 		for i := range v.Len() {
-			NameHints(v.Index(i))
+			NameHints(v.Index(i), readOnly)
 		}
 	}
 }
 
-func toolHint(h ops.Hint) ops.Hint {
-	if name, ok := vocab.Tool(h.Op); ok {
+func toolHint(h ops.Hint, readOnly bool) ops.Hint {
+	if name, ok := vocab.ToolOn(h.Op, readOnly); ok {
 		h.Op = name
 		return h
 	}
-	return ops.Hint{Op: "cli", Args: map[string]any{"command": vocab.Command(h)}, Why: h.Why + " (no tool does this: ask an operator to run the command)"}
+	why := " (no tool does this: ask an operator to run the command)"
+	if _, ok := vocab.Tool(h.Op); ok {
+		why = " (this server is read-only: ask an operator to run the command)"
+	}
+	return ops.Hint{Op: "cli", Args: map[string]any{"command": vocab.Command(h)}, Why: h.Why + why}
 }
 
 // fillNil replaces nil slices and maps reachable from v with empty ones, so

@@ -19,7 +19,7 @@ Use it when messages are ready but not being processed, or when pgbus_health rep
 func NewWorkers(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_workers", workersDescription, readAnnotations("Worker processes"), WorkersInput{}, ops.Workers{}),
-		Handler: handler(func(ctx context.Context, _ WorkersInput) (ops.Workers, error) {
+		Handler: handler(d, func(ctx context.Context, _ WorkersInput) (ops.Workers, error) {
 			return d.Ops.Workers(ctx, ops.WorkersRequest{})
 		}),
 	}

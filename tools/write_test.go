@@ -326,6 +326,32 @@ func TestReadOnly(t *testing.T) {
 	}
 	// The read tools still work.
 	callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
+
+	// Their next steps name no tool the server lacks: a write is a
+	// command for an operator to run, where the full server names its tool.
+	m := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "queue": q})
+	full := callOK[ops.DeadMessage](t, newEnvOn(t, e.st, ops.Options{}), "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "queue": q})
+	for label, c := range map[string]struct {
+		next  []ops.Hint
+		want  string
+		wants string
+	}{
+		"read-only": {m.Next, "cli", "pgbus dlq retry"},
+		"full":      {full.Next, "pgbus_dlq_retry", ""},
+	} {
+		found := false
+		for _, h := range c.next {
+			if h.Op == "pgbus_dlq_retry" && label == "read-only" {
+				t.Errorf("the read-only server's next steps name pgbus_dlq_retry: %+v", c.next)
+			}
+			if h.Op == c.want && strings.Contains(fmt.Sprint(h.Args["command"]), c.wants) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s server: next steps %+v; want a retry as %s", label, c.next, c.want)
+		}
+	}
 }
 
 func TestPayloadGates(t *testing.T) {

@@ -29,10 +29,29 @@ func Tool(op string) (string, bool) {
 	return "", false
 }
 
+// writes are the operations whose tools a read-only server leaves out.
+var writes = map[string]bool{
+	ops.OpQueuePause: true, ops.OpQueueResume: true, ops.OpDLQRetry: true, ops.OpDLQDiscard: true,
+	ops.OpDLQPurge: true, ops.OpCircuitReset: true,
+}
+
+// ToolOn is Tool on a server that may be read-only: there no tool does a
+// write.
+func ToolOn(op string, readOnly bool) (string, bool) {
+	if readOnly && writes[op] {
+		return "", false
+	}
+	return Tool(op)
+}
+
 // ToolCall renders a hint for an agent: the tool with its arguments as
 // JSON, or the command to ask a person to run when no tool does it.
-func ToolCall(h ops.Hint) string {
-	name, ok := Tool(h.Op)
+func ToolCall(h ops.Hint) string { return ToolCallOn(h, false) }
+
+// ToolCallOn is ToolCall on a server that may be read-only, where the
+// write operations are for a person to run.
+func ToolCallOn(h ops.Hint, readOnly bool) string {
+	name, ok := ToolOn(h.Op, readOnly)
 	if !ok {
 		return "the CLI: " + Command(h)
 	}
