@@ -165,3 +165,35 @@ func TestQueueDropRefusesALevel(t *testing.T) {
 		t.Fatalf("queue %s after the refused drops: %+v, %v", q, res, err)
 	}
 }
+
+// Live messages are listed per work queue: a DLQ's name points to the DLQ
+// operations, a queue with priority levels to its levels, each of which
+// lists.
+func TestQueueMessagesOfADLQOrOfLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	plain := newQueue(t, s, nil)
+	pgtest.DeadLetter(t, s, plain, pgtest.DeadSpec{})
+	_, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: plain + "_dlq"})
+	if !errors.Is(err, ops.ErrInvalid) || !hasHint(ops.HintsOf(err), ops.OpDLQSummary, map[string]any{"queue": plain}) {
+		t.Errorf("messages of %s_dlq: %v, hints %+v; want ErrInvalid pointing to the DLQ summary", plain, err, ops.HintsOf(err))
+	}
+
+	pq := uniqueName("levels")
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: pq, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: pq, Payload: json.RawMessage(`{}`), Priority: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: pq})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "3 priority levels") || len(ops.HintsOf(err)) != 3 {
+		t.Fatalf("messages of %s with 3 levels: %v, hints %+v; want ErrInvalid naming its 3 levels", pq, err, ops.HintsOf(err))
+	}
+	last := ops.HintsOf(err)[2]
+	page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: fmt.Sprint(last.Args["queue"])})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("following the hint %+v: %+v, %v; want the message sent at priority 2", last, page, err)
+	}
+}

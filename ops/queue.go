@@ -144,8 +144,11 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
 		return LiveMessages{}, err
 	}
-	if req.Queue == "" {
-		return LiveMessages{}, invalidf("queue is required: give a queue name").with(hint(OpQueueStats, "lists the queues there are"))
+	if err := checkWorkQueue(req.Queue); err != nil {
+		return LiveMessages{}, err
+	}
+	if err := s.checkOneLevel(ctx, req.Queue); err != nil {
+		return LiveMessages{}, err
 	}
 	if req.State != "" && !slices.Contains(LiveStates, req.State) {
 		return LiveMessages{}, invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(req.State, 60), strings.Join(LiveStates, ", "))
@@ -189,6 +192,21 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		out.Notes = append(out.Notes, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters; a smaller limit shows more of each")
 	}
 	return out, nil
+}
+
+// checkOneLevel refuses a queue with priority levels: each level is a
+// queue of messages of its own, listed one at a time.
+func (s *Service) checkOneLevel(ctx context.Context, queue string) error {
+	levels, err := s.store.PhysicalQueues(ctx, queue)
+	if err != nil || len(levels) < 2 {
+		return err
+	}
+	e := invalidf("queue %s has %d priority levels, whose messages are listed one level at a time: give %s (the highest) to %s",
+		queue, len(levels), levels[0], levels[len(levels)-1])
+	for _, l := range levels {
+		e = e.with(hint(OpQueueMessages, "", "queue", l))
+	}
+	return e
 }
 
 func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {

@@ -15,7 +15,7 @@ type QueueMessagesInput struct {
 	Cursor         string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same queue and state. Omit for the first page."`
 	Limit          *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Messages per page: 1 to 100, default 25."`
 	IncludePayload bool   `json:"include_payload,omitempty" jsonschema_description:"Return payloads too (up to 4 KB each). Shown only when the server runs with --allow-payloads; secrets are redacted."`
-	FullHistory    bool   `json:"full_history,omitempty" jsonschema_description:"List each failure as recorded; by default identical failures in a row are one entry with repeated."`
+	FullHistory    bool   `json:"full_history,omitempty" jsonschema_description:"List each failure as recorded; by default identical failures in a row are one entry with repeated. Either way only a message's newest failures are listed (failure_count has the total)."`
 }
 
 const queueMessagesDescription = `Lists the live messages of a queue (not yet dead), oldest first, with their state (waiting, in_flight, retrying, scheduled), attempts so far and their latest failures.
