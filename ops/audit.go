@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,6 +178,9 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (AuditPage, error
 		return AuditPage{}, err
 	}
 	f := store.AuditFilter{Tool: OpName(req.Op), Client: req.Client}
+	if f.Tool != "" && f.Tool != AuditAll && !slices.Contains(AuditedOps, f.Tool) {
+		return AuditPage{}, fieldf("tool", "%q is no operation the audit log records: use one of %s, or all", clip(req.Op, 60), strings.Join(AuditedOps, ", "))
+	}
 	switch f.Tool {
 	case AuditAll:
 		f.Tool = ""
@@ -209,12 +213,17 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (AuditPage, error
 	}
 	if limit < asked {
 		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
-		if out.NextCursor != "" {
-			out.Next = append(out.Next, hint(OpAudit, "the next page", "tool", req.Op, "client", req.Client, "since", req.Since, "cursor", out.NextCursor, "limit", limit))
-		}
+	}
+	if out.NextCursor != "" {
+		// The cursor is a place in the log: the next page needs the same
+		// filters with it.
+		out.Next = append(out.Next, hint(OpAudit, "the next page", "tool", req.Op, "client", req.Client, "since", req.Since, "cursor", out.NextCursor, "limit", limit))
 	}
 	return out, nil
 }
+
+// AuditedOps are the operations the audit log records.
+var AuditedOps = []string{OpDLQRetry, OpDLQDiscard, OpDLQPurge, OpQueueCreate, OpQueueDrop, OpQueuePause, OpQueueResume, OpQueuePurge, OpCircuitReset, OpSend}
 
 // maxAuditShown bounds the arguments and the result of one entry as the
 // audit shows them, so that a page lists many entries: larger ones are

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -53,8 +54,10 @@ command ("dlq retry").`,
 				if err := t.flush(); err != nil {
 					return err
 				}
-				if page.NextCursor != "" {
-					fmt.Fprintf(a.stdout, "more: pgbus audit --cursor %s\n", page.NextCursor)
+				for _, h := range page.Next {
+					if h.Args["cursor"] != nil {
+						fmt.Fprintf(a.stdout, "more: %s\n", vocab.Command(h))
+					}
 				}
 				return nil
 			})
