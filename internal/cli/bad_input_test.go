@@ -123,7 +123,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"work without handler", []string{"work", "--queue", "orders"}, "", "has no handler"},
 		{"work bad concurrency", []string{"work", "--queue", "orders:0", "--handler", "demo"}, "", "concurrency"},
 		{"work bad poll interval", []string{"work", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "", "poll interval"},
-		{"demo negative timeout", []string{"demo", "--timeout", "-1s"}, "", "negative"},
+		{"demo negative timeout", []string{"demo", "--timeout", "-1s"}, "", "too short"},
+		{"demo zero timeout", []string{"demo", "--timeout", "0s"}, "", "give 1s or more"},
+		{"work for zero", []string{"work", "--queue", "orders", "--handler", "demo", "--for", "0s"}, "", "leave --for out"},
+		{"work for negative", []string{"work", "--queue", "orders", "--handler", "demo", "--for", "-1m"}, "", "too short"},
 	}
 	before := d.snapshot(t)
 	for _, c := range cases {

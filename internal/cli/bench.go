@@ -71,6 +71,9 @@ share. With 1, the default, the workers run in this process.`,
 					workloads = bench.Drain
 				}
 			}
+			if f.Changed("jobs") && (opts.Jobs < 1 || opts.Jobs > bench.MaxJobs) {
+				return usageError{fmt.Errorf("--jobs %d: use 1 to %d", opts.Jobs, bench.MaxJobs)}
+			}
 			if opts.Processes < 1 || opts.Processes > bench.MaxProcesses {
 				return usageError{fmt.Errorf("--processes %d: use 1 to %d", opts.Processes, bench.MaxProcesses)}
 			}

@@ -60,6 +60,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--backlog", "-1"}, "--backlog -1"},
 		{[]string{"--backlog", "20000000"}, "--backlog 20000000"},
 		{[]string{"--backlog", "100", "--jobs", "100"}, "use one"},
+		{[]string{"--jobs", "0"}, "--jobs 0: use 1 to 10000000"},
+		{[]string{"--jobs", "-5"}, "--jobs -5"},
 		{[]string{"--backlog", "100", "--workload", "steady"}, "steady sends as it goes"},
 		{[]string{"--processes", "2", "--workload", "steady"}, "steady runs in one process"},
 		{[]string{"--processes", "two"}, "invalid argument"},

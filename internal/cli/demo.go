@@ -38,7 +38,7 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
   pgbus demo --database-url postgres://localhost/pgbus_demo`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkDuration("timeout", timeout, time.Hour); err != nil {
+			if err := checkDuration("timeout", timeout, time.Second, time.Hour, "the demo's jobs take a few seconds to settle"); err != nil {
 				return err
 			}
 			return a.demo(cmd.Context(), timeout)

@@ -58,11 +58,11 @@ func parseIDs(args []string) ([]int64, error) {
 	return ids, nil
 }
 
-// checkDuration rejects negative values and values above hi of a
-// duration flag.
-func checkDuration(flag string, d, hi time.Duration) error {
-	if d < 0 {
-		return usageError{fmt.Errorf("--%s %s is negative; give 0 or more", flag, d)}
+// checkDuration rejects values of a duration flag below lo or above hi
+// (hi 0: no bound); why says what a value below lo would do.
+func checkDuration(flag string, d, lo, hi time.Duration, why string) error {
+	if d < lo {
+		return usageError{fmt.Errorf("--%s %s is too short (%s); give %s or more", flag, d, why, lo)}
 	}
 	if hi > 0 && d > hi {
 		return usageError{fmt.Errorf("--%s %s is too long; at most %s", flag, d, hi)}

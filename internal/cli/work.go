@@ -160,7 +160,7 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 	if err := a.resolveTiming(fs, &w.timing); err != nil {
 		return nil, err
 	}
-	if err := a.checkWorkFlags(w); err != nil {
+	if err := a.checkWorkFlags(fs, w); err != nil {
 		return nil, err
 	}
 	if err := a.resolveMetricsAddr(fs, &w.metricsAddr); err != nil {
@@ -182,9 +182,11 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 }
 
 // checkWorkFlags checks the ranges of pgbus work's settled options.
-func (a *app) checkWorkFlags(w *workFlags) error {
-	if err := checkDuration("for", w.runFor, 0); err != nil {
-		return err
+func (a *app) checkWorkFlags(fs *pflag.FlagSet, w *workFlags) error {
+	if fs.Changed("for") {
+		if err := checkDuration("for", w.runFor, time.Millisecond, 0, "it would stop before starting; leave --for out to work until SIGINT or SIGTERM"); err != nil {
+			return err
+		}
 	}
 	if a.sources["concurrency"] != "" && (w.concurrency < 1 || w.concurrency > engine.MaxConcurrency) {
 		return usageError{fmt.Errorf("concurrency %d%s is out of range 1..%d", w.concurrency, a.from("concurrency"), engine.MaxConcurrency)}
