@@ -141,6 +141,26 @@ func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
 		}
 	}
 	s.noteRetryBreakers(ctx, r, queues)
+	s.noteRetryPaused(ctx, r, queues)
+}
+
+// noteRetryPaused puts first among a retry's next steps the resume of each
+// paused queue its messages went back to: they wait there, unread, until
+// it is resumed, whatever the workers.
+func (s *Service) noteRetryPaused(ctx context.Context, r *DLQRetry, queues []string) {
+	seen := map[string]bool{}
+	for _, q := range queues {
+		names := servedAs(q)
+		logical := names[len(names)-1] // a priority level is paused with its queue
+		if seen[logical] {
+			continue
+		}
+		seen[logical] = true
+		st, err := s.store.QueueSettingsOf(ctx, logical)
+		if err == nil && st.Paused {
+			r.Next = append([]Hint{hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the retried messages wait in it, unread, until it is resumed", logical), "queue", logical)}, r.Next...)
+		}
+	}
 }
 
 // noteRetryBreakers adds to a retry's next steps the breakers that are not

@@ -197,3 +197,31 @@ func TestQueueMessagesOfADLQOrOfLevels(t *testing.T) {
 		t.Fatalf("following the hint %+v: %+v, %v; want the message sent at priority 2", last, page, err)
 	}
 }
+
+// A retry into a paused queue names its resume first: the retried
+// messages wait there, unread, which would look like a retry that did
+// nothing.
+func TestRetryIntoAPausedQueueSaysResume(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{}, pgtest.DeadSpec{})
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || r.Retried != 1 {
+		t.Fatalf("retry = %+v, %v", r, err)
+	}
+	if len(r.Next) == 0 || r.Next[0].Op != ops.OpQueueResume || r.Next[0].Args["queue"] != q {
+		t.Fatalf("retry into paused %s: next %+v; want its resume first", q, r.Next)
+	}
+	if _, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[1:], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || hasHint(r.Next, ops.OpQueueResume, nil) {
+		t.Fatalf("retry into %s resumed: next %+v, %v; want no resume", q, r.Next, err)
+	}
+}
