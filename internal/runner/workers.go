@@ -197,16 +197,26 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 }
 
 // WaitIdle returns once every queue is empty (depth 0: nothing waiting,
-// running or retrying), or ctx's error. progress, when set, is called with
+// running or retrying), or ctx's error. A paused queue counts as empty
+// once nothing of it runs: what waits in it waits for a resume, not for
+// these workers, and is logged once. progress, when set, is called with
 // the stats at each look.
 func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, progress func([]ops.QueueStats)) error {
 	log = orDiscard(log)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	told := map[string]bool{}
 	for {
 		all, idle, err := look(ctx, svc, queues, log)
 		if err != nil {
 			return err
+		}
+		for _, s := range all {
+			if s.Paused && s.Depth > 0 && !told[s.Queue] {
+				told[s.Queue] = true
+				log.Warn("pgbus: queue is paused: its messages wait until it is resumed (pgbus queue resume), and idle does not wait for them",
+					"queue", s.Queue, "messages", s.Depth)
+			}
 		}
 		if progress != nil {
 			progress(all)
@@ -238,7 +248,7 @@ func look(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log 
 		}
 		all = append(all, res.Queues...)
 		for _, s := range res.Queues {
-			idle = idle && s.Depth == 0
+			idle = idle && (s.Depth == 0 || s.Paused && s.InFlight == 0)
 		}
 	}
 	return all, idle, nil

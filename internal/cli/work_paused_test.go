@@ -1,0 +1,23 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// work --until-idle on a paused queue stops once nothing of it runs,
+// saying the queue is paused, and leaves its messages where they are; it
+// used to wait for them for ever.
+func TestWorkUntilIdleOnAPausedQueue(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "queue", "create", "pz")
+	d.ok(t, "send", "pz", `{"simulate": "ok"}`)
+	d.ok(t, "queue", "pause", "pz")
+	r := pgbus(t, d.env, "work", "--queue", "pz", "--handler", "demo", "--until-idle", "--poll-interval", "50ms", "--log-format", "json")
+	if r.code != 0 || !strings.Contains(r.stderr, "queue is paused") {
+		t.Fatalf("work --until-idle on paused pz: exit %d\n%s", r.code, r.stderr)
+	}
+	if st := d.stats(t, "pz"); st.Depth != 1 || st.Archived != 0 {
+		t.Fatalf("paused pz after work --until-idle: %+v; want its 1 message still waiting", st)
+	}
+}
