@@ -44,12 +44,12 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 func deadFilter(q url.Values) ops.DeadFilter {
 	get := func(k string) string { return strings.TrimSpace(q.Get(k)) }
 	return ops.DeadFilter{Queue: get("queue"), Kind: q.Get("kind"), ErrorClass: q.Get("error_class"), Reason: get("reason"),
-		Since: get("since"), Until: get("until"), Text: q.Get("text")}
+		Since: get("since"), Until: get("until"), Text: q.Get("text"), Group: get("group")}
 }
 
 // filterArgs are a filter's query arguments, for pageLink.
 func filterArgs(f ops.DeadFilter) []any {
-	return []any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason, "since", f.Since, "until", f.Until, "text", f.Text}
+	return []any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason, "since", f.Since, "until", f.Until, "text", f.Text, "group", f.Group}
 }
 
 // deadData is what the dead-letter pages share: the filter shown in their
@@ -75,10 +75,11 @@ type groupsData struct {
 	Summary ops.DLQSummary
 }
 
-// GroupFilter is the filter that selects a group's messages: its DLQ,
-// kind and error class, as the summary's own next steps select them.
+// GroupFilter is the filter that selects exactly a group's messages: its
+// key (kind and error class alone select every group that shares them),
+// with its DLQ, kind and error class to show in the filter form.
 func (groupsData) GroupFilter(g ops.DeadGroup) deadData {
-	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: g.Kind, ErrorClass: g.ErrorClass}}
+	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: g.Kind, ErrorClass: g.ErrorClass, Group: g.Group}}
 }
 
 func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {

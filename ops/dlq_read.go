@@ -33,6 +33,7 @@ type DeadGroup struct {
 	Kind         string          `json:"kind" jsonschema_description:"The job kind (pgbus_kind header, or job_class of Ruby pgbus). Empty when the messages have neither: the kind filter cannot select those alone (an empty kind selects every kind), so narrow by queue, error_class and text, or act on the sample_msg_ids."`
 	ErrorClass   string          `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
 	ErrorPattern string          `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values without spaces, uuids, hex strings, identifiers mixing letters and digits, and numbers replaced by <str>, <uuid>, <hex>, <id> and <n>, so messages differing only by such values are one group; quoted prose stays. Secrets redacted."`
+	Group        string          `json:"group" jsonschema_description:"The group's key: pass it as group to pgbus_dlq_list, pgbus_dlq_retry or pgbus_dlq_discard to select exactly this group's messages (kind and error_class select every group that shares them)."`
 	ErrorMessage string          `json:"error_message" jsonschema_description:"The last error message of the group's newest message (sample_msg_ids[0]), secrets redacted, shortened."`
 	Count        int64           `json:"count"`
 	FirstDeadAt  time.Time       `json:"first_dead_lettered_at"`
@@ -105,7 +106,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 	v := s.viewer(false)
 	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Notes: []string{}, Next: []Hint{}}
 	for i, g := range sum.Groups {
-		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass,
+		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, Group: g.Group,
 			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
 			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: groupReasons(g.Reasons), SampleMsgIDs: g.SampleMsgIDs,
 			ByField: v.breakdown(req.ByField, g.ByField)}
@@ -130,7 +131,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSum
 		if len(g.SampleMsgIDs) > 0 {
 			out.Next = append(out.Next, hint(OpDLQShow, "read why a message of the largest group died", "queue", g.DLQ, "msg_id", g.SampleMsgIDs[0]))
 		}
-		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group's kind and error class", "queue", g.DLQ, "kind", g.Kind, "error_class", g.ErrorClass))
+		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group", "queue", g.DLQ, "group", g.Group))
 	}
 	return out, nil
 }
@@ -228,8 +229,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, err
 		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
 		if out.NextCursor != "" {
 			fl := req.Filter
-			out.Next = append(out.Next, hint(OpDLQList, "the next page", "queue", fl.Queue, "kind", fl.Kind, "error_class", fl.ErrorClass,
-				"reason", fl.Reason, "since", fl.Since, "until", fl.Until, "text", fl.Text, "cursor", out.NextCursor, "limit", limit))
+			out.Next = append(out.Next, hint(OpDLQList, "the next page", fl.hintArgs("cursor", out.NextCursor, "limit", limit)...))
 		}
 	}
 	return out, nil

@@ -64,6 +64,10 @@ type DeadFilter struct {
 	Until string `json:"until,omitempty"`
 	// Text is case-insensitive text in the last error message.
 	Text string `json:"text,omitempty"`
+	// Group is a group's key as a summary gives it (DeadGroup.Group):
+	// exactly that group's messages, where kind and error class select
+	// every group that shares them.
+	Group string `json:"group,omitempty"`
 }
 
 // IsZero reports whether the filter selects every dead message.
@@ -89,11 +93,15 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 	if err := f.checkText(); err != nil {
 		return store.DeadFilter{}, err
 	}
-	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text}
+	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text, Group: strings.TrimSpace(f.Group)}
 	if out.Queue != "" {
 		if err := store.ValidatePhysicalName(out.Queue); err != nil {
 			return out, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
+	}
+	if out.Group != "" && !store.IsGroupKey(out.Group) {
+		return out, fieldf("group", "%q is not a group's key: copy the group field of a summary's group (36 characters such as 4f9a0c7e-1b2d-3e4f-8a9b-0c1d2e3f4a5b)", clip(out.Group, 60)).
+			with(hint(OpDLQSummary, "lists the groups with their keys", "queue", out.Queue))
 	}
 	if f.Reason != "" && !slices.Contains(Reasons, f.Reason) {
 		return out, invalidf("reason %q is unknown; use one of %s, or leave it out", clip(f.Reason, 60), strings.Join(Reasons, ", "))

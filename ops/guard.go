@@ -30,7 +30,7 @@ type DeadID struct {
 // hintArgs returns the filter as a hint's arguments, followed by more.
 func (f DeadFilter) hintArgs(more ...any) []any {
 	return append([]any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason,
-		"since", f.Since, "until", f.Until, "text", f.Text}, more...)
+		"since", f.Since, "until", f.Until, "text", f.Text, "group", f.Group}, more...)
 }
 
 // describe names what the filter selects, for a question to a person.
@@ -41,7 +41,7 @@ func (f DeadFilter) describe() string {
 	}
 	var parts []string
 	for _, kv := range [][2]string{{"kind", f.Kind}, {"error class", f.ErrorClass}, {"reason", f.Reason},
-		{"since", f.Since}, {"until", f.Until}, {"error text", f.Text}} {
+		{"since", f.Since}, {"until", f.Until}, {"error text", f.Text}, {"group", f.Group}} {
 		if kv[1] != "" {
 			parts = append(parts, fmt.Sprintf("%s %q", kv[0], clip(kv[1], 100)))
 		}

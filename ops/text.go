@@ -27,7 +27,7 @@ func checkText(fieldValues ...string) error {
 // checkText refuses filter text PostgreSQL cannot take (checkText).
 func (f DeadFilter) checkText() error {
 	return checkText("queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason,
-		"since", f.Since, "until", f.Until, "text", f.Text)
+		"since", f.Since, "until", f.Until, "text", f.Text, "group", f.Group)
 }
 
 // ptrText is *s, or "" for nil.

@@ -53,6 +53,9 @@ type DeadFilter struct {
 	Until time.Time `json:"until,omitzero"`
 	// Text is a case-insensitive substring of the block's error message.
 	Text string `json:"text,omitempty"`
+	// Group is a group's key (DeadGroup.Group): exactly the messages of
+	// that group.
+	Group string `json:"group,omitempty"`
 }
 
 // DeadLetterBlock is the pgbus_dead_letter header of a dead message: why it
@@ -127,6 +130,10 @@ type DeadGroup struct {
 	// identifiers mixing letters and digits, and numbers replaced by <str>,
 	// <uuid>, <hex>, <id> and <n>; quoted prose stays (pgbus.dlq_error_norm).
 	ErrorPattern string `json:"error_pattern"`
+	// Group is the group's key, for a filter that selects exactly its
+	// messages (DeadFilter.Group): a uuid made of the source queue, kind,
+	// error class and pattern (pgbus.dlq_cause_key).
+	Group string `json:"group"`
 	// ErrorMessage is the last error message of the group's newest message,
 	// as stored: the caller redacts it.
 	ErrorMessage string    `json:"error_message"`

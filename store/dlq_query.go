@@ -31,6 +31,9 @@ func (f DeadFilter) validate() error {
 			return invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
 		}
 	}
+	if f.Group != "" && !IsGroupKey(f.Group) {
+		return invalidf("filter group %q is not a group's key: copy it from a summary's group (36 characters such as 4f9a0c7e-1b2d-3e4f-8a9b-0c1d2e3f4a5b)", shorten(f.Group))
+	}
 	if f.Reason != "" && f.Reason != ReasonNotRecorded {
 		if err := validateDeadReason(f.Reason); err != nil {
 			return invalidf("filter reason %q is unknown; use %s, %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded, ReasonNotRecorded)
@@ -40,6 +43,32 @@ func (f DeadFilter) validate() error {
 		return invalidf("filter until (%s) must be after since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// IsGroupKey reports whether s is a group's key as DeadGroup.Group writes
+// it: a uuid in lower-case hex.
+func IsGroupKey(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// groupKeyText writes a group's key as DeadGroup.Group does.
+func groupKeyText(k [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", k[0:4], k[4:6], k[6:8], k[8:10], k[10:])
 }
 
 // fingerprint identifies a filter, so that a cursor is only used with the
@@ -105,6 +134,9 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 	}
 	if !f.Until.IsZero() {
 		add(`enqueued_at < %s`, f.Until)
+	}
+	if f.Group != "" {
+		add(`pgbus.dlq_cause_key(headers, message) = %s::uuid`, f.Group)
 	}
 	if f.Text != "" {
 		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(f.Text)+"%")

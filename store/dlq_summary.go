@@ -100,7 +100,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 	scan := q.dlqs
 	var groups []DeadGroup
 	total := 0
-	if f.Reason == "" && f.Since.IsZero() && f.Until.IsZero() && f.Text == "" {
+	if f.Reason == "" && f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "" {
 		tracked, err := deadTracked(ctx, tx, q.dlqs)
 		if err != nil {
 			return nil, 0, err
@@ -216,6 +216,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	out := make([]DeadGroup, 0, len(found))
 	for _, g := range found {
 		if len(g.SampleMsgIDs) > 0 { // else the counts were stale: a DLQ written with its triggers off
+			g.Group = groupKeyText(g.key)
 			out = append(out, g.DeadGroup)
 		}
 	}
@@ -283,13 +284,13 @@ const (
 // groups.
 func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, int, error) {
 	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg,
-		` + sqlDeadBlock + `->>'reason' AS reason`
+		` + sqlDeadBlock + `->>'reason' AS reason, pgbus.dlq_cause_key(headers, message)::text AS group_key`
 	union := q.union(cols, nil, "")
 	sql := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
 			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}'),
 			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
 			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1],
-			count(*) OVER ()
+			min(group_key), count(*) OVER ()
 		FROM (` + union + `) u
 		GROUP BY ` + sqlDeadGroupCols + `
 		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
@@ -302,7 +303,7 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
 		var g DeadGroup
 		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &total)
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.Group, &total)
 		return g, err
 	})
 	return groups, total, err

@@ -31,6 +31,9 @@ Filters (summary, list, retry-all, discard):
   --since T --until T  dead-lettered in [since, until): RFC 3339, a date
                      (2026-11-29), or an age (30m, 2h, 7d)
   --text S           case-insensitive text in the error message
+  --group G          exactly one group: its key, the group field of
+                     pgbus dlq summary --json (kind and error class select
+                     every group that shares them)
 
 Ids are per queue: when an id is in several DLQs, pass --queue. Secrets in
 payloads, headers and error text are shown as [REDACTED].`,
@@ -59,19 +62,20 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&ff.f.Since, "since", "", "dead-lettered at or after: RFC 3339, a date, or an age (2h, 7d)")
 	fs.StringVar(&ff.f.Until, "until", "", "dead-lettered before: RFC 3339, a date, or an age")
 	fs.StringVar(&ff.f.Text, "text", "", "text in the error message (case-insensitive)")
+	fs.StringVar(&ff.f.Group, "group", "", "only this group: its key, the group field of dlq summary --json")
 }
 
 // filter returns the filter, checked before the database is opened.
 // Errors name the flag, as the person typed it.
 func (ff *filterFlags) filter() (ops.DeadFilter, error) {
-	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text")
+	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text", "group")
 }
 
 // flags renders the filter as flags, for "more:" lines.
 func (ff *filterFlags) flags() string {
 	h := ops.Hint{Op: ops.OpDLQList, Args: map[string]any{}}
 	for k, v := range map[string]string{"queue": ff.f.Queue, "kind": ff.f.Kind, "error_class": ff.f.ErrorClass,
-		"reason": ff.f.Reason, "since": ff.f.Since, "until": ff.f.Until, "text": ff.f.Text} {
+		"reason": ff.f.Reason, "since": ff.f.Since, "until": ff.f.Until, "text": ff.f.Text, "group": ff.f.Group} {
 		if v != "" {
 			h.Args[k] = v
 		}
@@ -339,7 +343,7 @@ pgbus_dlq_discard.`,
 				return err
 			}
 			fs := cmd.Flags()
-			narrows := changed(fs, "kind", "error-class", "reason", "since", "until", "text")
+			narrows := changed(fs, "kind", "error-class", "reason", "since", "until", "text", "group")
 			switch {
 			case len(ids) > 0 && (narrows || all):
 				return usageError{errors.New("give ids or filters, not both")}
