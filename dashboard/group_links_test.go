@@ -29,7 +29,7 @@ func TestGroupLinksSelectOnlyTheGroup(t *testing.T) {
 		t.Fatalf("groups page: %d\n%s", code, page)
 	}
 	for _, verb := range []string{"retry", "discard"} {
-		links := regexp.MustCompile(`href="(/dlq/` + verb + `\?[^"]+)"`).FindAllStringSubmatch(page, -1)
+		links := regexp.MustCompile(`href="(/dlq/`+verb+`\?[^"]+)"`).FindAllStringSubmatch(page, -1)
 		if len(links) != 3 {
 			t.Fatalf("%d %s links on the groups page; want one per group, 3\n%s", len(links), verb, page)
 		}
