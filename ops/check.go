@@ -91,6 +91,13 @@ func (r SendRequest) Check() error {
 		return fieldf("delay", "%s is too long; at most %s", r.Delay, MaxDelay)
 	case r.Priority < 0 || r.Priority >= MaxPriorities:
 		return fieldf("priority", "%d is out of range: give a level from 0 (read first) to %d, below the queue's levels", r.Priority, MaxPriorities-1)
+	case len(r.IdempotencyKey) > store.MaxIdempotencyKeyBytes:
+		return fieldf("idempotency_key", "is %d bytes; at most %d: use a shorter key, such as a hash of a long one", len(r.IdempotencyKey), store.MaxIdempotencyKeyBytes)
+	}
+	for k := range r.Headers {
+		if strings.HasPrefix(k, "pgbus_") {
+			return invalidf("header %q: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)", clip(k, 60))
+		}
 	}
 	return checkSendText(r)
 }

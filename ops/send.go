@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -58,8 +59,11 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, IdempotencyKey: req.IdempotencyKey,
 		Headers: req.Headers, Priority: req.Priority,
 	})
-	if err != nil {
+	if errors.Is(err, ErrNotFound) {
 		return Sent{}, explain(err, hint(OpQueueCreate, "creates the queue", "queue", req.Queue), hint(OpQueueStats, "lists the queues there are"))
+	}
+	if err != nil {
+		return Sent{}, explain(err)
 	}
 	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
 }
