@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -155,7 +156,7 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return false, fmt.Errorf("alerts: build the webhook request: %w", err)
+		return false, fmt.Errorf("alerts: build the webhook request: %w", withoutPath(err))
 	}
 	for k, v := range s.cfg.Headers {
 		req.Header.Set(k, v)
@@ -163,7 +164,7 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return true, fmt.Errorf("alerts: post to the webhook: %w", err)
+		return true, fmt.Errorf("alerts: post to the webhook: %w; check that alerts.url in the configuration file is reachable from this host", withoutPath(err))
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
@@ -175,4 +176,31 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 	}
 	return false, fmt.Errorf("alerts: the webhook refused the alert with %s: %s; check alerts.url and alerts.headers (a token?) in the configuration file",
 		resp.Status, strings.TrimSpace(string(snippet)))
+}
+
+// withoutPath returns err with the URL it quotes (the client's errors are
+// *url.Error, naming the URL they were posting to) cut to its scheme and
+// host. A webhook's path or query is often its secret (a Slack incoming
+// webhook's /services/T…/B…/<token>), which redaction does not recognise,
+// and these errors are logged.
+func withoutPath(err error) error {
+	ue, ok := err.(*url.Error)
+	if !ok {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: site(ue.URL), Err: withoutPath(ue.Err)}
+}
+
+// site is a URL's scheme and host, then "/…" when it had more; "…" when it
+// cannot be read.
+func site(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "…"
+	}
+	s := u.Scheme + "://" + u.Host
+	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		s += "/…"
+	}
+	return s
 }

@@ -113,14 +113,15 @@ type ExitError struct {
 	TimedOut bool
 	Timeout  time.Duration
 	// Output is the last lines of stderr, or of stdout when stderr was
-	// empty (OutputName says which), made printable and bounded.
+	// empty (OutputName says which), made printable and bounded, with its
+	// secrets hidden (as ops.RedactText hides them) before it was cut.
 	Output     string
 	OutputName string
 	// StdoutBytes and StderrBytes are how much it wrote in all.
 	StdoutBytes, StderrBytes int64
 	// Captured is the end of its stderr (of its stdout when stderr was
 	// empty), at most engine.MaxOutputChars characters, for the failure
-	// history.
+	// history; its secrets are hidden as in Output.
 	Captured engine.Output
 }
 
@@ -403,9 +404,9 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 		return ctx.Err() // the worker is stopping
 	}
 	e := &ExitError{Command: h.argv0, StdoutBytes: stdout.total, StderrBytes: stderr.total, Timeout: h.timeout}
-	e.OutputName, e.Output = "stderr", lastLines(stderr.last(), outputLines, outputBytes)
+	e.OutputName, e.Output = "stderr", lastLines(stderr.shown(), outputLines, outputBytes)
 	if e.Output == "" {
-		e.OutputName, e.Output = "stdout", lastLines(stdout.last(), outputLines, outputBytes)
+		e.OutputName, e.Output = "stdout", lastLines(stdout.shown(), outputLines, outputBytes)
 	}
 	if e.Output == "" {
 		e.OutputName = ""
@@ -472,8 +473,7 @@ func captured(stderr, stdout *capture) engine.Output {
 	if c.total == 0 {
 		c, source = stdout, "stdout"
 	}
-	last := c.last()
-	return output(source, last, c.total > int64(len(last)), true)
+	return output(source, c.shown(), c.clipped(), true)
 }
 
 // capture keeps the first MaxCapture bytes of an output and its last
@@ -482,6 +482,8 @@ type capture struct {
 	head  []byte
 	tail  []byte
 	total int64
+	// text is shown's, worked out once: redaction reads all of it.
+	text *string
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -503,6 +505,20 @@ func (c *capture) last() []byte {
 		return c.head
 	}
 	return c.tail
+}
+
+// clipped reports whether last is only the end of the output, cut off at
+// an arbitrary byte.
+func (c *capture) clipped() bool { return c.total > MaxCapture }
+
+// shown is the end of the output as text to quote, its secrets hidden
+// (shownText). Call it once the command has exited.
+func (c *capture) shown() string {
+	if c.text == nil {
+		s := shownText(c.last(), c.clipped())
+		c.text = &s
+	}
+	return *c.text
 }
 
 // truncate cuts s to at most n bytes at a rune boundary.

@@ -78,10 +78,11 @@ type StatusError struct {
 	// MaxRetryAfter; zero when it gave none.
 	Hint time.Duration
 	// Body is the start of the response body (at most MaxSnippet bytes),
-	// made printable.
+	// made printable, with its secrets hidden (as ops.RedactText hides
+	// them) before it was cut.
 	Body string
 	// Captured is the start of the body for the failure history, at most
-	// engine.MaxOutputChars characters.
+	// engine.MaxOutputChars characters, its secrets hidden as in Body.
 	Captured engine.Output
 }
 
@@ -393,8 +394,9 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	code := resp.StatusCode
 	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(body, MaxSnippet),
-		Captured: output("response_body", body, len(body) >= MaxCapture, false)}
+	text := shownText(body, false) // the end of a long body is cut off, not its start
+	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
+		Captured: output("response_body", text, len(body) >= MaxCapture, false)}
 	if action, ok := h.override(code); ok {
 		// The policy built from on_status decides; a hint is used only when
 		// it asks for one.

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
 )
@@ -361,28 +362,41 @@ const (
 	MaxSnippet = 1 << 10
 )
 
-// snippet returns the start of b as printable text of at most limit
-// bytes, cut at a rune boundary and ending in "…" when it was cut. Trailing
-// blanks go: most servers end an error body with a newline, which would
-// end the failure message with an empty line.
-func snippet(b []byte, limit int) string {
+// shownText is b as printable text with its secrets hidden, before any
+// cut: a cut could take a secret's key (password=) and leave its value,
+// which redaction would not recognise any more. clipped says b is only the
+// end of a longer output: what the clip left of its first line is dropped
+// too (redact.Clipped) and marked with "…". Trailing blanks go: most
+// outputs end with a newline, which would end the failure message with an
+// empty line.
+func shownText(b []byte, clipped bool) string {
 	s := strings.TrimRight(printable(b), "\n\t ")
-	if len(s) <= limit {
+	if !clipped {
+		s, _ = redact.Text(s)
 		return s
 	}
+	s, _ = redact.Clipped(s)
+	return "…" + s
+}
+
+// snippet returns the start of text (from shownText) of at most limit
+// bytes, cut at a rune boundary and ending in "…" when it was cut.
+func snippet(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
 	cut := limit - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return text[:cut] + "…"
 }
 
 // output bounds what a downstream said for the failure history: at most
-// engine.MaxOutputChars characters of b as printable text, its start, or
-// its end when fromEnd (a command's last words are its error). more says b
-// is already only part of the output; a cut is marked with "…".
-func output(source string, b []byte, more, fromEnd bool) engine.Output {
-	text := strings.TrimRight(printable(b), "\n ")
+// engine.MaxOutputChars characters of text (from shownText), its start, or
+// its end when fromEnd (a command's last words are its error). more says
+// text is already only part of the output; a cut is marked with "…".
+func output(source, text string, more, fromEnd bool) engine.Output {
 	if text == "" {
 		return engine.Output{}
 	}
@@ -398,15 +412,14 @@ func output(source string, b []byte, more, fromEnd bool) engine.Output {
 	return engine.Output{Source: source, Text: text, Truncated: more}
 }
 
-// lastLines returns the last lines of b as printable text: at most
+// lastLines returns the last lines of text (from shownText): at most
 // maxLines lines and limit bytes, starting with "…" when it was cut.
-func lastLines(b []byte, maxLines, limit int) string {
-	s := strings.TrimRight(printable(b), "\n ")
-	lines := strings.Split(s, "\n")
+func lastLines(text string, maxLines, limit int) string {
+	lines := strings.Split(text, "\n")
 	if len(lines) > maxLines {
 		lines = lines[len(lines)-maxLines:]
 	}
-	s = strings.Join(lines, "\n")
+	s := strings.Join(lines, "\n")
 	if len(s) > limit {
 		cut := len(s) - limit + len("…")
 		for cut < len(s) && !utf8.RuneStart(s[cut]) {

@@ -3,176 +3,28 @@ package ops
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/redact"
 )
 
 // Redacted replaces every secret the view layer hides.
-const Redacted = "[REDACTED]"
-
-// secretKeyWords are the parts of an object key (or of a key=value pair in
-// text) whose value is never shown. A key matches when, lower-cased, it
-// contains one of them.
-var secretKeyWords = []string{
-	"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey", "api_key", "api-key",
-	"accesskey", "access_key", "access-key", "authorization", "credential", "privatekey", "private_key",
-	"private-key", "cookie", "session", "bearer", "jwt", "signature", "cvv", "cvc", "ssn",
-	"card_number", "cardnumber", "card-number", "credit_card", "creditcard", "iban",
-}
+const Redacted = redact.Marker
 
 // IsSecretKey reports whether the value under key is hidden.
-func IsSecretKey(key string) bool {
-	k := strings.ToLower(key)
-	for _, w := range secretKeyWords {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	// auth, x-auth, auth_header; not author.
-	if i := strings.Index(k, "auth"); i >= 0 && !strings.HasPrefix(k[i:], "author") {
-		return true
-	}
-	return k == "card" || k == "pan"
-}
+func IsSecretKey(key string) bool { return redact.IsSecretKey(key) }
 
-// secretPattern finds one kind of secret in free text: the match loses
-// everything after its first group (the key, scheme or prefix that says
-// what it is), which is replaced by Redacted and then by tail. Every match
-// contains one of hints, lower-cased, in ASCII text: a text without any of
-// them skips the pattern, which keeps long error messages and payloads
-// cheap (the case-blind patterns are slow on them).
-type secretPattern struct {
-	re    *regexp.Regexp
-	tail  string
-	hints []string
-}
-
-// secretKeyHints are parts of every key secretTextKey matches.
-var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access", "auth", "credential", "private",
-	"cookie", "session", "jwt", "signature", "cvv", "cvc", "ssn", "card"}
-
-// Parts of the key=value patterns of secretText: a secret-looking key, what
-// separates it from its value (its closing quote, maybe escaped, then : or
-// =), and an authorization scheme that may open the value.
-const (
-	secretTextKey    = `(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|authorization|auth|credential|private[_-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)`
-	secretTextSep    = `\\?["']?\s*[:=]\s*`
-	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
-)
-
-// secretText finds secrets in free text: error messages, backtraces,
-// header values and string values of payloads.
-var secretText = []secretPattern{
-	// Private key blocks.
-	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), hints: []string{"private key"}},
-	// Passwords in URLs and DSNs: scheme://user:password@host.
-	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@`), tail: "@", hints: []string{"://"}},
-	// Bearer and basic credentials.
-	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`), hints: []string{"bearer", "basic"}},
-	// "key": "value", key="a value with spaces", and JSON quoted in text
-	// (\"key\":\"value\", as %q writes a request body into an error):
-	// everything up to the closing quote.
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `\\?"` + secretTextScheme + `)(?:[^"\\]|\\[^"])+`), hints: secretKeyHints},
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `'` + secretTextScheme + `)[^']+`), hints: secretKeyHints},
-	// key=value, key: value; a scheme (Authorization: Token t) is kept and
-	// what follows it hidden; a number may be written in groups (card
-	// numbers).
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\]+)`), hints: secretKeyHints},
-	// Tokens recognisable by their shape.
-	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`), hints: []string{"live", "test"}},
-	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`), hints: []string{"sk-"}},
-	{re: regexp.MustCompile(`()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), hints: []string{"akia", "asia"}},
-	{re: regexp.MustCompile(`()\bgh[pousr]_[A-Za-z0-9]{20,}`), hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
-	{re: regexp.MustCompile(`()\bgithub_pat_[A-Za-z0-9_]{20,}`), hints: []string{"github_pat_"}},
-	{re: regexp.MustCompile(`()\bAIza[0-9A-Za-z_-]{35}`), hints: []string{"aiza"}},
-	{re: regexp.MustCompile(`()\bxox[abprs]-[A-Za-z0-9-]{10,}`), hints: []string{"xox"}},
-	{re: regexp.MustCompile(`()\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}`), hints: []string{"eyj"}},
-}
-
-// RedactText hides secrets in free text and returns how many it hid.
-func RedactText(s string) (string, int) {
-	n := 0
-	lower, ascii := strings.ToLower(s), isASCII(s)
-	for _, p := range secretText {
-		// Case folding outside ASCII (the Kelvin sign matches k) could
-		// make a hint miss: such text tries every pattern.
-		if ascii && p.hints != nil && !containsAny(lower, p.hints) {
-			continue
-		}
-		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
-			keep := p.re.FindStringSubmatch(m)[1]
-			if strings.HasPrefix(m[len(keep):], Redacted[:len(Redacted)-1]) {
-				return m // hidden already
-			}
-			n++
-			return keep + Redacted + p.tail
-		})
-	}
-	return s, n
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
+// RedactText hides secrets in free text and returns how many it hid:
+// values of secret-looking keys (password=..., "token": "...", with or
+// without spaces around the separator), bearer and basic credentials,
+// passwords in URLs and DSNs, private keys and tokens recognisable by
+// their shape.
+func RedactText(s string) (string, int) { return redact.Text(s) }
 
 // RedactJSON returns raw with the values under secret-looking keys hidden,
 // at any depth, and secrets in string values hidden as in RedactText; n
 // counts what was hidden. ok is false when raw is not JSON.
 func RedactJSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return raw, 0, true
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // keep big integers exact
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, 0, false
-	}
-	v, n = redactValue(v)
-	return marshalPlain(v), n, true
-}
-
-func redactValue(v any) (any, int) {
-	n := 0
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if IsSecretKey(k) {
-				if val != nil && val != Redacted {
-					x[k] = Redacted
-					n++
-				}
-				continue
-			}
-			var m int
-			x[k], m = redactValue(val)
-			n += m
-		}
-	case []any:
-		for i, val := range x {
-			var m int
-			x[i], m = redactValue(val)
-			n += m
-		}
-	case string:
-		return RedactText(x)
-	}
-	return v, n
+	return redact.JSON(raw)
 }
 
 // marshalPlain marshals without HTML escaping, so text reads as it was

@@ -62,6 +62,18 @@ func TestRedactTextKeepsTheRest(t *testing.T) {
 		`dial postgres://app:s3cret@db:5432/app`:                        `dial postgres://app:[REDACTED]@db:5432/app`,
 		`{"author": "ada", "tokens": 5, "session_count": 2, "pwd": ""}`: `{"author": "ada", "tokens": 5, "session_count": 2, "pwd": ""}`,
 		`order 42 failed after 3 attempts`:                              `order 42 failed after 3 attempts`,
+		// Separators with spaces around them, or of two characters.
+		`host=db user=app password = HunterPW9x sslmode=off`: `host=db user=app password = [REDACTED] sslmode=off`,
+		`password := x1 then`:                                `password := [REDACTED] then`,
+		`{:api_token => "a b", :user => "ada"}`:              `{:api_token => "[REDACTED]", :user => "ada"}`,
+		`if password == hunter2 {`:                           `if password == [REDACTED] {`,
+		`secret_key = AbC123 region=eu`:                      `secret_key = [REDACTED] region=eu`,
+		`if order == 42 {`:                                   `if order == 42 {`,
+		// A password holding an @: the host follows the last one, also
+		// after pgx masked the part before the first.
+		`postgres://u:Pa@ssW0rd1@h:bad/db`:                   `postgres://u:[REDACTED]@h:bad/db`,
+		"cannot parse `postgres://u:xxxxx@ssW0rd1@h:bad/db`": "cannot parse `postgres://u:[REDACTED]@h:bad/db`",
+		`mail ada@example.com via smtp://relay:25 from a@b`:  `mail ada@example.com via smtp://relay:25 from a@b`,
 	} {
 		if got, _ := ops.RedactText(in); got != want {
 			t.Errorf("RedactText(%q)\n  = %q\nwant %q", in, got, want)

@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,7 +35,12 @@ type Store struct {
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("store: parse database URL: %w; expected postgres://user:pass@host:port/db", err)
+		return nil, fmt.Errorf("store: parse database URL: %w; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a password's @, : and / percent-encoded (%%40, %%3A, %%2F)", err)
+	}
+	if strings.Contains(cfg.ConnConfig.Host, "@") {
+		// An unescaped @ in the password makes the password's end part of
+		// the host: it would be looked up, and quoted in errors.
+		return nil, fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")
 	}
 	cfg.ShouldPing = shouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

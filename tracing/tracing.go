@@ -18,6 +18,10 @@
 //     "pgbus.dlq_retried"; its own context goes into the moved message's
 //     headers, so the next attempts continue the same trace under it.
 //
+// Text that comes from jobs (error messages, kinds, error classes) goes on
+// spans with its secrets hidden, as ops.RedactText hides them: a tracing
+// backend is one more place text leaves the process.
+//
 // Services that embed the engine pass their own TracerProvider to New;
 // FromEnv builds one from the standard OTEL_* environment variables, as
 // pgbus work and pgbus serve do. Without a Tracer nothing is traced and
@@ -35,6 +39,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -91,7 +96,7 @@ func (t *Tracer) Sending(ctx context.Context, queue string, opts *engine.SendOpt
 	}
 	attrs := []attribute.KeyValue{AttrQueue.String(queue)}
 	if opts.Kind != "" {
-		attrs = append(attrs, AttrKind.String(opts.Kind))
+		attrs = append(attrs, AttrKind.String(redacted(opts.Kind)))
 	}
 	ctx, span := t.tracer.Start(ctx, "send "+queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	t.prop.Inject(ctx, carrier)
@@ -120,7 +125,7 @@ func (t *Tracer) startAttempt(ctx context.Context, job *engine.Job) (context.Con
 	attrs := []attribute.KeyValue{AttrQueue.String(job.Queue), AttrMsgID.Int64(job.ID),
 		AttrAttempt.Int(job.Attempt), AttrMaxRetries.Int(job.MaxRetries)}
 	if job.Kind != "" {
-		attrs = append(attrs, AttrKind.String(job.Kind))
+		attrs = append(attrs, AttrKind.String(redacted(job.Kind)))
 	}
 	return t.tracer.Start(ctx, "process "+job.Queue, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 }
@@ -134,8 +139,9 @@ func (t *Tracer) JobFinished(ctx context.Context, job *engine.Job, f engine.Fini
 		_, span = t.startAttempt(ctx, job)
 	}
 	span.SetAttributes(AttrOutcome.String(f.Outcome), AttrRan.Bool(f.Ran))
-	if f.ErrorClass != "" {
-		span.SetAttributes(AttrErrorClass.String(f.ErrorClass))
+	class := redacted(f.ErrorClass) // a handler's error may name its own class
+	if class != "" {
+		span.SetAttributes(AttrErrorClass.String(class))
 	}
 	if f.Err != nil && f.Outcome != engine.OutcomeSucceeded && f.Outcome != engine.OutcomeSnoozed {
 		fail(span, f.Err)
@@ -143,8 +149,8 @@ func (t *Tracer) JobFinished(ctx context.Context, job *engine.Job, f engine.Fini
 	if f.Outcome == engine.OutcomeDeadLettered {
 		span.SetAttributes(AttrDeadLetterReason.String(f.Reason))
 		attrs := []attribute.KeyValue{AttrDeadLetterReason.String(f.Reason)}
-		if f.ErrorClass != "" {
-			attrs = append(attrs, AttrErrorClass.String(f.ErrorClass))
+		if class != "" {
+			attrs = append(attrs, AttrErrorClass.String(class))
 		}
 		span.AddEvent(EventDeadLettered, trace.WithAttributes(attrs...))
 	}
@@ -200,9 +206,10 @@ func (t *Tracer) Retrying(ctx context.Context, dlq string, id int64, carried sto
 	}
 }
 
-// fail marks span as failed with err's message, bounded.
+// fail marks span as failed with err's message, its secrets hidden, then
+// bounded: a cut first could leave a secret without the key that marks it.
 func fail(span trace.Span, err error) {
-	msg := err.Error()
+	msg := redacted(err.Error())
 	if len(msg) > maxStatus {
 		msg = msg[:maxStatus]
 		for !utf8.ValidString(msg) {
@@ -210,6 +217,13 @@ func fail(span trace.Span, err error) {
 		}
 	}
 	span.SetStatus(codes.Error, msg)
+}
+
+// redacted is s with its secrets hidden: text from a job (an error
+// message, a kind) may hold one, and the tracing backend must not.
+func redacted(s string) string {
+	out, _ := ops.RedactText(s)
+	return out
 }
 
 // anyCarrier carries a trace context in send options' headers.

@@ -73,7 +73,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		err = errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
 	}
-	fmt.Fprintf(stderr, "pgbus: %s\n", errorLine(err))
+	// Errors quote what they could not use, such as a DATABASE_URL or a
+	// configuration file's URL, passwords and all.
+	line, _ := ops.RedactText(errorLine(err))
+	fmt.Fprintf(stderr, "pgbus: %s\n", line)
 	return exitCode(err)
 }
 

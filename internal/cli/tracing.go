@@ -5,6 +5,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/tracing"
 )
 
 // traceSetup is a command's tracing, set up once, on first need, as the
@@ -17,9 +18,12 @@ type traceSetup struct {
 }
 
 // tracing returns the command's tracing observers, setting tracing up on
-// the first call: none when the environment leaves it off.
+// the first call: none when the environment leaves it off. The SDK logs to
+// the command's log, redacted, before it reads the OTEL_* variables: on
+// its own it would print a malformed one, credentials and all.
 func (a *app) tracing(ctx context.Context) ([]engine.Observer, error) {
 	if !a.trace.done {
+		tracing.SetLogger(a.log)
 		observers, stop, err := runner.Tracing(ctx, a.log)
 		if err != nil {
 			return nil, usageError{err}

@@ -77,6 +77,12 @@ var textSecrets = []struct{ name, text, value string }{
 	{"github fine-grained token", "clone failed with github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123"},
 	{"google api key", "maps: key AIzaSyA-1234567890abcdefghijklmnopqrstu was rejected", "AIzaSyA-1234567890abcdefghijklmnopqrstu"},
 	{"card number in groups", "payment declined: card_number=4111 1111 1111 1234 (expired)", "1111 1111 1234"},
+	// Separators with spaces, of more than one character, and passwords
+	// holding an @ that was not escaped (the host follows the last one).
+	{"password = with spaces", "cannot parse `host=db port=bad user=app password = HunterPW9x`: invalid port", "HunterPW9x"},
+	{"key => value", `config {:password => "Hash3dRocket", :user => "app"} rejected`, "Hash3dRocket"},
+	{"secret_key = with spaces", "boto: secret_key = wJalrXUtnFEMIK7MDENG was refused", "wJalrXUtnFEMIK7MDENG"},
+	{"URL password holding @", "dial postgres://app:Pa@ssW0rd1@db.internal/app: connection refused", "ssW0rd1"},
 }
 
 // Corpus is every secret, in every place it is tested.
