@@ -310,7 +310,11 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (DeadMessage,
 		return DeadMessage{}, err
 	}
 	if req.MsgID <= 0 {
-		return DeadMessage{}, invalidf("msg_id is required: give the id of a dead message (a positive whole number)").
+		what := "is required"
+		if req.MsgID < 0 {
+			what = fmt.Sprintf("%d is not an id", req.MsgID)
+		}
+		return DeadMessage{}, invalidf("msg_id %s: give the id of a dead message (a positive whole number)", what).
 			with(hint(OpDLQList, "lists dead messages with their ids", "queue", req.Queue))
 	}
 	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID)

@@ -119,7 +119,11 @@ func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move
 	}
 	if !hmac.Equal([]byte(got), []byte(expect)) {
 		want, _ := tokenSize(expect)
-		return changedf("the dead messages selected changed since the dry run (it saw %d, %d are selected now); nothing was moved: run the dry run again and pass its expect", want, len(refs))
+		what := fmt.Sprintf("it saw %d, %d are selected now", want, len(refs))
+		if want == len(refs) {
+			what = fmt.Sprintf("as many, %d, but not the same: some were moved and others died since", want)
+		}
+		return changedf("the dead messages selected changed since the dry run (%s); nothing was moved: run the dry run again and pass its expect", what)
 	}
 	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockDead(ctx, tx, refs); err != nil {

@@ -182,3 +182,26 @@ func TestDiscardGuardedRefusedWhenTakenMeanwhile(t *testing.T) {
 		t.Fatalf("after the refusal the DLQ holds %v, want %v untouched", got, ids[1:])
 	}
 }
+
+// A guarded retry refused for a set of the same size (one moved, another
+// died since) says the set changed, not only its size.
+func TestRetryGuardedRefusedWhenSetSwapped(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids := deadN(t, s, q, 2, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	f := store.DeadFilter{Queue: q}
+	dry, err := s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{DryRun: true})
+	if err != nil || dry.Retried != 2 {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	if _, err := s.RetryDead(ctx, q, ids[:1], store.RetryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadN(t, s, q, 1, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	_, err = s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{Expect: dry.Token})
+	wantErr(t, "guarded retry after a swap", err, store.ErrChanged, "as many, 2, but not the same")
+	if got := dlqIDs(t, s, store.DLQName(q)); len(got) != 2 {
+		t.Fatalf("after the refusal the DLQ holds %v, want 2", got)
+	}
+}
