@@ -3,7 +3,6 @@ package ops
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -37,12 +36,12 @@ func (s *Service) PayloadPolicy() PayloadPolicy {
 // before it opens anything.
 func CheckSafeFields(fields []string) error {
 	if len(fields) > MaxSafeFields {
-		return fmt.Errorf("%d safe fields; at most %d are allowed: name only the fields worth breaking failures down by", len(fields), MaxSafeFields)
+		return invalidf("%d safe fields; at most %d are allowed: name only the fields worth breaking failures down by", len(fields), MaxSafeFields)
 	}
 	for _, f := range fields {
 		f = strings.TrimSpace(f) // "tenant, plan" is meant as two fields
 		if !safeFieldPattern.MatchString(f) || strings.Count(f, ".") >= store.MaxFieldPathDepth {
-			return fmt.Errorf("safe field %q: name payload keys joined by dots, such as tenant or file.type (letters, digits, _ and -; at most %d keys)", f, store.MaxFieldPathDepth)
+			return invalidf("safe field %q: name payload keys joined by dots, such as tenant or file.type (letters, digits, _ and -; at most %d keys)", clip(f, 60), store.MaxFieldPathDepth)
 		}
 	}
 	return nil

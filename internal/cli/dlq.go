@@ -109,6 +109,9 @@ pgbus_dlq_summary.`,
 			if err != nil {
 				return err
 			}
+			if byField != "" && len(a.safeFields(nil)) == 0 {
+				return usageError{fmt.Errorf("--by-field %s: no payload field is named safe to show: set %s=%s, or list it under safe_fields in the configuration file", clip(byField, 60), EnvSafeFields, clip(byField, 60))}
+			}
 			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField}, func(sum ops.DLQSummary) error {
 				if err := writeDeadSummary(a.stdout, sum); err != nil {
 					return err

@@ -23,8 +23,12 @@ const AuditClient = "cli"
 // person at the terminal has the database, so payloads are shown when a
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
-	return ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
+	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
 		Observers: a.trace.observers})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
+	}
+	return svc, nil
 }
 
 // session is an open database and the operations layer over it.

@@ -52,3 +52,24 @@ func TestDLQSafeFieldsCLI(t *testing.T) {
 		t.Fatalf("show lacks the safe fields:\n%s", show)
 	}
 }
+
+// Safe fields the CLI is given wrong, or none when --by-field needs one,
+// are usage errors (exit 2) that say where they are set.
+func TestSafeFieldsMistakes(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "migrate")
+	for _, c := range []struct {
+		env  []string
+		args []string
+		says string
+	}{
+		{[]string{"PGBUS_SAFE_FIELDS=,,"}, []string{"dlq", "summary"}, "PGBUS_SAFE_FIELDS"},
+		{[]string{"PGBUS_SAFE_FIELDS=tenant;drop"}, []string{"dlq", "list"}, "name payload keys joined by dots"},
+		{nil, []string{"dlq", "summary", "--by-field", "order_id"}, "set PGBUS_SAFE_FIELDS=order_id"},
+	} {
+		r := pgbus(t, append(d.env, c.env...), c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.says) {
+			t.Errorf("%v pgbus %v: exit %d, %q; want exit 2 saying %q", c.env, c.args, r.code, r.stderr, c.says)
+		}
+	}
+}
