@@ -219,8 +219,11 @@ func selected(v url.Values) (d selectedData, why string) {
 		}
 		d.IDs = append(d.IDs, id)
 	}
-	if len(d.IDs) == 0 || d.Queue == "" {
+	switch {
+	case len(d.IDs) == 0:
 		return d, "Nothing is selected: tick the messages on a list page of one queue's dead letters, then choose retry or discard."
+	case d.Queue == "":
+		return d, "The selection names no queue, and ids are per queue: select the messages on a list page filtered to one queue's dead letters."
 	}
 	return d, ""
 }

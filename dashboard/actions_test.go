@@ -118,6 +118,11 @@ func TestActionsWithoutToken(t *testing.T) {
 	if _, page, _ := b.get("/audit?client=dashboard&op=all"); strings.Count(page, "<tr") != len(got)+1 {
 		t.Fatalf("the audit page lists %d rows, want a header and %d entries:\n%s", strings.Count(page, "<tr"), len(audit.Items), page)
 	}
+	for _, off := range []string{"0", "-5"} {
+		if _, page, _ := b.get("/?refresh=" + off); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, "Refresh every 10 s") {
+			t.Errorf("/?refresh=%s refreshes, or does not offer to:\n%s", off, page)
+		}
+	}
 	if _, page, _ := b.get("/?refresh=10"); !strings.Contains(page, `<meta http-equiv="refresh" content="10">`) || !strings.Contains(page, `<a href="/">Stop refreshing</a>`) {
 		t.Fatalf("the overview refreshing itself:\n%s", page)
 	}
@@ -188,6 +193,9 @@ func TestSelectedMessages(t *testing.T) {
 	}
 	if code, page, _ := b.get("/dlq/selected?verb=retry&queue=" + dlq); code != http.StatusBadRequest || !strings.Contains(page, "Nothing is selected") {
 		t.Fatalf("an empty selection: %d\n%s", code, page)
+	}
+	if code, page, _ := b.get("/dlq/selected?verb=retry&id=7"); code != http.StatusBadRequest || !strings.Contains(page, "names no queue") {
+		t.Fatalf("a selection without its queue: %d\n%s", code, page)
 	}
 }
 

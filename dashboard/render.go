@@ -51,7 +51,8 @@ func (v *view) RefreshToggle() string {
 
 func (s *server) newView(r *http.Request, sess session) *view {
 	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, now: s.cfg.Now(), url: r.URL}
-	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && r.Method == http.MethodGet {
+	// 0 or less asks for no refresh, as leaving it out does.
+	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && n > 0 && r.Method == http.MethodGet {
 		v.Refresh = min(max(n, 5), 3600)
 	}
 	return v

@@ -138,7 +138,7 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) && (bearer || !sameOrigin(origin, r.Host)) {
-			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin))
+			s.refuse(w, r, http.StatusForbidden, originRefusal(origin))
 			return
 		}
 		if s.hasToken && bearer && !s.open[r.URL.Path] {
@@ -286,4 +286,15 @@ func normalizeHost(h string) string {
 func isUnspecified(h string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsUnspecified()
+}
+
+// originRefusal says why a browser origin is refused. The null origin
+// (sandboxed frames, file: pages, some redirects) is shared by every such
+// page, so allowing it would let any of them call the server: it gets no
+// --allowed-origins advice.
+func originRefusal(origin string) string {
+	if origin == "null" {
+		return `Origin "null" (a sandboxed frame, a file: page or a redirect) is not allowed, and should not be: any page can send it; open the dashboard from its own address instead`
+	}
+	return fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin)
 }

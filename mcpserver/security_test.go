@@ -84,7 +84,7 @@ func TestHTTPSecurityGate(t *testing.T) {
 				want   string
 			}{
 				{rawReq{label: "foreign origin", headers: map[string]string{"Authorization": auth, "Origin": "https://evil.example"}}, 403, "Origin"},
-				{rawReq{label: "null origin", headers: map[string]string{"Authorization": auth, "Origin": "null"}}, 403, "Origin"},
+				{rawReq{label: "null origin", headers: map[string]string{"Authorization": auth, "Origin": "null"}}, 403, "should not be: any page can send it"},
 				{rawReq{label: "foreign host", host: "evil.example:" + port, headers: map[string]string{"Authorization": auth}}, 403, "Host"},
 				{rawReq{label: "rebound host, right port", host: "attacker.test:" + port, headers: map[string]string{"Authorization": auth}}, 403, "Host"},
 				{rawReq{label: "localhost, wrong port", host: "localhost:1", headers: map[string]string{"Authorization": auth}}, 403, "Host"},
@@ -98,6 +98,9 @@ func TestHTTPSecurityGate(t *testing.T) {
 				resp, body := doRaw(t, base, c.rawReq)
 				if resp.StatusCode != c.status || !strings.Contains(body, c.want) {
 					t.Errorf("%s: %d %q, want %d mentioning %q", c.label, resp.StatusCode, body, c.status, c.want)
+				}
+				if c.label == "null origin" && strings.Contains(body, "--allowed-origins") {
+					t.Errorf("null origin: %q advises allowing it", body)
 				}
 				if c.status == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 					t.Errorf("%s: WWW-Authenticate %q, want a Bearer challenge", c.label, resp.Header.Get("WWW-Authenticate"))
