@@ -1,15 +1,18 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -123,7 +126,14 @@ func (m *sessions) isOpen(id string) bool {
 func (m *sessions) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(server.HeaderKeySessionID)
+		method, batch := peekMethod(r)
 		switch {
+		case batch:
+			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
+				"pgbus: JSON-RPC batches are not taken (MCP dropped them in 2025-06-18): send each request in a POST of its own")
+		case id == "" && r.Method == http.MethodPost && method != "" && method != string(mcp.MethodInitialize) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
+				"pgbus: "+clipMethod(method)+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
 		case id != "" && !m.isOpen(id):
 			m.refuse(w, r, http.StatusNotFound, sessionNotFound,
 				"pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header")
@@ -188,4 +198,35 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		_ = h.Shutdown(ctx)
 		ids.closeAll()
 	}
+}
+
+// peekMethod reads the JSON-RPC method of a POST's body, left in place for
+// the handler, and whether the body is a batch (a JSON array). A body it
+// cannot read gives neither: the transport answers it.
+func peekMethod(r *http.Request) (method string, batch bool) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return "", false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return "", false
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return "", true
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &msg)
+	return msg.Method, false
+}
+
+// clipMethod bounds a method name a client sent, for a message.
+func clipMethod(m string) string {
+	if len(m) > 60 {
+		m = m[:60] + "…"
+	}
+	return strconv.Quote(m)
 }

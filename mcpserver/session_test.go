@@ -435,3 +435,39 @@ func TestSessionsBoundedUnderABurst(t *testing.T) {
 		t.Fatalf("an initialize past the bound again: %d %s", r.status, r.body)
 	}
 }
+
+// A POST without a session that is no initialize, and a JSON-RPC batch
+// with or without one, get a JSON-RPC error saying what to send instead
+// (they got a plain-text 404, or "not valid json"); neither opens a
+// session.
+func TestRequestsThatCannotStartOrJoinASession(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	issued := rawSession(t, base)
+	for _, c := range []struct {
+		what, session, body, says string
+	}{
+		{"tools/list without a session", "", rawListTools, "send initialize first"},
+		{"a batch without a session", "", "[" + rawInitialize + "]", "batches are not taken"},
+		{"a batch in a session", issued, "  [" + rawListTools + "," + rawListTools + "]", "batches are not taken"},
+	} {
+		r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, c.session, c.body)
+		var msg struct {
+			JSONRPC string `json:"jsonrpc"`
+			Error   struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		err := json.Unmarshal([]byte(r.body), &msg)
+		if r.status != http.StatusBadRequest || err != nil || msg.JSONRPC != "2.0" || msg.Error.Code != -32600 || !strings.Contains(msg.Error.Message, c.says) {
+			t.Errorf("%s: %d %s; want 400 with a JSON-RPC error saying %q", c.what, r.status, r.body, c.says)
+		}
+		if id := r.header.Get("Mcp-Session-Id"); id != "" {
+			t.Errorf("%s opened session %s", c.what, id)
+		}
+	}
+	// The session still works.
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, issued, rawListTools); r.status != http.StatusOK || !strings.Contains(r.body, "pgbus_dlq_list") {
+		t.Fatalf("tools/list in the session after the refusals: %d %s", r.status, r.body)
+	}
+}
