@@ -218,7 +218,8 @@ pgbus_dlq_retries counting the trip. Each message moves in its own
 transaction; one that fails does not stop the rest. Every id gets an outcome:
 retried, not found (retried or discarded already), ambiguous (in several
 DLQs: pass --queue) or failed. Exit code: 0 when all were retried, 1 when any
-failed, 2 when any is ambiguous, 3 when some were not found. At most 100 ids
+failed, 2 when any is ambiguous and none was retried (1 when others were),
+3 when some were not found. At most 100 ids
 a call: for more, select them with retry-all and filters.
 
 --payload retries one message with a corrected payload; the original is kept

@@ -100,13 +100,17 @@ func printNext(w io.Writer, hints []ops.Hint) {
 
 // outcomeError turns the ids a retry or discard did not handle into the
 // command's error: exit 1 when any failed, 2 when any is ambiguous (give
-// --queue), else 3 when some were not found.
+// --queue) and none moved (1 when others did), else 3 when some were not
+// found.
 func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 	var failed, ambiguous, missing []string
-	first := ""
+	first, moved := "", false
 	for _, o := range outcomes {
 		id := fmt.Sprint(o.ID)
 		switch o.Outcome {
+		case ops.OutcomeRetried, ops.OutcomeDiscarded:
+			moved = true
+			continue
 		case ops.OutcomeFailed:
 			failed = append(failed, id)
 		case ops.OutcomeAmbiguous:
@@ -141,6 +145,9 @@ func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 	}
 	switch {
 	case len(failed) > 0:
+		return errors.New(msg)
+	case len(ambiguous) > 0 && moved:
+		// Exit 2 says nothing changed, and the other ids moved.
 		return errors.New(msg)
 	case len(ambiguous) > 0:
 		return usageError{errors.New(msg)}

@@ -75,7 +75,7 @@ func TestParityCLIAndMCP(t *testing.T) {
 		{name: "retry an id in two DLQs", cli: []string{"dlq", "retry", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{1}}, code: 2},
 		{name: "retry an id in no DLQ", cli: []string{"dlq", "retry", "999", "--queue", "orders"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{999}, "queue": "orders"}, code: 3},
 		{name: "retry dry run", cli: []string{"dlq", "retry", "2", "--queue", "orders", "--dry-run"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2}, "queue": "orders", "dry_run": true}},
-		{name: "retry mixed ids", cli: []string{"dlq", "retry", "2", "999", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2, 999, 1}}, code: 2},
+		{name: "retry mixed ids", cli: []string{"dlq", "retry", "2", "999", "1"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2, 999, 1}}, code: 1},
 		{name: "retry again: gone", cli: []string{"dlq", "retry", "2", "--queue", "orders"}, tool: "pgbus_dlq_retry", args: map[string]any{"ids": []int64{2}, "queue": "orders"}, code: 3},
 		{name: "discard mixed ids", cli: []string{"dlq", "discard", "3", "999", "--queue", "orders", "--yes"}, tool: "pgbus_dlq_discard", args: map[string]any{"ids": []int64{3, 999}, "queue": "orders"}, code: 3},
 		{name: "discard by filter", cli: []string{"dlq", "discard", "--queue", "emails", "--yes", "--limit", "10"}, tool: "pgbus_dlq_discard", args: map[string]any{"queue": "emails", "limit": 10, "confirm": true}},
