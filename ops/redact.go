@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/pgbus/pgbus/internal/redact"
@@ -29,12 +28,4 @@ func RedactJSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 
 // marshalPlain marshals without HTML escaping, so text reads as it was
 // sent.
-func marshalPlain(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return json.RawMessage("null")
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
+func marshalPlain(v any) json.RawMessage { return redact.MarshalPlain(v) }

@@ -178,7 +178,7 @@ func JSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 		return nil, 0, false
 	}
 	v, n = value(v)
-	return marshalPlain(v), n, true
+	return MarshalPlain(v), n, true
 }
 
 func value(v any) (any, int) {
@@ -209,9 +209,9 @@ func value(v any) (any, int) {
 	return v, n
 }
 
-// marshalPlain marshals without HTML escaping, so text reads as it was
+// MarshalPlain marshals without HTML escaping, so text reads as it was
 // sent.
-func marshalPlain(v any) json.RawMessage {
+func MarshalPlain(v any) json.RawMessage {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
