@@ -209,3 +209,25 @@ func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
 		t.Fatalf("%d messages used attempts while snoozed by the breaker", n)
 	}
 }
+
+// An error policy that retries longer than its queue gets its own
+// attempts: the check at read time, which dead-letters messages whose
+// workers crashed on every attempt, does not cut it short at the queue's.
+func TestErrorPolicyRetriesPastTheQueuesMax(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
+	c := pgtest.NewClient(t, s, q, nil)
+	five := engine.RetryPolicy{MaxRetries: 5, Strategy: store.BackoffExponential, Backoff: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond}
+	var calls atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		calls.Add(1)
+		return errTransient
+	}, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, Retry: &five}}})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	dead := deadMessages(t, s, q)
+	if len(dead) != 1 || dead[0].Block["attempts"] != 5.0 || dead[0].Block["max_retries"] != 5.0 || calls.Load() != 5 {
+		t.Fatalf("message %d: %d calls, dead %+v; want 5 calls, then dead after the policy's 5 attempts", id, calls.Load(), dead)
+	}
+}

@@ -360,10 +360,28 @@ func (w *queueWorker) prepare(queue string, m store.Message, now time.Time) deli
 	return d
 }
 
+// readCap is the most reads a message may have had and still run: the
+// retry policy's attempts, or more when an error policy of the handler
+// retries its errors longer. Past it a message is dead-lettered unrun (its
+// workers crashed on every attempt); the policy that matches a failure
+// decides the rest once the handler ran.
+func (d delivery) readCap() int {
+	n := d.policy.MaxRetries
+	if d.found {
+		for _, pol := range d.h.opts.Policies {
+			if pol.Retry != nil && pol.Retry.MaxRetries > n {
+				n = pol.Retry.MaxRetries
+			}
+		}
+	}
+	return n
+}
+
 func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
 	res := result{queue: d.queue, msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	switch {
-	case d.m.ReadCount > d.policy.MaxRetries:
+	case d.m.ReadCount > d.readCap():
+		res.maxRetries = d.readCap()
 		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil), true
 	case !d.deadline.IsZero() && time.Now().After(d.deadline):
 		return res.deadLetter(store.ReasonDeadlineExceeded, nil), true
