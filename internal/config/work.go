@@ -97,7 +97,7 @@ func (f *File) checkHandlers(queues []WorkQueue, p WorkPlan) error {
 	for _, q := range queues {
 		if _, _, err := handlers.Build(q.Handler); err != nil {
 			if p.Handler != "" {
-				return fmt.Errorf("handler %q%s: %v", p.Handler, p.HandlerFrom, err)
+				return fmt.Errorf("queue %s: handler %q%s: %v; a handler that takes options (http's url, exec's command) is configured in the file, under queues.%s.handler", q.Name, p.Handler, p.HandlerFrom, err, q.Name)
 			}
 			return f.Errorf("queues."+q.Name+".handler", "%v", err)
 		}
@@ -135,6 +135,14 @@ func (p WorkPlan) concurrencyFor(fq Queue) int {
 
 func (p WorkPlan) handlerFor(q *WorkQueue, fq Queue) error {
 	switch {
+	case p.Handler != "" && fq.Handler != nil && fq.Handler.Type == p.Handler:
+		q.Handler = *fq.Handler // the file's, with its options
+	case p.Handler != "" && fq.Handler != nil:
+		// Replacing a handler the file configures would run the queue's
+		// jobs elsewhere (a leftover PGBUS_HANDLER=demo would archive real
+		// jobs unrun): that is never what a deployment means.
+		return fmt.Errorf("queue %s has a %s handler in the configuration file, and --handler %s%s would replace it: drop --handler (or unset PGBUS_HANDLER) to use the file's, or name a queue the file does not configure",
+			q.Name, fq.Handler.Type, p.Handler, p.HandlerFrom)
 	case p.Handler != "":
 		q.Handler = handlers.Spec{Type: p.Handler}
 	case fq.Handler != nil:

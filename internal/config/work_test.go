@@ -104,3 +104,36 @@ func TestCheckHandlers(t *testing.T) {
 		t.Fatalf("CheckHandlers of good handlers: %v", err)
 	}
 }
+
+// A handler type from the command line or PGBUS_HANDLER never replaces a
+// handler the file configures (a leftover PGBUS_HANDLER=demo would archive
+// real jobs unrun): another type is refused, naming the queue and where
+// the type came from; the same type is the file's, with its options.
+func TestWorkHandlerDoesNotReplaceTheFiles(t *testing.T) {
+	f, err := config.Parse("pgbus.yaml", []byte(`
+queues:
+  hooks:
+    handler: {type: http, url: "https://example.com/hook", timeout: 5s}
+  bare: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []config.WorkPlan{
+		{Handler: "demo", HandlerFrom: " (from environment variable PGBUS_HANDLER)"},
+		{Specs: []string{"hooks"}, Source: "--queue", Handler: "demo", HandlerFrom: " (from environment variable PGBUS_HANDLER)"},
+	} {
+		_, err := f.WorkQueues(p)
+		if err == nil || !strings.Contains(err.Error(), "queue hooks has a http handler in the configuration file, and --handler demo (from environment variable PGBUS_HANDLER) would replace it") {
+			t.Errorf("plan %+v: %v; want a refusal naming hooks and PGBUS_HANDLER", p, err)
+		}
+	}
+	qs, err := f.WorkQueues(config.WorkPlan{Specs: []string{"hooks", "bare"}, Source: "--queue", Handler: "http"})
+	if err == nil || !strings.Contains(err.Error(), "bare") {
+		t.Fatalf("--handler http for hooks and a bare queue: %v; want bare refused for want of a url", err)
+	}
+	qs, err = f.WorkQueues(config.WorkPlan{Specs: []string{"hooks"}, Source: "--queue", Handler: "http"})
+	if err != nil || len(qs) != 1 || qs[0].Handler.Type != "http" || len(qs[0].Handler.Options) == 0 {
+		t.Fatalf("--handler http for hooks: %+v, %v; want the file's http handler with its url", qs, err)
+	}
+}
