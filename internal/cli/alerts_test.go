@@ -113,3 +113,27 @@ alerts:
 		t.Errorf("the log shows the token:\n%s", logs.String())
 	}
 }
+
+// A ${NAME} of the alerts block whose variable is not set stops only the
+// commands that would send alerts, before they start, in words that read
+// whole; commands that read the same file work.
+func TestAlertsVariableUnset(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "migrate")
+	cfg := writeFile(t, "pgbus.yaml", `
+queues:
+  paged:
+    handler: {type: demo}
+alerts:
+  url: https://hooks.example.com/pgbus
+  headers:
+    Authorization: Bearer ${PGBUS_TEST_PAGER_TOKEN_NEVER_SET}
+`)
+	for _, args := range [][]string{{"queues"}, {"dlq", "summary"}, {"health"}} {
+		d.ok(t, append([]string{"--config", cfg}, args...)...)
+	}
+	msg := d.fails(t, 2, "--config", cfg, "work", "--for", "1s")
+	if !strings.Contains(msg, "header Authorization uses ${PGBUS_TEST_PAGER_TOKEN_NEVER_SET}, but the environment variable PGBUS_TEST_PAGER_TOKEN_NEVER_SET is not set") {
+		t.Fatalf("work with the alerts variable unset: %q", msg)
+	}
+}

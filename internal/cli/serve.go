@@ -176,6 +176,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if len(queues) > 0 {
+		if err := a.alertsReady(); err != nil {
+			return err
+		}
+	}
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}

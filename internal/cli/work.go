@@ -178,6 +178,9 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 	if len(queues) == 0 {
 		return nil, usageError{errors.New("no queues to work: pass --queue NAME --handler demo, set " + EnvQueues + ", or list queues in a configuration file (--config)")}
 	}
+	if err := a.alertsReady(); err != nil {
+		return nil, err
+	}
 	return queues, nil
 }
 
@@ -238,4 +241,15 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
+}
+
+// alertsReady checks, before anything starts, that the alerts a process
+// with workers sends can be sent as the file configures them.
+func (a *app) alertsReady() error {
+	if a.cfg.Alerts.On() {
+		if err := a.cfg.Alerts.Ready(); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
 }

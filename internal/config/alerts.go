@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -37,6 +38,19 @@ type Alerts struct {
 
 	url     string            // URL, expanded
 	headers map[string]string // Headers, expanded
+	// unset is why URL or Headers could not be expanded (a variable not
+	// set): it stops only the processes that send alerts (Ready), not the
+	// commands that read the same file.
+	unset error
+}
+
+// Ready reports why alerts that are On cannot be sent as configured: a
+// ${NAME} whose variable is not set. nil on nil.
+func (a *Alerts) Ready() error {
+	if a == nil {
+		return nil
+	}
+	return a.unset
 }
 
 // On reports whether alerts are configured and not turned off; false on
@@ -88,7 +102,7 @@ func expand(s string) (string, error) {
 			if ok {
 				state = "empty"
 			}
-			err = fmt.Errorf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", name, name, state, name)
+			err = unsetError(fmt.Sprintf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", name, name, state, name))
 		}
 		return v
 	})
@@ -136,22 +150,40 @@ func (f *File) checkAlerts() error {
 		return nil
 	}
 	u, err := expand(a.URL)
-	if err != nil {
+	if isUnset(err) {
+		a.unset = f.Errorf("alerts.url", "%v", err)
+	} else if err != nil {
 		return f.Errorf("alerts.url", "%v", err)
-	}
-	if err := alerts.CheckURL(u); err != nil {
+	} else if err := alerts.CheckURL(u); err != nil {
 		return f.Errorf("alerts.url", "%v", err)
 	}
 	a.url, a.headers = u, map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
+		// The parent key, and the header's name in the reason: a reason
+		// after "...Authorization: " would read as a credential, and its
+		// first word be redacted from the error.
 		v, err := expand(a.Headers[name])
-		if err != nil {
-			return f.Errorf("alerts.headers."+name, "%v", err)
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return f.Errorf("alerts.headers."+name, "the value holds a line break; give it on one line")
+		switch {
+		case isUnset(err):
+			if a.unset == nil {
+				a.unset = f.Errorf("alerts.headers", "header %s %v", name, err)
+			}
+		case err != nil:
+			return f.Errorf("alerts.headers", "header %s: %v", name, err)
+		case strings.ContainsAny(v, "\r\n"):
+			return f.Errorf("alerts.headers", "the value of header %s holds a line break; give it on one line", name)
 		}
 		a.headers[name] = v
 	}
 	return nil
+}
+
+// unsetError is a ${NAME} whose variable is not set or empty.
+type unsetError string
+
+func (e unsetError) Error() string { return string(e) }
+
+func isUnset(err error) bool {
+	var u unsetError
+	return errors.As(err, &u)
 }

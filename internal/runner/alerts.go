@@ -19,6 +19,9 @@ func StartAlerts(ctx context.Context, st *store.Store, svc *ops.Service, a *conf
 	if !a.On() {
 		return func() {}, nil
 	}
+	if err := a.Ready(); err != nil {
+		return nil, err
+	}
 	log = orDiscard(log)
 	cfg := a.Config()
 	cfg.Logger = log
