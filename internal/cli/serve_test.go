@@ -328,6 +328,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"bad safe field":            {[]string{"serve", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
 		"bad poll interval":         {[]string{"serve", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "poll interval"},
 		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "drain timeout"},
+		"zero drain timeout":        {[]string{"serve", "--drain-timeout", "0s"}, "out of range 1ms..24h"},
 		"bad no-listen value":       {[]string{"serve", "--no-listen=maybe"}, "no-listen"},
 		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies "proxy.internal": give IP addresses or CIDR prefixes`},
 		"injected trusted proxy":    {[]string{"dashboard", "--trusted-proxies", "10.0.0.1'; DROP TABLE x"}, "--trusted-proxies"},

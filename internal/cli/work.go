@@ -87,8 +87,8 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 	if t.pollInterval < 10*time.Millisecond || t.pollInterval > time.Hour {
 		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", t.pollInterval, a.from("poll-interval"))}
 	}
-	if t.drainTimeout < 0 || t.drainTimeout > 24*time.Hour {
-		return usageError{fmt.Errorf("drain timeout %s%s is out of range 0..24h", t.drainTimeout, a.from("drain-timeout"))}
+	if t.drainTimeout < time.Millisecond || t.drainTimeout > 24*time.Hour {
+		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are left to their visibility timeout); give for example 30s", t.drainTimeout, a.from("drain-timeout"))}
 	}
 	return nil
 }

@@ -437,8 +437,8 @@ func (f *File) check() error {
 	if d := f.Worker.PollInterval; d != nil && (d.D() < 10*time.Millisecond || d.D() > time.Hour) {
 		return f.Errorf("worker.poll_interval", "%s is out of range 10ms..1h", d)
 	}
-	if d := f.Worker.DrainTimeout; d != nil && d.D() > 24*time.Hour {
-		return f.Errorf("worker.drain_timeout", "%s is more than 24h", d)
+	if d := f.Worker.DrainTimeout; d != nil && (d.D() < time.Millisecond || d.D() > 24*time.Hour) {
+		return f.Errorf("worker.drain_timeout", "%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM; give for example 30s", d)
 	}
 	if err := f.checkAlerts(); err != nil {
 		return err

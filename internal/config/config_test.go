@@ -117,6 +117,7 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, `"demo" is not allowed here; write a mapping`},
 		{"queues:\n  a:\n    handler:\n      timeout: 1s\n", "queues.a.handler.type", 3, "missing"},
 		{"worker:\n  drain_timeout: 1 minute\n", "worker.drain_timeout", 2, "is not a duration"},
+		{"worker:\n  drain_timeout: 0s\n", "worker.drain_timeout", 2, "out of range 1ms..24h"},
 		{"worker:\n  poll_interval: 1ms\n", "worker.poll_interval", 2, "out of range 10ms..1h"},
 		{"log_format: xml\n", "log_format", 1, "use auto, text or json"},
 		{"queues:\n  a: {}\n  a: {}\n", "queues.a", 3, `mapping key "a" already defined`},
