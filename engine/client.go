@@ -269,7 +269,10 @@ func (c *Client) Run(ctx context.Context) error {
 // ensureBreakers creates the circuit breakers that handlers name and
 // records which queues and kinds use them, for the list of breakers.
 func (c *Client) ensureBreakers(ctx context.Context) error {
-	breakers, users := c.breakerUses()
+	breakers, users, err := c.breakerUses()
+	if err != nil {
+		return err
+	}
 	c.breakerUsers = users
 	for name, b := range breakers {
 		if err := c.createBreaker(ctx, b, users[name]); err != nil {
@@ -282,7 +285,10 @@ func (c *Client) ensureBreakers(ctx context.Context) error {
 // ensureBreaker makes the breaker name of this client's handlers again,
 // with its users, after it was deleted.
 func (c *Client) ensureBreaker(ctx context.Context, name string) error {
-	breakers, users := c.breakerUses()
+	breakers, users, err := c.breakerUses()
+	if err != nil {
+		return err
+	}
 	b, ok := breakers[name]
 	if !ok {
 		return fmt.Errorf("%w: circuit breaker %q is not one of this process's handlers'", store.ErrNotFound, name)
@@ -300,18 +306,27 @@ func (c *Client) createBreaker(ctx context.Context, b store.BreakerConfig, users
 // breakerUses returns the breakers the handlers name, by name, and the
 // queues and kinds whose handler names each: a kind's handler serves it on
 // every queue this client works; a queue's default handler (kind "") every
-// kind without a handler of its own.
-func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]store.BreakerUser) {
+// kind without a handler of its own. Handlers that name one breaker with
+// different settings are an error: which settings won would depend on the
+// order of a map, and on which process started last.
+func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]store.BreakerUser, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	breakers := map[string]store.BreakerConfig{}
 	users := map[string][]store.BreakerUser{}
+	var conflict error
 	use := func(h handler, queues []string, kind string) {
-		if b := h.opts.Breaker; b != nil {
-			breakers[b.Name] = *b
-			for _, q := range queues {
-				users[b.Name] = append(users[b.Name], store.BreakerUser{Queue: q, Kind: kind})
-			}
+		b := h.opts.Breaker
+		if b == nil {
+			return
+		}
+		if prev, ok := breakers[b.Name]; ok && prev != *b && conflict == nil {
+			conflict = fmt.Errorf("%w: circuit breaker %q is configured twice with different settings (%s and %s): give its handlers the same breaker settings, or breakers of different names",
+				store.ErrInvalid, b.Name, breakerText(prev), breakerText(*b))
+		}
+		breakers[b.Name] = *b
+		for _, q := range queues {
+			users[b.Name] = append(users[b.Name], store.BreakerUser{Queue: q, Kind: kind})
 		}
 	}
 	worked := make([]string, len(c.cfg.Queues))
@@ -324,7 +339,11 @@ func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]sto
 	for queue, h := range c.defaults {
 		use(h, []string{queue}, "")
 	}
-	return breakers, users
+	return breakers, users, conflict
+}
+
+func breakerText(b store.BreakerConfig) string {
+	return fmt.Sprintf("failure threshold %d, cool-off %s up to %s", b.FailureThreshold, b.CoolOff, b.MaxCoolOff)
 }
 
 func (c *Client) checkQueues(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,4 +231,37 @@ func TestErrorPolicyRetriesPastTheQueuesMax(t *testing.T) {
 	if len(dead) != 1 || dead[0].Block["attempts"] != 5.0 || dead[0].Block["max_retries"] != 5.0 || calls.Load() != 5 {
 		t.Fatalf("message %d: %d calls, dead %+v; want 5 calls, then dead after the policy's 5 attempts", id, calls.Load(), dead)
 	}
+}
+
+// Handlers that name one circuit breaker with different settings stop the
+// client at start, naming both: which settings won depended on the order
+// of a map. The same settings twice are one breaker.
+func TestOneBreakerNameTwoSettings(t *testing.T) {
+	s := testStore(t)
+	a, b := newQueue(t, s, nil), newQueue(t, s, nil)
+	name := "http:" + pgtest.Name("shared")
+	newClient := func(second store.BreakerConfig) *engine.Client {
+		c := pgtest.NewClient(t, s, a, func(cfg *engine.Config) {
+			cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: b, Concurrency: 1})
+		})
+		first := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 2 * time.Second, MaxCoolOff: time.Minute}
+		noop := func(context.Context, *engine.Job) error { return nil }
+		c.HandleQueue(a, noop, engine.HandlerOptions{Breaker: &first})
+		c.HandleQueue(b, noop, engine.HandlerOptions{Breaker: &second})
+		return c
+	}
+	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+	defer cancel()
+	err := newClient(store.BreakerConfig{Name: name, FailureThreshold: 50, CoolOff: time.Minute, MaxCoolOff: time.Hour}).Run(ctx)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "failure threshold 2") || !strings.Contains(err.Error(), "failure threshold 50") {
+		t.Fatalf("run with one breaker name, two settings: %v; want ErrInvalid naming both", err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1`, name); n != 0 {
+		t.Fatalf("the refused client made breaker %s", name)
+	}
+	same := newClient(store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 2 * time.Second, MaxCoolOff: time.Minute})
+	pgtest.Start(t, same)
+	pgtest.Eventually(t, 20*time.Second, "the breaker made", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1`, name) == 1
+	})
 }
