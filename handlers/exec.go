@@ -316,6 +316,9 @@ func checkExitCode(key string, code int, seen map[int]string) error {
 		if other == key {
 			return optionErrorf(key, "exit code %d is listed twice", code)
 		}
+		if other == "retry_exit_codes" && code == ExitTempFail {
+			return optionErrorf(key, "exit code %d is also in retry_exit_codes, where it is by default (EX_TEMPFAIL); give each code one outcome: set retry_exit_codes without it, such as retry_exit_codes: []", code)
+		}
 		return optionErrorf(key, "exit code %d is also in %s; give each code one outcome", code, other)
 	}
 	seen[code] = key

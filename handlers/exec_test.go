@@ -403,8 +403,11 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "zero threshold", yaml: "command: [/bin/sh]\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "negative max cool-off", yaml: "command: [/bin/sh]\nbreaker: {max_cool_off: -1m}", key: "breaker.max_cool_off:", reason: "negative"},
 		{name: "long breaker name", options: map[string]any{"command": []any{"/bin/sh"}, "breaker": map[string]any{"name": strings.Repeat("b", 201)}}, key: "breaker.name:", reason: "longer than 200"},
-		{name: "unknown key", yaml: "command: [/bin/sh]\nargs: [-c]", key: "args:", reason: "unknown option; the options here are breaker, command, dir, discard_exit_codes, env, on_exit, retry_exit_codes, retry_unknown_exit_codes"},
+		{name: "unknown key", yaml: "command: [/bin/sh]\nargs: [-c]", key: "args:", reason: "unknown option; the options here are breaker, command, dir, discard_exit_codes, env, on_exit, retry_exit_codes, retry_unknown_exit_codes (and type and timeout, which every handler takes)"},
 		{name: "bool text", yaml: "command: [/bin/sh]\nretry_unknown_exit_codes: sometimes", key: "retry_unknown_exit_codes:", reason: "true or false"},
+		{name: "timeout typo", yaml: "command: [/bin/sh]\ntmeout: 30s", key: "tmeout:", reason: "(and type and timeout, which every handler takes)"},
+		{name: "75 discarded, retried by default", yaml: "command: [/bin/sh]\ndiscard_exit_codes: [75]", key: "discard_exit_codes:", reason: "where it is by default (EX_TEMPFAIL); give each code one outcome: set retry_exit_codes without it, such as retry_exit_codes: []"},
+		{name: "75 on_exit, retried by default", yaml: "command: [/bin/sh]\non_exit: {75: discard}", key: "on_exit.75:", reason: "set retry_exit_codes without it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var spec handlers.Spec

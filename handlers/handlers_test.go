@@ -42,7 +42,7 @@ func TestBuild(t *testing.T) {
 	for spec, says := range map[*handlers.Spec]string{
 		{Type: "smtp"}: `unknown handler type "smtp"; use one of: `,
 		{Type: ""}:     `unknown handler type ""`,
-		{Type: "demo", Options: map[string]any{"url": "x"}}:          `handler type demo: url: unknown option; the options here are latency`,
+		{Type: "demo", Options: map[string]any{"url": "x"}}:          `handler type demo: url: unknown option; the options here are latency (and type and timeout, which every handler takes)`,
 		{Type: "demo", Options: map[string]any{"latency": "fast"}}:   `"fast" is not a duration`,
 		{Type: "demo", Options: map[string]any{"latency": "2m"}}:     "handler type demo: latency: 2m0s is out of range 0..1m",
 		{Type: "demo", Options: map[string]any{"latency": []int{1}}}: "handler type demo: latency: expected a duration",

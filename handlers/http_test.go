@@ -609,7 +609,7 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "zero concurrency", yaml: "url: http://h/\nmax_concurrency: 0", key: "max_concurrency:", reason: "out of range 1..10000"},
 		{name: "negative concurrency", yaml: "url: http://h/\nmax_concurrency: -2", key: "max_concurrency:", reason: "out of range"},
 		{name: "concurrency text", yaml: "url: http://h/\nmax_concurrency: lots", key: "max_concurrency:", reason: `"lots" is not a whole number`},
-		{name: "unknown key", yaml: "url: http://h/\nurls: [x]", key: "urls:", reason: "unknown option; the options here are breaker, headers, max_concurrency, method, on_status, url"},
+		{name: "unknown key", yaml: "url: http://h/\nurls: [x]", key: "urls:", reason: "unknown option; the options here are breaker, headers, max_concurrency, method, on_status, url (and type and timeout, which every handler takes)"},
 		{name: "negative threshold", yaml: "url: http://h/\nbreaker: {failure_threshold: -1}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "zero threshold", yaml: "url: http://h/\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "enabled: false"},
 		{name: "negative cool-off", yaml: "url: http://h/\nbreaker: {cool_off: -5s}", key: "breaker.cool_off:", reason: "negative"},

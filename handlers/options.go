@@ -302,6 +302,16 @@ func decodeKeyed(spec Spec, out any) error {
 	return decodeNode(doc.Content[0], out)
 }
 
+// besides names the keys every handler block has, next to its type's own
+// options, when out is a type's options: a typo of timeout is among them.
+func besides(out any) string {
+	switch out.(type) {
+	case *HTTPOptions, *ExecOptions, *DemoOptions:
+		return " (and type and timeout, which every handler takes)"
+	}
+	return ""
+}
+
 // decodeNode decodes a mapping node into the struct out points to, key by
 // key: an unknown key is an error listing the known ones, and a value that
 // does not decode is an error naming its key.
@@ -325,7 +335,7 @@ func decodeNode(n *yaml.Node, out any) error {
 		f, ok := fields[k]
 		if !ok {
 			slices.Sort(known)
-			return optionErrorf(k, "unknown option; the options here are %s", strings.Join(known, ", "))
+			return optionErrorf(k, "unknown option; the options here are %s%s", strings.Join(known, ", "), besides(out))
 		}
 		if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
 			continue // "key:" with no value keeps the default
