@@ -116,6 +116,15 @@ func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
 		t.Fatalf("live=%d archived=%d failures=%d; want the message untouched in the queue",
 			pgtest.Live(t, s, q), pgtest.Archived(t, s, q), len(failures(t, s, q, id)))
 	}
+	// The stop cut it off; it did not fail: its attempt is given back, so
+	// that deploys use up no retries, and it waits out the visibility
+	// timeout as before.
+	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."q_`+q+`" WHERE msg_id = $1`, id); n != 0 {
+		t.Fatalf("read_ct %d after the stop; want 0: the cut-off attempt given back", n)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND vt > now()`, id); n != 1 {
+		t.Fatal("the message is visible at once; want it hidden for the visibility timeout")
+	}
 }
 
 func TestPausedQueueIsNotRead(t *testing.T) {

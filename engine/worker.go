@@ -399,10 +399,26 @@ func (w *queueWorker) process(d delivery) {
 	res := w.runDelivery(d)
 	<-w.slots
 	if res.abandon {
+		w.giveBack(d)
 		w.unhold([]msgKey{{d.queue, d.m.ID}})
 		return
 	}
 	w.outcomes <- res
+}
+
+// giveBack returns the attempt of a job a stop cut off: it did not fail,
+// so it must not count towards its retries (each deploy would otherwise
+// use one). It is visible again after the visibility timeout, as a job
+// abandoned was before, so that a handler that ignored the stop has
+// ended with its process. A read that cannot be given back (the database
+// is gone too) is left as it was, counted.
+func (w *queueWorker) giveBack(d delivery) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), 5*time.Second)
+	defer cancel()
+	vt := w.c.settingsFor(w.name).VisibilityTimeout
+	if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.ID, d.m.ReadCount, vt); err != nil {
+		w.c.log.Warn("pgbus: could not give back the attempt of a job the stop cut off; it counts as one", "queue", d.queue, "msg_id", d.m.ID, "err", err)
+	}
 }
 
 func latest(a, b time.Time) time.Time {

@@ -73,6 +73,25 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, ids []int64, delay
 	return s.collectIDs(ctx, "snooze in", queue, sql, ids, us)
 }
 
+// GiveBack returns the attempt of a read whose job was cut off unfinished
+// by a stop (not by a failure): the message is visible again after delay,
+// with read_ct as before that read, so that stopping workers, as every
+// deploy does, uses up no attempts. It does nothing when the message was
+// read again meanwhile (read_ct moved on) or is gone; it reports whether
+// it gave the attempt back.
+func (s *Store) GiveBack(ctx context.Context, queue string, id int64, readCount int, delay time.Duration) (bool, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return false, err
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE `+queueTable(queue)+`
+		SET vt = now() + $3 * interval '1 microsecond', read_ct = read_ct - 1
+		WHERE msg_id = $1 AND read_ct = $2 AND read_ct > 0`, id, readCount, max(delay, 0).Microseconds())
+	if err != nil {
+		return false, queueErr(err, "give back a read of", queue)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // DiscardItem archives a failed message without dead-lettering it.
 type DiscardItem struct {
 	MsgID   int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -85,5 +86,33 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 	}
 	if got := pgtest.Live(t, s, own); got != 1 {
 		t.Fatalf("queue %s holds %d messages after the refused takeover; want its 1", own, got)
+	}
+}
+
+// GiveBack returns the attempt of the read it names, and only of it: a
+// message read again since (read_ct moved on) or gone is left alone.
+func TestGiveBack(t *testing.T) {
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	q := newQueue(t, s)
+	id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := s.Read(ctx, q, time.Minute, 1); err != nil || len(msgs) != 1 || msgs[0].ReadCount != 1 {
+		t.Fatalf("read: %+v, %v", msgs, err)
+	}
+	if ok, err := s.GiveBack(ctx, q, id, 2, 0); err != nil || ok {
+		t.Fatalf("give back read 2 of a message read once: %v, %v; want nothing done", ok, err)
+	}
+	if ok, err := s.GiveBack(ctx, q, id, 1, 0); err != nil || !ok {
+		t.Fatalf("give back read 1: %v, %v", ok, err)
+	}
+	msgs, err := s.Read(ctx, q, time.Minute, 1)
+	if err != nil || len(msgs) != 1 || msgs[0].ReadCount != 1 {
+		t.Fatalf("read after the give-back: %+v, %v; want it visible, read once", msgs, err)
+	}
+	if ok, err := s.GiveBack(ctx, q, id+1000, 1, 0); err != nil || ok {
+		t.Fatalf("give back a message that is not there: %v, %v", ok, err)
 	}
 }

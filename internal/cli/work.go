@@ -112,7 +112,8 @@ func (a *app) workCommand() *cobra.Command {
 --until-idle): run each job with its queue's handler, retry failures with
 backoff, dead-letter what cannot succeed. On a signal, fetching stops, running
 jobs get --drain-timeout to finish, and the rest are left to their visibility
-timeout: nothing is lost on any exit.
+timeout with their attempt given back (a stop is no failure): nothing is lost
+on any exit.
 
 Which queues and handlers:
   --queue NAME[:N] --handler TYPE   on the command line (N: concurrency), or
