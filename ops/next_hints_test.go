@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -223,5 +224,23 @@ func TestRetryIntoAPausedQueueSaysResume(t *testing.T) {
 	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[1:], Filter: ops.DeadFilter{Queue: q}})
 	if err != nil || hasHint(r.Next, ops.OpQueueResume, nil) {
 		t.Fatalf("retry into %s resumed: next %+v, %v; want no resume", q, r.Next, err)
+	}
+}
+
+// A setting that clashes with one stored earlier (a configuration file
+// that no longer names it) says the stored values, which the request
+// never gave.
+func TestQueueCreateClashWithStoredSettings(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("stored")
+	ten, five := 10*time.Minute, 5*time.Minute
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{Backoff: &ten, BackoffMax: &ten}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{BackoffMax: &five}})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "keep their stored values (backoff 600s") {
+		t.Fatalf("create with backoff_max under the stored backoff: %v; want ErrInvalid naming the stored backoff", err)
 	}
 }

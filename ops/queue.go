@@ -387,6 +387,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	cur, err := s.store.QueueSettingsOf(ctx, req.Queue)
 	exists := err == nil
+	stored := exists
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return out, err
 	}
@@ -397,6 +398,13 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	next := req.Settings.apply(cur)
 	if err := next.Validate(); err != nil {
+		if stored {
+			// The clash may be with a value set long ago, which the
+			// request (a configuration file without the key) never names.
+			p := RetrySettings(cur.Plain())
+			return out, invalidf("%v; queue %s exists, and the settings this leaves out keep their stored values (backoff %gs, backoff_max %gs, max_retries %d, visibility_timeout %gs): give those too",
+				err, req.Queue, p.RetryBackoffSeconds, p.RetryBackoffMaxSeconds, p.MaxRetries, p.VisibilityTimeoutSeconds)
+		}
 		return out, explain(err)
 	}
 	out.Settings = RetrySettings(next.Plain())

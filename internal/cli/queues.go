@@ -96,10 +96,10 @@ type settingsFlags struct {
 func (s *settingsFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&s.maxRetries, "max-retries", 0, "runs per message before it is dead-lettered, 1..1000 (default 5)")
 	f.DurationVar(&s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
-	f.DurationVar(&s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s)")
+	f.DurationVar(&s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s; exponential only: polynomial waits attempt^4+2 seconds)")
 	f.DurationVar(&s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")
 	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (default 0.15)")
-	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential or polynomial (default exponential)")
+	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential (--backoff doubling) or polynomial (attempt^4+2 seconds, --backoff unused) (default exponential)")
 	f.BoolVar(&s.deleteOnSuccess, "delete-on-success", false, "delete finished messages instead of archiving them")
 }
 

@@ -50,8 +50,8 @@ Example (every key but the handler types' own, which follow it):
         latency: 10ms               # the demo type's own key
       max_retries: 5                # runs before dead-lettering, 1..1000
       visibility_timeout: 30s       # 1s..24h
-      strategy: exponential         # or polynomial
-      backoff: 5s                   # first retry delay, doubling...
+      strategy: exponential         # or polynomial: attempt^4+2 seconds, no backoff
+      backoff: 5s                   # first retry delay (exponential), doubling...
       backoff_max: 5m               # ...up to this
       jitter: 0.15                  # ±15%
       delete_on_success: false      # true: delete finished jobs instead of archiving
