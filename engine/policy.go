@@ -36,6 +36,18 @@ type ErrorPolicy struct {
 	// Retry, for ActionRetry and ActionRetryAfterHint, replaces the
 	// attempts and backoff for these errors.
 	Retry *RetryPolicy
+	// MaxRetries, when Retry is nil, replaces only the attempts for these
+	// errors: the backoff stays the queue's (or the kind's).
+	MaxRetries int
+}
+
+// maxRetries is how many attempts p allows its errors; 0 when it leaves
+// them to the queue's.
+func (p ErrorPolicy) maxRetries() int {
+	if p.Retry != nil {
+		return p.Retry.MaxRetries
+	}
+	return p.MaxRetries
 }
 
 // MatchType returns a matcher for errors of type T anywhere in the chain.

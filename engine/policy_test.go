@@ -265,3 +265,26 @@ func TestOneBreakerNameTwoSettings(t *testing.T) {
 		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1`, name) == 1
 	})
 }
+
+// An error policy that sets only MaxRetries changes the attempts of its
+// errors and keeps the queue's backoff.
+func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
+	c := pgtest.NewClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		calls.Add(1)
+		return errTransient
+	}, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 4}}})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	dead := deadMessages(t, s, q)
+	if len(dead) != 1 || dead[0].Block["attempts"] != 4.0 || dead[0].Block["max_retries"] != 4.0 || calls.Load() != 4 {
+		t.Fatalf("%d calls, dead %+v; want 4 calls, then dead after the policy's 4 attempts", calls.Load(), dead)
+	}
+	if fs := failures(t, s, q+"_dlq", dead[0].ID); len(fs) != 4 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 100*time.Millisecond {
+		t.Fatalf("message %d: failures %+v; want 4, the first retried after the queue's 100ms backoff", id, fs)
+	}
+}

@@ -369,9 +369,7 @@ func (d delivery) readCap() int {
 	n := d.policy.MaxRetries
 	if d.found {
 		for _, pol := range d.h.opts.Policies {
-			if pol.Retry != nil && pol.Retry.MaxRetries > n {
-				n = pol.Retry.MaxRetries
-			}
+			n = max(n, pol.maxRetries())
 		}
 	}
 	return n
@@ -491,8 +489,12 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	default:
 		if pol, ok := policyFor(d.h.opts.Policies, err); ok {
 			action, useHint = pol.Action, pol.Action == ActionRetryAfterHint
-			if pol.Retry != nil {
+			switch {
+			case pol.Retry != nil:
 				p = *pol.Retry
+				res.maxRetries = p.MaxRetries
+			case pol.MaxRetries > 0:
+				p.MaxRetries = pol.MaxRetries
 				res.maxRetries = p.MaxRetries
 			}
 		}

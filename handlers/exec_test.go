@@ -345,7 +345,7 @@ retry_exit_codes: []
 on_exit: {75: dead_letter, 9: {action: retry, max_retries: 7}}
 breaker: {enabled: false}
 `))
-	if opts.Breaker != nil || len(opts.Policies) != 2 || opts.Policies[0].Class != "exec.exit_9" || opts.Policies[0].Retry.MaxRetries != 7 ||
+	if opts.Breaker != nil || len(opts.Policies) != 2 || opts.Policies[0].Class != "exec.exit_9" || opts.Policies[0].Retry != nil || opts.Policies[0].MaxRetries != 7 ||
 		opts.Policies[1].Class != "exec.exit_75" || opts.Policies[1].Action != engine.ActionDeadLetter {
 		t.Errorf("options %+v; want no breaker and the policies of 9 and 75", opts)
 	}

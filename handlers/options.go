@@ -138,8 +138,8 @@ func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error)
 //
 // The help tag of each field is its documentation.
 type Rule struct {
-	Action     string    `yaml:"action" help:"retry, retry_after_hint (retry after the response's Retry-After; http only), discard (archive with the failure recorded) or dead_letter"`
-	MaxRetries *int      `yaml:"max_retries" help:"retry and retry_after_hint only, like the rest of these keys: how often these failures are retried (1..1000, default 5)"`
+	Action     string    `yaml:"action" help:"retry (with the backoff, whatever Retry-After says), retry_after_hint (retry after the response's Retry-After; http only), discard (archive with the failure recorded) or dead_letter"`
+	MaxRetries *int      `yaml:"max_retries" help:"retry and retry_after_hint only, like the rest of these keys: how often these failures are retried (1..1000); alone, it keeps the queue's backoff, else the keys not given take their defaults"`
 	Backoff    *Duration `yaml:"backoff" help:"the first retry's delay (at most 24h, default 5s)"`
 	BackoffMax *Duration `yaml:"backoff_max" help:"caps every delay (at most 168h, default 5m)"`
 	Jitter     *float64  `yaml:"jitter" help:"spreads delays by up to this share either way (0..1, default 0.15)"`
@@ -177,6 +177,14 @@ func (r Rule) policy(key string) (engine.ErrorPolicy, error) {
 	}
 	if action != engine.ActionRetry && action != engine.ActionRetryAfterHint {
 		return engine.ErrorPolicy{}, optionErrorf(key, "retry settings (max_retries, backoff, ...) go only with action retry or retry_after_hint, not %s", r.Action)
+	}
+	if r.MaxRetries != nil && r.Backoff == nil && r.BackoffMax == nil && r.Jitter == nil && r.Strategy == "" {
+		// Only the attempts: the backoff stays the queue's.
+		if v := *r.MaxRetries; v < 1 || v > 1000 {
+			return engine.ErrorPolicy{}, optionErrorf(key+".max_retries", "%d is out of range 1..1000", v)
+		}
+		p.MaxRetries = *r.MaxRetries
+		return p, nil
 	}
 	rp := engine.DefaultRetryPolicy()
 	if v := r.MaxRetries; v != nil {
