@@ -202,7 +202,7 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 		}
 		var d bulkData
 		if verb == "retry" {
-			res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true})
+			res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true, All: f.IsZero()})
 			if err != nil {
 				s.fail(w, r, v, err)
 				return
@@ -235,7 +235,7 @@ func (s *server) bulk(verb string) handlerFunc {
 		var err error
 		if verb == "retry" {
 			var res ops.DLQRetry
-			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect})
+			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect, All: f.IsZero()})
 			d = retryBulk(f, res)
 		} else {
 			var res ops.DLQDiscard

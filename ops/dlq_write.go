@@ -35,6 +35,10 @@ type DLQRetryRequest struct {
 	// Filter.Queue). The call moves exactly that set, in one transaction,
 	// or nothing with ErrChanged when what the filter selects now differs.
 	Expect string
+	// All confirms that a request without ids and with an empty filter
+	// means every dead message of every DLQ; without it such a request is
+	// refused, since an empty selection is more often a caller's mistake.
+	All bool
 }
 
 // RetriedMessage is one message moved out of a DLQ.
@@ -110,6 +114,10 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	if len(req.Payload) > 0 {
 		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
+	}
+	if req.Filter.IsZero() && !req.All {
+		return DLQRetry{}, invalidf("nothing is selected: give ids or a filter (queue, kind, error_class, group, ...), or ask for every dead message of every DLQ explicitly").
+			with(hint(OpDLQSummary, "shows the groups there are"))
 	}
 	limit, err := bulkLimit(req.Limit)
 	if err != nil {

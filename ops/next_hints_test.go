@@ -244,3 +244,26 @@ func TestQueueCreateClashWithStoredSettings(t *testing.T) {
 		t.Fatalf("create with backoff_max under the stored backoff: %v; want ErrInvalid naming the stored backoff", err)
 	}
 }
+
+// A retry without ids or a filter (an empty selection, more often a
+// caller's mistake than a wish) moves nothing unless All says every dead
+// message is meant.
+func TestRetryOfNothingSelected(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}} {
+		if _, err := svc.DLQRetry(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "nothing is selected") {
+			t.Errorf("retry %+v: %v; want ErrInvalid saying nothing is selected", req, err)
+		}
+	}
+	if got := pgtest.Live(t, s, q+"_dlq"); got != 2 {
+		t.Fatalf("refused retries moved messages: the DLQ holds %d, want 2", got)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{All: true})
+	if err != nil || r.Retried != 2 || pgtest.Live(t, s, q) != 2 {
+		t.Fatalf("retry of all: %+v, %v; want the 2 moved", r, err)
+	}
+}

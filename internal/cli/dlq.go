@@ -289,7 +289,9 @@ selection changed meanwhile. A progress bar is shown on a terminal.
 			if !yes && !dryRun {
 				return a.refuse(cmd, f, limit, "refusing to retry %s dead messages without --yes; check them with --dry-run, then pass --yes")
 			}
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect}
+			// retry-all without filters means every dead message: the
+			// person asked for it with --yes (or a dry run).
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: f.IsZero()}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
