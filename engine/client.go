@@ -254,6 +254,9 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueues(ctx); err != nil {
 		return err
 	}
+	if err := c.checkHandlers(); err != nil {
+		return err
+	}
 	if err := c.refreshSettings(ctx); err != nil {
 		return err
 	}

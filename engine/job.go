@@ -47,7 +47,10 @@ type HandlerFunc func(ctx context.Context, job *Job) error
 
 // HandlerOptions tune one kind's handling.
 type HandlerOptions struct {
-	// Retry replaces the queue's retry policy for this kind.
+	// Retry replaces the queue's retry policy for this kind, whole: a
+	// field left zero is zero (a zero Backoff retries at once), so start
+	// from DefaultRetryPolicy() and change what you need. Run refuses
+	// MaxRetries out of 1..1000.
 	Retry *RetryPolicy
 	// Timeout bounds one attempt; default: the queue's visibility timeout.
 	// The visibility timeout is extended by a heartbeat while the handler

@@ -288,3 +288,43 @@ func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
 		t.Fatalf("message %d: failures %+v; want 4, the first retried after the queue's 100ms backoff", id, fs)
 	}
 }
+
+// Registrations that would dead-letter every message they meet are
+// refused by Run, before anything is read, saying what to do.
+func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	noop := func(context.Context, *engine.Job) error { return nil }
+	for _, c := range []struct {
+		what     string
+		register func(c *engine.Client)
+		says     string
+	}{
+		{"no handlers", func(*engine.Client) {}, "no handlers"},
+		{"empty kind", func(c *engine.Client) { c.Handle("", noop) }, "use HandleQueue"},
+		{"nil handler", func(c *engine.Client) { c.Handle("k", nil) }, "is nil"},
+		{"queue not worked", func(c *engine.Client) { c.HandleQueue(q+"x", noop) }, "does not work"},
+		{"partial retry policy", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Retry: &engine.RetryPolicy{Backoff: time.Second}})
+		}, "start from engine.DefaultRetryPolicy()"},
+		{"policy retry out of range", func(c *engine.Client) {
+			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 5000}}})
+		}, "out of range 0..1000"},
+	} {
+		cl := pgtest.NewClient(t, s, q, nil)
+		c.register(cl)
+		pgtest.Send(t, cl, q, 1, engine.SendOptions{})
+		ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+		err := cl.Run(ctx)
+		cancel()
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: Run = %v; want ErrInvalid saying %q", c.what, err, c.says)
+		}
+	}
+	if got := pgtest.Live(t, s, q); got != 6 {
+		t.Fatalf("refused clients touched the queue: %d live, want the 6 sent", got)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE read_ct > 0`); n != 0 {
+		t.Fatalf("refused clients read %d messages", n)
+	}
+}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// checkHandlers refuses, before anything runs, registrations that would
+// dead-letter every message they meet: no handler at all, a nil function,
+// the empty kind (no message names it), a queue's default handler for a
+// queue this client does not work (a typo), and retry policies whose
+// attempts are out of range (a RetryPolicy filled in part has zero
+// attempts, which dead-letters messages unrun).
+func (c *Client) checkHandlers() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.kinds) == 0 && len(c.defaults) == 0 {
+		return fmt.Errorf("%w: no handlers: register them with Handle or HandleQueue before Run, or every message read would be dead-lettered", store.ErrInvalid)
+	}
+	worked := map[string]bool{}
+	for _, q := range c.cfg.Queues {
+		worked[q.Name] = true
+	}
+	for kind, h := range c.kinds {
+		if kind == "" {
+			return fmt.Errorf("%w: Handle with an empty kind: no message names it; use HandleQueue for the handler of a queue's messages without a kind", store.ErrInvalid)
+		}
+		if err := h.check(fmt.Sprintf("kind %q", kind)); err != nil {
+			return err
+		}
+	}
+	for queue, h := range c.defaults {
+		if !worked[queue] {
+			return fmt.Errorf("%w: HandleQueue for queue %q, which this client does not work: give it in Config.Queues, or fix the name", store.ErrInvalid, queue)
+		}
+		if err := h.check(fmt.Sprintf("queue %q", queue)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h handler) check(what string) error {
+	if h.fn == nil {
+		return fmt.Errorf("%w: the handler of %s is nil", store.ErrInvalid, what)
+	}
+	if err := checkRetry(what, "HandlerOptions.Retry", h.opts.Retry); err != nil {
+		return err
+	}
+	for i, p := range h.opts.Policies {
+		if err := checkRetry(what, fmt.Sprintf("HandlerOptions.Policies[%d].Retry", i), p.Retry); err != nil {
+			return err
+		}
+		if p.MaxRetries < 0 || p.MaxRetries > maxRetriesBound {
+			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d].MaxRetries %d is out of range 0..%d", store.ErrInvalid, what, i, p.MaxRetries, maxRetriesBound)
+		}
+	}
+	return nil
+}
+
+func checkRetry(what, field string, p *RetryPolicy) error {
+	if p == nil {
+		return nil
+	}
+	if p.MaxRetries < 1 || p.MaxRetries > maxRetriesBound {
+		return fmt.Errorf("%w: %s: %s.MaxRetries %d is out of range 1..%d; a RetryPolicy replaces the whole policy, so start from engine.DefaultRetryPolicy() and change what you need", store.ErrInvalid, what, field, p.MaxRetries, maxRetriesBound)
+	}
+	if p.Backoff < 0 || p.BackoffMax < p.Backoff {
+		return fmt.Errorf("%w: %s: %s has backoff %s and backoff max %s; the max caps every delay, so make it at least the backoff (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff, p.BackoffMax)
+	}
+	return nil
+}
+
+// maxRetriesBound is the most attempts a policy may give, as for a queue.
+const maxRetriesBound = 1000
