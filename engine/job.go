@@ -13,6 +13,10 @@ import (
 type Job struct {
 	// Queue is the physical queue the message was read from.
 	Queue string
+	// WorkQueue is the queue the client works (Config.Queues) that Queue
+	// belongs to: the queue itself, or the queue whose priority level
+	// Queue is. Stats and metrics count jobs under it.
+	WorkQueue string
 	ID    int64
 	Kind  string
 	// Attempt counts deliveries, this one included (PGMQ's read_ct).

@@ -429,7 +429,7 @@ func latest(a, b time.Time) time.Time {
 func (w *queueWorker) jobOf(d delivery) *Job {
 	m := d.m
 	return &Job{
-		Queue: d.queue, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
+		Queue: d.queue, WorkQueue: w.name, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
 		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
 		IdempotencyKey: idempotencyKey(d.headers, d.queue, m.ID), Deadline: d.deadline,
 	}

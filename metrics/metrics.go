@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math"
@@ -115,7 +116,7 @@ func New(opts Options) *Metrics {
 	m := &Metrics{
 		opts: opts, log: log,
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_jobs_finished_total",
-			Help: "Deliveries of jobs this process settled, by queue, kind and outcome (succeeded, retried, dead_lettered, discarded, snoozed); reason says why a dead-lettered job died (max_retries_exceeded, non_retryable, deadline_exceeded) and is empty otherwise."},
+			Help: "Deliveries of jobs this process settled, by queue, kind and outcome (succeeded, retried, dead_lettered, discarded, snoozed); reason says why a dead-lettered job died (max_retries_exceeded, non_retryable_error, deadline_exceeded) and is empty otherwise."},
 			[]string{"queue", "kind", "outcome", "reason"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_job_failures_total",
 			Help: "Deliveries of jobs this process settled with an error, by queue, outcome (retried, dead_lettered, discarded) and error class; classes past the bound are counted as \"other\"."},
@@ -158,13 +159,14 @@ func (m *Metrics) JobStarted(ctx context.Context, _ *engine.Job) context.Context
 // JobFinished implements engine.Observer: it counts the delivery's outcome
 // and, when the handler ran, how long it took and waited.
 func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
-	m.kinds.with(job.Kind, func(kind string) { m.finished.WithLabelValues(job.Queue, kind, f.Outcome, f.Reason).Inc() })
+	queue := cmp.Or(job.WorkQueue, job.Queue) // a priority level counts as its queue, as in the stats
+	m.kinds.with(job.Kind, func(kind string) { m.finished.WithLabelValues(queue, kind, f.Outcome, f.Reason).Inc() })
 	if f.Err != nil && f.Outcome != engine.OutcomeSnoozed {
-		m.classes.with(f.ErrorClass, func(class string) { m.failures.WithLabelValues(job.Queue, f.Outcome, class).Inc() })
+		m.classes.with(f.ErrorClass, func(class string) { m.failures.WithLabelValues(queue, f.Outcome, class).Inc() })
 	}
 	if f.Ran {
-		m.duration.WithLabelValues(job.Queue).Observe(f.Elapsed.Seconds())
-		m.latency.WithLabelValues(job.Queue).Observe(f.Latency.Seconds())
+		m.duration.WithLabelValues(queue).Observe(f.Elapsed.Seconds())
+		m.latency.WithLabelValues(queue).Observe(f.Latency.Seconds())
 	}
 }
 

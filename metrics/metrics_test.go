@@ -393,3 +393,43 @@ func TestErrorClassBoundConcurrent(t *testing.T) {
 		t.Fatalf("%d error_class values, want at most 11 with other among them: %v", len(classes), classes)
 	}
 }
+
+// Jobs of a queue with priority levels are counted under the queue's own
+// name, as its gauges and stats are, not under its levels' (the alert on a
+// backlog not draining matched nothing for such a queue).
+func TestPriorityQueueCountedUnderItsName(t *testing.T) {
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.Name("metpri")
+	if err := st.CreatePriorityQueue(pgtest.Context(t), q, 2); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	base := serve(t, metrics.Mux(reg, svc))
+	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
+	client.HandleQueue(q, handle)
+	for p := range 2 {
+		pgtest.Send(t, client, q, work{Mode: "ok"}, engine.SendOptions{Kind: "charge", Priority: p})
+	}
+	stop := pgtest.Start(t, client)
+	pgtest.Eventually(t, time.Minute, "both archived", func() bool {
+		return pgtest.Archived(t, st, q+"_p0")+pgtest.Archived(t, st, q+"_p1") == 2
+	})
+	stop()
+	fams := scrape(t, base)
+	if got := value(fams, "pgbus_jobs_finished_total", map[string]string{"queue": q, "kind": "charge", "outcome": "succeeded", "reason": ""}); got != 2 {
+		t.Errorf("jobs finished under %s: %v, want 2", q, got)
+	}
+	for _, level := range []string{q + "_p0", q + "_p1"} {
+		for _, name := range []string{"pgbus_jobs_finished_total", "pgbus_job_attempt_duration_seconds", "pgbus_job_start_latency_seconds"} {
+			if got := value(fams, name, map[string]string{"queue": level}); got != -1 {
+				t.Errorf("%s{queue=%q} = %v; want no series for a level", name, level, got)
+			}
+		}
+	}
+}
