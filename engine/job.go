@@ -17,8 +17,8 @@ type Job struct {
 	// belongs to: the queue itself, or the queue whose priority level
 	// Queue is. Stats and metrics count jobs under it.
 	WorkQueue string
-	ID    int64
-	Kind  string
+	ID        int64
+	Kind      string
 	// Attempt counts deliveries, this one included (PGMQ's read_ct).
 	Attempt    int
 	MaxRetries int
