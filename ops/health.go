@@ -117,7 +117,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		return h, err
 	}
 	for _, b := range breakers {
-		checkBreaker(&h, b, s.now())
+		checkBreaker(&h, b, s.now(), func(q string) bool { return coverage(workers, q).Served() })
 	}
 	h.Queues = len(stats)
 	for _, q := range stats {
@@ -175,14 +175,17 @@ func runningUsers(users []store.BreakerUser, now time.Time) []store.BreakerUser 
 
 // checkBreaker notes a breaker that is not closed, when a running handler
 // uses it: its jobs are snoozed, which explains a backlog that waits. One
-// that no running process uses holds nothing up.
-func checkBreaker(h *Health, b store.BreakerState, now time.Time) {
+// that no running process uses holds nothing up: a user counts while it
+// was named lately and a running worker serves its queue (served), so a
+// breaker whose processes stopped is not reported for the hours its users
+// stay recorded.
+func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(queue string) bool) {
 	if b.State == store.BreakerClosed {
 		return
 	}
 	var queues []string
 	for _, u := range runningUsers(b.Users, now) {
-		if !slices.Contains(queues, u.Queue) {
+		if served(u.Queue) && !slices.Contains(queues, u.Queue) {
 			queues = append(queues, u.Queue)
 		}
 	}

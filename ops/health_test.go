@@ -297,6 +297,13 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breaker_users SET seen_at = now() - interval '3 hours' WHERE breaker = 'http:gone'`); err != nil {
 		t.Fatal(err)
 	}
+	// Open, named lately, but no running worker serves its queue (its
+	// processes stopped): nothing waits on it either.
+	breaker("http:stopped", []store.BreakerUser{{Queue: "archive"}}, 2)
+	// The running workers; none serves archive or legacy.
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-pay", Hostname: "h", PID: 1, Queues: []string{"payments", "refunds", "emails", "digests"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
 	h, err := svc.Health(ctx)
 	if err != nil {
 		t.Fatal(err)
