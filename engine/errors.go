@@ -47,16 +47,24 @@ func (e *controlError) Error() string {
 func (e *controlError) Unwrap() error { return e.err }
 
 // NonRetryable marks err as permanent (bad input, a programming error): the
-// message is dead-lettered at once with reason non_retryable_error.
+// message is dead-lettered at once with reason non_retryable_error. A nil
+// err stays nil, so return NonRetryable(validate(in)) succeeds when the
+// input is valid.
 func NonRetryable(err error) error {
-	return &controlError{err: orUnknown(err), outcome: outcomeDeadLetter}
+	if err == nil {
+		return nil
+	}
+	return &controlError{err: err, outcome: outcomeDeadLetter}
 }
 
 // RetryAfter marks err as transient with a hint from the downstream, such as
 // an HTTP Retry-After: the next attempt waits d instead of the backoff. The
-// attempt still counts toward max_retries.
+// attempt still counts toward max_retries. A nil err stays nil.
 func RetryAfter(d time.Duration, err error) error {
-	return &controlError{err: orUnknown(err), outcome: outcomeRetry, delay: max(d, 0)}
+	if err == nil {
+		return nil
+	}
+	return &controlError{err: err, outcome: outcomeRetry, delay: max(d, 0)}
 }
 
 // Nack fails the attempt with an explicit delay and a reason, which is
@@ -66,22 +74,22 @@ func Nack(delay time.Duration, reason string) error {
 }
 
 // Discard archives the message with the failure recorded and the
-// pgbus_discarded header; it never reaches the DLQ.
+// pgbus_discarded header; it never reaches the DLQ. A nil err stays nil.
 func Discard(err error) error {
-	return &controlError{err: orUnknown(err), outcome: outcomeDiscard}
-}
-
-// Snooze puts the message back for d without using an attempt, for example
-// while a downstream's circuit breaker is open.
-func Snooze(d time.Duration) error {
-	return &controlError{outcome: outcomeSnooze, delay: max(d, 0)}
-}
-
-func orUnknown(err error) error {
 	if err == nil {
-		return errors.New("unspecified error")
+		return nil
 	}
-	return err
+	return &controlError{err: err, outcome: outcomeDiscard}
+}
+
+// MinSnooze is the shortest a snooze puts a message back for: a shorter
+// one, used without an attempt, would have workers read it again and again.
+const MinSnooze = time.Second
+
+// Snooze puts the message back for d, at least MinSnooze, without using an
+// attempt, for example while a downstream's circuit breaker is open.
+func Snooze(d time.Duration) error {
+	return &controlError{outcome: outcomeSnooze, delay: max(d, MinSnooze)}
 }
 
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the

@@ -328,3 +328,20 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		t.Fatalf("refused clients read %d messages", n)
 	}
 }
+
+// The error wrappers keep a nil error nil, as Go's wrappers do: a handler
+// can return engine.NonRetryable(validate(in)).
+func TestWrappersOfNil(t *testing.T) {
+	for name, err := range map[string]error{
+		"NonRetryable": engine.NonRetryable(nil),
+		"Discard":      engine.Discard(nil),
+		"RetryAfter":   engine.RetryAfter(time.Second, nil),
+	} {
+		if err != nil {
+			t.Errorf("%s(nil) = %v; want nil", name, err)
+		}
+	}
+	if err := engine.NonRetryable(errTransient); !errors.Is(err, errTransient) {
+		t.Errorf("NonRetryable(err) = %v; want it wrapping err", err)
+	}
+}
