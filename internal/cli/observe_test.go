@@ -148,6 +148,10 @@ func TestCircuits(t *testing.T) {
 	if err := s.BreakerSuccess(ctx, "exec:report"); err != nil {
 		t.Fatal(err)
 	}
+	// A running worker serves orders, whose handler uses the breaker.
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-orders", Hostname: "h", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Health names the open breaker its handler uses, and where to look.
 	health := d.ok(t, "health")
