@@ -345,3 +345,33 @@ func TestWrappersOfNil(t *testing.T) {
 		t.Errorf("NonRetryable(err) = %v; want it wrapping err", err)
 	}
 }
+
+// A Client's sends follow a queue dropped and made again with levels (its
+// layout was read once and kept), and never write into a DLQ.
+func TestSendFollowsAQueueMadeAgain(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	if _, err := c.Send(ctx, q, 1, engine.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePriorityQueue(ctx, q, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, q, 1, engine.SendOptions{Priority: 1}); err != nil {
+		t.Fatalf("send at priority 1 to %s made again with 3 levels: %v", q, err)
+	}
+	if got := pgtest.Live(t, s, q+"_p1"); got != 1 {
+		t.Fatalf("level 1 holds %d messages, want the 1 sent", got)
+	}
+	if _, err := c.Send(ctx, q+"_dlq", 1, engine.SendOptions{}); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "send to \""+q+"\" instead") {
+		t.Fatalf("send to %s_dlq: %v; want ErrInvalid naming the queue to send to", q, err)
+	}
+	if got := pgtest.Live(t, s, q+"_dlq"); got != 0 {
+		t.Fatalf("the DLQ holds %d messages, want none", got)
+	}
+}

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -39,16 +41,34 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 		opts, done = c.observeSend(ctx, queue, opts)
 		defer func() { done(id, err) }()
 	}
+	if base, ok := strings.CutSuffix(queue, store.DLQSuffix); ok && base != "" {
+		return 0, fmt.Errorf("%w: queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", store.ErrInvalid, queue, base)
+	}
 	m, err := NewMessage(payload, opts)
 	if err != nil {
 		return 0, err
 	}
-	target, err := c.sendTarget(ctx, queue, opts.Priority)
+	_, cached := c.sendQueues.Load(queue)
+	id, err = c.sendTo(ctx, queue, opts.Priority, m)
+	if cached && (errors.Is(err, store.ErrNotFound) || errors.Is(err, errLevels)) {
+		// The queue may have been dropped and made again, with other
+		// levels, since its layout was read: read it again, once.
+		c.sendQueues.Delete(queue)
+		id, err = c.sendTo(ctx, queue, opts.Priority, m)
+	}
+	return id, err
+}
+
+func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store.NewMessage) (int64, error) {
+	target, err := c.sendTarget(ctx, queue, priority)
 	if err != nil {
 		return 0, err
 	}
 	return c.store.Send(ctx, target, m)
 }
+
+// errLevels marks a send whose priority the queue's levels do not have.
+var errLevels = errors.New("priority out of the queue's levels")
 
 // sendTarget picks the physical queue of a send: the queue itself, or its
 // sub-queue of the given priority level.
@@ -64,9 +84,9 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 	list := physical.([]string)
 	switch {
 	case len(list) > 1 && (priority < 0 || priority >= len(list)):
-		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d", store.ErrInvalid, queue, len(list)-1, priority)
+		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
 	case len(list) == 1 && priority != 0:
-		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels", store.ErrInvalid, queue)
+		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errLevels})
 	}
 	return list[max(priority, 0)], nil
 }
@@ -121,3 +141,9 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 	}
 	return m, nil
 }
+
+// quiet wraps an error for errors.Is and adds nothing to a message.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }
