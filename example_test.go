@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,9 +15,6 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// errInvalidAddress is a failure no retry can fix.
-var errInvalidAddress = errors.New("invalid address")
-
 // Example_goAPI is the README's Go section, compiled and run: a Go service
 // starts the embedded PostgreSQL, creates a queue, handles and sends jobs,
 // runs the workers until they are done, then inspects and retries a dead
@@ -28,9 +24,10 @@ func Example_goAPI() {
 	ctx := context.Background()
 	check := func(err error) {
 		if err != nil {
-			log.Fatal(err)
+			panic(err) // unlike log.Fatal, it runs the deferred stops first
 		}
 	}
+	errInvalidAddress := errors.New("invalid address") // no retry can fix it
 
 	// The embedded PostgreSQL, from the server binaries on this machine.
 	// With a server of your own, pass its URL to store.Open instead.
