@@ -108,8 +108,8 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		return h, err
 	}
 	h.Workers = workers.Running
-	if workers.Stale > 0 {
-		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%d worker process(es) stopped sending heartbeats without shutting down (crashed or hung); their messages return after their visibility timeout", workers.Stale),
+	if n := staleThatMatter(workers); n > 0 {
+		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%d worker process(es) stopped sending heartbeats without shutting down (crashed or hung); their messages return after their visibility timeout", n),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
 	}
 	breakers, err := s.store.ListBreakers(ctx, "")
@@ -283,6 +283,32 @@ type Workers struct {
 	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
 	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers, the last of the order (stopped ones first): so that the response stays under 16,000 characters, or past the 1,000 processes listed at most. The counts include them."`
 	Notes   []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
+}
+
+// staleReplaced is how long after its last heartbeat a crashed process
+// whose every queue a running process serves again stops counting: its
+// messages have long come back, and it is history, listed by pgbus
+// workers, not a reason for health to stay DEGRADED for the day the list
+// keeps it.
+const staleReplaced = time.Hour
+
+// staleThatMatter counts the stale processes worth a health reason: those
+// that crashed lately, or whose queues no running process serves.
+func staleThatMatter(ws Workers) int {
+	n := ws.Stale
+	for _, w := range ws.Workers {
+		if w.Status != WorkerStale || time.Duration(w.HeartbeatAgeSeconds*float64(time.Second)) < staleReplaced {
+			continue
+		}
+		replaced := true
+		for _, q := range w.Queues {
+			replaced = replaced && coverage(ws, q).Served()
+		}
+		if replaced {
+			n--
+		}
+	}
+	return n
 }
 
 // workerRank orders a status: the processes an operator acts on first.
