@@ -76,6 +76,7 @@ type Metrics struct {
 	oldestReady   *prometheus.Desc
 	breakerState  *prometheus.Desc
 	workers       *prometheus.Desc
+	queueWorkers  *prometheus.Desc
 	databaseUp    *prometheus.Desc
 
 	mu     sync.Mutex // held while the gauges are read, so scrapes wait for one read
@@ -144,6 +145,8 @@ func New(opts Options) *Metrics {
 			"State of each circuit breaker: 1 for the state it is in (closed, open or half_open), 0 for the others.", []string{"breaker", "state"}, nil),
 		workers: prometheus.NewDesc("pgbus_workers_running",
 			"Worker processes heartbeating now, in every process using this database.", nil, nil),
+		queueWorkers: prometheus.NewDesc("pgbus_queue_workers_running",
+			"Worker processes heartbeating now that serve each queue; 0 for a queue no running process works.", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
 	}
@@ -201,7 +204,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.databaseUp} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.queueWorkers, m.databaseUp} {
 			ch <- d
 		}
 	}
@@ -235,6 +238,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.dlqMessages, prometheus.GaugeValue, float64(q.DLQDepth), q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
+		ch <- prometheus.MustNewConstMetric(m.queueWorkers, prometheus.GaugeValue, float64(g.QueueWorkers[q.Queue]), q.Queue)
 	}
 	for name, state := range g.Breakers {
 		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {

@@ -139,6 +139,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_queue_oldest_ready_age_seconds":    dto.MetricType_GAUGE,
 	"pgbus_circuit_breaker_state":             dto.MetricType_GAUGE,
 	"pgbus_workers_running":                   dto.MetricType_GAUGE,
+	"pgbus_queue_workers_running":             dto.MetricType_GAUGE,
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
 }
 
@@ -203,6 +204,7 @@ func TestScrapeAfterWorkload(t *testing.T) {
 		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "waiting_retry"}, 0},
 		{"pgbus_queue_messages", map[string]string{"queue": q, "state": "scheduled"}, 0},
 		{"pgbus_dlq_messages", map[string]string{"queue": q}, 4},
+		{"pgbus_queue_workers_running", map[string]string{"queue": q}, 0}, // its worker stopped
 		{"pgbus_database_up", nil, 1},
 		{"pgbus_mcp_tool_calls_total", map[string]string{"tool": "pgbus_health", "result": "ok"}, 1},
 	} {
@@ -420,6 +422,9 @@ func TestPriorityQueueCountedUnderItsName(t *testing.T) {
 	pgtest.Eventually(t, time.Minute, "both archived", func() bool {
 		return pgtest.Archived(t, st, q+"_p0")+pgtest.Archived(t, st, q+"_p1") == 2
 	})
+	if got := value(scrape(t, base), "pgbus_queue_workers_running", map[string]string{"queue": q}); got != 1 {
+		t.Errorf("pgbus_queue_workers_running{queue=%q} while its worker runs = %v, want 1", q, got)
+	}
 	stop()
 	fams := scrape(t, base)
 	if got := value(fams, "pgbus_jobs_finished_total", map[string]string{"queue": q, "kind": "charge", "outcome": "succeeded", "reason": ""}); got != 2 {

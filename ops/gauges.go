@@ -22,6 +22,10 @@ type Gauges struct {
 	// WorkersRunning counts the worker processes heartbeating now, as
 	// Health and Workers count them.
 	WorkersRunning int
+	// QueueWorkers counts, for each queue of Queues, the running worker
+	// processes that serve it (a priority level's count as its queue's):
+	// 0 for a queue left without one while others run.
+	QueueWorkers map[string]int
 }
 
 // Gauges reads the gauges of every queue, breaker and worker process. A
@@ -35,9 +39,13 @@ func (s *Service) Gauges(ctx context.Context) (Gauges, error) {
 	if err != nil {
 		return Gauges{}, err
 	}
-	running, err := s.store.RunningWorkers(ctx, s.opts.StaleAfter)
+	ws, err := s.allWorkers(ctx)
 	if err != nil {
 		return Gauges{}, err
 	}
-	return Gauges{Queues: queues, Breakers: breakers, WorkersRunning: running}, nil
+	perQueue := make(map[string]int, len(queues))
+	for _, q := range queues {
+		perQueue[q.Queue] = coverage(ws, q.Queue).Running
+	}
+	return Gauges{Queues: queues, Breakers: breakers, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
 }

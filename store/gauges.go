@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // QueueDepth is how many messages one logical queue holds in each state,
@@ -101,16 +100,4 @@ func (s *Store) BreakerStates(ctx context.Context) (map[string]string, error) {
 		out[name] = state
 	}
 	return out, rows.Err()
-}
-
-// RunningWorkers counts the worker processes that have not stopped and
-// sent a heartbeat within the window.
-func (s *Store) RunningWorkers(ctx context.Context, within time.Duration) (int, error) {
-	var n int
-	err := s.reads.QueryRow(ctx, `SELECT count(*) FROM pgbus.workers
-		WHERE stopped_at IS NULL AND heartbeat_at > now() - $1 * interval '1 microsecond'`, within.Microseconds()).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("store: count running workers: %w", err)
-	}
-	return n, nil
 }
