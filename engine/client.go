@@ -155,6 +155,9 @@ type Client struct {
 
 // NewClient makes a client over a migrated store.
 func NewClient(st *store.Store, cfg Config) (*Client, error) {
+	if st == nil {
+		return nil, fmt.Errorf("%w: NewClient needs a store: open one with store.Open", store.ErrInvalid)
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -375,3 +375,12 @@ func TestSendFollowsAQueueMadeAgain(t *testing.T) {
 		t.Fatalf("the DLQ holds %d messages, want none", got)
 	}
 }
+
+// NewClient without a store says so, instead of a client whose first call
+// panics.
+func TestNewClientWithoutStore(t *testing.T) {
+	c, err := engine.NewClient(nil, engine.Config{Queues: []engine.QueueConfig{{Name: "q", Concurrency: 1}}})
+	if c != nil || !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "store.Open") {
+		t.Fatalf("NewClient(nil) = %v, %v; want ErrInvalid saying to open a store", c, err)
+	}
+}

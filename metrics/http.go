@@ -59,6 +59,9 @@ const probeCache = time.Second
 // DEGRADED, 503 when it is STALLED or the database cannot be asked, with a
 // Readiness as JSON. Other paths get 404.
 func Probes(svc *ops.Service) http.Handler {
+	if svc == nil {
+		panic("metrics.Probes: the operations layer is nil; make one with ops.New")
+	}
 	p := &probes{svc: svc}
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathLivez, func(w http.ResponseWriter, _ *http.Request) {

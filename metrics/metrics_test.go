@@ -438,3 +438,14 @@ func TestPriorityQueueCountedUnderItsName(t *testing.T) {
 		}
 	}
 }
+
+// Probes without an operations layer fail where they are made, saying
+// what is missing, not at the first request.
+func TestProbesWithoutOps(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "ops.New") {
+			t.Fatalf("Probes(nil) recovered %v; want a panic saying to make one with ops.New", r)
+		}
+	}()
+	metrics.Probes(nil)
+}
