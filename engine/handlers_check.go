@@ -6,6 +6,19 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
+// Validate reports what Run would refuse at start without reading the
+// database: handlers that would dead-letter every message (see Run) and
+// one circuit breaker named with different settings. A caller that runs
+// Run in the background calls it first, so that such a mistake stops it
+// rather than a log line.
+func (c *Client) Validate() error {
+	if err := c.checkHandlers(); err != nil {
+		return err
+	}
+	_, _, err := c.breakerUses()
+	return err
+}
+
 // checkHandlers refuses, before anything runs, registrations that would
 // dead-letter every message they meet: no handler at all, a nil function,
 // the empty kind (no message names it), a queue's default handler for a

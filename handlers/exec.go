@@ -263,7 +263,7 @@ func newExecHandler(spec Spec) (*execHandler, engine.HandlerOptions, error) {
 		key   string
 		codes []int
 		into  map[int]bool
-	}{{"retry_exit_codes", o.RetryExitCodes, h.retry}, {"discard_exit_codes", o.DiscardExitCodes, h.discard}} {
+	}{{retryKey(spec), o.RetryExitCodes, h.retry}, {"discard_exit_codes", o.DiscardExitCodes, h.discard}} {
 		for _, code := range list.codes {
 			if err := checkExitCode(list.key, code, seen); err != nil {
 				return nil, engine.HandlerOptions{}, err
@@ -304,6 +304,17 @@ func exitOf(class string) int {
 	return n
 }
 
+// retryDefaultKey names retry_exit_codes in the codes already seen when
+// the block leaves it to its default, [75], so that a clash says so.
+const retryDefaultKey = "retry_exit_codes (default)"
+
+func retryKey(spec Spec) string {
+	if _, set := spec.Options["retry_exit_codes"]; set {
+		return "retry_exit_codes"
+	}
+	return retryDefaultKey
+}
+
 // checkExitCode accepts a code in 1..255 that no other list has.
 func checkExitCode(key string, code int, seen map[int]string) error {
 	if code == 0 {
@@ -316,7 +327,7 @@ func checkExitCode(key string, code int, seen map[int]string) error {
 		if other == key {
 			return optionErrorf(key, "exit code %d is listed twice", code)
 		}
-		if other == "retry_exit_codes" && code == ExitTempFail {
+		if other == retryDefaultKey {
 			return optionErrorf(key, "exit code %d is also in retry_exit_codes, where it is by default (EX_TEMPFAIL); give each code one outcome: set retry_exit_codes without it, such as retry_exit_codes: []", code)
 		}
 		return optionErrorf(key, "exit code %d is also in %s; give each code one outcome", code, other)

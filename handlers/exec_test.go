@@ -408,6 +408,7 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "timeout typo", yaml: "command: [/bin/sh]\ntmeout: 30s", key: "tmeout:", reason: "(and type and timeout, which every handler takes)"},
 		{name: "75 discarded, retried by default", yaml: "command: [/bin/sh]\ndiscard_exit_codes: [75]", key: "discard_exit_codes:", reason: "where it is by default (EX_TEMPFAIL); give each code one outcome: set retry_exit_codes without it, such as retry_exit_codes: []"},
 		{name: "75 on_exit, retried by default", yaml: "command: [/bin/sh]\non_exit: {75: discard}", key: "on_exit.75:", reason: "set retry_exit_codes without it"},
+		{name: "75 in both lists given", yaml: "command: [/bin/sh]\nretry_exit_codes: [75]\ndiscard_exit_codes: [75]", key: "discard_exit_codes:", reason: "exit code 75 is also in retry_exit_codes; give each code one outcome"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var spec handlers.Spec

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -115,7 +116,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if len(req.Payload) > 0 {
 		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
 	}
-	if req.Filter.IsZero() && !req.All {
+	if trimmed(req.Filter).IsZero() && !req.All {
 		return DLQRetry{}, invalidf("nothing is selected: give ids or a filter (queue, kind, error_class, group, ...), or ask for every dead message of every DLQ explicitly").
 			with(hint(OpDLQSummary, "shows the groups there are"))
 	}
@@ -569,4 +570,11 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return DLQPurge{Purged: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
 	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan)}, nil
+}
+
+// trimmed is f as resolve reads it, its names without surrounding blanks:
+// a filter of blanks selects as much as an empty one.
+func trimmed(f DeadFilter) DeadFilter {
+	f.Queue, f.Group = strings.TrimSpace(f.Queue), strings.TrimSpace(f.Group)
+	return f
 }

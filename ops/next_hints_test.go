@@ -241,8 +241,13 @@ func TestQueueCreateClashWithStoredSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{BackoffMax: &five}})
-	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "keep their stored values (backoff 600s") {
-		t.Fatalf("create with backoff_max under the stored backoff: %v; want ErrInvalid naming the stored backoff", err)
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "keep their stored values (backoff 600s") || strings.Contains(err.Error(), "backoff_max 600s") {
+		t.Fatalf("create with backoff_max under the stored backoff: %v; want ErrInvalid naming the stored backoff, not the backoff_max given", err)
+	}
+	// A request that clashes with itself is not blamed on what is stored.
+	_, err = svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{Backoff: &ten, BackoffMax: &five}})
+	if !errors.Is(err, ops.ErrInvalid) || strings.Contains(err.Error(), "stored values") {
+		t.Fatalf("create whose backoff_max is under its own backoff: %v; want ErrInvalid without stored values", err)
 	}
 }
 
@@ -255,7 +260,7 @@ func TestRetryOfNothingSelected(t *testing.T) {
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
 	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
-	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}} {
+	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}, {Filter: ops.DeadFilter{Queue: "  ", Group: " "}}} {
 		if _, err := svc.DLQRetry(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "nothing is selected") {
 			t.Errorf("retry %+v: %v; want ErrInvalid saying nothing is selected", req, err)
 		}

@@ -318,6 +318,27 @@ type SettingsChange struct {
 	DeleteOnSuccess   *bool          `json:"delete_on_success,omitempty"`
 }
 
+// leftOut lists the stored values (of q) of the settings c does not give
+// that a clash can involve, for an error.
+func (c SettingsChange) leftOut(q store.QueueSettings) string {
+	p := RetrySettings(q.Plain())
+	var out []string
+	for _, f := range []struct {
+		given bool
+		text  string
+	}{
+		{c.Backoff != nil, fmt.Sprintf("backoff %gs", p.RetryBackoffSeconds)},
+		{c.BackoffMax != nil, fmt.Sprintf("backoff_max %gs", p.RetryBackoffMaxSeconds)},
+		{c.MaxRetries != nil, fmt.Sprintf("max_retries %d", p.MaxRetries)},
+		{c.VisibilityTimeout != nil, fmt.Sprintf("visibility_timeout %gs", p.VisibilityTimeoutSeconds)},
+	} {
+		if !f.given {
+			out = append(out, f.text)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // apply returns q with the change made. A backoff_max below a new backoff
 // is raised to it, so that giving only a long backoff is valid.
 func (c SettingsChange) apply(q store.QueueSettings) store.QueueSettings {
@@ -398,12 +419,10 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	next := req.Settings.apply(cur)
 	if err := next.Validate(); err != nil {
-		if stored {
-			// The clash may be with a value set long ago, which the
-			// request (a configuration file without the key) never names.
-			p := RetrySettings(cur.Plain())
-			return out, invalidf("%v; queue %s exists, and the settings this leaves out keep their stored values (backoff %gs, backoff_max %gs, max_retries %d, visibility_timeout %gs): give those too",
-				err, req.Queue, p.RetryBackoffSeconds, p.RetryBackoffMaxSeconds, p.MaxRetries, p.VisibilityTimeoutSeconds)
+		// The clash may be with a value set long ago, which the request
+		// (a configuration file without the key) never names.
+		if left := req.Settings.leftOut(cur); stored && left != "" && req.Settings.apply(store.DefaultQueueSettings(req.Queue)).Validate() == nil {
+			return out, invalidf("%v; queue %s exists, and the settings this leaves out keep their stored values (%s): give those too", err, req.Queue, left)
 		}
 		return out, explain(err)
 	}

@@ -67,8 +67,11 @@ func refuseLevel(ctx context.Context, db rowQuerier, name, op string) error {
 // would become that level's.
 func refuseTakeover(ctx context.Context, tx pgx.Tx, name string, levels int) error {
 	for _, physical := range physicalNames(name, levels) {
+		// A queue of that name registered with levels of its own has no
+		// table of the name, only its levels': the registry says it.
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, physical).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)
+			OR EXISTS (SELECT 1 FROM pgbus.queues WHERE queue_name = $1)`, physical).Scan(&exists); err != nil {
 			return fmt.Errorf("store: create queue %q: %w", name, err)
 		}
 		if exists {

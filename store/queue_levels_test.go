@@ -87,6 +87,19 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 	if got := pgtest.Live(t, s, own); got != 1 {
 		t.Fatalf("queue %s holds %d messages after the refused takeover; want its 1", own, got)
 	}
+	// A level name that is a queue with levels of its own (no table of
+	// that name, only its levels') is not taken over either.
+	top := uniqueName("top")
+	nested := store.PriorityQueueName(top, 1)
+	if err := s.CreatePriorityQueue(ctx, nested, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePriorityQueue(ctx, top, 2); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "take over queue "+`"`+nested+`"`) {
+		t.Fatalf("create %s with 2 levels over %s, a queue with levels: %v; want ErrInvalid naming it", top, nested, err)
+	}
+	if err := s.DropQueue(ctx, nested); err != nil {
+		t.Fatalf("drop %s after the refused takeover: %v", nested, err)
+	}
 }
 
 // GiveBack returns the attempt of the read it names, and only of it: a

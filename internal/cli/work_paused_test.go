@@ -21,3 +21,23 @@ func TestWorkUntilIdleOnAPausedQueue(t *testing.T) {
 		t.Fatalf("paused pz after work --until-idle: %+v; want its 1 message still waiting", st)
 	}
 }
+
+// Two handlers that name one circuit breaker with different settings stop
+// pgbus work and pgbus serve at start (exit 2), not only a log line of
+// serve's background workers.
+func TestOneBreakerTwoSettingsStopsTheStart(t *testing.T) {
+	d := newDB(t)
+	cfg := writeFile(t, "pgbus.yaml", `
+queues:
+  first:
+    handler: {type: exec, command: [/bin/true], breaker: {failure_threshold: 2}}
+  second:
+    handler: {type: exec, command: [/bin/true], breaker: {failure_threshold: 9}}
+`)
+	for _, args := range [][]string{{"work", "--for", "5s"}, {"serve"}} {
+		msg := d.fails(t, 2, append([]string{"--config", cfg}, args...)...)
+		if !strings.Contains(msg, "configured twice with different settings") {
+			t.Errorf("pgbus %v: %q; want the conflicting breaker named", args, msg)
+		}
+	}
+}

@@ -169,9 +169,9 @@ func (f *File) checkAlerts() error {
 				a.unset = f.Errorf("alerts.headers", "header %s %v", name, err)
 			}
 		case err != nil:
-			return f.Errorf("alerts.headers", "header %s: %v", name, err)
+			return f.Errorf("alerts.headers", "in header %s, %v", name, err)
 		case strings.ContainsAny(v, "\r\n"):
-			return f.Errorf("alerts.headers", "the value of header %s holds a line break; give it on one line", name)
+			return f.Errorf("alerts.headers", "in header %s, the value holds a line break; give it on one line", name)
 		}
 		a.headers[name] = v
 	}

@@ -180,6 +180,10 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	if err != nil {
 		return nil, err
 	}
+	// Run's refusals would only be logged from its goroutine.
+	if err := client.Validate(); err != nil {
+		return nil, err
+	}
 	log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
