@@ -246,6 +246,7 @@ var ErrAlreadyRunning = errors.New("engine: client is already running")
 // Run works the configured queues until ctx ends, then stops fetching, waits
 // up to DrainTimeout for running handlers, writes their outcomes and returns.
 // Messages still running after that reappear after their visibility timeout.
+// A ctx that ends while Run starts is a stop like any other: Run returns nil.
 func (c *Client) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -254,20 +255,15 @@ func (c *Client) Run(ctx context.Context) error {
 	if len(c.cfg.Queues) == 0 {
 		return fmt.Errorf("%w: no queues to work; list them in Config.Queues", store.ErrInvalid)
 	}
-	if err := c.checkQueues(ctx); err != nil {
-		return err
-	}
-	if err := c.checkHandlers(); err != nil {
-		return err
-	}
-	if err := c.refreshSettings(ctx); err != nil {
-		return err
-	}
-	if err := c.ensureBreakers(ctx); err != nil {
-		return err
-	}
-	if err := c.register(ctx); err != nil {
-		return err
+	for _, step := range []func(context.Context) error{
+		c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
+	} {
+		if err := step(ctx); err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil // stopped while starting: a stop like any other
+			}
+			return err
+		}
 	}
 	return c.runWorkers(ctx)
 }

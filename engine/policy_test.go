@@ -384,3 +384,17 @@ func TestNewClientWithoutStore(t *testing.T) {
 		t.Fatalf("NewClient(nil) = %v, %v; want ErrInvalid saying to open a store", c, err)
 	}
 }
+
+// A stop while Run starts is a stop like any other: nil, not the error of
+// the start's query the stop cut off.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	ctx, cancel := context.WithCancel(testContext(t))
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("Run on a stopped context = %v; want nil", err)
+	}
+}
