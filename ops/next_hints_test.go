@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // hintFilter is the filter and limit a hint's arguments give, as a front
@@ -282,38 +281,26 @@ func TestStaleWorkersThatNoLongerMatter(t *testing.T) {
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
-	register := func(id string, queues []string, ago string) {
+	// crashed registers a worker on queue whose last heartbeat was ago.
+	crashed := func(id, queue, ago string) {
 		t.Helper()
-		if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "h", PID: 1, Queues: queues, Concurrency: 1}); err != nil {
+		register(t, s, id, queue)
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - $2::interval WHERE id = $1`, id, ago); err != nil {
 			t.Fatal(err)
 		}
-		if ago != "" {
-			if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - $2::interval WHERE id = $1`, id, ago); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	register("w-live", []string{"orders"}, "")
-	register("w-old", []string{"orders"}, "2 hours")
+	register(t, s, "w-live", "orders")
+	crashed("w-old", "orders", "2 hours")
 	h, err := svc.Health(ctx)
-	if err != nil || hasReason(h, "stale_workers", "", ops.OpWorkers) {
+	if err != nil || reasonOf(h, "stale_workers", "") != nil {
 		t.Fatalf("a crash 2 hours ago, its queue served again: %+v, %v; want no stale_workers", h, err)
 	}
-	register("w-recent", []string{"orders"}, "10 minutes")
-	if h, err = svc.Health(ctx); err != nil || !strings.Contains(reasonText(h, "stale_workers"), "1 worker process") {
+	crashed("w-recent", "orders", "10 minutes")
+	if h, err = svc.Health(ctx); err != nil || reasonOf(h, "stale_workers", "") == nil || !strings.HasPrefix(reasonOf(h, "stale_workers", "").Message, "1 worker process") {
 		t.Fatalf("a crash 10 minutes ago: %+v, %v; want stale_workers counting it alone", h, err)
 	}
-	register("w-orphan", []string{"emails"}, "3 hours")
-	if h, err = svc.Health(ctx); err != nil || !strings.Contains(reasonText(h, "stale_workers"), "2 worker process") {
+	crashed("w-orphan", "emails", "3 hours")
+	if h, err = svc.Health(ctx); err != nil || reasonOf(h, "stale_workers", "") == nil || !strings.HasPrefix(reasonOf(h, "stale_workers", "").Message, "2 worker process") {
 		t.Fatalf("an old crash whose queue nobody serves: %+v, %v; want it counted too", h, err)
 	}
-}
-
-func reasonText(h ops.Health, code string) string {
-	for _, r := range h.Reasons {
-		if r.Code == code {
-			return r.Message
-		}
-	}
-	return ""
 }
