@@ -62,7 +62,8 @@ type DeadFilter struct {
 	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
 	Since string `json:"since,omitempty"`
 	Until string `json:"until,omitempty"`
-	// Text is case-insensitive text in the last error message.
+	// Text is case-insensitive text in the last error message, as stored:
+	// with its secrets redacted.
 	Text string `json:"text,omitempty"`
 	// Group is a group's key as a summary gives it (DeadGroup.Group):
 	// exactly that group's messages, where kind and error class select

@@ -124,12 +124,17 @@ const redactMargin = 256
 // redacted: a 4,000-character error cut to 300 costs 556.
 func (v *viewer) text(s string, chars int) string {
 	s, clipped := clipRunes(s, chars+redactMargin)
-	s, n := RedactText(s)
-	v.redacted += n
+	s, _ = RedactText(s)
 	s, c := cutChars(s, chars)
 	v.cut = v.cut || c || clipped
+	v.countHidden(s)
 	return s
 }
+
+// countHidden counts the secrets that shown error text s shows as
+// Redacted: those hidden as it was shown and those hidden before it was
+// stored (error text and a downstream's output are stored redacted).
+func (v *viewer) countHidden(s string) { v.redacted += strings.Count(s, Redacted) }
 
 // clipRunes returns the first n runes of s, and whether there were more.
 func clipRunes(s string, n int) (string, bool) {
@@ -163,14 +168,14 @@ func (v *viewer) trace(s string, lines int) string {
 		cut = true
 	}
 	s, clipped := clipRunes(s, v.bounds.BacktraceChars+redactMargin)
-	s, n := RedactText(s)
-	v.redacted += n
+	s, _ = RedactText(s)
 	if cut {
 		s += "\n…"
 	}
 	cut = cut || clipped
 	s, c := cutChars(s, v.bounds.BacktraceChars)
 	v.cut = v.cut || cut || c
+	v.countHidden(s)
 	return s
 }
 
@@ -251,8 +256,8 @@ func (v *viewer) detail(f *Failure, d store.FailureDetail) {
 	}
 	elapsed := d.ElapsedMS
 	f.ElapsedMS, f.TimeoutMS = &elapsed, d.TimeoutMS
-	out, n := RedactText(d.Output)
-	v.redacted += n
+	out, _ := RedactText(d.Output)
+	v.countHidden(out)
 	f.Output, f.OutputSource, f.OutputTruncated = out, d.OutputSource, d.OutputTruncated
 }
 

@@ -51,7 +51,8 @@ type DeadFilter struct {
 	// Since (inclusive) and Until (exclusive) bound the dead-letter time.
 	Since time.Time `json:"since,omitzero"`
 	Until time.Time `json:"until,omitzero"`
-	// Text is a case-insensitive substring of the block's error message.
+	// Text is a case-insensitive substring of the block's error message,
+	// which pgbus stores with its secrets redacted (Failure).
 	Text string `json:"text,omitempty"`
 	// Group is a group's key (DeadGroup.Group): exactly the messages of
 	// that group.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/redact"
 )
 
 // Failure is one failed attempt as a worker reports it.
@@ -68,10 +70,17 @@ type FailureRecord struct {
 	FailedAt time.Time `json:"failed_at"`
 }
 
-// bounded returns the failure cut to what the history keeps.
+// bounded returns the failure as the history keeps it: its error text with
+// secrets hidden, cut to size.
+//
+// Error text is stored redacted, unlike payloads and headers, which a
+// retry needs whole: no reader of pgbus shows it unredacted, and a filter
+// on error text (DeadFilter.Text) matched against a secret kept whole
+// would tell whoever may list dead messages, guess by guess, what the
+// [REDACTED] they are shown hides.
 func (f Failure) bounded() Failure {
-	f.ErrorMessage = truncate(f.ErrorMessage, HistoryErrorMessageMax)
-	f.Backtrace = truncate(f.Backtrace, HistoryBacktraceMax)
+	f.ErrorMessage = truncate(storedText(f.ErrorMessage), HistoryErrorMessageMax)
+	f.Backtrace = truncate(storedText(f.Backtrace), HistoryBacktraceMax)
 	if f.ErrorClass == "" {
 		f.ErrorClass = "error"
 	}
@@ -83,6 +92,26 @@ func (f Failure) bounded() Failure {
 	f.Detail.Output = truncate(f.Detail.Output, FailureOutputMax)
 	f.Detail.OutputSource = truncate(f.Detail.OutputSource, 40)
 	return f
+}
+
+// redactBound bounds the error text that is redacted before it is cut to
+// what the history keeps, which is far less: hiding secrets costs time in
+// proportion to the length of the text.
+const redactBound = 1 << 20
+
+// storedText is error text s with its secrets hidden. Text past
+// redactBound is dropped first, back to the end of a line, so that no
+// secret is cut in two (secrets do not span lines) and left unrecognised.
+func storedText(s string) string {
+	if len(s) > redactBound {
+		s = s[:redactBound]
+		if i := strings.LastIndexByte(s, '\n'); i > 0 {
+			s = s[:i]
+		}
+		s += "\n…"
+	}
+	out, _ := redact.Text(s)
+	return out
 }
 
 // BlockErrorMessage cuts an error message to what the dead-letter block keeps.
