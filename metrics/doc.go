@@ -11,7 +11,7 @@
 //	prometheus.MustRegister(m)
 //	client, _ := engine.NewClient(st, engine.Config{Observers: []engine.Observer{m}})
 //	http.Handle(metrics.PathMetrics, promhttp.Handler())
-//	http.Handle(metrics.PathReadyz, metrics.Probes(svc))
+//	http.Handle(metrics.PathReadyz, metrics.Probes(svc, metrics.ProbeOptions{Queues: []string{"orders"}}))
 //
 // Every metric is named pgbus_*, counters end in _total and durations are
 // in seconds. Labels that come from data stay bounded: at most

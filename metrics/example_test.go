@@ -35,6 +35,8 @@ func ExampleNew() {
 		panic(err)
 	}
 	client.HandleQueue("orders", func(ctx context.Context, job *engine.Job) error { return nil })
-	go func() { _ = http.ListenAndServe("127.0.0.1:9187", metrics.Mux(reg, svc)) }()
+	go func() {
+		_ = http.ListenAndServe("127.0.0.1:9187", metrics.Mux(reg, svc, metrics.ProbeOptions{Queues: []string{"orders"}}))
+	}()
 	_ = client.Run(ctx)
 }

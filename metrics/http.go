@@ -32,10 +32,14 @@ func Handler(g prometheus.Gatherer) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
-// Readiness is the body of /readyz: the health verdict and its reasons.
+// Readiness is the body of /readyz: whether the process is ready, and the
+// health verdict with its reasons.
 type Readiness struct {
-	// Status is ops.HealthOK, HealthDegraded or HealthStalled, or
-	// Unreachable when the database could not be asked.
+	// Ready is what the status code says: the database answers and no
+	// queue the process works is STALLED.
+	Ready bool `json:"ready"`
+	// Status is ops.HealthOK, HealthDegraded or HealthStalled, the verdict
+	// on every queue, or Unreachable when the database could not be asked.
 	Status  string        `json:"status"`
 	Reasons []ReadyReason `json:"reasons"`
 }
@@ -54,15 +58,32 @@ const Unreachable = "UNREACHABLE"
 // probeCache is how long one health verdict answers /readyz.
 const probeCache = time.Second
 
+// ProbeOptions say what /readyz answers for: the process it runs in.
+type ProbeOptions struct {
+	// Queues are the queues the process works. A STALLED reason about one
+	// of them (or about one of its priority levels) makes /readyz answer
+	// 503; a STALLED reason about another queue is in the body only, since
+	// neither holding this process back from a rollout nor restarting it
+	// mends a queue it does not work. A process that works no queue (an
+	// MCP server, a dashboard) is ready while the database answers.
+	Queues []string
+	// Logger gets the error of a database that does not answer: the body,
+	// served without a token, does not give it (it names the database's
+	// user, host and port).
+	Logger *slog.Logger
+}
+
 // Probes answers PathLivez (200 while the process serves) and PathReadyz:
-// 200 when the database answers and the health verdict of svc is OK or
-// DEGRADED, 503 when it is STALLED or the database cannot be asked, with a
-// Readiness as JSON. Other paths get 404.
-func Probes(svc *ops.Service) http.Handler {
+// 200 when the database answers and no queue of o.Queues is STALLED, else
+// 503, with a Readiness as JSON. Other paths get 404.
+func Probes(svc *ops.Service, o ProbeOptions) http.Handler {
 	if svc == nil {
 		panic("metrics.Probes: the operations layer is nil; make one with ops.New")
 	}
-	p := &probes{svc: svc}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &probes{svc: svc, opts: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc(PathLivez, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -73,7 +94,8 @@ func Probes(svc *ops.Service) http.Handler {
 }
 
 type probes struct {
-	svc *ops.Service
+	svc  *ops.Service
+	opts ProbeOptions
 
 	mu     sync.Mutex
 	at     time.Time
@@ -99,37 +121,41 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	h, err := p.svc.Health(ctx)
+	// Overview lists every reason, where Health may leave some out to
+	// keep an agent's response short: one about this process's queues
+	// must not be among those.
+	o, err := p.svc.Overview(ctx)
 	if err != nil {
-		msg, _ := ops.RedactText(err.Error())
 		// An error of this request's own context says nothing of the
 		// database: do not keep it.
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			p.at = time.Now()
+			p.opts.Logger.Warn("pgbus: /readyz: the database did not answer the health check", "err", err)
 		}
 		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
-			Code: "database_unreachable", Message: "the database did not answer the health check: " + msg + "; check that PostgreSQL runs and the connection settings"}}}
+			Code: "database_unreachable", Message: "the database did not answer the health check (the process's log has its error); check that PostgreSQL runs and the connection settings"}}}
 		return p.code, p.answer
 	}
-	out := Readiness{Status: h.Status, Reasons: make([]ReadyReason, len(h.Reasons))}
+	h := o.Health
+	out := Readiness{Ready: len(h.StalledFor(p.opts.Queues)) == 0, Status: h.Status, Reasons: make([]ReadyReason, len(h.Reasons))}
 	for i, r := range h.Reasons {
 		out.Reasons[i] = ReadyReason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message}
 	}
 	code := http.StatusOK
-	if h.Status == ops.HealthStalled {
+	if !out.Ready {
 		code = http.StatusServiceUnavailable
 	}
 	p.at, p.code, p.answer = time.Now(), code, out
 	return code, out
 }
 
-// Mux serves Handler(g) at PathMetrics and Probes(svc) at PathLivez and
+// Mux serves Handler(g) at PathMetrics and Probes(svc, o) at PathLivez and
 // PathReadyz; with a nil svc, only PathMetrics and PathLivez.
-func Mux(g prometheus.Gatherer, svc *ops.Service) *http.ServeMux {
+func Mux(g prometheus.Gatherer, svc *ops.Service, o ProbeOptions) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle(PathMetrics, Handler(g))
 	if svc != nil {
-		probes := Probes(svc)
+		probes := Probes(svc, o)
 		mux.Handle(PathLivez, probes)
 		mux.Handle(PathReadyz, probes)
 	} else {

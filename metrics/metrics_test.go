@@ -157,7 +157,7 @@ func TestScrapeAfterWorkload(t *testing.T) {
 	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	base := serve(t, metrics.Mux(reg, svc))
+	base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
 
 	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
 	client.HandleQueue(q, handle)
@@ -333,7 +333,7 @@ func TestBreakerMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	base := serve(t, metrics.Mux(reg, svc))
+	base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
 	var failing sync.Map
 	failing.Store("on", true)
 	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
@@ -412,7 +412,7 @@ func TestPriorityQueueCountedUnderItsName(t *testing.T) {
 	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	base := serve(t, metrics.Mux(reg, svc))
+	base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
 	client := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
 	client.HandleQueue(q, handle)
 	for p := range 2 {
@@ -447,5 +447,5 @@ func TestProbesWithoutOps(t *testing.T) {
 			t.Fatalf("Probes(nil) recovered %v; want a panic saying to make one with ops.New", r)
 		}
 	}()
-	metrics.Probes(nil)
+	metrics.Probes(nil, metrics.ProbeOptions{})
 }

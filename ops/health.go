@@ -79,6 +79,22 @@ func (s *Service) Health(ctx context.Context) (Health, error) {
 	return h, nil
 }
 
+// StalledFor returns the STALLED reasons of h about the queues named (a
+// priority level's count as its queue's): what a process that works those
+// queues is failing at, where the rest of h is about other processes.
+func (h Health) StalledFor(queues []string) []HealthReason {
+	var out []HealthReason
+	for _, r := range h.Reasons {
+		if r.Status != HealthStalled || r.Queue == "" {
+			continue
+		}
+		if slices.ContainsFunc(servedAs(r.Queue), func(q string) bool { return slices.Contains(queues, q) }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Overview is the health verdict and the stats of every queue, from one
 // read of the queues, so that the two agree.
 type Overview struct {

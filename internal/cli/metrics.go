@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -38,11 +39,11 @@ func (a *app) resolveMetricsAddr(fs *pflag.FlagSet, addr *string) error {
 // startMonitor makes the process's monitor when anything will serve it
 // (an address given, or need) and serves it on addr when given; stop
 // stops that server.
-func (a *app) startMonitor(ctx context.Context, svc *ops.Service, addr string, need bool) (mon *runner.Monitor, stop func(), err error) {
+func (a *app) startMonitor(ctx context.Context, svc *ops.Service, addr string, need bool, queues []config.WorkQueue) (mon *runner.Monitor, stop func(), err error) {
 	if addr == "" && !need {
 		return nil, func() {}, nil
 	}
-	mon = runner.NewMonitor(svc, a.log)
+	mon = runner.NewMonitor(svc, a.log, queues)
 	if addr == "" {
 		return mon, func() {}, nil
 	}

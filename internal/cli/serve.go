@@ -74,8 +74,8 @@ runs no workers and only answers agents.
 
 Monitoring: over http and sse the same address serves Prometheus metrics at
 /metrics (with the bearer token, when one is set) and the probes /livez and
-/readyz (without it; /readyz answers 503 while the health verdict is
-STALLED). --metrics-addr serves the three on a port of their own, over any
+/readyz (without it; /readyz answers 503 while the database does not
+answer or a queue the embedded workers work is STALLED). --metrics-addr serves the three on a port of their own, over any
 transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
@@ -203,7 +203,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()
-	mon, stopMonitor, err := a.startMonitor(ctx, sess.ops, f.metricsAddr, f.transport != mcpserver.TransportStdio)
+	mon, stopMonitor, err := a.startMonitor(ctx, sess.ops, f.metricsAddr, f.transport != mcpserver.TransportStdio, queues)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -22,15 +23,16 @@ type Monitor struct {
 	Metrics  *metrics.Metrics
 	Registry *prometheus.Registry
 	ops      *ops.Service
+	probes   metrics.ProbeOptions
 }
 
 // NewMonitor makes the monitor of a process whose operations layer is
-// svc.
-func NewMonitor(svc *ops.Service, log *slog.Logger) *Monitor {
+// svc and which works queues (none for a process that only serves).
+func NewMonitor(svc *ops.Service, log *slog.Logger, queues []config.WorkQueue) *Monitor {
 	m := metrics.New(metrics.Options{Ops: svc, Logger: log})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Monitor{Metrics: m, Registry: reg, ops: svc}
+	return &Monitor{Metrics: m, Registry: reg, ops: svc, probes: metrics.ProbeOptions{Queues: queueNames(queues), Logger: log}}
 }
 
 // Observers are the engine observers that count a client's jobs: none for
@@ -46,7 +48,7 @@ func (m *Monitor) Observers() []engine.Observer {
 func (m *Monitor) MetricsHandler() http.Handler { return metrics.Handler(m.Registry) }
 
 // ProbesHandler answers /livez and /readyz.
-func (m *Monitor) ProbesHandler() http.Handler { return metrics.Probes(m.ops) }
+func (m *Monitor) ProbesHandler() http.Handler { return metrics.Probes(m.ops, m.probes) }
 
 // Serve serves /metrics, /livez and /readyz on addr (--metrics-addr) in
 // the background until the function it returns is called, and returns the
@@ -64,7 +66,7 @@ func (m *Monitor) Serve(ctx context.Context, addr string, log *slog.Logger) (sto
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := metrics.Serve(ctx, ln, metrics.Mux(m.Registry, m.ops), log); err != nil && !errors.Is(err, context.Canceled) {
+		if err := metrics.Serve(ctx, ln, metrics.Mux(m.Registry, m.ops, m.probes), log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("pgbus: the metrics server stopped; scrapes of --metrics-addr fail until the process restarts", "err", err)
 		}
 	}()

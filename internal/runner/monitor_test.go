@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // get GETs url with headers and returns the status and body.
@@ -66,8 +69,8 @@ func TestReadyzFlipsWithStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mon := runner.NewMonitor(svc, nil)
 	q := pgtest.NewFastQueue(t, st, "stall", nil)
+	mon := runner.NewMonitor(svc, nil, []config.WorkQueue{{Name: q}})
 	release := make(chan struct{})
 	client := pgtest.NewClient(t, st, q, func(c *engine.Config) {
 		c.Queues[0].Concurrency = 1
@@ -112,6 +115,93 @@ func TestReadyzFlipsWithStall(t *testing.T) {
 	}
 }
 
+// /readyz answers for the process it runs in: a queue STALLED for want of
+// workers is in the body of every process, but only a process that works
+// it (or one of its priority levels) answers 503; the others, a process
+// that works no queue included, stay ready.
+func TestReadyzAnswersForItsOwnQueues(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pgtest.Context(t)
+	unworked := pgtest.NewFastQueue(t, st, "nobody", nil)
+	mine := pgtest.NewFastQueue(t, st, "mine", nil)
+	levels := pgtest.Name("lvl")
+	if err := st.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{unworked, levels + "_p1"} {
+		if _, err := st.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{"n": 1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		works []string
+		ready bool
+	}{{nil, true}, {[]string{mine}, true}, {[]string{mine, unworked}, false}, {[]string{levels}, false}} {
+		queues := make([]config.WorkQueue, len(c.works))
+		for i, q := range c.works {
+			queues[i].Name = q
+		}
+		code, r := readyz(t, serveMonitor(t, runner.NewMonitor(svc, nil, queues)))
+		want := http.StatusOK
+		if !c.ready {
+			want = http.StatusServiceUnavailable
+		}
+		if code != want || r.Ready != c.ready || r.Status != ops.HealthStalled {
+			t.Errorf("/readyz of a process working %v: %d ready=%v status %s, want %d ready=%v status STALLED", c.works, code, r.Ready, r.Status, want, c.ready)
+		}
+		var stalled []string
+		for _, reason := range r.Reasons {
+			if reason.Code == "no_workers" {
+				stalled = append(stalled, reason.Queue)
+			}
+		}
+		if !slices.Contains(stalled, unworked) || len(stalled) != 2 {
+			t.Errorf("/readyz of a process working %v lists no_workers on %v, want %s and %s's level", c.works, stalled, unworked, levels)
+		}
+	}
+}
+
+// When the database does not answer, /readyz, served without a token,
+// answers 503 without the database's error (it names the user, host and
+// database); the process's log has it.
+func TestReadyzKeepsDatabaseDetailsToTheLog(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log pgtest.SyncBuffer
+	mon := runner.NewMonitor(svc, slog.New(slog.NewTextHandler(&log, nil)), nil)
+	base := serveMonitor(t, mon)
+	if code, r := readyz(t, base); code != http.StatusOK || !r.Ready {
+		t.Fatalf("/readyz with the database up: %d %+v", code, r)
+	}
+	var name string
+	if err := st.Pool().QueryRow(pgtest.Context(t), "SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, pgtest.URL(t), "DROP DATABASE "+name+" WITH (FORCE)")
+	var code int
+	var body string
+	pgtest.Eventually(t, time.Minute, "/readyz to answer 503", func() bool {
+		code, body = get(t, base+metrics.PathReadyz, nil)
+		return code == http.StatusServiceUnavailable
+	})
+	if !strings.Contains(body, "database_unreachable") || !strings.Contains(body, "log") {
+		t.Errorf("/readyz body %s: want database_unreachable, pointing at the log", body)
+	}
+	if strings.Contains(body, name) || strings.Contains(body, "user=") {
+		t.Errorf("/readyz body names the database: %s", body)
+	}
+	if !strings.Contains(log.String(), name) {
+		t.Errorf("the log does not have the database's error:\n%s", log.String())
+	}
+}
+
 // serveMonitor serves the monitor's endpoints as --metrics-addr does, on
 // a loopback port, and returns the base URL.
 func serveMonitor(t *testing.T, mon *runner.Monitor) string {
@@ -136,7 +226,7 @@ func TestServeHTTPMetricsAndProbes(t *testing.T) {
 	}
 	const token = "0123456789abcdef0123456789abcdef"
 	addrs := make(chan net.Addr, 1)
-	cfg := runner.MCPConfig{Transport: mcpserver.TransportHTTP, Logger: slog.New(slog.DiscardHandler), Monitor: runner.NewMonitor(svc, nil),
+	cfg := runner.MCPConfig{Transport: mcpserver.TransportHTTP, Logger: slog.New(slog.DiscardHandler), Monitor: runner.NewMonitor(svc, nil, nil),
 		HTTP: mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: token, Ready: func(a net.Addr) { addrs <- a }}}
 	done := make(chan error, 1)
 	go func() { done <- runner.ServeMCP(ctx, st, cfg) }()
