@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -394,5 +395,22 @@ func TestAbandonedAttemptEndsItsSpan(t *testing.T) {
 	}
 	if pgtest.Live(t, s, q) != 1 {
 		t.Fatal("the abandoned message is not in the queue")
+	}
+}
+
+// New(nil) records with the global provider, as otel.SetTracerProvider
+// set it, instead of panicking at its first span.
+func TestNewWithoutProviderUsesTheGlobalOne(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	done := tracing.New(nil).Sending(context.Background(), "orders", &engine.SendOptions{})
+	done(1, nil)
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != "send orders" {
+		t.Fatalf("spans recorded through the global provider: %v, want one send orders", spans)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -77,8 +78,12 @@ type Tracer struct {
 
 var _ engine.SendObserver = (*Tracer)(nil)
 
-// New returns a Tracer recording with tp.
+// New returns a Tracer recording with tp; a nil tp is the global
+// provider (otel.GetTracerProvider), as set by otel.SetTracerProvider.
 func New(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
 	return &Tracer{tracer: tp.Tracer(ScopeName)}
 }
 
