@@ -381,10 +381,18 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	args := []any{r.id, p, target, r.dlq}
 	headers, from := sqlDeadRetryHeaders, "d"
-	sql := `WITH d AS (
-		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
+	// A message with an idempotency key takes the lock a keyed send to
+	// target takes (sendOneKeyed) before it moves: a send with the key
+	// then waits for the retry and finds its message, instead of adding a
+	// second live message with the key beside it. The scalar subquery
+	// makes the lock come before the delete.
+	key := `headers->>'` + HeaderIdempotencyKey + `'`
+	sql := fmt.Sprintf(`WITH d AS (
+		DELETE FROM %[1]s WHERE msg_id = $1 AND (SELECT count(*) FROM (
+			SELECT pg_advisory_xact_lock(hashtextextended($3::text || chr(1) || (%[2]s), 0)) FROM %[1]s
+			WHERE msg_id = $1 AND jsonb_typeof(headers) = 'object' AND octet_length(%[2]s) BETWEEN 1 AND %[3]d) keyed) >= 0
 		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
-	)`
+	)`, queueTable(r.dlq), key, MaxIdempotencyKeyBytes)
 	if tc != nil {
 		parent, state := len(args)+1, len(args)+2
 		if p != nil {

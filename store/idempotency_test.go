@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -199,5 +201,51 @@ func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
 	}
 	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.idempotency_keys WHERE queue_name = $1`, q); n != 2 {
 		t.Fatalf("%d keys on the queue, want charge-7 and refund-9 only", n)
+	}
+}
+
+// A retry out of the DLQ takes the lock a keyed send to its queue takes:
+// while a send of the key holds it, the retry waits, so that the send and
+// the retry see each other's message and never both make a live one.
+func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	const key = "invoice-31"
+	sent, err := s.Send(ctx, q, keyedWithHeader(`1`, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadIDs(t, s, q, dlq, []int64{sent}, "Boom", store.ReasonNonRetryable)[0]
+
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// The lock of a send of the key to q, held as a send holds it.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, q, key); err != nil {
+		t.Fatal(err)
+	}
+	retried := make(chan error, 1)
+	go func() {
+		_, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
+		retried <- err
+	}()
+	pgtest.Eventually(t, time.Minute, "the retry to wait for the send's lock", func() bool {
+		return dlCount(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%`+dlq+`%'`) == 1
+	})
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("%d messages in %s while the send held its lock, want the retry waiting", n, q)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-retried; err != nil {
+		t.Fatalf("retry after the send: %v", err)
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Fatalf("%d messages in %s after the retry, want 1", n, q)
 	}
 }
