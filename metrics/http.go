@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +41,16 @@ type Readiness struct {
 	Ready bool `json:"ready"`
 	// Status is ops.HealthOK, HealthDegraded or HealthStalled, the verdict
 	// on every queue, or Unreachable when the database could not be asked.
-	Status  string        `json:"status"`
+	Status string `json:"status"`
+	// Reasons are the verdict's reasons, those that make the process
+	// unready first, at most MaxReadyReasons; Omitted counts the rest.
 	Reasons []ReadyReason `json:"reasons"`
+	Omitted int           `json:"omitted,omitempty"`
 }
+
+// MaxReadyReasons bounds the reasons of a Readiness: the body is served
+// without a token, and pgbus health lists them all.
+const MaxReadyReasons = 20
 
 // ReadyReason is one reason of a verdict that is not OK.
 type ReadyReason struct {
@@ -137,9 +145,17 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 		return p.code, p.answer
 	}
 	h := o.Health
-	out := Readiness{Ready: len(h.StalledFor(p.opts.Queues)) == 0, Status: h.Status, Reasons: make([]ReadyReason, len(h.Reasons))}
-	for i, r := range h.Reasons {
-		out.Reasons[i] = ReadyReason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message}
+	own := h.StalledFor(p.opts.Queues)
+	out := Readiness{Ready: len(own) == 0, Status: h.Status, Reasons: []ReadyReason{}}
+	isOwn := func(r ops.HealthReason) bool {
+		return slices.ContainsFunc(own, func(o ops.HealthReason) bool { return o.Code == r.Code && o.Queue == r.Queue })
+	}
+	for _, r := range slices.Concat(own, slices.DeleteFunc(slices.Clone(h.Reasons), isOwn)) {
+		if len(out.Reasons) == MaxReadyReasons {
+			out.Omitted++
+			continue
+		}
+		out.Reasons = append(out.Reasons, ReadyReason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message})
 	}
 	code := http.StatusOK
 	if !out.Ready {

@@ -274,11 +274,11 @@ func (v *viewer) replacedPayload(msg string) string {
 	if !v.showPay {
 		return head + payloadReplacedMarker + "[hidden: payloads are not shown]"
 	}
-	red, n, ok := RedactJSON(json.RawMessage(orig))
+	// The markers are counted with the rest of the error text (text).
+	red, _, ok := RedactJSON(json.RawMessage(orig))
 	if !ok {
 		return head + payloadReplacedMarker + "[hidden: cut short in the history, so secrets in it could not be redacted]"
 	}
-	v.redacted += n
 	return head + payloadReplacedMarker + string(red)
 }
 

@@ -210,6 +210,7 @@ func deadLetterSQL(queue, dlq string) string {
 			(SELECT f.attempt, f.error_class, f.error_message, f.backtrace, f.failed_at
 			 FROM pgbus.failures f
 			 WHERE i.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
+			   AND f.error_class <> '` + PayloadReplacedClass + `'
 			 ORDER BY f.id DESC LIMIT 1)
 		) lf ON true
 		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src

@@ -16,10 +16,17 @@ type deadRef struct {
 	at     time.Time
 	source string // the block's source_queue; "" when none
 	group  string // the x-pgmq-group header; "" when none
+	keyed  bool   // it carries an idempotency key a send could have written
 }
 
-const deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
-	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp`
+var deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
+	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp, ` + sqlDeadKeyed
+
+// sqlDeadKeyed tells whether a dead message's headers carry an
+// idempotency key that a send could have written, which a retry hands on
+// (sqlDeadRetryKey).
+var sqlDeadKeyed = fmt.Sprintf(`coalesce(jsonb_typeof(headers) = 'object' AND octet_length(headers->>'%s') BETWEEN 1 AND %d, false)`,
+	HeaderIdempotencyKey, MaxIdempotencyKeyBytes)
 
 func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
 	rows, err := s.reads.Query(ctx, sql, args...)
@@ -28,7 +35,7 @@ func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]de
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
 		var d deadRef
-		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group)
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group, &d.keyed)
 		return d, err
 	})
 }

@@ -153,6 +153,11 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 			if done != nil {
 				dones = append(dones, done)
 			}
+			if r.keyed {
+				if err := lockDeadKey(ctx, tx, r, moved[i].Queue); err != nil {
+					return err
+				}
+			}
 			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc)
 			if err != nil {
 				return err
@@ -251,12 +256,12 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 	if err != nil {
 		return deadRetryOutcome{target: target, err: err}
 	}
-	newID, err := deadRetryOne(ctx, s.db, r, target, opts.Payload, tc)
+	newID, err := s.retryOne(ctx, r, target, opts.Payload, tc)
 	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
-		newID, err = deadRetryOne(ctx, s.db, r, target, opts.Payload, tc)
+		newID, err = s.retryOne(ctx, r, target, opts.Payload, tc)
 	}
 	if done != nil {
 		done(target, newID, err)
@@ -312,6 +317,39 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 		return base
 	}
 	return ""
+}
+
+// retryOne is deadRetryOne on its own: a message with an idempotency key
+// moves in a transaction that takes the key's lock first (lockDeadKey).
+func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage, tc *TraceContext) (int64, error) {
+	if !r.keyed {
+		return deadRetryOne(ctx, s.db, r, target, payload, tc)
+	}
+	var id int64
+	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockDeadKey(ctx, tx, r, target); err != nil {
+			return err
+		}
+		var err error
+		id, err = deadRetryOne(ctx, tx, r, target, payload, tc)
+		return err
+	})
+	return id, err
+}
+
+// lockDeadKey takes in tx the lock that a send of dead message r's
+// idempotency key to target takes (sendOneKeyed). A send of the key that
+// comes during the retry then waits for it and finds its message; the
+// retry's statement, which comes after the lock with a snapshot of its
+// own, sees a send that came first, and leaves the key with that send's
+// message.
+func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || (headers->>'`+HeaderIdempotencyKey+`'), 0))
+		FROM `+queueTable(r.dlq)+` WHERE msg_id = $2 AND `+sqlDeadKeyed, target, r.id)
+	if err != nil {
+		return fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
+	}
+	return nil
 }
 
 // deadRetryOne moves one message out of its DLQ in one statement, so it is
@@ -381,18 +419,10 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	args := []any{r.id, p, target, r.dlq}
 	headers, from := sqlDeadRetryHeaders, "d"
-	// A message with an idempotency key takes the lock a keyed send to
-	// target takes (sendOneKeyed) before it moves: a send with the key
-	// then waits for the retry and finds its message, instead of adding a
-	// second live message with the key beside it. The scalar subquery
-	// makes the lock come before the delete.
-	key := `headers->>'` + HeaderIdempotencyKey + `'`
-	sql := fmt.Sprintf(`WITH d AS (
-		DELETE FROM %[1]s WHERE msg_id = $1 AND (SELECT count(*) FROM (
-			SELECT pg_advisory_xact_lock(hashtextextended($3::text || chr(1) || (%[2]s), 0)) FROM %[1]s
-			WHERE msg_id = $1 AND jsonb_typeof(headers) = 'object' AND octet_length(%[2]s) BETWEEN 1 AND %[3]d) keyed) >= 0
+	sql := `WITH d AS (
+		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
 		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
-	)`, queueTable(r.dlq), key, MaxIdempotencyKeyBytes)
+	)`
 	if tc != nil {
 		parent, state := len(args)+1, len(args)+2
 		if p != nil {

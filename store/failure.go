@@ -70,8 +70,8 @@ type FailureRecord struct {
 	FailedAt time.Time `json:"failed_at"`
 }
 
-// bounded returns the failure as the history keeps it: its error text with
-// secrets hidden, cut to size.
+// bounded returns the failure as the history keeps it: its error text and
+// the downstream's output with secrets hidden, cut to size.
 //
 // Error text is stored redacted, unlike payloads and headers, which a
 // retry needs whole: no reader of pgbus shows it unredacted, and a filter
@@ -79,8 +79,8 @@ type FailureRecord struct {
 // would tell whoever may list dead messages, guess by guess, what the
 // [REDACTED] they are shown hides.
 func (f Failure) bounded() Failure {
-	f.ErrorMessage = truncate(storedText(f.ErrorMessage), HistoryErrorMessageMax)
-	f.Backtrace = truncate(storedText(f.Backtrace), HistoryBacktraceMax)
+	f.ErrorMessage = storedText(f.ErrorMessage, HistoryErrorMessageMax)
+	f.Backtrace = storedText(f.Backtrace, HistoryBacktraceMax)
 	if f.ErrorClass == "" {
 		f.ErrorClass = "error"
 	}
@@ -89,29 +89,33 @@ func (f Failure) bounded() Failure {
 	if utf8.RuneCountInString(f.Detail.Output) > FailureOutputMax {
 		f.Detail.OutputTruncated = true
 	}
-	f.Detail.Output = truncate(f.Detail.Output, FailureOutputMax)
+	f.Detail.Output = storedText(f.Detail.Output, FailureOutputMax)
 	f.Detail.OutputSource = truncate(f.Detail.OutputSource, 40)
 	return f
 }
 
-// redactBound bounds the error text that is redacted before it is cut to
-// what the history keeps, which is far less: hiding secrets costs time in
-// proportion to the length of the text.
-const redactBound = 1 << 20
+// storedTextMargin is how far past what is kept a text is redacted
+// before it is cut: far enough that a secret across the cut is still
+// recognised as one (a URL's password only by the @ after it). Redacting
+// the whole of a long text would cost time in proportion to its length.
+const storedTextMargin = 1024
 
-// storedText is error text s with its secrets hidden. Text past
-// redactBound is dropped first, back to the end of a line, so that no
-// secret is cut in two (secrets do not span lines) and left unrecognised.
-func storedText(s string) string {
-	if len(s) > redactBound {
-		s = s[:redactBound]
-		if i := strings.LastIndexByte(s, '\n'); i > 0 {
-			s = s[:i]
+// storedText is s as kept: its first max characters (runes) with secrets
+// hidden, the cut marked with an ellipsis.
+func storedText(s string, max int) string {
+	n, clipped := 0, false
+	for i := range s {
+		if n == max+storedTextMargin {
+			s, clipped = s[:i], true
+			break
 		}
-		s += "\n…"
+		n++
 	}
-	out, _ := redact.Text(s)
-	return out
+	s, _ = redact.Text(s)
+	if clipped {
+		s += "…"
+	}
+	return truncate(s, max)
 }
 
 // BlockErrorMessage cuts an error message to what the dead-letter block keeps.

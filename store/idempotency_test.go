@@ -204,48 +204,70 @@ func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
 	}
 }
 
-// A retry out of the DLQ takes the lock a keyed send to its queue takes:
-// while a send of the key holds it, the retry waits, so that the send and
-// the retry see each other's message and never both make a live one.
+// A retry out of the DLQ takes the lock a keyed send to its queue takes,
+// by ids and by a guarded filter alike: while a send of the key holds it,
+// the retry waits; once that send has written its message, the retry sees
+// it and leaves the key with it, so a later send of the key returns the
+// message first sent, not the retried one.
 func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
-	s := testStore(t)
 	ctx := testContext(t)
-	q := newQueue(t, s)
-	dlq := store.DLQName(q)
-	const key = "invoice-31"
-	sent, err := s.Send(ctx, q, keyedWithHeader(`1`, key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := deadIDs(t, s, q, dlq, []int64{sent}, "Boom", store.ReasonNonRetryable)[0]
+	for _, guarded := range []bool{false, true} {
+		s := testStore(t)
+		q := newQueue(t, s)
+		dlq := store.DLQName(q)
+		const key = "invoice-31"
+		sent, err := s.Send(ctx, q, keyedWithHeader(`1`, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := deadIDs(t, s, q, dlq, []int64{sent}, "Boom", store.ReasonNonRetryable)[0]
+		retry := func() error {
+			if !guarded {
+				_, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
+				return err
+			}
+			dry, err := s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{DryRun: true})
+			if err != nil {
+				return err
+			}
+			_, err = s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{Expect: dry.Token})
+			return err
+		}
 
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	// The lock of a send of the key to q, held as a send holds it.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, q, key); err != nil {
-		t.Fatal(err)
-	}
-	retried := make(chan error, 1)
-	go func() {
-		_, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
-		retried <- err
-	}()
-	pgtest.Eventually(t, time.Minute, "the retry to wait for the send's lock", func() bool {
-		return dlCount(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%`+dlq+`%'`) == 1
-	})
-	if n := pgtest.Live(t, s, q); n != 0 {
-		t.Fatalf("%d messages in %s while the send held its lock, want the retry waiting", n, q)
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-retried; err != nil {
-		t.Fatalf("retry after the send: %v", err)
-	}
-	if n := pgtest.Live(t, s, q); n != 1 {
-		t.Fatalf("%d messages in %s after the retry, want 1", n, q)
+		// A send of the key, held open after taking its lock, as
+		// sendOneKeyed takes it.
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, q, key); err != nil {
+			t.Fatal(err)
+		}
+		retried := make(chan error, 1)
+		go func() { retried <- retry() }()
+		pgtest.Eventually(t, time.Minute, "the retry to wait for the send's lock", func() bool {
+			return dlCount(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%`+dlq+`%'`) == 1
+		})
+		var first int64
+		if err := tx.QueryRow(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers) VALUES (now(), '2', jsonb_build_object($1::text, $2::text)) RETURNING msg_id`,
+			store.HeaderIdempotencyKey, key).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id) VALUES ($1, $2, $3)
+			ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id`, q, key, first); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-retried; err != nil {
+			t.Fatalf("guarded %v: retry after the send: %v", guarded, err)
+		}
+		if n := pgtest.Live(t, s, q); n != 2 {
+			t.Fatalf("guarded %v: %d messages in %s, want the one sent and the one retried", guarded, n, q)
+		}
+		if again, err := s.Send(ctx, q, keyedWithHeader(`3`, key)); err != nil || again != first {
+			t.Fatalf("guarded %v: send of the key after the retry = %d, %v; want the message first sent, %d", guarded, again, err, first)
+		}
 	}
 }

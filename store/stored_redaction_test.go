@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -89,22 +90,96 @@ func TestTextFilterCannotTestGuessesAtSecrets(t *testing.T) {
 	}
 }
 
-// A secret in an error message of several megabytes is hidden too, and
-// what is stored is cut to the history's limit.
-func TestHugeErrorTextIsRedactedBeforeItIsCut(t *testing.T) {
+// Error text is redacted before it is cut to what is kept: a URL whose
+// password runs across the cut keeps no part of the password (cut first,
+// the @ that marks it as one would be gone). An error message of
+// megabytes is stored cut to the history's limit, its secrets hidden.
+func TestErrorTextIsRedactedBeforeItIsCut(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s)
-	const token = "sk_live_AbCdEf0123456789"
-	huge := "api_key=" + token + "\n" + strings.Repeat(strings.Repeat("x", 99)+"\n", 30_000)
-	pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: huge, Trace: huge})
+	const password = "hunter2-Zq9xW-longer-than-the-rest"
+	across := func(max int) string {
+		return strings.Repeat("x", max-30) + " https://ops:" + password + "@api.example.com/v1 failed"
+	}
+	huge := "api_key=sk_live_AbCdEf0123456789\n" + strings.Repeat(strings.Repeat("y", 99)+"\n", 30_000)
+	ids := pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Kind: "k", Message: across(store.HistoryErrorMessageMax), Trace: across(store.HistoryBacktraceMax)},
+		pgtest.DeadSpec{Kind: "k", Message: huge, Trace: huge})
 	stored := storedErrorText(t, s, q)
-	if strings.Contains(stored, token) || strings.Contains(stored, token[8:]) {
-		t.Fatalf("the secret of a %d-byte error message was stored", len(huge))
+	for _, leak := range []string{password[:8], "sk_live_AbCdEf"} {
+		if strings.Contains(stored, leak) {
+			t.Errorf("the stored error text holds %q", leak)
+		}
 	}
 	if !strings.Contains(stored, "api_key="+redact.Marker) {
-		t.Errorf("the stored text lost its redacted key: %.200s", stored)
+		t.Errorf("the stored text lost its redacted key")
 	}
-	if n := len(stored); n > 2*(store.HistoryErrorMessageMax+store.HistoryBacktraceMax)+4*store.BlockErrorMessageMax {
-		t.Errorf("stored %d bytes of error text for one message, want it cut to the limits", n)
+	var longest int
+	if err := s.Pool().QueryRow(testContext(t), `SELECT max(length(error_message)) FROM pgbus.failures WHERE queue_name = $1`, store.DLQName(q)).Scan(&longest); err != nil {
+		t.Fatal(err)
+	}
+	if longest != store.HistoryErrorMessageMax {
+		t.Errorf("the longest stored error message has %d characters, want it cut to %d", longest, store.HistoryErrorMessageMax)
+	}
+	_, block := dlBlock(t, s, store.DLQName(q), ids[0])
+	if msg := dlString(t, block, "error_message"); !strings.HasSuffix(msg, "…") || strings.Contains(msg, password[:8]) {
+		t.Errorf("block error_message ends %q", msg[len(msg)-40:])
+	}
+}
+
+// A message retried with a corrected payload, that then dies without a
+// failure of its own (its deadline passed), does not get the history's
+// note of the replacement, which quotes the original payload whole, as
+// its block's error: the block would show a payload where an error is
+// expected, and the text filter would match the secrets in it.
+func TestBlockErrorIsNeverTheReplacedPayload(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	const secret = "hunter2-Zq9xW"
+	dead := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "card declined", Payload: `{"password": "` + secret + `", "n": 1}`})
+	rep, err := s.RetryDead(ctx, dlq, dead, store.RetryOptions{Payload: json.RawMessage(`{"n": 2}`)})
+	if err != nil || len(rep.Moved) != 1 {
+		t.Fatalf("retry with a corrected payload = %+v, %v", rep, err)
+	}
+	back := rep.Moved[0].MsgID
+	moved, err := s.DeadLetterMany(ctx, q, dlq, store.SourceWorker, []store.DeadLetterItem{{MsgID: back, Reason: store.ReasonDeadlineExceeded, MaxRetries: 5}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter at the deadline = %v, %v", moved, err)
+	}
+	_, block := dlBlock(t, s, dlq, moved[0].DLQMsgID)
+	if msg, _ := block["error_message"].(string); strings.Contains(msg, secret) || strings.Contains(msg, "Original payload") || msg != "card declined" {
+		t.Errorf("block error_message %q, want the last failure's, card declined", msg)
+	}
+	page, err := s.ListDead(ctx, store.DeadFilter{Queue: q, Text: secret}, "", 10)
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("text %q matched %d dead messages (%v), want 0", secret, len(page.Items), err)
+	}
+}
+
+// A downstream's output kept with a failure (engine.OutputError, which a
+// handler of its own fills as it likes) is stored with its secrets hidden,
+// as the built-in handlers' already is.
+func TestFailureOutputIsStoredRedacted(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "hunter2-Zq9xW"
+	out := "HTTP/1.1 401\nWWW-Authenticate: Bearer\n{\"error\": \"bad token\", \"token\": \"" + secret + "\"}"
+	if _, err := s.DeadLetterMany(ctx, q, store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5,
+		Failure: &store.Failure{Attempt: 1, Kind: "k", ErrorClass: "http.401", ErrorMessage: "unauthorized", Detail: store.FailureDetail{Output: out, OutputSource: "response_body"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := s.Pool().QueryRow(ctx, `SELECT detail->>'output' FROM pgbus.failures WHERE queue_name = $1`, store.DLQName(q)).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, secret) || !strings.Contains(stored, `"error": "bad token"`) || !strings.Contains(stored, redact.Marker) {
+		t.Errorf("stored output %q, want the token hidden and the rest kept", stored)
 	}
 }

@@ -130,7 +130,8 @@ file's retry settings. Queues named only on the command line must exist
 Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).
 
 --metrics-addr HOST:PORT serves Prometheus metrics at /metrics and the probes
-/livez and /readyz (503 while a queue it works is STALLED) while working.`,
+/livez and /readyz (503 while the database does not answer or a queue it
+works is STALLED) while working.`,
 		Example: `  pgbus work --queue demo_orders --queue demo_emails:4 --handler demo
   pgbus work --config pgbus.yaml
   PGBUS_QUEUES=demo_orders PGBUS_HANDLER=demo pgbus work --until-idle

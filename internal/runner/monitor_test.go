@@ -165,6 +165,37 @@ func TestReadyzAnswersForItsOwnQueues(t *testing.T) {
 	}
 }
 
+// The body of /readyz lists at most MaxReadyReasons reasons, those of the
+// process's own queues first, and counts the rest.
+func TestReadyzBodyIsBounded(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pgtest.Context(t)
+	var queues []string
+	for range metrics.MaxReadyReasons + 5 {
+		q := pgtest.NewFastQueue(t, st, "many", nil)
+		if _, err := st.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	mine := queues[len(queues)-1] // listed last of the verdict's reasons, or near it
+	code, r := readyz(t, serveMonitor(t, runner.NewMonitor(svc, nil, []config.WorkQueue{{Name: mine}})))
+	if code != http.StatusServiceUnavailable || r.Ready {
+		t.Fatalf("/readyz of a process whose queue is STALLED: %d ready=%v", code, r.Ready)
+	}
+	if len(r.Reasons) != metrics.MaxReadyReasons || r.Omitted != len(queues)-metrics.MaxReadyReasons {
+		t.Fatalf("/readyz lists %d reasons and omits %d; want %d and %d", len(r.Reasons), r.Omitted, metrics.MaxReadyReasons, len(queues)-metrics.MaxReadyReasons)
+	}
+	if r.Reasons[0].Queue != mine || r.Reasons[0].Code != "no_workers" {
+		t.Fatalf("/readyz lists first %+v, want no_workers on the process's own queue %s", r.Reasons[0], mine)
+	}
+}
+
 // When the database does not answer, /readyz, served without a token,
 // answers 503 without the database's error (it names the user, host and
 // database); the process's log has it.
