@@ -89,7 +89,11 @@ func TestMixedTrafficOnRealPGMQ(t *testing.T) {
 		t.Fatalf("payments got a row in pgbus.queues; it should keep the defaults")
 	}
 
-	// The flaky message waits the default backoff: 5s after its failure.
+	// The flaky message waits the default backoff: 5s after its failure,
+	// which its worker may record after the others' outcomes.
+	pgtest.Eventually(t, 20*time.Second, "the flaky message's failure recorded", func() bool {
+		return len(failures(t, s, "payments", flaky)) > 0
+	})
 	fails := failures(t, s, "payments", flaky)
 	if len(fails) != 1 || fails[0].RetryAt == nil {
 		t.Fatalf("failures of the flaky message = %+v, want one with a retry time", fails)
