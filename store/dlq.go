@@ -203,7 +203,10 @@ type RetryFailure struct {
 	DLQ      string `json:"dlq"`
 	DLQMsgID int64  `json:"dlq_msg_id"`
 	Error    string `json:"error"`
-	NotFound bool   `json:"not_found,omitempty"`
+	// NotFound says the message had left its DLQ when it was to move:
+	// another call retried or discarded it. A message whose queue is gone
+	// is a failure like any other.
+	NotFound bool `json:"not_found,omitempty"`
 }
 
 // RetriedMessage is one message moved out of a DLQ. MsgID is its new id in
@@ -227,7 +230,7 @@ func (r *RetryReport) moved(m RetriedMessage) {
 func (r *RetryReport) fail(dlq string, id int64, err error) {
 	r.Failed++
 	if len(r.Failures) < MaxRetryMoved {
-		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: errors.Is(err, ErrNotFound)})
+		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: IsDeadGone(err)})
 	}
 	if r.firstErr == nil {
 		r.firstErr = err
@@ -368,5 +371,17 @@ func isUndefinedTable(err error) bool {
 
 func deadGoneErr(dlq string, id int64) error {
 	base := deadBaseOf(dlq)
-	return notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already", base, id)
+	return deadGone{notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already", base, id)}
 }
+
+// deadGone is the error of a dead message no longer in its DLQ; it is an
+// ErrNotFound.
+type deadGone struct{ err error }
+
+func (e deadGone) Error() string { return e.err.Error() }
+func (e deadGone) Unwrap() error { return e.err }
+
+// IsDeadGone reports whether err says a dead message is no longer in its
+// DLQ (retried or discarded already), rather than that something else,
+// such as the queue it would go back to, is missing.
+func IsDeadGone(err error) bool { return errors.As(err, new(deadGone)) }
