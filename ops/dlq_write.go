@@ -40,6 +40,11 @@ type DLQRetryRequest struct {
 	// means every dead message of every DLQ; without it such a request is
 	// refused, since an empty selection is more often a caller's mistake.
 	All bool
+	// ClearDeadline removes the deadline (pgbus_deadline) of the messages
+	// it moves, so that they run however late it is. Without it a message
+	// whose deadline has passed is not moved, since a worker would
+	// dead-letter it again without running it: it fails, saying so.
+	ClearDeadline bool
 }
 
 // RetriedMessage is one message moved out of a DLQ.
@@ -67,6 +72,9 @@ type DLQRetry struct {
 	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
 	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
+	// deadlinesPassed counts the messages not moved because their
+	// deadlines had passed.
+	deadlinesPassed int
 }
 
 // OK reports whether every message asked for was retried (or would be).
@@ -106,7 +114,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			return DLQRetry{}, err
 		}
 	}
-	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace}
+	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace, ClearDeadline: req.ClearDeadline}
 	if len(req.IDs) > 0 {
 		if req.Expect != "" {
 			return DLQRetry{}, errExpectWithIDs
@@ -132,6 +140,11 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return DLQRetry{}, err
 	}
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
+	if store.IsDeadlinePassed(err) {
+		again := req // a dry run first: this call was guarded by its expect
+		again.DryRun = true
+		return DLQRetry{}, explain(err, clearDeadlineHint(again, DLQRetry{}))
+	}
 	if err != nil {
 		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
@@ -201,7 +214,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 			o = IDOutcome{ID: id, Outcome: outcome, DLQ: m.DLQ, Queue: m.Queue, NewMsgID: m.MsgID}
 		default:
 			f := failed[id]
-			o = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: f.DLQ, Error: f.Error}
+			o = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: f.DLQ, Error: f.Error, deadlinePassed: f.DeadlinePassed}
 			if f.NotFound {
 				o = movedMeanwhile(id, f.DLQ)
 			}
@@ -232,6 +245,9 @@ func unaccounted(r *store.RetryReport, t idTarget, err error) {
 }
 
 func (r *DLQRetry) count(o IDOutcome) {
+	if o.deadlinePassed {
+		r.deadlinesPassed++
+	}
 	switch o.Outcome {
 	case OutcomeAlreadyMoved:
 		r.AlreadyMoved++
@@ -274,6 +290,9 @@ func retryResult(rep store.RetryReport) DLQRetry {
 			out.AlreadyMoved++
 			out.Failed--
 		}
+		if f.DeadlinePassed {
+			out.deadlinesPassed++
+		}
 	}
 	return out
 }
@@ -283,7 +302,8 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	q := req.Filter.Queue
 	switch {
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
-		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing", req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect)...))
+		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing",
+			req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req))
 	case r.Retried > 0 && len(r.Moved) > 0:
@@ -291,6 +311,9 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	}
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
+	}
+	if r.deadlinesPassed > 0 {
+		next = append(next, clearDeadlineHint(req, r))
 	}
 	for _, o := range r.Outcomes {
 		if o.Outcome == OutcomeAmbiguous {
@@ -313,14 +336,31 @@ const hintPayloadMax = 2048
 // queue, and the corrected payload, without which the real call would
 // retry the payload that failed.
 func dryRunIDsHint(req DLQRetryRequest) Hint {
+	clear := req.ClearDeadline
 	switch {
 	case len(req.Payload) == 0:
-		return hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", req.Filter.Queue)
+		return hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", req.Filter.Queue, "clear_deadline", clear)
 	case len(req.Payload) <= hintPayloadMax:
-		return hint(OpDLQRetry, "the same call without dry_run retries it with the corrected payload", "ids", req.IDs, "queue", req.Filter.Queue, "payload", req.Payload)
+		return hint(OpDLQRetry, "the same call without dry_run retries it with the corrected payload", "ids", req.IDs, "queue", req.Filter.Queue, "payload", req.Payload, "clear_deadline", clear)
 	}
 	return hint(OpDLQRetry, "the same call without dry_run, with the same corrected payload passed again, retries it with that payload; without it the payload that failed runs again",
-		"ids", req.IDs, "queue", req.Filter.Queue)
+		"ids", req.IDs, "queue", req.Filter.Queue, "clear_deadline", clear)
+}
+
+// clearDeadlineHint is the call that retries the messages a retry left
+// because their deadlines had passed: the same, clearing the deadlines.
+func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
+	const why = "their deadline passed, so they were not moved; this clears it so that they run however late (or discard them)"
+	if len(req.IDs) == 0 {
+		return hint(OpDLQRetry, why, req.Filter.hintArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
+	}
+	var ids []int64
+	for _, o := range r.Outcomes {
+		if o.Outcome == OutcomeFailed && o.deadlinePassed {
+			ids = append(ids, o.ID)
+		}
+	}
+	return hint(OpDLQRetry, why, "ids", ids, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", true)
 }
 
 // againHint is the next call of a retry or discard by filter that stopped

@@ -70,6 +70,8 @@ func isZero(v any) bool {
 		return x == 0
 	case []int64:
 		return len(x) == 0
+	case bool:
+		return !x
 	}
 	return false
 }

@@ -35,6 +35,8 @@ type IDOutcome struct {
 	// DLQs are the DLQs holding an ambiguous id: pass one as queue.
 	DLQs  []string `json:"dlqs,omitempty" jsonschema_description:"DLQs holding an ambiguous id: pass one of them as queue."`
 	Error string   `json:"error,omitempty" jsonschema_description:"Why the id was not handled."`
+	// deadlinePassed: failed because its deadline had passed.
+	deadlinePassed bool
 }
 
 // idTarget is the ids of one DLQ.

@@ -162,6 +162,11 @@ type RetryOptions struct {
 	// messages the call must move (a dry run's Token, or DeadIDsToken): the
 	// call moves that set in one transaction, or nothing with ErrChanged.
 	Expect string `json:"expect,omitempty"`
+	// ClearDeadline removes the pgbus_deadline header of the messages it
+	// moves, so that they run however late it is. Without it, a message
+	// whose deadline has passed is not moved (a worker would dead-letter it
+	// again without running it): it fails, saying so.
+	ClearDeadline bool `json:"clear_deadline,omitempty"`
 	// Trace, when set, is called for each message as it moves (not in a
 	// dry run) with its DLQ, its id there and the trace context its headers
 	// carry; the trace context it returns replaces those headers on the
@@ -207,6 +212,9 @@ type RetryFailure struct {
 	// another call retried or discarded it. A message whose queue is gone
 	// is a failure like any other.
 	NotFound bool `json:"not_found,omitempty"`
+	// DeadlinePassed says the message was not moved because its deadline
+	// had passed (RetryOptions.ClearDeadline).
+	DeadlinePassed bool `json:"deadline_passed,omitempty"`
 }
 
 // RetriedMessage is one message moved out of a DLQ. MsgID is its new id in
@@ -230,7 +238,8 @@ func (r *RetryReport) moved(m RetriedMessage) {
 func (r *RetryReport) fail(dlq string, id int64, err error) {
 	r.Failed++
 	if len(r.Failures) < MaxRetryMoved {
-		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: IsDeadGone(err)})
+		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: IsDeadGone(err),
+			DeadlinePassed: IsDeadlinePassed(err)})
 	}
 	if r.firstErr == nil {
 		r.firstErr = err
@@ -380,6 +389,17 @@ type deadGone struct{ err error }
 
 func (e deadGone) Error() string { return e.err.Error() }
 func (e deadGone) Unwrap() error { return e.err }
+
+// deadlinePassed is the error of a dead message not moved because its
+// deadline has passed; it is an ErrInvalid.
+type deadlinePassed struct{ err error }
+
+func (e deadlinePassed) Error() string { return e.err.Error() }
+func (e deadlinePassed) Unwrap() error { return e.err }
+
+// IsDeadlinePassed reports whether err says a dead message was not moved
+// because its deadline has passed (see RetryOptions.ClearDeadline).
+func IsDeadlinePassed(err error) bool { return errors.As(err, new(deadlinePassed)) }
 
 // IsDeadGone reports whether err says a dead message is no longer in its
 // DLQ (retried or discarded already), rather than that something else,

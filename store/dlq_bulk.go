@@ -17,10 +17,23 @@ type deadRef struct {
 	source string // the block's source_queue; "" when none
 	group  string // the x-pgmq-group header; "" when none
 	keyed  bool   // it carries an idempotency key a send could have written
+	// deadline is its pgbus_deadline header; "" when none.
+	deadline string
+}
+
+// deadlinePassed returns r's deadline and whether it is before now. A
+// deadline that is no RFC 3339 time is none, as workers read it.
+func (r deadRef) deadlinePassed(now time.Time) (time.Time, bool) {
+	if r.deadline == "" {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, r.deadline)
+	return at, err == nil && at.Before(now)
 }
 
 var deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
-	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp, ` + sqlDeadKeyed
+	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp, ` + sqlDeadKeyed + `,
+	coalesce(CASE WHEN jsonb_typeof(headers) = 'object' THEN headers->>'` + HeaderDeadline + `' END, '') AS deadline`
 
 // sqlDeadKeyed tells whether a dead message's headers carry an
 // idempotency key that a send could have written, which a retry hands on
@@ -35,7 +48,7 @@ func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]de
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
 		var d deadRef
-		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group, &d.keyed)
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group, &d.keyed, &d.deadline)
 		return d, err
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -142,6 +143,9 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		if moved[i].Queue = deadRetryTarget(r, existing); moved[i].Queue == "" {
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r))
 		}
+		if err := deadlineCheck(r, opts); err != nil {
+			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, err)
+		}
 	}
 	dones := make([]func(string, int64, error), 0, len(refs))
 	err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error {
@@ -158,7 +162,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 					return err
 				}
 			}
-			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc)
+			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc, opts.ClearDeadline)
 			if err != nil {
 				return err
 			}
@@ -177,6 +181,19 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	}
 	if opts.Progress != nil {
 		opts.Progress(len(refs), len(refs))
+	}
+	return nil
+}
+
+// deadlineCheck refuses to move a message whose deadline has passed, unless
+// opts clears it: a worker would dead-letter it again at once.
+func deadlineCheck(r deadRef, opts RetryOptions) error {
+	if opts.ClearDeadline {
+		return nil
+	}
+	if at, passed := r.deadlinePassed(time.Now()); passed {
+		return deadlinePassed{invalidf("its deadline (%s %s) passed %s ago, so a worker would dead-letter it again without running it: retry it with its deadline cleared to run it anyway, or discard it",
+			HeaderDeadline, r.deadline, time.Since(at).Round(time.Second))}
 	}
 	return nil
 }
@@ -204,6 +221,8 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	for i, r := range refs {
 		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
 			out[i].err = noRetryTargetErr(r)
+		} else {
+			out[i].err = deadlineCheck(r, opts)
 		}
 	}
 	if !opts.DryRun {
@@ -256,12 +275,12 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 	if err != nil {
 		return deadRetryOutcome{target: target, err: err}
 	}
-	newID, err := s.retryOne(ctx, r, target, opts.Payload, tc)
+	newID, err := s.retryOne(ctx, r, target, opts, tc)
 	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
-		newID, err = s.retryOne(ctx, r, target, opts.Payload, tc)
+		newID, err = s.retryOne(ctx, r, target, opts, tc)
 	}
 	if done != nil {
 		done(target, newID, err)
@@ -321,9 +340,9 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 
 // retryOne is deadRetryOne on its own: a message with an idempotency key
 // moves in a transaction that takes the key's lock first (lockDeadKey).
-func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload json.RawMessage, tc *TraceContext) (int64, error) {
+func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts RetryOptions, tc *TraceContext) (int64, error) {
 	if !r.keyed {
-		return deadRetryOne(ctx, s.db, r, target, payload, tc)
+		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline)
 	}
 	var id int64
 	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -331,7 +350,7 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, payload 
 			return err
 		}
 		var err error
-		id, err = deadRetryOne(ctx, tx, r, target, payload, tc)
+		id, err = deadRetryOne(ctx, tx, r, target, opts.Payload, tc, opts.ClearDeadline)
 		return err
 	})
 	return id, err
@@ -356,8 +375,8 @@ func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error
 // either back in target or still in the DLQ, never both: the delete finds
 // nothing when another retry took the message first. q is the pool, or
 // the transaction of a guarded retry.
-func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext) (int64, error) {
-	sql, args := deadRetrySQL(r, target, payload, tc)
+func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline bool) (int64, error) {
+	sql, args := deadRetrySQL(r, target, payload, tc, clearDeadline)
 	var id int64
 	err := q.QueryRow(ctx, sql, args...).Scan(&id)
 	switch {
@@ -412,7 +431,7 @@ func sqlDeadRetryKey(target string) string {
 // where. With a trace context, it replaces the one the headers carry (when
 // they are an object). Parameters: $1 id, $2 payload, $3 target, $4 dlq,
 // [$5 note], [traceparent, tracestate].
-func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext) (string, []any) {
+func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline bool) (string, []any) {
 	var p any
 	if len(payload) > 0 {
 		p = string(payload)
@@ -433,6 +452,9 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 			THEN (h.headers - '%[1]s' - '%[2]s') || jsonb_strip_nulls(jsonb_build_object('%[1]s', nullif($%[3]d::text, ''), '%[2]s', nullif($%[4]d::text, '')))
 			ELSE h.headers END`, HeaderTraceparent, HeaderTracestate, parent, state)
 		from = "d, h"
+	}
+	if clearDeadline {
+		headers = `CASE WHEN jsonb_typeof(` + headers + `) = 'object' THEN (` + headers + `) - '` + HeaderDeadline + `' ELSE ` + headers + ` END`
 	}
 	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)

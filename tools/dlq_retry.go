@@ -19,15 +19,16 @@ const maxCorrectedPayloadBytes = 256 << 10
 type DLQRetryInput struct {
 	IDs []int64 `json:"ids,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Dead message ids to retry (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
 	DeadFilter
-	Limit   *int            `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to retry, oldest first (1 to 1000). Not used with ids."`
-	DryRun  bool            `json:"dry_run,omitempty" jsonschema_description:"Report what would be retried, and where to, without moving anything; by filter it also returns expect."`
-	Expect  string          `json:"expect,omitempty" jsonschema_description:"With filters: the expect of the dry run, or the ids it listed separated by commas (with queue). The call then retries exactly that set or nothing."`
-	Payload json.RawMessage `json:"payload,omitempty" jsonschema_description:"A corrected payload (any JSON) to retry one message with, instead of its own: only with exactly one id. The original message is kept in the DLQ's archive and noted in its failure history. A payload still holding [REDACTED], as pgbus_dlq_show shows hidden secrets, is refused: put the real values back."`
+	Limit         *int            `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to retry, oldest first (1 to 1000). Not used with ids."`
+	DryRun        bool            `json:"dry_run,omitempty" jsonschema_description:"Report what would be retried, and where to, without moving anything; by filter it also returns expect."`
+	Expect        string          `json:"expect,omitempty" jsonschema_description:"With filters: the expect of the dry run, or the ids it listed separated by commas (with queue). The call then retries exactly that set or nothing."`
+	Payload       json.RawMessage `json:"payload,omitempty" jsonschema_description:"A corrected payload (any JSON) to retry one message with, instead of its own: only with exactly one id. The original message is kept in the DLQ's archive and noted in its failure history. A payload still holding [REDACTED], as pgbus_dlq_show shows hidden secrets, is refused: put the real values back."`
+	ClearDeadline bool            `json:"clear_deadline,omitempty" jsonschema_description:"Remove the deadline (pgbus_deadline header) of the messages retried, so that they run however late it is. Without it a message whose deadline has passed is not moved (a worker would dead-letter it again without running it) and fails, saying so."`
 }
 
 const dlqRetryDescription = `Retries dead messages: moves them out of their DLQ back to the queue they died in, where workers run them again (attempts start over; the failure history goes with them). Each message moves in its own transaction (with expect: all in one); one failing does not stop the rest. By ids, outcomes has one entry per id: retried, not_found (retried or discarded already), ambiguous (in several DLQs: pass queue) or failed with its error.
 
-Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first). Retry only after the cause is fixed or was transient (timeouts, 503s); for bad input that will never succeed use pgbus_dlq_discard, or retry one message with a corrected payload (payload, exactly one id). By filter, call with dry_run: true first, then pass its expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. Next: pgbus_queue_stats or pgbus_queue_messages to watch the retried messages; pgbus_dlq_summary to see what is left.`
+Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first). A message whose deadline has passed (reason deadline_exceeded, or died later) is not moved unless clear_deadline is set. Retry only after the cause is fixed or was transient (timeouts, 503s); for bad input that will never succeed use pgbus_dlq_discard, or retry one message with a corrected payload (payload, exactly one id). By filter, call with dry_run: true first, then pass its expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. Next: pgbus_queue_stats or pgbus_queue_messages to watch the retried messages; pgbus_dlq_summary to see what is left.`
 
 // NewDLQRetry returns the pgbus_dlq_retry tool.
 func NewDLQRetry(d Deps) server.ServerTool {
@@ -37,7 +38,8 @@ func NewDLQRetry(d Deps) server.ServerTool {
 			if len(in.Payload) > maxCorrectedPayloadBytes {
 				return ops.DLQRetry{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
 			}
-			req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Progress: progressReporter(ctx), Expect: in.Expect}
+			req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Progress: progressReporter(ctx), Expect: in.Expect,
+				ClearDeadline: in.ClearDeadline}
 			if len(in.IDs) == 0 {
 				limit, err := bulkLimit(in.DeadFilter, in.Limit, "retry")
 				if err != nil {

@@ -205,8 +205,8 @@ looked up in every DLQ.`,
 
 func (a *app) dlqRetryCommand() *cobra.Command {
 	var (
-		queue, payload string
-		dryRun         bool
+		queue, payload        string
+		dryRun, clearDeadline bool
 	)
 	cmd := &cobra.Command{
 		Use:         "retry ID...",
@@ -217,8 +217,10 @@ when that one is gone), without the dead-letter block and with
 pgbus_dlq_retries counting the trip. Each message moves in its own
 transaction; one that fails does not stop the rest. Every id gets an outcome:
 retried, not found (retried or discarded already), ambiguous (in several
-DLQs: pass --queue) or failed. Exit code: 0 when all were retried, 1 when any
-failed, 2 when any is ambiguous and none was retried (1 when others were),
+DLQs: pass --queue) or failed. A message whose deadline (pgbus_deadline) has
+passed fails: a worker would dead-letter it again without running it;
+--clear-deadline removes the deadline so that it runs however late. Exit
+code: 0 when all were retried, 1 when any failed, 2 when any is ambiguous and none was retried (1 when others were),
 3 when some were not found. At most 100 ids
 a call: for more, select them with retry-all and filters.
 
@@ -237,7 +239,7 @@ back.
 			if err != nil {
 				return err
 			}
-			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun}
+			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun, ClearDeadline: clearDeadline}
 			if cmd.Flags().Changed("payload") {
 				if len(ids) != 1 {
 					return usageError{fmt.Errorf("--payload replaces the payload of one message; pass exactly one id, not %d", len(ids))}
@@ -253,15 +255,21 @@ back.
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
+	clearDeadlineFlag(cmd, &clearDeadline)
 	return jsonFlag(cmd)
+}
+
+// clearDeadlineFlag adds --clear-deadline to a retry.
+func clearDeadlineFlag(cmd *cobra.Command, clear *bool) {
+	cmd.Flags().BoolVar(clear, "clear-deadline", false, "remove the messages' deadline (pgbus_deadline) so that they run however late; without it a message past its deadline is not retried")
 }
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
 	var (
-		ff          filterFlags
-		limit       int
-		expect      string
-		yes, dryRun bool
+		ff                         filterFlags
+		limit                      int
+		expect                     string
+		yes, dryRun, clearDeadline bool
 	)
 	cmd := &cobra.Command{
 		Use:   "retry-all --yes [FILTERS]",
@@ -272,6 +280,8 @@ it runs are not retried twice. It needs --yes; --dry-run shows what would
 move and changes nothing, and prints the --expect that makes the real call
 move exactly those messages, in one transaction, or nothing when the
 selection changed meanwhile. A progress bar is shown on a terminal.
+Messages whose deadline has passed are left, as in pgbus dlq retry, unless
+--clear-deadline is given.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
@@ -291,7 +301,7 @@ selection changed meanwhile. A progress bar is shown on a terminal.
 			}
 			// retry-all without filters means every dead message: the
 			// person asked for it with --yes (or a dry run).
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: f.IsZero()}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: f.IsZero(), ClearDeadline: clearDeadline}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
@@ -309,6 +319,7 @@ selection changed meanwhile. A progress bar is shown on a terminal.
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
+	clearDeadlineFlag(cmd, &clearDeadline)
 	expectFlag(cmd, &expect, "retry")
 	return jsonFlag(cmd)
 }

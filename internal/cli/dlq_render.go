@@ -204,7 +204,13 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 		fmt.Fprintf(a.stdout, "%d were retried or discarded by another call while this one ran\n", rep.AlreadyMoved)
 	}
 	if len(rep.Outcomes) > 0 && rep.Retried == 0 {
-		return nil // the error line says why nothing moved
+		// The error line says why nothing moved. When messages failed to
+		// move, the next steps (such as clearing a deadline that passed)
+		// say what to do about it; ids not found or ambiguous need none.
+		if rep.Failed > 0 {
+			printNext(a.stdout, rep.Next)
+		}
+		return nil
 	}
 	verb := "retried"
 	if rep.DryRun {

@@ -1,0 +1,78 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A message dead-lettered past its deadline is not retried as it is,
+// which would only have it dead-lettered again without running: by id,
+// in a dry run and by filter (guarded by an expect or not) it fails,
+// saying why, with a next step that clears the deadline. Retried with its
+// deadline cleared, it runs.
+func TestRetryPastTheDeadline(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	var ran atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	pgtest.Send(t, c, q, map[string]int{"order": 7}, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	pgtest.Start(t, c)
+	dlq := store.DLQName(q)
+	pgtest.Eventually(t, time.Minute, "the message dead-lettered past its deadline", func() bool { return pgtest.Live(t, s, dlq) == 1 })
+	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Reason != store.ReasonDeadlineExceeded {
+		t.Fatalf("DLQ of %s = %+v, %v; want one message dead-lettered at its deadline", q, page.Items, err)
+	}
+	id := page.Items[0].MsgID
+
+	for _, req := range []ops.DLQRetryRequest{
+		{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}},
+		{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, DryRun: true},
+		{Filter: ops.DeadFilter{Queue: q}, Limit: 10},
+		{Filter: ops.DeadFilter{Queue: q}, Limit: 10, DryRun: true},
+	} {
+		r, err := svc.DLQRetry(ctx, req)
+		if err != nil {
+			t.Fatalf("retry %+v: %v", req, err)
+		}
+		if r.Retried != 0 || r.Failed != 1 || !strings.Contains(r.FirstError, "deadline") {
+			t.Errorf("retry %+v past the deadline: retried %d, failed %d, first error %q; want it left, saying why", req, r.Retried, r.Failed, r.FirstError)
+		}
+		if !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"clear_deadline": true}) {
+			t.Errorf("retry %+v past the deadline: next %+v, want a retry clearing the deadline", req, r.Next)
+		}
+	}
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, Expect: dry.Expect})
+	var oe *ops.Error
+	if !errors.As(err, &oe) || !strings.Contains(oe.Msg, "deadline") || !hasHint(oe.Hints, ops.OpDLQRetry, map[string]any{"clear_deadline": true, "dry_run": true}) {
+		t.Fatalf("guarded retry past the deadline = %v; want an error saying so, with a dry run clearing the deadline next", err)
+	}
+	if n := pgtest.Live(t, s, dlq); n != 1 || ran.Load() != 0 {
+		t.Fatalf("%d left in the DLQ and %d runs after the refused retries; want 1 and 0", n, ran.Load())
+	}
+
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, ClearDeadline: true})
+	if err != nil || r.Retried != 1 {
+		t.Fatalf("retry clearing the deadline = %+v, %v", r, err)
+	}
+	pgtest.Eventually(t, time.Minute, "the retried message to run", func() bool { return ran.Load() == 1 })
+	if n := pgtest.Live(t, s, dlq); n != 0 {
+		t.Fatalf("%d messages back in the DLQ after the retry that cleared the deadline", n)
+	}
+}
