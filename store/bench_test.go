@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -136,5 +137,41 @@ func BenchmarkRetryDead(b *testing.B) {
 			}
 			b.ReportMetric(float64(n*100)/elapsed.Seconds(), "msgs/s")
 		})
+	}
+}
+
+// BenchmarkBulkDryRunAcrossDLQs measures a dry run by filter over every
+// DLQ when one DLQ holds all the messages selected (5,000, ten pages) and
+// four others hold 40,000 messages each of other kinds, all dead-lettered
+// over the same hour: each page used to scan those four from its cursor
+// to their end again.
+func BenchmarkBulkDryRunAcrossDLQs(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	for range 4 {
+		q := newQueue(b, s)
+		if err := s.BulkLoadDead(ctx, q, 40_000, 10); err != nil {
+			b.Fatal(err)
+		}
+		// Backtraces as real failures have them: the headers are read
+		// from TOAST to be filtered.
+		// Dead-lettered over the last hour, as the messages selected are.
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+store.DLQName(q)+`" SET enqueued_at = now() - (msg_id % 3600) * interval '1 second',
+			headers = jsonb_set(headers, '{`+store.HeaderDeadLetter+`,backtrace}', to_jsonb(repeat(md5(msg_id::text), 80)))`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rare := newQueue(b, s)
+	for range 5 {
+		pgtest.DeadLetterN(b, s, rare, 1000, pgtest.DeadSpec{Kind: "rare", Message: "boom"})
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+store.DLQName(rare)+`" SET enqueued_at = now() - (msg_id % 3600) * interval '1 second'`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		rep, err := s.RetryDeadMatching(ctx, store.DeadFilter{Kind: "rare"}, 10_000, store.RetryOptions{DryRun: true})
+		if err != nil || rep.Retried != 5000 {
+			b.Fatalf("dry run = %d, %v; want 5000", rep.Retried, err)
+		}
 	}
 }

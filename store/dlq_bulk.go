@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,13 +68,29 @@ func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]de
 // eachDeadPage calls fn with the messages f selects, oldest first, in pages
 // of deadBatch, up to limit in all; done counts the messages passed so far.
 // It pages by keyset, so messages fn leaves in place are not seen twice.
+//
+// A DLQ seen to hold nothing more that f selects is left out of the pages
+// that follow: each page would otherwise scan it to its end again, which
+// made a bulk operation over every DLQ quadratic in the size of those
+// that hold none of what it selects. The callers bound f in time
+// (deadFrozen), so no message it selects arrives meanwhile.
 func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) error {
 	var after *deadCursor
+	exhausted := map[string]bool{}
 	for done := 0; done < limit; {
+		n := min(deadBatch, limit-done)
 		var refs []deadRef
 		err := s.runDead(ctx, f, func(q *deadQuery) error {
+			q.dlqs = slices.DeleteFunc(q.dlqs, func(d string) bool { return exhausted[d] })
+			if len(q.dlqs) == 0 {
+				refs = nil
+				return nil
+			}
 			var err error
-			refs, err = s.queryDeadRefs(ctx, q.pageSQL(deadRefCols, after, false, min(deadBatch, limit-done)), q.args)
+			refs, err = s.queryDeadRefs(ctx, q.pageQuery(deadRefCols, after, false, n, true), q.args)
+			if err == nil {
+				refs = firstDead(refs, q.dlqs, n, exhausted)
+			}
 			return err
 		})
 		if err != nil || len(refs) == 0 {
@@ -86,6 +104,28 @@ func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn fu
 		}
 	}
 	return nil
+}
+
+// firstDead returns the first n of refs, up to n from each DLQ of dlqs, in
+// (enqueued_at, dlq, msg_id) order, and marks exhausted the DLQs that hold
+// nothing after them: fewer than n rows, none of them past the n returned.
+func firstDead(refs []deadRef, dlqs []string, n int, exhausted map[string]bool) []deadRef {
+	slices.SortFunc(refs, func(a, b deadRef) int {
+		return cmp.Or(a.at.Compare(b.at), strings.Compare(a.dlq, b.dlq), cmp.Compare(a.id, b.id))
+	})
+	rows, cut := map[string]int{}, map[string]bool{}
+	for i, r := range refs {
+		rows[r.dlq]++
+		if i >= n {
+			cut[r.dlq] = true
+		}
+	}
+	for _, d := range dlqs {
+		if rows[d] < n && !cut[d] {
+			exhausted[d] = true
+		}
+	}
+	return refs[:min(n, len(refs))]
 }
 
 // countDead counts the messages f selects, up to limit.

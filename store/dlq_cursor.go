@@ -104,6 +104,12 @@ func deadKeysetCond(dlq string, c *deadCursor, desc bool, t string, id func() st
 // pageSQL selects cols of up to limit rows after the cursor, across the
 // DLQs, in (enqueued_at, dlq, msg_id) order.
 func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int) string {
+	return q.pageQuery(cols, after, desc, limit, false)
+}
+
+// pageQuery is pageSQL, or with perDLQ the rows it chooses from: up to
+// limit of each DLQ, in order within each DLQ only.
+func (q *deadQuery) pageQuery(cols string, after *deadCursor, desc bool, limit int, perDLQ bool) string {
 	dir := " ASC"
 	if desc {
 		dir = " DESC"
@@ -124,6 +130,9 @@ func (q *deadQuery) pageSQL(cols string, after *deadCursor, desc bool, limit int
 		more = func(dlq string) string { return deadKeysetCond(dlq, after, desc, t, idArg) }
 	}
 	inner := q.union(cols, more, "ORDER BY enqueued_at"+dir+", msg_id"+dir+" LIMIT "+lim)
+	if perDLQ {
+		return inner
+	}
 	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim
 }
 
