@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,21 @@ func TestLastReadAtColumnWhenPresent(t *testing.T) {
 	}
 	if archived == nil || !archived.Equal(*got[0].LastReadAt) {
 		t.Fatalf("archived last_read_at = %v, want %v", archived, got[0].LastReadAt)
+	}
+}
+
+// A queue whose tables an older PGMQ made, without the headers column,
+// cannot be read or sent to; the error says how to add the column rather
+// than only that it is missing.
+func TestQueueWithoutHeadersColumn(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq."q_`+q+`" DROP COLUMN headers`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Read(ctx, q, time.Minute, 1)
+	if err == nil || !strings.Contains(err.Error(), `ALTER TABLE pgmq."q_`+q+`" ADD COLUMN headers jsonb`) {
+		t.Fatalf("read of a queue without headers: %v; want the ALTER TABLE that adds them", err)
 	}
 }
