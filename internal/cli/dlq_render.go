@@ -188,7 +188,7 @@ func indentJSON(raw json.RawMessage, prefix string) string {
 		return prefix + "null"
 	}
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if json.Unmarshal(raw, &v) != nil || jsonDepth(raw) > maxIndentDepth {
 		return prefix + string(raw)
 	}
 	out, err := json.MarshalIndent(v, prefix, "  ")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,10 +19,48 @@ import (
 // printJSON writes v as indented JSON: the engine's and store's own types,
 // so field names are the same as in the MCP tools' structured output.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	if jsonDepth(compact.Bytes()) > maxIndentDepth {
+		_, err := w.Write(compact.Bytes())
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, compact.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// maxIndentDepth is the deepest JSON that is printed indented: each level
+// indents every line within it, so a payload of a few kilobytes nested
+// thousands deep would print as hundreds of megabytes. Deeper JSON is
+// printed compact.
+const maxIndentDepth = 64
+
+// jsonDepth returns how deep the objects and arrays of valid JSON b nest.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // printJSONLine writes v as one line of JSON, as the benchmarks report
