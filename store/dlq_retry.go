@@ -338,34 +338,41 @@ func deadRetryTarget(r deadRef, existing map[string]bool) string {
 	return ""
 }
 
-// retryOne is deadRetryOne on its own: a message with an idempotency key
-// moves in a transaction that takes the key's lock first (lockDeadKey).
+// retryOne is deadRetryOne on its own. A message with an idempotency key
+// first takes the key's lock (lockDeadKeySQL), in the same implicit
+// transaction: one batch, one round trip, whose second statement has a
+// snapshot of its own, taken once the lock is held.
 func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts RetryOptions, tc *TraceContext) (int64, error) {
 	if !r.keyed {
 		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline)
 	}
+	b := &pgx.Batch{}
+	b.Queue(lockDeadKeySQL(r), target, r.id)
+	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline)
+	b.Queue(sql, args...)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
+	}
 	var id int64
-	err := pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockDeadKey(ctx, tx, r, target); err != nil {
-			return err
-		}
-		var err error
-		id, err = deadRetryOne(ctx, tx, r, target, opts.Payload, tc, opts.ClearDeadline)
-		return err
-	})
-	return id, err
+	return id, retriedOrWhy(br.QueryRow().Scan(&id), r, target)
 }
 
-// lockDeadKey takes in tx the lock that a send of dead message r's
-// idempotency key to target takes (sendOneKeyed). A send of the key that
-// comes during the retry then waits for it and finds its message; the
-// retry's statement, which comes after the lock with a snapshot of its
-// own, sees a send that came first, and leaves the key with that send's
-// message.
+// lockDeadKeySQL takes the lock that a send of dead message r's
+// idempotency key to target ($1) takes (sendOneKeyed); $2 is r's id. A
+// send of the key that comes during the retry then waits for it and finds
+// its message; the retry's statement, which comes after the lock with a
+// snapshot of its own, sees a send that came first, and leaves the key
+// with that send's message.
+func lockDeadKeySQL(r deadRef) string {
+	return `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || (headers->>'` + HeaderIdempotencyKey + `'), 0))
+		FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $2 AND ` + sqlDeadKeyed
+}
+
+// lockDeadKey takes the key's lock of lockDeadKeySQL in tx.
 func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || (headers->>'`+HeaderIdempotencyKey+`'), 0))
-		FROM `+queueTable(r.dlq)+` WHERE msg_id = $2 AND `+sqlDeadKeyed, target, r.id)
-	if err != nil {
+	if _, err := tx.Exec(ctx, lockDeadKeySQL(r), target, r.id); err != nil {
 		return fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
 	}
 	return nil
@@ -378,14 +385,19 @@ func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error
 func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline bool) (int64, error) {
 	sql, args := deadRetrySQL(r, target, payload, tc, clearDeadline)
 	var id int64
-	err := q.QueryRow(ctx, sql, args...).Scan(&id)
+	return id, retriedOrWhy(q.QueryRow(ctx, sql, args...).Scan(&id), r, target)
+}
+
+// retriedOrWhy is the error of a retry's statement, err, in words: the
+// message gone when it returned no row.
+func retriedOrWhy(err error, r deadRef, target string) error {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return 0, deadGoneErr(r.dlq, r.id)
+		return deadGoneErr(r.dlq, r.id)
 	case err != nil:
-		return 0, fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
+		return fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
 	}
-	return id, nil
+	return nil
 }
 
 // rowQuerier runs a statement that returns one row.
