@@ -38,7 +38,8 @@ func (s *server) retryOne(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: retry it from its page.")
 		return
 	}
-	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
+	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq},
+		ClearDeadline: r.PostFormValue("clear_deadline") == "1"})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -665,14 +665,7 @@ func kindOf(h map[string]json.RawMessage, payload json.RawMessage) string {
 }
 
 func deadlineOf(h map[string]json.RawMessage) time.Time {
-	s := headerString(h, store.HeaderDeadline)
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := store.ParseDeadline(headerString(h, store.HeaderDeadline))
 	return t
 }
 

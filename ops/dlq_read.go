@@ -289,6 +289,8 @@ type DeadMessage struct {
 	DeadLetteredAt   time.Time         `json:"dead_lettered_at"`
 	DeadLetter       *DeadLetter       `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
 	Headers          json.RawMessage   `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
+	Deadline         *time.Time        `json:"deadline,omitempty" jsonschema_description:"Its deadline (pgbus_deadline header), when it has one."`
+	DeadlinePassed   bool              `json:"deadline_passed,omitempty" jsonschema_description:"Its deadline has passed: a retry leaves it in the DLQ (a worker would dead-letter it again without running it) unless clear_deadline is set."`
 	SafeFields       map[string]string `json:"safe_fields,omitempty" jsonschema_description:"Values of the payload fields the operator named safe, shown even when the payload is hidden, secrets redacted; fields the payload lacks are left out."`
 	PayloadBytes     int               `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
 	PayloadShown     bool              `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
@@ -388,10 +390,27 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	if v.redacted > 0 {
 		note(fmt.Sprintf("%d secret-looking values (passwords, tokens, keys, credentials in text) are shown as %s", v.redacted, Redacted))
 	}
+	out.Deadline, out.DeadlinePassed = deadlineOf(m.Headers, s.now())
 	ids := []int64{m.MsgID}
-	out.Next = []Hint{
-		hint(OpDLQRetry, "once the cause is fixed, put it back on its queue (with a corrected payload if the data was wrong)", "queue", m.DLQ, "ids", ids),
-		hint(OpDLQDiscard, "if it must never run", "queue", m.DLQ, "ids", ids),
+	retry := hint(OpDLQRetry, "once the cause is fixed, put it back on its queue (with a corrected payload if the data was wrong)", "queue", m.DLQ, "ids", ids)
+	if out.DeadlinePassed {
+		retry = hint(OpDLQRetry, "once the cause is fixed, put it back on its queue without its deadline, which has passed, so that it runs however late", "queue", m.DLQ, "ids", ids, "clear_deadline", true)
 	}
+	out.Next = []Hint{retry, hint(OpDLQDiscard, "if it must never run", "queue", m.DLQ, "ids", ids)}
 	return out
+}
+
+// deadlineOf reads the deadline of a message's headers, and whether it
+// is before now; nil when it has none.
+func deadlineOf(headers json.RawMessage, now time.Time) (*time.Time, bool) {
+	var h map[string]json.RawMessage
+	var s string
+	if json.Unmarshal(headers, &h) != nil || json.Unmarshal(h[store.HeaderDeadline], &s) != nil {
+		return nil, false
+	}
+	at, ok := store.ParseDeadline(s)
+	if !ok {
+		return nil, false
+	}
+	return &at, at.Before(now)
 }

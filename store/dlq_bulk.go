@@ -23,14 +23,10 @@ type deadRef struct {
 	deadline string
 }
 
-// deadlinePassed returns r's deadline and whether it is before now. A
-// deadline that is no RFC 3339 time is none, as workers read it.
+// deadlinePassed returns r's deadline and whether it is before now.
 func (r deadRef) deadlinePassed(now time.Time) (time.Time, bool) {
-	if r.deadline == "" {
-		return time.Time{}, false
-	}
-	at, err := time.Parse(time.RFC3339Nano, r.deadline)
-	return at, err == nil && at.Before(now)
+	at, ok := ParseDeadline(r.deadline)
+	return at, ok && at.Before(now)
 }
 
 var deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,

@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // Headers the engine reads or writes on messages.
 const (
 	HeaderKind            = "pgbus_kind"
@@ -36,3 +38,14 @@ const (
 	HistoryErrorMessageMax = 64 << 10
 	HistoryBacktraceMax    = 32 << 10
 )
+
+// ParseDeadline reads the value of a pgbus_deadline header, an RFC 3339
+// time; ok is false for "" and for a value that is no such time, which
+// workers take as no deadline.
+func ParseDeadline(s string) (at time.Time, ok bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	return at, err == nil
+}

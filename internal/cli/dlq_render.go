@@ -105,6 +105,13 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		kv.row("reason:", "not recorded (no dead-letter block: dead-lettered by a Ruby pgbus from before the block, or put in the DLQ by another client)")
 		kv.row("enqueued:", stamp(m.DeadLetteredAt))
 	}
+	if m.Deadline != nil {
+		state := "not passed yet"
+		if m.DeadlinePassed {
+			state = "passed: dlq retry leaves it unless given --clear-deadline"
+		}
+		kv.row("deadline:", fmt.Sprintf("%s (%s)", stamp(*m.Deadline), state))
+	}
 	if len(m.SafeFields) > 0 {
 		fields := slices.Sorted(maps.Keys(m.SafeFields))
 		for i, f := range fields {

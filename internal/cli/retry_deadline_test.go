@@ -19,6 +19,9 @@ func TestRetryPastTheDeadlineFromTheCLI(t *testing.T) {
 	ids := pgtest.DeadLetter(t, st, "orders", pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonDeadlineExceeded,
 		Headers: `{"pgbus_kind": "charge", "pgbus_deadline": "2020-01-01T00:00:00Z"}`})
 	id := fmt.Sprint(ids[0])
+	if out := d.ok(t, "dlq", "show", id, "--queue", "orders"); !strings.Contains(out, "deadline:") || !strings.Contains(out, "2020-01-01") || !strings.Contains(out, "--clear-deadline") {
+		t.Errorf("dlq show of a message past its deadline does not say so:\n%s", out)
+	}
 	r := pgbus(t, d.env, "dlq", "retry", id, "--queue", "orders")
 	if r.code != 1 || !strings.Contains(r.stderr, "deadline") {
 		t.Fatalf("retry past the deadline: exit %d, stderr %q; want 1, saying why", r.code, r.stderr)

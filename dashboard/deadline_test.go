@@ -1,0 +1,50 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// The page of a message whose deadline has passed offers to clear it with
+// the retry; a retry without it leaves the message, saying why, and one
+// with it moves the message back without its deadline.
+func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_dl")
+	ids := pgtest.DeadLetter(t, st, q,
+		pgtest.DeadSpec{Kind: "k", Reason: store.ReasonDeadlineExceeded, Headers: `{"pgbus_kind": "k", "pgbus_deadline": "2020-01-01T00:00:00Z"}`},
+		pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	msg := func(id int64) string { return fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d", q, id) }
+
+	if _, page, _ := b.get(msg(ids[1])); strings.Contains(page, `name="clear_deadline"`) {
+		t.Fatalf("the page of a message without a deadline offers to clear one:\n%s", page)
+	}
+	_, page, _ := b.get(msg(ids[0]))
+	if !strings.Contains(page, `name="clear_deadline"`) || !strings.Contains(page, `datetime="2020-01-01T00:00:00Z"`) {
+		t.Fatalf("the page of a message past its deadline does not offer to clear it:\n%s", page)
+	}
+	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}}
+	if code, page, _ := b.post("/dlq/message/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "was not retried") || !strings.Contains(page, "deadline") {
+		t.Fatalf("retry without clearing the deadline: %d\n%s", code, page)
+	}
+	form.Set("clear_deadline", "1")
+	if code, page, _ := b.post("/dlq/message/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "Moved back to "+q) {
+		t.Fatalf("retry clearing the deadline: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
+		t.Fatalf("%d messages dead, want the one without a deadline", n)
+	}
+	var headers string
+	if err := st.Pool().QueryRow(pgtest.Context(t), `SELECT headers::text FROM pgmq."q_`+q+`"`).Scan(&headers); err != nil || strings.Contains(headers, "pgbus_deadline") {
+		t.Fatalf("the retried message's headers %s (%v); want them without the deadline", headers, err)
+	}
+}
