@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -650,18 +651,35 @@ func headerString(h map[string]json.RawMessage, key string) string {
 }
 
 // kindOf reads pgbus_kind, falling back to job_class in the payload for
-// messages written by Ruby pgbus.
+// messages written by Ruby pgbus, as the DLQ's views, filters and groups
+// read it in SQL (coalesce of ->>): a value that is no string is its JSON
+// text, and only an absent or null pgbus_kind falls back.
 func kindOf(h map[string]json.RawMessage, payload json.RawMessage) string {
-	if k := headerString(h, store.HeaderKind); k != "" {
+	if k, ok := jsonText(h[store.HeaderKind]); ok {
 		return k
 	}
-	var body struct {
-		JobClass string `json:"job_class"`
-	}
+	var body map[string]json.RawMessage
 	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &body) == nil {
-		return body.JobClass
+		k, _ := jsonText(body["job_class"])
+		return k
 	}
 	return ""
+}
+
+// jsonText is a JSON value as PostgreSQL's ->> gives it: a string's
+// contents, the JSON text of any other value (as jsonb writes it, which is
+// how the headers and payload come from the database); false for null or
+// none.
+func jsonText(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	return string(raw), true
 }
 
 func deadlineOf(h map[string]json.RawMessage) time.Time {
