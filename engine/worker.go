@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -347,7 +346,7 @@ type delivery struct {
 
 func (w *queueWorker) prepare(queue string, m store.Message, now time.Time) delivery {
 	d := delivery{queue: queue, m: m, headers: parseHeaders(m.Headers), latency: now.Sub(latest(m.EnqueuedAt, m.VisibleSince))}
-	d.kind = kindOf(d.headers, m.Payload)
+	d.kind = store.KindOf(d.headers, m.Payload)
 	d.h, d.found = w.c.handlerFor(w.name, d.kind)
 	settings := w.c.settingsFor(w.name)
 	d.policy = policyOf(settings)
@@ -648,38 +647,6 @@ func headerString(h map[string]json.RawMessage, key string) string {
 		return s
 	}
 	return ""
-}
-
-// kindOf reads pgbus_kind, falling back to job_class in the payload for
-// messages written by Ruby pgbus, as the DLQ's views, filters and groups
-// read it in SQL (coalesce of ->>): a value that is no string is its JSON
-// text, and only an absent or null pgbus_kind falls back.
-func kindOf(h map[string]json.RawMessage, payload json.RawMessage) string {
-	if k, ok := jsonText(h[store.HeaderKind]); ok {
-		return k
-	}
-	var body map[string]json.RawMessage
-	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &body) == nil {
-		k, _ := jsonText(body["job_class"])
-		return k
-	}
-	return ""
-}
-
-// jsonText is a JSON value as PostgreSQL's ->> gives it: a string's
-// contents, the JSON text of any other value (as jsonb writes it, which is
-// how the headers and payload come from the database); false for null or
-// none.
-func jsonText(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, true
-	}
-	return string(raw), true
 }
 
 func deadlineOf(h map[string]json.RawMessage) time.Time {

@@ -300,7 +300,13 @@ func retryResult(rep store.RetryReport) DLQRetry {
 func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	next := []Hint{}
 	q := req.Filter.Queue
+	if r.deadlinesPassed > 0 {
+		// First: the call the rest would fail without (a guarded call by
+		// this dry run's expect refuses the whole set).
+		next = append(next, clearDeadlineHint(req, r))
+	}
 	switch {
+	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.deadlinesPassed > 0:
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing",
 			req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
@@ -311,9 +317,6 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	}
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
-	}
-	if r.deadlinesPassed > 0 {
-		next = append(next, clearDeadlineHint(req, r))
 	}
 	for _, o := range r.Outcomes {
 		if o.Outcome == OutcomeAmbiguous {
@@ -352,7 +355,8 @@ func dryRunIDsHint(req DLQRetryRequest) Hint {
 func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 	const why = "their deadline passed, so they were not moved; this clears it so that they run however late (or discard them)"
 	if len(req.IDs) == 0 {
-		return hint(OpDLQRetry, why, req.Filter.hintArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
+		return hint(OpDLQRetry, "some deadlines passed, so the retry would leave those messages; this clears the deadline of every message it moves, passed or not (or discard those first)",
+			req.Filter.hintArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
 	}
 	var ids []int64
 	for _, o := range r.Outcomes {

@@ -76,3 +76,28 @@ func TestRetryPastTheDeadline(t *testing.T) {
 		t.Fatalf("%d messages back in the DLQ after the retry that cleared the deadline", n)
 	}
 }
+
+// A dry run by filter that selects messages past their deadline among
+// others offers first, of the retries, the dry run that clears deadlines, and offers no
+// expect: the guarded call would refuse the whole set.
+func TestDryRunWithSomeDeadlinesPassed(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Kind: "k", Reason: store.ReasonDeadlineExceeded, Headers: `{"pgbus_kind": "k", "pgbus_deadline": "2020-01-01T00:00:00Z"}`},
+		pgtest.DeadSpec{Kind: "k", Message: "boom"}, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, DryRun: true})
+	if err != nil || r.Retried != 2 || r.Failed != 1 {
+		t.Fatalf("dry run = %+v, %v; want 2 to move and 1 left", r, err)
+	}
+	if h := findHint(t, r.Next, ops.OpDLQRetry); h.Args["clear_deadline"] != true || h.Args["dry_run"] != true {
+		t.Fatalf("next %+v; want the dry run clearing deadlines first among the retries", r.Next)
+	}
+	for _, h := range r.Next {
+		if h.Args["expect"] != nil {
+			t.Errorf("next offers %+v, an expect the guarded call would refuse", h)
+		}
+	}
+}

@@ -351,12 +351,19 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline)
 	b.Queue(sql, args...)
 	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
 	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
 		return 0, fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
 	}
 	var id int64
-	return id, retriedOrWhy(br.QueryRow().Scan(&id), r, target)
+	err := br.QueryRow().Scan(&id)
+	// The batch's transaction commits at its end, which Close reads: an
+	// error there (a deferred trigger, a full notification queue) means
+	// nothing moved.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return id, retriedOrWhy(err, r, target)
 }
 
 // lockDeadKeySQL takes the lock that a send of dead message r's

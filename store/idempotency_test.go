@@ -271,3 +271,79 @@ func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
 		}
 	}
 }
+
+// The other order: a keyed retry holds its lock until its move commits
+// (here slowed by a trigger on the queue), and a send of the key that
+// comes meanwhile waits for it and returns the retried message.
+func TestKeyedSendWaitsForADLQRetry(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	const key = "invoice-32"
+	sent, err := s.Send(ctx, q, keyedWithHeader(`"slow"`, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadIDs(t, s, q, dlq, []int64{sent}, "Boom", store.ReasonNonRetryable)[0]
+	fn := `pgmq."slow_` + q + `"`
+	if _, err := s.Pool().Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.message = '"slow"'::jsonb THEN PERFORM pg_sleep(1); END IF; RETURN NEW; END $$;
+		CREATE TRIGGER slow BEFORE INSERT ON pgmq."q_`+q+`" FOR EACH ROW EXECUTE FUNCTION `+fn+`()`); err != nil {
+		t.Fatal(err)
+	}
+	retried := make(chan store.RetryReport, 1)
+	go func() {
+		rep, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
+		if err != nil {
+			t.Errorf("retry: %v", err)
+		}
+		retried <- rep
+	}()
+	pgtest.Eventually(t, time.Minute, "the retry to hold the key's lock while it moves the message", func() bool {
+		return dlCount(t, s, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE l.locktype = 'advisory' AND l.granted AND a.wait_event = 'PgSleep' AND a.query LIKE '%`+dlq+`%'`) > 0
+	})
+	again, err := s.Send(ctx, q, keyedWithHeader(`"again"`, key))
+	rep := <-retried
+	if err != nil || len(rep.Moved) != 1 || again != rep.Moved[0].MsgID {
+		t.Fatalf("send of the key during the retry = %d, %v; want the retried message (%+v)", again, err, rep.Moved)
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Fatalf("%d messages in %s, want the retried one only", n, q)
+	}
+}
+
+// A retry whose move fails as it commits (here a deferred constraint
+// trigger on the queue) reports the failure, keyed or not, and the
+// message stays in its DLQ.
+func TestDLQRetryFailingAtCommit(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		s := testStore(t)
+		ctx := testContext(t)
+		q := newQueue(t, s)
+		dlq := store.DLQName(q)
+		m := store.NewMessage{Payload: json.RawMessage(`1`)}
+		if keyed {
+			m = keyedWithHeader(`1`, "invoice-33")
+		}
+		sent, err := s.Send(ctx, q, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := deadIDs(t, s, q, dlq, []int64{sent}, "Boom", store.ReasonNonRetryable)[0]
+		fn := `pgmq."refuse_` + q + `"`
+		if _, err := s.Pool().Exec(ctx, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'refused at commit'; END $$;
+			CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON pgmq."q_`+q+`" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION `+fn+`()`); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := s.RetryDead(ctx, dlq, []int64{dead}, store.RetryOptions{})
+		if err == nil || !strings.Contains(err.Error(), "refused at commit") || rep.Retried != 0 {
+			t.Errorf("keyed %v: retry failing at commit = %+v, %v; want the failure", keyed, rep, err)
+		}
+		if n := pgtest.Live(t, s, dlq); n != 1 {
+			t.Errorf("keyed %v: %d messages left in the DLQ, want 1", keyed, n)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -431,21 +432,43 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 	return rows.Err()
 }
 
-// kindFromRaw reads pgbus_kind, or job_class from a Ruby pgbus payload.
+// kindFromRaw is KindOf of headers as stored.
 func kindFromRaw(headers, payload json.RawMessage) string {
-	var h struct {
-		Kind string `json:"pgbus_kind"`
+	var h map[string]json.RawMessage
+	_ = json.Unmarshal(headers, &h) // headers that are no object have no kind
+	return KindOf(h, payload)
+}
+
+// KindOf is a message's kind: its pgbus_kind header, or for messages
+// written by Ruby pgbus the job_class of its payload, read as the DLQ's
+// views, filters and groups read them in SQL (coalesce of ->>): a value
+// that is no string is its JSON text (as jsonb writes it, which is how
+// headers and payloads come from the database), and only an absent or
+// null pgbus_kind falls back to job_class.
+func KindOf(headers map[string]json.RawMessage, payload json.RawMessage) string {
+	if k, ok := jsonText(headers[HeaderKind]); ok {
+		return k
 	}
-	if json.Unmarshal(headers, &h) == nil && h.Kind != "" {
-		return h.Kind
-	}
-	var p struct {
-		JobClass string `json:"job_class"`
-	}
-	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &p) == nil {
-		return p.JobClass
+	var body map[string]json.RawMessage
+	if len(payload) > 0 && payload[0] == '{' && json.Unmarshal(payload, &body) == nil {
+		k, _ := jsonText(body["job_class"])
+		return k
 	}
 	return ""
+}
+
+// jsonText is a JSON value as PostgreSQL's ->> gives it: a string's
+// contents, the JSON text of any other value; false for null or none.
+func jsonText(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	return string(raw), true
 }
 
 func encodeIDCursor(id int64) string {

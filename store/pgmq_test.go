@@ -187,7 +187,45 @@ func TestQueueWithoutHeadersColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Read(ctx, q, time.Minute, 1)
-	if err == nil || !strings.Contains(err.Error(), `ALTER TABLE pgmq."q_`+q+`" ADD COLUMN headers jsonb`) {
+	if err == nil || !strings.Contains(err.Error(), `ALTER TABLE pgmq."q_`+q+`" ADD COLUMN IF NOT EXISTS headers jsonb`) {
 		t.Fatalf("read of a queue without headers: %v; want the ALTER TABLE that adds them", err)
+	}
+}
+
+// The live messages of a queue show each message's kind as workers and
+// the DLQ's views read it: a pgbus_kind that is no string is its JSON
+// text, an empty one is the kind, and only a missing or null one falls
+// back to the payload's job_class.
+func TestLiveKindAsWorkersReadIt(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	cases := []struct{ headers, payload, kind string }{
+		{`{"pgbus_kind": 5}`, `{}`, "5"},
+		{``, `{"job_class": 123}`, "123"},
+		{`{"pgbus_kind": ""}`, `{"job_class": "Receipt"}`, ""},
+		{`{"pgbus_kind": null}`, `{"job_class": "Receipt"}`, "Receipt"},
+		{`{"pgbus_kind": "charge"}`, `{}`, "charge"},
+	}
+	want := map[int64]string{}
+	for _, c := range cases {
+		m := store.NewMessage{Payload: json.RawMessage(c.payload)}
+		if c.headers != "" {
+			m.Headers = json.RawMessage(c.headers)
+		}
+		id, err := s.Send(ctx, q, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = c.kind
+	}
+	page, err := s.ListLive(ctx, store.LiveFilter{Queue: q}, "", 100)
+	if err != nil || len(page.Items) != len(cases) {
+		t.Fatalf("live messages = %d, %v", len(page.Items), err)
+	}
+	for _, it := range page.Items {
+		if it.Kind != want[it.MsgID] {
+			t.Errorf("message %d (headers %s): kind %q, want %q", it.MsgID, it.Headers, it.Kind, want[it.MsgID])
+		}
 	}
 }

@@ -357,7 +357,7 @@ func queueErr(err error, op, name string) error {
 		// A table made by a PGMQ older than 1.5, before messages had
 		// headers: nothing pgbus does with the queue can work.
 		return fmt.Errorf("store: %s queue %q: its tables have no headers column (made by a PGMQ older than 1.5): add it with "+
-			`ALTER TABLE pgmq."q_%s" ADD COLUMN headers jsonb; ALTER TABLE pgmq."a_%s" ADD COLUMN headers jsonb, or upgrade PGMQ: %w`, op, name, name, name, err)
+			`ALTER TABLE pgmq."q_%s" ADD COLUMN IF NOT EXISTS headers jsonb; ALTER TABLE pgmq."a_%s" ADD COLUMN IF NOT EXISTS headers jsonb, or upgrade PGMQ: %w`, op, name, name, name, err)
 	}
 	return fmt.Errorf("store: %s queue %q: %w", op, name, err)
 }
