@@ -346,24 +346,33 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 	if !r.keyed {
 		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline)
 	}
-	b := &pgx.Batch{}
-	b.Queue(lockDeadKeySQL(r), target, r.id)
 	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline)
-	b.Queue(sql, args...)
-	br := s.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return 0, fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
+	run := func(ctx context.Context) (int64, error) {
+		b := &pgx.Batch{}
+		b.Queue(lockDeadKeySQL(r), target, r.id)
+		b.Queue(sql, args...)
+		br := s.pool.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return 0, fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
+		}
+		var id int64
+		err := br.QueryRow().Scan(&id)
+		// The batch's transaction commits at its end, which Close reads:
+		// an error there (a deferred trigger, a full notification queue)
+		// means nothing moved.
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return id, retriedOrWhy(err, r, target)
 	}
-	var id int64
-	err := br.QueryRow().Scan(&id)
-	// The batch's transaction commits at its end, which Close reads: an
-	// error there (a deferred trigger, a full notification queue) means
-	// nothing moved.
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	// As s.db does for one statement: once more on a checked connection
+	// when the first was dead and nothing was sent.
+	id, err := run(ctx)
+	if s.db.retry(ctx, err) {
+		id, err = run(withForcedPing(ctx))
 	}
-	return id, retriedOrWhy(err, r, target)
+	return id, poolerHint(err)
 }
 
 // lockDeadKeySQL takes the lock that a send of dead message r's
