@@ -41,12 +41,13 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 
 // SummarizeDeadReport is SummarizeDead with the number of groups.
 //
-// Without a filter on reason, time or text, it counts from
-// pgbus.dlq_group_counts, which triggers on every DLQ table keep exact
-// (schema/0007_dlq_groups.sql, schema/0013_dlq_group_deltas.sql), and
-// reads each group's first and last time and newest ids through the DLQ's
-// index on its group: the cost follows the number of groups, not of
-// messages. A filter on reason, time or text, and
+// Without a filter on time, text or group (kind, error class and reason
+// are counted), it counts from pgbus.dlq_group_counts, which triggers on
+// every DLQ table keep exact (schema/0007_dlq_groups.sql,
+// schema/0013_dlq_group_deltas.sql), and reads each group's first and last
+// time and newest ids through the DLQ's index on its group: the cost
+// follows the number of groups, not of messages. A filter on time, text or
+// group, and
 // DLQs without those triggers (made by another PGMQ client and not yet seen
 // by CreateQueue or a migration), are summarized by reading their messages.
 // Both give the same result for the same data; all of it is read in one
@@ -100,7 +101,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 	scan := q.dlqs
 	var groups []DeadGroup
 	total := 0
-	if f.Reason == "" && f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "" {
+	if f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "" {
 		tracked, err := deadTracked(ctx, tx, q.dlqs)
 		if err != nil {
 			return nil, 0, err
@@ -188,12 +189,13 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 			       count(*) OVER () AS total
 			FROM pgbus.dlq_group_counts
 			WHERE dlq = ANY($1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR error_class = $3)
+			  AND ($5::text IS NULL OR CASE WHEN $5 = '`+ReasonNotRecorded+`' THEN coalesce(reason, '') = '' ELSE reason = $5 END)
 			GROUP BY dlq, group_key
 			HAVING sum(count) > 0
 		)
 		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total FROM g
 		WHERE n >= coalesce((SELECT n FROM g ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
-		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1)
+		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1, opt(f.Reason))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -210,7 +212,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	for i := range found {
 		byDLQ[found[i].DLQ] = append(byDLQ[found[i].DLQ], &found[i])
 	}
-	if err := probeDeadGroups(ctx, tx, byDLQ); err != nil {
+	if err := probeDeadGroups(ctx, tx, byDLQ, f.Reason); err != nil {
 		return nil, 0, err
 	}
 	out := make([]DeadGroup, 0, len(found))
@@ -224,13 +226,26 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 }
 
 // probeDeadGroups fills in first and last times and sample ids, one
-// statement per DLQ, all in one round trip.
-func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup) error {
+// statement per DLQ, all in one round trip; with a reason, of the group's
+// messages of that reason only.
+func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup, reason string) error {
 	batch := &pgx.Batch{}
+	of := ""
+	switch reason {
+	case "":
+	case ReasonNotRecorded:
+		of = ` AND coalesce(` + sqlDeadBlock + `->>'reason', '') = ''`
+	default:
+		of = ` AND ` + sqlDeadBlock + `->>'reason' = $2`
+	}
 	for dlq, groups := range byDLQ {
 		keys := make([][16]byte, len(groups))
 		for i, g := range groups {
 			keys[i] = g.key
+		}
+		args := []any{keys}
+		if of != "" && reason != ReasonNotRecorded {
+			args = append(args, reason)
 		}
 		t := queueTable(dlq)
 		batch.Queue(`
@@ -238,15 +253,15 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 			FROM unnest($1::uuid[]) WITH ORDINALITY AS k(key, i)
 			CROSS JOIN LATERAL (
 				SELECT d.enqueued_at AS at FROM `+t+` d
-				WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key
+				WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
 				ORDER BY d.enqueued_at, d.msg_id LIMIT 1) f
 			CROSS JOIN LATERAL (
 				SELECT array_agg(n.enqueued_at ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ats,
 				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids,
 				       (array_agg(n.msg ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS msg
 				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg FROM `+t+` d
-				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key
-				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, keys).
+				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
+				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, args...).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var i int

@@ -104,6 +104,9 @@ func TestDeadGroupsMatchMessages(t *testing.T) {
 		t.Helper()
 		checkGroups(t, s, dlq, store.DeadFilter{Kind: charge}, step+" (kind over every DLQ)")
 		checkGroups(t, s, dlq, store.DeadFilter{Queue: q, ErrorClass: "Declined"}, step+" (error class)")
+		for _, r := range []string{store.ReasonMaxRetriesExceeded, store.ReasonNonRetryable, store.ReasonDeadlineExceeded, store.ReasonNotRecorded} {
+			checkGroups(t, s, dlq, store.DeadFilter{Queue: q, Reason: r}, step+" (reason "+r+")")
+		}
 		gs := checkGroups(t, s, dlq, byQueue, step)
 		want := int64(dlCount(t, s, `SELECT count(*) FROM pgmq."q_`+dlq+`"`))
 		if got := dlqDepth(t, s, q); got != want {
