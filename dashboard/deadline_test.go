@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,5 +47,42 @@ func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
 	var headers string
 	if err := st.Pool().QueryRow(pgtest.Context(t), `SELECT headers::text FROM pgmq."q_`+q+`"`).Scan(&headers); err != nil || strings.Contains(headers, "pgbus_deadline") {
 		t.Fatalf("the retried message's headers %s (%v); want them without the deadline", headers, err)
+	}
+}
+
+// A group retry whose messages include one past its deadline: the preview
+// counts every message, says which passed their deadline and asks to
+// clear them; confirmed with it, every message moves. Without it, the
+// guarded retry moves nothing and says why.
+func TestGroupRetryWithADeadlinePassed(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_gdl")
+	pgtest.DeadLetter(t, st, q,
+		pgtest.DeadSpec{Kind: "k", Headers: `{"pgbus_kind": "k", "pgbus_deadline": "2020-01-01T00:00:00Z"}`},
+		pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	code, page, _ := b.get("/dlq/retry?queue=" + q)
+	if code != http.StatusOK || !strings.Contains(page, "Retry these 3 messages") || !strings.Contains(page, `name="clear_deadline"`) || !strings.Contains(page, "1 of these message has passed its deadline") {
+		t.Fatalf("preview: %d\n%s", code, page)
+	}
+	m := regexp.MustCompile(`name="expect" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the preview has no expect:\n%s", page)
+	}
+	expect := m[1]
+	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q}, "expect": {expect}}
+	if code, page, _ := b.post("/dlq/retry", form, nil); code == http.StatusOK || !strings.Contains(page, "deadline") {
+		t.Fatalf("confirmed without clearing the deadline: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 3 {
+		t.Fatalf("%d dead after a refused retry, want 3", n)
+	}
+	form.Set("clear_deadline", "1")
+	if code, page, _ := b.post("/dlq/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "Retried 3 messages") {
+		t.Fatalf("confirmed clearing the deadline: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {
+		t.Fatalf("%d dead after the retry, want 0", n)
 	}
 }

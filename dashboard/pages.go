@@ -158,7 +158,10 @@ type bulkData struct {
 	Expect     string
 	Failed     int
 	FirstError string
-	Workers    []ops.QueueWorkers
+	// DeadlinesPassed counts, in a retry's preview, the messages whose
+	// deadline has passed: the retry must clear it (the form asks).
+	DeadlinesPassed int
+	Workers         []ops.QueueWorkers
 	// Changed: the confirmation was refused because the messages the
 	// filter selects changed since the preview.
 	Changed string
@@ -203,11 +206,18 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 		var d bulkData
 		if verb == "retry" {
 			res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true, All: f.IsZero()})
+			passed := res.DeadlinesPassed
+			if err == nil && passed > 0 {
+				// What moves once their deadlines are cleared, as the
+				// form then asks: every message selected.
+				res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, DryRun: true, All: f.IsZero(), ClearDeadline: true})
+			}
 			if err != nil {
 				s.fail(w, r, v, err)
 				return
 			}
 			d = retryBulk(f, res)
+			d.DeadlinesPassed = passed
 		} else {
 			res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, DryRun: true})
 			if err != nil {
@@ -235,7 +245,8 @@ func (s *server) bulk(verb string) handlerFunc {
 		var err error
 		if verb == "retry" {
 			var res ops.DLQRetry
-			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect, All: f.IsZero()})
+			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect, All: f.IsZero(),
+				ClearDeadline: r.PostFormValue("clear_deadline") == "1"})
 			d = retryBulk(f, res)
 		} else {
 			var res ops.DLQDiscard

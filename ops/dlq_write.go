@@ -71,10 +71,8 @@ type DLQRetry struct {
 	Expect       string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
-	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
-	// deadlinesPassed counts the messages not moved because their
-	// deadlines had passed.
-	deadlinesPassed int
+	Workers         []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
+	DeadlinesPassed int            `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
 }
 
 // OK reports whether every message asked for was retried (or would be).
@@ -246,7 +244,7 @@ func unaccounted(r *store.RetryReport, t idTarget, err error) {
 
 func (r *DLQRetry) count(o IDOutcome) {
 	if o.deadlinePassed {
-		r.deadlinesPassed++
+		r.DeadlinesPassed++
 	}
 	switch o.Outcome {
 	case OutcomeAlreadyMoved:
@@ -291,7 +289,7 @@ func retryResult(rep store.RetryReport) DLQRetry {
 			out.Failed--
 		}
 		if f.DeadlinePassed {
-			out.deadlinesPassed++
+			out.DeadlinesPassed++
 		}
 	}
 	return out
@@ -300,13 +298,13 @@ func retryResult(rep store.RetryReport) DLQRetry {
 func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	next := []Hint{}
 	q := req.Filter.Queue
-	if r.deadlinesPassed > 0 {
+	if r.DeadlinesPassed > 0 {
 		// First: the call the rest would fail without (a guarded call by
 		// this dry run's expect refuses the whole set).
 		next = append(next, clearDeadlineHint(req, r))
 	}
 	switch {
-	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.deadlinesPassed > 0:
+	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed > 0:
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing",
 			req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
