@@ -47,15 +47,28 @@ func chrome(t *testing.T) context.Context {
 		// A second site for the foreign-Origin check, served on loopback.
 		chromedp.Flag("host-resolver-rules", "MAP evil.test 127.0.0.1"),
 	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	// Generous: the test suite runs many packages at once.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", path, err)
+	// Chromium now and then exits as it starts, without a word, when the
+	// machine is busy with the other packages' tests: a start is tried
+	// three times, and each failure is logged.
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(alloc)
+		// Generous: the test suite runs many packages at once.
+		ctx, cancelTimeout := context.WithTimeout(ctx, 10*time.Minute)
+		stop := func() { cancelTimeout(); cancel(); cancelAlloc() }
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(stop)
+			return ctx
+		}
+		stop()
+		t.Logf("start %s, attempt %d: %v", path, attempt, err)
+		if !strings.Contains(err.Error(), "chrome failed to start") {
+			break
+		}
 	}
-	return ctx
+	t.Fatalf("start %s: %v", path, err)
+	return nil
 }
 
 // page waits for the dashboard page named (the template on its main

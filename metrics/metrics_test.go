@@ -148,7 +148,7 @@ var Types = map[string]dto.MetricType{
 // counts exactly that, and the gauges read from the database show the
 // DLQ's depth and a backlog nobody works.
 func TestScrapeAfterWorkload(t *testing.T) {
-	st := pgtest.Store(t)
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the gauges read every queue of the database
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +241,9 @@ func checkFamilies(t *testing.T, fams map[string]*dto.MetricFamily, absent ...st
 			t.Errorf("%s has no real HELP: %q", name, f.GetHelp())
 		}
 	}
+	if up := fams["pgbus_database_up"]; up != nil && len(up.GetMetric()) == 1 && up.GetMetric()[0].GetGauge().GetValue() != 1 {
+		t.Errorf("pgbus_database_up is %v: the gauges could not be read from the database (the process log says why)", up.GetMetric()[0].GetGauge().GetValue())
+	}
 	skip := map[string]bool{}
 	for _, a := range absent {
 		skip[a] = true
@@ -323,7 +326,7 @@ func failuresByClass(t *testing.T, reg *prometheus.Registry) map[string]float64 
 // open; once a probe succeeds it says closed, with both transitions
 // counted.
 func TestBreakerMetrics(t *testing.T) {
-	st := pgtest.Store(t)
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the gauges read every queue of the database
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +403,7 @@ func TestErrorClassBoundConcurrent(t *testing.T) {
 // name, as its gauges and stats are, not under its levels' (the alert on a
 // backlog not draining matched nothing for such a queue).
 func TestPriorityQueueCountedUnderItsName(t *testing.T) {
-	st := pgtest.Store(t)
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the gauges read every queue of the database
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
