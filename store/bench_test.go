@@ -193,3 +193,36 @@ func BenchmarkSummaryByReason(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueueDepths measures the read of every queue's depth that a
+// metrics scrape makes, over 500 queues of 20 messages each, a tenth of
+// them with dead messages, and 10 with a backlog of 5,000: enough for the
+// planner to compile a statement over one of them with JIT.
+func BenchmarkQueueDepths(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	for i := range 500 {
+		q := newQueue(b, s)
+		n := 20
+		if i%50 == 0 {
+			n = 5000
+		}
+		for sent := 0; sent < n; sent += 1000 {
+			if _, err := s.SendBatch(ctx, q, msgs(min(n-sent, 1000))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if i%10 == 0 {
+			pgtest.DeadLetterN(b, s, q, 2, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ds, err := s.QueueDepths(ctx)
+		if err != nil || len(ds) != 500 {
+			b.Fatalf("depths of %d queues, %v; want 500", len(ds), err)
+		}
+	}
+}

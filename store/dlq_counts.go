@@ -7,11 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// sqlDLQCountedDepth is the depth of the tracked DLQ named by $2: its base
-// counts plus its pending deltas (schema/0013_dlq_group_deltas.sql). It
-// adds the two tables up without grouping, which the depth does not need.
-const sqlDLQCountedDepth = `((SELECT coalesce(sum(count), 0) FROM pgbus.dlq_groups WHERE dlq = $2)
-			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = $2))::bigint`
+// dlqCountedDepth is the depth of the tracked DLQ whose name is the SQL
+// expression name: its base counts plus its pending deltas
+// (schema/0013_dlq_group_deltas.sql). It adds the two tables up without
+// grouping, which the depth does not need.
+func dlqCountedDepth(name string) string {
+	return `((SELECT coalesce(sum(count), 0) FROM pgbus.dlq_groups WHERE dlq = ` + name + `)
+			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = ` + name + `))::bigint`
+}
 
 // FoldDeadCounts moves the pending deltas of every DLQ's group counts into
 // their base rows and returns how many delta rows it folded. Summaries

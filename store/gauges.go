@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // QueueDepth is how many messages one logical queue holds in each state,
@@ -28,60 +31,189 @@ type QueueDepth struct {
 // QueueDepths returns the depth of every work queue, by name. It reads
 // each live queue table once (they hold the backlog, not the history) and
 // each DLQ's group counts; a queue dropped while they are read is left out.
+// The tables are read depthChunk to a statement, so that a scrape of a
+// database of many queues makes few round trips and holds few locks.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
-	queues, err := s.WorkQueues(ctx)
+	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	levels, err := s.priorityLevels(ctx)
-	if err != nil {
-		return nil, err
+	present := make(map[string]bool, len(all))
+	for _, q := range all {
+		present[q.Name] = true
 	}
-	out := make([]QueueDepth, 0, len(queues))
+	queues := workQueues(all, levels)
+	var dlqs []string
 	for _, q := range queues {
-		d, err := s.queueDepth(ctx, q, physicalNames(q, levels[q]))
-		if errors.Is(err, ErrNotFound) {
-			continue
+		if present[DLQName(q)] {
+			dlqs = append(dlqs, DLQName(q))
 		}
-		if err != nil {
+	}
+	counted, err := s.countedDLQDepths(ctx, dlqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueDepth, len(queues))
+	var arms []depthArm
+	for i, q := range queues {
+		out[i].Queue = q
+		for _, p := range physicalNames(q, levels[q]) {
+			arms = append(arms, depthArm{queue: i, table: p})
+		}
+		if n, ok := counted[DLQName(q)]; ok {
+			out[i].DLQDepth = n
+		} else if present[DLQName(q)] {
+			arms = append(arms, depthArm{queue: i, table: DLQName(q), dlq: true})
+		}
+	}
+	gone := map[int]bool{}
+	for chunk := range slices.Chunk(arms, depthChunk) {
+		if err := s.readDepths(ctx, chunk, out, gone); err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+	}
+	kept := out[:0]
+	for i, d := range out {
+		if !gone[i] {
+			kept = append(kept, d)
+		}
+	}
+	return kept, nil
+}
+
+// depthChunk is how many tables one statement of QueueDepths reads.
+const depthChunk = 64
+
+// depthArm is a table QueueDepths reads: a physical work queue of
+// queue (an index of its result), or its DLQ when that has no group
+// counts.
+type depthArm struct {
+	queue int
+	table string
+	dlq   bool
+}
+
+// countedDLQDepths returns the depths of those of dlqs whose groups are
+// counted, by name, without reading their tables.
+func (s *Store) countedDLQDepths(ctx context.Context, dlqs []string) (map[string]int64, error) {
+	rows, err := s.reads.Query(ctx, `
+		SELECT n, `+dlqCountedDepth("n")+`
+		FROM unnest($1::text[]) AS n
+		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))`, dlqs)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the depths of the DLQs: %w", err)
+	}
+	out := map[string]int64{}
+	var name string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		out[name] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the depths of the DLQs: %w", err)
 	}
 	return out, nil
 }
 
-func (s *Store) queueDepth(ctx context.Context, queue string, physical []string) (QueueDepth, error) {
-	d := QueueDepth{Queue: queue}
-	for _, p := range physical {
-		var depth, visible, scheduled, retrying int64
-		var oldest float64
-		err := s.reads.QueryRow(ctx, `
-			SELECT count(*),
+// readDepths reads the tables of arms in one statement, adding their
+// counts to out. When a table was dropped since it was listed, each is
+// read on its own: a missing work queue is marked gone, a missing DLQ
+// counts nothing.
+func (s *Store) readDepths(ctx context.Context, arms []depthArm, out []QueueDepth, gone map[int]bool) error {
+	err := s.readDepthsOnce(ctx, arms, out)
+	if !isUndefinedTable(err) || len(arms) == 1 {
+		return err
+	}
+	for _, a := range arms {
+		err := s.readDepthsOnce(ctx, []depthArm{a}, out)
+		switch {
+		case isUndefinedTable(err):
+			gone[a.queue] = gone[a.queue] || !a.dlq
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// depthTx is the transaction of a depth read: without JIT, since the
+// planner's estimates for a statement over many tables add up to a cost
+// that has it compiled, which takes seconds for what runs in milliseconds.
+var depthTx = pgx.TxOptions{BeginQuery: "BEGIN READ ONLY; SET LOCAL jit = off"}
+
+// readDepthsOnce reads the tables of arms in one statement, adding their
+// counts to out only when all were read. Its text changes with the tables,
+// so it is not prepared: it would crowd the statements workers run out of
+// each connection's cache.
+func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []QueueDepth) error {
+	tx, err := s.reads.BeginTx(ctx, depthTx)
+	if err != nil {
+		return fmt.Errorf("store: read the depths of queues: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // it only read
+	var sql strings.Builder
+	args := []any{pgx.QueryExecModeExec}
+	for i, a := range arms {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL\n")
+		}
+		if a.dlq {
+			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8 FROM %s`, i, queueTable(a.table))
+			continue
+		}
+		fmt.Fprintf(&sql, `SELECT %d, count(*),
 			       count(*) FILTER (WHERE vt <= now()),
 			       count(*) FILTER (WHERE vt > now() AND read_ct = 0),
 			       count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
-			           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
-			       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)
-			FROM `+queueTable(p)+` q`, p).Scan(&depth, &visible, &scheduled, &retrying, &oldest)
-		if err != nil {
-			return d, queueErr(err, "read the depth of", p)
+			           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $%d AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
+			       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8
+			FROM %s q`, i, len(args), queueTable(a.table))
+		args = append(args, a.table)
+	}
+	rows, err := tx.Query(ctx, sql.String(), args...)
+	if err != nil {
+		return depthErr(err, arms)
+	}
+	type counts struct {
+		depth, visible, scheduled, retrying int64
+		oldest                              float64
+	}
+	read := make([]counts, len(arms))
+	var i int
+	var c counts
+	_, err = pgx.ForEachRow(rows, []any{&i, &c.depth, &c.visible, &c.scheduled, &c.retrying, &c.oldest}, func() error {
+		read[i] = c
+		return nil
+	})
+	if err != nil {
+		return depthErr(err, arms)
+	}
+	for i, a := range arms {
+		d, c := &out[a.queue], read[i]
+		if a.dlq {
+			d.DLQDepth = c.depth
+			continue
 		}
-		d.Visible += visible
-		d.Scheduled += scheduled
-		d.WaitingRetry += retrying
-		d.InFlight += depth - visible - scheduled - retrying
-		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, oldest)
+		d.Visible += c.visible
+		d.Scheduled += c.scheduled
+		d.WaitingRetry += c.retrying
+		d.InFlight += c.depth - c.visible - c.scheduled - c.retrying
+		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, c.oldest)
 	}
-	dlq := DLQName(queue)
-	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
-			THEN `+sqlDLQCountedDepth+`
-			ELSE (SELECT count(*) FROM `+queueTable(dlq)+`) END`,
-		queueTable(dlq), dlq).Scan(&d.DLQDepth)
-	if err != nil && !isUndefinedTable(err) {
-		return d, queueErr(err, "read the depth of", dlq)
+	return nil
+}
+
+// depthErr is the error of a depth read of arms: "relation does not exist"
+// as it is, for readDepths to look at, and else with what was read.
+func depthErr(err error, arms []depthArm) error {
+	if isUndefinedTable(err) {
+		return err
 	}
-	return d, nil
+	if len(arms) == 1 {
+		return queueErr(err, "read the depth of", arms[0].table)
+	}
+	return fmt.Errorf("store: read the depths of %d queues, %q to %q: %w", len(arms), arms[0].table, arms[len(arms)-1].table, err)
 }
 
 // BreakerStates returns the state of every circuit breaker, by name.

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,87 @@ func TestBreakerChanges(t *testing.T) {
 	states, err := s.BreakerStates(ctx)
 	if err != nil || states[name] != store.BreakerClosed {
 		t.Fatalf("states %v, %v", states[name], err)
+	}
+}
+
+// Over more queues than one statement reads, each queue's depth is its
+// own: priority levels are summed, a DLQ is counted from its groups or,
+// with its triggers off, read; a queue whose table is gone is left out,
+// and one whose DLQ table is gone counts no dead messages.
+func TestQueueDepthsOfManyQueues(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	want := map[string]store.QueueDepth{}
+	send := func(q string, n int, delay time.Duration) {
+		t.Helper()
+		for range n {
+			if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Delay: delay}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create := func(q string) {
+		t.Helper()
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 150 {
+		q := fmt.Sprintf("many_%03d", i)
+		create(q)
+		send(q, i%4, 0)
+		send(q, i%3, time.Hour)
+		if i%2 == 0 && i%5 > 0 {
+			pgtest.DeadLetterN(t, s, q, i%5, pgtest.DeadSpec{})
+		}
+		want[q] = store.QueueDepth{Queue: q, Visible: int64(i % 4), Scheduled: int64(i % 3), DLQDepth: int64((1 - i%2) * (i % 5))}
+	}
+	prio := "many_prio"
+	if err := s.CreatePriorityQueue(ctx, prio, 3); err != nil {
+		t.Fatal(err)
+	}
+	send(store.PriorityQueueName(prio, 0), 1, 0)
+	send(store.PriorityQueueName(prio, 2), 2, 0)
+	if got, err := s.Read(ctx, store.PriorityQueueName(prio, 2), time.Minute, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read %d, %v", len(got), err)
+	}
+	want[prio] = store.QueueDepth{Queue: prio, Visible: 2, InFlight: 1}
+
+	untracked := "many_untracked"
+	create(untracked)
+	pgtest.DeadLetterN(t, s, untracked, 3, pgtest.DeadSpec{})
+	exec(t, s, `ALTER TABLE pgmq.q_many_untracked_dlq DISABLE TRIGGER pgbus_dlq_groups_ins`)
+	pgtest.DeadLetterN(t, s, untracked, 1, pgtest.DeadSpec{}) // not counted in the groups: only a read finds 4
+	want[untracked] = store.QueueDepth{Queue: untracked, DLQDepth: 4}
+
+	create("many_gone")
+	exec(t, s, `DROP TABLE pgmq.q_many_gone`)
+	create("many_gonedlq")
+	send("many_gonedlq", 1, 0)
+	exec(t, s, `DROP TABLE pgmq.q_many_gonedlq_dlq`)
+	want["many_gonedlq"] = store.QueueDepth{Queue: "many_gonedlq", Visible: 1}
+
+	all, err := s.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(want) {
+		t.Errorf("depths of %d queues, want %d", len(all), len(want))
+	}
+	for _, got := range all {
+		if (got.Visible > 0) != (got.OldestVisibleAgeSeconds > 0) {
+			t.Errorf("%s: %d visible, the oldest %v s old", got.Queue, got.Visible, got.OldestVisibleAgeSeconds)
+		}
+		got.OldestVisibleAgeSeconds = 0
+		if w, ok := want[got.Queue]; !ok || got != w {
+			t.Errorf("depth %+v, want %+v", got, w)
+		}
+	}
+}
+
+func exec(t *testing.T, s *store.Store, sql string) {
+	t.Helper()
+	if _, err := s.Pool().Exec(testContext(t), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }

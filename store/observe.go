@@ -86,14 +86,26 @@ func (q QueueSettings) Plain() RetrySettings {
 // created, and any other PGMQ queue but dead-letter queues and the priority
 // sub-queues of a pgbus queue.
 func (s *Store) WorkQueues(ctx context.Context) ([]string, error) {
+	all, levels, err := s.queueCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return workQueues(all, levels), nil
+}
+
+// queueCatalog returns every physical PGMQ queue and the priority levels
+// of the queues pgbus created.
+func (s *Store) queueCatalog(ctx context.Context) ([]QueueInfo, map[string]int, error) {
 	all, err := s.ListQueues(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	levels, err := s.priorityLevels(ctx)
-	if err != nil {
-		return nil, err
-	}
+	return all, levels, err
+}
+
+// workQueues is WorkQueues of the queues all and levels.
+func workQueues(all []QueueInfo, levels map[string]int) []string {
 	sub := map[string]bool{}
 	for name, n := range levels {
 		for _, p := range physicalNames(name, n) {
@@ -114,7 +126,7 @@ func (s *Store) WorkQueues(ctx context.Context) ([]string, error) {
 		out = append(out, name)
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }
 
 func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
@@ -202,7 +214,7 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 	// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
 	// Only the branch taken runs.
 	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
-			THEN `+sqlDLQCountedDepth+`
+			THEN `+dlqCountedDepth("$2")+`
 			ELSE (SELECT count(*) FROM `+queueTable(total.DLQ)+`) END`,
 		queueTable(total.DLQ), total.DLQ).Scan(&total.DLQDepth)
 	if err != nil && !isUndefinedTable(err) {
