@@ -42,7 +42,7 @@ func TestMixedTrafficOnRealPGMQ(t *testing.T) {
 	if err != nil || !slices.Contains(work, "payments") {
 		t.Fatalf("work queues = %v, %v; want payments, made by pgmq.create", work, err)
 	}
-	stats, err := s.QueueStats(ctx, "payments")
+	stats, err := s.QueueStats(ctx, "payments", store.QueueStatsOptions{Archive: true})
 	if err != nil || len(stats) != 1 || stats[0].Settings != store.DefaultQueueSettings("payments").Plain() {
 		t.Fatalf("stats of payments = %+v, %v; want the default settings", stats, err)
 	}

@@ -60,7 +60,7 @@ type HealthReason struct {
 // counted.
 func (s *Service) Health(ctx context.Context) (Health, error) {
 	h, err := retryVanished(func() (Health, error) {
-		stats, err := s.store.QueueStats(ctx, "")
+		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
 		if err != nil {
 			return Health{}, err
 		}
@@ -99,6 +99,9 @@ func (h Health) StalledFor(queues []string) []HealthReason {
 // read of the queues, so that the two agree.
 type Overview struct {
 	Health Health
+	// Queues' Archived is 0: the archives, which hold the queues' history,
+	// are not counted for what probes and pages ask for every few seconds
+	// (QueueStats counts them).
 	Queues []QueueStats
 }
 
@@ -106,7 +109,7 @@ type Overview struct {
 // queue's stats, for a page that shows both: the queues are read once.
 func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	return retryVanished(func() (Overview, error) {
-		stats, err := s.store.QueueStats(ctx, "")
+		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
 		if err != nil {
 			return Overview{}, err
 		}

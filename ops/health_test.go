@@ -347,3 +347,31 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 		t.Fatalf("health once the breaker is reset = %+v, %v; want OK", h, err)
 	}
 }
+
+// TestOverviewLeavesArchivesUncounted: what probes and the dashboard read
+// every few seconds does not count the archives, which grow with the
+// queues' history; the queue's stats do.
+func TestOverviewLeavesArchivesUncounted(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`1`)}, {Payload: json.RawMessage(`2`)}, {Payload: json.RawMessage(`3`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ArchiveMany(ctx, q, ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q})
+	if err != nil || len(stats.Queues) != 1 || stats.Queues[0].Archived != 2 || stats.Queues[0].TotalSent != 3 {
+		t.Fatalf("stats: %+v, %v; want 2 archived of 3 sent", stats.Queues, err)
+	}
+	o, err := svc.Overview(ctx)
+	if err != nil || len(o.Queues) != 1 {
+		t.Fatalf("overview: %d queues, %v", len(o.Queues), err)
+	}
+	if got := o.Queues[0]; got.Archived != 0 || got.TotalSent != 3 || got.Visible != 1 || got.Depth != 1 {
+		t.Fatalf("overview of %s: %d archived, %d sent, %d visible of %d; want 0 (not counted), 3, 1 and 1", q, got.Archived, got.TotalSent, got.Visible, got.Depth)
+	}
+}

@@ -41,13 +41,15 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 			return QueueStatsResult{}, invalidf("%s is the dead-letter queue of %s: its depth is dlq_depth in the stats of %s", req.Queue, base, base).
 				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
 		}
-		stats, err := s.store.QueueStats(ctx, req.Queue)
+		stats, err := s.store.QueueStats(ctx, req.Queue, store.QueueStatsOptions{Archive: true})
 		if err == nil && len(stats) == 0 {
 			err = notFoundf("queue %q does not exist", req.Queue)
 		}
 		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	stats, err := retryVanished(func() ([]store.QueueStats, error) { return s.store.QueueStats(ctx, "") })
+	stats, err := retryVanished(func() ([]store.QueueStats, error) {
+		return s.store.QueueStats(ctx, "", store.QueueStatsOptions{Archive: true})
+	})
 	out := QueueStatsResult{Queues: queueStatsList(stats)}
 	if err == nil && !req.All {
 		s.fitQueueStats(&out)

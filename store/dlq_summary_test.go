@@ -86,7 +86,7 @@ func checkGroups(t testing.TB, s *store.Store, dlq string, f store.DeadFilter, s
 
 func dlqDepth(t testing.TB, s *store.Store, queue string) int64 {
 	t.Helper()
-	st, err := s.QueueStats(testContext(t), queue)
+	st, err := s.QueueStats(testContext(t), queue, store.QueueStatsOptions{Archive: true})
 	if err != nil || len(st) != 1 {
 		t.Fatalf("stats of %s = %+v, %v", queue, st, err)
 	}

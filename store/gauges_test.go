@@ -37,7 +37,7 @@ func TestQueueDepths(t *testing.T) {
 	if got == nil {
 		t.Fatalf("QueueDepths lacks %s: %+v", q, all)
 	}
-	stats, err := s.QueueStats(ctx, q)
+	stats, err := s.QueueStats(ctx, q, store.QueueStatsOptions{Archive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,9 +147,18 @@ func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
+// QueueStatsOptions selects what QueueStats reads besides the queue
+// tables.
+type QueueStatsOptions struct {
+	// Archive counts the messages in each queue's archive (Archived). The
+	// archive holds the queue's history, up to its retention, so the count
+	// takes time in proportion to it; without Archive, Archived is 0.
+	Archive bool
+}
+
 // QueueStats returns stats of one logical queue, or of every work queue
 // when queue is empty. A queue with priority levels is summed over them.
-func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, error) {
+func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
 	queues := []string{queue}
 	if queue == "" {
 		var err error
@@ -173,7 +182,7 @@ func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, err
 	}
 	out := make([]QueueStats, 0, len(queues))
 	for _, q := range queues {
-		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]))
+		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]), opts)
 		if queue == "" && errors.Is(err, ErrNotFound) {
 			continue // dropped since it was listed
 		}
@@ -193,10 +202,10 @@ func (s *Store) QueueStats(ctx context.Context, queue string) ([]QueueStats, err
 
 // logicalStats sums the stats of a queue's physical queues; ages are the
 // oldest over them.
-func (s *Store) logicalStats(ctx context.Context, queue string, physical []string) (QueueStats, error) {
+func (s *Store) logicalStats(ctx context.Context, queue string, physical []string, opts QueueStatsOptions) (QueueStats, error) {
 	total := QueueStats{Queue: queue, DLQ: DLQName(queue)}
 	for _, p := range physical {
-		st, err := s.queueStats(ctx, p)
+		st, err := s.queueStats(ctx, p, opts)
 		if err != nil {
 			return total, err
 		}
@@ -223,8 +232,12 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 	return total, nil
 }
 
-func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error) {
+func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOptions) (QueueStats, error) {
 	st := QueueStats{Queue: queue, DLQ: DLQName(queue)}
+	archived := `0::bigint`
+	if opts.Archive {
+		archived = `(SELECT count(*) FROM ` + archiveTable(queue) + `)`
+	}
 	sql := `
 		SELECT count(*),
 		       count(*) FILTER (WHERE vt <= now()),
@@ -234,7 +247,7 @@ func (s *Store) queueStats(ctx context.Context, queue string) (QueueStats, error
 		       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0),
 		       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0),
 		       ` + totalSentSQL(queue) + `,
-		       (SELECT count(*) FROM ` + archiveTable(queue) + `)
+		       ` + archived + `
 		FROM ` + queueTable(queue) + ` q`
 	var retrying int64
 	err := s.reads.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,

@@ -51,7 +51,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 				t.Fatalf("pool holds %d idle connections; want the old ones still there", n)
 			}
 
-			if _, err := s.QueueStats(ctx, "rc"); err != nil {
+			if _, err := s.QueueStats(ctx, "rc", store.QueueStatsOptions{Archive: true}); err != nil {
 				t.Fatalf("first read after restart: %v", err)
 			}
 			if _, err := s.Send(ctx, "rc", store.NewMessage{Payload: json.RawMessage(`{"n":1}`)}); err != nil {
@@ -113,7 +113,7 @@ func fillPool(t *testing.T, s *store.Store, n int) {
 	for _, c := range conns {
 		c.Release()
 	}
-	if _, err := s.QueueStats(ctx, "rc"); err != nil {
+	if _, err := s.QueueStats(ctx, "rc", store.QueueStatsOptions{Archive: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +157,7 @@ func TestRetryOnDeadConnection(t *testing.T) {
 		write bool
 		run   func() error
 	}{
-		{"QueueStats", false, func() error { _, err := s.QueueStats(ctx, queue); return err }},
+		{"QueueStats", false, func() error { _, err := s.QueueStats(ctx, queue, store.QueueStatsOptions{Archive: true}); return err }},
 		{"ListQueues", false, func() error { _, err := s.ListQueues(ctx); return err }},
 		{"Send", true, func() error {
 			_, err := s.Send(ctx, queue, store.NewMessage{Payload: json.RawMessage(`{}`)})

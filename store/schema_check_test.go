@@ -124,7 +124,7 @@ func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
 	reader := openStore(t, roleURL)
 	sent := func() int64 {
 		t.Helper()
-		stats, err := reader.QueueStats(ctx, q)
+		stats, err := reader.QueueStats(ctx, q, store.QueueStatsOptions{Archive: true})
 		if err != nil || len(stats) != 1 {
 			t.Fatalf("stats as the reader: %+v, %v", stats, err)
 		}

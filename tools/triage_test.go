@@ -143,7 +143,7 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 	done := map[string]int{payments: paid, images: converted}
 	pgtest.Eventually(t, 60*time.Second, "every message to succeed or die, and the stats to count the deaths", func() bool {
 		for _, q := range []string{payments, images} {
-			stats, err := st.QueueStats(testContext(t), q)
+			stats, err := st.QueueStats(testContext(t), q, store.QueueStatsOptions{Archive: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,42 @@
+package ops_test
+
+import (
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// BenchmarkOverview measures the read behind /readyz, the health verdict
+// and the dashboard's overview over four queues: whose archives hold
+// 1,000,000 messages each (a week of archive at under two messages a
+// second), and whose backlogs hold 200,000 messages each (an outage).
+func BenchmarkOverview(b *testing.B) {
+	for _, c := range []struct{ name, table string }{{"archive", "a_"}, {"backlog", "q_"}} {
+		b.Run(c.name, func(b *testing.B) {
+			s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+			svc := newService(b, s, ops.Options{})
+			ctx := pgtest.Context(b)
+			n := map[string]string{"a_": "1000000", "q_": "200000"}[c.table]
+			for range 4 {
+				q := newQueue(b, s, nil)
+				cols, vals := "read_ct, enqueued_at, vt, message", "0, now(), now(), '{}'"
+				if c.table == "a_" {
+					cols, vals = "msg_id, archived_at, "+cols, "g, now(), "+vals
+				}
+				if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."`+c.table+q+`" (`+cols+`) SELECT `+vals+` FROM generate_series(1, `+n+`) g`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := s.Pool().Exec(ctx, `VACUUM ANALYZE`); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				o, err := svc.Overview(ctx)
+				if err != nil || len(o.Queues) != 4 {
+					b.Fatalf("overview of %d queues, %v; want 4", len(o.Queues), err)
+				}
+			}
+		})
+	}
+}
