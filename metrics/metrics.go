@@ -230,13 +230,16 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, q := range g.Queues {
+		ch <- prometheus.MustNewConstMetric(m.dlqMessages, prometheus.GaugeValue, float64(q.DLQDepth), q.Queue)
+		if q.Dropped {
+			continue // only its DLQ is left
+		}
 		for _, s := range []struct {
 			state string
 			n     int64
 		}{{"visible", q.Visible}, {"in_flight", q.InFlight}, {"waiting_retry", q.WaitingRetry}, {"scheduled", q.Scheduled}} {
 			ch <- prometheus.MustNewConstMetric(m.queueMessages, prometheus.GaugeValue, float64(s.n), q.Queue, s.state)
 		}
-		ch <- prometheus.MustNewConstMetric(m.dlqMessages, prometheus.GaugeValue, float64(q.DLQDepth), q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.queueWorkers, prometheus.GaugeValue, float64(g.QueueWorkers[q.Queue]), q.Queue)
 	}

@@ -452,3 +452,33 @@ func TestProbesWithoutOps(t *testing.T) {
 	}()
 	metrics.Probes(nil, metrics.ProbeOptions{})
 }
+
+// The DLQ of a queue dropped outside pgbus keeps its depth gauge while it
+// holds messages, and the queue has no live-message gauges.
+func TestDroppedQueueKeepsItsDLQGauge(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the gauges read every queue of the database
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pgtest.Context(t)
+	if err := st.CreateQueue(ctx, "orphan"); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DeadLetterN(t, st, "orphan", 3, pgtest.DeadSpec{})
+	if _, err := st.Pool().Exec(ctx, `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	fams := scrape(t, serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{})))
+	if got := value(fams, "pgbus_dlq_messages", map[string]string{"queue": "orphan"}); got != 3 {
+		t.Errorf("pgbus_dlq_messages of the dropped queue = %v, want 3", got)
+	}
+	for _, name := range []string{"pgbus_queue_messages", "pgbus_queue_workers_running", "pgbus_queue_oldest_ready_age_seconds"} {
+		if got := value(fams, name, map[string]string{"queue": "orphan"}); got != -1 {
+			t.Errorf("%s of the dropped queue = %v, want no series", name, got)
+		}
+	}
+}

@@ -43,7 +43,7 @@ type Health struct {
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
-	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open"`
+	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -55,7 +55,7 @@ type HealthReason struct {
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
-// running handler uses), OK otherwise. STALLED reasons
+// running handler uses, dead messages left by a dropped queue), OK otherwise. STALLED reasons
 // are listed first; those past the response bound are left out and
 // counted.
 func (s *Service) Health(ctx context.Context) (Health, error) {
@@ -138,10 +138,17 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	for _, b := range breakers {
 		checkBreaker(&h, b, s.now(), func(q string) bool { return coverage(workers, q).Served() })
 	}
-	h.Queues = len(stats)
 	for _, q := range stats {
-		h.Backlog += q.Visible
 		h.DeadMessages += q.DLQDepth
+		if q.Dropped {
+			h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead messages", q.Queue, q.DLQ, q.DLQDepth),
+				hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
+				hint(OpQueueCreate, "creates the queue again, so that they can be retried", "queue", q.Queue),
+				hint(OpDLQPurge, "deletes them for good", "queue", q.Queue))
+			continue
+		}
+		h.Queues++
+		h.Backlog += q.Visible
 		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
 	if n := h.count("dead_letters_growing"); n > 1 {

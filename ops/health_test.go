@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -373,5 +374,40 @@ func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 	}
 	if got := o.Queues[0]; got.Archived != 0 || got.TotalSent != 3 || got.Visible != 1 || got.Depth != 1 {
 		t.Fatalf("overview of %s: %d archived, %d sent, %d visible of %d; want 0 (not counted), 3, 1 and 1", q, got.Archived, got.TotalSent, got.Visible, got.Depth)
+	}
+}
+
+// TestHealthNamesTheDLQOfADroppedQueue: dead messages left in the DLQ of a
+// queue dropped outside pgbus count among the dead messages, and a
+// DEGRADED reason names the queue with hints that work: its summary finds
+// them; the queue is not counted among the queues.
+func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for _, q := range []string{"kept", "orphan"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.DeadLetterN(t, s, "orphan", 3, pgtest.DeadSpec{Kind: "mail", Message: "smtp down"})
+	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'; DELETE FROM pgbus.queues WHERE queue_name = 'orphan'`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Queues != 1 || h.DeadMessages != 3 || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 {
+		t.Fatalf("health: %s, %d queues, %d dead, reasons %+v; want DEGRADED, 1 queue, 3 dead and one reason", h.Status, h.Queues, h.DeadMessages, h.Reasons)
+	}
+	r := h.Reasons[0]
+	if r.Code != "dlq_of_dropped_queue" || r.Queue != "orphan" || !strings.Contains(r.Message, "3 dead messages") ||
+		!hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": "orphan"}) || !hasHint(r.Next, ops.OpDLQPurge, map[string]any{"queue": "orphan"}) {
+		t.Fatalf("reason %+v", r)
+	}
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: findHint(t, r.Next, ops.OpDLQSummary).Args["queue"].(string)}})
+	if err != nil || sum.Total != 3 {
+		t.Fatalf("the summary the reason points at: %+v, %v; want the 3 dead messages", sum, err)
 	}
 }

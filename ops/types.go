@@ -19,14 +19,17 @@ type QueueStats struct {
 	WaitingRetry int64 `json:"waiting_retry" jsonschema_description:"Failed and waiting for their next attempt"`
 	Scheduled    int64 `json:"scheduled" jsonschema_description:"Sent with a delay or snoozed and not yet due"`
 	// Ages in seconds; 0 when there is no such message.
-	OldestAgeSeconds        float64  `json:"oldest_age_seconds" jsonschema_description:"Seconds since the oldest message in the queue was sent; 0 when the queue is empty"`
-	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds since the oldest message ready to run was sent; 0 when none is ready. A growing value means the backlog is not draining"`
-	DLQ                     string   `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
-	DLQDepth                int64    `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
-	Archived                int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
-	TotalSent               int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
-	LastHour                Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
-	ThroughputPerMinute     float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
+	OldestAgeSeconds        float64 `json:"oldest_age_seconds" jsonschema_description:"Seconds since the oldest message in the queue was sent; 0 when the queue is empty"`
+	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds since the oldest message ready to run was sent; 0 when none is ready. A growing value means the backlog is not draining"`
+	DLQ                     string  `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
+	DLQDepth                int64   `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
+	// Dropped marks a queue whose tables are gone while its DLQ holds
+	// messages: only its DLQ and recent counters are read.
+	Dropped             bool     `json:"dropped,omitempty" jsonschema_description:"True for a queue that was dropped (by PGMQ's drop_queue, or by hand) while its DLQ still holds dead messages: only dlq, dlq_depth and last_hour are read. Its dead messages can be listed, and discarded or purged; to retry them, create the queue again"`
+	Archived            int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
+	TotalSent           int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
+	LastHour            Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
+	ThroughputPerMinute float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
 	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty" jsonschema_description:"Median enqueue-to-start latency in milliseconds over the last hour: how long a message waited from becoming ready (sent, or due after a delay or retry) until a worker started it. The upper bound of a power-of-two bucket, so 4096 means between 2048 and 4096 ms; absent without jobs in the last hour"`
@@ -136,7 +139,7 @@ func queueStats(q store.QueueStats) QueueStats {
 	return QueueStats{
 		Queue: q.Queue, Depth: q.Depth, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry, Scheduled: q.Scheduled,
 		OldestAgeSeconds: q.OldestAgeSeconds, OldestVisibleAgeSeconds: q.OldestVisibleAgeSeconds, DLQ: q.DLQ, DLQDepth: q.DLQDepth,
-		Archived: q.Archived, TotalSent: q.TotalSent, LastHour: Counters(q.LastHour), ThroughputPerMinute: q.ThroughputPerMinute,
+		Dropped: q.Dropped, Archived: q.Archived, TotalSent: q.TotalSent, LastHour: Counters(q.LastHour), ThroughputPerMinute: q.ThroughputPerMinute,
 		LatencyP50MS: q.LatencyP50MS, LatencyP95MS: q.LatencyP95MS, Paused: q.Paused, Settings: RetrySettings(q.Settings),
 	}
 }

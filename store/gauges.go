@@ -26,13 +26,17 @@ type QueueDepth struct {
 	// DLQDepth is the number of messages in the queue's DLQ, from its
 	// groups' counts where they are kept (no scan of the DLQ).
 	DLQDepth int64
+	// Dropped is true for a queue whose tables are gone while its DLQ
+	// holds messages (see QueueStats.Dropped): only DLQDepth is read.
+	Dropped bool
 }
 
-// QueueDepths returns the depth of every work queue, by name. It reads
-// each live queue table once (they hold the backlog, not the history) and
-// each DLQ's group counts; a queue dropped while they are read is left out.
-// The tables are read depthChunk to a statement, so that a scrape of a
-// database of many queues makes few round trips and holds few locks.
+// QueueDepths returns the depth of every work queue, and of every queue
+// dropped with messages left in its DLQ (Dropped), by name. It reads each
+// live queue table once (they hold the backlog, not the history) and each
+// DLQ's group counts. The tables are read depthChunk to a statement, so
+// that a scrape of a database of many queues makes few round trips and
+// holds few locks.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
@@ -43,6 +47,8 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		present[q.Name] = true
 	}
 	queues := workQueues(all, levels)
+	work := len(queues)
+	queues = append(queues, droppedQueues(all, queues)...)
 	var dlqs []string
 	for _, q := range queues {
 		if present[DLQName(q)] {
@@ -58,7 +64,9 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	for i, q := range queues {
 		out[i].Queue = q
 		for _, p := range physicalNames(q, levels[q]) {
-			arms = append(arms, depthArm{queue: i, table: p})
+			if i < work { // a dropped queue has only its DLQ
+				arms = append(arms, depthArm{queue: i, table: p})
+			}
 		}
 		if n, ok := counted[DLQName(q)]; ok {
 			out[i].DLQDepth = n
@@ -74,10 +82,14 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	}
 	kept := out[:0]
 	for i, d := range out {
-		if !gone[i] {
+		if gone[i] || i >= work {
+			d = QueueDepth{Queue: d.Queue, DLQDepth: d.DLQDepth, Dropped: true}
+		}
+		if !d.Dropped || d.DLQDepth > 0 {
 			kept = append(kept, d)
 		}
 	}
+	slices.SortFunc(kept, func(a, b QueueDepth) int { return strings.Compare(a.Queue, b.Queue) })
 	return kept, nil
 }
 
@@ -122,15 +134,15 @@ func (s *Store) countedDLQDepths(ctx context.Context, dlqs []string) (map[string
 // counts nothing.
 func (s *Store) readDepths(ctx context.Context, arms []depthArm, out []QueueDepth, gone map[int]bool) error {
 	err := s.readDepthsOnce(ctx, arms, out)
-	if !isUndefinedTable(err) || len(arms) == 1 {
+	if !isUndefinedTable(err) {
 		return err
 	}
+	if len(arms) == 1 {
+		gone[arms[0].queue] = gone[arms[0].queue] || !arms[0].dlq
+		return nil
+	}
 	for _, a := range arms {
-		err := s.readDepthsOnce(ctx, []depthArm{a}, out)
-		switch {
-		case isUndefinedTable(err):
-			gone[a.queue] = gone[a.queue] || !a.dlq
-		case err != nil:
+		if err := s.readDepths(ctx, []depthArm{a}, out, gone); err != nil {
 			return err
 		}
 	}

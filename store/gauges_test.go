@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -162,5 +163,69 @@ func exec(t *testing.T, s *store.Store, sql string) {
 	t.Helper()
 	if _, err := s.Pool().Exec(testContext(t), sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// A queue dropped outside pgbus (its tables and its PGMQ entry gone, as
+// PGMQ's drop_queue leaves them) whose DLQ holds messages stays in every
+// queue's stats and depths, marked dropped with its DLQ's depth, whether
+// pgbus still has its entry or not; one whose DLQ is empty is left out.
+func TestDroppedQueueWithDeadMessagesIsListed(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	for _, q := range []string{"live", "gone", "orphan", "emptied"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.DeadLetterN(t, s, "gone", 2, pgtest.DeadSpec{})
+	pgtest.DeadLetterN(t, s, "orphan", 3, pgtest.DeadSpec{})
+	if _, err := s.Send(ctx, "live", store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"gone", "orphan", "emptied"} {
+		exec(t, s, `DROP TABLE pgmq.q_`+q+`, pgmq.a_`+q+`; DELETE FROM pgmq.meta WHERE queue_name = '`+q+`'`)
+	}
+	exec(t, s, `DELETE FROM pgbus.queues WHERE queue_name IN ('orphan', 'emptied')`)
+
+	stats, err := s.QueueStats(ctx, "", store.QueueStatsOptions{Archive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, st := range stats {
+		got = append(got, fmt.Sprintf("%s dropped=%v depth=%d dlq=%s:%d", st.Queue, st.Dropped, st.Depth, st.DLQ, st.DLQDepth))
+	}
+	want := []string{"gone dropped=true depth=0 dlq=gone_dlq:2", "live dropped=false depth=1 dlq=live_dlq:0", "orphan dropped=true depth=0 dlq=orphan_dlq:3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stats:\n%s\nwant\n%s", got, want)
+	}
+	depths, err := s.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, d := range depths {
+		got = append(got, fmt.Sprintf("%s dropped=%v depth=%d dlq=%s:%d", d.Queue, d.Dropped, d.Visible+d.InFlight+d.WaitingRetry+d.Scheduled, store.DLQName(d.Queue), d.DLQDepth))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("depths:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := s.QueueStats(ctx, "gone", store.QueueStatsOptions{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("stats of the dropped queue alone: %v, want not found", err)
+	}
+}
+
+// A database whose one queue lost its table since it was listed has no
+// depths to report, and says so without an error.
+func TestQueueDepthsOfOneQueueGone(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	if err := s.CreateQueue(testContext(t), "only"); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_only`)
+	depths, err := s.QueueDepths(testContext(t))
+	if err != nil || len(depths) != 0 {
+		t.Fatalf("depths %+v, %v; want none and no error", depths, err)
 	}
 }

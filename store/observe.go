@@ -28,14 +28,18 @@ type QueueStats struct {
 	WaitingRetry int64 `json:"waiting_retry"`
 	Scheduled    int64 `json:"scheduled"`
 	// Ages in seconds; 0 when there is no such message.
-	OldestAgeSeconds        float64  `json:"oldest_age_seconds"`
-	OldestVisibleAgeSeconds float64  `json:"oldest_visible_age_seconds"`
-	DLQ                     string   `json:"dlq"`
-	DLQDepth                int64    `json:"dlq_depth"`
-	Archived                int64    `json:"archived"`
-	TotalSent               int64    `json:"total_sent"`
-	LastHour                Counters `json:"last_hour"`
-	ThroughputPerMinute     float64  `json:"throughput_per_minute"`
+	OldestAgeSeconds        float64 `json:"oldest_age_seconds"`
+	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds"`
+	DLQ                     string  `json:"dlq"`
+	DLQDepth                int64   `json:"dlq_depth"`
+	// Dropped is true for a queue whose tables are gone (dropped by PGMQ's
+	// drop_queue, or by hand) while its DLQ holds messages: only DLQ,
+	// DLQDepth and the recent counters are read.
+	Dropped             bool     `json:"dropped,omitempty"`
+	Archived            int64    `json:"archived"`
+	TotalSent           int64    `json:"total_sent"`
+	LastHour            Counters `json:"last_hour"`
+	ThroughputPerMinute float64  `json:"throughput_per_minute"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
 	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty"`
@@ -158,21 +162,21 @@ type QueueStatsOptions struct {
 
 // QueueStats returns stats of one logical queue, or of every work queue
 // when queue is empty. A queue with priority levels is summed over them.
+// Every queue's stats include, sorted among them, those of the queues
+// dropped with messages left in their DLQs (Dropped).
 func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
-	queues := []string{queue}
+	queues, dropped := []string{queue}, []string(nil)
+	all, levels, err := s.queueCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if queue == "" {
-		var err error
-		if queues, err = s.WorkQueues(ctx); err != nil {
-			return nil, err
-		}
+		queues = workQueues(all, levels)
+		dropped = droppedQueues(all, queues)
 	} else if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
 	settings, err := s.AllQueueSettings(ctx)
-	if err != nil {
-		return nil, err
-	}
-	levels, err := s.priorityLevels(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +188,8 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	for _, q := range queues {
 		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]), opts)
 		if queue == "" && errors.Is(err, ErrNotFound) {
-			continue // dropped since it was listed
+			dropped = append(dropped, q) // since it was listed
+			continue
 		}
 		if err != nil {
 			return nil, err
@@ -197,7 +202,36 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		counters[q].apply(&st)
 		out = append(out, st)
 	}
+	for _, q := range dropped {
+		st := QueueStats{Queue: q, DLQ: DLQName(q), Dropped: true}
+		if st.DLQDepth, err = s.dlqDepth(ctx, st.DLQ); err != nil {
+			return nil, err
+		}
+		if st.DLQDepth > 0 {
+			counters[q].apply(&st)
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	return out, nil
+}
+
+// droppedQueues returns the queues, other than queues, whose DLQs are
+// among all: dropped by PGMQ's drop_queue, or by hand, leaving their
+// DLQs and dead messages behind.
+func droppedQueues(all []QueueInfo, queues []string) []string {
+	work := make(map[string]bool, len(queues))
+	for _, q := range queues {
+		work[q] = true
+	}
+	var out []string
+	for _, q := range all {
+		base, isDLQ := strings.CutSuffix(q.Name, DLQSuffix)
+		if isDLQ && !strings.HasSuffix(base, DLQSuffix) && ValidatePhysicalName(q.Name) == nil && !work[base] {
+			out = append(out, base)
+		}
+	}
+	return out
 }
 
 // logicalStats sums the stats of a queue's physical queues; ages are the
@@ -219,17 +253,25 @@ func (s *Store) logicalStats(ctx context.Context, queue string, physical []strin
 		total.OldestAgeSeconds = max(total.OldestAgeSeconds, st.OldestAgeSeconds)
 		total.OldestVisibleAgeSeconds = max(total.OldestVisibleAgeSeconds, st.OldestVisibleAgeSeconds)
 	}
-	// The DLQ's groups add up to its depth without reading its rows (see
-	// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
-	// Only the branch taken runs.
+	var err error
+	total.DLQDepth, err = s.dlqDepth(ctx, total.DLQ)
+	return total, err
+}
+
+// dlqDepth is the depth of DLQ dlq, 0 when it does not exist. The DLQ's
+// groups add up to its depth without reading its rows (see
+// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
+// Only the branch taken runs.
+func (s *Store) dlqDepth(ctx context.Context, dlq string) (int64, error) {
+	var n int64
 	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
 			THEN `+dlqCountedDepth("$2")+`
-			ELSE (SELECT count(*) FROM `+queueTable(total.DLQ)+`) END`,
-		queueTable(total.DLQ), total.DLQ).Scan(&total.DLQDepth)
+			ELSE (SELECT count(*) FROM `+queueTable(dlq)+`) END`,
+		queueTable(dlq), dlq).Scan(&n)
 	if err != nil && !isUndefinedTable(err) {
-		return total, queueErr(err, "read stats of", total.DLQ)
+		return 0, queueErr(err, "read stats of", dlq)
 	}
-	return total, nil
+	return n, nil
 }
 
 func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOptions) (QueueStats, error) {

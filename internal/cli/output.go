@@ -164,6 +164,11 @@ func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 	t := newTable(w, "QUEUE", "DEPTH", "READY", "RUNNING", "RETRYING", "SCHEDULED", "DLQ", "ARCHIVED", "SENT",
 		"OK/1H", "FAILED/1H", "DEAD/1H", "OLDEST READY", "RETRIES", "PAUSED")
 	for _, q := range stats {
+		if q.Dropped { // only its DLQ is left
+			t.row(q.Queue+" (dropped)", "-", "-", "-", "-", "-", q.DLQDepth, "-", "-",
+				q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, "-", "-", "-")
+			continue
+		}
 		paused := "no"
 		if q.Paused {
 			paused = "yes"
