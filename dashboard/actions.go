@@ -204,6 +204,9 @@ type selectedData struct {
 	// Count is how many moved (in a preview: would move).
 	Count  int
 	DryRun bool
+	// DeadlinesPassed counts the messages a retry leaves dead because their
+	// deadline passed, unless it clears the deadlines.
+	DeadlinesPassed int
 }
 
 // selected reads the verb, DLQ and ids of a selection, from a query or a
@@ -244,12 +247,13 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 	d.DryRun = dryRun
 	filter := ops.DeadFilter{Queue: d.Queue}
 	if d.Verb == "retry" {
-		res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
+		res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun,
+			ClearDeadline: q.Get("clear_deadline") == "1"})
 		if err != nil {
 			s.fail(w, r, v, err)
 			return
 		}
-		d.Outcomes, d.Count = res.Outcomes, res.Retried
+		d.Outcomes, d.Count, d.DeadlinesPassed = res.Outcomes, res.Retried, res.DeadlinesPassed
 	} else {
 		res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
 		if err != nil {

@@ -63,7 +63,7 @@ func TestGroupRetryWithADeadlinePassed(t *testing.T) {
 		pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	code, page, _ := b.get("/dlq/retry?queue=" + q)
-	if code != http.StatusOK || !strings.Contains(page, "Retry these 3 messages") || !strings.Contains(page, `name="clear_deadline"`) || !strings.Contains(page, "1 of these message has passed its deadline") {
+	if code != http.StatusOK || !strings.Contains(page, "Retry these 3 messages") || !strings.Contains(page, `name="clear_deadline"`) || !strings.Contains(page, "1 of these messages has passed its deadline") {
 		t.Fatalf("preview: %d\n%s", code, page)
 	}
 	m := regexp.MustCompile(`name="expect" value="([^"]+)"`).FindStringSubmatch(page)
@@ -80,6 +80,53 @@ func TestGroupRetryWithADeadlinePassed(t *testing.T) {
 	}
 	form.Set("clear_deadline", "1")
 	if code, page, _ := b.post("/dlq/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "Retried 3 messages") {
+		t.Fatalf("confirmed clearing the deadline: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {
+		t.Fatalf("%d dead after the retry, want 0", n)
+	}
+}
+
+// A retry of ticked messages, one of which passed its deadline, says so
+// in its preview and offers to clear the deadline: without it, the others
+// move and that one stays, saying why; selected again alone, it can only
+// be confirmed with the deadline cleared, and then moves.
+func TestSelectedRetryWithADeadlinePassed(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_sdl")
+	ids := pgtest.DeadLetter(t, st, q,
+		pgtest.DeadSpec{Kind: "k", Headers: `{"pgbus_kind": "k", "pgbus_deadline": "2020-01-01T00:00:00Z"}`},
+		pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	selection := func(ids ...int64) url.Values {
+		v := url.Values{"verb": {"retry"}, "queue": {q + "_dlq"}}
+		for _, id := range ids {
+			v.Add("id", fmt.Sprint(id))
+		}
+		return v
+	}
+	code, page, _ := b.get("/dlq/selected?" + selection(ids...).Encode())
+	if code != http.StatusOK || !strings.Contains(page, "1 of these messages has passed its deadline") ||
+		!strings.Contains(page, `<input type="checkbox" name="clear_deadline" value="1">`) {
+		t.Fatalf("preview of 3, one past its deadline: %d\n%s", code, page)
+	}
+	form := selection(ids...)
+	form.Set("csrf", csrf(t, page))
+	if code, page, _ = b.post("/dlq/selected", form, nil); code != http.StatusOK || !strings.Contains(page, "Retried 2 messages") || !strings.Contains(page, "deadline") {
+		t.Fatalf("confirmed without clearing: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
+		t.Fatalf("%d dead, want the 1 past its deadline", n)
+	}
+	code, page, _ = b.get("/dlq/selected?" + selection(ids[0]).Encode())
+	if code != http.StatusOK || !strings.Contains(page, `<input type="checkbox" name="clear_deadline" value="1" required>`) {
+		t.Fatalf("preview of the one past its deadline: %d\n%s", code, page)
+	}
+	form = selection(ids[0])
+	form.Set("csrf", csrf(t, page))
+	form.Set("clear_deadline", "1")
+	if code, page, _ = b.post("/dlq/selected", form, nil); code != http.StatusOK || !strings.Contains(page, "Retried 1 message") {
 		t.Fatalf("confirmed clearing the deadline: %d\n%s", code, page)
 	}
 	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {

@@ -190,7 +190,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		return DLQRetry{}, dbErr
 	}
 	out := retryResult(rep)
-	out.Failed, out.NotFound, out.AlreadyMoved = 0, 0, 0 // counted per id below
+	out.Failed, out.NotFound, out.AlreadyMoved, out.DeadlinesPassed = 0, 0, 0, 0 // counted per id below
 	moved := map[int64]store.RetriedMessage{}
 	for _, m := range rep.Moved {
 		moved[m.DLQMsgID] = m

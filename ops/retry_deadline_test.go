@@ -47,8 +47,9 @@ func TestRetryPastTheDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatalf("retry %+v: %v", req, err)
 		}
-		if r.Retried != 0 || r.Failed != 1 || !strings.Contains(r.FirstError, "deadline") {
-			t.Errorf("retry %+v past the deadline: retried %d, failed %d, first error %q; want it left, saying why", req, r.Retried, r.Failed, r.FirstError)
+		if r.Retried != 0 || r.Failed != 1 || r.DeadlinesPassed != 1 || !strings.Contains(r.FirstError, "deadline") {
+			t.Errorf("retry %+v past the deadline: retried %d, failed %d, %d deadlines passed, first error %q; want it left, counted once, saying why",
+				req, r.Retried, r.Failed, r.DeadlinesPassed, r.FirstError)
 		}
 		if !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"clear_deadline": true}) {
 			t.Errorf("retry %+v past the deadline: next %+v, want a retry clearing the deadline", req, r.Next)
