@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -34,48 +35,64 @@ type QueueDepth struct {
 // QueueDepths returns the depth of every work queue, and of every queue
 // dropped with messages left in its DLQ (Dropped), by name. It reads each
 // live queue table once (they hold the backlog, not the history) and each
-// DLQ's group counts. The tables are read depthChunk to a statement, so
-// that a scrape of a database of many queues makes few round trips and
-// holds few locks.
+// DLQ's group counts. The tables are read depthChunk to a statement (a
+// partitioned one alone), so that a scrape of a database of many queues
+// makes few round trips while holding the locks of few tables at a time.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	present := make(map[string]bool, len(all))
+	partitioned := make(map[string]bool, len(all))
 	for _, q := range all {
-		present[q.Name] = true
+		partitioned[q.Name] = q.IsPartitioned
 	}
 	queues := workQueues(all, levels)
 	work := len(queues)
 	queues = append(queues, droppedQueues(all, queues)...)
-	var dlqs []string
-	for _, q := range queues {
-		if present[DLQName(q)] {
-			dlqs = append(dlqs, DLQName(q))
+	var tables []string
+	for i, q := range queues {
+		if i < work { // a dropped queue has only its DLQ
+			tables = append(tables, physicalNames(q, levels[q])...)
 		}
+		tables = append(tables, DLQName(q))
 	}
-	counted, err := s.countedDLQDepths(ctx, dlqs)
+	exists, counted, err := s.tableStates(ctx, tables)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]QueueDepth, len(queues))
-	var arms []depthArm
+	gone := map[int]bool{}
+	var arms, alone []depthArm
+	add := func(a depthArm) {
+		if partitioned[a.table] {
+			alone = append(alone, a)
+		} else {
+			arms = append(arms, a)
+		}
+	}
 	for i, q := range queues {
 		out[i].Queue = q
 		for _, p := range physicalNames(q, levels[q]) {
-			if i < work { // a dropped queue has only its DLQ
-				arms = append(arms, depthArm{queue: i, table: p})
+			switch {
+			case i >= work:
+			case !exists[p]:
+				gone[i] = true
+			default:
+				add(depthArm{queue: i, table: p})
 			}
 		}
 		if n, ok := counted[DLQName(q)]; ok {
 			out[i].DLQDepth = n
-		} else if present[DLQName(q)] {
-			arms = append(arms, depthArm{queue: i, table: DLQName(q), dlq: true})
+		} else if exists[DLQName(q)] {
+			add(depthArm{queue: i, table: DLQName(q), dlq: true})
 		}
 	}
-	gone := map[int]bool{}
-	for chunk := range slices.Chunk(arms, depthChunk) {
+	chunks := slices.Collect(slices.Chunk(arms, depthChunk))
+	for _, a := range alone {
+		chunks = append(chunks, []depthArm{a})
+	}
+	for _, chunk := range chunks {
 		if err := s.readDepths(ctx, chunk, out, gone); err != nil {
 			return nil, err
 		}
@@ -93,8 +110,11 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	return kept, nil
 }
 
-// depthChunk is how many tables one statement of QueueDepths reads.
-const depthChunk = 64
+// depthChunk is how many tables one statement of QueueDepths reads: few
+// enough that the locks of the tables, their indexes and partitions, held
+// to the end of its transaction, stay a small part of the server's lock
+// table however many processes scrape at once.
+const depthChunk = 16
 
 // depthArm is a table QueueDepths reads: a physical work queue of
 // queue (an index of its result), or its DLQ when that has no group
@@ -105,35 +125,43 @@ type depthArm struct {
 	dlq   bool
 }
 
-// countedDLQDepths returns the depths of those of dlqs whose groups are
-// counted, by name, without reading their tables.
-func (s *Store) countedDLQDepths(ctx context.Context, dlqs []string) (map[string]int64, error) {
+// tableStates returns which of the queue tables named exist, and the
+// depths of those of them that are DLQs with group counts, read from
+// those counts.
+func (s *Store) tableStates(ctx context.Context, tables []string) (map[string]bool, map[string]int64, error) {
 	rows, err := s.reads.Query(ctx, `
-		SELECT n, `+dlqCountedDepth("n")+`
-		FROM unnest($1::text[]) AS n
-		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))`, dlqs)
+		SELECT n, r IS NOT NULL, CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END
+		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r`, tables)
 	if err != nil {
-		return nil, fmt.Errorf("store: read the depths of the DLQs: %w", err)
+		return nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	out := map[string]int64{}
+	exists, counted := map[string]bool{}, map[string]int64{}
 	var name string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
-		out[name] = n
+	var found bool
+	var n *int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &found, &n}, func() error {
+		exists[name] = found
+		if n != nil {
+			counted[name] = *n
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: read the depths of the DLQs: %w", err)
+		return nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	return out, nil
+	return exists, counted, nil
 }
 
 // readDepths reads the tables of arms in one statement, adding their
-// counts to out. When a table was dropped since it was listed, each is
-// read on its own: a missing work queue is marked gone, a missing DLQ
-// counts nothing.
+// counts to out, once more on a checked connection when the first was
+// lost (it only reads). When a table was dropped since it was listed,
+// each is read on its own: a missing work queue is marked gone, a missing
+// DLQ counts nothing.
 func (s *Store) readDepths(ctx context.Context, arms []depthArm, out []QueueDepth, gone map[int]bool) error {
 	err := s.readDepthsOnce(ctx, arms, out)
+	if s.reads.retry(ctx, err) {
+		err = s.readDepthsOnce(withForcedPing(ctx), arms, out)
+	}
 	if !isUndefinedTable(err) {
 		return err
 	}
@@ -163,7 +191,13 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 	if err != nil {
 		return fmt.Errorf("store: read the depths of queues: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // it only read
+	defer func() {
+		// Within its own time: a caller's deadline that passed must not
+		// skip it, and a stalled connection must not hold it for ever.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(ctx) // it only read
+	}()
 	var sql strings.Builder
 	args := []any{pgx.QueryExecModeExec}
 	for i, a := range arms {

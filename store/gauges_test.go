@@ -229,3 +229,91 @@ func TestQueueDepthsOfOneQueueGone(t *testing.T) {
 		t.Fatalf("depths %+v, %v; want none and no error", depths, err)
 	}
 }
+
+// A table dropped while the depths are read, after they found it, is left
+// out, and the tables read with it are counted: the read waits on the drop's
+// lock, and finds the table gone once the drop commits.
+func TestQueueDepthsOfATableDroppedDuringTheRead(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	for i, q := range []string{"mid_a", "mid_b", "mid_c"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SendBatch(ctx, q, msgs(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drop, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop.Rollback(ctx) //nolint:errcheck
+	if _, err := drop.Exec(ctx, `DROP TABLE pgmq.q_mid_b`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		depths []store.QueueDepth
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := s.QueueDepths(ctx)
+		done <- result{ds, err}
+	}()
+	pgtest.Eventually(t, time.Minute, "the read to wait on the drop's lock", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	})
+	if err := drop.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var got []string
+	for _, d := range r.depths {
+		got = append(got, fmt.Sprintf("%s:%d", d.Queue, d.Visible))
+	}
+	if fmt.Sprint(got) != "[mid_a:1 mid_c:3]" {
+		t.Fatalf("depths %v, want mid_a:1 mid_c:3", got)
+	}
+}
+
+// Partitioned PGMQ queues (read one to a statement, since each holds the
+// locks of all its partitions) are counted with the others.
+func TestQueueDepthsOfPartitionedQueues(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	want := map[string]int64{}
+	for i := range 4 {
+		q := fmt.Sprintf("part_%d", i)
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			exec(t, s, fmt.Sprintf(`DROP TABLE pgmq.q_%[1]s;
+				CREATE TABLE pgmq.q_%[1]s (msg_id bigint GENERATED ALWAYS AS IDENTITY, read_ct int NOT NULL DEFAULT 0,
+					enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL DEFAULT now(), message jsonb, headers jsonb,
+					PRIMARY KEY (msg_id)) PARTITION BY RANGE (msg_id);
+				CREATE TABLE pgmq.q_%[1]s_a PARTITION OF pgmq.q_%[1]s FOR VALUES FROM (1) TO (3);
+				CREATE TABLE pgmq.q_%[1]s_b PARTITION OF pgmq.q_%[1]s FOR VALUES FROM (3) TO (100);
+				UPDATE pgmq.meta SET is_partitioned = true WHERE queue_name = '%[1]s'`, q))
+		}
+		if _, err := s.SendBatch(ctx, q, msgs(i+3)); err != nil {
+			t.Fatal(err)
+		}
+		want[q] = int64(i + 3)
+	}
+	depths, err := s.QueueDepths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, d := range depths {
+		got[d.Queue] = d.Visible
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("visible by queue %v, want %v", got, want)
+	}
+}
