@@ -247,8 +247,10 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 	d.DryRun = dryRun
 	filter := ops.DeadFilter{Queue: d.Queue}
 	if d.Verb == "retry" {
+		// The preview shows what a retry leaves: its form asks whether to
+		// clear the deadlines that passed.
 		res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun,
-			ClearDeadline: q.Get("clear_deadline") == "1"})
+			ClearDeadline: !dryRun && q.Get("clear_deadline") == "1"})
 		if err != nil {
 			s.fail(w, r, v, err)
 			return

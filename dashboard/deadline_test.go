@@ -111,6 +111,13 @@ func TestSelectedRetryWithADeadlinePassed(t *testing.T) {
 		!strings.Contains(page, `<input type="checkbox" name="clear_deadline" value="1">`) {
 		t.Fatalf("preview of 3, one past its deadline: %d\n%s", code, page)
 	}
+	// A preview link that asks to clear the deadlines still shows what the
+	// retry would leave, and asks in its form.
+	crafted := selection(ids...)
+	crafted.Set("clear_deadline", "1")
+	if code, page, _ := b.get("/dlq/selected?" + crafted.Encode()); code != http.StatusOK || !strings.Contains(page, "1 of these messages has passed its deadline") {
+		t.Fatalf("preview asked to clear the deadlines: %d\n%s", code, page)
+	}
 	form := selection(ids...)
 	form.Set("csrf", csrf(t, page))
 	if code, page, _ = b.post("/dlq/selected", form, nil); code != http.StatusOK || !strings.Contains(page, "Retried 2 messages") || !strings.Contains(page, "deadline") {

@@ -141,10 +141,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	for _, q := range stats {
 		h.DeadMessages += q.DLQDepth
 		if q.Dropped {
-			h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead messages", q.Queue, q.DLQ, q.DLQDepth),
-				hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
-				hint(OpQueueCreate, "creates the queue again, so that they can be retried", "queue", q.Queue),
-				hint(OpDLQPurge, "deletes them for good", "queue", q.Queue))
+			s.checkDropped(&h, q)
 			continue
 		}
 		h.Queues++
@@ -158,6 +155,20 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		return cmp.Compare(boolRank(a.Status != HealthStalled), boolRank(b.Status != HealthStalled))
 	})
 	return h, nil
+}
+
+// checkDropped notes the dead messages left in the DLQ of a queue that was
+// dropped (outside pgbus): to retry them the queue must be made again, as
+// it was; to be rid of them, discarded, then purged from the archive.
+func (s *Service) checkDropped(h *Health, q store.QueueStats) {
+	create := hint(OpQueueCreate, "creates the queue again, so that they can be retried", "queue", q.Queue)
+	if q.Priorities > 0 {
+		create = hint(OpQueueCreate, "creates the queue again with its priority levels, so that they can be retried", "queue", q.Queue, "priorities", q.Priorities)
+	}
+	h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead %s", q.Queue, q.DLQ, q.DLQDepth, plural(int(q.DLQDepth), "message", "messages")),
+		hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
+		create,
+		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue, "dry_run", true))
 }
 
 func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {

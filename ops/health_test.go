@@ -403,11 +403,63 @@ func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
 	}
 	r := h.Reasons[0]
 	if r.Code != "dlq_of_dropped_queue" || r.Queue != "orphan" || !strings.Contains(r.Message, "3 dead messages") ||
-		!hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": "orphan"}) || !hasHint(r.Next, ops.OpDLQPurge, map[string]any{"queue": "orphan"}) {
+		!hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": "orphan"}) || !hasHint(r.Next, ops.OpDLQDiscard, map[string]any{"queue": "orphan", "dry_run": true}) {
 		t.Fatalf("reason %+v", r)
 	}
 	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: findHint(t, r.Next, ops.OpDLQSummary).Args["queue"].(string)}})
 	if err != nil || sum.Total != 3 {
 		t.Fatalf("the summary the reason points at: %+v, %v; want the 3 dead messages", sum, err)
+	}
+	// The discard the reason previews, then the purge, leave nothing.
+	dry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: "orphan"}, DryRun: true})
+	if err != nil || dry.Discarded != 3 {
+		t.Fatalf("discard preview: %+v, %v; want 3", dry, err)
+	}
+	if d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: "orphan"}, Expect: dry.Expect, Confirm: true}); err != nil || d.Discarded != 3 {
+		t.Fatalf("discard: %+v, %v; want 3", d, err)
+	}
+	if p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: "orphan", Confirm: true}); err != nil || p.Purged != 3 {
+		t.Fatalf("purge: %+v, %v; want 3", p, err)
+	}
+	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK || h.DeadMessages != 0 {
+		t.Fatalf("health after the discard and purge: %s, %d dead, %v; want OK", h.Status, h.DeadMessages, err)
+	}
+}
+
+// TestHealthNamesADroppedPriorityQueue: a priority queue whose level
+// tables were all dropped outside pgbus, its entry left, is named with
+// one dead message; the create it offers has its levels, and works.
+func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	if err := s.CreatePriorityQueue(ctx, "prio", 2); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.SendBatch(ctx, "prio_p1", []store.NewMessage{{Payload: json.RawMessage(`1`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeadLetterMany(ctx, "prio_p1", store.DLQName("prio"), store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0],
+		Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq.q_prio_p0, pgmq.q_prio_p1; DELETE FROM pgmq.meta WHERE queue_name IN ('prio_p0', 'prio_p1')`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil || len(h.Reasons) != 1 {
+		t.Fatalf("health: %+v, %v", h, err)
+	}
+	r := h.Reasons[0]
+	create := findHint(t, r.Next, ops.OpQueueCreate)
+	if r.Code != "dlq_of_dropped_queue" || !strings.Contains(r.Message, "holds 1 dead message") || fmt.Sprint(create.Args["priorities"]) != "2" {
+		t.Fatalf("reason %+v; want one dead message and a create with 2 priorities", r)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "prio", Priorities: 2}); err != nil {
+		t.Fatalf("the create the reason offers: %v", err)
+	}
+	if h, err := svc.Health(ctx); err != nil || len(h.Reasons) != 0 || h.DeadMessages != 1 || h.Queues != 1 {
+		t.Fatalf("health after the create: %+v, %v; want the queue back, its dead message counted, no reason", h, err)
 	}
 }

@@ -70,7 +70,7 @@ func deadBefore(a, b store.DeadItem) bool {
 }
 
 func TestListDeadPagesThroughTwoDLQs(t *testing.T) {
-	s := testStore(t)
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	qa, qb := newQueue(t, s), newQueue(t, s)
 	kind := uniqueName("kind")
 	// Six rounds of 5 per queue: within a round the 5 share one time, so
@@ -260,7 +260,7 @@ func TestShowDead(t *testing.T) {
 }
 
 func TestSummarizeAndFindDead(t *testing.T) {
-	s := testStore(t)
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	ctx := testContext(t)
 	q, other := newQueue(t, s), newQueue(t, s)
 	charge := deadN(t, s, q, 6, "charge", "Declined", store.ReasonMaxRetriesExceeded)
@@ -316,7 +316,7 @@ func TestSummarizeAndFindDead(t *testing.T) {
 // over the other DLQs, instead of failing with a parameter PostgreSQL
 // cannot type.
 func TestListDeadCursorAfterItsDLQIsDropped(t *testing.T) {
-	s := testStore(t)
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	ctx := testContext(t)
 	kind := pgtest.Name("k")
 	older, newer := pgtest.NewQueue(t, s, "lo"), pgtest.NewQueue(t, s, "ln")

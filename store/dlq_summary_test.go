@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -94,7 +95,7 @@ func dlqDepth(t testing.TB, s *store.Store, queue string) int64 {
 }
 
 func TestDeadGroupsMatchMessages(t *testing.T) {
-	s := testStore(t)
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it summarizes every DLQ, which other tests drop
 	ctx := testContext(t)
 	q := newQueue(t, s)
 	dlq := store.DLQName(q)

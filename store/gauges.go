@@ -49,7 +49,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	}
 	queues := workQueues(all, levels)
 	work := len(queues)
-	queues = append(queues, droppedQueues(all, queues)...)
+	queues = append(queues, droppedQueues(all, queues, levels)...)
 	var tables []string
 	for i, q := range queues {
 		if i < work { // a dropped queue has only its DLQ
@@ -62,7 +62,9 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		return nil, err
 	}
 	out := make([]QueueDepth, len(queues))
-	gone := map[int]bool{}
+	// missing counts the tables of each queue that were gone before the
+	// read; gone marks a queue one of whose tables went during it.
+	missing, gone := map[int]int{}, map[int]bool{}
 	var arms, alone []depthArm
 	add := func(a depthArm) {
 		if partitioned[a.table] {
@@ -77,7 +79,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 			switch {
 			case i >= work:
 			case !exists[p]:
-				gone[i] = true
+				missing[i]++
 			default:
 				add(depthArm{queue: i, table: p})
 			}
@@ -99,7 +101,10 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 	}
 	kept := out[:0]
 	for i, d := range out {
-		if gone[i] || i >= work {
+		switch {
+		case gone[i]:
+			continue // its DLQ may be gone too: the next read says
+		case i >= work || missing[i] == len(physicalNames(d.Queue, levels[d.Queue])):
 			d = QueueDepth{Queue: d.Queue, DLQDepth: d.DLQDepth, Dropped: true}
 		}
 		if !d.Dropped || d.DLQDepth > 0 {

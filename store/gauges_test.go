@@ -317,3 +317,59 @@ func TestQueueDepthsOfPartitionedQueues(t *testing.T) {
 		t.Fatalf("visible by queue %v, want %v", got, want)
 	}
 }
+
+// A priority queue is dropped only when all its levels' tables are gone:
+// with one level left, that level's messages are counted. A DLQ named
+// after a level (another client's, or one made for it) does not make the
+// level a dropped queue.
+func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	if err := s.CreatePriorityQueue(ctx, "lv", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendBatch(ctx, "lv_p1", msgs(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateDLQ(ctx, "lv_p0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendBatch(ctx, "lv_p0_dlq", msgs(1)); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := s.SendBatch(ctx, "lv_p1", msgs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeadLetterMany(ctx, "lv_p1", store.DLQName("lv"), store.SourceWorker, []store.DeadLetterItem{{MsgID: dead[0],
+		Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		stats, err := s.QueueStats(ctx, "", store.QueueStatsOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		depths, err := s.QueueDepths(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, st := range stats {
+			out = append(out, fmt.Sprintf("%s dropped=%v levels=%d visible=%d dead=%d", st.Queue, st.Dropped, st.Priorities, st.Visible, st.DLQDepth))
+		}
+		for _, d := range depths {
+			out = append(out, fmt.Sprintf("depth %s dropped=%v visible=%d dead=%d", d.Queue, d.Dropped, d.Visible, d.DLQDepth))
+		}
+		return fmt.Sprint(out)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_lv_p0; DELETE FROM pgmq.meta WHERE queue_name = 'lv_p0'`)
+	if got, want := read(), "[lv dropped=false levels=2 visible=2 dead=1 depth lv dropped=false visible=2 dead=1]"; got != want {
+		t.Errorf("one level dropped:\n%s\nwant\n%s", got, want)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_lv_p1; DELETE FROM pgmq.meta WHERE queue_name = 'lv_p1'`)
+	if got, want := read(), "[lv dropped=true levels=2 visible=0 dead=1 depth lv dropped=true visible=0 dead=1]"; got != want {
+		t.Errorf("both levels dropped:\n%s\nwant\n%s", got, want)
+	}
+}

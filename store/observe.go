@@ -35,7 +35,10 @@ type QueueStats struct {
 	// Dropped is true for a queue whose tables are gone (dropped by PGMQ's
 	// drop_queue, or by hand) while its DLQ holds messages: only DLQ,
 	// DLQDepth and the recent counters are read.
-	Dropped             bool     `json:"dropped,omitempty"`
+	Dropped bool `json:"dropped,omitempty"`
+	// Priorities is the number of the queue's priority levels, 0 for a
+	// queue without.
+	Priorities          int      `json:"priorities,omitempty"`
 	Archived            int64    `json:"archived"`
 	TotalSent           int64    `json:"total_sent"`
 	LastHour            Counters `json:"last_hour"`
@@ -172,7 +175,7 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	}
 	if queue == "" {
 		queues = workQueues(all, levels)
-		dropped = droppedQueues(all, queues)
+		dropped = droppedQueues(all, queues, levels)
 	} else if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
@@ -203,7 +206,7 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		out = append(out, st)
 	}
 	for _, q := range dropped {
-		st := QueueStats{Queue: q, DLQ: DLQName(q), Dropped: true}
+		st := QueueStats{Queue: q, DLQ: DLQName(q), Dropped: true, Priorities: levels[q]}
 		if st.DLQDepth, err = s.dlqDepth(ctx, st.DLQ); err != nil {
 			return nil, err
 		}
@@ -216,13 +219,16 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	return out, nil
 }
 
-// droppedQueues returns the queues, other than queues, whose DLQs are
-// among all: dropped by PGMQ's drop_queue, or by hand, leaving their
-// DLQs and dead messages behind.
-func droppedQueues(all []QueueInfo, queues []string) []string {
+// droppedQueues returns the queues, other than queues and the priority
+// levels of those, whose DLQs are among all: dropped by PGMQ's
+// drop_queue, or by hand, leaving their DLQs and dead messages behind.
+func droppedQueues(all []QueueInfo, queues []string, levels map[string]int) []string {
 	work := make(map[string]bool, len(queues))
 	for _, q := range queues {
 		work[q] = true
+		for _, p := range physicalNames(q, levels[q]) {
+			work[p] = true
+		}
 	}
 	var out []string
 	for _, q := range all {
@@ -235,11 +241,21 @@ func droppedQueues(all []QueueInfo, queues []string) []string {
 }
 
 // logicalStats sums the stats of a queue's physical queues; ages are the
-// oldest over them.
+// oldest over them. A priority level whose table is gone counts nothing;
+// when all are gone, the queue is not found.
 func (s *Store) logicalStats(ctx context.Context, queue string, physical []string, opts QueueStatsOptions) (QueueStats, error) {
 	total := QueueStats{Queue: queue, DLQ: DLQName(queue)}
+	if physical[0] != queue {
+		total.Priorities = len(physical)
+	}
+	missing := 0
 	for _, p := range physical {
 		st, err := s.queueStats(ctx, p, opts)
+		if errors.Is(err, ErrNotFound) && len(physical) > 1 {
+			if missing++; missing < len(physical) {
+				continue
+			}
+		}
 		if err != nil {
 			return total, err
 		}
