@@ -463,3 +463,35 @@ func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
 		t.Fatalf("health after the create: %+v, %v; want the queue back, its dead message counted, no reason", h, err)
 	}
 }
+
+// TestDroppedQueueStatsAndDrop: the stats of a queue dropped outside pgbus
+// with dead messages left are those of its DLQ, asked for alone as in the
+// list; dropping it then deletes the DLQ, once confirmed.
+func TestDroppedQueueStatsAndDrop(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	if err := s.CreateQueue(ctx, "orphan"); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DeadLetterN(t, s, "orphan", 2, pgtest.DeadSpec{})
+	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: "orphan"})
+	if err != nil || len(st.Queues) != 1 || !st.Queues[0].Dropped || st.Queues[0].DLQDepth != 2 {
+		t.Fatalf("stats of the dropped queue: %+v, %v; want it dropped with 2 dead", st.Queues, err)
+	}
+	if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: "orphan"}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "2 dead messages") {
+		t.Fatalf("drop unconfirmed: %v; want a refusal counting the 2 dead messages", err)
+	}
+	if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: "orphan", Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: "orphan"}); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("stats after the drop: %v; want not found", err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.meta WHERE queue_name = 'orphan_dlq'`); n != 0 {
+		t.Fatalf("the DLQ is still listed after the drop")
+	}
+}

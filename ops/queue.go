@@ -42,10 +42,11 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
 		}
 		stats, err := s.store.QueueStats(ctx, req.Queue, store.QueueStatsOptions{Archive: true})
+		list := hint(OpQueueStats, "lists the queues there are")
 		if err == nil && len(stats) == 0 {
-			err = notFoundf("queue %q does not exist", req.Queue)
+			return QueueStatsResult{}, notFoundf("queue %q does not exist", req.Queue).with(list)
 		}
-		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, list)
 	}
 	stats, err := retryVanished(func() ([]store.QueueStats, error) {
 		return s.store.QueueStats(ctx, "", store.QueueStatsOptions{Archive: true})

@@ -165,8 +165,9 @@ type QueueStatsOptions struct {
 
 // QueueStats returns stats of one logical queue, or of every work queue
 // when queue is empty. A queue with priority levels is summed over them.
-// Every queue's stats include, sorted among them, those of the queues
-// dropped with messages left in their DLQs (Dropped).
+// The stats of a queue dropped with messages left in its DLQ are those of
+// its DLQ (Dropped); every queue's include them, sorted among the others.
+// A queue without either is not listed.
 func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
 	queues, dropped := []string{queue}, []string(nil)
 	all, levels, err := s.queueCatalog(ctx)
@@ -190,8 +191,8 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	out := make([]QueueStats, 0, len(queues))
 	for _, q := range queues {
 		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]), opts)
-		if queue == "" && errors.Is(err, ErrNotFound) {
-			dropped = append(dropped, q) // since it was listed
+		if errors.Is(err, ErrNotFound) {
+			dropped = append(dropped, q) // before the call, or since it was listed
 			continue
 		}
 		if err != nil {

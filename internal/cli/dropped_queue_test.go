@@ -36,6 +36,9 @@ func TestDroppedQueueWithDeadMessagesIsShown(t *testing.T) {
 			t.Errorf("pgbus health printed:\n%s\nwant %q", out, want)
 		}
 	}
+	if out := d.ok(t, "queues", "orphan"); !strings.Contains(out, "orphan (dropped)") {
+		t.Errorf("pgbus queues orphan printed:\n%s\nwant its row, marked dropped", out)
+	}
 	d.ok(t, "queue", "create", "orphan")
 	out = d.ok(t, "dlq", "retry-all", "--queue", "orphan", "--yes")
 	if pgtest.Live(t, s, "orphan") != 2 || pgtest.Live(t, s, "orphan_dlq") != 0 {
