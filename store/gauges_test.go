@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -211,8 +210,11 @@ func TestDroppedQueueWithDeadMessagesIsListed(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("depths:\n%s\nwant\n%s", got, want)
 	}
-	if _, err := s.QueueStats(ctx, "gone", store.QueueStatsOptions{}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("stats of the dropped queue alone: %v, want not found", err)
+	if alone, err := s.QueueStats(ctx, "gone", store.QueueStatsOptions{}); err != nil || len(alone) != 1 || !alone[0].Dropped || alone[0].DLQDepth != 2 {
+		t.Errorf("stats of the dropped queue alone: %+v, %v; want it dropped with 2 dead", alone, err)
+	}
+	if alone, err := s.QueueStats(ctx, "emptied", store.QueueStatsOptions{}); err != nil || len(alone) != 0 {
+		t.Errorf("stats of a dropped queue with an empty DLQ: %+v, %v; want none", alone, err)
 	}
 }
 
