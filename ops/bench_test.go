@@ -1,10 +1,12 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // BenchmarkOverview measures the read behind /readyz, the health verdict
@@ -38,5 +40,31 @@ func BenchmarkOverview(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkOverviewManyQueues measures the same read over 500 queues of
+// 20 messages each.
+func BenchmarkOverviewManyQueues(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	svc := newService(b, s, ops.Options{})
+	ctx := pgtest.Context(b)
+	msgs := make([]store.NewMessage, 20)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Payload: json.RawMessage(`1`)}
+	}
+	for range 500 {
+		if _, err := s.SendBatch(ctx, newQueue(b, s, nil), msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		o, err := svc.Overview(ctx)
+		if err != nil || len(o.Queues) != 500 {
+			b.Fatalf("overview of %d queues, %v; want 500", len(o.Queues), err)
+		}
 	}
 }

@@ -99,9 +99,10 @@ func (h Health) StalledFor(queues []string) []HealthReason {
 // read of the queues, so that the two agree.
 type Overview struct {
 	Health Health
-	// Queues' Archived is 0: the archives, which hold the queues' history,
-	// are not counted for what probes and pages ask for every few seconds
-	// (QueueStats counts them).
+	// Queues' Archived and TotalSent are 0: the archives, which hold the
+	// queues' history, are not counted for what probes and pages ask for
+	// every few seconds (QueueStats counts them), and the queues are read
+	// as the gauges are, many tables to a statement.
 	Queues []QueueStats
 }
 

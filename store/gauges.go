@@ -24,12 +24,18 @@ type QueueDepth struct {
 	// OldestVisibleAgeSeconds is how long the oldest ready message has
 	// waited since it was enqueued; 0 when none is ready.
 	OldestVisibleAgeSeconds float64
+	// OldestAgeSeconds is how long the oldest message of the queue has
+	// been in it; 0 when it is empty.
+	OldestAgeSeconds float64
 	// DLQDepth is the number of messages in the queue's DLQ, from its
 	// groups' counts where they are kept (no scan of the DLQ).
 	DLQDepth int64
 	// Dropped is true for a queue whose tables are gone while its DLQ
 	// holds messages (see QueueStats.Dropped): only DLQDepth is read.
 	Dropped bool
+	// Priorities is the number of the queue's priority levels, 0 for a
+	// queue without.
+	Priorities int
 }
 
 // QueueDepths returns the depth of every work queue, and of every queue
@@ -74,7 +80,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		}
 	}
 	for i, q := range queues {
-		out[i].Queue = q
+		out[i].Queue, out[i].Priorities = q, levels[q]
 		for _, p := range physicalNames(q, levels[q]) {
 			switch {
 			case i >= work:
@@ -105,7 +111,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 		case gone[i]:
 			continue // its DLQ may be gone too: the next read says
 		case i >= work || missing[i] == len(physicalNames(d.Queue, levels[d.Queue])):
-			d = QueueDepth{Queue: d.Queue, DLQDepth: d.DLQDepth, Dropped: true}
+			d = QueueDepth{Queue: d.Queue, DLQDepth: d.DLQDepth, Dropped: true, Priorities: d.Priorities}
 		}
 		if !d.Dropped || d.DLQDepth > 0 {
 			kept = append(kept, d)
@@ -210,7 +216,7 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 			sql.WriteString("\nUNION ALL\n")
 		}
 		if a.dlq {
-			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8 FROM %s`, i, queueTable(a.table))
+			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8, 0::float8 FROM %s`, i, queueTable(a.table))
 			continue
 		}
 		fmt.Fprintf(&sql, `SELECT %d, count(*),
@@ -218,7 +224,8 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 			       count(*) FILTER (WHERE vt > now() AND read_ct = 0),
 			       count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
 			           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $%d AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
-			       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8
+			       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8,
+			       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8
 			FROM %s q`, i, len(args), queueTable(a.table))
 		args = append(args, a.table)
 	}
@@ -228,12 +235,12 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 	}
 	type counts struct {
 		depth, visible, scheduled, retrying int64
-		oldest                              float64
+		oldestVisible, oldest               float64
 	}
 	read := make([]counts, len(arms))
 	var i int
 	var c counts
-	_, err = pgx.ForEachRow(rows, []any{&i, &c.depth, &c.visible, &c.scheduled, &c.retrying, &c.oldest}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &c.depth, &c.visible, &c.scheduled, &c.retrying, &c.oldestVisible, &c.oldest}, func() error {
 		read[i] = c
 		return nil
 	})
@@ -250,7 +257,8 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		d.Scheduled += c.scheduled
 		d.WaitingRetry += c.retrying
 		d.InFlight += c.depth - c.visible - c.scheduled - c.retrying
-		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, c.oldest)
+		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, c.oldestVisible)
+		d.OldestAgeSeconds = max(d.OldestAgeSeconds, c.oldest)
 	}
 	return nil
 }

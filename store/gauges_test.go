@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +44,8 @@ func TestQueueDepths(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := store.QueueDepth{Queue: q, Visible: stats[0].Visible, InFlight: stats[0].InFlight, WaitingRetry: stats[0].WaitingRetry,
-		Scheduled: stats[0].Scheduled, DLQDepth: stats[0].DLQDepth, OldestVisibleAgeSeconds: got.OldestVisibleAgeSeconds}
-	if *got != want || got.Visible != 2 || got.InFlight != 1 || got.Scheduled != 1 || got.DLQDepth != 2 || got.OldestVisibleAgeSeconds <= 0 {
+		Scheduled: stats[0].Scheduled, DLQDepth: stats[0].DLQDepth, OldestVisibleAgeSeconds: got.OldestVisibleAgeSeconds, OldestAgeSeconds: got.OldestAgeSeconds}
+	if *got != want || got.Visible != 2 || got.InFlight != 1 || got.Scheduled != 1 || got.DLQDepth != 2 || got.OldestVisibleAgeSeconds <= 0 || got.OldestAgeSeconds < got.OldestVisibleAgeSeconds {
 		t.Fatalf("depth %+v, want %+v (2 visible, 1 in flight, 1 scheduled, 2 dead)", *got, want)
 	}
 }
@@ -124,7 +126,7 @@ func TestQueueDepthsOfManyQueues(t *testing.T) {
 	if got, err := s.Read(ctx, store.PriorityQueueName(prio, 2), time.Minute, 1); err != nil || len(got) != 1 {
 		t.Fatalf("read %d, %v", len(got), err)
 	}
-	want[prio] = store.QueueDepth{Queue: prio, Visible: 2, InFlight: 1}
+	want[prio] = store.QueueDepth{Queue: prio, Visible: 2, InFlight: 1, Priorities: 3}
 
 	untracked := "many_untracked"
 	create(untracked)
@@ -151,7 +153,10 @@ func TestQueueDepthsOfManyQueues(t *testing.T) {
 		if (got.Visible > 0) != (got.OldestVisibleAgeSeconds > 0) {
 			t.Errorf("%s: %d visible, the oldest %v s old", got.Queue, got.Visible, got.OldestVisibleAgeSeconds)
 		}
-		got.OldestVisibleAgeSeconds = 0
+		if depth := got.Visible + got.InFlight + got.WaitingRetry + got.Scheduled; (depth > 0) != (got.OldestAgeSeconds > 0) {
+			t.Errorf("%s: %d messages, the oldest %v s old", got.Queue, depth, got.OldestAgeSeconds)
+		}
+		got.OldestVisibleAgeSeconds, got.OldestAgeSeconds = 0, 0
 		if w, ok := want[got.Queue]; !ok || got != w {
 			t.Errorf("depth %+v, want %+v", got, w)
 		}
@@ -373,5 +378,89 @@ func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
 	exec(t, s, `DROP TABLE pgmq.q_lv_p1; DELETE FROM pgmq.meta WHERE queue_name = 'lv_p1'`)
 	if got, want := read(), "[lv dropped=true levels=2 visible=0 dead=1 depth lv dropped=true visible=0 dead=1]"; got != want {
 		t.Errorf("both levels dropped:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Every queue's stats without the archive (read from the depths, as
+// health and the overview read them) agree with those read queue by queue,
+// but for the archive and the count of messages sent: for plain and
+// priority queues, ready, scheduled, running and retrying messages, paused
+// settings, recent counters, untracked and dropped DLQs.
+func TestQueueStatsFromDepthsAgree(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	for _, q := range []string{"agree_a", "agree_b", "agree_dropped"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreatePriorityQueue(ctx, "agree_p", 3); err != nil {
+		t.Fatal(err)
+	}
+	send := func(q string, n int, delay time.Duration) []int64 {
+		t.Helper()
+		var ids []int64
+		for range n {
+			id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Delay: delay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	send("agree_a", 3, 0)
+	send("agree_a", 2, time.Hour)
+	send("agree_b", 4, 0)
+	if got, err := s.Read(ctx, "agree_b", time.Minute, 2); err != nil || len(got) != 2 {
+		t.Fatalf("read %d, %v", len(got), err)
+	}
+	if _, err := s.RetryMany(ctx, "agree_b", []store.RetryItem{{MsgID: 1, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	send("agree_p_p0", 1, 0)
+	send("agree_p_p2", 2, 0)
+	pgtest.DeadLetterN(t, s, "agree_a", 2, pgtest.DeadSpec{})
+	pgtest.DeadLetterN(t, s, "agree_dropped", 3, pgtest.DeadSpec{})
+	exec(t, s, `DROP TABLE pgmq.q_agree_dropped, pgmq.a_agree_dropped; DELETE FROM pgmq.meta WHERE queue_name = 'agree_dropped';
+		ALTER TABLE pgmq.q_agree_a_dlq DISABLE TRIGGER pgbus_dlq_groups_ins`)
+	pgtest.DeadLetterN(t, s, "agree_a", 1, pgtest.DeadSpec{}) // counted by a read of the DLQ only
+	if _, err := s.SetPaused(ctx, "agree_b", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddStats(ctx, []store.StatsDelta{{Minute: time.Now().Truncate(time.Minute), Queue: "agree_a", Kind: "k", Succeeded: 7, Failed: 2, LatencyCount: 7, LatencySumMS: 70,
+		LatencyBuckets: [store.LatencyBuckets]int64{3, 4}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	read := func(opts store.QueueStatsOptions) string {
+		t.Helper()
+		stats, err := s.QueueStats(ctx, "", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, st := range stats {
+			if (st.OldestAgeSeconds > 0) != (st.Depth > 0) || (st.OldestVisibleAgeSeconds > 0) != (st.Visible > 0) {
+				t.Errorf("%s: %d messages, %d visible, the oldest %v s and %v s old", st.Queue, st.Depth, st.Visible, st.OldestAgeSeconds, st.OldestVisibleAgeSeconds)
+			}
+			st.OldestAgeSeconds, st.OldestVisibleAgeSeconds, st.Archived, st.TotalSent = 0, 0, 0, 0
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		return strings.Join(out, "\n")
+	}
+	fromDepths, oneByOne := read(store.QueueStatsOptions{}), read(store.QueueStatsOptions{Archive: true})
+	if fromDepths != oneByOne {
+		t.Fatalf("stats from the depths:\n%s\nqueue by queue:\n%s", fromDepths, oneByOne)
+	}
+	for _, want := range []string{`"queue":"agree_b","depth":4,"visible":2,"in_flight":1,"waiting_retry":1`, `"queue":"agree_dropped"`, `"dropped":true`,
+		`"queue":"agree_p","depth":3`, `"priorities":3`, `"dlq_depth":3`, `"succeeded":7`, `"paused":true`} {
+		if !strings.Contains(fromDepths, want) {
+			t.Errorf("the stats lack %s:\n%s", want, fromDepths)
+		}
 	}
 }

@@ -157,9 +157,12 @@ func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
 // QueueStatsOptions selects what QueueStats reads besides the queue
 // tables.
 type QueueStatsOptions struct {
-	// Archive counts the messages in each queue's archive (Archived). The
-	// archive holds the queue's history, up to its retention, so the count
-	// takes time in proportion to it; without Archive, Archived is 0.
+	// Archive counts the messages in each queue's archive (Archived), and
+	// reads how many were ever sent (TotalSent). The archive holds the
+	// queue's history, up to its retention, so the count takes time in
+	// proportion to it. Without Archive, both are 0, and every queue's
+	// stats are read as QueueDepths reads their depths, many tables to a
+	// statement: what is read every few seconds (health, probes, pages).
 	Archive bool
 }
 
@@ -169,6 +172,9 @@ type QueueStatsOptions struct {
 // its DLQ (Dropped); every queue's include them, sorted among the others.
 // A queue without either is not listed.
 func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
+	if queue == "" && !opts.Archive {
+		return s.statsOfDepths(ctx)
+	}
 	queues, dropped := []string{queue}, []string(nil)
 	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
@@ -217,6 +223,40 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		}
 	}
 	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// statsOfDepths is the stats of every queue from one read of their depths
+// (QueueDepths), settings and recent counters.
+func (s *Store) statsOfDepths(ctx context.Context) ([]QueueStats, error) {
+	depths, err := s.QueueDepths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := s.AllQueueSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counters, err := s.recentCounters(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueStats, len(depths))
+	for i, d := range depths {
+		st := QueueStats{Queue: d.Queue, Depth: d.Visible + d.InFlight + d.WaitingRetry + d.Scheduled,
+			Visible: d.Visible, InFlight: d.InFlight, WaitingRetry: d.WaitingRetry, Scheduled: d.Scheduled,
+			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds,
+			DLQ: DLQName(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities}
+		if !d.Dropped {
+			set, ok := settings[d.Queue]
+			if !ok {
+				set = DefaultQueueSettings(d.Queue)
+			}
+			st.Paused, st.Settings = set.Paused, set.Plain()
+		}
+		counters[d.Queue].apply(&st)
+		out[i] = st
+	}
 	return out, nil
 }
 
