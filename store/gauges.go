@@ -219,14 +219,7 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8, 0::float8 FROM %s`, i, queueTable(a.table))
 			continue
 		}
-		fmt.Fprintf(&sql, `SELECT %d, count(*),
-			       count(*) FILTER (WHERE vt <= now()),
-			       count(*) FILTER (WHERE vt > now() AND read_ct = 0),
-			       count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
-			           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $%d AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
-			       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8,
-			       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8
-			FROM %s q`, i, len(args), queueTable(a.table))
+		fmt.Fprintf(&sql, `SELECT %d, %s FROM %s q`, i, liveCountsSQL(fmt.Sprintf("$%d", len(args))), queueTable(a.table))
 		args = append(args, a.table)
 	}
 	rows, err := tx.Query(ctx, sql.String(), args...)
@@ -261,6 +254,21 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		d.OldestAgeSeconds = max(d.OldestAgeSeconds, c.oldest)
 	}
 	return nil
+}
+
+// liveCountsSQL is the select list that counts the messages of a queue
+// table aliased q, whose physical name is the SQL expression name: all of
+// them, the visible, the scheduled (not yet read) and the retrying ones
+// (their last attempt recorded as failed), then the ages in seconds of the
+// oldest visible message and of the oldest message, 0 without one.
+func liveCountsSQL(name string) string {
+	return `count(*),
+		count(*) FILTER (WHERE vt <= now()),
+		count(*) FILTER (WHERE vt > now() AND read_ct = 0),
+		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
+		    SELECT 1 FROM pgbus.failures f WHERE f.queue_name = ` + name + ` AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
+		coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8,
+		coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8`
 }
 
 // depthErr is the error of a depth read of arms: "relation does not exist"

@@ -337,20 +337,13 @@ func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	if opts.Archive {
 		archived = `(SELECT count(*) FROM ` + archiveTable(queue) + `)`
 	}
-	sql := `
-		SELECT count(*),
-		       count(*) FILTER (WHERE vt <= now()),
-		       count(*) FILTER (WHERE vt > now() AND read_ct = 0),
-		       count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
-		           SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
-		       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0),
-		       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0),
+	sql := `SELECT ` + liveCountsSQL("$1") + `,
 		       ` + totalSentSQL(queue) + `,
 		       ` + archived + `
 		FROM ` + queueTable(queue) + ` q`
 	var retrying int64
 	err := s.reads.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,
-		&st.OldestAgeSeconds, &st.OldestVisibleAgeSeconds, &st.TotalSent, &st.Archived)
+		&st.OldestVisibleAgeSeconds, &st.OldestAgeSeconds, &st.TotalSent, &st.Archived)
 	if err != nil {
 		return st, queueErr(err, "read stats of", queue)
 	}
