@@ -25,8 +25,11 @@ const defaultResourcePoll = 2 * time.Second
 // queue's stats (pgbus://queues/{queue}/stats) that the resource changed,
 // with notifications/resources/updated. It reads the queue stats every
 // interval while any session is subscribed and compares what a reader
-// would act on (depths, DLQ depth, archive, messages sent, paused,
-// settings), not the ages and rates that change every second.
+// would act on (depths, DLQ depth, the last hour's outcomes, paused,
+// settings), not the ages and rates that change every second. The archives
+// are not counted: they hold the queues' history, and counting them every
+// interval would take time in proportion to it; a message that comes and
+// goes between two reads shows in the last hour's outcomes.
 //
 // Other URIs may be subscribed to, as the protocol allows, but send no
 // updates: a dead message only ever leaves its DLQ.
@@ -169,7 +172,7 @@ func (w *resourceWatch) notify(now map[string]string) {
 // entry for pgbus://queues and one per queue's stats; nil when the stats
 // cannot be read (a later read compares again).
 func (w *resourceWatch) read(ctx context.Context) map[string]string {
-	res, err := w.svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
+	res, err := w.svc.QueueStats(ctx, ops.QueueStatsRequest{All: true, NoArchive: true})
 	if err != nil {
 		w.log.Debug("mcp resource updates: could not read the queue stats; trying again at the next interval", "err", err)
 		return nil
@@ -177,8 +180,8 @@ func (w *resourceWatch) read(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	var all strings.Builder
 	for _, q := range res.Queues {
-		shown := fmt.Sprintf("%d %d %d %d %d %d %d %d %t %+v", q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled,
-			q.DLQDepth, q.Archived, q.TotalSent, q.Paused, q.Settings)
+		shown := fmt.Sprintf("%d %d %d %d %d %d %+v %t %t %+v", q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled,
+			q.DLQDepth, q.LastHour, q.Dropped, q.Paused, q.Settings)
 		out[strings.ReplaceAll(resources.URIQueueStats, "{queue}", q.Queue)] = shown
 		all.WriteString(q.Queue + " " + shown + "\n")
 	}

@@ -349,9 +349,9 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	}
 }
 
-// TestOverviewLeavesArchivesUncounted: what probes and the dashboard read
-// every few seconds does not count the archives, which grow with the
-// queues' history; the queue's stats do.
+// TestOverviewLeavesArchivesUncounted: what probes, the dashboard and
+// watchers read every few seconds does not count the archives, which grow
+// with the queues' history; the queue's stats do unless told not to.
 func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 	s := isolatedStore(t)
 	ctx := testContext(t)
@@ -374,6 +374,15 @@ func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 	}
 	if got := o.Queues[0]; got.Archived != 0 || got.TotalSent != 0 || got.Visible != 1 || got.Depth != 1 {
 		t.Fatalf("overview of %s: %d archived, %d sent, %d visible of %d; want 0 and 0 (not read), 1 and 1", q, got.Archived, got.TotalSent, got.Visible, got.Depth)
+	}
+	for _, req := range []ops.QueueStatsRequest{{Queue: q, NoArchive: true}, {All: true, NoArchive: true}} {
+		stats, err := svc.QueueStats(ctx, req)
+		if err != nil || len(stats.Queues) != 1 {
+			t.Fatalf("stats %+v: %+v, %v", req, stats.Queues, err)
+		}
+		if got := stats.Queues[0]; got.Archived != 0 || got.Depth != 1 || got.Visible != 1 {
+			t.Fatalf("stats %+v: %d archived, %d visible of %d; want 0 (not read), 1 and 1", req, got.Archived, got.Visible, got.Depth)
+		}
 	}
 }
 

@@ -160,9 +160,10 @@ type QueueStatsOptions struct {
 	// Archive counts the messages in each queue's archive (Archived), and
 	// reads how many were ever sent (TotalSent). The archive holds the
 	// queue's history, up to its retention, so the count takes time in
-	// proportion to it. Without Archive, both are 0, and every queue's
-	// stats are read as QueueDepths reads their depths, many tables to a
-	// statement: what is read every few seconds (health, probes, pages).
+	// proportion to it. Without Archive, Archived is 0; so is TotalSent
+	// when every queue is read, which is then as QueueDepths reads their
+	// depths, many tables to a statement: what is read every few seconds
+	// (health, probes, pages, watchers).
 	Archive bool
 }
 

@@ -104,7 +104,7 @@ func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opt
 	waitCtx, cancelWait := context.WithTimeout(runCtx, opts.Timeout)
 	waitErr := runner.WaitIdle(waitCtx, svc, queues(), opts.Logger, func(stats []ops.QueueStats) {
 		if opts.Progress != nil {
-			opts.Progress(min(settled(stats), total), total)
+			opts.Progress(max(total-pending(stats), 0), total)
 		}
 	})
 	cancelWait()
@@ -121,11 +121,12 @@ func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opt
 	return nil
 }
 
-// settled counts the jobs that are done: archived or dead.
-func settled(stats []ops.QueueStats) int {
+// pending counts the jobs not done yet: those still in the queues, the
+// demo's queues being new, with every job sent before the wait.
+func pending(stats []ops.QueueStats) int {
 	n := 0
 	for _, s := range stats {
-		n += int(s.Archived + s.DLQDepth)
+		n += int(s.Depth)
 	}
 	return n
 }

@@ -241,7 +241,7 @@ func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, 
 func look(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (all []ops.QueueStats, idle bool, err error) {
 	idle = true
 	for _, q := range queues {
-		res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+		res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name, NoArchive: true})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, false, ctx.Err()
