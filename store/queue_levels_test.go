@@ -129,3 +129,30 @@ func TestGiveBack(t *testing.T) {
 		t.Fatalf("give back a message that is not there: %v, %v", ok, err)
 	}
 }
+
+// A queue whose tables were dropped outside pgbus (PGMQ's drop_queue keeps
+// pgbus's entry) is not paused or resumed: there is nothing to pause. A
+// priority queue is until its last level is gone.
+func TestPauseOfADroppedQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	plain, levels := pgtest.Name("pd"), pgtest.Name("pl")
+	if err := s.CreateQueue(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_`+plain)
+	if _, err := s.SetPaused(ctx, plain, true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("pause of a dropped queue: %v; want not found", err)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_`+levels+`_p0`)
+	if changed, err := s.SetPaused(ctx, levels, true); err != nil || !changed {
+		t.Fatalf("pause of a priority queue with a level left: %v, %v; want paused", changed, err)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_`+levels+`_p1`)
+	if _, err := s.SetPaused(ctx, levels, false); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("resume of a priority queue with no level left: %v; want not found", err)
+	}
+}

@@ -173,8 +173,13 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) (bool,
 		return false, err
 	}
 	var was bool
+	// A queue whose tables were dropped outside pgbus keeps its row: it is
+	// not one to pause.
 	err := s.db.QueryRow(ctx, `UPDATE pgbus.queues n SET paused = $2, updated_at = now()
-		FROM pgbus.queues o WHERE n.queue_name = $1 AND o.queue_name = n.queue_name RETURNING o.paused`, queue, paused).Scan(&was)
+		FROM pgbus.queues o WHERE n.queue_name = $1 AND o.queue_name = n.queue_name
+		  AND EXISTS (SELECT FROM generate_series(0, greatest(n.priorities, 1) - 1) AS p
+		              WHERE to_regclass(format('pgmq.%I', 'q_' || CASE WHEN n.priorities = 0 THEN $1 ELSE $1 || '_p' || p END)) IS NOT NULL)
+		RETURNING o.paused`, queue, paused).Scan(&was)
 	if err == pgx.ErrNoRows {
 		return false, notFoundf("queue %q does not exist", queue)
 	}
