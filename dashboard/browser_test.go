@@ -359,6 +359,15 @@ func TestBrowserLiveCounts(t *testing.T) {
 	if href, err := chromedp.Run(b.ctx, chromedp.AttributeValue(chromedp.CSS(row+` td[data-count="dlq_depth"] a`), "href")); err != nil || href.Value != "/dlq?queue="+q {
 		t.Fatalf("the dead letters' count links %q (%v), want /dlq?queue=%s", href.Value, err, q)
 	}
+	if note, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("[data-live-note]").textContent`)); err != nil || strings.Contains(note, "paused") {
+		t.Fatalf("the note says %q before any queue changed (%v)", note, err)
+	}
+	// Its Pause button is stale once another operator pauses the queue.
+	if _, err := svc.QueuePause(pgtest.Context(t), ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	b.do("wait for the note", chromedp.Poll[chromedp.Void](`(() => { const n = document.querySelector("[data-live-note]"); return !n.hidden && n.textContent.includes("paused or resumed since this page was loaded") && n.textContent.includes("The health verdict is now DEGRADED"); })()`,
+		chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
 }
 
 // In a browser the corrected-payload editor starts from the shown

@@ -33,6 +33,7 @@ type liveQueue struct {
 	DLQ          string `json:"dlq"`
 	DLQDepth     int64  `json:"dlq_depth"`
 	Paused       bool   `json:"paused"`
+	Dropped      bool   `json:"dropped,omitempty"`
 }
 
 // apiError is the body of a refused /live request.
@@ -52,7 +53,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues))}
 	for _, q := range o.Queues {
 		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
-			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused})
+			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused, Dropped: q.Dropped})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -24,6 +24,8 @@ type liveCounts struct {
 		WaitingRetry int64  `json:"waiting_retry"`
 		Scheduled    int64  `json:"scheduled"`
 		DLQDepth     int64  `json:"dlq_depth"`
+		Paused       bool   `json:"paused"`
+		Dropped      bool   `json:"dropped"`
 	} `json:"queue_stats"`
 }
 

@@ -26,13 +26,18 @@
     return el ? el.textContent.trim() : "";
   }
 
-  // rowNames is the queues the page's table shows, in order.
+  // rowNames is the queues the page's table shows, in order, each with
+  // its state (paused, dropped): its row's form depends on it.
   function rowNames() {
     var out = [];
     document.querySelectorAll("tr[data-queue]").forEach(function (tr) {
-      out.push(tr.getAttribute("data-queue"));
+      out.push(tr.getAttribute("data-queue") + " " + (tr.getAttribute("data-state") || ""));
     });
     return out.join("\n");
+  }
+
+  function state(q) {
+    return q.dropped ? "dropped" : q.paused ? "paused" : "";
   }
 
   // num writes a count as the server does: groups of thousands with commas.
@@ -46,13 +51,16 @@
     }
   }
 
-  // note tells the reader what changed that only a reload shows.
+  // note tells the reader what changed that only a reload shows, after
+  // what it told before.
+  var notes = [];
   function note(message) {
     var el = root.querySelector("[data-live-note]");
-    if (!el) {
+    if (!el || notes.indexOf(message) >= 0) {
       return;
     }
-    el.textContent = message + " ";
+    notes.push(message);
+    el.textContent = notes.join(" ") + " ";
     var a = document.createElement("a");
     a.href = window.location.href;
     a.textContent = "Reload";
@@ -102,7 +110,7 @@
     });
     var seen = [];
     (c.queue_stats || []).forEach(function (q) {
-      seen.push(q.queue);
+      seen.push(q.queue + " " + state(q));
       var tr = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
       if (!tr) {
         return;
@@ -118,7 +126,7 @@
     });
     if (queues !== "" || seen.length > 0) {
       if (seen.join("\n") !== queues) {
-        note("The queues changed since this page was loaded.");
+        note("Queues were created, dropped, paused or resumed since this page was loaded.");
       }
     }
     if (verdict !== "" && c.status && c.status !== verdict) {
