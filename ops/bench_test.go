@@ -44,7 +44,8 @@ func BenchmarkOverview(b *testing.B) {
 }
 
 // BenchmarkOverviewManyQueues measures the same read over 500 queues of
-// 20 messages each.
+// 20 messages each, and the read of their stats with the archives (pgbus
+// queues, pgbus_queue_stats).
 func BenchmarkOverviewManyQueues(b *testing.B) {
 	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
 	svc := newService(b, s, ops.Options{})
@@ -61,10 +62,20 @@ func BenchmarkOverviewManyQueues(b *testing.B) {
 	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		o, err := svc.Overview(ctx)
-		if err != nil || len(o.Queues) != 500 {
-			b.Fatalf("overview of %d queues, %v; want 500", len(o.Queues), err)
+	b.Run("overview", func(b *testing.B) {
+		for b.Loop() {
+			o, err := svc.Overview(ctx)
+			if err != nil || len(o.Queues) != 500 {
+				b.Fatalf("overview of %d queues, %v; want 500", len(o.Queues), err)
+			}
 		}
-	}
+	})
+	b.Run("queue_stats", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
+			if err != nil || len(res.Queues) != 500 || res.Queues[0].TotalSent != 20 {
+				b.Fatalf("stats of %d queues, %v; want 500 of 20 sent each", len(res.Queues), err)
+			}
+		}
+	})
 }

@@ -36,6 +36,10 @@ type QueueDepth struct {
 	// Priorities is the number of the queue's priority levels, 0 for a
 	// queue without.
 	Priorities int
+
+	// archived and totalSent are read only for QueueStats (depthsOf with
+	// archive): see QueueStats.Archived and TotalSent.
+	archived, totalSent int64
 }
 
 // QueueDepths returns the depth of every work queue, and of every queue
@@ -45,6 +49,13 @@ type QueueDepth struct {
 // partitioned one alone), so that a scrape of a database of many queues
 // makes few round trips while holding the locks of few tables at a time.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
+	return s.depthsOf(ctx, false)
+}
+
+// depthsOf is QueueDepths, which with archive also counts each queue's
+// archive and reads how many messages were ever sent to it, in the same
+// statements.
+func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error) {
 	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
 		return nil, err
@@ -87,7 +98,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 			case !exists[p]:
 				missing[i]++
 			default:
-				add(depthArm{queue: i, table: p})
+				add(depthArm{queue: i, table: p, archive: archive})
 			}
 		}
 		if n, ok := counted[DLQName(q)]; ok {
@@ -128,12 +139,13 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 const depthChunk = 16
 
 // depthArm is a table QueueDepths reads: a physical work queue of
-// queue (an index of its result), or its DLQ when that has no group
-// counts.
+// queue (an index of its result), with its archive when archive is set,
+// or its DLQ when that has no group counts.
 type depthArm struct {
-	queue int
-	table string
-	dlq   bool
+	queue   int
+	table   string
+	dlq     bool
+	archive bool
 }
 
 // tableStates returns which of the queue tables named exist, and the
@@ -216,11 +228,18 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 			sql.WriteString("\nUNION ALL\n")
 		}
 		if a.dlq {
-			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8, 0::float8 FROM %s`, i, queueTable(a.table))
+			fmt.Fprintf(&sql, `SELECT %d, count(*), 0::bigint, 0::bigint, 0::bigint, 0::float8, 0::float8, 0::bigint, 0::bigint FROM %s`, i, queueTable(a.table))
 			continue
 		}
-		fmt.Fprintf(&sql, `SELECT %d, %s FROM %s q`, i, liveCountsSQL(fmt.Sprintf("$%d", len(args))), queueTable(a.table))
+		// args[0] is the mode: parameter $n is args[n].
 		args = append(args, a.table)
+		counts := liveCountsSQL(fmt.Sprintf("$%d", len(args)-1))
+		history := `0::bigint, 0::bigint`
+		if a.archive {
+			args = append(args, queueTable(a.table))
+			history = fmt.Sprintf(`(SELECT count(*) FROM %s), %s`, archiveTable(a.table), totalSentSQL(a.table, fmt.Sprintf("$%d", len(args)-1)))
+		}
+		fmt.Fprintf(&sql, `SELECT %d, %s, %s FROM %s q`, i, counts, history, queueTable(a.table))
 	}
 	rows, err := tx.Query(ctx, sql.String(), args...)
 	if err != nil {
@@ -229,11 +248,12 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 	type counts struct {
 		depth, visible, scheduled, retrying int64
 		oldestVisible, oldest               float64
+		archived, totalSent                 int64
 	}
 	read := make([]counts, len(arms))
 	var i int
 	var c counts
-	_, err = pgx.ForEachRow(rows, []any{&i, &c.depth, &c.visible, &c.scheduled, &c.retrying, &c.oldestVisible, &c.oldest}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&i, &c.depth, &c.visible, &c.scheduled, &c.retrying, &c.oldestVisible, &c.oldest, &c.archived, &c.totalSent}, func() error {
 		read[i] = c
 		return nil
 	})
@@ -252,6 +272,8 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		d.InFlight += c.depth - c.visible - c.scheduled - c.retrying
 		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, c.oldestVisible)
 		d.OldestAgeSeconds = max(d.OldestAgeSeconds, c.oldest)
+		d.archived += c.archived
+		d.totalSent += c.totalSent
 	}
 	return nil
 }

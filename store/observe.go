@@ -160,9 +160,8 @@ type QueueStatsOptions struct {
 	// Archive counts the messages in each queue's archive (Archived), and
 	// reads how many were ever sent (TotalSent). The archive holds the
 	// queue's history, up to its retention, so the count takes time in
-	// proportion to it. Without Archive, Archived is 0; so is TotalSent
-	// when every queue is read, which is then as QueueDepths reads their
-	// depths, many tables to a statement: what is read every few seconds
+	// proportion to it. Without Archive, Archived is 0, and so is
+	// TotalSent when every queue is read: what is read every few seconds
 	// (health, probes, pages, watchers).
 	Archive bool
 }
@@ -171,20 +170,17 @@ type QueueStatsOptions struct {
 // when queue is empty. A queue with priority levels is summed over them.
 // The stats of a queue dropped with messages left in its DLQ are those of
 // its DLQ (Dropped); every queue's include them, sorted among the others.
-// A queue without either is not listed.
+// A queue without either is not listed. Every queue is read as
+// QueueDepths reads their depths, many tables to a statement.
 func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
-	if queue == "" && !opts.Archive {
-		return s.statsOfDepths(ctx)
+	if queue == "" {
+		return s.statsOfDepths(ctx, opts.Archive)
 	}
-	queues, dropped := []string{queue}, []string(nil)
-	all, levels, err := s.queueCatalog(ctx)
-	if err != nil {
+	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
-	if queue == "" {
-		queues = workQueues(all, levels)
-		dropped = droppedQueues(all, queues, levels)
-	} else if err := ValidatePhysicalName(queue); err != nil {
+	levels, err := s.priorityLevels(ctx)
+	if err != nil {
 		return nil, err
 	}
 	settings, err := s.AllQueueSettings(ctx)
@@ -195,42 +191,33 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	if err != nil {
 		return nil, err
 	}
-	out := make([]QueueStats, 0, len(queues))
-	for _, q := range queues {
-		st, err := s.logicalStats(ctx, q, physicalNames(q, levels[q]), opts)
-		if errors.Is(err, ErrNotFound) {
-			dropped = append(dropped, q) // before the call, or since it was listed
-			continue
-		}
-		if err != nil {
+	st, err := s.logicalStats(ctx, queue, physicalNames(queue, levels[queue]), opts)
+	if errors.Is(err, ErrNotFound) {
+		// Dropped, or never created: its DLQ's, if that holds messages.
+		st = QueueStats{Queue: queue, DLQ: DLQName(queue), Dropped: true, Priorities: levels[queue]}
+		if st.DLQDepth, err = s.dlqDepth(ctx, st.DLQ); err != nil || st.DLQDepth == 0 {
 			return nil, err
 		}
-		set, ok := settings[q]
-		if !ok {
-			set = DefaultQueueSettings(q)
-		}
-		st.Paused, st.Settings = set.Paused, set.Plain()
-		counters[q].apply(&st)
-		out = append(out, st)
+		counters[queue].apply(&st)
+		return []QueueStats{st}, nil
 	}
-	for _, q := range dropped {
-		st := QueueStats{Queue: q, DLQ: DLQName(q), Dropped: true, Priorities: levels[q]}
-		if st.DLQDepth, err = s.dlqDepth(ctx, st.DLQ); err != nil {
-			return nil, err
-		}
-		if st.DLQDepth > 0 {
-			counters[q].apply(&st)
-			out = append(out, st)
-		}
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
-	return out, nil
+	set, ok := settings[queue]
+	if !ok {
+		set = DefaultQueueSettings(queue)
+	}
+	st.Paused, st.Settings = set.Paused, set.Plain()
+	counters[queue].apply(&st)
+	return []QueueStats{st}, nil
 }
 
 // statsOfDepths is the stats of every queue from one read of their depths
-// (QueueDepths), settings and recent counters.
-func (s *Store) statsOfDepths(ctx context.Context) ([]QueueStats, error) {
-	depths, err := s.QueueDepths(ctx)
+// (QueueDepths), with their archives when archive is set, settings and
+// recent counters.
+func (s *Store) statsOfDepths(ctx context.Context, archive bool) ([]QueueStats, error) {
+	depths, err := s.depthsOf(ctx, archive)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +234,8 @@ func (s *Store) statsOfDepths(ctx context.Context) ([]QueueStats, error) {
 		st := QueueStats{Queue: d.Queue, Depth: d.Visible + d.InFlight + d.WaitingRetry + d.Scheduled,
 			Visible: d.Visible, InFlight: d.InFlight, WaitingRetry: d.WaitingRetry, Scheduled: d.Scheduled,
 			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds,
-			DLQ: DLQName(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities}
+			DLQ: DLQName(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
+			Archived: d.archived, TotalSent: d.totalSent}
 		if !d.Dropped {
 			set, ok := settings[d.Queue]
 			if !ok {
@@ -339,7 +327,7 @@ func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		archived = `(SELECT count(*) FROM ` + archiveTable(queue) + `)`
 	}
 	sql := `SELECT ` + liveCountsSQL("$1") + `,
-		       ` + totalSentSQL(queue) + `,
+		       ` + totalSentSQL(queue, "$2") + `,
 		       ` + archived + `
 		FROM ` + queueTable(queue) + ` q`
 	var retrying int64
@@ -354,17 +342,17 @@ func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOpt
 }
 
 // totalSentSQL is the SQL for the number of messages ever sent to queue,
-// whose table's name is parameter $2: the last value of its msg_id
+// whose table's name is the parameter param: the last value of its msg_id
 // sequence. A role granted SELECT on the queue's tables alone may not read
 // the sequence (GRANT ... ON ALL TABLES leaves sequences out); it gets a
 // lower bound instead: the larger of the inserts into the table that the
 // statistics system counted and the highest id the queue and its archive
 // still hold.
-func totalSentSQL(queue string) string {
+func totalSentSQL(queue, param string) string {
 	return `coalesce((SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
-		       ELSE greatest(pg_stat_get_tuples_inserted($2::regclass),
+		       ELSE greatest(pg_stat_get_tuples_inserted(` + param + `::regclass),
 		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `), (SELECT max(msg_id) FROM ` + archiveTable(queue) + `)) END
-		       FROM (SELECT pg_get_serial_sequence($2, 'msg_id')::regclass AS seq) s), 0)`
+		       FROM (SELECT pg_get_serial_sequence(` + param + `, 'msg_id')::regclass AS seq) s), 0)`
 }
 
 // recent holds one queue's counters from pgbus.stats_minute.
