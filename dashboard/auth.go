@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -255,8 +256,8 @@ type loginAttempt struct {
 // lately: with 429, Retry-After and when it may try again. An attempt of
 // the login form gets the form back; a bearer token, an error page.
 func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData) (loginAttempt, bool) {
-	client, now := clientKey(r, s.cfg.TrustedProxies), s.cfg.Now()
-	n, wait, ok := s.logins.take(client, now)
+	client, now := throttle.ClientKey(r, s.cfg.TrustedProxies), s.cfg.Now()
+	n, wait, ok := s.logins.Take(client, now)
 	if ok {
 		return loginAttempt{s: s, r: r, client: client, at: now, count: n}, true
 	}
@@ -276,7 +277,7 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 }
 
 // succeeded takes the attempt back: successes are not limited.
-func (a loginAttempt) succeeded() { a.s.logins.refund(a.client, a.at) }
+func (a loginAttempt) succeeded() { a.s.logins.Refund(a.client, a.at) }
 
 // failed logs the wrong token, never the token itself; it stays counted.
 func (a loginAttempt) failed(how string) {

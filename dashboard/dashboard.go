@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -68,8 +69,17 @@ type server struct {
 	pages map[string]*page
 	mux   *http.ServeMux
 	// logins throttles the guesses at the token of each client.
-	logins *loginLimiter
+	logins *throttle.Limiter
 }
+
+// Login throttling: the login form takes the server's token, so guessing
+// it is bounded by how fast one client may try.
+const (
+	loginMaxFailures = 5
+	loginWindow      = time.Minute
+	// loginMaxClients bounds the memory of the throttle.
+	loginMaxClients = 10_000
+)
 
 // New returns the dashboard over svc: the same service, views and
 // redaction the MCP tools use. A read-only svc hides every action and
@@ -85,7 +95,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 		cfg.Now = time.Now
 	}
 	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
-		logins: newLoginLimiter(loginMaxFailures, loginWindow, loginMaxClients)}
+		logins: throttle.New(loginMaxFailures, loginWindow, loginMaxClients)}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}

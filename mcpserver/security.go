@@ -14,10 +14,12 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/throttle"
 )
 
 // Security is the gate in front of the HTTP transports. It refuses, before
@@ -27,6 +29,9 @@ import (
 //   - an Origin header that is present and not allowed: 403;
 //   - a missing or wrong bearer token, when a token is configured: 401 with
 //     WWW-Authenticate: Bearer (but on the probe paths, /livez and /readyz);
+//   - any token, unchecked, from a client that sent tokenMaxFailures wrong
+//     ones within tokenWindow: 429 with Retry-After, until the oldest
+//     leaves the window;
 //   - a body over the size limit: 413;
 //   - a body that does not arrive within the body timeout: 408, and the
 //     connection is closed.
@@ -45,7 +50,18 @@ type Security struct {
 	log          *slog.Logger
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	open         map[string]bool // paths that need no bearer token: the probes
+	guesses      *throttle.Limiter
 }
+
+// Bearer token throttling: a client (an address, or the client a trusted
+// proxy names) gets tokenMaxFailures wrong tokens within tokenWindow. A
+// client that sends the right token loses nothing; a client behind the
+// same address as one that guesses waits with it.
+const (
+	tokenMaxFailures = 10
+	tokenWindow      = time.Minute
+	tokenMaxClients  = 10_000
+)
 
 // NewSecurity returns the checks for a server configured by cfg and
 // listening on listenAddr (the listener's address, so that port 0 is
@@ -70,6 +86,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		bodyTimeout:  cfg.bodyReadTimeout,
 		log:          cfg.Logger,
 		trusted:      cfg.TrustedProxies,
+		guesses:      throttle.New(tokenMaxFailures, tokenWindow, tokenMaxClients),
 	}
 	if h := normalizeHost(host); h != "" && !isUnspecified(h) {
 		s.hosts[h] = true
@@ -141,18 +158,8 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 			s.refuse(w, r, http.StatusForbidden, originRefusal(origin))
 			return
 		}
-		if s.hasToken && bearer && !s.open[r.URL.Path] {
-			if ok, given := s.tokenOK(r.Header.Get("Authorization")); !ok {
-				challenge := `Bearer realm="pgbus"`
-				msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
-				if given {
-					challenge += `, error="invalid_token"`
-					msg = "the bearer token is wrong: send the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
-				}
-				w.Header().Set("WWW-Authenticate", challenge)
-				s.refuse(w, r, http.StatusUnauthorized, msg)
-				return
-			}
+		if s.hasToken && bearer && !s.open[r.URL.Path] && !s.authenticated(w, r) {
+			return
 		}
 		if !s.readBody(w, r) {
 			return
@@ -210,6 +217,41 @@ func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg 
 		"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
 	w.Header().Set("Connection", "close")
 	http.Error(w, "pgbus: "+msg, code)
+}
+
+// authenticated checks the request's bearer token, refusing the request
+// with 401 when it is missing or wrong. A request that carries an
+// Authorization header counts as a failure of its client before the token
+// is compared, so that guesses sent at once get no more tries than guesses
+// sent one by one, and is refused with 429 without being compared when its
+// client's failures fill the window; the right token gives its count back.
+func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
+	header := r.Header.Get("Authorization")
+	client, at := "", time.Now()
+	if header != "" {
+		client = throttle.ClientKey(r, s.trusted)
+		n, wait, ok := s.guesses.Take(client, at)
+		if !ok {
+			secs := int64((wait + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%d wrong bearer tokens came from this client within %s, so this one was not checked: try again in %d seconds with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)", n, tokenWindow, secs))
+			return false
+		}
+	}
+	ok, given := s.tokenOK(header)
+	if ok {
+		s.guesses.Refund(client, at)
+		return true
+	}
+	challenge := `Bearer realm="pgbus"`
+	msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+	if given {
+		challenge += `, error="invalid_token"`
+		msg = "the bearer token is wrong: send the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	s.refuse(w, r, http.StatusUnauthorized, msg)
+	return false
 }
 
 // tokenOK checks an Authorization header in constant time (over digests,

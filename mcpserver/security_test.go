@@ -3,10 +3,12 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -314,5 +316,54 @@ func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
 		if n := strings.Count(logs.String(), want); n != 2 {
 			t.Fatalf("trusted %v: %d refusals logged with %s, want 2:\n%s", trusted, n, want, logs.String())
 		}
+	}
+}
+
+// A client that sends ten wrong bearer tokens within a minute has its
+// further requests refused with 429 and Retry-After, the right token
+// included, without their tokens being compared; another client (named by
+// a trusted proxy) is not held back, and a client that keeps sending the
+// right token is never throttled, however many requests it makes. The
+// refusals are logged; no token is.
+func TestWrongTokensAreThrottled(t *testing.T) {
+	const token = "correct-horse-battery-staple"
+	var logs pgtest.SyncBuffer
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	from := func(client, auth string) (*http.Response, string) {
+		headers := map[string]string{"X-Forwarded-For": client}
+		if auth != "" {
+			headers["Authorization"] = auth
+		}
+		return doRaw(t, base, rawReq{label: client, headers: headers})
+	}
+	for i := range 30 {
+		if resp, body := from("198.51.100.1", "Bearer "+token); resp.StatusCode != 200 {
+			t.Fatalf("the right token, request %d: %d %q", i+1, resp.StatusCode, body)
+		}
+	}
+	for i := range 10 {
+		if resp, body := from("198.51.100.2", fmt.Sprintf("Bearer guess-%d", i)); resp.StatusCode != 401 {
+			t.Fatalf("wrong token %d: %d %q; want 401", i+1, resp.StatusCode, body)
+		}
+	}
+	for _, auth := range []string{"Bearer guess-10", "Bearer " + token} {
+		resp, body := from("198.51.100.2", auth)
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != 429 || err != nil || retry < 1 || retry > 60 || !strings.Contains(body, "was not checked") || !strings.Contains(body, "try again in") {
+			t.Fatalf("after ten wrong tokens, %q: %d, Retry-After %q, %q; want 429 within a minute, unchecked", auth[:12], resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	// No token at all is not a guess: it is told a token is needed.
+	if resp, body := from("198.51.100.3", ""); resp.StatusCode != 401 || !strings.Contains(body, "required") {
+		t.Fatalf("no token: %d %q; want 401", resp.StatusCode, body)
+	}
+	for _, client := range []string{"198.51.100.1", "198.51.100.4"} {
+		if resp, body := from(client, "Bearer "+token); resp.StatusCode != 200 {
+			t.Fatalf("client %s with the right token while 198.51.100.2 is throttled: %d %q", client, resp.StatusCode, body)
+		}
+	}
+	if n := strings.Count(logs.String(), `"status":429`); n != 2 || strings.Contains(logs.String(), "guess-") || strings.Contains(logs.String(), token) {
+		t.Fatalf("%d refusals with 429 logged, want 2, and no token:\n%s", n, logs.String())
 	}
 }

@@ -1,4 +1,9 @@
-package dashboard
+// Package throttle bounds how fast one client may guess a secret: the
+// token of the dashboard's login, or the bearer token of the HTTP
+// endpoints. After a number of wrong guesses within a window, a client's
+// further attempts are refused until the oldest of them leaves the window,
+// without the secret being compared at all.
+package throttle
 
 import (
 	"container/list"
@@ -10,22 +15,8 @@ import (
 	"github.com/pgbus/pgbus/internal/clientaddr"
 )
 
-// Login throttling: the login form takes the server's token, so guessing
-// it is bounded by how fast one client may try. After loginMaxFailures
-// wrong tokens within loginWindow, a client's further attempts are refused
-// until the oldest of them leaves the window, without the token being
-// compared at all.
-const (
-	loginMaxFailures = 5
-	loginWindow      = time.Minute
-	// loginMaxClients bounds the memory of the throttle: a flood of
-	// distinct addresses evicts the longest-quiet ones instead of growing
-	// the table.
-	loginMaxClients = 10_000
-)
-
-// loginLimiter counts the failed logins of each client address.
-type loginLimiter struct {
+// Limiter counts the failed attempts of each client address.
+type Limiter struct {
 	mu       sync.Mutex
 	max      int           // failures allowed within window
 	window   time.Duration // how long a failure counts
@@ -36,23 +27,27 @@ type loginLimiter struct {
 	order *list.List
 }
 
-// failures are one client's failed logins, oldest first, at most max.
+// failures are one client's failed attempts, oldest first, at most max.
 type failures struct {
 	key   string
 	times []time.Time
 }
 
-func newLoginLimiter(maxFailures int, window time.Duration, capacity int) *loginLimiter {
-	return &loginLimiter{max: maxFailures, window: window, capacity: capacity, clients: map[string]*list.Element{}, order: list.New()}
+// New returns a limiter that allows each client maxFailures failures
+// within window, and remembers at most capacity clients: a flood of
+// distinct addresses evicts the longest-quiet ones instead of growing the
+// table.
+func New(maxFailures int, window time.Duration, capacity int) *Limiter {
+	return &Limiter{max: maxFailures, window: window, capacity: capacity, clients: map[string]*list.Element{}, order: list.New()}
 }
 
-// take counts an attempt of the client as a failure before its token is
+// Take counts an attempt of the client as a failure before its secret is
 // compared, so that concurrent guesses cannot all slip in before the first
 // is counted: it returns how many failures count now, or, when the
 // client's failures fill the window already, false and how long until it
 // may try again (this attempt is not counted). A success gives its attempt
-// back with refund.
-func (l *loginLimiter) take(key string, now time.Time) (int, time.Duration, bool) {
+// back with Refund.
+func (l *Limiter) Take(key string, now time.Time) (int, time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.clients[key]
@@ -79,9 +74,9 @@ func (l *loginLimiter) take(key string, now time.Time) (int, time.Duration, bool
 	return len(f.times), 0, true
 }
 
-// refund takes back the attempt take counted at the time at: it
+// Refund takes back the attempt Take counted at the time at: it
 // succeeded, and successes are not limited.
-func (l *loginLimiter) refund(key string, at time.Time) {
+func (l *Limiter) Refund(key string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.clients[key]
@@ -101,8 +96,8 @@ func (l *loginLimiter) refund(key string, at time.Time) {
 	}
 }
 
-// tracked is how many clients the limiter remembers.
-func (l *loginLimiter) tracked() int {
+// Tracked is how many clients the limiter remembers.
+func (l *Limiter) Tracked() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.clients)
@@ -117,13 +112,13 @@ func (f *failures) prune(now time.Time, window time.Duration) {
 	f.times = f.times[i:]
 }
 
-// clientKey is the address a login attempt is counted against: the host
+// ClientKey is the address an attempt is counted against: the host
 // of the connection's remote address, or, when that is a trusted proxy,
 // the client it names in X-Forwarded-For (forwardedClient). A header is
 // never believed otherwise: X-Forwarded-For would let a client pick a
 // fresh address for every guess. An IPv6 client usually holds a whole
 // /64, so it counts as one.
-func clientKey(r *http.Request, trusted []netip.Prefix) string {
+func ClientKey(r *http.Request, trusted []netip.Prefix) string {
 	addr, ok := clientaddr.Of(r, trusted)
 	if !ok {
 		return clientaddr.Name(r, trusted)
