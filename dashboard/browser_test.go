@@ -366,7 +366,15 @@ func TestBrowserLiveCounts(t *testing.T) {
 	if _, err := svc.QueuePause(pgtest.Context(t), ops.QueueRequest{Queue: q}); err != nil {
 		t.Fatal(err)
 	}
-	b.do("wait for the note", chromedp.Poll[chromedp.Void](`(() => { const n = document.querySelector("[data-live-note]"); return !n.hidden && n.textContent.includes("paused or resumed since this page was loaded") && n.textContent.includes("The health verdict is now DEGRADED"); })()`,
+	b.do("wait for the note", chromedp.Poll[chromedp.Void](`(() => { const n = document.querySelector("[data-live-note]"); return !n.hidden && n.textContent.includes("paused or resumed since this page was loaded") && n.textContent.includes("The health verdict is now"); })()`,
+		chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
+	// Resumed, the queue is as the page shows it again: that note goes, the
+	// verdict's stays, once (the backlog, left without workers, may have
+	// turned it from DEGRADED to STALLED meanwhile).
+	if _, err := svc.QueueResume(pgtest.Context(t), ops.QueueRequest{Queue: q}); err != nil {
+		t.Fatal(err)
+	}
+	b.do("wait for the queues' note to go", chromedp.Poll[chromedp.Void](`(() => { const n = document.querySelector("[data-live-note]"); return !n.hidden && !n.textContent.includes("paused") && n.textContent.split("The health verdict is now").length === 2; })()`,
 		chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
 }
 

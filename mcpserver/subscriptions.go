@@ -25,11 +25,11 @@ const defaultResourcePoll = 2 * time.Second
 // queue's stats (pgbus://queues/{queue}/stats) that the resource changed,
 // with notifications/resources/updated. It reads the queue stats every
 // interval while any session is subscribed and compares what a reader
-// would act on (depths, DLQ depth, the last hour's outcomes, paused,
-// settings), not the ages and rates that change every second. The archives
-// are not counted: they hold the queues' history, and counting them every
-// interval would take time in proportion to it; a message that comes and
-// goes between two reads shows in the last hour's outcomes.
+// would act on (depths, DLQ depth, messages sent, the last hour's
+// outcomes, paused, settings), not the ages and rates that change every
+// second. The archives are not counted: they hold the queues' history, and
+// counting them every interval would take time in proportion to it; a
+// message sent and settled between two reads shows in the messages sent.
 //
 // Other URIs may be subscribed to, as the protocol allows, but send no
 // updates: a dead message only ever leaves its DLQ.
@@ -180,8 +180,8 @@ func (w *resourceWatch) read(ctx context.Context) map[string]string {
 	out := map[string]string{}
 	var all strings.Builder
 	for _, q := range res.Queues {
-		shown := fmt.Sprintf("%d %d %d %d %d %d %+v %t %t %+v", q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled,
-			q.DLQDepth, q.LastHour, q.Dropped, q.Paused, q.Settings)
+		shown := fmt.Sprintf("%d %d %d %d %d %d %d %+v %t %t %+v", q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled,
+			q.DLQDepth, q.TotalSent, q.LastHour, q.Dropped, q.Paused, q.Settings)
 		out[strings.ReplaceAll(resources.URIQueueStats, "{queue}", q.Queue)] = shown
 		all.WriteString(q.Queue + " " + shown + "\n")
 	}

@@ -380,8 +380,8 @@ func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 		if err != nil || len(stats.Queues) != 1 {
 			t.Fatalf("stats %+v: %+v, %v", req, stats.Queues, err)
 		}
-		if got := stats.Queues[0]; got.Archived != 0 || got.Depth != 1 || got.Visible != 1 {
-			t.Fatalf("stats %+v: %d archived, %d visible of %d; want 0 (not read), 1 and 1", req, got.Archived, got.Visible, got.Depth)
+		if got := stats.Queues[0]; got.Archived != 0 || got.TotalSent != 3 || got.Depth != 1 || got.Visible != 1 {
+			t.Fatalf("stats %+v: %d archived of %d sent, %d visible of %d; want 0 (not read) of 3, 1 and 1", req, got.Archived, got.TotalSent, got.Visible, got.Depth)
 		}
 	}
 }

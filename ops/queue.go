@@ -21,13 +21,15 @@ type QueueStatsRequest struct {
 	// response bound: for a table a person scrolls, or a watcher that
 	// compares every queue, not for an agent's answer.
 	All bool
-	// NoArchive leaves the archives uncounted: Archived is 0, and so is
-	// TotalSent when every queue is read, which is then many tables to a
-	// statement. An archive holds its queue's history, up to its
-	// retention, and counting it takes time in proportion: for a reader
-	// that polls (a watcher, a wait for the queues to empty), not for an
-	// answer.
+	// NoArchive leaves the archives uncounted: Archived is 0. An archive
+	// holds its queue's history, up to its retention, and counting it
+	// takes time in proportion: for a reader that polls (a watcher, a wait
+	// for the queues to empty), not for an answer.
 	NoArchive bool
+}
+
+func (r QueueStatsRequest) storeOptions() store.QueueStatsOptions {
+	return store.QueueStatsOptions{Archive: !r.NoArchive, TotalSent: true}
 }
 
 // QueueStatsResult holds the stats asked for.
@@ -48,7 +50,7 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 			return QueueStatsResult{}, invalidf("%s is the dead-letter queue of %s: its depth is dlq_depth in the stats of %s", req.Queue, base, base).
 				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
 		}
-		stats, err := s.store.QueueStats(ctx, req.Queue, store.QueueStatsOptions{Archive: !req.NoArchive})
+		stats, err := s.store.QueueStats(ctx, req.Queue, req.storeOptions())
 		list := hint(OpQueueStats, "lists the queues there are")
 		if err == nil && len(stats) == 0 {
 			return QueueStatsResult{}, notFoundf("queue %q does not exist", req.Queue).with(list)
@@ -56,7 +58,7 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueS
 		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, list)
 	}
 	stats, err := retryVanished(func() ([]store.QueueStats, error) {
-		return s.store.QueueStats(ctx, "", store.QueueStatsOptions{Archive: !req.NoArchive})
+		return s.store.QueueStats(ctx, "", req.storeOptions())
 	})
 	out := QueueStatsResult{Queues: queueStatsList(stats)}
 	if err == nil && !req.All {

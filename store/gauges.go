@@ -37,8 +37,8 @@ type QueueDepth struct {
 	// queue without.
 	Priorities int
 
-	// archived and totalSent are read only for QueueStats (depthsOf with
-	// archive): see QueueStats.Archived and TotalSent.
+	// archived and totalSent are read only for QueueStats (see depthRead):
+	// QueueStats.Archived and TotalSent.
 	archived, totalSent int64
 }
 
@@ -49,13 +49,21 @@ type QueueDepth struct {
 // partitioned one alone), so that a scrape of a database of many queues
 // makes few round trips while holding the locks of few tables at a time.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
-	return s.depthsOf(ctx, false)
+	return s.depthsOf(ctx, depthRead{})
 }
 
-// depthsOf is QueueDepths, which with archive also counts each queue's
-// archive and reads how many messages were ever sent to it, in the same
-// statements.
-func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error) {
+// depthRead selects what depthsOf reads besides the depths, in the same
+// statements, and of which queues.
+type depthRead struct {
+	archive bool   // count each queue's archive
+	sent    bool   // read how many messages were ever sent to each queue
+	only    string // this queue's alone, when set
+}
+
+// depthsOf is QueueDepths, with what rd selects. A queue asked for alone
+// that is neither a work queue nor a dropped one is read as the physical
+// queue of that name (a priority level's), if it exists.
+func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error) {
 	all, levels, err := s.queueCatalog(ctx)
 	if err != nil {
 		return nil, err
@@ -67,6 +75,13 @@ func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error
 	queues := workQueues(all, levels)
 	work := len(queues)
 	queues = append(queues, droppedQueues(all, queues, levels)...)
+	if rd.only != "" {
+		dropped := slices.Index(queues, rd.only) >= work
+		queues, work = []string{rd.only}, 1
+		if dropped {
+			work = 0
+		}
+	}
 	var tables []string
 	for i, q := range queues {
 		if i < work { // a dropped queue has only its DLQ
@@ -74,7 +89,7 @@ func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error
 		}
 		tables = append(tables, DLQName(q))
 	}
-	exists, counted, err := s.tableStates(ctx, tables)
+	exists, archives, counted, err := s.tableStates(ctx, tables)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +113,7 @@ func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error
 			case !exists[p]:
 				missing[i]++
 			default:
-				add(depthArm{queue: i, table: p, archive: archive})
+				add(depthArm{queue: i, table: p, archive: rd.archive && archives[p], sent: rd.sent, hasArchive: archives[p]})
 			}
 		}
 		if n, ok := counted[DLQName(q)]; ok {
@@ -139,40 +154,43 @@ func (s *Store) depthsOf(ctx context.Context, archive bool) ([]QueueDepth, error
 const depthChunk = 16
 
 // depthArm is a table QueueDepths reads: a physical work queue of
-// queue (an index of its result), with its archive when archive is set,
-// or its DLQ when that has no group counts.
+// queue (an index of its result), or its DLQ when that has no group
+// counts. A work queue's arm may also count its archive (archive) and
+// read how many messages were sent to it (sent); hasArchive tells
+// whether its archive table exists.
 type depthArm struct {
-	queue   int
-	table   string
-	dlq     bool
-	archive bool
+	queue                     int
+	table                     string
+	dlq                       bool
+	archive, sent, hasArchive bool
 }
 
-// tableStates returns which of the queue tables named exist, and the
-// depths of those of them that are DLQs with group counts, read from
-// those counts.
-func (s *Store) tableStates(ctx context.Context, tables []string) (map[string]bool, map[string]int64, error) {
+// tableStates returns which of the queues named have a table and which an
+// archive table, and the depths of those of them that are DLQs with group
+// counts, read from those counts.
+func (s *Store) tableStates(ctx context.Context, tables []string) (exists, archives map[string]bool, counted map[string]int64, err error) {
 	rows, err := s.reads.Query(ctx, `
-		SELECT n, r IS NOT NULL, CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END
+		SELECT n, r IS NOT NULL, to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) IS NOT NULL,
+		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END
 		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r`, tables)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	exists, counted := map[string]bool{}, map[string]int64{}
+	exists, archives, counted = map[string]bool{}, map[string]bool{}, map[string]int64{}
 	var name string
-	var found bool
+	var found, archived bool
 	var n *int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &found, &n}, func() error {
-		exists[name] = found
+	_, err = pgx.ForEachRow(rows, []any{&name, &found, &archived, &n}, func() error {
+		exists[name], archives[name] = found, archived
 		if n != nil {
 			counted[name] = *n
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	return exists, counted, nil
+	return exists, archives, counted, nil
 }
 
 // readDepths reads the tables of arms in one statement, adding their
@@ -234,12 +252,15 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		// args[0] is the mode: parameter $n is args[n].
 		args = append(args, a.table)
 		counts := liveCountsSQL(fmt.Sprintf("$%d", len(args)-1))
-		history := `0::bigint, 0::bigint`
+		archived, sent := `0::bigint`, `0::bigint`
 		if a.archive {
-			args = append(args, queueTable(a.table))
-			history = fmt.Sprintf(`(SELECT count(*) FROM %s), %s`, archiveTable(a.table), totalSentSQL(a.table, fmt.Sprintf("$%d", len(args)-1)))
+			archived = `(SELECT count(*) FROM ` + archiveTable(a.table) + `)`
 		}
-		fmt.Fprintf(&sql, `SELECT %d, %s, %s FROM %s q`, i, counts, history, queueTable(a.table))
+		if a.sent {
+			args = append(args, queueTable(a.table))
+			sent = totalSentSQL(a.table, fmt.Sprintf("$%d", len(args)-1), a.hasArchive)
+		}
+		fmt.Fprintf(&sql, `SELECT %d, %s, %s, %s FROM %s q`, i, counts, archived, sent, queueTable(a.table))
 	}
 	rows, err := tx.Query(ctx, sql.String(), args...)
 	if err != nil {

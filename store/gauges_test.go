@@ -389,7 +389,7 @@ func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
 func TestQueueStatsFromDepthsAgree(t *testing.T) {
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
-	for _, q := range []string{"agree_a", "agree_b", "agree_dropped"} {
+	for _, q := range []string{"agree_a", "agree_b", "agree_dropped", "agree_noarch"} {
 		if err := s.CreateQueue(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -422,6 +422,9 @@ func TestQueueStatsFromDepthsAgree(t *testing.T) {
 	}
 	send("agree_p_p0", 1, 0)
 	send("agree_p_p2", 2, 0)
+	// Archives dropped by hand: the queues are read all the same.
+	send("agree_noarch", 2, 0)
+	exec(t, s, `DROP TABLE pgmq.a_agree_noarch, pgmq.a_agree_p_p1`)
 	pgtest.DeadLetterN(t, s, "agree_a", 2, pgtest.DeadSpec{})
 	pgtest.DeadLetterN(t, s, "agree_dropped", 3, pgtest.DeadSpec{})
 	exec(t, s, `DROP TABLE pgmq.q_agree_dropped, pgmq.a_agree_dropped; DELETE FROM pgmq.meta WHERE queue_name = 'agree_dropped';
@@ -452,8 +455,8 @@ func TestQueueStatsFromDepthsAgree(t *testing.T) {
 				t.Errorf("%s: %d messages, %d visible, the oldest %v s and %v s old", st.Queue, st.Depth, st.Visible, st.OldestAgeSeconds, st.OldestVisibleAgeSeconds)
 			}
 			st.OldestAgeSeconds, st.OldestVisibleAgeSeconds = 0, 0
-			if !opts.Archive {
-				st.Archived, st.TotalSent = 0, 0 // one queue's count sent is read all the same
+			if (st.Archived > 0) != (opts.Archive && st.Queue == "agree_a") || (st.TotalSent > 0) != ((opts.Archive || opts.TotalSent) && !st.Dropped) {
+				t.Errorf("%+v: %s has %d archived of %d sent", opts, st.Queue, st.Archived, st.TotalSent)
 			}
 			b, err := json.Marshal(st)
 			if err != nil {
@@ -463,16 +466,17 @@ func TestQueueStatsFromDepthsAgree(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	names := []string{"agree_a", "agree_b", "agree_dropped", "agree_p"}
+	names := []string{"agree_a", "agree_b", "agree_dropped", "agree_noarch", "agree_p"}
 	archive := store.QueueStatsOptions{Archive: true}
-	for _, opts := range []store.QueueStatsOptions{{}, archive} {
+	for _, opts := range []store.QueueStatsOptions{{}, {TotalSent: true}, archive} {
 		if all, oneByOne := read(opts), read(opts, names...); all != oneByOne {
 			t.Fatalf("%+v: stats of all queues:\n%s\nqueue by queue:\n%s", opts, all, oneByOne)
 		}
 	}
 	fromDepths, withArchive := read(store.QueueStatsOptions{}), read(archive)
-	if !strings.Contains(withArchive, `"queue":"agree_a","depth":5,`) || !strings.Contains(withArchive, `"archived":1,"total_sent":9,`) || strings.Count(withArchive, `"total_sent":`) != 4 {
-		t.Fatalf("stats with the archives lack agree_a's 1 archived of 9 sent (3 of them dead):\n%s", withArchive)
+	if !strings.Contains(withArchive, `"queue":"agree_a","depth":5,`) || !strings.Contains(withArchive, `"archived":1,"total_sent":9,`) || strings.Count(withArchive, `"total_sent":`) != 5 ||
+		!strings.Contains(withArchive, `"queue":"agree_noarch","depth":2,`) || !strings.Contains(withArchive, `"queue":"agree_p","depth":3,`) {
+		t.Fatalf("stats with the archives lack agree_a's 1 archived of 9 sent (3 of them dead), or the queues whose archives are gone:\n%s", withArchive)
 	}
 	for _, want := range []string{`"queue":"agree_b","depth":4,"visible":2,"in_flight":1,"waiting_retry":1`, `"queue":"agree_dropped"`, `"dropped":true`,
 		`"queue":"agree_p","depth":3`, `"priorities":3`, `"dlq_depth":3`, `"succeeded":7`, `"paused":true`} {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -160,26 +159,28 @@ type QueueStatsOptions struct {
 	// Archive counts the messages in each queue's archive (Archived), and
 	// reads how many were ever sent (TotalSent). The archive holds the
 	// queue's history, up to its retention, so the count takes time in
-	// proportion to it. Without Archive, Archived is 0, and so is
-	// TotalSent when every queue is read: what is read every few seconds
-	// (health, probes, pages, watchers).
+	// proportion to it: not for what is read every few seconds (health,
+	// probes, pages, watchers). Without it, Archived is 0.
 	Archive bool
+	// TotalSent reads how many messages were ever sent to each queue
+	// (TotalSent, a read of its id sequence) without counting its archive.
+	// Without it or Archive, TotalSent is 0.
+	TotalSent bool
 }
 
 // QueueStats returns stats of one logical queue, or of every work queue
 // when queue is empty. A queue with priority levels is summed over them.
 // The stats of a queue dropped with messages left in its DLQ are those of
 // its DLQ (Dropped); every queue's include them, sorted among the others.
-// A queue without either is not listed. Every queue is read as
-// QueueDepths reads their depths, many tables to a statement.
+// A queue without either is not listed. The queue tables are read as
+// QueueDepths reads them, many to a statement.
 func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOptions) ([]QueueStats, error) {
-	if queue == "" {
-		return s.statsOfDepths(ctx, opts.Archive)
+	if queue != "" {
+		if err := ValidatePhysicalName(queue); err != nil {
+			return nil, err
+		}
 	}
-	if err := ValidatePhysicalName(queue); err != nil {
-		return nil, err
-	}
-	levels, err := s.priorityLevels(ctx)
+	depths, err := s.depthsOf(ctx, depthRead{archive: opts.Archive, sent: opts.Archive || opts.TotalSent, only: queue})
 	if err != nil {
 		return nil, err
 	}
@@ -188,44 +189,6 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		return nil, err
 	}
 	counters, err := s.recentCounters(ctx, queue)
-	if err != nil {
-		return nil, err
-	}
-	st, err := s.logicalStats(ctx, queue, physicalNames(queue, levels[queue]), opts)
-	if errors.Is(err, ErrNotFound) {
-		// Dropped, or never created: its DLQ's, if that holds messages.
-		st = QueueStats{Queue: queue, DLQ: DLQName(queue), Dropped: true, Priorities: levels[queue]}
-		if st.DLQDepth, err = s.dlqDepth(ctx, st.DLQ); err != nil || st.DLQDepth == 0 {
-			return nil, err
-		}
-		counters[queue].apply(&st)
-		return []QueueStats{st}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	set, ok := settings[queue]
-	if !ok {
-		set = DefaultQueueSettings(queue)
-	}
-	st.Paused, st.Settings = set.Paused, set.Plain()
-	counters[queue].apply(&st)
-	return []QueueStats{st}, nil
-}
-
-// statsOfDepths is the stats of every queue from one read of their depths
-// (QueueDepths), with their archives when archive is set, settings and
-// recent counters.
-func (s *Store) statsOfDepths(ctx context.Context, archive bool) ([]QueueStats, error) {
-	depths, err := s.depthsOf(ctx, archive)
-	if err != nil {
-		return nil, err
-	}
-	settings, err := s.AllQueueSettings(ctx)
-	if err != nil {
-		return nil, err
-	}
-	counters, err := s.recentCounters(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -270,88 +233,21 @@ func droppedQueues(all []QueueInfo, queues []string, levels map[string]int) []st
 	return out
 }
 
-// logicalStats sums the stats of a queue's physical queues; ages are the
-// oldest over them. A priority level whose table is gone counts nothing;
-// when all are gone, the queue is not found.
-func (s *Store) logicalStats(ctx context.Context, queue string, physical []string, opts QueueStatsOptions) (QueueStats, error) {
-	total := QueueStats{Queue: queue, DLQ: DLQName(queue)}
-	if physical[0] != queue {
-		total.Priorities = len(physical)
-	}
-	missing := 0
-	for _, p := range physical {
-		st, err := s.queueStats(ctx, p, opts)
-		if errors.Is(err, ErrNotFound) && len(physical) > 1 {
-			if missing++; missing < len(physical) {
-				continue
-			}
-		}
-		if err != nil {
-			return total, err
-		}
-		total.Depth += st.Depth
-		total.Visible += st.Visible
-		total.InFlight += st.InFlight
-		total.WaitingRetry += st.WaitingRetry
-		total.Scheduled += st.Scheduled
-		total.Archived += st.Archived
-		total.TotalSent += st.TotalSent
-		total.OldestAgeSeconds = max(total.OldestAgeSeconds, st.OldestAgeSeconds)
-		total.OldestVisibleAgeSeconds = max(total.OldestVisibleAgeSeconds, st.OldestVisibleAgeSeconds)
-	}
-	var err error
-	total.DLQDepth, err = s.dlqDepth(ctx, total.DLQ)
-	return total, err
-}
-
-// dlqDepth is the depth of DLQ dlq, 0 when it does not exist. The DLQ's
-// groups add up to its depth without reading its rows (see
-// schema/0007_dlq_groups.sql); a DLQ without their triggers is counted.
-// Only the branch taken runs.
-func (s *Store) dlqDepth(ctx context.Context, dlq string) (int64, error) {
-	var n int64
-	err := s.reads.QueryRow(ctx, `SELECT CASE WHEN pgbus.dlq_groups_tracked($1::regclass)
-			THEN `+dlqCountedDepth("$2")+`
-			ELSE (SELECT count(*) FROM `+queueTable(dlq)+`) END`,
-		queueTable(dlq), dlq).Scan(&n)
-	if err != nil && !isUndefinedTable(err) {
-		return 0, queueErr(err, "read stats of", dlq)
-	}
-	return n, nil
-}
-
-func (s *Store) queueStats(ctx context.Context, queue string, opts QueueStatsOptions) (QueueStats, error) {
-	st := QueueStats{Queue: queue, DLQ: DLQName(queue)}
-	archived := `0::bigint`
-	if opts.Archive {
-		archived = `(SELECT count(*) FROM ` + archiveTable(queue) + `)`
-	}
-	sql := `SELECT ` + liveCountsSQL("$1") + `,
-		       ` + totalSentSQL(queue, "$2") + `,
-		       ` + archived + `
-		FROM ` + queueTable(queue) + ` q`
-	var retrying int64
-	err := s.reads.QueryRow(ctx, sql, queue, queueTable(queue)).Scan(&st.Depth, &st.Visible, &st.Scheduled, &retrying,
-		&st.OldestVisibleAgeSeconds, &st.OldestAgeSeconds, &st.TotalSent, &st.Archived)
-	if err != nil {
-		return st, queueErr(err, "read stats of", queue)
-	}
-	st.WaitingRetry = retrying
-	st.InFlight = st.Depth - st.Visible - st.Scheduled - st.WaitingRetry
-	return st, nil
-}
-
 // totalSentSQL is the SQL for the number of messages ever sent to queue,
 // whose table's name is the parameter param: the last value of its msg_id
 // sequence. A role granted SELECT on the queue's tables alone may not read
 // the sequence (GRANT ... ON ALL TABLES leaves sequences out); it gets a
 // lower bound instead: the larger of the inserts into the table that the
 // statistics system counted and the highest id the queue and its archive
-// still hold.
-func totalSentSQL(queue, param string) string {
+// (when it has one) still hold.
+func totalSentSQL(queue, param string, hasArchive bool) string {
+	archived := ``
+	if hasArchive {
+		archived = `, (SELECT max(msg_id) FROM ` + archiveTable(queue) + `)`
+	}
 	return `coalesce((SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
 		       ELSE greatest(pg_stat_get_tuples_inserted(` + param + `::regclass),
-		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `), (SELECT max(msg_id) FROM ` + archiveTable(queue) + `)) END
+		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `)` + archived + `) END
 		       FROM (SELECT pg_get_serial_sequence(` + param + `, 'msg_id')::regclass AS seq) s), 0)`
 }
 

@@ -7,7 +7,8 @@
 // after one) and data-count (a queue's count, in the row marked
 // data-queue). It pauses while the tab is hidden, and stops when the
 // session ends. What it cannot show in place (a new verdict's reasons, a
-// queue created or dropped) it announces, with a reload link.
+// queue created, dropped, paused or resumed) it announces, with a reload
+// link.
 (function () {
   "use strict";
   var root = document.querySelector("[data-live-src]");
@@ -51,16 +52,23 @@
     }
   }
 
-  // note tells the reader what changed that only a reload shows, after
-  // what it told before.
-  var notes = [];
-  function note(message) {
+  // note tells the reader what changed that only a reload shows: one
+  // message of each kind (queues, verdict, session), the latest, shown in
+  // that order; an empty message withdraws its kind's.
+  var notes = { queues: "", verdict: "", session: "" };
+  function note(kind, message) {
     var el = root.querySelector("[data-live-note]");
-    if (!el || notes.indexOf(message) >= 0) {
+    if (!el || notes[kind] === message) {
       return;
     }
-    notes.push(message);
-    el.textContent = notes.join(" ") + " ";
+    notes[kind] = message;
+    var shown = [notes.queues, notes.verdict, notes.session].filter(Boolean);
+    if (shown.length === 0) {
+      el.textContent = "";
+      el.hidden = true;
+      return;
+    }
+    el.textContent = shown.join(" ") + " ";
     var a = document.createElement("a");
     a.href = window.location.href;
     a.textContent = "Reload";
@@ -125,12 +133,10 @@
       });
     });
     if (queues !== "" || seen.length > 0) {
-      if (seen.join("\n") !== queues) {
-        note("Queues were created, dropped, paused or resumed since this page was loaded.");
-      }
+      note("queues", seen.join("\n") === queues ? "" : "Queues were created, dropped, paused or resumed since this page was loaded.");
     }
-    if (verdict !== "" && c.status && c.status !== verdict) {
-      note("The health verdict is now " + c.status + ": reload the page for its reasons.");
+    if (verdict !== "" && c.status) {
+      note("verdict", c.status === verdict ? "" : "The health verdict is now " + c.status + ": reload the page for its reasons.");
     }
   }
 
@@ -153,7 +159,7 @@
         if (res.status === 401) {
           // The session ended: the next reload goes to the login page.
           stopped = true;
-          note("Your session ended, so the counts no longer update.");
+          note("session", "Your session ended, so the counts no longer update.");
           return null;
         }
         return res.ok ? res.json() : null;
