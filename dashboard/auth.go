@@ -146,14 +146,9 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		if token, sent := bearerToken(r); sent && s.cfg.AuthToken != "" {
 			// A bearer token is a guess at the token like the login
 			// form's, and throttled like it.
-			try, ok := s.attempt(w, r, s.newView(r, session{}), nil)
-			if !ok {
+			var refused bool
+			if bearer, refused = s.attempt(w, r, s.newView(r, session{}), nil, token, "bearer token"); refused {
 				return
-			}
-			if bearer = s.tokenOK(token); bearer {
-				try.succeeded()
-			} else {
-				try.failed("bearer token")
 			}
 		}
 		switch {
@@ -226,43 +221,38 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	try, ok := s.attempt(w, r, v, &loginData{Next: next})
-	if !ok {
+	right, refused := s.attempt(w, r, v, &loginData{Next: next}, r.PostFormValue("token"), "login form")
+	if refused {
 		return
 	}
-	if !s.tokenOK(r.PostFormValue("token")) {
-		try.failed("login form")
+	if !right {
 		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
 			Error: "That is not the server's token. Enter the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)."})
 		return
 	}
-	try.succeeded()
 	s.setSession(w, r, s.newSession(true))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// loginAttempt is one guess at the token, counted as a failure until it
-// succeeds.
-type loginAttempt struct {
-	s      *server
-	r      *http.Request
-	client string
-	at     time.Time
-	count  int
-}
-
-// attempt counts a guess at the token of the request's client, or refuses
-// it, before the token is looked at, when the client failed too often
-// lately: with 429, Retry-After and when it may try again. An attempt of
-// the login form gets the form back; a bearer token, an error page.
-func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData) (loginAttempt, bool) {
-	client, now := throttle.ClientKey(r, s.cfg.TrustedProxies), s.cfg.Now()
-	n, wait, ok := s.logins.Take(client, now)
-	if ok {
-		return loginAttempt{s: s, r: r, client: client, at: now, count: n}, true
+// attempt checks token, a guess at the server's token from the request's
+// client sent via how, and logs a wrong one (never the token itself). When
+// the client failed too often lately, it is refused before the token is
+// looked at: attempt answers 429 with Retry-After and when the client may
+// try again (an attempt of the login form gets the form back; a bearer
+// token, an error page), and reports refused.
+func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *loginData, token, how string) (right, refused bool) {
+	client := throttle.ClientKey(r, s.cfg.TrustedProxies)
+	right, n, wait := s.logins.Attempt(client, s.cfg.Now, func() bool { return s.tokenOK(token) })
+	if right {
+		return true, false
+	}
+	if wait == 0 {
+		s.log.Warn("dashboard: login with a wrong token", "via", how, "remote", r.RemoteAddr, "client", client,
+			"failures_in_window", n, "limit", loginMaxFailures)
+		return false, false
 	}
 	secs := int64((wait + time.Second - 1) / time.Second)
-	at := now.Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
+	at := s.cfg.Now().Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
 	s.log.Warn("dashboard: login refused, too many wrong tokens", "remote", r.RemoteAddr, "client", client, "retry_after_seconds", secs)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %d seconds (at %s). Copy the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", secs, at)
@@ -273,16 +263,7 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 		v.Title = http.StatusText(http.StatusTooManyRequests)
 		s.render(w, r, http.StatusTooManyRequests, "problem", v, problem{Status: http.StatusTooManyRequests, Message: msg, Links: []link{{"/login", "The login page"}}})
 	}
-	return loginAttempt{}, false
-}
-
-// succeeded takes the attempt back: successes are not limited.
-func (a loginAttempt) succeeded() { a.s.logins.Refund(a.client, a.at) }
-
-// failed logs the wrong token, never the token itself; it stays counted.
-func (a loginAttempt) failed(how string) {
-	a.s.log.Warn("dashboard: login with a wrong token", "via", how, "remote", a.r.RemoteAddr, "client", a.client,
-		"failures_in_window", a.count, "limit", loginMaxFailures)
+	return false, true
 }
 
 // logout ends the session.

@@ -221,26 +221,28 @@ func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg 
 
 // authenticated checks the request's bearer token, refusing the request
 // with 401 when it is missing or wrong. A request that carries an
-// Authorization header counts as a failure of its client before the token
-// is compared, so that guesses sent at once get no more tries than guesses
-// sent one by one, and is refused with 429 without being compared when its
-// client's failures fill the window; the right token gives its count back.
+// Authorization header is an attempt of its client (throttle.Limiter): it
+// is refused with 429, its token not compared, when the client's wrong
+// tokens fill the window; the right token never counts.
 func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
 	header := r.Header.Get("Authorization")
-	client, at := "", time.Now()
+	ok, given := false, false
 	if header != "" {
-		client = throttle.ClientKey(r, s.trusted)
-		n, wait, ok := s.guesses.Take(client, at)
-		if !ok {
+		var n int
+		var wait time.Duration
+		ok, n, wait = s.guesses.Attempt(throttle.ClientKey(r, s.trusted), time.Now, func() bool {
+			var right bool
+			right, given = s.tokenOK(header)
+			return right
+		})
+		if wait > 0 {
 			secs := int64((wait + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%d wrong bearer tokens came from this client within %s, so this one was not checked: try again in %d seconds with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)", n, tokenWindow, secs))
 			return false
 		}
 	}
-	ok, given := s.tokenOK(header)
 	if ok {
-		s.guesses.Refund(client, at)
 		return true
 	}
 	challenge := `Bearer realm="pgbus"`

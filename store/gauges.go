@@ -49,7 +49,8 @@ type QueueDepth struct {
 // partitioned one alone), so that a scrape of a database of many queues
 // makes few round trips while holding the locks of few tables at a time.
 func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
-	return s.depthsOf(ctx, depthRead{})
+	depths, _, err := s.depthsOf(ctx, depthRead{})
+	return depths, err
 }
 
 // depthRead selects what depthsOf reads besides the depths, in the same
@@ -60,27 +61,15 @@ type depthRead struct {
 	only    string // this queue's alone, when set
 }
 
-// depthsOf is QueueDepths, with what rd selects. A queue asked for alone
-// that is neither a work queue nor a dropped one is read as the physical
-// queue of that name (a priority level's), if it exists.
-func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error) {
-	all, levels, err := s.queueCatalog(ctx)
+// depthsOf is QueueDepths, with what rd selects, and whether a table went
+// during the read, its queue being left out. A queue asked for alone is
+// read by its name: a logical queue, with its levels, or the physical
+// queue of that name (a priority level's); it is dropped when its tables
+// are gone and its DLQ holds messages.
+func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool, error) {
+	queues, work, levels, err := s.queuesToRead(ctx, rd.only)
 	if err != nil {
-		return nil, err
-	}
-	partitioned := make(map[string]bool, len(all))
-	for _, q := range all {
-		partitioned[q.Name] = q.IsPartitioned
-	}
-	queues := workQueues(all, levels)
-	work := len(queues)
-	queues = append(queues, droppedQueues(all, queues, levels)...)
-	if rd.only != "" {
-		dropped := slices.Index(queues, rd.only) >= work
-		queues, work = []string{rd.only}, 1
-		if dropped {
-			work = 0
-		}
+		return nil, false, err
 	}
 	var tables []string
 	for i, q := range queues {
@@ -89,9 +78,9 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error
 		}
 		tables = append(tables, DLQName(q))
 	}
-	exists, archives, counted, err := s.tableStates(ctx, tables)
+	states, err := s.tableStates(ctx, tables)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]QueueDepth, len(queues))
 	// missing counts the tables of each queue that were gone before the
@@ -99,7 +88,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error
 	missing, gone := map[int]int{}, map[int]bool{}
 	var arms, alone []depthArm
 	add := func(a depthArm) {
-		if partitioned[a.table] {
+		if states[a.table].partitioned {
 			alone = append(alone, a)
 		} else {
 			arms = append(arms, a)
@@ -108,17 +97,17 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error
 	for i, q := range queues {
 		out[i].Queue, out[i].Priorities = q, levels[q]
 		for _, p := range physicalNames(q, levels[q]) {
-			switch {
+			switch st := states[p]; {
 			case i >= work:
-			case !exists[p]:
+			case !st.exists:
 				missing[i]++
 			default:
-				add(depthArm{queue: i, table: p, archive: rd.archive && archives[p], sent: rd.sent, hasArchive: archives[p]})
+				add(depthArm{queue: i, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive})
 			}
 		}
-		if n, ok := counted[DLQName(q)]; ok {
-			out[i].DLQDepth = n
-		} else if exists[DLQName(q)] {
+		if st := states[DLQName(q)]; st.counted != nil {
+			out[i].DLQDepth = *st.counted
+		} else if st.exists {
 			add(depthArm{queue: i, table: DLQName(q), dlq: true})
 		}
 	}
@@ -128,7 +117,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error
 	}
 	for _, chunk := range chunks {
 		if err := s.readDepths(ctx, chunk, out, gone); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	kept := out[:0]
@@ -144,7 +133,28 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, error
 		}
 	}
 	slices.SortFunc(kept, func(a, b QueueDepth) int { return strings.Compare(a.Queue, b.Queue) })
-	return kept, nil
+	return kept, len(gone) > 0, nil
+}
+
+// queuesToRead lists the queues a depth read reads, the first work of
+// them work queues and the rest dropped ones, with their priority levels:
+// every queue, or only the one named.
+func (s *Store) queuesToRead(ctx context.Context, only string) (queues []string, work int, levels map[string]int, err error) {
+	if only != "" {
+		var n int
+		err := s.reads.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, only).Scan(&n)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("store: read the priority levels of queue %q: %w", only, err)
+		}
+		return []string{only}, 1, map[string]int{only: n}, nil
+	}
+	all, levels, err := s.queueCatalog(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	queues = workQueues(all, levels)
+	work = len(queues)
+	return append(queues, droppedQueues(all, queues, levels)...), work, levels, nil
 }
 
 // depthChunk is how many tables one statement of QueueDepths reads: few
@@ -165,32 +175,41 @@ type depthArm struct {
 	archive, sent, hasArchive bool
 }
 
-// tableStates returns which of the queues named have a table and which an
-// archive table, and the depths of those of them that are DLQs with group
-// counts, read from those counts.
-func (s *Store) tableStates(ctx context.Context, tables []string) (exists, archives map[string]bool, counted map[string]int64, err error) {
+// tableState is what a depth read needs to know of a queue's tables.
+type tableState struct {
+	exists      bool   // its table
+	archive     bool   // its archive table exists
+	partitioned bool   // its table is partitioned: read alone
+	counted     *int64 // a DLQ's depth, from its group counts when they are kept
+}
+
+// tableStates returns the state of the tables of each queue named.
+func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT n, r IS NOT NULL, to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) IS NOT NULL,
+		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
 		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END
-		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r`, tables)
+		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r`, names)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	exists, archives, counted = map[string]bool{}, map[string]bool{}, map[string]int64{}
+	out := make(map[string]tableState, len(names))
 	var name string
-	var found, archived bool
+	var st tableState
 	var n *int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &found, &archived, &n}, func() error {
-		exists[name], archives[name] = found, archived
+	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n}, func() error {
+		st.counted = nil
 		if n != nil {
-			counted[name] = *n
+			counted := *n // n may be scanned into again
+			st.counted = &counted
 		}
+		out[name] = st
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
-	return exists, archives, counted, nil
+	return out, nil
 }
 
 // readDepths reads the tables of arms in one statement, adding their

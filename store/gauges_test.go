@@ -287,6 +287,60 @@ func TestQueueDepthsOfATableDroppedDuringTheRead(t *testing.T) {
 	}
 }
 
+// The stats of one queue whose table is dropped while they are read are
+// read again: a priority queue that lost a level counts the levels left, a
+// queue that lost its table is dropped with its DLQ's dead messages; not
+// "does not exist".
+func TestQueueStatsOfOneQueueDroppedDuringTheRead(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	if err := s.CreatePriorityQueue(ctx, "race_p", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SendBatch(ctx, "race_p_p0", msgs(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, "race_q"); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DeadLetterN(t, s, "race_q", 2, pgtest.DeadSpec{})
+	for _, c := range []struct{ queue, table, want string }{
+		{"race_p", "q_race_p_p1", "race_p depth=1 dropped=false dlq=0"},
+		{"race_q", "q_race_q", "race_q depth=0 dropped=true dlq=2"},
+	} {
+		drop, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := drop.Exec(ctx, `DROP TABLE pgmq.`+c.table); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			stats []store.QueueStats
+			err   error
+		}
+		done := make(chan result, 1)
+		go func() {
+			st, err := s.QueueStats(ctx, c.queue, store.QueueStatsOptions{Archive: true})
+			done <- result{st, err}
+		}()
+		pgtest.Eventually(t, time.Minute, "the read to wait on the drop's lock", func() bool {
+			return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+		})
+		if err := drop.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		var got []string
+		for _, st := range r.stats {
+			got = append(got, fmt.Sprintf("%s depth=%d dropped=%v dlq=%d", st.Queue, st.Depth, st.Dropped, st.DLQDepth))
+		}
+		if r.err != nil || fmt.Sprint(got) != "["+c.want+"]" {
+			t.Errorf("stats of %s, %s dropped during the read: %v, %v; want %s", c.queue, c.table, got, r.err, c.want)
+		}
+	}
+}
+
 // Partitioned PGMQ queues (read one to a statement, since each holds the
 // locks of all its partitions) are counted with the others.
 func TestQueueDepthsOfPartitionedQueues(t *testing.T) {

@@ -180,7 +180,13 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 			return nil, err
 		}
 	}
-	depths, err := s.depthsOf(ctx, depthRead{archive: opts.Archive, sent: opts.Archive || opts.TotalSent, only: queue})
+	rd := depthRead{archive: opts.Archive, sent: opts.Archive || opts.TotalSent, only: queue}
+	depths, vanished, err := s.depthsOf(ctx, rd)
+	// A table of the queue asked for alone went during the read: what is
+	// left of it (its other levels, its DLQ) is read again.
+	for try := 0; err == nil && vanished && queue != "" && try < 3; try++ {
+		depths, vanished, err = s.depthsOf(ctx, rd)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -41,15 +41,43 @@ func New(maxFailures int, window time.Duration, capacity int) *Limiter {
 	return &Limiter{max: maxFailures, window: window, capacity: capacity, clients: map[string]*list.Element{}, order: list.New()}
 }
 
-// Take counts an attempt of the client as a failure before its secret is
-// compared, so that concurrent guesses cannot all slip in before the first
-// is counted: it returns how many failures count now, or, when the
-// client's failures fill the window already, false and how long until it
-// may try again (this attempt is not counted). A success gives its attempt
-// back with Refund.
-func (l *Limiter) Take(key string, now time.Time) (int, time.Duration, bool) {
+// Attempt decides an attempt of the client under the limiter's lock: when
+// the client's failures fill the window, it is refused without right being
+// called, wait saying how long until the client may try again; otherwise
+// right is called, and a wrong attempt counts as a failure (failed is
+// how many count now). With the lock held across right, attempts sent at
+// once are decided one by one: they get no more tries than attempts sent
+// one by one, and right ones never count, however many arrive together.
+// right must be quick, as a constant-time compare of digests is. now is
+// the clock, read under the lock so that each client's failures stay in
+// order.
+func (l *Limiter) Attempt(key string, now func() time.Time, right func() bool) (ok bool, failed int, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	at := now()
+	if e, tracked := l.clients[key]; tracked {
+		f := e.Value.(*failures)
+		f.prune(at, l.window)
+		if len(f.times) >= l.max {
+			// Only the last max failures can ever decide a refusal, and a
+			// refused attempt adds none: the slice never holds more.
+			l.order.MoveToFront(e)
+			return false, len(f.times), f.times[len(f.times)-l.max].Add(l.window).Sub(at)
+		}
+	}
+	if right() {
+		return true, 0, 0
+	}
+	f := l.track(key)
+	f.times = append(f.times, at)
+	return false, len(f.times), 0
+}
+
+// track returns the failures of the client, tracking it first if it was
+// not, and makes it the latest to try: the client that tried last is the
+// last to be forgotten, refused or not, so a flood of other addresses must
+// outlast its window to free it.
+func (l *Limiter) track(key string) *failures {
 	e, ok := l.clients[key]
 	if !ok {
 		for l.order.Len() >= l.capacity {
@@ -60,40 +88,8 @@ func (l *Limiter) Take(key string, now time.Time) (int, time.Duration, bool) {
 		e = l.order.PushFront(&failures{key: key})
 		l.clients[key] = e
 	}
-	// The client that tried last is the last to be forgotten, refused or
-	// not: a flood of other addresses must outlast its window to free it.
 	l.order.MoveToFront(e)
-	f := e.Value.(*failures)
-	f.prune(now, l.window)
-	if len(f.times) >= l.max {
-		// Only the last max failures can ever decide a refusal, and a
-		// refused attempt adds none: the slice never holds more.
-		return len(f.times), f.times[len(f.times)-l.max].Add(l.window).Sub(now), false
-	}
-	f.times = append(f.times, now)
-	return len(f.times), 0, true
-}
-
-// Refund takes back the attempt Take counted at the time at: it
-// succeeded, and successes are not limited.
-func (l *Limiter) Refund(key string, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.clients[key]
-	if !ok {
-		return
-	}
-	f := e.Value.(*failures)
-	for i := len(f.times) - 1; i >= 0; i-- {
-		if f.times[i].Equal(at) {
-			f.times = append(f.times[:i], f.times[i+1:]...)
-			break
-		}
-	}
-	if len(f.times) == 0 {
-		l.order.Remove(e)
-		delete(l.clients, key)
-	}
+	return e.Value.(*failures)
 }
 
 // Tracked is how many clients the limiter remembers.

@@ -10,79 +10,100 @@ import (
 	"time"
 )
 
+// at is a clock that always says t.
+func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+func wrong() bool { return false }
+func right() bool { return true }
+
 // The limiter refuses a client once its failures fill the window, lets
 // it try again once the oldest failure left the window, does not count a
 // success, and keeps each client apart.
-func TestLoginLimiterWindow(t *testing.T) {
+func TestLimiterWindow(t *testing.T) {
 	l := New(3, time.Minute, 100)
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	// A success is given back: it leaves the client untracked.
-	_, _, ok := l.Take("a", t0)
-	l.Refund("a", t0)
-	if !ok || l.Tracked() != 0 {
-		t.Fatalf("a success: allowed %v, %d clients tracked, want allowed and none", ok, l.Tracked())
+	// A success leaves the client untracked.
+	if ok, _, _ := l.Attempt("a", at(t0), right); !ok || l.Tracked() != 0 {
+		t.Fatalf("a success: ok %v, %d clients tracked, want ok and none", ok, l.Tracked())
 	}
 	for i := range 3 {
-		if n, wait, ok := l.Take("a", t0.Add(time.Duration(i)*time.Second)); !ok || n != i+1 {
-			t.Fatalf("attempt %d: allowed %v with %d failures (refused for %s)", i+1, ok, n, wait)
+		if ok, n, wait := l.Attempt("a", at(t0.Add(time.Duration(i)*time.Second)), wrong); ok || wait != 0 || n != i+1 {
+			t.Fatalf("wrong attempt %d: ok %v, %d failures, wait %s; want compared and counted", i+1, ok, n, wait)
 		}
 	}
-	n, wait, ok := l.Take("a", t0.Add(10*time.Second))
+	ok, n, wait := l.Attempt("a", at(t0.Add(10*time.Second)), right)
 	if ok || wait != 50*time.Second || n != 3 {
-		t.Fatalf("after 3 failures: allowed %v, %d failures, wait %s; want refused for 50s (the first failure leaves the window at 1 min)", ok, n, wait)
+		t.Fatalf("after 3 failures: ok %v, %d failures, wait %s; want refused for 50s (the first failure leaves the window at 1 min)", ok, n, wait)
 	}
-	if _, _, ok := l.Take("b", t0.Add(10*time.Second)); !ok {
+	if ok, _, _ := l.Attempt("b", at(t0.Add(10*time.Second)), right); !ok {
 		t.Fatal("another client is refused for a's failures")
 	}
 	// The refused attempt was not counted: once the first failure left
-	// the window, one more attempt is allowed, and it fills the window
-	// again.
-	if n, _, ok := l.Take("a", t0.Add(time.Minute)); !ok || n != 3 {
-		t.Fatalf("once the first failure left the window: allowed %v with %d failures, want allowed with 3", ok, n)
+	// the window, one more attempt is compared, and a wrong one fills the
+	// window again.
+	if ok, n, wait := l.Attempt("a", at(t0.Add(time.Minute)), wrong); ok || wait != 0 || n != 3 {
+		t.Fatalf("once the first failure left the window: ok %v, %d failures, wait %s; want compared with 3", ok, n, wait)
 	}
-	if _, wait, ok := l.Take("a", t0.Add(time.Minute)); ok || wait != time.Second {
-		t.Fatalf("a failure that fills the window again: allowed %v, wait %s; want refused for 1s", ok, wait)
+	if _, _, wait := l.Attempt("a", at(t0.Add(time.Minute)), right); wait != time.Second {
+		t.Fatalf("a failure that fills the window again: wait %s; want refused for 1s", wait)
 	}
 	// Long after, nothing counts any more.
-	if n, _, ok := l.Take("a", t0.Add(time.Hour)); !ok || n != 1 {
-		t.Fatalf("an hour later: allowed %v with %d failures, want allowed with 1", ok, n)
+	if ok, _, _ := l.Attempt("a", at(t0.Add(time.Hour)), right); !ok {
+		t.Fatal("an hour later the right secret is refused")
 	}
 }
 
-// Guesses sent at once get no more tries than guesses sent one by one:
-// each is counted before its token is compared.
-func TestLoginLimiterConcurrent(t *testing.T) {
+// Attempt decides attempts one at a time: of many wrong ones sent at once
+// only max are compared, and right ones sent at once with them are never
+// refused as long as the wrong ones leave room; once the window is full,
+// nothing is compared until it has room again.
+func TestAttemptsAtOnce(t *testing.T) {
 	l := New(5, time.Minute, 100)
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	var allowed atomic.Int32
+	var compared, refused atomic.Int32
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if _, _, ok := l.Take("a", now); ok {
-				allowed.Add(1)
+			ok, _, wait := l.Attempt("guesser", time.Now, func() bool { compared.Add(1); return false })
+			if !ok && wait > 0 {
+				refused.Add(1)
+			}
+		})
+	}
+	for range 500 {
+		wg.Go(func() {
+			if ok, _, wait := l.Attempt("client", time.Now, right); !ok {
+				t.Errorf("a right attempt was refused (wait %s)", wait)
 			}
 		})
 	}
 	wg.Wait()
-	if n := allowed.Load(); n != 5 {
-		t.Fatalf("%d of 50 simultaneous guesses were allowed, want 5", n)
+	if compared.Load() != 5 || refused.Load() != 45 {
+		t.Fatalf("%d of 50 wrong attempts compared, %d refused; want 5 and 45", compared.Load(), refused.Load())
+	}
+	if l.Tracked() != 1 {
+		t.Fatalf("%d clients tracked; want the guesser alone (right attempts leave no trace)", l.Tracked())
+	}
+	called := false
+	ok, n, wait := l.Attempt("guesser", time.Now, func() bool { called = true; return true })
+	if ok || called || n != 5 || wait <= 0 || wait > time.Minute {
+		t.Fatalf("the right secret from a client whose window is full: ok %v, compared %v, %d failures, wait %s; want refused uncompared within a minute", ok, called, n, wait)
 	}
 }
 
 // A flood of distinct addresses does not grow the table beyond its cap:
 // the clients that tried longest ago are forgotten first, and the latest
 // stay tracked.
-func TestLoginLimiterCap(t *testing.T) {
+func TestLimiterCap(t *testing.T) {
 	l := New(2, time.Minute, 50)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	l.Take("kept", now)
-	l.Take("kept", now)
+	l.Attempt("kept", at(now), wrong)
+	l.Attempt("kept", at(now), wrong)
 	for i := range 1000 {
-		l.Take(fmt.Sprintf("10.0.%d.%d", i/256, i%256), now)
+		l.Attempt(fmt.Sprintf("10.0.%d.%d", i/256, i%256), at(now), wrong)
 		if i%40 == 0 {
 			// kept keeps trying (refused): it stays among the latest, and
 			// refused.
-			if _, _, ok := l.Take("kept", now); ok {
+			if ok, _, wait := l.Attempt("kept", at(now), right); ok || wait == 0 {
 				t.Fatalf("kept is allowed after %d other addresses: a refused client was forgotten", i+1)
 			}
 		}
@@ -98,12 +119,12 @@ func TestLoginLimiterCap(t *testing.T) {
 	if _, ok := l.clients["10.0.3.231"]; !ok {
 		t.Fatal("the latest address is not tracked")
 	}
-	l.Take("10.0.3.231", now)
-	if _, _, ok := l.Take("10.0.3.231", now); ok {
+	l.Attempt("10.0.3.231", at(now), wrong)
+	if _, _, wait := l.Attempt("10.0.3.231", at(now), right); wait == 0 {
 		t.Fatal("the latest address is not refused after its second failure")
 	}
 	for i := range 60 {
-		l.Take(fmt.Sprintf("10.1.0.%d", i), now)
+		l.Attempt(fmt.Sprintf("10.1.0.%d", i), at(now), wrong)
 	}
 	if _, ok := l.clients["kept"]; ok {
 		t.Fatal("a client that tried 60 addresses ago is still tracked past the cap of 50")
