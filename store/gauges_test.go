@@ -251,40 +251,45 @@ func TestQueueDepthsOfATableDroppedDuringTheRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var depths []store.QueueDepth
+	err := dropDuring(t, s, "q_mid_b", func() (err error) {
+		depths, err = s.QueueDepths(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range depths {
+		got = append(got, fmt.Sprintf("%s:%d", d.Queue, d.Visible))
+	}
+	if fmt.Sprint(got) != "[mid_a:1 mid_c:3]" {
+		t.Fatalf("depths %v, want mid_a:1 mid_c:3", got)
+	}
+}
+
+// dropDuring runs read while table of schema pgmq is dropped: the drop
+// takes its lock first, read waits on it, and the drop commits.
+func dropDuring(t *testing.T, s *store.Store, table string, read func() error) error {
+	t.Helper()
+	ctx := testContext(t)
 	drop, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer drop.Rollback(ctx) //nolint:errcheck
-	if _, err := drop.Exec(ctx, `DROP TABLE pgmq.q_mid_b`); err != nil {
+	if _, err := drop.Exec(ctx, `DROP TABLE pgmq.`+table); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		depths []store.QueueDepth
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := s.QueueDepths(ctx)
-		done <- result{ds, err}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- read() }()
 	pgtest.Eventually(t, time.Minute, "the read to wait on the drop's lock", func() bool {
 		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
 	})
 	if err := drop.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	var got []string
-	for _, d := range r.depths {
-		got = append(got, fmt.Sprintf("%s:%d", d.Queue, d.Visible))
-	}
-	if fmt.Sprint(got) != "[mid_a:1 mid_c:3]" {
-		t.Fatalf("depths %v, want mid_a:1 mid_c:3", got)
-	}
+	return <-done
 }
 
 // The stats of one queue whose table is dropped while they are read are
@@ -308,35 +313,17 @@ func TestQueueStatsOfOneQueueDroppedDuringTheRead(t *testing.T) {
 		{"race_p", "q_race_p_p1", "race_p depth=1 dropped=false dlq=0"},
 		{"race_q", "q_race_q", "race_q depth=0 dropped=true dlq=2"},
 	} {
-		drop, err := s.Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := drop.Exec(ctx, `DROP TABLE pgmq.`+c.table); err != nil {
-			t.Fatal(err)
-		}
-		type result struct {
-			stats []store.QueueStats
-			err   error
-		}
-		done := make(chan result, 1)
-		go func() {
-			st, err := s.QueueStats(ctx, c.queue, store.QueueStatsOptions{Archive: true})
-			done <- result{st, err}
-		}()
-		pgtest.Eventually(t, time.Minute, "the read to wait on the drop's lock", func() bool {
-			return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+		var stats []store.QueueStats
+		err := dropDuring(t, s, c.table, func() (err error) {
+			stats, err = s.QueueStats(ctx, c.queue, store.QueueStatsOptions{Archive: true})
+			return err
 		})
-		if err := drop.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		r := <-done
 		var got []string
-		for _, st := range r.stats {
+		for _, st := range stats {
 			got = append(got, fmt.Sprintf("%s depth=%d dropped=%v dlq=%d", st.Queue, st.Depth, st.Dropped, st.DLQDepth))
 		}
-		if r.err != nil || fmt.Sprint(got) != "["+c.want+"]" {
-			t.Errorf("stats of %s, %s dropped during the read: %v, %v; want %s", c.queue, c.table, got, r.err, c.want)
+		if err != nil || fmt.Sprint(got) != "["+c.want+"]" {
+			t.Errorf("stats of %s, %s dropped during the read: %v, %v; want %s", c.queue, c.table, got, err, c.want)
 		}
 	}
 }
