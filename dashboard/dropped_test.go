@@ -17,9 +17,7 @@ func TestOverviewShowsADroppedQueuesDeadLetters(t *testing.T) {
 	pgtest.CreateQueue(t, st, "kept")
 	pgtest.CreateQueue(t, st, "orphan")
 	pgtest.DeadLetterN(t, st, "orphan", 2, pgtest.DeadSpec{Kind: "mail"})
-	if _, err := st.Pool().Exec(t.Context(), `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.DropOutside(t, st, "orphan")
 	token := newToken(t)
 	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
 	b.login(token)

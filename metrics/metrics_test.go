@@ -466,9 +466,7 @@ func TestDroppedQueueKeepsItsDLQGauge(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.DeadLetterN(t, st, "orphan", 3, pgtest.DeadSpec{})
-	if _, err := st.Pool().Exec(ctx, `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.DropOutside(t, st, "orphan")
 	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)

@@ -453,9 +453,7 @@ func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
 		Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq.q_prio_p0, pgmq.q_prio_p1; DELETE FROM pgmq.meta WHERE queue_name IN ('prio_p0', 'prio_p1')`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.DropOutside(t, s, "prio_p0", "prio_p1")
 	h, err := svc.Health(ctx)
 	if err != nil || len(h.Reasons) != 1 {
 		t.Fatalf("health: %+v, %v", h, err)
@@ -484,9 +482,7 @@ func TestDroppedQueueStatsAndDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.DeadLetterN(t, s, "orphan", 2, pgtest.DeadSpec{})
-	if _, err := s.Pool().Exec(ctx, `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.DropOutside(t, s, "orphan")
 	st, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: "orphan"})
 	if err != nil || len(st.Queues) != 1 || !st.Queues[0].Dropped || st.Queues[0].DLQDepth != 2 {
 		t.Fatalf("stats of the dropped queue: %+v, %v; want it dropped with 2 dead", st.Queues, err)

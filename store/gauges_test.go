@@ -188,7 +188,7 @@ func TestDroppedQueueWithDeadMessagesIsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"gone", "orphan", "emptied"} {
-		exec(t, s, `DROP TABLE pgmq.q_`+q+`, pgmq.a_`+q+`; DELETE FROM pgmq.meta WHERE queue_name = '`+q+`'`)
+		pgtest.DropOutside(t, s, q)
 	}
 	exec(t, s, `DELETE FROM pgbus.queues WHERE queue_name IN ('orphan', 'emptied')`)
 
@@ -412,11 +412,11 @@ func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
 		}
 		return fmt.Sprint(out)
 	}
-	exec(t, s, `DROP TABLE pgmq.q_lv_p0; DELETE FROM pgmq.meta WHERE queue_name = 'lv_p0'`)
+	pgtest.DropOutside(t, s, "lv_p0")
 	if got, want := read(), "[lv dropped=false levels=2 visible=2 dead=1 depth lv dropped=false visible=2 dead=1]"; got != want {
 		t.Errorf("one level dropped:\n%s\nwant\n%s", got, want)
 	}
-	exec(t, s, `DROP TABLE pgmq.q_lv_p1; DELETE FROM pgmq.meta WHERE queue_name = 'lv_p1'`)
+	pgtest.DropOutside(t, s, "lv_p1")
 	if got, want := read(), "[lv dropped=true levels=2 visible=0 dead=1 depth lv dropped=true visible=0 dead=1]"; got != want {
 		t.Errorf("both levels dropped:\n%s\nwant\n%s", got, want)
 	}

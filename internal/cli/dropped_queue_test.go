@@ -17,9 +17,7 @@ func TestDroppedQueueWithDeadMessagesIsShown(t *testing.T) {
 	pgtest.CreateQueue(t, s, "kept")
 	pgtest.CreateQueue(t, s, "orphan")
 	pgtest.DeadLetterN(t, s, "orphan", 2, pgtest.DeadSpec{Class: "http.503"})
-	if _, err := s.Pool().Exec(t.Context(), `DROP TABLE pgmq.q_orphan, pgmq.a_orphan; DELETE FROM pgmq.meta WHERE queue_name = 'orphan'`); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.DropOutside(t, s, "orphan")
 	out := d.ok(t, "queues")
 	var row string
 	for line := range strings.Lines(out) {

@@ -86,3 +86,19 @@ func RestartDLQ(tb testing.TB, st *store.Store, queue string, first int64) {
 		tb.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// DropOutside drops the tables of the physical queues named as PGMQ's
+// drop_queue does, from outside pgbus: their queue and archive tables (the
+// archive's if it exists) and their PGMQ entries, leaving pgbus's own entry
+// and the DLQ.
+func DropOutside(tb testing.TB, st *store.Store, physical ...string) {
+	tb.Helper()
+	for _, name := range physical {
+		for _, sql := range []string{fmt.Sprintf(`DROP TABLE pgmq.%q`, "q_"+name), fmt.Sprintf(`DROP TABLE IF EXISTS pgmq.%q`, "a_"+name),
+			fmt.Sprintf(`DELETE FROM pgmq.meta WHERE queue_name = '%s'`, name)} {
+			if _, err := st.Pool().Exec(Context(tb), sql); err != nil {
+				tb.Fatalf("drop the tables of queue %s: %v", name, err)
+			}
+		}
+	}
+}
