@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,6 +133,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
+		return DLQRetry{}, err
+	}
+	if err := s.oneGroup(ctx, f); err != nil {
 		return DLQRetry{}, err
 	}
 	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter); err != nil {
@@ -444,6 +448,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err != nil {
 		return DLQDiscard{}, err
 	}
+	if err := s.oneGroup(ctx, f); err != nil {
+		return DLQDiscard{}, err
+	}
 	opts := store.DiscardOptions{DryRun: req.DryRun, Progress: req.Progress}
 	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter); err != nil {
 		return DLQDiscard{}, err
@@ -619,4 +626,35 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 func trimmed(f DeadFilter) DeadFilter {
 	f.Queue, f.Group = strings.TrimSpace(f.Queue), strings.TrimSpace(f.Group)
 	return f
+}
+
+// oneGroup refuses a move by a group's key that names a group in more than
+// one DLQ. A key is made of the source queue, kind, error class and error
+// pattern, so rows written by another client, which name no source queue,
+// share it across DLQs; the key was copied from one of those groups, and
+// moving the others too is not what was asked.
+func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
+	if f.Group == "" || f.Queue != "" {
+		return nil
+	}
+	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{})
+	if err != nil {
+		return explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	var dlqs []string
+	for _, g := range sum.Groups {
+		if !slices.Contains(dlqs, g.DLQ) {
+			dlqs = append(dlqs, g.DLQ)
+		}
+	}
+	if len(dlqs) < 2 {
+		return nil
+	}
+	slices.Sort(dlqs)
+	e := invalidf("group %s names a group in each of %d DLQs (%s), and a move by group moves one: give queue as well, to say which",
+		f.Group, len(dlqs), strings.Join(dlqs, ", "))
+	for _, d := range dlqs {
+		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", d, "group", f.Group))
+	}
+	return e
 }

@@ -165,8 +165,12 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 	return strings.Join(parts, "\nUNION ALL\n")
 }
 
+// deadReadAttempts bounds the reads of every DLQ that a DLQ dropped
+// meanwhile cuts short.
+const deadReadAttempts = 4
+
 // runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
-// meantime makes it list the DLQs again, once.
+// meantime makes it list the DLQs again, up to deadReadAttempts reads.
 func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery) error) error {
 	for attempt := 0; ; attempt++ {
 		q, err := s.compileDead(ctx, f)
@@ -183,7 +187,7 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 		if f.Queue != "" {
 			return dlqMissingErr(q.dlqs[0])
 		}
-		if attempt > 0 {
+		if attempt+1 >= deadReadAttempts {
 			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -524,5 +526,51 @@ func TestQueueStatsFromDepthsAgree(t *testing.T) {
 		if !strings.Contains(fromDepths, want) {
 			t.Errorf("the stats lack %s:\n%s", want, fromDepths)
 		}
+	}
+}
+
+// A read of every DLQ that DLQs dropped one after another cut short lists
+// the DLQs again each time, and reads those left.
+func TestDeadListOfDLQsDroppedOneAfterAnother(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	for _, q := range []string{"gone_a", "gone_b", "kept_c"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{})
+	}
+	drops := make([]pgx.Tx, 2)
+	for i, table := range []string{"q_gone_a_dlq", "q_gone_b_dlq"} {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		if _, err := tx.Exec(ctx, `DROP TABLE pgmq.`+table); err != nil {
+			t.Fatal(err)
+		}
+		drops[i] = tx
+	}
+	done := make(chan error, 1)
+	var page store.DeadPage
+	go func() {
+		var err error
+		page, err = s.ListDead(ctx, store.DeadFilter{}, "", 10)
+		done <- err
+	}()
+	for _, tx := range drops {
+		pgtest.Eventually(t, time.Minute, "the read to wait on a drop's lock", func() bool {
+			return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+		})
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the list failed: %v", err)
+	}
+	if len(page.Items) != 1 || page.Items[0].DLQ != "kept_c_dlq" {
+		t.Fatalf("want the dead message of kept_c only: %+v", page.Items)
 	}
 }

@@ -15,7 +15,7 @@ type DeadFilter struct {
 	Since      string `json:"since,omitempty" jsonschema_description:"Only messages dead-lettered at or after this time: RFC 3339 (2025-01-31T09:00:00Z), a date (2025-01-31) or an age such as 90m, 24h or 7d."`
 	Until      string `json:"until,omitempty" jsonschema_description:"Only messages dead-lettered before this time: RFC 3339, a date, or an age such as 1h."`
 	Text       string `json:"text,omitempty" jsonschema_description:"Case-insensitive text to find in the last error message."`
-	Group      string `json:"group,omitempty" jsonschema_description:"A group's key from pgbus_dlq_summary (its group field): exactly that group's messages, where kind and error_class select every group that shares them."`
+	Group      string `json:"group,omitempty" jsonschema_description:"A group's key from pgbus_dlq_summary (its group field): exactly that group's messages, where kind and error_class select every group that shares them. A retry or discard by a key that groups in several DLQs share needs queue as well."`
 }
 
 // ops converts the filter; the fields are the operations layer's.

@@ -35,7 +35,8 @@ Filters (summary, list, retry-all, discard):
                      pgbus dlq summary --json (kind and error class select
                      every group that shares them)
 
-Ids are per queue: when an id is in several DLQs, pass --queue. Secrets in
+Ids are per queue: when an id is in several DLQs, pass --queue; so does a
+retry or discard by a group key that several DLQs share. Secrets in
 payloads, headers and error text are shown as [REDACTED].`,
 		Example: `  pgbus dlq summary
   pgbus dlq list --queue orders --error-class demo.Unavailable
