@@ -95,6 +95,12 @@ func retryAuditArgs(r DLQRetryRequest) map[string]any {
 		// every agent, keeps only its size.
 		args["payload_bytes"] = len(r.Payload)
 	}
+	if r.ClearDeadline {
+		args["clear_deadline"] = true
+	}
+	if r.All {
+		args["all"] = true
+	}
 	return args
 }
 
@@ -116,6 +122,9 @@ func discardAuditArgs(r DLQDiscardRequest) map[string]any {
 	}
 	if r.Limit != 0 {
 		args["limit"] = r.Limit
+	}
+	if r.All {
+		args["all"] = true
 	}
 	return args
 }

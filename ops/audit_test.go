@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -125,5 +126,27 @@ func TestAuditSendsAndSince(t *testing.T) {
 	var oe *ops.Error
 	if !errors.Is(err, ops.ErrInvalid) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "since") {
 		t.Errorf("since %q: %v, want a clear invalid-argument error", "last tuesday", err)
+	}
+}
+
+// The audit entry of a retry says whether it cleared deadlines, and of a
+// move of every dead message that it was asked for all: both change what
+// the call did.
+func TestAuditRecordsClearDeadlineAndAll(t *testing.T) {
+	s := isolatedStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	ctx := ops.WithClient(testContext(t), client)
+	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}, ClearDeadline: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{All: true, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	rows := auditRows(t, s, client)
+	if len(rows) != 2 || !strings.Contains(rows[0].Arguments, `"clear_deadline": true`) || !strings.Contains(rows[1].Arguments, `"all": true`) {
+		t.Fatalf("audit rows %+v; want the retry's clear_deadline and the discard's all", rows)
 	}
 }

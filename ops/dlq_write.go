@@ -77,7 +77,12 @@ type DLQRetry struct {
 }
 
 // OK reports whether every message asked for was retried (or would be).
-func (r DLQRetry) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 }
+// An id another call moved meanwhile was not: whether that call retried
+// or discarded it is not known. A move by filter only moves what is
+// there, and what another call took is not its to move.
+func (r DLQRetry) OK() bool {
+	return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 && !r.idsMovedMeanwhile()
+}
 
 // DLQRetry moves dead messages back to the queue they died in (or to the
 // DLQ's own queue when that one is gone), each in its own transaction: one
@@ -95,9 +100,6 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	if err := req.Filter.checkText(); err != nil {
 		return DLQRetry{}, err
-	}
-	if string(req.Payload) == "null" {
-		req.Payload = nil
 	}
 	if len(req.Payload) > 0 {
 		if len(req.Payload) > MaxCorrectedPayloadBytes {
@@ -124,8 +126,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
 	}
 	if trimmed(req.Filter).IsZero() && !req.All {
-		return DLQRetry{}, invalidf("nothing is selected: give ids or a filter (queue, kind, error_class, group, ...), or ask for every dead message of every DLQ explicitly").
-			with(hint(OpDLQSummary, "shows the groups there are"))
+		return DLQRetry{}, errNothingSelected()
 	}
 	limit, err := bulkLimit(req.Limit)
 	if err != nil {
@@ -155,6 +156,14 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	out.LimitReached = out.Retried+out.Failed >= limit
 	out.Next = s.retryNext(out, req)
 	return out, nil
+}
+
+// errNothingSelected refuses a move by filter whose filter is empty (or
+// blank) without All: a variable the caller meant to fill, left empty,
+// must not select every dead message of every DLQ.
+func errNothingSelected() *Error {
+	return invalidf("nothing is selected: give ids or a filter (queue, kind, error_class, group, ...), or ask for every dead message of every DLQ explicitly").
+		with(hint(OpDLQSummary, "shows the groups there are"))
 }
 
 // errExpectWithIDs refuses expect on a call by ids, which handles every id
@@ -311,7 +320,7 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed > 0:
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing",
-			req.Filter.hintArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
+			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req))
 	case r.Retried > 0 && len(r.Moved) > 0:
@@ -323,12 +332,20 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	for _, o := range r.Outcomes {
 		if o.Outcome == OutcomeAmbiguous {
 			for _, d := range o.DLQs {
-				next = append(next, hint(OpDLQRetry, "retry the id in "+d, "queue", d, "ids", []int64{o.ID}))
+				one := req
+				one.IDs, one.Filter = []int64{o.ID}, DeadFilter{Queue: d}
+				next = append(next, idsHint(one, "retry the id in "+d))
 			}
 		}
 	}
-	if r.LimitReached {
+	switch {
+	case r.LimitReached && r.Retried > 0:
 		next = append(next, againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit))
+	case r.LimitReached:
+		// The selection is oldest first, and messages that cannot move
+		// stay where they are: the same call would select them again.
+		next = append(next, hint(OpDLQList, fmt.Sprintf("the %d oldest messages the filters select could not be moved, so the same call again would select them again: retry them as the hints above say, discard them, or narrow the filters (since) to leave them out", r.Failed),
+			req.Filter.hintArgs()...))
 	}
 	return next
 }
@@ -341,15 +358,28 @@ const hintPayloadMax = 2048
 // queue, and the corrected payload, without which the real call would
 // retry the payload that failed.
 func dryRunIDsHint(req DLQRetryRequest) Hint {
-	clear := req.ClearDeadline
-	switch {
-	case len(req.Payload) == 0:
-		return hint(OpDLQRetry, "the same call without dry_run moves them", "ids", req.IDs, "queue", req.Filter.Queue, "clear_deadline", clear)
-	case len(req.Payload) <= hintPayloadMax:
-		return hint(OpDLQRetry, "the same call without dry_run retries it with the corrected payload", "ids", req.IDs, "queue", req.Filter.Queue, "payload", req.Payload, "clear_deadline", clear)
+	req.DryRun = false
+	if len(req.Payload) > 0 {
+		return idsHint(req, "the same call without dry_run retries it with the corrected payload")
 	}
-	return hint(OpDLQRetry, "the same call without dry_run, with the same corrected payload passed again, retries it with that payload; without it the payload that failed runs again",
-		"ids", req.IDs, "queue", req.Filter.Queue, "clear_deadline", clear)
+	return idsHint(req, "the same call without dry_run moves them")
+}
+
+// idsHint is a retry by ids as req asks for it: its ids and queue, dry
+// run, deadline clearing and corrected payload. A corrected payload that
+// is large or holds secrets is left out, since the hint is shown and
+// recorded where secrets are not; the hint then says to pass it again,
+// without which the payload that failed runs again.
+func idsHint(req DLQRetryRequest, why string) Hint {
+	args := []any{"ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", req.ClearDeadline}
+	if len(req.Payload) > 0 {
+		if _, hidden, ok := RedactJSON(req.Payload); ok && hidden == 0 && len(req.Payload) <= hintPayloadMax {
+			args = append(args, "payload", req.Payload)
+		} else {
+			why += ", with the same corrected payload passed again; without it the payload that failed runs again"
+		}
+	}
+	return hint(OpDLQRetry, why, args...)
 }
 
 // clearDeadlineHint is the call that retries the messages a retry left
@@ -358,7 +388,7 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 	const why = "their deadline passed, so they were not moved; this clears it so that they run however late (or discard them)"
 	if len(req.IDs) == 0 {
 		return hint(OpDLQRetry, "some deadlines passed, so the retry would leave those messages; this clears the deadline of every message it moves, passed or not (or discard those first)",
-			req.Filter.hintArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
+			req.Filter.moveArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
 	}
 	var ids []int64
 	for _, o := range r.Outcomes {
@@ -377,7 +407,7 @@ func againHint(op string, dryRun bool, f DeadFilter, limit int) Hint {
 	if dryRun {
 		why = "more messages may match than the limit: a real call moves at most the limit; call it again after that for the next ones"
 	}
-	return hint(op, why, f.hintArgs("limit", limit)...)
+	return hint(op, why, f.moveArgs("limit", limit)...)
 }
 
 // DLQDiscardRequest asks to move dead messages to their DLQ's archive:
@@ -400,6 +430,9 @@ type DLQDiscardRequest struct {
 	// Ask, when set, asks the person behind the call instead of relying on
 	// Confirm: a person's answer outranks an agent's flag.
 	Ask Confirmer
+	// All confirms that a request without ids and with an empty filter
+	// means every dead message of every DLQ, as for DLQRetryRequest.All.
+	All bool
 }
 
 // DLQDiscard is what a discard did, or in a dry run would do.
@@ -420,8 +453,11 @@ type DLQDiscard struct {
 	Next         []Hint      `json:"next" jsonschema_description:"What to do next."`
 }
 
-// OK reports whether every message asked for was discarded.
-func (r DLQDiscard) OK() bool { return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 }
+// OK reports whether every message asked for was discarded, as for
+// DLQRetry.OK.
+func (r DLQDiscard) OK() bool {
+	return r.NotFound == 0 && r.Ambiguous == 0 && r.Failed == 0 && !r.idsMovedMeanwhile()
+}
 
 // DLQDiscard moves dead messages to their DLQ's archive, where they are
 // kept until purged; nothing runs again.
@@ -439,6 +475,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			return DLQDiscard{}, errExpectWithIDs
 		}
 		return s.discardIDs(ctx, req)
+	}
+	if trimmed(req.Filter).IsZero() && !req.All {
+		return DLQDiscard{}, errNothingSelected()
 	}
 	limit, err := bulkLimit(req.Limit)
 	if err != nil {
@@ -475,7 +514,7 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest, limit int) DL
 		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
 	}
 	if out.DryRun && out.Discarded > 0 {
-		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run, with this expect, discards exactly these messages or nothing", req.Filter.hintArgs("limit", req.Limit, "expect", out.Expect)...))
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run, with this expect, discards exactly these messages or nothing", req.Filter.moveArgs("limit", req.Limit, "expect", out.Expect)...))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	if out.LimitReached {
@@ -560,7 +599,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	}
 	for _, o := range out.Outcomes {
 		for _, d := range o.DLQs {
-			out.Next = append(out.Next, hint(OpDLQDiscard, "discard the id in "+d, "queue", d, "ids", []int64{o.ID}))
+			out.Next = append(out.Next, hint(OpDLQDiscard, "discard the id in "+d, "queue", d, "ids", []int64{o.ID}, "dry_run", req.DryRun))
 		}
 	}
 	return out, nil
@@ -658,3 +697,6 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
 	}
 	return e
 }
+
+func (r DLQRetry) idsMovedMeanwhile() bool   { return len(r.Outcomes) > 0 && r.AlreadyMoved > 0 }
+func (r DLQDiscard) idsMovedMeanwhile() bool { return len(r.Outcomes) > 0 && r.AlreadyMoved > 0 }

@@ -33,6 +33,15 @@ func (f DeadFilter) hintArgs(more ...any) []any {
 		"since", f.Since, "until", f.Until, "text", f.Text, "group", f.Group}, more...)
 }
 
+// moveArgs is hintArgs for a retry or discard by filter: an empty filter
+// is a call for every dead message, which such a call must say (all).
+func (f DeadFilter) moveArgs(more ...any) []any {
+	if trimmed(f).IsZero() {
+		more = append(more, "all", true)
+	}
+	return f.hintArgs(more...)
+}
+
 // describe names what the filter selects, for a question to a person.
 func (f DeadFilter) describe() string {
 	where := "every DLQ"
@@ -63,7 +72,7 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	case dryRun:
 		return "", invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
 	case strings.Trim(expect, "0123456789, ") != "":
-		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.hintArgs("dry_run", true)...))
+		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("dry_run", true)...))
 	case f.Queue == "":
 		return "", invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
 	}
@@ -91,7 +100,7 @@ func changed(err error, op string, f DeadFilter, limit int) error {
 		return err
 	}
 	return &Error{Msg: err.Error(), Err: err,
-		Hints: []Hint{hint(op, "shows what is selected now, with a new expect", f.hintArgs("limit", limit, "dry_run", true)...)}}
+		Hints: []Hint{hint(op, "shows what is selected now, with a new expect", f.moveArgs("limit", limit, "dry_run", true)...)}}
 }
 
 // confirmDiscard gets the go-ahead for a discard by filter. Without Ask,
@@ -104,8 +113,8 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 			return false, nil
 		}
 		return false, invalidf("a discard by filter moves up to %d dead messages out of their DLQ: check what it would move with a dry run, then confirm it", limit).
-			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.hintArgs("limit", limit, "dry_run", true)...),
-				hint(OpDLQDiscard, "discards them once checked", req.Filter.hintArgs("limit", limit, "confirm", true)...))
+			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.moveArgs("limit", limit, "dry_run", true)...),
+				hint(OpDLQDiscard, "discards them once checked", req.Filter.moveArgs("limit", limit, "confirm", true)...))
 	}
 	dry, err := s.store.DiscardDeadSelected(ctx, f, limit, store.DiscardOptions{DryRun: true})
 	if err != nil {

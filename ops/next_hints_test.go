@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,26 +251,136 @@ func TestQueueCreateClashWithStoredSettings(t *testing.T) {
 	}
 }
 
-// A retry without ids or a filter (an empty selection, more often a
-// caller's mistake than a wish) moves nothing unless All says every dead
-// message is meant.
-func TestRetryOfNothingSelected(t *testing.T) {
+// A retry or discard without ids or a filter (an empty selection, more
+// often a caller's mistake, such as a blank queue from an unset variable,
+// than a wish) moves nothing unless All says every dead message is meant.
+func TestMoveOfNothingSelected(t *testing.T) {
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
-	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
-	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}, {Filter: ops.DeadFilter{Queue: "  ", Group: " "}}} {
+	pgtest.DeadLetterN(t, s, q, 4, pgtest.DeadSpec{})
+	blank := ops.DeadFilter{Queue: "  ", Group: " "}
+	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}, {Filter: blank, Limit: 10}} {
 		if _, err := svc.DLQRetry(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "nothing is selected") {
 			t.Errorf("retry %+v: %v; want ErrInvalid saying nothing is selected", req, err)
 		}
 	}
-	if got := pgtest.Live(t, s, q+"_dlq"); got != 2 {
-		t.Fatalf("refused retries moved messages: the DLQ holds %d, want 2", got)
+	for _, req := range []ops.DLQDiscardRequest{{Confirm: true}, {DryRun: true}, {IDs: []int64{}, Confirm: true}, {Filter: blank, Limit: 10, Confirm: true}} {
+		if _, err := svc.DLQDiscard(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "nothing is selected") {
+			t.Errorf("discard %+v: %v; want ErrInvalid saying nothing is selected", req, err)
+		}
 	}
-	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{All: true})
+	if got := pgtest.Live(t, s, q+"_dlq"); got != 4 {
+		t.Fatalf("refused moves moved messages: the DLQ holds %d, want 4", got)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{All: true, Limit: 2})
 	if err != nil || r.Retried != 2 || pgtest.Live(t, s, q) != 2 {
-		t.Fatalf("retry of all: %+v, %v; want the 2 moved", r, err)
+		t.Fatalf("retry of all: %+v, %v; want 2 moved", r, err)
+	}
+	dry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{All: true, DryRun: true})
+	if err != nil || dry.Discarded != 2 {
+		t.Fatalf("dry run of a discard of all: %+v, %v; want 2", dry, err)
+	}
+	// The real call the dry run names says all too, and works as named.
+	h := findHint(t, dry.Next, ops.OpDLQDiscard)
+	if h.Args["all"] != true {
+		t.Fatalf("the real call after a dry run of all: %+v; want all", h)
+	}
+	limit, _ := h.Args["limit"].(int)
+	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{All: true, Confirm: true, Expect: h.Args["expect"].(string), Limit: limit})
+	if err != nil || d.Discarded != 2 || pgtest.Live(t, s, q+"_dlq") != 0 {
+		t.Fatalf("discard of all: %+v, %v; want the 2 left moved", d, err)
+	}
+}
+
+// The hints for an id in several DLQs, one per DLQ, are the call made
+// with that DLQ: a dry run stays a dry run, and the corrected payload and
+// the clearing of deadlines go with it.
+func TestAmbiguousIDHintsKeepTheCall(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	first := pgtest.DLQStart()
+	a, b := newQueueAt(t, s, first, nil), newQueueAt(t, s, first, nil)
+	id := pgtest.DeadLetter(t, s, a, pgtest.DeadSpec{})[0]
+	if pgtest.DeadLetter(t, s, b, pgtest.DeadSpec{})[0] != id {
+		t.Fatal("the two DLQs should hold the same id")
+	}
+	fixed := json.RawMessage(`{"order_id":1}`)
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, DryRun: true, ClearDeadline: true, Payload: fixed})
+	if err != nil || r.Ambiguous != 1 {
+		t.Fatalf("retry of an id in two DLQs: %+v, %v; want it ambiguous", r, err)
+	}
+	for _, q := range []string{a, b} {
+		want := map[string]any{"queue": q + "_dlq", "dry_run": true, "clear_deadline": true, "payload": fixed}
+		if !hasHint(r.Next, ops.OpDLQRetry, want) {
+			t.Errorf("retry hints %+v; want one with %v", r.Next, want)
+		}
+	}
+	d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: []int64{id}, DryRun: true})
+	if err != nil || d.Ambiguous != 1 {
+		t.Fatalf("discard of an id in two DLQs: %+v, %v; want it ambiguous", d, err)
+	}
+	for _, q := range []string{a, b} {
+		if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"queue": q + "_dlq", "dry_run": true}) {
+			t.Errorf("discard hints %+v; want a dry run in %s", d.Next, q)
+		}
+	}
+	if !inDLQ(t, s, a, id) || !inDLQ(t, s, b, id) {
+		t.Fatal("dry runs moved a message")
+	}
+}
+
+// A corrected payload that holds a secret is not repeated in the next
+// call a dry run names: hints are shown and kept where secrets are not.
+func TestDryRunHintLeavesASecretPayloadOut(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{})
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, DryRun: true,
+		Payload: json.RawMessage(`{"order_id":42,"password":"hunter3"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := findHint(t, r.Next, ops.OpDLQRetry)
+	if _, ok := h.Args["payload"]; ok || strings.Contains(fmt.Sprint(h), "hunter3") || !strings.Contains(h.Why, "payload passed again") {
+		t.Fatalf("the real call after a dry run with a secret in its payload: %+v; want no payload and a why saying to pass it again", h)
+	}
+}
+
+// When the oldest messages a retry by filter selects, as many as its
+// limit, all fail, the same call would select them again: the next steps
+// say so instead of calling it again.
+func TestRetryStuckOnItsOldestMessages(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	passed := pgtest.DeadSpec{Headers: `{"pgbus_deadline":"2020-01-01T00:00:00Z"}`}
+	pgtest.DeadLetter(t, s, q, passed, passed, passed)
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	for _, dry := range []bool{true, false} {
+		r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 3, DryRun: dry})
+		if err != nil || r.Retried != 0 || r.Failed != 3 || !r.LimitReached {
+			t.Fatalf("retry (dry run %v) of 3 whose deadlines passed: %+v, %v", dry, r, err)
+		}
+		for _, h := range r.Next {
+			if h.Op == ops.OpDLQRetry && h.Args["clear_deadline"] != true {
+				t.Errorf("dry run %v: next %+v calls the same retry again, which would select the same 3", dry, h)
+			}
+		}
+		if !slices.ContainsFunc(r.Next, func(h ops.Hint) bool {
+			return h.Op == ops.OpDLQList && strings.Contains(h.Why, "select them again") && h.Args["queue"] == q
+		}) {
+			t.Errorf("dry run %v: %+v; want a list of them saying why", dry, r.Next)
+		}
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 4})
+	if err != nil || r.Retried != 1 || !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"limit": 4, "queue": q}) {
+		t.Fatalf("a retry that moved one: %+v, %v; want the same call again named", r, err)
 	}
 }
 

@@ -69,3 +69,19 @@ func checkReplacedRecord(t *testing.T, what string, history []ops.Failure, shown
 	}
 	t.Errorf("%s: no %s record in its history %+v", what, store.PayloadReplacedClass, history)
 }
+
+// A corrected payload of JSON null is a correction like any other: the
+// message runs with null, not with the payload that failed.
+func TestRetryWithANullPayload(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Payload: `{"sku": "` + originalMarker + `"}`})
+	r, err := newService(t, s, ops.Options{}).DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Payload: json.RawMessage(`null`)})
+	if err != nil || r.Retried != 1 {
+		t.Fatalf("retry with a null payload = %+v, %v", r, err)
+	}
+	if got := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE message = 'null'::jsonb`); got != 1 {
+		t.Fatalf("the retried message's payload is not null (%d with null)", got)
+	}
+}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -35,6 +36,9 @@ func NewDLQRetry(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_retry", dlqRetryDescription, writeAnnotations("Retry dead messages", false, false), DLQRetryInput{}, ops.DLQRetry{}),
 		Handler: handler(d, func(ctx context.Context, in DLQRetryInput) (ops.DLQRetry, error) {
+			if string(bytes.TrimSpace(in.Payload)) == "null" {
+				in.Payload = nil // a JSON argument given as null is an argument not given
+			}
 			if len(in.Payload) > maxCorrectedPayloadBytes {
 				return ops.DLQRetry{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
 			}

@@ -34,3 +34,18 @@ func TestRetryRefusesRedactionMarker(t *testing.T) {
 		t.Fatalf("the retry with the real value: %+v", fixed)
 	}
 }
+
+// A payload argument given as JSON null is no argument: the message is
+// retried with its own payload, as without payload.
+func TestRetryWithPayloadNullKeepsThePayload(t *testing.T) {
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Payload: `{"order_id": 77}`})
+	r := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids, "queue": q, "payload": nil})
+	if r.Retried != 1 {
+		t.Fatalf("retry with payload null: %+v", r)
+	}
+	if got := pgtest.Int(t, e.st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE message = '{"order_id": 77}'::jsonb`); got != 1 {
+		t.Fatal("the retried message lost its own payload")
+	}
+}

@@ -67,8 +67,15 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 }
 
 // filter returns the filter, checked before the database is opened.
-// Errors name the flag, as the person typed it.
-func (ff *filterFlags) filter() (ops.DeadFilter, error) {
+// Errors name the flag, as the person typed it. A filter flag given an
+// empty value, as a script's unset variable gives it, is refused rather
+// than read as no filter: it would select every dead message.
+func (ff *filterFlags) filter(fs *pflag.FlagSet) (ops.DeadFilter, error) {
+	for _, name := range []string{"queue", "kind", "error-class", "reason", "since", "until", "text", "group"} {
+		if fl := fs.Lookup(name); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+			return ops.DeadFilter{}, usageError{fmt.Errorf("--%s is empty: give a value, or leave the flag out", name)}
+		}
+	}
 	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text", "group")
 }
 
@@ -106,7 +113,7 @@ pgbus_dlq_summary.`,
   pgbus dlq summary --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter()
+			f, err := ff.filter(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -146,7 +153,7 @@ MCP tool pgbus_dlq_list.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if req.Filter, err = ff.filter(); err != nil {
+			if req.Filter, err = ff.filter(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := checkLimit(req.Limit); err != nil {
@@ -222,7 +229,7 @@ DLQs: pass --queue) or failed. A message whose deadline (pgbus_deadline) has
 passed fails: a worker would dead-letter it again without running it;
 --clear-deadline removes the deadline so that it runs however late. Exit
 code: 0 when all were retried, 1 when any failed, 2 when any is ambiguous and none was retried (1 when others were),
-3 when some were not found. At most 100 ids
+3 when some were not found (or another call moved them meanwhile). At most 100 ids
 a call: for more, select them with retry-all and filters.
 
 --payload retries one message with a corrected payload; the original is kept
@@ -290,7 +297,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
   pgbus dlq retry-all --since 1h --reason max_retries_exceeded --limit 10000 --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter()
+			f, err := ff.filter(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -370,14 +377,14 @@ pgbus_dlq_discard.`,
 			case len(ids) > 1 && !yes && !dryRun:
 				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
 			}
-			f, err := ff.filter()
+			f, err := ff.filter(cmd.Flags())
 			if err != nil {
 				return err
 			}
 			if err := checkBulkLimit(limit); err != nil {
 				return err
 			}
-			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes}
+			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes, All: all}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
 					return a.refuse(cmd, f, limit, "refusing to discard %s dead messages without --yes; check them with --dry-run, then pass --yes")

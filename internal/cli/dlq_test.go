@@ -494,3 +494,47 @@ func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
 		t.Fatalf("a refused bulk operation changed the database:\n%s\n%s", before, after)
 	}
 }
+
+// A filter flag given an empty value, as a script's unset variable gives
+// it, is refused before anything is read or moved: read as no filter it
+// would select every dead message. --all is how every one is asked for,
+// and the next step a dry run of it names says --all too, and runs.
+func TestBlankFilterFlagsSelectNothing(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "blank")
+	if err := pgtest.OpenStore(t, d.url).BulkLoadDead(t.Context(), "blank", 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	before := d.snapshot(t)
+	for _, args := range [][]string{
+		{"dlq", "discard", "--kind", "", "--yes"},
+		{"dlq", "discard", "--queue", " ", "--yes"},
+		{"dlq", "retry-all", "--error-class", "", "--yes"},
+		{"dlq", "retry-all", "--group", "  ", "--dry-run"},
+		{"dlq", "list", "--queue", ""},
+		{"dlq", "summary", "--text", ""},
+	} {
+		flag := args[2]
+		if msg := d.fails(t, 2, args...); !strings.Contains(msg, flag+" is empty: give a value, or leave the flag out") {
+			t.Errorf("pgbus %s: %q; want it to say %s is empty", strings.Join(args, " "), msg, flag)
+		}
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("a refused command changed the database:\n%s\n%s", before, after)
+	}
+
+	out := d.ok(t, "dlq", "discard", "--all", "--dry-run")
+	var next string
+	for _, line := range strings.Split(out, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "next: pgbus dlq discard "); ok {
+			next, _, _ = strings.Cut(cmd, "   #")
+		}
+	}
+	if !strings.Contains(next, "--all") || !strings.Contains(next, "--expect") {
+		t.Fatalf("dlq discard --all --dry-run:\n%s\nwant a next step with --all and --expect", out)
+	}
+	if got := d.ok(t, append([]string{"dlq", "discard"}, strings.Fields(next)...)...); !strings.Contains(got, "discarded 4 dead messages") {
+		t.Fatalf("the next step %q: %s", next, got)
+	}
+}

@@ -103,7 +103,7 @@ func printNext(w io.Writer, hints []ops.Hint) {
 // --queue) and none moved (1 when others did), else 3 when some were not
 // found.
 func outcomeError(verb string, outcomes []ops.IDOutcome) error {
-	var failed, ambiguous, missing []string
+	var failed, ambiguous, missing, meanwhile []string
 	first, moved := "", false
 	for _, o := range outcomes {
 		id := fmt.Sprint(o.ID)
@@ -117,6 +117,10 @@ func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 			ambiguous = append(ambiguous, id)
 		case ops.OutcomeNotFound:
 			missing = append(missing, id)
+		case ops.OutcomeAlreadyMoved:
+			// Whether the other call retried or discarded it is not
+			// known: not done by this call, as an id not found.
+			meanwhile = append(meanwhile, id)
 		default:
 			continue
 		}
@@ -124,7 +128,7 @@ func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 			first = o.Error
 		}
 	}
-	n := len(failed) + len(ambiguous) + len(missing)
+	n := len(failed) + len(ambiguous) + len(missing) + len(meanwhile)
 	if n == 0 {
 		return nil
 	}
@@ -136,7 +140,7 @@ func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 		for _, p := range []struct {
 			what string
 			ids  []string
-		}{{"failed", failed}, {"in several DLQs (pass --queue)", ambiguous}, {"not found", missing}} {
+		}{{"failed", failed}, {"in several DLQs (pass --queue)", ambiguous}, {"not found", missing}, {"moved by another call meanwhile", meanwhile}} {
 			if len(p.ids) > 0 {
 				parts = append(parts, p.what+": "+strings.Join(p.ids, ", "))
 			}

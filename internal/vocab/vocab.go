@@ -111,7 +111,8 @@ func Command(h ops.Hint) string {
 	}
 	names := make([]string, 0, len(h.Args))
 	for k := range h.Args {
-		if !used[k] {
+		// retry-all without filters is every dead message already.
+		if !used[k] && (k != "all" || line != "pgbus dlq retry-all") {
 			names = append(names, k)
 		}
 	}
