@@ -28,9 +28,10 @@ const (
 )
 
 // Handler serves the metrics gathered by g in the Prometheus exposition
-// formats.
+// formats: the text format, or OpenMetrics to a scraper that asks for it
+// (its Accept header).
 func Handler(g prometheus.Gatherer) http.Handler {
-	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 }
 
 // Readiness is the body of /readyz: whether the process is ready, and the

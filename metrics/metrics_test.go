@@ -480,3 +480,33 @@ func TestDroppedQueueKeepsItsDLQGauge(t *testing.T) {
 		}
 	}
 }
+
+// A scraper that asks for OpenMetrics gets it, ended by its # EOF line;
+// one that does not gets the text format.
+func TestOpenMetricsOnRequest(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "pgbus_test_things_total", Help: "Things."})
+	reg.MustRegister(c)
+	c.Add(3)
+	base := serve(t, metrics.Handler(reg))
+	for _, accept := range []string{"application/openmetrics-text;version=1.0.0", ""} {
+		req, err := http.NewRequest(http.MethodGet, base+metrics.PathMetrics, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ct := resp.Header.Get("Content-Type")
+		open := strings.HasPrefix(ct, "application/openmetrics-text") && strings.HasSuffix(string(body), "# EOF\n")
+		if open != (accept != "") || !strings.Contains(string(body), "pgbus_test_things_total 3") {
+			t.Errorf("Accept %q: Content-Type %q, body %q", accept, ct, body)
+		}
+	}
+}
