@@ -16,8 +16,10 @@ type QueueDepth = store.QueueDepth
 // seconds.
 type Gauges struct {
 	Queues []QueueDepth
-	// Breakers maps each circuit breaker's name to its state: closed,
-	// open or half_open.
+	// Breakers maps the name of each circuit breaker in use to its state:
+	// closed, open or half_open. A breaker is in use while a running
+	// worker process serves a queue whose handler uses it, as Health
+	// counts it; one left by stopped processes holds nothing up.
 	Breakers map[string]string
 	// WorkersRunning counts the worker processes heartbeating now, as
 	// Health and Workers count them.
@@ -36,17 +38,23 @@ func (s *Service) Gauges(ctx context.Context) (Gauges, error) {
 	if err != nil {
 		return Gauges{}, err
 	}
-	breakers, err := s.store.BreakerStates(ctx)
-	if err != nil {
-		return Gauges{}, err
-	}
 	ws, err := s.allWorkers(ctx)
 	if err != nil {
 		return Gauges{}, err
+	}
+	breakers, err := s.store.ListBreakers(ctx, "")
+	if err != nil {
+		return Gauges{}, err
+	}
+	inUse := map[string]string{}
+	for _, b := range breakers {
+		if len(servedUsers(b, s.now(), func(q string) bool { return coverage(ws, q).Served() })) > 0 {
+			inUse[b.Name] = b.State
+		}
 	}
 	perQueue := make(map[string]int, len(queues))
 	for _, q := range queues {
 		perQueue[q.Queue] = coverage(ws, q.Queue).Running
 	}
-	return Gauges{Queues: queues, Breakers: breakers, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
+	return Gauges{Queues: queues, Breakers: inUse, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
 }

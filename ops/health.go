@@ -211,6 +211,19 @@ func runningUsers(users []store.BreakerUser, now time.Time) []store.BreakerUser 
 	return out
 }
 
+// servedUsers returns, sorted, the queues that use breaker b and that a
+// running worker serves (served) while it says so.
+func servedUsers(b store.BreakerState, now time.Time, served func(queue string) bool) []string {
+	var queues []string
+	for _, u := range runningUsers(b.Users, now) {
+		if served(u.Queue) && !slices.Contains(queues, u.Queue) {
+			queues = append(queues, u.Queue)
+		}
+	}
+	slices.Sort(queues)
+	return queues
+}
+
 // checkBreaker notes a breaker that is not closed, when a running handler
 // uses it: its jobs are snoozed, which explains a backlog that waits. One
 // that no running process uses holds nothing up: a user counts while it
@@ -221,16 +234,10 @@ func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(qu
 	if b.State == store.BreakerClosed {
 		return
 	}
-	var queues []string
-	for _, u := range runningUsers(b.Users, now) {
-		if served(u.Queue) && !slices.Contains(queues, u.Queue) {
-			queues = append(queues, u.Queue)
-		}
-	}
+	queues := servedUsers(b, now, served)
 	if len(queues) == 0 {
 		return
 	}
-	slices.Sort(queues)
 	state := "half-open (one probe call is going through)"
 	switch {
 	case b.State != store.BreakerOpen:

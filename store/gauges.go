@@ -345,20 +345,3 @@ func depthErr(err error, arms []depthArm) error {
 	return fmt.Errorf("store: read the depths of %d queues, %q to %q: %w", len(arms), arms[0].table, arms[len(arms)-1].table, err)
 }
 
-// BreakerStates returns the state of every circuit breaker, by name.
-func (s *Store) BreakerStates(ctx context.Context) (map[string]string, error) {
-	rows, err := s.reads.Query(ctx, `SELECT name, state FROM pgbus.circuit_breakers`)
-	if err != nil {
-		return nil, fmt.Errorf("store: read circuit breaker states: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var name, state string
-		if err := rows.Scan(&name, &state); err != nil {
-			return nil, fmt.Errorf("store: read circuit breaker states: %w", err)
-		}
-		out[name] = state
-	}
-	return out, rows.Err()
-}

@@ -81,9 +81,9 @@ func TestBreakerChanges(t *testing.T) {
 	if err != nil || c != (store.BreakerChange{From: store.BreakerHalfOpen, To: store.BreakerClosed}) {
 		t.Fatalf("probe success: %+v, %v; want half_open to closed", c, err)
 	}
-	states, err := s.BreakerStates(ctx)
-	if err != nil || states[name] != store.BreakerClosed {
-		t.Fatalf("states %v, %v", states[name], err)
+	states, err := s.ListBreakers(ctx, name)
+	if err != nil || len(states) != 1 || states[0].State != store.BreakerClosed {
+		t.Fatalf("states %+v, %v", states, err)
 	}
 }
 
