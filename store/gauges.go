@@ -327,10 +327,20 @@ func liveCountsSQL(name string) string {
 	return `count(*),
 		count(*) FILTER (WHERE vt <= now()),
 		count(*) FILTER (WHERE vt > now() AND read_ct = 0),
-		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND EXISTS (
-		    SELECT 1 FROM pgbus.failures f WHERE f.queue_name = ` + name + ` AND f.msg_id = q.msg_id AND f.attempt = q.read_ct)),
+		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `),
 		coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8,
 		coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8`
+}
+
+// lastAttemptFailedSQL is the condition that the message of a queue table
+// aliased q, whose physical name is the SQL expression name, has a failure
+// recorded for the attempt it is on. The failures of a trip before it went
+// to a DLQ come back with it, keyed to its new id, while its attempts start
+// again at 1; a retry out of a DLQ enqueues it anew, so only a failure
+// recorded since it was enqueued is one of this trip's.
+func lastAttemptFailedSQL(name string) string {
+	return `EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = ` + name + ` AND f.msg_id = q.msg_id
+		AND f.attempt = q.read_ct AND f.failed_at >= q.enqueued_at)`
 }
 
 // depthErr is the error of a depth read of arms: "relation does not exist"

@@ -382,7 +382,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
 			       CASE WHEN q.vt <= now() THEN 'waiting'
 			            WHEN q.read_ct = 0 THEN 'scheduled'
-			            WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = q.msg_id AND f.attempt = q.read_ct) THEN 'retrying'
+			            WHEN ` + lastAttemptFailedSQL("$1") + ` THEN 'retrying'
 			            ELSE 'in_flight' END AS state
 			FROM ` + queueTable(f.Queue) + ` q WHERE q.msg_id > $2 ORDER BY q.msg_id) m
 		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`

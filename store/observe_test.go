@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// liveStates returns the state ListLive gives each message of queue, and
+// the stats of queue.
+func liveStates(t *testing.T, s *store.Store, queue string) (map[int64]string, store.QueueStats) {
+	t.Helper()
+	ctx := testContext(t)
+	page, err := s.ListLive(ctx, store.LiveFilter{Queue: queue}, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[int64]string{}
+	for _, it := range page.Items {
+		states[it.MsgID] = it.State
+	}
+	stats, err := s.QueueStats(ctx, queue, store.QueueStatsOptions{})
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("stats of %s = %+v, %v", queue, stats, err)
+	}
+	return states, stats[0]
+}
+
+// A message retried out of its DLQ starts its attempts again at 1, and the
+// failures of its previous trip, which come with it, say nothing of the
+// attempt it is on: while it runs it is in flight, and once its new attempt
+// fails it is retrying, as a message that never died.
+func TestLiveStateOfMessageRetriedFromDLQ(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{"n":1}`)}, {Payload: json.RawMessage(`{"n":2}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Read(ctx, q, time.Hour, 2); err != nil || len(got) != 2 {
+		t.Fatalf("read = %v, %v", got, err)
+	}
+	// ids[1] fails its first attempt and waits to retry; ids[0] fails its
+	// first attempt and dies.
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[1], Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "first"}}}); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := s.DeadLetterMany(ctx, q, dlq, store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 0,
+		Failure: &store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "old trip"}}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter = %v, %v", moved, err)
+	}
+	rep, err := s.RetryDead(ctx, dlq, []int64{moved[0].DLQMsgID}, store.RetryOptions{})
+	if err != nil || len(rep.Moved) != 1 {
+		t.Fatalf("retry = %+v, %v", rep, err)
+	}
+	back := rep.Moved[0].MsgID
+	if got, err := s.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 || got[0].ID != back || got[0].ReadCount != 1 {
+		t.Fatalf("read of the retried message = %+v, %v", got, err)
+	}
+	states, stats := liveStates(t, s, q)
+	if states[back] != store.StateInFlight || states[ids[1]] != store.StateRetrying || stats.InFlight != 1 || stats.WaitingRetry != 1 {
+		t.Fatalf("while the retried message runs: states %v (want %d in_flight, %d retrying), stats %+v (want 1 in flight, 1 retrying)", states, back, ids[1], stats)
+	}
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: back, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "new trip"}}}); err != nil {
+		t.Fatal(err)
+	}
+	states, stats = liveStates(t, s, q)
+	if states[back] != store.StateRetrying || states[ids[1]] != store.StateRetrying || stats.InFlight != 0 || stats.WaitingRetry != 2 {
+		t.Fatalf("once the retried message failed again: states %v (want both retrying), stats %+v (want 2 retrying)", states, stats)
+	}
+}
