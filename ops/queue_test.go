@@ -125,6 +125,36 @@ func TestPriorityQueueStatsSumLevels(t *testing.T) {
 	}
 }
 
+// A purge of a queue with priority levels deletes what its preview counted,
+// the messages of every level.
+func TestQueuePurgeWithPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("opq")
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{1, 1, 0} {
+		if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{}`), Priority: p}); err != nil {
+			t.Fatalf("send at %d: %v", p, err)
+		}
+	}
+	if _, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "deletes its 3 live messages") {
+		t.Fatalf("purge without confirming = %v, want a refusal counting 3 messages", err)
+	}
+	purged, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: q, Confirm: true})
+	if err != nil || purged != (ops.QueuePurged{Queue: q, Deleted: 3}) {
+		t.Fatalf("purge = %+v, %v; want 3 deleted", purged, err)
+	}
+	for p := range 2 {
+		if n := pgtest.Live(t, s, store.PriorityQueueName(q, p)); n != 0 {
+			t.Errorf("level %d holds %d messages after the purge", p, n)
+		}
+	}
+}
+
 func TestQueueMessagesWithHistoryAndPages(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)

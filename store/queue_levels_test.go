@@ -156,3 +156,39 @@ func TestPauseOfADroppedQueue(t *testing.T) {
 		t.Fatalf("resume of a priority queue with no level left: %v; want not found", err)
 	}
 }
+
+// A purge of a queue with priority levels deletes the messages of every
+// level, whose tables are all the queue has, and counts them all; a level
+// dropped outside pgbus leaves the others to purge, as their stats list
+// them.
+func TestPurgeQueueWithPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	for _, p := range []int{0, 1, 1, 2} {
+		sendOne(t, ctx, s, store.PriorityQueueName(pq, p))
+	}
+	if n, err := s.PurgeQueue(ctx, pq); err != nil || n != 4 {
+		t.Fatalf("purge of %s = %d, %v; want its 4 messages over 3 levels", pq, n, err)
+	}
+	for p := range 3 {
+		if got := pgtest.Live(t, s, store.PriorityQueueName(pq, p)); got != 0 {
+			t.Errorf("level %d holds %d messages after the purge", p, got)
+		}
+	}
+
+	sendOne(t, ctx, s, store.PriorityQueueName(pq, 0))
+	sendOne(t, ctx, s, store.PriorityQueueName(pq, 2))
+	pgtest.DropOutside(t, s, store.PriorityQueueName(pq, 1))
+	if n, err := s.PurgeQueue(ctx, pq); err != nil || n != 2 {
+		t.Fatalf("purge of %s without level 1 = %d, %v; want the 2 messages of the others", pq, n, err)
+	}
+	pgtest.DropOutside(t, s, store.PriorityQueueName(pq, 0), store.PriorityQueueName(pq, 2))
+	if _, err := s.PurgeQueue(ctx, pq); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("purge of %s without any level = %v, want ErrNotFound", pq, err)
+	}
+}
