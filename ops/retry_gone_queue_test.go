@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -42,5 +43,30 @@ func TestRetryIntoAQueueThatIsGone(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, store.DLQName(q)); n != 1 {
 		t.Fatalf("%d messages left in the DLQ, want the one that could not move", n)
+	}
+}
+
+// A row another client wrote into the DLQ of a queue with priority levels
+// names no level: a retry by id, dry or not, sends it to level 0, where a
+// send without a priority goes.
+func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("opq")
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	id := rawDead(t, s, q, `{"job_class":"RubyJob"}`)
+	p0 := store.PriorityQueueName(q, 0)
+	for _, dry := range []bool{true, false} {
+		r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, DryRun: dry})
+		if err != nil || r.Retried != 1 || r.Failed != 0 || len(r.Outcomes) != 1 || r.Outcomes[0].Queue != p0 {
+			t.Fatalf("retry (dry run %v) = %+v, %v; want it retried into %s", dry, r, err, p0)
+		}
+	}
+	if n := pgtest.Live(t, s, p0); n != 1 {
+		t.Fatalf("level 0 holds %d messages, want the retried one", n)
 	}
 }

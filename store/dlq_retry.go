@@ -134,14 +134,14 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	if err != nil {
 		return err
 	}
-	existing, err := s.retryCandidates(ctx, refs)
+	places, err := s.retryCandidates(ctx, refs)
 	if err != nil {
 		return err
 	}
 	moved := make([]RetriedMessage, len(refs))
 	for i, r := range refs {
-		if moved[i].Queue = deadRetryTarget(r, existing); moved[i].Queue == "" {
-			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r))
+		if moved[i].Queue = deadRetryTarget(r, places); moved[i].Queue == "" {
+			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r, places))
 		}
 		if err := deadlineCheck(r, opts); err != nil {
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, err)
@@ -198,8 +198,18 @@ func deadlineCheck(r deadRef, opts RetryOptions) error {
 	return nil
 }
 
-func noRetryTargetErr(r deadRef) error {
-	return notFoundf("queue %q no longer exists, nor does the queue it died in (%q); create the queue again, then retry", deadBaseOf(r.dlq), r.source)
+func noRetryTargetErr(r deadRef, p retryPlaces) error {
+	base, home := deadBaseOf(r.dlq), p.home(r.dlq)
+	gone := fmt.Sprintf("queue %q no longer exists", base)
+	again := "create the queue again"
+	if home != base {
+		gone = fmt.Sprintf("priority level %q of queue %q, which takes the messages that name no level of it, no longer exists", home, base)
+		again = fmt.Sprintf("create queue %s again with its %d priority levels, which makes the missing ones", base, p.levels[base])
+	}
+	if r.source != "" && r.source != base && r.source != home {
+		gone += fmt.Sprintf(", nor does the queue it died in (%q)", r.source)
+	}
+	return notFoundf("%s; %s, then retry", gone, again)
 }
 
 // deadRetryOutcome is what became of one message of a batch.
@@ -213,20 +223,20 @@ type deadRetryOutcome struct {
 // and adds the outcomes to rep in the order of refs. It stops early only
 // when ctx ends.
 func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions, rep *RetryReport) error {
-	existing, err := s.retryCandidates(ctx, refs)
+	places, err := s.retryCandidates(ctx, refs)
 	if err != nil {
 		return err
 	}
 	out := make([]deadRetryOutcome, len(refs))
 	for i, r := range refs {
-		if out[i].target = deadRetryTarget(r, existing); out[i].target == "" {
-			out[i].err = noRetryTargetErr(r)
+		if out[i].target = deadRetryTarget(r, places); out[i].target == "" {
+			out[i].err = noRetryTargetErr(r, places)
 		} else {
 			out[i].err = deadlineCheck(r, opts)
 		}
 	}
 	if !opts.DryRun {
-		s.retryParallel(ctx, refs, out, existing, opts)
+		s.retryParallel(ctx, refs, out, places, opts)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -245,7 +255,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 // is its own transaction, and concurrent commits share WAL flushes. Messages
 // of one PGMQ FIFO group stay on one connection, in order, so the group's
 // order survives the trip.
-func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, existing map[string]bool, opts RetryOptions) {
+func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	var wg sync.WaitGroup
 	for lane := range lanes {
@@ -254,7 +264,7 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
 					continue
 				}
-				out[i] = s.retryWithFallback(ctx, r, out[i].target, existing, opts)
+				out[i] = s.retryWithFallback(ctx, r, out[i].target, places, opts)
 			}
 		})
 	}
@@ -270,13 +280,13 @@ func deadRetryLane(r deadRef, i, lanes int) int {
 	return int(h.Sum32() % uint32(lanes))
 }
 
-func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, existing map[string]bool, opts RetryOptions) deadRetryOutcome {
+func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, places retryPlaces, opts RetryOptions) deadRetryOutcome {
 	tc, done, err := deadRetryTrace(ctx, s.db, r, opts)
 	if err != nil {
 		return deadRetryOutcome{target: target, err: err}
 	}
 	newID, err := s.retryOne(ctx, r, target, opts, tc)
-	if base := deadBaseOf(r.dlq); isUndefinedTable(err) && target != base && existing[base] {
+	if base := places.home(r.dlq); isUndefinedTable(err) && target != base && places.existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
@@ -308,9 +318,31 @@ func deadRetryTrace(ctx context.Context, q rowQuerier, r deadRef, opts RetryOpti
 	return &tc, done, nil
 }
 
+// retryPlaces is where the messages of a retry may go back to: which
+// physical queues exist, and the priority levels of the queues among them
+// made with levels.
+type retryPlaces struct {
+	existing map[string]bool
+	levels   map[string]int
+}
+
+// physical is the physical queue that messages sent to queue q without a
+// priority go to: q itself, or for a queue with priority levels, which has
+// no table of its own name, its level 0, as for a send.
+func (p retryPlaces) physical(q string) string {
+	if p.levels[q] > 0 {
+		return PriorityQueueName(q, 0)
+	}
+	return q
+}
+
+// home is the physical queue of dlq's own queue.
+func (p retryPlaces) home(dlq string) string { return p.physical(deadBaseOf(dlq)) }
+
 // retryCandidates finds which of the queues the messages could go back to
-// exist: their source queues and their DLQs' base queues.
-func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (map[string]bool, error) {
+// exist: their source queues and their DLQs' own queues, each resolved to
+// a physical queue.
+func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (retryPlaces, error) {
 	var names []string
 	for _, r := range refs {
 		names = append(names, deadBaseOf(r.dlq))
@@ -319,7 +351,23 @@ func (s *Store) retryCandidates(ctx context.Context, refs []deadRef) (map[string
 		}
 	}
 	slices.Sort(names)
-	return s.deadExistingQueues(ctx, slices.Compact(names))
+	names = slices.Compact(names)
+	rows, err := s.reads.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues WHERE queue_name = ANY($1) AND priorities > 0`, names)
+	if err != nil {
+		return retryPlaces{}, fmt.Errorf("store: read the priority levels of the queues to retry into: %w", err)
+	}
+	p := retryPlaces{levels: map[string]int{}}
+	var name string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		p.levels[name] = n
+		names = append(names, p.physical(name))
+		return nil
+	}); err != nil {
+		return retryPlaces{}, fmt.Errorf("store: read the priority levels of the queues to retry into: %w", err)
+	}
+	p.existing, err = s.deadExistingQueues(ctx, names)
+	return p, err
 }
 
 // deadValidSource tells whether a block's source_queue may be used as a
@@ -328,12 +376,20 @@ func deadValidSource(q string) bool {
 	return q != "" && ValidatePhysicalName(q) == nil && !strings.HasSuffix(q, DLQSuffix)
 }
 
-func deadRetryTarget(r deadRef, existing map[string]bool) string {
-	if deadValidSource(r.source) && existing[r.source] {
-		return r.source
+// deadRetryTarget is the physical queue r goes back to: the queue it died
+// in while it exists, else its DLQ's own queue; "" when neither exists. A
+// level of a queue with priority levels that was dropped outside pgbus,
+// the others left, sends its messages to the level a send without a
+// priority takes, as any queue gone sends them to the DLQ's own: they run
+// again, if sooner than their level would have had them.
+func deadRetryTarget(r deadRef, p retryPlaces) string {
+	if deadValidSource(r.source) {
+		if src := p.physical(r.source); p.existing[src] {
+			return src
+		}
 	}
-	if base := deadBaseOf(r.dlq); existing[base] {
-		return base
+	if home := p.home(r.dlq); p.existing[home] {
+		return home
 	}
 	return ""
 }

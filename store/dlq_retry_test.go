@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -160,6 +161,74 @@ func TestRetryDeadToSubQueueAndFallBack(t *testing.T) {
 	}
 	if _, payload, h := onlyMessage(t, s, q); payload != `{"p": 2}` || h[store.HeaderDLQRetries] != float64(2) {
 		t.Fatalf("message in the base queue = %s %v", payload, h)
+	}
+}
+
+// A queue with priority levels has no table of its own name: a dead
+// message goes back to its level when that is known and still there, and
+// else to the level a send without a priority takes, level 0 (a row
+// another client wrote, with no dead-letter block, or one whose level was
+// dropped outside pgbus while the others remain). With that level gone too,
+// the retry says to create the queue again, which makes the missing levels.
+func TestRetryDeadIntoQueueWithPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	dlq := store.DLQName(pq)
+	p0, p1 := store.PriorityQueueName(pq, 0), store.PriorityQueueName(pq, 1)
+	var raw int64
+	if err := s.Pool().QueryRow(ctx, `INSERT INTO pgmq."q_`+dlq+`" (vt, message) VALUES (clock_timestamp(), '{"raw":1}') RETURNING msg_id`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := s.RetryDead(ctx, pq, []int64{raw}, store.RetryOptions{DryRun: true})
+	if err != nil || dry.Retried != 1 || dry.Moved[0].Queue != p0 {
+		t.Fatalf("dry run of a row without a block = %+v, %v; want it bound for %s", dry, err, p0)
+	}
+	rep, err := s.RetryDead(ctx, pq, []int64{raw}, store.RetryOptions{})
+	if err != nil || rep.Retried != 1 || rep.Moved[0].Queue != p0 {
+		t.Fatalf("retry of a row without a block = %+v, %v; want it in %s", rep, err, p0)
+	}
+	if _, payload, _ := onlyMessage(t, s, p0); payload != `{"raw": 1}` {
+		t.Fatalf("message in %s = %s", p0, payload)
+	}
+	if _, err := s.PurgeQueue(ctx, pq); err != nil {
+		t.Fatal(err)
+	}
+
+	id, err := s.Send(ctx, p1, msg(`{"p":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadIDs(t, s, p1, dlq, []int64{id}, "E", store.ReasonNonRetryable)[0]
+	if rep, err := s.RetryDead(ctx, pq, []int64{dead}, store.RetryOptions{}); err != nil || rep.Moved[0].Queue != p1 {
+		t.Fatalf("retry = %+v, %v; want back in %s", rep, err, p1)
+	}
+	back, _, _ := onlyMessage(t, s, p1)
+	dead = deadIDs(t, s, p1, dlq, []int64{back}, "E", store.ReasonNonRetryable)[0]
+	pgtest.DropOutside(t, s, p1)
+	f := store.DeadFilter{Queue: pq}
+	dry, err = s.RetryDeadMatching(ctx, f, 10, store.RetryOptions{DryRun: true})
+	if err != nil || dry.Retried != 1 || dry.Moved[0].Queue != p0 {
+		t.Fatalf("dry run with level 1 gone = %+v, %v; want it bound for %s", dry, err, p0)
+	}
+	if rep, err := s.RetryDeadMatching(ctx, f, 10, store.RetryOptions{Expect: dry.Token}); err != nil || rep.Retried != 1 || rep.Moved[0].Queue != p0 {
+		t.Fatalf("guarded retry with level 1 gone = %+v, %v; want it in %s", rep, err, p0)
+	}
+	back, _, _ = onlyMessage(t, s, p0)
+	dead = deadIDs(t, s, p0, dlq, []int64{back}, "E", store.ReasonNonRetryable)[0]
+
+	pgtest.DropOutside(t, s, p0)
+	_, err = s.RetryDead(ctx, pq, []int64{dead}, store.RetryOptions{})
+	wantErr(t, "retry with levels 0 and 1 gone", err, store.ErrNotFound, "create queue "+pq+" again")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.RetryDead(ctx, pq, []int64{dead}, store.RetryOptions{}); err != nil || rep.Moved[0].Queue != p0 {
+		t.Fatalf("retry once the queue is created again = %+v, %v; want it in %s", rep, err, p0)
 	}
 }
 
