@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -31,5 +32,31 @@ func TestDLQListTamperedCursor(t *testing.T) {
 	next, err := svc.DLQList(ctx, req)
 	if err != nil || len(next.Items) != 1 || next.Items[0].MsgID >= first.Items[0].MsgID {
 		t.Fatalf("second page: %+v, %v; want the next older message", next, err)
+	}
+}
+
+// A live-message cursor is refused with another queue or state, as invalid
+// input saying to start again, where it gave a wrong page.
+func TestQueueMessagesCursorOfAnotherQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	a, b := newQueue(t, s, nil), newQueue(t, s, nil)
+	for _, q := range []string{a, b} {
+		for range 3 {
+			if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: a, Limit: 1})
+	if err != nil || first.NextCursor == "" {
+		t.Fatalf("first page: %+v, %v", first, err)
+	}
+	for _, req := range []ops.QueueMessagesRequest{{Queue: b}, {Queue: a, State: "waiting"}} {
+		req.Cursor = first.NextCursor
+		if _, err := svc.QueueMessages(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "start again without cursor") {
+			t.Errorf("queue %s, state %q, with a cursor of queue %s: %v; want ErrInvalid saying to start again", req.Queue, req.State, a, err)
+		}
 	}
 }

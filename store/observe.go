@@ -3,12 +3,13 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -374,7 +375,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 	if limit < 1 || limit > 100 {
 		return LivePage{}, invalidf("limit must be 1 to 100, not %d", limit)
 	}
-	after, err := decodeIDCursor(cursor)
+	after, err := decodeLiveCursor(f, cursor)
 	if err != nil {
 		return LivePage{}, err
 	}
@@ -403,7 +404,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 	page := LivePage{Items: items}
 	if len(items) > limit {
 		page.Items = items[:limit]
-		page.NextCursor = encodeIDCursor(items[limit-1].MsgID)
+		page.NextCursor = encodeLiveCursor(f, items[limit-1].MsgID)
 	}
 	return page, s.attachHistory(ctx, f.Queue, page.Items)
 }
@@ -479,19 +480,48 @@ func jsonText(raw json.RawMessage) (string, bool) {
 	return string(raw), true
 }
 
-func encodeIDCursor(id int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("m" + strconv.FormatInt(id, 10)))
+// A live-message cursor is liveCursorTag, the id of the last message of its
+// page (8 bytes, big-endian) and the fingerprint of its filter, in
+// base64url. The id is a position only among the messages of one queue,
+// in one state's list: with another filter it would give a wrong page,
+// empty or skipping messages, as if it were right. The cursors of an older
+// pgbus named no filter ("m" and the id) and are refused.
+const (
+	liveCursorTag   = 'L'
+	livePrintBytes  = 6
+	liveCursorBytes = 1 + 8 + livePrintBytes
+)
+
+// fingerprint identifies f in a live-message cursor.
+func (f LiveFilter) fingerprint() []byte {
+	sum := sha256.Sum256([]byte(f.Queue + "\x00" + f.State))
+	return sum[:livePrintBytes]
 }
 
-func decodeIDCursor(c string) (int64, error) {
+func encodeLiveCursor(f LiveFilter, id int64) string {
+	b := make([]byte, 0, liveCursorBytes)
+	b = append(b, liveCursorTag)
+	b = binary.BigEndian.AppendUint64(b, uint64(id))
+	b = append(b, f.fingerprint()...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeLiveCursor returns the id after which the page of f that cursor c
+// asks for starts; 0 for no cursor, the first page.
+func decodeLiveCursor(f LiveFilter, c string) (int64, error) {
 	if c == "" {
 		return 0, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil && len(raw) > 1 && raw[0] == 'm' {
-		if id, perr := strconv.ParseInt(string(raw[1:]), 10, 64); perr == nil && id > 0 {
-			return id, nil
-		}
+	if err != nil || len(raw) != liveCursorBytes || raw[0] != liveCursorTag {
+		return 0, invalidf("cursor is not valid for this server; start again without cursor")
 	}
-	return 0, invalidf("cursor is not valid for this server; start again without cursor")
+	id := int64(binary.BigEndian.Uint64(raw[1:9]))
+	if id <= 0 {
+		return 0, invalidf("cursor is not valid for this server; start again without cursor")
+	}
+	if !bytes.Equal(raw[9:], f.fingerprint()) {
+		return 0, invalidf("cursor was issued for another queue or state; pass the queue and state of the first page, or start again without cursor")
+	}
+	return id, nil
 }

@@ -74,3 +74,48 @@ func TestLiveStateOfMessageRetriedFromDLQ(t *testing.T) {
 		t.Fatalf("once the retried message failed again: states %v (want both retrying), stats %+v (want 2 retrying)", states, stats)
 	}
 }
+
+// A cursor of live messages is a position in one queue's messages, of one
+// state: with another queue or state it is refused, saying to start again,
+// and with its own it goes on to the next page.
+func TestLiveCursorIsBoundToQueueAndState(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	a, b := newQueue(t, s), newQueue(t, s)
+	for _, q := range []string{a, b} {
+		if _, err := s.SendBatch(ctx, q, msgs(3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := store.LiveFilter{Queue: a}
+	first, err := s.ListLive(ctx, f, "", 1)
+	if err != nil || len(first.Items) != 1 || first.NextCursor == "" {
+		t.Fatalf("first page = %+v, %v", first, err)
+	}
+	if len(first.NextCursor) > 32 {
+		t.Errorf("cursor %q is %d characters long; want a short one", first.NextCursor, len(first.NextCursor))
+	}
+	for what, other := range map[string]store.LiveFilter{
+		"another queue":            {Queue: b},
+		"another state":            {Queue: a, State: store.StateWaiting},
+		"another queue and state":  {Queue: b, State: store.StateWaiting},
+		"another queue, its state": {Queue: b, State: f.State},
+	} {
+		_, err := s.ListLive(ctx, other, first.NextCursor, 1)
+		wantErr(t, what, err, store.ErrInvalid, "start again without cursor")
+	}
+	next, err := s.ListLive(ctx, f, first.NextCursor, 10)
+	if err != nil || len(next.Items) != 2 || next.Items[0].MsgID <= first.Items[0].MsgID {
+		t.Fatalf("next page = %+v, %v; want the 2 messages after the first", next, err)
+	}
+	waiting, err := s.ListLive(ctx, store.LiveFilter{Queue: a, State: store.StateWaiting}, "", 1)
+	if err != nil || waiting.NextCursor == "" {
+		t.Fatalf("first page of waiting messages = %+v, %v", waiting, err)
+	}
+	if _, err := s.ListLive(ctx, f, waiting.NextCursor, 1); err == nil {
+		t.Error("a cursor of waiting messages was taken for all messages")
+	}
+	if next, err := s.ListLive(ctx, store.LiveFilter{Queue: a, State: store.StateWaiting}, waiting.NextCursor, 10); err != nil || len(next.Items) != 2 {
+		t.Fatalf("next page of waiting messages = %+v, %v", next, err)
+	}
+}

@@ -204,7 +204,12 @@ tool pgbus_queue_messages.`,
 					return err
 				}
 				if page.NextCursor != "" {
-					fmt.Fprintf(a.stdout, "more: pgbus queue messages %s --limit %d --cursor %s\n", req.Queue, req.Limit, page.NextCursor)
+					// The cursor is for this state's list only.
+					state := ""
+					if req.State != "" {
+						state = " --state " + req.State
+					}
+					fmt.Fprintf(a.stdout, "more: pgbus queue messages %s%s --limit %d --cursor %s\n", req.Queue, state, req.Limit, page.NextCursor)
 				}
 				return nil
 			})

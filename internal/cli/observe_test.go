@@ -331,6 +331,26 @@ func TestQueueMessages(t *testing.T) {
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log`); n != audited {
 		t.Errorf("listing messages wrote %d audit entries", n-audited)
 	}
+
+	// A page of one state names it in the command for the next page, whose
+	// cursor another queue or state refuses.
+	waiting2 := strings.TrimSpace(d.ok(t, "send", "jobs", `{"n": 4}`))
+	text = d.ok(t, "queue", "messages", "jobs", "--state", "waiting", "--limit", "1")
+	_, more, ok := strings.Cut(text, "more: pgbus ")
+	if !ok || !strings.Contains(more, "--state waiting") {
+		t.Fatalf("the next-page line of waiting messages does not name their state:\n%s", text)
+	}
+	d.json(t, &page, append(strings.Fields(more), "--json")...)
+	if len(page.Items) != 1 || fmt.Sprint(page.Items[0].MsgID) != waiting2 || page.Items[0].State != "waiting" {
+		t.Fatalf("next page of waiting messages: %+v", page.Items)
+	}
+	_, cursor, _ = strings.Cut(more, "--cursor ")
+	for _, args := range [][]string{{"quiet"}, {"jobs"}, {"jobs", "--state", "retrying"}} {
+		args = append([]string{"queue", "messages"}, append(args, "--cursor", strings.TrimSpace(cursor))...)
+		if out := d.fails(t, 2, args...); !strings.Contains(out, "start again without cursor") {
+			t.Errorf("pgbus %s: %q; want a refusal of the cursor saying to start again", strings.Join(args, " "), out)
+		}
+	}
 }
 
 // An MCP client that calls itself "cli" is audited as an MCP client, never
