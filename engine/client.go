@@ -42,7 +42,9 @@ type Config struct {
 	// Default 5s.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running
-	// messages is pushed back. Default: a third of the queue's timeout.
+	// messages is pushed back. Default, and most: a third of the queue's
+	// timeout, as it is now (a timeout changed while jobs run applies to
+	// them too).
 	VisibilityHeartbeat time.Duration
 	// ProcessHeartbeat is how often the process registry row is refreshed.
 	// Default 10s.

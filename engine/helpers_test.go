@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +95,16 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func snoozedUnrun(t testing.TB, s *store.Store, queue string) int {
 	t.Helper()
 	return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+queue+`" WHERE read_ct = 0 AND vt > clock_timestamp()`)
+}
+
+// overlap counts the calls of a handler and the most that ran at once.
+type overlap struct{ calls, running, most atomic.Int32 }
+
+// enter counts a call that starts; the call ends with leave.
+func (o *overlap) enter() (leave func()) {
+	o.calls.Add(1)
+	n := o.running.Add(1)
+	for m := o.most.Load(); n > m && !o.most.CompareAndSwap(m, n); m = o.most.Load() {
+	}
+	return func() { o.running.Add(-1) }
 }

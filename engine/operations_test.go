@@ -56,6 +56,87 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 	}
 }
 
+// A visibility timeout shortened while the workers run (30s to 1s) applies
+// to the heartbeat at once: a job running longer than the new timeout
+// keeps its message, where the heartbeat used to wait out a third of the
+// old timeout while reads claimed with the new one, and the message ran
+// again beside its first run.
+func TestShorterVisibilityTimeoutWhileRunning(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = 30 * time.Second })
+	c := pgtest.NewClient(t, s, q, nil)
+	claimed := make(chan float64, 1)
+	c.Handle("claim", func(ctx context.Context, job *engine.Job) error {
+		var left float64
+		if err := s.Pool().QueryRow(ctx, `SELECT extract(epoch FROM vt - clock_timestamp())::float8 FROM pgmq."q_`+q+`" WHERE msg_id = $1`, job.ID).Scan(&left); err != nil {
+			return engine.NonRetryable(err)
+		}
+		claimed <- left
+		return nil
+	})
+	var slow overlap
+	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
+		defer slow.enter()()
+		time.Sleep(4 * time.Second) // four of the new visibility timeouts
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	pgtest.Start(t, c)
+	// claimedFor sends a job that reports how long its read hid it.
+	claimedFor := func() float64 {
+		pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "claim"})
+		select {
+		case left := <-claimed:
+			return left
+		case <-time.After(30 * time.Second):
+			t.Fatal("the claim job did not run")
+			return 0
+		}
+	}
+	// A first job run under the old timeout: the heartbeat is under way.
+	if left := claimedFor(); left < 10 {
+		t.Fatalf("claimed for %.1fs under a 30s visibility timeout", left)
+	}
+	set, err := s.QueueSettingsOf(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.VisibilityTimeout = time.Second
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "reads to claim with the new 1s timeout", func() bool { return claimedFor() <= 1 })
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
+	pgtest.Eventually(t, 30*time.Second, "the slow job archived", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE headers->>'pgbus_kind' = 'slow'`) == 1
+	})
+	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
+		t.Fatalf("the slow job ran %d times, %d at once; want once", slow.calls.Load(), slow.most.Load())
+	}
+}
+
+// A configured heartbeat interval past the queue's visibility timeout
+// (1 minute against 1s) is cut to a third of the timeout: the claim of a
+// job running for several timeouts never expires, where the message used
+// to reappear and run again after 1s.
+func TestVisibilityHeartbeatLongerThanTimeout(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.VisibilityHeartbeat = time.Minute })
+	var slow overlap
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		defer slow.enter()()
+		time.Sleep(3 * time.Second)
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the job archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
+		t.Fatalf("the job ran %d times, %d at once; want once", slow.calls.Load(), slow.most.Load())
+	}
+}
+
 // Stopping lets running handlers finish and writes their outcomes.
 func TestGracefulShutdownDrains(t *testing.T) {
 	s := testStore(t)

@@ -290,22 +290,41 @@ func (w *queueWorker) unhold(keys []msgKey) {
 	}
 }
 
+// heartbeatStep bounds each sleep of the heartbeat: a visibility timeout
+// shortened meanwhile (fetch claims with it at the next settings refresh)
+// must shorten the wait for the next extension too, or a running job's
+// message reappears and runs again beside it.
+const heartbeatStep = 100 * time.Millisecond
+
 // heartbeat keeps held messages invisible while their handlers run and
 // their outcomes wait to be written, so only a dead process lets them
 // reappear.
 func (w *queueWorker) heartbeat(ctx context.Context) {
+	last := time.Now()
 	for {
 		vt := w.c.settingsFor(w.name).VisibilityTimeout
-		every := w.c.cfg.VisibilityHeartbeat
-		if every <= 0 {
-			every = vt / 3
+		if wait := time.Until(last.Add(w.heartbeatEvery(vt))); wait > 0 {
+			sleep(ctx, min(wait, heartbeatStep))
+			if ctx.Err() != nil {
+				return
+			}
+			continue
 		}
-		sleep(ctx, every)
-		if ctx.Err() != nil {
-			return
-		}
+		last = time.Now()
 		w.extendHeld(ctx, vt)
 	}
+}
+
+// heartbeatEvery is how often held messages are extended under visibility
+// timeout vt: a third of it, so that a slow or failed extension still
+// leaves time for the next; a configured interval only makes it shorter,
+// since one at or past vt would let claims expire between extensions.
+func (w *queueWorker) heartbeatEvery(vt time.Duration) time.Duration {
+	every := vt / 3
+	if hb := w.c.cfg.VisibilityHeartbeat; hb > 0 {
+		every = min(every, hb)
+	}
+	return every
 }
 
 // extendHeld pushes back the vt of every message still held, in one
