@@ -34,8 +34,9 @@ type Config struct {
 	// mode), checking again quietly every 5 minutes; NoListen skips that
 	// check.
 	NoListen bool
-	// DrainTimeout is how long Run waits for running handlers after its
-	// context ends; the rest are left to their visibility timeout. Default 30s.
+	// DrainTimeout is how long Run waits for running handlers, and the
+	// writes of their outcomes, after its context ends; the rest are left
+	// to their visibility timeout. Default 30s.
 	DrainTimeout time.Duration
 	// HandlerGrace is how long past its timeout a handler that ignores its
 	// context is waited for before its attempt is failed and its slot freed.
@@ -246,8 +247,10 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 var ErrAlreadyRunning = errors.New("engine: client is already running")
 
 // Run works the configured queues until ctx ends, then stops fetching, waits
-// up to DrainTimeout for running handlers, writes their outcomes and returns.
-// Messages still running after that reappear after their visibility timeout.
+// up to DrainTimeout for running handlers and the writes of their outcomes,
+// and returns. Messages still running, or whose outcomes are not written,
+// after that (and a few seconds' grace for writes under way) reappear after
+// their visibility timeout.
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.
 func (c *Client) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
@@ -384,13 +387,16 @@ func (c *Client) checkQueues(ctx context.Context) error {
 }
 
 func (c *Client) runWorkers(ctx context.Context) error {
-	// Jobs get a context that outlives ctx by the drain timeout.
+	// Jobs get a context that outlives ctx by the drain timeout, and the
+	// writes of their outcomes one that outlives it by finalWriteGrace more.
 	jobBase, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
+	writeBase, stopWrites := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWrites()
 	workers := make(map[string]*queueWorker, len(c.cfg.Queues))
 	var wg sync.WaitGroup
 	for _, qc := range c.cfg.Queues {
-		w := newQueueWorker(c, qc, c.physical[qc.Name], jobBase)
+		w := newQueueWorker(c, qc, c.physical[qc.Name], jobBase, writeBase)
 		workers[qc.Name] = w
 		wg.Go(func() { w.run(ctx) })
 	}
@@ -405,8 +411,7 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	}
 
 	<-ctx.Done()
-	c.drain(workers, hardStop)
-	wg.Wait()
+	c.drain(workers, &wg, hardStop, stopWrites)
 	stopBG()
 	bg.Wait()
 	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -420,21 +425,38 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	return nil
 }
 
-// drain waits for running handlers up to DrainTimeout, then cancels the rest.
-func (c *Client) drain(workers map[string]*queueWorker, hardStop context.CancelFunc) {
+// finalWriteGrace is how long past the drain timeout the writes of
+// outcomes under way then, or made by the last handlers, may take: a
+// database that does not answer must not hold the stop.
+const finalWriteGrace = 5 * time.Second
+
+// drain waits up to DrainTimeout for the workers: their running handlers
+// and the writes of their outcomes. Then it cancels the handlers still
+// running, and the writes still being retried (the database unreachable);
+// their messages are left to their visibility timeout.
+func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hardStop, stopWrites context.CancelFunc) {
 	done := make(chan struct{})
 	go func() {
-		for _, w := range workers {
-			w.jobs.Wait()
-		}
+		wg.Wait()
 		close(done)
 	}()
+	timeout := time.NewTimer(c.cfg.DrainTimeout)
+	defer timeout.Stop()
 	select {
 	case <-done:
-	case <-time.After(c.cfg.DrainTimeout):
-		c.log.Warn("pgbus: drain timeout reached; remaining jobs are left to their visibility timeout", "timeout", c.cfg.DrainTimeout)
-		hardStop()
+		return
+	case <-timeout.C:
 	}
+	running := 0
+	for _, w := range workers {
+		running += w.running()
+	}
+	c.log.Warn("pgbus: drain timeout reached; running jobs, and finished ones whose outcomes are not written, are left to their visibility timeout",
+		"timeout", c.cfg.DrainTimeout, "running", running)
+	hardStop()
+	last := time.AfterFunc(finalWriteGrace, stopWrites)
+	defer last.Stop()
+	<-done
 }
 
 // every runs fn at each interval until ctx ends, logging failures.

@@ -379,37 +379,42 @@ func hasErrorKeys(b map[string]any) (some, all bool) {
 	return some, all
 }
 
-// dlqLock holds a SHARE lock on a DLQ table, so that a worker's
-// dead-letter write waits for it: the test then chooses whether the worker
-// dies before that write commits.
-type dlqLock struct {
+// tableLock holds a SHARE lock on a table of pgmq, so that a worker's
+// writes into it wait: the test then chooses what happens to the worker
+// (or its connection) before they commit.
+type tableLock struct {
 	t   testing.TB
 	s   *store.Store
 	tx  pgx.Tx
 	pid int
 }
 
-func lockDLQ(t testing.TB, s *store.Store, dlq string) *dlqLock {
+// lockDLQ holds the dead-letter writes into dlq.
+func lockDLQ(t testing.TB, s *store.Store, dlq string) *tableLock {
+	t.Helper()
+	return lockTable(t, s, "q_"+dlq)
+}
+
+func lockTable(t testing.TB, s *store.Store, table string) *tableLock {
 	t.Helper()
 	ctx := testContext(t)
 	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &dlqLock{t: t, s: s, tx: tx}
+	l := &tableLock{t: t, s: s, tx: tx}
 	t.Cleanup(l.release)
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&l.pid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."q_`+dlq+`" IN SHARE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"pgmq", table}.Sanitize()+` IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-// waiting returns the backends waiting for the lock: pending dead-letter
-// writes.
-func (l *dlqLock) waiting() []int {
+// waiting returns the backends waiting for the lock: pending writes.
+func (l *tableLock) waiting() []int {
 	l.t.Helper()
 	rows, err := l.s.Pool().Query(testContext(l.t), `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, l.pid)
 	if err != nil {
@@ -423,10 +428,10 @@ func (l *dlqLock) waiting() []int {
 }
 
 // endWaiting ends the pending writes of a worker that died, as if it had
-// died a moment before sending them, and returns how many there were. (The
-// server would otherwise run a statement it already received once the lock
-// goes.)
-func (l *dlqLock) endWaiting() int {
+// died a moment before sending them, or whose connection was lost, and
+// returns how many there were. (The server would otherwise run a statement
+// it already received once the lock goes.)
+func (l *tableLock) endWaiting() int {
 	l.t.Helper()
 	pids := l.waiting()
 	for _, pid := range pids {
@@ -437,7 +442,7 @@ func (l *dlqLock) endWaiting() int {
 	return len(pids)
 }
 
-func (l *dlqLock) release() { _ = l.tx.Rollback(context.Background()) }
+func (l *tableLock) release() { _ = l.tx.Rollback(context.Background()) }
 
 func first(xs []int, n int) []int { return xs[:min(len(xs), n)] }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,6 +207,101 @@ func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND vt > now()`, id); n != 1 {
 		t.Fatal("the message is visible at once; want it hidden for the visibility timeout")
+	}
+}
+
+// A queue dropped while one of its jobs runs leaves the job's outcome
+// nowhere to go: the writer says so once and gives it up, and a stop
+// returns as soon as the handler does, where the writer retried the write
+// until a hard stop that never came (the handler finished within the drain
+// timeout), and Run never returned.
+func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	var logs pgtest.SyncBuffer
+	// A drain timeout the test never reaches: Run returns because the
+	// outcome was given up, not because the drain timed out.
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.DrainTimeout = 5 * time.Minute
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	running, release := make(chan struct{}, 1), make(chan struct{})
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		running <- struct{}{}
+		<-release
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	<-running
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("Run has not returned a minute after its context ended and its handler returned; log:\n%s", logs.String())
+	}
+	out := logs.String()
+	if n := strings.Count(out, "the queue was dropped while its jobs ran"); n != 1 || strings.Contains(out, "writing outcomes failed") {
+		t.Fatalf("the dropped queue was reported %d times, or its write retried; want one report, no retry; log:\n%s", n, out)
+	}
+}
+
+// The writer of outcomes retries a write that fails while the worker runs
+// (its connection lost, as in a database restart), so the job does not run
+// twice; at a stop it gives up a write the database does not answer (here a
+// lock holds it) a few seconds past the drain timeout, leaving the message
+// in the queue to run again, where Run waited for it forever.
+func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, pgtest.OpenNamedStore(t, uniqueName("pgbus_writes")), q, func(cfg *engine.Config) {
+		cfg.DrainTimeout = 2 * time.Second
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	var calls atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { calls.Add(1); return nil })
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+
+	lock := lockTable(t, s, "a_"+q)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the first outcome's write to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
+	lock.endWaiting()
+	lock.release()
+	pgtest.Eventually(t, time.Minute, "the first job archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	if n := calls.Load(); n != 1 || !strings.Contains(logs.String(), "writing outcomes failed; retrying") {
+		t.Fatalf("the first job ran %d times; want once, its write retried; log:\n%s", n, logs.String())
+	}
+
+	lock = lockTable(t, s, "a_"+q)
+	second := pgtest.Send(t, c, q, 2, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the second outcome's write to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatalf("Run has not returned 25s after its context ended (drain timeout 2s); log:\n%s", logs.String())
+	}
+	lock.release()
+	if pgtest.Archived(t, s, q) != 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND read_ct = 1`, second) != 1 {
+		t.Fatalf("archived %d, live %d; want the second message still in the queue, read once", pgtest.Archived(t, s, q), pgtest.Live(t, s, q))
 	}
 }
 

@@ -71,8 +71,9 @@ func (w *queueWorker) writeOutcomes() {
 }
 
 // writeBatch writes a batch, retrying while the database is unreachable. It
-// gives up only at a hard stop: the messages then reappear after their
-// visibility timeout, so nothing is lost (delivery is at least once).
+// gives up at a hard stop, whose messages reappear after their visibility
+// timeout, so nothing is lost (delivery is at least once), and on a queue
+// dropped meanwhile, whose messages went with it.
 func (w *queueWorker) writeBatch(batch []result) {
 	byQueue := map[string][]result{}
 	for _, r := range batch {
@@ -89,10 +90,20 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	for {
-		err := w.writeOnce(context.WithoutCancel(w.jobBase), queue, batch, &written)
+		err := w.writeOnce(w.writeBase, queue, batch, &written)
 		if err == nil {
 			w.record(batch)
 			w.settled[queue].Add(int64(len(batch)))
+			if len(w.gone) > 0 {
+				delete(w.gone, queue) // made again: say so again if it goes
+			}
+			break
+		}
+		if w.dropped(queue, err) {
+			if !w.gone[queue] {
+				w.gone[queue] = true
+				w.c.log.Warn("pgbus: the queue was dropped while its jobs ran; their outcomes are not written, their messages went with it", "queue", queue, "count", len(batch))
+			}
 			break
 		}
 		if w.jobBase.Err() != nil {
@@ -108,6 +119,20 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 		keys[i] = msgKey{queue, r.msgID}
 	}
 	w.unhold(keys)
+}
+
+// dropped tells whether a write failed because its queue's table is gone,
+// which no retry can mend. The catalog decides, not the error alone: a
+// missing archive or DLQ leaves the messages in the queue, where they
+// must not be given up.
+func (w *queueWorker) dropped(queue string, err error) bool {
+	if !errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(w.writeBase, 10*time.Second)
+	defer cancel()
+	exists, err := w.c.store.QueueExists(ctx, queue)
+	return err == nil && !exists
 }
 
 func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool) error {

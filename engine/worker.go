@@ -30,10 +30,16 @@ type queueWorker struct {
 	slots    chan struct{}
 	wake     chan struct{}
 	jobBase  context.Context
-	jobs     sync.WaitGroup
-	runnable chan delivery // to the queue's runners, one per slot
-	outcomes chan result
-	settled  settledCounts // per table, for its vacuums
+	// writeBase ends a while after jobBase at a stop, cutting short the
+	// writes of outcomes still under way then.
+	writeBase context.Context
+	jobs      sync.WaitGroup
+	runnable  chan delivery // to the queue's runners, one per slot
+	outcomes  chan result
+	settled   settledCounts // per table, for its vacuums
+	// gone are the physical queues found dropped by the writer of
+	// outcomes, which says so once per queue.
+	gone map[string]bool
 
 	mu   sync.Mutex
 	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat
@@ -51,19 +57,21 @@ type msgKey struct {
 	id    int64
 }
 
-func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase context.Context) *queueWorker {
+func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase, writeBase context.Context) *queueWorker {
 	return &queueWorker{
-		c:        c,
-		name:     qc.Name,
-		physical: physical,
-		dlq:      store.DLQName(qc.Name),
-		slots:    make(chan struct{}, qc.Concurrency),
-		runnable: make(chan delivery, qc.Concurrency),
-		wake:     make(chan struct{}, 1),
-		jobBase:  jobBase,
-		outcomes: make(chan result, qc.Concurrency),
-		held:     map[msgKey]struct{}{},
-		settled:  newSettledCounts(physical),
+		c:         c,
+		name:      qc.Name,
+		physical:  physical,
+		dlq:       store.DLQName(qc.Name),
+		slots:     make(chan struct{}, qc.Concurrency),
+		runnable:  make(chan delivery, qc.Concurrency),
+		wake:      make(chan struct{}, 1),
+		jobBase:   jobBase,
+		writeBase: writeBase,
+		outcomes:  make(chan result, qc.Concurrency),
+		held:      map[msgKey]struct{}{},
+		settled:   newSettledCounts(physical),
+		gone:      map[string]bool{},
 	}
 }
 
@@ -249,6 +257,10 @@ func (w *queueWorker) lingerFor(ctx context.Context, limit int) int {
 	}
 	return n
 }
+
+// running counts the jobs holding a slot: once the fetch loop has ended,
+// those whose handlers have not returned.
+func (w *queueWorker) running() int { return len(w.slots) }
 
 func (w *queueWorker) release(n int) {
 	for range n {

@@ -141,6 +141,19 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 	return physicalNames(name, levels), nil
 }
 
+// QueueExists reports whether the table of physical queue name exists. It
+// asks the catalog each time: another process may have dropped the queue.
+func (s *Store) QueueExists(ctx context.Context, name string) (bool, error) {
+	if err := ValidatePhysicalName(name); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := s.reads.QueryRow(ctx, `SELECT to_regclass(format('%I.%I', 'pgmq', 'q_' || $1::text)) IS NOT NULL`, name).Scan(&ok); err != nil {
+		return false, fmt.Errorf("store: look up queue %q: %w", name, err)
+	}
+	return ok, nil
+}
+
 // createPhysical creates the tables of one physical queue: with PGMQ's own
 // pgmq.create where PGMQ's functions are installed (fns), else with the
 // statements pgmq.create runs, so that PGMQ installed later finds them in

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -181,6 +182,28 @@ func TestQueueOperationsRejectBadNamesAndWriteNothing(t *testing.T) {
 		if !slices.Contains(after, n) {
 			t.Fatalf("queue %q vanished after bad-input calls", n)
 		}
+	}
+}
+
+// QueueExists follows the catalog: a queue dropped outside pgbus (no
+// cache of this store saw it go) is gone at once.
+func TestQueueExists(t *testing.T) {
+	s, ctx := testStore(t), testContext(t)
+	q := newQueue(t, s)
+	for _, name := range []string{q, store.DLQName(q)} {
+		if ok, err := s.QueueExists(ctx, name); err != nil || !ok {
+			t.Fatalf("QueueExists(%s) = %v, %v; want true", name, ok, err)
+		}
+	}
+	if _, err := s.Send(ctx, q, msg(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DropOutside(t, s, q)
+	if ok, err := s.QueueExists(ctx, q); err != nil || ok {
+		t.Fatalf("QueueExists after its table was dropped = %v, %v; want false", ok, err)
+	}
+	if _, err := s.QueueExists(ctx, `x"; --`); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("QueueExists of a bad name = %v, want ErrInvalid", err)
 	}
 }
 
