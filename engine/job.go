@@ -66,6 +66,9 @@ type HandlerOptions struct {
 	// Breaker guards the kind's downstream with a circuit breaker shared by
 	// every worker process: consecutive retryable failures open it, and jobs
 	// meeting it open are snoozed, using no attempt, until it may half-open.
+	// Half-open, it lets one job through as its probe: a success closes it, a
+	// retryable failure opens it again, and any other ending (bad input, a
+	// discard, a snooze, a panic, a stop) lets the next job probe.
 	Breaker *store.BreakerConfig
 }
 

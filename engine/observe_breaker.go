@@ -4,7 +4,9 @@ package engine
 // moves a circuit breaker to another state: a failure opens it (from
 // closed, or from half_open when the probe failed), a claimed probe makes
 // it half_open (reported from open, also when a lost probe is claimed
-// again), a probe's success closes it. A Client calls it for every
+// again), a probe's success closes it, and a probe whose job said nothing
+// of the downstream (bad input, a discard, a snooze, a stop) is given back,
+// making it open again, its cool-off over. A Client calls it for every
 // observer in Config.Observers that implements it, on worker goroutines;
 // it must return quickly. Changes made by other processes, or by a reset,
 // are not reported here: the breakers' table says the state.

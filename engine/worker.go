@@ -474,7 +474,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	var a attempt
 	defer func() { w.c.observers.finished(ctx, job, res, a) }()
 	breaker := d.h.opts.Breaker
-	probe := false
+	var probe time.Time // the probe's ProbeUntil, when the job is its breaker's probe
 	if breaker != nil {
 		var wait time.Duration
 		var open bool
@@ -487,17 +487,21 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	err := a.err
 	if err == nil {
 		if breaker != nil {
-			w.breakerRecord(breaker.Name, job, nil, probe)
+			w.breakerRecord(breaker.Name, job, nil, !probe.IsZero())
 		}
 		return res
 	}
 	if w.jobBase.Err() != nil {
 		res.abandon = true // hard stop: leave it to its visibility timeout
-		return res
+	} else {
+		res = w.onError(res, d, a)
 	}
-	res = w.onError(res, d, a)
-	if breaker != nil && res.downstreamFailure {
-		w.breakerRecord(breaker.Name, job, err, probe)
+	switch {
+	case breaker == nil:
+	case res.downstreamFailure:
+		w.breakerRecord(breaker.Name, job, err, !probe.IsZero())
+	case !probe.IsZero():
+		w.releaseProbe(breaker.Name, probe)
 	}
 	return res
 }
@@ -550,10 +554,11 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 }
 
 // breakerOpen asks a kind's circuit breaker whether the job may run; when
-// not, it returns how long to snooze. probe says the job is a half-open
-// breaker's one trial call. A breaker that cannot be asked lets the job
-// run: an outage of the breaker table must not stop all work.
-func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open, probe bool) {
+// not, it returns how long to snooze. A probe that is not zero says the job
+// is a half-open breaker's one trial call, and is when that call is taken
+// for lost. A breaker that cannot be asked lets the job run: an outage of
+// the breaker table must not stop all work.
+func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open bool, probe time.Time) {
 	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
 	defer cancel()
 	v, err := w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
@@ -566,15 +571,31 @@ func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open, probe 
 	}
 	if err != nil {
 		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
-		return 0, false, false
+		return 0, false, time.Time{}
 	}
 	if v.Probe {
 		w.c.observers.breakerChanged(name, store.BreakerOpen, store.BreakerHalfOpen)
 	}
 	if v.Allowed {
-		return 0, false, v.Probe
+		return 0, false, v.ProbeUntil
 	}
-	return max(time.Until(v.RetryAt), 0), true, false
+	return max(time.Until(v.RetryAt), 0), true, time.Time{}
+}
+
+// releaseProbe gives back the probe of a job whose ending says nothing of
+// the downstream (bad input, a discard, a snooze, a panic, a stop), so
+// that the next job probes at once instead of every job of the breaker
+// being snoozed until the probe is taken for lost. A stop has cancelled
+// jobBase by then, so the release outlives it.
+func (w *queueWorker) releaseProbe(name string, probeUntil time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), 5*time.Second)
+	defer cancel()
+	change, err := w.c.store.ReleaseBreakerProbe(ctx, name, probeUntil)
+	if err != nil {
+		w.c.log.Warn("pgbus: could not give back the probe of a circuit breaker; the next probe waits until this one is taken for lost", "breaker", name, "err", err)
+		return
+	}
+	w.c.observers.breakerChanged(name, change.From, change.To)
 }
 
 // breakerRecord counts a job's success or failure on its breaker, and logs

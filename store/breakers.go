@@ -97,6 +97,9 @@ type BreakerVerdict struct {
 	Probe   bool
 	// RetryAt is when to try again when not allowed.
 	RetryAt time.Time
+	// ProbeUntil is when the probe is taken for lost, for a probe: it also
+	// names the probe to ReleaseBreakerProbe.
+	ProbeUntil time.Time
 }
 
 // AcquireBreaker asks an existing breaker whether a call may go ahead. In
@@ -124,10 +127,37 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 		return BreakerVerdict{}, fmt.Errorf("store: ask circuit breaker %q: %w", name, err)
 	}
 	v := BreakerVerdict{Allowed: verdict != "wait", Probe: verdict == "probe"}
-	if !v.Allowed && until != nil {
+	switch {
+	case until == nil:
+	case !v.Allowed:
 		v.RetryAt = *until
+	case v.Probe:
+		v.ProbeUntil = *until
 	}
 	return v, nil
+}
+
+// ReleaseBreakerProbe gives back a probe whose call said nothing of the
+// downstream (its input was bad, it was discarded, snoozed or cut off by a
+// stop): the breaker is open again with its cool-off over, so that the
+// next call probes at once instead of waiting for the probe to be taken for
+// lost. probeUntil is the probe's BreakerVerdict.ProbeUntil: a probe taken
+// for lost, whose breaker has moved on (a later probe, a success, a
+// failure), releases nothing. It returns the change, none when nothing was
+// released.
+func (s *Store) ReleaseBreakerProbe(ctx context.Context, name string, probeUntil time.Time) (BreakerChange, error) {
+	var c BreakerChange
+	err := s.db.QueryRow(ctx, `
+		UPDATE pgbus.circuit_breakers SET state = 'open', open_until = now(), probe_until = NULL, updated_at = now()
+		WHERE name = $1 AND state = 'half_open' AND probe_until = $2
+		RETURNING 'half_open', state`, name, probeUntil).Scan(&c.From, &c.To)
+	if err == pgx.ErrNoRows {
+		return BreakerChange{}, nil
+	}
+	if err != nil {
+		return BreakerChange{}, fmt.Errorf("store: release the probe of circuit breaker %q: %w", name, err)
+	}
+	return c, nil
 }
 
 // successCloses is true of a breaker that a success closes: a half-open

@@ -116,6 +116,43 @@ func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
 	}
 }
 
+// A probe released (its call said nothing of the downstream) lets the next
+// caller probe at once, the cool-off and failures as they were; a release
+// naming a probe no longer running changes nothing.
+func TestBreakerProbeReleased(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
+		t.Fatal(err)
+	}
+	waitCoolOff(t, s, name)
+	first, err := s.AcquireBreaker(ctx, name, time.Hour)
+	if err != nil || !first.Probe || first.ProbeUntil.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("verdict = %+v, %v; want the probe, for an hour", first, err)
+	}
+	change, err := s.ReleaseBreakerProbe(ctx, name, first.ProbeUntil)
+	if err != nil || change.From != store.BreakerHalfOpen || change.To != store.BreakerOpen {
+		t.Fatalf("release = %+v, %v; want half_open to open", change, err)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.ConsecutiveFailures != 1 || st.CurrentCoolOffSeconds != 0.05 {
+		t.Fatalf("after the release: %+v; want its failure and cool-off kept", st)
+	}
+	second, err := s.AcquireBreaker(ctx, name, time.Hour)
+	if err != nil || !second.Probe {
+		t.Fatalf("verdict after the release = %+v, %v; want the next probe at once", second, err)
+	}
+	if change, err := s.ReleaseBreakerProbe(ctx, name, first.ProbeUntil); err != nil || change.Changed() {
+		t.Fatalf("a release of the first probe = %+v, %v; want no change while the second runs", change, err)
+	}
+	if v, err := s.AcquireBreaker(ctx, name, time.Hour); err != nil || v.Allowed {
+		t.Fatalf("verdict beside the second probe = %+v, %v; want a wait", v, err)
+	}
+}
+
 func TestBreakerBadInput(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
