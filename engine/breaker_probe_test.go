@@ -113,3 +113,41 @@ func TestProbeEndingWithoutVerdictFreesTheBreaker(t *testing.T) {
 		})
 	}
 }
+
+// A probe running longer than the queue's visibility timeout (the
+// heartbeat keeps its message, up to the handler's timeout) stays the
+// breaker's one probe: it is taken for lost only past the handler's timeout
+// and grace, where it used to be after the visibility timeout, and more
+// probes ran beside it against a downstream still thought down.
+func TestLongProbeIsTheOnlyProbe(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) {
+		qs.MaxRetries = 1
+		qs.VisibilityTimeout = time.Second
+	})
+	cfg := probeBreaker()
+	var halfOpen overlap // the calls that started while the breaker was half-open
+	var good atomic.Int32
+	slow := func(ctx context.Context) error {
+		var state string
+		if err := s.Pool().QueryRow(ctx, `SELECT state FROM pgbus.circuit_breakers WHERE name = $1`, cfg.Name).Scan(&state); err != nil {
+			return err
+		}
+		if state == store.BreakerHalfOpen {
+			defer halfOpen.enter()()
+		}
+		time.Sleep(3 * time.Second) // three visibility timeouts
+		return nil
+	}
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("call", probeHandler(slow, make(chan struct{}, 1), &good), engine.HandlerOptions{Breaker: cfg, Timeout: time.Minute})
+	pgtest.Start(t, c)
+	openBreaker(t, s, c, q, cfg.Name)
+	for range 3 {
+		pgtest.Send(t, c, q, "probe", engine.SendOptions{Kind: "call"})
+	}
+	pgtest.Eventually(t, time.Minute, "the three slow jobs archived", func() bool { return pgtest.Archived(t, s, q) == 3 })
+	if n := halfOpen.most.Load(); n != 1 {
+		t.Fatalf("%d calls ran at once while the breaker was half-open; want its one probe", n)
+	}
+}

@@ -68,7 +68,9 @@ type HandlerOptions struct {
 	// meeting it open are snoozed, using no attempt, until it may half-open.
 	// Half-open, it lets one job through as its probe: a success closes it, a
 	// retryable failure opens it again, and any other ending (bad input, a
-	// discard, a snooze, a panic, a stop) lets the next job probe.
+	// discard, a snooze, a panic, a stop) lets the next job probe. A probe
+	// is taken for lost, and another let through, only once it has run past
+	// Timeout and Config.HandlerGrace.
 	Breaker *store.BreakerConfig
 }
 

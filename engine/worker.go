@@ -478,7 +478,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	if breaker != nil {
 		var wait time.Duration
 		var open bool
-		if wait, open, probe = w.breakerOpen(breaker.Name); open {
+		if wait, open, probe = w.breakerOpen(breaker.Name, w.handlerTimeout(d.h)); open {
 			res.action, res.delay = actionSnooze, wait
 			return res
 		}
@@ -553,20 +553,29 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	return res
 }
 
+// breakerCallTimeout bounds each call to a circuit breaker's row.
+const breakerCallTimeout = 10 * time.Second
+
 // breakerOpen asks a kind's circuit breaker whether the job may run; when
 // not, it returns how long to snooze. A probe that is not zero says the job
 // is a half-open breaker's one trial call, and is when that call is taken
 // for lost. A breaker that cannot be asked lets the job run: an outage of
 // the breaker table must not stop all work.
-func (w *queueWorker) breakerOpen(name string) (wait time.Duration, open bool, probe time.Time) {
-	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
+//
+// The probe is taken for lost only once its handler, given timeout, could
+// no longer be running (its grace included) nor recording its outcome: the
+// heartbeat keeps a job running past the visibility timeout, and a probe
+// taken for lost sooner let more probes run beside it.
+func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time.Duration, open bool, probe time.Time) {
+	ctx, cancel := context.WithTimeout(w.jobBase, breakerCallTimeout)
 	defer cancel()
-	v, err := w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
+	probeTimeout := timeout + w.c.cfg.HandlerGrace + breakerCallTimeout
+	v, err := w.c.store.AcquireBreaker(ctx, name, probeTimeout)
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted while this process ran (by hand, or by retention had
 		// its users gone unseen): made anew, closed, as at start.
 		if err = w.c.ensureBreaker(ctx, name); err == nil {
-			v, err = w.c.store.AcquireBreaker(ctx, name, w.c.settingsFor(w.name).VisibilityTimeout)
+			v, err = w.c.store.AcquireBreaker(ctx, name, probeTimeout)
 		}
 	}
 	if err != nil {
@@ -602,7 +611,7 @@ func (w *queueWorker) releaseProbe(name string, probeUntil time.Time) {
 // at info the opening and the closing it causes: a person watching the
 // workers sees when a downstream is given a rest and when it is back.
 func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe bool) {
-	ctx, cancel := context.WithTimeout(w.jobBase, 10*time.Second)
+	ctx, cancel := context.WithTimeout(w.jobBase, breakerCallTimeout)
 	defer cancel()
 	var change store.BreakerChange
 	var err error
@@ -648,14 +657,20 @@ type attempt struct {
 	ran      bool
 }
 
+// handlerTimeout bounds one attempt of h: its own timeout, else the
+// queue's visibility timeout.
+func (w *queueWorker) handlerTimeout(h handler) time.Duration {
+	if h.opts.Timeout > 0 {
+		return h.opts.Timeout
+	}
+	return w.c.settingsFor(w.name).VisibilityTimeout
+}
+
 // runHandler runs the handler with its timeout, recovering panics. A handler
 // that ignores its context is given up on after the grace period; its
 // goroutine is left behind, which is logged.
 func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) attempt {
-	timeout := h.opts.Timeout
-	if timeout <= 0 {
-		timeout = w.c.settingsFor(w.name).VisibilityTimeout
-	}
+	timeout := w.handlerTimeout(h)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
