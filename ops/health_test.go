@@ -57,7 +57,7 @@ func TestHealth(t *testing.T) {
 	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-live", Hostname: "h", PID: 2, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq.q_orders SET enqueued_at = now() - interval '1 hour'`); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq.q_orders SET enqueued_at = now() - interval '1 hour', vt = now() - interval '1 hour'`); err != nil {
 		t.Fatal(err)
 	}
 	h, _ = svc.Health(ctx)

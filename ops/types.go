@@ -20,7 +20,7 @@ type QueueStats struct {
 	Scheduled    int64 `json:"scheduled" jsonschema_description:"Sent with a delay or snoozed and not yet due"`
 	// Ages in seconds; 0 when there is no such message.
 	OldestAgeSeconds        float64 `json:"oldest_age_seconds" jsonschema_description:"Seconds since the oldest message in the queue was sent; 0 when the queue is empty"`
-	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds since the oldest message ready to run was sent; 0 when none is ready. A growing value means the backlog is not draining"`
+	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds the message ready longest has been ready to run (since it was sent, or since its delay or retry backoff ended); 0 when none is ready. A growing value means the backlog is not draining"`
 	DLQ                     string  `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
 	DLQDepth                int64   `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
 	// Dropped marks a queue whose tables are gone while its DLQ holds

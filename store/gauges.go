@@ -21,8 +21,10 @@ type QueueDepth struct {
 	InFlight     int64
 	WaitingRetry int64
 	Scheduled    int64
-	// OldestVisibleAgeSeconds is how long the oldest ready message has
-	// waited since it was enqueued; 0 when none is ready.
+	// OldestVisibleAgeSeconds is how long the message ready longest has
+	// been ready: since it was sent, or since its delay, retry backoff or
+	// visibility timeout ended; 0 when none is ready. A message sent with
+	// a delay has not waited for a worker while the delay ran.
 	OldestVisibleAgeSeconds float64
 	// OldestAgeSeconds is how long the oldest message of the queue has
 	// been in it; 0 when it is empty.
@@ -321,14 +323,15 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 // liveCountsSQL is the select list that counts the messages of a queue
 // table aliased q, whose physical name is the SQL expression name: all of
 // them, the visible, the scheduled (not yet read) and the retrying ones
-// (their last attempt recorded as failed), then the ages in seconds of the
-// oldest visible message and of the oldest message, 0 without one.
+// (their last attempt recorded as failed), then how long in seconds the
+// message ready longest has been ready (since its vt) and the age of the
+// oldest message, 0 without one.
 func liveCountsSQL(name string) string {
 	return `count(*),
 		count(*) FILTER (WHERE vt <= now()),
 		count(*) FILTER (WHERE vt > now() AND read_ct = 0),
 		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `),
-		coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0)::float8,
+		coalesce(extract(epoch FROM now() - min(vt) FILTER (WHERE vt <= now())), 0)::float8,
 		coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8`
 }
 
@@ -354,4 +357,3 @@ func depthErr(err error, arms []depthArm) error {
 	}
 	return fmt.Errorf("store: read the depths of %d queues, %q to %q: %w", len(arms), arms[0].table, arms[len(arms)-1].table, err)
 }
-

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -572,5 +573,32 @@ func TestDeadListOfDLQsDroppedOneAfterAnother(t *testing.T) {
 	}
 	if len(page.Items) != 1 || page.Items[0].DLQ != "kept_c_dlq" {
 		t.Fatalf("want the dead message of kept_c only: %+v", page.Items)
+	}
+}
+
+// A message that waited out a delay was not waiting for a worker meanwhile:
+// the age of the oldest ready message counts from when it became ready,
+// and the oldest message's age from when it was sent.
+func TestOldestReadyAgeCountsFromReady(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := uniqueName("ready")
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	if _, err := s.SendBatch(ctx, q, msgs(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Sent an hour ago with a delay that ended two seconds ago.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`" SET enqueued_at = now() - interval '1 hour', vt = now() - interval '2 seconds'`); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := s.QueueStats(ctx, q, store.QueueStatsOptions{})
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("stats of %s: %+v, %v", q, stats, err)
+	}
+	if st := stats[0]; st.OldestVisibleAgeSeconds < 2 || st.OldestVisibleAgeSeconds > 600 || st.OldestAgeSeconds < 3600 {
+		t.Fatalf("oldest ready %.0fs, oldest %.0fs; want about 2s ready and an hour old", st.OldestVisibleAgeSeconds, st.OldestAgeSeconds)
 	}
 }
