@@ -163,8 +163,11 @@ func TestQueueDropRefusesALevel(t *testing.T) {
 			t.Errorf("drop %s_p2 (confirm %v): %v; want ErrInvalid naming its queue", q, confirm, err)
 		}
 	}
-	if res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil || len(res.Queues) != 1 {
-		t.Fatalf("queue %s after the refused drops: %+v, %v", q, res, err)
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q + "_p1"}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "priority level 1 of queue") {
+		t.Errorf("pause %s_p1: %v; want ErrInvalid naming its queue", q, err)
+	}
+	if res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil || len(res.Queues) != 1 || res.Queues[0].Paused {
+		t.Fatalf("queue %s after the refused drops and pause: %+v, %v", q, res, err)
 	}
 }
 

@@ -298,6 +298,9 @@ func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (
 	if err := checkWorkQueue(queue); err != nil {
 		return QueuePaused{}, err
 	}
+	if err := s.store.CheckNotLevel(ctx, queue, map[bool]string{true: "paused", false: "resumed"}[pause]); err != nil {
+		return QueuePaused{}, explain(err)
+	}
 	changed, err := s.store.SetPaused(ctx, queue, pause)
 	if err != nil {
 		return QueuePaused{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
