@@ -292,6 +292,82 @@ func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
 	}
 }
 
+// An alert not yet delivered when its process stops (here, retrying a
+// receiver that is down) is not lost: its check was not recorded, so the
+// process elected next reports the group again, once.
+func TestAlertNotDeliveredBeforeAStopIsSentByTheNextNotifier(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 1_000_000) // down while the first process leads
+	w.checkThenStop(t, r.srv.URL)
+	pgtest.DeadLetterN(t, w.st, w.queue, 3, pgtest.DeadSpec{Kind: "k", Class: "undelivered.class", Message: "m"})
+	first, stop := w.run(t, alerts.Config{URL: r.srv.URL, RetryBackoff: 50 * time.Millisecond})
+	pgtest.Eventually(t, 30*time.Second, "a failed post of the new group's alert", func() bool { n, _ := r.counts(); return n >= 1 })
+	// Checks after the failed post, which must not count it as sent.
+	settle(t, first)
+	stop()
+
+	r.mu.Lock()
+	r.failFirst = 0 // the receiver is back
+	r.mu.Unlock()
+	next, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert, from the next process", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, next)
+	assertOneNewGroup(t, r, "undelivered.class")
+}
+
+// An alert given up on (every attempt failed) while its process goes on
+// leading is not lost either: the process records no check after it, so
+// the process elected next reports the group again.
+func TestAlertGivenUpOnIsSentByTheNextNotifier(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 2)
+	w.checkThenStop(t, r.srv.URL)
+	pgtest.DeadLetterN(t, w.st, w.queue, 3, pgtest.DeadSpec{Kind: "k", Class: "given-up.class", Message: "m"})
+	first, stop := w.run(t, alerts.Config{URL: r.srv.URL, MaxAttempts: 2, RetryBackoff: time.Millisecond})
+	pgtest.Eventually(t, 30*time.Second, "both attempts at the new group's alert", func() bool { n, _ := r.counts(); return n >= 2 })
+	// Checks after it gave up, which found nothing new: recording them
+	// would take the group as reported.
+	settle(t, first)
+	stop()
+	if _, got := r.counts(); got != 0 {
+		t.Fatalf("%d alerts accepted while the receiver failed every attempt", got)
+	}
+
+	next, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert, from the next process", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, next)
+	assertOneNewGroup(t, r, "given-up.class")
+}
+
+// checkThenStop runs a notifier until it recorded a check, then stops it.
+// What dies after is new to the process elected next, whenever that one's
+// checks run: a group dead-lettered while a process checks may be taken
+// as known when its transaction began before a check that did not see it.
+func (w world) checkThenStop(t *testing.T, url string) {
+	t.Helper()
+	_, stop := w.run(t, alerts.Config{URL: url})
+	pgtest.Eventually(t, 30*time.Second, "a check recorded", func() bool {
+		_, err := w.st.LastAlertCheck(pgtest.Context(t))
+		return err == nil
+	})
+	stop()
+}
+
+// assertOneNewGroup checks that r accepted one alert, of one new group of
+// the error class given.
+func assertOneNewGroup(t *testing.T, r *receiver, class string) {
+	t.Helper()
+	if _, got := r.counts(); got != 1 {
+		t.Fatalf("%d alerts accepted; want one, of the new group %s", got, class)
+	}
+	events := r.alert(0)["events"].([]any)
+	if e := events[0].(map[string]any); len(events) != 1 || e["type"] != alerts.EventGroupNew || e["group"].(map[string]any)["error_class"] != class {
+		t.Fatalf("the alert: %v; want the new group %s", events, class)
+	}
+}
+
 // A group that grows while no process sends alerts is reported by the
 // next once its growth since the last check passes the threshold; one
 // that grew less is not.

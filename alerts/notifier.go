@@ -138,14 +138,18 @@ func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
 	if err := CheckFormat(cfg.Format); err != nil {
 		return nil, fmt.Errorf("alerts: body format %w", err)
 	}
-	return &Notifier{st: st, svc: svc, cfg: cfg, log: cfg.Logger, sender: newSender(cfg), now: time.Now}, nil
+	s := newSender(cfg)
+	s.record = st.RecordAlertCheck
+	return &Notifier{st: st, svc: svc, cfg: cfg, log: cfg.Logger, sender: s, now: time.Now}, nil
 }
 
 // Run checks at each interval until ctx ends, while this process is the
 // elected one; the others wait their turn, trying at each interval. A
-// process newly elected starts from what it sees: the dead-letter groups
-// there are then are not new to it. Alerts are posted from a goroutine of
-// their own; Run returns once both have stopped.
+// process newly elected goes on from the last check recorded, the last
+// whose alerts were all delivered (see newWatcher), so that an alert is
+// delivered at least once across a stop or a crash. Alerts are posted, and
+// checks recorded, from a goroutine of their own; Run returns once both
+// have stopped.
 func (n *Notifier) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -204,6 +208,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		checkedAt = now
 	}
 	if n.watcher == nil {
+		n.sender.restart()
 		n.watcher = n.newWatcher(ctx, checkedAt)
 	}
 	h, err := n.svc.Health(ctx)
@@ -212,12 +217,14 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		sum, err = n.svc.DLQSummary(ctx, ops.DLQSummaryRequest{All: true})
 		if err == nil {
 			n.notePartial(sum)
+			var a *Alert
 			if events := n.watcher.Observe(now, h, sum); len(events) > 0 {
-				n.sender.enqueue(Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)})
+				a = &Alert{Source: "pgbus", Status: h.Status, At: now.UTC(), Events: events, Text: Text(events)}
 			}
-			if rerr := n.st.RecordAlertCheck(ctx, store.AlertCheck{At: checkedAt, Status: h.Status}); rerr != nil && ctx.Err() == nil {
-				n.log.Warn("pgbus alerts: could not record the check; a process elected after this one takes what it sees as its baseline", "err", rerr)
-			}
+			// Recorded by the sender once the alert is delivered: recorded
+			// now, an alert that never arrives would be taken as sent by
+			// the process elected next.
+			n.sender.add(a, &store.AlertCheck{At: checkedAt, Status: h.Status})
 		}
 	}
 	n.checks.Add(1)

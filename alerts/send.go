@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // Body formats of the webhook.
@@ -37,29 +40,64 @@ type Alert struct {
 // sender posts alerts from its own goroutine, so that no caller waits on
 // the network: a bounded queue, the oldest alert dropped (and logged) when
 // it is full, and each post retried with backoff while the receiver fails.
+//
+// It also records the checks, in the order they ran, each only once its
+// alert and every alert queued before it were delivered: the process
+// elected next goes on from the last check recorded, so that it reports
+// again, rather than loses, an alert still queued when this process stops
+// or one given up on. Once an alert is given up on (or dropped), no later
+// check of the same term is recorded, since recording one would count that
+// alert as delivered.
 type sender struct {
 	cfg Config
 	log *slog.Logger
+	// record records a check; nil records nothing.
+	record func(context.Context, store.AlertCheck) error
 
 	mu    sync.Mutex
-	queue []Alert
-	wake  chan struct{}
+	queue []queued
+	// alerts counts the queued items that hold an alert: the checks that
+	// found nothing are not what QueueSize bounds.
+	alerts int
+	// term counts the elections this process won: the items of an earlier
+	// term are not recorded, its Watcher having gone on from the check
+	// recorded when it was elected again.
+	term int
+	// lost is set when an alert of this term was given up on or dropped.
+	lost bool
+	wake chan struct{}
+}
+
+// queued is one check waiting for its alert to be posted (alert nil when
+// it found nothing) and then to be recorded (check nil: not recorded).
+type queued struct {
+	alert *Alert
+	check *store.AlertCheck
+	term  int
 }
 
 func newSender(cfg Config) *sender {
 	return &sender{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
 }
 
-// enqueue queues an alert without waiting.
-func (s *sender) enqueue(a Alert) {
+// add queues, without waiting, a check's alert (nil when the check found
+// nothing) and the check, recorded once the alert is delivered.
+func (s *sender) add(a *Alert, c *store.AlertCheck) {
 	s.mu.Lock()
-	if len(s.queue) >= s.cfg.QueueSize {
-		dropped := s.queue[0]
-		s.queue = s.queue[1:]
-		s.log.Warn("pgbus alerts: the webhook is behind; dropped the oldest alert not yet sent", "at", dropped.At,
-			"text", dropped.Text, "queued", s.cfg.QueueSize)
+	it := queued{alert: a, check: c, term: s.term}
+	switch {
+	case a == nil && len(s.queue) > 0 && s.queue[len(s.queue)-1].alert == nil:
+		// Only the later of two checks that found nothing needs recording.
+		s.queue[len(s.queue)-1] = it
+	default:
+		if a != nil && s.alerts >= s.cfg.QueueSize {
+			s.dropOldest()
+		}
+		s.queue = append(s.queue, it)
+		if a != nil {
+			s.alerts++
+		}
 	}
-	s.queue = append(s.queue, a)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -67,22 +105,53 @@ func (s *sender) enqueue(a Alert) {
 	}
 }
 
-func (s *sender) next() (Alert, bool) {
+// dropOldest drops the oldest alert waiting; s.mu is held.
+func (s *sender) dropOldest() {
+	for i, it := range s.queue {
+		if it.alert == nil {
+			continue
+		}
+		s.queue = append(s.queue[:i:i], s.queue[i+1:]...)
+		s.alerts--
+		s.lost = s.lost || it.term == s.term
+		s.log.Warn("pgbus alerts: the webhook is behind; dropped the oldest alert not yet sent (the process elected after this one reports it again)", "at", it.alert.At,
+			"text", it.alert.Text, "queued", s.cfg.QueueSize)
+		return
+	}
+}
+
+// restart begins a new term, when this process is elected (again): what
+// an earlier term left queued is dropped, since the new Watcher goes on
+// from the last check recorded, before any of it, and reports it again.
+func (s *sender) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.alerts > 0 {
+		s.log.Info("pgbus alerts: elected again; the alerts not sent before are reported again from the last check recorded", "alerts", s.alerts)
+	}
+	s.queue, s.alerts, s.lost = nil, 0, false
+	s.term++
+}
+
+func (s *sender) next() (queued, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 {
-		return Alert{}, false
+		return queued{}, false
 	}
-	a := s.queue[0]
+	it := s.queue[0]
 	s.queue = s.queue[1:]
-	return a, true
+	if it.alert != nil {
+		s.alerts--
+	}
+	return it, true
 }
 
-// run posts queued alerts until ctx ends; those not sent by then are
-// logged as such.
+// run posts queued alerts and records their checks until ctx ends; the
+// alerts not sent by then are logged as such.
 func (s *sender) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		a, ok := s.next()
+		it, ok := s.next()
 		if !ok {
 			select {
 			case <-ctx.Done():
@@ -90,22 +159,52 @@ func (s *sender) run(ctx context.Context) {
 			}
 			continue
 		}
-		if !s.deliver(ctx, a) && ctx.Err() != nil {
-			s.enqueueFront(a)
+		if it.alert != nil && !s.deliver(ctx, *it.alert) {
+			if ctx.Err() != nil {
+				s.enqueueFront(it)
+				continue
+			}
+			s.mu.Lock()
+			s.lost = s.lost || it.term == s.term
+			s.mu.Unlock()
+			continue
 		}
+		s.recordCheck(ctx, it)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := len(s.queue); n > 0 {
-		s.log.Warn("pgbus alerts: stopping with alerts not sent", "alerts", n, "oldest", s.queue[0].Text)
+	if s.alerts > 0 {
+		oldest := slices.IndexFunc(s.queue, func(it queued) bool { return it.alert != nil })
+		s.log.Warn("pgbus alerts: stopping with alerts not sent; the process elected next reports them again", "alerts", s.alerts, "oldest", s.queue[oldest].alert.Text)
 	}
 }
 
-// enqueueFront puts back an alert whose post was cut short by the stop.
-func (s *sender) enqueueFront(a Alert) {
+// recordCheck records the check of an item whose alert, and every alert
+// of its term before it, was delivered.
+func (s *sender) recordCheck(ctx context.Context, it queued) {
+	s.mu.Lock()
+	ok := s.record != nil && it.check != nil && it.term == s.term && !s.lost
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	// Recorded even when the process is stopping, so that an alert just
+	// delivered is not reported again by the process elected next.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout)
+	defer cancel()
+	if err := s.record(rctx, *it.check); err != nil {
+		s.log.Warn("pgbus alerts: could not record the check; the process elected after this one goes on from the last one recorded", "err", err)
+	}
+}
+
+// enqueueFront puts back an item whose post was cut short by the stop.
+func (s *sender) enqueueFront(it queued) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queue = append([]Alert{a}, s.queue...)
+	s.queue = append([]queued{it}, s.queue...)
+	if it.alert != nil {
+		s.alerts++
+	}
 }
 
 // deliver posts one alert, retrying failures with backoff up to

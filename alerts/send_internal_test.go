@@ -44,10 +44,10 @@ func TestSenderDropsOldestWhenFull(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	received := func() int { mu.Lock(); defer mu.Unlock(); return len(got) }
 
-	s.enqueue(Alert{Text: "a1"})
+	s.add(&Alert{Text: "a1"}, nil)
 	pgtest.Eventually(t, 30*time.Second, "the first alert at the receiver", func() bool { return received() >= 1 })
 	for _, text := range []string{"a2", "a3", "a4", "a5"} {
-		s.enqueue(Alert{Text: text}) // the receiver hangs: these wait
+		s.add(&Alert{Text: text}, nil) // the receiver hangs: these wait
 	}
 	close(release)
 	pgtest.Eventually(t, 30*time.Second, "three alerts at the receiver", func() bool { return received() >= 3 })
