@@ -406,6 +406,87 @@ func TestNextNotifierCountsGrowthWhileNoneChecked(t *testing.T) {
 	}
 }
 
+// The process elected next knows the reasons of the verdict reported
+// before it: when a second queue goes STALLED while none sends alerts, it
+// reports that one, though the verdict was STALLED already, and not the
+// first again.
+func TestNextNotifierReportsANewReasonOfTheSameVerdict(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	stall := func(queue string) {
+		t.Helper()
+		pgtest.CreateQueue(t, w.st, queue)
+		if _, err := w.st.Send(pgtest.Context(t), queue, store.NewMessage{Payload: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stall("jobs") // ready work that no worker serves
+	_, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	pgtest.Eventually(t, 30*time.Second, "the alert of jobs STALLED", func() bool { _, got := r.counts(); return got >= 1 })
+	pgtest.Eventually(t, 30*time.Second, "its check recorded", func() bool {
+		c, err := w.st.LastAlertCheck(pgtest.Context(t))
+		return err == nil && len(c.Reasons) == 1
+	})
+	stop()
+
+	stall("q3")
+	n, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert of q3 STALLED", func() bool { _, got := r.counts(); return got >= 2 })
+	settle(t, n)
+	if _, got := r.counts(); got != 2 {
+		t.Fatalf("%d alerts; want jobs STALLED, then q3 STALLED too", got)
+	}
+	events := r.alert(1)["events"].([]any)
+	e := events[0].(map[string]any)
+	if len(events) != 1 || e["type"] != alerts.EventHealthChanged || e["status"] != ops.HealthStalled || e["previous_status"] != ops.HealthStalled {
+		t.Fatalf("the second alert: %v; want the verdict STALLED, as before", events)
+	}
+	var fresh []string
+	for _, reason := range e["reasons"].([]any) {
+		if reason := reason.(map[string]any); reason["new"] == true {
+			fresh = append(fresh, reason["queue"].(string)+" "+reason["code"].(string))
+		}
+	}
+	if strings.Join(fresh, ", ") != "q3 no_workers" {
+		t.Fatalf("the second alert's new reasons: %v; want q3 no_workers alone: %v", fresh, e)
+	}
+}
+
+// A second circuit breaker opening on a queue whose first is open already
+// is a new reason: what tells breakers apart is their name, not the queue
+// they hold up.
+func TestSecondBreakerOpenOnTheSameQueueIsReported(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	n := w.start(t, alerts.Config{URL: r.srv.URL})
+	open := func(name string) {
+		t.Helper()
+		ctx := pgtest.Context(t)
+		if err := w.st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.st.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: w.queue}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.st.BreakerFailed(ctx, name, "503"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open("http:bank")
+	pgtest.Eventually(t, 30*time.Second, "the alert of the first breaker", func() bool { _, got := r.counts(); return got >= 1 })
+	open("http:mail")
+	pgtest.Eventually(t, 30*time.Second, "the alert of the second breaker", func() bool { _, got := r.counts(); return got >= 2 })
+	settle(t, n)
+	if _, got := r.counts(); got != 2 {
+		t.Fatalf("%d alerts; want one per breaker", got)
+	}
+	text := r.alert(1)["text"].(string)
+	if !strings.Contains(text, "still DEGRADED") || !strings.Contains(text, `new: circuit breaker "http:mail"`) || strings.Contains(text, `new: circuit breaker "http:bank"`) {
+		t.Fatalf("the second alert: %q; want http:mail new beside http:bank", text)
+	}
+}
+
 // With more dead-letter groups than a summary lists, the notifier says
 // once that it watches only the largest.
 func TestNotifierSaysOnceItWatchesOnlyTheLargestGroups(t *testing.T) {

@@ -224,7 +224,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 			// Recorded by the sender once the alert is delivered: recorded
 			// now, an alert that never arrives would be taken as sent by
 			// the process elected next.
-			n.sender.add(a, &store.AlertCheck{At: checkedAt, Status: h.Status})
+			n.sender.add(a, &store.AlertCheck{At: checkedAt, Status: h.Status, Reasons: alertReasons(h)})
 		}
 	}
 	n.checks.Add(1)
@@ -263,6 +263,9 @@ func (n *Notifier) newWatcher(ctx context.Context, at time.Time) *Watcher {
 		return w
 	}
 	h := Handover{Last: last.At, Status: last.Status, From: last.At}
+	for _, r := range last.Reasons {
+		h.Reasons = append(h.Reasons, ops.ReasonKey(r))
+	}
 	if start := at.Add(-n.cfg.GrowthWindow); start.After(h.From) {
 		h.From = start
 	}
@@ -279,18 +282,44 @@ func (n *Notifier) newWatcher(ctx context.Context, at time.Time) *Watcher {
 	return w
 }
 
+// alertReasons are the reasons of h as a check records them: after the
+// check, each was reported.
+func alertReasons(h ops.Health) []store.AlertReason {
+	out := make([]store.AlertReason, 0, len(h.Reasons))
+	for _, k := range reasonKeys(h) {
+		out = append(out, store.AlertReason(k))
+	}
+	return out
+}
+
 // Text says what events report in a few lines, for a person.
 func Text(events []Event) string {
 	var lines []string
 	for _, e := range events {
 		switch e.Type {
 		case EventHealthChanged:
+			fresh := 0
+			for _, r := range e.Reasons {
+				if r.New {
+					fresh++
+				}
+			}
 			line := "pgbus health is " + e.Status
-			if e.PreviousStatus != "" {
+			switch e.PreviousStatus {
+			case "":
+			case e.Status:
+				line = "pgbus health is still " + e.Status + ", with " + plural(fresh, "a new reason", "new reasons")
+			default:
 				line += " (was " + e.PreviousStatus + ")"
 			}
 			for _, r := range e.Reasons {
-				line += "\n  - " + r.Message
+				// The new reasons are marked beside the others, which a
+				// person was told of before.
+				mark := ""
+				if r.New && fresh < len(e.Reasons) {
+					mark = "new: "
+				}
+				line += "\n  - " + mark + r.Message
 			}
 			lines = append(lines, line)
 		case EventGroupNew:
@@ -301,6 +330,13 @@ func Text(events []Event) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func describe(g *Group) string {

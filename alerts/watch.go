@@ -1,10 +1,11 @@
 // Package alerts tells a pager or a chat when pgbus needs a person: a
 // Notifier checks the health verdict and the dead-letter groups through
 // the operations layer at an interval, and posts a JSON webhook when the
-// verdict changes, when a new dead-letter group appears, or when a group
-// grows by a threshold within a window. What changed since the last check
-// is decided by a Watcher; each check's changes go out as one alert, so a
-// burst of dead messages is one alert, not one per message.
+// verdict changes or gives a new reason, when a new dead-letter group
+// appears, or when a group grows by a threshold within a window. What
+// changed since the last check is decided by a Watcher; each check's
+// changes go out as one alert, so a burst of dead messages is one alert,
+// not one per message.
 package alerts
 
 import (
@@ -15,7 +16,8 @@ import (
 
 // Event types.
 const (
-	// EventHealthChanged: the health verdict is not what it was.
+	// EventHealthChanged: the health verdict is not what it was, or it
+	// gives a reason it did not give at the last check.
 	EventHealthChanged = "health_changed"
 	// EventGroupNew: a dead-letter group appeared.
 	EventGroupNew = "dlq_group_new"
@@ -27,8 +29,9 @@ const (
 type Event struct {
 	Type string `json:"type"`
 	// Status and PreviousStatus are the health verdicts of a
-	// health_changed event (PreviousStatus empty on the first check), and
-	// Reasons why the verdict is not OK.
+	// health_changed event (PreviousStatus empty on the first check; the
+	// same as Status when only the reasons changed), and Reasons why the
+	// verdict is not OK.
 	Status         string   `json:"status,omitempty"`
 	PreviousStatus string   `json:"previous_status,omitempty"`
 	Reasons        []Reason `json:"reasons,omitempty"`
@@ -45,6 +48,9 @@ type Reason struct {
 	Code    string `json:"code"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
+	// New: the last check did not give this reason, so no alert reported
+	// it while it lasted.
+	New bool `json:"new,omitempty"`
 }
 
 // Group is a dead-letter group as an alert shows it: the dead messages of
@@ -87,6 +93,10 @@ type Watcher struct {
 
 	checked bool
 	status  string
+	// reasons are the reasons of the verdict at the last check, each
+	// reported: one not among them is news, even under the same verdict,
+	// and one that goes is forgotten, so that its return is news again.
+	reasons map[ops.ReasonKey]bool
 	groups  map[groupKey]*groupState
 	// since, set by Resume until the next check, is when the last check
 	// of another Watcher was: the groups dead-lettered first after it are
@@ -108,10 +118,11 @@ func NewWatcher(threshold int64, window time.Duration) *Watcher {
 // Handover is what a Watcher resuming from another learns of the time no
 // Watcher looked.
 type Handover struct {
-	// Last is when the other's last check was, and Status the verdict it
-	// saw.
-	Last   time.Time
-	Status string
+	// Last is when the other's last check was, Status the verdict it saw
+	// and Reasons that verdict's reasons, each reported.
+	Last    time.Time
+	Status  string
+	Reasons []ops.ReasonKey
 	// Recent counts, by group, the messages dead-lettered since From: the
 	// later of Last and the start of the growth window. A known group's
 	// growth is measured from its count then, so that it counts what
@@ -123,10 +134,15 @@ type Handover struct {
 
 // Resume makes the next check go on from the last check of another
 // Watcher (the process that sent alerts before): the verdict it saw is the
-// previous one, the groups whose first message died after its time are
-// new, the others known, and their growth since From counts.
+// previous one, its reasons are known, the groups whose first message died
+// after its time are new, the others known, and their growth since From
+// counts.
 func (w *Watcher) Resume(h Handover) {
 	w.checked, w.status, w.since, w.from = true, h.Status, h.Last, h.From
+	w.reasons = make(map[ops.ReasonKey]bool, len(h.Reasons))
+	for _, k := range h.Reasons {
+		w.reasons[k] = true
+	}
 	w.recent = make(map[groupKey]int64, len(h.Recent))
 	for _, g := range mergeByKey(h.Recent) {
 		w.recent[keyOf(g)] = g.Count
@@ -136,17 +152,25 @@ func (w *Watcher) Resume(h Handover) {
 // Observe takes one check's health verdict and dead-letter summary and
 // returns what changed since the last. The first check is the baseline:
 // the groups there are then are known, not new, and the verdict is
-// reported only when it is not OK.
+// reported only when it is not OK. The verdict is reported when it changes
+// and when it gives a new reason (a second queue STALLED, a breaker open
+// while dead letters already make it DEGRADED); a reason that lasts is
+// reported once.
 func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Event {
 	var events []Event
-	if h.Status != w.status && (w.checked || h.Status != ops.HealthOK) {
-		e := Event{Type: EventHealthChanged, Status: h.Status, PreviousStatus: w.status}
-		for _, r := range h.Reasons {
-			e.Reasons = append(e.Reasons, Reason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message})
-		}
+	e := Event{Type: EventHealthChanged, Status: h.Status, PreviousStatus: w.status}
+	reasons := make(map[ops.ReasonKey]bool, len(h.Reasons))
+	fresh := false
+	for _, r := range h.Reasons {
+		isNew := !w.reasons[r.Key()]
+		fresh = fresh || isNew
+		reasons[r.Key()] = true
+		e.Reasons = append(e.Reasons, Reason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message, New: isNew})
+	}
+	if (h.Status != w.status || fresh) && (w.checked || h.Status != ops.HealthOK) {
 		events = append(events, e)
 	}
-	w.status = h.Status
+	w.status, w.reasons = h.Status, reasons
 	for _, g := range mergeByKey(sum.Groups) {
 		k := keyOf(g)
 		st := w.groups[k]
@@ -213,6 +237,15 @@ func mergeByKey(groups []ops.DeadGroup) []ops.DeadGroup {
 		}
 	}
 	return out
+}
+
+// reasonKeys are what tells the reasons of h apart.
+func reasonKeys(h ops.Health) []ops.ReasonKey {
+	keys := make([]ops.ReasonKey, 0, len(h.Reasons))
+	for _, r := range h.Reasons {
+		keys = append(keys, r.Key())
+	}
+	return keys
 }
 
 func keyOf(g ops.DeadGroup) groupKey {

@@ -1,6 +1,7 @@
 package alerts_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,71 @@ func TestWatcherReportsChanges(t *testing.T) {
 	}
 	if e := alerts.NewWatcher(100, time.Minute).Observe(now, degraded, old); len(e) != 1 || e[0].Type != alerts.EventHealthChanged || e[0].PreviousStatus != "" {
 		t.Fatalf("a first check on a DEGRADED system: %+v; want the verdict reported", e)
+	}
+}
+
+// A new reason is reported while the verdict stays the same (a second
+// queue STALLED, a queue paused while dead letters make it DEGRADED); a
+// reason that lasts is reported once, and one that goes and comes back is
+// reported again. A Watcher resuming from another's check knows the
+// reasons that check saw.
+func TestWatcherReportsNewReasonsUnderTheSameVerdict(t *testing.T) {
+	jobs := ops.HealthReason{Status: ops.HealthStalled, Code: "no_workers", Queue: "jobs", Message: "queue jobs: no worker"}
+	q3 := ops.HealthReason{Status: ops.HealthStalled, Code: "no_workers", Queue: "q3", Message: "queue q3: no worker"}
+	dead := ops.HealthReason{Status: ops.HealthDegraded, Code: "dead_letters_growing", Queue: "jobs", Message: "queue jobs: 3 dead-lettered"}
+	paused := ops.HealthReason{Status: ops.HealthDegraded, Code: "queue_paused", Queue: "q3", Message: "queue q3 is paused"}
+	health := func(status string, reasons ...ops.HealthReason) ops.Health {
+		return ops.Health{Status: status, Reasons: reasons}
+	}
+	steps := []struct {
+		h    ops.Health
+		want string // the new reasons' queues and codes, "" for no event
+	}{
+		{health(ops.HealthOK), ""},
+		{health(ops.HealthStalled, jobs), "jobs no_workers"},
+		{health(ops.HealthStalled, jobs, q3), "q3 no_workers"},
+		{health(ops.HealthStalled, jobs, q3), ""},
+		{health(ops.HealthStalled, jobs), ""},
+		{health(ops.HealthStalled, jobs, q3), "q3 no_workers"},
+		{health(ops.HealthDegraded, dead), "jobs dead_letters_growing"},
+		{health(ops.HealthDegraded, dead), ""},
+		{health(ops.HealthDegraded, dead, paused), "q3 queue_paused"},
+	}
+	w := alerts.NewWatcher(100, time.Minute)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i, s := range steps {
+		now = now.Add(time.Second)
+		events := w.Observe(now, s.h, ops.DLQSummary{})
+		var got []string
+		for _, e := range events {
+			for _, r := range e.Reasons {
+				if r.New {
+					got = append(got, r.Queue+" "+r.Code)
+				}
+			}
+		}
+		if strings.Join(got, ", ") != s.want || (s.want == "") != (len(events) == 0) {
+			t.Fatalf("check %d: events %+v; want the new reasons %q", i, events, s.want)
+		}
+	}
+	// Under the same verdict the event says so, with the new reason marked
+	// among those a person was told of before.
+	w = alerts.NewWatcher(100, time.Minute)
+	w.Observe(now, health(ops.HealthStalled, jobs), ops.DLQSummary{})
+	events := w.Observe(now.Add(time.Second), health(ops.HealthStalled, jobs, q3), ops.DLQSummary{})
+	if len(events) != 1 || events[0].Type != alerts.EventHealthChanged || events[0].PreviousStatus != ops.HealthStalled || len(events[0].Reasons) != 2 {
+		t.Fatalf("a second queue STALLED: %+v; want one health_changed event, STALLED before and now, with both reasons", events)
+	}
+	if text := alerts.Text(events); text != "pgbus health is still STALLED, with a new reason\n  - queue jobs: no worker\n  - new: queue q3: no worker" {
+		t.Fatalf("its text: %q", text)
+	}
+
+	// Resumed from a check that saw jobs STALLED, only q3 is new.
+	w = alerts.NewWatcher(100, time.Minute)
+	w.Resume(alerts.Handover{Last: now, Status: ops.HealthStalled, Reasons: []ops.ReasonKey{jobs.Key()}})
+	events = w.Observe(now.Add(time.Minute), health(ops.HealthStalled, jobs, q3), ops.DLQSummary{})
+	if len(events) != 1 || len(events[0].Reasons) != 2 || events[0].Reasons[0].New || !events[0].Reasons[1].New {
+		t.Fatalf("resumed knowing jobs STALLED, with q3 STALLED too: %+v; want q3 alone new", events)
 	}
 }
 

@@ -49,6 +49,25 @@ type HealthReason struct {
 	// Workers tells no_workers apart: never served, or served once.
 	Workers string `json:"workers,omitempty" jsonschema:"enum=never,enum=stopped,enum=stale" jsonschema_description:"For no_workers: never (no worker process served the queue in the last 24 hours), stopped (those that did shut down) or stale (one that did stopped heartbeating: crashed or hung)."`
 	Next    []Hint `json:"next,omitempty" jsonschema_description:"Where to look next."`
+	// subject is what else the reason is about, when its code and queue
+	// do not tell it apart: the breaker of circuit_open, since several
+	// breakers can hold up one queue.
+	subject string
+}
+
+// ReasonKey tells a reason apart from the others of a verdict, and stays
+// the same from one check to the next while its cause lasts (its message
+// holds counts and ages that change): its code, its queue, and what else it
+// is about (the breaker of circuit_open).
+type ReasonKey struct {
+	Code    string
+	Queue   string
+	Subject string
+}
+
+// Key returns what tells r apart.
+func (r HealthReason) Key() ReasonKey {
+	return ReasonKey{Code: r.Code, Queue: r.Queue, Subject: r.subject}
 }
 
 // Health checks queues and workers: STALLED when ready work is not being
@@ -259,6 +278,7 @@ func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(qu
 	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s after %d consecutive failures%s: the jobs of %s that use it are snoozed, not failed, until a probe call succeeds",
 		b.Name, state, b.ConsecutiveFailures, why, quoteList(queues)),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
+	h.Reasons[len(h.Reasons)-1].subject = b.Name
 }
 
 // quoteList names queues for a message: "a", "a" and "b", or the first

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,18 +14,32 @@ import (
 type AlertCheck struct {
 	At     time.Time
 	Status string
+	// Reasons are the reasons of the verdict it saw, each by what tells it
+	// apart, all of them reported by then.
+	Reasons []AlertReason
+}
+
+// AlertReason tells a reason of the health verdict apart (ops.ReasonKey).
+type AlertReason struct {
+	Code    string `json:"code"`
+	Queue   string `json:"queue,omitempty"`
+	Subject string `json:"subject,omitempty"`
 }
 
 // LastAlertCheck returns the last check RecordAlertCheck recorded, or
 // ErrNotFound when none was.
 func (s *Store) LastAlertCheck(ctx context.Context) (AlertCheck, error) {
 	var c AlertCheck
-	err := s.reads.QueryRow(ctx, `SELECT checked_at, status FROM pgbus.alert_checks`).Scan(&c.At, &c.Status)
+	var reasons []byte
+	err := s.reads.QueryRow(ctx, `SELECT checked_at, status, reasons::text FROM pgbus.alert_checks`).Scan(&c.At, &c.Status, &reasons)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, notFoundf("no alert check was recorded")
 	}
 	if err != nil {
 		return c, fmt.Errorf("store: read the last alert check: %w", err)
+	}
+	if err := json.Unmarshal(reasons, &c.Reasons); err != nil {
+		return c, fmt.Errorf("store: read the reasons of the last alert check: %w", err)
 	}
 	return c, nil
 }
@@ -43,9 +58,17 @@ func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 // RecordAlertCheck records a check of the process that sends alerts, for
 // the process elected after it.
 func (s *Store) RecordAlertCheck(ctx context.Context, c AlertCheck) error {
-	_, err := s.db.Exec(ctx, `
-		INSERT INTO pgbus.alert_checks (checked_at, status) VALUES ($1, $2)
-		ON CONFLICT (only_row) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status`, c.At, c.Status)
+	reasons, err := json.Marshal(c.Reasons)
+	if err != nil {
+		return fmt.Errorf("store: record the alert check: %w", err)
+	}
+	if c.Reasons == nil {
+		reasons = []byte("[]")
+	}
+	_, err = s.db.Exec(ctx, `
+		INSERT INTO pgbus.alert_checks (checked_at, status, reasons) VALUES ($1, $2, $3::text::jsonb)
+		ON CONFLICT (only_row) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status, reasons = excluded.reasons`,
+		c.At, c.Status, string(reasons))
 	if err != nil {
 		return fmt.Errorf("store: record the alert check: %w", err)
 	}

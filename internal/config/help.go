@@ -69,9 +69,10 @@ Example (every key but the handler types' own, which follow it):
 Durations take a unit: 500ms, 30s, 5m, 1h.
 
 Alerts: with an alerts block, pgbus work and pgbus serve with workers post
-a JSON webhook when the health verdict changes, when a new dead-letter group
-appears (queue, kind, error class and error pattern), or when a group grows
-by growth_threshold within growth_window; each check's changes are one post,
+a JSON webhook when the health verdict changes or gives a new reason (a
+second queue STALLED), when a new dead-letter group appears (queue, kind,
+error class and error pattern), or when a group grows by growth_threshold
+within growth_window; each check's changes are one post,
 and a group is reported at most once per window, so a burst is one alert.
 One process at a time sends them: the first to start with alerts on, then
 another when it stops. A failed post is retried with backoff from a
