@@ -198,6 +198,43 @@ func TestSlackFormat(t *testing.T) {
 	}
 }
 
+// The Slack format escapes &, < and > in the text taken from the system (a
+// handler's error message, a breaker's last error, an error class), so
+// that a handler's error cannot ping the channel or show a link under
+// words of its own; pgbus's own words are as they were.
+func TestSlackFormatEscapesTextFromMessages(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	w.start(t, alerts.Config{URL: r.srv.URL, Format: alerts.FormatSlack})
+	pgtest.DeadLetterN(t, w.st, w.queue, 2, pgtest.DeadSpec{Kind: "k", Class: "c<1>",
+		Message: "<!channel> card declined & see <https://evil.example|Click here>"})
+	w.openBreaker(t, "http:bank", "<!here> bank down")
+	var text string
+	pgtest.Eventually(t, 30*time.Second, "the alerts of the group and of the breaker", func() bool {
+		_, got := r.counts()
+		var texts []string
+		for i := range got {
+			texts = append(texts, r.alert(i)["text"].(string))
+		}
+		text = strings.Join(texts, "\n")
+		return strings.Contains(text, "card declined") && strings.Contains(text, "bank down")
+	})
+	for _, want := range []string{
+		`pgbus: new dead-letter group on orders: kind k, error class c&lt;1&gt;, e.g. "&lt;!channel&gt; card declined &amp; see &lt;https://evil.example|Click here&gt;", 2 dead`,
+		"pgbus health is DEGRADED (was OK)\n  - ",
+		"(last error: &lt;!here&gt; bank down)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the Slack text does not hold %q:\n%s", want, text)
+		}
+	}
+	for _, markup := range []string{"<!channel>", "<!here>", "<https://", "c<1>"} {
+		if strings.Contains(text, markup) {
+			t.Errorf("the Slack text holds %q as Slack would read it:\n%s", markup, text)
+		}
+	}
+}
+
 // One process at a time sends alerts: a second notifier on the same
 // database stays quiet while the first leads.
 func TestOneNotifierSends(t *testing.T) {
@@ -460,22 +497,9 @@ func TestSecondBreakerOpenOnTheSameQueueIsReported(t *testing.T) {
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	n := w.start(t, alerts.Config{URL: r.srv.URL})
-	open := func(name string) {
-		t.Helper()
-		ctx := pgtest.Context(t)
-		if err := w.st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.st.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: w.queue}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.st.BreakerFailed(ctx, name, "503"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	open("http:bank")
+	w.openBreaker(t, "http:bank", "503")
 	pgtest.Eventually(t, 30*time.Second, "the alert of the first breaker", func() bool { _, got := r.counts(); return got >= 1 })
-	open("http:mail")
+	w.openBreaker(t, "http:mail", "503")
 	pgtest.Eventually(t, 30*time.Second, "the alert of the second breaker", func() bool { _, got := r.counts(); return got >= 2 })
 	settle(t, n)
 	if _, got := r.counts(); got != 2 {
@@ -484,6 +508,22 @@ func TestSecondBreakerOpenOnTheSameQueueIsReported(t *testing.T) {
 	text := r.alert(1)["text"].(string)
 	if !strings.Contains(text, "still DEGRADED") || !strings.Contains(text, `new: circuit breaker "http:mail"`) || strings.Contains(text, `new: circuit breaker "http:bank"`) {
 		t.Fatalf("the second alert: %q; want http:mail new beside http:bank", text)
+	}
+}
+
+// openBreaker opens a circuit breaker that the world's queue uses, after
+// one failure whose error is lastError: the verdict says it is open.
+func (w world) openBreaker(t *testing.T, name, lastError string) {
+	t.Helper()
+	ctx := pgtest.Context(t)
+	if err := w.st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.st.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: w.queue}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.BreakerFailed(ctx, name, lastError); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -293,7 +293,12 @@ func alertReasons(h ops.Health) []store.AlertReason {
 }
 
 // Text says what events report in a few lines, for a person.
-func Text(events []Event) string {
+func Text(events []Event) string { return text(events, func(s string) string { return s }) }
+
+// text is Text with the words taken from the system (messages, queues,
+// kinds, error classes) passed through esc, and pgbus's own words as they
+// are: a chat's markup in those words is shown, not followed.
+func text(events []Event, esc func(string) string) string {
 	var lines []string
 	for _, e := range events {
 		switch e.Type {
@@ -319,14 +324,14 @@ func Text(events []Event) string {
 				if r.New && fresh < len(e.Reasons) {
 					mark = "new: "
 				}
-				line += "\n  - " + mark + r.Message
+				line += "\n  - " + mark + esc(r.Message)
 			}
 			lines = append(lines, line)
 		case EventGroupNew:
-			lines = append(lines, fmt.Sprintf("pgbus: new dead-letter group on %s: %s, %d dead", e.Group.Queue, describe(e.Group), e.Group.Count))
+			lines = append(lines, fmt.Sprintf("pgbus: new dead-letter group on %s: %s, %d dead", esc(e.Group.Queue), describe(e.Group, esc), e.Group.Count))
 		case EventGroupGrowing:
-			lines = append(lines, fmt.Sprintf("pgbus: dead-letter group on %s grew by %d in %s: %s, %d dead", e.Group.Queue, e.Growth,
-				time.Duration(e.WindowSeconds*float64(time.Second)), describe(e.Group), e.Group.Count))
+			lines = append(lines, fmt.Sprintf("pgbus: dead-letter group on %s grew by %d in %s: %s, %d dead", esc(e.Group.Queue), e.Growth,
+				time.Duration(e.WindowSeconds*float64(time.Second)), describe(e.Group, esc), e.Group.Count))
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -339,8 +344,8 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func describe(g *Group) string {
-	kind, class := g.Kind, g.ErrorClass
+func describe(g *Group, esc func(string) string) string {
+	kind, class := esc(g.Kind), esc(g.ErrorClass)
 	if kind == "" {
 		kind = "(none)"
 	}
@@ -349,7 +354,7 @@ func describe(g *Group) string {
 	}
 	s := "kind " + kind + ", error class " + class
 	if g.Error != "" {
-		s += `, e.g. "` + g.Error + `"`
+		s += `, e.g. "` + esc(g.Error) + `"`
 	}
 	return s
 }

@@ -244,10 +244,20 @@ func (s *sender) deliver(ctx context.Context, a Alert) bool {
 
 func (s *sender) body(a Alert) ([]byte, error) {
 	if s.cfg.Format == FormatSlack {
-		return json.Marshal(map[string]string{"text": a.Text})
+		t := slackEscape(a.Text)
+		if len(a.Events) > 0 {
+			t = text(a.Events, slackEscape)
+		}
+		return json.Marshal(map[string]string{"text": t})
 	}
 	return json.Marshal(a)
 }
+
+// slackEscape escapes the characters Slack reads as markup (&, <, >) as
+// its documentation says, so that an error message holding <!channel> or
+// <https://example.com|a link> is shown as written, neither pinging a
+// channel nor disguising a link.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
 // post sends one request; retry says whether a failure is worth another.
 func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) {
