@@ -650,3 +650,56 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 	}
 	pgtest.Eventually(t, 60*time.Second, "all 300 retried and archived", func() bool { return pgtest.Archived(t, s, q) == 300 })
 }
+
+// A job's outcome settles the read that ran it, not whatever message holds
+// its id by the time it is written: a queue dropped and made again while
+// the job runs hands the id out anew, and the old job's archive must leave
+// the new message to run.
+func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	running, release := make(chan struct{}, 1), make(chan struct{})
+	var newRuns atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		var in string
+		if err := job.Decode(&in); err != nil {
+			return err
+		}
+		if in == "old" {
+			running <- struct{}{}
+			<-release
+			return nil
+		}
+		newRuns.Add(1)
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	pgtest.Start(t, c)
+	old := pgtest.Send(t, c, q, "old", engine.SendOptions{})
+	<-running
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.SetFastSettings(t, s, q, nil)
+	// Delayed, so that the old job's outcome comes while the new message
+	// still waits for its first read.
+	fresh := pgtest.Send(t, c, q, "new", engine.SendOptions{Delay: time.Second})
+	if fresh != old {
+		t.Fatalf("the queue made again gave the new message id %d; the test wants the old one's, %d", fresh, old)
+	}
+	close(release)
+	pgtest.Eventually(t, 30*time.Second, "the new message to run", func() bool { return newRuns.Load() == 1 })
+	pgtest.Eventually(t, 30*time.Second, "the new message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	var payload string
+	var reads int
+	if err := s.Pool().QueryRow(ctx, `SELECT message #>> '{}', read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, fresh).Scan(&payload, &reads); err != nil {
+		t.Fatal(err)
+	}
+	if payload != "new" || reads != 1 || newRuns.Load() != 1 || pgtest.Live(t, s, q) != 0 {
+		t.Fatalf("archived %q after %d reads, ran %d times, %d left live; want the new message, run once", payload, reads, newRuns.Load(), pgtest.Live(t, s, q))
+	}
+}

@@ -20,8 +20,8 @@ const (
 
 // result is the settled outcome of one delivery, waiting to be written.
 type result struct {
-	queue      string // physical
-	msgID      int64
+	queue      string      // physical
+	claim      store.Claim // the read it settles: nothing is written once the message is at another
 	kind       string
 	action     action
 	delay      time.Duration
@@ -114,11 +114,11 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}
-	keys := make([]msgKey, len(batch))
+	claims := make([]store.Claim, len(batch))
 	for i, r := range batch {
-		keys[i] = msgKey{queue, r.msgID}
+		claims[i] = r.claim
 	}
-	w.unhold(keys)
+	w.unhold(queue, claims)
 }
 
 // dropped tells whether a write failed because its queue's table is gone,
@@ -138,23 +138,26 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var done, snoozeIDs []int64
-	var snoozeDelays []time.Duration
+	var done []store.Claim
+	var snoozes []store.SnoozeItem
 	var retryItems []store.RetryItem
 	var dead []store.DeadLetterItem
 	var discards []store.DiscardItem
 	for _, r := range batch {
 		switch r.action {
 		case actionSucceed:
-			done = append(done, r.msgID)
+			done = append(done, r.claim)
 		case actionRetry:
-			retryItems = append(retryItems, store.RetryItem{MsgID: r.msgID, Delay: r.delay, Failure: *r.failure})
+			retryItems = append(retryItems, store.RetryItem{MsgID: r.claim.MsgID, Delay: r.delay, Failure: *r.failure,
+				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionSnooze:
-			snoozeIDs, snoozeDelays = append(snoozeIDs, r.msgID), append(snoozeDelays, r.delay)
+			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay,
+				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionDiscard:
-			discards = append(discards, store.DiscardItem{MsgID: r.msgID, Failure: *r.failure})
+			discards = append(discards, store.DiscardItem{MsgID: r.claim.MsgID, Failure: *r.failure,
+				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionDeadLetter:
-			dead = append(dead, store.DeadLetterItem{MsgID: r.msgID, Reason: r.reason, MaxRetries: r.maxRetries, Failure: r.failure})
+			dead = append(dead, r.deadLetterItem())
 		}
 	}
 	steps := [5]func() error{
@@ -162,31 +165,37 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			if len(done) == 0 {
 				return nil
 			}
+			var got []int64
 			var err error
 			if w.c.settingsFor(w.name).DeleteOnSuccess {
-				_, err = w.c.store.DeleteMany(ctx, queue, done)
+				got, err = w.c.store.DeleteClaimed(ctx, queue, done)
 			} else {
-				_, err = w.c.store.ArchiveMany(ctx, queue, done)
+				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
+			w.logUnwritten(queue, "success", len(done), len(got))
 			return err
 		},
 		actionRetry: func() error {
-			_, err := w.c.store.RetryMany(ctx, queue, retryItems)
+			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
+			w.logUnwritten(queue, "retry", len(retryItems), len(got))
 			return err
 		},
 		actionSnooze: func() error {
-			_, err := w.c.store.SnoozeMany(ctx, queue, snoozeIDs, snoozeDelays)
+			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
+			w.logUnwritten(queue, "snooze", len(snoozes), len(got))
 			return err
 		},
 		actionDiscard: func() error {
-			_, err := w.c.store.DiscardMany(ctx, queue, discards)
+			got, err := w.c.store.DiscardMany(ctx, queue, discards)
+			w.logUnwritten(queue, "discard", len(discards), len(got))
 			return err
 		},
 		actionDeadLetter: func() error {
 			if len(dead) == 0 {
 				return nil
 			}
-			_, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, "worker", dead)
+			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
+			w.logUnwritten(queue, "dead letter", len(dead), len(got))
 			return err
 		},
 	}
@@ -200,6 +209,24 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 		written[a] = true
 	}
 	return nil
+}
+
+// logUnwritten notes outcomes that matched no message: each message was
+// read again after its claim lapsed, and another worker holds it now, or it
+// is gone (its queue dropped, maybe made again with new messages under the
+// same ids). That is no failure of this worker's: the message is not its
+// own any more.
+func (w *queueWorker) logUnwritten(queue, what string, sent, written int) {
+	if written < sent {
+		w.c.log.Debug("pgbus: outcomes not written: their messages are no longer at the reads that ran them",
+			"queue", queue, "outcome", what, "count", sent-written)
+	}
+}
+
+// deadLetterItem is the write of a dead-letter outcome.
+func (r result) deadLetterItem() store.DeadLetterItem {
+	return store.DeadLetterItem{MsgID: r.claim.MsgID, Reason: r.reason, MaxRetries: r.maxRetries, Failure: r.failure,
+		ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
 }
 
 func (w *queueWorker) record(batch []result) {

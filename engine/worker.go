@@ -42,7 +42,7 @@ type queueWorker struct {
 	gone map[string]bool
 
 	mu   sync.Mutex
-	held map[msgKey]struct{} // read and not yet settled: kept invisible by heartbeat
+	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
 
 	// settling is held for reading while outcomes are written and for
 	// writing while the heartbeat extends visibility, so a heartbeat never
@@ -69,7 +69,7 @@ func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase, write
 		jobBase:   jobBase,
 		writeBase: writeBase,
 		outcomes:  make(chan result, qc.Concurrency),
-		held:      map[msgKey]struct{}{},
+		held:      map[msgKey]store.Claim{},
 		settled:   newSettledCounts(physical),
 		gone:      map[string]bool{},
 	}
@@ -186,7 +186,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 				continue
 			}
 			routed, routedFrom = append(routed, res), append(routedFrom, d)
-			items = append(items, store.DeadLetterItem{MsgID: res.msgID, Reason: res.reason, MaxRetries: res.maxRetries, Failure: res.failure})
+			items = append(items, res.deadLetterItem())
 		}
 		return items
 	})
@@ -204,7 +204,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 
 func (w *queueWorker) start(queue string, runnable []delivery) {
 	for _, d := range runnable {
-		w.hold(queue, d.m.ID)
+		w.hold(queue, d.m.Claim())
 		w.jobs.Add(1)
 		w.runnable <- d // never blocks: each delivery holds one of the slots
 	}
@@ -288,17 +288,23 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *queueWorker) hold(queue string, id int64) {
+func (w *queueWorker) hold(queue string, c store.Claim) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.held[msgKey{queue, id}] = struct{}{}
+	w.held[msgKey{queue, c.MsgID}] = c
 }
 
-func (w *queueWorker) unhold(keys []msgKey) {
+// unhold forgets the claims settled. A later read of the same id, which
+// this worker may hold too once an earlier claim lapsed (or a queue made
+// again hands the id out anew), stays held.
+func (w *queueWorker) unhold(queue string, claims []store.Claim) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, k := range keys {
-		delete(w.held, k)
+	for _, c := range claims {
+		k := msgKey{queue, c.MsgID}
+		if w.held[k] == c {
+			delete(w.held, k)
+		}
 	}
 }
 
@@ -345,17 +351,26 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 	w.settling.Lock()
 	defer w.settling.Unlock()
 	w.mu.Lock()
-	ids := map[string][]int64{}
-	for k := range w.held {
-		ids[k.queue] = append(ids[k.queue], k.id)
+	claims := map[string][]store.Claim{}
+	for k, c := range w.held {
+		claims[k.queue] = append(claims[k.queue], c)
 	}
 	w.mu.Unlock()
-	for queue, list := range ids {
+	for queue, list := range claims {
 		for len(list) > 0 {
 			chunk := list[:min(len(list), store.MaxBatch)]
 			list = list[len(chunk):]
-			if _, err := w.c.store.SetVisibilityMany(ctx, queue, chunk, vt); err != nil && ctx.Err() == nil {
-				w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
+			got, err := w.c.store.SetVisibilityClaimed(ctx, queue, chunk, vt)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
+				}
+				continue
+			}
+			if len(got) < len(chunk) {
+				// Their claims lapsed and other reads hold them now, or
+				// they are gone: those reads' workers keep them invisible.
+				w.c.log.Debug("pgbus: visibility heartbeat: messages no longer at the reads held", "queue", queue, "count", len(chunk)-len(got))
 			}
 		}
 	}
@@ -407,7 +422,7 @@ func (d delivery) readCap() int {
 }
 
 func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
-	res := result{queue: d.queue, msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res := result{queue: d.queue, claim: d.m.Claim(), kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	switch {
 	case d.m.ReadCount > d.readCap():
 		res.maxRetries = d.readCap()
@@ -429,7 +444,7 @@ func (w *queueWorker) process(d delivery) {
 	<-w.slots
 	if res.abandon {
 		w.giveBack(d)
-		w.unhold([]msgKey{{d.queue, d.m.ID}})
+		w.unhold(d.queue, []store.Claim{d.m.Claim()})
 		return
 	}
 	w.outcomes <- res
@@ -445,7 +460,7 @@ func (w *queueWorker) giveBack(d delivery) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), 5*time.Second)
 	defer cancel()
 	vt := w.c.settingsFor(w.name).VisibilityTimeout
-	if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.ID, d.m.ReadCount, vt); err != nil {
+	if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.Claim(), vt); err != nil {
 		w.c.log.Warn("pgbus: could not give back the attempt of a job the stop cut off; it counts as one", "queue", d.queue, "msg_id", d.m.ID, "err", err)
 	}
 }
@@ -468,7 +483,7 @@ func (w *queueWorker) jobOf(d delivery) *Job {
 
 // runDelivery calls the handler and turns what it returned into an outcome.
 func (w *queueWorker) runDelivery(d delivery) (res result) {
-	res = result{queue: d.queue, msgID: d.m.ID, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res = result{queue: d.queue, claim: d.m.Claim(), kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	job := w.jobOf(d)
 	ctx := w.c.observers.started(w.jobBase, job)
 	var a attempt

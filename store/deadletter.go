@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,6 +33,11 @@ type DeadLetterItem struct {
 	// Failure is the failure that ends the message, recorded in the same
 	// transaction; nil when there is none (routing at read time, deadline).
 	Failure *Failure
+	// ReadCount and EnqueuedAt are those of the read that ends the
+	// message, as in Claim: it moves only while it is still at that read.
+	// ReadCount 0 moves the message at any read.
+	ReadCount  int
+	EnqueuedAt time.Time
 }
 
 // DeadLettered pairs a dead-lettered message's id in its source queue with
@@ -45,8 +51,9 @@ type DeadLettered struct {
 // statement, so all of them move or none: it records the failures given,
 // inserts each DLQ copy with its dead-letter block (the pgbus_dead_letter
 // header), deletes the originals, and re-keys each message's failure history
-// to its new (dlq, msg_id). Ids not in queue are skipped, not an error:
-// another worker may have finished them. source is SourceWorker or
+// to its new (dlq, msg_id). Ids not in queue, or no longer at the read their
+// item names, are skipped, not an error: another worker may have finished
+// them or hold them now. source is SourceWorker or
 // SourceConsumer. The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
 	return deadLetterWith(ctx, s.db, queue, dlq, source, items)
@@ -95,7 +102,8 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 		return nil, err
 	}
 	n := len(items)
-	ids, maxRetries, attempts := make([]int64, n), make([]int32, n), make([]int32, n)
+	ids, maxRetries, attempts, reads := make([]int64, n), make([]int32, n), make([]int32, n), make([]int32, n)
+	enqs := make([]time.Time, n)
 	reasons := make([]string, n)
 	kinds, classes, messages, traces := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	details := make([]*string, n)
@@ -105,6 +113,7 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 			return nil, err
 		}
 		ids[i], reasons[i], maxRetries[i] = it.MsgID, it.Reason, int32(it.MaxRetries)
+		reads[i], enqs[i] = int32(it.ReadCount), it.EnqueuedAt
 		if it.Failure != nil {
 			f := it.Failure.bounded()
 			attempts[i] = int32(f.Attempt)
@@ -112,7 +121,7 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 			details[i] = f.Detail.json()
 		}
 	}
-	return []any{ids, reasons, maxRetries, attempts, kinds, classes, messages, traces, queue, dlq, source, details}, nil
+	return []any{ids, reasons, maxRetries, attempts, kinds, classes, messages, traces, queue, dlq, source, details, reads, enqs}, nil
 }
 
 func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool) error {
@@ -124,6 +133,9 @@ func validateDeadLetterItem(queue string, it DeadLetterItem, seen map[int64]bool
 	}
 	seen[it.MsgID] = true
 	if err := validateDeadReason(it.Reason); err != nil {
+		return err
+	}
+	if err := validateClaim("dead-letter from", queue, Claim{MsgID: it.MsgID, ReadCount: it.ReadCount}); err != nil {
 		return err
 	}
 	if it.MaxRetries < 0 || it.MaxRetries > math.MaxInt32 {
@@ -171,7 +183,8 @@ func sqlDeadBacktrace(expr string) string {
 // tell which failure rows to re-key without a second round trip. Data-
 // modifying CTEs all run to completion, read or not.
 //
-// Parameters: $1..$8 and $12 per-item arrays, $9 queue, $10 dlq, $11 source.
+// Parameters: $1..$8 and $12..$14 per-item arrays, $9 queue, $10 dlq, $11
+// source.
 func deadLetterSQL(queue, dlq string) string {
 	block := `jsonb_strip_nulls(jsonb_build_object(
 		'version', ` + fmt.Sprint(DeadLetterBlockVersion) + `,
@@ -194,11 +207,11 @@ func deadLetterSQL(queue, dlq string) string {
 			ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', m.headers) END
 		|| jsonb_build_object('` + HeaderDeadLetter + `', ` + block + `)`
 	return `WITH items AS (
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $12::text[])
-			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace, detail)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $12::text[], $13::int[], $14::timestamptz[])
+			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace, detail, claim_ct, claim_enq)
 	), m AS (
-		DELETE FROM ` + queueTable(queue) + ` q USING items i WHERE q.msg_id = i.msg_id
-		RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.message, q.headers, i.reason, i.max_retries
+		DELETE FROM ` + queueTable(queue) + ` q USING items t WHERE q.msg_id = t.msg_id AND ` + sqlClaimed + `
+		RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.message, q.headers, t.reason, t.max_retries
 	), ins AS (
 		INSERT INTO ` + queueTable(dlq) + ` (vt, message, headers)
 		SELECT now(), m.message, ` + headers + `

@@ -91,7 +91,8 @@ func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, sql, ids)
+		c := claimColumnsOf(anyRead(ids))
+		rows, err := tx.Query(ctx, sql, c.ids, c.reads, c.enqs)
 		if err != nil {
 			return queueErr(err, "archive in", dlq)
 		}

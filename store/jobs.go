@@ -14,11 +14,17 @@ type RetryItem struct {
 	MsgID   int64
 	Delay   time.Duration
 	Failure Failure
+	// ReadCount and EnqueuedAt are those of the read that failed, as in
+	// Claim: the retry is written only while the message is still at that
+	// read. ReadCount 0 retries the message at any read.
+	ReadCount  int
+	EnqueuedAt time.Time
 }
 
 // RetryMany records each failure and makes its message visible again after
 // its delay; the queue row itself is the retry. It returns the ids updated;
-// ids no longer in the queue are skipped and record no failure.
+// ids no longer in the queue, or no longer at the read the item names, are
+// skipped and record no failure.
 func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
@@ -26,19 +32,24 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 	if len(items) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(items))
+	c := newClaimColumns(len(items))
 	delays := make([]int64, len(items))
 	f := newFailureColumns(len(items))
 	for i, it := range items {
-		ids[i], delays[i] = it.MsgID, max(it.Delay, 0).Microseconds()
+		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
+		if err := validateClaim("retry in", queue, cl); err != nil {
+			return nil, err
+		}
+		c.add(cl)
+		delays[i] = max(it.Delay, 0).Microseconds()
 		f.add(it.Failure)
 	}
 	sql := `WITH t AS (
-			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-				AS t(id, delay_us, attempt, kind, class, message, backtrace, detail)
+			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
+				AS t(id, delay_us, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
 		), u AS (
 			UPDATE ` + queueTable(queue) + ` q SET vt = now() + t.delay_us * interval '1 microsecond'
-			FROM t WHERE q.msg_id = t.id
+			FROM t WHERE q.msg_id = t.id AND ` + sqlClaimed + `
 			RETURNING q.msg_id, q.vt
 		), f AS (
 			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail, failed_at, retry_at)
@@ -46,46 +57,61 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 			FROM t JOIN u ON u.msg_id = t.id
 		)
 		SELECT msg_id FROM u`
-	return s.collectIDs(ctx, "retry in", queue, sql, queue, ids, delays, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details)
+	return s.collectIDs(ctx, "retry in", queue, sql, queue, c.ids, delays, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details, c.reads, c.enqs)
+}
+
+// SnoozeItem puts a message off without using an attempt.
+type SnoozeItem struct {
+	MsgID int64
+	Delay time.Duration
+	// ReadCount and EnqueuedAt are those of the read snoozed, as in
+	// Claim; ReadCount 0 snoozes the message at any read.
+	ReadCount  int
+	EnqueuedAt time.Time
 }
 
 // SnoozeMany makes messages visible again after their delays without using
-// an attempt: read_ct is put back. It returns the ids updated.
-func (s *Store) SnoozeMany(ctx context.Context, queue string, ids []int64, delays []time.Duration) ([]int64, error) {
+// an attempt: read_ct is put back. It returns the ids updated; a message no
+// longer at the read the item names is left as it is.
+func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
-	if len(ids) != len(delays) {
-		return nil, invalidf("snooze in %q: %d ids but %d delays", queue, len(ids), len(delays))
-	}
-	if len(ids) == 0 {
+	if len(items) == 0 {
 		return nil, nil
 	}
-	us := make([]int64, len(delays))
-	for i, d := range delays {
-		us[i] = max(d, 0).Microseconds()
+	c := newClaimColumns(len(items))
+	us := make([]int64, len(items))
+	for i, it := range items {
+		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
+		if err := validateClaim("snooze in", queue, cl); err != nil {
+			return nil, err
+		}
+		c.add(cl)
+		us[i] = max(it.Delay, 0).Microseconds()
 	}
 	sql := `UPDATE ` + queueTable(queue) + ` q
 		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0)
-		FROM unnest($1::bigint[], $2::bigint[]) AS t(id, delay_us)
-		WHERE q.msg_id = t.id
+		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[]) AS t(id, delay_us, claim_ct, claim_enq)
+		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
 		RETURNING q.msg_id`
-	return s.collectIDs(ctx, "snooze in", queue, sql, ids, us)
+	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs)
 }
 
 // GiveBack returns the attempt of a read whose job was cut off unfinished
 // by a stop (not by a failure): the message is visible again after delay,
 // with read_ct as before that read, so that stopping workers, as every
-// deploy does, uses up no attempts. It does nothing when the message was
-// read again meanwhile (read_ct moved on) or is gone; it reports whether
-// it gave the attempt back.
-func (s *Store) GiveBack(ctx context.Context, queue string, id int64, readCount int, delay time.Duration) (bool, error) {
+// deploy does, uses up no attempts. It does nothing when the message is no
+// longer at the read claimed (read again meanwhile, or another message of
+// the id in a queue made again) or is gone; it reports whether it gave the
+// attempt back.
+func (s *Store) GiveBack(ctx context.Context, queue string, c Claim, delay time.Duration) (bool, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return false, err
 	}
 	tag, err := s.db.Exec(ctx, `UPDATE `+queueTable(queue)+`
 		SET vt = now() + $3 * interval '1 microsecond', read_ct = read_ct - 1
-		WHERE msg_id = $1 AND read_ct = $2 AND read_ct > 0`, id, readCount, max(delay, 0).Microseconds())
+		WHERE msg_id = $1 AND read_ct = $2 AND read_ct > 0 AND enqueued_at = $4`, c.MsgID, c.ReadCount, max(delay, 0).Microseconds(), c.EnqueuedAt)
 	if err != nil {
 		return false, queueErr(err, "give back a read of", queue)
 	}
@@ -96,10 +122,15 @@ func (s *Store) GiveBack(ctx context.Context, queue string, id int64, readCount 
 type DiscardItem struct {
 	MsgID   int64
 	Failure Failure
+	// ReadCount and EnqueuedAt are those of the read that failed, as in
+	// Claim; ReadCount 0 discards the message at any read.
+	ReadCount  int
+	EnqueuedAt time.Time
 }
 
 // DiscardMany records each failure and archives its message with the
-// pgbus_discarded header: it never reaches the DLQ. It returns the ids moved.
+// pgbus_discarded header: it never reaches the DLQ. It returns the ids
+// moved; a message no longer at the read the item names is left as it is.
 func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardItem) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
@@ -111,10 +142,14 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(items))
+	c := newClaimColumns(len(items))
 	f := newFailureColumns(len(items))
-	for i, it := range items {
-		ids[i] = it.MsgID
+	for _, it := range items {
+		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
+		if err := validateClaim("discard in", queue, cl); err != nil {
+			return nil, err
+		}
+		c.add(cl)
 		f.add(it.Failure)
 	}
 	cols := "msg_id, read_ct, enqueued_at, vt, message"
@@ -122,10 +157,10 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 		cols += ", last_read_at"
 	}
 	sql := `WITH t AS (
-			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-				AS t(id, attempt, kind, class, message, backtrace, detail)
+			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
+				AS t(id, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
 		), d AS (
-			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id
+			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id AND ` + sqlClaimed + `
 			RETURNING q.*
 		), a AS (
 			INSERT INTO ` + archiveTable(queue) + ` (` + cols + `, headers)
@@ -137,7 +172,7 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 			FROM t JOIN a ON a.msg_id = t.id
 		)
 		SELECT msg_id FROM a`
-	return s.collectIDs(ctx, "discard in", queue, sql, queue, ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details)
+	return s.collectIDs(ctx, "discard in", queue, sql, queue, c.ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details, c.reads, c.enqs)
 }
 
 // mergeHeaderSQL returns SQL that adds key = value to a headers column,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -58,6 +59,86 @@ type Message struct {
 	VisibleSince time.Time       `json:"-"`
 	Payload      json.RawMessage `json:"message"`
 	Headers      json.RawMessage `json:"headers"`
+}
+
+// Claim names one read of a message: its id with the read count and
+// enqueue time that read returned. An outcome written for a claim changes
+// the message only while it is still at that read. The id alone is not
+// enough: once the claim's visibility timeout passed, another worker may
+// hold the message under a later read, and a queue dropped and made again
+// hands its ids out anew to other messages. A claim with ReadCount 0 names
+// the message at any read, for writes decided outside a worker's read.
+type Claim struct {
+	MsgID      int64
+	ReadCount  int
+	EnqueuedAt time.Time
+}
+
+// Claim returns the claim of the read that returned m.
+func (m Message) Claim() Claim {
+	return Claim{MsgID: m.ID, ReadCount: m.ReadCount, EnqueuedAt: m.EnqueuedAt}
+}
+
+// anyRead names ids at any read.
+func anyRead(ids []int64) []Claim {
+	out := make([]Claim, len(ids))
+	for i, id := range ids {
+		out[i].MsgID = id
+	}
+	return out
+}
+
+// claimColumns lays claims out as parallel arrays for unnest, as the
+// columns t.id, t.claim_ct and t.claim_enq that sqlClaimed compares.
+type claimColumns struct {
+	ids   []int64
+	reads []int32
+	enqs  []time.Time
+}
+
+func newClaimColumns(n int) *claimColumns {
+	return &claimColumns{ids: make([]int64, 0, n), reads: make([]int32, 0, n), enqs: make([]time.Time, 0, n)}
+}
+
+func claimColumnsOf(claims []Claim) *claimColumns {
+	c := newClaimColumns(len(claims))
+	for _, cl := range claims {
+		c.add(cl)
+	}
+	return c
+}
+
+func (c *claimColumns) add(cl Claim) {
+	c.ids = append(c.ids, cl.MsgID)
+	c.reads = append(c.reads, int32(cl.ReadCount))
+	c.enqs = append(c.enqs, cl.EnqueuedAt)
+}
+
+// sqlClaimed holds when queue row q is still at the read that t claims.
+// It comes on top of q.msg_id = t.id, which finds the row by its primary
+// key, and only filters the row found.
+const sqlClaimed = `(t.claim_ct = 0 OR q.read_ct = t.claim_ct AND q.enqueued_at = t.claim_enq)`
+
+func validateClaim(op, queue string, c Claim) error {
+	if c.MsgID <= 0 {
+		return invalidf("%s %q: message id %d is not valid; ids are positive", op, queue, c.MsgID)
+	}
+	if c.ReadCount < 0 || c.ReadCount > math.MaxInt32 {
+		return invalidf("%s %q: message %d: read count %d is out of range", op, queue, c.MsgID, c.ReadCount)
+	}
+	return nil
+}
+
+func validateClaims(op, queue string, claims []Claim) error {
+	if len(claims) == 0 || len(claims) > MaxBatch {
+		return invalidf("%s %q: pass 1 to %d message ids, not %d", op, queue, MaxBatch, len(claims))
+	}
+	for _, c := range claims {
+		if err := validateClaim(op, queue, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func validateNewMessage(i int, m NewMessage) error {
@@ -414,32 +495,44 @@ func (s *Store) Archive(ctx context.Context, queue string, id int64) (bool, erro
 // ArchiveMany moves messages to the queue's archive in one statement and
 // returns the ids that were moved; ids not in the queue are left out.
 func (s *Store) ArchiveMany(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	return s.ArchiveClaimed(ctx, queue, anyRead(ids))
+}
+
+// ArchiveClaimed moves the messages claimed to the queue's archive in one
+// statement and returns the ids that were moved; a message no longer at
+// the read claimed, or gone, is left as it is.
+func (s *Store) ArchiveClaimed(ctx context.Context, queue string, claims []Claim) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
-	if err := validateIDs("archive in", queue, ids); err != nil {
+	if err := validateClaims("archive in", queue, claims); err != nil {
 		return nil, err
 	}
 	sql, err := s.archiveSQL(ctx, queue)
 	if err != nil {
 		return nil, err
 	}
-	return s.collectIDs(ctx, "archive in", queue, sql, ids)
+	c := claimColumnsOf(claims)
+	return s.collectIDs(ctx, "archive in", queue, sql, c.ids, c.reads, c.enqs)
 }
 
-// archiveSQL returns the statement that moves the messages $1 of queue to
-// its archive and returns their ids.
+// archiveSQL returns the statement that moves the messages claimed by $1,
+// $2 and $3 of queue to its archive and returns their ids.
 func (s *Store) archiveSQL(ctx context.Context, queue string) (string, error) {
 	info, err := s.tableInfo(ctx, queue)
 	if err != nil {
 		return "", err
 	}
-	cols := "msg_id, read_ct, enqueued_at, vt, message, headers"
+	cols := []string{"msg_id", "read_ct", "enqueued_at", "vt", "message", "headers"}
 	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
-		cols += ", last_read_at"
+		cols = append(cols, "last_read_at")
 	}
-	return `WITH d AS (DELETE FROM ` + queueTable(queue) + ` WHERE msg_id = ANY($1) RETURNING ` + cols + `)
-		INSERT INTO ` + archiveTable(queue) + ` (` + cols + `) SELECT ` + cols + ` FROM d RETURNING msg_id`, nil
+	list := strings.Join(cols, ", ")
+	return `WITH d AS (
+			DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
+			WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+			RETURNING q.` + strings.Join(cols, ", q.") + `)
+		INSERT INTO ` + archiveTable(queue) + ` (` + list + `) SELECT ` + list + ` FROM d RETURNING msg_id`, nil
 }
 
 // Delete removes one message for good. It reports false when no such message
@@ -451,14 +544,23 @@ func (s *Store) Delete(ctx context.Context, queue string, id int64) (bool, error
 
 // DeleteMany removes messages in one statement and returns the ids deleted.
 func (s *Store) DeleteMany(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	return s.DeleteClaimed(ctx, queue, anyRead(ids))
+}
+
+// DeleteClaimed removes the messages claimed in one statement and returns
+// the ids deleted; a message no longer at the read claimed is left.
+func (s *Store) DeleteClaimed(ctx context.Context, queue string, claims []Claim) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
-	if err := validateIDs("delete from", queue, ids); err != nil {
+	if err := validateClaims("delete from", queue, claims); err != nil {
 		return nil, err
 	}
-	sql := `DELETE FROM ` + queueTable(queue) + ` WHERE msg_id = ANY($1) RETURNING msg_id`
-	return s.collectIDs(ctx, "delete from", queue, sql, ids)
+	c := claimColumnsOf(claims)
+	sql := `DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
+		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+		RETURNING q.msg_id`
+	return s.collectIDs(ctx, "delete from", queue, sql, c.ids, c.reads, c.enqs)
 }
 
 // SetVisibility makes one message visible again after vt from now (zero:
@@ -471,18 +573,28 @@ func (s *Store) SetVisibility(ctx context.Context, queue string, id int64, vt ti
 // SetVisibilityMany sets the visibility timeout of messages in one statement
 // and returns the ids updated.
 func (s *Store) SetVisibilityMany(ctx context.Context, queue string, ids []int64, vt time.Duration) ([]int64, error) {
+	return s.SetVisibilityClaimed(ctx, queue, anyRead(ids), vt)
+}
+
+// SetVisibilityClaimed sets the visibility timeout of the messages claimed
+// in one statement and returns the ids updated; a message no longer at the
+// read claimed is left to the read that holds it now.
+func (s *Store) SetVisibilityClaimed(ctx context.Context, queue string, claims []Claim, vt time.Duration) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
 	}
-	if err := validateIDs("set visibility in", queue, ids); err != nil {
+	if err := validateClaims("set visibility in", queue, claims); err != nil {
 		return nil, err
 	}
 	if err := validateDuration("set visibility in "+queue+": timeout", vt, 0, MaxVisibilityTimeout); err != nil {
 		return nil, err
 	}
-	sql := `UPDATE ` + queueTable(queue) + ` SET vt = clock_timestamp() + $2 * interval '1 microsecond'
-		WHERE msg_id = ANY($1) RETURNING msg_id`
-	return s.collectIDs(ctx, "set visibility in", queue, sql, ids, vt.Microseconds())
+	c := claimColumnsOf(claims)
+	sql := `UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp() + $4 * interval '1 microsecond'
+		FROM unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
+		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+		RETURNING q.msg_id`
+	return s.collectIDs(ctx, "set visibility in", queue, sql, c.ids, c.reads, c.enqs, vt.Microseconds())
 }
 
 func (s *Store) collectIDs(ctx context.Context, op, queue, sql string, args ...any) ([]int64, error) {

@@ -103,7 +103,8 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 }
 
 // GiveBack returns the attempt of the read it names, and only of it: a
-// message read again since (read_ct moved on) or gone is left alone.
+// message read again since (read_ct moved on), another message of the id
+// (enqueued at another time) or one gone is left alone.
 func TestGiveBack(t *testing.T) {
 	s := testStore(t)
 	ctx := pgtest.Context(t)
@@ -112,20 +113,31 @@ func TestGiveBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msgs, err := s.Read(ctx, q, time.Minute, 1); err != nil || len(msgs) != 1 || msgs[0].ReadCount != 1 {
+	msgs, err := s.Read(ctx, q, time.Minute, 1)
+	if err != nil || len(msgs) != 1 || msgs[0].ReadCount != 1 || msgs[0].ID != id {
 		t.Fatalf("read: %+v, %v", msgs, err)
 	}
-	if ok, err := s.GiveBack(ctx, q, id, 2, 0); err != nil || ok {
+	read := msgs[0].Claim()
+	later := read
+	later.ReadCount = 2
+	if ok, err := s.GiveBack(ctx, q, later, 0); err != nil || ok {
 		t.Fatalf("give back read 2 of a message read once: %v, %v; want nothing done", ok, err)
 	}
-	if ok, err := s.GiveBack(ctx, q, id, 1, 0); err != nil || !ok {
+	other := read
+	other.EnqueuedAt = read.EnqueuedAt.Add(-time.Second)
+	if ok, err := s.GiveBack(ctx, q, other, 0); err != nil || ok {
+		t.Fatalf("give back the read of another message of id %d: %v, %v; want nothing done", id, ok, err)
+	}
+	if ok, err := s.GiveBack(ctx, q, read, 0); err != nil || !ok {
 		t.Fatalf("give back read 1: %v, %v", ok, err)
 	}
-	msgs, err := s.Read(ctx, q, time.Minute, 1)
+	msgs, err = s.Read(ctx, q, time.Minute, 1)
 	if err != nil || len(msgs) != 1 || msgs[0].ReadCount != 1 {
 		t.Fatalf("read after the give-back: %+v, %v; want it visible, read once", msgs, err)
 	}
-	if ok, err := s.GiveBack(ctx, q, id+1000, 1, 0); err != nil || ok {
+	gone := read
+	gone.MsgID = id + 1000
+	if ok, err := s.GiveBack(ctx, q, gone, 0); err != nil || ok {
 		t.Fatalf("give back a message that is not there: %v, %v", ok, err)
 	}
 }
