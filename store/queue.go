@@ -159,6 +159,19 @@ func (s *Store) QueueExists(ctx context.Context, name string) (bool, error) {
 // statements pgmq.create runs, so that PGMQ installed later finds them in
 // its own shape.
 func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, queueTable(name)).Scan(&exists); err != nil {
+		return fmt.Errorf("store: create queue %q: %w", name, err)
+	}
+	if !exists {
+		// A table made anew hands its ids out from 1 again. What is left
+		// under the name from a table dropped outside pgbus (as PGMQ's
+		// drop_queue drops one) speaks of the old table's messages, and
+		// would attach to the new ones of the same ids.
+		if err := forgetMessages(ctx, tx, name); err != nil {
+			return err
+		}
+	}
 	if fns {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
@@ -286,11 +299,8 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 
 func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
 	// History and keys go with the queue, whether or not its tables exist.
-	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.failures WHERE queue_name = $1`, name); err != nil {
-		return false, fmt.Errorf("store: drop history of queue %q: %w", name, err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE queue_name = $1`, name); err != nil {
-		return false, fmt.Errorf("store: drop idempotency keys of queue %q: %w", name, err)
+	if err := forgetMessages(ctx, tx, name); err != nil {
+		return false, err
 	}
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
@@ -313,6 +323,18 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 		return false, fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
 	}
 	return true, dropDLQGroups(ctx, tx, name)
+}
+
+// forgetMessages deletes what pgbus keeps about the messages of physical
+// queue name beside its tables: their failure history and idempotency keys.
+func forgetMessages(ctx context.Context, tx pgx.Tx, name string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.failures WHERE queue_name = $1`, name); err != nil {
+		return fmt.Errorf("store: drop history of queue %q: %w", name, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE queue_name = $1`, name); err != nil {
+		return fmt.Errorf("store: drop idempotency keys of queue %q: %w", name, err)
+	}
+	return nil
 }
 
 // dropDLQGroups forgets the group counts of a dropped DLQ, base and

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -238,5 +239,63 @@ func TestQueueSettingsMaxRetriesRange(t *testing.T) {
 	got, err := s.QueueSettingsOf(ctx, q)
 	if err != nil || got.MaxRetries != 1 {
 		t.Errorf("settings after max_retries 1: %+v, %v", got, err)
+	}
+}
+
+// A queue whose tables were dropped outside pgbus (as PGMQ's drop_queue
+// drops them) and created again hands out its ids from 1 again: the old
+// messages' idempotency keys and failure histories, its DLQ's too, go, so
+// that none attaches to a new message of the same id. Creating a queue
+// that exists keeps them.
+func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	first, err := s.Send(ctx, q, keyed(`{"order":1}`, "order-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: first, Delay: time.Hour,
+		Failure: store.Failure{Attempt: 1, ErrorClass: "old.Failure", ErrorMessage: "the old queue's failure"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dead := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "the old DLQ's failure"})[0]
+
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Send(ctx, q, keyed(`{"order":1}`, "order-1")); err != nil || again != first {
+		t.Fatalf("keyed send after creating the existing queue = %d, %v; want the first message %d", again, err, first)
+	}
+	if h, err := s.FailureHistory(ctx, q, first); err != nil || len(h) != 1 {
+		t.Fatalf("history after creating the existing queue = %+v, %v; want its one failure", h, err)
+	}
+
+	pgtest.DropOutside(t, s, q, dlq)
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Send(ctx, q, msg(`{"other":1}`))
+	if err != nil || other != first {
+		t.Fatalf("first send to the queue made again = %d, %v; the test wants the old id %d", other, err, first)
+	}
+	again, err := s.Send(ctx, q, keyed(`{"order":1}`, "order-1"))
+	if err != nil || again == other {
+		t.Fatalf("keyed send to the queue made again = %d, %v; want a new message, not %d", again, err, other)
+	}
+	if n := pgtest.Live(t, s, q); n != 2 {
+		t.Fatalf("the queue made again holds %d messages, want 2", n)
+	}
+	if h, err := s.FailureHistory(ctx, q, other); err != nil || len(h) != 0 {
+		t.Fatalf("new message %d has a history before it ever ran: %+v, %v", other, h, err)
+	}
+	reborn := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "the new DLQ's failure"})[0]
+	if reborn != dead {
+		t.Fatalf("first dead message of the DLQ made again = %d; the test wants the old id %d", reborn, dead)
+	}
+	h, err := s.FailureHistory(ctx, dlq, reborn)
+	if err != nil || len(h) != 1 || h[0].ErrorMessage != "the new DLQ's failure" {
+		t.Fatalf("history of the new dead message %d = %+v, %v; want its own one failure", reborn, h, err)
 	}
 }
