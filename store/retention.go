@@ -118,10 +118,30 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 	}
 }
 
+// pruneKeys deletes the idempotency keys of physical queue queue that no
+// send would honour any more, those older than its archive retention age
+// whose message is neither live nor archived within age, and returns how
+// many went. A key's age alone says nothing: a message sent with a long
+// delay, or retried for long, stays live past any retention, and one
+// archived after such a life is kept for age from then. Each key left is
+// looked up by its message's id in both tables' primary keys.
+func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) (int64, error) {
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys k
+		WHERE k.queue_name = $1 AND k.created_at < now() - $2 * interval '1 microsecond'
+		  AND NOT EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
+		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
+		                  AND a.archived_at > now() - $2 * interval '1 microsecond')`, queue, age.Microseconds())
+	if err != nil {
+		return 0, queueErr(err, "prune the idempotency keys of", queue)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // RunRetention prunes every queue's archive after its archive retention and
-// every DLQ's archive after its queue's dead retention, then idempotency
-// keys older than the longest archive retention, and counters and worker
-// rows older than StatsRetention, and folds the DLQ group counts' pending
+// every DLQ's archive after its queue's dead retention, with each queue's
+// idempotency keys that are no longer in force (pruneKeys), then the keys
+// of queues that are gone once older than the longest retention, and
+// counters and worker rows older than StatsRetention, and folds the DLQ group counts' pending
 // deltas (FoldDeadCounts). One process at a time does
 // it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
@@ -142,7 +162,9 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		return rep, err
 	}
 	longest := DefaultArchiveRetention
+	listed := make([]string, 0, len(queues))
 	for _, q := range queues {
+		listed = append(listed, q.Name)
 		if ValidatePhysicalName(q.Name) != nil {
 			continue
 		}
@@ -158,12 +180,23 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		if n > 0 {
 			rep.ArchivedDeleted[q.Name] = n
 		}
+		keys, err := s.pruneKeys(ctx, q.Name, age)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.KeysDeleted += keys
 	}
-	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE created_at < now() - $1 * interval '1 microsecond'`, longest.Microseconds())
+	// The keys of queues whose tables are gone (dropped outside pgbus,
+	// which leaves them) have no message left to keep them.
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys
+		WHERE created_at < now() - $1 * interval '1 microsecond' AND queue_name <> ALL($2)`, longest.Microseconds(), listed)
 	if err != nil {
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
-	rep.KeysDeleted = tag.RowsAffected()
+	rep.KeysDeleted += tag.RowsAffected()
 	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
 		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
 	}

@@ -1,10 +1,15 @@
 package store_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -131,5 +136,107 @@ func TestRetentionSkipsAQueueDroppedMeanwhile(t *testing.T) {
 	rep, err := s.RunRetention(ctx, 100)
 	if err != nil || !rep.Ran || rep.ArchivedDeleted[kept] != 1 {
 		t.Fatalf("retention = %+v, %v; want the kept queue's old archive pruned, the dropped one skipped", rep, err)
+	}
+}
+
+// Retention forgets an idempotency key only once no send would honour it:
+// its message neither live nor archived within the queue's archive
+// retention. A key's age says nothing of that: a message sent with a long
+// delay stays live past any retention, in a queue with priority levels as
+// in one without, and one archived after such a life is kept for the
+// retention from then. The keys of a queue that is gone go once old.
+func TestRetentionKeepsIdempotencyKeysInForce(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
+	ctx := testContext(t)
+	q, levels, gone := "keys", "keys_levels", "keys_gone"
+	pgtest.CreateQueue(t, s, q)
+	pgtest.CreateQueue(t, s, gone)
+	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	level := store.PriorityQueueName(levels, 1)
+	const delay = 60 * 24 * time.Hour
+	send := func(queue, key string, delay time.Duration) int64 {
+		t.Helper()
+		m := keyed(`{}`, key)
+		m.Delay = delay
+		id, err := s.Send(ctx, queue, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	waiting := send(q, "waiting", delay)
+	send(level, "waiting-level", delay)
+	archivedNow, archivedLong := send(q, "archived-now", 0), send(q, "archived-long-ago", 0)
+	deleted := send(q, "deleted", 0)
+	send(gone, "gone", 0)
+	if _, err := s.ArchiveMany(ctx, q, []int64{archivedNow, archivedLong}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, q, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq.a_keys SET archived_at = now() - interval '8 days' WHERE msg_id = $1`, archivedLong); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DropOutside(t, s, gone)
+	// 31 days pass for every key: past the archive retention (7 days) and
+	// the dead retention (30 days), the longest there is.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.idempotency_keys SET created_at = now() - interval '31 days'`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.RunRetention(ctx, 1000)
+	if err != nil || !rep.Ran {
+		t.Fatalf("retention = %+v, %v", rep, err)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT key FROM pgbus.idempotency_keys ORDER BY key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"archived-now", "waiting", "waiting-level"}; !slices.Equal(left, want) || rep.KeysDeleted != 3 {
+		t.Fatalf("keys left after retention %v (%d deleted); want %v (3 deleted)", left, rep.KeysDeleted, want)
+	}
+	if again := send(q, "waiting", delay); again != waiting || pgtest.Live(t, s, q) != 1 {
+		t.Fatalf("send with the key of waiting message %d = %d, %d live; want %d, no duplicate", waiting, again, pgtest.Live(t, s, q), waiting)
+	}
+}
+
+// Migration 0017 indexes the idempotency keys by queue and age, so that
+// retention reaches one queue's old keys without reading its younger ones
+// or the old keys of every other queue; running it again changes nothing.
+func TestMigrationIndexesIdempotencyKeysByQueueAndAge(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: the planner's view of every key
+	ctx := testContext(t)
+	all, err := schema.All()
+	if err != nil || len(all) < 17 || all[16].Version != 17 {
+		t.Fatalf("migrations: %d, %v", len(all), err)
+	}
+	for range 2 {
+		if _, err := s.Pool().Exec(ctx, all[16].SQL); err != nil {
+			t.Fatalf("migration 17: %v", err)
+		}
+	}
+	// 100 queues of 500 keys each, made over the last 30 days.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at)
+		SELECT 'q' || (i % 100), 'k' || i, i, now() - (i % 30) * interval '1 day' FROM generate_series(1, 50000) i;
+		ANALYZE pgbus.idempotency_keys`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Pool().Query(ctx, `EXPLAIN SELECT 1 FROM pgbus.idempotency_keys k
+		WHERE k.queue_name = 'q7' AND k.created_at < now() - interval '7 days'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "idempotency_keys_queue_created_idx") {
+		t.Fatalf("the search for one queue's old keys is planned as %q; want it to use idempotency_keys_queue_created_idx", plan)
 	}
 }
