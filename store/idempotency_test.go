@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -345,5 +346,42 @@ func TestDLQRetryFailingAtCommit(t *testing.T) {
 		if n := pgtest.Live(t, s, dlq); n != 1 {
 			t.Errorf("keyed %v: %d messages left in the DLQ, want 1", keyed, n)
 		}
+	}
+}
+
+// A key sent to a priority level is honoured for the archive retention of
+// its queue, the levels having no settings of their own.
+func TestIdempotencyWindowOfPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := uniqueName("lv")
+	if err := s.CreatePriorityQueue(ctx, q, 2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	set := store.DefaultQueueSettings(q)
+	set.ArchiveRetention = time.Hour
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	p := store.PriorityQueueName(q, 1)
+	first, err := s.Send(ctx, p, keyed(`1`, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Archive(ctx, p, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+p+`" SET archived_at = now() - interval '30 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Send(ctx, p, keyed(`1`, "k")); err != nil || again != first {
+		t.Fatalf("send of the key 30 minutes after its message was archived = %d, %v; want %d (retention 1 hour)", again, err, first)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+p+`" SET archived_at = now() - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Send(ctx, p, keyed(`1`, "k")); err != nil || again == first {
+		t.Fatalf("send of the key 2 hours after its message was archived = %d, %v; want a new message (retention 1 hour)", again, err)
 	}
 }

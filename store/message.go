@@ -304,14 +304,25 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, queue, m.IdempotencyKey); err != nil {
 		return 0, err
 	}
+	// The archive retention is a setting of the logical queue: a priority
+	// level ($3, $4: the queue and level its name would be one of) has no
+	// row of its own.
+	base, level, isLevel := splitLevel(queue)
+	var logical *string
+	if isLevel {
+		logical = &base
+	}
 	var first int64
 	err := tx.QueryRow(ctx, `
 		SELECT k.msg_id FROM pgbus.idempotency_keys k
 		WHERE k.queue_name = $1 AND k.key = $2
 		  AND (EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
 		    OR EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
-		               AND a.archived_at > now() - coalesce((SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $1), 604800000) * interval '1 millisecond'))`,
-		queue, m.IdempotencyKey).Scan(&first)
+		               AND a.archived_at > now() - coalesce(
+		                   (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $1),
+		                   (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $3 AND priorities > $4),
+		                   604800000) * interval '1 millisecond'))`,
+		queue, m.IdempotencyKey, logical, level).Scan(&first)
 	if err == nil {
 		return first, nil
 	}

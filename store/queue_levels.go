@@ -27,6 +27,16 @@ func splitLevel(name string) (base string, level int, ok bool) {
 	return name[:i], n, true
 }
 
+// logicalOf returns the queue whose settings govern physical queue name:
+// for a priority level, the queue it is a level of, as levels (each
+// queue's priority levels, pgbus.queues.priorities) lists it; else name.
+func logicalOf(name string, levels map[string]int) string {
+	if base, level, ok := splitLevel(name); ok && level < levels[base] {
+		return base
+	}
+	return name
+}
+
 // CheckNotLevel refuses, as ErrInvalid, a name that is a priority level
 // of a queue pgbus made with levels (orders_p1 of orders with 3): such a
 // name is a part of that queue, created and dropped with it, never alone.

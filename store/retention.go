@@ -161,6 +161,10 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 	if err != nil {
 		return rep, err
 	}
+	levels, err := s.priorityLevels(ctx)
+	if err != nil {
+		return rep, err
+	}
 	longest := DefaultArchiveRetention
 	listed := make([]string, 0, len(queues))
 	for _, q := range queues {
@@ -168,7 +172,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		if ValidatePhysicalName(q.Name) != nil {
 			continue
 		}
-		age := retentionOf(q.Name, settings)
+		age := retentionOf(q.Name, settings, levels)
 		longest = max(longest, age)
 		n, err := s.PruneArchived(ctx, q.Name, age, batch)
 		if errors.Is(err, ErrNotFound) {
@@ -221,9 +225,12 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 
 // retentionOf is how long a physical queue's archive is kept: the dead
 // retention for a DLQ, the archive retention otherwise, from the settings of
-// its logical queue.
-func retentionOf(physical string, settings map[string]QueueSettings) time.Duration {
+// its logical queue (levels maps a priority level to it).
+func retentionOf(physical string, settings map[string]QueueSettings, levels map[string]int) time.Duration {
 	base, isDLQ := strings.CutSuffix(physical, DLQSuffix)
+	if !isDLQ {
+		base = logicalOf(base, levels)
+	}
 	set, ok := settings[base]
 	if !ok {
 		set = DefaultQueueSettings(base)

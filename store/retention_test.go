@@ -240,3 +240,43 @@ func TestMigrationIndexesIdempotencyKeysByQueueAndAge(t *testing.T) {
 		t.Fatalf("the search for one queue's old keys is planned as %q; want it to use idempotency_keys_queue_created_idx", plan)
 	}
 }
+
+// The archive retention of a queue with priority levels, a setting of the
+// queue, holds for the archive of each level (each a table of its own,
+// with no settings of its own).
+func TestRetentionOfPriorityLevels(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
+	ctx := testContext(t)
+	q := "levels"
+	if err := s.CreatePriorityQueue(ctx, q, 2); err != nil {
+		t.Fatal(err)
+	}
+	set := store.DefaultQueueSettings(q)
+	set.ArchiveRetention = time.Hour
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	for level := range 2 {
+		p := store.PriorityQueueName(q, level)
+		ids, err := s.SendBatch(ctx, p, msgs(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ArchiveMany(ctx, p, ids); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+p+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := s.RunRetention(ctx, 100)
+	if err != nil || !rep.Ran {
+		t.Fatalf("retention = %+v, %v", rep, err)
+	}
+	for level := range 2 {
+		p := store.PriorityQueueName(q, level)
+		if n, left := rep.ArchivedDeleted[p], pgtest.Archived(t, s, p); n != 1 || left != 1 {
+			t.Errorf("level %s: retention pruned %d and kept %d of its archive; want the row archived 2 hours ago pruned (retention 1 hour), the recent one kept", p, n, left)
+		}
+	}
+}
