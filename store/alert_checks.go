@@ -56,7 +56,9 @@ func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
 }
 
 // RecordAlertCheck records a check of the process that sends alerts, for
-// the process elected after it.
+// the process elected after it. A check older than the one recorded is
+// left out: a process that lost the election may still be delivering the
+// alerts of a check it made before the new leader's.
 func (s *Store) RecordAlertCheck(ctx context.Context, c AlertCheck) error {
 	reasons, err := json.Marshal(c.Reasons)
 	if err != nil {
@@ -67,7 +69,8 @@ func (s *Store) RecordAlertCheck(ctx context.Context, c AlertCheck) error {
 	}
 	_, err = s.db.Exec(ctx, `
 		INSERT INTO pgbus.alert_checks (checked_at, status, reasons) VALUES ($1, $2, $3::text::jsonb)
-		ON CONFLICT (only_row) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status, reasons = excluded.reasons`,
+		ON CONFLICT (only_row) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status, reasons = excluded.reasons
+		WHERE alert_checks.checked_at < excluded.checked_at`,
 		c.At, c.Status, string(reasons))
 	if err != nil {
 		return fmt.Errorf("store: record the alert check: %w", err)
