@@ -117,6 +117,44 @@ func TestShorterVisibilityTimeoutWhileRunning(t *testing.T) {
 	}
 }
 
+// A visibility timeout made longer while a job runs (1s to 1 minute) only
+// lengthens its claim once the heartbeat extends it with the new one: the
+// next extension stays due by the old timeout, where it waited a third of
+// the new one and the message reappeared and ran again meanwhile.
+func TestLongerVisibilityTimeoutWhileRunning(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
+	c := pgtest.NewClient(t, s, q, nil)
+	started := make(chan struct{}, 4)
+	var slow overlap
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		defer slow.enter()()
+		started <- struct{}{}
+		time.Sleep(5 * time.Second) // five of the old timeouts
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not start")
+	}
+	set, err := s.QueueSettingsOf(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.VisibilityTimeout = time.Minute
+	if err := s.SetQueueSettings(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, time.Minute, "the job archived", func() bool { return pgtest.Archived(t, s, q) >= 1 })
+	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
+		t.Fatalf("the job ran %d times, %d at once; want once", slow.calls.Load(), slow.most.Load())
+	}
+}
+
 // A configured heartbeat interval past the queue's visibility timeout
 // (1 minute against 1s) is cut to a third of the timeout: the claim of a
 // job running for several timeouts never expires, where the message used

@@ -317,18 +317,22 @@ const heartbeatStep = 100 * time.Millisecond
 // heartbeat keeps held messages invisible while their handlers run and
 // their outcomes wait to be written, so only a dead process lets them
 // reappear.
+//
+// The next extension is due by the shorter of the current timeout and the
+// one the held claims were last made with: a timeout made longer only
+// lengthens claims once they are extended with it.
 func (w *queueWorker) heartbeat(ctx context.Context) {
-	last := time.Now()
+	last, claimed := time.Now(), w.c.settingsFor(w.name).VisibilityTimeout
 	for {
 		vt := w.c.settingsFor(w.name).VisibilityTimeout
-		if wait := time.Until(last.Add(w.heartbeatEvery(vt))); wait > 0 {
+		if wait := time.Until(last.Add(w.heartbeatEvery(min(vt, claimed)))); wait > 0 {
 			sleep(ctx, min(wait, heartbeatStep))
 			if ctx.Err() != nil {
 				return
 			}
 			continue
 		}
-		last = time.Now()
+		last, claimed = time.Now(), vt
 		w.extendHeld(ctx, vt)
 	}
 }
