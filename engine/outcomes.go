@@ -87,6 +87,10 @@ func (w *queueWorker) writeBatch(batch []result) {
 func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	w.settling.RLock()
 	defer w.settling.RUnlock()
+	all := batch
+	if batch = latestReads(batch); len(batch) < len(all) {
+		w.c.log.Debug("pgbus: outcomes of reads whose claims lapsed before a later read of the same message are not written", "queue", queue, "count", len(all)-len(batch))
+	}
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	for {
@@ -114,11 +118,35 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}
-	claims := make([]store.Claim, len(batch))
-	for i, r := range batch {
+	claims := make([]store.Claim, len(all))
+	for i, r := range all {
 		claims[i] = r.claim
 	}
 	w.unhold(queue, claims)
+}
+
+// latestReads keeps, of the outcomes of one message, the one of its latest
+// read. Two reads of a message in one batch mean the first one's claim
+// lapsed and the message was read again: the outcome is the later run's.
+// Writing both would be refused (a dead letter lists a message once) and
+// retried without end, or record the earlier run's failure on it.
+func latestReads(batch []result) []result {
+	latest := make(map[int64]int, len(batch))
+	for i, r := range batch {
+		if j, ok := latest[r.claim.MsgID]; !ok || r.claim.ReadCount > batch[j].claim.ReadCount {
+			latest[r.claim.MsgID] = i
+		}
+	}
+	if len(latest) == len(batch) {
+		return batch
+	}
+	out := make([]result, 0, len(latest))
+	for i, r := range batch {
+		if latest[r.claim.MsgID] == i {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // dropped tells whether a write failed because its queue's table is gone,
