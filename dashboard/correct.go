@@ -95,10 +95,6 @@ func (s *server) typedPayload(r *http.Request, dlq string, id int64) (text strin
 	switch {
 	case trimmed == "":
 		return text, nil, "Type the corrected payload as JSON: the whole payload the message is to run with. To retry it with its stored payload, use “Retry this message” instead."
-	case trimmed == "null":
-		// The operation reads null as no payload at all: the retry would
-		// keep the stored one, not send null.
-		return text, nil, "null would keep the stored payload, not replace it: type the whole corrected payload, or use “Retry this message” to retry with the stored one."
 	case len(text) > maxEditorBytes:
 		return text, nil, fmt.Sprintf("The corrected payload is %s bytes; the dashboard takes at most %s: correct a larger payload with pgbus dlq retry ID --queue DLQ --payload @FILE.", num(len(text)), num(maxEditorBytes))
 	}

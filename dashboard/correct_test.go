@@ -80,6 +80,11 @@ func TestCorrectedPayload(t *testing.T) {
 		}
 		stillDead(c.what)
 	}
+	// null is a payload like any other: it is previewed, not refused.
+	if code, page, _ := b.post("/dlq/message/correct", form("null"), nil); code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) {
+		t.Fatalf("a corrected payload of null: %d\n%s", code, page)
+	}
+	stillDead("the preview of null")
 	// The confirmation checks again: a marker sent to it directly is
 	// refused as well.
 	if code, page, _ := b.post("/dlq/message/correct/retry", form(`{"password": "[REDACTED]"}`), nil); code != http.StatusBadRequest || !strings.Contains(page, "redaction marker") {

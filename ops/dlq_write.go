@@ -660,10 +660,14 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan)}, nil
 }
 
-// trimmed is f as resolve reads it, its names without surrounding blanks:
-// a filter of blanks selects as much as an empty one.
+// trimmed is f with every value stripped of surrounding blanks. A filter
+// of blanks is taken for an empty one by the moves that refuse an empty
+// filter: a blank queue or group selects every DLQ, a blank text nearly
+// every message, and neither is what a caller asks for on purpose.
 func trimmed(f DeadFilter) DeadFilter {
-	f.Queue, f.Group = strings.TrimSpace(f.Queue), strings.TrimSpace(f.Group)
+	for _, v := range []*string{&f.Queue, &f.Kind, &f.ErrorClass, &f.Reason, &f.Since, &f.Until, &f.Text, &f.Group} {
+		*v = strings.TrimSpace(*v)
+	}
 	return f
 }
 

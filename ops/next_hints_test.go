@@ -263,7 +263,7 @@ func TestMoveOfNothingSelected(t *testing.T) {
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
 	pgtest.DeadLetterN(t, s, q, 4, pgtest.DeadSpec{})
-	blank := ops.DeadFilter{Queue: "  ", Group: " "}
+	blank := ops.DeadFilter{Queue: "  ", Group: " ", Text: " ", Kind: "\t"}
 	for _, req := range []ops.DLQRetryRequest{{}, {DryRun: true}, {IDs: []int64{}}, {Filter: blank, Limit: 10}} {
 		if _, err := svc.DLQRetry(ctx, req); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "nothing is selected") {
 			t.Errorf("retry %+v: %v; want ErrInvalid saying nothing is selected", req, err)
