@@ -80,14 +80,7 @@ func TestBreakerLifecycle(t *testing.T) {
 func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
-	name := uniqueName("breaker")
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
-		t.Fatal(err)
-	}
-	waitCoolOff(t, s, name)
+	name := cooledBreaker(t, s)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	probes, allowed := 0, 0
@@ -122,14 +115,7 @@ func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
 func TestBreakerProbeReleased(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
-	name := uniqueName("breaker")
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
-		t.Fatal(err)
-	}
-	waitCoolOff(t, s, name)
+	name := cooledBreaker(t, s)
 	first, err := s.AcquireBreaker(ctx, name, time.Hour)
 	if err != nil || !first.Probe || first.ProbeUntil.Before(time.Now().Add(50*time.Minute)) {
 		t.Fatalf("verdict = %+v, %v; want the probe, for an hour", first, err)
@@ -199,6 +185,22 @@ func TestBreakerOpenIgnoresLateSuccess(t *testing.T) {
 
 // waitCoolOff waits until the cool-off of open breaker name has ended by
 // the database's clock, which the breaker statements read.
+// cooledBreaker makes a breaker opened by one failure whose cool-off has
+// ended: the next caller gets the probe.
+func cooledBreaker(t *testing.T, s *store.Store) string {
+	t.Helper()
+	ctx := testContext(t)
+	name := uniqueName("breaker")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: 50 * time.Millisecond, MaxCoolOff: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BreakerFailure(ctx, name, "down"); err != nil {
+		t.Fatal(err)
+	}
+	waitCoolOff(t, s, name)
+	return name
+}
+
 func waitCoolOff(t *testing.T, s *store.Store, name string) {
 	t.Helper()
 	pgtest.Eventually(t, time.Minute, "the cool-off of breaker "+name+" to end", func() bool {
