@@ -741,3 +741,45 @@ func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
 		t.Fatalf("archived %q after %d reads, ran %d times, %d left live; want the new message, run once", payload, reads, newRuns.Load(), pgtest.Live(t, s, q))
 	}
 }
+
+// While a write of outcomes is retried (here: its DLQ's table is gone),
+// the heartbeat still keeps the queue's other running jobs invisible: a
+// job running for several visibility timeouts runs once, where the write
+// held the heartbeat off and the job's message reappeared and ran again.
+func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	started, finished := make(chan struct{}, 4), make(chan struct{}, 4)
+	var slow overlap
+	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
+		defer slow.enter()()
+		started <- struct{}{}
+		time.Sleep(5 * time.Second) // five visibility timeouts
+		finished <- struct{}{}
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	c.Handle("bad", func(ctx context.Context, job *engine.Job) error {
+		return engine.NonRetryable(errors.New("bad input"))
+	})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow job did not start")
+	}
+	pgtest.DropOutside(t, s, q+"_dlq")
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		t.Fatal("the slow job did not finish")
+	}
+	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
+		t.Fatalf("the slow job ran %d times, %d at once; want once; log:\n%s", slow.calls.Load(), slow.most.Load(), logs.String())
+	}
+}

@@ -86,7 +86,12 @@ func (w *queueWorker) writeBatch(batch []result) {
 
 func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	w.settling.RLock()
-	defer w.settling.RUnlock()
+	locked := true
+	defer func() {
+		if locked {
+			w.settling.RUnlock()
+		}
+	}()
 	all := batch
 	if batch = latestReads(batch); len(batch) < len(all) {
 		w.c.log.Debug("pgbus: outcomes of reads whose claims lapsed before a later read of the same message are not written", "queue", queue, "count", len(all)-len(batch))
@@ -94,6 +99,10 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	for {
+		if !locked {
+			w.settling.RLock()
+			locked = true
+		}
 		err := w.writeOnce(w.writeBase, queue, batch, &written)
 		if err == nil {
 			w.record(batch)
@@ -115,6 +124,15 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 			break
 		}
 		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
+		if !setVT(batch, written) {
+			// No retry or snooze landed, so no vt they set can be
+			// overwritten: the heartbeat may run meanwhile, keeping the
+			// queue's other running jobs, and these, from reappearing
+			// while the write waits (a DLQ or archive gone, the
+			// database down).
+			w.settling.RUnlock()
+			locked = false
+		}
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}
@@ -123,6 +141,17 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 		claims[i] = r.claim
 	}
 	w.unhold(queue, claims)
+}
+
+// setVT reports whether a part of batch that sets its messages' vt (a
+// retry, a snooze) was written.
+func setVT(batch []result, written [5]bool) bool {
+	for _, r := range batch {
+		if (r.action == actionRetry || r.action == actionSnooze) && written[r.action] {
+			return true
+		}
+	}
+	return false
 }
 
 // latestReads keeps, of the outcomes of one message, the one of its latest
