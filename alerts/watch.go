@@ -135,16 +135,10 @@ type Handover struct {
 // Resume makes the next check go on from the last check of another
 // Watcher (the process that sent alerts before): the verdict it saw is the
 // previous one, its reasons are known, the groups whose first message died
-// after its time (less handoverMargin) are new, the others known, and
-// their growth since From counts.
-//
-// A message's dead-letter time is its transaction's start: one that began
-// before the last check's reads and committed after them was not seen by
-// that check, though its time is before it. The margin has such a group
-// reported; a group the last process reported within the margin before
-// its check may be reported once more, which at-least-once allows.
+// after its time are new, the others known, and their growth since From
+// counts.
 func (w *Watcher) Resume(h Handover) {
-	w.checked, w.status, w.since, w.from = true, h.Status, h.Last.Add(-handoverMargin), h.From
+	w.checked, w.status, w.since, w.from = true, h.Status, h.Last, h.From
 	w.reasons = make(map[ops.ReasonKey]bool, len(h.Reasons))
 	for _, k := range h.Reasons {
 		w.reasons[k] = true
@@ -154,11 +148,6 @@ func (w *Watcher) Resume(h Handover) {
 		w.recent[keyOf(g)] = g.Count
 	}
 }
-
-// handoverMargin is how long before the last check of the process that
-// sent alerts before a dead-lettering may have started and still not be
-// seen by it: far longer than the transaction of a batch of outcomes.
-const handoverMargin = time.Minute
 
 // Observe takes one check's health verdict and dead-letter summary and
 // returns what changed since the last. The first check is the baseline:

@@ -146,21 +146,6 @@ func TestWatcherResumes(t *testing.T) {
 	}
 }
 
-// A group whose first message's dead-lettering began shortly before the
-// last check but committed after its reads was not seen by that check:
-// resumed, the Watcher reports it, where it took it for known.
-func TestWatcherResumedReportsAGroupThatRacedTheLastCheck(t *testing.T) {
-	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	raced := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "raced", Count: 1, FirstDeadAt: last.Add(-2 * time.Second)}
-	old := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "old", Count: 4, FirstDeadAt: last.Add(-time.Hour)}
-	w := alerts.NewWatcher(100, time.Minute)
-	w.Resume(alerts.Handover{Last: last, Status: ops.HealthOK})
-	events := w.Observe(last.Add(time.Minute), ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{old, raced}})
-	if len(events) != 1 || events[0].Type != alerts.EventGroupNew || events[0].Group.ErrorClass != "raced" {
-		t.Fatalf("the first check after resuming: %+v; want group raced new, old known", events)
-	}
-}
-
 // A Watcher that resumes counts a known group's growth from its count at
 // the handover (the messages dead since then taken off), so that what died
 // while no Watcher looked is reported once it passes the threshold.
