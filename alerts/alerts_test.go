@@ -329,6 +329,39 @@ func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
 	}
 }
 
+// A group whose dead-lettering began before the last check and committed
+// after its reads, which that check could not see, is reported by the
+// process elected next: the check stands for the time before the
+// transaction began, where it stood for its own time and the group, first
+// dead before it, was taken for known and never reported.
+func TestGroupCommittedAfterTheLastCheckIsReportedByTheNext(t *testing.T) {
+	w := newWorld(t)
+	r := newReceiver(t, 0)
+	w.checkThenStop(t, r.srv.URL)
+	ctx := pgtest.Context(t)
+	tx, err := w.st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	headers := fmt.Sprintf(`{"pgbus_kind": "k", "pgbus_dead_letter": {"version": 1, "reason": "non_retryable_error", "source_queue": %q,
+		"source_msg_id": 1, "attempts": 1, "max_retries": 5, "error_class": "raced.class", "error_message": "m"}}`, w.queue)
+	if _, err := tx.Exec(ctx, `INSERT INTO pgmq."q_`+w.queue+`_dlq" (vt, message, headers) VALUES (now(), '{}', $1::jsonb)`, headers); err != nil {
+		t.Fatal(err)
+	}
+	first, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	settle(t, first) // checks made while the dead-lettering is under way
+	stop()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, stop := w.run(t, alerts.Config{URL: r.srv.URL})
+	defer stop()
+	pgtest.Eventually(t, 30*time.Second, "the alert, from the next process", func() bool { _, got := r.counts(); return got >= 1 })
+	settle(t, next)
+	assertOneNewGroup(t, r, "raced.class")
+}
+
 // An alert not yet delivered when its process stops (here, retrying a
 // receiver that is down) is not lost: its check was not recorded, so the
 // process elected next reports the group again, once.

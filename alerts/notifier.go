@@ -199,11 +199,10 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		n.watcher = nil
 	}
 	// The check's time is taken before anything is read, so that what
-	// dies while it reads is after it for the process elected next, and on
-	// the database's clock, which times the dead-letterings it is compared
-	// with.
+	// dies while it reads is after it for the process elected next
+	// (store.AlertCheckTime says how).
 	now := n.now()
-	checkedAt, err := n.st.DatabaseTime(ctx)
+	checkedAt, err := n.st.AlertCheckTime(ctx)
 	if err != nil {
 		checkedAt = now
 	}

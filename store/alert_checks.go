@@ -44,15 +44,25 @@ func (s *Store) LastAlertCheck(ctx context.Context) (AlertCheck, error) {
 	return c, nil
 }
 
-// DatabaseTime is the database's clock, for a time to be compared with
-// the times the database records (when a message was dead-lettered)
-// rather than with a process's clock, which may differ.
-func (s *Store) DatabaseTime(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := s.reads.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+// AlertCheckTime is the time a check of the alerting process stands for,
+// on the database's clock, which times the dead-letterings it is compared
+// with: now, or just before the start of the oldest transaction in
+// progress that has written. A dead message carries its transaction's
+// start as its time, and a check does not see it until it commits: the
+// process elected next takes a group first dead after the last check's
+// time as new, and one that committed after that check's reads must be
+// among them. Reads and elections, which write nothing, do not count. A
+// long writing transaction only moves the time back, so that a group
+// first dead meanwhile may be reported twice, never missed.
+func (s *Store) AlertCheckTime(ctx context.Context) (time.Time, error) {
+	var at time.Time
+	err := s.reads.QueryRow(ctx, `SELECT least(clock_timestamp(),
+		(SELECT min(xact_start) - interval '1 microsecond' FROM pg_stat_activity
+		 WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()))`).Scan(&at)
+	if err != nil {
 		return time.Time{}, fmt.Errorf("store: read the database's clock: %w", err)
 	}
-	return now, nil
+	return at, nil
 }
 
 // RecordAlertCheck records a check of the process that sends alerts, for
