@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -107,4 +108,23 @@ func (o *overlap) enter() (leave func()) {
 	for m := o.most.Load(); n > m && !o.most.CompareAndSwap(m, n); m = o.most.Load() {
 	}
 	return func() { o.running.Add(-1) }
+}
+
+// held is a handler that says on started that it runs, then returns once
+// release is closed.
+func held(started chan<- struct{}, release <-chan struct{}) engine.HandlerFunc {
+	return func(context.Context, *engine.Job) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}
+}
+
+// runInBackground runs c until stop is called; Run's error arrives on
+// done.
+func runInBackground(c *engine.Client) (stop context.CancelFunc, done <-chan error) {
+	ctx, stop := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- c.Run(ctx) }()
+	return stop, ch
 }

@@ -184,17 +184,10 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	// A drain timeout no loaded machine reaches: the drain ends because
 	// the handlers did.
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 2 * time.Minute })
-	started := make(chan struct{}, 4)
-	release := make(chan struct{})
-	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
-		started <- struct{}{}
-		<-release
-		return nil
-	}, engine.HandlerOptions{Timeout: time.Minute})
-	ctx, stop := context.WithCancel(context.Background())
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	c.HandleQueue(q, held(started, release), engine.HandlerOptions{Timeout: time.Minute})
+	stop, done := runInBackground(c)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
 	for i := range 4 {
 		pgtest.Send(t, c, q, i, engine.SendOptions{})
 	}
@@ -265,15 +258,9 @@ func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	running, release := make(chan struct{}, 1), make(chan struct{})
-	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
-		running <- struct{}{}
-		<-release
-		return nil
-	}, engine.HandlerOptions{Timeout: time.Minute})
-	runCtx, stop := context.WithCancel(context.Background())
+	c.HandleQueue(q, held(running, release), engine.HandlerOptions{Timeout: time.Minute})
+	stop, done := runInBackground(c)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	<-running
 	if err := s.DropQueue(ctx, q); err != nil {
@@ -310,10 +297,8 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	})
 	var calls atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { calls.Add(1); return nil })
-	runCtx, stop := context.WithCancel(context.Background())
+	stop, done := runInBackground(c)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
 
 	lock := lockTable(t, s, "a_"+q)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
