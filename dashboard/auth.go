@@ -277,9 +277,12 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
 }
 
 // safeNext keeps a redirect after login on this site: a path, not a URL
-// of another host.
+// of another host. A browser reads a backslash as a slash and drops tabs
+// and line breaks from a Location, so "/\\host" and "/<tab>/host" name
+// another host too; a path with control characters is refused whole.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
 	return next

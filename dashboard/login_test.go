@@ -205,3 +205,33 @@ func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
 		}
 	}
 }
+
+// A next page holding a tab or a line break is not followed after login: a
+// browser drops those characters from a Location, so "/<tab>/evil.example"
+// would take the person who logged in to another site.
+func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
+	token := newToken(t)
+	h, err := dashboard.New(newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t))), dashboard.Config{AuthToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, next := range []string{"/\t/evil.example/", "/\n/evil.example/", "/\r/evil.example/", "/\t\\evil.example/"} {
+		get := httptest.NewRequest(http.MethodGet, "/login?next="+url.QueryEscape(next), nil)
+		page := httptest.NewRecorder()
+		h.ServeHTTP(page, get)
+		if strings.Contains(page.Body.String(), "evil.example") {
+			t.Errorf("the login page keeps next %q in its form", next)
+		}
+		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
+		post := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, ck := range page.Result().Cookies() {
+			post.AddCookie(ck)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, post)
+		if to := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || to != "/" {
+			t.Errorf("login with next %q: %d to %q, want / (a browser reads %q)", next, rec.Code, to, strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(to))
+		}
+	}
+}
