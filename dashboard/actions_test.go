@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -222,6 +223,34 @@ func TestSecureCookie(t *testing.T) {
 		}
 		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
 			t.Errorf("Content-Security-Policy %q", csp)
+		}
+	}
+}
+
+// Behind a TLS proxy on the same machine the server listens on loopback,
+// yet the browser uses HTTPS: the session cookie is Secure when a trusted
+// proxy says so (X-Forwarded-Proto: https), and only then, so that the
+// browser never sends it over plain HTTP. The header of a peer that is not
+// a trusted proxy is not believed.
+func TestSecureCookieBehindATLSProxy(t *testing.T) {
+	h, err := dashboard.New(newService(t, pgtest.Store(t)), dashboard.Config{AuthToken: "a-token",
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		remote, proto string
+		want          bool
+	}{{"127.0.0.1:40000", "https", true}, {"127.0.0.1:40000", "HTTPS", true}, {"127.0.0.1:40000", "http", false}, {"127.0.0.1:40000", "", false}, {"192.0.2.7:40000", "https", false}} {
+		req := httptest.NewRequest(http.MethodGet, "/login", nil)
+		req.RemoteAddr = c.remote
+		if c.proto != "" {
+			req.Header.Set("X-Forwarded-Proto", c.proto)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if cookie := rec.Header().Get("Set-Cookie"); rec.Code != http.StatusOK || strings.Contains(cookie, "; Secure") != c.want {
+			t.Errorf("from %s with X-Forwarded-Proto %q: %d, cookie %q, want Secure %v", c.remote, c.proto, rec.Code, cookie, c.want)
 		}
 	}
 }

@@ -93,7 +93,11 @@ func (s *server) setSession(w http.ResponseWriter, r *http.Request, sess session
 		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
-func (s *server) secure(r *http.Request) bool { return r.TLS != nil || s.cfg.SecureCookies }
+// secure reports whether the session cookie is marked Secure: over TLS,
+// when configured, and when a trusted proxy says the browser used HTTPS.
+func (s *server) secure(r *http.Request) bool {
+	return s.cfg.SecureCookies || clientaddr.HTTPS(r, s.cfg.TrustedProxies)
+}
 
 // csrf is the CSRF token of a session: forms carry it, and a POST whose
 // token is not its session's is refused. A page of another site can

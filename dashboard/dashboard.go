@@ -44,8 +44,10 @@ type Config struct {
 	// token) nobody logs in.
 	AuthToken string
 	// SecureCookies marks the session cookie Secure, so that a browser
-	// sends it only over HTTPS. It always is on a TLS connection; set it
-	// too when the server is reached off loopback through a TLS proxy.
+	// sends it only over HTTPS. It always is on a TLS connection, and on a
+	// request whose trusted proxy (TrustedProxies) says in
+	// X-Forwarded-Proto that the browser used HTTPS; set it too when the
+	// server is reached off loopback through a TLS proxy.
 	SecureCookies bool
 	// TrustedProxies are the addresses of the reverse proxies in front of
 	// the server. A login attempt that comes through one counts against

@@ -99,7 +99,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 const EnvTrustedProxies = "PGBUS_TRUSTED_PROXIES"
 
 func addTrustedProxiesFlag(fs *pflag.FlagSet, proxies *[]string) {
-	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the HTTP server (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): the dashboard's login throttle counts the client they name in X-Forwarded-For instead of the proxy, and logs of refused requests name it")
+	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the HTTP server (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): the dashboard's login throttle counts the client they name in X-Forwarded-For instead of the proxy, logs of refused requests name it, and their X-Forwarded-Proto: https marks the session cookie Secure")
 }
 
 // parseTrustedProxies reads --trusted-proxies: IP addresses and CIDR

@@ -38,6 +38,23 @@ func Name(r *http.Request, trusted []netip.Prefix) string {
 	return peerHost(r)
 }
 
+// HTTPS reports whether the client reached the server through HTTPS: the
+// request came over TLS, or its peer is a trusted proxy whose
+// X-Forwarded-Proto says https (its first entry, the scheme the proxy
+// nearest the client was called with). The header of any other peer is
+// never believed.
+func HTTPS(r *http.Request, trusted []netip.Prefix) bool {
+	if r.TLS != nil {
+		return true
+	}
+	peer, err := netip.ParseAddr(peerHost(r))
+	if err != nil || !isTrusted(peer.Unmap(), trusted) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
 // peerHost is the host of the connection's remote address.
 func peerHost(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
