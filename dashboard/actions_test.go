@@ -254,3 +254,31 @@ func TestSecureCookieBehindATLSProxy(t *testing.T) {
 		}
 	}
 }
+
+// Logging out ends the session on the server too: its cookie, copied
+// before the logout (from a shared machine, a proxy's log), no longer
+// opens a page or sends a form.
+func TestLogoutEndsTheSessionOnTheServer(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	token := newToken(t)
+	addr := serve(t, st, serverOpts{token: token})
+	b := newBrowser(t, addr)
+	b.login(token)
+	_, page, _ := b.get("/")
+	u, err := url.Parse(b.base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := b.c.Jar.Cookies(u)
+	if code, _, to := b.post("/logout", url.Values{"csrf": {csrf(t, page)}}, nil); code != http.StatusSeeOther || to != "/login" {
+		t.Fatalf("logout: %d to %q", code, to)
+	}
+	thief := newBrowser(t, addr)
+	thief.c.Jar.SetCookies(u, copied)
+	if code, _, to := thief.get("/"); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
+		t.Fatalf("the session's cookie after its logout: GET / %d to %q, want the login page", code, to)
+	}
+	if code, _, _ := thief.post("/queues/pause", url.Values{"csrf": {csrf(t, page)}, "queue": {"x"}}, nil); code != http.StatusUnauthorized {
+		t.Fatalf("the session's cookie and CSRF token after its logout: POST %d, want 401", code)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
@@ -40,11 +41,41 @@ const (
 	sessionBytes = 8 + 1 + 16
 )
 
-// session is a request's session: its cookie value and whether it is
-// logged in.
+// session is a request's session: its cookie value, whether it is logged
+// in, and when it expires.
 type session struct {
-	value  string
-	authed bool
+	value   string
+	authed  bool
+	expires time.Time
+}
+
+// endedSessions are the sessions logged out before they expired: their
+// cookies, still signed, no longer open a page. Each is forgotten once it
+// expires; only a logged-in session can add one.
+type endedSessions struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// end records the session value as ended until it expires, and forgets
+// those that expired by now.
+func (e *endedSessions) end(value string, expires, now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for v, t := range e.until {
+		if !t.After(now) {
+			delete(e.until, v)
+		}
+	}
+	e.until[value] = expires
+}
+
+// ended reports whether the session value was logged out.
+func (e *endedSessions) ended(value string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.until[value]
+	return ok
 }
 
 func (s *server) sign(payload []byte) []byte {
@@ -81,10 +112,11 @@ func (s *server) readSession(r *http.Request) (session, bool) {
 	if err1 != nil || err2 != nil || len(p) != sessionBytes || !hmac.Equal(sig, s.sign(p)) {
 		return session{}, false
 	}
-	if time.Unix(int64(binary.BigEndian.Uint64(p)), 0).Before(s.cfg.Now()) {
+	expires := time.Unix(int64(binary.BigEndian.Uint64(p)), 0)
+	if expires.Before(s.cfg.Now()) || s.ended.ended(c.Value) {
 		return session{}, false
 	}
-	return session{value: c.Value, authed: p[8] == flagAuthed}, true
+	return session{value: c.Value, authed: p[8] == flagAuthed, expires: expires}, true
 }
 
 // setSession sends the session cookie.
@@ -270,8 +302,12 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 	return false, true
 }
 
-// logout ends the session.
+// logout ends the session: its cookie is deleted, and refused should a
+// copy of it come back.
 func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
+	if sess, ok := s.readSession(r); ok {
+		s.ended.end(sess.value, sess.expires, s.cfg.Now())
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 	to := "/"
 	if s.cfg.AuthToken != "" {

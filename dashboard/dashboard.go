@@ -72,6 +72,8 @@ type server struct {
 	mux   *http.ServeMux
 	// logins throttles the guesses at the token of each client.
 	logins *throttle.Limiter
+	// ended are the sessions logged out before they expired.
+	ended endedSessions
 }
 
 // Login throttling: the login form takes the server's token, so guessing
@@ -97,7 +99,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 		cfg.Now = time.Now
 	}
 	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
-		logins: throttle.New(loginMaxFailures, loginWindow, loginMaxClients)}
+		logins: throttle.New(loginMaxFailures, loginWindow, loginMaxClients), ended: endedSessions{until: map[string]time.Time{}}}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
