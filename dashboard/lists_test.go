@@ -2,8 +2,10 @@ package dashboard_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +103,36 @@ func TestListPagesShowEveryRow(t *testing.T) {
 	}
 	if n := strings.Count(page, `<li class="group">`); n != groups || strings.Contains(page, "largest of") {
 		t.Fatalf("the dead letters page lists %d groups, want all %d, with no note of groups left out", n, groups)
+	}
+}
+
+// The filter form of the dead-letter pages sends back every part of the
+// filter the page was opened with, until too (an audit entry's link, or a
+// URL typed by hand, may hold one): submitted as it stands, it selects
+// what the page showed, not every message after that time.
+func TestFilterFormKeepsUntil(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_until")
+	pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	inputRE := regexp.MustCompile(`<input [^>]*name="([^"]+)" value="([^"]*)"`)
+	for _, p := range []string{"/dlq", "/dlq/messages"} {
+		code, page, _ := b.get(p + "?queue=" + q + "&until=2020-01-01")
+		if code != http.StatusOK || !strings.Contains(page, "No dead message matches these filters") {
+			t.Fatalf("%s until 2020: %d\n%s", p, code, page)
+		}
+		start := strings.Index(page, `aria-label="Filter dead letters"`)
+		end := strings.Index(page[start:], "</form>")
+		if start < 0 || end < 0 {
+			t.Fatalf("%s has no filter form:\n%s", p, page)
+		}
+		form := url.Values{}
+		for _, m := range inputRE.FindAllStringSubmatch(page[start:start+end], -1) {
+			form.Set(m[1], html.UnescapeString(m[2]))
+		}
+		code, page, _ = b.get(p + "?" + form.Encode())
+		if code != http.StatusOK || !strings.Contains(page, "No dead message matches these filters") {
+			t.Errorf("%s: its filter form, sent as it stands (%s), selects more than the page it is on: %d\n%s", p, form.Encode(), code, page)
+		}
 	}
 }
