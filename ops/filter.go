@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -94,6 +95,9 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 	if err := f.checkText(); err != nil {
 		return store.DeadFilter{}, err
 	}
+	if err := f.checkLengths(); err != nil {
+		return store.DeadFilter{}, err
+	}
 	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text, Group: strings.TrimSpace(f.Group)}
 	if out.Queue != "" {
 		if err := store.ValidatePhysicalName(out.Queue); err != nil {
@@ -120,6 +124,23 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 	return out, nil
 }
 
+// checkLengths refuses a kind, error class or text longer than the store
+// compares, before any hint of the request repeats it: a hint of a
+// refusal found later (a wrong expect) carries the filter.
+func (f DeadFilter) checkLengths() error {
+	for _, t := range []struct {
+		name, value string
+		max         int
+	}{{"kind", f.Kind, store.MaxDeadFilterName}, {"error_class", f.ErrorClass, store.MaxDeadFilterName}, {"text", f.Text, store.MaxDeadFilterText}} {
+		if n := utf8.RuneCountInString(t.value); n > t.max {
+			e := invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
+			e.Field = t.name
+			return e
+		}
+	}
+	return nil
+}
+
 func parseField(name, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -140,6 +161,10 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 // would otherwise read as no bound at all.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
+	errNotTime := errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+	if len(s) > maxTimeText {
+		return time.Time{}, errNotTime
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		t, err = time.Parse(time.DateOnly, s)
@@ -147,7 +172,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		d, aerr := ParseAge(s)
 		if aerr != nil {
-			return time.Time{}, fmt.Errorf("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+			return time.Time{}, errNotTime
 		}
 		t = now.Add(-d)
 	}
@@ -164,6 +189,9 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 // whole days (7d), at most 100 years.
 func ParseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	if len(s) > maxTimeText {
+		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d, at most 100 years", clip(s, 30))
+	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
 		if err != nil || n < 0 || n > int64(maxAge/(24*time.Hour)) {
@@ -177,6 +205,12 @@ func ParseAge(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// maxTimeText is the longest text ParseTime and ParseAge read, blanks
+// around it aside: the longest RFC 3339 time has 35 characters, and an
+// age padded with zeros would otherwise be as long as the caller likes,
+// for every message and next step that repeats it.
+const maxTimeText = 64
 
 // maxAge is the longest age ParseAge takes: 100 years.
 const maxAge = 100 * 365 * 24 * time.Hour

@@ -29,6 +29,10 @@ type DeadID struct {
 
 // hintArgs returns the filter as a hint's arguments, followed by more.
 func (f DeadFilter) hintArgs(more ...any) []any {
+	// The fields matched without their blanks are repeated without them.
+	for _, v := range []*string{&f.Queue, &f.Since, &f.Until, &f.Group} {
+		*v = strings.TrimSpace(*v)
+	}
 	return append([]any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "reason", f.Reason,
 		"since", f.Since, "until", f.Until, "text", f.Text, "group", f.Group}, more...)
 }

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -318,6 +319,51 @@ func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
 	for _, r := range h.Reasons {
 		if r.Status != ops.HealthStalled {
 			t.Fatalf("listed %s %s (%s) while STALLED reasons were left out", r.Status, r.Code, r.Queue)
+		}
+	}
+}
+
+// TestLongFiltersStayUnderBudget: a move by filter whose arguments are as
+// long as a string argument may be (kind, error class and text past what
+// a filter compares; queue, group and times padded with blanks or zeros)
+// is answered under the budget, refused or not: its errors' next steps
+// repeat the filter.
+func TestLongFiltersStayUnderBudget(t *testing.T) {
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
+	const most = 10<<10 - 100 // a string argument's bound, less room for the value
+	pad := strings.Repeat(" ", most)
+	zeros := strings.Repeat("0", most)
+	long := strings.Repeat("k", most)
+	padded := map[string]any{"queue": pad + q, "since": zeros + "2h", "until": zeros + "1h"}
+	cases := []map[string]any{
+		{"kind": long, "error_class": long, "text": long},
+		{"kind": long, "error_class": long, "text": long, "group": pad + "4f9a0c7e-1b2d-3e4f-8a9b-0c1d2e3f4a5b"},
+		padded,
+	}
+	for i, filter := range cases {
+		for _, tool := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard"} {
+			for _, extra := range []map[string]any{{"expect": long}, {"expect": "1, 2"}, {"dry_run": true}, {"expect": "1, 2", "confirm": true}} {
+				if tool == "pgbus_dlq_retry" && extra["confirm"] != nil {
+					continue
+				}
+				args := map[string]any{"limit": 1000}
+				for k, v := range filter {
+					args[k] = v
+				}
+				for k, v := range extra {
+					args[k] = v
+				}
+				text := resultText(e.call(t, tool, args))
+				if n := utf8.RuneCountInString(text); n >= responseLimit {
+					t.Errorf("%s, filter %d with %s: %d characters, want under %d: %.300s", tool, i, slices.Sorted(maps.Keys(extra)), n, responseLimit, text)
+				}
+			}
+		}
+		text := resultText(e.call(t, "pgbus_dlq_list", filter))
+		if n := utf8.RuneCountInString(text); n >= responseLimit {
+			t.Errorf("pgbus_dlq_list, filter %d: %d characters, want under %d: %.300s", i, n, responseLimit, text)
 		}
 	}
 }
