@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -123,5 +124,20 @@ func TestAuditIdentity(t *testing.T) {
 					e.Client, e.Transport, e.Principal, "mcp:"+tc.client+"/1", tc.transport, tc.principal)
 			}
 		})
+	}
+}
+
+// A client that names itself at length, in letters of several bytes, is
+// still audited: its name is cut to what the audit log keeps, not lost
+// with the entry.
+func TestAuditLongClientName(t *testing.T) {
+	s := testStore(t)
+	d := deps(t, s)
+	for _, name := range []string{strings.Repeat("é", 300), strings.Repeat("x", 150) + strings.Repeat("日本", 100)} {
+		queue := newQueue(t, s)
+		e := pauseAs(t, s, stdioClient(t, d), name, true, queue)
+		if !strings.HasPrefix(e.Client, "mcp:"+name[:40]) || len(e.Client) > 200 || !utf8.ValidString(e.Client) {
+			t.Errorf("audit entry of client %.20q…: client %q", name, e.Client)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/store"
@@ -170,11 +171,24 @@ func CallerFrom(ctx context.Context) Caller {
 // transport and principal already named: the transport knows those, the
 // MCP layer above it the client. A client names itself, so text PostgreSQL
 // cannot store (bytes that are not UTF-8, NUL characters) is replaced by
-// U+FFFD rather than failing the call or losing its audit entry.
+// U+FFFD, and a name longer than the audit log keeps
+// (store.MaxAuditName bytes) is cut, rather than failing the call or
+// losing its audit entry.
 func WithClient(ctx context.Context, client string) context.Context {
 	c, _ := ctx.Value(callerKey{}).(Caller)
-	c.Client = storableText(client)
+	c.Client = clipBytes(storableText(client), store.MaxAuditName)
 	return WithCaller(ctx, c)
+}
+
+// clipBytes cuts s to at most n bytes, at the start of a character.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // ClientFrom returns the client WithClient named, or "unknown".

@@ -42,11 +42,15 @@ type AuditPage struct {
 
 const maxAuditJSON = 16 << 10
 
+// MaxAuditName bounds an audit entry's tool, client, transport and
+// principal, in bytes.
+const MaxAuditName = 200
+
 // RecordAudit stores one entry. Arguments and results over 16 KB are kept as
 // a note of their size, not in full.
 func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
-	if e.Tool == "" || len(e.Tool) > 200 || len(e.Client) > 200 || len(e.Transport) > 200 || len(e.Principal) > 200 {
-		return invalidf("audit entry: tool must be 1 to 200 characters, and client, transport and principal at most 200")
+	if e.Tool == "" || len(e.Tool) > MaxAuditName || len(e.Client) > MaxAuditName || len(e.Transport) > MaxAuditName || len(e.Principal) > MaxAuditName {
+		return invalidf("audit entry: tool must be 1 to %d bytes, and client, transport and principal at most %d", MaxAuditName, MaxAuditName)
 	}
 	if e.Client == "" {
 		e.Client = "unknown"
