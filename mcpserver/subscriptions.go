@@ -64,6 +64,10 @@ func (w *resourceWatch) attach(s *server.MCPServer, hooks *server.Hooks) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
 			w.mu.Lock()
 			delete(w.subs[sess.SessionID()], req.Params.URI)
+			if len(w.subs[sess.SessionID()]) == 0 {
+				// Subscribed to nothing now: run stops once no session is.
+				delete(w.subs, sess.SessionID())
+			}
 			w.mu.Unlock()
 		}
 	})
