@@ -210,8 +210,8 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%s is set by pgbus or the HTTP transport and cannot be configured", http.CanonicalHeaderKey(name))
-		case strings.ContainsAny(value, "\r\n\x00"):
-			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a line break or NUL character")
+		case !validHeaderValue(value):
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}
 		h.header.Set(name, value)
 	}
@@ -280,6 +280,18 @@ func validHeaderName(s string) bool {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
 		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s can be sent as a header value: no
+// control character but tab. The HTTP transport refuses a request with
+// any other one, so that every attempt would fail as a network error.
+func validHeaderValue(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
 			return false
 		}
 	}
