@@ -47,7 +47,9 @@ const MaxRetryAfter = time.Hour
 //	  on_status: {409: discard, 5xx: {action: retry, max_retries: 10}}
 //
 // Each job's payload is sent as the JSON body with Content-Type
-// application/json and Idempotency-Key set to the job's idempotency key.
+// application/json and Idempotency-Key set to the job's idempotency key; a
+// job whose key holds a control character, which no header can carry, is
+// dead-lettered without a request.
 // 2xx is success; 408, 429, 5xx, network errors and timeouts are
 // retryable (429 and 503 wait for their Retry-After, in seconds or as an
 // HTTP date, capped at MaxRetryAfter); other statuses are non-retryable and
@@ -352,6 +354,12 @@ func (h *httpHandler) override(code int) (engine.Action, bool) {
 
 // handle sends one job.
 func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
+	if !validHeaderValue(job.IdempotencyKey) {
+		// The transport would refuse the request: no retry can help, and
+		// it says nothing of the downstream, so its breaker counts nothing.
+		return engine.NonRetryable(fmt.Errorf("%s %s: the job's idempotency key %q holds a control character, which the Idempotency-Key header cannot carry; send the message again with a key of printable characters",
+			h.method, h.shown, job.IdempotencyKey))
+	}
 	if h.slots != nil {
 		select {
 		case h.slots <- struct{}{}:

@@ -656,3 +656,47 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// A job whose idempotency key holds a control character, which no header
+// can carry, is dead-lettered at once without a request: it says nothing
+// of the downstream, so its breaker counts no failure and the next job
+// goes through.
+func TestHTTPHandlerKeyAHeaderCannotCarry(t *testing.T) {
+	s := sharedStore(t)
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	breaker := "http:" + u.Host
+	forgetBreaker(t, s, breaker)
+	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
+	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {failure_threshold: 1, cool_off: 1h}", srv.URL)))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+
+	bad := pgtest.Send(t, c, q, testPayload{Case: "bad key"}, engine.SendOptions{IdempotencyKey: "order-7\r\nX-Injected: 1"})
+	pgtest.Eventually(t, 20*time.Second, "the job with the bad key to settle", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, _ := deadBlocksOf(t, s, q)
+	b := blocks[bad]
+	if b == nil || b["reason"] != store.ReasonNonRetryable || b["attempts"] != float64(1) {
+		t.Fatalf("dead-letter block %v; want it dead-lettered at once (%s)", b, store.ReasonNonRetryable)
+	}
+	if msg, _ := b["error_message"].(string); !strings.Contains(msg, "idempotency key") {
+		t.Errorf("error message %q; want it to name the idempotency key", msg)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the downstream; want none", n)
+	}
+	var state string
+	var failures int
+	if err := s.Pool().QueryRow(ctxFor(t), `SELECT state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1`, breaker).Scan(&state, &failures); err != nil {
+		t.Fatal(err)
+	}
+	if state != store.BreakerClosed || failures != 0 {
+		t.Errorf("breaker %s with %d failures; want it closed with none", state, failures)
+	}
+}
