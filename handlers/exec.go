@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -55,8 +57,9 @@ const (
 	// tailKeep is how much of the end of an output longer than MaxCapture
 	// is kept, for its last lines.
 	tailKeep = 4 << 10
-	// waitDelay bounds the wait for the output pipes after the command
-	// exited or was killed, should a process outside its group hold them.
+	// waitDelay bounds the wait for the output pipes and stdin after the
+	// command exited or was killed, should something it started hold
+	// them; what is left of its group is killed then.
 	waitDelay = time.Second
 )
 
@@ -81,10 +84,12 @@ const (
 // message without dead-lettering it, and any other code is non-retryable
 // (unless retry_unknown_exit_codes). A command killed by signal N counts as
 // exit code 128+N, as in a shell. At the timeout the whole process group
-// is killed and the failure (exec.timeout) is retryable. The first 64 KB
-// of stdout and of stderr are kept (the rest is read and dropped), and the
-// last lines of stderr (or of stdout, when stderr is empty) go into the
-// failure message.
+// is killed and the failure (exec.timeout) is retryable. When it exits,
+// whatever its exit code, what it started that still holds its output or
+// its stdin a second later is killed with the rest of its group. The
+// first 64 KB of stdout and of stderr are kept (the rest is read and
+// dropped), and the last lines of stderr (or of stdout, when stderr is
+// empty) go into the failure message.
 //
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
@@ -405,15 +410,29 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	)
 	cmd.Stdin = bytes.NewReader(job.Payload)
 	var stdout, stderr capture
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	out, err := newOutputs(&stdout, &stderr)
+	if err != nil {
+		return &StartError{Command: h.argv0, Err: err}
+	}
+	defer out.close()
+	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
 	// Its own process group, so that a timeout kills what it started too.
 	ownProcessGroup(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	out.started()
+	if err != nil {
 		return &StartError{Command: h.argv0, Err: err}
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
+	if !out.drained(waitDelay) || errors.Is(err, exec.ErrWaitDelay) {
+		// It exited, but something it started still held its output or
+		// its stdin: the rest of its group goes now, whatever its exit
+		// code (a failed attempt's leftovers would run beside its retry).
+		killLeftovers(cmd.Process.Pid)
+	}
+	out.close()
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ctx.Err() // the worker is stopping
 	}
@@ -433,11 +452,6 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	state := cmd.ProcessState
 	if state == nil {
 		return &StartError{Command: h.argv0, Err: err}
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		// It exited, but something it started still held its output:
-		// the rest of its group goes now.
-		killLeftovers(state.Pid())
 	}
 	if state.Success() {
 		return nil
@@ -488,6 +502,70 @@ func captured(stderr, stdout *capture) engine.Output {
 		c, source = stdout, "stdout"
 	}
 	return output(source, c.shown(), c.clipped(), true)
+}
+
+// outputs carries a command's stdout and stderr into their captures
+// through pipes of the handler's own, so that it sees whether what the
+// command started still holds them once it exited: os/exec tells that
+// (ErrWaitDelay) only of a command that exited 0.
+type outputs struct {
+	r, w [2]*os.File // stdout's and stderr's read and write ends
+	done chan struct{}
+	once sync.Once
+}
+
+// newOutputs makes the pipes and starts copying them into stdout and
+// stderr.
+func newOutputs(stdout, stderr *capture) (*outputs, error) {
+	o := &outputs{done: make(chan struct{})}
+	for i := range o.r {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for j := range i {
+				_, _ = o.r[j].Close(), o.w[j].Close()
+			}
+			return nil, err
+		}
+		o.r[i], o.w[i] = r, w
+	}
+	var wg sync.WaitGroup
+	for i, c := range []*capture{stdout, stderr} {
+		wg.Go(func() { _, _ = io.Copy(c, o.r[i]) })
+	}
+	go func() { wg.Wait(); close(o.done) }()
+	return o, nil
+}
+
+// started closes the write ends once the command has its own copies (or
+// could not start), so that the copies end when the command's do.
+func (o *outputs) started() {
+	for _, f := range o.w {
+		_ = f.Close()
+	}
+}
+
+// drained waits up to d for every process holding the pipes to close
+// them, and reports whether they did.
+func (o *outputs) drained(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-o.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// close ends the copies, cutting off what a process outside the command's
+// group still writes, and waits for them: the captures are whole after it.
+func (o *outputs) close() {
+	o.once.Do(func() {
+		for _, f := range o.r {
+			_ = f.Close()
+		}
+		<-o.done
+	})
 }
 
 // capture keeps the first MaxCapture bytes of an output and its last

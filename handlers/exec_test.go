@@ -429,3 +429,34 @@ func TestExecBadConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// What a command leaves running that still holds its output is killed
+// once the command exited, whether it succeeded or failed: a failed
+// attempt's leftovers would otherwise run on beside its retries.
+func TestExecHandlerKillsWhatHoldsItsOutput(t *testing.T) {
+	dir := t.TempDir()
+	leave := writeScript(t, dir, "leave.sh", `echo $$ > "$OUT_DIR/pgid.tmp.$$" && mv "$OUT_DIR/pgid.tmp.$$" "$OUT_DIR/$PGBUS_MSG_ID.pgid"
+sleep 600 &
+echo "giving up with $1" >&2
+exit $1
+`)
+	for i, code := range []int{3, 0} {
+		id := int64(i + 1)
+		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
+			Options: map[string]any{"command": []any{"/bin/sh", leave, strconv.Itoa(code)}, "env": map[string]any{"OUT_DIR": dir}}})
+		err := fn(context.Background(), execJob(id, `{}`))
+		pgid, started := readPGID(t, filepath.Join(dir, fmt.Sprintf("%d.pgid", id)))
+		if !started {
+			t.Fatalf("exit %d: the command wrote no process group id (error %v)", code, err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		var ee *handlers.ExitError
+		switch {
+		case code == 0 && err != nil:
+			t.Errorf("exit 0: %v, want success", err)
+		case code != 0 && (!errors.As(err, &ee) || ee.ExitCode != code || ee.Output != fmt.Sprintf("giving up with %d", code)):
+			t.Errorf("exit %d: %v; want an ExitError with its code and stderr", code, err)
+		}
+		waitGroupGone(t, pgid)
+	}
+}
