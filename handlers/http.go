@@ -204,10 +204,16 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	}
 	h.header.Set("Content-Type", "application/json")
 	h.header.Set("User-Agent", "pgbus")
+	given := map[string]string{} // by canonical name: the name as written
 	for _, name := range sortedKeys(o.Headers) {
 		value := o.Headers[name]
 		key := "headers." + name
+		other, twice := given[http.CanonicalHeaderKey(name)]
+		given[http.CanonicalHeaderKey(name)] = name
 		switch {
+		case twice:
+			// One of them would be dropped without a word.
+			return nil, engine.HandlerOptions{}, optionErrorf(key, "the header is given twice (also as %q); header names ignore case, so keep one", other)
 		case !validHeaderName(name):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):

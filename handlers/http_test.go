@@ -635,6 +635,7 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "header name", yaml: "url: http://h/\nheaders: {\"Bad Header\": x}", key: "headers.Bad Header:", reason: "not a valid header name"},
 		{name: "header value", options: map[string]any{"url": "http://h/", "headers": map[string]any{"X-A": "a\r\nB: c"}}, key: "headers.X-A:", reason: "line break"},
 		{name: "header control character", yaml: "url: http://h/\nheaders: {X-Trace: \"a\\x1bb\"}", key: "headers.X-Trace:", reason: "control character"},
+		{name: "header twice", yaml: "url: http://h/\nheaders: {Authorization: Bearer a, authorization: Bearer b}", key: "headers.authorization:", reason: `also as "Authorization"`},
 		{name: "header DEL", options: map[string]any{"url": "http://h/", "headers": map[string]any{"X-A": "a\x7f"}}, key: "headers.X-A:", reason: "control character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
