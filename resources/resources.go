@@ -125,19 +125,24 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 }
 
 // readError turns an engine error into a resource error whose message says
-// what to do. mcp-go reports resource errors as JSON-RPC errors carrying
-// the message.
+// what to do, with its secrets hidden as in every other output. mcp-go
+// reports resource errors as JSON-RPC errors carrying the message.
 func readError(uri string, err error) error {
+	msg, _ := ops.RedactText(readErrorText(uri, err))
+	return errors.New(msg)
+}
+
+func readErrorText(uri string, err error) string {
 	var oe *ops.Error
 	switch {
 	case errors.As(err, &oe):
-		return fmt.Errorf("resource %s: %s", uri, oe.Msg+resourceHints(oe.Hints))
+		return fmt.Sprintf("resource %s: %s", uri, oe.Msg+resourceHints(oe.Hints))
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid):
-		return fmt.Errorf("resource %s: %v", uri, err)
+		return fmt.Sprintf("resource %s: %v", uri, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("resource %s: the read was cancelled or timed out; try again", uri)
+		return fmt.Sprintf("resource %s: the read was cancelled or timed out; try again", uri)
 	}
-	return fmt.Errorf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: check pgbus_health and try again later", uri, err)
+	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: check pgbus_health and try again later", uri, err)
 }
 
 // resourceHints names next steps as resources where one reads the same,

@@ -49,9 +49,12 @@ func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
 
 // errorResult answers err as a tool error. Errors the caller can fix (bad
 // arguments, unknown queues or messages) pass their message, which says
-// what to do; other errors say the server could not finish.
+// what to do; other errors say the server could not finish. Either may
+// quote what a database or a downstream said, so its secrets are hidden
+// as in every other output.
 func errorResult(err error, readOnly bool) *mcp.CallToolResult {
-	return mcp.NewToolResultError(errorText(err, readOnly))
+	text, _ := ops.RedactText(errorText(err, readOnly))
+	return mcp.NewToolResultError(text)
 }
 
 func errorText(err error, readOnly bool) string {

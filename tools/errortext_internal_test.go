@@ -1,0 +1,36 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/secrettest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// TestErrorResultHidesSecrets: an error a tool answers with, whether the
+// caller can fix it or not, quotes what a database or a downstream said
+// with the secrets of the corpus hidden, as every other output does.
+func TestErrorResultHidesSecrets(t *testing.T) {
+	for _, text := range secrettest.Texts(secrettest.Error) {
+		for _, err := range []error{
+			errors.New(text),
+			fmt.Errorf("store: read queue %q: %s", "orders", text),
+			&ops.Error{Msg: text, Err: ops.ErrInvalid},
+			fmt.Errorf("%w: %s", ops.ErrNotFound, text),
+		} {
+			res := errorResult(err, false)
+			if !res.IsError || len(res.Content) != 1 {
+				t.Fatalf("errorResult(%v) = %+v, want one text content marked as an error", err, res)
+			}
+			out := res.Content[0].(mcp.TextContent).Text
+			if out == "" {
+				t.Fatalf("errorResult(%v) has no text", err)
+			}
+			secrettest.AssertHidden(t, out)
+		}
+	}
+}
