@@ -267,3 +267,36 @@ func TestInstallPGMQFreshAndRefusals(t *testing.T) {
 	}
 	checkMixedTraffic(t, s, "orders")
 }
+
+// A queue made by another PGMQ client (pgmq.create) is not made a queue
+// with priority levels under its own name: workers would read only the
+// levels, and its messages would wait unread. The refusal changes nothing.
+func TestPriorityLevelsRefusedOverAQueuePGMQMade(t *testing.T) {
+	script := pgtest.PGMQScript(t)
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	if err := pgtest.RunSQL(t, url, script+`; SELECT pgmq.create('orders'); SELECT pgmq.send('orders', '{"order":1}')`); err != nil {
+		t.Fatalf("PGMQ's script: %v", err)
+	}
+	s := pgtest.OpenStore(t, url)
+	err := s.CreatePriorityQueue(ctx, "orders", 3)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "without priority levels") {
+		t.Fatalf("create orders with 3 levels over pgmq.create's orders: %v; want ErrInvalid saying it exists without levels", err)
+	}
+	if got := listQueues(t, s); !slices.Equal(got, []string{"orders"}) {
+		t.Fatalf("pgmq.list_queues() after the refusal = %v, want orders alone", got)
+	}
+	if phys, err := s.PhysicalQueues(ctx, "orders"); err != nil || !slices.Equal(phys, []string{"orders"}) {
+		t.Fatalf("physical queues of orders = %v, %v; want orders itself", phys, err)
+	}
+	if got := pgtest.Live(t, s, "orders"); got != 1 {
+		t.Fatalf("orders holds %d messages, want its 1", got)
+	}
+	// Once dropped, the name takes levels.
+	if err := s.DropQueue(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePriorityQueue(ctx, "orders", 3); err != nil {
+		t.Fatalf("create orders with 3 levels after its drop: %v", err)
+	}
+}

@@ -74,8 +74,20 @@ func refuseLevel(ctx context.Context, db rowQuerier, name, op string) error {
 
 // refuseTakeover refuses to make name a queue with levels when one of the
 // names its levels take is already a queue of its own, whose messages
-// would become that level's.
+// would become that level's, or when name itself is already a queue
+// without levels that pgbus did not register (made with pgmq.create by
+// another PGMQ client): workers of a queue with levels read only the
+// levels, so its messages would wait unread and unseen.
 func refuseTakeover(ctx context.Context, tx pgx.Tx, name string, levels int) error {
+	var plain bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1) OR to_regclass($2) IS NOT NULL`,
+		name, queueTable(name)).Scan(&plain); err != nil {
+		return fmt.Errorf("store: create queue %q: %w", name, err)
+	}
+	if plain {
+		return invalidf("queue %q exists already without priority levels (made by another PGMQ client), and its messages would be left unread beside the levels: drop queue %q first, once its messages are worked, or pick another name",
+			name, name)
+	}
 	for _, physical := range physicalNames(name, levels) {
 		// A queue of that name registered with levels of its own has no
 		// table of the name, only its levels': the registry says it.
