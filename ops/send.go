@@ -55,6 +55,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
 		return Sent{}, invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
 	}
+	if req.Delay > 0 && !req.Deadline.IsZero() && !req.Deadline.After(s.now().Add(req.Delay)) {
+		return Sent{}, invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
+			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
+	}
 	id, err := s.sender.Send(ctx, req.Queue, req.Payload, engine.SendOptions{
 		Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, IdempotencyKey: req.IdempotencyKey,
 		Headers: req.Headers, Priority: req.Priority,
