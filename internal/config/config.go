@@ -88,7 +88,7 @@ type Worker struct {
 type Queue struct {
 	// Concurrency is how many of its messages run at once in one process;
 	// 0 means the default (10).
-	Concurrency int `yaml:"concurrency"`
+	Concurrency int `yaml:"concurrency,omitempty"`
 	// Handler runs the queue's jobs; nil when the file gives none (then
 	// pgbus work needs --handler for this queue).
 	Handler *handlers.Spec `yaml:"handler"`
@@ -422,6 +422,13 @@ func yamlKeys(t reflect.Type) []string {
 	return keys
 }
 
+// given reports whether the file writes a value for key (a dotted path),
+// not just the key with nothing after it.
+func (f *File) given(key string) bool {
+	tag, ok := f.tags[key]
+	return ok && tag != "!!null"
+}
+
 // check validates values that decoded but make no sense.
 func (f *File) check() error {
 	switch f.LogFormat {
@@ -456,8 +463,13 @@ func (f *File) check() error {
 		if err := store.ValidateQueueName(name); err != nil {
 			return f.Errorf(key, "%v", err)
 		}
-		if q.Concurrency < 0 || q.Concurrency > 10_000 {
+		// A concurrency written as 0 is no default: --concurrency 0 and
+		// NAME:0 are refused too.
+		if q.Concurrency < 0 || q.Concurrency > 10_000 || q.Concurrency == 0 && f.given(key+".concurrency") {
 			return f.Errorf(key+".concurrency", "%d is out of range 1..10000 (or leave it out for the default, 10)", q.Concurrency)
+		}
+		if h := q.Handler; h != nil && h.Timeout == 0 && f.given(key+".handler.timeout") {
+			return f.Errorf(key+".handler.timeout", "0 is no limit a handler takes: give a duration such as 30s, or leave it out for the handler's default")
 		}
 		if k, err := q.Settings.Check(); err != nil {
 			return f.Errorf(key+"."+k, "%v", err)
