@@ -388,6 +388,7 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "negative code", yaml: "command: [/bin/sh]\ndiscard_exit_codes: [-1]", key: "discard_exit_codes:", reason: "out of range 1..255"},
 		{name: "code 0", yaml: "command: [/bin/sh]\nretry_exit_codes: [0]", key: "retry_exit_codes:", reason: "0 is success"},
 		{name: "code text", yaml: "command: [/bin/sh]\nretry_exit_codes: [soon]", key: "retry_exit_codes:", reason: `"soon" is not a whole number`},
+		{name: "code fraction", yaml: "command: [/bin/sh]\nretry_exit_codes: [75.5]", key: "retry_exit_codes:", reason: `"75.5" is not a whole number`},
 		{name: "code twice", yaml: "command: [/bin/sh]\nretry_exit_codes: [75, 75]", key: "retry_exit_codes:", reason: "listed twice"},
 		{name: "code in two lists", yaml: "command: [/bin/sh]\ndiscard_exit_codes: [75]", key: "discard_exit_codes:", reason: "also in retry_exit_codes"},
 		{name: "on_exit conflict", yaml: "command: [/bin/sh]\non_exit: {75: discard}", key: "on_exit.75:", reason: "also in retry_exit_codes"},

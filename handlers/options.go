@@ -348,8 +348,48 @@ func decodeNode(n *yaml.Node, out any) error {
 		if val.Kind == yaml.ScalarNode && val.Tag == "!!null" {
 			continue // "key:" with no value keeps the default
 		}
+		if err := wholeNumbers(val, f.Type()); err != nil {
+			return prefixError(k, err)
+		}
 		if err := val.Decode(f.Addr().Interface()); err != nil {
 			return prefixError(k, err)
+		}
+	}
+	return nil
+}
+
+// wholeNumbers refuses a number with a fraction (1.5) where n decodes
+// into a whole number of type t, directly or as an item of a list or
+// mapping: the decoder would cut it to 1 without a word. Structs decode
+// through decodeNode, which checks their keys.
+func wholeNumbers(n *yaml.Node, t reflect.Type) error {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
+			return optionErrorf("", "%q is not a whole number", n.Value)
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.SequenceNode {
+			for _, item := range n.Content {
+				if err := wholeNumbers(item, t.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 1; i < len(n.Content); i += 2 {
+				if err := wholeNumbers(n.Content[i], t.Elem()); err != nil {
+					return prefixError(n.Content[i-1].Value, err)
+				}
+			}
 		}
 	}
 	return nil
