@@ -73,8 +73,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 }
 
 // SendBatch sends messages already built with engine.NewMessage to one
-// physical queue in one statement, as a scenario does (the demo): they are
-// sent as built, a deadline in the past included.
+// physical queue, all or none, as a scenario does (the demo): they are
+// sent as built, a deadline in the past included. A batch holds at most
+// store.MaxBatch messages, and at most store.MaxBatchKeys distinct
+// idempotency keys.
 func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewMessage) (ids []int64, err error) {
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{"queue": queue, "messages": len(msgs)}, map[string]any{"sent": len(ids)}, err)

@@ -438,7 +438,7 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 // snapshot of its own, sees a send that came first, and leaves the key
 // with that send's message.
 func lockDeadKeySQL(r deadRef) string {
-	return `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || (headers->>'` + HeaderIdempotencyKey + `'), 0))
+	return `SELECT pg_advisory_xact_lock(` + keyLockSQL("$1", "(headers->>'"+HeaderIdempotencyKey+"')") + `)
 		FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $2 AND ` + sqlDeadKeyed
 }
 

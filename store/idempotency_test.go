@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -383,5 +384,103 @@ func TestIdempotencyWindowOfPriorityLevels(t *testing.T) {
 	}
 	if again, err := s.Send(ctx, p, keyed(`1`, "k")); err != nil || again == first {
 		t.Fatalf("send of the key 2 hours after its message was archived = %d, %v; want a new message (retention 1 hour)", again, err)
+	}
+}
+
+// A batch holding idempotency keys is all or none, as any batch is: a
+// message the database refuses (a number too large for jsonb) leaves
+// nothing of the batch written, keys included.
+func TestKeyedBatchIsAllOrNone(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	_, err := s.SendBatch(ctx, q, []store.NewMessage{keyed(`{"n":1}`, "a"), msg(`{"n":2}`), keyed(`1e200000`, "b")})
+	if err == nil {
+		t.Fatal("a batch holding a number jsonb cannot store was sent")
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 0 {
+		t.Fatalf("depth = %d after a refused batch, want 0: part of it was written", m.Depth)
+	}
+	// Key a was not kept either: a send of it writes a message of its own.
+	id, err := s.Send(ctx, q, keyed(`{"n":3}`, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Read(ctx, q, time.Minute, 10)
+	if err != nil || len(msgs) != 1 || msgs[0].ID != id || string(msgs[0].Payload) != `{"n": 3}` {
+		t.Fatalf("after the refused batch, a send of key a left %+v (%v), want its own message %d", msgs, err, id)
+	}
+}
+
+// Batches sharing keys, sent at once in opposite orders, wait for each
+// other rather than deadlock, and each key gets one message.
+func TestKeyedBatchesSharingKeys(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	const keys = 40
+	batch := func(reverse bool) []store.NewMessage {
+		out := make([]store.NewMessage, keys)
+		for i := range keys {
+			k := i
+			if reverse {
+				k = keys - 1 - i
+			}
+			out[i] = keyed(fmt.Sprintf(`{"k":%d}`, k), fmt.Sprintf("key-%d", k))
+		}
+		return out
+	}
+	const senders = 8
+	got := make([][]int64, senders)
+	errs := make([]error, senders)
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Go(func() { got[i], errs[i] = s.SendBatch(ctx, q, batch(i%2 == 1)) })
+	}
+	wg.Wait()
+	byKey := map[int]int64{}
+	for i := range senders {
+		if errs[i] != nil {
+			t.Fatalf("sender %d: %v", i, errs[i])
+		}
+		for j, id := range got[i] {
+			k := j
+			if i%2 == 1 {
+				k = keys - 1 - j
+			}
+			if prev, ok := byKey[k]; ok && prev != id {
+				t.Fatalf("key-%d got ids %d and %d: want one message", k, prev, id)
+			}
+			byKey[k] = id
+		}
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != keys {
+		t.Fatalf("depth = %d, want one message per key (%d)", m.Depth, keys)
+	}
+}
+
+// A batch of more distinct keys than a batch may lock is refused before
+// anything is written, saying to split it.
+func TestKeyedBatchKeyLimit(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	msgs := make([]store.NewMessage, store.MaxBatchKeys+1)
+	for i := range msgs {
+		msgs[i] = keyed(`{}`, fmt.Sprintf("k-%d", i))
+	}
+	_, err := s.SendBatch(ctx, q, msgs)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "smaller batches") {
+		t.Fatalf("err = %v, want an invalid batch saying to send smaller batches", err)
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 0 {
+		t.Fatalf("depth = %d, want nothing written", m.Depth)
+	}
+	// The same keys twice over are as many keys: the batch is sent.
+	if _, err := s.SendBatch(ctx, q, append(msgs[:store.MaxBatchKeys:store.MaxBatchKeys], msgs[:10]...)); err != nil {
+		t.Fatalf("a batch of %d distinct keys, some repeated: %v", store.MaxBatchKeys, err)
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != store.MaxBatchKeys {
+		t.Fatalf("depth = %d, want %d", m.Depth, store.MaxBatchKeys)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,11 @@ const (
 	MaxVisibilityTimeout = 7 * 24 * time.Hour
 	// MaxIdempotencyKeyBytes bounds NewMessage.IdempotencyKey.
 	MaxIdempotencyKeyBytes = 255
-	notifyChannel          = "pgbus_send"
+	// MaxBatchKeys bounds the distinct idempotency keys of one batch: the
+	// batch holds a lock per key until it commits, and each takes a slot of
+	// the server's shared lock table (64 per connection by default).
+	MaxBatchKeys  = 1_000
+	notifyChannel = "pgbus_send"
 )
 
 // NotifyChannel is the channel a send notifies, in the sending transaction,
@@ -207,9 +212,10 @@ func (s *Store) Send(ctx context.Context, queue string, m NewMessage) (int64, er
 	return ids[0], nil
 }
 
-// SendBatch enqueues messages in one statement and one round trip, all or
-// none, and returns their ids in order. Every message is checked before
-// anything is written.
+// SendBatch enqueues messages, all or none, and returns their ids in
+// order. Every message is checked before anything is written. A batch
+// without idempotency keys is one statement and one round trip; one with
+// keys is one transaction of a few round trips a message.
 func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
@@ -272,24 +278,54 @@ func insertSQL(queue string, notify bool, delays []int64, payloads []string, hea
 	return sql, args
 }
 
-// sendKeyed sends messages one transaction each, so that a key already used
-// returns its first message's id. A lock per (queue, key) makes concurrent
-// sends of one key wait for each other: exactly one message is written.
+// sendKeyed sends a batch holding idempotency keys in one transaction, so
+// that it is all or none as any batch is. It first takes the lock of each
+// of its keys, the lock a keyed send of one message and a DLQ retry of a
+// keyed message take, in one order so that batches sharing keys wait for
+// each other rather than deadlock; then it sends the messages in order, so
+// that a key already used, by an earlier message of the batch too, returns
+// its first message's id.
 func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
-	ids := make([]int64, len(msgs))
-	for i, m := range msgs {
-		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-			id, err := sendOneKeyed(ctx, tx, queue, m)
-			ids[i] = id
-			return err
-		})
-		if err != nil {
-			return nil, queueErr(err, "send to", queue)
+	var keys []string
+	for _, m := range msgs {
+		if m.IdempotencyKey != "" {
+			keys = append(keys, m.IdempotencyKey)
 		}
+	}
+	slices.Sort(keys)
+	if keys = slices.Compact(keys); len(keys) > MaxBatchKeys {
+		return nil, invalidf("send to %q: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", queue, MaxBatchKeys, len(keys))
+	}
+	ids := make([]int64, len(msgs))
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		// The subquery's order is the order the locks are taken in.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(l.h) FROM (
+			SELECT DISTINCT `+keyLockSQL("$1", "k")+` AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS l`, queue, keys); err != nil {
+			return err
+		}
+		for i, m := range msgs {
+			id, err := sendOneKeyed(ctx, tx, queue, m)
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, queueErr(err, "send to", queue)
 	}
 	return ids, nil
 }
 
+// keyLockSQL is the id of the advisory lock of an idempotency key of a
+// queue, both given as SQL expressions.
+func keyLockSQL(queue, key string) string {
+	return "hashtextextended(" + queue + " || chr(1) || " + key + ", 0)"
+}
+
+// sendOneKeyed sends one message of a batch, in its transaction, which
+// holds the lock of its key.
 func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (int64, error) {
 	var h *string
 	if len(m.Headers) > 0 {
@@ -300,9 +336,6 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 	if m.IdempotencyKey == "" {
 		var id int64
 		return id, tx.QueryRow(ctx, sql, args...).Scan(&id)
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 0))`, queue, m.IdempotencyKey); err != nil {
-		return 0, err
 	}
 	// The archive retention is a setting of the logical queue: a priority
 	// level ($3, $4: the queue and level its name would be one of) has no
