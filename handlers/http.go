@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/pgbus/pgbus/engine"
 )
 
@@ -214,11 +216,11 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 		case twice:
 			// One of them would be dropped without a word.
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the header is given twice (also as %q); header names ignore case, so keep one", other)
-		case !validHeaderName(name):
+		case !httpguts.ValidHeaderFieldName(name):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%s is set by pgbus or the HTTP transport and cannot be configured", http.CanonicalHeaderKey(name))
-		case !validHeaderValue(value):
+		case !httpguts.ValidHeaderFieldValue(value):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}
 		h.header.Set(name, value)
@@ -279,33 +281,6 @@ func checkURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether s can be sent as a header value: no
-// control character but tab. The HTTP transport refuses a request with
-// any other one, so that every attempt would fail as a network error.
-func validHeaderValue(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // statusPolicies checks on_status and returns its engine policies, exact
 // statuses before classes of them.
 func (h *httpHandler) statusPolicies(rules Rules) ([]engine.ErrorPolicy, error) {
@@ -360,7 +335,7 @@ func (h *httpHandler) override(code int) (engine.Action, bool) {
 
 // handle sends one job.
 func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
-	if !validHeaderValue(job.IdempotencyKey) {
+	if !httpguts.ValidHeaderFieldValue(job.IdempotencyKey) {
 		// The transport would refuse the request: no retry can help, and
 		// it says nothing of the downstream, so its breaker counts nothing.
 		return engine.NonRetryable(fmt.Errorf("%s %s: the job's idempotency key %q holds a control character, which the Idempotency-Key header cannot carry; send the message again with a key of printable characters",

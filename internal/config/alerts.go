@@ -7,8 +7,9 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/alerts"
 )
@@ -79,9 +80,8 @@ func (a *Alerts) Config() alerts.Config {
 }
 
 var (
-	envRef     = regexp.MustCompile(`\$\{([^}]*)\}`)
-	envName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	envRef  = regexp.MustCompile(`\$\{([^}]*)\}`)
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // expand replaces each ${NAME} in s by the environment variable NAME; an
@@ -142,7 +142,7 @@ func (f *File) checkAlerts() error {
 		return f.Errorf("alerts.growth_threshold", "%d is out of range 1..1000000000", *n)
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.Headers)) {
-		if !headerName.MatchString(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return f.Errorf("alerts.headers."+name, "%q is not a header name; use letters, digits and -, such as Authorization", name)
 		}
 	}
@@ -170,8 +170,8 @@ func (f *File) checkAlerts() error {
 			}
 		case err != nil:
 			return f.Errorf("alerts.headers", "in header %s, %v", name, err)
-		case strings.ContainsAny(v, "\r\n"):
-			return f.Errorf("alerts.headers", "in header %s, the value holds a line break; give it on one line", name)
+		case !httpguts.ValidHeaderFieldValue(v):
+			return f.Errorf("alerts.headers", "in header %s, the value holds a control character (a line break, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)", name)
 		}
 		a.headers[name] = v
 	}

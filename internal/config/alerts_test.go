@@ -60,6 +60,7 @@ func TestAlertsOff(t *testing.T) {
 // A bad alerts block stops pgbus with the line, the key and what to do.
 func TestAlertsBadInput(t *testing.T) {
 	t.Setenv("PGBUS_TEST_EMPTY", "")
+	t.Setenv("PGBUS_TEST_DEL", "a\x7fb")
 	for _, c := range []struct {
 		name, body string
 		want       []string
@@ -74,6 +75,9 @@ func TestAlertsBadInput(t *testing.T) {
 		{"zero threshold", "  url: https://h.example.com\n  growth_threshold: 0\n", []string{"alerts.growth_threshold:", "out of range 1.."}},
 		{"fast checks", "  url: https://h.example.com\n  check_interval: 10ms\n", []string{"alerts.check_interval:", "out of range 1s..1h"}},
 		{"bad header name", "  url: https://h.example.com\n  headers:\n    \"Bad Name\": x\n", []string{"alerts.headers.Bad Name:", "not a header name"}},
+		{"header line break", "  url: https://h.example.com\n  headers:\n    X-Team: \"a\\nb\"\n", []string{"alerts.headers:", "in header X-Team", "control character"}},
+		{"header escape", "  url: https://h.example.com\n  headers:\n    X-Team: \"a\\x1bb\"\n", []string{"alerts.headers:", "in header X-Team", "control character"}},
+		{"header DEL from a variable", "  url: https://h.example.com\n  headers:\n    X-Team: ${PGBUS_TEST_DEL}\n", []string{"alerts.headers:", "in header X-Team", "control character"}},
 	} {
 		_, err := config.Parse("pgbus.yaml", []byte("\nalerts:\n"+c.body))
 		if err == nil {
