@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -253,13 +254,24 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 	sql, args := insertSQL(queue, notify, delays, payloads, headers)
 	rows, err := s.db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, queueErr(err, "send to", queue)
+		return nil, sendErr(err, queue)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, queueErr(err, "send to", queue)
+		return nil, sendErr(err, queue)
 	}
 	return ids, nil
+}
+
+// sendErr is queueErr for a send, which also tells a message PostgreSQL
+// cannot store (a number beyond what jsonb holds, a value past its size
+// limits) as the caller's to change, not the server's trouble.
+func sendErr(err error, queue string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "22003" || pgErr.Code == "54000") {
+		return invalidf("send to %q: PostgreSQL cannot store the message: %s; make the number or value smaller, or send it as a string", queue, pgErr.Message)
+	}
+	return queueErr(err, "send to", queue)
 }
 
 // insertSQL is the one statement that sends a batch, notifying listeners in
@@ -313,7 +325,7 @@ func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) 
 		return nil
 	})
 	if err != nil {
-		return nil, queueErr(err, "send to", queue)
+		return nil, sendErr(err, queue)
 	}
 	return ids, nil
 }

@@ -351,3 +351,21 @@ func TestMessageOperationsRejectBadInput(t *testing.T) {
 		t.Fatalf("after bad input depth=%d total_sent=%d (%v); want nothing written", m.Depth, m.TotalSent, err)
 	}
 }
+
+// A message PostgreSQL cannot store, such as a number beyond what jsonb
+// holds, is the sender's to change: an invalid send saying so, with or
+// without keys, and nothing written.
+func TestSendOfANumberJSONBCannotHold(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	for _, batch := range [][]store.NewMessage{{msg(`1e200000`)}, {keyed(`{"n":1e200000}`, "k")}} {
+		_, err := s.SendBatch(ctx, q, batch)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "cannot store the message") || !strings.Contains(err.Error(), "send it as a string") {
+			t.Fatalf("err = %v, want an invalid send saying what to change", err)
+		}
+	}
+	if m, _ := s.Metrics(ctx, q); m.Depth != 0 {
+		t.Fatalf("depth = %d, want nothing written", m.Depth)
+	}
+}
