@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -125,8 +126,12 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
-	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{"It is " + res.State + ": calls go through again. If the downstream still fails, it opens again after its threshold."},
+	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{fmt.Sprintf("It was %s with %d failures in a row, and is %s now: calls go through again. If the downstream still fails, it opens again after its threshold.", res.Was, res.FailuresBefore, res.State)},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	if !res.Changed {
+		d.Heading = "Circuit breaker " + res.Name + " was already closed"
+		d.Lines = []string{"It had no failure counted: the reset changed nothing (someone may have reset it already)."}
+	}
 	v.Title, v.Nav = d.Heading, "circuits"
 	s.render(w, r, http.StatusOK, "done", v, d)
 }

@@ -96,8 +96,13 @@ func TestActionsWithoutToken(t *testing.T) {
 	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) {
 		t.Fatalf("the circuits page:\n%s", page)
 	}
-	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, "reset") {
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" reset") || !strings.Contains(page, "It was open") {
 		t.Fatalf("reset: %d\n%s", code, page)
+	}
+	// A second reset, as from a page opened before the first, says it
+	// changed nothing.
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" was already closed") {
+		t.Fatalf("second reset: %d\n%s", code, page)
 	}
 	cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
 	if err != nil || len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerClosed {
@@ -112,7 +117,7 @@ func TestActionsWithoutToken(t *testing.T) {
 	for _, e := range audit.Items {
 		got = append([]string{e.Op}, got...)
 	}
-	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset"
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
 	}

@@ -546,7 +546,12 @@ type CircuitResetRequest struct {
 type CircuitReset struct {
 	Name  string `json:"name"`
 	State string `json:"state" jsonschema_description:"The breaker's state now: closed."`
-	Next  []Hint `json:"next" jsonschema_description:"What to do next."`
+	// Was and FailuresBefore say what the reset changed: nothing when the
+	// breaker was closed without failures (reset by another call, say).
+	Was            string `json:"was" jsonschema_description:"The breaker's state before the reset: closed, open or half_open."`
+	FailuresBefore int    `json:"failures_before" jsonschema_description:"The failures in a row it had counted before the reset."`
+	Changed        bool   `json:"changed" jsonschema_description:"False when the breaker was already closed with no failure counted: the reset changed nothing."`
+	Next           []Hint `json:"next" jsonschema_description:"What to do next."`
 }
 
 // CircuitReset closes a circuit breaker by hand and clears its failure
@@ -562,9 +567,11 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if req.Name == "" {
 		return CircuitReset{}, invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
 	}
-	if err := s.store.ResetBreaker(ctx, req.Name); err != nil {
+	was, err := s.store.ResetBreaker(ctx, req.Name)
+	if err != nil {
 		return CircuitReset{}, explain(err, hint(OpCircuits, "lists the breakers"))
 	}
-	return CircuitReset{Name: req.Name, State: store.BreakerClosed,
-		Next: []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}, nil
+	return CircuitReset{Name: req.Name, State: store.BreakerClosed, Was: was.State, FailuresBefore: was.ConsecutiveFailures,
+		Changed: was.State != store.BreakerClosed || was.ConsecutiveFailures > 0,
+		Next:    []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}, nil
 }

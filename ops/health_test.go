@@ -161,8 +161,13 @@ func TestCircuitsAndReset(t *testing.T) {
 	}
 	client := uniqueName("client")
 	r, err := svc.CircuitReset(ops.WithClient(ctx, client), ops.CircuitResetRequest{Name: name})
-	if err != nil || r.State != store.BreakerClosed || r.Name != name {
-		t.Fatalf("reset = %+v, %v", r, err)
+	if err != nil || r.State != store.BreakerClosed || r.Name != name || r.Was != store.BreakerOpen || r.FailuresBefore != 2 || !r.Changed {
+		t.Fatalf("reset = %+v, %v; want it closed, and said to have been open with 2 failures", r, err)
+	}
+	// A second reset, as by a person who saw the breaker open a moment
+	// ago, says it changed nothing.
+	if r, err = svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Changed || r.Was != store.BreakerClosed || r.FailuresBefore != 0 {
+		t.Fatalf("second reset = %+v, %v; want it to say nothing changed", r, err)
 	}
 	if b, _ := find(); b.State != store.BreakerClosed || b.ConsecutiveFailures != 0 {
 		t.Fatalf("after reset: %+v", b)
@@ -341,7 +346,7 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	if h, err = svc.Health(ctx); err != nil || len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0].Message, "its cool-off over since") {
 		t.Fatalf("health of a breaker past its cool-off = %+v, %v", h, err)
 	}
-	if err := s.ResetBreaker(ctx, "http:bank"); err != nil {
+	if _, err := s.ResetBreaker(ctx, "http:bank"); err != nil {
 		t.Fatal(err)
 	}
 	if h, err = svc.Health(ctx); err != nil || h.Status != ops.HealthOK {

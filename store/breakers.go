@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -333,17 +334,28 @@ func (s *Store) TouchBreakerUsers(ctx context.Context, users map[string][]Breake
 	return nil
 }
 
-// ResetBreaker closes a breaker by hand, clearing its failures.
-func (s *Store) ResetBreaker(ctx context.Context, name string) error {
-	tag, err := s.db.Exec(ctx, `
-		UPDATE pgbus.circuit_breakers SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
+// BreakerWas is what a breaker was before a reset: its state and the
+// failures it had counted in a row.
+type BreakerWas struct {
+	State               string
+	ConsecutiveFailures int
+}
+
+// ResetBreaker closes a breaker by hand, clearing its failures, and
+// returns what it was.
+func (s *Store) ResetBreaker(ctx context.Context, name string) (BreakerWas, error) {
+	var was BreakerWas
+	err := s.db.QueryRow(ctx, `
+		WITH old AS (SELECT name, state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
 			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
-		WHERE name = $1`, name)
+		FROM old WHERE b.name = old.name
+		RETURNING old.state, old.consecutive_failures`, name).Scan(&was.State, &was.ConsecutiveFailures)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BreakerWas{}, notFoundf("circuit breaker %q does not exist", name)
+	}
 	if err != nil {
-		return fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
+		return BreakerWas{}, fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return notFoundf("circuit breaker %q does not exist", name)
-	}
-	return nil
+	return was, nil
 }

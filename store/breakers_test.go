@@ -71,8 +71,16 @@ func TestBreakerLifecycle(t *testing.T) {
 	}
 	fail()
 	fail()
-	if err := s.ResetBreaker(ctx, name); err != nil || state().State != store.BreakerClosed {
-		t.Fatalf("reset: %v, state %s", err, state().State)
+	before := state()
+	was, err := s.ResetBreaker(ctx, name)
+	if err != nil || state().State != store.BreakerClosed || state().ConsecutiveFailures != 0 {
+		t.Fatalf("reset: %v, state %+v", err, state())
+	}
+	if was.State != before.State || was.ConsecutiveFailures != before.ConsecutiveFailures || was.ConsecutiveFailures == 0 {
+		t.Fatalf("reset says the breaker was %+v; it was %+v", was, before)
+	}
+	if was, err = s.ResetBreaker(ctx, name); err != nil || was.State != store.BreakerClosed || was.ConsecutiveFailures != 0 {
+		t.Fatalf("a second reset says the breaker was %+v (%v); want closed with no failure", was, err)
 	}
 }
 
@@ -158,7 +166,7 @@ func TestBreakerBadInput(t *testing.T) {
 	if _, err := s.AcquireBreaker(ctx, missing, time.Second); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("acquire missing = %v", err)
 	}
-	if err := s.ResetBreaker(ctx, `'; DROP TABLE pgbus.circuit_breakers; --`); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ResetBreaker(ctx, `'; DROP TABLE pgbus.circuit_breakers; --`); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reset odd name = %v, want ErrNotFound", err)
 	}
 }

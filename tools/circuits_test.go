@@ -30,8 +30,11 @@ func TestCircuitsAndReset(t *testing.T) {
 		t.Fatalf("circuits = %+v; want %s open with its last error, the token redacted", out, name)
 	}
 	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
-	if reset.State != store.BreakerClosed || reset.Name != name {
-		t.Fatalf("reset = %+v", reset)
+	if reset.State != store.BreakerClosed || reset.Name != name || reset.Was != store.BreakerOpen || !reset.Changed {
+		t.Fatalf("reset = %+v; want it closed, and said to have been open", reset)
+	}
+	if again := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name}); again.Changed || again.Was != store.BreakerClosed {
+		t.Fatalf("second reset = %+v; want it to say nothing changed", again)
 	}
 	if _, ok := findHint(reset.Next, "pgbus_circuits"); !ok {
 		t.Errorf("reset next %+v does not point at pgbus_circuits", reset.Next)
@@ -48,7 +51,7 @@ func TestCircuitsAndReset(t *testing.T) {
 	// The reset and the reset of a missing breaker are audited; the calls
 	// rejected as invalid are not.
 	rows := auditRows(t, e.st, "circuit_reset", name)
-	if len(rows) != 2 || !rows[0].IsError || rows[1].IsError || !strings.Contains(string(rows[0].Arguments), "no_such_"+name) {
+	if len(rows) != 3 || !rows[0].IsError || rows[1].IsError || rows[2].IsError || !strings.Contains(string(rows[0].Arguments), "no_such_"+name) {
 		t.Fatalf("audit of resets: %+v", rows)
 	}
 }

@@ -150,7 +150,11 @@ still fails, the breaker opens again after its threshold.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(a, cmd, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
-				_, err := fmt.Fprintf(a.stdout, "circuit breaker %s is %s now\n", res.Name, res.State)
+				line := fmt.Sprintf("circuit breaker %s was %s with %d failures in a row; it is %s now", res.Name, res.Was, res.FailuresBefore, res.State)
+				if !res.Changed {
+					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted; nothing changed", res.Name, res.State)
+				}
+				_, err := fmt.Fprintln(a.stdout, line)
 				return err
 			})
 		},

@@ -201,15 +201,22 @@ func TestCircuits(t *testing.T) {
 	// Reset closes it and clears its failures.
 	var reset ops.CircuitReset
 	d.json(t, &reset, "circuit", "reset", api)
-	if reset.Name != api || reset.State != store.BreakerClosed || len(reset.Next) != 1 || reset.Next[0].Op != ops.OpCircuits {
+	if reset.Name != api || reset.State != store.BreakerClosed || reset.Was != store.BreakerOpen || reset.FailuresBefore == 0 || !reset.Changed ||
+		len(reset.Next) != 1 || reset.Next[0].Op != ops.OpCircuits {
 		t.Fatalf("circuit reset: %+v", reset)
 	}
 	d.json(t, &cs, "circuits")
 	if cs.Open != 0 || cs.Circuits[1].State != store.BreakerClosed || cs.Circuits[1].ConsecutiveFailures != 0 || cs.Circuits[1].OpenUntil != nil {
 		t.Fatalf("circuits after reset: %+v", cs)
 	}
-	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report is closed now\n" {
-		t.Fatalf("circuit reset text: %q", out)
+	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was already closed with no failure counted; nothing changed\n" {
+		t.Fatalf("circuit reset text of a closed breaker: %q", out)
+	}
+	if _, err := s.BreakerFailure(ctx, "exec:report", "exit 3"); err != nil {
+		t.Fatal(err)
+	}
+	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was closed with 1 failures in a row; it is closed now\n" {
+		t.Fatalf("circuit reset text of a breaker that counted a failure: %q", out)
 	}
 	msg := d.fails(t, 3, "circuit", "reset", "http:nosuch:80")
 	if !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
@@ -219,7 +226,7 @@ func TestCircuits(t *testing.T) {
 	// The resets are in the audit log, the failed one as an error; reading
 	// the breakers is not.
 	entries := d.audit(t)
-	if len(entries) != 3 {
+	if len(entries) != 4 {
 		t.Fatalf("audit log: %+v", entries)
 	}
 	for i, e := range entries {
@@ -227,8 +234,8 @@ func TestCircuits(t *testing.T) {
 			t.Errorf("audit entry %d: %+v", i, e)
 		}
 	}
-	if !strings.Contains(string(entries[2].Arguments), api) {
-		t.Errorf("first reset's arguments: %s", entries[2].Arguments)
+	if !strings.Contains(string(entries[3].Arguments), api) {
+		t.Errorf("first reset's arguments: %s", entries[3].Arguments)
 	}
 }
 
