@@ -295,6 +295,11 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 	if n := strings.Count(trace, "\n") + 1; trace == "" || n > store.BlockBacktraceMaxLines || len(trace) > store.BlockBacktraceMax {
 		t.Fatalf("block backtrace has %d lines, %d bytes:\n%s", n, len(trace), trace)
 	}
+	// The lines the block keeps start where the handler panicked, not in
+	// the runtime's or the engine's recovery.
+	if !strings.Contains(trace, "TestPanicDeadLettersWithStack") || strings.Contains(trace, "debug.Stack") || strings.Contains(trace, "panic(") {
+		t.Fatalf("block backtrace does not start at the handler's panic:\n%s", trace)
+	}
 	fs := failures(t, s, q+"_dlq", d.ID)
 	if len(fs) != 1 || !strings.Contains(fs[0].Message, "nil map") {
 		t.Fatalf("failures = %+v", fs)

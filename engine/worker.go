@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -697,7 +698,7 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- attempt{err: &classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, stack: string(debug.Stack())}
+				done <- attempt{err: &classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, stack: panicStack(string(debug.Stack()))}
 			}
 		}()
 		done <- attempt{err: h.fn(ctx, job)}
@@ -717,6 +718,27 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	a.limit, a.elapsed, a.ran = timeout, time.Since(start), true
 	a.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) && w.jobBase.Err() == nil
 	return a
+}
+
+// panicStack is the stack of a recovered panic from the frame that
+// panicked on: the frames of debug.Stack, of the deferred recover and of
+// the runtime's panic machinery go, so that the first lines, the ones the
+// dead-letter block keeps, show where the handler went wrong.
+func panicStack(stack string) string {
+	lines := strings.Split(stack, "\n")
+	// "goroutine N [running]:", then two lines a frame: its function, then
+	// its file and line.
+	for i := 1; i+1 < len(lines); i += 2 {
+		if !strings.HasPrefix(lines[i], "panic(") {
+			continue
+		}
+		from := i + 2
+		for from+1 < len(lines) && strings.HasPrefix(lines[from], "runtime.") {
+			from += 2
+		}
+		return strings.Join(append([]string{lines[0]}, lines[from:]...), "\n")
+	}
+	return stack
 }
 
 func parseHeaders(raw json.RawMessage) map[string]json.RawMessage {
