@@ -33,6 +33,11 @@ const defaultResourcePoll = 2 * time.Second
 //
 // Other URIs may be subscribed to, as the protocol allows, but send no
 // updates: a dead message only ever leaves its DLQ.
+//
+// Clients of protocol versions with sessions (2025-11-25 and earlier)
+// subscribe with resources/subscribe and are told on their session; those
+// of 2026-07-28 and later name the URIs in a subscriptions/listen request
+// and are told on its stream, for as long as it is open.
 type resourceWatch struct {
 	svc   *ops.Service
 	srv   *server.MCPServer
@@ -40,42 +45,85 @@ type resourceWatch struct {
 	log   *slog.Logger
 
 	mu      sync.Mutex
-	subs    map[string]map[string]struct{} // session id -> URIs
-	seen    map[string]string              // URI -> what it showed when last compared
+	subs    map[subscriber]map[string]struct{} // who -> URIs
+	seen    map[string]string                  // URI -> what it showed when last compared
 	running bool
+}
+
+// subscriber is who is told of updates: a session, by its id, or a
+// subscriptions/listen stream.
+type subscriber struct {
+	session string
+	stream  *listenStream
+}
+
+// listenStream is an open subscriptions/listen request: its context, which
+// ends when the stream closes, and the id its notifications are tagged with.
+type listenStream struct {
+	ctx context.Context
+	id  any
 }
 
 func newResourceWatch(svc *ops.Service, every time.Duration, log *slog.Logger) *resourceWatch {
 	if every <= 0 {
 		every = defaultResourcePoll
 	}
-	return &resourceWatch{svc: svc, every: every, log: log, subs: map[string]map[string]struct{}{}, seen: map[string]string{}}
+	return &resourceWatch{svc: svc, every: every, log: log, subs: map[subscriber]map[string]struct{}{}, seen: map[string]string{}}
 }
 
-// attach makes w follow the subscriptions of s's sessions.
+// attach makes w follow the subscriptions of s's sessions and of its
+// subscriptions/listen streams.
 func (w *resourceWatch) attach(s *server.MCPServer, hooks *server.Hooks) {
 	w.srv = s
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil && watched(req.Params.URI) {
-			w.subscribe(ctx, sess.SessionID(), req.Params.URI)
+			w.subscribe(ctx, subscriber{session: sess.SessionID()}, req.Params.URI)
 		}
 	})
 	hooks.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil {
-			w.mu.Lock()
-			delete(w.subs[sess.SessionID()], req.Params.URI)
-			if len(w.subs[sess.SessionID()]) == 0 {
-				// Subscribed to nothing now: run stops once no session is.
-				delete(w.subs, sess.SessionID())
-			}
-			w.mu.Unlock()
+			w.unsubscribe(subscriber{session: sess.SessionID()}, req.Params.URI)
 		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
-		w.mu.Lock()
-		delete(w.subs, sess.SessionID())
-		w.mu.Unlock()
+		w.forget(subscriber{session: sess.SessionID()})
 	})
+	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, req *mcp.SubscriptionsListenRequest) {
+		if id == nil || server.ClientSessionFromContext(ctx) == nil {
+			return // refused: no stream opens
+		}
+		who := subscriber{stream: &listenStream{ctx: ctx, id: id}}
+		watching := false
+		for _, uri := range req.Params.Notifications.ResourceSubscriptions {
+			if watched(uri) {
+				w.subscribe(ctx, who, uri)
+				watching = true
+			}
+		}
+		if watching {
+			// The request's context ends when the stream closes, however
+			// it closes: the client cancels it or goes away.
+			context.AfterFunc(ctx, func() { w.forget(who) })
+		}
+	})
+}
+
+// unsubscribe ends who's subscription to uri.
+func (w *resourceWatch) unsubscribe(who subscriber, uri string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.subs[who], uri)
+	if len(w.subs[who]) == 0 {
+		// Subscribed to nothing now: run stops once no one is.
+		delete(w.subs, who)
+	}
+}
+
+// forget ends every subscription of who.
+func (w *resourceWatch) forget(who subscriber) {
+	w.mu.Lock()
+	delete(w.subs, who)
+	w.mu.Unlock()
 }
 
 // watched reports whether uri is a resource whose updates are sent.
@@ -99,7 +147,7 @@ func statsQueue(uri string) (string, bool) {
 
 // subscribe records the subscription and, for a URI no one watched yet,
 // what it shows now, so that a change right after subscribing is one.
-func (w *resourceWatch) subscribe(ctx context.Context, session, uri string) {
+func (w *resourceWatch) subscribe(ctx context.Context, who subscriber, uri string) {
 	w.mu.Lock()
 	_, known := w.seen[uri]
 	w.mu.Unlock()
@@ -109,10 +157,10 @@ func (w *resourceWatch) subscribe(ctx context.Context, session, uri string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.subs[session] == nil {
-		w.subs[session] = map[string]struct{}{}
+	if w.subs[who] == nil {
+		w.subs[who] = map[string]struct{}{}
 	}
-	w.subs[session][uri] = struct{}{}
+	w.subs[who][uri] = struct{}{}
 	if _, known := w.seen[uri]; !known && now != nil {
 		w.seen[uri] = now[uri]
 	}
@@ -145,16 +193,19 @@ func (w *resourceWatch) run() {
 	}
 }
 
-// notify sends an update to each session subscribed to a URI whose content
+// notify sends an update to each subscriber of a URI whose content
 // changed, and forgets the sessions that are gone.
 func (w *resourceWatch) notify(now map[string]string) {
-	type update struct{ session, uri string }
+	type update struct {
+		who subscriber
+		uri string
+	}
 	var updates []update
 	w.mu.Lock()
-	for session, uris := range w.subs {
+	for who, uris := range w.subs {
 		for uri := range uris {
 			if w.seen[uri] != now[uri] {
-				updates = append(updates, update{session, uri})
+				updates = append(updates, update{who, uri})
 			}
 		}
 	}
@@ -163,12 +214,38 @@ func (w *resourceWatch) notify(now map[string]string) {
 	}
 	w.mu.Unlock()
 	for _, u := range updates {
-		err := w.srv.SendNotificationToSpecificClient(u.session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": u.uri})
-		if errors.Is(err, server.ErrSessionNotFound) {
-			w.mu.Lock()
-			delete(w.subs, u.session)
-			w.mu.Unlock()
+		if u.who.stream != nil {
+			u.who.stream.send(u.uri)
+			continue
 		}
+		err := w.srv.SendNotificationToSpecificClient(u.who.session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": u.uri})
+		if errors.Is(err, server.ErrSessionNotFound) {
+			w.forget(u.who)
+		}
+	}
+}
+
+// send tells the client of l that uri changed, on l's stream and tagged
+// with its id, unless the stream closed. A client that does not read
+// misses the update, as a session's does: its next read shows the change.
+func (l *listenStream) send(uri string) {
+	sess := server.ClientSessionFromContext(l.ctx)
+	if sess == nil || l.ctx.Err() != nil {
+		return
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: mcp.MethodNotificationResourceUpdated,
+			Params: mcp.NotificationParams{
+				Meta:             map[string]any{mcp.MetaKeySubscriptionID: l.id},
+				AdditionalFields: map[string]any{"uri": uri},
+			},
+		},
+	}
+	select {
+	case sess.NotificationChannel() <- n:
+	default:
 	}
 }
 

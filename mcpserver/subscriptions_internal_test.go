@@ -23,6 +23,59 @@ import (
 // unsubscribed from everything kept them read every interval for as long
 // as it lasted.
 func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
+	w, c := watchedOverStdio(t)
+	ctx := pgtest.Context(t)
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // resources/subscribe
+	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
+		sub := mcp.SubscribeRequest{}
+		sub.Params.URI = uri
+		if err := c.Subscribe(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.Eventually(t, 30*time.Second, "the stats to be read for the subscriptions", w.isRunning)
+	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
+		unsub := mcp.UnsubscribeRequest{}
+		unsub.Params.URI = uri
+		if err := c.Unsubscribe(ctx, unsub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.Eventually(t, 30*time.Second, "the stats to stop being read", func() bool { return !w.isRunning() })
+}
+
+// A client of protocol version 2026-07-28 subscribes for as long as its
+// subscriptions/listen stream is open: the queue stats are read while it
+// is, and no longer once the client closes it.
+func TestResourceWatchStopsWhenListenCloses(t *testing.T) {
+	w, c := watchedOverStdio(t)
+	ctx := pgtest.Context(t)
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20260728
+	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{resources.URIQueues, "pgbus://queues/orders/stats"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	pgtest.Eventually(t, 30*time.Second, "the stats to be read for the listen stream's subscriptions", w.isRunning)
+	stop()
+	pgtest.Eventually(t, 30*time.Second, "the stats to stop being read once the stream closed", func() bool { return !w.isRunning() })
+}
+
+// watchedOverStdio serves, over stdio, a server with only the resources
+// and a watch of their updates every 10ms; it returns the watch and
+// mcp-go's client, started, not initialized. Both end with the test.
+func watchedOverStdio(t *testing.T) (*resourceWatch, *client.Client) {
+	t.Helper()
 	svc, err := ops.New(pgtest.Store(t), ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,31 +102,12 @@ func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // resources/subscribe
-	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	running := func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.running
-	}
-	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
-		sub := mcp.SubscribeRequest{}
-		sub.Params.URI = uri
-		if err := c.Subscribe(ctx, sub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pgtest.Eventually(t, 30*time.Second, "the stats to be read for the subscriptions", running)
-	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
-		unsub := mcp.UnsubscribeRequest{}
-		unsub.Params.URI = uri
-		if err := c.Unsubscribe(ctx, unsub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pgtest.Eventually(t, 30*time.Second, "the stats to stop being read", func() bool { return !running() })
+	return w, c
+}
+
+// isRunning reports whether w reads the stats every interval.
+func (w *resourceWatch) isRunning() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running
 }
