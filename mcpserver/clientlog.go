@@ -9,17 +9,23 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/mcpnotify"
 	"github.com/pgbus/pgbus/ops"
 )
 
 // clientLogger names pgbus in the log notifications clients receive.
 const clientLogger = "pgbus"
 
-// ClientLog forwards log records to MCP clients as notifications/message:
-// each session that sent logging/setLevel receives the records at or above
-// the level it chose, redacted as every other log line is. Sessions that
-// never set a level receive nothing, so that a client is not sent log
-// lines it did not ask for.
+// ClientLog forwards log records to MCP clients as notifications/message,
+// redacted as every other log line is, to the clients that asked for them
+// at a level: each session that sent logging/setLevel receives the records
+// at or above the level it chose; a client of protocol 2026-07-28 and
+// later, which sets its level in a request's _meta instead, receives them
+// on each subscriptions/listen stream whose request carries a level, for
+// as long as it is open, and a call that carries a level receives the
+// records logged for it (the result of a write call) in its answer.
+// Clients that never set a level receive nothing, so that a client is
+// not sent log lines it did not ask for.
 //
 // A process makes one ClientLog, logs through Tee (its workers, for
 // instance) and passes it to New in Options.ClientLog; the zero value is
@@ -28,12 +34,22 @@ type ClientLog struct {
 	mu       sync.Mutex
 	srv      *server.MCPServer
 	sessions map[string]server.SessionWithLogging
+	streams  map[*logStream]struct{}
+}
+
+// logStream is an open subscriptions/listen request that carries a log
+// level: its context, which ends when the stream closes, the id its
+// notifications are tagged with, and the level.
+type logStream struct {
+	ctx   context.Context
+	id    any
+	level mcp.LoggingLevel
 }
 
 // NewClientLog returns a ClientLog that forwards nothing until New attaches
 // it to a server and clients set a level.
 func NewClientLog() *ClientLog {
-	return &ClientLog{sessions: map[string]server.SessionWithLogging{}}
+	return &ClientLog{sessions: map[string]server.SessionWithLogging{}, streams: map[*logStream]struct{}{}}
 }
 
 // Tee returns a logger that writes to log, as before, and also forwards to
@@ -47,8 +63,8 @@ func (l *ClientLog) Tee(log *slog.Logger) *slog.Logger {
 }
 
 // attach makes l forward through s, to the sessions whose level hooks
-// record. A ClientLog serves one server: attaching it again replaces the
-// server.
+// record and to the listen streams that carry a level. A ClientLog serves
+// one server: attaching it again replaces the server.
 func (l *ClientLog) attach(s *server.MCPServer, hooks *server.Hooks) {
 	l.mu.Lock()
 	l.srv = s
@@ -65,10 +81,40 @@ func (l *ClientLog) attach(s *server.MCPServer, hooks *server.Hooks) {
 		delete(l.sessions, sess.SessionID())
 		l.mu.Unlock()
 	})
+	hooks.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest) {
+		level := requestLogLevel(ctx)
+		if id == nil || level == "" || server.ClientSessionFromContext(ctx) == nil {
+			return
+		}
+		st := &logStream{ctx: ctx, id: id, level: level}
+		l.mu.Lock()
+		l.streams[st] = struct{}{}
+		l.mu.Unlock()
+		// The request's context ends when the stream closes, however it
+		// closes: the client cancels it or goes away.
+		context.AfterFunc(ctx, func() {
+			l.mu.Lock()
+			delete(l.streams, st)
+			l.mu.Unlock()
+		})
+	})
 }
 
-// wants reports whether some session asked for records of level.
-func (l *ClientLog) wants(level slog.Level) bool {
+// requestLogLevel is the log level the request in ctx carries in its
+// _meta (protocol 2026-07-28 and later), or "" when it carries none.
+func requestLogLevel(ctx context.Context) mcp.LoggingLevel {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel
+	}
+	return ""
+}
+
+// wants reports whether some session or listen stream asked for records
+// of level, or the request in ctx did.
+func (l *ClientLog) wants(ctx context.Context, level slog.Level) bool {
+	if own := requestLogLevel(ctx); own != "" && level >= slogLevel(own) {
+		return true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.srv == nil {
@@ -79,18 +125,28 @@ func (l *ClientLog) wants(level slog.Level) bool {
 			return true
 		}
 	}
+	for st := range l.streams {
+		if level >= slogLevel(st.level) {
+			return true
+		}
+	}
 	return false
 }
 
-// send forwards one notification to every session that set a level; mcp-go
-// drops it for the sessions whose level is above it, and never blocks on a
-// client that does not read.
-func (l *ClientLog) send(n mcp.LoggingMessageNotification) {
+// send forwards one notification to every session that set a level and
+// every listen stream that carries one, and to the request in ctx when it
+// carries one; mcp-go drops it for the sessions whose level is above it,
+// and never blocks on a client that does not read, nor does send.
+func (l *ClientLog) send(ctx context.Context, n mcp.LoggingMessageNotification) {
 	l.mu.Lock()
 	srv := l.srv
 	ids := make([]string, 0, len(l.sessions))
 	for id := range l.sessions {
 		ids = append(ids, id)
+	}
+	streams := make([]*logStream, 0, len(l.streams))
+	for st := range l.streams {
+		streams = append(streams, st)
 	}
 	l.mu.Unlock()
 	if srv == nil {
@@ -98,6 +154,38 @@ func (l *ClientLog) send(n mcp.LoggingMessageNotification) {
 	}
 	for _, id := range ids {
 		_ = srv.SendLogMessageToSpecificClient(id, n)
+	}
+	for _, st := range streams {
+		st.send(n)
+	}
+	if own := requestLogLevel(ctx); own != "" && n.Params.Level.ShouldSendTo(own) {
+		// mcp-go sends it in the answer to the request.
+		if srv.SendLogMessageToClient(ctx, n) == nil {
+			mcpnotify.Sending(ctx)
+		}
+	}
+}
+
+// send forwards n on the stream, tagged with its id, when its level
+// admits it and the stream is still open.
+func (st *logStream) send(n mcp.LoggingMessageNotification) {
+	sess := server.ClientSessionFromContext(st.ctx)
+	if sess == nil || st.ctx.Err() != nil || !n.Params.Level.ShouldSendTo(st.level) {
+		return
+	}
+	msg := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: n.Method,
+			Params: mcp.NotificationParams{
+				Meta:             map[string]any{mcp.MetaKeySubscriptionID: st.id},
+				AdditionalFields: map[string]any{"level": n.Params.Level, "logger": n.Params.Logger, "data": n.Params.Data},
+			},
+		},
+	}
+	select {
+	case sess.NotificationChannel() <- msg:
+	default:
 	}
 }
 
@@ -137,12 +225,12 @@ type clientLogHandler struct {
 	attrs  []slog.Attr // already nested in the groups open when added
 }
 
-func (h clientLogHandler) Enabled(_ context.Context, level slog.Level) bool {
-	return h.l.wants(level)
+func (h clientLogHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.l.wants(ctx, level)
 }
 
-func (h clientLogHandler) Handle(_ context.Context, rec slog.Record) error {
-	if !h.l.wants(rec.Level) {
+func (h clientLogHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if !h.l.wants(ctx, rec.Level) {
 		return nil
 	}
 	data := map[string]any{}
@@ -158,7 +246,7 @@ func (h clientLogHandler) Handle(_ context.Context, rec slog.Record) error {
 		addAttr(data, a)
 	}
 	data["message"] = rec.Message
-	h.l.send(mcp.NewLoggingMessageNotification(mcpLevel(rec.Level), clientLogger, data))
+	h.l.send(ctx, mcp.NewLoggingMessageNotification(mcpLevel(rec.Level), clientLogger, data))
 	return nil
 }
 

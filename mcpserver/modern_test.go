@@ -2,7 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,4 +137,51 @@ func listen(t *testing.T, c *client.Client, filter mcp.SubscriptionFilter) (stop
 		t.Fatal("subscriptions/listen was not acknowledged")
 	}
 	return stop
+}
+
+// A client of protocol version 2026-07-28 sets its log level in each
+// request's _meta, over stdio and Streamable HTTP: a write call that
+// carries info receives the call's log record (its counts, at info) in
+// its answer, and nothing below info; a subscriptions/listen stream that
+// carries debug receives the records logged beside the server, such as
+// those of its workers, redacted as the log is.
+func TestModernLogNotifications(t *testing.T) {
+	st := testStore(t)
+	for _, tr := range modernTransports {
+		t.Run(tr, func(t *testing.T) {
+			queue := newQueue(t, st)
+			ids := deadLetter(t, st, queue, `{"n":1}`)
+			cl := mcpserver.NewClientLog()
+			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), tr, "modern-agent")
+			got := collect(c)
+
+			setLevel(t, c, mcp.LoggingLevelInfo)
+			callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}})
+			pgtest.Eventually(t, time.Minute, "the retry's log notification", func() bool {
+				return len(got.logsSaying("pgbus_dlq_retry done")) > 0
+			})
+			logs := got.logsSaying("pgbus_dlq_retry done")
+			data, _ := logs[0]["data"].(map[string]any)
+			if len(logs) != 1 || logs[0]["level"] != "info" || logs[0]["logger"] != "pgbus" || data["tool"] != "pgbus_dlq_retry" || fmt.Sprint(data["retried"]) != "1" {
+				t.Fatalf("retry log notifications: %v", logs)
+			}
+			for _, p := range got.of("notifications/message") {
+				if p["level"] == "debug" {
+					t.Errorf("a debug record reached a client at info: %v", p)
+				}
+			}
+
+			setLevel(t, c, mcp.LoggingLevelDebug)
+			listen(t, c, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"pgbus://queues"}})
+			cl.Tee(nil).WithGroup("job").Debug("pgbus: job failed", "queue", "orders", "err", fmt.Errorf("POST https://user:hunter2@example.com: 500"))
+			pgtest.Eventually(t, time.Minute, "the worker's log notification on the listen stream", func() bool {
+				return len(got.logsSaying("job failed")) > 0
+			})
+			p := got.logsSaying("job failed")[0]
+			job, _ := p["data"].(map[string]any)["job"].(map[string]any)
+			if p["level"] != "debug" || job["queue"] != "orders" || strings.Contains(fmt.Sprint(p), "hunter2") {
+				t.Fatalf("forwarded worker record: %v", p)
+			}
+		})
+	}
 }

@@ -2,11 +2,13 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/mcpnotify"
@@ -196,9 +198,17 @@ func (r *recentEvents) listen(sessionID string, delta int) {
 }
 
 // trackWrites tells events which events each request's response writes
-// to the client, and which sessions have a GET stream open.
+// to the client, and which sessions have a GET stream open; for a request
+// of protocol 2026-07-28 and later, which has no session, it tells the
+// request's handler which of its notifications are written
+// (mcpnotify.Delivery).
 func trackWrites(next http.Handler, events *recentEvents) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+			ctx, d := mcpnotify.WithDelivery(r.Context())
+			next.ServeHTTP(&deliveryWriter{ResponseWriter: w, delivery: d}, r.WithContext(ctx))
+			return
+		}
 		id := r.Header.Get(server.HeaderKeySessionID)
 		if id == "" {
 			next.ServeHTTP(w, r)
@@ -247,3 +257,56 @@ func (w *trackingWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection (mcp-go sets
 // write deadlines through it).
 func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// awaitNotifications holds a tool call's result until the notifications
+// the call sent (its progress, its log records) are written, at most
+// maxResponseWait. mcp-go v1.2.1 writes those of a request of protocol
+// 2026-07-28 over HTTP from a goroutine of their own, and drops the one
+// that goroutine holds once the result is on its way: the log record of
+// a write call, sent as the call ends, was lost nearly every time.
+func awaitNotifications(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := next(ctx, req)
+		mcpnotify.AwaitWritten(ctx, maxResponseWait)
+		return res, err
+	}
+}
+
+// deliveryWriter reports to delivery each notification written through it
+// (mcp-go writes each event with a Write of its own).
+type deliveryWriter struct {
+	http.ResponseWriter
+	delivery *mcpnotify.Delivery
+}
+
+func (w *deliveryWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil && isNotificationEvent(p) {
+		w.delivery.Written()
+	}
+	return n, err
+}
+
+// isNotificationEvent reports whether p is one server-sent event carrying
+// a JSON-RPC notification.
+func isNotificationEvent(p []byte) bool {
+	data, ok := bytes.CutPrefix(p, []byte("event: message\ndata: "))
+	if !ok {
+		return false
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(bytes.TrimSpace(data), &m) == nil && m.Method != "" && m.ID == nil
+}
+
+// Flush sends what was written to the client.
+func (w *deliveryWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *deliveryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -91,6 +91,8 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
+		// Outermost, so that the records logCalls sends are waited for.
+		server.WithToolHandlerMiddleware(awaitNotifications),
 		server.WithToolHandlerMiddleware(logCalls(log, isWrite)),
 	}
 	if opts.ToolCalled != nil {
@@ -160,15 +162,18 @@ func logCalls(log *slog.Logger, isWrite func(tool string) bool) server.ToolHandl
 			start := time.Now()
 			res, err := next(ctx, req)
 			attrs := []any{"tool", req.Params.Name, "duration", time.Since(start).Round(time.Microsecond)}
+			// Logged with the call's context: a client of protocol
+			// 2026-07-28 that set a level on the call receives them in its
+			// answer.
 			switch {
 			case err != nil:
-				log.Warn("mcp tool call failed", append(attrs, "err", err)...)
+				log.WarnContext(ctx, "mcp tool call failed", append(attrs, "err", err)...)
 			case res != nil && res.IsError:
-				log.Debug("mcp tool call answered an error", attrs...)
+				log.DebugContext(ctx, "mcp tool call answered an error", attrs...)
 			case isWrite(req.Params.Name):
-				log.Info("pgbus: "+req.Params.Name+" done", append(attrs, resultCounts(res)...)...)
+				log.InfoContext(ctx, "pgbus: "+req.Params.Name+" done", append(attrs, resultCounts(res)...)...)
 			default:
-				log.Debug("mcp tool call", attrs...)
+				log.DebugContext(ctx, "mcp tool call", attrs...)
 			}
 			return res, err
 		}
