@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // transportStdio names, beside mcpserver's HTTP transports, the stdio one
@@ -182,6 +185,229 @@ func TestModernLogNotifications(t *testing.T) {
 			if p["level"] != "debug" || job["queue"] != "orders" || strings.Contains(fmt.Sprint(p), "hunter2") {
 				t.Fatalf("forwarded worker record: %v", p)
 			}
+		})
+	}
+}
+
+// modernHeaders are the headers of a tools/list of protocol 2026-07-28.
+var modernHeaders = map[string]string{
+	"Content-Type":         "application/json",
+	"Accept":               "application/json, text/event-stream",
+	"Mcp-Protocol-Version": mcp.ProtocolVersion20260728,
+	"Mcp-Method":           "tools/list",
+}
+
+// rawModernListTools is a tools/list of protocol 2026-07-28.
+const rawModernListTools = `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// postModern posts body to url with modernHeaders, then header's, and
+// returns the answer.
+func postModern(t *testing.T, url, body string, header map[string]string) rawResponse {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range modernHeaders {
+		req.Header.Set(k, v)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// A request of protocol 2026-07-28 passes the same checks as any other:
+// the bearer token, the Origin and the Host; and declaring that protocol
+// opens no session past MaxSessions, whatever the body: an initialize
+// with the modern header is refused without a session.
+func TestModernRequestsSecurity(t *testing.T) {
+	const token = "modern-security-token-0123456789abcdef"
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token, MaxSessions: 1})
+	url := base + mcpserver.PathMCP
+	auth := "Bearer " + token
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"with the token", map[string]string{"Authorization": auth}, http.StatusOK},
+		{"without a token", nil, http.StatusUnauthorized},
+		{"with a wrong token", map[string]string{"Authorization": "Bearer " + strings.Repeat("x", len(token))}, http.StatusUnauthorized},
+		{"from another origin", map[string]string{"Authorization": auth, "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"to another host", map[string]string{"Authorization": auth, "Host": "evil.example"}, http.StatusForbidden},
+	} {
+		if r := postModern(t, url, rawModernListTools, tc.header); r.status != tc.want || (tc.want == http.StatusOK) != strings.Contains(r.body, "pgbus_health") {
+			t.Errorf("modern tools/list %s: %d %.200s; want %d", tc.name, r.status, r.body, tc.want)
+		}
+	}
+
+	withToken := map[string]string{"Authorization": auth}
+	legacy := func() rawResponse {
+		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(rawInitialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return rawResponse{status: resp.StatusCode, header: resp.Header}
+	}
+	if r := legacy(); r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("the one session allowed: %d %v", r.status, r.header)
+	}
+	modernInit := strings.Replace(rawInitialize, `"params":{`, `"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`, 1)
+	for _, body := range []string{rawInitialize, modernInit} {
+		if r := postModern(t, url, body, withToken); r.status == http.StatusOK || r.header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("initialize declaring protocol 2026-07-28 past MaxSessions: %d, session %q; want refused", r.status, r.header.Get("Mcp-Session-Id"))
+		}
+	}
+	if r := legacy(); r.status != http.StatusServiceUnavailable {
+		t.Errorf("a second session past MaxSessions 1: %d; want 503", r.status)
+	}
+	if r := postModern(t, url, rawModernListTools, withToken); r.status != http.StatusOK {
+		t.Errorf("modern tools/list with every session taken: %d %.200s; want 200, as it needs none", r.status, r.body)
+	}
+}
+
+// A client of protocol 2026-07-28, which has no server-initiated requests,
+// is never asked through elicitation, even when it declares it: a discard
+// by filter or a purge without confirm is refused, saying to pass
+// confirm: true, and nothing moves; with it, the call is done.
+func TestModernClientConfirms(t *testing.T) {
+	st := testStore(t)
+	for _, tr := range modernTransports {
+		t.Run(tr, func(t *testing.T) {
+			q := newQueue(t, st)
+			ids := deadLetter(t, st, q, `{"n":1}`)
+			p := &person{action: mcp.ElicitationResponseActionAccept, confirm: true}
+			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent", client.WithElicitationHandler(p))
+			wantToolError(t, "modern discard without confirm", callTool(t, c, "pgbus_dlq_discard", discardArgs(q)), `"confirm":true`)
+			if !inDLQ(t, st, q, ids[0]) || len(p.questions()) != 0 {
+				t.Fatalf("a modern discard without confirm: still dead %v, asked %q; want kept and no question", inDLQ(t, st, q, ids[0]), p.questions())
+			}
+			var d ops.DLQDiscard
+			structured(t, callTool(t, c, "pgbus_dlq_discard", discardArgs(q, "confirm", true)), &d)
+			if d.Discarded != 1 || inDLQ(t, st, q, ids[0]) {
+				t.Fatalf("modern discard with confirm = %+v; want the message discarded", d)
+			}
+			wantToolError(t, "modern purge without confirm", callTool(t, c, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}), "confirm")
+			var pr ops.DLQPurge
+			structured(t, callTool(t, c, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "confirm": true}), &pr)
+			if pr.Purged != 1 || len(p.questions()) != 0 {
+				t.Fatalf("modern purge with confirm = %+v, asked %q; want the message purged without a question", pr, p.questions())
+			}
+		})
+	}
+}
+
+// A client of protocol version 2026-07-28 lists the tools and calls them,
+// write tools included, over stdio and Streamable HTTP; its writes are
+// audited under the name and version it declares in each request's
+// _meta. With --read-only the write tools are neither listed nor
+// callable, and nothing changes.
+func TestModernClientTools(t *testing.T) {
+	st := testStore(t)
+	for _, tr := range modernTransports {
+		t.Run(tr, func(t *testing.T) {
+			queue := newQueue(t, st)
+			ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent")
+			names := toolNames(t, c)
+			for _, want := range []string{"pgbus_health", "pgbus_dlq_retry", "pgbus_queue_pause"} {
+				if _, ok := names[want]; !ok {
+					t.Errorf("tool %s not listed to a modern client (have %d tools)", want, len(names))
+				}
+			}
+			var report ops.DLQRetry
+			structured(t, callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": []int64{ids[0]}}), &report)
+			if report.Retried != 1 || inDLQ(t, st, queue, ids[0]) {
+				t.Fatalf("retry by a modern client: %+v", report)
+			}
+			page, err := st.ListAudit(testContext(t), store.AuditFilter{Tool: "dlq_retry"}, "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entry *store.AuditEntry
+			for i, e := range page.Items {
+				if strings.Contains(string(e.Arguments), queue) {
+					entry = &page.Items[i]
+				}
+			}
+			if entry == nil || entry.Client != "mcp:modern-agent/1" || entry.Transport != tr {
+				t.Fatalf("audit entry of a modern client's retry: %+v; want client mcp:modern-agent/1 over %s", entry, tr)
+			}
+
+			ro := modernClient(t, mcpserver.New(deps(t, st, ops.Options{ReadOnly: true}), mcpserver.Options{}), tr, "modern-reader")
+			names = toolNames(t, ro)
+			if _, ok := names["pgbus_health"]; !ok {
+				t.Fatal("a read-only server lists no pgbus_health to a modern client")
+			}
+			for name, tool := range names {
+				if !mcpserver.IsReadOnlyTool(tool) {
+					t.Errorf("read-only server lists write tool %s to a modern client", name)
+				}
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name = "pgbus_dlq_retry"
+			req.Params.Arguments = map[string]any{"queue": queue, "ids": []int64{ids[1]}}
+			if res, err := ro.CallTool(testContext(t), req); err == nil && !res.IsError {
+				t.Fatalf("read-only server ran pgbus_dlq_retry for a modern client: %s", resultText(res))
+			}
+			if !inDLQ(t, st, queue, ids[1]) {
+				t.Fatal("read-only server retried a message for a modern client")
+			}
+		})
+	}
+}
+
+// A bulk retry by filter and a purge called with a progress token by a
+// client of protocol version 2026-07-28 send it progress notifications
+// before their results, over stdio and Streamable HTTP (in the answer to
+// the call), the last at the total.
+func TestModernProgressNotifications(t *testing.T) {
+	st := testStore(t)
+	for _, tr := range modernTransports {
+		t.Run(tr, func(t *testing.T) {
+			queue := newQueue(t, st)
+			pgtest.DeadLetterN(t, st, queue, 4, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
+			discard := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`, `{"n":3}`)
+			if _, err := st.DiscardDead(testContext(t), queue, discard); err != nil {
+				t.Fatal(err)
+			}
+			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent")
+			got := collect(c)
+			callWithProgress(t, c, "retry", "pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "HTTPError", "limit": 10})
+			if tr == mcpserver.TransportHTTP {
+				// The notifications come in the answer, before the result.
+				wantProgress(t, got, "retry", 4)
+			}
+			callWithProgress(t, c, "purge", "pgbus_dlq_purge", map[string]any{"queue": store.DLQName(queue), "older_than": "0s", "confirm": true})
+			pgtest.Eventually(t, time.Minute, "the progress notifications", func() bool {
+				r, _ := progressOf(got, "retry")
+				p, _ := progressOf(got, "purge")
+				return len(r) > 0 && len(p) > 0 && r[len(r)-1] == 4 && p[len(p)-1] == 3
+			})
+			wantProgress(t, got, "retry", 4)
+			wantProgress(t, got, "purge", 3)
 		})
 	}
 }
