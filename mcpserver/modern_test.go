@@ -286,6 +286,16 @@ func TestModernRequestsSecurity(t *testing.T) {
 	if r := postModern(t, url, rawModernListTools, withToken); r.status != http.StatusOK {
 		t.Errorf("modern tools/list with every session taken: %d %.200s; want 200, as it needs none", r.status, r.body)
 	}
+	// A session id a modern request carries, open or not, is no session
+	// of its: mcp-go ignores it, and so does the guard.
+	if r := postModern(t, url, rawModernListTools, map[string]string{"Authorization": auth, "Mcp-Session-Id": "mcp-session-never-issued"}); r.status != http.StatusOK || !strings.Contains(r.body, "pgbus_health") {
+		t.Errorf("modern tools/list with a stale session id: %d %.200s; want 200", r.status, r.body)
+	}
+	// A modern request without the version header is refused as a legacy
+	// one without a session, saying which header a modern client sends.
+	if r := postModern(t, url, rawModernListTools, map[string]string{"Authorization": auth, "Mcp-Protocol-Version": ""}); r.status != http.StatusBadRequest || !strings.Contains(r.body, "Mcp-Protocol-Version header") {
+		t.Errorf("modern tools/list without its version header: %d %.300s; want 400 naming the header", r.status, r.body)
+	}
 }
 
 // A client of protocol 2026-07-28, which has no server-initiated requests,

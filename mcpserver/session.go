@@ -122,25 +122,32 @@ func (m *sessions) isOpen(id string) bool {
 // that is not open (404: the client must initialize again) and the GET and
 // DELETE requests that name none (400), which mcp-go would otherwise take
 // as the start of a session of the client's own. Requests of protocol
-// version 2026-07-28 and later have no sessions and are left to mcp-go.
+// version 2026-07-28 and later have no sessions and are left to mcp-go,
+// a session id they carry included.
 func (m *sessions) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(server.HeaderKeySessionID)
 		method, batch := peekMethod(r)
+		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 		switch {
 		case batch:
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: JSON-RPC batches are not taken (MCP dropped them in 2025-06-18): send each request in a POST of its own")
-		case id == "" && r.Method == http.MethodPost && method != "" && method != string(mcp.MethodInitialize) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+		case modern:
+			// No session: mcp-go ignores a session id such a request
+			// carries, and so does this guard.
+			next.ServeHTTP(w, r)
+		case id == "" && r.Method == http.MethodPost && method != "" && method != string(mcp.MethodInitialize):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
-				"pgbus: "+clipMethod(method)+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
+				"pgbus: "+clipMethod(method)+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first "+
+					"(a client of protocol 2026-07-28 or later sends no initialize: it names its version in the "+mcp.HeaderProtocolVersion+" header of every request)")
 		case id != "" && !m.isOpen(id):
 			m.refuse(w, r, http.StatusNotFound, sessionNotFound,
 				"pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header")
-		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
-		case id == "" && r.Method == http.MethodPost && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+		case id == "" && r.Method == http.MethodPost:
 			m.startSession(w, r, next)
 		default:
 			next.ServeHTTP(w, r)
