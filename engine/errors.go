@@ -33,8 +33,10 @@ const (
 type controlError struct {
 	err     error
 	outcome outcome
-	delay   time.Duration // retry-after hint, nack delay or snooze duration; 0: backoff
-	class   string        // overrides the derived class when set
+	delay   time.Duration // retry-after hint, nack delay or snooze duration; 0: backoff, unless explicit
+	// explicit says delay is the retry's wait even when 0 (a Nack's).
+	explicit bool
+	class    string // overrides the derived class when set
 }
 
 func (e *controlError) Error() string {
@@ -58,8 +60,9 @@ func NonRetryable(err error) error {
 }
 
 // RetryAfter marks err as transient with a hint from the downstream, such as
-// an HTTP Retry-After: the next attempt waits d instead of the backoff. The
-// attempt still counts toward max_retries. A nil err stays nil.
+// an HTTP Retry-After: the next attempt waits d instead of the backoff; a d
+// of 0 or less is no hint, and the backoff applies. The attempt still
+// counts toward max_retries. A nil err stays nil.
 func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		return nil
@@ -67,10 +70,11 @@ func RetryAfter(d time.Duration, err error) error {
 	return &controlError{err: err, outcome: outcomeRetry, delay: max(d, 0)}
 }
 
-// Nack fails the attempt with an explicit delay and a reason, which is
-// recorded as the error message.
+// Nack fails the attempt with an explicit delay, instead of the backoff, and
+// a reason, which is recorded as the error message. A delay of 0 or less
+// retries at once. The attempt counts toward max_retries.
 func Nack(delay time.Duration, reason string) error {
-	return &controlError{err: errors.New(reason), outcome: outcomeRetry, delay: max(delay, 0), class: ClassNack}
+	return &controlError{err: errors.New(reason), outcome: outcomeRetry, delay: max(delay, 0), explicit: true, class: ClassNack}
 }
 
 // Discard archives the message with the failure recorded and the

@@ -195,6 +195,28 @@ func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 	}
 }
 
+// A Nack with no delay retries at once, whatever the queue's backoff: its
+// delay is explicit, 0 included.
+func TestNackWithoutDelayRetriesAtOnce(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = time.Hour; qs.RetryBackoffMax = time.Hour })
+	c := pgtest.NewClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		if calls.Add(1) == 1 {
+			return engine.Nack(0, "not yet")
+		}
+		return nil
+	})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].RetryAt.Sub(fs[0].FailedAt) != 0 {
+		t.Fatalf("failures = %+v, want one retried at once", fs)
+	}
+}
+
 func TestSnoozeUsesNoAttempt(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })

@@ -76,7 +76,7 @@ func policyFor(policies []ErrorPolicy, err error) (ErrorPolicy, bool) {
 
 // retryHint returns the delay an error asks for, if any.
 func retryHint(err error) (time.Duration, bool) {
-	if ce, ok := asControl(err); ok && ce.outcome == outcomeRetry && ce.delay > 0 {
+	if ce, ok := asControl(err); ok && ce.outcome == outcomeRetry && (ce.delay > 0 || ce.explicit) {
 		return ce.delay, true
 	}
 	var hinted interface{ RetryAfter() time.Duration }
