@@ -266,3 +266,32 @@ func TestDLQSummaryAllAndTheCaps(t *testing.T) {
 		t.Fatalf("one group: %+v", one)
 	}
 }
+
+// Bounds given in part keep the defaults of the fields left zero: a
+// service that only raises the payload bound still shows error messages,
+// backtraces and history, where the zero bounds cut them to nothing, or
+// failed the call. A negative bound is refused when the service is made.
+func TestPartialBoundsKeepTheOtherDefaults(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "connection refused", Trace: "main.go:1\nmain.go:2"})
+	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.Bounds{Payload: 64 << 10}})
+	got, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[0], IncludePayload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeadLetter.ErrorMessage != "connection refused" || got.DeadLetter.Backtrace != "main.go:1\nmain.go:2" || len(got.History) != 1 {
+		t.Fatalf("shown with partial bounds: message %q, backtrace %q, %d failures", got.DeadLetter.ErrorMessage, got.DeadLetter.Backtrace, len(got.History))
+	}
+	list, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].ErrorMessage != "connection refused" {
+		t.Fatalf("listed with partial bounds: %+v", list.Items)
+	}
+	if _, err := ops.New(s, ops.Options{Bounds: ops.Bounds{Payload: 1 << 10, History: -1}}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "Bounds.History") {
+		t.Fatalf("New with a negative bound = %v, want ErrInvalid naming Bounds.History", err)
+	}
+}

@@ -53,7 +53,8 @@ type Options struct {
 	SafeFields []string
 	// ReadOnly refuses every write operation with ErrReadOnly.
 	ReadOnly bool
-	// Bounds limit what a view of a message carries. Zero: DefaultBounds.
+	// Bounds limit what a view of a message carries. Zero: DefaultBounds;
+	// a field left zero takes its default (see Bounds).
 	Bounds Bounds
 	// StaleAfter is how old a worker's heartbeat may be before the worker
 	// counts as stale (crashed or hung). Default 30s: three missed beats.
@@ -95,8 +96,9 @@ func New(st *store.Store, opts Options) (*Service, error) {
 		return nil, err
 	}
 	opts.SafeFields = slices.Compact(slices.Sorted(slices.Values(opts.SafeFields)))
-	if opts.Bounds == (Bounds{}) {
-		opts.Bounds = DefaultBounds
+	var err error
+	if opts.Bounds, err = opts.Bounds.withDefaults(); err != nil {
+		return nil, err
 	}
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = 30 * time.Second

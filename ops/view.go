@@ -20,6 +20,9 @@ import (
 // and LiveHistory of a live one. Response bounds the JSON of a whole
 // result, in characters (0: no bound): lists shrink their rows and views
 // their parts to stay under it, and say so.
+//
+// Bounds left zero whole are DefaultBounds. Otherwise a field left zero
+// takes DefaultBounds' value, except Response, whose 0 means no bound.
 type Bounds struct {
 	Payload, ListPayload, Headers                int
 	ErrorChars, ListErrorChars                   int
@@ -36,6 +39,32 @@ var DefaultBounds = Bounds{
 	BacktraceLines: 10, BacktraceChars: 2000, LiveTraceLen: 5,
 	History: 20, LiveHistory: 3,
 	Response: responseTarget,
+}
+
+// withDefaults fills the fields left zero from DefaultBounds (Response
+// excepted, see Bounds) and refuses negative ones.
+func (b Bounds) withDefaults() (Bounds, error) {
+	if b == (Bounds{}) {
+		return DefaultBounds, nil
+	}
+	d := DefaultBounds
+	for _, f := range []struct {
+		name     string
+		val, def *int
+	}{
+		{"Payload", &b.Payload, &d.Payload}, {"ListPayload", &b.ListPayload, &d.ListPayload}, {"Headers", &b.Headers, &d.Headers},
+		{"ErrorChars", &b.ErrorChars, &d.ErrorChars}, {"ListErrorChars", &b.ListErrorChars, &d.ListErrorChars},
+		{"BacktraceLines", &b.BacktraceLines, &d.BacktraceLines}, {"BacktraceChars", &b.BacktraceChars, &d.BacktraceChars},
+		{"LiveTraceLen", &b.LiveTraceLen, &d.LiveTraceLen}, {"History", &b.History, &d.History}, {"LiveHistory", &b.LiveHistory, &d.LiveHistory},
+	} {
+		switch {
+		case *f.val < 0:
+			return b, invalidf("Bounds.%s is %d; give a positive bound, or 0 for the default (%d)", f.name, *f.val, *f.def)
+		case *f.val == 0:
+			*f.val = *f.def
+		}
+	}
+	return b, nil
 }
 
 // FullBounds keep everything the database keeps, for a person who asked
