@@ -142,6 +142,9 @@ type Client struct {
 	mu       sync.RWMutex
 	kinds    map[string]handler
 	defaults map[string]handler // per logical queue
+	// twice names the first registration that replaced another, which
+	// Run refuses.
+	twice string
 
 	settings atomic.Pointer[map[string]store.QueueSettings]
 	physical map[string][]string // logical queue -> physical queues, set by Run
@@ -195,18 +198,26 @@ func processID() string {
 func (c *Client) ID() string { return c.id }
 
 // Handle registers the handler of a kind (the pgbus_kind header), on every
-// queue this client works.
+// queue this client works. A kind has one handler: Run and Validate refuse
+// a kind registered twice.
 func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.kinds[kind]; ok && c.twice == "" {
+		c.twice = fmt.Sprintf("kind %q is registered twice with Handle", kind)
+	}
 	c.kinds[kind] = handler{fn: fn, opts: firstOr(opts)}
 }
 
 // HandleQueue registers the handler for messages of a queue whose kind has
-// no handler of its own (messages without pgbus_kind included).
+// no handler of its own (messages without pgbus_kind included). A queue has
+// one: Run and Validate refuse a queue registered twice.
 func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.defaults[queue]; ok && c.twice == "" {
+		c.twice = fmt.Sprintf("queue %q is registered twice with HandleQueue", queue)
+	}
 	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts)}
 }
 

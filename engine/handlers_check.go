@@ -7,8 +7,9 @@ import (
 )
 
 // Validate reports what Run would refuse at start without reading the
-// database: handlers that would dead-letter every message (see Run) and
-// one circuit breaker named with different settings. A caller that runs
+// database: a kind or queue whose handler is registered twice, handlers
+// that would dead-letter every message (see Run) and one circuit breaker
+// named with different settings. A caller that runs
 // Run in the background calls it first, so that such a mistake stops it
 // rather than a log line.
 func (c *Client) Validate() error {
@@ -19,8 +20,10 @@ func (c *Client) Validate() error {
 	return err
 }
 
-// checkHandlers refuses, before anything runs, registrations that would
-// dead-letter every message they meet: no handler at all, a nil function,
+// checkHandlers refuses, before anything runs, a kind or queue registered
+// twice (the last registration silently replaced the first), and
+// registrations that would dead-letter every message they meet: no
+// handler at all, a nil function,
 // the empty kind (no message names it), a queue's default handler for a
 // queue this client does not work (a typo), and retry policies whose
 // attempts are out of range (a RetryPolicy filled in part has zero
@@ -30,6 +33,9 @@ func (c *Client) checkHandlers() error {
 	defer c.mu.RUnlock()
 	if len(c.kinds) == 0 && len(c.defaults) == 0 {
 		return fmt.Errorf("%w: no handlers: register them with Handle or HandleQueue before Run, or every message read would be dead-lettered", store.ErrInvalid)
+	}
+	if c.twice != "" {
+		return fmt.Errorf("%w: %s, and the last registration replaced the first: register each once, with the one handler its messages should run", store.ErrInvalid, c.twice)
 	}
 	worked := map[string]bool{}
 	for _, q := range c.cfg.Queues {

@@ -304,6 +304,8 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"empty kind", func(c *engine.Client) { c.Handle("", noop) }, "use HandleQueue"},
 		{"nil handler", func(c *engine.Client) { c.Handle("k", nil) }, "is nil"},
 		{"queue not worked", func(c *engine.Client) { c.HandleQueue(q+"x", noop) }, "does not work"},
+		{"kind twice", func(c *engine.Client) { c.Handle("k", noop); c.Handle("k", noop) }, `kind "k" is registered twice`},
+		{"queue twice", func(c *engine.Client) { c.HandleQueue(q, noop); c.HandleQueue(q, noop) }, "registered twice with HandleQueue"},
 		{"partial retry policy", func(c *engine.Client) {
 			c.Handle("k", noop, engine.HandlerOptions{Retry: &engine.RetryPolicy{Backoff: time.Second}})
 		}, "start from engine.DefaultRetryPolicy()"},
@@ -321,8 +323,8 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 			t.Errorf("%s: Run = %v; want ErrInvalid saying %q", c.what, err, c.says)
 		}
 	}
-	if got := pgtest.Live(t, s, q); got != 6 {
-		t.Fatalf("refused clients touched the queue: %d live, want the 6 sent", got)
+	if got := pgtest.Live(t, s, q); got != 8 {
+		t.Fatalf("refused clients touched the queue: %d live, want the 8 sent", got)
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE read_ct > 0`); n != 0 {
 		t.Fatalf("refused clients read %d messages", n)
