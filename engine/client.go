@@ -177,9 +177,10 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 		defaults: map[string]handler{},
 		stats:    newStatsCollector(),
 	}
+	c.observers.log = cfg.Logger
 	for _, o := range cfg.Observers {
 		if o != nil {
-			c.observers = append(c.observers, o)
+			c.observers.list = append(c.observers.list, o)
 		}
 	}
 	empty := map[string]store.QueueSettings{}

@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -9,7 +12,8 @@ import (
 
 // Observer watches a Client's work, for metrics, traces and logs. Its
 // methods run on worker goroutines, for every message: they must return
-// quickly and never block on the network.
+// quickly and never block on the network. A method that panics there is
+// logged (Config.Logger, at error) and the work goes on without it.
 type Observer interface {
 	// JobStarted is called before a job's handler runs (before its circuit
 	// breaker is asked); the context it returns is the handler's, so a
@@ -63,25 +67,48 @@ type Finish struct {
 }
 
 // observers calls each of a Client's observers in turn; none cost nothing.
-type observers []Observer
+// An observer that panics, or returns no context, is a mistake of its own:
+// it is logged, and the job, the worker and the other observers go on.
+type observers struct {
+	list []Observer
+	log  *slog.Logger
+}
+
+// guard runs one call of an observer, recovering its panic.
+func (o observers) guard(ob Observer, method string, call func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			o.log.Error("pgbus: an observer panicked; the job goes on without it: fix the observer",
+				"observer", fmt.Sprintf("%T", ob), "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	call()
+}
 
 func (o observers) started(ctx context.Context, job *Job) context.Context {
-	for _, ob := range o {
-		ctx = ob.JobStarted(ctx, job)
+	for _, ob := range o.list {
+		o.guard(ob, "JobStarted", func() {
+			if next := ob.JobStarted(ctx, job); next != nil {
+				ctx = next
+			} else {
+				o.log.Error("pgbus: an observer's JobStarted returned a nil context; the job goes on with the context it was given: fix the observer",
+					"observer", fmt.Sprintf("%T", ob))
+			}
+		})
 	}
 	return ctx
 }
 
 func (o observers) finished(ctx context.Context, job *Job, res result, a attempt) {
 	if res.abandon {
-		for _, ob := range o {
+		for _, ob := range o.list {
 			if ab, ok := ob.(AbandonObserver); ok {
-				ab.JobAbandoned(ctx, job)
+				o.guard(ob, "JobAbandoned", func() { ab.JobAbandoned(ctx, job) })
 			}
 		}
 		return
 	}
-	if len(o) == 0 {
+	if len(o.list) == 0 {
 		return
 	}
 	f := Finish{Reason: res.reason, Ran: a.ran, Elapsed: a.elapsed, Latency: res.latency, Delay: res.delay}
@@ -104,8 +131,8 @@ func (o observers) finished(ctx context.Context, job *Job, res result, a attempt
 	if f.Err != nil {
 		f.ErrorClass = ErrorClass(f.Err)
 	}
-	for _, ob := range o {
-		ob.JobFinished(ctx, job, f)
+	for _, ob := range o.list {
+		o.guard(ob, "JobFinished", func() { ob.JobFinished(ctx, job, f) })
 	}
 }
 

@@ -19,9 +19,9 @@ func (o observers) breakerChanged(name, from, to string) {
 	if from == to {
 		return
 	}
-	for _, ob := range o {
+	for _, ob := range o.list {
 		if bo, ok := ob.(BreakerObserver); ok {
-			bo.BreakerChanged(name, from, to)
+			o.guard(ob, "BreakerChanged", func() { bo.BreakerChanged(name, from, to) })
 		}
 	}
 }

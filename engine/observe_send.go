@@ -20,7 +20,7 @@ type SendObserver interface {
 func (c *Client) observeSend(ctx context.Context, queue string, opts SendOptions) (SendOptions, func(int64, error)) {
 	var dones []func(int64, error)
 	copied := false
-	for _, o := range c.observers {
+	for _, o := range c.observers.list {
 		so, ok := o.(SendObserver)
 		if !ok {
 			continue

@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,5 +99,53 @@ func TestObserversSeeEveryOutcome(t *testing.T) {
 	defer rec.mu.Unlock()
 	if slices.Contains(rec.started, lost) || !slices.Contains(rec.started, ok) {
 		t.Errorf("started %v: want %d, not %d", rec.started, ok, lost)
+	}
+}
+
+// panicky is an observer with a bug: it panics at every job's start and
+// end, or returns no context.
+type panicky struct{ nilContext bool }
+
+func (p panicky) JobStarted(ctx context.Context, job *engine.Job) context.Context {
+	if p.nilContext {
+		return nil
+	}
+	panic("observer bug at start")
+}
+
+func (p panicky) JobFinished(context.Context, *engine.Job, engine.Finish) {
+	panic("observer bug at finish")
+}
+
+// An observer that panics, or returns a nil context, is logged and
+// skipped: the job runs, its outcome is written, the other observers are
+// told, and the worker goes on, where the panic took the whole process
+// down.
+func TestPanickingObserverDoesNotStopTheWorker(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	rec := &recorder{}
+	var log pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Observers = []engine.Observer{panicky{}, panicky{nilContext: true}, rec}
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	var handlerSaw sync.Map
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		handlerSaw.Store(job.ID, ctx.Value(seenKey{}))
+		return nil
+	})
+	pgtest.Start(t, c)
+	first := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	second := pgtest.Send(t, c, q, 2, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "both messages archived", func() bool { return pgtest.Archived(t, s, q) == 2 })
+	pgtest.Eventually(t, 10*time.Second, "the recorder told of both", func() bool { return len(rec.of(first)) == 1 && len(rec.of(second)) == 1 })
+	if saw, _ := handlerSaw.Load(first); saw != first {
+		t.Errorf("the handler ran in a context without the recorder's value: %v", saw)
+	}
+	for _, want := range []string{"observer bug at start", "observer bug at finish", "returned a nil context"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log does not mention %q:\n%s", want, log.String())
+		}
 	}
 }

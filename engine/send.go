@@ -36,7 +36,7 @@ type SendOptions struct {
 // Send enqueues one message on a physical queue. payload is marshalled to
 // JSON unless it already is JSON (json.RawMessage or []byte).
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
-	if len(c.observers) > 0 {
+	if len(c.observers.list) > 0 {
 		var done func(int64, error)
 		opts, done = c.observeSend(ctx, queue, opts)
 		defer func() { done(id, err) }()
