@@ -84,10 +84,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // SIGHUP.
 var errStopped = fmt.Errorf("stopped by a signal: %w", context.Canceled)
 
-// longRunning reports whether cmd runs until stopped (pgbus work and
-// serve), so that a stop while it starts is no failure.
+// longRunning reports whether cmd runs until stopped (pgbus work, serve
+// and dashboard), so that a stop while it starts is no failure.
 func longRunning(cmd *cobra.Command) bool {
-	return cmd != nil && (cmd.Name() == "work" || cmd.Name() == "serve") && cmd.Parent() != nil && !cmd.Parent().HasParent()
+	if cmd == nil || cmd.Parent() == nil || cmd.Parent().HasParent() {
+		return false
+	}
+	switch cmd.Name() {
+	case "work", "serve", "dashboard":
+		return true
+	}
+	return false
 }
 
 // cancelOnSignals cancels ctx on SIGINT, SIGTERM or SIGHUP, and receives

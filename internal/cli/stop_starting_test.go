@@ -12,35 +12,46 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-// SIGTERM while pgbus work still waits for its database is a stop like any
-// other: exit 0, and no "context canceled" for the supervisor to report.
-func TestWorkStoppedWhileStarting(t *testing.T) {
+// SIGTERM while a command that runs until stopped (pgbus work, serve and
+// dashboard) still waits for its database is a stop like any other: exit 0,
+// and no "context canceled" or "run the command again" for the supervisor
+// to report.
+func TestStoppedWhileStarting(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	cmd := exec.Command(binary, "work", "--queue", "orders", "--handler", "demo")
-	cmd.Env = append(baseEnv(), "DATABASE_URL=postgres://nobody@"+addr+"/none?sslmode=disable")
-	var stderr pgtest.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.Eventually(t, time.Minute, "work to wait for its database", func() bool {
-		return strings.Contains(stderr.String(), "not reachable yet")
-	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) || err != nil {
-		t.Fatalf("work stopped while starting: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if strings.Contains(stderr.String(), "context canceled") {
-		t.Errorf("the stop was reported as a failure:\n%s", stderr.String())
+	for _, args := range [][]string{
+		{"work", "--queue", "orders", "--handler", "demo"},
+		{"serve", "--transport", "http", "--addr", "127.0.0.1:0"},
+		{"dashboard", "--addr", "127.0.0.1:0"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close() // nothing listens there now
+			cmd := exec.Command(binary, args...)
+			cmd.Env = append(baseEnv(), "DATABASE_URL=postgres://nobody@"+addr+"/none?sslmode=disable")
+			var stderr pgtest.SyncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.Eventually(t, time.Minute, args[0]+" to wait for its database", func() bool {
+				return strings.Contains(stderr.String(), "not reachable yet")
+			})
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) || err != nil {
+				t.Fatalf("%s stopped while starting: %v\nstderr:\n%s", args[0], err, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "context canceled") || strings.Contains(stderr.String(), "run the command again") {
+				t.Errorf("the stop was reported as a failure:\n%s", stderr.String())
+			}
+		})
 	}
 }
