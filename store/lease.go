@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,6 +15,10 @@ type Election int64
 // ElectionAlerts elects the process that sends alerts: the ASCII bytes of
 // "pgbusalr".
 const ElectionAlerts Election = 0x7067627573_616c72
+
+// ElectionDemo elects the one run of pgbus demo on a database, which drops
+// and recreates the demo's queues: the ASCII bytes of "pgbusdem".
+const ElectionDemo Election = 0x7067627573_64656d
 
 // Lease is an election won: a transaction-scoped advisory lock held in a
 // transaction left open, on a connection of its own taken out of the pool,
@@ -67,13 +72,18 @@ func (l *Lease) Check(ctx context.Context) error {
 	return nil
 }
 
-// Release gives the election up, closing the lease's connection; calling
-// it again does nothing.
+// Release gives the election up, ending the lease's transaction before it
+// closes its connection, so that the lock is free when Release returns
+// (closing alone frees it only once the server has seen the connection
+// end); calling it again does nothing.
 func (l *Lease) Release(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != nil {
-		_ = l.conn.Close(context.WithoutCancel(ctx))
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = l.conn.Exec(ctx, `ROLLBACK`)
+		_ = l.conn.Close(ctx)
 		l.conn = nil
 	}
 }

@@ -30,6 +30,7 @@ func (a *app) demoCommand() *cobra.Command {
     dead-letter summary, and how to connect an AI agent.
 
 Running it again starts over: the demo queues are dropped and recreated.
+While one demo runs on a database, another started on it is refused (exit 1).
 The outage is over once a dead message is retried: pgbus dlq retry-all
 --queue demo_orders --yes, then pgbus work --queue demo_orders --handler demo
 --until-idle, and only the messages that cannot succeed are left.`,

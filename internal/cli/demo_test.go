@@ -1,11 +1,14 @@
 package cli_test
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -118,5 +121,64 @@ func TestQuickStartDemo(t *testing.T) {
 	d.json(t, &m, "dlq", "show", "1", "--queue", "demo_emails")
 	if m.DLQ != "demo_emails_dlq" || m.MsgID != 1 || len(m.History) > 4 {
 		t.Errorf("a dead message of the second run carries %d failures: history from the first run leaked", len(m.History))
+	}
+}
+
+// A second pgbus demo started while one runs on the same database leaves it
+// alone: it says so and exits 1, where it dropped the first one's queues
+// under its workers, which then failed or reported what the second did.
+func TestDemoTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "migrate")
+	first := exec.Command(binary, "demo")
+	first.Env = append(baseEnv(), d.env...)
+	var stderr pgtest.SyncBuffer
+	first.Stderr = &stderr
+	stdout, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Process.Kill() }()
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "sent 347 jobs") {
+			break
+		}
+	}
+	// The first run works its jobs now; the second starts beside it.
+	second := pgbus(t, d.env, "demo")
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	const settled = "all 347 jobs settled"
+	const ended = "320 succeeded (some after retries), 27 dead-lettered"
+	if !strings.Contains(out.String(), settled) || !strings.Contains(out.String(), ended) {
+		t.Fatalf("first demo reported another run's jobs:\n%s", out.String())
+	}
+	switch second.code {
+	case 0: // the first had finished when it started
+		if !strings.Contains(second.stdout, ended) {
+			t.Fatalf("second demo:\n%s", second.stdout)
+		}
+	case 1:
+		if !strings.Contains(second.stderr, "another pgbus demo is running on this database") || strings.Contains(second.stdout, settled) {
+			t.Fatalf("second demo, refused: stdout %q, stderr %q", second.stdout, second.stderr)
+		}
+	default:
+		t.Fatalf("second demo: exit %d\nstdout: %s\nstderr: %s", second.code, second.stdout, second.stderr)
+	}
+	for q, dead := range map[string]int64{"demo_orders": 20, "demo_emails": 7} {
+		if s := d.stats(t, q); s.Depth != 0 || s.DLQDepth != dead {
+			t.Errorf("%s after both runs: depth %d, %d dead, want 0 and %d", q, s.Depth, s.DLQDepth, dead)
+		}
 	}
 }

@@ -47,10 +47,24 @@ func queues() []config.WorkQueue {
 	}
 }
 
+// ErrRunning is the error of Run when another run of the demo is under way
+// on the same database.
+var ErrRunning = errors.New("another pgbus demo is running on this database, and a second one would drop its queues under it: wait for it to finish (it takes a few seconds), then run pgbus demo again")
+
 // Run runs the demo on st through svc: it recreates the demo's queues,
 // sends the jobs of Messages, works them until every one has settled
-// (succeeded or dead-lettered) and reports how they ended.
+// (succeeded or dead-lettered) and reports how they ended. One run at a
+// time works a database: while another is under way, Run returns
+// ErrRunning and changes nothing.
 func Run(ctx context.Context, st *store.Store, svc *ops.Service, opts Options) (Report, error) {
+	lease, err := st.TryLead(ctx, store.ElectionDemo)
+	if err != nil {
+		return Report{}, err
+	}
+	if lease == nil {
+		return Report{}, ErrRunning
+	}
+	defer lease.Release(ctx)
 	total, err := setUp(ctx, svc, opts)
 	if err != nil {
 		return Report{}, err
