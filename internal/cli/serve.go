@@ -31,6 +31,7 @@ type serveFlags struct {
 	queues         []string
 	work           []string // the old name of --queue
 	handler        string
+	concurrency    int
 	metricsAddr    string
 	timing         workerTiming // of the embedded workers
 	trustedProxies []string
@@ -69,7 +70,7 @@ a database role that may only read can serve it.
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does, with the same
---poll-interval, --drain-timeout and --no-listen; with none of them, serve
+--concurrency, --poll-interval, --drain-timeout and --no-listen; with none of them, serve
 runs no workers and only answers agents.
 
 Monitoring: over http and sse the same address serves Prometheus metrics at
@@ -102,6 +103,11 @@ transport, stdio included.`,
 			if f.maxSessions < 1 {
 				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
 			}
+			concurrency, err := a.resolveConcurrency(cmd.Flags(), &f.concurrency)
+			if err != nil {
+				return err
+			}
+			f.concurrency = concurrency
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -125,6 +131,7 @@ transport, stdio included.`,
 	addTrustedProxiesFlag(fl, &f.trustedProxies)
 	f.timing.add(fl)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
+	addConcurrencyFlag(fl, &f.concurrency)
 	return cmd
 }
 
@@ -146,7 +153,7 @@ func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
 	}
 	specs, source := queueSpecs(append(f.queues, f.work...))
-	plan := config.WorkPlan{Specs: specs, Source: source, Handler: f.handler}
+	plan := config.WorkPlan{Specs: specs, Source: source, Handler: f.handler, Concurrency: f.concurrency}
 	if plan.Handler == "" {
 		if plan.Handler = os.Getenv(EnvHandler); plan.Handler != "" {
 			plan.HandlerFrom = " (from environment variable " + EnvHandler + ")"

@@ -336,6 +336,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"no sessions":               {[]string{"serve", "--transport", "http", "--max-sessions", "0"}, "--max-sessions 0: give 1 or more"},
 		"too many sessions":         {[]string{"serve", "--transport", "http", "--max-sessions", "99999999999"}, "--max-sessions 99999999999 is more than 100000"},
 		"sessions not a number":     {[]string{"serve", "--transport", "http", "--max-sessions", "lots'; DROP TABLE x"}, "max-sessions"},
+		"zero concurrency":          {[]string{"serve", "--queue", "orders", "--handler", "demo", "--concurrency", "0"}, "concurrency 0 is out of range"},
 	}
 	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
 		t.Errorf("PGBUS_TRUSTED_PROXIES=everyone: exit %d, stderr %q; want exit 2 naming the value", r.code, r.stderr)
@@ -437,6 +438,41 @@ func TestServeRunsWorkers(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "notifications are off") || !strings.Contains(logs.String(), `"poll_interval":100000000`) {
 		t.Fatalf("serve's workers did not take PGBUS_NO_LISTEN and --poll-interval:\n%s", logs.String())
+	}
+}
+
+// The embedded workers of pgbus serve take their concurrency from
+// PGBUS_CONCURRENCY, as pgbus work's do, where they ran every queue the
+// environment names with the default of 10.
+func TestServeConcurrencyFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "served")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0")
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+d.url, "PGBUS_QUEUES=served", "PGBUS_HANDLER=demo", "PGBUS_CONCURRENCY=3")
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var ws ops.Workers
+	pgtest.Eventually(t, time.Minute, "serve's workers to start", func() bool {
+		d.json(t, &ws, "workers")
+		return ws.Running == 1
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+	for _, w := range ws.Workers {
+		if w.Status == "running" && w.Concurrency != 3 {
+			t.Fatalf("serve's workers run %d jobs at once, want PGBUS_CONCURRENCY's 3", w.Concurrency)
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 func (w *workFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&w.queues, "queue", nil, "work this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
 	f.StringVar(&w.handler, "handler", "", "handler type for the queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
-	f.IntVar(&w.concurrency, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
+	addConcurrencyFlag(f, &w.concurrency)
 	w.timing.add(f)
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying)")
 	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
@@ -154,10 +154,12 @@ works is STALLED) while working.`,
 // order flag > environment > configuration file > default, and checks them
 // all before anything starts.
 func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, error) {
-	for _, s := range []struct{ flag, env string }{{"handler", EnvHandler}, {"concurrency", EnvConcurrency}} {
-		if err := a.resolve(fs, s.flag, "", s.env); err != nil {
-			return nil, err
-		}
+	if err := a.resolve(fs, "handler", "", EnvHandler); err != nil {
+		return nil, err
+	}
+	concurrency, err := a.resolveConcurrency(fs, &w.concurrency)
+	if err != nil {
+		return nil, err
 	}
 	if err := a.resolveTiming(fs, &w.timing); err != nil {
 		return nil, err
@@ -169,10 +171,7 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 		return nil, err
 	}
 	specs, source := queueSpecs(w.queues)
-	plan := config.WorkPlan{Specs: specs, Source: source, Handler: w.handler, HandlerFrom: a.from("handler")}
-	if a.sources["concurrency"] != "" {
-		plan.Concurrency = w.concurrency
-	}
+	plan := config.WorkPlan{Specs: specs, Source: source, Handler: w.handler, HandlerFrom: a.from("handler"), Concurrency: concurrency}
 	queues, err := a.cfg.WorkQueues(plan)
 	if err != nil {
 		return nil, usageError{err}
@@ -193,10 +192,31 @@ func (a *app) checkWorkFlags(fs *pflag.FlagSet, w *workFlags) error {
 			return err
 		}
 	}
-	if a.sources["concurrency"] != "" && (w.concurrency < 1 || w.concurrency > engine.MaxConcurrency) {
-		return usageError{fmt.Errorf("concurrency %d%s is out of range 1..%d", w.concurrency, a.from("concurrency"), engine.MaxConcurrency)}
-	}
 	return nil
+}
+
+// addConcurrencyFlag adds --concurrency, of pgbus work and of pgbus serve's
+// embedded workers.
+func addConcurrencyFlag(f *pflag.FlagSet, n *int) {
+	f.IntVar(n, "concurrency", 0, fmt.Sprintf("jobs of each queue run at once when --queue gives none (env %s, config queues.NAME.concurrency; default %d)", EnvConcurrency, config.DefaultConcurrency))
+}
+
+// resolveConcurrency settles --concurrency (flag > environment), whose
+// value n points at, and checks its range. It returns the concurrency of
+// every queue NAME:N does not set, or 0 when neither the flag nor the
+// environment gives one: each queue's in the configuration file, else the
+// default.
+func (a *app) resolveConcurrency(fs *pflag.FlagSet, n *int) (int, error) {
+	if err := a.resolve(fs, "concurrency", "", EnvConcurrency); err != nil {
+		return 0, err
+	}
+	if a.sources["concurrency"] == "" {
+		return 0, nil
+	}
+	if *n < 1 || *n > engine.MaxConcurrency {
+		return 0, usageError{fmt.Errorf("concurrency %d%s is out of range 1..%d", *n, a.from("concurrency"), engine.MaxConcurrency)}
+	}
+	return *n, nil
 }
 
 // queueSpecs returns the queues the command line names, else those of
