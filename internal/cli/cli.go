@@ -187,6 +187,9 @@ Quick start: pgbus demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if printsOnly(cmd) {
+				return nil
+			}
 			return a.setup(cmd)
 		},
 	}
@@ -209,6 +212,20 @@ Quick start: pgbus demo`,
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// printsOnly reports whether cmd only prints text of its own, whatever the
+// settings say: pgbus help (pgbus help config among them) and the shell
+// completion scripts. They skip the settings, so that a configuration file
+// or an environment variable that stops every other command does not stop
+// the help that says how to write it.
+func printsOnly(cmd *cobra.Command) bool {
+	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
+		if !c.Parent().HasParent() {
+			return c.Name() == "help" || c.Name() == "completion"
+		}
+	}
+	return false
 }
 
 // isCobraUsage recognises the errors cobra returns for a mistyped command

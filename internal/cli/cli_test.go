@@ -176,10 +176,27 @@ func TestBadDatabaseURL(t *testing.T) {
 	}
 }
 
-// pgbus help config prints the configuration file's help.
+// pgbus help config prints the configuration file's help, and so it does
+// while the configuration file it is needed for, or another setting, is
+// wrong: the commands that only print (help, completion) read no setting.
 func TestHelpConfig(t *testing.T) {
-	r := pgbus(t, nil, "help", "config")
-	if r.code != 0 || !strings.Contains(r.stdout, "Every setting is taken from the first of:") || !strings.Contains(r.stdout, "  type: exec\n") {
-		t.Fatalf("pgbus help config: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	bad := filepath.Join(t.TempDir(), "pgbus.yaml")
+	if err := os.WriteFile(bad, []byte("queues:\n  orders:\n    concurrancy: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range [][]string{nil, {"PGBUS_CONFIG=" + bad}, {"PGBUS_CONFIG=" + filepath.Join(t.TempDir(), "missing.yaml")}, {"PGBUS_LOG_LEVEL=loud"}} {
+		r := pgbus(t, env, "help", "config")
+		if r.code != 0 || !strings.Contains(r.stdout, "Every setting is taken from the first of:") || !strings.Contains(r.stdout, "  type: exec\n") {
+			t.Fatalf("pgbus help config with %v: exit %d\nstdout: %s\nstderr: %s", env, r.code, r.stdout, r.stderr)
+		}
+		for _, args := range [][]string{{"help", "work"}, {"completion", "bash"}} {
+			if r := pgbus(t, env, args...); r.code != 0 || r.stdout == "" {
+				t.Fatalf("pgbus %s with %v: exit %d\nstderr: %s", strings.Join(args, " "), env, r.code, r.stderr)
+			}
+		}
+	}
+	// Every other command still stops at the bad file.
+	if r := pgbus(t, []string{"PGBUS_CONFIG=" + bad}, "queues"); r.code != 2 || !strings.Contains(r.stderr, "concurrancy") {
+		t.Fatalf("pgbus queues with a bad file: exit %d, stderr %q; want exit 2 naming the key", r.code, r.stderr)
 	}
 }
