@@ -67,3 +67,32 @@ queues:
 		t.Errorf("the summary: %v", s)
 	}
 }
+
+// The summary at exit has a line for each queue worked, one that settled
+// nothing included, when another queue worked beside it has a name that
+// starts like a priority level of it (orders and orders_payments), where
+// that one's line was taken for its level's and it had none.
+func TestWorkSummaryNamesEveryQueue(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	d.ok(t, "queue", "create", "orders_payments")
+	d.ok(t, "send", "orders_payments", `{"simulate": "ok"}`)
+	r := pgbus(t, d.env, "work", "--queue", "orders", "--queue", "orders_payments", "--handler", "demo", "--until-idle", "--log-format", "json")
+	if r.code != 0 {
+		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
+	}
+	summary := map[any]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON log line: %q", line)
+		}
+		if rec["msg"] == "pgbus: summary of this run" {
+			summary[rec["queue"]] = rec
+		}
+	}
+	if len(summary) != 2 || summary["orders"]["succeeded"] != 0.0 || summary["orders_payments"]["succeeded"] != 1.0 {
+		t.Fatalf("summary lines %v, want one for orders (0 succeeded) and one for orders_payments (1):\n%s", summary, r.stderr)
+	}
+}

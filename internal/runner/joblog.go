@@ -149,7 +149,7 @@ func (l *JobLog) Summary(queues []string) {
 	for _, q := range queues {
 		levels := false
 		for name := range total {
-			levels = levels || strings.HasPrefix(name, q+"_p")
+			levels = levels || isLevelOf(name, q)
 		}
 		if _, ok := total[q]; !ok && !levels {
 			total[q] = jobCounts{}
@@ -159,6 +159,21 @@ func (l *JobLog) Summary(queues []string) {
 		c := total[q]
 		l.log.Info("pgbus: summary of this run", c.attrs(q)...)
 	}
+}
+
+// isLevelOf reports whether name is a priority level of queue q (q_p0,
+// q_p1, ...), and not another queue whose name starts so (q_payments).
+func isLevelOf(name, q string) bool {
+	level, ok := strings.CutPrefix(name, q+"_p")
+	if !ok || level == "" {
+		return false
+	}
+	for _, c := range level {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
