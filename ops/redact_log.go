@@ -11,7 +11,7 @@ import (
 // RedactingHandler wraps a log handler so that no log line carries a
 // secret: the message and every attribute value are redacted as RedactText
 // redacts free text, values under secret-looking keys (IsSecretKey) are
-// hidden whole, and errors and Stringers are logged as their redacted text.
+// hidden whole (but a true or false, which tells nothing), and errors and Stringers are logged as their redacted text.
 // Job errors reach the log verbatim from downstreams, so the log is one
 // more place text leaves the process.
 func RedactingHandler(h slog.Handler) slog.Handler { return redactingHandler{next: h} }
@@ -45,7 +45,9 @@ func (r redactingHandler) WithGroup(name string) slog.Handler {
 
 func redactAttr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
-	if IsSecretKey(a.Key) && v.Kind() != slog.KindGroup {
+	// A group's attributes are judged each by its own key; a true or false
+	// holds no secret, whatever its key.
+	if IsSecretKey(a.Key) && v.Kind() != slog.KindGroup && v.Kind() != slog.KindBool {
 		return slog.String(a.Key, Redacted)
 	}
 	switch v.Kind() {
