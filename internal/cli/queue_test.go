@@ -135,6 +135,12 @@ func TestQueueCommands(t *testing.T) {
 	if msg := d.fails(t, 3, "queues", "emails"); !strings.Contains(msg, `queue "emails" does not exist`) || !strings.Contains(msg, "see pgbus queues") {
 		t.Fatalf("queues of a missing queue: %q", msg)
 	}
+	// Workers of a queue the file does not declare need it to exist: the
+	// error says which command creates it, and nothing is created.
+	if msg := d.fails(t, 3, "work", "--queue", "emails", "--handler", "demo", "--until-idle"); !strings.Contains(msg, `queue "emails" does not exist`) ||
+		!strings.Contains(msg, "see pgbus queue create emails") {
+		t.Fatalf("work on a missing queue: %q", msg)
+	}
 
 	// Every write above is in the audit log as the CLI's, named as the
 	// operations are; the create that changed nothing and the refused

@@ -39,13 +39,23 @@ func SettingsChange(c config.Settings) ops.SettingsChange {
 
 // Prepare creates the queues declared in the configuration file that are
 // missing and stores the file's settings for them; the others must exist
-// already (Client.Run says so).
+// already, and one that does not is an error whose next step creates it.
 func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue) error {
 	for _, q := range queues {
 		if q.Declared {
 			if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)}); err != nil {
 				return err
 			}
+			continue
+		}
+		_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
+		if errors.Is(err, ops.ErrNotFound) {
+			return &ops.Error{Err: ops.ErrNotFound,
+				Msg:   fmt.Sprintf("queue %q does not exist; workers create only the queues the configuration file declares", q.Name),
+				Hints: []ops.Hint{{Op: ops.OpQueueCreate, Args: map[string]any{"queue": q.Name}, Why: "creates it with the default retry settings"}}}
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
