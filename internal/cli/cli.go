@@ -209,9 +209,29 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.dashboardCommand())
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
+	root.SetHelpCommand(helpCommand())
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// helpCommand is pgbus help: cobra's own prints the usage and exits 0 for
+// a topic it does not know, where a mistyped command line is a usage
+// error (exit 2).
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help for any command or topic: pgbus help dlq retry, pgbus help config.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usageError{fmt.Errorf("no help topic %q: see pgbus help for the commands and topics", strings.Join(args, " "))}
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // printsOnly reports whether cmd only prints text of its own, whatever the

@@ -195,6 +195,19 @@ func TestHelpConfig(t *testing.T) {
 			}
 		}
 	}
+	// A topic pgbus does not know is a usage error, as a mistyped command
+	// is, not the usage with exit 0.
+	for _, args := range [][]string{{"help", "nosuch"}, {"help", "dlq", "nosuch"}} {
+		if r := pgbus(t, nil, args...); r.code != 2 || !strings.Contains(r.stderr, "no help topic") || r.stdout != "" {
+			t.Fatalf("pgbus %s: exit %d\nstdout: %s\nstderr: %s; want exit 2 and the error alone", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := pgbus(t, nil, "help", "dlq", "retry"); r.code != 0 || !strings.Contains(r.stdout, "Move dead messages back") {
+		t.Fatalf("pgbus help dlq retry: exit %d\nstdout: %s", r.code, r.stdout)
+	}
+	if r := pgbus(t, nil, "help"); r.code != 0 || !strings.Contains(r.stdout, "Available Commands") {
+		t.Fatalf("pgbus help: exit %d\nstdout: %s", r.code, r.stdout)
+	}
 	// Every other command still stops at the bad file.
 	if r := pgbus(t, []string{"PGBUS_CONFIG=" + bad}, "queues"); r.code != 2 || !strings.Contains(r.stderr, "concurrancy") {
 		t.Fatalf("pgbus queues with a bad file: exit %d, stderr %q; want exit 2 naming the key", r.code, r.stderr)
