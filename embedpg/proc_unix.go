@@ -103,16 +103,34 @@ func readPID(pgdata string) (pid int, found bool) {
 // readPIDFile also returns the server status the postmaster records in the
 // file's eighth line (PostgreSQL 10+): "starting", "ready", "stopping", ...
 func readPIDFile(pgdata string) (pid int, status string, found bool) {
-	b, err := os.ReadFile(filepath.Join(pgdata, "postmaster.pid"))
-	if err != nil {
-		return 0, "", !errors.Is(err, fs.ErrNotExist)
+	lines, found := pidFileLines(pgdata)
+	if len(lines) > 0 {
+		pid, _ = strconv.Atoi(strings.TrimSpace(lines[0]))
 	}
-	lines := strings.Split(string(b), "\n")
-	pid, _ = strconv.Atoi(strings.TrimSpace(lines[0]))
 	if len(lines) > 7 {
 		status = strings.TrimSpace(lines[7])
 	}
-	return pid, status, true
+	return pid, status, found
+}
+
+// pidFileLines returns the lines of pgdata/postmaster.pid and whether the
+// file exists.
+func pidFileLines(pgdata string) (lines []string, found bool) {
+	b, err := os.ReadFile(filepath.Join(pgdata, "postmaster.pid"))
+	if err != nil {
+		return nil, !errors.Is(err, fs.ErrNotExist)
+	}
+	return strings.Split(string(b), "\n"), true
+}
+
+// socketDirOf returns the Unix socket directory the server of pgdata
+// records in the fifth line of postmaster.pid, or "" before it wrote one.
+func socketDirOf(pgdata string) string {
+	lines, _ := pidFileLines(pgdata)
+	if len(lines) > 4 && filepath.IsAbs(strings.TrimSpace(lines[4])) {
+		return strings.TrimSpace(lines[4])
+	}
+	return ""
 }
 
 // starting reports whether the server of pgdata says it is still starting

@@ -28,9 +28,6 @@ const (
 // ensureRunning adopts or starts the server and creates the database. The
 // caller holds pgbus.lock.
 func (c *Cluster) ensureRunning(ctx context.Context) error {
-	if err := c.prepareSocketDir(); err != nil {
-		return err
-	}
 	if err := c.adoptOrStart(ctx); err != nil {
 		return err
 	}
@@ -44,6 +41,11 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 			return c.startServer(ctx)
 		}
 		ours := isPostgresFor(pid, c.pgData)
+		if d := socketDirOf(c.pgData); ours && d != "" {
+			// The server listens where its starter put the socket, which
+			// for a long data directory depends on that process's TMPDIR.
+			c.sockDir = d
+		}
 		err := errors.New("still starting up")
 		if !ours || !starting(c.pgData) {
 			err = c.ping(ctx)
@@ -65,7 +67,11 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 }
 
 func (c *Cluster) startServer(ctx context.Context) error {
+	c.sockDir = socketDir(c.dataDir)
 	if err := c.clearStale(ctx); err != nil {
+		return err
+	}
+	if err := c.prepareSocketDir(); err != nil {
 		return err
 	}
 	if err := c.initdb(ctx); err != nil {
