@@ -35,36 +35,72 @@ var defaultSearch = binSearch{
 // sit too), then at `pg_config --bindir`, then under
 // /usr/lib/postgresql/*/bin and /usr/pgsql-*/bin, highest version first.
 func FindBinDir() (string, error) {
-	s := defaultSearch
-	s.path = os.Getenv("PATH")
-	return findBinDir(s)
+	return findBinDir(currentSearch(), "")
 }
 
-func findBinDir(s binSearch) (string, error) {
-	if d := searchPath(s.path); d != "" {
-		return d, nil
+// currentSearch is defaultSearch on the PATH of the moment.
+func currentSearch() binSearch {
+	s := defaultSearch
+	s.path = os.Getenv("PATH")
+	return s
+}
+
+// findBinDir returns the first directory of the search that holds a server,
+// or, when major is set (the PG_VERSION of an existing cluster), the first
+// whose postgres is of that major version, falling back to the first found:
+// a machine upgraded to a new major version keeps the old server beside the
+// new one, and only the old one runs the old cluster.
+func findBinDir(s binSearch, major string) (string, error) {
+	dirs := binDirs(s)
+	if len(dirs) == 0 {
+		return "", fmt.Errorf("embedpg: %w (initdb, postgres) found on PATH, via pg_config --bindir, or under %s; "+
+			"install them (Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
+			"macOS: brew install postgresql) or set DATABASE_URL / --database-url to use a running server",
+			ErrNoBinaries, strings.Join(s.globs, " or "))
+	}
+	if major != "" {
+		for _, d := range dirs {
+			if v, err := serverVersion(d); err == nil && majorOf(v) == major {
+				return d, nil
+			}
+		}
+	}
+	return dirs[0], nil
+}
+
+// binDirs lists every directory of the search holding a server, in the
+// order of the search, each once.
+func binDirs(s binSearch) []string {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range searchPath(s.path) {
+		add(d)
 	}
 	if s.pgConfig != nil {
 		if d, err := s.pgConfig(); err == nil && hasServer(d) {
-			return d, nil
+			add(d)
 		}
 	}
 	for _, g := range s.globs {
 		for _, d := range byVersionDesc(g) {
 			if hasServer(d) {
-				return d, nil
+				add(d)
 			}
 		}
 	}
-	return "", fmt.Errorf("embedpg: %w (initdb, postgres) found on PATH, via pg_config --bindir, or under %s; "+
-		"install them (Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
-		"macOS: brew install postgresql) or set DATABASE_URL / --database-url to use a running server",
-		ErrNoBinaries, strings.Join(s.globs, " or "))
+	return dirs
 }
 
-// searchPath returns the real directory of the first initdb on path that has
+// searchPath returns the real directory of each initdb on path that has
 // postgres beside it.
-func searchPath(path string) string {
+func searchPath(path string) []string {
+	var dirs []string
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue // a relative PATH entry depends on the working directory: not a place to run a server from
@@ -75,10 +111,46 @@ func searchPath(path string) string {
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err == nil && hasServer(filepath.Dir(real)) {
-			return filepath.Dir(real)
+			dirs = append(dirs, filepath.Dir(real))
 		}
 	}
-	return ""
+	return dirs
+}
+
+// serverVersion returns the version `postgres -V` in dir reports, such as
+// "15.18" from "postgres (PostgreSQL) 15.18 (Debian 15.18-1.pgdg120+1)".
+func serverVersion(dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(dir, "postgres"), "-V").Output()
+	if err != nil {
+		return "", err
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		return "", fmt.Errorf("unexpected output of %s -V: %q", filepath.Join(dir, "postgres"), out)
+	}
+	return fields[2], nil
+}
+
+// majorOf returns the major version of a server version as PG_VERSION
+// writes it: "15" for "15.18" or "16beta1", "9.6" for "9.6.24".
+func majorOf(version string) string {
+	digits := func(s string) int {
+		n := 0
+		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+		return n
+	}
+	n := digits(version)
+	if n == 0 {
+		return version
+	}
+	if major, _ := strconv.Atoi(version[:n]); major < 10 && n < len(version) && version[n] == '.' {
+		return version[:n+1+digits(version[n+1:])]
+	}
+	return version[:n]
 }
 
 func pgConfigBinDir() (string, error) {

@@ -24,7 +24,7 @@ func fakeServer(t *testing.T, dir string) {
 
 func TestFindBinDirNone(t *testing.T) {
 	empty := t.TempDir()
-	_, err := findBinDir(binSearch{pgConfig: noPgConfig, globs: []string{filepath.Join(empty, "*", "bin")}})
+	_, err := findBinDir(binSearch{pgConfig: noPgConfig, globs: []string{filepath.Join(empty, "*", "bin")}}, "")
 	if !errors.Is(err, ErrNoBinaries) {
 		t.Fatalf("err = %v, want ErrNoBinaries", err)
 	}
@@ -41,7 +41,7 @@ func TestFindBinDirHighestVersion(t *testing.T) {
 	for _, v := range []string{"9.6", "15", "14", "16beta"} {
 		fakeServer(t, filepath.Join(root, v, "bin"))
 	}
-	got, err := findBinDir(binSearch{pgConfig: noPgConfig, globs: []string{filepath.Join(root, "*", "bin")}})
+	got, err := findBinDir(binSearch{pgConfig: noPgConfig, globs: []string{filepath.Join(root, "*", "bin")}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestFindBinDirPathSymlink(t *testing.T) {
 	if err := os.Symlink(filepath.Join(real, "initdb"), filepath.Join(onPath, "initdb")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := findBinDir(binSearch{path: "relative" + string(os.PathListSeparator) + onPath, pgConfig: noPgConfig})
+	got, err := findBinDir(binSearch{path: "relative" + string(os.PathListSeparator) + onPath, pgConfig: noPgConfig}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestFindBinDirPathSymlink(t *testing.T) {
 func TestFindBinDirPgConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pg")
 	fakeServer(t, dir)
-	got, err := findBinDir(binSearch{pgConfig: func() (string, error) { return dir, nil }})
+	got, err := findBinDir(binSearch{pgConfig: func() (string, error) { return dir, nil }}, "")
 	if err != nil || got != dir {
 		t.Errorf("got %q, %v; want %s", got, err, dir)
 	}

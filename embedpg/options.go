@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,9 @@ type Options struct {
 	// Default: DefaultDataDir().
 	DataDir string
 	// BinDir is the directory holding initdb and postgres.
-	// Default: FindBinDir().
+	// Default: FindBinDir()'s, or for an existing cluster the first
+	// directory of the same search whose server is of the cluster's major
+	// version.
 	BinDir string
 	// Logger receives progress messages. Default: discard.
 	Logger *slog.Logger
@@ -39,7 +42,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.DataDir = abs
 	if o.BinDir == "" {
-		if o.BinDir, err = FindBinDir(); err != nil {
+		if o.BinDir, err = findBinDir(currentSearch(), clusterVersion(filepath.Join(o.DataDir, "pgdata"))); err != nil {
 			return o, err
 		}
 	}
@@ -50,6 +53,16 @@ func (o Options) withDefaults() (Options, error) {
 		o.StartTimeout = defaultStartTimeout
 	}
 	return o, nil
+}
+
+// clusterVersion returns the major version in pgdata/PG_VERSION, or "" when
+// there is no cluster yet.
+func clusterVersion(pgdata string) string {
+	b, err := os.ReadFile(filepath.Join(pgdata, "PG_VERSION"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // DefaultDataDir returns where the embedded cluster lives unless told

@@ -156,22 +156,28 @@ func syncDir(dir string) error {
 // checkVersion explains a cluster made by another major version, instead of
 // leaving the user with the server's terse refusal in the log.
 func (c *Cluster) checkVersion() error {
-	b, err := os.ReadFile(filepath.Join(c.pgData, "PG_VERSION"))
-	if err != nil {
-		return fmt.Errorf("embedpg: reading cluster version: %w", err)
+	want := clusterVersion(c.pgData)
+	if want == "" {
+		return fmt.Errorf("embedpg: reading the cluster's version in %s: no PG_VERSION; move the directory away to start afresh",
+			c.pgData)
 	}
-	want := strings.TrimSpace(string(b))
-	out, err := exec.Command(c.bin("postgres"), "-V").Output()
-	fields := strings.Fields(string(out)) // "postgres (PostgreSQL) 15.18 (Debian ...)"
-	if err != nil || len(fields) < 3 {
-		return nil // let the server report what is wrong
+	have, err := serverVersion(c.binDir)
+	if err != nil || majorOf(have) == want {
+		return nil // the same version, or let the server report what is wrong
 	}
-	if have := fields[2]; have != want && !strings.HasPrefix(have, want+".") {
-		return fmt.Errorf("embedpg: the cluster in %s was made by PostgreSQL %s but %s is PostgreSQL %s; "+
-			"install the PostgreSQL %s server (and point the binary directory at it), or move the directory away to start afresh",
-			c.pgData, want, c.binDir, have, want)
+	var found []string
+	for _, d := range binDirs(currentSearch()) {
+		if v, err := serverVersion(d); err == nil {
+			found = append(found, "PostgreSQL "+v+" in "+d)
+		}
 	}
-	return nil
+	if len(found) == 0 {
+		found = append(found, "PostgreSQL "+have+" in "+c.binDir)
+	}
+	return fmt.Errorf("embedpg: the cluster in %s was made by PostgreSQL %s, but the servers found are %s; "+
+		"install the PostgreSQL %s server (Debian/Ubuntu: apt-get install postgresql-%s) or put its bin directory on PATH, "+
+		"or dump the data with that version's pg_dump and move %s away to start afresh with PostgreSQL %s",
+		c.pgData, want, strings.Join(found, ", "), want, want, c.pgData, majorOf(have))
 }
 
 // spawn starts postmaster directly (no pg_ctl) and waits until it accepts
