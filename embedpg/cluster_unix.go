@@ -158,7 +158,9 @@ func (c *Cluster) lockErr(err error) error {
 }
 
 // prepareDataDir creates the data directory and hands it to the server user.
-// Parents get 0755 so the server user can traverse the ones we create.
+// Parents get 0755 so the server user can traverse the ones we create. An
+// existing directory must be a cluster's (or empty): one given by mistake is
+// refused before anything in it changes hands.
 func (c *Cluster) prepareDataDir() error {
 	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {
 		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
@@ -166,10 +168,53 @@ func (c *Cluster) prepareDataDir() error {
 	if err := os.Mkdir(c.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
 	}
+	if err := c.checkOwnDataDir(); err != nil {
+		return err
+	}
 	if err := c.owner.chown(c.dataDir); err != nil {
 		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.dataDir, c.owner, err)
 	}
 	return c.owner.checkReachable(c.dataDir)
+}
+
+// ownEntries are the names Start and the server create in a data
+// directory; lost+found is what a new file system holds at its root.
+var ownEntries = map[string]bool{
+	"pgdata": true, "pgdata.initdb": true, lockFile: true, usersFile: true,
+	logFile: true, logFile + ".1": true, socketName: true, socketName + ".lock": true,
+}
+
+// checkOwnDataDir refuses a data directory that is not a directory, or that
+// holds entries but none of a cluster's.
+func (c *Cluster) checkOwnDataDir() error {
+	st, err := os.Stat(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("embedpg: data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("embedpg: data directory %s is not a directory; choose another with --data-dir or PGBUS_DATA_DIR", c.dataDir)
+	}
+	entries, err := os.ReadDir(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("embedpg: reading data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+	}
+	var foreign []string
+	for _, e := range entries {
+		if ownEntries[e.Name()] {
+			return nil
+		}
+		if e.Name() != "lost+found" {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	if len(foreign) > 3 {
+		foreign = append(foreign[:3], "...")
+	}
+	return fmt.Errorf("embedpg: data directory %s holds files of something else (%s) and no PostgreSQL cluster of pgbus; "+
+		"choose an empty or new directory with --data-dir or PGBUS_DATA_DIR", c.dataDir, strings.Join(foreign, ", "))
 }
 
 // socketDir is dataDir itself unless the socket path would be too long for a

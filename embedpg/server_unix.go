@@ -80,8 +80,8 @@ func (c *Cluster) startServer(ctx context.Context) error {
 	if err := c.checkVersion(); err != nil {
 		return err
 	}
-	if err := c.owner.chownTree(c.dataDir); err != nil {
-		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.dataDir, c.owner, err)
+	if err := c.owner.chownTree(c.pgData); err != nil {
+		return fmt.Errorf("embedpg: handing %s to user %s: %w", c.pgData, c.owner, err)
 	}
 	return c.spawn(ctx)
 }

@@ -1,0 +1,71 @@
+//go:build linux
+
+package embedpg
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A data directory given by mistake, one that already holds files other than
+// an embedded cluster's, is refused before anything in it changes: as root
+// pgbus would otherwise hand it, and all it holds, to the server's user.
+func TestForeignDataDirIsRefused(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("not pgbus's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), opts(t, dir))
+	if err == nil {
+		_ = c.Stop(context.Background())
+		t.Fatal("Start succeeded on a directory holding someone else's files")
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{dir, "notes.txt", "--data-dir"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	after, err := os.Stat(notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, a := before.Sys().(*syscall.Stat_t), after.Sys().(*syscall.Stat_t); a.Uid != b.Uid || a.Gid != b.Gid {
+		t.Errorf("notes.txt went from owner %d:%d to %d:%d", b.Uid, b.Gid, a.Uid, a.Gid)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("the refused directory holds %d entries (%v), want notes.txt alone", len(entries), err)
+	}
+
+	// A file where the directory should be is named as such, not as a lock
+	// another pgbus holds.
+	_, err = Start(context.Background(), opts(t, notes))
+	if err == nil || !strings.Contains(err.Error(), "not a directory") || strings.Contains(err.Error(), "another pgbus") {
+		t.Fatalf("Start on a file: %v; want an error saying it is not a directory", err)
+	}
+	t.Logf("error: %v", err)
+
+	// A new mount point holds lost+found only, and is used.
+	if err := os.Remove(notes); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "lost+found"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c = start(t, dir)
+	pid := serverPID(t, dir)
+	stop(t, c)
+	assertStopped(t, dir, pid)
+	c = start(t, dir) // and is a cluster's now
+	stop(t, c)
+}
