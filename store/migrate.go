@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -31,15 +32,24 @@ type MigrationStatus struct {
 // inside the lock. No state outlives a transaction, so Migrate also works
 // through a pooler in transaction mode (PgBouncer).
 //
+// A role that may not read the pgbus schemas gets CheckSchema's
+// ErrPermission, which names the grants to run.
+//
 // A schema that is current already is only read (CheckSchema): no lock and
 // no DDL, so that a role that may change rows but create nothing (an
 // operator's, or an agent's server that may retry) runs the commands that
 // migrate on start once the owner has migrated.
 func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
-	if st, err := s.CheckSchema(ctx); err == nil {
+	st, err := s.CheckSchema(ctx)
+	if err == nil {
 		return st, nil
 	}
-	var st MigrationStatus
+	if errors.Is(err, ErrPermission) {
+		// Migrating reads what this role may not: the check's error names
+		// the grants, where the first DDL would only be refused.
+		return st, err
+	}
+	st = MigrationStatus{}
 	migrations, err := schema.All()
 	if err != nil {
 		return st, err

@@ -175,3 +175,16 @@ func TestMigrateCurrentSchemaNeedsNoDDL(t *testing.T) {
 		t.Fatalf("the owner's migrate of the old schema = %+v, %v", st, err)
 	}
 }
+
+// A role that may not read the pgbus schemas gets, from Migrate as from
+// CheckSchema, the grants that would let it read them, where the schema is
+// current and nothing is left to migrate.
+func TestMigrateWithoutReadAccessSaysWhatToGrant(t *testing.T) {
+	url, _ := newMigratedDatabase(t)
+	role, roleURL := pgtest.NewRole(t, url)
+	s := openStore(t, roleURL)
+	_, err := s.Migrate(testContext(t))
+	if !errors.Is(err, store.ErrPermission) || !strings.Contains(err.Error(), store.ReadGrants(role)) {
+		t.Fatalf("migrate of a current schema by a role that may not read it: %v; want ErrPermission with the grants to run", err)
+	}
+}
