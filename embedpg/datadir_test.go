@@ -69,3 +69,33 @@ func TestForeignDataDirIsRefused(t *testing.T) {
 	c = start(t, dir) // and is a cluster's now
 	stop(t, c)
 }
+
+// A cluster whose PG_VERSION cannot be read for another reason than its
+// absence (here a symbolic link looping on itself; an I/O or permission
+// error alike) is not taken for an interrupted initdb: nothing in it is
+// removed, and the error says so.
+func TestUnreadableClusterIsKept(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	pgdata := filepath.Join(dir, "pgdata")
+	if err := os.MkdirAll(pgdata, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	canary := filepath.Join(pgdata, "base")
+	if err := os.WriteFile(canary, []byte("the cluster's data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("PG_VERSION", filepath.Join(pgdata, "PG_VERSION")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), opts(t, dir))
+	if err == nil {
+		_ = c.Stop(context.Background())
+		t.Fatal("Start succeeded on a cluster whose PG_VERSION it cannot read")
+	}
+	if !strings.Contains(err.Error(), "nothing was removed") || !strings.Contains(err.Error(), pgdata) {
+		t.Errorf("error %q; want it to name the cluster and say nothing was removed", err)
+	}
+	if b, err := os.ReadFile(canary); err != nil || string(b) != "the cluster's data" {
+		t.Fatalf("the cluster's files after the refused start: %q, %v; want them kept", b, err)
+	}
+}

@@ -120,8 +120,13 @@ func (c *Cluster) clearStale(ctx context.Context) error {
 // initdb writes PG_VERSION early, so it runs in a side directory that is
 // renamed into place only once initdb succeeded: a pgdata is always complete.
 func (c *Cluster) initdb(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(c.pgData, "PG_VERSION")); err == nil {
+	switch _, err := os.Stat(filepath.Join(c.pgData, "PG_VERSION")); {
+	case err == nil:
 		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		// Only a cluster without PG_VERSION is an interrupted initdb's.
+		return fmt.Errorf("embedpg: cannot tell whether %s holds a cluster (%w); nothing was removed: repair the directory (its permissions, the disk) or set --data-dir",
+			c.pgData, err)
 	}
 	tmp := c.pgData + ".initdb"
 	for _, d := range []string{c.pgData, tmp} { // leftovers of an interrupted run
