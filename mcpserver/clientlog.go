@@ -169,23 +169,8 @@ func (l *ClientLog) send(ctx context.Context, n mcp.LoggingMessageNotification) 
 // send forwards n on the stream, tagged with its id, when its level
 // admits it and the stream is still open.
 func (st *logStream) send(n mcp.LoggingMessageNotification) {
-	sess := server.ClientSessionFromContext(st.ctx)
-	if sess == nil || st.ctx.Err() != nil || !n.Params.Level.ShouldSendTo(st.level) {
-		return
-	}
-	msg := mcp.JSONRPCNotification{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{
-			Method: n.Method,
-			Params: mcp.NotificationParams{
-				Meta:             map[string]any{mcp.MetaKeySubscriptionID: st.id},
-				AdditionalFields: map[string]any{"level": n.Params.Level, "logger": n.Params.Logger, "data": n.Params.Data},
-			},
-		},
-	}
-	select {
-	case sess.NotificationChannel() <- msg:
-	default:
+	if n.Params.Level.ShouldSendTo(st.level) {
+		sendOnStream(st.ctx, st.id, n.Method, map[string]any{"level": n.Params.Level, "logger": n.Params.Logger, "data": n.Params.Data})
 	}
 }
 

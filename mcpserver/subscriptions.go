@@ -229,18 +229,23 @@ func (w *resourceWatch) notify(now map[string]string) {
 // with its id, unless the stream closed. A client that does not read
 // misses the update, as a session's does: its next read shows the change.
 func (l *listenStream) send(uri string) {
-	sess := server.ClientSessionFromContext(l.ctx)
-	if sess == nil || l.ctx.Err() != nil {
+	sendOnStream(l.ctx, l.id, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
+}
+
+// sendOnStream sends a notification of method with fields on the
+// subscriptions/listen stream of ctx, tagged with the stream's id, unless
+// the stream closed; a client that does not read it misses it rather than
+// hold up the sender.
+func sendOnStream(ctx context.Context, id any, method string, fields map[string]any) {
+	sess := server.ClientSessionFromContext(ctx)
+	if sess == nil || ctx.Err() != nil {
 		return
 	}
 	n := mcp.JSONRPCNotification{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{
-			Method: mcp.MethodNotificationResourceUpdated,
-			Params: mcp.NotificationParams{
-				Meta:             map[string]any{mcp.MetaKeySubscriptionID: l.id},
-				AdditionalFields: map[string]any{"uri": uri},
-			},
+			Method: method,
+			Params: mcp.NotificationParams{Meta: map[string]any{mcp.MetaKeySubscriptionID: id}, AdditionalFields: fields},
 		},
 	}
 	select {
