@@ -445,13 +445,13 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 const RubyStaleAfter = 5 * time.Minute
 
 // workerStatuses gives each process its status, stale when its heartbeat is
-// older than staleAfter, and counts them, running first, then stale, then
+// older than staleAfter on the database's clock (this process's may be set
+// apart from it), and counts them, running first, then stale, then
 // stopped.
 func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Duration) Workers {
 	out := Workers{Workers: make([]WorkerStatus, len(ws))}
-	now := s.opts.Now()
 	for i, w := range ws {
-		age := now.Sub(w.HeartbeatAt)
+		age := w.HeartbeatAge
 		status := WorkerRunning
 		switch {
 		case w.StoppedAt != nil:
@@ -463,7 +463,7 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Durat
 		default:
 			out.Running++
 		}
-		out.Workers[i] = WorkerStatus{WorkerProcess: WorkerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
+		out.Workers[i] = WorkerStatus{WorkerProcess: workerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
 	}
 	slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
 	return out

@@ -77,8 +77,8 @@ func hasReason(h ops.Health, code, queue, next string) bool {
 	return false
 }
 
-// Workers tell running, stale and stopped processes apart by the service's
-// clock and StaleAfter.
+// Workers tell running, stale and stopped processes apart by their
+// heartbeats and StaleAfter.
 func TestWorkersByHeartbeat(t *testing.T) {
 	s := isolatedStore(t)
 	ctx := testContext(t)
@@ -115,10 +115,52 @@ func TestWorkersByHeartbeat(t *testing.T) {
 	if got["w-b"] != ops.WorkerRunning {
 		t.Fatalf("with StaleAfter 10m, a 2-minute-old heartbeat is %q, want running", got["w-b"])
 	}
-	later := time.Now().Add(time.Hour)
-	got = status(newService(t, s, ops.Options{Now: func() time.Time { return later }}))
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = heartbeat_at - interval '1 hour', stopped_at = stopped_at - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	got = status(newService(t, s, ops.Options{}))
 	if got["w-a"] != ops.WorkerStale || got["w-c"] != ops.WorkerStopped {
 		t.Fatalf("an hour later: %v; want w-a stale, w-c still stopped", got)
+	}
+}
+
+// A heartbeat is aged on the database's clock, which stamped it: a
+// process whose clock runs an hour ahead of the database's, or behind it,
+// sees a running process running and a crashed one stale all the same.
+func TestWorkersByDatabaseClock(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	for i, id := range []string{"w-live", "w-crashed"} {
+		if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "h", PID: i + 1, Queues: []string{"q"}, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = 'w-crashed'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		svc := newService(t, s, ops.Options{Now: func() time.Time { return time.Now().Add(skew) }})
+		ws, err := svc.Workers(ctx, ops.WorkersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, w := range ws.Workers {
+			got[w.ID] = w.Status
+			if w.HeartbeatAgeSeconds < 0 || w.HeartbeatAgeSeconds > 3600 {
+				t.Errorf("clock %s off: %s's heartbeat is %.0fs old, want its age on the database's clock", skew, w.ID, w.HeartbeatAgeSeconds)
+			}
+		}
+		if got["w-live"] != ops.WorkerRunning || got["w-crashed"] != ops.WorkerStale || ws.Running != 1 || ws.Stale != 1 {
+			t.Errorf("clock %s off: %v (running %d, stale %d); want w-live running and w-crashed stale", skew, got, ws.Running, ws.Stale)
+		}
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Workers != 1 {
+			t.Errorf("clock %s off: health counts %d running workers, want 1", skew, h.Workers)
+		}
 	}
 }
 

@@ -136,6 +136,15 @@ type WorkerProcess struct {
 	Kind        string     `json:"kind,omitempty" jsonschema_description:"What a Ruby pgbus process is: worker, supervisor, ..."`
 }
 
+// workerProcess converts the store's process; its age on the database's
+// clock goes to WorkerStatus.
+func workerProcess(w store.WorkerProcess) WorkerProcess {
+	return WorkerProcess{
+		ID: w.ID, Hostname: w.Hostname, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
+		StartedAt: w.StartedAt, HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt, System: w.System, Kind: w.Kind,
+	}
+}
+
 // queueStats converts the store's stats; the field sets are the same.
 func queueStats(q store.QueueStats) QueueStats {
 	return QueueStats{

@@ -23,6 +23,17 @@ type WorkerProcess struct {
 	System string `json:"system,omitempty"`
 	// Kind is what a Ruby pgbus process is (worker, supervisor, ...).
 	Kind string `json:"kind,omitempty"`
+	// HeartbeatAge is how long before the read the last heartbeat was, on
+	// the database's clock, which stamps every heartbeat: a reader whose
+	// own clock is set apart from the database's would take a running
+	// process for a stale one, or a crashed one for running.
+	HeartbeatAge time.Duration `json:"-"`
+}
+
+// heartbeatAgeSQL is the age of a heartbeat at expression at, on the
+// database's clock, in nanoseconds as time.Duration counts them.
+func heartbeatAgeSQL(at string) string {
+	return `(extract(epoch FROM now() - ` + at + `) * 1000000)::bigint * 1000`
 }
 
 // SystemRubyPgbus marks the processes of the Ruby gem pgbus.
@@ -66,7 +77,7 @@ const MaxListedWorkers = 1000
 // Stopped ones are included so that a crash is visible as a stale
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
-	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', ''
+	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', `+heartbeatAgeSQL("heartbeat_at")+`
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
 	if err != nil {
@@ -127,7 +138,8 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		                '{}'),
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       p.created_at AT TIME ZONE 'UTC', coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC',
-		       NULL::timestamptz, $2::text, coalesce(p.kind, '')
+		       NULL::timestamptz, $2::text, coalesce(p.kind, ''),
+		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`
 		FROM public.pgbus_processes p
 		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > now() - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
