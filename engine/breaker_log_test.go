@@ -124,3 +124,34 @@ func TestDeletedBreakerIsMadeAnew(t *testing.T) {
 		t.Fatalf("a job ran without its breaker:\n%s", out)
 	}
 }
+
+// A process whose rows retention removed while it was unheard of for
+// longer than StatsRetention (its machine suspended, say) writes them again
+// at its next heartbeat: pgbus workers lists it running, health counts its
+// queues served, and its breaker keeps its users.
+func TestHeartbeatRestoresPrunedRows(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // pruning reads the whole registry
+	q := newQueue(t, s, nil)
+	name := uniqueName("pruned")
+	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.ProcessHeartbeat = 50 * time.Millisecond })
+	c.Handle("call", func(context.Context, *engine.Job) error { return nil },
+		engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Hour, MaxCoolOff: time.Hour}})
+	pgtest.Start(t, c)
+	ctx := pgtest.Context(t)
+	registered := func() bool {
+		ws, err := s.ListWorkers(ctx, time.Hour)
+		return err == nil && len(ws) == 1 && ws[0].ID == c.ID() && ws[0].StoppedAt == nil && len(ws[0].Queues) == 1 && ws[0].Queues[0] == q
+	}
+	used := func() bool {
+		all, err := s.ListBreakers(ctx, name)
+		return err == nil && len(all) == 1 && len(all[0].Users) == 1 && all[0].Users[0].Queue == q
+	}
+	pgtest.Eventually(t, 30*time.Second, "the process registered with its breaker's users", func() bool { return registered() && used() })
+
+	// What retention deletes of a process unheard of for a week.
+	if _, err := s.Pool().Exec(ctx, `WITH w AS (DELETE FROM pgbus.workers WHERE id = $1)
+		DELETE FROM pgbus.circuit_breaker_users WHERE breaker = $2`, c.ID(), name); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "the process listed again, running, with its breaker's users", func() bool { return registered() && used() })
+}

@@ -488,6 +488,11 @@ func (c *Client) every(ctx context.Context, interval time.Duration, fn func(cont
 }
 
 func (c *Client) register(ctx context.Context) error {
+	return c.store.RegisterWorker(ctx, c.process())
+}
+
+// process is this process as the registry lists it.
+func (c *Client) process() store.WorkerProcess {
 	host, _ := os.Hostname()
 	names := make([]string, len(c.cfg.Queues))
 	total := 0
@@ -495,13 +500,13 @@ func (c *Client) register(ctx context.Context) error {
 		names[i] = q.Name
 		total += q.Concurrency
 	}
-	return c.store.RegisterWorker(ctx, store.WorkerProcess{
-		ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total,
-	})
+	return store.WorkerProcess{ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total}
 }
 
+// heartbeat marks this process alive, and registers it again when
+// retention removed its row (see store.HeartbeatWorker).
 func (c *Client) heartbeat(ctx context.Context) error {
-	if err := c.store.HeartbeatWorker(ctx, c.id); err != nil {
+	if err := c.store.HeartbeatWorker(ctx, c.process()); err != nil {
 		return err
 	}
 	// The breakers' lists of users keep this process's while it runs.

@@ -312,7 +312,9 @@ func (s *Store) RecordBreakerUsers(ctx context.Context, name string, users []Bre
 
 // TouchBreakerUsers marks users as seen now, for a running process that
 // has them, writing only the rows not seen within BreakerUsersRefresh, so
-// that it can run at every process heartbeat.
+// that it can run at every process heartbeat. A user whose row is gone
+// (pruned while the process was unheard of for StatsRetention) is recorded
+// again.
 func (s *Store) TouchBreakerUsers(ctx context.Context, users map[string][]BreakerUser) error {
 	var names, queues, kinds []string
 	for name, us := range users {
@@ -324,10 +326,11 @@ func (s *Store) TouchBreakerUsers(ctx context.Context, users map[string][]Breake
 		return nil
 	}
 	_, err := s.db.Exec(ctx, `
-		UPDATE pgbus.circuit_breaker_users u SET seen_at = now()
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS t(b, q, k)
-		WHERE u.breaker = t.b AND u.queue_name = t.q AND u.kind = t.k
-		  AND u.seen_at < now() - $4 * interval '1 microsecond'`, names, queues, kinds, BreakerUsersRefresh.Microseconds())
+		INSERT INTO pgbus.circuit_breaker_users AS u (breaker, queue_name, kind)
+		SELECT DISTINCT b, q, k FROM unnest($1::text[], $2::text[], $3::text[]) AS t(b, q, k)
+		ORDER BY b, q, k
+		ON CONFLICT (breaker, queue_name, kind) DO UPDATE SET seen_at = now()
+		WHERE u.seen_at < now() - $4 * interval '1 microsecond'`, names, queues, kinds, BreakerUsersRefresh.Microseconds())
 	if err != nil {
 		return fmt.Errorf("store: mark the circuit breaker users of this process seen: %w", err)
 	}

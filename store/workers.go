@@ -51,11 +51,17 @@ func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 	return nil
 }
 
-// HeartbeatWorker marks a worker process alive now.
-func (s *Store) HeartbeatWorker(ctx context.Context, id string) error {
-	_, err := s.db.Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() WHERE id = $1`, id)
+// HeartbeatWorker marks a worker process alive now. A process whose row is
+// gone (retention prunes the rows of processes unheard of for
+// StatsRetention, and a process whose machine was suspended that long was)
+// is registered again, from now.
+func (s *Store) HeartbeatWorker(ctx context.Context, w WorkerProcess) error {
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`,
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency)
 	if err != nil {
-		return fmt.Errorf("store: heartbeat of worker %s: %w", id, err)
+		return fmt.Errorf("store: heartbeat of worker %s: %w", w.ID, err)
 	}
 	return nil
 }
