@@ -490,3 +490,22 @@ func TestIdempotencyKeyAndJobFields(t *testing.T) {
 		t.Errorf("job = %+v", j)
 	}
 }
+
+// A message of a queue that deletes finished messages takes its failure
+// history with it when it succeeds after failing: nothing else would ever
+// prune the history of a message in neither the queue nor its archive.
+func TestDeleteOnSuccessTakesFailureHistory(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.DeleteOnSuccess = true })
+	var calls atomic.Int32
+	c := pgtest.NewClient(t, s, q, nil)
+	c.HandleQueue(q, failN(2, &calls))
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the message deleted after two failures", func() bool {
+		return calls.Load() == 3 && pgtest.Live(t, s, q) == 0
+	})
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q, id); n != 0 {
+		t.Fatalf("%d failure rows left of message %d, deleted on success; want none", n, id)
+	}
+}

@@ -603,8 +603,9 @@ func (s *Store) DeleteMany(ctx context.Context, queue string, ids []int64) ([]in
 	return s.DeleteClaimed(ctx, queue, anyRead(ids))
 }
 
-// DeleteClaimed removes the messages claimed in one statement and returns
-// the ids deleted; a message no longer at the read claimed is left.
+// DeleteClaimed removes the messages claimed in one statement, with their
+// failure history, and returns the ids deleted; a message no longer at the
+// read claimed is left.
 func (s *Store) DeleteClaimed(ctx context.Context, queue string, claims []Claim) ([]int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return nil, err
@@ -613,10 +614,15 @@ func (s *Store) DeleteClaimed(ctx context.Context, queue string, claims []Claim)
 		return nil, err
 	}
 	c := claimColumnsOf(claims)
-	sql := `DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
-		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
-		RETURNING q.msg_id`
-	return s.collectIDs(ctx, "delete from", queue, sql, c.ids, c.reads, c.enqs)
+	sql := `WITH d AS (
+			DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
+			WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+			RETURNING q.msg_id
+		), f AS (
+			DELETE FROM pgbus.failures WHERE queue_name = $4 AND msg_id IN (SELECT msg_id FROM d)
+		)
+		SELECT msg_id FROM d`
+	return s.collectIDs(ctx, "delete from", queue, sql, c.ids, c.reads, c.enqs, queue)
 }
 
 // SetVisibility makes one message visible again after vt from now (zero:

@@ -368,8 +368,8 @@ func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// PurgeQueue deletes every message of a queue (not its archive) and
-// returns how many there were. A queue with priority levels has no table
+// PurgeQueue deletes every message of a queue (not its archive), with
+// their failure history, and returns how many there were. A queue with priority levels has no table
 // of its own name, only its levels': all of them are purged in one
 // transaction, so that a purge never stops with some levels done. A level
 // whose tables were dropped outside pgbus is left out, as its queue's stats
@@ -399,11 +399,14 @@ func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
 			return notFoundf("queue %q does not exist", name)
 		}
 		for _, p := range present {
-			tag, err := tx.Exec(ctx, `DELETE FROM `+queueTable(p))
+			var n int64
+			err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM `+queueTable(p)+` RETURNING msg_id),
+				f AS (DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id IN (SELECT msg_id FROM d))
+				SELECT count(*) FROM d`, p).Scan(&n)
 			if err != nil {
 				return queueErr(err, "purge", p)
 			}
-			total += tag.RowsAffected()
+			total += n
 		}
 		return nil
 	})
