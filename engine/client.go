@@ -56,7 +56,9 @@ type Config struct {
 	// StatsFlush is how often per-minute counters are written. Default 5s.
 	StatsFlush time.Duration
 	// RetentionInterval is how often this process offers to prune old
-	// archives (one process at a time does it). Default 10m; negative: never.
+	// archives (one process at a time does it), the first time as Run
+	// starts, so that processes that never run a whole interval (run from
+	// cron, restarted often) prune too. Default 10m; negative: never.
 	RetentionInterval time.Duration
 	// VacuumAfter is how many messages of a queue this process settles
 	// (archives, retries, dead-letters...) before it vacuums the queue's
@@ -419,7 +421,10 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats) })
 	if c.cfg.RetentionInterval > 0 {
-		bg.Go(func() { c.every(bgCtx, c.cfg.RetentionInterval, c.retention) })
+		bg.Go(func() {
+			c.try(bgCtx, c.retention)
+			c.every(bgCtx, c.cfg.RetentionInterval, c.retention)
+		})
 	}
 
 	<-ctx.Done()
@@ -480,10 +485,15 @@ func (c *Client) every(ctx context.Context, interval time.Duration, fn func(cont
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := fn(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("pgbus: background task failed; retrying at the next interval", "err", err)
-			}
+			c.try(ctx, fn)
 		}
+	}
+}
+
+// try runs fn once, logging its failure.
+func (c *Client) try(ctx context.Context, fn func(context.Context) error) {
+	if err := fn(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("pgbus: background task failed; retrying at the next interval", "err", err)
 	}
 }
 

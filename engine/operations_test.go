@@ -768,3 +768,26 @@ func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
 		t.Fatalf("the slow job ran %d times, %d at once; want once; log:\n%s", slow.calls.Load(), slow.most.Load(), logs.String())
 	}
 }
+
+// A client prunes as it starts, not only once its first interval has
+// passed: a process that never lives a whole interval (run from cron, or
+// restarted more often) would otherwise leave archives to grow for ever.
+func TestClientRunsRetentionAtStart(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // retention prunes the whole database
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.ArchiveRetention = time.Hour })
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`1`)}, {Payload: []byte(`2`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ArchiveMany(ctx, q, ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 24 * time.Hour })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 30*time.Second, "the old archive row pruned", func() bool { return pgtest.Archived(t, s, q) == 1 })
+}

@@ -10,9 +10,9 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// NewClient makes an engine client for one queue with quick polling and a
-// fixed jitter source (0.5 makes the jitter factor exactly 1), changed by
-// edit when it is not nil.
+// NewClient makes an engine client for one queue with quick polling, a
+// fixed jitter source (0.5 makes the jitter factor exactly 1) and no
+// retention, changed by edit when it is not nil.
 func NewClient(tb testing.TB, st *store.Store, queue string, edit func(*engine.Config)) *engine.Client {
 	tb.Helper()
 	cfg := engine.Config{
@@ -22,6 +22,9 @@ func NewClient(tb testing.TB, st *store.Store, queue string, edit func(*engine.C
 		StatsFlush:      100 * time.Millisecond,
 		DrainTimeout:    5 * time.Second,
 		Rand:            func() float64 { return 0.5 },
+		// Retention prunes the whole database: a test that wants it sets
+		// an interval, on a database of its own when it counts rows.
+		RetentionInterval: -1,
 	}
 	if edit != nil {
 		edit(&cfg)
