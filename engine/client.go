@@ -48,7 +48,9 @@ type Config struct {
 	// them too).
 	VisibilityHeartbeat time.Duration
 	// ProcessHeartbeat is how often the process registry row is refreshed.
-	// Default 10s.
+	// Default 10s. The registry keeps it, so that pgbus workers and health
+	// count the process stale only once it missed three beats (or the
+	// reader's ops.Options.StaleAfter passed, when that is longer).
 	ProcessHeartbeat time.Duration
 	// SettingsRefresh is how often queue settings (pause included) are
 	// re-read. Default 2s.
@@ -510,7 +512,8 @@ func (c *Client) process() store.WorkerProcess {
 		names[i] = q.Name
 		total += q.Concurrency
 	}
-	return store.WorkerProcess{ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total}
+	return store.WorkerProcess{ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total,
+		HeartbeatInterval: c.cfg.ProcessHeartbeat}
 }
 
 // heartbeat marks this process alive, and registers it again when

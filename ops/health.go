@@ -445,7 +445,8 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 const RubyStaleAfter = 5 * time.Minute
 
 // workerStatuses gives each process its status, stale when its heartbeat is
-// older than staleAfter on the database's clock (this process's may be set
+// older than staleAfter, or than three of its own heartbeat intervals when
+// it beats less often, on the database's clock (this process's may be set
 // apart from it), and counts them, running first, then stale, then
 // stopped.
 func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Duration) Workers {
@@ -457,7 +458,7 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Durat
 		case w.StoppedAt != nil:
 			status = WorkerStopped
 			out.Stopped++
-		case age > staleAfter:
+		case age > max(staleAfter, 3*w.HeartbeatInterval):
 			status = WorkerStale
 			out.Stale++
 		default:

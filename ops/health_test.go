@@ -547,3 +547,35 @@ func TestDroppedQueueStatsAndDrop(t *testing.T) {
 		t.Fatalf("the DLQ is still listed after the drop")
 	}
 }
+
+// A process that beats once a minute (engine.Config.ProcessHeartbeat) is
+// running 45 seconds after a beat, and stale only once it missed three;
+// one at the default pace is stale then.
+func TestWorkersStaleAtTheirOwnPace(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	for i, w := range []store.WorkerProcess{
+		{ID: "w-slow", HeartbeatInterval: time.Minute},
+		{ID: "w-slow-gone", HeartbeatInterval: time.Minute},
+		{ID: "w-default"},
+	} {
+		w.Hostname, w.PID, w.Queues, w.Concurrency = "h", i+1, []string{"q"}, 1
+		if err := s.RegisterWorker(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - CASE id WHEN 'w-slow-gone' THEN interval '4 minutes' ELSE interval '45 seconds' END`); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := newService(t, s, ops.Options{}).Workers(ctx, ops.WorkersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, w := range ws.Workers {
+		got[w.ID] = w.Status
+	}
+	if got["w-slow"] != ops.WorkerRunning || got["w-slow-gone"] != ops.WorkerStale || got["w-default"] != ops.WorkerStale {
+		t.Fatalf("statuses = %v; want w-slow running, w-slow-gone and w-default stale", got)
+	}
+}

@@ -58,6 +58,9 @@ type Options struct {
 	Bounds Bounds
 	// StaleAfter is how old a worker's heartbeat may be before the worker
 	// counts as stale (crashed or hung). Default 30s: three missed beats.
+	// A process that beats less often than a third of it
+	// (engine.Config.ProcessHeartbeat) counts as stale after three of its
+	// own intervals.
 	StaleAfter time.Duration
 	// StallAfter is how long the oldest ready message may wait, with nothing
 	// settled meanwhile, before a queue counts as stalled. Default 5m.

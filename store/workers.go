@@ -28,6 +28,23 @@ type WorkerProcess struct {
 	// own clock is set apart from the database's would take a running
 	// process for a stale one, or a crashed one for running.
 	HeartbeatAge time.Duration `json:"-"`
+	// HeartbeatInterval is how often the process said it sends its
+	// heartbeat; zero when registering stands for
+	// DefaultHeartbeatInterval, and for a Ruby pgbus process it is zero.
+	HeartbeatInterval time.Duration `json:"-"`
+}
+
+// DefaultHeartbeatInterval is the heartbeat interval of a process
+// registered without one.
+const DefaultHeartbeatInterval = 10 * time.Second
+
+// heartbeatIntervalMS is w's heartbeat interval in milliseconds, as the
+// registry keeps it.
+func heartbeatIntervalMS(w WorkerProcess) int64 {
+	if w.HeartbeatInterval <= 0 {
+		return DefaultHeartbeatInterval.Milliseconds()
+	}
+	return max(w.HeartbeatInterval.Milliseconds(), 1)
 }
 
 // heartbeatAgeSQL is the age of a heartbeat at expression at, on the
@@ -41,10 +58,10 @@ const SystemRubyPgbus = "ruby_pgbus"
 
 // RegisterWorker records a worker process as started.
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL`,
-		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency)
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms`,
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w))
 	if err != nil {
 		return fmt.Errorf("store: register worker %s: %w", w.ID, err)
 	}
@@ -56,10 +73,10 @@ func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 // StatsRetention, and a process whose machine was suspended that long was)
 // is registered again, from now.
 func (s *Store) HeartbeatWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency)
-		VALUES ($1, $2, $3, $4, $5)
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms)
+		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`,
-		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency)
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w))
 	if err != nil {
 		return fmt.Errorf("store: heartbeat of worker %s: %w", w.ID, err)
 	}
@@ -83,7 +100,8 @@ const MaxListedWorkers = 1000
 // Stopped ones are included so that a crash is visible as a stale
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
-	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', `+heartbeatAgeSQL("heartbeat_at")+`
+	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', `+heartbeatAgeSQL("heartbeat_at")+`,
+		       heartbeat_interval_ms * 1000000
 		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
 	if err != nil {
@@ -145,7 +163,7 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       p.created_at AT TIME ZONE 'UTC', coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC',
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''),
-		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`
+		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`, 0::bigint
 		FROM public.pgbus_processes p
 		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > now() - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
