@@ -48,14 +48,12 @@ func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue) e
 			}
 			continue
 		}
-		_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name})
-		if errors.Is(err, ops.ErrNotFound) {
+		// Any other error (a table the role may not read) is the
+		// workers' to report, in their own words.
+		if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name, NoArchive: true}); errors.Is(err, ops.ErrNotFound) {
 			return &ops.Error{Err: ops.ErrNotFound,
 				Msg:   fmt.Sprintf("queue %q does not exist; workers create only the queues the configuration file declares", q.Name),
 				Hints: []ops.Hint{{Op: ops.OpQueueCreate, Args: map[string]any{"queue": q.Name}, Why: "creates it with the default retry settings"}}}
-		}
-		if err != nil {
-			return err
 		}
 	}
 	return nil
