@@ -260,7 +260,7 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 }
 
 // ErrAlreadyRunning is returned by a second concurrent Run.
-var ErrAlreadyRunning = errors.New("engine: client is already running")
+var ErrAlreadyRunning = errors.New("engine: client is already running: wait for its Run to return before calling Run again, or make another Client for the same store")
 
 // Run works the configured queues until ctx ends, then stops fetching, waits
 // up to DrainTimeout for running handlers and the writes of their outcomes,

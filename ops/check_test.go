@@ -92,3 +92,12 @@ func TestParseDeadline(t *testing.T) {
 		}
 	}
 }
+
+// A service without a store is refused as bad input, saying where a store
+// comes from.
+func TestNewWithoutAStore(t *testing.T) {
+	_, err := ops.New(nil, ops.Options{})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "store.Open") {
+		t.Fatalf("New(nil) = %v; want ErrInvalid saying to open a store with store.Open", err)
+	}
+}

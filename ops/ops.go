@@ -89,7 +89,7 @@ type Service struct {
 // New returns a Service over a store whose schema is migrated (or checked).
 func New(st *store.Store, opts Options) (*Service, error) {
 	if st == nil {
-		return nil, errors.New("ops: New needs a store")
+		return nil, fmt.Errorf("%w: ops.New needs a store: open one with store.Open", ErrInvalid)
 	}
 	opts.SafeFields = slices.Clone(opts.SafeFields)
 	for i, f := range opts.SafeFields {
