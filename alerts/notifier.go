@@ -54,7 +54,9 @@ type Config struct {
 	RetryBackoffMax time.Duration
 	MaxAttempts     int
 	Logger          *slog.Logger
-	// Client posts the alerts. Default: a client of its own.
+	// Client posts the alerts. Default: a client of its own. Redirects
+	// are not followed unless its CheckRedirect says how: a webhook that
+	// answers with one is told of as refusing the alert.
 	Client *http.Client
 }
 
@@ -84,11 +86,22 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Client == nil {
-		c.Client = &http.Client{}
+	client := http.Client{}
+	if c.Client != nil {
+		client = *c.Client
 	}
+	if client.CheckRedirect == nil {
+		client.CheckRedirect = noRedirect
+	}
+	c.Client = &client
 	return c
 }
+
+// noRedirect keeps a post from following a redirect: a 301, 302 or 303
+// would turn it into a GET without the alert, which the next address
+// answers as if it were delivered, and any of them would send the alert
+// and Headers (a token) to an address the configuration does not name.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // CheckURL checks a webhook URL: absolute, http or https, with a host.
 func CheckURL(raw string) error {

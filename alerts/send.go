@@ -280,6 +280,13 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return false, nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		to := "another address"
+		if loc, err := resp.Location(); err == nil {
+			to = site(loc.String())
+		}
+		return false, fmt.Errorf("alerts: the webhook answered %s, redirecting to %s, and alerts are not posted to an address the configuration does not name; set alerts.url in the configuration file to the address it redirects to",
+			resp.Status, to)
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		return true, fmt.Errorf("alerts: the webhook answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
 	}
