@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -12,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // The environment variables FromEnv reads itself; the SDK and the OTLP
@@ -134,9 +137,54 @@ func otlpExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 	}
 	switch strings.ToLower(strings.TrimSpace(proto)) {
 	case "", protocolHTTP:
+		if err := checkEndpoint(protocolHTTP); err != nil {
+			return nil, err
+		}
 		return otlptracehttp.New(ctx)
 	case protocolGRPC:
+		if err := checkEndpoint(protocolGRPC); err != nil {
+			return nil, err
+		}
 		return otlptracegrpc.New(ctx)
 	}
 	return nil, fmt.Errorf("%s=%q: pgbus exports OTLP over %s; set one of those", from, proto, supportedOTLPProtocols)
+}
+
+// checkEndpoint checks the OTLP endpoint that the exporter of proto would
+// use (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+// OTEL_EXPORTER_OTLP_ENDPOINT), when one is set. The exporters take what
+// they cannot parse as unset, exporting to localhost, and over
+// http/protobuf take the host of host:port for a URL scheme, exporting to
+// no host at all: either way every span is lost while pgbus runs.
+// gRPC's exporter takes host:port as it is, so only a value that is not a
+// URL is refused for it.
+func checkEndpoint(proto string) error {
+	name := EnvTracesEndpoint
+	v := os.Getenv(name)
+	if v == "" {
+		name, v = EnvEndpoint, os.Getenv(EnvEndpoint)
+	}
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err == nil && (proto == protocolGRPC || (u.Scheme == "http" || u.Scheme == "https") && u.Host != "") {
+		return nil
+	}
+	shown := hideUserinfo(strings.TrimSpace(v))
+	return fmt.Errorf("%s=%q: OTLP over %s needs a URL such as http://%s (or https://); set it so, with the scheme", name, shown, proto, shown)
+}
+
+// hideUserinfo hides the credentials an endpoint may hold before an @,
+// which an error quoting it would show.
+func hideUserinfo(v string) string {
+	at := strings.LastIndex(v, "@")
+	if at < 0 {
+		return v
+	}
+	start := 0
+	if i := strings.Index(v, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return v[:start] + ops.Redacted + v[at:]
 }

@@ -46,6 +46,7 @@ func TestFromEnvOn(t *testing.T) {
 		"endpoint":        {tracing.EnvEndpoint: "http://127.0.0.1:4318"},
 		"traces endpoint": {tracing.EnvTracesEndpoint: "http://127.0.0.1:4318/v1/traces"},
 		"otlp over grpc":  {tracing.EnvTracesExporter: "otlp", tracing.EnvProtocol: "grpc"},
+		"grpc host:port":  {tracing.EnvProtocol: "grpc", tracing.EnvEndpoint: "localhost:4317"},
 		"console":         {tracing.EnvTracesExporter: "console"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -72,6 +73,14 @@ func TestFromEnvRefuses(t *testing.T) {
 	}{
 		"exporter": {map[string]string{tracing.EnvTracesExporter: "zipkin"}, `OTEL_TRACES_EXPORTER="zipkin": pgbus exports traces with otlp, console or none`},
 		"protocol": {map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvTracesProtocol: "http/json"}, `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/json": pgbus exports OTLP over http/protobuf (the default) or grpc`},
+		// The exporter would take the name for a URL scheme, export to no
+		// host, and fail every batch.
+		"endpoint without a scheme": {map[string]string{tracing.EnvEndpoint: "otel-collector:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="otel-collector:4318": OTLP over http/protobuf needs a URL such as http://otel-collector:4318`},
+		// The exporter would ignore what it cannot parse, and export to
+		// localhost instead.
+		"traces endpoint not a URL": {map[string]string{tracing.EnvEndpoint: "http://127.0.0.1:4318", tracing.EnvTracesEndpoint: "10.0.0.5:4318/v1/traces"}, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="10.0.0.5:4318/v1/traces": OTLP over http/protobuf needs a URL such as http://10.0.0.5:4318/v1/traces`},
+		"grpc endpoint not a URL":   {map[string]string{tracing.EnvEndpoint: "10.0.0.5:4317", tracing.EnvProtocol: "grpc"}, `OTEL_EXPORTER_OTLP_ENDPOINT="10.0.0.5:4317": OTLP over grpc needs a URL such as http://10.0.0.5:4317`},
+		"credentials hidden":        {map[string]string{tracing.EnvEndpoint: "u:SecretPw9@collector:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="[REDACTED]@collector:4318"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			clearEnv(t)
