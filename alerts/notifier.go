@@ -49,7 +49,8 @@ type Config struct {
 	// oldest is dropped. Default DefaultQueueSize.
 	QueueSize int
 	// A failed post is retried after RetryBackoff, doubling up to
-	// RetryBackoffMax, MaxAttempts times in all.
+	// RetryBackoffMax, or after the receiver's Retry-After when longer
+	// (up to 15 minutes), MaxAttempts times in all.
 	RetryBackoff    time.Duration
 	RetryBackoffMax time.Duration
 	MaxAttempts     int

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -218,7 +219,7 @@ func (s *sender) deliver(ctx context.Context, a Alert) bool {
 	}
 	delay := s.cfg.RetryBackoff
 	for attempt := 1; ; attempt++ {
-		retry, err := s.post(ctx, body)
+		retry, after, err := s.post(ctx, body)
 		if err == nil {
 			s.log.Info("pgbus alerts: alert sent", "status", a.Status, "events", len(a.Events), "attempt", attempt)
 			return true
@@ -230,8 +231,9 @@ func (s *sender) deliver(ctx context.Context, a Alert) bool {
 			s.log.Error("pgbus alerts: alert not delivered; giving up on it", "err", err, "attempts", attempt, "text", a.Text)
 			return false
 		}
-		s.log.Warn("pgbus alerts: webhook failed; retrying", "err", err, "attempt", attempt, "in", delay)
-		t := time.NewTimer(delay)
+		wait := max(delay, after)
+		s.log.Warn("pgbus alerts: webhook failed; retrying", "err", err, "attempt", attempt, "in", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -259,13 +261,19 @@ func (s *sender) body(a Alert) ([]byte, error) {
 // channel nor disguising a link.
 var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
-// post sends one request; retry says whether a failure is worth another.
-func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) {
+// maxRetryAfter bounds how long a receiver's Retry-After makes the next
+// attempt wait: alerts queued behind it wait as long.
+const maxRetryAfter = 15 * time.Minute
+
+// post sends one request; retry says whether a failure is worth another,
+// and after how long the receiver asked to wait before it (Retry-After),
+// 0 when it did not say.
+func (s *sender) post(ctx context.Context, body []byte) (retry bool, after time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return false, fmt.Errorf("alerts: build the webhook request: %w", withoutPath(err))
+		return false, 0, fmt.Errorf("alerts: build the webhook request: %w", withoutPath(err))
 	}
 	for k, v := range s.cfg.Headers {
 		req.Header.Set(k, v)
@@ -273,25 +281,42 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, err error) 
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return true, fmt.Errorf("alerts: post to the webhook: %w; check that alerts.url in the configuration file is reachable from this host", withoutPath(err))
+		return true, 0, fmt.Errorf("alerts: post to the webhook: %w; check that alerts.url in the configuration file is reachable from this host", withoutPath(err))
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return false, nil
+		return false, 0, nil
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		to := "another address"
 		if loc, err := resp.Location(); err == nil {
 			to = site(loc.String())
 		}
-		return false, fmt.Errorf("alerts: the webhook answered %s, redirecting to %s, and alerts are not posted to an address the configuration does not name; set alerts.url in the configuration file to the address it redirects to",
+		return false, 0, fmt.Errorf("alerts: the webhook answered %s, redirecting to %s, and alerts are not posted to an address the configuration does not name; set alerts.url in the configuration file to the address it redirects to",
 			resp.Status, to)
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return true, fmt.Errorf("alerts: the webhook answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
+		return true, retryAfter(resp.Header.Get("Retry-After"), time.Now()), fmt.Errorf("alerts: the webhook answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
 	}
-	return false, fmt.Errorf("alerts: the webhook refused the alert with %s: %s; check alerts.url and alerts.headers (a token?) in the configuration file",
+	return false, 0, fmt.Errorf("alerts: the webhook refused the alert with %s: %s; check alerts.url and alerts.headers (a token?) in the configuration file",
 		resp.Status, strings.TrimSpace(string(snippet)))
+}
+
+// retryAfter reads a Retry-After header, seconds or an HTTP date, as the
+// wait from now, bounded by maxRetryAfter; 0 when it is absent or cannot
+// be read.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(h, 10, 64); err == nil {
+		d = time.Duration(min(max(secs, 0), int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(h); err == nil {
+		d = at.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 // withoutPath returns err with the URL it quotes (the client's errors are

@@ -32,7 +32,7 @@ func TestFailedPostNamesOnlyTheWebhooksHost(t *testing.T) {
 	if s.deliver(context.Background(), Alert{Text: "queue orders is STALLED"}) {
 		t.Fatal("an alert to a closed port counted as sent")
 	}
-	_, err = s.post(context.Background(), []byte(`{}`))
+	_, _, err = s.post(context.Background(), []byte(`{}`))
 	out := logs.String() + "\n" + err.Error()
 	if n := strings.Count(out, `http://`+host+`/…`); n < 3 {
 		t.Errorf("the webhook is named as http://%s/… %d times, want in each failure:\n%s", host, n, out)
