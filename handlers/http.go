@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/engine"
@@ -366,6 +367,9 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 	}
 	req.Header = h.header.Clone()
 	req.Header.Set("Idempotency-Key", job.IdempotencyKey)
+	// The attempt's trace context, when a tracer started its span in ctx:
+	// the downstream's spans join the message's trace under it.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	start := time.Now()
 	resp, err := h.client.Do(req)
 	if err != nil {
