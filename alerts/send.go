@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -250,9 +251,39 @@ func (s *sender) body(a Alert) ([]byte, error) {
 		if len(a.Events) > 0 {
 			t = text(a.Events, slackEscape)
 		}
-		return json.Marshal(map[string]string{"text": t})
+		return json.Marshal(map[string]string{"text": fitSlack(t)})
 	}
 	return json.Marshal(a)
+}
+
+// slackTextMax is how many characters of a message's text Slack keeps; it
+// cuts off the rest without a word.
+const slackTextMax = 40000
+
+// fitSlack cuts t to slackTextMax characters at the end of a line, the
+// last line saying how many were left out and where to see them all, so
+// that a check that found many groups does not end mid-sentence with no
+// sign of the rest.
+func fitSlack(t string) string {
+	if utf8.RuneCountInString(t) <= slackTextMax {
+		return t
+	}
+	lines := strings.Split(t, "\n")
+	const room = slackTextMax - 200 // for the last line
+	kept, n := 0, 0
+	for kept < len(lines) {
+		w := utf8.RuneCountInString(lines[kept]) + 1
+		if n+w > room {
+			break
+		}
+		n += w
+		kept++
+	}
+	head := strings.Join(lines[:kept], "\n")
+	if kept == 0 { // one line longer than the room: cut inside it
+		head, kept = string([]rune(t)[:room])+"…", 1
+	}
+	return head + fmt.Sprintf("\n… %d more lines not shown: see pgbus health and pgbus dlq summary", len(lines)-kept)
 }
 
 // slackEscape escapes the characters Slack reads as markup (&, <, >) as

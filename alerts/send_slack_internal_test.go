@@ -1,0 +1,52 @@
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// An alert whose text is longer than Slack keeps of a message (40,000
+// characters, the rest cut off without a word) is posted cut at a line,
+// saying how many lines were left out and where to see them all.
+func TestSlackTextFitsSlacksLimit(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m map[string]string
+		_ = json.Unmarshal(body, &m)
+		got <- m["text"]
+	}))
+	defer srv.Close()
+	var events []Event
+	for i := range 100 {
+		events = append(events, Event{Type: EventGroupNew, Group: &Group{Queue: "orders", Kind: "charge", ErrorClass: fmt.Sprintf("http.%d", 400+i),
+			Error: strings.Repeat("é<", 500), Count: 1}})
+	}
+	cfg := Config{URL: srv.URL, Format: FormatSlack}.withDefaults()
+	if !newSender(cfg).deliver(context.Background(), Alert{Status: "DEGRADED", Events: events}) {
+		t.Fatal("the alert was not sent")
+	}
+	text := <-got
+	if n := utf8.RuneCountInString(text); n > 40000 {
+		t.Fatalf("the text is %d characters; Slack keeps 40,000", n)
+	}
+	if !strings.HasPrefix(text, "pgbus: new dead-letter group on orders: kind charge, error class http.400") ||
+		!strings.Contains(text, "more lines not shown") || !strings.Contains(text, "pgbus dlq summary") {
+		t.Fatalf("the text does not begin with the first group, nor say what it left out:\n%s", text[max(0, len(text)-300):])
+	}
+	last := text[strings.LastIndex(text, "\n")+1:]
+	body := text[:strings.LastIndex(text, "\n")]
+	if !strings.HasSuffix(body, ", 1 dead") {
+		t.Fatalf("the text is cut inside a line: %q", body[max(0, len(body)-100):])
+	}
+	if want := fmt.Sprintf("%d more lines not shown", 100-strings.Count(body, "\n")-1); !strings.Contains(last, want) {
+		t.Fatalf("the last line %q does not say %q", last, want)
+	}
+}
