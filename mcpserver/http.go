@@ -163,7 +163,7 @@ func (c HTTPConfig) Check() error {
 		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) is only white space, which no client can send: use a random token, e.g. the output of `openssl rand -hex 32`")
 	}
 	if strings.IndexFunc(c.AuthToken, unicode.IsSpace) >= 0 {
-		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) contains white space, which no client can send in a bearer token: use a random token, e.g. the output of `openssl rand -hex 32`")
+		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) contains white space, which no client can send in a bearer token; use a random token, e.g. the output of `openssl rand -hex 32`")
 	}
 	if !IsLoopbackHost(host) {
 		where := host

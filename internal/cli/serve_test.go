@@ -314,6 +314,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"sse on all interfaces":     {[]string{"serve", "--transport", "sse", "--addr", ":0"}, "PGBUS_MCP_TOKEN"},
 		"blank token":               {[]string{"serve", "--transport", "http", "--auth-token", "   "}, "white space"},
 		"blank token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "   "}, "white space"},
+		"token with a space":        {[]string{"serve", "--transport", "http", "--auth-token", "a b"}, "white space, which no client can send in a bearer token; use a random token, e.g. the output of `openssl rand -hex 32`"},
 		"short token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "a"}, "use a random token of at least 32 characters, e.g. openssl rand -hex 32"},
 		"unknown transport":         {[]string{"serve", "--transport", "pigeon"}, "stdio, http or sse"},
 		"bad addr":                  {[]string{"serve", "--transport", "http", "--addr", "nonsense"}, "host:port"},
