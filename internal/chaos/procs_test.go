@@ -90,9 +90,10 @@ func (f *fleet) reap(i int, p *proc, log *os.File) {
 	}
 }
 
-// startFailed tells whether p ended in its start-up: pgbus work does not
-// wait for the database then, but says why and exits 1, for its supervisor
-// (here the fleet) to start it again. Once working it rides out restarts,
+// startFailed tells whether p ended in its start-up: pgbus work waits for a
+// server it cannot reach yet, but not for one that a restart takes away
+// once it connected; it says why and exits 1, for its supervisor (here the
+// fleet) to start it again. Once working it rides out restarts,
 // and any other exit is a crash.
 func startFailed(p *proc) bool {
 	out, _ := os.ReadFile(p.log)
