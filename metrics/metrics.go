@@ -140,7 +140,7 @@ func New(opts Options) *Metrics {
 		dlqMessages: prometheus.NewDesc("pgbus_dlq_messages",
 			"Messages in each queue's dead-letter queue.", []string{"queue"}, nil),
 		oldestReady: prometheus.NewDesc("pgbus_queue_oldest_ready_age_seconds",
-			"How long the oldest ready (visible) message of each queue has waited since it was enqueued; 0 when none is ready.", []string{"queue"}, nil),
+			"How long the message of each queue ready (visible) longest has waited for a worker: since it was sent, or since its delay, retry backoff or visibility timeout ended; 0 when none is ready.", []string{"queue"}, nil),
 		breakerState: prometheus.NewDesc("pgbus_circuit_breaker_state",
 			"State of each circuit breaker: 1 for the state it is in (closed, open or half_open), 0 for the others.", []string{"breaker", "state"}, nil),
 		workers: prometheus.NewDesc("pgbus_workers_running",
