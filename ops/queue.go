@@ -331,6 +331,10 @@ type SettingsChange struct {
 	Jitter            *float64       `json:"jitter,omitempty"`
 	Strategy          *string        `json:"strategy,omitempty"`
 	DeleteOnSuccess   *bool          `json:"delete_on_success,omitempty"`
+	// ArchiveRetention and DeadRetention are how long archived messages
+	// and discarded dead ones are kept before retention prunes them.
+	ArchiveRetention *time.Duration `json:"archive_retention,omitempty"`
+	DeadRetention    *time.Duration `json:"dead_retention,omitempty"`
 }
 
 // leftOut lists the stored values (of q) of the settings c does not give
@@ -380,6 +384,12 @@ func (c SettingsChange) apply(q store.QueueSettings) store.QueueSettings {
 	}
 	if c.DeleteOnSuccess != nil {
 		q.DeleteOnSuccess = *c.DeleteOnSuccess
+	}
+	if c.ArchiveRetention != nil {
+		q.ArchiveRetention = *c.ArchiveRetention
+	}
+	if c.DeadRetention != nil {
+		q.DeadRetention = *c.DeadRetention
 	}
 	return q
 }

@@ -76,6 +76,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative backoff", []string{"queue", "create", "more", "--backoff", "-1s"}, "", "--backoff"},
 		{"backoff max below backoff", []string{"queue", "create", "more", "--backoff", "1m", "--backoff-max", "1s"}, "", "--backoff-max"},
 		{"jitter out of range", []string{"queue", "create", "more", "--jitter", "1.5"}, "", "--jitter"},
+		{"archive retention too short", []string{"queue", "create", "more", "--archive-retention", "10s"}, "", "--archive-retention 10s is out of range 1m..87600h"},
+		{"dead retention in days", []string{"queue", "create", "more", "--dead-retention", "30d"}, "", "--dead-retention"},
 		{"jitter NaN", []string{"queue", "create", "more", "--jitter", "NaN"}, "", "--jitter"},
 		{"bad strategy", []string{"queue", "create", "more", "--strategy", "fibonacci"}, "", "--strategy"},
 		{"tiny visibility timeout", []string{"queue", "create", "more", "--visibility-timeout", "10ms"}, "", "--visibility-timeout"},

@@ -38,12 +38,15 @@ queues:
     backoff_max: 100ms
     jitter: 0
     visibility_timeout: 3s
+    archive_retention: 48h
+    dead_retention: 2160h
 `)
 	// The queue does not exist yet: work creates it. Nothing to do, so
 	// --until-idle returns at once.
 	d.ok(t, "work", "--config", cfg, "--until-idle")
 	s := d.stats(t, "billing").Settings
-	if s.MaxRetries != 2 || s.RetryBackoffSeconds != 0.02 || s.RetryBackoffMaxSeconds != 0.1 || s.RetryBackoffJitter != 0 || s.VisibilityTimeoutSeconds != 3 {
+	if s.MaxRetries != 2 || s.RetryBackoffSeconds != 0.02 || s.RetryBackoffMaxSeconds != 0.1 || s.RetryBackoffJitter != 0 || s.VisibilityTimeoutSeconds != 3 ||
+		s.ArchiveRetentionSeconds != 2*86400 || s.DeadRetentionSeconds != 90*86400 {
 		t.Fatalf("settings from the file: %+v", s)
 	}
 	if created := d.audit(t, "--tool", "queue_create"); len(created) != 1 || created[0].Client != "cli" || created[0].IsError ||

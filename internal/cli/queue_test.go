@@ -18,9 +18,11 @@ func TestQueueCommands(t *testing.T) {
 
 	var created ops.QueueCreated
 	d.json(t, &created, "queue", "create", "orders", "--max-retries", "8", "--visibility-timeout", "45s",
-		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success")
+		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success",
+		"--archive-retention", "720h", "--dead-retention", "2160h")
 	want := ops.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
-		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete"}
+		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete",
+		ArchiveRetentionSeconds: 30 * 86400, DeadRetentionSeconds: 90 * 86400}
 	if created.Queue != "orders" || created.DLQ != "orders_dlq" || !created.Created || !created.Changed || created.Priorities != 0 || !sameSettings(created.Settings, want) {
 		t.Fatalf("queue create: %+v", created)
 	}
@@ -168,7 +170,7 @@ func sameSettings(got, want ops.RetrySettings) bool {
 	return got.MaxRetries == want.MaxRetries && got.VisibilityTimeoutSeconds == want.VisibilityTimeoutSeconds &&
 		got.BackoffStrategy == want.BackoffStrategy && got.RetryBackoffSeconds == want.RetryBackoffSeconds &&
 		got.RetryBackoffMaxSeconds == want.RetryBackoffMaxSeconds && got.RetryBackoffJitter == want.RetryBackoffJitter &&
-		got.OnSuccess == want.OnSuccess
+		got.OnSuccess == want.OnSuccess && got.ArchiveRetentionSeconds == want.ArchiveRetentionSeconds && got.DeadRetentionSeconds == want.DeadRetentionSeconds
 }
 
 func TestSend(t *testing.T) {

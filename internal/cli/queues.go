@@ -91,6 +91,8 @@ type settingsFlags struct {
 	jitter            float64
 	strategy          string
 	deleteOnSuccess   bool
+	archiveRetention  time.Duration
+	deadRetention     time.Duration
 }
 
 func (s *settingsFlags) add(f *pflag.FlagSet) {
@@ -101,6 +103,8 @@ func (s *settingsFlags) add(f *pflag.FlagSet) {
 	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (default 0.15)")
 	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential (--backoff doubling) or polynomial (attempt^4+2 seconds, --backoff unused) (default exponential)")
 	f.BoolVar(&s.deleteOnSuccess, "delete-on-success", false, "delete finished messages instead of archiving them")
+	f.DurationVar(&s.archiveRetention, "archive-retention", 0, "keep archived (finished) messages this long, 1m..87600h (default 168h)")
+	f.DurationVar(&s.deadRetention, "dead-retention", 0, "keep discarded dead messages this long, 1m..87600h (default 720h)")
 }
 
 // given returns the settings the command line gives; nil fields were not
@@ -120,6 +124,8 @@ func (s *settingsFlags) given(f *pflag.FlagSet) config.Settings {
 	out.VisibilityTimeout = dur("visibility-timeout", s.visibilityTimeout)
 	out.Backoff = dur("backoff", s.backoff)
 	out.BackoffMax = dur("backoff-max", s.backoffMax)
+	out.ArchiveRetention = dur("archive-retention", s.archiveRetention)
+	out.DeadRetention = dur("dead-retention", s.deadRetention)
 	if f.Changed("jitter") {
 		out.Jitter = &s.jitter
 	}
@@ -153,7 +159,8 @@ pgbus send --priority P. Levels are fixed when the queue is created.
 
 Settings come from the flags, then from the configuration file's entry for
 the queue (queues.QUEUE), then the defaults: 5 runs, backoff 5s doubling to
-5m with ±15% jitter, visibility timeout 30s, archive on success.`,
+5m with ±15% jitter, visibility timeout 30s, archive on success, archived
+messages kept 168h (7 days) and discarded dead messages 720h (30 days).`,
 		Example: `  pgbus queue create orders
   pgbus queue create emails --max-retries 3 --backoff 30s --backoff-max 1h --jitter 0.2
   pgbus queue create alerts --priorities 3

@@ -107,6 +107,8 @@ type Settings struct {
 	Jitter            *float64  `yaml:"jitter" json:"jitter,omitempty"`
 	Strategy          string    `yaml:"strategy" json:"strategy,omitempty"`
 	DeleteOnSuccess   *bool     `yaml:"delete_on_success" json:"delete_on_success,omitempty"`
+	ArchiveRetention  *Duration `yaml:"archive_retention" json:"archive_retention,omitempty"`
+	DeadRetention     *Duration `yaml:"dead_retention" json:"dead_retention,omitempty"`
 }
 
 // IsZero reports whether no setting is given.
@@ -135,6 +137,12 @@ func (s Settings) Over(base Settings) Settings {
 	}
 	if s.DeleteOnSuccess != nil {
 		base.DeleteOnSuccess = s.DeleteOnSuccess
+	}
+	if s.ArchiveRetention != nil {
+		base.ArchiveRetention = s.ArchiveRetention
+	}
+	if s.DeadRetention != nil {
+		base.DeadRetention = s.DeadRetention
 	}
 	return base
 }
@@ -166,6 +174,12 @@ func (s Settings) Apply(q store.QueueSettings) store.QueueSettings {
 	if s.DeleteOnSuccess != nil {
 		q.DeleteOnSuccess = *s.DeleteOnSuccess
 	}
+	if s.ArchiveRetention != nil {
+		q.ArchiveRetention = s.ArchiveRetention.D()
+	}
+	if s.DeadRetention != nil {
+		q.DeadRetention = s.DeadRetention.D()
+	}
 	return q
 }
 
@@ -188,9 +202,16 @@ func (s Settings) Check() (key string, err error) {
 		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)
 	case s.Strategy != "" && s.Strategy != store.BackoffExponential && s.Strategy != store.BackoffPolynomial:
 		return "strategy", fmt.Errorf("%q is not a backoff strategy; use %s or %s", s.Strategy, store.BackoffExponential, store.BackoffPolynomial)
+	case s.ArchiveRetention != nil && !retentionInRange(s.ArchiveRetention.D()):
+		return "archive_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 168h keeps a week", s.ArchiveRetention)
+	case s.DeadRetention != nil && !retentionInRange(s.DeadRetention.D()):
+		return "dead_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 720h keeps 30 days", s.DeadRetention)
 	}
 	return "", nil
 }
+
+// retentionInRange reports whether d is a retention a queue may keep.
+func retentionInRange(d time.Duration) bool { return d >= time.Minute && d <= 3650*24*time.Hour }
 
 // Duration is a time.Duration written with a unit ("500ms", "30s", "5m"),
 // the same type as in handler blocks.

@@ -55,6 +55,8 @@ Example (every key but the handler types' own, which follow it):
       backoff_max: 5m               # ...up to this
       jitter: 0.15                  # ±15%
       delete_on_success: false      # true: delete finished jobs instead of archiving
+      archive_retention: 168h       # keep archived (finished) messages this long (1m..87600h)
+      dead_retention: 720h          # keep discarded dead messages this long (1m..87600h)
   alerts:                           # webhook alerts (see Alerts below)
     url: https://hooks.example.com/pgbus   # required to turn them on
     headers:

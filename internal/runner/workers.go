@@ -30,7 +30,8 @@ func SettingsChange(c config.Settings) ops.SettingsChange {
 		return &v
 	}
 	out := ops.SettingsChange{MaxRetries: c.MaxRetries, VisibilityTimeout: dur(c.VisibilityTimeout), Backoff: dur(c.Backoff),
-		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess}
+		BackoffMax: dur(c.BackoffMax), Jitter: c.Jitter, DeleteOnSuccess: c.DeleteOnSuccess,
+		ArchiveRetention: dur(c.ArchiveRetention), DeadRetention: dur(c.DeadRetention)}
 	if c.Strategy != "" {
 		out.Strategy = &c.Strategy
 	}
