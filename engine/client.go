@@ -380,6 +380,15 @@ func (c *Client) checkQueues(ctx context.Context) error {
 	}
 	c.physical = map[string][]string{}
 	for _, q := range c.cfg.Queues {
+		// A level worked alone would read it with the defaults' settings
+		// and dead-letter into a DLQ of its own, made for it below, which
+		// no view of its queue shows.
+		if base, level, ok, err := c.store.LevelOf(ctx, q.Name); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%w: queue %q is priority level %d of queue %q, not a queue of its own: work queue %q instead, whose workers read each of its levels, level 0 first",
+				store.ErrInvalid, q.Name, level, base, base)
+		}
 		physical, err := c.store.PhysicalQueues(ctx, q.Name)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,5 +175,24 @@ func TestIdempotencyKeyIsPerPriorityLevel(t *testing.T) {
 		if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+store.PriorityQueueName(q, level)+`"`); n != want {
 			t.Errorf("level %d holds %d messages, want %d", level, n, want)
 		}
+	}
+}
+
+// A priority level is no queue to work alone: Run refuses it, naming the
+// queue to work, and makes no DLQ for it, where it worked the level with
+// the default settings and dead-lettered into a DLQ of the level's own.
+func TestRunRefusesAPriorityLevel(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 3)
+	p1 := store.PriorityQueueName(q, 1)
+	c := pgtest.NewClient(t, s, p1, nil)
+	c.HandleQueue(p1, func(context.Context, *engine.Job) error { return nil })
+	err := c.Run(ctx)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `work queue "`+q+`"`) {
+		t.Fatalf("Run on level %s = %v, want ErrInvalid saying to work %s", p1, err, q)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.meta WHERE queue_name = $1`, store.DLQName(p1)); n != 0 {
+		t.Fatalf("Run made a DLQ %s for the level", store.DLQName(p1))
 	}
 }

@@ -45,6 +45,14 @@ func (s *Store) CheckNotLevel(ctx context.Context, name, verb string) error {
 	return refuseLevel(ctx, s.reads, name, verb)
 }
 
+// LevelOf reports whether name is a priority level of a queue pgbus made
+// with levels, and if so of which queue (base) and which level: orders_p1
+// of orders with 3 levels is, orders_p1 of orders without levels, or of
+// one with 1 level, is not.
+func (s *Store) LevelOf(ctx context.Context, name string) (base string, level int, ok bool, err error) {
+	return levelOf(ctx, s.reads, name)
+}
+
 func levelOf(ctx context.Context, db rowQuerier, name string) (string, int, bool, error) {
 	base, level, ok := splitLevel(name)
 	if !ok {
