@@ -102,16 +102,26 @@ func isDigits(s string) bool {
 }
 
 // queueCoverage says, for each queue named, whether a running worker
-// serves it; queues are reported once each, in the order first named.
+// serves it; queues are reported once each, in the order first named. A
+// priority level is reported as its queue, which workers are started for.
 func (s *Service) queueCoverage(ctx context.Context, queues []string) ([]QueueWorkers, error) {
 	ws, err := s.allWorkers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []QueueWorkers
-	seen := map[string]bool{}
+	seen, asked := map[string]bool{}, map[string]bool{}
 	for _, q := range queues {
-		if q = baseQueue(q); !seen[q] {
+		if q = baseQueue(q); asked[q] {
+			continue
+		}
+		asked[q] = true
+		if base, _, ok, err := s.store.LevelOf(ctx, q); err != nil {
+			return nil, err
+		} else if ok {
+			q = base
+		}
+		if !seen[q] {
 			seen[q] = true
 			out = append(out, coverage(ws, q))
 		}

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -68,5 +69,46 @@ func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, p0); n != 1 {
 		t.Fatalf("level 0 holds %d messages, want the retried one", n)
+	}
+}
+
+// A retry into the levels of a queue with priority levels, which no worker
+// serves, names the queue in its workers and its next step, the queue
+// being what a worker is started for, where it named each level: a worker
+// of a level alone is refused.
+func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("opq")
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{1, 2} {
+		level := store.PriorityQueueName(q, p)
+		ids, err := s.SendBatch(ctx, level, []store.NewMessage{{Payload: json.RawMessage(`{}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}
+		if _, err := s.DeadLetterMany(ctx, level, store.DLQName(q), store.SourceWorker, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10})
+	if err != nil || r.Retried != 2 {
+		t.Fatalf("retry = %+v, %v; want 2 retried", r, err)
+	}
+	if len(r.Workers) != 1 || r.Workers[0].Queue != q || r.Workers[0].Served() {
+		t.Fatalf("workers = %+v; want queue %s once, unserved", r.Workers, q)
+	}
+	for _, h := range r.Next {
+		if h.Op == ops.OpWork && h.Args["queue"] != q {
+			t.Errorf("next step %+v: a worker is started for queue %s, not a level", h, q)
+		}
+	}
+	if !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) {
+		t.Errorf("next = %+v; want the start of a worker for %s", r.Next, q)
 	}
 }
