@@ -61,6 +61,17 @@ type depthRead struct {
 	archive bool   // count each queue's archive
 	sent    bool   // read how many messages were ever sent to each queue
 	only    string // this queue's alone, when set
+	// onlyDLQ is the DLQ of only when that is not DLQName(only): the DLQ
+	// of the queue only is a priority level of, which its messages die in.
+	onlyDLQ string
+}
+
+// dlqOf names the DLQ read for queue q.
+func (rd depthRead) dlqOf(q string) string {
+	if rd.onlyDLQ != "" && q == rd.only {
+		return rd.onlyDLQ
+	}
+	return DLQName(q)
 }
 
 // depthsOf is QueueDepths, with what rd selects, and whether a table went
@@ -78,7 +89,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 		if i < work { // a dropped queue has only its DLQ
 			tables = append(tables, physicalNames(q, levels[q])...)
 		}
-		tables = append(tables, DLQName(q))
+		tables = append(tables, rd.dlqOf(q))
 	}
 	states, err := s.tableStates(ctx, tables)
 	if err != nil {
@@ -107,10 +118,10 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 				add(depthArm{queue: i, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive})
 			}
 		}
-		if st := states[DLQName(q)]; st.counted != nil {
+		if st := states[rd.dlqOf(q)]; st.counted != nil {
 			out[i].DLQDepth = *st.counted
 		} else if st.exists {
-			add(depthArm{queue: i, table: DLQName(q), dlq: true})
+			add(depthArm{queue: i, table: rd.dlqOf(q), dlq: true})
 		}
 	}
 	chunks := slices.Collect(slices.Chunk(arms, depthChunk))

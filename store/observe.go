@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -170,7 +171,9 @@ type QueueStatsOptions struct {
 }
 
 // QueueStats returns stats of one logical queue, or of every work queue
-// when queue is empty. A queue with priority levels is summed over them.
+// when queue is empty. A queue with priority levels is summed over them;
+// one of its levels, asked for by name (jobs_p1), has its own depths and
+// its queue's DLQ, settings and pause.
 // The stats of a queue dropped with messages left in its DLQ are those of
 // its DLQ (Dropped); every queue's include them, sorted among the others.
 // A queue without either is not listed. The queue tables are read as
@@ -182,6 +185,18 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		}
 	}
 	rd := depthRead{archive: opts.Archive, sent: opts.Archive || opts.TotalSent, only: queue}
+	// A priority level asked for alone is read as the physical queue it
+	// is, with the DLQ and settings of its queue, which govern it.
+	logical := map[string]string{}
+	if queue != "" {
+		base, _, isLevel, err := levelOf(ctx, s.reads, queue)
+		if err != nil {
+			return nil, err
+		}
+		if isLevel {
+			rd.onlyDLQ, logical[queue] = DLQName(base), base
+		}
+	}
 	depths, vanished, err := s.depthsOf(ctx, rd)
 	// A table of the queue asked for alone went during the read: what is
 	// left of it (its other levels, its DLQ) is read again.
@@ -204,12 +219,13 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		st := QueueStats{Queue: d.Queue, Depth: d.Visible + d.InFlight + d.WaitingRetry + d.Scheduled,
 			Visible: d.Visible, InFlight: d.InFlight, WaitingRetry: d.WaitingRetry, Scheduled: d.Scheduled,
 			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds,
-			DLQ: DLQName(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
+			DLQ: rd.dlqOf(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
 			Archived: d.archived, TotalSent: d.totalSent}
 		if !d.Dropped {
-			set, ok := settings[d.Queue]
+			governing := cmp.Or(logical[d.Queue], d.Queue)
+			set, ok := settings[governing]
 			if !ok {
-				set = DefaultQueueSettings(d.Queue)
+				set = DefaultQueueSettings(governing)
 			}
 			st.Paused, st.Settings = set.Paused, set.Plain()
 		}

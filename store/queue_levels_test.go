@@ -204,3 +204,44 @@ func TestPurgeQueueWithPriorityLevels(t *testing.T) {
 		t.Fatalf("purge of %s without any level = %v, want ErrNotFound", pq, err)
 	}
 }
+
+// The stats of a priority level asked for by name are its own depths with
+// the DLQ, settings and pause of its queue, which govern it, where they
+// named a DLQ of the level's own, which does not exist, and showed the
+// default settings, unpaused.
+func TestStatsOfAPriorityLevel(t *testing.T) {
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	pgtest.SetFastSettings(t, s, pq, func(q *store.QueueSettings) { q.MaxRetries = 2 })
+	if _, err := s.SetPaused(ctx, pq, true); err != nil {
+		t.Fatal(err)
+	}
+	p1 := store.PriorityQueueName(pq, 1)
+	for range 2 {
+		sendOne(t, ctx, s, p1)
+	}
+	sendOne(t, ctx, s, store.PriorityQueueName(pq, 2))
+	ids, err := s.SendBatch(ctx, p1, []store.NewMessage{{Payload: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}
+	if _, err := s.DeadLetterMany(ctx, p1, store.DLQName(pq), store.SourceWorker, items); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := s.QueueStats(ctx, p1, store.QueueStatsOptions{})
+	if err != nil || len(stats) != 1 {
+		t.Fatalf("stats of %s = %+v, %v", p1, stats, err)
+	}
+	st := stats[0]
+	want := pgtest.FastSettings(pq)
+	want.MaxRetries = 2
+	if st.Queue != p1 || st.Depth != 2 || st.DLQ != store.DLQName(pq) || st.DLQDepth != 1 || !st.Paused || st.Settings != want.Plain() {
+		t.Fatalf("stats of %s = %+v; want depth 2, DLQ %s holding 1, paused, with the settings of %s", p1, st, store.DLQName(pq), pq)
+	}
+}
