@@ -139,7 +139,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err := s.oneGroup(ctx, f); err != nil {
 		return DLQRetry{}, err
 	}
-	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter); err != nil {
+	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter, limit); err != nil {
 		return DLQRetry{}, err
 	}
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
@@ -491,7 +491,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return DLQDiscard{}, err
 	}
 	opts := store.DiscardOptions{DryRun: req.DryRun, Progress: req.Progress}
-	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter); err != nil {
+	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter, limit); err != nil {
 		return DLQDiscard{}, err
 	}
 	if !req.DryRun {

@@ -67,8 +67,9 @@ func (f DeadFilter) describe() string {
 
 // expectToken turns the expect of a call by filter into the token the
 // store checks: a dry run's expect passes as it is; ids separated by
-// commas name the messages of the filter's queue.
-func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, f DeadFilter) (string, error) {
+// commas name the messages of the filter's queue. limit is the call's, which
+// the dry run it suggests for an expect it cannot read repeats.
+func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, f DeadFilter, limit int) (string, error) {
 	expect = strings.TrimSpace(expect)
 	switch {
 	case expect == "":
@@ -76,7 +77,7 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	case dryRun:
 		return "", invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
 	case strings.Trim(expect, "0123456789, ") != "":
-		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("dry_run", true)...))
+		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("limit", limit, "dry_run", true)...))
 	case f.Queue == "":
 		return "", invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
 	}
