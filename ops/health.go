@@ -188,7 +188,8 @@ func (s *Service) checkDropped(h *Health, q store.QueueStats) {
 	h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead %s", q.Queue, q.DLQ, q.DLQDepth, plural(int(q.DLQDepth), "message", "messages")),
 		hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
 		create,
-		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue, "dry_run", true))
+		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue,
+			"limit", int(min(q.DLQDepth, DefaultBulkLimit)), "dry_run", true))
 }
 
 func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
