@@ -58,19 +58,22 @@ type RetriedMessage struct {
 
 // DLQRetry is what a retry did, or in a dry run would do.
 type DLQRetry struct {
-	DryRun       bool             `json:"dry_run"`
-	Retried      int              `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)."`
-	NotFound     int              `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
-	AlreadyMoved int              `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
-	Ambiguous    int              `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
-	Failed       int              `json:"failed" jsonschema_description:"Messages left in their DLQ by an error."`
-	FirstError   string           `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
-	Outcomes     []IDOutcome      `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (retry by ids only)."`
-	Moved        []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
-	MovedOmitted int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
-	LimitReached bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
-	Expect       string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
-	Next         []Hint           `json:"next" jsonschema_description:"What to do next."`
+	DryRun       bool        `json:"dry_run"`
+	Retried      int         `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)."`
+	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
+	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
+	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
+	Failed       int         `json:"failed" jsonschema_description:"Messages left in their DLQ by an error."`
+	FirstError   string      `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
+	Outcomes     []IDOutcome `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (retry by ids only), but for outcomes_omitted."`
+	// OutcomesOmitted counts the last ids left out of Outcomes so that the
+	// result fits the response bound; the counts include them.
+	OutcomesOmitted int              `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
+	Moved           []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
+	MovedOmitted    int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
+	LimitReached    bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
+	Expect          string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
+	Next            []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
 	Workers         []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
 	DeadlinesPassed int            `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
@@ -89,7 +92,10 @@ func (r DLQRetry) OK() bool {
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
-	defer func() { trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted) }()
+	defer func() {
+		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
+		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
+	}()
 	defer func() { // before the audit entry: deferred calls run last first
 		if err == nil {
 			s.noteRetryWorkers(ctx, &out)
@@ -329,14 +335,11 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
 	}
-	for _, o := range r.Outcomes {
-		if o.Outcome == OutcomeAmbiguous {
-			for _, d := range o.DLQs {
-				one := req
-				one.IDs, one.Filter = []int64{o.ID}, DeadFilter{Queue: d}
-				next = append(next, idsHint(one, "retry the id in "+d))
-			}
-		}
+	dlqs, ambiguous := ambiguousByDLQ(r.Outcomes)
+	for _, d := range dlqs {
+		one := req
+		one.IDs, one.Filter = ambiguous[d], DeadFilter{Queue: d}
+		next = append(next, idsHint(one, "retry "+theIDs(len(one.IDs))+" in "+d))
 	}
 	switch {
 	case r.LimitReached && r.Retried > 0:
@@ -348,6 +351,14 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 			req.Filter.hintArgs()...))
 	}
 	return next
+}
+
+// theIDs names one id or several, for a next step's why.
+func theIDs(n int) string {
+	if n == 1 {
+		return "the id"
+	}
+	return "the ids"
 }
 
 // hintPayloadMax bounds a corrected payload a hint repeats: a larger one
@@ -444,13 +455,16 @@ type DLQDiscard struct {
 	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int         `json:"failed" jsonschema_description:"Ids left in their DLQ by an error."`
 	FirstError   string      `json:"first_error,omitempty"`
-	Outcomes     []IDOutcome `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (discard by ids only)."`
-	Moved        []DeadID    `json:"moved,omitempty" jsonschema_description:"Discard by filter: the first 100 messages discarded (in a dry run: that would be)."`
-	MovedOmitted int         `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
-	LimitReached bool        `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit: more messages may match."`
-	Expect       string      `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
-	Declined     bool        `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was discarded."`
-	Next         []Hint      `json:"next" jsonschema_description:"What to do next."`
+	Outcomes     []IDOutcome `json:"outcomes,omitempty" jsonschema_description:"One per id, in the order given (discard by ids only), but for outcomes_omitted."`
+	// OutcomesOmitted counts the last ids left out of Outcomes so that the
+	// result fits the response bound; the counts include them.
+	OutcomesOmitted int      `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
+	Moved           []DeadID `json:"moved,omitempty" jsonschema_description:"Discard by filter: the first 100 messages discarded (in a dry run: that would be)."`
+	MovedOmitted    int      `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
+	LimitReached    bool     `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit: more messages may match."`
+	Expect          string   `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
+	Declined        bool     `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was discarded."`
+	Next            []Hint   `json:"next" jsonschema_description:"What to do next."`
 }
 
 // OK reports whether every message asked for was discarded, as for
@@ -463,7 +477,10 @@ func (r DLQDiscard) OK() bool {
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
 	defer func() { s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err) }()
-	defer func() { trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted) }()
+	defer func() {
+		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
+		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
+	}()
 	if err := s.checkWrite(OpDLQDiscard); err != nil {
 		return DLQDiscard{}, err
 	}
@@ -597,10 +614,9 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	if out.NotFound+out.Failed > 0 {
 		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}
-	for _, o := range out.Outcomes {
-		for _, d := range o.DLQs {
-			out.Next = append(out.Next, hint(OpDLQDiscard, "discard the id in "+d, "queue", d, "ids", []int64{o.ID}, "dry_run", req.DryRun))
-		}
+	dlqs, ambiguous := ambiguousByDLQ(out.Outcomes)
+	for _, d := range dlqs {
+		out.Next = append(out.Next, hint(OpDLQDiscard, "discard "+theIDs(len(ambiguous[d]))+" in "+d, "queue", d, "ids", ambiguous[d], "dry_run", req.DryRun))
 	}
 	return out, nil
 }

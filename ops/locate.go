@@ -70,8 +70,12 @@ func (s *Service) locate(ctx context.Context, queue string, ids []int64) (locate
 		case len(dlqs) == 0:
 			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeNotFound, Error: notHeld(queue, id)}
 		case len(dlqs) > 1:
-			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeAmbiguous, DLQs: dlqs,
-				Error: fmt.Sprintf("id %d is in %d DLQs (%s); ids are per queue: give the queue to choose one", id, len(dlqs), strings.Join(dlqs, ", "))}
+			named, more := dlqs[:min(len(dlqs), ambiguousNamed)], ""
+			if len(dlqs) > len(named) {
+				more = fmt.Sprintf(" and %d more", len(dlqs)-len(named))
+			}
+			out.missed[id] = IDOutcome{ID: id, Outcome: OutcomeAmbiguous, DLQs: named,
+				Error: fmt.Sprintf("id %d is in %d DLQs (%s%s); ids are per queue: give the queue to choose one", id, len(dlqs), strings.Join(named, ", "), more)}
 		default:
 			out.dlqOf[id] = dlqs[0]
 			i, ok := index[dlqs[0]]
@@ -84,6 +88,31 @@ func (s *Service) locate(ctx context.Context, queue string, ids []int64) (locate
 		}
 	}
 	return out, nil
+}
+
+// ambiguousNamed is how many of the DLQs holding an ambiguous id are
+// named, in its outcome and its next steps: an id is in every DLQ that
+// has had as many dead messages, which may be hundreds, and a few are
+// enough to show that queue is needed.
+const ambiguousNamed = 10
+
+// ambiguousByDLQ groups the ambiguous ids of outcomes by the DLQs named as
+// holding them, in the order the DLQs first appear: one call per DLQ
+// handles every id of the call that it holds.
+func ambiguousByDLQ(outcomes []IDOutcome) (dlqs []string, ids map[string][]int64) {
+	ids = map[string][]int64{}
+	for _, o := range outcomes {
+		if o.Outcome != OutcomeAmbiguous {
+			continue
+		}
+		for _, d := range o.DLQs {
+			if _, ok := ids[d]; !ok {
+				dlqs = append(dlqs, d)
+			}
+			ids[d] = append(ids[d], o.ID)
+		}
+	}
+	return dlqs[:min(len(dlqs), ambiguousNamed)], ids
 }
 
 func notHeld(queue string, id int64) string {
