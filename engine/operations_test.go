@@ -622,18 +622,7 @@ func TestQueueDefaultDeadline(t *testing.T) {
 // A running client prunes archives past the queue's retention.
 func TestClientRunsRetention(t *testing.T) {
 	s := testStore(t)
-	ctx := testContext(t)
-	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.ArchiveRetention = time.Hour })
-	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`1`)}, {Payload: []byte(`2`)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ArchiveMany(ctx, q, ids); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
+	q, ids := archivedPastRetention(t, s)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 100 * time.Millisecond })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, c)
@@ -769,11 +758,11 @@ func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
 	}
 }
 
-// A client prunes as it starts, not only once its first interval has
-// passed: a process that never lives a whole interval (run from cron, or
-// restarted more often) would otherwise leave archives to grow for ever.
-func TestClientRunsRetentionAtStart(t *testing.T) {
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // retention prunes the whole database
+// archivedPastRetention makes a queue keeping its archive an hour and
+// archives two messages in it, the first two hours ago: retention prunes
+// it and keeps the second.
+func archivedPastRetention(t *testing.T, s *store.Store) (string, []int64) {
+	t.Helper()
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.ArchiveRetention = time.Hour })
 	ids, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`1`)}, {Payload: []byte(`2`)}})
@@ -786,6 +775,15 @@ func TestClientRunsRetentionAtStart(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
+	return q, ids
+}
+
+// A client prunes as it starts, not only once its first interval has
+// passed: a process that never lives a whole interval (run from cron, or
+// restarted more often) would otherwise leave archives to grow for ever.
+func TestClientRunsRetentionAtStart(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // retention prunes the whole database
+	q, _ := archivedPastRetention(t, s)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 24 * time.Hour })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, c)
