@@ -54,11 +54,7 @@ func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
-	q := uniqueName("opq")
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
-	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
-		t.Fatal(err)
-	}
+	q := newLevelledQueue(t, s, svc)
 	id := rawDead(t, s, q, `{"job_class":"RubyJob"}`)
 	p0 := store.PriorityQueueName(q, 0)
 	for _, dry := range []bool{true, false} {
@@ -80,11 +76,7 @@ func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
-	q := uniqueName("opq")
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
-	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
-		t.Fatal(err)
-	}
+	q := newLevelledQueue(t, s, svc)
 	for _, p := range []int{1, 2} {
 		level := store.PriorityQueueName(q, p)
 		ids, err := s.SendBatch(ctx, level, []store.NewMessage{{Payload: json.RawMessage(`{}`)}})
@@ -111,4 +103,16 @@ func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	if !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) {
 		t.Errorf("next = %+v; want the start of a worker for %s", r.Next, q)
 	}
+}
+
+// newLevelledQueue creates a queue with three priority levels through svc,
+// dropped when the test ends.
+func newLevelledQueue(t *testing.T, s *store.Store, svc *ops.Service) string {
+	t.Helper()
+	q := uniqueName("opq")
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	if _, err := svc.QueueCreate(testContext(t), ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

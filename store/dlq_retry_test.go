@@ -173,11 +173,7 @@ func TestRetryDeadToSubQueueAndFallBack(t *testing.T) {
 func TestRetryDeadIntoQueueWithPriorityLevels(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
-	pq := uniqueName("pq")
-	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	pq := newLevelledQueue(t, s)
 	dlq := store.DLQName(pq)
 	p0, p1 := store.PriorityQueueName(pq, 0), store.PriorityQueueName(pq, 1)
 	var raw int64

@@ -176,11 +176,7 @@ func TestPauseOfADroppedQueue(t *testing.T) {
 func TestPurgeQueueWithPriorityLevels(t *testing.T) {
 	s := testStore(t)
 	ctx := pgtest.Context(t)
-	pq := uniqueName("pq")
-	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	pq := newLevelledQueue(t, s)
 	for _, p := range []int{0, 1, 1, 2} {
 		sendOne(t, ctx, s, store.PriorityQueueName(pq, p))
 	}
@@ -212,11 +208,7 @@ func TestPurgeQueueWithPriorityLevels(t *testing.T) {
 func TestStatsOfAPriorityLevel(t *testing.T) {
 	s := testStore(t)
 	ctx := pgtest.Context(t)
-	pq := uniqueName("pq")
-	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	pq := newLevelledQueue(t, s)
 	pgtest.SetFastSettings(t, s, pq, func(q *store.QueueSettings) { q.MaxRetries = 2 })
 	if _, err := s.SetPaused(ctx, pq, true); err != nil {
 		t.Fatal(err)
@@ -244,4 +236,16 @@ func TestStatsOfAPriorityLevel(t *testing.T) {
 	if st.Queue != p1 || st.Depth != 2 || st.DLQ != store.DLQName(pq) || st.DLQDepth != 1 || !st.Paused || st.Settings != want.Plain() {
 		t.Fatalf("stats of %s = %+v; want depth 2, DLQ %s holding 1, paused, with the settings of %s", p1, st, store.DLQName(pq), pq)
 	}
+}
+
+// newLevelledQueue creates a queue with three priority levels, dropped
+// when the test ends.
+func newLevelledQueue(t *testing.T, s *store.Store) string {
+	t.Helper()
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(pgtest.Context(t), pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	return pq
 }
