@@ -172,7 +172,8 @@ type TimeoutError interface {
 
 // detail is what the failure history keeps of an attempt besides its error.
 func (a attempt) detail() store.FailureDetail {
-	d := store.FailureDetail{ElapsedMS: a.elapsed.Milliseconds()}
+	elapsed := a.elapsed.Milliseconds()
+	d := store.FailureDetail{ElapsedMS: &elapsed}
 	var te TimeoutError
 	switch {
 	case errors.As(a.err, &te) && te.TimeoutLimit() > 0:

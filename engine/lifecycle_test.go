@@ -509,3 +509,28 @@ func TestDeleteOnSuccessTakesFailureHistory(t *testing.T) {
 		t.Fatalf("%d failure rows left of message %d, deleted on success; want none", n, id)
 	}
 }
+
+// An attempt that fails within a millisecond ran 0 ms: the history says so,
+// where it used to keep no detail at all and show the run time as unknown.
+func TestFailureWithinAMillisecondRecordsItsRunTime(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, failN(1, &calls))
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the message done after one failure", func() bool {
+		return calls.Load() == 2 && pgtest.Live(t, s, q) == 0
+	})
+	history, err := s.FailureHistory(context.Background(), q, id)
+	if err != nil || len(history) != 1 {
+		t.Fatalf("history = %+v, %v; want the one failure", history, err)
+	}
+	if history[0].Detail.ElapsedMS == nil {
+		t.Fatalf("failure detail %+v keeps no run time; want the milliseconds the attempt ran, 0 included", history[0].Detail)
+	}
+	if ms := *history[0].Detail.ElapsedMS; ms < 0 || ms > 10_000 {
+		t.Errorf("run time %d ms; want the handler's few microseconds, rounded down", ms)
+	}
+}

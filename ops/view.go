@@ -283,8 +283,7 @@ func (v *viewer) detail(f *Failure, d store.FailureDetail) {
 	if d == (store.FailureDetail{}) {
 		return // recorded before pgbus kept it, or by a consumer
 	}
-	elapsed := d.ElapsedMS
-	f.ElapsedMS, f.TimeoutMS = &elapsed, d.TimeoutMS
+	f.ElapsedMS, f.TimeoutMS = d.ElapsedMS, d.TimeoutMS
 	out, _ := RedactText(d.Output)
 	v.countHidden(out)
 	f.Output, f.OutputSource, f.OutputTruncated = out, d.OutputSource, d.OutputTruncated

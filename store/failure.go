@@ -27,8 +27,10 @@ const FailureOutputMax = 2000
 // error: how long it ran, the limit it hit, and what the downstream said.
 // It is stored as JSON in pgbus.failures.detail; zero fields are left out.
 type FailureDetail struct {
-	// ElapsedMS is how long the handler ran, in milliseconds.
-	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
+	// ElapsedMS is how long the handler ran, in milliseconds; nil when
+	// the recorder did not measure it. An attempt that failed within a
+	// millisecond ran 0 ms, which is not the same as unknown.
+	ElapsedMS *int64 `json:"elapsed_ms,omitempty"`
 	// TimeoutMS is the time limit of an attempt cut off by it, in
 	// milliseconds; 0 when the attempt did not time out.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`

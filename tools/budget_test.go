@@ -54,7 +54,7 @@ func bigDLQ(t *testing.T, st *store.Store) (string, int64) {
 		items := make([]store.RetryItem, len(ids))
 		for i, id := range ids {
 			items[i] = store.RetryItem{MsgID: id, Failure: store.Failure{Attempt: attempt, Kind: "charge", ErrorClass: "net.OpError", ErrorMessage: msg, Backtrace: trace,
-				Detail: store.FailureDetail{ElapsedMS: 1200, Output: strings.Repeat("stderr line\n", 100)}}}
+				Detail: store.FailureDetail{ElapsedMS: ptr(int64(1200)), Output: strings.Repeat("stderr line\n", 100)}}}
 		}
 		if _, err := st.RetryMany(ctx, q, items); err != nil {
 			t.Fatal(err)
@@ -367,3 +367,5 @@ func TestLongFiltersStayUnderBudget(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

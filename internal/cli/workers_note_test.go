@@ -24,7 +24,7 @@ func TestWorkersNoteAndFailureContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &store.Failure{Attempt: 1, Kind: "charge", ErrorClass: "exec.timeout", ErrorMessage: "still running at its timeout",
-		Detail: store.FailureDetail{ElapsedMS: 1500, TimeoutMS: 1000, Output: "…connecting\nboom: password=hunter2", OutputSource: "stderr", OutputTruncated: true}}
+		Detail: store.FailureDetail{ElapsedMS: ptr(int64(1500)), TimeoutMS: 1000, Output: "…connecting\nboom: password=hunter2", OutputSource: "stderr", OutputTruncated: true}}
 	dead, err := s.DeadLetterMany(ctx, "orders", "orders_dlq", store.SourceWorker, []store.DeadLetterItem{{MsgID: id, Reason: store.ReasonNonRetryable, MaxRetries: 5, Failure: f}})
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead-letter: %v, %v", dead, err)
@@ -52,3 +52,5 @@ func TestWorkersNoteAndFailureContext(t *testing.T) {
 		t.Errorf("resume without workers:\n%s", resume)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
