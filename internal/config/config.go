@@ -343,27 +343,91 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 // indexLines records the line of every mapping key, and the tag of its
-// value, by the key's dotted path.
+// value, by the key's dotted path. Aliases are followed and merge keys
+// (<<: *defaults) are read as YAML reads them: keys of the mapping itself
+// first, then the merged ones it lacks, so that the checks on tags see the
+// values the decoder uses.
 func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string]string) {
+	budget := maxIndexedNodes
+	indexNode(n, prefix, out, tags, &budget)
+}
+
+// maxIndexedNodes bounds the nodes indexLines visits, aliases followed: a
+// small file of aliases of aliases names millions (the decoder refuses
+// such a file afterwards).
+const maxIndexedNodes = 100_000
+
+func indexNode(n *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+	n = resolveAlias(n)
+	if *budget--; *budget < 0 {
+		return
+	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			indexLines(c, prefix, out, tags)
+			indexNode(c, prefix, out, tags, budget)
 		}
 	case yaml.MappingNode:
+		var merged []*yaml.Node
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
+			k, v := n.Content[i], resolveAlias(n.Content[i+1])
+			if k.ShortTag() == "!!merge" {
+				merged = append(merged, v)
+				continue
 			}
-			if _, seen := out[path]; !seen {
-				out[path] = k.Line
-				tags[path] = v.ShortTag()
-			}
-			indexLines(v, path, out, tags)
+			indexKey(k, v, prefix, out, tags, budget)
+		}
+		for _, m := range merged {
+			indexMerged(m, prefix, out, tags, budget)
 		}
 	}
+}
+
+// indexMerged indexes the keys a merge brings in that the mapping does
+// not set itself; a merge is shallow, so a key set in both is the
+// mapping's with all below it.
+func indexMerged(m *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+	switch m.Kind {
+	case yaml.SequenceNode: // <<: [*a, *b]: the first one that has a key gives it
+		for _, c := range m.Content {
+			indexMerged(resolveAlias(c), prefix, out, tags, budget)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if *budget--; *budget < 0 {
+				return
+			}
+			k, v := m.Content[i], resolveAlias(m.Content[i+1])
+			if k.ShortTag() == "!!merge" {
+				indexMerged(v, prefix, out, tags, budget)
+				continue
+			}
+			indexKey(k, v, prefix, out, tags, budget)
+		}
+	}
+}
+
+// indexKey records key k with value v under prefix, unless the path has
+// been recorded already, and indexes what is below it.
+func indexKey(k, v *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+	path := k.Value
+	if prefix != "" {
+		path = prefix + "." + k.Value
+	}
+	if _, seen := out[path]; seen {
+		return
+	}
+	out[path] = k.Line
+	tags[path] = v.ShortTag()
+	indexNode(v, path, out, tags, budget)
+}
+
+// resolveAlias returns the node an alias stands for.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
 }
 
 var unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)

@@ -111,6 +111,10 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    handler:\n      type: http\n      url: https://example.com/hook\n      timeout: 0\n", "queues.a.handler.timeout", 6, "0 is no limit"},
 		{"queues:\n  a:\n    handler: {type: demo, timeout: 0s}\n", "queues.a.handler.timeout", 3, "0 is no limit"},
 		{"queues:\n  a:\n    max_retries: 2.0\n", "queues.a.max_retries", 3, "is not a whole number"},
+		{"queues:\n  a: &base\n    concurrency: 2\n  b:\n    <<: {concurrency: 1.5}\n", "queues.b.concurrency", 5, "is not a whole number"},
+		{"queues:\n  a: &base {max_retries: 2.5, concurrency: 2}\n  b: *base\n", "queues.a.max_retries", 2, "is not a whole number"},
+		{"x: &n {concurrency: 1.5}\n", "x", 1, "unknown key"},
+		{"queues:\n  a: {concurrency: 2}\n  b:\n    <<: [{max_retries: 3}, {max_retries: 0.5, concurrency: 7.5}]\n", "queues.b.concurrency", 4, "is not a whole number"},
 		{"queues:\n  a:\n    jitter: lots\n", "queues.a.jitter", 3, `"lots" is not a number`},
 		{"queues:\n  a:\n    delete_on_success: maybe\n", "queues.a.delete_on_success", 3, `"maybe" is not true or false`},
 		{"queues:\n  a:\n    backoff: 1m\n    backoff_max: 1s\n", "queues.a.backoff_max", 4, "less than backoff"},
@@ -138,6 +142,23 @@ func TestErrors(t *testing.T) {
 		if e.File != "p.yaml" || e.Key != c.key || e.Line != c.line || !strings.Contains(e.Reason, c.reason) {
 			t.Errorf("%q:\n got %s (key %q line %d)\nwant key %q line %d reason containing %q", c.text, e, e.Key, e.Line, c.key, c.line, c.reason)
 		}
+	}
+}
+
+// A merge key brings in the values the decoder uses, and only those: a key
+// the mapping sets itself wins over the merged one, whatever the merged
+// one holds.
+func TestMergeKeys(t *testing.T) {
+	text := "queues:\n  a: &base\n    concurrency: 3\n    max_retries: 4\n  b:\n    <<: [*base, {concurrency: 1.5}]\n  c:\n    <<: {concurrency: 1.5, max_retries: 9}\n    concurrency: 6\n"
+	f, err := config.Parse("merge.yaml", []byte(text))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if b := f.Queues["b"]; b.Concurrency != 3 {
+		t.Errorf("queue b concurrency %d; want 3 from the first merged mapping", b.Concurrency)
+	}
+	if c := f.Queues["c"]; c.Concurrency != 6 || c.Settings.MaxRetries == nil || *c.Settings.MaxRetries != 9 {
+		t.Errorf("queue c = %+v; want its own concurrency 6 and the merged max_retries 9", c)
 	}
 }
 
