@@ -33,7 +33,7 @@ func (s *Store) cursorKey(ctx context.Context) ([]byte, error) {
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
-		return nil, errors.New("store: the database has no cursor key table (pgbus.cursor_key): run pgbus migrate with this version of pgbus")
+		return nil, errors.New("store: the database has no cursor key table (pgbus.cursor_key): migrate the database with this version of pgbus")
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, errors.New("store: pgbus.cursor_key is empty: put a new key in it with " + newCursorKeySQL)
 	case IsPermissionDenied(err):

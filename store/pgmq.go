@@ -115,7 +115,7 @@ func checkPGMQSchema(ctx context.Context, q catalogReader) error {
 func foreignPGMQ(what string) error {
 	return &kindError{kind: ErrForeignPGMQSchema, msg: "the database has a schema pgmq that is neither PGMQ's nor pgbus's: " + what +
 		"; pgbus keeps its queues in schema pgmq in PGMQ's layout and changed nothing. " +
-		"Point pgbus at another database, or move that schema out of the way (ALTER SCHEMA pgmq RENAME TO another_name) and run pgbus migrate again"}
+		"Point pgbus at another database, or move that schema out of the way (ALTER SCHEMA pgmq RENAME TO another_name) and try again"}
 }
 
 // PGMQInstall reports what InstallPGMQ did.

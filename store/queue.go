@@ -104,7 +104,7 @@ func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 			return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
 		}
 		if !exists {
-			return notFoundf("queue %q does not exist; create it first (pgbus queue create %s, or pgmq.create)", queue, queue)
+			return notFoundf("queue %q does not exist; create it first, with pgbus or with pgmq.create", queue)
 		}
 		return createPhysical(ctx, tx, dlq, fns)
 	})
