@@ -101,11 +101,9 @@ var secretText = []secretPattern{
 // Text hides secrets in free text and returns how many it hid.
 func Text(s string) (string, int) {
 	n := 0
-	lower, ascii := strings.ToLower(s), isASCII(s)
+	folded := foldForHints(s)
 	for _, p := range secretText {
-		// Case folding outside ASCII (the Kelvin sign matches k) could
-		// make a hint miss: such text tries every pattern.
-		if ascii && p.hints != nil && !containsAny(lower, p.hints) {
+		if p.hints != nil && !containsAny(folded, p.hints) {
 			continue
 		}
 		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
@@ -144,6 +142,19 @@ func Clipped(s string) (string, int) {
 	}
 	out, m := Text(s)
 	return out, n + m
+}
+
+// foldForHints returns s in lower case, with the two letters outside ASCII
+// that a case-insensitive pattern reads as ASCII ones written as those: ſ
+// (s) and the Kelvin sign (k, which strings.ToLower gives already). A
+// hint, written in lower-case ASCII, is in it wherever a match of its
+// pattern is in s, so that text in any script skips the patterns it
+// cannot match, as ASCII text does.
+func foldForHints(s string) string {
+	if !isASCII(s) {
+		s = strings.ReplaceAll(s, "ſ", "s")
+	}
+	return strings.ToLower(s)
 }
 
 func isASCII(s string) bool {

@@ -1,9 +1,11 @@
 package redact_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/redact"
+	"github.com/pgbus/pgbus/internal/secrettest"
 )
 
 // A text cut at its start shows neither what the cut left of its first
@@ -22,5 +24,37 @@ func TestClipped(t *testing.T) {
 		if got, _ := redact.Clipped(in); got != want {
 			t.Errorf("Clipped(%q)\n  = %q\nwant %q", in, got, want)
 		}
+	}
+}
+
+// Text in any script hides what the same text in ASCII hides: every error
+// text of the corpus, written after and before words outside ASCII, and a
+// key spelled with ſ, which a case-insensitive pattern reads as s.
+func TestTextOutsideASCII(t *testing.T) {
+	for _, text := range secrettest.Texts(secrettest.Error) {
+		for _, in := range []string{"Ошибка запроса: " + text, text + " — échec 注文", "ſ " + text} {
+			out, n := redact.Text(in)
+			if n == 0 {
+				t.Errorf("Text(%q) hid nothing", in)
+			}
+			secrettest.AssertHidden(t, out)
+		}
+	}
+	if out, _ := redact.Text("échec: paſſword=hunter2 \u212Aey"); strings.Contains(out, "hunter2") {
+		t.Errorf("a key spelled with ſ is not recognised: %q", out)
+	}
+}
+
+// BenchmarkText compares text without a secret in ASCII and in another
+// script: the second skips the patterns its hints rule out, as the first
+// does.
+func BenchmarkText(b *testing.B) {
+	for name, word := range map[string]string{"ascii": "failed ", "accented": "échoué ", "cyrillic": "ошибка "} {
+		text := strings.Repeat(word, 2000)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				redact.Text(text)
+			}
+		})
 	}
 }
