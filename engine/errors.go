@@ -98,8 +98,12 @@ func Snooze(d time.Duration) error {
 
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the
 // first error in the chain that has one, else the Go type of the innermost
-// error ("error" for plain errors.New/fmt.Errorf values).
+// error ("error" for plain errors.New/fmt.Errorf values). No error has no
+// class: ErrorClass(nil) is "".
 func ErrorClass(err error) string {
+	if err == nil {
+		return ""
+	}
 	var ce *controlError
 	if errors.As(err, &ce) && ce.class != "" {
 		return ce.class

@@ -400,3 +400,22 @@ func TestRunStoppedWhileStarting(t *testing.T) {
 		t.Fatalf("Run on a stopped context = %v; want nil", err)
 	}
 }
+
+// ErrorClass names what a handler returned; nothing returned has no class.
+func TestErrorClassOf(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{errors.New("boom"), "error"},
+		{fmt.Errorf("charge: %w", quotaError{}), "engine_test.quotaError"},
+		{fmt.Errorf("wrapped: %w", classed{"http.503"}), "http.503"},
+		{fmt.Errorf("call: %w", context.DeadlineExceeded), "context.DeadlineExceeded"},
+		{engine.NonRetryable(errors.New("bad input")), "error"},
+	} {
+		if got := engine.ErrorClass(c.err); got != c.want {
+			t.Errorf("ErrorClass(%v) = %q; want %q", c.err, got, c.want)
+		}
+	}
+}
