@@ -566,8 +566,12 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if err := checkText("name", req.Name); err != nil {
 		return CircuitReset{}, err
 	}
-	if req.Name == "" {
+	switch {
+	case req.Name == "":
 		return CircuitReset{}, invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
+	case len(req.Name) > store.MaxBreakerName:
+		return CircuitReset{}, invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(req.Name, 80), len(req.Name), store.MaxBreakerName).
+			with(hint(OpCircuits, "lists the breakers"))
 	}
 	was, err := s.store.ResetBreaker(ctx, req.Name)
 	if err != nil {

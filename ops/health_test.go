@@ -227,6 +227,10 @@ func TestCircuitsAndReset(t *testing.T) {
 	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{}); !errors.Is(err, ops.ErrInvalid) {
 		t.Fatalf("reset without a name = %v, want ErrInvalid", err)
 	}
+	long := strings.Repeat("breaker-", 1250)
+	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: long}); !errors.Is(err, ops.ErrInvalid) || len(err.Error()) > 400 {
+		t.Fatalf("reset of a 10 KB name = %d characters: %.300v; want a short ErrInvalid", len(err.Error()), err)
+	}
 	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitReset || rows[0].IsError {
 		t.Fatalf("audit rows = %+v; want one circuit_reset", rows)
 	}

@@ -27,11 +27,14 @@ type BreakerConfig struct {
 	MaxCoolOff time.Duration
 }
 
+// MaxBreakerName is the longest name a circuit breaker may have, in bytes.
+const MaxBreakerName = 200
+
 // Validate checks a breaker's configuration.
 func (c BreakerConfig) Validate() error {
 	switch {
-	case c.Name == "" || len(c.Name) > 200:
-		return invalidf("circuit breaker name must be 1 to 200 characters")
+	case c.Name == "" || len(c.Name) > MaxBreakerName:
+		return invalidf("circuit breaker name must be 1 to %d characters", MaxBreakerName)
 	case c.FailureThreshold < 1 || c.FailureThreshold > 10000:
 		return invalidf("circuit breaker %q: failure threshold %d is out of range 1..10000", c.Name, c.FailureThreshold)
 	case c.CoolOff < 10*time.Millisecond || c.CoolOff > 24*time.Hour:
