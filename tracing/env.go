@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -63,11 +64,12 @@ func Enabled() bool {
 	return false
 }
 
-// exporterNames lists OTEL_TRACES_EXPORTER's values, lowercased.
+// exporterNames lists OTEL_TRACES_EXPORTER's values, lowercased, each
+// once: an exporter named twice would export every span twice.
 func exporterNames() []string {
 	var names []string
 	for n := range strings.SplitSeq(os.Getenv(EnvTracesExporter), ",") {
-		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+		if n = strings.ToLower(strings.TrimSpace(n)); n != "" && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}

@@ -2,9 +2,13 @@ package tracing_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/tracing"
 )
 
@@ -92,5 +96,30 @@ func TestFromEnvRefuses(t *testing.T) {
 				t.Fatalf("FromEnv: %v, %v; want an error saying %q", tr, err, c.want)
 			}
 		})
+	}
+}
+
+// An exporter named twice exports once: each span reaches the collector
+// one time.
+func TestFromEnvExporterNamedTwice(t *testing.T) {
+	clearEnv(t)
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv(tracing.EnvTracesExporter, "otlp, OTLP")
+	t.Setenv(tracing.EnvEndpoint, collector.URL)
+	tr, shutdown, err := tracing.FromEnv(context.Background())
+	if err != nil || tr == nil {
+		t.Fatalf("FromEnv: %v, %v: want a Tracer", tr, err)
+	}
+	tr.Sending(context.Background(), "orders", &engine.SendOptions{})(1, nil)
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := posts.Load(); n != 1 {
+		t.Fatalf("the collector got %d exports of one span; want 1", n)
 	}
 }
