@@ -1,0 +1,134 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// connCounter is a real HTTP server that counts the connections clients
+// open to it.
+func connCounter(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var opened atomic.Int32
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &opened
+}
+
+// An answer whose body is larger than the 64 KB a failure's is quoted from
+// is read to its end, within a bound, so that the next job reuses the
+// connection instead of opening one (and a TLS handshake) per job.
+func TestHTTPHandlerReusesConnectionsAfterLargeBodies(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		size   int
+	}{
+		{200, 1 << 10},             // read whole without draining too
+		{200, 200 << 10},           // well past 64 KB
+		{200, handlers.MaxCapture}, // exactly 64 KB: reading 64 KB does not see its end
+		{202, 3 * handlers.MaxCapture},
+		{503, 150 << 10}, // a retryable failure's body, quoted in part
+	} {
+		t.Run(fmt.Sprintf("%d, %d bytes", tc.status, tc.size), func(t *testing.T) {
+			body := strings.Repeat("x", tc.size)
+			srv, opened := connCounter(t, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(body))
+			})
+			fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": srv.URL}})
+			const jobs = 5
+			for i := range jobs {
+				err := fn(context.Background(), &engine.Job{Queue: "q", ID: int64(i + 1), Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: fmt.Sprintf("q:%d", i+1)})
+				if ok := tc.status < 300; ok != (err == nil) {
+					t.Fatalf("job %d: %v", i+1, err)
+				}
+			}
+			if n := opened.Load(); n != 1 {
+				t.Errorf("%d jobs opened %d connections; want 1, reused", jobs, n)
+			}
+		})
+	}
+}
+
+// What is left of a body is read only so far: past the bound the
+// connection is closed rather than megabytes read, and a body that comes
+// slowly does not hold the job (nor its worker) until the timeout.
+func TestHTTPHandlerDrainIsBounded(t *testing.T) {
+	t.Run("huge body", func(t *testing.T) {
+		var sent atomic.Int64
+		srv, opened := connCounter(t, func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(strings.Repeat("y", 32<<10))
+			for range 64 << 20 / len(chunk) {
+				n, err := w.Write(chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		})
+		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": srv.URL}})
+		for i := range 2 {
+			if err := fn(context.Background(), &engine.Job{Queue: "q", ID: int64(i + 1), Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Each answer's connection was given up on: two were opened, and
+		// far less than the 64 MB of each answer was read.
+		if n := opened.Load(); n != 2 {
+			t.Errorf("opened %d connections; want 2 (one per 64 MB answer)", n)
+		}
+		pgtest.Eventually(t, 10*time.Second, "the server to stop writing", func() bool {
+			a := sent.Load()
+			time.Sleep(100 * time.Millisecond)
+			return sent.Load() == a
+		})
+		// What the sockets' buffers take is written without the client
+		// reading: a few MB each.
+		if n := sent.Load(); n > 40<<20 {
+			t.Errorf("the server could write %d bytes; want the client to stop reading well before the 128 MB of both answers", n)
+		}
+	})
+	// A 2xx whose body stops coming before the 64 KB a failure's would be
+	// quoted from, or after.
+	for _, sent := range []int{1 << 10, 100 << 10} {
+		t.Run(fmt.Sprintf("slow body after %d bytes", sent), func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			srv, _ := connCounter(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+				_, _ = w.Write([]byte(strings.Repeat("z", sent)))
+				w.(http.Flusher).Flush()
+				select { // the rest never comes in time
+				case <-release:
+				case <-r.Context().Done():
+				}
+			})
+			fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(30 * time.Second), Options: map[string]any{"url": srv.URL}})
+			start := time.Now()
+			if err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"}); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the job took %s waiting for the rest of a 2xx body; want it to give up within a few seconds of its 30s timeout", d)
+			}
+		})
+	}
+}
