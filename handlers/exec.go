@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/pgbus/pgbus/engine"
 )
 
@@ -30,8 +32,11 @@ const (
 	// ClassExecTimeout: the command ran past its timeout and its process
 	// group was killed. Retryable.
 	ClassExecTimeout = "exec.timeout"
-	// ClassExecStart: the command could not be started (its program was
-	// removed or is not executable any more). Retryable.
+	// ClassExecStart: the command could not be started. Retryable when
+	// something it needs is missing (its program, the interpreter its #!
+	// line names, its dir), which a deploy may be replacing; not when the
+	// system cannot execute its program (no #! line nor a binary for this
+	// system, or permission denied): those dead-letter the message at once.
 	ClassExecStart = "exec.start"
 )
 
@@ -40,15 +45,65 @@ const (
 const ExitTempFail = 75
 
 // Environment variables that tell an exec handler's command about its job.
-// It also gets the worker's environment, without the worker's own PGBUS_
-// variables, and the env option.
+// It also gets the worker's environment, without what is the worker's own
+// (its PGBUS_ variables, its database settings, its trace context; see
+// WithheldEnv), and the env option.
 const (
 	EnvQueue          = "PGBUS_QUEUE"
 	EnvMsgID          = "PGBUS_MSG_ID"
 	EnvKind           = "PGBUS_KIND"
 	EnvAttempt        = "PGBUS_ATTEMPT"
 	EnvIdempotencyKey = "PGBUS_IDEMPOTENCY_KEY"
+	// EnvTraceparent and EnvTracestate are the attempt's W3C trace
+	// context, when it has one (tracing is on), under the names
+	// OpenTelemetry's environment carriers read: the command's spans join
+	// the message's trace under the attempt, as the http handler's
+	// downstream does with the same values in its headers.
+	EnvTraceparent = "TRACEPARENT"
+	EnvTracestate  = "TRACESTATE"
 )
+
+// WithheldEnv returns the variables of the worker's environment, besides
+// those starting with PGBUS_, that its commands do not inherit; the env
+// option may set them, and its value is passed.
+//
+// They are DATABASE_URL and every variable libpq reads (pgx, which the
+// worker connects with, reads the same ones and PGSSLPASSWORD): the
+// worker's database settings. A command, which may be a third party's
+// script, must not get the worker's database login unasked, and no subset
+// of them is safe to leave: without PGPASSWORD, PGHOST and PGUSER with a
+// client key (PGSSLKEY), a service or password file (PGSERVICE,
+// PGPASSFILE) or a server that trusts the host would still let a bare psql
+// in the command log in as the worker; and the rest (PGTZ, PGOPTIONS, ...)
+// only shape that connection. Variables named PG... that libpq does not
+// read, such as PGDATA or PGID, pass.
+//
+// TRACEPARENT and TRACESTATE are the trace context of whatever started the
+// worker, not the job's; the command gets the attempt's instead, when it
+// has one.
+func WithheldEnv() []string { return slices.Clone(withheldEnv) }
+
+var withheldEnv = []string{
+	"DATABASE_URL",
+	"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
+	"PGSERVICE", "PGSERVICEFILE", "PGSYSCONFDIR", "PGREQUIREAUTH", "PGCHANNELBINDING",
+	"PGSSLMODE", "PGREQUIRESSL", "PGSSLNEGOTIATION", "PGSSLCOMPRESSION", "PGSSLCERT", "PGSSLKEY",
+	"PGSSLPASSWORD", "PGSSLCERTMODE", "PGSSLROOTCERT", "PGSSLCRL", "PGSSLCRLDIR", "PGSSLSNI",
+	"PGREQUIREPEER", "PGSSLMINPROTOCOLVERSION", "PGSSLMAXPROTOCOLVERSION",
+	"PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION", "PGGSSENCMODE", "PGKRBSRVNAME", "PGGSSLIB",
+	"PGGSSDELEGATION", "PGCONNECT_TIMEOUT", "PGCLIENTENCODING", "PGTARGETSESSIONATTRS",
+	"PGLOADBALANCEHOSTS", "PGOPTIONS", "PGAPPNAME", "PGDATESTYLE", "PGTZ", "PGGEQO", "PGLOCALEDIR",
+	EnvTraceparent, EnvTracestate,
+}
+
+// withheld is withheldEnv as a set.
+var withheld = func() map[string]bool {
+	m := make(map[string]bool, len(withheldEnv))
+	for _, name := range withheldEnv {
+		m[name] = true
+	}
+	return m
+}()
 
 // How much of a command's output a failure message quotes.
 const (
@@ -79,7 +134,15 @@ const (
 //
 // The command runs in a process group of its own with the job's payload
 // on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT and
-// PGBUS_IDEMPOTENCY_KEY in its environment. Exit code 0 is success; a
+// PGBUS_IDEMPOTENCY_KEY in its environment, with TRACEPARENT and
+// TRACESTATE, the attempt's trace context, when tracing is on. The rest of
+// its environment is the worker's and the env option's; the worker's
+// database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE and the other
+// libpq variables; WithheldEnv lists them) are left out unless env sets
+// them. A program the system cannot execute (a script without a #! line,
+// a file without execute permission) dead-letters the message at once
+// (exec.start), as no retry can start it; a missing one (a deploy may be
+// replacing it) is retried. Exit code 0 is success; a
 // retry exit code is a retryable failure, a discard exit code archives the
 // message without dead-lettering it, and any other code is non-retryable
 // (unless retry_unknown_exit_codes). A command killed by signal N counts as
@@ -96,7 +159,7 @@ const (
 type ExecOptions struct {
 	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH"`
 	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
-	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved"`
+	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database"`
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
 	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
 	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
@@ -175,10 +238,27 @@ func (e *ExitError) ErrorClass() string {
 type StartError struct {
 	Command string
 	Err     error
+	// Problem says what is wrong and what to fix, when the handler could
+	// tell.
+	Problem string
+	// Permanent: the system cannot execute the program as it is (it is
+	// neither a script with a #! line nor a binary for this system, or
+	// permission is denied): no retry can start it, and the handler
+	// returned it as engine.NonRetryable.
+	Permanent bool
 }
 
 func (e *StartError) Error() string {
-	return fmt.Sprintf("exec %s: could not start: %v", truncate(e.Command, 100), e.Err)
+	err := e.Err
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" {
+		err = pe.Err // its text repeats the program's path
+	}
+	msg := fmt.Sprintf("exec %s: could not start: %v", truncate(e.Command, 100), err)
+	if e.Problem != "" {
+		msg += "; " + e.Problem
+	}
+	return msg
 }
 
 func (e *StartError) Unwrap() error { return e.Err }
@@ -188,7 +268,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT and PGBUS_IDEMPOTENCY_KEY in its environment; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and at the timeout its process group is killed and the attempt retried"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT in its environment, which is otherwise the worker's without its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
@@ -356,6 +436,8 @@ func findProgram(argv0 string) (string, error) {
 			return "", optionErrorf("command", "program %q is a directory", argv0)
 		case st.Mode()&0o111 == 0:
 			return "", optionErrorf("command", "program %q is not executable (chmod +x it)", argv0)
+		case !executable(argv0):
+			return "", optionErrorf("command", "program %q is not executable by this user (%s): chmod it, or check that its filesystem is not mounted noexec", argv0, whoAmI())
 		}
 		return argv0, nil
 	case strings.ContainsRune(argv0, '/'):
@@ -367,6 +449,9 @@ func findProgram(argv0 string) (string, error) {
 	}
 	return path, nil
 }
+
+// whoAmI names the user the worker runs as, for errors about permissions.
+func whoAmI() string { return fmt.Sprintf("uid %d", os.Geteuid()) }
 
 func pathReason(err error) string {
 	switch {
@@ -408,6 +493,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 		EnvAttempt+"="+strconv.Itoa(job.Attempt),
 		EnvIdempotencyKey+"="+job.IdempotencyKey,
 	)
+	cmd.Env = append(cmd.Env, traceEnv(ctx)...)
 	cmd.Stdin = bytes.NewReader(job.Payload)
 	var stdout, stderr capture
 	out, err := newOutputs(&stdout, &stderr)
@@ -423,7 +509,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	err = cmd.Start()
 	out.started()
 	if err != nil {
-		return &StartError{Command: h.argv0, Err: err}
+		return h.startError(err)
 	}
 	err = cmd.Wait()
 	if !out.drained(waitDelay) || errors.Is(err, exec.ErrWaitDelay) {
@@ -464,17 +550,51 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	return h.classify(e)
 }
 
+// startError explains why the command could not start. A program the
+// system cannot execute is a mistake of configuration no retry fixes
+// (Build checked that it exists and is executable, but cannot tell a
+// script without its #! line), so it is non-retryable. Something missing
+// is retried: Build found it when the worker started, so it was removed
+// since, most likely by a deploy replacing it, which the next attempt may
+// find done; should it stay gone, the command's circuit breaker (unless
+// turned off) soon snoozes the jobs instead of using their attempts.
+func (h *execHandler) startError(err error) error {
+	e := &StartError{Command: h.argv0, Err: err}
+	e.Problem, e.Permanent = startProblem(err, h.path, h.dir)
+	if e.Permanent {
+		return engine.NonRetryable(e)
+	}
+	return e
+}
+
 // workerEnv is the worker's environment without its PGBUS_ variables,
-// which would be mistaken for the job's.
+// which would be mistaken for the job's, and without WithheldEnv.
 func workerEnv() []string {
 	env := os.Environ()
 	out := env[:0:0]
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "PGBUS_") {
+		name, _, _ := strings.Cut(kv, "=")
+		// Upper case: names are case-insensitive on Windows.
+		if !strings.HasPrefix(kv, "PGBUS_") && !withheld[strings.ToUpper(name)] {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// traceEnv is the attempt's trace context, when a tracer started its span
+// in ctx, as EnvTraceparent and EnvTracestate: the values the http handler
+// sends in its traceparent and tracestate headers.
+func traceEnv(ctx context.Context) []string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	var env []string
+	for _, v := range [][2]string{{EnvTraceparent, "traceparent"}, {EnvTracestate, "tracestate"}} {
+		if value := c.Get(v[1]); value != "" {
+			env = append(env, v[0]+"="+value)
+		}
+	}
+	return env
 }
 
 // classify turns a failed exit into the error that tells the engine what

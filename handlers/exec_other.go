@@ -15,3 +15,10 @@ func killGroup(p *os.Process) error { return p.Kill() }
 
 // killLeftovers cannot find the leftovers without process groups.
 func killLeftovers(int) {}
+
+// executable leaves the check to the execute bits Build looked at.
+func executable(string) bool { return true }
+
+// startProblem cannot tell why a program did not start: every such
+// failure is retried.
+func startProblem(error, string, string) (string, bool) { return "", false }

@@ -8,6 +8,15 @@
 // engine.Client.HandleQueue; the command line calls it for every
 // configured queue before anything starts, so that a bad block fails at
 // once.
+//
+// The exec handler's command inherits the worker's environment but not the
+// worker's database login: DATABASE_URL, PGPASSWORD, PGPASSFILE and the
+// other variables libpq reads (WithheldEnv lists them) are left out unless
+// the block's env option sets them, as are the worker's own trace context
+// and its PGBUS_ variables. The command gets the job's details
+// (PGBUS_QUEUE, PGBUS_MSG_ID, ...) and, when tracing is on, the attempt's
+// trace context in TRACEPARENT and TRACESTATE, as the http handler sends it
+// in its traceparent and tracestate headers.
 package handlers
 
 import (
