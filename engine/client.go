@@ -19,6 +19,9 @@ import (
 // DefaultVacuumAfter is Config.VacuumAfter's default.
 const DefaultVacuumAfter = 10_000
 
+// DefaultAuditRetention is Config.AuditRetention's default: 90 days.
+const DefaultAuditRetention = 90 * 24 * time.Hour
+
 // Config configures a Client. Zero values take the defaults given.
 type Config struct {
 	// Queues are the queues this client works.
@@ -62,6 +65,13 @@ type Config struct {
 	// starts, so that processes that never run a whole interval (run from
 	// cron, restarted often) prune too. Default 10m; negative: never.
 	RetentionInterval time.Duration
+	// AuditRetention is how long the audit log (pgbus.audit_log: the
+	// operations of the CLI, the MCP tools and the dashboard) keeps an
+	// entry; older ones go in the retention pass, a few thousand per
+	// statement. Default DefaultAuditRetention (90 days); negative: for
+	// ever. The process that wins the retention election prunes with its
+	// own setting, so give every process on a database the same.
+	AuditRetention time.Duration
 	// VacuumAfter is how many messages of a queue this process settles
 	// (archives, retries, dead-letters...) before it vacuums the queue's
 	// table; when the queue goes quiet after as many, the vacuum also
@@ -100,6 +110,9 @@ func (c Config) withDefaults() Config {
 	def(&c.StatsFlush, 5*time.Second)
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Minute
+	}
+	if c.AuditRetention == 0 {
+		c.AuditRetention = DefaultAuditRetention
 	}
 	if c.VacuumAfter == 0 {
 		c.VacuumAfter = DefaultVacuumAfter
@@ -535,11 +548,15 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	return c.store.TouchBreakerUsers(ctx, c.breakerUsers)
 }
 
-// retention prunes old archives when this process wins the election.
+// retention prunes old archives and audit entries when this process wins
+// the election.
 func (c *Client) retention(ctx context.Context) error {
-	rep, err := c.store.RunRetention(ctx, 1000)
-	if err == nil && rep.Ran && len(rep.ArchivedDeleted) > 0 {
+	rep, err := c.store.RunRetention(ctx, 1000, c.cfg.AuditRetention)
+	if rep.Ran && len(rep.ArchivedDeleted) > 0 {
 		c.log.Info("pgbus: retention pruned old archives", "deleted", rep.ArchivedDeleted, "idempotency_keys", rep.KeysDeleted)
+	}
+	if rep.AuditDeleted > 0 {
+		c.log.Info("pgbus: retention pruned old audit log entries", "deleted", rep.AuditDeleted, "older_than", c.cfg.AuditRetention)
 	}
 	return err
 }

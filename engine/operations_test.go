@@ -789,3 +789,49 @@ func TestClientRunsRetentionAtStart(t *testing.T) {
 	pgtest.Start(t, c)
 	pgtest.Eventually(t, 30*time.Second, "the old archive row pruned", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }
+
+// A running client prunes the audit log after its AuditRetention: by
+// default entries older than 90 days, as it starts; negative keeps every
+// entry.
+func TestClientPrunesTheAuditLog(t *testing.T) {
+	cases := []struct {
+		name      string
+		retention time.Duration
+		want      string // the entries left, oldest first
+	}{
+		{"default", 0, "80d now"},
+		{"a day", 24 * time.Hour, "now"},
+		{"negative", -1, "100d 80d now"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // retention prunes the whole database
+			ctx := testContext(t)
+			q := newQueue(t, s, nil)
+			// Entries 100 and 80 days old and one of now; and a per-minute
+			// counter past its retention, which the pass prunes after the
+			// audit log: once it is gone, the log has been pruned.
+			if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.audit_log (at, client, tool) VALUES
+				(now() - interval '100 days', 'cli', '100d'), (now() - interval '80 days', 'cli', '80d'), (now(), 'cli', 'now');
+				INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', '`+q+`', '', 1)`); err != nil {
+				t.Fatal(err)
+			}
+			cl := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+				cfg.RetentionInterval = 24 * time.Hour // the pass as it starts
+				cfg.AuditRetention = c.retention
+			})
+			cl.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+			pgtest.Start(t, cl)
+			pgtest.Eventually(t, 30*time.Second, "the retention pass", func() bool {
+				return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.stats_minute WHERE queue_name = $1`, q) == 0
+			})
+			var left string
+			if err := s.Pool().QueryRow(ctx, `SELECT string_agg(tool, ' ' ORDER BY at) FROM pgbus.audit_log`).Scan(&left); err != nil {
+				t.Fatal(err)
+			}
+			if left != c.want {
+				t.Fatalf("the audit log after retention holds %q, want %q", left, c.want)
+			}
+		})
+	}
+}

@@ -64,6 +64,36 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	return nil
 }
 
+// auditPruneBatch is how many audit entries one statement of PruneAudit
+// deletes. Each batch is a transaction of its own, so that the first prune
+// of a large log holds no long transaction and no lock on many rows. A
+// variable so that tests can lower it.
+var auditPruneBatch = 5000
+
+// PruneAudit deletes, oldest first and in batches, the audit entries
+// recorded longer ago than olderThan, and returns how many went. Each
+// batch finds its entries through the index on the time (audit_log_at_idx)
+// and deletes them by their ids (an array, so that the plan is a lookup of
+// each in the primary key, never a scan of the whole log).
+func (s *Store) PruneAudit(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if olderThan <= 0 {
+		return 0, invalidf("prune the audit log: age must be positive, not %s", olderThan)
+	}
+	var total int64
+	for {
+		tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.audit_log WHERE id = ANY(ARRAY(
+				SELECT id FROM pgbus.audit_log WHERE at < now() - $1 * interval '1 microsecond'
+				ORDER BY at LIMIT $2))`, olderThan.Microseconds(), auditPruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("store: retention: prune the audit log: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(auditPruneBatch) {
+			return total, nil
+		}
+	}
+}
+
 func boundedJSON(raw json.RawMessage) string {
 	if len(raw) == 0 || !json.Valid(raw) {
 		return "{}"

@@ -346,7 +346,7 @@ func TestBreakerUsersAgeOut(t *testing.T) {
 	if len(b.Users) != 2 || b.Users[0].Queue != "fresh" || b.Users[1].Queue != "gone" || !b.Users[0].SeenAt.Equal(before) || time.Since(b.Users[1].SeenAt) > time.Minute {
 		t.Fatalf("after a touch: %+v; want gone back and seen now, fresh not rewritten (seen %v)", b.Users, before)
 	}
-	rep, err := s.RunRetention(ctx, 1000)
+	rep, err := s.RunRetention(ctx, 1000, 0)
 	if err != nil || !rep.Ran || rep.BreakerUsersDeleted < 1 {
 		t.Fatalf("retention = %+v, %v; want the user not seen for 8 days deleted", rep, err)
 	}
@@ -391,7 +391,7 @@ func TestRetentionDeletesBreakersNoneUses(t *testing.T) {
 	}
 	age("changed", `updated_at = now() - interval '6 days'`)
 	age("succeeded", `last_success_at = now() - interval '1 hour'`)
-	rep, err := s.RunRetention(ctx, 1000)
+	rep, err := s.RunRetention(ctx, 1000, 0)
 	if err != nil || !rep.Ran || rep.BreakersDeleted < 1 {
 		t.Fatalf("retention = %+v, %v; want the unused breaker deleted", rep, err)
 	}

@@ -80,6 +80,9 @@ type RetentionReport struct {
 	// DeadCountsFolded counts the pending deltas of DLQ group counts
 	// folded into their base rows (see FoldDeadCounts).
 	DeadCountsFolded int64 `json:"dead_counts_folded"`
+	// AuditDeleted counts audit log entries older than the pass's audit
+	// retention (see PruneAudit).
+	AuditDeleted int64 `json:"audit_deleted"`
 }
 
 // StatsRetention is how long per-minute counters and the rows of stopped or
@@ -140,11 +143,13 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // RunRetention prunes every queue's archive after its archive retention and
 // every DLQ's archive after its queue's dead retention, with each queue's
 // idempotency keys that are no longer in force (pruneKeys), then the keys
-// of queues that are gone once older than the longest retention, and
-// counters and worker rows older than StatsRetention, and folds the DLQ group counts' pending
-// deltas (FoldDeadCounts). One process at a time does
-// it: the others find the lock taken and return with Ran false.
-func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, error) {
+// of queues that are gone once older than the longest retention, audit
+// log entries older than auditAge (none when auditAge is 0 or less: the
+// log is kept whole), and counters and worker rows older than
+// StatsRetention, and folds the DLQ group counts' pending deltas
+// (FoldDeadCounts). One process at a time does it: the others find the
+// lock taken and return with Ran false.
+func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Duration) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
 	turn, err := s.TryRetentionTurn(ctx)
 	if err != nil || turn == nil {
@@ -201,6 +206,11 @@ func (s *Store) RunRetention(ctx context.Context, batch int) (RetentionReport, e
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
 	rep.KeysDeleted += tag.RowsAffected()
+	if auditAge > 0 {
+		if rep.AuditDeleted, err = s.PruneAudit(ctx, auditAge); err != nil {
+			return rep, err
+		}
+	}
 	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
 		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
 	}

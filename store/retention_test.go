@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = $1`, q+"-old"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.RunRetention(ctx, 100)
+	rep, err := s.RunRetention(ctx, 100, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention = %+v, %v", rep, err)
 	}
@@ -101,14 +102,14 @@ func TestRetentionIsElected(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(0x7067627573_726574)).Scan(&got); err != nil || !got {
 		t.Fatalf("take the retention lock: %v %v", got, err)
 	}
-	rep, err := s.RunRetention(ctx, 100)
+	rep, err := s.RunRetention(ctx, 100, 0)
 	if err != nil || rep.Ran {
 		t.Fatalf("retention while another process holds the lock = %+v, %v; want Ran false", rep, err)
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(0x7067627573_726574)); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := s.RunRetention(ctx, 100); err != nil || !rep.Ran {
+	if rep, err := s.RunRetention(ctx, 100, 0); err != nil || !rep.Ran {
 		t.Fatalf("retention after release = %+v, %v", rep, err)
 	}
 }
@@ -133,7 +134,7 @@ func TestRetentionSkipsAQueueDroppedMeanwhile(t *testing.T) {
 	// As a drop between the listing and the pruning leaves it: still
 	// listed, its archive gone.
 	pgtest.Exec(t, url, `DROP TABLE pgmq.a_dropped_meanwhile`)
-	rep, err := s.RunRetention(ctx, 100)
+	rep, err := s.RunRetention(ctx, 100, 0)
 	if err != nil || !rep.Ran || rep.ArchivedDeleted[kept] != 1 {
 		t.Fatalf("retention = %+v, %v; want the kept queue's old archive pruned, the dropped one skipped", rep, err)
 	}
@@ -186,7 +187,7 @@ func TestRetentionKeepsIdempotencyKeysInForce(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.idempotency_keys SET created_at = now() - interval '31 days'`); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.RunRetention(ctx, 1000)
+	rep, err := s.RunRetention(ctx, 1000, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention = %+v, %v", rep, err)
 	}
@@ -269,7 +270,7 @@ func TestRetentionOfPriorityLevels(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := s.RunRetention(ctx, 100)
+	rep, err := s.RunRetention(ctx, 100, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention = %+v, %v", rep, err)
 	}
@@ -278,5 +279,47 @@ func TestRetentionOfPriorityLevels(t *testing.T) {
 		if n, left := rep.ArchivedDeleted[p], pgtest.Archived(t, s, p); n != 1 || left != 1 {
 			t.Errorf("level %s: retention pruned %d and kept %d of its archive; want the row archived 2 hours ago pruned (retention 1 hour), the recent one kept", p, n, left)
 		}
+	}
+}
+
+// Retention prunes audit entries older than the audit age, oldest first in
+// batches (here of 3, over 10 old entries), and keeps the younger ones; an
+// age of 0 keeps the log whole.
+func TestRetentionPrunesOldAuditEntriesInBatches(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes the whole log
+	ctx := testContext(t)
+	store.SetAuditPruneBatch(t, 3)
+	const age = 90 * 24 * time.Hour
+	// 10 entries of 91 to 100 days ago, one of 89 days ago and one now.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.audit_log (at, client, tool)
+		SELECT now() - d * interval '1 day', 'cli', 'old' FROM generate_series(91, 100) d
+		UNION ALL SELECT now() - interval '89 days', 'cli', 'young'
+		UNION ALL SELECT now(), 'cli', 'new'`); err != nil {
+		t.Fatal(err)
+	}
+	left := func() string {
+		t.Helper()
+		var tools string
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(tool, ' ' ORDER BY at), '') FROM pgbus.audit_log`).Scan(&tools); err != nil {
+			t.Fatal(err)
+		}
+		return tools
+	}
+	rep, err := s.RunRetention(ctx, 100, 0)
+	if err != nil || !rep.Ran || rep.AuditDeleted != 0 || strings.Count(left(), "old") != 10 {
+		t.Fatalf("retention with audit age 0 = %+v, %v, left %q; want the log kept whole", rep, err, left())
+	}
+	rep, err = s.RunRetention(ctx, 100, age)
+	if err != nil || !rep.Ran || rep.AuditDeleted != 10 {
+		t.Fatalf("retention = %+v, %v; want the 10 entries older than 90 days deleted", rep, err)
+	}
+	if got := left(); got != "young new" {
+		t.Fatalf("the audit log after retention holds %q, want the entries of 89 days ago and now", got)
+	}
+	if n, err := s.PruneAudit(ctx, age); err != nil || n != 0 {
+		t.Fatalf("a second prune deleted %d, %v; want nothing", n, err)
+	}
+	if _, err := s.PruneAudit(ctx, 0); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a prune of age 0: %v; want it refused (it would empty the log)", err)
 	}
 }

@@ -42,7 +42,7 @@ func TestRetentionElectionThroughBouncer(t *testing.T) {
 		if other, err := s.TryRetentionTurn(ctx); err != nil || other != nil {
 			t.Fatalf("%s won an election already held: %v, %v", name, other, err)
 		}
-		rep, err := s.RunRetention(ctx, 100)
+		rep, err := s.RunRetention(ctx, 100, 0)
 		if err != nil || rep.Ran {
 			t.Fatalf("%s ran retention while another held the election: %+v, %v", name, rep, err)
 		}
@@ -50,7 +50,7 @@ func TestRetentionElectionThroughBouncer(t *testing.T) {
 	if err := turn.End(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.RunRetention(ctx, 100)
+	rep, err := c.RunRetention(ctx, 100, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention through pgbouncer after the turn ended: %+v, %v; want it to run", rep, err)
 	}
@@ -65,7 +65,7 @@ func TestRetentionElectionThroughBouncer(t *testing.T) {
 	for i := range 16 {
 		s := []*store.Store{a, c}[i%2]
 		wg.Go(func() {
-			if _, err := s.RunRetention(ctx, 100); err != nil {
+			if _, err := s.RunRetention(ctx, 100, 0); err != nil {
 				errs <- err
 			}
 		})
@@ -76,7 +76,7 @@ func TestRetentionElectionThroughBouncer(t *testing.T) {
 		t.Fatalf("retention through pgbouncer: %v", err)
 	}
 	for name, s := range map[string]*store.Store{"through pgbouncer": a, "directly": direct} {
-		rep, err := s.RunRetention(ctx, 100)
+		rep, err := s.RunRetention(ctx, 100, 0)
 		if err != nil || !rep.Ran {
 			t.Fatalf("retention %s after the passes: %+v, %v; want it to run (was the election left held?)", name, rep, err)
 		}

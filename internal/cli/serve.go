@@ -216,7 +216,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer stopMonitor()
 	mcp.Monitor = mon
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, f.timing.engineConfig(), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
+	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.engineConfig(f.timing), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
 	if err != nil {
 		return err
 	}

@@ -55,9 +55,11 @@ func (t *workerTiming) add(f *pflag.FlagSet) {
 	f.BoolVar(&t.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 }
 
-// engineConfig is the engine's configuration for these options.
-func (t workerTiming) engineConfig() engine.Config {
-	return engine.Config{PollInterval: t.pollInterval, DrainTimeout: t.drainTimeout, NoListen: t.noListen}
+// engineConfig is the engine's configuration for these options and the
+// configuration file's audit_retention.
+func (a *app) engineConfig(t workerTiming) engine.Config {
+	return engine.Config{PollInterval: t.pollInterval, DrainTimeout: t.drainTimeout, NoListen: t.noListen,
+		AuditRetention: a.cfg.EngineAuditRetention()}
 }
 
 // resolveTiming settles the timing options (flag > environment >
@@ -256,7 +258,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	}
 	defer stopAlerts()
 	jobs := runner.NewJobLog(a.log)
-	cfg := w.timing.engineConfig()
+	cfg := a.engineConfig(w.timing)
 	cfg.Logger, cfg.Observers = a.log, slices.Concat([]engine.Observer{jobs}, observers, mon.Observers())
 	client, err := runner.NewClient(s.db.Store, queues, cfg)
 	if err != nil {

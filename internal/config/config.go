@@ -65,6 +65,10 @@ type File struct {
 	// Alerts configures the webhook alerts of the worker processes; nil
 	// when the file has no alerts block.
 	Alerts *Alerts `yaml:"alerts,omitempty"`
+	// AuditRetention is how long the audit log keeps an entry, pruned by
+	// the retention of the worker processes; nil when the file does not
+	// say (engine.DefaultAuditRetention, 90 days).
+	AuditRetention *Retention `yaml:"audit_retention"`
 
 	path  string
 	lines map[string]int    // key path -> line of the key
@@ -212,6 +216,62 @@ func (s Settings) Check() (key string, err error) {
 
 // retentionInRange reports whether d is a retention a queue may keep.
 func retentionInRange(d time.Duration) bool { return d >= time.Minute && d <= 3650*24*time.Hour }
+
+// Retention is how long something is kept: a duration with a unit
+// (2160h), or off to keep it for ever.
+type Retention time.Duration
+
+// RetentionOff is the Retention written off: kept for ever.
+const RetentionOff Retention = -1
+
+// Off reports whether r keeps for ever.
+func (r Retention) Off() bool { return r < 0 }
+
+// D returns the retention as a time.Duration: negative for off.
+func (r Retention) D() time.Duration { return time.Duration(r) }
+
+// String formats the retention as the file writes it.
+func (r Retention) String() string {
+	if r.Off() {
+		return "off"
+	}
+	return time.Duration(r).String()
+}
+
+// UnmarshalYAML reads a duration with a unit, or off. Errors carry the
+// line, as the decoder's own do.
+func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
+	fail := func(format string, args ...any) error {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", n.Line) + fmt.Sprintf(format, args...)}}
+	}
+	if n.Kind != yaml.ScalarNode {
+		return fail("expected a duration such as 2160h, or off, got a %s", yamlerr.Kind(n))
+	}
+	v := strings.TrimSpace(n.Value)
+	if strings.EqualFold(v, "off") {
+		*r = RetentionOff
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return fail("%q is not a duration or off: write hours, such as 2160h for 90 days, or off to keep every entry", v)
+	case d < 0:
+		return fail("%q is negative: write a duration such as 2160h for 90 days, or off to keep every entry", v)
+	}
+	*r = Retention(d)
+	return nil
+}
+
+// EngineAuditRetention returns audit_retention as
+// engine.Config.AuditRetention takes it: 0 (the engine's default, 90
+// days) when the file does not give it, negative for off.
+func (f *File) EngineAuditRetention() time.Duration {
+	if f == nil || f.AuditRetention == nil {
+		return 0
+	}
+	return f.AuditRetention.D()
+}
 
 // Duration is a time.Duration written with a unit ("500ms", "30s", "5m"),
 // the same type as in handler blocks.
@@ -531,6 +591,9 @@ func (f *File) check() error {
 	}
 	if d := f.Worker.DrainTimeout; d != nil && (d.D() < time.Millisecond || d.D() > 24*time.Hour) {
 		return f.Errorf("worker.drain_timeout", "%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM; give for example 30s", d)
+	}
+	if r := f.AuditRetention; r != nil && !r.Off() && !retentionInRange(r.D()) {
+		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", r)
 	}
 	if err := f.checkAlerts(); err != nil {
 		return err

@@ -131,6 +131,15 @@ func TestErrors(t *testing.T) {
 		{"worker:\n  poll_interval: 1ms\n", "worker.poll_interval", 2, "out of range 10ms..1h"},
 		{"log_format: xml\n", "log_format", 1, "use auto, text or json"},
 		{"queues:\n  a: {}\n  a: {}\n", "queues.a", 3, `mapping key "a" already defined`},
+		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 2160h for 90 days, or off to keep every entry`},
+		{"audit_retention: 100000h\n", "audit_retention", 1, "100000h0m0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry"},
+		{"log_level: info\naudit_retention: 0\n", "audit_retention", 2, "0s is out of range 1m..87600h"},
+		{"audit_retention: 30s\n", "audit_retention", 1, "30s is out of range 1m..87600h"},
+		{"audit_retention: 90d\n", "audit_retention", 1, `"90d" is not a duration or off: write hours, such as 2160h for 90 days, or off to keep every entry`},
+		{"audit_retention: 90\n", "audit_retention", 1, `"90" is not a duration or off`},
+		{"audit_retention: true\n", "audit_retention", 1, `"true" is not a duration or off`},
+		{"audit_retention: [90d]\n", "audit_retention", 1, "expected a duration such as 2160h, or off, got a list"},
+		{"audit_retention: {days: 90}\n", "audit_retention.days", 1, "expected a duration such as 2160h, or off, got a mapping"},
 	}
 	for _, c := range cases {
 		_, err := config.Parse("p.yaml", []byte(c.text))
@@ -159,6 +168,29 @@ func TestMergeKeys(t *testing.T) {
 	}
 	if c := f.Queues["c"]; c.Concurrency != 6 || c.Settings.MaxRetries == nil || *c.Settings.MaxRetries != 9 {
 		t.Errorf("queue c = %+v; want its own concurrency 6 and the merged max_retries 9", c)
+	}
+}
+
+// audit_retention takes a duration or off, which keeps every entry; left
+// out, the engine's default applies.
+func TestAuditRetention(t *testing.T) {
+	for text, want := range map[string]time.Duration{
+		"log_level: info\n":          0,
+		"audit_retention:\n":         0,
+		"audit_retention: 720h\n":    720 * time.Hour,
+		"audit_retention: 87600h\n":  87600 * time.Hour,
+		"audit_retention: 1m\n":      time.Minute,
+		"audit_retention: off\n":     -1,
+		"audit_retention: \"OFF\"\n": -1,
+	} {
+		f, err := config.Parse("p.yaml", []byte(text))
+		if err != nil || f.EngineAuditRetention() != want {
+			t.Errorf("%q: audit retention %v, %v; want %v", text, f.EngineAuditRetention(), err, want)
+		}
+	}
+	var none *config.File
+	if none.EngineAuditRetention() != 0 {
+		t.Error("no file gives an audit retention")
 	}
 }
 

@@ -37,6 +37,7 @@ Example (every key but the handler types' own, which follow it):
   log_format: auto                  # auto, text or json
   log_level: info                   # debug, info, warn or error
   safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
+  audit_retention: 2160h            # keep audit log entries this long (1m..87600h), or off
   worker:
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
@@ -69,6 +70,14 @@ Example (every key but the handler types' own, which follow it):
     enabled: true                   # false: keep the block, send nothing
 
 Durations take a unit: 500ms, 30s, 5m, 1h.
+
+Audit retention: the audit log records every write operation of the CLI,
+the MCP tools and the dashboard. The processes that run workers (pgbus work,
+pgbus serve with workers, pgbus demo) delete its entries older than
+audit_retention in their retention pass (as they start, then every 10
+minutes; one process at a time), a few thousand per statement. Default 2160h
+(90 days); off keeps every entry. The process that runs the pass prunes with
+its own setting, so give every process on a database the same.
 
 Alerts: with an alerts block, pgbus work and pgbus serve with workers post
 a JSON webhook when the health verdict changes or gives a new reason (a

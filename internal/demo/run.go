@@ -20,6 +20,9 @@ type Options struct {
 	// is two minutes); zero gives up at once.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// AuditRetention is the workers' engine.Config.AuditRetention: the
+	// demo's workers run retention like any.
+	AuditRetention time.Duration
 	// Sent is called once the jobs are sent, with how many went to each
 	// queue, before any is worked.
 	Sent func(perQueue map[string]int, total int)
@@ -107,7 +110,8 @@ func setUp(ctx context.Context, svc *ops.Service, opts Options) (total int, err 
 
 // work runs workers until every job has settled, or the timeout.
 func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opts Options) error {
-	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger})
+	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger,
+		AuditRetention: opts.AuditRetention})
 	if err != nil {
 		return err
 	}
