@@ -219,6 +219,12 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 			return
 		}
 		ctx := ops.WithClient(r.Context(), Client)
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			// Showing a page (a preview of a retry or discard included)
+			// asks for no operation: its dry runs stay out of the audit
+			// log, which a reload or a browser's prefetch would fill.
+			ctx = ops.WithPageView(ctx)
+		}
 		next(w, r.WithContext(ctx), v)
 	}
 }

@@ -48,6 +48,25 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	}
 }
 
+type pageViewKey struct{}
+
+// WithPageView marks the calls made with ctx as the showing of a page that
+// nobody submitted (the dashboard's GET requests: a link followed, a
+// reload, a browser's prefetch): a dry run made to show it is not recorded
+// in the audit log, since opening a page asks for no operation. Anything
+// else is recorded as always, and so is a dry run a person submits (a
+// form sent by POST) or asks for from the CLI or an MCP tool.
+func WithPageView(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pageViewKey{}, true)
+}
+
+// recordsDryRun reports whether a dry run made with ctx goes in the audit
+// log: unless it shows a page (WithPageView).
+func recordsDryRun(ctx context.Context) bool {
+	pageView, _ := ctx.Value(pageViewKey{}).(bool)
+	return !pageView
+}
+
 // auditJSON marshals v for the audit log: secrets redacted, values over a
 // kilobyte replaced by a note of their size, the whole bounded.
 func auditJSON(v any) json.RawMessage {

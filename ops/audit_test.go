@@ -1,8 +1,10 @@
 package ops_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +150,38 @@ func TestAuditRecordsClearDeadlineAndAll(t *testing.T) {
 	rows := auditRows(t, s, client)
 	if len(rows) != 2 || !strings.Contains(rows[0].Arguments, `"clear_deadline": true`) || !strings.Contains(rows[1].Arguments, `"all": true`) {
 		t.Fatalf("audit rows %+v; want the retry's clear_deadline and the discard's all", rows)
+	}
+}
+
+// A dry run is recorded, as the request of whoever asked for it, unless it
+// shows a page (WithPageView: a dashboard GET, which nobody submitted);
+// a real move made with such a context is recorded all the same.
+func TestAuditLeavesOutTheDryRunsOfPageViews(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	asked := ops.WithClient(testContext(t), client)
+	shown := ops.WithPageView(asked)
+	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	f := ops.DeadFilter{Queue: q}
+	for _, ctx := range []context.Context{shown, asked} {
+		if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:1], Filter: f, DryRun: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.DLQRetry(shown, ops.DLQRetryRequest{IDs: ids[1:], Filter: f}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range auditRows(t, s, client) {
+		got = append(got, fmt.Sprintf("%s dry_run=%v", r.Tool, strings.Contains(r.Arguments, `"dry_run": true`)))
+	}
+	want := "dlq_retry dry_run=true, dlq_discard dry_run=true, dlq_retry dry_run=false"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("audit rows: %s\nwant the dry runs asked for and the retry: %s", strings.Join(got, ", "), want)
 	}
 }

@@ -91,7 +91,11 @@ func (r DLQRetry) OK() bool {
 // DLQ's own queue when that one is gone), each in its own transaction: one
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
-	defer func() { s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err) }()
+	defer func() {
+		if !req.DryRun || recordsDryRun(ctx) {
+			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
+		}
+	}()
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
@@ -476,7 +480,11 @@ func (r DLQDiscard) OK() bool {
 // DLQDiscard moves dead messages to their DLQ's archive, where they are
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
-	defer func() { s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err) }()
+	defer func() {
+		if !req.DryRun || recordsDryRun(ctx) {
+			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
+		}
+	}()
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)

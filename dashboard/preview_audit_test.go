@@ -1,0 +1,69 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Showing a preview (GET: a link followed, a reload, a browser's prefetch)
+// records nothing in the audit log, however often; a preview a person
+// submits (a corrected payload, sent by POST) is recorded as the dry run
+// it is, and so is each confirmed action.
+func TestPreviewPagesLeaveNoAuditEntries(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_previews")
+	ids := pgtest.DeadLetterN(t, st, q, 3, pgtest.DeadSpec{Kind: "charge", Class: "Timeout", Message: "upstream timed out"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	dlq := q + "_dlq"
+	entries := func() string {
+		t.Helper()
+		page, err := svc.Audit(pgtest.Context(t), ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range page.Items {
+			got = append([]string{fmt.Sprintf("%s dry_run=%v", e.Op, strings.Contains(string(e.Arguments), `"dry_run":true`))}, got...)
+		}
+		return strings.Join(got, ", ")
+	}
+
+	previews := map[string]string{
+		"/dlq/retry?queue=" + q:   "3 dead messages",
+		"/dlq/discard?queue=" + q: "3 dead messages",
+		fmt.Sprintf("/dlq/selected?verb=retry&queue=%s&id=%d", dlq, ids[0]):   "1 of 1 selected",
+		fmt.Sprintf("/dlq/selected?verb=discard&queue=%s&id=%d", dlq, ids[1]): "1 of 1 selected",
+	}
+	for range 2 { // and again, as a reload
+		for path, want := range previews {
+			if code, page, _ := b.get(path); code != http.StatusOK || !strings.Contains(page, want) {
+				t.Fatalf("GET %s: %d, no %q\n%s", path, code, want, page)
+			}
+		}
+	}
+	if got := entries(); got != "" {
+		t.Fatalf("showing previews recorded %s; want no audit entry", got)
+	}
+
+	// A corrected payload's preview is sent by the person: recorded.
+	_, page, _ := b.get(fmt.Sprintf("/dlq/message?queue=%s&id=%d", dlq, ids[2]))
+	code, page, _ := b.post("/dlq/message/correct", url.Values{"csrf": {csrf(t, page)}, "queue": {dlq}, "id": {fmt.Sprint(ids[2])}, "payload": {`{"sku": "a-1"}`}}, nil)
+	if code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) {
+		t.Fatalf("preview of a corrected payload: %d\n%s", code, page)
+	}
+	// A preview confirmed: the action is recorded, not its preview.
+	_, page, _ = b.get(fmt.Sprintf("/dlq/selected?verb=retry&queue=%s&id=%d", dlq, ids[0]))
+	if code, page, _ := b.post("/dlq/selected", confirmFormOf(t, page, "/dlq/selected"), nil); code != http.StatusOK || !strings.Contains(page, "Retried 1 message") {
+		t.Fatalf("confirm the retry: %d\n%s", code, page)
+	}
+	if got, want := entries(), "dlq_retry dry_run=true, dlq_retry dry_run=false"; got != want {
+		t.Fatalf("the dashboard's audit entries, oldest first: %s\nwant the corrected payload's preview and the retry: %s", got, want)
+	}
+}
