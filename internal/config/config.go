@@ -408,8 +408,8 @@ func Parse(name string, data []byte) (*File, error) {
 // first, then the merged ones it lacks, so that the checks on tags see the
 // values the decoder uses.
 func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string]string) {
-	budget := maxIndexedNodes
-	indexNode(n, prefix, out, tags, &budget)
+	ix := indexer{lines: out, tags: tags, budget: maxIndexedNodes, open: map[*yaml.Node]bool{}}
+	ix.node(n, prefix)
 }
 
 // maxIndexedNodes bounds the nodes indexLines visits, aliases followed: a
@@ -417,17 +417,29 @@ func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string
 // such a file afterwards).
 const maxIndexedNodes = 100_000
 
-func indexNode(n *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+// indexer is the state of indexLines: open holds the mappings being
+// indexed, so that an alias of one inside itself (a: &a {x: *a}), which
+// the decoder refuses, is not followed for ever.
+type indexer struct {
+	lines  map[string]int
+	tags   map[string]string
+	budget int
+	open   map[*yaml.Node]bool
+}
+
+func (ix *indexer) node(n *yaml.Node, prefix string) {
 	n = resolveAlias(n)
-	if *budget--; *budget < 0 {
+	if ix.budget--; ix.budget < 0 || ix.open[n] {
 		return
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			indexNode(c, prefix, out, tags, budget)
+			ix.node(c, prefix)
 		}
 	case yaml.MappingNode:
+		ix.open[n] = true
+		defer delete(ix.open, n)
 		var merged []*yaml.Node
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], resolveAlias(n.Content[i+1])
@@ -435,51 +447,53 @@ func indexNode(n *yaml.Node, prefix string, out map[string]int, tags map[string]
 				merged = append(merged, v)
 				continue
 			}
-			indexKey(k, v, prefix, out, tags, budget)
+			ix.key(k, v, prefix)
 		}
 		for _, m := range merged {
-			indexMerged(m, prefix, out, tags, budget)
+			ix.merged(m, prefix)
 		}
 	}
 }
 
-// indexMerged indexes the keys a merge brings in that the mapping does
-// not set itself; a merge is shallow, so a key set in both is the
-// mapping's with all below it.
-func indexMerged(m *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+// merged indexes the keys a merge brings in that the mapping does not set
+// itself; a merge is shallow, so a key set in both is the mapping's with
+// all below it.
+func (ix *indexer) merged(m *yaml.Node, prefix string) {
+	if ix.budget--; ix.budget < 0 || ix.open[m] {
+		return
+	}
 	switch m.Kind {
 	case yaml.SequenceNode: // <<: [*a, *b]: the first one that has a key gives it
 		for _, c := range m.Content {
-			indexMerged(resolveAlias(c), prefix, out, tags, budget)
+			ix.merged(resolveAlias(c), prefix)
 		}
 	case yaml.MappingNode:
+		ix.open[m] = true
+		defer delete(ix.open, m)
 		for i := 0; i+1 < len(m.Content); i += 2 {
-			if *budget--; *budget < 0 {
-				return
-			}
 			k, v := m.Content[i], resolveAlias(m.Content[i+1])
 			if k.ShortTag() == "!!merge" {
-				indexMerged(v, prefix, out, tags, budget)
+				ix.merged(v, prefix)
 				continue
 			}
-			indexKey(k, v, prefix, out, tags, budget)
+			ix.key(k, v, prefix)
 		}
 	}
 }
 
-// indexKey records key k with value v under prefix, unless the path has
-// been recorded already, and indexes what is below it.
-func indexKey(k, v *yaml.Node, prefix string, out map[string]int, tags map[string]string, budget *int) {
+// key records key k with value v under prefix, unless the path has been
+// recorded already, and indexes what is below it.
+func (ix *indexer) key(k, v *yaml.Node, prefix string) {
 	path := k.Value
 	if prefix != "" {
 		path = prefix + "." + k.Value
 	}
-	if _, seen := out[path]; seen {
+	if _, seen := ix.lines[path]; seen {
 		return
 	}
-	out[path] = k.Line
-	tags[path] = v.ShortTag()
-	indexNode(v, path, out, tags, budget)
+	ix.lines[path] = k.Line
+	ix.tags[path] = v.ShortTag()
+	ix.node(v, path)
 }
 
 // resolveAlias returns the node an alias stands for.

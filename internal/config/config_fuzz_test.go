@@ -30,6 +30,9 @@ func FuzzParse(f *testing.F) {
 		"log_level: [1, 2]\n",
 		"worker:\n  poll_interval: 1ns\n",
 		"queues: &a\n  x: *a\n",
+		"queues: &a\n  x:\n    <<: *a\n",
+		// Aliases of aliases: a million nodes for the checks to follow.
+		"a0: &a0 {x: 1, y: 1.5}\na1: &a1 {p: *a0, q: *a0, r: *a0, s: *a0}\na2: &a2 {p: *a1, q: *a1, r: *a1, s: *a1}\na3: &a3 {p: *a2, q: *a2, r: *a2, s: *a2}\na4: &a4 {p: *a3, q: *a3, r: *a3, s: *a3}\na5: &a5 {p: *a4, q: *a4, r: *a4, s: *a4}\na6: &a6 {p: *a5, q: *a5, r: *a5, s: *a5}\na7: &a7 {p: *a6, q: *a6, r: *a6, s: *a6}\na8: &a8 {p: *a7, q: *a7, r: *a7, s: *a7}\na9: &a9 {p: *a8, q: *a8, r: *a8, s: *a8}\na10: &a10 {p: *a9, q: *a9, r: *a9, s: *a9}\nqueues:\n  q:\n    <<: *a10\n",
 		"database_url: \"postgres://u@h/db\"\ndata_dir: /tmp/x\nlog_format: json\n",
 		"\t- bad indent\n",
 		"queues:\n  orders:\n    handler:\n      type: http\n      url: http://x\n      headers: {A: \"\\0\"}\n",
