@@ -35,9 +35,21 @@ type Alert struct {
 	Status string    `json:"status"`
 	At     time.Time `json:"at"`
 	Events []Event   `json:"events"`
+	// EventsOmitted counts the events a JSON webhook was not sent, past
+	// the first MaxJSONEvents.
+	EventsOmitted int `json:"events_omitted,omitempty"`
 	// Text says it all in a few lines, for a person.
 	Text string `json:"text"`
 }
+
+// MaxJSONEvents is how many events a JSON webhook gets in one alert, and
+// maxTextChars how long its text may be: a check that finds hundreds of
+// new dead-letter groups would otherwise post megabytes, which receivers
+// refuse, losing the alert.
+const (
+	MaxJSONEvents = 100
+	maxTextChars  = 40000
+)
 
 // sender posts alerts from its own goroutine, so that no caller waits on
 // the network: a bounded queue, the oldest alert dropped (and logged) when
@@ -251,25 +263,27 @@ func (s *sender) body(a Alert) ([]byte, error) {
 		if len(a.Events) > 0 {
 			t = text(a.Events, slackEscape)
 		}
-		return json.Marshal(map[string]string{"text": fitSlack(t)})
+		return json.Marshal(map[string]string{"text": fitText(t)})
 	}
+	if len(a.Events) > MaxJSONEvents {
+		a.EventsOmitted = len(a.Events) - MaxJSONEvents
+		a.Events = a.Events[:MaxJSONEvents]
+	}
+	a.Text = fitText(a.Text)
 	return json.Marshal(a)
 }
 
-// slackTextMax is how many characters of a message's text Slack keeps; it
-// cuts off the rest without a word.
-const slackTextMax = 40000
-
-// fitSlack cuts t to slackTextMax characters at the end of a line, the
-// last line saying how many were left out and where to see them all, so
-// that a check that found many groups does not end mid-sentence with no
-// sign of the rest.
-func fitSlack(t string) string {
-	if utf8.RuneCountInString(t) <= slackTextMax {
+// fitText cuts t to maxTextChars characters (as many as Slack keeps of a
+// message's text, cutting off the rest without a word) at the end of a
+// line, the last line saying how many were left out and where to see them
+// all, so that a check that found many groups does not end mid-sentence
+// with no sign of the rest.
+func fitText(t string) string {
+	if utf8.RuneCountInString(t) <= maxTextChars {
 		return t
 	}
 	lines := strings.Split(t, "\n")
-	const room = slackTextMax - 200 // for the last line
+	const room = maxTextChars - 200 // for the last line
 	kept, n := 0, 0
 	for kept < len(lines) {
 		w := utf8.RuneCountInString(lines[kept]) + 1

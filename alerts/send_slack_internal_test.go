@@ -50,3 +50,38 @@ func TestSlackTextFitsSlacksLimit(t *testing.T) {
 		t.Fatalf("the last line %q does not say %q", last, want)
 	}
 }
+
+// A JSON webhook gets at most MaxJSONEvents events of an alert, with how
+// many it was not sent, and its text fitted as Slack's: a check that finds
+// hundreds of groups posts a body receivers take, not megabytes.
+func TestJSONAlertIsBounded(t *testing.T) {
+	got := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- body
+	}))
+	defer srv.Close()
+	var events []Event
+	for i := range 500 {
+		events = append(events, Event{Type: EventGroupNew, Group: &Group{Queue: "orders", Kind: "charge", ErrorClass: fmt.Sprintf("http.%d", i),
+			Error: strings.Repeat("e", 1000), Count: 1}})
+	}
+	cfg := Config{URL: srv.URL, Format: FormatJSON}.withDefaults()
+	if !newSender(cfg).deliver(context.Background(), Alert{Status: "DEGRADED", Events: events, Text: Text(events)}) {
+		t.Fatal("the alert was not sent")
+	}
+	body := <-got
+	var a Alert
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	if len(a.Events) != MaxJSONEvents || a.EventsOmitted != 500-MaxJSONEvents || a.Events[0].Group.ErrorClass != "http.0" {
+		t.Fatalf("%d events, %d omitted, first %+v; want the first %d and %d omitted", len(a.Events), a.EventsOmitted, a.Events[0].Group, MaxJSONEvents, 500-MaxJSONEvents)
+	}
+	if n := utf8.RuneCountInString(a.Text); n > 40000 || !strings.Contains(a.Text, "more lines not shown") {
+		t.Fatalf("text of %d characters, ending %q; want at most 40,000 saying what it left out", n, a.Text[max(0, len(a.Text)-100):])
+	}
+	if len(body) > 400<<10 {
+		t.Fatalf("the body is %d bytes", len(body))
+	}
+}
