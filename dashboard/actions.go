@@ -26,17 +26,25 @@ type done struct {
 	Links []link
 }
 
-// formID reads the queue and message id of a one-message action.
-func formID(r *http.Request) (string, int64, bool) {
-	id, err := strconv.ParseInt(strings.TrimSpace(r.PostFormValue("id")), 10, 64)
-	return strings.TrimSpace(r.PostFormValue("queue")), id, err == nil && id > 0
+// formID reads the queue and message id of a one-message action; why,
+// when the form names no message, says what is wrong with its id.
+func formID(r *http.Request) (queue string, id int64, why string) {
+	s := r.PostFormValue("id")
+	id, err := ops.ParseID(s)
+	switch {
+	case s == "":
+		why = "The form lacks its id"
+	case err != nil:
+		why = "The form's id " + strconv.Quote(s) + " is not a message id (" + ops.IDForm + ")"
+	}
+	return strings.TrimSpace(r.PostFormValue("queue")), id, why
 }
 
 // retryOne retries one dead message, confirmed on its page.
 func (s *server) retryOne(w http.ResponseWriter, r *http.Request, v *view) {
-	dlq, id, ok := formID(r)
-	if !ok {
-		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: retry it from its page.")
+	dlq, id, why := formID(r)
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? "+why+": retry it from its page.")
 		return
 	}
 	res, err := s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq},
@@ -59,9 +67,9 @@ func (s *server) retryOne(w http.ResponseWriter, r *http.Request, v *view) {
 
 // discardOne discards one dead message to its DLQ's archive.
 func (s *server) discardOne(w http.ResponseWriter, r *http.Request, v *view) {
-	dlq, id, ok := formID(r)
-	if !ok {
-		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: discard it from its page.")
+	dlq, id, why := formID(r)
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? "+why+": discard it from its page.")
 		return
 	}
 	res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: dlq}})
@@ -222,9 +230,9 @@ func selected(v url.Values) (d selectedData, why string) {
 		return d, "Choose what to do with the selected messages: retry or discard."
 	}
 	for _, s := range v["id"] {
-		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil || id <= 0 {
-			return d, "The selection holds " + strconv.Quote(s) + ", which is not a message id: select the messages on the list page."
+		id, err := ops.ParseID(s)
+		if err != nil {
+			return d, "The selection holds " + strconv.Quote(s) + ", which is not a message id (" + ops.IDForm + "): select the messages on the list page."
 		}
 		d.IDs = append(d.IDs, id)
 	}

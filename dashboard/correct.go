@@ -114,9 +114,9 @@ func (s *server) typedPayload(r *http.Request, dlq string, id int64) (text strin
 // the reason next to the text, kept as typed. With edit=1 (from the
 // preview) it shows the text again to change it.
 func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view) {
-	dlq, id, ok := formID(r)
-	if !ok {
-		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: correct its payload from its page.")
+	dlq, id, why := formID(r)
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? "+why+": correct its payload from its page.")
 		return
 	}
 	text, payload, why := s.typedPayload(r, dlq, id)
@@ -155,9 +155,9 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 // correctRun retries a message with the corrected payload confirmed on
 // its preview.
 func (s *server) correctRun(w http.ResponseWriter, r *http.Request, v *view) {
-	dlq, id, ok := formID(r)
-	if !ok {
-		s.refuse(w, r, v, http.StatusBadRequest, "Which message? The form lacks its id: correct its payload from its page.")
+	dlq, id, why := formID(r)
+	if why != "" {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? "+why+": correct its payload from its page.")
 		return
 	}
 	text, payload, why := s.typedPayload(r, dlq, id)

@@ -128,9 +128,9 @@ func (s *server) messageData(m ops.DeadMessage, asked bool) messageData {
 
 func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
-	id, err := strconv.ParseInt(strings.TrimSpace(q.Get("id")), 10, 64)
-	if err != nil || id <= 0 {
-		s.refuse(w, r, v, http.StatusBadRequest, "Which message? Give its id (a positive whole number) as ?id=, as the links of the dead-letter list do.")
+	id, err := ops.ParseID(q.Get("id"))
+	if err != nil {
+		s.refuse(w, r, v, http.StatusBadRequest, "Which message? Give its id as ?id=, as the links of the dead-letter list do: "+ops.IDForm+".")
 		return
 	}
 	asked := q.Get("payload") == "1"
@@ -161,7 +161,10 @@ type bulkData struct {
 	// DeadlinesPassed counts, in a retry's preview, the messages whose
 	// deadline has passed: the retry must clear it (the form asks).
 	DeadlinesPassed int
-	Workers         []ops.QueueWorkers
+	// Workers says which queues a worker serves, the first of them;
+	// WorkersOmitted counts the others.
+	Workers        []ops.QueueWorkers
+	WorkersOmitted int
 	// Changed: the confirmation was refused because the messages the
 	// filter selects changed since the preview.
 	Changed string
@@ -177,7 +180,7 @@ type bulkItem struct {
 
 func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
-		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers}
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
 	}

@@ -72,6 +72,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	}
 	log := clientLog.Tee(opts.Logger)
 	hooks := &server.Hooks{}
+	hooks.AddOnRequestInitialization(resources.CheckRead)
 	var s *server.MCPServer
 	isWrite := func(tool string) bool {
 		t := s.GetTool(tool)

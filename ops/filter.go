@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,6 +261,27 @@ func checkIDs(ids []int64) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// IDForm is the one form in which a message id is written as text, as
+// ParseID reads it: for the errors of the front ends that read ids from
+// text (a resource URI, a page's URL or form, a command line).
+const IDForm = "a positive integer written in decimal digits alone (no sign, leading zero, space or separator), such as 42"
+
+// ParseID reads a message id written as text: digits alone, the first not
+// 0, as the dead-letter list writes ids. Any other spelling of a number
+// (+42, 042, " 42", 4_2, 42.0) is refused rather than read as 42, so that
+// an id has one spelling wherever it is given: JSON arguments, URIs, URLs
+// and command lines alike.
+func ParseID(s string) (int64, error) {
+	if s == "" || s[0] == '0' || strings.Trim(s, "0123456789") != "" {
+		return 0, invalidf("message id %q is not in the form expected: give %s", clip(s, 40), IDForm)
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, invalidf("message id %s is too large: ids go up to %d", clip(s, 40), int64(math.MaxInt64))
+	}
+	return id, nil
 }
 
 // clip shortens s to n characters for a message.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/pgbus/pgbus/store"
@@ -76,16 +75,16 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 		return "", nil
 	case dryRun:
 		return "", invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
-	case strings.Trim(expect, "0123456789, ") != "":
+	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
 		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("limit", limit, "dry_run", true)...))
 	case f.Queue == "":
 		return "", invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
 	}
 	var ids []int64
 	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
-		id, err := strconv.ParseInt(w, 10, 64)
-		if err != nil || id <= 0 {
-			return "", invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas", clip(w, 30))
+		id, err := ParseID(w)
+		if err != nil {
+			return "", invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas, each %s", clip(w, 30), IDForm)
 		}
 		ids = append(ids, id)
 	}

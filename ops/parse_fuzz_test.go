@@ -1,7 +1,9 @@
 package ops_test
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,32 @@ func FuzzParseTime(f *testing.F) {
 		text := got.Format(time.RFC3339Nano)
 		if back, err := ops.ParseTime(text, now); err != nil || !back.Equal(got) {
 			t.Fatalf("%q: %v reads back from %q as %v, %v", s, got, text, back, err)
+		}
+	})
+}
+
+// FuzzParseID: a message id written as text is read only in its one
+// spelling, the decimal digits FormatInt gives (so +42, 042, " 42" and
+// 4_2 are refused, not read as 42); a refusal is ErrInvalid and says the
+// form expected.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"42", "1", "9223372036854775807", "9223372036854775808", "+42", "042", "0", "-0", "+0", "-42", " 42", "42 ", "4_2",
+		"42.0", "4.2e1", "0x2a", "٤٢", "", "\x00", "\xff", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ops.ParseID(s)
+		if err != nil {
+			if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "message id") {
+				t.Fatalf("%q: error %v is not a refusal that names the id", s, err)
+			}
+			if canonical := strings.Trim(s, "0123456789") == "" && s != "" && s[0] != '0'; !canonical && !strings.Contains(err.Error(), ops.IDForm) {
+				t.Fatalf("%q: error %q does not say the form expected", s, err)
+			}
+			return
+		}
+		if id <= 0 || strconv.FormatInt(id, 10) != s {
+			t.Fatalf("%q: read as %d, which is written %q", s, id, strconv.FormatInt(id, 10))
 		}
 	})
 }

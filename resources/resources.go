@@ -13,12 +13,12 @@
 package resources
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -104,14 +104,13 @@ func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([
 // allows payloads.
 func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
-	parts := strings.Split(strings.TrimPrefix(uri, deadMessagePrefix), "/")
-	if !strings.HasPrefix(uri, deadMessagePrefix) || len(parts) != 2 || parts[0] == "" {
+	queue, msgID, ok := splitDeadURI(uri)
+	if !ok {
 		return nil, fmt.Errorf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", uri, deadMessageExample)
 	}
-	queue := parts[0]
-	id, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || id <= 0 {
-		return nil, fmt.Errorf("resource %s: msg_id %q is not a message id; give the positive integer id from pgbus_dlq_list, for example %s", uri, parts[1], deadMessageExample)
+	id, err := deadMessageID(uri, msgID)
+	if err != nil {
+		return nil, err
 	}
 	if err := ops.CheckQueueName(queue); err != nil {
 		return nil, fmt.Errorf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err)
@@ -122,6 +121,55 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	}
 	tools.NameHints(reflect.ValueOf(&m), r.d.Ops.ReadOnly())
 	return jsonContents(uri, m)
+}
+
+// splitDeadURI returns the queue and the msg_id of a dead message's URI,
+// as written, and false when uri is not of the form
+// pgbus://dlq/{queue}/{msg_id}.
+func splitDeadURI(uri string) (queue, msgID string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, deadMessagePrefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 2 || parts[0] == "" {
+		return "", "", false
+	}
+	return parts[0], parts[1], true
+}
+
+// deadMessageID reads the msg_id of a dead message's URI: written as
+// pgbus_dlq_list writes ids, or refused saying so.
+func deadMessageID(uri, msgID string) (int64, error) {
+	id, err := ops.ParseID(msgID)
+	if err != nil {
+		return 0, fmt.Errorf("resource %s: msg_id: %v; pgbus_dlq_list shows the ids there are (msg_id); for example %s", uri, err, deadMessageExample)
+	}
+	return id, nil
+}
+
+// CheckRead is a request hook (server.Hooks.AddOnRequestInitialization)
+// that refuses a read of a dead message whose msg_id is not written as
+// pgbus_dlq_list writes ids, with the error the resource gives. mcp-go
+// passes 042 on to the resource, which refuses it, but answers +42 (a
+// character a URI template's variable does not match) with a bare
+// "resource not found", which does not say what is wrong.
+func CheckRead(_ context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok || !bytes.Contains(raw, []byte(mcp.MethodResourcesRead)) {
+		return nil
+	}
+	var req struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil || req.Method != string(mcp.MethodResourcesRead) {
+		return nil
+	}
+	if _, msgID, ok := splitDeadURI(req.Params.URI); ok {
+		_, err := deadMessageID(req.Params.URI, msgID)
+		return err
+	}
+	return nil
 }
 
 // readError turns an engine error into a resource error whose message says

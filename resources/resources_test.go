@@ -351,3 +351,34 @@ func TestNamedToolsExist(t *testing.T) {
 		}
 	}
 }
+
+// A dead message's URI takes its id in one spelling, the one
+// pgbus_dlq_list shows: +42, 042, " 42", 4_2 and the like are refused,
+// saying the form expected, rather than read as message 42.
+func TestDeadMessageURIIDIsCanonical(t *testing.T) {
+	s := testStore(t)
+	queue := newQueue(t, s)
+	pgtest.RestartDLQ(t, s, queue, 42)
+	if id := deadOne(t, s, queue, `{"order":7}`); id != 42 {
+		t.Fatalf("dead message id %d, want 42", id)
+	}
+	c := inProcess(t, deps(t, s, ops.Options{}))
+	var doc ops.DeadMessage
+	read(t, c, fmt.Sprintf("pgbus://dlq/%s/42", queue), &doc)
+	if doc.MsgID != 42 {
+		t.Fatalf("pgbus://dlq/%s/42 read message %d", queue, doc.MsgID)
+	}
+	for _, id := range []string{"+42", "042", "0042", " 42", "42 ", "%2042", "%2B42", "4_2", "42.0", "4.2e1", "0x2a", "٤٢", "0", "-0", "+0"} {
+		uri := fmt.Sprintf("pgbus://dlq/%s/%s", queue, id)
+		err := readErr(t, c, uri)
+		if err == nil {
+			t.Errorf("read %s: read a message; want it refused", uri)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "not in the form expected") || !strings.Contains(msg, ops.IDForm) {
+			t.Errorf("read %s: %v; want it to say the form expected (%s)", uri, err, ops.IDForm)
+		}
+	}
+	// Still serving.
+	read(t, c, fmt.Sprintf("pgbus://dlq/%s/42", queue), &doc)
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +18,13 @@ import (
 
 // parseID reads a message id argument.
 func parseID(s string) (int64, error) {
-	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, usageError{fmt.Errorf("message id %q: ids are positive whole numbers, as pgbus dlq list shows them", clip(s, 40))}
+	id, err := ops.ParseID(s)
+	if err != nil {
+		shown := s // as given, blanks included: they are what is wrong
+		if r := []rune(s); len(r) > 40 {
+			shown = string(r[:39]) + "…"
+		}
+		return 0, usageError{fmt.Errorf("message id %q: ids are positive whole numbers in decimal digits alone (no sign, leading zero, space or separator), as pgbus dlq list shows them", shown)}
 	}
 	return id, nil
 }
