@@ -29,7 +29,7 @@ func jsonChars(v any) int {
 // over reports whether v's JSON passes the response bound; never when
 // there is none.
 func (b Bounds) over(v any) bool {
-	return b.Response > 0 && jsonChars(v) > b.Response
+	return b.Response > 0 && rowChars(v) > b.Response
 }
 
 // hintAllowance is what a front end may add to one hint of a row when it
@@ -37,11 +37,12 @@ func (b Bounds) over(v any) bool {
 // why no tool runs it.
 const hintAllowance = 100
 
-// hintedRow is a row that carries hints of its own.
+// hintedRow is a row, or a result, that carries hints of its own.
 type hintedRow interface{ hintCount() int }
 
 // rowChars is how many characters row's JSON may have once a front end
-// has named its hints.
+// has named its hints: a row of a list, or the rest of a result that a
+// list must fit beside.
 func rowChars[T any](row T) int {
 	n := jsonChars(row)
 	if h, ok := any(row).(hintedRow); ok {
@@ -70,7 +71,7 @@ func shrunkPage[T any](b Bounds, rows []T, rest any) int {
 	if b.Response <= 0 {
 		return 0
 	}
-	if k := fitRows(rows, b.Response-jsonChars(rest)); k < len(rows) {
+	if k := fitRows(rows, b.Response-rowChars(rest)); k < len(rows) {
 		return k
 	}
 	return 0
@@ -132,7 +133,7 @@ func trimMoved[T any](b Bounds, whole any, moved *[]T, omitted *int) {
 	if !b.over(whole) || len(*moved) == 0 {
 		return
 	}
-	room := b.Response - (jsonChars(whole) - jsonChars(*moved))
+	room := b.Response - (rowChars(whole) - jsonChars(*moved))
 	k := 0
 	if room > 0 {
 		k = fitRows(*moved, room)

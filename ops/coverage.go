@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -129,36 +130,111 @@ func (s *Service) queueCoverage(ctx context.Context, queues []string) ([]QueueWo
 	return out, nil
 }
 
+// queuesNamed is how many next steps of one kind a retry names, one per
+// queue or breaker: a worker to start, a queue to resume, a breaker to
+// look at. A retry by filter may send its messages back to hundreds of
+// queues; its workers list says which queues each concerns.
+const queuesNamed = 10
+
 // noteRetryWorkers adds to a retry's result whether workers serve the
-// queues its messages went back to, and the next step for those none
-// serves: a retry into a queue without workers does not run.
+// queues its messages went back to, those none serves first, and the next
+// step for the first of them: a retry into a queue without workers does
+// not run.
 func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
-	if r.Retried == 0 || len(r.Moved) == 0 {
+	if r.Retried == 0 || len(r.queues) == 0 {
 		return
 	}
-	queues := make([]string, len(r.Moved))
-	for i, m := range r.Moved {
-		queues[i] = m.Queue
-	}
-	cov, err := s.queueCoverage(ctx, queues)
+	cov, err := s.queueCoverage(ctx, r.queues)
 	if err != nil {
 		return // the retry happened; a note it cannot make is no reason to fail it
 	}
+	slices.SortStableFunc(cov, func(a, b QueueWorkers) int { return cmp.Compare(boolRank(a.Served()), boolRank(b.Served())) })
 	r.Workers = cov
+	var starts []Hint
 	for _, c := range cov {
 		if !c.Served() {
-			r.Next = append([]Hint{c.startHint()}, r.Next...)
+			starts = append(starts, c.startHint())
 		}
 	}
-	s.noteRetryBreakers(ctx, r, queues)
-	s.noteRetryPaused(ctx, r, queues)
+	if len(starts) > queuesNamed {
+		r.Notes = append(r.Notes, fmt.Sprintf("no running worker serves %d of the %d queues the messages %s back to: the next steps start one for the first %d",
+			len(starts), len(cov), wentBack(r.DryRun), queuesNamed))
+	}
+	r.prepend(starts)
+	s.noteRetryBreakers(ctx, r, r.queues)
+	s.noteRetryPaused(ctx, r, r.queues)
 }
 
-// noteRetryPaused puts first among a retry's next steps the resume of each
-// paused queue its messages went back to: they wait there, unread, until
-// it is resumed, whatever the workers.
+// prepend puts the first queuesNamed of hints first among r's next steps.
+func (r *DLQRetry) prepend(hints []Hint) {
+	if len(hints) > 0 {
+		r.Next = append(slices.Clip(hints[:min(len(hints), queuesNamed)]), r.Next...)
+	}
+}
+
+// seeAlso adds h last to r's next steps, unless a step of its operation is
+// there already: where to see what a list of r leaves out.
+func (r *DLQRetry) seeAlso(h Hint) {
+	if !slices.ContainsFunc(r.Next, func(n Hint) bool { return n.Op == h.Op && len(n.Args) == 0 }) {
+		r.Next = append(r.Next, h)
+	}
+}
+
+// seeHealth is where to see every queue a retry's lists leave out: after
+// the retry, the health check names each whose messages wait.
+var seeHealth = hint(OpHealth, "lists every queue with ready messages that no running worker serves (no_workers) and every paused queue (queue_paused), STALLED ones first")
+
+// wentBack says where a retry's messages went, or in a dry run would go.
+func wentBack(dryRun bool) string {
+	if dryRun {
+		return "would go"
+	}
+	return "went"
+}
+
+// fitWorkers lists fewer of the queues in r.Workers when the result would
+// pass the response bound, the last ones (those a worker serves), and says
+// how many it left out and where to see them all.
+func (r *DLQRetry) fitWorkers(b Bounds) {
+	if len(r.Workers) == 0 {
+		return
+	}
+	see := "the health check (next) lists those whose messages no running worker serves (no_workers), and pgbus health on the command line lists them all"
+	if r.DryRun {
+		see = "the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters) lists those no running worker serves"
+	}
+	// The rest of the result as it will be: with the note and the next
+	// step, and without Moved, which gets the room left after.
+	rest := *r
+	rest.Workers, rest.Moved, rest.Outcomes = nil, nil, nil
+	rest.Notes = append(slices.Clip(r.Notes), see+strings.Repeat("x", 200))
+	if !r.DryRun {
+		rest.seeAlso(seeHealth)
+	}
+	rest.WorkersOmitted = len(r.Workers)
+	n := fitList(b, &r.Workers, rest)
+	if n == 0 {
+		return
+	}
+	r.WorkersOmitted = n
+	if !r.DryRun {
+		r.seeAlso(seeHealth)
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("%d of the %d queues the messages %s back to are listed in workers (those no running worker serves first) so that the response stays under %d characters; %s",
+		len(r.Workers), len(r.Workers)+n, wentBack(r.DryRun), ResponseBudget, see))
+}
+
+// noteRetryPaused puts first among a retry's next steps the resume of
+// each paused queue its messages went back to, the first queuesNamed of
+// them: they wait there, unread, until it is resumed, whatever the
+// workers.
 func (s *Service) noteRetryPaused(ctx context.Context, r *DLQRetry, queues []string) {
+	settings, err := s.store.AllQueueSettings(ctx)
+	if err != nil {
+		return // as for the workers: the retry happened
+	}
 	seen := map[string]bool{}
+	var resumes []Hint
 	for _, q := range queues {
 		names := servedAs(q)
 		logical := names[len(names)-1] // a priority level is paused with its queue
@@ -166,31 +242,44 @@ func (s *Service) noteRetryPaused(ctx context.Context, r *DLQRetry, queues []str
 			continue
 		}
 		seen[logical] = true
-		st, err := s.store.QueueSettingsOf(ctx, logical)
-		if err == nil && st.Paused {
-			r.Next = append([]Hint{hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the retried messages wait in it, unread, until it is resumed", logical), "queue", logical)}, r.Next...)
+		if settings[logical].Paused {
+			resumes = append(resumes, hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the retried messages wait in it, unread, until it is resumed", logical), "queue", logical))
 		}
 	}
+	if len(resumes) > queuesNamed {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of the queues the messages %s back to are paused: the next steps resume the first %d, and the health check (next) lists every paused queue",
+			len(resumes), wentBack(r.DryRun), queuesNamed))
+		r.seeAlso(seeHealth)
+	}
+	r.prepend(resumes)
 }
 
 // noteRetryBreakers adds to a retry's next steps the breakers that are not
-// closed and that handlers of the queues its messages went back to use:
-// those messages wait for the breaker (snoozed, not failed), which would
-// otherwise look like a retry that did nothing.
+// closed and that handlers of the queues its messages went back to use,
+// the first queuesNamed of them: those messages wait for the breaker
+// (snoozed, not failed), which would otherwise look like a retry that did
+// nothing.
 func (s *Service) noteRetryBreakers(ctx context.Context, r *DLQRetry, queues []string) {
 	breakers, err := s.store.ListBreakers(ctx, "")
 	if err != nil {
 		return // as for the workers: the retry happened
 	}
+	var looks []Hint
 	for _, b := range breakers {
 		if b.State == store.BreakerClosed {
 			continue
 		}
 		if q, ok := usedOn(runningUsers(b.Users, s.now()), queues); ok {
-			r.Next = append([]Hint{hint(OpCircuits, fmt.Sprintf("breaker %q, which handlers of queue %q use, is %s: the retried jobs wait for it, snoozed, not failed, until a probe call succeeds",
-				b.Name, q, strings.ReplaceAll(b.State, "_", "-")), "name", b.Name)}, r.Next...)
+			looks = append(looks, hint(OpCircuits, fmt.Sprintf("breaker %q, which handlers of queue %q use, is %s: the retried jobs wait for it, snoozed, not failed, until a probe call succeeds",
+				b.Name, q, strings.ReplaceAll(b.State, "_", "-")), "name", b.Name))
 		}
 	}
+	if len(looks) > queuesNamed {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d breakers that handlers of those queues use are open or half-open: the next steps name the first %d, and the list of breakers (next) has them all, open ones first",
+			len(looks), queuesNamed))
+		r.seeAlso(hint(OpCircuits, "lists every breaker, open and half-open ones first"))
+	}
+	r.prepend(looks)
 }
 
 // usedOn returns the first of queues (physical: a priority level counts

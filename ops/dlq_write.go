@@ -75,9 +75,20 @@ type DLQRetry struct {
 	Expect          string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next            []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
-	Workers         []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to); a retried message runs again only where one does."`
-	DeadlinesPassed int            `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
+	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to), those none serves first, but for workers_omitted; a retried message runs again only where one does."`
+	// WorkersOmitted counts the last queues left out of Workers so that
+	// the result fits the response bound.
+	WorkersOmitted  int      `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
+	DeadlinesPassed int      `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
+	Notes           []string `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
+
+	// queues are the queues the messages went back to, each once: all of
+	// them, where Moved lists the first 100 messages.
+	queues []string
 }
+
+func (r DLQRetry) hintCount() int   { return len(r.Next) }
+func (r DLQDiscard) hintCount() int { return len(r.Next) }
 
 // OK reports whether every message asked for was retried (or would be).
 // An id another call moved meanwhile was not: whether that call retried
@@ -97,6 +108,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		}
 	}()
 	defer func() {
+		// The queues' workers first: whether the messages will run at all
+		// matters more than which ones moved.
+		out.fitWorkers(s.opts.Bounds)
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
 	}()
@@ -300,7 +314,7 @@ func checkByIDs(f DeadFilter, limit int) error {
 
 func retryResult(rep store.RetryReport) DLQRetry {
 	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, FirstError: rep.FirstError,
-		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted}
+		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted, queues: rep.Queues}
 	for i, m := range rep.Moved {
 		out.Moved[i] = RetriedMessage{DLQ: m.DLQ, DLQMsgID: m.DLQMsgID, Queue: m.Queue, MsgID: m.MsgID}
 	}
@@ -718,10 +732,19 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
 		return nil
 	}
 	slices.Sort(dlqs)
-	e := invalidf("group %s names a group in each of %d DLQs (%s), and a move by group moves one: give queue as well, to say which",
-		f.Group, len(dlqs), strings.Join(dlqs, ", "))
-	for _, d := range dlqs {
+	// Rows another client wrote may share a key across hundreds of DLQs:
+	// a few are named, as for an id in several DLQs.
+	named, more := dlqs[:min(len(dlqs), ambiguousNamed)], ""
+	if len(dlqs) > len(named) {
+		more = fmt.Sprintf(" and %d more", len(dlqs)-len(named))
+	}
+	e := invalidf("group %s names a group in each of %d DLQs (%s%s), and a move by group moves one: give queue as well, to say which",
+		f.Group, len(dlqs), strings.Join(named, ", "), more)
+	for _, d := range named {
 		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", d, "group", f.Group))
+	}
+	if more != "" {
+		e.with(hint(OpDLQSummary, "lists the group of this key in each DLQ", "group", f.Group))
 	}
 	return e
 }

@@ -339,7 +339,13 @@ type WorkerStatus struct {
 	Status string `json:"status" jsonschema:"enum=running,enum=stale,enum=stopped"`
 	// HeartbeatAgeSeconds is how long ago the process last checked in.
 	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds" jsonschema_description:"Seconds since the process last sent its heartbeat."`
+	// QueuesOmitted counts the queues left out of Queues for an agent.
+	QueuesOmitted int `json:"queues_omitted,omitempty" jsonschema_description:"Queues the process serves but left out of queues, the last it registered: for an agent at most 20 are listed; notes says where to see them all."`
 }
+
+// maxWorkerQueues is how many queues of one worker process an agent is
+// shown: a process may serve every queue of its configuration, hundreds.
+const maxWorkerQueues = 20
 
 // Workers are the worker processes seen in the last 24 hours.
 type Workers struct {
@@ -408,8 +414,22 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (Workers, err
 		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
 		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
 	}
+	if !req.All && s.opts.Bounds.Response > 0 {
+		cut := 0
+		for i := range out.Workers {
+			if w := &out.Workers[i]; len(w.Queues) > maxWorkerQueues {
+				w.QueuesOmitted = len(w.Queues) - maxWorkerQueues
+				w.Queues = w.Queues[:maxWorkerQueues:maxWorkerQueues]
+				cut++
+			}
+		}
+		if cut > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("%d %s more than %d queues: the first %d of each are listed (queues_omitted counts the others); pgbus workers on the command line lists them all",
+				cut, plural(cut, "process serves", "processes serve"), maxWorkerQueues, maxWorkerQueues))
+		}
+	}
 	if !req.All {
-		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
+		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: append(slices.Clip(out.Notes), strings.Repeat("x", 300))}); n > 0 {
 			out.Omitted += n
 			out.Notes = append(out.Notes, fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists more", len(out.Workers), len(out.Workers)+out.Omitted, ResponseBudget))
 		}

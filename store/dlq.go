@@ -195,11 +195,16 @@ type RetryReport struct {
 	MovedOmitted int              `json:"moved_omitted,omitempty"`
 	// Failures lists the first MaxRetryMoved messages that failed.
 	Failures []RetryFailure `json:"failures,omitempty"`
+	// Queues lists the queues messages went back to (in a dry run: would
+	// go back to), each once, in the order first moved: every one, where
+	// Moved lists the first MaxRetryMoved messages only.
+	Queues []string `json:"queues,omitempty"`
 	// Token, on a dry run of RetryDeadMatching, names the set of messages
 	// selected; pass it as RetryOptions.Expect to the real call.
 	Token string `json:"token,omitempty"`
 
 	firstErr error
+	queueSet map[string]bool // Queues, to add each once
 }
 
 // RetryFailure is one message a retry left in its DLQ, and why. NotFound
@@ -228,10 +233,25 @@ type RetriedMessage struct {
 
 func (r *RetryReport) moved(m RetriedMessage) {
 	r.Retried++
+	r.addQueue(m.Queue)
 	if len(r.Moved) < MaxRetryMoved {
 		r.Moved = append(r.Moved, m)
 	} else {
 		r.MovedOmitted++
+	}
+}
+
+// addQueue adds q to Queues unless it is there.
+func (r *RetryReport) addQueue(q string) {
+	if r.queueSet == nil {
+		r.queueSet = map[string]bool{}
+		for _, have := range r.Queues {
+			r.queueSet[have] = true
+		}
+	}
+	if !r.queueSet[q] {
+		r.queueSet[q] = true
+		r.Queues = append(r.Queues, q)
 	}
 }
 

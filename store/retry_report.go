@@ -1,8 +1,8 @@
 package store
 
-// Merge adds another report's counts and moved messages to r, keeping the
-// first error and the bound on Moved. Callers that retry per DLQ merge the
-// reports into one.
+// Merge adds another report's counts, moved messages and queues to r,
+// keeping the first error and the bound on Moved. Callers that retry per
+// DLQ merge the reports into one.
 func (r *RetryReport) Merge(other RetryReport) {
 	r.DryRun = r.DryRun || other.DryRun
 	r.Retried += other.Retried
@@ -18,6 +18,9 @@ func (r *RetryReport) Merge(other RetryReport) {
 		}
 	}
 	r.MovedOmitted += other.MovedOmitted
+	for _, q := range other.Queues {
+		r.addQueue(q)
+	}
 	for _, f := range other.Failures {
 		if len(r.Failures) < MaxRetryMoved {
 			r.Failures = append(r.Failures, f)

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -61,5 +62,29 @@ func TestAmbiguousIDsStayUnderBudget(t *testing.T) {
 	}
 	if calls == 0 || calls > 10 {
 		t.Errorf("%d retry hints, want one per DLQ holding the ids, at most 10: %+v", calls, retry.Next)
+	}
+
+	// Rows another client wrote (no dead-letter block, so no source queue
+	// in their group's key) share one group key across every DLQ: a move
+	// by that key alone is refused under the budget, naming ten DLQs and
+	// where to see the others.
+	for _, q := range names {
+		if _, err := st.Pool().Exec(testContext(t), `INSERT INTO pgmq."q_`+q+`_dlq" (vt, message) VALUES (clock_timestamp(), '{"job_class": "RubyJob"}')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"kind": "RubyJob"})
+	if len(sum.Groups) == 0 || sum.TotalGroups != many {
+		t.Fatalf("summary of the raw rows: %d groups listed of %d; want one per DLQ, %d", len(sum.Groups), sum.TotalGroups, many)
+	}
+	for _, tool := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard"} {
+		args := map[string]any{"group": sum.Groups[0].Group, "limit": 10, "dry_run": true}
+		text := e.callErr(t, tool, args, fmt.Sprintf("in each of %d DLQs", many), fmt.Sprintf("and %d more", many-10), "pgbus_dlq_summary")
+		if n := len(text); n > responseLimit {
+			t.Errorf("%s %v: an error of %d characters, over %d: %.200s", tool, args, n, responseLimit, text)
+		}
+		if n := strings.Count(text, "pgbus_dlq_list"); n != 10 {
+			t.Errorf("%s %v: %d lists offered, want 10: %.300s", tool, args, n, text)
+		}
 	}
 }

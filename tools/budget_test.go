@@ -369,3 +369,33 @@ func TestLongFiltersStayUnderBudget(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestWorkerOfManyQueuesStaysUnderBudget: a worker process that serves
+// 500 queues (one started with every queue of its configuration) is
+// listed under the budget, with the first of its queues and a count of
+// the others, which the command line lists.
+func TestWorkerOfManyQueuesStaysUnderBudget(t *testing.T) {
+	e := newIsolatedEnv(t, ops.Options{})
+	const many = 500
+	queues := make([]string, many)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("customer_notification_webhooks_region_%03d", i)
+	}
+	if err := e.st.RegisterWorker(testContext(t), store.WorkerProcess{ID: uniqueName("w"), Hostname: "live", PID: 1, Queues: queues, Concurrency: 10}); err != nil {
+		t.Fatal(err)
+	}
+	checkSize(t, e, "pgbus_workers", nil)
+	ws := callOK[ops.Workers](t, e, "pgbus_workers", nil)
+	if len(ws.Workers) != 1 || ws.Running != 1 {
+		t.Fatalf("workers: %d listed, %d running; want the one", len(ws.Workers), ws.Running)
+	}
+	w := ws.Workers[0]
+	if len(w.Queues) == 0 || len(w.Queues)+w.QueuesOmitted != many || w.Queues[0] != queues[0] {
+		t.Fatalf("the worker lists %d queues (first %v) and omits %d; want the first of its %d and a count of the rest", len(w.Queues), w.Queues[:min(1, len(w.Queues))], w.QueuesOmitted, many)
+	}
+	if !slices.ContainsFunc(ws.Notes, func(n string) bool {
+		return strings.Contains(n, "pgbus workers") && strings.Contains(n, "queues_omitted")
+	}) {
+		t.Errorf("notes %q do not say how many queues were left out and where to see them", ws.Notes)
+	}
+}

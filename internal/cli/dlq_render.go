@@ -244,13 +244,41 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 			return err
 		}
 	}
-	for _, c := range rep.Workers {
-		if !c.Served() {
-			fmt.Fprintln(a.stdout, "note: "+c.Note)
-		}
+	if err := a.printUnserved(rep.Workers); err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(a.stdout, "note: "+n)
 	}
 	printNext(a.stdout, rep.Next)
 	return nil
+}
+
+// notedQueues is how many queues without a running worker a retry notes
+// one line each; more are a table.
+const notedQueues = 10
+
+// printUnserved prints the queues of ws that no running worker serves: a
+// note each when they are few, a table of them all when they are many.
+func (a *app) printUnserved(ws []ops.QueueWorkers) error {
+	var unserved []ops.QueueWorkers
+	for _, c := range ws {
+		if !c.Served() {
+			unserved = append(unserved, c)
+		}
+	}
+	if len(unserved) <= notedQueues {
+		for _, c := range unserved {
+			fmt.Fprintln(a.stdout, "note: "+c.Note)
+		}
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "note: no running worker serves these %d queues, whose messages will not run until one is started:\n", len(unserved))
+	t := newTable(a.stdout, "QUEUE", "WORKERS", "LAST SEEN")
+	for _, c := range unserved {
+		t.row(c.Queue, c.Status, agoPtr(c.LastSeenAt))
+	}
+	return t.flush()
 }
 
 // printDiscard prints what a discard did.

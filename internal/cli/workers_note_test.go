@@ -54,3 +54,41 @@ func TestWorkersNoteAndFailureContext(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A retry into more queues than a note each reads well lists those no
+// worker serves in one table, all of them, and names a worker to start
+// for ten: the next steps do not repeat one command per queue.
+func TestRetryIntoManyQueuesWithoutWorkers(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := pgtest.OpenStore(t, d.url)
+	const many = 12
+	for i := range many {
+		q := fmt.Sprintf("webhooks_%02d", i)
+		d.ok(t, "queue", "create", q)
+		pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "notify"})
+	}
+	for _, dry := range []bool{true, false} {
+		args := []string{"dlq", "retry-all", "--kind", "notify", "--yes"}
+		if dry {
+			args = []string{"dlq", "retry-all", "--kind", "notify", "--dry-run"}
+		}
+		out := d.ok(t, args...)
+		if n := strings.Count(out, "note: no worker process has served"); n != 0 {
+			t.Errorf("%v: %d notes of one queue each; want the queues in a table:\n%s", args, n, out)
+		}
+		for _, want := range []string{
+			fmt.Sprintf("note: no running worker serves these %d queues", many),
+			"webhooks_00  never",
+			"webhooks_11  never",
+			fmt.Sprintf("note: no running worker serves %d of the %d queues", many, many),
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, out)
+			}
+		}
+		if n := strings.Count(out, "next: pgbus work --queue"); n != 10 {
+			t.Errorf("%v: %d workers to start in the next steps, want 10:\n%s", args, n, out)
+		}
+	}
+}
