@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -161,35 +160,6 @@ func TestDeadGroupsByField(t *testing.T) {
 	}
 	_, err := s.SummarizeDeadWith(ctx, store.DeadFilter{Queue: q}, store.SummaryOptions{ByField: []string{"file", ""}})
 	wantErr(t, "an empty key", err, store.ErrInvalid, "empty, overlong or invalid key")
-}
-
-// storeAtVersion opens a fresh database migrated only up to version, as
-// an older pgbus left it, and returns every migration for the rest.
-func storeAtVersion(t *testing.T, version int) (*store.Store, []schema.Migration) {
-	t.Helper()
-	ctx := testContext(t)
-	s, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	all, err := schema.All()
-	if err != nil || len(all) <= version {
-		t.Fatalf("migrations: %d, %v", len(all), err)
-	}
-	if _, err := s.Pool().Exec(ctx, `CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (
-		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range all[:version] {
-		if _, err := s.Pool().Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("migration %d: %v", m.Version, err)
-		}
-		if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s, all
 }
 
 // Migration 0010 regroups the DLQs that 0007 counted: by pattern, under

@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // SetAuditPruneBatch makes PruneAudit delete n entries per statement until
 // the test ends, so that a test prunes over several batches with few rows.
@@ -8,4 +11,19 @@ func SetAuditPruneBatch(tb testing.TB, n int) {
 	old := auditPruneBatch
 	auditPruneBatch = n
 	tb.Cleanup(func() { auditPruneBatch = old })
+}
+
+// MigrationLockKey is the advisory lock key that serialises migrations.
+const MigrationLockKey = migrationLockKey
+
+// SetMigrationLockWaits shortens the bounds on the lock waits of
+// migrations for the length of the test: each lock wait (lock_timeout),
+// the first pause before a retry, the time a migration may be retried for,
+// and the wait for the migration lock.
+func SetMigrationLockWaits(tb testing.TB, wait, pause, retryFor, turn time.Duration) {
+	old := [4]time.Duration{migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait}
+	migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait = wait, pause, retryFor, turn
+	tb.Cleanup(func() {
+		migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait = old[0], old[1], old[2], old[3]
+	})
 }

@@ -5,7 +5,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -24,3 +27,61 @@ func newQueue(t testing.TB, s *store.Store) string {
 func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 
 func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
+
+// storeAtVersion opens a fresh database migrated only up to version, as
+// an older pgbus left it, and returns every migration for the rest.
+func storeAtVersion(t *testing.T, version int) (*store.Store, []schema.Migration) {
+	t.Helper()
+	url, all := databaseAtVersion(t, version)
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, all
+}
+
+// databaseAtVersion creates a fresh database migrated only up to version,
+// as an older pgbus left it, and returns its URL and every migration.
+func databaseAtVersion(t *testing.T, version int) (string, []schema.Migration) {
+	t.Helper()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	conn := connect(t, url, "")
+	all, err := schema.All()
+	if err != nil || len(all) <= version {
+		t.Fatalf("migrations: %d, %v", len(all), err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (
+		version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[:version] {
+		if _, err := conn.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url, all
+}
+
+// connect opens a connection of the test's own to url, with application
+// name app if given, closed when the test ends.
+func connect(t *testing.T, url, app string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app != "" {
+		cfg.RuntimeParams["application_name"] = app
+	}
+	conn, err := pgx.ConnectConfig(testContext(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgbus/pgbus/schema"
 )
@@ -32,6 +34,14 @@ type MigrationStatus struct {
 // inside the lock. No state outlives a transaction, so Migrate also works
 // through a pooler in transaction mode (PgBouncer).
 //
+// It is safe on a live system: a migration waits for a table's lock
+// migrationLockWait at a time (SET LOCAL lock_timeout), so the statements
+// queued behind it on a busy table wait no longer, and is tried again for
+// migrationRetryFor; then Migrate gives up with nothing of it applied and
+// an error naming the backends that held the lock and what to do (see
+// migrationTx). It waits migrationTurnWait at most for another process
+// that migrates, then names it. Its context ends every wait.
+//
 // A role that may not read the pgbus schemas gets CheckSchema's
 // ErrPermission, which names the grants to run.
 //
@@ -55,7 +65,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		return st, err
 	}
 	applied := map[int]bool{}
-	err = s.migrationTx(ctx, func(tx pgx.Tx) error {
+	err = s.migrationTx(ctx, "migrate", func(tx pgx.Tx) error {
 		// Before anything is written: a schema pgmq of someone else's
 		// stops here.
 		if err := checkPGMQSchema(ctx, tx); err != nil {
@@ -105,20 +115,147 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	return st, err
 }
 
-// migrationTx runs fn in a transaction that holds the migration lock.
-func (s *Store) migrationTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return poolerHint(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+// Migrations bound their lock waits, so that one never stalls a live
+// system for long. Variables, not constants, so that tests can shorten them.
+var (
+	// migrationLockWait is the lock_timeout of a migration's statements. A
+	// statement waiting for a table's lock (an ALTER TABLE behind a long
+	// transaction that read the table) makes every later statement on that
+	// table wait behind it, so it waits this long at most; the migration
+	// is then rolled back and tried again.
+	migrationLockWait = 5 * time.Second
+	// migrationRetryPause is the pause before the first retry after a lock
+	// timeout; each further pause is twice the one before.
+	migrationRetryPause = time.Second
+	// migrationRetryFor is how long after its first try a migration may
+	// still be tried again; then it gives up, naming who held the lock.
+	migrationRetryFor = time.Minute
+	// migrationTurnWait bounds the wait for the migration lock, which
+	// another process holds while it migrates. A migration holds it for at
+	// most migrationLockWait per lock wait and the time of its DDL.
+	migrationTurnWait = 2 * time.Minute
+)
+
+// migrationTx runs fn in a transaction that holds the migration lock, and
+// reports errors as about what ("migration 3 (engine)").
+//
+// The wait for the migration lock is bounded by migrationTurnWait, and
+// every lock wait of fn's statements by migrationLockWait. When one of
+// those times out, the transaction is rolled back, so nothing of it is
+// applied, and fn is run again in a new one after a pause, twice as long
+// each time, until migrationRetryFor has passed. The error of a migration
+// that gives up names the relation it waited for and the backends that
+// held it, seen from another connection while it waited, and says what to
+// do. Only SET LOCAL is used, so a pooler in transaction mode (PgBouncer)
+// keeps nothing of it.
+func (s *Store) migrationTx(ctx context.Context, what string, fn func(pgx.Tx) error) error {
+	start := time.Now()
+	pause := migrationRetryPause
+	var waited *lockWait // the last wait for a lock other than the migration lock
+	for tries := 1; ; tries++ {
+		seen, turn, err := s.migrationAttempt(ctx, fn)
+		if seen != nil && !seen.migLock {
+			waited = seen
+		}
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			if seen == nil { // stopped before this try's wait was seen
+				seen = waited
+			}
+			return stoppedWaiting(err, seen)
+		case !isLockTimeout(err):
+			return err
+		case turn:
+			return turnTimeout(what, seen, err)
+		case time.Since(start)+pause > migrationRetryFor:
+			return lockTimeout(what, tries, time.Since(start), waited, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return stoppedWaiting(fmt.Errorf("store: %s: stopped before trying again after a lock timeout; nothing of it was applied: %w", what, ctx.Err()), waited)
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
+
+// migrationAttempt runs fn once in a transaction holding the migration
+// lock, with lock waits bounded as migrationTx says. It reports the last
+// lock wait a watch from another connection saw, and whether the error
+// came from the wait for the migration lock (turn).
+func (s *Store) migrationAttempt(ctx context.Context, fn func(pgx.Tx) error) (seen *lockWait, turn bool, err error) {
+	var stopWatch func() *lockWait
+	err = poolerHint(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var pid int
+		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		stopWatch = s.watchLocks(ctx, pid, migrationLockWait/4)
+		if err := setLockTimeout(ctx, tx, migrationTurnWait); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
-			return fmt.Errorf("store: migrate: take advisory lock: %w", err)
+			turn = true
+			return fmt.Errorf("store: migrate: take the migration lock: %w", err)
+		}
+		if err := setLockTimeout(ctx, tx, migrationLockWait); err != nil {
+			return err
 		}
 		return fn(tx)
 	}))
+	if stopWatch != nil { // once the transaction ended and let go of its locks
+		seen = stopWatch()
+	}
+	return seen, turn, err
+}
+
+// stoppedWaiting adds to err, the error of a migration whose context
+// ended, the lock it was seen waiting for, if any.
+func stoppedWaiting(err error, w *lockWait) error {
+	if w == nil {
+		return err
+	}
+	return fmt.Errorf("%w (it was waiting for %s held by %s)", err, w.on, w.heldBy())
+}
+
+// lockTimeout is the error of a migration that gave up waiting for a lock
+// after tries attempts over took.
+func lockTimeout(what string, tries int, took time.Duration, seen *lockWait, err error) error {
+	var pgErr *pgconn.PgError
+	errors.As(err, &pgErr)
+	if seen == nil {
+		return fmt.Errorf("store: %s: waited for a lock %d times, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
+			"Find the transaction that holds the lock (in pg_stat_activity: state 'idle in transaction', or an old xact_start), "+
+			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and run pgbus migrate again: %w",
+			what, tries, migrationLockWait, took.Round(time.Second), pgErr)
+	}
+	return fmt.Errorf("store: %s: waited for %s (%s), held by %s, %d times, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
+		"End that transaction (let it finish, or %s) and run pgbus migrate again: %w",
+		what, seen.on, seen.mode, seen.heldBy(), tries, migrationLockWait, took.Round(time.Second), seen.terminate(), pgErr)
+}
+
+// turnTimeout is the error of a migration that waited migrationTurnWait
+// for the migration lock.
+func turnTimeout(what string, seen *lockWait, err error) error {
+	var pgErr *pgconn.PgError
+	errors.As(err, &pgErr)
+	if seen == nil || !seen.migLock {
+		return fmt.Errorf("store: %s: another process has held the migration lock for over %s; nothing of it was applied. "+
+			"It is migrating this database: let it finish and run pgbus migrate again: %w", what, migrationTurnWait, pgErr)
+	}
+	return fmt.Errorf("store: %s: another process, %s, has held the migration lock for over %s; nothing of it was applied. "+
+		"It is migrating this database: let it finish and run pgbus migrate again, or if it is stuck end it (%s) first: %w",
+		what, seen.heldBy(), migrationTurnWait, seen.terminate(), pgErr)
 }
 
 // applyMigration applies m unless another process did while this one
 // waited for the lock, and reports whether it did.
 func (s *Store) applyMigration(ctx context.Context, m schema.Migration) (ran bool, err error) {
-	err = s.migrationTx(ctx, func(tx pgx.Tx) error {
+	err = s.migrationTx(ctx, fmt.Sprintf("migration %d (%s)", m.Version, m.Name), func(tx pgx.Tx) error {
 		var done bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
 			return fmt.Errorf("store: migration %d (%s): check whether it is applied: %w", m.Version, m.Name, err)

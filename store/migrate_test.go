@@ -2,9 +2,17 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
@@ -72,5 +80,281 @@ func TestConcurrentMigrateOnFreshDatabase(t *testing.T) {
 	}
 	if rows != len(all) {
 		t.Fatalf("schema_migrations has %d rows, want %d", rows, len(all))
+	}
+}
+
+// workersMigrationPending creates a fresh database migrated up to version
+// 17, as an older pgbus left it, so that migration 18, which adds a column
+// to pgbus.workers, is pending. It returns the database's URL, every
+// migration, and a connection of the test's own to it.
+func workersMigrationPending(t *testing.T) (string, []schema.Migration, *pgx.Conn) {
+	t.Helper()
+	url, all := databaseAtVersion(t, 17)
+	if m := all[17]; !strings.Contains(m.SQL, "ALTER TABLE pgbus.workers") {
+		t.Fatalf("migration 18 (%s) no longer alters pgbus.workers: pick another pending migration and the table it locks", m.Name)
+	}
+	return url, all, connect(t, url, "")
+}
+
+// holdInTx begins a transaction on a connection of its own to url, runs
+// sql in it and leaves it open, idle in transaction with the locks sql took,
+// as a forgotten session or a long report would. It returns the
+// transaction and the pid of its backend.
+func holdInTx(t *testing.T, url, app, sql string, args ...any) (pgx.Tx, int) {
+	t.Helper()
+	ctx := testContext(t)
+	conn := connect(t, url, app)
+	var pid int
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
+}
+
+// workersMigrated reports whether migration 18 is recorded and whether the
+// column it adds exists.
+func workersMigrated(t *testing.T, conn *pgx.Conn) (recorded, column bool) {
+	t.Helper()
+	err := conn.QueryRow(testContext(t), `SELECT
+		EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = 18),
+		EXISTS (SELECT 1 FROM information_schema.columns
+		        WHERE table_schema = 'pgbus' AND table_name = 'workers' AND column_name = 'heartbeat_interval_ms')`).Scan(&recorded, &column)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recorded, column
+}
+
+// waitersOnWorkers counts the backends waiting for a lock on pgbus.workers.
+func waitersOnWorkers(t *testing.T, conn *pgx.Conn) int {
+	t.Helper()
+	var n int
+	err := conn.QueryRow(testContext(t), `SELECT count(*) FROM pg_locks
+		WHERE NOT granted AND relation = 'pgbus.workers'::regclass
+		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A migration whose table a long transaction holds waits for it only a
+// moment at a time (lock_timeout), so the queries queued behind it are held
+// up no longer, and gives up after its retries with nothing applied and an
+// error naming the backend to end. The transaction in the way is left
+// alone, and once it ends the migration applies. Through PgBouncer in
+// transaction mode too: the bounds are SET LOCAL, and the watch names the
+// server's pid.
+func TestMigrationBehindALongTransactionGivesUp(t *testing.T) {
+	for _, via := range []string{"direct", "pgbouncer"} {
+		t.Run(via, func(t *testing.T) {
+			store.SetMigrationLockWaits(t, 300*time.Millisecond, 50*time.Millisecond, 1500*time.Millisecond, time.Minute)
+			dbURL, all, check := workersMigrationPending(t)
+			url := dbURL
+			if via == "pgbouncer" {
+				url = bouncertest.Start(t, dbURL).URL()
+			}
+			s, err := store.Open(testContext(t), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			holder, pid := holdInTx(t, dbURL, "report", `SELECT count(*) FROM pgbus.workers`)
+
+			// Well below the test's context: a migration that waits on
+			// fails with the deadline, which the checks below tell apart.
+			ctx, cancel := context.WithTimeout(testContext(t), 20*time.Second)
+			defer cancel()
+			_, err = s.Migrate(ctx)
+			if err == nil {
+				t.Fatal("migrate succeeded while a transaction held pgbus.workers")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("migrate waited until its context ended instead of giving up: %v", err)
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+				t.Errorf("error does not wrap PostgreSQL's lock_not_available (55P03): %v", err)
+			}
+			for _, want := range []string{
+				fmt.Sprintf("migration 18 (%s)", all[17].Name),
+				"a lock on pgbus.workers (AccessExclusiveLock)",
+				fmt.Sprintf("held by pid %d (idle in transaction, in a transaction since ", pid),
+				`application "report"`,
+				"nothing of it was applied",
+				fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid),
+				"run pgbus migrate again",
+			} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if recorded, column := workersMigrated(t, check); recorded || column {
+				t.Fatalf("after giving up: migration 18 recorded %v, its column added %v; want neither", recorded, column)
+			}
+			if n := waitersOnWorkers(t, check); n != 0 {
+				t.Errorf("%d backends still wait for pgbus.workers after migrate gave up", n)
+			}
+
+			// The holder's transaction goes on and commits.
+			ctx = testContext(t)
+			if _, err := holder.Exec(ctx, `SELECT count(*) FROM pgbus.workers`); err != nil {
+				t.Fatalf("the holder's transaction was harmed: %v", err)
+			}
+			if err := holder.Commit(ctx); err != nil {
+				t.Fatalf("the holder's transaction could not commit: %v", err)
+			}
+			st, err := s.Migrate(ctx)
+			if err != nil || st.Applied != len(all)-17 || st.Version != len(all) {
+				t.Fatalf("migrate once the holder committed = %+v, %v; want %d applied, version %d", st, err, len(all)-17, len(all))
+			}
+			if recorded, column := workersMigrated(t, check); !recorded || !column {
+				t.Fatalf("after migrating: migration 18 recorded %v, its column added %v; want both", recorded, column)
+			}
+		})
+	}
+}
+
+// A lock held for less than the migration's retries last costs a try or
+// two: the try that timed out is rolled back, and the next one, after the
+// holder's transaction ended, applies the migration.
+func TestMigrationRetriesAfterALockTimeout(t *testing.T) {
+	// A long pause between the tries, so that the test sees the first one
+	// end (no one waits for the table) before the second begins.
+	store.SetMigrationLockWaits(t, 200*time.Millisecond, 2*time.Second, 30*time.Second, time.Minute)
+	url, all, check := workersMigrationPending(t)
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	holder, _ := holdInTx(t, url, "", `SELECT count(*) FROM pgbus.workers`)
+
+	type result struct {
+		st  store.MigrationStatus
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := s.Migrate(testContext(t))
+		done <- result{st, err}
+	}()
+	pgtest.Eventually(t, 10*time.Second, "the migration to wait for pgbus.workers",
+		func() bool { return waitersOnWorkers(t, check) > 0 })
+	pgtest.Eventually(t, 10*time.Second, "the migration's first try to time out",
+		func() bool { return waitersOnWorkers(t, check) == 0 })
+	select {
+	case r := <-done:
+		t.Fatalf("migrate returned after its first lock timeout instead of trying again: %+v, %v", r.st, r.err)
+	default:
+	}
+	if recorded, column := workersMigrated(t, check); recorded || column {
+		t.Fatalf("after the first try: migration 18 recorded %v, its column added %v; want neither", recorded, column)
+	}
+	if err := holder.Commit(testContext(t)); err != nil {
+		t.Fatalf("the holder's transaction could not commit: %v", err)
+	}
+	r := <-done
+	if r.err != nil || r.st.Applied != len(all)-17 {
+		t.Fatalf("migrate = %+v, %v; want %d applied", r.st, r.err, len(all)-17)
+	}
+	if recorded, column := workersMigrated(t, check); !recorded || !column {
+		t.Fatalf("after migrating: migration 18 recorded %v, its column added %v; want both", recorded, column)
+	}
+}
+
+// A migration that waits for a table is stopped by its context, between
+// its tries or in one, with nothing applied and the holder named.
+func TestMigrationStopsWithItsContext(t *testing.T) {
+	// Each try waits long enough for the watch to see it on a loaded machine.
+	store.SetMigrationLockWaits(t, time.Second, 50*time.Millisecond, time.Minute, time.Minute)
+	url, _, check := workersMigrationPending(t)
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	_, pid := holdInTx(t, url, "", `SELECT count(*) FROM pgbus.workers`)
+
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Migrate(ctx)
+		done <- err
+	}()
+	// Two tries waited: the first timed out, the second began to wait.
+	pgtest.Eventually(t, 10*time.Second, "the migration to wait for pgbus.workers",
+		func() bool { return waitersOnWorkers(t, check) > 0 })
+	pgtest.Eventually(t, 10*time.Second, "the migration's first try to time out",
+		func() bool { return waitersOnWorkers(t, check) == 0 })
+	pgtest.Eventually(t, 10*time.Second, "the migration's second try to wait",
+		func() bool { return waitersOnWorkers(t, check) > 0 })
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("migrate went on waiting after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error does not wrap context.Canceled: %v", err)
+	}
+	if want := fmt.Sprintf("a lock on pgbus.workers held by pid %d", pid); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error lacks %q: %v", want, err)
+	}
+	if recorded, column := workersMigrated(t, check); recorded || column {
+		t.Fatalf("after the cancel: migration 18 recorded %v, its column added %v; want neither", recorded, column)
+	}
+}
+
+// Another process migrating holds the migration lock; Migrate waits for
+// it, but not forever, and then names that process.
+func TestMigrationWaitsForAnotherMigratorBoundedly(t *testing.T) {
+	store.SetMigrationLockWaits(t, 200*time.Millisecond, 50*time.Millisecond, 600*time.Millisecond, time.Second)
+	url, all, check := workersMigrationPending(t)
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	other, pid := holdInTx(t, url, "other-migrator", `SELECT pg_advisory_xact_lock($1)`, store.MigrationLockKey)
+
+	ctx, cancel := context.WithTimeout(testContext(t), 20*time.Second)
+	defer cancel()
+	_, err = s.Migrate(ctx)
+	if err == nil {
+		t.Fatal("migrate succeeded while another process held the migration lock")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("migrate waited until its context ended: %v", err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("another process, pid %d (idle in transaction", pid),
+		`application "other-migrator"`,
+		"has held the migration lock for over 1s",
+		"nothing of it was applied",
+		"let it finish and run pgbus migrate again",
+		fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid),
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if recorded, column := workersMigrated(t, check); recorded || column {
+		t.Fatalf("after giving up: migration 18 recorded %v, its column added %v; want neither", recorded, column)
+	}
+	if err := other.Commit(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Migrate(testContext(t))
+	if err != nil || st.Applied != len(all)-17 {
+		t.Fatalf("migrate once the other process finished = %+v, %v; want %d applied", st, err, len(all)-17)
 	}
 }

@@ -146,7 +146,7 @@ func (s *Store) InstallPGMQ(ctx context.Context, script string) (PGMQInstall, er
 	// The migration lock, held for the transaction, keeps pgbus migrate
 	// and other pgbus processes' InstallPGMQ out while pgmq.meta is
 	// swapped.
-	err := s.migrationTx(ctx, func(tx pgx.Tx) error {
+	err := s.migrationTx(ctx, "install PGMQ", func(tx pgx.Tx) error {
 		if err := checkPGMQSchema(ctx, tx); err != nil {
 			return err
 		}

@@ -500,7 +500,7 @@ func (s *Store) truncateIfEmpty(ctx context.Context, queue string) (bool, error)
 	q := queueTable(queue)
 	emptied := false
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+shrinkLockWait+`'`); err != nil {
+		if err := setLockTimeout(ctx, tx, shrinkLockWait); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `LOCK TABLE `+q+` IN ACCESS EXCLUSIVE MODE`); err != nil {
@@ -523,4 +523,4 @@ func (s *Store) truncateIfEmpty(ctx context.Context, queue string) (bool, error)
 }
 
 // shrinkLockWait bounds how long truncateIfEmpty waits for its lock.
-const shrinkLockWait = "100ms"
+const shrinkLockWait = 100 * time.Millisecond

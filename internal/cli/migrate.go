@@ -17,6 +17,14 @@ func (a *app) migrateCommand() *cobra.Command {
 		Long: `Apply every pending migration. Safe to run from several processes at once
 and as often as you like. It needs a role that may create schemas and tables.
 
+Safe on a live system: a migration waits at most 5 seconds at a time for a
+table's lock, so the queries behind it are not held up longer, and tries
+again for about a minute; then it gives up with nothing of it applied and
+names the backend holding the table (pid, state, since when). End that
+transaction (let it finish, or SELECT pg_terminate_backend(pid)) and run
+pgbus migrate again. Another process migrating is waited for up to 2
+minutes.
+
 The commands that create queues or run workers migrate on start too, when
 the schema is not current: work, demo, serve (unless --read-only without
 workers), dashboard (unless --read-only), queue create and bench.
