@@ -66,7 +66,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--processes", "2", "--workload", "steady"}, "steady runs in one process"},
 		{[]string{"--processes", "two"}, "invalid argument"},
 	} {
-		r := pgbus(t, d.env, append([]string{"bench"}, c.args...)...)
+		r := usageRun(t, d.env, append([]string{"bench"}, c.args...)...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.says) {
 			t.Errorf("bench %v: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, r.code, r.stdout, r.stderr, c.says)
 		}

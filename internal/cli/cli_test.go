@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,11 +16,33 @@ import (
 	"github.com/pgbus/pgbus/schema"
 )
 
-// binary is the pgbus binary built once for these tests: they run it as a
-// person or a script would.
-var binary string
+// binary is the pgbus binary built once for these tests with the race
+// detector: they run it as a person or a script would. quickBinary is the
+// same command built without it, which starts several times faster: pgbus
+// (binaryFor) runs it for the short commands that start no goroutines of
+// their own.
+var binary, quickBinary string
 
-func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinary(m, &binary)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinaries(m, &binary, &quickBinary)) }
+
+// raceCommands run goroutines of their own (workers, servers and their
+// HTTP handlers, the demo's and the benchmark's workers): the race
+// detector watches them.
+var raceCommands = map[string]bool{"work": true, "serve": true, "dashboard": true, "demo": true, "bench": true}
+
+// binaryFor returns the binary to run args with: the quick one for a help
+// page; the race one for the commands of raceCommands and for a command
+// line that starts with a flag (its command is further on); the quick one
+// for the rest, which only parse, connect, query and print.
+func binaryFor(args []string) string {
+	if slices.Contains(args, "--help") {
+		return quickBinary
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") || raceCommands[args[0]] {
+		return binary
+	}
+	return quickBinary
+}
 
 type run struct {
 	stdout, stderr string

@@ -68,7 +68,7 @@ func TestDashboardUsageErrors(t *testing.T) {
 		"bad addr":                  {[]string{"dashboard", "--addr", "nonsense"}, "host:port"},
 		"bad safe field":            {[]string{"dashboard", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
 	} {
-		r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
+		r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 2 and a message with %q", label, r.code, r.stderr, r.stdout, c.want)
 		}

@@ -70,7 +70,7 @@ func TestAuthTokenFromTheEnvironment(t *testing.T) {
 		{"serve", "--transport", "http", "--addr", "0.0.0.0:0"},
 		{"dashboard", "--addr", "0.0.0.0:0"},
 	} {
-		r := pgbus(t, []string{"PGBUS_MCP_TOKEN=" + short, "DATABASE_URL=postgres://nobody@127.0.0.1:1/none"}, args...)
+		r := usageRun(t, []string{"PGBUS_MCP_TOKEN=" + short, "DATABASE_URL=postgres://nobody@127.0.0.1:1/none"}, args...)
 		if r.code != 2 || !strings.Contains(r.stderr, "too few") {
 			t.Errorf("pgbus %s with a %d-character PGBUS_MCP_TOKEN: exit %d, %s; want exit 2 saying it has too few characters", strings.Join(args, " "), len(short), r.code, r.stderr)
 		}

@@ -17,12 +17,28 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// pgbusIn runs the binary with stdin.
+// pgbusIn runs the binary with stdin: the one binaryFor picks.
 func pgbusIn(t *testing.T, env []string, stdin string, args ...string) run {
+	t.Helper()
+	return runBinary(t, binaryFor(args), env, stdin, args...)
+}
+
+// usageRun runs a command line that must stop at a usage error (exit 2)
+// before it starts anything, with the quick binary whatever the command:
+// a worker or server refused by its flags runs no goroutine. The caller
+// checks the exit code.
+func usageRun(t *testing.T, env []string, args ...string) run {
+	t.Helper()
+	return runBinary(t, quickBinary, env, "", args...)
+}
+
+// runBinary runs bin with args, env after baseEnv and stdin, and returns
+// its output and exit code.
+func runBinary(t *testing.T, bin string, env []string, stdin string, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(baseEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
@@ -89,7 +105,8 @@ func keys(t *testing.T, out string) map[string]json.RawMessage {
 }
 
 // fails runs pgbus and checks its exit code, that it printed one error
-// line and nothing on stdout; it returns stderr.
+// line and nothing on stdout; it returns stderr. A usage error (exit 2) is
+// run with the quick binary, as usageRun runs it.
 func (d db) fails(t *testing.T, code int, args ...string) string {
 	t.Helper()
 	return d.failsIn(t, code, "", args...)
@@ -97,7 +114,12 @@ func (d db) fails(t *testing.T, code int, args ...string) string {
 
 func (d db) failsIn(t *testing.T, code int, stdin string, args ...string) string {
 	t.Helper()
-	r := pgbusIn(t, d.env, stdin, args...)
+	var r run
+	if code == 2 {
+		r = runBinary(t, quickBinary, d.env, stdin, args...)
+	} else {
+		r = pgbusIn(t, d.env, stdin, args...)
+	}
 	if r.code != code {
 		t.Fatalf("pgbus %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}

@@ -81,7 +81,7 @@ func TestMetricsAddrUsage(t *testing.T) {
 		{"work", "--queue", "q", "--handler", "demo", "--metrics-addr", "nonsense"},
 		{"serve", "--metrics-addr", "9187"},
 	} {
-		r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, args...)
+		r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, args...)
 		if r.code != 2 || !strings.Contains(r.stderr, "is not host:port") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and host:port", args, r.code, r.stderr)
 		}

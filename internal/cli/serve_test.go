@@ -339,15 +339,15 @@ func TestServeUsageErrors(t *testing.T) {
 		"sessions not a number":     {[]string{"serve", "--transport", "http", "--max-sessions", "lots'; DROP TABLE x"}, "max-sessions"},
 		"zero concurrency":          {[]string{"serve", "--queue", "orders", "--handler", "demo", "--concurrency", "0"}, "concurrency 0 is out of range"},
 	}
-	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
+	if r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
 		t.Errorf("PGBUS_TRUSTED_PROXIES=everyone: exit %d, stderr %q; want exit 2 naming the value", r.code, r.stderr)
 	}
-	if r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_MCP_MAX_SESSIONS=-5"}, "serve", "--transport", "http"); r.code != 2 || !strings.Contains(r.stderr, "environment variable PGBUS_MCP_MAX_SESSIONS") {
+	if r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_MCP_MAX_SESSIONS=-5"}, "serve", "--transport", "http"); r.code != 2 || !strings.Contains(r.stderr, "environment variable PGBUS_MCP_MAX_SESSIONS") {
 		t.Errorf("PGBUS_MCP_MAX_SESSIONS=-5: exit %d, stderr %q; want exit 2 naming the variable", r.code, r.stderr)
 	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.
-		r := pgbus(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
+		r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 2 and a message with %q", label, r.code, r.stderr, r.stdout, c.want)
 		}
