@@ -118,6 +118,7 @@ alerts:
 // commands that would send alerts, before they start, in words that read
 // whole; commands that read the same file work.
 func TestAlertsVariableUnset(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "migrate")
 	cfg := writeFile(t, "pgbus.yaml", `

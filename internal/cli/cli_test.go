@@ -96,6 +96,7 @@ func checkOneSchema(t *testing.T, url string) {
 // Two pgbus migrate processes started at the same moment both succeed and
 // leave one schema, on a server given by URL and on the embedded default.
 func TestMigrateConcurrentProcesses(t *testing.T) {
+	t.Parallel()
 	t.Run("database-url", func(t *testing.T) {
 		url := pgtest.NewDatabase(t)
 		runs := together(t, 2, func() run { return pgbus(t, nil, "migrate", "--database-url", url) })
@@ -170,6 +171,7 @@ func together(t *testing.T, n int, fn func() run) []run {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]string{
 		"unknown flag":    {"migrate", "--no-such-flag"},
 		"unknown command": {"frobnicate"},
@@ -189,6 +191,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestBadDatabaseURL(t *testing.T) {
+	t.Parallel()
 	r := pgbus(t, nil, "migrate", "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
 	if r.code != 1 || !strings.Contains(r.stderr, "DATABASE_URL") {
 		t.Fatalf("exit %d stderr %q; want 1 and advice about DATABASE_URL", r.code, r.stderr)
@@ -203,6 +206,7 @@ func TestBadDatabaseURL(t *testing.T) {
 // while the configuration file it is needed for, or another setting, is
 // wrong: the commands that only print (help, completion) read no setting.
 func TestHelpConfig(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "pgbus.yaml")
 	if err := os.WriteFile(bad, []byte("queues:\n  orders:\n    concurrancy: 3\n"), 0o644); err != nil {
 		t.Fatal(err)

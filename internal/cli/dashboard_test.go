@@ -16,6 +16,7 @@ import (
 // pgbus dashboard serves the dashboard alone: the login page guards it,
 // the token opens it, no MCP endpoint answers, and SIGTERM stops it.
 func TestDashboardCommand(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -59,6 +60,7 @@ func TestDashboardCommand(t *testing.T) {
 // Bad dashboard command lines are usage errors found before any database
 // starts.
 func TestDashboardUsageErrors(t *testing.T) {
+	t.Parallel()
 	for label, c := range map[string]struct {
 		args []string
 		want string

@@ -12,6 +12,7 @@ import (
 // and pgbus health names it with the commands that deal with it: creating
 // it again makes its dead messages retryable.
 func TestDroppedQueueWithDeadMessagesIsShown(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	s := pgtest.OpenStore(t, d.url)
 	pgtest.CreateQueue(t, s, "kept")

@@ -9,6 +9,7 @@ import (
 // --help is printed with a token, a database password and exporter headers
 // set, and none of them may show, as a flag's default or otherwise.
 func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	const (
 		token    = "tok-help-SECRET-0123456789abcdefghijklmnop"
 		password = "pw-help-SECRET"
@@ -65,6 +66,7 @@ func helpCommands(t *testing.T, env []string, parent []string) [][]string {
 // The token in the environment is the one the HTTP servers require: too
 // short a one off loopback is refused, without the refusal quoting it.
 func TestAuthTokenFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	const short = "short-SECRET"
 	for _, args := range [][]string{
 		{"serve", "--transport", "http", "--addr", "0.0.0.0:0"},

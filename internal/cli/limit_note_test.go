@@ -11,6 +11,7 @@ import (
 // words, and its next line is the command that moves the rest of the same
 // selection: the same filters and limit, not every dead message.
 func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	s := pgtest.OpenStore(t, d.url)
 	pgtest.CreateQueue(t, s, "orders")

@@ -15,6 +15,7 @@ import (
 // /metrics counts the jobs it ran and shows the queue's depth, and its
 // probes answer.
 func TestWorkMetricsAddr(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "scraped", "--backoff", "50ms", "--backoff-max", "1s")
 	d.ok(t, "send", "scraped", `{"simulate": "ok"}`)
@@ -77,6 +78,7 @@ func TestWorkMetricsAddr(t *testing.T) {
 // A --metrics-addr that is not host:port is a usage error, found before
 // the database is used.
 func TestMetricsAddrUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"work", "--queue", "q", "--handler", "demo", "--metrics-addr", "nonsense"},
 		{"serve", "--metrics-addr", "9187"},

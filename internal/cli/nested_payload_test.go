@@ -13,6 +13,7 @@ import (
 // by pgbus dlq show, in words and with --json: indented, every level
 // indenting every line within it, it printed as hundreds of megabytes.
 func TestDeeplyNestedPayloadIsShownCompact(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "orders")
 	st := pgtest.OpenStore(t, d.url)

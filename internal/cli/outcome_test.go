@@ -10,6 +10,7 @@ import (
 // An id another call moved while this one ran was not retried by it: the
 // exit code says so as for an id not found (3), and a failure outranks it.
 func TestOutcomeOfAnIDMovedMeanwhile(t *testing.T) {
+	t.Parallel()
 	meanwhile := ops.IDOutcome{ID: 7, Outcome: ops.OutcomeAlreadyMoved, Error: "message 7 left q_dlq while this call ran"}
 	for _, c := range []struct {
 		outcomes []ops.IDOutcome

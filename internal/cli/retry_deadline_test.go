@@ -13,6 +13,7 @@ import (
 // saying why and naming --clear-deadline; with it, the message goes back
 // without its deadline, so that it runs.
 func TestRetryPastTheDeadlineFromTheCLI(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "orders")
 	st := pgtest.OpenStore(t, d.url)

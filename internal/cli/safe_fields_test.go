@@ -13,6 +13,7 @@ import (
 // pgbus serve --safe-fields: health names the fields and dlq_show gives
 // their values with the payload hidden.
 func TestServeSafeFields(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ids := seedDLQ(t, url, "mail", `{"to":"b@example.com","tenant":"acme","plan":"pro"}`)
 	c, _, _ := serveStdio(t, "--database-url", url, "--safe-fields", "tenant, plan")
@@ -35,6 +36,7 @@ func TestServeSafeFields(t *testing.T) {
 // The dlq commands take the safe fields of PGBUS_SAFE_FIELDS: dlq show
 // prints them and dlq summary --by-field breaks groups down by one.
 func TestDLQSafeFieldsCLI(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	seedDLQ(t, d.url, "mail", `{"partner":"p-9"}`, `{"partner":"p-9"}`, `{"to":"x"}`)
 	d.env = append(d.env, "PGBUS_SAFE_FIELDS=partner")
@@ -56,6 +58,7 @@ func TestDLQSafeFieldsCLI(t *testing.T) {
 // Safe fields the CLI is given wrong, or none when --by-field needs one,
 // are usage errors (exit 2) that say where they are set.
 func TestSafeFieldsMistakes(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "migrate")
 	for _, c := range []struct {

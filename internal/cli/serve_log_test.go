@@ -20,6 +20,7 @@ import (
 // result as log notifications; with a progress token, the retry's
 // progress too.
 func TestServeNotifications(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	ids := seedDLQ(t, d.url, "logged", `{"simulate":"ok"}`)
 

@@ -95,6 +95,7 @@ func serveStdioAs(t *testing.T, name string, args ...string) (*client.Client, *m
 // message with a payload over 64 KB that comes back truncated and as
 // well-formed JSON. Logs go to stderr.
 func TestServeStdio(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	big := `{"to":"a@example.com","password":"hunter2","blob":"` + strings.Repeat("x", 80<<10) + `"}`
 	ids := seedDLQ(t, url, "mail", `{"to":"b@example.com"}`, big)
@@ -162,6 +163,7 @@ func TestServeStdio(t *testing.T) {
 // deprecated --work flag (the warning goes to the log), and it exits 0 when
 // the client closes stdin.
 func TestServeStdioProtocolOnlyAndEOF(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	if r := pgbus(t, nil, "queue", "create", "proto", "--database-url", url); r.code != 0 {
 		t.Fatalf("queue create: %d %s", r.code, r.stderr)
@@ -237,6 +239,7 @@ func TestServeStdioProtocolOnlyAndEOF(t *testing.T) {
 // serve --transport http on a free port: the address is logged on stderr,
 // mcp-go's client works against it, and SIGTERM stops it cleanly.
 func TestServeHTTPAndSignal(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -306,6 +309,7 @@ func sessionInitialize(t *testing.T, ctx context.Context, endpoint, token string
 // database starts; binding beyond loopback without a token, or with a
 // short one, is one, and so is a token of white space.
 func TestServeUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		args []string
 		want string
@@ -357,6 +361,7 @@ func TestServeUsageErrors(t *testing.T) {
 // mcp.json at the repository root is a client configuration that starts
 // this binary's serve command.
 func TestMCPJSON(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "mcp.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -383,6 +388,7 @@ func TestMCPJSON(t *testing.T) {
 // SIGINT ends a stdio server whose client still holds stdin open, with
 // exit code 0.
 func TestServeStdioSignal(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -404,6 +410,7 @@ func TestServeStdioSignal(t *testing.T) {
 // serve --work runs embedded workers with the handler given: a message sent
 // before is worked and archived while the MCP server runs.
 func TestServeRunsWorkers(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "served", "--backoff", "50ms", "--backoff-max", "1s")
 	d.ok(t, "send", "served", `{"simulate": "ok"}`)
@@ -528,6 +535,7 @@ func assertEmbeddedStopped(t *testing.T, dataDir string, pid int) {
 // SIGHUP (the terminal went away) stops serve as SIGTERM does, and with it
 // the embedded PostgreSQL it started.
 func TestServeSIGHUPStopsEmbedded(t *testing.T) {
+	t.Parallel()
 	dir := embeddedDataDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -555,6 +563,7 @@ func TestServeSIGHUPStopsEmbedded(t *testing.T) {
 // command stop at its next write, exit 1 rather than die of SIGPIPE, and
 // stop the embedded PostgreSQL it started.
 func TestDemoStdoutClosedStopsEmbedded(t *testing.T) {
+	t.Parallel()
 	dir := embeddedDataDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

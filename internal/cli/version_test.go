@@ -8,6 +8,7 @@ import (
 // pgbus version and pgbus --version print the same line, whatever the
 // configuration says.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	line := regexp.MustCompile(`^pgbus \S+( commit [0-9a-f]{12}( \(modified\))?)?\n$`)
 	env := []string{"PGBUS_CONFIG=/nonexistent/pgbus.yaml"}
 	var outputs []string

@@ -9,6 +9,7 @@ import (
 // saying the queue is paused, and leaves its messages where they are; it
 // used to wait for them for ever.
 func TestWorkUntilIdleOnAPausedQueue(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "pz")
 	d.ok(t, "send", "pz", `{"simulate": "ok"}`)
@@ -26,6 +27,7 @@ func TestWorkUntilIdleOnAPausedQueue(t *testing.T) {
 // pgbus work and pgbus serve at start (exit 2), not only a log line of
 // serve's background workers.
 func TestOneBreakerTwoSettingsStopsTheStart(t *testing.T) {
+	t.Parallel()
 	d := newDB(t)
 	cfg := writeFile(t, "pgbus.yaml", `
 queues:
