@@ -3,9 +3,12 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +70,7 @@ func TestREADMECommandLine(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("the command-line section has no shell block")
 	}
+	bin := pgbusOnPath(t)
 	n := 0
 	for _, block := range blocks {
 		for _, line := range block {
@@ -75,7 +79,7 @@ func TestREADMECommandLine(t *testing.T) {
 			cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", line)
 			cmd.Dir = dir
 			cmd.Env = append(baseEnv(), d.env...)
-			cmd.Env = append(cmd.Env, "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"), "PGBUS_LOG_LEVEL=warn")
+			cmd.Env = append(cmd.Env, "PATH="+bin+":"+os.Getenv("PATH"), "PGBUS_LOG_LEVEL=warn")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()
@@ -88,4 +92,19 @@ func TestREADMECommandLine(t *testing.T) {
 	if n < 20 {
 		t.Fatalf("the command-line section has %d commands; expected the whole walk-through", n)
 	}
+}
+
+// pgbusOnPath returns a directory for PATH whose pgbus runs the race
+// binary for the commands of raceCommands (or a command line that starts
+// with a flag) and the quick one for the rest, as binaryFor picks them.
+func pgbusOnPath(t *testing.T) string {
+	t.Helper()
+	race := slices.Sorted(maps.Keys(raceCommands))
+	script := fmt.Sprintf("#!/bin/sh\ncase \"$1\" in\n%s|-*) exec '%s' \"$@\" ;;\nesac\nexec '%s' \"$@\"\n",
+		strings.Join(race, "|"), binary, quickBinary)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pgbus"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
