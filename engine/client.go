@@ -555,6 +555,9 @@ func (c *Client) retention(ctx context.Context) error {
 	if rep.Ran && len(rep.ArchivedDeleted) > 0 {
 		c.log.Info("pgbus: retention pruned old archives", "deleted", rep.ArchivedDeleted, "idempotency_keys", rep.KeysDeleted)
 	}
+	if rep.FailuresDeleted > 0 {
+		c.log.Info("pgbus: retention pruned the failure history of dropped queues", "deleted", rep.FailuresDeleted)
+	}
 	if rep.AuditDeleted > 0 {
 		c.log.Info("pgbus: retention pruned old audit log entries", "deleted", rep.AuditDeleted, "older_than", c.cfg.AuditRetention)
 	}

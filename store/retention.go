@@ -65,6 +65,9 @@ type RetentionReport struct {
 	Ran             bool             `json:"ran"`
 	ArchivedDeleted map[string]int64 `json:"archived_deleted"`
 	KeysDeleted     int64            `json:"idempotency_keys_deleted"`
+	// FailuresDeleted counts failure history rows of queues that are gone
+	// (see pruneGoneFailures).
+	FailuresDeleted int64 `json:"failures_deleted"`
 	// StatsDeleted and WorkersDeleted count per-minute counters and worker
 	// rows older than StatsRetention.
 	StatsDeleted   int64 `json:"stats_deleted"`
@@ -143,7 +146,8 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // RunRetention prunes every queue's archive after its archive retention and
 // every DLQ's archive after its queue's dead retention, with each queue's
 // idempotency keys that are no longer in force (pruneKeys), then the keys
-// of queues that are gone once older than the longest retention, audit
+// of queues that are gone once older than the longest retention and the
+// failure history of queues that are gone (pruneGoneFailures), audit
 // log entries older than auditAge (none when auditAge is 0 or less: the
 // log is kept whole), and counters and worker rows older than
 // StatsRetention, and folds the DLQ group counts' pending deltas
@@ -206,6 +210,9 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
 	rep.KeysDeleted += tag.RowsAffected()
+	if rep.FailuresDeleted, err = s.pruneGoneFailures(ctx, batch); err != nil {
+		return rep, err
+	}
 	if auditAge > 0 {
 		if rep.AuditDeleted, err = s.PruneAudit(ctx, auditAge); err != nil {
 			return rep, err
@@ -231,6 +238,46 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	rep.BreakersDeleted = tag.RowsAffected()
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, err
+}
+
+// pruneGoneFailures deletes, batch rows at a time, the failure history of
+// queues that pgmq.meta no longer lists: dropped outside pgbus (PGMQ's
+// drop_queue), which leaves it behind with no message to belong to. The
+// names are found by a walk of the history's index, a lookup per name,
+// not a scan of every failure; each delete checks again that the queue is
+// still gone, so a queue created meanwhile keeps its history.
+func (s *Store) pruneGoneFailures(ctx context.Context, batch int) (int64, error) {
+	rows, err := s.db.Query(ctx, `WITH RECURSIVE names AS (
+			SELECT min(queue_name) AS name FROM pgbus.failures
+			UNION ALL
+			SELECT (SELECT min(queue_name) FROM pgbus.failures WHERE queue_name > names.name)
+			FROM names WHERE names.name IS NOT NULL
+		)
+		SELECT name FROM names
+		WHERE name IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pgmq.meta m WHERE m.queue_name = names.name)`)
+	if err != nil {
+		return 0, fmt.Errorf("store: retention: find the failure history of dropped queues: %w", err)
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("store: retention: find the failure history of dropped queues: %w", err)
+	}
+	var total int64
+	for _, name := range gone {
+		for {
+			tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.failures WHERE id = ANY(ARRAY(
+					SELECT id FROM pgbus.failures WHERE queue_name = $1 LIMIT $2))
+				AND NOT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name, batch)
+			if err != nil {
+				return total, fmt.Errorf("store: retention: prune the failure history of dropped queue %q: %w", name, err)
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < int64(batch) {
+				break
+			}
+		}
+	}
+	return total, nil
 }
 
 // retentionOf is how long a physical queue's archive is kept: the dead

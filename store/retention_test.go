@@ -323,3 +323,44 @@ func TestRetentionPrunesOldAuditEntriesInBatches(t *testing.T) {
 		t.Fatalf("a prune of age 0: %v; want it refused (it would empty the log)", err)
 	}
 }
+
+// A queue dropped outside pgbus (PGMQ's drop_queue) leaves its failure
+// history behind, with no message to belong to: retention deletes it, in
+// batches, and keeps the history of every queue that is still there.
+func TestRetentionPrunesTheFailureHistoryOfDroppedQueues(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
+	ctx := testContext(t)
+	kept, gone := "hist_kept", "hist_gone"
+	pgtest.CreateQueue(t, s, kept)
+	pgtest.CreateQueue(t, s, gone)
+	fail := func(queue string, n int) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+			SELECT $1, g, 1, 'Boom', 'boom' FROM generate_series(1, $2) g`, queue, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail(kept, 3)
+	fail(store.DLQName(kept), 2)
+	fail(gone, 5)
+	fail(store.DLQName(gone), 1)
+	pgtest.DropOutside(t, s, gone, store.DLQName(gone))
+
+	rep, err := s.RunRetention(ctx, 2, 0) // batches of 2: the 5 rows of gone take three
+	if err != nil || !rep.Ran {
+		t.Fatalf("retention = %+v, %v", rep, err)
+	}
+	left := func(queue string) int {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.failures WHERE queue_name = $1`, queue)
+	}
+	if rep.FailuresDeleted != 6 || left(gone) != 0 || left(store.DLQName(gone)) != 0 {
+		t.Fatalf("retention deleted %d failures, %d and %d left of the dropped queue and its DLQ; want 6, none left",
+			rep.FailuresDeleted, left(gone), left(store.DLQName(gone)))
+	}
+	if left(kept) != 3 || left(store.DLQName(kept)) != 2 {
+		t.Fatalf("failures of the queue still there: %d and %d in its DLQ; want 3 and 2 kept", left(kept), left(store.DLQName(kept)))
+	}
+	if rep, err = s.RunRetention(ctx, 2, 0); err != nil || rep.FailuresDeleted != 0 {
+		t.Fatalf("second retention deleted %d failures (%v); want none", rep.FailuresDeleted, err)
+	}
+}
