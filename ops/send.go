@@ -59,6 +59,9 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		return Sent{}, invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
 			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
 	}
+	if err := s.checkDelayFitsDeadline(ctx, req); err != nil {
+		return Sent{}, err
+	}
 	id, err := s.sender.Send(ctx, req.Queue, req.Payload, engine.SendOptions{
 		Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, IdempotencyKey: req.IdempotencyKey,
 		Headers: req.Headers, Priority: req.Priority,
@@ -70,6 +73,28 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		return Sent{}, explain(err)
 	}
 	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
+}
+
+// checkDelayFitsDeadline refuses a delay that outlasts the queue's
+// deadline setting, which counts from the send: the message would be
+// dead-lettered when it became due, without running. A deadline of the
+// message's own replaces the queue's, so a send that gives one is left to
+// the checks of Send.
+func (s *Service) checkDelayFitsDeadline(ctx context.Context, req SendRequest) error {
+	if req.Delay <= 0 || !req.Deadline.IsZero() {
+		return nil
+	}
+	set, err := s.store.QueueSettingsOf(ctx, req.Queue)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil // not made by pgbus: no deadline of its own; Send says when it does not exist
+	case err != nil:
+		return explain(err)
+	case set.Deadline <= 0 || req.Delay < set.Deadline:
+		return nil
+	}
+	return explain(invalidf("queue %q dead-letters a message %s after it is sent (its deadline setting), before this one's delay of %s ends: it would be dead-lettered without running; give a delay under %s, or the message a deadline of its own after its delay ends, which replaces the queue's",
+		req.Queue, set.Deadline, req.Delay, set.Deadline), hint(OpQueueStats, "shows the queue's settings", "queue", req.Queue))
 }
 
 // SendBatch sends messages already built with engine.NewMessage to one

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A send whose deadline comes before its delay ends is refused, as one
@@ -32,5 +33,39 @@ func TestSendRefusesADeadlineBeforeItsDelayEnds(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, q); n != 1 {
 		t.Fatalf("queue %s holds %d messages; want the one sent", q, n)
+	}
+}
+
+// A queue's deadline setting counts from the send, so a delay as long
+// dead-letters the message unrun: such a send is refused, saying what to
+// give instead, and writes nothing. A shorter delay, or a deadline of the
+// message's own after the delay, which replaces the queue's, is sent.
+func TestSendRefusesADelayPastTheQueuesDeadline(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(set *store.QueueSettings) { set.Deadline = time.Hour })
+	svc := newService(t, s, ops.Options{})
+	req := ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 1}`), Delay: 2 * time.Hour}
+	_, err := svc.Send(ctx, req)
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "dead-lettered without running") || !strings.Contains(err.Error(), "delay under 1h0m0s") {
+		t.Fatalf("send with a 2h delay to a queue whose deadline is 1h: %v; want ErrInvalid saying it would die unrun and what to give", err)
+	}
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("queue %s holds %d messages after the refused send; want none", q, n)
+	}
+	req.Delay = time.Hour
+	if _, err := svc.Send(ctx, req); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("send with a delay as long as the queue's deadline: %v; want ErrInvalid", err)
+	}
+	for _, ok := range []ops.SendRequest{
+		{Queue: q, Payload: json.RawMessage(`{"n": 2}`), Delay: 30 * time.Minute},
+		{Queue: q, Payload: json.RawMessage(`{"n": 3}`), Delay: 2 * time.Hour, Deadline: time.Now().Add(3 * time.Hour)},
+	} {
+		if _, err := svc.Send(ctx, ok); err != nil {
+			t.Fatalf("send with delay %s and deadline %v: %v", ok.Delay, ok.Deadline, err)
+		}
+	}
+	if n := pgtest.Live(t, s, q); n != 2 {
+		t.Fatalf("queue %s holds %d messages; want the two sent", q, n)
 	}
 }

@@ -28,7 +28,10 @@ type QueueSettings struct {
 	DeleteOnSuccess bool `json:"delete_on_success"`
 	Paused          bool `json:"paused"`
 	// Deadline is the default age after which a message is dead-lettered
-	// with deadline_exceeded instead of running; zero for none.
+	// with deadline_exceeded instead of running; zero for none. The age
+	// counts from the send, a delay included, so the operations layer
+	// refuses a send whose delay outlasts it; a message's own deadline
+	// replaces it.
 	Deadline time.Duration `json:"deadline"`
 	// ArchiveRetention and DeadRetention are how long archived messages and
 	// archived dead messages are kept before retention prunes them.
