@@ -149,7 +149,8 @@ func (c Config) validate() error {
 }
 
 // Client sends messages and, in Run, works queues with registered handlers.
-// Register handlers before Run.
+// Register handlers before Run: Handle and HandleQueue panic while Run
+// runs.
 type Client struct {
 	store *store.Store
 	cfg   Config
@@ -218,9 +219,16 @@ func (c *Client) ID() string { return c.id }
 // Handle registers the handler of a kind (the pgbus_kind header), on every
 // queue this client works. A kind has one handler: Run and Validate refuse
 // a kind registered twice.
+//
+// Handle panics while Run runs: Run checks the handlers, and makes the
+// circuit breakers they name, only as it starts, so a handler added later
+// would run unchecked and its breaker would be missing from the list of
+// breakers. Register every handler before Run, or stop Run (end its
+// context and wait for it to return) and run it again.
 func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.refuseWhileRunning("Handle", fmt.Sprintf("kind %q", kind))
 	if _, ok := c.kinds[kind]; ok && c.twice == "" {
 		c.twice = fmt.Sprintf("kind %q is registered twice with Handle", kind)
 	}
@@ -230,13 +238,26 @@ func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 // HandleQueue registers the handler for messages of a queue whose kind has
 // no handler of its own (messages without pgbus_kind included). A queue has
 // one: Run and Validate refuse a queue registered twice.
+//
+// HandleQueue panics while Run runs, as Handle does.
 func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.refuseWhileRunning("HandleQueue", fmt.Sprintf("queue %q", queue))
 	if _, ok := c.defaults[queue]; ok && c.twice == "" {
 		c.twice = fmt.Sprintf("queue %q is registered twice with HandleQueue", queue)
 	}
 	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts)}
+}
+
+// refuseWhileRunning panics when Run has started: a registration it cannot
+// check is a programming error no return value would surface. Run sets
+// running before it reads the handlers under mu, so a registration either
+// panics or is seen by Run's checks.
+func (c *Client) refuseWhileRunning(fn, what string) {
+	if c.running.Load() {
+		panic(fmt.Sprintf("engine: %s for %s while the client runs: Run checks handlers and makes their circuit breakers only as it starts; register every handler before Run, or stop Run and run it again", fn, what))
+	}
 }
 
 func firstOr(opts []HandlerOptions) HandlerOptions {

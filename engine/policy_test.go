@@ -331,6 +331,53 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 	}
 }
 
+// A handler registered while Run runs would run without Run's checks, and
+// the breaker it names would be missing from the list of breakers: Handle
+// and HandleQueue panic, saying to register before Run, and leave the
+// handlers as they were. Once Run has returned, registering works again.
+func TestRegisteringWhileRunningPanics(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	ran := make(chan string, 4)
+	c.Handle("first", func(_ context.Context, job *engine.Job) error { ran <- job.Kind; return nil })
+	stop := pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "first"})
+	<-ran // Run has started
+	breaker := &store.BreakerConfig{Name: uniqueName("late"), FailureThreshold: 1, CoolOff: time.Second, MaxCoolOff: time.Second}
+	late := func(context.Context, *engine.Job) error { return nil }
+	for name, register := range map[string]func(){
+		"Handle":      func() { c.Handle("second", late, engine.HandlerOptions{Breaker: breaker}) },
+		"HandleQueue": func() { c.HandleQueue(q, late, engine.HandlerOptions{Breaker: breaker}) },
+		"Handle twice": func() {
+			c.Handle("first", func(_ context.Context, job *engine.Job) error { ran <- "replaced"; return nil })
+		},
+	} {
+		if got := panicOf(register); !strings.Contains(got, "register every handler before Run") {
+			t.Errorf("%s while running: panic %q; want one saying to register every handler before Run", name, got)
+		}
+	}
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "first"})
+	if got := <-ran; got != "first" {
+		t.Fatalf("after the refused registrations, kind first ran handler %q; want the one registered before Run", got)
+	}
+	stop()
+	if got := panicOf(func() { c.Handle("second", late) }); got != "" {
+		t.Fatalf("Handle after Run returned: panic %q; want none", got)
+	}
+}
+
+// panicOf calls fn and returns what it panicked with, "" when it did not.
+func panicOf(fn func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	fn()
+	return ""
+}
+
 // The error wrappers keep a nil error nil, as Go's wrappers do: a handler
 // can return engine.NonRetryable(validate(in)).
 func TestWrappersOfNil(t *testing.T) {
