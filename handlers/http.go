@@ -55,9 +55,10 @@ const MaxRetryAfter = time.Hour
 // dead-lettered without a request.
 // 2xx is success; 408, 429, 5xx, network errors and timeouts are
 // retryable (429 and 503 wait for their Retry-After, in seconds or as an
-// HTTP date, capped at MaxRetryAfter); other statuses are non-retryable and
-// dead-letter the message at once. Redirects are not followed: a 3xx is
-// non-retryable. on_status overrides this per status. The timeout bounds
+// HTTP date, capped at MaxRetryAfter; a date is measured from the
+// response's Date, the server's clock, when it has one); other statuses
+// are non-retryable and dead-letter the message at once. Redirects are
+// not followed: a 3xx is non-retryable. on_status overrides this per status. The timeout bounds
 // one attempt, the wait for a max_concurrency slot included; a job that
 // gets no slot in time is snoozed, using no attempt. Only retryable
 // failures count toward the circuit breaker.
@@ -433,7 +434,7 @@ func drain(body io.Reader, n int64, cancel context.CancelFunc) {
 // engine what to do.
 func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	code := resp.StatusCode
-	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), serverNow(resp.Header, time.Now()))
 	text := shownText(body, false) // the end of a long body is cut off, not its start
 	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
 		Captured: output("response_body", text, len(body) >= MaxCapture, false)}
@@ -458,6 +459,17 @@ func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	default:
 		return engine.NonRetryable(e)
 	}
+}
+
+// serverNow is the time the response was made as its server tells it (its
+// Date header), else local, the worker's own clock. A Retry-After date is
+// a time on the server's clock: measured against a worker's clock that is
+// minutes off, it would wait minutes too long or not at all.
+func serverNow(h http.Header, local time.Time) time.Time {
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		return t
+	}
+	return local
 }
 
 // parseRetryAfter reads a Retry-After value: whole seconds or an HTTP date.

@@ -67,7 +67,7 @@ type hit struct {
 
 type dateHint struct {
 	retryAt time.Time // the HTTP date sent, to the second
-	sentAt  time.Time // when the response was written
+	date    time.Time // the response's Date, to the second
 }
 
 type testPayload struct {
@@ -140,10 +140,12 @@ func (d *downstream) answer(h http.Header, c, key string, nth int) (int, string)
 		}
 	case "date":
 		if nth == 1 {
-			retryAt := time.Now().Add(2 * time.Second).UTC()
+			date := time.Now().UTC().Truncate(time.Second)
+			retryAt := date.Add(2 * time.Second)
+			h.Set("Date", date.Format(http.TimeFormat))
 			h.Set("Retry-After", retryAt.Format(http.TimeFormat))
 			d.mu.Lock()
-			d.dates[key] = dateHint{retryAt: retryAt.Truncate(time.Second), sentAt: time.Now()}
+			d.dates[key] = dateHint{retryAt: retryAt, date: date}
 			d.mu.Unlock()
 			return 503, "maintenance window"
 		}
@@ -285,11 +287,9 @@ on_status:
 	if fs := failuresOf(t, s, q, ids["date/0"]); len(fs) != 1 || fs[0].Class != "http.503" {
 		t.Errorf("date: failures %+v; want one http.503", fs)
 	} else {
-		// The engine read the date after the response was written, so it
-		// can wait at most as long as the date was ahead then.
-		want := date.retryAt.Sub(date.sentAt)
-		if got := fs[0].delay(); got <= 0 || got > want {
-			t.Errorf("date: retried after %s; want until the Retry-After date, at most %s after the response", got, want)
+		// The wait is measured from the response's Date.
+		if got, want := fs[0].delay(), date.retryAt.Sub(date.date); got != want {
+			t.Errorf("date: retried after %s; want the %s from the response's Date to its Retry-After date", got, want)
 		}
 		if !strings.Contains(fs[0].Message, "Retry-After") {
 			t.Errorf("date: message %q does not mention the Retry-After", fs[0].Message)
@@ -537,6 +537,60 @@ func TestHTTPHandlerStatuses(t *testing.T) {
 		var se *handlers.StatusError
 		if !errors.As(err, &se) || se.Hint != tc.hint {
 			t.Errorf("%d with Retry-After 99999999: %v; want hint %s", tc.status, err, tc.hint)
+		}
+	}
+}
+
+// A Retry-After date is a time on the server's clock: the wait is measured
+// from the response's Date, so that a worker whose clock is minutes off
+// waits as long as the server asked, neither minutes more nor not at all.
+// Without a valid Date, the worker's own clock is all there is.
+func TestHTTPRetryAfterDateUsesTheServersClock(t *testing.T) {
+	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
+	for _, tc := range []struct {
+		what string
+		// skew is how far the server's clock is from this one's; date is
+		// its Date header ("-" for none, "" for one from skew).
+		skew time.Duration
+		date string
+		hint time.Duration
+	}{
+		{what: "server 10 minutes behind", skew: -10 * time.Minute, hint: 30 * time.Second},
+		{what: "server 10 minutes ahead", skew: 10 * time.Minute, hint: 30 * time.Second},
+		{what: "server 2 days ahead", skew: 48 * time.Hour, hint: 30 * time.Second},
+		{what: "no Date, the worker's clock", skew: 10 * time.Minute, date: "-", hint: 0},
+		{what: "a Date that is no date, the worker's clock", skew: 10 * time.Minute, date: "yesterday", hint: 0},
+	} {
+		serverNow := time.Now().Add(tc.skew).UTC().Truncate(time.Second)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			switch tc.date {
+			case "-":
+				w.Header()["Date"] = nil // the server adds none
+			case "":
+				w.Header().Set("Date", serverNow.Format(http.TimeFormat))
+			default:
+				w.Header().Set("Date", tc.date)
+			}
+			w.Header().Set("Retry-After", serverNow.Add(30*time.Second).Format(http.TimeFormat))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": srv.URL}})
+		err := fn(context.Background(), job)
+		srv.Close()
+		var se *handlers.StatusError
+		if !errors.As(err, &se) {
+			t.Fatalf("%s: %v; want a StatusError", tc.what, err)
+		}
+		got := se.Hint
+		if tc.hint == 0 && tc.skew > 0 {
+			// Measured on this clock, the date is skew+30s ahead, capped.
+			if want := min(tc.skew, handlers.MaxRetryAfter); got < want || got > handlers.MaxRetryAfter {
+				t.Errorf("%s: hint %s; want the wait to the date on this clock, about %s", tc.what, got, want)
+			}
+			continue
+		}
+		if got != tc.hint {
+			t.Errorf("%s: hint %s; want the %s the server asked for from its Date", tc.what, got, tc.hint)
 		}
 	}
 }
