@@ -1,3 +1,7 @@
+//go:build unix
+
+// The exec handlers of this test run shell scripts with /bin/sh.
+
 package handlers_test
 
 import (
