@@ -331,6 +331,42 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 	}
 }
 
+// lookupError is an error type whose Error reads its fields, as most do.
+type lookupError struct{ key string }
+
+func (e *lookupError) Error() string { return "no such key " + e.key }
+
+// An error whose methods panic, as a nil *lookupError returned as an error
+// does, is the handler's programming error like a panic in it: its
+// message is dead-lettered at once as a panic, naming the error's type,
+// and the worker and its other jobs go on.
+func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("typed_nil", func(context.Context, *engine.Job) error {
+		var missing *lookupError
+		return missing
+	})
+	c.Handle("policy", func(context.Context, *engine.Job) error { return errTransient }, engine.HandlerOptions{
+		Policies: []engine.ErrorPolicy{{Match: func(error) bool { panic("a matcher with a bug") }, Action: engine.ActionDiscard}},
+	})
+	c.Handle("fine", func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "typed_nil"})
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "policy"})
+	pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "fine"})
+	pgtest.Eventually(t, 30*time.Second, "two dead, one archived", func() bool {
+		return len(deadMessages(t, s, q)) == 2 && pgtest.Archived(t, s, q) == 1
+	})
+	for _, d := range deadMessages(t, s, q) {
+		msg, _ := d.Block["error_message"].(string)
+		if d.Block["reason"] != store.ReasonNonRetryable || d.Block["error_class"] != engine.ClassPanic || !strings.Contains(msg, "reading the error the handler returned") {
+			t.Errorf("dead message %d: block %v; want a non-retryable panic saying the handler's error panicked", d.ID, d.Block)
+		}
+	}
+}
+
 func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)

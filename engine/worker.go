@@ -514,7 +514,8 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	if w.jobBase.Err() != nil {
 		res.abandon = true // hard stop: leave it to its visibility timeout
 	} else {
-		res = w.onError(res, d, a)
+		res, a = w.settle(res, d, a)
+		err = a.err
 	}
 	switch {
 	case breaker == nil:
@@ -524,6 +525,26 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		w.releaseProbe(breaker.Name, probe)
 	}
 	return res
+}
+
+// settle turns a failed attempt into its outcome. The error's methods
+// (Error, Unwrap, ErrorClass, RetryAfter...) and the error policies'
+// matchers are the program's code, run here outside the handler's
+// recover: one that panics, as the Error method of a nil pointer returned
+// as an error does, would take the whole process down, with the jobs of
+// every queue, at each read of the message. Such a panic fails the attempt
+// as a panic of the handler does; the attempt returned carries the error
+// the outcome was made of, which observers and the breaker are told.
+func (w *queueWorker) settle(res result, d delivery, a attempt) (out result, settled attempt) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.err = &classedError{class: ClassPanic, msg: fmt.Sprintf(
+				"panic: reading the error the handler returned (%T), its methods or an error policy's matcher panicked: %v; make them safe to call (a nil pointer returned as an error is no nil error: return nil for success)", a.err, r)}
+			a.stack = panicStack(string(debug.Stack()))
+			out, settled = w.onError(res, d, a), a
+		}
+	}()
+	return w.onError(res, d, a), a
 }
 
 func (w *queueWorker) onError(res result, d delivery, a attempt) result {
