@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -364,6 +365,27 @@ func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
 		if d.Block["reason"] != store.ReasonNonRetryable || d.Block["error_class"] != engine.ClassPanic || !strings.Contains(msg, "reading the error the handler returned") {
 			t.Errorf("dead message %d: block %v; want a non-retryable panic saying the handler's error panicked", d.ID, d.Block)
 		}
+	}
+}
+
+// A handler that ends its goroutine with runtime.Goexit, as testing's
+// FailNow does, neither returns nor panics: its attempt fails at once as a
+// programming error saying so, not after its timeout as one that ignored
+// its context.
+func TestGoexitDeadLettersLikeAPanic(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		runtime.Goexit()
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Hour})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	d := deadMessages(t, s, q)[0]
+	if msg, _ := d.Block["error_message"].(string); d.Block["error_class"] != engine.ClassPanic || !strings.Contains(msg, "runtime.Goexit") {
+		t.Fatalf("block %v; want a panic naming runtime.Goexit", d.Block)
 	}
 }
 

@@ -717,12 +717,21 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	defer cancel()
 	done := make(chan attempt, 1)
 	go func() {
+		returned := false
 		defer func() {
 			if r := recover(); r != nil {
 				done <- attempt{err: &classedError{class: ClassPanic, msg: fmt.Sprintf("panic: %v", r)}, stack: panicStack(string(debug.Stack()))}
+			} else if !returned {
+				// runtime.Goexit (t.FailNow in a test, for one) ends the
+				// goroutine with nothing to recover: without this, the
+				// attempt would wait out its timeout and grace, and be
+				// failed as a handler that ignored its context.
+				done <- attempt{err: &classedError{class: ClassPanic, msg: "panic: the handler called runtime.Goexit (as testing's FailNow and SkipNow do) instead of returning; return an error to fail the attempt"}}
 			}
 		}()
-		done <- attempt{err: h.fn(ctx, job)}
+		err := h.fn(ctx, job)
+		returned = true
+		done <- attempt{err: err}
 	}()
 	grace := time.NewTimer(timeout + w.c.cfg.HandlerGrace)
 	defer grace.Stop()
