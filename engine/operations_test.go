@@ -544,6 +544,47 @@ func TestStatsCountedPerMinute(t *testing.T) {
 	}
 }
 
+// An outcome that matches no message, because another read holds it now
+// (the claim lapsed while the handler ran), changes nothing and is not
+// counted: the worker holding the message counts its own outcome, and the
+// stats would count the message twice.
+func TestStatsCountOnlyOutcomesWritten(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	c.Handle("good", held(started, release))
+	c.Handle("bad", func(ctx context.Context, job *engine.Job) error {
+		_ = held(started, release)(ctx, job)
+		return errors.New("no")
+	})
+	c.Handle("counted", func(context.Context, *engine.Job) error { return nil })
+	stop := pgtest.Start(t, c)
+	good := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "good"})
+	bad := pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "bad"})
+	<-started
+	<-started
+	// Another worker's read of both, as after their claims lapsed.
+	if _, err := s.Pool().Exec(testContext(t), `UPDATE pgmq."q_`+q+`" SET read_ct = read_ct + 1, vt = now() + interval '1 hour'
+		WHERE msg_id = ANY($1)`, []int64{good, bad}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "counted"})
+	pgtest.Eventually(t, 20*time.Second, "the counted message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	stop()
+	sum := func(col string) int {
+		return pgtest.Int(t, s, `SELECT coalesce(sum(`+col+`), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, q)
+	}
+	if sum("succeeded") != 1 || sum("failed") != 0 || sum("retried") != 0 {
+		t.Fatalf("stats: succeeded=%d failed=%d retried=%d; want only the counted message's success",
+			sum("succeeded"), sum("failed"), sum("retried"))
+	}
+	if live := pgtest.Live(t, s, q); live != 2 {
+		t.Fatalf("%d messages live; want both held by the other read, untouched", live)
+	}
+}
+
 func TestBadConfigIsRejected(t *testing.T) {
 	s := testStore(t)
 	bad := map[string]engine.Config{

@@ -98,15 +98,16 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	}
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
+	landed := make(map[int64]bool, len(batch))
 	for {
 		if !locked {
 			w.settling.RLock()
 			locked = true
 		}
-		err := w.writeOnce(w.writeBase, queue, batch, &written)
+		err := w.writeOnce(w.writeBase, queue, batch, &written, landed)
 		if err == nil {
-			w.record(batch)
-			w.settled[queue].Add(int64(len(batch)))
+			w.recordLanded(batch, landed)
+			w.settled[queue].Add(int64(len(landed)))
 			if len(w.gone) > 0 {
 				delete(w.gone, queue) // made again: say so again if it goes
 			}
@@ -192,9 +193,16 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 	return err == nil && !exists
 }
 
-func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool) error {
+// writeOnce writes the parts of batch not written yet, and notes in landed
+// the ids of the messages whose outcomes were written.
+func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	land := func(ids []int64) {
+		for _, id := range ids {
+			landed[id] = true
+		}
+	}
 	var done []store.Claim
 	var snoozes []store.SnoozeItem
 	var retryItems []store.RetryItem
@@ -230,21 +238,25 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
 			w.logUnwritten(queue, "success", len(done), len(got))
+			land(got)
 			return err
 		},
 		actionRetry: func() error {
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
 			w.logUnwritten(queue, "retry", len(retryItems), len(got))
+			land(got)
 			return err
 		},
 		actionSnooze: func() error {
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
 			w.logUnwritten(queue, "snooze", len(snoozes), len(got))
+			land(got)
 			return err
 		},
 		actionDiscard: func() error {
 			got, err := w.c.store.DiscardMany(ctx, queue, discards)
 			w.logUnwritten(queue, "discard", len(discards), len(got))
+			land(got)
 			return err
 		},
 		actionDeadLetter: func() error {
@@ -253,6 +265,9 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			w.logUnwritten(queue, "dead letter", len(dead), len(got))
+			for _, d := range got {
+				landed[d.SourceMsgID] = true
+			}
 			return err
 		},
 	}
@@ -284,6 +299,17 @@ func (w *queueWorker) logUnwritten(queue, what string, sent, written int) {
 func (r result) deadLetterItem() store.DeadLetterItem {
 	return store.DeadLetterItem{MsgID: r.claim.MsgID, Reason: r.reason, MaxRetries: r.maxRetries, Failure: r.failure,
 		ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
+}
+
+// recordLanded counts the outcomes of batch that were written: one that
+// matched no message (another read holds it, whose worker counts its own
+// outcome) changed nothing, and counting it would count a message twice.
+func (w *queueWorker) recordLanded(batch []result, landed map[int64]bool) {
+	for _, r := range batch {
+		if landed[r.claim.MsgID] {
+			w.c.stats.add(w.name, r)
+		}
+	}
 }
 
 func (w *queueWorker) record(batch []result) {
