@@ -203,16 +203,27 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 			cov.startHint(), hint(OpWorkers, "shows the processes seen lately"))
 		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:
-		h.add(HealthStalled, "backlog_not_draining", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s and nothing settled in 5 minutes", q.Queue, oldest.Round(time.Second)),
+		h.add(HealthStalled, "backlog_not_draining", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s%s and nothing settled in 5 minutes", q.Queue, oldest.Round(time.Second), atLevel(q)),
 			hint(OpWorkers, "are the workers alive?"), hint(OpQueueMessages, "what the queue holds", "queue", q.Queue))
 	case q.Visible > 0 && oldest > time.Minute:
-		h.add(HealthDegraded, "backlog_growing_old", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s; workers are behind", q.Queue, oldest.Round(time.Second)),
+		h.add(HealthDegraded, "backlog_growing_old", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s%s; workers are behind", q.Queue, oldest.Round(time.Second), atLevel(q)),
 			hint(OpQueueStats, "depth and throughput", "queue", q.Queue))
 	}
 	if q.LastHour.DeadLettered > 0 {
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %d messages dead-lettered in the last hour (%d in its DLQ)", q.Queue, q.LastHour.DeadLettered, q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
+}
+
+// atLevel says where the message ready longest waits in a queue with
+// priority levels, when below the first: workers read a level only with the
+// slots the levels above leave free, so it starves while they stay busy.
+func atLevel(q store.QueueStats) string {
+	if q.Priorities == 0 || q.OldestVisibleLevel == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at priority level %d, which workers read only with the slots levels 0 to %d leave free (it waits while they keep the workers busy: more concurrency, or less work sent to them, lets it run)",
+		q.OldestVisibleLevel, q.OldestVisibleLevel-1)
 }
 
 // runningUser is how recently a running process has said it uses a

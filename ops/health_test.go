@@ -583,3 +583,53 @@ func TestWorkersStaleAtTheirOwnPace(t *testing.T) {
 		t.Fatalf("statuses = %v; want w-slow running, w-slow-gone and w-default stale", got)
 	}
 }
+
+// A queue with priority levels whose oldest ready message waits at a
+// lower level is starved by the levels above, which workers read first:
+// health says at which level it waits and why, and says nothing of levels
+// when it waits at level 0.
+func TestHealthNamesTheStarvedPriorityLevel(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	if err := s.CreatePriorityQueue(ctx, "jobs", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-jobs", Hostname: "h", PID: 3, Queues: []string{"jobs"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []int{0, 2} {
+		if _, err := s.Send(ctx, store.PriorityQueueName("jobs", level), store.NewMessage{Payload: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age := func(level int, ago string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq.`+fmt.Sprintf("q_jobs_p%d", level)+` SET enqueued_at = now() - $1::interval, vt = now() - $1::interval`, ago); err != nil {
+			t.Fatal(err)
+		}
+	}
+	message := func() string {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range h.Reasons {
+			if r.Queue == "jobs" && (r.Code == "backlog_not_draining" || r.Code == "backlog_growing_old") {
+				return r.Message
+			}
+		}
+		t.Fatalf("health = %+v; want a reason about the old backlog of queue jobs", h)
+		return ""
+	}
+	age(0, "2 minutes")
+	age(2, "10 minutes")
+	if m := message(); !strings.Contains(m, "has waited 10m0s at priority level 2") || !strings.Contains(m, "levels 0 to 1") {
+		t.Fatalf("reason for a message waiting at level 2: %q; want it to name level 2 and the levels read before it", m)
+	}
+	age(0, "20 minutes")
+	if m := message(); !strings.Contains(m, "has waited 20m0s") || strings.Contains(m, "priority level") {
+		t.Fatalf("reason for a message waiting at level 0: %q; want no word of levels", m)
+	}
+}

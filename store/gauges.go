@@ -26,6 +26,9 @@ type QueueDepth struct {
 	// visibility timeout ended; 0 when none is ready. A message sent with
 	// a delay has not waited for a worker while the delay ran.
 	OldestVisibleAgeSeconds float64
+	// OldestVisibleLevel is the priority level of that message, for a
+	// queue with levels; 0 otherwise.
+	OldestVisibleLevel int
 	// OldestAgeSeconds is how long the oldest message of the queue has
 	// been in it; 0 when it is empty.
 	OldestAgeSeconds float64
@@ -109,13 +112,13 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 	}
 	for i, q := range queues {
 		out[i].Queue, out[i].Priorities = q, levels[q]
-		for _, p := range physicalNames(q, levels[q]) {
+		for level, p := range physicalNames(q, levels[q]) {
 			switch st := states[p]; {
 			case i >= work:
 			case !st.exists:
 				missing[i]++
 			default:
-				add(depthArm{queue: i, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive})
+				add(depthArm{queue: i, level: level, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive})
 			}
 		}
 		if st := states[rd.dlqOf(q)]; st.counted != nil {
@@ -183,6 +186,7 @@ const depthChunk = 16
 // whether its archive table exists.
 type depthArm struct {
 	queue                     int
+	level                     int // of a queue with priority levels
 	table                     string
 	dlq                       bool
 	archive, sent, hasArchive bool
@@ -323,7 +327,9 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		d.Scheduled += c.scheduled
 		d.WaitingRetry += c.retrying
 		d.InFlight += c.depth - c.visible - c.scheduled - c.retrying
-		d.OldestVisibleAgeSeconds = max(d.OldestVisibleAgeSeconds, c.oldestVisible)
+		if c.oldestVisible > d.OldestVisibleAgeSeconds {
+			d.OldestVisibleAgeSeconds, d.OldestVisibleLevel = c.oldestVisible, a.level
+		}
 		d.OldestAgeSeconds = max(d.OldestAgeSeconds, c.oldest)
 		d.archived += c.archived
 		d.totalSent += c.totalSent

@@ -31,8 +31,11 @@ type QueueStats struct {
 	// Ages in seconds; 0 when there is no such message.
 	OldestAgeSeconds        float64 `json:"oldest_age_seconds"`
 	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds"`
-	DLQ                     string  `json:"dlq"`
-	DLQDepth                int64   `json:"dlq_depth"`
+	// OldestVisibleLevel is the priority level of the message ready
+	// longest, for a queue with levels; 0 otherwise.
+	OldestVisibleLevel int    `json:"-"`
+	DLQ                string `json:"dlq"`
+	DLQDepth           int64  `json:"dlq_depth"`
 	// Dropped is true for a queue whose tables are gone (dropped by PGMQ's
 	// drop_queue, or by hand) while its DLQ holds messages: only DLQ,
 	// DLQDepth and the recent counters are read.
@@ -218,7 +221,7 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 	for i, d := range depths {
 		st := QueueStats{Queue: d.Queue, Depth: d.Visible + d.InFlight + d.WaitingRetry + d.Scheduled,
 			Visible: d.Visible, InFlight: d.InFlight, WaitingRetry: d.WaitingRetry, Scheduled: d.Scheduled,
-			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds,
+			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds, OldestVisibleLevel: d.OldestVisibleLevel,
 			DLQ: rd.dlqOf(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
 			Archived: d.archived, TotalSent: d.totalSent}
 		if !d.Dropped {
