@@ -322,3 +322,32 @@ func pageURLOf(p string, kv ...string) string {
 	}
 	return p + "?" + strings.Join(parts, "&")
 }
+
+// The list of every dead message offers to discard them all, as it
+// offers to retry them: the preview shows every message of every DLQ, and
+// its confirmation discards exactly those.
+func TestDiscardEveryDeadMessage(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q1, q2 := pgtest.NewQueue(t, st, "dash_all_a"), pgtest.NewQueue(t, st, "dash_all_b")
+	pgtest.DeadLetterN(t, st, q1, 2, pgtest.DeadSpec{Kind: "charge", Class: "Timeout", Message: "upstream timed out"})
+	pgtest.DeadLetterN(t, st, q2, 1, pgtest.DeadSpec{Kind: "mail", Class: "Invalid", Message: "bad address"})
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	b.login(token)
+
+	if code, page, _ := b.get("/dlq/messages"); code != http.StatusOK || !strings.Contains(page, `href="/dlq/discard"`) {
+		t.Fatalf("the list of every dead message: %d, no discard link\n%s", code, page)
+	}
+	code, page, _ := b.get("/dlq/discard")
+	if code != http.StatusOK || !strings.Contains(page, "3 dead messages") {
+		t.Fatalf("the preview of discarding every dead message: %d\n%s", code, page)
+	}
+	code, page, _ = b.post("/dlq/discard", confirmFormOf(t, page, "/dlq/discard"), nil)
+	if code != http.StatusOK || !strings.Contains(page, "Discarded 3 messages") {
+		t.Fatalf("discard every dead message: %d\n%s", code, page)
+	}
+	if n1, n2 := deadCount(t, svc, ops.DeadFilter{Queue: q1}), deadCount(t, svc, ops.DeadFilter{Queue: q2}); n1 != 0 || n2 != 0 {
+		t.Fatalf("%d and %d messages are still dead, want none", n1, n2)
+	}
+}

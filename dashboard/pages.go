@@ -222,7 +222,8 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 			d = retryBulk(f, res)
 			d.DeadlinesPassed = passed
 		} else {
-			res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, DryRun: true})
+			// The list of every dead message offers its discard too.
+			res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, DryRun: true, All: f.IsZero()})
 			if err != nil {
 				s.fail(w, r, v, err)
 				return
@@ -254,7 +255,7 @@ func (s *server) bulk(verb string) handlerFunc {
 		} else {
 			var res ops.DLQDiscard
 			// The person confirmed on the preview: that is the go-ahead.
-			res, err = s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, Expect: expect, Confirm: true})
+			res, err = s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{Filter: f, Expect: expect, Confirm: true, All: f.IsZero()})
 			d = discardBulk(f, res)
 		}
 		if err != nil {
