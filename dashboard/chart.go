@@ -1,8 +1,10 @@
 package dashboard
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,6 +22,13 @@ const (
 	plotBottom  = chartHeight - 22 // room for the times of the x axis
 )
 
+// maxCharts bounds the charts one overview draws. Each is some 15 KB of
+// SVG: a page of every one of hundreds of busy queues would weigh
+// megabytes, which ?refresh= would fetch again every few seconds. The
+// busiest queues of the window are drawn, and each other one links to the
+// overview with its chart drawn too (?chart=).
+const maxCharts = 20
+
 // throughputData is the overview's charts: one per queue, over the window
 // chosen by ?window=, with links to the other windows.
 type throughputData struct {
@@ -28,6 +37,9 @@ type throughputData struct {
 	Windows []link
 	Current string // the href of the window shown
 	Charts  map[string]chart
+	// Busy counts the queues that ran jobs in the window; Drawn, those
+	// charted: fewer when more than maxCharts ran jobs.
+	Busy, Drawn int
 }
 
 // Chart is the chart of queue, or an empty one (its Empty set) for a queue
@@ -42,8 +54,14 @@ func (d throughputData) Chart(queue string) chart {
 // chart is one queue's throughput as the template draws it: every
 // coordinate computed here, every word escaped by the template.
 type chart struct {
-	Queue  string
-	Empty  bool
+	Queue string
+	Empty bool
+	// Skipped is a queue that ran Jobs in the window but is not among the
+	// busiest, which alone are drawn; Href is the overview with its chart.
+	Skipped bool
+	Jobs    int64
+	Href    string
+
 	Desc   string // what the chart shows, in one sentence
 	Unit   string // what the y axis counts, such as "per minute"
 	Width  int
@@ -88,21 +106,53 @@ var windowNames = map[string]struct{ link, span string }{
 	ops.WindowDay:  {"Last 24 hours", "the last 24 hours"},
 }
 
-// throughputView lays out the charts of res; refresh keeps the page's
-// auto-refresh in the links to the other windows.
-func throughputView(res ops.ThroughputResult, refresh int) throughputData {
+// throughputView lays out the charts of res: of the maxCharts busiest
+// queues, and of the queue chosen (?chart=); refresh keeps the page's
+// auto-refresh in its links, as chosen does in those to the other windows.
+func throughputView(res ops.ThroughputResult, refresh int, chosen string) throughputData {
 	d := throughputData{Window: res.Window, Span: windowNames[res.Window].span, Charts: map[string]chart{}}
 	for _, w := range ops.ThroughputWindows {
-		href := pageLink("/", "window", w, "refresh", refresh)
+		href := pageLink("/", "window", w, "chart", chosen, "refresh", refresh)
 		d.Windows = append(d.Windows, link{Href: href, Text: windowNames[w].link})
 		if w == res.Window {
 			d.Current = href
 		}
 	}
+	drawn := busiest(res.Queues, chosen)
 	for _, q := range res.Queues {
-		d.Charts[q.Queue] = drawChart(res, q, d.Span)
+		if !q.Empty() {
+			d.Busy++
+		}
+		if q.Empty() || drawn[q.Queue] {
+			d.Charts[q.Queue] = drawChart(res, q, d.Span)
+			continue
+		}
+		d.Charts[q.Queue] = chart{Queue: q.Queue, Skipped: true, Jobs: q.Total.Total(),
+			Href: pageLink("/", "window", res.Window, "chart", q.Queue, "refresh", refresh) + "#chart-" + q.Queue}
 	}
+	d.Drawn = len(drawn)
 	return d
+}
+
+// busiest names the queues of qs to chart: the maxCharts that ran the most
+// jobs (by name among equals), and chosen when it ran any.
+func busiest(qs []ops.QueueThroughput, chosen string) map[string]bool {
+	var ran []ops.QueueThroughput
+	for _, q := range qs {
+		if !q.Empty() {
+			ran = append(ran, q)
+		}
+	}
+	slices.SortStableFunc(ran, func(a, b ops.QueueThroughput) int {
+		return cmp.Or(cmp.Compare(b.Total.Total(), a.Total.Total()), cmp.Compare(a.Queue, b.Queue))
+	})
+	out := map[string]bool{}
+	for i, q := range ran {
+		if i < maxCharts || q.Queue == chosen {
+			out[q.Queue] = true
+		}
+	}
+	return out
 }
 
 // drawChart computes the bars and axes of one queue's chart.

@@ -22,7 +22,7 @@ var (
 // figure returns the throughput figure of queue on page.
 func figure(t *testing.T, page, queue string) string {
 	t.Helper()
-	start := strings.Index(page, `<figure class="chart" data-queue="`+queue+`">`)
+	start := strings.Index(page, `<figure class="chart" data-queue="`+queue+`"`)
 	if start < 0 {
 		t.Fatalf("the overview has no throughput figure for %s:\n%s", queue, page)
 	}
@@ -130,5 +130,58 @@ func TestOverviewRefusesAnUnknownWindow(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the refusal does not say %s:\n%s", want, page)
 		}
+	}
+}
+
+// With more busy queues than it charts, the overview draws the busiest
+// only, so that a page of hundreds of queues stays small; each other one
+// links to the overview with its chart drawn too, and a chart of no queue
+// is refused.
+func TestOverviewChartsTheBusiestQueues(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
+	var deltas []store.StatsDelta
+	var queues []string
+	for i := range 22 {
+		q := pgtest.NewQueue(t, st, "dash_many")
+		queues = append(queues, q)
+		deltas = append(deltas, store.StatsDelta{Minute: minute, Queue: q, Kind: "k", Succeeded: int64(100 + i)})
+	}
+	if err := st.AddStats(pgtest.Context(t), deltas); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	code, page, _ := b.get("/?refresh=30")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	if n := strings.Count(page, `<svg class="tp"`); n != 20 {
+		t.Fatalf("the overview of 22 busy queues draws %d charts, want the 20 busiest", n)
+	}
+	if !strings.Contains(page, "20 of the 22 queues that ran jobs in the last hour are charted") {
+		t.Fatalf("the overview does not say that it charts only the busiest:\n%s", page)
+	}
+	for _, q := range queues[2:] {
+		chartFacts(t, figure(t, page, q))
+	}
+	quiet := queues[0]
+	link := html.EscapeString("/?window=1h&chart=" + quiet + "&refresh=30#chart-" + quiet)
+	if fig := figure(t, page, quiet); strings.Contains(fig, "<svg") || !strings.Contains(fig, "100 jobs in the last hour") || !strings.Contains(fig, `href="`+link+`"`) {
+		t.Fatalf("a queue not among the busiest shows:\n%s", fig)
+	}
+
+	code, page, _ = b.get(html.UnescapeString(link))
+	if code != http.StatusOK || strings.Count(page, `<svg class="tp"`) != 21 {
+		t.Fatalf("GET %s: %d, %d charts; want the 20 busiest and %s\n%s", link, code, strings.Count(page, `<svg class="tp"`), quiet, page)
+	}
+	chartFacts(t, figure(t, page, quiet))
+	if !strings.Contains(page, `href="`+html.EscapeString("/?window=24h&chart="+quiet+"&refresh=30")+`"`) {
+		t.Fatalf("the link to the day's window does not keep the chart asked for:\n%s", page)
+	}
+
+	code, page, _ = b.get("/?chart=no_such_queue")
+	if code != http.StatusNotFound || !strings.Contains(page, "There is no queue &#34;no_such_queue&#34; to chart") {
+		t.Fatalf("GET /?chart=no_such_queue: %d, want 404 saying so\n%s", code, page)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,16 +20,21 @@ type overviewData struct {
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
+	chosen := r.URL.Query().Get("chart")
 	tp, err := s.svc.Throughput(r.Context(), ops.ThroughputRequest{Window: r.URL.Query().Get("window")})
 	if err != nil {
 		// A window the dashboard does not offer: the ones it does.
 		var windows []link
 		if errors.Is(err, ops.ErrInvalid) {
-			for _, l := range throughputView(ops.ThroughputResult{}, v.Refresh).Windows {
+			for _, l := range throughputView(ops.ThroughputResult{}, v.Refresh, "").Windows {
 				windows = append(windows, link{Href: l.Href, Text: "Show the throughput of the " + strings.ToLower(l.Text)})
 			}
 		}
 		s.fail(w, r, v, err, windows...)
+		return
+	}
+	if chosen != "" && !slices.ContainsFunc(tp.Queues, func(q ops.QueueThroughput) bool { return q.Queue == chosen }) {
+		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
 		return
 	}
 	o, err := s.svc.Overview(r.Context())
@@ -37,7 +43,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	v.Title, v.Nav = "Overview", "overview"
-	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, Throughput: throughputView(tp, v.Refresh)})
+	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, Throughput: throughputView(tp, v.Refresh, chosen)})
 }
 
 // deadFilter reads the dead-letter filter of a query or form.
