@@ -259,7 +259,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	sess, ok := s.readSession(r)
 	v := s.newView(r, sess)
 	if !ok || !s.csrfOK(r, sess) {
-		s.refuse(w, r, v, http.StatusForbidden, "This login form has expired or was not sent from this dashboard: open the login page again and enter the token there.")
+		s.refuse(w, r, v, http.StatusForbidden, s.staleLogin(r, ok))
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
@@ -274,6 +274,19 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setSession(w, r, s.newSession(true))
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// staleLogin says why a login form was refused. A form that came without
+// any session cookie (hadSession false) over plain HTTP to a server whose
+// cookie is Secure most likely lost it in the browser, which keeps a
+// Secure cookie only over HTTPS: every login would then fail alike, and
+// opening the login page again, all the first sentence asks, cannot help.
+func (s *server) staleLogin(r *http.Request, hadSession bool) string {
+	msg := "This login form has expired or was not sent from this dashboard: open the login page again and enter the token there."
+	if !hadSession && s.cfg.SecureCookies && !clientaddr.HTTPS(r, s.cfg.TrustedProxies) {
+		msg += " If this happens again, your browser is dropping the session cookie: this server is reached off loopback, so it marks the cookie Secure, which browsers keep only over HTTPS. Open the dashboard through https://, from a TLS reverse proxy in front of it (named with --trusted-proxies when it calls pgbus over plain HTTP), or tunnel to a loopback address (ssh -L 8080:127.0.0.1:8080) with pgbus listening there."
+	}
+	return msg
 }
 
 // attempt checks token, a guess at the server's token from the request's

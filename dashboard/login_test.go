@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -232,6 +233,40 @@ func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
 		h.ServeHTTP(rec, post)
 		if to := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || to != "/" {
 			t.Errorf("login with next %q: %d to %q, want / (a browser reads %q)", next, rec.Code, to, strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(to))
+		}
+	}
+}
+
+// A browser keeps a Secure cookie only over HTTPS: reached over plain HTTP,
+// a server whose session cookie is Secure (it listens off loopback) gets
+// its login form back without the cookie, every time. The refusal says so
+// and how to reach the server, rather than only that the form expired.
+func TestLoginOverPlainHTTPSaysTheCookieNeedsHTTPS(t *testing.T) {
+	svc := newService(t, pgtest.Store(t))
+	for _, c := range []struct {
+		secure, tls, want bool
+	}{{true, false, true}, {true, true, false}, {false, false, false}} {
+		h, err := dashboard.New(svc, dashboard.Config{AuthToken: "a-token", SecureCookies: c.secure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := httptest.NewRecorder()
+		h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/login", nil))
+		// The browser did not keep the cookie: the form comes back without it.
+		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {"a-token"}, "next": {"/"}}
+		post := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if c.tls {
+			post.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, post)
+		body := rec.Body.String()
+		if rec.Code != http.StatusForbidden || !strings.Contains(body, "expired") {
+			t.Fatalf("SecureCookies %v, TLS %v: a login without its cookie: %d\n%s", c.secure, c.tls, rec.Code, body)
+		}
+		if got := strings.Contains(body, "browsers keep only over HTTPS"); got != c.want {
+			t.Errorf("SecureCookies %v, TLS %v: the refusal says the cookie needs HTTPS: %v, want %v\n%s", c.secure, c.tls, got, c.want, body)
 		}
 	}
 }
