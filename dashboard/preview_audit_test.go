@@ -67,3 +67,31 @@ func TestPreviewPagesLeaveNoAuditEntries(t *testing.T) {
 		t.Fatalf("the dashboard's audit entries, oldest first: %s\nwant the corrected payload's preview and the retry: %s", got, want)
 	}
 }
+
+// The payload's part of a message page counts the values redacted in the
+// payload, not those of the headers and error text, which the notes above
+// count: a payload without secrets is not said to have lost any.
+func TestPayloadRedactionCountIsThePayloads(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_redacted")
+	ids := pgtest.DeadLetter(t, st, q,
+		pgtest.DeadSpec{Kind: "k", Message: "login failed: password=hunter2hunter2", Payload: `{"order": 7}`},
+		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: `{"order": 8, "password": "hunter2hunter2"}`})
+	b := newBrowser(t, serve(t, st, serverOpts{allowPayloads: true}))
+	payloadPart := func(id int64) string {
+		t.Helper()
+		code, page, _ := b.get(fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d&payload=1", q, id))
+		_, part, ok := strings.Cut(page, `<h2 id="pl-h">`)
+		if code != http.StatusOK || !ok {
+			t.Fatalf("message %d: %d\n%s", id, code, page)
+		}
+		part, _, _ = strings.Cut(part, "</section>")
+		return part
+	}
+	if part := payloadPart(ids[0]); strings.Contains(part, "redacted") || !strings.Contains(part, "order") {
+		t.Errorf("a payload without secrets, its error holding one, shows:\n%s", part)
+	}
+	if part := payloadPart(ids[1]); !strings.Contains(part, "1 value was redacted.") || strings.Contains(part, "hunter2") {
+		t.Errorf("a payload holding a secret shows:\n%s", part)
+	}
+}
