@@ -351,3 +351,31 @@ func TestDiscardEveryDeadMessage(t *testing.T) {
 		t.Fatalf("%d and %d messages are still dead, want none", n1, n2)
 	}
 }
+
+// A retry or discard by filter moves at most ops.DefaultBulkLimit
+// messages: the page after it says that more may be left, with the
+// preview of the next, rather than only how many moved.
+func TestBulkDoneSaysMoreMayBeLeft(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	for _, verb := range []string{"discard", "retry"} {
+		q := pgtest.NewQueue(t, st, "dash_limit")
+		pgtest.DeadLetterN(t, st, q, ops.DefaultBulkLimit+2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+		_, page, _ := b.get("/dlq/" + verb + "?queue=" + q)
+		code, page, _ := b.post("/dlq/"+verb, confirmFormOf(t, page, "/dlq/"+verb), nil)
+		next := `<a href="/dlq/` + verb + `?queue=` + q + `">preview the next ` + verb + `</a>`
+		if code != http.StatusOK || !strings.Contains(page, "1,000 messages") || !strings.Contains(page, next) {
+			t.Fatalf("%s of %d messages: %d, no %s\n%s", verb, ops.DefaultBulkLimit+2, code, next, page)
+		}
+		// The next moves the 2 left, and says nothing of more.
+		_, page, _ = b.get("/dlq/" + verb + "?queue=" + q)
+		code, page, _ = b.post("/dlq/"+verb, confirmFormOf(t, page, "/dlq/"+verb), nil)
+		if code != http.StatusOK || !strings.Contains(page, "2 messages") || strings.Contains(page, "preview the next") {
+			t.Fatalf("the next %s, of the 2 messages left: %d\n%s", verb, code, page)
+		}
+		if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {
+			t.Fatalf("%d messages are still dead after two of each %s", n, verb)
+		}
+	}
+}
