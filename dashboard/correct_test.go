@@ -259,3 +259,33 @@ func keptText(page string) string {
 	kept, _, _ = strings.Cut(kept, "</textarea>")
 	return html.UnescapeString(kept)
 }
+
+// JSON nested a thousand deep is shown as it is, not indented: two spaces
+// a level made a dead message's page of a 6 KB payload weigh 4 MB, and the
+// preview of a 30 KB corrected payload 50 MB. JSON nested as payloads are
+// is still indented.
+func TestDeeplyNestedPayloadsStaySmall(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_deep")
+	dlq := q + "_dlq"
+	nested := func(depth int) string { return strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth) }
+	ids := pgtest.DeadLetter(t, st, q,
+		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: nested(1000)},
+		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: `{"order": {"id": 7}}`})
+	b := newBrowser(t, serve(t, st, serverOpts{allowPayloads: true}))
+
+	code, page, _ := b.get(pageURLOf("/dlq/message", "queue", dlq, "id", fmt.Sprint(ids[0]), "payload", "1"))
+	if code != http.StatusOK || len(page) > 256<<10 || !strings.Contains(page, "1}}}}") {
+		t.Fatalf("the page of a payload nested 1,000 deep: %d, %d bytes; want it whole in under 256 KiB", code, len(page))
+	}
+	code, page, _ = b.get(pageURLOf("/dlq/message", "queue", dlq, "id", fmt.Sprint(ids[1]), "payload", "1"))
+	if want := html.EscapeString("{\n  \"order\": {\n    \"id\": 7\n  }\n}"); code != http.StatusOK || !strings.Contains(page, want) {
+		t.Fatalf("the page of a payload nested 2 deep: %d, not indented as %q\n%s", code, want, page)
+	}
+
+	form := url.Values{"csrf": {csrf(t, page)}, "queue": {dlq}, "id": {fmt.Sprint(ids[1])}, "payload": {nested(5000)}}
+	code, page, _ = b.post("/dlq/message/correct", form, nil)
+	if code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) || len(page) > 1<<20 {
+		t.Fatalf("the preview of a corrected payload nested 5,000 deep: %d, %d bytes; want it in under 1 MiB", code, len(page))
+	}
+}

@@ -329,14 +329,53 @@ func formatMS(f *float64) string {
 }
 
 // prettyJSON indents JSON for a page; it was redacted by the operation
-// that returned it.
+// that returned it. JSON whose indentation would make it much longer is
+// shown as it is: each level of nesting indents its lines two more
+// spaces, so a payload of a few kilobytes nested a thousand deep (a
+// producer's, or typed in the corrected-payload box) grew to megabytes.
 func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
+	}
+	if indentedBound(raw) > 4*len(raw)+64<<10 {
+		return string(raw)
 	}
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// indentedBound is at least the length of raw once json.Indent indents it
+// by two spaces: a line break and its level's indentation at each bracket
+// and comma, a space after each colon.
+func indentedBound(raw []byte) int {
+	n, depth, inString, escaped := len(raw), 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			n += 1 + 2*depth
+		case c == '}' || c == ']':
+			depth = max(depth-1, 0)
+			n += 1 + 2*depth
+		case c == ',':
+			n += 1 + 2*depth
+		case c == ':':
+			n++
+		}
+	}
+	return n
 }
