@@ -73,6 +73,8 @@ type correctData struct {
 	Pretty string
 	Hidden int
 	Lines  []string
+	// Compact: Pretty is not indented, being nested too deep to (prettyJSON).
+	Compact bool
 }
 
 // typedPayload reads the corrected payload of a form: the typed JSON,
@@ -148,6 +150,7 @@ func (s *server) correctPreview(w http.ResponseWriter, r *http.Request, v *view)
 		shown = payload // in the order typed: redaction sorts the keys
 	}
 	d := correctData{DLQ: dlq, ID: id, Queue: res.Moved[0].Queue, Sealed: s.sealPayload(dlq, id, payload), Size: len(payload), Pretty: prettyJSON(shown), Hidden: hidden, Lines: workerLines(res.Workers)}
+	d.Compact = tooDeepToIndent(shown)
 	v.Title, v.Nav = "Retry message "+strconv.FormatInt(id, 10)+" with a corrected payload", "dlq"
 	s.render(w, r, http.StatusOK, "correct", v, d)
 }

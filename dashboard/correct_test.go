@@ -285,7 +285,7 @@ func TestDeeplyNestedPayloadsStaySmall(t *testing.T) {
 
 	form := url.Values{"csrf": {csrf(t, page)}, "queue": {dlq}, "id": {fmt.Sprint(ids[1])}, "payload": {nested(5000)}}
 	code, page, _ = b.post("/dlq/message/correct", form, nil)
-	if code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) || len(page) > 1<<20 {
+	if code != http.StatusOK || !strings.Contains(page, `data-page="correct"`) || len(page) > 1<<20 || !strings.Contains(page, "Shown compact") {
 		t.Fatalf("the preview of a corrected payload nested 5,000 deep: %d, %d bytes; want it in under 1 MiB", code, len(page))
 	}
 }

@@ -337,7 +337,7 @@ func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	if indentedBound(raw) > 4*len(raw)+64<<10 {
+	if tooDeepToIndent(raw) {
 		return string(raw)
 	}
 	var b bytes.Buffer
@@ -346,6 +346,10 @@ func prettyJSON(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// tooDeepToIndent reports whether indenting raw would make it more than
+// four times longer (plus 64 KiB): prettyJSON then shows it as it is.
+func tooDeepToIndent(raw []byte) bool { return indentedBound(raw) > 4*len(raw)+64<<10 }
 
 // indentedBound is at least the length of raw once json.Indent indents it
 // by two spaces: a line break and its level's indentation at each bracket
