@@ -60,6 +60,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock relative times count from; default time.Now.
 	Now func() time.Time
+	// MCP is the path of the MCP endpoint served beside the dashboard
+	// (pgbus serve --transport http), which the page of a path the
+	// dashboard does not have names. Empty, the dashboard is served alone
+	// (pgbus dashboard), and it tells an MCP client that calls /mcp, the
+	// path such clients are given, that there is no MCP endpoint here.
+	MCP string
 }
 
 // server is the dashboard's handler.
@@ -137,6 +143,9 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("GET /audit", s.authed(s.audit))
 	m.HandleFunc("GET /workers", s.authed(s.workers))
 	m.HandleFunc("GET /circuits", s.authed(s.circuits))
+	if cfg.MCP == "" {
+		m.HandleFunc("/mcp", s.noMCP)
+	}
 	m.HandleFunc("/", s.authed(s.notFound))
 	s.mux = m
 	return s, nil

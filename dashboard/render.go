@@ -170,10 +170,23 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 
 // notFound is the page of a path the dashboard does not have.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
+	msg := fmt.Sprintf("The dashboard has no page %s; its pages are listed in the navigation above.", r.URL.Path)
+	if s.cfg.MCP != "" {
+		msg = fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is %s; the pages are listed in the navigation above.", r.URL.Path, s.cfg.MCP)
+	}
 	v.Title = "Not found"
-	s.render(w, r, http.StatusNotFound, "problem", v, problem{Status: http.StatusNotFound,
-		Message: fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is /mcp; the pages are listed in the navigation above.", r.URL.Path),
-		Links:   []link{{"/", "Back to the overview"}}})
+	s.render(w, r, http.StatusNotFound, "problem", v, problem{Status: http.StatusNotFound, Message: msg,
+		Links: []link{{"/", "Back to the overview"}}})
+}
+
+// noMCP answers an MCP client that calls /mcp of a dashboard served alone,
+// in JSON as the endpoint it looked for would, before any login: whatever
+// its token, there is no endpoint to authenticate to.
+func (s *server) noMCP(w http.ResponseWriter, r *http.Request) {
+	s.log.Warn("dashboard: request refused", "status", http.StatusNotFound, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+		"client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "no MCP endpoint: the dashboard is served alone")
+	writeJSON(w, http.StatusNotFound, apiError{Error: "This address serves the pgbus dashboard alone (pgbus dashboard), without an MCP endpoint: " +
+		"point the MCP client at a pgbus serve --transport http, which serves /mcp next to the same dashboard, or have it start pgbus serve (stdio)."})
 }
 
 // pages of the operations a hint may point at.

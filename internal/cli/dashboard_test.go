@@ -46,7 +46,7 @@ func TestDashboardCommand(t *testing.T) {
 	if code, page, _ := get("/", true); code != http.StatusOK || !strings.Contains(page, "<h1>Overview</h1>") {
 		t.Fatalf("GET / with the token: %d\n%s", code, page)
 	}
-	if code, page, _ := get("/mcp", true); code != http.StatusNotFound || !strings.Contains(page, "no page /mcp") {
+	if code, page, _ := get("/mcp", true); code != http.StatusNotFound || !strings.Contains(page, "without an MCP endpoint") {
 		t.Fatalf("GET /mcp of the dashboard alone: %d\n%s", code, page)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

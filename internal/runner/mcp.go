@@ -98,7 +98,8 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.Transport == mcpserver.TransportHTTP {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
-		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger}); err != nil {
+		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
+			MCP: mcpserver.PathMCP}); err != nil {
 			return err
 		}
 	}
