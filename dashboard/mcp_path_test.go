@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,5 +49,37 @@ func TestDashboardAloneSaysItHasNoMCPEndpoint(t *testing.T) {
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	if code, page, _ := b.get("/nope"); code != http.StatusNotFound || !strings.Contains(page, "The MCP endpoint is /mcp") {
 		t.Errorf("GET /nope of pgbus serve: %d\n%s", code, page)
+	}
+}
+
+// The address of an action opened as a page (the page after a retry,
+// opened again from its address) is refused with 405 and what to do, not
+// said to be no page of the dashboard; a page sent another method is
+// refused with the method it takes; an unknown path is still not found.
+func TestWrongMethodSaysWhatTheAddressTakes(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	b.get("/")
+	for _, c := range []struct {
+		method, path, allow, says string
+	}{
+		{http.MethodGet, "/dlq/message/retry", "POST", "is where a form of the dashboard is sent (POST), not a page to open: nothing was changed"},
+		{http.MethodGet, "/queues/pause", "POST", "not a page to open"},
+		{http.MethodPut, "/dlq", "GET", "PUT /dlq: this address takes only GET. Nothing was changed."},
+		{http.MethodDelete, "/dlq/retry", "GET, POST", "takes only GET and POST"},
+	} {
+		req, _ := http.NewRequest(c.method, b.base+c.path, nil)
+		resp, err := b.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow || !strings.Contains(string(body), c.says) {
+			t.Errorf("%s %s: %d, Allow %q; want 405, Allow %q, saying %q\n%s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.allow, c.says, body)
+		}
+	}
+	if code, page, _ := b.get("/nope"); code != http.StatusNotFound {
+		t.Errorf("GET /nope: %d, want 404\n%s", code, page)
 	}
 }

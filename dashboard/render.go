@@ -168,8 +168,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links})
 }
 
-// notFound is the page of a path the dashboard does not have.
+// notFound is the page of a path the dashboard does not have, or does
+// not have for the request's method.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
+	if allow := s.methodsAt(r.URL); len(allow) > 0 {
+		s.wrongMethod(w, r, v, allow)
+		return
+	}
 	msg := fmt.Sprintf("The dashboard has no page %s; its pages are listed in the navigation above.", r.URL.Path)
 	if s.cfg.MCP != "" {
 		msg = fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is %s; the pages are listed in the navigation above.", r.URL.Path, s.cfg.MCP)
@@ -177,6 +182,30 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
 	v.Title = "Not found"
 	s.render(w, r, http.StatusNotFound, "problem", v, problem{Status: http.StatusNotFound, Message: msg,
 		Links: []link{{"/", "Back to the overview"}}})
+}
+
+// methodsAt lists the methods, of GET and POST, that the dashboard takes
+// at u's path.
+func (s *server) methodsAt(u *url.URL) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if _, pattern := s.mux.Handler(&http.Request{Method: m, URL: u}); pattern != "/" && pattern != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// wrongMethod refuses a request to a path the dashboard takes only with
+// other methods: an action's address opened as a page (the address of the
+// page after an action, opened again), or a page sent something.
+func (s *server) wrongMethod(w http.ResponseWriter, r *http.Request, v *view, allow []string) {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	msg := fmt.Sprintf("%s %s: this address takes only %s. Nothing was changed.", r.Method, r.URL.Path, strings.Join(allow, " and "))
+	if len(allow) == 1 && allow[0] == http.MethodPost {
+		msg = fmt.Sprintf("%s is where a form of the dashboard is sent (POST), not a page to open: nothing was changed. To act again, send the form from its page (a dead message's, a preview's or the overview's).", r.URL.Path)
+	}
+	s.refuse(w, r, v, http.StatusMethodNotAllowed, msg)
 }
 
 // noMCP answers an MCP client that calls /mcp of a dashboard served alone,
