@@ -115,7 +115,7 @@ func TestLiveCounts(t *testing.T) {
 		t.Fatalf("the overview's Content-Security-Policy %q does not allow the dashboard's own script and fetches, or allows inline ones", csp)
 	}
 	_, page, _ := b.get("/")
-	if strings.Count(page, "<script") != 1 || !strings.Contains(page, `<script src="/static/live.js" defer></script>`) {
+	if strings.Count(page, "<script") != 1 || !strings.Contains(page, `<script src="/static/live.js?v=`) {
 		t.Fatalf("the overview should load /static/live.js and hold no other script:\n%s", page)
 	}
 	for _, mark := range []string{`data-live-src="/live"`, `data-live="dead_messages"`, `<tr data-queue="` + q + `">`, `data-count="visible">3<`, `data-count="dlq_depth"><a href="/dlq?queue=` + q + `">2</a>`} {

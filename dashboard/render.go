@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
@@ -264,6 +267,7 @@ func hintLinks(hints []ops.Hint) []link {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
+	"static":    staticURL,
 	"link":      pageLink,
 	"hintlinks": hintLinks,
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -276,6 +280,28 @@ var funcs = template.FuncMap{
 	"join":      strings.Join,
 	"lower":     strings.ToLower,
 	"plural":    func(n any, one, many string) string { return pluralize(n, one, many) },
+}
+
+// assetVersions are the versions of the embedded assets: the start of
+// each one's SHA-256, by file name.
+var assetVersions = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	entries, _ := assets.ReadDir("static")
+	for _, e := range entries {
+		if b, err := assets.ReadFile("static/" + e.Name()); err == nil {
+			sum := sha256.Sum256(b)
+			out[e.Name()] = hex.EncodeToString(sum[:6])
+		}
+	}
+	return out
+})
+
+// staticURL is the address of the embedded asset name, with its version
+// in the query: browsers cache the assets for an hour, and an upgraded
+// server's pages must not run with the scripts and styles of the one
+// before.
+func staticURL(name string) string {
+	return "/static/" + name + "?v=" + assetVersions()[name]
 }
 
 // pageLink is a path with a query of the non-empty values of kv (pairs of
