@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
@@ -165,9 +166,15 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// staticFiles serves the embedded assets with a cache lifetime.
+// staticFiles serves the embedded assets with a cache lifetime. A name
+// that is not UTF-8 names none: the file server would answer it with a
+// server error, since no file system can hold it.
 func staticFiles(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !utf8.ValidString(r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		next.ServeHTTP(w, r)
 	})
