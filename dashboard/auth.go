@@ -191,7 +191,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		case bearer:
 		case s.cfg.AuthToken == "" && (!ok || !sess.authed):
 			if r.Method == http.MethodPost {
-				s.refuse(w, r, s.newView(r, session{}), http.StatusForbidden, "This form has expired (the server restarted, or the session ended): go back, reload the page and send it again.")
+				s.refuseKeeping(w, r, s.newView(r, session{}), http.StatusForbidden, "This form has expired (the server restarted, or the session ended): go back, reload the page and send it again.", typedText(r))
 				return
 			}
 			sess = s.newSession(true)
@@ -203,7 +203,11 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 				return
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				s.refuse(w, r, s.newView(r, session{}), http.StatusUnauthorized, "Log in first: this server needs its token (pgbus serve --auth-token or PGBUS_MCP_TOKEN).")
+				msg := "Log in first: this server needs its token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."
+				if _, err := r.Cookie(cookieName(r)); err == nil {
+					msg += " Your session ended (a login lasts 12 hours, and a restart of the server ends it): nothing was changed. Log in, then send the form again from its page."
+				}
+				s.refuseKeeping(w, r, s.newView(r, session{}), http.StatusUnauthorized, msg, typedText(r))
 				return
 			}
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
@@ -215,7 +219,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 			_ = r.ParseForm()
 		}
 		if r.Method == http.MethodPost && !bearer && !s.csrfOK(r, sess) {
-			s.refuse(w, r, v, http.StatusForbidden, "This form carries no valid CSRF token, so it was not sent from a page of this dashboard: nothing was changed. Reload the page and send the form from there.")
+			s.refuseKeeping(w, r, v, http.StatusForbidden, "This form carries no valid CSRF token, so it was not sent from a page of this dashboard: nothing was changed. Reload the page and send the form from there.", typedText(r))
 			return
 		}
 		ctx := ops.WithClient(r.Context(), Client)
@@ -227,6 +231,17 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		}
 		next(w, r.WithContext(ctx), v)
 	}
+}
+
+// typedText is the corrected payload a form carries as typed, which a
+// refusal before the form is read would otherwise lose: a session that
+// ended while the person typed it (a restart of the server) must not cost
+// the text.
+func typedText(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	return r.PostFormValue("payload")
 }
 
 // loginPage asks for the token.

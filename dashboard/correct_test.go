@@ -289,3 +289,35 @@ func TestDeeplyNestedPayloadsStaySmall(t *testing.T) {
 		t.Fatalf("the preview of a corrected payload nested 5,000 deep: %d, %d bytes; want it in under 1 MiB", code, len(page))
 	}
 }
+
+// A corrected payload sent after its session ended (a restart of the
+// server, the 12 hours of a login) or with a stale CSRF token is refused
+// before it is read, and the refusal shows the text typed again, so that
+// it is not lost; it says that the session ended only when the form came
+// with a session cookie.
+func TestRefusedFormKeepsTheTypedPayload(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_keep")
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	token := newToken(t)
+	addr := serve(t, st, serverOpts{token: token, allowPayloads: true})
+	typed := `{"sku": "typed-7", "note": "<b>kept</b>"}`
+	form := url.Values{"queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}, "payload": {typed}}
+	kept := `<textarea class="kept" readonly rows="8" aria-label="The payload you typed">` + html.EscapeString(typed) + `</textarea>`
+
+	b := newBrowser(t, addr)
+	b.login(token)
+	form.Set("csrf", "stale")
+	if code, page, _ := b.post("/dlq/message/correct", form, nil); code != http.StatusForbidden || !strings.Contains(page, "CSRF") || !strings.Contains(page, kept) {
+		t.Errorf("a stale CSRF token: %d, the payload not kept\n%s", code, page)
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	ended := http.Header{"Cookie": {"pgbus_session_" + port + "=AAAA.BBBB"}}
+	code, page, _ := newBrowser(t, addr).post("/dlq/message/correct", form, ended)
+	if code != http.StatusUnauthorized || !strings.Contains(page, "Your session ended") || !strings.Contains(page, kept) {
+		t.Errorf("a session that ended: %d, the payload not kept\n%s", code, page)
+	}
+	if code, page, _ := newBrowser(t, addr).post("/dlq/message/correct", form, nil); code != http.StatusUnauthorized || strings.Contains(page, "session ended") || !strings.Contains(page, kept) {
+		t.Errorf("no session: %d\n%s", code, page)
+	}
+}

@@ -132,6 +132,9 @@ type problem struct {
 	Status  int
 	Message string
 	Links   []link
+	// Kept is the corrected payload a refused form carried, shown again
+	// so that it is not lost.
+	Kept string
 }
 
 // link is a next step, as a page of the dashboard.
@@ -141,9 +144,15 @@ type link struct {
 
 // refuse renders a refusal.
 func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status int, msg string) {
+	s.refuseKeeping(w, r, v, status, msg, "")
+}
+
+// refuseKeeping renders a refusal that shows kept, the text a person
+// typed into the refused form, again.
+func (s *server) refuseKeeping(w http.ResponseWriter, r *http.Request, v *view, status int, msg, kept string) {
 	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", msg)
 	v.Title = http.StatusText(status)
-	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}})
+	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}, Kept: kept})
 }
 
 // fail renders the error of an operation: its message (redacted, as all
