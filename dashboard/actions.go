@@ -178,7 +178,8 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
 	d := auditData{Client: strings.TrimSpace(q.Get("client")), Op: strings.TrimSpace(q.Get("op")), Since: strings.TrimSpace(q.Get("since")), Cursor: q.Get("cursor")}
 	page, err := s.svc.Audit(r.Context(), ops.AuditRequest{Client: d.Client, Op: d.Op, Since: d.Since, Cursor: d.Cursor})
 	if err != nil {
-		s.fail(w, r, v, err)
+		// The operation is the "tool" of an audit request, and "op" here.
+		s.fail(w, r, v, ops.NameField(err, func(string) string { return "op" }, "tool"))
 		return
 	}
 	d.Page = page

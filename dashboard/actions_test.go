@@ -124,6 +124,11 @@ func TestActionsWithoutToken(t *testing.T) {
 	if _, page, _ := b.get("/audit?client=dashboard&op=all"); strings.Count(page, "<tr") != len(got)+1 {
 		t.Fatalf("the audit page lists %d rows, want a header and %d entries:\n%s", strings.Count(page, "<tr"), len(audit.Items), page)
 	}
+	// An operation the log does not record is refused naming the
+	// page's own field, op, as it is in the address.
+	if code, page, _ := b.get("/audit?op=bogus"); code != http.StatusBadRequest || !strings.Contains(page, "op &#34;bogus&#34; is no operation") || strings.Contains(page, "tool &#34;bogus&#34;") {
+		t.Fatalf("/audit?op=bogus: %d; want 400 naming the op field:\n%s", code, page)
+	}
 	for _, off := range []string{"0", "-5"} {
 		if _, page, _ := b.get("/?refresh=" + off); strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, "Refresh every 10 s") {
 			t.Errorf("/?refresh=%s refreshes, or does not offer to:\n%s", off, page)

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Operation names: what a Hint points at and what the audit log records.
@@ -99,6 +100,24 @@ func invalidf(format string, args ...any) *Error {
 
 func notFoundf(format string, args ...any) *Error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Err: ErrNotFound}
+}
+
+// NameField returns err with the request field its message starts with,
+// one of fields, named as a front end names it (name(field): a flag, a form
+// field), or err unchanged when it is no such error.
+func NameField(err error, name func(field string) string, fields ...string) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for _, f := range fields {
+		if rest, ok := strings.CutPrefix(e.Msg, f+" "); ok {
+			named := *e
+			named.Msg = name(f) + " " + rest
+			return &named
+		}
+	}
+	return err
 }
 
 func (e *Error) with(hints ...Hint) *Error {

@@ -215,18 +215,7 @@ func check(cmd *cobra.Command, req any) error {
 // flagWords names the request field an operation's error starts with,
 // one of fields, as the flag that sets it (--error-class for error_class).
 func flagWords(err error, fields ...string) error {
-	var e *ops.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	for _, f := range fields {
-		if rest, ok := strings.CutPrefix(e.Msg, f+" "); ok {
-			named := *e
-			named.Msg = "--" + flagName(f) + " " + rest
-			return &named
-		}
-	}
-	return err
+	return ops.NameField(err, func(f string) string { return "--" + flagName(f) }, fields...)
 }
 
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
