@@ -172,7 +172,10 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	if err != nil {
 		d, aerr := ParseAge(s)
-		if aerr != nil {
+		switch {
+		case aerr != nil && looksLikeAge(s):
+			return time.Time{}, aerr // an age out of range: say which range
+		case aerr != nil:
 			return time.Time{}, errNotTime
 		}
 		t = now.Add(-d)
@@ -205,6 +208,20 @@ func ParseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d, at most 100 years", s)
 	}
 	return d, nil
+}
+
+// looksLikeAge reports whether s is written as an age, whole days or a Go
+// duration, whatever its size; a negative one is no age at all, and gets
+// the whole grammar.
+func looksLikeAge(s string) bool {
+	if strings.HasPrefix(s, "-") {
+		return false
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		return true
+	}
+	_, err := time.ParseDuration(s)
+	return err == nil
 }
 
 // maxTimeText is the longest text ParseTime and ParseAge read, blanks

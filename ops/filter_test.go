@@ -41,6 +41,12 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v; want an error", in, got)
 		}
 	}
+	// An age out of range says what range, not only the grammar.
+	for in, want := range map[string]string{"99999d": "from 0 to 36500", "876001h": "at most 100 years", "yesterday": "an age such as 30m"} {
+		if _, err := ops.ParseTime(in, now); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTime(%q): %v; want an error saying %q", in, err, want)
+		}
+	}
 }
 
 // Since and Until take the same grammar in every operation with a filter,
