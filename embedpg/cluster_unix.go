@@ -41,8 +41,9 @@ type Cluster struct {
 	owner   serverUser
 	logger  *slog.Logger
 
-	mu    sync.Mutex
-	users lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
+	mu      sync.Mutex
+	users   lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
+	stopLog func() // ends the watch of postgres.log's size
 }
 
 // Start starts the embedded server on opts.DataDir, creating the cluster on
@@ -87,6 +88,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		return nil, err
 	}
+	c.stopLog = c.watchLog()
 	return c, nil
 }
 
@@ -108,6 +110,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	if c.users < 0 {
 		return nil
 	}
+	c.stopLog()
 	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
 	if err != nil {
 		// Without the lock we may not decide about the server; giving up our

@@ -16,6 +16,10 @@
 // the last Stop stops it. A server that was itself killed leaves a stale
 // postmaster.pid, which the next Start clears.
 //
+// The server writes its log to postgres.log in the data directory. Every
+// Cluster, until Stop, keeps it under about 10 MB: past that, the newest
+// lines are copied to postgres.log.1 and the log is emptied.
+//
 // As root, PostgreSQL refuses to run, so initdb and postgres run as the
 // unprivileged user "postgres" (or "pgbus", created when missing) and the data
 // directory is handed to that user.

@@ -22,7 +22,6 @@ import (
 const (
 	stopTimeout = 30 * time.Second // fast shutdown, before escalating
 	quitTimeout = 10 * time.Second // immediate shutdown, before giving up
-	maxLogSize  = 10 << 20         // postgres.log is rotated to postgres.log.1 past this
 )
 
 // ensureRunning adopts or starts the server and creates the database. The
@@ -237,39 +236,6 @@ func abort(p *os.Process, done <-chan struct{}) {
 	case <-time.After(quitTimeout):
 		_ = p.Kill()
 	}
-}
-
-func (c *Cluster) openLog() (*os.File, error) {
-	p := c.path(logFile)
-	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
-		_ = os.Rename(p, p+".1")
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("embedpg: opening server log: %w", err)
-	}
-	if err := c.owner.chown(p); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("embedpg: handing %s to user %s: %w", p, c.owner, err)
-	}
-	return f, nil
-}
-
-// logTail returns the last lines of postgres.log for error messages.
-func (c *Cluster) logTail() string {
-	f, err := os.Open(c.path(logFile))
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	defer f.Close()
-	const max = 4096
-	buf := make([]byte, max)
-	off := int64(0)
-	if st, err := f.Stat(); err == nil && st.Size() > max {
-		off = st.Size() - max
-	}
-	n, _ := f.ReadAt(buf, off)
-	return lastLines(buf[:n], 15)
 }
 
 func (c *Cluster) connect(ctx context.Context, db string) (*pgx.Conn, error) {

@@ -1,0 +1,86 @@
+//go:build linux
+
+package embedpg
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lowerLogLimits makes the log rotate past limit bytes, looked at often.
+func lowerLogLimits(t *testing.T, limit int64) {
+	oldSize, oldEvery := maxLogSize, logCheckInterval
+	maxLogSize, logCheckInterval = limit, 20*time.Millisecond
+	t.Cleanup(func() { maxLogSize, logCheckInterval = oldSize, oldEvery })
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// postgres.log stays bounded while the server runs, not only from one
+// start to the next: a server up for days writes far more than the limit.
+// The process that keeps rotating it here adopted the server, as one
+// adopting a server started by an earlier pgbus does.
+func TestLogBoundedWhileRunning(t *testing.T) {
+	const limit = 64 << 10
+	lowerLogLimits(t, limit)
+	dir := tempDataDir(t, "ep-")
+	starter := start(t, dir)
+	c := start(t, dir)
+	stop(t, starter)
+	conn := connect(t, c)
+	log, old := filepath.Join(dir, logFile), filepath.Join(dir, logFile+".1")
+	line := strings.Repeat("x", 1000)
+	for i := range 4 * limit / len(line) {
+		exec1(t, conn, fmt.Sprintf("DO $$BEGIN RAISE LOG 'filler %d %s'; END$$", i, line))
+	}
+	// Rotated, and at most as long as the limit: what the server wrote
+	// between two looks at the log is rotated at the next.
+	waitFor(t, "the log to be rotated", func() bool {
+		st, err := os.Stat(log)
+		_, oerr := os.Stat(old)
+		return err == nil && oerr == nil && st.Size() <= limit
+	})
+	c.stopLog() // no rotation from here on, for the checks below
+
+	b, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > limit || !bytes.Contains(b, []byte("LOG:  filler ")) {
+		t.Errorf("%s holds %d bytes, want some of the log, at most %d", old, len(b), limit)
+	}
+	if !bytes.HasPrefix(b, []byte("20")) || !bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("%s holds part of a line: %.80q ... %q", old, b, b[max(len(b)-80, 0):])
+	}
+	before := fileSize(t, log)
+	exec1(t, conn, "DO $$BEGIN RAISE LOG 'first after rotation'; END$$")
+	if b, err = os.ReadFile(log); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("first after rotation")) || bytes.IndexByte(b, 0) >= 0 || int64(len(b)) < before {
+		t.Errorf("the server writes %s where it stopped before the rotation (%d bytes before the line, NULs: %v), want at its new end",
+			log, before, bytes.IndexByte(b, 0) >= 0)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), logFile) && e.Name() != logFile && e.Name() != logFile+".1" {
+			t.Errorf("unexpected log file %s", e.Name())
+		}
+	}
+	if err := c.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
