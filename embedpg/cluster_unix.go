@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 const (
@@ -40,10 +41,11 @@ type Cluster struct {
 	binDir  string
 	owner   serverUser
 	logger  *slog.Logger
+	timeout time.Duration // Options.StartTimeout
 
-	mu      sync.Mutex
-	users   lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
-	stopLog func() // ends the watch of postgres.log's size
+	mu        sync.Mutex
+	users     lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
+	stopWatch func() // ends the watch over the server and its log
 }
 
 // Start starts the embedded server on opts.DataDir, creating the cluster on
@@ -66,6 +68,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		binDir:  opts.BinDir,
 		owner:   owner,
 		logger:  opts.Logger.With("data_dir", opts.DataDir),
+		timeout: opts.StartTimeout,
 		users:   -1,
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
@@ -88,7 +91,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		return nil, err
 	}
-	c.stopLog = c.watchLog()
+	c.stopWatch = c.watch()
 	return c, nil
 }
 
@@ -110,7 +113,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	if c.users < 0 {
 		return nil
 	}
-	c.stopLog()
+	c.stopWatch()
 	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
 	if err != nil {
 		// Without the lock we may not decide about the server; giving up our

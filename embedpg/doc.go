@@ -14,7 +14,9 @@
 // flock locks vanish with the process that holds them, so a killed pgbus
 // leaves the server running without a holder: the next Start adopts it and
 // the last Stop stops it. A server that was itself killed leaves a stale
-// postmaster.pid, which the next Start clears.
+// postmaster.pid, which the next Start clears; while a Cluster is in use it
+// looks at the server every 10 seconds and starts it again once it has been
+// gone at two looks in a row.
 //
 // The server writes its log to postgres.log in the data directory. Every
 // Cluster, until Stop, keeps it under about 10 MB: past that, the newest

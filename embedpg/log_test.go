@@ -15,9 +15,9 @@ import (
 
 // lowerLogLimits makes the log rotate past limit bytes, looked at often.
 func lowerLogLimits(t *testing.T, limit int64) {
-	oldSize, oldEvery := maxLogSize, logCheckInterval
-	maxLogSize, logCheckInterval = limit, 20*time.Millisecond
-	t.Cleanup(func() { maxLogSize, logCheckInterval = oldSize, oldEvery })
+	oldSize, oldEvery := maxLogSize, watchInterval
+	maxLogSize, watchInterval = limit, 20*time.Millisecond
+	t.Cleanup(func() { maxLogSize, watchInterval = oldSize, oldEvery })
 }
 
 func fileSize(t *testing.T, p string) int64 {
@@ -53,7 +53,7 @@ func TestLogBoundedWhileRunning(t *testing.T) {
 		_, oerr := os.Stat(old)
 		return err == nil && oerr == nil && st.Size() <= limit
 	})
-	c.stopLog() // no rotation from here on, for the checks below
+	c.stopWatch() // no rotation from here on, for the checks below
 
 	b, err := os.ReadFile(old)
 	if err != nil {

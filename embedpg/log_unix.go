@@ -4,23 +4,17 @@ package embedpg
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
-	"time"
 )
 
 // maxLogSize bounds postgres.log: past it, the log is moved to
 // postgres.log.1 (at start-up) or its newest part copied there and the log
 // emptied (while the server runs). A variable so tests can lower it.
 var maxLogSize int64 = 10 << 20
-
-// logCheckInterval is how often a running Cluster looks at the log's size.
-// A variable so tests can shorten it.
-var logCheckInterval = 10 * time.Second
 
 // openLog opens postgres.log for a server about to start, moving a log past
 // maxLogSize to postgres.log.1 first. The file is opened for appending: the
@@ -40,25 +34,6 @@ func (c *Cluster) openLog() (*os.File, error) {
 		return nil, fmt.Errorf("embedpg: handing %s to user %s: %w", p, c.owner, err)
 	}
 	return f, nil
-}
-
-// watchLog rotates postgres.log every logCheckInterval until the returned
-// function is called, which waits for the watch to end. Every Cluster
-// watches, whether it started the server or adopted it, so the log stays
-// bounded for as long as any pgbus uses the server, also one started by an
-// earlier pgbus that wrote its log the same way.
-func (c *Cluster) watchLog() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for sleepCtx(ctx, logCheckInterval) == nil {
-			if err := c.rotateLog(); err != nil {
-				c.logger.Warn("rotating the embedded PostgreSQL log", "err", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // rotateLog copies the newest maxLogSize bytes of postgres.log, from a line

@@ -67,6 +67,12 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 
 func (c *Cluster) startServer(ctx context.Context) error {
 	c.sockDir = socketDir(c.dataDir)
+	return c.startOn(ctx)
+}
+
+// startOn starts the server with its socket in c.sockDir, creating the
+// cluster first when there is none.
+func (c *Cluster) startOn(ctx context.Context) error {
 	if err := c.clearStale(ctx); err != nil {
 		return err
 	}
