@@ -24,5 +24,7 @@
 //
 // As root, PostgreSQL refuses to run, so initdb and postgres run as the
 // unprivileged user "postgres" (or "pgbus", created when missing) and the data
-// directory is handed to that user.
+// directory is handed to that user. initdb and postgres get only the
+// variables of the environment they use (locale, time zone, library paths),
+// never secrets such as the MCP token, which that user could read.
 package embedpg

@@ -143,6 +143,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, c.bin("initdb"), "-D", tmp, "-U", superuser,
 		"--auth=trust", "-E", "UTF8", "--no-locale")
 	cmd.Dir = c.dataDir // the server user may not enter our working directory
+	cmd.Env = serverEnv()
 	cmd.SysProcAttr = c.owner.procAttr(false)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("embedpg: initdb in %s failed: %w: %s; remove the directory or set --data-dir",
@@ -203,6 +204,7 @@ func (c *Cluster) spawn(ctx context.Context) error {
 		"-c", "listen_addresses=", // Unix socket only
 		"-c", "unix_socket_permissions=0700") // trust auth: nobody but the owner (and root) may connect
 	cmd.Dir = c.pgData
+	cmd.Env = serverEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = c.owner.procAttr(true)
 	if err := cmd.Start(); err != nil {
