@@ -84,3 +84,53 @@ func TestLogBoundedWhileRunning(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 }
+
+// A postgres.log that is a symbolic link, which the server's user can plant
+// in the directory it owns, is neither followed to its target by rotation
+// nor handed to a starting server: as root that would read, empty or
+// append to any file.
+func TestLogLinkNotFollowed(t *testing.T) {
+	const limit = 1 << 10
+	lowerLogLimits(t, limit)
+	dir := tempDataDir(t, "ep-")
+	c := start(t, dir)
+	c.stopWatch()
+	victim := filepath.Join(tempDataDir(t, "ep-victim-"), "victim")
+	content := bytes.Repeat([]byte("precious line\n"), 4*limit/14)
+	if err := os.WriteFile(victim, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, logFile)
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, log); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.rotateLog(); err != nil {
+		t.Fatalf("rotateLog: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); !bytes.Equal(b, content) {
+		t.Errorf("rotation changed the target of the link: %d bytes, want %d", len(b), len(content))
+	}
+	if b, err := os.ReadFile(log + ".1"); err == nil && bytes.Contains(b, []byte("precious")) {
+		t.Errorf("rotation copied the target of the link to %s", log+".1")
+	}
+	stop(t, c)
+
+	// A link to a file under the limit, which start-up does not move aside.
+	small := []byte("precious line\n")
+	if err := os.WriteFile(victim, small, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), opts(t, dir))
+	if err == nil {
+		_ = c.Stop(context.Background())
+	}
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Start with a linked postgres.log: %v, want an error saying it is a link", err)
+	}
+	if b, _ := os.ReadFile(victim); !bytes.Equal(b, small) {
+		t.Errorf("the start wrote to the target of the link: %q", b)
+	}
+}

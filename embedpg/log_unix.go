@@ -25,9 +25,14 @@ func (c *Cluster) openLog() (*os.File, error) {
 	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
 		_ = os.Rename(p, p+".1")
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	// Not following a link: as root, we would hand the server a file of
+	// our choosing that its user (who owns the directory) chose.
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("embedpg: the server log %s is a symbolic link, which pgbus does not follow; remove it", p)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("embedpg: opening server log: %w", err)
+		return nil, fmt.Errorf("embedpg: opening server log: %w; check the permissions of %s and the space on its disk", err, c.dataDir)
 	}
 	if err := c.owner.chown(p); err != nil {
 		f.Close()
@@ -46,7 +51,7 @@ func (c *Cluster) openLog() (*os.File, error) {
 // rotating the log itself).
 func (c *Cluster) rotateLog() error {
 	p := c.path(logFile)
-	if st, err := os.Stat(p); err != nil || st.Size() <= maxLogSize {
+	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
 		return nil
 	}
 	fd, err := openLock(c.path(lockFile), c.owner)
@@ -62,9 +67,11 @@ func (c *Cluster) rotateLog() error {
 
 // copyTruncate does rotateLog's work; the caller holds pgbus.lock.
 func (c *Cluster) copyTruncate(p string) error {
-	f, err := os.Open(p)
+	// Not following a link: as root, the file would be another one than
+	// the server's log, which its user (who owns the directory) chose.
+	f, err := os.OpenFile(p, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil // gone: nothing to bound
+		return nil // gone or a link: no log of the server to bound
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -78,7 +85,7 @@ func (c *Cluster) copyTruncate(p string) error {
 	// The log is emptied even when its copy fails: on a full disk the
 	// space it frees matters more than its old lines.
 	kept := c.keepOld(p, tail)
-	if err := os.Truncate(p, 0); err != nil {
+	if err := f.Truncate(0); err != nil {
 		return fmt.Errorf("emptying %s: %w", p, err)
 	}
 	if kept != nil {
@@ -90,7 +97,15 @@ func (c *Cluster) copyTruncate(p string) error {
 // keepOld writes old lines of the log at p to p.1, whole or not at all.
 func (c *Cluster) keepOld(p string, lines []byte) error {
 	tmp := p + ".1.tmp"
-	err := os.WriteFile(tmp, lines, 0o600)
+	_ = os.Remove(tmp) // left by a rotation cut short, or a link planted there
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(lines)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = c.owner.chown(tmp)
 	}
@@ -121,7 +136,7 @@ func newestLines(f *os.File, size, limit int64) ([]byte, error) {
 
 // logTail returns the last lines of postgres.log for error messages.
 func (c *Cluster) logTail() string {
-	f, err := os.Open(c.path(logFile))
+	f, err := os.OpenFile(c.path(logFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
