@@ -159,6 +159,10 @@ func (c *Cluster) urlFor(db string) string {
 }
 
 func (c *Cluster) lockErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("embedpg: %s is a symbolic link, which pgbus does not follow; remove it", pe.Path)
+	}
 	return fmt.Errorf("embedpg: waiting for the lock on %s (another pgbus is starting or stopping the server): %w",
 		c.path(lockFile), err)
 }

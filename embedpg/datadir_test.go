@@ -99,3 +99,24 @@ func TestUnreadableClusterIsKept(t *testing.T) {
 		t.Fatalf("the cluster's files after the refused start: %q, %v; want them kept", b, err)
 	}
 }
+
+// A lock file that is a symbolic link, which the server's user can plant in
+// the directory it owns, is not followed: as root, opening it would create
+// the file it names anywhere (an empty /etc/nologin locks users out).
+func TestLockLinkNotFollowed(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	target := filepath.Join(tempDataDir(t, "ep-target-"), "created")
+	if err := os.Symlink(target, filepath.Join(dir, lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), opts(t, dir))
+	if err == nil {
+		_ = c.Stop(context.Background())
+		t.Error("Start followed a linked pgbus.lock")
+	} else if !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("error %q; want it to say the lock file is a link", err)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("opening the linked pgbus.lock created %s", target)
+	}
+}

@@ -25,7 +25,9 @@ type lockFD int
 func openLock(path string, u serverUser) (lockFD, error) {
 	// O_CLOEXEC keeps the descriptor (and so the lock) out of postgres: the
 	// lock must die with the pgbus process, not live on in the server.
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	// O_NOFOLLOW: as root, a link the server's user planted in its directory
+	// would have us create the file it names anywhere.
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: path, Err: err}
 	}
