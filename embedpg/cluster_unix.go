@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,6 +207,16 @@ func (c *Cluster) checkOwnDataDir() error {
 		return fmt.Errorf("embedpg: data directory %s is not a directory; choose another with --data-dir or PGBUS_DATA_DIR", c.dataDir)
 	}
 	entries, err := os.ReadDir(c.dataDir)
+	if errors.Is(err, fs.ErrPermission) {
+		owner := ownerName(st)
+		as := owner
+		if owner != "root" {
+			as += " or as root"
+		}
+		return fmt.Errorf("embedpg: data directory %s belongs to user %s (mode %v), and this pgbus runs as user %s, who may not read it: "+
+			"run pgbus as %s, or choose another directory with --data-dir or PGBUS_DATA_DIR",
+			c.dataDir, owner, st.Mode().Perm(), userName(os.Geteuid()), as)
+	}
 	if err != nil {
 		return fmt.Errorf("embedpg: reading data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
 	}
@@ -274,4 +286,20 @@ func (c *Cluster) removeSocketDir() {
 	if c.sockDir != c.dataDir {
 		_ = os.Remove(c.sockDir)
 	}
+}
+
+// ownerName names the user owning a file, for messages.
+func ownerName(st fs.FileInfo) string {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return userName(int(sys.Uid))
+	}
+	return "(unknown)"
+}
+
+// userName is the name of the user with uid, or the number when it has none.
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
 }

@@ -5,6 +5,7 @@ package embedpg
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -118,5 +119,47 @@ func TestLockLinkNotFollowed(t *testing.T) {
 	}
 	if _, err := os.Lstat(target); err == nil {
 		t.Errorf("opening the linked pgbus.lock created %s", target)
+	}
+}
+
+// startErrEnv makes the test binary only print the error of a Start on the
+// data directory it names (see TestMain).
+const startErrEnv = "EMBEDPG_TEST_START_ERR_DATA_DIR"
+
+// A data directory of another user says whose it is and how to use it,
+// rather than only that it could not be read.
+func TestDataDirOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs a process as another user")
+	}
+	root := tempDataDir(t, "ep-")
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "data")
+	if err := os.MkdirAll(filepath.Join(dir, "pgdata"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary where user nobody may run it.
+	exe := filepath.Join(root, "embedpg.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err == nil {
+		err = os.WriteFile(exe, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = []string{startErrEnv + "=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=" + root, "TMPDIR=" + root}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("error: %s", out)
+	for _, want := range []string{"belongs to user root", "runs as user nobody", "run pgbus as root,", "--data-dir"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error %q does not say %q", out, want)
+		}
 	}
 }

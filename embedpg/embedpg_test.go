@@ -27,6 +27,11 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
 		os.Exit(runHelper(dir))
 	}
+	if dir := os.Getenv(startErrEnv); dir != "" {
+		_, err := Start(context.Background(), Options{DataDir: dir})
+		fmt.Println(err)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -403,6 +408,19 @@ func TestInitdbFails(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pgdata")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed initdb left pgdata behind (err %v)", err)
+	}
+}
+
+// initdb failing for want of disk space says to free some, not to remove
+// the directory it could not fill.
+func TestInitdbDiskFull(t *testing.T) {
+	bin, dir := fakeBinDir(t, "#!/bin/sh\necho 'FATAL:  could not write to file \"pg_wal/xlogtemp.1\": No space left on device' >&2\nexit 1\n",
+		"#!/bin/sh\nexit 1\n")
+	o := opts(t, dir)
+	o.BinDir = bin
+	_, err := Start(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "free space on the disk of "+dir) {
+		t.Fatalf("err = %v, want one saying to free space on the disk of %s", err, dir)
 	}
 }
 

@@ -3,6 +3,7 @@
 package embedpg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -146,8 +147,11 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = c.owner.procAttr(false)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("embedpg: initdb in %s failed: %w: %s; remove the directory or set --data-dir",
-			c.pgData, err, lastLines(out, 10))
+		next := "remove the directory or set --data-dir"
+		if bytes.Contains(out, []byte("No space left on device")) {
+			next = "free space on the disk of " + c.dataDir + " (a new cluster takes about 40 MB) or set --data-dir to a directory on another disk"
+		}
+		return fmt.Errorf("embedpg: initdb in %s failed: %w: %s; %s", c.pgData, err, lastLines(out, 10), next)
 	}
 	if err := os.Rename(tmp, c.pgData); err != nil {
 		return fmt.Errorf("embedpg: moving the new cluster into place: %w", err)
