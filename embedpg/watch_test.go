@@ -4,7 +4,9 @@ package embedpg
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,4 +37,29 @@ func TestServerKilledUnderClusterIsStartedAgain(t *testing.T) {
 	}
 	stop(t, c)
 	assertStopped(t, dir, newPID)
+}
+
+// A server gone with its whole data directory (removed by mistake) is not
+// started again on a new empty cluster, and the error says why.
+func TestGoneDataDirNotRecreated(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	c := start(t, dir)
+	c.stopWatch()
+	pid := serverPID(t, dir)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "killed postmaster to go", func() bool { return !processAlive(pid) })
+	moved := dir + ".moved"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(moved) })
+	err := c.revive(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "so is its cluster") {
+		t.Errorf("revive: %v, want an error saying the cluster is gone", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("revive made %s again", dir)
+	}
 }

@@ -54,6 +54,11 @@ func (c *Cluster) serverRuns() bool {
 // server on purpose, and without a server every process using it would fail
 // until restarted itself.
 func (c *Cluster) revive(ctx context.Context) error {
+	// Checked first, as the lock file may be gone with the directory.
+	if clusterVersion(c.pgData) == "" {
+		return fmt.Errorf("embedpg: the server in %s is gone and so is its cluster (no PG_VERSION); "+
+			"nothing was started: restore the directory, or stop pgbus and start it again for a new empty cluster", c.pgData)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
@@ -63,10 +68,6 @@ func (c *Cluster) revive(ctx context.Context) error {
 	defer lk.close()
 	if c.serverRuns() { // another process was first
 		return nil
-	}
-	if clusterVersion(c.pgData) == "" {
-		return fmt.Errorf("embedpg: the server in %s is gone and so is its cluster (no PG_VERSION); "+
-			"nothing was started: restore the directory, or stop pgbus and start it again for a new empty cluster", c.pgData)
 	}
 	pid, _ := readPID(c.pgData)
 	c.logger.Warn("embedded PostgreSQL is gone; starting it again", "pid", pid, "log", c.path(logFile))
