@@ -42,12 +42,14 @@ type DB struct {
 	Status store.MigrationStatus
 	// Embedded is the embedded server, nil for one at a URL.
 	Embedded *embedpg.Cluster
+
+	logger *slog.Logger // Options.Logger
 }
 
 // Connect connects to the database, starting the embedded server when no
 // URL is given. Prepare readies its schema next.
 func Connect(ctx context.Context, opts Options) (*DB, error) {
-	db := &DB{}
+	db := &DB{logger: opts.Logger}
 	url := opts.URL
 	if url == "" {
 		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: opts.DataDir, Logger: opts.Logger})
@@ -129,8 +131,14 @@ func (d *DB) Close() {
 	d.stopEmbedded()
 }
 
+// stopEmbedded stops the embedded server, if this process was its last
+// user, and logs why it could not: the server may be left running, which
+// whoever looks after the machine needs to know.
 func (d *DB) stopEmbedded() {
-	if d.Embedded != nil {
-		_ = d.Embedded.Stop(context.Background())
+	if d.Embedded == nil {
+		return
+	}
+	if err := d.Embedded.Stop(context.Background()); err != nil && d.logger != nil {
+		d.logger.Error("pgbus: stopping the embedded PostgreSQL failed", "err", err)
 	}
 }
