@@ -11,7 +11,8 @@ import (
 
 // Options configure Start. The zero value is ready to use.
 type Options struct {
-	// DataDir holds the cluster (pgdata/), its log (postgres.log), the lock
+	// DataDir holds the cluster (pgdata/), its log (postgres.log, and
+	// postgres.log.1 once it was rotated), the lock
 	// files and, when the path is short enough, the Unix socket.
 	// Default: DefaultDataDir().
 	DataDir string
@@ -23,7 +24,8 @@ type Options struct {
 	// Logger receives progress messages. Default: discard.
 	Logger *slog.Logger
 	// StartTimeout bounds Start as a whole: waiting for other processes,
-	// initdb and server start-up. Default: 60s.
+	// initdb and server start-up; and each start again of a server that
+	// died while the Cluster was in use. Default: 60s.
 	StartTimeout time.Duration
 }
 
