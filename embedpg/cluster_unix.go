@@ -165,8 +165,14 @@ func (c *Cluster) lockErr(err error) error {
 	if errors.As(err, &pe) && errors.Is(err, syscall.ELOOP) {
 		return fmt.Errorf("embedpg: %s is a symbolic link, which pgbus does not follow; remove it", pe.Path)
 	}
-	return fmt.Errorf("embedpg: waiting for the lock on %s (another pgbus is starting or stopping the server): %w",
-		c.path(lockFile), err)
+	holders := lockHolders(c.path(lockFile))
+	if len(holders) == 0 {
+		return fmt.Errorf("embedpg: waiting for the lock on %s (another pgbus is starting or stopping the server): %w; "+
+			"try again once it is done", c.path(lockFile), err)
+	}
+	pids := strings.Trim(fmt.Sprint(holders), "[]")
+	return fmt.Errorf("embedpg: waiting for the lock on %s, held by pid %s (another pgbus starting or stopping the server): %w; "+
+		"try again once it is done, or stop it if it hangs (kill %s)", c.path(lockFile), pids, err, pids)
 }
 
 // prepareDataDir creates the data directory and hands it to the server user.

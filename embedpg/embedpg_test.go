@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -453,5 +454,10 @@ func TestStartWaitsForLockWithinContext(t *testing.T) {
 	_, err = Start(ctx, opts(t, dir))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), lockFile) {
 		t.Fatalf("err = %v, want a deadline error naming %s", err, lockFile)
+	}
+	t.Logf("error: %v", err)
+	// The holder, for whoever must decide whether it hangs.
+	if want := "held by pid " + strconv.Itoa(os.Getpid()) + " "; !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to say %q", err, want)
 	}
 }
