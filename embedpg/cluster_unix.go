@@ -87,6 +87,10 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, c.lockErr(err)
 	}
 	if err := c.ensureRunning(ctx); err != nil {
+		if errors.Is(err, errStillStarting) { // left for the next start to adopt
+			c.users.close()
+			return nil, err
+		}
 		// Do not leave a server we started half-way without a holder.
 		if lerr := c.leave(context.Background()); lerr != nil {
 			c.logger.Warn("cleaning up after failed start", "err", lerr)

@@ -461,3 +461,38 @@ func TestStartWaitsForLockWithinContext(t *testing.T) {
 		t.Errorf("err = %v, want it to say %q", err, want)
 	}
 }
+
+// A server still starting up when Start gives up, as one replaying a long
+// write-ahead log after a crash, is left running for the next start, not
+// stopped: stopping it would throw the replay away, and every start after
+// would begin it again.
+func TestServerStillStartingIsLeftRunning(t *testing.T) {
+	// A postgres that records itself as starting and stays so.
+	bin, dir := fakeBinDir(t, "", `#!/bin/sh
+[ "$1" = "-V" ] && exit 1 # no version: Start checks none
+printf '%s\n%s\n0\n5432\n\n\n0 0\nstarting\n' $$ "$2" > "$2/postmaster.pid"
+sleep 300 &
+wait
+`)
+	stop(t, start(t, dir)) // the cluster, made with the real binaries and no deadline
+	o := opts(t, dir)
+	o.BinDir = bin
+	o.StartTimeout = 3 * time.Second
+	_, err := Start(context.Background(), o)
+	pid, _ := readPID(filepath.Join(dir, "pgdata"))
+	if pid > 0 {
+		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // its own process group
+	}
+	if !errors.Is(err, errStillStarting) || !strings.Contains(err.Error(), "left running") {
+		t.Fatalf("err = %v, want one saying the server is still starting and left running", err)
+	}
+	if !processAlive(pid) {
+		t.Errorf("the starting server (pid %d) was stopped", pid)
+	}
+
+	// The next start waits for it, and leaves it running too.
+	_, err = Start(context.Background(), o)
+	if !errors.Is(err, errStillStarting) || !processAlive(pid) {
+		t.Errorf("second start: %v, server alive %v; want it still starting and left running", err, processAlive(pid))
+	}
+}

@@ -60,6 +60,9 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 		// A server of this cluster that is starting up or shutting down
 		// (outside our locks): look again until it settles.
 		if serr := sleepCtx(ctx, 4*pollInterval); serr != nil {
+			if starting(c.pgData) {
+				return c.stillStarting(pid, serr)
+			}
 			return fmt.Errorf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %w; see %s",
 				pid, c.pgData, err, serr, c.path(logFile))
 		}
@@ -232,12 +235,29 @@ func (c *Cluster) spawn(ctx context.Context) error {
 			return fmt.Errorf("embedpg: PostgreSQL exited during start-up (%v); last lines of %s:\n%s",
 				waitErr, c.path(logFile), c.logTail())
 		case <-ctx.Done():
+			if starting(c.pgData) {
+				return c.stillStarting(cmd.Process.Pid, ctx.Err())
+			}
 			abort(cmd.Process, done)
 			return fmt.Errorf("embedpg: PostgreSQL did not accept connections in time (%w; last error: %v); last lines of %s:\n%s",
 				ctx.Err(), err, c.path(logFile), c.logTail())
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// errStillStarting is wrapped by the error of a Start that gave up waiting
+// for a server still starting up, which it leaves running.
+var errStillStarting = errors.New("still starting up")
+
+// stillStarting is the error for a server still starting up when Start
+// gives up on it. After a crash the server replays its write-ahead log
+// first, which can outlast StartTimeout; stopping it would throw that work
+// away and the next start would begin it again, without end.
+func (c *Cluster) stillStarting(pid int, err error) error {
+	return fmt.Errorf("embedpg: PostgreSQL (pid %d) on %s is %w (%v), as after a crash while it replays its write-ahead log, which can take minutes; "+
+		"it is left running: start pgbus again in a while, or see %s",
+		pid, c.pgData, errStillStarting, err, c.path(logFile))
 }
 
 // abort ends a server that failed to come up: immediate shutdown, then kill.
