@@ -25,8 +25,8 @@ func (c *Cluster) openLog() (*os.File, error) {
 	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
 		_ = os.Rename(p, p+".1")
 	}
-	// Not following a link: as root, we would hand the server a file of
-	// our choosing that its user (who owns the directory) chose.
+	// Not following a link: as root, we would open for the server any file
+	// a link planted by its user (who owns the directory) names.
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("embedpg: the server log %s is a symbolic link, which pgbus does not follow; remove it", p)
