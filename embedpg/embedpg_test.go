@@ -273,6 +273,7 @@ func TestRecoverAfterServerKilled(t *testing.T) {
 	}
 	exec1(t, conn, "CREATE TABLE t (v text); INSERT INTO t VALUES ('committed')")
 	_ = conn.Close(context.Background())
+	c.stopWatch() // the stale postmaster.pid is for the next Start to clear, not the watch
 	pid := serverPID(t, dir)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
