@@ -63,8 +63,9 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 			if starting(c.pgData) {
 				return c.stillStarting(pid, serr)
 			}
-			return fmt.Errorf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %w; see %s",
-				pid, c.pgData, err, serr, c.path(logFile))
+			return fmt.Errorf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %w; see %s, "+
+				"and if it still runs, stop it (kill -INT %d, a fast shutdown) and start pgbus again",
+				pid, c.pgData, err, serr, c.path(logFile), pid)
 		}
 	}
 }

@@ -4,10 +4,12 @@ package embedpg
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -60,5 +62,27 @@ func TestAdoptLongDataDirUnderAnotherTMPDIR(t *testing.T) {
 	}
 	if _, err := os.Stat(cfg.Host); err == nil {
 		t.Errorf("socket directory %s left behind", cfg.Host)
+	}
+}
+
+// A running server that takes no connections, here because its socket was
+// removed, is named with how to stop it, the next step once the log shows
+// nothing to wait for.
+func TestAdoptUnreachableServerSaysHowToStopIt(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	start(t, dir)
+	pid := serverPID(t, dir)
+	if err := os.Remove(filepath.Join(dir, socketName)); err != nil {
+		t.Fatal(err)
+	}
+	o := opts(t, dir)
+	o.StartTimeout = time.Second
+	c, err := Start(context.Background(), o)
+	if err == nil {
+		_ = c.Stop(context.Background())
+		t.Fatal("Start adopted a server without a socket")
+	}
+	if want := fmt.Sprintf("kill -INT %d", pid); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
