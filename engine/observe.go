@@ -74,11 +74,17 @@ type observers struct {
 	log  *slog.Logger
 }
 
-// guard runs one call of an observer, recovering its panic.
+// guard runs one call of an observer during a job, recovering its panic.
 func (o observers) guard(ob Observer, method string, call func()) {
+	o.guardWork(ob, method, "job", call)
+}
+
+// guardWork runs one call of an observer during work ("job" or "send"),
+// recovering its panic: the observer's bug is logged, and the work goes on.
+func (o observers) guardWork(ob Observer, method, work string, call func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			o.log.Error("pgbus: an observer panicked; the job goes on without it: fix the observer",
+			o.log.Error("pgbus: an observer panicked; the "+work+" goes on without it: fix the observer",
 				"observer", fmt.Sprintf("%T", ob), "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,4 +149,57 @@ func TestPanickingObserverDoesNotStopTheWorker(t *testing.T) {
 			t.Errorf("log does not mention %q:\n%s", want, log.String())
 		}
 	}
+}
+
+// panickySender is a SendObserver with a bug: its Sending panics, or
+// returns a done function that panics.
+type panickySender struct {
+	panicky
+	inDone bool
+}
+
+func (p panickySender) Sending(context.Context, string, *engine.SendOptions) func(int64, error) {
+	if p.inDone {
+		return func(int64, error) { panic("observer bug after send") }
+	}
+	panic("observer bug at send")
+}
+
+// A SendObserver that panics in Sending, or in the function it returns,
+// is logged and skipped as in a job: the send goes on, the message is
+// enqueued, and the other observers see it, where the panic reached the
+// caller of Send.
+func TestPanickingSendObserverDoesNotStopTheSend(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	var log pgtest.SyncBuffer
+	var sawID atomic.Int64
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Observers = []engine.Observer{panickySender{}, panickySender{inDone: true}, idSender{&sawID}}
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	id, err := c.Send(testContext(t), q, 1, engine.SendOptions{})
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages in the queue after a send, want 1", n)
+	}
+	if got := sawID.Load(); got != id {
+		t.Errorf("the healthy observer saw id %d, want %d", got, id)
+	}
+	for _, want := range []string{"observer bug at send", "observer bug after send", "the send goes on"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log does not mention %q:\n%s", want, log.String())
+		}
+	}
+}
+
+// idSender is a SendObserver that keeps the id of the last send.
+type idSender struct{ id *atomic.Int64 }
+
+func (idSender) JobStarted(ctx context.Context, _ *engine.Job) context.Context { return ctx }
+func (idSender) JobFinished(context.Context, *engine.Job, engine.Finish)       {}
+func (o idSender) Sending(context.Context, string, *engine.SendOptions) func(int64, error) {
+	return func(id int64, _ error) { o.id.Store(id) }
 }
