@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgbus/pgbus/internal/retryafter"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -341,27 +341,11 @@ func (s *sender) post(ctx context.Context, body []byte) (retry bool, after time.
 		return false, 0, fmt.Errorf("alerts: the webhook answered %s, redirecting to %s, and alerts are not posted to an address the configuration does not name; set alerts.url in the configuration file to the address it redirects to",
 			resp.Status, to)
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return true, retryAfter(resp.Header.Get("Retry-After"), time.Now()), fmt.Errorf("alerts: the webhook answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
+		after, _ := retryafter.Wait(resp.Header, time.Now(), maxRetryAfter)
+		return true, after, fmt.Errorf("alerts: the webhook answered %s: %s", resp.Status, strings.TrimSpace(string(snippet)))
 	}
 	return false, 0, fmt.Errorf("alerts: the webhook refused the alert with %s: %s; check alerts.url and alerts.headers (a token?) in the configuration file",
 		resp.Status, strings.TrimSpace(string(snippet)))
-}
-
-// retryAfter reads a Retry-After header, seconds or an HTTP date, as the
-// wait from now, bounded by maxRetryAfter; 0 when it is absent or cannot
-// be read.
-func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(h, 10, 64); err == nil {
-		d = time.Duration(min(max(secs, 0), int64(maxRetryAfter/time.Second))) * time.Second
-	} else if at, err := http.ParseTime(h); err == nil {
-		d = at.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
 }
 
 // withoutPath returns err with the URL it quotes (the client's errors are

@@ -17,6 +17,7 @@ import (
 // attempt waits that long rather than the backoff's second, which would
 // spend the attempts while the limit lasts and give the alert up.
 func TestRetryWaitsForRetryAfter(t *testing.T) {
+	behind := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
 	for name, c := range map[string]struct {
 		code  int
 		after func() string
@@ -26,9 +27,16 @@ func TestRetryWaitsForRetryAfter(t *testing.T) {
 		"date": {http.StatusServiceUnavailable, func() string {
 			return time.Now().Add(2*time.Hour + 30*time.Second).UTC().Format(http.TimeFormat)
 		}, "in=15m0s"}, // maxRetryAfter
+		// A date is a time on the receiver's clock, measured from its
+		// Date: here 10 minutes behind this one, where measured on this
+		// clock it was long past and the retry did not wait at all.
+		"date on a clock behind": {http.StatusServiceUnavailable, func() string {
+			return behind.Add(30 * time.Second).Format(http.TimeFormat)
+		}, "in=30s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Date", behind.Format(http.TimeFormat))
 				w.Header().Set("Retry-After", c.after())
 				http.Error(w, "slow down", c.code)
 			}))

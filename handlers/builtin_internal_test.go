@@ -1,40 +1,9 @@
 package handlers
 
 import (
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"", 0, false},
-		{"1", time.Second, true},
-		{" 120 ", 2 * time.Minute, true},
-		{"0", 0, false},
-		{"-5", 0, false},
-		{"1.5", 0, false},
-		{"soon", 0, false},
-		{"3600", time.Hour, true},
-		{"3601", MaxRetryAfter, true},
-		{"99999999999999999999999", MaxRetryAfter, true},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0, false},
-		{now.Add(48 * time.Hour).Format(http.TimeFormat), MaxRetryAfter, true},
-		{now.Add(30 * time.Second).Format(time.RFC850), 30 * time.Second, true},
-	} {
-		got, ok := parseRetryAfter(tc.in, now)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
 
 func TestTextBounds(t *testing.T) {
 	if got := snippet(shownText([]byte(strings.Repeat("é", 1000)), false), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {

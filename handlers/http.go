@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/retryafter"
 )
 
 // TypeHTTP is the handler type that sends each job to an HTTP endpoint.
@@ -434,7 +435,7 @@ func drain(body io.Reader, n int64, cancel context.CancelFunc) {
 // engine what to do.
 func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	code := resp.StatusCode
-	hint, _ := parseRetryAfter(resp.Header.Get("Retry-After"), serverNow(resp.Header, time.Now()))
+	hint, _ := retryafter.Wait(resp.Header, time.Now(), MaxRetryAfter)
 	text := shownText(body, false) // the end of a long body is cut off, not its start
 	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
 		Captured: output("response_body", text, len(body) >= MaxCapture, false)}
@@ -459,53 +460,6 @@ func (h *httpHandler) classify(resp *http.Response, body []byte) error {
 	default:
 		return engine.NonRetryable(e)
 	}
-}
-
-// serverNow is the time the response was made as its server tells it (its
-// Date header), else local, the worker's own clock. A Retry-After date is
-// a time on the server's clock: measured against a worker's clock that is
-// minutes off, it would wait minutes too long or not at all.
-func serverNow(h http.Header, local time.Time) time.Time {
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
-		return t
-	}
-	return local
-}
-
-// parseRetryAfter reads a Retry-After value: whole seconds or an HTTP date.
-// It reports false for none, a malformed value or a time already past;
-// waits longer than MaxRetryAfter are capped.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if v[0] >= '0' && v[0] <= '9' {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			var ne *strconv.NumError
-			if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-				return MaxRetryAfter, true
-			}
-			return 0, false
-		}
-		if n == 0 {
-			return 0, false
-		}
-		if n > uint64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter, true
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	d := t.Sub(now)
-	if d <= 0 {
-		return 0, false
-	}
-	return min(d, MaxRetryAfter), true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
