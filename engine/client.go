@@ -428,8 +428,9 @@ func (c *Client) checkQueues(ctx context.Context) error {
 			return err
 		}
 		// A queue another PGMQ client made has no DLQ: make it, and leave
-		// the queue's settings at the defaults.
-		if dlq := store.DLQName(q.Name); !have[dlq] && len(physical) == 1 && have[physical[0]] {
+		// the queue's settings at the defaults. So is one whose DLQ was
+		// dropped by hand, as a running worker would.
+		if dlq := store.DLQName(q.Name); !have[dlq] && allIn(physical, have) {
 			if err := c.store.CreateDLQ(ctx, q.Name); err != nil {
 				return err
 			}
@@ -443,6 +444,16 @@ func (c *Client) checkQueues(ctx context.Context) error {
 		c.physical[q.Name] = physical
 	}
 	return nil
+}
+
+// allIn reports whether every name is in have.
+func allIn(names []string, have map[string]bool) bool {
+	for _, n := range names {
+		if !have[n] {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Client) runWorkers(ctx context.Context) error {

@@ -264,6 +264,12 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 				return nil
 			}
 			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
+			if err != nil && w.dlqGone(ctx, queue, err) {
+				if !w.restoreDLQ(ctx, len(dead)) {
+					return nil // left in the queue, unheld at the end of the batch
+				}
+				got, err = w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
+			}
 			w.logUnwritten(queue, "dead letter", len(dead), len(got))
 			for _, d := range got {
 				landed[d.SourceMsgID] = true

@@ -172,25 +172,41 @@ func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 // their retries or deadline, or of a kind nobody handles) are dead-lettered
 // in the read's own transaction, so a crash cannot count a read without
 // routing it; the others start as jobs.
+//
+// When the queue's DLQ was dropped meanwhile, it is made again; when it
+// cannot be, the messages to dead-letter are read but neither run nor
+// held, so that they come back after the visibility timeout, while the
+// queue's other messages run.
 func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Duration, n int) (int, error) {
 	var routed []result
 	var routedFrom, runnable []delivery
-	msgs, err := w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, func(msgs []store.Message) []store.DeadLetterItem {
-		now := time.Now()
-		routed, routedFrom, runnable = routed[:0], routedFrom[:0], runnable[:0]
-		var items []store.DeadLetterItem
-		for _, m := range msgs {
-			d := w.prepare(queue, m, now)
-			res, ok := w.routeWithoutRunning(d)
-			if !ok {
-				runnable = append(runnable, d)
-				continue
+	aside, keepAside := 0, false
+	read := func() ([]store.Message, error) {
+		return w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, func(msgs []store.Message) []store.DeadLetterItem {
+			now := time.Now()
+			routed, routedFrom, runnable, aside = routed[:0], routedFrom[:0], runnable[:0], 0
+			var items []store.DeadLetterItem
+			for _, m := range msgs {
+				d := w.prepare(queue, m, now)
+				res, ok := w.routeWithoutRunning(d)
+				switch {
+				case !ok:
+					runnable = append(runnable, d)
+				case keepAside:
+					aside++
+				default:
+					routed, routedFrom = append(routed, res), append(routedFrom, d)
+					items = append(items, res.deadLetterItem())
+				}
 			}
-			routed, routedFrom = append(routed, res), append(routedFrom, d)
-			items = append(items, res.deadLetterItem())
-		}
-		return items
-	})
+			return items
+		})
+	}
+	msgs, err := read()
+	if err != nil && w.dlqGone(ctx, queue, err) {
+		keepAside = !w.restoreDLQ(ctx, len(routed))
+		msgs, err = read()
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -198,7 +214,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 		w.c.observers.finished(w.jobBase, w.jobOf(routedFrom[i]), res, attempt{})
 	}
 	w.record(routed)
-	w.release(len(routed))
+	w.release(len(routed) + aside)
 	w.start(queue, runnable)
 	return len(msgs), nil
 }

@@ -83,8 +83,10 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 }
 
 // CreateDLQ creates the dead-letter queue of queue, a queue made by
-// another PGMQ client that has none, without registering queue with pgbus:
-// it keeps the default settings. queue itself must exist. It is
+// another PGMQ client that has none, or a queue (of priority levels too)
+// whose DLQ was dropped outside pgbus, without registering queue with
+// pgbus: a queue made by another client keeps the default settings. queue
+// itself must exist, as a PGMQ queue or a queue of pgbus's. It is
 // idempotent.
 func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 	if err := ValidateQueueName(queue); err != nil {
@@ -100,7 +102,8 @@ func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 			return fmt.Errorf("store: create the DLQ of queue %q: lock: %w", queue, err)
 		}
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, queue).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)
+			OR EXISTS (SELECT 1 FROM pgbus.queues WHERE queue_name = $1)`, queue).Scan(&exists); err != nil {
 			return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
 		}
 		if !exists {

@@ -1,0 +1,152 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// dlqCount counts the messages in queue's DLQ, -1 while it does not exist.
+func dlqCount(t *testing.T, s *store.Store, queue string) int {
+	t.Helper()
+	if ok, err := s.QueueExists(testContext(t), store.DLQName(queue)); err != nil || !ok {
+		return -1
+	}
+	return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+store.DLQName(queue)+`"`)
+}
+
+// deadOrOK is a handler that fails kind "bad" for good, counting its runs,
+// and succeeds at the rest.
+func deadOrOK(bad *atomic.Int32) engine.HandlerFunc {
+	return func(_ context.Context, job *engine.Job) error {
+		if job.Kind == "bad" {
+			bad.Add(1)
+			return engine.NonRetryable(errors.New("bad input"))
+		}
+		return nil
+	}
+}
+
+// startThenDropDLQ runs c, waits for it to work queue, then drops the
+// queue's DLQ as PGMQ's drop_queue does, as owner.
+// Its messages are sent at priority 0, to physical.
+func startThenDropDLQ(t *testing.T, c *engine.Client, s, owner *store.Store, queue, physical string) {
+	t.Helper()
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, queue, 0, engine.SendOptions{Kind: "ok"})
+	pgtest.Eventually(t, 30*time.Second, "the worker to run", func() bool { return pgtest.Archived(t, s, physical) == 1 })
+	pgtest.DropOutside(t, owner, store.DLQName(queue))
+}
+
+// A DLQ dropped by hand while workers run is made again, empty, as a worker
+// makes a missing one at start: the messages to dead-letter then (one that
+// failed for good, one of a kind nobody handles, routed as it is read) go
+// to it, where the writes were retried without end and held up the
+// queue's other outcomes, and with them its heartbeat.
+func TestDLQDroppedWhileWorkingIsMadeAgain(t *testing.T) {
+	s := testStore(t)
+	plain, levels := newQueue(t, s, nil), newPriorityQueue(t, s, 2)
+	for name, qs := range map[string][2]string{"plain": {plain, plain}, "priority levels": {levels, store.PriorityQueueName(levels, 0)}} {
+		q, physical := qs[0], qs[1]
+		t.Run(name, func(t *testing.T) {
+			var logs pgtest.SyncBuffer
+			c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+			var bad atomic.Int32
+			c.Handle("bad", deadOrOK(&bad))
+			c.Handle("ok", deadOrOK(&bad))
+			startThenDropDLQ(t, c, s, s, q, physical)
+			pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
+			pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "nobody"})
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(logs.String())
+				}
+			})
+			pgtest.Eventually(t, 30*time.Second, "both messages in the DLQ made again", func() bool { return dlqCount(t, s, q) == 2 })
+			pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "ok"})
+			pgtest.Eventually(t, 30*time.Second, "the queue emptied", func() bool { return pgtest.Live(t, s, physical) == 0 && pgtest.Archived(t, s, physical) == 2 })
+			if !strings.Contains(logs.String(), "made it again, empty") {
+				t.Errorf("the log does not say the DLQ was made again:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// A DLQ dropped by hand that the workers' role may not make again leaves
+// the messages to dead-letter in the queue, to come back after their
+// visibility timeout, and the log says what to run; the queue's other
+// messages run meanwhile. Once the DLQ is made, they reach it: nothing is
+// lost.
+func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	q := newQueue(t, owner, nil)
+	role, roleURL := pgtest.NewRole(t, url)
+	grant := func() {
+		pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+		pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+		pgtest.Exec(t, url, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
+	}
+	grant()
+	s := pgtest.OpenStore(t, roleURL)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	var bad atomic.Int32
+	c.Handle("bad", deadOrOK(&bad))
+	c.Handle("ok", deadOrOK(&bad))
+	startThenDropDLQ(t, c, s, owner, q, q)
+
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
+	pgtest.Eventually(t, 30*time.Second, "the bad message to run", func() bool { return bad.Load() >= 1 })
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "nobody"})
+	pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "ok"})
+	pgtest.Eventually(t, 30*time.Second, "the good message to be archived beside them", func() bool { return pgtest.Archived(t, owner, q) == 2 })
+	if n := pgtest.Live(t, owner, q); n != 2 {
+		t.Fatalf("%d messages left in the queue, want the 2 to dead-letter", n)
+	}
+	if want := "pgbus queue create " + q + " as a role that may create tables"; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs.String())
+	}
+
+	if err := owner.CreateDLQ(testContext(t), q); err != nil {
+		t.Fatal(err)
+	}
+	grant()
+	pgtest.Eventually(t, 30*time.Second, "both messages in the DLQ once it is made", func() bool { return dlqCount(t, owner, q) == 2 })
+	if n := pgtest.Live(t, owner, q); n != 0 {
+		t.Errorf("%d messages left in the queue, want none", n)
+	}
+}
+
+// A worker starting on a queue of priority levels whose DLQ was dropped by
+// hand makes it again, as it does for a plain queue, where it refused to
+// start, saying to create a queue that exists.
+func TestWorkerStartMakesAMissingDLQOfPriorityLevels(t *testing.T) {
+	s := testStore(t)
+	q := newPriorityQueue(t, s, 2)
+	pgtest.DropOutside(t, s, store.DLQName(q))
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("bad", deadOrOK(new(atomic.Int32)))
+	stop, done := runInBackground(c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
+	pgtest.Eventually(t, 30*time.Second, "the message in the DLQ made at start", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run: %v", err)
+		default:
+		}
+		return dlqCount(t, s, q) == 1
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
