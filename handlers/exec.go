@@ -503,7 +503,8 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	defer out.close()
 	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
 	// Its own process group, so that a timeout kills what it started too.
-	ownProcessGroup(cmd)
+	release := ownProcessGroup(cmd)
+	defer release()
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 	cmd.WaitDelay = waitDelay
 	err = cmd.Start()

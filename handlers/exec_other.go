@@ -8,7 +8,7 @@ import (
 )
 
 // ownProcessGroup does nothing where there are no Unix process groups.
-func ownProcessGroup(*exec.Cmd) {}
+func ownProcessGroup(*exec.Cmd) (release func()) { return func() {} }
 
 // killGroup kills the process itself where there are no process groups.
 func killGroup(p *os.Process) error { return p.Kill() }

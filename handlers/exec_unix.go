@@ -13,9 +13,12 @@ import (
 	"syscall"
 )
 
-// ownProcessGroup makes the command the leader of a new process group.
-func ownProcessGroup(cmd *exec.Cmd) {
+// ownProcessGroup makes the command the leader of a new process group
+// and, where the system can, ties its life to the worker's (dieWithWorker);
+// release is called once the command was waited for.
+func ownProcessGroup(cmd *exec.Cmd) (release func()) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return dieWithWorker(cmd.SysProcAttr)
 }
 
 // killGroup kills the process group that p leads: p and everything it
