@@ -883,3 +883,44 @@ func TestClientPrunesTheAuditLog(t *testing.T) {
 		})
 	}
 }
+
+// A write of outcomes that sets no message's visibility (here an archive
+// waiting for a lock on the archive table) leaves the heartbeat free to
+// keep the queue's other running jobs invisible: a job running for several
+// visibility timeouts runs once, where the waiting write held the heartbeat
+// off and the job's message reappeared and ran again.
+func TestHeartbeatWhileAWriteWaits(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
+	c := pgtest.NewClient(t, s, q, nil)
+	started, finished := make(chan struct{}, 4), make(chan struct{}, 4)
+	var slow overlap
+	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
+		defer slow.enter()()
+		started <- struct{}{}
+		time.Sleep(5 * time.Second) // five visibility timeouts
+		finished <- struct{}{}
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	c.Handle("fast", func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow job did not start")
+	}
+	lock := lockTable(t, s, "a_"+q)
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "fast"})
+	pgtest.Eventually(t, 30*time.Second, "the fast job's archive to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		t.Fatal("the slow job did not finish")
+	}
+	lock.release()
+	pgtest.Eventually(t, 30*time.Second, "both archived", func() bool { return pgtest.Archived(t, s, q) >= 2 })
+	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
+		t.Fatalf("the slow job ran %d times, %d at once; want once", slow.calls.Load(), slow.most.Load())
+	}
+}

@@ -85,26 +85,32 @@ func (w *queueWorker) writeBatch(batch []result) {
 }
 
 func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
-	w.settling.RLock()
-	locked := true
+	all := batch
+	if batch = latestReads(batch); len(batch) < len(all) {
+		w.c.log.Debug("pgbus: outcomes of reads whose claims lapsed before a later read of the same message are not written", "queue", queue, "count", len(all)-len(batch))
+	}
+	// Only a retry or a snooze sets a vt the heartbeat could overwrite; the
+	// other outcomes take their messages out of the queue. The heartbeat is
+	// held off from the first of those writes on, not while the others
+	// wait (for a lock on the archive, a slow database): held off then, it
+	// let the queue's other running jobs reappear and run again.
+	locked := false
+	settle := func() {
+		if !locked {
+			w.settling.RLock()
+			locked = true
+		}
+	}
 	defer func() {
 		if locked {
 			w.settling.RUnlock()
 		}
 	}()
-	all := batch
-	if batch = latestReads(batch); len(batch) < len(all) {
-		w.c.log.Debug("pgbus: outcomes of reads whose claims lapsed before a later read of the same message are not written", "queue", queue, "count", len(all)-len(batch))
-	}
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	landed := make(map[int64]bool, len(batch))
 	for {
-		if !locked {
-			w.settling.RLock()
-			locked = true
-		}
-		err := w.writeOnce(w.writeBase, queue, batch, &written, landed)
+		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, settle)
 		if err == nil {
 			w.recordLanded(batch, landed)
 			w.settled[queue].Add(int64(len(landed)))
@@ -125,7 +131,7 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 			break
 		}
 		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
-		if !setVT(batch, written) {
+		if locked && !setVT(batch, written) {
 			// No retry or snooze landed, so no vt they set can be
 			// overwritten: the heartbeat may run meanwhile, keeping the
 			// queue's other running jobs, and these, from reappearing
@@ -194,8 +200,9 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 }
 
 // writeOnce writes the parts of batch not written yet, and notes in landed
-// the ids of the messages whose outcomes were written.
-func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]bool) error {
+// the ids of the messages whose outcomes were written. settle is called
+// before a part that sets its messages' vt (a retry, a snooze).
+func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]bool, settle func()) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	land := func(ids []int64) {
@@ -242,12 +249,20 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			return err
 		},
 		actionRetry: func() error {
+			if len(retryItems) == 0 {
+				return nil
+			}
+			settle()
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
 			w.logUnwritten(queue, "retry", len(retryItems), len(got))
 			land(got)
 			return err
 		},
 		actionSnooze: func() error {
+			if len(snoozes) == 0 {
+				return nil
+			}
+			settle()
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
 			w.logUnwritten(queue, "snooze", len(snoozes), len(got))
 			land(got)

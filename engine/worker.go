@@ -45,10 +45,10 @@ type queueWorker struct {
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
 
-	// settling is held for reading while outcomes are written and for
-	// writing while the heartbeat extends visibility, so a heartbeat never
-	// overwrites the vt a retry just set (that would delay the retry by a
-	// whole visibility timeout).
+	// settling is held for reading while retries and snoozes are written
+	// (until their claims are let go) and for writing while the heartbeat
+	// extends visibility, so a heartbeat never overwrites the vt a retry
+	// just set (that would delay the retry by a whole visibility timeout).
 	settling sync.RWMutex
 }
 
