@@ -302,6 +302,9 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // after that (and a few seconds' grace for writes under way) reappear after
 // their visibility timeout.
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.
+// A database whose schema lacks this pgbus's migrations stops Run before
+// anything is written, with an error wrapping store.ErrSchemaOld (or
+// store.ErrSchemaMissing): call Store.Migrate first.
 func (c *Client) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -311,7 +314,7 @@ func (c *Client) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: no queues to work; list them in Config.Queues", store.ErrInvalid)
 	}
 	for _, step := range []func(context.Context) error{
-		c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
+		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
 		if err := step(ctx); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -321,6 +324,23 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 	return c.runWorkers(ctx)
+}
+
+// checkSchema stops Run before anything is written when the database's
+// schema lacks migrations of this pgbus, as when a program built with it is
+// deployed before the database an older pgbus migrated is migrated: the
+// workers' statements would fail on what is missing, one by one, in errors
+// that say neither why nor what to do. A role that may not read the
+// schema's records is left to the steps after, which say what it lacks.
+func (c *Client) checkSchema(ctx context.Context) error {
+	_, err := c.store.CheckSchema(ctx)
+	if errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrSchemaMissing) {
+		return fmt.Errorf("engine: %w: call Store.Migrate before Run (pgbus migrate does the same)", err)
+	}
+	if err != nil && !errors.Is(err, store.ErrPermission) {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
 }
 
 // ensureBreakers creates the circuit breakers that handlers name and
