@@ -59,13 +59,34 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		// the grants, where the first DDL would only be refused.
 		return st, err
 	}
+	checked := err
 	st = MigrationStatus{}
 	migrations, err := schema.All()
 	if err != nil {
 		return st, err
 	}
+	st, err = s.migrate(ctx, migrations)
+	return st, mayNotMigrate(checked, err)
+}
+
+// mayNotMigrate is the error of a migration refused to a role that may not
+// change the schema: the schema check's error first, which says which
+// version the database has and which this pgbus needs, then the refusal;
+// a role deployed with a new pgbus before the schema was migrated (the
+// operator grants, say) was told only that it lacked a privilege. Other
+// errors pass unchanged.
+func mayNotMigrate(checked, err error) error {
+	if err == nil || !IsPermissionDenied(err) || !errors.Is(checked, ErrSchemaOld) && !errors.Is(checked, ErrSchemaMissing) {
+		return err
+	}
+	return fmt.Errorf("%w, which this role may not do: %w", checked, err)
+}
+
+// migrate applies the migrations not applied yet, in order.
+func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (MigrationStatus, error) {
+	var st MigrationStatus
 	applied := map[int]bool{}
-	err = s.migrationTx(ctx, "migrate", func(tx pgx.Tx) error {
+	err := s.migrationTx(ctx, "migrate", func(tx pgx.Tx) error {
 		// Before anything is written: a schema pgmq of someone else's
 		// stops here.
 		if err := checkPGMQSchema(ctx, tx); err != nil {

@@ -188,3 +188,27 @@ func TestMigrateWithoutReadAccessSaysWhatToGrant(t *testing.T) {
 		t.Fatalf("migrate of a current schema by a role that may not read it: %v; want ErrPermission with the grants to run", err)
 	}
 }
+
+// A role that may change rows but not the schema, deployed with a newer
+// pgbus before the database was migrated, is told which versions the
+// database has and needs, and that it may not migrate: it was told only
+// that it lacked a privilege.
+func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, s := newMigratedDatabase(t)
+	ctx := testContext(t)
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgbus.schema_migrations WHERE version = $1`, len(all)); err != nil {
+		t.Fatal(err)
+	}
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; "+
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	_, err = openStore(t, roleURL).Migrate(ctx)
+	want := fmt.Sprintf("version %d, this pgbus needs %d; migrate it with a role that may create tables, which this role may not do", len(all)-1, len(all))
+	if !errors.Is(err, store.ErrSchemaOld) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("migrate as a role that may not: %v; want ErrSchemaOld and the refusal, saying %q", err, want)
+	}
+}
