@@ -30,6 +30,9 @@ const defaultSessionIdleTTL = time.Hour
 // is not open, as other MCP servers answer it.
 const sessionNotFound = -32001
 
+// msgSessionNotOpen refuses a request naming a session that is not open.
+const msgSessionNotOpen = "pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header"
+
 // errSessionNotOpen is what Validate answers for an id that is not open.
 var errSessionNotOpen = errors.New("session not open")
 
@@ -142,18 +145,58 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 				"pgbus: "+clipMethod(method)+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first "+
 					"(a client of protocol 2026-07-28 or later sends no initialize: it names its version in the "+mcp.HeaderProtocolVersion+" header of every request)")
 		case id != "" && !m.isOpen(id):
-			m.refuse(w, r, http.StatusNotFound, sessionNotFound,
-				"pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header")
+			m.refuse(w, r, http.StatusNotFound, sessionNotFound, msgSessionNotOpen)
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
 		case id == "" && r.Method == http.MethodPost:
 			m.startSession(w, r, next)
+		case id != "":
+			next.ServeHTTP(&sessionWriter{ResponseWriter: w, ended: func() bool { return !m.isOpen(id) }, refuse: func() {
+				m.refuse(w, r, http.StatusNotFound, sessionNotFound, msgSessionNotOpen)
+			}}, r)
 		default:
 			next.ServeHTTP(w, r)
 		}
 	})
 }
+
+// sessionWriter passes a session's request's response on, but for the 404
+// mcp-go answers, in plain text, for a session that ended after the guard
+// looked (the idle reaper can end it in between): that one becomes the
+// guard's own refusal, so that clients get one answer for a session gone.
+type sessionWriter struct {
+	http.ResponseWriter
+	ended   func() bool
+	refuse  func()
+	refused bool
+}
+
+func (w *sessionWriter) WriteHeader(status int) {
+	if status == http.StatusNotFound && w.ended() {
+		w.refused = true
+		w.refuse()
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sessionWriter) Write(p []byte) (int, error) {
+	if w.refused {
+		return len(p), nil // mcp-go's words, replaced by the refusal
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on the flushes of a streamed (SSE) response.
+func (w *sessionWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // startSession passes on a request that may start a session when there is
 // room for one, and refuses it with 503 when there is not.
