@@ -128,13 +128,6 @@ type messageData struct {
 	Editor editor
 }
 
-// PayloadRedacted counts the values redacted in the payload shown, which
-// the payload's part of the page states: the message's RedactedValues
-// counts those of its headers and error text too.
-func (d messageData) PayloadRedacted() int {
-	return strings.Count(string(d.Msg.Payload), ops.Redacted) + strings.Count(d.Msg.PayloadPreview, ops.Redacted)
-}
-
 func (s *server) messageData(m ops.DeadMessage, asked bool) messageData {
 	return messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked, Editor: newEditor(m)}
 }

@@ -76,7 +76,8 @@ func TestPayloadRedactionCountIsThePayloads(t *testing.T) {
 	q := pgtest.NewQueue(t, st, "dash_redacted")
 	ids := pgtest.DeadLetter(t, st, q,
 		pgtest.DeadSpec{Kind: "k", Message: "login failed: password=hunter2hunter2", Payload: `{"order": 7}`},
-		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: `{"order": 8, "password": "hunter2hunter2"}`})
+		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: `{"order": 8, "password": "hunter2hunter2"}`},
+		pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: `{"order": 9, "note": "[REDACTED]"}`})
 	b := newBrowser(t, serve(t, st, serverOpts{allowPayloads: true}))
 	payloadPart := func(id int64) string {
 		t.Helper()
@@ -93,5 +94,9 @@ func TestPayloadRedactionCountIsThePayloads(t *testing.T) {
 	}
 	if part := payloadPart(ids[1]); !strings.Contains(part, "1 value was redacted.") || strings.Contains(part, "hunter2") {
 		t.Errorf("a payload holding a secret shows:\n%s", part)
+	}
+	// The marker's words in a payload are no secret redacted.
+	if part := payloadPart(ids[2]); strings.Contains(part, "was redacted") || !strings.Contains(part, "order") {
+		t.Errorf("a payload holding the marker's words, no secret, shows:\n%s", part)
 	}
 }

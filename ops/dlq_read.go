@@ -298,11 +298,14 @@ type DeadMessage struct {
 	PayloadPreview   string            `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
 	PayloadTruncated bool              `json:"payload_truncated,omitempty"`
 	RedactedValues   int               `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
-	History          []Failure         `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
-	HistoryOmitted   int               `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
-	FailureCount     int               `json:"failure_count" jsonschema_description:"Failures recorded in all."`
-	Notes            []string          `json:"notes" jsonschema_description:"What was hidden or shortened."`
-	Next             []Hint            `json:"next" jsonschema_description:"What to do next."`
+	// PayloadRedacted is the payload's share of RedactedValues, for a
+	// front end that states it beside the payload.
+	PayloadRedacted int       `json:"-"`
+	History         []Failure `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
+	HistoryOmitted  int       `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
+	FailureCount    int       `json:"failure_count" jsonschema_description:"Failures recorded in all."`
+	Notes           []string  `json:"notes" jsonschema_description:"What was hidden or shortened."`
+	Next            []Hint    `json:"next" jsonschema_description:"What to do next."`
 }
 
 // DLQShow returns one dead message: its block, headers, failure history
@@ -373,7 +376,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	out.Headers, n = v.headers(m.Headers)
 	note(n)
 	pv := v.payload(m.Payload, b.Payload)
-	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
+	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated, out.PayloadRedacted = pv.shown, pv.payload, pv.preview, pv.truncated, pv.redacted
 	note(pv.note)
 	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
 	out.FailureCount = len(m.History)

@@ -317,6 +317,7 @@ type payloadView struct {
 	shown     bool
 	truncated bool
 	note      string
+	redacted  int // values of the payload replaced by Redacted
 }
 
 func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
@@ -332,10 +333,10 @@ func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 		red = json.RawMessage("null")
 	}
 	if len(red) <= max {
-		return payloadView{payload: red, shown: true}
+		return payloadView{payload: red, shown: true, redacted: n}
 	}
 	preview := cutBytes(string(red), max)
-	return payloadView{shown: true, truncated: true, preview: preview,
+	return payloadView{shown: true, truncated: true, preview: preview, redacted: n,
 		note: fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds the first %d as text", len(red), len(preview))}
 }
 
