@@ -110,6 +110,44 @@ func (o *overlap) enter() (leave func()) {
 	return func() { o.running.Add(-1) }
 }
 
+// slowJob is a handler that runs 5 seconds (five visibility timeouts of a
+// second), says when it starts and finishes, and counts its runs.
+type slowJob struct {
+	overlap
+	started, finished chan struct{}
+}
+
+// handleSlow registers a slowJob for kind on c.
+func handleSlow(c *engine.Client, kind string) *slowJob {
+	j := &slowJob{started: make(chan struct{}, 4), finished: make(chan struct{}, 4)}
+	c.Handle(kind, func(context.Context, *engine.Job) error {
+		defer j.enter()()
+		j.started <- struct{}{}
+		time.Sleep(5 * time.Second)
+		j.finished <- struct{}{}
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	return j
+}
+
+func (j *slowJob) waitStarted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-j.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow job did not start")
+	}
+}
+
+func (j *slowJob) waitFinished(t *testing.T) {
+	t.Helper()
+	select {
+	case <-j.finished:
+	case <-time.After(time.Minute):
+		t.Fatal("the slow job did not finish")
+	}
+}
+
 // held is a handler that says on started that it runs, then returns once
 // release is closed.
 func held(started chan<- struct{}, release <-chan struct{}) engine.HandlerFunc {

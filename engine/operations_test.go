@@ -775,32 +775,16 @@ func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	started, finished := make(chan struct{}, 4), make(chan struct{}, 4)
-	var slow overlap
-	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
-		defer slow.enter()()
-		started <- struct{}{}
-		time.Sleep(5 * time.Second) // five visibility timeouts
-		finished <- struct{}{}
-		return nil
-	}, engine.HandlerOptions{Timeout: time.Minute})
+	slow := handleSlow(c, "slow")
 	c.Handle("bad", func(ctx context.Context, job *engine.Job) error {
 		return engine.NonRetryable(errors.New("bad input"))
 	})
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the slow job did not start")
-	}
+	slow.waitStarted(t)
 	pgtest.Exec(t, url, `REVOKE INSERT ON pgmq."q_`+q+`_dlq" FROM `+role)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
-	select {
-	case <-finished:
-	case <-time.After(time.Minute):
-		t.Fatal("the slow job did not finish")
-	}
+	slow.waitFinished(t)
 	if slow.calls.Load() != 1 || slow.most.Load() != 1 || !strings.Contains(logs.String(), "writing outcomes failed; retrying") {
 		t.Fatalf("the slow job ran %d times, %d at once; want once, beside a write retried; log:\n%s", slow.calls.Load(), slow.most.Load(), logs.String())
 	}
@@ -893,31 +877,15 @@ func TestHeartbeatWhileAWriteWaits(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
 	c := pgtest.NewClient(t, s, q, nil)
-	started, finished := make(chan struct{}, 4), make(chan struct{}, 4)
-	var slow overlap
-	c.Handle("slow", func(ctx context.Context, job *engine.Job) error {
-		defer slow.enter()()
-		started <- struct{}{}
-		time.Sleep(5 * time.Second) // five visibility timeouts
-		finished <- struct{}{}
-		return nil
-	}, engine.HandlerOptions{Timeout: time.Minute})
+	slow := handleSlow(c, "slow")
 	c.Handle("fast", func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the slow job did not start")
-	}
+	slow.waitStarted(t)
 	lock := lockTable(t, s, "a_"+q)
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "fast"})
 	pgtest.Eventually(t, 30*time.Second, "the fast job's archive to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
-	select {
-	case <-finished:
-	case <-time.After(time.Minute):
-		t.Fatal("the slow job did not finish")
-	}
+	slow.waitFinished(t)
 	lock.release()
 	pgtest.Eventually(t, 30*time.Second, "both archived", func() bool { return pgtest.Archived(t, s, q) >= 2 })
 	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
