@@ -131,7 +131,7 @@ func retryAuditResult(r DLQRetry) any {
 func discardAuditArgs(r DLQDiscardRequest) map[string]any {
 	args := map[string]any{"filter": r.Filter, "dry_run": r.DryRun}
 	if len(r.IDs) == 0 && !r.DryRun {
-		args["confirm"], args["asked"] = r.Confirm, r.Ask != nil
+		args["confirm"], args["asked"] = r.Confirm, r.Ask != nil || r.Deferred != nil
 	}
 	if r.Expect != "" {
 		args["expect"] = r.Expect

@@ -459,6 +459,9 @@ type DLQDiscardRequest struct {
 	// Ask, when set, asks the person behind the call instead of relying on
 	// Confirm: a person's answer outranks an agent's flag.
 	Ask Confirmer
+	// Deferred, when set instead of Ask, asks the person over two calls
+	// (see Deferred); Confirm is not relied on either.
+	Deferred *Deferred
 	// All confirms that a request without ids and with an empty filter
 	// means every dead message of every DLQ, as for DLQRetryRequest.All.
 	All bool
@@ -495,7 +498,7 @@ func (r DLQDiscard) OK() bool {
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
 	defer func() {
-		if !req.DryRun || recordsDryRun(ctx) {
+		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
 		}
 	}()
@@ -653,6 +656,9 @@ type DLQPurgeRequest struct {
 	// Ask, when set, asks the person behind the call instead of relying on
 	// Confirm, as for DLQDiscardRequest.
 	Ask Confirmer
+	// Deferred, when set instead of Ask, asks the person over two calls, as
+	// for DLQDiscardRequest.
+	Deferred *Deferred
 	// Progress, when set, is called with the messages deleted and expected.
 	Progress func(done, total int)
 }
@@ -668,7 +674,9 @@ type DLQPurge struct {
 // DLQPurge deletes for good the discarded dead messages older than an age.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
 	defer func() {
-		s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil}, out, err)
+		if !isQuestion(err) {
+			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
+		}
 	}()
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
@@ -688,7 +696,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if req.Queue != "" {
 		where = "the DLQ of " + baseQueue(req.Queue)
 	}
-	if declined, err := confirmPurge(ctx, req, where); err != nil || declined {
+	if declined, err := s.confirmPurge(ctx, req, where); err != nil || declined {
 		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
 	}
 	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan, req.Progress)

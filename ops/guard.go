@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -107,12 +108,23 @@ func changed(err error, op string, f DeadFilter, limit int) error {
 		Hints: []Hint{hint(op, "shows what is selected now, with a new expect", f.moveArgs("limit", limit, "dry_run", true)...)}}
 }
 
-// confirmDiscard gets the go-ahead for a discard by filter. Without Ask,
-// that is Confirm. With Ask, the person is asked about the exact set a dry
-// run selects, and that set becomes the call's expect, so what moves is
-// what they agreed to; declined reports their no.
+// confirmDiscard gets the go-ahead for a discard by filter. Without Ask
+// or Deferred, that is Confirm. Otherwise the person is asked about the
+// exact set a dry run selects, and that set becomes the call's expect, so
+// what moves is what they agreed to; declined reports their no. With
+// Deferred, the first call returns the question, and the second takes the
+// set from the answer's state.
 func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f store.DeadFilter, limit int, expect *string) (declined bool, err error) {
-	if req.Ask == nil {
+	call := discardCall{Filter: req.Filter, Limit: req.Limit, All: req.All, Expect: req.Expect, Confirm: req.Confirm}
+	if d := req.Deferred; d != nil && d.Answered {
+		declined, *expect, err = s.answered(ctx, OpDLQDiscard, call, d, "discarded")
+		if err == nil && *expect == "" {
+			// Without the set asked about, the move would be unguarded.
+			return false, &Error{Msg: "the answer's state names no set of messages; nothing was discarded: make the call again, without the answer, to have the person asked again", Err: ErrNotAsked}
+		}
+		return declined, err
+	}
+	if req.Ask == nil && req.Deferred == nil {
 		if req.Confirm {
 			return false, nil
 		}
@@ -132,6 +144,9 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 		return false, nil // nothing to ask about; the guarded call moves nothing
 	}
 	q := fmt.Sprintf("Discard %d dead messages of %s? They move to the DLQ's archive, kept until purged; none runs again.", dry.Discarded, req.Filter.describe())
+	if req.Deferred != nil {
+		return false, s.ask(ctx, OpDLQDiscard, call, dry.Token, q, "discarded")
+	}
 	ok, err := req.Ask(ctx, q)
 	if err != nil {
 		return false, fmt.Errorf("ops: could not ask for confirmation, so nothing was discarded: %w", err)
@@ -139,19 +154,45 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 	return !ok, nil
 }
 
-// confirmPurge gets the go-ahead for a purge: the person's yes to Ask,
-// or without Ask, Confirm. where names what is purged.
-func confirmPurge(ctx context.Context, req DLQPurgeRequest, where string) (declined bool, err error) {
-	if req.Ask == nil && req.Confirm {
+// discardCall is what an answer to a discard's question is bound to: the
+// arguments of the call asked about.
+type discardCall struct {
+	Filter  DeadFilter
+	Limit   int
+	All     bool
+	Expect  string
+	Confirm bool
+}
+
+// confirmPurge gets the go-ahead for a purge: the person's yes to Ask or
+// Deferred, or without them, Confirm. where names what is purged.
+func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where string) (declined bool, err error) {
+	call := purgeCall{Queue: req.Queue, OlderThan: req.OlderThan, Confirm: req.Confirm}
+	if d := req.Deferred; d != nil && d.Answered {
+		declined, _, err = s.answered(ctx, OpDLQPurge, call, d, "purged")
+		return declined, err
+	}
+	if req.Ask == nil && req.Deferred == nil && req.Confirm {
 		return false, nil
 	}
-	if req.Ask == nil {
+	if req.Ask == nil && req.Deferred == nil {
 		return false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
 			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard))
 	}
-	ok, err := req.Ask(ctx, fmt.Sprintf("Delete for good the discarded dead messages of %s older than %s, with their failure history? This cannot be undone.", where, req.OlderThan))
+	q := fmt.Sprintf("Delete for good the discarded dead messages of %s older than %s, with their failure history? This cannot be undone.", where, req.OlderThan)
+	if req.Deferred != nil {
+		return false, s.ask(ctx, OpDLQPurge, call, "", q, "purged")
+	}
+	ok, err := req.Ask(ctx, q)
 	if err != nil {
 		return false, fmt.Errorf("ops: could not ask for confirmation, so nothing was purged: %w", err)
 	}
 	return !ok, nil
+}
+
+// purgeCall is what an answer to a purge's question is bound to.
+type purgeCall struct {
+	Queue     string
+	OlderThan time.Duration
+	Confirm   bool
 }
