@@ -171,6 +171,10 @@ func logCalls(log *slog.Logger, isWrite func(tool string) bool) server.ToolHandl
 				log.WarnContext(ctx, "mcp tool call failed", append(attrs, "err", err)...)
 			case res != nil && res.IsError:
 				log.DebugContext(ctx, "mcp tool call answered an error", attrs...)
+			case res.NeedsInput():
+				// A question to the person, not a write: the retry with
+				// the answer is the call that does it.
+				log.DebugContext(ctx, "mcp tool call asks for the user's answer", attrs...)
 			case isWrite(req.Params.Name):
 				log.InfoContext(ctx, "pgbus: "+req.Params.Name+" done", append(attrs, resultCounts(res)...)...)
 			default:

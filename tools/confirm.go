@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -20,25 +21,81 @@ var confirmSchema = map[string]any{
 	"required": []string{"confirm"},
 }
 
-// askPerson returns a Confirmer that asks the person at the MCP client
-// through elicitation, or nil when the call cannot reach one: the client
-// declared no elicitation capability, or its protocol version (2026-07-28
-// and later) has no server-initiated requests.
-func askPerson(ctx context.Context) ops.Confirmer {
+// confirmInput is the key of the question in a call's input requests, and
+// of its answer in the retry's input responses.
+const confirmInput = "confirm"
+
+type roundTripKey struct{}
+
+// withRoundTrip keeps the answers and state a retry of protocol 2026-07-28
+// carries (multi round-trip requests), for the call to read its person's
+// answer from.
+func withRoundTrip(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	return context.WithValue(ctx, roundTripKey{}, req.Params.MultiRoundTripParams)
+}
+
+// askPerson returns how the call reaches the person at the MCP client:
+// a Confirmer that asks them through elicitation while the call waits
+// (protocol versions with sessions, 2025-11-25 and earlier), or a Deferred
+// that asks them by answering the call with the question and takes their
+// answer from the call's retry (2026-07-28 and later); neither when the
+// client declared no elicitation capability.
+func askPerson(ctx context.Context) (ops.Confirmer, *ops.Deferred) {
+	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		return nil, deferred(ctx)
+	}
 	srv := server.ServerFromContext(ctx)
 	session, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	if srv == nil || !ok || session.GetClientCapabilities().Elicitation == nil || mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
-		return nil
+	if srv == nil || !ok || session.GetClientCapabilities().Elicitation == nil {
+		return nil, nil
 	}
 	if _, ok := session.(server.SessionWithElicitation); !ok {
-		return nil
+		return nil, nil
 	}
 	return func(ctx context.Context, question string) (bool, error) {
 		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: question, RequestedSchema: confirmSchema}})
 		if err != nil {
 			return false, err
 		}
-		content, _ := res.Content.(map[string]any)
-		return res.Action == mcp.ElicitationResponseActionAccept && content["confirm"] == true, nil
+		return accepted(res), nil
+	}, nil
+}
+
+// deferred is askPerson for a request of protocol 2026-07-28 and later: the
+// answer of a retry, which carries one (or only a state); else a first call
+// to ask, when the request declares elicitation; else nil.
+func deferred(ctx context.Context) *ops.Deferred {
+	rt, _ := ctx.Value(roundTripKey{}).(mcp.MultiRoundTripParams)
+	if rt.RequestState != "" || len(rt.InputResponses) > 0 {
+		return &ops.Deferred{Answered: true, State: rt.RequestState,
+			Yes: accepted(server.ElicitationResponse(rt.InputResponses, confirmInput))}
 	}
+	if info := server.RequestProtocolInfoFromContext(ctx); info == nil || info.ClientCapabilities == nil || info.ClientCapabilities.Elicitation == nil {
+		return nil
+	}
+	return &ops.Deferred{}
+}
+
+// accepted reports whether the person accepted the form with its box
+// ticked; declining, cancelling or leaving the box unticked is a no.
+func accepted(res *mcp.ElicitationResult) bool {
+	if res == nil {
+		return false
+	}
+	content, _ := res.Content.(map[string]any)
+	return res.Action == mcp.ElicitationResponseActionAccept && content["confirm"] == true
+}
+
+// askResult answers a call whose operation needs a person's answer first
+// with the question, as an input request of protocol 2026-07-28: the
+// client asks its user and makes the call again with the answer and the
+// question's state.
+func askResult(err error) (*mcp.CallToolResult, bool) {
+	var q *ops.Question
+	if !errors.As(err, &q) {
+		return nil, false
+	}
+	return server.NewInputRequestBuilder(q.State).
+		Elicit(confirmInput, mcp.ElicitationParams{Message: q.Text, RequestedSchema: confirmSchema}).
+		ToolResult(), true
 }

@@ -30,7 +30,8 @@ func NewDLQDiscard(d Deps) server.ServerTool {
 		Tool: newTool("pgbus_dlq_discard", dlqDiscardDescription, writeAnnotations("Discard dead messages", true, false), DLQDiscardInput{}, ops.DLQDiscard{}),
 		Handler: handler(d, func(ctx context.Context, in DLQDiscardInput) (ops.DLQDiscard, error) {
 			req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), Progress: progressReporter(ctx),
-				DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm, Ask: askPerson(ctx)}
+				DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm}
+			req.Ask, req.Deferred = askPerson(ctx)
 			if len(in.IDs) == 0 {
 				limit, err := bulkLimit(in.DeadFilter, in.Limit, "discard")
 				if err != nil {

@@ -31,7 +31,9 @@ func NewDLQPurge(d Deps) server.ServerTool {
 			if err != nil {
 				return ops.DLQPurge{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
 			}
-			return d.Ops.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm, Ask: askPerson(ctx), Progress: progressReporter(ctx)})
+			req := ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm, Progress: progressReporter(ctx)}
+			req.Ask, req.Deferred = askPerson(ctx)
+			return d.Ops.DLQPurge(ctx, req)
 		}),
 	}
 }

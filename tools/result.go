@@ -26,8 +26,11 @@ func handler[In, Out any](d Deps, fn func(ctx context.Context, in In) (Out, erro
 		if err := decodeArgs(req, &in); err != nil {
 			return errorResult(err, readOnly), nil
 		}
-		ctx = ops.WithClient(withProgressToken(ctx, req), clientName(ctx))
+		ctx = ops.WithClient(withRoundTrip(withProgressToken(ctx, req), req), clientName(ctx))
 		out, err := fn(ctx, in)
+		if res, ok := askResult(err); ok {
+			return res, nil
+		}
 		if err != nil {
 			return errorResult(err, readOnly), nil
 		}
