@@ -87,7 +87,8 @@ func (s *Service) redactPatterns(ctx context.Context, groups []store.DeadGroup) 
 // DLQSummary groups the dead messages the filter selects by source queue,
 // kind, error class and error pattern, largest group first: an
 // investigation's first stop.
-func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (DLQSummary, error) {
+func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQSummary, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
 		return DLQSummary{}, err
@@ -187,7 +188,8 @@ type DLQList struct {
 const cursorClockSep = "~"
 
 // DLQList returns one page of the dead messages the filter selects.
-func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (DLQList, error) {
+func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	limit, err := pageLimit(req.Limit)
 	if err != nil {
 		return DLQList{}, err
@@ -310,7 +312,8 @@ type DeadMessage struct {
 
 // DLQShow returns one dead message: its block, headers, failure history
 // and, when allowed and asked for, its payload.
-func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (DeadMessage, error) {
+func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessage, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue); err != nil {
 		return DeadMessage{}, err
 	}

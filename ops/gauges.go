@@ -33,7 +33,8 @@ type Gauges struct {
 // Gauges reads the gauges of every queue, breaker and worker process. A
 // queue dropped (before or while they are read) is left out, or has only
 // its DLQ's depth when that holds messages (QueueDepth.Dropped).
-func (s *Service) Gauges(ctx context.Context) (Gauges, error) {
+func (s *Service) Gauges(ctx context.Context) (_ Gauges, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	queues, err := retryVanished(func() ([]QueueDepth, error) { return s.store.QueueDepths(ctx) })
 	if err != nil {
 		return Gauges{}, err

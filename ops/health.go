@@ -77,7 +77,8 @@ func (r HealthReason) Key() ReasonKey {
 // running handler uses, dead messages left by a dropped queue), OK otherwise. STALLED reasons
 // are listed first; those past the response bound are left out and
 // counted.
-func (s *Service) Health(ctx context.Context) (Health, error) {
+func (s *Service) Health(ctx context.Context) (_ Health, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	h, err := retryVanished(func() (Health, error) {
 		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
 		if err != nil {
@@ -127,7 +128,8 @@ type Overview struct {
 
 // Overview returns the health verdict, every reason listed, and every
 // queue's stats, for a page that shows both: the queues are read once.
-func (s *Service) Overview(ctx context.Context) (Overview, error) {
+func (s *Service) Overview(ctx context.Context) (_ Overview, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	return retryVanished(func() (Overview, error) {
 		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
 		if err != nil {
@@ -408,7 +410,8 @@ type WorkersRequest struct {
 // Workers lists worker processes seen in the last 24 hours: running, then
 // stale, then stopped, newest first within each. A list over the response
 // bound leaves out its last rows and says so, unless req.All.
-func (s *Service) Workers(ctx context.Context, req WorkersRequest) (Workers, error) {
+func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	out, err := s.allWorkers(ctx)
 	if err != nil {
 		return Workers{}, err
@@ -527,7 +530,8 @@ const maxBreakerUsers = 20
 // open and half-open first, then by name. A list over the response bound leaves out its last
 // breakers, and a breaker used by many queues and kinds lists the latest
 // seen of them; both say so.
-func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (Circuits, error) {
+func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("name", req.Name); err != nil {
 		return Circuits{}, err
 	}
@@ -591,6 +595,7 @@ type CircuitReset struct {
 // count, for when its downstream is known to be back.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
+	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}

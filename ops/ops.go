@@ -87,6 +87,9 @@ type Service struct {
 }
 
 // New returns a Service over a store whose schema is migrated (or checked).
+// It reads nothing: on a database whose schema is missing or older than
+// this pgbus, an operation that fails on what is missing answers an *Error
+// naming both versions, with a hint to OpMigrate (Store.Migrate).
 func New(st *store.Store, opts Options) (*Service, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: ops.New needs a store: open one with store.Open", ErrInvalid)

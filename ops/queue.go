@@ -41,7 +41,8 @@ type QueueStatsResult struct {
 
 // QueueStats returns the stats of one queue or of every queue. A queue
 // dropped while all are read is left out, not an error.
-func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (QueueStatsResult, error) {
+func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ QueueStatsResult, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return QueueStatsResult{}, err
 	}
@@ -152,7 +153,8 @@ type LiveMessages struct {
 }
 
 // QueueMessages lists the live messages of a queue, oldest first.
-func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (LiveMessages, error) {
+func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (_ LiveMessages, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
 		return LiveMessages{}, err
 	}
@@ -292,6 +294,7 @@ func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePause
 
 func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (out QueuePaused, err error) {
 	defer func() { s.record(ctx, op, map[string]any{"queue": queue}, out, err) }()
+	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	if err := s.checkWrite(op); err != nil {
 		return QueuePaused{}, err
 	}
@@ -425,6 +428,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 			s.record(ctx, OpQueueCreate, map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}, out, err)
 		}
 	}()
+	defer s.explainDB(ctx, &err, writesInSteps) // runs before the audit entry
 	if err := s.checkWrite(OpQueueCreate); err != nil {
 		return out, err
 	}
@@ -514,6 +518,7 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	defer func() {
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
+	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
 	if err == nil {
 		err = s.store.CheckNotLevel(ctx, req.Queue, "dropped")
@@ -546,6 +551,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 	defer func() {
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
+	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
 	if err != nil {
 		return QueuePurged{}, err

@@ -87,7 +87,8 @@ func (r ThroughputResult) BucketMinutes() int { return r.BucketSeconds / 60 }
 // queue over the window asked for, from the workers' per-minute counters:
 // 60 one-minute buckets for WindowHour, 96 of fifteen minutes for
 // WindowDay, the last holding now, every bucket present.
-func (s *Service) Throughput(ctx context.Context, req ThroughputRequest) (ThroughputResult, error) {
+func (s *Service) Throughput(ctx context.Context, req ThroughputRequest) (_ ThroughputResult, err error) {
+	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue, "window", req.Window); err != nil {
 		return ThroughputResult{}, err
 	}

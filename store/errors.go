@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrInvalid is wrapped by every error caused by bad input: a queue name that
@@ -36,4 +38,16 @@ var ErrChanged = errors.New("changed")
 
 func changedf(format string, args ...any) error {
 	return &kindError{kind: ErrChanged, msg: fmt.Sprintf(format, args...)}
+}
+
+// SQLState returns the SQLSTATE and the hint of the PostgreSQL error err
+// is or wraps, whether a statement's or a refused connection's, or "" for
+// both when it wraps none. The operations layer explains errors by them
+// without knowing the driver.
+func SQLState(err error) (code, hint string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code, pgErr.Hint
+	}
+	return "", ""
 }

@@ -1,0 +1,135 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// effect is what an operation may have written by the time it failed,
+// which the advice of a database error states.
+type effect int
+
+const (
+	// reads: the operation writes nothing but its audit entry.
+	reads effect = iota
+	// writesOnce: the operation writes in one transaction, all or nothing.
+	writesOnce
+	// writesInSteps: the operation writes in several transactions (a batch,
+	// a DLQ or a message at a time, or a queue and then its settings).
+	writesInSteps
+)
+
+// writesUnlessDry is the effect of a move that a dry run only counts.
+func writesUnlessDry(dryRun bool) effect {
+	if dryRun {
+		return reads
+	}
+	return writesInSteps
+}
+
+// schemaStates are the SQLSTATEs of a statement naming what a pgbus schema
+// lacks: undefined_table, undefined_column, invalid_schema_name,
+// undefined_function. On a current schema they mean something else (a
+// queue dropped meanwhile), so they are only a reason to check the schema.
+var schemaStates = map[string]bool{"42P01": true, "42703": true, "3F000": true, "42883": true}
+
+// explainDB replaces *err, the error of an operation, with one that says
+// what to do when the database could not serve the call: its pgbus schema
+// is missing or older than this pgbus (checked only when a statement failed
+// on something undefined), it lacks a resource, or it takes no connections
+// now. Other errors, and those that already are *Error, stay. Operations
+// defer it after their audit entry's, so that the entry records the advice.
+func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
+	var done *Error
+	if *err == nil || errors.As(*err, &done) {
+		return
+	}
+	if code, _ := store.SQLState(*err); schemaStates[code] {
+		*err = s.schemaError(ctx, *err)
+		return
+	}
+	*err = resourceError(*err, e)
+}
+
+// schemaError is err, a statement's failure on something undefined, as
+// the schema check explains it when the schema is missing or old; err
+// unchanged when the schema is current (a queue dropped meanwhile keeps its
+// own error) or the check could not tell.
+func (s *Service) schemaError(ctx context.Context, err error) error {
+	_, checked := s.store.CheckSchema(ctx)
+	if !errors.Is(checked, store.ErrSchemaMissing) && !errors.Is(checked, store.ErrSchemaOld) {
+		return err
+	}
+	return &Error{Msg: checked.Error() + " (Store.Migrate from Go)", Err: errors.Join(checked, err),
+		Hints: []Hint{hint(OpMigrate, "applies the schema migrations this pgbus needs")}}
+}
+
+// resourceError is err, refused by the database for want of a resource
+// (SQLSTATE class 53) or because it takes no connections now (57P03),
+// with what that means for the call and what to do; other errors pass
+// unchanged. The database's own words, and its hint, stay in the message.
+func resourceError(err error, e effect) error {
+	code, dbHint := store.SQLState(err)
+	a := resourceAdvice(code)
+	if a.what == "" {
+		return err
+	}
+	parts := []string{fmt.Sprintf("%s (%v)", a.what, err)}
+	if dbHint != "" {
+		parts = append(parts, "the database's hint: "+strings.TrimSuffix(dbHint, "."))
+	}
+	if changed := e.changed(a.atConnect); changed != "" {
+		parts = append(parts, changed)
+	}
+	return &Error{Msg: strings.Join(append(parts, a.todo), "; "), Err: err}
+}
+
+// advice is what a refusal means for a call and what to do about it.
+type advice struct {
+	what, todo string
+	// atConnect: the refusal comes as a connection is made, before any
+	// statement of it.
+	atConnect bool
+}
+
+// resourceAdvice is the advice for SQLSTATE code; its what is "" when the
+// code is no refusal for want of a resource.
+func resourceAdvice(code string) advice {
+	const again = "then try the call again"
+	switch {
+	case code == "53100": // disk_full
+		return advice{what: "the database server is out of disk space", todo: "free disk space on it (or give it a larger volume), " + again}
+	case code == "53200": // out_of_memory
+		return advice{what: "the database server ran out of memory", todo: "try the call again once it has recovered; if it keeps happening, give the server more memory, or lower its work_mem or the pool sizes of the processes that use it"}
+	case code == "53300": // too_many_connections
+		return advice{what: "the database refused a connection: it has as many as it allows", atConnect: true,
+			todo: "lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), put PgBouncer in front of it, or raise the limit it names (max_connections, or a role's or database's CONNECTION LIMIT); " + again}
+	case code == "53400": // configuration_limit_exceeded
+		return advice{what: "the database hit a limit of its configuration", todo: "raise the setting it names, or ask for less in one call; " + again}
+	case strings.HasPrefix(code, "53"): // insufficient_resources
+		return advice{what: "the database server lacks a resource it needs", todo: "try the call again once it has recovered"}
+	case code == "57P03": // cannot_connect_now
+		return advice{what: "the database takes no connections now (it is starting up, shutting down or recovering)", atConnect: true, todo: "try the call again once it is up"}
+	}
+	return advice{}
+}
+
+// changed says what a failed call of this effect changed: nothing, since
+// pgbus writes in transactions and PostgreSQL rolls back the one that
+// fails, and a refused connection wrote nothing at all; only earlier
+// transactions of a call in steps stand. "" for reads.
+func (e effect) changed(atConnect bool) string {
+	switch {
+	case e == writesOnce && atConnect:
+		return "nothing was changed: the call got no connection to write with"
+	case e == writesOnce:
+		return "nothing was changed: pgbus writes in a transaction, and the failed one was rolled back"
+	case e == writesInSteps:
+		return "the step that failed changed nothing (pgbus writes in transactions, and the failed one was rolled back or never began), but the steps of this call done before it stay done: check what is left before calling again"
+	}
+	return ""
+}
