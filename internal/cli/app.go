@@ -215,14 +215,19 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 }
 
 // explain adds to an error PostgreSQL raised for lack of a privilege which
-// privileges pgbus's commands need. Errors of the schema check already say
-// so and pass unchanged, as does every other error.
+// privileges pgbus's commands need, and to an error of the schema check
+// the command that migrates. An operation's error says what to do itself
+// (the operations layer's schema error names migrate as a hint) and
+// passes unchanged, as does every other error.
 func (a *app) explain(err error) error {
+	var explained *ops.Error
+	if errors.As(err, &explained) {
+		return err
+	}
 	if errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld) {
 		return fmt.Errorf("%w: run pgbus migrate", err)
 	}
-	var explained *ops.Error // says what to do itself
-	if err == nil || errors.Is(err, dbopen.ErrPermission) || errors.As(err, &explained) || !dbopen.IsPermissionDenied(err) {
+	if err == nil || errors.Is(err, dbopen.ErrPermission) || !dbopen.IsPermissionDenied(err) {
 		return err
 	}
 	who := "the database role"
