@@ -43,7 +43,7 @@ type apiError struct {
 
 // live returns the overview's counts in JSON.
 func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
-	o, err := s.svc.Overview(r.Context())
+	o, err := s.svc.Overview(r.Context(), ops.OverviewRequest{})
 	if err != nil {
 		s.failJSON(w, r, err)
 		return

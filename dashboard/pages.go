@@ -37,7 +37,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
 		return
 	}
-	o, err := s.svc.Overview(r.Context())
+	o, err := s.svc.Overview(r.Context(), ops.OverviewRequest{})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -133,7 +133,7 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 	// Overview lists every reason, where Health may leave some out to
 	// keep an agent's response short: one about this process's queues
 	// must not be among those.
-	o, err := p.svc.Overview(ctx)
+	o, err := p.svc.Overview(ctx, ops.OverviewRequest{})
 	if err != nil {
 		// An error of this request's own context says nothing of the
 		// database: do not keep it.

@@ -34,7 +34,7 @@ func BenchmarkOverview(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				o, err := svc.Overview(ctx)
+				o, err := svc.Overview(ctx, ops.OverviewRequest{})
 				if err != nil || len(o.Queues) != 4 {
 					b.Fatalf("overview of %d queues, %v; want 4", len(o.Queues), err)
 				}
@@ -64,7 +64,7 @@ func BenchmarkOverviewManyQueues(b *testing.B) {
 	}
 	b.Run("overview", func(b *testing.B) {
 		for b.Loop() {
-			o, err := svc.Overview(ctx)
+			o, err := svc.Overview(ctx, ops.OverviewRequest{})
 			if err != nil || len(o.Queues) != 500 {
 				b.Fatalf("overview of %d queues, %v; want 500", len(o.Queues), err)
 			}

@@ -34,8 +34,9 @@ type Health struct {
 	// Next is the one call that explains every new dead letter at once,
 	// when several queues have them.
 	Next []Hint `json:"next,omitempty" jsonschema_description:"When several queues have new dead letters: the one summary that groups all of them by cause."`
-	// Omitted counts the reasons left out to stay under the response
-	// bound; Status and the totals count them.
+	// Omitted counts the reasons left out: past the response bound
+	// (Health), or past an overview's MaxReasons. Status and the totals
+	// count them.
 	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: DEGRADED ones, after every STALLED one. status counts them."`
 	Notes   []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
@@ -119,18 +120,47 @@ func (h Health) StalledFor(queues []string) []HealthReason {
 // read of the queues, so that the two agree.
 type Overview struct {
 	Health Health
-	// Queues' Archived and TotalSent are 0: the archives, which hold the
+	// Queues are those that most need an operator first (byAttention).
+	// Their Archived and TotalSent are 0: the archives, which hold the
 	// queues' history, are not counted for what probes and pages ask for
 	// every few seconds (QueueStats counts them), and the queues are read
 	// as the gauges are, many tables to a statement.
 	Queues []QueueStats
+	// QueuesOmitted counts the queues left out past MaxQueues, the last
+	// in that order; Health's totals count them.
+	QueuesOmitted int
 }
 
-// Overview returns the health verdict, every reason listed, and every
-// queue's stats, for a page that shows both: the queues are read once.
-func (s *Service) Overview(ctx context.Context) (_ Overview, err error) {
+// OverviewRequest bounds the lists of an overview, so that a page of
+// hundreds of queues stays short; a bound of 0 lists everything.
+type OverviewRequest struct {
+	// MaxReasons lists at most that many health reasons, STALLED ones
+	// first; Health.Omitted counts the others.
+	MaxReasons int
+	// MaxQueues lists at most that many queues, those that most need an
+	// operator first; QueuesOmitted counts the others.
+	MaxQueues int
+}
+
+// Check refuses a negative bound.
+func (r OverviewRequest) Check() error {
+	if r.MaxReasons < 0 || r.MaxQueues < 0 {
+		return invalidf("an overview's bounds are 0 (list everything) or more, not %d reasons and %d queues", r.MaxReasons, r.MaxQueues)
+	}
+	return nil
+}
+
+// Overview returns the health verdict and every queue's stats, for a page
+// that shows both: the queues are read once. Its lists are those the
+// request bounds, the worst first: the verdict's STALLED reasons, the
+// queues with dead messages or failures, then those with a backlog or a
+// pause.
+func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview, err error) {
 	defer s.explainDB(ctx, &err, reads)
-	return retryVanished(func() (Overview, error) {
+	if err := req.Check(); err != nil {
+		return Overview{}, err
+	}
+	o, err := retryVanished(func() (Overview, error) {
 		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
 		if err != nil {
 			return Overview{}, err
@@ -138,6 +168,18 @@ func (s *Service) Overview(ctx context.Context) (_ Overview, err error) {
 		h, err := s.healthOf(ctx, stats)
 		return Overview{Health: h, Queues: queueStatsList(stats)}, err
 	})
+	if err != nil {
+		return o, err
+	}
+	slices.SortStableFunc(o.Queues, byAttention)
+	if n := len(o.Queues) - req.MaxQueues; req.MaxQueues > 0 && n > 0 {
+		o.Queues, o.QueuesOmitted = o.Queues[:req.MaxQueues], n
+	}
+	if n := len(o.Health.Reasons) - req.MaxReasons; req.MaxReasons > 0 && n > 0 {
+		o.Health.Reasons, o.Health.Omitted = o.Health.Reasons[:req.MaxReasons], n
+		o.Health.Notes = append(o.Health.Notes, fmt.Sprintf("%d of the %d reasons are listed, STALLED ones first", req.MaxReasons, req.MaxReasons+n))
+	}
+	return o, nil
 }
 
 // healthOf is the verdict on stats, the stats of every queue, and on the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,7 +259,7 @@ func TestOverviewReadsTheQueuesOnce(t *testing.T) {
 			}
 		}
 	}
-	o, err := svc.Overview(ctx)
+	o, err := svc.Overview(ctx, ops.OverviewRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +281,62 @@ func TestOverviewReadsTheQueuesOnce(t *testing.T) {
 	h, err := svc.Health(ctx)
 	if err != nil || h.Omitted == 0 || len(h.Reasons)+h.Omitted != total {
 		t.Fatalf("health for an agent: %d reasons, %d omitted, %v; want some left out of %d", len(h.Reasons), h.Omitted, err, total)
+	}
+}
+
+// TestOverviewBoundsItsLists: an overview bounded for a page lists the
+// worst first and counts the rest: STALLED reasons before DEGRADED ones,
+// queues with dead messages (the most first), then those with a backlog
+// (the largest first) or a pause, then the quiet ones; its totals count
+// every queue, and unbounded it lists everything in the same order.
+func TestOverviewBoundsItsLists(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for _, q := range []string{"ob_quiet_a", "ob_quiet_b", "ob_ready_1", "ob_ready_3", "ob_dead_1", "ob_dead_2", "ob_paused"} {
+		pgtest.CreateQueue(t, s, q)
+	}
+	for q, n := range map[string]int{"ob_ready_1": 1, "ob_ready_3": 3} {
+		msgs := slices.Repeat([]store.NewMessage{{Payload: json.RawMessage(`1`)}}, n)
+		if _, err := s.SendBatch(ctx, q, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
+	for q, n := range map[string]int{"ob_dead_1": 1, "ob_dead_2": 2} {
+		pgtest.DeadLetterN(t, s, q, n, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+		if err := s.AddStats(ctx, []store.StatsDelta{{Minute: minute, Queue: q, Kind: "k", DeadLettered: int64(n)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: "ob_paused"}); err != nil {
+		t.Fatal(err)
+	}
+	order := []string{"ob_dead_2", "ob_dead_1", "ob_ready_3", "ob_ready_1", "ob_paused", "ob_quiet_a", "ob_quiet_b"}
+	names := func(o ops.Overview) []string {
+		var out []string
+		for _, q := range o.Queues {
+			out = append(out, q.Queue)
+		}
+		return out
+	}
+	all, err := svc.Overview(ctx, ops.OverviewRequest{})
+	if err != nil || !slices.Equal(names(all), order) || all.QueuesOmitted != 0 || len(all.Health.Reasons) != 5 || all.Health.Omitted != 0 {
+		t.Fatalf("unbounded: queues %v, %d omitted, %d reasons, %d omitted, %v; want %v, all 5 reasons", names(all), all.QueuesOmitted, len(all.Health.Reasons), all.Health.Omitted, err, order)
+	}
+	o, err := svc.Overview(ctx, ops.OverviewRequest{MaxReasons: 3, MaxQueues: 4})
+	if err != nil || !slices.Equal(names(o), order[:4]) || o.QueuesOmitted != 3 || o.Health.Queues != 7 || o.Health.Backlog != 4 {
+		t.Fatalf("bounded: queues %v, %d omitted, health counts %d queues and a backlog of %d, %v; want %v, 3 omitted, 7 and 4", names(o), o.QueuesOmitted, o.Health.Queues, o.Health.Backlog, err, order[:4])
+	}
+	r := o.Health.Reasons
+	if len(r) != 3 || o.Health.Omitted != 2 || r[0].Status != ops.HealthStalled || r[1].Status != ops.HealthStalled || r[2].Status != ops.HealthDegraded || o.Health.Status != ops.HealthStalled {
+		t.Fatalf("bounded reasons: %+v, %d omitted; want the 2 STALLED ones, one DEGRADED one, and 2 omitted", r, o.Health.Omitted)
+	}
+	if len(o.Health.Notes) != 1 || !strings.Contains(o.Health.Notes[0], "3 of the 5 reasons") {
+		t.Fatalf("bounded reasons' notes: %q", o.Health.Notes)
+	}
+	if _, err := svc.Overview(ctx, ops.OverviewRequest{MaxQueues: -1}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("a negative bound: %v, want ErrInvalid", err)
 	}
 }
 
@@ -419,7 +476,7 @@ func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 	if err != nil || len(stats.Queues) != 1 || stats.Queues[0].Archived != 2 || stats.Queues[0].TotalSent != 3 {
 		t.Fatalf("stats: %+v, %v; want 2 archived of 3 sent", stats.Queues, err)
 	}
-	o, err := svc.Overview(ctx)
+	o, err := svc.Overview(ctx, ops.OverviewRequest{})
 	if err != nil || len(o.Queues) != 1 {
 		t.Fatalf("overview: %d queues, %v", len(o.Queues), err)
 	}

@@ -95,6 +95,14 @@ func attentionRank(q QueueStats) int {
 	return 2
 }
 
+// byAttention orders queues as an operator on call reads them: by
+// attentionRank, the most dead messages then the largest backlog first
+// within a rank, then by name.
+func byAttention(a, b QueueStats) int {
+	return cmp.Or(cmp.Compare(attentionRank(a), attentionRank(b)), cmp.Compare(b.DLQDepth, a.DLQDepth),
+		cmp.Compare(b.Visible, a.Visible), strings.Compare(a.Queue, b.Queue))
+}
+
 // retryVanished runs fn, an operation over every queue, again when it fails
 // because a queue was dropped while it ran: a queue that is gone is no
 // reason to fail an overview.
