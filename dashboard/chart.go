@@ -37,6 +37,8 @@ type throughputData struct {
 	Windows []link
 	Current string // the href of the window shown
 	Charts  map[string]chart
+	// Queues names every queue, by name: the order of the charts.
+	Queues []string
 	// Busy counts the queues that ran jobs in the window; Drawn, those
 	// charted: fewer when more than maxCharts ran jobs.
 	Busy, Drawn int
@@ -120,6 +122,7 @@ func throughputView(res ops.ThroughputResult, refresh int, chosen string) throug
 	}
 	drawn := busiest(res.Queues, chosen)
 	for _, q := range res.Queues {
+		d.Queues = append(d.Queues, q.Queue)
 		if !q.Empty() {
 			d.Busy++
 		}

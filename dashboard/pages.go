@@ -11,12 +11,53 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// overviewData is the overview's: the health verdict, every queue and its
-// throughput chart.
+// The overview's bounds: how many health reasons and queues it lists
+// unless asked for all (?reasons=all, ?queues=all). Hundreds of queues
+// would otherwise make a page too long to read during an incident, and
+// slow to load.
+const (
+	overviewReasons = 20
+	overviewQueues  = 50
+)
+
+// overviewData is the overview's: the health verdict, the queues that most
+// need a look and their throughput charts.
 type overviewData struct {
-	Health     ops.Health
-	Queues     []ops.QueueStats
-	Throughput throughputData
+	Health ops.Health
+	Queues []ops.QueueStats
+	// QueuesOmitted counts the queues past the table's bound.
+	QueuesOmitted int
+	// AllReasons and AllQueues are this page with every reason, and
+	// every queue, listed.
+	AllReasons, AllQueues string
+	Throughput            throughputData
+}
+
+// QueuesTotal is how many queues there are, listed or not.
+func (d overviewData) QueuesTotal() int { return len(d.Queues) + d.QueuesOmitted }
+
+// ReasonsTotal is how many reasons the verdict has, listed or not.
+func (d overviewData) ReasonsTotal() int { return len(d.Health.Reasons) + d.Health.Omitted }
+
+// overviewBounds are the bounds of the overview u asks for: each list
+// bounded unless its parameter is "all".
+func overviewBounds(u *url.URL) ops.OverviewRequest {
+	req := ops.OverviewRequest{MaxReasons: overviewReasons, MaxQueues: overviewQueues}
+	if u.Query().Get("reasons") == "all" {
+		req.MaxReasons = 0
+	}
+	if u.Query().Get("queues") == "all" {
+		req.MaxQueues = 0
+	}
+	return req
+}
+
+// overviewWith is the overview u asks for with key set to value, its other
+// parameters (window, chart, refresh) kept, at the section anchor names.
+func overviewWith(u *url.URL, key, value, anchor string) string {
+	q := u.Query()
+	q.Set(key, value)
+	return "/?" + q.Encode() + "#" + anchor
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
@@ -37,13 +78,15 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
 		return
 	}
-	o, err := s.svc.Overview(r.Context(), ops.OverviewRequest{})
+	o, err := s.svc.Overview(r.Context(), overviewBounds(r.URL))
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
 	}
 	v.Title, v.Nav = "Overview", "overview"
-	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, Throughput: throughputView(tp, v.Refresh, chosen)})
+	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
+		AllReasons: overviewWith(r.URL, "reasons", "all", "health-h"), AllQueues: overviewWith(r.URL, "queues", "all", "queues-h"),
+		Throughput: throughputView(tp, v.Refresh, chosen)})
 }
 
 // deadFilter reads the dead-letter filter of a query or form.

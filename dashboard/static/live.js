@@ -7,8 +7,8 @@
 // after one) and data-count (a queue's count, in the row marked
 // data-queue). It pauses while the tab is hidden, and stops when the
 // session ends. What it cannot show in place (a new verdict's reasons, a
-// queue created, dropped, paused or resumed) it announces, with a reload
-// link.
+// queue created or dropped, a listed one paused or resumed) it announces,
+// with a reload link.
 (function () {
   "use strict";
   var root = document.querySelector("[data-live-src]");
@@ -21,20 +21,34 @@
   var stopped = false;
   var inflight = false;
   var verdict = text(document.querySelector('[data-live="status"]'));
-  var queues = rowNames();
+  var rows = rowList();
+  var queues = shownStates(rows, null);
+  // The page lists the queues that most need a look, maybe not all of
+  // them: it tells a queue created or dropped by their count.
+  var total = parseInt(root.getAttribute("data-live-queues"), 10);
 
   function text(el) {
     return el ? el.textContent.trim() : "";
   }
 
-  // rowNames is the queues the page's table shows, in order, each with
-  // its state (paused, dropped): its row's form depends on it.
-  function rowNames() {
+  // rowList is the queues the page's table shows, in order, each with its
+  // state (paused, dropped): its row's form depends on it.
+  function rowList() {
     var out = [];
     document.querySelectorAll("tr[data-queue]").forEach(function (tr) {
-      out.push(tr.getAttribute("data-queue") + " " + (tr.getAttribute("data-state") || ""));
+      out.push({ queue: tr.getAttribute("data-queue"), state: tr.getAttribute("data-state") || "" });
     });
-    return out.join("\n");
+    return out;
+  }
+
+  // shownStates is the rows' queues, each with its state in now (a map of
+  // queue to state; null for the states the page was rendered with), or
+  // "gone" when now lacks it.
+  function shownStates(list, now) {
+    return list.map(function (r) {
+      var s = now === null ? r.state : r.queue in now ? now[r.queue] : "gone";
+      return r.queue + " " + s;
+    }).join("\n");
   }
 
   function state(q) {
@@ -116,9 +130,11 @@
         set(t, "just now");
       }
     });
-    var seen = [];
+    var seen = Object.create(null);
+    var count = 0;
     (c.queue_stats || []).forEach(function (q) {
-      seen.push(q.queue + " " + state(q));
+      seen[q.queue] = state(q);
+      count++;
       var tr = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
       if (!tr) {
         return;
@@ -132,8 +148,8 @@
         }
       });
     });
-    if (queues !== "" || seen.length > 0) {
-      note("queues", seen.join("\n") === queues ? "" : "Queues were created, dropped, paused or resumed since this page was loaded.");
+    if (!isNaN(total)) {
+      note("queues", shownStates(rows, seen) === queues && count === total ? "" : "Queues were created, dropped, paused or resumed since this page was loaded.");
     }
     if (verdict !== "" && c.status) {
       note("verdict", c.status === verdict ? "" : "The health verdict is now " + c.status + ": reload the page for its reasons.");

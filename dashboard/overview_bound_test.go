@@ -1,0 +1,154 @@
+package dashboard_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// bigInstall makes the queues of a large install on st: 300 queues, of
+// which 12 have a message and no worker (STALLED), 30 dead messages
+// dead-lettered in the last hour and 5 are paused (DEGRADED); the rest
+// are quiet. It returns the names of the first three kinds.
+func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
+	t.Helper()
+	ctx := pgtest.Context(t)
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprintf("big_%03d", i)
+	}
+	// Four at a time: each create makes two queues' tables.
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(names); i += 4 {
+				if err := st.CreateQueue(ctx, names[i]); err != nil {
+					errs <- fmt.Errorf("create queue %s: %w", names[i], err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	ready, dead, paused = names[:12], names[12:42], names[42:47]
+	for _, q := range ready {
+		if _, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
+	var deltas []store.StatsDelta
+	for i, q := range dead {
+		pgtest.DeadLetterN(t, st, q, 1+i%3, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+		deltas = append(deltas, store.StatsDelta{Minute: minute, Queue: q, Kind: "k", DeadLettered: int64(1 + i%3)})
+	}
+	if err := st.AddStats(ctx, deltas); err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, st)
+	for _, q := range paused {
+		if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ready, dead, paused
+}
+
+// The overview of 300 queues lists the first 20 health reasons, every
+// STALLED one first, and the 50 queues that most need a look, those with
+// dead messages first; each list says how many more there are, and its
+// link lists them all. The live counts do not take the queues left out for
+// queues created or dropped.
+func TestBrowserOverviewOfManyQueues(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ready, dead, paused := bigInstall(t, st)
+	all, err := newService(t, st).Overview(pgtest.Context(t), ops.OverviewRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := len(all.Health.Reasons)
+	if reasons != len(ready)+len(dead)+len(paused) {
+		t.Fatalf("the install has %d health reasons, want %d: %+v", reasons, len(ready)+len(dead)+len(paused), all.Health.Reasons)
+	}
+	base := "http://" + serve(t, st, serverOpts{})
+	b.do("open the overview", chromedp.Navigate(base+"/"), page("overview"))
+
+	if n, stalled := b.count("ul.reasons li"), b.count("ul.reasons li:nth-child(-n+12) .badge-stalled"); n != 20 || stalled != len(ready) {
+		t.Fatalf("the overview lists %d reasons, the first 12 with %d STALLED; want 20, the %d STALLED ones first", n, stalled, len(ready))
+	}
+	if text, want := b.text(`[data-more="reasons"]`), fmt.Sprintf("%d more reasons are not listed", reasons-20); !strings.Contains(text, want) || !strings.Contains(text, fmt.Sprintf("Show all %d reasons", reasons)) {
+		t.Fatalf("the reasons end with %q; want %q and a link to all %d", text, want, reasons)
+	}
+	rows := b.rows()
+	if len(rows) != 50 {
+		t.Fatalf("the overview lists %d queues, want 50", len(rows))
+	}
+	// The dead first, the most dead messages first (3, 2, then 1 each, by
+	// name); then the backlog and the paused; then quiet ones.
+	var mostDead []string
+	for n := 2; n >= 0; n-- {
+		for i, q := range dead {
+			if i%3 == n {
+				mostDead = append(mostDead, q)
+			}
+		}
+	}
+	if !slices.Equal(rows[:30], mostDead) || !sameSet(rows[30:47], append(slices.Clone(ready), paused...)) {
+		t.Fatalf("the overview lists the queues %v; want the %d with dead messages (most first), then the %d with a backlog or paused", rows, len(dead), len(ready)+len(paused))
+	}
+	if text := b.text(`[data-more="queues"]`); !strings.Contains(text, "250 more queues are not listed") || !strings.Contains(text, "Show all 300 queues") {
+		t.Fatalf("the queue table ends with %q; want 250 more and a link to all 300", text)
+	}
+
+	// The script updates the listed rows, and a queue left out is not one
+	// created or dropped.
+	const cell = `document.querySelector('tr[data-queue] td[data-count="visible"]')`
+	b.do("wait for the live counts", chromedp.Evaluate[chromedp.Void](cell+`.textContent = "stale"`),
+		chromedp.Poll[chromedp.Void](cell+`.textContent !== "stale"`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
+	if note, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("[data-live-note]").textContent`)); err != nil || note != "" {
+		t.Fatalf("with no queue changed the live note says %q (%v)", note, err)
+	}
+
+	b.do("list every reason", chromedp.Click(chromedp.CSS(`[data-more="reasons"] a`)), page("overview"))
+	if n, rows := b.count("ul.reasons li"), b.rows(); n != reasons || len(rows) != 50 || b.count(`[data-more="reasons"]`) != 0 {
+		t.Fatalf("with every reason: %d reasons and %d queues listed; want %d and 50, and no more line for reasons", n, len(rows), reasons)
+	}
+	b.do("list every queue", chromedp.Click(chromedp.CSS(`[data-more="queues"] a`)), page("overview"))
+	if n, rows := b.count("ul.reasons li"), b.rows(); n != reasons || len(rows) != 300 || b.count("[data-more]") != 0 {
+		t.Fatalf("with every queue: %d reasons and %d queues listed; want %d and 300, and no more line", n, len(rows), reasons)
+	}
+	if loc := b.location(); !strings.Contains(loc, "reasons=all") || !strings.Contains(loc, "queues=all") {
+		t.Fatalf("the link to every queue went to %s: it should keep every reason listed", loc)
+	}
+}
+
+// rows are the queues of the overview's table, in order.
+func (b tab) rows() []string {
+	b.t.Helper()
+	out, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("tr[data-queue]"), tr => tr.dataset.queue)`))
+	if err != nil {
+		b.t.Fatalf("read the overview's queues: %v", err)
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same names.
+func sameSet(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(a, b)
+}
