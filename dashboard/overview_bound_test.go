@@ -72,7 +72,7 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 // STALLED one first, and the 50 queues that most need a look, those with
 // dead messages first; each list says how many more there are, and its
 // link lists them all. The live counts do not take the queues left out for
-// queues created or dropped.
+// queues created or dropped, and a box finds queues by name.
 func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -134,6 +134,21 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	}
 	if loc := b.location(); !strings.Contains(loc, "reasons=all") || !strings.Contains(loc, "queues=all") {
 		t.Fatalf("the link to every queue went to %s: it should keep every reason listed", loc)
+	}
+
+	// The box finds queues by a part of their name, the page's other
+	// parameters kept; a part no name has says so.
+	b.do("find the queues named big_01*", chromedp.SendKeys(chromedp.ID("q-name"), "big_01"), chromedp.Submit(chromedp.ID("q-name")), page("overview"))
+	want := []string{"big_010", "big_011", "big_012", "big_013", "big_014", "big_015", "big_016", "big_017", "big_018", "big_019"}
+	if rows, n := b.rows(), b.count("ul.reasons li"); !sameSet(rows, want) || n != reasons {
+		t.Fatalf("the queues named big_01*: %v, with %d reasons; want %v and all %d reasons", rows, n, want, reasons)
+	}
+	if text := b.text(`[data-more="name"]`); !strings.Contains(text, "10 of the 300 queues have a name that contains “big_01”") || b.count(`[data-more="queues"]`) != 0 {
+		t.Fatalf("the queues named big_01* are announced as %q, with %d more lines for queues", text, b.count(`[data-more="queues"]`))
+	}
+	b.do("find a name no queue has", chromedp.Navigate(base+"/?name=no_such"), page("overview"))
+	if text, rows := b.text("p.empty"), b.rows(); !strings.Contains(text, "No queue's name contains “no_such”") || len(rows) != 0 {
+		t.Fatalf("a name no queue has: %q, %d rows", text, len(rows))
 	}
 }
 

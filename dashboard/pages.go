@@ -30,11 +30,31 @@ type overviewData struct {
 	// AllReasons and AllQueues are this page with every reason, and
 	// every queue, listed.
 	AllReasons, AllQueues string
-	Throughput            throughputData
+	// Name is the text the queues' names contain (?name=), QueuesFiltered
+	// counts the queues it leaves out, and ClearName is this page
+	// without it.
+	Name           string
+	QueuesFiltered int
+	ClearName      string
+	// Kept are the page's other parameters, for the form that finds a
+	// queue by name.
+	Kept       []param
+	Throughput throughputData
 }
 
-// QueuesTotal is how many queues there are, listed or not.
+// param is a query parameter a form sends back as it came.
+type param struct{ Name, Value string }
+
+// QueuesTotal is how many queues there are, listed or not, of those whose
+// names contain Name.
 func (d overviewData) QueuesTotal() int { return len(d.Queues) + d.QueuesOmitted }
+
+// QueuesEvery is how many queues there are, whatever their names.
+func (d overviewData) QueuesEvery() int { return d.QueuesTotal() + d.QueuesFiltered }
+
+// Finder reports whether the page offers to find a queue by name: when
+// it does not list every queue, or was asked to find one.
+func (d overviewData) Finder() bool { return d.QueuesEvery() > overviewQueues || d.Name != "" }
 
 // ReasonsTotal is how many reasons the verdict has, listed or not.
 func (d overviewData) ReasonsTotal() int { return len(d.Health.Reasons) + d.Health.Omitted }
@@ -49,7 +69,29 @@ func overviewBounds(u *url.URL) ops.OverviewRequest {
 	if u.Query().Get("queues") == "all" {
 		req.MaxQueues = 0
 	}
+	req.QueueNameContains = strings.TrimSpace(u.Query().Get("name"))
 	return req
+}
+
+// overviewKept are the parameters of u besides the name searched for.
+func overviewKept(u *url.URL) []param {
+	var out []param
+	for _, k := range []string{"window", "chart", "refresh", "reasons", "queues"} {
+		if v := u.Query().Get(k); v != "" {
+			out = append(out, param{Name: k, Value: v})
+		}
+	}
+	return out
+}
+
+// overviewWithout is the overview u asks for without the parameter key.
+func overviewWithout(u *url.URL, key string) string {
+	q := u.Query()
+	q.Del(key)
+	if len(q) == 0 {
+		return "/"
+	}
+	return "/?" + q.Encode()
 }
 
 // overviewWith is the overview u asks for with key set to value, its other
@@ -78,14 +120,20 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
 		return
 	}
-	o, err := s.svc.Overview(r.Context(), overviewBounds(r.URL))
+	req := overviewBounds(r.URL)
+	o, err := s.svc.Overview(r.Context(), req)
 	if err != nil {
-		s.fail(w, r, v, err)
+		var more []link
+		if errors.Is(err, ops.ErrInvalid) {
+			more = append(more, link{Href: overviewWithout(r.URL, "name"), Text: "Show the overview without finding a queue by name"})
+		}
+		s.fail(w, r, v, err, more...)
 		return
 	}
 	v.Title, v.Nav = "Overview", "overview"
 	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
 		AllReasons: overviewWith(r.URL, "reasons", "all", "health-h"), AllQueues: overviewWith(r.URL, "queues", "all", "queues-h"),
+		Name: req.QueueNameContains, QueuesFiltered: o.QueuesFiltered, ClearName: overviewWithout(r.URL, "name"), Kept: overviewKept(r.URL),
 		Throughput: throughputView(tp, v.Refresh, chosen)})
 }
 

@@ -129,6 +129,9 @@ type Overview struct {
 	// QueuesOmitted counts the queues left out past MaxQueues, the last
 	// in that order; Health's totals count them.
 	QueuesOmitted int
+	// QueuesFiltered counts the queues whose names do not contain
+	// QueueNameContains: in neither Queues nor QueuesOmitted.
+	QueuesFiltered int
 }
 
 // OverviewRequest bounds the lists of an overview, so that a page of
@@ -140,14 +143,18 @@ type OverviewRequest struct {
 	// MaxQueues lists at most that many queues, those that most need an
 	// operator first; QueuesOmitted counts the others.
 	MaxQueues int
+	// QueueNameContains lists only the queues whose names contain it,
+	// for a person looking for one among hundreds; "" lists every queue.
+	// The health verdict stays that of every queue.
+	QueueNameContains string
 }
 
-// Check refuses a negative bound.
+// Check refuses a negative bound, and text no queue name can hold.
 func (r OverviewRequest) Check() error {
 	if r.MaxReasons < 0 || r.MaxQueues < 0 {
 		return invalidf("an overview's bounds are 0 (list everything) or more, not %d reasons and %d queues", r.MaxReasons, r.MaxQueues)
 	}
-	return nil
+	return checkText("queue_name_contains", r.QueueNameContains)
 }
 
 // Overview returns the health verdict and every queue's stats, for a page
@@ -170,6 +177,11 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 	})
 	if err != nil {
 		return o, err
+	}
+	if req.QueueNameContains != "" {
+		n := len(o.Queues)
+		o.Queues = slices.DeleteFunc(o.Queues, func(q QueueStats) bool { return !strings.Contains(q.Queue, req.QueueNameContains) })
+		o.QueuesFiltered = n - len(o.Queues)
 	}
 	slices.SortStableFunc(o.Queues, byAttention)
 	if n := len(o.Queues) - req.MaxQueues; req.MaxQueues > 0 && n > 0 {

@@ -338,6 +338,18 @@ func TestOverviewBoundsItsLists(t *testing.T) {
 	if _, err := svc.Overview(ctx, ops.OverviewRequest{MaxQueues: -1}); !errors.Is(err, ops.ErrInvalid) {
 		t.Fatalf("a negative bound: %v, want ErrInvalid", err)
 	}
+	// A name filter selects before the bound; the verdict stays whole.
+	o, err = svc.Overview(ctx, ops.OverviewRequest{MaxQueues: 2, QueueNameContains: "_d"})
+	if err != nil || !slices.Equal(names(o), order[:2]) || o.QueuesOmitted != 0 || o.QueuesFiltered != 5 || len(o.Health.Reasons) != 5 {
+		t.Fatalf("queues named *_d*: %v, %d omitted, %d filtered, %d reasons, %v; want %v, 0 omitted, 5 filtered, all 5 reasons", names(o), o.QueuesOmitted, o.QueuesFiltered, len(o.Health.Reasons), err, order[:2])
+	}
+	o, err = svc.Overview(ctx, ops.OverviewRequest{MaxQueues: 1, QueueNameContains: "ob_"})
+	if err != nil || !slices.Equal(names(o), order[:1]) || o.QueuesOmitted != 6 || o.QueuesFiltered != 0 {
+		t.Fatalf("queues named *ob_* bounded to 1: %v, %d omitted, %d filtered, %v", names(o), o.QueuesOmitted, o.QueuesFiltered, err)
+	}
+	if _, err := svc.Overview(ctx, ops.OverviewRequest{QueueNameContains: "a\x00b"}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("a NUL in the name filter: %v, want ErrInvalid", err)
+	}
 }
 
 // TestWorkersPastTheListCap: past the processes a list holds, the oldest
