@@ -7,10 +7,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -49,9 +51,30 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store: connect to %s: %w; check that the server is running and DATABASE_URL is right", cfg.ConnConfig.Host, err)
+		return nil, fmt.Errorf("store: connect to %s: %w; %s", cfg.ConnConfig.Host, err, connectAdvice(err))
 	}
 	return New(pool), nil
+}
+
+// connectAdvice says what to do about a connection that failed: a server
+// that answered and refused says why, so the advice follows its reason;
+// one that did not answer is down or elsewhere.
+func connectAdvice(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "check that the server is running and DATABASE_URL's host and port are right"
+	}
+	switch {
+	case pgErr.Code == "53300": // too_many_connections
+		return "the server allows no more connections (for this role, this database or in all): lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), put PgBouncer in front of it, or raise the limit (max_connections, or the role's or database's CONNECTION LIMIT)"
+	case pgErr.Code == "57P03": // cannot_connect_now
+		return "the server is starting up, shutting down or recovering: try again once it is up"
+	case pgErr.Code == "3D000": // invalid_catalog_name
+		return "the database named in DATABASE_URL does not exist: create it (createdb NAME) or name one that does"
+	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
+		return "the server refused the role: check the user and password in DATABASE_URL, and that the server's pg_hba.conf lets this role connect from here"
+	}
+	return "the server answered but refused the connection: check DATABASE_URL"
 }
 
 // New wraps an existing pool. The caller keeps ownership of the pool's

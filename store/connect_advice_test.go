@@ -1,0 +1,77 @@
+package store_test
+
+import (
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// TestOpenSaysWhyItCouldNotConnect: a server that refuses a connection
+// says why, and Open's advice follows the reason instead of asking
+// whether the server runs: a full connection limit names the pool size
+// and PgBouncer, a missing database says to create it, an unknown role
+// names the user and password; a server that does not answer is the one
+// case where the advice is to check that it runs.
+func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
+	ctx := testContext(t)
+	base := pgtest.NewDatabase(t)
+	role, full := pgtest.NewRole(t, base)
+	pgtest.Exec(t, base, "ALTER ROLE "+role+" CONNECTION LIMIT 0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		name, url, want, not string
+	}{
+		{"connection limit", full, "pool_max_conns", "check that the server is running"},
+		{"missing database", edit(t, base, "dbname", "pgbus_no_such_db"), "does not exist: create it", "check that the server is running"},
+		{"unknown role", edit(t, base, "user", "pgbus_no_such_role"), "check the user and password", "check that the server is running"},
+		{"no server", edit(t, base, "addr", closed), "check that the server is running", "pool_max_conns"},
+	} {
+		s, err := store.Open(ctx, c.url)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: Open succeeded; want a refusal", c.name)
+		}
+		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
+			t.Errorf("%s: %v; want advice with %q and without %q", c.name, err, c.want, c.not)
+		}
+	}
+}
+
+// edit returns dbURL with one connection parameter set, in either form a
+// connection string takes.
+func edit(t *testing.T, dbURL, key, value string) string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(value)
+	if !strings.Contains(dbURL, "://") {
+		if key == "addr" {
+			return dbURL + " host=" + host + " port=" + port
+		}
+		return dbURL + " " + key + "=" + value
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch key {
+	case "dbname":
+		u.Path = "/" + value
+	case "user":
+		u.User = url.User(value)
+	default:
+		q := u.Query()
+		q.Set("host", host)
+		q.Set("port", port)
+		u.RawQuery = q.Encode()
+		u.Host = value
+	}
+	return u.String()
+}
