@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +75,8 @@ func TestModernDiscardAsksThroughInputRequests(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			q := newQueue(t, s)
 			p := &person{}
-			c := modernClient(t, mcpserver.New(deps(t, s), mcpserver.Options{}), tr, "modern-agent", client.WithElicitationHandler(p))
+			var calls callCounter
+			c := modernClient(t, mcpserver.New(deps(t, s), mcpserver.Options{ToolCalled: calls.add}), tr, "modern-agent", client.WithElicitationHandler(p))
 			asked := deadLetter(t, s, q, `{"n":1}`, `{"n":2}`)
 			other := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "charge", Class: "BadInput", Message: "no such card", Payload: `{"n":3}`})
 			all := append(append([]int64(nil), asked...), other...)
@@ -115,6 +117,10 @@ func TestModernDiscardAsksThroughInputRequests(t *testing.T) {
 				t.Fatalf("accepted discard = %+v; want the 2 asked about discarded", d)
 			}
 			wantDLQ(t, s, q, "accepted", other, asked, 2)
+			// Four questions, and four calls that brought their answers.
+			if asked, ok := calls.count("pgbus_dlq_discard", "asked"), calls.count("pgbus_dlq_discard", "ok"); asked != 4 || ok != 4 {
+				t.Fatalf("tool call counts: %d asked and %d ok; want 4 of each", asked, ok)
+			}
 
 			p.action = mcp.ElicitationResponseActionDecline
 			var pr ops.DLQPurge
@@ -243,4 +249,25 @@ type busyPerson struct {
 func (b *busyPerson) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	b.during()
 	return b.person.Elicit(ctx, req)
+}
+
+// callCounter records the tool calls a server counts, as its metrics do.
+type callCounter struct {
+	mu    sync.Mutex
+	calls map[[2]string]int
+}
+
+func (c *callCounter) add(tool, result string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[[2]string]int{}
+	}
+	c.calls[[2]string{tool, result}]++
+}
+
+func (c *callCounter) count(tool, result string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[[2]string{tool, result}]
 }

@@ -222,6 +222,10 @@ func countCalls(called func(tool, result string)) server.ToolHandlerMiddleware {
 				result = "failed"
 			case res != nil && res.IsError:
 				result = "error"
+			case res.NeedsInput():
+				// A question to the person; the call that brings the
+				// answer is counted as what it does.
+				result = "asked"
 			}
 			called(req.Params.Name, result)
 			return res, err

@@ -132,7 +132,7 @@ func New(opts Options) *Metrics {
 			Help: "Changes of circuit breaker state caused by this process's jobs, by breaker and the states from and to (closed, open, half_open)."},
 			[]string{"breaker", "from", "to"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_mcp_tool_calls_total",
-			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix) or failed (a protocol error)."},
+			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix), failed (a protocol error) or asked (answered with a question for the user, whose answer comes in a call of its own)."},
 			[]string{"tool", "result"}),
 		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
 			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay).",
@@ -183,6 +183,10 @@ const (
 	ToolOK     = "ok"
 	ToolError  = "error"
 	ToolFailed = "failed"
+	// ToolAsked is a call answered with a question for the person at the
+	// client (protocol 2026-07-28 confirmations); the call bringing the
+	// answer is counted by its own result.
+	ToolAsked = "asked"
 )
 
 // toolName is what a tool's name looks like; anything else is counted as
