@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -27,3 +28,6 @@ func SetMigrationLockWaits(tb testing.TB, wait, pause, retryFor, turn time.Durat
 		migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait = old[0], old[1], old[2], old[3]
 	})
 }
+
+// RepairDLQ runs the repair Migrate runs on a DLQ that lacks something.
+func RepairDLQ(ctx context.Context, s *Store, dlq string) (bool, error) { return s.repairDLQ(ctx, dlq) }

@@ -25,6 +25,11 @@ type MigrationStatus struct {
 	// PGMQ's SQL installation script, and pgbus creates and drops queues
 	// with pgmq.create and pgmq.drop_queue.
 	PGMQFunctions bool
+	// DLQsRepaired lists the dead-letter queues this call gave what
+	// CreateDLQ gives one and they lacked; DLQGaps those it could not,
+	// which the caller should warn of (see Migrate).
+	DLQsRepaired []string
+	DLQGaps      []DLQGap
 }
 
 // Migrate applies every pending migration. It is idempotent and safe to run
@@ -45,14 +50,26 @@ type MigrationStatus struct {
 // A role that may not read the pgbus schemas gets CheckSchema's
 // ErrPermission, which names the grants to run.
 //
-// A schema that is current already is only read (CheckSchema): no lock and
-// no DDL, so that a role that may change rows but create nothing (an
-// operator's, or an agent's server that may retry) runs the commands that
-// migrate on start once the owner has migrated.
+// A schema that is current already is only read (CheckSchema): no
+// migration lock and no DDL but the repairs of DLQs below, so that a role
+// that may change rows but create nothing (an operator's, or an agent's
+// server that may retry) runs the commands that migrate on start once the
+// owner has migrated.
+//
+// Each call, the schema current or not, then gives every dead-letter queue
+// what CreateDLQ gives one where it lacks some of it (its index, its
+// filter statistics, analyzed, and its group counts): a DLQ made after the
+// migrations by an older pgbus still running, or by another PGMQ client,
+// lacks them, and its filters then plan badly. One catalog query finds
+// them, so a database where nothing is missing pays one more round trip,
+// however many queues it has. A DLQ this role does not own, or whose table
+// stays locked, is left as it is and listed in the status's DLQGaps, which
+// the caller should log: a worker started as an operator's role must not
+// fail for it.
 func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	st, err := s.CheckSchema(ctx)
 	if err == nil {
-		return st, nil
+		return s.repairDLQs(ctx, st)
 	}
 	if errors.Is(err, ErrPermission) {
 		// Migrating reads what this role may not: the check's error names
@@ -66,7 +83,10 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		return st, err
 	}
 	st, err = s.migrate(ctx, migrations)
-	return st, mayNotMigrate(checked, err)
+	if err != nil {
+		return st, mayNotMigrate(checked, err)
+	}
+	return s.repairDLQs(ctx, st)
 }
 
 // mayNotMigrate is the error of a migration refused to a role that may not
