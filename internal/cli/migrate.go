@@ -17,6 +17,12 @@ func (a *app) migrateCommand() *cobra.Command {
 		Long: `Apply every pending migration. Safe to run from several processes at once
 and as often as you like. It needs a role that may create schemas and tables.
 
+Each run, the schema current or not, also gives every dead-letter queue made
+without them (by an older pgbus still running, or by another PGMQ client with
+pgmq.create) the index, filter statistics and group counts pgbus gives one.
+A dead-letter queue the role does not own is left as it is, with a warning
+naming the role that owns it, whose pgbus migrate adds them.
+
 Safe on a live system: a migration waits at most 5 seconds at a time for a
 table's lock, so the queries behind it are not held up longer, and tries
 again for about a minute; then it gives up with nothing of it applied and

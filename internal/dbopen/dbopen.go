@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/embedpg"
@@ -104,13 +105,34 @@ func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
 // Prepare applies any pending migration when migrate is true; otherwise
 // it checks that the schema is current and changes nothing, failing with
 // ErrSchemaMissing or ErrSchemaOld when it is not.
+//
+// Migrating also repairs dead-letter queues made without what pgbus gives
+// one (store.Migrate): it logs each it repaired, and warns of each it
+// could not, with what it lacks and which role's pgbus migrate adds it.
 func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
-	if migrate {
-		d.Status, err = d.Migrate(ctx)
-	} else {
+	if !migrate {
 		d.Status, err = d.CheckSchema(ctx)
+		return err
+	}
+	d.Status, err = d.Migrate(ctx)
+	if err == nil {
+		d.logRepairs()
 	}
 	return err
+}
+
+// logRepairs logs the dead-letter queues Migrate repaired or could not.
+func (d *DB) logRepairs() {
+	if d.logger == nil {
+		return
+	}
+	for _, q := range d.Status.DLQsRepaired {
+		d.logger.Info("pgbus: gave a dead-letter queue the index, filter statistics and group counts it lacked", "dlq", q)
+	}
+	for _, g := range d.Status.DLQGaps {
+		d.logger.Warn("pgbus: a dead-letter queue lacks what pgbus gives one for fast filters and summaries; left as it is",
+			"dlq", g.DLQ, "missing", strings.Join(g.Missing, ", "), "why", g.Reason, "next", g.Next)
+	}
 }
 
 // Role is the database role connected as, for messages about privileges.
