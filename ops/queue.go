@@ -369,6 +369,32 @@ func (c SettingsChange) leftOut(q store.QueueSettings) string {
 	return strings.Join(out, ", ")
 }
 
+// kept lists the settings c leaves out whose value in q is not the
+// default's, each with both values.
+func (c SettingsChange) kept(q, def store.QueueSettings) []string {
+	var out []string
+	for _, f := range []struct {
+		given    bool
+		key      string
+		now, def any
+	}{
+		{c.MaxRetries != nil, "max_retries", q.MaxRetries, def.MaxRetries},
+		{c.VisibilityTimeout != nil, "visibility_timeout", q.VisibilityTimeout, def.VisibilityTimeout},
+		{c.Strategy != nil, "strategy", q.BackoffStrategy, def.BackoffStrategy},
+		{c.Backoff != nil, "backoff", q.RetryBackoff, def.RetryBackoff},
+		{c.BackoffMax != nil, "backoff_max", q.RetryBackoffMax, def.RetryBackoffMax},
+		{c.Jitter != nil, "jitter", q.RetryBackoffJitter, def.RetryBackoffJitter},
+		{c.DeleteOnSuccess != nil, "delete_on_success", q.DeleteOnSuccess, def.DeleteOnSuccess},
+		{c.ArchiveRetention != nil, "archive_retention", q.ArchiveRetention, def.ArchiveRetention},
+		{c.DeadRetention != nil, "dead_retention", q.DeadRetention, def.DeadRetention},
+	} {
+		if !f.given && f.now != f.def {
+			out = append(out, fmt.Sprintf("%s %v, default %v", f.key, f.now, f.def))
+		}
+	}
+	return out
+}
+
 // apply returns q with the change made. A backoff_max below a new backoff
 // is raised to it, so that giving only a long backoff is valid.
 func (c SettingsChange) apply(q store.QueueSettings) store.QueueSettings {
@@ -423,6 +449,11 @@ type QueueCreated struct {
 	Created    bool          `json:"created"`
 	Changed    bool          `json:"changed"`
 	Settings   RetrySettings `json:"settings"`
+	// Kept lists the settings the request left out that keep a value set
+	// before, other than the default, each with both ("max_retries 10,
+	// default 5"): a configuration file that drops a key leaves the
+	// queue's stored value, not the default.
+	Kept []string `json:"kept,omitempty"`
 }
 
 // QueueCreate creates a queue and its dead-letter queue when missing and
@@ -465,6 +496,9 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	out.Settings = RetrySettings(next.Plain())
 	out.Created, out.Changed = !exists, next != cur
+	if stored {
+		out.Kept = req.Settings.kept(cur, store.DefaultQueueSettings(req.Queue))
+	}
 	// A queue that exists gets its settings only: a role that may change
 	// rows but not create tables can then start workers whose
 	// configuration declares it.

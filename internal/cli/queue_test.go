@@ -31,9 +31,15 @@ func TestQueueCommands(t *testing.T) {
 	if again.Created || again.Changed || !sameSettings(again.Settings, want) {
 		t.Fatalf("second create changed something: %+v", again)
 	}
+	if len(again.Kept) != 9 || again.Kept[0] != "max_retries 8, default 5" {
+		t.Fatalf("second create without settings: kept %q; want the 9 settings set before, max_retries first", again.Kept)
+	}
 	out := d.ok(t, "queue", "create", "orders", "--max-retries", "3")
 	if !strings.Contains(out, "settings updated") || !strings.Contains(out, "max_retries 3") {
 		t.Fatalf("update: %q", out)
+	}
+	if !strings.Contains(out, "kept as set before (give them to change them): visibility_timeout 45s, default 30s;") || strings.Contains(out, "max_retries 8") {
+		t.Fatalf("update: %q; want the settings it left out named as kept, not the one it gave", out)
 	}
 	out = d.ok(t, "queue", "create", "emails")
 	if !strings.Contains(out, "created queue emails and its dead-letter queue emails_dlq") {

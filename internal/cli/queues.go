@@ -203,6 +203,9 @@ messages kept 168h (7 days) and discarded dead messages 720h (30 days).`,
 				verb += fmt.Sprintf(", %d priority levels", res.Priorities)
 			}
 			fmt.Fprintf(a.stdout, verb+": %s\n", res.Queue, res.DLQ, describeSettings(res.Settings))
+			if len(res.Kept) > 0 {
+				fmt.Fprintf(a.stdout, "kept as set before (give them to change them): %s\n", strings.Join(res.Kept, "; "))
+			}
 			return nil
 		},
 	}

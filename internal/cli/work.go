@@ -244,7 +244,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	defer s.Close()
-	if err := runner.Prepare(ctx, s.ops, queues); err != nil {
+	if err := runner.Prepare(ctx, s.ops, queues, a.log); err != nil {
 		return err
 	}
 	mon, stopMonitor, err := a.startMonitor(ctx, s.ops, w.metricsAddr, false, queues)

@@ -34,7 +34,7 @@ func setUp(t *testing.T) (*store.Store, *ops.Service, config.WorkQueue) {
 	retries := 2
 	q := config.WorkQueue{Name: pgtest.Name("run"), Concurrency: 4, Declared: true,
 		Handler: handlers.Spec{Type: handlers.TypeDemo}, Settings: config.Settings{MaxRetries: &retries}}
-	if err := runner.Prepare(pgtest.Context(t), svc, []config.WorkQueue{q}); err != nil {
+	if err := runner.Prepare(pgtest.Context(t), svc, []config.WorkQueue{q}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return st, svc, q

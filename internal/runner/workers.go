@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,11 +42,20 @@ func SettingsChange(c config.Settings) ops.SettingsChange {
 // Prepare creates the queues declared in the configuration file that are
 // missing and stores the file's settings for them; the others must exist
 // already, and one that does not is an error whose next step creates it.
-func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue) error {
+// A setting the file leaves out keeps its stored value: log names those
+// that differ from the default, so that a key dropped from the file is not
+// taken for a return to the default.
+func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) error {
+	log = orDiscard(log)
 	for _, q := range queues {
 		if q.Declared {
-			if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)}); err != nil {
+			res, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)})
+			if err != nil {
 				return err
+			}
+			if len(res.Kept) > 0 {
+				log.Info("pgbus: queue keeps settings set before that the configuration file does not give; give them in its queue block to change them",
+					"queue", q.Name, "kept", strings.Join(res.Kept, "; "))
 			}
 			continue
 		}
@@ -180,7 +190,7 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 		return func() {}, nil
 	}
 	log = orDiscard(log)
-	if err := Prepare(ctx, svc, queues); err != nil {
+	if err := Prepare(ctx, svc, queues, log); err != nil {
 		return nil, err
 	}
 	jobs := NewJobLog(log)
