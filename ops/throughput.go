@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -33,6 +34,35 @@ var throughputBuckets = map[string]struct {
 type ThroughputRequest struct {
 	Queue  string
 	Window string
+	// MaxQueues, above 0, returns the series of at most that many queues,
+	// those that ran the most jobs in the window, and of Chart: a page
+	// draws each series, and hundreds would weigh megabytes. The others
+	// are named in the result's Ran, the most jobs first, and Quiet. 0
+	// returns the series of every queue.
+	MaxQueues int
+	// MaxNames, above 0, names at most that many queues in Ran and as
+	// many in Quiet; RanOmitted and QuietOmitted count the others.
+	MaxNames int
+	// QueueNameContains keeps only the queues whose names contain it, for
+	// a person looking for one among hundreds; Filtered counts the others.
+	QueueNameContains string
+	// Chart names a queue whose series is returned whatever the bounds
+	// and the name: one a person asked to see.
+	Chart string
+}
+
+// Check refuses a negative bound, and text no name or window can hold.
+func (r ThroughputRequest) Check() error {
+	if r.MaxQueues < 0 || r.MaxNames < 0 {
+		return invalidf("a throughput's bounds are 0 (list everything) or more, not %d queues and %d names", r.MaxQueues, r.MaxNames)
+	}
+	return checkText("queue", r.Queue, "window", r.Window, "queue_name_contains", r.QueueNameContains, "chart", r.Chart)
+}
+
+// QueueJobs is a queue and the jobs it ran in a window.
+type QueueJobs struct {
+	Queue string `json:"queue"`
+	Jobs  int64  `json:"jobs" jsonschema_description:"The attempts settled in the window"`
 }
 
 // Outcomes are the attempts settled in some span: completed, failed and
@@ -76,8 +106,35 @@ type ThroughputResult struct {
 	BucketSeconds int       `json:"bucket_seconds"`
 	From          time.Time `json:"from" jsonschema_description:"The start of the first bucket"`
 	Until         time.Time `json:"until" jsonschema_description:"The end of the last bucket, which holds now"`
-	// Queues are by name; of every queue, each one, counted or not.
+	// Queues are by name; of every queue, each one, counted or not,
+	// unless the request bounds them.
 	Queues []QueueThroughput `json:"queues"`
+	// Ran are the queues that ran jobs in the window but have no series
+	// in Queues, past the request's MaxQueues: the most jobs first (by
+	// name among equals), at most MaxNames of them; RanOmitted counts the
+	// others.
+	Ran        []QueueJobs `json:"ran,omitempty" jsonschema_description:"Queues that ran jobs but were left out of queues, the most jobs first"`
+	RanOmitted int         `json:"ran_omitted,omitempty" jsonschema_description:"Queues that ran jobs, in neither queues nor ran"`
+	// Quiet names the queues that ran no job in the window and have no
+	// series in Queues, by name, at most MaxNames of them; QuietOmitted
+	// counts the others.
+	Quiet        []string `json:"quiet,omitempty" jsonschema_description:"Queues that ran no job in the window, by name"`
+	QuietOmitted int      `json:"quiet_omitted,omitempty" jsonschema_description:"Queues that ran no job, in neither queues nor quiet"`
+	// Filtered counts the queues whose names do not contain the request's
+	// QueueNameContains.
+	Filtered int `json:"filtered,omitempty" jsonschema_description:"Queues left out because their names do not contain the text asked for"`
+}
+
+// Busy counts the queues that ran jobs in the window, with a series or
+// without.
+func (r ThroughputResult) Busy() int {
+	n := len(r.Ran) + r.RanOmitted
+	for _, q := range r.Queues {
+		if !q.Empty() {
+			n++
+		}
+	}
+	return n
 }
 
 // BucketMinutes is the length of a bucket in minutes.
@@ -89,7 +146,7 @@ func (r ThroughputResult) BucketMinutes() int { return r.BucketSeconds / 60 }
 // WindowDay, the last holding now, every bucket present.
 func (s *Service) Throughput(ctx context.Context, req ThroughputRequest) (_ ThroughputResult, err error) {
 	defer s.explainDB(ctx, &err, reads)
-	if err := checkText("queue", req.Queue, "window", req.Window); err != nil {
+	if err := req.Check(); err != nil {
 		return ThroughputResult{}, err
 	}
 	if req.Window == "" {
@@ -142,7 +199,54 @@ func (s *Service) Throughput(ctx context.Context, req ThroughputRequest) (_ Thro
 	for _, q := range queues {
 		out.Queues = append(out.Queues, queueThroughput(q, sp, counted[q]))
 	}
+	req.bound(&out)
 	return out, nil
+}
+
+// bound leaves out of out.Queues, of every queue by name, those whose
+// names do not contain the text asked for, then the series past
+// MaxQueues: the queues that ran the fewest jobs, and those that ran none,
+// which it names instead, up to MaxNames.
+func (r ThroughputRequest) bound(out *ThroughputResult) {
+	if r.QueueNameContains != "" {
+		n := len(out.Queues)
+		out.Queues = slices.DeleteFunc(out.Queues, func(q QueueThroughput) bool {
+			return q.Queue != r.Chart && !strings.Contains(q.Queue, r.QueueNameContains)
+		})
+		out.Filtered = n - len(out.Queues)
+	}
+	if r.MaxQueues == 0 {
+		return
+	}
+	ran := slices.DeleteFunc(slices.Clone(out.Queues), QueueThroughput.Empty)
+	slices.SortStableFunc(ran, func(a, b QueueThroughput) int {
+		return cmp.Or(cmp.Compare(b.Total.Total(), a.Total.Total()), cmp.Compare(a.Queue, b.Queue))
+	})
+	kept := map[string]bool{r.Chart: true}
+	for _, q := range ran[:min(len(ran), r.MaxQueues)] {
+		kept[q.Queue] = true
+	}
+	for _, q := range ran {
+		if !kept[q.Queue] {
+			out.Ran = append(out.Ran, QueueJobs{Queue: q.Queue, Jobs: q.Total.Total()})
+		}
+	}
+	all := out.Queues
+	out.Queues = make([]QueueThroughput, 0, len(kept))
+	for _, q := range all {
+		switch {
+		case kept[q.Queue]:
+			out.Queues = append(out.Queues, q)
+		case q.Empty():
+			out.Quiet = append(out.Quiet, q.Queue)
+		}
+	}
+	if n := len(out.Ran) - r.MaxNames; r.MaxNames > 0 && n > 0 {
+		out.Ran, out.RanOmitted = out.Ran[:r.MaxNames], n
+	}
+	if n := len(out.Quiet) - r.MaxNames; r.MaxNames > 0 && n > 0 {
+		out.Quiet, out.QuietOmitted = out.Quiet[:r.MaxNames], n
+	}
 }
 
 // queueThroughput is the series of one queue; counted is nil when nothing

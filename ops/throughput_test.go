@@ -2,10 +2,12 @@ package ops_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -144,5 +146,65 @@ func checkBuckets(t *testing.T, qt ops.QueueThroughput, n int, step time.Duratio
 		if b.Outcomes != want[i] {
 			t.Errorf("bucket %d (%s) = %+v, want %+v", i, b.Start.Format("15:04"), b.Outcomes, want[i])
 		}
+	}
+}
+
+// TestThroughputBoundsItsSeries: bounded for a page, the throughput of
+// every queue has the series of the queues that ran the most jobs and of
+// the one asked for, by name; it names the other busy ones, the most jobs
+// first, and the quiet ones, by name, up to a bound, and counts the rest;
+// a name keeps only the queues that contain it.
+func TestThroughputBoundsItsSeries(t *testing.T) {
+	s, ctx := isolatedStore(t), testContext(t)
+	svc := newService(t, s, ops.Options{})
+	busy := map[string]int64{"tb_busy_a": 5, "tb_busy_b": 9, "tb_busy_c": 7, "tb_busy_d": 1, "tb_busy_e": 7}
+	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
+	var deltas []store.StatsDelta
+	for q, n := range busy {
+		pgtest.CreateQueue(t, s, q)
+		deltas = append(deltas, store.StatsDelta{Minute: minute, Queue: q, Kind: "k", Succeeded: n})
+	}
+	for _, q := range []string{"tb_quiet_a", "tb_quiet_b", "tb_quiet_c", "other_quiet"} {
+		pgtest.CreateQueue(t, s, q)
+	}
+	if err := s.AddStats(ctx, deltas); err != nil {
+		t.Fatal(err)
+	}
+	series := func(res ops.ThroughputResult) []string {
+		var out []string
+		for _, q := range res.Queues {
+			out = append(out, q.Queue)
+		}
+		return out
+	}
+
+	all, err := svc.Throughput(ctx, ops.ThroughputRequest{})
+	if err != nil || len(all.Queues) != 9 || all.Ran != nil || all.Quiet != nil || all.Busy() != 5 {
+		t.Fatalf("unbounded: series %v, ran %v, quiet %v, %d busy, %v; want every queue's series and 5 busy", series(all), all.Ran, all.Quiet, all.Busy(), err)
+	}
+	res, err := svc.Throughput(ctx, ops.ThroughputRequest{MaxQueues: 2, MaxNames: 2, Chart: "tb_quiet_c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := series(res), []string{"tb_busy_b", "tb_busy_c", "tb_quiet_c"}; !slices.Equal(got, want) {
+		t.Fatalf("bounded to 2 series and the chart asked for: %v, want %v", got, want)
+	}
+	if want := []ops.QueueJobs{{Queue: "tb_busy_e", Jobs: 7}, {Queue: "tb_busy_a", Jobs: 5}}; !slices.Equal(res.Ran, want) || res.RanOmitted != 1 || res.Busy() != 5 {
+		t.Fatalf("the other busy queues: %v and %d more, %d busy; want %v and 1 more, 5 busy", res.Ran, res.RanOmitted, res.Busy(), want)
+	}
+	if want := []string{"other_quiet", "tb_quiet_a"}; !slices.Equal(res.Quiet, want) || res.QuietOmitted != 1 {
+		t.Fatalf("the quiet queues: %v and %d more; want %v and 1 more", res.Quiet, res.QuietOmitted, want)
+	}
+
+	res, err = svc.Throughput(ctx, ops.ThroughputRequest{MaxQueues: 1, QueueNameContains: "quiet", Chart: "tb_busy_d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := series(res); !slices.Equal(got, []string{"tb_busy_d"}) || res.Ran != nil || len(res.Quiet) != 4 || res.QuietOmitted != 0 || res.Filtered != 4 {
+		t.Fatalf("the queues named *quiet*: series %v, ran %v, quiet %v (%d more), %d filtered; want the chart asked for, the 4 quiet ones and 4 filtered",
+			got, res.Ran, res.Quiet, res.QuietOmitted, res.Filtered)
+	}
+	if _, err := svc.Throughput(ctx, ops.ThroughputRequest{MaxNames: -1}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("a negative bound: %v, want it refused", err)
 	}
 }
