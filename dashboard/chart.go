@@ -1,11 +1,11 @@
 package dashboard
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/ops"
@@ -25,44 +25,64 @@ const (
 // maxCharts bounds the charts one overview draws. Each is some 15 KB of
 // SVG: a page of every one of hundreds of busy queues would weigh
 // megabytes, which ?refresh= would fetch again every few seconds. The
-// busiest queues of the window are drawn, and each other one links to the
-// overview with its chart drawn too (?chart=).
+// busiest queues of the window are drawn, and each other one is named
+// with a link to the overview with its chart drawn too (?chart=).
 const maxCharts = 20
 
-// throughputData is the overview's charts: one per queue, over the window
-// chosen by ?window=, with links to the other windows.
+// maxChartNames bounds the queues the overview names below its charts:
+// as many that ran jobs, and as many that ran none; ?queues=all names
+// them all.
+const maxChartNames = 20
+
+// throughputData is the overview's charts, over the window chosen by
+// ?window=, with links to the other windows, and the queues without a
+// chart named below them.
 type throughputData struct {
 	Window  string
 	Span    string // "the last hour", for the page's words
 	Windows []link
 	Current string // the href of the window shown
-	Charts  map[string]chart
-	// Queues names every queue, by name: the order of the charts.
-	Queues []string
+	// Charts are by name: the busiest queues', and the one asked for.
+	Charts []chart
+	// Ran are the other queues that ran jobs, the most first, each linking
+	// to its chart; RanOmitted counts those not named.
+	Ran        []ranLink
+	RanOmitted int
+	// Quiet names the queues that ran no job; QuietOmitted counts those
+	// not named.
+	Quiet        []string
+	QuietOmitted int
 	// Busy counts the queues that ran jobs in the window; Drawn, those
 	// charted: fewer when more than maxCharts ran jobs.
 	Busy, Drawn int
+	// Chosen is the queue asked for (?chart=), charted whatever its jobs.
+	Chosen string
+	// All is the overview that names every queue (?queues=all).
+	All string
 }
 
-// Chart is the chart of queue, or an empty one (its Empty set) for a queue
-// the operation did not return.
-func (d throughputData) Chart(queue string) chart {
-	if c, ok := d.Charts[queue]; ok {
-		return c
-	}
-	return chart{Queue: queue, Empty: true}
+// ranLink is a queue that ran jobs in the window without a chart drawn:
+// Href is the overview with its chart.
+type ranLink struct {
+	Queue string
+	Jobs  int64
+	Href  string
 }
+
+// Shown reports whether the section has anything to show.
+func (d throughputData) Shown() bool {
+	return len(d.Charts)+len(d.Ran)+d.RanOmitted+len(d.Quiet)+d.QuietOmitted > 0
+}
+
+// QuietTotal counts the queues that ran no job, named or not.
+func (d throughputData) QuietTotal() int { return len(d.Quiet) + d.QuietOmitted }
 
 // chart is one queue's throughput as the template draws it: every
-// coordinate computed here, every word escaped by the template.
+// coordinate computed here, every word escaped by the template. Empty is
+// a queue that ran no job in the window, charted because it was asked for.
 type chart struct {
 	Queue string
 	Empty bool
-	// Skipped is a queue that ran Jobs in the window but is not among the
-	// busiest, which alone are drawn; Href is the overview with its chart.
-	Skipped bool
-	Jobs    int64
-	Href    string
 
 	Desc   string // what the chart shows, in one sentence
 	Unit   string // what the y axis counts, such as "per minute"
@@ -108,54 +128,49 @@ var windowNames = map[string]struct{ link, span string }{
 	ops.WindowDay:  {"Last 24 hours", "the last 24 hours"},
 }
 
-// throughputView lays out the charts of res: of the maxCharts busiest
-// queues, and of the queue chosen (?chart=); refresh keeps the page's
-// auto-refresh in its links, as chosen does in those to the other windows.
-func throughputView(res ops.ThroughputResult, refresh int, chosen string) throughputData {
-	d := throughputData{Window: res.Window, Span: windowNames[res.Window].span, Charts: map[string]chart{}}
+// chartLinks are what the throughput section's links keep of the page:
+// its refresh, and what it lists (?reasons=, ?queues=, ?name=).
+type chartLinks struct {
+	Refresh               int
+	Reasons, Queues, Name string
+}
+
+// chartParams are the parameters of u the throughput section's links
+// keep.
+func chartParams(u *url.URL, refresh int) chartLinks {
+	q := u.Query()
+	return chartLinks{Refresh: refresh, Reasons: q.Get("reasons"), Queues: q.Get("queues"), Name: strings.TrimSpace(q.Get("name"))}
+}
+
+// href is the overview over window with queue's chart drawn.
+func (l chartLinks) href(window, queue string) string {
+	return pageLink("/", "window", window, "chart", queue, "refresh", l.Refresh, "reasons", l.Reasons, "queues", l.Queues, "name", l.Name)
+}
+
+// throughputView lays out the charts of res, which ops bounded to the
+// busiest queues and the one chosen (?chart=), and names the other
+// queues; the links keep the page's parameters, those to the other
+// windows the chart chosen too.
+func throughputView(res ops.ThroughputResult, l chartLinks, chosen string) throughputData {
+	d := throughputData{Window: res.Window, Span: windowNames[res.Window].span, Chosen: chosen, Busy: res.Busy(),
+		RanOmitted: res.RanOmitted, Quiet: res.Quiet, QuietOmitted: res.QuietOmitted}
 	for _, w := range ops.ThroughputWindows {
-		href := pageLink("/", "window", w, "chart", chosen, "refresh", refresh)
+		href := l.href(w, chosen)
 		d.Windows = append(d.Windows, link{Href: href, Text: windowNames[w].link})
 		if w == res.Window {
 			d.Current = href
 		}
 	}
-	drawn := busiest(res.Queues, chosen)
 	for _, q := range res.Queues {
-		d.Queues = append(d.Queues, q.Queue)
+		d.Charts = append(d.Charts, drawChart(res, q, d.Span))
 		if !q.Empty() {
-			d.Busy++
+			d.Drawn++
 		}
-		if q.Empty() || drawn[q.Queue] {
-			d.Charts[q.Queue] = drawChart(res, q, d.Span)
-			continue
-		}
-		d.Charts[q.Queue] = chart{Queue: q.Queue, Skipped: true, Jobs: q.Total.Total(),
-			Href: pageLink("/", "window", res.Window, "chart", q.Queue, "refresh", refresh) + "#chart-" + q.Queue}
 	}
-	d.Drawn = len(drawn)
+	for _, q := range res.Ran {
+		d.Ran = append(d.Ran, ranLink{Queue: q.Queue, Jobs: q.Jobs, Href: l.href(res.Window, q.Queue) + "#chart-" + q.Queue})
+	}
 	return d
-}
-
-// busiest names the queues of qs to chart: the maxCharts that ran the most
-// jobs (by name among equals), and chosen when it ran any.
-func busiest(qs []ops.QueueThroughput, chosen string) map[string]bool {
-	var ran []ops.QueueThroughput
-	for _, q := range qs {
-		if !q.Empty() {
-			ran = append(ran, q)
-		}
-	}
-	slices.SortStableFunc(ran, func(a, b ops.QueueThroughput) int {
-		return cmp.Or(cmp.Compare(b.Total.Total(), a.Total.Total()), cmp.Compare(a.Queue, b.Queue))
-	})
-	out := map[string]bool{}
-	for i, q := range ran {
-		if i < maxCharts || q.Queue == chosen {
-			out[q.Queue] = true
-		}
-	}
-	return out
 }
 
 // drawChart computes the bars and axes of one queue's chart.

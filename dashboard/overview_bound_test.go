@@ -71,8 +71,10 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 // The overview of 300 queues lists the first 20 health reasons, every
 // STALLED one first, and the 50 queues that most need a look, those with
 // dead messages first; each list says how many more there are, and its
-// link lists them all. The live counts do not take the queues left out for
-// queues created or dropped, and a box finds queues by name.
+// link lists them all. It charts the 20 busiest queues, names the 10
+// others that ran jobs, and counts the 270 that ran none in one line,
+// naming them only when every queue is asked for. A box finds queues by
+// name.
 func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -114,6 +116,10 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	if text := b.text(`[data-more="queues"]`); !strings.Contains(text, "250 more queues are not listed") || !strings.Contains(text, "Show all 300 queues") {
 		t.Fatalf("the queue table ends with %q; want 250 more and a link to all 300", text)
 	}
+	b.throughput("the overview", 20, 10, 0)
+	if text := b.text(`[data-names="quiet"]`); !strings.Contains(text, "No jobs ran in the last hour in 270 queues.") || b.count(`[data-names="quiet"] a`) != 1 {
+		t.Fatalf("the quiet queues are summed up as %q; want 270 and a link that names them", text)
+	}
 
 	// The script updates the listed rows, and a queue left out is not one
 	// created or dropped.
@@ -124,21 +130,22 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 		t.Fatalf("with no queue changed the live note says %q (%v)", note, err)
 	}
 
-	b.do("list every reason", chromedp.Click(chromedp.CSS(`[data-more="reasons"] a`)), page("overview"))
+	b.follow("list every reason", chromedp.Click(chromedp.CSS(`[data-more="reasons"] a`)))
 	if n, rows := b.count("ul.reasons li"), b.rows(); n != reasons || len(rows) != 50 || b.count(`[data-more="reasons"]`) != 0 {
 		t.Fatalf("with every reason: %d reasons and %d queues listed; want %d and 50, and no more line for reasons", n, len(rows), reasons)
 	}
-	b.do("list every queue", chromedp.Click(chromedp.CSS(`[data-more="queues"] a`)), page("overview"))
+	b.follow("list every queue", chromedp.Click(chromedp.CSS(`[data-more="queues"] a`)))
 	if n, rows := b.count("ul.reasons li"), b.rows(); n != reasons || len(rows) != 300 || b.count("[data-more]") != 0 {
 		t.Fatalf("with every queue: %d reasons and %d queues listed; want %d and 300, and no more line", n, len(rows), reasons)
 	}
 	if loc := b.location(); !strings.Contains(loc, "reasons=all") || !strings.Contains(loc, "queues=all") {
 		t.Fatalf("the link to every queue went to %s: it should keep every reason listed", loc)
 	}
+	b.throughput("every queue", 20, 10, 270)
 
 	// The box finds queues by a part of their name, the page's other
 	// parameters kept; a part no name has says so.
-	b.do("find the queues named big_01*", chromedp.SendKeys(chromedp.ID("q-name"), "big_01"), chromedp.Submit(chromedp.ID("q-name")), page("overview"))
+	b.follow("find the queues named big_01*", chromedp.SendKeys(chromedp.ID("q-name"), "big_01"), chromedp.Submit(chromedp.ID("q-name")))
 	want := []string{"big_010", "big_011", "big_012", "big_013", "big_014", "big_015", "big_016", "big_017", "big_018", "big_019"}
 	if rows, n := b.rows(), b.count("ul.reasons li"); !sameSet(rows, want) || n != reasons {
 		t.Fatalf("the queues named big_01*: %v, with %d reasons; want %v and all %d reasons", rows, n, want, reasons)
@@ -146,9 +153,47 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	if text := b.text(`[data-more="name"]`); !strings.Contains(text, "10 of the 300 queues have a name that contains “big_01”") || b.count(`[data-more="queues"]`) != 0 {
 		t.Fatalf("the queues named big_01* are announced as %q, with %d more lines for queues", text, b.count(`[data-more="queues"]`))
 	}
+	// Of big_010 to big_019, big_012 and on have dead messages counted.
+	b.throughput("the queues named big_01*", 8, 0, 2)
+	if text := b.text(`[data-names="quiet"]`); text != "No jobs ran in the last hour in big_010, big_011." {
+		t.Fatalf("the quiet queues named big_01* are summed up as %q", text)
+	}
 	b.do("find a name no queue has", chromedp.Navigate(base+"/?name=no_such"), page("overview"))
 	if text, rows := b.text("p.empty"), b.rows(); !strings.Contains(text, "No queue's name contains “no_such”") || len(rows) != 0 {
 		t.Fatalf("a name no queue has: %q, %d rows", text, len(rows))
+	}
+}
+
+// follow runs steps that load another overview from this one, and waits
+// until it has loaded whole: the overview it leaves matches page() too.
+func (b tab) follow(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	b.do(what, append([]chromedp.Action[chromedp.Void]{chromedp.Evaluate[chromedp.Void](`window.pgbusLeft = true`)}, steps...)...)
+	loaded := chromedp.Poll[chromedp.Void](`window.pgbusLeft === undefined && document.readyState === "complete"`,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))
+	// A wait started on the page left fails as it goes (-32000): wait again.
+	for range 3 {
+		err := chromedp.Do(b.ctx, loaded, page("overview"))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "(-32000)") {
+			b.t.Fatalf("%s: wait for the page: %v", what, err)
+		}
+	}
+	b.t.Fatalf("%s: the page kept navigating", what)
+}
+
+// throughput checks the overview's throughput section: its charts, the
+// queues named as having run jobs without a chart, and those named as
+// having run none.
+func (b tab) throughput(what string, charts, ran, quiet int) {
+	b.t.Helper()
+	if c, r, q := b.count("figure.chart svg.tp"), b.count(`[data-names="ran"] .qname`), b.count(`[data-names="quiet"] .qname`); c != charts || r != ran || q != quiet {
+		b.t.Fatalf("the throughput of %s: %d charts, %d queues named that ran jobs, %d that ran none; want %d, %d and %d", what, c, r, q, charts, ran, quiet)
+	}
+	if n := b.count("figure.chart"); n != charts {
+		b.t.Fatalf("the throughput of %s has %d figures for %d charts", what, n, charts)
 	}
 }
 

@@ -103,23 +103,6 @@ func overviewWith(u *url.URL, key, value, anchor string) string {
 }
 
 func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	chosen := r.URL.Query().Get("chart")
-	tp, err := s.svc.Throughput(r.Context(), ops.ThroughputRequest{Window: r.URL.Query().Get("window")})
-	if err != nil {
-		// A window the dashboard does not offer: the ones it does.
-		var windows []link
-		if errors.Is(err, ops.ErrInvalid) {
-			for _, l := range throughputView(ops.ThroughputResult{}, v.Refresh, "").Windows {
-				windows = append(windows, link{Href: l.Href, Text: "Show the throughput of the " + strings.ToLower(l.Text)})
-			}
-		}
-		s.fail(w, r, v, err, windows...)
-		return
-	}
-	if chosen != "" && !slices.ContainsFunc(tp.Queues, func(q ops.QueueThroughput) bool { return q.Queue == chosen }) {
-		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
-		return
-	}
 	req := overviewBounds(r.URL)
 	o, err := s.svc.Overview(r.Context(), req)
 	if err != nil {
@@ -130,11 +113,43 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err, more...)
 		return
 	}
-	v.Title, v.Nav = "Overview", "overview"
-	s.render(w, r, http.StatusOK, "overview", v, overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
+	chosen, links := r.URL.Query().Get("chart"), chartParams(r.URL, v.Refresh)
+	tp, err := s.svc.Throughput(r.Context(), chartBounds(r.URL, req, chosen))
+	if err != nil {
+		// A window the dashboard does not offer: the ones it does.
+		var windows []link
+		if errors.Is(err, ops.ErrInvalid) {
+			for _, l := range throughputView(ops.ThroughputResult{}, links, "").Windows {
+				windows = append(windows, link{Href: l.Href, Text: "Show the throughput of the " + strings.ToLower(l.Text)})
+			}
+		}
+		s.fail(w, r, v, err, windows...)
+		return
+	}
+	if chosen != "" && !slices.ContainsFunc(tp.Queues, func(q ops.QueueThroughput) bool { return q.Queue == chosen }) {
+		s.refuse(w, r, v, http.StatusNotFound, "There is no queue "+strconv.Quote(chosen)+" to chart: follow the link of a queue's chart on the overview, or leave ?chart= out.")
+		return
+	}
+	d := overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
 		AllReasons: overviewWith(r.URL, "reasons", "all", "health-h"), AllQueues: overviewWith(r.URL, "queues", "all", "queues-h"),
 		Name: req.QueueNameContains, QueuesFiltered: o.QueuesFiltered, ClearName: overviewWithout(r.URL, "name"), Kept: overviewKept(r.URL),
-		Throughput: throughputView(tp, v.Refresh, chosen)})
+		Throughput: throughputView(tp, links, chosen)}
+	d.Throughput.All = overviewWith(r.URL, "queues", "all", "tp-h")
+	v.Title, v.Nav = "Overview", "overview"
+	s.render(w, r, http.StatusOK, "overview", v, d)
+}
+
+// chartBounds is the throughput the overview u asks for shows: the
+// charts of the busiest queues of those it lists by name, and of the one
+// chosen; the other queues named up to a bound, unless u asks for every
+// queue.
+func chartBounds(u *url.URL, o ops.OverviewRequest, chosen string) ops.ThroughputRequest {
+	req := ops.ThroughputRequest{Window: u.Query().Get("window"), MaxQueues: maxCharts, MaxNames: maxChartNames,
+		QueueNameContains: o.QueueNameContains, Chart: chosen}
+	if o.MaxQueues == 0 {
+		req.MaxNames = 0
+	}
+	return req
 }
 
 // deadFilter reads the dead-letter filter of a query or form.
