@@ -11,16 +11,22 @@ import (
 
 // liveCounts is what /live returns: the numbers the overview shows, as
 // the operations health and queue_stats give them, for the overview's
-// script to update in place. The names are those of the operations'
-// results.
+// script to update in place. It takes the overview's parameters that
+// choose the queues listed (?queues=all, ?name=) and has the counts of
+// those queues only: of hundreds, every few seconds, the others' would
+// weigh tens of kilobytes that no row shows. QueuesOmitted and
+// QueuesFiltered count the others, so that the script tells queues
+// created or dropped. The names are those of the operations' results.
 type liveCounts struct {
-	Status       string      `json:"status"`
-	Queues       int         `json:"queues"`
-	Backlog      int64       `json:"backlog"`
-	DeadMessages int64       `json:"dead_messages"`
-	Workers      int         `json:"workers_running"`
-	CheckedAt    time.Time   `json:"checked_at"`
-	QueueStats   []liveQueue `json:"queue_stats"`
+	Status         string      `json:"status"`
+	Queues         int         `json:"queues"`
+	Backlog        int64       `json:"backlog"`
+	DeadMessages   int64       `json:"dead_messages"`
+	Workers        int         `json:"workers_running"`
+	CheckedAt      time.Time   `json:"checked_at"`
+	QueueStats     []liveQueue `json:"queue_stats"`
+	QueuesOmitted  int         `json:"queues_omitted"`
+	QueuesFiltered int         `json:"queues_filtered"`
 }
 
 // liveQueue is one queue's counts of the overview's table.
@@ -41,16 +47,17 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
-// live returns the overview's counts in JSON.
+// live returns the counts of the overview its parameters ask for in
+// JSON: the queues it lists, in its order.
 func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
-	o, err := s.svc.Overview(r.Context(), ops.OverviewRequest{})
+	o, err := s.svc.Overview(r.Context(), overviewBounds(r.URL))
 	if err != nil {
 		s.failJSON(w, r, err)
 		return
 	}
 	h := o.Health
 	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, DeadMessages: h.DeadMessages, Workers: h.Workers,
-		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues))}
+		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues)), QueuesOmitted: o.QueuesOmitted, QueuesFiltered: o.QueuesFiltered}
 	for _, q := range o.Queues {
 		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
 			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused, Dropped: q.Dropped})

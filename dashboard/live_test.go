@@ -27,6 +27,8 @@ type liveCounts struct {
 		Paused       bool   `json:"paused"`
 		Dropped      bool   `json:"dropped"`
 	} `json:"queue_stats"`
+	QueuesOmitted  int `json:"queues_omitted"`
+	QueuesFiltered int `json:"queues_filtered"`
 }
 
 // live fetches /live, checks it is JSON that no cache keeps, and decodes

@@ -3,7 +3,10 @@ package dashboard_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,8 +76,8 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 // dead messages first; each list says how many more there are, and its
 // link lists them all. It charts the 20 busiest queues, names the 10
 // others that ran jobs, and counts the 270 that ran none in one line,
-// naming them only when every queue is asked for. A box finds queues by
-// name.
+// naming them only when every queue is asked for. /live answers for the
+// queues listed only, and a box finds queues by name.
 func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -120,6 +123,10 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	if text := b.text(`[data-names="quiet"]`); !strings.Contains(text, "No jobs ran in the last hour in 270 queues.") || b.count(`[data-names="quiet"] a`) != 1 {
 		t.Fatalf("the quiet queues are summed up as %q; want 270 and a link that names them", text)
 	}
+	live := liveOf(t, base, "/live", 50, 250, 0)
+	if !slices.Equal(live, rows) || b.liveSrc() != "/live" {
+		t.Fatalf("/live lists %v, from %s; want the page's rows %v", live, b.liveSrc(), rows)
+	}
 
 	// The script updates the listed rows, and a queue left out is not one
 	// created or dropped.
@@ -142,6 +149,9 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 		t.Fatalf("the link to every queue went to %s: it should keep every reason listed", loc)
 	}
 	b.throughput("every queue", 20, 10, 270)
+	if live := liveOf(t, base, b.liveSrc(), 300, 0, 0); !slices.Equal(live, b.rows()) {
+		t.Fatalf("/live of every queue lists %v; want the page's rows", live)
+	}
 
 	// The box finds queues by a part of their name, the page's other
 	// parameters kept; a part no name has says so.
@@ -158,10 +168,25 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	if text := b.text(`[data-names="quiet"]`); text != "No jobs ran in the last hour in big_010, big_011." {
 		t.Fatalf("the quiet queues named big_01* are summed up as %q", text)
 	}
+	if live := liveOf(t, base, b.liveSrc(), 10, 0, 290); !sameSet(live, want) {
+		t.Fatalf("/live of the queues named big_01* lists %v; want %v", live, want)
+	}
 	b.do("find a name no queue has", chromedp.Navigate(base+"/?name=no_such"), page("overview"))
 	if text, rows := b.text("p.empty"), b.rows(); !strings.Contains(text, "No queue's name contains “no_such”") || len(rows) != 0 {
 		t.Fatalf("a name no queue has: %q, %d rows", text, len(rows))
 	}
+
+	// A queue not listed that gets dead messages now needs a look more
+	// than one listed: the note says so, not that queues were created;
+	// a queue created is told as such.
+	b.do("open the overview again", chromedp.Navigate(base+"/"), page("overview"))
+	pgtest.DeadLetterN(t, st, "big_299", 5, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	b.waitNote("Queues not listed here now need a look more than some that are.")
+	if note := b.text("[data-live-note]"); strings.Contains(note, "created") || strings.Contains(note, "paused") {
+		t.Fatalf("with a queue's rank changed the note says %q", note)
+	}
+	pgtest.CreateQueue(t, st, "big_new")
+	b.waitNote("Queues were created or dropped since this page was loaded.")
 }
 
 // follow runs steps that load another overview from this one, and waits
@@ -195,6 +220,52 @@ func (b tab) throughput(what string, charts, ran, quiet int) {
 	if n := b.count("figure.chart"); n != charts {
 		b.t.Fatalf("the throughput of %s has %d figures for %d charts", what, n, charts)
 	}
+}
+
+// liveSrc is the address of the overview's live counts.
+func (b tab) liveSrc() string {
+	b.t.Helper()
+	src, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("[data-live-src]").getAttribute("data-live-src")`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return src
+}
+
+// waitNote waits for the live note to say text.
+func (b tab) waitNote(text string) {
+	b.t.Helper()
+	b.do("wait for the note "+strconv.Quote(text), chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => { const n = document.querySelector("[data-live-note]"); return !n.hidden && n.textContent.includes(%q); })()`, text),
+		chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
+}
+
+// liveOf fetches src, /live with the overview's parameters, and checks that
+// it lists listed queues and counts the omitted and filtered ones, in at
+// most 200 bytes a queue listed: it returns the queues.
+func liveOf(t *testing.T, base, src string, listed, omitted, filtered int) []string {
+	t.Helper()
+	resp, err := http.Get(base + src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", src, resp.StatusCode, err)
+	}
+	var c liveCounts
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("GET %s: %v", src, err)
+	}
+	if len(c.QueueStats) != listed || c.QueuesOmitted != omitted || c.QueuesFiltered != filtered || len(body) > 200*listed+500 {
+		t.Fatalf("GET %s: %d queues, %d omitted, %d filtered, in %d bytes; want %d, %d and %d, in at most %d bytes",
+			src, len(c.QueueStats), c.QueuesOmitted, c.QueuesFiltered, len(body), listed, omitted, filtered, 200*listed+500)
+	}
+	var out []string
+	for _, q := range c.QueueStats {
+		out = append(out, q.Queue)
+	}
+	return out
 }
 
 // rows are the queues of the overview's table, in order.

@@ -38,7 +38,10 @@ type overviewData struct {
 	ClearName      string
 	// Kept are the page's other parameters, for the form that finds a
 	// queue by name.
-	Kept       []param
+	Kept []param
+	// LiveSrc is the address of the page's live counts: /live with the
+	// parameters that choose the queues listed.
+	LiveSrc    string
 	Throughput throughputData
 }
 
@@ -71,6 +74,21 @@ func overviewBounds(u *url.URL) ops.OverviewRequest {
 	}
 	req.QueueNameContains = strings.TrimSpace(u.Query().Get("name"))
 	return req
+}
+
+// liveSrc is the address of the live counts of the overview u asks for:
+// /live with the parameters that choose its queues.
+func liveSrc(u *url.URL) string {
+	q := url.Values{}
+	for _, k := range []string{"queues", "name"} {
+		if v := u.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return "/live"
+	}
+	return "/live?" + q.Encode()
 }
 
 // overviewKept are the parameters of u besides the name searched for.
@@ -133,7 +151,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 	d := overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
 		AllReasons: overviewWith(r.URL, "reasons", "all", "health-h"), AllQueues: overviewWith(r.URL, "queues", "all", "queues-h"),
 		Name: req.QueueNameContains, QueuesFiltered: o.QueuesFiltered, ClearName: overviewWithout(r.URL, "name"), Kept: overviewKept(r.URL),
-		Throughput: throughputView(tp, links, chosen)}
+		LiveSrc: liveSrc(r.URL), Throughput: throughputView(tp, links, chosen)}
 	d.Throughput.All = overviewWith(r.URL, "queues", "all", "tp-h")
 	v.Title, v.Nav = "Overview", "overview"
 	s.render(w, r, http.StatusOK, "overview", v, d)

@@ -5,10 +5,12 @@
 // every few seconds and writes them into the elements marked
 // data-live (a count of the health verdict), data-live-plural (the word
 // after one) and data-count (a queue's count, in the row marked
-// data-queue). It pauses while the tab is hidden, and stops when the
-// session ends. What it cannot show in place (a new verdict's reasons, a
-// queue created or dropped, a listed one paused or resumed) it announces,
-// with a reload link.
+// data-queue); the URL has the page's parameters, so that it answers for
+// the queues the page lists. It pauses while the tab is hidden, and stops
+// when the session ends. What it cannot show in place (a new verdict's
+// reasons, a queue created or dropped, a listed one paused or resumed,
+// one not listed that now needs a look more) it announces, with a reload
+// link.
 (function () {
   "use strict";
   var root = document.querySelector("[data-live-src]");
@@ -22,9 +24,9 @@
   var inflight = false;
   var verdict = text(document.querySelector('[data-live="status"]'));
   var rows = rowList();
-  var queues = shownStates(rows, null);
   // The page lists the queues that most need a look, maybe not all of
-  // them: it tells a queue created or dropped by their count.
+  // them, as /live does: it tells a queue created or dropped by their
+  // count.
   var total = parseInt(root.getAttribute("data-live-queues"), 10);
 
   function text(el) {
@@ -39,16 +41,6 @@
       out.push({ queue: tr.getAttribute("data-queue"), state: tr.getAttribute("data-state") || "" });
     });
     return out;
-  }
-
-  // shownStates is the rows' queues, each with its state in now (a map of
-  // queue to state; null for the states the page was rendered with), or
-  // "gone" when now lacks it.
-  function shownStates(list, now) {
-    return list.map(function (r) {
-      var s = now === null ? r.state : r.queue in now ? now[r.queue] : "gone";
-      return r.queue + " " + s;
-    }).join("\n");
   }
 
   function state(q) {
@@ -131,10 +123,8 @@
       }
     });
     var seen = Object.create(null);
-    var count = 0;
     (c.queue_stats || []).forEach(function (q) {
       seen[q.queue] = state(q);
-      count++;
       var tr = document.querySelector('tr[data-queue="' + CSS.escape(q.queue) + '"]');
       if (!tr) {
         return;
@@ -149,11 +139,48 @@
       });
     });
     if (!isNaN(total)) {
-      note("queues", shownStates(rows, seen) === queues && count === total ? "" : "Queues were created, dropped, paused or resumed since this page was loaded.");
+      note("queues", queuesNote(c, seen));
     }
     if (verdict !== "" && c.status) {
       note("verdict", c.status === verdict ? "" : "The health verdict is now " + c.status + ": reload the page for its reasons.");
     }
+  }
+
+  // queuesNote says how the queues /live lists (those the page lists, by
+  // the same parameters) differ from the page's rows: queues created or
+  // dropped (their count changed, or a row's queue is gone from a
+  // complete list), listed ones paused or resumed, or other queues that
+  // now need a look more than some listed (the same count, a bounded
+  // list that changed). "" when they do not.
+  function queuesNote(c, seen) {
+    var listed = c.queue_stats || [];
+    var every = listed.length + (c.queues_omitted || 0) + (c.queues_filtered || 0);
+    var missing = 0;
+    var toggled = false;
+    var dropped = false;
+    rows.forEach(function (r) {
+      if (!(r.queue in seen)) {
+        missing++;
+      } else if (seen[r.queue] !== r.state) {
+        if (seen[r.queue] === "dropped") {
+          dropped = true;
+        } else {
+          toggled = true;
+        }
+      }
+    });
+    // Every queue listed now but not on the page takes a row's place.
+    var moved = missing > 0 || listed.length !== rows.length - missing;
+    var out = [];
+    if (every !== total || dropped || (moved && !c.queues_omitted)) {
+      out.push("Queues were created or dropped since this page was loaded.");
+    } else if (moved) {
+      out.push("Queues not listed here now need a look more than some that are.");
+    }
+    if (toggled) {
+      out.push("Queues listed here were paused or resumed since this page was loaded.");
+    }
+    return out.join(" ");
   }
 
   function schedule() {
