@@ -285,6 +285,13 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 				}
 				got, err = w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			}
+			if err != nil && w.deadLetterDenied(ctx, queue, len(dead), err) {
+				w.keepFailures(ctx, queue, dead, settle)
+				return nil // left in the queue, unheld at the end of the batch
+			}
+			if err == nil {
+				w.deadLetterWorks()
+			}
 			w.logUnwritten(queue, "dead letter", len(dead), len(got))
 			for _, d := range got {
 				landed[d.SourceMsgID] = true

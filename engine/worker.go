@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -41,6 +42,9 @@ type queueWorker struct {
 	// gone are the physical queues found dropped by the writer of
 	// outcomes, which says so once per queue.
 	gone map[string]bool
+	// deadLetterRefused is set while the database refuses the queue's dead
+	// letters for want of a privilege, so that it is logged once.
+	deadLetterRefused atomic.Bool
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
@@ -174,9 +178,9 @@ func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 // routing it; the others start as jobs.
 //
 // When the queue's DLQ was dropped meanwhile, it is made again; when it
-// cannot be, the messages to dead-letter are read but neither run nor
-// held, so that they come back after the visibility timeout, while the
-// queue's other messages run.
+// cannot be, or the role may not write it, the messages to dead-letter are
+// read but neither run nor held, so that they come back after the
+// visibility timeout, while the queue's other messages run.
 func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Duration, n int) (int, error) {
 	var routed []result
 	var routedFrom, runnable []delivery
@@ -203,12 +207,22 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 		})
 	}
 	msgs, err := read()
-	if err != nil && w.dlqGone(ctx, queue, err) {
+	switch {
+	case err == nil:
+	case w.dlqGone(ctx, queue, err):
 		keepAside = !w.restoreDLQ(ctx, len(routed))
+		msgs, err = read()
+	case len(routed) > 0 && w.deadLetterDenied(ctx, queue, len(routed), err):
+		// routed is only set once the read itself succeeded: the
+		// refusal was the dead letter's.
+		keepAside = true
 		msgs, err = read()
 	}
 	if err != nil {
 		return 0, err
+	}
+	if len(routed) > 0 {
+		w.deadLetterWorks()
 	}
 	for i, res := range routed {
 		w.c.observers.finished(w.jobBase, w.jobOf(routedFrom[i]), res, attempt{})

@@ -1,0 +1,153 @@
+package engine_test
+
+import (
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// refusedDLQ is a queue made by its owner whose workers run as an operator
+// role granted every table but the queue's DLQ: its owner made the queue
+// after the grants, without ALTER DEFAULT PRIVILEGES, and granted the
+// queue alone.
+type refusedDLQ struct {
+	url, queue, role string
+	owner, operator  *store.Store
+	logs             pgtest.SyncBuffer
+}
+
+func newRefusedDLQ(t *testing.T, edit func(*store.QueueSettings)) *refusedDLQ {
+	t.Helper()
+	r := &refusedDLQ{url: pgtest.NewDatabase(t)}
+	r.owner = pgtest.OpenStore(t, r.url)
+	r.queue = newQueue(t, r.owner, edit)
+	var roleURL string
+	r.role, roleURL = pgtest.NewRole(t, r.url)
+	pgtest.Exec(t, r.url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+r.role)
+	pgtest.Exec(t, r.url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+r.role)
+	pgtest.Exec(t, r.url, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+r.role)
+	pgtest.Exec(t, r.url, "REVOKE ALL ON pgmq.q_"+r.queue+"_dlq FROM "+r.role)
+	r.operator = pgtest.OpenStore(t, roleURL)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(r.logs.String())
+		}
+	})
+	return r
+}
+
+// client is an engine client of the queue opened as the operator role.
+func (r *refusedDLQ) client(t *testing.T) *engine.Client {
+	return pgtest.NewClient(t, r.operator, r.queue, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&r.logs, nil))
+	})
+}
+
+// grantDLQ gives the role what the DLQ lacked.
+func (r *refusedDLQ) grantDLQ(t *testing.T) {
+	pgtest.Exec(t, r.url, "GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.q_"+r.queue+"_dlq TO "+r.role)
+}
+
+// checkLogged checks that the log names the grant missing once, however
+// often the write was refused.
+func (r *refusedDLQ) checkLogged(t *testing.T) {
+	t.Helper()
+	want := "GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.q_" + r.queue + "_dlq TO " + r.role
+	if n := strings.Count(r.logs.String(), want); n != 1 {
+		t.Errorf("the log says %q %d times, want once:\n%s", want, n, r.logs.String())
+	}
+	if !strings.Contains(r.logs.String(), "ALTER DEFAULT PRIVILEGES") {
+		t.Errorf("the log does not say how to cover the queues created later:\n%s", r.logs.String())
+	}
+}
+
+// A job that fails for good on a queue whose DLQ the workers' role may not
+// insert into stays in its queue, its failure recorded, and comes back
+// after its visibility timeout; the queue's other jobs run and are
+// archived meanwhile, where the writer of outcomes retried the dead letter
+// without end and held them all up. The log says what to grant, once.
+// Once granted, the message is dead-lettered when it next fails.
+func TestDeadLetterRefusedLeavesTheMessageQueued(t *testing.T) {
+	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.VisibilityTimeout = 2 * time.Second })
+	c := r.client(t)
+	var bad atomic.Int32
+	c.Handle("bad", deadOrOK(&bad))
+	c.Handle("ok", deadOrOK(&bad))
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, r.queue, 1, engine.SendOptions{Kind: "bad"})
+	pgtest.Eventually(t, 30*time.Second, "the bad message to run", func() bool { return bad.Load() >= 1 })
+	for i := range 3 {
+		pgtest.Send(t, c, r.queue, 2+i, engine.SendOptions{Kind: "ok"})
+	}
+	pgtest.Eventually(t, 60*time.Second, "the good messages archived beside it", func() bool { return pgtest.Archived(t, r.owner, r.queue) == 3 })
+	pgtest.Eventually(t, 60*time.Second, "the bad message to run again", func() bool { return bad.Load() >= 3 })
+	if n := pgtest.Live(t, r.owner, r.queue); n != 1 {
+		t.Fatalf("%d messages in the queue, want the one to dead-letter", n)
+	}
+	if fs := failures(t, r.owner, r.queue, id); len(fs) < 2 || fs[0].Message != "bad input" {
+		t.Errorf("failure history %+v, want each refused attempt's failure", fs)
+	}
+	r.checkLogged(t)
+
+	r.grantDLQ(t)
+	pgtest.Eventually(t, 60*time.Second, "the message in the DLQ once granted", func() bool { return dlqCount(t, r.owner, r.queue) == 1 })
+	if n := pgtest.Live(t, r.owner, r.queue); n != 0 {
+		t.Errorf("%d messages left in the queue, want none", n)
+	}
+	d := deadMessages(t, r.owner, r.queue)[0]
+	if fs := failures(t, r.owner, r.queue+"_dlq", d.ID); len(fs) < 3 {
+		t.Errorf("the dead letter's history has %d failures, want every attempt's", len(fs))
+	}
+	if !strings.Contains(r.logs.String(), "dead-lettering works again") {
+		t.Errorf("the log does not say dead-lettering works again:\n%s", r.logs.String())
+	}
+}
+
+// A message read more than max_retries times (its workers crashed) is
+// dead-lettered unrun in the read's own transaction: refused, that failed
+// the whole read, again and again, and no message of the queue ran. It
+// stays in its queue now, the others run, and once granted it goes to the
+// DLQ.
+func TestReadTimeDeadLetterRefusedLetsTheQueueRun(t *testing.T) {
+	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.MaxRetries = 1; qs.VisibilityTimeout = 2 * time.Second })
+	ctx := testContext(t)
+	c := r.client(t)
+	var bad atomic.Int32
+	c.Handle("ok", deadOrOK(&bad))
+	id := pgtest.Send(t, c, r.queue, 1, engine.SendOptions{Kind: "ok"})
+	for range 2 { // two deliveries that "crashed"
+		if got, err := r.owner.Read(ctx, r.queue, time.Second, 1); err != nil || len(got) != 1 {
+			t.Fatalf("read: %v %v", got, err)
+		}
+		if _, err := r.owner.SetVisibility(ctx, r.queue, id, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		pgtest.Send(t, c, r.queue, 2+i, engine.SendOptions{Kind: "ok"})
+	}
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 60*time.Second, "the other messages archived", func() bool { return pgtest.Archived(t, r.owner, r.queue) == 3 })
+	pgtest.Eventually(t, 60*time.Second, "the message read again", func() bool {
+		return pgtest.Int(t, r.owner, `SELECT read_ct FROM pgmq."q_`+r.queue+`" WHERE msg_id = $1`, id) >= 4
+	})
+	if n := pgtest.Live(t, r.owner, r.queue); n != 1 {
+		t.Fatalf("%d messages in the queue, want the one to dead-letter", n)
+	}
+	if bad.Load() != 0 {
+		t.Fatal("a handler failed")
+	}
+	r.checkLogged(t)
+
+	r.grantDLQ(t)
+	pgtest.Eventually(t, 60*time.Second, "the message in the DLQ once granted", func() bool { return dlqCount(t, r.owner, r.queue) == 1 })
+	if b := deadMessages(t, r.owner, r.queue)[0].Block; b["reason"] != store.ReasonMaxRetriesExceeded {
+		t.Errorf("block = %v, want reason %s", b, store.ReasonMaxRetriesExceeded)
+	}
+}

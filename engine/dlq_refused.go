@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// deadLetterDenied tells whether err, from a dead-letter write of physical
+// queue queue, is the database refusing it for want of a privilege: the
+// workers' role was not granted the queue's DLQ (made after the grants,
+// without ALTER DEFAULT PRIVILEGES) or pgbus.failures. No retry mends
+// that; the count messages to dead-letter are left in the queue. The
+// first refusal since dead-lettering last worked logs what to grant, so
+// that a message coming back every visibility timeout does not repeat it.
+func (w *queueWorker) deadLetterDenied(ctx context.Context, queue string, count int, err error) bool {
+	if !store.IsPermissionDenied(err) {
+		return false
+	}
+	if w.deadLetterRefused.CompareAndSwap(false, true) {
+		w.logDeadLetterRefused(ctx, queue, count, err)
+	}
+	return true
+}
+
+// deadLetterWorks notes a dead-letter write that landed, saying so once
+// when it had been refused.
+func (w *queueWorker) deadLetterWorks() {
+	if w.deadLetterRefused.CompareAndSwap(true, false) {
+		w.c.log.Info("pgbus: dead-lettering works again: the messages left in the queue for want of a privilege go to its DLQ as they come back",
+			"queue", w.name, "dlq", w.dlq)
+	}
+}
+
+func (w *queueWorker) logDeadLetterRefused(ctx context.Context, queue string, count int, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	const what = "pgbus: this database role may not dead-letter the queue's messages; they stay in the queue, their failures recorded, " +
+		"and come back after their visibility timeout while its other messages run: "
+	grants, gerr := w.c.store.DeadLetterGrants(ctx, queue, w.dlq)
+	if gerr != nil || len(grants) == 0 {
+		w.c.log.Error(what+"grant the role SELECT, INSERT, UPDATE and DELETE on the queue's tables, its DLQ's and pgbus.failures, "+
+			"as the role that owns them (ALTER DEFAULT PRIVILEGES, run as the role that creates queues, covers the queues created later)",
+			"queue", w.name, "dlq", w.dlq, "count", count, "err", err)
+		return
+	}
+	w.c.log.Error(what+grantAdvice(grants), "queue", w.name, "dlq", w.dlq, "count", count, "err", err)
+}
+
+// grantAdvice says, for each owner of the tables in grants, the GRANT
+// statements to run as it; to an owner of a queue's table, the ALTER
+// DEFAULT PRIVILEGES too, which spares the queues it creates later the
+// same refusal.
+func grantAdvice(grants []store.MissingGrant) string {
+	var owners []string
+	byOwner := map[string][]string{}
+	createsQueues := map[string]bool{}
+	for _, g := range grants {
+		if _, ok := byOwner[g.Owner]; !ok {
+			owners = append(owners, g.Owner)
+		}
+		byOwner[g.Owner] = append(byOwner[g.Owner], "GRANT "+strings.Join(g.Privileges, ", ")+" ON "+g.Table+" TO "+g.Role)
+		createsQueues[g.Owner] = createsQueues[g.Owner] || strings.HasPrefix(g.Table, "pgmq.")
+	}
+	parts := make([]string, 0, len(owners))
+	for _, owner := range owners {
+		stmts := byOwner[owner]
+		if createsQueues[owner] {
+			stmts = append(stmts, "ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO "+
+				grants[0].Role+" (so that the queues it creates later are covered)")
+		}
+		parts = append(parts, "run as "+owner+": "+strings.Join(stmts, "; "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// keepFailures records the failures of messages whose dead letters could
+// not be written, and makes them visible again after the visibility
+// timeout, as a retry does: they stay in the queue with each attempt's
+// failure in their history, to be dead-lettered when they come back once
+// their DLQ takes them. When their failures cannot be recorded either,
+// they are left as they are, to come back once their claims lapse.
+func (w *queueWorker) keepFailures(ctx context.Context, queue string, dead []store.DeadLetterItem, settle func()) {
+	vt := w.c.settingsFor(w.name).VisibilityTimeout
+	var items []store.RetryItem
+	for _, d := range dead {
+		if d.Failure != nil {
+			items = append(items, store.RetryItem{MsgID: d.MsgID, Delay: vt, Failure: *d.Failure,
+				ReadCount: d.ReadCount, EnqueuedAt: d.EnqueuedAt})
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	settle()
+	if _, err := w.c.store.RetryMany(ctx, queue, items); err != nil {
+		w.c.log.Warn("pgbus: could not record the failures of the messages left in the queue; they come back after their visibility timeout all the same",
+			"queue", queue, "count", len(items), "err", err)
+	}
+}

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MissingGrant is what the current role lacks, of the privileges a role
+// that works queues needs (SELECT, INSERT, UPDATE and DELETE), on one
+// table. Its names are quoted as SQL needs them, ready for a GRANT.
+type MissingGrant struct {
+	// Table is the table, qualified by its schema: pgmq.q_orders_dlq.
+	Table string
+	// Owner is the role that owns the table: it, or a superuser, may
+	// grant on it, and its ALTER DEFAULT PRIVILEGES covers the tables it
+	// creates later.
+	Owner string
+	// Role is the role refused: the current one.
+	Role string
+	// Privileges are those it lacks, in the order SELECT, INSERT, UPDATE,
+	// DELETE.
+	Privileges []string
+}
+
+// DeadLetterGrants lists what the current role lacks to dead-letter the
+// messages of physical queue queue into dlq: on the two queues' tables
+// and on pgbus.failures, whose rows follow a message into its DLQ. A
+// table it lacks nothing on is left out, as is one that does not exist.
+func (s *Store) DeadLetterGrants(ctx context.Context, queue, dlq string) ([]MissingGrant, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if err := ValidatePhysicalName(dlq); err != nil {
+		return nil, err
+	}
+	rows, err := s.reads.Query(ctx, `
+		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(pg_catalog.pg_get_userbyid(c.relowner)),
+		       quote_ident(current_user::text),
+		       array_remove(ARRAY(SELECT CASE WHEN has_table_privilege(c.oid, p) THEN NULL ELSE p END
+		                          FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) WITH ORDINALITY AS ps(p, i) ORDER BY i), NULL)
+		FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
+		JOIN pg_catalog.pg_class c ON c.oid = to_regclass(t.name)
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		ORDER BY t.i`, []string{queueTable(queue), queueTable(dlq), "pgbus.failures"})
+	if err != nil {
+		return nil, fmt.Errorf("store: check the privileges to dead-letter from %q to %q: %w", queue, dlq, err)
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[MissingGrant])
+	if err != nil {
+		return nil, fmt.Errorf("store: check the privileges to dead-letter from %q to %q: %w", queue, dlq, err)
+	}
+	out := all[:0]
+	for _, g := range all {
+		if len(g.Privileges) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
