@@ -27,9 +27,10 @@ func (w *queueWorker) dlqGone(ctx context.Context, queue string, err error) bool
 // restoreDLQ makes the queue's DLQ again, empty, as a worker does at start
 // for a queue without one, and reports whether it did. When it cannot (the
 // role may not create tables), the count messages to dead-letter are left
-// in the queue: their claims are not extended, so they run again after
-// their visibility timeout, and the log says how to make the DLQ. Nothing
-// is lost, and the queue's other outcomes and its heartbeat go on.
+// in the queue: their claims are not extended (the writer of outcomes
+// records their failures, keepFailures), so they run again after their
+// visibility timeout, and the log says how to make the DLQ. Nothing is
+// lost, and the queue's other outcomes and its heartbeat go on.
 func (w *queueWorker) restoreDLQ(ctx context.Context, count int) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

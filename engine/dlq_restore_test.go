@@ -82,9 +82,9 @@ func TestDLQDroppedWhileWorkingIsMadeAgain(t *testing.T) {
 
 // A DLQ dropped by hand that the workers' role may not make again leaves
 // the messages to dead-letter in the queue, to come back after their
-// visibility timeout, and the log says what to run; the queue's other
-// messages run meanwhile. Once the DLQ is made, they reach it: nothing is
-// lost.
+// visibility timeout, with the failure of the one that ran recorded, and
+// the log says what to run; the queue's other messages run meanwhile. Once
+// the DLQ is made, they reach it: nothing is lost.
 func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	owner := pgtest.OpenStore(t, url)
@@ -104,7 +104,7 @@ func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
 	c.Handle("ok", deadOrOK(&bad))
 	startThenDropDLQ(t, c, s, owner, q, q)
 
-	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
+	badID := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "bad"})
 	pgtest.Eventually(t, 30*time.Second, "the bad message to run", func() bool { return bad.Load() >= 1 })
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "nobody"})
 	pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "ok"})
@@ -114,6 +114,9 @@ func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
 	}
 	if want := "pgbus queue create " + q + " as a role that may create tables"; !strings.Contains(logs.String(), want) {
 		t.Errorf("the log does not say %q:\n%s", want, logs.String())
+	}
+	if fs := failures(t, owner, q, badID); len(fs) == 0 || fs[0].Message != "bad input" {
+		t.Errorf("failure history of the message left in the queue: %+v; want its failure recorded", fs)
 	}
 
 	if err := owner.CreateDLQ(testContext(t), q); err != nil {

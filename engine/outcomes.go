@@ -281,6 +281,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			if err != nil && w.dlqGone(ctx, queue, err) {
 				if !w.restoreDLQ(ctx, len(dead)) {
+					w.keepFailures(ctx, queue, dead, settle)
 					return nil // left in the queue, unheld at the end of the batch
 				}
 				got, err = w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
