@@ -72,17 +72,22 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 
 func (c *Cluster) startServer(ctx context.Context) error {
 	c.sockDir = socketDir(c.dataDir)
-	return c.startOn(ctx)
+	return c.startOn(ctx, true)
 }
 
 // startOn starts the server with its socket in c.sockDir, creating the
-// cluster first when there is none.
-func (c *Cluster) startOn(ctx context.Context) error {
+// cluster first when there is none and create is set. A server started
+// again under a running pgbus is not created: its cluster, deleted after
+// the caller looked, would come back empty.
+func (c *Cluster) startOn(ctx context.Context, create bool) error {
 	if err := c.clearStale(ctx); err != nil {
 		return err
 	}
 	if err := c.prepareSocketDir(); err != nil {
 		return err
+	}
+	if !create && clusterVersion(c.pgData) == "" {
+		return c.clusterGone()
 	}
 	if err := c.initdb(ctx); err != nil {
 		return err

@@ -4,9 +4,13 @@ package embedpg
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,10 +60,132 @@ func TestGoneDataDirNotRecreated(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(moved) })
 	err := c.revive(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "so is its cluster") {
-		t.Errorf("revive: %v, want an error saying the cluster is gone", err)
+	if !errors.Is(err, errClusterGone) || !strings.Contains(err.Error(), "restore the directory") {
+		t.Errorf("revive: %v, want an error saying the cluster is gone and what to do", err)
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("revive made %s again", dir)
 	}
+}
+
+// shortWatch makes the watch look every 20ms and wait at most maxWait
+// between tries to start a server that could not be started again.
+func shortWatch(t *testing.T, maxWait time.Duration) {
+	oldEvery, oldMax := watchInterval, maxReviveWait
+	watchInterval, maxReviveWait = 20*time.Millisecond, maxWait
+	t.Cleanup(func() { watchInterval, maxReviveWait = oldEvery, oldMax })
+}
+
+// logRecorder is a slog.Handler keeping what a Cluster logs, for tests to
+// assert; it also writes it to the test's output.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+	text    slog.Handler
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *logRecorder) Handle(ctx context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.records = append(r.records, rec.Clone())
+	r.mu.Unlock()
+	return r.text.Handle(ctx, rec)
+}
+
+// WithAttrs drops the attributes: the tests look at messages and the
+// attributes of each record.
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler      { return r }
+
+// find returns the records at level whose message holds msg.
+func (r *logRecorder) find(level slog.Level, msg string) []slog.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(r.records), func(rec slog.Record) bool {
+		return rec.Level != level || !strings.Contains(rec.Message, msg)
+	})
+}
+
+// attr returns the value of rec's attribute key as a string.
+func attr(rec slog.Record, key string) string {
+	var v string
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// startLogged starts a Cluster on dir whose log the returned recorder keeps.
+func startLogged(t *testing.T, dir string) (*Cluster, *logRecorder) {
+	t.Helper()
+	rec := &logRecorder{text: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})}
+	o := opts(t, dir)
+	o.Logger = slog.New(rec)
+	c, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c, rec
+}
+
+// A data directory deleted under a running pgbus (moved away here) stays
+// gone until somebody acts: the watch tries to start the server again less
+// and less often, logs the failure as an error once, saying what to do,
+// and at debug level after that; once the directory is back, the server
+// runs again and the log says so.
+func TestGoneDataDirBacksOff(t *testing.T) {
+	shortWatch(t, 160*time.Millisecond)
+	dir := tempDataDir(t, "ep-")
+	c, rec := startLogged(t, dir)
+	exec1(t, connect(t, c), "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
+	pid := serverPID(t, dir)
+	// Moved first: the server gone with its directory in place would be
+	// started again, as it is when killed.
+	moved := dir + ".moved"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(moved) })
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "killed postmaster to go", func() bool { return !processAlive(pid) })
+	const tries = 6
+	waitFor(t, "tries to start the server again", func() bool {
+		return len(rec.find(slog.LevelError, "could not be started again"))+
+			len(rec.find(slog.LevelDebug, "could not be started again")) >= tries
+	})
+	errs := rec.find(slog.LevelError, "could not be started again")
+	if len(errs) != 1 {
+		t.Fatalf("%d errors logged for one data directory gone, want 1", len(errs))
+	}
+	for _, want := range []string{"deleted or moved", "restore the directory", "stop pgbus and start it again"} {
+		if e := attr(errs[0], "err"); !strings.Contains(e, want) {
+			t.Errorf("error logged %q does not say %q", e, want)
+		}
+	}
+	var waits []string
+	for _, r := range append(errs, rec.find(slog.LevelDebug, "could not be started again")...)[:tries] {
+		waits = append(waits, attr(r, "next_try_in"))
+	}
+	if want := []string{"40ms", "80ms", "160ms", "160ms", "160ms", "160ms"}; !slices.Equal(waits, want) {
+		t.Errorf("waits between tries %v, want %v: doubling up to the bound", waits, want)
+	}
+
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server to be started again", func() bool { return c.ping(context.Background()) == nil })
+	if got := queryString(t, c, "SELECT v FROM t"); got != "kept" {
+		t.Errorf("row after the directory came back = %q, want kept", got)
+	}
+	waitFor(t, "the log to say the server runs again", func() bool {
+		return len(rec.find(slog.LevelInfo, "runs again")) == 1
+	})
 }

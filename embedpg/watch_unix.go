@@ -4,7 +4,9 @@ package embedpg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -12,6 +14,21 @@ import (
 // watchInterval is how often a Cluster in use looks at the server and its
 // log. A variable so tests can shorten it.
 var watchInterval = 10 * time.Second
+
+// A server that cannot be started again is tried again after a wait that
+// doubles from watchInterval up to maxReviveWait: a data directory deleted
+// by hand stays gone until somebody acts, and trying every few seconds only
+// fills the log. The failure is logged when it starts or changes, and then
+// again every reviveReminder while it lasts. Variables so tests can shorten
+// them.
+var (
+	maxReviveWait  = 5 * time.Minute
+	reviveReminder = time.Hour
+)
+
+// errClusterGone is wrapped by the error of a server that cannot be started
+// again because its cluster is gone with its data directory.
+var errClusterGone = errors.New("the cluster of the embedded PostgreSQL is gone")
 
 // watch looks after the server every watchInterval until the returned
 // function is called, which waits for the watch to end: it keeps
@@ -23,23 +40,84 @@ func (c *Cluster) watch() (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		goneBefore := false
-		for sleepCtx(ctx, watchInterval) == nil {
-			if err := c.rotateLog(); err != nil {
-				c.logger.Warn("rotating the embedded PostgreSQL log", "err", err)
-			}
-			gone := !c.serverRuns()
-			// Gone at two looks in a row: not a restart by somebody else
-			// (pg_ctl restart), which starts the server again at once.
-			if gone && goneBefore {
-				if err := c.revive(ctx); err != nil && ctx.Err() == nil {
-					c.logger.Error("embedded PostgreSQL is gone and could not be started again; trying again soon", "err", err)
-				}
-			}
-			goneBefore = gone
+		w := &watcher{c: c}
+		for wait := watchInterval; sleepCtx(ctx, wait) == nil; {
+			wait = w.look(ctx)
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// watcher is what the watch remembers from one look to the next.
+type watcher struct {
+	c          *Cluster
+	goneBefore bool      // the server was gone at the last look
+	failures   int       // failed tries in a row to start it again
+	lastGone   bool      // the last failure was for want of a cluster
+	loggedAt   time.Time // when a failure was last logged as an error
+}
+
+// look looks after the server once and returns how long to wait for the
+// next look.
+func (w *watcher) look(ctx context.Context) time.Duration {
+	c := w.c
+	if err := c.rotateLog(); err != nil {
+		c.logger.Warn("rotating the embedded PostgreSQL log", "err", err)
+	}
+	if c.serverRuns() {
+		w.goneBefore = false
+		w.running()
+		return watchInterval
+	}
+	// Gone at two looks in a row: not a restart by somebody else
+	// (pg_ctl restart), which starts the server again at once.
+	if !w.goneBefore {
+		w.goneBefore = true
+		return watchInterval
+	}
+	err := c.revive(ctx)
+	if ctx.Err() != nil {
+		return watchInterval
+	}
+	if err != nil {
+		return w.failed(err)
+	}
+	w.running()
+	return watchInterval
+}
+
+// running notes a server that runs, after tries to start it failed.
+func (w *watcher) running() {
+	if w.failures > 0 {
+		w.c.logger.Info("embedded PostgreSQL runs again", "failed_tries", w.failures)
+	}
+	w.failures = 0
+}
+
+// failed logs a failed try to start the server again, as an error when
+// the failure is new or of another kind than the last, or once every
+// reviveReminder, else at debug level; and returns how long to wait before
+// trying again.
+func (w *watcher) failed(err error) time.Duration {
+	w.failures++
+	wait := watchInterval
+	for i := 0; i < w.failures && wait < maxReviveWait; i++ {
+		wait *= 2
+	}
+	wait = min(wait, maxReviveWait)
+	gone := errors.Is(err, errClusterGone)
+	args := []any{"err", err, "failed_tries", w.failures, "next_try_in", wait}
+	switch {
+	case w.failures == 1 || gone != w.lastGone:
+		w.c.logger.Error("embedded PostgreSQL is gone and could not be started again", args...)
+	case time.Since(w.loggedAt) >= reviveReminder:
+		w.c.logger.Error("embedded PostgreSQL is still gone and could not be started again", args...)
+	default:
+		w.c.logger.Debug("embedded PostgreSQL is still gone and could not be started again", args...)
+		return wait
+	}
+	w.lastGone, w.loggedAt = gone, time.Now()
+	return wait
 }
 
 // serverRuns reports whether the postmaster of the cluster runs.
@@ -56,8 +134,7 @@ func (c *Cluster) serverRuns() bool {
 func (c *Cluster) revive(ctx context.Context) error {
 	// Checked first, as the lock file may be gone with the directory.
 	if clusterVersion(c.pgData) == "" {
-		return fmt.Errorf("embedpg: the server in %s is gone and so is its cluster (no PG_VERSION); "+
-			"nothing was started: restore the directory, or stop pgbus and start it again for a new empty cluster", c.pgData)
+		return c.clusterGone()
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -71,5 +148,14 @@ func (c *Cluster) revive(ctx context.Context) error {
 	}
 	pid, _ := readPID(c.pgData)
 	c.logger.Warn("embedded PostgreSQL is gone; starting it again", "pid", pid, "log", c.path(logFile))
-	return c.startOn(ctx)
+	return c.startOn(ctx, false)
+}
+
+// clusterGone is the error for a server that is not started again because
+// its cluster is gone.
+func (c *Cluster) clusterGone() error {
+	return fmt.Errorf("embedpg: %w (no %s): its data directory %s was deleted or moved, "+
+		"and a server started there would hold none of its data, so none is: restore the directory, "+
+		"or stop pgbus and start it again to initialize a new cluster",
+		errClusterGone, filepath.Join(c.pgData, "PG_VERSION"), c.dataDir)
 }
