@@ -189,3 +189,45 @@ func TestGoneDataDirBacksOff(t *testing.T) {
 		return len(rec.find(slog.LevelInfo, "runs again")) == 1
 	})
 }
+
+// A server whose Unix socket was deleted, as a cleaner of temporary files
+// does on a machine up for long, runs on but takes no new connection: the
+// watch restarts it, which makes the socket again, and says why. With a long
+// data directory the socket has a directory of its own under the temporary
+// directory, which such a cleaner removes whole.
+func TestDeletedSocketIsMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name, pattern string
+		remove        func(sockDir string) error
+	}{
+		{"socket", "ep-", func(d string) error { return os.Remove(filepath.Join(d, socketName)) }},
+		{"socket directory", "ep-" + strings.Repeat("x", 100) + "-", os.RemoveAll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shortWatch(t, maxReviveWait)
+			dir := tempDataDir(t, tc.pattern)
+			c, rec := startLogged(t, dir)
+			exec1(t, connect(t, c), "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
+			pid := serverPID(t, dir)
+			if err := tc.remove(c.sockDir); err != nil {
+				t.Fatal(err)
+			}
+			var newPID int
+			waitFor(t, "the server to take connections again", func() bool {
+				newPID, _ = readPID(filepath.Join(dir, "pgdata"))
+				return c.ping(context.Background()) == nil
+			})
+			if newPID == pid {
+				t.Errorf("the server (pid %d) was not restarted", pid)
+			}
+			if got := queryString(t, c, "SELECT v FROM t"); got != "kept" {
+				t.Errorf("row after the restart = %q, want kept", got)
+			}
+			if len(rec.find(slog.LevelWarn, "socket of embedded PostgreSQL was deleted")) != 1 {
+				t.Errorf("the log does not say once that the server restarts because its socket was deleted")
+			}
+			stop(t, c)
+			assertStopped(t, dir, newPID)
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -32,9 +34,10 @@ var errClusterGone = errors.New("the cluster of the embedded PostgreSQL is gone"
 
 // watch looks after the server every watchInterval until the returned
 // function is called, which waits for the watch to end: it keeps
-// postgres.log bounded (rotateLog) and starts the server again when it is
-// gone (revive). Every Cluster watches, whether it started the server or
-// adopted it, also one started by an earlier pgbus.
+// postgres.log bounded (rotateLog), starts the server again when it is
+// gone (revive) and restarts it when its socket is gone (remakeSocket).
+// Every Cluster watches, whether it started the server or adopted it, also
+// one started by an earlier pgbus.
 func (c *Cluster) watch() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -55,6 +58,9 @@ type watcher struct {
 	failures   int       // failed tries in a row to start it again
 	lastGone   bool      // the last failure was for want of a cluster
 	loggedAt   time.Time // when a failure was last logged as an error
+	// sockGone is the pid of the server whose socket was missing at the
+	// last look, or 0.
+	sockGone int
 }
 
 // look looks after the server once and returns how long to wait for the
@@ -67,8 +73,10 @@ func (w *watcher) look(ctx context.Context) time.Duration {
 	if c.serverRuns() {
 		w.goneBefore = false
 		w.running()
+		w.checkSocket(ctx)
 		return watchInterval
 	}
+	w.sockGone = 0
 	// Gone at two looks in a row: not a restart by somebody else
 	// (pg_ctl restart), which starts the server again at once.
 	if !w.goneBefore {
@@ -118,6 +126,67 @@ func (w *watcher) failed(err error) time.Duration {
 	}
 	w.lastGone, w.loggedAt = gone, time.Now()
 	return wait
+}
+
+// checkSocket restarts a server whose Unix socket was deleted, as by a
+// cleaner of temporary files: the server runs on, but no new connection
+// reaches it, and PostgreSQL makes its socket only when it starts. Missing
+// at two looks in a row, for the same server: not a server that somebody
+// else restarts.
+func (w *watcher) checkSocket(ctx context.Context) {
+	pid := w.c.socketGone()
+	if pid == 0 || pid != w.sockGone {
+		w.sockGone = pid
+		return
+	}
+	w.sockGone = 0
+	if err := w.c.remakeSocket(ctx); err != nil && ctx.Err() == nil {
+		w.c.logger.Error("the Unix socket of embedded PostgreSQL was deleted and restarting the server to make it again failed",
+			"socket", filepath.Join(w.c.sockDir, socketName), "err", err)
+	}
+}
+
+// socketGone returns the pid of the server when it is ready for connections
+// on the socket the Cluster's URL names, but that socket is gone; else 0.
+func (c *Cluster) socketGone() int {
+	pid, status, _ := readPIDFile(c.pgData)
+	if status != "ready" || socketDirOf(c.pgData) != c.sockDir {
+		return 0
+	}
+	if _, err := os.Lstat(filepath.Join(c.sockDir, socketName)); !errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	return pid
+}
+
+// remakeSocket restarts a server whose socket is gone, which closes the
+// connections open to it: without a socket the processes using the server
+// can make no new ones, and would fail once theirs break.
+func (c *Cluster) remakeSocket(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	lk, err := lock(lctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
+	if err != nil {
+		return c.lockErr(err)
+	}
+	defer lk.close()
+	pid := c.socketGone()
+	if pid == 0 || !c.serverRuns() { // settled meanwhile by another process
+		return nil
+	}
+	sock := filepath.Join(c.sockDir, socketName)
+	c.logger.Warn("the Unix socket of embedded PostgreSQL was deleted (as by a cleaner of temporary files), so nothing could connect to it; "+
+		"restarting the server, which makes it again, and closes the connections open to it", "socket", sock, "pid", pid)
+	if err := c.stopServer(ctx); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := c.startOn(sctx, false); err != nil {
+		return err
+	}
+	c.logger.Info("embedded PostgreSQL restarted; its socket is back", "socket", sock)
+	return nil
 }
 
 // serverRuns reports whether the postmaster of the cluster runs.
