@@ -16,9 +16,10 @@
 // the last Stop stops it. A server that was itself killed leaves a stale
 // postmaster.pid, which the next Start clears; while a Cluster is in use it
 // looks at the server every 10 seconds and starts it again once it has been
-// gone at two looks in a row, unless its cluster went with it: then it tries
-// again less and less often, and never creates a new empty one. A server
-// whose Unix socket was deleted is restarted, which makes it again.
+// gone at two looks in a row (also one shut down by hand, which the log
+// explains), unless its cluster went with it: then it tries again less and
+// less often, and never creates a new empty one. A server whose Unix socket
+// was deleted is restarted, which makes it again.
 //
 // The server writes its log to postgres.log in the data directory. Every
 // Cluster, until Stop, keeps it under about 10 MB: past that, the newest

@@ -5,6 +5,7 @@ package embedpg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -230,4 +231,35 @@ func TestDeletedSocketIsMadeAgain(t *testing.T) {
 			assertStopped(t, dir, newPID)
 		})
 	}
+}
+
+// A server shut down by hand while pgbus uses it, as pg_ctl stop does, is
+// started again, since the pgbus processes using it need it; the log says
+// so, and how to stop it for good.
+func TestStoppedServerComesBackSayingWhy(t *testing.T) {
+	shortWatch(t, maxReviveWait)
+	dir := tempDataDir(t, "ep-")
+	c, rec := startLogged(t, dir)
+	pid := serverPID(t, dir)
+	// What pg_ctl stop sends (a fast shutdown); pg_ctl itself refuses root.
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var newPID int
+	waitFor(t, "the server to be started again", func() bool {
+		newPID, _ = readPID(filepath.Join(dir, "pgdata"))
+		return newPID != pid && c.ping(context.Background()) == nil
+	})
+	said := rec.find(slog.LevelWarn, "was shut down")
+	if len(said) != 1 {
+		t.Fatalf("%d warnings say the server was shut down, want 1", len(said))
+	}
+	if msg := said[0].Message; !strings.Contains(msg, "to stop it for good, stop them") {
+		t.Errorf("warning %q does not say how to stop the server for good", msg)
+	}
+	if users := attr(said[0], "used_by"); !strings.Contains(" "+users+" ", fmt.Sprintf(" %d ", os.Getpid())) {
+		t.Errorf("used_by = %q, want the pid of this process, %d", users, os.Getpid())
+	}
+	stop(t, c)
+	assertStopped(t, dir, newPID)
 }

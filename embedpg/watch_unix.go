@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -197,9 +198,9 @@ func (c *Cluster) serverRuns() bool {
 
 // revive starts the server again, on the socket the Cluster's URL names,
 // after it died under the Cluster (killed, by the out-of-memory killer or
-// by hand, or crashed): while a Cluster holds its share nobody stops the
-// server on purpose, and without a server every process using it would fail
-// until restarted itself.
+// by hand, or crashed), or was shut down by hand (pg_ctl stop): without a
+// server every process using it would fail until restarted itself, and
+// stopping those processes is how to stop the server for good.
 func (c *Cluster) revive(ctx context.Context) error {
 	// Checked first, as the lock file may be gone with the directory.
 	if clusterVersion(c.pgData) == "" {
@@ -215,9 +216,25 @@ func (c *Cluster) revive(ctx context.Context) error {
 	if c.serverRuns() { // another process was first
 		return nil
 	}
-	pid, _ := readPID(c.pgData)
-	c.logger.Warn("embedded PostgreSQL is gone; starting it again", "pid", pid, "log", c.path(logFile))
+	c.logGone()
 	return c.startOn(ctx, false)
+}
+
+// logGone says why a server that is gone is started again, and how to stop
+// it for good: somebody who stopped it by hand (pg_ctl stop) meant it to
+// stay stopped, but the pgbus processes using it need it.
+func (c *Cluster) logGone() {
+	users := strings.Trim(fmt.Sprint(lockHolders(c.path(usersFile))), "[]")
+	const why = "; starting it again, as pgbus processes use it: to stop it for good, stop them " +
+		"(the last to stop stops the server)"
+	pid, found := readPID(c.pgData)
+	if found { // left by a postmaster that did not shut down
+		c.logger.Warn("embedded PostgreSQL is gone (killed, or crashed: see its log)"+why,
+			"pid", pid, "used_by", users, "log", c.path(logFile))
+		return
+	}
+	c.logger.Warn("embedded PostgreSQL was shut down (by pg_ctl stop, or a signal)"+why,
+		"used_by", users, "log", c.path(logFile))
 }
 
 // clusterGone is the error for a server that is not started again because
