@@ -21,9 +21,10 @@
 // less often, and never creates a new empty one. A server whose Unix socket
 // was deleted is restarted, which makes it again.
 //
-// The server writes its log to postgres.log in the data directory. Every
-// Cluster, until Stop, keeps it under about 10 MB: past that, the newest
-// lines are copied to postgres.log.1 and the log is emptied.
+// The server writes its log through its logging collector to postgres.log
+// in the data directory. Every Cluster, until Stop, keeps it under about
+// 10 MB: past that, it is moved to postgres.log.1 and the collector opens a
+// new one.
 //
 // As root, PostgreSQL refuses to run, so initdb and postgres run as the
 // unprivileged user "postgres" (or "pgbus", created when missing) and the data

@@ -5,9 +5,14 @@ package embedpg
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +52,7 @@ func TestLogBoundedWhileRunning(t *testing.T) {
 		exec1(t, conn, fmt.Sprintf("DO $$BEGIN RAISE LOG 'filler %d %s'; END$$", i, line))
 	}
 	// Rotated, and at most as long as the limit: what the server wrote
-	// between two looks at the log is rotated at the next.
+	// between two looks at the log is rotated at the next, whole.
 	waitFor(t, "the log to be rotated", func() bool {
 		st, err := os.Stat(log)
 		_, oerr := os.Stat(old)
@@ -59,18 +64,19 @@ func TestLogBoundedWhileRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > limit || !bytes.Contains(b, []byte("LOG:  filler ")) {
-		t.Errorf("%s holds %d bytes, want some of the log, at most %d", old, len(b), limit)
+	if !bytes.Contains(b, []byte("LOG:  filler ")) {
+		t.Errorf("%s holds %d bytes and no filler line, want the log as it was before the rotation", old, len(b))
 	}
 	if !bytes.HasPrefix(b, []byte("20")) || !bytes.HasSuffix(b, []byte("\n")) {
 		t.Errorf("%s holds part of a line: %.80q ... %q", old, b, b[max(len(b)-80, 0):])
 	}
 	before := fileSize(t, log)
 	exec1(t, conn, "DO $$BEGIN RAISE LOG 'first after rotation'; END$$")
-	if b, err = os.ReadFile(log); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte("first after rotation")) || bytes.IndexByte(b, 0) >= 0 || int64(len(b)) < before {
+	waitFor(t, "the line to reach the log", func() bool {
+		b, err = os.ReadFile(log)
+		return err == nil && bytes.Contains(b, []byte("first after rotation"))
+	})
+	if bytes.IndexByte(b, 0) >= 0 || int64(len(b)) < before {
 		t.Errorf("the server writes %s where it stopped before the rotation (%d bytes before the line, NULs: %v), want at its new end",
 			log, before, bytes.IndexByte(b, 0) >= 0)
 	}
@@ -107,7 +113,7 @@ func TestLogLinkNotFollowed(t *testing.T) {
 	if err := os.Symlink(victim, log); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.rotateLog(); err != nil {
+	if err := c.rotateLog(context.Background()); err != nil {
 		t.Fatalf("rotateLog: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); !bytes.Equal(b, content) {
@@ -133,4 +139,135 @@ func TestLogLinkNotFollowed(t *testing.T) {
 	if b, _ := os.ReadFile(victim); !bytes.Equal(b, small) {
 		t.Errorf("the start wrote to the target of the link: %q", b)
 	}
+}
+
+// seqRE matches the lines TestLogRotationLosesNoLine has the server log.
+var seqRE = regexp.MustCompile(`LOG:  seq (\d+)\n`)
+
+// seqs returns the numbers of the seq lines in the first (head) or last
+// 4 kB of the file at p, in order: the server writes fast, and the test
+// reads only where one file ends and the next begins.
+func seqs(t *testing.T, p string, head bool) []int {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := int64(0)
+	if !head {
+		off = max(st.Size()-4096, 0)
+	}
+	b := make([]byte, min(st.Size(), 4096))
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	var ns []int
+	for _, m := range seqRE.FindAllSubmatch(b, -1) {
+		n, _ := strconv.Atoi(string(m[1]))
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// Rotation while the server logs without a pause loses no line: each line
+// is in postgres.log.1 or in the new postgres.log. Emptying the log after
+// copying it lost those written in between.
+func TestLogRotationLosesNoLine(t *testing.T) {
+	const limit = 16 << 10
+	lowerLogLimits(t, limit)
+	dir := tempDataDir(t, "ep-")
+	c := start(t, dir)
+	c.stopWatch() // the test rotates, when it has looked at the last rotation
+	conn := connect(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	written := make(chan error, 1)
+	go func() { // one line after the other, numbered, until the test is done
+		var err error
+		for i := 0; err == nil && ctx.Err() == nil; i += 1000 {
+			_, err = conn.Exec(ctx, fmt.Sprintf("DO $$BEGIN FOR i IN %d..%d LOOP RAISE LOG 'seq %%', i; END LOOP; END$$", i, i+999))
+		}
+		written <- err
+	}()
+	defer func() {
+		cancel()
+		<-written
+	}()
+	log, old := filepath.Join(dir, logFile), filepath.Join(dir, logFile+".1")
+	for range 5 {
+		waitFor(t, "the log to pass the limit", func() bool { return pastLimit(log) })
+		if err := c.rotateLog(context.Background()); err != nil {
+			t.Fatalf("rotateLog: %v", err)
+		}
+		// The next rotation would replace postgres.log.1: its last line
+		// and the first of the new log are looked at first.
+		var after []int
+		waitFor(t, "a line in the new log", func() bool {
+			_, err := os.Stat(log)
+			if err == nil {
+				after = seqs(t, log, true)
+			}
+			return len(after) > 0
+		})
+		before := seqs(t, old, false)
+		if len(before) == 0 {
+			t.Fatalf("%s holds no seq line", old)
+		}
+		if last := before[len(before)-1]; after[0] != last+1 {
+			t.Fatalf("%s ends with line %d and %s begins with line %d: lines %d to %d were lost",
+				old, last, log, after[0], last+1, after[0]-1)
+		}
+	}
+}
+
+// A server started by an earlier pgbus, which writes postgres.log itself
+// with no logging collector, still has its log bounded by a pgbus that
+// adopted it.
+func TestLogOfServerWithoutCollectorBounded(t *testing.T) {
+	const limit = 16 << 10
+	lowerLogLimits(t, limit)
+	dir := tempDataDir(t, "ep-")
+	first := start(t, dir)
+	stop(t, first)
+	log := filepath.Join(dir, logFile)
+	logf, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(first.bin("postgres"), "-D", first.pgData, "-k", first.sockDir, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=", "-c", "unix_socket_permissions=0700")
+	cmd.Dir, cmd.Stdout, cmd.Stderr = first.pgData, logf, logf
+	cmd.SysProcAttr = first.owner.procAttr(true)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-waited })
+	waitFor(t, "the server to be ready", func() bool {
+		_, status, _ := readPIDFile(first.pgData)
+		return status == "ready"
+	})
+	c := start(t, dir) // adopts it
+	c.stopWatch()
+	if got := queryString(t, c, "SHOW logging_collector"); got != "off" {
+		t.Fatalf("logging_collector = %s, want off as an earlier pgbus started it", got)
+	}
+	exec1(t, connect(t, c), fmt.Sprintf("DO $$BEGIN FOR i IN 1..%d LOOP RAISE LOG 'filler %%', i; END LOOP; END$$", 2*limit/30))
+	waitFor(t, "the log to pass the limit", func() bool { return pastLimit(log) })
+	if err := c.rotateLog(context.Background()); err != nil {
+		t.Fatalf("rotateLog: %v", err)
+	}
+	if size := fileSize(t, log); size > limit {
+		t.Errorf("%s holds %d bytes after the rotation, want at most %d", log, size, limit)
+	}
+	if b, err := os.ReadFile(log + ".1"); err != nil || !bytes.Contains(b, []byte("LOG:  filler ")) || len(b) > limit {
+		t.Errorf("%s.1 holds %d bytes (%v), want its newest filler lines, at most %d", log, len(b), err, limit)
+	}
+	stop(t, c)
 }

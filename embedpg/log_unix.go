@@ -4,22 +4,26 @@ package embedpg
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
+	"time"
 )
 
 // maxLogSize bounds postgres.log: past it, the log is moved to
-// postgres.log.1 (at start-up) or its newest part copied there and the log
-// emptied (while the server runs). A variable so tests can lower it.
+// postgres.log.1, at start-up and while the server runs. A variable so
+// tests can lower it.
 var maxLogSize int64 = 10 << 20
 
 // openLog opens postgres.log for a server about to start, moving a log past
-// maxLogSize to postgres.log.1 first. The file is opened for appending: the
-// server inherits that, so a log emptied by rotateLog is written from its
-// new end rather than at the old offset, which would leave a hole.
+// maxLogSize to postgres.log.1 first. The server writes there what it logs
+// before its logging collector runs, which then appends to the same file.
+// The file is opened for appending: the server inherits that, so a log
+// emptied by copyTruncate is written from its new end rather than at the
+// old offset, which would leave a hole.
 func (c *Cluster) openLog() (*os.File, error) {
 	p := c.path(logFile)
 	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
@@ -41,17 +45,18 @@ func (c *Cluster) openLog() (*os.File, error) {
 	return f, nil
 }
 
-// rotateLog copies the newest maxLogSize bytes of postgres.log, from a line
-// start, to postgres.log.1 and empties postgres.log, once it is past
-// maxLogSize. The running server keeps the log open, so the file cannot be
-// renamed under it; it appends, so emptying the file makes it write from
-// the start again. A line the server writes between the copy and the
-// emptying is lost. The rotation happens under pgbus.lock, skipped while
-// another process holds it (it is starting or stopping the server, or
-// rotating the log itself).
-func (c *Cluster) rotateLog() error {
+// rotateLog moves postgres.log to postgres.log.1 once it is past
+// maxLogSize. The server writes its log through its logging collector
+// (spawn), which opens a new postgres.log when asked: lines written until
+// then go to the moved file, so none is lost and the server's logging
+// never waits for the rotation. A server started by an earlier pgbus
+// writes the file itself, so its log is rotated as copyTruncate says. The
+// rotation happens under pgbus.lock, skipped while another process holds
+// it (it is starting or stopping the server, or rotating the log itself).
+func (c *Cluster) rotateLog(ctx context.Context) error {
 	p := c.path(logFile)
-	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || st.Size() <= maxLogSize {
+	// A server not ready takes no connection to ask for a new log.
+	if _, status, _ := readPIDFile(c.pgData); status != "ready" || !pastLimit(p) {
 		return nil
 	}
 	fd, err := openLock(c.path(lockFile), c.owner)
@@ -62,10 +67,60 @@ func (c *Cluster) rotateLog() error {
 	if ok, err := fd.try(syscall.LOCK_EX); !ok {
 		return err
 	}
+	collected, err := c.rotateCollected(ctx, p)
+	if err != nil || collected {
+		return err
+	}
 	return c.copyTruncate(p)
 }
 
-// copyTruncate does rotateLog's work; the caller holds pgbus.lock.
+// pastLimit reports whether the log at p is a regular file past
+// maxLogSize.
+func pastLimit(p string) bool {
+	st, err := os.Lstat(p)
+	return err == nil && st.Mode().IsRegular() && st.Size() > maxLogSize
+}
+
+// rotateCollected moves the log at p to p.1 and asks the server's logging
+// collector to open a new one, and reports whether the server has a
+// logging collector; the caller holds pgbus.lock.
+func (c *Cluster) rotateCollected(ctx context.Context, p string) (collected bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := c.connect(ctx, "postgres")
+	if err != nil {
+		return false, fmt.Errorf("connecting to the server to rotate its log: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var on string
+	if err := conn.QueryRow(ctx, "SHOW logging_collector").Scan(&on); err != nil || on != "on" {
+		return false, err
+	}
+	if !pastLimit(p) { // rotated meanwhile by another process
+		return true, nil
+	}
+	if err := os.Rename(p, p+".1"); err != nil {
+		return true, fmt.Errorf("moving %s: %w", p, err)
+	}
+	var ok bool
+	err = conn.QueryRow(ctx, "SELECT pg_rotate_logfile()").Scan(&ok)
+	if err == nil && !ok {
+		err = errors.New("the server's logging collector does not run")
+	}
+	if err != nil {
+		// The collector writes on to the moved file: named back, it is
+		// the log again, to be rotated at the next look.
+		_ = os.Rename(p+".1", p)
+		return true, fmt.Errorf("asking the server to open a new %s: %w", p, err)
+	}
+	return true, nil
+}
+
+// copyTruncate copies the newest maxLogSize bytes of the log at p, from a
+// line start, to p.1 and empties it: the server that writes the file
+// itself keeps it open, so it cannot be renamed under it; it appends, so
+// emptying the file makes it write from the start again. A line it writes
+// between the copy and the emptying is lost. The caller holds pgbus.lock.
 func (c *Cluster) copyTruncate(p string) error {
 	// Not following a link: as root, the file would be another one than
 	// the server's log, which its user (who owns the directory) chose.

@@ -213,9 +213,11 @@ func (c *Cluster) spawn(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close() // the server keeps its own copy
-	cmd := exec.Command(c.bin("postgres"), "-D", c.pgData, "-k", c.sockDir, "-p", strconv.Itoa(port),
+	args := append([]string{"-D", c.pgData, "-k", c.sockDir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=", // Unix socket only
-		"-c", "unix_socket_permissions=0700") // trust auth: nobody but the owner (and root) may connect
+		"-c", "unix_socket_permissions=0700", // trust auth: nobody but the owner (and root) may connect
+	}, c.collectorArgs()...)
+	cmd := exec.Command(c.bin("postgres"), args...)
 	cmd.Dir = c.pgData
 	cmd.Env = serverEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -238,6 +240,7 @@ func (c *Cluster) spawn(ctx context.Context) error {
 		}
 		select {
 		case <-done:
+			c.awaitCollector()
 			return fmt.Errorf("embedpg: PostgreSQL exited during start-up (%v); last lines of %s:\n%s",
 				waitErr, c.path(logFile), c.logTail())
 		case <-ctx.Done():
@@ -249,6 +252,29 @@ func (c *Cluster) spawn(ctx context.Context) error {
 				ctx.Err(), err, c.path(logFile), c.logTail())
 		case <-time.After(pollInterval):
 		}
+	}
+}
+
+// collectorArgs have the server write its log through its logging
+// collector, to postgres.log in the data directory, which the collector
+// opens anew when asked (rotateLog) and never rotates by itself.
+func (c *Cluster) collectorArgs() []string {
+	return []string{
+		"-c", "logging_collector=on",
+		"-c", "log_directory=" + c.dataDir,
+		"-c", "log_filename=" + logFile,
+		"-c", "log_rotation_age=0",
+		"-c", "log_rotation_size=0",
+	}
+}
+
+// awaitCollector waits a little for the logging collector of a server that
+// exited to write the last lines it logged, which say why: the collector
+// ends after the postmaster.
+func (c *Cluster) awaitCollector() {
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesUsing(c.pgData)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(pollInterval)
 	}
 }
 

@@ -68,7 +68,7 @@ type watcher struct {
 // next look.
 func (w *watcher) look(ctx context.Context) time.Duration {
 	c := w.c
-	if err := c.rotateLog(); err != nil {
+	if err := c.rotateLog(ctx); err != nil && ctx.Err() == nil {
 		c.logger.Warn("rotating the embedded PostgreSQL log", "err", err)
 	}
 	if c.serverRuns() {
