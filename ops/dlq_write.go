@@ -558,13 +558,26 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest, limit int) DL
 		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
 	}
 	if out.DryRun && out.Discarded > 0 {
-		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run, with this expect, discards exactly these messages or nothing", req.Filter.moveArgs("limit", req.Limit, "expect", out.Expect)...))
+		out.Next = append(out.Next, guardedDiscardHint(req, out.Expect))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	if out.LimitReached {
 		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
 	}
 	return out
+}
+
+// guardedDiscardHint is the step after a discard's dry run by filter: the
+// same call with its expect. A caller that cannot ask its person (no Ask,
+// no Deferred) must confirm as well, or the call is refused.
+func guardedDiscardHint(req DLQDiscardRequest, expect string) Hint {
+	args := req.Filter.moveArgs("limit", req.Limit, "expect", expect)
+	why := "the same call without dry_run, with this expect, discards exactly these messages or nothing"
+	if req.Ask == nil && req.Deferred == nil {
+		args = append(args, "confirm", true)
+		why = "once these messages are checked, the same call without dry_run, with this expect and confirm, discards exactly them or nothing"
+	}
+	return hint(OpDLQDiscard, why, args...)
 }
 
 func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {

@@ -128,6 +128,12 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 		if req.Confirm {
 			return false, nil
 		}
+		if req.Expect != "" {
+			// The dry run was made: the step left is the go-ahead, for
+			// the same set, so the hint keeps the expect.
+			return false, invalidf("a discard by filter needs confirm as well as expect when the user cannot be asked through this client; nothing was discarded: once the user agreed to the dry run's set, make the same call with confirm").
+				with(hint(OpDLQDiscard, "discards exactly the dry run's set, or nothing", req.Filter.moveArgs("limit", limit, "expect", req.Expect, "confirm", true)...))
+		}
 		return false, invalidf("a discard by filter moves up to %d dead messages out of their DLQ: check what it would move with a dry run, then confirm it", limit).
 			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.moveArgs("limit", limit, "dry_run", true)...),
 				hint(OpDLQDiscard, "discards them once checked", req.Filter.moveArgs("limit", limit, "confirm", true)...))
