@@ -215,7 +215,9 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 			if errors.Is(err, ErrNotFound) {
 				return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 			}
-			return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", "queue", req.Filter.Queue))
+			// The first page of this call's filters, all of them: with
+			// the queue alone it would list other messages.
+			return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...))
 		}
 		out = s.deadList(page)
 		k := shrunkPage(s.opts.Bounds, out.Items, DLQList{Notes: out.Notes, NextCursor: page.NextCursor})
