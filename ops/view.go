@@ -181,7 +181,9 @@ func clipRunes(s string, n int) (string, bool) {
 func (v *viewer) listNotes(chars int) []string {
 	notes := []string{}
 	if v.cut {
-		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; showing one message has them whole", chars))
+		// Showing one message cuts too, at a bound of its own: "whole"
+		// would send a reader there for a tail it does not show either.
+		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; showing one message gives its errors up to %d", chars, v.bounds.ErrorChars))
 	}
 	if v.redacted > 0 {
 		notes = append(notes, fmt.Sprintf("%d secret-looking values in error messages are shown as %s", v.redacted, Redacted))
