@@ -101,6 +101,11 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	if err != nil {
 		return DLQSummary{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
+	if len(sum.Groups) == 0 {
+		if err := s.groupElsewhere(ctx, f); err != nil {
+			return DLQSummary{}, err
+		}
+	}
 	if err := s.redactPatterns(ctx, sum.Groups); err != nil {
 		return DLQSummary{}, err
 	}
@@ -218,6 +223,11 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 			// The first page of this call's filters, all of them: with
 			// the queue alone it would list other messages.
 			return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...))
+		}
+		if len(page.Items) == 0 && cursor == "" {
+			if err := s.groupElsewhere(ctx, f); err != nil {
+				return DLQList{}, err
+			}
 		}
 		out = s.deadList(page)
 		k := shrunkPage(s.opts.Bounds, out.Items, DLQList{Notes: out.Notes, NextCursor: page.NextCursor})

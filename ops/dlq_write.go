@@ -739,7 +739,10 @@ func trimmed(f DeadFilter) DeadFilter {
 // share it across DLQs; the key was copied from one of those groups, and
 // moving the others too is not what was asked.
 func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
-	if f.Group == "" || f.Queue != "" {
+	if f.Queue != "" {
+		return s.groupElsewhere(ctx, f)
+	}
+	if f.Group == "" {
 		return nil
 	}
 	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{})
@@ -769,6 +772,45 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
 	}
 	if more != "" {
 		e.with(hint(OpDLQSummary, "lists the group of this key in each DLQ", "group", f.Group))
+	}
+	return e
+}
+
+// groupElsewhere refuses a filter by a group's key and a queue whose DLQ
+// does not hold that group while other DLQs do: the key was copied from a
+// summary of another queue, and the call would select nothing without
+// saying why. A group found nowhere (emptied meanwhile) passes.
+func (s *Service) groupElsewhere(ctx context.Context, f store.DeadFilter) error {
+	if f.Group == "" || f.Queue == "" {
+		return nil
+	}
+	sum, err := s.store.SummarizeDeadWith(ctx, store.DeadFilter{Group: f.Group}, store.SummaryOptions{})
+	if err != nil {
+		return explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	dlq := f.Queue
+	if !strings.HasSuffix(dlq, store.DLQSuffix) {
+		dlq = store.DLQName(dlq)
+	}
+	var dlqs []string
+	for _, g := range sum.Groups {
+		if g.DLQ == dlq {
+			return nil
+		}
+		if !slices.Contains(dlqs, g.DLQ) {
+			dlqs = append(dlqs, g.DLQ)
+		}
+	}
+	if len(dlqs) == 0 {
+		return nil
+	}
+	slices.Sort(dlqs)
+	named := dlqs[:min(len(dlqs), ambiguousNamed)]
+	e := invalidf("group %s is a group of %s, not of %s: give the queue of its DLQ, or leave queue out",
+		f.Group, strings.Join(named, ", "), dlq)
+	e.Field = "group"
+	for _, d := range named {
+		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", baseQueue(d), "group", f.Group))
 	}
 	return e
 }
