@@ -41,8 +41,9 @@ func TestDLQDefaults(t *testing.T) {
 	if err != nil || !r.DryRun || r.Retried != 5 || r.LimitReached || pgtest.Live(t, s, q+"_dlq") != 5 || pgtest.Live(t, s, q) != 0 {
 		t.Fatalf("dry-run retry of the rest = %+v, %v", r, err)
 	}
-	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || pgtest.Archived(t, s, q+"_dlq") != ops.DefaultBulkLimit {
-		t.Fatalf("purge without confirm = %v; want ErrInvalid and nothing deleted", err)
+	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || pgtest.Archived(t, s, q+"_dlq") != ops.DefaultBulkLimit ||
+		!hasHint(ops.HintsOf(err), ops.OpDLQPurge, map[string]any{"queue": q, "older_than": "0s", "confirm": true}) {
+		t.Fatalf("purge without confirm = %v, hints %+v; want ErrInvalid, nothing deleted, and the confirmed purge as a next step", err, ops.HintsOf(err))
 	}
 	p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true})
 	if err != nil || p.Purged != ops.DefaultBulkLimit || pgtest.Archived(t, s, q+"_dlq") != 0 {

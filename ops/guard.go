@@ -183,7 +183,8 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 	}
 	if req.Ask == nil && req.Deferred == nil {
 		return false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
-			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard))
+			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard),
+				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", req.OlderThan.String(), "confirm", true))
 	}
 	q := fmt.Sprintf("Delete for good the discarded dead messages of %s older than %s, with their failure history? This cannot be undone.", where, req.OlderThan)
 	if req.Deferred != nil {
