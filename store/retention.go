@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // retentionLockKey elects the one process that prunes at a time: the ASCII
@@ -95,6 +96,18 @@ const StatsRetention = 7 * 24 * time.Hour
 // PruneArchived deletes, in batches, the rows of a queue's archive archived
 // longer ago than olderThan, with their failure history. It returns how many
 // rows went.
+//
+// Each batch is one statement in a transaction of its own, so that the rows
+// it deletes stay locked only briefly. It picks the oldest rows left by the
+// archive's index on archived_at, from the time where the last batch ended:
+// walking the index from its start again would pass over the entries of
+// every row deleted so far in the pass, which stay until vacuum and which a
+// transaction held open elsewhere makes costly to pass (a row archived
+// meanwhile by a transaction that began before where the walk is, and so
+// stamped with an earlier time, waits for the next pass). It deletes them by
+// their ctid (a TID scan, not a second lookup by msg_id), checking their age
+// again: a partitioned archive's partitions share ctids, and a row of
+// another partition with a picked row's ctid goes only if it is as old.
 func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.Duration, batch int) (int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return 0, err
@@ -102,26 +115,42 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 	if olderThan < 0 || batch < 1 || batch > MaxBatch {
 		return 0, invalidf("prune %q: age must be positive and batch 1 to %d", queue, MaxBatch)
 	}
-	sql := `WITH d AS (
-			DELETE FROM ` + archiveTable(queue) + ` WHERE msg_id IN (
-				SELECT msg_id FROM ` + archiveTable(queue) + `
-				WHERE archived_at < now() - $1 * interval '1 microsecond' LIMIT $2)
+	sql := pruneArchivedSQL(queue)
+	var total int64
+	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for {
+		var picked, deleted int64
+		if err := s.db.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue, from).
+			Scan(&picked, &deleted, &from); err != nil {
+			return total, queueErr(err, "prune the archive of", queue)
+		}
+		total += deleted
+		if picked < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneArchivedSQL is one batch of PruneArchived: $1 the age in
+// microseconds, $2 the batch size, $3 the queue, $4 the archived_at the
+// last batch ended at (rows of that time not yet deleted are picked
+// again). It returns how many rows it picked, how many went, and where the
+// next batch starts.
+func pruneArchivedSQL(queue string) string {
+	a := archiveTable(queue)
+	return `WITH pick AS MATERIALIZED (
+			SELECT ctid, archived_at FROM ` + a + `
+			WHERE archived_at < now() - $1 * interval '1 microsecond' AND archived_at >= $4
+			ORDER BY archived_at LIMIT $2
+		), d AS (
+			DELETE FROM ` + a + ` WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick))
+				AND archived_at < now() - $1 * interval '1 microsecond'
 			RETURNING msg_id
 		), f AS (
 			DELETE FROM pgbus.failures WHERE queue_name = $3 AND msg_id IN (SELECT msg_id FROM d)
 		)
-		SELECT count(*) FROM d`
-	var total int64
-	for {
-		var n int64
-		if err := s.db.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue).Scan(&n); err != nil {
-			return total, queueErr(err, "prune the archive of", queue)
-		}
-		total += n
-		if n < int64(batch) {
-			return total, nil
-		}
-	}
+		SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d),
+			coalesce((SELECT max(archived_at) FROM pick), $4)`
 }
 
 // pruneKeys deletes the idempotency keys of physical queue queue that no

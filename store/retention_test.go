@@ -364,3 +364,68 @@ func TestRetentionPrunesTheFailureHistoryOfDroppedQueues(t *testing.T) {
 		t.Fatalf("second retention deleted %d failures (%v); want none", rep.FailuresDeleted, err)
 	}
 }
+
+// PruneArchived walks the archive in archived_at order from where each
+// batch ended: rows of one time split across batches (here 10 of them in
+// batches of 3), rows written after younger ones but archived earlier, and
+// rows of every age between all go when old enough, with their failure
+// history; the recent rows and their history stay.
+func TestPruneArchivedTakesEveryOldRowAcrossBatches(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	a := `pgmq."a_` + q + `"`
+	exec(t, s, `INSERT INTO `+a+` (msg_id, archived_at, vt, message)
+		SELECT g, CASE WHEN g <= 10 THEN now() - interval '3 hours'
+		               WHEN g <= 20 THEN now() - interval '2 hours' + g * interval '1 second'
+		               WHEN g <= 25 THEN now()
+		               ELSE now() - interval '5 hours' END, now(), '{}'
+		FROM generate_series(1, 30) g;
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+		SELECT '`+q+`', g, 1, 'E', 'boom' FROM unnest(ARRAY[1, 10, 15, 22, 30]) g`)
+	n, err := s.PruneArchived(ctx, q, time.Hour, 3)
+	if err != nil || n != 25 {
+		t.Fatalf("pruned %d (%v), want the 25 rows older than an hour", n, err)
+	}
+	var left, history string
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT string_agg(msg_id::text, ' ' ORDER BY msg_id) FROM `+a+`),
+		(SELECT string_agg(msg_id::text, ' ' ORDER BY msg_id) FROM pgbus.failures WHERE queue_name = $1)`, q).Scan(&left, &history); err != nil {
+		t.Fatal(err)
+	}
+	if left != "21 22 23 24 25" || history != "22" {
+		t.Fatalf("left in the archive %q with failure history of %q; want the recent 21 to 25, and the history of 22 alone", left, history)
+	}
+	if n, err := s.PruneArchived(ctx, q, time.Hour, 3); err != nil || n != 0 {
+		t.Fatalf("a second prune deleted %d, %v; want nothing", n, err)
+	}
+}
+
+// A partitioned archive (another PGMQ client's) is pruned by age alone: its
+// partitions hold rows at the same ctids, and a recent row sharing an old
+// row's ctid stays.
+func TestPruneArchivedOfAPartitionedArchive(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	pgtest.CreateQueue(t, s, "parts")
+	exec(t, s, `DROP TABLE pgmq.a_parts;
+		CREATE TABLE pgmq.a_parts (msg_id bigint NOT NULL, read_ct int NOT NULL DEFAULT 0,
+			enqueued_at timestamptz NOT NULL DEFAULT now(), archived_at timestamptz NOT NULL DEFAULT now(),
+			vt timestamptz NOT NULL, message jsonb, headers jsonb, PRIMARY KEY (msg_id)) PARTITION BY RANGE (msg_id);
+		CREATE INDEX ON pgmq.a_parts (archived_at);
+		CREATE TABLE pgmq.a_parts_old PARTITION OF pgmq.a_parts FOR VALUES FROM (1) TO (100);
+		CREATE TABLE pgmq.a_parts_new PARTITION OF pgmq.a_parts FOR VALUES FROM (100) TO (200);
+		UPDATE pgmq.meta SET is_partitioned = true WHERE queue_name = 'parts';
+		INSERT INTO pgmq.a_parts (msg_id, archived_at, vt) SELECT g, now() - interval '2 hours', now() FROM generate_series(1, 5) g;
+		INSERT INTO pgmq.a_parts (msg_id, archived_at, vt) SELECT g, now(), now() FROM generate_series(100, 104) g`)
+	shared := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.a_parts_old o JOIN pgmq.a_parts_new n ON n.ctid = o.ctid`)
+	if shared != 5 {
+		t.Fatalf("%d rows of the two partitions share a ctid; the test needs all 5", shared)
+	}
+	n, err := s.PruneArchived(ctx, "parts", time.Hour, 2)
+	if err != nil || n != 5 {
+		t.Fatalf("pruned %d (%v), want the 5 old rows", n, err)
+	}
+	if left := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.a_parts_new`); left != 5 {
+		t.Fatalf("%d recent rows left, want all 5", left)
+	}
+}
