@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -149,5 +150,35 @@ func TestReadTimeDeadLetterRefusedLetsTheQueueRun(t *testing.T) {
 	pgtest.Eventually(t, 60*time.Second, "the message in the DLQ once granted", func() bool { return dlqCount(t, r.owner, r.queue) == 1 })
 	if b := deadMessages(t, r.owner, r.queue)[0].Block; b["reason"] != store.ReasonMaxRetriesExceeded {
 		t.Errorf("block = %v, want reason %s", b, store.ReasonMaxRetriesExceeded)
+	}
+}
+
+// A write of outcomes refused for want of a privilege (the archive of a
+// queue made after the grants) is retried, so that no job that succeeded
+// runs again, but logged once, with the GRANT to run and as whom, where a
+// warning came at every retry; once granted, the outcome lands, the job
+// having run once, and the log says so.
+func TestRefusedArchiveIsLoggedOnceWithItsGrant(t *testing.T) {
+	r := newRefusedDLQ(t, nil)
+	pgtest.Exec(t, r.url, "GRANT ALL ON pgmq.q_"+r.queue+"_dlq TO "+r.role)
+	pgtest.Exec(t, r.url, "REVOKE INSERT ON pgmq.a_"+r.queue+" FROM "+r.role)
+	var ran atomic.Int64
+	c := pgtest.NewClient(t, r.operator, r.queue, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&r.logs, nil)) })
+	c.HandleQueue(r.queue, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, r.queue, 1, engine.SendOptions{})
+	grant := "run as "
+	pgtest.Eventually(t, time.Minute, "the refusal logged with its grant", func() bool {
+		return strings.Contains(r.logs.String(), "GRANT INSERT ON pgmq.a_"+r.queue+" TO "+r.role) && strings.Contains(r.logs.String(), grant)
+	})
+	// The write is retried after 0.1 s, doubling: six more times in this.
+	time.Sleep(6 * time.Second)
+	if n := strings.Count(r.logs.String(), "may not write the outcomes"); n != 1 || strings.Contains(r.logs.String(), "writing outcomes failed; retrying") {
+		t.Fatalf("the refusal was logged %d times; want once, and no warning at each retry:\n%s", n, r.logs.String())
+	}
+	pgtest.Exec(t, r.url, "GRANT INSERT ON pgmq.a_"+r.queue+" TO "+r.role)
+	pgtest.Eventually(t, time.Minute, "the outcome written once granted", func() bool { return pgtest.Archived(t, r.owner, r.queue) == 1 })
+	if ran.Load() != 1 || !strings.Contains(r.logs.String(), "outcomes are written again") {
+		t.Fatalf("the job ran %d times (want once: the refused outcome is retried, not the job); log:\n%s", ran.Load(), r.logs.String())
 	}
 }

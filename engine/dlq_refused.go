@@ -100,3 +100,38 @@ func (w *queueWorker) keepFailures(ctx context.Context, queue string, dead []sto
 			"queue", queue, "count", len(items), "err", err)
 	}
 }
+
+// outcomesDenied tells whether err, from a write of outcomes of physical
+// queue queue, is the database refusing it for want of a privilege (say,
+// INSERT on the archive of a queue made after the grants). The writer
+// keeps trying, as for any failed write: leaving the messages to come back
+// would run jobs that succeeded again. The first refusal since outcomes
+// were last written logs what to grant, in place of a warning every few
+// seconds.
+func (w *queueWorker) outcomesDenied(ctx context.Context, queue string, count int, err error) bool {
+	if !store.IsPermissionDenied(err) {
+		return false
+	}
+	if !w.outcomesRefused.CompareAndSwap(false, true) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	const what = "pgbus: this database role may not write the outcomes of the queue's jobs; pgbus keeps trying, and their messages stay where they are, " +
+		"neither run again nor lost, while the queue's later outcomes wait behind them: "
+	grants, gerr := w.c.store.OutcomeGrants(ctx, queue)
+	advice := "grant the role SELECT, INSERT, UPDATE and DELETE on the queue's tables, its archive's and pgbus.failures, as the role that owns them"
+	if gerr == nil && len(grants) > 0 {
+		advice = grantAdvice(grants)
+	}
+	w.c.log.Error(what+advice, "queue", queue, "count", count, "err", err)
+	return true
+}
+
+// outcomesWritten notes a write of outcomes that landed, saying so once
+// when writes had been refused.
+func (w *queueWorker) outcomesWritten() {
+	if w.outcomesRefused.CompareAndSwap(true, false) {
+		w.c.log.Info("pgbus: outcomes are written again: the role may write them now", "queue", w.name)
+	}
+}

@@ -112,6 +112,7 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	for {
 		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, settle)
 		if err == nil {
+			w.outcomesWritten()
 			w.recordLanded(batch, landed)
 			w.settled[queue].Add(int64(len(landed)))
 			if len(w.gone) > 0 {
@@ -130,7 +131,9 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			break
 		}
-		w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
+		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) {
+			w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
+		}
 		if locked && !setVT(batch, written) {
 			// No retry or snooze landed, so no vt they set can be
 			// overwritten: the heartbeat may run meanwhile, keeping the

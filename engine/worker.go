@@ -45,6 +45,9 @@ type queueWorker struct {
 	// deadLetterRefused is set while the database refuses the queue's dead
 	// letters for want of a privilege, so that it is logged once.
 	deadLetterRefused atomic.Bool
+	// outcomesRefused is set while the database refuses the writes of the
+	// queue's outcomes for want of a privilege, so that it is logged once.
+	outcomesRefused atomic.Bool
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat

@@ -35,6 +35,22 @@ func (s *Store) DeadLetterGrants(ctx context.Context, queue, dlq string) ([]Miss
 	if err := ValidatePhysicalName(dlq); err != nil {
 		return nil, err
 	}
+	return s.missingGrants(ctx, fmt.Sprintf("dead-letter from %q to %q", queue, dlq), queueTable(queue), queueTable(dlq), "pgbus.failures")
+}
+
+// OutcomeGrants lists what the current role lacks to write the outcomes of
+// the jobs of physical queue queue: on its table, its archive and
+// pgbus.failures. A table it lacks nothing on is left out.
+func (s *Store) OutcomeGrants(ctx context.Context, queue string) ([]MissingGrant, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	return s.missingGrants(ctx, fmt.Sprintf("write the outcomes of %q", queue), queueTable(queue), archiveTable(queue), "pgbus.failures")
+}
+
+// missingGrants lists what the current role lacks on tables, those that
+// exist, in their order; what names the purpose, for errors.
+func (s *Store) missingGrants(ctx context.Context, what string, tables ...string) ([]MissingGrant, error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(pg_catalog.pg_get_userbyid(c.relowner)),
 		       quote_ident(current_user::text),
@@ -43,13 +59,13 @@ func (s *Store) DeadLetterGrants(ctx context.Context, queue, dlq string) ([]Miss
 		FROM unnest($1::text[]) WITH ORDINALITY AS t(name, i)
 		JOIN pg_catalog.pg_class c ON c.oid = to_regclass(t.name)
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		ORDER BY t.i`, []string{queueTable(queue), queueTable(dlq), "pgbus.failures"})
+		ORDER BY t.i`, tables)
 	if err != nil {
-		return nil, fmt.Errorf("store: check the privileges to dead-letter from %q to %q: %w", queue, dlq, err)
+		return nil, fmt.Errorf("store: check the privileges to %s: %w", what, err)
 	}
 	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[MissingGrant])
 	if err != nil {
-		return nil, fmt.Errorf("store: check the privileges to dead-letter from %q to %q: %w", queue, dlq, err)
+		return nil, fmt.Errorf("store: check the privileges to %s: %w", what, err)
 	}
 	out := all[:0]
 	for _, g := range all {
