@@ -322,6 +322,10 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	case <-time.After(25 * time.Second):
 		t.Fatalf("Run has not returned 25s after its context ended (drain timeout 2s); log:\n%s", logs.String())
 	}
+	// Giving up cancels the statement; the server acts on the cancel when
+	// it gets to it, and a lock released before that would let the write
+	// land after all.
+	pgtest.Eventually(t, time.Minute, "the given-up write to stop waiting for the lock", func() bool { return len(lock.waiting()) == 0 })
 	lock.release()
 	if pgtest.Archived(t, s, q) != 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND read_ct = 1`, second) != 1 {
 		t.Fatalf("archived %d, live %d; want the second message still in the queue, read once", pgtest.Archived(t, s, q), pgtest.Live(t, s, q))
