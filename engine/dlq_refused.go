@@ -113,6 +113,7 @@ func (w *queueWorker) outcomesDenied(ctx context.Context, queue string, count in
 		return false
 	}
 	if !w.outcomesRefused.CompareAndSwap(false, true) {
+		w.c.log.Debug("pgbus: writing outcomes refused again for want of a privilege; retrying", "queue", queue, "count", count)
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
