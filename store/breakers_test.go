@@ -309,7 +309,9 @@ func TestBreakerFailureSaysWhenItOpened(t *testing.T) {
 // process's touch brings an old one back without rewriting fresh ones,
 // and retention deletes those no process has had for StatsRetention.
 func TestBreakerUsersAgeOut(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: the retention pass of another package's test
+	// would delete the old user first, or hold the election meanwhile.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	name := uniqueName("aging")
 	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {

@@ -15,7 +15,10 @@ import (
 )
 
 func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: the retention pass of any other package's
+	// test would prune this queue's archive, counters and worker row first,
+	// or hold the election while this one runs.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	q := newQueue(t, s)
 	set := store.DefaultQueueSettings(q)
@@ -91,7 +94,9 @@ func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
 // Only one process prunes at a time: while the lock is held elsewhere, a
 // pass returns without running.
 func TestRetentionIsElected(t *testing.T) {
-	s := testStore(t)
+	// A database of its own (advisory locks are per database): another
+	// package's retention pass on a shared one holds the lock now and then.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	conn, err := s.Pool().Acquire(ctx)
 	if err != nil {
