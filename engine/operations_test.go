@@ -666,7 +666,11 @@ func TestQueueDefaultDeadline(t *testing.T) {
 
 // A running client prunes archives past the queue's retention.
 func TestClientRunsRetention(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: on a shared one the pass of any other process
+	// (a worker of another package's test starts with one) could prune the
+	// row in this client's place, and this client's pass, every 100ms,
+	// would prune the rows other tests age on purpose.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q, ids := archivedPastRetention(t, s)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 100 * time.Millisecond })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
