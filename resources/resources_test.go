@@ -150,7 +150,11 @@ func TestListResourcesAndTemplates(t *testing.T) {
 }
 
 func TestReadQueues(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: pgbus://queues leaves the quietest queues out
+	// past the response bound, and the queues other packages' tests keep
+	// in a shared database, with dead messages and backlogs, push this one
+	// out.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	queue := newQueue(t, s)
 	deadOne(t, s, queue, `{"n":1}`)
 	if _, err := s.Send(testContext(t), queue, store.NewMessage{Payload: json.RawMessage(`{"n":2}`)}); err != nil {
@@ -169,8 +173,8 @@ func TestReadQueues(t *testing.T) {
 			t.Errorf("pgbus://queues lists the DLQ %s as a work queue", q.Queue)
 		}
 	}
-	if !found || all.Next == "" {
-		t.Fatalf("pgbus://queues does not show %s with depth 1 and DLQ depth 1: %+v", queue, all)
+	if !found || len(all.Queues) != 1 || all.Omitted != 0 || all.Next == "" {
+		t.Fatalf("pgbus://queues does not show %s alone with depth 1 and DLQ depth 1: %+v", queue, all)
 	}
 
 	var one store.QueueStats
