@@ -118,7 +118,9 @@ func dashboardPages(ctx context.Context, st *store.Store, queues []string, perQu
 		}
 	}
 	return []namedOp{
-		{"dashboard overview page", page("/", "<h1>Overview</h1>", "Health:", `<th scope="row">`+queues[0])},
+		// Any queue's row: the overview lists the 50 queues that most need
+		// a look, which on a busy database need not include the bench's.
+		{"dashboard overview page", page("/", "<h1>Overview</h1>", "Health:", `<th scope="row">`)},
 		{"dashboard dead-letter groups page", page("/dlq", "<h1>Dead letters</h1>", `class="group"`, `href="/dlq/messages?`)},
 		{"dashboard messages page of one group", page(groupTarget, "<h1>Dead messages</h1>", msgLink, groupClass)},
 		{"dashboard messages page of one queue", page("/dlq/messages?queue="+url.QueryEscape(dlq), "<h1>Dead messages</h1>", msgLink)},
