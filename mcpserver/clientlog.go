@@ -23,7 +23,8 @@ const clientLogger = "pgbus"
 // later, which sets its level in a request's _meta instead, receives them
 // on each subscriptions/listen stream whose request carries a level, for
 // as long as it is open, and a call that carries a level receives the
-// records logged for it (the result of a write call) in its answer.
+// records logged for it (the result of a write call) in its answer, and
+// its own connection's session and listen streams not again.
 // Clients that never set a level receive nothing, so that a client is
 // not sent log lines it did not ask for.
 //
@@ -39,11 +40,12 @@ type ClientLog struct {
 
 // logStream is an open subscriptions/listen request that carries a log
 // level: its context, which ends when the stream closes, the id its
-// notifications are tagged with, and the level.
+// notifications are tagged with, the level, and the session it came on.
 type logStream struct {
-	ctx   context.Context
-	id    any
-	level mcp.LoggingLevel
+	ctx     context.Context
+	id      any
+	level   mcp.LoggingLevel
+	session server.ClientSession
 }
 
 // NewClientLog returns a ClientLog that forwards nothing until New attaches
@@ -86,7 +88,7 @@ func (l *ClientLog) attach(s *server.MCPServer, hooks *server.Hooks) {
 		if id == nil || level == "" || server.ClientSessionFromContext(ctx) == nil {
 			return
 		}
-		st := &logStream{ctx: ctx, id: id, level: level}
+		st := &logStream{ctx: ctx, id: id, level: level, session: server.ClientSessionFromContext(ctx)}
 		l.mu.Lock()
 		l.streams[st] = struct{}{}
 		l.mu.Unlock()
@@ -133,16 +135,21 @@ func (l *ClientLog) wants(ctx context.Context, level slog.Level) bool {
 	return false
 }
 
-// send forwards one notification to every session that set a level and
-// every listen stream that carries one, and to the request in ctx when it
-// carries one; mcp-go drops it for the sessions whose level is above it,
-// and never blocks on a client that does not read, nor does send.
+// send forwards one notification to the request in ctx when it carries
+// a level, and to every session that set a level and every listen stream
+// that carries one; mcp-go drops it for the sessions whose level is above
+// it, and never blocks on a client that does not read, nor does send. A
+// record the request in ctx received in its answer is not sent again to
+// its own connection's session or listen streams (stdio's one session,
+// say), which would deliver it twice; over Streamable HTTP, where each
+// request of protocol 2026-07-28 is a session of its own, a client's
+// listen stream cannot be told from another client's, and receives it.
 func (l *ClientLog) send(ctx context.Context, n mcp.LoggingMessageNotification) {
 	l.mu.Lock()
 	srv := l.srv
-	ids := make([]string, 0, len(l.sessions))
-	for id := range l.sessions {
-		ids = append(ids, id)
+	sessions := make([]server.ClientSession, 0, len(l.sessions))
+	for _, sess := range l.sessions {
+		sessions = append(sessions, sess)
 	}
 	streams := make([]*logStream, 0, len(l.streams))
 	for st := range l.streams {
@@ -152,16 +159,22 @@ func (l *ClientLog) send(ctx context.Context, n mcp.LoggingMessageNotification) 
 	if srv == nil {
 		return
 	}
-	for _, id := range ids {
-		_ = srv.SendLogMessageToSpecificClient(id, n)
-	}
-	for _, st := range streams {
-		st.send(n)
-	}
+	var answered server.ClientSession
 	if own := requestLogLevel(ctx); own != "" && n.Params.Level.ShouldSendTo(own) {
 		// mcp-go sends it in the answer to the request.
 		if srv.SendLogMessageToClient(ctx, n) == nil {
 			mcpnotify.Sending(ctx)
+			answered = server.ClientSessionFromContext(ctx)
+		}
+	}
+	for _, sess := range sessions {
+		if answered == nil || sess != answered {
+			_ = srv.SendLogMessageToSpecificClient(sess.SessionID(), n)
+		}
+	}
+	for _, st := range streams {
+		if answered == nil || st.session != answered {
+			st.send(n)
 		}
 	}
 }
