@@ -17,6 +17,24 @@ import (
 // of its own, such as one that checks what migrations do to a fresh one.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	return newDatabase(tb, "")
+}
+
+// NewICUDatabase is NewDatabase with the ICU locale locale (such as
+// "en-US") as the database's default collation, as many hosted servers
+// create databases: text then sorts by that locale's rules, which differ
+// from byte order ("a_b" before "a1" in en-US), wherever a query names no
+// collation. It needs PostgreSQL 15 or later, built with ICU.
+func NewICUDatabase(tb testing.TB, locale string) string {
+	tb.Helper()
+	lit := "'" + strings.ReplaceAll(locale, "'", "''") + "'"
+	return newDatabase(tb, " TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE "+lit+" LOCALE 'C'")
+}
+
+// newDatabase creates a database with the options of CREATE DATABASE opts,
+// dropped when the test ends, and returns its URL.
+func newDatabase(tb testing.TB, opts string) string {
+	tb.Helper()
 	base := URL(tb)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -28,8 +46,8 @@ func NewDatabase(tb testing.TB) string {
 		tb.Fatalf("pgtest: connect to create a database: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("pgtest: create database %s: %v", name, err)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+opts); err != nil {
+		tb.Fatalf("pgtest: create database %s%s: %v", name, opts, err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
