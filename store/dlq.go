@@ -368,7 +368,9 @@ func (s *Store) deadExistingQueues(ctx context.Context, names []string) (map[str
 	return out, nil
 }
 
-// deadQueues lists every DLQ: the PGMQ queues whose name ends in _dlq.
+// deadQueues lists every DLQ: the PGMQ queues whose name ends in _dlq, by
+// name byte by byte, whatever the database's collation, so that every
+// server reads them in one order.
 // Operations over all DLQs read them in one statement, so one table that
 // statement cannot read would fail them all: tables without a headers
 // column (PGMQ before 1.5) or that this role may not read are left out.
@@ -379,7 +381,7 @@ func (s *Store) deadQueues(ctx context.Context) ([]string, error) {
 		WHERE m.queue_name LIKE E'%\\_dlq'
 		  AND has_table_privilege(c.oid, 'SELECT')
 		  AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped)
-		ORDER BY m.queue_name`)
+		ORDER BY m.queue_name COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list dead-letter queues: %w", err)
 	}

@@ -56,6 +56,8 @@ func (l dlqLack) missing() []string {
 // columns its filters and counts read (PGMQ before 1.5 had no headers), is
 // left alone, as pgbus.dlq_groups_attach leaves it. An object of the name
 // counts as there, whatever it is: IF NOT EXISTS would not replace it.
+// They come in byte order of their names, whatever the database's
+// collation, as Migrate reports them.
 const sqlDLQLacks = `
 	SELECT d.name, d.owner, d.may, d.no_index, d.no_stats, d.no_groups
 	FROM (
@@ -79,7 +81,7 @@ const sqlDLQLacks = `
 	  AND (SELECT count(*) FROM pg_catalog.pg_attribute a
 	       WHERE a.attrelid = d.oid AND a.attnum > 0 AND NOT a.attisdropped
 	         AND a.attname IN ('msg_id', 'enqueued_at', 'message', 'headers')) = 4
-	ORDER BY d.name`
+	ORDER BY d.name COLLATE "C"`
 
 // dlqLacks runs sqlDLQLacks on q, for every DLQ when only is nil.
 func dlqLacks(ctx context.Context, q querier, only *string) ([]dlqLack, error) {

@@ -31,3 +31,6 @@ func SetMigrationLockWaits(tb testing.TB, wait, pause, retryFor, turn time.Durat
 
 // RepairDLQ runs the repair Migrate runs on a DLQ that lacks something.
 func RepairDLQ(ctx context.Context, s *Store, dlq string) (bool, error) { return s.repairDLQ(ctx, dlq) }
+
+// DeadQueues lists every DLQ as the operations over all of them read them.
+func DeadQueues(ctx context.Context, s *Store) ([]string, error) { return s.deadQueues(ctx) }

@@ -354,9 +354,10 @@ func dropDLQGroups(ctx context.Context, tx pgx.Tx, name string) error {
 }
 
 // ListQueues lists every physical PGMQ queue, dead-letter queues included,
-// ordered by name. Queues created by other PGMQ clients are listed too.
+// ordered by name byte by byte, whatever the database's collation, as Go
+// compares names. Queues created by other PGMQ clients are listed too.
 func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
-	rows, err := s.reads.Query(ctx, `SELECT queue_name, is_partitioned, is_unlogged, created_at FROM pgmq.meta ORDER BY queue_name`)
+	rows, err := s.reads.Query(ctx, `SELECT queue_name, is_partitioned, is_unlogged, created_at FROM pgmq.meta ORDER BY queue_name COLLATE "C"`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list queues: %w", err)
 	}

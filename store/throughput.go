@@ -50,7 +50,8 @@ type ThroughputSeries struct {
 // Throughput returns the outcomes per bucket of sp of one queue, or of
 // every queue with counters in sp when queue is "", in one statement. A
 // named queue is always returned, its buckets zero when nothing was
-// counted; of every queue, only those with counters in sp are.
+// counted; of every queue, only those with counters in sp are, by name
+// byte by byte, whatever the database's collation.
 func (s *Store) Throughput(ctx context.Context, queue string, sp ThroughputSpan) ([]ThroughputSeries, error) {
 	if err := sp.validate(); err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func (s *Store) Throughput(ctx context.Context, queue string, sp ThroughputSpan)
 		       coalesce(c.dead, 0)::bigint, coalesce(c.gone, 0)::bigint
 		FROM q CROSS JOIN generate_series(0, $3 - 1) AS b(i)
 		LEFT JOIN c ON c.queue_name = q.queue_name AND c.i = b.i
-		ORDER BY q.queue_name, b.i`, first, step, sp.Buckets, queue)
+		ORDER BY q.queue_name COLLATE "C", b.i`, first, step, sp.Buckets, queue)
 	if err != nil {
 		return nil, fmt.Errorf("store: read throughput: %w", err)
 	}
