@@ -40,12 +40,25 @@ var schemaStates = map[string]bool{"42P01": true, "42703": true, "3F000": true, 
 // explainDB replaces *err, the error of an operation, with one that says
 // what to do when the database could not serve the call: its pgbus schema
 // is missing or older than this pgbus (checked only when a statement failed
-// on something undefined), it lacks a resource, or it takes no connections
+// on something undefined or found no queue), it lacks a resource, or it takes no connections
 // now. Other errors, and those that already are *Error, stay. Operations
 // defer it after their audit entry's, so that the entry records the advice.
 func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	var done *Error
-	if *err == nil || errors.As(*err, &done) {
+	if *err == nil {
+		return
+	}
+	if errors.As(*err, &done) {
+		// A queue or DLQ not found may be the whole schema missing: pgmq's
+		// catalog is read first, and on a database never migrated it lacks
+		// every queue. Checked only then, so a found one costs nothing.
+		// The not-found is left out of the new error: what is missing is
+		// the schema, not the queue the caller named.
+		if errors.Is(*err, store.ErrNotFound) {
+			if missing := s.schemaError(ctx, nil); missing != nil {
+				*err = missing
+			}
+		}
 		return
 	}
 	if code, _ := store.SQLState(*err); schemaStates[code] {
@@ -58,7 +71,8 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 // schemaError is err, a statement's failure on something undefined, as
 // the schema check explains it when the schema is missing or old; err
 // unchanged when the schema is current (a queue dropped meanwhile keeps its
-// own error) or the check could not tell.
+// own error) or the check could not tell. err may be nil: the schema's
+// error alone is returned then, or nil.
 func (s *Service) schemaError(ctx context.Context, err error) error {
 	_, checked := s.store.CheckSchema(ctx)
 	if !errors.Is(checked, store.ErrSchemaMissing) && !errors.Is(checked, store.ErrSchemaOld) {

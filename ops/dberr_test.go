@@ -65,6 +65,35 @@ func TestUnmigratedDatabaseSaysMigrate(t *testing.T) {
 			t.Errorf("%s: %v does not wrap store.ErrSchemaMissing", name, err)
 		}
 	}
+	// A queue named by the call is looked up in pgmq's catalog first, which
+	// on such a database lists no queue: the answer is still to migrate,
+	// not that the queue has no DLQ.
+	named := map[string]func() error{
+		"DLQShow": func() error {
+			_, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: "orders", MsgID: 1})
+			return err
+		},
+		"DLQSummary": func() error {
+			_, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: "orders"}})
+			return err
+		},
+	}
+	for name, call := range named {
+		err := call()
+		var oe *ops.Error
+		if !errors.As(err, &oe) || !strings.Contains(oe.Msg, "no pgbus schema") || strings.Contains(oe.Msg, "dead-letter queue") {
+			t.Fatalf("%s: %v, want the schema missing and no word of the queue's DLQ", name, err)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v still wraps store.ErrNotFound, which front ends answer as a queue not found", name, err)
+		}
+		if !hasHint(oe.Hints, ops.OpMigrate, nil) {
+			t.Errorf("%s: hints %+v do not point at migrate", name, oe.Hints)
+		}
+		if !errors.Is(err, store.ErrSchemaMissing) {
+			t.Errorf("%s: %v does not wrap store.ErrSchemaMissing", name, err)
+		}
+	}
 }
 
 // TestOldSchemaSaysMigrate: on a database an older pgbus migrated (the
