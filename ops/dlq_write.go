@@ -71,7 +71,7 @@ type DLQRetry struct {
 	OutcomesOmitted int              `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
 	Moved           []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
 	MovedOmitted    int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
-	LimitReached    bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit: more messages may match."`
+	LimitReached    bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit and more messages match: the same call again selects the next ones (absent when exactly the limit matched)."`
 	Expect          string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next            []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
@@ -178,7 +178,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	out = retryResult(rep)
 	out.Expect = rep.Token
-	out.LimitReached = out.Retried+out.Failed >= limit
+	out.LimitReached = rep.More
 	out.Next = s.retryNext(out, req)
 	return out, nil
 }
@@ -430,12 +430,13 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 }
 
 // againHint is the next call of a retry or discard by filter that stopped
-// at its limit: the same filter and limit select the messages left. After
-// a dry run, the real call moves the first ones only.
+// at its limit with more messages matching: the same filter and limit
+// select the messages left. After a dry run, the real call moves the first
+// ones only.
 func againHint(op string, dryRun bool, f DeadFilter, limit int) Hint {
-	why := "the limit was reached, so more messages may match: the same call again moves the next ones"
+	why := "the limit was reached and more messages match: the same call again moves the next ones"
 	if dryRun {
-		why = "more messages may match than the limit: a real call moves at most the limit; call it again after that for the next ones"
+		why = "more messages match than the limit: a real call moves at most the limit; call it again after that for the next ones"
 	}
 	return hint(op, why, f.moveArgs("limit", limit)...)
 }
@@ -483,7 +484,7 @@ type DLQDiscard struct {
 	OutcomesOmitted int      `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
 	Moved           []DeadID `json:"moved,omitempty" jsonschema_description:"Discard by filter: the first 100 messages discarded (in a dry run: that would be)."`
 	MovedOmitted    int      `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
-	LimitReached    bool     `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit: more messages may match."`
+	LimitReached    bool     `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit and more messages match: the same call again selects the next ones (absent when exactly the limit matched)."`
 	Expect          string   `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
 	Declined        bool     `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was discarded."`
 	Next            []Hint   `json:"next" jsonschema_description:"What to do next."`
@@ -548,12 +549,12 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err != nil {
 		return DLQDiscard{Discarded: rep.Discarded}, explain(changed(err, OpDLQDiscard, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
-	return discardResult(rep, req, limit), nil
+	return discardResult(rep, req), nil
 }
 
-func discardResult(rep store.DiscardReport, req DLQDiscardRequest, limit int) DLQDiscard {
+func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 	out := DLQDiscard{DryRun: rep.DryRun, Discarded: rep.Discarded, Moved: make([]DeadID, len(rep.Moved)),
-		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.Discarded >= limit}
+		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.More}
 	for i, m := range rep.Moved {
 		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
 	}

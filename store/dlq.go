@@ -202,6 +202,10 @@ type RetryReport struct {
 	// Token, on a dry run of RetryDeadMatching, names the set of messages
 	// selected; pass it as RetryOptions.Expect to the real call.
 	Token string `json:"token,omitempty"`
+	// More, for RetryDeadMatching, reports that the filter selected more
+	// messages than the limit: at least one was left that the same call
+	// again would select.
+	More bool `json:"more,omitempty"`
 
 	firstErr error
 	queueSet map[string]bool // Queues, to add each once
@@ -290,6 +294,9 @@ type DiscardReport struct {
 	MovedOmitted int      `json:"moved_omitted,omitempty"`
 	// Token, on a dry run, names the set of messages selected.
 	Token string `json:"token,omitempty"`
+	// More reports that the filter selected more messages than the limit:
+	// at least one was left that the same call again would select.
+	More bool `json:"more,omitempty"`
 }
 
 func (r *DiscardReport) add(dlq string, ids ...int64) {

@@ -64,42 +64,59 @@ func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]de
 // eachDeadPage calls fn with the messages f selects, oldest first, in pages
 // of deadBatch, up to limit in all; done counts the messages passed so far.
 // It pages by keyset, so messages fn leaves in place are not seen twice.
+// more reports that f selected at least one message past the limit: the
+// last page asks for one more row than it passes to fn, so that a caller
+// can say "more match" without a call that would find nothing.
 //
 // A DLQ seen to hold nothing more that f selects is left out of the pages
 // that follow: each page would otherwise scan it to its end again, which
 // made a bulk operation over every DLQ quadratic in the size of those
 // that hold none of what it selects. The callers bound f in time
 // (deadFrozen), so no message it selects arrives meanwhile.
-func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) error {
+func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) (more bool, err error) {
 	var after *deadCursor
 	exhausted := map[string]bool{}
 	for done := 0; done < limit; {
 		n := min(deadBatch, limit-done)
-		var refs []deadRef
-		err := s.runDead(ctx, f, func(q *deadQuery) error {
-			q.dlqs = slices.DeleteFunc(q.dlqs, func(d string) bool { return exhausted[d] })
-			if len(q.dlqs) == 0 {
-				refs = nil
-				return nil
-			}
-			var err error
-			refs, err = s.queryDeadRefs(ctx, q.pageQuery(deadRefCols, after, false, n, true), q.args)
-			if err == nil {
-				refs = firstDead(refs, q.dlqs, n, exhausted)
-			}
-			return err
-		})
+		ask := n
+		if n == limit-done {
+			ask++ // the last page: one more tells whether more match
+		}
+		refs, err := s.deadPage(ctx, f, after, ask, exhausted)
 		if err != nil || len(refs) == 0 {
-			return wrapDead("page through dead messages", err)
+			return false, wrapDead("page through dead messages", err)
+		}
+		if len(refs) > n { // the row past the limit: counted, not passed
+			more, refs = true, refs[:n]
 		}
 		last := refs[len(refs)-1]
 		after = &deadCursor{T: last.at, Q: last.dlq, I: last.id}
 		done += len(refs)
 		if err := fn(refs, done); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return more, nil
+}
+
+// deadPage returns the first n messages f selects after the cursor, from
+// the DLQs not yet exhausted, and marks those it finds exhausted.
+func (s *Store) deadPage(ctx context.Context, f DeadFilter, after *deadCursor, n int, exhausted map[string]bool) ([]deadRef, error) {
+	var refs []deadRef
+	err := s.runDead(ctx, f, func(q *deadQuery) error {
+		q.dlqs = slices.DeleteFunc(q.dlqs, func(d string) bool { return exhausted[d] })
+		if len(q.dlqs) == 0 {
+			refs = nil
+			return nil
+		}
+		var err error
+		refs, err = s.queryDeadRefs(ctx, q.pageQuery(deadRefCols, after, false, n, true), q.args)
+		if err == nil {
+			refs = firstDead(refs, q.dlqs, n, exhausted)
+		}
+		return err
+	})
+	return refs, err
 }
 
 // firstDead returns the first n of refs, up to n from each DLQ of dlqs, in

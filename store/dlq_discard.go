@@ -62,10 +62,11 @@ func (s *Store) DiscardDeadSelected(ctx context.Context, f DeadFilter, limit int
 	if !opts.DryRun && opts.Expect == "" {
 		return rep, s.discardPaged(ctx, f, limit, opts.Progress, &rep)
 	}
-	refs, err := s.selectDead(ctx, f, limit)
+	refs, more, err := s.selectDead(ctx, f, limit)
 	if err != nil {
 		return rep, err
 	}
+	rep.More = more
 	if opts.DryRun {
 		rep.Token, err = s.deadSetToken(ctx, deadIDsOf(refs))
 	} else {
@@ -117,7 +118,7 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 			return err
 		}
 	}
-	return s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
 		if progress != nil {
 			defer progress(min(done, total), total)
 		}
@@ -131,6 +132,8 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 		}
 		return nil
 	})
+	rep.More = more
+	return err
 }
 
 // PurgeDead deletes for good the discarded (archived) messages of dlq, or

@@ -95,14 +95,15 @@ func deadIDsOf(refs []deadRef) []DeadID {
 	return out
 }
 
-// selectDead returns the messages f selects, oldest first, up to limit.
-func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]deadRef, error) {
+// selectDead returns the messages f selects, oldest first, up to limit,
+// and whether f selects more than limit.
+func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]deadRef, bool, error) {
 	var all []deadRef
-	err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
+	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
 		all = append(all, refs...)
 		return nil
 	})
-	return all, err
+	return all, more, err
 }
 
 // guarded runs move on refs in one transaction, with their rows locked,

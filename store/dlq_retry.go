@@ -109,7 +109,7 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 		return rep, err
 	}
 	var selected []DeadID // for a dry run's token
-	err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+	rep.More, err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
 		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 // retryGuarded retries the messages f selects only if they are the set
 // opts.Expect names, all in one transaction: every one moves, or none.
 func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts RetryOptions, rep *RetryReport) error {
-	refs, err := s.selectDead(ctx, f, limit)
+	refs, more, err := s.selectDead(ctx, f, limit)
 	if err != nil {
 		return err
 	}
@@ -179,6 +179,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	for _, m := range moved {
 		rep.moved(m)
 	}
+	rep.More = more
 	if opts.Progress != nil {
 		opts.Progress(len(refs), len(refs))
 	}

@@ -34,3 +34,6 @@ func RepairDLQ(ctx context.Context, s *Store, dlq string) (bool, error) { return
 
 // DeadQueues lists every DLQ as the operations over all of them read them.
 func DeadQueues(ctx context.Context, s *Store) ([]string, error) { return s.deadQueues(ctx) }
+
+// DeadBatch is the number of messages of one page of a bulk operation.
+const DeadBatch = deadBatch

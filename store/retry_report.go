@@ -5,6 +5,7 @@ package store
 // DLQ merge the reports into one.
 func (r *RetryReport) Merge(other RetryReport) {
 	r.DryRun = r.DryRun || other.DryRun
+	r.More = r.More || other.More
 	r.Retried += other.Retried
 	r.Failed += other.Failed
 	if r.FirstError == "" {

@@ -310,10 +310,11 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 	return nil
 }
 
-// limitNote says that a move by filter stopped at its --limit.
+// limitNote says that a move by filter stopped at its --limit with more
+// messages matching.
 func limitNote(reached bool) string {
 	if reached {
-		return ", the --limit: more may match (see next)"
+		return ", the --limit: more match (see next)"
 	}
 	return ""
 }

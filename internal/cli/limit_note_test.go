@@ -7,9 +7,11 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-// A retry-all or discard by filter that stops at its --limit says so in
-// words, and its next line is the command that moves the rest of the same
-// selection: the same filters and limit, not every dead message.
+// A retry-all or discard by filter that stops at its --limit with more
+// messages matching says so in words, and its next line is the command that
+// moves the rest of the same selection: the same filters and limit, not
+// every dead message. One that matched exactly its --limit says neither:
+// the command would find nothing.
 func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -23,7 +25,7 @@ func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
 	for _, verb := range []string{"retry-all", "discard"} {
 		out := d.ok(t, "dlq", verb, "--queue", "orders", "--error-class", "http.503", "--limit", "1", "--yes")
 		want := "next: pgbus dlq " + verb + " --error-class http.503 --limit 1 --queue orders --yes"
-		if !strings.Contains(out, ", the --limit: more may match") || !strings.Contains(out, want) {
+		if !strings.Contains(out, ", the --limit: more match") || !strings.Contains(out, want) {
 			t.Errorf("dlq %s stopped at --limit 1 printed:\n%s\nwant the limit said and %q", verb, out, want)
 		}
 	}
@@ -32,5 +34,11 @@ func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
 	}
 	if got := pgtest.Live(t, s, "orders_dlq"); got != 3 {
 		t.Errorf("the DLQ of orders holds %d; want 3 (1 retried and 1 discarded of 5)", got)
+	}
+
+	// The last message of the class matches exactly the limit.
+	out := d.ok(t, "dlq", "discard", "--queue", "orders", "--error-class", "http.503", "--limit", "1", "--yes")
+	if strings.Contains(out, "--limit: more") || strings.Contains(out, "next: pgbus dlq discard") || !strings.Contains(out, "discarded 1 dead messages") {
+		t.Errorf("dlq discard of exactly its --limit printed:\n%s\nwant 1 discarded, without the limit said or a call again", out)
 	}
 }
