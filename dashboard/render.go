@@ -283,6 +283,7 @@ var funcs = template.FuncMap{
 	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
 	"num":       num,
 	"json":      prettyJSON,
+	"jsonText":  func(s string) string { return prettyJSON(json.RawMessage(s)) },
 	"ms":        func(f *float64) string { return formatMS(f) },
 	"secs":      func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Second).String() },
 	"per":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },

@@ -295,23 +295,24 @@ type DLQShowRequest struct {
 // headers and history redacted and bounded, the payload only when allowed
 // and asked for.
 type DeadMessage struct {
-	DLQ              string            `json:"dlq" jsonschema_description:"The DLQ holding the message."`
-	Queue            string            `json:"queue" jsonschema_description:"The queue the DLQ belongs to."`
-	MsgID            int64             `json:"msg_id"`
-	Kind             string            `json:"kind,omitempty"`
-	ReadCount        int               `json:"read_ct" jsonschema_description:"Reads of the DLQ row (by PGMQ clients); not the attempts, which are in dead_letter."`
-	DeadLetteredAt   time.Time         `json:"dead_lettered_at"`
-	DeadLetter       *DeadLetter       `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
-	Headers          json.RawMessage   `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
-	Deadline         *time.Time        `json:"deadline,omitempty" jsonschema_description:"Its deadline (pgbus_deadline header), when it has one."`
-	DeadlinePassed   bool              `json:"deadline_passed,omitempty" jsonschema_description:"Its deadline has passed: a retry leaves it in the DLQ (a worker would dead-letter it again without running it) unless clear_deadline is set."`
-	SafeFields       map[string]string `json:"safe_fields,omitempty" jsonschema_description:"Values of the payload fields the operator named safe, shown even when the payload is hidden, secrets redacted; fields the payload lacks are left out."`
-	PayloadBytes     int               `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
-	PayloadShown     bool              `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
-	Payload          json.RawMessage   `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
-	PayloadPreview   string            `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole, as JSON text."`
-	PayloadTruncated bool              `json:"payload_truncated,omitempty"`
-	RedactedValues   int               `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
+	DLQ                string            `json:"dlq" jsonschema_description:"The DLQ holding the message."`
+	Queue              string            `json:"queue" jsonschema_description:"The queue the DLQ belongs to."`
+	MsgID              int64             `json:"msg_id"`
+	Kind               string            `json:"kind,omitempty"`
+	ReadCount          int               `json:"read_ct" jsonschema_description:"Reads of the DLQ row (by PGMQ clients); not the attempts, which are in dead_letter."`
+	DeadLetteredAt     time.Time         `json:"dead_lettered_at"`
+	DeadLetter         *DeadLetter       `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
+	Headers            json.RawMessage   `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
+	Deadline           *time.Time        `json:"deadline,omitempty" jsonschema_description:"Its deadline (pgbus_deadline header), when it has one."`
+	DeadlinePassed     bool              `json:"deadline_passed,omitempty" jsonschema_description:"Its deadline has passed: a retry leaves it in the DLQ (a worker would dead-letter it again without running it) unless clear_deadline is set."`
+	SafeFields         map[string]string `json:"safe_fields,omitempty" jsonschema_description:"Values of the payload fields the operator named safe, shown even when the payload is hidden, secrets redacted; fields the payload lacks are left out."`
+	PayloadBytes       int               `json:"payload_bytes" jsonschema_description:"Size of the stored payload as JSON."`
+	PayloadShown       bool              `json:"payload_shown" jsonschema_description:"Whether payload (or, when truncated, payload_preview) holds the payload."`
+	Payload            json.RawMessage   `json:"payload,omitempty" jsonschema_description:"The payload with secrets redacted; present only when payload_shown and not truncated."`
+	PayloadPreview     string            `json:"payload_preview,omitempty" jsonschema_description:"A payload too large to return whole, as JSON text: when payload_preview_json, the whole payload with the values that did not fit shortened, each marked in place with \"…[shortened: \" and what it was; otherwise only its start."`
+	PayloadPreviewJSON bool              `json:"payload_preview_json,omitempty" jsonschema_description:"payload_preview is valid JSON: the payload with every top-level key, its long strings, arrays and nested objects shortened, each cut marked. Not a payload to retry with: the marks would replace the values."`
+	PayloadTruncated   bool              `json:"payload_truncated,omitempty"`
+	RedactedValues     int               `json:"redacted_values,omitempty" jsonschema_description:"Values replaced by [REDACTED] in payload, headers and error text."`
 	// PayloadRedacted is the payload's share of RedactedValues, for a
 	// front end that states it beside the payload.
 	PayloadRedacted int       `json:"-"`
@@ -392,6 +393,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	note(n)
 	pv := v.payload(m.Payload, b.Payload)
 	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated, out.PayloadRedacted = pv.shown, pv.payload, pv.preview, pv.truncated, pv.redacted
+	out.PayloadPreviewJSON = pv.previewJSON
 	note(pv.note)
 	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
 	out.FailureCount = len(m.History)

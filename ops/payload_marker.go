@@ -22,31 +22,45 @@ const maxMarkerPlaces = 5
 // marker for good (the original goes to the archive). The check looks at
 // the decoded strings and keys, so an escaped marker (\u005bREDACTED])
 // does not slip through.
+//
+// A payload that holds ShortenedMark is refused for the same reason: it
+// was copied from a shortened preview, and would replace whole values with
+// their starts.
 func checkNoRedactionMarker(payload json.RawMessage) error {
-	// Cheap for the usual payload: the marker can only be spelled with a
-	// \u escape or as itself.
-	if !bytes.Contains(payload, []byte(Redacted)) && !bytes.Contains(payload, []byte(`\u`)) {
+	// Cheap for the usual payload: the markers can only be spelled with a
+	// \u escape or as themselves.
+	if !bytes.Contains(payload, []byte(Redacted)) && !bytes.Contains(payload, []byte(ShortenedMark)) && !bytes.Contains(payload, []byte(`\u`)) {
 		return nil
 	}
-	places, n, err := markerPlaces(payload)
+	places, n, err := markerPlaces(payload, ShortenedMark)
 	if err != nil {
 		return invalidf("the corrected payload is not valid JSON: %v", err)
 	}
-	if n == 0 {
+	if n > 0 {
+		return invalidf("the corrected payload still holds the mark %s of a shortened preview in %d %s (%s), so it would send the shortened starts instead of the whole values: "+
+			"give the whole payload, with every value in full, or retry without a payload to keep the stored one", ShortenedMark+"…]", n, plural(n, "place", "places"), placesList(places, n))
+	}
+	if places, n, _ = markerPlaces(payload, Redacted); n == 0 {
 		return nil
 	}
-	where := strings.Join(places, ", ")
-	if n > len(places) {
-		where += fmt.Sprintf(" and %d more", n-len(places))
-	}
+	where := placesList(places, n)
 	return invalidf("the corrected payload still holds the redaction marker %s in %d %s (%s), so it would send the marker instead of the hidden values: "+
 		"replace the %s values with the real ones, or retry without a payload to keep the stored one", Redacted, n, plural(n, "place", "places"), where, Redacted)
 }
 
+// placesList names the first places of n, and how many more there are.
+func placesList(places []string, n int) string {
+	where := strings.Join(places, ", ")
+	if n > len(places) {
+		where += fmt.Sprintf(" and %d more", n-len(places))
+	}
+	return where
+}
+
 // markerPlaces walks payload in document order and returns the paths
 // (such as $.card.number or $.items[2]) of the first maxMarkerPlaces
-// strings and keys that contain Redacted, and how many there are.
-func markerPlaces(payload json.RawMessage) (places []string, n int, err error) {
+// strings and keys that contain marker, and how many there are.
+func markerPlaces(payload json.RawMessage, marker string) (places []string, n int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	found := func(path string) {
@@ -64,7 +78,7 @@ func markerPlaces(payload json.RawMessage) (places []string, n int, err error) {
 		}
 		switch t := tok.(type) {
 		case string:
-			if strings.Contains(t, Redacted) {
+			if strings.Contains(t, marker) {
 				found(path)
 			}
 			return nil
@@ -77,7 +91,7 @@ func markerPlaces(payload json.RawMessage) (places []string, n int, err error) {
 					}
 					key, _ := k.(string)
 					p := path + memberPath(key)
-					if strings.Contains(key, Redacted) {
+					if strings.Contains(key, marker) {
 						found(p + " (the key)")
 					}
 					if err := walk(p); err != nil {

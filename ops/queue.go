@@ -135,21 +135,22 @@ type QueueMessagesRequest struct {
 
 // LiveMessage is one message still in its queue, with its latest failures.
 type LiveMessage struct {
-	Queue            string          `json:"queue"`
-	MsgID            int64           `json:"msg_id"`
-	Kind             string          `json:"kind,omitempty"`
-	State            string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
-	ReadCount        int             `json:"read_ct" jsonschema_description:"Attempts so far."`
-	EnqueuedAt       time.Time       `json:"enqueued_at"`
-	VisibleAt        time.Time       `json:"visible_at" jsonschema_description:"When the message is (or was) next ready to run."`
-	Headers          json.RawMessage `json:"headers,omitempty" jsonschema_description:"Headers, secrets redacted."`
-	PayloadBytes     int             `json:"payload_bytes"`
-	PayloadShown     bool            `json:"payload_shown"`
-	Payload          json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload, secrets redacted; only when payload_shown and not truncated."`
-	PayloadPreview   string          `json:"payload_preview,omitempty" jsonschema_description:"The start of a payload too large to return whole."`
-	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
-	History          []Failure       `json:"history" jsonschema_description:"The newest failures, oldest first, error text redacted and shortened."`
-	FailureCount     int             `json:"failure_count" jsonschema_description:"Failures recorded in all."`
+	Queue              string          `json:"queue"`
+	MsgID              int64           `json:"msg_id"`
+	Kind               string          `json:"kind,omitempty"`
+	State              string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
+	ReadCount          int             `json:"read_ct" jsonschema_description:"Attempts so far."`
+	EnqueuedAt         time.Time       `json:"enqueued_at"`
+	VisibleAt          time.Time       `json:"visible_at" jsonschema_description:"When the message is (or was) next ready to run."`
+	Headers            json.RawMessage `json:"headers,omitempty" jsonschema_description:"Headers, secrets redacted."`
+	PayloadBytes       int             `json:"payload_bytes"`
+	PayloadShown       bool            `json:"payload_shown"`
+	Payload            json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload, secrets redacted; only when payload_shown and not truncated."`
+	PayloadPreview     string          `json:"payload_preview,omitempty" jsonschema_description:"A payload too large to return whole, as JSON text: when payload_preview_json, the whole payload with the values that did not fit shortened, each marked in place with \"…[shortened: \" and what it was; otherwise only its start."`
+	PayloadPreviewJSON bool            `json:"payload_preview_json,omitempty" jsonschema_description:"payload_preview is valid JSON: the payload with every top-level key, its long strings, arrays and nested objects shortened, each cut marked. Not a payload to retry with: the marks would replace the values."`
+	PayloadTruncated   bool            `json:"payload_truncated,omitempty"`
+	History            []Failure       `json:"history" jsonschema_description:"The newest failures, oldest first, error text redacted and shortened."`
+	FailureCount       int             `json:"failure_count" jsonschema_description:"Failures recorded in all."`
 }
 
 // LiveMessages is a page of live messages.
@@ -242,6 +243,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		lm.Headers, _ = v.headers(m.Headers)
 		pv := v.payload(m.Payload, b.ListPayload)
 		lm.PayloadShown, lm.Payload, lm.PayloadPreview, lm.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
+		lm.PayloadPreviewJSON = pv.previewJSON
 		switch {
 		case !pv.shown:
 			hidden++
@@ -260,7 +262,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		out.Notes = append(out.Notes, hiddenNote)
 	}
 	if truncated > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d payloads over %d bytes are truncated to payload_preview", truncated, b.ListPayload))
+		out.Notes = append(out.Notes, fmt.Sprintf("%d payloads over %d bytes are truncated to payload_preview: as JSON with long values shortened, each marked %s…], when payload_preview_json; else their start", truncated, b.ListPayload, ShortenedMark))
 	}
 	if omitted > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d messages have more than %d failures; only the newest are listed (failure_count has the total)", omitted, b.LiveHistory))

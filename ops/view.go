@@ -318,8 +318,11 @@ type payloadView struct {
 	preview   string
 	shown     bool
 	truncated bool
-	note      string
-	redacted  int // values of the payload replaced by Redacted
+	// previewJSON: preview is the payload as JSON with the values that
+	// did not fit shortened, not the start of its text.
+	previewJSON bool
+	note        string
+	redacted    int // values of the payload replaced by Redacted
 }
 
 func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
@@ -337,9 +340,15 @@ func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 	if len(red) <= max {
 		return payloadView{payload: red, shown: true, redacted: n}
 	}
+	// Shortened from the redacted payload: a secret is hidden whole before
+	// any value is cut, so no cut shows part of one.
+	if preview, sh, ok := shortPreview(red, max); ok {
+		return payloadView{shown: true, truncated: true, preview: preview, previewJSON: true, redacted: n,
+			note: shortenedNote(len(red), len(preview), sh)}
+	}
 	preview := cutBytes(string(red), max)
 	return payloadView{shown: true, truncated: true, preview: preview, redacted: n,
-		note: fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds the first %d as text", len(red), len(preview))}
+		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; payload_preview holds the first %d as text", len(red), len(preview))}
 }
 
 // headers returns headers without the dead-letter block (shown decoded),

@@ -451,3 +451,24 @@ func TestLargePayloadAndBacktrace(t *testing.T) {
 		t.Errorf("no note about shortened backtraces: %v", out.Notes)
 	}
 }
+
+// The small fields of a large payload reach an agent: the preview keeps
+// the payload's structure and shortens the large value, marked.
+func TestLargePayloadPreviewShowsSmallFields(t *testing.T) {
+	st := testStore(t)
+	q := newQueue(t, st)
+	big := `{"blob": "` + strings.Repeat("x", 20<<10) + `", "order_id": 42, "tenant": "acme"}`
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Payload: big})
+	out := callOK[ops.DeadMessage](t, newEnv(t, ops.Options{AllowPayloads: true}), "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": true})
+	var v struct {
+		Blob    string `json:"blob"`
+		OrderID int    `json:"order_id"`
+		Tenant  string `json:"tenant"`
+	}
+	if err := json.Unmarshal([]byte(out.PayloadPreview), &v); err != nil || !out.PayloadPreviewJSON || !out.PayloadTruncated {
+		t.Fatalf("preview JSON %v, truncated %v, %v: %.200s", out.PayloadPreviewJSON, out.PayloadTruncated, err, out.PayloadPreview)
+	}
+	if v.OrderID != 42 || v.Tenant != "acme" || !strings.HasSuffix(v.Blob, ops.ShortenedMark+"a string of 20480 bytes]") || !hasNote(out.Notes, "$.blob (a string of 20480 bytes)") {
+		t.Errorf("order_id %d, tenant %q, blob ends %q, notes %v", v.OrderID, v.Tenant, v.Blob[max(0, len(v.Blob)-60):], out.Notes)
+	}
+}

@@ -235,7 +235,7 @@ a call: for more, select them with retry-all and filters.
 --payload retries one message with a corrected payload; the original is kept
 in the DLQ's archive and the replacement noted in its history. A payload that
 still holds [REDACTED] (copied from dlq show) is refused: put the real values
-back.
+back. So is one holding the "…[shortened: " mark of a shortened preview.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry 42

@@ -147,6 +147,9 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	case m.PayloadShown && m.Payload != nil:
 		fmt.Fprintln(w, "payload:")
 		fmt.Fprintln(w, indentJSON(m.Payload, "  "))
+	case m.PayloadShown && m.PayloadPreviewJSON:
+		fmt.Fprintln(w, "payload (long values shortened, see the note):")
+		fmt.Fprintln(w, indentJSON(json.RawMessage(m.PayloadPreview), "  "))
 	case m.PayloadShown:
 		fmt.Fprintln(w, "payload (start):")
 		fmt.Fprintln(w, "  "+m.PayloadPreview)

@@ -1,0 +1,186 @@
+package ops
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// ShortenedMark starts every mark a shortened payload preview leaves
+// where it cut a value, followed by what the value was, such as
+// "…[shortened: a string of 20480 bytes]". A corrected payload that holds
+// it is refused: it was copied from a preview, and would replace the
+// values with their shortened starts.
+const ShortenedMark = "…[shortened: "
+
+// minPreviewString is the shortest start of a long string a shortened
+// preview keeps: shorter, a string says too little to be worth its key.
+const minPreviewString = 32
+
+// shortening is one way of shortening a payload to fit a preview: strings
+// keep their first str bytes, arrays and nested objects their first items
+// members, and containers deeper than depth are left out; each cut is
+// marked in place with ShortenedMark. places names the first cuts, n
+// counts them all.
+type shortening struct {
+	str, items, depth int
+	places            []string
+	n                 int
+}
+
+// unshortened leaves every value as it is.
+var unshortened = shortening{str: math.MaxInt, items: math.MaxInt, depth: math.MaxInt}
+
+// mark records a cut at path of what, and returns its mark.
+func (sh *shortening) mark(path, what string) string {
+	sh.n++
+	if len(sh.places) < maxMarkerPlaces {
+		sh.places = append(sh.places, path+" ("+what+")")
+	}
+	return ShortenedMark + what + "]"
+}
+
+// value returns v shortened, leaving v as it was: the same tree is
+// shortened again with other bounds.
+func (sh *shortening) value(v any, path string, depth int) any {
+	switch x := v.(type) {
+	case string:
+		what := fmt.Sprintf("a string of %d bytes", len(x))
+		if len(x)-len(ShortenedMark)-len(what)-1 > sh.str {
+			return cutBytes(x, sh.str) + sh.mark(path, what)
+		}
+	case map[string]any:
+		if depth > sh.depth {
+			return sh.mark(path, fmt.Sprintf("an object of %d keys", len(x)))
+		}
+		return sh.object(x, path, depth)
+	case []any:
+		if depth > sh.depth {
+			return sh.mark(path, fmt.Sprintf("an array of %d items", len(x)))
+		}
+		keep := len(x)
+		if len(x)-1 > sh.items {
+			keep = sh.items
+		}
+		out := make([]any, 0, keep+1)
+		for i, e := range x[:keep] {
+			out = append(out, sh.value(e, fmt.Sprintf("%s[%d]", path, i), depth+1))
+		}
+		if keep < len(x) {
+			out = append(out, sh.mark(fmt.Sprintf("%s[%d:]", path, keep), fmt.Sprintf("an array of %d items, the first %d shown", len(x), keep)))
+		}
+		return out
+	}
+	return v
+}
+
+// object shortens the members of x, in key order (the order a view shows
+// them in). The payload's own keys are never cut: only those of nested
+// objects, whose cut is marked by one more member.
+func (sh *shortening) object(x map[string]any, path string, depth int) map[string]any {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if depth > 0 && len(keys)-1 > sh.items {
+		keys = keys[:sh.items]
+	}
+	out := make(map[string]any, len(keys)+1)
+	for _, k := range keys {
+		out[k] = sh.value(x[k], path+memberPath(k), depth+1)
+	}
+	if len(keys) < len(x) {
+		key := "…"
+		for _, taken := x[key]; taken; _, taken = x[key] {
+			key += "…"
+		}
+		out[key] = sh.mark(path, fmt.Sprintf("an object of %d keys, the first %d shown", len(x), len(keys)))
+	}
+	return out
+}
+
+// shortPreview returns the redacted payload red shortened to at most max
+// bytes of JSON, each cut marked: long strings first, then long arrays and
+// nested objects, then deep containers, each no more than it must, so
+// that every key of the payload shows. ok is false when even that does
+// not fit (too many keys, or keys too long).
+func shortPreview(red json.RawMessage, max int) (preview string, sh shortening, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(red))
+	dec.UseNumber()
+	var tree any
+	if dec.Decode(&tree) != nil {
+		return "", sh, false
+	}
+	try := func(s shortening) (string, shortening, bool) {
+		out := marshalPlain(s.value(tree, "$", 0))
+		return string(out), s, len(out) <= max
+	}
+	stages := []struct {
+		lo, hi int
+		with   func(shortening, int) shortening
+	}{
+		{minPreviewString, max, func(s shortening, n int) shortening { s.str = n; return s }},
+		{1, max, func(s shortening, n int) shortening { s.items = n; return s }},
+		{0, depthOf(tree), func(s shortening, n int) shortening { s.depth = n; return s }},
+	}
+	base := unshortened
+	for _, st := range stages {
+		n, found := largest(st.lo, st.hi, func(n int) bool { _, _, fits := try(st.with(base, n)); return fits })
+		if found {
+			return try(st.with(base, n))
+		}
+		base = st.with(base, st.lo) // the next stage cuts on top of this one at its tightest
+	}
+	return "", sh, false
+}
+
+// largest returns the largest n in [lo, hi] for which fits holds, fits
+// being false above some n and true below it; found is false when it
+// holds for none.
+func largest(lo, hi int, fits func(int) bool) (n int, found bool) {
+	if hi < lo || !fits(lo) {
+		return 0, false
+	}
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo, true
+}
+
+// depthOf is how deep containers nest in v: 0 for a scalar, 1 for a
+// container of scalars (or an empty one).
+func depthOf(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, depthOf(e))
+		}
+		return d + 1
+	}
+	return 0
+}
+
+// shortenedNote says what a shortened preview cut, and where.
+func shortenedNote(size, shown int, sh shortening) string {
+	where := strings.Join(sh.places, ", ")
+	if sh.n > len(sh.places) {
+		where += fmt.Sprintf(" and %d more", sh.n-len(sh.places))
+	}
+	return fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds it as JSON of %d bytes with %d %s shortened, each marked %s…] in place: %s",
+		size, shown, sh.n, plural(sh.n, "value", "values"), ShortenedMark, where)
+}
