@@ -37,3 +37,9 @@ func DeadQueues(ctx context.Context, s *Store) ([]string, error) { return s.dead
 
 // DeadBatch is the number of messages of one page of a bulk operation.
 const DeadBatch = deadBatch
+
+// PruneGoneFailures runs the step of retention that deletes the failure
+// history of queues dropped outside pgbus, batch rows to a statement.
+func PruneGoneFailures(ctx context.Context, s *Store, batch int) (int64, error) {
+	return s.pruneGoneFailures(ctx, batch)
+}

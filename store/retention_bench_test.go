@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -102,6 +103,80 @@ func fillArchive(b *testing.B, s *store.Store, queue string, n int) {
 		}
 	}
 	if _, err := s.Pool().Exec(ctx, `ANALYZE `+a+`, pgbus.failures`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPruneGoneFailures measures the step of retention that deletes
+// the failure history of a queue dropped outside pgbus: n rows of it (three
+// attempts of each message), beside n/10 rows of a queue still there that
+// stay, in batches of 1000 as the engine prunes, on a database of its own
+// (the step reads every queue's history). The history is filled and
+// analyzed before the timer starts; snapshot=held is as in
+// BenchmarkPruneArchived. It reports rows deleted per second.
+func BenchmarkPruneGoneFailures(b *testing.B) {
+	for _, n := range []int{100_000, 300_000} {
+		for _, held := range []bool{false, true} {
+			name := fmt.Sprintf("rows=%d/snapshot=%s", n, map[bool]string{false: "none", true: "held"}[held])
+			b.Run(name, func(b *testing.B) { benchmarkPruneGoneFailures(b, n, held) })
+		}
+	}
+}
+
+func benchmarkPruneGoneFailures(b *testing.B, n int, held bool) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	kept := newQueue(b, s)
+	var elapsed time.Duration
+	pruned := 0
+	for b.Loop() {
+		b.StopTimer()
+		gone := uniqueName("gone")
+		fillFailures(b, s, gone, kept, n)
+		var snapshot pgx.Tx
+		if held {
+			snapshot = holdSnapshot(b, s)
+		}
+		b.StartTimer()
+		start := time.Now()
+		got, err := store.PruneGoneFailures(ctx, s, 1000)
+		elapsed += time.Since(start)
+		b.StopTimer()
+		if err != nil || got != int64(n) {
+			b.Fatalf("pruned %d of %d: %v", got, n, err)
+		}
+		pruned += n
+		if snapshot != nil {
+			_ = snapshot.Rollback(ctx)
+		}
+		if _, err := s.Pool().Exec(ctx, `DELETE FROM pgbus.failures`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `VACUUM pgbus.failures`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(pruned)/elapsed.Seconds(), "rows/s")
+}
+
+// fillFailures writes n rows of failure history of queue gone, three
+// attempts of each message in the order workers record them, and n/10 of
+// queue kept, and analyzes the table.
+func fillFailures(b *testing.B, s *store.Store, gone, kept string, n int) {
+	b.Helper()
+	ctx := testContext(b)
+	for _, q := range []struct {
+		name string
+		rows int
+	}{{gone, n}, {kept, n / 10}} {
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+			SELECT $1, g / 3 + 1, g % 3 + 1, 'Timeout', 'upstream timed out' FROM generate_series(0, $2::bigint - 1) AS g`,
+			q.name, q.rows); err != nil {
+			b.Fatalf("fill the failure history of %s: %v", q.name, err)
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE pgbus.failures`); err != nil {
 		b.Fatal(err)
 	}
 }
