@@ -28,14 +28,17 @@ const (
 	// MaxRetryMoved bounds RetryReport.Moved; the rest are only counted.
 	MaxRetryMoved = 100
 
-	deadBatch  = 500  // messages per page of a bulk operation
-	retryLanes = 4    // connections one retry call uses at most
-	purgeBatch = 1000 // archived rows deleted per statement by PurgeDead
+	deadBatch  = 500 // messages per page of a bulk operation
+	retryLanes = 4   // connections one retry call uses at most
 
 	// PayloadReplacedClass is the error class of the history row that records
 	// a retry with a corrected payload.
 	PayloadReplacedClass = "pgbus.payload_replaced"
 )
+
+// purgeBatch is how many archived rows PurgeDead deletes per statement; a
+// variable so that tests purge over several batches with few rows.
+var purgeBatch = 1000
 
 // DeadFilter selects dead messages. Zero fields select everything.
 type DeadFilter struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // DiscardDead moves dead messages of dlq to the DLQ's archive table, where
@@ -209,27 +210,57 @@ func (s *Store) purgeCount(ctx context.Context, dlqs []string, cutoff time.Time)
 
 // purgeArchive deletes dlq's archived messages up to cutoff in batches,
 // calling done with the count so far after each.
+//
+// Each batch picks the oldest rows left by the archive's index on
+// archived_at, from the time where the last batch ended, skipping rows
+// another transaction holds: walking the index from its start again would
+// pass over the entries of every row deleted so far, which stay until
+// vacuum and which a transaction held open elsewhere makes costly to pass.
+// Rows of that very time are picked again, so that ties across batches
+// all go. Once a batch comes back short, one more starts from the oldest
+// row again, and the purge ends only when such a batch comes back short:
+// a row skipped while another transaction held it, or discarded by a
+// transaction that committed behind the walk, still goes, as it did when
+// every batch started there.
 func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time, done func(int64)) (int64, error) {
-	a := archiveTable(dlq)
-	sql := `WITH d AS (
-		DELETE FROM ` + a + ` WHERE msg_id IN (
-			SELECT msg_id FROM ` + a + ` WHERE archived_at <= $1
-			ORDER BY archived_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING msg_id
-	), f AS (
-		DELETE FROM pgbus.failures f USING d WHERE f.queue_name = $3::text AND f.msg_id = d.msg_id
-	)
-	SELECT count(*) FROM d`
+	sql := purgeArchiveSQL(dlq)
 	var total int64
+	start := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	from := start
 	for {
 		var n int64
-		if err := s.db.QueryRow(ctx, sql, cutoff, purgeBatch, dlq).Scan(&n); err != nil {
+		fromStart := from == start
+		if err := s.db.QueryRow(ctx, sql, cutoff, purgeBatch, dlq, from).Scan(&n, &from); err != nil {
 			return total, err
 		}
 		total += n
 		done(total)
-		if n < purgeBatch {
-			return total, nil
+		if n < int64(purgeBatch) {
+			if fromStart {
+				return total, nil
+			}
+			from = start
 		}
 	}
+}
+
+// purgeArchiveSQL is one batch of purgeArchive: $1 the cutoff, $2 the
+// batch size, $3 the DLQ, $4 the archived_at the last batch ended at. It
+// returns how many rows went and where the next batch starts. It deletes
+// the rows it picked, and their failure history, by arrays of their ids,
+// which the planner looks up in the indexes: given "msg_id IN (...)" it
+// could scan the whole archive, or the queue's whole history, at every
+// batch. Not by ctid: a partitioned archive's partitions share ctids.
+func purgeArchiveSQL(dlq string) string {
+	a := archiveTable(dlq)
+	return `WITH pick AS MATERIALIZED (
+		SELECT msg_id, archived_at FROM ` + a + ` WHERE archived_at <= $1 AND archived_at >= $4
+		ORDER BY archived_at LIMIT $2 FOR UPDATE SKIP LOCKED
+	), d AS (
+		DELETE FROM ` + a + ` WHERE msg_id = ANY(ARRAY(SELECT msg_id FROM pick))
+		RETURNING msg_id
+	), f AS (
+		DELETE FROM pgbus.failures WHERE queue_name = $3::text AND msg_id = ANY(ARRAY(SELECT msg_id FROM d))
+	)
+	SELECT (SELECT count(*) FROM d), coalesce((SELECT max(archived_at) FROM pick), $4)`
 }

@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -65,5 +68,105 @@ func TestDiscardAndPurgeDead(t *testing.T) {
 	// test can have made.
 	if n, err := s.PurgeDead(ctx, "", 100*365*24*time.Hour); err != nil || n != 0 {
 		t.Fatalf("purge every DLQ of century-old messages = %d, %v", n, err)
+	}
+}
+
+// PurgeDead walks the DLQ's archive in archived_at order, oldest first,
+// from where each batch ended: rows of one time split across batches (here 7 of them in
+// batches of 3), rows written after younger ones but archived earlier, and
+// rows of every age between all go when older than the age asked, with
+// their failure history; recent rows, their history and live messages
+// stay.
+func TestPurgeDeadTakesEveryOldRowAcrossBatches(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	store.SetPurgeBatch(t, 3)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	a := `pgmq."a_` + dlq + `"`
+	exec(t, s, `INSERT INTO `+a+` (msg_id, archived_at, vt, message)
+		SELECT g, CASE WHEN g <= 7 THEN now() - interval '3 hours'
+		               WHEN g <= 15 THEN now() - interval '2 hours' + g * interval '1 second'
+		               WHEN g <= 20 THEN now()
+		               ELSE now() - interval '5 hours' END, now(), '{}'
+		FROM generate_series(1, 23) g;
+		INSERT INTO pgmq."q_`+dlq+`" (msg_id, vt, message) OVERRIDING SYSTEM VALUE VALUES (100, now(), '{}');
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+		SELECT '`+dlq+`', g, 1, 'E', 'boom' FROM unnest(ARRAY[1, 7, 12, 17, 23, 100]) g`)
+	var old []time.Time
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(archived_at ORDER BY archived_at) FROM `+a+`
+		WHERE archived_at < now() - interval '1 hour'`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	var last [2]int
+	n, err := s.PurgeDead(ctx, q, time.Hour, func(done, total int) {
+		last = [2]int{done, total}
+		if done == 0 {
+			return
+		}
+		// Oldest first: done rows gone, and none left older than the
+		// done-th oldest, which an interrupted purge would leave behind.
+		left := pgtest.Int(t, s, `SELECT count(*) FROM `+a+` WHERE archived_at < now() - interval '1 hour'`)
+		older := pgtest.Int(t, s, `SELECT count(*) FROM `+a+` WHERE archived_at < $1`, old[done-1])
+		if left != len(old)-done || older != 0 {
+			t.Errorf("after %d purged, %d old rows left and %d older than the %d-th oldest; want %d and none", done, left, older, done, len(old)-done)
+		}
+	})
+	if err != nil || n != 18 || last != [2]int{18, 18} {
+		t.Fatalf("purged %d (%v), progress ended at %v; want the 18 rows older than an hour, 18 of 18", n, err, last)
+	}
+	var left, history string
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT string_agg(msg_id::text, ' ' ORDER BY msg_id) FROM `+a+`),
+		(SELECT string_agg(msg_id::text, ' ' ORDER BY msg_id) FROM pgbus.failures WHERE queue_name = $1)`, dlq).Scan(&left, &history); err != nil {
+		t.Fatal(err)
+	}
+	if left != "16 17 18 19 20" || history != "17 100" {
+		t.Fatalf("left in the archive %q with failure history of %q; want the recent 16 to 20, and the history of 17 and of the live 100", left, history)
+	}
+	if live := pgtest.Live(t, s, dlq); live != 1 {
+		t.Fatalf("%d live DLQ messages, want the 1 untouched", live)
+	}
+	if n, err := s.PurgeDead(ctx, q, time.Hour); err != nil || n != 0 {
+		t.Fatalf("a second purge deleted %d, %v; want nothing", n, err)
+	}
+}
+
+// Rows that come behind the walk of PurgeDead still go, as they did when
+// every batch started at the oldest row: one another transaction held while
+// the walk passed it, and one discarded by a transaction that committed
+// after the walk had passed its time.
+func TestPurgeDeadTakesRowsBehindTheWalk(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	store.SetPurgeBatch(t, 3)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	a := `pgmq."a_` + dlq + `"`
+	exec(t, s, `INSERT INTO `+a+` (msg_id, archived_at, vt, message)
+		SELECT g, now() - interval '2 hours' + g * interval '1 second', now(), '{}' FROM generate_series(1, 10) g`)
+	var held pgx.Tx
+	progress := func(done, _ int) {
+		switch done {
+		case 0: // before the first batch: another transaction holds row 2
+			var err error
+			if held, err = s.Pool().Begin(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := held.Exec(ctx, `SELECT 1 FROM `+a+` WHERE msg_id = 2 FOR UPDATE`); err != nil {
+				t.Error(err)
+			}
+		case 3: // the walk is past row 2 and row 11's time
+			exec(t, s, `INSERT INTO `+a+` (msg_id, archived_at, vt, message) VALUES (11, now() - interval '3 hours', now(), '{}')`)
+			if err := held.Rollback(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if n, err := s.PurgeDead(ctx, q, time.Hour, progress); err != nil || n != 11 {
+		t.Fatalf("purged %d (%v), want the 11 old rows", n, err)
+	}
+	if left := pgtest.Archived(t, s, dlq); left != 0 {
+		t.Fatalf("%d rows left in the archive, want none", left)
 	}
 }

@@ -43,3 +43,11 @@ const DeadBatch = deadBatch
 func PruneGoneFailures(ctx context.Context, s *Store, batch int) (int64, error) {
 	return s.pruneGoneFailures(ctx, batch)
 }
+
+// SetPurgeBatch makes PurgeDead delete n archived rows per statement until
+// the test ends, so that a test purges over several batches with few rows.
+func SetPurgeBatch(tb testing.TB, n int) {
+	old := purgeBatch
+	purgeBatch = n
+	tb.Cleanup(func() { purgeBatch = old })
+}
