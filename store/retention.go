@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -293,21 +294,60 @@ func (s *Store) pruneGoneFailures(ctx context.Context, batch int) (int64, error)
 	}
 	var total int64
 	for _, name := range gone {
-		for {
-			tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.failures WHERE id = ANY(ARRAY(
-					SELECT id FROM pgbus.failures WHERE queue_name = $1 LIMIT $2))
-				AND NOT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name, batch)
-			if err != nil {
-				return total, fmt.Errorf("store: retention: prune the failure history of dropped queue %q: %w", name, err)
-			}
-			total += tag.RowsAffected()
-			if tag.RowsAffected() < int64(batch) {
-				break
-			}
+		n, err := s.pruneFailuresOf(ctx, name, batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("store: retention: prune the failure history of dropped queue %q: %w", name, err)
 		}
 	}
 	return total, nil
 }
+
+// pruneFailuresOf deletes the failure history of dropped queue name, batch
+// rows to a statement, and returns how many rows went. It stops at the
+// first batch that deletes fewer rows than batch: none left, or the queue
+// made again meanwhile.
+//
+// Each batch picks its rows along the history's index on (queue_name,
+// msg_id, attempt) from the message and attempt where the last batch
+// ended: walking the queue's entries from their start again would pass
+// over the entries of every row deleted so far, which stay until vacuum
+// and which a transaction held open elsewhere makes costly to pass. Rows
+// of that very message and attempt are picked again, so that ties across
+// batches all go. It deletes them by their ctid (a TID scan, not a second
+// lookup by id), checking their queue again: a row moved to another queue
+// meanwhile is a new row version, which stays.
+func (s *Store) pruneFailuresOf(ctx context.Context, name string, batch int) (int64, error) {
+	var total int64
+	msgID, attempt := int64(math.MinInt64), int32(math.MinInt32)
+	for {
+		var n int64
+		if err := s.db.QueryRow(ctx, pruneFailuresSQL, name, batch, msgID, attempt).
+			Scan(&n, &msgID, &attempt); err != nil {
+			return total, err
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneFailuresSQL is one batch of pruneFailuresOf: $1 the queue, $2 the
+// batch size, $3 and $4 the msg_id and attempt the last batch ended at. It
+// returns how many rows went and where the next batch starts.
+const pruneFailuresSQL = `WITH pick AS MATERIALIZED (
+		SELECT ctid, msg_id, attempt FROM pgbus.failures
+		WHERE queue_name = $1 AND (msg_id, attempt) >= ($3::bigint, $4::int)
+		ORDER BY msg_id, attempt LIMIT $2
+	), d AS (
+		DELETE FROM pgbus.failures WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick)) AND queue_name = $1
+			AND NOT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)
+		RETURNING 1
+	), last AS (
+		SELECT msg_id, attempt FROM pick ORDER BY msg_id DESC, attempt DESC LIMIT 1
+	)
+	SELECT (SELECT count(*) FROM d), coalesce((SELECT msg_id FROM last), $3), coalesce((SELECT attempt FROM last), $4)`
 
 // retentionOf is how long a physical queue's archive is kept: the dead
 // retention for a DLQ, the archive retention otherwise, from the settings of

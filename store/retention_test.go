@@ -434,3 +434,30 @@ func TestPruneArchivedOfAPartitionedArchive(t *testing.T) {
 		t.Fatalf("%d recent rows left, want all 5", left)
 	}
 }
+
+// The failure history of a dropped queue goes in batches walked in
+// (msg_id, attempt) order from where the last one ended: rows of one
+// message and attempt split across batches (here four of them in batches
+// of 3), rows written out of that order, and negative ids all go, and the
+// history of a queue still there, under the same ids, stays.
+func TestPruneGoneFailuresTakesEveryRowAcrossBatches(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: the step reads every queue
+	ctx := testContext(t)
+	kept := newQueue(t, s)
+	exec(t, s, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+		SELECT q, m, a, 'E', 'boom' FROM unnest(ARRAY['gone', '`+kept+`']) q,
+			unnest(ARRAY[9, 2, 5, 5, 5, 5, 5, 1, -3, 7, 7, 2], ARRAY[1, 1, 1, 1, 1, 1, 2, 3, 1, 2, 1, 2]) AS r(m, a)`)
+	n, err := store.PruneGoneFailures(ctx, s, 3)
+	if err != nil || n != 12 {
+		t.Fatalf("pruned %d (%v), want the 12 rows of the dropped queue", n, err)
+	}
+	if left := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'gone'`); left != 0 {
+		t.Fatalf("%d rows of the dropped queue left, want none", left)
+	}
+	if left := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.failures WHERE queue_name = $1`, kept); left != 12 {
+		t.Fatalf("%d rows of the queue still there left, want all 12", left)
+	}
+	if n, err := store.PruneGoneFailures(ctx, s, 3); err != nil || n != 0 {
+		t.Fatalf("a second prune deleted %d, %v; want nothing", n, err)
+	}
+}
