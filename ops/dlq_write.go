@@ -362,7 +362,13 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	}
 	switch {
 	case r.LimitReached && r.Retried > 0:
-		next = append(next, againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit))
+		h := againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit)
+		if r.Failed > 0 {
+			// They stay among the oldest the filters select, so the next
+			// call spends part of its limit on them again.
+			h.Why += fmt.Sprintf(", but first the %d that could not be moved, which are tried again: retry them as the hints above say, or discard them, so that each call moves a whole limit", r.Failed)
+		}
+		next = append(next, h)
 	case r.LimitReached:
 		// The selection is oldest first, and messages that cannot move
 		// stay where they are: the same call would select them again.

@@ -102,3 +102,40 @@ func TestDryRunWithSomeDeadlinesPassed(t *testing.T) {
 		}
 	}
 }
+
+// A retry by filter that reached its limit with some messages left for an
+// error says, in its call-again hint, that the same call tries those first
+// again: they are the oldest it selects.
+func TestLimitedRetryHintSaysFailedComeFirst(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Send(t, c, q, map[string]int{"order": 1}, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	pgtest.Start(t, c)
+	dlq := store.DLQName(q)
+	pgtest.Eventually(t, time.Minute, "the message dead-lettered past its deadline", func() bool { return pgtest.Live(t, s, dlq) == 1 })
+	pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{})
+
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed != 1 || r.Retried != 1 || !r.LimitReached {
+		t.Fatalf("retry limit 2 over a deadline-passed message and 3 others: failed %d, retried %d, limit reached %v; want 1, 1, true", r.Failed, r.Retried, r.LimitReached)
+	}
+	var again *ops.Hint
+	for i, h := range r.Next {
+		if h.Op == ops.OpDLQRetry && h.Args["limit"] != nil {
+			again = &r.Next[i]
+		}
+	}
+	if again == nil {
+		t.Fatalf("no call-again hint in %+v", r.Next)
+	}
+	if !strings.Contains(again.Why, "first the 1 that could not be moved") {
+		t.Errorf("call-again hint %q does not say the failed message is tried first again", again.Why)
+	}
+}
