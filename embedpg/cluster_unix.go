@@ -112,7 +112,10 @@ func (c *Cluster) DataDir() string { return c.dataDir }
 // Stop ends this Cluster's use of the server and shuts the server down when no
 // other Cluster, in this or another process, still uses it: a fast shutdown
 // (clients are disconnected), escalated to an immediate shutdown after 30s or
-// when ctx ends. Calling Stop again does nothing.
+// when ctx ends. A restart of the server under way, as when its Unix socket
+// was deleted, is waited for first (up to about 40s plus StartTimeout), so
+// that the shutdown is a fast and clean one still. Calling Stop again does
+// nothing.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

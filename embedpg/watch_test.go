@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +85,9 @@ type logRecorder struct {
 	mu      sync.Mutex
 	records []slog.Record
 	text    slog.Handler
+	// onRecord, when set, is called with each record once kept, in the
+	// goroutine that logs it, which it may hold up.
+	onRecord func(slog.Record)
 }
 
 func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
@@ -91,7 +96,11 @@ func (r *logRecorder) Handle(ctx context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	r.records = append(r.records, rec.Clone())
 	r.mu.Unlock()
-	return r.text.Handle(ctx, rec)
+	err := r.text.Handle(ctx, rec)
+	if r.onRecord != nil {
+		r.onRecord(rec)
+	}
+	return err
 }
 
 // WithAttrs drops the attributes: the tests look at messages and the
@@ -124,7 +133,18 @@ func attr(rec slog.Record, key string) string {
 // startLogged starts a Cluster on dir whose log the returned recorder keeps.
 func startLogged(t *testing.T, dir string) (*Cluster, *logRecorder) {
 	t.Helper()
-	rec := &logRecorder{text: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})}
+	rec := newLogRecorder(t)
+	return startRecorded(t, dir, rec), rec
+}
+
+// newLogRecorder returns a recorder writing to the test's output.
+func newLogRecorder(t *testing.T) *logRecorder {
+	return &logRecorder{text: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})}
+}
+
+// startRecorded starts a Cluster on dir whose log rec keeps.
+func startRecorded(t *testing.T, dir string, rec *logRecorder) *Cluster {
+	t.Helper()
 	o := opts(t, dir)
 	o.Logger = slog.New(rec)
 	c, err := Start(context.Background(), o)
@@ -132,7 +152,7 @@ func startLogged(t *testing.T, dir string) (*Cluster, *logRecorder) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c, rec
+	return c
 }
 
 // A data directory deleted under a running pgbus (moved away here) stays
@@ -262,4 +282,73 @@ func TestStoppedServerComesBackSayingWhy(t *testing.T) {
 	}
 	stop(t, c)
 	assertStopped(t, dir, newPID)
+}
+
+// Stopping pgbus while the watch restarts a server whose socket was
+// deleted waits for the restart, and then stops the server with a fast
+// shutdown, as any Stop does: cut short, the restart escalated to an
+// immediate shutdown, and the next start recovered from a crash.
+func TestStopDuringSocketRestartIsClean(t *testing.T) {
+	shortWatch(t, maxReviveWait)
+	dir := tempDataDir(t, "ep-")
+	var started atomic.Pointer[Cluster] // read by the watch, set once Start returned
+	stopped := make(chan error, 1)
+	rec := newLogRecorder(t)
+	rec.onRecord = func(r slog.Record) {
+		if !strings.Contains(r.Message, "socket of embedded PostgreSQL was deleted") {
+			return
+		}
+		// The restart begins once this returns: Stop is under way by then.
+		c := started.Load()
+		go func() { stopped <- c.Stop(context.Background()) }()
+		for c.mu.TryLock() {
+			c.mu.Unlock()
+			runtime.Gosched()
+		}
+	}
+	c := startRecorded(t, dir, rec)
+	started.Store(c)
+	exec1(t, connect(t, c), "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
+	log := filepath.Join(dir, logFile)
+	if err := os.Remove(filepath.Join(c.sockDir, socketName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop during the restart: %v", err)
+	}
+	text := serverLogOnceGone(t, c, log)
+	if strings.Contains(text, "immediate shutdown request") {
+		t.Errorf("the server was shut down immediately, which needs crash recovery; its log:\n%s", text)
+	}
+	last := strings.LastIndex(text, "shutdown request")
+	if last < 0 || !strings.Contains(text[last:], "database system is shut down") ||
+		!strings.HasSuffix(text[:last], "fast ") {
+		t.Errorf("the log does not end with a fast shutdown done; its log:\n%s", text)
+	}
+
+	before := len(text)
+	c = start(t, dir)
+	if got := queryString(t, c, "SELECT v FROM t"); got != "kept" {
+		t.Errorf("row after the restart and stop = %q, want kept", got)
+	}
+	stop(t, c)
+	next := serverLogOnceGone(t, c, log)[before:]
+	if strings.Contains(next, "not properly shut down") || strings.Contains(next, "was interrupted") {
+		t.Errorf("the next start recovered from a crash; its log:\n%s", next)
+	}
+	if !strings.Contains(next, "database system was shut down at") {
+		t.Errorf("the next start does not say the server was shut down cleanly; its log:\n%s", next)
+	}
+}
+
+// serverLogOnceGone returns the server log at p once no process of c's
+// server remains: its logging collector, the last to end, wrote it all.
+func serverLogOnceGone(t *testing.T, c *Cluster, p string) string {
+	t.Helper()
+	waitFor(t, "the processes of the server to end", func() bool { return len(processesUsing(c.pgData)) == 0 })
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

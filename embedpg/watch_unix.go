@@ -141,7 +141,9 @@ func (w *watcher) checkSocket(ctx context.Context) {
 		return
 	}
 	w.sockGone = 0
-	if err := w.c.remakeSocket(ctx); err != nil && ctx.Err() == nil {
+	// Cut short only while it waits for pgbus.lock (Stop), before it
+	// touched the server: any other failure is the restart's own.
+	if err := w.c.remakeSocket(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		w.c.logger.Error("the Unix socket of embedded PostgreSQL was deleted and restarting the server to make it again failed",
 			"socket", filepath.Join(w.c.sockDir, socketName), "err", err)
 	}
@@ -162,7 +164,12 @@ func (c *Cluster) socketGone() int {
 
 // remakeSocket restarts a server whose socket is gone, which closes the
 // connections open to it: without a socket the processes using the server
-// can make no new ones, and would fail once theirs break.
+// can make no new ones, and would fail once theirs break. Once begun, the
+// restart runs to its end even when the watch is stopped meanwhile (Stop
+// waits for it): cut short, the fast shutdown would escalate to an
+// immediate one, or the new server be aborted while it starts, and the
+// next start would recover from a crash. Stop then shuts down a server
+// that is ready, cleanly.
 func (c *Cluster) remakeSocket(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -178,6 +185,8 @@ func (c *Cluster) remakeSocket(ctx context.Context) error {
 	sock := filepath.Join(c.sockDir, socketName)
 	c.logger.Warn("the Unix socket of embedded PostgreSQL was deleted (as by a cleaner of temporary files), so nothing could connect to it; "+
 		"restarting the server, which makes it again, and closes the connections open to it", "socket", sock, "pid", pid)
+	// Bounded all the same: by stopTimeout and quitTimeout, then c.timeout.
+	ctx = context.WithoutCancel(ctx)
 	if err := c.stopServer(ctx); err != nil {
 		return err
 	}
