@@ -24,7 +24,8 @@
 // The server writes its log through its logging collector to postgres.log
 // in the data directory. Every Cluster, until Stop, keeps it under about
 // 10 MB: past that, it is moved to postgres.log.1 and the collector opens a
-// new one.
+// new one. postgres.log.1 keeps the newest 10 MB of what was moved there,
+// so the two files hold at most about 20 MB.
 //
 // As root, PostgreSQL refuses to run, so initdb and postgres run as the
 // unprivileged user "postgres" (or "pgbus", created when missing) and the data

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // lowerLogLimits makes the log rotate past limit bytes, looked at often.
@@ -270,4 +272,66 @@ func TestLogOfServerWithoutCollectorBounded(t *testing.T) {
 		t.Errorf("%s.1 holds %d bytes (%v), want its newest filler lines, at most %d", log, len(b), err, limit)
 	}
 	stop(t, c)
+}
+
+// postgres.log.1 keeps only the newest lines of a log that grew far past
+// the limit, as one does while no pgbus looks at the server: moved there
+// by a running pgbus or at start-up, it held the whole log, without bound.
+func TestOldLogKeepsNewestLines(t *testing.T) {
+	const limit = 16 << 10
+	lowerLogLimits(t, limit)
+	dir := tempDataDir(t, "ep-")
+	c := start(t, dir)
+	c.stopWatch() // the test rotates, as a look of the watch would
+	log, old := filepath.Join(dir, logFile), filepath.Join(dir, logFile+".1")
+	conn := connect(t, c)
+	last := fillLog(t, conn, log, "running", 4*limit/30)
+	if err := c.rotateLog(context.Background()); err != nil {
+		t.Fatalf("rotateLog: %v", err)
+	}
+	waitFor(t, "the logging collector to open a new log", func() bool {
+		_, err := os.Stat(log)
+		return err == nil
+	})
+	if err := c.rotateLog(context.Background()); err != nil { // the next look
+		t.Fatalf("rotateLog: %v", err)
+	}
+	assertNewestLines(t, old, last, limit)
+
+	last = fillLog(t, conn, log, "before the stop", 4*limit/30)
+	stop(t, c)
+	waitFor(t, "the server's logging collector to end", func() bool { return len(processesUsing(c.pgData)) == 0 })
+	watchInterval = time.Hour // the start alone bounds it
+	stop(t, start(t, dir))    // moves the log past the limit
+	assertNewestLines(t, old, last, limit)
+}
+
+// fillLog has the server log n numbered lines tagged tag, waits for the
+// last to reach the log at p, and returns it.
+func fillLog(t *testing.T, conn *pgx.Conn, p, tag string, n int) string {
+	t.Helper()
+	exec1(t, conn, fmt.Sprintf("DO $$BEGIN FOR i IN 1..%d LOOP RAISE LOG '%s %%', i; END LOOP; END$$", n, tag))
+	last := fmt.Sprintf("LOG:  %s %d\n", tag, n)
+	waitFor(t, "the last line to reach the log", func() bool {
+		b, err := os.ReadFile(p)
+		return err == nil && bytes.Contains(b, []byte(last))
+	})
+	return last
+}
+
+// assertNewestLines checks that the log at p holds whole lines, at most
+// limit bytes of them, the line last among them.
+func assertNewestLines(t *testing.T, p, last string, limit int) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > limit || !bytes.Contains(b, []byte(last)) {
+		t.Errorf("%s holds %d bytes (line %q among them: %v), want at most %d with that line",
+			p, len(b), last, bytes.Contains(b, []byte(last)), limit)
+	}
+	if !bytes.HasPrefix(b, []byte("20")) || !bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("%s holds part of a line: %.80q ... %q", p, b, b[max(len(b)-80, 0):])
+	}
 }

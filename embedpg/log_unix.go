@@ -14,8 +14,10 @@ import (
 )
 
 // maxLogSize bounds postgres.log: past it, the log is moved to
-// postgres.log.1, at start-up and while the server runs. A variable so
-// tests can lower it.
+// postgres.log.1, at start-up and while the server runs; and postgres.log.1,
+// which keeps the newest maxLogSize bytes of a log moved there longer, as
+// one that grew while no pgbus looked at it. A variable so tests can lower
+// it.
 var maxLogSize int64 = 10 << 20
 
 // openLog opens postgres.log for a server about to start, moving a log past
@@ -26,8 +28,12 @@ var maxLogSize int64 = 10 << 20
 // old offset, which would leave a hole.
 func (c *Cluster) openLog() (*os.File, error) {
 	p := c.path(logFile)
-	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize {
-		_ = os.Rename(p, p+".1")
+	if st, err := os.Stat(p); err == nil && st.Size() > maxLogSize && os.Rename(p, p+".1") == nil {
+		// No server writes the moved log: it starts after its last
+		// process ended (clearStale).
+		if err := c.cutOld(p); err != nil {
+			c.logger.Warn("bounding the old embedded PostgreSQL log", "err", err)
+		}
 	}
 	// Not following a link: as root, we would open for the server any file
 	// a link planted by its user (who owns the directory) names.
@@ -53,10 +59,16 @@ func (c *Cluster) openLog() (*os.File, error) {
 // writes the file itself, so its log is rotated as copyTruncate says. The
 // rotation happens under pgbus.lock, skipped while another process holds
 // it (it is starting or stopping the server, or rotating the log itself).
+// A log moved to postgres.log.1 longer than maxLogSize is cut to its
+// newest lines at the next look (trimOld).
 func (c *Cluster) rotateLog(ctx context.Context) error {
 	p := c.path(logFile)
-	// A server not ready takes no connection to ask for a new log.
-	if _, status, _ := readPIDFile(c.pgData); status != "ready" || !pastLimit(p) {
+	// A server not ready takes no connection to ask for a new log; it
+	// logs little meanwhile (its progress every 10 seconds, the refused
+	// connections of clients, which back off).
+	_, status, _ := readPIDFile(c.pgData)
+	rotate := status == "ready" && pastLimit(p)
+	if !rotate && !pastLimit(p+".1") {
 		return nil
 	}
 	fd, err := openLock(c.path(lockFile), c.owner)
@@ -67,11 +79,51 @@ func (c *Cluster) rotateLog(ctx context.Context) error {
 	if ok, err := fd.try(syscall.LOCK_EX); !ok {
 		return err
 	}
+	// Before rotating: the log moved at the last rotation, not this one,
+	// which the collector may still be writing the last lines to. A
+	// failure to cut it does not keep postgres.log from being bounded.
+	terr := c.trimOld(p)
+	if !rotate {
+		return terr
+	}
 	collected, err := c.rotateCollected(ctx, p)
-	if err != nil || collected {
+	if err == nil && !collected {
+		err = c.copyTruncate(p)
+	}
+	return errors.Join(terr, err)
+}
+
+// trimOld cuts p.1 to its newest lines (cutOld) once the logging
+// collector writes p again: it opens p anew when asked to rotate, and then
+// writes no more to p.1. A log that grew while no pgbus looked at it is
+// moved there whole. The caller holds pgbus.lock.
+func (c *Cluster) trimOld(p string) error {
+	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || !pastLimit(p+".1") {
+		return nil
+	}
+	return c.cutOld(p)
+}
+
+// cutOld cuts p.1 to its newest maxLogSize bytes, from a line start. No
+// server may write to it any more.
+func (c *Cluster) cutOld(p string) error {
+	f, err := os.OpenFile(p+".1", os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil // gone or a link: no old log to bound
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() <= maxLogSize {
 		return err
 	}
-	return c.copyTruncate(p)
+	tail, err := newestLines(f, st.Size(), maxLogSize)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p+".1", err)
+	}
+	if err := c.keepOld(p, tail); err != nil {
+		return fmt.Errorf("cutting %s to its newest lines: %w", p+".1", err)
+	}
+	return nil
 }
 
 // pastLimit reports whether the log at p is a regular file past
