@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -54,16 +55,42 @@ func runBinary(t *testing.T, bin string, env []string, stdin string, args ...str
 }
 
 // db is a fresh database for one test, and the environment that points
-// pgbus at it.
+// pgbus at it. conns, when set, holds the connections of the test's own
+// queries (query, count, snapshot): a new connection costs PostgreSQL
+// a fresh backend, which warms its catalog caches again, for each of a
+// test's many checks. A db made by hand (another role's, the embedded
+// server's) connects anew for each query.
 type db struct {
-	url string
-	env []string
+	url   string
+	env   []string
+	conns *pgxpool.Pool
 }
 
 func newDB(t *testing.T) db {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	return db{url: url, env: []string{"DATABASE_URL=" + url}}
+	return db{url: url, env: []string{"DATABASE_URL=" + url}, conns: queryPool(t, url)}
+}
+
+// queryPool is the pool of a test's own queries on url, closed before the
+// database is dropped. It connects on first use and keeps no statement
+// prepared between queries (a test may drop and create tables under the
+// same names); the queries set no session state, so a connection used
+// before answers them as a new one would.
+func queryPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("parse the test database URL: %v", err)
+	}
+	cfg.MaxConns = 2
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open the test's connections: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // ok runs pgbus and fails the test unless it exits 0.
@@ -136,12 +163,18 @@ func (d db) failsIn(t *testing.T, code int, stdin string, args ...string) string
 func (d db) query(t *testing.T, sql string, dest ...any) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, d.url)
-	if err != nil {
-		t.Fatal(err)
+	var row pgx.Row
+	if d.conns != nil {
+		row = d.conns.QueryRow(ctx, sql)
+	} else {
+		conn, err := pgx.Connect(ctx, d.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		row = conn.QueryRow(ctx, sql)
 	}
-	defer conn.Close(ctx)
-	if err := conn.QueryRow(ctx, sql).Scan(dest...); err != nil {
+	if err := row.Scan(dest...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
