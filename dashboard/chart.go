@@ -22,11 +22,12 @@ const (
 	plotBottom  = chartHeight - 22 // room for the times of the x axis
 )
 
-// maxCharts bounds the charts one overview draws. Each is some 15 KB of
-// SVG: a page of every one of hundreds of busy queues would weigh
-// megabytes, which ?refresh= would fetch again every few seconds. The
-// busiest queues of the window are drawn, and each other one is named
-// with a link to the overview with its chart drawn too (?chart=).
+// maxCharts bounds the charts one overview draws. Each is up to some
+// 7 KB of SVG (a queue busy every minute): a page of every one of
+// hundreds of busy queues would weigh megabytes, which ?refresh= would
+// fetch again every few seconds. The busiest queues of the window are
+// drawn, and each other one is named with a link to the overview with
+// its chart drawn too (?chart=).
 const maxCharts = 20
 
 // maxChartNames bounds the queues the overview names below its charts:
@@ -80,6 +81,13 @@ func (d throughputData) QuietTotal() int { return len(d.Quiet) + d.QuietOmitted 
 // chart is one queue's throughput as the template draws it: every
 // coordinate computed here, every word escaped by the template. Empty is
 // a queue that ran no job in the window, charted because it was asked for.
+//
+// A page charts 20 queues of 60 or 96 buckets each, so the bars are drawn
+// in the plot's own units (Plot maps them: one bucket across, one job up,
+// from the bottom left corner), each outcome's parts of every bar in one
+// path, and a bucket without jobs not at all: the x axis shows its time.
+// Each bucket with jobs has a slot as tall as the plot, drawn over the
+// bars, whose hover text lists its outcomes.
 type chart struct {
 	Queue string
 	Empty bool
@@ -88,32 +96,30 @@ type chart struct {
 	Unit   string // what the y axis counts, such as "per minute"
 	Width  int
 	Height int
+	// Plot is the transform from the plot's units to the chart's.
+	Plot string
+	// Max is the count at the top of the y axis: the height of a slot.
+	Max    int64
 	Bars   []bar
+	Paths  []outcomePath
+	Grid   string // the path of the grid's lines, one at each y label
 	YTicks []tick
 	XTicks []tick
 	// The plot's edges, for the axes.
 	Left, Right, Top, Bottom float64
 }
 
-// PlotHeight is the height of the plot, where the bars stand.
-func (c chart) PlotHeight() float64 { return c.Bottom - c.Top }
-
-// bar is one bucket: a slot as wide as the bucket, for its hover title, and
-// its outcomes stacked bottom up.
+// bar is a bucket with jobs: its place from the left, in buckets, and
+// its hover text.
 type bar struct {
-	X, W     float64
-	Start    time.Time
-	Total    int64
-	Title    string
-	Segments []segment
+	Index int
+	Title string
 }
 
-// segment is one outcome's part of a bar; Class names its colour in the
-// stylesheet.
-type segment struct {
-	Class   string
-	X, Y, W float64
-	H       float64
+// outcomePath is one outcome's parts of every bar, as the d of an SVG
+// path in the plot's units; Class names its colour in the stylesheet.
+type outcomePath struct {
+	Class, D string
 }
 
 // tick is a label on an axis at X or Y.
@@ -189,40 +195,95 @@ func drawChart(res ops.ThroughputResult, q ops.QueueThroughput, span string) cha
 		q.Queue, num(t.Succeeded), num(t.Retried), num(t.DeadLettered), num(t.Discarded), span,
 		perMinute(q.PeakPerMinute), q.Peak.Start.UTC().Format("15:04"))
 
-	top := niceCeil(q.Peak.Total())
-	scale := (plotBottom - plotTop) / float64(top)
+	c.Max = niceCeil(q.Peak.Total())
+	scale := (plotBottom - plotTop) / float64(c.Max)
 	slot := float64(plotRight-plotLeft) / float64(len(q.Buckets))
-	gap := math.Min(1, slot/5)
+	c.Plot = fmt.Sprintf("translate(%d %d) scale(%s %s)", plotLeft, plotBottom,
+		strconv.FormatFloat(slot, 'g', 6, 64), strconv.FormatFloat(-scale, 'g', 6, 64))
+	c.Bars, c.Paths = drawBars(q.Buckets, minutes)
 	for i, b := range q.Buckets {
-		x := plotLeft + float64(i)*slot
-		br := bar{X: round2(x), W: round2(slot), Start: b.Start, Total: b.Total(),
-			Title: fmt.Sprintf("%s–%s UTC: %s completed, %s retried, %s dead, %s discarded",
-				b.Start.UTC().Format("15:04"), b.Start.Add(time.Duration(minutes)*time.Minute).UTC().Format("15:04"),
-				num(b.Succeeded), num(b.Retried), num(b.DeadLettered), num(b.Discarded))}
-		y := float64(plotBottom)
-		for _, part := range []struct {
-			class string
-			n     int64
-		}{{"ok", b.Succeeded}, {"retried", b.Retried}, {"dead", b.DeadLettered}, {"discarded", b.Discarded}} {
-			if part.n == 0 {
-				continue
-			}
-			h := float64(part.n) * scale
-			y -= h
-			br.Segments = append(br.Segments, segment{Class: part.class, X: round2(x + gap/2), W: round2(slot - gap), Y: round2(y), H: round2(h)})
-		}
-		c.Bars = append(c.Bars, br)
 		if label, ok := xLabel(b.Start, minutes); ok {
-			c.XTicks = append(c.XTicks, tick{X: round2(x), Y: plotBottom + 15, Label: label})
+			c.XTicks = append(c.XTicks, tick{X: round2(plotLeft + float64(i)*slot), Y: plotBottom + 15, Label: label})
 		}
 	}
-	for _, v := range []int64{0, top / 2, top} {
+	var grid strings.Builder
+	for _, v := range []int64{0, c.Max / 2, c.Max} {
 		if v == 0 && len(c.YTicks) > 0 {
 			continue // the middle of an axis up to 1
 		}
-		c.YTicks = append(c.YTicks, tick{X: plotLeft - 6, Y: round2(plotBottom - float64(v)*scale), Label: num(v)})
+		y := round2(plotBottom - float64(v)*scale)
+		// The label's baseline is below its line, so that the line
+		// meets the middle of its digits.
+		c.YTicks = append(c.YTicks, tick{X: plotLeft - 6, Y: y + 4, Label: num(v)})
+		fmt.Fprintf(&grid, "M%d %sH%d", plotLeft, coord(y), plotRight)
 	}
+	c.Grid = grid.String()
 	return c
+}
+
+// barGap is the space between two bars, in buckets.
+const barGap = 0.1
+
+// drawBars lays out the buckets with jobs: their hover texts, and each
+// outcome's parts of them, stacked bottom up in the order of the legend,
+// as one path an outcome.
+func drawBars(buckets []ops.ThroughputBucket, minutes int) ([]bar, []outcomePath) {
+	classes := []string{"ok", "retried", "dead", "discarded"}
+	paths := make([]strings.Builder, len(classes))
+	var bars []bar
+	for i, b := range buckets {
+		if b.Total() == 0 {
+			continue
+		}
+		bars = append(bars, bar{Index: i, Title: barTitle(b, minutes)})
+		var y int64
+		for k, n := range []int64{b.Succeeded, b.Retried, b.DeadLettered, b.Discarded} {
+			if n == 0 {
+				continue
+			}
+			fmt.Fprintf(&paths[k], "M%s %dh%sv%dh-%sz", coord(float64(i)+barGap/2), y, coord(1-barGap), n, coord(1-barGap))
+			y += n
+		}
+	}
+	var out []outcomePath
+	for k, p := range paths {
+		if p.Len() > 0 {
+			out = append(out, outcomePath{Class: classes[k], D: p.String()})
+		}
+	}
+	return bars, out
+}
+
+// barTitle is the hover text of a bucket with jobs: its time and the
+// outcomes it has, such as "14:05 UTC: 12 completed, 1 retried".
+func barTitle(b ops.ThroughputBucket, minutes int) string {
+	when := b.Start.UTC().Format("15:04")
+	if minutes > 1 {
+		when += "–" + b.Start.Add(time.Duration(minutes)*time.Minute).UTC().Format("15:04")
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int64
+		word string
+	}{{b.Succeeded, "completed"}, {b.Retried, "retried"}, {b.DeadLettered, "dead"}, {b.Discarded, "discarded"}} {
+		if p.n > 0 {
+			parts = append(parts, num(p.n)+" "+p.word)
+		}
+	}
+	return when + " UTC: " + strings.Join(parts, ", ")
+}
+
+// coord writes a coordinate as short as it reads: 4 digits after the
+// point at most, none when whole, and no 0 before the point (".9").
+func coord(f float64) string {
+	s := strconv.FormatFloat(math.Round(f*1e4)/1e4, 'f', -1, 64)
+	if rest, ok := strings.CutPrefix(s, "0."); ok {
+		return "." + rest
+	}
+	if rest, ok := strings.CutPrefix(s, "-0."); ok {
+		return "-." + rest
+	}
+	return s
 }
 
 // xLabel is the label of the x axis at a bucket's start, if it has one:

@@ -15,8 +15,9 @@ import (
 )
 
 var (
-	barRE  = regexp.MustCompile(`<g class="bar" data-start="([^"]+)" data-total="(\d+)">`)
-	descRE = regexp.MustCompile(`<desc id="tp-\d+-d">([^<]*)</desc>`)
+	barRE   = regexp.MustCompile(`<rect x="(\d+)" width="1" height="\d+"><title>([^<]*)</title></rect>`)
+	countRE = regexp.MustCompile(`([\d,]+) (?:completed|retried|dead|discarded)`)
+	descRE  = regexp.MustCompile(`<desc id="tp-\d+-d">([^<]*)</desc>`)
 )
 
 // figure returns the throughput figure of queue on page.
@@ -33,8 +34,8 @@ func figure(t *testing.T, page, queue string) string {
 	return page[start : start+end]
 }
 
-// chartFacts are the bars of a figure's chart, its largest bar's start and
-// its description.
+// chartFacts are the bars of a figure's chart (the buckets with jobs),
+// the hover text of its largest one and its description.
 func chartFacts(t *testing.T, fig string) (bars int, largest, desc string) {
 	t.Helper()
 	if !strings.Contains(fig, `<svg class="tp"`) || !strings.Contains(fig, `role="img"`) {
@@ -43,12 +44,19 @@ func chartFacts(t *testing.T, fig string) (bars int, largest, desc string) {
 	var most int64 = -1
 	for _, m := range barRE.FindAllStringSubmatch(fig, -1) {
 		bars++
-		n, err := strconv.ParseInt(m[2], 10, 64)
-		if err != nil {
-			t.Fatal(err)
+		var n int64
+		for _, c := range countRE.FindAllStringSubmatch(m[2], -1) {
+			v, err := strconv.ParseInt(strings.ReplaceAll(c[1], ",", ""), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += v
+		}
+		if n == 0 {
+			t.Fatalf("a bar of no jobs is drawn: %q", m[2])
 		}
 		if n > most {
-			most, largest = n, m[1]
+			most, largest = n, html.UnescapeString(m[2])
 		}
 	}
 	d := descRE.FindStringSubmatch(fig)
@@ -59,8 +67,10 @@ func chartFacts(t *testing.T, fig string) (bars int, largest, desc string) {
 }
 
 // The overview draws each queue's outcomes per minute over the last hour,
-// or per quarter hour over the last day, from the workers' counters; the
-// queues without any are named in one line, without a figure each.
+// or per quarter hour over the last day, from the workers' counters: a bar
+// for each bucket with jobs, whose hover text counts them, and none for
+// the others; the queues without any are named in one line, without a
+// figure each.
 func TestOverviewThroughputCharts(t *testing.T) {
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	busy, quiet := pgtest.NewQueue(t, st, "dash_busy"), pgtest.NewQueue(t, st, "dash_quiet")
@@ -83,8 +93,8 @@ func TestOverviewThroughputCharts(t *testing.T) {
 		t.Fatalf("GET /: %d\n%s", code, page)
 	}
 	bars, largest, desc := chartFacts(t, figure(t, page, busy))
-	if bars != 60 || largest != peakHour.Format(time.RFC3339) {
-		t.Fatalf("the hour's chart has %d bars, the largest at %s; want 60, the largest at %s", bars, largest, peakHour.Format(time.RFC3339))
+	if want := peakHour.Format("15:04") + " UTC: 400 completed, 10 retried"; bars != 2 || largest != want {
+		t.Fatalf("the hour's chart has %d bars, the largest %q; want 2, the largest %q", bars, largest, want)
 	}
 	want := fmt.Sprintf("%s: 407 completed, 10 retried, 3 dead, 0 discarded in the last hour; peak 410/min at %s UTC.", busy, peakHour.Format("15:04"))
 	if desc != want {
@@ -100,9 +110,10 @@ func TestOverviewThroughputCharts(t *testing.T) {
 		t.Fatalf("GET /?window=24h: %d\n%s", code, page)
 	}
 	quarter := peakDay.Truncate(15 * time.Minute)
+	quarters := map[time.Time]bool{quarter: true, peakHour.Truncate(15 * time.Minute): true, now.Add(-20 * time.Minute).Truncate(15 * time.Minute): true}
 	bars, largest, desc = chartFacts(t, figure(t, page, busy))
-	if bars != 96 || largest != quarter.Format(time.RFC3339) {
-		t.Fatalf("the day's chart has %d bars, the largest at %s; want 96, the largest at %s", bars, largest, quarter.Format(time.RFC3339))
+	if want := quarter.Format("15:04") + "–" + quarter.Add(15*time.Minute).Format("15:04") + " UTC: 1,000 completed"; bars != len(quarters) || largest != want {
+		t.Fatalf("the day's chart has %d bars, the largest %q; want %d, the largest %q", bars, largest, len(quarters), want)
 	}
 	want = fmt.Sprintf("%s: 1,407 completed, 10 retried, 3 dead, 0 discarded in the last 24 hours; peak 66.7/min at %s UTC.", busy, quarter.Format("15:04"))
 	if desc != want {

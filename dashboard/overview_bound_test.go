@@ -120,6 +120,7 @@ func TestBrowserOverviewOfManyQueues(t *testing.T) {
 		t.Fatalf("the queue table ends with %q; want 250 more and a link to all 300", text)
 	}
 	b.throughput("the overview", 20, 10, 0)
+	b.barsDrawn()
 	if text := b.text(`[data-names="quiet"]`); !strings.Contains(text, "No jobs ran in the last hour in 270 queues.") || b.count(`[data-names="quiet"] a`) != 1 {
 		t.Fatalf("the quiet queues are summed up as %q; want 270 and a link that names them", text)
 	}
@@ -219,6 +220,27 @@ func (b tab) throughput(what string, charts, ran, quiet int) {
 	}
 	if n := b.count("figure.chart"); n != charts {
 		b.t.Fatalf("the throughput of %s has %d figures for %d charts", what, n, charts)
+	}
+}
+
+// barsDrawn checks, in the first chart, that the plot's units are drawn as
+// the chart's: a bucket's slot is as tall as the plot (108 of the chart's
+// 150), its bar stands within it, and the slot lies over the bar, so that
+// the bar shows the slot's hover text.
+func (b tab) barsDrawn() {
+	b.t.Helper()
+	ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(() => {
+		const svg = document.querySelector("svg.tp"), slot = svg.querySelector(".slots rect"), bar = svg.querySelector("g path");
+		svg.scrollIntoView({block: "center"});
+		const s = svg.getBoundingClientRect(), r = slot.getBoundingClientRect(), p = bar.getBoundingClientRect();
+		const hit = document.elementFromPoint(p.left + p.width / 2, p.top + p.height / 2);
+		if (Math.abs(r.height - s.height * 108 / 150) > 1 || p.height <= 0 || p.width <= 0 || p.left < r.left - 1 || p.right > r.right + 1 || p.bottom > r.bottom + 1) {
+			return "slot " + JSON.stringify(r) + ", bar " + JSON.stringify(p) + " in a chart " + JSON.stringify(s);
+		}
+		return hit === slot ? "" : "the bar's middle shows " + (hit && hit.outerHTML.slice(0, 200));
+	})()`))
+	if err != nil || ok != "" {
+		b.t.Fatalf("the first chart's bar is not drawn in its slot: %s (%v)", ok, err)
 	}
 }
 
