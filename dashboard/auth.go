@@ -199,7 +199,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		case !ok || !sess.authed:
 			if api {
 				s.log.Warn("dashboard: request refused", "status", http.StatusUnauthorized, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "not logged in")
-				writeJSON(w, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
+				writeJSON(w, r, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
 				return
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {

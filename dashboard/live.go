@@ -62,7 +62,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
 			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused, Dropped: q.Dropped})
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // failJSON answers a failed operation of /live: its message redacted, as
@@ -74,18 +74,17 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	msg, _ := ops.RedactText(err.Error())
 	s.log.Error("dashboard: live counts failed", "path", r.URL.Path, "err", msg)
-	writeJSON(w, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
+	writeJSON(w, r, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
 }
 
-// writeJSON sends v as the response, never cached: the counts change.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON sends v as the response to r, never cached: the counts
+// change.
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, `{"error":"the counts could not be encoded"}`, http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeBody(w, r, status, "application/json; charset=utf-8", body)
 }

@@ -122,9 +122,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "pgbus dashboard: this page could not be rendered; the server's log says why", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	writeBody(w, r, status, "text/html; charset=utf-8", buf.Bytes())
 }
 
 // problem is an error page's.
@@ -226,7 +224,7 @@ func (s *server) wrongMethod(w http.ResponseWriter, r *http.Request, v *view, al
 func (s *server) noMCP(w http.ResponseWriter, r *http.Request) {
 	s.log.Warn("dashboard: request refused", "status", http.StatusNotFound, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
 		"client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "no MCP endpoint: the dashboard is served alone")
-	writeJSON(w, http.StatusNotFound, apiError{Error: "This address serves the pgbus dashboard alone (pgbus dashboard), without an MCP endpoint: " +
+	writeJSON(w, r, http.StatusNotFound, apiError{Error: "This address serves the pgbus dashboard alone (pgbus dashboard), without an MCP endpoint: " +
 		"point the MCP client at a pgbus serve --transport http, which serves /mcp next to the same dashboard, or have it start pgbus serve (stdio)."})
 }
 
