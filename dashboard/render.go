@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -133,6 +134,15 @@ type problem struct {
 	// Kept is the corrected payload a refused form carried, shown again
 	// so that it is not lost.
 	Kept string
+	// Commands are the next steps the dashboard has no page for (such as
+	// pgbus migrate), to run from a shell.
+	Commands []command
+}
+
+// command is a next step as a pgbus command line: Text says what it does,
+// Help is the command that says more.
+type command struct {
+	Text, Line, Help string
 }
 
 // link is a next step, as a page of the dashboard.
@@ -168,14 +178,21 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusConflict
 	}
 	msg, _ := ops.RedactText(err.Error())
+	hints := ops.HintsOf(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("dashboard: operation failed", "path", r.URL.Path, "err", msg)
-		msg = "pgbus could not answer: " + msg + ". If the database is down or restarting, reload this page in a moment; the server's log has the details."
+		// An error with next steps knows its cause (a schema to migrate):
+		// a database down is not it.
+		todo := "If the database is down or restarting, reload this page in a moment; the server's log has the details."
+		if len(hints) > 0 {
+			todo = "The next steps below say what to do."
+		}
+		msg = "pgbus could not answer: " + msg + ". " + todo
 	}
-	links := append(hintLinks(ops.HintsOf(err)), more...)
+	links := append(hintLinks(hints), more...)
 	links = append(links, link{"/", "Back to the overview"})
 	v.Title = http.StatusText(status)
-	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links})
+	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links, Commands: hintCommands(hints)})
 }
 
 // notFound is the page of a path the dashboard does not have, or does
@@ -268,6 +285,26 @@ func hintLinks(hints []ops.Hint) []link {
 			text = h.Op
 		}
 		out = append(out, link{Href: p, Text: strings.ToUpper(text[:1]) + text[1:]})
+	}
+	return out
+}
+
+// hintCommands names the hints the dashboard has no page for as the
+// command lines a person runs, such as pgbus migrate for a database whose
+// schema is missing or old: a page of advice that only said "migrate"
+// left the reader to find the command.
+func hintCommands(hints []ops.Hint) []command {
+	var out []command
+	for _, h := range hints {
+		if _, ok := opPages[h.Op]; ok {
+			continue
+		}
+		text := h.Why
+		if text == "" {
+			text = "run"
+		}
+		out = append(out, command{Text: strings.ToUpper(text[:1]) + text[1:], Line: vocab.Command(h),
+			Help: vocab.Command(ops.Hint{Op: h.Op}) + " --help"})
 	}
 	return out
 }
