@@ -113,9 +113,9 @@ func (c *Cluster) DataDir() string { return c.dataDir }
 // other Cluster, in this or another process, still uses it: a fast shutdown
 // (clients are disconnected), escalated to an immediate shutdown after 30s or
 // when ctx ends. A restart of the server under way, as when its Unix socket
-// was deleted, is waited for first (up to about 40s plus StartTimeout), so
-// that the shutdown is a fast and clean one still. Calling Stop again does
-// nothing.
+// was deleted (up to about 40s plus StartTimeout), or a start of a server
+// that died (up to StartTimeout), is waited for first, so that the shutdown
+// is a fast and clean one still. Calling Stop again does nothing.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

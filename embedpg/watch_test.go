@@ -291,21 +291,8 @@ func TestStoppedServerComesBackSayingWhy(t *testing.T) {
 func TestStopDuringSocketRestartIsClean(t *testing.T) {
 	shortWatch(t, maxReviveWait)
 	dir := tempDataDir(t, "ep-")
-	var started atomic.Pointer[Cluster] // read by the watch, set once Start returned
-	stopped := make(chan error, 1)
 	rec := newLogRecorder(t)
-	rec.onRecord = func(r slog.Record) {
-		if !strings.Contains(r.Message, "socket of embedded PostgreSQL was deleted") {
-			return
-		}
-		// The restart begins once this returns: Stop is under way by then.
-		c := started.Load()
-		go func() { stopped <- c.Stop(context.Background()) }()
-		for c.mu.TryLock() {
-			c.mu.Unlock()
-			runtime.Gosched()
-		}
-	}
+	started, stopped := stopWhenLogged(rec, "socket of embedded PostgreSQL was deleted", nil)
 	c := startRecorded(t, dir, rec)
 	started.Store(c)
 	exec1(t, connect(t, c), "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
@@ -317,6 +304,81 @@ func TestStopDuringSocketRestartIsClean(t *testing.T) {
 		t.Fatalf("Stop during the restart: %v", err)
 	}
 	text := serverLogOnceGone(t, c, log)
+	assertFastShutdownLast(t, text)
+	assertNextStartClean(t, dir, log, len(text))
+}
+
+// Stopping pgbus while the watch starts again a server that died waits for
+// that start, and then stops the server with a fast shutdown: cut short,
+// it left no server, while it waited for the killed server's processes to
+// end, or shut the new one down immediately, before it said it was
+// starting; and the next start recovered from a crash. The start that
+// brings a killed server back recovers from its crash; the shutdown after
+// it is what is checked.
+func TestStopDuringReviveIsClean(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(c *Cluster) // run before Stop, in the watch
+	}{
+		{"at once", nil},
+		{"once the killed server's processes ended", func(c *Cluster) {
+			waitFor(t, "the killed server's processes to end", func() bool { return len(processesUsing(c.pgData)) == 0 })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shortWatch(t, maxReviveWait)
+			dir := tempDataDir(t, "ep-")
+			rec := newLogRecorder(t)
+			started, stopped := stopWhenLogged(rec, "embedded PostgreSQL is gone", tc.before)
+			c := startRecorded(t, dir, rec)
+			started.Store(c)
+			exec1(t, connect(t, c), "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')")
+			log := filepath.Join(dir, logFile)
+			if err := syscall.Kill(serverPID(t, dir), syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatalf("Stop while the server is started again: %v", err)
+			}
+			text := serverLogOnceGone(t, c, log)
+			if n := strings.Count(text, "database system is ready to accept connections"); n != 2 {
+				t.Errorf("the server was ready %d times, want 2: at the start, and once started again; its log:\n%s", n, text)
+			}
+			assertFastShutdownLast(t, text)
+			assertNextStartClean(t, dir, log, len(text))
+		})
+	}
+}
+
+// stopWhenLogged calls Stop on the Cluster stored in the returned pointer
+// as soon as rec gets a record whose message holds msg, after before when
+// set, and holds up the goroutine logging it until Stop is under way;
+// Stop's error goes to the returned channel. The pointer is set once Start
+// returned, as the watch reads it.
+func stopWhenLogged(rec *logRecorder, msg string, before func(*Cluster)) (*atomic.Pointer[Cluster], <-chan error) {
+	var started atomic.Pointer[Cluster]
+	stopped := make(chan error, 1)
+	rec.onRecord = func(r slog.Record) {
+		if !strings.Contains(r.Message, msg) {
+			return
+		}
+		c := started.Load()
+		if before != nil {
+			before(c)
+		}
+		go func() { stopped <- c.Stop(context.Background()) }()
+		for c.mu.TryLock() {
+			c.mu.Unlock()
+			runtime.Gosched()
+		}
+	}
+	return &started, stopped
+}
+
+// assertFastShutdownLast checks that the server log text has no immediate
+// shutdown, which needs crash recovery, and ends with a fast shutdown done.
+func assertFastShutdownLast(t *testing.T, text string) {
+	t.Helper()
 	if strings.Contains(text, "immediate shutdown request") {
 		t.Errorf("the server was shut down immediately, which needs crash recovery; its log:\n%s", text)
 	}
@@ -325,14 +387,19 @@ func TestStopDuringSocketRestartIsClean(t *testing.T) {
 		!strings.HasSuffix(text[:last], "fast ") {
 		t.Errorf("the log does not end with a fast shutdown done; its log:\n%s", text)
 	}
+}
 
-	before := len(text)
-	c = start(t, dir)
+// assertNextStartClean starts and stops a Cluster on dir, whose table t
+// holds the row kept, and checks that the server log at p after its first
+// before bytes says the last shutdown was clean: no crash recovery.
+func assertNextStartClean(t *testing.T, dir, p string, before int) {
+	t.Helper()
+	c := start(t, dir)
 	if got := queryString(t, c, "SELECT v FROM t"); got != "kept" {
 		t.Errorf("row after the restart and stop = %q, want kept", got)
 	}
 	stop(t, c)
-	next := serverLogOnceGone(t, c, log)[before:]
+	next := serverLogOnceGone(t, c, p)[before:]
 	if strings.Contains(next, "not properly shut down") || strings.Contains(next, "was interrupted") {
 		t.Errorf("the next start recovered from a crash; its log:\n%s", next)
 	}

@@ -85,7 +85,9 @@ func (w *watcher) look(ctx context.Context) time.Duration {
 		return watchInterval
 	}
 	err := c.revive(ctx)
-	if ctx.Err() != nil {
+	// Cut short only while it waits for pgbus.lock (Stop), before it
+	// touched the server: any other failure is the start's own.
+	if errors.Is(err, context.Canceled) {
 		return watchInterval
 	}
 	if err != nil {
@@ -209,15 +211,19 @@ func (c *Cluster) serverRuns() bool {
 // after it died under the Cluster (killed, by the out-of-memory killer or
 // by hand, or crashed), or was shut down by hand (pg_ctl stop): without a
 // server every process using it would fail until restarted itself, and
-// stopping those processes is how to stop the server for good.
+// stopping those processes is how to stop the server for good. Once begun,
+// the start runs to its end even when the watch is stopped meanwhile (Stop
+// waits for it): cut short, it left no server, or the new one was shut down
+// immediately while it started, and the next start would recover from a
+// crash. Stop then shuts down a server that is ready, cleanly.
 func (c *Cluster) revive(ctx context.Context) error {
 	// Checked first, as the lock file may be gone with the directory.
 	if clusterVersion(c.pgData) == "" {
 		return c.clusterGone()
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	lctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	lk, err := lock(ctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
+	lk, err := lock(lctx, c.path(lockFile), syscall.LOCK_EX, c.owner)
 	if err != nil {
 		return c.lockErr(err)
 	}
@@ -226,7 +232,10 @@ func (c *Cluster) revive(ctx context.Context) error {
 		return nil
 	}
 	c.logGone()
-	return c.startOn(ctx, false)
+	// Bounded all the same, by c.timeout.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+	defer cancel()
+	return c.startOn(sctx, false)
 }
 
 // logGone says why a server that is gone is started again, and how to stop
