@@ -25,7 +25,7 @@ type QueueStats struct {
 	DLQDepth                int64   `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
 	// Dropped marks a queue whose tables are gone while its DLQ holds
 	// messages: only its DLQ and recent counters are read.
-	Dropped bool `json:"dropped,omitempty" jsonschema_description:"True for a queue that was dropped (by PGMQ's drop_queue, or by hand) while its DLQ still holds dead messages: only dlq, dlq_depth and last_hour are read. Its dead messages can be listed, and discarded or purged; to retry them, create the queue again"`
+	Dropped bool `json:"dropped,omitempty" jsonschema_description:"True for a queue that was dropped (by PGMQ's drop_queue, or by hand) while its DLQ still holds dead messages: only dlq, dlq_depth and last_hour are read, and settings are those it gets when created again. Its dead messages can be listed, and discarded or purged; to retry them, create the queue again"`
 	// Priorities is the number of the queue's priority levels.
 	Priorities          int      `json:"priorities,omitempty" jsonschema_description:"The queue's priority levels (sub-queues NAME_p0, NAME_p1, ...; p0 is worked first); absent for a queue without"`
 	Archived            int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`

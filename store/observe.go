@@ -224,13 +224,17 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds, OldestVisibleLevel: d.OldestVisibleLevel,
 			DLQ: rd.dlqOf(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
 			Archived: d.archived, TotalSent: d.totalSent}
+		// A dropped queue shows the settings it gets when created again
+		// (those kept, or the defaults): empty ones are no settings at all,
+		// and a strict client's check of the stats' schema refuses them.
+		governing := cmp.Or(logical[d.Queue], d.Queue)
+		set, ok := settings[governing]
+		if !ok {
+			set = DefaultQueueSettings(governing)
+		}
+		st.Settings = set.Plain()
 		if !d.Dropped {
-			governing := cmp.Or(logical[d.Queue], d.Queue)
-			set, ok := settings[governing]
-			if !ok {
-				set = DefaultQueueSettings(governing)
-			}
-			st.Paused, st.Settings = set.Paused, set.Plain()
+			st.Paused = set.Paused
 		}
 		counters[d.Queue].apply(&st)
 		out[i] = st
