@@ -170,7 +170,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int) (*Bo
 	log := &pgtest.SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a Ctrl-C goes to the test, which stops it
+	cmd.SysProcAttr = ownGroup() // a Ctrl-C goes to the test, which stops it
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -237,8 +237,8 @@ func checkConnect(b *Bouncer) error {
 // root.
 func unprivilegedUser(host string) (string, error) {
 	if st, err := os.Stat(host); err == nil && st.IsDir() {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
-			if u, err := user.LookupId(strconv.Itoa(int(sys.Uid))); err == nil {
+		if uid, ok := ownerUID(st); ok && uid != 0 {
+			if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
 				return u.Username, nil
 			}
 		}

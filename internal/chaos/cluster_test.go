@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,20 +61,4 @@ func (c *cluster) restart(ctx context.Context, mode string) error {
 		return fmt.Errorf("pg_ctl restart -m %s: %w\n%s", mode, err, out)
 	}
 	return nil
-}
-
-// asOwnerOf runs a command as the owner of path (the server user: pg_ctl
-// refuses root) in a process group of its own, so that signals meant for
-// the test do not reach the server it starts.
-func asOwnerOf(path string) (*syscall.SysProcAttr, error) {
-	a := &syscall.SysProcAttr{Setpgid: true}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if ok && os.Geteuid() == 0 && st.Uid != 0 {
-		a.Credential = &syscall.Credential{Uid: st.Uid, Gid: st.Gid}
-	}
-	return a, nil
 }

@@ -57,7 +57,7 @@ func (f *fleet) start(i int) {
 	}
 	cmd := exec.Command(binary, f.args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		f.t.Errorf("start a worker: %v", err)

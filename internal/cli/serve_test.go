@@ -527,7 +527,10 @@ func embeddedPID(t *testing.T, dataDir string) int {
 func assertEmbeddedStopped(t *testing.T, dataDir string, pid int) {
 	t.Helper()
 	if now := embeddedPID(t, dataDir); now != 0 {
-		alive := syscall.Kill(now, 0) == nil
+		alive := false
+		if p, err := os.FindProcess(now); err == nil {
+			alive = p.Signal(syscall.Signal(0)) == nil
+		}
 		t.Fatalf("the embedded PostgreSQL (pid %d, started as %d, alive %v) still runs after pgbus exited", now, pid, alive)
 	}
 }
