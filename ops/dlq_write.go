@@ -691,6 +691,9 @@ type DLQPurge struct {
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
 	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
 	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
+	// DiscardedBefore is the cutoff: messages discarded at or before it
+	// were purged. For a person asked, the time their question named.
+	DiscardedBefore time.Time `json:"discarded_before,omitzero" jsonschema_description:"The messages purged were discarded at or before this time (RFC 3339): now less older_than when the purge ran, or, when a person was asked, when they were asked."`
 }
 
 // DLQPurge deletes for good the discarded dead messages older than an age.
@@ -719,14 +722,15 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if req.Queue != "" {
 		where = "the DLQ of " + baseQueue(req.Queue)
 	}
-	if declined, err := s.confirmPurge(ctx, req, where); err != nil || declined {
+	cutoff, declined, err := s.confirmPurge(ctx, req, where)
+	if err != nil || declined {
 		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
 	}
-	n, err := s.store.PurgeDead(ctx, req.Queue, req.OlderThan, req.Progress)
+	n, err := s.store.PurgeDeadBefore(ctx, req.Queue, cutoff, req.Progress)
 	if err != nil {
 		return DLQPurge{Purged: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan)}, nil
+	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,30 +172,53 @@ type discardCall struct {
 }
 
 // confirmPurge gets the go-ahead for a purge: the person's yes to Ask or
-// Deferred, or without them, Confirm. where names what is purged.
-func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where string) (declined bool, err error) {
+// Deferred, or without them, Confirm. where names what is purged. It
+// returns the cutoff the purge deletes up to: for a person asked, the one
+// their question named, with how many messages it selected then, so that
+// a yes given minutes later deletes nothing that grew old meanwhile.
+func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where string) (cutoff time.Time, declined bool, err error) {
 	call := purgeCall{Queue: req.Queue, OlderThan: req.OlderThan, Confirm: req.Confirm}
 	if d := req.Deferred; d != nil && d.Answered {
-		declined, _, err = s.answered(ctx, OpDLQPurge, call, d, "purged")
-		return declined, err
+		declined, set, err := s.answered(ctx, OpDLQPurge, call, d, "purged")
+		if err != nil || declined {
+			return time.Time{}, declined, err
+		}
+		micros, perr := strconv.ParseInt(set, 10, 64)
+		if perr != nil {
+			// Without the cutoff asked about, the purge would reach
+			// whatever grew old since.
+			return time.Time{}, false, &Error{Msg: "the answer's state names no cutoff time; nothing was purged: make the call again, without the answer, to have the person asked again", Err: ErrNotAsked}
+		}
+		return time.UnixMicro(micros), false, nil
 	}
-	if req.Ask == nil && req.Deferred == nil && req.Confirm {
-		return false, nil
-	}
-	if req.Ask == nil && req.Deferred == nil {
-		return false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
+	if req.Ask == nil && req.Deferred == nil && !req.Confirm {
+		return time.Time{}, false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
 			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard),
 				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", req.OlderThan.String(), "confirm", true))
 	}
-	q := fmt.Sprintf("Delete for good the discarded dead messages of %s older than %s, with their failure history? This cannot be undone.", where, req.OlderThan)
+	if cutoff, err = s.store.PurgeCutoff(ctx, req.OlderThan); err != nil {
+		return time.Time{}, false, err
+	}
+	if req.Ask == nil && req.Deferred == nil {
+		return cutoff, false, nil
+	}
+	n, err := s.store.CountPurgeable(ctx, req.Queue, cutoff)
+	if err != nil {
+		return time.Time{}, false, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	if n == 0 {
+		return cutoff, false, nil // nothing to ask about; the purge deletes nothing
+	}
+	q := fmt.Sprintf("Delete for good the %d %s of %s discarded at or before %s, with their failure history? This cannot be undone.",
+		n, plural(int(n), "dead message", "dead messages"), where, cutoff.UTC().Format(time.DateTime+"Z"))
 	if req.Deferred != nil {
-		return false, s.ask(ctx, OpDLQPurge, call, "", q, "purged")
+		return time.Time{}, false, s.ask(ctx, OpDLQPurge, call, strconv.FormatInt(cutoff.UnixMicro(), 10), q, "purged")
 	}
 	ok, err := req.Ask(ctx, q)
 	if err != nil {
-		return false, fmt.Errorf("ops: could not ask for confirmation, so nothing was purged: %w", err)
+		return time.Time{}, false, fmt.Errorf("ops: could not ask for confirmation, so nothing was purged: %w", err)
 	}
-	return !ok, nil
+	return cutoff, !ok, nil
 }
 
 // purgeCall is what an answer to a purge's question is bound to.

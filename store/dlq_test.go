@@ -113,6 +113,8 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 		if name != "" {
 			_, err = s.PurgeDead(ctx, name, 0)
 			wantErr(t, "purge queue "+name, err, store.ErrInvalid, "queue name")
+			_, err = s.CountPurgeable(ctx, name, time.Now())
+			wantErr(t, "count purgeable of queue "+name, err, store.ErrInvalid, "queue name")
 		}
 	}
 	_, err = s.RetryDead(ctx, missing, ids, store.RetryOptions{})
@@ -121,6 +123,10 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 	wantErr(t, "discard unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
 	_, err = s.PurgeDead(ctx, missing, 0)
 	wantErr(t, "purge unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
+	_, err = s.CountPurgeable(ctx, missing, time.Now())
+	wantErr(t, "count purgeable of unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
+	_, err = s.PurgeCutoff(ctx, -time.Second)
+	wantErr(t, "cutoff of a negative age", err, store.ErrInvalid, "negative")
 	_, err = s.ShowDead(ctx, q, 0)
 	wantErr(t, "show id 0", err, store.ErrInvalid, "not valid")
 	_, err = s.PurgeDead(ctx, q, -time.Second)

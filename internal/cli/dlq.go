@@ -449,7 +449,7 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				return res, err
 			}
 			return run(a, cmd, purge, req, func(res ops.DLQPurge) error {
-				_, err := fmt.Fprintf(a.stdout, "purged %d discarded dead messages\n", res.Purged)
+				_, err := fmt.Fprintf(a.stdout, "purged %d discarded dead messages (discarded at or before %s)\n", res.Purged, stamp(res.DiscardedBefore))
 				return err
 			})
 		},

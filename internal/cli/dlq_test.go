@@ -368,13 +368,22 @@ func TestDLQCommands(t *testing.T) {
 	}
 	var purged ops.DLQPurge
 	d.json(t, &purged, "dlq", "purge", "--queue", "shop", "--older-than", "30d", "--yes")
+	if age := time.Since(purged.DiscardedBefore); age < 30*24*time.Hour || age > 30*24*time.Hour+time.Hour {
+		t.Fatalf("purge --older-than 30d: discarded_before %s; want 30 days ago", purged.DiscardedBefore)
+	}
+	purged.DiscardedBefore = time.Time{}
 	if purged != (ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: (30 * 24 * time.Hour).String()}) {
 		t.Fatalf("purge --older-than 30d: %+v", purged)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
 		t.Fatalf("purge --older-than 30d deleted young messages: %d archived dead messages left, want 5", n)
 	}
+	purged = ops.DLQPurge{}
 	d.json(t, &purged, "dlq", "purge", "--queue", "shop", "--yes")
+	if age := time.Since(purged.DiscardedBefore); age < -time.Hour || age > time.Hour {
+		t.Fatalf("purge: discarded_before %s; want now", purged.DiscardedBefore)
+	}
+	purged.DiscardedBefore = time.Time{}
 	if purged != (ops.DLQPurge{Purged: 5, Queue: "shop", OlderThan: "0s"}) {
 		t.Fatalf("purge: %+v", purged)
 	}

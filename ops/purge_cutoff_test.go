@@ -1,0 +1,83 @@
+package ops_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A person asked about a purge by age is told how many messages it
+// deletes, discarded before when; their yes, minutes later, deletes those
+// and nothing that has grown older than the age since. Each case makes
+// one message grow old between the question and the answer (its archive
+// time set to an hour before a moment after the question); a purge that
+// works its cutoff out again at the answer deletes it too.
+func TestPurgeDeletesWhatThePersonWasAskedAbout(t *testing.T) {
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	ctx := testContext(t)
+	setup := func(t *testing.T) (q string, ageNewer func()) {
+		q = newQueue(t, s, nil)
+		ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Class: "BadInput"})
+		if d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}}); err != nil || d.Discarded != 2 {
+			t.Fatalf("discard = %+v, %v", d, err)
+		}
+		archive := `pgmq."a_` + q + `_dlq"`
+		if _, err := s.Pool().Exec(ctx, `UPDATE `+archive+` SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		return q, func() {
+			if _, err := s.Pool().Exec(ctx, `UPDATE `+archive+` SET archived_at = now() - interval '1 hour' WHERE msg_id = $1`, ids[1]); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	check := func(t *testing.T, q, question string, p ops.DLQPurge, err error) {
+		t.Helper()
+		if !strings.Contains(question, "Delete for good the 1 dead message of the DLQ of "+q+" discarded at or before ") {
+			t.Errorf("question %q; want it to name the 1 message older than the age and the cutoff", question)
+		}
+		if err != nil || p.Purged != 1 || pgtest.Archived(t, s, q+"_dlq") != 1 {
+			t.Fatalf("purge = %+v, %v, %d left; want the 1 message asked about purged and the one grown old since kept", p, err, pgtest.Archived(t, s, q+"_dlq"))
+		}
+		if age := time.Since(p.DiscardedBefore); age < time.Hour || age > time.Hour+time.Minute {
+			t.Errorf("discarded_before %s is %s ago; want about the hour asked for", p.DiscardedBefore, age)
+		}
+	}
+
+	t.Run("ask", func(t *testing.T) {
+		q, ageNewer := setup(t)
+		var question string
+		p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, OlderThan: time.Hour, Ask: func(_ context.Context, text string) (bool, error) {
+			question = text
+			ageNewer()
+			return true, nil
+		}})
+		check(t, q, question, p, err)
+	})
+	t.Run("deferred", func(t *testing.T) {
+		q, ageNewer := setup(t)
+		req := ops.DLQPurgeRequest{Queue: q, OlderThan: time.Hour, Deferred: &ops.Deferred{}}
+		_, err := svc.DLQPurge(ctx, req)
+		question := askFirst(t, err)
+		ageNewer()
+		req.Deferred = &ops.Deferred{Answered: true, State: question.State, Yes: true}
+		p, err := svc.DLQPurge(ctx, req)
+		check(t, q, question.Text, p, err)
+	})
+	t.Run("nothing old enough", func(t *testing.T) {
+		q, _ := setup(t)
+		asked := false
+		p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, OlderThan: 3 * time.Hour, Ask: func(context.Context, string) (bool, error) {
+			asked = true
+			return true, nil
+		}})
+		if err != nil || asked || p.Purged != 0 || pgtest.Archived(t, s, q+"_dlq") != 2 {
+			t.Fatalf("purge = %+v, %v, asked %v; want nothing asked and nothing purged", p, err, asked)
+		}
+	})
+}
