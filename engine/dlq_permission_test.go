@@ -185,3 +185,104 @@ func TestRefusedArchiveIsLoggedOnceWithItsGrant(t *testing.T) {
 		t.Fatalf("the job ran %d times (want once: the refused outcome is retried, not the job); log:\n%s", ran.Load(), r.logs.String())
 	}
 }
+
+// outcomes counts what rec was told of message id, by outcome.
+func outcomes(rec *recorder, id int64) map[string]int {
+	n := map[string]int{}
+	for _, f := range rec.of(id) {
+		n[f.f.Outcome]++
+	}
+	return n
+}
+
+// A dead letter is reported to the observers once it is in the DLQ, and
+// only then. While the database refuses it, each delivery is reported as
+// what was written, a retry after the visibility timeout with its failure,
+// where each was reported dead-lettered before its write was tried: a
+// message coming back every visibility timeout counted one more dead
+// letter each time, and the metrics told of DLQs far fuller than they
+// were. Once granted, the dead letter lands and is reported once.
+func TestDeadLetterReportedOnceWritten(t *testing.T) {
+	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second; qs.MaxRetries = 100 })
+	rec := &recorder{}
+	c := pgtest.NewClient(t, r.operator, r.queue, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&r.logs, nil))
+		cfg.Observers = []engine.Observer{rec}
+	})
+	var bad atomic.Int32
+	c.Handle("bad", deadOrOK(&bad))
+	stop := pgtest.Start(t, c)
+	id := pgtest.Send(t, c, r.queue, 1, engine.SendOptions{Kind: "bad"})
+	pgtest.Eventually(t, time.Minute, "three runs refused and reported", func() bool {
+		return bad.Load() >= 3 && len(rec.of(id)) >= 3
+	})
+	if got := outcomes(rec, id); got[engine.OutcomeDeadLettered] != 0 {
+		t.Fatalf("outcomes reported while the DLQ refuses the message: %v; want no dead letter", got)
+	}
+	for _, f := range rec.of(id) {
+		if f.f.Delay != time.Second || f.f.Reason != "" || f.f.ErrorClass == "" || !f.f.Ran || f.ctxTag != id {
+			t.Errorf("a refused dead letter reported as %+v; want a retry after the visibility timeout, with its error", f)
+		}
+	}
+	if n := dlqCount(t, r.owner, r.queue); n != 0 {
+		t.Fatalf("%d messages in the DLQ while it refuses them", n)
+	}
+
+	r.grantDLQ(t)
+	pgtest.Eventually(t, time.Minute, "the message in the DLQ once granted", func() bool { return dlqCount(t, r.owner, r.queue) == 1 })
+	stop() // every outcome written is reported by then
+	got := outcomes(rec, id)
+	if got[engine.OutcomeDeadLettered] != 1 {
+		t.Errorf("outcomes reported: %v; want one dead letter, the one in the DLQ", got)
+	}
+	if runs, told := int(bad.Load()), len(rec.of(id)); told != runs {
+		t.Errorf("the handler ran %d times and %d outcomes were reported; want one for each run", runs, told)
+	}
+	if last := rec.of(id)[len(rec.of(id))-1].f; last.Outcome != engine.OutcomeDeadLettered || last.Reason != store.ReasonNonRetryable || last.Elapsed <= 0 {
+		t.Errorf("the last outcome reported is %+v; want the dead letter, non-retryable, with the handler's run time", last)
+	}
+}
+
+// abandonRecorder is a recorder told of the deliveries whose outcomes are
+// not written, too.
+type abandonRecorder struct {
+	*recorder
+	abandoned atomic.Int32
+}
+
+func (r *abandonRecorder) JobAbandoned(context.Context, *engine.Job) { r.abandoned.Add(1) }
+
+// A success whose write the database refuses until the worker stops is
+// not reported as succeeded: it is not archived, and runs again later,
+// when it would be reported a second time. The observers are told it was
+// abandoned, so that a tracer ends its span.
+func TestOutcomeNotWrittenBeforeStopIsNotReported(t *testing.T) {
+	r := newRefusedDLQ(t, nil)
+	pgtest.Exec(t, r.url, "GRANT ALL ON pgmq.q_"+r.queue+"_dlq TO "+r.role)
+	pgtest.Exec(t, r.url, "REVOKE INSERT ON pgmq.a_"+r.queue+" FROM "+r.role)
+	rec := &abandonRecorder{recorder: &recorder{}}
+	c := pgtest.NewClient(t, r.operator, r.queue, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Observers = []engine.Observer{rec}
+	})
+	var ran atomic.Int32
+	c.HandleQueue(r.queue, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	stop := pgtest.Start(t, c)
+	id := pgtest.Send(t, c, r.queue, 1, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the archive's refusal retried", func() bool {
+		return strings.Contains(r.logs.String(), "refused again for want of a privilege; retrying")
+	})
+	if got := rec.of(id); len(got) != 0 {
+		t.Fatalf("a success not archived was reported: %+v", got)
+	}
+	stop()
+	if n := pgtest.Archived(t, r.owner, r.queue); n != 0 || ran.Load() != 1 {
+		t.Fatalf("%d archived after %d runs; want none archived, after one run", n, ran.Load())
+	}
+	if got := rec.of(id); len(got) != 0 {
+		t.Errorf("a success whose write was given up at the stop was reported: %+v", got)
+	}
+	if n := rec.abandoned.Load(); n != 1 {
+		t.Errorf("the observer was told of %d abandoned deliveries, want the one whose write was given up", n)
+	}
+}

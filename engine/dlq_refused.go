@@ -80,9 +80,10 @@ func grantAdvice(grants []store.MissingGrant) string {
 // not be written, and makes them visible again after the visibility
 // timeout, as a retry does: they stay in the queue with each attempt's
 // failure in their history, to be dead-lettered when they come back once
-// their DLQ takes them. When their failures cannot be recorded either,
-// they are left as they are, to come back once their claims lapse.
-func (w *queueWorker) keepFailures(ctx context.Context, queue string, dead []store.DeadLetterItem, settle func()) {
+// their DLQ takes them. It returns the ids of the messages so kept. When
+// their failures cannot be recorded either, they are left as they are,
+// to come back once their claims lapse.
+func (w *queueWorker) keepFailures(ctx context.Context, queue string, dead []store.DeadLetterItem, settle func()) []int64 {
 	vt := w.c.settingsFor(w.name).VisibilityTimeout
 	var items []store.RetryItem
 	for _, d := range dead {
@@ -92,13 +93,16 @@ func (w *queueWorker) keepFailures(ctx context.Context, queue string, dead []sto
 		}
 	}
 	if len(items) == 0 {
-		return
+		return nil
 	}
 	settle()
-	if _, err := w.c.store.RetryMany(ctx, queue, items); err != nil {
+	kept, err := w.c.store.RetryMany(ctx, queue, items)
+	if err != nil {
 		w.c.log.Warn("pgbus: could not record the failures of the messages left in the queue; they come back after their visibility timeout all the same",
 			"queue", queue, "count", len(items), "err", err)
+		return nil
 	}
+	return kept
 }
 
 // outcomesDenied tells whether err, from a write of outcomes of physical

@@ -11,26 +11,46 @@ import (
 )
 
 // Observer watches a Client's work, for metrics, traces and logs. Its
-// methods run on worker goroutines, for every message: they must return
-// quickly and never block on the network. A method that panics there is
-// logged (Config.Logger, at error) and the work goes on without it.
+// methods run on the Client's goroutines, for every message: they must
+// return quickly and never block on the network. A method that panics
+// there is logged (Config.Logger, at error) and the work goes on without
+// it.
+//
+// An outcome is reported once it is written, and only then, once per
+// delivery whose outcome is written: a dead letter once it is in the DLQ,
+// a success once its message is archived (or deleted). A delivery whose
+// outcome is not written (its write refused until a stop, say) is not
+// reported: its message runs again, and that delivery's outcome is.
 type Observer interface {
 	// JobStarted is called before a job's handler runs (before its circuit
 	// breaker is asked); the context it returns is the handler's, so a
 	// tracer can start the attempt's span in it.
 	JobStarted(ctx context.Context, job *Job) context.Context
-	// JobFinished is called once a delivery's outcome is settled, before
-	// it is written. ctx is what JobStarted returned, or the worker's
-	// context for a message settled without running (no attempts left,
-	// past its deadline, or no handler for its kind).
+	// JobFinished is called once a delivery's outcome is written, on the
+	// goroutine that wrote it: the queue's writer of outcomes (a slow
+	// JobFinished holds up the queue's writes), or its fetch loop for a
+	// message settled without running (no attempts left, past its
+	// deadline, or no handler for its kind), dead-lettered in the read's
+	// own transaction. ctx is what JobStarted returned, or the worker's
+	// context for a message settled without running. Finish's Elapsed
+	// and Latency are the handler's run and the wait before it, not the
+	// write's.
+	//
+	// A dead letter the database refuses for want of a privilege leaves
+	// its message in the queue, its failure recorded, to run again after
+	// its visibility timeout: that is what is written, and it is reported
+	// as OutcomeRetried, with the visibility timeout as its Delay. The
+	// dead letter is reported when it is written, on a later delivery.
 	JobFinished(ctx context.Context, job *Job, f Finish)
 }
 
-// AbandonObserver is an Observer that is also told of a delivery the
-// worker gave up at a hard stop: its handler was still running when the
-// drain timeout ended, so no outcome is written (JobFinished is not
-// called) and the message runs again once its visibility timeout ends. A
-// tracer ends the attempt's span here.
+// AbandonObserver is an Observer that is also told of a delivery whose
+// outcome is not written, so JobFinished is not called for it: the worker
+// stopped while its handler ran past the drain timeout, or while the
+// write of its outcome failed; its message was read again meanwhile
+// (another read holds it, whose delivery reports its own outcome); or its
+// queue was dropped. Unless its queue is gone, the message runs again
+// once its visibility timeout ends. A tracer ends the attempt's span here.
 type AbandonObserver interface {
 	JobAbandoned(ctx context.Context, job *Job)
 }
@@ -105,15 +125,26 @@ func (o observers) started(ctx context.Context, job *Job) context.Context {
 	return ctx
 }
 
-func (o observers) finished(ctx context.Context, job *Job, res result, a attempt) {
-	if res.abandon {
-		for _, ob := range o.list {
-			if ab, ok := ob.(AbandonObserver); ok {
-				o.guard(ob, "JobAbandoned", func() { ab.JobAbandoned(ctx, job) })
-			}
+// observed is what the observers were told of a job's start, kept with
+// its outcome until that outcome is written, when they are told its end.
+type observed struct {
+	ctx context.Context // what JobStarted returned
+	job *Job
+	a   attempt
+}
+
+// abandoned tells the AbandonObservers of a delivery whose outcome is not
+// written.
+func (o observers) abandoned(ctx context.Context, job *Job) {
+	for _, ob := range o.list {
+		if ab, ok := ob.(AbandonObserver); ok {
+			o.guard(ob, "JobAbandoned", func() { ab.JobAbandoned(ctx, job) })
 		}
-		return
 	}
+}
+
+// finished tells the observers of a delivery's outcome, once written.
+func (o observers) finished(ctx context.Context, job *Job, res result, a attempt) {
 	if len(o.list) == 0 {
 		return
 	}

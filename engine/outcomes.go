@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -33,6 +34,10 @@ type result struct {
 	// downstreamFailure: a retryable failure, which counts against the
 	// kind's circuit breaker (bad input and discards do not).
 	downstreamFailure bool
+	// seen is what the observers were told of the job's start, for telling
+	// them its end once the outcome is written; nil without observers, and
+	// for a message settled at its read, whose observers the read tells.
+	seen *observed
 }
 
 func (r result) deadLetter(reason string, f *store.Failure) result {
@@ -93,64 +98,120 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	// other outcomes take their messages out of the queue. The heartbeat is
 	// held off from the first of those writes on, not while the others
 	// wait (for a lock on the archive, a slow database): held off then, it
-	// let the queue's other running jobs reappear and run again.
-	locked := false
-	settle := func() {
-		if !locked {
-			w.settling.RLock()
-			locked = true
-		}
+	// let the queue's other running jobs reappear and run again. It stays
+	// held off until the written messages are no longer held, or it would
+	// extend the vt a retry just set.
+	guard := &vtGuard{mu: &w.settling}
+	defer guard.release()
+	landed := w.writeLanded(queue, batch, guard)
+	w.recordLanded(batch, landed)
+	w.settled[queue].Add(int64(len(landed)))
+	claims := make([]store.Claim, len(all))
+	for i, r := range all {
+		claims[i] = r.claim
 	}
-	defer func() {
-		if locked {
-			w.settling.RUnlock()
-		}
-	}()
+	w.unhold(queue, claims)
+	guard.release()
+	w.observeLanded(all, batch, landed)
+}
+
+// vtGuard holds the heartbeat off (settling) from the first write of a
+// batch that sets a vt until released.
+type vtGuard struct {
+	mu     *sync.RWMutex
+	locked bool
+}
+
+// hold holds the heartbeat off, once.
+func (g *vtGuard) hold() {
+	if !g.locked {
+		g.mu.RLock()
+		g.locked = true
+	}
+}
+
+// release lets the heartbeat run again, if held off.
+func (g *vtGuard) release() {
+	if g.locked {
+		g.mu.RUnlock()
+		g.locked = false
+	}
+}
+
+// writeLanded writes batch, retrying until it is written, the queue is
+// found dropped, or a hard stop, and returns what was written of each
+// message, by id: its outcome, or a retry for a dead letter refused. The
+// parts written before a write was given up count too. guard is held
+// before a part that sets its messages' vt.
+func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) map[int64]action {
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
-	landed := make(map[int64]bool, len(batch))
+	landed := make(map[int64]action, len(batch))
 	for {
-		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, settle)
+		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, guard.hold)
 		if err == nil {
 			w.outcomesWritten()
-			w.recordLanded(batch, landed)
-			w.settled[queue].Add(int64(len(landed)))
 			if len(w.gone) > 0 {
 				delete(w.gone, queue) // made again: say so again if it goes
 			}
-			break
+			return landed
 		}
 		if w.dropped(queue, err) {
 			if !w.gone[queue] {
 				w.gone[queue] = true
 				w.c.log.Warn("pgbus: the queue was dropped while its jobs ran; their outcomes are not written, their messages went with it", "queue", queue, "count", len(batch))
 			}
-			break
+			return landed
 		}
 		if w.jobBase.Err() != nil {
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
-			break
+			return landed
 		}
 		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) {
 			w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		}
-		if locked && !setVT(batch, written) {
+		if guard.locked && !setVT(batch, written) {
 			// No retry or snooze landed, so no vt they set can be
 			// overwritten: the heartbeat may run meanwhile, keeping the
 			// queue's other running jobs, and these, from reappearing
 			// while the write waits (a DLQ or archive gone, the
 			// database down).
-			w.settling.RUnlock()
-			locked = false
+			guard.release()
 		}
 		sleep(w.jobBase, delay)
 		delay = min(delay*2, 5*time.Second)
 	}
-	claims := make([]store.Claim, len(all))
-	for i, r := range all {
-		claims[i] = r.claim
+}
+
+// observeLanded tells the observers of the outcomes written, each once,
+// and the AbandonObservers of the others: the outcomes of earlier reads
+// of a message read again (written, its latest read is counted in its
+// place), and those that matched no message or whose write was given up.
+// Counted before their writes, a dead letter the database refused was
+// counted again at each return of its message, a success whose write a
+// stop cut short again when it ran again.
+func (w *queueWorker) observeLanded(all, written []result, landed map[int64]action) {
+	if len(w.c.observers.list) == 0 {
+		return
 	}
-	w.unhold(queue, claims)
+	latest := make(map[int64]store.Claim, len(written))
+	for _, r := range written {
+		latest[r.claim.MsgID] = r.claim
+	}
+	for _, r := range all {
+		if r.seen == nil {
+			continue
+		}
+		act, ok := landed[r.claim.MsgID]
+		if !ok || latest[r.claim.MsgID] != r.claim {
+			w.c.observers.abandoned(r.seen.ctx, r.seen.job)
+			continue
+		}
+		if act != r.action { // a dead letter refused: kept in the queue as a retry
+			r.action, r.reason, r.delay = act, "", w.c.settingsFor(w.name).VisibilityTimeout
+		}
+		w.c.observers.finished(r.seen.ctx, r.seen.job, r, r.seen.a)
+	}
 }
 
 // setVT reports whether a part of batch that sets its messages' vt (a
@@ -203,14 +264,15 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 }
 
 // writeOnce writes the parts of batch not written yet, and notes in landed
-// the ids of the messages whose outcomes were written. settle is called
-// before a part that sets its messages' vt (a retry, a snooze).
-func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]bool, settle func()) error {
+// what was written of each message: its outcome, or a retry for a dead
+// letter refused (keepFailures). settle is called before a part that sets
+// its messages' vt (a retry, a snooze).
+func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]action, settle func()) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	land := func(ids []int64) {
+	landAs := func(a action, ids []int64) {
 		for _, id := range ids {
-			landed[id] = true
+			landed[id] = a
 		}
 	}
 	var done []store.Claim
@@ -248,7 +310,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
 			w.logUnwritten(queue, "success", len(done), len(got))
-			land(got)
+			landAs(actionSucceed, got)
 			return err
 		},
 		actionRetry: func() error {
@@ -258,7 +320,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			settle()
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
 			w.logUnwritten(queue, "retry", len(retryItems), len(got))
-			land(got)
+			landAs(actionRetry, got)
 			return err
 		},
 		actionSnooze: func() error {
@@ -268,13 +330,13 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			settle()
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
 			w.logUnwritten(queue, "snooze", len(snoozes), len(got))
-			land(got)
+			landAs(actionSnooze, got)
 			return err
 		},
 		actionDiscard: func() error {
 			got, err := w.c.store.DiscardMany(ctx, queue, discards)
 			w.logUnwritten(queue, "discard", len(discards), len(got))
-			land(got)
+			landAs(actionDiscard, got)
 			return err
 		},
 		actionDeadLetter: func() error {
@@ -284,13 +346,13 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			if err != nil && w.dlqGone(ctx, queue, err) {
 				if !w.restoreDLQ(ctx, len(dead)) {
-					w.keepFailures(ctx, queue, dead, settle)
+					landAs(actionRetry, w.keepFailures(ctx, queue, dead, settle))
 					return nil // left in the queue, unheld at the end of the batch
 				}
 				got, err = w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			}
 			if err != nil && w.deadLetterDenied(ctx, queue, len(dead), err) {
-				w.keepFailures(ctx, queue, dead, settle)
+				landAs(actionRetry, w.keepFailures(ctx, queue, dead, settle))
 				return nil // left in the queue, unheld at the end of the batch
 			}
 			if err == nil {
@@ -298,7 +360,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			w.logUnwritten(queue, "dead letter", len(dead), len(got))
 			for _, d := range got {
-				landed[d.SourceMsgID] = true
+				landed[d.SourceMsgID] = actionDeadLetter
 			}
 			return err
 		},
@@ -333,12 +395,15 @@ func (r result) deadLetterItem() store.DeadLetterItem {
 		ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
 }
 
-// recordLanded counts the outcomes of batch that were written: one that
-// matched no message (another read holds it, whose worker counts its own
-// outcome) changed nothing, and counting it would count a message twice.
-func (w *queueWorker) recordLanded(batch []result, landed map[int64]bool) {
+// recordLanded counts the outcomes of batch that were written, as they
+// were written (a dead letter refused as the retry that kept it in the
+// queue): one that matched no message (another read holds it, whose
+// worker counts its own outcome) changed nothing, and counting it would
+// count a message twice.
+func (w *queueWorker) recordLanded(batch []result, landed map[int64]action) {
 	for _, r := range batch {
-		if landed[r.claim.MsgID] {
+		if a, ok := landed[r.claim.MsgID]; ok {
+			r.action = a
 			w.c.stats.add(w.name, r)
 		}
 	}

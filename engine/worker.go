@@ -483,9 +483,12 @@ func (w *queueWorker) process(d delivery) {
 	if res.abandon {
 		w.giveBack(d)
 		w.unhold(d.queue, []store.Claim{d.m.Claim()})
+		if res.seen != nil {
+			w.c.observers.abandoned(res.seen.ctx, res.seen.job)
+		}
 		return
 	}
-	w.outcomes <- res
+	w.outcomes <- res // the writer tells the observers once it is written
 }
 
 // giveBack returns the attempt of a job a stop cut off: it did not fail,
@@ -525,7 +528,9 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	job := w.jobOf(d)
 	ctx := w.c.observers.started(w.jobBase, job)
 	var a attempt
-	defer func() { w.c.observers.finished(ctx, job, res, a) }()
+	if len(w.c.observers.list) > 0 {
+		defer func() { res.seen = &observed{ctx: ctx, job: job, a: a} }()
+	}
 	breaker := d.h.opts.Breaker
 	var probe time.Time // the probe's ProbeUntil, when the job is its breaker's probe
 	if breaker != nil {
