@@ -510,3 +510,66 @@ func TestOpenMetricsOnRequest(t *testing.T) {
 		}
 	}
 }
+
+// A dead letter the database refuses (the workers' role may not insert
+// into the queue's DLQ) is not counted dead-lettered, however often its
+// message comes back: each refused delivery is counted as the retry that
+// kept the message in its queue, and the dead letter once it is in the
+// DLQ, so that the counter agrees with the DLQ's depth. It was counted at
+// every return of the message, before its write was tried.
+func TestDeadLetterCountedOnceInTheDLQ(t *testing.T) {
+	url := pgtest.NewDatabase(t) // the gauges read every queue of the database
+	owner := pgtest.OpenStore(t, url)
+	q := pgtest.NewFastQueue(t, owner, "refused", func(s *store.QueueSettings) { s.VisibilityTimeout, s.MaxRetries = time.Second, 100 })
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "REVOKE ALL ON pgmq.q_"+q+"_dlq FROM "+role)
+	svc, err := ops.New(owner, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
+
+	client := pgtest.NewClient(t, pgtest.OpenStore(t, roleURL), q, func(c *engine.Config) { c.Observers = []engine.Observer{m} })
+	var runs sync.Map // attempt -> true
+	client.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		runs.Store(job.Attempt, true)
+		return handle(ctx, job)
+	})
+	stop := pgtest.Start(t, client)
+	pgtest.Send(t, client, q, work{Mode: "dead", Class: "bank_declined"}, engine.SendOptions{Kind: "charge"})
+	dead := map[string]string{"queue": q, "kind": "charge", "outcome": "dead_lettered", "reason": store.ReasonNonRetryable}
+	retried := map[string]string{"queue": q, "kind": "charge", "outcome": "retried", "reason": ""}
+	counted := func(fams map[string]*dto.MetricFamily) float64 {
+		return max(value(fams, "pgbus_jobs_finished_total", retried), 0) + max(value(fams, "pgbus_jobs_finished_total", dead), 0)
+	}
+	pgtest.Eventually(t, time.Minute, "three refused deliveries counted", func() bool { return counted(scrape(t, base)) >= 3 })
+	fams := scrape(t, base)
+	if got := value(fams, "pgbus_jobs_finished_total", dead); got > 0 {
+		t.Fatalf("pgbus_jobs_finished_total%v = %v while the DLQ refuses the message, want none", dead, got)
+	}
+	if got := value(fams, "pgbus_dlq_messages", map[string]string{"queue": q}); got != 0 {
+		t.Fatalf("pgbus_dlq_messages = %v while the DLQ refuses the message, want 0", got)
+	}
+
+	pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.q_"+q+"_dlq TO "+role)
+	pgtest.Eventually(t, time.Minute, "the message in the DLQ once granted", func() bool { return pgtest.Live(t, owner, store.DLQName(q)) == 1 })
+	stop() // every outcome written is counted by then
+	fams = scrape(t, base)
+	if got := value(fams, "pgbus_jobs_finished_total", dead); got != 1 {
+		t.Errorf("pgbus_jobs_finished_total%v = %v, want 1: the dead letter in the DLQ", dead, got)
+	}
+	if got := value(fams, "pgbus_dlq_messages", map[string]string{"queue": q}); got != 1 {
+		t.Errorf("pgbus_dlq_messages = %v, want 1", got)
+	}
+	n := 0
+	runs.Range(func(any, any) bool { n++; return true })
+	if got := counted(fams); got != float64(n) {
+		t.Errorf("%v deliveries counted for %d runs; want each run counted once", got, n)
+	}
+}
