@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -412,5 +414,57 @@ func TestNewWithoutProviderUsesTheGlobalOne(t *testing.T) {
 	spans := exp.GetSpans()
 	if len(spans) != 1 || spans[0].Name != "send orders" {
 		t.Fatalf("spans recorded through the global provider: %v, want one send orders", spans)
+	}
+}
+
+// An attempt whose outcome is refused until the worker stops (its
+// archive was not granted to the workers' role) ends its span abandoned,
+// not succeeded: the message was not archived, and runs again. The span
+// stays open while the write is retried.
+func TestAttemptWhoseOutcomeIsNotWrittenEndsAbandoned(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	q := pgtest.NewFastQueue(t, owner, "tra", nil)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "REVOKE INSERT ON pgmq.a_"+q+" FROM "+role)
+	tr, exp := newTracer(t)
+	var log pgtest.SyncBuffer
+	c := pgtest.NewClient(t, pgtest.OpenStore(t, roleURL), q, func(cfg *engine.Config) {
+		cfg.Observers = []engine.Observer{tr}
+		cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	stop := pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the archive's refusal logged", func() bool {
+		return strings.Contains(log.String(), "may not write the outcomes")
+	})
+	attempts := func() []tracetest.SpanStub {
+		var out []tracetest.SpanStub
+		for _, sp := range exp.GetSpans() {
+			if sp.Name == "process "+q {
+				out = append(out, sp)
+			}
+		}
+		return out
+	}
+	if got := attempts(); len(got) != 0 {
+		outcome, _ := attr(got[0].Attributes, tracing.AttrOutcome)
+		t.Fatalf("the attempt's span ended, outcome %q, while its outcome's write was refused", outcome.AsString())
+	}
+	stop()
+	got := attempts()
+	if len(got) != 1 {
+		t.Fatalf("%d attempt spans exported, want the one whose outcome was not written", len(got))
+	}
+	outcome, _ := attr(got[0].Attributes, tracing.AttrOutcome)
+	if outcome.AsString() != tracing.OutcomeAbandoned || got[0].Status.Code != codes.Error {
+		t.Errorf("the attempt's span: outcome %q, status %+v; want abandoned, an error", outcome.AsString(), got[0].Status)
+	}
+	if n := pgtest.Archived(t, owner, q); n != 0 {
+		t.Errorf("%d archived, want none", n)
 	}
 }

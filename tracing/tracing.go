@@ -162,22 +162,24 @@ func (t *Tracer) JobFinished(ctx context.Context, job *engine.Job, f engine.Fini
 	span.End()
 }
 
-// OutcomeAbandoned is pgbus.outcome on the span of an attempt the worker
-// gave up at a hard stop (JobAbandoned).
+// OutcomeAbandoned is pgbus.outcome on the span of an attempt whose
+// outcome was not written (JobAbandoned).
 const OutcomeAbandoned = "abandoned"
 
 var _ engine.AbandonObserver = (*Tracer)(nil)
 
-// JobAbandoned ends the span of an attempt the worker gave up at a hard
-// stop, as failed, saying that the message runs again after its
-// visibility timeout: otherwise the span would never end, nor be exported.
+// JobAbandoned ends the span of an attempt whose outcome was not written
+// (the worker stopped while the handler ran past its drain timeout, or
+// while the outcome's write failed; the message was read again
+// meanwhile), as failed, saying that the message runs again: otherwise
+// the span would never end, nor be exported.
 func (t *Tracer) JobAbandoned(ctx context.Context, _ *engine.Job) {
 	span, ok := ctx.Value(attemptKey{}).(trace.Span)
 	if !ok {
 		return
 	}
 	span.SetAttributes(AttrOutcome.String(OutcomeAbandoned))
-	span.SetStatus(codes.Error, "abandoned: the worker stopped while the handler ran, past its drain timeout; the message runs again once its visibility timeout ends")
+	span.SetStatus(codes.Error, "abandoned: the worker stopped, or the message was read again, before this attempt's outcome was written; the message runs again")
 	span.End()
 }
 
