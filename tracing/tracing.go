@@ -171,15 +171,15 @@ var _ engine.AbandonObserver = (*Tracer)(nil)
 // JobAbandoned ends the span of an attempt whose outcome was not written
 // (the worker stopped while the handler ran past its drain timeout, or
 // while the outcome's write failed; the message was read again
-// meanwhile), as failed, saying that the message runs again: otherwise
-// the span would never end, nor be exported.
+// meanwhile, or its queue was dropped), as failed, saying why it may
+// have been: otherwise the span would never end, nor be exported.
 func (t *Tracer) JobAbandoned(ctx context.Context, _ *engine.Job) {
 	span, ok := ctx.Value(attemptKey{}).(trace.Span)
 	if !ok {
 		return
 	}
 	span.SetAttributes(AttrOutcome.String(OutcomeAbandoned))
-	span.SetStatus(codes.Error, "abandoned: the worker stopped, or the message was read again, before this attempt's outcome was written; the message runs again")
+	span.SetStatus(codes.Error, "abandoned: the worker stopped, the message was read again or its queue was dropped before this attempt's outcome was written; unless its queue is gone, the message runs again")
 	span.End()
 }
 
