@@ -121,7 +121,7 @@ func (s *server) readSession(r *http.Request) (session, bool) {
 
 // setSession sends the session cookie.
 func (s *server) setSession(w http.ResponseWriter, r *http.Request, sess session) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess.value, Path: "/", MaxAge: int(sessionTTL / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess.value, Path: s.base + "/", MaxAge: int(sessionTTL / time.Second),
 		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
@@ -198,7 +198,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 			s.setSession(w, r, sess)
 		case !ok || !sess.authed:
 			if api {
-				s.log.Warn("dashboard: request refused", "status", http.StatusUnauthorized, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "not logged in")
+				s.log.Warn("dashboard: request refused", "status", http.StatusUnauthorized, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "not logged in")
 				writeJSON(w, r, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
 				return
 			}
@@ -210,7 +210,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 				s.refuseKeeping(w, r, s.newView(r, session{}), http.StatusUnauthorized, msg, typedText(r))
 				return
 			}
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			s.redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
 			return
 		}
 		v := s.newView(r, sess)
@@ -247,7 +247,7 @@ func typedText(r *http.Request) string {
 // loginPage asks for the token.
 func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.AuthToken == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		s.redirect(w, r, "/")
 		return
 	}
 	sess, ok := s.readSession(r)
@@ -268,7 +268,7 @@ type loginData struct {
 // login checks the token and starts a logged-in session.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.AuthToken == "" {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		s.redirect(w, r, "/")
 		return
 	}
 	sess, ok := s.readSession(r)
@@ -288,7 +288,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSession(w, r, s.newSession(true))
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	s.redirect(w, r, next)
 }
 
 // staleLogin says why a login form was refused. A form that came without
@@ -342,12 +342,19 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
 	if sess, ok := s.readSession(r); ok {
 		s.ended.end(sess.value, sess.expires, s.cfg.Now())
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: s.base + "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
 	to := "/"
 	if s.cfg.AuthToken != "" {
 		to = "/login"
 	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	s.redirect(w, r, to)
+}
+
+// redirect sends the browser to the dashboard's path p (such as "/dlq"),
+// under the base path, with 303 See Other: after a form, the next page is
+// fetched with GET.
+func (s *server) redirect(w http.ResponseWriter, r *http.Request, p string) {
+	http.Redirect(w, r, s.base+p, http.StatusSeeOther)
 }
 
 // safeNext keeps a redirect after login on this site: a path, not a URL

@@ -20,6 +20,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -66,7 +68,18 @@ type Config struct {
 	// dashboard does not have names. Empty, the dashboard is served alone
 	// (pgbus dashboard), and it tells an MCP client that calls /mcp, the
 	// path such clients are given, that there is no MCP endpoint here.
+	// It is the path as a browser sees it, under BasePath.
 	MCP string
+	// BasePath is the path prefix the dashboard is served under behind a
+	// reverse proxy that forwards requests unchanged (pgbus serve
+	// --base-path), such as "/pgbus"; empty, it is served at /. The
+	// handler then takes requests under it only: BasePath+"/" is the
+	// overview, BasePath alone redirects there, and any other path is not
+	// found. Every link, form, redirect and script address of its pages,
+	// and its session cookie's Path, carry it. New refuses a value that is
+	// not a clean URL path (see basepath.Clean); a trailing slash is
+	// dropped.
+	BasePath string
 }
 
 // server is the dashboard's handler.
@@ -77,6 +90,7 @@ type server struct {
 	key   []byte // signs session cookies and CSRF tokens
 	pages map[string]*page
 	mux   *http.ServeMux
+	base  string // Config.BasePath, cleaned: "" or "/name" without a trailing slash
 	// logins throttles the guesses at the token of each client.
 	logins *throttle.Limiter
 	// ended are the sessions logged out before they expired.
@@ -105,13 +119,16 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &server{svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
+	base, err := basepath.Clean(cfg.BasePath)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	s := &server{base: base, svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
 		logins: throttle.New(loginMaxFailures, loginWindow, loginMaxClients), ended: endedSessions{until: map[string]time.Time{}}}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
-	var err error
-	if s.pages, err = parsePages(); err != nil {
+	if s.pages, err = parsePages(base); err != nil {
 		return nil, err
 	}
 	static, err := fs.Sub(assets, "static")
@@ -153,8 +170,24 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 }
 
 // ServeHTTP serves the dashboard with headers that keep its pages out of
-// frames, caches and other sites' reach.
+// frames, caches and other sites' reach. Under a base path, its handlers
+// see the paths below it ("/dlq" for BasePath+"/dlq").
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.base != "" {
+		if r.URL.Path == s.base {
+			to := s.base + "/"
+			if r.URL.RawQuery != "" {
+				to += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, to, http.StatusMovedPermanently)
+			return
+		}
+		if _, ok := basepath.Under(s.base, r.URL.Path); !ok {
+			http.Error(w, fmt.Sprintf("pgbus: this server serves its dashboard under %s/, and has nothing at %s", s.base, r.URL.Path), http.StatusNotFound)
+			return
+		}
+		r = basepath.Strip(r, s.base)
+	}
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")

@@ -30,6 +30,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 type serverOpts struct {
 	token                   string
 	readOnly, allowPayloads bool
+	// basePath serves everything under it (pgbus serve --base-path).
+	basePath string
 }
 
 // serve runs pgbus serve --transport http over st, as the command does
@@ -43,7 +45,7 @@ func serve(t *testing.T, st *store.Store, o serverOpts) string {
 	go func() {
 		done <- runner.ServeMCP(ctx, st, runner.MCPConfig{
 			Transport: mcpserver.TransportHTTP,
-			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, Ready: func(a net.Addr) { ready <- a }},
+			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, BasePath: o.basePath, Ready: func(a net.Addr) { ready <- a }},
 			ReadOnly:  o.readOnly, AllowPayloads: o.allowPayloads,
 			Logger: slog.New(slog.DiscardHandler),
 		})
@@ -80,14 +82,20 @@ type browser struct {
 	t    *testing.T
 	base string
 	c    *http.Client
+	// prefix is the base path the server is served under, which base
+	// ends with and the paths given to get and post leave out.
+	prefix string
 }
 
-func newBrowser(t *testing.T, addr string) *browser {
+func newBrowser(t *testing.T, addr string) *browser { return newBrowserUnder(t, addr, "") }
+
+// newBrowserUnder is newBrowser for a server under the base path prefix.
+func newBrowserUnder(t *testing.T, addr, prefix string) *browser {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &browser{t: t, base: "http://" + addr, c: &http.Client{Jar: jar, Timeout: time.Minute,
+	return &browser{t: t, base: "http://" + addr + prefix, prefix: prefix, c: &http.Client{Jar: jar, Timeout: time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
@@ -151,7 +159,7 @@ func (b *browser) login(token string) {
 		b.t.Fatalf("GET /login: %d\n%s", code, page)
 	}
 	code, page, to := b.post("/login", url.Values{"csrf": {csrf(b.t, page)}, "token": {token}, "next": {"/"}}, nil)
-	if code != http.StatusSeeOther || to != "/" {
+	if code != http.StatusSeeOther || to != b.prefix+"/" {
 		b.t.Fatalf("POST /login with the token: %d to %q\n%s", code, to, page)
 	}
 }

@@ -73,7 +73,7 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	}
 	msg, _ := ops.RedactText(err.Error())
-	s.log.Error("dashboard: live counts failed", "path", r.URL.Path, "err", msg)
+	s.log.Error("dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
 	writeJSON(w, r, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
 }
 

@@ -71,8 +71,15 @@ type pageData struct {
 	Data any
 }
 
-func parsePages() (map[string]*page, error) {
-	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+// parsePages parses the pages of a dashboard served under base (see
+// Config.BasePath): the templates write every address of the dashboard
+// through the helpers u, link and static, which put base in front of it.
+func parsePages(base string) (map[string]*page, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{
+		"u":      func(p string) string { return base + p },
+		"link":   func(p string, kv ...any) string { return base + pageLink(p, kv...) },
+		"static": func(name string) string { return base + staticURL(name) },
+	}).ParseFS(assets, "templates/layout.html")
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +126,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	v.Page = name
 	var buf bytes.Buffer
 	if err := p.t.ExecuteTemplate(&buf, "layout.html", pageData{view: v, Data: data}); err != nil {
-		s.log.Error("dashboard: render a page", "page", name, "path", r.URL.Path, "err", err)
+		s.log.Error("dashboard: render a page", "page", name, "path", s.base+r.URL.Path, "err", err)
 		http.Error(w, "pgbus dashboard: this page could not be rendered; the server's log says why", http.StatusInternalServerError)
 		return
 	}
@@ -158,7 +165,7 @@ func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status 
 // refuseKeeping renders a refusal that shows kept, the text a person
 // typed into the refused form, again.
 func (s *server) refuseKeeping(w http.ResponseWriter, r *http.Request, v *view, status int, msg, kept string) {
-	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", msg)
+	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", msg)
 	v.Title = http.StatusText(status)
 	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}, Kept: kept})
 }
@@ -180,7 +187,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 	msg, _ := ops.RedactText(err.Error())
 	hints := ops.HintsOf(err)
 	if status == http.StatusInternalServerError {
-		s.log.Error("dashboard: operation failed", "path", r.URL.Path, "err", msg)
+		s.log.Error("dashboard: operation failed", "path", s.base+r.URL.Path, "err", msg)
 		// An error with next steps knows its cause (a schema to migrate):
 		// a database down is not it.
 		todo := "If the database is down or restarting, reload this page in a moment; the server's log has the details."
@@ -202,9 +209,9 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request, v *view) {
 		s.wrongMethod(w, r, v, allow)
 		return
 	}
-	msg := fmt.Sprintf("The dashboard has no page %s; its pages are listed in the navigation above.", r.URL.Path)
+	msg := fmt.Sprintf("The dashboard has no page %s; its pages are listed in the navigation above.", s.base+r.URL.Path)
 	if s.cfg.MCP != "" {
-		msg = fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is %s; the pages are listed in the navigation above.", r.URL.Path, s.cfg.MCP)
+		msg = fmt.Sprintf("The dashboard has no page %s. The MCP endpoint is %s; the pages are listed in the navigation above.", s.base+r.URL.Path, s.cfg.MCP)
 	}
 	v.Title = "Not found"
 	s.render(w, r, http.StatusNotFound, "problem", v, problem{Status: http.StatusNotFound, Message: msg,
@@ -228,9 +235,9 @@ func (s *server) methodsAt(u *url.URL) []string {
 // page after an action, opened again), or a page sent something.
 func (s *server) wrongMethod(w http.ResponseWriter, r *http.Request, v *view, allow []string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	msg := fmt.Sprintf("%s %s: this address takes only %s. Nothing was changed.", r.Method, r.URL.Path, strings.Join(allow, " and "))
+	msg := fmt.Sprintf("%s %s: this address takes only %s. Nothing was changed.", r.Method, s.base+r.URL.Path, strings.Join(allow, " and "))
 	if len(allow) == 1 && allow[0] == http.MethodPost {
-		msg = fmt.Sprintf("%s is where a form of the dashboard is sent (POST), not a page to open: nothing was changed. To act again, send the form from its page (a dead message's, a preview's or the overview's).", r.URL.Path)
+		msg = fmt.Sprintf("%s is where a form of the dashboard is sent (POST), not a page to open: nothing was changed. To act again, send the form from its page (a dead message's, a preview's or the overview's).", s.base+r.URL.Path)
 	}
 	s.refuse(w, r, v, http.StatusMethodNotAllowed, msg)
 }
@@ -239,7 +246,7 @@ func (s *server) wrongMethod(w http.ResponseWriter, r *http.Request, v *view, al
 // in JSON as the endpoint it looked for would, before any login: whatever
 // its token, there is no endpoint to authenticate to.
 func (s *server) noMCP(w http.ResponseWriter, r *http.Request) {
-	s.log.Warn("dashboard: request refused", "status", http.StatusNotFound, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+	s.log.Warn("dashboard: request refused", "status", http.StatusNotFound, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr,
 		"client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "no MCP endpoint: the dashboard is served alone")
 	writeJSON(w, r, http.StatusNotFound, apiError{Error: "This address serves the pgbus dashboard alone (pgbus dashboard), without an MCP endpoint: " +
 		"point the MCP client at a pgbus serve --transport http, which serves /mcp next to the same dashboard, or have it start pgbus serve (stdio)."})
@@ -309,10 +316,9 @@ func hintCommands(hints []ops.Hint) []command {
 	return out
 }
 
-// funcs are the templates' helpers.
+// funcs are the templates' helpers; parsePages adds those that write
+// addresses, which depend on the base path.
 var funcs = template.FuncMap{
-	"static":    staticURL,
-	"link":      pageLink,
 	"hintlinks": hintLinks,
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -17,11 +18,12 @@ import (
 // bearer token, which a browser cannot send: dash authenticates them
 // itself. Every other path goes to endpoints, behind every check, and so
 // do the well-known paths MCP clients probe (OAuth discovery), which get
-// the answers they got before the dashboard.
-func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler) http.Handler {
+// the answers they got before the dashboard. Under a base path, the
+// dashboard gets the request with it, as it came.
+func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler, base string) http.Handler {
 	page := s.wrap(dash, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "/" && !strings.HasPrefix(r.URL.Path, "/.well-known/") {
+		if _, pattern := mux.Handler(r); pattern == "/" && !strings.HasPrefix(r.URL.Path, base+"/.well-known/") {
 			page.ServeHTTP(w, r)
 			return
 		}
@@ -64,7 +66,8 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 		_ = ln.Close()
 		return err
 	}
-	srv := newHTTPServer(ctx, cfg, sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false))
+	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
+	srv := newHTTPServer(ctx, cfg, underBase(base, sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false)))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

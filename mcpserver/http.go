@@ -15,6 +15,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -115,6 +116,15 @@ type HTTPConfig struct {
 	// needs no secret; they tell only whether the process and the
 	// database are up and why not.
 	Probes http.Handler
+	// BasePath is the path prefix everything is served under behind a
+	// reverse proxy that forwards requests unchanged (--base-path), such
+	// as "/pgbus": the MCP endpoint at BasePath+PathMCP, metrics and
+	// probes at BasePath+PathMetrics and so on, the Dashboard (which must
+	// be given the same base path) at BasePath+"/". Any other path is
+	// answered 404 before any other check. Empty, everything is at /. Only
+	// TransportHTTP takes one; Check refuses a value basepath.Clean does
+	// not accept.
+	BasePath string
 
 	// bodyReadTimeout bounds the time to receive a request body;
 	// DefaultBodyReadTimeout when zero. Tests shorten it.
@@ -185,6 +195,27 @@ func (c HTTPConfig) Check() error {
 			return fmt.Errorf("--allowed-origins: %q is not an origin; give scheme://host[:port], for example https://app.example.com, or *", o)
 		}
 	}
+	if err := CheckBasePath(c.Transport, c.BasePath); err != nil {
+		return fmt.Errorf("--base-path: %w", err)
+	}
+	return nil
+}
+
+// CheckBasePath checks a base path (HTTPConfig.BasePath) for transport:
+// a clean URL path (basepath.Clean), and none but with TransportHTTP,
+// whose endpoints are the only ones served under one.
+func CheckBasePath(transport, p string) error {
+	base, err := basepath.Clean(p)
+	if err != nil {
+		return err
+	}
+	if base != "" && transport != TransportHTTP {
+		where := "its endpoints stay at " + PathSSE + " and " + PathMessage
+		if transport == TransportStdio {
+			where = "it serves no HTTP at all"
+		}
+		return fmt.Errorf("%s: only --transport %s serves under a base path, and the %s transport does not (%s); drop the base path or use --transport %s", base, TransportHTTP, transport, where, TransportHTTP)
+	}
 	return nil
 }
 
@@ -212,12 +243,13 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	if err != nil {
 		return nil, nil, err
 	}
+	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
 	mux := http.NewServeMux()
 	var closeSessions func(context.Context)
 	switch cfg.Transport {
 	case TransportHTTP:
 		h, closeAll := streamableHandler(s, cfg)
-		mux.Handle(PathMCP, h)
+		mux.Handle(base+PathMCP, h)
 		closeSessions = closeAll
 	case TransportSSE:
 		opts := []server.SSEOption{
@@ -233,15 +265,17 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		mux.Handle(PathMessage, h)
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
+	// The metrics and probes handlers are those of --metrics-addr too,
+	// which serves them at /: they are given the paths they know.
 	if cfg.Metrics != nil {
-		mux.Handle(PathMetrics, cfg.Metrics)
+		mux.Handle(base+PathMetrics, http.StripPrefix(base, cfg.Metrics))
 	}
 	if cfg.Probes != nil {
-		mux.Handle(PathLivez, cfg.Probes)
-		mux.Handle(PathReadyz, cfg.Probes)
-		sec.open = map[string]bool{PathLivez: true, PathReadyz: true}
+		mux.Handle(base+PathLivez, http.StripPrefix(base, cfg.Probes))
+		mux.Handle(base+PathReadyz, http.StripPrefix(base, cfg.Probes))
+		sec.open = map[string]bool{base + PathLivez: true, base + PathReadyz: true}
 	}
-	endpoint := PathMCP
+	endpoint := base + PathMCP
 	if cfg.Transport == TransportSSE {
 		endpoint = PathSSE
 	}
@@ -250,9 +284,26 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	})
 	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
 	if cfg.Dashboard != nil && cfg.Transport == TransportHTTP {
-		return sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who)), closeSessions, nil
+		return underBase(base, sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who), base)), closeSessions, nil
 	}
-	return sec.Wrap(identify(mux, who)), closeSessions, nil
+	return underBase(base, sec.Wrap(identify(mux, who))), closeSessions, nil
+}
+
+// underBase answers 404 to a request outside base, before any check: a
+// reverse proxy sends only the paths under it, and nothing is served
+// elsewhere. base itself goes on, for the dashboard to redirect it to
+// base+"/".
+func underBase(base string, next http.Handler) http.Handler {
+	if base == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := basepath.Under(base, r.URL.Path); !ok && r.URL.Path != base {
+			http.Error(w, fmt.Sprintf("pgbus: this server serves everything under %s/ (the MCP endpoint is %s%s), and has nothing at %s", base, base, PathMCP, r.URL.Path), http.StatusNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // identify names, in the context of every request that passed the security

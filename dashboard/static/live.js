@@ -18,6 +18,8 @@
     return;
   }
   var src = root.getAttribute("data-live-src");
+  // The dead letters page, under the base path the dashboard is served at.
+  var dlqPage = root.getAttribute("data-live-dlq") || "/dlq";
   var every = Math.max(2, parseInt(root.getAttribute("data-live-every"), 10) || 5) * 1000;
   var timer = null;
   var stopped = false;
@@ -88,7 +90,7 @@
       if (!a) {
         td.textContent = "";
         a = document.createElement("a");
-        a.href = "/dlq?queue=" + encodeURIComponent(queue);
+        a.href = dlqPage + "?queue=" + encodeURIComponent(queue);
         td.appendChild(a);
       }
       set(a, num(n));

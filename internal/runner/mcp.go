@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -70,14 +71,15 @@ func (c MCPConfig) http() mcpserver.HTTPConfig {
 		if c.HTTP.Ready != nil {
 			c.HTTP.Ready(addr)
 		}
-		path := mcpserver.PathMCP
+		base := c.basePath()
+		path := base + mcpserver.PathMCP
 		if c.Transport == mcpserver.TransportSSE {
 			path = mcpserver.PathSSE
 		}
 		c.Logger.Info("pgbus MCP server listening", "transport", c.Transport, "addr", addr.String(),
 			"url", "http://"+addr.String()+path, "auth", h.AuthToken != "", "read_only", c.ReadOnly)
 		if h.Dashboard != nil {
-			c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/")
+			c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+base+"/")
 		}
 	}
 	return h
@@ -99,7 +101,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
 		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
-			MCP: mcpserver.PathMCP}); err != nil {
+			MCP: c.basePath() + mcpserver.PathMCP, BasePath: c.HTTP.BasePath}); err != nil {
 			return err
 		}
 	}
@@ -117,6 +119,13 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	c.Logger.Info("pgbus MCP server stopped")
 	return err
+}
+
+// basePath is the base path of c.HTTP, cleaned (a value Check refuses
+// gives none: nothing is served with it).
+func (c MCPConfig) basePath() string {
+	base, _ := basepath.Clean(c.HTTP.BasePath)
+	return base
 }
 
 // loopbackAddr reports whether addr (host:port; the default when empty)
@@ -140,12 +149,13 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
-	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger}); err != nil {
+	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
+		BasePath: h.BasePath}); err != nil {
 		return err
 	}
 	ready := h.Ready
 	h.Ready = func(addr net.Addr) {
-		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+c.basePath()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly)
 		if ready != nil {
 			ready(addr)
 		}
