@@ -24,6 +24,7 @@ type dashboardFlags struct {
 	allowPayloads  bool
 	safeFields     []string
 	trustedProxies []string
+	basePath       string
 }
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -40,7 +41,9 @@ Origin headers that are not allowed, and needs a token (--auth-token or
 PGBUS_MCP_TOKEN, at least 32 characters) whenever --addr is not a loopback
 address: the login page asks for it. Every form carries a CSRF token.
 --read-only shows everything and offers no action; payloads are shown
-(redacted) only with --allow-payloads.`,
+(redacted) only with --allow-payloads. Behind a reverse proxy that forwards a
+sub-path such as /pgbus/ unchanged, --base-path /pgbus serves the dashboard
+there, every link, redirect and cookie under it.`,
 		Example: `  pgbus dashboard
   pgbus dashboard --read-only
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,
@@ -50,6 +53,9 @@ address: the login page asks for it. Every form carries a CSRF token.
 				return err
 			}
 			if err := a.resolve(cmd.Flags(), "auth-token", "", EnvAuthToken); err != nil {
+				return err
+			}
+			if err := a.resolveBasePath(cmd.Flags(), mcpserver.TransportHTTP, &f.basePath); err != nil {
 				return err
 			}
 			return a.dashboard(cmd.Context(), f)
@@ -64,13 +70,14 @@ address: the login page asks for it. Every form carries a CSRF token.
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let message pages show payloads (redacted)")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")
 	addTrustedProxiesFlag(fl, &f.trustedProxies)
+	addBasePathFlag(fl, &f.basePath)
 	return cmd
 }
 
 func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	c := runner.MCPConfig{
 		Transport: mcpserver.TransportHTTP,
-		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken},
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields), Logger: a.log,
 	}
 	if err := c.Check(); err != nil {
@@ -100,6 +107,27 @@ const EnvTrustedProxies = "PGBUS_TRUSTED_PROXIES"
 
 func addTrustedProxiesFlag(fs *pflag.FlagSet, proxies *[]string) {
 	fs.StringSliceVar(proxies, "trusted-proxies", nil, "addresses of the reverse proxies in front of the HTTP server (comma list of IPs or CIDRs, env "+EnvTrustedProxies+"): the dashboard's login throttle counts the client they name in X-Forwarded-For instead of the proxy, logs of refused requests name it, and their X-Forwarded-Proto: https marks the session cookie Secure")
+}
+
+// EnvBasePath is the path prefix the HTTP server is served under behind
+// a reverse proxy, when --base-path does not give one.
+const EnvBasePath = "PGBUS_BASE_PATH"
+
+func addBasePathFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "base-path", "", "serve everything under this path, such as /pgbus, for a reverse proxy that forwards that path unchanged (env "+EnvBasePath+"; default: at /)")
+}
+
+// resolveBasePath settles --base-path (the flag, else PGBUS_BASE_PATH)
+// and checks it for transport before anything starts, saying where a
+// refused value came from.
+func (a *app) resolveBasePath(fs *pflag.FlagSet, transport string, p *string) error {
+	if err := a.resolve(fs, "base-path", "", EnvBasePath); err != nil {
+		return err
+	}
+	if err := mcpserver.CheckBasePath(transport, *p); err != nil {
+		return usageError{fmt.Errorf("--base-path%s: %w", a.from("base-path"), err)}
+	}
+	return nil
 }
 
 // parseTrustedProxies reads --trusted-proxies: IP addresses and CIDR

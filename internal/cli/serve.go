@@ -35,6 +35,7 @@ type serveFlags struct {
 	metricsAddr    string
 	timing         workerTiming // of the embedded workers
 	trustedProxies []string
+	basePath       string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -49,7 +50,9 @@ Transports:
          themselves (Claude Desktop, Claude Code, VS Code, Cursor). Logs go to
          stderr only. The server stops when the client closes stdin.
   http   Streamable HTTP at http://ADDR/mcp, and the web dashboard at
-         http://ADDR/ (a login page asks for the token when one is set).
+         http://ADDR/ (a login page asks for the token when one is set);
+         with --base-path /pgbus, at /pgbus/mcp and /pgbus/, for a reverse
+         proxy that forwards /pgbus/ unchanged.
   sse    the legacy HTTP+SSE transport: GET http://ADDR/sse, POST /message.
 
 HTTP binds to 127.0.0.1:8080 by default. Requests with an Origin header that is
@@ -100,6 +103,9 @@ transport, stdio included.`,
 			if err := a.resolve(cmd.Flags(), "auth-token", "", EnvAuthToken); err != nil {
 				return err
 			}
+			if err := a.resolveBasePath(cmd.Flags(), f.transport, &f.basePath); err != nil {
+				return err
+			}
 			if f.maxSessions < 1 {
 				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
 			}
@@ -129,6 +135,7 @@ transport, stdio included.`,
 	_ = fl.MarkHidden("work")
 	addMetricsFlag(fl, &f.metricsAddr)
 	addTrustedProxiesFlag(fl, &f.trustedProxies)
+	addBasePathFlag(fl, &f.basePath)
 	f.timing.add(fl)
 	fl.StringVar(&f.handler, "handler", "", "handler type for the --queue queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	addConcurrencyFlag(fl, &f.concurrency)
@@ -139,7 +146,7 @@ transport, stdio included.`,
 func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 	return runner.MCPConfig{
 		Transport: f.transport,
-		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions},
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
 		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log,
 	}
