@@ -15,8 +15,9 @@ import (
 // choose the queues listed (?queues=all, ?name=) and has the counts of
 // those queues only: of hundreds, every few seconds, the others' would
 // weigh tens of kilobytes that no row shows. QueuesOmitted and
-// QueuesFiltered count the others, so that the script tells queues
-// created or dropped. The names are those of the operations' results.
+// QueuesFiltered count the others, and QueueSet identifies every queue's
+// name, so that the script tells queues created or dropped, a creation
+// and a drop between two of its requests included. The names are those of the operations' results.
 type liveCounts struct {
 	Status         string      `json:"status"`
 	Queues         int         `json:"queues"`
@@ -27,6 +28,7 @@ type liveCounts struct {
 	QueueStats     []liveQueue `json:"queue_stats"`
 	QueuesOmitted  int         `json:"queues_omitted"`
 	QueuesFiltered int         `json:"queues_filtered"`
+	QueueSet       string      `json:"queue_set"`
 }
 
 // liveQueue is one queue's counts of the overview's table.
@@ -57,7 +59,7 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 	}
 	h := o.Health
 	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, DeadMessages: h.DeadMessages, Workers: h.Workers,
-		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues)), QueuesOmitted: o.QueuesOmitted, QueuesFiltered: o.QueuesFiltered}
+		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues)), QueuesOmitted: o.QueuesOmitted, QueuesFiltered: o.QueuesFiltered, QueueSet: o.QueueSet}
 	for _, q := range o.Queues {
 		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
 			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused, Dropped: q.Dropped})

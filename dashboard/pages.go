@@ -41,7 +41,10 @@ type overviewData struct {
 	Kept []param
 	// LiveSrc is the address of the page's live counts: /live with the
 	// parameters that choose the queues listed.
-	LiveSrc    string
+	LiveSrc string
+	// QueueSet identifies the names of every queue (ops.Overview), for
+	// the live counts to tell queues created or dropped.
+	QueueSet   string
 	Throughput throughputData
 }
 
@@ -151,7 +154,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, v *view) {
 	d := overviewData{Health: o.Health, Queues: o.Queues, QueuesOmitted: o.QueuesOmitted,
 		AllReasons: overviewWith(r.URL, "reasons", "all", "health-h"), AllQueues: overviewWith(r.URL, "queues", "all", "queues-h"),
 		Name: req.QueueNameContains, QueuesFiltered: o.QueuesFiltered, ClearName: overviewWithout(r.URL, "name"), Kept: overviewKept(r.URL),
-		LiveSrc: liveSrc(r.URL), Throughput: throughputView(tp, links, chosen)}
+		LiveSrc: liveSrc(r.URL), QueueSet: o.QueueSet, Throughput: throughputView(tp, links, chosen)}
 	d.Throughput.All = overviewWith(r.URL, "queues", "all", "tp-h")
 	v.Title, v.Nav = "Overview", "overview"
 	s.render(w, r, http.StatusOK, "overview", v, d)

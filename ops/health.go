@@ -3,6 +3,8 @@ package ops
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -132,6 +134,11 @@ type Overview struct {
 	// QueuesFiltered counts the queues whose names do not contain
 	// QueueNameContains: in neither Queues nor QueuesOmitted.
 	QueuesFiltered int
+	// QueueSet identifies the names of every queue, listed or not (those
+	// dropped with dead messages left included): it changes when a queue
+	// is created or dropped, and only then, so that a page that lists some
+	// can tell that the others changed although their number did not.
+	QueueSet string
 }
 
 // OverviewRequest bounds the lists of an overview, so that a page of
@@ -178,6 +185,7 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 	if err != nil {
 		return o, err
 	}
+	o.QueueSet = queueSet(o.Queues)
 	if req.QueueNameContains != "" {
 		n := len(o.Queues)
 		o.Queues = slices.DeleteFunc(o.Queues, func(q QueueStats) bool { return !strings.Contains(q.Queue, req.QueueNameContains) })
@@ -192,6 +200,18 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 		o.Health.Notes = append(o.Health.Notes, fmt.Sprintf("%d of the %d reasons are listed, STALLED ones first", req.MaxReasons, req.MaxReasons+n))
 	}
 	return o, nil
+}
+
+// queueSet is the Overview's QueueSet of queues: a digest of their
+// names, in byte order.
+func queueSet(queues []QueueStats) string {
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = q.Queue
+	}
+	slices.Sort(names)
+	sum := sha256.Sum256([]byte(strings.Join(names, "\n")))
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
 // healthOf is the verdict on stats, the stats of every queue, and on the

@@ -28,8 +28,10 @@
   var rows = rowList();
   // The page lists the queues that most need a look, maybe not all of
   // them, as /live does: it tells a queue created or dropped by their
-  // count.
+  // count, and by the digest of every queue's name (a queue created and
+  // another dropped leave the count as it was).
   var total = parseInt(root.getAttribute("data-live-queues"), 10);
+  var queueSet = root.getAttribute("data-live-set");
 
   function text(el) {
     return el ? el.textContent.trim() : "";
@@ -174,7 +176,7 @@
     // Every queue listed now but not on the page takes a row's place.
     var moved = missing > 0 || listed.length !== rows.length - missing;
     var out = [];
-    if (every !== total || dropped || (moved && !c.queues_omitted)) {
+    if (every !== total || c.queue_set !== queueSet || dropped || (moved && !c.queues_omitted)) {
       out.push("Queues were created or dropped since this page was loaded.");
     } else if (moved) {
       out.push("Queues not listed here now need a look more than some that are.");
