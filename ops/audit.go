@@ -35,6 +35,11 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	if opErr != nil {
 		msg, _ := RedactText(opErr.Error())
 		e.Result = marshalPlain(map[string]string{"error": msg})
+		if p := (*PartlyDone)(nil); errors.As(opErr, &p) {
+			// What was done before the error stays done: the entry
+			// counts it.
+			e.Result = withError(auditJSON(result), msg)
+		}
 	} else {
 		e.Result = auditJSON(result)
 	}

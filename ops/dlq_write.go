@@ -173,14 +173,17 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		again.DryRun = true
 		return DLQRetry{}, explain(err, clearDeadlineHint(again, DLQRetry{}))
 	}
-	if err != nil {
+	if err != nil && (req.DryRun || rep.Retried == 0) {
 		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
+	// Stopped partway (a cancellation, a lost connection), the messages
+	// moved so far stay moved: the result and the error count them.
+	err = partlyDone(err, "retrying", int64(rep.Retried), int64(limit))
 	out = retryResult(rep)
 	out.Expect = rep.Token
 	out.LimitReached = rep.More
 	out.Next = s.retryNext(out, req)
-	return out, nil
+	return out, err
 }
 
 // errNothingSelected refuses a move by filter whose filter is empty (or
@@ -552,10 +555,12 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		}
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
-	if err != nil {
-		return DLQDiscard{Discarded: rep.Discarded}, explain(changed(err, OpDLQDiscard, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
+	if err != nil && rep.Discarded == 0 {
+		return DLQDiscard{}, explain(changed(err, OpDLQDiscard, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
-	return discardResult(rep, req), nil
+	// Stopped partway, the messages discarded so far stay discarded: the
+	// result and the error count them.
+	return discardResult(rep, req), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit))
 }
 
 func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
@@ -727,10 +732,13 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
 	}
 	n, err := s.store.PurgeDeadBefore(ctx, req.Queue, cutoff, req.Progress)
-	if err != nil {
-		return DLQPurge{Purged: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	out = DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}
+	if err != nil && n == 0 {
+		return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	return DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
+	// Stopped partway, what was deleted is gone: the result and the error
+	// count it.
+	return out, partlyDone(err, "purging", n, 0)
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

@@ -239,6 +239,13 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	if !opts.DryRun {
 		s.retryParallel(ctx, refs, out, places, opts)
 		if err := ctx.Err(); err != nil {
+			// Stopped partway: the messages that moved before stay moved,
+			// and the report counts them; the rest were not tried.
+			for i, r := range refs {
+				if out[i].err == nil && out[i].newID != 0 {
+					rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
+				}
+			}
 			return err
 		}
 	}

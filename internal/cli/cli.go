@@ -72,6 +72,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return ExitOK // stopped while starting: a stop like any other
 		}
 		err = errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
+		if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
+			err = fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
+		}
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.

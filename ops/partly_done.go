@@ -1,0 +1,96 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// PartlyDone is the error of a bulk retry, discard or purge that stopped
+// before its end (a cancellation, a lost connection) after doing part of
+// its work. What it did stays done: each message moves or goes in its own
+// transaction or batch. The error counts it, so that nobody takes the call
+// for one that did nothing, and the result returned with it, and the
+// audit entry, hold the same counts.
+type PartlyDone struct {
+	// Verb is what the call was doing: "retrying", "discarding", "purging".
+	Verb string
+	// Done is how many messages it handled before it stopped.
+	Done int64
+	// Limit is the most it would have handled (a move's limit); 0 when
+	// there is none (a purge).
+	Limit int64
+	// Err is why it stopped.
+	Err error
+}
+
+func (e *PartlyDone) Error() string {
+	return fmt.Sprintf("%v: %s; the same call again %s", e.Err, e.Stopped(), e.Rest())
+}
+
+func (e *PartlyDone) Unwrap() error { return e.Err }
+
+// Stopped says how far the call went, such as "stopped after retrying
+// 2,032 of up to 100,000 dead messages, which stay retried", for a front
+// end that words the rest itself.
+func (e *PartlyDone) Stopped() string {
+	of := ""
+	if e.Limit > 0 {
+		of = " of up to " + thousands(e.Limit)
+	}
+	stay := map[string]string{"retrying": "stay retried", "discarding": "stay discarded", "purging": "are gone"}[e.Verb]
+	return fmt.Sprintf("stopped after %s %s%s dead messages, which %s", e.Verb, thousands(e.Done), of, stay)
+}
+
+// Rest is the end of a sentence whose start names what to run again: the
+// same call or command "retries the rest".
+func (e *PartlyDone) Rest() string {
+	switch e.Verb {
+	case "retrying":
+		return "retries the rest"
+	case "discarding":
+		return "discards the rest"
+	}
+	return "purges the rest"
+}
+
+// partlyDone returns err as a *PartlyDone when done > 0, err otherwise: a
+// call that did nothing before its error is no partial one.
+func partlyDone(err error, verb string, done, limit int64) error {
+	if err == nil || done == 0 {
+		return err
+	}
+	return &PartlyDone{Verb: verb, Done: done, Limit: limit, Err: err}
+}
+
+// thousands writes n with commas between groups of three digits, as the
+// counts of a long operation are easier read.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// withError is an audit entry's result, the fields of done (what a call
+// did before its error), with the error as one more field.
+func withError(done json.RawMessage, msg string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(done, &fields) != nil || fields == nil {
+		fields = map[string]json.RawMessage{"done": done}
+	}
+	fields["error"] = marshalPlain(msg)
+	return marshalPlain(fields)
+}

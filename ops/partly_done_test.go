@@ -1,0 +1,107 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// cancelAfterFirst returns a context and a progress callback that cancels
+// it once some work is done: a bulk call then stops after its first batch,
+// as one interrupted by a signal does.
+func cancelAfterFirst(parent context.Context) (context.Context, func(done, total int)) {
+	ctx, cancel := context.WithCancel(parent)
+	return ctx, func(done, _ int) {
+		if done > 0 {
+			cancel()
+		}
+	}
+}
+
+// partialAudit returns the result of client's last audit entry for op,
+// which must be an error.
+func partialAudit(t *testing.T, rows []auditRow, op string) map[string]any {
+	t.Helper()
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Tool != op {
+			continue
+		}
+		if !rows[i].IsError {
+			t.Fatalf("the audit entry of the stopped %s is no error: %s", op, rows[i].Result)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(rows[i].Result), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Fatalf("no audit entry for %s in %+v", op, rows)
+	return nil
+}
+
+// A bulk retry, discard or purge stopped partway keeps what it did: its
+// result, its error and its audit entry count the messages handled before
+// it stopped, not nothing.
+func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
+	s := isolatedStore(t)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	base := ops.WithClient(testContext(t), client)
+
+	t.Run("retry", func(t *testing.T) {
+		q := newQueue(t, s, nil)
+		pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{})
+		ctx, progress := cancelAfterFirst(base)
+		r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100000, Progress: progress})
+		var pd *ops.PartlyDone
+		moved := pgtest.Live(t, s, q)
+		if !errors.As(err, &pd) || !errors.Is(err, context.Canceled) || moved == 0 || moved == 600 || r.Retried != int(moved) || pd.Done != int64(moved) {
+			t.Fatalf("stopped retry = %d retried, %v; want a PartlyDone counting the %d moved", r.Retried, err, moved)
+		}
+		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || !strings.Contains(err.Error(), "again retries the rest") {
+			t.Errorf("error %q does not say how many moved and what to do", err)
+		}
+		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQRetry)
+		if m["retried"] != float64(moved) || !strings.Contains(m["error"].(string), "context canceled") {
+			t.Errorf("audit entry %v, want retried %d and the error", m, moved)
+		}
+	})
+	t.Run("discard", func(t *testing.T) {
+		q := newQueue(t, s, nil)
+		pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{})
+		ctx, progress := cancelAfterFirst(base)
+		d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Confirm: true, Progress: progress})
+		var pd *ops.PartlyDone
+		gone := pgtest.Archived(t, s, q+"_dlq")
+		if !errors.As(err, &pd) || gone == 0 || gone == 600 || d.Discarded != int(gone) || pd.Done != int64(gone) {
+			t.Fatalf("stopped discard = %d discarded, %v; want a PartlyDone counting the %d archived", d.Discarded, err, gone)
+		}
+		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQDiscard)
+		if m["discarded"] != float64(gone) || m["error"] == nil {
+			t.Errorf("audit entry %v, want discarded %d and the error", m, gone)
+		}
+	})
+	t.Run("purge", func(t *testing.T) {
+		q := newQueue(t, s, nil)
+		pgtest.DeadLetterN(t, s, q, 1100, pgtest.DeadSpec{})
+		if _, err := svc.DLQDiscard(base, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 2000, Confirm: true}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, progress := cancelAfterFirst(base)
+		p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true, Progress: progress})
+		var pd *ops.PartlyDone
+		purged := 1100 - pgtest.Archived(t, s, q+"_dlq")
+		if !errors.As(err, &pd) || purged == 0 || purged == 1100 || p.Purged != int64(purged) || pd.Done != int64(purged) {
+			t.Fatalf("stopped purge = %d purged, %v; want a PartlyDone counting the %d deleted", p.Purged, err, purged)
+		}
+		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQPurge)
+		if m["purged"] != float64(purged) || m["error"] == nil {
+			t.Errorf("audit entry %v, want purged %d and the error", m, purged)
+		}
+	})
+}
