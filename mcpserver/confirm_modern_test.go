@@ -136,7 +136,7 @@ func TestModernDiscardAsksThroughInputRequests(t *testing.T) {
 				t.Fatalf("accepted purge = %+v; want the 2 discarded messages purged", pr)
 			}
 			wantDLQ(t, s, q, "accepted purge", other, asked, 0)
-			if qs := p.questions(); len(qs) != 6 || !strings.Contains(qs[5], "Delete for good the 2 dead messages of the DLQ of "+q+" discarded at or before ") {
+			if qs := p.questions(); len(qs) != 6 || !strings.Contains(qs[5], "Delete for good the 2 dead messages archived in the DLQ of "+q+" at or before ") {
 				t.Fatalf("asked %q; want 6 questions, the last about the purge", qs)
 			}
 		})

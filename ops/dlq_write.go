@@ -673,9 +673,12 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	return out, nil
 }
 
-// DLQPurgeRequest asks to delete for good the discarded messages of one
-// DLQ (Queue) or of every DLQ, discarded more than OlderThan ago (0: all).
-// Confirm must be set: a purge cannot be undone.
+// DLQPurgeRequest asks to delete for good the archived dead messages of
+// one DLQ (Queue) or of every DLQ, archived more than OlderThan ago (0:
+// all). A DLQ's archive holds the messages discarded from it and the
+// originals of those retried with a corrected payload: both are kept, to
+// be recovered, until purged. Confirm must be set: a purge cannot be
+// undone.
 type DLQPurgeRequest struct {
 	Queue     string
 	OlderThan time.Duration
@@ -692,16 +695,21 @@ type DLQPurgeRequest struct {
 
 // DLQPurge is what a purge deleted.
 type DLQPurge struct {
-	Purged    int64  `json:"purged" jsonschema_description:"Discarded messages deleted for good, with their failure history."`
+	Purged    int64  `json:"purged" jsonschema_description:"Archived dead messages deleted for good (discarded ones, and originals kept when a message was retried with a corrected payload), with their failure history."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
 	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
 	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
-	// DiscardedBefore is the cutoff: messages discarded at or before it
-	// were purged. For a person asked, the time their question named.
-	DiscardedBefore time.Time `json:"discarded_before,omitzero" jsonschema_description:"The messages purged were discarded at or before this time (RFC 3339): now less older_than when the purge ran, or, when a person was asked, when they were asked."`
+	// DiscardedBefore is the cutoff: messages archived (discarded, or kept
+	// as the original of a corrected retry) at or before it were purged.
+	// For a person asked, the time their question named. The name stays
+	// for the callers that read it.
+	DiscardedBefore time.Time `json:"discarded_before,omitzero" jsonschema_description:"The messages purged were archived (discarded, or kept as the original of a retry with a corrected payload) at or before this time (RFC 3339): now less older_than when the purge ran, or, when a person was asked, when they were asked."`
 }
 
-// DLQPurge deletes for good the discarded dead messages older than an age.
+// DLQPurge deletes for good the archived dead messages (discarded, or
+// originals of a retry with a corrected payload) older than an age. Both
+// kinds are purged: the archive keeps them "until purged", and the note a
+// corrected retry leaves in the history says so.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
 	defer func() {
 		if !isQuestion(err) {
@@ -716,7 +724,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return DLQPurge{}, err
 	}
 	if req.OlderThan < 0 {
-		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every discarded message, or an age such as 720h", req.OlderThan)
+		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every archived dead message, or an age such as 720h", req.OlderThan)
 	}
 	if req.Queue != "" {
 		if err := store.ValidatePhysicalName(req.Queue); err != nil {

@@ -192,7 +192,7 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 		return time.UnixMicro(micros), false, nil
 	}
 	if req.Ask == nil && req.Deferred == nil && !req.Confirm {
-		return time.Time{}, false, invalidf("a purge deletes the discarded messages of %s older than %s for good: check first, then confirm", where, req.OlderThan).
+		return time.Time{}, false, invalidf("a purge deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) older than %s for good: check first, then confirm", where, req.OlderThan).
 			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard),
 				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", req.OlderThan.String(), "confirm", true))
 	}
@@ -209,7 +209,7 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 	if n == 0 {
 		return cutoff, false, nil // nothing to ask about; the purge deletes nothing
 	}
-	q := fmt.Sprintf("Delete for good the %d %s of %s discarded at or before %s, with their failure history? This cannot be undone.",
+	q := fmt.Sprintf("Delete for good the %d %s archived in %s at or before %s (discarded, or originals kept by a retry with a corrected payload), with their failure history? This cannot be undone.",
 		n, plural(int(n), "dead message", "dead messages"), where, cutoff.UTC().Format(time.DateTime+"Z"))
 	if req.Deferred != nil {
 		return time.Time{}, false, s.ask(ctx, OpDLQPurge, call, strconv.FormatInt(cutoff.UnixMicro(), 10), q, "purged")

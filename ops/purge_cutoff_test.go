@@ -11,7 +11,7 @@ import (
 )
 
 // A person asked about a purge by age is told how many messages it
-// deletes, discarded before when; their yes, minutes later, deletes those
+// deletes, archived before when; their yes, minutes later, deletes those
 // and nothing that has grown older than the age since. Each case makes
 // one message grow old between the question and the answer (its archive
 // time set to an hour before a moment after the question); a purge that
@@ -38,7 +38,7 @@ func TestPurgeDeletesWhatThePersonWasAskedAbout(t *testing.T) {
 	}
 	check := func(t *testing.T, q, question string, p ops.DLQPurge, err error) {
 		t.Helper()
-		if !strings.Contains(question, "Delete for good the 1 dead message of the DLQ of "+q+" discarded at or before ") {
+		if !strings.Contains(question, "Delete for good the 1 dead message archived in the DLQ of "+q+" at or before ") {
 			t.Errorf("question %q; want it to name the 1 message older than the age and the cutoff", question)
 		}
 		if err != nil || p.Purged != 1 || pgtest.Archived(t, s, q+"_dlq") != 1 {
@@ -80,4 +80,37 @@ func TestPurgeDeletesWhatThePersonWasAskedAbout(t *testing.T) {
 			t.Fatalf("purge = %+v, %v, asked %v; want nothing asked and nothing purged", p, err, asked)
 		}
 	})
+}
+
+// A DLQ's archive also keeps the original of a message retried with a
+// corrected payload, and a purge deletes it too: on a DLQ where nothing was
+// ever discarded, the question and the refusal without confirm must not
+// call what goes "discarded" alone.
+func TestPurgeWordsNameEverythingArchived(t *testing.T) {
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{})
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Payload: []byte(`{"fixed":true}`)}); err != nil || r.Retried != 1 {
+		t.Fatalf("retry with a payload = %+v, %v", r, err)
+	}
+	if n := pgtest.Archived(t, s, q+"_dlq"); n != 1 {
+		t.Fatalf("the DLQ's archive holds %d messages after a corrected retry, want its original", n)
+	}
+	_, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q})
+	if err == nil || !strings.Contains(err.Error(), "originals of a retry with a corrected payload") {
+		t.Errorf("purge without confirm = %v; want it to say originals of corrected retries go too", err)
+	}
+	var question string
+	p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Ask: func(_ context.Context, text string) (bool, error) {
+		question = text
+		return true, nil
+	}})
+	if err != nil || p.Purged != 1 {
+		t.Fatalf("purge = %+v, %v; want the original purged", p, err)
+	}
+	if !strings.Contains(question, "archived in the DLQ of "+q) || !strings.Contains(question, "originals kept by a retry with a corrected payload") {
+		t.Errorf("question %q; want it to say the messages are archived ones, originals of corrected retries included", question)
+	}
 }

@@ -137,10 +137,10 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 	return err
 }
 
-// PurgeDead deletes for good the discarded (archived) messages of dlq, or
-// of every DLQ when dlq is "", archived more than olderThan ago (0: all),
-// with their failure history, in batches: PurgeDeadBefore up to
-// PurgeCutoff(olderThan).
+// PurgeDead deletes for good the archived messages of dlq (discarded, or
+// originals of a retry with a corrected payload), or of every DLQ when dlq
+// is "", archived more than olderThan ago (0: all), with their failure
+// history, in batches: PurgeDeadBefore up to PurgeCutoff(olderThan).
 func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Duration, progress ...func(done, total int)) (int64, error) {
 	cutoff, err := s.PurgeCutoff(ctx, olderThan)
 	if err != nil {
@@ -151,12 +151,12 @@ func (s *Store) PurgeDead(ctx context.Context, dlq string, olderThan time.Durati
 
 // PurgeCutoff returns the time olderThan before now by the database's
 // clock, which archive times are written by: a purge of the messages
-// discarded more than olderThan ago deletes those archived at or before
+// archived more than olderThan ago deletes those archived at or before
 // it. Working it out once lets a purge delete what a person was asked
 // about rather than what has grown old since.
 func (s *Store) PurgeCutoff(ctx context.Context, olderThan time.Duration) (time.Time, error) {
 	if olderThan < 0 {
-		return time.Time{}, invalidf("purge dead messages: age %s is negative; pass 0 to purge every discarded message, or an age such as 720h", olderThan)
+		return time.Time{}, invalidf("purge dead messages: age %s is negative; pass 0 to purge every archived dead message, or an age such as 720h", olderThan)
 	}
 	var cutoff time.Time
 	if err := s.reads.QueryRow(ctx, `SELECT now() - $1 * interval '1 microsecond'`, olderThan.Microseconds()).Scan(&cutoff); err != nil {
@@ -165,7 +165,7 @@ func (s *Store) PurgeCutoff(ctx context.Context, olderThan time.Duration) (time.
 	return cutoff, nil
 }
 
-// CountPurgeable counts the discarded messages of dlq, or of every DLQ
+// CountPurgeable counts the archived messages of dlq, or of every DLQ
 // when dlq is "", that a purge up to cutoff deletes.
 func (s *Store) CountPurgeable(ctx context.Context, dlq string, cutoff time.Time) (int64, error) {
 	dlqs, err := s.purgeTargets(ctx, dlq)
@@ -175,9 +175,10 @@ func (s *Store) CountPurgeable(ctx context.Context, dlq string, cutoff time.Time
 	return s.purgeCount(ctx, dlqs, cutoff)
 }
 
-// PurgeDeadBefore deletes for good the discarded (archived) messages of
-// dlq, or of every DLQ when dlq is "", archived at or before cutoff, with
-// their failure history, in batches. Live DLQ messages are not touched. It
+// PurgeDeadBefore deletes for good the archived messages (discarded, or
+// originals of a retry with a corrected payload) of dlq, or of every DLQ
+// when dlq is "", archived at or before cutoff, with their failure
+// history, in batches. Live DLQ messages are not touched. It
 // returns how many were deleted.
 //
 // progress, when given, is called after each batch with the messages

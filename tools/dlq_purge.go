@@ -10,22 +10,22 @@ import (
 
 // DLQPurgeInput is the input of pgbus_dlq_purge.
 type DLQPurgeInput struct {
-	Queue     string `json:"queue,omitempty" jsonschema_description:"Queue (orders) or DLQ (orders_dlq) whose discarded messages to purge. Omit for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"Purge only messages discarded longer ago than this age: a duration such as 72h, 30m or 7d; 0s purges every discarded message."`
+	Queue     string `json:"queue,omitempty" jsonschema_description:"Queue (orders) or DLQ (orders_dlq) whose archived dead messages to purge. Omit for every DLQ."`
+	OlderThan string `json:"older_than" jsonschema_description:"Purge only messages archived longer ago than this age: a duration such as 72h, 30m or 7d; 0s purges every archived dead message."`
 	Confirm   bool   `json:"confirm,omitempty" jsonschema_description:"Required when the client cannot ask its user (no elicitation): true, as purging deletes for good."`
 }
 
-const dlqPurgeDescription = `Deletes for good the discarded dead messages (those pgbus_dlq_discard moved to a DLQ's archive) older than an age, with their failure history. Messages still in a DLQ are not touched. This cannot be undone.
+const dlqPurgeDescription = `Deletes for good the archived dead messages of a DLQ older than an age, with their failure history: those pgbus_dlq_discard moved to its archive, and the originals kept there when pgbus_dlq_retry retried a message with a corrected payload. Messages still in a DLQ are not touched. This cannot be undone.
 
-Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded and when), then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
+Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded or retried with a corrected payload, and when), then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
 
 // NewDLQPurge returns the pgbus_dlq_purge tool.
 func NewDLQPurge(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge discarded dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{}),
+		Tool: newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge archived dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{}),
 		Handler: handler(d, func(ctx context.Context, in DLQPurgeInput) (ops.DLQPurge, error) {
 			if in.OlderThan == "" {
-				return ops.DLQPurge{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every discarded message)")
+				return ops.DLQPurge{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every archived dead message)")
 			}
 			age, err := ops.ParseAge(in.OlderThan)
 			if err != nil {

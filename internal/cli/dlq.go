@@ -439,7 +439,7 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				if queue != "" {
 					what = "the DLQ of " + queue
 				}
-				return usageError{fmt.Errorf("refusing to purge without --yes: it deletes the discarded dead messages of %s for good", what)}
+				return usageError{fmt.Errorf("refusing to purge without --yes: it deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) for good", what)}
 			}
 			purge := func(s *ops.Service, ctx context.Context, req ops.DLQPurgeRequest) (res ops.DLQPurge, err error) {
 				err = a.withSpinner(ctx, "purging", func() error {
@@ -449,13 +449,13 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				return res, err
 			}
 			return run(a, cmd, purge, req, func(res ops.DLQPurge) error {
-				_, err := fmt.Fprintf(a.stdout, "purged %d discarded dead messages (discarded at or before %s)\n", res.Purged, stamp(res.DiscardedBefore))
+				_, err := fmt.Fprintf(a.stdout, "purged %d archived dead messages (discarded, or originals of a retry with --payload; archived at or before %s)\n", res.Purged, stamp(res.DiscardedBefore))
 				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages discarded longer ago than this age, e.g. 72h or 30d (default: all)")
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages archived longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
 	return jsonFlag(cmd)
 }
