@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +195,57 @@ func TestRunRefusesAPriorityLevel(t *testing.T) {
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.meta WHERE queue_name = $1`, store.DLQName(p1)); n != 0 {
 		t.Fatalf("Run made a DLQ %s for the level", store.DLQName(p1))
+	}
+}
+
+// A job keeps its idempotency key across trips out of the DLQ: a message
+// sent without a key has the default one, "<queue>:<msg_id>" of the
+// physical queue it was read from, and a retry brings it back with a new
+// id, so the retry sets the key header to the key it had. Handlers pass
+// the key downstream, which must recognise the retried job for the one
+// that may have acted already. The key set so is no send's: a send with
+// it is a new message, as it was while the first one was live.
+func TestDLQRetryKeepsTheDefaultIdempotencyKey(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 3)
+	sub := store.PriorityQueueName(q, 2)
+	c := pgtest.NewClient(t, s, q, nil)
+	keys := make(chan string, 8)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
+		keys <- job.IdempotencyKey
+		if calls.Add(1) <= 2 {
+			return engine.NonRetryable(errors.New("downstream timed out"))
+		}
+		return nil
+	})
+	pgtest.Start(t, c)
+	first := pgtest.Send(t, c, q, 1, engine.SendOptions{Priority: 2})
+	want := sub + ":" + itoa(first)
+	var lastID int64
+	for trip := range 3 {
+		select {
+		case k := <-keys:
+			if k != want {
+				t.Fatalf("run %d saw idempotency key %q, want %q, the key the job was first run with", trip+1, k, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("run %d did not happen", trip+1)
+		}
+		if trip == 2 {
+			break
+		}
+		pgtest.Eventually(t, 20*time.Second, "the message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 1 })
+		d := deadMessages(t, s, q)[0]
+		rep, err := s.RetryDead(ctx, store.DLQName(q), []int64{d.ID}, store.RetryOptions{})
+		if err != nil || rep.Retried != 1 || rep.Moved[0].Queue != sub {
+			t.Fatalf("retry %d = %+v, %v; want the message back in %s", trip+1, rep, err, sub)
+		}
+		lastID = rep.Moved[0].MsgID
+	}
+	again, err := c.Send(ctx, q, 2, engine.SendOptions{Priority: 2, IdempotencyKey: want})
+	if err != nil || again == lastID || again == first {
+		t.Fatalf("send with the kept key = %d, %v; want a new message, not the retried one (%d): no send wrote that key", again, err, lastID)
 	}
 }

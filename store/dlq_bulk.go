@@ -36,8 +36,9 @@ var deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_
 // sqlDeadKeyed tells whether a dead message's headers carry an
 // idempotency key that a send could have written, which a retry hands on
 // (sqlDeadRetryKey).
-var sqlDeadKeyed = fmt.Sprintf(`coalesce(jsonb_typeof(headers) = 'object' AND octet_length(headers->>'%s') BETWEEN 1 AND %d, false)`,
-	HeaderIdempotencyKey, MaxIdempotencyKeyBytes)
+// A key a retry set (HeaderIdempotencyKeyKept) is none: no send wrote it.
+var sqlDeadKeyed = fmt.Sprintf(`coalesce(jsonb_typeof(headers) = 'object' AND octet_length(headers->>'%s') BETWEEN 1 AND %d AND NOT headers ? '%s', false)`,
+	HeaderIdempotencyKey, MaxIdempotencyKeyBytes, HeaderIdempotencyKeyKept)
 
 func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]deadRef, error) {
 	rows, err := s.reads.Query(ctx, sql, args...)

@@ -486,8 +486,9 @@ type rowQuerier interface {
 }
 
 // sqlDeadRetryHeaders computes the headers of a message going back from the DLQ
-// row d: without the block, with the trip counted; headers that were not a
-// JSON object come back as they were (they cannot hold a count).
+// row d: without the block, with the trip counted, and with the job's
+// idempotency key kept (sqlDeadKeepKey); headers that were not a JSON
+// object come back as they were (they cannot hold a count).
 const sqlDeadRetryHeaders = `CASE
 	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
 		THEN d.headers->'` + HeaderOriginalHeaders + `'
@@ -495,10 +496,29 @@ const sqlDeadRetryHeaders = `CASE
 		THEN (d.headers - '` + HeaderDeadLetter + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
 			WHEN jsonb_typeof(d.headers->'` + HeaderDLQRetries + `') = 'number'
 			THEN least(greatest(trunc((d.headers->>'` + HeaderDLQRetries + `')::numeric), 0), 1000000000)::int
-			ELSE 0 END)
+			ELSE 0 END) || ` + sqlDeadKeepKey + `
 	WHEN d.headers IS NULL OR jsonb_typeof(d.headers) = 'null'
 		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
 	ELSE d.headers END`
+
+// sqlDeadKeepKey is the headers a message going back from the DLQ row d
+// adds so that its job keeps its idempotency key. A worker hands a job the
+// pgbus_idempotency_key header, or "<queue>:<msg_id>" without one; a retry
+// brings the message back with a new id, so without the header its key
+// would change, and a downstream that saw a call time out could not tell
+// the retried job for the same one. The header is set to the default key
+// it had, from the block's source queue (the physical one, a priority
+// level's X_p2, as workers read it) and id; a second trip keeps the header
+// the first set. HeaderIdempotencyKeyKept says no send wrote it.
+const sqlDeadKeepKey = `CASE
+	WHEN coalesce(jsonb_typeof(d.headers->'` + HeaderIdempotencyKey + `') = 'string' AND d.headers->>'` + HeaderIdempotencyKey + `' <> '', false)
+		THEN '{}'::jsonb
+	WHEN jsonb_typeof(d.headers->'` + HeaderDeadLetter + `'->'source_queue') = 'string'
+		AND d.headers->'` + HeaderDeadLetter + `'->>'source_queue' <> ''
+		AND jsonb_typeof(d.headers->'` + HeaderDeadLetter + `'->'source_msg_id') = 'number'
+		THEN jsonb_build_object('` + HeaderIdempotencyKey + `', (d.headers->'` + HeaderDeadLetter + `'->>'source_queue') || ':' || (d.headers->'` + HeaderDeadLetter + `'->>'source_msg_id'),
+			'` + HeaderIdempotencyKeyKept + `', true)
+	ELSE '{}'::jsonb END`
 
 // sqlDeadRetryKey points the idempotency key of a message going back to
 // target (its pgbus_idempotency_key header) at its new id, so that a send
@@ -506,13 +526,15 @@ const sqlDeadRetryHeaders = `CASE
 // instead of a duplicate, as for the message first sent. A key already
 // held by another live message of target (sent with it after this one
 // died) stays with that one. A header a send could not have written (over
-// MaxIdempotencyKeyBytes) is left alone.
+// MaxIdempotencyKeyBytes) is left alone, and so is a key a retry set
+// (HeaderIdempotencyKeyKept): no send wrote it.
 func sqlDeadRetryKey(target string) string {
 	key := `ins.headers->>'` + HeaderIdempotencyKey + `'`
 	return fmt.Sprintf(`rekeyed AS (
 		INSERT INTO pgbus.idempotency_keys AS k (queue_name, key, msg_id)
 		SELECT $3::text, %[1]s, ins.msg_id FROM ins
 		WHERE jsonb_typeof(ins.headers) = 'object' AND octet_length(%[1]s) BETWEEN 1 AND %[2]d
+			AND NOT ins.headers ? '`+HeaderIdempotencyKeyKept+`'
 		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()
 		WHERE NOT EXISTS (SELECT 1 FROM %[3]s q WHERE q.msg_id = k.msg_id)
 	`, key, MaxIdempotencyKeyBytes, queueTable(target))

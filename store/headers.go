@@ -12,6 +12,12 @@ const (
 	HeaderOriginalHeaders = "pgbus_original_headers"
 	HeaderDiscarded       = "pgbus_discarded"
 	HeaderPGMQGroup       = "x-pgmq-group"
+	// HeaderIdempotencyKeyKept marks a pgbus_idempotency_key header that a
+	// DLQ retry set to the default key the message had ("<queue>:<id>"
+	// of the queue it died in), so that its job keeps its key across the
+	// trip. No send wrote that key, so it holds no place among the
+	// queue's keys: a send with it is a new message, as it was before.
+	HeaderIdempotencyKeyKept = "pgbus_idempotency_key_kept"
 	// HeaderTraceparent and HeaderTracestate carry the W3C trace context
 	// of the trace a message belongs to, when tracing is on.
 	HeaderTraceparent = "traceparent"
