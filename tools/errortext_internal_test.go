@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -32,5 +33,16 @@ func TestErrorResultHidesSecrets(t *testing.T) {
 			}
 			secrettest.AssertHidden(t, out)
 		}
+	}
+}
+
+// A bulk call cancelled partway says how many messages it handled, which
+// stay handled, rather than that a write "may have been partly done".
+func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
+	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled})
+	got := errorText(err, false)
+	want := "the call was cancelled or timed out before it finished; it stopped after retrying 2,032 of up to 100,000 dead messages, which stay retried: the same call again retries the rest"
+	if got != want {
+		t.Errorf("errorText = %q, want %q", got, want)
 	}
 }

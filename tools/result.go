@@ -63,11 +63,20 @@ func errorResult(err error, readOnly bool) *mcp.CallToolResult {
 func errorText(err error, readOnly bool) string {
 	var ce *callError
 	var oe *ops.Error
+	var pd *ops.PartlyDone
 	switch {
 	case errors.As(err, &ce):
 		return ce.msg
 	case errors.As(err, &oe):
 		return oe.Msg + hintText(oe.Hints, readOnly)
+	case errors.As(err, &pd):
+		// Part of the work is done and stays done: say how much, and
+		// that the same call does the rest.
+		why := "pgbus could not finish the call (" + pd.Err.Error() + ")"
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			why = "the call was cancelled or timed out before it finished"
+		}
+		return why + "; it " + pd.Stopped() + ": the same call again " + pd.Rest()
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
