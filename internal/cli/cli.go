@@ -71,16 +71,24 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if longRunning(cmd) {
 			return ExitOK // stopped while starting: a stop like any other
 		}
-		err = errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
-		if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
-			err = fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
-		}
+		err = stoppedBySignal(err)
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
 	line, _ := ops.RedactText(errorLine(err))
 	fmt.Fprintf(stderr, "pgbus: %s\n", line)
 	return exitCode(err)
+}
+
+// stoppedBySignal is the error of a command a signal stopped: what was done
+// before is kept, and a bulk retry, discard or purge says how much it was
+// (an ops.PartlyDone), so that nobody takes it for a command that did
+// nothing.
+func stoppedBySignal(err error) error {
+	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
+		return fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
+	}
+	return errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
 }
 
 // errStopped is the cause of a context cancelled by SIGINT, SIGTERM or
