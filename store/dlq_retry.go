@@ -240,7 +240,8 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		s.retryParallel(ctx, refs, out, places, opts)
 		if err := ctx.Err(); err != nil {
 			// Stopped partway: the messages that moved before stay moved,
-			// and the report counts them; the rest were not tried.
+			// and the report counts them; the rest were not tried, but for
+			// a move the cancellation cut off, whose commit is not known.
 			for i, r := range refs {
 				if out[i].err == nil && out[i].newID != 0 {
 					rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -330,5 +331,28 @@ func TestRetryDeadMatchingTenThousand(t *testing.T) {
 	}
 	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.failures f JOIN pgmq."q_`+q+`" m ON f.queue_name = $1 AND f.msg_id = m.msg_id`, q); n != total-refused {
 		t.Fatalf("%d failure rows followed their message, want %d", n, total-refused)
+	}
+}
+
+// A retry by filter cancelled in the middle of a page counts the messages
+// of that page that moved before it stopped: they stay moved, and a report
+// of none would hide them.
+func TestRetryCancelledMidPageCountsWhatMoved(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s)
+	pgtest.DeadLetterN(t, s, q, 40, pgtest.DeadSpec{})
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	trace := func(context.Context, string, int64, store.TraceContext) (store.TraceContext, func(string, int64, error)) {
+		return store.TraceContext{}, func(_ string, _ int64, err error) {
+			if err == nil {
+				cancel() // after the first message moved
+			}
+		}
+	}
+	rep, err := s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 100, store.RetryOptions{Trace: trace})
+	moved := pgtest.Live(t, s, q)
+	if !errors.Is(err, context.Canceled) || moved == 0 || moved == 40 || rep.Retried != moved || len(rep.Moved) != moved {
+		t.Fatalf("cancelled retry = %d retried (%d listed), %v; want context.Canceled and the %d moved counted", rep.Retried, len(rep.Moved), err, moved)
 	}
 }
