@@ -114,9 +114,12 @@ func TestLimitedRetryHintSaysFailedComeFirst(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	pgtest.Send(t, c, q, map[string]int{"order": 1}, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
-	pgtest.Start(t, c)
+	stop := pgtest.Start(t, c)
 	dlq := store.DLQName(q)
 	pgtest.Eventually(t, time.Minute, "the message dead-lettered past its deadline", func() bool { return pgtest.Live(t, s, dlq) == 1 })
+	// Stopped, or it would run the messages sent to be dead-lettered
+	// before they are.
+	stop()
 	pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{})
 
 	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 2})
