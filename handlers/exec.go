@@ -267,16 +267,25 @@ func (e *StartError) Unwrap() error { return e.Err }
 func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
-	registry[TypeExec] = handlerType{build: buildExec, options: ExecOptions{},
+	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
 		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT in its environment, which is otherwise the worker's without its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
-	h, opts, err := newExecHandler(spec)
+	h, opts, err := newExecHandler(spec, true)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeExec, err)
 	}
 	return h.handle, opts, nil
+}
+
+// checkExec checks an exec block without looking for its program and dir,
+// which only the machines that run its workers need to have.
+func checkExec(spec Spec) error {
+	if _, _, err := newExecHandler(spec, false); err != nil {
+		return typeError(TypeExec, err)
+	}
+	return nil
 }
 
 type execHandler struct {
@@ -293,7 +302,10 @@ type execHandler struct {
 	retryUnknown bool
 }
 
-func newExecHandler(spec Spec) (*execHandler, engine.HandlerOptions, error) {
+// newExecHandler checks an exec block and makes its handler; onDisk looks
+// for its program and dir too, without which the handler is not ready to
+// run.
+func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
 		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
 	}
@@ -318,19 +330,24 @@ func newExecHandler(spec Spec) (*execHandler, engine.HandlerOptions, error) {
 		retry: map[int]bool{}, discard: map[int]bool{}, onExit: map[int]bool{},
 		retryUnknown: o.RetryUnknownExitCodes,
 	}
-	if h.path, err = findProgram(h.argv0); err != nil {
+	if err := checkProgramName(h.argv0); err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
-	if o.Dir != "" {
+	if onDisk {
+		if h.path, err = findProgram(h.argv0); err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
+	}
+	if o.Dir != "" && onDisk {
 		st, err := os.Stat(o.Dir)
 		switch {
 		case err != nil:
-			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q: %v", o.Dir, pathReason(err))
+			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q: %v: create it, or fix dir", o.Dir, pathReason(err))
 		case !st.IsDir():
 			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q is not a directory", o.Dir)
 		}
-		h.dir = o.Dir
 	}
+	h.dir = o.Dir
 	for _, name := range sortedKeys(o.Env) {
 		key := "env." + name
 		switch {
@@ -421,15 +438,28 @@ func checkExitCode(key string, code int, seen map[int]string) error {
 	return nil
 }
 
-// findProgram checks that argv0 names an executable: an absolute path, or
-// a name found on PATH. It returns the path to run.
-func findProgram(argv0 string) (string, error) {
+// checkProgramName checks that argv0 is an absolute path or a bare name
+// to look for on PATH, whatever this machine has.
+func checkProgramName(argv0 string) error {
 	switch {
 	case argv0 == "":
-		return "", optionErrorf("command", "the program (first element) is empty")
+		return optionErrorf("command", "the program (first element) is empty")
+	case !filepath.IsAbs(argv0) && strings.ContainsRune(argv0, '/'):
+		return optionErrorf("command", "program %q is a relative path; give an absolute path or a name found on PATH", argv0)
+	}
+	return nil
+}
+
+// findProgram checks that argv0 (which checkProgramName accepted) names an
+// executable on this machine: an absolute path, or a name found on PATH.
+// It returns the path to run.
+func findProgram(argv0 string) (string, error) {
+	switch {
 	case filepath.IsAbs(argv0):
 		st, err := os.Stat(argv0)
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", optionErrorf("command", "program %q does not exist: install it, or fix the path in command; a worker looks for it when it starts (later, while a deploy replaces it, its jobs are retried)", argv0)
 		case err != nil:
 			return "", optionErrorf("command", "program %q: %v", argv0, pathReason(err))
 		case st.IsDir():
@@ -440,8 +470,6 @@ func findProgram(argv0 string) (string, error) {
 			return "", optionErrorf("command", "program %q is not executable by this user (%s): chmod it, or check that its filesystem is not mounted noexec", argv0, whoAmI())
 		}
 		return argv0, nil
-	case strings.ContainsRune(argv0, '/'):
-		return "", optionErrorf("command", "program %q is a relative path; give an absolute path or a name found on PATH", argv0)
 	}
 	path, err := exec.LookPath(argv0)
 	if err != nil || !filepath.IsAbs(path) {

@@ -361,7 +361,9 @@ breaker: {enabled: false}
 	}
 }
 
-// Bad blocks are rejected with the key and the reason.
+// Bad blocks are rejected with the key and the reason, by Build and by
+// Check; what only this machine lacks (the program, its dir), by Build
+// alone, as a machine that runs no worker need not have it.
 func TestExecBadConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	plainFile := writeScript(t, dir, "notexec.sh", "exit 0\n")
@@ -372,16 +374,18 @@ func TestExecBadConfiguration(t *testing.T) {
 		timeout time.Duration
 		key     string
 		reason  string
+		// onDisk: a problem of this machine, which Check does not look for.
+		onDisk bool
 	}{
 		{name: "no command", yaml: "retry_exit_codes: [75]", key: "command:", reason: "missing"},
 		{name: "empty command", yaml: "command: []", key: "command:", reason: "missing"},
 		{name: "shell string", yaml: "command: echo hi", key: "command:", reason: "as a list"},
 		{name: "empty program", options: map[string]any{"command": []any{""}}, key: "command:", reason: "empty"},
-		{name: "not on PATH", yaml: "command: [pgbus-no-such-program-xyz]", key: "command:", reason: "not found on PATH"},
-		{name: "no such file", yaml: "command: [/nonexistent/bin/charge]", key: "command:", reason: "does not exist"},
+		{name: "not on PATH", yaml: "command: [pgbus-no-such-program-xyz]", key: "command:", reason: "not found on PATH", onDisk: true},
+		{name: "no such file", yaml: "command: [/nonexistent/bin/charge]", key: "command:", reason: "does not exist", onDisk: true},
 		{name: "relative", yaml: "command: [./charge.sh]", key: "command:", reason: "relative path"},
-		{name: "directory", yaml: "command: [" + dir + "]", key: "command:", reason: "is a directory"},
-		{name: "not executable", yaml: "command: [" + plainFile + "]", key: "command:", reason: "not executable"},
+		{name: "directory", yaml: "command: [" + dir + "]", key: "command:", reason: "is a directory", onDisk: true},
+		{name: "not executable", yaml: "command: [" + plainFile + "]", key: "command:", reason: "not executable", onDisk: true},
 		{name: "command map", yaml: "command: {a: b}", key: "command:", reason: "expected a list"},
 		{name: "negative timeout", options: map[string]any{"command": []any{"/bin/sh"}}, timeout: -time.Second, key: "timeout:", reason: "negative"},
 		{name: "code 256", yaml: "command: [/bin/sh]\nretry_exit_codes: [256]", key: "retry_exit_codes:", reason: "out of range 1..255"},
@@ -399,8 +403,8 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "on_exit retries", yaml: "command: [/bin/sh]\non_exit: {6: {action: retry, max_retries: -3}}", key: "on_exit.6.max_retries:", reason: "out of range"},
 		{name: "reserved env", yaml: "command: [/bin/sh]\nenv: {PGBUS_QUEUE: x}", key: "env.PGBUS_QUEUE:", reason: "reserved"},
 		{name: "env name", yaml: "command: [/bin/sh]\nenv: {1BAD: x}", key: "env.1BAD:", reason: "not a variable name"},
-		{name: "no dir", yaml: "command: [/bin/sh]\ndir: /nonexistent/dir", key: "dir:", reason: "does not exist"},
-		{name: "dir is a file", yaml: "command: [/bin/sh]\ndir: " + plainFile, key: "dir:", reason: "not a directory"},
+		{name: "no dir", yaml: "command: [/bin/sh]\ndir: /nonexistent/dir", key: "dir:", reason: "does not exist", onDisk: true},
+		{name: "dir is a file", yaml: "command: [/bin/sh]\ndir: " + plainFile, key: "dir:", reason: "not a directory", onDisk: true},
 		{name: "zero threshold", yaml: "command: [/bin/sh]\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "negative max cool-off", yaml: "command: [/bin/sh]\nbreaker: {max_cool_off: -1m}", key: "breaker.max_cool_off:", reason: "negative"},
 		{name: "long breaker name", options: map[string]any{"command": []any{"/bin/sh"}, "breaker": map[string]any{"name": strings.Repeat("b", 201)}}, key: "breaker.name:", reason: "longer than 200"},
@@ -426,6 +430,13 @@ func TestExecBadConfiguration(t *testing.T) {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "handler type exec: "+tc.key) || !strings.Contains(msg, tc.reason) {
 				t.Errorf("error %q; want it to start with %q and say %q", msg, "handler type exec: "+tc.key, tc.reason)
+			}
+			checkErr := handlers.Check(spec)
+			switch {
+			case tc.onDisk && checkErr != nil:
+				t.Errorf("Check looked at this machine: %v", checkErr)
+			case !tc.onDisk && (checkErr == nil || checkErr.Error() != msg):
+				t.Errorf("Check: %v; want Build's error %q", checkErr, msg)
 			}
 		})
 	}

@@ -5,9 +5,10 @@
 // Each handler type registers a Builder under its name. Build checks a
 // Spec (a handler block of the configuration file, or one a Go program
 // fills in) and returns the engine handler it describes, ready for
-// engine.Client.HandleQueue; the command line calls it for every
-// configured queue before anything starts, so that a bad block fails at
-// once.
+// engine.Client.HandleQueue; the command line calls it for every queue a
+// worker works before anything starts, so that a bad block fails at once.
+// Check checks a block without looking for what it names on this machine,
+// for the commands that run no handler.
 //
 // The exec handler's command inherits the worker's environment but not the
 // worker's database login: DATABASE_URL, PGPASSWORD, PGPASSFILE and the
@@ -33,7 +34,10 @@ type Builder func(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error)
 
 // handlerType is a registered handler type.
 type handlerType struct {
-	build   Builder
+	build Builder
+	// check checks a spec as build does but without looking for what it
+	// names on this machine; nil when build looks for nothing.
+	check   func(spec Spec) error
 	options any // its options struct, documented by Docs
 	summary string
 }
@@ -67,4 +71,22 @@ func Build(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 		opts.Timeout = spec.Timeout.D()
 	}
 	return fn, opts, nil
+}
+
+// Check reports what Build would about a spec's type and options, without
+// looking for what it names on this machine: the exec handler's program
+// and dir. It is for the commands that read a configuration file but run
+// no handler, on a machine that may well lack the programs a worker's has
+// (an operator's laptop sharing the workers' file): a malformed block
+// fails there too, a program absent from it does not.
+func Check(spec Spec) error {
+	r, ok := registry[spec.Type]
+	if !ok {
+		return fmt.Errorf("unknown handler type %q; use one of: %s", spec.Type, strings.Join(Types(), ", "))
+	}
+	if r.check != nil {
+		return r.check(spec)
+	}
+	_, _, err := r.build(spec)
+	return err
 }

@@ -47,7 +47,8 @@ type WorkPlan struct {
 
 // WorkQueues settles the queues to work: those of p.Specs, else the file's,
 // each with its concurrency and handler, the handler built once so that a
-// bad one fails before anything starts.
+// bad one, or one whose program this machine lacks, fails before anything
+// starts.
 func (f *File) WorkQueues(p WorkPlan) ([]WorkQueue, error) {
 	var out []WorkQueue
 	seen := map[string]bool{}
@@ -78,13 +79,16 @@ func (f *File) WorkQueues(p WorkPlan) ([]WorkQueue, error) {
 	return out, nil
 }
 
-// CheckHandlers builds every handler the file configures once, so that an
+// CheckHandlers checks every handler the file configures, so that an
 // unknown handler type or a bad option fails at start, naming the file and
-// key.
+// key, whatever the command. It does not look for what a handler names on
+// this machine (an exec handler's program and dir): every command reads
+// the file, but only those that run workers need the programs, and
+// WorkQueues looks for those of the queues a worker works.
 func (f *File) CheckHandlers() error {
 	for _, name := range f.QueueNames() {
 		if h := f.Queues[name].Handler; h != nil {
-			if _, _, err := handlers.Build(*h); err != nil {
+			if err := handlers.Check(*h); err != nil {
 				return f.Errorf("queues."+name+".handler", "%v", err)
 			}
 		}

@@ -105,6 +105,31 @@ func TestCheckHandlers(t *testing.T) {
 	}
 }
 
+// A program this machine lacks fails only the worker that would run it:
+// every command checks the file, but only a worker needs the program.
+func TestCheckHandlersLeavesProgramsToWorkers(t *testing.T) {
+	f, err := config.Parse("pgbus.yaml", []byte("queues:\n  exc:\n    handler: {type: exec, command: [/nonexistent/pgbus-test.sh]}\n  orders:\n    handler: {type: demo}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CheckHandlers(); err != nil {
+		t.Fatalf("CheckHandlers looked for the program: %v", err)
+	}
+	if _, err := f.WorkQueues(config.WorkPlan{}); err == nil || !strings.Contains(err.Error(), "queues.exc.handler") || !strings.Contains(err.Error(), "does not exist: install it") {
+		t.Fatalf("WorkQueues of the file's queues: %v", err)
+	}
+	if qs, err := f.WorkQueues(config.WorkPlan{Specs: []string{"orders"}, Source: "--queue"}); err != nil || len(qs) != 1 {
+		t.Fatalf("WorkQueues of orders alone: %v %v", qs, err)
+	}
+	bad, err := config.Parse("pgbus.yaml", []byte("queues:\n  exc:\n    handler: {type: exec, command: [/nonexistent/pgbus-test.sh], retry_exit_codes: [0]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.CheckHandlers(); err == nil || !strings.Contains(err.Error(), "queues.exc.handler") || !strings.Contains(err.Error(), "0 is success") {
+		t.Fatalf("CheckHandlers of a malformed block with a missing program: %v", err)
+	}
+}
+
 // A handler type from the command line or PGBUS_HANDLER never replaces a
 // handler the file configures (a leftover PGBUS_HANDLER=demo would archive
 // real jobs unrun): another type is refused, naming the queue and where
