@@ -143,7 +143,12 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		backlog = err == nil && got == n
 		w.release(n - got)
 		if err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case w.queueDropped(ctx, err):
+				w.waitForQueue(ctx)
+				errDelay = 100 * time.Millisecond
+			default:
 				w.logReadFailure(err, errDelay)
 				sleep(ctx, errDelay)
 				errDelay = min(errDelay*2, 5*time.Second)

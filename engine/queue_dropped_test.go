@@ -1,0 +1,58 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// A queue dropped by another process while its workers run: the worker
+// says so once, at warn, waits quietly (no line per read), and works the
+// queue again once it is created again, saying so; dropped a second time,
+// it says so once more.
+func TestWorkerWaitsForItsDroppedQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	other := pgtest.OpenStore(t, pgtest.URL(t)) // the operator's pgbus queue drop and create
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	var runs atomic.Int32
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { runs.Add(1); return nil })
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the first message to run", func() bool { return runs.Load() == 1 })
+
+	dropped, back := "the queue was dropped while its workers ran; they wait for it to be created again (pgbus queue create "+q+")", "the dropped queue was created again; working it"
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	for round := 1; round <= 2; round++ {
+		if err := other.DropQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Eventually(t, 30*time.Second, "the worker to say the queue was dropped", func() bool { return count(dropped) == round })
+		// Twenty checks at the 50ms poll interval while the queue stays
+		// missing: a line per failed read would have said so four times.
+		time.Sleep(time.Second)
+		if err := other.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		pgtest.SetFastSettings(t, other, q, nil)
+		pgtest.Send(t, c, q, 1, engine.SendOptions{})
+		pgtest.Eventually(t, 30*time.Second, "the message sent to the queue made again to run", func() bool { return runs.Load() == int32(1+round) })
+		pgtest.Eventually(t, 30*time.Second, "its outcome to be written", func() bool { return pgtest.Archived(t, s, q) == 1 })
+		if n, m, f := count(dropped), count(back), count("read failed"); n != round || m != round || f != 0 {
+			t.Fatalf("round %d: %d lines say the queue was dropped, %d that it is back, %d that a read failed; want %d, %d and 0; log:\n%s", round, n, m, f, round, round, logs.String())
+		}
+		if strings.Contains(logs.String(), "level=ERROR") {
+			t.Fatalf("round %d: an error was logged:\n%s", round, logs.String())
+		}
+	}
+}
