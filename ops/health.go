@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ type Health struct {
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
-	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue"`
+	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -77,7 +78,8 @@ func (r HealthReason) Key() ReasonKey {
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
-// running handler uses, dead messages left by a dropped queue), OK otherwise. STALLED reasons
+// running handler uses, dead messages left by a dropped queue, running
+// workers waiting for their dropped queue), OK otherwise. STALLED reasons
 // are listed first; those past the response bound are left out and
 // counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
@@ -244,6 +246,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.Backlog += q.Visible
 		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
+	checkServedDropped(&h, stats, workers)
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
 	}
@@ -266,6 +269,37 @@ func (s *Service) checkDropped(h *Health, q store.QueueStats) {
 		create,
 		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue,
 			"limit", int(min(q.DLQDepth, DefaultBulkLimit)), "dry_run", true))
+}
+
+// checkServedDropped notes the queues that running worker processes serve
+// but that do not exist: a worker starts only on a queue that exists, so
+// each was dropped while they ran, and they wait for it to be created
+// again, working nothing of it meanwhile. Made again it runs at once; left
+// dropped, the workers still name it until restarted without it.
+func checkServedDropped(h *Health, stats []store.QueueStats, ws Workers) {
+	exists := make(map[string]bool, len(stats))
+	for _, q := range stats {
+		if !q.Dropped {
+			exists[q.Queue] = true
+		}
+	}
+	serving := map[string]int{}
+	for _, w := range ws.Workers {
+		if w.Status != WorkerRunning || w.System != "" {
+			continue
+		}
+		for _, q := range w.Queues {
+			if !exists[q] {
+				serving[q]++
+			}
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(serving)) {
+		h.add(HealthDegraded, "workers_of_dropped_queue", q, fmt.Sprintf("queue %q does not exist, but %d running worker %s it: it was dropped while they ran, and they wait for it to be created again",
+			q, serving[q], plural(serving[q], "process serves", "processes serve")),
+			hint(OpQueueCreate, "creates it again, and its waiting workers work it", "queue", q),
+			hint(OpWorkers, "shows the processes that serve it: to stop serving it, restart them without it"))
+	}
 }
 
 func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {

@@ -421,7 +421,13 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	// Open, named lately, but no running worker serves its queue (its
 	// processes stopped): nothing waits on it either.
 	breaker("http:stopped", []store.BreakerUser{{Queue: "archive"}}, 2)
-	// The running workers; none serves archive or legacy.
+	// The running workers, of queues that exist; none serves archive or
+	// legacy.
+	for _, q := range []string{"payments", "refunds", "emails", "digests"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-pay", Hostname: "h", PID: 1, Queues: []string{"payments", "refunds", "emails", "digests"}, Concurrency: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -700,5 +706,62 @@ func TestHealthNamesTheStarvedPriorityLevel(t *testing.T) {
 	age(0, "20 minutes")
 	if m := message(); !strings.Contains(m, "has waited 20m0s") || strings.Contains(m, "priority level") {
 		t.Fatalf("reason for a message waiting at level 0: %q; want no word of levels", m)
+	}
+}
+
+// TestHealthNamesWorkersOfADroppedQueue: running worker processes that
+// serve a queue dropped while they ran (they wait for it) make health
+// DEGRADED with a reason naming the queue, how many serve it, and the
+// create that brings it back; once it is made again, or once they stop,
+// the reason goes.
+func TestHealthNamesWorkersOfADroppedQueue(t *testing.T) {
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for _, q := range []string{"kept", "gone"} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"w-1", "w-2"} {
+		if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "h", PID: i + 1, Queues: []string{"kept", "gone"}, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK {
+		t.Fatalf("health before the drop: %+v, %v; want OK", h, err)
+	}
+	if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: "gone", Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Workers != 2 || h.Queues != 1 {
+		t.Fatalf("health after the drop: %s, %d workers, %d queues, reasons %+v; want DEGRADED, 2, 1 and one reason", h.Status, h.Workers, h.Queues, h.Reasons)
+	}
+	r := h.Reasons[0]
+	if r.Code != "workers_of_dropped_queue" || r.Queue != "gone" || !strings.Contains(r.Message, `queue "gone" does not exist, but 2 running worker processes serve it`) ||
+		!hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": "gone"}) || !hasHint(r.Next, ops.OpWorkers, nil) {
+		t.Fatalf("reason %+v", r)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "gone"}); err != nil {
+		t.Fatalf("the create the reason offers: %v", err)
+	}
+	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 {
+		t.Fatalf("health after the create: %+v, %v; want OK", h, err)
+	}
+	// Dropped again, with its workers stopped: nothing waits for it.
+	if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: "gone", Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"w-1", "w-2"} {
+		if err := s.StopWorker(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 {
+		t.Fatalf("health with the queue dropped and its workers stopped: %+v, %v; want OK", h, err)
 	}
 }
