@@ -38,6 +38,11 @@ queues:
 		t.Fatalf("work on the queue whose program is missing: %q", msg)
 	}
 	d.ok(t, "--config", cfg, "work", "--queue", "orders", "--until-idle")
+	// serve runs workers on the file's queues, read-only or not.
+	if msg := d.fails(t, 2, "--config", cfg, "serve", "--read-only"); !strings.Contains(msg, "queues.exc.handler") ||
+		!strings.Contains(msg, "does not exist") || !strings.Contains(msg, "pgbus serve runs workers on the configuration file's queues") {
+		t.Fatalf("serve on the file's queues: %q", msg)
+	}
 
 	bad := writeFile(t, "bad.yaml", `
 queues:

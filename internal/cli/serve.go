@@ -170,6 +170,11 @@ func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 		return nil, nil
 	}
 	queues, err := a.cfg.WorkQueues(plan)
+	if err != nil && len(specs) == 0 {
+		// Whoever meant only to serve (a read-only server on a machine
+		// that lacks a handler's program) learns why a handler matters.
+		return nil, usageError{fmt.Errorf("%w (pgbus serve runs workers on the configuration file's queues, unless --queue or %s names others)", err, EnvQueues)}
+	}
 	if err != nil {
 		return nil, usageError{err}
 	}
