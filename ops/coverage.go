@@ -201,7 +201,7 @@ func (r *DLQRetry) fitWorkers(b Bounds) {
 	}
 	see := "the health check (next) lists those whose messages no running worker serves (no_workers), and pgbus health on the command line lists them all"
 	if r.DryRun {
-		see = "the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters) lists those no running worker serves"
+		see = "the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters, or --all for none) lists those no running worker serves"
 	}
 	// The rest of the result as it will be: with the note and the next
 	// step, and without Moved, which gets the room left after.

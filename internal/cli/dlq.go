@@ -274,16 +274,17 @@ func clearDeadlineFlag(cmd *cobra.Command, clear *bool) {
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
 	var (
-		ff                         filterFlags
-		limit                      int
-		expect                     string
-		yes, dryRun, clearDeadline bool
+		ff                              filterFlags
+		limit                           int
+		expect                          string
+		all, yes, dryRun, clearDeadline bool
 	)
 	cmd := &cobra.Command{
-		Use:   "retry-all --yes [FILTERS]",
+		Use:   "retry-all --yes FILTERS|--all",
 		Short: "Retry every dead message that matches the filters (bounded by --limit)",
 		Long: `Retry, oldest first and in batches, up to --limit dead messages that the
-filters select (all of them without filters). Messages that die again while
+filters select (--all for every dead message of every DLQ; without
+filters or --all nothing is selected). Messages that die again while
 it runs are not retried twice. It needs --yes; --dry-run shows what would
 move and changes nothing, and prints the --expect that makes the real call
 move exactly those messages, in one transaction, or nothing when the
@@ -294,7 +295,8 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --yes
-  pgbus dlq retry-all --since 1h --reason max_retries_exceeded --limit 10000 --yes`,
+  pgbus dlq retry-all --since 1h --reason max_retries_exceeded --limit 10000 --yes
+  pgbus dlq retry-all --all --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := ff.filter(cmd.Flags())
@@ -304,12 +306,16 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 			if err := checkBulkLimit(limit); err != nil {
 				return err
 			}
+			// No filter is no selection, as in discard: every dead
+			// message of every DLQ is asked for with --all, never by
+			// leaving the filters out (or a script's variables empty).
+			if f.IsZero() && !all {
+				return usageError{errors.New("nothing selected: give filters (such as --queue or --error-class), or --all for every dead message")}
+			}
 			if !yes && !dryRun {
 				return a.refuse(cmd, f, limit, "refusing to retry %s dead messages without --yes; check them with --dry-run, then pass --yes")
 			}
-			// retry-all without filters means every dead message: the
-			// person asked for it with --yes (or a dry run).
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: f.IsZero(), ClearDeadline: clearDeadline}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
@@ -324,6 +330,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 		},
 	}
 	ff.add(cmd.Flags())
+	cmd.Flags().BoolVar(&all, "all", false, "select every dead message of every DLQ (with --yes or --dry-run)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("retry at most this many, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")

@@ -547,3 +547,47 @@ func TestBlankFilterFlagsSelectNothing(t *testing.T) {
 		t.Fatalf("the next step %q: %s", next, got)
 	}
 }
+
+// retry-all, like discard, selects nothing without filters: a command line
+// that leaves them out (or a script whose variables were all empty) is
+// refused before anything is read or moved, and --all is how every dead
+// message of every DLQ is asked for. The next step its dry run names
+// says --all too, and runs.
+func TestRetryAllNeedsFiltersOrAll(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "every")
+	if err := pgtest.OpenStore(t, d.url).BulkLoadDead(t.Context(), "every", 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := d.snapshot(t)
+	for _, args := range [][]string{
+		{"dlq", "retry-all", "--yes"},
+		{"dlq", "retry-all", "--dry-run"},
+		{"dlq", "retry-all"},
+	} {
+		if msg := d.fails(t, 2, args...); !strings.Contains(msg, "nothing selected: give filters (such as --queue or --error-class), or --all for every dead message") {
+			t.Errorf("pgbus %s: %q; want it to ask for filters or --all", strings.Join(args, " "), msg)
+		}
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("a refused retry-all changed the database:\n%s\n%s", before, after)
+	}
+
+	out := d.ok(t, "dlq", "retry-all", "--all", "--dry-run")
+	var next string
+	for _, line := range strings.Split(out, "\n") {
+		if cmd, ok := strings.CutPrefix(line, "next: pgbus dlq retry-all "); ok {
+			next, _, _ = strings.Cut(cmd, "   #")
+		}
+	}
+	if !strings.Contains(next, "--all") || !strings.Contains(next, "--expect") {
+		t.Fatalf("dlq retry-all --all --dry-run:\n%s\nwant a next step with --all and --expect", out)
+	}
+	if got := d.ok(t, append([]string{"dlq", "retry-all"}, strings.Fields(next)...)...); !strings.Contains(got, "retried 3 dead messages") {
+		t.Fatalf("the next step %q: %s", next, got)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_every_dlq`); n != 0 {
+		t.Fatalf("%d dead messages left after retry-all --all, want 0", n)
+	}
+}

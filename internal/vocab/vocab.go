@@ -111,8 +111,7 @@ func Command(h ops.Hint) string {
 	}
 	names := make([]string, 0, len(h.Args))
 	for k := range h.Args {
-		// retry-all without filters is every dead message already.
-		if !used[k] && (k != "all" || line != "pgbus dlq retry-all") {
+		if !used[k] {
 			names = append(names, k)
 		}
 	}
