@@ -39,6 +39,10 @@ config).`,
   pgbus audit --tool all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Empty, these filters would list every entry.
+			if err := refuseEmpty(cmd.Flags(), "tool", "client", "since"); err != nil {
+				return err
+			}
 			if limit < 1 || limit > ops.MaxPageSize {
 				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
 			}

@@ -71,10 +71,8 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 // empty value, as a script's unset variable gives it, is refused rather
 // than read as no filter: it would select every dead message.
 func (ff *filterFlags) filter(fs *pflag.FlagSet) (ops.DeadFilter, error) {
-	for _, name := range []string{"queue", "kind", "error-class", "reason", "since", "until", "text", "group"} {
-		if fl := fs.Lookup(name); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
-			return ops.DeadFilter{}, usageError{fmt.Errorf("--%s is empty: give a value, or leave the flag out", name)}
-		}
+	if err := refuseEmpty(fs, "queue", "kind", "error-class", "reason", "since", "until", "text", "group"); err != nil {
+		return ops.DeadFilter{}, err
 	}
 	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text", "group")
 }
@@ -201,6 +199,9 @@ looked up in every DLQ.`,
 			if err != nil {
 				return err
 			}
+			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
+				return err
+			}
 			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload, FullHistory: fullHistory},
 				func(m ops.DeadMessage) error { return writeDeadMessage(a.stdout, m, noPayload) })
 		},
@@ -245,6 +246,9 @@ back. So is one holding the "…[shortened: " mark of a shortened preview.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ids, err := parseIDs(args)
 			if err != nil {
+				return err
+			}
+			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
 				return err
 			}
 			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun, ClearDeadline: clearDeadline}
@@ -433,6 +437,11 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
   pgbus dlq purge --older-than 30d --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// An empty --queue would purge every DLQ, an empty
+			// --older-than every discarded message.
+			if err := refuseEmpty(cmd.Flags(), "queue", "older-than"); err != nil {
+				return err
+			}
 			req := ops.DLQPurgeRequest{Queue: queue, Confirm: true}
 			if olderThan != "" {
 				d, err := ops.ParseAge(olderThan)

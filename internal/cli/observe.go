@@ -187,6 +187,10 @@ tool pgbus_queue_messages.`,
   pgbus queue messages orders --state retrying --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Empty, --state would list messages in every state.
+			if err := refuseEmpty(cmd.Flags(), "state"); err != nil {
+				return err
+			}
 			if err := checkLimit(req.Limit); err != nil {
 				return err
 			}

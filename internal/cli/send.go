@@ -48,6 +48,12 @@ queue created with --priorities (0, the default, is read first).`,
 			if hasArg {
 				arg = args[1]
 			}
+			// An empty --idempotency-key would turn de-duplication off,
+			// an empty --deadline the deadline, an empty --kind the
+			// handler's choice: refused, as an unset variable gives them.
+			if err := refuseEmpty(cmd.Flags(), "kind", "idempotency-key", "deadline", "file"); err != nil {
+				return err
+			}
 			payload, err := readPayload(arg, hasArg, file, a.stdin)
 			if err != nil {
 				return err
