@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -147,7 +148,7 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 	for _, e := range envs {
 		if v := os.Getenv(e); v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				return usageError{fmt.Errorf("environment variable %s=%q: %v", e, v, err)}
+				return usageError{fmt.Errorf("environment variable %s=%q: %s", e, v, badValue(fl, err))}
 			}
 			a.sources[name] = "environment variable " + e
 			return nil
@@ -155,11 +156,30 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 	}
 	if fileValue != "" {
 		if err := fl.Value.Set(fileValue); err != nil {
-			return usageError{a.cfg.Errorf(configKeyOf(name), "%q: %v", fileValue, err)}
+			return usageError{a.cfg.Errorf(configKeyOf(name), "%q: %s", fileValue, badValue(fl, err))}
 		}
 		a.sources[name] = "config " + a.cfg.Path()
 	}
 	return nil
+}
+
+// badValue says what a value that fl cannot read should look like: the
+// parser's own words ("strconv.ParseBool: parsing ...: invalid syntax")
+// name a Go function, not what to give instead. The value and where it
+// came from are the caller's to say.
+func badValue(fl *pflag.Flag, err error) string {
+	switch fl.Value.Type() {
+	case "bool":
+		return "not a boolean: give 1, true, 0 or false (or leave it unset)"
+	case "duration":
+		return "not a duration: give a number with a unit, such as 500ms, 30s or 2m (or leave it unset)"
+	case "int":
+		if errors.Is(err, strconv.ErrRange) {
+			return "out of range: give a smaller whole number (or leave it unset)"
+		}
+		return "not a whole number: give one in decimal digits, such as 8 (or leave it unset)"
+	}
+	return err.Error()
 }
 
 // from returns " (from SOURCE)" for a resolved flag whose value did not

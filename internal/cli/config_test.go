@@ -168,3 +168,29 @@ func TestBadConfigFile(t *testing.T) {
 		t.Fatalf("missing PGBUS_CONFIG file: %d %q", r.code, r.stderr)
 	}
 }
+
+// An environment variable whose value its setting cannot read stops pgbus
+// with a usage error naming the variable, the value and what it should
+// look like, not the Go parser's words.
+func TestBadEnvironmentValueSaysWhatItTakes(t *testing.T) {
+	t.Parallel()
+	unreachable := "DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+	cases := []struct {
+		env  string
+		args []string
+		says string
+	}{
+		{"PGBUS_NO_LISTEN=maybe", []string{"work", "--queue", "x", "--handler", "demo"}, `environment variable PGBUS_NO_LISTEN="maybe": not a boolean: give 1, true, 0 or false`},
+		{"PGBUS_POLL_INTERVAL=soon", []string{"work", "--queue", "x", "--handler", "demo"}, `environment variable PGBUS_POLL_INTERVAL="soon": not a duration: give a number with a unit, such as 500ms`},
+		{"PGBUS_DRAIN_TIMEOUT=30", []string{"work", "--queue", "x", "--handler", "demo"}, `environment variable PGBUS_DRAIN_TIMEOUT="30": not a duration`},
+		{"PGBUS_CONCURRENCY=lots", []string{"work", "--queue", "x", "--handler", "demo"}, `environment variable PGBUS_CONCURRENCY="lots": not a whole number`},
+		{"PGBUS_CONCURRENCY=99999999999999999999", []string{"work", "--queue", "x", "--handler", "demo"}, `PGBUS_CONCURRENCY="99999999999999999999": out of range`},
+		{"PGBUS_MCP_MAX_SESSIONS=many", []string{"serve", "--transport", "http"}, `environment variable PGBUS_MCP_MAX_SESSIONS="many": not a whole number`},
+	}
+	for _, c := range cases {
+		r := usageRun(t, []string{unreachable, c.env}, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.says) || strings.Contains(r.stderr, "strconv") || strings.Contains(r.stderr, "time: ") {
+			t.Errorf("%s pgbus %s: exit %d, stderr %q; want 2 and %q", c.env, strings.Join(c.args, " "), r.code, r.stderr, c.says)
+		}
+	}
+}
