@@ -31,18 +31,30 @@ type Store struct {
 	cursorKeys cursorKey
 }
 
+// ErrBadURL is matched (errors.Is) by Open's errors about a database URL
+// it cannot read at all: the caller's input is wrong, and no server was
+// asked, unlike a URL that reads well and names a server that does not
+// answer.
+var ErrBadURL = errors.New("store: malformed database URL")
+
+// badURL is an error about the URL itself; its text is the wrapped one's.
+type badURL struct{ error }
+
+func (e badURL) Is(target error) bool { return target == ErrBadURL }
+func (e badURL) Unwrap() error        { return e.error }
+
 // Open connects to the database at url. It does not migrate: call Migrate.
 // The pool pings a connection idle for more than 100ms before handing it
 // out, so connections that died (say, in a server restart) are replaced.
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("store: parse database URL: %w; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a password's @, : and / percent-encoded (%%40, %%3A, %%2F)", err)
+		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE, with a password's @, : and / percent-encoded (%%40, %%3A, %%2F)", err)}
 	}
 	if strings.Contains(cfg.ConnConfig.Host, "@") {
 		// An unescaped @ in the password makes the password's end part of
 		// the host: it would be looked up, and quoted in errors.
-		return nil, fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")
+		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	cfg.ShouldPing = shouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

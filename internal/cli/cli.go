@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
+	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -168,7 +169,9 @@ func (s *stdoutWriter) failed() error {
 func exitCode(err error) int {
 	var usage usageError
 	switch {
-	case errors.As(err, &usage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err):
+	case errors.As(err, &usage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err),
+		errors.Is(err, dbopen.ErrBadURL): // malformed input; an unreachable server is a failure
+
 		return ExitUsage
 	case errors.Is(err, ops.ErrNotFound):
 		return ExitNotFound

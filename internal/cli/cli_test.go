@@ -196,9 +196,21 @@ func TestBadDatabaseURL(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "DATABASE_URL") {
 		t.Fatalf("exit %d stderr %q; want 1 and advice about DATABASE_URL", r.code, r.stderr)
 	}
-	r = pgbus(t, nil, "migrate", "--database-url", "::not a url::")
-	if r.code == 0 || !strings.Contains(r.stderr, "database URL") {
-		t.Fatalf("exit %d stderr %q; want a failure naming the database URL", r.code, r.stderr)
+	// A URL that cannot be read is the caller's input, wrong: a usage
+	// error (exit 2) saying what a URL looks like, its password hidden.
+	for _, url := range []string{"::not a url::", "not a url", "postgres://u:Secr3tPW@[::1", "postgres://u:Pa@Secr3tPW@127.0.0.1:1/db"} {
+		r = pgbus(t, nil, "queues", "--database-url", url)
+		if r.code != 2 || !strings.Contains(r.stderr, "database URL") ||
+			!(strings.Contains(r.stderr, "write it as postgres://USER:") || strings.Contains(r.stderr, "percent-encode an @")) {
+			t.Errorf("--database-url %q: exit %d stderr %q; want 2 and how to write a database URL", url, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "Secr3tPW") {
+			t.Errorf("--database-url %q: stderr shows the password: %q", url, r.stderr)
+		}
+	}
+	r = pgbus(t, []string{"DATABASE_URL=not a url"}, "work", "--queue", "x", "--handler", "demo")
+	if r.code != 2 || !strings.Contains(r.stderr, "write it as postgres://USER:") {
+		t.Errorf("DATABASE_URL malformed, pgbus work: exit %d stderr %q; want 2 and how to write a database URL", r.code, r.stderr)
 	}
 }
 

@@ -98,6 +98,11 @@ var (
 	ErrPermission    = store.ErrPermission
 )
 
+// ErrBadURL is matched by Connect's errors about a database URL that
+// cannot be read at all (malformed, as opposed to naming a server that
+// does not answer).
+var ErrBadURL = store.ErrBadURL
+
 // IsPermissionDenied reports whether err is PostgreSQL refusing for want
 // of a privilege, or wraps ErrPermission.
 func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
