@@ -35,6 +35,12 @@ const (
 	OpWork    = "work"
 )
 
+// WorkNeedsHandler is the argument of an OpWork hint for a queue whose
+// handler nobody configured: set, the step is a template in which a
+// handler type is still to be chosen, since a worker without one refuses
+// to start.
+const WorkNeedsHandler = "needs_handler"
+
 // Hint is a next step: the operation to call and its arguments, named as
 // in the requests (queue, msg_id, ids, error_class, ...). Why says what it
 // is for, in words that name no front end.

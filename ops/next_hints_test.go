@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -416,5 +417,30 @@ func TestStaleWorkersThatNoLongerMatter(t *testing.T) {
 	crashed("w-orphan", "emails", "3 hours")
 	if h, err = svc.Health(ctx); err != nil || reasonOf(h, "stale_workers", "") == nil || !strings.HasPrefix(reasonOf(h, "stale_workers", "").Message, "2 worker process") {
 		t.Fatalf("an old crash whose queue nobody serves: %+v, %v; want it counted too", h, err)
+	}
+}
+
+// The step that starts a worker for a queue no worker serves names the
+// handler the queue is known to run with (Options.Handlers): a type, none
+// for one the configuration gives, and for a queue with none known it
+// says a handler is still to be chosen (WorkNeedsHandler) instead of
+// naming a worker that refuses to start.
+func TestStartWorkerHintNamesTheHandler(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	demoQ, configured, unknown := newQueue(t, s, nil), newQueue(t, s, nil), newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{demoQ: "demo", configured: ops.HandlerConfigured}})
+	for queue, want := range map[string]map[string]any{
+		demoQ:      {"queue": demoQ, "handler": "demo"},
+		configured: {"queue": configured},
+		unknown:    {"queue": unknown, ops.WorkNeedsHandler: true},
+	} {
+		res, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: queue})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := findHint(t, res.Next, ops.OpWork); !maps.Equal(h.Args, want) {
+			t.Errorf("resume of %s: work hint %+v, want args %v", queue, h, want)
+		}
 	}
 }

@@ -73,7 +73,19 @@ type Options struct {
 	// Observers watch what the service sends (engine.SendObserver) and
 	// retries out of DLQs (RetryObserver), for traces. Default: none.
 	Observers []engine.Observer
+	// Handlers are the handlers the front end knows queues to be run with,
+	// by queue name: a handler type (the demo's queues run with "demo"),
+	// or HandlerConfigured when the configuration gives the queue its
+	// handler. A next step that starts a worker for a queue names it, so
+	// that the step runs as given; for a queue not here it says that a
+	// handler must be chosen (WorkNeedsHandler). Default: none.
+	Handlers map[string]string
 }
+
+// HandlerConfigured, in Options.Handlers, is a queue whose handler the
+// configuration gives: a worker given the configuration runs it with no
+// handler named.
+const HandlerConfigured = "configured"
 
 // Service runs operations on one pgbus database. It is safe for concurrent
 // use; the caller named in each call's context (WithCaller, WithClient) is

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -24,11 +25,25 @@ const AuditClient = "cli"
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
-		Observers: a.trace.observers})
+		Observers: a.trace.observers, Handlers: a.queueHandlers()})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
 	}
 	return svc, nil
+}
+
+// queueHandlers are the handlers this CLI knows queues to run with, for
+// the next steps that start a worker: the demo's queues run with the demo
+// handler, and the configuration file's queues with the handler it gives
+// them (which wins, as it does in pgbus work).
+func (a *app) queueHandlers() map[string]string {
+	out := map[string]string{demo.Orders: "demo", demo.Emails: "demo"}
+	for _, name := range a.cfg.QueueNames() {
+		if q, _ := a.cfg.Queue(name); q.Handler != nil {
+			out[name] = ops.HandlerConfigured
+		}
+	}
+	return out
 }
 
 // session is an open database and the operations layer over it.

@@ -116,8 +116,18 @@ func Command(h ops.Hint) string {
 		}
 	}
 	sort.Strings(names)
+	if h.Op == ops.OpWork {
+		// pgbus work --queue Q --handler H, as its help writes it.
+		sort.SliceStable(names, func(i, j int) bool { return names[i] == "queue" && names[j] != "queue" })
+	}
 	for _, k := range names {
 		flag := "--" + strings.ReplaceAll(k, "_", "-")
+		if k == ops.WorkNeedsHandler && h.Op == ops.OpWork {
+			// A template: the handler type is the person's to choose,
+			// and the hint's why says among what.
+			parts = append(parts, "--handler", "TYPE")
+			continue
+		}
 		if on, ok := h.Args[k].(bool); ok {
 			// A switch (dry_run) is a bare flag; confirm is the CLI's --yes.
 			if on && k != "confirm" {

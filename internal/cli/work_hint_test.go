@@ -1,0 +1,62 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// The next step that starts a worker for a queue no worker serves runs as
+// written: the demo's queues with the demo handler, a queue the
+// configuration file gives a handler with that one (no --handler), and a
+// queue with no known handler as a template whose handler type is still
+// to be chosen, never as a command that fails for want of a handler.
+func TestWorkHintRunsAsWritten(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	cfg := writeFile(t, "pgbus.yaml", "queues:\n  billing:\n    handler:\n      type: demo\n      latency: 1ms\n")
+	for _, q := range []string{"demo_emails", "billing", "orders"} {
+		d.ok(t, "queue", "create", q)
+		d.ok(t, "send", q, `{"amount_cents": 0}`)
+	}
+	// hintFor returns the work command health names for queue, as it
+	// is printed.
+	hintFor := func(out, queue string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "next: pgbus work --queue "+queue); ok {
+				cmd, _, _ = strings.Cut(cmd, "   #")
+				return "pgbus work --queue " + queue + cmd
+			}
+		}
+		t.Fatalf("no next step starts a worker for %s:\n%s", queue, out)
+		return ""
+	}
+	health := d.ok(t, "--config", cfg, "health")
+	for queue, want := range map[string]string{
+		"demo_emails": "pgbus work --queue demo_emails --handler demo",
+		"billing":     "pgbus work --queue billing",
+		"orders":      "pgbus work --queue orders --handler TYPE",
+	} {
+		if got := hintFor(health, queue); got != want {
+			t.Errorf("health names %q for %s, want %q", got, queue, want)
+		}
+	}
+	// Run as written (with the same configuration, and stopping once the
+	// queue is idle), the first two work their queue empty.
+	for _, queue := range []string{"demo_emails", "billing"} {
+		args := append(strings.Fields(hintFor(health, queue))[1:], "--config", cfg, "--until-idle")
+		d.ok(t, args...)
+		if s := d.stats(t, queue); s.Depth != 0 {
+			t.Errorf("%q left %d messages in %s", strings.Join(args, " "), s.Depth, queue)
+		}
+	}
+	// A retry into a queue without a worker names the same step, and its
+	// why says which handler types there are to choose from.
+	d.ok(t, "queue", "pause", "orders")
+	resume := d.ok(t, "queue", "resume", "orders")
+	if !strings.Contains(resume, "next: pgbus work --queue orders --handler TYPE   # start a worker, choosing its handler: demo, or exec or http") {
+		t.Errorf("resume of a queue without a worker or a configured handler:\n%s", resume)
+	}
+	if !strings.Contains(d.ok(t, "queue", "resume", "demo_emails"), "next: pgbus work --queue demo_emails --handler demo") {
+		t.Error("resume of a demo queue does not name the demo handler")
+	}
+}
