@@ -60,3 +60,17 @@ func TestWorkHintRunsAsWritten(t *testing.T) {
 		t.Error("resume of a demo queue does not name the demo handler")
 	}
 }
+
+// An agent over pgbus serve is given the same runnable step for a demo
+// queue: the command it hands to an operator names the demo handler.
+func TestServeWorkHintNamesTheDemoHandler(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "demo_emails")
+	d.ok(t, "send", "demo_emails", `{"to": "ada@example.com"}`)
+	c, _, _ := serveStdio(t, "--database-url", d.url)
+	text := toolText(callTool(t, c, "pgbus_health", map[string]any{}))
+	if !strings.Contains(text, `"command":"pgbus work --queue demo_emails --handler demo"`) {
+		t.Errorf("pgbus_health does not name the demo handler:\n%s", text)
+	}
+}

@@ -45,6 +45,9 @@ type MCPConfig struct {
 	// Observers watch what agents send and retry out of DLQs, for traces
 	// (see Tracing). None by default.
 	Observers []engine.Observer
+	// Handlers are the handlers queues are known to run with, for the
+	// next steps that start a worker (ops.Options.Handlers).
+	Handlers map[string]string
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -93,7 +96,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
-		Observers: c.Observers})
+		Observers: c.Observers, Handlers: c.Handlers})
 	if err != nil {
 		return err
 	}
@@ -143,7 +146,8 @@ func loopbackAddr(addr string) bool {
 // ends, with the payload gate and read-only mode of c.
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
-	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger})
+	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
+		Handlers: c.Handlers})
 	if err != nil {
 		return err
 	}
