@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,6 +140,37 @@ func TestWaitIdle(t *testing.T) {
 	defer cancel()
 	if err := runner.WaitIdle(short, svc, queues, nil, nil); err != context.DeadlineExceeded {
 		t.Fatalf("WaitIdle on a busy queue: %v, want the context's deadline", err)
+	}
+}
+
+// A queue dropped while WaitIdle waits for it has nothing left to wait
+// for: WaitIdle returns, saying so once, rather than reading it every
+// 100ms, and logging each failure, until the command's time runs out.
+func TestWaitIdleOnADroppedQueue(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, q := setUp(t)
+	send(t, svc, q.Name, 1)
+	var logs pgtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	looked := make(chan struct{})
+	var once sync.Once
+	go func() {
+		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{q}, log, func([]ops.QueueStats) { once.Do(func() { close(looked) }) })
+	}()
+	// Dropped once WaitIdle has seen the queue busy, so that it is
+	// waiting for it, not finding it gone at its first look.
+	<-looked
+	if err := st.DropQueue(ctx, q.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitIdle on a queue dropped while it waited: %v; want it to return", err)
+	}
+	if n := strings.Count(logs.String(), "queue was dropped"); n != 1 || strings.Contains(logs.String(), "could not read queue stats") {
+		t.Fatalf("the log says the queue was dropped %d times; want once, and no failed read:\n%s", n, logs.String())
 	}
 }
 

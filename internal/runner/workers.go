@@ -222,15 +222,17 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 // WaitIdle returns once every queue is empty (depth 0: nothing waiting,
 // running or retrying), or ctx's error. A paused queue counts as empty
 // once nothing of it runs: what waits in it waits for a resume, not for
-// these workers, and is logged once. progress, when set, is called with
+// these workers, and is logged once. So does a queue dropped meanwhile:
+// nothing of it is left to wait for. progress, when set, is called with
 // the stats at each look.
 func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, progress func([]ops.QueueStats)) error {
 	log = orDiscard(log)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	told := map[string]bool{}
+	l := looker{svc: svc, log: log, failing: map[string]string{}}
 	for {
-		all, idle, err := look(ctx, svc, queues, log)
+		all, idle, err := l.look(ctx, queues)
 		if err != nil {
 			return err
 		}
@@ -255,19 +257,43 @@ func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, 
 	}
 }
 
+// looker reads the stats of the queues WaitIdle waits for, and logs a
+// queue it cannot read once, not at each look, until it reads again.
+type looker struct {
+	svc *ops.Service
+	log *slog.Logger
+	// failing holds, for each queue that could not be read at the last
+	// look, why: the error, or "dropped".
+	failing map[string]string
+}
+
 // look reads the stats of the queues once and says whether all are empty.
-// A queue whose stats cannot be read counts as busy, unless ctx ended.
-func look(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) (all []ops.QueueStats, idle bool, err error) {
+// A queue whose stats cannot be read counts as busy, unless ctx ended; a
+// queue that is gone counts as empty.
+func (l looker) look(ctx context.Context, queues []config.WorkQueue) (all []ops.QueueStats, idle bool, err error) {
 	idle = true
 	for _, q := range queues {
-		res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name, NoArchive: true})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
+		res, err := l.svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name, NoArchive: true})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case errors.Is(err, ops.ErrNotFound):
+			if l.failing[q.Name] != "dropped" {
+				l.failing[q.Name] = "dropped"
+				l.log.Warn("pgbus: queue was dropped: nothing of it is left to wait for, so idle does not wait for it", "queue", q.Name)
 			}
-			log.Warn("pgbus: could not read queue stats; trying again", "queue", q.Name, "err", err)
+			continue
+		case err != nil:
+			if why := err.Error(); l.failing[q.Name] != why {
+				l.failing[q.Name] = why
+				l.log.Warn("pgbus: could not read queue stats; trying again", "queue", q.Name, "err", err)
+			}
 			idle = false
 			continue
+		}
+		if l.failing[q.Name] != "" {
+			delete(l.failing, q.Name)
+			l.log.Info("pgbus: queue stats read again", "queue", q.Name)
 		}
 		all = append(all, res.Queues...)
 		for _, s := range res.Queues {
