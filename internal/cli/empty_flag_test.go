@@ -36,6 +36,8 @@ func TestEmptyFlagValuesAreRefused(t *testing.T) {
 		{[]string{"audit", "--client", ""}, "--client is empty"},
 		{[]string{"audit", "--since", ""}, "--since is empty"},
 		{[]string{"queue", "messages", "orders", "--state", ""}, "--state is empty"},
+		{[]string{"work", "--queue", "orders", "--handler", "", "--for", "1s"}, "--handler is empty"},
+		{[]string{"serve", "--queue", "orders", "--handler", ""}, "--handler is empty"},
 	}
 	before := d.snapshot(t)
 	for _, c := range cases {

@@ -88,6 +88,10 @@ transport, stdio included.`,
   claude mcp add pgbus -- pgbus serve`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Empty, --handler would fall back to the file's handlers.
+			if err := refuseEmpty(cmd.Flags(), "handler"); err != nil {
+				return err
+			}
 			if err := a.resolveMetricsAddr(cmd.Flags(), &f.metricsAddr); err != nil {
 				return err
 			}
