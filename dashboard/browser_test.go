@@ -277,9 +277,17 @@ func TestBrowser(t *testing.T) {
 	ro := "http://localhost:" + port
 	b.do("log in to the read-only server", chromedp.Navigate(ro+"/dlq"), page("login"),
 		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Submit(chromedp.ID("token")), page("groups"))
-	if n, text := b.count(`a[href^="/dlq/retry"], a[href^="/dlq/discard"], form[method="post"]:not(.logout)`), b.text("header"); n != 0 || !strings.Contains(text, "read-only") {
+	// An action is a link to a form, a form that posts, or a button that
+	// posts another form (the overview's pause and resume).
+	const actions = `a[href^="/dlq/retry"], a[href^="/dlq/discard"], form[method="post"]:not(.logout), button[formaction]`
+	if n, text := b.count(actions), b.text("header"); n != 0 || !strings.Contains(text, "read-only") {
 		t.Fatalf("the read-only server offers %d retries; its header says %q", n, text)
 	}
+	b.do("open the read-only overview", chromedp.Navigate(ro+"/"), page("overview"))
+	if n, rows := b.count(actions), b.count("tr[data-queue]"); n != 0 || rows == 0 {
+		t.Fatalf("the read-only overview offers %d actions on its %d queues; want none", n, rows)
+	}
+	b.do("back to the dead letters", chromedp.Navigate(ro+"/dlq"), page("groups"))
 	post := fmt.Sprintf(`(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/dlq/retry';
 		for (const [k, v] of Object.entries({csrf: document.querySelector('input[name=csrf]').value, queue: %q, kind: %q, error_class: %q, expect: %q})) {
 			const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
