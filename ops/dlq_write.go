@@ -491,7 +491,7 @@ type DLQDiscard struct {
 	// OutcomesOmitted counts the last ids left out of Outcomes so that the
 	// result fits the response bound; the counts include them.
 	OutcomesOmitted int      `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
-	Moved           []DeadID `json:"moved,omitempty" jsonschema_description:"Discard by filter: the first 100 messages discarded (in a dry run: that would be)."`
+	Moved           []DeadID `json:"moved,omitempty" jsonschema_description:"The first 100 messages discarded (in a dry run: that would be)."`
 	MovedOmitted    int      `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
 	LimitReached    bool     `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit and more messages match: the same call again selects the next ones (absent when exactly the limit matched)."`
 	Expect          string   `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
@@ -648,6 +648,13 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		switch o.Outcome {
 		case OutcomeDiscarded, OutcomeWouldDiscard:
 			out.Discarded++
+			// Listed as a discard by filter lists them, so that a dry run
+			// shows which ids it would discard.
+			if len(out.Moved) < store.MaxRetryMoved {
+				out.Moved = append(out.Moved, DeadID{DLQ: o.DLQ, MsgID: id})
+			} else {
+				out.MovedOmitted++
+			}
 		case OutcomeAlreadyMoved:
 			out.AlreadyMoved++
 		case OutcomeNotFound:
@@ -662,7 +669,13 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		}
 		out.Outcomes = append(out.Outcomes, o)
 	}
-	out.Next = []Hint{hint(OpDLQSummary, "shows what is left")}
+	out.Next = []Hint{}
+	if req.DryRun && out.Discarded > 0 {
+		// As after a retry's dry run by ids: the same ids, for real. A
+		// discard by ids needs no confirm, since it names what it moves.
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run discards them", "ids", ids, "queue", req.Filter.Queue))
+	}
+	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	if out.NotFound+out.Failed > 0 {
 		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -168,14 +169,24 @@ func TestDiscardAsksThePerson(t *testing.T) {
 	}
 }
 
-// A dry run of a discard by ids reports would_discard and moves nothing.
+// A dry run of a discard by ids reports would_discard and moves nothing,
+// lists the ids it would discard, and names the real call.
 func TestDiscardIDsDryRun(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
 	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
-	d, err := svc.DLQDiscard(testContext(t), ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, DryRun: true})
-	if err != nil || !d.DryRun || d.Discarded != 2 || d.Outcomes[0].Outcome != ops.OutcomeWouldDiscard || pgtest.Live(t, s, q+"_dlq") != 2 {
-		t.Fatalf("dry run by ids = %+v, %v; want 2 would_discard and nothing moved", d, err)
+	asked := append(slices.Clone(ids), ids[1]+1000)
+	d, err := svc.DLQDiscard(testContext(t), ops.DLQDiscardRequest{IDs: asked, Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil || !d.DryRun || d.Discarded != 2 || d.NotFound != 1 || d.Outcomes[0].Outcome != ops.OutcomeWouldDiscard ||
+		d.Outcomes[2].Outcome != ops.OutcomeNotFound || pgtest.Live(t, s, q+"_dlq") != 2 {
+		t.Fatalf("dry run by ids = %+v, %v; want 2 would_discard, 1 not found and nothing moved", d, err)
+	}
+	want := []ops.DeadID{{DLQ: q + "_dlq", MsgID: ids[0]}, {DLQ: q + "_dlq", MsgID: ids[1]}}
+	if !reflect.DeepEqual(d.Moved, want) {
+		t.Errorf("dry run by ids listed %+v; want %+v", d.Moved, want)
+	}
+	if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"ids": asked, "queue": q, "dry_run": nil}) {
+		t.Errorf("dry run by ids hints %+v; want the same call without dry_run", d.Next)
 	}
 }
