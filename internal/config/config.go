@@ -283,8 +283,11 @@ func ParseDuration(s string) (Duration, error) { return handlers.ParseDuration(s
 
 // Error is a problem with a configuration file: where, which key, and why.
 type Error struct {
-	File   string
-	Line   int // 0 when unknown
+	File string
+	Line int // 0 when unknown
+	// Column, from 1, is known for some problems only (0 otherwise): those
+	// within a line that is not otherwise easy to see, such as a tab.
+	Column int
 	Key    string
 	Reason string
 }
@@ -295,6 +298,9 @@ func (e *Error) Error() string {
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteString(":" + strconv.Itoa(e.Line))
+		if e.Column > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Column))
+		}
 	}
 	if e.Key != "" {
 		b.WriteString(": " + e.Key)
@@ -384,13 +390,13 @@ func Parse(name string, data []byte) (*File, error) {
 	cfg := &File{path: name, lines: map[string]int{}, tags: map[string]string{}}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, cfg.yamlError(err)
+		return nil, cfg.yamlError(data, err)
 	}
 	indexLines(&root, "", cfg.lines, cfg.tags)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && err != io.EOF {
-		return nil, cfg.yamlError(err)
+		return nil, cfg.yamlError(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
@@ -506,9 +512,12 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 
 var unknownField = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 
-// yamlError turns the decoder's messages into an *Error with the line, the
-// key and a reason in plain words.
-func (f *File) yamlError(err error) error {
+// yamlError turns the decoder's messages about data into an *Error with
+// the line, the key and a reason in plain words.
+func (f *File) yamlError(data []byte, err error) error {
+	if line, col, reason, ok := yamlerr.TabsIndent(data, err); ok {
+		return &Error{File: f.path, Line: line, Column: col, Reason: reason}
+	}
 	line, msg, more := yamlerr.First(err)
 	if line == 0 {
 		return &Error{File: f.path, Reason: msg}

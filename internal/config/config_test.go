@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,6 +151,32 @@ func TestErrors(t *testing.T) {
 		}
 		if e.File != "p.yaml" || e.Key != c.key || e.Line != c.line || !strings.Contains(e.Reason, c.reason) {
 			t.Errorf("%q:\n got %s (key %q line %d)\nwant key %q line %d reason containing %q", c.text, e, e.Key, e.Line, c.key, c.line, c.reason)
+		}
+	}
+}
+
+// A tab indenting a line is named, with the file, its line and column,
+// wherever it is: the decoder's own words say neither, and on the first
+// line not even where.
+func TestTabIndentIsNamed(t *testing.T) {
+	for _, c := range []struct {
+		text      string
+		line, col int
+	}{
+		{"\tlog_level: info\n", 1, 1},
+		{"queues:\n\torders: {}\n", 2, 1},
+		{"queues:\n  orders:\n  \tconcurrency: 2\n", 3, 3},
+		{"log_level: info\nqueues:\n  orders:\n    concurrency: 2\n\tmax_retries: 3\n", 5, 1},
+	} {
+		path := filepath.Join(t.TempDir(), "pgbus.yaml")
+		if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.Load(path)
+		want := fmt.Sprintf("config %s:%d:%d: a tab indents this line; YAML indents with spaces, not tabs", path, c.line, c.col)
+		var e *config.Error
+		if !errors.As(err, &e) || e.Line != c.line || e.Column != c.col || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: error %v; want %q", c.text, err, want)
 		}
 	}
 }

@@ -35,6 +35,44 @@ func First(err error) (line int, msg string, more int) {
 	return line, strings.TrimPrefix(msg, "yaml: "), len(msgs) - 1
 }
 
+// The decoder's messages for a tab where indentation is expected: neither
+// says that a tab is the problem, and on the first line the first gives no
+// line at all.
+const (
+	notAToken    = "found character that cannot start any token"
+	tabIndenting = "found a tab character that violates indentation"
+)
+
+// TabsIndent words a decoder error about a tab in a line's indentation,
+// since people paste tabs and the decoder does not say so plainly. It
+// returns the line and column (both from 1) of that tab in data, which the
+// error was about, and the reason in plain words; ok is false when err is
+// about something else.
+func TabsIndent(data []byte, err error) (line, col int, reason string, ok bool) {
+	at, msg, _ := First(err)
+	if msg != notAToken && msg != tabIndenting {
+		return 0, 0, "", false
+	}
+	// The decoder gives no line for the first one, and for a tab that
+	// breaks the indentation it gives the line above the tab.
+	from := max(at, 1)
+	for i, text := range strings.Split(string(data), "\n") {
+		n := i + 1
+		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+		tab := strings.IndexByte(indent, '\t')
+		switch {
+		case n < from || tab < 0:
+			continue
+		case msg == notAToken && n != from:
+			// That message on a line without a tab in its indentation is
+			// about another character (such as @ or `).
+			return 0, 0, "", false
+		}
+		return n, tab + 1, "a tab indents this line; YAML indents with spaces, not tabs: replace the tab with spaces", true
+	}
+	return 0, 0, "", false
+}
+
 // Reason is the first problem of a decoder error in plain words, without
 // its line.
 func Reason(err error) string {

@@ -1,6 +1,7 @@
 package yamlerr_test
 
 import (
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -60,5 +61,34 @@ func TestFirstCountsTheRest(t *testing.T) {
 	err := yaml.Unmarshal([]byte("a: x\nb: y\n"), &v)
 	if line, _, more := yamlerr.First(err); line != 1 || more != 1 {
 		t.Fatalf("line %d, %d more; want 1, 1 (from %v)", line, more, err)
+	}
+}
+
+// A tab in a line's indentation is named as such, with its line and
+// column, wherever the decoder found it; the same message about another
+// character is not put down to a tab.
+func TestTabsIndent(t *testing.T) {
+	cases := []struct {
+		doc       string
+		line, col int
+	}{
+		{"\ta: 1\n", 1, 1},
+		{"workers:\n\t- queue: x\n", 2, 1},
+		{"a:\n  \tb: 1\n", 2, 3},
+		{"a: 1\nqueues:\n  - x: 1\n\ty: 2\n", 4, 1},
+		{"a: 1\nb: `x`\n\tc: 1\n", 0, 0},
+		{"a: @x\n", 0, 0},
+	}
+	for _, c := range cases {
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(c.doc), &n)
+		if err == nil {
+			t.Errorf("%q decoded", c.doc)
+			continue
+		}
+		line, col, reason, ok := yamlerr.TabsIndent([]byte(c.doc), err)
+		if ok != (c.line > 0) || line != c.line || col != c.col || ok && !strings.Contains(reason, "YAML indents with spaces, not tabs") {
+			t.Errorf("%q: line %d column %d reason %q (%v); want line %d column %d (from %v)", c.doc, line, col, reason, ok, c.line, c.col, err)
+		}
 	}
 }
