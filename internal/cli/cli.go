@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -72,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if longRunning(cmd) {
 			return ExitOK // stopped while starting: a stop like any other
 		}
-		err = stoppedBySignal(err)
+		err = stoppedBySignal(cmd, err)
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
@@ -81,13 +82,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-// stoppedBySignal is the error of a command a signal stopped: what was done
-// before is kept, and a bulk retry, discard or purge says how much it was
-// (an ops.PartlyDone), so that nobody takes it for a command that did
-// nothing.
-func stoppedBySignal(err error) error {
+// stoppedBySignal is the error of a command cmd a signal stopped: what was
+// done before is kept, and a bulk retry, discard or purge says how much it
+// was (an ops.PartlyDone), so that nobody takes it for a command that did
+// nothing. The demo says its own words: run again, it starts over rather
+// than finish.
+func stoppedBySignal(cmd *cobra.Command, err error) error {
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
 		return fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
+	}
+	if topLevel(cmd) && cmd.Name() == "demo" {
+		return errors.New(demo.Stopped)
 	}
 	return errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
 }
@@ -99,7 +104,7 @@ var errStopped = fmt.Errorf("stopped by a signal: %w", context.Canceled)
 // longRunning reports whether cmd runs until stopped (pgbus work, serve
 // and dashboard), so that a stop while it starts is no failure.
 func longRunning(cmd *cobra.Command) bool {
-	if cmd == nil || cmd.Parent() == nil || cmd.Parent().HasParent() {
+	if !topLevel(cmd) {
 		return false
 	}
 	switch cmd.Name() {
@@ -107,6 +112,12 @@ func longRunning(cmd *cobra.Command) bool {
 		return true
 	}
 	return false
+}
+
+// topLevel reports whether cmd is a command of pgbus itself (such as
+// pgbus demo) rather than the root or a subcommand of one.
+func topLevel(cmd *cobra.Command) bool {
+	return cmd != nil && cmd.Parent() != nil && !cmd.Parent().HasParent()
 }
 
 // cancelOnSignals cancels ctx on SIGINT, SIGTERM or SIGHUP, and receives

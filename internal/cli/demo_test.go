@@ -2,9 +2,11 @@ package cli_test
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,5 +182,57 @@ func TestDemoTwiceAtOnce(t *testing.T) {
 		if s := d.stats(t, q); s.Depth != 0 || s.DLQDepth != dead {
 			t.Errorf("%s after both runs: depth %d, %d dead, want 0 and %d", q, s.Depth, s.DLQDepth, dead)
 		}
+	}
+}
+
+// A demo a signal stops says what is true of it: its queues keep what it
+// did, and pgbus demo runs it again from the start, where the words of
+// other commands (run it again to finish) would promise what a rerun does
+// not do.
+func TestDemoStoppedBySignalSaysARerunStartsOver(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "migrate")
+	cmd := exec.Command(binary, "demo")
+	cmd.Env = append(baseEnv(), d.env...)
+	var stderr pgtest.SyncBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "sent 347 jobs") {
+			break
+		}
+	}
+	// The jobs take seconds to settle, through retries with backoff: the
+	// signal comes while they do.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("demo after SIGTERM: %v, want exit 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	const want = "pgbus: the demo was stopped by a signal before finishing; its queues demo_orders and demo_emails keep what it did so far (pgbus queues shows them): pgbus demo runs it again from the start, dropping and recreating them\n"
+	if got := stderr.String(); !strings.HasSuffix(got, want) || strings.Contains(got, "to finish") {
+		t.Errorf("demo stopped by SIGTERM said:\n%s\nwant it to end with:\n%s", got, want)
+	}
+	var all ops.QueueStatsResult
+	d.json(t, &all, "queues")
+	if len(all.Queues) != 2 {
+		t.Errorf("queues after the stopped demo: %+v; want demo_orders and demo_emails kept", all.Queues)
 	}
 }

@@ -54,6 +54,12 @@ func queues() []config.WorkQueue {
 // on the same database.
 var ErrRunning = errors.New("another pgbus demo is running on this database, and a second one would drop its queues under it: wait for it to finish (it takes a few seconds), then run pgbus demo again")
 
+// Stopped says what is left of a demo stopped before it finished, and what
+// running it again does: it starts over, since setUp drops and recreates
+// its queues, rather than finish what was left.
+const Stopped = "the demo was stopped by a signal before finishing; its queues " + Orders + " and " + Emails +
+	" keep what it did so far (pgbus queues shows them): pgbus demo runs it again from the start, dropping and recreating them"
+
 // Run runs the demo on st through svc: it recreates the demo's queues,
 // sends the jobs of Messages, works them until every one has settled
 // (succeeded or dead-lettered) and reports how they ended. One run at a
