@@ -133,38 +133,17 @@ func TestDemoTwiceAtOnce(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "migrate")
-	first := exec.Command(binary, "demo")
-	first.Env = append(baseEnv(), d.env...)
-	var stderr pgtest.SyncBuffer
-	first.Stderr = &stderr
-	stdout, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = first.Process.Kill() }()
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "sent 347 jobs") {
-			break
-		}
-	}
+	first := startDemo(t, d)
 	// The first run works its jobs now; the second starts beside it.
 	second := pgbus(t, d.env, "demo")
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-	}
-	if err := first.Wait(); err != nil {
-		t.Fatalf("first demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	out, stderr, err := first.wait()
+	if err != nil {
+		t.Fatalf("first demo: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 	}
 	const settled = "all 347 jobs settled"
 	const ended = "320 succeeded (some after retries), 27 dead-lettered"
-	if !strings.Contains(out.String(), settled) || !strings.Contains(out.String(), ended) {
-		t.Fatalf("first demo reported another run's jobs:\n%s", out.String())
+	if !strings.Contains(out, settled) || !strings.Contains(out, ended) {
+		t.Fatalf("first demo reported another run's jobs:\n%s", out)
 	}
 	switch second.code {
 	case 0: // the first had finished when it started
@@ -193,41 +172,19 @@ func TestDemoStoppedBySignalSaysARerunStartsOver(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "migrate")
-	cmd := exec.Command(binary, "demo")
-	cmd.Env = append(baseEnv(), d.env...)
-	var stderr pgtest.SyncBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "sent 347 jobs") {
-			break
-		}
-	}
+	demo := startDemo(t, d)
 	// The jobs take seconds to settle, through retries with backoff: the
 	// signal comes while they do.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := demo.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-	}
-	err = cmd.Wait()
+	out, stderr, err := demo.wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("demo after SIGTERM: %v, want exit 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+		t.Fatalf("demo after SIGTERM: %v, want exit 1\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
 	}
 	const want = "pgbus: the demo was stopped by a signal before finishing; its queues demo_orders and demo_emails keep what it did so far (pgbus queues shows them): pgbus demo runs it again from the start, dropping and recreating them\n"
-	if got := stderr.String(); !strings.HasSuffix(got, want) || strings.Contains(got, "to finish") {
+	if got := stderr; !strings.HasSuffix(got, want) || strings.Contains(got, "to finish") {
 		t.Errorf("demo stopped by SIGTERM said:\n%s\nwant it to end with:\n%s", got, want)
 	}
 	var all ops.QueueStatsResult
@@ -235,4 +192,47 @@ func TestDemoStoppedBySignalSaysARerunStartsOver(t *testing.T) {
 	if len(all.Queues) != 2 {
 		t.Errorf("queues after the stopped demo: %+v; want demo_orders and demo_emails kept", all.Queues)
 	}
+}
+
+// runningDemo is a pgbus demo started by startDemo.
+type runningDemo struct {
+	cmd    *exec.Cmd
+	sc     *bufio.Scanner
+	out    strings.Builder
+	stderr pgtest.SyncBuffer
+}
+
+// startDemo starts pgbus demo on d and returns once it has sent its jobs,
+// while it works them.
+func startDemo(t *testing.T, d db) *runningDemo {
+	t.Helper()
+	r := &runningDemo{cmd: exec.Command(binary, "demo")}
+	r.cmd.Env = append(baseEnv(), d.env...)
+	r.cmd.Stderr = &r.stderr
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
+	r.sc = bufio.NewScanner(stdout)
+	for r.sc.Scan() {
+		r.out.WriteString(r.sc.Text() + "\n")
+		if strings.HasPrefix(r.sc.Text(), "sent 347 jobs") {
+			return r
+		}
+	}
+	t.Fatalf("demo ended before it sent its jobs:\n%s\nstderr:\n%s", r.out.String(), r.stderr.String())
+	return nil
+}
+
+// wait reads the rest of the demo's output and waits for it to exit.
+func (r *runningDemo) wait() (stdout, stderr string, err error) {
+	for r.sc.Scan() {
+		r.out.WriteString(r.sc.Text() + "\n")
+	}
+	err = r.cmd.Wait()
+	return r.out.String(), r.stderr.String(), err
 }
