@@ -77,9 +77,28 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 				names = append(names, c.Name())
 			}
 		}
+		if other, ok := elsewhere[cmd.CommandPath()+" "+args[0]]; ok {
+			return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", args[0], cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
+		}
 		return usageError{fmt.Errorf("unknown command %q for %q; use one of: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
 	}
 	return cmd
+}
+
+// elsewhere names the command that does what a subcommand someone might
+// guess from an MCP tool's name (pgbus_queue_stats) or from habit (ls)
+// would do, when it lives under another name.
+var elsewhere = map[string]string{
+	"pgbus queue stats":   "pgbus queues [NAME]",
+	"pgbus queue list":    "pgbus queues",
+	"pgbus queue ls":      "pgbus queues",
+	"pgbus queue show":    "pgbus queues NAME",
+	"pgbus dlq stats":     "pgbus dlq summary",
+	"pgbus dlq ls":        "pgbus dlq list",
+	"pgbus circuit list":  "pgbus circuits",
+	"pgbus circuit ls":    "pgbus circuits",
+	"pgbus circuit show":  "pgbus circuits",
+	"pgbus queue workers": "pgbus workers",
 }
 
 // settingsFlags are the retry-setting flags of queue create.
