@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -36,12 +37,21 @@ const circuitResetDescription = `Closes a circuit breaker by hand and clears its
 
 Use it only when the downstream is known to be healthy again (pgbus_circuits shows it open). If it is not, the breaker reopens after its threshold of failures.`
 
+func circuitResetTool() mcp.Tool {
+	return newTool("pgbus_circuit_reset", circuitResetDescription, writeAnnotations("Reset a circuit breaker", false, true), CircuitResetInput{}, ops.CircuitReset{})
+}
+
 // NewCircuitReset returns the pgbus_circuit_reset tool.
 func NewCircuitReset(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_circuit_reset", circuitResetDescription, writeAnnotations("Reset a circuit breaker", false, true), CircuitResetInput{}, ops.CircuitReset{}),
+		Tool: circuitResetTool(),
 		Handler: handler(d, func(ctx context.Context, in CircuitResetInput) (ops.CircuitReset, error) {
-			return d.Ops.CircuitReset(ctx, ops.CircuitResetRequest{Name: in.Name})
+			return d.Ops.CircuitReset(ctx, in.request())
 		}),
 	}
+}
+
+// request is the reset the arguments ask for.
+func (in CircuitResetInput) request() ops.CircuitResetRequest {
+	return ops.CircuitResetRequest{Name: in.Name}
 }

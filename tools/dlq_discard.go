@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -24,24 +25,37 @@ Use it for messages that will never succeed (bad input, non_retryable_error, unk
 
 By filter: call with dry_run: true first; it lists what would go and returns expect. Then call again with that expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. The user is asked to confirm when the client supports elicitation (declined: nothing moves, declined: true); otherwise pass confirm: true. Next: pgbus_dlq_summary to see what is left.`
 
+func dlqDiscardTool() mcp.Tool {
+	return newTool("pgbus_dlq_discard", dlqDiscardDescription, writeAnnotations("Discard dead messages", true, false), DLQDiscardInput{}, ops.DLQDiscard{})
+}
+
 // NewDLQDiscard returns the pgbus_dlq_discard tool.
 func NewDLQDiscard(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_dlq_discard", dlqDiscardDescription, writeAnnotations("Discard dead messages", true, false), DLQDiscardInput{}, ops.DLQDiscard{}),
+		Tool: dlqDiscardTool(),
 		Handler: handler(d, func(ctx context.Context, in DLQDiscardInput) (ops.DLQDiscard, error) {
-			req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), Progress: progressReporter(ctx),
-				DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm}
-			req.Ask, req.Deferred = askPerson(ctx)
-			if len(in.IDs) == 0 {
-				limit, err := bulkLimit(in.DeadFilter, in.Limit, "discard")
-				if err != nil {
-					return ops.DLQDiscard{}, err
-				}
-				req.Limit = limit
-			} else if in.Limit != nil {
-				req.Limit = *in.Limit // rejected with ids
+			req, err := in.request()
+			if err != nil {
+				return ops.DLQDiscard{}, err
 			}
+			req.Progress = progressReporter(ctx)
+			req.Ask, req.Deferred = askPerson(ctx)
 			return d.Ops.DLQDiscard(ctx, req)
 		}),
 	}
+}
+
+// request is the discard the arguments ask for.
+func (in DLQDiscardInput) request() (ops.DLQDiscardRequest, error) {
+	req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm}
+	if len(in.IDs) == 0 {
+		limit, err := bulkLimit(in.DeadFilter, in.Limit, "discard")
+		if err != nil {
+			return ops.DLQDiscardRequest{}, err
+		}
+		req.Limit = limit
+	} else if in.Limit != nil {
+		req.Limit = *in.Limit // rejected with ids
+	}
+	return req, nil
 }

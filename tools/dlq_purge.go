@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -19,21 +20,34 @@ const dlqPurgeDescription = `Deletes for good the archived dead messages of a DL
 
 Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded or retried with a corrected payload, and when), then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
 
+func dlqPurgeTool() mcp.Tool {
+	return newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge archived dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{})
+}
+
 // NewDLQPurge returns the pgbus_dlq_purge tool.
 func NewDLQPurge(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge archived dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{}),
+		Tool: dlqPurgeTool(),
 		Handler: handler(d, func(ctx context.Context, in DLQPurgeInput) (ops.DLQPurge, error) {
-			if in.OlderThan == "" {
-				return ops.DLQPurge{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every archived dead message)")
-			}
-			age, err := ops.ParseAge(in.OlderThan)
+			req, err := in.request()
 			if err != nil {
-				return ops.DLQPurge{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
+				return ops.DLQPurge{}, err
 			}
-			req := ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm, Progress: progressReporter(ctx)}
+			req.Progress = progressReporter(ctx)
 			req.Ask, req.Deferred = askPerson(ctx)
 			return d.Ops.DLQPurge(ctx, req)
 		}),
 	}
+}
+
+// request is the purge the arguments ask for.
+func (in DLQPurgeInput) request() (ops.DLQPurgeRequest, error) {
+	if in.OlderThan == "" {
+		return ops.DLQPurgeRequest{}, fixf("older_than is required: pass an age such as 72h or 7d (0s purges every archived dead message)")
+	}
+	age, err := ops.ParseAge(in.OlderThan)
+	if err != nil {
+		return ops.DLQPurgeRequest{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
+	}
+	return ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm}, nil
 }

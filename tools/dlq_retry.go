@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -31,31 +32,45 @@ const dlqRetryDescription = `Retries dead messages: moves them out of their DLQ 
 
 Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first). A message whose deadline has passed (reason deadline_exceeded, or died later) is not moved unless clear_deadline is set. Retry only after the cause is fixed or was transient (timeouts, 503s); for bad input that will never succeed use pgbus_dlq_discard, or retry one message with a corrected payload (payload, exactly one id). By filter, call with dry_run: true first, then pass its expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. Next: pgbus_queue_stats or pgbus_queue_messages to watch the retried messages; pgbus_dlq_summary to see what is left.`
 
+func dlqRetryTool() mcp.Tool {
+	return newTool("pgbus_dlq_retry", dlqRetryDescription, writeAnnotations("Retry dead messages", false, false), DLQRetryInput{}, ops.DLQRetry{})
+}
+
 // NewDLQRetry returns the pgbus_dlq_retry tool.
 func NewDLQRetry(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_dlq_retry", dlqRetryDescription, writeAnnotations("Retry dead messages", false, false), DLQRetryInput{}, ops.DLQRetry{}),
+		Tool: dlqRetryTool(),
 		Handler: handler(d, func(ctx context.Context, in DLQRetryInput) (ops.DLQRetry, error) {
-			if string(bytes.TrimSpace(in.Payload)) == "null" {
-				in.Payload = nil // a JSON argument given as null is an argument not given
+			req, err := in.request()
+			if err != nil {
+				return ops.DLQRetry{}, err
 			}
-			if len(in.Payload) > maxCorrectedPayloadBytes {
-				return ops.DLQRetry{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
-			}
-			req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Progress: progressReporter(ctx), Expect: in.Expect,
-				ClearDeadline: in.ClearDeadline}
-			if len(in.IDs) == 0 {
-				limit, err := bulkLimit(in.DeadFilter, in.Limit, "retry")
-				if err != nil {
-					return ops.DLQRetry{}, err
-				}
-				req.Limit = limit
-			} else if in.Limit != nil {
-				req.Limit = *in.Limit // rejected with ids
-			}
+			req.Progress = progressReporter(ctx)
 			return d.Ops.DLQRetry(ctx, req)
 		}),
 	}
+}
+
+// request is the retry the arguments ask for.
+func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
+	if string(bytes.TrimSpace(in.Payload)) == "null" {
+		in.Payload = nil // a JSON argument given as null is an argument not given
+	}
+	if len(in.Payload) > maxCorrectedPayloadBytes {
+		return ops.DLQRetryRequest{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
+	}
+	req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Expect: in.Expect,
+		ClearDeadline: in.ClearDeadline}
+	if len(in.IDs) == 0 {
+		limit, err := bulkLimit(in.DeadFilter, in.Limit, "retry")
+		if err != nil {
+			return ops.DLQRetryRequest{}, err
+		}
+		req.Limit = limit
+	} else if in.Limit != nil {
+		req.Limit = *in.Limit // rejected with ids
+	}
+	return req, nil
 }
 
 // bulkLimit checks the filter and limit of a call by filter: over MCP both

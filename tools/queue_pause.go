@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -17,12 +18,19 @@ const queuePauseDescription = `Pauses a queue: workers stop taking its messages 
 
 Use it to stop a queue whose messages all fail (a downstream is down, a bad deploy) so they do not burn their attempts and fill the DLQ. Next: fix the cause, then pgbus_queue_resume. pgbus_health reports paused queues.`
 
+func queuePauseTool() mcp.Tool {
+	return newTool("pgbus_queue_pause", queuePauseDescription, writeAnnotations("Pause a queue", false, true), QueuePauseInput{}, ops.QueuePaused{})
+}
+
 // NewQueuePause returns the pgbus_queue_pause tool.
 func NewQueuePause(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_queue_pause", queuePauseDescription, writeAnnotations("Pause a queue", false, true), QueuePauseInput{}, ops.QueuePaused{}),
+		Tool: queuePauseTool(),
 		Handler: handler(d, func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
-			return d.Ops.QueuePause(ctx, ops.QueueRequest{Queue: in.Queue})
+			return d.Ops.QueuePause(ctx, in.request())
 		}),
 	}
 }
+
+// request is the queue the arguments name.
+func (in QueuePauseInput) request() ops.QueueRequest { return ops.QueueRequest{Queue: in.Queue} }

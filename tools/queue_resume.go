@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/ops"
@@ -12,12 +13,16 @@ const queueResumeDescription = `Resumes a paused queue: workers take its message
 
 Use it once the cause that made you pause the queue (pgbus_queue_pause) is fixed. Next: pgbus_queue_stats to watch the backlog drain; pgbus_dlq_retry for the messages that died meanwhile.`
 
+func queueResumeTool() mcp.Tool {
+	return newTool("pgbus_queue_resume", queueResumeDescription, writeAnnotations("Resume a queue", false, true), QueuePauseInput{}, ops.QueuePaused{})
+}
+
 // NewQueueResume returns the pgbus_queue_resume tool.
 func NewQueueResume(d Deps) server.ServerTool {
 	return server.ServerTool{
-		Tool: newTool("pgbus_queue_resume", queueResumeDescription, writeAnnotations("Resume a queue", false, true), QueuePauseInput{}, ops.QueuePaused{}),
+		Tool: queueResumeTool(),
 		Handler: handler(d, func(ctx context.Context, in QueuePauseInput) (ops.QueuePaused, error) {
-			return d.Ops.QueueResume(ctx, ops.QueueRequest{Queue: in.Queue})
+			return d.Ops.QueueResume(ctx, in.request())
 		}),
 	}
 }
