@@ -104,8 +104,9 @@ func roWriteCalls(w roWorld) map[string]map[string]any {
 }
 
 // pgbus serve --read-only, the built binary, over each transport with
-// mcp-go's client: tools/list lists only read tools, every write tool is
-// refused when called by name, and the database is as it was.
+// mcp-go's client: tools/list lists only read tools, every write tool
+// called by name answers a tool error naming the command an operator can
+// run, and the database is as it was.
 func TestServeReadOnlyEveryTransport(t *testing.T) {
 	for _, tr := range []string{"stdio", "sse", "http"} {
 		t.Run(tr, func(t *testing.T) {
@@ -119,8 +120,13 @@ func TestServeReadOnlyEveryTransport(t *testing.T) {
 			calls := roWriteCalls(w)
 			for _, name := range slices.Sorted(maps.Keys(calls)) {
 				res, err := c.CallTool(pgtest.Context(t), callRequest(name, calls[name]))
-				if err == nil && !res.IsError {
+				switch {
+				case err != nil:
+					t.Errorf("%s on a read-only server: protocol error %v; want a tool error", name, err)
+				case !res.IsError:
 					t.Errorf("a read-only server ran %s: %+v", name, res.Content)
+				case !strings.Contains(resultText(res), "read-only") || !strings.Contains(resultText(res), "an operator can run: pgbus "):
+					t.Errorf("%s on a read-only server: %q; want it to say the server is read-only and name a pgbus command", name, resultText(res))
 				}
 			}
 			if after := w.state(t); after != before {
@@ -185,6 +191,17 @@ func listedDead(t *testing.T, c *client.Client) []int64 {
 		ids[i] = it.MsgID
 	}
 	return ids
+}
+
+// resultText is the text of a tool's result.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func callRequest(name string, args map[string]any) mcp.CallToolRequest {

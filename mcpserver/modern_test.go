@@ -332,8 +332,8 @@ func TestModernClientConfirms(t *testing.T) {
 // A client of protocol version 2026-07-28 lists the tools and calls them,
 // write tools included, over stdio and Streamable HTTP; its writes are
 // audited under the name and version it declares in each request's
-// _meta. With --read-only the write tools are neither listed nor
-// callable, and nothing changes.
+// _meta. With --read-only the write tools are not listed, a call of one
+// is refused, and nothing changes.
 func TestModernClientTools(t *testing.T) {
 	st := testStore(t)
 	for _, tr := range modernTransports {

@@ -63,8 +63,9 @@ type Options struct {
 
 // New returns pgbus's MCP server: the tools, resources, resource templates
 // and the investigate_dead_letters prompt, with instructions that tell an
-// agent where to start. With a read-only operations layer the write tools are neither
-// listed nor callable, whatever the tools package registers.
+// agent where to start. With a read-only operations layer the write tools
+// are not listed, and a call to one changes nothing: it answers a tool error
+// that names the command an operator can run instead (tools.Refusals).
 func New(deps tools.Deps, opts Options) *server.MCPServer {
 	clientLog := opts.ClientLog
 	if clientLog == nil {
@@ -99,14 +100,11 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	if opts.ToolCalled != nil {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(countCalls(opts.ToolCalled)))
 	}
-	if deps.Ops.ReadOnly() {
-		serverOpts = append(serverOpts, server.WithToolFilter(readOnlyFilter))
-	}
 	serverOpts = append(serverOpts, opts.ServerOptions...)
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)
 	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
-	tools.Register(s, deps)
+	tools.Register(s, deps, hooks)
 	resources.Register(s, deps)
 	return s
 }
@@ -129,21 +127,9 @@ Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/
 	if readOnly {
 		b.WriteString(`
 
-This server runs in read-only mode (--read-only): only the read tools are available; retry, discard, purge, pause, resume and circuit resets are not. When a fix needs one of them, tell the user which command an operator should run, for example pgbus dlq retry.`)
+This server runs in read-only mode (--read-only): only the read tools are available; retry, discard, purge, pause, resume and circuit resets are not. When a fix needs one of them, tell the user which command an operator should run, for example pgbus dlq retry. A call to one of their tools changes nothing and answers that command.`)
 	}
 	return b.String()
-}
-
-// readOnlyFilter keeps only the tools annotated read-only; mcp-go applies it
-// to tools/list and to tools/call alike.
-func readOnlyFilter(_ context.Context, ts []mcp.Tool) []mcp.Tool {
-	out := make([]mcp.Tool, 0, len(ts))
-	for _, t := range ts {
-		if IsReadOnlyTool(t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // IsReadOnlyTool reports whether a tool is annotated read-only. A tool

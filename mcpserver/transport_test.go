@@ -87,7 +87,7 @@ func TestHTTPTransports(t *testing.T) {
 }
 
 // With --read-only over a real transport, the write tools are not listed,
-// calling one by name fails, and nothing changes.
+// calling one by name is refused, and nothing changes.
 func TestReadOnlyOverHTTP(t *testing.T) {
 	s := testStore(t)
 	queue := newQueue(t, s)

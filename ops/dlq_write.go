@@ -408,14 +408,20 @@ func dryRunIDsHint(req DLQRetryRequest) Hint {
 // run, deadline clearing and corrected payload. A corrected payload that
 // is large or holds secrets is left out, since the hint is shown and
 // recorded where secrets are not; the hint then says to pass it again,
-// without which the payload that failed runs again.
+// without which the payload that failed runs again (that alone, when why
+// is empty).
 func idsHint(req DLQRetryRequest, why string) Hint {
 	args := []any{"ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", req.ClearDeadline}
 	if len(req.Payload) > 0 {
 		if _, hidden, ok := RedactJSON(req.Payload); ok && hidden == 0 && len(req.Payload) <= hintPayloadMax {
 			args = append(args, "payload", req.Payload)
 		} else {
-			why += ", with the same corrected payload passed again; without it the payload that failed runs again"
+			const again = "with the same corrected payload passed again; without it the payload that failed runs again"
+			if why == "" {
+				why = again
+			} else {
+				why += ", " + again
+			}
 		}
 	}
 	return hint(OpDLQRetry, why, args...)

@@ -190,7 +190,7 @@ func TestStdioLargePayload(t *testing.T) {
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m", Payload: `{"blob": "` + strings.Repeat("y", 100<<10) + `"}`})
 
 	srv := server.NewMCPServer("pgbus", "test")
-	tools.Register(srv, newDeps(t, st, ops.Options{AllowPayloads: true}))
+	tools.Register(srv, newDeps(t, st, ops.Options{AllowPayloads: true}), nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -80,8 +80,9 @@ func newEnvOn(t testing.TB, st *store.Store, o ops.Options) *env {
 	d := newDeps(t, st, o)
 	// Output validation makes the server check every structured result
 	// against the tool's output schema, as strict clients do.
-	srv := server.NewMCPServer("pgbus", "test", server.WithToolCapabilities(false), server.WithOutputSchemaValidation())
-	tools.Register(srv, d)
+	hooks := &server.Hooks{}
+	srv := server.NewMCPServer("pgbus", "test", server.WithToolCapabilities(false), server.WithOutputSchemaValidation(), server.WithHooks(hooks))
+	tools.Register(srv, d, hooks)
 	c, err := client.NewInProcessClient(srv)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func mcpClient(t *testing.T, st *store.Store) *client.Client {
 		t.Fatal(err)
 	}
 	srv := server.NewMCPServer("pgbus", "test", server.WithToolCapabilities(false), server.WithOutputSchemaValidation())
-	tools.Register(srv, tools.Deps{Ops: svc})
+	tools.Register(srv, tools.Deps{Ops: svc}, nil)
 	c, err := client.NewInProcessClient(srv)
 	if err != nil {
 		t.Fatal(err)

@@ -91,11 +91,20 @@ var commands = map[string]struct {
 	ops.OpWork:          {"pgbus work", nil},
 }
 
+// CommandName returns the command of an operation without its arguments
+// (pgbus dlq retry), for when the arguments of a call cannot be rendered.
+func CommandName(op string) string {
+	if c, ok := commands[op]; ok {
+		return c.line
+	}
+	return "pgbus " + strings.ReplaceAll(op, "_", " ")
+}
+
 // Command renders a hint as a pgbus command line a person can run.
 func Command(h ops.Hint) string {
 	c, ok := commands[h.Op]
 	if !ok {
-		return "pgbus " + strings.ReplaceAll(h.Op, "_", " ")
+		return CommandName(h.Op)
 	}
 	line := c.line
 	if h.Op == ops.OpDLQRetry && h.Args["ids"] == nil {

@@ -1,0 +1,125 @@
+package mcpserver_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// On a read-only server over Streamable HTTP, tools/list names no write
+// tool, yet a call of one is answered as a tool error that says the server
+// is read-only and names the pgbus command an operator can run, with the
+// call's own arguments when they can be read and without them otherwise;
+// the database, audit log included, is as it was.
+func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	queue, held := newQueue(t, st), newQueue(t, st)
+	if _, err := st.SetPaused(ctx, held, true); err != nil {
+		t.Fatal(err)
+	}
+	ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+	breaker := pgtest.Name("http:billing")
+	if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if state, err := st.BreakerFailure(ctx, breaker, "503 Service Unavailable"); err != nil || state != store.BreakerOpen {
+		t.Fatalf("breaker after a failure: %q, %v; want it open", state, err)
+	}
+	world := func() string {
+		b, err := st.ListBreakers(ctx, breaker)
+		if err != nil || len(b) != 1 {
+			t.Fatalf("breaker %s: %+v, %v", breaker, b, err)
+		}
+		return fmt.Sprintf("dead %v %v; paused %v %v; breaker %s; %d audit entries",
+			inDLQ(t, st, queue, ids[0]), inDLQ(t, st, queue, ids[1]), paused(t, st, queue), paused(t, st, held),
+			b[0].State, pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log`))
+	}
+	before := world()
+	if want := "dead true true; paused false true; breaker open; 0 audit entries"; before != want {
+		t.Fatalf("before the calls: %s; want %s", before, want)
+	}
+
+	c, err := client.NewStreamableHttpClient(serveHTTP(t, deps(t, st, ops.Options{ReadOnly: true}), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP}) + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	names := toolNames(t, c)
+	for name, tool := range names {
+		if !mcpserver.IsReadOnlyTool(tool) {
+			t.Errorf("a read-only server lists the write tool %s", name)
+		}
+	}
+	if _, ok := names["pgbus_dlq_list"]; !ok || len(names) != 9 {
+		t.Errorf("a read-only server lists %d tools; want the 9 read tools", len(names))
+	}
+
+	dlq := store.DLQName(queue)
+	for _, tc := range []struct {
+		tool    string
+		args    any
+		command string
+	}{
+		{"pgbus_dlq_retry", map[string]any{"ids": ids, "queue": queue}, fmt.Sprintf("pgbus dlq retry %d %d --queue %s", ids[0], ids[1], queue)},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": dlq, "payload": map[string]any{"n": 3}},
+			fmt.Sprintf(`pgbus dlq retry %d --payload '{"n":3}' --queue %s`, ids[0], dlq)},
+		// A corrected payload holding a secret stays out of the answer,
+		// which says to pass it again.
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": map[string]any{"password": "hunter2"}},
+			fmt.Sprintf("pgbus dlq retry %d (with the same corrected payload passed again; without it the payload that failed runs again)", ids[0])},
+		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
+			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s --yes", queue)},
+		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
+		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 72h0m0s --queue %s --yes", queue)},
+		{"pgbus_queue_pause", map[string]any{"queue": queue}, "pgbus queue pause " + queue},
+		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},
+		{"pgbus_circuit_reset", map[string]any{"name": breaker}, "pgbus circuit reset " + breaker},
+
+		// Arguments that cannot be read, or make no call, leave the
+		// command without them.
+		{"pgbus_dlq_retry", map[string]any{"ids": "all of them", "queue": queue}, "pgbus dlq retry"},
+		{"pgbus_dlq_retry", map[string]any{"queue": queue}, "pgbus dlq retry"},
+		{"pgbus_dlq_discard", map[string]any{"ids": ids, "wipe": true}, "pgbus dlq discard"},
+		{"pgbus_dlq_purge", map[string]any{"older_than": "soon"}, "pgbus dlq purge"},
+		{"pgbus_queue_pause", map[string]any{"queue": 42}, "pgbus queue pause"},
+		{"pgbus_queue_resume", []any{held}, "pgbus queue resume"},
+		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tc.tool, tc.args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Errorf("%s(%v): protocol error %v; want a tool error", tc.tool, tc.args, err)
+			continue
+		}
+		text := resultText(res)
+		if !res.IsError {
+			t.Errorf("%s(%v) on a read-only server: %s; want a tool error", tc.tool, tc.args, text)
+			continue
+		}
+		for _, want := range []string{tc.tool + " is not available", "read-only", "nothing was changed", "an operator can run: " + tc.command} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s(%v): %q; want it to say %q", tc.tool, tc.args, text, want)
+			}
+		}
+		if !strings.HasSuffix(text, ": "+tc.command) {
+			t.Errorf("%s(%v): %q; want it to end with the command %q", tc.tool, tc.args, text, tc.command)
+		}
+		if strings.Contains(text, "hunter2") {
+			t.Errorf("%s(%v): the answer shows a secret of the payload: %q", tc.tool, tc.args, text)
+		}
+	}
+	if after := world(); after != before {
+		t.Fatalf("a read-only server changed the database:\nbefore: %s\nafter:  %s", before, after)
+	}
+}

@@ -1,0 +1,44 @@
+package ops
+
+// The write requests as next steps: each Hint method returns the same
+// operation with the request's arguments, named as hints name them, for a
+// front end that cannot make the call itself (a read-only server) to say
+// how it is made elsewhere. why is the hint's Why and may be empty; the
+// hint adds to it what the step needs that the hint leaves out.
+
+// Hint is r as a next step: the same retry, by its ids or by its filter.
+// By ids, the filter's other fields are left out, as no retry by ids takes
+// them; a corrected payload is repeated only when it is small and holds no
+// secrets, the hint saying otherwise to pass it again.
+func (r DLQRetryRequest) Hint(why string) Hint {
+	if len(r.IDs) > 0 {
+		return idsHint(r, why)
+	}
+	return hint(OpDLQRetry, why, r.Filter.hintArgs("limit", r.Limit, "dry_run", r.DryRun, "expect", r.Expect,
+		"clear_deadline", r.ClearDeadline, "all", r.All)...)
+}
+
+// Hint is r as a next step: the same discard, by its ids or by its filter.
+func (r DLQDiscardRequest) Hint(why string) Hint {
+	if len(r.IDs) > 0 {
+		return hint(OpDLQDiscard, why, "ids", r.IDs, "queue", r.Filter.Queue, "dry_run", r.DryRun)
+	}
+	return hint(OpDLQDiscard, why, r.Filter.hintArgs("limit", r.Limit, "dry_run", r.DryRun, "expect", r.Expect,
+		"confirm", r.Confirm, "all", r.All)...)
+}
+
+// Hint is r as a next step: the same purge, its age as a duration.
+func (r DLQPurgeRequest) Hint(why string) Hint {
+	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", r.OlderThan.String(), "confirm", r.Confirm)
+}
+
+// Hint is r as a next step of op, the operation r is for: OpQueuePause or
+// OpQueueResume.
+func (r QueueRequest) Hint(op, why string) Hint {
+	return hint(op, why, "queue", r.Queue)
+}
+
+// Hint is r as a next step: the same reset.
+func (r CircuitResetRequest) Hint(why string) Hint {
+	return hint(OpCircuitReset, why, "name", r.Name)
+}

@@ -1,0 +1,86 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// maxRefusalCommand bounds the command a refusal quotes: a longer one
+// (ids by the thousand, say) gives way to the command's name.
+const maxRefusalCommand = 4 << 10
+
+// Refusals returns, on a read-only operations layer, the write tools that
+// All leaves out, each with a handler that changes nothing and calls no
+// operation: it answers a tool error naming the pgbus command an operator
+// can run to do what the call asked, with its arguments when they can be
+// read. On a writable layer it returns none.
+func Refusals(d Deps) []server.ServerTool {
+	if !d.Ops.ReadOnly() {
+		return nil
+	}
+	return []server.ServerTool{
+		refusing(dlqRetryTool(), ops.OpDLQRetry, func(in DLQRetryInput) (ops.Hint, error) {
+			req, err := in.request()
+			return req.Hint(""), err
+		}),
+		refusing(dlqDiscardTool(), ops.OpDLQDiscard, func(in DLQDiscardInput) (ops.Hint, error) {
+			req, err := in.request()
+			return req.Hint(""), err
+		}),
+		refusing(dlqPurgeTool(), ops.OpDLQPurge, func(in DLQPurgeInput) (ops.Hint, error) {
+			req, err := in.request()
+			return req.Hint(""), err
+		}),
+		refusing(queuePauseTool(), ops.OpQueuePause, func(in QueuePauseInput) (ops.Hint, error) {
+			return in.request().Hint(ops.OpQueuePause, ""), nil
+		}),
+		refusing(queueResumeTool(), ops.OpQueueResume, func(in QueuePauseInput) (ops.Hint, error) {
+			return in.request().Hint(ops.OpQueueResume, ""), nil
+		}),
+		refusing(circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (ops.Hint, error) {
+			return in.request().Hint(""), nil
+		}),
+	}
+}
+
+// refusing is tool t answering every call with a refusal. The call's
+// arguments are read as the real tool reads them and turned by call into
+// the same operation as a hint; arguments that cannot be read, or make no
+// request, leave the bare command of op.
+func refusing[In any](t mcp.Tool, op string, call func(In) (ops.Hint, error)) server.ServerTool {
+	return server.ServerTool{
+		Tool: t,
+		Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			h := ops.Hint{Op: op}
+			var in In
+			if decodeArgs(req, &in) == nil {
+				if same, err := call(in); err == nil {
+					h = same
+				}
+			}
+			return refusal(t.Name, h), nil
+		},
+	}
+}
+
+// refusal is the answer of a read-only server to a call of write tool
+// tool: what happened, and what the agent can do about it, which is to
+// pass on the command h renders to.
+func refusal(tool string, h ops.Hint) *mcp.CallToolResult {
+	command := vocab.CommandName(h.Op)
+	if len(h.Args) > 0 {
+		if full := vocab.Command(h); len(full) <= maxRefusalCommand {
+			command = full
+			if h.Why != "" {
+				command += " (" + h.Why + ")"
+			}
+		}
+	}
+	text, _ := ops.RedactText(tool + " is not available: this server is read-only (pgbus serve --read-only), and nothing was changed. Tell the user; an operator can run: " + command)
+	return mcp.NewToolResultError(text)
+}
