@@ -76,7 +76,7 @@ var commands = map[string]struct {
 	ops.OpQueuePurge:    {"pgbus queue purge", []string{"queue"}},
 	ops.OpQueuePause:    {"pgbus queue pause", []string{"queue"}},
 	ops.OpQueueResume:   {"pgbus queue resume", []string{"queue"}},
-	ops.OpSend:          {"pgbus send", []string{"queue"}},
+	ops.OpSend:          {"pgbus send", []string{"queue", "payload"}},
 	ops.OpDLQSummary:    {"pgbus dlq summary", nil},
 	ops.OpDLQList:       {"pgbus dlq list", nil},
 	ops.OpDLQShow:       {"pgbus dlq show", []string{"msg_id"}},

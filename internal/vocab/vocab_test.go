@@ -32,6 +32,8 @@ func TestHintWording(t *testing.T) {
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": []int64{4}, "queue": "orders", "payload": json.RawMessage(`{"note":"it's fixed"}`)}},
 			`pgbus dlq retry 4 --payload '{"note":"it'\''s fixed"}' --queue orders`, `pgbus_dlq_retry {"ids":[4],"payload":{"note":"it's fixed"},"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpQueueStats}, "pgbus queues", "pgbus_queue_stats"},
+		{ops.Hint{Op: ops.OpSend, Args: map[string]any{"queue": "orders", "payload": json.RawMessage(`"it's 42"`), "kind": "charge"}},
+			`pgbus send orders '"it'\''s 42"' --kind charge`, `the CLI: pgbus send orders '"it'\''s 42"' --kind charge`},
 		{ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"text": "it's down"}},
 			`pgbus dlq list --text 'it'\''s down'`, `pgbus_dlq_list {"text":"it's down"}`},
 		{ops.Hint{Op: ops.OpWork, Args: map[string]any{"queue": "orders"}},
