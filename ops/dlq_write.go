@@ -28,7 +28,10 @@ type DLQRetryRequest struct {
 	// Payload, with exactly one id, retries the message with this payload
 	// instead of its own; the original stays in the DLQ's archive. A
 	// payload that still holds Redacted (copied from a view and not fully
-	// corrected) is refused, whichever front end sent it.
+	// corrected) is refused, whichever front end sent it; so is one whose
+	// JSON type (object, array, string, ...) differs from the stored
+	// payload's, such as JSON quoted in a string: its job would fail on it
+	// again (null is taken either way).
 	Payload json.RawMessage
 	// Progress, when set, is called with the messages done and expected.
 	Progress func(done, total int)
@@ -212,6 +215,11 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 	loc, err := s.locate(ctx, req.Filter.Queue, ids)
 	if err != nil {
 		return DLQRetry{}, err
+	}
+	if len(req.Payload) > 0 && len(loc.targets) == 1 {
+		if err := s.checkPayloadType(ctx, req, loc.targets[0].dlq, ids[0]); err != nil {
+			return DLQRetry{}, err
+		}
 	}
 	rep := store.RetryReport{DryRun: req.DryRun, Moved: []store.RetriedMessage{}}
 	var dbErr error // the database refused the work itself

@@ -149,3 +149,27 @@ func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
 	}
 	return out, nil
 }
+
+// DeadPayloadType returns the JSON type of the payload of dead message
+// msgID in dlq (the DLQ, or its queue), as jsonb_typeof names it (object, array,
+// string, number, boolean or null), and the kind of its job ("" when it
+// names none). A retry with a corrected payload compares it with the
+// correction's: a message's payload never changes while it is in its DLQ,
+// so the type read here is the one the retry replaces. It returns an
+// ErrNotFound when the message is no longer there.
+func (s *Store) DeadPayloadType(ctx context.Context, dlq string, msgID int64) (typ, kind string, err error) {
+	if dlq, err = deadDLQOf(dlq); err != nil {
+		return "", "", err
+	}
+	err = s.reads.QueryRow(ctx, `SELECT coalesce(jsonb_typeof(message), 'null'), coalesce(`+sqlDeadKind+`, '')
+		FROM `+queueTable(dlq)+` WHERE msg_id = $1`, msgID).Scan(&typ, &kind)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", "", deadGoneErr(dlq, msgID)
+	case isUndefinedTable(err):
+		return "", "", dlqMissingErr(dlq)
+	case err != nil:
+		return "", "", fmt.Errorf("store: read the payload type of dead message %d in %q: %w", msgID, dlq, err)
+	}
+	return typ, kind, nil
+}
