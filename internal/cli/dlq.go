@@ -236,7 +236,13 @@ a call: for more, select them with retry-all and filters.
 --payload retries one message with a corrected payload; the original is kept
 in the DLQ's archive and the replacement noted in its history. A payload that
 still holds [REDACTED] (copied from dlq show) is refused: put the real values
-back. So is one holding the "…[shortened: " mark of a shortened preview.
+back. So is one holding the "…[shortened: " mark of a shortened preview, and
+one whose JSON type differs from the stored payload's (a string or a number
+for an object, ...): its job would fail on it again. Quote the JSON once,
+for the shell: --payload '{"order_id": 42}' passes an object, while
+--payload '"{\"order_id\": 42}"' passes a string holding one, and is
+refused. A job that is to run with a payload of another type gets it as a
+new message: discard the dead one, then pgbus send.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry 42
