@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // DiscardDead moves dead messages of dlq to the DLQ's archive table, where
@@ -103,7 +105,7 @@ func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error
 			return queueErr(err, "archive in", dlq)
 		}
 		if len(done) != len(ids) {
-			return changedf("%d of the selected dead messages of %s were retried or discarded by another call meanwhile; nothing was moved", len(ids)-len(done), dlq)
+			return changedf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile; nothing was moved", len(ids)-len(done), dlq, plural.Of(len(ids)-len(done), "was", "were"))
 		}
 	}
 	return nil

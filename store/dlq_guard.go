@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // DeadID names one dead message: its DLQ and its id there.
@@ -120,7 +122,7 @@ func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move
 	}
 	if !hmac.Equal([]byte(got), []byte(expect)) {
 		want, _ := tokenSize(expect)
-		what := fmt.Sprintf("it saw %d, %d are selected now", want, len(refs))
+		what := fmt.Sprintf("it saw %d, %s selected now", want, plural.Count(len(refs), "is", "are"))
 		if want == len(refs) {
 			what = fmt.Sprintf("as many, %d, but not the same: some were moved and others died since", want)
 		}
@@ -156,7 +158,7 @@ func lockDead(ctx context.Context, tx pgx.Tx, refs []deadRef) error {
 			return queueErr(err, "lock dead messages of", dlq)
 		}
 		if n != len(ids) {
-			return changedf("%d of the selected dead messages of %s were retried or discarded by another call meanwhile; nothing was moved: run the dry run again and pass its expect", len(ids)-n, dlq)
+			return changedf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile; nothing was moved: run the dry run again and pass its expect", len(ids)-n, dlq, plural.Of(len(ids)-n, "was", "were"))
 		}
 	}
 	return nil

@@ -91,6 +91,28 @@ func TestDiscardGuardedRefusedWhenSetGrew(t *testing.T) {
 	wantErr(t, "guarded discard with a malformed token", err, store.ErrInvalid, "run the dry run again")
 }
 
+// A guarded discard refused because the set shrank to one message counts
+// that one in the singular.
+func TestDiscardGuardedRefusedWhenOneIsLeft(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids := deadN(t, s, q, 2, "k", "BadInput", store.ReasonNonRetryable)
+	f := store.DeadFilter{Queue: q}
+	dry, err := s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{DryRun: true})
+	if err != nil || dry.Discarded != 2 {
+		t.Fatalf("dry run = %+v, %v; want 2 selected", dry, err)
+	}
+	if _, err := s.RetryDead(ctx, q, ids[:1], store.RetryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: dry.Token})
+	wantErr(t, "guarded discard after one of two was retried", err, store.ErrChanged, "it saw 2, 1 is selected now")
+	if got := dlqIDs(t, s, store.DLQName(q)); !slices.Equal(got, ids[1:]) {
+		t.Fatalf("after the refusal the DLQ holds %v, want %v untouched", got, ids[1:])
+	}
+}
+
 // A guarded retry moves the dry run's set; once another call has retried
 // one of them, the same token is refused and nothing moves.
 func TestRetryGuarded(t *testing.T) {
@@ -177,7 +199,7 @@ func TestDiscardGuardedRefusedWhenTakenMeanwhile(t *testing.T) {
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "guarded discard of a message taken meanwhile", <-done, store.ErrChanged, "by another call meanwhile")
+	wantErr(t, "guarded discard of a message taken meanwhile", <-done, store.ErrChanged, "1 of the selected dead messages of "+dlq+" was retried or discarded by another call meanwhile")
 	if got := dlqIDs(t, s, dlq); !slices.Equal(got, ids[1:]) {
 		t.Fatalf("after the refusal the DLQ holds %v, want %v untouched", got, ids[1:])
 	}

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // LocateDead returns, for each of ids, the DLQs holding a message with that
@@ -38,7 +39,7 @@ func (s *Store) LocateDead(ctx context.Context, dlq string, ids []int64) (map[in
 		return err
 	})
 	if err != nil {
-		return nil, wrapDead(fmt.Sprintf("locate %d dead messages", len(ids)), err)
+		return nil, wrapDead("locate "+plural.Count(len(ids), "dead message", "dead messages"), err)
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/schema"
 )
 
@@ -269,14 +270,14 @@ func lockTimeout(what string, tries int, took time.Duration, seen *lockWait, err
 	var pgErr *pgconn.PgError
 	errors.As(err, &pgErr)
 	if seen == nil {
-		return fmt.Errorf("store: %s: waited for a lock %d times, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
+		return fmt.Errorf("store: %s: waited for a lock %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
 			"Find the transaction that holds the lock (in pg_stat_activity: state 'idle in transaction', or an old xact_start), "+
 			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and run pgbus migrate again: %w",
-			what, tries, migrationLockWait, took.Round(time.Second), pgErr)
+			what, plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), pgErr)
 	}
-	return fmt.Errorf("store: %s: waited for %s (%s), held by %s, %d times, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
+	return fmt.Errorf("store: %s: waited for %s (%s), held by %s, %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
 		"End that transaction (let it finish, or %s) and run pgbus migrate again: %w",
-		what, seen.on, seen.mode, seen.heldBy(), tries, migrationLockWait, took.Round(time.Second), seen.terminate(), pgErr)
+		what, seen.on, seen.mode, seen.heldBy(), plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), seen.terminate(), pgErr)
 }
 
 // turnTimeout is the error of a migration that waited migrationTurnWait
