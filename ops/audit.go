@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -280,7 +281,7 @@ func auditView(page store.AuditPage) AuditPage {
 			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(e.Result), IsError: e.IsError}
 	}
 	if cut > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d arguments or results over %d bytes are shown by their size", cut, maxAuditShown))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s shown by %s size", plural.Count(cut, "argument or result", "arguments or results"), maxAuditShown, plural.Of(cut, "is", "are"), plural.Of(cut, "its", "their")))
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // ResponseBudget is the most characters the JSON of one result may have
@@ -93,7 +95,7 @@ func fitList[T any](b Bounds, rows *[]T, rest any) int {
 // shrunkNote says a page lists fewer rows than asked for, and how to get
 // the rest.
 func shrunkNote(listed, asked int, more bool) string {
-	n := fmt.Sprintf("%d of the %d rows asked for are listed, so that the response stays under %d characters", listed, asked, ResponseBudget)
+	n := fmt.Sprintf("%d of the %d rows asked for %s listed, so that the response stays under %d characters", listed, asked, plural.Of(listed, "is", "are"), ResponseBudget)
 	if more {
 		n += fmt.Sprintf("; pass next_cursor as cursor with the same filters for the next page, with limit %d or less", listed)
 	}

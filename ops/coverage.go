@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -74,7 +75,7 @@ func coverage(ws Workers, queue string) QueueWorkers {
 func (q QueueWorkers) note() string {
 	switch q.Status {
 	case CoverageRunning:
-		return fmt.Sprintf("%d running worker process(es) serve queue %s", q.Running, q.Queue)
+		return fmt.Sprintf("%s queue %s", plural.Count(q.Running, "running worker process serves", "running worker processes serve"), q.Queue)
 	case CoverageNever:
 		return fmt.Sprintf("no worker process has served queue %s in the last 24 hours: its messages will not run until one is started", q.Queue)
 	case CoverageStale:
@@ -231,8 +232,8 @@ func (r *DLQRetry) fitWorkers(b Bounds) {
 	if !r.DryRun {
 		r.seeAlso(seeHealth)
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("%d of the %d queues the messages %s back to are listed in workers (those no running worker serves first) so that the response stays under %d characters; %s",
-		len(r.Workers), len(r.Workers)+n, wentBack(r.DryRun), ResponseBudget, see))
+	r.Notes = append(r.Notes, fmt.Sprintf("%d of the %d queues the messages %s back to %s listed in workers (those no running worker serves first) so that the response stays under %d characters; %s",
+		len(r.Workers), len(r.Workers)+n, wentBack(r.DryRun), plural.Of(len(r.Workers), "is", "are"), ResponseBudget, see))
 }
 
 // noteRetryPaused puts first among a retry's next steps the resume of

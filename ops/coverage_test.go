@@ -30,8 +30,8 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := reasonOf(h, "no_workers", q)
-		if h.Status != ops.HealthStalled || r == nil || r.Workers != want || !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) || !strings.Contains(r.Message, "1 messages ready") {
-			t.Fatalf("health = %+v; want STALLED no_workers for %s with workers %s and a hint to start one", h, q, want)
+		if h.Status != ops.HealthStalled || r == nil || r.Workers != want || !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) || !strings.Contains(r.Message, `: 1 message ready, 0 waiting to retry;`) {
+			t.Fatalf("health = %+v; want STALLED no_workers for %s with workers %s, its 1 message ready, and a hint to start one", h, q, want)
 		}
 	}
 	check(ops.CoverageNever) // a worker runs, but for another queue
@@ -47,9 +47,16 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(ops.CoverageStale)
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reasonOf(h, "stale_workers", ""); r == nil || !strings.HasPrefix(r.Message, "1 worker process stopped sending heartbeats") || !strings.Contains(r.Message, "its messages return after its visibility timeout") {
+		t.Fatalf("health = %+v; want stale_workers counting its one worker process in the singular", h)
+	}
 
 	register(t, s, "w-live", q)
-	h, err := svc.Health(ctx)
+	h, err = svc.Health(ctx)
 	if err != nil || reasonOf(h, "no_workers", q) != nil || h.Workers != 2 {
 		t.Fatalf("health with a running worker for %s = %+v, %v; want no no_workers reason, 2 running", q, h, err)
 	}

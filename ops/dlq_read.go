@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -130,7 +131,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		why = fmt.Sprintf(", so that the response stays under %d characters", ResponseBudget)
 	}
 	if out.Truncated {
-		out.Notes = append(out.Notes, fmt.Sprintf("only the %d largest of %d groups are listed%s: narrow the filters (queue, kind, error_class) to see the others", len(out.Groups), out.TotalGroups, why))
+		out.Notes = append(out.Notes, fmt.Sprintf("only the %s of %d groups %s listed%s: narrow the filters (queue, kind, error_class) to see the others", plural.Of(len(out.Groups), "largest", fmt.Sprintf("%d largest", len(out.Groups))), out.TotalGroups, plural.Of(len(out.Groups), "is", "are"), why))
 	}
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]
@@ -398,7 +399,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
 	out.FailureCount = len(m.History)
 	if out.HistoryOmitted > 0 {
-		note(fmt.Sprintf("history: the %d oldest failures are left out", out.HistoryOmitted))
+		note("history: the " + plural.Of(out.HistoryOmitted, "oldest failure is", fmt.Sprintf("%d oldest failures are", out.HistoryOmitted)) + " left out")
 	}
 	if !full && len(out.History) < len(m.History)-out.HistoryOmitted {
 		note("history: identical failures in a row are one entry with repeated; full_history lists each")
@@ -408,7 +409,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	}
 	out.RedactedValues = v.redacted
 	if v.redacted > 0 {
-		note(fmt.Sprintf("%d secret-looking values (passwords, tokens, keys, credentials in text) are shown as %s", v.redacted, Redacted))
+		note(fmt.Sprintf("%s (passwords, tokens, keys, credentials in text) %s shown as %s", plural.Count(v.redacted, "secret-looking value", "secret-looking values"), plural.Of(v.redacted, "is", "are"), Redacted))
 	}
 	out.Deadline, out.DeadlinePassed = deadlineOf(m.Headers, s.now())
 	ids := []int64{m.MsgID}

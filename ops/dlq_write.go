@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -377,13 +378,16 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 		if r.Failed > 0 {
 			// They stay among the oldest the filters select, so the next
 			// call spends part of its limit on them again.
-			h.Why += fmt.Sprintf(", but first the %d that could not be moved, which are tried again: retry them as the hints above say, or discard them, so that each call moves a whole limit", r.Failed)
+			them := plural.Of(r.Failed, "it", "them")
+			h.Why += fmt.Sprintf(", but first the %d that could not be moved, which %s tried again: retry %s as the hints above say, or discard %s, so that each call moves a whole limit", r.Failed, plural.Of(r.Failed, "is", "are"), them, them)
 		}
 		next = append(next, h)
 	case r.LimitReached:
+		them := plural.Of(r.Failed, "it", "them")
 		// The selection is oldest first, and messages that cannot move
 		// stay where they are: the same call would select them again.
-		next = append(next, hint(OpDLQList, fmt.Sprintf("the %d oldest messages the filters select could not be moved, so the same call again would select them again: retry them as the hints above say, discard them, or narrow the filters (since) to leave them out", r.Failed),
+		next = append(next, hint(OpDLQList, fmt.Sprintf("the %s the filters select could not be moved, so the same call again would select %s again: retry %s as the hints above say, discard %s, or narrow the filters (since) to leave %s out",
+			plural.Of(r.Failed, "oldest message", fmt.Sprintf("%d oldest messages", r.Failed)), them, them, them, them),
 			req.Filter.hintArgs()...))
 	}
 	return next

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -135,7 +136,7 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 			return false, invalidf("a discard by filter needs confirm as well as expect when the user cannot be asked through this client; nothing was discarded: once the user agreed to the dry run's set, make the same call with confirm").
 				with(hint(OpDLQDiscard, "discards exactly the dry run's set, or nothing", req.Filter.moveArgs("limit", limit, "expect", req.Expect, "confirm", true)...))
 		}
-		return false, invalidf("a discard by filter moves up to %d dead messages out of their DLQ: check what it would move with a dry run, then confirm it", limit).
+		return false, invalidf("a discard by filter moves up to %s out of %s DLQ: check what it would move with a dry run, then confirm it", plural.Count(limit, "dead message", "dead messages"), plural.Of(limit, "its", "their")).
 			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.moveArgs("limit", limit, "dry_run", true)...),
 				hint(OpDLQDiscard, "discards them once checked", req.Filter.moveArgs("limit", limit, "confirm", true)...))
 	}
@@ -144,13 +145,14 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 		return false, explain(err, hint(OpDLQSummary, "shows the groups there are"))
 	}
 	if *expect != "" && *expect != dry.Token {
-		return false, changed(fmt.Errorf("the dead messages selected changed since the dry run (%d are selected now); nothing was discarded: %w", dry.Discarded, ErrChanged), OpDLQDiscard, req.Filter, limit)
+		return false, changed(fmt.Errorf("the dead messages selected changed since the dry run (%s selected now); nothing was discarded: %w", plural.Count(dry.Discarded, "is", "are"), ErrChanged), OpDLQDiscard, req.Filter, limit)
 	}
 	*expect = dry.Token
 	if dry.Discarded == 0 {
 		return false, nil // nothing to ask about; the guarded call moves nothing
 	}
-	q := fmt.Sprintf("Discard %d dead messages of %s? They move to the DLQ's archive, kept until purged; none runs again.", dry.Discarded, req.Filter.describe())
+	q := fmt.Sprintf("Discard %s of %s? %s", plural.Count(dry.Discarded, "dead message", "dead messages"), req.Filter.describe(),
+		plural.Of(dry.Discarded, "It moves to the DLQ's archive, kept until purged, and does not run again.", "They move to the DLQ's archive, kept until purged; none runs again."))
 	if req.Deferred != nil {
 		return false, s.ask(ctx, OpDLQDiscard, call, dry.Token, q, "discarded")
 	}
@@ -210,7 +212,7 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 		return cutoff, false, nil // nothing to ask about; the purge deletes nothing
 	}
 	q := fmt.Sprintf("Delete for good the %d %s archived in %s at or before %s (discarded, or originals kept by a retry with a corrected payload), with their failure history? This cannot be undone.",
-		n, plural(int(n), "dead message", "dead messages"), where, cutoff.UTC().Format(time.DateTime+"Z"))
+		n, plural.Of(n, "dead message", "dead messages"), where, cutoff.UTC().Format(time.DateTime+"Z"))
 	if req.Deferred != nil {
 		return time.Time{}, false, s.ask(ctx, OpDLQPurge, call, strconv.FormatInt(cutoff.UnixMicro(), 10), q, "purged")
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -98,8 +99,8 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
 	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 {
 		h.Omitted = n
-		h.Notes = []string{fmt.Sprintf("%d of the %d reasons are listed (STALLED ones first) so that the response stays under %d characters; pgbus health on the command line lists them all",
-			len(h.Reasons), len(h.Reasons)+n, ResponseBudget)}
+		h.Notes = []string{fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first) so that the response stays under %d characters; pgbus health on the command line lists them all",
+			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget)}
 	}
 	return h, nil
 }
@@ -199,7 +200,7 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 	}
 	if n := len(o.Health.Reasons) - req.MaxReasons; req.MaxReasons > 0 && n > 0 {
 		o.Health.Reasons, o.Health.Omitted = o.Health.Reasons[:req.MaxReasons], n
-		o.Health.Notes = append(o.Health.Notes, fmt.Sprintf("%d of the %d reasons are listed, STALLED ones first", req.MaxReasons, req.MaxReasons+n))
+		o.Health.Notes = append(o.Health.Notes, fmt.Sprintf("%d of the %d reasons %s listed, STALLED ones first", req.MaxReasons, req.MaxReasons+n, plural.Of(req.MaxReasons, "is", "are")))
 	}
 	return o, nil
 }
@@ -226,7 +227,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	}
 	h.Workers = workers.Running
 	if n := staleThatMatter(workers); n > 0 {
-		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%d worker process(es) stopped sending heartbeats without shutting down (crashed or hung); their messages return after their visibility timeout", n),
+		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%s stopped sending heartbeats without shutting down (crashed or hung); %s messages return after %s visibility timeout", plural.Count(n, "worker process", "worker processes"), plural.Of(n, "its", "their"), plural.Of(n, "its", "their")),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
 	}
 	breakers, err := s.store.ListBreakers(ctx, "")
@@ -264,7 +265,7 @@ func (s *Service) checkDropped(h *Health, q store.QueueStats) {
 	if q.Priorities > 0 {
 		create = hint(OpQueueCreate, "creates the queue again with its priority levels, so that they can be retried", "queue", q.Queue, "priorities", q.Priorities)
 	}
-	h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead %s", q.Queue, q.DLQ, q.DLQDepth, plural(int(q.DLQDepth), "message", "messages")),
+	h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead %s", q.Queue, q.DLQ, q.DLQDepth, plural.Of(q.DLQDepth, "message", "messages")),
 		hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
 		create,
 		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue,
@@ -296,7 +297,7 @@ func checkServedDropped(h *Health, stats []store.QueueStats, ws Workers) {
 	}
 	for _, q := range slices.Sorted(maps.Keys(serving)) {
 		h.add(HealthDegraded, "workers_of_dropped_queue", q, fmt.Sprintf("queue %q does not exist, but %d running worker %s it: it was dropped while they ran, and they wait for it to be created again",
-			q, serving[q], plural(serving[q], "process serves", "processes serve")),
+			q, serving[q], plural.Of(serving[q], "process serves", "processes serve")),
 			hint(OpQueueCreate, "creates it again, and its waiting workers work it", "queue", q),
 			hint(OpWorkers, "shows the processes that serve it: to stop serving it, restart them without it"))
 	}
@@ -306,10 +307,10 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
 	switch {
 	case q.Paused:
-		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %d messages waiting", q.Queue, q.Depth),
+		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s waiting", q.Queue, plural.Count(q.Depth, "message", "messages")),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
-		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %d messages ready, %d waiting to retry; %s", q.Queue, q.Visible, q.WaitingRetry, cov.Note),
+		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s ready, %d waiting to retry; %s", q.Queue, plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
 			s.startHint(cov), hint(OpWorkers, "shows the processes seen lately"))
 		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:
@@ -320,7 +321,7 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 			hint(OpQueueStats, "depth and throughput", "queue", q.Queue))
 	}
 	if q.LastHour.DeadLettered > 0 {
-		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %d messages dead-lettered in the last hour (%d in its DLQ)", q.Queue, q.LastHour.DeadLettered, q.DLQDepth),
+		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
 }
@@ -397,8 +398,8 @@ func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(qu
 	if len(queues) == 1 {
 		queue = queues[0]
 	}
-	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s after %d consecutive failures%s: the jobs of %s that use it are snoozed, not failed, until a probe call succeeds",
-		b.Name, state, b.ConsecutiveFailures, why, quoteList(queues)),
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s after %s%s: the jobs of %s that use it are snoozed, not failed, until a probe call succeeds",
+		b.Name, state, plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures"), why, quoteList(queues)),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
 	h.Reasons[len(h.Reasons)-1].subject = b.Name
 }
@@ -412,7 +413,7 @@ func quoteList(names []string) string {
 	}
 	switch {
 	case len(names) > 3:
-		return fmt.Sprintf("%s and %d more queues", strings.Join(q, ", "), len(names)-3)
+		return fmt.Sprintf("%s and %s", strings.Join(q, ", "), plural.Count(len(names)-3, "more queue", "more queues"))
 	case len(names) > 1:
 		return "queues " + strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 	}
@@ -547,13 +548,13 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 		}
 		if cut > 0 {
 			out.Notes = append(out.Notes, fmt.Sprintf("%d %s more than %d queues: the first %d of each are listed (queues_omitted counts the others); pgbus workers on the command line lists them all",
-				cut, plural(cut, "process serves", "processes serve"), maxWorkerQueues, maxWorkerQueues))
+				cut, plural.Of(cut, "process serves", "processes serve"), maxWorkerQueues, maxWorkerQueues))
 		}
 	}
 	if !req.All {
 		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: append(slices.Clip(out.Notes), strings.Repeat("x", 300))}); n > 0 {
 			out.Omitted += n
-			out.Notes = append(out.Notes, fmt.Sprintf("%d of the %d processes are listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists more", len(out.Workers), len(out.Workers)+out.Omitted, ResponseBudget))
+			out.Notes = append(out.Notes, fmt.Sprintf("%d of the %d processes %s listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists more", len(out.Workers), len(out.Workers)+out.Omitted, plural.Of(len(out.Workers), "is", "are"), ResponseBudget))
 		}
 	}
 	return out, nil
@@ -577,7 +578,7 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	}
 	if n := stopped - out.Stopped; n > 0 {
 		out.Stopped, out.Omitted = stopped, n
-		out.Notes = []string{fmt.Sprintf("the %d oldest of the %d processes that stopped cleanly in the last 24 hours are counted, not listed: at most %d processes are listed", n, stopped, store.MaxListedWorkers)}
+		out.Notes = []string{fmt.Sprintf("the %s of the %d processes that stopped cleanly in the last 24 hours %s counted, not listed: at most %d processes are listed", plural.Of(n, "oldest", fmt.Sprintf("%d oldest", n)), stopped, plural.Of(n, "is", "are"), store.MaxListedWorkers)}
 	}
 	return out, nil
 }
@@ -670,7 +671,7 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 	}
 	if n := fitList(s.opts.Bounds, &out.Circuits, Circuits{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
 		out.Omitted = n
-		out.Notes = []string{fmt.Sprintf("%d of the %d breakers are listed (open and half-open ones first) so that the response stays under %d characters; pgbus circuits on the command line lists them all", len(out.Circuits), len(out.Circuits)+n, ResponseBudget)}
+		out.Notes = []string{fmt.Sprintf("%d of the %d breakers %s listed (open and half-open ones first) so that the response stays under %d characters; pgbus circuits on the command line lists them all", len(out.Circuits), len(out.Circuits)+n, plural.Of(len(out.Circuits), "is", "are"), ResponseBudget)}
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // PartlyDone is the error of a bulk retry, discard or purge that stopped
@@ -38,8 +40,15 @@ func (e *PartlyDone) Stopped() string {
 	if e.Limit > 0 {
 		of = " of up to " + thousands(e.Limit)
 	}
+	noun := e.Done
+	if e.Limit > 0 {
+		noun = e.Limit
+	}
 	stay := map[string]string{"retrying": "stay retried", "discarding": "stay discarded", "purging": "are gone"}[e.Verb]
-	return fmt.Sprintf("stopped after %s %s%s dead messages, which %s", e.Verb, thousands(e.Done), of, stay)
+	if e.Done == 1 {
+		stay = map[string]string{"retrying": "stays retried", "discarding": "stays discarded", "purging": "is gone"}[e.Verb]
+	}
+	return fmt.Sprintf("stopped after %s %s%s %s, which %s", e.Verb, thousands(e.Done), of, plural.Of(noun, "dead message", "dead messages"), stay)
 }
 
 // Rest is the end of a sentence whose start names what to run again: the

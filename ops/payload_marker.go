@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // maxMarkerPlaces bounds the places a refused corrected payload names: a
@@ -38,14 +40,14 @@ func checkNoRedactionMarker(payload json.RawMessage) error {
 	}
 	if n > 0 {
 		return invalidf("the corrected payload still holds the mark %s of a shortened preview in %d %s (%s), so it would send the shortened starts instead of the whole values: "+
-			"give the whole payload, with every value in full, or retry without a payload to keep the stored one", ShortenedMark+"…]", n, plural(n, "place", "places"), placesList(places, n))
+			"give the whole payload, with every value in full, or retry without a payload to keep the stored one", ShortenedMark+"…]", n, plural.Of(n, "place", "places"), placesList(places, n))
 	}
 	if places, n, _ = markerPlaces(payload, Redacted); n == 0 {
 		return nil
 	}
 	where := placesList(places, n)
 	return invalidf("the corrected payload still holds the redaction marker %s in %d %s (%s), so it would send the marker instead of the hidden values: "+
-		"replace the %s values with the real ones, or retry without a payload to keep the stored one", Redacted, n, plural(n, "place", "places"), where, Redacted)
+		"replace the %s values with the real ones, or retry without a payload to keep the stored one", Redacted, n, plural.Of(n, "place", "places"), where, Redacted)
 }
 
 // placesList names the first places of n, and how many more there are.
@@ -144,11 +146,4 @@ func jsonProblem(raw []byte) string {
 	line := 1 + bytes.Count(raw[:at], []byte("\n"))
 	col := 1 + utf8.RuneCount(raw[bytes.LastIndexByte(raw[:at], '\n')+1:at])
 	return fmt.Sprintf(" (%s, at line %d, column %d)", syn.Error(), line, col)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // ShortenedMark starts every mark a shortened payload preview leaves
@@ -54,12 +56,12 @@ func (sh *shortening) value(v any, path string, depth int) any {
 		}
 	case map[string]any:
 		if depth > sh.depth {
-			return sh.mark(path, fmt.Sprintf("an object of %d keys", len(x)))
+			return sh.mark(path, "an object of "+plural.Count(len(x), "key", "keys"))
 		}
 		return sh.object(x, path, depth)
 	case []any:
 		if depth > sh.depth {
-			return sh.mark(path, fmt.Sprintf("an array of %d items", len(x)))
+			return sh.mark(path, "an array of "+plural.Count(len(x), "item", "items"))
 		}
 		keep := len(x)
 		if len(x)-1 > sh.items {
@@ -70,7 +72,7 @@ func (sh *shortening) value(v any, path string, depth int) any {
 			out = append(out, sh.value(e, fmt.Sprintf("%s[%d]", path, i), depth+1))
 		}
 		if keep < len(x) {
-			out = append(out, sh.mark(fmt.Sprintf("%s[%d:]", path, keep), fmt.Sprintf("an array of %d items, the first %d shown", len(x), keep)))
+			out = append(out, sh.mark(fmt.Sprintf("%s[%d:]", path, keep), fmt.Sprintf("an array of %d items, %s", len(x), firstShown(keep))))
 		}
 		return out
 	}
@@ -98,7 +100,7 @@ func (sh *shortening) object(x map[string]any, path string, depth int) map[strin
 		for _, taken := x[key]; taken; _, taken = x[key] {
 			key += "…"
 		}
-		out[key] = sh.mark(path, fmt.Sprintf("an object of %d keys, the first %d shown", len(x), len(keys)))
+		out[key] = sh.mark(path, fmt.Sprintf("an object of %d keys, %s", len(x), firstShown(len(keys))))
 	}
 	return out
 }
@@ -175,6 +177,11 @@ func depthOf(v any) int {
 	return 0
 }
 
+// firstShown says how many members of a cut array or object are shown.
+func firstShown(n int) string {
+	return plural.Of(n, "the first shown", fmt.Sprintf("the first %d shown", n))
+}
+
 // shortenedNote says what a shortened preview cut, and where.
 func shortenedNote(size, shown int, sh shortening) string {
 	where := strings.Join(sh.places, ", ")
@@ -182,5 +189,5 @@ func shortenedNote(size, shown int, sh shortening) string {
 		where += fmt.Sprintf(" and %d more", sh.n-len(sh.places))
 	}
 	return fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds it as JSON of %d bytes with %d %s shortened, each marked %s…] in place: %s",
-		size, shown, sh.n, plural(sh.n, "value", "values"), ShortenedMark, where)
+		size, shown, sh.n, plural.Of(sh.n, "value", "values"), ShortenedMark, where)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -79,8 +80,8 @@ func (s *Service) fitQueueStats(out *QueueStatsResult) {
 	}
 	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	out.Queues, out.Omitted = ranked, n
-	out.Notes = []string{fmt.Sprintf("%d of the %d queues are listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters; pass queue for one of the others; pgbus queues on the command line lists them all",
-		len(ranked), len(ranked)+n, ResponseBudget)}
+	out.Notes = []string{fmt.Sprintf("%d of the %d queues %s listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters; pass queue for one of the others; pgbus queues on the command line lists them all",
+		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget)}
 }
 
 // attentionRank orders queues by how much they need an operator: dead
@@ -262,16 +263,16 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		out.Notes = append(out.Notes, hiddenNote)
 	}
 	if truncated > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d payloads over %d bytes are truncated to payload_preview: as JSON with long values shortened, each marked %s…], when payload_preview_json; else their start", truncated, b.ListPayload, ShortenedMark))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s truncated to payload_preview: as JSON with long values shortened, each marked %s…], when payload_preview_json; else %s start", plural.Count(truncated, "payload", "payloads"), b.ListPayload, plural.Of(truncated, "is", "are"), ShortenedMark, plural.Of(truncated, "its", "their")))
 	}
 	if omitted > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d messages have more than %d failures; only the newest are listed (failure_count has the total)", omitted, b.LiveHistory))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s more than %s; only the newest are listed (failure_count has the total)", plural.Count(omitted, "message has", "messages have"), plural.Count(b.LiveHistory, "failure", "failures")))
 	}
 	if v.cut {
 		out.Notes = append(out.Notes, fmt.Sprintf("error messages and backtraces are shortened (backtraces to %d lines)", b.LiveTraceLen))
 	}
 	if v.redacted > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d secret-looking values are shown as %s", v.redacted, Redacted))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s shown as %s", plural.Count(v.redacted, "secret-looking value is", "secret-looking values are"), Redacted))
 	}
 	return out
 }
@@ -572,7 +573,7 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	}
 	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived}
 	if !req.Confirm {
-		return QueueDropped{}, invalidf("dropping queue %s deletes its %d live messages, %d dead messages in %s and %d archived for good: confirm to drop them", req.Queue, st.Depth, st.DLQDepth, st.DLQ, st.Archived)
+		return QueueDropped{}, invalidf("dropping queue %s deletes its %s, %s in %s and %d archived for good: confirm to drop them", req.Queue, plural.Count(st.Depth, "live message", "live messages"), plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, st.Archived)
 	}
 	return out, explain(s.store.DropQueue(ctx, req.Queue), hint(OpQueueStats, "lists the queues there are"))
 }
@@ -601,7 +602,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 		return QueuePurged{}, err
 	}
 	if !req.Confirm {
-		return QueuePurged{}, invalidf("purging queue %s deletes its %d live messages for good: confirm to delete them", req.Queue, st.Depth)
+		return QueuePurged{}, invalidf("purging queue %s deletes its %s for good: confirm to delete %s", req.Queue, plural.Count(st.Depth, "live message", "live messages"), plural.Of(st.Depth, "it", "them"))
 	}
 	n, err := s.store.PurgeQueue(ctx, req.Queue)
 	return QueuePurged{Queue: req.Queue, Deleted: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))

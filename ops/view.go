@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -186,7 +187,7 @@ func (v *viewer) listNotes(chars int) []string {
 		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; showing one message gives its errors up to %d", chars, v.bounds.ErrorChars))
 	}
 	if v.redacted > 0 {
-		notes = append(notes, fmt.Sprintf("%d secret-looking values in error messages are shown as %s", v.redacted, Redacted))
+		notes = append(notes, fmt.Sprintf("%s in error messages %s shown as %s", plural.Count(v.redacted, "secret-looking value", "secret-looking values"), plural.Of(v.redacted, "is", "are"), Redacted))
 	}
 	return notes
 }
