@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/basepath"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -184,7 +185,7 @@ func (c HTTPConfig) Check() error {
 			return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token or set PGBUS_MCP_TOKEN (for example to the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
 		}
 		if n := utf8.RuneCountInString(c.AuthToken); n < MinRemoteTokenLen {
-			return fmt.Errorf("--auth-token (or PGBUS_MCP_TOKEN) has %d characters, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", n, c.Addr, where, MinRemoteTokenLen)
+			return fmt.Errorf("--auth-token (or PGBUS_MCP_TOKEN) has %s, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", plural.Count(n, "character", "characters"), c.Addr, where, MinRemoteTokenLen)
 		}
 	}
 	if c.MaxSessions > MaxMaxSessions {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/throttle"
 )
 
@@ -238,7 +239,7 @@ func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		if wait > 0 {
 			secs := int64((wait + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%d wrong bearer tokens came from this client within %s, so this one was not checked: try again in %d seconds with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)", n, tokenWindow, secs))
+			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s from this client within %s, so this one was not checked: try again in %s with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)", plural.Count(n, "wrong bearer token came", "wrong bearer tokens came"), tokenWindow, plural.Count(secs, "second", "seconds")))
 			return false
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // defaultSessionIdleTTL ends a Streamable HTTP session after an hour without
@@ -204,7 +205,7 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 	if !m.reserve() {
 		w.Header().Set("Retry-After", "60")
 		m.refuse(w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
-			"pgbus: the server has %d MCP sessions open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", m.max))
+			"pgbus: the server has %s open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", plural.Count(m.max, "MCP session", "MCP sessions")))
 		return
 	}
 	next.ServeHTTP(w, r)

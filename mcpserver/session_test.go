@@ -360,6 +360,23 @@ func TestSessionsBounded(t *testing.T) {
 	}
 }
 
+// A server that keeps one session counts it in the singular when it
+// refuses a second.
+func TestSessionsBoundedAtOne(t *testing.T) {
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 1})
+	newSessionClient(t, base)
+	r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize)
+	var msg struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &msg); err != nil || r.status != http.StatusServiceUnavailable ||
+		!strings.Contains(msg.Error.Message, "the server has 1 MCP session open, as many as it keeps") {
+		t.Fatalf("a second session with room for one: %d, %s; want 503 saying the server has 1 MCP session open", r.status, r.body)
+	}
+}
+
 // TestSessionsBoundedUnderABurst: initializes that arrive together never
 // open more sessions than the bound, and a request that starts no session
 // gives its place back.
