@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/internal/bench"
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -126,7 +127,7 @@ share. With 1, the default, the workers run in this process.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %d run(s) (%d jobs, %s)\n", w, median, runs, jobsOf(opts), workersText(opts.Workers, opts.Processes))
+				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %s (%s, %s)\n", w, median, plural.Count(runs, "run", "runs"), plural.Count(jobsOf(opts), "job", "jobs"), workersText(opts.Workers, opts.Processes))
 			}
 			return nil
 		},
@@ -153,21 +154,21 @@ func jobsOf(o bench.Options) int {
 
 func workersText(workers, processes int) string {
 	if processes <= 1 {
-		return fmt.Sprintf("%d workers", workers)
+		return plural.Count(workers, "worker", "workers")
 	}
-	return fmt.Sprintf("%d workers over %d processes", workers, processes)
+	return plural.Count(workers, "worker", "workers") + " over " + plural.Count(processes, "process", "processes")
 }
 
 // printBenchText writes one run's figures for people: the rates, then the
 // queue's tables.
 func printBenchText(w io.Writer, res bench.Result) {
-	fmt.Fprintf(w, "%-6s %d jobs, %s: %.0f jobs/s over %.2fs", res.Workload, res.Jobs, workersText(res.Workers, res.Processes), res.JobsPerSecond, res.Seconds)
+	fmt.Fprintf(w, "%-6s %s, %s: %.0f jobs/s over %.2fs", res.Workload, plural.Count(res.Jobs, "job", "jobs"), workersText(res.Workers, res.Processes), res.JobsPerSecond, res.Seconds)
 	if res.EndJobs > 0 {
-		fmt.Fprintf(w, "; at the end %.0f jobs/s (last %d jobs over %.2fs)", res.EndJobsPerSecond, res.EndJobs, res.EndSeconds)
+		fmt.Fprintf(w, "; at the end %.0f jobs/s (last %s over %.2fs)", res.EndJobsPerSecond, plural.Count(res.EndJobs, "job", "jobs"), res.EndSeconds)
 	}
 	fmt.Fprintln(w)
 	if res.Backlog > 0 {
-		fmt.Fprintf(w, "       backlog of %d jobs queued in %.2fs before the workers started\n", res.Backlog, res.FillSeconds)
+		fmt.Fprintf(w, "       backlog of %s queued in %.2fs before the workers started\n", plural.Count(res.Backlog, "job", "jobs"), res.FillSeconds)
 	}
 	if res.ShrunkSeconds > 0 {
 		fmt.Fprintf(w, "       queue table shrunk to 0 bytes %.1fs after the drain (workers shrink a queue gone quiet)\n", res.ShrunkSeconds)
@@ -270,7 +271,7 @@ p50 and p99 of each. The queues are dropped afterwards.`,
 				return err
 			}
 			printJSONLine(a.stdout, res)
-			fmt.Fprintf(a.stderr, "%d dead messages over %d queues loaded in %.1fs\n", res.Messages, res.Queues, res.LoadSeconds)
+			fmt.Fprintf(a.stderr, "%s over %s loaded in %.1fs\n", plural.Count(res.Messages, "dead message", "dead messages"), plural.Count(res.Queues, "queue", "queues"), res.LoadSeconds)
 			for _, op := range res.Operations {
 				fmt.Fprintf(a.stderr, "  %-42s p50 %8.2f ms   p99 %8.2f ms\n", op.Operation, op.P50MS, op.P99MS)
 			}

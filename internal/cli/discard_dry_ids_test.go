@@ -27,7 +27,7 @@ func TestDiscardDryRunByIDsListsThemAndNamesTheRealCall(t *testing.T) {
 	}
 
 	r := pgbus(t, d.env, "dlq", "discard", a, m, "--queue", "orders", "--dry-run")
-	if r.code != 3 || !strings.Contains(r.stdout, "would discard 1 dead messages") || !listed(r.stdout, a) || listed(r.stdout, m) ||
+	if r.code != 3 || !strings.Contains(r.stdout, "would discard 1 dead message\n") || !listed(r.stdout, a) || listed(r.stdout, m) ||
 		!strings.Contains(r.stderr, "not found: "+m) {
 		t.Errorf("dlq discard --dry-run with an id in no DLQ: exit %d\nstdout: %s\nstderr: %s\nwant exit 3, %s listed and %s not found", r.code, r.stdout, r.stderr, a, m)
 	}

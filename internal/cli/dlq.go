@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -323,7 +324,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 				return usageError{errors.New("nothing selected: give filters (such as --queue or --error-class), or --all for every dead message")}
 			}
 			if !yes && !dryRun {
-				return a.refuse(cmd, f, limit, "refusing to retry %s dead messages without --yes; check them with --dry-run, then pass --yes")
+				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with --dry-run, then pass --yes")
 			}
 			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline}
 			if !dryRun {
@@ -333,7 +334,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 			}
 			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
 				if rep.Failed > 0 {
-					return fmt.Errorf("%d of %d messages could not be retried; first: %s", rep.Failed, rep.Failed+rep.Retried, rep.FirstError)
+					return fmt.Errorf("%d of %s could not be retried; first: %s", rep.Failed, plural.Count(rep.Failed+rep.Retried, "message", "messages"), rep.FirstError)
 				}
 				return nil
 			})
@@ -404,7 +405,7 @@ pgbus_dlq_discard.`,
 			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes, All: all}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
-					return a.refuse(cmd, f, limit, "refusing to discard %s dead messages without --yes; check them with --dry-run, then pass --yes")
+					return a.refuse(cmd, f, limit, "refusing to discard %s without --yes; check %s with --dry-run, then pass --yes")
 				}
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()
@@ -471,7 +472,7 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				return res, err
 			}
 			return run(a, cmd, purge, req, func(res ops.DLQPurge) error {
-				_, err := fmt.Fprintf(a.stdout, "purged %d archived dead messages (discarded, or originals of a retry with --payload; archived at or before %s)\n", res.Purged, stamp(res.DiscardedBefore))
+				_, err := fmt.Fprintf(a.stdout, "purged %s (discarded, or %s of a retry with --payload; archived at or before %s)\n", plural.Count(res.Purged, "archived dead message", "archived dead messages"), plural.Of(res.Purged, "the original", "originals"), stamp(res.DiscardedBefore))
 				return err
 			})
 		},

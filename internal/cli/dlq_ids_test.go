@@ -65,7 +65,7 @@ func TestDLQIDsInSeveralDLQs(t *testing.T) {
 	// Id 1 with id 2 (only in mail_dlq): 2 moves, 1 does not, exit 1:
 	// exit 2 says nothing changed.
 	r = pgbus(t, d.env, "dlq", "retry", "1", "2")
-	if r.code != 1 || !strings.Contains(r.stdout, "retried 1 dead messages") ||
+	if r.code != 1 || !strings.Contains(r.stdout, "retried 1 dead message\n") ||
 		!strings.Contains(r.stderr, "1 of 2 ids could not be retried (in several DLQs (pass --queue): 1)") ||
 		!strings.Contains(r.stderr, "mail_dlq, sms_dlq") {
 		t.Fatalf("retry 1 2: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

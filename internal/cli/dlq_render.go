@@ -6,12 +6,12 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -34,7 +34,7 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 		return err
 	}
 	writeBreakdowns(w, sum.Groups)
-	line := fmt.Sprintf("%d dead messages in %d groups", sum.Total, len(sum.Groups))
+	line := plural.Count(sum.Total, "dead message", "dead messages") + " in " + plural.Count(len(sum.Groups), "group", "groups")
 	if sum.Truncated {
 		line += fmt.Sprintf(" (the largest of %d groups: narrow the filters for the others)", sum.TotalGroups)
 	}
@@ -92,7 +92,7 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
 		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), ago(b.DeadLetteredAt)))
 		if b.RetriesFromDLQ > 0 {
-			kv.row("retried from DLQ:", fmt.Sprintf("%d times before", b.RetriesFromDLQ))
+			kv.row("retried from DLQ:", plural.Count(b.RetriesFromDLQ, "time", "times")+" before")
 		}
 		if b.ErrorClass != "" {
 			kv.row("error class:", b.ErrorClass)
@@ -211,7 +211,7 @@ func indentJSON(raw json.RawMessage, prefix string) string {
 // printRetry prints what a retry did.
 func (a *app) printRetry(rep ops.DLQRetry) error {
 	if rep.AlreadyMoved > 0 {
-		fmt.Fprintf(a.stdout, "%d were retried or discarded by another call while this one ran\n", rep.AlreadyMoved)
+		fmt.Fprintf(a.stdout, "%s retried or discarded by another call while this one ran\n", plural.Count(rep.AlreadyMoved, "was", "were"))
 	}
 	if len(rep.Outcomes) > 0 && rep.Retried == 0 {
 		// The error line says why nothing moved. When messages failed to
@@ -226,7 +226,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	if rep.DryRun {
 		verb = "would retry"
 	}
-	fmt.Fprintf(a.stdout, "%s %d dead messages%s", verb, rep.Retried, limitNote(rep.LimitReached))
+	fmt.Fprintf(a.stdout, "%s %s%s", verb, plural.Count(rep.Retried, "dead message", "dead messages"), limitNote(rep.LimitReached))
 	if rep.Failed > 0 {
 		fmt.Fprintf(a.stdout, "; %d failed (first: %s)", rep.Failed, rep.FirstError)
 	}
@@ -287,15 +287,15 @@ func (a *app) printUnserved(ws []ops.QueueWorkers) error {
 // printDiscard prints what a discard did.
 func (a *app) printDiscard(res ops.DLQDiscard) error {
 	if res.AlreadyMoved > 0 {
-		fmt.Fprintf(a.stdout, "%d were retried or discarded by another call while this one ran\n", res.AlreadyMoved)
+		fmt.Fprintf(a.stdout, "%s retried or discarded by another call while this one ran\n", plural.Count(res.AlreadyMoved, "was", "were"))
 	}
 	if len(res.Outcomes) > 0 && res.Discarded == 0 {
 		return nil // the error line says why nothing moved
 	}
 	if res.DryRun {
-		fmt.Fprintf(a.stdout, "would discard %d dead messages%s\n", res.Discarded, limitNote(res.LimitReached))
+		fmt.Fprintf(a.stdout, "would discard %s%s\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
 	} else {
-		fmt.Fprintf(a.stdout, "discarded %d dead messages%s (kept in the DLQ archive until pgbus dlq purge)\n", res.Discarded, limitNote(res.LimitReached))
+		fmt.Fprintf(a.stdout, "discarded %s%s (kept in the DLQ archive until pgbus dlq purge)\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
 	}
 	if len(res.Moved) > 0 {
 		t := newTable(a.stdout, "DLQ", "DLQ ID")
@@ -334,12 +334,13 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 	if err != nil {
 		return err
 	}
-	n := strconv.FormatInt(min(sum.Total, int64(limit)), 10)
+	m := min(sum.Total, int64(limit))
+	n := plural.Count(m, "dead message", "dead messages")
 	if sum.Truncated && sum.Total < int64(limit) {
 		// The summary counts its largest groups only.
 		n = "at least " + n
 	}
-	return usageError{fmt.Errorf(format, n)}
+	return usageError{fmt.Errorf(format, n, plural.Of(m, "it", "them"))}
 }
 
 // checkBulkLimit checks the --limit of a bulk operation.

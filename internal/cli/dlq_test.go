@@ -239,7 +239,7 @@ func TestDLQCommands(t *testing.T) {
 	// retry-all refuses without --yes, dry-runs, then retries.
 	before := d.snapshot(t)
 	msg := d.fails(t, 2, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable")
-	if !strings.Contains(msg, "refusing to retry 1 dead messages without --yes") {
+	if !strings.Contains(msg, "refusing to retry 1 dead message without --yes") {
 		t.Errorf("retry-all without --yes: %q", msg)
 	}
 	if after := d.snapshot(t); after != before {
@@ -262,7 +262,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("%d audit entries after the dry run, want %d", n, audited+1)
 	}
 	out := d.ok(t, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable", "--yes")
-	if !strings.Contains(out, "retried 1 dead messages") || !strings.Contains(out, "next: pgbus queue messages shop   #") {
+	if !strings.Contains(out, "retried 1 dead message\n") || !strings.Contains(out, "next: pgbus queue messages shop   #") {
 		t.Errorf("retry-all: %q", out)
 	}
 	if strings.ContainsAny(out, "\r\x1b") {
@@ -273,7 +273,7 @@ func TestDLQCommands(t *testing.T) {
 	// and the audit entry says not everything was done.
 	val := byClass["demo.ValidationError"].SampleMsgIDs
 	r = pgbus(t, d.env, "dlq", "retry", fmt.Sprint(val[0]), "99999", "--queue", "shop")
-	if r.code != 3 || !strings.Contains(r.stdout, "retried 1 dead messages") ||
+	if r.code != 3 || !strings.Contains(r.stdout, "retried 1 dead message\n") ||
 		!strings.Contains(r.stderr, "1 of 2 ids could not be retried (not found: 99999)") {
 		t.Errorf("partial retry: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -101,8 +102,8 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			case db.Status.PGMQFunctions:
 				layout = "PGMQ installed from its SQL script"
 			}
-			fmt.Fprintf(a.stdout, "pgbus: ready: %s, schema version %d (%d applied now), %s, %d queues\n",
-				db.Where(), db.Status.Version, db.Status.Applied, layout, len(queues))
+			fmt.Fprintf(a.stdout, "pgbus: ready: %s, schema version %d (%d applied now), %s, %s\n",
+				db.Where(), db.Status.Version, db.Status.Applied, layout, plural.Count(len(queues), "queue", "queues"))
 			return nil
 		},
 	}
@@ -122,7 +123,7 @@ func (a *app) installPGMQ(cmd *cobra.Command, script string) (*dbopen.DB, error)
 	res, err := db.InstallPGMQ(ctx, script)
 	if err == nil {
 		if res.Installed {
-			fmt.Fprintf(a.stdout, "pgbus: installed PGMQ from its script; %d queues pgbus made before are PGMQ's queues too\n", res.Adopted)
+			fmt.Fprintf(a.stdout, "pgbus: installed PGMQ from its script; %s\n", plural.Count(res.Adopted, "queue pgbus made before is a PGMQ queue too", "queues pgbus made before are PGMQ's queues too"))
 		} else {
 			fmt.Fprintln(a.stdout, "pgbus: PGMQ's functions are installed already; the script was not run")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -31,7 +32,7 @@ result as the MCP tool pgbus_health.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(a, cmd, noArgs((*ops.Service).Health), struct{}{}, func(h ops.Health) error {
-				fmt.Fprintf(a.stdout, "%s: %d queues, %d ready, %d dead, %d workers running\n", h.Status, h.Queues, h.Backlog, h.DeadMessages, h.Workers)
+				fmt.Fprintf(a.stdout, "%s: %s, %d ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), h.Backlog, h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
 				for _, r := range h.Reasons {
 					fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
 					for _, n := range r.Next {
@@ -150,7 +151,7 @@ still fails, the breaker opens again after its threshold.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(a, cmd, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
-				line := fmt.Sprintf("circuit breaker %s was %s with %d failures in a row; it is %s now", res.Name, res.Was, res.FailuresBefore, res.State)
+				line := fmt.Sprintf("circuit breaker %s was %s with %s in a row; it is %s now", res.Name, res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)
 				if !res.Changed {
 					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted; nothing changed", res.Name, res.State)
 				}

@@ -46,7 +46,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	}
 	table := d.ok(t, "health")
 	for _, s := range []string{
-		"STALLED: 1 queues, 2 ready, 0 dead, 0 workers running",
+		"STALLED: 1 queue, 2 ready, 0 dead, 0 workers running",
 		`STALLED no_workers: queue "orders": 2 messages ready, 0 waiting to retry; no worker process has served queue orders in the last 24 hours`,
 		"  next: pgbus work --queue orders", "  next: pgbus workers",
 	} {
@@ -91,7 +91,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	if h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Backlog != 0 || h.Workers != 0 {
 		t.Fatalf("health after the queue drained: %+v", h)
 	}
-	if out := d.ok(t, "health"); !strings.HasPrefix(out, "OK: 1 queues, 0 ready, 0 dead, 0 workers running\n") {
+	if out := d.ok(t, "health"); !strings.HasPrefix(out, "OK: 1 queue, 0 ready, 0 dead, 0 workers running\n") {
 		t.Fatalf("health table when OK: %q", out)
 	}
 
@@ -215,7 +215,7 @@ func TestCircuits(t *testing.T) {
 	if _, err := s.BreakerFailure(ctx, "exec:report", "exit 3"); err != nil {
 		t.Fatal(err)
 	}
-	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was closed with 1 failures in a row; it is closed now\n" {
+	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was closed with 1 failure in a row; it is closed now\n" {
 		t.Fatalf("circuit reset text of a breaker that counted a failure: %q", out)
 	}
 	msg := d.fails(t, 3, "circuit", "reset", "http:nosuch:80")

@@ -43,7 +43,7 @@ func TestOperatorRole(t *testing.T) {
 	if all.Retried < 1 || !all.OK() {
 		t.Fatalf("dlq retry-all as the operator: %+v", all)
 	}
-	if out := op.ok(t, "dlq", "purge", "--queue", "shop", "--yes"); !strings.Contains(out, "purged 1 archived dead messages (discarded, or originals of a retry with --payload; archived at or before 20") {
+	if out := op.ok(t, "dlq", "purge", "--queue", "shop", "--yes"); !strings.Contains(out, "purged 1 archived dead message (discarded, or the original of a retry with --payload; archived at or before 20") {
 		t.Fatalf("dlq purge as the operator: %s", out)
 	}
 	op.ok(t, "queue", "pause", "shop")

@@ -119,7 +119,7 @@ func TestQueueCommands(t *testing.T) {
 	// drop needs --yes; dropping a missing queue is not found.
 	d.ok(t, "send", "emails", `{"to": "ada@example.com"}`)
 	before = d.snapshot(t)
-	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") || !strings.Contains(msg, "1 live messages") {
+	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") || !strings.Contains(msg, "1 live message") {
 		t.Fatalf("drop without --yes: %q", msg)
 	}
 	if after := d.snapshot(t); after != before {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -326,7 +327,7 @@ for those). This cannot be undone, so it needs --yes.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return confirmFlag(run(a, cmd, (*ops.Service).QueuePurge, ops.QueuePurgeRequest{Queue: name, Confirm: yes}, func(res ops.QueuePurged) error {
-				_, err := fmt.Fprintf(a.stdout, "deleted %d messages from queue %s\n", res.Deleted, name)
+				_, err := fmt.Fprintf(a.stdout, "deleted %s from queue %s\n", plural.Count(res.Deleted, "message", "messages"), name)
 				return err
 			}), yes)
 		},
