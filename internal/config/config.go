@@ -38,6 +38,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
 )
@@ -534,7 +535,7 @@ func (f *File) yamlError(data []byte, err error) error {
 		e.Reason = yamlerr.Words(msg)
 	}
 	if more > 0 {
-		e.Reason += fmt.Sprintf(" (and %d more problems)", more)
+		e.Reason += " (and " + plural.Count(more, "more problem", "more problems") + ")"
 	}
 	return e
 }
