@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -306,7 +307,7 @@ func runBatch(ctx context.Context, st *store.Store, queue string, opts Options) 
 	if opts.Backlog > 0 {
 		began := time.Now()
 		if err := st.BulkSend(ctx, queue, opts.Backlog); err != nil {
-			return res, fmt.Errorf("bench: queue the backlog of %d jobs: %w", opts.Backlog, err)
+			return res, fmt.Errorf("bench: queue the backlog of %s: %w", plural.Count(opts.Backlog, "job", "jobs"), err)
 		}
 		res.FillSeconds = time.Since(began).Seconds()
 	} else if err := sendJobs(ctx, st, queue, opts.Jobs); err != nil {
@@ -520,7 +521,7 @@ func runSteady(ctx context.Context, st *store.Store, queue string, opts Options)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(latencies) != sent {
-		return Result{}, fmt.Errorf("bench: %d jobs sent but %d handled; the run is void: report it as a bug with the rate and duration", sent, len(latencies))
+		return Result{}, fmt.Errorf("bench: %s sent but %d handled; the run is void: report it as a bug with the rate and duration", plural.Count(sent, "job", "jobs"), len(latencies))
 	}
 	slices.Sort(latencies)
 	res := Result{Workload: Steady, Jobs: sent, Workers: opts.Workers, Processes: 1, Rate: opts.Rate,
