@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -134,7 +135,7 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
-	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{fmt.Sprintf("It was %s with %d failures in a row, and is %s now: calls go through again. If the downstream still fails, it opens again after its threshold.", res.Was, res.FailuresBefore, res.State)},
+	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{fmt.Sprintf("It was %s with %s in a row, and is %s now: calls go through again. If the downstream still fails, it opens again after its threshold.", res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
 	if !res.Changed {
 		d.Heading = "Circuit breaker " + res.Name + " was already closed"

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -325,7 +326,7 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 	at := s.cfg.Now().Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
 	s.log.Warn("dashboard: login refused, too many wrong tokens", "remote", r.RemoteAddr, "client", client, "retry_after_seconds", secs)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %d seconds (at %s). Copy the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", secs, at)
+	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %s (at %s). Copy the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", plural.Count(secs, "second", "seconds"), at)
 	if form != nil {
 		form.Error = msg
 		s.render(w, r, http.StatusTooManyRequests, "login", v, *form)

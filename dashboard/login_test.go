@@ -119,7 +119,12 @@ func TestLoginRateLimit(t *testing.T) {
 		t.Fatalf("the right bearer token of a refused address: %d", brec.Code)
 	}
 
-	clk.add(55 * time.Second)
+	// A second before the window ends, the wait is counted in the singular.
+	clk.add(54 * time.Second)
+	if rec := attacker.loginWith(token, nil); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "Try again in 1 second (at 12:01:00 UTC)") {
+		t.Fatalf("the right token a second before the window ends: %d (want 429 saying to try again in 1 second)\n%s", rec.Code, rec.Body)
+	}
+	clk.add(time.Second)
 	if rec := attacker.loginWith(token, nil); rec.Code != http.StatusSeeOther || !hasSession(rec) {
 		t.Fatalf("the right token after the window: %d\n%s", rec.Code, rec.Body)
 	}
