@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // jsonType is the type of the top-level value of raw, valid JSON, named as
@@ -137,7 +139,7 @@ func unquotedHint(req DLQRetryRequest) (Hint, bool) {
 	if hidden == 0 {
 		shown = req.Payload // in the order given: redaction sorts the keys
 	} else {
-		why += fmt.Sprintf(", its %d secret %s shown as %s: put the real %s back", hidden, plural(hidden, "value", "values"), Redacted, plural(hidden, "one", "ones"))
+		why += fmt.Sprintf(", its %s shown as %s: put the real %s back", plural.Count(hidden, "secret value", "secret values"), Redacted, plural.Of(hidden, "one", "ones"))
 	}
 	return hint(OpDLQRetry, why, "ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun,
 		"clear_deadline", req.ClearDeadline, "payload", shown), true
