@@ -1,7 +1,12 @@
 package main_test
 
 import (
+	"io/fs"
+	"maps"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,4 +45,102 @@ func TestREADMEGoSectionIsTheExample(t *testing.T) {
 	if got := strings.TrimSpace(block); got != want {
 		t.Fatalf("README.md's Go block differs from Example_goAPI; copy the example's code between its markers into the README.\nREADME:\n%s\n\nexample:\n%s", got, want)
 	}
+}
+
+// pgbusVar matches a PGBUS_ environment variable's name in a Go string
+// literal; the bare prefix, which code uses to tell pgbus's own variables
+// apart, is not one.
+var pgbusVar = regexp.MustCompile(`"(PGBUS_[A-Z0-9_]*[A-Z0-9])"`)
+
+// envVarsIn returns the PGBUS_ variables named in the non-test Go files
+// under dir, each with a file that names it.
+func envVarsIn(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	found := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != dir && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range pgbusVar.FindAllStringSubmatch(string(src), -1) {
+			if _, ok := found[m[1]]; !ok {
+				found[m[1]] = path
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// skipDir reports whether the go command leaves a directory out of ./...,
+// or it holds no Go of this module.
+func skipDir(name string) bool {
+	return name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+}
+
+// readmeSection returns the text of one "## " section of README.md.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	section, _, _ := strings.Cut(rest, "\n## ")
+	return section
+}
+
+// Every PGBUS_ variable pgbus reads or sets is in the README, and every one
+// a command reads is in its Configuration table, with the setting's flag
+// and file key: a newcomer looks there, not in the code.
+func TestREADMENamesEveryEnvironmentVariable(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := envVarsIn(t, ".")
+	if len(all) == 0 {
+		t.Fatal("no PGBUS_ variable found in the code; is the pattern still right?")
+	}
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		if !names(string(readme), name) {
+			t.Errorf("README.md does not name %s, which %s reads or sets: document it where a user looks", name, all[name])
+		}
+	}
+	var rows []string
+	for _, line := range strings.Split(readmeSection(t, "Configuration"), "\n") {
+		if strings.HasPrefix(line, "|") {
+			rows = append(rows, line)
+		}
+	}
+	table := strings.Join(rows, "\n")
+	for name, file := range envVarsIn(t, filepath.Join("internal", "cli")) {
+		if !names(table, name) {
+			t.Errorf("README.md's Configuration table has no row naming %s, which %s reads: add one with its flag and file key", name, file)
+		}
+	}
+}
+
+// names reports whether text names the variable name as a word of its
+// own: PGBUS_QUEUES does not name PGBUS_QUEUE.
+func names(text, name string) bool {
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(text)
 }
