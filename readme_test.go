@@ -144,3 +144,53 @@ func TestREADMENamesEveryEnvironmentVariable(t *testing.T) {
 func names(text, name string) bool {
 	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(text)
 }
+
+// packageDirs returns the directories of the module's packages, as
+// slash-separated paths from the root, the root itself left out.
+func packageDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if dir := filepath.ToSlash(filepath.Dir(path)); strings.HasSuffix(path, ".go") && dir != "." && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no package found")
+	}
+	return dirs
+}
+
+// Every package is in the README's Layout table and in ARCHITECTURE.md's
+// account of the layers (the end-to-end tests, no part of the binary,
+// only in the former): a package added without a word there leaves a
+// newcomer to guess what it owns.
+func TestDocsNameEveryPackage(t *testing.T) {
+	layout := readmeSection(t, "Layout")
+	arch, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range packageDirs(t) {
+		named := regexp.MustCompile("`" + regexp.QuoteMeta(dir) + "/?`")
+		if !named.MatchString(layout) {
+			t.Errorf("README.md's Layout table does not name `%s`: add what it holds", dir)
+		}
+		if dir != "e2e" && !strings.HasPrefix(dir, "e2e/") && !named.MatchString(string(arch)) {
+			t.Errorf("ARCHITECTURE.md does not name `%s`: say which layer it is in and what it owns", dir)
+		}
+	}
+}
