@@ -26,7 +26,10 @@ Every setting is taken from the first of:
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
                                    PGBUS_DRAIN_TIMEOUT, PGBUS_NO_LISTEN,
-                                   PGBUS_SAFE_FIELDS
+                                   PGBUS_SAFE_FIELDS; and for settings the file
+                                   does not hold: PGBUS_MCP_TOKEN,
+                                   PGBUS_MCP_MAX_SESSIONS, PGBUS_TRUSTED_PROXIES,
+                                   PGBUS_BASE_PATH, PGBUS_METRICS_ADDR
   3. the configuration file
   4. the built-in default
 
