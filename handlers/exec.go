@@ -268,7 +268,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT in its environment, which is otherwise the worker's without its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
