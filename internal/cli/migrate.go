@@ -37,8 +37,9 @@ the schema is not current: work, demo, serve (unless --read-only without
 workers), dashboard (unless --read-only), queue create and bench.
 The others only check that the schema is current and, when it is
 not, fail with a message to run pgbus migrate: queues, dlq (summary, list,
-show, retry, retry-all, discard, purge), audit, send, queue drop, pause,
-resume and purge, and serve --read-only without workers. The read commands
+show, retry, retry-all, discard, purge), audit, health, workers, circuits,
+circuit reset, send, queue messages, drop, pause, resume and purge,
+dashboard --read-only, and serve --read-only without workers. The read commands
 among them (queues, dlq summary, list and show, audit, serve --read-only)
 write nothing, so a role that may only read can run them, with:
 

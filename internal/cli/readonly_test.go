@@ -204,6 +204,11 @@ func TestCommandsOnUnmigratedDatabase(t *testing.T) {
 		{"audit"},
 		{"send", "orders", "{}"},
 		{"queue", "pause", "orders"},
+		{"queue", "messages", "orders"},
+		{"health"},
+		{"workers"},
+		{"circuits"},
+		{"circuit", "reset", "api"},
 		{"serve", "--read-only"},
 		{"dashboard", "--read-only"},
 	} {
