@@ -28,7 +28,8 @@ Filters (summary, list, retry-all, discard):
   --queue Q          the DLQ of queue Q (Q_dlq is accepted too)
   --kind K           the job kind (pgbus_kind, or job_class of Ruby pgbus)
   --error-class C    the block's error class, exactly (e.g. demo.Unavailable)
-  --reason R         max_retries_exceeded, non_retryable_error or deadline_exceeded
+  --reason R         max_retries_exceeded, non_retryable_error, deadline_exceeded,
+                     or not_recorded (a message without a dead-letter block)
   --since T --until T  dead-lettered in [since, until): RFC 3339, a date
                      (2026-11-29), or an age (30m, 2h, 7d)
   --text S           case-insensitive text in the error message
