@@ -30,7 +30,7 @@ type DLQRetryInput struct {
 
 const dlqRetryDescription = `Retries dead messages: moves them out of their DLQ back to the queue they died in, where workers run them again (attempts start over; the failure history goes with them). Each message moves in its own transaction (with expect: all in one); one failing does not stop the rest. By ids, outcomes has one entry per id: retried, not_found (retried or discarded already), ambiguous (in several DLQs: pass queue) or failed with its error.
 
-Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text) with a required limit (1 to 1000, oldest first). A message whose deadline has passed (reason deadline_exceeded, or died later) is not moved unless clear_deadline is set. Retry only after the cause is fixed or was transient (timeouts, 503s); for bad input that will never succeed use pgbus_dlq_discard, or retry one message with a corrected payload (payload, exactly one id). By filter, call with dry_run: true first, then pass its expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. Next: pgbus_queue_stats or pgbus_queue_messages to watch the retried messages; pgbus_dlq_summary to see what is left.`
+Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text, group) with a required limit (1 to 1000, oldest first). A message whose deadline has passed (reason deadline_exceeded, or died later) is not moved unless clear_deadline is set. Retry only after the cause is fixed or was transient (timeouts, 503s); for bad input that will never succeed use pgbus_dlq_discard, or retry one message with a corrected payload (payload, exactly one id). By filter, call with dry_run: true first, then pass its expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. Next: pgbus_queue_stats or pgbus_queue_messages to watch the retried messages; pgbus_dlq_summary to see what is left.`
 
 func dlqRetryTool() mcp.Tool {
 	return newTool("pgbus_dlq_retry", dlqRetryDescription, writeAnnotations("Retry dead messages", false, false), DLQRetryInput{}, ops.DLQRetry{})
@@ -77,7 +77,7 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 // are required, so that an agent always says how much it moves.
 func bulkLimit(f DeadFilter, limit *int, op string) (int, error) {
 	if f == (DeadFilter{}) {
-		return 0, fixf("pass ids, or filters (queue, kind, error_class, reason, since, until, text) with a limit, to choose what to %s; pgbus_dlq_summary shows the groups there are", op)
+		return 0, fixf("pass ids, or filters (queue, kind, error_class, reason, since, until, text, group) with a limit, to choose what to %s; pgbus_dlq_summary shows the groups there are", op)
 	}
 	if limit == nil {
 		return 0, fixf("limit is required with filters: pass the most messages to %s (1 to %d); pgbus_dlq_list with the same filters shows what matches", op, maxBulk)
