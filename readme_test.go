@@ -194,3 +194,37 @@ func TestDocsNameEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// fuzzTarget matches the declaration of a Go fuzz target.
+var fuzzTarget = regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+
+// The README's list of fuzz targets, which says how to run each, names
+// every one there is.
+func TestREADMENamesEveryFuzzTarget(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, dir := range packageDirs(t) {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range fuzzTarget.FindAllStringSubmatch(string(src), -1) {
+				n++
+				if !strings.Contains(string(readme), "`"+m[1]+"`") {
+					t.Errorf("README.md does not name the fuzz target %s of %s: add it to the list of fuzz targets", m[1], dir)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no fuzz target found; is the pattern still right?")
+	}
+}
