@@ -91,6 +91,10 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	if err := ops.CheckSafeFields(c.SafeFields); err != nil {
 		return usageError{err}
 	}
+	// Its retries are traced as those of every other front end.
+	if c.Observers, err = a.tracing(ctx); err != nil {
+		return err
+	}
 	// Actions write, so the dashboard migrates as serve does; a read-only
 	// one only checks the schema and writes nothing.
 	a.waitForDB = longRunningWait

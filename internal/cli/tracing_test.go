@@ -1,13 +1,19 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -91,5 +97,59 @@ func TestTracingMisconfigured(t *testing.T) {
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 0 {
 		t.Errorf("%d messages sent", n)
+	}
+}
+
+// A retry made on pgbus dashboard, which reads the OTEL_* variables as
+// every command does, is traced as a retry from any other front end: a
+// dlq_retry span whose context the retried message carries.
+func TestDashboardRetryTraced(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "shop", "--max-retries", "1")
+	d.ok(t, "send", "shop", `{"amount_cents": 0}`, "--kind", "charge")
+	d.ok(t, "work", "--queue", "shop", "--handler", "demo", "--until-idle", "--poll-interval", "50ms")
+	var dead int64
+	d.query(t, `SELECT msg_id FROM pgmq.q_shop_dlq`, &dead)
+
+	c, collectorURL := newCollector(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "dash-token-0123456789"
+	cmd := exec.CommandContext(ctx, binary, "dashboard", "--addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+d.url, "PGBUS_MCP_TOKEN="+token, "OTEL_EXPORTER_OTLP_ENDPOINT="+collectorURL)
+	base, logs := startListening(t, cmd, "pgbus dashboard listening", "url")
+	defer func() { _ = cmd.Process.Kill() }()
+
+	form := url.Values{"queue": {"shop_dlq"}, "id": {strconv.FormatInt(dead, 10)}}
+	req, _ := http.NewRequest(http.MethodPost, strings.TrimSuffix(base, "/")+"/dlq/message/retry", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "retried") {
+		t.Fatalf("POST /dlq/message/retry: %d\n%s", resp.StatusCode, page)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil { // flushes the spans
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+
+	var tp string
+	d.query(t, `SELECT coalesce(headers->>'traceparent', '') FROM pgmq.q_shop`, &tp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids, ok := c.spans["dlq_retry shop_dlq"]
+	if !ok {
+		t.Fatalf("the collector got no dlq_retry span from the dashboard's retry; it got %v", c.spans)
+	}
+	if want := "00-" + ids[0] + "-" + ids[1] + "-01"; tp != want {
+		t.Errorf("the retried message carries traceparent %q, want the dlq_retry span's %q", tp, want)
 	}
 }

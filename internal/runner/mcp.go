@@ -42,8 +42,8 @@ type MCPConfig struct {
 	// that set a log level; records logged through ClientLog.Tee elsewhere
 	// (the embedded workers) reach them too.
 	ClientLog *mcpserver.ClientLog
-	// Observers watch what agents send and retry out of DLQs, for traces
-	// (see Tracing). None by default.
+	// Observers watch what agents send and what they and the dashboard
+	// retry out of DLQs, for traces (see Tracing). None by default.
 	Observers []engine.Observer
 	// Handlers are the handlers queues are known to run with, for the
 	// next steps that start a worker (ops.Options.Handlers).
@@ -143,11 +143,11 @@ func loopbackAddr(addr string) bool {
 
 // ServeDashboard serves the web dashboard alone (no MCP endpoint) over st
 // on c.HTTP's address, under the HTTP transport's security, until ctx
-// ends, with the payload gate and read-only mode of c.
+// ends, with the payload gate, read-only mode and observers of c.
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
-		Handlers: c.Handlers})
+		Observers: c.Observers, Handlers: c.Handlers})
 	if err != nil {
 		return err
 	}
