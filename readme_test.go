@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -89,6 +90,12 @@ func envVarsIn(t *testing.T, dir string) map[string]string {
 
 // skipDir reports whether the go command leaves a directory out of ./...,
 // or it holds no Go of this module.
+// skipPath reports whether a slash-separated path lies in a directory
+// skipDir skips.
+func skipPath(path string) bool {
+	return slices.ContainsFunc(strings.Split(path, "/"), skipDir)
+}
+
 func skipDir(name string) bool {
 	return name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 }
@@ -150,6 +157,17 @@ func names(text, name string) bool {
 func packageDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
+	// In a git checkout, the packages are those of the files it tracks:
+	// a build's scratch directory below the tree (TMPDIR set inside it)
+	// holds Go files that are no package of the project.
+	if out, err := exec.Command("git", "ls-files", "--", "*.go").Output(); err == nil && len(out) > 0 {
+		for _, path := range strings.Fields(string(out)) {
+			if dir := filepath.Dir(path); dir != "." && !skipPath(dir) && !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
+		}
+		return dirs
+	}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
