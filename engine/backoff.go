@@ -13,12 +13,14 @@ type RetryPolicy struct {
 	// MaxRetries is how many times a message runs at most: the failure of
 	// attempt MaxRetries dead-letters it.
 	MaxRetries int
-	// Strategy is store.BackoffExponential or store.BackoffPolynomial.
+	// Strategy is store.BackoffExponential or store.BackoffPolynomial;
+	// empty is exponential.
 	Strategy string
 	Backoff  time.Duration
 	// BackoffMax caps every delay.
 	BackoffMax time.Duration
-	// Jitter spreads delays by a uniform factor in [1-Jitter, 1+Jitter].
+	// Jitter, from 0 to 1, spreads delays by a uniform factor in
+	// [1-Jitter, 1+Jitter] (polynomial: adds up to attempt*Jitter seconds).
 	Jitter float64
 }
 

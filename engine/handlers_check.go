@@ -27,7 +27,8 @@ func (c *Client) Validate() error {
 // the empty kind (no message names it), a queue's default handler for a
 // queue this client does not work (a typo), and retry policies whose
 // attempts are out of range (a RetryPolicy filled in part has zero
-// attempts, which dead-letters messages unrun).
+// attempts, which dead-letters messages unrun), or whose jitter or
+// strategy no queue could have.
 func (c *Client) checkHandlers() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -87,6 +88,17 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 	}
 	if p.Backoff < 0 || p.BackoffMax < p.Backoff {
 		return fmt.Errorf("%w: %s: %s has backoff %s and backoff max %s; the max caps every delay, so make it at least the backoff (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff, p.BackoffMax)
+	}
+	// A jitter past 1 makes some delays negative, and NaN makes them all
+	// so: either retries at once, using up the attempts in a burst.
+	if !(p.Jitter >= 0 && p.Jitter <= 1) {
+		return fmt.Errorf("%w: %s: %s.Jitter %v is out of range 0..1 (0.15 spreads delays by ±15%%)", store.ErrInvalid, what, field, p.Jitter)
+	}
+	switch p.Strategy {
+	case "", store.BackoffExponential, store.BackoffPolynomial:
+	default:
+		// Anything else would silently back off exponentially.
+		return fmt.Errorf("%w: %s: %s.Strategy %q is not a backoff strategy; use store.BackoffExponential or store.BackoffPolynomial", store.ErrInvalid, what, field, p.Strategy)
 	}
 	return nil
 }

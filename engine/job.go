@@ -54,7 +54,8 @@ type HandlerOptions struct {
 	// Retry replaces the queue's retry policy for this kind, whole: a
 	// field left zero is zero (a zero Backoff retries at once), so start
 	// from DefaultRetryPolicy() and change what you need. Run refuses
-	// MaxRetries out of 1..1000.
+	// MaxRetries out of 1..1000, a BackoffMax below Backoff, Jitter out of
+	// 0..1 and an unknown Strategy.
 	Retry *RetryPolicy
 	// Timeout bounds one attempt; default: the queue's visibility timeout.
 	// The visibility timeout is extended by a heartbeat while the handler

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,7 +296,7 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	noop := func(context.Context, *engine.Job) error { return nil }
-	for _, c := range []struct {
+	cases := []struct {
 		what     string
 		register func(c *engine.Client)
 		says     string
@@ -312,7 +313,23 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"policy retry out of range", func(c *engine.Client) {
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 5000}}})
 		}, "out of range 0..1000"},
-	} {
+		{"jitter past 1", func(c *engine.Client) {
+			p := engine.DefaultRetryPolicy()
+			p.Jitter = 2
+			c.Handle("k", noop, engine.HandlerOptions{Retry: &p})
+		}, "HandlerOptions.Retry.Jitter 2 is out of range 0..1"},
+		{"jitter not a number", func(c *engine.Client) {
+			p := engine.DefaultRetryPolicy()
+			p.Jitter = math.NaN()
+			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Retry: &p}}})
+		}, "HandlerOptions.Policies[0].Retry.Jitter NaN is out of range 0..1"},
+		{"unknown strategy", func(c *engine.Client) {
+			p := engine.DefaultRetryPolicy()
+			p.Strategy = "linear"
+			c.Handle("k", noop, engine.HandlerOptions{Retry: &p})
+		}, `Strategy "linear" is not a backoff strategy; use store.BackoffExponential or store.BackoffPolynomial`},
+	}
+	for _, c := range cases {
 		cl := pgtest.NewClient(t, s, q, nil)
 		c.register(cl)
 		pgtest.Send(t, cl, q, 1, engine.SendOptions{})
@@ -323,8 +340,8 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 			t.Errorf("%s: Run = %v; want ErrInvalid saying %q", c.what, err, c.says)
 		}
 	}
-	if got := pgtest.Live(t, s, q); got != 8 {
-		t.Fatalf("refused clients touched the queue: %d live, want the 8 sent", got)
+	if got := pgtest.Live(t, s, q); got != len(cases) {
+		t.Fatalf("refused clients touched the queue: %d live, want the %d sent", got, len(cases))
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE read_ct > 0`); n != 0 {
 		t.Fatalf("refused clients read %d messages", n)
