@@ -59,5 +59,12 @@ func (p RetryPolicy) NextDelay(attempt int, rnd float64) time.Duration {
 		d = math.Min(d, float64(p.BackoffMax))
 		d *= 1 - p.Jitter + 2*p.Jitter*rnd
 	}
-	return time.Duration(math.Min(d, float64(p.BackoffMax)))
+	// Compared as floats, not converted first: float64(math.MaxInt64) is
+	// 2^63, past what a Duration holds, so a delay capped at a BackoffMax
+	// near it (as "no cap" is written) converted to a negative one, which
+	// retried at once.
+	if d >= float64(p.BackoffMax) {
+		return p.BackoffMax
+	}
+	return time.Duration(max(d, 0))
 }

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -46,6 +47,26 @@ func TestExponentialHugeAttemptsStayCapped(t *testing.T) {
 		d := p.NextDelay(attempt, 0.5)
 		if d <= 0 || d > p.BackoffMax {
 			t.Errorf("NextDelay(%d) = %s, want within (0, %s]", attempt, d, p.BackoffMax)
+		}
+	}
+}
+
+// A BackoffMax as long as a Duration goes, as "no cap" is written, caps
+// the delays of late attempts at itself: converted from a float at 2^63,
+// they were negative, and the message was retried at once.
+func TestNoCapBackoffStaysPositive(t *testing.T) {
+	for _, strategy := range []string{store.BackoffExponential, store.BackoffPolynomial} {
+		p := engine.RetryPolicy{MaxRetries: 1000, Strategy: strategy, Backoff: time.Second, BackoffMax: math.MaxInt64, Jitter: 0.15}
+		prev := time.Duration(0)
+		for _, attempt := range []int{1, 10, 34, 35, 40, 63, 1000} {
+			d := p.NextDelay(attempt, 0.5)
+			if d < prev {
+				t.Errorf("%s: NextDelay(%d) = %s, shorter than an earlier attempt's %s", strategy, attempt, d, prev)
+			}
+			prev = d
+		}
+		if d := p.NextDelay(1000, 0.5); d != p.BackoffMax {
+			t.Errorf("%s: NextDelay(1000) = %s, want the cap %s", strategy, d, p.BackoffMax)
 		}
 	}
 }
