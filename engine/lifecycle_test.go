@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -445,6 +446,31 @@ func TestHandlerTimeouts(t *testing.T) {
 	}
 	if !classes["context.DeadlineExceeded"] || !classes[engine.ClassHandlerTimeout] {
 		t.Fatalf("error classes = %v, want context.DeadlineExceeded and %s", classes, engine.ClassHandlerTimeout)
+	}
+}
+
+// A handler timeout as long as a Duration goes, as "no timeout" is
+// written, lets the handler run: added to the grace it wrapped to a
+// negative wait, and every attempt was failed at once as a handler that
+// ignored its context, here dead-lettering a job that succeeds.
+func TestTimeoutAsLongAsADurationGoes(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
+	c := pgtest.NewClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.Handle("long", func(ctx context.Context, job *engine.Job) error {
+		calls.Add(1)
+		time.Sleep(300 * time.Millisecond) // a handler that takes a while
+		return nil
+	}, engine.HandlerOptions{Timeout: math.MaxInt64})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "long"})
+	pgtest.Eventually(t, 20*time.Second, "the message settled", func() bool { return pgtest.Live(t, s, q) == 0 })
+	if dead := deadMessages(t, s, q); len(dead) != 0 {
+		t.Fatalf("dead-lettered: %v", dead[0].Block)
+	}
+	if got := pgtest.Archived(t, s, q); got != 1 || calls.Load() != 1 {
+		t.Fatalf("archived %d after %d calls; want 1 after 1", got, calls.Load())
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -653,7 +654,7 @@ const breakerCallTimeout = 10 * time.Second
 func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time.Duration, open bool, probe time.Time) {
 	ctx, cancel := context.WithTimeout(w.jobBase, breakerCallTimeout)
 	defer cancel()
-	probeTimeout := timeout + w.c.cfg.HandlerGrace + breakerCallTimeout
+	probeTimeout := addCapped(addCapped(timeout, w.c.cfg.HandlerGrace), breakerCallTimeout)
 	v, err := w.c.store.AcquireBreaker(ctx, name, probeTimeout)
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted while this process ran (by hand, or by retention had
@@ -741,6 +742,17 @@ type attempt struct {
 	ran      bool
 }
 
+// addCapped adds two non-negative durations, capped at the longest
+// Duration: a timeout as long as a Duration goes (as "no timeout" is
+// written) plus the grace wrapped to a negative sum, whose timer fired at
+// once, failing every attempt as a handler that ignored its context.
+func addCapped(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // handlerTimeout bounds one attempt of h: its own timeout, else the
 // queue's visibility timeout.
 func (w *queueWorker) handlerTimeout(h handler) time.Duration {
@@ -776,7 +788,7 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 		returned = true
 		done <- attempt{err: err}
 	}()
-	grace := time.NewTimer(timeout + w.c.cfg.HandlerGrace)
+	grace := time.NewTimer(addCapped(timeout, w.c.cfg.HandlerGrace))
 	defer grace.Stop()
 	var a attempt
 	select {
