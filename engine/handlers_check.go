@@ -8,8 +8,9 @@ import (
 
 // Validate reports what Run would refuse at start without reading the
 // database: a kind or queue whose handler is registered twice, handlers
-// that would dead-letter every message (see Run) and one circuit breaker
-// named with different settings. A caller that runs
+// that would dead-letter every message (see Run), a circuit breaker whose
+// settings are out of range (store.BreakerConfig.Validate) and one named
+// with different settings. A caller that runs
 // Run in the background calls it first, so that such a mistake stops it
 // rather than a log line.
 func (c *Client) Validate() error {
@@ -67,6 +68,14 @@ func (h handler) check(what string) error {
 	}
 	if err := checkRetry(what, "HandlerOptions.Retry", h.opts.Retry); err != nil {
 		return err
+	}
+	if b := h.opts.Breaker; b != nil {
+		// Checked here, not only as Run makes the breakers: Validate sees
+		// it, the error names the handler, and a Run refused makes none
+		// of the other handlers' breakers first.
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("%s: HandlerOptions.Breaker: %w", what, err)
+		}
 	}
 	for i, p := range h.opts.Policies {
 		if err := checkRetry(what, fmt.Sprintf("HandlerOptions.Policies[%d].Retry", i), p.Retry); err != nil {

@@ -267,6 +267,33 @@ func TestOneBreakerNameTwoSettings(t *testing.T) {
 	})
 }
 
+// A handler's circuit breaker with settings out of range is refused by
+// Validate, as by Run, naming the handler, and the refused Run makes none
+// of the breakers of the other handlers: it was refused only as Run made
+// the breakers, one by one, unseen by Validate.
+func TestBreakerOutOfRangeRefusedBeforeAnyIsMade(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	good := store.BreakerConfig{Name: pgtest.Name("good"), FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: time.Minute}
+	bad := store.BreakerConfig{Name: pgtest.Name("bad"), CoolOff: time.Second, MaxCoolOff: time.Minute}
+	noop := func(context.Context, *engine.Job) error { return nil }
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("fine", noop, engine.HandlerOptions{Breaker: &good})
+	c.Handle("charge", noop, engine.HandlerOptions{Breaker: &bad})
+	const says = `kind "charge": HandlerOptions.Breaker: circuit breaker "`
+	if err := c.Validate(); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "failure threshold 0 is out of range") {
+		t.Fatalf("Validate = %v; want ErrInvalid saying %q and the threshold", err, says)
+	}
+	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+	defer cancel()
+	if err := c.Run(ctx); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), says) {
+		t.Fatalf("Run = %v; want ErrInvalid saying %q", err, says)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = ANY($1)`, []string{good.Name, bad.Name}); n != 0 {
+		t.Fatalf("the refused client made %d breakers", n)
+	}
+}
+
 // An error policy that sets only MaxRetries changes the attempts of its
 // errors and keeps the queue's backoff.
 func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
