@@ -29,7 +29,8 @@ func (c *Client) Validate() error {
 // queue this client does not work (a typo), and retry policies whose
 // attempts are out of range (a RetryPolicy filled in part has zero
 // attempts, which dead-letters messages unrun), or whose jitter or
-// strategy no queue could have.
+// strategy no queue could have; and error policies that match no error or
+// name no action.
 func (c *Client) checkHandlers() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -78,6 +79,14 @@ func (h handler) check(what string) error {
 		}
 	}
 	for i, p := range h.opts.Policies {
+		// A policy without a matcher matches no error, so it would be
+		// skipped without a word, when it was most likely meant for all.
+		if p.Class == "" && p.Is == nil && p.Match == nil {
+			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d] matches no error: give it a Class, an Is or a Match (for every error, Match: func(error) bool { return true })", store.ErrInvalid, what, i)
+		}
+		if p.Action < ActionRetry || p.Action > ActionDeadLetter {
+			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d].Action %d is not an action; use ActionRetry, ActionRetryAfterHint, ActionDiscard or ActionDeadLetter", store.ErrInvalid, what, i, p.Action)
+		}
 		if err := checkRetry(what, fmt.Sprintf("HandlerOptions.Policies[%d].Retry", i), p.Retry); err != nil {
 			return err
 		}

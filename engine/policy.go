@@ -22,8 +22,9 @@ const (
 )
 
 // ErrorPolicy chooses what happens to errors of one class. A policy matches
-// when any of its matchers does; HandlerOptions.Policies are tried in order
-// and the first match wins. Errors no policy matches use the queue's policy.
+// when any of its matchers (Class, Is, Match) does, and Run refuses one
+// with none; HandlerOptions.Policies are tried in order and the first
+// match wins. Errors no policy matches use the queue's policy.
 type ErrorPolicy struct {
 	// Class matches ErrorClass(err) exactly, for example "http.503" from a
 	// built-in handler or "*net.OpError".
@@ -31,7 +32,9 @@ type ErrorPolicy struct {
 	// Is matches errors.Is(err, Is): a sentinel error.
 	Is error
 	// Match is any test, for example MatchType[*net.OpError]().
-	Match  func(error) bool
+	Match func(error) bool
+	// Action is what happens to the errors matched; the zero value is
+	// ActionRetry.
 	Action Action
 	// Retry, for ActionRetry and ActionRetryAfterHint, replaces the
 	// attempts and backoff for these errors.

@@ -340,6 +340,12 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"policy retry out of range", func(c *engine.Client) {
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 5000}}})
 		}, "out of range 0..1000"},
+		{"policy without a matcher", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Action: engine.ActionDeadLetter}}})
+		}, "HandlerOptions.Policies[0] matches no error: give it a Class, an Is or a Match"},
+		{"policy with an unknown action", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.Action(9)}}})
+		}, "HandlerOptions.Policies[0].Action 9 is not an action"},
 		{"jitter past 1", func(c *engine.Client) {
 			p := engine.DefaultRetryPolicy()
 			p.Jitter = 2
