@@ -134,6 +134,18 @@ func TestIdempotencyKeyBadInput(t *testing.T) {
 	}
 }
 
+// A key too long for the headers, which carry it too, is refused as a key
+// too long, with the key's limit: it was refused as headers too long,
+// naming neither.
+func TestIdempotencyKeyTooLongForTheHeaders(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s)
+	_, err := s.Send(testContext(t), q, keyedWithHeader(`1`, strings.Repeat("k", store.MaxHeadersBytes)))
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("idempotency key must be valid UTF-8 without NUL, at most %d bytes", store.MaxIdempotencyKeyBytes)) {
+		t.Fatalf("send = %v; want ErrInvalid naming the key's limit", err)
+	}
+}
+
 // keyedWithHeader is keyed with the key in its header too, as the engine
 // sends it.
 func keyedWithHeader(payload, key string) store.NewMessage {

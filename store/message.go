@@ -164,11 +164,14 @@ func validateNewMessage(i int, m NewMessage) error {
 	if why := CheckJSONText(m.Payload); why != "" {
 		return invalidf("%s: payload cannot be stored: %s", where, why)
 	}
-	if err := validateHeaders(where, m.Headers); err != nil {
-		return err
-	}
+	// The key before the headers: the engine puts it in the headers too,
+	// so a key too long for them was refused as headers too long, which
+	// named neither the key nor its own limit.
 	if len(m.IdempotencyKey) > MaxIdempotencyKeyBytes || !utf8.ValidString(m.IdempotencyKey) || strings.ContainsRune(m.IdempotencyKey, 0) {
 		return invalidf("%s: idempotency key must be valid UTF-8 without NUL, at most %d bytes", where, MaxIdempotencyKeyBytes)
+	}
+	if err := validateHeaders(where, m.Headers); err != nil {
+		return err
 	}
 	return validateDuration(where+": delay", m.Delay, 0, MaxDelay)
 }
