@@ -22,7 +22,9 @@ const DefaultVacuumAfter = 10_000
 // DefaultAuditRetention is Config.AuditRetention's default: 90 days.
 const DefaultAuditRetention = 90 * 24 * time.Hour
 
-// Config configures a Client. Zero values take the defaults given.
+// Config configures a Client. Zero values take the defaults given;
+// NewClient refuses the intervals that pace its loops when they are
+// shorter than MinInterval.
 type Config struct {
 	// Queues are the queues this client works.
 	Queues []QueueConfig
@@ -131,7 +133,28 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// MinInterval is the shortest PollInterval, VisibilityHeartbeat,
+// ProcessHeartbeat, SettingsRefresh, StatsFlush and RetentionInterval
+// NewClient takes.
+const MinInterval = time.Millisecond
+
 func (c Config) validate() error {
+	// A Duration is nanoseconds, so PollInterval: 1 means 1ns, not a
+	// second: the loops these pace would query the database without
+	// pause.
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"PollInterval", c.PollInterval}, {"VisibilityHeartbeat", c.VisibilityHeartbeat},
+		{"ProcessHeartbeat", c.ProcessHeartbeat}, {"SettingsRefresh", c.SettingsRefresh},
+		{"StatsFlush", c.StatsFlush}, {"RetentionInterval", c.RetentionInterval},
+	} {
+		if d.value > 0 && d.value < MinInterval {
+			return fmt.Errorf("%w: Config.%s %s is shorter than %s, which would query the database without pause: give a time.Duration such as 2 * time.Second (a bare 2 is 2ns), or leave it zero for the default",
+				store.ErrInvalid, d.field, d.value, MinInterval)
+		}
+	}
 	seen := map[string]bool{}
 	for _, q := range c.Queues {
 		if err := store.ValidateQueueName(q.Name); err != nil {

@@ -484,6 +484,33 @@ func TestNewClientWithoutStore(t *testing.T) {
 	}
 }
 
+// An interval that paces a loop, given as a bare number (PollInterval: 1,
+// one nanosecond, meant as a second), is refused, naming the field, rather
+// than querying the database without pause; MinInterval itself is taken.
+func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
+	s := testStore(t)
+	q := uniqueName("q")
+	for field, set := range map[string]func(*engine.Config, time.Duration){
+		"PollInterval":        func(c *engine.Config, d time.Duration) { c.PollInterval = d },
+		"VisibilityHeartbeat": func(c *engine.Config, d time.Duration) { c.VisibilityHeartbeat = d },
+		"ProcessHeartbeat":    func(c *engine.Config, d time.Duration) { c.ProcessHeartbeat = d },
+		"SettingsRefresh":     func(c *engine.Config, d time.Duration) { c.SettingsRefresh = d },
+		"StatsFlush":          func(c *engine.Config, d time.Duration) { c.StatsFlush = d },
+		"RetentionInterval":   func(c *engine.Config, d time.Duration) { c.RetentionInterval = d },
+	} {
+		cfg := engine.Config{Queues: []engine.QueueConfig{{Name: q}}}
+		set(&cfg, 1)
+		c, err := engine.NewClient(s, cfg)
+		if want := "Config." + field + " 1ns is shorter than 1ms"; c != nil || !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: 1: NewClient made a client: %t, err %v; want ErrInvalid saying %q", field, c != nil, err, want)
+		}
+		set(&cfg, engine.MinInterval)
+		if c, err := engine.NewClient(s, cfg); c == nil || err != nil {
+			t.Errorf("%s: %s: NewClient made a client: %t, err %v; want a client", field, engine.MinInterval, c != nil, err)
+		}
+	}
+}
+
 // A stop while Run starts is a stop like any other: nil, not the error of
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {
