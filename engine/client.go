@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,6 +126,9 @@ func (c Config) withDefaults() Config {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
+	// A copy: the caller's slice is neither changed by the defaults nor,
+	// changed later (reused for another client), changes this one.
+	c.Queues = slices.Clone(c.Queues)
 	for i := range c.Queues {
 		if c.Queues[i].Concurrency == 0 {
 			c.Queues[i].Concurrency = 10

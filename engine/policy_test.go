@@ -511,6 +511,33 @@ func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
 	}
 }
 
+// A client keeps its own copy of Config.Queues: the caller's slice keeps
+// the values it gave (the default concurrency was written into it), and
+// reused for another client afterwards, it does not change the queues
+// this one works.
+func TestClientKeepsItsOwnQueues(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	queues := []engine.QueueConfig{{Name: q}}
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Queues = queues })
+	if queues[0].Concurrency != 0 {
+		t.Errorf("NewClient wrote concurrency %d into the caller's Config.Queues", queues[0].Concurrency)
+	}
+	queues[0].Name = uniqueName("other") // the slice reused for another client
+	ran := make(chan int64, 1)
+	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error { ran <- job.ID; return nil })
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Start(t, c)
+	select {
+	case got := <-ran:
+		if got != id {
+			t.Fatalf("ran message %d, want %d", got, id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the client did not work queue %s after the caller reused its Config.Queues", q)
+	}
+}
+
 // A stop while Run starts is a stop like any other: nil, not the error of
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {
