@@ -259,7 +259,7 @@ func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 	if _, ok := c.kinds[kind]; ok && c.twice == "" {
 		c.twice = fmt.Sprintf("kind %q is registered twice with Handle", kind)
 	}
-	c.kinds[kind] = handler{fn: fn, opts: firstOr(opts)}
+	c.kinds[kind] = handler{fn: fn, opts: firstOr(opts).clone()}
 }
 
 // HandleQueue registers the handler for messages of a queue whose kind has
@@ -274,7 +274,7 @@ func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOption
 	if _, ok := c.defaults[queue]; ok && c.twice == "" {
 		c.twice = fmt.Sprintf("queue %q is registered twice with HandleQueue", queue)
 	}
-	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts)}
+	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts).clone()}
 }
 
 // refuseWhileRunning panics when Run has started: a registration it cannot

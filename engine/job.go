@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -49,7 +50,8 @@ func (j *Job) Decode(v any) error {
 // when the worker shuts down for good.
 type HandlerFunc func(ctx context.Context, job *Job) error
 
-// HandlerOptions tune one kind's handling.
+// HandlerOptions tune one kind's handling. Handle and HandleQueue keep a
+// copy of them, and of the policies and breaker they point to.
 type HandlerOptions struct {
 	// Retry replaces the queue's retry policy for this kind, whole: a
 	// field left zero is zero (a zero Backoff retries at once), so start
@@ -73,6 +75,29 @@ type HandlerOptions struct {
 	// is taken for lost, and another let through, only once it has run past
 	// Timeout and Config.HandlerGrace.
 	Breaker *store.BreakerConfig
+}
+
+// clone copies what o points to, so that a registration keeps the
+// options it was given: a RetryPolicy or BreakerConfig the caller changes
+// afterwards (to register the next kind with it) changed this kind's too,
+// and while Run ran, unchecked and racing with the workers.
+func (o HandlerOptions) clone() HandlerOptions {
+	if o.Retry != nil {
+		r := *o.Retry
+		o.Retry = &r
+	}
+	if o.Breaker != nil {
+		b := *o.Breaker
+		o.Breaker = &b
+	}
+	o.Policies = slices.Clone(o.Policies)
+	for i, p := range o.Policies {
+		if p.Retry != nil {
+			r := *p.Retry
+			o.Policies[i].Retry = &r
+		}
+	}
+	return o
 }
 
 type handler struct {

@@ -538,6 +538,32 @@ func TestClientKeepsItsOwnQueues(t *testing.T) {
 	}
 }
 
+// A registration keeps the retry policy it was given: the caller changing
+// the policy afterwards, to register another kind with it, changes only
+// the other kind's.
+func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	seen := make(chan int, 2)
+	record := func(_ context.Context, job *engine.Job) error { seen <- job.MaxRetries; return nil }
+	p := engine.DefaultRetryPolicy()
+	p.MaxRetries = 1
+	c.Handle("once", record, engine.HandlerOptions{Retry: &p})
+	p.MaxRetries = 7
+	c.Handle("often", record, engine.HandlerOptions{Retry: &p})
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "once"})
+	pgtest.Start(t, c)
+	select {
+	case got := <-seen:
+		if got != 1 {
+			t.Fatalf("kind once ran with MaxRetries %d; want the 1 it was registered with", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not run")
+	}
+}
+
 // A stop while Run starts is a stop like any other: nil, not the error of
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {
