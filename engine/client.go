@@ -331,8 +331,13 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.
 // A database whose schema lacks this pgbus's migrations stops Run before
 // anything is written, with an error wrapping store.ErrSchemaOld (or
-// store.ErrSchemaMissing): call Store.Migrate first.
+// store.ErrSchemaMissing): call Store.Migrate first. A nil ctx is
+// refused with store.ErrInvalid.
 func (c *Client) Run(ctx context.Context) error {
+	if ctx == nil {
+		// Refused here, not as a nil dereference deep in the driver.
+		return fmt.Errorf("%w: Run needs a context, and stops when it ends: pass one from context.WithCancel(context.Background())", store.ErrInvalid)
+	}
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}

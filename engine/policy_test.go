@@ -564,6 +564,34 @@ func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
 	}
 }
 
+// A nil context is refused by Run and Send, saying what to pass, rather
+// than panicking on a nil dereference in the driver; nothing is sent.
+func TestNilContextRefused(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	var sent atomic.Int64
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Observers = []engine.Observer{idSender{id: &sent}} })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	var none context.Context
+	call := func(what string, f func() error) error {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("%s with a nil context panicked: %v", what, r)
+			}
+		}()
+		return f()
+	}
+	if err := call("Run", func() error { return c.Run(none) }); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "context.WithCancel(context.Background())") {
+		t.Errorf("Run(nil) = %v; want ErrInvalid saying what to pass", err)
+	}
+	if err := call("Send", func() error { _, err := c.Send(none, q, 1, engine.SendOptions{}); return err }); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "context.Background()") {
+		t.Errorf("Send(nil) = %v; want ErrInvalid saying what to pass", err)
+	}
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("%d messages sent", n)
+	}
+}
+
 // A stop while Run starts is a stop like any other: nil, not the error of
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {

@@ -34,8 +34,13 @@ type SendOptions struct {
 }
 
 // Send enqueues one message on a physical queue. payload is marshalled to
-// JSON unless it already is JSON (json.RawMessage or []byte).
+// JSON unless it already is JSON (json.RawMessage or []byte). A nil ctx
+// is refused with store.ErrInvalid.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
+	if ctx == nil {
+		// Refused here, not as a nil dereference deep in the driver.
+		return 0, fmt.Errorf("%w: Send needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
+	}
 	if len(c.observers.list) > 0 {
 		var done func(int64, error)
 		opts, done = c.observeSend(ctx, queue, opts)
