@@ -16,7 +16,9 @@ type RetryPolicy struct {
 	// Strategy is store.BackoffExponential or store.BackoffPolynomial;
 	// empty is exponential.
 	Strategy string
-	Backoff  time.Duration
+	// Backoff is the exponential strategy's first delay, doubled at each
+	// failure after; the polynomial strategy does not use it.
+	Backoff time.Duration
 	// BackoffMax caps every delay.
 	BackoffMax time.Duration
 	// Jitter, from 0 to 1, spreads delays by a uniform factor in

@@ -29,6 +29,10 @@ const DefaultAuditRetention = 90 * 24 * time.Hour
 type Config struct {
 	// Queues are the queues this client works.
 	Queues []QueueConfig
+	// Logger receives the workers' log: failures to read and write and
+	// their retries, handlers that ignore their context, circuit
+	// breakers opening and closing, queues dropped and made again,
+	// retention's prunes. Default: none.
 	Logger *slog.Logger
 	// PollInterval is how often an idle queue is read when no notification
 	// arrives (messages sent by other PGMQ clients do not notify). Default 1s.
@@ -91,6 +95,9 @@ type Config struct {
 
 // QueueConfig is one queue a client works.
 type QueueConfig struct {
+	// Name is the queue as it was created (ops.Service.QueueCreate); a
+	// queue with priority levels is named by its own name, and its
+	// workers read each level.
 	Name string
 	// Concurrency is how many of its messages run at once. Default 10.
 	Concurrency int

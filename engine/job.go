@@ -18,14 +18,26 @@ type Job struct {
 	// belongs to: the queue itself, or the queue whose priority level
 	// Queue is. Stats and metrics count jobs under it.
 	WorkQueue string
-	ID        int64
-	Kind      string
+	// ID is the message's id in Queue.
+	ID int64
+	// Kind is the message's kind, which chose its handler: its pgbus_kind
+	// header (a message of Ruby pgbus: its payload's job_class); "" for a
+	// message without one, run by the queue's HandleQueue handler.
+	Kind string
 	// Attempt counts deliveries, this one included (PGMQ's read_ct).
-	Attempt    int
+	Attempt int
+	// MaxRetries is how many runs the retry policy in force gives the
+	// message (the kind's HandlerOptions.Retry, else the queue's): the
+	// failure of attempt MaxRetries dead-letters it, unless an error
+	// policy matching the error allows more.
 	MaxRetries int
+	// EnqueuedAt is when the message was sent (PGMQ's enqueued_at).
 	EnqueuedAt time.Time
-	Payload    json.RawMessage
-	Headers    map[string]json.RawMessage
+	// Payload is the message's JSON; Decode unmarshals it.
+	Payload json.RawMessage
+	// Headers are the message's headers, pgbus's own (pgbus_kind, ...)
+	// included; empty, not nil, for a message without any.
+	Headers map[string]json.RawMessage
 	// IdempotencyKey is the pgbus_idempotency_key header, or "<queue>:<id>":
 	// pass it to downstream APIs so a retried job does not act twice.
 	IdempotencyKey string

@@ -33,7 +33,8 @@ type SendOptions struct {
 	Priority int
 }
 
-// Send enqueues one message on a physical queue. payload is marshalled to
+// Send enqueues one message on queue, or for a queue with priority levels
+// on its level opts.Priority, and returns its id. payload is marshalled to
 // JSON unless it already is JSON (json.RawMessage or []byte). A nil ctx
 // is refused with store.ErrInvalid.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
