@@ -4,6 +4,7 @@ package embedpg
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,5 +162,27 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("error %q does not say %q", out, want)
 		}
+	}
+}
+
+// A BinDir given without a server in it is refused before anything is
+// written, naming the field and how to find the right one: Start went on to
+// make the data directory and failed as initdb would not run, advising to
+// remove that directory.
+func TestStartRefusesBinDirWithoutServer(t *testing.T) {
+	dataDir := tempDataDir(t, "ep-")
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "initdb"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err) // initdb alone, no postgres
+	}
+	c, err := Start(t.Context(), Options{DataDir: dataDir, BinDir: bin})
+	if err == nil {
+		_ = c.Stop(t.Context())
+	}
+	if !errors.Is(err, ErrNoBinaries) || !strings.Contains(err.Error(), "Options.BinDir "+bin) || !strings.Contains(err.Error(), "pg_config --bindir") {
+		t.Fatalf("Start = %v; want ErrNoBinaries naming Options.BinDir and pg_config --bindir", err)
+	}
+	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) > 0 {
+		t.Fatalf("the data directory was written to: %v (%v)", entries, err)
 	}
 }

@@ -16,7 +16,8 @@ type Options struct {
 	// files and, when the path is short enough, the Unix socket.
 	// Default: DefaultDataDir().
 	DataDir string
-	// BinDir is the directory holding initdb and postgres.
+	// BinDir is the directory holding initdb and postgres; Start refuses
+	// one without them, wrapping ErrNoBinaries.
 	// Default: FindBinDir()'s, or for an existing cluster the first
 	// directory of the same search whose server is of the cluster's major
 	// version.
@@ -47,6 +48,12 @@ func (o Options) withDefaults() (Options, error) {
 		if o.BinDir, err = findBinDir(currentSearch(), clusterVersion(filepath.Join(o.DataDir, "pgdata"))); err != nil {
 			return o, err
 		}
+	} else if !hasServer(o.BinDir) {
+		// Checked before anything is made: a wrong one failed only as
+		// initdb or postgres would not start, with advice about the data
+		// directory.
+		return o, fmt.Errorf("embedpg: %w in Options.BinDir %s (it needs initdb and postgres): give the directory of the server binaries (pg_config --bindir prints it), or leave BinDir empty to search for them",
+			ErrNoBinaries, o.BinDir)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
