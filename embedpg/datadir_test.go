@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A data directory given by mistake, one that already holds files other than
@@ -185,4 +186,22 @@ func TestStartRefusesBinDirWithoutServer(t *testing.T) {
 	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) > 0 {
 		t.Fatalf("the data directory was written to: %v (%v)", entries, err)
 	}
+}
+
+// A Start whose time runs out while initdb runs says so and that starting
+// again is all it takes, instead of advising to remove the data directory;
+// and the next Start does make the cluster.
+func TestInitdbCutOffSaysStartAgain(t *testing.T) {
+	dir := tempDataDir(t, "ep-")
+	o := opts(t, dir)
+	o.StartTimeout = time.Nanosecond
+	c, err := Start(context.Background(), o)
+	if err == nil {
+		_ = c.Stop(context.Background())
+		t.Fatal("Start within a nanosecond made a cluster")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Start again, with a longer Options.StartTimeout") || strings.Contains(err.Error(), "remove the directory") {
+		t.Fatalf("Start = %v; want DeadlineExceeded, saying to start again with a longer StartTimeout, not to remove the directory", err)
+	}
+	start(t, dir)
 }

@@ -156,6 +156,12 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	cmd.Env = serverEnv()
 	cmd.SysProcAttr = c.owner.procAttr(false)
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			// Cut off, not failed: what it wrote is in the side
+			// directory, which the next Start removes.
+			return fmt.Errorf("embedpg: initdb in %s was cut off (%w) before it finished: Start again, with a longer Options.StartTimeout (now %s) if it ran out; nothing needs removing",
+				c.pgData, ctx.Err(), c.timeout)
+		}
 		next := "remove the directory or set --data-dir"
 		if bytes.Contains(out, []byte("No space left on device")) {
 			next = "free space on the disk of " + c.dataDir + " (a new cluster takes about 40 MB) or set --data-dir to a directory on another disk"
