@@ -349,8 +349,8 @@ func (c *Client) Run(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	defer c.running.Store(false)
-	if len(c.cfg.Queues) == 0 {
-		return fmt.Errorf("%w: no queues to work; list them in Config.Queues", store.ErrInvalid)
+	if err := c.checkQueuesGiven(); err != nil {
+		return err
 	}
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,

@@ -7,18 +7,30 @@ import (
 )
 
 // Validate reports what Run would refuse at start without reading the
-// database: a kind or queue whose handler is registered twice, handlers
-// that would dead-letter every message (see Run), a circuit breaker whose
-// settings are out of range (store.BreakerConfig.Validate) and one named
-// with different settings. A caller that runs
-// Run in the background calls it first, so that such a mistake stops it
-// rather than a log line.
+// database: no queues to work, a kind or queue whose handler is
+// registered twice, handlers that would dead-letter every message (see
+// Run), a circuit breaker whose settings are out of range
+// (store.BreakerConfig.Validate) and one named with different settings. A
+// caller that runs Run in the background calls it first, so that such a
+// mistake stops it rather than a log line.
 func (c *Client) Validate() error {
+	if err := c.checkQueuesGiven(); err != nil {
+		return err
+	}
 	if err := c.checkHandlers(); err != nil {
 		return err
 	}
 	_, _, err := c.breakerUses()
 	return err
+}
+
+// checkQueuesGiven refuses a client without queues to work: one made only
+// to send can send, but not Run.
+func (c *Client) checkQueuesGiven() error {
+	if len(c.cfg.Queues) == 0 {
+		return fmt.Errorf("%w: no queues to work; list them in Config.Queues", store.ErrInvalid)
+	}
+	return nil
 }
 
 // checkHandlers refuses, before anything runs, a kind or queue registered

@@ -615,6 +615,12 @@ func TestBadConfigIsRejected(t *testing.T) {
 	if err := empty.Run(testContext(t)); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("Run without queues = %v, want ErrInvalid", err)
 	}
+	// Validate, called before Run to catch what Run would refuse, says it
+	// too: it said nothing, and Run failed only in the background.
+	empty.Handle("k", func(context.Context, *engine.Job) error { return nil })
+	if err := empty.Validate(); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "list them in Config.Queues") {
+		t.Fatalf("Validate without queues = %v, want ErrInvalid saying to list them in Config.Queues", err)
+	}
 }
 
 func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
