@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -82,6 +83,12 @@ func (h handler) check(what string) error {
 	if err := checkRetry(what, "HandlerOptions.Retry", h.opts.Retry); err != nil {
 		return err
 	}
+	// A Duration is nanoseconds: Timeout: 30, meant as seconds, timed out
+	// every attempt at once, and dead-lettered every message.
+	if t := h.opts.Timeout; t < 0 || (t > 0 && t < minHandlerTimeout) {
+		return fmt.Errorf("%w: %s: HandlerOptions.Timeout %s is shorter than %s, so every attempt would time out: give a time.Duration such as 30 * time.Second (a bare 30 is 30ns), or leave it zero for the queue's visibility timeout",
+			store.ErrInvalid, what, t, minHandlerTimeout)
+	}
 	if b := h.opts.Breaker; b != nil {
 		// Checked here, not only as Run makes the breakers: Validate sees
 		// it, the error names the handler, and a Run refused makes none
@@ -132,6 +139,9 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 	}
 	return nil
 }
+
+// minHandlerTimeout is the shortest HandlerOptions.Timeout Run takes.
+const minHandlerTimeout = time.Millisecond
 
 // maxRetriesBound is the most attempts a policy may give, as for a queue.
 const maxRetriesBound = 1000

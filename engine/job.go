@@ -72,6 +72,7 @@ type HandlerOptions struct {
 	// 0..1 and an unknown Strategy.
 	Retry *RetryPolicy
 	// Timeout bounds one attempt; default: the queue's visibility timeout.
+	// Run refuses one under 1ms, or negative.
 	// The visibility timeout is extended by a heartbeat while the handler
 	// runs, so a long timeout does not let the message reappear.
 	Timeout time.Duration

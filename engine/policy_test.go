@@ -340,6 +340,12 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"policy retry out of range", func(c *engine.Client) {
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 5000}}})
 		}, "out of range 0..1000"},
+		{"timeout given as a bare number", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Timeout: 30})
+		}, "HandlerOptions.Timeout 30ns is shorter than 1ms"},
+		{"negative timeout", func(c *engine.Client) {
+			c.HandleQueue(q, noop, engine.HandlerOptions{Timeout: -time.Second})
+		}, "HandlerOptions.Timeout -1s is shorter than 1ms"},
 		{"policy without a matcher", func(c *engine.Client) {
 			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Action: engine.ActionDeadLetter}}})
 		}, "HandlerOptions.Policies[0] matches no error: give it a Class, an Is or a Match"},
