@@ -99,7 +99,8 @@ func (s *Service) checkDelayFitsDeadline(ctx context.Context, req SendRequest) e
 }
 
 // SendBatch sends messages already built with engine.NewMessage to one
-// physical queue, all or none, as a scenario does (the demo): they are
+// physical queue (of a queue with priority levels, one level, such as
+// orders_p0), all or none, as a scenario does (the demo): they are
 // sent as built, a deadline in the past included. A batch holds at most
 // store.MaxBatch messages, and at most store.MaxBatchKeys distinct
 // idempotency keys.
@@ -112,6 +113,14 @@ func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewM
 		return nil, err
 	}
 	ids, err = s.store.SendBatch(ctx, queue, msgs)
+	if errors.Is(err, ErrNotFound) {
+		// A queue with priority levels has a table per level, none under
+		// its own name: it exists, and creating it is no remedy.
+		if levels, lerr := s.store.PhysicalQueues(ctx, queue); lerr == nil && len(levels) > 1 {
+			return nil, invalidf("queue %q has priority levels, and a batch goes to one of them: send it to %s (read first) to %s",
+				queue, levels[0], levels[len(levels)-1])
+		}
+	}
 	return ids, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue))
 }
 

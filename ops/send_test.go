@@ -69,3 +69,26 @@ func TestSendRefusesADelayPastTheQueuesDeadline(t *testing.T) {
 		t.Fatalf("queue %s holds %d messages; want the two sent", q, n)
 	}
 }
+
+// A batch sent to a queue with priority levels by the queue's own name is
+// refused naming its levels, with no hint to create the queue: it was told
+// the queue does not exist, and to create it. Sent to a level, it is sent.
+func TestSendBatchToAQueueWithLevelsNamesThem(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := pgtest.Name("lv")
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: q, Confirm: true}) })
+	msgs := []store.NewMessage{{Payload: json.RawMessage(`1`)}}
+	_, err := svc.SendBatch(ctx, q, msgs)
+	var e *ops.Error
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "send it to "+q+"_p0 (read first) to "+q+"_p2") || !errors.As(err, &e) || len(e.Hints) != 0 {
+		t.Fatalf("batch to %s: %v; want ErrInvalid naming its levels, without hints", q, err)
+	}
+	if ids, err := svc.SendBatch(ctx, q+"_p1", msgs); err != nil || len(ids) != 1 {
+		t.Fatalf("batch to level 1: %v, %v", ids, err)
+	}
+}
