@@ -106,6 +106,11 @@ func (h handler) check(what string) error {
 		if p.Action < ActionRetry || p.Action > ActionDeadLetter {
 			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d].Action %d is not an action; use ActionRetry, ActionRetryAfterHint, ActionDiscard or ActionDeadLetter", store.ErrInvalid, what, i, p.Action)
 		}
+		// A discard or a dead letter never retries: attempts given with
+		// one were ignored without a word.
+		if (p.Retry != nil || p.MaxRetries != 0) && p.Action != ActionRetry && p.Action != ActionRetryAfterHint {
+			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d] gives Retry or MaxRetries with an action that never retries: drop them, or use ActionRetry or ActionRetryAfterHint", store.ErrInvalid, what, i)
+		}
 		if err := checkRetry(what, fmt.Sprintf("HandlerOptions.Policies[%d].Retry", i), p.Retry); err != nil {
 			return err
 		}

@@ -36,8 +36,9 @@ type ErrorPolicy struct {
 	// Action is what happens to the errors matched; the zero value is
 	// ActionRetry.
 	Action Action
-	// Retry, for ActionRetry and ActionRetryAfterHint, replaces the
-	// attempts and backoff for these errors.
+	// Retry, for ActionRetry and ActionRetryAfterHint (Run refuses it,
+	// and MaxRetries, with the other actions), replaces the attempts and
+	// backoff for these errors.
 	Retry *RetryPolicy
 	// MaxRetries, when Retry is nil, replaces only the attempts for these
 	// errors: the backoff stays the queue's (or the kind's).

@@ -346,6 +346,9 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"negative timeout", func(c *engine.Client) {
 			c.HandleQueue(q, noop, engine.HandlerOptions{Timeout: -time.Second})
 		}, "HandlerOptions.Timeout -1s is shorter than 1ms"},
+		{"attempts for a discard", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionDiscard, MaxRetries: 3}}})
+		}, "HandlerOptions.Policies[0] gives Retry or MaxRetries with an action that never retries"},
 		{"policy without a matcher", func(c *engine.Client) {
 			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Action: engine.ActionDeadLetter}}})
 		}, "HandlerOptions.Policies[0] matches no error: give it a Class, an Is or a Match"},
