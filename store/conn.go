@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 )
 
 // pingIdleAfter is how long a pooled connection may sit idle before the pool
@@ -86,8 +87,13 @@ func connLost(err error) bool {
 // statement of pgx's statement cache is missing or already there: the mark
 // of a connection pooler in transaction mode (PgBouncer before 1.21, or
 // without max_prepared_statements) between pgbus and PostgreSQL, which
-// hands each transaction whichever server connection is free.
+// hands each transaction whichever server connection is free. It does so
+// too for the pool's "closed pool", which says nothing of the Store or of
+// what to do.
 func poolerHint(err error) error {
+	if errors.Is(err, puddle.ErrClosedPool) {
+		return fmt.Errorf("%w: this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)", err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") {
 		return fmt.Errorf("%w; a connection pooler in transaction mode (PgBouncer) between pgbus and PostgreSQL does not keep prepared statements: "+
@@ -133,7 +139,7 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) {
 		tx, err = d.pool.BeginTx(withForcedPing(ctx), opts)
 	}
-	return tx, err
+	return tx, poolerHint(err)
 }
 
 type retryRow struct {

@@ -75,3 +75,24 @@ func edit(t *testing.T, dbURL, key, value string) string {
 	}
 	return u.String()
 }
+
+// A store used after Close says it was closed and what to do, on a read, a
+// write and a transaction: the pool's own "closed pool" named neither.
+func TestClosedStoreSaysSo(t *testing.T) {
+	ctx := testContext(t)
+	s, err := store.Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	q := pgtest.Name("closed")
+	for what, call := range map[string]func() error{
+		"read":        func() error { _, err := s.PhysicalQueues(ctx, q); return err },
+		"write":       func() error { _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`1`)}); return err },
+		"transaction": func() error { _, err := s.CheckSchema(ctx); return err },
+	} {
+		if err := call(); err == nil || !strings.Contains(err.Error(), "this Store was closed (Store.Close): open one with store.Open") {
+			t.Errorf("%s on a closed store: %v; want it to say the store was closed and to open one", what, err)
+		}
+	}
+}
