@@ -210,6 +210,24 @@ func ParseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// formatAge writes an age as ParseAge reads it and a person would: whole
+// days as 7d, else the duration without its zero minutes and seconds
+// (72h rather than 72h0m0s), for the next steps that repeat one.
+func formatAge(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > 0 && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
 // looksLikeAge reports whether s is written as an age, whole days or a Go
 // duration, whatever its size; a negative one is no age at all, and gets
 // the whole grammar.

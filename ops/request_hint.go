@@ -29,7 +29,7 @@ func (r DLQDiscardRequest) Hint(why string) Hint {
 
 // Hint is r as a next step: the same purge, its age as a duration.
 func (r DLQPurgeRequest) Hint(why string) Hint {
-	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", r.OlderThan.String(), "confirm", r.Confirm)
+	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", formatAge(r.OlderThan), "confirm", r.Confirm)
 }
 
 // Hint is r as a next step of op, the operation r is for: OpQueuePause or
