@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -645,6 +646,26 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 	}
 	if pgtest.Live(t, s, q) != 0 {
 		t.Fatal("bad sends wrote messages")
+	}
+}
+
+// A kind too long is refused as a kind too long, with its limit: it was
+// put in the headers first, and refused as headers too large, naming
+// neither the kind nor a limit of its own. Nothing is sent.
+func TestSendRefusesAKindTooLongNamingItsLimit(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	_, err := c.Send(testContext(t), q, 1, engine.SendOptions{Kind: strings.Repeat("k", 100<<10)})
+	want := fmt.Sprintf("kind is %d bytes; at most %d", 100<<10, engine.MaxKindBytes)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "headers") {
+		t.Fatalf("send with a 100 KB kind = %v; want ErrInvalid saying %q, not naming the headers", err, want)
+	}
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("queue %s holds %d messages after the refused send; want none", q, n)
+	}
+	if _, err := c.Send(testContext(t), q, 1, engine.SendOptions{Kind: strings.Repeat("k", engine.MaxKindBytes)}); err != nil {
+		t.Fatalf("send with a kind of %d bytes: %v", engine.MaxKindBytes, err)
 	}
 }
 

@@ -11,9 +11,16 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
+// MaxKindBytes bounds SendOptions.Kind. A kind names a handler, so a short
+// name always does; bounded on its own, a long kind is refused as the kind
+// it is, before it is put in the headers, whose bound would otherwise
+// refuse the send as headers too large, naming neither.
+const MaxKindBytes = 255
+
 // SendOptions are the optional parts of a message.
 type SendOptions struct {
-	// Kind selects the handler (the pgbus_kind header).
+	// Kind selects the handler (the pgbus_kind header): at most
+	// MaxKindBytes bytes.
 	Kind string
 	// Delay postpones the first delivery.
 	Delay time.Duration
@@ -114,6 +121,9 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 	}
 	if why := store.CheckText(opts.Kind); why != "" {
 		return store.NewMessage{}, fmt.Errorf("%w: kind cannot be stored: %s", store.ErrInvalid, why)
+	}
+	if len(opts.Kind) > MaxKindBytes {
+		return store.NewMessage{}, fmt.Errorf("%w: kind is %d bytes; at most %d: a kind names its handler, so give a shorter one", store.ErrInvalid, len(opts.Kind), MaxKindBytes)
 	}
 	headers := make(map[string]any, len(opts.Headers)+3)
 	for k, v := range opts.Headers {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -16,6 +17,8 @@ const (
 	MaxPriorities = store.MaxPriorities
 	// MaxDelay is the longest a send may postpone its message.
 	MaxDelay = store.MaxDelay
+	// MaxKindBytes is the longest kind a send may give.
+	MaxKindBytes = engine.MaxKindBytes
 )
 
 // States of a circuit breaker (BreakerState.State).
@@ -91,6 +94,8 @@ func (r SendRequest) Check() error {
 		return fieldf("delay", "%s is too long; at most %s", r.Delay, MaxDelay)
 	case r.Priority < 0 || r.Priority >= MaxPriorities:
 		return fieldf("priority", "%d is out of range: give a level from 0 (read first) to %d, below the queue's levels", r.Priority, MaxPriorities-1)
+	case len(r.Kind) > MaxKindBytes:
+		return fieldf("kind", "is %d bytes; at most %d: a kind names its handler, so give a shorter one", len(r.Kind), MaxKindBytes)
 	case len(r.IdempotencyKey) > store.MaxIdempotencyKeyBytes:
 		return fieldf("idempotency_key", "is %d bytes; at most %d: use a shorter key, such as a hash of a long one", len(r.IdempotencyKey), store.MaxIdempotencyKeyBytes)
 	}

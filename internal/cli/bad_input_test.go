@@ -133,6 +133,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"work bad concurrency", []string{"work", "--queue", "orders:0", "--handler", "demo"}, "", "concurrency"},
 		{"work bad poll interval", []string{"work", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "", "poll interval"},
 		{"huge idempotency key", []string{"send", "orders", "{}", "--idempotency-key", strings.Repeat("k", 5000)}, "", "--idempotency-key is 5000 bytes; at most 255"},
+		{"huge kind", []string{"send", "orders", "{}", "--kind", strings.Repeat("k", 100<<10)}, "", "--kind is 102400 bytes; at most 255: a kind names its handler"},
 		{"demo negative timeout", []string{"demo", "--timeout", "-1s"}, "", "too short"},
 		{"demo zero timeout", []string{"demo", "--timeout", "0s"}, "", "give 1s or more"},
 		{"work for zero", []string{"work", "--queue", "orders", "--handler", "demo", "--for", "0s"}, "", "leave --for out"},
