@@ -15,6 +15,7 @@ const (
 	ClassPanic          = "panic"
 	ClassUnknownKind    = "pgbus.UnknownKind"
 	ClassDecode         = "pgbus.DecodeError"
+	ClassDecodeTarget   = "pgbus.DecodeTargetError" // Job.Decode given no non-nil pointer: the handler's mistake
 	ClassHandlerTimeout = "pgbus.HandlerTimeout"
 	ClassNack           = "pgbus.Nack"
 )
@@ -134,14 +135,17 @@ func ErrorClass(err error) string {
 	return name
 }
 
-// classedError carries an explicit class, for errors the engine makes.
+// classedError carries an explicit class, for errors the engine makes,
+// and the error it reports, if any, for errors.As.
 type classedError struct {
 	class string
 	msg   string
+	cause error
 }
 
 func (e *classedError) Error() string      { return e.msg }
 func (e *classedError) ErrorClass() string { return e.class }
+func (e *classedError) Unwrap() error      { return e.cause }
 
 // MaxOutputChars is how much of a downstream's output (a command's stderr,
 // a response body) the failure history keeps: 2,000 characters.

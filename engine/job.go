@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -45,10 +46,26 @@ type Job struct {
 	Deadline time.Time
 }
 
-// Decode unmarshals the payload into v. A payload that does not decode is
-// bad input, so the error is non-retryable: returned from a handler, it
+// Decode unmarshals the payload into v, which must be a non-nil pointer.
+// A payload that does not decode is bad input, so the error is
+// non-retryable, of class ClassDecode: returned from a handler, it
 // dead-letters the message at once.
+//
+// A v that is no pointer, or nil, is the handler's mistake, whatever the
+// payload: the error, of class ClassDecodeTarget, wraps the
+// *json.InvalidUnmarshalError and blames the handler, not the payload. It
+// is non-retryable too, as a handler's panic is: every attempt would fail
+// alike, and the failures would count against the kind's circuit breaker
+// as the downstream's. Returned from a handler, it dead-letters the
+// message at once, to retry once the handler is fixed.
 func (j *Job) Decode(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		// Checked before the payload: json.Unmarshal checks the payload
+		// first, and would blame a bad one for the handler's mistake.
+		cause := &json.InvalidUnmarshalError{Type: reflect.TypeOf(v)}
+		return NonRetryable(&classedError{class: ClassDecodeTarget, cause: cause,
+			msg: fmt.Sprintf("Job.Decode needs a non-nil pointer to decode into, such as &v (%v): the handler of %s message %d is at fault, not its payload; fix the handler, then retry the dead-lettered message", cause, j.Queue, j.ID)})
+	}
 	if err := json.Unmarshal(j.Payload, v); err != nil {
 		return NonRetryable(&classedError{class: ClassDecode,
 			msg: fmt.Sprintf("payload of %s message %d does not decode into %T: %v", j.Queue, j.ID, v, err)})

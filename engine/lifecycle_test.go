@@ -2,10 +2,12 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -419,6 +421,52 @@ func TestUndecodablePayloadDeadLetters(t *testing.T) {
 	b := deadMessages(t, s, q)[0].Block
 	if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassDecode || b["attempts"] != 1.0 {
 		t.Fatalf("block = %v", b)
+	}
+}
+
+// Decode given no non-nil pointer blames the handler, as encoding/json's
+// InvalidUnmarshalError does, not the payload: it was a decode error of
+// the payload, and dead-lettered under the class of bad input. A worker
+// still dead-letters the message at once, as a programming error (a
+// panic) does, under a class of its own that says the handler is at
+// fault.
+func TestDecodeIntoNoPointerBlamesTheHandler(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	type order struct{ Amount int }
+	targets := map[string]any{"value": order{}, "nil": nil, "nil pointer": (*order)(nil)}
+	var mu sync.Mutex
+	unwrapped := map[string]bool{}
+	for kind, target := range targets {
+		c.Handle(kind, func(_ context.Context, job *engine.Job) error {
+			err := job.Decode(target)
+			var iue *json.InvalidUnmarshalError
+			mu.Lock()
+			unwrapped[kind] = errors.As(err, &iue)
+			mu.Unlock()
+			return err
+		})
+	}
+	pgtest.Start(t, c)
+	for kind := range targets {
+		pgtest.Send(t, c, q, map[string]int{"Amount": 12}, engine.SendOptions{Kind: kind})
+	}
+	pgtest.Eventually(t, 20*time.Second, "every message in the DLQ", func() bool { return len(deadMessages(t, s, q)) == len(targets) })
+	for _, d := range deadMessages(t, s, q) {
+		b := d.Block
+		msg, _ := b["error_message"].(string)
+		if b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassDecodeTarget || b["attempts"] != 1.0 ||
+			!strings.Contains(msg, "Job.Decode needs a non-nil pointer") || !strings.Contains(msg, "not its payload") {
+			t.Errorf("kind %s: block = %v; want %s, class %s after one attempt, saying the handler is at fault", d.Headers[store.HeaderKind], b, store.ReasonNonRetryable, engine.ClassDecodeTarget)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for kind := range targets {
+		if !unwrapped[kind] {
+			t.Errorf("kind %s: Decode's error does not unwrap to a *json.InvalidUnmarshalError", kind)
+		}
 	}
 }
 
