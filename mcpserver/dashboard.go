@@ -50,7 +50,9 @@ func sameOrigin(origin, host string) bool {
 // ServeDashboard serves the dashboard alone, without an MCP endpoint, on
 // ln under the security of the HTTP transport configured by cfg (whose
 // Transport is TransportHTTP and whose Dashboard is set), until ctx is
-// done; then it shuts down gracefully. It closes ln.
+// done; then it shuts down gracefully. It closes ln. cfg.Probes, when
+// set, answers PathLivez and PathReadyz under the base path, as beside
+// the MCP endpoint: without the bearer token. cfg.Metrics is not served.
 func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
@@ -67,7 +69,24 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 		return err
 	}
 	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
-	srv := newHTTPServer(ctx, cfg, underBase(base, sec.wrap(identify(cfg.Dashboard, ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}), false)))
+	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
+	h := sec.wrap(identify(cfg.Dashboard, who), false)
+	if cfg.Probes != nil {
+		// A load balancer or Kubernetes probes the dashboard as it does
+		// the MCP endpoint: the same paths, under the same checks. Every
+		// other path is the dashboard's, as it came.
+		mux := http.NewServeMux()
+		sec.handleProbes(mux, base, cfg.Probes)
+		probes, page := sec.Wrap(identify(mux, who)), h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if sec.open[r.URL.Path] {
+				probes.ServeHTTP(w, r)
+				return
+			}
+			page.ServeHTTP(w, r)
+		})
+	}
+	srv := newHTTPServer(ctx, cfg, underBase(base, h))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}

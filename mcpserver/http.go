@@ -115,7 +115,8 @@ type HTTPConfig struct {
 	// Probes, when set, answers PathLivez and PathReadyz behind the Host
 	// and Origin checks but without the bearer token, so that a probe
 	// needs no secret; they tell only whether the process and the
-	// database are up and why not.
+	// database are up and why not. ServeDashboard serves them too, beside
+	// the dashboard alone.
 	Probes http.Handler
 	// BasePath is the path prefix everything is served under behind a
 	// reverse proxy that forwards requests unchanged (--base-path), such
@@ -272,9 +273,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		mux.Handle(base+PathMetrics, http.StripPrefix(base, cfg.Metrics))
 	}
 	if cfg.Probes != nil {
-		mux.Handle(base+PathLivez, http.StripPrefix(base, cfg.Probes))
-		mux.Handle(base+PathReadyz, http.StripPrefix(base, cfg.Probes))
-		sec.open = map[string]bool{base + PathLivez: true, base + PathReadyz: true}
+		sec.handleProbes(mux, base, cfg.Probes)
 	}
 	endpoint := base + PathMCP
 	if cfg.Transport == TransportSSE {
@@ -288,6 +287,17 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		return underBase(base, sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who), base)), closeSessions, nil
 	}
 	return underBase(base, sec.Wrap(identify(mux, who))), closeSessions, nil
+}
+
+// handleProbes serves probes at base+PathLivez and base+PathReadyz of mux,
+// and lets them through the bearer token's check: a load balancer or a
+// Kubernetes probe carries no secret. The probes handler is that of
+// --metrics-addr too, which serves it at /: it is given the paths it
+// knows.
+func (s *Security) handleProbes(mux *http.ServeMux, base string, probes http.Handler) {
+	mux.Handle(base+PathLivez, http.StripPrefix(base, probes))
+	mux.Handle(base+PathReadyz, http.StripPrefix(base, probes))
+	s.open = map[string]bool{base + PathLivez: true, base + PathReadyz: true}
 }
 
 // underBase answers 404 to a request outside base, before any check: a

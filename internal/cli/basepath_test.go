@@ -38,7 +38,8 @@ func getter(t *testing.T, origin string) func(path, bearer string) (int, string,
 }
 
 // pgbus dashboard --base-path /pgbus/ serves the dashboard under /pgbus/
-// alone, the flag winning over PGBUS_BASE_PATH, and logs that address.
+// alone, with its probes, the flag winning over PGBUS_BASE_PATH, and logs
+// that address.
 func TestDashboardCommandBasePath(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -62,7 +63,13 @@ func TestDashboardCommandBasePath(t *testing.T) {
 	if code, _, to := get("/pgbus", ""); code != http.StatusMovedPermanently || to != "/pgbus/" {
 		t.Fatalf("GET /pgbus: %d to %q", code, to)
 	}
-	for _, p := range []string{"/", "/dlq", "/other/"} {
+	// The probes are under the base path too, without the token.
+	for path, want := range map[string]string{"/pgbus/livez": "ok", "/pgbus/readyz": `"ready":true`} {
+		if code, body, _ := get(path, ""); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s without the token: %d %q; want 200 with %s", path, code, body, want)
+		}
+	}
+	for _, p := range []string{"/", "/dlq", "/other/", "/livez", "/readyz"} {
 		if code, page, _ := get(p, token); code != http.StatusNotFound {
 			t.Errorf("GET %s outside the base path: %d\n%s", p, code, page)
 		}

@@ -43,7 +43,11 @@ address: the login page asks for it. Every form carries a CSRF token.
 --read-only shows everything and offers no action; payloads are shown
 (redacted) only with --allow-payloads. Behind a reverse proxy that forwards a
 sub-path such as /pgbus/ unchanged, --base-path /pgbus serves the dashboard
-there, every link, redirect and cookie under it.`,
+there, every link, redirect and cookie under it.
+
+For a load balancer or Kubernetes, it serves the probes of pgbus serve,
+without the token and under --base-path too: /livez (200 while it serves)
+and /readyz (200 while the database answers, else 503).`,
 		Example: `  pgbus dashboard
   pgbus dashboard --read-only
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,

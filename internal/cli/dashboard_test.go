@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -48,6 +50,56 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if code, page, _ := get("/mcp", true); code != http.StatusNotFound || !strings.Contains(page, "without an MCP endpoint") {
 		t.Fatalf("GET /mcp of the dashboard alone: %d\n%s", code, page)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// pgbus dashboard serves the probes of pgbus serve, for a load balancer
+// or Kubernetes in front of it, without the token that guards its pages:
+// /livez answers while it serves, /readyz while the database answers, and
+// 503 once it does not, without the database's error. They were not
+// served: a probe got the dashboard's login redirect.
+func TestDashboardCommandProbes(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const token = "dash-token-0123456789"
+	cmd := exec.CommandContext(ctx, binary, "dashboard", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--log-format", "json")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=" + token}
+	url, logs := startListening(t, cmd, "pgbus dashboard listening", "url")
+	defer func() { _ = cmd.Process.Kill() }()
+	get := getter(t, strings.TrimSuffix(url, "/"))
+	if code, body, _ := get("/livez", ""); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /livez without the token: %d %q; want 200 ok", code, body)
+	}
+	if code, body, _ := get("/readyz", ""); code != http.StatusOK || !strings.Contains(body, `"ready":true`) {
+		t.Errorf("GET /readyz without the token: %d %s; want 200, ready", code, body)
+	}
+	if code, _, to := get("/", ""); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
+		t.Errorf("GET / without the token: %d to %q; the pages still need the login", code, to)
+	}
+	pgtest.Exec(t, pgtest.URL(t), "DROP DATABASE "+cfg.Database+" WITH (FORCE)")
+	var code int
+	var body string
+	pgtest.Eventually(t, time.Minute, "/readyz to answer 503", func() bool {
+		code, body, _ = get("/readyz", "")
+		return code == http.StatusServiceUnavailable
+	})
+	if !strings.Contains(body, "database_unreachable") || strings.Contains(body, cfg.Database) {
+		t.Errorf("/readyz with the database gone: %s; want database_unreachable, without the database's name", body)
+	}
+	if code, body, _ := get("/livez", ""); code != http.StatusOK {
+		t.Errorf("GET /livez with the database gone: %d %q; want 200: the process serves", code, body)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

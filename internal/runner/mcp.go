@@ -12,6 +12,7 @@ import (
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
@@ -143,7 +144,8 @@ func loopbackAddr(addr string) bool {
 
 // ServeDashboard serves the web dashboard alone (no MCP endpoint) over st
 // on c.HTTP's address, under the HTTP transport's security, until ctx
-// ends, with the payload gate, read-only mode and observers of c.
+// ends, with the payload gate, read-only mode and observers of c, and the
+// probes /livez and /readyz beside it, under its base path.
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
@@ -153,6 +155,10 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
+	// The probes of pgbus serve, for a load balancer or Kubernetes in
+	// front of the dashboard: it works no queue, so it is ready while the
+	// database answers.
+	h.Probes = metrics.Probes(svc, metrics.ProbeOptions{Logger: c.Logger})
 	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
 		BasePath: h.BasePath}); err != nil {
 		return err
