@@ -395,14 +395,14 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// Success is decided: the body is read only so that the
 		// connection is reused.
-		drain(resp.Body, MaxCapture+maxDrain, cancel)
+		readBody(resp.Body, 0, MaxCapture+maxDrain, cancel)
 		return nil
 	}
-	// Read a bounded part, to quote the start of the error, then the
-	// rest of a body not much longer, so that the connection is reused.
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxCapture))
-	drain(resp.Body, maxDrain, cancel)
-	return h.classify(resp, data)
+	// The status decided too: a bounded part is read to quote the start
+	// of the error, then the rest of a body not much longer, so that the
+	// connection is reused.
+	data, cut := readBody(resp.Body, MaxCapture, maxDrain, cancel)
+	return h.classify(resp, data, cut)
 }
 
 // How much of a response body, past what the handler quotes, is read and
@@ -412,33 +412,44 @@ const (
 	// body its handler left: soon read on any network, whereas a body
 	// much longer takes longer than a new connection would to open.
 	maxDrain = 256 << 10
-	// drainWait bounds the wait for it: a body that comes slowly is not
-	// worth holding the job, its worker and its max_concurrency slot
-	// for. The attempt's timeout bounds it too.
+	// drainWait bounds the reading of a body, the part quoted included:
+	// a body that comes slowly is not worth holding the job, its worker
+	// and its max_concurrency slot for. The attempt's timeout bounds it
+	// too.
 	drainWait = 500 * time.Millisecond
 )
 
-// drain reads and drops up to n bytes of what is left of a response body,
-// for up to drainWait, so that the transport puts the connection back
-// into its pool for the next job: it closes a connection whose response
-// was not read to its end. A longer or slower body is given up on by
-// cancelling the request (cancel): its connection is closed, as it was.
-func drain(body io.Reader, n int64, cancel context.CancelFunc) {
+// readBody reads the start of a response body, up to keep bytes, to quote
+// it, then reads and drops up to n bytes of the rest, so that the
+// transport puts the connection back into its pool for the next job: it
+// closes a connection whose response was not read to its end. All of it
+// takes drainWait at most: the status has decided what the attempt did,
+// and a body that comes slowly is not worth holding the job, its worker
+// and its max_concurrency slot for until the timeout. A longer or slower
+// body is given up on by cancelling the request (cancel): its connection
+// is closed, as it was. cut reports that the kept start is not the whole
+// body.
+func readBody(body io.Reader, keep, n int64, cancel context.CancelFunc) (data []byte, cut bool) {
 	t := time.AfterFunc(drainWait, cancel)
 	defer t.Stop()
+	data, err := io.ReadAll(io.LimitReader(body, keep))
+	if err != nil {
+		return data, true
+	}
 	// One byte more than n, so that a body ending at the bound is read
 	// to its end (io.EOF), which is what frees the connection.
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, n+1))
+	m, err := io.Copy(io.Discard, io.LimitReader(body, n+1))
+	return data, int64(len(data)) == keep && (m > 0 || err != nil)
 }
 
 // classify turns a response other than 2xx into the error that tells the
 // engine what to do.
-func (h *httpHandler) classify(resp *http.Response, body []byte) error {
+func (h *httpHandler) classify(resp *http.Response, body []byte, cut bool) error {
 	code := resp.StatusCode
 	hint, _ := retryafter.Wait(resp.Header, time.Now(), MaxRetryAfter)
 	text := shownText(body, false) // the end of a long body is cut off, not its start
 	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
-		Captured: output("response_body", text, len(body) >= MaxCapture, false)}
+		Captured: output("response_body", text, cut, false)}
 	if action, ok := h.override(code); ok {
 		// The policy built from on_status decides; a hint is used only when
 		// it asks for one.

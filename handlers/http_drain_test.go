@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -130,5 +131,41 @@ func TestHTTPHandlerDrainIsBounded(t *testing.T) {
 				t.Errorf("the job took %s waiting for the rest of a 2xx body; want it to give up within a few seconds of its 30s timeout", d)
 			}
 		})
+	}
+}
+
+// The status of a failure decides what the attempt did: a body that stops
+// coming after its first words is quoted as far as it came, and does not
+// hold the job (nor its worker) until the attempt's timeout.
+func TestHTTPHandlerSlowFailureBodyIsNotWaitedFor(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, _ := connCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("upstream pool exhausted\n"))
+		w.(http.Flusher).Flush()
+		select { // the rest never comes
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(time.Hour), Options: map[string]any{"url": srv.URL}})
+	done := make(chan error, 1)
+	go func() {
+		done <- fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"})
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the handler still waits for the rest of a 503's body after a minute; want it to give up on the body, as the status decided")
+	}
+	var se *handlers.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || se.Body != "upstream pool exhausted" {
+		t.Fatalf("error %v (%T); want a 503 StatusError quoting what came of the body", err, err)
+	}
+	if o := se.FailureOutput(); o.Text != "upstream pool exhausted" || !o.Truncated {
+		t.Errorf("captured %+v; want what came of the body, marked as only part of it", o)
 	}
 }
