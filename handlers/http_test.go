@@ -758,3 +758,38 @@ func TestHTTPHandlerKeyAHeaderCannotCarry(t *testing.T) {
 		t.Errorf("breaker %s with %d failures; want it closed with none", state, failures)
 	}
 }
+
+// A URL whose path ends in a word that names secrets elsewhere (token,
+// auth, secret) keeps its status in what is stored and shown of a
+// failure: "POST .../oauth/token: 503" is a status, not a token's value.
+// A secret of the body is still hidden.
+func TestHTTPFailureOfATokenEndpointKeepsItsStatus(t *testing.T) {
+	s := sharedStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "issuer down; last token=tkn-Body-Secret-77")
+	}))
+	defer srv.Close()
+	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 1 })
+	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/oauth/token\nbreaker: {enabled: false}", srv.URL)))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, testPayload{Case: "token"}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, dlqIDs := deadBlocksOf(t, s, q)
+	checkDeadBlock(t, blocks[id], "503 from a token endpoint", store.ReasonMaxRetriesExceeded, 1, "http.503")
+	msg, _ := blocks[id]["error_message"].(string)
+	history := failuresOf(t, s, q+"_dlq", dlqIDs[id])
+	if len(history) != 1 {
+		t.Fatalf("history %+v; want one failure", history)
+	}
+	for what, text := range map[string]string{"dead-letter block": msg, "failure history": history[0].Message} {
+		if !strings.Contains(text, "/oauth/token: 503 Service Unavailable") {
+			t.Errorf("%s says %q; want the status after the URL", what, text)
+		}
+		if strings.Contains(text, "tkn-Body-Secret-77") || !strings.Contains(text, "token=[REDACTED]") {
+			t.Errorf("%s says %q; want the body's token hidden", what, text)
+		}
+	}
+}

@@ -74,6 +74,13 @@ func TestRedactTextKeepsTheRest(t *testing.T) {
 		`postgres://u:Pa@ssW0rd1@h:bad/db`:                   `postgres://u:[REDACTED]@h:bad/db`,
 		"cannot parse `postgres://u:xxxxx@ssW0rd1@h:bad/db`": "cannot parse `postgres://u:[REDACTED]@h:bad/db`",
 		`mail ada@example.com via smtp://relay:25 from a@b`:  `mail ada@example.com via smtp://relay:25 from a@b`,
+		// A key that ends a path is no key: what follows is what happened
+		// there. A secret after it is still one.
+		`POST https://idp.example/oauth/token: 503 Service Unavailable`:  `POST https://idp.example/oauth/token: 503 Service Unavailable`,
+		`exec /opt/bin/rotate-token: exit code 3`:                        `exec /opt/bin/rotate-token: exit code 3`,
+		`POST https://x.example/api/auth: 401 Unauthorized: token=t0k3n`: `POST https://x.example/api/auth: 401 Unauthorized: token=[REDACTED]`,
+		`POST https://x.example/auth: token=t0k3n`:                       `POST https://x.example/auth: token=[REDACTED]`,
+		`/usr/bin/app --password=hunter2 -v`:                             `/usr/bin/app --password=[REDACTED] -v`,
 	} {
 		if got, _ := ops.RedactText(in); got != want {
 			t.Errorf("RedactText(%q)\n  = %q\nwant %q", in, got, want)

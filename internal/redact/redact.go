@@ -51,6 +51,9 @@ type secretPattern struct {
 	re    *regexp.Regexp
 	tail  string
 	hints []string
+	// keyed: the match starts with a bare key (password=, token: ...),
+	// which is no key when it ends a path (see inPath).
+	keyed bool
 }
 
 // secretKeyHints are parts of every key secretTextKey matches.
@@ -86,7 +89,7 @@ var secretText = []secretPattern{
 	// what follows it hidden; a number may be written in groups (card
 	// numbers). A value does not start with = or >, the rest of a
 	// separator (=> "quoted", hidden by the patterns above).
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints},
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
 	// Tokens recognisable by their shape.
 	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`), hints: []string{"live", "test"}},
 	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`), hints: []string{"sk-"}},
@@ -106,16 +109,65 @@ func Text(s string) (string, int) {
 		if p.hints != nil && !containsAny(folded, p.hints) {
 			continue
 		}
-		s = p.re.ReplaceAllStringFunc(s, func(m string) string {
-			keep := p.re.FindStringSubmatch(m)[1]
-			if strings.HasPrefix(m[len(keep):], Marker[:len(Marker)-1]) {
-				return m // hidden already
-			}
-			n++
-			return keep + Marker + p.tail
-		})
+		s = p.replace(s, &n)
 	}
 	return s, n
+}
+
+// replace hides the matches of p in s, but those hidden already and, for
+// a keyed pattern, those whose key ends a path, and adds how many it hid
+// to n. After a key that ends a path, the search goes on from its value,
+// which may hold a secret of its own ("/auth: token=...").
+func (p secretPattern) replace(s string, n *int) string {
+	var b strings.Builder
+	last := 0
+	for pos := 0; pos < len(s); {
+		m := p.re.FindStringSubmatchIndex(s[pos:])
+		if m == nil {
+			break
+		}
+		start, end, keep := pos+m[0], pos+m[1], pos+m[3] // the kept first group starts the match
+		switch {
+		case strings.HasPrefix(s[keep:], Marker[:len(Marker)-1]):
+			pos = end
+			continue
+		case p.keyed && inPath(s, start):
+			pos = keep
+			continue
+		}
+		b.WriteString(s[last:keep])
+		b.WriteString(Marker)
+		b.WriteString(p.tail)
+		last, pos = end, end
+		*n++
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// inPath reports whether the key at s[i:] is (the end of) a segment of a
+// path, such as the token of "POST https://idp.example/oauth/token: 503" or
+// "exec /opt/bin/rotate-token: exit code 3": what follows it is what
+// happened there (a status, an exit code), no secret. The segment of a
+// key in a query (?access_token=...) or an option (--password=...) starts
+// with another character.
+func inPath(s string, i int) bool {
+	for i > 0 {
+		c := s[i-1]
+		switch {
+		case c == '/':
+			return true
+		case c == '.' || c == '_' || c == '-' || c == '~' || c == '%' ||
+			c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			i--
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Private key blocks whose BEGIN line a cut took away.
