@@ -398,6 +398,10 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "on_exit conflict", yaml: "command: [/bin/sh]\non_exit: {75: discard}", key: "on_exit.75:", reason: "also in retry_exit_codes"},
 		{name: "on_exit key", yaml: "command: [/bin/sh]\non_exit: {abc: retry}", key: "on_exit.abc:", reason: "not an exit code"},
 		{name: "on_exit range", yaml: "command: [/bin/sh]\non_exit: {300: retry}", key: "on_exit.300:", reason: "out of range 1..255"},
+		// A code is read as written, not as YAML reads a number: 0x3 is no
+		// exit code, 0o11 not 9.
+		{name: "on_exit in hex", yaml: "command: [/bin/sh]\non_exit: {0x3: retry}", key: "on_exit.0x3:", reason: "not an exit code"},
+		{name: "on_exit in octal", yaml: "command: [/bin/sh]\non_exit: {0o11: retry}", key: "on_exit.0o11:", reason: "not an exit code"},
 		{name: "on_exit action", yaml: "command: [/bin/sh]\non_exit: {6: later}", key: "on_exit.6:", reason: `unknown action "later"`},
 		{name: "on_exit hint", yaml: "command: [/bin/sh]\non_exit: {6: retry_after_hint}", key: "on_exit.6:", reason: "no retry hint"},
 		{name: "on_exit retries", yaml: "command: [/bin/sh]\non_exit: {6: {action: retry, max_retries: -3}}", key: "on_exit.6.max_retries:", reason: "out of range"},

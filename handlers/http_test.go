@@ -680,6 +680,12 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "no action", yaml: "url: http://h/\non_status: {503: {max_retries: 3}}", key: "on_status.503.action:", reason: "missing"},
 		{name: "2xx", yaml: "url: http://h/\non_status: {200: retry}", key: "on_status.200:", reason: "cannot be overridden"},
 		{name: "not a status", yaml: "url: http://h/\non_status: {oops: retry}", key: "on_status.oops:", reason: "not a status code"},
+		// A status is read as written, not as YAML reads a number: 0503 is
+		// not the octal 323, nor 0x1F7, +503 and 5_03 the status 503.
+		{name: "status with a leading zero", yaml: "url: http://h/\non_status: {0503: dead_letter}", key: "on_status.0503:", reason: `"0503" is not a status code`},
+		{name: "status in hex", yaml: "url: http://h/\non_status: {0x1F7: retry}", key: "on_status.0x1F7:", reason: "not a status code"},
+		{name: "status with a sign", yaml: "url: http://h/\non_status: {+503: retry}", key: "on_status.+503:", reason: "not a status code"},
+		{name: "status with an underscore", yaml: "url: http://h/\non_status: {5_03: retry}", key: "on_status.5_03:", reason: "not a status code"},
 		{name: "2xx class", yaml: "url: http://h/\non_status: {2xx: retry}", key: "on_status.2xx:", reason: "use 3xx, 4xx or 5xx"},
 		{name: "retry with discard", yaml: "url: http://h/\non_status: {503: {action: discard, max_retries: 3}}", key: "on_status.503:", reason: "only with action retry"},
 		{name: "zero retries", yaml: "url: http://h/\non_status: {503: {action: retry, max_retries: 0}}", key: "on_status.503.max_retries:", reason: "out of range 1..1000"},

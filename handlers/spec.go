@@ -27,8 +27,78 @@ type Spec struct {
 	// Options are the type's own keys (see DemoOptions, HTTPOptions and
 	// ExecOptions), with the values a YAML decoder gives or plain Go
 	// values: strings, numbers, bools, durations written as text ("10s"),
-	// slices and maps with string keys.
+	// slices and maps with string keys. Decoded from a file, the keys of
+	// their mappings are as the file writes them (see UnmarshalYAML).
 	Options map[string]any `yaml:",inline"`
+}
+
+// UnmarshalYAML decodes a handler block, keeping the keys of the mappings
+// of its options (on_status, on_exit, headers, env) as the file writes
+// them. Decoded as values, they would be numbers where they look like
+// numbers: 0503 the octal 323, 0x1F7, +503 and 5_03 the status 503, so
+// that a rule would be about a status the file does not name, or one it
+// did not mean, without a word; as written, the handler rejects those it
+// cannot read as a code.
+func (s *Spec) UnmarshalYAML(n *yaml.Node) error {
+	type plain Spec
+	if err := n.Decode((*plain)(s)); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if _, ok := s.Options[k]; !ok {
+			continue
+		}
+		v, err := asWritten(n.Content[i+1])
+		if err != nil {
+			return err
+		}
+		s.Options[k] = v
+	}
+	return nil
+}
+
+// asWritten decodes a value as a plain Go value, its mappings, at any
+// depth, into maps keyed by the text of their keys. A mapping whose keys
+// are not all plain scalars (a merge key, a list as a key) is decoded as
+// it is.
+func asWritten(n *yaml.Node) (any, error) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+				return decodeAny(n)
+			}
+			v, err := asWritten(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		items := make([]any, 0, len(n.Content))
+		for _, item := range n.Content {
+			v, err := asWritten(item)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, v)
+		}
+		return items, nil
+	}
+	return decodeAny(n)
+}
+
+func decodeAny(n *yaml.Node) (any, error) {
+	var v any
+	err := n.Decode(&v)
+	return v, err
 }
 
 // Duration is a time.Duration that YAML writes with a unit ("500ms",
