@@ -304,6 +304,15 @@ func (h *httpHandler) statusPolicies(rules Rules) ([]engine.ErrorPolicy, error) 
 			if c < 3 || c > 5 {
 				return nil, optionErrorf(key, "%q is not a class of statuses this handler classifies; use 3xx, 4xx or 5xx", k)
 			}
+			if _, twice := h.classes[c]; twice {
+				// As 5XX and 5xx: only the first would be used, without a
+				// word.
+				other := k[:1] + "XX"
+				if k[1:] == "XX" {
+					other = k[:1] + "xx"
+				}
+				return nil, optionErrorf(key, "the class is given twice (also as %s); keep one", other)
+			}
 			h.classes[c] = p.Action
 			prefix := "http." + k[:1]
 			p.Match = func(err error) bool {

@@ -686,6 +686,7 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "status in hex", yaml: "url: http://h/\non_status: {0x1F7: retry}", key: "on_status.0x1F7:", reason: "not a status code"},
 		{name: "status with a sign", yaml: "url: http://h/\non_status: {+503: retry}", key: "on_status.+503:", reason: "not a status code"},
 		{name: "status with an underscore", yaml: "url: http://h/\non_status: {5_03: retry}", key: "on_status.5_03:", reason: "not a status code"},
+		{name: "class twice", yaml: "url: http://h/\non_status: {5XX: dead_letter, 5xx: retry_after_hint}", key: "on_status.5xx:", reason: "the class is given twice (also as 5XX); keep one"},
 		{name: "2xx class", yaml: "url: http://h/\non_status: {2xx: retry}", key: "on_status.2xx:", reason: "use 3xx, 4xx or 5xx"},
 		{name: "retry with discard", yaml: "url: http://h/\non_status: {503: {action: discard, max_retries: 3}}", key: "on_status.503:", reason: "only with action retry"},
 		{name: "zero retries", yaml: "url: http://h/\non_status: {503: {action: retry, max_retries: 0}}", key: "on_status.503.max_retries:", reason: "out of range 1..1000"},
