@@ -59,7 +59,8 @@ const MaxRetryAfter = time.Hour
 // HTTP date, capped at MaxRetryAfter; a date is measured from the
 // response's Date, the server's clock, when it has one); other statuses
 // are non-retryable and dead-letter the message at once. Redirects are
-// not followed: a 3xx is non-retryable. on_status overrides this per status. The timeout bounds
+// not followed: a 3xx is non-retryable, its failure saying where it pointed.
+// on_status overrides this per status. The timeout bounds
 // one attempt, the wait for a max_concurrency slot included; a job that
 // gets no slot in time is snoozed, using no attempt. Only retryable
 // failures count toward the circuit breaker.
@@ -89,6 +90,9 @@ type StatusError struct {
 	// Hint is the wait the Retry-After header asked for, capped at
 	// MaxRetryAfter; zero when it gave none.
 	Hint time.Duration
+	// Location is where a redirect (3xx) pointed, without credentials
+	// and query, as URL; empty for other statuses or none.
+	Location string
 	// Body is the start of the response body (at most MaxSnippet bytes),
 	// made printable, with its secrets hidden (as ops.RedactText hides
 	// them) before it was cut.
@@ -106,6 +110,11 @@ func (e *StatusError) Error() string {
 	fmt.Fprintf(&b, "%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Hint > 0 {
 		fmt.Fprintf(&b, " (Retry-After %s)", e.Hint)
+	}
+	if e.Location != "" {
+		// Redirects are not followed: a POST would come back as a GET
+		// without the payload.
+		fmt.Fprintf(&b, " (redirects to %s, which the handler does not follow; set url to where the requests belong)", e.Location)
 	}
 	if e.Body != "" {
 		b.WriteString(": ")
@@ -199,7 +208,7 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	h := &httpHandler{
 		method:  "POST",
 		url:     u.String(),
-		shown:   (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String(),
+		shown:   shownURL(u),
 		header:  http.Header{},
 		timeout: timeout,
 		exact:   map[int]engine.Action{},
@@ -262,6 +271,12 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return h, opts, nil
+}
+
+// shownURL is u for messages: without credentials, query and fragment,
+// which may hold secrets.
+func shownURL(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
 // checkURL accepts absolute http and https URLs with a host.
@@ -459,6 +474,9 @@ func (h *httpHandler) classify(resp *http.Response, body []byte, cut bool) error
 	text := shownText(body, false) // the end of a long body is cut off, not its start
 	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
 		Captured: output("response_body", text, cut, false)}
+	if loc, err := resp.Location(); err == nil && code >= 300 && code <= 399 {
+		e.Location = shownURL(loc)
+	}
 	if action, ok := h.override(code); ok {
 		// The policy built from on_status decides; a hint is used only when
 		// it asks for one.

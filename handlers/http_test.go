@@ -800,3 +800,33 @@ func TestHTTPFailureOfATokenEndpointKeepsItsStatus(t *testing.T) {
 		}
 	}
 }
+
+// A redirect is not followed, so it dead-letters the message at once: the
+// dead letter says where it pointed, without the credentials and query of
+// its Location, so that the url can be set there.
+func TestHTTPRedirectSaysWhereItPointed(t *testing.T) {
+	s := sharedStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "https://bob:Redirect-Pw-1@billing.example/hooks/v2?sig=Redirect-Sig-2")
+		w.WriteHeader(http.StatusMovedPermanently)
+	}))
+	defer srv.Close()
+	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
+	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL)))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, testPayload{Case: "moved"}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, _ := deadBlocksOf(t, s, q)
+	checkDeadBlock(t, blocks[id], "301", store.ReasonNonRetryable, 1, "http.301")
+	msg, _ := blocks[id]["error_message"].(string)
+	if !strings.Contains(msg, "301 Moved Permanently (redirects to https://billing.example/hooks/v2, which the handler does not follow; set url to") {
+		t.Errorf("error message %q; want it to say where the redirect pointed and what to do", msg)
+	}
+	for _, secret := range []string{"Redirect-Pw-1", "Redirect-Sig-2", "bob"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error message %q shows %q of the Location", msg, secret)
+		}
+	}
+}
