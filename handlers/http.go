@@ -107,7 +107,10 @@ func (e *StatusError) FailureOutput() engine.Output { return e.Captured }
 
 func (e *StatusError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	fmt.Fprintf(&b, "%s %s: %d", e.Method, e.URL, e.StatusCode)
+	if text := http.StatusText(e.StatusCode); text != "" { // none for 599, say
+		b.WriteString(" " + text)
+	}
 	if e.Hint > 0 {
 		fmt.Fprintf(&b, " (Retry-After %s)", e.Hint)
 	}

@@ -523,6 +523,11 @@ func TestHTTPHandlerStatuses(t *testing.T) {
 		if !errors.As(err, &se) || engine.ErrorClass(err) != tc.class || plain != tc.plain {
 			t.Errorf("%d %v: %v (%T, class %s); want class %s, plain %v", tc.status, tc.onState, err, err, engine.ErrorClass(err), tc.class, tc.plain)
 		}
+		// 599 has no text of its own: nothing is left of it, not even a
+		// blank.
+		if msg := err.Error(); strings.TrimSpace(msg) != msg {
+			t.Errorf("%d: message %q ends with a blank", tc.status, msg)
+		}
 		if tc.onState != nil && len(hopts.Policies) != len(tc.onState) {
 			t.Errorf("%v: %d policies", tc.onState, len(hopts.Policies))
 		}
