@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -139,6 +140,9 @@ type RequestError struct {
 	After time.Duration
 	Limit time.Duration
 	Err   error
+	// Problem says what to fix, when the handler could tell: a server
+	// certificate this host does not accept.
+	Problem string
 }
 
 // TimeoutLimit is the timeout the request ran out of; 0 for a network
@@ -154,7 +158,34 @@ func (e *RequestError) Error() string {
 	if e.Timeout {
 		return fmt.Sprintf("%s %s: no response within %s (timeout): %v", e.Method, e.URL, e.After.Round(time.Millisecond), e.Err)
 	}
-	return fmt.Sprintf("%s %s: network error: %v", e.Method, e.URL, e.Err)
+	msg := fmt.Sprintf("%s %s: network error: %v", e.Method, e.URL, e.Err)
+	if e.Problem != "" {
+		msg += "; " + e.Problem
+	}
+	return msg
+}
+
+// certificateProblem says what to fix about a server certificate that
+// this host does not accept, or "" when err is about something else. Such
+// an attempt is retried as any network error (a certificate renewed on the
+// server fixes it), but what fixes it is a person.
+func certificateProblem(err error) string {
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return "the server's certificate is signed by an authority this host does not trust (self-signed, or a private CA): add the CA to this host's trust store (or SSL_CERT_FILE) and restart the worker, or have the server send its whole chain"
+	case errors.As(err, &hostname):
+		return "the server's certificate is not for the host of url: set url to a name the certificate holds, or fix the certificate"
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return "the server's certificate has expired or is not valid yet (or this host's clock is off): renew it on the server"
+	case errors.As(err, &invalid):
+		return "the server's certificate is not valid for this use: fix it on the server"
+	}
+	return ""
 }
 
 func (e *RequestError) Unwrap() error { return e.Err }
@@ -416,7 +447,7 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 		}
 		var ne net.Error
 		timedOut := reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Limit: h.timeout, Err: err}
+		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Limit: h.timeout, Err: err, Problem: certificateProblem(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {

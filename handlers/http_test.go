@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -833,5 +834,37 @@ func TestHTTPRedirectSaysWhereItPointed(t *testing.T) {
 		if strings.Contains(msg, secret) {
 			t.Errorf("error message %q shows %q of the Location", msg, secret)
 		}
+	}
+}
+
+// A server whose certificate this host does not trust (self-signed) fails
+// as a network error, retried as any, whose dead letter says what fixes
+// it: no retry of this process does.
+func TestHTTPUntrustedCertificateSaysWhatToDo(t *testing.T) {
+	s := sharedStore(t)
+	var requests atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes it refuses
+	srv.StartTLS()
+	defer srv.Close()
+	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
+	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL)))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, testPayload{Case: "tls"}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, _ := deadBlocksOf(t, s, q)
+	checkDeadBlock(t, blocks[id], "self-signed server", store.ReasonMaxRetriesExceeded, 2, handlers.ClassHTTPNetwork)
+	msg, _ := blocks[id]["error_message"].(string)
+	if !strings.Contains(msg, "certificate signed by unknown authority; the server's certificate is signed by an authority this host does not trust") ||
+		!strings.Contains(msg, "add the CA to this host's trust store") {
+		t.Errorf("error message %q; want it to say the certificate is not trusted and what to do", msg)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests reached the server past the handshake; want none", n)
 	}
 }
