@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/retryafter"
 )
 
@@ -313,12 +314,44 @@ func shownURL(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
+// withPassword is raw, a URL as configured, with what may be the password
+// of its user info replaced by password: what follows the first colon up
+// to the last @ (a password may hold one). A URL whose scheme is missing
+// or malformed is quoted in errors as it is, and neither
+// url.URL.Redacted nor secret redaction, which look for a scheme, would
+// find its password.
+func withPassword(raw, password string) string {
+	prefix, rest := "", raw
+	if i := strings.Index(raw, "//"); i >= 0 {
+		prefix, rest = raw[:i+2], raw[i+2:]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return raw
+	}
+	colon := strings.IndexByte(rest[:at], ':')
+	if colon < 0 {
+		return raw
+	}
+	return prefix + rest[:colon+1] + password + rest[at:]
+}
+
 // checkURL accepts absolute http and https URLs with a host.
 func checkURL(raw string) (*url.URL, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, optionErrorf("url", "missing; give the absolute http:// or https:// URL that receives each job")
 	}
 	u, err := url.Parse(raw)
+	shown := withPassword(raw, redact.Marker)
+	if err != nil && shown != raw {
+		// The parser's error may quote part of the password (an invalid
+		// port ":pa" of "user:pa/ss@host"): the error of the url with a
+		// harmless one cannot.
+		if _, err = url.Parse(withPassword(raw, "x")); err == nil {
+			return nil, optionErrorf("url", "%q is not a URL: its password holds characters a URL must percent-encode (such as / as %%2F, @ as %%40, %% as %%25, # as %%23, ? as %%3F)", shown)
+		}
+	}
+	raw = shown // from here on, raw is for messages
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -868,3 +868,27 @@ func TestHTTPUntrustedCertificateSaysWhatToDo(t *testing.T) {
 		t.Errorf("%d requests reached the server past the handshake; want none", n)
 	}
 }
+
+// A url that is refused is quoted in the error without what may be its
+// password, whatever is wrong with it: with no scheme (or a user name
+// taken for one), no host or a bad one.
+func TestHTTPBadURLHidesItsPassword(t *testing.T) {
+	for _, raw := range []string{
+		"alice:Url-Pw-1@billing.example/hooks",
+		"//alice:Url-Pw-1@billing.example/hooks",
+		"ftp://alice:Url-Pw-1@billing.example/hooks",
+		"http://alice:Url-Pw-1@bad host/hooks",
+		"http://alice:Url-Pw-1@/hooks",
+		"http://alice:Url/Pw-1@billing.example/hooks", // the parser quotes the password's start
+		"http://alice:Url%zzPw-1@billing.example/hooks",
+	} {
+		_, _, err := handlers.Build(handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": raw}})
+		if err == nil {
+			t.Errorf("%s: built; want it refused", raw)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "Pw-1") || strings.Contains(msg, "Url") || strings.Contains(msg, "%zz") || !strings.Contains(msg, "alice:[REDACTED]@") || !strings.HasPrefix(msg, "handler type http: url: ") {
+			t.Errorf("%s: error %q; want the url refused without its password", raw, msg)
+		}
+	}
+}
