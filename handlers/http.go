@@ -367,6 +367,13 @@ func checkURL(raw string) (*url.URL, error) {
 	case u.Opaque != "" || u.Hostname() == "":
 		return nil, optionErrorf("url", "%q has no host; write it as %s://HOST[:PORT]/PATH", raw, u.Scheme)
 	}
+	if p := u.Port(); p != "" {
+		// The parser takes any digits: every request would fail, and be
+		// retried, as a network error.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, optionErrorf("url", "%q: port %s is out of range 1..65535", raw, p)
+		}
+	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil
 }

@@ -662,6 +662,8 @@ func TestHTTPBadConfiguration(t *testing.T) {
 		{name: "scheme", options: map[string]any{"url": "ftp://billing.example/x"}, key: "url:", reason: `scheme "ftp" is not supported`},
 		{name: "no host", options: map[string]any{"url": "http:///hooks"}, key: "url:", reason: "no host"},
 		{name: "opaque", options: map[string]any{"url": "http:billing"}, key: "url:", reason: "no host"},
+		{name: "port", options: map[string]any{"url": "http://h:99999/x"}, key: "url:", reason: "port 99999 is out of range 1..65535"},
+		{name: "port 0", options: map[string]any{"url": "http://h:0/x"}, key: "url:", reason: "port 0 is out of range"},
 		{name: "not a url", options: map[string]any{"url": "http://bad host/"}, key: "url:", reason: "is not a URL"},
 		{name: "method", options: map[string]any{"url": "http://h/", "method": "GET"}, key: "method:", reason: "not allowed"},
 		{name: "negative timeout", spec: handlers.Spec{Timeout: handlers.Duration(-time.Second)}, options: map[string]any{"url": "http://h/"}, key: "timeout:", reason: "negative"},
