@@ -894,3 +894,40 @@ func TestHTTPBadURLHidesItsPassword(t *testing.T) {
 		}
 	}
 }
+
+// A downstream that echoes the request's headers in its error, as Go
+// marshals them ({"X-Api-Key":["..."]}), has none of their secrets shown:
+// neither the first value of a list nor the others.
+func TestHTTPEchoedHeadersAreHidden(t *testing.T) {
+	s := sharedStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Add("X-Api-Key", "Echo-Key-Second-2")
+		echo, _ := json.Marshal(map[string]any{"error": "unknown key", "headers": r.Header})
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write(echo)
+	}))
+	defer srv.Close()
+	q := fastQueue(t, s, nil)
+	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nheaders: {X-Api-Key: Echo-Key-First-1}\nbreaker: {enabled: false}", srv.URL)))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, testPayload{Case: "echo"}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, dlqIDs := deadBlocksOf(t, s, q)
+	checkDeadBlock(t, blocks[id], "403", store.ReasonNonRetryable, 1, "http.403")
+	msg, _ := blocks[id]["error_message"].(string)
+	history := failuresOf(t, s, q+"_dlq", dlqIDs[id])
+	if len(history) != 1 {
+		t.Fatalf("history %+v; want one failure", history)
+	}
+	var body string
+	if err := s.Pool().QueryRow(ctxFor(t), `SELECT detail->>'output' FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q+"_dlq", dlqIDs[id]).Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"dead-letter block": msg, "failure history": history[0].Message, "response body": body} {
+		if strings.Contains(text, "Echo-Key") || !strings.Contains(text, `"X-Api-Key":[REDACTED]`) || !strings.Contains(text, `"User-Agent":["pgbus"]`) {
+			t.Errorf("%s says %q; want the echoed key hidden, and the rest shown", what, text)
+		}
+	}
+}

@@ -81,6 +81,10 @@ func TestRedactTextKeepsTheRest(t *testing.T) {
 		`POST https://x.example/api/auth: 401 Unauthorized: token=t0k3n`: `POST https://x.example/api/auth: 401 Unauthorized: token=[REDACTED]`,
 		`POST https://x.example/auth: token=t0k3n`:                       `POST https://x.example/auth: token=[REDACTED]`,
 		`/usr/bin/app --password=hunter2 -v`:                             `/usr/bin/app --password=[REDACTED] -v`,
+		// A list under a key goes whole: request headers echoed as Go
+		// marshals them, or prints them.
+		`{"X-Api-Key":["k1-Secret","k2-Secret"],"Accept":["*/*"]}`: `{"X-Api-Key":[REDACTED],"Accept":["*/*"]}`,
+		`map[Accept:[*/*] Cookie:[sid=1 sid=2]]`:                   `map[Accept:[*/*] Cookie:[REDACTED]]`,
 	} {
 		if got, _ := ops.RedactText(in); got != want {
 			t.Errorf("RedactText(%q)\n  = %q\nwant %q", in, got, want)

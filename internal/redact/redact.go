@@ -73,6 +73,12 @@ const (
 // secretText finds secrets in free text: error messages, backtraces,
 // header values and string values of payloads.
 var secretText = []secretPattern{
+	// A list under a key, all of it: "X-Api-Key":["k1","k2"] as a Go
+	// http.Header marshals to JSON (a downstream echoing the request's
+	// headers in its error), X-Api-Key:[k1 k2] as fmt prints one. The
+	// patterns below would hide only its first item; it goes first, as
+	// their markers would end the list early.
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `)\[[^\]]*\]`), hints: secretKeyHints},
 	// Private key blocks.
 	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), hints: []string{"private key"}},
 	// Passwords in URLs and DSNs: scheme://user:password@host. A password
