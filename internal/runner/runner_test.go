@@ -74,10 +74,36 @@ func TestWorkUntilIdle(t *testing.T) {
 	if n := pgtest.Archived(t, st, q.Name); n != 5 {
 		t.Fatalf("%d of 5 jobs archived", n)
 	}
-	for _, want := range []string{"pgbus work: working", q.Name + ":4(demo)", "where=here", "pgbus: job done", "every queue is empty", "pgbus work: stopped"} {
+	for _, want := range []string{"pgbus work: working", q.Name + " (demo, concurrency 4)", "where=here", "pgbus: job done", "every queue is empty", "pgbus work: stopped"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
+	}
+}
+
+// The log names every queue worked with its handler and concurrency,
+// through the redaction of the command line's logger, whatever the
+// queue's name: one ending in a word that names secrets elsewhere is no
+// secret key.
+func TestWorkLogNamesQueuesNamedLikeSecrets(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, _ := setUp(t)
+	q := config.WorkQueue{Name: pgtest.Name("run") + "_token", Concurrency: 3, Declared: true, Handler: handlers.Spec{Type: handlers.TypeDemo}}
+	queues := []config.WorkQueue{q}
+	if err := runner.Prepare(ctx, svc, queues, nil); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(ops.RedactingHandler(slog.NewTextHandler(&logs, nil)))
+	client, err := runner.NewClient(st, queues, engine.Config{PollInterval: 50 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Work(ctx, client, svc, queues, runner.WorkOptions{UntilIdle: true, Logger: log}); err != nil {
+		t.Fatalf("Work: %v", err)
+	}
+	if want := q.Name + " (demo, concurrency 3)"; !strings.Contains(logs.String(), want) || strings.Contains(logs.String(), ops.Redacted) {
+		t.Errorf("log lacks %q, or hides part of it:\n%s", want, logs.String())
 	}
 }
 

@@ -169,12 +169,14 @@ func queueNames(queues []config.WorkQueue) []string {
 	return names
 }
 
-// describe names each queue with its concurrency and handler type, for
-// the log.
+// describe names each queue with its handler type and concurrency, for
+// the log. No colon or equals sign follows the name: the log hides what
+// follows a secret-looking key, and a queue may well be named
+// refresh_token or client_secret.
 func describe(queues []config.WorkQueue) []string {
 	names := make([]string, len(queues))
 	for i, q := range queues {
-		names[i] = fmt.Sprintf("%s:%d(%s)", q.Name, q.Concurrency, q.Handler.Type)
+		names[i] = fmt.Sprintf("%s (%s, concurrency %d)", q.Name, q.Handler.Type, q.Concurrency)
 	}
 	return names
 }
