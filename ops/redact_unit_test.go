@@ -81,6 +81,12 @@ func TestRedactTextKeepsTheRest(t *testing.T) {
 		`POST https://x.example/api/auth: 401 Unauthorized: token=t0k3n`: `POST https://x.example/api/auth: 401 Unauthorized: token=[REDACTED]`,
 		`POST https://x.example/auth: token=t0k3n`:                       `POST https://x.example/auth: token=[REDACTED]`,
 		`/usr/bin/app --password=hunter2 -v`:                             `/usr/bin/app --password=[REDACTED] -v`,
+		// A key ending a path is followed by its secret in a secret
+		// store's listing: only a status or an error's first word is
+		// taken for what happened there.
+		`kv/app/password: hunter2`:                                  `kv/app/password: [REDACTED]`,
+		`read /vault/secret/token: s.Xy12ab34 (kv v2)`:              `read /vault/secret/token: [REDACTED] (kv v2)`,
+		`Post "https://idp.example/oauth/token": dial tcp: refused`: `Post "https://idp.example/oauth/token": dial tcp: refused`,
 		// A list under a key goes whole: request headers echoed as Go
 		// marshals them, or prints them.
 		`{"X-Api-Key":["k1-Secret","k2-Secret"],"Accept":["*/*"]}`: `{"X-Api-Key":[REDACTED],"Accept":["*/*"]}`,

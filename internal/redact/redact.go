@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -137,7 +138,7 @@ func (p secretPattern) replace(s string, n *int) string {
 		case strings.HasPrefix(s[keep:], Marker[:len(Marker)-1]):
 			pos = end
 			continue
-		case p.keyed && inPath(s, start):
+		case p.keyed && inPath(s, start) && (notSecret(s[keep:end]) || p.startsWithKey(s[keep:end])):
 			pos = keep
 			continue
 		}
@@ -175,6 +176,33 @@ func inPath(s string, i int) bool {
 	}
 	return false
 }
+
+// startsWithKey reports whether value opens with a key and value of its
+// own ("auth: token=..."), which the search, going on from there, hides.
+func (p secretPattern) startsWithKey(value string) bool {
+	loc := p.re.FindStringIndex(value)
+	return loc != nil && loc[0] == 0
+}
+
+// notSecret reports whether the value after a key that ends a path is
+// what happened there rather than a secret: an HTTP status, or a word
+// that starts a Go, network or process error ("token: 503", "token\":
+// dial tcp", "rotate-token: exit status 3"). Anything else stays hidden:
+// a key ending a path may still be followed by its secret, as in a
+// secret store's "kv/app/password: hunter2".
+func notSecret(value string) bool {
+	v := strings.ToLower(strings.TrimSuffix(value, ":"))
+	if len(v) == 3 && v[0] >= '1' && v[0] <= '5' && strings.Trim(v, "0123456789") == "" {
+		return true
+	}
+	return slices.Contains(errorWords, v)
+}
+
+// errorWords start the errors that follow a path in Go, network and
+// process failures.
+var errorWords = []string{"exit", "signal", "dial", "read", "write", "eof", "context", "unexpected", "net/http",
+	"tls", "x509", "remote", "http2", "stream", "no", "permission", "connection", "timeout", "i/o", "status",
+	"not", "file", "lookup", "killed", "broken", "request", "response", "server", "client"}
 
 // Private key blocks whose BEGIN line a cut took away.
 var (
