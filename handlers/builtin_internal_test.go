@@ -6,24 +6,24 @@ import (
 )
 
 func TestTextBounds(t *testing.T) {
-	if got := snippet(shownText([]byte(strings.Repeat("é", 1000)), false), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {
+	if got := snippet(shownText([]byte(strings.Repeat("é", 1000)), false, nil), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {
 		t.Errorf("snippet %q (%d bytes)", got, len(got))
 	}
-	if got := snippet(shownText([]byte("a\x00b\r\nc\xff"), false), 100); got != "a\uFFFDb\nc\uFFFD" {
+	if got := snippet(shownText([]byte("a\x00b\r\nc\xff"), false, nil), 100); got != "a\uFFFDb\nc\uFFFD" {
 		t.Errorf("snippet %q", got)
 	}
-	if got := snippet(shownText([]byte("amount is missing\r\n \n"), false), 100); got != "amount is missing" {
+	if got := snippet(shownText([]byte("amount is missing\r\n \n"), false, nil), 100); got != "amount is missing" {
 		t.Errorf("snippet %q keeps the body's trailing blanks", got)
 	}
 	var lines []string
 	for i := range 50 {
 		lines = append(lines, strings.Repeat("x", i))
 	}
-	got := lastLines(shownText([]byte(strings.Join(lines, "\n")+"\n\n"), false), 10, 1000)
+	got := lastLines(shownText([]byte(strings.Join(lines, "\n")+"\n\n"), false, nil), 10, 1000)
 	if n := strings.Count(got, "\n"); n != 9 || !strings.HasSuffix(got, strings.Repeat("x", 49)) {
 		t.Errorf("lastLines kept %d lines: %q", n+1, got)
 	}
-	if got := lastLines(shownText([]byte(strings.Repeat("ü", 2000)), false), 10, 100); len(got) > 100 || !strings.HasPrefix(got, "…ü") {
+	if got := lastLines(shownText([]byte(strings.Repeat("ü", 2000)), false, nil), 10, 100); len(got) > 100 || !strings.HasPrefix(got, "…ü") {
 		t.Errorf("lastLines %q (%d bytes)", got, len(got))
 	}
 }

@@ -38,7 +38,7 @@ func TestCutsFromTheEndLeaveNoSecret(t *testing.T) {
 	for _, sec := range cutSecrets {
 		head := "filler filler " + sec.line + " "
 		// k bytes after the line put each cut in it, or just around it.
-		text := func(k int) string { return shownText([]byte(head+strings.Repeat("z", k)+"\n"), false) }
+		text := func(k int) string { return shownText([]byte(head+strings.Repeat("z", k)+"\n"), false, nil) }
 		for k := outputBytes - len(sec.line) - 5; k <= outputBytes; k++ {
 			if out := lastLines(text(k), outputLines, outputBytes); leaked(out, sec.value) != "" {
 				t.Fatalf("lastLines shows %q of %q:\n%s", leaked(out, sec.value), sec.value, out)
@@ -87,13 +87,13 @@ func TestClippedOutputLeavesNoSecret(t *testing.T) {
 
 // Text without secrets reads as it was written; a cut marks itself.
 func TestShownTextKeepsPlainText(t *testing.T) {
-	if got := shownText([]byte("order 42 failed\n\tat ledger.go:17\r\n\n"), false); got != "order 42 failed\n\tat ledger.go:17" {
+	if got := shownText([]byte("order 42 failed\n\tat ledger.go:17\r\n\n"), false, nil); got != "order 42 failed\n\tat ledger.go:17" {
 		t.Errorf("shownText = %q", got)
 	}
-	if got := shownText([]byte("cut partial line\nwhole line\n"), true); got != "…whole line" {
+	if got := shownText([]byte("cut partial line\nwhole line\n"), true, nil); got != "…whole line" {
 		t.Errorf("shownText of a clipped output = %q, want …whole line", got)
 	}
-	if got := shownText([]byte(strings.Repeat("y", 5000)), true); got != "…" || !utf8.ValidString(got) {
+	if got := shownText([]byte(strings.Repeat("y", 5000)), true, nil); got != "…" || !utf8.ValidString(got) {
 		t.Errorf("shownText of one clipped line = %q, want …", got)
 	}
 }

@@ -152,14 +152,19 @@ const (
 // its stdin a second later is killed with the rest of its group. The
 // first 64 KB of stdout and of stderr are kept (the rest is read and
 // dropped), and the last lines of stderr (or of stdout, when stderr is
-// empty) go into the failure message.
+// empty) go into the failure message. The values of env are secrets but
+// those of the system's variables (PATH, HOME, LANG, ...) and of names
+// that say they hold a place or a setting (_DIR, _HOST, _MODE, ...):
+// each exact occurrence of one (of MinSentSecret characters or more) in
+// what the command writes is hidden before the failure is stored or
+// logged.
 //
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type ExecOptions struct {
 	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH"`
 	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
-	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database"`
+	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database. Values are secrets, stored, logged and shown as [REDACTED] where the command prints them (stderr, stdout), but those of PATH, HOME, LANG, LANGUAGE, LC_*, TZ, TERM, TMPDIR, TEMP, TMP, USER, LOGNAME, SHELL and PWD, and of names ending in _DIR, _PATH, _HOME, _FILE, _MODE, _ENV, _LEVEL, _HOST, _PORT, _REGION or _TIMEOUT unless the name looks like a secret's (SESSION_DIR): places and settings an error must be able to name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
 	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
 	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
@@ -182,7 +187,8 @@ type ExitError struct {
 	Timeout  time.Duration
 	// Output is the last lines of stderr, or of stdout when stderr was
 	// empty (OutputName says which), made printable and bounded, with its
-	// secrets hidden (as ops.RedactText hides them) before it was cut.
+	// secrets hidden (as ops.RedactText hides them, and the env values
+	// that are secrets) before it was cut.
 	Output     string
 	OutputName string
 	// StdoutBytes and StderrBytes are how much it wrote in all.
@@ -300,6 +306,9 @@ type execHandler struct {
 	onExit  map[int]bool
 	// retryUnknown makes unlisted exit codes retryable.
 	retryUnknown bool
+	// secrets are the env values the command gets that are secrets
+	// (see ExecOptions), hidden in what it writes.
+	secrets sentSecrets
 }
 
 // newExecHandler checks an exec block and makes its handler; onDisk looks
@@ -359,6 +368,9 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
 		}
 		h.env = append(h.env, name+"="+o.Env[name])
+		if !plainEnv(name) {
+			h.secrets.add(o.Env[name])
+		}
 	}
 	seen := map[int]string{}
 	for _, list := range []struct {
@@ -523,7 +535,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	)
 	cmd.Env = append(cmd.Env, traceEnv(ctx)...)
 	cmd.Stdin = bytes.NewReader(job.Payload)
-	var stdout, stderr capture
+	stdout, stderr := capture{sent: h.secrets}, capture{sent: h.secrets}
 	out, err := newOutputs(&stdout, &stderr)
 	if err != nil {
 		return &StartError{Command: h.argv0, Err: err}
@@ -725,6 +737,8 @@ type capture struct {
 	total int64
 	// text is shown's, worked out once: redaction reads all of it.
 	text *string
+	// sent are the secrets the handler gave the command, hidden in text.
+	sent sentSecrets
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -752,11 +766,11 @@ func (c *capture) last() []byte {
 // an arbitrary byte.
 func (c *capture) clipped() bool { return c.total > MaxCapture }
 
-// shown is the end of the output as text to quote, its secrets hidden
-// (shownText). Call it once the command has exited.
+// shown is the end of the output as text to quote, its secrets and the
+// handler's hidden (shownText). Call it once the command has exited.
 func (c *capture) shown() string {
 	if c.text == nil {
-		s := shownText(c.last(), c.clipped())
+		s := shownText(c.last(), c.clipped(), c.sent)
 		c.text = &s
 	}
 	return *c.text

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,14 @@ const MaxRetryAfter = time.Hour
 // gets no slot in time is snoozed, using no attempt. Only retryable
 // failures count toward the circuit breaker.
 //
+// The values of headers but those that describe the body or what is
+// accepted (Content-Type, Accept, User-Agent, ...), and the password of
+// url, are secrets: each exact occurrence of one (of MinSentSecret
+// characters or more) in the response body, a redirect's location or a
+// transport error is hidden before the failure is stored or logged, as
+// is a credential such as Bearer 3f9c... without its scheme, and the
+// password as the request's Basic credential.
+//
 // The response body is read, for up to half a second, so that the next
 // request reuses the connection: up to 320 KB after a 2xx, up to 256 KB
 // past the 64 KB kept to quote after another status. A longer body, or
@@ -75,9 +84,9 @@ const MaxRetryAfter = time.Hour
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type HTTPOptions struct {
-	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to"`
+	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. Its password (user:password@) is a secret, hidden as headers' values are"`
 	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
-	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...)"`
+	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); jobs wait for a free slot within their timeout. Default: no bound but the queue's concurrency"`
 	Breaker        BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the downstream, named http:<host:port> and shared by every worker process; on by default"`
 	OnStatus       Rules             `yaml:"on_status" help:"overrides what a status does: keys are a status (300..599) or a class of them (3xx, 4xx, 5xx; an exact status wins), values an action or a mapping with these keys"`
@@ -97,7 +106,7 @@ type StatusError struct {
 	Location string
 	// Body is the start of the response body (at most MaxSnippet bytes),
 	// made printable, with its secrets hidden (as ops.RedactText hides
-	// them) before it was cut.
+	// them, and the secrets the handler sent) before it was cut.
 	Body string
 	// Captured is the start of the body for the failure history, at most
 	// engine.MaxOutputChars characters, its secrets hidden as in Body.
@@ -225,6 +234,10 @@ type httpHandler struct {
 	slots   chan struct{} // nil: no max_concurrency
 	exact   map[int]engine.Action
 	classes map[int]engine.Action // by status / 100
+	// secrets are the header values and the url's password the handler
+	// sends that are secrets (see HTTPOptions), hidden in what the
+	// downstream says back.
+	secrets sentSecrets
 }
 
 func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
@@ -276,6 +289,18 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}
 		h.header.Set(name, value)
+		if !plainHeader(http.CanonicalHeaderKey(name)) {
+			h.secrets.addHeader(value)
+		}
+	}
+	if p, ok := u.User.Password(); ok {
+		// As written, as a URL carries it (percent-encoded), and as the
+		// request's Authorization header does (Basic, user:password in
+		// base64).
+		h.secrets.add(p)
+		_, escaped, _ := strings.Cut(u.User.String(), ":")
+		h.secrets.add(escaped)
+		h.secrets.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
 	}
 	idle := 64
 	if o.MaxConcurrency != nil {
@@ -487,7 +512,10 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 		}
 		var ne net.Error
 		timedOut := reqCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Limit: h.timeout, Err: err, Problem: certificateProblem(err)}
+		// The transport's error may quote what the downstream sent (a
+		// malformed response's first line).
+		return &RequestError{Method: h.method, URL: h.shown, Timeout: timedOut, After: time.Since(start), Limit: h.timeout,
+			Err: h.secrets.hideErr(err), Problem: certificateProblem(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -545,11 +573,11 @@ func readBody(body io.Reader, keep, n int64, cancel context.CancelFunc) (data []
 func (h *httpHandler) classify(resp *http.Response, body []byte, cut bool) error {
 	code := resp.StatusCode
 	hint, _ := retryafter.Wait(resp.Header, time.Now(), MaxRetryAfter)
-	text := shownText(body, false) // the end of a long body is cut off, not its start
+	text := shownText(body, false, h.secrets) // the end of a long body is cut off, not its start
 	e := &StatusError{Method: h.method, URL: h.shown, StatusCode: code, Body: snippet(text, MaxSnippet),
 		Captured: output("response_body", text, cut, false)}
 	if loc, err := resp.Location(); err == nil && code >= 300 && code <= 399 {
-		e.Location = shownURL(loc)
+		e.Location = h.secrets.hideString(shownURL(loc))
 	}
 	if action, ok := h.override(code); ok {
 		// The policy built from on_status decides; a hint is used only when

@@ -422,19 +422,21 @@ const (
 
 // shownText is b as printable text with its secrets hidden, before any
 // cut: a cut could take a secret's key (password=) and leave its value,
-// which redaction would not recognise any more. clipped says b is only the
-// end of a longer output: what the clip left of its first line is dropped
-// too (redact.Clipped) and marked with "…". Trailing blanks go: most
-// outputs end with a newline, which would end the failure message with an
-// empty line.
-func shownText(b []byte, clipped bool) string {
-	s := strings.TrimRight(printable(b), "\n\t ")
+// which redaction would not recognise any more. The values in sent go
+// first, found in the bytes as they came, as they were sent: redaction
+// then sees a word in their place, the marker only once it is done.
+// clipped says b is only the end of a longer output: what the clip left
+// of its first line is dropped too (redact.Clipped) and marked with "…".
+// Trailing blanks go: most outputs end with a newline, which would end
+// the failure message with an empty line.
+func shownText(b []byte, clipped bool, sent sentSecrets) string {
+	s := strings.TrimRight(printable(sent.mark(b)), "\n\t ")
 	if !clipped {
 		s, _ = redact.Text(s)
-		return s
+		return unmark(s)
 	}
 	s, _ = redact.Clipped(s)
-	return "…" + s
+	return "…" + unmark(s)
 }
 
 // snippet returns the start of text (from shownText) of at most limit

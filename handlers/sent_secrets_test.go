@@ -1,0 +1,211 @@
+//go:build unix
+
+// The exec handler of this test runs a shell script with /bin/sh.
+
+package handlers_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Secrets with neither a secret-looking key nor a shape of their own, and
+// values that are no secrets, as a handler block sends them.
+const (
+	hookKey     = "hk-5Rv8Nc3Jx6Wq"           // header X-Hook-Key
+	urlPassword = "pw-Zk4Mn8Qr2"              // the url's password
+	credValue   = "cv-9Tq4Wz7Kp2Ld"           // env ACME_CRED_VALUE
+	contentType = "application/vnd.acme+json" // header Content-Type: no secret
+	billingMode = "production-eu"             // env BILLING_MODE: no secret
+)
+
+// A downstream that says back a secret the handler sent it (an http error
+// body quoting the key it refused, with or without Retry-After; a command
+// printing its environment to stderr) has it hidden in the dead-letter
+// block, the failure history and the worker's log, as the real worker
+// logs; what is no secret (a Content-Type, a mode) stays readable.
+func TestSentSecretsAreHiddenWhenEchoed(t *testing.T) {
+	s := sharedStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		body := fmt.Sprintf("bad key %s for %s (user %s, pass %s)", r.Header.Get("X-Hook-Key"), r.Header.Get("Content-Type"), user, pass)
+		if r.Header.Get("Idempotency-Key") == "busy" {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		} else {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		_, _ = fmt.Fprint(w, body)
+	}))
+	defer srv.Close()
+	script := writeScript(t, t.TempDir(), "env.sh",
+		"printf 'connecting as %s (mode %s)\\n' \"$ACME_CRED_VALUE\" \"$BILLING_MODE\" >&2\nexit 3\n")
+
+	hq := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
+	eq := fastQueue(t, s, nil)
+	hookURL := strings.Replace(srv.URL, "http://", "http://svc:"+urlPassword+"@", 1) + "/hook"
+	queues := []config.WorkQueue{
+		{Name: hq, Concurrency: 2, Handler: specFromYAML(t, fmt.Sprintf(
+			"type: http\nurl: %s\nheaders: {X-Hook-Key: %s, Content-Type: %q}\nbreaker: {enabled: false}", hookURL, hookKey, contentType))},
+		{Name: eq, Concurrency: 2, Handler: specFromYAML(t, fmt.Sprintf(
+			"type: exec\ncommand: [/bin/sh, %s]\nenv: {ACME_CRED_VALUE: %s, BILLING_MODE: %s}\nbreaker: {enabled: false}", script, credValue, billingMode))},
+	}
+	var logs pgtest.SyncBuffer
+	log := slog.New(ops.RedactingHandler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	c, err := runner.NewClient(s, queues, engine.Config{
+		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
+		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
+		Logger: log, Observers: []engine.Observer{runner.NewJobLog(log)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	failed := pgtest.Send(t, c, hq, map[string]int{"n": 1}, engine.SendOptions{IdempotencyKey: "broken"})
+	busy := pgtest.Send(t, c, hq, map[string]int{"n": 2}, engine.SendOptions{IdempotencyKey: "busy"})
+	ran := pgtest.Send(t, c, eq, map[string]int{"n": 3}, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "three messages dead-lettered and logged", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+hq+`_dlq"`) == 2 && pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+eq+`_dlq"`) == 1 &&
+			strings.Count(logs.String(), "job dead-lettered") == 3
+	})
+
+	secrets := []string{hookKey, urlPassword, credValue}
+	check := func(what, text, plain string) {
+		t.Helper()
+		for _, secret := range secrets {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows the secret %s:\n%s", what, secret, text)
+			}
+		}
+		if !strings.Contains(text, ops.Redacted) || !strings.Contains(text, plain) {
+			t.Errorf("%s lacks %s or the plain %q:\n%s", what, ops.Redacted, plain, text)
+		}
+	}
+	for _, m := range []struct {
+		what, queue, plain string
+		id                 int64
+		class              string
+		failures           int
+	}{
+		{"the 500", hq, contentType, failed, "http.500", 2},
+		{"the 503 with Retry-After", hq, contentType, busy, "http.503", 2},
+		{"the command's stderr", eq, billingMode, ran, "exec.exit_3", 1},
+	} {
+		blocks, dlqIDs := deadBlocksOf(t, s, m.queue)
+		b := blocks[m.id]
+		if b == nil || b["error_class"] != m.class {
+			t.Fatalf("%s: dead-letter block %v; want one of class %s", m.what, b, m.class)
+		}
+		block := queryText(t, s, `SELECT headers::text FROM pgmq."q_`+m.queue+`_dlq" WHERE (headers->'`+store.HeaderDeadLetter+`'->>'source_msg_id')::bigint = $1`, m.id)
+		check(m.what+": the dead-letter block", block, m.plain)
+		if m.id == busy && !strings.Contains(block, "(Retry-After 1s)") {
+			t.Errorf("the 503: the dead-letter block does not say it waited for Retry-After:\n%s", block)
+		}
+		history := queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`, store.DLQName(m.queue), dlqIDs[m.id])
+		if n := strings.Count(history, `"attempt"`); n != m.failures {
+			t.Errorf("%s: %d failures recorded, want %d:\n%s", m.what, n, m.failures, history)
+		}
+		check(m.what+": the failure history", history, m.plain)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, "job failed") || strings.Contains(line, "job dead-lettered") {
+			check("the log line", line, ops.Redacted)
+		}
+	}
+	if n := strings.Count(logs.String(), "job failed"); n != 5 {
+		t.Errorf("%d failures logged, want 5:\n%s", n, logs.String())
+	}
+}
+
+// queryText returns the text one row of sql gives.
+func queryText(t *testing.T, s *store.Store, sql string, args ...any) string {
+	t.Helper()
+	var out string
+	if err := s.Pool().QueryRow(ctxFor(t), sql, args...).Scan(&out); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
+}
+
+// A downstream says a secret back in other forms than the handler wrote
+// it: a bearer token without its scheme, the url's password as the Basic
+// credential the request carried, a redirect's location, or a status line
+// so malformed that the transport's error quotes it. Each is hidden in the
+// failure message and the failure history.
+func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
+	const bearer = "bt-4Hx7Pq2Wm9Zc"
+	basic := "c3ZjOnB3LVprNE1uOFFyMg==" // svc:pw-Zk4Mn8Qr2
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		w.Header().Set("Location", "https://idp.example/retry/"+cred)
+		w.WriteHeader(http.StatusFound)
+		_, _ = fmt.Fprintf(w, "invalid credential %s", cred)
+	}))
+	defer echo.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if r, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+				_, _ = fmt.Fprintf(conn, "HTTP/1.1 %s refused\r\n\r\n", r.Header.Get("X-Hook-Key"))
+			}
+			_ = conn.Close()
+		}
+	}()
+
+	for _, c := range []struct {
+		what, block, secret string
+		output              bool
+	}{
+		{"a bearer token without its scheme", fmt.Sprintf("type: http\nurl: %s/hook\nheaders: {Authorization: Bearer %s}", echo.URL, bearer), bearer, true},
+		{"the url's password as the Basic credential", fmt.Sprintf("type: http\nurl: %s/hook", strings.Replace(echo.URL, "http://", "http://svc:"+urlPassword+"@", 1)), basic, true},
+		{"a malformed status line", fmt.Sprintf("type: http\nurl: http://%s/hook\nheaders: {X-Hook-Key: %s}", ln.Addr(), hookKey), hookKey, false},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			fn, _ := mustBuild(t, specFromYAML(t, c.block+"\nbreaker: {enabled: false}"))
+			err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"})
+			var se *handlers.StatusError
+			var re *handlers.RequestError
+			switch {
+			case c.output && (!errors.As(err, &se) || se.StatusCode != http.StatusFound):
+				t.Fatalf("error %v; want the 302", err)
+			case !c.output && (!errors.As(err, &re) || re.Timeout || !strings.Contains(err.Error(), "malformed")):
+				t.Fatalf("error %v; want a network error about the malformed response", err)
+			}
+			texts := map[string]string{"message": err.Error()}
+			if c.output {
+				texts["failure history"] = se.FailureOutput().Text
+				texts["location"] = se.Location
+			}
+			for what, text := range texts {
+				if strings.Contains(text, c.secret) || !strings.Contains(text, ops.Redacted) {
+					t.Errorf("the %s shows %s, or no %s: %s", what, c.secret, ops.Redacted, text)
+				}
+			}
+		})
+	}
+}
