@@ -34,6 +34,8 @@ var defaultSearch = binSearch{
 // PATH (following symlinks to the real directory, where pg_ctl and friends
 // sit too), then at `pg_config --bindir`, then under
 // /usr/lib/postgresql/*/bin and /usr/pgsql-*/bin, highest version first.
+// Finding none, it fails with an *Error wrapping ErrNoBinaries, whose
+// advice is to install them or use a running server (Terms.Server).
 func FindBinDir() (string, error) {
 	return findBinDir(currentSearch(), "")
 }
@@ -53,10 +55,12 @@ func currentSearch() binSearch {
 func findBinDir(s binSearch, major string) (string, error) {
 	dirs := binDirs(s)
 	if len(dirs) == 0 {
-		return "", fmt.Errorf("embedpg: %w (initdb, postgres) found on PATH, via pg_config --bindir, or under %s; "+
-			"install them (Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
-			"macOS: brew install postgresql) or set DATABASE_URL / --database-url to use a running server",
-			ErrNoBinaries, strings.Join(s.globs, " or "))
+		return "", newError("", ErrNoBinaries, func(t Terms) string {
+			return fmt.Sprintf("embedpg: %v (initdb, postgres) found on PATH, via pg_config --bindir, or under %s; "+
+				"install them (Debian/Ubuntu: apt-get install postgresql; Fedora/RHEL: dnf install postgresql-server; "+
+				"macOS: brew install postgresql) or %s",
+				ErrNoBinaries, strings.Join(s.globs, " or "), t.Server)
+		})
 	}
 	if major != "" {
 		for _, d := range dirs {

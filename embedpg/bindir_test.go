@@ -28,11 +28,14 @@ func TestFindBinDirNone(t *testing.T) {
 	if !errors.Is(err, ErrNoBinaries) {
 		t.Fatalf("err = %v, want ErrNoBinaries", err)
 	}
-	t.Logf("error: %v", err)
-	for _, want := range []string{"DATABASE_URL", "apt-get install postgresql", "pg_config --bindir", "PATH"} {
+	e := checkGoTerms(t, err, "")
+	for _, want := range []string{"running PostgreSQL server", "apt-get install postgresql", "pg_config --bindir", "PATH"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+	if front := e.In(frontTerms); !strings.Contains(front, frontTerms.Server) {
+		t.Errorf("In = %q; want %q", front, frontTerms.Server)
 	}
 }
 

@@ -54,6 +54,11 @@ type Cluster struct {
 // first use, or adopts the server already running there (started by another
 // process, or left behind by one that was killed). The database "pgbus"
 // exists when Start returns.
+//
+// An error whose advice names a setting (Options.DataDir, a running server
+// instead) or the program calling Start is an *Error, with Field set when
+// another value of that Options field avoids it; a front end says it in its
+// own words with Error.In.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -174,11 +179,11 @@ func (c *Cluster) lockErr(err error) error {
 	}
 	holders := lockHolders(c.path(lockFile))
 	if len(holders) == 0 {
-		return fmt.Errorf("embedpg: waiting for the lock on %s (another pgbus is starting or stopping the server): %w; "+
+		return fmt.Errorf("embedpg: waiting for the lock on %s (another process is starting or stopping the server): %w; "+
 			"try again once it is done", c.path(lockFile), err)
 	}
 	pids := strings.Trim(fmt.Sprint(holders), "[]")
-	return fmt.Errorf("embedpg: waiting for the lock on %s, held by pid %s (another pgbus starting or stopping the server): %w; "+
+	return fmt.Errorf("embedpg: waiting for the lock on %s, held by pid %s (another process starting or stopping the server): %w; "+
 		"try again once it is done, or stop it if it hangs (kill %s)", c.path(lockFile), pids, err, pids)
 }
 
@@ -188,10 +193,14 @@ func (c *Cluster) lockErr(err error) error {
 // refused before anything in it changes hands.
 func (c *Cluster) prepareDataDir() error {
 	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {
-		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+		return dataDirError(err, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s", err, dataDir)
+		})
 	}
 	if err := os.Mkdir(c.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("embedpg: creating data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+		return dataDirError(err, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s", err, dataDir)
+		})
 	}
 	if err := c.checkOwnDataDir(); err != nil {
 		return err
@@ -214,10 +223,14 @@ var ownEntries = map[string]bool{
 func (c *Cluster) checkOwnDataDir() error {
 	st, err := os.Stat(c.dataDir)
 	if err != nil {
-		return fmt.Errorf("embedpg: data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+		return dataDirError(err, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: data directory: %v; choose another with %s", err, dataDir)
+		})
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("embedpg: data directory %s is not a directory; choose another with --data-dir or PGBUS_DATA_DIR", c.dataDir)
+		return dataDirError(nil, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: data directory %s is not a directory; choose another with %s", c.dataDir, dataDir)
+		})
 	}
 	entries, err := os.ReadDir(c.dataDir)
 	if errors.Is(err, fs.ErrPermission) {
@@ -226,12 +239,16 @@ func (c *Cluster) checkOwnDataDir() error {
 		if owner != "root" {
 			as += " or as root"
 		}
-		return fmt.Errorf("embedpg: data directory %s belongs to user %s (mode %v), and this pgbus runs as user %s, who may not read it: "+
-			"run pgbus as %s, or choose another directory with --data-dir or PGBUS_DATA_DIR",
-			c.dataDir, owner, st.Mode().Perm(), userName(os.Geteuid()), as)
+		return newError("DataDir", err, func(t Terms) string {
+			return fmt.Sprintf("embedpg: data directory %s belongs to user %s (mode %v), and %s runs as user %s, who may not read it: "+
+				"run %s as %s, or choose another directory with %s",
+				c.dataDir, owner, st.Mode().Perm(), t.Program, userName(os.Geteuid()), t.Program, as, t.DataDir)
+		})
 	}
 	if err != nil {
-		return fmt.Errorf("embedpg: reading data directory: %w; choose another with --data-dir or PGBUS_DATA_DIR", err)
+		return dataDirError(err, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: reading data directory: %v; choose another with %s", err, dataDir)
+		})
 	}
 	var foreign []string
 	for _, e := range entries {
@@ -248,8 +265,17 @@ func (c *Cluster) checkOwnDataDir() error {
 	if len(foreign) > 3 {
 		foreign = append(foreign[:3], "...")
 	}
-	return fmt.Errorf("embedpg: data directory %s holds files of something else (%s) and no PostgreSQL cluster of pgbus; "+
-		"choose an empty or new directory with --data-dir or PGBUS_DATA_DIR", c.dataDir, strings.Join(foreign, ", "))
+	return dataDirError(nil, func(dataDir string) string {
+		return fmt.Sprintf("embedpg: data directory %s holds files of something else (%s) and no PostgreSQL cluster of pgbus; "+
+			"choose an empty or new directory with %s", c.dataDir, strings.Join(foreign, ", "), dataDir)
+	})
+}
+
+// dataDirError is an Error caused by err (nil for none) that another
+// Options.DataDir avoids; text says it, naming where the data directory is
+// chosen as given.
+func dataDirError(err error, text func(dataDir string) string) *Error {
+	return newError("DataDir", err, func(t Terms) string { return text(t.DataDir) })
 }
 
 // socketDir is dataDir itself unless the socket path would be too long for a

@@ -32,8 +32,8 @@ func TestForeignDataDirIsRefused(t *testing.T) {
 		_ = c.Stop(context.Background())
 		t.Fatal("Start succeeded on a directory holding someone else's files")
 	}
-	t.Logf("error: %v", err)
-	for _, want := range []string{dir, "notes.txt", "--data-dir"} {
+	checkGoTerms(t, err, "DataDir")
+	for _, want := range []string{dir, "notes.txt", "choose an empty or new directory with Options.DataDir"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -159,9 +159,14 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	t.Logf("error: %s", out)
-	for _, want := range []string{"belongs to user root", "runs as user nobody", "run pgbus as root,", "--data-dir"} {
+	for _, want := range []string{"belongs to user root", "runs as user nobody", "run this program as root,", "Options.DataDir"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("error %q does not say %q", out, want)
+		}
+	}
+	for _, w := range frontWords {
+		if strings.Contains(string(out), w) {
+			t.Errorf("error %q says %q, words of a command line", out, w)
 		}
 	}
 }
@@ -204,4 +209,43 @@ func TestInitdbCutOffSaysStartAgain(t *testing.T) {
 		t.Fatalf("Start = %v; want DeadlineExceeded, saying to start again with a longer StartTimeout, not to remove the directory", err)
 	}
 	start(t, dir)
+}
+
+// Data directories Start cannot use say so in a Go program's terms, naming
+// Options.DataDir: a file, one under a file, and one whose cluster's
+// version cannot be read.
+func TestUnusableDataDirNamesOptionsField(t *testing.T) {
+	root := tempDataDir(t, "ep-")
+	if err := os.Chmod(root, 0o755); err != nil { // for the server's user under root
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A PG_VERSION that cannot be read: a link to itself.
+	loop := filepath.Join(root, "loop")
+	if err := os.MkdirAll(filepath.Join(loop, "pgdata"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("PG_VERSION", filepath.Join(loop, "pgdata", "PG_VERSION")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, dir, says string }{
+		{"a file", file, "is not a directory; choose another with Options.DataDir"},
+		{"under a file", filepath.Join(file, "data", "dir"), "creating data directory"},
+		{"version unreadable", loop, "cannot tell whether"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Start(context.Background(), opts(t, tc.dir))
+			if err == nil {
+				_ = c.Stop(context.Background())
+				t.Fatalf("Start succeeded on %s", tc.dir)
+			}
+			checkGoTerms(t, err, "DataDir")
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not say %q", err, tc.says)
+			}
+		})
+	}
 }

@@ -402,8 +402,8 @@ func TestInitdbFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start succeeded with a failing initdb")
 	}
-	t.Logf("error: %v", err)
-	for _, want := range []string{"initdb in " + filepath.Join(dir, "pgdata") + " failed", "initdb: boom", "--data-dir"} {
+	checkGoTerms(t, err, "DataDir")
+	for _, want := range []string{"initdb in " + filepath.Join(dir, "pgdata") + " failed", "initdb: boom", "or set Options.DataDir"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -421,9 +421,10 @@ func TestInitdbDiskFull(t *testing.T) {
 	o := opts(t, dir)
 	o.BinDir = bin
 	_, err := Start(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), "free space on the disk of "+dir) {
-		t.Fatalf("err = %v, want one saying to free space on the disk of %s", err, dir)
+	if err == nil || !strings.Contains(err.Error(), "free space on the disk of "+dir) || !strings.Contains(err.Error(), "set Options.DataDir to a directory on another disk") {
+		t.Fatalf("err = %v, want one saying to free space on the disk of %s or set Options.DataDir", err, dir)
 	}
+	checkGoTerms(t, err, "DataDir")
 }
 
 func TestUnreachableDataDir(t *testing.T) {
@@ -435,7 +436,7 @@ func TestUnreachableDataDir(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot enter") {
 		t.Fatalf("err = %v, want one saying the server user cannot enter the parent", err)
 	}
-	t.Logf("error: %v", err)
+	checkGoTerms(t, err, "DataDir")
 }
 
 func TestStartWaitsForLockWithinContext(t *testing.T) {
@@ -484,9 +485,10 @@ wait
 	if pid > 0 {
 		t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }) // its own process group
 	}
-	if !errors.Is(err, errStillStarting) || !strings.Contains(err.Error(), "left running") {
+	if !errors.Is(err, errStillStarting) || !strings.Contains(err.Error(), "left running: start this program again") {
 		t.Fatalf("err = %v, want one saying the server is still starting and left running", err)
 	}
+	checkGoTerms(t, err, "")
 	if !processAlive(pid) {
 		t.Errorf("the starting server (pid %d) was stopped", pid)
 	}

@@ -34,9 +34,11 @@ func currentServerUser() (serverUser, error) {
 		"--shell", "/usr/sbin/nologin", superuser).CombinedOutput()
 	u, err := lookupServerUser()
 	if err != nil {
-		return u, fmt.Errorf("embedpg: PostgreSQL does not run as root and neither user postgres nor %s exists; "+
-			"creating %s failed (%v: %s); create one (useradd --system %s) or run pgbus as a normal user",
-			superuser, superuser, cerr, lastLines(out, 3), superuser)
+		return u, newError("", cerr, func(t Terms) string {
+			return fmt.Sprintf("embedpg: PostgreSQL does not run as root and neither user postgres nor %s exists; "+
+				"creating %s failed (%v: %s); create one (useradd --system %s) or run %s as a normal user",
+				superuser, superuser, cerr, lastLines(out, 3), superuser, t.Program)
+		})
 	}
 	return u, nil
 }
@@ -117,9 +119,11 @@ func (u serverUser) checkReachable(dir string) error {
 			return fmt.Errorf("embedpg: checking %s: %w", p, err)
 		}
 		if !u.canSearch(st) {
-			return fmt.Errorf("embedpg: PostgreSQL runs as user %s, which cannot enter %s (mode %v) on the way to %s; "+
-				"choose a data directory it can reach (--data-dir or PGBUS_DATA_DIR, e.g. under /var/lib) or run pgbus as a normal user",
-				u, p, st.Mode().Perm(), dir)
+			return newError("DataDir", nil, func(t Terms) string {
+				return fmt.Sprintf("embedpg: PostgreSQL runs as user %s, which cannot enter %s (mode %v) on the way to %s; "+
+					"choose a data directory it can reach (%s, e.g. under /var/lib) or run %s as a normal user",
+					u, p, st.Mode().Perm(), dir, t.DataDir, t.Program)
+			})
 		}
 		if p == filepath.Dir(p) {
 			return nil

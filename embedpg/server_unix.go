@@ -63,9 +63,11 @@ func (c *Cluster) adoptOrStart(ctx context.Context) error {
 			if starting(c.pgData) {
 				return c.stillStarting(pid, serr)
 			}
-			return fmt.Errorf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %w; see %s, "+
-				"and if it still runs, stop it (kill -INT %d, a fast shutdown) and start pgbus again",
-				pid, c.pgData, err, serr, c.path(logFile), pid)
+			return newError("", serr, func(t Terms) string {
+				return fmt.Sprintf("embedpg: PostgreSQL (pid %d) runs on %s but does not accept connections (%v): %v; see %s, "+
+					"and if it still runs, stop it (kill -INT %d, a fast shutdown) and start %s again",
+					pid, c.pgData, err, serr, c.path(logFile), pid, t.Program)
+			})
 		}
 	}
 }
@@ -140,13 +142,17 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
 		// Only a cluster without PG_VERSION is an interrupted initdb's.
-		return fmt.Errorf("embedpg: cannot tell whether %s holds a cluster (%w); nothing was removed: repair the directory (its permissions, the disk) or set --data-dir",
-			c.pgData, err)
+		return dataDirError(err, func(dataDir string) string {
+			return fmt.Sprintf("embedpg: cannot tell whether %s holds a cluster (%v); nothing was removed: repair the directory (its permissions, the disk) or set %s",
+				c.pgData, err, dataDir)
+		})
 	}
 	tmp := c.pgData + ".initdb"
 	for _, d := range []string{c.pgData, tmp} { // leftovers of an interrupted run
 		if err := os.RemoveAll(d); err != nil {
-			return fmt.Errorf("embedpg: removing incomplete cluster: %w; remove it yourself or set --data-dir", err)
+			return dataDirError(err, func(dataDir string) string {
+				return fmt.Sprintf("embedpg: removing incomplete cluster: %v; remove it yourself or set %s", err, dataDir)
+			})
 		}
 	}
 	c.logger.Info("creating PostgreSQL cluster", "dir", c.pgData)
@@ -162,11 +168,14 @@ func (c *Cluster) initdb(ctx context.Context) error {
 			return fmt.Errorf("embedpg: initdb in %s was cut off (%w) before it finished: Start again, with a longer Options.StartTimeout (now %s) if it ran out; nothing needs removing",
 				c.pgData, ctx.Err(), c.timeout)
 		}
-		next := "remove the directory or set --data-dir"
-		if bytes.Contains(out, []byte("No space left on device")) {
-			next = "free space on the disk of " + c.dataDir + " (a new cluster takes about 40 MB) or set --data-dir to a directory on another disk"
-		}
-		return fmt.Errorf("embedpg: initdb in %s failed: %w: %s; %s", c.pgData, err, lastLines(out, 10), next)
+		full := bytes.Contains(out, []byte("No space left on device"))
+		return dataDirError(err, func(dataDir string) string {
+			next := "remove the directory or set " + dataDir
+			if full {
+				next = "free space on the disk of " + c.dataDir + " (a new cluster takes about 40 MB) or set " + dataDir + " to a directory on another disk"
+			}
+			return fmt.Sprintf("embedpg: initdb in %s failed: %v: %s; %s", c.pgData, err, lastLines(out, 10), next)
+		})
 	}
 	if err := os.Rename(tmp, c.pgData); err != nil {
 		return fmt.Errorf("embedpg: moving the new cluster into place: %w", err)
@@ -293,9 +302,11 @@ var errStillStarting = errors.New("still starting up")
 // first, which can outlast StartTimeout; stopping it would throw that work
 // away and the next start would begin it again, without end.
 func (c *Cluster) stillStarting(pid int, err error) error {
-	return fmt.Errorf("embedpg: PostgreSQL (pid %d) on %s is %w (%v), as after a crash while it replays its write-ahead log, which can take minutes; "+
-		"it is left running: start pgbus again in a while, or see %s",
-		pid, c.pgData, errStillStarting, err, c.path(logFile))
+	return newError("", errStillStarting, func(t Terms) string {
+		return fmt.Sprintf("embedpg: PostgreSQL (pid %d) on %s is %v (%v), as after a crash while it replays its write-ahead log, which can take minutes; "+
+			"it is left running: start %s again in a while, or see %s",
+			pid, c.pgData, errStillStarting, err, t.Program, c.path(logFile))
+	})
 }
 
 // abort ends a server that failed to come up: immediate shutdown, then kill.

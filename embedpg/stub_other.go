@@ -4,17 +4,16 @@ package embedpg
 
 import (
 	"context"
-	"errors"
 	"runtime"
 )
 
-var errUnsupported = errors.New("embedpg: the embedded PostgreSQL needs Linux or macOS (not " + runtime.GOOS +
-	"); set DATABASE_URL / --database-url to use a running server")
+var errUnsupported = unsupported(runtime.GOOS)
 
 // Cluster is a running embedded PostgreSQL server; unavailable on this system.
 type Cluster struct{}
 
-// Start fails on this system: set DATABASE_URL instead.
+// Start fails on this system with an *Error: pass the URL of a running
+// PostgreSQL server to store.Open instead.
 func Start(ctx context.Context, opts Options) (*Cluster, error) { return nil, errUnsupported }
 
 // URL returns the connection string of the cluster.

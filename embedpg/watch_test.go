@@ -66,6 +66,7 @@ func TestGoneDataDirNotRecreated(t *testing.T) {
 	if !errors.Is(err, errClusterGone) || !strings.Contains(err.Error(), "restore the directory") {
 		t.Errorf("revive: %v, want an error saying the cluster is gone and what to do", err)
 	}
+	checkGoTerms(t, err, "")
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("revive made %s again", dir)
 	}
@@ -186,7 +187,7 @@ func TestGoneDataDirBacksOff(t *testing.T) {
 	if len(errs) != 1 {
 		t.Fatalf("%d errors logged for one data directory gone, want 1", len(errs))
 	}
-	for _, want := range []string{"deleted or moved", "restore the directory", "stop pgbus and start it again"} {
+	for _, want := range []string{"deleted or moved", "restore the directory", "stop this program and start it again"} {
 		if e := attr(errs[0], "err"); !strings.Contains(e, want) {
 			t.Errorf("error logged %q does not say %q", e, want)
 		}

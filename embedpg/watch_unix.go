@@ -258,8 +258,10 @@ func (c *Cluster) logGone() {
 // clusterGone is the error for a server that is not started again because
 // its cluster is gone.
 func (c *Cluster) clusterGone() error {
-	return fmt.Errorf("embedpg: %w (no %s): its data directory %s was deleted or moved, "+
-		"and a server started there would hold none of its data, so none is: restore the directory, "+
-		"or stop pgbus and start it again to initialize a new cluster",
-		errClusterGone, filepath.Join(c.pgData, "PG_VERSION"), c.dataDir)
+	return newError("", errClusterGone, func(t Terms) string {
+		return fmt.Sprintf("embedpg: %v (no %s): its data directory %s was deleted or moved, "+
+			"and a server started there would hold none of its data, so none is: restore the directory, "+
+			"or stop %s and start it again to initialize a new cluster",
+			errClusterGone, filepath.Join(c.pgData, "PG_VERSION"), c.dataDir, t.Program)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -234,15 +235,39 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 	return db, nil
 }
 
+// embeddedTerms are the words of the embedded PostgreSQL's advice on the
+// command line: the flag and variable that choose its data directory, and
+// those that name a running server instead.
+var embeddedTerms = embedpg.Terms{
+	DataDir: "--data-dir or " + EnvDataDir,
+	Server:  "set " + EnvDatabaseURL + " / --database-url to use a running server",
+	Program: "pgbus",
+}
+
+// reworded is an error said in other words than its own, which it wraps.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (r reworded) Error() string { return r.msg }
+func (r reworded) Unwrap() error { return r.err }
+
 // explain adds to an error PostgreSQL raised for lack of a privilege which
 // privileges pgbus's commands need, and to an error of the schema check
-// the command that migrates. An operation's error says what to do itself
-// (the operations layer's schema error names migrate as a hint) and
-// passes unchanged, as does every other error.
+// the command that migrates. An error of the embedded PostgreSQL is said
+// in the command line's words (embeddedTerms) rather than a Go program's.
+// An operation's error says what to do itself (the operations layer's
+// schema error names migrate as a hint) and passes unchanged, as does
+// every other error.
 func (a *app) explain(err error) error {
 	var explained *ops.Error
 	if errors.As(err, &explained) {
 		return err
+	}
+	var embedded *embedpg.Error
+	if errors.As(err, &embedded) {
+		return reworded{strings.Replace(err.Error(), embedded.Error(), embedded.In(embeddedTerms), 1), err}
 	}
 	if errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld) {
 		return fmt.Errorf("%w: run pgbus migrate", err)
