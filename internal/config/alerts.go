@@ -1,17 +1,14 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"maps"
-	"os"
-	"regexp"
 	"slices"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/alerts"
+	"github.com/pgbus/pgbus/internal/envref"
 )
 
 // Alerts configures the webhook that pgbus work and the workers of pgbus
@@ -79,36 +76,6 @@ func (a *Alerts) Config() alerts.Config {
 	return c
 }
 
-var (
-	envRef  = regexp.MustCompile(`\$\{([^}]*)\}`)
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// expand replaces each ${NAME} in s by the environment variable NAME; an
-// unset or empty variable is an error saying what to do.
-func expand(s string) (string, error) {
-	var err error
-	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		name := ref[2 : len(ref)-1]
-		if !envName.MatchString(name) {
-			if err == nil {
-				err = fmt.Errorf("%s is not a variable reference; write ${NAME} with NAME of letters, digits and _", ref)
-			}
-			return ref
-		}
-		v, ok := os.LookupEnv(name)
-		if (!ok || v == "") && err == nil {
-			state := "not set"
-			if ok {
-				state = "empty"
-			}
-			err = unsetError(fmt.Sprintf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", name, name, state, name))
-		}
-		return v
-	})
-	return out, err
-}
-
 // checkAlerts validates the alerts block and expands its ${NAME}s.
 func (f *File) checkAlerts() error {
 	a := f.Alerts
@@ -149,8 +116,8 @@ func (f *File) checkAlerts() error {
 	if !a.On() {
 		return nil
 	}
-	u, err := expand(a.URL)
-	if isUnset(err) {
+	u, _, err := envref.Expand(a.URL)
+	if envref.IsUnset(err) {
 		a.unset = f.Errorf("alerts.url", "%v", err)
 	} else if err != nil {
 		return f.Errorf("alerts.url", "%v", err)
@@ -162,9 +129,9 @@ func (f *File) checkAlerts() error {
 		// The parent key, and the header's name in the reason: a reason
 		// after "...Authorization: " would read as a credential, and its
 		// first word be redacted from the error.
-		v, err := expand(a.Headers[name])
+		v, _, err := envref.Expand(a.Headers[name])
 		switch {
-		case isUnset(err):
+		case envref.IsUnset(err):
 			if a.unset == nil {
 				a.unset = f.Errorf("alerts.headers", "header %s %v", name, err)
 			}
@@ -176,14 +143,4 @@ func (f *File) checkAlerts() error {
 		a.headers[name] = v
 	}
 	return nil
-}
-
-// unsetError is a ${NAME} whose variable is not set or empty.
-type unsetError string
-
-func (e unsetError) Error() string { return string(e) }
-
-func isUnset(err error) bool {
-	var u unsetError
-	return errors.As(err, &u)
 }

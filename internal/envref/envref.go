@@ -1,0 +1,105 @@
+// Package envref replaces ${NAME} in configuration values by the
+// environment variable NAME, so that tokens and keys stay out of a file
+// that is checked into repositories and mounted into containers. The
+// alerts block and the http and exec handlers' options use it, with the
+// same rules: NAME is letters, digits and _, not starting with a digit; a
+// variable that is not set, or empty, is an error naming it; $${NAME}
+// stands for a literal ${NAME}.
+package envref
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var (
+	// ref is a reference with, optionally, the $ that escapes it.
+	ref  = regexp.MustCompile(`\$?\$\{([^}]*)\}`)
+	name = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Var is a variable a value used, with the value it had.
+type Var struct {
+	Name  string
+	Value string
+}
+
+// Expand replaces each ${NAME} in s by the environment variable NAME, and
+// each $${NAME} by a literal ${NAME}. It returns the variables it used,
+// so that their values can be kept out of what is shown. An unset or
+// empty variable is an error that IsUnset reports, saying what to do; a
+// reference that is not a variable name is another error. The error is
+// the first one s holds; the rest of s is expanded all the same.
+func Expand(s string) (string, []Var, error) {
+	return expand(s, os.LookupEnv)
+}
+
+// Check reports what Expand would about s but an unset variable: for the
+// commands that read a configuration without running what it configures,
+// on a machine that need not have its secrets.
+func Check(s string) error {
+	_, _, err := expand(s, func(string) (string, bool) { return "x", true })
+	return err
+}
+
+func expand(s string, lookup func(string) (string, bool)) (string, []Var, error) {
+	var (
+		err  error
+		used []Var
+	)
+	out := ref.ReplaceAllStringFunc(s, func(r string) string {
+		if strings.HasPrefix(r, "$$") {
+			return r[1:]
+		}
+		n := r[2 : len(r)-1]
+		if !name.MatchString(n) {
+			if err == nil {
+				err = fmt.Errorf("%s is not a variable reference; write ${NAME} with NAME of letters, digits and _ (and $${NAME} for a literal ${NAME})", r)
+			}
+			return r
+		}
+		v, ok := lookup(n)
+		if (!ok || v == "") && err == nil {
+			state := "not set"
+			if ok {
+				state = "empty"
+			}
+			err = unsetError(fmt.Sprintf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", n, n, state, n))
+		}
+		if v != "" && !slices.Contains(used, Var{n, v}) {
+			used = append(used, Var{n, v})
+		}
+		return v
+	})
+	return out, used, err
+}
+
+// Hide returns text with the value of each variable of vars replaced by
+// its ${NAME}, longest values first: text that quotes what the expanded
+// value said (a parser's error) then reads as the value was written.
+func Hide(text string, vars []Var) string {
+	vars = slices.Clone(vars)
+	slices.SortStableFunc(vars, func(a, b Var) int { return len(b.Value) - len(a.Value) })
+	for _, v := range vars {
+		if v.Value != "" {
+			text = strings.ReplaceAll(text, v.Value, "${"+v.Name+"}")
+		}
+	}
+	return text
+}
+
+// unsetError is a ${NAME} whose variable is not set or empty.
+type unsetError string
+
+func (e unsetError) Error() string { return string(e) }
+
+// IsUnset reports whether err is, or wraps, the error of a variable that
+// is not set or empty.
+func IsUnset(err error) bool {
+	var u unsetError
+	return errors.As(err, &u)
+}

@@ -1,0 +1,30 @@
+package envref_test
+
+import (
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/envref"
+)
+
+// ${NAME} takes the variable's value, $${NAME} stays a literal ${NAME},
+// and a lone $ or $$ is left as written (a password may hold them).
+func TestExpand(t *testing.T) {
+	t.Setenv("PGBUS_TEST_A", "alpha")
+	t.Setenv("PGBUS_TEST_EMPTY", "")
+	out, vars, err := envref.Expand("x ${PGBUS_TEST_A} $${PGBUS_TEST_A} pa$$w$rd ${PGBUS_TEST_A}")
+	if err != nil || out != "x alpha ${PGBUS_TEST_A} pa$$w$rd alpha" || len(vars) != 1 || vars[0] != (envref.Var{Name: "PGBUS_TEST_A", Value: "alpha"}) {
+		t.Fatalf("Expand: %q %v %v", out, vars, err)
+	}
+	for in, unset := range map[string]bool{"${PGBUS_TEST_NEVER_SET}": true, "${PGBUS_TEST_EMPTY}": true, "${1X}": false, "${a b}": false} {
+		_, _, err := envref.Expand(in)
+		if err == nil || envref.IsUnset(err) != unset {
+			t.Errorf("Expand(%q): %v; want an error, unset %v", in, err, unset)
+		}
+		if err := envref.Check(in); (err == nil) != unset {
+			t.Errorf("Check(%q): %v; want an error only for a malformed reference", in, err)
+		}
+	}
+	if got := envref.Hide("bad port :alpha in host", vars); got != "bad port :${PGBUS_TEST_A} in host" {
+		t.Fatalf("Hide: %q", got)
+	}
+}
