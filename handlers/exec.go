@@ -125,7 +125,7 @@ const (
 //	  command: [/usr/local/bin/charge, --live]   # required: argv, not a shell line
 //	  timeout: 1m                                # one attempt, default 30s
 //	  dir: /srv/billing
-//	  env: {BILLING_MODE: live}
+//	  env: {BILLING_MODE: live, BILLING_TOKEN: "${BILLING_TOKEN}"}
 //	  retry_exit_codes: [75]                     # default [75] (EX_TEMPFAIL)
 //	  discard_exit_codes: [3]                    # default none
 //	  retry_unknown_exit_codes: false
@@ -157,14 +157,17 @@ const (
 // that say they hold a place or a setting (_DIR, _HOST, _MODE, ...):
 // each exact occurrence of one (of MinSentSecret characters or more) in
 // what the command writes is hidden before the failure is stored or
-// logged.
+// logged. ${NAME} in a value of env is replaced by the environment
+// variable NAME when the handler is built (Build), as in the http
+// handler's headers: a variable that is not set fails Build, Check does
+// not need it, and its value is a secret whatever the name.
 //
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type ExecOptions struct {
 	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH"`
 	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
-	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database. Values are secrets, stored, logged and shown as [REDACTED] where the command prints them (stderr, stdout), but those of PATH, HOME, LANG, LANGUAGE, LC_*, TZ, TERM, TMPDIR, TEMP, TMP, USER, LOGNAME, SHELL and PWD, and of names ending in _DIR, _PATH, _HOME, _FILE, _MODE, _ENV, _LEVEL, _HOST, _PORT, _REGION or _TIMEOUT unless the name looks like a secret's (SESSION_DIR): places and settings an error must be able to name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
+	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. ${NAME} in a value is the worker's environment variable NAME, as in the http handler's headers ($${NAME} for a literal ${NAME}; pgbus work and pgbus serve refuse to start while it is not set; its value is a secret whatever the name). The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database. Values are secrets, stored, logged and shown as [REDACTED] where the command prints them (stderr, stdout), but those of PATH, HOME, LANG, LANGUAGE, LC_*, TZ, TERM, TMPDIR, TEMP, TMP, USER, LOGNAME, SHELL and PWD, and of names ending in _DIR, _PATH, _HOME, _FILE, _MODE, _ENV, _LEVEL, _HOST, _PORT, _REGION or _TIMEOUT unless the name looks like a secret's (SESSION_DIR): places and settings an error must be able to name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
 	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
 	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
@@ -312,8 +315,8 @@ type execHandler struct {
 }
 
 // newExecHandler checks an exec block and makes its handler; onDisk looks
-// for its program and dir too, without which the handler is not ready to
-// run.
+// for its program and dir too, and replaces the ${NAME}s of env by the
+// environment's variables, without which the handler is not ready to run.
 func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
 		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
@@ -359,17 +362,24 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 	h.dir = o.Dir
 	for _, name := range sortedKeys(o.Env) {
 		key := "env." + name
+		value, vars, _, err := expandOption("env", "variable "+name, o.Env[name], onDisk)
+		if err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
 		switch {
 		case !validEnvName(name):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a variable name (letters, digits and _, not starting with a digit)", name)
 		case strings.HasPrefix(strings.ToUpper(name), "PGBUS_"):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "names starting with PGBUS_ are reserved for the job's details")
-		case strings.ContainsRune(o.Env[name], 0):
+		case strings.ContainsRune(value, 0):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
 		}
-		h.env = append(h.env, name+"="+o.Env[name])
+		h.env = append(h.env, name+"="+value)
 		if !plainEnv(name) {
-			h.secrets.add(o.Env[name])
+			h.secrets.add(value)
+		}
+		for _, v := range vars {
+			h.secrets.add(v.Value) // kept out of the file, so a secret whatever the name
 		}
 	}
 	seen := map[int]string{}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/envref"
 	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/retryafter"
 )
@@ -48,7 +49,7 @@ const MaxRetryAfter = time.Hour
 //	  url: https://billing.internal/hooks/charge   # required
 //	  method: POST                                 # POST (default), PUT, PATCH or DELETE
 //	  timeout: 10s                                 # one attempt, default 30s
-//	  headers: {Authorization: Bearer abc123}
+//	  headers: {Authorization: "Bearer ${ACME_TOKEN}"}
 //	  max_concurrency: 4                           # default: no limit but the queue's concurrency
 //	  breaker: {failure_threshold: 5, cool_off: 10s, max_cool_off: 5m}
 //	  on_status: {409: discard, 5xx: {action: retry, max_retries: 10}}
@@ -76,6 +77,14 @@ const MaxRetryAfter = time.Hour
 // is a credential such as Bearer 3f9c... without its scheme, and the
 // password as the request's Basic credential.
 //
+// ${NAME} in url and in the values of headers is replaced by the
+// environment variable NAME when the handler is built (Build), so that a
+// token stays out of the file; $${NAME} is a literal ${NAME}. A variable
+// that is not set, or empty, fails Build, naming it and the key; Check
+// does not need it. A variable's value is a secret whatever the header
+// (as the url's password is), and messages quote url as written, with
+// its ${NAME}s.
+//
 // The response body is read, for up to half a second, so that the next
 // request reuses the connection: up to 320 KB after a 2xx, up to 256 KB
 // past the 64 KB kept to quote after another status. A longer body, or
@@ -84,9 +93,9 @@ const MaxRetryAfter = time.Hour
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type HTTPOptions struct {
-	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. Its password (user:password@) is a secret, hidden as headers' values are"`
+	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written. Its password (user:password@) is a secret, hidden as headers' values are"`
 	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
-	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
+	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). ${NAME} in a value is the environment variable NAME, so that a token stays out of the file (Authorization: \"Bearer ${ACME_TOKEN}\"; $${NAME} for a literal ${NAME}): pgbus work and pgbus serve refuse to start while it is not set, the commands that run no worker do not need it, and its value is a secret whatever the header. Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); jobs wait for a free slot within their timeout. Default: no bound but the queue's concurrency"`
 	Breaker        BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the downstream, named http:<host:port> and shared by every worker process; on by default"`
 	OnStatus       Rules             `yaml:"on_status" help:"overrides what a status does: keys are a status (300..599) or a class of them (3xx, 4xx, 5xx; an exact status wins), values an action or a mapping with these keys"`
@@ -209,16 +218,26 @@ func (e *RequestError) ErrorClass() string {
 }
 
 func init() {
-	registry[TypeHTTP] = handlerType{build: buildHTTP, options: HTTPOptions{},
+	registry[TypeHTTP] = handlerType{build: buildHTTP, check: checkHTTP, options: HTTPOptions{},
 		summary: "sends each job's payload as a JSON request, with Idempotency-Key set to the job's key; 2xx succeeds, 408, 429, 5xx, network errors and timeouts are retried, other statuses dead-letter the message"}
 }
 
 func buildHTTP(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
-	h, opts, err := newHTTPHandler(spec)
+	h, opts, err := newHTTPHandler(spec, true)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, typeError(TypeHTTP, err)
 	}
 	return h.handle, opts, nil
+}
+
+// checkHTTP checks an http block without needing the environment
+// variables its ${NAME}s name, which only the machines that run its
+// workers need to have.
+func checkHTTP(spec Spec) error {
+	if _, _, err := newHTTPHandler(spec, false); err != nil {
+		return typeError(TypeHTTP, err)
+	}
+	return nil
 }
 
 // reservedHeaders are set by pgbus or by the transport.
@@ -240,7 +259,10 @@ type httpHandler struct {
 	secrets sentSecrets
 }
 
-func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
+// newHTTPHandler checks an http block and makes its handler; resolve
+// replaces its ${NAME}s by the environment's variables, without which the
+// handler is not ready to run (see expandOption).
+func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOptions, error) {
 	var o HTTPOptions
 	if err := decodeKeyed(spec, &o); err != nil {
 		return nil, engine.HandlerOptions{}, err
@@ -249,14 +271,30 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	if err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
-	u, err := checkURL(o.URL)
+	raw, urlVars, known, err := expandOption("url", "", o.URL, resolve)
 	if err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
+	// Unknown only for Check: a stand-in lets the other options be
+	// checked.
+	u := &url.URL{Scheme: "https", Host: "unresolved.invalid"}
+	if known {
+		if u, err = checkURL(raw); err != nil {
+			// It quotes the url: as written, not with the variables'
+			// values.
+			var oe *optionError
+			if errors.As(err, &oe) {
+				oe.Reason = envref.Hide(oe.Reason, urlVars)
+			}
+			return nil, engine.HandlerOptions{}, err
+		}
+	}
 	h := &httpHandler{
-		method:  "POST",
-		url:     u.String(),
-		shown:   shownURL(u),
+		method: "POST",
+		url:    u.String(),
+		// Failures quote it as written: a variable's value, which is kept
+		// out of the file, is kept out of them too.
+		shown:   envref.Hide(shownURL(u), urlVars),
 		header:  http.Header{},
 		timeout: timeout,
 		exact:   map[int]engine.Action{},
@@ -273,8 +311,11 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 	h.header.Set("User-Agent", "pgbus")
 	given := map[string]string{} // by canonical name: the name as written
 	for _, name := range sortedKeys(o.Headers) {
-		value := o.Headers[name]
 		key := "headers." + name
+		value, vars, known, err := expandOption("headers", "header "+name, o.Headers[name], resolve)
+		if err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
 		other, twice := given[http.CanonicalHeaderKey(name)]
 		given[http.CanonicalHeaderKey(name)] = name
 		switch {
@@ -285,13 +326,19 @@ func newHTTPHandler(spec Spec) (*httpHandler, engine.HandlerOptions, error) {
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%s is set by pgbus or the HTTP transport and cannot be configured", http.CanonicalHeaderKey(name))
-		case !httpguts.ValidHeaderFieldValue(value):
+		case known && !httpguts.ValidHeaderFieldValue(value):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}
 		h.header.Set(name, value)
 		if !plainHeader(http.CanonicalHeaderKey(name)) {
 			h.secrets.addHeader(value)
 		}
+		for _, v := range vars {
+			h.secrets.add(v.Value) // kept out of the file, so a secret whatever the header
+		}
+	}
+	for _, v := range urlVars {
+		h.secrets.add(v.Value)
 	}
 	if p, ok := u.User.Password(); ok {
 		// As written, as a URL carries it (percent-encoded), and as the

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/envref"
 	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/store"
@@ -393,6 +394,41 @@ func wholeNumbers(n *yaml.Node, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// expandOption replaces the ${NAME}s of an option's value by the
+// environment's variables (see envref), returning the variables it used:
+// their values are secrets the handler sends. what names the value in
+// errors after its parent key ("header Authorization"): after its own
+// dotted key and a colon, the reason's first word would read as a
+// credential and be redacted; "" for a value that is its key's own (url).
+// With resolve false (Check), a variable that
+// is not set here is no error, as the machine reading the file need not
+// have the workers' secrets: ok false then says the value is unknown, and
+// whatever checks it is skipped.
+func expandOption(key, what, value string, resolve bool) (out string, vars []envref.Var, ok bool, err error) {
+	reason := func(err error, in bool) error {
+		switch {
+		case what == "":
+			return optionErrorf(key, "%v", err)
+		case in:
+			return optionErrorf(key, "in %s, %v", what, err)
+		}
+		return optionErrorf(key, "%s %v", what, err)
+	}
+	out, vars, err = envref.Expand(value)
+	switch {
+	case envref.IsUnset(err) && !resolve:
+		if err := envref.Check(value); err != nil {
+			return "", nil, false, reason(err, true)
+		}
+		return "", nil, false, nil
+	case envref.IsUnset(err):
+		return "", nil, false, reason(err, false)
+	case err != nil:
+		return "", nil, false, reason(err, true)
+	}
+	return out, vars, true, nil
 }
 
 // timeoutOf checks the block's timeout and returns the timeout of one

@@ -1,0 +1,118 @@
+//go:build unix
+
+// The exec handler of this test runs a shell script with /bin/sh.
+
+package handlers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A value a handler takes from the environment (${NAME}) is a secret
+// wherever it goes, a url's path or a header or variable whose value is
+// otherwise no secret (User-Agent, a _MODE): said back by the downstream
+// it is hidden, and the failure quotes the url as written.
+func TestEnvironmentValuesAreHidden(t *testing.T) {
+	const (
+		hookPath = "hp-8Kd2Lx5Vq9"
+		agent    = "ua-3Jf8Wn2Rt6"
+		mode     = "md-6Pc1Hs4Yb7"
+	)
+	t.Setenv("PGBUS_TEST_HOOK_PATH", hookPath)
+	t.Setenv("PGBUS_TEST_AGENT", agent)
+	t.Setenv("PGBUS_TEST_MODE", mode)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = fmt.Fprintf(w, "no hook at %s for %s", r.URL.Path, r.Header.Get("User-Agent"))
+	}))
+	defer srv.Close()
+	script := writeScript(t, t.TempDir(), "mode.sh", "printf 'bad mode %s\\n' \"$BILLING_MODE\" >&2\nexit 3\n")
+	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"}
+
+	fn, _ := mustBuild(t, specFromYAML(t, "type: http\nurl: "+srv.URL+"/hooks/${PGBUS_TEST_HOOK_PATH}\n"+
+		"headers: {User-Agent: \"${PGBUS_TEST_AGENT}\"}\nbreaker: {enabled: false}"))
+	err := fn(context.Background(), job)
+	if err == nil || !strings.Contains(err.Error(), "/hooks/${PGBUS_TEST_HOOK_PATH}: 500") {
+		t.Fatalf("http error %v; want the 500 quoting the url as written", err)
+	}
+	texts := map[string]string{"http message": err.Error(), "http failure history": outputOf(t, err)}
+
+	fn, _ = mustBuild(t, specFromYAML(t, "type: exec\ncommand: [/bin/sh, "+script+"]\nenv: {BILLING_MODE: \"${PGBUS_TEST_MODE}\"}\nbreaker: {enabled: false}"))
+	err = fn(context.Background(), job)
+	if err == nil {
+		t.Fatal("the command's exit 3 was taken as success")
+	}
+	texts["exec message"], texts["exec failure history"] = err.Error(), outputOf(t, err)
+	for what, text := range texts {
+		for _, v := range []string{hookPath, agent, mode} {
+			if strings.Contains(text, v) {
+				t.Errorf("the %s shows %s: %s", what, v, text)
+			}
+		}
+		if !strings.Contains(text, ops.Redacted) {
+			t.Errorf("the %s has no %s: %s", what, ops.Redacted, text)
+		}
+	}
+}
+
+// A ${NAME} whose variable is not set fails Build, naming the variable
+// and the key, and not Check, which the commands that run no handler use;
+// an error about the url quotes it as written, not with the variable's
+// value; $${NAME} is a literal ${NAME}.
+func TestEnvironmentReferencesInOptions(t *testing.T) {
+	t.Setenv("PGBUS_TEST_PORT", "99999x")
+	t.Setenv("PGBUS_TEST_SET", "set-value-1")
+	for _, c := range []struct {
+		what, block string
+		check, want string // "" for none
+	}{
+		{"unset header", "type: http\nurl: https://h.example.com/\nheaders: {X-Key: \"${PGBUS_TEST_UNSET}\"}", "",
+			"headers: header X-Key uses ${PGBUS_TEST_UNSET}, but the environment variable PGBUS_TEST_UNSET is not set"},
+		{"unset url", "type: http\nurl: \"${PGBUS_TEST_UNSET}\"", "", "url: uses ${PGBUS_TEST_UNSET}, but"},
+		{"unset env", "type: exec\ncommand: [/bin/sh]\nenv: {TOKEN: \"${PGBUS_TEST_UNSET}\"}", "",
+			"env: variable TOKEN uses ${PGBUS_TEST_UNSET}, but the environment variable PGBUS_TEST_UNSET is not set"},
+		{"not a name", "type: exec\ncommand: [/bin/sh]\nenv: {TOKEN: \"${not a name}\"}", "in variable TOKEN, ${not a name} is not a variable reference",
+			"in variable TOKEN, ${not a name} is not a variable reference"},
+		{"bad url from a variable", "type: http\nurl: \"http://h.example.com:${PGBUS_TEST_PORT}/x\"", `":${PGBUS_TEST_PORT}`, `":${PGBUS_TEST_PORT}`},
+	} {
+		spec := specFromYAML(t, c.block)
+		if err := handlers.Check(spec); (c.check == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.check)) {
+			t.Errorf("%s: Check: %v; want %q", c.what, err, c.check)
+		}
+		_, _, err := handlers.Build(spec)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "99999x") {
+			t.Errorf("%s: Build: %v; want %q", c.what, err, c.want)
+		}
+	}
+
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("X-Tag") }))
+	defer srv.Close()
+	fn, _ := mustBuild(t, specFromYAML(t, "type: http\nurl: "+srv.URL+"\nheaders: {X-Tag: \"$${PGBUS_TEST_SET} ${PGBUS_TEST_SET}\"}"))
+	if err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "${PGBUS_TEST_SET} set-value-1" {
+		t.Fatalf("X-Tag %q; want the escaped reference literal and the other expanded", got)
+	}
+}
+
+// outputOf is the downstream's output err carries for the failure history.
+func outputOf(t *testing.T, err error) string {
+	t.Helper()
+	var oe engine.OutputError
+	if !errors.As(err, &oe) {
+		t.Fatalf("%v carries no output", err)
+	}
+	return oe.FailureOutput().Text
+}
