@@ -17,7 +17,7 @@ type Alerts struct {
 	// Enabled turns alerts off when false; a block with a url is on.
 	Enabled *bool `yaml:"enabled"`
 	// URL receives the alerts; ${NAME} is replaced by the environment
-	// variable NAME.
+	// variable NAME, and $${NAME} by a literal ${NAME} (see envref).
 	URL string `yaml:"url"`
 	// Headers are sent with every post; ${NAME} in a value is replaced by
 	// the environment variable NAME, so that tokens stay out of the file.

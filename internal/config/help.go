@@ -91,8 +91,9 @@ and a group is reported at most once per window, so a burst is one alert.
 One process at a time sends them: the first to start with alerts on, then
 another when it stops. A failed post is retried with backoff from a
 goroutine of its own, so workers never wait on it. ${NAME} in url and
-headers is replaced by the environment variable NAME at start; an unset one
-stops pgbus with the key that uses it.
+headers is replaced by the environment variable NAME at start ($${NAME} is
+a literal ${NAME}), as in the http handler's url and headers and the exec
+handler's env; an unset one stops pgbus with the key that uses it.
 
 pgbus work works the file's queues (unless --queue or PGBUS_QUEUES names
 others), creating those that are missing and storing their retry settings in
