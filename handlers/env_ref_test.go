@@ -72,6 +72,7 @@ func TestEnvironmentValuesAreHidden(t *testing.T) {
 func TestEnvironmentReferencesInOptions(t *testing.T) {
 	t.Setenv("PGBUS_TEST_PORT", "99999x")
 	t.Setenv("PGBUS_TEST_SET", "set-value-1")
+	t.Setenv("PGBUS_TEST_URL", "ftp://svc:pw-Vb6Tn3Kc8@h.example.com/x")
 	for _, c := range []struct {
 		what, block string
 		check, want string // "" for none
@@ -83,6 +84,7 @@ func TestEnvironmentReferencesInOptions(t *testing.T) {
 			"env: variable TOKEN uses ${PGBUS_TEST_UNSET}, but the environment variable PGBUS_TEST_UNSET is not set"},
 		{"not a name", "type: exec\ncommand: [/bin/sh]\nenv: {TOKEN: \"${not a name}\"}", "in variable TOKEN, ${not a name} is not a variable reference",
 			"in variable TOKEN, ${not a name} is not a variable reference"},
+		{"whole url from a variable", "type: http\nurl: \"${PGBUS_TEST_URL}\"", `"${PGBUS_TEST_URL}": scheme`, `"${PGBUS_TEST_URL}": scheme`},
 		{"bad url from a variable", "type: http\nurl: \"http://h.example.com:${PGBUS_TEST_PORT}/x\"", `":${PGBUS_TEST_PORT}`, `":${PGBUS_TEST_PORT}`},
 	} {
 		spec := specFromYAML(t, c.block)
@@ -90,7 +92,7 @@ func TestEnvironmentReferencesInOptions(t *testing.T) {
 			t.Errorf("%s: Check: %v; want %q", c.what, err, c.check)
 		}
 		_, _, err := handlers.Build(spec)
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "99999x") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "99999x") || strings.Contains(err.Error(), "pw-Vb6Tn3Kc8") || strings.Contains(err.Error(), "h.example.com/x") {
 			t.Errorf("%s: Build: %v; want %q", c.what, err, c.want)
 		}
 	}

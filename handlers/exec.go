@@ -362,15 +362,16 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 	h.dir = o.Dir
 	for _, name := range sortedKeys(o.Env) {
 		key := "env." + name
-		value, vars, _, err := expandOption("env", "variable "+name, o.Env[name], onDisk)
-		if err != nil {
-			return nil, engine.HandlerOptions{}, err
-		}
 		switch {
 		case !validEnvName(name):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a variable name (letters, digits and _, not starting with a digit)", name)
 		case strings.HasPrefix(strings.ToUpper(name), "PGBUS_"):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "names starting with PGBUS_ are reserved for the job's details")
+		}
+		value, vars, _, err := expandOption("env", "variable "+name, o.Env[name], onDisk)
+		switch {
+		case err != nil:
+			return nil, engine.HandlerOptions{}, err
 		case strings.ContainsRune(value, 0):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
 		}

@@ -279,13 +279,7 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 	// checked.
 	u := &url.URL{Scheme: "https", Host: "unresolved.invalid"}
 	if known {
-		if u, err = checkURL(raw); err != nil {
-			// It quotes the url: as written, not with the variables'
-			// values.
-			var oe *optionError
-			if errors.As(err, &oe) {
-				oe.Reason = envref.Hide(oe.Reason, urlVars)
-			}
+		if u, err = checkURL(raw, o.URL, urlVars); err != nil {
 			return nil, engine.HandlerOptions{}, err
 		}
 	}
@@ -312,10 +306,6 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 	given := map[string]string{} // by canonical name: the name as written
 	for _, name := range sortedKeys(o.Headers) {
 		key := "headers." + name
-		value, vars, known, err := expandOption("headers", "header "+name, o.Headers[name], resolve)
-		if err != nil {
-			return nil, engine.HandlerOptions{}, err
-		}
 		other, twice := given[http.CanonicalHeaderKey(name)]
 		given[http.CanonicalHeaderKey(name)] = name
 		switch {
@@ -326,6 +316,11 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		case slices.Contains(reservedHeaders, http.CanonicalHeaderKey(name)):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "%s is set by pgbus or the HTTP transport and cannot be configured", http.CanonicalHeaderKey(name))
+		}
+		value, vars, known, err := expandOption("headers", "header "+name, o.Headers[name], resolve)
+		switch {
+		case err != nil:
+			return nil, engine.HandlerOptions{}, err
 		case known && !httpguts.ValidHeaderFieldValue(value):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}
@@ -408,14 +403,17 @@ func withPassword(raw, password string) string {
 	return prefix + rest[:colon+1] + password + rest[at:]
 }
 
-// checkURL accepts absolute http and https URLs with a host.
-func checkURL(raw string) (*url.URL, error) {
+// checkURL accepts absolute http and https URLs with a host. raw is the
+// url with its ${NAME}s replaced by vars; errors quote it as written, and
+// what the parser says with each variable's value as its ${NAME}.
+func checkURL(raw, written string, vars []envref.Var) (*url.URL, error) {
+	hide := func(s string) string { return envref.Hide(s, vars) }
 	if strings.TrimSpace(raw) == "" {
 		return nil, optionErrorf("url", "missing; give the absolute http:// or https:// URL that receives each job")
 	}
 	u, err := url.Parse(raw)
-	shown := withPassword(raw, redact.Marker)
-	if err != nil && shown != raw {
+	shown := withPassword(written, redact.Marker)
+	if err != nil && withPassword(raw, redact.Marker) != raw {
 		// The parser's error may quote part of the password (an invalid
 		// port ":pa" of "user:pa/ss@host"): the error of the url with a
 		// harmless one cannot.
@@ -429,21 +427,21 @@ func checkURL(raw string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, optionErrorf("url", "%q is not a URL: %v", raw, err)
+		return nil, optionErrorf("url", "%q is not a URL: %s", raw, hide(err.Error()))
 	}
 	switch {
 	case u.Scheme == "":
 		return nil, optionErrorf("url", "%q has no scheme; write it as http://... or https://...", raw)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, optionErrorf("url", "%q: scheme %q is not supported; use http or https", raw, u.Scheme)
+		return nil, optionErrorf("url", "%q: scheme %q is not supported; use http or https", raw, hide(u.Scheme))
 	case u.Opaque != "" || u.Hostname() == "":
-		return nil, optionErrorf("url", "%q has no host; write it as %s://HOST[:PORT]/PATH", raw, u.Scheme)
+		return nil, optionErrorf("url", "%q has no host; write it as %s://HOST[:PORT]/PATH", raw, hide(u.Scheme))
 	}
 	if p := u.Port(); p != "" {
 		// The parser takes any digits: every request would fail, and be
 		// retried, as a network error.
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, optionErrorf("url", "%q: port %s is out of range 1..65535", raw, p)
+			return nil, optionErrorf("url", "%q: port %s is out of range 1..65535", raw, hide(p))
 		}
 	}
 	u.Fragment, u.RawFragment = "", ""
