@@ -196,3 +196,21 @@ func checkDeadBlock(t testing.TB, b map[string]any, what, reason string, attempt
 			what, b["reason"], b["attempts"], b["error_class"], reason, attempts, class, b)
 	}
 }
+
+// deadLetterOne runs one message through a handler of the YAML block on a
+// fast queue with maxRetries runs, waits until it is dead-lettered, and
+// returns its dead-letter block and error message and its id in the DLQ.
+func deadLetterOne(t testing.TB, s *store.Store, block string, maxRetries int, payloadCase string) (dead map[string]any, msg string, dlqID int64, queue string) {
+	t.Helper()
+	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = maxRetries })
+	fn, opts := mustBuild(t, specFromYAML(t, block))
+	c := quickClient(t, s, q, 1)
+	c.HandleQueue(q, fn, opts)
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, testPayload{Case: payloadCase}, engine.SendOptions{})
+	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
+	blocks, dlqIDs := deadBlocksOf(t, s, q)
+	dead = blocks[id]
+	msg, _ = dead["error_message"].(string)
+	return dead, msg, dlqIDs[id], q
+}

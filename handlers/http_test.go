@@ -785,17 +785,9 @@ func TestHTTPFailureOfATokenEndpointKeepsItsStatus(t *testing.T) {
 		_, _ = io.WriteString(w, "issuer down; last token=tkn-Body-Secret-77")
 	}))
 	defer srv.Close()
-	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 1 })
-	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/oauth/token\nbreaker: {enabled: false}", srv.URL)))
-	c := quickClient(t, s, q, 1)
-	c.HandleQueue(q, fn, opts)
-	pgtest.Start(t, c)
-	id := pgtest.Send(t, c, q, testPayload{Case: "token"}, engine.SendOptions{})
-	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
-	blocks, dlqIDs := deadBlocksOf(t, s, q)
-	checkDeadBlock(t, blocks[id], "503 from a token endpoint", store.ReasonMaxRetriesExceeded, 1, "http.503")
-	msg, _ := blocks[id]["error_message"].(string)
-	history := failuresOf(t, s, q+"_dlq", dlqIDs[id])
+	dead, msg, dlqID, q := deadLetterOne(t, s, fmt.Sprintf("type: http\nurl: %s/oauth/token\nbreaker: {enabled: false}", srv.URL), 1, "token")
+	checkDeadBlock(t, dead, "503 from a token endpoint", store.ReasonMaxRetriesExceeded, 1, "http.503")
+	history := failuresOf(t, s, q+"_dlq", dlqID)
 	if len(history) != 1 {
 		t.Fatalf("history %+v; want one failure", history)
 	}
@@ -819,16 +811,8 @@ func TestHTTPRedirectSaysWhereItPointed(t *testing.T) {
 		w.WriteHeader(http.StatusMovedPermanently)
 	}))
 	defer srv.Close()
-	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
-	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL)))
-	c := quickClient(t, s, q, 1)
-	c.HandleQueue(q, fn, opts)
-	pgtest.Start(t, c)
-	id := pgtest.Send(t, c, q, testPayload{Case: "moved"}, engine.SendOptions{})
-	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
-	blocks, _ := deadBlocksOf(t, s, q)
-	checkDeadBlock(t, blocks[id], "301", store.ReasonNonRetryable, 1, "http.301")
-	msg, _ := blocks[id]["error_message"].(string)
+	dead, msg, _, _ := deadLetterOne(t, s, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL), 3, "moved")
+	checkDeadBlock(t, dead, "301", store.ReasonNonRetryable, 1, "http.301")
 	if !strings.Contains(msg, "301 Moved Permanently (redirects to https://billing.example/hooks/v2, which the handler does not follow; set url to") {
 		t.Errorf("error message %q; want it to say where the redirect pointed and what to do", msg)
 	}
@@ -852,16 +836,8 @@ func TestHTTPUntrustedCertificateSaysWhatToDo(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes it refuses
 	srv.StartTLS()
 	defer srv.Close()
-	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
-	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL)))
-	c := quickClient(t, s, q, 1)
-	c.HandleQueue(q, fn, opts)
-	pgtest.Start(t, c)
-	id := pgtest.Send(t, c, q, testPayload{Case: "tls"}, engine.SendOptions{})
-	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
-	blocks, _ := deadBlocksOf(t, s, q)
-	checkDeadBlock(t, blocks[id], "self-signed server", store.ReasonMaxRetriesExceeded, 2, handlers.ClassHTTPNetwork)
-	msg, _ := blocks[id]["error_message"].(string)
+	dead, msg, _, _ := deadLetterOne(t, s, fmt.Sprintf("type: http\nurl: %s/hooks\nbreaker: {enabled: false}", srv.URL), 2, "tls")
+	checkDeadBlock(t, dead, "self-signed server", store.ReasonMaxRetriesExceeded, 2, handlers.ClassHTTPNetwork)
 	if !strings.Contains(msg, "certificate signed by unknown authority; the server's certificate is signed by an authority this host does not trust") ||
 		!strings.Contains(msg, "add the CA to this host's trust store") {
 		t.Errorf("error message %q; want it to say the certificate is not trusted and what to do", msg)
@@ -907,22 +883,14 @@ func TestHTTPEchoedHeadersAreHidden(t *testing.T) {
 		_, _ = w.Write(echo)
 	}))
 	defer srv.Close()
-	q := fastQueue(t, s, nil)
-	fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: http\nurl: %s/hooks\nheaders: {X-Api-Key: Echo-Key-First-1}\nbreaker: {enabled: false}", srv.URL)))
-	c := quickClient(t, s, q, 1)
-	c.HandleQueue(q, fn, opts)
-	pgtest.Start(t, c)
-	id := pgtest.Send(t, c, q, testPayload{Case: "echo"}, engine.SendOptions{})
-	pgtest.Eventually(t, 20*time.Second, "the job to be dead-lettered", func() bool { return pgtest.Live(t, s, q) == 0 })
-	blocks, dlqIDs := deadBlocksOf(t, s, q)
-	checkDeadBlock(t, blocks[id], "403", store.ReasonNonRetryable, 1, "http.403")
-	msg, _ := blocks[id]["error_message"].(string)
-	history := failuresOf(t, s, q+"_dlq", dlqIDs[id])
+	dead, msg, dlqID, q := deadLetterOne(t, s, fmt.Sprintf("type: http\nurl: %s/hooks\nheaders: {X-Api-Key: Echo-Key-First-1}\nbreaker: {enabled: false}", srv.URL), 3, "echo")
+	checkDeadBlock(t, dead, "403", store.ReasonNonRetryable, 1, "http.403")
+	history := failuresOf(t, s, q+"_dlq", dlqID)
 	if len(history) != 1 {
 		t.Fatalf("history %+v; want one failure", history)
 	}
 	var body string
-	if err := s.Pool().QueryRow(ctxFor(t), `SELECT detail->>'output' FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q+"_dlq", dlqIDs[id]).Scan(&body); err != nil {
+	if err := s.Pool().QueryRow(ctxFor(t), `SELECT detail->>'output' FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q+"_dlq", dlqID).Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	for what, text := range map[string]string{"dead-letter block": msg, "failure history": history[0].Message, "response body": body} {
