@@ -264,8 +264,15 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 // is its own transaction, and concurrent commits share WAL flushes. Messages
 // of one PGMQ FIFO group stay on one connection, in order, so the group's
 // order survives the trip.
+//
+// A cancelled ctx stops the lanes between messages, not within one: a
+// move cut off by the cancellation could commit without its caller
+// knowing, and go uncounted in the report. A move under way finishes,
+// unless it is still going moveGrace after the cancellation.
 func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
+	moves, stop := finishing(ctx, moveGrace)
+	defer stop()
 	var wg sync.WaitGroup
 	for lane := range lanes {
 		wg.Go(func() {
@@ -273,11 +280,38 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
 					continue
 				}
-				out[i] = s.retryWithFallback(ctx, r, out[i].target, places, opts)
+				out[i] = s.retryWithFallback(moves, r, out[i].target, places, opts)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// moveGrace is how long a move under way may go on once its call is
+// cancelled: a move takes milliseconds, unless it waits for a lock.
+const moveGrace = 10 * time.Second
+
+// finishing returns a context with the values of ctx that is cancelled
+// grace after ctx is, so that work started before the cancellation can
+// finish and be told of; stop releases it.
+func finishing(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var timer *time.Timer
+	var mu sync.Mutex
+	stopAfter := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, cancel)
+	})
+	return out, func() {
+		stopAfter()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 func deadRetryLane(r deadRef, i, lanes int) int {
