@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // A configuration file shared with a machine that lacks an exec handler's
@@ -42,6 +45,15 @@ queues:
 	if msg := d.fails(t, 2, "--config", cfg, "serve", "--read-only"); !strings.Contains(msg, "queues.exc.handler") ||
 		!strings.Contains(msg, "does not exist") || !strings.Contains(msg, "pgbus serve runs workers on the configuration file's queues") {
 		t.Fatalf("serve on the file's queues: %q", msg)
+	}
+	if msg := d.fails(t, 2, "--config", cfg, "serve", "--no-workers", "--queue", "orders"); !strings.Contains(msg, "--no-workers runs no worker") {
+		t.Fatalf("serve --no-workers --queue: %q", msg)
+	}
+	// --no-workers serves agents with the same file, the program missing.
+	c, _, _ := serveStdio(t, "--read-only", "--no-workers", "--config", cfg, "--database-url", d.url)
+	var h ops.Health
+	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_health", map[string]any{}))), &h); err != nil || h.Workers != 0 || h.Status == "" {
+		t.Fatalf("pgbus_health of serve --no-workers: %+v, %v; want no worker running", h, err)
 	}
 
 	bad := writeFile(t, "bad.yaml", `

@@ -125,8 +125,10 @@ func TestReadOnlyRole(t *testing.T) {
 		t.Fatalf("audit as the reader: %d entries, the table has %d", len(audit.Items), n)
 	}
 
-	// pgbus serve --read-only, over stdio.
-	c, _, stderr := serveStdio(t, "--read-only", "--database-url", roleURL)
+	// pgbus serve --read-only, over stdio, with the workers' configuration
+	// file: --no-workers leaves its queues to the workers.
+	cfg := writeFile(t, "workers.yaml", "queues:\n  shop:\n    handler: {type: demo}\n")
+	c, _, stderr := serveStdio(t, "--read-only", "--no-workers", "--config", cfg, "--database-url", roleURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var toolPage struct {

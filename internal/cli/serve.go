@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -26,6 +27,7 @@ type serveFlags struct {
 	authToken      string
 	maxSessions    int
 	readOnly       bool
+	noWorkers      bool
 	allowPayloads  bool
 	safeFields     []string
 	queues         []string
@@ -74,7 +76,10 @@ Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does, with the same
 --concurrency, --poll-interval, --drain-timeout and --no-listen; with none of them, serve
-runs no workers and only answers agents.
+runs no workers and only answers agents. --no-workers runs none whatever the
+configuration file and PGBUS_QUEUES name: an agents' server that shares the
+workers' configuration file (its safe_fields, say) on a machine that does
+not run their handlers, or with a role that may only read.
 
 Monitoring: over http and sse the same address serves Prometheus metrics at
 /metrics (with the bearer token, when one is set) and the probes /livez and
@@ -83,6 +88,7 @@ answer or a queue the embedded workers work is STALLED). --metrics-addr serves t
 transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
+  pgbus serve --read-only --no-workers --config pgbus.yaml
   pgbus serve --transport http --addr 127.0.0.1:8080
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus serve --transport http --addr 0.0.0.0:8080
   claude mcp add pgbus -- pgbus serve`,
@@ -133,6 +139,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
 	fl.StringArrayVar(&f.work, "work", nil, "the old name of --queue")
+	fl.BoolVar(&f.noWorkers, "no-workers", false, "run no embedded workers, whatever --queue, "+EnvQueues+" or the configuration file name: only answer agents")
 	// Hidden rather than marked deprecated: cobra prints a deprecation on
 	// stdout, which on stdio is the MCP protocol's. serveQueues warns in the
 	// log instead.
@@ -160,6 +167,12 @@ func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 // does: --queue, else PGBUS_QUEUES, else the configuration file's; the
 // handler from --handler, else PGBUS_HANDLER, else the file's.
 func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
+	if f.noWorkers {
+		if len(f.queues)+len(f.work) > 0 || f.handler != "" {
+			return nil, usageError{errors.New("--no-workers runs no worker, so --queue and --handler have nothing to do: give one or the other")}
+		}
+		return nil, nil
+	}
 	if len(f.work) > 0 {
 		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
 	}
@@ -177,7 +190,7 @@ func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 	if err != nil && len(specs) == 0 {
 		// Whoever meant only to serve (a read-only server on a machine
 		// that lacks a handler's program) learns why a handler matters.
-		return nil, usageError{fmt.Errorf("%w (pgbus serve runs workers on the configuration file's queues, unless --queue or %s names others)", err, EnvQueues)}
+		return nil, usageError{fmt.Errorf("%w (pgbus serve runs workers on the configuration file's queues, unless --queue or %s names others; --no-workers runs none)", err, EnvQueues)}
 	}
 	if err != nil {
 		return nil, usageError{err}
