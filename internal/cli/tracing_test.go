@@ -153,3 +153,21 @@ func TestDashboardRetryTraced(t *testing.T) {
 		t.Errorf("the retried message carries traceparent %q, want the dlq_retry span's %q", tp, want)
 	}
 }
+
+// pgbus demo's workers are traced as pgbus work's are: with an OTLP
+// endpoint set, the collector gets the spans of the demo's jobs.
+func TestDemoTraced(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	c, url := newCollector(t)
+	if r := pgbusIn(t, append(d.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+url), "", "demo"); r.code != 0 {
+		t.Fatalf("demo: exit %d: %s", r.code, r.stderr)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, span := range []string{"process demo_orders", "process demo_emails"} {
+		if _, ok := c.spans[span]; !ok {
+			t.Errorf("the collector got no %q span from the demo's workers; it got %v", span, c.spans)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type Options struct {
 	Sent func(perQueue map[string]int, total int)
 	// Progress is called as jobs settle, with how many have of total.
 	Progress func(settled, total int)
+	// Observers are the workers' engine.Config.Observers: tracing, when
+	// it is on, follows the demo's jobs as any worker's.
+	Observers []engine.Observer
 }
 
 // Report is what a run of the demo did.
@@ -117,7 +120,7 @@ func setUp(ctx context.Context, svc *ops.Service, opts Options) (total int, err 
 // work runs workers until every job has settled, or the timeout.
 func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opts Options) error {
 	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger,
-		AuditRetention: opts.AuditRetention})
+		AuditRetention: opts.AuditRetention, Observers: opts.Observers})
 	if err != nil {
 		return err
 	}
