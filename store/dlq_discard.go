@@ -112,7 +112,8 @@ func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error
 }
 
 // discardPaged discards the messages f selects page by page, each page's
-// messages of one DLQ in one statement.
+// messages of one DLQ in one statement. A cancelled ctx stops it between
+// statements: one under way finishes, so that what it moved is counted.
 func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progress func(done, total int), rep *DiscardReport) error {
 	total := limit
 	if progress != nil {
@@ -127,7 +128,11 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 		}
 		by := deadByDLQ(refs)
 		for _, dlq := range slices.Sorted(maps.Keys(by)) {
-			moved, err := s.ArchiveMany(ctx, dlq, by[dlq])
+			var moved []int64
+			err := finishStatement(ctx, func(ctx context.Context) (err error) {
+				moved, err = s.ArchiveMany(ctx, dlq, by[dlq])
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -256,6 +261,9 @@ func (s *Store) purgeCount(ctx context.Context, dlqs []string, cutoff time.Time)
 // a row skipped while another transaction held it, or discarded by a
 // transaction that committed behind the walk, still goes, as it did when
 // every batch started there.
+//
+// A cancelled ctx stops it between batches: a batch under way finishes,
+// so that what it deleted is counted.
 func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time, done func(int64)) (int64, error) {
 	sql := purgeArchiveSQL(dlq)
 	var total int64
@@ -264,7 +272,10 @@ func (s *Store) purgeArchive(ctx context.Context, dlq string, cutoff time.Time, 
 	for {
 		var n int64
 		fromStart := from == start
-		if err := s.db.QueryRow(ctx, sql, cutoff, purgeBatch, dlq, from).Scan(&n, &from); err != nil {
+		err := finishStatement(ctx, func(ctx context.Context) error {
+			return s.db.QueryRow(ctx, sql, cutoff, purgeBatch, dlq, from).Scan(&n, &from)
+		})
+		if err != nil {
 			return total, err
 		}
 		total += n

@@ -287,33 +287,6 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 	wg.Wait()
 }
 
-// moveGrace is how long a move under way may go on once its call is
-// cancelled: a move takes milliseconds, unless it waits for a lock.
-const moveGrace = 10 * time.Second
-
-// finishing returns a context with the values of ctx that is cancelled
-// grace after ctx is, so that work started before the cancellation can
-// finish and be told of; stop releases it.
-func finishing(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var timer *time.Timer
-	var mu sync.Mutex
-	stopAfter := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return out, func() {
-		stopAfter()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
-}
-
 func deadRetryLane(r deadRef, i, lanes int) int {
 	if r.group == "" {
 		return i % lanes
