@@ -89,6 +89,9 @@ func (s *Service) redactPatterns(ctx context.Context, groups []store.DeadGroup) 
 // kind, error class and error pattern, largest group first: an
 // investigation's first stop.
 func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQSummary, err error) {
+	if err := s.enter(ctx, "DLQSummary"); err != nil {
+		return DLQSummary{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
@@ -195,6 +198,9 @@ const cursorClockSep = "~"
 
 // DLQList returns one page of the dead messages the filter selects.
 func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, err error) {
+	if err := s.enter(ctx, "DLQList"); err != nil {
+		return DLQList{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	limit, err := pageLimit(req.Limit)
 	if err != nil {
@@ -327,6 +333,9 @@ type DeadMessage struct {
 // DLQShow returns one dead message: its block, headers, failure history
 // and, when allowed and asked for, its payload.
 func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessage, err error) {
+	if err := s.enter(ctx, "DLQShow"); err != nil {
+		return DeadMessage{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue); err != nil {
 		return DeadMessage{}, err

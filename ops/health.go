@@ -84,6 +84,9 @@ func (r HealthReason) Key() ReasonKey {
 // are listed first; those past the response bound are left out and
 // counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
+	if err := s.enter(ctx, "Health"); err != nil {
+		return Health{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	h, err := retryVanished(func() (Health, error) {
 		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
@@ -173,6 +176,9 @@ func (r OverviewRequest) Check() error {
 // queues with dead messages or failures, then those with a backlog or a
 // pause.
 func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview, err error) {
+	if err := s.enter(ctx, "Overview"); err != nil {
+		return Overview{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return Overview{}, err
@@ -520,6 +526,9 @@ type WorkersRequest struct {
 // stale, then stopped, newest first within each. A list over the response
 // bound leaves out its last rows and says so, unless req.All.
 func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, err error) {
+	if err := s.enter(ctx, "Workers"); err != nil {
+		return Workers{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	out, err := s.allWorkers(ctx)
 	if err != nil {
@@ -640,6 +649,9 @@ const maxBreakerUsers = 20
 // breakers, and a breaker used by many queues and kinds lists the latest
 // seen of them; both say so.
 func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits, err error) {
+	if err := s.enter(ctx, "Circuits"); err != nil {
+		return Circuits{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("name", req.Name); err != nil {
 		return Circuits{}, err
@@ -703,6 +715,9 @@ type CircuitReset struct {
 // CircuitReset closes a circuit breaker by hand and clears its failure
 // count, for when its downstream is known to be back.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
+	if err := s.enter(ctx, "CircuitReset"); err != nil {
+		return out, err
+	}
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
 	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {

@@ -43,6 +43,9 @@ type QueueStatsResult struct {
 // QueueStats returns the stats of one queue or of every queue. A queue
 // dropped while all are read is left out, not an error.
 func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ QueueStatsResult, err error) {
+	if err := s.enter(ctx, "QueueStats"); err != nil {
+		return QueueStatsResult{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return QueueStatsResult{}, err
@@ -164,6 +167,9 @@ type LiveMessages struct {
 
 // QueueMessages lists the live messages of a queue, oldest first.
 func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (_ LiveMessages, err error) {
+	if err := s.enter(ctx, "QueueMessages"); err != nil {
+		return LiveMessages{}, err
+	}
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
 		return LiveMessages{}, err
@@ -295,11 +301,17 @@ type QueuePaused struct {
 // QueuePause stops workers from taking a queue's messages; those running
 // finish, the rest wait.
 func (s *Service) QueuePause(ctx context.Context, req QueueRequest) (QueuePaused, error) {
+	if err := s.enter(ctx, "QueuePause"); err != nil {
+		return QueuePaused{}, err
+	}
 	return s.setPaused(ctx, OpQueuePause, req.Queue, true)
 }
 
 // QueueResume lets workers take a paused queue's messages again.
 func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePaused, error) {
+	if err := s.enter(ctx, "QueueResume"); err != nil {
+		return QueuePaused{}, err
+	}
 	return s.setPaused(ctx, OpQueueResume, req.Queue, false)
 }
 
@@ -464,6 +476,9 @@ type QueueCreated struct {
 // written. A queue whose tables were dropped by another client is
 // repaired.
 func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out QueueCreated, err error) {
+	if err := s.enter(ctx, "QueueCreate"); err != nil {
+		return out, err
+	}
 	out = QueueCreated{Queue: req.Queue, DLQ: store.DLQName(req.Queue), Priorities: req.Priorities}
 	defer func() {
 		if err != nil || out.Created || out.Changed {
@@ -560,6 +575,9 @@ type QueueDropped struct {
 
 // QueueDrop drops a queue, its archive and its dead-letter queue.
 func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out QueueDropped, err error) {
+	if err := s.enter(ctx, "QueueDrop"); err != nil {
+		return out, err
+	}
 	defer func() {
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
@@ -593,6 +611,9 @@ type QueuePurged struct {
 
 // QueuePurge deletes every live message of a queue.
 func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out QueuePurged, err error) {
+	if err := s.enter(ctx, "QueuePurge"); err != nil {
+		return out, err
+	}
 	defer func() {
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()

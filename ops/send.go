@@ -40,6 +40,9 @@ type Sent struct {
 // Send enqueues one message, on the queue's priority sub-queue when it has
 // levels.
 func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err error) {
+	if err := s.enter(ctx, "Send"); err != nil {
+		return out, err
+	}
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{
 			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
@@ -105,6 +108,9 @@ func (s *Service) checkDelayFitsDeadline(ctx context.Context, req SendRequest) e
 // store.MaxBatch messages, and at most store.MaxBatchKeys distinct
 // idempotency keys.
 func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewMessage) (ids []int64, err error) {
+	if err := s.enter(ctx, "SendBatch"); err != nil {
+		return ids, err
+	}
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{"queue": queue, "messages": len(msgs)}, map[string]any{"sent": len(ids)}, err)
 	}()
