@@ -62,7 +62,7 @@ func stdioClient(t *testing.T, d tools.Deps) *client.Client {
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mcpserver.ServeStdio(ctx, mcpserver.New(d, mcpserver.Options{}), inR, outW, nil) }()
+	go func() { done <- mcpserver.ServeStdio(ctx, newServer(t, d, mcpserver.Options{}), inR, outW, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		_ = inW.Close()

@@ -29,7 +29,7 @@ func TestClientLogRecordOnce(t *testing.T) {
 	}
 	for _, tc := range []setup{
 		{"stdio legacy", func(t *testing.T, cl *mcpserver.ClientLog) *client.Client {
-			c := client.NewClient(serveStdio(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl})))
+			c := client.NewClient(serveStdio(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl})))
 			t.Cleanup(func() { _ = c.Close() })
 			if err := startLegacy(testContext(t), c, "once"); err != nil {
 				t.Fatal(err)
@@ -37,7 +37,7 @@ func TestClientLogRecordOnce(t *testing.T) {
 			return c
 		}, false},
 		{"http legacy listening", func(t *testing.T, cl *mcpserver.ClientLog) *client.Client {
-			base := serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)
+			base := serveServer(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)
 			c, err := client.NewStreamableHttpClient(base+mcpserver.PathMCP, transport.WithContinuousListening())
 			if err != nil {
 				t.Fatal(err)
@@ -49,10 +49,10 @@ func TestClientLogRecordOnce(t *testing.T) {
 			return c
 		}, false},
 		{"sse legacy", func(t *testing.T, cl *mcpserver.ClientLog) *client.Client {
-			return newSSEClient(t, serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportSSE))
+			return newSSEClient(t, serveServer(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportSSE))
 		}, false},
 		{"stdio modern listening", func(t *testing.T, cl *mcpserver.ClientLog) *client.Client {
-			return modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), transportStdio, "once")
+			return modernClient(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), transportStdio, "once")
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -168,7 +168,7 @@ func serveServer(t *testing.T, s *server.MCPServer, transport string) string {
 func TestClientLogRedacts(t *testing.T) {
 	st := testStore(t)
 	cl := mcpserver.NewClientLog()
-	base := serveServer(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)
+	base := serveServer(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)
 	c, _ := newSessionClient(t, base)
 	got := collect(c)
 	setLevel(t, c, mcp.LoggingLevelDebug)

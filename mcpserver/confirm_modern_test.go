@@ -76,7 +76,7 @@ func TestModernDiscardAsksThroughInputRequests(t *testing.T) {
 			q := newQueue(t, s)
 			p := &person{}
 			var calls callCounter
-			c := modernClient(t, mcpserver.New(deps(t, s), mcpserver.Options{ToolCalled: calls.add}), tr, "modern-agent", client.WithElicitationHandler(p))
+			c := modernClient(t, newServer(t, deps(t, s), mcpserver.Options{ToolCalled: calls.add}), tr, "modern-agent", client.WithElicitationHandler(p))
 			asked := deadLetter(t, s, q, `{"n":1}`, `{"n":2}`)
 			other := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "charge", Class: "BadInput", Message: "no such card", Payload: `{"n":3}`})
 			all := append(append([]int64(nil), asked...), other...)
@@ -178,7 +178,7 @@ func (rw retryRewriter) RoundTrip(r *http.Request) (*http.Response, error) {
 // rw rewrites, answering through p.
 func rewritingClient(t *testing.T, s *store.Store, rw retryRewriter, p *person) *client.Client {
 	t.Helper()
-	base := serveServer(t, mcpserver.New(deps(t, s), mcpserver.Options{}), mcpserver.TransportHTTP)
+	base := serveServer(t, newServer(t, deps(t, s), mcpserver.Options{}), mcpserver.TransportHTTP)
 	tp, err := transport.NewStreamableHTTP(base+mcpserver.PathMCP, transport.WithHTTPBasicClient(&http.Client{Transport: rw}))
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestModernAnswerBoundToQuestion(t *testing.T) {
 	// were shown is no longer what the filter selects, so nothing moves.
 	var later []int64
 	busy := &busyPerson{person: yes, during: func() { later = deadLetter(t, s, q, `{"n":3}`) }}
-	c := modernClient(t, mcpserver.New(deps(t, s), mcpserver.Options{}), mcpserver.TransportHTTP, "modern-agent", client.WithElicitationHandler(busy))
+	c := modernClient(t, newServer(t, deps(t, s), mcpserver.Options{}), mcpserver.TransportHTTP, "modern-agent", client.WithElicitationHandler(busy))
 	wantToolError(t, "set changed while asked", callTool(t, c, "pgbus_dlq_discard", discardArgs(q)), "changed since the dry run", "nothing was moved")
 	wantDLQ(t, s, q, "set changed while asked", append(ids, later...), nil, 0)
 }

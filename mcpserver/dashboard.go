@@ -54,6 +54,12 @@ func sameOrigin(origin, host string) bool {
 // set, answers PathLivez and PathReadyz under the base path, as beside
 // the MCP endpoint: without the bearer token. cfg.Metrics is not served.
 func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
+	if err := refuseNil("ServeDashboard", needContext(ctx)); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
+		return err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		_ = ln.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
@@ -95,7 +96,7 @@ func startHTTPOn(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig, ln net.Li
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	s := mcpserver.New(d, mcpserver.Options{})
+	s := newServer(t, d, mcpserver.Options{})
 	go func() { done <- mcpserver.Serve(ctx, s, ln, cfg) }()
 	var once sync.Once
 	return "http://" + ln.Addr().String(), func() {
@@ -226,4 +227,14 @@ func gateStatus(t testing.TB, cfg mcpserver.HTTPConfig, listen string, req *http
 	rec := httptest.NewRecorder()
 	sec.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(rec, req)
 	return rec.Code
+}
+
+// newServer is mcpserver.New, failing the test when it refuses d.
+func newServer(t testing.TB, d tools.Deps, opts mcpserver.Options) *server.MCPServer {
+	t.Helper()
+	s, err := mcpserver.New(d, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -237,6 +237,9 @@ func IsLoopbackHost(host string) bool {
 // ends the transport's open sessions and streams (call it before shutting
 // the http.Server down, so that it need not wait for them).
 func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Handler, func(context.Context), error) {
+	if err := refuseNil("Handler", needServer(s)); err != nil {
+		return nil, nil, err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		return nil, nil, err
@@ -344,6 +347,9 @@ func corsOrigins(allowed []string) []string {
 // is done, then shuts down gracefully: open sessions and streams are
 // closed, running requests get a few seconds to finish.
 func ServeHTTP(ctx context.Context, s *server.MCPServer, cfg HTTPConfig) error {
+	if err := refuseNil("ServeHTTP", needContext(ctx), needServer(s)); err != nil {
+		return err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		return err
@@ -357,6 +363,12 @@ func ServeHTTP(ctx context.Context, s *server.MCPServer, cfg HTTPConfig) error {
 
 // Serve is ServeHTTP on a listener the caller opened. It closes ln.
 func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPConfig) error {
+	if err := refuseNil("Serve", needContext(ctx), needServer(s)); err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
+		return err
+	}
 	cfg = cfg.withDefaults()
 	handler, closeSessions, err := Handler(s, cfg, ln.Addr())
 	if err != nil {

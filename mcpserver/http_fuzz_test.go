@@ -34,7 +34,7 @@ var allowedStatus = []int{http.StatusOK, http.StatusAccepted, http.StatusNoConte
 func FuzzHTTPRequest(f *testing.F) {
 	d := deps(f, testStore(f), ops.Options{ReadOnly: true})
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	h, closeSessions, err := mcpserver.Handler(mcpserver.New(d, mcpserver.Options{}),
+	h, closeSessions, err := mcpserver.Handler(newServer(f, d, mcpserver.Options{}),
 		mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr.String(), MaxBodyBytes: 64 << 10}, addr)
 	if err != nil {
 		f.Fatal(err)

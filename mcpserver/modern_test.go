@@ -96,7 +96,7 @@ func TestModernResourceSubscriptions(t *testing.T) {
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
 			queue, other := newQueue(t, st), newQueue(t, st)
-			s := mcpserver.New(deps(t, st), mcpserver.Options{ResourcePoll: 20 * time.Millisecond})
+			s := newServer(t, deps(t, st), mcpserver.Options{ResourcePoll: 20 * time.Millisecond})
 			c := modernClient(t, s, tr, "modern-agent")
 			got := collect(c)
 			stats := "pgbus://queues/" + queue + "/stats"
@@ -155,7 +155,7 @@ func TestModernLogNotifications(t *testing.T) {
 			queue := newQueue(t, st)
 			ids := deadLetter(t, st, queue, `{"n":1}`)
 			cl := mcpserver.NewClientLog()
-			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{ClientLog: cl}), tr, "modern-agent")
+			c := modernClient(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), tr, "modern-agent")
 			got := collect(c)
 
 			setLevel(t, c, mcp.LoggingLevelInfo)
@@ -309,7 +309,7 @@ func TestModernClientConfirms(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			q := newQueue(t, st)
 			ids := deadLetter(t, st, q, `{"n":1}`)
-			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent")
+			c := modernClient(t, newServer(t, deps(t, st), mcpserver.Options{}), tr, "modern-agent")
 			wantToolError(t, "modern discard without confirm", callTool(t, c, "pgbus_dlq_discard", discardArgs(q)), `"confirm":true`)
 			if !inDLQ(t, st, q, ids[0]) {
 				t.Fatal("a modern discard without confirm moved the message")
@@ -340,7 +340,7 @@ func TestModernClientTools(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			queue := newQueue(t, st)
 			ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
-			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent")
+			c := modernClient(t, newServer(t, deps(t, st), mcpserver.Options{}), tr, "modern-agent")
 			names := toolNames(t, c)
 			for _, want := range []string{"pgbus_health", "pgbus_dlq_retry", "pgbus_queue_pause"} {
 				if _, ok := names[want]; !ok {
@@ -366,7 +366,7 @@ func TestModernClientTools(t *testing.T) {
 				t.Fatalf("audit entry of a modern client's retry: %+v; want client mcp:modern-agent/1 over %s", entry, tr)
 			}
 
-			ro := modernClient(t, mcpserver.New(deps(t, st, ops.Options{ReadOnly: true}), mcpserver.Options{}), tr, "modern-reader")
+			ro := modernClient(t, newServer(t, deps(t, st, ops.Options{ReadOnly: true}), mcpserver.Options{}), tr, "modern-reader")
 			names = toolNames(t, ro)
 			if _, ok := names["pgbus_health"]; !ok {
 				t.Fatal("a read-only server lists no pgbus_health to a modern client")
@@ -403,7 +403,7 @@ func TestModernProgressNotifications(t *testing.T) {
 			if _, err := st.DiscardDead(testContext(t), queue, discard); err != nil {
 				t.Fatal(err)
 			}
-			c := modernClient(t, mcpserver.New(deps(t, st), mcpserver.Options{}), tr, "modern-agent")
+			c := modernClient(t, newServer(t, deps(t, st), mcpserver.Options{}), tr, "modern-agent")
 			got := collect(c)
 			callWithProgress(t, c, "retry", "pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "HTTPError", "limit": 10})
 			if tr == mcpserver.TransportHTTP {

@@ -66,7 +66,7 @@ func progressToken(m map[string]any) string {
 // to (the TypeScript SDK drops those).
 func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
 	const calls, notes = 6, 10
-	s := mcpserver.New(deps(t, testStore(t)), mcpserver.Options{})
+	s := newServer(t, deps(t, testStore(t)), mcpserver.Options{})
 	s.AddTool(mcp.NewTool("burst", mcp.WithDescription("sends progress notes, then returns at once")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for i := range notes {

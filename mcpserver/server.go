@@ -66,7 +66,11 @@ type Options struct {
 // agent where to start. With a read-only operations layer the write tools
 // are not listed, and a call to one changes nothing: it answers a tool error
 // that names the command an operator can run instead (tools.Refusals).
-func New(deps tools.Deps, opts Options) *server.MCPServer {
+// A nil deps.Ops is refused.
+func New(deps tools.Deps, opts Options) (*server.MCPServer, error) {
+	if err := refuseNil("New", needOps(deps.Ops)); err != nil {
+		return nil, err
+	}
 	clientLog := opts.ClientLog
 	if clientLog == nil {
 		clientLog = NewClientLog()
@@ -106,7 +110,7 @@ func New(deps tools.Deps, opts Options) *server.MCPServer {
 	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
 	tools.Register(s, deps, hooks)
 	resources.Register(s, deps)
-	return s
+	return s, nil
 }
 
 // Instructions is the text sent to clients on initialize: where an agent

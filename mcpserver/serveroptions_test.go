@@ -26,7 +26,7 @@ func TestServerOptions(t *testing.T) {
 	d := deps(t, testStore(t))
 	ctx := testContext(t)
 
-	plain, err := client.NewInProcessClient(mcpserver.New(d, mcpserver.Options{}))
+	plain, err := client.NewInProcessClient(newServer(t, d, mcpserver.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestServerOptions(t *testing.T) {
 		t.Errorf("pgbus's own server declares completions: %+v", init.Capabilities)
 	}
 
-	s := mcpserver.New(d, mcpserver.Options{ServerOptions: []server.ServerOption{
+	s := newServer(t, d, mcpserver.Options{ServerOptions: []server.ServerOption{
 		server.WithCompletions(),
 		server.WithPromptCompletionProvider(cities{}),
 	}})

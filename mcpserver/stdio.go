@@ -18,6 +18,9 @@ import (
 // written to out; the transport's own errors go to logger. It returns nil
 // on both ways of ending.
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	if err := refuseNil("ServeStdio", needContext(ctx), needServer(s)); err != nil {
+		return err
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

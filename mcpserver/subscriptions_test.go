@@ -41,7 +41,7 @@ func TestResourceSubscriptions(t *testing.T) {
 	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
 		t.Run(tr, func(t *testing.T) {
 			queue, other := newQueue(t, st), newQueue(t, st)
-			s := mcpserver.New(deps(t, st), mcpserver.Options{ResourcePoll: 20 * time.Millisecond})
+			s := newServer(t, deps(t, st), mcpserver.Options{ResourcePoll: 20 * time.Millisecond})
 			base := serveServer(t, s, tr)
 			var c *client.Client
 			if tr == mcpserver.TransportSSE {

@@ -75,7 +75,11 @@ func deps(t testing.TB, s *store.Store, o ops.Options) tools.Deps {
 // inProcess connects mcp-go's client to the full pgbus MCP server.
 func inProcess(t testing.TB, d tools.Deps) *client.Client {
 	t.Helper()
-	c, err := client.NewInProcessClient(mcpserver.New(d, mcpserver.Options{}))
+	s, err := mcpserver.New(d, mcpserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,10 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
 		c.HTTP.Metrics, c.HTTP.Probes = c.Monitor.MetricsHandler(), c.Monitor.ProbesHandler()
 	}
-	s := mcpserver.New(tools.Deps{Ops: svc}, opts)
+	s, err := mcpserver.New(tools.Deps{Ops: svc}, opts)
+	if err != nil {
+		return err
+	}
 	if c.Transport == mcpserver.TransportStdio {
 		c.Logger.Info("pgbus MCP server on stdio", "read_only", c.ReadOnly, "allow_payloads", c.AllowPayloads)
 		err = mcpserver.ServeStdio(ctx, s, c.Stdin, c.Stdout, c.Logger)
