@@ -252,7 +252,8 @@ func (c *Client) ID() string { return c.id }
 
 // Handle registers the handler of a kind (the pgbus_kind header), on every
 // queue this client works. A kind has one handler: Run and Validate refuse
-// a kind registered twice.
+// a kind registered twice, and one longer than MaxKindBytes, which Send
+// refuses.
 //
 // Handle panics while Run runs: Run checks the handlers, and makes the
 // circuit breakers they name, only as it starts, so a handler added later

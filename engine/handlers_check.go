@@ -38,7 +38,8 @@ func (c *Client) checkQueuesGiven() error {
 // twice (the last registration silently replaced the first), and
 // registrations that would dead-letter every message they meet: no
 // handler at all, a nil function,
-// the empty kind (no message names it), a queue's default handler for a
+// the empty kind (no message names it), a kind longer than Send takes (no
+// message can name it), a queue's default handler for a
 // queue this client does not work (a typo), and retry policies whose
 // attempts are out of range (a RetryPolicy filled in part has zero
 // attempts, which dead-letters messages unrun), or whose jitter or
@@ -60,6 +61,9 @@ func (c *Client) checkHandlers() error {
 	for kind, h := range c.kinds {
 		if kind == "" {
 			return fmt.Errorf("%w: Handle with an empty kind: no message names it; use HandleQueue for the handler of a queue's messages without a kind", store.ErrInvalid)
+		}
+		if err := checkKindBytes(kind); err != nil {
+			return fmt.Errorf("Handle: %w", err)
 		}
 		if err := h.check(fmt.Sprintf("kind %q", kind)); err != nil {
 			return err

@@ -330,6 +330,8 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 	}{
 		{"no handlers", func(*engine.Client) {}, "no handlers"},
 		{"empty kind", func(c *engine.Client) { c.Handle("", noop) }, "use HandleQueue"},
+		{"kind Send refuses", func(c *engine.Client) { c.Handle(strings.Repeat("k", engine.MaxKindBytes+1), noop) },
+			fmt.Sprintf("Handle: invalid input: kind is %d bytes; at most %d: a kind names its handler, so give a shorter one", engine.MaxKindBytes+1, engine.MaxKindBytes)},
 		{"nil handler", func(c *engine.Client) { c.Handle("k", nil) }, "is nil"},
 		{"queue not worked", func(c *engine.Client) { c.HandleQueue(q+"x", noop) }, "does not work"},
 		{"kind twice", func(c *engine.Client) { c.Handle("k", noop); c.Handle("k", noop) }, `kind "k" is registered twice`},

@@ -122,8 +122,8 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 	if why := store.CheckText(opts.Kind); why != "" {
 		return store.NewMessage{}, fmt.Errorf("%w: kind cannot be stored: %s", store.ErrInvalid, why)
 	}
-	if len(opts.Kind) > MaxKindBytes {
-		return store.NewMessage{}, fmt.Errorf("%w: kind is %d bytes; at most %d: a kind names its handler, so give a shorter one", store.ErrInvalid, len(opts.Kind), MaxKindBytes)
+	if err := checkKindBytes(opts.Kind); err != nil {
+		return store.NewMessage{}, err
 	}
 	headers := make(map[string]any, len(opts.Headers)+3)
 	for k, v := range opts.Headers {
@@ -163,3 +163,13 @@ type quiet struct{ err error }
 
 func (q quiet) Error() string { return "" }
 func (q quiet) Unwrap() error { return q.err }
+
+// checkKindBytes refuses a kind longer than MaxKindBytes, in the same
+// words for a send and for a handler's registration: a handler of such a
+// kind could never be sent a message.
+func checkKindBytes(kind string) error {
+	if len(kind) > MaxKindBytes {
+		return fmt.Errorf("%w: kind is %d bytes; at most %d: a kind names its handler, so give a shorter one", store.ErrInvalid, len(kind), MaxKindBytes)
+	}
+	return nil
+}
