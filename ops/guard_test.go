@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -188,5 +189,31 @@ func TestDiscardIDsDryRun(t *testing.T) {
 	}
 	if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"ids": asked, "queue": q, "dry_run": nil}) {
 		t.Errorf("dry run by ids hints %+v; want the same call without dry_run", d.Next)
+	}
+}
+
+// A purge refused for want of a go-ahead writes its age as the rest of ops
+// does (30d, not 720h0m0s; 1h30m, not 1h30m0s), and its hint gives the
+// same age back; the archive is left as it was.
+func TestPurgeNeedsConfirmWritesTheAge(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{})
+	if _, err := svc.DLQDiscard(testContext(t), ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		age  time.Duration
+		want string
+	}{{30 * 24 * time.Hour, "30d"}, {90 * time.Minute, "1h30m"}} {
+		_, err := svc.DLQPurge(testContext(t), ops.DLQPurgeRequest{Queue: q, OlderThan: c.age})
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), " older than "+c.want+" for good") || strings.Contains(err.Error(), c.age.String()) ||
+			!hasHint(ops.HintsOf(err), ops.OpDLQPurge, map[string]any{"queue": q, "older_than": c.want, "confirm": true}) {
+			t.Errorf("purge of messages older than %s without confirm = %v (hints %+v); want it refused, saying %q", c.age, err, ops.HintsOf(err), c.want)
+		}
+	}
+	if n := pgtest.Archived(t, s, q+"_dlq"); n != 1 {
+		t.Fatalf("refused purges left %d archived, want 1", n)
 	}
 }
