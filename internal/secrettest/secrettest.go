@@ -83,6 +83,16 @@ var textSecrets = []struct{ name, text, value string }{
 	{"key => value", `config {:password => "Hash3dRocket", :user => "app"} rejected`, "Hash3dRocket"},
 	{"secret_key = with spaces", "boto: secret_key = wJalrXUtnFEMIK7MDENG was refused", "wJalrXUtnFEMIK7MDENG"},
 	{"URL password holding @", "dial postgres://app:Pa@ssW0rd1@db.internal/app: connection refused", "ssW0rd1"},
+	// Secrets next to what redaction lets through as no secret: a key
+	// that a queue or job is named after, a value followed by an error
+	// chain's ": ", a number, a short password, a value that starts with
+	// an error's word, a JSON number.
+	{"refresh_token: value", "grant refused: refresh_token: rt-Kp29xQ expired", "rt-Kp29xQ"},
+	{"api_key before an error's colon", "GET https://api.example.com/v1/items?api_key=QkY8rT2vNw: 500", "QkY8rT2vNw"},
+	{"all-digit token", "refresh failed: refresh_token: 7359026148 was revoked", "7359026148"},
+	{"short password", "login as ada failed, password: Xq7# wrong", "Xq7#"},
+	{"password starting with an error word", "login failed: password: timeout99 rejected", "timeout99"},
+	{"JSON number under a key in text", `verify failed, body {"otp_token": 481920735, "user": "ada"}`, "481920735"},
 }
 
 // Corpus is every secret, in every place it is tested.
