@@ -134,6 +134,9 @@ func (p secretPattern) replace(s string, n *int) string {
 			break
 		}
 		start, end, keep := pos+m[0], pos+m[1], pos+m[3] // the kept first group starts the match
+		if p.keyed {
+			end = valueEnd(s, keep, end)
+		}
 		switch {
 		case strings.HasPrefix(s[keep:], Marker[:len(Marker)-1]):
 			pos = end
@@ -153,6 +156,18 @@ func (p secretPattern) replace(s string, n *int) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// valueEnd returns where the bare value s[keep:end] ends: before a colon
+// that ends it and is followed by a space. That colon joins the errors of
+// a chain, as Go's "%s: %w" writes them ("GET /items?api_key=...: 500"),
+// and hidden with the value it would leave the next error hanging; a
+// secret is rarely written with a colon at its end.
+func valueEnd(s string, keep, end int) int {
+	if end-keep > 1 && s[end-1] == ':' && end < len(s) && s[end] == ' ' {
+		return end - 1
+	}
+	return end
 }
 
 // inPath reports whether the key at s[i:] is (the end of) a segment of a

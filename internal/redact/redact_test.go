@@ -58,3 +58,25 @@ func BenchmarkText(b *testing.B) {
 		})
 	}
 }
+
+// Text that reads as what happened rather than as a secret's value stays,
+// next to keys that queues, job kinds and URLs are named after; a value
+// that might be a secret is still hidden.
+func TestTextKeepsWhatIsNoSecret(t *testing.T) {
+	for in, want := range map[string]string{
+		// The colon of an error chain ends the value before it.
+		"GET https://api.example.com/v1/items?api_key=abcd1234efgh: 500": "GET https://api.example.com/v1/items?api_key=[REDACTED]: 500",
+		"login with password=hunter2: denied":                            "login with password=[REDACTED]: denied",
+		"password=hunter2:x rejected":                                    "password=[REDACTED] rejected",
+		"password=hunter2:":                                              "password=[REDACTED]",
+		"password=: rejected":                                            "password=[REDACTED] rejected",
+	} {
+		got, _ := redact.Text(in)
+		if got != want {
+			t.Errorf("Text(%q)\n  = %q\nwant %q", in, got, want)
+		}
+		if again, n := redact.Text(got); again != got || n != 0 {
+			t.Errorf("Text(%q), redacted again, = %q (%d hidden)", got, again, n)
+		}
+	}
+}
