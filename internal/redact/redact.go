@@ -141,7 +141,7 @@ func (p secretPattern) replace(s string, n *int) string {
 		case strings.HasPrefix(s[keep:], Marker[:len(Marker)-1]):
 			pos = end
 			continue
-		case p.keyed && inPath(s, start) && (notSecret(s[keep:end]) || p.startsWithKey(s[keep:end])):
+		case p.keyed && p.letThrough(s, start, keep, end):
 			pos = keep
 			continue
 		}
@@ -168,6 +168,30 @@ func valueEnd(s string, keep, end int) int {
 		return end - 1
 	}
 	return end
+}
+
+// letThrough reports whether the keyed match s[start:end], its value at
+// keep, is no key and value but a name followed by what happened to it:
+// the key ends a path (see inPath), or it ends a name that an error
+// chain's ": " follows, as queues and job kinds are named
+// ("enqueue to refresh_token: connection refused"), and the value is what
+// such a chain goes on with (see afterName). A key=value, a key:value
+// without the space and a value after an authorization scheme
+// ("Authorization: Token ...") are a secret's whatever the value. Whether
+// the key also names a queue is not asked: a queue named refresh_token is
+// where a refresh_token: value turns up.
+func (p secretPattern) letThrough(s string, start, keep, end int) bool {
+	value := s[keep:end]
+	if inPath(s, start) {
+		return notSecret(value) || p.startsWithKey(value)
+	}
+	return strings.HasSuffix(s[start:keep], ": ") && afterName(value)
+}
+
+// afterName reports whether value, after a key outside a path and ": ",
+// is what follows a name in an error: one of errorWords.
+func afterName(value string) bool {
+	return slices.Contains(errorWords, strings.ToLower(value))
 }
 
 // inPath reports whether the key at s[i:] is (the end of) a segment of a
@@ -213,11 +237,15 @@ func notSecret(value string) bool {
 	return slices.Contains(errorWords, v)
 }
 
-// errorWords start the errors that follow a path in Go, network and
-// process failures.
+// errorWords start the errors that follow a path or a name in Go,
+// network, process and PostgreSQL failures, and the sentences that
+// follow a queue's name in pgbus's own. Each is a common word: a secret
+// that is one is no secret.
 var errorWords = []string{"exit", "signal", "dial", "read", "write", "eof", "context", "unexpected", "net/http",
 	"tls", "x509", "remote", "http2", "stream", "no", "permission", "connection", "timeout", "i/o", "status",
-	"not", "file", "lookup", "killed", "broken", "request", "response", "server", "client"}
+	"not", "file", "lookup", "killed", "broken", "request", "response", "server", "client",
+	"error", "fatal", "panic", "failed", "invalid", "expired", "missing", "refused", "denied", "unauthorized",
+	"forbidden", "cannot", "unknown", "the", "a", "an"}
 
 // Private key blocks whose BEGIN line a cut took away.
 var (

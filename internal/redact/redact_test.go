@@ -70,6 +70,21 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		"password=hunter2:x rejected":                                    "password=[REDACTED] rejected",
 		"password=hunter2:":                                              "password=[REDACTED]",
 		"password=: rejected":                                            "password=[REDACTED] rejected",
+		// After a name and ": ", the start of an error or a sentence.
+		"enqueue to refresh_token: connection refused":                       "enqueue to refresh_token: connection refused",
+		"handler reset_password: timeout after 30s":                          "handler reset_password: timeout after 30s",
+		"kind session: EOF":                                                  "kind session: EOF",
+		`store: inspect queue "api_key": ERROR: relation does not exist`:     `store: inspect queue "api_key": ERROR: relation does not exist`,
+		`queue "refresh_token": the oldest ready message has waited 5m`:      `queue "refresh_token": the oldest ready message has waited 5m`,
+		`send to "reset_password": a batch holds 1 to 100 messages`:          `send to "reset_password": a batch holds 1 to 100 messages`,
+		"refresh_token: connection refused; refresh_token: rt-Kp29xQ denied": "refresh_token: connection refused; refresh_token: [REDACTED] denied",
+		// Anything else there, or an error word written as a value, or
+		// after a scheme, is hidden.
+		"refresh_token: timeout99 rejected":        "refresh_token: [REDACTED] rejected",
+		"password=timeout then":                    "password=[REDACTED] then",
+		"password:timeout then":                    "password:[REDACTED] then",
+		"Authorization: Token EOF":                 "Authorization: Token [REDACTED]",
+		"refresh_token: connection-refused-9 then": "refresh_token: [REDACTED] then",
 	} {
 		got, _ := redact.Text(in)
 		if got != want {
