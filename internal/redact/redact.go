@@ -185,7 +185,8 @@ func (p secretPattern) letThrough(s string, start, keep, end int) bool {
 	if inPath(s, start) {
 		return notSecret(value) || p.startsWithKey(value)
 	}
-	return strings.HasSuffix(s[start:keep], ": ") && afterName(value)
+	key := s[start:keep]
+	return strings.HasSuffix(key, ": ") && (afterName(value) || isCount(key, value, s[end:]))
 }
 
 // afterName reports whether value, after a key outside a path and ": ",
@@ -193,6 +194,29 @@ func (p secretPattern) letThrough(s string, start, keep, end int) bool {
 func afterName(value string) bool {
 	return slices.Contains(errorWords, strings.ToLower(value))
 }
+
+// digitKeys are the parts of keys whose secret may be a short number: a
+// card's verification code has three digits, a social security number
+// starts with three.
+var digitKeys = []string{"cvv", "cvc", "ssn", "card"}
+
+// isCount reports whether value, after key and followed by rest, counts
+// what the word after it names ("refresh_token: 3 messages ready"): a
+// number of one to three digits, without a leading zero, then a space and
+// a letter. A longer number may be a one-time code or a PIN, and none is
+// let through after a key for card numbers, their codes and social
+// security numbers.
+func isCount(key, value, rest string) bool {
+	if len(value) > 3 || value[0] == '0' && len(value) > 1 || strings.Trim(value, "0123456789") != "" {
+		return false
+	}
+	if len(rest) < 2 || rest[0] != ' ' || !isLetter(rest[1]) {
+		return false
+	}
+	return !containsAny(strings.ToLower(key), digitKeys)
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // inPath reports whether the key at s[i:] is (the end of) a segment of a
 // path, such as the token of "POST https://idp.example/oauth/token: 503" or

@@ -78,6 +78,28 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		`queue "refresh_token": the oldest ready message has waited 5m`:      `queue "refresh_token": the oldest ready message has waited 5m`,
 		`send to "reset_password": a batch holds 1 to 100 messages`:          `send to "reset_password": a batch holds 1 to 100 messages`,
 		"refresh_token: connection refused; refresh_token: rt-Kp29xQ denied": "refresh_token: connection refused; refresh_token: [REDACTED] denied",
+		// A small count of what follows.
+		"queue refresh_token: 3 messages":                                       "queue refresh_token: 3 messages",
+		`queue "refresh_token": 0 messages ready, 120 waiting to retry`:         `queue "refresh_token": 0 messages ready, 120 waiting to retry`,
+		"enqueue to refresh_token: 503 Service Unavailable":                     "enqueue to refresh_token: 503 Service Unavailable",
+		"password: 3 attempts left":                                             "password: 3 attempts left",
+		"queue refresh_token: 3 messages; refresh_token: 481920735 was revoked": "queue refresh_token: 3 messages; refresh_token: [REDACTED] was revoked",
+		// A longer number, a number with a leading zero, one not
+		// followed by a word, or one after a key of card data or a
+		// social security number may be a secret.
+		"token: 4819 expired":              "token: [REDACTED] expired",
+		"token: 048 expired":               "token: [REDACTED] expired",
+		"refresh_token: 3":                 "refresh_token: [REDACTED]",
+		"refresh_token: 3, then":           "refresh_token: [REDACTED], then",
+		`{"refresh_token": 12 }`:           `{"refresh_token": [REDACTED] }`,
+		"refresh_token: 3rd attempt":       "refresh_token: [REDACTED] attempt",
+		"cvv: 123 declined":                "cvv: [REDACTED] declined",
+		"card_cvc: 123 declined":           "card_cvc: [REDACTED] declined",
+		"ssn: 078 is not valid":            "ssn: [REDACTED] is not valid",
+		"ssn: 123 is not valid":            "ssn: [REDACTED] is not valid",
+		"card_number: 411 is too short":    "card_number: [REDACTED] is too short",
+		"password=3 attempts":              "password=[REDACTED] attempts",
+		"Authorization: Token 123 expired": "Authorization: Token [REDACTED] expired",
 		// Anything else there, or an error word written as a value, or
 		// after a scheme, is hidden.
 		"refresh_token: timeout99 rejected":        "refresh_token: [REDACTED] rejected",
