@@ -186,14 +186,25 @@ func (p secretPattern) letThrough(s string, start, keep, end int) bool {
 		return notSecret(value) || p.startsWithKey(value)
 	}
 	key := s[start:keep]
-	return strings.HasSuffix(key, ": ") && (afterName(value) || isCount(key, value, s[end:]))
+	return strings.HasSuffix(key, ": ") && (afterName(key, value) || isCount(key, value, s[end:]))
 }
 
-// afterName reports whether value, after a key outside a path and ": ",
-// is what follows a name in an error: one of errorWords.
-func afterName(value string) bool {
-	return slices.Contains(errorWords, strings.ToLower(value))
+// afterName reports whether value, after key (a key outside a path and
+// ": "), is what follows a name in an error: one of errorWords or, after
+// a quoted name, an article, as pgbus's own messages quote a queue's name
+// (`send to "reset_password": a batch holds ...`). An unquoted key before
+// an article may start a passphrase of words.
+func afterName(key, value string) bool {
+	v := strings.ToLower(value)
+	if slices.Contains(errorWords, v) {
+		return true
+	}
+	quoted := strings.HasSuffix(key, `": `) || strings.HasSuffix(key, `': `)
+	return quoted && slices.Contains(articles, v)
 }
+
+// articles open the sentences that follow a quoted name.
+var articles = []string{"the", "a", "an"}
 
 // digitKeys are the parts of keys whose secret may be a short number: a
 // card's verification code has three digits, a social security number
@@ -262,14 +273,13 @@ func notSecret(value string) bool {
 }
 
 // errorWords start the errors that follow a path or a name in Go,
-// network, process and PostgreSQL failures, and the sentences that
-// follow a queue's name in pgbus's own. Each is a common word: a secret
-// that is one is no secret.
+// network, process and PostgreSQL failures. Each is a common word: a
+// secret that is one is no secret.
 var errorWords = []string{"exit", "signal", "dial", "read", "write", "eof", "context", "unexpected", "net/http",
 	"tls", "x509", "remote", "http2", "stream", "no", "permission", "connection", "timeout", "i/o", "status",
 	"not", "file", "lookup", "killed", "broken", "request", "response", "server", "client",
 	"error", "fatal", "panic", "failed", "invalid", "expired", "missing", "refused", "denied", "unauthorized",
-	"forbidden", "cannot", "unknown", "the", "a", "an"}
+	"forbidden", "cannot", "unknown"}
 
 // Private key blocks whose BEGIN line a cut took away.
 var (

@@ -104,6 +104,8 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		// after a scheme, is hidden.
 		"refresh_token: timeout99 rejected":        "refresh_token: [REDACTED] rejected",
 		"password=timeout then":                    "password=[REDACTED] then",
+		"passphrase: the quick brown fox":          "passphrase: [REDACTED] quick brown fox",
+		"queue refresh_token: the oldest":          "queue refresh_token: [REDACTED] oldest",
 		"password:timeout then":                    "password:[REDACTED] then",
 		"Authorization: Token EOF":                 "Authorization: Token [REDACTED]",
 		"refresh_token: connection-refused-9 then": "refresh_token: [REDACTED] then",
