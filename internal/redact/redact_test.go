@@ -119,3 +119,41 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// FuzzText puts each free-text secret of the corpus between any two texts:
+// its value stays hidden, whatever comes before and after it (a path, a
+// quoted name, an error chain's colon, a count), and the output, redacted
+// again, is as it was.
+func FuzzText(f *testing.F) {
+	var texts, values []string
+	for _, sec := range secrettest.Corpus {
+		if sec.Text != "" {
+			texts, values = append(texts, sec.Text), append(values, sec.Value)
+		}
+	}
+	for i, seed := range [][2]string{
+		{"", ""},
+		{"queue refresh_token: 3 messages; ", ": 500"},
+		{`send to "reset_password": `, " a batch"},
+		{"GET https://x.example/oauth/", ": connection refused"},
+		{"enqueue to refresh_token: ", " EOF"},
+		{"token: ", ": timeout"},
+	} {
+		f.Add(uint(i), seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, i uint, before, after string) {
+		k := int(i % uint(len(texts)))
+		value := values[k]
+		if strings.Contains(before, value) || strings.Contains(after, value) {
+			t.Skip()
+		}
+		in := before + texts[k] + after
+		out, _ := redact.Text(in)
+		if strings.Contains(out, value) {
+			t.Fatalf("Text(%q)\n  = %q\nshows %q", in, out, value)
+		}
+		if again, n := redact.Text(out); again != out || n != 0 {
+			t.Fatalf("Text(%q) = %q, redacted again = %q (%d hidden)", in, out, again, n)
+		}
+	})
+}
