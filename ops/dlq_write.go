@@ -699,13 +699,15 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		// discard by ids needs no confirm, since it names what it moves.
 		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run discards them", "ids", ids, "queue", req.Filter.Queue))
 	}
-	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
-	if out.NotFound+out.Failed > 0 {
-		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
-	}
+	// The same call in each DLQ of an ambiguous id comes first: it is
+	// what the call was after.
 	dlqs, ambiguous := ambiguousByDLQ(out.Outcomes)
 	for _, d := range dlqs {
 		out.Next = append(out.Next, hint(OpDLQDiscard, "discard "+theIDs(len(ambiguous[d]))+" in "+d, "queue", d, "ids", ambiguous[d], "dry_run", req.DryRun))
+	}
+	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
+	if out.NotFound+out.Failed > 0 {
+		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}
 	return out, nil
 }

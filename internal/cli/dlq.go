@@ -269,7 +269,7 @@ new message: discard the dead one, then pgbus send.
 				}
 			}
 			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry,
-				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes) })
+				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes, r.Next) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
@@ -416,7 +416,7 @@ pgbus_dlq_discard.`,
 				req.Limit = limit
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscard, req, a.printDiscard,
-				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes) })
+				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes, res.Next) })
 		},
 	}
 	ff.add(cmd.Flags())

@@ -85,6 +85,25 @@ func TestDLQIDsInSeveralDLQs(t *testing.T) {
 		t.Fatalf("retry of a retried id: %q", msg)
 	}
 
+	// When nothing moved, the error says what to run: the same call in
+	// each DLQ of an ambiguous id, the list of what is still dead.
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"dlq", "retry", "1"}, 2, []string{"see pgbus dlq retry 1 --queue mail_dlq or pgbus dlq retry 1 --queue sms_dlq"}},
+		{[]string{"dlq", "discard", "1"}, 2, []string{"pgbus dlq discard 1 --queue mail_dlq", "pgbus dlq discard 1 --queue sms_dlq"}},
+		{[]string{"dlq", "retry", "2", "--queue", "mail"}, 3, []string{"see pgbus dlq list --queue mail"}},
+	} {
+		msg := d.fails(t, c.code, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("pgbus %s: %q, want %q in it", strings.Join(c.args, " "), msg, w)
+			}
+		}
+	}
+
 	// show and discard say the same, and --queue chooses.
 	if msg := d.fails(t, 2, "dlq", "show", "1"); !strings.Contains(msg, "pgbus dlq show 1 --queue mail_dlq") || !strings.Contains(msg, "pgbus dlq show 1 --queue sms_dlq") {
 		t.Fatalf("show of an ambiguous id: %q", msg)
@@ -122,10 +141,11 @@ func TestDLQIDsInSeveralDLQs(t *testing.T) {
 			oks++
 		}
 	}
-	// errors: retry 1, retry 1 --json, retry 1 2, retry 1 99999, retry 2,
-	// discard 1; done: discard 1 --queue sms, retry 1.
-	if errs != 6 || oks != 2 {
-		t.Errorf("audit log: %d errors and %d done, want 6 and 2", errs, oks)
+	// errors: retry 1 (twice), retry 1 --json, retry 1 2, retry 1 99999,
+	// retry 2, retry 2 --queue mail, discard 1 (twice); done: discard 1
+	// --queue sms, retry 1.
+	if errs != 9 || oks != 2 {
+		t.Errorf("audit log: %d errors and %d done, want 9 and 2", errs, oks)
 	}
 }
 

@@ -116,8 +116,10 @@ func printNext(w io.Writer, hints []ops.Hint) {
 // outcomeError turns the ids a retry or discard did not handle into the
 // command's error: exit 1 when any failed, 2 when any is ambiguous (give
 // --queue) and none moved (1 when others did), else 3 when some were not
-// found.
-func outcomeError(verb string, outcomes []ops.IDOutcome) error {
+// found. When nothing moved and none failed, the result printed nothing,
+// so the error names the next steps: the same call in each DLQ of an
+// ambiguous id, the list of what is still dead.
+func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error {
 	var failed, ambiguous, missing, meanwhile []string
 	first, moved := "", false
 	for _, o := range outcomes {
@@ -161,6 +163,9 @@ func outcomeError(verb string, outcomes []ops.IDOutcome) error {
 			}
 		}
 		msg += " (" + strings.Join(parts, "; ") + "); first: " + first
+	}
+	if !moved && len(failed) == 0 && len(next) > 0 {
+		msg += ": see " + commands(next, " or ")
 	}
 	switch {
 	case len(failed) > 0:

@@ -21,7 +21,7 @@ func TestOutcomeOfAnIDMovedMeanwhile(t *testing.T) {
 		{[]ops.IDOutcome{{ID: 6, Outcome: ops.OutcomeRetried}, meanwhile}, ExitNotFound, "moved by another call meanwhile: 7"},
 		{[]ops.IDOutcome{{ID: 5, Outcome: ops.OutcomeFailed, Error: "boom"}, meanwhile}, ExitFailure, "failed: 5"},
 	} {
-		err := outcomeError("retried", c.outcomes)
+		err := outcomeError("retried", c.outcomes, nil)
 		if err == nil || exitCode(err) != c.code || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("outcomes %+v: %v (exit %d); want exit %d saying %q", c.outcomes, err, exitCode(err), c.code, c.says)
 		}
