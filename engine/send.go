@@ -97,7 +97,7 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 	list := physical.([]string)
 	switch {
 	case len(list) > 1 && (priority < 0 || priority >= len(list)):
-		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
+		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d: give one of them (0 runs first)%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
 	case len(list) == 1 && priority != 0:
 		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errLevels})
 	}

@@ -142,7 +142,9 @@ func HintsOf(err error) []Hint {
 
 // explain gives a store or engine error of a kind the caller can act on
 // (invalid input, not found) the hints that help; other errors pass
-// unchanged, as do errors that already are *Error.
+// unchanged, as do errors that already are *Error. The engine's
+// "invalid input: " prefix, there for Go callers' logs, is left out: the
+// message says what is wrong, and the front end how it failed.
 func explain(err error, hints ...Hint) error {
 	if err == nil {
 		return nil
@@ -152,7 +154,7 @@ func explain(err error, hints ...Hint) error {
 		return err
 	}
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
-		return &Error{Msg: err.Error(), Hints: hints, Err: err}
+		return &Error{Msg: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "), Hints: hints, Err: err}
 	}
 	return err
 }

@@ -39,7 +39,7 @@ func TestPriorityQueues(t *testing.T) {
 	}
 
 	// Levels the queue does not have, and a level for a plain queue.
-	if msg := d.fails(t, 2, "send", "alerts", "{}", "--priority", "5"); !strings.Contains(msg, "priority levels 0 to 2") {
+	if msg := d.fails(t, 2, "send", "alerts", "{}", "--priority", "5"); !strings.Contains(msg, `pgbus: queue "alerts" has priority levels 0 to 2, not 5: give one of them (0 runs first)`) {
 		t.Fatalf("send --priority 5 to a 3-level queue: %q", msg)
 	}
 	d.fails(t, 2, "send", "alerts", "{}", "--priority", "3")
