@@ -11,12 +11,13 @@ import (
 )
 
 // cutMidStatement runs op while another transaction holds the rows that
-// lock (a SELECT ... FOR UPDATE) takes; once a statement of op naming dlq
-// waits for them, it lets that transaction go and at once cancels op's
-// context, as the statement runs on, and returns what op returned.
-// Whether the cancellation cuts such a statement off before its commit,
-// or after it with its outcome unread, is a race: a few attempts see both.
-func cutMidStatement[T any](t *testing.T, s *store.Store, lock, dlq string, op func(context.Context) (T, error)) (T, error) {
+// lock (a SELECT ... FOR UPDATE) takes; once a statement of op waits for
+// them (a COMMIT too, held by a deferred trigger: gateCommits), it lets
+// that transaction go and at once cancels op's context, as the statement
+// runs on, and returns what op returned. Whether the cancellation cuts
+// such a statement off before its commit, or after it with its outcome
+// unread, is a race: a few attempts see both.
+func cutMidStatement[T any](t *testing.T, s *store.Store, lock string, op func(context.Context) (T, error)) (T, error) {
 	t.Helper()
 	ctx := testContext(t)
 	other, err := s.Pool().Begin(ctx)
@@ -38,8 +39,9 @@ func cutMidStatement[T any](t *testing.T, s *store.Store, lock, dlq string, op f
 		v, err := op(opCtx)
 		done <- result{v, err}
 	}()
-	pgtest.Eventually(t, time.Minute, "a statement on "+dlq+" to wait for the rows locked", func() bool {
-		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`, dlq) > 0
+	holder := other.Conn().PgConn().PID()
+	pgtest.Eventually(t, time.Minute, "a statement to wait for the rows locked", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, holder) > 0
 	})
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -59,7 +61,7 @@ func TestDiscardCancelledMidStatementCountsWhatMoved(t *testing.T) {
 		pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{})
 		dlq := store.DLQName(q)
 		lock := `SELECT 1 FROM pgmq."q_` + dlq + `" FOR UPDATE`
-		rep, err := cutMidStatement(t, s, lock, dlq, func(ctx context.Context) (store.DiscardReport, error) {
+		rep, err := cutMidStatement(t, s, lock, func(ctx context.Context) (store.DiscardReport, error) {
 			return s.DiscardDeadSelected(ctx, store.DeadFilter{Queue: q}, 100, store.DiscardOptions{})
 		})
 		archived := pgtest.Archived(t, s, dlq)
@@ -81,12 +83,80 @@ func TestPurgeCancelledMidStatementCountsWhatWent(t *testing.T) {
 			t.Fatalf("discard = %d, %v", n, err)
 		}
 		lock := `SELECT 1 FROM pgbus.failures WHERE queue_name = '` + dlq + `' FOR UPDATE`
-		n, err := cutMidStatement(t, s, lock, dlq, func(ctx context.Context) (int64, error) {
+		n, err := cutMidStatement(t, s, lock, func(ctx context.Context) (int64, error) {
 			return s.PurgeDead(ctx, q, 0)
 		})
 		left := pgtest.Archived(t, s, dlq)
 		if err != nil && !errors.Is(err, context.Canceled) || left != 0 || n != 5 {
 			t.Fatalf("cancelled purge = %d purged, %v; %d left in the archive; want the 5 under way deleted and counted", n, err, left)
+		}
+	}
+}
+
+// gateCommits makes the commit of every transaction that inserts into
+// table (a quoted table name) wait for a row of a table of its own, in a
+// deferred constraint trigger, and returns the statement that locks that
+// row: cutMidStatement then cancels a call as its transaction commits.
+func gateCommits(t *testing.T, s *store.Store, table string) (lock string) {
+	t.Helper()
+	gate := `pgmq."` + uniqueName("gate") + `"`
+	if _, err := s.Pool().Exec(testContext(t), `CREATE TABLE `+gate+` (n int); INSERT INTO `+gate+` VALUES (1);
+		CREATE FUNCTION `+gate+`() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM 1 FROM `+gate+` FOR SHARE; RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER gate AFTER INSERT ON `+table+` DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION `+gate+`()`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = s.Pool().Exec(context.Background(), `DROP TRIGGER IF EXISTS gate ON `+table+`; DROP FUNCTION IF EXISTS `+gate+`(); DROP TABLE `+gate)
+	})
+	return `SELECT 1 FROM ` + gate + ` FOR UPDATE`
+}
+
+// A discard guarded by its dry run's expect, cancelled as its transaction
+// commits, lets the commit finish and reports the set moved: an error
+// would call failed a discard whose messages all went to the archive.
+func TestGuardedDiscardCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
+	s := testStore(t)
+	for range 3 {
+		q := newQueue(t, s)
+		pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{})
+		dlq := store.DLQName(q)
+		f := store.DeadFilter{Queue: q}
+		dry, err := s.DiscardDeadSelected(testContext(t), f, 100, store.DiscardOptions{DryRun: true})
+		if err != nil || dry.Discarded != 5 {
+			t.Fatalf("dry run = %+v, %v", dry, err)
+		}
+		lock := gateCommits(t, s, `pgmq."a_`+dlq+`"`)
+		rep, err := cutMidStatement(t, s, lock, func(ctx context.Context) (store.DiscardReport, error) {
+			return s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: dry.Token})
+		})
+		archived, left := pgtest.Archived(t, s, dlq), pgtest.Live(t, s, dlq)
+		if err != nil || archived != 5 || left != 0 || rep.Discarded != 5 || len(rep.Moved) != 5 {
+			t.Fatalf("guarded discard cancelled as it commits = %d discarded (%d listed), %v; %d archived, %d left; want the 5 moved and reported", rep.Discarded, len(rep.Moved), err, archived, left)
+		}
+	}
+}
+
+// A retry guarded by its dry run's expect, cancelled as its transaction
+// commits, lets the commit finish and reports the set moved.
+func TestGuardedRetryCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
+	s := testStore(t)
+	for range 3 {
+		q := newQueue(t, s)
+		pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{})
+		dlq := store.DLQName(q)
+		f := store.DeadFilter{Queue: q}
+		dry, err := s.RetryDeadMatching(testContext(t), f, 100, store.RetryOptions{DryRun: true})
+		if err != nil || dry.Retried != 5 {
+			t.Fatalf("dry run = %+v, %v", dry, err)
+		}
+		lock := gateCommits(t, s, `pgmq."q_`+q+`"`)
+		rep, err := cutMidStatement(t, s, lock, func(ctx context.Context) (store.RetryReport, error) {
+			return s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{Expect: dry.Token})
+		})
+		back, left := pgtest.Live(t, s, q), pgtest.Live(t, s, dlq)
+		if err != nil || back != 5 || left != 0 || rep.Retried != 5 || len(rep.Moved) != 5 {
+			t.Fatalf("guarded retry cancelled as it commits = %d retried (%d listed), %v; %d back in the queue, %d left; want the 5 moved and reported", rep.Retried, len(rep.Moved), err, back, left)
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (s *Store) DiscardDeadSelected(ctx context.Context, f DeadFilter, limit int
 	if opts.DryRun {
 		rep.Token, err = s.deadSetToken(ctx, deadIDsOf(refs))
 	} else {
-		err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error { return s.archiveAll(ctx, tx, refs) })
+		err = s.guarded(ctx, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error { return s.archiveAll(ctx, tx, refs) })
 	}
 	if err != nil {
 		return rep, err

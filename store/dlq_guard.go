@@ -112,7 +112,12 @@ func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]dead
 // after checking that refs is the set expect names and that none of them
 // was moved meanwhile; any failure rolls everything back, so the call
 // moves exactly the expected set or nothing.
-func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move func(tx pgx.Tx) error) error {
+//
+// The transaction runs under finishStatement, as a single statement
+// does: a cancellation of ctx that landed as it committed would otherwise
+// leave the set moved and the call failed. move gets the context to run
+// its statements with.
+func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move func(ctx context.Context, tx pgx.Tx) error) error {
 	if err := CheckDeadSetToken(expect); err != nil {
 		return err
 	}
@@ -128,11 +133,13 @@ func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move
 		}
 		return changedf("the dead messages selected changed since the dry run (%s); nothing was moved: run the dry run again and pass its expect", what)
 	}
-	return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockDead(ctx, tx, refs); err != nil {
-			return err
-		}
-		return move(tx)
+	return finishStatement(ctx, func(ctx context.Context) error {
+		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			if err := lockDead(ctx, tx, refs); err != nil {
+				return err
+			}
+			return move(ctx, tx)
+		})
 	})
 }
 

@@ -148,7 +148,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		}
 	}
 	dones := make([]func(string, int64, error), 0, len(refs))
-	err = s.guarded(ctx, refs, opts.Expect, func(tx pgx.Tx) error {
+	err = s.guarded(ctx, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
 		for i, r := range refs {
 			tc, done, err := deadRetryTrace(ctx, tx, r, opts)
 			if err != nil {
