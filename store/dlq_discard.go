@@ -15,7 +15,9 @@ import (
 
 // DiscardDead moves dead messages of dlq to the DLQ's archive table, where
 // they stay until PurgeDead removes them, and returns how many moved. With
-// one id that is not there, it returns ErrNotFound.
+// one id that is not there, it returns ErrNotFound. The move is one
+// statement; cancelled while it runs, it finishes (finishStatement), so
+// that what it moved is counted rather than reported as failed.
 func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, error) {
 	name, err := s.resolveDLQ(ctx, dlq)
 	if err != nil {
@@ -24,7 +26,11 @@ func (s *Store) DiscardDead(ctx context.Context, dlq string, ids []int64) (int, 
 	if err := validateIDs("discard from", name, ids); err != nil {
 		return 0, err
 	}
-	done, err := s.ArchiveMany(ctx, name, ids)
+	var done []int64
+	err = finishStatement(ctx, func(ctx context.Context) (err error) {
+		done, err = s.ArchiveMany(ctx, name, ids)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
