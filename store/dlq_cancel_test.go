@@ -180,3 +180,25 @@ func TestDiscardByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
 		}
 	}
 }
+
+// A retry by ids cancelled while its moves run lets them finish and counts
+// what moved, each message once, in its queue or its DLQ; when every id
+// given moved, the call did not fail.
+func TestRetryByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
+	s := testStore(t)
+	for range 3 {
+		q := newQueue(t, s)
+		// Two: a retry moves at least two messages at once, so both are
+		// under way when the call is cancelled.
+		ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+		dlq := store.DLQName(q)
+		lock := `SELECT 1 FROM pgmq."q_` + dlq + `" FOR UPDATE`
+		rep, err := cutMidStatement(t, s, lock, func(ctx context.Context) (store.RetryReport, error) {
+			return s.RetryDead(ctx, dlq, ids, store.RetryOptions{})
+		})
+		back, left := pgtest.Live(t, s, q), pgtest.Live(t, s, dlq)
+		if err != nil || back != 2 || left != 0 || rep.Retried != 2 || len(rep.Moved) != 2 || rep.Failed != 0 {
+			t.Fatalf("retry by ids cancelled mid-statement = %d retried (%d listed), %d failed, %v; %d back in the queue, %d left; want the 2 moved and counted", rep.Retried, len(rep.Moved), rep.Failed, err, back, left)
+		}
+	}
+}

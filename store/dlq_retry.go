@@ -238,10 +238,12 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	}
 	if !opts.DryRun {
 		s.retryParallel(ctx, refs, out, places, opts)
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil && slices.ContainsFunc(out, untried) {
 			// Stopped partway: the messages that moved before stay moved,
 			// and the report counts them; the rest were not tried, but for
 			// a move the cancellation cut off, whose commit is not known.
+			// A cancellation that came as the last moves finished stopped
+			// nothing: every outcome is known, and reported as usual.
 			for i, r := range refs {
 				if out[i].err == nil && out[i].newID != 0 {
 					rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
@@ -259,6 +261,10 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	}
 	return nil
 }
+
+// untried tells whether retryParallel left a message alone: no error kept
+// it back, and it has no new id.
+func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 
 // retryParallel moves messages over a few connections at once: each move
 // is its own transaction, and concurrent commits share WAL flushes. Messages
