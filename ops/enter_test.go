@@ -69,3 +69,45 @@ func callWithoutPanic(t *testing.T, what string, call func() error) (err error) 
 	}()
 	return call()
 }
+
+// Naming or reading the caller of a nil context answers as for an empty
+// one rather than panicking: naming one cannot return an error.
+func TestCallerOfNilContext(t *testing.T) {
+	var noContext context.Context
+	var got ops.Caller
+	callWithoutPanic(t, "CallerFrom(nil)", func() error { got = ops.CallerFrom(noContext); return nil })
+	if got != (ops.Caller{Client: "unknown"}) {
+		t.Errorf("CallerFrom(nil) = %+v, want the unknown caller", got)
+	}
+	named := ops.Caller{Client: "cli", Transport: ops.TransportCLI}
+	callWithoutPanic(t, "WithCaller(nil, ...)", func() error { got = ops.CallerFrom(ops.WithCaller(noContext, named)); return nil })
+	if got != named {
+		t.Errorf("caller named on a nil context = %+v, want %+v", got, named)
+	}
+	var client string
+	callWithoutPanic(t, "WithClient(nil, ...)", func() error { client = ops.ClientFrom(ops.WithClient(noContext, "mcp:agent")); return nil })
+	if client != "mcp:agent" {
+		t.Errorf("client named on a nil context = %q, want mcp:agent", client)
+	}
+}
+
+// A nil Service, or one ops.New did not make, refuses every call; asked
+// what it allows, it says read-only and no payloads, the answers that let
+// a front end offer nothing it would refuse and show nothing it hides.
+func TestNilServiceIsReadOnlyWithoutPayloads(t *testing.T) {
+	for name, svc := range map[string]*ops.Service{"nil service": nil, "service New did not make": {}} {
+		var readOnly, payloads bool
+		var policy ops.PayloadPolicy
+		callWithoutPanic(t, "asking a "+name, func() error {
+			readOnly, payloads, policy = svc.ReadOnly(), svc.AllowsPayloads(), svc.PayloadPolicy()
+			return nil
+		})
+		if !readOnly || payloads || policy.PayloadsAllowed || policy.SafeFields == nil || len(policy.SafeFields) != 0 {
+			t.Errorf("%s: read-only %v, payloads %v, policy %+v; want read-only, no payloads, no safe fields", name, readOnly, payloads, policy)
+		}
+	}
+	svc := newService(t, testStore(t), ops.Options{AllowPayloads: true, SafeFields: []string{"tenant"}})
+	if svc.ReadOnly() || !svc.AllowsPayloads() || !svc.PayloadPolicy().PayloadsAllowed || len(svc.PayloadPolicy().SafeFields) != 1 {
+		t.Errorf("service of ops.New: read-only %v, payloads %v, policy %+v; want what its options say", svc.ReadOnly(), svc.AllowsPayloads(), svc.PayloadPolicy())
+	}
+}

@@ -26,8 +26,11 @@ type PayloadPolicy struct {
 }
 
 // PayloadPolicy reports whether payloads are shown and which fields are
-// safe to show without them.
+// safe to show without them. A nil Service shows neither.
 func (s *Service) PayloadPolicy() PayloadPolicy {
+	if s == nil {
+		return PayloadPolicy{SafeFields: []string{}}
+	}
 	return PayloadPolicy{PayloadsAllowed: s.opts.AllowPayloads, SafeFields: append([]string{}, s.opts.SafeFields...)}
 }
 

@@ -135,11 +135,15 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers)}, nil
 }
 
-// AllowsPayloads reports whether the service may show payloads at all.
-func (s *Service) AllowsPayloads() bool { return s.opts.AllowPayloads }
+// AllowsPayloads reports whether the service may show payloads at all. A
+// nil Service shows none: a front end that asks it before it checks the
+// Service must not be told payloads are allowed.
+func (s *Service) AllowsPayloads() bool { return s != nil && s.opts.AllowPayloads }
 
-// ReadOnly reports whether write operations are refused.
-func (s *Service) ReadOnly() bool { return s.opts.ReadOnly }
+// ReadOnly reports whether write operations are refused. A nil Service,
+// or one ops.New did not make, is read-only: it refuses every call, and a
+// front end that asks it which actions to offer must offer none.
+func (s *Service) ReadOnly() bool { return s == nil || s.store == nil || s.opts.ReadOnly }
 
 // Transports a call reaches pgbus through, as the audit log records them.
 const (
@@ -173,14 +177,22 @@ type Caller struct {
 type callerKey struct{}
 
 // WithCaller names the caller of the calls made with ctx, for the audit log.
+// A nil ctx is taken for context.Background(): naming a caller cannot
+// return an error, and a panic here would take the front end down.
 func WithCaller(ctx context.Context, c Caller) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
 // CallerFrom returns the caller WithCaller named; its Client is "unknown"
-// when none was named.
+// when none was named, as it is for a nil ctx.
 func CallerFrom(ctx context.Context) Caller {
-	c, _ := ctx.Value(callerKey{}).(Caller)
+	var c Caller
+	if ctx != nil {
+		c, _ = ctx.Value(callerKey{}).(Caller)
+	}
 	if c.Client == "" {
 		c.Client = "unknown"
 	}
@@ -193,9 +205,13 @@ func CallerFrom(ctx context.Context) Caller {
 // cannot store (bytes that are not UTF-8, NUL characters) is replaced by
 // U+FFFD, and a name longer than the audit log keeps
 // (store.MaxAuditName bytes) is cut, rather than failing the call or
-// losing its audit entry.
+// losing its audit entry. A nil ctx is taken for context.Background(), as
+// WithCaller takes it.
 func WithClient(ctx context.Context, client string) context.Context {
-	c, _ := ctx.Value(callerKey{}).(Caller)
+	var c Caller
+	if ctx != nil {
+		c, _ = ctx.Value(callerKey{}).(Caller)
+	}
 	c.Client = clipBytes(storableText(client), store.MaxAuditName)
 	return WithCaller(ctx, c)
 }
