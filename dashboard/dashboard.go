@@ -19,7 +19,6 @@ package dashboard
 import (
 	"crypto/rand"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -108,10 +107,10 @@ const (
 
 // New returns the dashboard over svc: the same service, views and
 // redaction the MCP tools use. A read-only svc hides every action and
-// refuses it.
+// refuses it. A nil svc is refused with an error wrapping ops.ErrInvalid.
 func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	if svc == nil {
-		return nil, errors.New("dashboard: New needs an ops.Service")
+		return nil, fmt.Errorf("%w: dashboard.New needs an ops.Service, the operations layer: make one with ops.New", ops.ErrInvalid)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
