@@ -217,3 +217,27 @@ func TestPurgeNeedsConfirmWritesTheAge(t *testing.T) {
 		t.Fatalf("refused purges left %d archived, want 1", n)
 	}
 }
+
+// A purge refused for a negative age writes that age as the rest of ops
+// does, not in Go's form (-1h30m0s), and leaves the archive as it was.
+func TestPurgeNegativeAgeWritesTheAge(t *testing.T) {
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{})
+	if _, err := svc.DLQDiscard(testContext(t), ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		age  time.Duration
+		want string
+	}{{-720 * time.Hour, "-720h"}, {-90 * time.Minute, "-1h30m"}} {
+		_, err := svc.DLQPurge(testContext(t), ops.DLQPurgeRequest{Queue: q, OlderThan: c.age, Confirm: true})
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "older_than "+c.want+" is negative;") {
+			t.Errorf("purge of messages older than %s = %v; want it refused, saying older_than %s is negative", c.age, err, c.want)
+		}
+	}
+	if n := pgtest.Archived(t, s, q+"_dlq"); n != 1 {
+		t.Fatalf("refused purges left %d archived, want 1", n)
+	}
+}
