@@ -19,7 +19,10 @@ const migrationLockKey int64 = 0x7067627573_6d6967
 
 // MigrationStatus reports the schema after Migrate or CheckSchema.
 type MigrationStatus struct {
-	Version       int  // highest applied migration
+	Version int // highest applied migration
+	// Known is the newest migration this pgbus has. A Version above it
+	// was applied by a newer pgbus (see Newer).
+	Known         int
 	Applied       int  // migrations applied by this call
 	PGMQExtension bool // the pgmq extension is installed and its objects are used
 	// PGMQFunctions: PGMQ's functions are installed, by the extension or by
@@ -32,6 +35,11 @@ type MigrationStatus struct {
 	DLQsRepaired []string
 	DLQGaps      []DLQGap
 }
+
+// Newer reports whether a newer pgbus migrated the database: it records
+// migrations this pgbus does not have. This pgbus then works on the schema,
+// as migrations only add, but changes nothing of it.
+func (st MigrationStatus) Newer() bool { return st.Version > st.Known }
 
 // Migrate applies every pending migration. It is idempotent and safe to run
 // from several processes at once: each migration is applied in its own
@@ -67,14 +75,23 @@ type MigrationStatus struct {
 // stays locked, is left as it is and listed in the status's DLQGaps, which
 // the caller should log: a worker started as an operator's role must not
 // fail for it.
+//
+// A schema a newer pgbus migrated is left as it is, repairs included: what
+// a DLQ needs is the newer pgbus's to say, and its migrate gives it. The
+// status says so (Newer); a newer schema whose record lacks migrations of
+// this pgbus fails with ErrSchemaNewer, nothing applied (see CheckSchema).
 func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	st, err := s.CheckSchema(ctx)
 	if err == nil {
+		if st.Newer() {
+			return st, nil
+		}
 		return s.repairDLQs(ctx, st)
 	}
-	if errors.Is(err, ErrPermission) {
+	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) {
 		// Migrating reads what this role may not: the check's error names
-		// the grants, where the first DDL would only be refused.
+		// the grants, where the first DDL would only be refused. And a
+		// newer schema is never migrated by an older pgbus.
 		return st, err
 	}
 	checked := err
@@ -86,6 +103,9 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	st, err = s.migrate(ctx, migrations)
 	if err != nil {
 		return st, mayNotMigrate(checked, err)
+	}
+	if st.Newer() {
+		return st, nil
 	}
 	return s.repairDLQs(ctx, st)
 }
@@ -103,10 +123,15 @@ func mayNotMigrate(checked, err error) error {
 	return fmt.Errorf("%w, which this role may not do: %w", checked, err)
 }
 
-// migrate applies the migrations not applied yet, in order.
+// migrate applies the migrations not applied yet, in order. A newer
+// pgbus may have migrated the database while this one waited for the
+// migration lock: its record, read under the lock, then holds versions
+// this one lacks, and the schema is checked as it is instead, nothing
+// applied.
 func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (MigrationStatus, error) {
-	var st MigrationStatus
+	st := MigrationStatus{Known: len(migrations)}
 	applied := map[int]bool{}
+	newer := false
 	err := s.migrationTx(ctx, "migrate", func(tx pgx.Tx) error {
 		// Before anything is written: a schema pgmq of someone else's
 		// stops here.
@@ -132,11 +157,15 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 		}
 		for _, v := range versions {
 			applied[v] = true
+			newer = newer || v > len(migrations)
 		}
 		return nil
 	})
 	if err != nil {
 		return st, err
+	}
+	if newer {
+		return s.CheckSchema(ctx)
 	}
 	for _, m := range migrations {
 		if !applied[m.Version] {

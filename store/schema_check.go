@@ -21,6 +21,14 @@ var ErrSchemaMissing = errors.New("pgbus schema missing")
 // against a database that an older one migrated.
 var ErrSchemaOld = errors.New("pgbus schema out of date")
 
+// ErrSchemaNewer is wrapped by the error of CheckSchema and Migrate when
+// a newer pgbus migrated the database and its record of migrations lacks
+// some of this binary's: this binary cannot tell what the schema holds, so
+// it neither works on it nor migrates it, which would apply its own
+// migrations over the newer ones. A newer schema that records every
+// migration of this binary passes the check instead (see CheckSchema).
+var ErrSchemaNewer = errors.New("pgbus schema newer than this pgbus")
+
 // ErrPermission is wrapped by errors PostgreSQL raised because the database
 // role lacks a privilege (SQLSTATE 42501), and by the error of CheckSchema
 // when the role may not read the pgbus schemas. IsPermissionDenied tells
@@ -58,8 +66,12 @@ func IsPermissionDenied(err error) bool {
 // ErrForeignPGMQSchema when schema pgmq is someone else's, and ErrPermission
 // when the role may not read the pgbus schemas; each says what to do.
 //
-// A database migrated by a newer pgbus passes: migrations only add. The
-// status's Version is then the newer version; Applied is always 0.
+// A database migrated by a newer pgbus passes: migrations only add, so
+// what this binary's migrations made is there. The status's Version is
+// then the newer version, above its Known; Applied is always 0. One whose
+// record lacks a migration of this binary, below the newer ones, fails
+// with ErrSchemaNewer rather than ErrSchemaOld, so that Migrate does not
+// apply this binary's migrations over a newer schema.
 func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	var st MigrationStatus
 	migrations, err := schema.All()
@@ -67,6 +79,7 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 		return st, err
 	}
 	need := len(migrations)
+	st.Known = need
 	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return st, fmt.Errorf("store: check schema: begin: %w", err)
@@ -130,13 +143,21 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 		return st, fmt.Errorf("store: check schema: read applied versions: %w", err)
 	}
 	applied := make(map[int]bool, len(versions))
+	newest := 0
 	for _, v := range versions {
 		applied[v] = true
+		newest = max(newest, v)
 	}
 	// The version is the last of an unbroken run from 1: migrations apply in
 	// order, so a gap means one is missing whatever comes after it.
 	for applied[st.Version+1] {
 		st.Version++
+	}
+	if newest > need {
+		if st.Version < need {
+			return st, newerSchema(newest, need, st.Version+1)
+		}
+		st.Version = newest
 	}
 	if st.Version < need {
 		what := fmt.Sprintf("version %d", st.Version)
@@ -151,6 +172,16 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	st.PGMQFunctions, err = pgmqFunctions(ctx, tx)
 	return st, err
+}
+
+// newerSchema is the error of a schema a newer pgbus migrated, recording
+// version newest, whose record lacks missing, a migration of this binary,
+// which has versions up to known.
+func newerSchema(newest, known, missing int) error {
+	return &kindError{kind: ErrSchemaNewer, msg: fmt.Sprintf(
+		"the database was migrated by a newer pgbus: it records pgbus schema version %d, this pgbus has versions up to %d, "+
+			"and the record lacks version %d of this one's, so this pgbus cannot tell what the schema holds and leaves it as it is; "+
+			"upgrade this pgbus to the version that migrated the database (or newer)", newest, known, missing)}
 }
 
 func noReadAccess(role, lacks string) error {
