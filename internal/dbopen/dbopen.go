@@ -91,10 +91,12 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 }
 
 // Errors of Prepare: the schema is missing or older than this build, or
-// the role may not read what the check reads (which says what it lacks).
+// newer and lacking this build's migrations in its record, or the role may
+// not read what the check reads (which says what it lacks).
 var (
 	ErrSchemaMissing = store.ErrSchemaMissing
 	ErrSchemaOld     = store.ErrSchemaOld
+	ErrSchemaNewer   = store.ErrSchemaNewer
 	ErrPermission    = store.ErrPermission
 )
 
@@ -114,14 +116,21 @@ func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
 // Migrating also repairs dead-letter queues made without what pgbus gives
 // one (store.Migrate): it logs each it repaired, and warns of each it
 // could not, with what it lacks and which role's pgbus migrate adds it.
+//
+// On a schema a newer pgbus migrated, either way, it changes nothing and
+// warns that this pgbus is older than the database, as the process runs
+// on (and a rolled-back deploy may leave it there): its readers should
+// know what to upgrade, and that it keeps working meanwhile.
 func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 	if !migrate {
 		d.Status, err = d.CheckSchema(ctx)
-		return err
-	}
-	d.Status, err = d.Migrate(ctx)
-	if err == nil {
+	} else if d.Status, err = d.Migrate(ctx); err == nil {
 		d.logRepairs()
+	}
+	if err == nil && d.Status.Newer() && d.logger != nil {
+		d.logger.Warn("pgbus: a newer pgbus migrated this database; this pgbus changes nothing of the schema and keeps working on it, "+
+			"as migrations only add, without what the newer versions added: upgrade this pgbus",
+			"schema_version", d.Status.Version, "this_pgbus_schema_version", d.Status.Known)
 	}
 	return err
 }

@@ -1,0 +1,46 @@
+package dbopen_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
+)
+
+// A process of an older pgbus, on a database a newer one migrated, starts
+// (whether its command migrates or only checks) and warns that it is
+// older than the database, with both versions, and to upgrade it: it
+// said nothing, and its migrate reported the newer version as its own.
+func TestPrepareWarnsOfANewerSchema(t *testing.T) {
+	ctx := pgtest.Context(t)
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.NewDatabase(t)
+	pgtest.OpenStore(t, url) // migrated
+	pgtest.Exec(t, url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus')`, len(all)+1))
+
+	for _, migrate := range []bool{false, true} {
+		var logs pgtest.SyncBuffer
+		db, err := dbopen.Connect(ctx, dbopen.Options{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Prepare(ctx, migrate)
+		db.Close()
+		if err != nil {
+			t.Fatalf("prepare (migrate %v) on a newer schema: %v", migrate, err)
+		}
+		for _, want := range []string{"level=WARN", "a newer pgbus migrated this database", "keeps working on it", "upgrade this pgbus",
+			fmt.Sprintf("schema_version=%d this_pgbus_schema_version=%d", len(all)+1, len(all))} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("prepare (migrate %v) on a newer schema logged no %q:\n%s", migrate, want, logs.String())
+			}
+		}
+	}
+}
