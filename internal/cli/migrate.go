@@ -24,6 +24,11 @@ pgmq.create) the index, filter statistics and group counts pgbus gives one.
 A dead-letter queue the role does not own is left as it is, with a warning
 naming the role that owns it, whose pgbus migrate adds them.
 
+A database a newer pgbus migrated is left as it is, nothing applied or
+repaired: migrate says so, with both versions, and to upgrade this pgbus,
+which works on the newer schema meanwhile, as migrations only add. Its
+other commands that use the database warn so on start.
+
 Safe on a live system: a migration waits at most 5 seconds at a time for a
 table's lock, so the queries behind it are not held up longer, and tries
 again for about a minute; then it gives up with nothing of it applied and
@@ -102,6 +107,14 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 				layout = "pgmq extension"
 			case db.Status.PGMQFunctions:
 				layout = "PGMQ installed from its SQL script"
+			}
+			if db.Status.Newer() {
+				// Said on stdout as the command's result: a rollback's
+				// script runs migrate and reads what it did.
+				fmt.Fprintf(a.stdout, "pgbus: ready: %s, schema version %d, migrated by a newer pgbus (this pgbus has versions up to %d): "+
+					"nothing applied or repaired; this pgbus works on the newer schema, but upgrade it; %s, %s\n",
+					db.Where(), db.Status.Version, db.Status.Known, layout, plural.Count(len(queues), "queue", "queues"))
+				return nil
 			}
 			fmt.Fprintf(a.stdout, "pgbus: ready: %s, schema version %d (%d applied now), %s, %s\n",
 				db.Where(), db.Status.Version, db.Status.Applied, layout, plural.Count(len(queues), "queue", "queues"))

@@ -1,0 +1,49 @@
+package cli_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// An older pgbus rolled back to, on a database a newer one migrated: its
+// migrate says so on stdout, with both versions, applies nothing and
+// exits 0, so that a rollback's script goes on; its other commands work,
+// warning on stderr. Its migrate said "ready" with the newer version as
+// though it were its own.
+func TestMigrateOnANewerSchemaSaysToUpgrade(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "migrate")
+	d.ok(t, "queue", "create", "orders")
+	n := migrationCount(t)
+	pgtest.Exec(t, d.url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus')`, n+1))
+
+	out := d.ok(t, "migrate")
+	want := fmt.Sprintf("schema version %d, migrated by a newer pgbus (this pgbus has versions up to %d): nothing applied or repaired; "+
+		"this pgbus works on the newer schema, but upgrade it", n+1, n)
+	if !strings.Contains(out, want) {
+		t.Fatalf("migrate on a newer schema printed %q; want %q", out, want)
+	}
+	if rows := d.count(t, `SELECT count(*) FROM pgbus.schema_migrations`); rows != n+1 {
+		t.Fatalf("pgbus.schema_migrations has %d rows after migrate, want %d", rows, n+1)
+	}
+	r := pgbus(t, d.env, "dlq", "list")
+	if r.code != 0 || !strings.Contains(r.stderr, "a newer pgbus migrated this database") || !strings.Contains(r.stdout, "no dead messages") {
+		t.Fatalf("dlq list on a newer schema: exit %d\nstdout: %s\nstderr: %s\nwant it listed, with a warning", r.code, r.stdout, r.stderr)
+	}
+
+	// A newer record lacking this pgbus's migrations: refused, saying to
+	// upgrade rather than to migrate.
+	pgtest.Exec(t, d.url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version <= %d`, n))
+	for _, args := range [][]string{{"migrate"}, {"dlq", "list"}} {
+		msg := d.fails(t, 1, args...)
+		if !strings.Contains(msg, "migrated by a newer pgbus") || !strings.Contains(msg, "upgrade this pgbus") || strings.Contains(msg, "run pgbus migrate") {
+			t.Errorf("pgbus %s on a newer schema it cannot read: %s; want it to say to upgrade, not to migrate", strings.Join(args, " "), msg)
+		}
+	}
+	if rows := d.count(t, `SELECT count(*) FROM pgbus.schema_migrations`); rows != 1 {
+		t.Fatalf("pgbus.schema_migrations has %d rows after migrate, want the newer pgbus's 1", rows)
+	}
+}
