@@ -18,5 +18,9 @@
 //	})
 //	err = client.Run(ctx) // until ctx ends, then drains
 //
+// A service whose own data lives in the same database sends a job in its
+// own transaction with SendTx or SendBatchTx, so that the job commits with
+// the write it belongs to, or not at all.
+//
 // All SQL lives in package store; this package holds no SQL.
 package engine

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +30,10 @@ type Store struct {
 	tables sync.Map // physical queue name -> tableInfo
 
 	cursorKeys cursorKey
+
+	// identity is the database the pool is on, read by the first send in
+	// a caller's transaction, which must be on the same one.
+	identity atomic.Pointer[dbIdentity]
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// BatchMessage is one message of SendBatchTx.
+type BatchMessage struct {
+	// Payload is the message body, as Send takes it: marshalled to JSON
+	// unless it already is JSON (json.RawMessage or []byte).
+	Payload any
+	// Options are its options, as Send takes them; each message of a
+	// batch has its own kind, key, delay and priority level.
+	Options SendOptions
+}
+
+// SendTx is Send in the caller's own transaction: the message is written
+// by tx, so it commits with the caller's other writes or not at all. It
+// becomes visible to workers, and wakes those waiting for a notification,
+// only when tx commits; a rollback takes it away, and its idempotency key
+// is free again. tx is any pgx.Tx (from pgx.Conn.Begin, pgxpool.Pool.Begin,
+// or a savepoint's Begin) on the database the client's store is on.
+//
+// SendTx validates, routes to a priority level, applies idempotency keys,
+// deadlines, headers and the SendObservers' headers as Send does, with the
+// same errors. The observers see the send when tx writes it, not when tx
+// commits. It creates no queue: the queue must exist, created and
+// committed, before the send.
+//
+// An error that wraps store.ErrTxFailed came from PostgreSQL inside tx,
+// which is then aborted: roll it back (say, a JSON number jsonb cannot
+// hold, a lock or statement timeout, a serialization failure, a lost
+// connection). Any other error wrote nothing and left tx as it was, to go
+// on or to commit without the message: a nil, committed or rolled back tx,
+// a tx on another database (store.ErrInvalid), a queue that does not
+// exist (store.ErrNotFound), a message Send would refuse.
+//
+// A message with an idempotency key returns the id of the first message
+// sent with it, committed or sent earlier in tx, as Send does. tx holds
+// the key's lock until it ends, so a send of the same key by another
+// transaction (or by Send) waits for tx: after a commit it returns tx's
+// message, after a rollback it sends its own. Under REPEATABLE READ or
+// SERIALIZABLE, a key committed by another transaction after tx's snapshot
+// fails tx with a serialization error (SQLSTATE 40001): run the
+// transaction again. Two transactions that send shared keys in opposite
+// orders may deadlock, and PostgreSQL fails one: send a transaction's keys
+// in one SendBatchTx, which takes their locks in one order.
+func (c *Client) SendTx(ctx context.Context, tx pgx.Tx, queue string, payload any, opts SendOptions) (int64, error) {
+	ids, err := c.sendTx(ctx, tx, "SendTx", queue, []BatchMessage{{Payload: payload, Options: opts}})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// SendBatchTx is SendTx for up to store.MaxBatch messages to one queue,
+// each with its own options, all written or none, and returns their ids in
+// order. Every message is checked before anything is written; messages
+// for the same priority level without idempotency keys are written in one
+// statement. Its errors are SendTx's: one that wraps store.ErrTxFailed
+// aborted tx, any other left it as it was; a message's own error names
+// its index in msgs.
+func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage) ([]int64, error) {
+	return c.sendTx(ctx, tx, "SendBatchTx", queue, msgs)
+}
+
+func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage) (ids []int64, err error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: %s needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid, fn)
+	}
+	if err := store.CheckTx(tx); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 || len(msgs) > store.MaxBatch {
+		return nil, fmt.Errorf("%w: %s: a batch holds 1 to %d messages, not %d", store.ErrInvalid, fn, store.MaxBatch, len(msgs))
+	}
+	if len(c.observers.list) > 0 {
+		msgs = slices.Clone(msgs) // the observers' headers go on copies
+		dones := make([]func(int64, error), len(msgs))
+		for i := range msgs {
+			msgs[i].Options, dones[i] = c.observeSend(ctx, queue, msgs[i].Options)
+		}
+		defer func() {
+			for i, done := range dones {
+				var id int64
+				if err == nil {
+					id = ids[i]
+				}
+				done(id, err)
+			}
+		}()
+	}
+	if base, ok := strings.CutSuffix(queue, store.DLQSuffix); ok && base != "" {
+		return nil, fmt.Errorf("%w: queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", store.ErrInvalid, queue, base)
+	}
+	built := make([]store.TxMessage, len(msgs))
+	for i, m := range msgs {
+		nm, err := NewMessage(m.Payload, m.Options)
+		if err != nil {
+			if len(msgs) > 1 {
+				err = fmt.Errorf("%w (message %d of the batch)", err, i)
+			}
+			return nil, err
+		}
+		built[i].NewMessage = nm
+	}
+	_, cached := c.sendQueues.Load(queue)
+	ids, err = c.sendTxTo(ctx, tx, queue, msgs, built)
+	if cached && (errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTxFailed) || errors.Is(err, errLevels)) {
+		// As in Send: the layout read may be stale. The store found the
+		// queue missing before writing anything, so tx is intact.
+		c.sendQueues.Delete(queue)
+		ids, err = c.sendTxTo(ctx, tx, queue, msgs, built)
+	}
+	return ids, err
+}
+
+// sendTxTo routes each message to its physical queue and writes them in tx.
+func (c *Client) sendTxTo(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage, built []store.TxMessage) ([]int64, error) {
+	for i := range built {
+		target, err := c.sendTarget(ctx, queue, msgs[i].Options.Priority)
+		if err != nil {
+			if len(msgs) > 1 {
+				err = fmt.Errorf("%w (message %d of the batch)", err, i)
+			}
+			return nil, err
+		}
+		built[i].Queue = target
+	}
+	return c.store.SendTx(ctx, tx, built)
+}

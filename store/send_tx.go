@@ -1,0 +1,240 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrTxFailed is wrapped by an error of SendTx that PostgreSQL raised
+// inside the caller's transaction (or that lost its connection): PostgreSQL
+// runs nothing more in that transaction, so the caller must roll it back.
+// Whatever else such an error wraps (ErrInvalid for a number jsonb cannot
+// hold, ErrNotFound for a queue dropped while the send ran), the messages
+// sent in the transaction go with the rollback. Every other error of SendTx
+// ran nothing that failed in the transaction, which goes on as it was.
+var ErrTxFailed = errors.New("the transaction failed")
+
+// TxMessage is one message of SendTx with the physical queue it goes to.
+type TxMessage struct {
+	// Queue is a physical queue: a queue, or a priority level of one.
+	Queue string
+	NewMessage
+}
+
+// CheckTx refuses, as ErrInvalid, a nil transaction (a nil interface or
+// a nil pointer in one), without asking the server.
+func CheckTx(tx pgx.Tx) error {
+	if tx == nil {
+		return invalidf("send in a transaction: the transaction is nil; pass the pgx.Tx that Begin returned")
+	}
+	if v := reflect.ValueOf(tx); v.Kind() == reflect.Pointer && v.IsNil() {
+		return invalidf("send in a transaction: the transaction is a nil %T; pass the pgx.Tx that Begin returned", tx)
+	}
+	return nil
+}
+
+// SendTx enqueues msgs in the caller's transaction tx and returns their
+// ids in order: they become visible, and workers waiting for a
+// notification are woken, only when tx commits; a rollback takes them,
+// and the idempotency keys they claimed, away. tx must be open, on this
+// store's database.
+//
+// Every message is checked, and tx with it, before anything is written: a
+// nil, committed or rolled back tx, one on another database or server, a
+// queue that does not exist, a message out of bounds are refused with tx
+// as it was. An error PostgreSQL raises inside tx wraps ErrTxFailed.
+//
+// A message with an idempotency key returns the id of the first message of
+// its queue with that key, live or archived within retention, whether
+// committed or sent earlier in tx. tx holds the key's lock until it ends,
+// so a send of the same key elsewhere waits for tx to commit (and returns
+// its message) or roll back (and sends its own). Under REPEATABLE READ or
+// SERIALIZABLE a key another transaction committed after tx's snapshot
+// fails with a serialization error (SQLSTATE 40001) instead: roll back and
+// run the transaction again. A batch takes its keys' locks in one order;
+// separate sends in two transactions that take shared keys in opposite
+// orders may deadlock, which PostgreSQL breaks by failing one of them.
+func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int64, error) {
+	if err := CheckTx(tx); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 || len(msgs) > MaxBatch {
+		return nil, invalidf("send in a transaction: a batch holds 1 to %d messages, not %d", MaxBatch, len(msgs))
+	}
+	var queues []string
+	type queueKey struct{ queue, key string }
+	var keys []queueKey
+	for i, m := range msgs {
+		if err := ValidatePhysicalName(m.Queue); err != nil {
+			return nil, err
+		}
+		idx := i
+		if len(msgs) == 1 {
+			idx = -1
+		}
+		if err := validateNewMessage(idx, m.NewMessage); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(queues, m.Queue) {
+			queues = append(queues, m.Queue)
+		}
+		if m.IdempotencyKey != "" {
+			keys = append(keys, queueKey{m.Queue, m.IdempotencyKey})
+		}
+	}
+	slices.SortFunc(keys, func(a, b queueKey) int {
+		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.key, b.key))
+	})
+	if keys = slices.Compact(keys); len(keys) > MaxBatchKeys {
+		return nil, invalidf("send in a transaction: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", MaxBatchKeys, len(keys))
+	}
+	if err := s.checkTxTargets(ctx, tx, queues); err != nil {
+		return nil, err
+	}
+
+	ids := make([]int64, len(msgs))
+	if len(keys) == 0 {
+		// One statement a queue, its messages in their order.
+		for _, q := range queues {
+			var at []int
+			var delays []int64
+			var payloads []string
+			var headers []*string
+			notify := false
+			for i, m := range msgs {
+				if m.Queue != q {
+					continue
+				}
+				at = append(at, i)
+				delays = append(delays, m.Delay.Microseconds())
+				payloads = append(payloads, string(m.Payload))
+				var h *string
+				if len(m.Headers) > 0 {
+					str := string(m.Headers)
+					h = &str
+				}
+				headers = append(headers, h)
+				notify = notify || m.Delay == 0
+			}
+			sql, args := insertSQL(q, notify, delays, payloads, headers)
+			rows, err := tx.Query(ctx, sql, args...)
+			if err != nil {
+				return nil, txFailed(sendErr(err, q))
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return nil, txFailed(sendErr(err, q))
+			}
+			for j, i := range at {
+				ids[i] = got[j]
+			}
+		}
+		return ids, nil
+	}
+
+	qs, ks := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		qs[i], ks[i] = k.queue, k.key
+	}
+	// The locks a keyed send on the pool and a DLQ retry take, in the
+	// order of their ids, as a batch on the pool takes them.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(l.h) FROM (
+		SELECT DISTINCT `+keyLockSQL("q", "k")+` AS h FROM unnest($1::text[], $2::text[]) AS t(q, k) ORDER BY 1) AS l`, qs, ks); err != nil {
+		return nil, txFailed(fmt.Errorf("store: send in a transaction: lock the idempotency keys: %w", err))
+	}
+	for i, m := range msgs {
+		id, err := sendOneKeyed(ctx, tx, m.Queue, m.NewMessage)
+		if err != nil {
+			return nil, txFailed(sendErr(err, m.Queue))
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// checkTxTargets checks, in one statement that cannot fail on what the
+// database holds, that tx is open, on this store's database, and that the
+// tables of queues exist there. It looks at the catalog only, so that a
+// database without pgbus's schema is refused without aborting tx.
+func (s *Store) checkTxTargets(ctx context.Context, tx pgx.Tx, queues []string) error {
+	tables := make([]string, len(queues))
+	for i, q := range queues {
+		tables[i] = queueTable(q)
+	}
+	var id dbIdentity
+	var missing []int32
+	err := tx.QueryRow(ctx, `SELECT current_database(), pg_postmaster_start_time(),
+			coalesce((SELECT array_agg(n::int) FROM unnest($1::text[]) WITH ORDINALITY AS t(tbl, n) WHERE to_regclass(tbl) IS NULL), '{}')`,
+		tables).Scan(&id.database, &id.started, &missing)
+	if err != nil {
+		return txErr(err)
+	}
+	if err := s.sameDatabase(ctx, id); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		q := queues[missing[0]-1]
+		return notFoundf("queue %q does not exist: create it first, and commit that, then send to it; nothing was written, and the transaction goes on", q)
+	}
+	return nil
+}
+
+// txErr explains an error of the first statement of a send in the
+// caller's transaction: the transaction was over, or had failed already.
+func txErr(err error) error {
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("%w: send in a transaction: the transaction is committed or rolled back already; send in one that is still open, before its Commit: %w", ErrInvalid, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "25P02" { // in_failed_sql_transaction
+		return txFailed(fmt.Errorf("store: send in a transaction: the transaction failed on an earlier statement, and PostgreSQL runs nothing more in it; send in a new one: %w", err))
+	}
+	return txFailed(fmt.Errorf("store: send in a transaction: %w", err))
+}
+
+// txFailed marks an error raised inside the caller's transaction.
+func txFailed(err error) error { return &txFailedError{err} }
+
+type txFailedError struct{ err error }
+
+func (e *txFailedError) Error() string {
+	return e.err.Error() + " (the transaction is aborted: roll it back)"
+}
+func (e *txFailedError) Unwrap() []error { return []error{ErrTxFailed, e.err} }
+
+// dbIdentity tells one database of one server run from any other: two
+// servers started at the same microsecond are not met in practice.
+type dbIdentity struct {
+	database string
+	started  time.Time
+}
+
+// sameDatabase refuses, as ErrInvalid, a transaction on a database other
+// than the store's. The store's identity is read once, and again when a
+// transaction does not match it, as after a restart of the server.
+func (s *Store) sameDatabase(ctx context.Context, tx dbIdentity) error {
+	own := s.identity.Load()
+	if own == nil || !own.started.Equal(tx.started) || own.database != tx.database {
+		var fresh dbIdentity
+		if err := s.reads.QueryRow(ctx, `SELECT current_database(), pg_postmaster_start_time()`).Scan(&fresh.database, &fresh.started); err != nil {
+			return fmt.Errorf("store: send in a transaction: read which database the store is on: %w", err)
+		}
+		s.identity.Store(&fresh)
+		own = &fresh
+	}
+	switch {
+	case own.database != tx.database:
+		return invalidf("send in a transaction: the transaction is on database %q, the store on %q: begin it on a pool of the store's database, so that workers see the messages; nothing was written, and the transaction goes on", tx.database, own.database)
+	case !own.started.Equal(tx.started):
+		return invalidf("send in a transaction: the transaction is on database %q of another server than the store's: begin it on a pool of the store's server, so that workers see the messages; nothing was written, and the transaction goes on", tx.database)
+	}
+	return nil
+}
