@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/ops"
@@ -105,4 +107,70 @@ func Example_goAPI() {
 	// welcome_email [non_retryable_error] 1
 	// invalid address "bob" {"To":"bob"}
 	// retried to emails
+}
+
+// Example_sendInTransaction is the README's "Send in your own transaction":
+// a service writes an order and sends its charge job in one transaction of
+// its own pool, so that both commit or neither does.
+func Example_sendInTransaction() {
+	ctx := context.Background()
+	check := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	check(err)
+	defer pg.Stop(ctx)
+	st, err := store.Open(ctx, pg.URL())
+	check(err)
+	defer st.Close()
+	_, err = st.Migrate(ctx)
+	check(err)
+	bus, err := ops.New(st, ops.Options{})
+	check(err)
+	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "charges", Confirm: true}) // start afresh
+	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "charges"})
+	check(err)
+	client, err := engine.NewClient(st, engine.Config{}) // sends only: no Run
+	check(err)
+
+	// The service's own pool and table, on the same database.
+	pool, err := pgxpool.New(ctx, pg.URL())
+	check(err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `DROP TABLE IF EXISTS orders; CREATE TABLE orders (id int PRIMARY KEY, cents int)`)
+	check(err)
+
+	// README:tx:begin
+	placeOrder := func(ctx context.Context, id, cents int) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) // after Commit it does nothing
+		if _, err := tx.Exec(ctx, `INSERT INTO orders (id, cents) VALUES ($1, $2)`, id, cents); err != nil {
+			return err // no order, so no job either
+		}
+		_, err = client.SendTx(ctx, tx, "charges", map[string]int{"order": id, "cents": cents},
+			engine.SendOptions{Kind: "charge", IdempotencyKey: fmt.Sprintf("charge:%d", id)})
+		if err != nil {
+			return err // no job, so no order either
+		}
+		return tx.Commit(ctx) // the job becomes visible, and workers wake, only now
+	}
+	// README:tx:end
+
+	check(placeOrder(ctx, 1, 1250))
+	err = placeOrder(ctx, 1, 990) // the same order again: its INSERT fails
+	fmt.Println("second order refused:", err != nil)
+	var orders int
+	check(pool.QueryRow(ctx, `SELECT count(*) FROM orders`).Scan(&orders))
+	stats, err := bus.QueueStats(ctx, ops.QueueStatsRequest{Queue: "charges"})
+	check(err)
+	fmt.Println("orders:", orders, "charge jobs:", stats.Queues[0].Depth)
+
+	// Output:
+	// second order refused: true
+	// orders: 1 charge jobs: 1
 }

@@ -29,23 +29,61 @@ func TestREADMEGoSectionIsTheExample(t *testing.T) {
 	}
 	block, _, _ = strings.Cut(block, "```")
 
+	want := exampleCode(t, "README")
+	if got := strings.TrimSpace(block); got != want {
+		t.Fatalf("README.md's Go block differs from Example_goAPI; copy the example's code between its markers into the README.\nREADME:\n%s\n\nexample:\n%s", got, want)
+	}
+}
+
+// The README's "Send in your own transaction" shows the code of
+// Example_sendInTransaction between its README:tx markers.
+func TestREADMESendTxIsTheExample(t *testing.T) {
+	section := readmeSubsection(t, "Send in your own transaction")
+	_, block, ok := strings.Cut(section, "```go\n")
+	if !ok {
+		t.Fatal("the section \"Send in your own transaction\" has no go block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	want := exampleCode(t, "README:tx")
+	if got := strings.TrimSpace(block); got != want {
+		t.Fatalf("README.md's transactional send differs from Example_sendInTransaction; copy the example's code between its README:tx markers into the README.\nREADME:\n%s\n\nexample:\n%s", got, want)
+	}
+}
+
+// exampleCode returns the code of example_test.go between the markers
+// "// MARK:begin" and "// MARK:end", one tab of indentation taken off.
+func exampleCode(t *testing.T, mark string) string {
+	t.Helper()
 	src, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, _ := strings.Cut(string(src), "// README:begin\n")
-	body, _, ok = strings.Cut(body, "\t// README:end")
+	_, body, _ := strings.Cut(string(src), "// "+mark+":begin\n")
+	body, _, ok := strings.Cut(body, "\t// "+mark+":end")
 	if !ok {
-		t.Fatal("example_test.go has no README:begin/README:end markers")
+		t.Fatalf("example_test.go has no %s:begin/%s:end markers", mark, mark)
 	}
 	var lines []string
 	for _, l := range strings.Split(body, "\n") {
 		lines = append(lines, strings.TrimPrefix(l, "\t"))
 	}
-	want := strings.TrimSpace(strings.Join(lines, "\n"))
-	if got := strings.TrimSpace(block); got != want {
-		t.Fatalf("README.md's Go block differs from Example_goAPI; copy the example's code between its markers into the README.\nREADME:\n%s\n\nexample:\n%s", got, want)
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// readmeSubsection returns the text of one "### " section of README.md,
+// up to the next heading.
+func readmeSubsection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
 	}
+	_, rest, ok := strings.Cut(string(readme), "\n### "+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	section, _, _ := strings.Cut(rest, "\n#")
+	return section
 }
 
 // pgbusVar matches a PGBUS_ environment variable's name in a Go string
