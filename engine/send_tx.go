@@ -42,6 +42,8 @@ type BatchMessage struct {
 // on or to commit without the message: a nil, committed or rolled back tx,
 // a tx on another database (store.ErrInvalid), a queue that does not
 // exist (store.ErrNotFound), a message Send would refuse.
+// A caller that must keep tx whatever happens sends in a savepoint
+// (tx.Begin) and rolls the savepoint back on an error.
 //
 // A message with an idempotency key returns the id of the first message
 // sent with it, committed or sent earlier in tx, as Send does. tx holds

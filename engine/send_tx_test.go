@@ -555,3 +555,59 @@ func TestSendTxErrorsInsideTheTransactionSayToRollBack(t *testing.T) {
 		t.Errorf("%d messages, want 0", n)
 	}
 }
+
+// A queue dropped and made again with other levels since the client
+// first sent to it is routed anew, as Send does, in the same transaction:
+// the stale level is found missing before anything is written.
+func TestSendTxRoutesAQueueMadeAgainWithOtherLevels(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 3)
+	pool := callerPool(t, pgtest.URL(t))
+	c := pgtest.NewClient(t, s, q, nil)
+	pgtest.Send(t, c, q, 0, engine.SendOptions{Priority: 1}) // the client reads the three levels
+
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	tx := begin(t, pool)
+	if _, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{}); err != nil {
+		t.Fatalf("SendTx to the queue made again without levels: %v", err)
+	}
+	mustCommit(t, tx)
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages in the plain queue, want 1", n)
+	}
+}
+
+// A send in a savepoint that fails in PostgreSQL aborts only the
+// savepoint: rolled back, the caller's transaction goes on and commits.
+func TestSendTxInASavepoint(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	pool := callerPool(t, pgtest.URL(t))
+	c := pgtest.NewClient(t, s, q, nil)
+
+	tx := begin(t, pool)
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendTx(ctx, sp, q, json.RawMessage(`1e1000000`), engine.SendOptions{}); !errors.Is(err, store.ErrTxFailed) {
+		t.Fatalf("a number jsonb cannot hold, in a savepoint: %v; want ErrTxFailed", err)
+	}
+	if err := sp.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{}); err != nil {
+		t.Fatalf("a send after the savepoint's rollback: %v", err)
+	}
+	mustCommit(t, tx)
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}
