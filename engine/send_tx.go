@@ -33,7 +33,8 @@ type BatchMessage struct {
 // deadlines, headers and the SendObservers' headers as Send does, with the
 // same errors. The observers see the send when tx writes it, not when tx
 // commits. It creates no queue: the queue must exist, created and
-// committed, before the send.
+// committed, before the send. The queue's priority levels are read on the
+// client's own pool, once, as Send reads them; the rest runs in tx.
 //
 // An error that wraps store.ErrTxFailed came from PostgreSQL inside tx,
 // which is then aborted: roll it back (say, a JSON number jsonb cannot
@@ -65,9 +66,10 @@ func (c *Client) SendTx(ctx context.Context, tx pgx.Tx, queue string, payload an
 
 // SendBatchTx is SendTx for up to store.MaxBatch messages to one queue,
 // each with its own options, all written or none, and returns their ids in
-// order. Every message is checked before anything is written; messages
-// for the same priority level without idempotency keys are written in one
-// statement. Its errors are SendTx's: one that wraps store.ErrTxFailed
+// order. Every message is checked before anything is written. A batch
+// without idempotency keys is one statement a priority level; one with
+// keys takes their locks, in one order, and writes message by message.
+// Its errors are SendTx's: one that wraps store.ErrTxFailed
 // aborted tx, any other left it as it was; a message's own error names
 // its index in msgs.
 func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage) ([]int64, error) {

@@ -611,3 +611,43 @@ func TestSendTxInASavepoint(t *testing.T) {
 		t.Errorf("%d messages, want 1", n)
 	}
 }
+
+// Under REPEATABLE READ a key another transaction committed after the
+// snapshot is not sent twice: the send fails the transaction with a
+// serialization error, to be run again, which then returns the first
+// message.
+func TestSendTxKeyCommittedAfterARepeatableReadSnapshot(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	pool := callerPool(t, pgtest.URL(t))
+	c := pgtest.NewClient(t, s, q, nil)
+
+	rr, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rr.Rollback(context.Background()) })
+	mustExec(t, rr, `SELECT 1`) // takes the snapshot
+	first := pgtest.Send(t, c, q, 1, engine.SendOptions{IdempotencyKey: "k"})
+	_, err = c.SendTx(ctx, rr, q, 2, engine.SendOptions{IdempotencyKey: "k"})
+	if code, _ := store.SQLState(err); !errors.Is(err, store.ErrTxFailed) || code != "40001" {
+		t.Fatalf("a key committed after the snapshot: %v; want ErrTxFailed with SQLSTATE 40001", err)
+	}
+	if err := rr.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = again.Rollback(context.Background()) })
+	id, err := c.SendTx(ctx, again, q, 2, engine.SendOptions{IdempotencyKey: "k"})
+	if err != nil || id != first {
+		t.Fatalf("run again: (%d, %v), want the first message %d", id, err, first)
+	}
+	mustCommit(t, again)
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages, want 1", n)
+	}
+}
