@@ -31,8 +31,9 @@ type BatchMessage struct {
 //
 // SendTx validates, routes to a priority level, applies idempotency keys,
 // deadlines, headers and the SendObservers' headers as Send does, with the
-// same errors. The observers see the send when tx writes it, not when tx
-// commits. It creates no queue: the queue must exist, created and
+// same errors. A delay counts from the send, not from the commit, and the
+// message's enqueue time is tx's start (PostgreSQL's now()). The observers
+// see the send when tx writes it, not when tx commits. It creates no queue: the queue must exist, created and
 // committed, before the send. The queue's priority levels are read on the
 // client's own pool, once, as Send reads them; the rest runs in tx.
 //

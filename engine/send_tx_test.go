@@ -651,3 +651,31 @@ func TestSendTxKeyCommittedAfterARepeatableReadSnapshot(t *testing.T) {
 		t.Errorf("%d messages, want 1", n)
 	}
 }
+
+// A delay postpones the first delivery of a message sent in a
+// transaction as it does one sent by Send, a batch's message by message.
+func TestSendTxDelays(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	pool := callerPool(t, pgtest.URL(t))
+	c := pgtest.NewClient(t, s, q, nil)
+
+	tx := begin(t, pool)
+	late, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{Delay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.SendBatchTx(ctx, tx, q, []engine.BatchMessage{{Payload: 2}, {Payload: 3, Options: engine.SendOptions{Delay: 2 * time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, tx)
+	for id, want := range map[int64]int{late: 60, ids[0]: 0, ids[1]: 120} {
+		// Minutes from the enqueue to the first delivery, rounded.
+		got := pgtest.Int(t, s, `SELECT round(extract(epoch FROM vt - enqueued_at) / 60)::int FROM pgmq."q_`+q+`" WHERE msg_id = $1`, id)
+		if got != want {
+			t.Errorf("message %d is first delivered %d minutes after its enqueue, want %d", id, got, want)
+		}
+	}
+}

@@ -69,7 +69,10 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 	if len(msgs) == 0 || len(msgs) > MaxBatch {
 		return nil, invalidf("send in a transaction: a batch holds 1 to %d messages, not %d", MaxBatch, len(msgs))
 	}
+	// The messages of each queue, in their order: a batch without keys
+	// is one statement a queue.
 	var queues []string
+	groups := map[string]*txGroup{}
 	type queueKey struct{ queue, key string }
 	var keys []queueKey
 	for i, m := range msgs {
@@ -83,9 +86,13 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 		if err := validateNewMessage(idx, m.NewMessage); err != nil {
 			return nil, err
 		}
-		if !slices.Contains(queues, m.Queue) {
+		g := groups[m.Queue]
+		if g == nil {
+			g = &txGroup{}
+			groups[m.Queue] = g
 			queues = append(queues, m.Queue)
 		}
+		g.add(i, m.NewMessage)
 		if m.IdempotencyKey != "" {
 			keys = append(keys, queueKey{m.Queue, m.IdempotencyKey})
 		}
@@ -102,29 +109,9 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 
 	ids := make([]int64, len(msgs))
 	if len(keys) == 0 {
-		// One statement a queue, its messages in their order.
 		for _, q := range queues {
-			var at []int
-			var delays []int64
-			var payloads []string
-			var headers []*string
-			notify := false
-			for i, m := range msgs {
-				if m.Queue != q {
-					continue
-				}
-				at = append(at, i)
-				delays = append(delays, m.Delay.Microseconds())
-				payloads = append(payloads, string(m.Payload))
-				var h *string
-				if len(m.Headers) > 0 {
-					str := string(m.Headers)
-					h = &str
-				}
-				headers = append(headers, h)
-				notify = notify || m.Delay == 0
-			}
-			sql, args := insertSQL(q, notify, delays, payloads, headers)
+			g := groups[q]
+			sql, args := insertSQL(q, g.notify, g.delays, g.payloads, g.headers)
 			rows, err := tx.Query(ctx, sql, args...)
 			if err != nil {
 				return nil, txFailed(sendErr(err, q))
@@ -133,7 +120,7 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 			if err != nil {
 				return nil, txFailed(sendErr(err, q))
 			}
-			for j, i := range at {
+			for j, i := range g.at {
 				ids[i] = got[j]
 			}
 		}
@@ -158,6 +145,29 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+// txGroup is the messages of a batch to one queue, as insertSQL takes
+// them, with their places in the batch.
+type txGroup struct {
+	at       []int
+	delays   []int64
+	payloads []string
+	headers  []*string
+	notify   bool
+}
+
+func (g *txGroup) add(i int, m NewMessage) {
+	g.at = append(g.at, i)
+	g.delays = append(g.delays, m.Delay.Microseconds())
+	g.payloads = append(g.payloads, string(m.Payload))
+	var h *string
+	if len(m.Headers) > 0 {
+		str := string(m.Headers)
+		h = &str
+	}
+	g.headers = append(g.headers, h)
+	g.notify = g.notify || m.Delay == 0
 }
 
 // checkTxTargets checks, in one statement that cannot fail on what the
