@@ -209,6 +209,9 @@ type Client struct {
 	stats      *statsCollector
 	observers  observers
 	running    atomic.Bool
+	// outage says once for all the loops that the database cannot be
+	// reached, and when it answers again.
+	outage outage
 }
 
 // NewClient makes a client over a migrated store.
@@ -229,6 +232,7 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 		defaults: map[string]handler{},
 		stats:    newStatsCollector(),
 	}
+	c.outage.log = cfg.Logger
 	c.observers.log = cfg.Logger
 	for _, o := range cfg.Observers {
 		if o != nil {
@@ -608,7 +612,10 @@ func (c *Client) every(ctx context.Context, interval time.Duration, fn func(cont
 
 // try runs fn once, logging its failure.
 func (c *Client) try(ctx context.Context, fn func(context.Context) error) {
-	if err := fn(ctx); err != nil && ctx.Err() == nil {
+	// A success says nothing of the database: some tasks (a flush with
+	// nothing to write) do not reach it. The reads and writes of the
+	// workers tell when it answers again.
+	if err := fn(ctx); err != nil && ctx.Err() == nil && !c.outage.failed(err) {
 		c.log.Warn("pgbus: background task failed; retrying at the next interval", "err", err)
 	}
 }

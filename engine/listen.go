@@ -67,7 +67,9 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 			// the next failure of the last one.
 			delay = firstDelay
 		}
-		c.log.Warn("pgbus: notification listener lost its connection; reconnecting", "err", err, "in", delay.String())
+		if !c.outage.failed(err) {
+			c.log.Warn("pgbus: notification listener lost its connection; reconnecting", "err", err, "in", delay.String())
+		}
 		sleep(ctx, delay)
 		delay = min(delay*2, maxDelay)
 	}

@@ -150,6 +150,7 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 	for {
 		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, guard.hold)
 		if err == nil {
+			w.c.outage.answered()
 			w.outcomesWritten()
 			if len(w.gone) > 0 {
 				delete(w.gone, queue) // made again: say so again if it goes
@@ -167,7 +168,7 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			return landed
 		}
-		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) {
+		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) && !w.c.outage.failed(err) {
 			w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		}
 		if guard.locked && !setVT(batch, written) {

@@ -125,6 +125,9 @@ func (w *queueWorker) logReadFailure(err error, retryIn time.Duration) {
 			"queue", w.name, "err", err, "in", retryIn.String())
 		return
 	}
+	if w.c.outage.failed(err) {
+		return
+	}
 	w.c.log.Warn("pgbus: read failed; retrying", "queue", w.name, "err", err, "in", retryIn.String())
 }
 
@@ -156,6 +159,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 			}
 			continue
 		}
+		w.c.outage.answered()
 		errDelay = 100 * time.Millisecond
 		if got < n {
 			w.idle(ctx)
@@ -406,7 +410,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 			list = list[len(chunk):]
 			got, err := w.c.store.SetVisibilityClaimed(ctx, queue, chunk, vt)
 			if err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !w.c.outage.failed(err) {
 					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
 				}
 				continue
@@ -664,7 +668,9 @@ func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time
 		}
 	}
 	if err != nil {
-		w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
+		if !w.c.outage.failed(err) {
+			w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
+		}
 		return 0, false, time.Time{}
 	}
 	if v.Probe {
@@ -717,7 +723,9 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 		}
 	}
 	if err != nil {
-		w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
+		if !w.c.outage.failed(err) {
+			w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
+		}
 		return
 	}
 	w.c.observers.breakerChanged(name, change.From, change.To)

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// outageReminder is how often a database that still cannot be reached is
+// said again: often enough that a person tailing the log sees it lasts,
+// seldom enough that an outage of an hour is a screenful, not thousands.
+const outageReminder = time.Minute
+
+// outage tells the log that the database does not answer once for the
+// whole process, rather than once per loop and per retry: each queue's
+// reads, the outcome writers, the notification listener, the heartbeats
+// and the breakers all meet the same outage at once, and each used to say
+// so at every retry, burying the one line that matters. It says when the
+// database answers again, and after how long, so that the end of an
+// outage is as plain as its start.
+type outage struct {
+	log  *slog.Logger
+	down atomic.Bool // read on every success, so kept outside mu
+
+	mu    sync.Mutex
+	since time.Time // when the first failure of this outage was met
+	said  time.Time // when the outage was last logged
+}
+
+// failed reports whether err says the database cannot be reached (down,
+// restarting, the network to it cut), logging so at the first such
+// failure of an outage and then once per outageReminder. A caller that
+// gets true must not log err itself; other errors are its own to log.
+func (o *outage) failed(err error) bool {
+	if err == nil || !store.IsUnreachable(err) {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	switch {
+	case !o.down.Load():
+		o.down.Store(true)
+		o.since, o.said = now, now
+		o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+			"err", err)
+	case now.Sub(o.said) >= outageReminder:
+		o.said = now
+		o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
+			"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
+	}
+	return true
+}
+
+// answered notes that a statement succeeded, and logs the end of an
+// outage if one was under way.
+func (o *outage) answered() {
+	if !o.down.Load() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down.Load() {
+		return
+	}
+	o.down.Store(false)
+	o.log.Info("pgbus: the database answers again; the workers carry on",
+		"after", time.Since(o.since).Round(100*time.Millisecond).String())
+}

@@ -1,0 +1,119 @@
+//go:build linux || darwin
+
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A database stopped under running workers is said once in their log, not
+// at every retry of every loop, and its return is said too; the job that
+// ran across the outage is written once it is back, and runs once.
+func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
+	ctx := testContext(t)
+	dir, err := os.MkdirTemp("", "pgbus-outage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster := startPrivateCluster(t, dir)
+	st, err := store.Open(ctx, cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "outage"
+	pgtest.CreateQueue(t, st, queue)
+	pgtest.SetFastSettings(t, st, queue, nil)
+
+	var logs pgtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	started, release := make(chan struct{}), make(chan struct{})
+	c := pgtest.NewClient(t, st, queue, func(c *engine.Config) { c.Logger = log })
+	c.Handle("held", func(ctx context.Context, job *engine.Job) error {
+		mu.Lock()
+		runs[job.ID]++
+		first := runs[job.ID] == 1
+		mu.Unlock()
+		if first {
+			close(started)
+			<-release
+		}
+		return nil
+	})
+	c.Handle("after", func(_ context.Context, job *engine.Job) error {
+		mu.Lock()
+		runs[job.ID]++
+		mu.Unlock()
+		return nil
+	})
+	pgtest.Start(t, c)
+	held := pgtest.Send(t, c, queue, map[string]int{"n": 1}, engine.SendOptions{Kind: "held"})
+	<-started
+
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(release) // the job ends while the database is down: its outcome waits
+	pgtest.Eventually(t, 30*time.Second, "the outage logged", func() bool {
+		return strings.Contains(logs.String(), "the database does not answer")
+	})
+	// Let every loop (reads, the listener, the outcome writer, the
+	// background tasks) fail and retry several times before the server
+	// comes back.
+	time.Sleep(3 * time.Second)
+	startPrivateCluster(t, dir)
+
+	after := pgtest.Send(t, c, queue, map[string]int{"n": 2}, engine.SendOptions{Kind: "after"})
+	pgtest.Eventually(t, time.Minute, "both messages archived", func() bool { return pgtest.Archived(t, st, queue) == 2 })
+	pgtest.Eventually(t, 30*time.Second, "the return logged", func() bool {
+		return strings.Contains(logs.String(), "the database answers again")
+	})
+
+	out := logs.String()
+	var warns []string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			warns = append(warns, line)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "the database does not answer") {
+		t.Errorf("the outage took %d warnings, want the one line that says the database does not answer:\n%s", len(warns), out)
+	}
+	if n := strings.Count(out, "the database answers again"); n != 1 {
+		t.Errorf("the return logged %d times, want once:\n%s", n, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runs[held] != 1 || runs[after] != 1 {
+		t.Errorf("runs: the job across the outage %d, the one after it %d; want each once", runs[held], runs[after])
+	}
+}
+
+// startPrivateCluster starts (or starts again) a cluster of the test's own
+// in dir, never the shared one, since the test stops it.
+func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
+	t.Helper()
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
