@@ -90,7 +90,7 @@ func resourceError(err error, e effect) error {
 	code, dbHint := store.SQLState(err)
 	a := resourceAdvice(code)
 	if a.what == "" {
-		return err
+		return unreachableError(err, e)
 	}
 	parts := []string{fmt.Sprintf("%s (%v)", a.what, err)}
 	if dbHint != "" {
@@ -99,7 +99,39 @@ func resourceError(err error, e effect) error {
 	if changed := e.changed(a.atConnect); changed != "" {
 		parts = append(parts, changed)
 	}
-	return &Error{Msg: strings.Join(append(parts, a.todo), "; "), Err: err}
+	out := &Error{Msg: strings.Join(append(parts, a.todo), "; "), Err: err}
+	if code == "57P03" {
+		out.Err = errors.Join(ErrUnavailable, err)
+	}
+	return out
+}
+
+// unreachableError is err, a database that does not answer (down,
+// restarting, the network to it cut, the connection broken in the
+// call), with what that means for the call and what to do: wait for it
+// and call again, pgbus_health or pgbus health saying when it answers.
+// Other errors, and a bulk call that stopped partway (whose own error
+// says what it did and that the same call does the rest), pass unchanged.
+func unreachableError(err error, e effect) error {
+	var pd *PartlyDone
+	if !store.IsUnreachable(err) || errors.As(err, &pd) {
+		return err
+	}
+	parts := []string{fmt.Sprintf("the database does not answer: it is down or restarting, or the network to it is cut (%v)", err)}
+	switch {
+	case e == reads:
+	case e == writesOnce && store.NeverSent(err):
+		parts = append(parts, "nothing was changed: the call reached no database to write to")
+	case e == writesOnce:
+		parts = append(parts, "the connection broke during the call, so its write may or may not have been done: check before calling again")
+	case store.NeverSent(err):
+		parts = append(parts, "the step it was in changed nothing, as it reached no database, but the steps of this call done before it stay done: check what is left before calling again")
+	default:
+		parts = append(parts, "the connection broke during a step, which may or may not have been done, and the steps of this call done before it stay done: check what is left before calling again")
+	}
+	parts = append(parts, "try the call again once the database answers")
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err),
+		Hints: []Hint{hint(OpHealth, "says whether the database answers again")}}
 }
 
 // advice is what a refusal means for a call and what to do about it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,11 +22,14 @@ const (
 	HealthOK       = "OK"
 	HealthDegraded = "DEGRADED"
 	HealthStalled  = "STALLED"
+	// HealthUnreachable is the verdict of HealthOrUnreachable when the
+	// database does not answer: nothing is known of the queues.
+	HealthUnreachable = "UNREACHABLE"
 )
 
 // Health is a one-look verdict on the whole system.
 type Health struct {
-	Status       string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED"`
+	Status       string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
 	Reasons      []HealthReason `json:"reasons"`
 	Queues       int            `json:"queues"`
 	Backlog      int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
@@ -47,8 +51,8 @@ type Health struct {
 
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
-	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED"`
-	Code    string `json:"code" jsonschema:"enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue"`
+	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -106,6 +110,24 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget)}
 	}
 	return h, nil
+}
+
+// HealthOrUnreachable is Health for a caller that needs a verdict
+// whatever the database does, as an agent's first call does: a database
+// that does not answer (down, restarting, taking no connections now) is
+// the verdict UNREACHABLE, its one reason database_unreachable saying why
+// and to check again in a moment, rather than an error that leaves the
+// caller to guess whether pgbus or the database is at fault. Other errors
+// stay errors.
+func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
+	h, err := s.Health(ctx)
+	if err == nil || !errors.Is(err, ErrUnavailable) {
+		return h, err
+	}
+	msg, _ := RedactText(err.Error())
+	return Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg,
+			Next: []Hint{hint(OpHealth, "check again in a moment: the verdict on the queues comes back once the database answers")}}}}, nil
 }
 
 // StalledFor returns the STALLED reasons of h about the queues named (a

@@ -38,6 +38,10 @@ var (
 	ErrNotFound = store.ErrNotFound
 	// ErrReadOnly: a write operation on a Service opened read-only.
 	ErrReadOnly = errors.New("read-only")
+	// ErrUnavailable: the database did not answer (down, restarting, the
+	// network to it cut) or took no connections now; the same call may
+	// succeed once it is back.
+	ErrUnavailable = errors.New("the database is unavailable")
 )
 
 // Options configure a Service.

@@ -201,3 +201,12 @@ func IsUnreachable(err error) bool {
 	}
 	return connLost(err)
 }
+
+// NeverSent reports whether err, from a call that failed, came before any
+// statement of it reached the server: no connection could be made, or the
+// statement was never sent. Such a call wrote nothing; one whose
+// connection broke later may have written, its commit sent but unanswered.
+func NeverSent(err error) bool {
+	var connect *pgconn.ConnectError
+	return errors.As(err, &connect) || pgconn.SafeToRetry(err)
+}

@@ -1,0 +1,110 @@
+//go:build linux || darwin
+
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// TestStoppedDatabaseSaysWaitAndCallAgain: while the database is stopped,
+// calls fail with ErrUnavailable, saying the database does not answer, what
+// a write changed (nothing, when it reached no database) and to call again
+// once it answers, pointing at health; HealthOrUnreachable answers the
+// verdict UNREACHABLE rather than failing. Once the database is back, the
+// same service works without being opened again.
+func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
+	ctx := testContext(t)
+	dir, err := os.MkdirTemp("", "pgbus-ops-outage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster := startPrivateCluster(t, dir)
+	st, err := store.Open(ctx, cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "outage"
+	pgtest.CreateQueue(t, st, queue)
+	svc := newService(t, st, ops.Options{})
+	send := func() error {
+		_, err := svc.Send(ctx, ops.SendRequest{Queue: queue, Payload: []byte(`{"n":1}`)})
+		return err
+	}
+	if err := send(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		name string
+		call func() error
+		says []string
+	}{
+		{"Send", send, []string{"nothing was changed"}},
+		{"DLQList", func() error { _, err := svc.DLQList(ctx, ops.DLQListRequest{}); return err }, nil},
+		{"Health", func() error { _, err := svc.Health(ctx); return err }, nil},
+	}
+	for _, c := range calls {
+		err := c.call()
+		var oe *ops.Error
+		if !errors.Is(err, ops.ErrUnavailable) || !errors.As(err, &oe) {
+			t.Errorf("%s: %v, want an *ops.Error wrapping ErrUnavailable", c.name, err)
+			continue
+		}
+		for _, want := range append(c.says, "the database does not answer", "try the call again once the database answers") {
+			if !strings.Contains(oe.Msg, want) {
+				t.Errorf("%s: %q does not say %q", c.name, oe.Msg, want)
+			}
+		}
+		if !hasHint(oe.Hints, ops.OpHealth, nil) {
+			t.Errorf("%s: hints %+v do not point at health", c.name, oe.Hints)
+		}
+	}
+	h, err := svc.HealthOrUnreachable(ctx)
+	if err != nil {
+		t.Fatalf("HealthOrUnreachable while the database is stopped: %v, want a verdict", err)
+	}
+	if h.Status != ops.HealthUnreachable || len(h.Reasons) != 1 || h.Reasons[0].Code != "database_unreachable" ||
+		!strings.Contains(h.Reasons[0].Message, "does not answer") || !hasHint(h.Reasons[0].Next, ops.OpHealth, nil) {
+		t.Errorf("HealthOrUnreachable while the database is stopped: %+v, want UNREACHABLE with one reason database_unreachable pointing at health", h)
+	}
+
+	startPrivateCluster(t, dir)
+	if err := send(); err != nil {
+		t.Fatalf("Send once the database is back: %v", err)
+	}
+	if h, err := svc.HealthOrUnreachable(ctx); err != nil || h.Status == ops.HealthUnreachable {
+		t.Errorf("HealthOrUnreachable once the database is back: %s, %v", h.Status, err)
+	}
+	if n := pgtest.Live(t, st, queue); n != 2 {
+		t.Errorf("the queue holds %d messages, want 2: the sends before and after the outage, none from the refused one", n)
+	}
+}
+
+// startPrivateCluster starts (or starts again) a cluster of the test's own
+// in dir, never the shared one, since the test stops it.
+func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
+	t.Helper()
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
