@@ -62,7 +62,7 @@ type ReadyReason struct {
 }
 
 // Unreachable is the status of /readyz when the database cannot be asked.
-const Unreachable = "UNREACHABLE"
+const Unreachable = ops.HealthUnreachable
 
 // probeCache is how long one health verdict answers /readyz.
 const probeCache = time.Second

@@ -11,7 +11,7 @@ import (
 // HealthInput is the input of pgbus_health: it takes no arguments.
 type HealthInput struct{}
 
-const healthDescription = `One-look health of pgbus: OK, DEGRADED or STALLED, with a reason for each problem (stalled backlog, no_workers: no running worker serves a queue with ready or retrying messages, telling a queue never served from one whose workers stopped or crashed; stale workers, new dead letters, paused queues, circuit_open: a breaker in use is open and its jobs wait; dlq_of_dropped_queue: a queue was dropped while its DLQ holds dead messages; workers_of_dropped_queue: running workers serve a queue that was dropped, waiting for it to be created again) and totals of backlog, dead messages and running workers; STALLED reasons come first, and when there are more than fit, omitted counts the rest. payload_policy says whether payloads may be shown and which payload fields are safe to show without them.
+const healthDescription = `One-look health of pgbus: OK, DEGRADED or STALLED, with a reason for each problem (stalled backlog, no_workers: no running worker serves a queue with ready or retrying messages, telling a queue never served from one whose workers stopped or crashed; stale workers, new dead letters, paused queues, circuit_open: a breaker in use is open and its jobs wait; dlq_of_dropped_queue: a queue was dropped while its DLQ holds dead messages; workers_of_dropped_queue: running workers serve a queue that was dropped, waiting for it to be created again) and totals of backlog, dead messages and running workers; STALLED reasons come first, and when there are more than fit, omitted counts the rest. payload_policy says whether payloads may be shown and which payload fields are safe to show without them. UNREACHABLE, with the one reason database_unreachable, means the database does not answer (down or restarting): nothing is known of the queues and every other tool fails the same way until it answers; call pgbus_health again in a moment.
 
 Use it first when asked "is anything wrong?" or before investigating failures. Next: for dead letters call pgbus_dlq_summary; for a slow or stalled queue call pgbus_queue_stats and pgbus_queue_messages; for worker problems call pgbus_workers; for an open breaker call pgbus_circuits. Each reason's next names the tool to call.`
 
@@ -20,7 +20,7 @@ func NewHealth(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_health", healthDescription, readAnnotations("Health overview"), HealthInput{}, ops.Health{}),
 		Handler: handler(d, func(ctx context.Context, _ HealthInput) (ops.Health, error) {
-			return d.Ops.Health(ctx)
+			return d.Ops.HealthOrUnreachable(ctx)
 		}),
 	}
 }

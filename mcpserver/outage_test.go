@@ -1,0 +1,93 @@
+//go:build linux || darwin
+
+package mcpserver_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/mcpserver"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// While the database is stopped, an agent's session over Streamable HTTP
+// stays up: pgbus_health answers the verdict UNREACHABLE instead of
+// failing, and the other tools answer tool errors that say the database
+// does not answer and point at pgbus_health. Once the database is back,
+// the same session works, without restarting the server.
+func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
+	ctx := testContext(t)
+	dir, err := os.MkdirTemp("", "pgbus-mcp-outage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster := startPrivateCluster(t, dir)
+	st, err := store.Open(ctx, cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "outage"
+	pgtest.CreateQueue(t, st, queue)
+	ids := deadLetter(t, st, queue, `{"n":1}`)
+	base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var h ops.Health
+	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
+	if h.Status != ops.HealthUnreachable || len(h.Reasons) != 1 || h.Reasons[0].Code != "database_unreachable" ||
+		len(h.Reasons[0].Next) != 1 || h.Reasons[0].Next[0].Op != "pgbus_health" {
+		t.Errorf("pgbus_health while the database is stopped: %+v, want UNREACHABLE, database_unreachable, next pgbus_health", h)
+	}
+	for name, args := range map[string]map[string]any{
+		"pgbus_dlq_list":  {"queue": queue},
+		"pgbus_dlq_retry": {"queue": queue, "ids": ids},
+	} {
+		res := callTool(t, c, name, args)
+		text := resultText(res)
+		if !res.IsError || !strings.Contains(text, "the database does not answer") || !strings.Contains(text, "see pgbus_health") {
+			t.Errorf("%s while the database is stopped: error %v, %q; want a tool error saying the database does not answer, pointing at pgbus_health", name, res.IsError, text)
+		}
+	}
+
+	startPrivateCluster(t, dir)
+	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
+	if h.Status == ops.HealthUnreachable || h.DeadMessages != 1 {
+		t.Errorf("pgbus_health once the database is back: %+v, want a verdict on the queues, 1 dead message", h)
+	}
+	var retried ops.DLQRetry
+	structured(t, callTool(t, c, "pgbus_dlq_retry", map[string]any{"queue": queue, "ids": ids}), &retried)
+	if inDLQ(t, st, queue, ids[0]) || pgtest.Live(t, st, queue) != 1 {
+		t.Errorf("pgbus_dlq_retry once the database is back: %+v; the message is still dead or not in its queue", retried)
+	}
+}
+
+// startPrivateCluster starts (or starts again) a cluster of the test's own
+// in dir, never the shared one, since the test stops it.
+func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
+	t.Helper()
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
