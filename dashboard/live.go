@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -71,11 +72,20 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 // all text leaving the process.
 func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
-	if errors.Is(err, ops.ErrInvalid) {
-		status = http.StatusBadRequest
-	}
 	msg, _ := ops.RedactText(err.Error())
-	s.log.Error("dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
+	switch {
+	case errors.Is(err, ops.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, ops.ErrUnavailable):
+		// Every open page asks every few seconds: a database down is a
+		// passing state, told to proxies by 503, not an error of pgbus.
+		status = http.StatusServiceUnavailable
+	}
+	level := slog.LevelError
+	if status == http.StatusServiceUnavailable {
+		level = slog.LevelWarn
+	}
+	s.log.Log(r.Context(), level, "dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
 	writeJSON(w, r, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
 }
 

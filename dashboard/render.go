@@ -183,6 +183,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusForbidden
 	case errors.Is(err, ops.ErrChanged):
 		status = http.StatusConflict
+	case errors.Is(err, ops.ErrUnavailable):
+		// Its message says the database does not answer and what to do:
+		// a passing state of the server, which 503 tells proxies and
+		// monitors, not a fault of this page.
+		status = http.StatusServiceUnavailable
 	}
 	msg, _ := ops.RedactText(err.Error())
 	hints := ops.HintsOf(err)
@@ -195,6 +200,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 			todo = "The next steps below say what to do."
 		}
 		msg = "pgbus could not answer: " + msg + ". " + todo
+	}
+	if status == http.StatusServiceUnavailable {
+		s.log.Warn("dashboard: the database does not answer", "path", s.base+r.URL.Path, "err", msg)
+		msg = "pgbus could not answer: " + msg + ". Reload this page in a moment."
 	}
 	links := append(hintLinks(hints), more...)
 	links = append(links, link{"/", "Back to the overview"})

@@ -1,0 +1,69 @@
+//go:build linux || darwin
+
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// While the database is stopped, the dashboard's pages answer 503 with a
+// page that says the database does not answer and to reload in a moment;
+// once the database is back the same server shows its pages again.
+func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
+	ctx := pgtest.Context(t)
+	dir, err := os.MkdirTemp("", "pgbus-dash-outage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster := startPrivateCluster(t, dir)
+	st, err := store.Open(ctx, cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.CreateQueue(t, st, "outage")
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/dlq", "/workers"} {
+		code, page, _ := b.get(path)
+		if code != http.StatusServiceUnavailable || !strings.Contains(page, "the database does not answer") || !strings.Contains(page, "Reload this page in a moment") {
+			t.Errorf("GET %s while the database is stopped: %d, want 503 saying the database does not answer and to reload:\n%s", path, code, page)
+		}
+	}
+	// The overview's script asks for its counts every few seconds.
+	if code, body, _ := b.get("/live"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the database does not answer") {
+		t.Errorf("GET /live while the database is stopped: %d %s, want 503 saying the database does not answer", code, body)
+	}
+
+	startPrivateCluster(t, dir)
+	if code, page, _ := b.get("/"); code != http.StatusOK || !strings.Contains(page, "outage") {
+		t.Errorf("GET / once the database is back: %d, want the overview listing the queue:\n%s", code, page)
+	}
+}
+
+// startPrivateCluster starts (or starts again) a cluster of the test's own
+// in dir, never the shared one, since the test stops it.
+func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
+	t.Helper()
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
