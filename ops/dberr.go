@@ -110,14 +110,21 @@ func resourceError(err error, e effect) error {
 // restarting, the network to it cut, the connection broken in the
 // call), with what that means for the call and what to do: wait for it
 // and call again, pgbus_health or pgbus health saying when it answers.
-// Other errors, and a bulk call that stopped partway (whose own error
-// says what it did and that the same call does the rest), pass unchanged.
+// A bulk call that stopped partway keeps its own error, which says what
+// it did and that the same call does the rest: only its cause is said
+// so. Other errors pass unchanged.
 func unreachableError(err error, e effect) error {
-	var pd *PartlyDone
-	if !store.IsUnreachable(err) || errors.As(err, &pd) {
+	if !store.IsUnreachable(err) {
 		return err
 	}
-	parts := []string{fmt.Sprintf("the database does not answer: it is down or restarting, or the network to it is cut (%v)", err)}
+	var pd *PartlyDone
+	if errors.As(err, &pd) {
+		if !errors.Is(pd.Err, ErrUnavailable) {
+			pd.Err = cause{msg: unanswered(pd.Err), err: errors.Join(ErrUnavailable, pd.Err)}
+		}
+		return err
+	}
+	parts := []string{unanswered(err)}
 	switch {
 	case e == reads:
 	case e == writesOnce && store.NeverSent(err):
@@ -179,3 +186,20 @@ func (e effect) changed(atConnect bool) string {
 	}
 	return ""
 }
+
+// unanswered says that the database does not answer, with err, its
+// failure, in parentheses.
+func unanswered(err error) string {
+	return fmt.Sprintf("the database does not answer: it is down or restarting, or the network to it is cut (%v)", err)
+}
+
+// cause is the reason a bulk call stopped, said in words of its own: not an
+// *Error, whose message front ends would show instead of the counts of
+// what the call did.
+type cause struct {
+	msg string
+	err error
+}
+
+func (c cause) Error() string { return c.msg }
+func (c cause) Unwrap() error { return c.err }

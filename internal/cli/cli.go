@@ -74,6 +74,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return ExitOK // stopped while starting: a stop like any other
 		}
 		err = stoppedBySignal(cmd, err)
+	} else if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
+		err = partlyDone(p, err)
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
@@ -95,6 +97,18 @@ func stoppedBySignal(cmd *cobra.Command, err error) error {
 		return errors.New(demo.Stopped)
 	}
 	return errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
+}
+
+// partlyDone is err, that of a bulk retry, discard or purge cut off by
+// something other than a signal (the database gone), in this command
+// line's words: how much it did, which stays done, and to run the same
+// command again, once the database answers when it is what went away.
+func partlyDone(p *ops.PartlyDone, err error) error {
+	again := "run the same command again"
+	if errors.Is(p.Err, ops.ErrUnavailable) {
+		again += " once it answers (pgbus health says when)"
+	}
+	return reworded{fmt.Sprintf("%v; %s; %s: it %s", p.Err, p.Stopped(), again, p.Rest()), err}
 }
 
 // errStopped is the cause of a context cancelled by SIGINT, SIGTERM or
