@@ -199,6 +199,10 @@ func IsUnreachable(err error) bool {
 	if errors.As(err, &pgErr) && pgErr.Code == "57P03" { // cannot_connect_now
 		return true
 	}
+	var connect *pgconn.ConnectError
+	if errors.As(err, &connect) && pgconn.Timeout(err) {
+		return true // no answer within the connect timeout
+	}
 	return connLost(err)
 }
 

@@ -9,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,6 +50,21 @@ type badURL struct{ error }
 func (e badURL) Is(target error) bool { return target == ErrBadURL }
 func (e badURL) Unwrap() error        { return e.error }
 
+// DefaultConnectTimeout bounds each new connection of a Store that Open
+// made, unless the URL sets connect_timeout (0 waits as long as the
+// network does): a server that accepts connections but does not answer
+// (frozen, or behind a path that drops its packets) would otherwise hold
+// a command, or a worker's reconnection, for as long as the operating
+// system keeps trying, minutes or forever.
+const DefaultConnectTimeout = 10 * time.Second
+
+// setsConnectTimeout reports whether url, or the environment pgx reads
+// it with, names a connect_timeout, 0 included.
+func setsConnectTimeout(url string) bool {
+	_, env := os.LookupEnv("PGCONNECT_TIMEOUT")
+	return env || strings.Contains(url, "connect_timeout")
+}
+
 // Open connects to the database at url. It does not migrate: call Migrate.
 // The pool pings a connection idle for more than 100ms before handing it
 // out, so connections that died (say, in a server restart) are replaced.
@@ -62,6 +79,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	cfg.ShouldPing = shouldPing
+	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
@@ -79,6 +99,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 func connectAdvice(err error) string {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
+		if pgconn.Timeout(err) {
+			return "the server did not answer in time (connect_timeout in DATABASE_URL, 10 seconds by default): check that it is running and not overloaded, and that DATABASE_URL's host and port are right"
+		}
 		return "check that the server is running and DATABASE_URL's host and port are right"
 	}
 	switch {
