@@ -643,6 +643,9 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	if err := c.store.HeartbeatWorker(ctx, c.process()); err != nil {
 		return err
 	}
+	// It always writes: the end of an outage is seen even while every
+	// queue is paused and nothing is read.
+	c.outage.answered()
 	// The breakers' lists of users keep this process's while it runs.
 	return c.store.TouchBreakerUsers(ctx, c.breakerUsers)
 }

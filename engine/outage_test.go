@@ -22,23 +22,8 @@ import (
 // ran across the outage is written once it is back, and runs once.
 func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
 	ctx := testContext(t)
-	dir, err := os.MkdirTemp("", "pgbus-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := outageStore(t)
 	const queue = "outage"
-	pgtest.CreateQueue(t, st, queue)
-	pgtest.SetFastSettings(t, st, queue, nil)
 
 	var logs pgtest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -104,6 +89,65 @@ func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
 	if runs[held] != 1 || runs[after] != 1 {
 		t.Errorf("runs: the job across the outage %d, the one after it %d; want each once", runs[held], runs[after])
 	}
+}
+
+// While every queue is paused nothing is read, and the workers' heartbeat
+// still sees the database answer again, so that the next outage is told
+// as the first was.
+func TestOutageEndSeenWhilePaused(t *testing.T) {
+	ctx := testContext(t)
+	dir, cluster, st := outageStore(t)
+	const queue = "outage"
+	if _, err := st.SetPaused(ctx, queue, true); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c := pgtest.NewClient(t, st, queue, func(c *engine.Config) { c.Logger = log; c.ProcessHeartbeat = 100 * time.Millisecond })
+	c.HandleQueue(queue, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the worker registered", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.workers WHERE stopped_at IS NULL`) == 1
+	})
+	for range 2 {
+		if err := cluster.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Eventually(t, 30*time.Second, "the outage logged", func() bool {
+			return strings.Count(logs.String(), "the database does not answer") == strings.Count(logs.String(), "the database answers again")+1
+		})
+		cluster = startPrivateCluster(t, dir)
+		pgtest.Eventually(t, 30*time.Second, "the return logged", func() bool {
+			return strings.Count(logs.String(), "the database does not answer") == strings.Count(logs.String(), "the database answers again")
+		})
+	}
+	if out := logs.String(); strings.Count(out, "the database does not answer") != 2 {
+		t.Errorf("two outages logged %d times, want twice:\n%s", strings.Count(out, "the database does not answer"), out)
+	}
+}
+
+// outageStore starts a cluster of the test's own, opens a migrated store
+// on it, and makes the queue "outage" with quick settings.
+func outageStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
+	t.Helper()
+	ctx := testContext(t)
+	dir, err := os.MkdirTemp("", "pgbus-outage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	cluster := startPrivateCluster(t, dir)
+	st, err := store.Open(ctx, cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.CreateQueue(t, st, "outage")
+	pgtest.SetFastSettings(t, st, "outage", nil)
+	return dir, cluster, st
 }
 
 // startPrivateCluster starts (or starts again) a cluster of the test's own
