@@ -174,3 +174,51 @@ func Example_sendInTransaction() {
 	// second order refused: true
 	// orders: 1 charge jobs: 1
 }
+
+// Example_sendBatch is the README's "Send many at once": a program
+// enqueues a batch of jobs in one transaction of the client's own, each
+// with its own options, all or none.
+func Example_sendBatch() {
+	ctx := context.Background()
+	check := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	check(err)
+	defer pg.Stop(ctx)
+	st, err := store.Open(ctx, pg.URL())
+	check(err)
+	defer st.Close()
+	_, err = st.Migrate(ctx)
+	check(err)
+	bus, err := ops.New(st, ops.Options{})
+	check(err)
+	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "invoices", Confirm: true}) // start afresh
+	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "invoices"})
+	check(err)
+	client, err := engine.NewClient(st, engine.Config{}) // sends only: no Run
+	check(err)
+
+	// README:batch:begin
+	var batch []engine.BatchMessage
+	for _, customer := range []int{17, 42, 17} {
+		batch = append(batch, engine.BatchMessage{
+			Payload: map[string]int{"customer": customer},
+			Options: engine.SendOptions{Kind: "invoice", IdempotencyKey: fmt.Sprintf("invoice:%d", customer)},
+		})
+	}
+	ids, err := client.SendBatch(ctx, "invoices", batch) // one transaction: all or none
+	check(err)
+	// README:batch:end
+
+	fmt.Println("third is the first:", ids[2] == ids[0], "second is new:", ids[1] != ids[0])
+	stats, err := bus.QueueStats(ctx, ops.QueueStatsRequest{Queue: "invoices"})
+	check(err)
+	fmt.Println("invoice jobs:", stats.Queues[0].Depth)
+
+	// Output:
+	// third is the first: true second is new: true
+	// invoice jobs: 2
+}

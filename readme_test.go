@@ -50,6 +50,21 @@ func TestREADMESendTxIsTheExample(t *testing.T) {
 	}
 }
 
+// The README's "Send many at once" shows the code of Example_sendBatch
+// between its README:batch markers.
+func TestREADMESendBatchIsTheExample(t *testing.T) {
+	section := readmeSubsection(t, "Send many at once")
+	_, block, ok := strings.Cut(section, "```go\n")
+	if !ok {
+		t.Fatal("the section \"Send many at once\" has no go block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	want := exampleCode(t, "README:batch")
+	if got := strings.TrimSpace(block); got != want {
+		t.Fatalf("README.md's batch send differs from Example_sendBatch; copy the example's code between its README:batch markers into the README.\nREADME:\n%s\n\nexample:\n%s", got, want)
+	}
+}
+
 // exampleCode returns the code of example_test.go between the markers
 // "// MARK:begin" and "// MARK:end", one tab of indentation taken off.
 func exampleCode(t *testing.T, mark string) string {

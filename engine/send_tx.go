@@ -12,7 +12,7 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// BatchMessage is one message of SendBatchTx.
+// BatchMessage is one message of SendBatch and SendBatchTx.
 type BatchMessage struct {
 	// Payload is the message body, as Send takes it: marshalled to JSON
 	// unless it already is JSON (json.RawMessage or []byte).
@@ -77,13 +77,41 @@ func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs 
 	return c.sendTx(ctx, tx, "SendBatchTx", queue, msgs)
 }
 
-func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage) (ids []int64, err error) {
+// SendBatch enqueues up to store.MaxBatch messages on queue, each with its
+// own options, in a transaction of the client's own, and returns their ids
+// in order: all are written, or none. It is SendBatchTx with the client
+// beginning and committing the transaction, for a program that has no
+// transaction of its own to send in: every message is checked before
+// anything is written, each goes to its own priority level, idempotency
+// keys return the first message's id (an earlier message of the batch's
+// too), and the SendObservers see each message. A batch without
+// idempotency keys is one statement a priority level; one with keys takes
+// their locks, in one order, and writes message by message. A message's
+// own error names its index in msgs. A nil ctx is refused with
+// store.ErrInvalid.
+func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessage) ([]int64, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: SendBatch needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
+	}
+	return c.sendBatch(ctx, "SendBatch", queue, msgs, c.store.SendRouted)
+}
+
+func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage) ([]int64, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %s needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid, fn)
 	}
 	if err := store.CheckTx(tx); err != nil {
 		return nil, err
 	}
+	return c.sendBatch(ctx, fn, queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
+		return c.store.SendTx(ctx, tx, built)
+	})
+}
+
+// sendBatch checks, observes and routes a batch for SendBatch and the
+// sends in a transaction, which differ only in the write: in the caller's
+// transaction, or in one of the store's own.
+func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) (ids []int64, err error) {
 	if len(msgs) == 0 || len(msgs) > store.MaxBatch {
 		return nil, fmt.Errorf("%w: %s: a batch holds 1 to %d messages, not %d", store.ErrInvalid, fn, store.MaxBatch, len(msgs))
 	}
@@ -118,18 +146,19 @@ func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs [
 		built[i].NewMessage = nm
 	}
 	_, cached := c.sendQueues.Load(queue)
-	ids, err = c.sendTxTo(ctx, tx, queue, msgs, built)
+	ids, err = c.routeBatch(ctx, queue, msgs, built, write)
 	if cached && (errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTxFailed) || errors.Is(err, errLevels)) {
-		// As in Send: the layout read may be stale. The store found the
-		// queue missing before writing anything, so tx is intact.
+		// As in Send: the layout read may be stale. Nothing was written,
+		// and a caller's transaction is intact: the store found the queue
+		// missing before writing, or its own transaction rolled back.
 		c.sendQueues.Delete(queue)
-		ids, err = c.sendTxTo(ctx, tx, queue, msgs, built)
+		ids, err = c.routeBatch(ctx, queue, msgs, built, write)
 	}
 	return ids, err
 }
 
-// sendTxTo routes each message to its physical queue and writes them in tx.
-func (c *Client) sendTxTo(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage, built []store.TxMessage) ([]int64, error) {
+// routeBatch routes each message to its physical queue and writes them.
+func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessage, built []store.TxMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) ([]int64, error) {
 	for i := range built {
 		target, err := c.sendTarget(ctx, queue, msgs[i].Options.Priority)
 		if err != nil {
@@ -140,5 +169,5 @@ func (c *Client) sendTxTo(ctx context.Context, tx pgx.Tx, queue string, msgs []B
 		}
 		built[i].Queue = target
 	}
-	return c.store.SendTx(ctx, tx, built)
+	return write(ctx, built)
 }

@@ -66,15 +66,65 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 	if err := CheckTx(tx); err != nil {
 		return nil, err
 	}
+	p, err := planBatch("send in a transaction", msgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkTxTargets(ctx, tx, p.queues); err != nil {
+		return nil, err
+	}
+	ids, err := p.write(ctx, tx)
+	if err != nil {
+		return nil, txFailed(err)
+	}
+	return ids, nil
+}
+
+// SendRouted is SendTx in a transaction of the store's own: it enqueues
+// msgs, to one or more physical queues, all or none, and returns their ids
+// in order, committed. Every message is checked before anything is
+// written. An error leaves nothing written, except one that ends the
+// commit itself (a lost connection), which leaves the outcome unknown.
+func (s *Store) SendRouted(ctx context.Context, msgs []TxMessage) ([]int64, error) {
+	p, err := planBatch("send", msgs)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	var werr error
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		ids, werr = p.write(ctx, tx)
+		return werr
+	})
+	switch {
+	case werr != nil:
+		return nil, werr
+	case err != nil:
+		return nil, fmt.Errorf("store: send: begin or commit the batch's transaction: %w", err)
+	}
+	return ids, nil
+}
+
+// batchPlan is a checked batch of TxMessages, grouped for writing.
+type batchPlan struct {
+	msgs   []TxMessage
+	queues []string // in the order of their first message
+	groups map[string]*txGroup
+	// keys are the batch's distinct idempotency keys, in lock order.
+	keys []queueKey
+}
+
+type queueKey struct{ queue, key string }
+
+// planBatch checks every message of a batch, before anything is written,
+// and groups them by physical queue; what names the operation in errors.
+func planBatch(what string, msgs []TxMessage) (*batchPlan, error) {
 	if len(msgs) == 0 || len(msgs) > MaxBatch {
-		return nil, invalidf("send in a transaction: a batch holds 1 to %d messages, not %d", MaxBatch, len(msgs))
+		return nil, invalidf("%s: a batch holds 1 to %d messages, not %d", what, MaxBatch, len(msgs))
 	}
 	// The messages of each queue, in their order: a batch without keys
 	// is one statement a queue.
-	var queues []string
-	groups := map[string]*txGroup{}
-	type queueKey struct{ queue, key string }
-	var keys []queueKey
+	p := &batchPlan{msgs: msgs, groups: map[string]*txGroup{}}
 	for i, m := range msgs {
 		if err := ValidatePhysicalName(m.Queue); err != nil {
 			return nil, err
@@ -86,39 +136,41 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 		if err := validateNewMessage(idx, m.NewMessage); err != nil {
 			return nil, err
 		}
-		g := groups[m.Queue]
+		g := p.groups[m.Queue]
 		if g == nil {
 			g = &txGroup{}
-			groups[m.Queue] = g
-			queues = append(queues, m.Queue)
+			p.groups[m.Queue] = g
+			p.queues = append(p.queues, m.Queue)
 		}
 		g.add(i, m.NewMessage)
 		if m.IdempotencyKey != "" {
-			keys = append(keys, queueKey{m.Queue, m.IdempotencyKey})
+			p.keys = append(p.keys, queueKey{m.Queue, m.IdempotencyKey})
 		}
 	}
-	slices.SortFunc(keys, func(a, b queueKey) int {
+	slices.SortFunc(p.keys, func(a, b queueKey) int {
 		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.key, b.key))
 	})
-	if keys = slices.Compact(keys); len(keys) > MaxBatchKeys {
-		return nil, invalidf("send in a transaction: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", MaxBatchKeys, len(keys))
+	if p.keys = slices.Compact(p.keys); len(p.keys) > MaxBatchKeys {
+		return nil, invalidf("%s: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", what, MaxBatchKeys, len(p.keys))
 	}
-	if err := s.checkTxTargets(ctx, tx, queues); err != nil {
-		return nil, err
-	}
+	return p, nil
+}
 
-	ids := make([]int64, len(msgs))
-	if len(keys) == 0 {
-		for _, q := range queues {
-			g := groups[q]
+// write writes a planned batch in tx. An error came from PostgreSQL inside
+// tx, which is then aborted.
+func (p *batchPlan) write(ctx context.Context, tx pgx.Tx) ([]int64, error) {
+	ids := make([]int64, len(p.msgs))
+	if len(p.keys) == 0 {
+		for _, q := range p.queues {
+			g := p.groups[q]
 			sql, args := insertSQL(q, g.notify, g.delays, g.payloads, g.headers)
 			rows, err := tx.Query(ctx, sql, args...)
 			if err != nil {
-				return nil, txFailed(sendErr(err, q))
+				return nil, sendErr(err, q)
 			}
 			got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 			if err != nil {
-				return nil, txFailed(sendErr(err, q))
+				return nil, sendErr(err, q)
 			}
 			for j, i := range g.at {
 				ids[i] = got[j]
@@ -127,20 +179,20 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 		return ids, nil
 	}
 
-	qs, ks := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
+	qs, ks := make([]string, len(p.keys)), make([]string, len(p.keys))
+	for i, k := range p.keys {
 		qs[i], ks[i] = k.queue, k.key
 	}
 	// The locks a keyed send on the pool and a DLQ retry take, in the
 	// order of their ids, as a batch on the pool takes them.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(l.h) FROM (
 		SELECT DISTINCT `+keyLockSQL("q", "k")+` AS h FROM unnest($1::text[], $2::text[]) AS t(q, k) ORDER BY 1) AS l`, qs, ks); err != nil {
-		return nil, txFailed(fmt.Errorf("store: send in a transaction: lock the idempotency keys: %w", err))
+		return nil, fmt.Errorf("store: send: lock the idempotency keys: %w", err)
 	}
-	for i, m := range msgs {
+	for i, m := range p.msgs {
 		id, err := sendOneKeyed(ctx, tx, m.Queue, m.NewMessage)
 		if err != nil {
-			return nil, txFailed(sendErr(err, m.Queue))
+			return nil, sendErr(err, m.Queue)
 		}
 		ids[i] = id
 	}
