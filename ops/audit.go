@@ -27,7 +27,11 @@ const (
 // other outcome does, even after the caller's context ended, since the
 // write may have happened. A failure to record is logged, not returned.
 func (s *Service) record(ctx context.Context, op string, args, result any, opErr error) {
-	if errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly) {
+	pd, ps := (*PartlyDone)(nil), (*PartlySent)(nil)
+	// A call that did part of its work before an error is recorded,
+	// whatever the error: what it did stays done.
+	partly := errors.As(opErr, &pd) || errors.As(opErr, &ps)
+	if !partly && (errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly)) {
 		return
 	}
 	who := CallerFrom(ctx)
@@ -36,7 +40,7 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	if opErr != nil {
 		msg, _ := RedactText(opErr.Error())
 		e.Result = marshalPlain(map[string]string{"error": msg})
-		if p := (*PartlyDone)(nil); errors.As(opErr, &p) {
+		if partly {
 			// What was done before the error stays done: the entry
 			// counts it.
 			e.Result = withError(auditJSON(result), msg)

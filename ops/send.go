@@ -56,12 +56,8 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err := req.Check(); err != nil {
 		return Sent{}, err
 	}
-	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
-		return Sent{}, invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
-	}
-	if req.Delay > 0 && !req.Deadline.IsZero() && !req.Deadline.After(s.now().Add(req.Delay)) {
-		return Sent{}, invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
-			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
+	if err := s.checkSendTimes(req); err != nil {
+		return Sent{}, err
 	}
 	if err := s.checkDelayFitsDeadline(ctx, req); err != nil {
 		return Sent{}, err
@@ -77,6 +73,19 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		return Sent{}, explain(err)
 	}
 	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
+}
+
+// checkSendTimes refuses a deadline that would dead-letter the message
+// without running: one in the past, or before its delay ends.
+func (s *Service) checkSendTimes(req SendRequest) error {
+	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
+		return invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
+	}
+	if req.Delay > 0 && !req.Deadline.IsZero() && !req.Deadline.After(s.now().Add(req.Delay)) {
+		return invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
+			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
+	}
+	return nil
 }
 
 // checkDelayFitsDeadline refuses a delay that outlasts the queue's

@@ -1,0 +1,208 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/plural"
+)
+
+// Bounds of SendMany: what one call may hold, in memory at once.
+const (
+	// MaxSendManyPayloads is the most payloads one SendMany sends.
+	MaxSendManyPayloads = 100_000
+	// MaxSendManyBytes is the most bytes of payloads one SendMany sends,
+	// all of them together.
+	MaxSendManyBytes = 256 << 20
+	// SendManyBatch is how many payloads SendMany sends in one
+	// transaction: each batch is written all or none, and a failure
+	// leaves the batches before it sent.
+	SendManyBatch = 1000
+)
+
+// SendManyRequest is many payloads to send to one queue with the same
+// options, in order. It has no idempotency key: one key for every payload
+// would send only the first.
+type SendManyRequest struct {
+	Queue    string
+	Payloads []json.RawMessage
+	// Kind chooses the handler (the pgbus_kind header) of every message.
+	Kind string
+	// Delay postpones the first delivery of every message.
+	Delay time.Duration
+	// Deadline, when set, is when the messages stop being worth running.
+	Deadline time.Time
+	// Headers are extra headers; keys starting with pgbus_ are reserved.
+	Headers map[string]any
+	// Priority is the level of a queue created with priority levels (0 is
+	// read first); 0 for a plain queue.
+	Priority int
+}
+
+// SentMany is where the payloads of a SendMany went: their ids, in the
+// order of the payloads.
+type SentMany struct {
+	Queue    string  `json:"queue"`
+	MsgIDs   []int64 `json:"msg_ids"`
+	Priority int     `json:"priority,omitempty"`
+}
+
+// PartlySent is the error of a SendMany that failed after sending some of
+// its batches: the first Sent payloads are sent and stay so, the rest are
+// not. Sending the same payloads again would send the first Sent twice, so
+// the words say to send only the rest.
+type PartlySent struct {
+	// Sent is how many payloads, the first ones, were sent.
+	Sent int
+	// Total is how many the call had.
+	Total int
+	// Err is why it stopped.
+	Err error
+}
+
+func (e *PartlySent) Error() string {
+	return fmt.Sprintf("%v; %s: send only the payloads from index %d on (counting from 0), since the same call again would send the first %s twice",
+		e.Err, e.Stopped(), e.Sent, plural.Of(int64(e.Sent), "payload", "payloads"))
+}
+
+func (e *PartlySent) Unwrap() error { return e.Err }
+
+// Stopped says how far the call went, for a front end that words the
+// resumption itself: "stopped after sending 2,000 of 2,500 payloads,
+// which stay sent; the other 500 were not sent".
+func (e *PartlySent) Stopped() string {
+	rest := "the other " + thousands(int64(e.Total-e.Sent)) + " were not sent"
+	if e.Total-e.Sent == 1 {
+		rest = "the last one was not sent"
+	}
+	return fmt.Sprintf("stopped after sending %s of %s payloads, which stay sent; %s", thousands(int64(e.Sent)), thousands(int64(e.Total)), rest)
+}
+
+// Check checks the request without the database: every payload, before
+// any is sent; an error about one names its index (from 0).
+func (r SendManyRequest) Check() error {
+	// The options once, with a payload that passes, so that an error in
+	// them is not taken for one of the first payload.
+	if err := r.one(json.RawMessage("null")).Check(); err != nil {
+		return err
+	}
+	switch {
+	case len(r.Payloads) == 0:
+		return invalidf("there are no payloads to send: give at least one")
+	case len(r.Payloads) > MaxSendManyPayloads:
+		return invalidf("%s payloads are more than the %s one call sends; send them in parts", thousands(int64(len(r.Payloads))), thousands(MaxSendManyPayloads))
+	}
+	total := 0
+	for i, p := range r.Payloads {
+		total += len(p)
+		if total > MaxSendManyBytes {
+			return invalidf("the payloads come to more than %d bytes by payload %d, the most one call sends; send them in parts", MaxSendManyBytes, i)
+		}
+		if err := r.one(p).Check(); err != nil {
+			return payloadError(err, i)
+		}
+	}
+	return nil
+}
+
+// one is the SendRequest of one payload of the request.
+func (r SendManyRequest) one(p json.RawMessage) SendRequest {
+	return SendRequest{Queue: r.Queue, Payload: p, Kind: r.Kind, Delay: r.Delay, Deadline: r.Deadline, Headers: r.Headers, Priority: r.Priority}
+}
+
+// PayloadIndex is the index (from 0) of the payload of a SendMany that an
+// error is about, or -1 when it is about none; a front end that read the
+// payloads from lines names the line instead.
+func PayloadIndex(err error) int {
+	var e *payloadErr
+	if errors.As(err, &e) {
+		return e.index
+	}
+	return -1
+}
+
+type payloadErr struct {
+	index int
+	err   error
+}
+
+func (e *payloadErr) Error() string { return fmt.Sprintf("payload %d: %v", e.index, e.err) }
+func (e *payloadErr) Unwrap() error { return e.err }
+
+// PayloadReason is err without the index of the payload it is about, as
+// PayloadIndex gives it, or err itself when it is about none.
+func PayloadReason(err error) error {
+	var e *payloadErr
+	if errors.As(err, &e) {
+		return e.err
+	}
+	return err
+}
+
+func payloadError(err error, i int) error { return &payloadErr{index: i, err: err} }
+
+// SendMany sends payloads to one queue, each a message with the same
+// options, in order, in batches of SendManyBatch, each all or none. Every
+// payload is checked before anything is sent. It is one entry in the
+// audit log, counting what was sent. A failure after some batches were
+// sent is a *PartlySent, returned with the ids of those sent.
+func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMany, err error) {
+	if err := s.enter(ctx, "SendMany"); err != nil {
+		return out, err
+	}
+	bytes := 0
+	for _, p := range req.Payloads {
+		bytes += len(p)
+	}
+	defer func() {
+		s.record(ctx, OpSend, map[string]any{
+			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
+			"headers": req.Headers, "priority": req.Priority, "messages": len(req.Payloads), "payload_bytes": bytes,
+		}, map[string]any{"sent": len(out.MsgIDs)}, err)
+	}()
+	if err := s.checkWrite(OpSend); err != nil {
+		return out, err
+	}
+	if err := req.Check(); err != nil {
+		return out, err
+	}
+	one := req.one(nil)
+	if err := s.checkSendTimes(one); err != nil {
+		return out, err
+	}
+	if err := s.checkDelayFitsDeadline(ctx, one); err != nil {
+		return out, err
+	}
+	opts := engine.SendOptions{Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, Headers: req.Headers, Priority: req.Priority}
+	out = SentMany{Queue: req.Queue, MsgIDs: make([]int64, 0, len(req.Payloads)), Priority: req.Priority}
+	for start := 0; start < len(req.Payloads); start += SendManyBatch {
+		part := req.Payloads[start:min(start+SendManyBatch, len(req.Payloads))]
+		ids, err := s.sendBatch(ctx, req.Queue, part, opts)
+		if err != nil {
+			if start > 0 {
+				return out, &PartlySent{Sent: start, Total: len(req.Payloads), Err: err}
+			}
+			return out, err
+		}
+		out.MsgIDs = append(out.MsgIDs, ids...)
+	}
+	return out, nil
+}
+
+// sendBatch sends one batch of SendMany, in one transaction.
+func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.RawMessage, opts engine.SendOptions) (ids []int64, err error) {
+	defer s.explainDB(ctx, &err, writesOnce)
+	msgs := make([]engine.BatchMessage, len(payloads))
+	for i, p := range payloads {
+		msgs[i] = engine.BatchMessage{Payload: p, Options: opts}
+	}
+	ids, err = s.sender.SendBatch(ctx, queue, msgs)
+	if errors.Is(err, ErrNotFound) {
+		return nil, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue), hint(OpQueueStats, "lists the queues there are"))
+	}
+	return ids, explain(err)
+}
