@@ -90,6 +90,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // nothing. The demo says its own words: run again, it starts over rather
 // than finish.
 func stoppedBySignal(cmd *cobra.Command, err error) error {
+	if s := (sendStopped{}); errors.As(err, &s) {
+		return errors.New("stopped by a signal; " + s.msg)
+	}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
 		return fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
 	}
@@ -194,6 +197,8 @@ func (s *stdoutWriter) failed() error {
 func exitCode(err error) int {
 	var usage usageError
 	switch {
+	case errors.As(err, new(sendStopped)): // some lines were sent, whatever stopped the rest
+		return ExitFailure
 	case errors.As(err, &usage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrReadOnly), isCobraUsage(err),
 		errors.Is(err, dbopen.ErrBadURL): // malformed input; an unreachable server is a failure
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,14 +12,14 @@ import (
 
 func (a *app) sendCommand() *cobra.Command {
 	var (
-		file, kind, deadline, idemKey string
-		delay                         time.Duration
-		priority                      int
-		headers                       []string
+		file, kind, deadline, idemKey, ndjson string
+		delay                                 time.Duration
+		priority, fromLine                    int
+		headers                               []string
 	)
 	cmd := &cobra.Command{
-		Use:   "send QUEUE [PAYLOAD | @FILE | -]",
-		Short: "Send one message (a job) to a queue and print its id",
+		Use:   "send QUEUE [PAYLOAD | @FILE | - | --ndjson FILE]",
+		Short: "Send a message (a job), or many from newline-delimited JSON, to a queue and print their ids",
 		Long: `Send one message to QUEUE. The payload is JSON: given inline, read from a file
 (@FILE or --file FILE), or from stdin (-). The new message's id is printed on
 stdout (with --json, {"queue": ..., "msg_id": ...}).
@@ -29,13 +30,30 @@ deadline_exceeded; give an RFC 3339 time, a date (midnight UTC) or a
 duration from now (30m, 2h, 7d). With
 --idempotency-key, sending the same key to the same queue again returns the
 first message's id instead of a duplicate. --priority picks the level of a
-queue created with --priorities (0, the default, is read first).`,
+queue created with --priorities (0, the default, is read first).
+
+--ndjson FILE sends many messages: one JSON payload a line, read from FILE,
+or from stdin with --ndjson -, each sent with the same --kind, --delay,
+--deadline, --priority and --header (not --idempotency-key, which would
+send only the first). Blank lines are skipped. Every line is read and
+checked before anything is sent: a line that is not JSON, or is larger
+than a message may carry (8 MiB), refuses the whole input, naming its
+line. At most 100,000 lines and 256 MiB of payloads go in one command.
+They are sent in order, in transactions of 1,000 lines, and their ids are
+printed one a line (with --json, {"queue": ..., "msg_ids": [...]}). If a
+transaction fails, the lines before it stay sent, and the error says
+which line to go on from: run the same command with --from-line N to
+send the rest, not the whole input again. The command is one entry in
+the audit log.`,
 		Example: `  pgbus send orders '{"order_id": 42, "amount_cents": 1999}' --kind charge_card
   pgbus send orders @order.json --idempotency-key order-42
   echo '{"to": "ada@example.com"}' | pgbus send emails - --kind welcome --delay 10m
   pgbus send reports --file big.json --deadline 2026-12-01T09:00:00Z --header tenant=acme
   pgbus send alerts '{"page": true}' --priority 0
-  id=$(pgbus send orders '{}' --deadline 30m)`,
+  id=$(pgbus send orders '{}' --deadline 30m)
+  pgbus send orders --ndjson exported.ndjson --kind charge_card
+  pgbus send orders --ndjson exported.ndjson --from-line 2001
+  jq -c '.[]' jobs.json | pgbus send orders --ndjson -`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
@@ -51,8 +69,13 @@ queue created with --priorities (0, the default, is read first).`,
 			// An empty --idempotency-key would turn de-duplication off,
 			// an empty --deadline the deadline, an empty --kind the
 			// handler's choice: refused, as an unset variable gives them.
-			if err := refuseEmpty(cmd.Flags(), "kind", "idempotency-key", "deadline", "file"); err != nil {
+			if err := refuseEmpty(cmd.Flags(), "kind", "idempotency-key", "deadline", "file", "ndjson"); err != nil {
 				return err
+			}
+			if ndjson != "" || cmd.Flags().Changed("from-line") {
+				return a.sendNDJSON(cmd, queue, args[1:], ndjson, fromLine, file, idemKey, ops.SendManyRequest{
+					Queue: queue, Kind: kind, Delay: delay, Priority: priority,
+				}, deadline, headers)
 			}
 			payload, err := readPayload(arg, hasArg, file, a.stdin)
 			if err != nil {
@@ -81,5 +104,90 @@ queue created with --priorities (0, the default, is read first).`,
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
+	f.StringVar(&ndjson, "ndjson", "", "send one message per line of this newline-delimited JSON file (- for stdin)")
+	f.IntVar(&fromLine, "from-line", 1, "with --ndjson: start at this line (from 1), to send the rest after a failure")
 	return jsonFlag(cmd)
 }
+
+// sendNDJSON is send --ndjson: every line read and checked, then sent in
+// order through the operations layer, the ids printed as they were given.
+func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string, ndjson string, fromLine int, file, idemKey string,
+	req ops.SendManyRequest, deadline string, headers []string) error {
+	switch {
+	case ndjson == "":
+		return usageError{errors.New("--from-line goes with --ndjson FILE: give the file to read")}
+	case len(payloadArgs) > 0 || file != "":
+		return usageError{errors.New("--ndjson reads the payloads, one a line: give no PAYLOAD argument or --file with it")}
+	case idemKey != "":
+		return usageError{errors.New("--idempotency-key goes with one message: with --ndjson every line would share the key, and only the first be sent; send keyed messages one at a time")}
+	case fromLine < 1:
+		return usageError{fmt.Errorf("--from-line %d: give a line number from 1", fromLine)}
+	}
+	var err error
+	if deadline != "" {
+		if req.Deadline, err = ops.ParseDeadline(deadline, time.Now()); err != nil {
+			return flagWords(err, "deadline")
+		}
+	}
+	if req.Headers, err = parseHeaders(headers); err != nil {
+		return err
+	}
+	in, err := readNDJSON(ndjson, a.stdin, fromLine)
+	if err != nil {
+		return err
+	}
+	req.Payloads = in.payloads
+	if err := check(cmd, req); err != nil {
+		return in.lineError(err)
+	}
+	ctx, s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := s.ops.SendMany(ctx, req)
+	// The ids of what was sent are printed even when the rest failed:
+	// those messages stay sent.
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		if err == nil {
+			return printJSON(a.stdout, res)
+		}
+	} else {
+		for _, id := range res.MsgIDs {
+			if _, werr := fmt.Fprintln(a.stdout, id); werr != nil {
+				return werr
+			}
+		}
+	}
+	if err != nil {
+		return in.lineError(err)
+	}
+	return nil
+}
+
+// lineError words an error of SendMany by the input's lines: the line a
+// refused payload came from, or, when the sending stopped midway, the
+// lines sent and the one to go on from.
+func (in *ndjsonInput) lineError(err error) error {
+	var ps *ops.PartlySent
+	if errors.As(err, &ps) {
+		next := in.lines[ps.Sent]
+		return sendStopped{cause: ps.Err, msg: fmt.Sprintf("lines %d to %d of %s were sent (%d messages) and stay sent; line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice",
+			in.lines[0], in.lines[ps.Sent-1], in.from, ps.Sent, next, next), err: err}
+	}
+	if i := ops.PayloadIndex(err); i >= 0 && i < len(in.lines) {
+		return reworded{fmt.Sprintf("line %d of %s: %v; nothing was sent", in.lines[i], in.from, ops.PayloadReason(err)), err}
+	}
+	return err
+}
+
+// sendStopped is the error of send --ndjson that stopped after sending
+// some lines: why, then what was sent and how to send the rest.
+type sendStopped struct {
+	cause error
+	msg   string
+	err   error
+}
+
+func (e sendStopped) Error() string { return fmt.Sprintf("%v; %s", e.cause, e.msg) }
+func (e sendStopped) Unwrap() error { return e.err }

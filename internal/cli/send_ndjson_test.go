@@ -1,0 +1,173 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// ndjsonLines is n lines {"order_id": 0} to {"order_id": n-1}.
+func ndjsonLines(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"order_id": %d}`, i)
+	}
+	return lines
+}
+
+func writeLines(t *testing.T, lines []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jobs.ndjson")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// parseIDs reads the ids send prints, one a line.
+func parseIDs(t *testing.T, out string) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, f := range strings.Fields(out) {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("stdout %q holds %q, not an id", out, f)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// send --ndjson sends 2,500 lines, more than one transaction holds, in
+// order, with the same options, printing their ids; it is one entry in
+// the audit log, and a real worker works every message.
+func TestSendNDJSONSendsEveryLineInOrder(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	path := writeLines(t, ndjsonLines(2500))
+
+	ids := parseIDs(t, d.ok(t, "send", "orders", "--ndjson", path, "--kind", "reimport", "--header", "tenant=acme"))
+	if len(ids) != 2500 {
+		t.Fatalf("%d ids printed for 2500 lines", len(ids))
+	}
+	for i, id := range ids {
+		if i > 0 && id <= ids[i-1] {
+			t.Fatalf("id %d of line %d does not follow %d", id, i+1, ids[i-1])
+		}
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders WHERE headers->>'pgbus_kind' = 'reimport' AND headers->>'tenant' = 'acme'`); n != 2500 {
+		t.Fatalf("%d messages with the kind and header; want 2500", n)
+	}
+	if bad := d.count(t, `SELECT count(*) FROM (SELECT (message->>'order_id')::int AS n, row_number() OVER (ORDER BY msg_id) - 1 AS i FROM pgmq.q_orders) x WHERE n <> i`); bad != 0 {
+		t.Fatalf("%d messages out of the lines' order", bad)
+	}
+	if first := d.count(t, `SELECT min(msg_id) FROM pgmq.q_orders`); int64(first) != ids[0] {
+		t.Fatalf("first id printed %d, first in the queue %d", ids[0], first)
+	}
+	sends := d.audit(t, "--tool", "send")
+	if len(sends) != 1 || sends[0].IsError || !strings.Contains(string(sends[0].Arguments), `"messages": 2500`) || !strings.Contains(string(sends[0].Result), `"sent": 2500`) {
+		t.Fatalf("audit entries of send: %+v; want one counting 2500", sends)
+	}
+
+	d.ok(t, "work", "--queue", "orders", "--handler", "demo", "--until-idle")
+	if n := d.count(t, `SELECT count(*) FROM pgmq.a_orders`); n != 2500 {
+		t.Fatalf("%d messages worked and archived; want 2500", n)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 0 {
+		t.Fatalf("%d messages left in the queue", n)
+	}
+}
+
+// A bad line anywhere refuses the whole input, naming the line, with
+// nothing sent and nothing in the audit log; so do a huge line and input
+// with no payloads.
+func TestSendNDJSONRefusesBadInputBeforeSending(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	before := d.snapshot(t)
+
+	lines := ndjsonLines(2500)
+	lines[1233] = `{"order_id": 1233,}`
+	msg := d.fails(t, 2, "send", "orders", "--ndjson", writeLines(t, lines))
+	if !strings.Contains(msg, "line 1234 of file") || !strings.Contains(msg, "not valid JSON") || !strings.Contains(msg, "nothing was sent") {
+		t.Errorf("a line that is not JSON: %q; want it named as line 1234", msg)
+	}
+	lines[1233] = strings.Repeat(" ", 3) // blank lines are skipped, not counted as payloads
+	lines[2000] = `"` + strings.Repeat("x", 9<<20) + `"`
+	msg = d.fails(t, 2, "send", "orders", "--ndjson", writeLines(t, lines))
+	if !strings.Contains(msg, "line 2001 of file") || !strings.Contains(msg, "most a message may carry") {
+		t.Errorf("a line of 9 MiB: %q; want it named as line 2001, too large", msg)
+	}
+	lines[2000] = `{"order_id": 2000, "note": "\u0000"}`
+	msg = d.fails(t, 2, "send", "orders", "--ndjson", writeLines(t, lines))
+	if !strings.Contains(msg, "line 2001 of file") || !strings.Contains(msg, "nothing was sent") {
+		t.Errorf("a line PostgreSQL cannot store: %q; want it named as line 2001", msg)
+	}
+	for name, stdin := range map[string]string{"empty": "", "blank lines": "\n  \n\n"} {
+		msg = d.failsIn(t, 2, stdin, "send", "orders", "--ndjson", "-")
+		if !strings.Contains(msg, "stdin holds no payloads") || !strings.Contains(msg, "nothing was sent") {
+			t.Errorf("%s stdin: %q; want it said to hold no payloads", name, msg)
+		}
+	}
+	msg = d.fails(t, 2, "send", "orders", "--ndjson", "-", "--idempotency-key", "k")
+	if !strings.Contains(msg, "--idempotency-key goes with one message") {
+		t.Errorf("--ndjson with a key: %q", msg)
+	}
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("refused input changed the database: %s, then %s", before, after)
+	}
+}
+
+// send --ndjson - reads stdin; a failure in the database after some
+// transactions were sent says which lines were sent and which line to go
+// on from, and --from-line sends the rest once the line is put right.
+func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+
+	lines := ndjsonLines(2500)
+	lines[1500] = `{"order_id": 1e1000000}` // JSON, but no number jsonb holds
+	r := pgbusIn(t, d.env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "lines 1 to 1000 of stdin were sent") || !strings.Contains(r.stderr, "--from-line 1001") {
+		t.Errorf("stderr %q does not say what was sent and where to go on", r.stderr)
+	}
+	if ids := parseIDs(t, r.stdout); len(ids) != 1000 {
+		t.Fatalf("%d ids printed; want the 1000 sent", len(ids))
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 1000 {
+		t.Fatalf("%d messages sent; want 1000", n)
+	}
+	sends := d.audit(t, "--tool", "send")
+	if len(sends) != 1 || !sends[0].IsError || !strings.Contains(string(sends[0].Result), `"sent": 1000`) {
+		t.Fatalf("audit entries of send: %+v; want one error counting the 1000 sent", sends)
+	}
+
+	lines[1500] = `{"order_id": 1500}`
+	var res struct {
+		Queue  string  `json:"queue"`
+		MsgIDs []int64 `json:"msg_ids"`
+	}
+	out := pgbusIn(t, d.env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-", "--from-line", "1001", "--json")
+	if out.code != 0 {
+		t.Fatalf("resume: exit %d: %s", out.code, out.stderr)
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || res.Queue != "orders" || len(res.MsgIDs) != 1500 {
+		t.Fatalf("resume --json: %q, %v", out.stdout, err)
+	}
+	if bad := d.count(t, `SELECT count(*) FROM (SELECT (message->>'order_id')::int AS n, row_number() OVER (ORDER BY msg_id) - 1 AS i FROM pgmq.q_orders) x WHERE n <> i`); bad != 0 {
+		t.Fatalf("%d messages out of order or sent twice after the resume", bad)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 2500 {
+		t.Fatalf("%d messages after the resume; want 2500", n)
+	}
+}
