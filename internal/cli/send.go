@@ -149,8 +149,10 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	// The ids of what was sent are printed even when the rest failed:
 	// those messages stay sent.
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		if err == nil {
-			return printJSON(a.stdout, res)
+		if len(res.MsgIDs) > 0 {
+			if werr := printJSON(a.stdout, res); werr != nil {
+				return werr
+			}
 		}
 	} else {
 		for _, id := range res.MsgIDs {

@@ -134,15 +134,19 @@ func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
 
 	lines := ndjsonLines(2500)
 	lines[1500] = `{"order_id": 1e1000000}` // JSON, but no number jsonb holds
-	r := pgbusIn(t, d.env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-")
+	r := pgbusIn(t, d.env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-", "--json")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "lines 1 to 1000 of stdin were sent") || !strings.Contains(r.stderr, "--from-line 1001") {
 		t.Errorf("stderr %q does not say what was sent and where to go on", r.stderr)
 	}
-	if ids := parseIDs(t, r.stdout); len(ids) != 1000 {
-		t.Fatalf("%d ids printed; want the 1000 sent", len(ids))
+	var sent struct {
+		Queue  string  `json:"queue"`
+		MsgIDs []int64 `json:"msg_ids"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sent); err != nil || len(sent.MsgIDs) != 1000 {
+		t.Fatalf("stdout %.200q (%v): want the ids of the 1000 sent", r.stdout, err)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 1000 {
 		t.Fatalf("%d messages sent; want 1000", n)
