@@ -20,7 +20,9 @@
 //
 // A service whose own data lives in the same database sends a job in its
 // own transaction with SendTx or SendBatchTx, so that the job commits with
-// the write it belongs to, or not at all.
+// the write it belongs to, or not at all. One without such a transaction
+// sends many messages at once with SendBatch, in a transaction of the
+// client's own.
 //
 // All SQL lives in package store; this package holds no SQL.
 package engine
