@@ -139,7 +139,9 @@ type QueueMessagesRequest struct {
 
 // LiveMessage is one message still in its queue, with its latest failures.
 type LiveMessage struct {
-	Queue              string          `json:"queue"`
+	Queue string `json:"queue"`
+	// Priority is the message's level on a queue with priority levels.
+	Priority           *int            `json:"priority,omitempty" jsonschema_description:"The message's priority level (0 is read first), on a queue with levels, whose messages of level N are in queue NAME_pN; absent for a queue without."`
 	MsgID              int64           `json:"msg_id"`
 	Kind               string          `json:"kind,omitempty"`
 	State              string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
@@ -159,13 +161,16 @@ type LiveMessage struct {
 
 // LiveMessages is a page of live messages.
 type LiveMessages struct {
-	Items      []LiveMessage `json:"items" jsonschema_description:"Live messages, oldest first."`
+	Items      []LiveMessage `json:"items" jsonschema_description:"Live messages, oldest first; of a queue with priority levels, level 0 first (read first), then level 1, and so on."`
 	NextCursor string        `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and state, for the next page. Absent on the last page."`
 	Notes      []string      `json:"notes" jsonschema_description:"What was hidden or shortened."`
 	Next       []Hint        `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
 }
 
-// QueueMessages lists the live messages of a queue, oldest first.
+// QueueMessages lists the live messages of a queue, oldest first: of a
+// queue with priority levels, of every level in the order workers read
+// them, level 0 first, each message with its level; of a level named
+// alone (orders_p1), of that level.
 func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (_ LiveMessages, err error) {
 	if err := s.enter(ctx, "QueueMessages"); err != nil {
 		return LiveMessages{}, err
@@ -175,9 +180,6 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		return LiveMessages{}, err
 	}
 	if err := checkWorkQueue(req.Queue); err != nil {
-		return LiveMessages{}, err
-	}
-	if err := s.checkOneLevel(ctx, req.Queue); err != nil {
 		return LiveMessages{}, err
 	}
 	if req.State != "" && !slices.Contains(LiveStates, req.State) {
@@ -224,28 +226,13 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	return out, nil
 }
 
-// checkOneLevel refuses a queue with priority levels: each level is a
-// queue of messages of its own, listed one at a time.
-func (s *Service) checkOneLevel(ctx context.Context, queue string) error {
-	levels, err := s.store.PhysicalQueues(ctx, queue)
-	if err != nil || len(levels) < 2 {
-		return err
-	}
-	e := invalidf("queue %s has %d priority levels, whose messages are listed one level at a time: give %s (the highest) to %s",
-		queue, len(levels), levels[0], levels[len(levels)-1])
-	for _, l := range levels {
-		e = e.with(hint(OpQueueMessages, "", "queue", l))
-	}
-	return e
-}
-
 func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {
 	v := s.viewerWith(asked, b)
 	out := LiveMessages{Items: make([]LiveMessage, 0, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
 	var hidden, truncated, omitted int
 	var hiddenNote string
 	for _, m := range page.Items {
-		lm := LiveMessage{Queue: m.Queue, MsgID: m.MsgID, Kind: m.Kind, State: m.State, ReadCount: m.ReadCount,
+		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: m.Kind, State: m.State, ReadCount: m.ReadCount,
 			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
 		lm.Headers, _ = v.headers(m.Headers)
 		pv := v.payload(m.Payload, b.ListPayload)

@@ -367,8 +367,13 @@ type LiveFilter struct {
 }
 
 // LiveMessage is a message still in its queue, with its failures so far.
+// Queue is the physical queue that holds it: of a queue with priority
+// levels, the level's (orders_p1).
 type LiveMessage struct {
-	Queue      string          `json:"queue"`
+	Queue string `json:"queue"`
+	// Priority is the message's level, for a queue with priority levels
+	// (0 is read first); nil for a queue without.
+	Priority   *int            `json:"priority,omitempty"`
 	MsgID      int64           `json:"msg_id"`
 	Kind       string          `json:"kind,omitempty"`
 	State      string          `json:"state"`
@@ -380,14 +385,47 @@ type LiveMessage struct {
 	History    []FailureRecord `json:"history"`
 }
 
-// LivePage is a page of live messages, oldest first.
+// LivePage is a page of live messages, level 0 first, then oldest first.
 type LivePage struct {
 	Items      []LiveMessage `json:"items"`
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// ListLive lists the live messages of a queue, oldest first, with their
-// failure history.
+// liveLevel is one physical queue a list of live messages reads, with its
+// priority level (nil for a queue without levels).
+type liveLevel struct {
+	queue    string
+	priority *int
+}
+
+// liveLevels returns the physical queues that hold the live messages of
+// name, in the order workers read them: a queue with priority levels is
+// its levels, level 0 first; a level named alone (orders_p1) or a plain
+// queue is itself.
+func (s *Store) liveLevels(ctx context.Context, name string) ([]liveLevel, error) {
+	physical, err := s.PhysicalQueues(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(physical) > 1 || physical[0] != name {
+		out := make([]liveLevel, len(physical))
+		for i, q := range physical {
+			out[i] = liveLevel{queue: q, priority: &i}
+		}
+		return out, nil
+	}
+	_, level, ok, err := s.LevelOf(ctx, name)
+	if err != nil || !ok {
+		return []liveLevel{{queue: name}}, err
+	}
+	return []liveLevel{{queue: name, priority: &level}}, nil
+}
+
+// ListLive lists the live messages of a queue with their failure history:
+// of a queue with priority levels, those of every level, level 0 (which
+// workers read first) first; within a level oldest first. A page reads
+// the levels in turn while it fills, each for at most the rows the page
+// still lacks and one more, which tells whether a next page has any.
 func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit int) (LivePage, error) {
 	if err := ValidatePhysicalName(f.Queue); err != nil {
 		return LivePage{}, err
@@ -402,34 +440,71 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 	if err != nil {
 		return LivePage{}, err
 	}
+	levels, err := s.liveLevels(ctx, f.Queue)
+	if err != nil {
+		return LivePage{}, err
+	}
+	if after.level >= len(levels) {
+		return LivePage{}, invalidf("cursor points past the priority levels queue %q has now, which changed since it was issued; start again without cursor", f.Queue)
+	}
+	page := LivePage{Items: []LiveMessage{}}
+	last, more := after, false
+	for i := after.level; i < len(levels) && !more; i++ {
+		from := int64(0)
+		if i == after.level {
+			from = after.id
+		}
+		want := limit - len(page.Items)
+		items, err := s.listLevel(ctx, levels[i], f.State, from, want+1)
+		if err != nil {
+			return LivePage{}, err
+		}
+		// The row past the page says there is a next one, which starts
+		// after the page's last row.
+		if more = len(items) > want; more {
+			items = items[:want]
+		}
+		if len(items) == 0 {
+			continue
+		}
+		if err := s.attachHistory(ctx, levels[i].queue, items); err != nil {
+			return LivePage{}, err
+		}
+		page.Items = append(page.Items, items...)
+		last = livePosition{level: i, id: items[len(items)-1].MsgID}
+	}
+	if more {
+		page.NextCursor = encodeLiveCursor(f, last)
+	}
+	return page, nil
+}
+
+// listLevel reads up to n live messages of one level after id from, in
+// state (all for ""), oldest first.
+func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, from int64, n int) ([]LiveMessage, error) {
 	sql := `SELECT * FROM (
 			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
 			       CASE WHEN q.vt <= now() THEN 'waiting'
 			            WHEN q.read_ct = 0 THEN 'scheduled'
 			            WHEN ` + lastAttemptFailedSQL("$1") + ` THEN 'retrying'
 			            ELSE 'in_flight' END AS state
-			FROM ` + queueTable(f.Queue) + ` q WHERE q.msg_id > $2 ORDER BY q.msg_id) m
+			FROM ` + queueTable(l.queue) + ` q WHERE q.msg_id > $2 ORDER BY q.msg_id) m
 		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`
-	rows, err := s.reads.Query(ctx, sql, f.Queue, after, f.State, limit+1)
+	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n)
 	if err != nil {
-		return LivePage{}, queueErr(err, "list messages of", f.Queue)
+		return nil, queueErr(err, "list messages of", l.queue)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveMessage, error) {
-		m := LiveMessage{Queue: f.Queue}
+		m := LiveMessage{Queue: l.queue, Priority: l.priority}
 		var payload, headers []byte
 		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &payload, &headers, &m.State)
 		m.Payload, m.Headers = payload, headers
 		return m, err
 	})
 	if err != nil {
-		return LivePage{}, queueErr(err, "list messages of", f.Queue)
+		return nil, queueErr(err, "list messages of", l.queue)
 	}
-	page := LivePage{Items: items}
-	if len(items) > limit {
-		page.Items = items[:limit]
-		page.NextCursor = encodeLiveCursor(f, items[limit-1].MsgID)
-	}
-	return page, s.attachHistory(ctx, f.Queue, page.Items)
+	return items, nil
 }
 
 func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMessage) error {
@@ -503,17 +578,30 @@ func jsonText(raw json.RawMessage) (string, bool) {
 	return string(raw), true
 }
 
-// A live-message cursor is liveCursorTag, the id of the last message of its
-// page (8 bytes, big-endian) and the fingerprint of its filter, in
-// base64url. The id is a position only among the messages of one queue,
-// in one state's list: with another filter it would give a wrong page,
-// empty or skipping messages, as if it were right. The cursors of an older
-// pgbus named no filter ("m" and the id) and are refused.
+// A live-message cursor is liveCursorTag, the position of the last message
+// of its page (the index of its priority level among the queue's levels,
+// one byte, 0 for a queue without levels; its id, 8 bytes, big-endian) and
+// the fingerprint of its filter, in base64url. The position is one only
+// among the messages of one queue, in one state's list: with another
+// filter it would give a wrong page, empty or skipping messages, as if it
+// were right. Cursors of the previous form (liveCursorV1Tag, the id and the
+// fingerprint) are positions in the first level, as their lists had only
+// one, and go on working. The cursors of an older pgbus still named no
+// filter ("m" and the id) and are refused.
 const (
-	liveCursorTag   = 'L'
-	livePrintBytes  = 6
-	liveCursorBytes = 1 + 8 + livePrintBytes
+	liveCursorTag     = 'P'
+	liveCursorBytes   = 1 + 1 + 8 + livePrintBytes
+	liveCursorV1Tag   = 'L'
+	liveCursorV1Bytes = 1 + 8 + livePrintBytes
+	livePrintBytes    = 6
 )
+
+// livePosition is where a page of live messages ends: the message id in
+// the level of that index.
+type livePosition struct {
+	level int
+	id    int64
+}
 
 // fingerprint identifies f in a live-message cursor.
 func (f LiveFilter) fingerprint() []byte {
@@ -521,30 +609,40 @@ func (f LiveFilter) fingerprint() []byte {
 	return sum[:livePrintBytes]
 }
 
-func encodeLiveCursor(f LiveFilter, id int64) string {
+func encodeLiveCursor(f LiveFilter, p livePosition) string {
 	b := make([]byte, 0, liveCursorBytes)
-	b = append(b, liveCursorTag)
-	b = binary.BigEndian.AppendUint64(b, uint64(id))
+	b = append(b, liveCursorTag, byte(p.level))
+	b = binary.BigEndian.AppendUint64(b, uint64(p.id))
 	b = append(b, f.fingerprint()...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeLiveCursor returns the id after which the page of f that cursor c
-// asks for starts; 0 for no cursor, the first page.
-func decodeLiveCursor(f LiveFilter, c string) (int64, error) {
+// decodeLiveCursor returns the position after which the page of f that
+// cursor c asks for starts; the start of the first level for no cursor.
+func decodeLiveCursor(f LiveFilter, c string) (livePosition, error) {
 	if c == "" {
-		return 0, nil
+		return livePosition{}, nil
 	}
+	bad := invalidf("cursor is not valid for this server; start again without cursor")
 	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(raw) != liveCursorBytes || raw[0] != liveCursorTag {
-		return 0, invalidf("cursor is not valid for this server; start again without cursor")
+	if err != nil || len(raw) == 0 {
+		return livePosition{}, bad
 	}
-	id := int64(binary.BigEndian.Uint64(raw[1:9]))
-	if id <= 0 {
-		return 0, invalidf("cursor is not valid for this server; start again without cursor")
+	var p livePosition
+	switch {
+	case raw[0] == liveCursorTag && len(raw) == liveCursorBytes:
+		p.level, raw = int(raw[1]), raw[2:]
+	case raw[0] == liveCursorV1Tag && len(raw) == liveCursorV1Bytes:
+		raw = raw[1:]
+	default:
+		return livePosition{}, bad
 	}
-	if !bytes.Equal(raw[9:], f.fingerprint()) {
-		return 0, invalidf("cursor was issued for another queue or state; pass the queue and state of the first page, or start again without cursor")
+	p.id = int64(binary.BigEndian.Uint64(raw[:8]))
+	if p.id <= 0 || p.level >= MaxPriorities {
+		return livePosition{}, bad
 	}
-	return id, nil
+	if !bytes.Equal(raw[8:], f.fingerprint()) {
+		return livePosition{}, invalidf("cursor was issued for another queue or state; pass the queue and state of the first page, or start again without cursor")
+	}
+	return p, nil
 }
