@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,10 +183,15 @@ in_flight, retrying, scheduled), attempts so far, when each is next visible,
 and its latest failures (identical failures in a row as one entry with
 their count; --full-history lists each). Use it to see what is failing
 before it reaches the DLQ (--state retrying) or what a stalled queue holds.
+A queue with priority levels lists every level in the order workers read
+them, level 0 first, each message with its LEVEL (priority in --json);
+name one level (QUEUE_p1) to list that level alone. --state and the pages
+of --limit and --cursor run across the levels.
 Secrets are shown as [REDACTED]. --json prints the same result as the MCP
 tool pgbus_queue_messages.`,
 		Example: `  pgbus queue messages orders
-  pgbus queue messages orders --state retrying --json`,
+  pgbus queue messages orders --state retrying --json
+  pgbus queue messages orders_p1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Empty, --state would list messages in every state.
@@ -201,13 +207,28 @@ tool pgbus_queue_messages.`,
 					_, err := fmt.Fprintln(a.stdout, "no live messages")
 					return err
 				}
-				t := newTable(a.stdout, "ID", "STATE", "KIND", "ATTEMPTS", "ENQUEUED", "VISIBLE", "LAST ERROR")
+				// A queue with priority levels numbers its messages per
+				// level: the level tells apart two of the same id.
+				levels := slices.ContainsFunc(page.Items, func(m ops.LiveMessage) bool { return m.Priority != nil })
+				header := []string{"ID", "STATE", "KIND", "ATTEMPTS", "ENQUEUED", "VISIBLE", "LAST ERROR"}
+				if levels {
+					header = append([]string{"LEVEL"}, header...)
+				}
+				t := newTable(a.stdout, header...)
 				for _, m := range page.Items {
 					last := "-"
 					if n := len(m.History); n > 0 {
 						last = m.History[n-1].ErrorClass + ": " + m.History[n-1].ErrorMessage
 					}
-					t.row(m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70))
+					cells := []any{m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70)}
+					if levels {
+						level := "-"
+						if m.Priority != nil {
+							level = fmt.Sprint(*m.Priority)
+						}
+						cells = append([]any{level}, cells...)
+					}
+					t.row(cells...)
 				}
 				if err := t.flush(); err != nil {
 					return err
