@@ -376,8 +376,15 @@ func (c *Client) Run(ctx context.Context) error {
 // workers' statements would fail on what is missing, one by one, in errors
 // that say neither why nor what to do. A role that may not read the
 // schema's records is left to the steps after, which say what it lacks.
+//
+// A schema a newer pgbus migrated is worked on, and the log warns once
+// that this pgbus is older than it (Store.LogNewer, once for the store):
+// a program that opens its store itself is told too.
 func (c *Client) checkSchema(ctx context.Context) error {
-	_, err := c.store.CheckSchema(ctx)
+	st, err := c.store.CheckSchema(ctx)
+	if err == nil {
+		c.store.LogNewer(st, c.log)
+	}
 	if errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrSchemaMissing) {
 		return fmt.Errorf("engine: %w: call Store.Migrate before Run (pgbus migrate does the same)", err)
 	}

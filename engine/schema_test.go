@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -39,5 +41,43 @@ func TestRunRefusesASchemaAnOlderPgbusMigrated(t *testing.T) {
 	}
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.workers`); n != 0 {
 		t.Fatalf("Run registered %d worker processes before refusing", n)
+	}
+}
+
+// A program built with an older pgbus, on a database a newer one migrated,
+// runs its workers and its log says once (however many clients run on its
+// store), with both versions, that this pgbus is older than the database
+// and to upgrade it: a Go program that opens its store itself was told
+// nothing, where the command line warned.
+func TestRunWarnsOnceOfASchemaANewerPgbusMigrated(t *testing.T) {
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	q := pgtest.NewFastQueue(t, s, "newer", nil)
+	pgtest.Exec(t, url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus')`, len(all)+1))
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	// A second client on the same store, as a process that checked the
+	// schema itself on start and then runs workers: told no more.
+	again := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	again.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, again)
+	pgtest.Eventually(t, time.Minute, "both worker processes registered", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.workers WHERE stopped_at IS NULL`) == 2
+	})
+	out := logs.String()
+	if n := strings.Count(out, "a newer pgbus migrated this database"); n != 1 {
+		t.Fatalf("two Runs on one store of a newer schema warned %d times, want once:\n%s", n, out)
+	}
+	for _, want := range []string{"level=WARN", "keeps working on it", "upgrade this pgbus",
+		fmt.Sprintf("schema_version=%d this_pgbus_schema_version=%d", len(all)+1, len(all))} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Run on a newer schema logged no %q:\n%s", want, out)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,23 @@ type MigrationStatus struct {
 // migrations this pgbus does not have. This pgbus then works on the schema,
 // as migrations only add, but changes nothing of it.
 func (st MigrationStatus) Newer() bool { return st.Version > st.Known }
+
+// LogNewer warns on logger, when st (this store's schema, from
+// CheckSchema or Migrate) says a newer pgbus migrated the database, that
+// this pgbus is older than it, with both versions: a process that keeps
+// working on such a schema lacks what the newer versions added, and its
+// log is where whoever deploys it looks for what to upgrade. It warns once
+// for the store, whoever checks the schema: a process that checks it on
+// start and then runs workers on the same store, which check it again, is
+// told once. A nil logger, or a schema that is not newer, logs nothing.
+func (s *Store) LogNewer(st MigrationStatus, logger *slog.Logger) {
+	if logger == nil || !st.Newer() || s.warnedNewer.Swap(true) {
+		return
+	}
+	logger.Warn("pgbus: a newer pgbus migrated this database; this pgbus changes nothing of the schema and keeps working on it, "+
+		"as migrations only add, without what the newer versions added: upgrade this pgbus",
+		"schema_version", st.Version, "this_pgbus_schema_version", st.Known)
+}
 
 // Migrate applies every pending migration. It is idempotent and safe to run
 // from several processes at once: each migration is applied in its own

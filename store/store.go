@@ -36,6 +36,9 @@ type Store struct {
 	// identity is the database the pool is on, read by the first send in
 	// a caller's transaction, which must be on the same one.
 	identity atomic.Pointer[dbIdentity]
+
+	// warnedNewer is set once LogNewer has warned of a newer schema.
+	warnedNewer atomic.Bool
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL

@@ -127,10 +127,8 @@ func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 	} else if d.Status, err = d.Migrate(ctx); err == nil {
 		d.logRepairs()
 	}
-	if err == nil && d.Status.Newer() && d.logger != nil {
-		d.logger.Warn("pgbus: a newer pgbus migrated this database; this pgbus changes nothing of the schema and keeps working on it, "+
-			"as migrations only add, without what the newer versions added: upgrade this pgbus",
-			"schema_version", d.Status.Version, "this_pgbus_schema_version", d.Status.Known)
+	if err == nil {
+		d.LogNewer(d.Status, d.logger)
 	}
 	return err
 }
