@@ -53,7 +53,8 @@ type Readiness struct {
 // without a token, and pgbus health lists them all.
 const MaxReadyReasons = 20
 
-// ReadyReason is one reason of a verdict that is not OK.
+// ReadyReason is one reason of the verdict: one that makes it worse than
+// OK, or a NOTICE that leaves it as it is.
 type ReadyReason struct {
 	Status  string `json:"status"`
 	Code    string `json:"code"`

@@ -25,7 +25,18 @@ const (
 	// HealthUnreachable is the verdict of HealthOrUnreachable when the
 	// database does not answer: nothing is known of the queues.
 	HealthUnreachable = "UNREACHABLE"
+	// HealthNotice is the level of a reason that leaves the verdict as it
+	// is, never a verdict: something to act on when convenient while
+	// every queue works, such as a newer pgbus having migrated the
+	// database. A verdict of OK may list such reasons.
+	HealthNotice = "NOTICE"
 )
+
+// schemaRecheck is how long health trusts the schema version it read:
+// a newer pgbus that migrates while this process runs (a rolling deploy)
+// shows within it, and the health calls between (probes, the dashboard's
+// refresh every few seconds) read nothing more for it.
+const schemaRecheck = time.Minute
 
 // Health is a one-look verdict on the whole system.
 type Health struct {
@@ -45,14 +56,15 @@ type Health struct {
 	// Omitted counts the reasons left out: past the response bound
 	// (Health), or past an overview's MaxReasons. Status and the totals
 	// count them.
-	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: DEGRADED ones, after every STALLED one. status counts them."`
+	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: NOTICE ones, then DEGRADED ones, after every STALLED one. status counts them."`
 	Notes   []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
 }
 
 // HealthReason is one thing that is not OK, and what to look at next.
 type HealthReason struct {
-	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue"`
+	// Status is the reason's level: NOTICE leaves the verdict as it is.
+	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -84,9 +96,11 @@ func (r HealthReason) Key() ReasonKey {
 // backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
 // running handler uses, dead messages left by a dropped queue, running
-// workers waiting for their dropped queue), OK otherwise. STALLED reasons
-// are listed first; those past the response bound are left out and
-// counted.
+// workers waiting for their dropped queue), OK otherwise. A NOTICE reason
+// leaves the verdict as it is: a newer pgbus migrated the database, which
+// this one works on without what the newer versions added (schema_newer).
+// STALLED reasons are listed first, NOTICE ones last; those past the
+// response bound are left out and counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 	if err := s.enter(ctx, "Health"); err != nil {
 		return Health{}, err
@@ -276,13 +290,45 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
 	checkServedDropped(&h, stats, workers)
+	schema, err := s.recordedSchema(ctx)
+	if err != nil {
+		return h, err
+	}
+	if schema.Newer() {
+		h.add(HealthNotice, "schema_newer", "", fmt.Sprintf("a newer pgbus migrated this database to schema version %d; this pgbus has versions up to %d and keeps working on it, "+
+			"changing nothing of the schema, but without what the newer versions added: upgrade this pgbus", schema.Version, schema.Known))
+	}
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
 	}
-	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int {
-		return cmp.Compare(boolRank(a.Status != HealthStalled), boolRank(b.Status != HealthStalled))
-	})
+	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int { return cmp.Compare(reasonRank[a.Status], reasonRank[b.Status]) })
 	return h, nil
+}
+
+// reasonRank orders the reasons of a verdict: STALLED ones first, NOTICE
+// ones last.
+var reasonRank = map[string]int{HealthStalled: 0, HealthDegraded: 1, HealthNotice: 2}
+
+// recordedSchema returns the schema version the database records, read
+// again when the last read is schemaRecheck old (or from a clock set
+// back): health reports a newer pgbus's migration at little cost, and the
+// read is one row of a table of a few.
+func (s *Service) recordedSchema(ctx context.Context) (store.MigrationStatus, error) {
+	now := s.now()
+	s.schemaMu.Lock()
+	st, at := s.schema, s.schemaAt
+	s.schemaMu.Unlock()
+	if !at.IsZero() && !now.Before(at) && now.Sub(at) < schemaRecheck {
+		return st, nil
+	}
+	st, err := s.store.RecordedSchema(ctx)
+	if err != nil {
+		return st, err
+	}
+	s.schemaMu.Lock()
+	s.schema, s.schemaAt = st, now
+	s.schemaMu.Unlock()
+	return st, nil
 }
 
 // checkDropped notes the dead messages left in the DLQ of a queue that was
@@ -471,7 +517,7 @@ func (s *Service) byFieldTip() string {
 
 func (h *Health) add(status, code, queue, msg string, next ...Hint) {
 	h.Reasons = append(h.Reasons, HealthReason{Status: status, Code: code, Queue: queue, Message: msg, Next: next})
-	if status == HealthStalled || h.Status == HealthOK {
+	if status == HealthStalled || (h.Status == HealthOK && status != HealthNotice) {
 		h.Status = status
 	}
 }

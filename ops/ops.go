@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -100,6 +101,12 @@ type Service struct {
 	opts   Options
 	// retryTrace is the RetryObservers' hook; nil without one.
 	retryTrace func(context.Context, string, int64, store.TraceContext) (store.TraceContext, func(string, int64, error))
+
+	// schema is the schema version health last read, at schemaAt (see
+	// recordedSchema); schemaMu guards both.
+	schemaMu sync.Mutex
+	schema   store.MigrationStatus
+	schemaAt time.Time
 }
 
 // New returns a Service over a store whose schema is migrated (or checked).

@@ -59,6 +59,24 @@ func (s *Store) LogNewer(st MigrationStatus, logger *slog.Logger) {
 		"schema_version", st.Version, "this_pgbus_schema_version", st.Known)
 }
 
+// RecordedSchema reads the newest schema version the database records,
+// whoever migrated it, in one statement on a table of a few rows: the
+// status's Version is that version (0 for an empty record) and Known this
+// pgbus's newest, so that Newer tells whether a newer pgbus migrated it
+// since this process checked the schema. Unlike CheckSchema it checks
+// nothing else, for a caller that asks again while the process runs.
+func (s *Store) RecordedSchema(ctx context.Context) (MigrationStatus, error) {
+	migrations, err := schema.All()
+	if err != nil {
+		return MigrationStatus{}, err
+	}
+	st := MigrationStatus{Known: len(migrations)}
+	if err := s.reads.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM pgbus.schema_migrations`).Scan(&st.Version); err != nil {
+		return MigrationStatus{}, fmt.Errorf("store: read the recorded schema version: %w", err)
+	}
+	return st, nil
+}
+
 // Migrate applies every pending migration. It is idempotent and safe to run
 // from several processes at once: each migration is applied in its own
 // transaction together with its record, under a transaction-scoped advisory
