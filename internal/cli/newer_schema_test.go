@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // An older pgbus rolled back to, on a database a newer one migrated: its
@@ -45,5 +46,31 @@ func TestMigrateOnANewerSchemaSaysToUpgrade(t *testing.T) {
 	}
 	if rows := d.count(t, `SELECT count(*) FROM pgbus.schema_migrations`); rows != 1 {
 		t.Fatalf("pgbus.schema_migrations has %d rows after migrate, want the newer pgbus's 1", rows)
+	}
+}
+
+// pgbus health of an older pgbus, on a database a newer one migrated,
+// lists the NOTICE reason schema_newer with both versions and to upgrade,
+// the verdict left OK, as does its table; on a database this pgbus
+// migrated it lists none. It said OK and nothing else.
+func TestHealthOnANewerSchemaSaysToUpgrade(t *testing.T) {
+	d := newDB(t)
+	d.ok(t, "migrate")
+	var h ops.Health
+	d.json(t, &h, "health")
+	if h.Status != ops.HealthOK || len(h.Reasons) != 0 {
+		t.Fatalf("health of a database this pgbus migrated: %+v; want OK with no reason", h)
+	}
+	n := migrationCount(t)
+	pgtest.Exec(t, d.url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus')`, n+1))
+
+	d.json(t, &h, "health")
+	want := fmt.Sprintf("a newer pgbus migrated this database to schema version %d; this pgbus has versions up to %d", n+1, n)
+	if h.Status != ops.HealthOK || len(h.Reasons) != 1 || h.Reasons[0].Status != ops.HealthNotice || h.Reasons[0].Code != "schema_newer" ||
+		!strings.Contains(h.Reasons[0].Message, want) || !strings.Contains(h.Reasons[0].Message, "upgrade this pgbus") {
+		t.Fatalf("health --json on a newer schema: %+v; want OK with the NOTICE schema_newer saying %q and to upgrade", h, want)
+	}
+	if out := d.ok(t, "health"); !strings.Contains(out, "OK: 0 queues") || !strings.Contains(out, "NOTICE schema_newer: "+want) {
+		t.Fatalf("health on a newer schema printed:\n%s\nwant OK and the NOTICE schema_newer reason", out)
 	}
 }

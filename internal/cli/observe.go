@@ -25,8 +25,9 @@ func (a *app) healthCommand() *cobra.Command {
 		Long: `Check queues and workers: STALLED when ready work is not being done (no
 running worker, a backlog that does not drain), DEGRADED when something needs
 a look (stale workers, new dead letters, a paused queue, an aging backlog, an
-open circuit breaker a running handler uses), OK otherwise. Each reason says
-where to look next. Exit code 0 whatever the verdict; --json prints the same
+open circuit breaker a running handler uses), OK otherwise. A NOTICE reason
+leaves the verdict as it is: schema_newer, a newer pgbus migrated the
+database (upgrade this one). Each reason says where to look next. Exit code 0 whatever the verdict; --json prints the same
 result as the MCP tool pgbus_health.`,
 		Example: `  pgbus health
   pgbus health --json`,
