@@ -12,8 +12,8 @@ import (
 // An older pgbus rolled back to, on a database a newer one migrated: its
 // migrate says so on stdout, with both versions, applies nothing and
 // exits 0, so that a rollback's script goes on; its other commands work,
-// warning on stderr. Its migrate said "ready" with the newer version as
-// though it were its own.
+// warning on stderr, once even where workers check the schema again. Its
+// migrate said "ready" with the newer version as though it were its own.
 func TestMigrateOnANewerSchemaSaysToUpgrade(t *testing.T) {
 	d := newDB(t)
 	d.ok(t, "migrate")
@@ -33,6 +33,12 @@ func TestMigrateOnANewerSchemaSaysToUpgrade(t *testing.T) {
 	r := pgbus(t, d.env, "dlq", "list")
 	if r.code != 0 || !strings.Contains(r.stderr, "a newer pgbus migrated this database") || !strings.Contains(r.stdout, "no dead messages") {
 		t.Fatalf("dlq list on a newer schema: exit %d\nstdout: %s\nstderr: %s\nwant it listed, with a warning", r.code, r.stdout, r.stderr)
+	}
+	// A worker process checks the schema on start, then runs its workers,
+	// which check it again: it warns once.
+	r = pgbus(t, d.env, "work", "--queue", "orders", "--handler", "demo", "--until-idle")
+	if n := strings.Count(r.stderr, "a newer pgbus migrated this database"); r.code != 0 || n != 1 {
+		t.Fatalf("work on a newer schema: exit %d, warned %d times\nstderr: %s\nwant it to work, warning once", r.code, n, r.stderr)
 	}
 
 	// A newer record lacking this pgbus's migrations: refused, saying to
