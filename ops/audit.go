@@ -25,7 +25,9 @@ const (
 // result or its error, and the client. A request rejected before anything
 // was written (invalid, or refused as read-only) leaves no entry; any
 // other outcome does, even after the caller's context ended, since the
-// write may have happened. A failure to record is logged, not returned.
+// write may have happened. An entry the database cannot take (it does not
+// answer, or refuses) is held and written later (see holdAudit), never
+// returned as the operation's error: the operation is done either way.
 func (s *Service) record(ctx context.Context, op string, args, result any, opErr error) {
 	pd, ps := (*PartlyDone)(nil), (*PartlySent)(nil)
 	// A call that did part of its work before an error is recorded,
@@ -34,6 +36,8 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	if !partly && (errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly)) {
 		return
 	}
+	// The time the operation ended, kept by an entry written later.
+	at := s.now()
 	who := CallerFrom(ctx)
 	e := store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal,
 		Tool: op, Arguments: auditJSON(args), IsError: opErr != nil}
@@ -51,10 +55,23 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	if ok, isOK := result.(interface{ OK() bool }); isOK && opErr == nil && !ok.OK() {
 		e.IsError = true // some ids were not handled
 	}
+	if s.audit.waiting() {
+		// Entries are held: this one goes behind them, so that the log
+		// keeps the order of the operations.
+		e.At = at
+		s.holdAudit(e, nil)
+		return
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
-	if err := s.store.RecordAudit(actx, e); err != nil && s.opts.Logger != nil {
-		s.opts.Logger.Warn("pgbus: could not record the operation in the audit log", "op", op, "err", err)
+	err := s.store.RecordAudit(actx, e)
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrInvalid):
+		s.unrecorded(e, err) // no later attempt would take it
+	default:
+		e.At = at
+		s.holdAudit(e, err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -73,8 +74,14 @@ type Options struct {
 	// Now is the clock; default time.Now. Tests pin it.
 	Now func() time.Time
 	// Logger receives warnings (an audit entry that could not be
-	// written). Default: none.
+	// written yet). Default: none.
 	Logger *slog.Logger
+	// Unrecorded receives each audit entry that could not be recorded
+	// (the database did not take it before Close gave up, or more were
+	// held than a service holds) as one JSON line, so that the log of
+	// whoever ran the operation keeps it: a command passes its stderr.
+	// Default: Logger, at level ERROR.
+	Unrecorded io.Writer
 	// Observers watch what the service sends (engine.SendObserver) and
 	// retries out of DLQs (RetryObserver), for traces. Default: none.
 	Observers []engine.Observer
@@ -99,6 +106,8 @@ type Service struct {
 	store  *store.Store
 	sender *engine.Client
 	opts   Options
+	// audit holds the audit entries the database could not take yet.
+	audit auditHold
 	// retryTrace is the RetryObservers' hook; nil without one.
 	retryTrace func(context.Context, string, int64, store.TraceContext) (store.TraceContext, func(string, int64, error))
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // AuditEntry is one write operation, by an agent or a person.
@@ -47,19 +49,59 @@ const maxAuditJSON = 16 << 10
 const MaxAuditName = 200
 
 // RecordAudit stores one entry. Arguments and results over 16 KB are kept as
-// a note of their size, not in full.
+// a note of their size, not in full. The entry is dated by the database's
+// clock, unless At is set: an entry written later than its operation (held
+// while the database did not answer) keeps the time the operation ended.
 func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
+	return s.RecordAudits(ctx, []AuditEntry{e})
+}
+
+// RecordAudits stores entries in their order, all or none: in one
+// transaction, so that an attempt that fails leaves none of them written
+// for the next attempt to write again.
+func (s *Store) RecordAudits(ctx context.Context, entries []AuditEntry) error {
+	for _, e := range entries {
+		if err := checkAuditEntry(e); err != nil {
+			return err
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	const insert = `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, is_error, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()))`
+	args := func(e AuditEntry) []any {
+		if e.Client == "" {
+			e.Client = "unknown"
+		}
+		var at *time.Time
+		if !e.At.IsZero() {
+			at = &e.At
+		}
+		return []any{e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError, at}
+	}
+	if len(entries) == 1 {
+		if _, err := s.db.Exec(ctx, insert, args(entries[0])...); err != nil {
+			return fmt.Errorf("store: record audit entry for %s: %w", entries[0].Tool, err)
+		}
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		for _, e := range entries {
+			b.Queue(insert, args(e)...)
+		}
+		return tx.SendBatch(ctx, &b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("store: record %s: %w", plural.Count(len(entries), "audit entry", "audit entries"), err)
+	}
+	return nil
+}
+
+func checkAuditEntry(e AuditEntry) error {
 	if e.Tool == "" || len(e.Tool) > MaxAuditName || len(e.Client) > MaxAuditName || len(e.Transport) > MaxAuditName || len(e.Principal) > MaxAuditName {
 		return invalidf("audit entry: tool must be 1 to %d bytes, and client, transport and principal at most %d", MaxAuditName, MaxAuditName)
-	}
-	if e.Client == "" {
-		e.Client = "unknown"
-	}
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, is_error)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError)
-	if err != nil {
-		return fmt.Errorf("store: record audit entry for %s: %w", e.Tool, err)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ const AuditClient = "cli"
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
-		Observers: a.trace.observers, Handlers: a.queueHandlers()})
+		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers()})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
 	}
@@ -82,7 +82,13 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc}, nil
 }
 
-func (s *session) Close() { s.db.Close() }
+// Close writes what the command could not record in the audit log yet,
+// trying for a bounded time (the rest is printed on stderr), then closes
+// the database.
+func (s *session) Close() {
+	s.ops.Close(context.Background())
+	s.db.Close()
+}
 
 // errorLine renders an error for stderr: an operation's error with its
 // next steps as commands.

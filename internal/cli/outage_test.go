@@ -3,8 +3,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -22,8 +22,112 @@ import (
 // database does not answer, how many messages it retried, which stay
 // retried, and to run the same command again once it answers; each dead
 // message is then in the queue or in the DLQ, none in both, none lost, and
-// the same command run again retries the rest.
+// the same command run again retries the rest. The audit entry of what it
+// did, which the database could not take, is printed on stderr as one
+// JSON line saying so, with the count it retried.
 func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
+	c := cutRetryAll(t)
+	code := c.exitCode(t)
+	msg := c.stderr.String()
+	if code != 1 {
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, msg)
+	}
+	for _, want := range []string{"the database does not answer", "which stay retried", "run the same command again once it answers (pgbus health says when): it retries the rest"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, msg)
+		}
+	}
+	said := c.saidRetried(t)
+	var unrecorded []string
+	for line := range strings.Lines(msg) {
+		if strings.Contains(line, "could not record this operation in the audit log") {
+			unrecorded = append(unrecorded, line)
+		}
+	}
+	if len(unrecorded) != 1 {
+		t.Fatalf("stderr has %d lines of an unrecorded audit entry, want one:\n%s", len(unrecorded), msg)
+	}
+	var line struct {
+		Entry struct {
+			At     time.Time `json:"at"`
+			Client string    `json:"client"`
+			Tool   string    `json:"tool"`
+			Result struct {
+				Retried int    `json:"retried"`
+				Error   string `json:"error"`
+			} `json:"result"`
+			IsError bool `json:"is_error"`
+		} `json:"audit_entry"`
+	}
+	if err := json.Unmarshal([]byte(unrecorded[0]), &line); err != nil {
+		t.Fatalf("the unrecorded entry is no JSON line: %v\n%s", err, unrecorded[0])
+	}
+	if e := line.Entry; e.Tool != "dlq_retry" || e.Client != "cli" || !e.IsError || e.Result.Retried != said ||
+		!strings.Contains(e.Result.Error, "does not answer") || e.At.Before(c.began) {
+		t.Errorf("unrecorded entry %s, want the retry's by cli, an error, counting the %d it said it retried", unrecorded[0], said)
+	}
+
+	startPrivateCluster(t, c.dir)
+	if live, dead, distinct := c.counts(t); live != said || live+dead != c.n || distinct != live {
+		t.Errorf("after the outage: %d in the queue (%d distinct), %d dead; want the %d it said it retried, and %d in all", live, distinct, dead, said, c.n)
+	}
+	r := pgbus(t, c.d.env, c.args...)
+	if live, dead, distinct := c.counts(t); r.code != 0 || live != c.n || dead != 0 || distinct != c.n {
+		t.Errorf("the same command again: exit %d, %d in the queue (%d distinct), %d dead; want all %d retried once\n%s", r.code, live, distinct, dead, c.n, r.stderr)
+	}
+}
+
+// A dlq retry-all cut off by the database stopping, which starts again
+// while the command tries to record what it did, leaves its audit entry in
+// the log: the time the retry ended, the count it retried, its error.
+func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
+	c := cutRetryAll(t)
+	pgtest.Eventually(t, time.Minute, "the command trying to record its audit entry", func() bool {
+		return strings.Contains(c.stderr.String(), "not yet recorded in the audit log")
+	})
+	restarted := time.Now()
+	startPrivateCluster(t, c.dir)
+	if code := c.exitCode(t); code != 1 {
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, c.stderr.String())
+	}
+	msg := c.stderr.String()
+	if strings.Contains(msg, "could not record this operation") {
+		t.Errorf("stderr says the entry could not be recorded, though the database came back:\n%s", msg)
+	}
+	said := c.saidRetried(t)
+	var n, retried int
+	var at time.Time
+	var client, result string
+	var isError bool
+	c.d.query(t, `SELECT count(*) OVER (), at, client, (result->>'retried')::int, result->>'error', is_error FROM pgbus.audit_log WHERE tool = 'dlq_retry'`,
+		&n, &at, &client, &retried, &result, &isError)
+	if n != 1 || client != "cli" || retried != said || !isError || !strings.Contains(result, "does not answer") {
+		t.Errorf("audit entries of the retry: %d, by %q, retried %d, error %q, is_error %v; want one by cli counting the %d it said it retried, with its error",
+			n, client, retried, result, isError, said)
+	}
+	if at.Before(c.began) || !at.Before(restarted) {
+		t.Errorf("the entry is dated %s, want the time the retry ended, between %s and the restart at %s", at, c.began, restarted)
+	}
+}
+
+// cutRetry is a dlq retry-all cut off by its database stopping.
+type cutRetry struct {
+	dir    string
+	d      db
+	n      int
+	args   []string
+	began  time.Time
+	stderr *pgtest.SyncBuffer
+	// exited is closed once the command exited, with waitErr its Wait's.
+	exited  chan struct{}
+	waitErr error
+}
+
+// cutRetryAll starts dlq retry-all over 2000 dead messages on a cluster of
+// the test's own, and stops the cluster once the command retried some of
+// them and before it retried all.
+func cutRetryAll(t *testing.T) *cutRetry {
+	t.Helper()
 	ctx := pgtest.Context(t)
 	dir, err := os.MkdirTemp("", "pgbus-cli-outage-")
 	if err != nil {
@@ -42,30 +146,26 @@ func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
 	const queue, n = "outage", 2000
 	pgtest.CreateQueue(t, st, queue)
 	pgtest.DeadLetterN(t, st, queue, n, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
-	d := db{url: cluster.URL(), env: []string{"DATABASE_URL=" + cluster.URL()}}
-	counts := func() (live, dead, distinct int) {
-		d.query(t, `SELECT (SELECT count(*) FROM pgmq.q_outage), (SELECT count(*) FROM pgmq.q_outage_dlq),
-			(SELECT count(DISTINCT message) FROM pgmq.q_outage)`, &live, &dead, &distinct)
-		return live, dead, distinct
-	}
+	c := &cutRetry{dir: dir, d: db{url: cluster.URL(), env: []string{"DATABASE_URL=" + cluster.URL()}}, n: n,
+		args: []string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}, stderr: &pgtest.SyncBuffer{}, exited: make(chan struct{})}
 
-	args := []string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}
-	cmd := exec.Command(binaryFor(args), args...)
-	cmd.Env = append(baseEnv(), d.env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd := exec.Command(binaryFor(c.args), c.args...)
+	cmd.Env = append(baseEnv(), c.d.env...)
+	cmd.Stderr = c.stderr
+	c.began = time.Now().Truncate(time.Microsecond)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { c.waitErr = cmd.Wait(); close(c.exited) }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-c.exited:
+		default:
 			_ = cmd.Process.Kill()
-			<-exited
+			<-c.exited
 		}
 	})
-	pgtest.Eventually(t, time.Minute, "the first messages retried", func() bool { live, _, _ := counts(); return live > 0 })
+	pgtest.Eventually(t, time.Minute, "the first messages retried", func() bool { live, _, _ := c.counts(t); return live > 0 })
 	// Hold the retry partway: a share lock on the queue's table blocks
 	// the next move into it, so that the server stops mid-command.
 	tx, err := st.Pool().Begin(ctx)
@@ -83,38 +183,42 @@ func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = tx.Rollback(context.Background())
-	var code int
+	return c
+}
+
+// counts are the messages in the queue, those in its DLQ, and the distinct
+// payloads in the queue.
+func (c *cutRetry) counts(t *testing.T) (live, dead, distinct int) {
+	c.d.query(t, `SELECT (SELECT count(*) FROM pgmq.q_outage), (SELECT count(*) FROM pgmq.q_outage_dlq),
+		(SELECT count(DISTINCT message) FROM pgmq.q_outage)`, &live, &dead, &distinct)
+	return live, dead, distinct
+}
+
+// exitCode waits for the command to exit, at most two minutes.
+func (c *cutRetry) exitCode(t *testing.T) int {
+	t.Helper()
 	select {
-	case err := <-exited:
-		if exit, ok := err.(*exec.ExitError); ok {
-			code = exit.ExitCode()
+	case <-c.exited:
+		if exit, ok := c.waitErr.(*exec.ExitError); ok {
+			return exit.ExitCode()
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("dlq retry-all has not exited a minute after the database stopped")
+		return 0
+	case <-time.After(2 * time.Minute):
+		t.Fatal("dlq retry-all has not exited two minutes after the database stopped")
 	}
-	msg := stderr.String()
-	if code != 1 {
-		t.Errorf("exit code %d, want 1; stderr:\n%s", code, msg)
-	}
-	for _, want := range []string{"the database does not answer", "which stay retried", "run the same command again once it answers (pgbus health says when): it retries the rest"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("stderr does not say %q:\n%s", want, msg)
-		}
-	}
-	m := regexp.MustCompile(`stopped after retrying ([\d,]+) of`).FindStringSubmatch(msg)
+	return -1
+}
+
+// saidRetried is how many messages the command said it retried before it
+// stopped.
+func (c *cutRetry) saidRetried(t *testing.T) int {
+	t.Helper()
+	m := regexp.MustCompile(`stopped after retrying ([\d,]+) of`).FindStringSubmatch(c.stderr.String())
 	if m == nil {
-		t.Fatalf("stderr does not say how many it retried:\n%s", msg)
+		t.Fatalf("stderr does not say how many it retried:\n%s", c.stderr.String())
 	}
 	said, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
-
-	startPrivateCluster(t, dir)
-	if live, dead, distinct := counts(); live != said || live+dead != n || distinct != live {
-		t.Errorf("after the outage: %d in the queue (%d distinct), %d dead; want the %d it said it retried, and %d in all", live, distinct, dead, said, n)
-	}
-	r := pgbus(t, d.env, args...)
-	if live, dead, distinct := counts(); r.code != 0 || live != n || dead != 0 || distinct != n {
-		t.Errorf("the same command again: exit %d, %d in the queue (%d distinct), %d dead; want all %d retried once\n%s", r.code, live, distinct, dead, n, r.stderr)
-	}
+	return said
 }
 
 // startPrivateCluster starts (or starts again) a cluster of the test's own

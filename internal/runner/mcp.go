@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/engine"
@@ -101,6 +102,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if err != nil {
 		return err
 	}
+	defer closeService(svc)
 	if c.Transport == mcpserver.TransportHTTP {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
@@ -156,6 +158,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if err != nil {
 		return err
 	}
+	defer closeService(svc)
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
 	// The probes of pgbus serve, for a load balancer or Kubernetes in
@@ -187,4 +190,17 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	err = mcpserver.ServeDashboard(ctx, ln, h)
 	c.Logger.Info("pgbus dashboard stopped")
 	return err
+}
+
+// serviceCloseWait bounds how long a server that stops keeps trying to
+// write the audit entries its service holds: within the grace a
+// supervisor gives a stopping process before it kills it.
+const serviceCloseWait = 10 * time.Second
+
+// closeService writes the audit entries svc holds, for at most
+// serviceCloseWait; those it cannot write go to the log.
+func closeService(svc *ops.Service) {
+	ctx, cancel := context.WithTimeout(context.Background(), serviceCloseWait)
+	defer cancel()
+	svc.Close(ctx)
 }
