@@ -14,59 +14,97 @@ import (
 // seldom enough that an outage of an hour is a screenful, not thousands.
 const outageReminder = time.Minute
 
-// outage tells the log that the database does not answer once for the
-// whole process, rather than once per loop and per retry: each queue's
-// reads, the outcome writers, the notification listener, the heartbeats
-// and the breakers all meet the same outage at once, and each used to say
-// so at every retry, burying the one line that matters. It says when the
+// crowdedQuiet is how long a server that refused connections for want of
+// slots (SQLSTATE 53300) must refuse none before its outage is over. The
+// pool's open connections go on working while new ones are refused, so
+// successes and refusals alternate through such an outage; without the
+// pause, each would be told as an outage and its end. It is longer than
+// the longest pause between two tries of a loop of the workers (the
+// notification listener's, 10 seconds).
+const crowdedQuiet = 15 * time.Second
+
+// outage tells the log that the database does not answer, or refuses new
+// connections because it has as many as it allows, once for the whole
+// process, rather than once per loop and per retry: each queue's reads,
+// the outcome writers, the notification listener, the heartbeats and the
+// breakers all meet the same outage at once, and each used to say so at
+// every retry, burying the one line that matters. It says when the
 // database answers again, and after how long, so that the end of an
 // outage is as plain as its start.
 type outage struct {
 	log  *slog.Logger
 	down atomic.Bool // read on every success, so kept outside mu
 
-	mu    sync.Mutex
-	since time.Time // when the first failure of this outage was met
-	said  time.Time // when the outage was last logged
+	mu      sync.Mutex
+	since   time.Time // when the first failure of this outage was met
+	said    time.Time // when the outage was last logged
+	last    time.Time // when the last failure of this outage was met
+	crowded bool      // the server refused connections in this outage
 }
 
 // failed reports whether err says the database cannot be reached (down,
-// restarting, the network to it cut), logging so at the first such
-// failure of an outage and then once per outageReminder. A caller that
-// gets true must not log err itself; other errors are its own to log.
+// restarting, the network to it cut) or takes no more connections
+// (max_connections or a CONNECTION LIMIT reached), logging so at the first
+// such failure of an outage and then once per outageReminder. A caller
+// that gets true must not log err itself; other errors are its own to log.
 func (o *outage) failed(err error) bool {
-	if err == nil || !store.IsUnreachable(err) {
+	if err == nil {
+		return false
+	}
+	crowded := store.IsCrowded(err)
+	if !crowded && !store.IsUnreachable(err) {
 		return false
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
+	o.last = now
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
-		o.since, o.said = now, now
-		o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
-			"err", err)
+		o.since, o.said, o.crowded = now, now, crowded
+		if crowded {
+			o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
+				"to end it, "+store.CrowdedAdvice, "err", err)
+		} else {
+			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+				"err", err)
+		}
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
-		o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
-			"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
+		o.crowded = o.crowded || crowded
+		if crowded {
+			o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,
+				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
+		} else {
+			o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
+				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
+		}
+	default:
+		o.crowded = o.crowded || crowded
 	}
 	return true
 }
 
 // answered notes that a statement succeeded, and logs the end of an
-// outage if one was under way.
+// outage if one was under way: at once for a database that did not
+// answer, and for one that refused connections once it has refused none
+// for crowdedQuiet.
 func (o *outage) answered() {
 	if !o.down.Load() {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() {
+	if !o.down.Load() || o.crowded && time.Since(o.last) < crowdedQuiet {
 		return
 	}
 	o.down.Store(false)
+	if o.crowded {
+		o.log.Info("pgbus: the database takes new connections again; the workers carry on",
+			"after", time.Since(o.since).Round(100*time.Millisecond).String())
+		return
+	}
 	o.log.Info("pgbus: the database answers again; the workers carry on",
 		"after", time.Since(o.since).Round(100*time.Millisecond).String())
 }

@@ -126,6 +126,80 @@ func TestOutageEndSeenWhilePaused(t *testing.T) {
 	}
 }
 
+// A database that refuses new connections, having as many as its
+// max_connections allows, is said once in the workers' log, with what to
+// do about it, not at every retry of the loops that need a connection;
+// once it takes connections again, that is said once too.
+func TestCrowdedDatabaseLoggedOnceAndItsEnd(t *testing.T) {
+	ctx := testContext(t)
+	dir, cluster, _ := outageStore(t)
+	const queue = "outage"
+	pgtest.LimitConnections(t, cluster.URL(), 20)
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cluster = startPrivateCluster(t, dir)
+	// The workers' pool opens its two connections before the server is
+	// full, as a process running when it filled up has them: its reads
+	// go on, while the notification listener's own connection is refused.
+	st, err := store.Open(ctx, cluster.URL()+"&pool_max_conns=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	a, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	b.Release()
+
+	var logs pgtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	c := pgtest.NewClient(t, st, queue, func(c *engine.Config) { c.Logger = log })
+	c.HandleQueue(queue, func(context.Context, *engine.Job) error { return nil })
+	release := pgtest.Crowd(t, cluster.URL())
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 30*time.Second, "the crowded database logged", func() bool {
+		return strings.Contains(logs.String(), "the database refuses new connections")
+	})
+	// Let the listener be refused several times before the server has
+	// room again.
+	time.Sleep(3 * time.Second)
+	release()
+	pgtest.Eventually(t, time.Minute, "its end logged", func() bool {
+		return strings.Contains(logs.String(), "the database takes new connections again")
+	})
+	pgtest.Send(t, c, queue, map[string]int{"n": 1}, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the message sent after it archived", func() bool { return pgtest.Archived(t, st, queue) == 1 })
+
+	out := logs.String()
+	var warns []string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			warns = append(warns, line)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "the database refuses new connections") {
+		t.Errorf("the crowded database took %d warnings, want the one line that says it refuses new connections:\n%s", len(warns), out)
+	}
+	for _, want := range []string{"max_connections", "pool_max_conns", "PgBouncer"} {
+		if len(warns) > 0 && !strings.Contains(warns[0], want) {
+			t.Errorf("the warning does not name %s:\n%s", want, warns[0])
+		}
+	}
+	if n := strings.Count(out, "the database takes new connections again"); n != 1 {
+		t.Errorf("the end logged %d times, want once:\n%s", n, out)
+	}
+	if strings.Contains(out, "does not answer") {
+		t.Errorf("a crowded database was logged as one that does not answer:\n%s", out)
+	}
+}
+
 // outageStore starts a cluster of the test's own, opens a migrated store
 // on it, and makes the queue "outage" with quick settings.
 func outageStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {

@@ -206,6 +206,20 @@ func IsUnreachable(err error) bool {
 	return connLost(err)
 }
 
+// IsCrowded reports whether err is the server refusing a connection
+// because it has as many as it allows (SQLSTATE 53300: max_connections,
+// or a role's or database's CONNECTION LIMIT). Like a server that does not
+// answer, it may pass by waiting, as other clients let theirs go; unlike
+// it, what cures it for good is fewer connections or a higher limit.
+func IsCrowded(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "53300"
+}
+
+// CrowdedAdvice says what to do about a server that has as many
+// connections as it allows, naming the settings that decide it.
+const CrowdedAdvice = "raise the server's max_connections (or the role's or database's CONNECTION LIMIT), lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), or put PgBouncer in front of it"
+
 // NeverSent reports whether err, from a call that failed, came before any
 // statement of it reached the server: no connection could be made, or the
 // statement was never sent. Such a call wrote nothing; one whose
