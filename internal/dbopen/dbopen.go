@@ -29,9 +29,9 @@ type Options struct {
 	// the server at URL.
 	Logger *slog.Logger
 	// WaitFor is how long Connect keeps trying while the server at URL
-	// cannot be reached or is not taking connections yet (it is starting
-	// or restarting), for processes a supervisor starts beside the
-	// database; 0 fails at once. Errors that waiting cannot cure, such as
+	// cannot be reached, is not taking connections yet (it is starting
+	// or restarting) or has as many as it allows, for processes a
+	// supervisor starts beside the database; 0 fails at once. Errors that waiting cannot cure, such as
 	// a wrong password, fail at once either way.
 	WaitFor time.Duration
 }
@@ -69,20 +69,31 @@ func Connect(ctx context.Context, opts Options) (*DB, error) {
 }
 
 // openWaiting opens the store at url, trying again with a growing delay
-// while the server is unreachable and opts.WaitFor has not run out.
+// while the server is unreachable, or has as many connections as it
+// allows, and opts.WaitFor has not run out: other processes let theirs go
+// as they stop or restart, as happens in a deploy.
 func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, error) {
 	deadline := time.Now().Add(opts.WaitFor)
 	delay := 250 * time.Millisecond
 	for {
 		s, err := store.Open(ctx, url)
-		if err == nil || !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
+		crowded := store.IsCrowded(err)
+		if err == nil || !crowded && !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
 			return s, err
 		}
 		if opts.Logger != nil {
-			opts.Logger.Warn("pgbus: PostgreSQL is not reachable yet; trying again", "err", err, "in", delay, "until", deadline.Format(time.RFC3339))
+			if crowded {
+				opts.Logger.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; trying again until other clients let theirs go. To end it, "+store.CrowdedAdvice,
+					"err", err, "in", delay, "until", deadline.Format(time.RFC3339))
+			} else {
+				opts.Logger.Warn("pgbus: PostgreSQL is not reachable yet; trying again", "err", err, "in", delay, "until", deadline.Format(time.RFC3339))
+			}
 		}
 		select {
 		case <-ctx.Done():
+			if crowded {
+				return nil, fmt.Errorf("stopped waiting for PostgreSQL (%w); it refused connections, having as many as it allows: %v", ctx.Err(), err)
+			}
 			return nil, fmt.Errorf("stopped waiting for PostgreSQL (%w); it was not reachable: %v", ctx.Err(), err)
 		case <-time.After(delay):
 		}
