@@ -78,6 +78,11 @@ func (h *auditHold) waiting() bool {
 // answers, and starts the goroutine that tries. Past the bounds of what is
 // held, or once the service is closed, e is given up as unrecorded.
 func (s *Service) holdAudit(e store.AuditEntry, err error) {
+	if cerr := store.CheckAuditEntry(e); cerr != nil {
+		// Held, it would stop every entry behind it.
+		s.unrecorded(e, cerr)
+		return
+	}
 	h := &s.audit
 	size := len(e.Arguments) + len(e.Result)
 	h.mu.Lock()
@@ -166,6 +171,9 @@ func (s *Service) writeHeldAudit(ctx context.Context) (written, left int, err er
 		// Only this write removes entries, and new ones are appended
 		// behind: the batch is still the front of the queue.
 		h.entries = h.entries[len(batch):]
+		if len(h.entries) == 0 {
+			h.entries = nil // lets the backlog's array go
+		}
 		written = len(batch)
 	}
 	return written, len(h.entries), err

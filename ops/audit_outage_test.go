@@ -176,3 +176,35 @@ func TestAuditEntryUnrecordedAtClose(t *testing.T) {
 		t.Errorf("unrecorded line %s, want the pause's entry at level ERROR saying it could not be recorded", lines[0])
 	}
 }
+
+// An entry the audit log refuses whenever it is tried (here, a transport
+// name longer than it keeps) is not held, where it would stop every entry
+// behind it: it is given up as unrecorded at once, and the entry held
+// before it is written once the database is back.
+func TestAuditEntryRefusedByTheLogIsNotHeld(t *testing.T) {
+	ctx := testContext(t)
+	dir, stop, st := outageStore(t)
+	var out pgtest.SyncBuffer
+	svc := newService(t, st, ops.Options{Unrecorded: &out})
+	stop()
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: "outage"}); err == nil {
+		t.Fatal("a pause while the database is stopped succeeded")
+	}
+	long := ops.WithCaller(ctx, ops.Caller{Client: "test", Transport: strings.Repeat("t", store.MaxAuditName+1)})
+	if _, err := svc.QueueResume(long, ops.QueueRequest{Queue: "outage"}); err == nil {
+		t.Fatal("a resume while the database is stopped succeeded")
+	}
+	if s := out.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, `"tool":"queue_resume"`) {
+		t.Errorf("unrecorded lines while the database is stopped:\n%s\nwant the resume's alone, at once", s)
+	}
+	startPrivateCluster(t, dir)
+	pgtest.Eventually(t, time.Minute, "the pause's entry written", func() bool {
+		var n int
+		err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pgbus.audit_log WHERE tool = 'queue_pause' AND is_error`).Scan(&n)
+		return err == nil && n == 1
+	})
+	svc.Close(ctx)
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log`); n != 1 {
+		t.Errorf("%d audit entries, want the pause's alone", n)
+	}
+}

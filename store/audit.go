@@ -61,7 +61,7 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 // for the next attempt to write again.
 func (s *Store) RecordAudits(ctx context.Context, entries []AuditEntry) error {
 	for _, e := range entries {
-		if err := checkAuditEntry(e); err != nil {
+		if err := CheckAuditEntry(e); err != nil {
 			return err
 		}
 	}
@@ -99,7 +99,9 @@ func (s *Store) RecordAudits(ctx context.Context, entries []AuditEntry) error {
 	return nil
 }
 
-func checkAuditEntry(e AuditEntry) error {
+// CheckAuditEntry refuses, with ErrInvalid, an entry RecordAudit would
+// refuse whenever it is tried: its names are empty or too long.
+func CheckAuditEntry(e AuditEntry) error {
 	if e.Tool == "" || len(e.Tool) > MaxAuditName || len(e.Client) > MaxAuditName || len(e.Transport) > MaxAuditName || len(e.Principal) > MaxAuditName {
 		return invalidf("audit entry: tool must be 1 to %d bytes, and client, transport and principal at most %d", MaxAuditName, MaxAuditName)
 	}
