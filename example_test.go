@@ -45,6 +45,8 @@ func Example_goAPI() {
 	// The operations layer: every operation of the CLI and the MCP tools.
 	bus, err := ops.New(st, ops.Options{AllowPayloads: true})
 	check(err)
+	// Close writes the audit entries the database could not take yet.
+	defer bus.Close(ctx)
 	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "emails", Confirm: true}) // start afresh
 	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "emails"})          // and emails_dlq
 	check(err)
