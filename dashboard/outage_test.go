@@ -3,13 +3,10 @@
 package dashboard_test
 
 import (
-	"context"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -19,12 +16,7 @@ import (
 // once the database is back the same server shows its pages again.
 func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 	ctx := pgtest.Context(t)
-	dir, err := os.MkdirTemp("", "pgbus-dash-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -50,20 +42,8 @@ func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 		t.Errorf("GET /live while the database is stopped: %d %s, want 503 saying the database does not answer", code, body)
 	}
 
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	if code, page, _ := b.get("/"); code != http.StatusOK || !strings.Contains(page, "outage") {
 		t.Errorf("GET / once the database is back: %d, want the overview listing the queue:\n%s", code, page)
 	}
-}
-
-// startPrivateCluster starts (or starts again) a cluster of the test's own
-// in dir, never the shared one, since the test stops it.
-func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }

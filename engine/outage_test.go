@@ -5,7 +5,6 @@ package engine_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +62,7 @@ func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
 	// background tasks) fail and retry several times before the server
 	// comes back.
 	time.Sleep(3 * time.Second)
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 
 	after := pgtest.Send(t, c, queue, map[string]int{"n": 2}, engine.SendOptions{Kind: "after"})
 	pgtest.Eventually(t, time.Minute, "both messages archived", func() bool { return pgtest.Archived(t, st, queue) == 2 })
@@ -116,7 +115,7 @@ func TestOutageEndSeenWhilePaused(t *testing.T) {
 		pgtest.Eventually(t, 30*time.Second, "the outage logged", func() bool {
 			return strings.Count(logs.String(), "the database does not answer") == strings.Count(logs.String(), "the database answers again")+1
 		})
-		cluster = startPrivateCluster(t, dir)
+		cluster = pgtest.StartCluster(t, dir)
 		pgtest.Eventually(t, 30*time.Second, "the return logged", func() bool {
 			return strings.Count(logs.String(), "the database does not answer") == strings.Count(logs.String(), "the database answers again")
 		})
@@ -138,7 +137,7 @@ func TestCrowdedDatabaseLoggedOnceAndItsEnd(t *testing.T) {
 	if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cluster = startPrivateCluster(t, dir)
+	cluster = pgtest.StartCluster(t, dir)
 	// The workers' pool opens its two connections before the server is
 	// full, as a process running when it filled up has them: its reads
 	// go on, while the notification listener's own connection is refused.
@@ -205,12 +204,7 @@ func TestCrowdedDatabaseLoggedOnceAndItsEnd(t *testing.T) {
 func outageStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
 	t.Helper()
 	ctx := testContext(t)
-	dir, err := os.MkdirTemp("", "pgbus-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -222,16 +216,4 @@ func outageStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
 	pgtest.CreateQueue(t, st, "outage")
 	pgtest.SetFastSettings(t, st, "outage", nil)
 	return dir, cluster, st
-}
-
-// startPrivateCluster starts (or starts again) a cluster of the test's own
-// in dir, never the shared one, since the test stops it.
-func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }

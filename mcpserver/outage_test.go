@@ -3,14 +3,11 @@
 package mcpserver_test
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
 
-	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
@@ -24,12 +21,7 @@ import (
 // the same session works, without restarting the server.
 func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 	ctx := testContext(t)
-	dir, err := os.MkdirTemp("", "pgbus-mcp-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +60,7 @@ func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 		}
 	}
 
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
 	if h.Status == ops.HealthUnreachable || h.DeadMessages != 1 {
 		t.Errorf("pgbus_health once the database is back: %+v, want a verdict on the queues, 1 dead message", h)
@@ -78,16 +70,4 @@ func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 	if inDLQ(t, st, queue, ids[0]) || pgtest.Live(t, st, queue) != 1 {
 		t.Errorf("pgbus_dlq_retry once the database is back: %+v; the message is still dead or not in its queue", retried)
 	}
-}
-
-// startPrivateCluster starts (or starts again) a cluster of the test's own
-// in dir, never the shared one, since the test stops it.
-func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }

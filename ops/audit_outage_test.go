@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +22,7 @@ import (
 func outageStore(t *testing.T) (string, func(), *store.Store) {
 	t.Helper()
 	ctx := testContext(t)
-	dir, err := os.MkdirTemp("", "pgbus-ops-audit-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +85,7 @@ func TestAuditEntryHeldThroughAnOutage(t *testing.T) {
 	}
 	ended := time.Now()
 
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	type row struct {
 		id      int64
 		at      time.Time
@@ -197,7 +191,7 @@ func TestAuditEntryRefusedByTheLogIsNotHeld(t *testing.T) {
 	if s := out.String(); strings.Count(s, "\n") != 1 || !strings.Contains(s, `"tool":"queue_resume"`) {
 		t.Errorf("unrecorded lines while the database is stopped:\n%s\nwant the resume's alone, at once", s)
 	}
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	pgtest.Eventually(t, time.Minute, "the pause's entry written", func() bool {
 		var n int
 		err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pgbus.audit_log WHERE tool = 'queue_pause' AND is_error`).Scan(&n)

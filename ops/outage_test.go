@@ -3,13 +3,10 @@
 package ops_test
 
 import (
-	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -23,12 +20,7 @@ import (
 // same service works without being opened again.
 func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 	ctx := testContext(t)
-	dir, err := os.MkdirTemp("", "pgbus-ops-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +77,7 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 		t.Errorf("HealthOrUnreachable while the database is stopped: %+v, want UNREACHABLE with one reason database_unreachable pointing at health", h)
 	}
 
-	startPrivateCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	if err := send(); err != nil {
 		t.Fatalf("Send once the database is back: %v", err)
 	}
@@ -95,16 +87,4 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 	if n := pgtest.Live(t, st, queue); n != 2 {
 		t.Errorf("the queue holds %d messages, want 2: the sends before and after the outage, none from the refused one", n)
 	}
-}
-
-// startPrivateCluster starts (or starts again) a cluster of the test's own
-// in dir, never the shared one, since the test stops it.
-func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }

@@ -4,12 +4,12 @@ package store_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -19,12 +19,7 @@ import (
 // default connect timeout has passed, as unreachable and saying so, where
 // Open waited for as long as the server stayed frozen.
 func TestOpenGivesUpOnAServerThatDoesNotAnswer(t *testing.T) {
-	dir, err := os.MkdirTemp("", "pgbus-frozen-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	c := startCluster(t, dir)
+	dir, c := pgtest.PrivateCluster(t)
 	pid := postmasterPID(t, dir)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

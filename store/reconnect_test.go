@@ -46,7 +46,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			startCluster(t, dir)
+			pgtest.StartCluster(t, dir)
 			if n := s.Pool().Stat().IdleConns(); n < 2 {
 				t.Fatalf("pool holds %d idle connections; want the old ones still there", n)
 			}
@@ -73,25 +73,13 @@ func TestWriteAfterRestart(t *testing.T) {
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	startCluster(t, dir)
+	pgtest.StartCluster(t, dir)
 	if _, err := s.Send(ctx, "rc", store.NewMessage{Payload: json.RawMessage(`{"n":1}`)}); err != nil {
 		t.Fatalf("first write after restart: %v", err)
 	}
 	if n := pgtest.Live(t, s, "rc"); n != 1 {
 		t.Fatalf("queue holds %d messages, want 1", n)
 	}
-}
-
-// startCluster starts (or restarts) a private embedded cluster in dir; Start
-// returns once the server accepts connections.
-func startCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }
 
 // fillPool makes the pool hold n connections, all used and idle, and reads
@@ -218,12 +206,7 @@ func breakPoolSocket(t *testing.T, pool *pgxpool.Pool) {
 func privateStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	dir, err := os.MkdirTemp("", "pgbus-rc-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	c := startCluster(t, dir)
+	dir, c := pgtest.PrivateCluster(t)
 	s, err := store.Open(ctx, c.URL())
 	if err != nil {
 		t.Fatal(err)

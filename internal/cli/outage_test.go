@@ -5,7 +5,6 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -67,7 +65,7 @@ func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
 		t.Errorf("unrecorded entry %s, want the retry's by cli, an error, counting the %d it said it retried", unrecorded[0], said)
 	}
 
-	startPrivateCluster(t, c.dir)
+	pgtest.StartCluster(t, c.dir)
 	if live, dead, distinct := c.counts(t); live != said || live+dead != c.n || distinct != live {
 		t.Errorf("after the outage: %d in the queue (%d distinct), %d dead; want the %d it said it retried, and %d in all", live, distinct, dead, said, c.n)
 	}
@@ -86,7 +84,7 @@ func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
 		return strings.Contains(c.stderr.String(), "not yet recorded in the audit log")
 	})
 	restarted := time.Now()
-	startPrivateCluster(t, c.dir)
+	pgtest.StartCluster(t, c.dir)
 	if code := c.exitCode(t); code != 1 {
 		t.Errorf("exit code %d, want 1; stderr:\n%s", code, c.stderr.String())
 	}
@@ -129,12 +127,7 @@ type cutRetry struct {
 func cutRetryAll(t *testing.T) *cutRetry {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	dir, err := os.MkdirTemp("", "pgbus-cli-outage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cluster := startPrivateCluster(t, dir)
+	dir, cluster := pgtest.PrivateCluster(t)
 	st, err := store.Open(ctx, cluster.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -219,16 +212,4 @@ func (c *cutRetry) saidRetried(t *testing.T) int {
 	}
 	said, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 	return said
-}
-
-// startPrivateCluster starts (or starts again) a cluster of the test's own
-// in dir, never the shared one, since the test stops it.
-func startPrivateCluster(t *testing.T, dir string) *embedpg.Cluster {
-	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
 }

@@ -1,0 +1,37 @@
+package pgtest
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/pgbus/pgbus/embedpg"
+)
+
+// PrivateCluster starts an embedded PostgreSQL of the test's own, never the
+// shared one, in a new temporary directory removed at the end of the test:
+// a test that stops, restarts or fills its server leaves the other tests
+// theirs. It returns the directory, for StartCluster to start the same
+// data again after a Stop.
+func PrivateCluster(t testing.TB) (string, *embedpg.Cluster) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgbus-private-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir, StartCluster(t, dir)
+}
+
+// StartCluster starts (or starts again) the embedded cluster in dir and
+// stops it at the end of the test; it returns once the server accepts
+// connections.
+func StartCluster(t testing.TB, dir string) *embedpg.Cluster {
+	t.Helper()
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
