@@ -446,3 +446,27 @@ func TestStartWorkerHintNamesTheHandler(t *testing.T) {
 		}
 	}
 }
+
+// The live messages of a queue dropped outside pgbus while its DLQ holds
+// dead messages: not found, saying it was dropped and how many dead
+// messages are left, with a hint to them; a queue that never was is
+// still just not found.
+func TestQueueMessagesOfADroppedQueue(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := uniqueName("gone")
+	pgtest.CreateQueue(t, s, q)
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	pgtest.DropOutside(t, s, q)
+	_, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
+	hints := ops.HintsOf(err)
+	if !errors.Is(err, ops.ErrNotFound) || !strings.Contains(err.Error(), "was dropped") || !strings.Contains(err.Error(), q+"_dlq holds 2 dead messages") ||
+		len(hints) == 0 || hints[0].Op != ops.OpDLQSummary || hints[0].Args["queue"] != q {
+		t.Fatalf("messages of the dropped queue: %v, hints %+v; want not found, saying it was dropped with 2 dead messages, a hint to them first", err, hints)
+	}
+	never := uniqueName("never")
+	if _, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: never}); !errors.Is(err, ops.ErrNotFound) || strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("messages of a queue that never was: %v; want not found, no word of a drop", err)
+	}
+}

@@ -196,6 +196,11 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	var out LiveMessages
 	for step := 0; ; {
 		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State}, req.Cursor, limit)
+		if errors.Is(err, store.ErrNotFound) {
+			if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
+				return LiveMessages{}, dropped
+			}
+		}
 		if err != nil {
 			return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
@@ -224,6 +229,20 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		out.Notes = append(out.Notes, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters; a smaller limit shows more of each")
 	}
 	return out, nil
+}
+
+// droppedQueue is the error that a queue has no live messages because it
+// was dropped while its DLQ holds dead messages, with where they are; nil
+// when the queue is not such a queue. "Does not exist" alone sent the
+// reader away from the dead messages still left of it.
+func (s *Service) droppedQueue(ctx context.Context, queue string) error {
+	stats, err := s.store.QueueStats(ctx, queue, store.QueueStatsOptions{})
+	if err != nil || len(stats) != 1 || !stats[0].Dropped {
+		return nil
+	}
+	q := stats[0]
+	return notFoundf("queue %q was dropped, so it has no live messages; its DLQ %s holds %d dead %s", queue, q.DLQ, q.DLQDepth, plural.Of(q.DLQDepth, "message", "messages")).
+		with(hint(OpDLQSummary, "its dead messages by cause", "queue", queue), hint(OpQueueStats, "lists the queues there are"))
 }
 
 func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {
