@@ -116,7 +116,7 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, v *view, paus
 		s.fail(w, r, v, err)
 		return
 	}
-	d := done{Heading: "Queue " + res.Queue + " " + verb, Links: []link{{"/", "Back to the overview"}}}
+	d := done{Heading: "Queue " + res.Queue + " " + verb, Links: []link{{queuePath(res.Queue), "The page of queue " + res.Queue}, {"/", "Back to the overview"}}}
 	if !res.Changed {
 		d.Heading = "Queue " + res.Queue + " was already " + verb
 	}

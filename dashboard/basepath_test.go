@@ -90,6 +90,12 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 	if _, err := st.BreakerFailure(ctx, breaker, "503 from the bank"); err != nil {
 		t.Fatal(err)
 	}
+	// Live messages for two pages of the queue's page.
+	for range ops.DefaultPageSize + 1 {
+		if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: []byte(`{"sku": "a-1"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	token := newToken(t)
 	addr := serve(t, st, serverOpts{token: token, allowPayloads: true, basePath: base + "/"})
 	root := newBrowser(t, addr)
@@ -152,7 +158,10 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 		}
 	}
 	t.Logf("%d addresses opened, %d pages", len(seen), len(pages))
-	for _, want := range []string{"/", "/dlq", "/dlq/messages", "/dlq/message", "/dlq/retry", "/dlq/discard", "/audit", "/workers", "/circuits"} {
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(seen)), func(p string) bool { return strings.HasPrefix(p, base+"/queues/"+q+"?cursor=") }) {
+		t.Errorf("the queue's next page was not opened under %s; the addresses opened: %v", base, slices.Sorted(maps.Keys(seen)))
+	}
+	for _, want := range []string{"/", "/queues/" + q, "/dlq", "/dlq/messages", "/dlq/message", "/dlq/retry", "/dlq/discard", "/audit", "/workers", "/circuits"} {
 		if _, ok := pages[base+want]; !ok {
 			t.Errorf("no link led to %s%s; the pages seen: %v", base, want, slices.Sorted(maps.Keys(pages)))
 		}

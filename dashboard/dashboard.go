@@ -154,6 +154,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /dlq/message/discard", s.authed(s.writes(s.discardOne)))
 	m.HandleFunc("POST /dlq/message/correct", s.authed(s.writes(s.correctPreview)))
 	m.HandleFunc("POST /dlq/message/correct/retry", s.authed(s.writes(s.correctRun)))
+	m.HandleFunc("GET /queues/{name}", s.authed(s.queuePage))
 	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))
 	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
 	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))

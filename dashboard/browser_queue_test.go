@@ -1,0 +1,57 @@
+package dashboard_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// In a browser, a queue's name on the overview opens its page, which
+// lists the messages of its three priority levels in order, level 0
+// first; its next page, its state filter and its payloads open by
+// clicking; a kind and a payload holding a script show it as text.
+func TestBrowserQueuePage(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q, want := levelQueue(t, newService(t, st), ops.DefaultPageSize)
+	base := "http://" + serve(t, st, serverOpts{allowPayloads: true})
+	listed := func() []string {
+		t.Helper()
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("tbody tr"), tr => tr.dataset.level + "/" + tr.dataset.msg)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	b.do("open the queue from the overview", chromedp.Navigate(base+"/"), page("overview"),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="`+q+`"] th a`)), page("queue"))
+	if got := listed(); !slices.Equal(got, want[:ops.DefaultPageSize]) || b.text("h1") != "Queue "+q || b.text("tbody tr td") != "0" {
+		t.Fatalf("the queue's page %q lists %v, the first level %q; want %v, level 0 first", b.text("h1"), got, b.text("tbody tr td"), want[:ops.DefaultPageSize])
+	}
+	b.do("open the next page", chromedp.Click(chromedp.CSS(`a[rel="next"]`)), page("queue"), chromedp.WaitVisible(chromedp.CSS(`nav.pager a`)))
+	if got := listed(); !slices.Equal(got, want[ops.DefaultPageSize:]) || !strings.Contains(b.text("nav.pager"), "First page") {
+		t.Fatalf("the next page lists %v, want %v, with a way to the first page", got, want[ops.DefaultPageSize:])
+	}
+
+	b.do("filter to the scheduled messages", chromedp.SetValue(chromedp.ID("f-state"), "scheduled"),
+		chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)), page("queue"))
+	if got, loc := listed(), b.location(); !slices.Equal(got, want[len(want)-1:]) || !strings.Contains(loc, "state=scheduled") {
+		t.Fatalf("the scheduled messages at %s: %v, want %v", loc, got, want[len(want)-1:])
+	}
+	b.do("show the payloads", chromedp.Click(chromedp.CSS(`p[data-payloads] a`)), page("queue"), chromedp.WaitVisible(chromedp.CSS(`td.payload`)))
+	if loc := b.location(); !strings.Contains(loc, "state=scheduled") || !strings.Contains(loc, "payload=1") {
+		t.Fatalf("showing the payloads lost the filter: %s", loc)
+	}
+	if kind, payload := b.text("tbody tr td:nth-of-type(3)"), b.text("td.payload pre:not(.headers)"); kind != injection || !strings.Contains(payload, `"note": "`+strings.ReplaceAll(injection, `"`, `\"`)+`"`) {
+		t.Fatalf("the kind shows %q and the payload %q; want the script as text", kind, payload)
+	}
+	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("main script, main img").length + (window.pwned ? 100 : 0)`)); err != nil || n != 0 {
+		t.Fatalf("the producer's script became part of the page (%d, %v)", n, err)
+	}
+}
