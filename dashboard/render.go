@@ -273,7 +273,7 @@ var opPages = map[string]string{
 func hintLinks(hints []ops.Hint) []link {
 	var out []link
 	for _, h := range hints {
-		p, ok := opPages[h.Op]
+		p, ok := hintPage(h)
 		if !ok {
 			continue
 		}
@@ -284,7 +284,7 @@ func hintLinks(hints []ops.Hint) []link {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k == "dry_run" || k == "expect" {
+			if k == "dry_run" || k == "expect" || strings.HasPrefix(p, "/queues/") && (k == "queue" || k == "limit") {
 				continue
 			}
 			name := k
@@ -305,6 +305,19 @@ func hintLinks(hints []ops.Hint) []link {
 	return out
 }
 
+// hintPage is the page of the dashboard a hint points at, without its
+// query: one queue's stats and live messages are on the queue's own page,
+// which names it in its path.
+func hintPage(h ops.Hint) (string, bool) {
+	if h.Op == ops.OpQueueMessages || h.Op == ops.OpQueueStats {
+		if q, _ := h.Args["queue"].(string); q != "" {
+			return queuePath(q), true
+		}
+	}
+	p, ok := opPages[h.Op]
+	return p, ok
+}
+
 // hintCommands names the hints the dashboard has no page for as the
 // command lines a person runs, such as pgbus migrate for a database whose
 // schema is missing or old: a page of advice that only said "migrate"
@@ -312,7 +325,7 @@ func hintLinks(hints []ops.Hint) []link {
 func hintCommands(hints []ops.Hint) []command {
 	var out []command
 	for _, h := range hints {
-		if _, ok := opPages[h.Op]; ok {
+		if _, ok := hintPage(h); ok {
 			continue
 		}
 		text := h.Why

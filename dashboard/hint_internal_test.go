@@ -1,0 +1,39 @@
+package dashboard
+
+import (
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A next step about one queue's stats or live messages (a health reason's
+// "what the queue holds", the stats of a DLQ's queue) links the queue's
+// page, keeping a state and cursor but not the limit, which the page does
+// not take; without a queue, the stats are the overview's.
+func TestHintsOfAQueueLinkItsPage(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.NewQueue(t, st, "dash_hint")
+	_, err = svc.QueueStats(pgtest.Context(t), ops.QueueStatsRequest{Queue: q + "_dlq"})
+	hints := append(ops.HintsOf(err),
+		ops.Hint{Op: ops.OpQueueMessages, Why: "what the queue holds", Args: map[string]any{"queue": q, "state": "retrying", "cursor": "c1", "limit": 5}},
+		ops.Hint{Op: ops.OpQueueStats, Why: "lists the queues there are"})
+	got := hintLinks(hints)
+	want := []link{{"/queues/" + q, "The stats of its queue"}, {"/dlq?queue=" + q, "Its dead messages by cause"},
+		{"/queues/" + q + "?cursor=c1&state=retrying", "What the queue holds"}, {"/", "Lists the queues there are"}}
+	if len(got) != len(want) {
+		t.Fatalf("links %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("link %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if cmds := hintCommands(hints); len(cmds) != 0 {
+		t.Errorf("the hints the dashboard links are given as commands too: %+v", cmds)
+	}
+}
