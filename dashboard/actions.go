@@ -154,11 +154,12 @@ type auditData struct {
 
 // Target is the page of what an entry acted on, when the dashboard has
 // one: the dead letters its filter selects (or the DLQ its ids were in),
-// a queue's place in the overview, or the circuit breakers.
+// the page of the queue paused or resumed, or the circuit breakers.
 func (auditData) Target(e ops.AuditEntry) string {
 	var args struct {
 		Filter ops.DeadFilter `json:"filter"`
 		IDs    []int64        `json:"ids"`
+		Queue  string         `json:"queue"`
 	}
 	switch {
 	case strings.HasPrefix(e.Op, "dlq_") && e.Op != ops.OpDLQPurge:
@@ -167,7 +168,10 @@ func (auditData) Target(e ops.AuditEntry) string {
 		}
 		return pageLink("/dlq", filterArgs(args.Filter)...)
 	case e.Op == ops.OpQueuePause || e.Op == ops.OpQueueResume:
-		return "/"
+		if json.Unmarshal(e.Arguments, &args) != nil || args.Queue == "" {
+			return "/"
+		}
+		return queuePath(args.Queue)
 	case e.Op == ops.OpCircuitReset:
 		return "/circuits"
 	}

@@ -164,7 +164,7 @@ func TestQueuePage(t *testing.T) {
 }
 
 // A queue's page pauses and resumes it as the overview does, and the page
-// after either links back to it.
+// after either, and their audit entries, link back to it.
 func TestQueuePagePauses(t *testing.T) {
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_qpause")
@@ -184,6 +184,10 @@ func TestQueuePagePauses(t *testing.T) {
 	}
 	if _, page, _ := b.get("/queues/" + q); !strings.Contains(page, fmt.Sprintf(button, "pause")) || strings.Contains(page, ">paused</span>") {
 		t.Fatalf("after the resume, the queue's page:\n%s", page)
+	}
+	// The audit log links the queue's page from its pause and resume.
+	if _, page, _ := b.get("/audit?client=dashboard"); strings.Count(page, `<a href="/queues/`+q+`">queue_`) != 2 {
+		t.Fatalf("the audit log does not link the queue's page from its pause and resume:\n%s", page)
 	}
 	// Read-only, the page offers no button.
 	ro := newBrowser(t, serve(t, st, serverOpts{token: token, readOnly: true}))
