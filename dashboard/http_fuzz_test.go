@@ -58,6 +58,8 @@ func FuzzRequest(f *testing.F) {
 		{false, "/dlq/message?queue=" + q + "&id=2&payload=1", "", true, ""},
 		{false, "/dlq/retry?queue=" + q + "&reason=not_recorded", "", true, ""},
 		{false, "/dlq/selected?queue=" + q + "&id=1&id=2", "", true, ""},
+		{false, "/queues/" + q + "?state=retrying&cursor=UAEAAAAAAAABGH1MFsdf7Q&payload=1", "", true, ""},
+		{false, "/queues/" + q + "_p1?state=%00", "", true, ""},
 		{false, "/audit?client=dashboard", "", true, ""},
 		{false, "/workers", "", true, ""},
 		{false, "/circuits", "", true, ""},
