@@ -21,8 +21,9 @@ type queueData struct {
 	State  string
 	States []string
 	Cursor string
-	// PayloadAllowed: the server shows payloads when asked
-	// (PayloadAsked, ?payload=1), as a dead message's page does.
+	// PayloadAsked (?payload=1) shows each message's headers, and its
+	// payload when the server shows payloads (PayloadAllowed), as a dead
+	// message's page does.
 	PayloadAllowed, PayloadAsked bool
 }
 

@@ -100,7 +100,7 @@ func TestQueuePage(t *testing.T) {
 	if !slices.Equal(got, want[:ops.DefaultPageSize]) {
 		t.Fatalf("the first page lists %v, want %v", got, want[:ops.DefaultPageSize])
 	}
-	if strings.Contains(page, "First page") || !strings.Contains(page, "Show the payloads") || strings.Contains(page, "window.pwned") {
+	if strings.Contains(page, "First page") || !strings.Contains(page, "Show the headers and payloads") || strings.Contains(page, "window.pwned") {
 		t.Fatalf("the first page offers a first page, or no payloads, or shows one unasked:\n%s", page)
 	}
 	next := regexp.MustCompile(`href="([^"]*)" rel="next"`).FindStringSubmatch(page)
@@ -119,6 +119,18 @@ func TestQueuePage(t *testing.T) {
 	}
 	if strings.Contains(page, "<script>window") || strings.Contains(page, "<img") || strings.Count(page, "&lt;script&gt;window.pwned=1&lt;/script&gt;") != 4 || !strings.Contains(page, `<option value="scheduled" selected>`) {
 		t.Fatalf("the scheduled message's kind, headers (x-note, and pgbus_kind) and payload are not each shown as text, or the filter is not shown:\n%s", page)
+	}
+
+	// Without --allow-payloads, the headers are shown when asked, the
+	// payloads never.
+	hidden := newBrowser(t, serve(t, st, serverOpts{}))
+	code, page, _ = hidden.get("/queues/" + q + "?state=scheduled")
+	if code != http.StatusOK || !strings.Contains(page, "Payloads are hidden") || !strings.Contains(page, `href="/queues/`+q+`?state=scheduled&amp;payload=1">Show the headers</a>`) || strings.Contains(page, "x-note") {
+		t.Fatalf("the scheduled messages on a server without payloads: %d\n%s", code, page)
+	}
+	code, page, _ = hidden.get("/queues/" + q + "?state=scheduled&payload=1")
+	if code != http.StatusOK || !strings.Contains(page, `&#34;x-note&#34;: &#34;&lt;script&gt;window.pwned=1`) || strings.Contains(page, "&#34;note&#34;") || !strings.Contains(page, "hidden (") {
+		t.Fatalf("the headers of the scheduled message on a server without payloads: %d, want the headers shown, the payload hidden\n%s", code, page)
 	}
 
 	// A state or cursor the page does not know: what is wrong, and the
