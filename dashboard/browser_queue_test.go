@@ -1,9 +1,12 @@
 package dashboard_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -34,13 +37,13 @@ func TestBrowserQueuePage(t *testing.T) {
 	if got := listed(); !slices.Equal(got, want[:ops.DefaultPageSize]) || b.text("h1") != "Queue "+q || b.text("tbody tr td") != "0" {
 		t.Fatalf("the queue's page %q lists %v, the first level %q; want %v, level 0 first", b.text("h1"), got, b.text("tbody tr td"), want[:ops.DefaultPageSize])
 	}
-	b.do("open the next page", chromedp.Click(chromedp.CSS(`a[rel="next"]`)), page("queue"), chromedp.WaitVisible(chromedp.CSS(`nav.pager a`)))
+	b.do("open the next page", chromedp.Click(chromedp.CSS(`a[rel="next"]`)), loaded("queue", "cursor="))
 	if got := listed(); !slices.Equal(got, want[ops.DefaultPageSize:]) || !strings.Contains(b.text("nav.pager"), "First page") {
 		t.Fatalf("the next page lists %v, want %v, with a way to the first page", got, want[ops.DefaultPageSize:])
 	}
 
 	b.do("filter to the scheduled messages", chromedp.SetValue(chromedp.ID("f-state"), "scheduled"),
-		chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)), page("queue"))
+		chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)), loaded("queue", "state=scheduled"))
 	if got, loc := listed(), b.location(); !slices.Equal(got, want[len(want)-1:]) || !strings.Contains(loc, "state=scheduled") {
 		t.Fatalf("the scheduled messages at %s: %v, want %v", loc, got, want[len(want)-1:])
 	}
@@ -53,5 +56,25 @@ func TestBrowserQueuePage(t *testing.T) {
 	}
 	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("main script, main img").length + (window.pwned ? 100 : 0)`)); err != nil || n != 0 {
 		t.Fatalf("the producer's script became part of the page (%d, %v)", n, err)
+	}
+}
+
+// loaded waits for the page name at an address holding part: after a
+// click on a link or a form of a page of the same name, the page on screen
+// is the old one until the new one is committed, and an expression
+// evaluated meanwhile may lose its document.
+func loaded(name, part string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			loc, err := chromedp.Location()(ctx, t)
+			if err == nil && strings.Contains(loc, part) {
+				return page(name)(ctx, t)
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("waiting for an address holding %q, at %q: %w", part, loc, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 }
