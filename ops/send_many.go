@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/store"
 )
 
 // Bounds of SendMany: what one call may hold, in memory at once.
@@ -60,6 +61,10 @@ type PartlySent struct {
 	Sent int
 	// Total is how many the call had.
 	Total int
+	// Unsure is how many payloads after the first Sent may or may not
+	// have been sent: the connection broke as their transaction
+	// committed, and whether it did is not known. The rest were not sent.
+	Unsure int
 	// Err is why it stopped.
 	Err error
 }
@@ -75,9 +80,17 @@ func (e *PartlySent) Unwrap() error { return e.Err }
 // resumption itself: "stopped after sending 2,000 of 2,500 payloads,
 // which stay sent; the other 500 were not sent".
 func (e *PartlySent) Stopped() string {
-	rest := "the other " + thousands(int64(e.Total-e.Sent)) + " were not sent"
-	if e.Total-e.Sent == 1 {
+	unsent := e.Total - e.Sent - e.Unsure
+	rest := "the other " + thousands(int64(unsent)) + " were not sent"
+	if unsent == 1 {
 		rest = "the last one was not sent"
+	}
+	if e.Unsure > 0 {
+		unsure := fmt.Sprintf("the next %s may or may not have been sent, as the connection broke while they were written: look before sending them again", thousands(int64(e.Unsure)))
+		if unsent > 0 {
+			unsure += "; " + rest
+		}
+		rest = unsure
 	}
 	return fmt.Sprintf("stopped after sending %s of %s payloads, which stay sent; %s", thousands(int64(e.Sent)), thousands(int64(e.Total)), rest)
 }
@@ -183,8 +196,14 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		part := req.Payloads[start:min(start+SendManyBatch, len(req.Payloads))]
 		ids, err := s.sendBatch(ctx, req.Queue, part, opts)
 		if err != nil {
-			if start > 0 {
-				return out, &PartlySent{Sent: start, Total: len(req.Payloads), Err: err}
+			// A batch whose commit went unanswered may be in the queue:
+			// the words must not say it was not sent.
+			unsure := 0
+			if errors.Is(err, ErrUnavailable) && !store.NeverSent(err) {
+				unsure = len(part)
+			}
+			if start > 0 || unsure > 0 {
+				return out, &PartlySent{Sent: start, Unsure: unsure, Total: len(req.Payloads), Err: err}
 			}
 			return out, err
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,8 +44,10 @@ They are sent in order, in transactions of 1,000 lines, and their ids are
 printed one a line (with --json, {"queue": ..., "msg_ids": [...]}). If a
 transaction fails, the lines before it stay sent, and the error says
 which line to go on from: run the same command with --from-line N to
-send the rest, not the whole input again. The command is one entry in
-the audit log.`,
+send the rest, not the whole input again. If the connection broke as a
+transaction committed, its lines may or may not have been sent: the error
+names them, to look for with pgbus queue messages, and the line to go on
+from either way. The command is one entry in the audit log.`,
 		Example: `  pgbus send orders '{"order_id": 42, "amount_cents": 1999}' --kind charge_card
   pgbus send orders @order.json --idempotency-key order-42
   echo '{"to": "ada@example.com"}' | pgbus send emails - --kind welcome --delay 10m
@@ -138,7 +141,7 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	}
 	req.Payloads = in.payloads
 	if err := check(cmd, req); err != nil {
-		return in.lineError(err)
+		return in.lineError(err, queue)
 	}
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
@@ -162,7 +165,7 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 		}
 	}
 	if err != nil {
-		return in.lineError(err)
+		return in.lineError(err, queue)
 	}
 	return nil
 }
@@ -170,12 +173,25 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 // lineError words an error of SendMany by the input's lines: the line a
 // refused payload came from, or, when the sending stopped midway, the
 // lines sent and the one to go on from.
-func (in *ndjsonInput) lineError(err error) error {
+func (in *ndjsonInput) lineError(err error, queue string) error {
 	var ps *ops.PartlySent
 	if errors.As(err, &ps) {
+		var parts []string
+		if ps.Sent > 0 {
+			parts = append(parts, fmt.Sprintf("lines %d to %d of %s were sent (%d messages) and stay sent", in.lines[0], in.lines[ps.Sent-1], in.from, ps.Sent))
+		}
 		next := in.lines[ps.Sent]
-		return sendStopped{cause: ps.Err, msg: fmt.Sprintf("lines %d to %d of %s were sent (%d messages) and stay sent; line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice",
-			in.lines[0], in.lines[ps.Sent-1], in.from, ps.Sent, next, next), err: err}
+		if ps.Unsure > 0 {
+			last := ps.Sent + ps.Unsure - 1
+			resume := fmt.Sprintf("--from-line %d if they are not there", next)
+			if last+1 < len(in.lines) {
+				resume += fmt.Sprintf(", --from-line %d if they are", in.lines[last+1])
+			}
+			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as the connection broke while they were written: look for them with pgbus queue messages %s, then run the same command with %s", next, in.lines[last], queue, resume))
+		} else {
+			parts = append(parts, fmt.Sprintf("line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice", next, next))
+		}
+		return sendStopped{cause: ps.Err, msg: strings.Join(parts, "; "), err: err}
 	}
 	if i := ops.PayloadIndex(err); i >= 0 && i < len(in.lines) {
 		return reworded{fmt.Sprintf("line %d of %s: %v; nothing was sent", in.lines[i], in.from, ops.PayloadReason(err)), err}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
 // ndjsonLines is n lines {"order_id": 0} to {"order_id": n-1}.
@@ -173,5 +175,36 @@ func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 2500 {
 		t.Fatalf("%d messages after the resume; want 2500", n)
+	}
+}
+
+// A connection that breaks as a transaction of send --ndjson commits
+// leaves its lines neither sent nor unsent for sure: the error says so,
+// with the lines before them sent, how to look, and the line to go on
+// from either way, where it said they were not sent and resuming from
+// them could send them twice.
+func TestSendNDJSONCommitCutOffIsUnsure(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	// At the commit of the transaction holding order 1500, its session
+	// is ended, as by a failover: the client sees the connection go.
+	pgtest.Exec(t, d.url, `CREATE FUNCTION public.end_my_session() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$`)
+	pgtest.Exec(t, d.url, `CREATE CONSTRAINT TRIGGER end_session AFTER INSERT ON pgmq.q_orders DEFERRABLE INITIALLY DEFERRED
+		FOR EACH ROW WHEN ((NEW.message->>'order_id') = '1500') EXECUTE FUNCTION public.end_my_session()`)
+
+	r := pgbusIn(t, d.env, strings.Join(ndjsonLines(2500), "\n"), "send", "orders", "--ndjson", "-")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout: %.200s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"lines 1 to 1000 of stdin were sent", "lines 1001 to 2000 may or may not have been sent",
+		"pgbus queue messages orders", "--from-line 1001 if they are not there, --from-line 2001 if they are"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q does not say %q", r.stderr, want)
+		}
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 1000 {
+		t.Fatalf("%d messages in the queue; want the first transaction's 1000", n)
 	}
 }
