@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // While the database is stopped, the dashboard's pages answer 503 with a
@@ -16,15 +15,7 @@ import (
 // once the database is back the same server shows its pages again.
 func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 	ctx := pgtest.Context(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	pgtest.CreateQueue(t, st, "outage")
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 

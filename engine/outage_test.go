@@ -203,16 +203,7 @@ func TestCrowdedDatabaseLoggedOnceAndItsEnd(t *testing.T) {
 // on it, and makes the queue "outage" with quick settings.
 func outageStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
 	t.Helper()
-	ctx := testContext(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	pgtest.CreateQueue(t, st, "outage")
 	pgtest.SetFastSettings(t, st, "outage", nil)
 	return dir, cluster, st

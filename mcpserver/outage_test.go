@@ -11,7 +11,6 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // While the database is stopped, an agent's session over Streamable HTTP
@@ -21,15 +20,7 @@ import (
 // the same session works, without restarting the server.
 func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 	ctx := testContext(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue = "outage"
 	pgtest.CreateQueue(t, st, queue)
 	ids := deadLetter(t, st, queue, `{"n":1}`)

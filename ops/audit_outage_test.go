@@ -22,15 +22,7 @@ import (
 func outageStore(t *testing.T) (string, func(), *store.Store) {
 	t.Helper()
 	ctx := testContext(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	pgtest.CreateQueue(t, st, "outage")
 	return dir, func() {
 		if err := cluster.Stop(ctx); err != nil {

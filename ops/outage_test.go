@@ -9,7 +9,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // TestStoppedDatabaseSaysWaitAndCallAgain: while the database is stopped,
@@ -20,15 +19,7 @@ import (
 // same service works without being opened again.
 func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 	ctx := testContext(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue = "outage"
 	pgtest.CreateQueue(t, st, queue)
 	svc := newService(t, st, ops.Options{})

@@ -206,15 +206,7 @@ func breakPoolSocket(t *testing.T, pool *pgxpool.Pool) {
 func privateStore(t *testing.T) (string, *embedpg.Cluster, *store.Store) {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	dir, c := pgtest.PrivateCluster(t)
-	s, err := store.Open(ctx, c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, c, s := pgtest.PrivateStore(t)
 	if err := s.CreateQueue(ctx, "rc"); err != nil {
 		t.Fatal(err)
 	}

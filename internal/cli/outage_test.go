@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A dlq retry-all cut off by the database stopping exits 1 saying the
@@ -127,15 +126,7 @@ type cutRetry struct {
 func cutRetryAll(t *testing.T) *cutRetry {
 	t.Helper()
 	ctx := pgtest.Context(t)
-	dir, cluster := pgtest.PrivateCluster(t)
-	st, err := store.Open(ctx, cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue, n = "outage", 2000
 	pgtest.CreateQueue(t, st, queue)
 	pgtest.DeadLetterN(t, st, queue, n, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})

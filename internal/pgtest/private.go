@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/store"
 )
 
 // PrivateCluster starts an embedded PostgreSQL of the test's own, never the
@@ -34,4 +35,20 @@ func StartCluster(t testing.TB, dir string) *embedpg.Cluster {
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	return c
+}
+
+// PrivateStore is PrivateCluster with a store opened on it, migrated, and
+// closed at the end of the test.
+func PrivateStore(t testing.TB) (string, *embedpg.Cluster, *store.Store) {
+	t.Helper()
+	dir, c := PrivateCluster(t)
+	st, err := store.Open(Context(t), c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	return dir, c, st
 }
