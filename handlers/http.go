@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -70,12 +69,18 @@ const MaxRetryAfter = time.Hour
 // failures count toward the circuit breaker.
 //
 // The values of headers but those that describe the body or what is
-// accepted (Content-Type, Accept, User-Agent, ...), and the password of
-// url, are secrets: each exact occurrence of one (of MinSentSecret
-// characters or more) in the response body, a redirect's location or a
-// transport error is hidden before the failure is stored or logged, as
-// is a credential such as Bearer 3f9c... without its scheme, and the
-// password as the request's Basic credential.
+// accepted (Content-Type, Accept, User-Agent, ...) are secrets, and so
+// are the parts of url a webhook's secret hides in: its password, every
+// value of its query (?token=...&sig=..., whatever the key), and the
+// segments of its path that look like a token (16 characters or more, no
+// dot, with a run of 8 letters and digits or more mixing both; a UUID
+// too). Each exact occurrence of one (of MinSentSecret characters or
+// more) in the response body, a redirect's location or a transport error
+// is hidden before the failure is stored or logged, as is a credential
+// such as Bearer 3f9c... without its scheme, and the password as the
+// request's Basic credential. Failures quote url without its credentials
+// and query, with each token-shaped segment as [REDACTED]:
+// POST https://hooks.example.com/services/T0123ABCD/B0456EFGH/[REDACTED]: 503.
 //
 // ${NAME} in url and in the values of headers is replaced by the
 // environment variable NAME when the handler is built (Build), so that a
@@ -93,7 +98,7 @@ const MaxRetryAfter = time.Hour
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type HTTPOptions struct {
-	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written. Its password (user:password@) is a secret, hidden as headers' values are"`
+	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written, without its credentials and query. Where a webhook's secret hides in it, it is a secret, hidden as headers' values are: its password (user:password@), every value of its query of 8 characters or more (?token=...&sig=..., whatever the key), and every segment of its path that looks like a token: 16 characters or more, no dot, with a run of 8 letters and digits or more mixing both, such as the last of https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF, which failures quote as [REDACTED]. Words, numbers, dates and versions (orders, 2026-11-30, v1) are no token; a UUID is, as the url names the endpoint, not one message's order"`
 	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
 	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). ${NAME} in a value is the environment variable NAME, so that a token stays out of the file (Authorization: \"Bearer ${ACME_TOKEN}\"; $${NAME} for a literal ${NAME}): pgbus work and pgbus serve refuse to start while it is not set, the commands that run no worker do not need it, and its value is a secret whatever the header. Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); jobs wait for a free slot within their timeout. Default: no bound but the queue's concurrency"`
@@ -104,14 +109,17 @@ type HTTPOptions struct {
 // StatusError is a response with a status other than 2xx.
 type StatusError struct {
 	Method string
-	// URL is the request's URL without credentials and query.
+	// URL is the request's URL without credentials and query, and with
+	// the segments of its path that look like a token as redact.Marker
+	// (see HTTPOptions).
 	URL        string
 	StatusCode int
 	// Hint is the wait the Retry-After header asked for, capped at
 	// MaxRetryAfter; zero when it gave none.
 	Hint time.Duration
-	// Location is where a redirect (3xx) pointed, without credentials
-	// and query, as URL; empty for other statuses or none.
+	// Location is where a redirect (3xx) pointed, without credentials,
+	// query and token-shaped path segments, as URL; empty for other
+	// statuses or none.
 	Location string
 	// Body is the start of the response body (at most MaxSnippet bytes),
 	// made printable, with its secrets hidden (as ops.RedactText hides
@@ -253,7 +261,8 @@ type httpHandler struct {
 	slots   chan struct{} // nil: no max_concurrency
 	exact   map[int]engine.Action
 	classes map[int]engine.Action // by status / 100
-	// secrets are the header values and the url's password the handler
+	// secrets are the header values and the parts of the url (its
+	// password, query values and token-shaped path segments) the handler
 	// sends that are secrets (see HTTPOptions), hidden in what the
 	// downstream says back.
 	secrets sentSecrets
@@ -287,8 +296,9 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 		method: "POST",
 		url:    u.String(),
 		// Failures quote it as written: a variable's value, which is kept
-		// out of the file, is kept out of them too.
-		shown:   envref.Hide(shownURL(u), urlVars),
+		// out of the file, is kept out of them too. Its token-shaped path
+		// segments are marked after, so that a ${NAME} stays as written.
+		shown:   hidePathTokens(envref.Hide(bareURL(u), urlVars)),
 		header:  http.Header{},
 		timeout: timeout,
 		exact:   map[int]engine.Action{},
@@ -335,15 +345,7 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 	for _, v := range urlVars {
 		h.secrets.add(v.Value)
 	}
-	if p, ok := u.User.Password(); ok {
-		// As written, as a URL carries it (percent-encoded), and as the
-		// request's Authorization header does (Basic, user:password in
-		// base64).
-		h.secrets.add(p)
-		_, escaped, _ := strings.Cut(u.User.String(), ":")
-		h.secrets.add(escaped)
-		h.secrets.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
-	}
+	h.secrets.addURL(u)
 	idle := 64
 	if o.MaxConcurrency != nil {
 		n := *o.MaxConcurrency
@@ -376,8 +378,12 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 }
 
 // shownURL is u for messages: without credentials, query and fragment,
-// which may hold secrets.
-func shownURL(u *url.URL) string {
+// which may hold secrets, and with the segments of its path that look like
+// a token (tokenSegment) replaced by redact.Marker.
+func shownURL(u *url.URL) string { return hidePathTokens(bareURL(u)) }
+
+// bareURL is u without credentials, query and fragment.
+func bareURL(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
@@ -538,7 +544,7 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 	}
 	req, err := http.NewRequestWithContext(reqCtx, h.method, h.url, bytes.NewReader(body))
 	if err != nil {
-		return engine.NonRetryable(fmt.Errorf("%s %s: %w", h.method, h.shown, err))
+		return engine.NonRetryable(fmt.Errorf("%s %s: %w", h.method, h.shown, h.secrets.hideErr(err)))
 	}
 	req.Header = h.header.Clone()
 	req.Header.Set("Idempotency-Key", job.IdempotencyKey)

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/base64"
+	"net/url"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -54,6 +56,64 @@ func plainEnv(name string) bool {
 	return !redact.IsSecretKey(n) && slices.ContainsFunc(plainEnvSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }
 
+// A url's path may carry its secret, as a webhook's does
+// (https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF):
+// a segment is taken for a token when it has pathTokenChars characters or
+// more (percent-decoded), no dot, and a run of tokenRunChars letters and
+// digits or more that mixes both. Words, numbers, dates and versions
+// (orders, 123456789012345678, 2026-11-30, v1, api-v2-events) have no such
+// run, and file and host names have a dot. A UUID has one and is taken:
+// the url is the same for every job, so a UUID in it names no order or
+// customer of one message but the endpoint, which is often all a
+// webhook's secret is (the shorter T0123ABCD of the example stays shown).
+const (
+	pathTokenChars = 16
+	tokenRunChars  = 8
+)
+
+// tokenSegment reports whether seg, a percent-decoded segment of a url's
+// path, looks like a token.
+func tokenSegment(seg string) bool {
+	if utf8.RuneCountInString(seg) < pathTokenChars || strings.Contains(seg, ".") {
+		return false
+	}
+	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
+	isLetter := func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+	runs := strings.FieldsFunc(seg, func(r rune) bool { return !isDigit(r) && !isLetter(r) })
+	return slices.ContainsFunc(runs, func(run string) bool {
+		return len(run) >= tokenRunChars && strings.IndexFunc(run, isDigit) >= 0 && strings.IndexFunc(run, isLetter) >= 0
+	})
+}
+
+// pathUnescaped is a segment of an escaped path decoded, or as it is when
+// it is no valid escape.
+func pathUnescaped(seg string) string {
+	if d, err := url.PathUnescape(seg); err == nil {
+		return d
+	}
+	return seg
+}
+
+// hidePathTokens returns shown, a url as messages quote it
+// (scheme://host/path, without credentials and query), with each segment
+// of its path that looks like a token replaced by redact.Marker: the rest
+// of the path stays readable, which tells endpoints apart.
+func hidePathTokens(shown string) string {
+	_, rest, ok := strings.Cut(shown, "://")
+	slash := strings.IndexByte(rest, '/')
+	if !ok || slash < 0 {
+		return shown
+	}
+	start := len(shown) - len(rest) + slash
+	segs := strings.Split(shown[start:], "/")
+	for i, seg := range segs {
+		if tokenSegment(pathUnescaped(seg)) {
+			segs[i] = redact.Marker
+		}
+	}
+	return shown[:start] + strings.Join(segs, "/")
+}
+
 // sentSecrets are the secret values a handler sends, longest first, so
 // that a value holding another is hidden whole.
 type sentSecrets [][]byte
@@ -78,6 +138,76 @@ func (s *sentSecrets) addHeader(v string) {
 	if f := strings.Fields(v); len(f) == 2 {
 		s.add(f[1])
 	}
+}
+
+// addURL takes as secrets what of u may be a credential: its password
+// (as written, as a URL carries it percent-encoded, and as a request's
+// Basic credential, user:password in base64), every value of its query
+// (?token=...&sig=..., and a part without =, ?3f9c...), whatever its key,
+// and the segments of its path that look like a token (tokenSegment), each
+// as written and decoded.
+func (s *sentSecrets) addURL(u *url.URL) {
+	if p, ok := u.User.Password(); ok {
+		s.add(p)
+		_, escaped, _ := strings.Cut(u.User.String(), ":")
+		s.add(escaped)
+		s.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if decoded := pathUnescaped(seg); tokenSegment(decoded) {
+			s.add(seg)
+			s.add(decoded)
+		}
+	}
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		_, v, found := strings.Cut(part, "=")
+		if !found {
+			v = part
+		}
+		s.add(v)
+		if decoded, err := url.QueryUnescape(v); err == nil {
+			s.add(decoded)
+		}
+	}
+}
+
+// addArgs takes as secrets what a command's arguments give to options
+// named like a secret's key, as redaction names them (redact.IsSecretKey:
+// --token, --password, --api-key, --secret, --auth, -access-key, ...;
+// not -p, which many programs take for a port): the value of
+// --token=VALUE, and the argument after --token unless it is an option
+// itself (starts with -). An argument that is a URL (scheme://host...) is
+// one as the http handler's url is (addURL).
+func (s *sentSecrets) addArgs(args []string) {
+	for i, a := range args {
+		if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" {
+			s.addURL(u)
+			continue
+		}
+		name, value, inline := secretOption(a)
+		switch {
+		case name == "":
+		case inline:
+			s.add(value)
+		case i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
+			s.add(args[i+1])
+		}
+	}
+}
+
+// secretOption returns the name of arg when it is an option (-name,
+// --name, --name=value) named like a secret's key, and the value it gives
+// itself, if any; "" for any other argument.
+func secretOption(arg string) (name, value string, inline bool) {
+	if !strings.HasPrefix(arg, "-") {
+		return "", "", false
+	}
+	name, value, inline = strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	isName := name != "" && strings.Trim(strings.ToLower(name), "abcdefghijklmnopqrstuvwxyz0123456789-_") == ""
+	if !isName || !redact.IsSecretKey(name) {
+		return "", "", false
+	}
+	return name, value, inline
 }
 
 // sentMark stands for a hidden secret in a downstream's output until

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 		f, _ := reflect.TypeOf(options).FieldByName(field)
 		return f.Tag.Get("help")
 	}
-	headers, env := help(HTTPOptions{}, "Headers"), help(ExecOptions{}, "Env")
+	headers, env, command, u := help(HTTPOptions{}, "Headers"), help(ExecOptions{}, "Env"), help(ExecOptions{}, "Command"), help(HTTPOptions{}, "URL")
 	for _, h := range plainHeaders {
 		if !strings.Contains(headers, h) {
 			t.Errorf("the help of headers does not name %s: %s", h, headers)
@@ -26,7 +27,13 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 			t.Errorf("the help of env does not name %s: %s", n, env)
 		}
 	}
-	for what, doc := range map[string]string{"headers": headers, "env": env} {
+	for _, rule := range []string{strconv.Itoa(pathTokenChars) + " characters or more, no dot, with a run of " + strconv.Itoa(tokenRunChars) + " letters and digits or more mixing both",
+		"query of " + strconv.Itoa(MinSentSecret) + " characters or more"} {
+		if !strings.Contains(u, rule) {
+			t.Errorf("the help of url does not say %q: %s", rule, u)
+		}
+	}
+	for what, doc := range map[string]string{"headers": headers, "env": env, "command": command} {
 		if !strings.Contains(doc, "shorter than "+strconv.Itoa(MinSentSecret)+" characters") {
 			t.Errorf("the help of %s does not give the shortest value hidden: %s", what, doc)
 		}
@@ -52,5 +59,58 @@ func TestSentSecretRules(t *testing.T) {
 	got := shownText([]byte("Bearer 3f9c2a7be1 | 3f9c2a7be1 | short77 | päda123 | pädagogik"), false, s)
 	if want := "[REDACTED] | [REDACTED] | short77 | päda123 | [REDACTED]"; got != want {
 		t.Errorf("hide = %q, want %q", got, want)
+	}
+}
+
+// Which parts of a url are secrets: its query's values, whatever the key,
+// and the segments of its path that look like a token, but no word,
+// number, date, version or file name; and which arguments of a command:
+// what follows an option named like a secret's key, unless it is an
+// option itself, and the secrets of a URL.
+func TestURLAndArgumentSecretRules(t *testing.T) {
+	for seg, token := range map[string]bool{
+		"Xk9pQ2rT7vLm3nB8wZ4yC6dF":             true,  // a Slack webhook's secret
+		"3fa85f64-5717-4562-b3fc-2c963f66afa6": true,  // a UUID
+		"bot123456:ABC-DEF1234ghIkl-zyx57W2v1": true,  // a Telegram bot's token
+		"9f8e7d6c5b4a39281706":                 true,  // hex
+		"T0123ABCD":                            false, // too short
+		"orders":                               false,
+		"2026-11-30":                           false,
+		"v1":                                   false,
+		"123456789012345678":                   false, // digits alone: an id
+		"summer-sale-2026-announcement":        false, // words and a number
+		"api-v2-events-endpoint":               false,
+		"build-a1b2c3d4e5f6.tar.gz":            false, // a file name
+		"abcdefghijklmnopqrstuvwx":             false, // letters alone: a word to this rule
+	} {
+		if tokenSegment(seg) != token {
+			t.Errorf("tokenSegment(%s) = %v, want %v", seg, !token, token)
+		}
+	}
+	if got, want := hidePathTokens("https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF"),
+		"https://hooks.example.com/services/T0123ABCD/B0456EFGH/[REDACTED]"; got != want {
+		t.Errorf("hidePathTokens = %s, want %s", got, want)
+	}
+	if got := hidePathTokens("https://h.example/a%2Fb%20Xk9pQ2rT7vLm3nB8/orders/"); got != "https://h.example/[REDACTED]/orders/" {
+		t.Errorf("hidePathTokens of an escaped segment = %s", got)
+	}
+	u, err := url.Parse("https://svc:pw-Zk4Mn8Qr2@h.example/v1/Xk9pQ2rT7vLm3nB8wZ4yC6dF/orders?sig=9f8e7d6c5b4a39281706&tenant=acme&k=a%2Bb%2Bc%2Bd%2B&Lp3Wq8Zr5Tn2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s sentSecrets
+	s.addURL(u)
+	got := s.hideString("pw-Zk4Mn8Qr2 | c3ZjOnB3LVprNE1uOFFyMg== | /v1/Xk9pQ2rT7vLm3nB8wZ4yC6dF/orders | sig 9f8e7d6c5b4a39281706 | tenant acme | k a+b+c+d+ a%2Bb%2Bc%2Bd%2B | Lp3Wq8Zr5Tn2")
+	if want := "[REDACTED] | [REDACTED] | /v1/[REDACTED]/orders | sig [REDACTED] | tenant acme | k [REDACTED] [REDACTED] | [REDACTED]"; got != want {
+		t.Errorf("the url's secrets hide\n%s, want\n%s", got, want)
+	}
+
+	s = nil
+	s.addArgs([]string{"--api-key", "ak7Hx2Pq9Wm4Zc6T", "--secret-value=sv3Nb8Kd5Rt1Yw6Q", "-password", "pw3Nb8Kd5Rt1Yw6Q",
+		"--no-auth", "--log-level=debugging", "-p", "54329999", "--token", "-tk3Nb8Kd5Rt1Yw6Q", "--author", "Ada Lovelace",
+		"--output", "/srv/out/report.json", "https://h.example/hooks/Ux5mR8tY2wQ9pL4nK7vB3cZ6?sig=Qs4Lp8Wz2Nx6"})
+	got = s.hideString("ak7Hx2Pq9Wm4Zc6T sv3Nb8Kd5Rt1Yw6Q pw3Nb8Kd5Rt1Yw6Q --log-level=debugging 54329999 -tk3Nb8Kd5Rt1Yw6Q Ada Lovelace /srv/out/report.json Ux5mR8tY2wQ9pL4nK7vB3cZ6 Qs4Lp8Wz2Nx6")
+	if want := "[REDACTED] [REDACTED] [REDACTED] --log-level=debugging 54329999 -tk3Nb8Kd5Rt1Yw6Q Ada Lovelace /srv/out/report.json [REDACTED] [REDACTED]"; got != want {
+		t.Errorf("the arguments' secrets hide\n%s, want\n%s", got, want)
 	}
 }

@@ -209,3 +209,86 @@ func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
 		})
 	}
 }
+
+// Secrets in the parts of a url and of a command's arguments that name no
+// secret: a webhook's token as the last segment of its path, a query value
+// under an innocent key, the value after --api-key and of
+// --secret-value=. Said back by the downstream (the request's path and
+// query in a 503's body; a command printing its arguments), and quoted
+// by the handler itself (the url of every http failure), none of them is
+// stored in the dead-letter block or the failure history, while what
+// tells the endpoint and the call apart (the host, the rest of the path, a
+// short query value, the other arguments) stays readable.
+func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
+	const (
+		pathToken = "Xk9pQ2rT7vLm3nB8wZ4yC6dF"
+		sig       = "9f8e7d6c5b4a39281706"
+		apiKey    = "ak7Hx2Pq9Wm4Zc6T"
+		secretArg = "sv3Nb8Kd5Rt1Yw6Q"
+		argToken  = "Ux5mR8tY2wQ9pL4nK7vB3cZ6"
+	)
+	s := sharedStore(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "no route for %s (sig %s)", r.URL.RequestURI(), r.URL.Query().Get("sig"))
+	}))
+	defer srv.Close()
+	script := writeScript(t, t.TempDir(), "args.sh", "printf 'refused: %s\\n' \"$*\" >&2\nexit 3\n")
+
+	hq := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
+	eq := fastQueue(t, s, nil)
+	hookPath := "/services/T0123ABCD/B0456EFGH/"
+	queues := []config.WorkQueue{
+		{Name: hq, Concurrency: 1, Handler: specFromYAML(t, fmt.Sprintf(
+			"type: http\nurl: %s%s%s?sig=%s&tenant=acme\nbreaker: {enabled: false}", srv.URL, hookPath, pathToken, sig))},
+		{Name: eq, Concurrency: 1, Handler: specFromYAML(t, fmt.Sprintf(
+			"type: exec\ncommand: [/bin/sh, %s, --api-key, %s, --secret-value=%s, --verbose, --output, /srv/out/report.json, https://hooks.example.com%s%s]\nbreaker: {enabled: false}",
+			script, apiKey, secretArg, hookPath, argToken))},
+	}
+	c, err := runner.NewClient(s, queues, engine.Config{
+		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
+		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	hid := pgtest.Send(t, c, hq, map[string]int{"n": 1}, engine.SendOptions{})
+	eid := pgtest.Send(t, c, eq, map[string]int{"n": 2}, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "both messages dead-lettered", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+hq+`_dlq"`) == 1 && pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+eq+`_dlq"`) == 1
+	})
+
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, m := range []struct {
+		what, queue string
+		id          int64
+		failures    int
+		plain       []string
+	}{
+		{"the 503", hq, hid, 2, []string{"POST " + srv.URL + hookPath + ops.Redacted + ": 503", "no route for " + hookPath + ops.Redacted, "tenant=acme", host}},
+		{"the command's stderr", eq, eid, 1, []string{"--verbose --output /srv/out/report.json", "https://hooks.example.com" + hookPath + ops.Redacted}},
+	} {
+		_, dlqIDs := deadBlocksOf(t, s, m.queue)
+		texts := map[string]string{
+			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+m.queue+`_dlq"`),
+			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
+				store.DLQName(m.queue), dlqIDs[m.id]),
+		}
+		if n := strings.Count(texts["failure history"], `"attempt"`); n != m.failures {
+			t.Errorf("%s: %d failures recorded, want %d:\n%s", m.what, n, m.failures, texts["failure history"])
+		}
+		for where, text := range texts {
+			for _, secret := range []string{pathToken, sig, apiKey, secretArg, argToken} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s: the %s shows the secret %s:\n%s", m.what, where, secret, text)
+				}
+			}
+			for _, plain := range m.plain {
+				if !strings.Contains(text, plain) {
+					t.Errorf("%s: the %s lacks %q:\n%s", m.what, where, plain, text)
+				}
+			}
+		}
+	}
+}
