@@ -129,6 +129,7 @@ const (
 //	  retry_exit_codes: [75]                     # default [75] (EX_TEMPFAIL)
 //	  discard_exit_codes: [3]                    # default none
 //	  retry_unknown_exit_codes: false
+//	  retry_signals: true                        # default true
 //	  on_exit: {76: {action: retry, max_retries: 20, backoff: 1m}}
 //	  breaker: {failure_threshold: 5, cool_off: 10s, max_cool_off: 5m}
 //
@@ -146,7 +147,14 @@ const (
 // retry exit code is a retryable failure, a discard exit code archives the
 // message without dead-lettering it, and any other code is non-retryable
 // (unless retry_unknown_exit_codes). A command killed by signal N counts as
-// exit code 128+N, as in a shell. At the timeout the whole process group
+// exit code 128+N, as in a shell, and is retried under the queue's retry
+// policy (retry_signals), as is one that exits with a code in 129..192, as
+// a shell reports a child a signal killed (sh -c 'prog; ...'): the program
+// did not choose to fail, the kernel's OOM killer (signal 9), an operator
+// or a supervisor (SIGTERM) stopped it, or it crashed, which the next
+// attempt may not. The exit code lists and on_exit decide for the codes
+// they name (on_exit: {137: dead_letter}), and retry_signals: false leaves
+// the others to the rules above. At the timeout the whole process group
 // is killed and the failure (exec.timeout) is retryable. When it exits,
 // whatever its exit code, what it started that still holds its output or
 // its stdin a second later is killed with the rest of its group. The
@@ -178,6 +186,7 @@ type ExecOptions struct {
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
 	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
 	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
+	RetrySignals          bool              `yaml:"retry_signals" help:"true (the default): a command killed by a signal (exit code 128+N for signal N), or that exits with a code in 129..192 as a shell does when a signal killed its child, is retried under the queue's retry policy instead of dead-lettered, as the OOM killer (signal 9, exit code 137), an operator or a supervisor (SIGTERM, 143) stopped it rather than its payload failing it. A code listed in retry_exit_codes, discard_exit_codes or on_exit gets what the list says (on_exit: {137: dead_letter}); false leaves the others to retry_unknown_exit_codes, or dead-letters them"`
 	OnExit                Rules             `yaml:"on_exit" help:"exit codes (1..255) with an action of their own (retry, discard or dead_letter) or a mapping with these keys"`
 	Breaker               BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the command, named exec:<argv0> and shared by every worker process; on by default"`
 }
@@ -190,8 +199,12 @@ type ExitError struct {
 	// ExitCode is the exit status, or 128+N for signal N; -1 after a
 	// timeout.
 	ExitCode int
-	// Signal is the signal that killed it, if one did.
+	// Signal is the signal that killed it, if the system reported one; a
+	// shell reports a child a signal killed as exit code 128+N instead.
 	Signal syscall.Signal
+	// SignalRetried: the handler retries it because a signal killed it
+	// (retry_signals), as no list of exit codes names its code.
+	SignalRetried bool
 	// TimedOut: it ran past Timeout and its process group was killed.
 	TimedOut bool
 	Timeout  time.Duration
@@ -229,8 +242,17 @@ func (e *ExitError) Error() string {
 		fmt.Fprintf(&b, ": still running at its timeout %s; its process group was killed", e.Timeout)
 	case e.Signal != 0:
 		fmt.Fprintf(&b, ": killed by signal %d (%s), taken as exit code %d", int(e.Signal), e.Signal, e.ExitCode)
+	case signalCode(e.ExitCode):
+		sig := syscall.Signal(e.ExitCode - 128)
+		fmt.Fprintf(&b, ": exit code %d, as a shell reports a child killed by signal %d (%s)", e.ExitCode, int(sig), sig)
 	default:
 		fmt.Fprintf(&b, ": exit code %d", e.ExitCode)
+	}
+	if e.SignalRetried {
+		fmt.Fprintf(&b, "; retried, as a command killed by a signal did not choose to fail (retry_signals; on_exit: {%d: dead_letter} would dead-letter it at once)", e.ExitCode)
+	}
+	if !e.TimedOut && e.ExitCode == 128+int(syscall.SIGKILL) {
+		b.WriteString("; the kernel's OOM killer is a common cause of signal 9: check the command's memory use against its memory limit (container, cgroup, ulimit) and the kernel log")
 	}
 	if e.Output != "" {
 		total := e.StderrBytes
@@ -284,7 +306,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
@@ -316,6 +338,9 @@ type execHandler struct {
 	onExit  map[int]bool
 	// retryUnknown makes unlisted exit codes retryable.
 	retryUnknown bool
+	// retrySignals makes the unlisted codes of a command killed by a
+	// signal retryable.
+	retrySignals bool
 	// secrets are the env values and arguments the command gets that are
 	// secrets (see ExecOptions), hidden in what it writes.
 	secrets sentSecrets
@@ -328,7 +353,7 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 	if s, ok := spec.Options["command"].(string); ok {
 		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
 	}
-	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}}
+	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}, RetrySignals: true}
 	if err := decodeKeyed(spec, &o); err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
@@ -347,7 +372,7 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 	h := &execHandler{
 		argv0: o.Command[0], args: o.Command[1:], timeout: timeout,
 		retry: map[int]bool{}, discard: map[int]bool{}, onExit: map[int]bool{},
-		retryUnknown: o.RetryUnknownExitCodes,
+		retryUnknown: o.RetryUnknownExitCodes, retrySignals: o.RetrySignals,
 	}
 	if err := checkProgramName(h.argv0); err != nil {
 		return nil, engine.HandlerOptions{}, err
@@ -669,10 +694,20 @@ func (h *execHandler) classify(e *ExitError) error {
 		return engine.Discard(e)
 	case h.retryUnknown:
 		return e
+	case h.retrySignals && (e.Signal != 0 || signalCode(code)):
+		// The kernel (its OOM killer), an operator or a supervisor killed
+		// it, or it crashed: no verdict of the program on its payload.
+		e.SignalRetried = true
+		return e
 	default:
 		return engine.NonRetryable(e)
 	}
 }
+
+// signalCode reports whether code is 128+N for a signal N (1 to 64, the
+// last of Linux's real-time signals), as a shell reports a child a signal
+// killed.
+func signalCode(code int) bool { return code > 128 && code <= 128+64 }
 
 // captured is the end of a command's stderr, or of its stdout when it
 // wrote nothing to stderr.

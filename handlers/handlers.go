@@ -18,6 +18,12 @@
 // (PGBUS_QUEUE, PGBUS_MSG_ID, ...) and, when tracing is on, the attempt's
 // trace context in TRACEPARENT and TRACESTATE, as the http handler sends it
 // in its traceparent and tracestate headers.
+//
+// The exec handler dead-letters a command that exits with a code no option
+// names, as the program's verdict on its payload, but retries one killed by
+// a signal, or whose shell reports so (exit code 128+N, 129..192), under
+// the queue's retry policy: the kernel's OOM killer, an operator or a
+// supervisor stopped it (ExecOptions.RetrySignals).
 package handlers
 
 import (
