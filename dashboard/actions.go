@@ -150,6 +150,9 @@ type auditData struct {
 	Client, Op, Since string
 	Page              ops.AuditPage
 	Cursor            string
+	// SendsLeftOut: the page left sends out, as it does unless an
+	// operation is named; it links the entries with them.
+	SendsLeftOut bool
 }
 
 // Target is the page of what an entry acted on, when the dashboard has
@@ -187,7 +190,8 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, ops.NameField(err, func(string) string { return "op" }, "tool"))
 		return
 	}
-	d.Page = page
+	d.Page, d.SendsLeftOut = page, sendsLeftOut(page)
+	d.Page.Notes = ops.WordAsks(page.Notes, page.Asks, pageNote(""))
 	v.Title, v.Nav = "Audit log", "audit"
 	s.render(w, r, http.StatusOK, "audit", v, d)
 }

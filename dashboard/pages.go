@@ -241,6 +241,7 @@ func (s *server) deadList(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
+	list.Notes = ops.WordAsks(list.Notes, list.Asks, pageNote(""))
 	v.Title, v.Nav = "Dead messages", "dlq"
 	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages"}, List: list, Cursor: q.Get("cursor")})
 }
@@ -256,6 +257,7 @@ type messageData struct {
 }
 
 func (s *server) messageData(m ops.DeadMessage, asked bool) messageData {
+	m.Notes = ops.WordAsks(m.Notes, m.Asks, pageNote("payload hidden: “Show the payload” shows it (secrets stay redacted)"))
 	return messageData{Msg: m, PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: asked, Editor: newEditor(m)}
 }
 

@@ -98,6 +98,7 @@ func (s *server) queuePage(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	d.Stats, d.Msgs = stats.Queues[0], msgs
+	d.Msgs.Notes = ops.WordAsks(msgs.Notes, msgs.Asks, pageNote("payloads hidden: “Show the headers and payloads” shows them (secrets stay redacted)"))
 	v.Title, v.Nav = "Queue "+d.Stats.Queue, "overview"
 	s.render(w, r, http.StatusOK, "queue", v, d)
 }

@@ -220,6 +220,9 @@ type AuditPage struct {
 	NextCursor string       `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor for the next page. Absent on the last page."`
 	Notes      []string     `json:"notes" jsonschema_description:"What was left out or shortened."`
 	Next       []Hint       `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // Audit lists recorded write operations, newest first.
@@ -268,10 +271,10 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 		limit = k
 	}
 	if f.Tool == "" && len(f.ExceptTools) > 0 {
-		out.Notes = append(out.Notes, "sends are left out: pass tool send (or all) to see them")
+		ask(&out.Notes, &out.Asks, AskSends, "sends are left out", 0)
 	}
 	if limit < asked {
-		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
 	}
 	if out.NextCursor != "" {
 		// The cursor is a place in the log: the next page needs the same

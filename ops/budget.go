@@ -92,14 +92,15 @@ func fitList[T any](b Bounds, rows *[]T, rest any) int {
 	return omitted
 }
 
-// shrunkNote says a page lists fewer rows than asked for, and how to get
-// the rest.
-func shrunkNote(listed, asked int, more bool) string {
+// shrunkNote notes that a page lists fewer rows than asked for and, when
+// there are more, asks for the next page with at most as many rows.
+func shrunkNote(notes *[]string, asks *[]Ask, listed, asked int, more bool) {
 	n := fmt.Sprintf("%d of the %d rows asked for %s listed, so that the response stays under %d characters", listed, asked, plural.Of(listed, "is", "are"), ResponseBudget)
-	if more {
-		n += fmt.Sprintf("; pass next_cursor as cursor with the same filters for the next page, with limit %d or less", listed)
+	if !more {
+		*notes = append(*notes, n)
+		return
 	}
-	return n
+	ask(notes, asks, AskNextPage, n, listed)
 }
 
 // tighter returns bounds that cut a message's view further, step by step,

@@ -189,6 +189,9 @@ type DLQList struct {
 	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
 	Notes      []string   `json:"notes" jsonschema_description:"What was shortened or hidden."`
 	Next       []Hint     `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // cursorClockSep separates the store's cursor from the clock pinned for
@@ -247,7 +250,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
 	}
 	if limit < asked {
-		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
 		if out.NextCursor != "" {
 			fl := req.Filter
 			out.Next = append(out.Next, hint(OpDLQList, "the next page", fl.hintArgs("cursor", out.NextCursor, "limit", limit)...))
@@ -328,6 +331,9 @@ type DeadMessage struct {
 	FailureCount    int       `json:"failure_count" jsonschema_description:"Failures recorded in all."`
 	Notes           []string  `json:"notes" jsonschema_description:"What was hidden or shortened."`
 	Next            []Hint    `json:"next" jsonschema_description:"What to do next."`
+	// Asks say how to see what notes say was hidden, for each front end
+	// to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // DLQShow returns one dead message: its block, headers, failure history
@@ -404,14 +410,18 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	pv := v.payload(m.Payload, b.Payload)
 	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated, out.PayloadRedacted = pv.shown, pv.payload, pv.preview, pv.truncated, pv.redacted
 	out.PayloadPreviewJSON = pv.previewJSON
-	note(pv.note)
+	if pv.askable {
+		ask(&out.Notes, &out.Asks, AskPayload, pv.note, 0)
+	} else {
+		note(pv.note)
+	}
 	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
 	out.FailureCount = len(m.History)
 	if out.HistoryOmitted > 0 {
 		note("history: the " + plural.Of(out.HistoryOmitted, "oldest failure is", fmt.Sprintf("%d oldest failures are", out.HistoryOmitted)) + " left out")
 	}
 	if !full && len(out.History) < len(m.History)-out.HistoryOmitted {
-		note("history: identical failures in a row are one entry with repeated; full_history lists each")
+		ask(&out.Notes, &out.Asks, AskFullHistory, "history: identical failures in a row are one entry with repeated", 0)
 	}
 	if v.cut {
 		note(fmt.Sprintf("error messages over %d characters and backtraces over %d lines or %d characters are shortened", b.ErrorChars, b.BacktraceLines, b.BacktraceChars))

@@ -165,6 +165,9 @@ type LiveMessages struct {
 	NextCursor string        `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and state, for the next page. Absent on the last page."`
 	Notes      []string      `json:"notes" jsonschema_description:"What was hidden or shortened."`
 	Next       []Hint        `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
+	// Asks say how to see what notes say was hidden, for each front end
+	// to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // QueueMessages lists the live messages of a queue, oldest first: of a
@@ -220,7 +223,7 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	}
 	out.Next = []Hint{}
 	if limit < asked {
-		out.Notes = append(out.Notes, shrunkNote(len(out.Items), asked, out.NextCursor != ""))
+		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
 		if out.NextCursor != "" {
 			out.Next = append(out.Next, hint(OpQueueMessages, "the next page", "queue", req.Queue, "state", req.State, "cursor", out.NextCursor, "limit", limit))
 		}
@@ -250,6 +253,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 	out := LiveMessages{Items: make([]LiveMessage, 0, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
 	var hidden, truncated, omitted int
 	var hiddenNote string
+	var askable bool
 	for _, m := range page.Items {
 		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: m.Kind, State: m.State, ReadCount: m.ReadCount,
 			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
@@ -260,7 +264,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		switch {
 		case !pv.shown:
 			hidden++
-			hiddenNote = pv.note
+			hiddenNote, askable = pv.note, pv.askable
 		case pv.truncated:
 			truncated++
 		}
@@ -271,7 +275,10 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		}
 		out.Items = append(out.Items, lm)
 	}
-	if hidden > 0 {
+	switch {
+	case hidden > 0 && askable:
+		ask(&out.Notes, &out.Asks, AskPayload, hiddenNote, 0)
+	case hidden > 0:
 		out.Notes = append(out.Notes, hiddenNote)
 	}
 	if truncated > 0 {

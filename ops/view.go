@@ -125,8 +125,10 @@ type viewer struct {
 	bounds    Bounds
 	showPay   bool
 	hiddenWhy string
-	redacted  int
-	cut       bool
+	// askable: payloads are hidden only because the call did not ask.
+	askable  bool
+	redacted int
+	cut      bool
 }
 
 func (s *Service) viewer(asked bool) *viewer {
@@ -141,7 +143,8 @@ func (s *Service) viewerWith(asked bool, b Bounds) *viewer {
 	case !s.opts.AllowPayloads:
 		v.hiddenWhy = "payload hidden: this server does not show payloads (an operator can allow them); secrets would stay redacted"
 	case !asked:
-		v.hiddenWhy = "payload hidden: ask for it with include_payload (secrets stay redacted)"
+		// How to ask is each front end's to say (AskPayload).
+		v.hiddenWhy, v.askable = "payload hidden", true
 	}
 	return v
 }
@@ -323,12 +326,13 @@ type payloadView struct {
 	// did not fit shortened, not the start of its text.
 	previewJSON bool
 	note        string
-	redacted    int // values of the payload replaced by Redacted
+	askable     bool // note is of a payload the call did not ask for (AskPayload)
+	redacted    int  // values of the payload replaced by Redacted
 }
 
 func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 	if !v.showPay {
-		return payloadView{note: v.hiddenWhy}
+		return payloadView{note: v.hiddenWhy, askable: v.askable}
 	}
 	red, n, ok := RedactJSON(raw)
 	if !ok {

@@ -120,6 +120,7 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 		return nil, readError(uri, err)
 	}
 	tools.NameHints(reflect.ValueOf(&m), r.d.Ops.ReadOnly())
+	tools.WordNotes(&m)
 	return jsonContents(uri, m)
 }
 

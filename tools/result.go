@@ -43,6 +43,7 @@ func handler[In, Out any](d Deps, fn func(ctx context.Context, in In) (Out, erro
 func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
 	fillNil(reflect.ValueOf(out))
 	NameHints(reflect.ValueOf(out), readOnly)
+	WordNotes(out)
 	text, err := json.Marshal(out)
 	if err != nil {
 		return errorResult(err, readOnly)
@@ -175,5 +176,20 @@ func fillNil(v reflect.Value) {
 		if v.IsNil() && v.CanSet() {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
+	}
+}
+
+// WordNotes words the asks of the result out points to (ops.WordAsks) as
+// this server's tools take them: by their arguments.
+func WordNotes(out any) {
+	switch r := out.(type) {
+	case *ops.DeadMessage:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.LiveMessages:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.DLQList:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.AuditPage:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -154,7 +155,7 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		fmt.Fprintln(w, "payload (start):")
 		fmt.Fprintln(w, "  "+m.PayloadPreview)
 	}
-	for _, n := range m.Notes {
+	for _, n := range ops.WordAsks(m.Notes, m.Asks, vocab.CommandNote) {
 		if noPayload && strings.HasPrefix(n, "payload hidden") {
 			continue // said above
 		}

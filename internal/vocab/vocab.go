@@ -188,3 +188,35 @@ func ShellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// ToolNote words a note of a result whose ask a (ops.WordAsks) says how to
+// see what it left out, as an agent asks: by a tool's argument.
+func ToolNote(a ops.Ask, note string) string {
+	switch a.Kind {
+	case ops.AskPayload:
+		return "payload hidden: ask for it with include_payload (secrets stay redacted)"
+	case ops.AskSends:
+		return note + ": pass tool send (or all) to see them"
+	case ops.AskNextPage:
+		return note + fmt.Sprintf("; pass next_cursor as cursor with the same filters for the next page, with limit %d or less", a.Limit)
+	case ops.AskFullHistory:
+		return note + "; full_history lists each"
+	}
+	return note
+}
+
+// CommandNote words a note of a result whose ask a (ops.WordAsks) says how
+// to see what it left out, as a person asks: by a command's flag.
+func CommandNote(a ops.Ask, note string) string {
+	switch a.Kind {
+	case ops.AskPayload:
+		return note + ": leave out --no-payload to see it (secrets stay redacted)"
+	case ops.AskSends:
+		return note + ": --tool send (or all) lists them"
+	case ops.AskNextPage:
+		return note + fmt.Sprintf("; the next page, with --limit %d or less, follows", a.Limit)
+	case ops.AskFullHistory:
+		return note + "; --full-history lists each"
+	}
+	return note
+}

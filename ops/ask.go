@@ -1,0 +1,67 @@
+package ops
+
+// AskKind names what a result left out that the same call shows when
+// asked otherwise.
+type AskKind string
+
+// The kinds of Ask.
+const (
+	// AskPayload: payloads were hidden because the call did not ask for
+	// them; the server shows them when asked, secrets redacted.
+	AskPayload AskKind = "payload"
+	// AskSends: the audit log left sends out because the call named no
+	// operation; naming send, or all, lists them.
+	AskSends AskKind = "sends"
+	// AskNextPage: a page lists fewer rows than asked for so that it fits
+	// a response; the next page, asked with at most Limit rows, goes on.
+	AskNextPage AskKind = "next_page"
+	// AskFullHistory: identical failures in a row were folded into one
+	// entry; asking for the full history lists each.
+	AskFullHistory AskKind = "full_history"
+)
+
+// Ask ties a note of a result to what its reader can ask for to see what
+// the note says was left out. ops words only what was left out, in words
+// every front end may show; how to ask is an argument to an agent, a flag
+// to a person at a shell and a control on a page, so each front end words
+// it itself (WordAsks), as it names the operations of hints.
+type Ask struct {
+	Kind AskKind
+	// Note is the index in the result's notes of the note it belongs to.
+	Note int
+	// Limit is, for AskNextPage, the most rows a page can ask for and fit.
+	Limit int
+}
+
+// WordAsks returns notes with each note an ask belongs to replaced by
+// word's wording of it; a note worded "" is left out, for a front end
+// whose page already says it beside what was left out. notes itself is
+// not changed.
+func WordAsks(notes []string, asks []Ask, word func(a Ask, note string) string) []string {
+	if len(asks) == 0 {
+		return notes
+	}
+	worded := make([]string, len(notes))
+	copy(worded, notes)
+	drop := map[int]bool{}
+	for _, a := range asks {
+		if a.Note < 0 || a.Note >= len(worded) {
+			continue
+		}
+		worded[a.Note] = word(a, worded[a.Note])
+		drop[a.Note] = worded[a.Note] == ""
+	}
+	out := worded[:0]
+	for i, n := range worded {
+		if !drop[i] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ask appends note to notes and an Ask of kind for it to asks.
+func ask(notes *[]string, asks *[]Ask, kind AskKind, note string, limit int) {
+	*asks = append(*asks, Ask{Kind: kind, Note: len(*notes), Limit: limit})
+	*notes = append(*notes, note)
+}

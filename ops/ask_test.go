@@ -1,0 +1,66 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// toolWords are the words of one front end (the MCP tools' arguments and
+// names), which the notes every front end shows must not use.
+var toolWords = []string{"include_payload", "full_history", "pass tool", "next_cursor as cursor", "pgbus_"}
+
+// A note that says how to see what a result left out carries that as an
+// Ask, for each front end to word, and names no front end's argument.
+func TestAsksAreData(t *testing.T) {
+	st := testStore(t)
+	svc := newService(t, st, ops.Options{AllowPayloads: true})
+	ctx := testContext(t)
+	q := newQueue(t, st, nil)
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "mail", Message: "m"})
+
+	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAsk(t, "DLQShow", m.Notes, m.Asks, ops.AskPayload)
+	l, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAsk(t, "QueueMessages", l.Notes, l.Asks, ops.AskPayload)
+	a, err := svc.Audit(ctx, ops.AuditRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAsk(t, "Audit", a.Notes, a.Asks, ops.AskSends)
+
+	worded := ops.WordAsks(m.Notes, m.Asks, func(ops.Ask, string) string { return "" })
+	if len(worded) != len(m.Notes)-1 || slices.Contains(worded, m.Notes[m.Asks[0].Note]) {
+		t.Errorf("WordAsks with the ask worded \"\" = %q, want %q without its note", worded, m.Notes)
+	}
+}
+
+// checkAsk fails unless notes hold a note with an ask of kind, and none
+// uses a tool's words.
+func checkAsk(t *testing.T, op string, notes []string, asks []ops.Ask, kind ops.AskKind) {
+	t.Helper()
+	i := slices.IndexFunc(asks, func(a ops.Ask) bool { return a.Kind == kind })
+	if i < 0 || asks[i].Note < 0 || asks[i].Note >= len(notes) {
+		t.Errorf("%s: asks %+v, notes %q; want an ask of %s for one of the notes", op, asks, notes, kind)
+	}
+	for _, n := range notes {
+		for _, w := range toolWords {
+			if strings.Contains(n, w) {
+				t.Errorf("%s: note %q names %q, a tool's word", op, n, w)
+			}
+		}
+	}
+}
