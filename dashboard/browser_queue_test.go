@@ -78,3 +78,23 @@ func loaded(name, part string) chromedp.Action[chromedp.Void] {
 		}
 	}
 }
+
+// In a browser, the page of a queue named pause, as the address its
+// button's form is sent to, pauses and resumes it by its button.
+func TestBrowserQueueNamedPause(t *testing.T) {
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	pgtest.CreateQueue(t, st, "pause")
+	base := "http://" + serve(t, st, serverOpts{})
+	b.do("open the queue's page", chromedp.Navigate(base+"/queues/pause"), page("queue"))
+	for _, verb := range []string{"Pause", "Resume"} {
+		if got := b.text("p.actions button"); !strings.HasPrefix(got, verb) || b.text("h1") != "Queue pause"+map[bool]string{true: " paused"}[verb == "Resume"] {
+			t.Fatalf("before the %s, the page %q offers %q", verb, b.text("h1"), got)
+		}
+		b.do(verb+" it", chromedp.Click(chromedp.CSS(`p.actions button`)), page("done"))
+		b.do("go back to its page", chromedp.Click(chromedp.CSS(`main a[href="/queues/pause"]`)), page("queue"))
+	}
+	if got := b.text("p.actions button"); !strings.HasPrefix(got, "Pause") {
+		t.Fatalf("after the resume, the page offers %q", got)
+	}
+}

@@ -85,8 +85,9 @@ func (s *server) queuePage(w http.ResponseWriter, r *http.Request, v *view) {
 	if err != nil {
 		// The pause and resume forms are sent to /queues/pause and
 		// /queues/resume: opened as a page (the page after a pause,
-		// opened again), such an address is no queue's page.
-		if errors.Is(err, ops.ErrNotFound) && s.isAction(r.URL) {
+		// opened again), such an address is no queue's page, unless a
+		// queue of that name was dropped, whose page says so.
+		if errors.Is(err, ops.ErrNotFound) && s.isAction(r.URL) && !s.wasQueue(r, name) {
 			s.wrongMethod(w, r, v, []string{http.MethodPost})
 			return
 		}
@@ -101,6 +102,13 @@ func (s *server) queuePage(w http.ResponseWriter, r *http.Request, v *view) {
 	d.Msgs.Notes = ops.WordAsks(msgs.Notes, msgs.Asks, pageNote("payloads hidden: “Show the headers and payloads” shows them (secrets stay redacted)"))
 	v.Title, v.Nav = "Queue "+d.Stats.Queue, "overview"
 	s.render(w, r, http.StatusOK, "queue", v, d)
+}
+
+// wasQueue reports whether name is a queue's that was dropped, its DLQ
+// left: the stats of a queue no one made are not found.
+func (s *server) wasQueue(r *http.Request, name string) bool {
+	st, err := s.svc.QueueStats(r.Context(), ops.QueueStatsRequest{Queue: name, NoArchive: true})
+	return err == nil && len(st.Queues) == 1 && st.Queues[0].Dropped
 }
 
 // isAction reports whether u's path is where a form of the dashboard is
