@@ -349,7 +349,7 @@ var funcs = template.FuncMap{
 	"json":      prettyJSON,
 	"jsonText":  func(s string) string { return prettyJSON(json.RawMessage(s)) },
 	"ms":        func(f *float64) string { return formatMS(f) },
-	"secs":      func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Second).String() },
+	"secs":      formatSecs,
 	"per":       func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"join":      strings.Join,
 	"lower":     strings.ToLower,
@@ -468,6 +468,23 @@ func formatMS(f *float64) string {
 		return strconv.FormatFloat(*f/1000, 'f', 1, 64) + " s"
 	}
 	return strconv.FormatFloat(*f, 'f', 0, 64) + " ms"
+}
+
+// formatSecs writes a duration given in seconds as Go writes durations
+// (30s, 1m30s) to the second, and one under a minute that is not a whole
+// number of seconds to the tenth (1.5s), or under a second to the
+// millisecond (200ms): rounded to the second, a backoff of 200ms read 0s.
+func formatSecs(f float64) string {
+	d := time.Duration(f * float64(time.Second))
+	switch {
+	case d <= 0 || d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 // prettyJSON indents JSON for a page; it was redacted by the operation
