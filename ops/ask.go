@@ -18,6 +18,10 @@ const (
 	// AskFullHistory: identical failures in a row were folded into one
 	// entry; asking for the full history lists each.
 	AskFullHistory AskKind = "full_history"
+	// AskOneQueue: the stats of every queue left some out so that they
+	// fit a response; the stats of one queue, asked by name, show any of
+	// them, and a front end without the bound lists them all.
+	AskOneQueue AskKind = "one_queue"
 )
 
 // Ask ties a note of a result to what its reader can ask for to see what

@@ -38,6 +38,9 @@ type QueueStatsResult struct {
 	Queues  []QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
 	Omitted int          `json:"omitted,omitempty" jsonschema_description:"Queues left out so that the response stays under 16,000 characters: the quietest ones (no dead messages, failures, backlog or pause). Pass queue to see one of them."`
 	Notes   []string     `json:"notes,omitempty" jsonschema_description:"What was left out."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // QueueStats returns the stats of one queue or of every queue. A queue
@@ -83,8 +86,9 @@ func (s *Service) fitQueueStats(out *QueueStatsResult) {
 	}
 	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	out.Queues, out.Omitted = ranked, n
-	out.Notes = []string{fmt.Sprintf("%d of the %d queues %s listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters; pass queue for one of the others; pgbus queues on the command line lists them all",
-		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget)}
+	out.Notes, out.Asks = nil, nil
+	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters",
+		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget), 0)
 }
 
 // attentionRank orders queues by how much they need an operator: dead

@@ -81,9 +81,18 @@ func (r *reader) queues(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 		return nil, readError(req.Params.URI, err)
 	}
 	return jsonContents(req.Params.URI, QueuesDocument{
-		Queues: res.Queues, Omitted: res.Omitted, Notes: res.Notes,
+		Queues: res.Queues, Omitted: res.Omitted, Notes: ops.WordAsks(res.Notes, res.Asks, queuesNote),
 		Next: "for dead messages call pgbus_dlq_summary; for one queue read pgbus://queues/{queue}/stats",
 	})
+}
+
+// queuesNote words the ask of a note of pgbus://queues as a reader asks:
+// by the resource of one queue.
+func queuesNote(a ops.Ask, note string) string {
+	if a.Kind == ops.AskOneQueue {
+		return note + "; read pgbus://queues/{queue}/stats for one of the others; pgbus queues on the command line lists them all"
+	}
+	return vocab.ToolNote(a, note)
 }
 
 func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

@@ -191,5 +191,7 @@ func WordNotes(out any) {
 		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
 	case *ops.AuditPage:
 		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.QueueStatsResult:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
 	}
 }

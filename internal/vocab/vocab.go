@@ -201,6 +201,8 @@ func ToolNote(a ops.Ask, note string) string {
 		return note + fmt.Sprintf("; pass next_cursor as cursor with the same filters for the next page, with limit %d or less", a.Limit)
 	case ops.AskFullHistory:
 		return note + "; full_history lists each"
+	case ops.AskOneQueue:
+		return note + "; pass queue for one of the others; pgbus queues on the command line lists them all"
 	}
 	return note
 }
@@ -217,6 +219,8 @@ func CommandNote(a ops.Ask, note string) string {
 		return note + fmt.Sprintf("; the next page, with --limit %d or less, follows", a.Limit)
 	case ops.AskFullHistory:
 		return note + "; --full-history lists each"
+	case ops.AskOneQueue:
+		return note + "; pgbus queues QUEUE shows one of the others"
 	}
 	return note
 }
