@@ -16,6 +16,9 @@ func pageNote(payload string) func(ops.Ask, string) string {
 			return ""
 		case ops.AskNextPage:
 			return note + "; “Next page” goes on"
+		case ops.AskSmallerPage:
+			// Its pages have one size: there is nothing to ask.
+			return note
 		case ops.AskFullHistory:
 			// The page shows each such entry with how many times it
 			// happened alike; it has no other view of the history.

@@ -22,7 +22,13 @@ const (
 	// fit a response; the stats of one queue, asked by name, show any of
 	// them, and a front end without the bound lists them all.
 	AskOneQueue AskKind = "one_queue"
+	// AskSmallerPage: the messages of a page were shortened so that they
+	// fit a response together; a page of fewer shows more of each.
+	AskSmallerPage AskKind = "smaller_page"
 )
+
+// AskKinds are the kinds of Ask, for a front end to word each.
+var AskKinds = []AskKind{AskPayload, AskSends, AskNextPage, AskFullHistory, AskOneQueue, AskSmallerPage}
 
 // Ask ties a note of a result to what its reader can ask for to see what
 // the note says was left out. ops words only what was left out, in words

@@ -233,7 +233,7 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		}
 	}
 	if cut {
-		out.Notes = append(out.Notes, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters; a smaller limit shows more of each")
+		ask(&out.Notes, &out.Asks, AskSmallerPage, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters", 0)
 	}
 	return out, nil
 }

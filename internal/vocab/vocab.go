@@ -203,6 +203,8 @@ func ToolNote(a ops.Ask, note string) string {
 		return note + "; full_history lists each"
 	case ops.AskOneQueue:
 		return note + "; pass queue for one of the others; pgbus queues on the command line lists them all"
+	case ops.AskSmallerPage:
+		return note + "; a smaller limit shows more of each"
 	}
 	return note
 }
@@ -221,6 +223,8 @@ func CommandNote(a ops.Ask, note string) string {
 		return note + "; --full-history lists each"
 	case ops.AskOneQueue:
 		return note + "; pgbus queues QUEUE shows one of the others"
+	case ops.AskSmallerPage:
+		return note + "; a smaller --limit shows more of each"
 	}
 	return note
 }
