@@ -62,6 +62,9 @@ config).`,
 				if err := t.flush(); err != nil {
 					return err
 				}
+				for _, n := range ops.WordAsks(page.Notes, page.Asks, vocab.CommandNote) {
+					fmt.Fprintln(a.stdout, "note: "+n)
+				}
 				for _, h := range page.Next {
 					if h.Args["cursor"] != nil {
 						fmt.Fprintf(a.stdout, "more: %s\n", vocab.Command(h))
