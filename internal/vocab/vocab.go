@@ -218,7 +218,7 @@ func CommandNote(a ops.Ask, note string) string {
 	case ops.AskSends:
 		return note + ": --tool send (or all) lists them"
 	case ops.AskNextPage:
-		return note + fmt.Sprintf("; the next page, with --limit %d or less, follows", a.Limit)
+		return note + fmt.Sprintf("; the next page is asked with --cursor and --limit %d or less", a.Limit)
 	case ops.AskFullHistory:
 		return note + "; --full-history lists each"
 	case ops.AskOneQueue:
