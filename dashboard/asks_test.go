@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // mcpWords are what an agent passes to a tool, which a page must not tell
@@ -47,6 +48,48 @@ func TestNotesNameThePagesControls(t *testing.T) {
 			if strings.Contains(page, w) {
 				t.Errorf("GET %s names %q, a tool's word:\n%s", c.path, w, page)
 			}
+		}
+	}
+}
+
+// A message shortened further so that its page stays under the response
+// bound says so, and sends no one to a terminal: the page has no fuller
+// view to name.
+func TestShortenedMessageNamesNoCommand(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := pgtest.Context(t)
+	q := pgtest.NewQueue(t, st, "dash_whole")
+	payload := fmt.Sprintf(`{"lines": %q}`, strings.Repeat("y", 20_000))
+	ids, err := st.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(payload),
+		Headers: json.RawMessage(`{"note": "` + strings.Repeat("h", 3000) + `"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longErr := strings.Repeat("connection reset by peer while writing the body; ", 80)
+	trace := strings.Repeat("github.com/acme/orders/internal/charge.(*Client).Do(0xc000123456)\n\t/src/charge/client.go:123 +0x1f\n", 15)
+	for attempt := 1; attempt <= 30; attempt++ {
+		f := store.Failure{Attempt: attempt, Kind: "charge", ErrorClass: "net.OpError", ErrorMessage: fmt.Sprintf("attempt %d: %s", attempt, longErr), Backtrace: trace}
+		if _, err := st.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[0], Failure: f}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved, err := st.DeadLetterMany(ctx, q, store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 30,
+		Failure: &store.Failure{Attempt: 31, Kind: "charge", ErrorClass: "net.OpError", ErrorMessage: longErr, Backtrace: trace}}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter the message: %d moved, %v", len(moved), err)
+	}
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token, allowPayloads: true}))
+	b.login(token)
+
+	path := fmt.Sprintf("/dlq/message?queue=%s&id=%d&payload=1", q, moved[0].DLQMsgID)
+	code, page, _ := b.get(path)
+	if code != http.StatusOK || !strings.Contains(page, "so that the response stays under 16,000 characters") {
+		t.Fatalf("GET %s: %d, want it to say the message was shortened further\n%s", path, code, page)
+	}
+	for _, w := range []string{"command line", "pgbus dlq show"} {
+		if strings.Contains(page, w) {
+			t.Errorf("GET %s names %q, the command line's words:\n%s", path, w, page)
 		}
 	}
 }

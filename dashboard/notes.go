@@ -23,6 +23,12 @@ func pageNote(payload string) func(ops.Ask, string) string {
 			// The page shows each such entry with how many times it
 			// happened alike; it has no other view of the history.
 			return note + ", shown with how many times it happened alike"
+		case ops.AskWhole:
+			// The page has no fuller view: it says only what it cut.
+			return note
+		case ops.AskAll, ops.AskMore, ops.AskSameDryRun:
+			// Its pages of workers and breakers ask for them all.
+			return note
 		}
 		return note
 	}

@@ -25,10 +25,24 @@ const (
 	// AskSmallerPage: the messages of a page were shortened so that they
 	// fit a response together; a page of fewer shows more of each.
 	AskSmallerPage AskKind = "smaller_page"
+	// AskWhole: a message was shortened further than its bounds so that
+	// it fits a response; Op, where no response bound holds, shows it
+	// whole.
+	AskWhole AskKind = "whole"
+	// AskAll: a list left some out so that it fits a response; Op, where
+	// no response bound holds, lists them all.
+	AskAll AskKind = "all"
+	// AskMore: as AskAll, but Op lists more rather than all: it has a
+	// bound of its own.
+	AskMore AskKind = "more"
+	// AskSameDryRun: a dry run left some of the queues its messages would
+	// go back to out so that it fits a response; the same dry run where no
+	// response bound holds lists them.
+	AskSameDryRun AskKind = "same_dry_run"
 )
 
 // AskKinds are the kinds of Ask, for a front end to word each.
-var AskKinds = []AskKind{AskPayload, AskSends, AskNextPage, AskFullHistory, AskOneQueue, AskSmallerPage}
+var AskKinds = []AskKind{AskPayload, AskSends, AskNextPage, AskFullHistory, AskOneQueue, AskSmallerPage, AskWhole, AskAll, AskMore, AskSameDryRun}
 
 // Ask ties a note of a result to what its reader can ask for to see what
 // the note says was left out. ops words only what was left out, in words
@@ -41,6 +55,9 @@ type Ask struct {
 	Note int
 	// Limit is, for AskNextPage, the most rows a page can ask for and fit.
 	Limit int
+	// Op is, for AskWhole, AskAll and AskMore, the operation that shows
+	// what was left out where no response bound holds.
+	Op string
 }
 
 // WordAsks returns notes with each note an ask belongs to replaced by
@@ -73,5 +90,12 @@ func WordAsks(notes []string, asks []Ask, word func(a Ask, note string) string) 
 // ask appends note to notes and an Ask of kind for it to asks.
 func ask(notes *[]string, asks *[]Ask, kind AskKind, note string, limit int) {
 	*asks = append(*asks, Ask{Kind: kind, Note: len(*notes), Limit: limit})
+	*notes = append(*notes, note)
+}
+
+// askOp appends note to notes and an Ask of kind for it, whose operation
+// op shows what it left out, to asks.
+func askOp(notes *[]string, asks *[]Ask, kind AskKind, op, note string) {
+	*asks = append(*asks, Ask{Kind: kind, Note: len(*notes), Op: op})
 	*notes = append(*notes, note)
 }

@@ -126,8 +126,9 @@ func (b Bounds) tighter(step int) (Bounds, bool) {
 	return b, true
 }
 
-// budgetNote says a view was cut further than its bounds to fit.
-const budgetNote = "shortened further (fewer failures, shorter payload, headers and texts) so that the response stays under 16,000 characters; pgbus dlq show on the command line shows a message whole"
+// budgetNote says a view was cut further than its bounds to fit; its Ask
+// (AskWhole) says where it shows whole.
+const budgetNote = "shortened further (fewer failures, shorter payload, headers and texts) so that the response stays under 16,000 characters"
 
 // trimMoved lists fewer of the messages a retry or discard moved when its
 // result (whole, holding moved) passes the response bound; the outcome of

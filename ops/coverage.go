@@ -211,15 +211,22 @@ func (r *DLQRetry) fitWorkers(b Bounds) {
 	if len(r.Workers) == 0 {
 		return
 	}
-	see := "the health check (next) lists those whose messages no running worker serves (no_workers), and pgbus health on the command line lists them all"
+	// The note of queues left out, and how to see them (its Ask): after
+	// a retry the health check (next) lists those no worker serves, and
+	// the health check without the bound every one; a dry run changed
+	// nothing for it to list, so the same dry run without the bound does.
+	note := "%d of the %d queues the messages %s back to %s listed in workers (those no running worker serves first) so that the response stays under %d characters; the health check (next) lists those whose messages no running worker serves (no_workers)"
+	kind, op := AskAll, OpHealth
 	if r.DryRun {
-		see = "the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters, or --all for none) lists those no running worker serves"
+		note = "%d of the %d queues the messages %s back to %s listed in workers (those no running worker serves first) so that the response stays under %d characters"
+		kind, op = AskSameDryRun, OpDLQRetry
 	}
-	// The rest of the result as it will be: with the note and the next
-	// step, and without Moved, which gets the room left after.
+	// The rest of the result as it will be: with room for how to see
+	// them, as a front end words it, and the next step, and without
+	// Moved, which gets the room left after.
 	rest := *r
 	rest.Workers, rest.Moved, rest.Outcomes = nil, nil, nil
-	rest.Notes = append(slices.Clip(r.Notes), see+strings.Repeat("x", 200))
+	rest.Notes = append(slices.Clip(r.Notes), strings.Repeat("x", 370))
 	if !r.DryRun {
 		rest.seeAlso(seeHealth)
 	}
@@ -232,8 +239,8 @@ func (r *DLQRetry) fitWorkers(b Bounds) {
 	if !r.DryRun {
 		r.seeAlso(seeHealth)
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("%d of the %d queues the messages %s back to %s listed in workers (those no running worker serves first) so that the response stays under %d characters; %s",
-		len(r.Workers), len(r.Workers)+n, wentBack(r.DryRun), plural.Of(len(r.Workers), "is", "are"), ResponseBudget, see))
+	askOp(&r.Notes, &r.Asks, kind, op, fmt.Sprintf(note,
+		len(r.Workers), len(r.Workers)+n, wentBack(r.DryRun), plural.Of(len(r.Workers), "is", "are"), ResponseBudget))
 }
 
 // noteRetryPaused puts first among a retry's next steps the resume of

@@ -383,7 +383,7 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 		out = s.deadViewWith(m, askedPayload, full, b)
 	}
 	if cut {
-		out.Notes = append(out.Notes, budgetNote)
+		askOp(&out.Notes, &out.Asks, AskWhole, OpDLQShow, budgetNote)
 	}
 	return out
 }

@@ -85,6 +85,9 @@ type DLQRetry struct {
 	WorkersOmitted  int      `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
 	DeadlinesPassed int      `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
 	Notes           []string `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 
 	// queues are the queues the messages went back to, each once: all of
 	// them, where Moved lists the first 100 messages.

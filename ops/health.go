@@ -58,6 +58,9 @@ type Health struct {
 	// count them.
 	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: NOTICE ones, then DEGRADED ones, after every STALLED one. status counts them."`
 	Notes   []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // HealthReason is one thing that is not OK, and what to look at next.
@@ -120,8 +123,9 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
 	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 {
 		h.Omitted = n
-		h.Notes = []string{fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first) so that the response stays under %d characters; pgbus health on the command line lists them all",
-			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget)}
+		h.Notes, h.Asks = nil, nil
+		askOp(&h.Notes, &h.Asks, AskAll, OpHealth, fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first) so that the response stays under %d characters",
+			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget))
 	}
 	return h, nil
 }
@@ -551,6 +555,9 @@ type Workers struct {
 	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
 	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers, the last of the order (stopped ones first): so that the response stays under 16,000 characters, or past the 1,000 processes listed at most. The counts include them."`
 	Notes   []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // staleReplaced is how long after its last heartbeat a crashed process
@@ -624,14 +631,14 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 			}
 		}
 		if cut > 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("%d %s more than %d queues: the first %d of each are listed (queues_omitted counts the others); pgbus workers on the command line lists them all",
+			askOp(&out.Notes, &out.Asks, AskAll, OpWorkers, fmt.Sprintf("%d %s more than %d queues: the first %d of each are listed (queues_omitted counts the others)",
 				cut, plural.Of(cut, "process serves", "processes serve"), maxWorkerQueues, maxWorkerQueues))
 		}
 	}
 	if !req.All {
 		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: append(slices.Clip(out.Notes), strings.Repeat("x", 300))}); n > 0 {
 			out.Omitted += n
-			out.Notes = append(out.Notes, fmt.Sprintf("%d of the %d processes %s listed (running and stale ones first) so that the response stays under %d characters; pgbus workers on the command line lists more", len(out.Workers), len(out.Workers)+out.Omitted, plural.Of(len(out.Workers), "is", "are"), ResponseBudget))
+			askOp(&out.Notes, &out.Asks, AskMore, OpWorkers, fmt.Sprintf("%d of the %d processes %s listed (running and stale ones first) so that the response stays under %d characters", len(out.Workers), len(out.Workers)+out.Omitted, plural.Of(len(out.Workers), "is", "are"), ResponseBudget))
 		}
 	}
 	return out, nil
@@ -697,6 +704,9 @@ type Circuits struct {
 	Open     int            `json:"open" jsonschema_description:"Breakers open or half-open now: their jobs are being snoozed."`
 	Omitted  int            `json:"omitted,omitempty" jsonschema_description:"Breakers left out of circuits so that the response stays under 16,000 characters: closed ones last in the order."`
 	Notes    []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
 }
 
 // CircuitsRequest selects the breakers to list.
@@ -751,7 +761,8 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 	}
 	if n := fitList(s.opts.Bounds, &out.Circuits, Circuits{Notes: []string{strings.Repeat("x", 300)}}); n > 0 {
 		out.Omitted = n
-		out.Notes = []string{fmt.Sprintf("%d of the %d breakers %s listed (open and half-open ones first) so that the response stays under %d characters; pgbus circuits on the command line lists them all", len(out.Circuits), len(out.Circuits)+n, plural.Of(len(out.Circuits), "is", "are"), ResponseBudget)}
+		out.Notes, out.Asks = nil, nil
+		askOp(&out.Notes, &out.Asks, AskAll, OpCircuits, fmt.Sprintf("%d of the %d breakers %s listed (open and half-open ones first) so that the response stays under %d characters", len(out.Circuits), len(out.Circuits)+n, plural.Of(len(out.Circuits), "is", "are"), ResponseBudget))
 	}
 	return out, nil
 }

@@ -202,13 +202,16 @@ func TestSystemListsStayUnderBudget(t *testing.T) {
 	if ws.Workers[0].Status != ops.WorkerRunning || ws.Workers[1].Status != ops.WorkerRunning || ws.Workers[2].Status != ops.WorkerStopped {
 		t.Errorf("workers start %s, %s, %s; want the two running first", ws.Workers[0].Status, ws.Workers[1].Status, ws.Workers[2].Status)
 	}
-	if !strings.Contains(ws.Notes[0], "pgbus workers") {
-		t.Errorf("note %q does not say where to see them all", ws.Notes[0])
+	if !strings.HasSuffix(ws.Notes[0], "; pgbus workers on the command line lists more") {
+		t.Errorf("note %q does not say where to see more", ws.Notes[0])
 	}
 
 	cs := callOK[ops.Circuits](t, e, "pgbus_circuits", nil)
 	if cs.Open != 3 || cs.Omitted == 0 || len(cs.Circuits)+cs.Omitted != 150 || len(cs.Notes) != 1 {
 		t.Fatalf("circuits: %d listed, open %d, omitted %d, notes %v", len(cs.Circuits), cs.Open, cs.Omitted, cs.Notes)
+	}
+	if !strings.HasSuffix(cs.Notes[0], "; pgbus circuits on the command line lists them all") {
+		t.Errorf("note %q does not say where to see them all", cs.Notes[0])
 	}
 	for i, b := range cs.Circuits {
 		if (i < 3) != (b.State == store.BreakerOpen) {
@@ -316,6 +319,9 @@ func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
 	h := callOK[ops.Health](t, e, "pgbus_health", nil)
 	if h.Status != ops.HealthStalled || h.Queues != total || h.Backlog != total || h.Omitted == 0 || len(h.Reasons)+h.Omitted != total || len(h.Notes) != 1 {
 		t.Fatalf("status %s, %d queues, backlog %d, %d reasons listed, %d omitted, notes %v", h.Status, h.Queues, h.Backlog, len(h.Reasons), h.Omitted, h.Notes)
+	}
+	if !strings.HasSuffix(h.Notes[0], "; pgbus health on the command line lists them all") {
+		t.Errorf("note %q does not say where to see them all", h.Notes[0])
 	}
 	for _, r := range h.Reasons {
 		if r.Status != ops.HealthStalled {

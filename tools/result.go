@@ -193,5 +193,13 @@ func WordNotes(out any) {
 		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
 	case *ops.QueueStatsResult:
 		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.Health:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.Workers:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.Circuits:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
+	case *ops.DLQRetry:
+		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
 	}
 }

@@ -165,5 +165,8 @@ func TestRetryToManyQueuesStaysUnderBudget(t *testing.T) {
 		if dry && !strings.Contains(notes, "pgbus dlq retry-all --dry-run") {
 			t.Errorf("dry run: notes do not say where to see every queue:\n%s", notes)
 		}
+		if !dry && !strings.Contains(notes, "(no_workers); pgbus health on the command line lists them all") {
+			t.Errorf("retry: notes do not say where to see every queue:\n%s", notes)
+		}
 	}
 }

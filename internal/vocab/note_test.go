@@ -19,13 +19,27 @@ func TestNoteWording(t *testing.T) {
 		ops.AskFullHistory: "N; full_history lists each",
 		ops.AskOneQueue:    "N; pass queue for one of the others; pgbus queues on the command line lists them all",
 		ops.AskSmallerPage: "N; a smaller limit shows more of each",
+		ops.AskWhole:       "N; pgbus dlq show on the command line shows a message whole",
+		ops.AskAll:         "N; pgbus dlq show on the command line lists them all",
+		ops.AskMore:        "N; pgbus dlq show on the command line lists more",
+		ops.AskSameDryRun:  "N; the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters, or --all for none) lists those no running worker serves",
 	}
+	// The CLI asks without the response bound: what a response left out
+	// to fit one, it shows already.
+	unbounded := map[ops.AskKind]bool{ops.AskWhole: true, ops.AskAll: true, ops.AskMore: true, ops.AskSameDryRun: true}
 	for _, k := range ops.AskKinds {
-		a := ops.Ask{Kind: k, Limit: 7}
+		a := ops.Ask{Kind: k, Limit: 7, Op: ops.OpDLQShow}
 		if got := vocab.ToolNote(a, "N"); got != tool[k] {
 			t.Errorf("ToolNote(%s) = %q, want %q", k, got, tool[k])
 		}
-		if got := vocab.CommandNote(a, "N"); !strings.HasPrefix(got, "N") || !strings.Contains(got, "--") && !strings.Contains(got, "pgbus ") {
+		got := vocab.CommandNote(a, "N")
+		if unbounded[k] {
+			if got != "N" {
+				t.Errorf("CommandNote(%s) = %q, want the note alone", k, got)
+			}
+			continue
+		}
+		if !strings.HasPrefix(got, "N") || !strings.Contains(got, "--") && !strings.Contains(got, "pgbus ") {
 			t.Errorf("CommandNote(%s) = %q, want the note with a flag or command", k, got)
 		}
 	}

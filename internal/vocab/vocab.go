@@ -205,6 +205,15 @@ func ToolNote(a ops.Ask, note string) string {
 		return note + "; pass queue for one of the others; pgbus queues on the command line lists them all"
 	case ops.AskSmallerPage:
 		return note + "; a smaller limit shows more of each"
+	case ops.AskWhole:
+		// No tool shows past the response bound: a person can.
+		return note + "; " + CommandName(a.Op) + " on the command line shows a message whole"
+	case ops.AskAll:
+		return note + "; " + CommandName(a.Op) + " on the command line lists them all"
+	case ops.AskMore:
+		return note + "; " + CommandName(a.Op) + " on the command line lists more"
+	case ops.AskSameDryRun:
+		return note + "; the same dry run on the command line (pgbus dlq retry-all --dry-run, with the same filters, or --all for none) lists those no running worker serves"
 	}
 	return note
 }
@@ -225,6 +234,10 @@ func CommandNote(a ops.Ask, note string) string {
 		return note + "; pgbus queues QUEUE shows one of the others"
 	case ops.AskSmallerPage:
 		return note + "; a smaller --limit shows more of each"
+	case ops.AskWhole, ops.AskAll, ops.AskMore, ops.AskSameDryRun:
+		// The CLI asks without the response bound: it already shows
+		// what there is.
+		return note
 	}
 	return note
 }
