@@ -631,6 +631,8 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 			}
 		}
 		if cut > 0 {
+			// Only a bounded list says so, read as JSON (the CLI and
+			// the dashboard list them all): it names the field.
 			askOp(&out.Notes, &out.Asks, AskAll, OpWorkers, fmt.Sprintf("%d %s more than %d queues: the first %d of each are listed (queues_omitted counts the others)",
 				cut, plural.Of(cut, "process serves", "processes serve"), maxWorkerQueues, maxWorkerQueues))
 		}

@@ -188,6 +188,6 @@ func shortenedNote(size, shown int, sh shortening) string {
 	if sh.n > len(sh.places) {
 		where += fmt.Sprintf(" and %d more", sh.n-len(sh.places))
 	}
-	return fmt.Sprintf("payload truncated: it is %d bytes; payload_preview holds it as JSON of %d bytes with %d %s shortened, each marked %s…] in place: %s",
+	return fmt.Sprintf("payload truncated: it is %d bytes; its preview shows it as JSON of %d bytes with %d %s shortened, each marked %s…] in place: %s",
 		size, shown, sh.n, plural.Of(sh.n, "value", "values"), ShortenedMark, where)
 }

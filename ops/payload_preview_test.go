@@ -112,7 +112,7 @@ func TestLivePayloadPreviewKeepsSmallFields(t *testing.T) {
 	if v := decodePreview(t, m.PayloadPreview); v["order_id"] != json.Number("42") || v["tenant"] != "acme" {
 		t.Errorf("the preview lost the small fields: %.300s", m.PayloadPreview)
 	}
-	if !hasNoteWith(page.Notes, "payload_preview_json") {
+	if !hasNoteWith(page.Notes, "as JSON with long values shortened") {
 		t.Errorf("no note says how payloads are previewed: %v", page.Notes)
 	}
 }

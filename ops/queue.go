@@ -286,10 +286,10 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		out.Notes = append(out.Notes, hiddenNote)
 	}
 	if truncated > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s truncated to payload_preview: as JSON with long values shortened, each marked %s…], when payload_preview_json; else %s start", plural.Count(truncated, "payload", "payloads"), b.ListPayload, plural.Of(truncated, "is", "are"), ShortenedMark, plural.Of(truncated, "its", "their")))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s truncated to a preview: as JSON with long values shortened, each marked %s…], where that fits; else %s start", plural.Count(truncated, "payload", "payloads"), b.ListPayload, plural.Of(truncated, "is", "are"), ShortenedMark, plural.Of(truncated, "its", "their")))
 	}
 	if omitted > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%s more than %s; only the newest are listed (failure_count has the total)", plural.Count(omitted, "message has", "messages have"), plural.Count(b.LiveHistory, "failure", "failures")))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s more than %s; only the newest are listed (the failure count has the total)", plural.Count(omitted, "message has", "messages have"), plural.Count(b.LiveHistory, "failure", "failures")))
 	}
 	if v.cut {
 		out.Notes = append(out.Notes, fmt.Sprintf("error messages and backtraces are shortened (backtraces to %d lines)", b.LiveTraceLen))

@@ -353,7 +353,7 @@ func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 	}
 	preview := cutBytes(string(red), max)
 	return payloadView{shown: true, truncated: true, preview: preview, redacted: n,
-		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; payload_preview holds the first %d as text", len(red), len(preview))}
+		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; its preview shows the first %d as text", len(red), len(preview))}
 }
 
 // headers returns headers without the dead-letter block (shown decoded),
