@@ -188,8 +188,9 @@ A queue with priority levels lists every level in the order workers read
 them, level 0 first, each message with its LEVEL (priority in --json);
 name one level (QUEUE_p1) to list that level alone. --state and the pages
 of --limit and --cursor run across the levels.
-Secrets are shown as [REDACTED]. --json prints the same result as the MCP
-tool pgbus_queue_messages.`,
+Secrets are shown as [REDACTED]; notes under the table say what was
+redacted or shortened. The table shows no payloads: --json prints them, in
+the same result as the MCP tool pgbus_queue_messages.`,
 		Example: `  pgbus queue messages orders
   pgbus queue messages orders --state retrying --json
   pgbus queue messages orders_p1`,
@@ -202,7 +203,9 @@ tool pgbus_queue_messages.`,
 			if err := checkLimit(req.Limit); err != nil {
 				return err
 			}
-			req.Queue, req.IncludePayload = args[0], !noPayload
+			// The table shows no payloads: only --json asks for them.
+			asJSON, _ := cmd.Flags().GetBool("json")
+			req.Queue, req.IncludePayload = args[0], asJSON && !noPayload
 			return run(a, cmd, (*ops.Service).QueueMessages, req, func(page ops.LiveMessages) error {
 				if len(page.Items) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no live messages")
@@ -234,6 +237,9 @@ tool pgbus_queue_messages.`,
 				if err := t.flush(); err != nil {
 					return err
 				}
+				// Payloads it did not ask for are no news in a table
+				// without them.
+				printNotes(a.stdout, page.Notes, page.Asks, ops.AskPayload)
 				if page.NextCursor != "" {
 					// The cursor is for this state's list only.
 					state := ""

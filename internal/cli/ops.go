@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -106,6 +107,21 @@ func commands(hints []ops.Hint, sep string) string {
 		out[i] = vocab.Command(h)
 	}
 	return strings.Join(out, sep)
+}
+
+// printNotes prints the notes of a result as the CLI words them, their
+// asks by its flags, but the notes of asks of the kinds skip: what the
+// output does not show, so that there is nothing to ask for.
+func printNotes(w io.Writer, notes []string, asks []ops.Ask, skip ...ops.AskKind) {
+	word := func(a ops.Ask, note string) string {
+		if slices.Contains(skip, a.Kind) {
+			return ""
+		}
+		return vocab.CommandNote(a, note)
+	}
+	for _, n := range ops.WordAsks(notes, asks, word) {
+		fmt.Fprintln(w, "note: "+n)
+	}
 }
 
 // printNext prints next steps, one "next:" line each.
