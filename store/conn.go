@@ -103,6 +103,8 @@ func poolerHint(err error) error {
 }
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	ctx, cancel := boundStatement(ctx)
+	defer cancel()
 	tag, err := d.pool.Exec(ctx, sql, args...)
 	if d.retry(ctx, err) {
 		tag, err = d.pool.Exec(withForcedPing(ctx), sql, args...)
@@ -114,6 +116,19 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 // Query itself, or at the first Next (pgx reports a failed send of a cached
 // statement there).
 func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if statementTimeout(ctx) == 0 {
+		return d.query(ctx, sql, args...)
+	}
+	ctx, cancel := boundStatement(ctx)
+	rows, err := d.query(ctx, sql, args...)
+	if err != nil {
+		cancel()
+		return rows, err
+	}
+	return cancelOnClose{Rows: rows, cancel: cancel}, nil
+}
+
+func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	rows, err := d.pool.Query(ctx, sql, args...)
 	if d.retry(ctx, err) {
 		rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
@@ -126,7 +141,12 @@ func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 }
 
 func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
+	if statementTimeout(ctx) == 0 {
+		return retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
+	}
+	ctx, cancel := boundStatement(ctx)
+	row := retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
+	return cancelAfterScan{row: row, cancel: cancel}
 }
 
 func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -135,11 +155,16 @@ func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 
 // BeginTx retries only a BEGIN that was never sent: nothing ran yet.
 func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	tx, err := d.pool.BeginTx(ctx, opts)
-	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) {
-		tx, err = d.pool.BeginTx(withForcedPing(ctx), opts)
+	begin, cancel := boundStatement(ctx)
+	defer cancel()
+	tx, err := d.pool.BeginTx(begin, opts)
+	if err != nil && begin.Err() == nil && pgconn.SafeToRetry(err) {
+		tx, err = d.pool.BeginTx(withForcedPing(begin), opts)
 	}
-	return tx, poolerHint(err)
+	if err != nil || statementTimeout(ctx) == 0 {
+		return tx, poolerHint(err)
+	}
+	return boundedTx{Tx: tx}, nil
 }
 
 type retryRow struct {
