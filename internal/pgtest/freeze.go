@@ -1,0 +1,134 @@
+package pgtest
+
+import (
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// FreezingProxy is a TCP proxy in front of a test's PostgreSQL that can
+// freeze the connections it carries, as a failover behind a load
+// balancer, a frozen server or a cut path does: they stay open, with
+// neither an error nor a close, and carry nothing more either way.
+// Connections made after a freeze carry their bytes as before: the new
+// path.
+type FreezingProxy struct {
+	ln      net.Listener
+	network string
+	address string
+	url     string
+
+	mu     sync.Mutex
+	conns  []*proxied
+	closed bool
+}
+
+// proxied is one client connection and its server connection.
+type proxied struct {
+	client, server net.Conn
+	frozen         atomic.Bool
+}
+
+// NewFreezingProxy starts a proxy to the server of dbURL, closed with
+// every connection it carries at the end of the test.
+func NewFreezingProxy(tb testing.TB, dbURL string) *FreezingProxy {
+	tb.Helper()
+	cfg, err := pgconn.ParseConfig(dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: parse the database URL: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &FreezingProxy{ln: ln}
+	p.network, p.address = pgconn.NetworkAddress(cfg.Host, cfg.Port)
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	p.url = editConnString(tb, dbURL, "host="+host+" port="+port, func(u *url.URL) {
+		q := u.Query()
+		q.Del("host")
+		q.Del("port")
+		u.RawQuery = q.Encode()
+		u.Host = ln.Addr().String()
+	})
+	go p.accept()
+	tb.Cleanup(p.close)
+	return p
+}
+
+// URL is the database URL through the proxy.
+func (p *FreezingProxy) URL() string { return p.url }
+
+// Freeze stops every connection open now from carrying bytes, leaving it
+// open; connections made later are carried.
+func (p *FreezingProxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.frozen.Store(true)
+	}
+}
+
+func (p *FreezingProxy) accept() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial(p.network, p.address)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		c := &proxied{client: client, server: server}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			_ = client.Close()
+			_ = server.Close()
+			return
+		}
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		go c.carry(server, client)
+		go c.carry(client, server)
+	}
+}
+
+// carry copies from src to dst until either closes; once frozen, what it
+// reads goes nowhere, as on a path that drops everything (reading on
+// keeps the sender from blocking, which a dropped path does not do
+// either).
+func (c *proxied) carry(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !c.frozen.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !c.frozen.Load() { // a frozen path tells no close either
+				_ = dst.Close()
+			}
+			return
+		}
+	}
+}
+
+func (p *FreezingProxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.mu.Unlock()
+	_ = p.ln.Close()
+	for _, c := range conns {
+		_ = c.client.Close()
+		_ = c.server.Close()
+	}
+}
