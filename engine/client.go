@@ -23,6 +23,14 @@ const DefaultVacuumAfter = 10_000
 // DefaultAuditRetention is Config.AuditRetention's default: 90 days.
 const DefaultAuditRetention = 90 * 24 * time.Hour
 
+// DefaultDatabaseCallTimeout is Config.DatabaseCallTimeout's default.
+const DefaultDatabaseCallTimeout = 30 * time.Second
+
+// MinDatabaseCallTimeout is the shortest Config.DatabaseCallTimeout
+// NewClient takes: shorter, a busy but healthy database would be taken for
+// one that does not answer.
+const MinDatabaseCallTimeout = time.Second
+
 // Config configures a Client. Zero values take the defaults given;
 // NewClient refuses the intervals that pace its loops when they are
 // shorter than MinInterval.
@@ -67,6 +75,18 @@ type Config struct {
 	SettingsRefresh time.Duration
 	// StatsFlush is how often per-minute counters are written. Default 5s.
 	StatsFlush time.Duration
+	// DatabaseCallTimeout bounds each call the workers' loops make to the
+	// database: one read of a batch, one extension of the running
+	// messages' visibility timeout, one heartbeat, one refresh of the
+	// settings, one statement of the retention pass, the listener's
+	// connect and its checks. A connection that stops answering without
+	// being closed (a failover behind a proxy or load balancer, a frozen
+	// server, a network path that drops everything) would otherwise hold
+	// the loop until TCP gives up, minutes later, or for ever; past the
+	// bound the connection is closed, the call fails as the database not
+	// answering, and the next try takes a new connection. Default
+	// DefaultDatabaseCallTimeout (30s); at least MinDatabaseCallTimeout.
+	DatabaseCallTimeout time.Duration
 	// RetentionInterval is how often this process offers to prune old
 	// archives (one process at a time does it), the first time as Run
 	// starts, so that processes that never run a whole interval (run from
@@ -118,6 +138,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ProcessHeartbeat, 10*time.Second)
 	def(&c.SettingsRefresh, 2*time.Second)
 	def(&c.StatsFlush, 5*time.Second)
+	if c.DatabaseCallTimeout == 0 {
+		c.DatabaseCallTimeout = DefaultDatabaseCallTimeout
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Minute
 	}
@@ -165,6 +188,10 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: Config.%s %s is shorter than %s, which would query the database without pause: give a time.Duration such as 2 * time.Second (a bare 2 is 2ns), or leave it zero for the default",
 				store.ErrInvalid, d.field, d.value, MinInterval)
 		}
+	}
+	if c.DatabaseCallTimeout < MinDatabaseCallTimeout {
+		return fmt.Errorf("%w: Config.DatabaseCallTimeout %s is shorter than %s, which a busy but healthy database may take: give for example 30 * time.Second, or leave it zero for the default %s",
+			store.ErrInvalid, c.DatabaseCallTimeout, MinDatabaseCallTimeout, DefaultDatabaseCallTimeout)
 	}
 	seen := map[string]bool{}
 	for _, q := range c.Queues {
@@ -324,7 +351,11 @@ func (c *Client) settingsFor(queue string) store.QueueSettings {
 }
 
 func (c *Client) refreshSettings(ctx context.Context) error {
-	all, err := c.store.AllQueueSettings(ctx)
+	var all map[string]store.QueueSettings
+	err := c.bounded(ctx, func(ctx context.Context) (err error) {
+		all, err = c.store.AllQueueSettings(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -647,20 +678,27 @@ func (c *Client) process() store.WorkerProcess {
 // heartbeat marks this process alive, and registers it again when
 // retention removed its row (see store.HeartbeatWorker).
 func (c *Client) heartbeat(ctx context.Context) error {
-	if err := c.store.HeartbeatWorker(ctx, c.process()); err != nil {
+	err := c.bounded(ctx, func(ctx context.Context) error {
+		return c.store.HeartbeatWorker(ctx, c.process())
+	})
+	if err != nil {
 		return err
 	}
 	// It always writes: the end of an outage is seen even while every
 	// queue is paused and nothing is read.
 	c.outage.answered()
 	// The breakers' lists of users keep this process's while it runs.
-	return c.store.TouchBreakerUsers(ctx, c.breakerUsers)
+	return c.bounded(ctx, func(ctx context.Context) error {
+		return c.store.TouchBreakerUsers(ctx, c.breakerUsers)
+	})
 }
 
 // retention prunes old archives and audit entries when this process wins
 // the election.
 func (c *Client) retention(ctx context.Context) error {
-	rep, err := c.store.RunRetention(ctx, 1000, c.cfg.AuditRetention)
+	// The pass as a whole may take long on a large archive; each of its
+	// statements is bounded instead.
+	rep, err := c.store.RunRetention(store.WithStatementTimeout(ctx, c.cfg.DatabaseCallTimeout), 1000, c.cfg.AuditRetention)
 	if rep.Ran && len(rep.ArchivedDeleted) > 0 {
 		c.log.Info("pgbus: retention pruned old archives", "deleted", rep.ArchivedDeleted, "idempotency_keys", rep.KeysDeleted)
 	}

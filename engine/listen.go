@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -78,25 +79,73 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 // listenOnce listens on one connection until it fails; listening is
 // called once notifications are known to arrive on it.
 func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWorker, listening func()) error {
-	l, err := c.store.Listen(ctx)
+	var l *store.Listener
+	err := c.bounded(ctx, func(ctx context.Context) (err error) {
+		l, err = c.store.Listen(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer l.Close(context.WithoutCancel(ctx))
-	if err := l.CheckDelivery(ctx, deliveryCheckWait); err != nil {
+	defer c.closeListener(ctx, l)
+	err = c.boundedBy(ctx, deliveryCheckWait, func(ctx context.Context) error {
+		return l.CheckDelivery(ctx, deliveryCheckWait)
+	})
+	if err != nil {
 		return err
 	}
 	listening()
-	for _, w := range byPhysical {
-		w.poke() // notifications may have been missed while disconnected
-	}
+	pokeAll(byPhysical) // notifications may have been missed while disconnected
 	for {
-		queue, err := l.WaitForSend(ctx)
+		queue, err := c.waitForSend(ctx, l, byPhysical)
 		if err != nil {
 			return err
 		}
 		if w, ok := byPhysical[queue]; ok {
 			w.poke()
 		}
+	}
+}
+
+// waitForSend waits for a send's notification. A listener that hears none
+// for DatabaseCallTimeout checks that notifications still reach it: one
+// whose connection stopped answering without being closed (a failover
+// behind a proxy, a frozen path) would otherwise hear nothing again,
+// unnoticed, leaving every idle queue to polling until a restart.
+func (c *Client) waitForSend(ctx context.Context, l *store.Listener, byPhysical map[string]*queueWorker) (string, error) {
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, c.cfg.DatabaseCallTimeout)
+		queue, err := l.WaitForSend(waitCtx)
+		quiet := errors.Is(waitCtx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err == nil || ctx.Err() != nil || !quiet {
+			return queue, err
+		}
+		err = c.boundedBy(ctx, deliveryCheckWait, func(ctx context.Context) error {
+			return l.CheckDelivery(ctx, deliveryCheckWait)
+		})
+		if errors.Is(err, store.ErrNoDelivery) {
+			// Not the pooler the first check tells of: this connection
+			// delivered notifications before.
+			return "", fmt.Errorf("the listener's connection stopped delivering notifications: its check's own did not arrive within %s", deliveryCheckWait)
+		}
+		if err != nil {
+			return "", err
+		}
+		pokeAll(byPhysical) // the check drops the notifications it meets
+	}
+}
+
+// closeListener closes l without waiting on a connection that stopped
+// answering.
+func (c *Client) closeListener(ctx context.Context, l *store.Listener) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.DatabaseCallTimeout)
+	defer cancel()
+	_ = l.Close(ctx)
+}
+
+func pokeAll(byPhysical map[string]*queueWorker) {
+	for _, w := range byPhysical {
+		w.poke()
 	}
 }

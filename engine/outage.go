@@ -43,7 +43,8 @@ type outage struct {
 }
 
 // failed reports whether err says the database cannot be reached (down,
-// restarting, the network to it cut) or takes no more connections
+// restarting, the network to it cut, or silent past a call's deadline:
+// bounded) or takes no more connections
 // (max_connections or a CONNECTION LIMIT reached), logging so at the first
 // such failure of an outage and then once per outageReminder. A caller
 // that gets true must not log err itself; other errors are its own to log.
@@ -52,7 +53,7 @@ func (o *outage) failed(err error) bool {
 		return false
 	}
 	crowded := store.IsCrowded(err)
-	if !crowded && !store.IsUnreachable(err) {
+	if !crowded && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
 	o.mu.Lock()
@@ -67,7 +68,7 @@ func (o *outage) failed(err error) bool {
 			o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
 				"to end it, "+store.CrowdedAdvice, "err", err)
 		} else {
-			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
 				"err", err)
 		}
 	case now.Sub(o.said) >= outageReminder:

@@ -269,7 +269,7 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 // letter refused (keepFailures). settle is called before a part that sets
 // its messages' vt (a retry, a snooze).
 func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]action, settle func()) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, w.c.cfg.DatabaseCallTimeout)
 	defer cancel()
 	landAs := func(a action, ids []int64) {
 		for _, id := range ids {

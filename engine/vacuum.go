@@ -73,7 +73,11 @@ func (w *queueWorker) vacuumLoop(ctx context.Context) {
 // every time. An error of the check counts as may: the vacuum's own error
 // is logged then.
 func (w *queueWorker) mayVacuum(ctx context.Context, queue string) bool {
-	may, err := w.c.store.MayVacuum(ctx, queue)
+	var may bool
+	err := w.c.bounded(ctx, func(ctx context.Context) (err error) {
+		may, err = w.c.store.MayVacuum(ctx, queue)
+		return err
+	})
 	if err != nil || may {
 		return true
 	}
@@ -104,7 +108,10 @@ func (w *queueWorker) vacuumIfDue(ctx context.Context, queue string, m *vacuumMa
 			return
 		}
 	}
-	if err := w.c.store.VacuumQueue(ctx, queue, shrink); err != nil && ctx.Err() == nil {
+	err := w.c.bounded(ctx, func(ctx context.Context) error {
+		return w.c.store.VacuumQueue(ctx, queue, shrink)
+	})
+	if err != nil && ctx.Err() == nil {
 		w.c.log.Warn("pgbus: vacuuming the queue table failed; autovacuum is left to it", "queue", queue, "err", err)
 	}
 }

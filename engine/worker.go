@@ -198,26 +198,31 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	var routed []result
 	var routedFrom, runnable []delivery
 	aside, keepAside := 0, false
-	read := func() ([]store.Message, error) {
-		return w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, func(msgs []store.Message) []store.DeadLetterItem {
-			now := time.Now()
-			routed, routedFrom, runnable, aside = routed[:0], routedFrom[:0], runnable[:0], 0
-			var items []store.DeadLetterItem
-			for _, m := range msgs {
-				d := w.prepare(queue, m, now)
-				res, ok := w.routeWithoutRunning(d)
-				switch {
-				case !ok:
-					runnable = append(runnable, d)
-				case keepAside:
-					aside++
-				default:
-					routed, routedFrom = append(routed, res), append(routedFrom, d)
-					items = append(items, res.deadLetterItem())
-				}
+	route := func(msgs []store.Message) []store.DeadLetterItem {
+		now := time.Now()
+		routed, routedFrom, runnable, aside = routed[:0], routedFrom[:0], runnable[:0], 0
+		var items []store.DeadLetterItem
+		for _, m := range msgs {
+			d := w.prepare(queue, m, now)
+			res, ok := w.routeWithoutRunning(d)
+			switch {
+			case !ok:
+				runnable = append(runnable, d)
+			case keepAside:
+				aside++
+			default:
+				routed, routedFrom = append(routed, res), append(routedFrom, d)
+				items = append(items, res.deadLetterItem())
 			}
-			return items
+		}
+		return items
+	}
+	read := func() (msgs []store.Message, err error) {
+		err = w.c.bounded(ctx, func(ctx context.Context) (err error) {
+			msgs, err = w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, route)
+			return err
 		})
+		return msgs, err
 	}
 	msgs, err := read()
 	switch {
@@ -408,7 +413,11 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 		for len(list) > 0 {
 			chunk := list[:min(len(list), store.MaxBatch)]
 			list = list[len(chunk):]
-			got, err := w.c.store.SetVisibilityClaimed(ctx, queue, chunk, vt)
+			var got []int64
+			err := w.c.bounded(ctx, func(ctx context.Context) (err error) {
+				got, err = w.c.store.SetVisibilityClaimed(ctx, queue, chunk, vt)
+				return err
+			})
 			if err != nil {
 				if ctx.Err() == nil && !w.c.outage.failed(err) {
 					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
