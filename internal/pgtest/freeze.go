@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,7 +29,28 @@ type FreezingProxy struct {
 // proxied is one client connection and its server connection.
 type proxied struct {
 	client, server net.Conn
-	frozen         atomic.Bool
+	// mu is held across each forward and by Freeze, so that nothing read
+	// before a freeze is forwarded after it.
+	mu     sync.Mutex
+	frozen bool
+}
+
+// forward writes p to dst unless the connection is frozen, and reports
+// whether it is frozen.
+func (c *proxied) forward(dst net.Conn, p []byte) (frozen bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		return true, nil
+	}
+	_, err = dst.Write(p)
+	return false, err
+}
+
+func (c *proxied) freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.frozen = true
 }
 
 // NewFreezingProxy starts a proxy to the server of dbURL, closed with
@@ -69,7 +89,7 @@ func (p *FreezingProxy) Freeze() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
-		c.frozen.Store(true)
+		c.freeze()
 	}
 }
 
@@ -107,13 +127,12 @@ func (c *proxied) carry(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !c.frozen.Load() {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
+		frozen, werr := c.forward(dst, buf[:n])
+		if werr != nil {
+			return
 		}
 		if err != nil {
-			if !c.frozen.Load() { // a frozen path tells no close either
+			if !frozen { // a frozen path tells no close either
 				_ = dst.Close()
 			}
 			return
