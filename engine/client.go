@@ -678,6 +678,7 @@ func (c *Client) process() store.WorkerProcess {
 // heartbeat marks this process alive, and registers it again when
 // retention removed its row (see store.HeartbeatWorker).
 func (c *Client) heartbeat(ctx context.Context) error {
+	start := time.Now()
 	err := c.bounded(ctx, func(ctx context.Context) error {
 		return c.store.HeartbeatWorker(ctx, c.process())
 	})
@@ -686,7 +687,7 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	}
 	// It always writes: the end of an outage is seen even while every
 	// queue is paused and nothing is read.
-	c.outage.answered()
+	c.outage.answered(start)
 	// The breakers' lists of users keep this process's while it runs.
 	return c.bounded(ctx, func(ctx context.Context) error {
 		return c.store.TouchBreakerUsers(ctx, c.breakerUsers)

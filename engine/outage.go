@@ -87,17 +87,19 @@ func (o *outage) failed(err error) bool {
 	return true
 }
 
-// answered notes that a statement succeeded, and logs the end of an
-// outage if one was under way: at once for a database that did not
+// answered notes that a call begun at start succeeded, and logs the end
+// of an outage if one was under way: at once for a database that did not
 // answer, and for one that refused connections once it has refused none
-// for crowdedQuiet.
-func (o *outage) answered() {
+// for crowdedQuiet. A call begun before the outage was met says nothing
+// of its end: a server shutting down finishes some statements just after
+// it cut other connections.
+func (o *outage) answered(start time.Time) {
 	if !o.down.Load() {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || o.crowded && time.Since(o.last) < crowdedQuiet {
+	if !o.down.Load() || start.Before(o.since) || o.crowded && time.Since(o.last) < crowdedQuiet {
 		return
 	}
 	o.down.Store(false)

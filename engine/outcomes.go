@@ -148,9 +148,10 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	landed := make(map[int64]action, len(batch))
 	for {
+		start := time.Now()
 		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, guard.hold)
 		if err == nil {
-			w.c.outage.answered()
+			w.c.outage.answered(start)
 			w.outcomesWritten()
 			if len(w.gone) > 0 {
 				delete(w.gone, queue) // made again: say so again if it goes

@@ -143,6 +143,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		if n == 0 {
 			return
 		}
+		start := time.Now()
 		got, err := w.fetch(ctx, n)
 		backlog = err == nil && got == n
 		w.release(n - got)
@@ -159,7 +160,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 			}
 			continue
 		}
-		w.c.outage.answered()
+		w.c.outage.answered(start)
 		errDelay = 100 * time.Millisecond
 		if got < n {
 			w.idle(ctx)
