@@ -140,6 +140,21 @@ func (s *sentSecrets) addHeader(v string) {
 	}
 }
 
+// addNamedHeader is addHeader for the header name, which takes the value
+// of each cookie of a Cookie header (session=3f9c...; theme=dark) too: a
+// downstream refusing a session names its value alone.
+func (s *sentSecrets) addNamedHeader(name, v string) {
+	s.addHeader(v)
+	if !strings.EqualFold(name, "Cookie") {
+		return
+	}
+	for _, c := range strings.Split(v, ";") {
+		if _, value, ok := strings.Cut(c, "="); ok {
+			s.add(value)
+		}
+	}
+}
+
 // addURL takes as secrets what of u may be a credential: its password
 // (as written, as a URL carries it percent-encoded, and as a request's
 // Basic credential, user:password in base64), every value of its query

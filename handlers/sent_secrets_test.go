@@ -145,15 +145,19 @@ func queryText(t *testing.T, s *store.Store, sql string, args ...any) string {
 }
 
 // A downstream says a secret back in other forms than the handler wrote
-// it: a bearer token without its scheme, the url's password as the Basic
-// credential the request carried, a redirect's location, or a status line
-// so malformed that the transport's error quotes it. Each is hidden in the
-// failure message and the failure history.
+// it: a bearer token without its scheme, a cookie's value without its
+// name, the url's password as the Basic credential the request carried, a
+// redirect's location, or a status line so malformed that the transport's
+// error quotes it. Each is hidden in the failure message and the failure
+// history.
 func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
 	const bearer = "bt-4Hx7Pq2Wm9Zc"
 	basic := "c3ZjOnB3LVprNE1uOFFyMg==" // svc:pw-Zk4Mn8Qr2
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if session, err := r.Cookie("session"); err == nil {
+			cred = session.Value
+		}
 		w.Header().Set("Location", "https://idp.example/retry/"+cred)
 		w.WriteHeader(http.StatusFound)
 		_, _ = fmt.Fprintf(w, "invalid credential %s", cred)
@@ -182,6 +186,7 @@ func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
 		output              bool
 	}{
 		{"a bearer token without its scheme", fmt.Sprintf("type: http\nurl: %s/hook\nheaders: {Authorization: Bearer %s}", echo.URL, bearer), bearer, true},
+		{"a cookie's value alone", fmt.Sprintf("type: http\nurl: %s/hook\nheaders: {Cookie: 'session=%s; theme=dark'}", echo.URL, hookKey), hookKey, true},
 		{"the url's password as the Basic credential", fmt.Sprintf("type: http\nurl: %s/hook", strings.Replace(echo.URL, "http://", "http://svc:"+urlPassword+"@", 1)), basic, true},
 		{"a malformed status line", fmt.Sprintf("type: http\nurl: http://%s/hook\nheaders: {X-Hook-Key: %s}", ln.Addr(), hookKey), hookKey, false},
 	} {
