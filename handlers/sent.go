@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/base64"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -192,12 +193,37 @@ func (s *sentSecrets) addURL(u *url.URL) {
 // not -p, which many programs take for a port): the value of
 // --token=VALUE, and the argument after --token unless it is an option
 // itself (starts with -). An argument that is a URL (scheme://host...) is
-// one as the http handler's url is (addURL).
-func (s *sentSecrets) addArgs(args []string) {
+// one as the http handler's url is (addURL). A header (Name: value) is
+// one as the http handler's headers are when it follows -H or --header
+// (curl's and wget's option), or is given to --header=; any other
+// argument of that form only when its name looks like a secret's key
+// (Authorization, Proxy-Authorization, Cookie, X-Api-Key). An argument
+// holding blanks is also read as a shell command ([sh, -c, "curl -H
+// 'Authorization: Bearer 3f9c...' ..."]): its words (shellWords) are
+// arguments to these rules too.
+func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
+
+// maxShellDepth is how many shell commands within one another addArgs
+// reads (sh -c "ssh host 'curl -H ...'" is two): enough for commands
+// written by hand, and it bounds the work a long quoted argument makes.
+const maxShellDepth = 4
+
+// addWords is addArgs for the words of a shell command depth deep in
+// another.
+func (s *sentSecrets) addWords(args []string, depth int) {
 	for i, a := range args {
 		if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" {
 			s.addURL(u)
 			continue
+		}
+		if h, given, ok := headerFlag(a); ok && given {
+			s.addHeaderArg(h, true)
+		} else {
+			_, given, ok := headerFlag(argAt(args, i-1))
+			s.addHeaderArg(a, ok && !given)
+		}
+		if depth < maxShellDepth && strings.ContainsAny(a, shellBlanks) {
+			s.addWords(shellWords(a), depth+1)
 		}
 		name, value, inline := secretOption(a)
 		switch {
@@ -208,6 +234,50 @@ func (s *sentSecrets) addArgs(args []string) {
 			s.add(args[i+1])
 		}
 	}
+}
+
+// argAt is args[i], or "" where there is none.
+func argAt(args []string, i int) string {
+	if i < 0 || i >= len(args) {
+		return ""
+	}
+	return args[i]
+}
+
+// headerFlag reports whether arg is the option that gives a header (-H,
+// --header), and the header it gives itself (--header=Name: value,
+// -HName: value), if any.
+func headerFlag(arg string) (header string, given, ok bool) {
+	for _, flag := range []string{"--header=", "--header", "-H"} {
+		if rest, found := strings.CutPrefix(arg, flag); found && (rest == "" || flag != "--header") {
+			return rest, rest != "", true
+		}
+	}
+	return "", false, false
+}
+
+// addHeaderArg takes the value of arg as a secret when arg is a header
+// (Name: value) named like a secret's key or, when given to -H, one whose
+// value is a secret as a configured header's is (all but plainHeaders).
+func (s *sentSecrets) addHeaderArg(arg string, toH bool) {
+	name, value, ok := strings.Cut(arg, ":")
+	if !ok || !headerName(name) {
+		return
+	}
+	if redact.IsSecretKey(name) || toH && !plainHeader(textproto.CanonicalMIMEHeaderKey(name)) {
+		s.addNamedHeader(name, value)
+	}
+}
+
+// headerName reports whether name reads as a header's name: a letter,
+// then letters, digits, - and _. Not the scheme of a URL, which addArgs
+// reads before, nor a time (10:30).
+func headerName(name string) bool {
+	isLetter := func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
+	first, _ := utf8.DecodeRuneInString(name)
+	return isLetter(first) && strings.IndexFunc(name, func(r rune) bool {
+		return !isLetter(r) && (r < '0' || r > '9') && r != '-' && r != '_'
+	}) < 0
 }
 
 // secretOption returns the name of arg when it is an option (-name,

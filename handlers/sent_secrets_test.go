@@ -297,3 +297,90 @@ func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
 		}
 	}
 }
+
+// Secrets in a shell command ([sh, -c, "curl -H 'Authorization: Bearer
+// ...' ..."], bash -c alike) and in header arguments (-H, --header, a
+// header named like a secret's key), said back bare by a downstream that
+// refuses them: none is stored in the dead-letter block or the failure
+// history, while the rest of the command's words (a plain header, its
+// options, the url's host and path) stays readable.
+func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
+	const (
+		bearer   = "Bt3f9cAbc7Qx"
+		token    = "Tk5Rv8Nc3Jx6"
+		query    = "Qt4Lp8Wz2Nx6"
+		apiKey   = "Ak7Hx2Pq9Wm4"
+		flagTok  = "Ft6Yw2Kd9Rb3"
+		session  = "Ss5Kd8Lw2Mq4"
+		hookKey  = "Hk2Zc6Tm8Vn5"
+		proxyKey = "Px7Wq3Zr5Tn2"
+	)
+	s := sharedStore(t)
+	// A curl that fails saying each argument back, its last word bare (as
+	// an error quotes the credential it refused), and the urls it got.
+	curl := writeScript(t, t.TempDir(), "curl",
+		"for a in \"$@\"; do case \"$a\" in http*) printf 'GET %s\\n' \"$a\" >&2;; esac; done\n"+
+			"for a in \"$@\"; do printf 'curl: (22) refused %s\\n' \"${a##*[ =:]}\" >&2; done\nexit 22\n")
+	execs := []struct {
+		what    string
+		command []any
+		queue   string
+		id      int64
+	}{
+		{what: "sh -c", command: []any{"/bin/sh", "-c", fmt.Sprintf(`/bin/sh %s -fsS -H 'Authorization: Bearer %s' --token %s 'https://api.example.com/x?token=%s' -H "Content-Type: application/json"`,
+			curl, bearer, token, query)}},
+		{what: "bash -c", command: []any{"bash", "-c", fmt.Sprintf(`set -e; sh %s --header "X-Api-Key: %s" --api-key=%s -H 'Cookie: session=%s' -H 'Content-Type: application/json' -fsS https://api.example.com/x`,
+			curl, apiKey, flagTok, session)}},
+		{what: "header arguments", command: []any{"/bin/sh", curl, "-fsS", "-H", "X-Hook-Key: " + hookKey, "Proxy-Authorization: " + proxyKey, "-H", "Content-Type: application/json", "https://api.example.com/x"}},
+	}
+	var queues []config.WorkQueue
+	for i := range execs {
+		execs[i].queue = fastQueue(t, s, nil)
+		queues = append(queues, config.WorkQueue{Name: execs[i].queue, Concurrency: 1, Handler: handlers.Spec{Type: handlers.TypeExec,
+			Options: map[string]any{"command": execs[i].command, "breaker": map[string]any{"enabled": false}}}})
+	}
+	c, err := runner.NewClient(s, queues, engine.Config{
+		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
+		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	for i, h := range execs {
+		execs[i].id = pgtest.Send(t, c, h.queue, map[string]int{"n": i}, engine.SendOptions{})
+	}
+	pgtest.Eventually(t, time.Minute, "every message dead-lettered", func() bool {
+		for _, h := range execs {
+			if pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+h.queue+`_dlq"`) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+
+	plain := []string{"refused -fsS", "refused application/json", "GET https://api.example.com/x"}
+	for _, h := range execs {
+		blocks, dlqIDs := deadBlocksOf(t, s, h.queue)
+		if b := blocks[h.id]; b == nil || b["error_class"] != "exec.exit_22" {
+			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_22", h.what, b)
+		}
+		texts := map[string]string{
+			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+h.queue+`_dlq"`),
+			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
+				store.DLQName(h.queue), dlqIDs[h.id]),
+		}
+		for where, text := range texts {
+			for _, secret := range []string{bearer, token, query, apiKey, flagTok, session, hookKey, proxyKey} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s: the %s shows the secret %s:\n%s", h.what, where, secret, text)
+				}
+			}
+			for _, p := range append(plain, "refused "+ops.Redacted) {
+				if !strings.Contains(text, p) {
+					t.Errorf("%s: the %s lacks %q:\n%s", h.what, where, p, text)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A shell command splits into the words a shell would give its program,
+// quotes and the backslashes that quote removed, nothing expanded; quoting
+// left open runs to the end rather than losing what follows it.
+func TestShellWords(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		want    []string
+	}{
+		{"curl -fsS https://api.example.com/x", []string{"curl", "-fsS", "https://api.example.com/x"}},
+		{"  a \t b\nc  ", []string{"a", "b", "c"}},
+		{`curl -H 'Authorization: Bearer 3f9c' -d "{\"a\": 1}"`, []string{"curl", "-H", "Authorization: Bearer 3f9c", "-d", `{"a": 1}`}},
+		{`a'b c'"d e"f`, []string{"ab cd ef"}},
+		{`'' "" x`, []string{"", "", "x"}},
+		{`it\'s a\ b \"c\"`, []string{"it's", "a b", `"c"`}},
+		{`"\$HOME \a \\ \""`, []string{`$HOME \a \ "`}},
+		{`'single \ keeps "all"'`, []string{`single \ keeps "all"`}},
+		{"one \\\ntwo", []string{"one", "two"}},
+		{"\"joined \\\nline\"", []string{"joined line"}},
+		{"$TOKEN ${X:-y} $(cmd) `b`", []string{"$TOKEN", "${X:-y}", "$", "cmd", "`b`"}},
+		{"a;b&&c|d 2>&1 <in >out", []string{"a", "b", "c", "d", "2", "1", "in", "out"}},
+		{"échec 'à côté'", []string{"échec", "à côté"}},
+		{"", nil},
+		{"   ", nil},
+		// Malformed: each open quote runs to the end.
+		{"curl -H 'Authorization: Bearer 3f9c --token abc", []string{"curl", "-H", "Authorization: Bearer 3f9c --token abc"}},
+		{`curl --token "tk 12 -v`, []string{"curl", "--token", "tk 12 -v"}},
+		{`a "b \`, []string{"a", `b \`}},
+		{`a "b \"`, []string{"a", `b "`}},
+		{`end\`, []string{`end\`}},
+		{`'`, []string{""}},
+		{`"`, []string{""}},
+		{`x '`, []string{"x", ""}},
+	} {
+		if got := shellWords(c.command); !slices.Equal(got, c.want) {
+			t.Errorf("shellWords(%q) = %q, want %q", c.command, got, c.want)
+		}
+	}
+	// A command cut anywhere, as one written wrong may end: in a quote,
+	// after a backslash, in a header; every cut is read without a panic,
+	// and a credential it holds whole is still hidden.
+	const command = `curl -H "Cookie: a=\"b\"" --header='X-Api-Key: Ak7Hx2Pq9Wm4' -H 'Authorization: Bearer Bt3f9cAbc7Qx' \`
+	for i := range len(command) + 1 {
+		var s sentSecrets
+		s.addArgs([]string{"sh", "-c", command[:i]})
+		if strings.HasSuffix(command[:i], "Bt3f9cAbc7Qx") && s.hideString("Bt3f9cAbc7Qx") != "[REDACTED]" {
+			t.Errorf("cut after the bearer token, %q keeps it shown", command[:i])
+		}
+	}
+}
+
+// In a shell command and in header arguments: the value of an option
+// named like a secret's key and the secrets of a URL among its words, a
+// header given to -H or --header but a plain one (Content-Type), and a
+// header of any argument named like a secret's key; a Bearer credential
+// and a cookie's value alone too. What is no secret stays shown.
+func TestShellAndHeaderArgumentSecretRules(t *testing.T) {
+	for _, c := range []struct {
+		what       string
+		args       []string
+		text, want string
+	}{
+		{"sh -c", []string{"sh", "-c", `curl -fsS -H 'Authorization: Bearer Bt3f9cAbc77' https://api.example.com/x?token=Qt4Lp8Wz2Nx6 --token Tk5Rv8Nc3Jx6`},
+			"Bearer Bt3f9cAbc77 | Bt3f9cAbc77 | api.example.com/x Qt4Lp8Wz2Nx6 | Tk5Rv8Nc3Jx6 | -fsS",
+			"[REDACTED] | [REDACTED] | api.example.com/x [REDACTED] | [REDACTED] | -fsS"},
+		{"bash -c, --token= and nested quotes", []string{"bash", "-c", `set -e; run --api-key=Ak7Hx2Pq9Wm4 && ssh host "curl --header 'X-Api-Key: Xk9pQ2rT7vLm' -H 'Content-Type: application/json'"`},
+			"Ak7Hx2Pq9Wm4 Xk9pQ2rT7vLm application/json", "[REDACTED] [REDACTED] application/json"},
+		// An open quote runs to the end: what it holds is still read.
+		{"an unterminated quote", []string{"sh", "-c", `curl --password Pw9Open4Quote -H "Authorization: Bearer Un7Term1nated`},
+			"Un7Term1nated Pw9Open4Quote", "[REDACTED] [REDACTED]"},
+		{"an option in an unterminated quote", []string{"sh", "-c", `curl -H 'X-Api-Key: Ak3Open7Quote --token Tk8Open2Quote -v`},
+			"Ak3Open7Quote --token Tk8Open2Quote -v | Tk8Open2Quote", "[REDACTED] | [REDACTED]"},
+		{"header arguments", []string{"curl", "-H", "X-Request-Id: rq-20261130-0001", "--header", "Cookie: session=Ss5Kd8Lw2Mq4; theme=darkmode", "-H", "Accept: application/vnd.acme+json",
+			"--header=X-Hook-Key:Hk5Rv8Nc3Jx6", "-HX-Signature: Sg3Nb8Kd5Rt1"},
+			"rq-20261130-0001 Ss5Kd8Lw2Mq4 darkmode application/vnd.acme+json Hk5Rv8Nc3Jx6 Sg3Nb8Kd5Rt1",
+			"[REDACTED] [REDACTED] [REDACTED] application/vnd.acme+json [REDACTED] [REDACTED]"},
+		{"headers without -H", []string{"http", "POST", "api.example.com", "Authorization: Basic QmFzaWMxMjM0NTY=", "Proxy-Authorization:Px7Wq3Zr5Tn2", "X-Request-Id: rq-20261130-0002", "Note: 2026-11-30T10:30"},
+			"QmFzaWMxMjM0NTY= Px7Wq3Zr5Tn2 rq-20261130-0002 2026-11-30T10:30", "[REDACTED] [REDACTED] rq-20261130-0002 2026-11-30T10:30"},
+		{"no secrets", []string{"sh", "-c", "echo 'Author: Ada Lovelace' --output /srv/out/report.json 10:30:00 -H"},
+			"Ada Lovelace /srv/out/report.json 10:30:00", "Ada Lovelace /srv/out/report.json 10:30:00"},
+	} {
+		var s sentSecrets
+		s.addArgs(c.args)
+		if got := s.hideString(c.text); got != c.want {
+			t.Errorf("%s: the secrets of %q hide\n%s, want\n%s", c.what, c.args, got, c.want)
+		}
+	}
+}
