@@ -202,6 +202,8 @@ func configKeyOf(flag string) string {
 		return "worker.drain_timeout"
 	case "no-listen":
 		return "worker.no_listen"
+	case "database-call-timeout":
+		return "worker.database_call_timeout"
 	}
 	out := []byte(flag)
 	for i, c := range out {

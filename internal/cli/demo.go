@@ -12,7 +12,7 @@ import (
 )
 
 func (a *app) demoCommand() *cobra.Command {
-	var timeout time.Duration
+	var timeout, callTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the quick-start demo: flaky jobs, retries, dead letters, then what to do next",
@@ -42,14 +42,18 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
 			if err := checkDuration("timeout", timeout, time.Second, time.Hour, "the demo's jobs take a few seconds to settle"); err != nil {
 				return err
 			}
-			return a.demo(cmd.Context(), timeout)
+			if err := a.resolveCallTimeout(cmd.Flags(), &callTimeout); err != nil {
+				return err
+			}
+			return a.demo(cmd.Context(), timeout, callTimeout)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up when the jobs have not settled after this long")
+	addCallTimeoutFlag(cmd.Flags(), &callTimeout)
 	return cmd
 }
 
-func (a *app) demo(ctx context.Context, timeout time.Duration) error {
+func (a *app) demo(ctx context.Context, timeout, callTimeout time.Duration) error {
 	started := time.Now()
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
@@ -59,7 +63,7 @@ func (a *app) demo(ctx context.Context, timeout time.Duration) error {
 	out := a.stdout
 	fmt.Fprintf(out, "pgbus demo on %s\n\n", s.db.Where())
 	var bar *progress
-	rep, err := demo.Run(ctx, s.db.Store, s.ops, demo.Options{Timeout: timeout, Logger: a.log, AuditRetention: a.cfg.EngineAuditRetention(), Observers: a.trace.observers,
+	rep, err := demo.Run(ctx, s.db.Store, s.ops, demo.Options{Timeout: timeout, Logger: a.log, AuditRetention: a.cfg.EngineAuditRetention(), DatabaseCallTimeout: callTimeout, Observers: a.trace.observers,
 		Sent: func(n map[string]int, total int) {
 			fmt.Fprintf(out, "sent %d jobs: %d to %s, %d to %s; working them (max_retries 4, backoff 50ms..1s)...\n",
 				total, n[demo.Orders], demo.Orders, n[demo.Emails], demo.Emails)

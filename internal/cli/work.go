@@ -27,6 +27,8 @@ const (
 	EnvPollInterval = "PGBUS_POLL_INTERVAL"
 	EnvDrainTimeout = "PGBUS_DRAIN_TIMEOUT"
 	EnvNoListen     = "PGBUS_NO_LISTEN"
+
+	EnvDatabaseCallTimeout = "PGBUS_DATABASE_CALL_TIMEOUT"
 )
 
 // workFlags are the options of pgbus work.
@@ -47,19 +49,43 @@ type workerTiming struct {
 	pollInterval time.Duration
 	drainTimeout time.Duration
 	noListen     bool
+	callTimeout  time.Duration
 }
 
 func (t *workerTiming) add(f *pflag.FlagSet) {
 	f.DurationVar(&t.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	f.DurationVar(&t.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
 	f.BoolVar(&t.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
+	addCallTimeoutFlag(f, &t.callTimeout)
+}
+
+// addCallTimeoutFlag adds --database-call-timeout, of every command that
+// runs workers.
+func addCallTimeoutFlag(f *pflag.FlagSet, d *time.Duration) {
+	f.DurationVar(d, "database-call-timeout", engine.DefaultDatabaseCallTimeout, "how long a database call of the workers may go unanswered before its connection is closed and the call tried again on another, as after a failover behind a proxy (env "+EnvDatabaseCallTimeout+", config worker.database_call_timeout; "+config.DatabaseCallTimeoutRange+")")
+}
+
+// resolveCallTimeout settles --database-call-timeout (flag > environment >
+// configuration file > default) and checks its range.
+func (a *app) resolveCallTimeout(fs *pflag.FlagSet, d *time.Duration) error {
+	file := ""
+	if v := a.cfg.Worker.DatabaseCallTimeout; v != nil {
+		file = v.String()
+	}
+	if err := a.resolve(fs, "database-call-timeout", file, EnvDatabaseCallTimeout); err != nil {
+		return err
+	}
+	if *d < engine.MinDatabaseCallTimeout || *d > config.MaxDatabaseCallTimeout {
+		return usageError{fmt.Errorf("database call timeout %s%s is out of range %s: %s", *d, a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
+	}
+	return nil
 }
 
 // engineConfig is the engine's configuration for these options and the
 // configuration file's audit_retention.
 func (a *app) engineConfig(t workerTiming) engine.Config {
 	return engine.Config{PollInterval: t.pollInterval, DrainTimeout: t.drainTimeout, NoListen: t.noListen,
-		AuditRetention: a.cfg.EngineAuditRetention()}
+		DatabaseCallTimeout: t.callTimeout, AuditRetention: a.cfg.EngineAuditRetention()}
 }
 
 // resolveTiming settles the timing options (flag > environment >
@@ -92,7 +118,7 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 	if t.drainTimeout < time.Millisecond || t.drainTimeout > 24*time.Hour {
 		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are left to their visibility timeout); give for example 30s", t.drainTimeout, a.from("drain-timeout"))}
 	}
-	return nil
+	return a.resolveCallTimeout(fs, &t.callTimeout)
 }
 
 func (w *workFlags) add(f *pflag.FlagSet) {

@@ -9,6 +9,7 @@
 //	worker:
 //	  poll_interval: 1s
 //	  drain_timeout: 30s
+//	  database_call_timeout: 30s
 //	queues:
 //	  orders:
 //	    concurrency: 10
@@ -37,6 +38,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/yamlerr"
@@ -86,7 +88,24 @@ type Worker struct {
 	// NoListen, when true, wakes idle queues by polling only, without
 	// LISTEN/NOTIFY (behind PgBouncer in transaction mode).
 	NoListen *bool `yaml:"no_listen"`
+	// DatabaseCallTimeout bounds each database call of the workers' loops
+	// (engine.Config.DatabaseCallTimeout).
+	DatabaseCallTimeout *Duration `yaml:"database_call_timeout"`
 }
+
+// MaxDatabaseCallTimeout is the longest worker.database_call_timeout: a
+// connection that stops answering holds the workers' calls that long
+// before it is closed.
+const MaxDatabaseCallTimeout = time.Hour
+
+// DatabaseCallTimeoutRange is the range of worker.database_call_timeout,
+// from engine.MinDatabaseCallTimeout, as errors name it; DatabaseCallTimeoutWhy
+// says in them what the setting is for, since a short one fails calls a
+// busy but healthy database answers.
+const (
+	DatabaseCallTimeoutRange = "1s..1h"
+	DatabaseCallTimeoutWhy   = "it is how long a database call of the workers may go unanswered before its connection is closed, and a busy but healthy database may take seconds; give for example 30s"
+)
 
 // Queue configures one queue: how many of its jobs run at once, the handler
 // that runs them, and its retry settings.
@@ -615,6 +634,9 @@ func (f *File) check() error {
 	}
 	if d := f.Worker.DrainTimeout; d != nil && (d.D() < time.Millisecond || d.D() > 24*time.Hour) {
 		return f.Errorf("worker.drain_timeout", "%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM; give for example 30s", d)
+	}
+	if d := f.Worker.DatabaseCallTimeout; d != nil && (d.D() < engine.MinDatabaseCallTimeout || d.D() > MaxDatabaseCallTimeout) {
+		return f.Errorf("worker.database_call_timeout", "%s is out of range %s: %s", d, DatabaseCallTimeoutRange, DatabaseCallTimeoutWhy)
 	}
 	if r := f.AuditRetention; r != nil && !r.Off() && !retentionInRange(r.D()) {
 		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", r)

@@ -21,6 +21,7 @@ log_level: debug
 worker:
   poll_interval: 250ms
   drain_timeout: 1m
+  database_call_timeout: 5s
 queues:
   orders:
     concurrency: 4
@@ -46,7 +47,7 @@ func TestParseFull(t *testing.T) {
 	if f.DatabaseURL != "postgres://app@db/app" || f.DataDir != "/var/lib/pgbus" || f.LogFormat != "json" || f.LogLevel != "debug" {
 		t.Fatalf("top level: %+v", f)
 	}
-	if f.Worker.PollInterval.D() != 250*time.Millisecond || f.Worker.DrainTimeout.D() != time.Minute {
+	if f.Worker.PollInterval.D() != 250*time.Millisecond || f.Worker.DrainTimeout.D() != time.Minute || f.Worker.DatabaseCallTimeout.D() != 5*time.Second {
 		t.Fatalf("worker: %+v", f.Worker)
 	}
 	if got := f.QueueNames(); strings.Join(got, ",") != "emails,orders" {
@@ -106,7 +107,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"log_levle: info\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, log_format, log_level, worker, queues`},
 		{"log_levle: info\nlog_formt: json\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, log_format, log_level, worker, queues, safe_fields, alerts, audit_retention (and 1 more problem)`},
-		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout, no_listen`},
+		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout, no_listen, database_call_timeout`},
 		{"queues:\n  a:\n    concurrency: -1\n", "queues.a.concurrency", 3, "-1 is out of range 1..10000"},
 		{"queues:\n  a:\n    concurrency: 1.5\n", "queues.a.concurrency", 3, "is not a whole number"},
 		{"queues:\n  a:\n    concurrency: 0\n", "queues.a.concurrency", 3, "0 is out of range 1..10000"},
@@ -131,6 +132,10 @@ func TestErrors(t *testing.T) {
 		{"worker:\n  drain_timeout: 1 minute\n", "worker.drain_timeout", 2, "is not a duration"},
 		{"worker:\n  drain_timeout: 0s\n", "worker.drain_timeout", 2, "out of range 1ms..24h"},
 		{"worker:\n  poll_interval: 1ms\n", "worker.poll_interval", 2, "out of range 10ms..1h"},
+		{"worker:\n  database_call_timeout: 500ms\n", "worker.database_call_timeout", 2, "500ms is out of range 1s..1h: it is how long a database call of the workers may go unanswered"},
+		{"worker:\n  database_call_timeout: 0s\n", "worker.database_call_timeout", 2, "0s is out of range 1s..1h"},
+		{"worker:\n  database_call_timeout: 2h\n", "worker.database_call_timeout", 2, "2h0m0s is out of range 1s..1h"},
+		{"worker:\n  database_call_timeout: 30\n", "worker.database_call_timeout", 2, `"30" is not a duration`},
 		{"log_format: xml\n", "log_format", 1, "use auto, text or json"},
 		{"queues:\n  a: {}\n  a: {}\n", "queues.a", 3, `mapping key "a" already defined`},
 		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 2160h for 90 days, or off to keep every entry`},

@@ -26,6 +26,7 @@ Every setting is taken from the first of:
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
                                    PGBUS_DRAIN_TIMEOUT, PGBUS_NO_LISTEN,
+                                   PGBUS_DATABASE_CALL_TIMEOUT,
                                    PGBUS_SAFE_FIELDS; and for settings the file
                                    does not hold: PGBUS_MCP_TOKEN,
                                    PGBUS_MCP_MAX_SESSIONS, PGBUS_TRUSTED_PROXIES,
@@ -45,6 +46,7 @@ Example (every key but the handler types' own, which follow it):
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
     no_listen: false                # true: poll only, no LISTEN (PgBouncer in transaction mode)
+    database_call_timeout: 30s      # close a connection that leaves a call unanswered this long (1s..1h)
   queues:
     orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
       concurrency: 10               # jobs at once per process (default 10)
@@ -73,6 +75,14 @@ Example (every key but the handler types' own, which follow it):
     enabled: true                   # false: keep the block, send nothing
 
 Durations take a unit: 500ms, 30s, 5m, 1h.
+
+Database call timeout: every call the workers of pgbus work, pgbus serve and
+pgbus demo make to the database (a read, a visibility extension, a write of
+outcomes, a heartbeat, each statement of retention, a vacuum) gives up after
+worker.database_call_timeout (default 30s): a connection that stops answering
+without being closed, as after a failover behind a proxy, is then closed and
+the call tried again on a new one. A read given up so may have claimed its
+messages: they come back after their visibility timeout.
 
 Audit retention: the audit log records every write operation of the CLI,
 the MCP tools and the dashboard. The processes that run workers (pgbus work,

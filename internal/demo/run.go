@@ -23,6 +23,9 @@ type Options struct {
 	// AuditRetention is the workers' engine.Config.AuditRetention: the
 	// demo's workers run retention like any.
 	AuditRetention time.Duration
+	// DatabaseCallTimeout is the workers' engine.Config.DatabaseCallTimeout;
+	// zero takes the engine's default.
+	DatabaseCallTimeout time.Duration
 	// Sent is called once the jobs are sent, with how many went to each
 	// queue, before any is worked.
 	Sent func(perQueue map[string]int, total int)
@@ -120,7 +123,7 @@ func setUp(ctx context.Context, svc *ops.Service, opts Options) (total int, err 
 // work runs workers until every job has settled, or the timeout.
 func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opts Options) error {
 	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger,
-		AuditRetention: opts.AuditRetention, Observers: opts.Observers})
+		AuditRetention: opts.AuditRetention, DatabaseCallTimeout: opts.DatabaseCallTimeout, Observers: opts.Observers})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,88 @@
+package cli_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// The database call timeout of pgbus work reaches its workers, the
+// environment's over the file's: once the connections they hold stop
+// answering, a call gives up after it, says so, and the workers go on
+// through new connections.
+func TestWorkTakesTheDatabaseCallTimeout(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "frozen")
+	proxy := pgtest.NewFreezingProxy(t, d.url)
+	cfg := writeFile(t, "pgbus.yaml", "worker:\n  database_call_timeout: 45s\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "work", "--config", cfg, "--database-url", proxy.URL(),
+		"--queue", "frozen", "--handler", "demo", "--poll-interval", "100ms", "--log-format", "json")
+	cmd.Env = append(baseEnv(), "PGBUS_DATABASE_CALL_TIMEOUT=1s")
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	d.ok(t, "send", "frozen", `{"simulate": "ok"}`)
+	pgtest.Eventually(t, 2*time.Minute, "the first message worked", func() bool {
+		return d.count(t, `SELECT count(*) FROM pgmq.a_frozen`) == 1
+	})
+
+	proxy.Freeze()
+	pgtest.Eventually(t, 2*time.Minute, "a call given up after the database call timeout of the environment", func() bool {
+		return strings.Contains(logs.String(), "no answer within 1s (the database call timeout)")
+	})
+	d.ok(t, "send", "frozen", `{"simulate": "ok"}`)
+	pgtest.Eventually(t, 2*time.Minute, "the message sent after the freeze worked through a new connection", func() bool {
+		return d.count(t, `SELECT count(*) FROM pgmq.a_frozen`) == 2
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// A database call timeout under a second, or over an hour, stops every
+// command that runs workers before it starts, naming the setting, where
+// it came from and its range.
+func TestDatabaseCallTimeoutOutOfRange(t *testing.T) {
+	t.Parallel()
+	unreachable := "DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+	short := writeFile(t, "pgbus.yaml", "worker:\n  database_call_timeout: 200ms\n")
+	work := []string{"work", "--queue", "x", "--handler", "demo"}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		says string
+	}{
+		{"work flag", nil, append(work, "--database-call-timeout", "500ms"), "database call timeout 500ms is out of range 1s..1h: it is how long a database call of the workers may go unanswered"},
+		{"work flag zero", nil, append(work, "--database-call-timeout", "0s"), "database call timeout 0s is out of range 1s..1h"},
+		{"work flag too long", nil, append(work, "--database-call-timeout", "2h"), "database call timeout 2h0m0s is out of range 1s..1h"},
+		{"work environment", []string{"PGBUS_DATABASE_CALL_TIMEOUT=10ms"}, work, "database call timeout 10ms (from environment variable PGBUS_DATABASE_CALL_TIMEOUT) is out of range 1s..1h"},
+		{"work environment not a duration", []string{"PGBUS_DATABASE_CALL_TIMEOUT=30"}, work, `environment variable PGBUS_DATABASE_CALL_TIMEOUT="30": not a duration`},
+		{"work file", nil, append([]string{"--config", short}, work...), "worker.database_call_timeout: 200ms is out of range 1s..1h"},
+		{"serve flag", nil, []string{"serve", "--transport", "http", "--queue", "x", "--handler", "demo", "--database-call-timeout", "999ms"}, "database call timeout 999ms is out of range 1s..1h"},
+		{"demo flag", nil, []string{"demo", "--database-call-timeout", "100ms"}, "database call timeout 100ms is out of range 1s..1h"},
+		{"demo environment", []string{"PGBUS_DATABASE_CALL_TIMEOUT=0s"}, []string{"demo"}, "database call timeout 0s (from environment variable PGBUS_DATABASE_CALL_TIMEOUT) is out of range 1s..1h"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := usageRun(t, append([]string{unreachable}, c.env...), c.args...)
+			if r.code != 2 || !strings.HasPrefix(r.stderr, "pgbus: ") || !strings.Contains(r.stderr, c.says) {
+				t.Errorf("pgbus %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.says)
+			}
+		})
+	}
+}
