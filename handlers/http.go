@@ -387,27 +387,11 @@ func bareURL(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
 }
 
-// withPassword is raw, a URL as configured, with what may be the password
-// of its user info replaced by password: what follows the first colon up
-// to the last @ (a password may hold one). A URL whose scheme is missing
-// or malformed is quoted in errors as it is, and neither
-// url.URL.Redacted nor secret redaction, which look for a scheme, would
-// find its password.
-func withPassword(raw, password string) string {
-	prefix, rest := "", raw
-	if i := strings.Index(raw, "//"); i >= 0 {
-		prefix, rest = raw[:i+2], raw[i+2:]
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return raw
-	}
-	colon := strings.IndexByte(rest[:at], ':')
-	if colon < 0 {
-		return raw
-	}
-	return prefix + rest[:colon+1] + password + rest[at:]
-}
+// quotedURL is written, a url as configured, as errors about it quote
+// it, parsed or not: its password, query and fragment hidden
+// (redact.URL), and the segments of its path that look like a token
+// (see hidePathTokens), as in what failures quote of it.
+func quotedURL(written string) string { return hidePathTokens(redact.URL(written)) }
 
 // checkURL accepts absolute http and https URLs with a host. raw is the
 // url with its ${NAME}s replaced by vars; errors quote it as written, and
@@ -418,12 +402,12 @@ func checkURL(raw, written string, vars []envref.Var) (*url.URL, error) {
 		return nil, optionErrorf("url", "missing; give the absolute http:// or https:// URL that receives each job")
 	}
 	u, err := url.Parse(raw)
-	shown := withPassword(written, redact.Marker)
-	if err != nil && withPassword(raw, redact.Marker) != raw {
+	shown := quotedURL(written)
+	if err != nil && redact.URLPassword(raw, redact.Marker) != raw {
 		// The parser's error may quote part of the password (an invalid
 		// port ":pa" of "user:pa/ss@host"): the error of the url with a
 		// harmless one cannot.
-		if _, err = url.Parse(withPassword(raw, "x")); err == nil {
+		if _, err = url.Parse(redact.URLPassword(raw, "x")); err == nil {
 			return nil, optionErrorf("url", "%q is not a URL: its password holds characters a URL must percent-encode (such as / as %%2F, @ as %%40, %% as %%25, # as %%23, ? as %%3F)", shown)
 		}
 	}

@@ -74,7 +74,7 @@ func setsConnectTimeout(url string) bool {
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER@HOST:PORT/DATABASE, a password after the user and a colon (USER:PASSWORD@HOST), with its @, : and / percent-encoded (%%40, %%3A, %%2F)", err)}
+		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER@HOST:PORT/DATABASE, a password after the user and a colon (USER:PASSWORD@HOST), with its @, : and / percent-encoded (%%40, %%3A, %%2F)", hideQuery(err))}
 	}
 	if strings.Contains(cfg.ConnConfig.Host, "@") {
 		// An unescaped @ in the password makes the password's end part of

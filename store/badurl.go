@@ -1,0 +1,48 @@
+package store
+
+import (
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/internal/redact"
+)
+
+// hideQuery returns err, pgx's error about a database URL it cannot parse,
+// with the URL's query hidden as redact.URL hides it, and each value of
+// the query that its reason quotes: pgx hides only passwords, and a query
+// may carry other credentials (options=-c app.token=..., a proxy's
+// signature). A connection string of key=value pairs is left as pgx
+// writes it, its password hidden.
+func hideQuery(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.ConnString, "postgres://") && !strings.HasPrefix(pe.ConnString, "postgresql://") {
+		return err
+	}
+	shown := *pe
+	shown.ConnString = redact.URL(pe.ConnString)
+	text := strings.Replace(err.Error(), pe.Error(), shown.Error(), 1)
+	_, query, _ := strings.Cut(redact.URLPassword(pe.ConnString, redact.Marker), "?")
+	values, _ := url.ParseQuery(query) // the pairs it could read
+	for _, vs := range values {
+		for _, v := range vs {
+			if v != "" {
+				text = strings.ReplaceAll(text, strconv.Quote(v), strconv.Quote(redact.Marker))
+			}
+		}
+	}
+	return &hiddenQuery{text: text, err: err}
+}
+
+// hiddenQuery is an error whose text had a URL's query hidden; it unwraps
+// to the error, so that what it is is still told.
+type hiddenQuery struct {
+	text string
+	err  error
+}
+
+func (e *hiddenQuery) Error() string { return e.text }
+func (e *hiddenQuery) Unwrap() error { return e.err }
