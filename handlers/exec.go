@@ -351,7 +351,7 @@ type execHandler struct {
 // environment's variables, without which the handler is not ready to run.
 func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
-		return nil, engine.HandlerOptions{}, optionErrorf("command", "%q is a string; give the program and its arguments as a list, such as [/usr/local/bin/charge, --live] (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", s)
+		return nil, engine.HandlerOptions{}, optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", asList(strings.Fields(s)))
 	}
 	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}, RetrySignals: true}
 	if err := decodeKeyed(spec, &o); err != nil {
@@ -455,6 +455,21 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 		return nil, engine.HandlerOptions{}, err
 	}
 	return h, opts, nil
+}
+
+// asList writes command, a command split into words, as the list the
+// file would give it, with its secrets hidden (quotedArgs): the value of
+// --token is no more quoted in an error than it is in the command's
+// output.
+func asList(command []string) string {
+	if len(command) == 0 {
+		return "[/usr/local/bin/charge, --live]"
+	}
+	words := append(command[:1:1], quotedArgs(command[1:])...)
+	for i, w := range words {
+		words[i] = strconv.Quote(w)
+	}
+	return "[" + strings.Join(words, ", ") + "]"
 }
 
 func exitOf(class string) int {

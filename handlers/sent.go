@@ -211,9 +211,15 @@ const maxShellDepth = 4
 // addWords is addArgs for the words of a shell command depth deep in
 // another.
 func (s *sentSecrets) addWords(args []string, depth int) {
+	for _, a := range secretArgs(args) {
+		if a.url != nil {
+			s.addURL(a.url)
+		} else {
+			s.add(a.value)
+		}
+	}
 	for i, a := range args {
-		if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" {
-			s.addURL(u)
+		if urlArg(a) != nil {
 			continue
 		}
 		if h, given, ok := headerFlag(a); ok && given {
@@ -225,15 +231,68 @@ func (s *sentSecrets) addWords(args []string, depth int) {
 		if depth < maxShellDepth && strings.ContainsAny(a, shellBlanks) {
 			s.addWords(shellWords(a), depth+1)
 		}
+	}
+}
+
+// urlArg is arg read as a URL (scheme://host...), or nil when it is none.
+func urlArg(arg string) *url.URL {
+	if u, err := url.Parse(arg); err == nil && u.Scheme != "" && u.Host != "" {
+		return u
+	}
+	return nil
+}
+
+// secretArg is an argument of a command that is or holds a secret: an
+// option's value or a URL (see addArgs).
+type secretArg struct {
+	i int // its index
+	// value is the secret: the whole argument, or what follows the = of
+	// --name=value.
+	value string
+	// url is the argument read as a URL, parts of which may be secrets;
+	// nil for an option's value.
+	url *url.URL
+}
+
+// secretArgs lists the arguments of args that are a URL or the value of
+// an option named like a secret's key, in order (see addArgs).
+func secretArgs(args []string) []secretArg {
+	var out []secretArg
+	for i, a := range args {
+		if u := urlArg(a); u != nil {
+			out = append(out, secretArg{i: i, value: a, url: u})
+			continue
+		}
 		name, value, inline := secretOption(a)
 		switch {
 		case name == "":
 		case inline:
-			s.add(value)
+			out = append(out, secretArg{i: i, value: value})
 		case i+1 < len(args) && !strings.HasPrefix(args[i+1], "-"):
-			s.add(args[i+1])
+			out = append(out, secretArg{i: i + 1, value: args[i+1]})
 		}
 	}
+	return out
+}
+
+// quotedArgs is args as errors quote them: the secrets addArgs takes
+// hidden, whatever their length, an option's value by redact.Marker and a
+// URL as quotedURL quotes it. An option's value that is also a URL is
+// hidden whole.
+func quotedArgs(args []string) []string {
+	out := slices.Clone(args)
+	found := secretArgs(args)
+	for _, a := range found {
+		if a.url != nil {
+			out[a.i] = quotedURL(args[a.i])
+		}
+	}
+	for _, a := range found {
+		if a.url == nil {
+			out[a.i] = strings.TrimSuffix(args[a.i], a.value) + redact.Marker
+		}
+	}
+	return out
 }
 
 // argAt is args[i], or "" where there is none.
