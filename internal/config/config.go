@@ -552,6 +552,12 @@ func (f *File) yamlError(data []byte, err error) error {
 	} else {
 		e.Key = f.keyAt(line, "")
 		e.Reason = yamlerr.Words(msg)
+		if name, ok := strings.CutPrefix(e.Key, "alerts.headers."); ok {
+			// After "...X-Api-Key: ", the reason would read as the
+			// header's value, and its first word be redacted (see
+			// checkAlerts).
+			e.Key, e.Reason = "alerts.headers", "in header "+name+", "+e.Reason
+		}
 	}
 	if more > 0 {
 		e.Reason += " (and " + plural.Count(more, "more problem", "more problems") + ")"

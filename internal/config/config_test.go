@@ -127,7 +127,7 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    dead_retention: 30d\n", "queues.a.dead_retention", 3, "is not a duration"},
 		{"queues:\n  a:\n    dead_retention: 100000h\n", "queues.a.dead_retention", 3, "out of range 1m..87600h"},
 		{"queues:\n  a_dlq: {}\n", "queues.a_dlq", 2, "reserved for dead-letter queues"},
-		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, `"demo" is not allowed here; write a mapping`},
+		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, "expected a mapping (key: value lines), got a plain value"},
 		{"queues:\n  a:\n    handler:\n      timeout: 1s\n", "queues.a.handler.type", 3, "missing"},
 		{"worker:\n  drain_timeout: 1 minute\n", "worker.drain_timeout", 2, "is not a duration"},
 		{"worker:\n  drain_timeout: 0s\n", "worker.drain_timeout", 2, "out of range 1ms..24h"},

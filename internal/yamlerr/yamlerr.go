@@ -82,7 +82,8 @@ func Reason(err error) string {
 
 // Words turns a "cannot unmarshal" message of the decoder (without its
 // line) into plain words, such as `"ten" is not a whole number`; other
-// messages are returned as they are.
+// messages are returned as they are. A value is quoted only where a plain
+// value of another type goes.
 func Words(msg string) string {
 	m := cannotDecode.FindStringSubmatch(msg)
 	if m == nil {
@@ -91,10 +92,10 @@ func Words(msg string) string {
 	tag, value, goType := m[1], m[2], m[3]
 	want, structured := wanted(goType)
 	switch {
-	case value == "":
+	// A plain value where a mapping or list goes is not quoted: under
+	// headers or env it is a secret written without its name.
+	case value == "" || structured:
 		return fmt.Sprintf("expected %s, got a %s", want, kindOfTag(tag))
-	case structured:
-		return fmt.Sprintf("%q is not allowed here; write %s", value, want)
 	default:
 		return fmt.Sprintf("%q is not %s", value, want)
 	}

@@ -30,10 +30,11 @@ func TestReasonAndLine(t *testing.T) {
 		{"\nf: lots", 2, `"lots" is not a number`},
 		{"b: maybe", 1, `"maybe" is not true or false`},
 		{"s: [a]", 1, "expected text, got a list"},
-		{"l: 5", 1, `"5" is not allowed here; write a list`},
+		{"l: 5", 1, "expected a list, got a plain value"},
 		{"l: {a: 1}", 1, "expected a list, got a mapping"},
-		{"m: x", 1, `"x" is not allowed here; write a mapping (key: value lines)`},
-		{"inner: x", 1, `"x" is not allowed here; write a mapping (key: value lines)`},
+		{"m: x", 1, "expected a mapping (key: value lines), got a plain value"},
+		{"m: Zq8SecretQ1", 1, "expected a mapping (key: value lines), got a plain value"},
+		{"inner: x", 1, "expected a mapping (key: value lines), got a plain value"},
 		{"n: [1", 1, "did not find expected ',' or ']'"},
 	}
 	for _, c := range cases {
