@@ -80,11 +80,13 @@ func parseHeaders(values []string) (map[string]any, error) {
 		return nil, nil
 	}
 	out := make(map[string]any, len(values))
-	for _, v := range values {
+	for i, v := range values {
 		k, val, ok := strings.Cut(v, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, usageError{fmt.Errorf("--header %q: write it as key=value", clip(v, 60))}
+			// Not quoted: without its =, nothing tells a header's name
+			// from its value, which may be a token.
+			return nil, usageError{fmt.Errorf("--header number %d is not key=value: write each as key=value, such as --header tenant=acme", i+1)}
 		}
 		if _, dup := out[k]; dup {
 			return nil, usageError{fmt.Errorf("--header %q is given twice; give each key once", k)}
