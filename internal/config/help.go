@@ -18,7 +18,9 @@ func Help() string {
 const help = `pgbus reads an optional configuration file, given with --config FILE or the
 environment variable PGBUS_CONFIG. It is YAML, decoded strictly: an unknown
 key, a value of the wrong type, a negative number or an unknown handler type
-stops pgbus at start with the file, line, key and reason (exit code 2).
+stops pgbus at start with the file, line, key and reason (exit code 2). The
+reason quotes no secret: a URL's password, query and fragment, header and env
+values, and the values a command gives to options such as --token are hidden.
 
 Every setting is taken from the first of:
   1. a command-line flag           --database-url, --log-level, --poll-interval, ...
