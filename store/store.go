@@ -134,3 +134,19 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
+
+// DropConnections closes the pool's idle connections now, and those in
+// use as they are released, so that the statements after it connect
+// afresh; the pool stays open. Call it when a statement got no answer
+// within its deadline: the path that froze it (a failover behind a load
+// balancer or proxy, a cut network path, a frozen PgBouncer) froze every
+// connection on it at once, and the pool, which drops only a connection
+// whose statement failed, would hand out each of the others in turn, each
+// costing one more deadline.
+//
+// Statements running are not cut short: on a pool shared with other code,
+// its transactions finish (or fail, on a frozen connection, as they would
+// have), and its next statements pay one new connection each. Behind
+// PgBouncer the connections dropped are PgBouncer's client connections,
+// cheap to make again. A Listener's connection is its own, and stays.
+func (s *Store) DropConnections() { s.pool.Reset() }
