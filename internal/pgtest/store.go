@@ -108,12 +108,13 @@ func Archived(tb testing.TB, s *store.Store, queue string) int {
 // pg_stat_activity, and so never ends a connection of another test.
 func OpenNamedStore(tb testing.TB, name string) *store.Store {
 	tb.Helper()
-	return OpenStore(tb, withParam(tb, URL(tb), "application_name", name))
+	return OpenStore(tb, WithParam(tb, URL(tb), "application_name", name))
 }
 
-// withParam returns base with the connection parameter key set to value; it
-// accepts URLs and key=value connection strings.
-func withParam(tb testing.TB, base, key, value string) string {
+// WithParam returns base with the connection parameter key set to value
+// (pool_max_conns for a pool's size); it accepts URLs and key=value
+// connection strings.
+func WithParam(tb testing.TB, base, key, value string) string {
 	return editConnString(tb, base, key+"="+value, func(u *url.URL) {
 		q := u.Query()
 		q.Set(key, value)
