@@ -84,8 +84,13 @@ type Config struct {
 	// server, a network path that drops everything) would otherwise hold
 	// the loop until TCP gives up, minutes later, or for ever; past the
 	// bound the connection is closed, the call fails as the database not
-	// answering, and the next try takes a new connection. Default
-	// DefaultDatabaseCallTimeout (30s); at least MinDatabaseCallTimeout.
+	// answering, and the next try takes a new connection. The first call
+	// so given up also drops the store's other connections
+	// (store.Store.DropConnections), which froze with it, once for all the
+	// calls under way then: a store shared with the program's other code
+	// has its idle connections closed, and its busy ones as they are
+	// released. Default DefaultDatabaseCallTimeout (30s); at least
+	// MinDatabaseCallTimeout.
 	DatabaseCallTimeout time.Duration
 	// RetentionInterval is how often this process offers to prune old
 	// archives (one process at a time does it), the first time as Run
@@ -239,6 +244,9 @@ type Client struct {
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
+	// drops drops the pool's connections once per outage in which calls
+	// get no answer (calls.go).
+	drops connDrops
 }
 
 // NewClient makes a client over a migrated store.
@@ -708,6 +716,10 @@ func (c *Client) retention(ctx context.Context) error {
 	}
 	if rep.AuditDeleted > 0 {
 		c.log.Info("pgbus: retention pruned old audit log entries", "deleted", rep.AuditDeleted, "older_than", c.cfg.AuditRetention)
+	}
+	if err != nil && ctx.Err() == nil && unanswered(err) {
+		// The statement given up began a timeout ago, its bound.
+		c.gaveUp(time.Now().Add(-c.cfg.DatabaseCallTimeout), err)
 	}
 	return err
 }

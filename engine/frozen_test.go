@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -56,5 +60,92 @@ func TestWorkersRecoverFromFrozenConnections(t *testing.T) {
 	}
 	if ran.Load() < 9 {
 		t.Errorf("handlers ran %d times, want at least 9", ran.Load())
+	}
+}
+
+// givenUpLine starts the debug line of each call given up for want of an
+// answer.
+const givenUpLine = `msg="pgbus: a database call got no answer`
+
+// When a path freezes, every connection of the pool froze with it: the
+// first call given up drops them all, so that the workers work again after
+// a call or two given up, not after one per connection of the pool, each a
+// whole timeout.
+func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
+	const poolSize = 8
+	direct := testStore(t)
+	q := newQueue(t, direct, nil)
+	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", strconv.Itoa(poolSize)))
+	var logs pgtest.SyncBuffer
+	var frozen atomic.Bool
+	seenByJob := make(chan string, 1) // the log as the first job after the freeze runs
+	c := pgtest.NewClient(t, through, q, func(cfg *engine.Config) {
+		cfg.PollInterval = 200 * time.Millisecond
+		// Loops that would meet the freeze at the same moment as the
+		// reads: each would give up a call of its own.
+		cfg.SettingsRefresh, cfg.StatsFlush, cfg.ProcessHeartbeat = time.Hour, time.Hour, time.Hour
+		cfg.DatabaseCallTimeout = 2 * time.Second
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		if frozen.Load() {
+			select {
+			case seenByJob <- logs.String():
+			default:
+			}
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	pgtest.Start(t, c)
+	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
+	pgtest.Send(t, sender, q, map[string]int{"n": 0}, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the first message archived", func() bool { return pgtest.Archived(t, direct, q) == 1 })
+	fillPool(t, through.Pool(), poolSize)
+
+	givenUpBefore := strings.Count(logs.String(), givenUpLine)
+	proxy.Freeze()
+	frozen.Store(true)
+	pgtest.Send(t, sender, q, map[string]int{"n": 1}, engine.SendOptions{})
+	var seen string
+	select {
+	case seen = <-seenByJob:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("timed out after 3m waiting for the message sent after the freeze to run")
+	}
+	givenUp := strings.Count(seen, givenUpLine) - givenUpBefore
+	if givenUp < 1 {
+		t.Fatalf("no call was given up before the first job after the freeze: the freeze held no connection the workers used")
+	}
+	if givenUp > 2 {
+		t.Errorf("%d calls were given up before the first job after the freeze, want at most 2: the pool handed out its %d frozen connections one by one", givenUp, poolSize)
+	}
+}
+
+// fillPool has pool open n connections, each used once and left idle.
+func fillPool(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	ctx := pgtest.Context(t)
+	conns := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT 1`); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		conn.Release()
+	}
+	if got := pool.Stat().TotalConns(); got != int32(n) {
+		t.Fatalf("the pool holds %d connections, want %d", got, n)
 	}
 }
