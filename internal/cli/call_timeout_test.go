@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,7 @@ func TestWorkTakesTheDatabaseCallTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "work", "--config", cfg, "--database-url", proxy.URL(),
-		"--queue", "frozen", "--handler", "demo", "--poll-interval", "100ms", "--log-format", "json")
+		"--queue", "frozen", "--handler", "demo", "--poll-interval", "100ms", "--log-format", "json", "--log-level", "debug")
 	cmd.Env = append(baseEnv(), "PGBUS_DATABASE_CALL_TIMEOUT=1s")
 	var logs syncBuffer
 	cmd.Stderr = &logs
@@ -38,9 +39,17 @@ func TestWorkTakesTheDatabaseCallTimeout(t *testing.T) {
 	})
 
 	proxy.Freeze()
+	// Each call given up is told at debug level with its limit: the
+	// environment's 1s, or 1s and the wait of the listener's check, never
+	// the file's 45s.
 	pgtest.Eventually(t, 2*time.Minute, "a call given up after the database call timeout of the environment", func() bool {
-		return strings.Contains(logs.String(), "no answer within 1s (the database call timeout)")
+		return len(givenUpAfter(logs.String())) > 0
 	})
+	for _, limit := range givenUpAfter(logs.String()) {
+		if limit >= 45*time.Second {
+			t.Errorf("a call was given up after %s, the file's timeout, not the environment's 1s:\n%s", limit, logs.String())
+		}
+	}
 	d.ok(t, "send", "frozen", `{"simulate": "ok"}`)
 	pgtest.Eventually(t, 2*time.Minute, "the message sent after the freeze worked through a new connection", func() bool {
 		return d.count(t, `SELECT count(*) FROM pgmq.a_frozen`) == 2
@@ -52,6 +61,20 @@ func TestWorkTakesTheDatabaseCallTimeout(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
 	}
 }
+
+// givenUpAfter lists the limits of the calls the log says were given up
+// for want of an answer.
+func givenUpAfter(log string) []time.Duration {
+	var limits []time.Duration
+	for _, m := range givenUpLine.FindAllStringSubmatch(log, -1) {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			limits = append(limits, d)
+		}
+	}
+	return limits
+}
+
+var givenUpLine = regexp.MustCompile(`no answer within ([0-9.a-z]+) \(the database call timeout\)`)
 
 // A database call timeout under a second, or over an hour, stops every
 // command that runs workers before it starts, naming the setting, where
