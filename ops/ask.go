@@ -99,3 +99,31 @@ func askOp(notes *[]string, asks *[]Ask, kind AskKind, op, note string) {
 	*asks = append(*asks, Ask{Kind: kind, Note: len(*notes), Op: op})
 	*notes = append(*notes, note)
 }
+
+// WordNotes words, in place, the notes of the result out points to when
+// its notes may ask for more (a page, a message, a list of queues,
+// workers or circuits, health, a retry): each front end words them its
+// own way. The asks are spent, so that a second call changes nothing;
+// any other value is left as it is.
+func WordNotes(out any, word func(a Ask, note string) string) {
+	if r, ok := out.(askingResult); ok {
+		notes, asks := r.notesAndAsks()
+		*notes = WordAsks(*notes, *asks, word)
+		*asks = nil
+	}
+}
+
+// askingResult is a result whose notes may ask for more (Ask).
+type askingResult interface {
+	notesAndAsks() (notes *[]string, asks *[]Ask)
+}
+
+func (r *DeadMessage) notesAndAsks() (*[]string, *[]Ask)      { return &r.Notes, &r.Asks }
+func (r *LiveMessages) notesAndAsks() (*[]string, *[]Ask)     { return &r.Notes, &r.Asks }
+func (r *DLQList) notesAndAsks() (*[]string, *[]Ask)          { return &r.Notes, &r.Asks }
+func (r *AuditPage) notesAndAsks() (*[]string, *[]Ask)        { return &r.Notes, &r.Asks }
+func (r *QueueStatsResult) notesAndAsks() (*[]string, *[]Ask) { return &r.Notes, &r.Asks }
+func (r *Health) notesAndAsks() (*[]string, *[]Ask)           { return &r.Notes, &r.Asks }
+func (r *Workers) notesAndAsks() (*[]string, *[]Ask)          { return &r.Notes, &r.Asks }
+func (r *Circuits) notesAndAsks() (*[]string, *[]Ask)         { return &r.Notes, &r.Asks }
+func (r *DLQRetry) notesAndAsks() (*[]string, *[]Ask)         { return &r.Notes, &r.Asks }

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -62,5 +63,35 @@ func checkAsk(t *testing.T, op string, notes []string, asks []ops.Ask, kind ops.
 				t.Errorf("%s: note %q names %q, a tool's word", op, n, w)
 			}
 		}
+	}
+}
+
+// WordNotes words every result whose notes ask for more, once: a second
+// call finds the asks spent and changes nothing; other values are left
+// alone.
+func TestWordNotesWordsOnce(t *testing.T) {
+	word := func(a ops.Ask, note string) string { return note + " [worded]" }
+	results := []any{
+		&ops.DeadMessage{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskPayload}}},
+		&ops.LiveMessages{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskNextPage}}},
+		&ops.DLQList{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskNextPage}}},
+		&ops.AuditPage{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskSends}}},
+		&ops.QueueStatsResult{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskOneQueue}}},
+		&ops.Health{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskAll}}},
+		&ops.Workers{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskAll}}},
+		&ops.Circuits{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskMore}}},
+		&ops.DLQRetry{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskSameDryRun}}},
+	}
+	for _, r := range results {
+		ops.WordNotes(r, word)
+		ops.WordNotes(r, word)
+		if notes := reflect.ValueOf(r).Elem().FieldByName("Notes").Interface().([]string); !slices.Equal(notes, []string{"n [worded]"}) {
+			t.Errorf("%T: notes %q, want the one note worded once", r, notes)
+		}
+	}
+	other := ops.DLQSummary{Notes: []string{"n"}}
+	ops.WordNotes(&other, word)
+	if !slices.Equal(other.Notes, []string{"n"}) {
+		t.Errorf("a result without asks was worded: %q", other.Notes)
 	}
 }

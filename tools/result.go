@@ -179,27 +179,6 @@ func fillNil(v reflect.Value) {
 	}
 }
 
-// WordNotes words the asks of the result out points to (ops.WordAsks) as
+// WordNotes words the asks of the result out points to (ops.WordNotes) as
 // this server's tools take them: by their arguments.
-func WordNotes(out any) {
-	switch r := out.(type) {
-	case *ops.DeadMessage:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.LiveMessages:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.DLQList:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.AuditPage:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.QueueStatsResult:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.Health:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.Workers:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.Circuits:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	case *ops.DLQRetry:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.ToolNote)
-	}
-}
+func WordNotes(out any) { ops.WordNotes(out, vocab.ToolNote) }

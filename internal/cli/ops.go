@@ -227,7 +227,7 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 		return err
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		wordNotes(&res)
+		ops.WordNotes(&res, vocab.CommandNote) // as the CLI takes them, by its flags, for its JSON
 		err = printJSON(a.stdout, res)
 	} else {
 		err = render(res)
@@ -238,23 +238,6 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	return err
 }
 
-// wordNotes words the asks of the result out points to (ops.WordAsks) as
-// the CLI takes them, by its flags, for its JSON: its words render them
-// where they print the notes.
-func wordNotes(out any) {
-	switch r := out.(type) {
-	case *ops.DeadMessage:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.CommandNote)
-	case *ops.LiveMessages:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.CommandNote)
-	case *ops.DLQList:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.CommandNote)
-	case *ops.AuditPage:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.CommandNote)
-	case *ops.QueueStatsResult:
-		r.Notes = ops.WordAsks(r.Notes, r.Asks, vocab.CommandNote)
-	}
-}
 
 // check runs a request's own check (the operations layer's), when it has
 // one, before anything is opened: a bad request fails at once, in the same
