@@ -82,6 +82,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	cfg.ShouldPing = shouldPing
+	isoDates(cfg.ConnConfig.RuntimeParams)
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -94,6 +95,24 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("store: connect to %s: %w; %s", cfg.ConnConfig.Host, err, connectAdvice(err))
 	}
 	return New(pool), nil
+}
+
+// isoDates asks the server, at the start of each session, to write times
+// in ISO 8601 (DateStyle ISO), whatever the role, the database or the
+// server's configuration sets. The exec and simple_protocol modes of
+// default_query_exec_mode, which a pooler may need, read every result as
+// text, and pgx reads only that style: under SQL, German or Postgres every
+// read of a time would fail. The order of day and month in times written
+// to the server stays as set, since pgbus writes the year first; and
+// PgBouncer tracks DateStyle, so it passes this on to each server
+// connection it hands out.
+func isoDates(params map[string]string) {
+	for k := range params {
+		if strings.EqualFold(k, "datestyle") {
+			delete(params, k)
+		}
+	}
+	params["DateStyle"] = "ISO"
 }
 
 // connectAdvice says what to do about a connection that failed: a server
@@ -122,7 +141,8 @@ func connectAdvice(err error) string {
 
 // New wraps an existing pool. The caller keeps ownership of the pool's
 // configuration (Open also makes the pool ping connections idle for more
-// than 100ms before handing them out); Close closes it.
+// than 100ms before handing them out, and asks for DateStyle ISO, which a
+// pool reading results as text needs); Close closes it.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}}
 }

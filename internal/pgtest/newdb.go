@@ -20,6 +20,29 @@ func NewDatabase(tb testing.TB) string {
 	return newDatabase(tb, "")
 }
 
+// NewDatabaseSet is NewDatabase with settings given to every session of
+// the database (ALTER DATABASE ... SET), as a DBA gives them: pairs of a
+// setting's name and its value, such as "DateStyle", "SQL, DMY".
+func NewDatabaseSet(tb testing.TB, settings ...string) string {
+	tb.Helper()
+	if len(settings)%2 != 0 {
+		tb.Fatalf("pgtest: settings %q are not pairs of a name and a value", settings)
+	}
+	dbURL := NewDatabase(tb)
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		tb.Fatalf("pgtest: parse the database's URL: %v", err)
+	}
+	for i := 0; i < len(settings); i += 2 {
+		Exec(tb, dbURL, "ALTER DATABASE "+pgx.Identifier{cfg.Database}.Sanitize()+" SET "+
+			pgx.Identifier{settings[i]}.Sanitize()+" = "+quoteLiteral(settings[i+1]))
+	}
+	return dbURL
+}
+
+// quoteLiteral is s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
 // NewICUDatabase is NewDatabase with the ICU locale locale (such as
 // "en-US") as the database's default collation, as many hosted servers
 // create databases: text then sorts by that locale's rules, which differ
@@ -27,8 +50,7 @@ func NewDatabase(tb testing.TB) string {
 // collation. It needs PostgreSQL 15 or later, built with ICU.
 func NewICUDatabase(tb testing.TB, locale string) string {
 	tb.Helper()
-	lit := "'" + strings.ReplaceAll(locale, "'", "''") + "'"
-	return newDatabase(tb, " TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE "+lit+" LOCALE 'C'")
+	return newDatabase(tb, " TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE "+quoteLiteral(locale)+" LOCALE 'C'")
 }
 
 // newDatabase creates a database with the options of CREATE DATABASE opts,

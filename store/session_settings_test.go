@@ -1,0 +1,53 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// textModes are the values of default_query_exec_mode with which pgx reads
+// every result as text, as a pooler in transaction mode may need.
+var textModes = []string{"exec", "simple_protocol"}
+
+// wantNear fails the test unless got is within a minute of want: the
+// tolerance of clocks read by two processes, far below the hours a time
+// zone shifts a time by.
+func wantNear(t *testing.T, what string, got, want time.Time) {
+	t.Helper()
+	if d := got.Sub(want); d < -time.Minute || d > time.Minute {
+		t.Errorf("%s = %s, want about %s (off by %s)", what, got.UTC(), want.UTC(), d)
+	}
+}
+
+// A DateStyle other than ISO, set for every session of the database, does
+// not break reading times in the modes that read results as text: a
+// worker reads its messages, and a list shows them, at the times they
+// were sent and become visible.
+func TestTimesReadAsTextUnderAnotherDateStyle(t *testing.T) {
+	for _, mode := range textModes {
+		t.Run(mode, func(t *testing.T) {
+			url := pgtest.NewDatabaseSet(t, "DateStyle", "SQL, DMY", "TimeZone", "Pacific/Chatham")
+			s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "default_query_exec_mode", mode))
+			ctx, q := testContext(t), newQueue(t, s)
+			sent := time.Now()
+			if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{"n":1}`)}); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := s.Read(ctx, q, time.Hour, 1)
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("read %s: %d messages, %v; want the one sent", q, len(msgs), err)
+			}
+			wantNear(t, "enqueued_at", msgs[0].EnqueuedAt, sent)
+			wantNear(t, "vt after a read with a visibility timeout of an hour", msgs[0].VisibleAt, sent.Add(time.Hour))
+			page, err := s.ListLive(ctx, store.LiveFilter{Queue: q}, "", 10)
+			if err != nil || len(page.Items) != 1 {
+				t.Fatalf("list %s: %+v, %v; want the one message", q, page.Items, err)
+			}
+			wantNear(t, "listed enqueued_at", page.Items[0].EnqueuedAt, sent)
+			wantNear(t, "listed visible_at", page.Items[0].VisibleAt, sent.Add(time.Hour))
+		})
+	}
+}
