@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,8 +29,11 @@ func (s *Store) cursorKey(ctx context.Context) ([]byte, error) {
 	if s.cursorKeys.key != nil {
 		return s.cursorKeys.key, nil
 	}
-	var key []byte
-	err := s.reads.QueryRow(ctx, `SELECT key FROM pgbus.cursor_key`).Scan(&key)
+	// In hex text: pgx reads a bytea as text (the exec and simple_protocol
+	// modes of default_query_exec_mode) only in the hex format, and a
+	// role's or database's bytea_output may be escape.
+	var hexKey string
+	err := s.reads.QueryRow(ctx, `SELECT encode(key, 'hex') FROM pgbus.cursor_key`).Scan(&hexKey)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "42P01":
@@ -39,6 +43,10 @@ func (s *Store) cursorKey(ctx context.Context) ([]byte, error) {
 	case IsPermissionDenied(err):
 		return nil, fmt.Errorf("store: read the cursor key: %w; grant the role SELECT on pgbus.cursor_key (see pgbus's read grants)", err)
 	case err != nil:
+		return nil, fmt.Errorf("store: read the cursor key: %w", err)
+	}
+	key, err := hex.DecodeString(hexKey)
+	if err != nil {
 		return nil, fmt.Errorf("store: read the cursor key: %w", err)
 	}
 	s.cursorKeys.key = key
