@@ -239,9 +239,12 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 		of = ` AND ` + sqlDeadBlock + `->>'reason' = $2`
 	}
 	for dlq, groups := range byDLQ {
-		keys := make([][16]byte, len(groups))
+		// As text: a mode that does not ask the server for the types of
+		// parameters (default_query_exec_mode=exec or simple_protocol)
+		// cannot encode [16]byte.
+		keys := make([]string, len(groups))
 		for i, g := range groups {
-			keys[i] = g.key
+			keys[i] = groupKeyText(g.key)
 		}
 		args := []any{keys}
 		if of != "" && reason != ReasonNotRecorded {

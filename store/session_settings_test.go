@@ -74,3 +74,19 @@ func TestDeadPagesReadAsTextUnderEscapeByteaOutput(t *testing.T) {
 		})
 	}
 }
+
+// A DLQ summary works in the modes that read results as text, which do
+// not ask the server for the types of parameters either.
+func TestDeadSummaryInTextModes(t *testing.T) {
+	for _, mode := range textModes {
+		t.Run(mode, func(t *testing.T) {
+			s := pgtest.OpenStore(t, pgtest.WithParam(t, pgtest.NewDatabase(t), "default_query_exec_mode", mode))
+			ctx, q := testContext(t), newQueue(t, s)
+			ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+			groups, err := s.SummarizeDead(ctx, store.DeadFilter{Queue: q})
+			if err != nil || len(groups) != 1 || groups[0].Count != 2 || len(groups[0].SampleMsgIDs) != 2 {
+				t.Fatalf("summarize the DLQ of %s: %+v, %v; want one group of %v", q, groups, err, ids)
+			}
+		})
+	}
+}
