@@ -90,3 +90,30 @@ func TestDeadSummaryInTextModes(t *testing.T) {
 		})
 	}
 }
+
+// Throughput is read in the modes that read results as text, whose
+// simple protocol writes parameters into the statement as literals of no
+// type, and counted in the minutes it was counted in whatever the zone of
+// the server's sessions.
+func TestThroughputInTextModes(t *testing.T) {
+	for _, mode := range textModes {
+		t.Run(mode, func(t *testing.T) {
+			url := pgtest.NewDatabaseSet(t, "TimeZone", "Pacific/Chatham")
+			s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "default_query_exec_mode", mode))
+			ctx, q := testContext(t), uniqueName("tp")
+			first := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+			err := s.AddStats(ctx, []store.StatsDelta{
+				{Minute: first.Add(-time.Minute), Queue: q, Kind: "k", Succeeded: 100},
+				{Minute: first.Add(3 * time.Minute), Queue: q, Kind: "k", Succeeded: 2, DeadLettered: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			series, err := s.Throughput(ctx, q, store.ThroughputSpan{First: first, Step: 2 * time.Minute, Buckets: 3})
+			want := []store.Outcomes{{}, {Succeeded: 2, DeadLettered: 1}, {}}
+			if err != nil || len(series) != 1 || !equalOutcomes(series[0].Buckets, want) {
+				t.Fatalf("throughput of %s = %+v, %v; want %+v", q, series, err, want)
+			}
+		})
+	}
+}

@@ -66,18 +66,21 @@ func (s *Store) Throughput(ctx context.Context, queue string, sp ThroughputSpan)
 	// The counters are summed per queue and bucket first, so that the
 	// series (generate_series) joins at most one row per bucket; the
 	// named queue is listed even without counters.
+	// Each parameter is cast: the simple protocol writes them into the
+	// statement as quoted literals, of no type, and "$2 * $3" would then
+	// name no one operator.
 	rows, err := s.reads.Query(ctx, `
 		WITH c AS (
-			SELECT queue_name, (extract(epoch FROM minute - $1::timestamptz)::bigint / $2)::int AS i,
+			SELECT queue_name, (extract(epoch FROM minute - $1::timestamptz)::bigint / $2::bigint)::int AS i,
 			       sum(succeeded) AS ok, sum(retried) AS again, sum(dead_lettered) AS dead, sum(discarded) AS gone
 			FROM pgbus.stats_minute
-			WHERE minute >= $1::timestamptz AND minute < $1::timestamptz + $2 * $3 * interval '1 second'
-			  AND ($4 = '' OR queue_name = $4)
+			WHERE minute >= $1::timestamptz AND minute < $1::timestamptz + $2::bigint * $3::int * interval '1 second'
+			  AND ($4::text = '' OR queue_name = $4::text)
 			GROUP BY 1, 2),
-		q AS (SELECT DISTINCT queue_name FROM c UNION SELECT $4 WHERE $4 <> '')
+		q AS (SELECT DISTINCT queue_name FROM c UNION SELECT $4::text WHERE $4::text <> '')
 		SELECT q.queue_name, b.i, coalesce(c.ok, 0)::bigint, coalesce(c.again, 0)::bigint,
 		       coalesce(c.dead, 0)::bigint, coalesce(c.gone, 0)::bigint
-		FROM q CROSS JOIN generate_series(0, $3 - 1) AS b(i)
+		FROM q CROSS JOIN generate_series(0, $3::int - 1) AS b(i)
 		LEFT JOIN c ON c.queue_name = q.queue_name AND c.i = b.i
 		ORDER BY q.queue_name COLLATE "C", b.i`, first, step, sp.Buckets, queue)
 	if err != nil {
