@@ -75,6 +75,55 @@ func TestDeadPagesReadAsTextUnderEscapeByteaOutput(t *testing.T) {
 	}
 }
 
+// wantUTC fails the test unless at is in UTC, as the dead-letter block
+// writes times: a result's JSON then writes each of its times with Z,
+// rather than some in the process's zone and others in UTC.
+func wantUTC(t *testing.T, what string, at time.Time) {
+	t.Helper()
+	if at.Location() != time.UTC {
+		t.Errorf("%s = %s, in %s; want it in UTC", what, at, at.Location())
+	}
+}
+
+// Times come back in UTC, whatever the zone of the server's sessions and
+// of the process, in the mode that reads results in binary and in one that
+// reads them as text.
+func TestTimesReadInUTC(t *testing.T) {
+	for _, mode := range []string{"cache_statement", "exec"} {
+		t.Run(mode, func(t *testing.T) {
+			url := pgtest.NewDatabaseSet(t, "TimeZone", "Asia/Kathmandu")
+			s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "default_query_exec_mode", mode))
+			ctx, q := testContext(t), newQueue(t, s)
+			if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := s.Read(ctx, q, time.Hour, 1)
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("read %s: %d messages, %v; want the one sent", q, len(msgs), err)
+			}
+			wantUTC(t, "enqueued_at of a read", msgs[0].EnqueuedAt)
+			wantUTC(t, "vt of a read", msgs[0].VisibleAt)
+			live, err := s.ListLive(ctx, store.LiveFilter{Queue: q}, "", 10)
+			if err != nil || len(live.Items) != 1 {
+				t.Fatalf("list %s: %+v, %v; want the one message", q, live.Items, err)
+			}
+			wantUTC(t, "listed visible_at", live.Items[0].VisibleAt)
+			pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+			dead, err := s.ListDead(ctx, store.DeadFilter{Queue: q}, "", 10)
+			if err != nil || len(dead.Items) != 1 {
+				t.Fatalf("list the DLQ of %s: %+v, %v; want one message", q, dead.Items, err)
+			}
+			wantUTC(t, "dead_lettered_at", dead.Items[0].DeadLetteredAt)
+			groups, err := s.SummarizeDead(ctx, store.DeadFilter{Queue: q})
+			if err != nil || len(groups) != 1 {
+				t.Fatalf("summarize the DLQ of %s: %+v, %v; want one group", q, groups, err)
+			}
+			wantUTC(t, "first_dead_lettered_at", groups[0].FirstDeadAt)
+			wantUTC(t, "last_dead_lettered_at, of an array", groups[0].LastDeadAt)
+		})
+	}
+}
+
 // A DLQ summary works in the modes that read results as text, which do
 // not ask the server for the types of parameters either.
 func TestDeadSummaryInTextModes(t *testing.T) {

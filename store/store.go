@@ -15,7 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -83,6 +85,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	cfg.ShouldPing = shouldPing
 	isoDates(cfg.ConnConfig.RuntimeParams)
+	cfg.AfterConnect = scanTimesInUTC
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -113,6 +116,18 @@ func isoDates(params map[string]string) {
 		}
 	}
 	params["DateStyle"] = "ISO"
+}
+
+// scanTimesInUTC makes conn return the times it reads in UTC, as the
+// dead-letter block writes them and the front ends show them, rather than
+// in the zone of the process: the same instant, but a result whose times
+// came in two zones (the host's and the block's) would read as two.
+func scanTimesInUTC(_ context.Context, conn *pgx.Conn) error {
+	m := conn.TypeMap()
+	utc := &pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}}
+	m.RegisterType(utc)
+	m.RegisterType(&pgtype.Type{Name: "_timestamptz", OID: pgtype.TimestamptzArrayOID, Codec: &pgtype.ArrayCodec{ElementType: utc}})
+	return nil
 }
 
 // connectAdvice says what to do about a connection that failed: a server
