@@ -272,10 +272,12 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 // one when name is empty, else only the one of that name (none when it
 // does not exist).
 func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, error) {
+	// A user's seen_at travels in JSON, which would write it in the
+	// session's zone: it is written in UTC, as the other times come.
 	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
 			last_success_at, last_failure_at,
-			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', u.seen_at)
+			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', `+sqlDeadISO("u.seen_at")+`)
 				ORDER BY u.queue_name COLLATE "C", u.kind COLLATE "C") FROM pgbus.circuit_breaker_users u
 				WHERE u.breaker = b.name AND u.seen_at > now() - $2 * interval '1 microsecond'), '[]')
 		FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1 ORDER BY name COLLATE "C"`, name, BreakerUsersWindow.Microseconds())

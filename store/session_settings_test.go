@@ -166,3 +166,25 @@ func TestThroughputInTextModes(t *testing.T) {
 		})
 	}
 }
+
+// A breaker's users, which travel in JSON, come back in UTC like every
+// other time, whatever the zone of the server's sessions, and seen when
+// they were.
+func TestBreakerUsersSeenInUTC(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabaseSet(t, "TimeZone", "Asia/Kathmandu"))
+	ctx, name := testContext(t), uniqueName("br")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	seen := time.Now()
+	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: "orders", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListBreakers(ctx, name)
+	if err != nil || len(list) != 1 || len(list[0].Users) != 1 {
+		t.Fatalf("breaker %s: %+v, %v; want it with one user", name, list, err)
+	}
+	wantUTC(t, "a user's seen_at", list[0].Users[0].SeenAt)
+	wantNear(t, "a user's seen_at", list[0].Users[0].SeenAt, seen)
+	wantUTC(t, "updated_at", list[0].UpdatedAt)
+}
