@@ -46,12 +46,13 @@ const (
 )
 
 // ParseDeadline reads the value of a pgbus_deadline header, an RFC 3339
-// time; ok is false for "" and for a value that is no such time, which
-// workers take as no deadline.
+// time, into UTC, as every time is shown, whatever offset its sender
+// wrote it with; ok is false for "" and for a value that is no such time,
+// which workers take as no deadline.
 func ParseDeadline(s string) (at time.Time, ok bool) {
 	if s == "" {
 		return time.Time{}, false
 	}
 	at, err := time.Parse(time.RFC3339Nano, s)
-	return at, err == nil
+	return at.UTC(), err == nil
 }

@@ -188,3 +188,13 @@ func TestBreakerUsersSeenInUTC(t *testing.T) {
 	wantNear(t, "a user's seen_at", list[0].Users[0].SeenAt, seen)
 	wantUTC(t, "updated_at", list[0].UpdatedAt)
 }
+
+// A deadline another client wrote with its own offset reads as the same
+// instant in UTC, as every other time.
+func TestDeadlineReadInUTC(t *testing.T) {
+	at, ok := store.ParseDeadline("2026-03-01T18:45:00+05:45")
+	if !ok || !at.Equal(time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)) {
+		t.Fatalf("ParseDeadline = %s, %v; want 2026-03-01 13:00:00 UTC", at, ok)
+	}
+	wantUTC(t, "a deadline written at +05:45", at)
+}
