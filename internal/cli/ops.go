@@ -238,7 +238,6 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	return err
 }
 
-
 // check runs a request's own check (the operations layer's), when it has
 // one, before anything is opened: a bad request fails at once, in the same
 // words as from the operation, with a field that cmd sets by a flag named
