@@ -41,9 +41,10 @@ func shouldPing(ctx context.Context, p pgxpool.ShouldPingParams) bool {
 
 // db runs statements on the pool and retries one once, on a connection the
 // pool has checked, when its connection turns out dead: always when pgx says
-// the statement was never sent (pgconn.SafeToRetry), so writes are never run
-// twice; and, if reads is set, on any connection error, for statements that
-// only read.
+// the statement was never sent (pgconn.SafeToRetry) or the server had ended
+// the session for sitting idle (idle_session_timeout) before it, so writes
+// are never run twice; and, if reads is set, on any connection error, for
+// statements that only read.
 type db struct {
 	pool  *pgxpool.Pool
 	reads bool
@@ -55,10 +56,25 @@ func (d db) retry(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false
 	}
-	if pgconn.SafeToRetry(err) {
+	if neverRan(err) {
 		return true
 	}
 	return d.reads && connLost(err)
+}
+
+// neverRan reports whether err says the statement never ran: pgx did not
+// send it, or the server had ended the session for sitting idle. Running
+// it again on another connection runs it once.
+func neverRan(err error) bool {
+	return pgconn.SafeToRetry(err) || idleKilled(err)
+}
+
+// idleKilled reports whether err says the server ended the session for
+// sitting idle (idle_session_timeout, SQLSTATE 57P05) before the statement
+// that met it: the statement never ran.
+func idleKilled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57P05"
 }
 
 // connLost reports whether err says the connection broke (as opposed to the
@@ -153,12 +169,12 @@ func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 	return d.BeginTx(ctx, pgx.TxOptions{})
 }
 
-// BeginTx retries only a BEGIN that was never sent: nothing ran yet.
+// BeginTx retries only a BEGIN that never ran: nothing ran yet.
 func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	begin, cancel := boundStatement(ctx)
 	defer cancel()
 	tx, err := d.pool.BeginTx(begin, opts)
-	if err != nil && begin.Err() == nil && pgconn.SafeToRetry(err) {
+	if err != nil && begin.Err() == nil && neverRan(err) {
 		tx, err = d.pool.BeginTx(withForcedPing(begin), opts)
 	}
 	if err != nil || statementTimeout(ctx) == 0 {

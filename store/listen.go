@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Listener receives the notifications sends make (see NotifyChannel) on a
@@ -17,6 +18,11 @@ import (
 type Listener struct {
 	conn *pgx.Conn
 	s    *Store
+	// every is how often WaitForSend, hearing nothing, sends the server a
+	// statement, or 0 for never: the server's idle_session_timeout,
+	// which a role or database may set, would otherwise end a connection
+	// that only waits for notifications.
+	every time.Duration
 }
 
 // ErrNoDelivery says that a notification sent to the database did not reach
@@ -44,7 +50,13 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Listener{conn: conn, s: s}, nil
+	// In milliseconds; PostgreSQL before 14 has no such setting.
+	var idle int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout'), 0)`).Scan(&idle); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &Listener{conn: conn, s: s, every: time.Duration(idle) * time.Millisecond / 2}, nil
 }
 
 // CheckDelivery sends a notification of its own through the store's pool,
@@ -63,7 +75,7 @@ func (l *Listener) CheckDelivery(ctx context.Context, wait time.Duration) error 
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		n, err := l.conn.WaitForNotification(waitCtx)
+		n, err := l.waitForNotification(waitCtx)
 		switch {
 		case err == nil && n.Payload == token:
 			return nil
@@ -82,12 +94,32 @@ func (l *Listener) CheckDelivery(ctx context.Context, wait time.Duration) error 
 // lost; after a lost connection, Close the listener and Listen again.
 func (l *Listener) WaitForSend(ctx context.Context) (queue string, err error) {
 	for {
-		n, err := l.conn.WaitForNotification(ctx)
+		n, err := l.waitForNotification(ctx)
 		if err != nil {
 			return "", err
 		}
 		if !strings.HasPrefix(n.Payload, probePrefix) { // a late check of this or another process
 			return n.Payload, nil
+		}
+	}
+}
+
+// waitForNotification waits for the next notification, telling the server
+// the session is in use as often as its idle_session_timeout needs.
+func (l *Listener) waitForNotification(ctx context.Context) (*pgconn.Notification, error) {
+	if l.every <= 0 {
+		return l.conn.WaitForNotification(ctx)
+	}
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, l.every)
+		n, err := l.conn.WaitForNotification(waitCtx)
+		quiet := errors.Is(waitCtx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err == nil || ctx.Err() != nil || !quiet {
+			return n, err
+		}
+		if _, err := l.conn.Exec(ctx, "SELECT 1"); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -409,8 +409,8 @@ func (s *Store) ReadRouting(ctx context.Context, queue string, vt time.Duration,
 		return nil, err
 	}
 	msgs, err := s.readRoutingOnce(ctx, queue, vt, qty, info, dlq, route)
-	if err != nil && ctx.Err() == nil && pgconn.SafeToRetry(err) {
-		// Nothing reached the server: the connection was dead.
+	if err != nil && ctx.Err() == nil && neverRan(err) {
+		// Nothing ran: the connection was dead, or ended for sitting idle.
 		msgs, err = s.readRoutingOnce(withForcedPing(ctx), queue, vt, qty, info, dlq, route)
 	}
 	return msgs, err

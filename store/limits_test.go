@@ -1,0 +1,72 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// limitedStore opens a store on a database of its own, migrated, with a
+// queue, and then given the settings set (such as "statement_timeout =
+// '50ms'"), as a DBA sets them with ALTER DATABASE ... SET: the store
+// returned connects after, so that its sessions take them.
+func limitedStore(t *testing.T, set ...string) (*store.Store, string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	q := newQueue(t, pgtest.OpenStore(t, url))
+	for _, s := range set {
+		pgtest.Exec(t, url, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET `+strings.ReplaceAll(s, "'", "''")+`', current_database()); END $$`)
+	}
+	// Over TCP, as servers are reached: a write to a connection the
+	// server closed goes through there, and the server's last word, why it
+	// closed it, is what the next read gets.
+	st, err := store.Open(testContext(t), pgtest.NewFreezingProxy(t, url).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st, q
+}
+
+// A pooled connection the server ended for sitting idle
+// (idle_session_timeout) fails no call: the statement never ran on it, so
+// it runs on another connection, a write as well as a read.
+func TestIdleSessionTimeoutFailsNoCall(t *testing.T) {
+	ctx := testContext(t)
+	st, q := limitedStore(t, "idle_session_timeout = '20ms'")
+	for i := range 10 {
+		// Idle past the server's timeout, but not so long that the pool
+		// pings the connection before handing it out.
+		time.Sleep(40 * time.Millisecond)
+		if _, err := st.Send(ctx, q, msg(`{}`)); err != nil {
+			t.Fatalf("send %d after the server ended the idle connections: %v", i, err)
+		}
+	}
+	if n := pgtest.Live(t, st, q); n != 10 {
+		t.Errorf("the queue holds %d messages, want 10: each send once", n)
+	}
+}
+
+// A listener outlives the server's idle_session_timeout: waiting for
+// notifications, it tells the server now and then that its session is in
+// use, and hears a send made long after the timeout.
+func TestListenerOutlivesIdleSessionTimeout(t *testing.T) {
+	ctx := testContext(t)
+	st, q := limitedStore(t, "idle_session_timeout = '200ms'")
+	l, err := st.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	go func() {
+		time.Sleep(time.Second)
+		_, _ = st.Send(ctx, q, msg(`{}`))
+	}()
+	got, err := l.WaitForSend(ctx)
+	if err != nil || got != q {
+		t.Fatalf("WaitForSend = %q, %v; want %q: the listener's connection must outlive idle_session_timeout", got, err, q)
+	}
+}
