@@ -125,6 +125,9 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 	if d.retry(ctx, err) {
 		tag, err = d.pool.Exec(withForcedPing(ctx), sql, args...)
 	}
+	for try := 1; conflicted(ctx, err, try); try++ {
+		tag, err = d.pool.Exec(ctx, sql, args...)
+	}
 	return tag, poolerHint(err)
 }
 
@@ -150,6 +153,9 @@ func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 		rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
 		return rows, poolerHint(err)
 	}
+	for try := 1; conflicted(ctx, err, try); try++ {
+		rows, err = d.pool.Query(ctx, sql, args...)
+	}
 	if err != nil {
 		return rows, poolerHint(err)
 	}
@@ -165,12 +171,20 @@ func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return cancelAfterScan{row: row, cancel: cancel}
 }
 
+// Begin begins a transaction at READ COMMITTED, whatever isolation the
+// role or database sets by default (default_transaction_isolation): the
+// statements of pgbus take row locks for what they must not share, and
+// under REPEATABLE READ or SERIALIZABLE concurrent workers would have
+// their transactions rolled back again and again (SQLSTATE 40001).
 func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 	return d.BeginTx(ctx, pgx.TxOptions{})
 }
 
 // BeginTx retries only a BEGIN that never ran: nothing ran yet.
 func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	if opts.IsoLevel == "" && opts.BeginQuery == "" {
+		opts.IsoLevel = pgx.ReadCommitted
+	}
 	begin, cancel := boundStatement(ctx)
 	defer cancel()
 	tx, err := d.pool.BeginTx(begin, opts)
@@ -196,6 +210,9 @@ func (r retryRow) Scan(dest ...any) error {
 	if r.d.retry(r.ctx, err) {
 		err = r.d.pool.QueryRow(withForcedPing(r.ctx), r.sql, r.args...).Scan(dest...)
 	}
+	for try := 1; conflicted(r.ctx, err, try); try++ {
+		err = r.d.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+	}
 	return poolerHint(err)
 }
 
@@ -219,16 +236,29 @@ func (r *retryRows) Next() bool {
 	if r.Rows.Next() {
 		return true
 	}
-	if err := r.Rows.Err(); r.d.retry(r.ctx, err) {
-		r.Rows.Close()
-		rows, qerr := r.d.pool.Query(withForcedPing(r.ctx), r.sql, r.args...)
-		if qerr != nil {
-			rows.Close()
+	if r.d.retry(r.ctx, r.Rows.Err()) {
+		r.again(withForcedPing(r.ctx))
+		if r.Rows.Next() {
+			return true
 		}
-		r.Rows = rows
-		return r.Rows.Next()
+	}
+	for try := 1; conflicted(r.ctx, r.Rows.Err(), try); try++ {
+		r.again(r.ctx)
+		if r.Rows.Next() {
+			return true
+		}
 	}
 	return false
+}
+
+// again runs the query anew, in place of the rows that failed.
+func (r *retryRows) again(ctx context.Context) {
+	r.Rows.Close()
+	rows, err := r.d.pool.Query(ctx, r.sql, r.args...)
+	if err != nil {
+		rows.Close()
+	}
+	r.Rows = rows
 }
 
 // IsUnreachable reports whether err says the server could not be reached

@@ -56,7 +56,9 @@ type DeadLettered struct {
 // them or hold them now. source is SourceWorker or
 // SourceConsumer. The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
-	return deadLetterWith(ctx, s.db, queue, dlq, source, items)
+	return settled(ctx, func() ([]DeadLettered, error) {
+		return deadLetterWith(ctx, s.db, queue, dlq, source, items)
+	})
 }
 
 func deadLetterWith(ctx context.Context, db querier, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {

@@ -417,9 +417,11 @@ func deadRetryTarget(r deadRef, p retryPlaces) string {
 }
 
 // retryOne is deadRetryOne on its own. A message with an idempotency key
-// first takes the key's lock (lockDeadKeySQL), in the same implicit
-// transaction: one batch, one round trip, whose second statement has a
-// snapshot of its own, taken once the lock is held.
+// first takes the key's lock (lockDeadKeySQL), in the same transaction:
+// one batch, one round trip, whose retry statement has a snapshot of its
+// own, taken once the lock is held. The batch begins READ COMMITTED,
+// whatever the role's default_transaction_isolation, since that snapshot
+// is what keeps the key with a send that came first.
 func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts RetryOptions, tc *TraceContext) (int64, error) {
 	if !r.keyed {
 		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline)
@@ -427,28 +429,42 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline)
 	run := func(ctx context.Context) (int64, error) {
 		b := &pgx.Batch{}
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 		b.Queue(lockDeadKeySQL(r), target, r.id)
 		b.Queue(sql, args...)
+		b.Queue("COMMIT")
+		// A connection left in a failed transaction is closed by the pool
+		// on release, which rolls it back.
 		br := s.pool.SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
+		_, err := br.Exec()
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			_ = br.Close()
 			return 0, fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
 		}
 		var id int64
-		err := br.QueryRow().Scan(&id)
-		// The batch's transaction commits at its end, which Close reads:
-		// an error there (a deferred trigger, a full notification queue)
-		// means nothing moved.
+		err = br.QueryRow().Scan(&id)
+		// An error at the commit (a deferred trigger, a full notification
+		// queue) means nothing moved.
+		if err == nil {
+			_, err = br.Exec()
+		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 		return id, retriedOrWhy(err, r, target)
 	}
 	// As s.db does for one statement: once more on a checked connection
-	// when the first was dead and nothing was sent.
+	// when the first was dead and nothing was sent, and again when it
+	// conflicted with another transaction.
 	id, err := run(ctx)
 	if s.db.retry(ctx, err) {
 		id, err = run(withForcedPing(ctx))
+	}
+	for try := 1; conflicted(ctx, err, try); try++ {
+		id, err = run(ctx)
 	}
 	return id, poolerHint(err)
 }

@@ -257,7 +257,7 @@ func (s *Store) readDepths(ctx context.Context, arms []depthArm, out []QueueDept
 // depthTx is the transaction of a depth read: without JIT, since the
 // planner's estimates for a statement over many tables add up to a cost
 // that has it compiled, which takes seconds for what runs in milliseconds.
-var depthTx = pgx.TxOptions{BeginQuery: "BEGIN READ ONLY; SET LOCAL jit = off"}
+var depthTx = pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY; SET LOCAL jit = off"}
 
 // readDepthsOnce reads the tables of arms in one statement, adding their
 // counts to out only when all were read. Its text changes with the tables,

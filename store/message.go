@@ -437,7 +437,7 @@ func (s *Store) readRoutingOnce(ctx context.Context, queue string, vt time.Durat
 // letter) is committed durably, and its flush carries the read's with it.
 func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Duration, qty int, info tableInfo, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(readSQL(queue, info), qty, vt.Microseconds())
 	br := conn.SendBatch(ctx, b)
@@ -663,11 +663,13 @@ func (s *Store) SetVisibilityClaimed(ctx context.Context, queue string, claims [
 }
 
 func (s *Store) collectIDs(ctx context.Context, op, queue, sql string, args ...any) ([]int64, error) {
-	rows, err := s.db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, queueErr(err, op, queue)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := settled(ctx, func() ([]int64, error) {
+		rows, err := s.db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, pgx.RowTo[int64])
+	})
 	if err != nil {
 		return nil, queueErr(err, op, queue)
 	}
