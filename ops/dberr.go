@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	}
 	if code, _ := store.SQLState(*err); schemaStates[code] {
 		*err = s.schemaError(ctx, *err)
+		return
+	}
+	if lim := store.LimitOf(*err); lim != store.NoLimit && ctx.Err() == nil {
+		*err = limitError(*err, lim, e, s.store.User())
 		return
 	}
 	*err = resourceError(*err, e)
@@ -203,3 +208,44 @@ type cause struct {
 
 func (c cause) Error() string { return c.msg }
 func (c cause) Unwrap() error { return c.err }
+
+// limitError is err, refused by a limit a DBA set for the role or
+// database pgbus uses, with the setting named, what the call changed and
+// what to do. A bulk call that stopped partway keeps its own error, which
+// says what it did and that the same call does the rest: only its cause
+// is said so.
+func limitError(err error, lim store.Limit, e effect, role string) error {
+	what, todo := limitAdvice(lim, role)
+	var pd *PartlyDone
+	if errors.As(err, &pd) {
+		pd.Err = cause{msg: fmt.Sprintf("%s (%v); %s", what, pd.Err, todo), err: pd.Err}
+		return err
+	}
+	parts := []string{fmt.Sprintf("%s (%v)", what, err)}
+	if changed := e.changed(false); changed != "" {
+		parts = append(parts, changed)
+	}
+	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: err}
+}
+
+// limitAdvice says what limit lim is and what to do about it, naming role,
+// the role pgbus connects as, in the statements to run.
+func limitAdvice(lim store.Limit, role string) (what, todo string) {
+	alter := "ALTER ROLE " + cmp.Or(role, "<role>") + " SET "
+	switch lim {
+	case store.LimitReadOnly:
+		return "the database takes no writes here: the transaction was read-only, as every one is on a standby (a read replica) or where default_transaction_read_only is on for the role or database",
+			"point pgbus at the primary server instead, or have the DBA turn the default off (" + alter + "default_transaction_read_only = off); reads work as they are"
+	case store.LimitStatementTimeout:
+		return "the database cancelled a statement of the call: it ran longer than statement_timeout, set for the role or database (or someone cancelled it)",
+			"raise statement_timeout for the role pgbus uses (" + alter + "statement_timeout = '5min'), or have a call handle fewer messages (a limit), then try it again"
+	case store.LimitLockTimeout:
+		return "a statement of the call waited for a lock another transaction held longer than lock_timeout, set for the role or database",
+			"try the call again once that transaction ends; if it keeps happening, raise lock_timeout for the role pgbus uses (" + alter + "lock_timeout = '10s')"
+	case store.LimitConflict:
+		return "the database rolled the call's transaction back: it conflicted with another one running at the same time (a serialization failure or a deadlock), and did again each time it was run",
+			"try the call again; if it keeps happening, check the default_transaction_isolation of the role or database (REPEATABLE READ and SERIALIZABLE make conflicts likelier): pgbus needs no more than READ COMMITTED"
+	}
+	return "the database ended the connection for sitting idle (idle_session_timeout or idle_in_transaction_session_timeout, set for the role or database)",
+		"try the call again; if it keeps happening, raise that setting for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
+}

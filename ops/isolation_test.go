@@ -19,11 +19,16 @@ import (
 // fast queue, and then given the settings set (such as
 // "default_transaction_isolation = serializable"), as a DBA sets them with
 // ALTER DATABASE ... SET: the store returned connects after, so that its
-// sessions take them.
-func limitedStore(t *testing.T, edit func(*store.QueueSettings), set ...string) (*store.Store, string) {
+// sessions take them. prepare, when not nil, runs before the settings, on
+// a store whose sessions do not take them.
+func limitedStore(t *testing.T, edit func(*store.QueueSettings), prepare func(*store.Store, string), set ...string) (*store.Store, string) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	q := newQueue(t, pgtest.OpenStore(t, url), edit)
+	before := pgtest.OpenStore(t, url)
+	q := newQueue(t, before, edit)
+	if prepare != nil {
+		prepare(before, q)
+	}
 	for _, s := range set {
 		pgtest.Exec(t, url, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET `+strings.ReplaceAll(s, "'", "''")+`', current_database()); END $$`)
 	}
@@ -44,7 +49,7 @@ func TestWorkersAndRetriesUnderStrictIsolation(t *testing.T) {
 	for _, level := range []string{"serializable", "repeatable read"} {
 		t.Run(level, func(t *testing.T) {
 			ctx := testContext(t)
-			st, q := limitedStore(t, func(s *store.QueueSettings) { s.MaxRetries = 2; s.RetryBackoff = 10 * time.Millisecond },
+			st, q := limitedStore(t, func(s *store.QueueSettings) { s.MaxRetries = 2; s.RetryBackoff = 10 * time.Millisecond }, nil,
 				"default_transaction_isolation = '"+level+"'")
 			logs := &pgtest.SyncBuffer{}
 			log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -113,6 +113,9 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
 			return err
 		}
+		if LimitOf(rep.firstErr) == LimitReadOnly {
+			return rep.firstErr // every other message would be refused alike
+		}
 		if opts.DryRun {
 			selected = append(selected, deadIDsOf(refs)...)
 		}

@@ -167,6 +167,10 @@ func New(pool *pgxpool.Pool) *Store {
 // notifications).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// User is the role the store connects as, as its database URL names it
+// ("" when the URL leaves it to the server's default).
+func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
+
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 

@@ -1,0 +1,121 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// deadIDs dead-letters n messages into q's DLQ and keeps their ids in *ids.
+func deadIDs(n int, ids *[]int64) func(*testing.T) func(*store.Store, string) {
+	return func(t *testing.T) func(*store.Store, string) {
+		return func(st *store.Store, q string) {
+			*ids = pgtest.DeadLetterN(t, st, q, n, pgtest.DeadSpec{Kind: "charge", Message: "declined"})
+		}
+	}
+}
+
+// wantLimit checks that err says every part of want and still wraps
+// PostgreSQL's error of SQLSTATE code.
+func wantLimit(t *testing.T, what string, err error, code string, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want one of SQLSTATE %s", what, code)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q does not say %q", what, err, w)
+		}
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != code {
+		t.Errorf("%s: the database's error (SQLSTATE %s) is not reachable with errors.As: %v", what, code, err)
+	}
+}
+
+// On a database whose default is read-only (default_transaction_read_only,
+// as on a standby), the reads work, and every write says that the
+// database takes no writes, which setting that is and to point pgbus at
+// the primary, rather than the server's words alone.
+func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
+	ctx := testContext(t)
+	var ids []int64
+	st, q := limitedStore(t, nil, deadIDs(3, &ids)(t), "default_transaction_read_only = on")
+	svc := newService(t, st, ops.Options{})
+	reads := map[string]func() error{
+		"DLQSummary": func() error { _, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{}); return err },
+		"DLQList":    func() error { _, err := svc.DLQList(ctx, ops.DLQListRequest{}); return err },
+		"QueueStats": func() error { _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); return err },
+		"Health":     func() error { _, err := svc.Health(ctx); return err },
+	}
+	for name, read := range reads {
+		if err := read(); err != nil {
+			t.Errorf("%s on a read-only database: %v", name, err)
+		}
+	}
+	writes := map[string]func() error{
+		"Send": func() error {
+			_, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: []byte(`{}`)})
+			return err
+		},
+		"DLQRetry by id": func() error {
+			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
+			return err
+		},
+		"DLQRetry by filter": func() error {
+			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}})
+			return err
+		},
+		"DLQDiscard by filter": func() error {
+			_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true})
+			return err
+		},
+		"QueuePause": func() error { _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); return err },
+	}
+	for name, write := range writes {
+		wantLimit(t, name, write(), "25006", "takes no writes", "default_transaction_read_only", "point pgbus at the primary",
+			"ALTER ROLE "+st.User()+" SET default_transaction_read_only = off")
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`); n != 3 {
+		t.Errorf("the DLQ holds %d messages, want the 3 it held", n)
+	}
+}
+
+// A bulk move that a statement_timeout the role or database sets cuts off
+// names the setting and how to raise it for the role.
+func TestStatementTimeoutNamesTheSetting(t *testing.T) {
+	ctx := testContext(t)
+	var ids []int64
+	st, q := limitedStore(t, nil, deadIDs(5000, &ids)(t), "statement_timeout = '1ms'")
+	svc := newService(t, st, ops.Options{})
+	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 5000})
+	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "ALTER ROLE "+st.User()+" SET statement_timeout")
+}
+
+// A retry that waits for a lock held longer than the lock_timeout the
+// role or database sets names the setting, and says nothing was changed.
+func TestLockTimeoutNamesTheSetting(t *testing.T) {
+	ctx := testContext(t)
+	var ids []int64
+	st, q := limitedStore(t, nil, deadIDs(1, &ids)(t), "lock_timeout = '50ms'")
+	// The holder's transaction keeps the message's row locked, as a
+	// long transaction of another client would.
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM pgmq."q_`+q+`_dlq" FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = newService(t, st, ops.Options{}).DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
+	wantLimit(t, "DLQRetry by id", err, "55P03", "lock_timeout", "try the call again once that transaction ends")
+}
