@@ -403,7 +403,7 @@ func (c *Client) Run(ctx context.Context) error {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
-			return err
+			return c.limitErr(err)
 		}
 	}
 	return c.runWorkers(ctx)
@@ -662,7 +662,7 @@ func (c *Client) try(ctx context.Context, fn func(context.Context) error) {
 	// nothing to write) do not reach it. The reads and writes of the
 	// workers tell when it answers again.
 	if err := fn(ctx); err != nil && ctx.Err() == nil && !c.outage.failed(err) {
-		c.log.Warn("pgbus: background task failed; retrying at the next interval", "err", err)
+		c.log.Warn(c.advised("pgbus: background task failed; retrying at the next interval", err), "err", err)
 	}
 }
 

@@ -170,7 +170,7 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 			return landed
 		}
 		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) && !w.c.outage.failed(err) {
-			w.c.log.Warn("pgbus: writing outcomes failed; retrying", "queue", queue, "count", len(batch), "err", err, "in", delay.String())
+			w.c.log.Warn(w.c.advised("pgbus: writing outcomes failed; retrying", err), "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		}
 		if guard.locked && !setVT(batch, written) {
 			// No retry or snooze landed, so no vt they set can be

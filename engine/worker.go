@@ -128,7 +128,7 @@ func (w *queueWorker) logReadFailure(err error, retryIn time.Duration) {
 	if w.c.outage.failed(err) {
 		return
 	}
-	w.c.log.Warn("pgbus: read failed; retrying", "queue", w.name, "err", err, "in", retryIn.String())
+	w.c.log.Warn(w.c.advised("pgbus: read failed; retrying", err), "queue", w.name, "err", err, "in", retryIn.String())
 }
 
 func (w *queueWorker) fetchLoop(ctx context.Context) {
@@ -421,7 +421,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 			})
 			if err != nil {
 				if ctx.Err() == nil && !w.c.outage.failed(err) {
-					w.c.log.Warn("pgbus: visibility heartbeat failed", "queue", queue, "err", err)
+					w.c.log.Warn(w.c.advised("pgbus: visibility heartbeat failed", err), "queue", queue, "err", err)
 				}
 				continue
 			}

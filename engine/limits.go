@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// limitAdvice says what to do about err when a limit the DBA set for the
+// role or database pgbus uses (store.LimitOf) caused it, naming role, the
+// role pgbus connects as; "" for other errors.
+func limitAdvice(err error, role string) string {
+	alter := "ALTER ROLE " + cmp.Or(role, "<role>") + " SET "
+	switch store.LimitOf(err) {
+	case store.LimitReadOnly:
+		return "the database takes no writes here (a standby, or default_transaction_read_only on for the role or database), so no job's outcome can be written: " +
+			"point pgbus at the primary server, or have the DBA turn the default off (" + alter + "default_transaction_read_only = off)"
+	case store.LimitStatementTimeout:
+		return "the database cancelled the statement as it ran past statement_timeout, set for the role or database; the workers go on and try again: " +
+			"if it keeps happening, raise it for the role pgbus uses (" + alter + "statement_timeout = '5min')"
+	case store.LimitLockTimeout:
+		return "a statement waited for a lock another transaction held longer than lock_timeout, set for the role or database; the workers go on and try again: " +
+			"if it keeps happening, end that transaction, or raise lock_timeout for the role pgbus uses (" + alter + "lock_timeout = '10s')"
+	case store.LimitConflict:
+		return "the transaction conflicted with another one (a serialization failure or a deadlock) each time it was run; the workers go on and try again: " +
+			"if it keeps happening, check the default_transaction_isolation of the role or database, as pgbus needs no more than READ COMMITTED"
+	case store.LimitIdleTimeout:
+		return "the database ended the connection for sitting idle (idle_session_timeout or idle_in_transaction_session_timeout, set for the role or database); the workers go on with another: " +
+			"if it keeps happening, raise that setting for the role pgbus uses"
+	}
+	return ""
+}
+
+// advised is msg, a log line about err, with what to do when a limit the
+// role or database sets caused err.
+func (c *Client) advised(msg string, err error) string {
+	if a := limitAdvice(err, c.store.User()); a != "" {
+		return msg + ": " + a
+	}
+	return msg
+}
+
+// limitErr is err, which stopped Run from starting, with what to do when
+// a limit the role or database sets caused it.
+func (c *Client) limitErr(err error) error {
+	if a := limitAdvice(err, c.store.User()); a != "" {
+		return fmt.Errorf("%w: %s", err, a)
+	}
+	return err
+}
