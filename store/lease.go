@@ -35,6 +35,14 @@ type Lease struct {
 	conn *pgx.Conn
 }
 
+// keepIdleSQL lets an election's transaction sit idle past the
+// idle_in_transaction_session_timeout a role or database may set, which
+// would otherwise end the lease within that time, again and again. It
+// holds no snapshot and no row, only the election's advisory lock, so
+// what that timeout guards against does not apply; SET LOCAL ends with the
+// transaction.
+const keepIdleSQL = `SET LOCAL idle_in_transaction_session_timeout = 0`
+
 // TryLead tries to win an election without waiting: it returns the lease,
 // or nil when another process holds it.
 func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
@@ -45,6 +53,9 @@ func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
 	conn := pc.Hijack()
 	var won bool
 	_, err = conn.Exec(ctx, `BEGIN`)
+	if err == nil {
+		_, err = conn.Exec(ctx, keepIdleSQL)
+	}
 	if err == nil {
 		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(e)).Scan(&won)
 	}

@@ -70,3 +70,32 @@ func TestListenerOutlivesIdleSessionTimeout(t *testing.T) {
 		t.Fatalf("WaitForSend = %q, %v; want %q: the listener's connection must outlive idle_session_timeout", got, err, q)
 	}
 }
+
+// The elections (the alerting process's lease, the retention turn) hold a
+// transaction open and idle by design: an
+// idle_in_transaction_session_timeout the role or database sets ends
+// neither, so that no process loses the election every few seconds.
+func TestElectionsOutliveIdleInTransactionTimeout(t *testing.T) {
+	ctx := testContext(t)
+	st, _ := limitedStore(t, "idle_in_transaction_session_timeout = '100ms'")
+	lease, err := st.TryLead(ctx, store.ElectionAlerts)
+	if err != nil || lease == nil {
+		t.Fatalf("TryLead: %v, %v", lease, err)
+	}
+	defer lease.Release(ctx)
+	turn, err := st.TryRetentionTurn(ctx)
+	if err != nil || turn == nil {
+		t.Fatalf("TryRetentionTurn: %v, %v", turn, err)
+	}
+	time.Sleep(time.Second) // ten times the server's timeout
+	if err := lease.Check(ctx); err != nil {
+		t.Errorf("the lease, idle past idle_in_transaction_session_timeout: %v", err)
+	}
+	if again, err := st.TryRetentionTurn(ctx); err != nil || again != nil {
+		t.Errorf("another retention turn while the first is held: %v, %v; want none", again, err)
+		_ = again.End(ctx)
+	}
+	if err := turn.End(ctx); err != nil {
+		t.Errorf("ending the retention turn, idle past idle_in_transaction_session_timeout: %v", err)
+	}
+}

@@ -37,7 +37,11 @@ func (s *Store) TryRetentionTurn(ctx context.Context) (*RetentionTurn, error) {
 		return nil, fmt.Errorf("store: retention: begin the election: %w", err)
 	}
 	var won bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, retentionLockKey).Scan(&won); err != nil || !won {
+	_, err = tx.Exec(ctx, keepIdleSQL)
+	if err == nil {
+		err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, retentionLockKey).Scan(&won)
+	}
+	if err != nil || !won {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("store: retention: take the election: %w", err)
