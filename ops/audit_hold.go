@@ -83,6 +83,13 @@ func (s *Service) holdAudit(e store.AuditEntry, err error) {
 		s.unrecorded(e, cerr)
 		return
 	}
+	if store.LimitOf(err) == store.LimitReadOnly {
+		// Waiting does not make a standby take writes: held, the entry
+		// would keep a command from ending, for nothing.
+		what, todo := limitAdvice(store.LimitReadOnly, s.store.User())
+		s.unrecorded(e, fmt.Errorf("%w: %s; %s", err, what, todo))
+		return
+	}
 	h := &s.audit
 	size := len(e.Arguments) + len(e.Result)
 	h.mu.Lock()

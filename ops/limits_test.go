@@ -119,3 +119,21 @@ func TestLockTimeoutNamesTheSetting(t *testing.T) {
 	_, err = newService(t, st, ops.Options{}).DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
 	wantLimit(t, "DLQRetry by id", err, "55P03", "lock_timeout", "try the call again once that transaction ends")
 }
+
+// On a database that takes no writes, the audit entry of a write it
+// refused is not held for a database that will not take it, keeping the
+// command from ending: it is given up at once as unrecorded, saying why.
+func TestReadOnlyDatabaseHoldsNoAuditEntry(t *testing.T) {
+	ctx := testContext(t)
+	st, q := limitedStore(t, nil, nil, "default_transaction_read_only = on")
+	var unrecorded pgtest.SyncBuffer
+	svc := newService(t, st, ops.Options{Unrecorded: &unrecorded})
+	_, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: []byte(`{}`)})
+	wantLimit(t, "Send", err, "25006", "takes no writes")
+	got := unrecorded.String()
+	for _, want := range []string{`"tool":"send"`, "takes no writes", "point pgbus at the primary"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the unrecorded entries, once Send returned, do not say %q: %q", want, got)
+		}
+	}
+}
