@@ -46,13 +46,15 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
+	// In milliseconds; PostgreSQL before 14 has no such setting. Read
+	// before LISTEN, which pg_stat_activity then shows as the listener's
+	// query.
+	var idle int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout'), 0)`).Scan(&idle); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	// In milliseconds; PostgreSQL before 14 has no such setting.
-	var idle int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout'), 0)`).Scan(&idle); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
