@@ -71,6 +71,32 @@ func TestListenerOutlivesIdleSessionTimeout(t *testing.T) {
 	}
 }
 
+// A listener that hears notifications more often than half the server's
+// idle_session_timeout still tells the server its session is in use: the
+// server counts idle time from the last statement, not the last
+// notification.
+func TestListenerOutlivesIdleSessionTimeoutWhileNotified(t *testing.T) {
+	ctx := testContext(t)
+	st, q := limitedStore(t, "idle_session_timeout = '200ms'")
+	l, err := st.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	const sends = 30 // 1.5s at 50ms: several timeouts' worth
+	go func() {
+		for range sends {
+			time.Sleep(50 * time.Millisecond)
+			_, _ = st.Send(ctx, q, msg(`{}`))
+		}
+	}()
+	for i := range sends {
+		if got, err := l.WaitForSend(ctx); err != nil || got != q {
+			t.Fatalf("notification %d: %q, %v; want %q: the listener's connection must outlive idle_session_timeout", i, got, err, q)
+		}
+	}
+}
+
 // The elections (the alerting process's lease, the retention turn) hold a
 // transaction open and idle by design: an
 // idle_in_transaction_session_timeout the role or database sets ends

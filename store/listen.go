@@ -23,6 +23,8 @@ type Listener struct {
 	// which a role or database may set, would otherwise end a connection
 	// that only waits for notifications.
 	every time.Duration
+	// spoke is when the listener last sent the server a statement.
+	spoke time.Time
 }
 
 // ErrNoDelivery says that a notification sent to the database did not reach
@@ -58,7 +60,7 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &Listener{conn: conn, s: s, every: time.Duration(idle) * time.Millisecond / 2}, nil
+	return &Listener{conn: conn, s: s, every: time.Duration(idle) * time.Millisecond / 2, spoke: time.Now()}, nil
 }
 
 // CheckDelivery sends a notification of its own through the store's pool,
@@ -113,7 +115,9 @@ func (l *Listener) waitForNotification(ctx context.Context) (*pgconn.Notificatio
 		return l.conn.WaitForNotification(ctx)
 	}
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, l.every)
+		// The server counts idle time from the last statement, however
+		// many notifications came since.
+		waitCtx, cancel := context.WithDeadline(ctx, l.spoke.Add(l.every))
 		n, err := l.conn.WaitForNotification(waitCtx)
 		quiet := errors.Is(waitCtx.Err(), context.DeadlineExceeded)
 		cancel()
@@ -123,6 +127,7 @@ func (l *Listener) waitForNotification(ctx context.Context) (*pgconn.Notificatio
 		if _, err := l.conn.Exec(ctx, "SELECT 1"); err != nil {
 			return nil, err
 		}
+		l.spoke = time.Now()
 	}
 }
 
