@@ -69,7 +69,7 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 			delay = firstDelay
 		}
 		if !c.outage.failed(err) {
-			c.log.Warn("pgbus: notification listener lost its connection; reconnecting", "err", err, "in", delay.String())
+			c.log.Warn(c.advised("pgbus: notification listener lost its connection; reconnecting", err), "err", err, "in", delay.String())
 		}
 		sleep(ctx, delay)
 		delay = min(delay*2, maxDelay)
