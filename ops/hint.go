@@ -25,6 +25,8 @@ const (
 	OpDLQRetry      = "dlq_retry"
 	OpDLQDiscard    = "dlq_discard"
 	OpDLQPurge      = "dlq_purge"
+	OpDLQDiscarded  = "dlq_discarded"
+	OpDLQRestore    = "dlq_restore"
 	OpWorkers       = "workers"
 	OpCircuits      = "circuits"
 	OpCircuitReset  = "circuit_reset"

@@ -8,13 +8,18 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// Outcomes of one id of a retry or discard.
+// Outcomes of one id of a retry, discard or restore.
 const (
 	OutcomeRetried      = "retried"
 	OutcomeWouldRetry   = "would_retry"
 	OutcomeDiscarded    = "discarded"
 	OutcomeWouldDiscard = "would_discard"
-	OutcomeNotFound     = "not_found"
+	OutcomeRestored     = "restored"
+	OutcomeWouldRestore = "would_restore"
+	// OutcomeRefused: the id is in the archive but is not restored (the
+	// original of a retry with a corrected payload).
+	OutcomeRefused  = "refused"
+	OutcomeNotFound = "not_found"
 	// OutcomeAlreadyMoved: the id was in its DLQ when the call located it,
 	// and another call retried or discarded it before this one could.
 	OutcomeAlreadyMoved = "already_moved"
@@ -22,11 +27,11 @@ const (
 	OutcomeFailed       = "failed"
 )
 
-// IDOutcome is what became of one id of a retry or discard by ids. Every
-// front end reports the same outcome for the same id.
+// IDOutcome is what became of one id of a retry, discard or restore by
+// ids. Every front end reports the same outcome for the same id.
 type IDOutcome struct {
 	ID      int64  `json:"id"`
-	Outcome string `json:"outcome" jsonschema:"enum=retried,enum=would_retry,enum=discarded,enum=would_discard,enum=not_found,enum=already_moved,enum=ambiguous,enum=failed"`
+	Outcome string `json:"outcome" jsonschema:"enum=retried,enum=would_retry,enum=discarded,enum=would_discard,enum=restored,enum=would_restore,enum=refused,enum=not_found,enum=already_moved,enum=ambiguous,enum=failed"`
 	// DLQ is the DLQ the message was in (retried, discarded, failed).
 	DLQ string `json:"dlq,omitempty"`
 	// Queue and NewMsgID are where a retried message went.

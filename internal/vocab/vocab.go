@@ -17,7 +17,8 @@ var tools = map[string]bool{
 	ops.OpHealth: true, ops.OpQueueStats: true, ops.OpQueueMessages: true, ops.OpQueuePause: true,
 	ops.OpQueueResume: true, ops.OpDLQSummary: true, ops.OpDLQList: true, ops.OpDLQShow: true,
 	ops.OpDLQRetry: true, ops.OpDLQDiscard: true, ops.OpDLQPurge: true, ops.OpWorkers: true,
-	ops.OpCircuits: true, ops.OpCircuitReset: true, ops.OpAudit: true,
+	ops.OpCircuits: true, ops.OpCircuitReset: true, ops.OpAudit: true, ops.OpDLQDiscarded: true,
+	ops.OpDLQRestore: true,
 }
 
 // Tool returns the MCP tool of an operation, and false when no tool does
@@ -32,7 +33,7 @@ func Tool(op string) (string, bool) {
 // writes are the operations whose tools a read-only server leaves out.
 var writes = map[string]bool{
 	ops.OpQueuePause: true, ops.OpQueueResume: true, ops.OpDLQRetry: true, ops.OpDLQDiscard: true,
-	ops.OpDLQPurge: true, ops.OpCircuitReset: true,
+	ops.OpDLQPurge: true, ops.OpCircuitReset: true, ops.OpDLQRestore: true,
 }
 
 // ToolOn is Tool on a server that may be read-only: there no tool does a
@@ -83,6 +84,8 @@ var commands = map[string]struct {
 	ops.OpDLQRetry:      {"pgbus dlq retry", []string{"ids"}},
 	ops.OpDLQDiscard:    {"pgbus dlq discard", []string{"ids"}},
 	ops.OpDLQPurge:      {"pgbus dlq purge", nil},
+	ops.OpDLQDiscarded:  {"pgbus dlq discarded", nil},
+	ops.OpDLQRestore:    {"pgbus dlq restore", []string{"ids"}},
 	ops.OpWorkers:       {"pgbus workers", nil},
 	ops.OpCircuits:      {"pgbus circuits", []string{"name"}},
 	ops.OpCircuitReset:  {"pgbus circuit reset", []string{"name"}},

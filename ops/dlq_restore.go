@@ -1,0 +1,262 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// DLQDiscardedRequest asks for the messages of one DLQ's archive: those
+// discarded from it, which DLQRestore brings back, and the originals of
+// retries with a corrected payload, listed but not restorable. Of
+// Filter, Queue is required; Kind and ErrorClass match as for DLQList,
+// and Since and Until bound when the messages were discarded. Nothing
+// else of the filter applies.
+type DLQDiscardedRequest struct {
+	Filter DeadFilter
+	// Limit is how many to list, most recently discarded first: 1 to
+	// MaxPageSize, 0 for DefaultPageSize.
+	Limit int
+}
+
+// DiscardedItem is one message of a DLQ's archive.
+type DiscardedItem struct {
+	DLQ            string    `json:"dlq" jsonschema_description:"The DLQ whose archive holds the message."`
+	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id, which it keeps when restored."`
+	Kind           string    `json:"kind,omitempty"`
+	Reason         string    `json:"reason" jsonschema_description:"Why the message died; not_recorded when it has no dead-letter block."`
+	SourceQueue    string    `json:"source_queue,omitempty" jsonschema_description:"Queue the message died in."`
+	ErrorClass     string    `json:"error_class,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
+	DeadLetteredAt time.Time `json:"dead_lettered_at,omitzero"`
+	DiscardedAt    time.Time `json:"discarded_at" jsonschema_description:"When it went to the archive."`
+	Restorable     bool      `json:"restorable" jsonschema_description:"Whether a restore brings it back. False for the original of a retry with a corrected payload: the corrected message ran in its place, so restoring it would run the job twice."`
+}
+
+// DLQDiscarded is the archive's messages a DLQDiscarded request selects.
+type DLQDiscarded struct {
+	Items []DiscardedItem `json:"items" jsonschema_description:"Archived messages, most recently discarded first, without payload."`
+	More  bool            `json:"more,omitempty" jsonschema_description:"More messages match than were listed: narrow the filters (kind, error_class, since, until) or raise the limit."`
+	Notes []string        `json:"notes" jsonschema_description:"What was shortened or hidden."`
+	Next  []Hint          `json:"next" jsonschema_description:"What to do next."`
+}
+
+// Check validates the request without the database.
+func (r DLQDiscardedRequest) Check() error {
+	if strings.TrimSpace(r.Filter.Queue) == "" {
+		return fieldf("queue", "queue is required: give the queue whose discarded messages to list").
+			with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	f := r.Filter
+	if f.Reason != "" || f.Text != "" || f.Group != "" {
+		return invalidf("the discarded messages are selected by queue, kind, error_class, since and until only: drop reason, text and group")
+	}
+	if _, err := pageLimit(r.Limit); err != nil {
+		return err
+	}
+	return f.Check()
+}
+
+// DLQDiscarded lists the messages of a DLQ's archive, most recently
+// discarded first.
+func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ DLQDiscarded, err error) {
+	if err := s.enter(ctx, "DLQDiscarded"); err != nil {
+		return DLQDiscarded{}, err
+	}
+	defer s.explainDB(ctx, &err, reads)
+	if err := req.Check(); err != nil {
+		return DLQDiscarded{}, err
+	}
+	limit, _ := pageLimit(req.Limit)
+	f, err := req.Filter.resolve(s.now())
+	if err != nil {
+		return DLQDiscarded{}, err
+	}
+	items, more, err := s.store.ListDiscarded(ctx, f.Queue, store.DiscardedFilter{Since: f.Since, Until: f.Until, Kind: f.Kind, ErrorClass: f.ErrorClass}, limit)
+	if err != nil {
+		return DLQDiscarded{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	v := s.viewer(false)
+	out := DLQDiscarded{Items: make([]DiscardedItem, len(items)), More: more, Notes: []string{}, Next: []Hint{}}
+	var ids []int64
+	for i, it := range items {
+		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
+			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
+			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal}
+		if !it.RetryOriginal {
+			ids = append(ids, it.MsgID)
+		}
+	}
+	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
+	if len(ids) > 0 {
+		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call without dry_run restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
+	}
+	if more {
+		out.Notes = append(out.Notes, fmt.Sprintf("only the %d most recently discarded are listed: narrow the filters (kind, error_class, since, until) or raise the limit (at most %d)", len(out.Items), MaxPageSize))
+	}
+	return out, nil
+}
+
+// DLQRestoreRequest asks to bring discarded messages of one DLQ back from
+// its archive into the DLQ, by their ids.
+type DLQRestoreRequest struct {
+	// Queue is the queue or its DLQ; required, since ids are per queue.
+	Queue string
+	IDs   []int64
+	// DryRun reports what would be restored and restores nothing.
+	DryRun bool
+}
+
+// Check validates the request without the database.
+func (r DLQRestoreRequest) Check() error {
+	if strings.TrimSpace(r.Queue) == "" {
+		return fieldf("queue", "queue is required: ids are per queue, so give the queue whose DLQ the messages were discarded from").
+			with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	if err := CheckQueueName(strings.TrimSpace(r.Queue)); err != nil {
+		return err
+	}
+	list := hint(OpDLQDiscarded, "lists the discarded messages with their ids", "queue", r.Queue)
+	switch {
+	case len(r.IDs) == 0:
+		return invalidf("no ids given: give the ids of the discarded messages to restore").with(list)
+	case len(r.IDs) > MaxIDs:
+		return invalidf("%d ids given; at most %d are restored per call: split the ids", len(r.IDs), MaxIDs).with(list)
+	}
+	var e *Error
+	if _, err := checkIDs(r.IDs); errors.As(err, &e) {
+		return e.with(list)
+	}
+	return nil
+}
+
+// DLQRestore is what a restore did, or in a dry run would do.
+type DLQRestore struct {
+	DryRun   bool   `json:"dry_run"`
+	DLQ      string `json:"dlq" jsonschema_description:"The DLQ the messages came back to."`
+	Restored int    `json:"restored" jsonschema_description:"Messages back in the DLQ, with their ids, payload, headers and failure history (in a dry run: that would be)."`
+	NotFound int    `json:"not_found" jsonschema_description:"Ids not in the archive: never discarded, purged, or restored already."`
+	Refused  int    `json:"refused" jsonschema_description:"Ids in the archive that are not restored: originals of a retry with a corrected payload, which ran in their place."`
+	// FirstError says, in words, the first id not restored.
+	FirstError string      `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
+	Outcomes   []IDOutcome `json:"outcomes" jsonschema_description:"One per id, in the order given, but for outcomes_omitted."`
+	// OutcomesOmitted counts the last ids left out of Outcomes so that the
+	// result fits the response bound; the counts include them.
+	OutcomesOmitted int    `json:"outcomes_omitted,omitempty" jsonschema_description:"Ids handled but not listed in outcomes, the last ones, so that the response stays under 16,000 characters; the counts include them."`
+	Next            []Hint `json:"next" jsonschema_description:"What to do next."`
+}
+
+func (r DLQRestore) hintCount() int { return len(r.Next) }
+
+// OK reports whether every id asked for was restored (or would be).
+func (r DLQRestore) OK() bool { return r.NotFound == 0 && r.Refused == 0 }
+
+// DLQRestore brings discarded messages back from their DLQ's archive,
+// all in one transaction, each with the id, payload, headers and failure
+// history it had: the undo of a discard, until a purge.
+func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DLQRestore, err error) {
+	if err := s.enter(ctx, "DLQRestore"); err != nil {
+		return out, err
+	}
+	defer func() {
+		if !req.DryRun || recordsDryRun(ctx) {
+			s.record(ctx, OpDLQRestore, restoreAuditArgs(req), restoreAuditResult(out), err)
+		}
+	}()
+	defer s.explainDB(ctx, &err, writesUnlessDry(req.DryRun)) // runs before the audit entry
+	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
+	if err := s.checkWrite(OpDLQRestore); err != nil {
+		return DLQRestore{}, err
+	}
+	if err := req.Check(); err != nil {
+		return DLQRestore{}, err
+	}
+	req.Queue = strings.TrimSpace(req.Queue)
+	ids, _ := checkIDs(req.IDs)
+	rep, err := s.store.RestoreDead(ctx, req.Queue, ids, req.DryRun)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+		return DLQRestore{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	if err != nil {
+		return DLQRestore{}, explain(err, hint(OpDLQRestore, "try again: nothing was restored", "queue", req.Queue, "ids", ids, "dry_run", req.DryRun))
+	}
+	return restoreResult(rep, req, ids), nil
+}
+
+// restoreResult is the outcome of every id, in the order given, and the
+// next steps.
+func restoreResult(rep store.RestoreReport, req DLQRestoreRequest, ids []int64) DLQRestore {
+	out := DLQRestore{DryRun: rep.DryRun, DLQ: rep.DLQ, Outcomes: make([]IDOutcome, 0, len(ids)), Next: []Hint{}}
+	restored := map[int64]bool{}
+	for _, id := range rep.Restored {
+		restored[id] = true
+	}
+	refused := map[int64]string{}
+	for _, r := range rep.Refused {
+		refused[r.MsgID] = r.Why
+	}
+	for _, id := range ids {
+		o := restoreOutcome(id, rep.DLQ, restored[id], refused[id], rep.DryRun)
+		switch o.Outcome {
+		case OutcomeRestored, OutcomeWouldRestore:
+			out.Restored++
+		case OutcomeRefused:
+			out.Refused++
+		default:
+			out.NotFound++
+		}
+		if o.Error != "" && out.FirstError == "" {
+			out.FirstError = o.Error
+		}
+		out.Outcomes = append(out.Outcomes, o)
+	}
+	out.Next = restoreNext(out, req, ids)
+	return out
+}
+
+func restoreOutcome(id int64, dlq string, restored bool, why string, dryRun bool) IDOutcome {
+	o := IDOutcome{ID: id, DLQ: dlq}
+	switch {
+	case restored && dryRun:
+		o.Outcome = OutcomeWouldRestore
+	case restored:
+		o.Outcome = OutcomeRestored
+	case why == store.RestoreRetryOriginal:
+		o.Outcome = OutcomeRefused
+		o.Error = fmt.Sprintf("message %d in the archive of %s is the original of a retry with a corrected payload, which ran in its place: restoring it would run the job twice, so it stays in the archive", id, dlq)
+	case why == store.RestoreInDLQ:
+		o.Outcome = OutcomeNotFound
+		o.Error = fmt.Sprintf("message %d is in %s already, not in its archive: restored already, or never discarded", id, dlq)
+	default:
+		o.Outcome = OutcomeNotFound
+		o.Error = fmt.Sprintf("message %d is not in the archive of %s: purged, or never discarded from it", id, dlq)
+	}
+	return o
+}
+
+func restoreNext(r DLQRestore, req DLQRestoreRequest, ids []int64) []Hint {
+	var next []Hint
+	switch {
+	case r.DryRun && r.Restored > 0:
+		next = append(next, hint(OpDLQRestore, "the same call without dry_run restores them", "queue", req.Queue, "ids", ids))
+	case r.Restored > 0:
+		next = append(next, hint(OpDLQList, "the restored messages are dead again, to retry or discard", "queue", req.Queue))
+	}
+	if r.NotFound+r.Refused > 0 {
+		next = append(next, hint(OpDLQDiscarded, "lists the discarded messages there are", "queue", req.Queue))
+	}
+	return next
+}
+
+func restoreAuditArgs(r DLQRestoreRequest) map[string]any {
+	return map[string]any{"queue": r.Queue, "ids": r.IDs, "dry_run": r.DryRun}
+}
+
+func restoreAuditResult(r DLQRestore) any {
+	r.Next = nil
+	return r
+}

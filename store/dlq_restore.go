@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Why a message of a DLQ's archive is not restored (RestoreRefusal.Why).
+const (
+	// RestoreNotArchived: the id is in neither the archive nor the DLQ:
+	// purged, or never a message of this DLQ.
+	RestoreNotArchived = "not_archived"
+	// RestoreInDLQ: the id is in the DLQ itself: restored already, or
+	// never discarded.
+	RestoreInDLQ = "in_dlq"
+	// RestoreRetryOriginal: the archived row is the original of a message
+	// retried with a corrected payload; the corrected one ran, so
+	// restoring the original would run the job twice.
+	RestoreRetryOriginal = "retry_original"
+)
+
+// DiscardedFilter selects messages of a DLQ's archive. Zero fields select
+// everything.
+type DiscardedFilter struct {
+	// Since (inclusive) and Until (exclusive) bound the archive time.
+	Since time.Time
+	Until time.Time
+	// Kind and ErrorClass match as DeadFilter's do.
+	Kind       string
+	ErrorClass string
+}
+
+// DiscardedItem is one message of a DLQ's archive: discarded, or the
+// original of a retry with a corrected payload (RetryOriginal), which is
+// kept to be read but not restored.
+type DiscardedItem struct {
+	DLQ            string    `json:"dlq"`
+	MsgID          int64     `json:"msg_id"`
+	Kind           string    `json:"kind,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	SourceQueue    string    `json:"source_queue,omitempty"`
+	ErrorClass     string    `json:"error_class,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty"`
+	DeadLetteredAt time.Time `json:"dead_lettered_at,omitzero"`
+	ArchivedAt     time.Time `json:"archived_at"`
+	RetryOriginal  bool      `json:"retry_original,omitempty"`
+}
+
+// RestoreRefusal is one id RestoreDead did not restore, and why (one of
+// the Restore* reasons).
+type RestoreRefusal struct {
+	MsgID int64  `json:"msg_id"`
+	Why   string `json:"why"`
+}
+
+// RestoreReport tells what RestoreDead did, or in a dry run would do.
+type RestoreReport struct {
+	DLQ      string           `json:"dlq"`
+	DryRun   bool             `json:"dry_run"`
+	Restored []int64          `json:"restored"`
+	Refused  []RestoreRefusal `json:"refused"`
+}
+
+// sqlRetryOriginal is true for the archived row a of DLQ $2 that is the
+// original of a retry with a corrected payload. Such a retry marks it in
+// the history under the DLQ and its id; an original kept before that
+// mark was written has no history there (the retry took it along) and
+// is named by the note the retry left on the corrected message, while
+// that message is still known. The CASE evaluates in order, so the note,
+// which no index finds, is looked for only for rows without history.
+const sqlRetryOriginal = `CASE
+	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id
+		AND f.error_class = '` + PayloadReplacedClass + `') THEN true
+	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id) THEN false
+	ELSE EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.error_class = '` + PayloadReplacedClass + `'
+		AND starts_with(f.error_message, $3::text || a.msg_id || ')'))
+	END`
+
+// replacedNotePrefix is how the note of a retry with a corrected payload
+// begins for an original kept in dlq's archive, up to its id.
+func replacedNotePrefix(dlq string) string {
+	return fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id ", dlq, dlq)
+}
+
+// ListDiscarded returns up to limit (1 to MaxDeadPage) messages of dlq's
+// archive that f selects, most recently archived first, and whether more
+// match. Error messages are as stored: the caller redacts them.
+func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter, limit int) ([]DiscardedItem, bool, error) {
+	if limit < 1 || limit > MaxDeadPage {
+		return nil, false, invalidf("list discarded messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
+	}
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return nil, false, err
+	}
+	sql, args := listDiscardedSQL(name, f, limit)
+	rows, err := s.reads.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, queueErr(err, "list the archive of", name)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DiscardedItem, error) {
+		it := DiscardedItem{DLQ: name}
+		var dead *time.Time
+		err := r.Scan(&it.MsgID, &it.Kind, &it.Reason, &it.SourceQueue, &it.ErrorClass, &it.ErrorMessage, &dead, &it.ArchivedAt, &it.RetryOriginal)
+		if dead != nil {
+			it.DeadLetteredAt = *dead
+		}
+		return it, err
+	})
+	if err != nil {
+		return nil, false, queueErr(err, "list the archive of", name)
+	}
+	more := len(items) > limit
+	return items[:min(len(items), limit)], more, nil
+}
+
+// listDiscardedSQL is ListDiscarded's query: $1 the limit plus one, $2
+// the DLQ, $3 the note prefix, then the filter's values.
+func listDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) {
+	args := []any{limit + 1, dlq, replacedNotePrefix(dlq)}
+	var where []string
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if !f.Since.IsZero() {
+		add("a.archived_at >= $%d", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("a.archived_at < $%d", f.Until)
+	}
+	if f.Kind != "" {
+		add("coalesce(a.headers->>'"+HeaderKind+"', a.message->>'job_class', '') = $%d::text", f.Kind)
+	}
+	if f.ErrorClass != "" {
+		add("a.headers->'"+HeaderDeadLetter+"'->>'error_class' = $%d::text", f.ErrorClass)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "WHERE " + strings.Join(where, " AND ")
+	}
+	block := `a.headers->'` + HeaderDeadLetter + `'`
+	return `SELECT a.msg_id, coalesce(a.headers->>'` + HeaderKind + `', a.message->>'job_class', ''),
+		coalesce(` + block + `->>'reason', ''), coalesce(` + block + `->>'source_queue', ''),
+		coalesce(` + block + `->>'error_class', ''), coalesce(` + block + `->>'error_message', ''),
+		(CASE WHEN ` + block + `->>'dead_lettered_at' ~ '^\d{4}-' THEN (` + block + `->>'dead_lettered_at')::timestamptz END),
+		a.archived_at, ` + sqlRetryOriginal + `
+		FROM ` + archiveTable(dlq) + ` a ` + cond + `
+		ORDER BY a.archived_at DESC, a.msg_id DESC LIMIT $1`, args
+}
+
+// RestoreDead moves discarded messages of dlq (a DLQ or its queue) from
+// its archive back into the DLQ, each with its id, payload, headers (its
+// dead-letter block among them) and failure history as they were, in one
+// transaction. An id not in the archive, or the original of a retry with
+// a corrected payload, is refused with why. The DLQ's group counts follow
+// the rows (their triggers count the insert). A dry run changes nothing.
+func (s *Store) RestoreDead(ctx context.Context, dlq string, ids []int64, dryRun bool) (RestoreReport, error) {
+	rep := RestoreReport{DryRun: dryRun, Restored: []int64{}, Refused: []RestoreRefusal{}}
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return rep, err
+	}
+	rep.DLQ = name
+	if err := validateIDs("restore to", name, ids); err != nil {
+		return rep, err
+	}
+	cols, err := s.restoreColumns(ctx, name)
+	if err != nil {
+		return rep, err
+	}
+	ids = deadUniqueIDs(ids)
+	err = pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rep.Restored, rep.Refused = rep.Restored[:0], rep.Refused[:0]
+		ok, err := s.restoreSort(ctx, tx, name, ids, &rep)
+		if err != nil || dryRun || len(ok) == 0 {
+			return err
+		}
+		return restoreRows(ctx, tx, name, cols, ok)
+	})
+	if err != nil {
+		return rep, queueErr(err, "restore to", name)
+	}
+	return rep, nil
+}
+
+// restoreColumns lists the columns a restored row carries over: those of
+// both tables.
+func (s *Store) restoreColumns(ctx context.Context, dlq string) (string, error) {
+	info, err := s.tableInfo(ctx, dlq)
+	if err != nil {
+		return "", err
+	}
+	cols := "msg_id, read_ct, enqueued_at, vt, message, headers"
+	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
+		cols += ", last_read_at"
+	}
+	return cols, nil
+}
+
+// restoreSort locks the archived rows of ids, so that a purge or another
+// restore under way waits for this one, or this one for it, then sorts
+// the ids into those to restore, returned, and those refused, added to
+// rep.
+func (s *Store) restoreSort(ctx context.Context, tx pgx.Tx, dlq string, ids []int64, rep *RestoreReport) ([]int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT msg_id FROM `+archiveTable(dlq)+` WHERE msg_id = ANY($1) ORDER BY msg_id FOR UPDATE`, ids); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `SELECT t.id,
+			(SELECT `+sqlRetryOriginal+` FROM `+archiveTable(dlq)+` a WHERE a.msg_id = t.id),
+			EXISTS (SELECT 1 FROM `+queueTable(dlq)+` q WHERE q.msg_id = t.id)
+		FROM unnest($1::bigint[]) AS t(id)
+		ORDER BY t.id`, ids, dlq, replacedNotePrefix(dlq))
+	if err != nil {
+		return nil, err
+	}
+	var ok []int64
+	var id int64
+	var original *bool
+	var live bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &original, &live}, func() error {
+		switch {
+		case original == nil && live:
+			rep.Refused = append(rep.Refused, RestoreRefusal{MsgID: id, Why: RestoreInDLQ})
+		case original == nil:
+			rep.Refused = append(rep.Refused, RestoreRefusal{MsgID: id, Why: RestoreNotArchived})
+		case *original:
+			rep.Refused = append(rep.Refused, RestoreRefusal{MsgID: id, Why: RestoreRetryOriginal})
+		default:
+			ok = append(ok, id)
+			rep.Restored = append(rep.Restored, id)
+		}
+		return nil
+	})
+	return ok, err
+}
+
+// restoreRows moves the archived rows of ids into the DLQ with their own
+// ids, which the DLQ's identity column takes only when told to.
+func restoreRows(ctx context.Context, tx pgx.Tx, dlq, cols string, ids []int64) error {
+	tag, err := tx.Exec(ctx, `WITH d AS (
+			DELETE FROM `+archiveTable(dlq)+` WHERE msg_id = ANY($1::bigint[])
+			RETURNING `+cols+`)
+		INSERT INTO `+queueTable(dlq)+` (`+cols+`) OVERRIDING SYSTEM VALUE
+		SELECT `+cols+` FROM d`, ids)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != int64(len(ids)) {
+		return changedf("%d of the archived messages of %s went while they were being restored; nothing was restored: try again", len(ids)-int(tag.RowsAffected()), dlq)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package store_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A discarded message comes back into its DLQ whole: its id, payload,
+// headers with the dead-letter block, and failure history, with the
+// DLQ's counts following it; once back, or once purged, it is refused
+// with why.
+func TestRestoreDiscardedDead(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	ids := deadN(t, s, q, 3, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	before, err := s.ShowDead(ctx, dlq, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DiscardDead(ctx, q, ids); err != nil || n != 3 {
+		t.Fatalf("discard = %d, %v", n, err)
+	}
+	wantCounted(t, s, dlq, 0)
+	items, more, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{ErrorClass: "Timeout"}, 2)
+	if err != nil || !more || len(items) != 2 || items[0].Kind != "k" || items[0].ArchivedAt.IsZero() || items[0].RetryOriginal {
+		t.Fatalf("list discarded = %+v, more %v, %v; want 2 of kind k and more", items, more, err)
+	}
+	if items, _, _ := s.ListDiscarded(ctx, q, store.DiscardedFilter{Kind: "other"}, 10); len(items) != 0 {
+		t.Fatalf("list discarded of another kind = %+v, want none", items)
+	}
+
+	dry, err := s.RestoreDead(ctx, q, ids[:1], true)
+	if err != nil || !slices.Equal(dry.Restored, ids[:1]) {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	wantCounted(t, s, dlq, 0)
+	// Purge one, then restore all three and an id never used.
+	mustExec(t, s, `DELETE FROM pgmq."a_`+dlq+`" WHERE msg_id = $1`, ids[2])
+	rep, err := s.RestoreDead(ctx, dlq, []int64{ids[0], ids[1], ids[2], 999_999}, false)
+	if err != nil || !slices.Equal(rep.Restored, ids[:2]) {
+		t.Fatalf("restore = %+v, %v; want %v restored", rep, err, ids[:2])
+	}
+	wantRefused(t, rep, ids[2], store.RestoreNotArchived)
+	wantRefused(t, rep, 999_999, store.RestoreNotArchived)
+	wantCounted(t, s, dlq, 2)
+	after, err := s.ShowDead(ctx, dlq, ids[0])
+	if err != nil {
+		t.Fatalf("the restored message is not in its DLQ: %v", err)
+	}
+	if string(after.Payload) != string(before.Payload) || !jsonEqual(after.Headers, before.Headers) ||
+		after.Block == nil || after.Block.ErrorClass != "Timeout" || len(after.History) != len(before.History) || len(after.History) == 0 {
+		t.Fatalf("restored message differs:\n got %+v\nwant %+v", after, before)
+	}
+
+	again, err := s.RestoreDead(ctx, q, ids[:1], false)
+	if err != nil || len(again.Restored) != 0 {
+		t.Fatalf("restore again = %+v, %v", again, err)
+	}
+	wantRefused(t, again, ids[0], store.RestoreInDLQ)
+	wantCounted(t, s, dlq, 2)
+	// Restored, it can be retried as any dead message.
+	if r, err := s.RetryDead(ctx, dlq, ids[:1], store.RetryOptions{}); err != nil || r.Retried != 1 {
+		t.Fatalf("retry of a restored message = %+v, %v", r, err)
+	}
+}
+
+// The original of a retry with a corrected payload stays in the archive,
+// listed as such and refused, whether the retry marked it or, made
+// before that mark, only the corrected message's note names it.
+func TestRestoreRefusesRetryOriginal(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	ids := deadN(t, s, q, 2, "k", "BadInput", store.ReasonNonRetryable)
+	var corrected []int64
+	for _, id := range ids {
+		r, err := s.RetryDead(ctx, dlq, []int64{id}, store.RetryOptions{Payload: json.RawMessage(`{"fixed":true}`)})
+		if err != nil || r.Retried != 1 {
+			t.Fatalf("retry with a corrected payload = %+v, %v", r, err)
+		}
+		corrected = append(corrected, r.Moved[0].MsgID)
+	}
+	// The first corrected message ran and its history went with it: only
+	// the mark names the original.
+	mustExec(t, s, `DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q, corrected[0])
+	// As a retry made before the mark left it: only the note names it.
+	mustExec(t, s, `DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 AND error_class = $3`, dlq, ids[1], store.PayloadReplacedClass)
+	items, _, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{}, 10)
+	if err != nil || len(items) != 2 || !items[0].RetryOriginal || !items[1].RetryOriginal {
+		t.Fatalf("list = %+v, %v; want both marked as retry originals", items, err)
+	}
+	rep, err := s.RestoreDead(ctx, q, ids, false)
+	if err != nil || len(rep.Restored) != 0 {
+		t.Fatalf("restore of retry originals = %+v, %v", rep, err)
+	}
+	wantRefused(t, rep, ids[0], store.RestoreRetryOriginal)
+	wantRefused(t, rep, ids[1], store.RestoreRetryOriginal)
+	wantCounted(t, s, dlq, 0)
+}
+
+// Bad input is refused before anything is read: an unknown queue, no
+// ids, too many, ids not positive.
+func TestRestoreDeadRejectsBadInput(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	_, err := s.RestoreDead(ctx, uniqueName("nosuch"), []int64{1}, false)
+	wantErr(t, "unknown queue", err, store.ErrNotFound, "has no dead-letter queue")
+	_, err = s.RestoreDead(ctx, q, nil, false)
+	wantErr(t, "no ids", err, store.ErrInvalid, "pass 1 to")
+	_, err = s.RestoreDead(ctx, q, []int64{0}, false)
+	wantErr(t, "id 0", err, store.ErrInvalid, "ids are positive")
+	_, err = s.RestoreDead(ctx, q, make([]int64, store.MaxBatch+1), false)
+	wantErr(t, "too many", err, store.ErrInvalid, "pass 1 to")
+	_, _, err = s.ListDiscarded(ctx, q, store.DiscardedFilter{}, 0)
+	wantErr(t, "limit 0", err, store.ErrInvalid, "limit 0")
+}
+
+// A role that may only read lists the archive but cannot restore, and
+// nothing moves.
+func TestRestoreDeadReadOnlyRole(t *testing.T) {
+	url, owner, q, ids := databaseWithDead(t, 2)
+	if n, err := owner.DiscardDead(testContext(t), q, ids); err != nil || n != 2 {
+		t.Fatalf("discard = %d, %v", n, err)
+	}
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	reader := openStore(t, roleURL)
+	if items, _, err := reader.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, 10); err != nil || len(items) != 2 {
+		t.Fatalf("list as the reader = %+v, %v", items, err)
+	}
+	_, err := reader.RestoreDead(testContext(t), q, ids, false)
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("restore as the reader = %v, want permission denied", err)
+	}
+	if items, _, _ := owner.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, 10); len(items) != 2 {
+		t.Fatalf("the archive holds %d after a refused restore, want 2", len(items))
+	}
+}
+
+func wantCounted(t *testing.T, s *store.Store, dlq string, want int64) {
+	t.Helper()
+	rows, counted, err := deadRowsAndCount(testContext(t), s, dlq)
+	if err != nil || rows != want || counted != want {
+		t.Fatalf("%s holds %d rows and counts %d (%v), want %d", dlq, rows, counted, err, want)
+	}
+}
+
+func wantRefused(t *testing.T, rep store.RestoreReport, id int64, why string) {
+	t.Helper()
+	for _, r := range rep.Refused {
+		if r.MsgID == id {
+			if r.Why != why {
+				t.Errorf("id %d refused as %q, want %q", id, r.Why, why)
+			}
+			return
+		}
+	}
+	t.Errorf("id %d not refused in %+v, want %q", id, rep, why)
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	_ = json.Unmarshal(a, &x)
+	_ = json.Unmarshal(b, &y)
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func mustExec(t *testing.T, s *store.Store, sql string, args ...any) {
+	t.Helper()
+	if _, err := s.Pool().Exec(testContext(t), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
