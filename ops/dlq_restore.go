@@ -48,7 +48,7 @@ type DLQDiscarded struct {
 // Check validates the request without the database.
 func (r DLQDiscardedRequest) Check() error {
 	if strings.TrimSpace(r.Filter.Queue) == "" {
-		return fieldf("queue", "queue is required: give the queue whose discarded messages to list").
+		return fieldf("queue", "is required: give the queue whose discarded messages to list").
 			with(hint(OpQueueStats, "lists the queues there are"))
 	}
 	f := r.Filter
@@ -114,7 +114,7 @@ type DLQRestoreRequest struct {
 // Check validates the request without the database.
 func (r DLQRestoreRequest) Check() error {
 	if strings.TrimSpace(r.Queue) == "" {
-		return fieldf("queue", "queue is required: ids are per queue, so give the queue whose DLQ the messages were discarded from").
+		return fieldf("queue", "is required: ids are per queue, so give the queue whose DLQ the messages were discarded from").
 			with(hint(OpQueueStats, "lists the queues there are"))
 	}
 	if err := CheckQueueName(strings.TrimSpace(r.Queue)); err != nil {

@@ -22,7 +22,8 @@ func (a *app) dlqCommand() *cobra.Command {
 keeps its payload and headers and a pgbus_dead_letter block saying why it died
 (reason, error class and message, attempts). Start with pgbus dlq summary,
 drill down with list and show, then retry what a fix or a recovered downstream
-makes work again, and discard the rest.
+makes work again, and discard the rest. A discard is undone by restore, with
+the ids discarded lists, until the archive is purged.
 
 Filters (summary, list, retry-all, discard):
   --queue Q          the DLQ of queue Q (Q_dlq is accepted too)
@@ -47,10 +48,12 @@ payloads, headers and error text are shown as [REDACTED].`,
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --yes
   pgbus dlq discard --queue orders --reason non_retryable_error --yes
+  pgbus dlq discarded --queue orders
+  pgbus dlq restore 42 43 --queue orders
   pgbus dlq purge --older-than 30d --yes`,
 	})
 	cmd.AddCommand(a.dlqSummaryCommand(), a.dlqListCommand(), a.dlqShowCommand(), a.dlqRetryCommand(),
-		a.dlqRetryAllCommand(), a.dlqDiscardCommand(), a.dlqPurgeCommand())
+		a.dlqRetryAllCommand(), a.dlqDiscardCommand(), a.dlqDiscardedCommand(), a.dlqRestoreCommand(), a.dlqPurgeCommand())
 	return cmd
 }
 
@@ -366,9 +369,10 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "discard [ID...] [--queue Q] [FILTERS --yes]",
 		Annotations: map[string]string{idArgs: "true"},
-		Short:       "Move dead messages to the DLQ's archive (recoverable until purged)",
+		Short:       "Move dead messages to the DLQ's archive (pgbus dlq restore brings them back until purged)",
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
-pgbus dlq purge (or retention) deletes them. Give ids, or filters (--all for
+pgbus dlq purge (or retention) deletes them; until then pgbus dlq discarded
+lists them and pgbus dlq restore brings them back into the DLQ. Give ids, or filters (--all for
 every dead message). Discarding one id needs no confirmation; more than one,
 or any discard by filter, needs --yes. --dry-run shows what would be
 discarded and changes nothing; by filter it prints the --expect that makes

@@ -360,3 +360,48 @@ func attemptLabel(f ops.Failure) string {
 	}
 	return fmt.Sprintf("  %d", f.Attempt)
 }
+
+// writeDiscardedList prints pgbus dlq discarded.
+func writeDiscardedList(w io.Writer, res ops.DLQDiscarded) error {
+	if len(res.Items) == 0 {
+		_, err := fmt.Fprintln(w, "no discarded messages match")
+		return err
+	}
+	t := newTable(w, "ID", "KIND", "REASON", "ERROR CLASS", "DEAD", "DISCARDED", "RESTORABLE", "ERROR")
+	for _, it := range res.Items {
+		restorable := "yes"
+		if !it.Restorable {
+			restorable = "no (retried with a corrected payload)"
+		}
+		t.row(it.MsgID, dash(it.Kind), dash(it.Reason), dash(it.ErrorClass), ago(it.DeadLetteredAt), ago(it.DiscardedAt),
+			restorable, clip(dash(it.ErrorMessage), 70))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+// printRestore prints pgbus dlq restore.
+func (a *app) printRestore(res ops.DLQRestore) error {
+	if res.Restored == 0 {
+		return nil // the error line says why nothing came back
+	}
+	verb := "restored"
+	if res.DryRun {
+		verb = "would restore"
+	}
+	fmt.Fprintf(a.stdout, "%s %s to %s\n", verb, plural.Count(res.Restored, "discarded message", "discarded messages"), res.DLQ)
+	t := newTable(a.stdout, "ID", "OUTCOME")
+	for _, o := range res.Outcomes {
+		t.row(o.ID, o.Outcome)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	printNext(a.stdout, res.Next)
+	return nil
+}

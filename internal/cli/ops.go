@@ -135,23 +135,26 @@ func printNext(w io.Writer, hints []ops.Hint) {
 	}
 }
 
-// outcomeError turns the ids a retry or discard did not handle into the
-// command's error: exit 1 when any failed, 2 when any is ambiguous (give
+// outcomeError turns the ids a retry, discard or restore did not handle
+// into the command's error: exit 1 when any failed or was refused (a
+// restore's original of a corrected retry), 2 when any is ambiguous (give
 // --queue) and none moved (1 when others did), else 3 when some were not
 // found. When nothing moved and none failed, the result printed nothing,
 // so the error names the next steps: the same call in each DLQ of an
 // ambiguous id, the list of what is still dead.
 func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error {
-	var failed, ambiguous, missing, meanwhile []string
+	var failed, refused, ambiguous, missing, meanwhile []string
 	first, moved := "", false
 	for _, o := range outcomes {
 		id := fmt.Sprint(o.ID)
 		switch o.Outcome {
-		case ops.OutcomeRetried, ops.OutcomeDiscarded:
+		case ops.OutcomeRetried, ops.OutcomeDiscarded, ops.OutcomeRestored:
 			moved = true
 			continue
 		case ops.OutcomeFailed:
 			failed = append(failed, id)
+		case ops.OutcomeRefused:
+			refused = append(refused, id)
 		case ops.OutcomeAmbiguous:
 			ambiguous = append(ambiguous, id)
 		case ops.OutcomeNotFound:
@@ -167,7 +170,7 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 			first = o.Error
 		}
 	}
-	n := len(failed) + len(ambiguous) + len(missing) + len(meanwhile)
+	n := len(failed) + len(refused) + len(ambiguous) + len(missing) + len(meanwhile)
 	if n == 0 {
 		return nil
 	}
@@ -179,7 +182,7 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 		for _, p := range []struct {
 			what string
 			ids  []string
-		}{{"failed", failed}, {"in several DLQs (pass --queue)", ambiguous}, {"not found", missing}, {"moved by another call meanwhile", meanwhile}} {
+		}{{"failed", failed}, {"refused", refused}, {"in several DLQs (pass --queue)", ambiguous}, {"not found", missing}, {"moved by another call meanwhile", meanwhile}} {
 			if len(p.ids) > 0 {
 				parts = append(parts, p.what+": "+strings.Join(p.ids, ", "))
 			}
@@ -190,7 +193,7 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 		msg += ": see " + commands(next, " or ")
 	}
 	switch {
-	case len(failed) > 0:
+	case len(failed)+len(refused) > 0:
 		return errors.New(msg)
 	case len(ambiguous) > 0 && moved:
 		// Exit 2 says nothing changed, and the other ids moved.
