@@ -60,8 +60,8 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 			t.Errorf("a read-only server lists the write tool %s", name)
 		}
 	}
-	if _, ok := names["pgbus_dlq_list"]; !ok || len(names) != 9 {
-		t.Errorf("a read-only server lists %d tools; want the 9 read tools", len(names))
+	if _, ok := names["pgbus_dlq_list"]; !ok || len(names) != 10 {
+		t.Errorf("a read-only server lists %d tools; want the 10 read tools", len(names))
 	}
 
 	dlq := store.DLQName(queue)
@@ -80,6 +80,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
 			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s --yes", queue)},
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
+		{"pgbus_dlq_restore", map[string]any{"ids": ids, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --dry-run --queue %s", ids[0], ids[1], queue)},
 		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 3d --queue %s --yes", queue)},
 		{"pgbus_queue_pause", map[string]any{"queue": queue}, "pgbus queue pause " + queue},
 		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},

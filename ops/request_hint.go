@@ -27,6 +27,11 @@ func (r DLQDiscardRequest) Hint(why string) Hint {
 		"confirm", r.Confirm, "all", r.All)...)
 }
 
+// Hint is r as a next step: the same restore.
+func (r DLQRestoreRequest) Hint(why string) Hint {
+	return hint(OpDLQRestore, why, "ids", r.IDs, "queue", r.Queue, "dry_run", r.DryRun)
+}
+
 // Hint is r as a next step: the same purge, its age as a duration.
 func (r DLQPurgeRequest) Hint(why string) Hint {
 	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", formatAge(r.OlderThan), "confirm", r.Confirm)

@@ -32,6 +32,9 @@ func Refusals(d Deps) []server.ServerTool {
 			req, err := in.request()
 			return req.Hint(""), err
 		}),
+		refusing(dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (ops.Hint, error) {
+			return in.request().Hint(""), nil
+		}),
 		refusing(dlqPurgeTool(), ops.OpDLQPurge, func(in DLQPurgeInput) (ops.Hint, error) {
 			req, err := in.request()
 			return req.Hint(""), err

@@ -152,8 +152,8 @@ func diffContext(got, want []byte) string {
 func TestSchemas(t *testing.T) {
 	all := tools.All(listDeps(t, false))
 	readOnly := tools.All(listDeps(t, true))
-	if len(all) != 15 || len(readOnly) != 9 {
-		t.Fatalf("want 15 tools, 9 of them read-only; got %d and %d", len(all), len(readOnly))
+	if len(all) != 17 || len(readOnly) != 10 {
+		t.Fatalf("want 17 tools, 10 of them read-only; got %d and %d", len(all), len(readOnly))
 	}
 	for _, st := range all {
 		tool := st.Tool
