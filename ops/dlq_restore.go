@@ -167,7 +167,8 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 			s.record(ctx, OpDLQRestore, restoreAuditArgs(req), restoreAuditResult(out), err)
 		}
 	}()
-	defer s.explainDB(ctx, &err, writesUnlessDry(req.DryRun)) // runs before the audit entry
+	// One transaction: a failed call restored nothing.
+	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
 	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
 	if err := s.checkWrite(OpDLQRestore); err != nil {
 		return DLQRestore{}, err
@@ -178,11 +179,15 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	req.Queue = strings.TrimSpace(req.Queue)
 	ids, _ := checkIDs(req.IDs)
 	rep, err := s.store.RestoreDead(ctx, req.Queue, ids, req.DryRun)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid):
 		return DLQRestore{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
-	}
-	if err != nil {
-		return DLQRestore{}, explain(err, hint(OpDLQRestore, "try again: nothing was restored", "queue", req.Queue, "ids", ids, "dry_run", req.DryRun))
+	case errors.Is(err, ErrChanged):
+		// A purge or another restore took some of the rows first.
+		return DLQRestore{}, &Error{Msg: err.Error(), Err: err,
+			Hints: []Hint{hint(OpDLQDiscarded, "lists what the archive holds now", "queue", req.Queue)}}
+	case err != nil:
+		return DLQRestore{}, err
 	}
 	return restoreResult(rep, req, ids), nil
 }

@@ -42,6 +42,14 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 		{"Send", send, []string{"nothing was changed"}},
 		{"DLQList", func() error { _, err := svc.DLQList(ctx, ops.DLQListRequest{}); return err }, nil},
 		{"Health", func() error { _, err := svc.Health(ctx); return err }, nil},
+		{"DLQRestore", func() error {
+			_, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: queue, IDs: []int64{1}})
+			return err
+		}, []string{"nothing was changed"}},
+		{"DLQDiscarded", func() error {
+			_, err := svc.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue}})
+			return err
+		}, nil},
 	}
 	for _, c := range calls {
 		err := c.call()

@@ -80,6 +80,10 @@ func TestParityCLIAndMCP(t *testing.T) {
 		{name: "discard mixed ids", cli: []string{"dlq", "discard", "3", "999", "--queue", "orders", "--yes"}, tool: "pgbus_dlq_discard", args: map[string]any{"ids": []int64{3, 999}, "queue": "orders"}, code: 3},
 		{name: "discard by filter", cli: []string{"dlq", "discard", "--queue", "emails", "--yes", "--limit", "10"}, tool: "pgbus_dlq_discard", args: map[string]any{"queue": "emails", "limit": 10, "confirm": true}},
 		{name: "summary after", cli: []string{"dlq", "summary"}, tool: "pgbus_dlq_summary", args: map[string]any{}},
+		{name: "discarded", cli: []string{"dlq", "discarded", "--queue", "orders"}, tool: "pgbus_dlq_discarded", args: map[string]any{"queue": "orders"}},
+		{name: "restore mixed ids", cli: []string{"dlq", "restore", "3", "999", "--queue", "orders"}, tool: "pgbus_dlq_restore", args: map[string]any{"ids": []int64{3, 999}, "queue": "orders"}, code: 3},
+		{name: "restore again", cli: []string{"dlq", "restore", "3", "--queue", "orders"}, tool: "pgbus_dlq_restore", args: map[string]any{"ids": []int64{3}, "queue": "orders"}, code: 3},
+		{name: "summary restored", cli: []string{"dlq", "summary"}, tool: "pgbus_dlq_summary", args: map[string]any{}},
 	}
 	for _, tc := range cases {
 		r := pgbus(t, cliDB.env, append(tc.cli, "--json")...)
@@ -155,6 +159,10 @@ func checkParityCase(t *testing.T, name string, out map[string]any) {
 		"discard mixed ids":       func() (string, string) { return outcomes(), "3:discarded,999:not_found" },
 		"discard by filter":       func() (string, string) { return jsonString(out["discarded"]), "1" },
 		"summary after":           func() (string, string) { return jsonString(out["total"]), "1" },
+		"discarded":               func() (string, string) { return count("items"), "1" },
+		"restore mixed ids":       func() (string, string) { return outcomes(), "3:restored,999:not_found" },
+		"restore again":           func() (string, string) { return outcomes(), "3:not_found" },
+		"summary restored":        func() (string, string) { return jsonString(out["total"]), "2" },
 	}
 	if f, ok := want[name]; ok {
 		if got, w := f(); got != w {
