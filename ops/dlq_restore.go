@@ -96,7 +96,7 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call without dry_run restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}
 	if more {
-		out.Notes = append(out.Notes, fmt.Sprintf("only the %d most recently discarded are listed: narrow the filters (kind, error_class, since, until) or raise the limit (at most %d)", len(out.Items), MaxPageSize))
+		out.Notes = append(out.Notes, fmt.Sprintf("only the %d most recently discarded are listed: narrow the filters (kind, error class, since, until) or raise the limit (at most %d)", len(out.Items), MaxPageSize))
 	}
 	return out, nil
 }
