@@ -1,8 +1,13 @@
 package store_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -197,4 +202,42 @@ func TestDeadlineReadInUTC(t *testing.T) {
 		t.Fatalf("ParseDeadline = %s, %v; want 2026-03-01 13:00:00 UTC", at, ok)
 	}
 	wantUTC(t, "a deadline written at +05:45", at)
+}
+
+// A pool a program opens itself and configures with ConfigurePool reads
+// as one Open opens does under a DBA's DateStyle and zone in a mode that
+// reads results as text, and keeps the program's own AfterConnect.
+func TestConfigurePoolOfAProgramsOwnPool(t *testing.T) {
+	url := pgtest.NewDatabaseSet(t, "DateStyle", "German", "TimeZone", "Pacific/Chatham")
+	cfg, err := pgxpool.ParseConfig(pgtest.WithParam(t, url, "default_query_exec_mode", "simple_protocol"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ownRan atomic.Int64
+	cfg.AfterConnect = func(context.Context, *pgx.Conn) error { ownRan.Add(1); return nil }
+	store.ConfigurePool(cfg)
+	ctx := testContext(t)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(pool)
+	t.Cleanup(s.Close)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, s)
+	sent := time.Now()
+	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Read(ctx, q, time.Hour, 1)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("read %s: %d messages, %v; want the one sent", q, len(msgs), err)
+	}
+	wantNear(t, "enqueued_at", msgs[0].EnqueuedAt, sent)
+	wantUTC(t, "enqueued_at", msgs[0].EnqueuedAt)
+	if ownRan.Load() == 0 {
+		t.Error("the program's own AfterConnect never ran: ConfigurePool dropped it")
+	}
 }

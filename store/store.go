@@ -83,9 +83,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		// the host: it would be looked up, and quoted in errors.
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
-	cfg.ShouldPing = shouldPing
-	isoDates(cfg.ConnConfig.RuntimeParams)
-	cfg.AfterConnect = scanTimesInUTC
+	ConfigurePool(cfg)
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -98,6 +96,35 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("store: connect to %s: %w; %s", cfg.ConnConfig.Host, err, connectAdvice(err))
 	}
 	return New(pool), nil
+}
+
+// ConfigurePool gives cfg, the configuration of a pool a program opens
+// itself to pass to New (to share it with its own statements), what Open
+// gives the pools it opens: a connection idle for more than 100ms is
+// pinged before it is handed out, so that one a server restart closed is
+// replaced rather than failing a worker's call; each session asks for
+// DateStyle ISO, without which a pool reading results as text
+// (default_query_exec_mode exec or simple_protocol) fails every read of a
+// time under another DateStyle; and times are read in UTC, as the
+// dead-letter block writes them. A ShouldPing or AfterConnect cfg already
+// has is kept: a connection either asks to ping is pinged, and pgbus's
+// AfterConnect runs first. Call it before pgxpool.NewWithConfig.
+func ConfigurePool(cfg *pgxpool.Config) {
+	if ownPing := cfg.ShouldPing; ownPing != nil {
+		cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+			return shouldPing(ctx, p) || ownPing(ctx, p)
+		}
+	} else {
+		cfg.ShouldPing = shouldPing
+	}
+	isoDates(cfg.ConnConfig.RuntimeParams)
+	own := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if err := scanTimesInUTC(ctx, conn); err != nil || own == nil {
+			return err
+		}
+		return own(ctx, conn)
+	}
 }
 
 // isoDates asks the server, at the start of each session, to write times
@@ -155,9 +182,8 @@ func connectAdvice(err error) string {
 }
 
 // New wraps an existing pool. The caller keeps ownership of the pool's
-// configuration (Open also makes the pool ping connections idle for more
-// than 100ms before handing them out, and asks for DateStyle ISO, which a
-// pool reading results as text needs); Close closes it.
+// configuration: give it what Open gives its pools with ConfigurePool.
+// Close closes the pool.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}}
 }
