@@ -28,8 +28,8 @@ const databaseURL = required('PGBUS_E2E_DATABASE_URL');
 const queue = required('PGBUS_E2E_QUEUE');
 const ids = required('PGBUS_E2E_IDS').split(',').map(Number);
 
-const WRITE_TOOLS = ['pgbus_dlq_retry', 'pgbus_dlq_discard', 'pgbus_dlq_purge', 'pgbus_queue_pause', 'pgbus_queue_resume'];
-const READ_TOOLS = ['pgbus_health', 'pgbus_queue_stats', 'pgbus_dlq_summary', 'pgbus_dlq_list', 'pgbus_dlq_show', 'pgbus_queue_messages', 'pgbus_workers', 'pgbus_audit'];
+const WRITE_TOOLS = ['pgbus_dlq_retry', 'pgbus_dlq_discard', 'pgbus_dlq_restore', 'pgbus_dlq_purge', 'pgbus_queue_pause', 'pgbus_queue_resume'];
+const READ_TOOLS = ['pgbus_health', 'pgbus_queue_stats', 'pgbus_dlq_summary', 'pgbus_dlq_list', 'pgbus_dlq_show', 'pgbus_dlq_discarded', 'pgbus_queue_messages', 'pgbus_workers', 'pgbus_audit'];
 const DESTRUCTIVE = ['pgbus_dlq_discard', 'pgbus_dlq_purge'];
 
 // Arguments for the read tools that need some; the others get {}.
@@ -38,6 +38,7 @@ const readArgs = {
   pgbus_dlq_summary: { queue },
   pgbus_dlq_list: { queue, limit: 2 },
   pgbus_dlq_show: { queue, msg_id: ids[0], include_payload: true },
+  pgbus_dlq_discarded: { queue },
   pgbus_queue_messages: { queue },
 };
 
