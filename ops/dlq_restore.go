@@ -53,7 +53,7 @@ func (r DLQDiscardedRequest) Check() error {
 	}
 	f := r.Filter
 	if f.Reason != "" || f.Text != "" || f.Group != "" {
-		return invalidf("the discarded messages are selected by queue, kind, error_class, since and until only: drop reason, text and group")
+		return invalidf("the discarded messages are selected by queue, kind, error class, since and until only: drop reason, text and group")
 	}
 	if _, err := pageLimit(r.Limit); err != nil {
 		return err
