@@ -167,20 +167,24 @@ const (
 // what the command writes is hidden before the failure is stored or
 // logged. So are the values of command's options named like a secret's
 // key (--token VALUE, --api-key=VALUE, -password VALUE; not -p, which
-// many programs take for a port) and what of an argument that is a URL the
+// many programs take for a port), what of an argument that is a URL the
 // http handler's url hides (its password, query values and token-shaped
-// path segments). ${NAME} in a value of env is replaced by the environment
-// variable NAME when the handler is built (Build), as in the http
-// handler's headers: a variable that is not set fails Build, Check does
-// not need it, and its value is a secret whatever the name. command is
-// not expanded so: a shell it runs expands $NAME itself, from the
-// command's environment, and the arguments of a command a file already
-// has must reach it as they are.
+// path segments), the value of a header argument (-H 'X-Api-Key: ...')
+// and of an assignment where a command starts (API_TOKEN=... deliver,
+// env API_TOKEN=..., export API_TOKEN=...), whose name says whether it is
+// a secret as env's does; in a shell command within an argument too (sh
+// -c "..."). ${NAME} in
+// a value of env is replaced by the environment variable NAME when the
+// handler is built (Build), as in the http handler's headers: a variable
+// that is not set fails Build, Check does not need it, and its value is a
+// secret whatever the name. command is not expanded so: a shell it runs
+// expands $NAME itself, from the command's environment, and the
+// arguments of a command a file already has must reach it as they are.
 //
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type ExecOptions struct {
-	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH. ${NAME} in it is passed as written, not replaced: give a secret in env, where a shell ([/bin/sh, -c, ...]) finds $NAME itself. The value of an option named like a secret's key (--token VALUE, --api-key=VALUE, --password, --secret, --auth...; not -p, which many programs take for a port; an argument after it that starts with - is the next option) is a secret, hidden as env's values are where the command prints it, and so is what of an argument that is a URL the http handler's url hides: its password, query values and token-shaped path segments. A header (Name: value) after -H or --header, or given to --header=, has its value hidden as the http handler's headers do (all but Content-Type, Accept and the other plain ones; a Bearer credential also without its scheme), and so has any argument of that form named like a secret's key (Authorization: ..., Cookie: ..., X-Api-Key: ...). An argument holding blanks is read as a shell command too ([/bin/sh, -c, \"curl -H 'Authorization: Bearer ...' --token ... https://...\"]): its words, split at blanks and unquoted ; & | ( ) < > with quotes and backslashes removed and nothing expanded, are arguments to the same rules. A value shorter than 8 characters is not hidden so"`
+	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH. ${NAME} in it is passed as written, not replaced: give a secret in env, where a shell ([/bin/sh, -c, ...]) finds $NAME itself. The value of an option named like a secret's key (--token VALUE, --api-key=VALUE, --password, --secret, --auth...; not -p, which many programs take for a port; an argument after it that starts with - is the next option) is a secret, hidden as env's values are where the command prints it, and so is what of an argument that is a URL the http handler's url hides: its password, query values and token-shaped path segments. A header (Name: value) after -H or --header, or given to --header=, has its value hidden as the http handler's headers do (all but Content-Type, Accept and the other plain ones; a Bearer credential also without its scheme), and so has any argument of that form named like a secret's key (Authorization: ..., Cookie: ..., X-Api-Key: ...). An assignment NAME=VALUE where a command starts (API_TOKEN=... ./deliver), after env or sudo and their options (env API_TOKEN=... ./deliver) or after export, readonly, declare, typeset or local has its value hidden as env's values are (not LOG_LEVEL and the other plain names env's help lists). An argument holding blanks is read as a shell command too ([/bin/sh, -c, \"curl -H 'Authorization: Bearer ...' --token ... https://...\"]): its words, split at blanks and unquoted ; & | ( ) < > with quotes and backslashes removed and nothing expanded, are arguments to the same rules, and a word after ; & | ( ) or a line break starts a command. A value shorter than 8 characters is not hidden so"`
 	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
 	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. ${NAME} in a value is the worker's environment variable NAME, as in the http handler's headers ($${NAME} for a literal ${NAME}; pgbus work and pgbus serve refuse to start while it is not set; its value is a secret whatever the name). The command does not inherit the worker's DATABASE_URL, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database. Values are secrets, stored, logged and shown as [REDACTED] where the command prints them (stderr, stdout), but those of PATH, HOME, LANG, LANGUAGE, LC_*, TZ, TERM, TMPDIR, TEMP, TMP, USER, LOGNAME, SHELL and PWD, and of names ending in _DIR, _PATH, _HOME, _FILE, _MODE, _ENV, _LEVEL, _HOST, _PORT, _REGION or _TIMEOUT unless the name looks like a secret's (SESSION_DIR): places and settings an error must be able to name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
@@ -392,7 +396,7 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 		}
 	}
 	h.dir = o.Dir
-	h.secrets.addArgs(h.args)
+	h.secrets.addArgs(o.Command)
 	for _, name := range sortedKeys(o.Env) {
 		key := "env." + name
 		switch {
@@ -409,9 +413,7 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
 		}
 		h.env = append(h.env, name+"="+value)
-		if !plainEnv(name) {
-			h.secrets.add(value)
-		}
+		h.secrets.addEnv(name, value)
 		for _, v := range vars {
 			h.secrets.add(v.Value) // kept out of the file, so a secret whatever the name
 		}

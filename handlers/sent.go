@@ -187,20 +187,32 @@ func (s *sentSecrets) addURL(u *url.URL) {
 	}
 }
 
-// addArgs takes as secrets what a command's arguments give to options
-// named like a secret's key, as redaction names them (redact.IsSecretKey:
-// --token, --password, --api-key, --secret, --auth, -access-key, ...;
-// not -p, which many programs take for a port): the value of
-// --token=VALUE, and the argument after --token unless it is an option
-// itself (starts with -). An argument that is a URL (scheme://host...) is
-// one as the http handler's url is (addURL). A header (Name: value) is
-// one as the http handler's headers are when it follows -H or --header
-// (curl's and wget's option), or is given to --header=; any other
-// argument of that form only when its name looks like a secret's key
-// (Authorization, Proxy-Authorization, Cookie, X-Api-Key). An argument
-// holding blanks is also read as a shell command ([sh, -c, "curl -H
-// 'Authorization: Bearer 3f9c...' ..."]): its words (shellWords) are
-// arguments to these rules too.
+// addEnv takes the value an environment variable name is given as a
+// secret, unless the name is a plain setting's (plainEnv): one rule for
+// the exec handler's env and for the assignments of its command.
+func (s *sentSecrets) addEnv(name, value string) {
+	if !plainEnv(name) {
+		s.add(value)
+	}
+}
+
+// addArgs takes as secrets what a command (its program and arguments)
+// gives to options named like a secret's key, as redaction names them
+// (redact.IsSecretKey: --token, --password, --api-key, --secret, --auth,
+// -access-key, ...; not -p, which many programs take for a port): the
+// value of --token=VALUE, and the argument after --token unless it is an
+// option itself (starts with -). An argument that is a URL
+// (scheme://host...) is one as the http handler's url is (addURL). A
+// header (Name: value) is one as the http handler's headers are when it
+// follows -H or --header (curl's and wget's option), or is given to
+// --header=; any other argument of that form only when its name looks
+// like a secret's key (Authorization, Proxy-Authorization, Cookie,
+// X-Api-Key). An assignment at a command position (commandWords:
+// TOKEN=... deliver, env TOKEN=... deliver, export TOKEN=...) is one as
+// the exec handler's env is (addEnv). An argument holding blanks is also
+// read as a shell command ([sh, -c, "curl -H 'Authorization: Bearer
+// 3f9c...' ..."]): its simple commands (shellCommands) are commands to
+// these rules too.
 func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
 
 // maxShellDepth is how many shell commands within one another addArgs
@@ -208,28 +220,24 @@ func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
 // written by hand, and it bounds the work a long quoted argument makes.
 const maxShellDepth = 4
 
-// addWords is addArgs for the words of a shell command depth deep in
+// addWords is addArgs for the words of a simple command depth deep in
 // another.
 func (s *sentSecrets) addWords(args []string, depth int) {
 	for _, a := range secretArgs(args) {
-		if a.url != nil {
+		switch {
+		case a.url != nil:
 			s.addURL(a.url)
-		} else {
+		case a.header != "":
+			s.addNamedHeader(a.header, a.value)
+		default:
 			s.add(a.value)
 		}
 	}
-	for i, a := range args {
-		if urlArg(a) != nil {
-			continue
-		}
-		if h, given, ok := headerFlag(a); ok && given {
-			s.addHeaderArg(h, true)
-		} else {
-			_, given, ok := headerFlag(argAt(args, i-1))
-			s.addHeaderArg(a, ok && !given)
-		}
+	for _, a := range args {
 		if depth < maxShellDepth && strings.ContainsAny(a, shellBlanks) {
-			s.addWords(shellWords(a), depth+1)
+			for _, words := range shellCommands(a) {
+				s.addWords(words, depth+1)
+			}
 		}
 	}
 }
@@ -243,25 +251,38 @@ func urlArg(arg string) *url.URL {
 }
 
 // secretArg is an argument of a command that is or holds a secret: an
-// option's value or a URL (see addArgs).
+// option's value, a URL, a header or an assignment (see addArgs).
 type secretArg struct {
 	i int // its index
 	// value is the secret: the whole argument, or what follows the = of
-	// --name=value.
+	// --name=value and NAME=value, or the : of a header.
 	value string
 	// url is the argument read as a URL, parts of which may be secrets;
-	// nil for an option's value.
+	// nil for the others.
 	url *url.URL
+	// header is the name of the header whose value is value; "" for the
+	// others.
+	header string
 }
 
-// secretArgs lists the arguments of args that are a URL or the value of
-// an option named like a secret's key, in order (see addArgs).
+// secretArgs lists the arguments of a simple command that are a URL, a
+// header, an assignment or the value of an option named like a secret's
+// key, whose value is a secret (see addArgs).
 func secretArgs(args []string) []secretArg {
+	_, assigns := commandWords(args)
 	var out []secretArg
+	for _, i := range assigns {
+		if name, value, _ := strings.Cut(args[i], "="); !plainEnv(name) {
+			out = append(out, secretArg{i: i, value: value})
+		}
+	}
 	for i, a := range args {
 		if u := urlArg(a); u != nil {
 			out = append(out, secretArg{i: i, value: a, url: u})
 			continue
+		}
+		if h, ok := headerArg(args, i); ok {
+			out = append(out, h)
 		}
 		name, value, inline := secretOption(a)
 		switch {
@@ -275,21 +296,20 @@ func secretArgs(args []string) []secretArg {
 	return out
 }
 
-// quotedArgs is args as errors quote them: the secrets addArgs takes
-// hidden, whatever their length, an option's value by redact.Marker and a
-// URL as quotedURL quotes it. An option's value that is also a URL is
-// hidden whole.
+// quotedArgs is a simple command as errors quote it: the secrets addArgs
+// takes hidden, whatever their length, a value by redact.Marker (of an
+// option, a header, an assignment) and a URL as quotedURL quotes it.
+// Where two hide parts of one argument (an option's value that is also a
+// URL or a header), the one that hides more is shown.
 func quotedArgs(args []string) []string {
 	out := slices.Clone(args)
-	found := secretArgs(args)
-	for _, a := range found {
-		if a.url != nil {
-			out[a.i] = quotedURL(args[a.i])
-		}
-	}
-	for _, a := range found {
+	for _, a := range secretArgs(args) {
+		q := quotedURL(args[a.i])
 		if a.url == nil {
-			out[a.i] = strings.TrimSuffix(args[a.i], a.value) + redact.Marker
+			q = strings.TrimSuffix(args[a.i], a.value) + redact.Marker
+		}
+		if out[a.i] == args[a.i] || len(q) < len(out[a.i]) {
+			out[a.i] = q
 		}
 	}
 	return out
@@ -315,17 +335,25 @@ func headerFlag(arg string) (header string, given, ok bool) {
 	return "", false, false
 }
 
-// addHeaderArg takes the value of arg as a secret when arg is a header
-// (Name: value) named like a secret's key or, when given to -H, one whose
-// value is a secret as a configured header's is (all but plainHeaders).
-func (s *sentSecrets) addHeaderArg(arg string, toH bool) {
+// headerArg reads args[i] of a simple command as a header (Name: value)
+// whose value is a secret: one named like a secret's key or, when given
+// to -H or --header, one whose value is a secret as a configured header's
+// is (all but plainHeaders).
+func headerArg(args []string, i int) (secretArg, bool) {
+	arg, toH := args[i], false
+	if h, given, ok := headerFlag(arg); ok && given {
+		arg, toH = h, true
+	} else if _, given, ok := headerFlag(argAt(args, i-1)); ok && !given {
+		toH = true
+	}
 	name, value, ok := strings.Cut(arg, ":")
 	if !ok || !headerName(name) {
-		return
+		return secretArg{}, false
 	}
-	if redact.IsSecretKey(name) || toH && !plainHeader(textproto.CanonicalMIMEHeaderKey(name)) {
-		s.addNamedHeader(name, value)
+	if !redact.IsSecretKey(name) && (!toH || plainHeader(textproto.CanonicalMIMEHeaderKey(name))) {
+		return secretArg{}, false
 	}
+	return secretArg{i: i, value: strings.TrimLeft(value, " \t"), header: name}, true
 }
 
 // headerName reports whether name reads as a header's name: a letter,

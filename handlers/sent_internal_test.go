@@ -3,14 +3,17 @@ package handlers
 import (
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
 // The help of headers and env, which pgbus help config shows, names every
-// header and variable whose value is no secret, and the shortest value
-// hidden: it is written out by hand, and must not drift from the rules.
+// header and variable whose value is no secret, that of command the
+// programs after which an assignment is read, and each the shortest value
+// hidden: it is written out by
+// hand, and must not drift from the rules.
 func TestSentSecretRulesAreDocumented(t *testing.T) {
 	help := func(options any, field string) string {
 		f, _ := reflect.TypeOf(options).FieldByName(field)
@@ -31,6 +34,11 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 		"query of " + strconv.Itoa(MinSentSecret) + " characters or more"} {
 		if !strings.Contains(u, rule) {
 			t.Errorf("the help of url does not say %q: %s", rule, u)
+		}
+	}
+	for _, word := range slices.Concat(envRunners, declareBuiltins) {
+		if !strings.Contains(command, " "+word) {
+			t.Errorf("the help of command does not name %s: %s", word, command)
 		}
 	}
 	for what, doc := range map[string]string{"headers": headers, "env": env, "command": command} {

@@ -384,3 +384,81 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 		}
 	}
 }
+
+// Assignments a shell command makes for its program (API_TOKEN=...
+// deliver, env DB_PASSWORD=..., export SIGNING_KEY=...) hold secrets as
+// the env option's values do, said back by a command printing its
+// environment: none is stored in the dead-letter block or the failure
+// history, while a plain setting (LOG_LEVEL) stays shown.
+func TestShellAssignmentSecretsAreHidden(t *testing.T) {
+	const (
+		apiToken   = "At3f9cAbc7Qx"
+		dbPassword = "Pw8Kd3Nb5Rt1"
+		signingKey = "Sk4Lp8Wz2Nx6"
+		logLevel   = "debugging"
+	)
+	s := sharedStore(t)
+	dir := t.TempDir()
+	script := writeScript(t, dir, "deliver.sh",
+		"printf 'refused with %s / %s / %s at level %s\\n' \"$API_TOKEN\" \"$DB_PASSWORD\" \"$SIGNING_KEY\" \"$LOG_LEVEL\" >&2\nexit 3\n")
+	execs := []struct {
+		what    string
+		command []any
+		plain   string
+		queue   string
+		id      int64
+	}{
+		{what: "leading assignments", command: []any{"/bin/sh", "-c", fmt.Sprintf("API_TOKEN=%s LOG_LEVEL=%s /bin/sh %s", apiToken, logLevel, script)},
+			plain: "at level " + logLevel},
+		{what: "env", command: []any{"env", "DB_PASSWORD=" + dbPassword, "LOG_LEVEL=" + logLevel, "/bin/sh", script}, plain: "at level " + logLevel},
+		{what: "export", command: []any{"bash", "-c", fmt.Sprintf("export SIGNING_KEY=%s API_TOKEN=%s; /bin/sh %s", signingKey, apiToken, script)},
+			plain: "refused with"},
+	}
+	var queues []config.WorkQueue
+	for i := range execs {
+		execs[i].queue = fastQueue(t, s, nil)
+		queues = append(queues, config.WorkQueue{Name: execs[i].queue, Concurrency: 1, Handler: handlers.Spec{Type: handlers.TypeExec,
+			Options: map[string]any{"command": execs[i].command, "breaker": map[string]any{"enabled": false}}}})
+	}
+	c, err := runner.NewClient(s, queues, engine.Config{
+		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
+		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	for i, h := range execs {
+		execs[i].id = pgtest.Send(t, c, h.queue, map[string]int{"n": i}, engine.SendOptions{})
+	}
+	pgtest.Eventually(t, time.Minute, "every message dead-lettered", func() bool {
+		for _, h := range execs {
+			if pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+h.queue+`_dlq"`) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+
+	for _, h := range execs {
+		blocks, dlqIDs := deadBlocksOf(t, s, h.queue)
+		if b := blocks[h.id]; b == nil || b["error_class"] != "exec.exit_3" {
+			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_3", h.what, b)
+		}
+		texts := map[string]string{
+			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+h.queue+`_dlq"`),
+			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
+				store.DLQName(h.queue), dlqIDs[h.id]),
+		}
+		for where, text := range texts {
+			for _, secret := range []string{apiToken, dbPassword, signingKey} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s: the %s shows the secret %s:\n%s", h.what, where, secret, text)
+				}
+			}
+			if !strings.Contains(text, h.plain) {
+				t.Errorf("%s: the %s lacks %q:\n%s", h.what, where, h.plain, text)
+			}
+		}
+	}
+}

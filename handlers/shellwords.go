@@ -1,6 +1,10 @@
 package handlers
 
-import "strings"
+import (
+	"path"
+	"slices"
+	"strings"
+)
 
 // shellBlanks separate the words of a shell command.
 const shellBlanks = " \t\n"
@@ -8,6 +12,12 @@ const shellBlanks = " \t\n"
 // shellOperators end a word as blanks do (cmd;next, a&&b, x|y, 2>&1,
 // $(cmd)), without being one.
 const shellOperators = ";&|()<>"
+
+// shellSeparators end a simple command too (cmd; next, a && b, x | y,
+// (cmd), $(cmd), a line break): the word after one is a program, or an
+// assignment it gets. The & and | of a redirection (2>&1, &>out, >|out)
+// are not.
+const shellSeparators = ";&|()\n"
 
 // shellWords splits command into words as a POSIX shell does before it
 // expands them: at blanks and operators out of quotes, with the quotes
@@ -17,7 +27,12 @@ const shellOperators = ";&|()<>"
 // make of them. Quoting left open (a ' or " without its end, a \ ending
 // the command) runs to the end, so that a malformed command still gives
 // the words it holds.
-func shellWords(command string) []string {
+func shellWords(command string) []string { return slices.Concat(shellCommands(command)...) }
+
+// shellCommands is shellWords with the words of each simple command apart:
+// split at shellSeparators too, so that the first word of each is at a
+// command position (commandWords).
+func shellCommands(command string) [][]string {
 	var sp wordSplitter
 	for i := 0; i < len(command); i++ {
 		switch c := command[i]; {
@@ -27,24 +42,40 @@ func shellWords(command string) []string {
 			i = sp.singleQuoted(command, i+1)
 		case c == '"':
 			i = sp.doubleQuoted(command, i+1)
+		case separates(command, i):
+			sp.endCommand()
 		case strings.IndexByte(shellBlanks, c) >= 0 || strings.IndexByte(shellOperators, c) >= 0:
 			sp.end()
 		default:
 			sp.write(command[i : i+1])
 		}
 	}
-	sp.end()
-	return sp.words
+	sp.endCommand()
+	return sp.commands
 }
 
-// wordSplitter holds the words shellWords has found and the one it reads.
-// A word is begun by any character or quote (a pair of quotes with
-// nothing between them is an empty word), so open tells one begun from
-// none.
+// separates reports whether command[i], out of quotes, ends a simple
+// command: one of shellSeparators that is not the & or | of a
+// redirection.
+func separates(command string, i int) bool {
+	c := command[i]
+	if strings.IndexByte(shellSeparators, c) < 0 {
+		return false
+	}
+	afterRedirect := i > 0 && strings.IndexByte("<>", command[i-1]) >= 0
+	beforeRedirect := c == '&' && i+1 < len(command) && command[i+1] == '>'
+	return c != '&' && c != '|' || !afterRedirect && !beforeRedirect
+}
+
+// wordSplitter holds the simple commands shellCommands has found, the
+// words of the one it reads and the word it reads. A word is begun by any
+// character or quote (a pair of quotes with nothing between them is an
+// empty word), so open tells one begun from none.
 type wordSplitter struct {
-	words []string
-	word  strings.Builder
-	open  bool
+	commands [][]string
+	words    []string
+	word     strings.Builder
+	open     bool
 }
 
 func (sp *wordSplitter) write(s string) {
@@ -58,6 +89,14 @@ func (sp *wordSplitter) end() {
 	}
 	sp.word.Reset()
 	sp.open = false
+}
+
+func (sp *wordSplitter) endCommand() {
+	sp.end()
+	if len(sp.words) > 0 {
+		sp.commands = append(sp.commands, sp.words)
+	}
+	sp.words = nil
 }
 
 // escaped reads the character quoted by a backslash at i-1 and returns
@@ -106,4 +145,76 @@ func (sp *wordSplitter) doubleQuoted(command string, i int) int {
 		}
 	}
 	return i
+}
+
+var (
+	// shellKeywords may open a simple command without being its program
+	// (if grep ...; then TOKEN=... deliver; fi).
+	shellKeywords = []string{"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "time"}
+	// declareBuiltins take assignments for arguments (export A=... B=...).
+	declareBuiltins = []string{"export", "readonly", "declare", "typeset", "local"}
+	// envRunners run the program after their options and assignments with
+	// those assignments in its environment (env A=... prog, sudo A=... prog).
+	envRunners = []string{"env", "sudo"}
+)
+
+// commandWords reads the words of a simple command for what is at a
+// command position: the index of its program (len(words) when it has
+// none), and those of its assignments (NAME=value): the leading ones,
+// those after env or sudo and their options, and those after export and
+// the other builtins that declare variables. A word after an option of
+// env or sudo is taken for the option's value (sudo -u app), never for the
+// program, so that no assignment after it is missed.
+func commandWords(words []string) (program int, assigns []int) {
+	i := 0
+	for ; i < len(words) && (slices.Contains(shellKeywords, words[i]) || assignment(words[i])); i++ {
+		if assignment(words[i]) {
+			assigns = append(assigns, i)
+		}
+	}
+	if i == len(words) {
+		return i, assigns
+	}
+	switch name := path.Base(words[i]); {
+	case slices.Contains(declareBuiltins, name):
+		for j := i + 1; j < len(words); j++ {
+			if assignment(words[j]) {
+				assigns = append(assigns, j)
+			}
+		}
+	case slices.Contains(envRunners, name):
+		return runnerWords(words, i, assigns)
+	}
+	return i, assigns
+}
+
+// runnerWords is commandWords from words[runner], env or sudo: its
+// assignments, up to the program it runs, which commandWords reads as one
+// at a command position (sudo env A=... prog).
+func runnerWords(words []string, runner int, assigns []int) (program int, _ []int) {
+	afterOption := false
+	for j := runner + 1; j < len(words); j++ {
+		switch w := words[j]; {
+		case assignment(w):
+			assigns, afterOption = append(assigns, j), false
+		case strings.HasPrefix(w, "-"):
+			afterOption = w != "--"
+		case afterOption:
+			afterOption = false
+		default:
+			p, more := commandWords(words[j:])
+			for _, a := range more {
+				assigns = append(assigns, j+a)
+			}
+			return j + p, assigns
+		}
+	}
+	return runner, assigns
+}
+
+// assignment reports whether word is a shell assignment, NAME=value with
+// NAME a variable name.
+func assignment(word string) bool {
+	name, _, ok := strings.Cut(word, "=")
+	return ok && validEnvName(name)
 }

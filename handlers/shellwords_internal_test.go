@@ -93,3 +93,55 @@ func TestShellAndHeaderArgumentSecretRules(t *testing.T) {
 		}
 	}
 }
+
+// A shell command splits into simple commands at ; & | ( ) and line
+// breaks out of quotes, but not at the & and | of a redirection.
+func TestShellCommands(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		want    [][]string
+	}{
+		{"a b; c d", [][]string{{"a", "b"}, {"c", "d"}}},
+		{"a && b || c | d & e", [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}}},
+		{"x=$(cat f) run\nnext", [][]string{{"x=$"}, {"cat", "f"}, {"run"}, {"next"}}},
+		{"run 2>&1 >|out &>all <&3 x", [][]string{{"run", "2", "1", "out", "all", "3", "x"}}},
+		{"echo 'a; b' \"c | d\" e\\;f", [][]string{{"echo", "a; b", "c | d", "e;f"}}},
+		{";; |", nil},
+	} {
+		got := shellCommands(c.command)
+		if !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("shellCommands(%q) = %q, want %q", c.command, got, c.want)
+		}
+	}
+}
+
+// An assignment at a command position (leading a command, after env or
+// sudo and their options, after export and its kin) gives a secret unless
+// its name is a plain setting's, as the env option's does; one elsewhere
+// (an argument of echo or make) gives none.
+func TestAssignmentSecretRules(t *testing.T) {
+	for _, c := range []struct {
+		what       string
+		args       []string
+		text, want string
+	}{
+		{"sh -c, leading", []string{"sh", "-c", "API_TOKEN=3f9cAb7Qx2Lm LOG_LEVEL=debugging ./deliver --verbose"},
+			"3f9cAb7Qx2Lm debugging", "[REDACTED] debugging"},
+		{"env as the program", []string{"/usr/bin/env", "-i", "DB_PASSWORD=Pw8Kd3Nb5Rt1", "LEDGER_DIR=/srv/ledger/data", "./deliver"},
+			"Pw8Kd3Nb5Rt1 /srv/ledger/data", "[REDACTED] /srv/ledger/data"},
+		{"export, then a command", []string{"bash", "-c", "set -e; export DB_PASSWORD=Pw2Zc6Tm8Vn5 BILLING_MODE=production; run && env -u HOME SIGNING_KEY=Sk4Lp8Wz2Nx6 ./deliver"},
+			"Pw2Zc6Tm8Vn5 production Sk4Lp8Wz2Nx6", "[REDACTED] production [REDACTED]"},
+		{"sudo with an option's value, env in sudo", []string{"sh", "-c", "sudo -u billing env ACME_CRED=Cr5Kd8Lw2Mq4 /srv/deliver"},
+			"Cr5Kd8Lw2Mq4 billing", "[REDACTED] billing"},
+		{"after a keyword, unquoted &", []string{"sh", "-c", "if true; then HOOK_SECRET=Hs7Wq3Zr5Tn2 run; fi; curl https://h.example/x?a=1&sig=Sg9Pq2Wm4Zc6"},
+			"Hs7Wq3Zr5Tn2 Sg9Pq2Wm4Zc6", "[REDACTED] [REDACTED]"},
+		{"no command position", []string{"sh", "-c", "echo GREETING=goodmorning; make TARGET=everything"},
+			"goodmorning everything", "goodmorning everything"},
+	} {
+		var s sentSecrets
+		s.addArgs(c.args)
+		if got := s.hideString(c.text); got != c.want {
+			t.Errorf("%s: the secrets of %q hide\n%s, want\n%s", c.what, c.args, got, c.want)
+		}
+	}
+}
