@@ -355,7 +355,7 @@ type execHandler struct {
 // environment's variables, without which the handler is not ready to run.
 func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
-		return nil, engine.HandlerOptions{}, optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", asList(strings.Fields(s)))
+		return nil, engine.HandlerOptions{}, optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", asList(s))
 	}
 	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}, RetrySignals: true}
 	if err := decodeKeyed(spec, &o); err != nil {
@@ -459,17 +459,25 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 	return h, opts, nil
 }
 
-// asList writes command, a command split into words, as the list the
-// file would give it, with its secrets hidden (quotedArgs): the value of
-// --token is no more quoted in an error than it is in the command's
-// output.
-func asList(command []string) string {
-	if len(command) == 0 {
+// asList writes command, a command written as one string, as the list
+// of the words a shell would split it into, which the file would give
+// instead, with the secrets of each simple command hidden whatever their
+// length (quotedArgs) and those of a shell command within it as in the
+// command's output (addArgs): the value of --token, of -H
+// 'Authorization: ...' or of TOKEN=... is no more quoted in an error than
+// it is in what the command writes.
+func asList(command string) string {
+	var words []string
+	var s sentSecrets
+	for _, c := range shellCommands(command) {
+		s.addWords(c, 1)
+		words = append(words, quotedArgs(c)...)
+	}
+	if len(words) == 0 {
 		return "[/usr/local/bin/charge, --live]"
 	}
-	words := append(command[:1:1], quotedArgs(command[1:])...)
 	for i, w := range words {
-		words[i] = strconv.Quote(w)
+		words[i] = strconv.Quote(s.hideString(w))
 	}
 	return "[" + strings.Join(words, ", ") + "]"
 }

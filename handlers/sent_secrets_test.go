@@ -462,3 +462,38 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 		}
 	}
 }
+
+// A command written as one string is refused with the list to write
+// instead, split as a shell splits it, its secrets hidden whatever their
+// length: a header's value after -H, a secret's header, an assignment, an
+// option's value, and what a shell command within it holds.
+func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		secrets []string
+		says    string
+	}{
+		{`curl -fsS -H 'Authorization: Bearer Zq8BrrQ1ab' -H "X-Api-Key: k3y" -H 'Content-Type: application/json' https://api.example.com/x`,
+			[]string{"Zq8BrrQ1ab", "k3y"},
+			`["curl", "-fsS", "-H", "Authorization: [REDACTED]", "-H", "X-Api-Key: [REDACTED]", "-H", "Content-Type: application/json", "https://api.example.com/x"]`},
+		{`API_TOKEN=tok9 LOG_LEVEL=debug ./deliver --token Zq8TokQ1ab`, []string{"tok9", "Zq8TokQ1ab"},
+			`["API_TOKEN=[REDACTED]", "LOG_LEVEL=debug", "./deliver", "--token", "[REDACTED]"]`},
+		{`env DB_PASSWORD=pw5 ./deliver`, []string{"pw5"}, `["env", "DB_PASSWORD=[REDACTED]", "./deliver"]`},
+		{`/bin/sh -c "export SIGNING_KEY=Zq8SigQ1ab; curl -H 'Cookie: session=Zq8SesQ1ab' https://h/x"`, []string{"Zq8SigQ1ab", "Zq8SesQ1ab"},
+			`["/bin/sh", "-c", "export SIGNING_KEY=[REDACTED]; curl -H 'Cookie: [REDACTED]' https://h/x"]`},
+	} {
+		err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": c.command}})
+		if err == nil {
+			t.Fatalf("%s: accepted", c.command)
+		}
+		msg := err.Error()
+		for _, secret := range c.secrets {
+			if strings.Contains(msg, secret) {
+				t.Errorf("%s: the error shows %s: %s", c.command, secret, msg)
+			}
+		}
+		if !strings.Contains(msg, "is a string; give the program and its arguments as a list, such as "+c.says) {
+			t.Errorf("%s: the error %q\nwant it to suggest %s", c.command, msg, c.says)
+		}
+	}
+}
