@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net/textproto"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -207,12 +208,12 @@ func (s *sentSecrets) addEnv(name, value string) {
 // follows -H or --header (curl's and wget's option), or is given to
 // --header=; any other argument of that form only when its name looks
 // like a secret's key (Authorization, Proxy-Authorization, Cookie,
-// X-Api-Key). An assignment at a command position (commandWords:
-// TOKEN=... deliver, env TOKEN=... deliver, export TOKEN=...) is one as
-// the exec handler's env is (addEnv). An argument holding blanks is also
-// read as a shell command ([sh, -c, "curl -H 'Authorization: Bearer
-// 3f9c...' ..."]): its simple commands (shellCommands) are commands to
-// these rules too.
+// X-Api-Key); the -H of grep and its kin (searchFlag) gives none. An
+// assignment at a command position (commandWords: TOKEN=... deliver, env
+// TOKEN=... deliver, export TOKEN=...) is one as the exec handler's env
+// is (addEnv). An argument holding blanks is also read as a shell command
+// ([sh, -c, "curl -H 'Authorization: Bearer 3f9c...' ..."]): its simple
+// commands (shellCommands) are commands to these rules too.
 func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
 
 // maxShellDepth is how many shell commands within one another addArgs
@@ -269,7 +270,7 @@ type secretArg struct {
 // header, an assignment or the value of an option named like a secret's
 // key, whose value is a secret (see addArgs).
 func secretArgs(args []string) []secretArg {
-	_, assigns := commandWords(args)
+	program, assigns := commandWords(args)
 	var out []secretArg
 	for _, i := range assigns {
 		if name, value, _ := strings.Cut(args[i], "="); !plainEnv(name) {
@@ -281,7 +282,7 @@ func secretArgs(args []string) []secretArg {
 			out = append(out, secretArg{i: i, value: a, url: u})
 			continue
 		}
-		if h, ok := headerArg(args, i); ok {
+		if h, ok := headerArg(args, i, program); ok {
 			out = append(out, h)
 		}
 		name, value, inline := secretOption(a)
@@ -335,16 +336,16 @@ func headerFlag(arg string) (header string, given, ok bool) {
 	return "", false, false
 }
 
-// headerArg reads args[i] of a simple command as a header (Name: value)
-// whose value is a secret: one named like a secret's key or, when given
-// to -H or --header, one whose value is a secret as a configured header's
-// is (all but plainHeaders).
-func headerArg(args []string, i int) (secretArg, bool) {
+// headerArg reads args[i] of a simple command whose program is
+// args[program] as a header (Name: value) whose value is a secret: one
+// named like a secret's key or, when given to -H or --header, one whose
+// value is a secret as a configured header's is (all but plainHeaders).
+func headerArg(args []string, i, program int) (secretArg, bool) {
 	arg, toH := args[i], false
 	if h, given, ok := headerFlag(arg); ok && given {
 		arg, toH = h, true
 	} else if _, given, ok := headerFlag(argAt(args, i-1)); ok && !given {
-		toH = true
+		toH = !searchFlag(args, i-1, program)
 	}
 	name, value, ok := strings.Cut(arg, ":")
 	if !ok || !headerName(name) {
@@ -354,6 +355,23 @@ func headerArg(args []string, i int) (secretArg, bool) {
 		return secretArg{}, false
 	}
 	return secretArg{i: i, value: strings.TrimLeft(value, " \t"), header: name}, true
+}
+
+// searchPrograms take -H for "name the file of each match", not for a
+// header: grep -H 'Error: disk full' app.log searches the log for no
+// secret.
+var searchPrograms = []string{"grep", "egrep", "fgrep", "zgrep", "rg", "ack"}
+
+// searchFlag reports whether args[h], -H, is an option of a search
+// program (searchPrograms) rather than a header's: args[program] is one,
+// and only options come between them. Wherever it is not sure (grep -e
+// pattern -H ..., a grep run by xargs or sudo), -H gives a header, whose
+// value is hidden: hiding a pattern is safe, showing a credential is not.
+func searchFlag(args []string, h, program int) bool {
+	if args[h] != "-H" || program >= h || !slices.Contains(searchPrograms, path.Base(args[program])) {
+		return false
+	}
+	return !slices.ContainsFunc(args[program+1:h], func(a string) bool { return !strings.HasPrefix(a, "-") })
 }
 
 // headerName reports whether name reads as a header's name: a letter,

@@ -11,9 +11,9 @@ import (
 
 // The help of headers and env, which pgbus help config shows, names every
 // header and variable whose value is no secret, that of command the
-// programs after which an assignment is read, and each the shortest value
-// hidden: it is written out by
-// hand, and must not drift from the rules.
+// programs whose -H gives no header and those after which an assignment
+// is read, and each the shortest value hidden: it is written out by hand,
+// and must not drift from the rules.
 func TestSentSecretRulesAreDocumented(t *testing.T) {
 	help := func(options any, field string) string {
 		f, _ := reflect.TypeOf(options).FieldByName(field)
@@ -36,7 +36,7 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 			t.Errorf("the help of url does not say %q: %s", rule, u)
 		}
 	}
-	for _, word := range slices.Concat(envRunners, declareBuiltins) {
+	for _, word := range slices.Concat(searchPrograms, envRunners, declareBuiltins) {
 		if !strings.Contains(command, " "+word) {
 			t.Errorf("the help of command does not name %s: %s", word, command)
 		}

@@ -389,7 +389,8 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 // deliver, env DB_PASSWORD=..., export SIGNING_KEY=...) hold secrets as
 // the env option's values do, said back by a command printing its
 // environment: none is stored in the dead-letter block or the failure
-// history, while a plain setting (LOG_LEVEL) stays shown.
+// history, while a plain setting (LOG_LEVEL) stays shown. So does the
+// pattern grep's -H precedes, which names files, not a header.
 func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 	const (
 		apiToken   = "At3f9cAbc7Qx"
@@ -401,6 +402,7 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 	dir := t.TempDir()
 	script := writeScript(t, dir, "deliver.sh",
 		"printf 'refused with %s / %s / %s at level %s\\n' \"$API_TOKEN\" \"$DB_PASSWORD\" \"$SIGNING_KEY\" \"$LOG_LEVEL\" >&2\nexit 3\n")
+	log := writeScript(t, dir, "app.log", "10:30 Error: disk full on /srv\n")
 	execs := []struct {
 		what    string
 		command []any
@@ -413,6 +415,7 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 		{what: "env", command: []any{"env", "DB_PASSWORD=" + dbPassword, "LOG_LEVEL=" + logLevel, "/bin/sh", script}, plain: "at level " + logLevel},
 		{what: "export", command: []any{"bash", "-c", fmt.Sprintf("export SIGNING_KEY=%s API_TOKEN=%s; /bin/sh %s", signingKey, apiToken, script)},
 			plain: "refused with"},
+		{what: "grep -H", command: []any{"/bin/sh", "-c", fmt.Sprintf("grep -H 'Error: disk full' %s >&2; exit 3", log)}, plain: "Error: disk full on /srv"},
 	}
 	var queues []config.WorkQueue
 	for i := range execs {

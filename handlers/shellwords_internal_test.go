@@ -145,3 +145,29 @@ func TestAssignmentSecretRules(t *testing.T) {
 		}
 	}
 }
+
+// The -H of grep and its kin names files, so the pattern after it is no
+// header's; wherever that is not sure, -H still gives a header, and a
+// header named like a secret's key is one to grep too.
+func TestSearchFlagIsNoHeader(t *testing.T) {
+	for _, c := range []struct {
+		what       string
+		args       []string
+		text, want string
+	}{
+		{"grep -H", []string{"/bin/grep", "-H", "Error: disk full", "/var/log/app.log"}, "disk full", "disk full"},
+		{"grep -H in a pipe", []string{"sh", "-c", "curl -fsS -H 'X-Hook-Key: Hk2Zc6Tm8Vn5' https://h.example/x | rg -i -H 'Warning: low memory'"},
+			"Hk2Zc6Tm8Vn5 low memory", "[REDACTED] low memory"},
+		{"a secret's header to grep", []string{"grep", "-H", "Authorization: Bearer Bt3f9cAbc7Qx", "access.log"}, "Bt3f9cAbc7Qx", "[REDACTED]"},
+		{"an argument of grep between", []string{"grep", "-e", "x", "-H", "Error: disk full"}, "disk full", "[REDACTED]"},
+		{"grep as a value", []string{"curl", "-d", "grep", "-H", "X-Hook-Key: Hk5Rv8Nc3Jx6"}, "Hk5Rv8Nc3Jx6", "[REDACTED]"},
+		{"sudo -H then curl -H", []string{"sh", "-c", "sudo -H curl -H 'X-Hook-Key: Hk9Pq2Wm4Zc6' https://h.example/x"}, "Hk9Pq2Wm4Zc6", "[REDACTED]"},
+		{"grep run by xargs", []string{"sh", "-c", "ls | xargs grep -H 'Error: disk full'"}, "disk full", "[REDACTED]"},
+	} {
+		var s sentSecrets
+		s.addArgs(c.args)
+		if got := s.hideString(c.text); got != c.want {
+			t.Errorf("%s: the secrets of %q hide\n%s, want\n%s", c.what, c.args, got, c.want)
+		}
+	}
+}
