@@ -1,0 +1,67 @@
+package ops
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Kinds of error: stable words for what went wrong, which front ends give
+// scripts and agents beside an error's sentence, so that nobody has to
+// read the sentence to act on it.
+const (
+	// KindInvalid: the request was refused by its checks (ErrInvalid);
+	// nothing was changed.
+	KindInvalid = "invalid"
+	// KindNotFound: a queue, message or breaker does not exist
+	// (ErrNotFound).
+	KindNotFound = "not_found"
+	// KindReadOnly: a write refused by a read-only service (ErrReadOnly).
+	KindReadOnly = "read_only"
+	// KindChanged: a guarded call refused because what it would move
+	// changed since its dry run (ErrChanged); nothing was changed.
+	KindChanged = "changed"
+	// KindNotAsked: an answer refused as not the answer to the question
+	// asked (ErrNotAsked).
+	KindNotAsked = "not_asked"
+	// KindUnavailable: the database did not answer, or took no
+	// connections (ErrUnavailable); the same call may succeed once it does.
+	KindUnavailable = "unavailable"
+	// KindStopped: the call was cancelled or ran out of time before it
+	// finished; what it did before stays done.
+	KindStopped = "stopped"
+	// KindUsage is for front ends, never returned by ErrorKind: their own
+	// input could not be read as a request (an unknown flag or argument, a
+	// value of the wrong type).
+	KindUsage = "usage"
+	// KindFailed: any other error.
+	KindFailed = "failed"
+)
+
+// ErrorKind returns the kind of err, one of the Kind words but KindUsage:
+// the class it wraps, whichever operation or layer it came from. A
+// cancellation comes first, as it is the caller's doing whatever the call
+// was in; a database that does not answer before a call that ran out of
+// time, since a connection that could not be made in time is one.
+func ErrorKind(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return KindInvalid
+	case errors.Is(err, ErrReadOnly):
+		return KindReadOnly
+	case errors.Is(err, ErrNotFound):
+		return KindNotFound
+	case errors.Is(err, ErrChanged):
+		return KindChanged
+	case errors.Is(err, ErrNotAsked):
+		return KindNotAsked
+	case errors.Is(err, context.Canceled):
+		return KindStopped
+	case errors.Is(err, ErrUnavailable), store.IsUnreachable(err), store.IsCrowded(err):
+		return KindUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return KindStopped
+	}
+	return KindFailed
+}

@@ -1,0 +1,43 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// ErrorKind names the class of the errors operations return, and of a
+// database that cannot be reached at all: a cancelled call is stopped,
+// whatever it was waiting for.
+func TestErrorKind(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	ro := newService(t, s, ops.Options{ReadOnly: true})
+	q := newQueue(t, s, nil)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	call := func(_ any, err error) error { return err }
+	_, unreachable := store.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	for name, c := range map[string]struct {
+		err  error
+		want string
+	}{
+		"not found":   {call(svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: 1})), ops.KindNotFound},
+		"invalid":     {call(svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Since: "last tuesday"}})), ops.KindInvalid},
+		"read-only":   {call(ro.QueuePause(ctx, ops.QueueRequest{Queue: q})), ops.KindReadOnly},
+		"cancelled":   {call(svc.DLQShow(cancelled, ops.DLQShowRequest{Queue: q, MsgID: 1})), ops.KindStopped},
+		"unreachable": {unreachable, ops.KindUnavailable},
+		"other":       {errors.New("disk on fire"), ops.KindFailed},
+	} {
+		if c.err == nil {
+			t.Errorf("%s: no error", name)
+		} else if got := ops.ErrorKind(c.err); got != c.want {
+			t.Errorf("%s: ErrorKind(%v) = %q, want %q", name, c.err, got, c.want)
+		}
+	}
+}
