@@ -49,6 +49,9 @@ type app struct {
 	waitForDB time.Duration
 	// trace is the command's tracing, once set up (tracing.go).
 	trace traceSetup
+	// flagsFailed is set when the command's flags could not be parsed,
+	// so that whether --json was given is read from its arguments.
+	flagsFailed bool
 }
 
 // longRunningWait is how long pgbus work and pgbus serve wait for their

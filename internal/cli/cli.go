@@ -69,6 +69,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
+	cause := err // its kind, and how much was done, before a stop rewords it
 	if errors.Is(context.Cause(ctx), errStopped) && errors.Is(err, context.Canceled) {
 		if longRunning(cmd) {
 			return ExitOK // stopped while starting: a stop like any other
@@ -80,8 +81,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
 	line, _ := ops.RedactText(errorLine(err))
-	fmt.Fprintf(stderr, "pgbus: %s\n", line)
-	return exitCode(err)
+	code := exitCode(err)
+	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, err, cause)
+	return code
 }
 
 // stoppedBySignal is the error of a command cmd a signal stopped: what was
@@ -225,7 +227,11 @@ from the server binaries installed on this machine.
 Settings come from flags, then environment variables (DATABASE_URL, PGBUS_*),
 then the configuration file (--config or PGBUS_CONFIG; see pgbus help config),
 then defaults. Exit codes: 0 success, 1 failure, 2 usage error (nothing was
-changed), 3 not found.
+changed), 3 not found. With --json, a command that fails prints its error on
+stderr as one JSON line, {"error", "kind", "exit_code", "next"}: the error line
+in the same words, a stable word for its kind (usage, invalid, read_only,
+not_found, changed, unavailable, stopped, failed), the exit code, and the next
+steps as commands.
 
 Quick start: pgbus demo`,
 		SilenceUsage:  true,
@@ -238,6 +244,7 @@ Quick start: pgbus demo`,
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		a.flagsFailed = true
 		if idErr := negativeIDError(cmd, err); idErr != nil {
 			return idErr
 		}

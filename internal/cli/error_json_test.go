@@ -1,0 +1,108 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// errorJSON is the error a command run with --json prints on stderr.
+type errorJSON struct {
+	Error    string     `json:"error"`
+	Kind     string     `json:"kind"`
+	ExitCode int        `json:"exit_code"`
+	Next     []nextStep `json:"next"`
+}
+
+type nextStep struct {
+	Command string `json:"command"`
+	Why     string `json:"why"`
+}
+
+// A command run with --json that fails prints its error on stderr as one
+// JSON object on one line: the error line's words, its kind, the exit
+// code and the next steps as commands, none on stdout. Run without --json
+// it prints the same words as the line it always printed, with the same
+// exit code.
+func TestJSONErrors(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	unreachable := []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		kind string
+		code int
+		next string // a command among the next steps, if any
+	}{
+		{"not found", d.env, []string{"dlq", "show", "42", "--queue", "orders"}, "not_found", 3, "pgbus dlq list --queue orders"},
+		{"bad since", d.env, []string{"dlq", "list", "--since", "last tuesday"}, "invalid", 2, ""},
+		{"bad flag value", d.env, []string{"dlq", "list", "--limit", "abc"}, "usage", 2, ""},
+		{"unknown flag", d.env, []string{"dlq", "list", "--bogus"}, "usage", 2, ""},
+		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// --json last: after a flag that cannot be parsed, as a
+			// script appends it.
+			j := runBinary(t, quickBinary, c.env, "", append(slices.Clone(c.args), "--json")...)
+			got := decodeErrorJSON(t, j)
+			if got.Kind != c.kind || got.ExitCode != c.code || j.code != c.code {
+				t.Errorf("kind %q, exit_code %d, exit %d; want %q and %d\n%s", got.Kind, got.ExitCode, j.code, c.kind, c.code, j.stderr)
+			}
+			if c.next != "" && !slices.ContainsFunc(got.Next, func(n nextStep) bool { return n.Command == c.next && n.Why != "" }) {
+				t.Errorf("next %+v, want %q with why it helps", got.Next, c.next)
+			}
+
+			text := runBinary(t, quickBinary, c.env, "", c.args...)
+			if text.code != c.code || text.stderr != "pgbus: "+got.Error+"\n" || text.stdout != "" {
+				t.Errorf("without --json: exit %d, stdout %q, stderr %q; want %d and the line %q", text.code, text.stdout, text.stderr, c.code, "pgbus: "+got.Error)
+			}
+		})
+	}
+}
+
+// decodeErrorJSON decodes the error r printed on stderr, which must be
+// one JSON object on one line, and nothing on stdout; its next steps are
+// a list, empty when there are none.
+func decodeErrorJSON(t *testing.T, r run) errorJSON {
+	t.Helper()
+	if r.stdout != "" {
+		t.Errorf("stdout %q, want nothing", r.stdout)
+	}
+	line, rest, _ := strings.Cut(r.stderr, "\n")
+	if rest != "" {
+		t.Fatalf("stderr has more than one line:\n%s", r.stderr)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		t.Fatalf("stderr is not a JSON object: %v\n%s", err, r.stderr)
+	}
+	if next := string(raw["next"]); !strings.HasPrefix(next, "[") {
+		t.Errorf("next is %s, want a list\n%s", next, line)
+	}
+	var e errorJSON
+	decodeStrict(t, line, &e)
+	if e.Error == "" || strings.HasPrefix(e.Error, "pgbus:") {
+		t.Errorf("error %q, want the error line's words\n%s", e.Error, line)
+	}
+	return e
+}
+
+// Errors stay the text line for a command that takes no --json, and for
+// one given --json=false, even when its flags cannot be parsed.
+func TestJSONErrorsOnlyWithJSON(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"migrate", "--json"},
+		{"dlq", "list", "--limit", "abc", "--json=false"},
+		{"dlq", "list", "--json", "--json=false", "--bogus"},
+	} {
+		r := usageRun(t, nil, args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "pgbus: ") || strings.Contains(r.stderr, "{") {
+			t.Errorf("pgbus %s: exit %d, stderr %q; want 2 and the text line", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgbus/pgbus/internal/vocab"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// errorJSON is the error of a command run with --json, as it prints it on
+// stderr: one object on one line, for scripts that parse its result.
+type errorJSON struct {
+	// Error is the line the command prints without --json, after "pgbus: ".
+	Error string `json:"error"`
+	// Kind is ops.ErrorKind's word for it, or ops.KindUsage for a command
+	// line that is wrong.
+	Kind     string     `json:"kind"`
+	ExitCode int        `json:"exit_code"`
+	Next     []nextStep `json:"next"`
+	// PartlyDone is how much a bulk retry, discard or purge did before it
+	// stopped, which stays done.
+	PartlyDone *partlyDoneJSON `json:"partly_done,omitempty"`
+}
+
+// nextStep is a next step of an error, as the command line to run.
+type nextStep struct {
+	Command string `json:"command"`
+	Why     string `json:"why"`
+}
+
+type partlyDoneJSON struct {
+	Done  int64 `json:"done"`
+	Limit int64 `json:"limit,omitempty"`
+}
+
+// printError prints a command's error on stderr: line, its words
+// (already redacted), as "pgbus: <line>", or with asJSON as an errorJSON
+// of err, the error line says, of exit code code, and of cause, the error
+// before a stop by a signal reworded it, which keeps its kind and how much
+// was done.
+func printError(w io.Writer, asJSON bool, line string, code int, err, cause error) {
+	if !asJSON {
+		fmt.Fprintf(w, "pgbus: %s\n", line)
+		return
+	}
+	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
+	for _, h := range ops.HintsOf(err) {
+		command, _ := ops.RedactText(vocab.Command(h))
+		why, _ := ops.RedactText(h.Why)
+		out.Next = append(out.Next, nextStep{Command: command, Why: why})
+	}
+	if p := (*ops.PartlyDone)(nil); errors.As(cause, &p) {
+		out.PartlyDone = &partlyDoneJSON{Done: p.Done, Limit: p.Limit}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(out) // one line: Encode indents nothing and ends it with a newline
+}
+
+// errorKind is the kind of cause, an error of exit code code: a usage
+// error (exit 2) of no kind of the operations layer's is one of the
+// command line, such as a flag of the wrong type.
+func errorKind(cause error, code int) string {
+	kind := ops.ErrorKind(cause)
+	if code == ExitUsage && kind != ops.KindInvalid && kind != ops.KindReadOnly {
+		return ops.KindUsage
+	}
+	return kind
+}
+
+// errorsAsJSON reports whether the error of cmd, run with args, goes to
+// stderr as JSON: cmd takes --json and it is set. When cmd's flags could
+// not be parsed (flagsFailed), --json may come after the one that failed,
+// unparsed: then it counts where args give it before a "--", the last
+// one winning as in parsing.
+func errorsAsJSON(cmd *cobra.Command, args []string, flagsFailed bool) bool {
+	if cmd == nil || cmd.Flags().Lookup("json") == nil {
+		return false
+	}
+	if !flagsFailed {
+		on, _ := cmd.Flags().GetBool("json")
+		return on
+	}
+	on := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" {
+			on = true
+		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			on = b || err != nil // --json=maybe asked for JSON, and is itself the flag that failed
+		}
+	}
+	return on
+}
