@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,8 +133,9 @@ func keys(t *testing.T, out string) map[string]json.RawMessage {
 }
 
 // fails runs pgbus and checks its exit code, that it printed one error
-// line and nothing on stdout; it returns stderr. A usage error (exit 2) is
-// run with the quick binary, as usageRun runs it.
+// line and nothing on stdout; it returns stderr. With --json the error is
+// one JSON object, and the line returned the one it stands for. A usage
+// error (exit 2) is run with the quick binary, as usageRun runs it.
 func (d db) fails(t *testing.T, code int, args ...string) string {
 	t.Helper()
 	return d.failsIn(t, code, "", args...)
@@ -149,6 +151,14 @@ func (d db) failsIn(t *testing.T, code int, stdin string, args ...string) string
 	}
 	if r.code != code {
 		t.Fatalf("pgbus %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	if slices.Contains(args, "--json") {
+		e := decodeErrorJSON(t, r)
+		if e.ExitCode != code {
+			t.Fatalf("pgbus %s: exit_code %d, want %d\n%s", strings.Join(args, " "), e.ExitCode, code, r.stderr)
+		}
+		r.stderr = "pgbus: " + e.Error + "\n" // the line it stands for
+
 	}
 	if !strings.Contains(r.stderr, "pgbus: ") {
 		t.Fatalf("pgbus %s: stderr %q has no error line", strings.Join(args, " "), r.stderr)

@@ -98,14 +98,15 @@ func TestParityCLIAndMCP(t *testing.T) {
 			if !res.IsError {
 				t.Fatalf("%s: %s answered %s, want a tool error", tc.name, tc.tool, text)
 			}
-			// The same sentence, each front end naming its next step.
-			cliMsg := strings.TrimPrefix(strings.TrimSpace(r.stderr), "pgbus: ")
-			cliMsg, _, _ = strings.Cut(cliMsg, ": see ")
+			// The same sentence, each front end naming its next step: the
+			// CLI's with --json as a JSON error, its line and its commands.
+			e := decodeErrorJSON(t, r)
+			cliMsg, _, _ := strings.Cut(e.Error, ": see ")
 			mcpMsg, _, _ := strings.Cut(text, ": see ")
 			if cliMsg == "" || cliMsg != mcpMsg {
 				t.Fatalf("%s: errors differ:\nCLI: %s\nMCP: %s", tc.name, r.stderr, text)
 			}
-			if !strings.Contains(r.stderr, "see pgbus ") || !strings.Contains(text, "see pgbus_") {
+			if !strings.Contains(e.Error, "see pgbus ") || len(e.Next) == 0 || !strings.HasPrefix(e.Next[0].Command, "pgbus ") || !strings.Contains(text, "see pgbus_") {
 				t.Fatalf("%s: next steps not named by each front end:\nCLI: %s\nMCP: %s", tc.name, r.stderr, text)
 			}
 			continue
