@@ -189,26 +189,22 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 		}
 		msg += " (" + strings.Join(parts, "; ") + "); first: " + first
 	}
-	if !moved && len(failed) == 0 && len(next) > 0 {
-		msg += ": see " + commands(next, " or ")
+	e := &ops.Error{Msg: msg}
+	if !moved && len(failed) == 0 {
+		e.Hints = next // said as the error line's "see" commands, and as --json's next
 	}
 	switch {
 	case len(failed)+len(refused) > 0:
-		return errors.New(msg)
+		return e
 	case len(ambiguous) > 0 && moved:
 		// Exit 2 says nothing changed, and the other ids moved.
-		return errors.New(msg)
+		return e
 	case len(ambiguous) > 0:
-		return usageError{errors.New(msg)}
+		return usageError{e}
 	}
-	return notFoundError{msg}
+	e.Err = ops.ErrNotFound // exit 3
+	return e
 }
-
-// notFoundError is an error of exit code 3 (not found).
-type notFoundError struct{ msg string }
-
-func (e notFoundError) Error() string { return e.msg }
-func (e notFoundError) Unwrap() error { return ops.ErrNotFound }
 
 // run opens the database as open does, runs one operation of the
 // operations layer and prints its result: its JSON with --json (the same
