@@ -107,6 +107,32 @@ func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
 	}
 }
 
+// With --json, a dlq retry-all cut off by the database stopping ends its
+// stderr with its error as a JSON line: the database unavailable, exit 1,
+// and how many messages it retried, as its words say, of the most it
+// would have.
+func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
+	c := cutRetryAll(t, "--json")
+	code := c.exitCode(t)
+	lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
+	var e struct {
+		Error      string `json:"error"`
+		Kind       string `json:"kind"`
+		ExitCode   int    `json:"exit_code"`
+		PartlyDone *struct {
+			Done  int `json:"done"`
+			Limit int `json:"limit"`
+		} `json:"partly_done"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil {
+		t.Fatalf("the last line of stderr is no JSON error: %v\n%s", err, c.stderr.String())
+	}
+	said := c.saidRetried(t)
+	if code != 1 || e.ExitCode != 1 || e.Kind != "unavailable" || e.PartlyDone == nil || e.PartlyDone.Done != said || e.PartlyDone.Limit != 100000 {
+		t.Errorf("exit %d, error %s; want exit 1, kind unavailable and partly_done counting the %d it said it retried of up to 100000", code, lines[len(lines)-1], said)
+	}
+}
+
 // cutRetry is a dlq retry-all cut off by its database stopping.
 type cutRetry struct {
 	dir    string
@@ -121,9 +147,9 @@ type cutRetry struct {
 }
 
 // cutRetryAll starts dlq retry-all over 2000 dead messages on a cluster of
-// the test's own, and stops the cluster once the command retried some of
-// them and before it retried all.
-func cutRetryAll(t *testing.T) *cutRetry {
+// the test's own, with the flags of more, and stops the cluster once the
+// command retried some of them and before it retried all.
+func cutRetryAll(t *testing.T, more ...string) *cutRetry {
 	t.Helper()
 	ctx := pgtest.Context(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
@@ -131,7 +157,7 @@ func cutRetryAll(t *testing.T) *cutRetry {
 	pgtest.CreateQueue(t, st, queue)
 	pgtest.DeadLetterN(t, st, queue, n, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
 	c := &cutRetry{dir: dir, d: db{url: cluster.URL(), env: []string{"DATABASE_URL=" + cluster.URL()}}, n: n,
-		args: []string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}, stderr: &pgtest.SyncBuffer{}, exited: make(chan struct{})}
+		args: append([]string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}, more...), stderr: &pgtest.SyncBuffer{}, exited: make(chan struct{})}
 
 	cmd := exec.Command(binaryFor(c.args), c.args...)
 	cmd.Env = append(baseEnv(), c.d.env...)
