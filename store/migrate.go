@@ -293,10 +293,13 @@ func (s *Store) migrationTx(ctx context.Context, what string, fn func(pgx.Tx) er
 // migrationAttempt runs fn once in a transaction holding the migration
 // lock, with lock waits bounded as migrationTx says. It reports the last
 // lock wait a watch from another connection saw, and whether the error
-// came from the wait for the migration lock (turn).
+// came from the wait for the migration lock (turn). The transaction is
+// READ COMMITTED whatever the database's default (s.db begins it so):
+// under a stricter one, a migrator that waited for the lock would read the
+// applied versions as they were before it waited, and apply them again.
 func (s *Store) migrationAttempt(ctx context.Context, fn func(pgx.Tx) error) (seen *lockWait, turn bool, err error) {
 	var stopWatch func() *lockWait
-	err = poolerHint(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = poolerHint(pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var pid int
 		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 			return fmt.Errorf("store: migrate: %w", err)
