@@ -37,3 +37,17 @@ func TestHintsOfAQueueLinkItsPage(t *testing.T) {
 		t.Errorf("the hints the dashboard links are given as commands too: %+v", cmds)
 	}
 }
+
+// A next step to restore discarded messages links the preview of that
+// restore, with one id= per id as the page's selection sends them, and
+// one to list them links the page of the queue's discarded messages.
+func TestHintsOfARestoreLinkItsPages(t *testing.T) {
+	got := hintLinks([]ops.Hint{
+		{Op: ops.OpDLQRestore, Why: "see what restoring them would do", Args: map[string]any{"queue": "orders", "ids": []int64{42, 7}, "dry_run": true}},
+		{Op: ops.OpDLQDiscarded, Why: "lists the discarded messages there are", Args: map[string]any{"queue": "orders"}},
+	})
+	want := []link{{"/dlq/restore?id=42&id=7&queue=orders", "See what restoring them would do"}, {"/dlq/discarded?queue=orders", "Lists the discarded messages there are"}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("links %+v, want %+v", got, want)
+	}
+}

@@ -165,9 +165,22 @@ func (s *server) refuse(w http.ResponseWriter, r *http.Request, v *view, status 
 // refuseKeeping renders a refusal that shows kept, the text a person
 // typed into the refused form, again.
 func (s *server) refuseKeeping(w http.ResponseWriter, r *http.Request, v *view, status int, msg, kept string) {
-	s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", msg)
-	v.Title = http.StatusText(status)
-	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: []link{{"/", "Back to the overview"}}, Kept: kept})
+	s.refused(w, r, v, problem{Status: status, Message: msg, Kept: kept})
+}
+
+// refuseLinks renders a refusal with pages to go on to, before the
+// overview.
+func (s *server) refuseLinks(w http.ResponseWriter, r *http.Request, v *view, status int, msg string, links []link) {
+	s.refused(w, r, v, problem{Status: status, Message: msg, Links: links})
+}
+
+// refused logs and renders the refusal p, its links ending with the
+// overview.
+func (s *server) refused(w http.ResponseWriter, r *http.Request, v *view, p problem) {
+	s.log.Warn("dashboard: request refused", "status", p.Status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", p.Message)
+	v.Title = http.StatusText(p.Status)
+	p.Links = append(p.Links, link{"/", "Back to the overview"})
+	s.render(w, r, p.Status, "problem", v, p)
 }
 
 // fail renders the error of an operation: its message (redacted, as all
@@ -265,11 +278,12 @@ func (s *server) noMCP(w http.ResponseWriter, r *http.Request) {
 var opPages = map[string]string{
 	ops.OpHealth: "/", ops.OpQueueStats: "/", ops.OpDLQSummary: "/dlq", ops.OpDLQList: "/dlq/messages",
 	ops.OpDLQShow: "/dlq/message", ops.OpAudit: "/audit", ops.OpWorkers: "/workers", ops.OpCircuits: "/circuits",
-	ops.OpDLQRetry: "/dlq/retry", ops.OpDLQDiscard: "/dlq/discard",
+	ops.OpDLQRetry: "/dlq/retry", ops.OpDLQDiscard: "/dlq/discard", ops.OpDLQDiscarded: "/dlq/discarded",
+	ops.OpDLQRestore: "/dlq/restore",
 }
 
-// hintLinks names the hints the dashboard has a page for; a retry or
-// discard hint becomes its preview, never the action itself.
+// hintLinks names the hints the dashboard has a page for; a retry,
+// discard or restore hint becomes its preview, never the action itself.
 func hintLinks(hints []ops.Hint) []link {
 	var out []link
 	for _, h := range hints {
@@ -285,6 +299,13 @@ func hintLinks(hints []ops.Hint) []link {
 		sort.Strings(keys)
 		for _, k := range keys {
 			if k == "dry_run" || k == "expect" || strings.HasPrefix(p, "/queues/") && (k == "queue" || k == "limit") {
+				continue
+			}
+			if ids, ok := h.Args[k].([]int64); ok && k == "ids" {
+				// One id= each, as the pages' selections send them.
+				for _, id := range ids {
+					q.Add("id", strconv.FormatInt(id, 10))
+				}
 				continue
 			}
 			name := k
