@@ -79,9 +79,10 @@ func (s *server) discardOne(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " discarded", Lines: []string{"It is in the archive of " + dlq + " until the retention purges it."},
-		Links: []link{{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+		Links: []link{{discardedPath(dlq, "", ""), "Undo: see the discarded messages of " + dlq + ", to restore it"},
+			{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
 	if !res.OK() || res.Discarded == 0 {
-		d.Heading, d.Lines, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError
+		d.Heading, d.Lines, d.Problem, d.Links = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError, d.Links[1:]
 	}
 	v.Title, v.Nav = d.Heading, "dlq"
 	s.render(w, r, http.StatusOK, "done", v, d)
@@ -156,8 +157,9 @@ type auditData struct {
 }
 
 // Target is the page of what an entry acted on, when the dashboard has
-// one: the dead letters its filter selects (or the DLQ its ids were in),
-// the page of the queue paused or resumed, or the circuit breakers.
+// one: the dead letters its filter selects (or the DLQ its ids were in, or
+// were restored to), the page of the queue paused or resumed, or the
+// circuit breakers.
 func (auditData) Target(e ops.AuditEntry) string {
 	var args struct {
 		Filter ops.DeadFilter `json:"filter"`
@@ -165,6 +167,12 @@ func (auditData) Target(e ops.AuditEntry) string {
 		Queue  string         `json:"queue"`
 	}
 	switch {
+	case e.Op == ops.OpDLQRestore:
+		// The restored messages are back in the DLQ.
+		if json.Unmarshal(e.Arguments, &args) != nil {
+			return ""
+		}
+		return pageLink("/dlq", "queue", args.Queue)
 	case strings.HasPrefix(e.Op, "dlq_") && e.Op != ops.OpDLQPurge:
 		if json.Unmarshal(e.Arguments, &args) != nil {
 			return ""

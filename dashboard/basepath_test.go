@@ -161,7 +161,7 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(seen)), func(p string) bool { return strings.HasPrefix(p, base+"/queues/"+q+"?cursor=") }) {
 		t.Errorf("the queue's next page was not opened under %s; the addresses opened: %v", base, slices.Sorted(maps.Keys(seen)))
 	}
-	for _, want := range []string{"/", "/queues/" + q, "/dlq", "/dlq/messages", "/dlq/message", "/dlq/retry", "/dlq/discard", "/audit", "/workers", "/circuits"} {
+	for _, want := range []string{"/", "/queues/" + q, "/dlq", "/dlq/messages", "/dlq/message", "/dlq/retry", "/dlq/discard", "/dlq/discarded", "/audit", "/workers", "/circuits"} {
 		if _, ok := pages[base+want]; !ok {
 			t.Errorf("no link led to %s%s; the pages seen: %v", base, want, slices.Sorted(maps.Keys(pages)))
 		}
@@ -237,6 +237,24 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 		t.Fatalf("a filter's retry: %d\n%s", code, page)
 	}
 	checkAddresses(t, base, "the page after a filter's retry", page)
+
+	// The message discarded above, restored from the page of discarded
+	// messages after its preview.
+	code, page, _ = b.get("/dlq/discarded?queue=" + q)
+	if code != http.StatusOK || !hasAddress(t, page, "action", base+"/dlq/restore") {
+		t.Fatalf("the discarded messages: %d\n%s", code, page)
+	}
+	checkAddresses(t, base, "the discarded messages", page)
+	code, page, _ = b.get(fmt.Sprintf("/dlq/restore?queue=%s&id=%d", q, ids[2]))
+	if code != http.StatusOK || !hasAddress(t, page, "action", base+"/dlq/restore") {
+		t.Fatalf("the preview of a restore: %d\n%s", code, page)
+	}
+	checkAddresses(t, base, "the preview of a restore", page)
+	code, page, _ = b.post("/dlq/restore", url.Values{"csrf": {token2}, "queue": {q}, "id": {fmt.Sprint(ids[2])}}, nil)
+	if code != http.StatusOK || !strings.Contains(page, "Restored 1 message") {
+		t.Fatalf("restore a message: %d\n%s", code, page)
+	}
+	checkAddresses(t, base, "the page after a restore", page)
 
 	// Pause and resume from the overview, reset the breaker.
 	_, page, _ = b.get("/")

@@ -202,6 +202,15 @@ func (d deadData) Link(p string, more ...any) string {
 // Filtered reports whether the filter selects less than everything.
 func (d deadData) Filtered() bool { return !d.Filter.IsZero() }
 
+// Discarded is the page of the messages discarded from the DLQ of the
+// filter's queue, "" when it names no queue.
+func (d deadData) Discarded() string {
+	if d.Filter.Queue == "" {
+		return ""
+	}
+	return discardedPath(d.Filter.Queue, "", "")
+}
+
 // groupsData is the dead-letter groups page's.
 type groupsData struct {
 	deadData
@@ -303,6 +312,26 @@ type bulkData struct {
 	// Changed: the confirmation was refused because the messages the
 	// filter selects changed since the preview.
 	Changed string
+}
+
+// Undo links the pages of the messages a discard moved, to restore
+// them: those of the filter's queue, or of each DLQ listed.
+func (d bulkData) Undo() []link {
+	if d.Verb != "discard" || d.Count == 0 {
+		return nil
+	}
+	if d.Filter.Queue != "" {
+		return []link{{discardedPath(d.Filter.Queue, d.Filter.Kind, d.Filter.ErrorClass), "Undo: see the discarded messages of " + d.Filter.Queue + ", to restore them"}}
+	}
+	var out []link
+	seen := map[string]bool{}
+	for _, m := range d.Moved {
+		if !seen[m.DLQ] {
+			seen[m.DLQ] = true
+			out = append(out, link{discardedPath(m.DLQ, d.Filter.Kind, d.Filter.ErrorClass), "Undo: see the discarded messages of " + m.DLQ + ", to restore them"})
+		}
+	}
+	return out
 }
 
 // bulkItem is one message of a bulk action: its DLQ and id, and for a

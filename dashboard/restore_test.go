@@ -12,6 +12,79 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
+// Messages discarded from the dashboard are listed on the page of a
+// queue's discarded messages, linked from its dead letters and from the
+// page after the discard; ticked there, they are previewed, restored into
+// the DLQ, and the restore is in the audit log as the dashboard's.
+func TestDiscardedMessagesAreRestored(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc := newService(t, st)
+	q := pgtest.NewQueue(t, st, "dash_undo")
+	ids := pgtest.DeadLetterN(t, st, q, 3, pgtest.DeadSpec{Kind: "charge", Class: "Timeout", Message: "upstream timed out"})
+	dlq := q + "_dlq"
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	// Discard two of them as a person does: ticked, previewed, confirmed.
+	query := url.Values{"verb": {"discard"}, "queue": {dlq}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[1])}}
+	_, page, _ := b.get("/dlq/selected?" + query.Encode())
+	code, page, _ := b.post("/dlq/selected", confirmFormOf(t, page, "/dlq/selected"), nil)
+	undo := `<a href="/dlq/discarded?queue=` + dlq + `">Undo: see the discarded messages of ` + dlq
+	if code != http.StatusOK || !strings.Contains(page, "Discarded 2 messages") || !strings.Contains(page, undo) {
+		t.Fatalf("the page after the discard: %d, want it to link %s\n%s", code, undo, page)
+	}
+	for _, p := range []string{"/dlq?queue=" + q, "/dlq/messages?queue=" + q} {
+		if _, page, _ := b.get(p); !strings.Contains(page, `<a href="/dlq/discarded?queue=`+q+`">The discarded messages of `+q+`</a>`) {
+			t.Errorf("GET %s does not link the discarded messages of %s:\n%s", p, q, page)
+		}
+	}
+
+	code, page, _ = b.get("/dlq/discarded?queue=" + q)
+	if code != http.StatusOK || strings.Count(page, `type="checkbox" name="id"`) != 2 || !strings.Contains(page, `action="/dlq/restore"`) ||
+		!strings.Contains(page, "upstream timed out") || !strings.Contains(page, "Timeout") {
+		t.Fatalf("the discarded messages: %d, want 2 to tick\n%s", code, page)
+	}
+	for _, id := range ids[:2] {
+		if one := html.EscapeString(pageURLOf("/dlq/restore", "queue", q, "id", fmt.Sprint(id))); !strings.Contains(page, `<a href="`+one+`">Restore…</a>`) {
+			t.Errorf("message %d has no button of its own to restore it (%s)", id, one)
+		}
+	}
+	if code, page, _ := b.get("/dlq/discarded?queue=" + q + "&kind=mail"); code != http.StatusOK || !strings.Contains(page, "matches these filters") {
+		t.Errorf("the discarded messages of another kind: %d\n%s", code, page)
+	}
+	if code, page, _ := b.get("/dlq/discarded?queue=" + q + "&error_class=Timeout&since=1h&limit=1"); code != http.StatusOK ||
+		strings.Count(page, `type="checkbox" name="id"`) != 1 || !strings.Contains(page, "only the 1 most recently discarded are listed") {
+		t.Errorf("the discarded messages, one listed: %d\n%s", code, page)
+	}
+
+	// The preview restores nothing and records nothing.
+	query = url.Values{"queue": {q}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[1])}}
+	code, page, _ = b.get("/dlq/restore?" + query.Encode())
+	if code != http.StatusOK || !strings.Contains(page, "2 of 2 selected messages") || strings.Count(page, ops.OutcomeWouldRestore) != 2 {
+		t.Fatalf("the preview of the restore: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
+		t.Fatalf("%d messages dead after the preview, want the 1 not discarded", n)
+	}
+	code, page, _ = b.post("/dlq/restore", confirmFormOf(t, page, "/dlq/restore"), nil)
+	if code != http.StatusOK || !strings.Contains(page, "Restored 2 messages") || !strings.Contains(page, `<a href="/dlq/messages?queue=`+dlq+`">Back to the dead messages of `+dlq+`</a>`) {
+		t.Fatalf("the restore: %d\n%s", code, page)
+	}
+	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 3 {
+		t.Fatalf("%d messages dead after the restore, want 3", n)
+	}
+	if _, page, _ := b.get("/dlq/messages?queue=" + dlq); strings.Count(page, `type="checkbox" name="id"`) != 3 {
+		t.Errorf("the dead messages after the restore list %d, want 3:\n%s", strings.Count(page, `type="checkbox" name="id"`), page)
+	}
+
+	audit, err := svc.Audit(pgtest.Context(t), ops.AuditRequest{Client: "dashboard", Op: ops.OpDLQRestore})
+	if err != nil || len(audit.Items) != 1 || audit.Items[0].IsError || strings.Contains(string(audit.Items[0].Arguments), `"dry_run":true`) {
+		t.Fatalf("the dashboard's restores in the audit log: %+v, %v; want the one restore", audit.Items, err)
+	}
+	if _, page, _ := b.get("/audit?client=dashboard"); !strings.Contains(page, `<a href="/dlq?queue=`+q+`">dlq_restore</a>`) {
+		t.Fatalf("the audit page does not show the restore:\n%s", page)
+	}
+}
+
 // A restore or a list of discarded messages asked for wrongly (no queue,
 // ids not in the form of an id or too large, an id not discarded, a queue
 // name made to reach SQL) is refused on the problem page, saying what is
