@@ -51,3 +51,27 @@ func TestHintsOfARestoreLinkItsPages(t *testing.T) {
 		t.Fatalf("links %+v, want %+v", got, want)
 	}
 }
+
+// A next step to retry or discard given messages links the preview of
+// exactly those ids, not the preview by filter, which takes no ids and
+// would offer every dead message of the queue.
+func TestHintsByIDsLinkTheSelectionsPreview(t *testing.T) {
+	got := hintLinks([]ops.Hint{
+		{Op: ops.OpDLQDiscard, Why: "first: discards this message", Args: map[string]any{"queue": "orders_dlq", "ids": []int64{42}}},
+		{Op: ops.OpDLQRetry, Why: "retry them without their deadlines", Args: map[string]any{"queue": "orders", "ids": []int64{7, 9}, "dry_run": true, "clear_deadline": true}},
+		{Op: ops.OpDLQRetry, Why: "retry what this filter selects", Args: map[string]any{"queue": "orders", "kind": "k"}},
+	})
+	want := []link{
+		{"/dlq/selected?id=42&queue=orders_dlq&verb=discard", "First: discards this message"},
+		{"/dlq/selected?clear_deadline=true&id=7&id=9&queue=orders&verb=retry", "Retry them without their deadlines"},
+		{"/dlq/retry?kind=k&queue=orders", "Retry what this filter selects"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("links %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("link %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -314,6 +314,9 @@ func hintLinks(hints []ops.Hint) []link {
 			}
 			q.Set(name, fmt.Sprint(h.Args[k]))
 		}
+		if p == "/dlq/selected" {
+			q.Set("verb", selectionVerbs[h.Op])
+		}
 		if len(q) > 0 {
 			p += "?" + q.Encode()
 		}
@@ -326,10 +329,19 @@ func hintLinks(hints []ops.Hint) []link {
 	return out
 }
 
+// selectionVerbs are the verbs of the preview of a retry or discard of
+// messages by id (/dlq/selected): a hint naming ids links it, since the
+// preview by filter (/dlq/retry, /dlq/discard) takes no ids and would
+// offer every message of the queue.
+var selectionVerbs = map[string]string{ops.OpDLQRetry: "retry", ops.OpDLQDiscard: "discard"}
+
 // hintPage is the page of the dashboard a hint points at, without its
 // query: one queue's stats and live messages are on the queue's own page,
 // which names it in its path.
 func hintPage(h ops.Hint) (string, bool) {
+	if _, byIDs := h.Args["ids"]; byIDs && selectionVerbs[h.Op] != "" {
+		return "/dlq/selected", true
+	}
 	if h.Op == ops.OpQueueMessages || h.Op == ops.OpQueueStats {
 		if q, _ := h.Args["queue"].(string); q != "" {
 			return queuePath(q), true
