@@ -131,3 +131,27 @@ func jsonNumber(id int64) string {
 	b, _ := json.Marshal(id)
 	return string(b)
 }
+
+// A discard that moved messages names, among its next steps, how to undo
+// it: the list of what was discarded from each DLQ it moved from, whose
+// ids a restore takes; a dry run, which moved nothing, names none.
+func TestDiscardNamesItsUndo(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "charge", Class: "Timeout"})
+	undo := map[string]any{"queue": q + "_dlq"}
+	dry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil || hasHint(dry.Next, ops.OpDLQDiscarded, nil) {
+		t.Fatalf("a dry run's next steps %+v (%v) name an undo of what it did not move", dry.Next, err)
+	}
+	byIDs, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || !hasHint(byIDs.Next, ops.OpDLQDiscarded, undo) {
+		t.Fatalf("a discard by ids: next steps %+v (%v) lack the list to restore from", byIDs.Next, err)
+	}
+	byFilter, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q, Kind: "charge"}, Confirm: true})
+	if err != nil || byFilter.Discarded != 2 || !hasHint(byFilter.Next, ops.OpDLQDiscarded, undo) {
+		t.Fatalf("a discard by filter = %+v, %v; want 2 discarded and the list to restore from", byFilter, err)
+	}
+}

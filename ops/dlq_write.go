@@ -600,10 +600,34 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 		out.Next = append(out.Next, guardedDiscardHint(req, out.Expect))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
+	out.Next = append(out.Next, undoDiscardHints(out)...)
 	if out.LimitReached {
 		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
 	}
 	return out
+}
+
+// maxUndoHints bounds the DLQs a discard's next steps name to undo it.
+const maxUndoHints = 3
+
+// undoDiscardHints are the steps that undo a discard that moved messages:
+// the list of the discarded messages of each DLQ it moved some from, in
+// the order of moved, which a restore brings back until the archive is
+// purged.
+func undoDiscardHints(out DLQDiscard) []Hint {
+	if out.DryRun || out.Discarded == 0 {
+		return nil
+	}
+	var hints []Hint
+	seen := map[string]bool{}
+	for _, m := range out.Moved {
+		if seen[m.DLQ] || len(hints) == maxUndoHints {
+			continue
+		}
+		seen[m.DLQ] = true
+		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged", "queue", m.DLQ))
+	}
+	return hints
 }
 
 // guardedDiscardHint is the step after a discard's dry run by filter: the
@@ -709,6 +733,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		out.Next = append(out.Next, hint(OpDLQDiscard, "discard "+theIDs(len(ambiguous[d]))+" in "+d, "queue", d, "ids", ambiguous[d], "dry_run", req.DryRun))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
+	out.Next = append(out.Next, undoDiscardHints(out)...)
 	if out.NotFound+out.Failed > 0 {
 		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}
