@@ -56,7 +56,8 @@ func (r DLQDiscardedRequest) Check() error {
 		return invalidf("the discarded messages are selected by queue, kind, error class, since and until only: drop reason, text and group")
 	}
 	if _, err := pageLimit(r.Limit); err != nil {
-		return err
+		// Without the paging of the other lists: narrowing is the way on.
+		return invalidf("limit %d is out of range; give 1 to %d (default %d), the most recently discarded first, and narrow the filters (kind, error class, since, until) for older ones", r.Limit, MaxPageSize, DefaultPageSize)
 	}
 	return f.Check()
 }
@@ -91,7 +92,7 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 			ids = append(ids, it.MsgID)
 		}
 	}
-	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
+	out.Notes = append(out.Notes, v.listNotesShown(s.opts.Bounds.ListErrorChars, "showing one message once restored")...)
 	if len(ids) > 0 {
 		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call without dry_run restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +154,25 @@ func TestDiscardNamesItsUndo(t *testing.T) {
 	byFilter, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q, Kind: "charge"}, Confirm: true})
 	if err != nil || byFilter.Discarded != 2 || !hasHint(byFilter.Next, ops.OpDLQDiscarded, undo) {
 		t.Fatalf("a discard by filter = %+v, %v; want 2 discarded and the list to restore from", byFilter, err)
+	}
+}
+
+// The discarded list says how to read an error it cut: the archive has no
+// page of its own, so showing the message takes restoring it first.
+func TestDiscardedCutErrorsSayHowToReadThem(t *testing.T) {
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: strings.Repeat("upstream said no; ", 100)})
+	if _, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := svc.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("discarded = %+v, %v; want the one message", list, err)
+	}
+	if !slices.ContainsFunc(list.Notes, func(n string) bool { return strings.Contains(n, "once restored") }) {
+		t.Errorf("notes %q do not say that a cut error is read in full once the message is restored", list.Notes)
 	}
 }

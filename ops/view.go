@@ -183,11 +183,17 @@ func clipRunes(s string, n int) (string, bool) {
 // listNotes says what the texts of a list lost: cut to chars, or secrets
 // hidden.
 func (v *viewer) listNotes(chars int) []string {
+	return v.listNotesShown(chars, "showing one message")
+}
+
+// listNotesShown is listNotes for a list whose messages show elsewhere
+// than by showing them as they are: shown says how.
+func (v *viewer) listNotesShown(chars int, shown string) []string {
 	notes := []string{}
 	if v.cut {
 		// Showing one message cuts too, at a bound of its own: "whole"
 		// would send a reader there for a tail it does not show either.
-		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; showing one message gives its errors up to %d", chars, v.bounds.ErrorChars))
+		notes = append(notes, fmt.Sprintf("error messages are cut to %d characters; %s gives its errors up to %d", chars, shown, v.bounds.ErrorChars))
 	}
 	if v.redacted > 0 {
 		notes = append(notes, fmt.Sprintf("%s in error messages %s shown as %s", plural.Count(v.redacted, "secret-looking value", "secret-looking values"), plural.Of(v.redacted, "is", "are"), Redacted))

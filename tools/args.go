@@ -226,13 +226,18 @@ func checkStrings(v reflect.Value) error {
 	return nil
 }
 
-// pageLimit applies the default and bounds of list tools' limit.
-func pageLimit(limit *int) (int, error) {
+// pagedMore is how the lists that page say where more rows are.
+const pagedMore = "page with next_cursor for more"
+
+// pageLimit applies the default and bounds of list tools' limit; more
+// says where the rows beyond a limit are (pagedMore for the lists that
+// page).
+func pageLimit(limit *int, more string) (int, error) {
 	if limit == nil {
 		return defaultPageSize, nil
 	}
 	if *limit < 1 || *limit > maxPageSize {
-		return 0, fixf("limit %d is out of range; pass 1 to %d (default %d), and page with next_cursor for more", *limit, maxPageSize, defaultPageSize)
+		return 0, fixf("limit %d is out of range; pass 1 to %d (default %d), and %s", *limit, maxPageSize, defaultPageSize, more)
 	}
 	return *limit, nil
 }

@@ -75,6 +75,19 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"older_than": "-5h", "confirm": true}, []string{"not an age"}},
 		{"pgbus_dlq_purge", map[string]any{"older_than": "1h", "confirm": "yes"}, []string{"confirm must be true or false"}},
 		{"pgbus_queue_pause", map[string]any{"queue": "Robert'); DROP TABLE students;--"}, []string{"queue name"}},
+		{"pgbus_dlq_discarded", map[string]any{}, []string{"queue is required", "pgbus_queue_stats"}},
+		{"pgbus_dlq_discarded", map[string]any{"queue": q, "limit": 1000000}, []string{"out of range", "narrow the filters"}},
+		{"pgbus_dlq_discarded", map[string]any{"queue": q, "limit": "all"}, []string{"limit must be an integer, not a string"}},
+		{"pgbus_dlq_discarded", map[string]any{"queue": q, "since": "yesterday"}, []string{"since", "RFC 3339"}},
+		{"pgbus_dlq_discarded", map[string]any{"queue": "orders'; DELETE FROM pgmq.meta; --"}, []string{"queue name"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q}, []string{"no ids given", "pgbus_dlq_discarded"}},
+		{"pgbus_dlq_restore", map[string]any{"ids": ids[:1]}, []string{"queue is required"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q, "ids": "1,2"}, []string{"ids must be an array of integers, not a string"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q, "ids": []int64{-3}}, []string{"-3 is not a message id"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q, "ids": manyIDs(101)}, []string{"at most 100"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q, "ids": []any{1e30}}, []string{"ids", "integer"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": q, "ids": ids[:1], "dry_run": "yes"}, []string{"dry_run must be true or false"}},
+		{"pgbus_dlq_restore", map[string]any{"queue": "Robert'); DROP TABLE students;--", "ids": ids[:1]}, []string{"queue name"}},
 	}
 	for i, c := range cases {
 		t.Run(fmt.Sprintf("%d_%s", i, c.tool), func(t *testing.T) {
