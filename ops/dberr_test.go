@@ -64,6 +64,9 @@ func TestUnmigratedDatabaseSaysMigrate(t *testing.T) {
 		if !errors.Is(err, store.ErrSchemaMissing) {
 			t.Errorf("%s: %v does not wrap store.ErrSchemaMissing", name, err)
 		}
+		if kind := ops.ErrorKind(err); kind != ops.KindSchema {
+			t.Errorf("%s: ErrorKind = %q, want %q: a script should not need the sentence to know to migrate", name, kind, ops.KindSchema)
+		}
 	}
 	// A queue named by the call is looked up in pgmq's catalog first, which
 	// on such a database lists no queue: the answer is still to migrate,

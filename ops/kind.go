@@ -31,6 +31,12 @@ const (
 	// KindStopped: the call was cancelled or ran out of time before it
 	// finished; what it did before stays done.
 	KindStopped = "stopped"
+	// KindSchema: the database has no pgbus schema or an older one than
+	// this pgbus needs (migrate), or a newer one (upgrade pgbus).
+	KindSchema = "schema"
+	// KindPermission: the database refused the role a privilege the call
+	// needs; the error names the grants.
+	KindPermission = "permission"
 	// KindUsage is for front ends, never returned by ErrorKind: their own
 	// input could not be read as a request (an unknown flag or argument, a
 	// value of the wrong type).
@@ -56,6 +62,10 @@ func ErrorKind(err error) string {
 		return KindChanged
 	case errors.Is(err, ErrNotAsked):
 		return KindNotAsked
+	case errors.Is(err, store.ErrSchemaMissing), errors.Is(err, store.ErrSchemaOld), errors.Is(err, store.ErrSchemaNewer):
+		return KindSchema
+	case errors.Is(err, store.ErrPermission):
+		return KindPermission
 	case errors.Is(err, context.Canceled):
 		return KindStopped
 	case errors.Is(err, ErrUnavailable), store.IsUnreachable(err), store.IsCrowded(err):

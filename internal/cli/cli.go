@@ -230,8 +230,8 @@ then defaults. Exit codes: 0 success, 1 failure, 2 usage error (nothing was
 changed), 3 not found. With --json, a command that fails prints its error on
 stderr as one JSON line, {"error", "kind", "exit_code", "next"}: the error line
 in the same words, a stable word for its kind (usage, invalid, read_only,
-not_found, changed, unavailable, stopped, failed), the exit code, and the next
-steps as commands.
+not_found, changed, unavailable, stopped, schema, permission, failed), the
+exit code, and the next steps as commands.
 
 Quick start: pgbus demo`,
 		SilenceUsage:  true,
