@@ -142,7 +142,7 @@ func TestDiscardNamesItsUndo(t *testing.T) {
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
 	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "charge", Class: "Timeout"})
-	undo := map[string]any{"queue": q + "_dlq"}
+	undo := map[string]any{"queue": q}
 	dry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}, DryRun: true})
 	if err != nil || hasHint(dry.Next, ops.OpDLQDiscarded, nil) {
 		t.Fatalf("a dry run's next steps %+v (%v) name an undo of what it did not move", dry.Next, err)

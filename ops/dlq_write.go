@@ -625,7 +625,7 @@ func undoDiscardHints(out DLQDiscard) []Hint {
 			continue
 		}
 		seen[m.DLQ] = true
-		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged", "queue", m.DLQ))
+		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged", "queue", baseQueue(m.DLQ)))
 	}
 	return hints
 }
