@@ -26,7 +26,7 @@ Each entry has the operation, its arguments (secrets redacted, payloads only
 by size), its result and whether it failed.
 
 Operations are named the same whoever called them: dlq_retry, dlq_discard,
-dlq_purge, queue_create, queue_drop, queue_pause, queue_resume, queue_purge,
+dlq_restore, dlq_purge, queue_create, queue_drop, queue_pause, queue_resume, queue_purge,
 circuit_reset, send. --tool also takes a tool name (pgbus_dlq_retry) or a
 command ("dlq retry").
 

@@ -42,10 +42,11 @@ the schema is not current: work, demo, serve (unless --read-only without
 workers), dashboard (unless --read-only), queue create and bench.
 The others only check that the schema is current and, when it is
 not, fail with a message to run pgbus migrate: queues, dlq (summary, list,
-show, retry, retry-all, discard, purge), audit, health, workers, circuits,
+show, retry, retry-all, discard, discarded, restore, purge), audit, health, workers, circuits,
 circuit reset, send, queue messages, drop, pause, resume and purge,
 dashboard --read-only, and serve --read-only without workers. The read commands
-among them (queues, dlq summary, list and show, audit, serve --read-only)
+among them (queues, dlq summary, list, show and discarded, audit, serve
+--read-only)
 write nothing, so a role that may only read can run them, with:
 
   GRANT USAGE ON SCHEMA pgmq, pgbus TO reader;
@@ -60,7 +61,7 @@ queues, cover the queues made later.
 
 A role that may also repair (an operator, or an agent's pgbus serve that may
 retry) needs INSERT, UPDATE and DELETE on those tables too, and no more:
-with them it runs dlq retry, retry-all, discard and purge, queue pause,
+with them it runs dlq retry, retry-all, discard, restore and purge, queue pause,
 resume and purge, send, and serve and dashboard once the schema is current,
 and work on queues that exist (creating queues stays with the owner).
 

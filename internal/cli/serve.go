@@ -67,8 +67,8 @@ of its headers, or it gets 408 and the connection is closed.
 
 Payloads of messages are hidden unless --allow-payloads is given and the call
 asks for them; secrets under keys like password or token stay redacted.
---read-only leaves out the write tools (retry, discard, purge, pause, resume,
-circuit reset). Without embedded workers it also leaves the schema alone: it
+--read-only leaves out the write tools (retry, discard, restore, purge, pause,
+resume, circuit reset). Without embedded workers it also leaves the schema alone: it
 checks that pgbus migrate has run instead of migrating, and writes nothing, so
 a database role that may only read can serve it.
 
@@ -134,7 +134,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
 	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "Streamable HTTP sessions kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
-	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, purge, pause, resume, circuit reset) are not listed, and a call to one changes nothing and names the command to run instead")
+	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, restore, purge, pause, resume, circuit reset) are not listed, and a call to one changes nothing and names the command to run instead")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
