@@ -118,6 +118,13 @@ func TestReadOnlyRole(t *testing.T) {
 		t.Fatalf("show %d as the reader: %+v", outage, m)
 	}
 
+	// pgbus dlq discarded: the archive reads as the DLQ does.
+	var discarded ops.DLQDiscarded
+	reader.json(t, &discarded, "dlq", "discarded", "--queue", "shop")
+	if len(discarded.Items) != 0 || discarded.Notes == nil {
+		t.Fatalf("discarded as the reader: %+v, want none (nothing was discarded)", discarded)
+	}
+
 	// pgbus audit: the owner's writes, as the owner would see them.
 	var audit ops.AuditPage
 	reader.json(t, &audit, "audit", "--tool", "all", "--limit", "100")
@@ -154,6 +161,7 @@ func TestReadOnlyRole(t *testing.T) {
 		"pgbus_workers":        {},
 		"pgbus_circuits":       {},
 		"pgbus_audit":          {},
+		"pgbus_dlq_discarded":  {"queue": "shop"},
 	} {
 		callTool(t, c, name, args)
 	}
@@ -188,6 +196,15 @@ func TestReadOnlyRole(t *testing.T) {
 	}
 	if ids := owner.deadIDs(t); !slices.Equal(ids, dead) {
 		t.Fatalf("after a refused retry shop_dlq holds %v, want %v", ids, dead)
+	}
+	// So does a restore, whose ids need not even be discarded to be
+	// refused.
+	msg = reader.fails(t, 1, "dlq", "restore", fmt.Sprint(outage), "--queue", "shop")
+	if !strings.Contains(msg, "permission denied") || !strings.Contains(msg, "INSERT, UPDATE and DELETE") {
+		t.Errorf("restore as the reader: stderr lacks the privileges it needs:\n%s", msg)
+	}
+	if after := state(); after != before {
+		t.Fatalf("a refused restore changed the database:\n%s\n%s", before, after)
 	}
 }
 
