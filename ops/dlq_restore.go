@@ -94,7 +94,7 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	}
 	out.Notes = append(out.Notes, v.listNotesShown(s.opts.Bounds.ListErrorChars, "showing one message once restored")...)
 	if len(ids) > 0 {
-		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call without dry_run restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
+		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call, not as a dry run, restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}
 	if more {
 		out.Notes = append(out.Notes, fmt.Sprintf("only the %d most recently discarded are listed: narrow the filters (kind, error class, since, until) or raise the limit (at most %d)", len(out.Items), MaxPageSize))
@@ -248,7 +248,7 @@ func restoreNext(r DLQRestore, req DLQRestoreRequest, ids []int64) []Hint {
 	var next []Hint
 	switch {
 	case r.DryRun && r.Restored > 0:
-		next = append(next, hint(OpDLQRestore, "the same call without dry_run restores them", "queue", req.Queue, "ids", ids))
+		next = append(next, hint(OpDLQRestore, "the same call, not as a dry run, restores them", "queue", req.Queue, "ids", ids))
 	case r.Restored > 0:
 		next = append(next, hint(OpDLQList, "the restored messages are dead again, to retry or discard", "queue", req.Queue))
 	}

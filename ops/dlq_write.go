@@ -362,7 +362,7 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	switch {
 	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed > 0:
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
-		next = append(next, hint(OpDLQRetry, "the same call without dry_run, with this expect, moves exactly these messages or nothing",
+		next = append(next, hint(OpDLQRetry, "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing",
 			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req))
@@ -417,9 +417,9 @@ const hintPayloadMax = 2048
 func dryRunIDsHint(req DLQRetryRequest) Hint {
 	req.DryRun = false
 	if len(req.Payload) > 0 {
-		return idsHint(req, "the same call without dry_run retries it with the corrected payload")
+		return idsHint(req, "the same call, not as a dry run, retries it with the corrected payload")
 	}
-	return idsHint(req, "the same call without dry_run moves them")
+	return idsHint(req, "the same call, not as a dry run, moves them")
 }
 
 // idsHint is a retry by ids as req asks for it: its ids and queue, dry
@@ -635,10 +635,10 @@ func undoDiscardHints(out DLQDiscard) []Hint {
 // no Deferred) must confirm as well, or the call is refused.
 func guardedDiscardHint(req DLQDiscardRequest, expect string) Hint {
 	args := req.Filter.moveArgs("limit", req.Limit, "expect", expect)
-	why := "the same call without dry_run, with this expect, discards exactly these messages or nothing"
+	why := "the same call, not as a dry run, with its expect token, discards exactly these messages or nothing"
 	if req.Ask == nil && req.Deferred == nil {
 		args = append(args, "confirm", true)
-		why = "once these messages are checked, the same call without dry_run, with this expect and confirm, discards exactly them or nothing"
+		why = "once these messages are checked, the same call, not as a dry run, with its expect token and confirmed, discards exactly them or nothing"
 	}
 	return hint(OpDLQDiscard, why, args...)
 }
@@ -724,7 +724,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	if req.DryRun && out.Discarded > 0 {
 		// As after a retry's dry run by ids: the same ids, for real. A
 		// discard by ids needs no confirm, since it names what it moves.
-		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call without dry_run discards them", "ids", ids, "queue", req.Filter.Queue))
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call, not as a dry run, discards them", "ids", ids, "queue", req.Filter.Queue))
 	}
 	// The same call in each DLQ of an ambiguous id comes first: it is
 	// what the call was after.

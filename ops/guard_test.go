@@ -188,7 +188,7 @@ func TestDiscardIDsDryRun(t *testing.T) {
 		t.Errorf("dry run by ids listed %+v; want %+v", d.Moved, want)
 	}
 	if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"ids": asked, "queue": q, "dry_run": nil}) {
-		t.Errorf("dry run by ids hints %+v; want the same call without dry_run", d.Next)
+		t.Errorf("dry run by ids hints %+v; want the same call, not as a dry run", d.Next)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestRetryByIDs(t *testing.T) {
 	if !dry.DryRun || dry.Retried != 2 || len(dry.Moved) != 2 || dry.Moved[0].Queue != q || len(dry.Outcomes) != 2 || dry.Outcomes[0].Outcome != ops.OutcomeWouldRetry {
 		t.Fatalf("dry run: %+v", dry)
 	}
-	if h, ok := findHint(dry.Next, "pgbus_dlq_retry"); !ok || !strings.Contains(h.Why, "without dry_run") || hintArg(h, "ids") != fmt.Sprintf("[%d,%d]", ids[0], ids[1]) {
+	if h, ok := findHint(dry.Next, "pgbus_dlq_retry"); !ok || !strings.Contains(h.Why, "not as a dry run") || hintArg(h, "ids") != fmt.Sprintf("[%d,%d]", ids[0], ids[1]) {
 		t.Fatalf("dry run next: %+v", dry.Next)
 	}
 	if pgtest.Live(t, e.st, q) != 0 || pgtest.Live(t, e.st, q+"_dlq") != 4 {
