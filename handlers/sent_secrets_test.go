@@ -135,6 +135,48 @@ func TestSentSecretsAreHiddenWhenEchoed(t *testing.T) {
 }
 
 // queryText returns the text one row of sql gives.
+// startWorkers runs workers for queues on s, polling often, until the
+// test ends.
+func startWorkers(t *testing.T, s *store.Store, queues []config.WorkQueue) *engine.Client {
+	t.Helper()
+	c, err := runner.NewClient(s, queues, engine.Config{
+		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
+		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	return c
+}
+
+// deadLetterByExec runs command as the exec handler of a queue of its
+// own, sends it one message and waits until that message is
+// dead-lettered; it returns the queue and the message's id.
+func deadLetterByExec(t *testing.T, s *store.Store, command []any) (string, int64) {
+	t.Helper()
+	q := fastQueue(t, s, nil)
+	c := startWorkers(t, s, []config.WorkQueue{{Name: q, Concurrency: 1, Handler: handlers.Spec{Type: handlers.TypeExec,
+		Options: map[string]any{"command": command, "breaker": map[string]any{"enabled": false}}}}})
+	id := pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
+	pgtest.Eventually(t, time.Minute, "the message dead-lettered", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`) == 1
+	})
+	return q, id
+}
+
+// storedTexts are the places a message dead-lettered from queue, with
+// id dlqID in its DLQ, is stored, by name: its dead-letter block (the
+// DLQ's headers) and its failure history.
+func storedTexts(t *testing.T, s *store.Store, queue string, dlqID int64) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+queue+`_dlq"`),
+		"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
+			store.DLQName(queue), dlqID),
+	}
+}
+
 func queryText(t *testing.T, s *store.Store, sql string, args ...any) string {
 	t.Helper()
 	var out string
@@ -250,14 +292,7 @@ func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
 			"type: exec\ncommand: [/bin/sh, %s, --api-key, %s, --secret-value=%s, --verbose, --output, /srv/out/report.json, https://hooks.example.com%s%s]\nbreaker: {enabled: false}",
 			script, apiKey, secretArg, hookPath, argToken))},
 	}
-	c, err := runner.NewClient(s, queues, engine.Config{
-		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
-		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgtest.Start(t, c)
+	c := startWorkers(t, s, queues)
 	hid := pgtest.Send(t, c, hq, map[string]int{"n": 1}, engine.SendOptions{})
 	eid := pgtest.Send(t, c, eq, map[string]int{"n": 2}, engine.SendOptions{})
 	pgtest.Eventually(t, time.Minute, "both messages dead-lettered", func() bool {
@@ -275,11 +310,7 @@ func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
 		{"the command's stderr", eq, eid, 1, []string{"--verbose --output /srv/out/report.json", "https://hooks.example.com" + hookPath + ops.Redacted}},
 	} {
 		_, dlqIDs := deadBlocksOf(t, s, m.queue)
-		texts := map[string]string{
-			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+m.queue+`_dlq"`),
-			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
-				store.DLQName(m.queue), dlqIDs[m.id]),
-		}
+		texts := storedTexts(t, s, m.queue, dlqIDs[m.id])
 		if n := strings.Count(texts["failure history"], `"attempt"`); n != m.failures {
 			t.Errorf("%s: %d failures recorded, want %d:\n%s", m.what, n, m.failures, texts["failure history"])
 		}
@@ -333,31 +364,9 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 			curl, apiKey, flagTok, session)}},
 		{what: "header arguments", command: []any{"/bin/sh", curl, "-fsS", "-H", "X-Hook-Key: " + hookKey, "Proxy-Authorization: " + proxyKey, "-H", "Content-Type: application/json", "https://api.example.com/x"}},
 	}
-	var queues []config.WorkQueue
 	for i := range execs {
-		execs[i].queue = fastQueue(t, s, nil)
-		queues = append(queues, config.WorkQueue{Name: execs[i].queue, Concurrency: 1, Handler: handlers.Spec{Type: handlers.TypeExec,
-			Options: map[string]any{"command": execs[i].command, "breaker": map[string]any{"enabled": false}}}})
+		execs[i].queue, execs[i].id = deadLetterByExec(t, s, execs[i].command)
 	}
-	c, err := runner.NewClient(s, queues, engine.Config{
-		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
-		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgtest.Start(t, c)
-	for i, h := range execs {
-		execs[i].id = pgtest.Send(t, c, h.queue, map[string]int{"n": i}, engine.SendOptions{})
-	}
-	pgtest.Eventually(t, time.Minute, "every message dead-lettered", func() bool {
-		for _, h := range execs {
-			if pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+h.queue+`_dlq"`) != 1 {
-				return false
-			}
-		}
-		return true
-	})
 
 	plain := []string{"refused -fsS", "refused application/json", "GET https://api.example.com/x"}
 	for _, h := range execs {
@@ -365,11 +374,7 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 		if b := blocks[h.id]; b == nil || b["error_class"] != "exec.exit_22" {
 			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_22", h.what, b)
 		}
-		texts := map[string]string{
-			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+h.queue+`_dlq"`),
-			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
-				store.DLQName(h.queue), dlqIDs[h.id]),
-		}
+		texts := storedTexts(t, s, h.queue, dlqIDs[h.id])
 		for where, text := range texts {
 			for _, secret := range []string{bearer, token, query, apiKey, flagTok, session, hookKey, proxyKey} {
 				if strings.Contains(text, secret) {
@@ -417,42 +422,16 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 			plain: "refused with"},
 		{what: "grep -H", command: []any{"/bin/sh", "-c", fmt.Sprintf("grep -H 'Error: disk full' %s >&2; exit 3", log)}, plain: "Error: disk full on /srv"},
 	}
-	var queues []config.WorkQueue
 	for i := range execs {
-		execs[i].queue = fastQueue(t, s, nil)
-		queues = append(queues, config.WorkQueue{Name: execs[i].queue, Concurrency: 1, Handler: handlers.Spec{Type: handlers.TypeExec,
-			Options: map[string]any{"command": execs[i].command, "breaker": map[string]any{"enabled": false}}}})
+		execs[i].queue, execs[i].id = deadLetterByExec(t, s, execs[i].command)
 	}
-	c, err := runner.NewClient(s, queues, engine.Config{
-		PollInterval: 50 * time.Millisecond, SettingsRefresh: 200 * time.Millisecond, StatsFlush: 100 * time.Millisecond,
-		DrainTimeout: 5 * time.Second, Rand: func() float64 { return 0.5 }, RetentionInterval: -1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgtest.Start(t, c)
-	for i, h := range execs {
-		execs[i].id = pgtest.Send(t, c, h.queue, map[string]int{"n": i}, engine.SendOptions{})
-	}
-	pgtest.Eventually(t, time.Minute, "every message dead-lettered", func() bool {
-		for _, h := range execs {
-			if pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+h.queue+`_dlq"`) != 1 {
-				return false
-			}
-		}
-		return true
-	})
 
 	for _, h := range execs {
 		blocks, dlqIDs := deadBlocksOf(t, s, h.queue)
 		if b := blocks[h.id]; b == nil || b["error_class"] != "exec.exit_3" {
 			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_3", h.what, b)
 		}
-		texts := map[string]string{
-			"dead-letter block": queryText(t, s, `SELECT headers::text FROM pgmq."q_`+h.queue+`_dlq"`),
-			"failure history": queryText(t, s, `SELECT string_agg(to_jsonb(f)::text, E'\n' ORDER BY f.id) FROM pgbus.failures f WHERE queue_name = $1 AND msg_id = $2`,
-				store.DLQName(h.queue), dlqIDs[h.id]),
-		}
+		texts := storedTexts(t, s, h.queue, dlqIDs[h.id])
 		for where, text := range texts {
 			for _, secret := range []string{apiToken, dbPassword, signingKey} {
 				if strings.Contains(text, secret) {
