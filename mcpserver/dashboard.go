@@ -77,16 +77,22 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
 	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
 	h := sec.wrap(identify(cfg.Dashboard, who), false)
-	if cfg.Probes != nil {
-		// A load balancer or Kubernetes probes the dashboard as it does
-		// the MCP endpoint: the same paths, under the same checks. Every
-		// other path is the dashboard's, as it came.
+	if cfg.Probes != nil || cfg.Metrics != nil {
+		// A load balancer, Kubernetes or Prometheus reaches the dashboard
+		// as it does the MCP endpoint: the same paths, under the same
+		// checks (the metrics behind the bearer token, the probes
+		// without). Every other path is the dashboard's, as it came.
 		mux := http.NewServeMux()
-		sec.handleProbes(mux, base, cfg.Probes)
-		probes, page := sec.Wrap(identify(mux, who)), h
+		if cfg.Probes != nil {
+			sec.handleProbes(mux, base, cfg.Probes)
+		}
+		if cfg.Metrics != nil {
+			mux.Handle(base+PathMetrics, http.StripPrefix(base, cfg.Metrics))
+		}
+		served, page := sec.Wrap(identify(mux, who)), h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if sec.open[r.URL.Path] {
-				probes.ServeHTTP(w, r)
+			if sec.open[r.URL.Path] || cfg.Metrics != nil && r.URL.Path == base+PathMetrics {
+				served.ServeHTTP(w, r)
 				return
 			}
 			page.ServeHTTP(w, r)

@@ -47,7 +47,9 @@ there, every link, redirect and cookie under it.
 
 For a load balancer or Kubernetes, it serves the probes of pgbus serve,
 without the token and under --base-path too: /livez (200 while it serves)
-and /readyz (200 while the database answers, else 503).`,
+and /readyz (200 while the database answers, else 503); for Prometheus,
+/metrics behind the token: the database's gauges (queues, DLQs, breakers,
+workers).`,
 		Example: `  pgbus dashboard
   pgbus dashboard --read-only
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,

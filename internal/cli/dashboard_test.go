@@ -60,7 +60,8 @@ func TestDashboardCommand(t *testing.T) {
 }
 
 // pgbus dashboard serves the probes of pgbus serve, for a load balancer
-// or Kubernetes in front of it, without the token that guards its pages:
+// or Kubernetes in front of it, without the token that guards its pages
+// (and its metrics behind that token, as pgbus serve does):
 // /livez answers while it serves, /readyz while the database answers, and
 // 503 once it does not, without the database's error. They were not
 // served: a probe got the dashboard's login redirect.
@@ -87,6 +88,14 @@ func TestDashboardCommandProbes(t *testing.T) {
 	}
 	if code, _, to := get("/", ""); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
 		t.Errorf("GET / without the token: %d to %q; the pages still need the login", code, to)
+	}
+	// Its metrics, the database's gauges, as pgbus serve's: behind the
+	// token.
+	if code, body, _ := get("/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token: %d %.200q; want 401", code, body)
+	}
+	if code, body, _ := get("/metrics", token); code != http.StatusOK || !strings.Contains(body, "pgbus_database_up 1") {
+		t.Errorf("GET /metrics with the token: %d %.300q; want 200 with pgbus_database_up 1", code, body)
 	}
 	pgtest.Exec(t, pgtest.URL(t), "DROP DATABASE "+cfg.Database+" WITH (FORCE)")
 	var code int

@@ -13,7 +13,6 @@ import (
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/mcpserver"
-	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 	"github.com/pgbus/pgbus/tools"
@@ -161,10 +160,12 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	defer closeService(svc)
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
-	// The probes of pgbus serve, for a load balancer or Kubernetes in
-	// front of the dashboard: it works no queue, so it is ready while the
-	// database answers.
-	h.Probes = metrics.Probes(svc, metrics.ProbeOptions{Logger: c.Logger})
+	// The probes and metrics of pgbus serve, for a load balancer,
+	// Kubernetes or Prometheus in front of the dashboard: it works no
+	// queue, so it is ready while the database answers, and its metrics
+	// are the database's gauges (queues, DLQs, breakers, workers).
+	mon := NewMonitor(svc, c.Logger, nil)
+	h.Probes, h.Metrics = mon.ProbesHandler(), mon.MetricsHandler()
 	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
 		BasePath: h.BasePath}); err != nil {
 		return err
