@@ -177,6 +177,25 @@ func storedTexts(t *testing.T, s *store.Store, queue string, dlqID int64) map[st
 	}
 }
 
+// wantHiddenKept fails the test for each of texts (by where they are
+// stored) that shows one of secrets or lacks one of plain, the words that
+// must stay readable around them.
+func wantHiddenKept(t *testing.T, what string, texts map[string]string, secrets, plain []string) {
+	t.Helper()
+	for where, text := range texts {
+		for _, secret := range secrets {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s: the %s shows the secret %s:\n%s", what, where, secret, text)
+			}
+		}
+		for _, p := range plain {
+			if !strings.Contains(text, p) {
+				t.Errorf("%s: the %s lacks %q:\n%s", what, where, p, text)
+			}
+		}
+	}
+}
+
 func queryText(t *testing.T, s *store.Store, sql string, args ...any) string {
 	t.Helper()
 	var out string
@@ -314,18 +333,7 @@ func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
 		if n := strings.Count(texts["failure history"], `"attempt"`); n != m.failures {
 			t.Errorf("%s: %d failures recorded, want %d:\n%s", m.what, n, m.failures, texts["failure history"])
 		}
-		for where, text := range texts {
-			for _, secret := range []string{pathToken, sig, apiKey, secretArg, argToken} {
-				if strings.Contains(text, secret) {
-					t.Errorf("%s: the %s shows the secret %s:\n%s", m.what, where, secret, text)
-				}
-			}
-			for _, plain := range m.plain {
-				if !strings.Contains(text, plain) {
-					t.Errorf("%s: the %s lacks %q:\n%s", m.what, where, plain, text)
-				}
-			}
-		}
+		wantHiddenKept(t, m.what, texts, []string{pathToken, sig, apiKey, secretArg, argToken}, m.plain)
 	}
 }
 
@@ -375,18 +383,7 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_22", h.what, b)
 		}
 		texts := storedTexts(t, s, h.queue, dlqIDs[h.id])
-		for where, text := range texts {
-			for _, secret := range []string{bearer, token, query, apiKey, flagTok, session, hookKey, proxyKey} {
-				if strings.Contains(text, secret) {
-					t.Errorf("%s: the %s shows the secret %s:\n%s", h.what, where, secret, text)
-				}
-			}
-			for _, p := range append(plain, "refused "+ops.Redacted) {
-				if !strings.Contains(text, p) {
-					t.Errorf("%s: the %s lacks %q:\n%s", h.what, where, p, text)
-				}
-			}
-		}
+		wantHiddenKept(t, h.what, texts, []string{bearer, token, query, apiKey, flagTok, session, hookKey, proxyKey}, append(plain, "refused "+ops.Redacted))
 	}
 }
 
@@ -432,16 +429,7 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 			t.Fatalf("%s: dead-letter block %v; want one of class exec.exit_3", h.what, b)
 		}
 		texts := storedTexts(t, s, h.queue, dlqIDs[h.id])
-		for where, text := range texts {
-			for _, secret := range []string{apiToken, dbPassword, signingKey} {
-				if strings.Contains(text, secret) {
-					t.Errorf("%s: the %s shows the secret %s:\n%s", h.what, where, secret, text)
-				}
-			}
-			if !strings.Contains(text, h.plain) {
-				t.Errorf("%s: the %s lacks %q:\n%s", h.what, where, h.plain, text)
-			}
-		}
+		wantHiddenKept(t, h.what, texts, []string{apiToken, dbPassword, signingKey}, []string{h.plain})
 	}
 }
 
