@@ -79,10 +79,10 @@ func (s *server) discardOne(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	d := done{Heading: "Message " + strconv.FormatInt(id, 10) + " discarded", Lines: []string{"It is in the archive of " + dlq + " until the retention purges it."},
-		Links: []link{{discardedPath(dlq, "", ""), "Undo: see the discarded messages of " + dlq + ", to restore it"},
-			{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq}, {pageLink("/audit", "client", Client), "The dashboard's audit entries"}}}
+		Links: append(undoLinks(res.Next), link{pageLink("/dlq", "queue", dlq), "Back to the dead letters of " + dlq},
+			link{pageLink("/audit", "client", Client), "The dashboard's audit entries"})}
 	if !res.OK() || res.Discarded == 0 {
-		d.Heading, d.Lines, d.Problem, d.Links = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError, d.Links[1:]
+		d.Heading, d.Lines, d.Problem = "Message "+strconv.FormatInt(id, 10)+" was not discarded", nil, res.FirstError
 	}
 	v.Title, v.Nav = d.Heading, "dlq"
 	s.render(w, r, http.StatusOK, "done", v, d)
@@ -238,6 +238,8 @@ type selectedData struct {
 	// DeadlinesPassed counts the messages a retry leaves dead because their
 	// deadline passed, unless it clears the deadlines.
 	DeadlinesPassed int
+	// Undo links the way back from a discard.
+	Undo []link
 }
 
 // selected reads the verb, DLQ and ids of a selection, from a query or a
@@ -293,7 +295,7 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 			s.fail(w, r, v, err)
 			return
 		}
-		d.Outcomes, d.Count = res.Outcomes, res.Discarded
+		d.Outcomes, d.Count, d.Undo = res.Outcomes, res.Discarded, undoLinks(res.Next)
 	}
 	s.render(w, r, http.StatusOK, "selected", v, d)
 }

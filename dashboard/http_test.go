@@ -181,6 +181,9 @@ func TestRetryGroupAfterPreview(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(page, "Discarded 2 messages") || deadCount(t, svc, ops.DeadFilter{Queue: q}) != 0 {
 		t.Fatalf("discard: %d, %d left\n%s", code, deadCount(t, svc, ops.DeadFilter{Queue: q}), page)
 	}
+	if undo := `<a href="` + html.EscapeString(pageURLOf("/dlq/discarded", "queue", q, "kind", "refund")) + `">Undo: see the discarded messages of ` + q; !strings.Contains(page, undo) {
+		t.Errorf("the page after the discard does not link %s, the messages it discarded:\n%s", undo, page)
+	}
 	if code, page, _ := b.post("/dlq/discard", url.Values{"csrf": {csrf(t, page)}, "queue": {q}}, nil); code != http.StatusBadRequest || !strings.Contains(page, "preview") {
 		t.Fatalf("a discard without its preview: %d\n%s", code, page)
 	}

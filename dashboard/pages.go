@@ -312,27 +312,13 @@ type bulkData struct {
 	// Changed: the confirmation was refused because the messages the
 	// filter selects changed since the preview.
 	Changed string
+	// Next are the next steps of what was done.
+	Next []ops.Hint
 }
 
 // Undo links the pages of the messages a discard moved, to restore
-// them: those of the filter's queue, or of each DLQ listed.
-func (d bulkData) Undo() []link {
-	if d.Verb != "discard" || d.Count == 0 {
-		return nil
-	}
-	if d.Filter.Queue != "" {
-		return []link{{discardedPath(d.Filter.Queue, d.Filter.Kind, d.Filter.ErrorClass), "Undo: see the discarded messages of " + d.Filter.Queue + ", to restore them"}}
-	}
-	var out []link
-	seen := map[string]bool{}
-	for _, m := range d.Moved {
-		if !seen[m.DLQ] {
-			seen[m.DLQ] = true
-			out = append(out, link{discardedPath(m.DLQ, d.Filter.Kind, d.Filter.ErrorClass), "Undo: see the discarded messages of " + m.DLQ + ", to restore them"})
-		}
-	}
-	return out
-}
+// them, as its next steps name them.
+func (d bulkData) Undo() []link { return undoLinks(d.Next) }
 
 // bulkItem is one message of a bulk action: its DLQ and id, and for a
 // retry the queue it goes back to.
@@ -353,7 +339,7 @@ func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 
 func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
 	d := bulkData{deadData: deadData{Filter: f}, Verb: "discard", Count: r.Discarded, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
-		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError}
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Next: r.Next}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.MsgID})
 	}

@@ -44,6 +44,21 @@ func discardedPath(queue, kind, errorClass string) string {
 	return pageLink("/dlq/discarded", "queue", queue, "kind", kind, "error_class", errorClass)
 }
 
+// undoLinks are the next steps among hints that undo a discard, the list
+// of the messages it discarded from a queue, worded as the way back.
+func undoLinks(hints []ops.Hint) []link {
+	var out []link
+	for _, h := range hints {
+		if h.Op != ops.OpDLQDiscarded {
+			continue
+		}
+		arg := func(k string) string { s, _ := h.Args[k].(string); return s }
+		out = append(out, link{discardedPath(arg("queue"), arg("kind"), arg("error_class")),
+			"Undo: see the discarded messages of " + arg("queue") + ", to restore them"})
+	}
+	return out
+}
+
 // discardedLimit reads ?limit=: 0 for the default, or why it is refused.
 func discardedLimit(s string) (int, string) {
 	if s == "" {

@@ -28,7 +28,7 @@ func TestDiscardedMessagesAreRestored(t *testing.T) {
 	query := url.Values{"verb": {"discard"}, "queue": {dlq}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[1])}}
 	_, page, _ := b.get("/dlq/selected?" + query.Encode())
 	code, page, _ := b.post("/dlq/selected", confirmFormOf(t, page, "/dlq/selected"), nil)
-	undo := `<a href="/dlq/discarded?queue=` + dlq + `">Undo: see the discarded messages of ` + dlq
+	undo := `<a href="/dlq/discarded?queue=` + q + `">Undo: see the discarded messages of ` + q
 	if code != http.StatusOK || !strings.Contains(page, "Discarded 2 messages") || !strings.Contains(page, undo) {
 		t.Fatalf("the page after the discard: %d, want it to link %s\n%s", code, undo, page)
 	}

@@ -151,9 +151,15 @@ func TestDiscardNamesItsUndo(t *testing.T) {
 	if err != nil || !hasHint(byIDs.Next, ops.OpDLQDiscarded, undo) {
 		t.Fatalf("a discard by ids: next steps %+v (%v) lack the list to restore from", byIDs.Next, err)
 	}
-	byFilter, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q, Kind: "charge"}, Confirm: true})
-	if err != nil || byFilter.Discarded != 2 || !hasHint(byFilter.Next, ops.OpDLQDiscarded, undo) {
-		t.Fatalf("a discard by filter = %+v, %v; want 2 discarded and the list to restore from", byFilter, err)
+	if slices.ContainsFunc(byIDs.Next, func(h ops.Hint) bool { return h.Op == ops.OpDLQDiscarded && h.Args["kind"] != nil }) {
+		t.Errorf("a discard by ids names a kind in its undo: %+v", byIDs.Next)
+	}
+	// By filter, the list is narrowed as the discard was, so that it shows
+	// what the discard moved rather than every discard before it.
+	byFilter, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q, Kind: "charge", ErrorClass: "Timeout"}, Confirm: true})
+	narrowed := map[string]any{"queue": q, "kind": "charge", "error_class": "Timeout"}
+	if err != nil || byFilter.Discarded != 2 || !hasHint(byFilter.Next, ops.OpDLQDiscarded, narrowed) {
+		t.Fatalf("a discard by filter = %+v, %v; want 2 discarded and the list of them to restore from", byFilter, err)
 	}
 }
 

@@ -600,7 +600,7 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 		out.Next = append(out.Next, guardedDiscardHint(req, out.Expect))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
-	out.Next = append(out.Next, undoDiscardHints(out)...)
+	out.Next = append(out.Next, undoDiscardHints(out, req.Filter)...)
 	if out.LimitReached {
 		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
 	}
@@ -613,8 +613,9 @@ const maxUndoHints = 3
 // undoDiscardHints are the steps that undo a discard that moved messages:
 // the list of the discarded messages of each DLQ it moved some from, in
 // the order of moved, which a restore brings back until the archive is
-// purged.
-func undoDiscardHints(out DLQDiscard) []Hint {
+// purged; narrowed to the kind and error class the discard was, so that
+// the list shows what it moved rather than older discards too.
+func undoDiscardHints(out DLQDiscard, f DeadFilter) []Hint {
 	if out.DryRun || out.Discarded == 0 {
 		return nil
 	}
@@ -625,7 +626,8 @@ func undoDiscardHints(out DLQDiscard) []Hint {
 			continue
 		}
 		seen[m.DLQ] = true
-		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged", "queue", baseQueue(m.DLQ)))
+		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged",
+			"queue", baseQueue(m.DLQ), "kind", f.Kind, "error_class", f.ErrorClass))
 	}
 	return hints
 }
@@ -733,7 +735,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 		out.Next = append(out.Next, hint(OpDLQDiscard, "discard "+theIDs(len(ambiguous[d]))+" in "+d, "queue", d, "ids", ambiguous[d], "dry_run", req.DryRun))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
-	out.Next = append(out.Next, undoDiscardHints(out)...)
+	out.Next = append(out.Next, undoDiscardHints(out, req.Filter)...)
 	if out.NotFound+out.Failed > 0 {
 		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}
