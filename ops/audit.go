@@ -235,7 +235,7 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 	if err := checkText("tool", req.Op, "client", req.Client, "since", req.Since, "cursor", req.Cursor); err != nil {
 		return AuditPage{}, err
 	}
-	limit, err := pageLimit(req.Limit)
+	limit, err := pageLimit(OpAudit, req.Limit)
 	if err != nil {
 		return AuditPage{}, err
 	}

@@ -205,7 +205,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		return DLQList{}, err
 	}
 	defer s.explainDB(ctx, &err, reads)
-	limit, err := pageLimit(req.Limit)
+	limit, err := pageLimit(OpDLQList, req.Limit)
 	if err != nil {
 		return DLQList{}, err
 	}

@@ -55,9 +55,8 @@ func (r DLQDiscardedRequest) Check() error {
 	if f.Reason != "" || f.Text != "" || f.Group != "" {
 		return invalidf("the discarded messages are selected by queue, kind, error class, since and until only: drop reason, text and group")
 	}
-	if _, err := pageLimit(r.Limit); err != nil {
-		// Without the paging of the other lists: narrowing is the way on.
-		return invalidf("limit %d is out of range; give 1 to %d (default %d), the most recently discarded first, and narrow the filters (kind, error class, since, until) for older ones", r.Limit, MaxPageSize, DefaultPageSize)
+	if _, err := pageLimit(OpDLQDiscarded, r.Limit); err != nil {
+		return err
 	}
 	return f.Check()
 }
@@ -72,7 +71,7 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	if err := req.Check(); err != nil {
 		return DLQDiscarded{}, err
 	}
-	limit, _ := pageLimit(req.Limit)
+	limit, _ := pageLimit(OpDLQDiscarded, req.Limit)
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
 		return DLQDiscarded{}, err

@@ -256,15 +256,29 @@ func isAge(s string) bool {
 	return err == nil
 }
 
-// pageLimit applies the default and bounds of a list's limit.
-func pageLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
+// pageLimit applies the default and bounds of the limit of list op.
+func pageLimit(op string, limit int) (int, error) {
+	if limit == 0 {
 		return DefaultPageSize, nil
-	case limit < 0 || limit > MaxPageSize:
-		return 0, invalidf("limit %d is out of range; give 1 to %d (default %d), and page with the next cursor for more", limit, MaxPageSize, DefaultPageSize)
 	}
-	return limit, nil
+	return limit, CheckLimit(op, limit)
+}
+
+// CheckLimit checks the page size of list op (OpDLQList, OpDLQDiscarded,
+// OpQueueMessages, OpAudit) as a caller gave it: 1 to MaxPageSize. A
+// request's Limit reads 0 as the default; a front end that tells a limit
+// given as 0 from none refuses the 0 with this, since nobody asks for an
+// empty page. The error says how to reach the rows beyond a page.
+func CheckLimit(op string, limit int) error {
+	if limit >= 1 && limit <= MaxPageSize {
+		return nil
+	}
+	more := "and page with the next cursor for more"
+	if op == OpDLQDiscarded {
+		// Without the paging of the other lists: narrowing is the way on.
+		more = "the most recently discarded first, and narrow the filters (kind, error class, since, until) for older ones"
+	}
+	return fieldf("limit", "%d is out of range; give 1 to %d (default %d), %s", limit, MaxPageSize, DefaultPageSize, more)
 }
 
 // bulkLimit applies the default and bounds of a retry or discard by

@@ -192,7 +192,7 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	if req.State != "" && !slices.Contains(LiveStates, req.State) {
 		return LiveMessages{}, invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(req.State, 60), strings.Join(LiveStates, ", "))
 	}
-	limit, err := pageLimit(req.Limit)
+	limit, err := pageLimit(OpQueueMessages, req.Limit)
 	if err != nil {
 		return LiveMessages{}, err
 	}

@@ -226,20 +226,13 @@ func checkStrings(v reflect.Value) error {
 	return nil
 }
 
-// pagedMore is how the lists that page say where more rows are.
-const pagedMore = "page with next_cursor for more"
-
-// pageLimit applies the default and bounds of list tools' limit; more
-// says where the rows beyond a limit are (pagedMore for the lists that
-// page).
-func pageLimit(limit *int, more string) (int, error) {
+// pageLimit applies the default of the limit of list op, and refuses a
+// limit given out of its bounds, 0 included.
+func pageLimit(limit *int, op string) (int, error) {
 	if limit == nil {
 		return defaultPageSize, nil
 	}
-	if *limit < 1 || *limit > maxPageSize {
-		return 0, fixf("limit %d is out of range; pass 1 to %d (default %d), and %s", *limit, maxPageSize, defaultPageSize, more)
-	}
-	return *limit, nil
+	return *limit, ops.CheckLimit(op, *limit)
 }
 
 func shorten(s string) string {

@@ -26,7 +26,7 @@ func NewAudit(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_audit", auditDescription, readAnnotations("Audit log of write calls"), AuditInput{}, ops.AuditPage{}),
 		Handler: handler(d, func(ctx context.Context, in AuditInput) (ops.AuditPage, error) {
-			limit, err := pageLimit(in.Limit, pagedMore)
+			limit, err := pageLimit(in.Limit, ops.OpAudit)
 			if err != nil {
 				return ops.AuditPage{}, err
 			}

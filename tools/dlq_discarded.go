@@ -25,7 +25,7 @@ func NewDLQDiscarded(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_discarded", dlqDiscardedDescription, readAnnotations("List discarded messages"), DLQDiscardedInput{}, ops.DLQDiscarded{}),
 		Handler: handler(d, func(ctx context.Context, in DLQDiscardedInput) (ops.DLQDiscarded, error) {
-			limit, err := pageLimit(in.Limit, "narrow the filters (kind, error_class, since, until) for older ones")
+			limit, err := pageLimit(in.Limit, ops.OpDLQDiscarded)
 			if err != nil {
 				return ops.DLQDiscarded{}, err
 			}

@@ -24,7 +24,7 @@ func NewDLQList(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_list", dlqListDescription, readAnnotations("List dead messages"), DLQListInput{}, ops.DLQList{}),
 		Handler: handler(d, func(ctx context.Context, in DLQListInput) (ops.DLQList, error) {
-			limit, err := pageLimit(in.Limit, pagedMore)
+			limit, err := pageLimit(in.Limit, ops.OpDLQList)
 			if err != nil {
 				return ops.DLQList{}, err
 			}

@@ -27,7 +27,7 @@ func NewQueueMessages(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_messages", queueMessagesDescription, readAnnotations("Live messages of a queue"), QueueMessagesInput{}, ops.LiveMessages{}),
 		Handler: handler(d, func(ctx context.Context, in QueueMessagesInput) (ops.LiveMessages, error) {
-			limit, err := pageLimit(in.Limit, pagedMore)
+			limit, err := pageLimit(in.Limit, ops.OpQueueMessages)
 			if err != nil {
 				return ops.LiveMessages{}, err
 			}

@@ -43,8 +43,8 @@ config).`,
 			if err := refuseEmpty(cmd.Flags(), "tool", "client", "since"); err != nil {
 				return err
 			}
-			if limit < 1 || limit > ops.MaxPageSize {
-				return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
+			if err := checkLimit(ops.OpAudit, limit); err != nil {
+				return err
 			}
 			return run(a, cmd, (*ops.Service).Audit, ops.AuditRequest{Op: tool, Client: client, Since: since, Cursor: cursor, Limit: limit}, func(page ops.AuditPage) error {
 				if len(page.Items) == 0 {

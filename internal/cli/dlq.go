@@ -159,7 +159,7 @@ MCP tool pgbus_dlq_list.`,
 			if req.Filter, err = ff.filter(cmd.Flags()); err != nil {
 				return err
 			}
-			if err := checkLimit(req.Limit); err != nil {
+			if err := checkLimit(ops.OpDLQList, req.Limit); err != nil {
 				return err
 			}
 			return run(a, cmd, (*ops.Service).DLQList, req, func(page ops.DLQList) error {

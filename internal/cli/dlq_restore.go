@@ -31,7 +31,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 			if err := refuseEmpty(cmd.Flags(), "queue", "kind", "error-class", "since", "until"); err != nil {
 				return err
 			}
-			if err := checkLimit(limit); err != nil {
+			if err := checkLimit(ops.OpDLQDiscarded, limit); err != nil {
 				return err
 			}
 			req := ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue, Kind: kind, ErrorClass: errorClass, Since: since, Until: until}, Limit: limit}

@@ -200,7 +200,7 @@ the same result as the MCP tool pgbus_queue_messages.`,
 			if err := refuseEmpty(cmd.Flags(), "state"); err != nil {
 				return err
 			}
-			if err := checkLimit(req.Limit); err != nil {
+			if err := checkLimit(ops.OpQueueMessages, req.Limit); err != nil {
 				return err
 			}
 			// The table shows no payloads: only --json asks for them.

@@ -275,10 +275,11 @@ func pageFlags(f *pflag.FlagSet, cursor *string, limit *int) {
 	f.IntVar(limit, "limit", ops.DefaultPageSize, fmt.Sprintf("per page, 1 to %d", ops.MaxPageSize))
 }
 
-// checkLimit checks a page's --limit before the database is opened.
-func checkLimit(limit int) error {
-	if limit < 1 || limit > ops.MaxPageSize {
-		return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxPageSize)}
+// checkLimit checks the --limit of list op before the database is
+// opened.
+func checkLimit(op string, limit int) error {
+	if err := ops.CheckLimit(op, limit); err != nil {
+		return usageError{flagWords(err, "limit")}
 	}
 	return nil
 }

@@ -122,6 +122,34 @@ func TestParityCLIAndMCP(t *testing.T) {
 		}
 		checkParityCase(t, tc.name, cliOut)
 	}
+	checkLimitParity(t, cliDB.env, c)
+}
+
+// checkLimitParity checks that a page size out of bounds, 0 included, is
+// refused by both front ends in the same words, each naming the argument
+// as its caller writes it, and saying how to reach more rows.
+func checkLimitParity(t *testing.T, env []string, c *client.Client) {
+	t.Helper()
+	cases := []struct {
+		cli  []string
+		tool string
+		args map[string]any
+		more string
+	}{
+		{[]string{"dlq", "list", "--limit", "0"}, "pgbus_dlq_list", map[string]any{"limit": 0}, "next cursor"},
+		{[]string{"dlq", "discarded", "--queue", "orders", "--limit", "101"}, "pgbus_dlq_discarded", map[string]any{"queue": "orders", "limit": 101}, "narrow the filters"},
+		{[]string{"audit", "--limit", "0"}, "pgbus_audit", map[string]any{"limit": 0}, "next cursor"},
+		{[]string{"queue", "messages", "orders", "--limit", "-3"}, "pgbus_queue_messages", map[string]any{"queue": "orders", "limit": -3}, "next cursor"},
+	}
+	for _, tc := range cases {
+		r := pgbus(t, env, append(tc.cli, "--json")...)
+		res := callToolRaw(t, c, tc.tool, tc.args)
+		e := decodeErrorJSON(t, r)
+		if r.code != 2 || !res.IsError || !strings.HasPrefix(e.Error, "--limit ") || !strings.Contains(e.Error, tc.more) ||
+			strings.TrimPrefix(e.Error, "--") != toolText(res) {
+			t.Errorf("pgbus %s and %s %v refuse the limit differently:\nCLI (exit %d): %s\nMCP: %s", strings.Join(tc.cli, " "), tc.tool, tc.args, r.code, e.Error, toolText(res))
+		}
+	}
 }
 
 // checkParityCase checks that the outcome both front ends agree on is the
