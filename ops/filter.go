@@ -284,13 +284,22 @@ func CheckLimit(op string, limit int) error {
 // bulkLimit applies the default and bounds of a retry or discard by
 // filter.
 func bulkLimit(limit int) (int, error) {
-	switch {
-	case limit == 0:
+	if limit == 0 {
 		return DefaultBulkLimit, nil
-	case limit < 0 || limit > MaxBulkLimit:
-		return 0, invalidf("limit %d is out of range; give 1 to %d (default %d), and call again for more", limit, MaxBulkLimit, DefaultBulkLimit)
 	}
-	return limit, nil
+	return limit, CheckBulkLimit(limit, MaxBulkLimit)
+}
+
+// CheckBulkLimit checks the most messages a retry or discard by filter
+// moves, as a caller gave it: 1 to most, which a front end may set below
+// MaxBulkLimit to move less in one call (a request's Limit reads 0 as
+// DefaultBulkLimit).
+func CheckBulkLimit(limit, most int) error {
+	most = min(most, MaxBulkLimit)
+	if limit >= 1 && limit <= most {
+		return nil
+	}
+	return fieldf("limit", "%d is out of range; give 1 to %d, and call again for more", limit, most)
 }
 
 // checkIDs validates the ids of a retry or discard, dropping repeats.

@@ -82,8 +82,5 @@ func bulkLimit(f DeadFilter, limit *int, op string) (int, error) {
 	if limit == nil {
 		return 0, fixf("limit is required with filters: pass the most messages to %s (1 to %d); pgbus_dlq_list with the same filters shows what matches", op, maxBulk)
 	}
-	if *limit < 1 || *limit > maxBulk {
-		return 0, fixf("limit %d is out of range; pass 1 to %d, and call again for more", *limit, maxBulk)
-	}
-	return *limit, nil
+	return *limit, ops.CheckBulkLimit(*limit, maxBulk)
 }

@@ -98,7 +98,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"redaction marker in retry payload", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", `{"order_id": 42, "card": "[REDACTED]"}`}, "",
 			"marker [REDACTED] in 1 place ($.card), so it would send the marker instead of the hidden values: replace the [REDACTED] values with the real ones"},
 		{"list limit too big", []string{"dlq", "list", "--limit", "1000"}, "", "--limit"},
-		{"retry-all limit too big", []string{"dlq", "retry-all", "--limit", "100000000", "--yes"}, "", "--limit"},
+		{"retry-all limit too big", []string{"dlq", "retry-all", "--limit", "100000000", "--yes"}, "", "--limit 100000000 is out of range; give 1 to 100000, and call again for more"},
 		{"bad reason", []string{"dlq", "list", "--reason", "bored"}, "", "reason"},
 		{"bad since", []string{"dlq", "summary", "--since", "last tuesday"}, "", `since "last tuesday": give an RFC 3339 time`},
 		{"bad until", []string{"dlq", "list", "--until", "30 days"}, "", `until "30 days"`},

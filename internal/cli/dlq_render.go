@@ -346,8 +346,8 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 
 // checkBulkLimit checks the --limit of a bulk operation.
 func checkBulkLimit(limit int) error {
-	if limit < 1 || limit > ops.MaxBulkLimit {
-		return usageError{fmt.Errorf("--limit %d: pass 1 to %d", limit, ops.MaxBulkLimit)}
+	if err := ops.CheckBulkLimit(limit, ops.MaxBulkLimit); err != nil {
+		return usageError{flagWords(err, "limit")}
 	}
 	return nil
 }
