@@ -45,6 +45,13 @@ const (
 	KindFailed = "failed"
 )
 
+// Kinds returns every Kind word, KindUsage included: all that a front end
+// may give as an error's kind, for its tests and its documentation.
+func Kinds() []string {
+	return []string{KindUsage, KindInvalid, KindReadOnly, KindNotFound, KindChanged, KindNotAsked,
+		KindUnavailable, KindStopped, KindSchema, KindPermission, KindFailed}
+}
+
 // ErrorKind returns the kind of err, one of the Kind words but KindUsage:
 // the class it wraps, whichever operation or layer it came from. A
 // cancellation comes first, as it is the caller's doing whatever the call

@@ -3,6 +3,12 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/ops"
@@ -39,5 +45,36 @@ func TestErrorKind(t *testing.T) {
 		} else if got := ops.ErrorKind(c.err); got != c.want {
 			t.Errorf("%s: ErrorKind(%v) = %q, want %q", name, c.err, got, c.want)
 		}
+	}
+}
+
+// Kinds lists every Kind constant kind.go declares, and nothing else, so
+// that a front end checking its kinds against it checks them against the
+// documented words.
+func TestKindsAreTheKindConstants(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "kind.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for i, name := range spec.(*ast.ValueSpec).Names {
+				if lit, ok := spec.(*ast.ValueSpec).Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Kind") {
+					word, _ := strconv.Unquote(lit.Value)
+					declared = append(declared, word)
+				}
+			}
+		}
+	}
+	got := slices.Sorted(slices.Values(ops.Kinds()))
+	slices.Sort(declared)
+	if len(declared) == 0 || !slices.Equal(got, declared) {
+		t.Errorf("Kinds() = %v, want the Kind constants of kind.go: %v", got, declared)
 	}
 }
