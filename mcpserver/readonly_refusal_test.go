@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,8 +120,35 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		if strings.Contains(text, "hunter2") {
 			t.Errorf("%s(%v): the answer shows a secret of the payload: %q", tc.tool, tc.args, text)
 		}
+		checkRefusalMeta(t, res, tc.tool, tc.command)
 	}
 	if after := world(); after != before {
 		t.Fatalf("a read-only server changed the database:\nbefore: %s\nafter:  %s", before, after)
+	}
+}
+
+// checkRefusalMeta checks the data of a refusal in its _meta: kind
+// read_only and one next step, the command its text ends with (before
+// why it is that command), with no secret of the call.
+func checkRefusalMeta(t *testing.T, res *mcp.CallToolResult, tool, command string) {
+	t.Helper()
+	var m struct {
+		Kind string `json:"kind"`
+		Next []struct {
+			Command string `json:"command"`
+			Why     string `json:"why"`
+		} `json:"next"`
+	}
+	if res.Meta == nil {
+		t.Errorf("%s: the refusal has no _meta", tool)
+		return
+	}
+	raw, _ := json.Marshal(res.Meta.AdditionalFields["pgbus/error"])
+	if err := json.Unmarshal(raw, &m); err != nil || m.Kind != ops.KindReadOnly || len(m.Next) != 1 || strings.Contains(string(raw), "hunter2") {
+		t.Errorf("%s: _meta pgbus/error %s (%v); want kind read_only, one next step and no secret", tool, raw, err)
+		return
+	}
+	if n := m.Next[0]; n.Why == "" || (command != n.Command && !strings.HasPrefix(command, n.Command+" (")) {
+		t.Errorf("%s: next step %+v; want the command %q and why", tool, n, command)
 	}
 }

@@ -75,15 +75,27 @@ func refusing[In any](t mcp.Tool, op string, call func(In) (ops.Hint, error)) se
 // tool: what happened, and what the agent can do about it, which is to
 // pass on the command h renders to.
 func refusal(tool string, h ops.Hint) *mcp.CallToolResult {
-	command := vocab.CommandName(h.Op)
+	command, why := vocab.CommandName(h.Op), ""
 	if len(h.Args) > 0 {
 		if full := vocab.Command(h); len(full) <= maxRefusalCommand {
-			command = full
-			if h.Why != "" {
-				command += " (" + h.Why + ")"
-			}
+			command, why = full, h.Why
 		}
 	}
-	text, _ := ops.RedactText(tool + " is not available: this server is read-only (pgbus serve --read-only), and nothing was changed. Tell the user; an operator can run: " + command)
-	return mcp.NewToolResultError(text)
+	said := command
+	if why != "" {
+		said += " (" + why + ")"
+	}
+	text, _ := ops.RedactText(tool + " is not available: this server is read-only (pgbus serve --read-only), and nothing was changed. Tell the user; an operator can run: " + said)
+	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindReadOnly, Next: []nextCall{commandCall(command, refusedWhy(why))}})
+}
+
+// refusedWhy is why the step of a refusal is a command, after what it
+// does (why), as a read-only server's hints to write tools say it.
+func refusedWhy(why string) string {
+	const readOnly = "this server is read-only: ask an operator to run the command"
+	if why == "" {
+		return readOnly
+	}
+	why, _ = ops.RedactText(why + " (" + readOnly + ")")
+	return why
 }

@@ -55,10 +55,11 @@ func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
 // arguments, unknown queues or messages) pass their message, which says
 // what to do; other errors say the server could not finish. Either may
 // quote what a database or a downstream said, so its secrets are hidden
-// as in every other output.
+// as in every other output. Its _meta says the same as data
+// (ErrorMetaKey).
 func errorResult(err error, readOnly bool) *mcp.CallToolResult {
 	text, _ := ops.RedactText(errorText(err, readOnly))
-	return mcp.NewToolResultError(text)
+	return withErrorMeta(mcp.NewToolResultError(text), errorMetaOf(err, readOnly))
 }
 
 func errorText(err error, readOnly bool) string {
