@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/ops"
 )
 
 // The README's Go section is the code of Example_goAPI, which go test
@@ -297,5 +299,24 @@ func TestREADMENamesEveryFuzzTarget(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no fuzz target found; is the pattern still right?")
+	}
+}
+
+// The README's account of a tool error's data names every kind word it
+// can carry.
+func TestREADMENamesEveryToolErrorKind(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(readme), "under `pgbus/error`")
+	text, _, _ = strings.Cut(text, "output schema.")
+	if !ok {
+		t.Fatal("README.md does not describe the _meta of tool errors (under `pgbus/error`)")
+	}
+	for _, kind := range ops.Kinds() {
+		if !strings.Contains(text, "`"+kind+"`") {
+			t.Errorf("README.md's account of tool errors does not name the kind %s", kind)
+		}
 	}
 }

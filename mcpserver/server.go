@@ -126,6 +126,8 @@ How to investigate:
 4. Then act: pgbus_dlq_retry puts messages back on their queue (by ids, or by a filter), pgbus_dlq_discard moves messages that should never run to the DLQ's archive; by filter, call with dry_run: true first and pass its expect to the real call.
 Live queues, workers and circuit breakers: pgbus_queue_stats, pgbus_queue_messages, pgbus_workers, pgbus_circuits. Write calls made so far: pgbus_audit.
 
+A tool error says what went wrong and what to call next; its _meta "pgbus/error" gives the same as data: kind (not_found, invalid, usage, changed, read_only, unavailable, ...) and next, the tools to call with their arguments.
+
 Payloads are hidden unless the server runs with --allow-payloads and the call passes include_payload: true; values under keys like password, token or secret stay redacted.
 Resources: pgbus://queues, pgbus://queues/{queue}/stats and pgbus://dlq/{queue}/{msg_id}; subscribe to the first two to be told when they change. Prompt: investigate_dead_letters walks through an investigation.`)
 	if readOnly {
