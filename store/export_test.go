@@ -51,3 +51,9 @@ func SetPurgeBatch(tb testing.TB, n int) {
 	purgeBatch = n
 	tb.Cleanup(func() { purgeBatch = old })
 }
+
+// ListDiscardedSQL is ListDiscarded's query and its arguments, to be
+// explained.
+func ListDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) {
+	return listDiscardedSQL(dlq, f, limit)
+}
