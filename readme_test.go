@@ -320,3 +320,27 @@ func TestREADMENamesEveryToolErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// The README's statement that builds migration 19's index beforehand,
+// without blocking writes, is the migration's own with CONCURRENTLY: the
+// migration finds the index by its name alone, so a statement that
+// drifted from it would leave the look-up the index serves without it.
+func TestREADMEBuildsTheRetryNoteIndexAsMigration19Does(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	migration, err := os.ReadFile(filepath.Join("schema", "0019_retry_note_index.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stmt, ok := strings.Cut(string(migration), "\nCREATE INDEX ")
+	if !ok {
+		t.Fatal("migration 19 has no CREATE INDEX statement")
+	}
+	words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	want := words("CREATE INDEX CONCURRENTLY " + stmt)
+	if !strings.Contains(words(string(readme)), want) {
+		t.Errorf("README.md does not give migration 19's index as %q", want)
+	}
+}

@@ -70,13 +70,22 @@ type RestoreReport struct {
 // the history under the DLQ and its id; an original kept before that
 // mark was written has no history there (the retry took it along) and
 // is named by the note the retry left on the corrected message, while
-// that message is still known. The CASE evaluates in order, so the note,
-// which no index finds, is looked for only for rows without history.
+// that message is still known. The CASE evaluates in order, so the note
+// is looked for only for rows without history.
+//
+// The note begins with $3, the id and ')'. PostgreSQL takes starts_with
+// to an index only for a constant prefix, so the note is looked up in the
+// index of migration 19 (failures_payload_replaced_idx: the notes' first
+// 256 characters in byte order) as a range: the texts from that beginning
+// up to the same ending in '*', the character after ')', are those that
+// begin so. starts_with says it of the whole message.
 const sqlRetryOriginal = `CASE
 	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id
 		AND f.error_class = '` + PayloadReplacedClass + `') THEN true
 	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id) THEN false
 	ELSE EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.error_class = '` + PayloadReplacedClass + `'
+		AND left(f.error_message, 256) COLLATE "C" >= ($3::text || a.msg_id || ')')
+		AND left(f.error_message, 256) COLLATE "C" < ($3::text || a.msg_id || '*')
 		AND starts_with(f.error_message, $3::text || a.msg_id || ')'))
 	END`
 
@@ -210,11 +219,8 @@ func (s *Store) restoreSort(ctx context.Context, tx pgx.Tx, dlq string, ids []in
 	if _, err := tx.Exec(ctx, `SELECT msg_id FROM `+archiveTable(dlq)+` WHERE msg_id = ANY($1) ORDER BY msg_id FOR UPDATE`, ids); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, `SELECT t.id,
-			(SELECT `+sqlRetryOriginal+` FROM `+archiveTable(dlq)+` a WHERE a.msg_id = t.id),
-			EXISTS (SELECT 1 FROM `+queueTable(dlq)+` q WHERE q.msg_id = t.id)
-		FROM unnest($1::bigint[]) AS t(id)
-		ORDER BY t.id`, ids, dlq, replacedNotePrefix(dlq))
+	sql, args := restoreSortSQL(dlq, ids)
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +243,17 @@ func (s *Store) restoreSort(ctx context.Context, tx pgx.Tx, dlq string, ids []in
 		return nil
 	})
 	return ok, err
+}
+
+// restoreSortSQL is restoreSort's query: for each of ids, whether its
+// archived row is the original of a retry with a corrected payload (NULL
+// when it is not archived) and whether it is in the DLQ.
+func restoreSortSQL(dlq string, ids []int64) (string, []any) {
+	return `SELECT t.id,
+			(SELECT ` + sqlRetryOriginal + ` FROM ` + archiveTable(dlq) + ` a WHERE a.msg_id = t.id),
+			EXISTS (SELECT 1 FROM ` + queueTable(dlq) + ` q WHERE q.msg_id = t.id)
+		FROM unnest($1::bigint[]) AS t(id)
+		ORDER BY t.id`, []any{ids, dlq, replacedNotePrefix(dlq)}
 }
 
 // restoreRows moves the archived rows of ids into the DLQ with their own

@@ -106,6 +106,93 @@ func TestRestoreRefusesRetryOriginal(t *testing.T) {
 	wantCounted(t, s, dlq, 0)
 }
 
+// For an archived message with no failure history under its DLQ, dlq
+// discarded and dlq restore look up the note of a retry with a corrected
+// payload by its beginning in the index of such notes
+// (failures_payload_replaced_idx), where they read the whole failure
+// history, millions of rows perhaps, once per message. Sequential scans
+// are turned off so that the plan does not depend on the table's size:
+// with no index to serve, PostgreSQL still reads the whole table. The
+// index also takes a note longer than an index entry holds: it keeps each
+// note's beginning only.
+func TestRetryOriginalNoteIsFoundByIndex(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: its indexes as this pgbus's migrations leave them
+	dlq := store.DLQName(newQueue(t, s))
+	mustExec(t, s, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
+		SELECT $1::text, 1, 0, $2::text, string_agg(md5(g::text), '') FROM generate_series(1, 2048) AS g`, dlq, store.PayloadReplacedClass)
+	list, listArgs := store.ListDiscardedSQL(dlq, store.DiscardedFilter{}, 10)
+	restore, restoreArgs := store.RestoreSortSQL(dlq, []int64{1, 2})
+	for _, q := range []struct {
+		what string
+		sql  string
+		args []any
+	}{{"dlq discarded", list, listArgs}, {"dlq restore", restore, restoreArgs}} {
+		scans := planScans(t, s, q.sql, q.args...)
+		if slices.Contains(scans, "Seq Scan on failures") || !noteByIndex(scans) {
+			t.Errorf("%s is planned with the scans %q; want the note looked up in failures_payload_replaced_idx by its beginning, and no Seq Scan on failures", q.what, scans)
+		}
+	}
+}
+
+// planScans explains sql with sequential scans turned off and returns the
+// scans of its plan, each as "Node Type on relation using index where
+// condition" (a bitmap index scan names no relation).
+func planScans(t *testing.T, s *store.Store, sql string, args ...any) []string {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var plan []struct{ Plan planNode }
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+sql, args...).Scan(&plan); err != nil || len(plan) != 1 {
+		t.Fatalf("explain: %d plans, %v", len(plan), err)
+	}
+	var scans []string
+	var walk func(planNode)
+	walk = func(n planNode) {
+		if n.Relation != "" || n.Index != "" {
+			scan := n.Type
+			if n.Relation != "" {
+				scan += " on " + n.Relation
+			}
+			if n.Index != "" {
+				scan += " using " + n.Index
+			}
+			if n.Cond != "" {
+				scan += " where " + n.Cond
+			}
+			scans = append(scans, scan)
+		}
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(plan[0].Plan)
+	return scans
+}
+
+// noteByIndex reports whether scans (of planScans) look a note of a retry
+// with a corrected payload up by its beginning in the index of the notes.
+func noteByIndex(scans []string) bool {
+	return slices.ContainsFunc(scans, func(scan string) bool {
+		return strings.Contains(scan, " using failures_payload_replaced_idx where ")
+	})
+}
+
+// planNode is a node of a plan EXPLAIN (FORMAT JSON) gives.
+type planNode struct {
+	Type     string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Cond     string     `json:"Index Cond"`
+	Plans    []planNode `json:"Plans"`
+}
+
 // Bad input is refused before anything is read: an unknown queue, no
 // ids, too many, ids not positive.
 func TestRestoreDeadRejectsBadInput(t *testing.T) {
@@ -180,5 +267,31 @@ func mustExec(t *testing.T, s *store.Store, sql string, args ...any) {
 	t.Helper()
 	if _, err := s.Pool().Exec(testContext(t), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// On a failure history too large to block its writes while migration 19
+// builds its index, the index is built beforehand with the migration's
+// statement and CONCURRENTLY, as the README says: the migration then
+// applies, building nothing more, and the note is looked up in that index.
+func TestMigrationKeepsTheRetryNoteIndexBuiltBeforehand(t *testing.T) {
+	url, all := databaseAtVersion(t, 18)
+	_, stmt, ok := strings.Cut(all[18].SQL, "\nCREATE INDEX ")
+	if !ok || !strings.Contains(stmt, "failures_payload_replaced_idx") {
+		t.Fatalf("migration 19 (%s) no longer creates failures_payload_replaced_idx", all[18].Name)
+	}
+	if _, err := connect(t, url, "").Exec(testContext(t), "CREATE INDEX CONCURRENTLY "+stmt); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url)
+	if st, err := s.Migrate(testContext(t)); err != nil || st.Applied != len(all)-18 {
+		t.Fatalf("migrate = %+v, %v; want %d applied", st, err, len(all)-18)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pg_index WHERE indrelid = 'pgbus.failures'::regclass AND indisvalid`); n != 3 {
+		t.Fatalf("pgbus.failures has %d valid indexes, want 3: its key, failures_message_idx and failures_payload_replaced_idx", n)
+	}
+	list, args := store.ListDiscardedSQL(store.DLQName(newQueue(t, s)), store.DiscardedFilter{}, 10)
+	if scans := planScans(t, s, list, args...); !noteByIndex(scans) {
+		t.Fatalf("dlq discarded is planned with the scans %q; want the note looked up in failures_payload_replaced_idx", scans)
 	}
 }

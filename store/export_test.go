@@ -57,3 +57,7 @@ func SetPurgeBatch(tb testing.TB, n int) {
 func ListDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) {
 	return listDiscardedSQL(dlq, f, limit)
 }
+
+// RestoreSortSQL is the query by which RestoreDead sorts ids into those it
+// restores and those it refuses, and its arguments, to be explained.
+func RestoreSortSQL(dlq string, ids []int64) (string, []any) { return restoreSortSQL(dlq, ids) }
