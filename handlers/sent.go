@@ -76,12 +76,16 @@ const (
 // tokenSegment reports whether seg, a percent-decoded segment of a url's
 // path, looks like a token.
 func tokenSegment(seg string) bool {
-	if utf8.RuneCountInString(seg) < pathTokenChars || strings.Contains(seg, ".") {
-		return false
-	}
+	return utf8.RuneCountInString(seg) >= pathTokenChars && !strings.Contains(seg, ".") && tokenRun(seg)
+}
+
+// tokenRun reports whether s has a run of tokenRunChars letters and
+// digits or more that mixes both, as a token has and words, numbers,
+// dates and versions have not.
+func tokenRun(s string) bool {
 	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
 	isLetter := func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }
-	runs := strings.FieldsFunc(seg, func(r rune) bool { return !isDigit(r) && !isLetter(r) })
+	runs := strings.FieldsFunc(s, func(r rune) bool { return !isDigit(r) && !isLetter(r) })
 	return slices.ContainsFunc(runs, func(run string) bool {
 		return len(run) >= tokenRunChars && strings.IndexFunc(run, isDigit) >= 0 && strings.IndexFunc(run, isLetter) >= 0
 	})
@@ -211,10 +215,25 @@ func (s *sentSecrets) addEnv(name, value string) {
 // X-Api-Key); the -H of grep and its kin (searchFlag) gives none. An
 // assignment at a command position (commandWords: TOKEN=... deliver, env
 // TOKEN=... deliver, export TOKEN=...) is one as the exec handler's env
-// is (addEnv). An argument holding blanks is also read as a shell command
-// ([sh, -c, "curl -H 'Authorization: Bearer 3f9c...' ..."]): its simple
-// commands (shellCommands) are commands to these rules too.
-func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
+// is (addEnv).
+//
+// An argument that a program before it runs as a shell command (shellArgs:
+// what follows the -c of sh, bash, dash, zsh, ksh, ash and the other
+// shells, of su, runuser, flock and script, sudo's -s or -i, env's -S,
+// ssh's remote command, the words of watch and eval) is read as one
+// ([sh, -c, "curl -H 'Authorization: Bearer 3f9c...' ..."]), whether it
+// holds blanks or not: its simple commands (shellCommands) are commands
+// to these rules too. So is any other argument holding blanks, which may
+// be a command a program runs in ways no list names (a wrapper's
+// argument); but it is more often a message (--message "msg=Deployment
+// done", "status=Deployment finished"), whose words hiding would make the
+// failure harder to read: an assignment at a command position in it is a
+// secret only when its name is not a plain setting's (plainEnv) and
+// either looks like a secret's key (API_TOKEN=...) or gives a value that
+// looks like a token (tokenRun: ACME_CRED=Cr5Kd8Lw2Mq4). The other rules
+// read it as they read a shell command. A shell command in such an
+// argument (sh -c '...' within a wrapper's argument) is read as one.
+func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0, false) }
 
 // maxShellDepth is how many shell commands within one another addArgs
 // reads (sh -c "ssh host 'curl -H ...'" is two): enough for commands
@@ -222,9 +241,10 @@ func (s *sentSecrets) addArgs(args []string) { s.addWords(args, 0) }
 const maxShellDepth = 4
 
 // addWords is addArgs for the words of a simple command depth deep in
-// another.
-func (s *sentSecrets) addWords(args []string, depth int) {
-	for _, a := range secretArgs(args) {
+// another; loose says they are the words of an argument no program is
+// known to run as a shell command (see addArgs).
+func (s *sentSecrets) addWords(args []string, depth int, loose bool) {
+	for _, a := range secretArgs(args, loose) {
 		switch {
 		case a.url != nil:
 			s.addURL(a.url)
@@ -234,13 +254,28 @@ func (s *sentSecrets) addWords(args []string, depth int) {
 			s.add(a.value)
 		}
 	}
-	for _, a := range args {
-		if depth < maxShellDepth && strings.ContainsAny(a, shellBlanks) {
-			for _, words := range shellCommands(a) {
-				s.addWords(words, depth+1)
+	for i, run := range shellArgs(args) {
+		if readsCommand(args[i], run, depth) {
+			for _, words := range shellCommands(args[i][max(run, 0):]) {
+				s.addWords(words, depth+1, run < 0)
 			}
 		}
 	}
+}
+
+// readsCommand reports whether arg, a word of a simple command depth deep
+// in another, is read as a shell command (see addArgs): one a program
+// runs, from run (shellArgs), or else one holding blanks, run being -1.
+func readsCommand(arg string, run, depth int) bool {
+	return depth < maxShellDepth && (run >= 0 || strings.ContainsAny(arg, shellBlanks))
+}
+
+// secretAssignment reports whether an assignment name=value at a command
+// position gives a secret: as the env option's value does (addEnv), or,
+// loose, only when the name or the value also looks like a secret's (see
+// addArgs).
+func secretAssignment(name, value string, loose bool) bool {
+	return !plainEnv(name) && (!loose || redact.IsSecretKey(name) || tokenRun(value))
 }
 
 // urlArg is arg read as a URL (scheme://host...), or nil when it is none.
@@ -268,12 +303,12 @@ type secretArg struct {
 
 // secretArgs lists the arguments of a simple command that are a URL, a
 // header, an assignment or the value of an option named like a secret's
-// key, whose value is a secret (see addArgs).
-func secretArgs(args []string) []secretArg {
+// key, whose value is a secret (see addArgs); loose is addWords'.
+func secretArgs(args []string, loose bool) []secretArg {
 	program, assigns := commandWords(args)
 	var out []secretArg
 	for _, i := range assigns {
-		if name, value, _ := strings.Cut(args[i], "="); !plainEnv(name) {
+		if name, value, _ := strings.Cut(args[i], "="); secretAssignment(name, value, loose) {
 			out = append(out, secretArg{i: i, value: value})
 		}
 	}
@@ -301,10 +336,11 @@ func secretArgs(args []string) []secretArg {
 // takes hidden, whatever their length, a value by redact.Marker (of an
 // option, a header, an assignment) and a URL as quotedURL quotes it.
 // Where two hide parts of one argument (an option's value that is also a
-// URL or a header), the one that hides more is shown.
-func quotedArgs(args []string) []string {
+// URL or a header), the one that hides more is shown. loose is
+// addWords'.
+func quotedArgs(args []string, loose bool) []string {
 	out := slices.Clone(args)
-	for _, a := range secretArgs(args) {
+	for _, a := range secretArgs(args, loose) {
 		q := quotedURL(args[a.i])
 		if a.url == nil {
 			q = strings.TrimSuffix(args[a.i], a.value) + redact.Marker

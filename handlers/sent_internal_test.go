@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"net/url"
 	"reflect"
 	"slices"
@@ -11,9 +12,10 @@ import (
 
 // The help of headers and env, which pgbus help config shows, names every
 // header and variable whose value is no secret, that of command the
-// programs whose -H gives no header and those after which an assignment
-// is read, and each the shortest value hidden: it is written out by hand,
-// and must not drift from the rules.
+// programs whose -H gives no header, those after which an assignment is
+// read and those that run an argument as a shell command, and each the
+// shortest value hidden: it is written out by hand, and must not drift
+// from the rules.
 func TestSentSecretRulesAreDocumented(t *testing.T) {
 	help := func(options any, field string) string {
 		f, _ := reflect.TypeOf(options).FieldByName(field)
@@ -36,10 +38,13 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 			t.Errorf("the help of url does not say %q: %s", rule, u)
 		}
 	}
-	for _, word := range slices.Concat(searchPrograms, envRunners, declareBuiltins) {
+	for _, word := range slices.Concat(searchPrograms, envRunners, declareBuiltins, slices.Collect(maps.Keys(shellRunnerOf))) {
 		if !strings.Contains(command, " "+word) {
 			t.Errorf("the help of command does not name %s: %s", word, command)
 		}
+	}
+	if rule := "a run of " + strconv.Itoa(tokenRunChars) + " letters and digits or more mixing both"; !strings.Contains(command, rule) {
+		t.Errorf("the help of command does not say %q: %s", rule, command)
 	}
 	for what, doc := range map[string]string{"headers": headers, "env": env, "command": command} {
 		if !strings.Contains(doc, "shorter than "+strconv.Itoa(MinSentSecret)+" characters") {

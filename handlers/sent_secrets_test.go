@@ -467,3 +467,49 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// An argument holding blanks that no shell runs (a message for the
+// program: "msg=Deployment done") makes no secret of a word it assigns
+// under a plain name: the command saying it back in its error keeps it
+// readable in the dead-letter block and the failure history. A value
+// named like a secret's key, or shaped like a token, is hidden there
+// still; and in what a shell does run (the command after sh -c, ssh's
+// remote command) every assignment is read as the env option's values
+// are, the plain word too.
+func TestMessageArgumentsKeepTheirWords(t *testing.T) {
+	const (
+		word      = "Deployment"
+		apiToken  = "At3f9cAbc7Qx"
+		tokenLike = "Cr5Kd8Lw2Mq4"
+	)
+	s := sharedStore(t)
+	dir := t.TempDir()
+	// A program that fails saying its arguments back, and an ssh that
+	// does so too, as a remote command saying what it was given would.
+	say := writeScript(t, dir, "notify", "printf 'refused: %s\\n' \"$*\" >&2\nexit 3\n")
+	ssh := writeScript(t, dir, "ssh", "printf 'refused: %s\\n' \"$*\" >&2\nexit 3\n")
+	execs := []struct {
+		what           string
+		command        []any
+		secrets, plain []string
+		queue          string
+		id             int64
+	}{
+		{what: "a message option", command: []any{"/bin/sh", say, "--message", "msg=" + word + " done"},
+			plain: []string{"msg=" + word + " done"}},
+		{what: "messages with secrets", command: []any{"/bin/sh", say, "status=" + word + " finished", "API_TOKEN=" + apiToken + " sent", "note=" + tokenLike + " rotated"},
+			secrets: []string{apiToken, tokenLike}, plain: []string{"status=" + word + " finished"}},
+		{what: "sh -c", command: []any{"/bin/sh", "-c", fmt.Sprintf(`BILLING_NOTE=%s; /bin/sh %s "$BILLING_NOTE"`, word, say)},
+			secrets: []string{word}, plain: []string{"refused: " + ops.Redacted}},
+		{what: "ssh's remote command", command: []any{"/bin/sh", ssh, "deploy@host", "BILLING_NOTE=" + word + " ./deliver"},
+			secrets: []string{word}, plain: []string{"refused: deploy@host BILLING_NOTE=" + ops.Redacted + " ./deliver"}},
+	}
+	for i := range execs {
+		execs[i].queue, execs[i].id = deadLetterByExec(t, s, execs[i].command)
+	}
+
+	for _, h := range execs {
+		_, dlqIDs := deadBlocksOf(t, s, h.queue)
+		wantHiddenKept(t, h.what, storedTexts(t, s, h.queue, dlqIDs[h.id]), h.secrets, h.plain)
+	}
+}

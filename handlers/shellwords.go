@@ -218,3 +218,93 @@ func assignment(word string) bool {
 	name, _, ok := strings.Cut(word, "=")
 	return ok && validEnvName(name)
 }
+
+// A shellRunner is a program that runs an argument as a shell command:
+// those after the option that gives one (a letter of a short option, alone
+// or in a cluster such as -ec, or a long option, --command CMD or
+// --command=CMD), or, when it has no such option, any.
+type shellRunner struct {
+	letters string
+	long    []string
+}
+
+var (
+	dashC       = shellRunner{letters: "c"}
+	dashCommand = shellRunner{letters: "c", long: []string{"--command"}}
+	anyArgument = shellRunner{}
+	// shellRunnerOf names the programs that run an argument as a shell
+	// command, by the base name of their path.
+	shellRunnerOf = map[string]shellRunner{
+		// The shells.
+		"sh": dashC, "bash": dashC, "dash": dashC, "zsh": dashC, "ksh": dashC, "ksh93": dashC, "mksh": dashC,
+		"pdksh": dashC, "oksh": dashC, "lksh": dashC, "ash": dashC, "yash": dashC, "posh": dashC,
+		"csh": dashC, "tcsh": dashC, "fish": dashCommand,
+		// Programs that hand their command to a shell.
+		"su": dashCommand, "runuser": dashCommand, "flock": dashCommand, "script": dashCommand,
+		"sudo": {letters: "is", long: []string{"--shell", "--login"}},
+		// env -S splits its argument into env's own (env -S 'A=1 prog').
+		"env": {letters: "S", long: []string{"--split-string"}},
+		// A remote command, a command to repeat, a word eval runs.
+		"ssh": anyArgument, "autossh": anyArgument, "watch": anyArgument, "eval": anyArgument,
+		"parallel": anyArgument, "tmux": anyArgument,
+	}
+)
+
+// gives reports whether opt, a word after the runner, is its option that
+// gives a shell command.
+func (r shellRunner) gives(opt string) bool {
+	if slices.Contains(r.long, opt) {
+		return true
+	}
+	cluster, short := strings.CutPrefix(opt, "-")
+	isLetter := func(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	return short && cluster != "" && strings.IndexFunc(cluster, func(c rune) bool { return !isLetter(c) }) < 0 &&
+		strings.ContainsAny(cluster, r.letters)
+}
+
+// join makes r a runner of o's options too.
+func (r *shellRunner) join(o shellRunner) {
+	for _, c := range o.letters {
+		if !strings.ContainsRune(r.letters, c) {
+			r.letters += string(c)
+		}
+	}
+	for _, l := range o.long {
+		if !slices.Contains(r.long, l) {
+			r.long = append(r.long, l)
+		}
+	}
+}
+
+// shellArgs reads which words of a simple command a program before them
+// runs as a shell command (shellRunnerOf): for each, where in it the
+// command starts, or -1 when none does. They are the words after the
+// runner's option that gives one, wherever it comes after the runner
+// (bash -o pipefail -c ..., sudo -u app bash -lc ...), or after a runner
+// with no such option (ssh host ...), and a word that gives one to the
+// runner's long option after = (su --command=...), from there. Where it
+// is not sure which word is the command, it takes every word after the
+// option: a shell's $0 and arguments too, which only hides more.
+func shellArgs(args []string) []int {
+	out := make([]int, len(args))
+	var seen shellRunner // the options of the runners seen so far
+	all := false
+	for i, a := range args {
+		out[i] = -1
+		if all {
+			out[i] = 0
+			continue
+		}
+		for _, long := range seen.long {
+			if rest, found := strings.CutPrefix(a, long+"="); found {
+				out[i] = len(a) - len(rest)
+			}
+		}
+		r, runner := shellRunnerOf[path.Base(a)]
+		all = seen.gives(a) || runner && r.letters == "" && len(r.long) == 0
+		if runner {
+			seen.join(r)
+		}
+	}
+	return out
+}

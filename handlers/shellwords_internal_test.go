@@ -171,3 +171,71 @@ func TestSearchFlagIsNoHeader(t *testing.T) {
 		}
 	}
 }
+
+// A program runs an argument as a shell command after its option that
+// gives one (a shell's -c, alone, in a cluster or after other options;
+// su's --command, given whole or after =), or, when it has none (ssh,
+// watch, eval), wherever it comes; no other argument is one.
+func TestShellArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []int
+	}{
+		{[]string{"/bin/sh", "-c", "run"}, []int{-1, -1, 0}},
+		{[]string{"bash", "-o", "pipefail", "-ec", "run"}, []int{-1, -1, -1, -1, 0}},
+		{[]string{"sudo", "-u", "app", "/usr/bin/bash", "-lc", "run"}, []int{-1, -1, -1, -1, -1, 0}},
+		// Its $0 and arguments: not sure which is the command, so taken.
+		{[]string{"sh", "-c", "run", "name", "arg one"}, []int{-1, -1, 0, 0, 0}},
+		{[]string{"su", "app", "--command", "run"}, []int{-1, -1, -1, 0}},
+		{[]string{"flock", "/run/lock", "--command=run it"}, []int{-1, -1, len("--command=")}},
+		{[]string{"sudo", "-i", "run it"}, []int{-1, -1, 0}},
+		{[]string{"ssh", "-i", "/etc/key", "deploy@host", "cd /srv && run"}, []int{-1, 0, 0, 0, 0}},
+		{[]string{"bash", "/srv/deliver.sh", "msg=Deployment done"}, []int{-1, -1, -1}},
+		{[]string{"bash", "--noprofile", "msg=Deployment done"}, []int{-1, -1, -1}},
+		{[]string{"notify", "--message", "msg=Deployment done"}, []int{-1, -1, -1}},
+		{[]string{"grep", "-c", "a b"}, []int{-1, -1, -1}},
+		{[]string{"bash", "--command=x", "a b"}, []int{-1, -1, -1}}, // bash has no --command
+	} {
+		if got := shellArgs(c.args); !slices.Equal(got, c.want) {
+			t.Errorf("shellArgs(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// In an argument that no program is known to run as a shell command (a
+// message), an assignment at a command position gives a secret only when
+// its name looks like a secret's key or its value like a token: a plain
+// word stays shown. In one a program runs as a shell command (sh -c, ssh,
+// su), blanks or not, and in a shell command within a message, the env
+// option's rule holds.
+func TestMessageAssignmentSecretRules(t *testing.T) {
+	const word = "Deployment"
+	for _, c := range []struct {
+		what   string
+		args   []string
+		hidden bool
+	}{
+		{"a message option", []string{"notify", "--message", "msg=" + word + " done"}, false},
+		{"a message argument", []string{"logger", "status=" + word + " finished"}, false},
+		{"a shell script's argument", []string{"bash", "/srv/deliver.sh", "msg=" + word + " done"}, false},
+		{"a message in a shell command", []string{"sh", "-c", "notify --message 'msg=" + word + " done'"}, false},
+		{"a name like a secret's key", []string{"notify", "API_TOKEN=" + word + " sent"}, true},
+		{"sh -c", []string{"sh", "-c", "NOTE=" + word + " run"}, true},
+		{"sh -c without blanks", []string{"sh", "-c", "NOTE=" + word + ";run"}, true},
+		{"bash -c after other options", []string{"sudo", "-u", "app", "bash", "-o", "pipefail", "-lc", "NOTE=" + word + " run"}, true},
+		{"ssh's remote command", []string{"ssh", "-i", "/etc/key", "deploy@host", "cd /srv && NOTE=" + word + " ./run"}, true},
+		{"su --command=", []string{"su", "app", "--command=NOTE=" + word + " run"}, true},
+		{"a shell command in a message", []string{"wrapper", "--then", "sh -c 'NOTE=" + word + " run'"}, true},
+	} {
+		var s sentSecrets
+		s.addArgs(c.args)
+		if got := s.hideString(word) != word; got != c.hidden {
+			t.Errorf("%s: %q hides %s: %v, want %v", c.what, c.args, word, got, c.hidden)
+		}
+	}
+	var s sentSecrets
+	s.addArgs([]string{"notify", "note=Cr5Kd8Lw2Mq4 rotated", "LOG_LEVEL=Lv5Kd8Lw2Mq4 set"})
+	if got, want := s.hideString("Cr5Kd8Lw2Mq4 Lv5Kd8Lw2Mq4"), "[REDACTED] Lv5Kd8Lw2Mq4"; got != want {
+		t.Errorf("token-shaped values in a message hide %q, want %q", got, want)
+	}
+}
