@@ -465,21 +465,20 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 
 // asList writes command, a command written as one string, as the list
 // of the words a shell would split it into, which the file would give
-// instead, with the secrets of each simple command hidden whatever their
-// length (quotedArgs) and those of a shell command within it as in the
-// command's output (addArgs): the value of --token, of -H
-// 'Authorization: ...' or of TOKEN=... is no more quoted in an error than
-// it is in what the command writes.
+// instead, with its secrets hidden as addArgs reads them, whatever their
+// length, in a shell command within it too (shellEdits): the value of
+// --token, of -H 'Authorization: ...' or of TOKEN=... is no more quoted
+// in an error than it is in what the command writes.
 func asList(command string) string {
-	var words []string
-	var s sentSecrets
-	for _, c := range shellCommands(command) {
-		s.addWords(c, 1, false)
-		words = append(words, quotedArgs(c, false)...)
-	}
-	if len(words) == 0 {
+	split := splitShell(command)
+	if len(split.commands) == 0 {
 		return "[/usr/local/bin/charge, --live]"
 	}
+	var s sentSecrets
+	for _, c := range split.commands {
+		s.addWords(wordTexts(c), 1, false)
+	}
+	words := shellWords(applyEdits(command, shellEdits(command, 1, false)))
 	for i, w := range words {
 		words[i] = strconv.Quote(s.hideString(w))
 	}

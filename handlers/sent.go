@@ -336,13 +336,19 @@ func secretArgs(args []string, loose bool) []secretArg {
 // takes hidden, whatever their length, a value by redact.Marker (of an
 // option, a header, an assignment) and a URL as quotedURL quotes it.
 // Where two hide parts of one argument (an option's value that is also a
-// URL or a header), the one that hides more is shown. loose is
-// addWords'.
+// URL or a header), the one that hides more is shown. An empty value
+// (--token=) hides nothing, nor does a lone $, what a command
+// substitution leaves of the value it gives (TOKEN=$(cat file), whose
+// command is read on its own). loose is addWords'.
 func quotedArgs(args []string, loose bool) []string {
 	out := slices.Clone(args)
 	for _, a := range secretArgs(args, loose) {
 		q := quotedURL(args[a.i])
-		if a.url == nil {
+		switch {
+		case a.url != nil:
+		case a.value == "" || a.value == "$":
+			continue
+		default:
 			q = strings.TrimSuffix(args[a.i], a.value) + redact.Marker
 		}
 		if out[a.i] == args[a.i] || len(q) < len(out[a.i]) {
@@ -350,6 +356,38 @@ func quotedArgs(args []string, loose bool) []string {
 		}
 	}
 	return out
+}
+
+// shellEdits are the edits that make command, a shell command depth deep
+// in the handler's, read as errors quote it: the words of each simple
+// command as quotedArgs quotes them, and the shell commands within them
+// alike, however deep addArgs reads them, each secret hidden where it is
+// whatever its length; the rest stays as it was written, quotes and all.
+// loose is addWords'.
+func shellEdits(command string, depth int, loose bool) []edit {
+	var edits []edit
+	for _, c := range splitShell(command).commands {
+		args := wordTexts(c)
+		quoted, runs := quotedArgs(args, loose), shellArgs(args)
+		for i, w := range c {
+			changed, kept := quoted[i] != w.text, len(w.text)
+			if changed {
+				kept = commonPrefix(w.text, quoted[i])
+				edits = append(edits, w.replaceFrom(kept, quoted[i][kept:]))
+			}
+			if !readsCommand(w.text, runs[i], depth) {
+				continue
+			}
+			start := max(runs[i], 0)
+			for _, e := range shellEdits(w.text[start:], depth+1, runs[i] < 0) {
+				e.start, e.end = e.start+start, e.end+start
+				if !changed || e.end <= kept && e.start < kept {
+					edits = append(edits, w.within(e))
+				}
+			}
+		}
+	}
+	return edits
 }
 
 // argAt is args[i], or "" where there is none.

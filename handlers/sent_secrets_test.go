@@ -436,7 +436,7 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 // A command written as one string is refused with the list to write
 // instead, split as a shell splits it, its secrets hidden whatever their
 // length: a header's value after -H, a secret's header, an assignment, an
-// option's value, and what a shell command within it holds.
+// option's value, and what a shell command within it holds, however deep.
 func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 	for _, c := range []struct {
 		command string
@@ -451,6 +451,12 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 		{`env DB_PASSWORD=pw5 ./deliver`, []string{"pw5"}, `["env", "DB_PASSWORD=[REDACTED]", "./deliver"]`},
 		{`/bin/sh -c "export SIGNING_KEY=Zq8SigQ1ab; curl -H 'Cookie: session=Zq8SesQ1ab' https://h/x"`, []string{"Zq8SigQ1ab", "Zq8SesQ1ab"},
 			`["/bin/sh", "-c", "export SIGNING_KEY=[REDACTED]; curl -H 'Cookie: [REDACTED]' https://h/x"]`},
+		// As short as the secrets of the first two, which a shell command
+		// within a shell command hides alike.
+		{`/bin/sh -c "curl -H 'X-Api-Key: k3y' --token tk5 https://h/x?sig=s1g"`, []string{"k3y", "tk5", "s1g"},
+			`["/bin/sh", "-c", "curl -H 'X-Api-Key: [REDACTED]' --token [REDACTED] https://h/x?[REDACTED]"]`},
+		{`bash -lc "ssh deploy@host 'DB_PASSWORD=pw5 ./deliver --api-key=\"k 3\"'"`, []string{"pw5", "k 3"},
+			`["bash", "-lc", "ssh deploy@host 'DB_PASSWORD=[REDACTED] ./deliver --api-key=\"[REDACTED]\"'"]`},
 	} {
 		err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": c.command}})
 		if err == nil {

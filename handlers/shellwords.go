@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // shellBlanks separate the words of a shell command.
@@ -33,6 +34,16 @@ func shellWords(command string) []string { return slices.Concat(shellCommands(co
 // split at shellSeparators too, so that the first word of each is at a
 // command position (commandWords).
 func shellCommands(command string) [][]string {
+	var out [][]string
+	for _, c := range splitShell(command).commands {
+		out = append(out, wordTexts(c))
+	}
+	return out
+}
+
+// splitShell reads command as shellCommands does, keeping where each word
+// was read from.
+func splitShell(command string) *wordSplitter {
 	var sp wordSplitter
 	for i := 0; i < len(command); i++ {
 		switch c := command[i]; {
@@ -43,15 +54,15 @@ func shellCommands(command string) [][]string {
 		case c == '"':
 			i = sp.doubleQuoted(command, i+1)
 		case separates(command, i):
-			sp.endCommand()
+			sp.endCommand(i)
 		case strings.IndexByte(shellBlanks, c) >= 0 || strings.IndexByte(shellOperators, c) >= 0:
-			sp.end()
+			sp.end(i)
 		default:
-			sp.write(command[i : i+1])
+			sp.add(i, i, 0, c)
 		}
 	}
-	sp.endCommand()
-	return sp.commands
+	sp.endCommand(len(command))
+	return &sp
 }
 
 // separates reports whether command[i], out of quotes, ends a simple
@@ -67,32 +78,67 @@ func separates(command string, i int) bool {
 	return c != '&' && c != '|' || !afterRedirect && !beforeRedirect
 }
 
-// wordSplitter holds the simple commands shellCommands has found, the
-// words of the one it reads and the word it reads. A word is begun by any
+// A shellWord is a word of a shell command, as shellWords gives it, and
+// where in the command it was read from: enough to replace a part of it
+// there (shellEdits) and leave the rest of the command as it was written.
+type shellWord struct {
+	text string
+	// from[k] is where text[k] was read from.
+	from []wordByte
+	// end is where the word ends in the command, after its closing quote;
+	// open is the quote left open there (a malformed command), or 0.
+	end  int
+	open byte
+}
+
+// wordByte is where a byte of a word was read from: command[start:end],
+// the backslash that quotes it included, in quote (', " or 0 for none).
+type wordByte struct {
+	start, end int
+	quote      byte
+}
+
+// wordTexts are the texts of words.
+func wordTexts(words []shellWord) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w.text
+	}
+	return out
+}
+
+// wordSplitter holds the simple commands splitShell has found, the words
+// of the one it reads and the word it reads. A word is begun by any
 // character or quote (a pair of quotes with nothing between them is an
 // empty word), so open tells one begun from none.
 type wordSplitter struct {
-	commands [][]string
-	words    []string
-	word     strings.Builder
+	commands [][]shellWord
+	words    []shellWord
+	word     []byte
+	from     []wordByte
 	open     bool
+	// quote is the quote left open at the end of the command, if any.
+	quote byte
 }
 
-func (sp *wordSplitter) write(s string) {
-	sp.word.WriteString(s)
+// add appends c, read from command[start:end] in quote, to the word.
+func (sp *wordSplitter) add(start, i int, quote, c byte) {
+	sp.word = append(sp.word, c)
+	sp.from = append(sp.from, wordByte{start: start, end: i + 1, quote: quote})
 	sp.open = true
 }
 
-func (sp *wordSplitter) end() {
+// end ends the word at command[at].
+func (sp *wordSplitter) end(at int) {
 	if sp.open {
-		sp.words = append(sp.words, sp.word.String())
+		sp.words = append(sp.words, shellWord{text: string(sp.word), from: sp.from, end: at, open: sp.quote})
 	}
-	sp.word.Reset()
-	sp.open = false
+	sp.word, sp.from, sp.open = nil, nil, false
 }
 
-func (sp *wordSplitter) endCommand() {
-	sp.end()
+// endCommand ends the word and the simple command at command[at].
+func (sp *wordSplitter) endCommand(at int) {
+	sp.end(at)
 	if len(sp.words) > 0 {
 		sp.commands = append(sp.commands, sp.words)
 	}
@@ -106,9 +152,9 @@ func (sp *wordSplitter) endCommand() {
 func (sp *wordSplitter) escaped(command string, i int) int {
 	switch {
 	case i >= len(command):
-		sp.write(`\`)
+		sp.add(i-1, i-1, 0, '\\')
 	case command[i] != '\n':
-		sp.write(command[i : i+1])
+		sp.add(i-1, i, 0, command[i])
 	}
 	return i
 }
@@ -116,13 +162,15 @@ func (sp *wordSplitter) escaped(command string, i int) int {
 // singleQuoted reads what is quoted from i to the next ', which ends it,
 // or to the end, and returns the index of the last byte read.
 func (sp *wordSplitter) singleQuoted(command string, i int) int {
+	sp.open = true
 	n := strings.IndexByte(command[i:], '\'')
 	if n < 0 {
-		sp.write(command[i:])
-		return len(command)
+		n, sp.quote = len(command)-i, '\''
 	}
-	sp.write(command[i : i+n])
-	return i + n
+	for j := i; j < i+n; j++ {
+		sp.add(j, j, '\'', command[j])
+	}
+	return min(i+n, len(command))
 }
 
 // doubleQuoted reads what is quoted from i to the next " not quoted by a
@@ -130,7 +178,7 @@ func (sp *wordSplitter) singleQuoted(command string, i int) int {
 // last byte read. In double quotes a backslash quotes only $, `, ", \ and
 // a line break; before any other character it stands for itself.
 func (sp *wordSplitter) doubleQuoted(command string, i int) int {
-	sp.write("")
+	sp.open = true
 	for ; i < len(command); i++ {
 		switch c := command[i]; {
 		case c == '"':
@@ -138,12 +186,13 @@ func (sp *wordSplitter) doubleQuoted(command string, i int) int {
 		case c == '\\' && i+1 < len(command) && strings.IndexByte("$`\"\\\n", command[i+1]) >= 0:
 			i++
 			if command[i] != '\n' {
-				sp.write(command[i : i+1])
+				sp.add(i-1, i, '"', command[i])
 			}
 		default:
-			sp.write(command[i : i+1])
+			sp.add(i, i, '"', c)
 		}
 	}
+	sp.quote = '"'
 	return i
 }
 
@@ -307,4 +356,100 @@ func shellArgs(args []string) []int {
 		}
 	}
 	return out
+}
+
+// An edit replaces command[start:end] by text.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// applyEdits returns command with edits, which do not overlap, made.
+func applyEdits(command string, edits []edit) string {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	var b strings.Builder
+	at := 0
+	for _, e := range edits {
+		b.WriteString(command[at:e.start])
+		b.WriteString(e.text)
+		at = e.end
+	}
+	b.WriteString(command[at:])
+	return b.String()
+}
+
+// at is where in the command the word's text[k] begins, and the quote it
+// is read in; for k past its last byte, where that byte ends.
+func (w shellWord) at(k int) (int, byte) {
+	switch {
+	case k < len(w.from):
+		return w.from[k].start, w.from[k].quote
+	case len(w.from) > 0:
+		last := w.from[len(w.from)-1]
+		return last.end, last.quote
+	}
+	return w.end, w.open
+}
+
+// replaceFrom is the edit of the command that makes the word read as it
+// does up to text[p], then suffix: it replaces the rest of the word, its
+// closing quote included.
+func (w shellWord) replaceFrom(p int, suffix string) edit {
+	start, quote := w.at(p)
+	return edit{start: start, end: w.end, text: requoted(suffix, quote, w.open)}
+}
+
+// within maps e, an edit of the word's text (a shell command in it), to
+// the command the word is in.
+func (w shellWord) within(e edit) edit {
+	start, quote := w.at(e.start)
+	end, last := start, quote
+	if e.end > e.start {
+		end, last = w.from[e.end-1].end, w.from[e.end-1].quote
+	}
+	return edit{start: start, end: end, text: requoted(e.text, quote, last)}
+}
+
+// requoted is text written to be read as it is in quote (', " or 0 for
+// none), then the quote changed to the one that what follows is read in.
+// The brackets of the redaction marker stay as they are: it stands for a
+// value in a message, which no shell expands.
+func requoted(text string, quote, then byte) string {
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case quote == '\'' && c == '\'':
+			b.WriteString(`'\''`)
+			continue
+		case quote == 0 && c == '\n':
+			b.WriteString("'\n'")
+			continue
+		case quote == '"' && strings.IndexByte("$`\"\\", c) >= 0,
+			quote == 0 && strings.IndexByte(shellBlanks+shellOperators+"'\"\\$`", c) >= 0:
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	if quote != then {
+		for _, q := range []byte{quote, then} {
+			if q != 0 {
+				b.WriteByte(q)
+			}
+		}
+	}
+	return b.String()
+}
+
+// commonPrefix is the length of the longest prefix of a and b that ends
+// at a character's end.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
 }

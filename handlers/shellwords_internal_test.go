@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -237,5 +238,74 @@ func TestMessageAssignmentSecretRules(t *testing.T) {
 	s.addArgs([]string{"notify", "note=Cr5Kd8Lw2Mq4 rotated", "LOG_LEVEL=Lv5Kd8Lw2Mq4 set"})
 	if got, want := s.hideString("Cr5Kd8Lw2Mq4 Lv5Kd8Lw2Mq4"), "[REDACTED] Lv5Kd8Lw2Mq4"; got != want {
 		t.Errorf("token-shaped values in a message hide %q, want %q", got, want)
+	}
+}
+
+// A shell command is quoted with its secrets hidden where they are,
+// whatever their length and however deep, and the rest as written: its
+// quotes, escapes and operators, so that it still splits into the same
+// words, but the hidden ones, which the marker ends.
+func TestShellEditsKeepTheCommand(t *testing.T) {
+	for _, c := range []struct{ command, want string }{
+		{`curl --token=ab'cd' -H "X-Api-Key: k3y" x`, `curl --token=[REDACTED] -H "X-Api-Key: [REDACTED]" x`},
+		{`curl '--token=abcd' --token ab\ cd x`, `curl '--token=[REDACTED]' --token [REDACTED] x`},
+		{`sh -c "curl --token 'ab'\"cd\" x; TOKEN=\$T run"`, `sh -c "curl --token '[REDACTED]' x; TOKEN=[REDACTED] run"`},
+		{`bash -c 'ssh host "curl -H '\''Cookie: s=1'\'' https://u:pw@h/x?a=1"'`,
+			// The ' that ended the header, written '\'' as the outer quotes
+			// need, is quoted again after the marker: '\''' reads as it did.
+			`bash -c 'ssh host "curl -H '\''Cookie: [REDACTED]'\'''' https://u:[REDACTED]@h/x?[REDACTED]"'`},
+		{`sh -c 'TOKEN=$(cat /run/token) API_KEY=k run | tee log'`, `sh -c 'TOKEN=$(cat /run/token) API_KEY=[REDACTED] run | tee log'`},
+		{"sh -c \"run --token 'a\nb' ; run2\"", "sh -c \"run --token '[REDACTED]' ; run2\""},
+		{`sh -c 'curl --token "abc`, `sh -c 'curl --token "[REDACTED]`},
+		{`run --message 'msg=Deployment done' --token=`, `run --message 'msg=Deployment done' --token=`},
+	} {
+		got := applyEdits(c.command, shellEdits(c.command, 1, false))
+		if got != c.want {
+			t.Errorf("the quoted %s is\n%s, want\n%s", c.command, got, c.want)
+		}
+		if n, want := len(shellWords(got)), len(shellWords(c.command)); n != want {
+			t.Errorf("the quoted %s splits into %d words, want %d", c.command, n, want)
+		}
+	}
+	// Cut anywhere, as a command written wrong may end, it is read without
+	// a panic and keeps its words, but those with a secret, each of which
+	// holds the marker instead.
+	const command = `bash -c 'ssh h "curl -H '\''Cookie: s=1'\'' https://u:pw@h/x?a=1"' && sh -c "TOKEN=\$T run --token 'a b' \" ; su --command='X_CRED=ab run' | env -S "A=1 run" \`
+	for i := range len(command) + 1 {
+		got := applyEdits(command[:i], shellEdits(command[:i], 1, false))
+		words, want := shellWords(got), shellWords(command[:i])
+		if len(words) != len(want) {
+			t.Fatalf("the quoted %s is %s: %q, want the words %q", command[:i], got, words, want)
+		}
+		for k, w := range words {
+			if w != want[k] && !strings.Contains(w, "[REDACTED]") {
+				t.Errorf("the quoted %s is %s: %q, not %q", command[:i], got, w, want[k])
+			}
+		}
+	}
+}
+
+// A command and the same command given to sh -c within a command written
+// as one string hide the same secrets, whatever their length: the words
+// of the second's shell command are the first's words as quoted.
+func TestShellCommandWithinIsQuotedAsItsWords(t *testing.T) {
+	for _, command := range []string{
+		`curl -fsS -H 'Authorization: Bearer b1' -H "X-Api-Key: k2" -H 'Accept: text/plain' https://u:p3@h.example/x?sig=s4`,
+		`env -i DB_PASSWORD=p5 LOG_LEVEL=debug ./deliver --api-key=k6 --token t7 --verbose`,
+		`grep -H 'Error: disk full' /var/log/app.log`,
+		`notify --message 'msg=Deployment done' 'API_TOKEN=t8 sent'`,
+	} {
+		list := asList(command)
+		shell := asList("sh -c '" + strings.ReplaceAll(command, "'", `'\''`) + "'")
+		var words, sh []string
+		if err := json.Unmarshal([]byte(list), &words); err != nil {
+			t.Fatalf("%s: %v", list, err)
+		}
+		if err := json.Unmarshal([]byte(shell), &sh); err != nil || len(sh) != 3 {
+			t.Fatalf("%s: %v", shell, err)
+		}
+		if got := shellWords(sh[2]); !slices.Equal(got, words) {
+			t.Errorf("%s within sh -c is quoted\n%q, want the words of\n%q", command, got, words)
+		}
 	}
 }
