@@ -359,7 +359,7 @@ type execHandler struct {
 // environment's variables, without which the handler is not ready to run.
 func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions, error) {
 	if s, ok := spec.Options["command"].(string); ok {
-		return nil, engine.HandlerOptions{}, optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", asList(s))
+		return nil, engine.HandlerOptions{}, stringCommandError(s)
 	}
 	o := ExecOptions{RetryExitCodes: []int{ExitTempFail}, RetrySignals: true}
 	if err := decodeKeyed(spec, &o); err != nil {
@@ -464,25 +464,42 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 }
 
 // asList writes command, a command written as one string, as the list
-// of the words a shell would split it into, which the file would give
-// instead, with its secrets hidden as addArgs reads them, whatever their
-// length, in a shell command within it too (shellEdits): the value of
-// --token, of -H 'Authorization: ...' or of TOKEN=... is no more quoted
-// in an error than it is in what the command writes.
-func asList(command string) string {
+// the file would give instead: the words a shell would split it into
+// or, when it needs a shell to run as written (needsShell: a pipeline, a
+// list, a redirection, an expansion, an assignment before its program),
+// [/bin/sh, -c, command]. Its secrets are hidden as addArgs reads them,
+// whatever their length, in a shell command within it too (shellEdits):
+// the value of --token, of -H 'Authorization: ...' or of TOKEN=... is no
+// more quoted in an error than it is in what the command writes. It
+// reports whether the list is a shell's.
+func asList(command string) (string, bool) {
 	split := splitShell(command)
 	if len(split.commands) == 0 {
-		return "[/usr/local/bin/charge, --live]"
+		return "[/usr/local/bin/charge, --live]", false
 	}
 	var s sentSecrets
 	for _, c := range split.commands {
 		s.addWords(wordTexts(c), 1, false)
 	}
-	words := shellWords(applyEdits(command, shellEdits(command, 1, false)))
+	quoted, shell := applyEdits(command, shellEdits(command, 1, false)), split.needsShell()
+	words := []string{"/bin/sh", "-c", quoted}
+	if !shell {
+		words = shellWords(quoted)
+	}
 	for i, w := range words {
 		words[i] = strconv.Quote(s.hideString(w))
 	}
-	return "[" + strings.Join(words, ", ") + "]"
+	return "[" + strings.Join(words, ", ") + "]", shell
+}
+
+// stringCommandError explains that command, the command written as one
+// string, needs to be a list, and gives the list (asList).
+func stringCommandError(command string) error {
+	list, shell := asList(command)
+	if shell {
+		return optionErrorf("command", "is a string, which is not run through a shell, and this command needs one (for a pipeline, a list, a redirection, an expansion or an assignment before its program); give it to a shell as a list, such as %s", list)
+	}
+	return optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", list)
 }
 
 func exitOf(class string) int {

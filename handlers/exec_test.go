@@ -442,6 +442,26 @@ func TestExecBadConfiguration(t *testing.T) {
 	}
 }
 
+// A command written as one string that needs a shell to run as written
+// (a pipeline, a list, a redirection) is refused with a list that gives it
+// to one: given as the command, that list says and exits what a shell
+// running the string does.
+func TestOneStringCommandSuggestionRuns(t *testing.T) {
+	const command = `printf '%s\n' one two | tail -n 1 >&2; echo listed >&2 && exit 3`
+	err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": command}})
+	_, list, found := strings.Cut(fmt.Sprint(err), "such as ")
+	var suggested []any
+	if !found || json.NewDecoder(strings.NewReader(list)).Decode(&suggested) != nil {
+		t.Fatalf("error %v; want it to suggest a list", err)
+	}
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": suggested}})
+	err = fn(context.Background(), execJob(1, `{}`))
+	var ee *handlers.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 3 || ee.Output != "two\nlisted" {
+		t.Fatalf("the suggested %v ran to %v; want exit code 3 after saying two, then listed", suggested, err)
+	}
+}
+
 // What a command leaves running that still holds its output is killed
 // once the command exited, whether it succeeded or failed: a failed
 // attempt's leftovers would otherwise run on beside its retries.

@@ -437,6 +437,8 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 // instead, split as a shell splits it, its secrets hidden whatever their
 // length: a header's value after -H, a secret's header, an assignment, an
 // option's value, and what a shell command within it holds, however deep.
+// A command that needs a shell to run (a pipeline, a list, an assignment
+// before its program) is given to one whole, hidden alike.
 func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 	for _, c := range []struct {
 		command string
@@ -447,7 +449,7 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 			[]string{"Zq8BrrQ1ab", "k3y"},
 			`["curl", "-fsS", "-H", "Authorization: [REDACTED]", "-H", "X-Api-Key: [REDACTED]", "-H", "Content-Type: application/json", "https://api.example.com/x"]`},
 		{`API_TOKEN=tok9 LOG_LEVEL=debug ./deliver --token Zq8TokQ1ab`, []string{"tok9", "Zq8TokQ1ab"},
-			`["API_TOKEN=[REDACTED]", "LOG_LEVEL=debug", "./deliver", "--token", "[REDACTED]"]`},
+			`["/bin/sh", "-c", "API_TOKEN=[REDACTED] LOG_LEVEL=debug ./deliver --token [REDACTED]"]`},
 		{`env DB_PASSWORD=pw5 ./deliver`, []string{"pw5"}, `["env", "DB_PASSWORD=[REDACTED]", "./deliver"]`},
 		{`/bin/sh -c "export SIGNING_KEY=Zq8SigQ1ab; curl -H 'Cookie: session=Zq8SesQ1ab' https://h/x"`, []string{"Zq8SigQ1ab", "Zq8SesQ1ab"},
 			`["/bin/sh", "-c", "export SIGNING_KEY=[REDACTED]; curl -H 'Cookie: [REDACTED]' https://h/x"]`},
@@ -457,6 +459,8 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 			`["/bin/sh", "-c", "curl -H 'X-Api-Key: [REDACTED]' --token [REDACTED] https://h/x?[REDACTED]"]`},
 		{`bash -lc "ssh deploy@host 'DB_PASSWORD=pw5 ./deliver --api-key=\"k 3\"'"`, []string{"pw5", "k 3"},
 			`["bash", "-lc", "ssh deploy@host 'DB_PASSWORD=[REDACTED] ./deliver --api-key=\"[REDACTED]\"'"]`},
+		{`curl -fsS -H 'Authorization: Bearer Zq8' https://h/x | jq .id; logger -t deliver done && echo ok`, []string{"Zq8"},
+			`["/bin/sh", "-c", "curl -fsS -H 'Authorization: [REDACTED]' https://h/x | jq .id; logger -t deliver done && echo ok"]`},
 	} {
 		err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": c.command}})
 		if err == nil {
@@ -468,7 +472,7 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 				t.Errorf("%s: the error shows %s: %s", c.command, secret, msg)
 			}
 		}
-		if !strings.Contains(msg, "is a string; give the program and its arguments as a list, such as "+c.says) {
+		if !strings.Contains(msg, "command: is a string") || !strings.HasSuffix(strings.TrimSuffix(msg, ` (it is not run through a shell; for one, use [/bin/sh, -c, "..."])`), "as a list, such as "+c.says) {
 			t.Errorf("%s: the error %q\nwant it to suggest %s", c.command, msg, c.says)
 		}
 	}

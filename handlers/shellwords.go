@@ -42,7 +42,7 @@ func shellCommands(command string) [][]string {
 }
 
 // splitShell reads command as shellCommands does, keeping where each word
-// was read from.
+// was read from and whether it needs a shell (needsShell).
 func splitShell(command string) *wordSplitter {
 	var sp wordSplitter
 	for i := 0; i < len(command); i++ {
@@ -54,10 +54,15 @@ func splitShell(command string) *wordSplitter {
 		case c == '"':
 			i = sp.doubleQuoted(command, i+1)
 		case separates(command, i):
+			sp.operator = sp.operator || c != '\n'
 			sp.endCommand(i)
-		case strings.IndexByte(shellBlanks, c) >= 0 || strings.IndexByte(shellOperators, c) >= 0:
+		case strings.IndexByte(shellBlanks, c) >= 0:
+			sp.end(i)
+		case strings.IndexByte(shellOperators, c) >= 0:
+			sp.operator = true
 			sp.end(i)
 		default:
+			sp.expands = sp.expands || c == '$' || c == '`'
 			sp.add(i, i, 0, c)
 		}
 	}
@@ -119,6 +124,9 @@ type wordSplitter struct {
 	open     bool
 	// quote is the quote left open at the end of the command, if any.
 	quote byte
+	// operator: the command has an operator out of quotes (; & | ( ) <
+	// >); expands: a $ or ` out of single quotes.
+	operator, expands bool
 }
 
 // add appends c, read from command[start:end] in quote, to the word.
@@ -189,6 +197,7 @@ func (sp *wordSplitter) doubleQuoted(command string, i int) int {
 				sp.add(i-1, i, '"', command[i])
 			}
 		default:
+			sp.expands = sp.expands || c == '$' || c == '`'
 			sp.add(i, i, '"', c)
 		}
 	}
@@ -452,4 +461,17 @@ func commonPrefix(a, b string) int {
 		n--
 	}
 	return n
+}
+
+// needsShell reports whether the command split needs a shell to run as
+// written, which its words as a program and its arguments would not: it
+// holds more than one simple command, an operator (a pipeline, a list, a
+// redirection), an expansion ($NAME, $(cmd), `cmd`), or an assignment or
+// a keyword before its program.
+func (sp *wordSplitter) needsShell() bool {
+	if sp.operator || sp.expands || len(sp.commands) != 1 {
+		return true
+	}
+	first := sp.commands[0][0].text
+	return assignment(first) || slices.Contains(shellKeywords, first)
 }

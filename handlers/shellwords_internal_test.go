@@ -295,8 +295,8 @@ func TestShellCommandWithinIsQuotedAsItsWords(t *testing.T) {
 		`grep -H 'Error: disk full' /var/log/app.log`,
 		`notify --message 'msg=Deployment done' 'API_TOKEN=t8 sent'`,
 	} {
-		list := asList(command)
-		shell := asList("sh -c '" + strings.ReplaceAll(command, "'", `'\''`) + "'")
+		list, _ := asList(command)
+		shell, _ := asList("sh -c '" + strings.ReplaceAll(command, "'", `'\''`) + "'")
 		var words, sh []string
 		if err := json.Unmarshal([]byte(list), &words); err != nil {
 			t.Fatalf("%s: %v", list, err)
