@@ -70,7 +70,18 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = limitError(*err, lim, e, s.store.User())
 		return
 	}
-	*err = resourceError(*err, e)
+	*err = unexplained(resourceError(*err, e))
+}
+
+// unexplained is err, when nothing above could say what went wrong (an
+// error of kind failed), with the health check as its next step: whether
+// the database answers, and what else it reports, is what to look at
+// first. Other errors pass unchanged.
+func unexplained(err error) error {
+	if err == nil || ErrorKind(err) != KindFailed || carriesSteps(err) {
+		return err
+	}
+	return steps{err: err, hints: []Hint{hint(OpHealth, "says whether the database answers, and what else stands in the way")}}
 }
 
 // schemaError is err, a statement's failure on something undefined, as
@@ -108,6 +119,11 @@ func resourceError(err error, e effect) error {
 	if code == "57P03" {
 		out.Err = errors.Join(ErrUnavailable, err)
 	}
+	if a.atConnect {
+		// Refused before any statement, it passes as the database takes
+		// connections again, which the health check says.
+		out.Hints = []Hint{healthHint()}
+	}
 	return out
 }
 
@@ -142,8 +158,46 @@ func unreachableError(err error, e effect) error {
 		parts = append(parts, "the connection broke during a step, which may or may not have been done, and the steps of this call done before it stay done: check what is left before calling again")
 	}
 	parts = append(parts, "try the call again once the database answers")
-	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err),
-		Hints: []Hint{hint(OpHealth, "says whether the database answers again")}}
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err), Hints: []Hint{healthHint()}}
+}
+
+// healthHint is the step after a database that did not answer: the
+// health check, which says when it answers again.
+func healthHint() Hint {
+	return hint(OpHealth, "says whether the database answers again")
+}
+
+// explainWrite is explainDB for an operation that writes (e) on queue,
+// "" when it names none: a call cut off before it finished (cancelled, or
+// out of time) without saying how much it did gets the steps that show
+// what its writes left, since some may have been done.
+func (s *Service) explainWrite(ctx context.Context, err *error, e effect, queue string) {
+	s.explainDB(ctx, err, e)
+	if *err == nil || e == reads || ErrorKind(*err) != KindStopped || carriesSteps(*err) {
+		return
+	}
+	q := baseQueue(queue)
+	*err = steps{err: *err, hints: []Hint{
+		hint(OpDLQList, "shows what is dead now, which the call may have moved", "queue", q),
+		hint(OpQueueStats, "shows what is in the queues now, which the call may have changed", "queue", q),
+	}}
+}
+
+// steps is an error with the next steps ops gives it, which says what its
+// cause says: a front end words a cancellation, or a failure nothing
+// explained, itself, and not as an *Error's message.
+type steps struct {
+	err   error
+	hints []Hint
+}
+
+func (s steps) Error() string { return s.err.Error() }
+func (s steps) Unwrap() error { return s.err }
+
+// carriesSteps reports whether err already holds the next steps ops gives
+// it, or words them itself: an *Error, a *PartlyDone, a steps.
+func carriesSteps(err error) bool {
+	return errors.As(err, new(*Error)) || errors.As(err, new(*PartlyDone)) || errors.As(err, new(steps))
 }
 
 // advice is what a refusal means for a call and what to do about it.

@@ -168,7 +168,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 		}
 	}()
 	// One transaction: a failed call restored nothing.
-	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
 	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
 	if err := s.checkWrite(OpDLQRestore); err != nil {
 		return DLQRestore{}, err

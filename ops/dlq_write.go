@@ -117,7 +117,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
 		}
 	}()
-	defer s.explainDB(ctx, &err, writesUnlessDry(req.DryRun)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), req.Filter.Queue) // runs before the audit entry
 	defer func() {
 		// The queues' workers first: whether the messages will run at all
 		// matters more than which ones moved.
@@ -188,7 +188,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	// Stopped partway (a cancellation, a lost connection), the messages
 	// moved so far stay moved: the result and the error count them.
-	err = partlyDone(err, "retrying", int64(rep.Retried), int64(limit))
+	again := req
+	again.Expect = ""
+	err = partlyDone(err, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
 	out = retryResult(rep)
 	out.Expect = rep.Token
 	out.LimitReached = rep.More
@@ -540,7 +542,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
 		}
 	}()
-	defer s.explainDB(ctx, &err, writesUnlessDry(req.DryRun)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), req.Filter.Queue) // runs before the audit entry
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
@@ -587,7 +589,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	}
 	// Stopped partway, the messages discarded so far stay discarded: the
 	// result and the error count them.
-	return discardResult(rep, req), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit))
+	again := req
+	again.Expect = ""
+	return discardResult(rep, req), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), again.Hint(""))
 }
 
 func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
@@ -788,7 +792,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
 		}
 	}()
-	defer s.explainDB(ctx, &err, writesInSteps) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, req.Queue) // runs before the audit entry
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
 	}
@@ -818,7 +822,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	}
 	// Stopped partway, what was deleted is gone: the result and the error
 	// count it.
-	return out, partlyDone(err, "purging", n, 0)
+	return out, partlyDone(err, "purging", n, 0, req.Hint(""))
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

@@ -800,7 +800,7 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 		return out, err
 	}
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
-	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, "") // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}

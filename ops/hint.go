@@ -142,6 +142,34 @@ func HintsOf(err error) []Hint {
 	return nil
 }
 
+// NextSteps returns what to do after err, as hints that name operations:
+// those ops gave it (an *Error's hints, none when its message says what
+// to do; for a bulk retry, discard or purge stopped partway, the same call
+// again, after the health check when the database stopped answering; for
+// a write cut off before it finished, the lists that show what it did; for
+// a failure nothing explained, the health check), or, for an error of kind
+// unavailable from elsewhere (a connection a front end opened), the health
+// check, which says when the database answers. Front ends render them in
+// their own words, as they render every other hint.
+func NextSteps(err error) []Hint {
+	var p *PartlyDone
+	var e *Error
+	var s steps
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &p):
+		return p.next()
+	case errors.As(err, &e):
+		return e.Hints
+	case errors.As(err, &s):
+		return s.hints
+	case ErrorKind(err) == KindUnavailable:
+		return []Hint{healthHint()}
+	}
+	return nil
+}
+
 // explain gives a store or engine error of a kind the caller can act on
 // (invalid input, not found) the hints that help; other errors pass
 // unchanged, as do errors that already are *Error. The engine's

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -24,6 +25,10 @@ type PartlyDone struct {
 	Limit int64
 	// Err is why it stopped.
 	Err error
+	// Again is the same call as a next step, which does the rest: the
+	// operation and the arguments of the request, without the expect of a
+	// guarded call, which the messages it moved no longer match.
+	Again Hint
 }
 
 func (e *PartlyDone) Error() string {
@@ -63,13 +68,30 @@ func (e *PartlyDone) Rest() string {
 	return "purges the rest"
 }
 
+// next is what to do after a call stopped partway: the same call again,
+// after the health check when it stopped because the database does not
+// answer, which says when the call can go on.
+func (e *PartlyDone) next() []Hint {
+	var out []Hint
+	if errors.Is(e.Err, ErrUnavailable) {
+		out = append(out, healthHint())
+	}
+	if e.Again.Op != "" {
+		out = append(out, e.Again)
+	}
+	return out
+}
+
 // partlyDone returns err as a *PartlyDone when done > 0, err otherwise: a
-// call that did nothing before its error is no partial one.
-func partlyDone(err error, verb string, done, limit int64) error {
+// call that did nothing before its error is no partial one. again is the
+// call, as a next step, that does the rest; its why is said here.
+func partlyDone(err error, verb string, done, limit int64, again Hint) error {
 	if err == nil || done == 0 {
 		return err
 	}
-	return &PartlyDone{Verb: verb, Done: done, Limit: limit, Err: err}
+	p := &PartlyDone{Verb: verb, Done: done, Limit: limit, Err: err, Again: again}
+	p.Again.Why = p.Rest()
+	return p
 }
 
 // thousands writes n with commas between groups of three digits, as the

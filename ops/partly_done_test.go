@@ -46,7 +46,8 @@ func partialAudit(t *testing.T, rows []auditRow, op string) map[string]any {
 
 // A bulk retry, discard or purge stopped partway keeps what it did: its
 // result, its error and its audit entry count the messages handled before
-// it stopped, not nothing.
+// it stopped, not nothing; its next step is the same call again, which
+// does the rest.
 func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 	s := isolatedStore(t)
 	svc := newService(t, s, ops.Options{})
@@ -66,6 +67,9 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || !strings.Contains(err.Error(), "again retries the rest") {
 			t.Errorf("error %q does not say how many moved and what to do", err)
 		}
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_retry","args":{"limit":100000,"queue":"`+q+`"},"why":"retries the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again, %s", got, want)
+		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQRetry)
 		if m["retried"] != float64(moved) || !strings.Contains(m["error"].(string), "context canceled") {
 			t.Errorf("audit entry %v, want retried %d and the error", m, moved)
@@ -80,6 +84,9 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		gone := pgtest.Archived(t, s, q+"_dlq")
 		if !errors.As(err, &pd) || gone == 0 || gone == 600 || d.Discarded != int(gone) || pd.Done != int64(gone) {
 			t.Fatalf("stopped discard = %d discarded, %v; want a PartlyDone counting the %d archived", d.Discarded, err, gone)
+		}
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_discard","args":{"confirm":true,"limit":1000,"queue":"`+q+`"},"why":"discards the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQDiscard)
 		if m["discarded"] != float64(gone) || m["error"] == nil {
@@ -98,6 +105,9 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		purged := 1100 - pgtest.Archived(t, s, q+"_dlq")
 		if !errors.As(err, &pd) || purged == 0 || purged == 1100 || p.Purged != int64(purged) || pd.Done != int64(purged) {
 			t.Fatalf("stopped purge = %d purged, %v; want a PartlyDone counting the %d deleted", p.Purged, err, purged)
+		}
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_purge","args":{"confirm":true,"older_than":"0s","queue":"`+q+`"},"why":"purges the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQPurge)
 		if m["purged"] != float64(purged) || m["error"] == nil {

@@ -334,7 +334,7 @@ func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePause
 
 func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (out QueuePaused, err error) {
 	defer func() { s.record(ctx, op, map[string]any{"queue": queue}, out, err) }()
-	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queue) // runs before the audit entry
 	if err := s.checkWrite(op); err != nil {
 		return QueuePaused{}, err
 	}
@@ -502,7 +502,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 			s.record(ctx, OpQueueCreate, map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}, out, err)
 		}
 	}()
-	defer s.explainDB(ctx, &err, writesInSteps) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, req.Queue) // runs before the audit entry
 	if err := s.checkWrite(OpQueueCreate); err != nil {
 		return out, err
 	}
@@ -598,7 +598,7 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	defer func() {
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
-	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
 	if err == nil {
 		err = s.store.CheckNotLevel(ctx, req.Queue, "dropped")
@@ -634,7 +634,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 	defer func() {
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
-	defer s.explainDB(ctx, &err, writesOnce) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
 	if err != nil {
 		return QueuePurged{}, err
