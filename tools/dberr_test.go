@@ -14,7 +14,8 @@ import (
 // TestDatabaseTroubleAdvises: an agent whose server runs on a database
 // that cannot serve it is told what to do, not only that the call failed:
 // to migrate a database pgbus migrate never ran on, and to shrink the pool
-// when the database has no connection to spare.
+// when the database has no connection to spare, then to see when it takes
+// one with pgbus_health.
 func TestDatabaseTroubleAdvises(t *testing.T) {
 	ctx := testContext(t)
 	bare, err := store.Open(ctx, pgtest.NewDatabase(t))
@@ -38,6 +39,12 @@ func TestDatabaseTroubleAdvises(t *testing.T) {
 	}
 	full := store.New(pool)
 	t.Cleanup(full.Close)
-	newEnvOn(t, full, ops.Options{}).callErr(t, "pgbus_queue_stats", nil,
-		"too many connections for role", "pool_max_conns", "PgBouncer", "try the call again")
+	crowded := newEnvOn(t, full, ops.Options{})
+	crowded.callErr(t, "pgbus_queue_stats", nil,
+		"too many connections for role", "pool_max_conns", "PgBouncer", "try the call again", "see pgbus_health")
+	// Refused a connection, the call may succeed once the database takes
+	// one again, which pgbus_health says.
+	if m := crowded.metaOf(t, "pgbus_queue_stats", nil); m.Kind != ops.KindUnavailable || !hasCall(m.Next, "pgbus_health", map[string]any{}) {
+		t.Errorf("a database refusing connections: %+v, want kind unavailable and pgbus_health next", m)
+	}
 }

@@ -52,10 +52,10 @@ func withErrorMeta(res *mcp.CallToolResult, m errorMeta) *mcp.CallToolResult {
 }
 
 // errorMetaOf is the data of err's error result: its kind as the
-// operations layer classes it, the hints the text renders, named as
+// operations layer classes it, the next steps the text renders, named as
 // tools, and how much was done when a bulk call stopped partway.
 func errorMetaOf(err error, readOnly bool) errorMeta {
-	m := errorMeta{Kind: errorKind(err), Next: nextCalls(ops.HintsOf(err), readOnly)}
+	m := errorMeta{Kind: errorKind(err), Next: nextCalls(nextSteps(err), readOnly)}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
 		m.PartlyDone = &partlyDoneMeta{Done: p.Done, Limit: p.Limit}
 	}
@@ -71,6 +71,16 @@ func errorKind(err error) string {
 		return ops.KindUsage
 	}
 	return ops.ErrorKind(err)
+}
+
+// nextSteps is what to do after err: nothing for arguments that could not
+// be read as a request, whose message says how to fix them; otherwise the
+// next steps the operations layer gives it.
+func nextSteps(err error) []ops.Hint {
+	if ce := (*callError)(nil); errors.As(err, &ce) {
+		return nil
+	}
+	return ops.NextSteps(err)
 }
 
 // nextCalls renders hints as the steps of an error's data, redacted as

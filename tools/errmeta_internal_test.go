@@ -39,13 +39,14 @@ func TestErrorMetaKinds(t *testing.T) {
 	}
 }
 
-// A bulk call stopped partway says in its _meta how much it did; a next
-// step no tool does, or whose tool a read-only server leaves out, is the
+// A bulk call stopped partway says in its _meta how much it did, and that
+// the same call again does the rest; a next step no tool does, or whose tool a read-only server leaves out, is the
 // command for an operator to run; the result holds no structured content.
 func TestErrorMetaPartlyDoneAndCommands(t *testing.T) {
-	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled})
+	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
 	got := metaJSON(t, metaOf(t, errorResult(err, false)))
-	if want := `{"kind":"stopped","next":[],"partly_done":{"done":2032,"limit":100000}}`; got != want {
+	if want := `{"kind":"stopped","next":[{"tool":"pgbus_dlq_retry","arguments":{"limit":100000,"queue":"orders"},"why":"retries the rest"}],"partly_done":{"done":2032,"limit":100000}}`; got != want {
 		t.Errorf("a retry stopped partway: %s, want %s", got, want)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -37,12 +38,28 @@ func TestErrorResultHidesSecrets(t *testing.T) {
 }
 
 // A bulk call cancelled partway says how many messages it handled, which
-// stay handled, rather than that a write "may have been partly done".
+// stay handled, rather than that a write "may have been partly done", and
+// names the same call again, which does the rest.
 func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
-	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled})
+	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
 	got := errorText(err, false)
-	want := "the call was cancelled or timed out before it finished; it stopped after retrying 2,032 of up to 100,000 dead messages, which stay retried: the same call again retries the rest"
+	want := "the call was cancelled or timed out before it finished; it stopped after retrying 2,032 of up to 100,000 dead messages, which stay retried: " +
+		`the same call again retries the rest: see pgbus_dlq_retry {"limit":100000,"queue":"orders"}`
 	if got != want {
 		t.Errorf("errorText = %q, want %q", got, want)
+	}
+}
+
+// A call cancelled without next steps from the operations layer (a read,
+// which wrote nothing) says to call again, not that a write may have been
+// partly done; a failure its layer gave the health check names it.
+func TestErrorTextNamesOnlyTheStepsItIsGiven(t *testing.T) {
+	if got, want := errorText(context.Canceled, false), "the call was cancelled or timed out before it finished: try it again"; got != want {
+		t.Errorf("errorText of a read cancelled = %q, want %q", got, want)
+	}
+	got := errorText(ops.ErrUnavailable, false)
+	if want := "not a problem with the arguments: check pgbus_health and try again later"; !strings.HasSuffix(got, want) {
+		t.Errorf("errorText of a database unavailable = %q, want it to end %q", got, want)
 	}
 }

@@ -66,11 +66,12 @@ func errorText(err error, readOnly bool) string {
 	var ce *callError
 	var oe *ops.Error
 	var pd *ops.PartlyDone
+	next := nextSteps(err)
 	switch {
 	case errors.As(err, &ce):
 		return ce.msg
 	case errors.As(err, &oe):
-		return oe.Msg + hintText(oe.Hints, readOnly)
+		return oe.Msg + hintText(next, readOnly)
 	case errors.As(err, &pd):
 		// Part of the work is done and stays done: say how much, and
 		// that the same call does the rest.
@@ -78,13 +79,27 @@ func errorText(err error, readOnly bool) string {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			why = "the call was cancelled or timed out before it finished"
 		}
-		return why + "; it " + pd.Stopped() + ": the same call again " + pd.Rest()
+		return why + "; it " + pd.Stopped() + ": the same call again " + pd.Rest() + hintText(next, readOnly)
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "the call was cancelled or timed out before it finished; a write may have been partly done: check with pgbus_dlq_list or pgbus_queue_stats before trying again"
+		return cutOffText(next, readOnly)
 	}
-	return "pgbus could not complete the call: " + err.Error() + ". This is a server-side problem (is the database reachable?), not a problem with the arguments: check pgbus_health and try again later"
+	then := ": try again later"
+	if len(next) > 0 {
+		then = ": check " + toolCalls(next, readOnly) + " and try again later"
+	}
+	return "pgbus could not complete the call: " + err.Error() + ". This is a server-side problem (is the database reachable?), not a problem with the arguments" + then
+}
+
+// cutOffText is the text of a call cancelled or out of time: its next
+// steps, the lists that show what a write did, are to check before
+// calling again; a call without them (a read) has nothing to check.
+func cutOffText(next []ops.Hint, readOnly bool) string {
+	if len(next) == 0 {
+		return "the call was cancelled or timed out before it finished: try it again"
+	}
+	return "the call was cancelled or timed out before it finished; a write may have been partly done: check with " + toolCalls(next, readOnly) + " before trying again"
 }
 
 // hintText renders next steps as tool calls, for an error's text.
@@ -92,11 +107,16 @@ func hintText(hints []ops.Hint, readOnly bool) string {
 	if len(hints) == 0 {
 		return ""
 	}
+	return ": see " + toolCalls(hints, readOnly)
+}
+
+// toolCalls names hints as tool calls, one or another.
+func toolCalls(hints []ops.Hint, readOnly bool) string {
 	calls := make([]string, len(hints))
 	for i, h := range hints {
 		calls[i] = vocab.ToolCallOn(h, readOnly)
 	}
-	return ": see " + strings.Join(calls, " or ")
+	return strings.Join(calls, " or ")
 }
 
 var hintType = reflect.TypeFor[ops.Hint]()
