@@ -29,3 +29,16 @@ func TestReadErrorHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// The error of a read the database could not serve names the next steps
+// the operations layer gives it, the health check for a database that does
+// not answer, rather than a step of its own.
+func TestReadErrorNamesTheStepsItIsGiven(t *testing.T) {
+	const uri = "pgbus://queues"
+	if got, want := readErrorText(uri, ops.ErrUnavailable), "not a bad URI: check pgbus_health and try again later"; !strings.HasSuffix(got, want) {
+		t.Errorf("readErrorText of a database unavailable = %q, want it to end %q", got, want)
+	}
+	if got, want := readErrorText(uri, errors.New("disk on fire")), "not a bad URI: try again later"; !strings.HasSuffix(got, want) {
+		t.Errorf("readErrorText of an error with no next step = %q, want it to end %q", got, want)
+	}
+}

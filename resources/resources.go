@@ -194,13 +194,17 @@ func readErrorText(uri string, err error) string {
 	var oe *ops.Error
 	switch {
 	case errors.As(err, &oe):
-		return fmt.Sprintf("resource %s: %s", uri, oe.Msg+resourceHints(oe.Hints))
+		return fmt.Sprintf("resource %s: %s", uri, oe.Msg+resourceHints(ops.NextSteps(err)))
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid):
 		return fmt.Sprintf("resource %s: %v", uri, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("resource %s: the read was cancelled or timed out; try again", uri)
 	}
-	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: check pgbus_health and try again later", uri, err)
+	then := "try again later"
+	if next := ops.NextSteps(err); len(next) > 0 {
+		then = "check " + resourceCalls(next) + " and try again later"
+	}
+	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: %s", uri, err, then)
 }
 
 // resourceHints names next steps as resources where one reads the same,
@@ -209,6 +213,12 @@ func resourceHints(hints []ops.Hint) string {
 	if len(hints) == 0 {
 		return ""
 	}
+	return "; see " + resourceCalls(hints)
+}
+
+// resourceCalls names hints as resources to read or tools to call, one or
+// another.
+func resourceCalls(hints []ops.Hint) string {
 	out := make([]string, len(hints))
 	for i, h := range hints {
 		if h.Op == ops.OpQueueStats && len(h.Args) == 0 {
@@ -217,7 +227,7 @@ func resourceHints(hints []ops.Hint) string {
 		}
 		out[i] = vocab.ToolCall(h)
 	}
-	return "; see " + strings.Join(out, " or ")
+	return strings.Join(out, " or ")
 }
 
 func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
