@@ -21,6 +21,7 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -82,7 +83,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// configuration file's URL, passwords and all.
 	line, _ := ops.RedactText(errorLine(err))
 	code := exitCode(err)
-	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, err, cause)
+	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause)
 	return code
 }
 
@@ -101,17 +102,22 @@ func stoppedBySignal(cmd *cobra.Command, err error) error {
 	if topLevel(cmd) && cmd.Name() == "demo" {
 		return errors.New(demo.Stopped)
 	}
+	if steps := ops.NextSteps(err); len(steps) > 0 {
+		// A write cut off: the commands that show what it did.
+		return fmt.Errorf("stopped by a signal before finishing; what was done before is kept: see %s, then run the command again to finish", commands(steps, " or "))
+	}
 	return errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
 }
 
 // partlyDone is err, that of a bulk retry, discard or purge cut off by
 // something other than a signal (the database gone), in this command
 // line's words: how much it did, which stays done, and to run the same
-// command again, once the database answers when it is what went away.
+// command again, once the database answers when the operations layer's
+// next steps begin with the health check.
 func partlyDone(p *ops.PartlyDone, err error) error {
 	again := "run the same command again"
-	if errors.Is(p.Err, ops.ErrUnavailable) {
-		again += " once it answers (pgbus health says when)"
+	if steps := ops.NextSteps(p); len(steps) > 0 && steps[0].Op == ops.OpHealth {
+		again += " once it answers (" + vocab.Command(steps[0]) + " says when)"
 	}
 	return reworded{fmt.Sprintf("%v; %s; %s: it %s", p.Err, p.Stopped(), again, p.Rest()), err}
 }

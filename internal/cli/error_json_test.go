@@ -47,7 +47,7 @@ func TestJSONErrors(t *testing.T) {
 		{"bad since", d.env, []string{"dlq", "list", "--since", "last tuesday"}, "invalid", 2, "", false},
 		{"bad flag value", d.env, []string{"dlq", "list", "--limit", "abc"}, "usage", 2, "", false},
 		{"unknown flag", d.env, []string{"dlq", "list", "--bogus"}, "usage", 2, "", false},
-		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, "", false},
+		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, "pgbus health", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// --json last: after a flag that cannot be parsed, as a

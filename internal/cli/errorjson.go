@@ -42,16 +42,15 @@ type partlyDoneJSON struct {
 
 // printError prints a command's error on stderr: line, its words
 // (already redacted), as "pgbus: <line>", or with asJSON as an errorJSON
-// of err, the error line says, of exit code code, and of cause, the error
-// before a stop by a signal reworded it, which keeps its kind and how much
-// was done.
-func printError(w io.Writer, asJSON bool, line string, code int, err, cause error) {
+// of exit code code and of cause, the error before a stop by a signal
+// reworded it, which keeps its kind, its next steps and how much was done.
+func printError(w io.Writer, asJSON bool, line string, code int, cause error) {
 	if !asJSON {
 		fmt.Fprintf(w, "pgbus: %s\n", line)
 		return
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
-	for _, h := range ops.HintsOf(err) {
+	for _, h := range nextSteps(cause, out.Kind) {
 		command, _ := ops.RedactText(vocab.Command(h))
 		why, _ := ops.RedactText(h.Why)
 		out.Next = append(out.Next, nextStep{Command: command, Why: why})
@@ -62,6 +61,16 @@ func printError(w io.Writer, asJSON bool, line string, code int, err, cause erro
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out) // one line: Encode indents nothing and ends it with a newline
+}
+
+// nextSteps are the next steps of cause, an error of kind: none for a
+// command line that is wrong, whose line says how; otherwise those the
+// operations layer gives it, which a stop by a signal keeps.
+func nextSteps(cause error, kind string) []ops.Hint {
+	if kind == ops.KindUsage {
+		return nil
+	}
+	return ops.NextSteps(cause)
 }
 
 // errorKind is the kind of cause, an error of exit code code: a usage

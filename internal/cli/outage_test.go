@@ -109,8 +109,9 @@ func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
 
 // With --json, a dlq retry-all cut off by the database stopping ends its
 // stderr with its error as a JSON line: the database unavailable, exit 1,
-// and how many messages it retried, as its words say, of the most it
-// would have.
+// how many messages it retried, as its words say, of the most it would
+// have, and its next steps: pgbus health, which says when the database
+// answers, then the same command again, which retries the rest.
 func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
 	c := cutRetryAll(t, "--json")
 	code := c.exitCode(t)
@@ -123,6 +124,10 @@ func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
 			Done  int `json:"done"`
 			Limit int `json:"limit"`
 		} `json:"partly_done"`
+		Next []struct {
+			Command string `json:"command"`
+			Why     string `json:"why"`
+		} `json:"next"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil {
 		t.Fatalf("the last line of stderr is no JSON error: %v\n%s", err, c.stderr.String())
@@ -130,6 +135,10 @@ func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
 	said := c.saidRetried(t)
 	if code != 1 || e.ExitCode != 1 || e.Kind != "unavailable" || e.PartlyDone == nil || e.PartlyDone.Done != said || e.PartlyDone.Limit != 100000 {
 		t.Errorf("exit %d, error %s; want exit 1, kind unavailable and partly_done counting the %d it said it retried of up to 100000", code, lines[len(lines)-1], said)
+	}
+	if len(e.Next) != 2 || e.Next[0].Command != "pgbus health" || e.Next[0].Why == "" ||
+		e.Next[1].Command != "pgbus dlq retry-all --limit 100000 --queue outage --yes" || e.Next[1].Why != "retries the rest" {
+		t.Errorf("next %+v; want pgbus health, then the same command again, which retries the rest", e.Next)
 	}
 }
 
