@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -203,13 +204,14 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusServiceUnavailable
 	}
 	msg, _ := ops.RedactText(err.Error())
-	hints := ops.HintsOf(err)
+	hints := ops.NextSteps(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("dashboard: operation failed", "path", s.base+r.URL.Path, "err", msg)
-		// An error with next steps knows its cause (a schema to migrate):
-		// a database down is not it.
+		// An error with next steps other than the health check, which is
+		// the overview a reload shows, knows its cause (a schema to
+		// migrate, a call to make again): a database down is not it.
 		todo := "If the database is down or restarting, reload this page in a moment; the server's log has the details."
-		if len(hints) > 0 {
+		if slices.ContainsFunc(hints, func(h ops.Hint) bool { return h.Op != ops.OpHealth }) {
 			todo = "The next steps below say what to do."
 		}
 		msg = "pgbus could not answer: " + msg + ". " + todo
