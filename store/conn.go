@@ -39,8 +39,9 @@ func shouldPing(ctx context.Context, p pgxpool.ShouldPingParams) bool {
 	return forced || p.IdleDuration >= pingIdleAfter
 }
 
-// db runs statements on the pool and retries one once, on a connection the
-// pool has checked, when its connection turns out dead: always when pgx says
+// db runs statements on the pool and runs one again (up to maxReruns
+// times), on a connection the pool has checked, when its connection turns
+// out dead: always when pgx says
 // the statement was never sent (pgconn.SafeToRetry) or the server had ended
 // the session for sitting idle (idle_session_timeout) before it, so writes
 // are never run twice; and, if reads is set, on any connection error, for
@@ -49,6 +50,13 @@ type db struct {
 	pool  *pgxpool.Pool
 	reads bool
 }
+
+// maxReruns is how many times a statement is run again on another
+// connection when its connection turns out dead. Once is mostly enough,
+// but a fresh connection can itself meet the server's idle_session_timeout
+// before the statement reaches it, when the client stalls longer than the
+// timeout; a few more cost nothing, since the statement never ran.
+const maxReruns = 3
 
 // retry reports whether err, from a statement run under ctx, should be run
 // again on another connection.
@@ -122,7 +130,7 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 	ctx, cancel := boundStatement(ctx)
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, sql, args...)
-	if d.retry(ctx, err) {
+	for try := 0; try < maxReruns && d.retry(ctx, err); try++ {
 		tag, err = d.pool.Exec(withForcedPing(ctx), sql, args...)
 	}
 	for try := 1; conflicted(ctx, err, try); try++ {
@@ -150,7 +158,9 @@ func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	rows, err := d.pool.Query(ctx, sql, args...)
 	if d.retry(ctx, err) {
-		rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
+		for try := 0; try < maxReruns && d.retry(ctx, err); try++ {
+			rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
+		}
 		return rows, poolerHint(err)
 	}
 	for try := 1; conflicted(ctx, err, try); try++ {
@@ -188,7 +198,7 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	begin, cancel := boundStatement(ctx)
 	defer cancel()
 	tx, err := d.pool.BeginTx(begin, opts)
-	if err != nil && begin.Err() == nil && neverRan(err) {
+	for try := 0; try < maxReruns && err != nil && begin.Err() == nil && neverRan(err); try++ {
 		tx, err = d.pool.BeginTx(withForcedPing(begin), opts)
 	}
 	if err != nil || statementTimeout(ctx) == 0 {
@@ -207,7 +217,7 @@ type retryRow struct {
 
 func (r retryRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
-	if r.d.retry(r.ctx, err) {
+	for try := 0; try < maxReruns && r.d.retry(r.ctx, err); try++ {
 		err = r.d.pool.QueryRow(withForcedPing(r.ctx), r.sql, r.args...).Scan(dest...)
 	}
 	for try := 1; conflicted(r.ctx, err, try); try++ {
@@ -236,7 +246,7 @@ func (r *retryRows) Next() bool {
 	if r.Rows.Next() {
 		return true
 	}
-	if r.d.retry(r.ctx, r.Rows.Err()) {
+	for try := 0; try < maxReruns && r.d.retry(r.ctx, r.Rows.Err()); try++ {
 		r.again(withForcedPing(r.ctx))
 		if r.Rows.Next() {
 			return true
