@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -36,41 +35,15 @@ func (c *Client) boundedBy(ctx context.Context, wait time.Duration, fn func(cont
 
 // gaveUp notes a call begun at start and given up for want of an answer:
 // in the debug log, where each one is told (the outage's warning tells
-// only the first), and by dropping the pool's connections
-// (store.DropConnections), which the path that froze this call's froze
-// with it: otherwise each of them, handed out in turn, would cost another
-// full timeout before the pool dropped it.
+// only the first), and by dropping the pool's connections, which the path
+// that froze this call's froze with it, once per freeze
+// (store.DropFrozenConnections): otherwise each of them, handed out in
+// turn, would cost another full timeout before the pool dropped it.
 func (c *Client) gaveUp(start time.Time, err error) {
 	c.log.Debug("pgbus: a database call got no answer within the database call timeout; its connection was closed", "err", err)
-	if !c.drops.due(start) {
-		return
+	if c.store.DropFrozenConnections(start) {
+		c.log.Debug("pgbus: dropped the connection pool's connections, which stopped answering with that call's; the next calls connect afresh")
 	}
-	c.store.DropConnections()
-	c.log.Debug("pgbus: dropped the connection pool's connections, which stopped answering with that call's; the next calls connect afresh")
-}
-
-// connDrops lets the pool's connections be dropped once per outage, not
-// once per call given up: every call under way when a path froze is given
-// up, each at its own deadline, on a connection the first drop already
-// dropped (a busy one is closed as it is released).
-type connDrops struct {
-	mu   sync.Mutex
-	last time.Time // when the pool's connections were last dropped
-}
-
-// due reports whether a call begun at start and given up calls for a
-// drop, and notes the drop when it does: a call begun after the last one
-// froze on a connection made since, so the path froze again. Such a call
-// lasted the whole timeout, so drops are at least DatabaseCallTimeout
-// apart.
-func (d *connDrops) due(start time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if start.Before(d.last) {
-		return false
-	}
-	d.last = time.Now()
-	return true
 }
 
 // unanswered reports whether err is a call given up for want of an

@@ -86,8 +86,9 @@ type Config struct {
 	// bound the connection is closed, the call fails as the database not
 	// answering, and the next try takes a new connection. The first call
 	// so given up also drops the store's other connections
-	// (store.Store.DropConnections), which froze with it, once for all the
-	// calls under way then: a store shared with the program's other code
+	// (store.Store.DropFrozenConnections), which froze with it, once for
+	// all the calls under way then, the operations layer's over the same
+	// store included: a store shared with the program's other code
 	// has its idle connections closed, and its busy ones as they are
 	// released. Default DefaultDatabaseCallTimeout (30s); at least
 	// MinDatabaseCallTimeout.
@@ -244,9 +245,6 @@ type Client struct {
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
-	// drops drops the pool's connections once per outage in which calls
-	// get no answer (calls.go).
-	drops connDrops
 }
 
 // NewClient makes a client over a migrated store.

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
@@ -106,7 +104,7 @@ func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
 	pgtest.Send(t, sender, q, map[string]int{"n": 0}, engine.SendOptions{})
 	pgtest.Eventually(t, time.Minute, "the first message archived", func() bool { return pgtest.Archived(t, direct, q) == 1 })
-	fillPool(t, through.Pool(), poolSize)
+	pgtest.FillPool(t, through.Pool(), poolSize)
 
 	givenUpBefore := strings.Count(logs.String(), givenUpLine)
 	proxy.Freeze()
@@ -124,28 +122,5 @@ func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	}
 	if givenUp > 2 {
 		t.Errorf("%d calls were given up before the first job after the freeze, want at most 2: the pool handed out its %d frozen connections one by one", givenUp, poolSize)
-	}
-}
-
-// fillPool has pool open n connections, each used once and left idle.
-func fillPool(t *testing.T, pool *pgxpool.Pool, n int) {
-	t.Helper()
-	ctx := pgtest.Context(t)
-	conns := make([]*pgxpool.Conn, 0, n)
-	for range n {
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, `SELECT 1`); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, conn)
-	}
-	for _, conn := range conns {
-		conn.Release()
-	}
-	if got := pool.Stat().TotalConns(); got != int32(n) {
-		t.Fatalf("the pool holds %d connections, want %d", got, n)
 	}
 }

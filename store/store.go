@@ -41,6 +41,10 @@ type Store struct {
 
 	// warnedNewer is set once LogNewer has warned of a newer schema.
 	warnedNewer atomic.Bool
+
+	// drops lets DropFrozenConnections drop the pool's connections once
+	// per freeze, for every caller that shares the store.
+	drops connDrops
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL

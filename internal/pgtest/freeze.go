@@ -1,12 +1,14 @@
 package pgtest
 
 import (
+	"bytes"
 	"net"
 	"net/url"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // FreezingProxy is a TCP proxy in front of a test's PostgreSQL that can
@@ -24,10 +26,14 @@ type FreezingProxy struct {
 	mu     sync.Mutex
 	conns  []*proxied
 	closed bool
+	// marker, when set, freezes the proxy once a client sends it
+	// (FreezeWhenSent).
+	marker []byte
 }
 
 // proxied is one client connection and its server connection.
 type proxied struct {
+	p              *FreezingProxy
 	client, server net.Conn
 	// mu is held across each forward and by Freeze, so that nothing read
 	// before a freeze is forwarded after it.
@@ -93,6 +99,28 @@ func (p *FreezingProxy) Freeze() {
 	}
 }
 
+// FreezeWhenSent has the proxy Freeze once a client sends bytes that
+// hold marker, before they reach the server: a call frozen midway in a
+// process the test cannot pause, such as a command, once it has
+// connected. It freezes once.
+func (p *FreezingProxy) FreezeWhenSent(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marker = []byte(marker)
+}
+
+// sent reports whether b, sent by a client, holds the marker to freeze
+// on, and forgets the marker when it does.
+func (p *FreezingProxy) sent(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.marker) == 0 || !bytes.Contains(b, p.marker) {
+		return false
+	}
+	p.marker = nil
+	return true
+}
+
 func (p *FreezingProxy) accept() {
 	for {
 		client, err := p.ln.Accept()
@@ -104,7 +132,7 @@ func (p *FreezingProxy) accept() {
 			_ = client.Close()
 			continue
 		}
-		c := &proxied{client: client, server: server}
+		c := &proxied{p: p, client: client, server: server}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -127,6 +155,9 @@ func (c *proxied) carry(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if dst == c.server && c.p.sent(buf[:n]) {
+			c.p.Freeze()
+		}
 		frozen, werr := c.forward(dst, buf[:n])
 		if werr != nil {
 			return
@@ -149,5 +180,30 @@ func (p *FreezingProxy) close() {
 	for _, c := range conns {
 		_ = c.client.Close()
 		_ = c.server.Close()
+	}
+}
+
+// FillPool has pool open n connections, each used once and left idle: a
+// freeze then holds them all, as a path that froze holds every connection
+// of a pool that was busy a moment before.
+func FillPool(tb testing.TB, pool *pgxpool.Pool, n int) {
+	tb.Helper()
+	ctx := Context(tb)
+	conns := make([]*pgxpool.Conn, 0, n)
+	for range n {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT 1`); err != nil {
+			tb.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		conn.Release()
+	}
+	if got := pool.Stat().TotalConns(); got != int32(n) {
+		tb.Fatalf("the pool holds %d connections, want %d", got, n)
 	}
 }
