@@ -227,9 +227,11 @@ type AuditPage struct {
 
 // Audit lists recorded write operations, newest first.
 func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err error) {
-	if err := s.enter(ctx, "Audit"); err != nil {
+	ctx, end, err := s.enter(ctx, "Audit", reads)
+	if err != nil {
 		return AuditPage{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	// The audit log names the operation "tool", as its entries do.
 	if err := checkText("tool", req.Op, "client", req.Client, "since", req.Since, "cursor", req.Cursor); err != nil {

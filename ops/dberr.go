@@ -41,12 +41,16 @@ var schemaStates = map[string]bool{"42P01": true, "42703": true, "3F000": true, 
 // explainDB replaces *err, the error of an operation, with one that says
 // what to do when the database could not serve the call: its pgbus schema
 // is missing or older than this pgbus (checked only when a statement failed
-// on something undefined or found no queue), it lacks a resource, or it takes no connections
-// now. Other errors, and those that already are *Error, stay. Operations
+// on something undefined or found no queue), it lacks a resource, it takes no connections
+// now, or it did not answer within the call's bound (see bound). Other errors, and those that already are *Error, stay. Operations
 // defer it after their audit entry's, so that the entry records the advice.
 func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	var done *Error
 	if *err == nil {
+		return
+	}
+	if b, ok := givenUp(ctx, *err); ok {
+		*err = s.unansweredError(*err, b.limit, e)
 		return
 	}
 	if errors.As(*err, &done) {

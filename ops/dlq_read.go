@@ -89,9 +89,11 @@ func (s *Service) redactPatterns(ctx context.Context, groups []store.DeadGroup) 
 // kind, error class and error pattern, largest group first: an
 // investigation's first stop.
 func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQSummary, err error) {
-	if err := s.enter(ctx, "DLQSummary"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQSummary", reads)
+	if err != nil {
 		return DLQSummary{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
@@ -201,9 +203,11 @@ const cursorClockSep = "~"
 
 // DLQList returns one page of the dead messages the filter selects.
 func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, err error) {
-	if err := s.enter(ctx, "DLQList"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQList", reads)
+	if err != nil {
 		return DLQList{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	limit, err := pageLimit(OpDLQList, req.Limit)
 	if err != nil {
@@ -339,9 +343,11 @@ type DeadMessage struct {
 // DLQShow returns one dead message: its block, headers, failure history
 // and, when allowed and asked for, its payload.
 func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessage, err error) {
-	if err := s.enter(ctx, "DLQShow"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQShow", reads)
+	if err != nil {
 		return DeadMessage{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue); err != nil {
 		return DeadMessage{}, err

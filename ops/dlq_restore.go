@@ -64,9 +64,11 @@ func (r DLQDiscardedRequest) Check() error {
 // DLQDiscarded lists the messages of a DLQ's archive, most recently
 // discarded first.
 func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ DLQDiscarded, err error) {
-	if err := s.enter(ctx, "DLQDiscarded"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQDiscarded", reads)
+	if err != nil {
 		return DLQDiscarded{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQDiscarded{}, err
@@ -159,9 +161,11 @@ func (r DLQRestore) OK() bool { return r.NotFound == 0 && r.Refused == 0 }
 // all in one transaction, each with the id, payload, headers and failure
 // history it had: the undo of a discard, until a purge.
 func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DLQRestore, err error) {
-	if err := s.enter(ctx, "DLQRestore"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQRestore", writesOnce)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
 			s.record(ctx, OpDLQRestore, restoreAuditArgs(req), restoreAuditResult(out), err)

@@ -109,9 +109,11 @@ func (r DLQRetry) OK() bool {
 // DLQ's own queue when that one is gone), each in its own transaction: one
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
-	if err := s.enter(ctx, "DLQRetry"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQRetry", writesUnlessDry(req.DryRun))
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
@@ -534,9 +536,11 @@ func (r DLQDiscard) OK() bool {
 // DLQDiscard moves dead messages to their DLQ's archive, where they are
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
-	if err := s.enter(ctx, "DLQDiscard"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQDiscard", writesUnlessDry(req.DryRun))
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
@@ -784,9 +788,11 @@ type DLQPurge struct {
 // kinds are purged: the archive keeps them "until purged", and the note a
 // corrected retry leaves in the history says so.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
-	if err := s.enter(ctx, "DLQPurge"); err != nil {
+	ctx, end, err := s.enter(ctx, "DLQPurge", writesInSteps)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		if !isQuestion(err) {
 			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil || req.Deferred != nil}, out, err)

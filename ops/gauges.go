@@ -34,9 +34,11 @@ type Gauges struct {
 // queue dropped (before or while they are read) is left out, or has only
 // its DLQ's depth when that holds messages (QueueDepth.Dropped).
 func (s *Service) Gauges(ctx context.Context) (_ Gauges, err error) {
-	if err := s.enter(ctx, "Gauges"); err != nil {
+	ctx, end, err := s.enter(ctx, "Gauges", reads)
+	if err != nil {
 		return Gauges{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	queues, err := retryVanished(func() ([]QueueDepth, error) { return s.store.QueueDepths(ctx) })
 	if err != nil {

@@ -105,9 +105,11 @@ func (r HealthReason) Key() ReasonKey {
 // STALLED reasons are listed first, NOTICE ones last; those past the
 // response bound are left out and counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
-	if err := s.enter(ctx, "Health"); err != nil {
+	ctx, end, err := s.enter(ctx, "Health", reads)
+	if err != nil {
 		return Health{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	h, err := retryVanished(func() (Health, error) {
 		stats, err := s.store.QueueStats(ctx, "", store.QueueStatsOptions{})
@@ -216,9 +218,11 @@ func (r OverviewRequest) Check() error {
 // queues with dead messages or failures, then those with a backlog or a
 // pause.
 func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview, err error) {
-	if err := s.enter(ctx, "Overview"); err != nil {
+	ctx, end, err := s.enter(ctx, "Overview", reads)
+	if err != nil {
 		return Overview{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return Overview{}, err
@@ -601,9 +605,11 @@ type WorkersRequest struct {
 // stale, then stopped, newest first within each. A list over the response
 // bound leaves out its last rows and says so, unless req.All.
 func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, err error) {
-	if err := s.enter(ctx, "Workers"); err != nil {
+	ctx, end, err := s.enter(ctx, "Workers", reads)
+	if err != nil {
 		return Workers{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	out, err := s.allWorkers(ctx)
 	if err != nil {
@@ -729,9 +735,11 @@ const maxBreakerUsers = 20
 // breakers, and a breaker used by many queues and kinds lists the latest
 // seen of them; both say so.
 func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits, err error) {
-	if err := s.enter(ctx, "Circuits"); err != nil {
+	ctx, end, err := s.enter(ctx, "Circuits", reads)
+	if err != nil {
 		return Circuits{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("name", req.Name); err != nil {
 		return Circuits{}, err
@@ -796,9 +804,11 @@ type CircuitReset struct {
 // CircuitReset closes a circuit breaker by hand and clears its failure
 // count, for when its downstream is known to be back.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
-	if err := s.enter(ctx, "CircuitReset"); err != nil {
+	ctx, end, err := s.enter(ctx, "CircuitReset", writesOnce)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
 	defer s.explainWrite(ctx, &err, writesOnce, "") // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {

@@ -71,6 +71,21 @@ type Options struct {
 	// StallAfter is how long the oldest ready message may wait, with nothing
 	// settled meanwhile, before a queue counts as stalled. Default 5m.
 	StallAfter time.Duration
+	// DatabaseCallTimeout bounds the database work of each call, as
+	// engine.Config.DatabaseCallTimeout bounds the workers': a connection
+	// that stops answering without being closed (a failover behind a
+	// proxy or load balancer, a frozen server, a network path that drops
+	// everything) would otherwise hold a call, and whoever waits on it,
+	// for as long as TCP keeps the connection, hours. A read gives up once
+	// the bound passes; a write, which may move many messages in batches
+	// on a healthy database, once one of its statements goes unanswered
+	// that long, what it wrote before staying written. A call given up
+	// fails as ErrUnavailable, saying so, and drops the store's
+	// connections, which froze with its own, once per freeze
+	// (store.Store.DropFrozenConnections): the next call connects afresh.
+	// Default engine.DefaultDatabaseCallTimeout (30s); at least
+	// engine.MinDatabaseCallTimeout.
+	DatabaseCallTimeout time.Duration
 	// Now is the clock; default time.Now. Tests pin it.
 	Now func() time.Time
 	// Logger receives warnings (an audit entry that could not be
@@ -146,6 +161,13 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.DatabaseCallTimeout == 0 {
+		opts.DatabaseCallTimeout = engine.DefaultDatabaseCallTimeout
+	}
+	if opts.DatabaseCallTimeout < engine.MinDatabaseCallTimeout {
+		return nil, invalidf("Options.DatabaseCallTimeout %s is shorter than %s, which a busy but healthy database may take: give for example 30 * time.Second, or leave it zero for the default %s",
+			opts.DatabaseCallTimeout, engine.MinDatabaseCallTimeout, engine.DefaultDatabaseCallTimeout)
 	}
 	opts.Observers = slices.Clone(opts.Observers)
 	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1, Observers: opts.Observers})

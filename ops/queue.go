@@ -46,9 +46,11 @@ type QueueStatsResult struct {
 // QueueStats returns the stats of one queue or of every queue. A queue
 // dropped while all are read is left out, not an error.
 func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ QueueStatsResult, err error) {
-	if err := s.enter(ctx, "QueueStats"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueueStats", reads)
+	if err != nil {
 		return QueueStatsResult{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return QueueStatsResult{}, err
@@ -179,9 +181,11 @@ type LiveMessages struct {
 // them, level 0 first, each message with its level; of a level named
 // alone (orders_p1), of that level.
 func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (_ LiveMessages, err error) {
-	if err := s.enter(ctx, "QueueMessages"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueueMessages", reads)
+	if err != nil {
 		return LiveMessages{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
 		return LiveMessages{}, err
@@ -318,17 +322,21 @@ type QueuePaused struct {
 // QueuePause stops workers from taking a queue's messages; those running
 // finish, the rest wait.
 func (s *Service) QueuePause(ctx context.Context, req QueueRequest) (QueuePaused, error) {
-	if err := s.enter(ctx, "QueuePause"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueuePause", writesOnce)
+	if err != nil {
 		return QueuePaused{}, err
 	}
+	defer end()
 	return s.setPaused(ctx, OpQueuePause, req.Queue, true)
 }
 
 // QueueResume lets workers take a paused queue's messages again.
 func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePaused, error) {
-	if err := s.enter(ctx, "QueueResume"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueueResume", writesOnce)
+	if err != nil {
 		return QueuePaused{}, err
 	}
+	defer end()
 	return s.setPaused(ctx, OpQueueResume, req.Queue, false)
 }
 
@@ -493,9 +501,11 @@ type QueueCreated struct {
 // written. A queue whose tables were dropped by another client is
 // repaired.
 func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out QueueCreated, err error) {
-	if err := s.enter(ctx, "QueueCreate"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueueCreate", writesInSteps)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	out = QueueCreated{Queue: req.Queue, DLQ: store.DLQName(req.Queue), Priorities: req.Priorities}
 	defer func() {
 		if err != nil || out.Created || out.Changed {
@@ -592,9 +602,11 @@ type QueueDropped struct {
 
 // QueueDrop drops a queue, its archive and its dead-letter queue.
 func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out QueueDropped, err error) {
-	if err := s.enter(ctx, "QueueDrop"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueueDrop", writesOnce)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
@@ -628,9 +640,11 @@ type QueuePurged struct {
 
 // QueuePurge deletes every live message of a queue.
 func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out QueuePurged, err error) {
-	if err := s.enter(ctx, "QueuePurge"); err != nil {
+	ctx, end, err := s.enter(ctx, "QueuePurge", writesOnce)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()

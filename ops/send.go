@@ -40,9 +40,11 @@ type Sent struct {
 // Send enqueues one message, on the queue's priority sub-queue when it has
 // levels.
 func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err error) {
-	if err := s.enter(ctx, "Send"); err != nil {
+	ctx, end, err := s.enter(ctx, "Send", writesOnce)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{
 			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
@@ -117,9 +119,11 @@ func (s *Service) checkDelayFitsDeadline(ctx context.Context, req SendRequest) e
 // store.MaxBatch messages, and at most store.MaxBatchKeys distinct
 // idempotency keys.
 func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewMessage) (ids []int64, err error) {
-	if err := s.enter(ctx, "SendBatch"); err != nil {
+	ctx, end, err := s.enter(ctx, "SendBatch", writesOnce)
+	if err != nil {
 		return ids, err
 	}
+	defer end()
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{"queue": queue, "messages": len(msgs)}, map[string]any{"sent": len(ids)}, err)
 	}()

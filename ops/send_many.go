@@ -164,9 +164,11 @@ func payloadError(err error, i int) error { return &payloadErr{index: i, err: er
 // audit log, counting what was sent. A failure after some batches were
 // sent is a *PartlySent, returned with the ids of those sent.
 func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMany, err error) {
-	if err := s.enter(ctx, "SendMany"); err != nil {
+	ctx, end, err := s.enter(ctx, "SendMany", writesInSteps)
+	if err != nil {
 		return out, err
 	}
+	defer end()
 	bytes := 0
 	for _, p := range req.Payloads {
 		bytes += len(p)

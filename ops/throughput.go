@@ -145,9 +145,11 @@ func (r ThroughputResult) BucketMinutes() int { return r.BucketSeconds / 60 }
 // 60 one-minute buckets for WindowHour, 96 of fifteen minutes for
 // WindowDay, the last holding now, every bucket present.
 func (s *Service) Throughput(ctx context.Context, req ThroughputRequest) (_ ThroughputResult, err error) {
-	if err := s.enter(ctx, "Throughput"); err != nil {
+	ctx, end, err := s.enter(ctx, "Throughput", reads)
+	if err != nil {
 		return ThroughputResult{}, err
 	}
+	defer end()
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return ThroughputResult{}, err

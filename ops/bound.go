@@ -1,0 +1,87 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// callBound is how one call of the service bounds its database work
+// (Options.DatabaseCallTimeout), kept in the call's context so that the
+// end of the call can tell a call given up for want of an answer from
+// one its caller stopped.
+type callBound struct {
+	outer context.Context // the caller's context
+	limit time.Duration
+}
+
+type callBoundKey struct{}
+
+// bound bounds the database work of one call made with ctx. A connection
+// that stops answering without being closed (a failover behind a proxy, a
+// frozen server, a cut network path) would otherwise hold the call, and
+// the person or agent waiting on it, for as long as TCP keeps it: hours.
+// A read is bounded as a whole; a write one statement at a time
+// (store.WithStatementTimeout), since a bulk move of many batches may take
+// long on a healthy database, and a statement cut by its bound rolls its
+// transaction back or, its commit already sent, leaves it done whole. A
+// call made inside another keeps the outer call's bound.
+func (s *Service) bound(ctx context.Context, e effect) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Value(callBoundKey{}).(*callBound); ok {
+		return ctx, func() {}
+	}
+	b := &callBound{outer: ctx, limit: s.opts.DatabaseCallTimeout}
+	ctx = context.WithValue(ctx, callBoundKey{}, b)
+	if e == reads {
+		return context.WithTimeout(ctx, b.limit)
+	}
+	return store.WithStatementTimeout(ctx, b.limit), func() {}
+}
+
+// givenUp reports whether err, the error of a call made with ctx, is the
+// call given up by its bound: its bound passed while its caller still
+// waited.
+func givenUp(ctx context.Context, err error) (*callBound, bool) {
+	b, ok := ctx.Value(callBoundKey{}).(*callBound)
+	if !ok || err == nil || b.outer.Err() != nil {
+		return nil, false
+	}
+	return b, errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// unansweredError is err, a call given up after limit for want of an
+// answer, with what that means for the call and what to do. The pool's
+// connections, which froze with the call's, are dropped first, once per
+// freeze (store.DropFrozenConnections), so that the next call connects
+// afresh rather than meet another frozen one. A bulk call that stopped
+// partway keeps its own error, which says what it did and that the same
+// call does the rest: only its cause is said so.
+func (s *Service) unansweredError(err error, limit time.Duration, e effect) error {
+	// The statement given up began a bound ago.
+	s.store.DropFrozenConnections(time.Now().Add(-limit))
+	var pd *PartlyDone
+	inner := err
+	if errors.As(err, &pd) {
+		inner = pd.Err
+	}
+	what := fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed: "+
+		"a failover, a frozen server or a cut network path leaves connections open but silent (%v)", limit, inner)
+	if pd != nil {
+		pd.Err = cause{msg: what, err: errors.Join(ErrUnavailable, pd.Err)}
+		return err
+	}
+	parts := []string{what}
+	switch e {
+	case writesOnce:
+		parts = append(parts, "the call writes in one transaction, which was either done whole or not at all: check before calling again")
+	case writesInSteps:
+		parts = append(parts, "the step it was in, one transaction, was either done whole or not at all, and the steps of this call done before it stay done: check what is left before calling again")
+	}
+	parts = append(parts, "the next call connects afresh: try it again once the database answers")
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err),
+		Hints: []Hint{hint(OpHealth, "says whether the database answers again")}}
+}
