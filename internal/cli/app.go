@@ -47,6 +47,11 @@ type app struct {
 	// cannot be reached yet: set by the long-running commands, which a
 	// supervisor may start before the database is up.
 	waitForDB time.Duration
+	// callTimeout is the database call timeout of the operations layer
+	// (ops.Options.DatabaseCallTimeout), once settled: by the commands with
+	// --database-call-timeout, else as the database opens
+	// (settleCallTimeout).
+	callTimeout time.Duration
 	// trace is the command's tracing, once set up (tracing.go).
 	trace traceSetup
 	// flagsFailed is set when the command's flags could not be parsed,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,6 +60,32 @@ func TestWorkTakesTheDatabaseCallTimeout(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
+
+// A command whose connection stops answering midway (a failover behind a
+// proxy, a cut path) is not left waiting for TCP: it gives up after the
+// database call timeout of the environment, saying so, of kind
+// unavailable, with pgbus health to check next; the same command then
+// works.
+func TestCommandGivesUpOnAFrozenConnection(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "frozen_list")
+	proxy := pgtest.NewFreezingProxy(t, d.url)
+	env := []string{"DATABASE_URL=" + proxy.URL(), "PGBUS_DATABASE_CALL_TIMEOUT=1s"}
+	args := []string{"dlq", "list", "--queue", "frozen_list", "--json"}
+	proxy.FreezeWhenSent("frozen_list") // once connected, at the list's first statement
+
+	r := pgbus(t, env, args...)
+	e := decodeErrorJSON(t, r)
+	if r.code == 0 || e.ExitCode != r.code || e.Kind != "unavailable" || !strings.Contains(e.Error, "the database did not answer within 1s (database call timeout)") ||
+		!slices.ContainsFunc(e.Next, func(n nextStep) bool { return n.Command == "pgbus health" }) {
+		t.Errorf("pgbus %s through a connection that froze: exit %d, %+v; want the database call timeout of the environment said, of kind unavailable, with pgbus health next",
+			strings.Join(args, " "), r.code, e)
+	}
+	if r := pgbus(t, env, args...); r.code != 0 {
+		t.Errorf("pgbus %s once the path is new: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 }
 

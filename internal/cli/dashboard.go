@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,6 +26,7 @@ type dashboardFlags struct {
 	safeFields     []string
 	trustedProxies []string
 	basePath       string
+	callTimeout    time.Duration
 }
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -64,6 +66,9 @@ workers).`,
 			if err := a.resolveBasePath(cmd.Flags(), mcpserver.TransportHTTP, &f.basePath); err != nil {
 				return err
 			}
+			if err := a.resolveCallTimeout(cmd.Flags(), &f.callTimeout); err != nil {
+				return err
+			}
 			return a.dashboard(cmd.Context(), f)
 		},
 	}
@@ -77,6 +82,7 @@ workers).`,
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")
 	addTrustedProxiesFlag(fl, &f.trustedProxies)
 	addBasePathFlag(fl, &f.basePath)
+	addCallTimeoutFlag(fl, &f.callTimeout)
 	return cmd
 }
 
@@ -85,7 +91,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		Transport: mcpserver.TransportHTTP,
 		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields), Logger: a.log,
-		Handlers: a.queueHandlers(),
+		Handlers: a.queueHandlers(), DatabaseCallTimeout: f.callTimeout,
 	}
 	if err := c.Check(); err != nil {
 		return usageError{err}

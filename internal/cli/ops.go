@@ -26,7 +26,7 @@ const AuditClient = "cli"
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
-		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers()})
+		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers(), DatabaseCallTimeout: a.callTimeout})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
 	}
@@ -69,6 +69,9 @@ func (a *app) openMigrated(ctx context.Context) (context.Context, *session, erro
 
 func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *session, error) {
 	if _, err := a.tracing(ctx); err != nil {
+		return ctx, nil, err
+	}
+	if err := a.settleCallTimeout(); err != nil {
 		return ctx, nil, err
 	}
 	db, err := a.openDB(ctx, migrate)

@@ -159,7 +159,7 @@ func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 		Transport: f.transport,
 		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
-		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log, Handlers: a.queueHandlers(),
+		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log, Handlers: a.queueHandlers(), DatabaseCallTimeout: f.timing.callTimeout,
 	}
 }
 

@@ -60,9 +60,9 @@ func (t *workerTiming) add(f *pflag.FlagSet) {
 }
 
 // addCallTimeoutFlag adds --database-call-timeout, of every command that
-// runs workers.
+// runs workers or serves.
 func addCallTimeoutFlag(f *pflag.FlagSet, d *time.Duration) {
-	f.DurationVar(d, "database-call-timeout", engine.DefaultDatabaseCallTimeout, "how long a database call of the workers may go unanswered before its connection is closed and the call tried again on another, as after a failover behind a proxy (env "+EnvDatabaseCallTimeout+", config worker.database_call_timeout; "+config.DatabaseCallTimeoutRange+")")
+	f.DurationVar(d, "database-call-timeout", engine.DefaultDatabaseCallTimeout, "how long a database call may go unanswered, as after a failover behind a proxy, before it is given up and its connection closed: a worker's call is tried again on another, a tool call, page or command fails saying so (env "+EnvDatabaseCallTimeout+", config worker.database_call_timeout; "+config.DatabaseCallTimeoutRange+")")
 }
 
 // resolveCallTimeout settles --database-call-timeout (flag > environment >
@@ -78,7 +78,22 @@ func (a *app) resolveCallTimeout(fs *pflag.FlagSet, d *time.Duration) error {
 	if *d < engine.MinDatabaseCallTimeout || *d > config.MaxDatabaseCallTimeout {
 		return usageError{fmt.Errorf("database call timeout %s%s is out of range %s: %s", *d, a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
 	}
+	a.callTimeout = *d // the operations layer's too
 	return nil
+}
+
+// settleCallTimeout settles the database call timeout of the operations
+// layer for a command without --database-call-timeout, from the
+// environment or the configuration file, as resolveCallTimeout does for
+// the commands with it, which settle it first.
+func (a *app) settleCallTimeout() error {
+	if a.callTimeout != 0 {
+		return nil
+	}
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	var d time.Duration
+	addCallTimeoutFlag(fs, &d)
+	return a.resolveCallTimeout(fs, &d)
 }
 
 // engineConfig is the engine's configuration for these options and the

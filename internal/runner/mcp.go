@@ -49,6 +49,10 @@ type MCPConfig struct {
 	// Handlers are the handlers queues are known to run with, for the
 	// next steps that start a worker (ops.Options.Handlers).
 	Handlers map[string]string
+	// DatabaseCallTimeout bounds the database work of each tool call,
+	// resource read and page (ops.Options.DatabaseCallTimeout); zero for
+	// its default.
+	DatabaseCallTimeout time.Duration
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -97,7 +101,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
-		Observers: c.Observers, Handlers: c.Handlers})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout})
 	if err != nil {
 		return err
 	}
@@ -153,7 +157,7 @@ func loopbackAddr(addr string) bool {
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
-		Observers: c.Observers, Handlers: c.Handlers})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout})
 	if err != nil {
 		return err
 	}
