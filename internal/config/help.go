@@ -48,7 +48,7 @@ Example (every key but the handler types' own, which follow it):
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
     no_listen: false                # true: poll only, no LISTEN (PgBouncer in transaction mode)
-    database_call_timeout: 30s      # close a connection that leaves a call unanswered this long (1s..1h)
+    database_call_timeout: 30s      # give up a call the database leaves unanswered this long (1s..1h)
   queues:
     orders:                         # ^[a-z][a-z0-9_]*$, at most 43 characters
       concurrency: 10               # jobs at once per process (default 10)
@@ -84,7 +84,13 @@ outcomes, a heartbeat, each statement of retention, a vacuum) gives up after
 worker.database_call_timeout (default 30s): a connection that stops answering
 without being closed, as after a failover behind a proxy, is then closed and
 the call tried again on a new one. A read given up so may have claimed its
-messages: they come back after their visibility timeout.
+messages: they come back after their visibility timeout. The same timeout
+bounds the MCP tools and resources of pgbus serve, the pages of the
+dashboard (pgbus dashboard takes --database-call-timeout too) and every
+other command (from PGBUS_DATABASE_CALL_TIMEOUT or the file): a read gives
+up once it passes, a write once one of its statements goes unanswered that
+long (what it did before stays done, and its error says how much); the call
+fails saying the database did not answer, and the next one connects afresh.
 
 Audit retention: the audit log records every write operation of the CLI,
 the MCP tools and the dashboard. The processes that run workers (pgbus work,
