@@ -104,7 +104,7 @@ const MaxDatabaseCallTimeout = time.Hour
 // busy but healthy database answers.
 const (
 	DatabaseCallTimeoutRange = "1s..1h"
-	DatabaseCallTimeoutWhy   = "it is how long a database call of the workers may go unanswered before its connection is closed, and a busy but healthy database may take seconds; give for example 30s"
+	DatabaseCallTimeoutWhy   = "it is how long a database call of the workers, tools, pages or commands may go unanswered before it is given up and its connection closed, and a busy but healthy database may take seconds; give for example 30s"
 )
 
 // Queue configures one queue: how many of its jobs run at once, the handler

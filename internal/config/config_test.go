@@ -132,7 +132,7 @@ func TestErrors(t *testing.T) {
 		{"worker:\n  drain_timeout: 1 minute\n", "worker.drain_timeout", 2, "is not a duration"},
 		{"worker:\n  drain_timeout: 0s\n", "worker.drain_timeout", 2, "out of range 1ms..24h"},
 		{"worker:\n  poll_interval: 1ms\n", "worker.poll_interval", 2, "out of range 10ms..1h"},
-		{"worker:\n  database_call_timeout: 500ms\n", "worker.database_call_timeout", 2, "500ms is out of range 1s..1h: it is how long a database call of the workers may go unanswered"},
+		{"worker:\n  database_call_timeout: 500ms\n", "worker.database_call_timeout", 2, "500ms is out of range 1s..1h: it is how long a database call of the workers, tools, pages or commands may go unanswered"},
 		{"worker:\n  database_call_timeout: 0s\n", "worker.database_call_timeout", 2, "0s is out of range 1s..1h"},
 		{"worker:\n  database_call_timeout: 2h\n", "worker.database_call_timeout", 2, "2h0m0s is out of range 1s..1h"},
 		{"worker:\n  database_call_timeout: 30\n", "worker.database_call_timeout", 2, `"30" is not a duration`},
