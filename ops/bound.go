@@ -53,6 +53,17 @@ func givenUp(ctx context.Context, err error) (*callBound, bool) {
 	return b, errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
+// dropIfGivenUp drops the pool's frozen connections when err, of one
+// step of a call made with ctx that goes on to its next steps (a move
+// from one DLQ of several), is that step given up by the call's bound:
+// the next steps then connect afresh rather than meet another frozen
+// connection, a bound each.
+func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
+	if b, ok := givenUp(ctx, err); ok {
+		s.store.DropFrozenConnections(time.Now().Add(-b.limit))
+	}
+}
+
 // unansweredError is err, a call given up after limit for want of an
 // answer, with what that means for the call and what to do. The pool's
 // connections, which froze with the call's, are dropped first, once per

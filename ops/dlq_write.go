@@ -237,6 +237,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 	for _, t := range loc.targets {
 		r, err := s.store.RetryDead(ctx, t.dlq, t.ids, opts)
 		if err != nil {
+			s.dropIfGivenUp(ctx, err)
 			unaccounted(&r, t, err)
 		}
 		if e := cmp.Or(err, r.Err()); dbErr == nil && e != nil && !errors.Is(e, ErrNotFound) && !errors.Is(e, ErrInvalid) {
@@ -676,6 +677,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 			continue
 		}
 		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
+		s.dropIfGivenUp(ctx, err)
 		for _, id := range moved {
 			done[id] = t.dlq
 		}
