@@ -72,7 +72,7 @@ func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
 // partway keeps its own error, which says what it did and that the same
 // call does the rest: only its cause is said so.
 func (s *Service) unansweredError(err error, limit time.Duration, e effect) error {
-	// The statement given up began a bound ago.
+	// The call given up, or its statement, began a bound ago.
 	s.store.DropFrozenConnections(time.Now().Add(-limit))
 	var pd *PartlyDone
 	inner := err
@@ -80,7 +80,7 @@ func (s *Service) unansweredError(err error, limit time.Duration, e effect) erro
 		inner = pd.Err
 	}
 	what := fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed: "+
-		"a failover, a frozen server or a cut network path leaves connections open but silent (%v)", limit, inner)
+		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", limit, inner)
 	if pd != nil {
 		pd.Err = cause{msg: what, err: errors.Join(ErrUnavailable, pd.Err)}
 		return err
