@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,20 @@ import (
 // freezes: each would cost a call its whole bound, were they not dropped.
 const frozenPool = 4
 
+// frozenSetup makes a queue with dead dead messages, read directly, and a
+// service with a one-second database call timeout whose pool of
+// frozenPool connections goes through a proxy the test can freeze.
+func frozenSetup(t *testing.T, dead int) (direct *store.Store, q string, proxy *pgtest.FreezingProxy, through *store.Store, svc *ops.Service) {
+	t.Helper()
+	direct = testStore(t)
+	q = newQueue(t, direct, nil)
+	pgtest.DeadLetterN(t, direct, q, dead, pgtest.DeadSpec{})
+	proxy = pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	through = pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", fmt.Sprint(frozenPool)))
+	svc = newService(t, through, ops.Options{DatabaseCallTimeout: time.Second})
+	return direct, q, proxy, through, svc
+}
+
 // A bulk retry whose connections stop answering partway (a failover
 // behind a proxy, a cut path) gives up after the database call timeout
 // instead of waiting for TCP: what it moved stays moved, no message is
@@ -23,12 +38,7 @@ const frozenPool = 4
 // done and what to do, the audit log records it, and the same call again,
 // through new connections, retries the rest.
 func TestFrozenRetryGivesUpPartwayAndRecovers(t *testing.T) {
-	direct := testStore(t)
-	q := newQueue(t, direct, nil)
-	pgtest.DeadLetterN(t, direct, q, 600, pgtest.DeadSpec{})
-	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
-	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", "4"))
-	svc := newService(t, through, ops.Options{DatabaseCallTimeout: time.Second})
+	direct, q, proxy, through, svc := frozenSetup(t, 600)
 	client := uniqueName("agent") + "/1.0"
 	ctx := ops.WithClient(testContext(t), client)
 	pgtest.FillPool(t, through.Pool(), frozenPool)
@@ -72,12 +82,7 @@ func TestFrozenRetryGivesUpPartwayAndRecovers(t *testing.T) {
 // call timeout, as a database that does not answer, with the health check
 // as its next step; the next read connects afresh and succeeds.
 func TestFrozenReadGivesUpAndRecovers(t *testing.T) {
-	direct := testStore(t)
-	q := newQueue(t, direct, nil)
-	pgtest.DeadLetterN(t, direct, q, 3, pgtest.DeadSpec{})
-	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
-	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", "4"))
-	svc := newService(t, through, ops.Options{DatabaseCallTimeout: time.Second})
+	_, q, proxy, through, svc := frozenSetup(t, 3)
 	ctx := testContext(t)
 	pgtest.FillPool(t, through.Pool(), frozenPool)
 
