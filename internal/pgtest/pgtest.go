@@ -19,6 +19,7 @@ package pgtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,7 +108,14 @@ func skipFsync(url string) error {
 // used one; the server itself keeps running while other test binaries still
 // use it. Without Main the server outlives the run and the next run adopts
 // it.
+//
+// Unless -parallel is given, Main runs up to Parallel parallel tests at a
+// time rather than one per CPU (see Parallel).
 func Main(m *testing.M) int {
+	if err := defaultParallel(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		return 2
+	}
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
@@ -124,4 +132,25 @@ func Main(m *testing.M) int {
 	}
 	cluster = nil
 	return code
+}
+
+// Parallel is how many parallel tests Main runs at a time unless -parallel
+// says otherwise. The tests of a package that talks to PostgreSQL spend
+// most of their time waiting: for the server, for a worker's next poll, for
+// a visibility timeout or a command to start. Go's default of one test per
+// CPU leaves a 2-CPU machine idle through those waits.
+const Parallel = 8
+
+// defaultParallel sets -test.parallel to Parallel when the command line did
+// not set it.
+func defaultParallel() error {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given || flag.Lookup("test.parallel") == nil {
+		return nil
+	}
+	return flag.Set("test.parallel", fmt.Sprint(Parallel))
 }

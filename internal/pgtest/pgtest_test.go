@@ -2,7 +2,10 @@ package pgtest_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +57,23 @@ func TestEmbeddedClusterSkipsFsyncButNotCommits(t *testing.T) {
 	})
 	if v := show("synchronous_commit"); v != "on" {
 		t.Fatalf("synchronous_commit = %s; want on, so that a killed server keeps every commit", v)
+	}
+}
+
+// Main raises the number of parallel tests to pgtest.Parallel unless the
+// command line gave -parallel, which it leaves as given.
+func TestMainRaisesParallel(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	if f == nil {
+		t.Fatal("no test.parallel flag")
+	}
+	want := fmt.Sprint(pgtest.Parallel)
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "-test.parallel="); ok {
+			want = v
+		}
+	}
+	if f.Value.String() != want {
+		t.Fatalf("test.parallel = %s, want %s (command line %q)", f.Value, want, os.Args[1:])
 	}
 }
