@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,12 @@ func (s *Service) holdAudit(e store.AuditEntry, err error) {
 		// would keep a command from ending, for nothing.
 		what, todo := limitAdvice(store.LimitReadOnly, s.store.User())
 		s.unrecorded(e, fmt.Errorf("%w: %s; %s", err, what, todo))
+		return
+	}
+	if store.IsPermissionDenied(err) {
+		// Nor does it grant a privilege: a command run by a role that
+		// may only read would wait AuditCloseWait at its exit.
+		s.unrecorded(e, fmt.Errorf("%w: the database role %s may not write the audit log; grant it INSERT on pgbus.audit_log, or run writes as a role that may", err, cmp.Or(s.store.User(), "in use")))
 		return
 	}
 	h := &s.audit

@@ -1,0 +1,56 @@
+package ops_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A role that may move messages but not write the audit log retries a dead
+// message; its audit entry is not held for a privilege that waiting does
+// not grant, keeping a command from ending for half a minute: it is given
+// up at once as unrecorded, saying what to grant.
+func TestAuditEntryRefusedForAPrivilegeIsNotHeld(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	owner := testStore(t)
+	q := newQueue(t, owner, nil)
+	ids := pgtest.DeadLetter(t, owner, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+
+	url := pgtest.URL(t)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT, USAGE ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "REVOKE INSERT ON pgbus.audit_log FROM "+role)
+	pool, err := pgxpool.New(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool)
+	t.Cleanup(st.Close)
+
+	var unrecorded pgtest.SyncBuffer
+	svc := newService(t, st, ops.Options{Unrecorded: &unrecorded})
+	rep, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || rep.Retried != 1 {
+		t.Fatalf("retry as a role that may move messages: %+v, %v; want it retried", rep, err)
+	}
+	got := unrecorded.String()
+	for _, want := range []string{`"tool":"dlq_retry"`, "permission denied", "the database role " + role + " may not write the audit log", "INSERT on pgbus.audit_log"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the unrecorded entries, once the retry returned, do not say %q: %q", want, got)
+		}
+	}
+	svc.Close(context.Background())
+	if n := strings.Count(unrecorded.String(), `"tool":"dlq_retry"`); n != 1 {
+		t.Errorf("the retry's entry is given up %d times, want once:\n%s", n, unrecorded.String())
+	}
+}
