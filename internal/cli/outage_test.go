@@ -23,6 +23,7 @@ import (
 // did, which the database could not take, is printed on stderr as one
 // JSON line saying so, with the count it retried.
 func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
+	t.Parallel()
 	c := cutRetryAll(t)
 	code := c.exitCode(t)
 	msg := c.stderr.String()
@@ -78,6 +79,7 @@ func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
 // while the command tries to record what it did, leaves its audit entry in
 // the log: the time the retry ended, the count it retried, its error.
 func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
+	t.Parallel()
 	c := cutRetryAll(t)
 	pgtest.Eventually(t, time.Minute, "the command trying to record its audit entry", func() bool {
 		return strings.Contains(c.stderr.String(), "not yet recorded in the audit log")
@@ -113,6 +115,7 @@ func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
 // have, and its next steps: pgbus health, which says when the database
 // answers, then the same command again, which retries the rest.
 func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
+	t.Parallel()
 	c := cutRetryAll(t, "--json")
 	code := c.exitCode(t)
 	lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
