@@ -18,6 +18,7 @@ const fixtureRun = "conformance: === fixture server: the active suite ==="
 // that is not expected to (baseline.yml lists none; against pgbus serve,
 // the fixture-only ones), or one expected to fail passes.
 func TestConformanceSuite(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("bash", "conformance/run")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.MainWithBinary(m, &binary)) }
 // the SDK from package-lock.json when node_modules lacks it; if that fails,
 // the test fails with npm's output.
 func TestTypeScriptSDKAgent(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed: this test needs Node.js 20 or later and npm (%v)", tool, err)

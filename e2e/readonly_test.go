@@ -108,6 +108,7 @@ func roWriteCalls(w roWorld) map[string]map[string]any {
 // called by name answers a tool error naming the command an operator can
 // run, and the database is as it was.
 func TestServeReadOnlyEveryTransport(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"stdio", "sse", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			w := newROWorld(t)
