@@ -70,6 +70,10 @@ func TestBreakerWorkerProcess(t *testing.T) {
 		Queues:       []engine.QueueConfig{{Name: queue, Concurrency: 4}},
 		PollInterval: 50 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Retention prunes the whole shared database, and a pass that waits
+		// for a lock another test holds outlives the SIGKILL of its process
+		// (pgtest.NewClient leaves it off too).
+		RetentionInterval: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

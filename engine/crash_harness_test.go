@@ -87,6 +87,10 @@ func TestCrashWorkerProcess(t *testing.T) {
 		Queues:       []engine.QueueConfig{{Name: queue, Concurrency: conc}},
 		PollInterval: 100 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Retention prunes the whole shared database, and a pass that waits
+		// for a lock another test holds outlives the SIGKILL of its process
+		// (pgtest.NewClient leaves it off too).
+		RetentionInterval: -1,
 	})
 	if err != nil {
 		t.Fatalf("child worker: %v", err)
