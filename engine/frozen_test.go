@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A connection that stops answering without being closed (a failover
@@ -22,8 +23,8 @@ import (
 func TestWorkersRecoverFromFrozenConnections(t *testing.T) {
 	direct := testStore(t)
 	q := newQueue(t, direct, nil)
-	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
-	through := pgtest.OpenStore(t, proxy.URL())
+	path := storeThroughProxy(t, nil)
+	through := path.store
 	var logs pgtest.SyncBuffer
 	var ran atomic.Int64
 	c := pgtest.NewClient(t, through, q, func(cfg *engine.Config) {
@@ -44,7 +45,7 @@ func TestWorkersRecoverFromFrozenConnections(t *testing.T) {
 	}
 	pgtest.Eventually(t, time.Minute, "the first messages archived", func() bool { return pgtest.Archived(t, direct, q) == 3 })
 
-	proxy.Freeze()
+	path.freeze(t, direct)
 	// Two rounds: a wake-up the listener received before the freeze may
 	// still be pending and serve the first; the second then needs a
 	// listener on a new connection.
@@ -73,8 +74,10 @@ func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	const poolSize = 8
 	direct := testStore(t)
 	q := newQueue(t, direct, nil)
-	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
-	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", strconv.Itoa(poolSize)))
+	path := storeThroughProxy(t, func(url string) string {
+		return pgtest.WithParam(t, url, "pool_max_conns", strconv.Itoa(poolSize))
+	})
+	through := path.store
 	var logs pgtest.SyncBuffer
 	var frozen atomic.Bool
 	seenByJob := make(chan string, 1) // the log as the first job after the freeze runs
@@ -107,7 +110,7 @@ func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	pgtest.FillPool(t, through.Pool(), poolSize)
 
 	givenUpBefore := strings.Count(logs.String(), givenUpLine)
-	proxy.Freeze()
+	path.freeze(t, direct)
 	frozen.Store(true)
 	pgtest.Send(t, sender, q, map[string]int{"n": 1}, engine.SendOptions{})
 	var seen string
@@ -123,4 +126,49 @@ func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	if givenUp > 2 {
 		t.Errorf("%d calls were given up before the first job after the freeze, want at most 2: the pool handed out its %d frozen connections one by one", givenUp, poolSize)
 	}
+}
+
+// frozenPath is a store on the test database through a freezing proxy.
+type frozenPath struct {
+	proxy *pgtest.FreezingProxy
+	store *store.Store
+	app   string // the application_name of the store's connections
+}
+
+// storeThroughProxy opens a store on the test database (migrated by
+// testStore) through a freezing proxy, at the proxy's URL changed by edit
+// when it is not nil. The store is closed after the proxy, whose close
+// ends the frozen connections at once: closed first, the pool would wait
+// for each to answer its goodbye, up to 15 seconds.
+func storeThroughProxy(t *testing.T, edit func(url string) string) *frozenPath {
+	t.Helper()
+	p := &frozenPath{app: uniqueName("pgbus_frozen")}
+	// Cleanups run last first: this one after the proxy's.
+	t.Cleanup(func() {
+		if p.store != nil {
+			p.store.Close()
+		}
+	})
+	p.proxy = pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	url := pgtest.WithParam(t, p.proxy.URL(), "application_name", p.app)
+	if edit != nil {
+		url = edit(url)
+	}
+	var err error
+	if p.store, err = store.Open(testContext(t), url); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// freeze freezes the connections the proxy carries, and then ends their
+// server side, as a failover ends the old server's sessions; the client
+// sees the freeze alone. A read the server received just before the
+// freeze could otherwise claim a message sent after it and hold it, in a
+// transaction whose commit the freeze keeps from coming, for as long as
+// the proxy keeps the connection open: no worker could ever run it.
+func (p *frozenPath) freeze(t *testing.T, direct *store.Store) {
+	t.Helper()
+	p.proxy.Freeze()
+	terminateApp(t, direct, p.app)
 }
