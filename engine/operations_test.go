@@ -498,7 +498,10 @@ func listenerPIDs(t *testing.T, s *store.Store, app string) []int32 {
 }
 
 func TestWorkerRegistry(t *testing.T) {
-	s := testStore(t)
+	// A database of its own: the registry lists the processes of the
+	// whole database, those still running first, up to a limit that the
+	// other tests' workers, and those their crash tests killed, can fill.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.ProcessHeartbeat = 100 * time.Millisecond })
