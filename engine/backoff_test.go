@@ -10,6 +10,7 @@ import (
 )
 
 func TestDefaultRetryPolicy(t *testing.T) {
+	t.Parallel()
 	p := engine.DefaultRetryPolicy()
 	want := engine.RetryPolicy{MaxRetries: 5, Strategy: store.BackoffExponential, Backoff: 5 * time.Second, BackoffMax: 300 * time.Second, Jitter: 0.15}
 	if p != want {
@@ -24,6 +25,7 @@ func TestDefaultRetryPolicy(t *testing.T) {
 }
 
 func TestExponentialJitterBounds(t *testing.T) {
+	t.Parallel()
 	p := engine.DefaultRetryPolicy()
 	for attempt := 1; attempt <= 12; attempt++ {
 		base := min(5*time.Second<<(attempt-1), 300*time.Second)
@@ -42,6 +44,7 @@ func TestExponentialJitterBounds(t *testing.T) {
 }
 
 func TestExponentialHugeAttemptsStayCapped(t *testing.T) {
+	t.Parallel()
 	p := engine.DefaultRetryPolicy()
 	for _, attempt := range []int{0, -3, 63, 64, 1000, 1 << 30} {
 		d := p.NextDelay(attempt, 0.5)
@@ -55,6 +58,7 @@ func TestExponentialHugeAttemptsStayCapped(t *testing.T) {
 // the delays of late attempts at itself: converted from a float at 2^63,
 // they were negative, and the message was retried at once.
 func TestNoCapBackoffStaysPositive(t *testing.T) {
+	t.Parallel()
 	for _, strategy := range []string{store.BackoffExponential, store.BackoffPolynomial} {
 		p := engine.RetryPolicy{MaxRetries: 1000, Strategy: strategy, Backoff: time.Second, BackoffMax: math.MaxInt64, Jitter: 0.15}
 		prev := time.Duration(0)
@@ -72,6 +76,7 @@ func TestNoCapBackoffStaysPositive(t *testing.T) {
 }
 
 func TestPolynomialStrategy(t *testing.T) {
+	t.Parallel()
 	p := engine.RetryPolicy{MaxRetries: 10, Strategy: store.BackoffPolynomial, BackoffMax: time.Hour, Jitter: 0.15}
 	for attempt, secs := range map[int]float64{1: 3, 2: 18, 3: 83, 4: 258} {
 		lo := p.NextDelay(attempt, 0)

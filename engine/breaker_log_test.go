@@ -17,6 +17,7 @@ import (
 // A person watching the workers at the info level sees the breaker open
 // once when its downstream fails, and close once the downstream is back.
 func TestBreakerTransitionsLoggedAtInfo(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
 	name := uniqueName("logged")
@@ -57,6 +58,7 @@ func TestBreakerTransitionsLoggedAtInfo(t *testing.T) {
 // A running process says at each heartbeat which breakers its handlers
 // use, so that its users stay listed however long it runs.
 func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	name := uniqueName("kept")
@@ -90,6 +92,7 @@ func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
 // made anew, closed and with its users, at the next job that asks it, and
 // keeps working: it opens again when the downstream fails.
 func TestDeletedBreakerIsMadeAnew(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the breaker is left open, which the health
 	// of a shared one would report.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -130,6 +133,7 @@ func TestDeletedBreakerIsMadeAnew(t *testing.T) {
 // at its next heartbeat: pgbus workers lists it running, health counts its
 // queues served, and its breaker keeps its users.
 func TestHeartbeatRestoresPrunedRows(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // pruning reads the whole registry
 	q := newQueue(t, s, nil)
 	name := uniqueName("pruned")

@@ -70,6 +70,7 @@ func openBreaker(t *testing.T, s *store.Store, c *engine.Client, q, name string)
 // lost (after the queue's visibility timeout, 10 minutes here), every job
 // of the kind snoozed meanwhile.
 func TestProbeEndingWithoutVerdictFreesTheBreaker(t *testing.T) {
+	t.Parallel()
 	endings := map[string]func(context.Context) error{
 		"non-retryable": func(context.Context) error { return engine.NonRetryable(errors.New("bad input")) },
 		"discard":       func(context.Context) error { return engine.Discard(errors.New("not wanted")) },
@@ -120,6 +121,7 @@ func TestProbeEndingWithoutVerdictFreesTheBreaker(t *testing.T) {
 // and grace, where it used to be after the visibility timeout, and more
 // probes ran beside it against a downstream still thought down.
 func TestLongProbeIsTheOnlyProbe(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) {
 		qs.MaxRetries = 1

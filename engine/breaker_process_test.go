@@ -122,6 +122,7 @@ func (f *flakyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // open and snoozes its jobs instead of calling, and while half-open only one
 // probe runs across both processes.
 func TestCircuitBreakerAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
 	name := uniqueName("downstream")

@@ -12,6 +12,7 @@ import (
 // DatabaseCallTimeout left zero takes the default; one shorter than
 // MinDatabaseCallTimeout, or negative, is refused, naming the field.
 func TestDatabaseCallTimeoutDefaultAndMinimum(t *testing.T) {
+	t.Parallel()
 	queues := []QueueConfig{{Name: "x"}}
 	cfg := Config{Queues: queues}.withDefaults()
 	if cfg.DatabaseCallTimeout != DefaultDatabaseCallTimeout {

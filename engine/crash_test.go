@@ -20,6 +20,7 @@ import (
 // them invisible) is SIGKILLed; after their visibility timeout another
 // worker finishes them, on their second delivery.
 func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, crashSettings)
@@ -128,6 +129,7 @@ func TestCrashHeldMessagesFinishedByAnotherWorker(t *testing.T) {
 // test's own limit, and found nothing 4,000 do not: what counts is the
 // kills, and more messages are sent until there have been enough.)
 func TestCrashedWorkersLoseNothing(t *testing.T) {
+	t.Parallel()
 	const (
 		total     = 4_000
 		batch     = 500
@@ -495,6 +497,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 // meanwhile is killed by them, and the test ends its pending write as the
 // crash would have, had it come a moment earlier.
 func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, crashSettings)
@@ -566,6 +569,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 // running); the test holds the write on a DLQ lock and kills the child
 // there.
 func TestCrashBeforeDeadLetterWriteKeepsAttempts(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, crashSettings)

@@ -75,6 +75,7 @@ func (r *refusedDLQ) checkLogged(t *testing.T) {
 // without end and held them all up. The log says what to grant, once.
 // Once granted, the message is dead-lettered when it next fails.
 func TestDeadLetterRefusedLeavesTheMessageQueued(t *testing.T) {
+	t.Parallel()
 	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.VisibilityTimeout = 2 * time.Second })
 	c := r.client(t)
 	var bad atomic.Int32
@@ -117,6 +118,7 @@ func TestDeadLetterRefusedLeavesTheMessageQueued(t *testing.T) {
 // stays in its queue now, the others run, and once granted it goes to the
 // DLQ.
 func TestReadTimeDeadLetterRefusedLetsTheQueueRun(t *testing.T) {
+	t.Parallel()
 	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.MaxRetries = 1; qs.VisibilityTimeout = 2 * time.Second })
 	ctx := testContext(t)
 	c := r.client(t)
@@ -160,6 +162,7 @@ func TestReadTimeDeadLetterRefusedLetsTheQueueRun(t *testing.T) {
 // warning came at every retry; once granted, the outcome lands, the job
 // having run once, and the log says so.
 func TestRefusedArchiveIsLoggedOnceWithItsGrant(t *testing.T) {
+	t.Parallel()
 	r := newRefusedDLQ(t, nil)
 	pgtest.Exec(t, r.url, "GRANT ALL ON pgmq.q_"+r.queue+"_dlq TO "+r.role)
 	pgtest.Exec(t, r.url, "REVOKE INSERT ON pgmq.a_"+r.queue+" FROM "+r.role)
@@ -208,6 +211,7 @@ func outcomes(rec *recorder, id int64) map[string]int {
 // letter each time, and the metrics told of DLQs far fuller than they
 // were. Once granted, the dead letter lands and is reported once.
 func TestDeadLetterReportedOnceWritten(t *testing.T) {
+	t.Parallel()
 	r := newRefusedDLQ(t, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second; qs.MaxRetries = 100 })
 	rec := &recorder{}
 	c := pgtest.NewClient(t, r.operator, r.queue, func(cfg *engine.Config) {
@@ -262,6 +266,7 @@ func (r *abandonRecorder) JobAbandoned(context.Context, *engine.Job) { r.abandon
 // when it would be reported a second time. The observers are told it was
 // abandoned, so that a tracer ends its span.
 func TestOutcomeNotWrittenBeforeStopIsNotReported(t *testing.T) {
+	t.Parallel()
 	r := newRefusedDLQ(t, nil)
 	pgtest.Exec(t, r.url, "GRANT ALL ON pgmq.q_"+r.queue+"_dlq TO "+r.role)
 	pgtest.Exec(t, r.url, "REVOKE INSERT ON pgmq.a_"+r.queue+" FROM "+r.role)

@@ -10,6 +10,7 @@ import (
 // the default privileges only for the owner of a queue's table, the role
 // that creates queues.
 func TestGrantAdviceByOwner(t *testing.T) {
+	t.Parallel()
 	got := grantAdvice([]store.MissingGrant{
 		{Table: "pgmq.q_orders_dlq", Owner: "app", Role: "operator", Privileges: []string{"SELECT", "INSERT"}},
 		{Table: "pgbus.failures", Owner: "admin", Role: "operator", Privileges: []string{"UPDATE"}},

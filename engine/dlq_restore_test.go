@@ -52,6 +52,7 @@ func startThenDropDLQ(t *testing.T, c *engine.Client, s, owner *store.Store, que
 // to it, where the writes were retried without end and held up the
 // queue's other outcomes, and with them its heartbeat.
 func TestDLQDroppedWhileWorkingIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	plain, levels := newQueue(t, s, nil), newPriorityQueue(t, s, 2)
 	for name, qs := range map[string][2]string{"plain": {plain, plain}, "priority levels": {levels, store.PriorityQueueName(levels, 0)}} {
@@ -86,6 +87,7 @@ func TestDLQDroppedWhileWorkingIsMadeAgain(t *testing.T) {
 // the log says what to run; the queue's other messages run meanwhile. Once
 // the DLQ is made, they reach it: nothing is lost.
 func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	owner := pgtest.OpenStore(t, url)
 	q := newQueue(t, owner, nil)
@@ -133,6 +135,7 @@ func TestDLQThatCannotBeMadeAgainLeavesItsMessagesQueued(t *testing.T) {
 // hand makes it again, as it does for a plain queue, where it refused to
 // start, saying to create a queue that exists.
 func TestWorkerStartMakesAMissingDLQOfPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newPriorityQueue(t, s, 2)
 	pgtest.DropOutside(t, s, store.DLQName(q))

@@ -21,6 +21,7 @@ import (
 // next try takes a new one. Polls an hour apart leave the wake-ups to the
 // listener, which must notice its own connection went silent too.
 func TestWorkersRecoverFromFrozenConnections(t *testing.T) {
+	t.Parallel()
 	direct := testStore(t)
 	q := newQueue(t, direct, nil)
 	path := storeThroughProxy(t, nil)
@@ -71,6 +72,7 @@ const givenUpLine = `msg="pgbus: a database call got no answer`
 // a call or two given up, not after one per connection of the pool, each a
 // whole timeout.
 func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
+	t.Parallel()
 	const poolSize = 8
 	direct := testStore(t)
 	q := newQueue(t, direct, nil)

@@ -14,6 +14,7 @@ import (
 // and above it as rnd is, and the delays spread over nearly the whole
 // jitter range, so that workers failing together do not retry together.
 func TestPolynomialJitterSpreadsDelays(t *testing.T) {
+	t.Parallel()
 	const jitter = 0.15
 	p := engine.RetryPolicy{MaxRetries: 10, Strategy: store.BackoffPolynomial, BackoffMax: time.Hour, Jitter: jitter}
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -18,6 +18,7 @@ import (
 // pgbus_kind that is empty is the kind, not a reason to look at job_class.
 // Dead-lettered, each message is listed under the kind its handler saw.
 func TestKindAsTheDLQReadsIt(t *testing.T) {
+	t.Parallel()
 	s := pgtest.Store(t)
 	ctx := pgtest.Context(t)
 	q := pgtest.NewFastQueue(t, s, "kinds", nil)

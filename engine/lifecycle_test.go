@@ -30,6 +30,7 @@ func failN(n int32, calls *atomic.Int32) engine.HandlerFunc {
 // The recorded retry times follow the formula exactly with the jitter
 // source fixed: 100ms, 200ms, 400ms, 800ms.
 func TestFailFourTimesThenSucceed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -67,6 +68,7 @@ func TestFailFourTimesThenSucceed(t *testing.T) {
 
 // With real jitter, each delay stays within the jitter band of the formula.
 func TestRetryDelaysWithinJitterBand(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoffJitter = 0.5 })
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Rand = nil })
@@ -85,6 +87,7 @@ func TestRetryDelaysWithinJitterBand(t *testing.T) {
 }
 
 func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -139,6 +142,7 @@ func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 }
 
 func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -160,6 +164,7 @@ func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
 }
 
 func TestRetryAfterOverridesBackoff(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 10 * time.Second; qs.RetryBackoffMax = time.Minute })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -180,6 +185,7 @@ func TestRetryAfterOverridesBackoff(t *testing.T) {
 }
 
 func TestNackUsesExplicitDelayAndReason(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -202,6 +208,7 @@ func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 // A Nack with no delay retries at once, whatever the queue's backoff: its
 // delay is explicit, 0 included.
 func TestNackWithoutDelayRetriesAtOnce(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = time.Hour; qs.RetryBackoffMax = time.Hour })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -222,6 +229,7 @@ func TestNackWithoutDelayRetriesAtOnce(t *testing.T) {
 }
 
 func TestSnoozeUsesNoAttempt(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -252,6 +260,7 @@ func TestSnoozeUsesNoAttempt(t *testing.T) {
 }
 
 func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -276,6 +285,7 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 }
 
 func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -300,6 +310,7 @@ func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 // A panic is a programming error: dead-lettered at once, with the
 // goroutine stack in the history and its first lines in the block.
 func TestPanicDeadLettersWithStack(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -345,6 +356,7 @@ func (e *lookupError) Error() string { return "no such key " + e.key }
 // message is dead-lettered at once as a panic, naming the error's type,
 // and the worker and its other jobs go on.
 func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -376,6 +388,7 @@ func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
 // programming error saying so, not after its timeout as one that ignored
 // its context.
 func TestGoexitDeadLettersLikeAPanic(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -393,6 +406,7 @@ func TestGoexitDeadLettersLikeAPanic(t *testing.T) {
 }
 
 func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -408,6 +422,7 @@ func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 }
 
 func TestUndecodablePayloadDeadLetters(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -431,6 +446,7 @@ func TestUndecodablePayloadDeadLetters(t *testing.T) {
 // panic) does, under a class of its own that says the handler is at
 // fault.
 func TestDecodeIntoNoPointerBlamesTheHandler(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -471,6 +487,7 @@ func TestDecodeIntoNoPointerBlamesTheHandler(t *testing.T) {
 }
 
 func TestHandlerTimeouts(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.HandlerGrace = 100 * time.Millisecond })
@@ -502,6 +519,7 @@ func TestHandlerTimeouts(t *testing.T) {
 // negative wait, and every attempt was failed at once as a handler that
 // ignored its context, here dead-lettering a job that succeeds.
 func TestTimeoutAsLongAsADurationGoes(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -523,6 +541,7 @@ func TestTimeoutAsLongAsADurationGoes(t *testing.T) {
 }
 
 func TestHugeErrorMessageTruncatedInBlockKeptInHistory(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -547,6 +566,7 @@ func TestHugeErrorMessageTruncatedInBlockKeptInHistory(t *testing.T) {
 // A message already read more than max_retries times (its workers crashed)
 // is dead-lettered at read time without running, with no error keys.
 func TestReadTimeDeadLettering(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
@@ -579,6 +599,7 @@ func TestReadTimeDeadLettering(t *testing.T) {
 }
 
 func TestPerKindRetryOverride(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -595,6 +616,7 @@ func TestPerKindRetryOverride(t *testing.T) {
 }
 
 func TestIdempotencyKeyAndJobFields(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -627,6 +649,7 @@ func TestIdempotencyKeyAndJobFields(t *testing.T) {
 // history with it when it succeeds after failing: nothing else would ever
 // prune the history of a message in neither the queue nor its archive.
 func TestDeleteOnSuccessTakesFailureHistory(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.DeleteOnSuccess = true })
 	var calls atomic.Int32
@@ -645,6 +668,7 @@ func TestDeleteOnSuccessTakesFailureHistory(t *testing.T) {
 // An attempt that fails within a millisecond ran 0 ms: the history says so,
 // where it used to keep no detail at all and show the run time as unknown.
 func TestFailureWithinAMillisecondRecordsItsRunTime(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)

@@ -38,6 +38,7 @@ func limitedStore(t *testing.T, set string) (st *store.Store, queue string, befo
 // default_transaction_read_only on), Run refuses to start, saying so and
 // to point pgbus at the primary, rather than in the server's words alone.
 func TestRunOnReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
+	t.Parallel()
 	st, q, _ := limitedStore(t, "default_transaction_read_only = on")
 	c := pgtest.NewClient(t, st, q, nil)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
@@ -59,6 +60,7 @@ func TestRunOnReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 // or database sets is logged with the setting named and what to do, and
 // written once the lock is free: the workers go on.
 func TestLockTimeoutOnOutcomesIsNamedAndWorkGoesOn(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	st, q, before := limitedStore(t, "lock_timeout = '100ms'")
 	// Another client's transaction holds the queue's archive, as a long

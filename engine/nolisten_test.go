@@ -16,6 +16,7 @@ import (
 // the workers: with an hour between polls, a message sent after the start
 // still runs, and nothing is said about polling.
 func TestListenCheckPassesOnADirectConnection(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	var logs pgtest.SyncBuffer
@@ -37,6 +38,7 @@ func TestListenCheckPassesOnADirectConnection(t *testing.T) {
 // With NoListen the client says once that it only polls, and polling
 // alone runs what is sent.
 func TestNoListenPolls(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	var logs pgtest.SyncBuffer

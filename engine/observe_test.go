@@ -61,6 +61,7 @@ func (r *recorder) of(id int64) []finished {
 // no handler settled without running; the handler runs in the context the
 // observer returned.
 func TestObserversSeeEveryOutcome(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 2 })
 	rec := &recorder{}
@@ -123,6 +124,7 @@ func (p panicky) JobFinished(context.Context, *engine.Job, engine.Finish) {
 // told, and the worker goes on, where the panic took the whole process
 // down.
 func TestPanickingObserverDoesNotStopTheWorker(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	rec := &recorder{}
@@ -170,6 +172,7 @@ func (p panickySender) Sending(context.Context, string, *engine.SendOptions) fun
 // enqueued, and the other observers see it, where the panic reached the
 // caller of Send.
 func TestPanickingSendObserverDoesNotStopTheSend(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	var log pgtest.SyncBuffer

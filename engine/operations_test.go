@@ -21,6 +21,7 @@ import (
 // A handler running longer than the visibility timeout keeps its message:
 // the heartbeat extends vt, so no other reader gets it meanwhile.
 func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
@@ -65,6 +66,7 @@ func TestHeartbeatKeepsLongJobsInvisible(t *testing.T) {
 // old timeout while reads claimed with the new one, and the message ran
 // again beside its first run.
 func TestShorterVisibilityTimeoutWhileRunning(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = 30 * time.Second })
@@ -123,6 +125,7 @@ func TestShorterVisibilityTimeoutWhileRunning(t *testing.T) {
 // next extension stays due by the old timeout, where it waited a third of
 // the new one and the message reappeared and ran again meanwhile.
 func TestLongerVisibilityTimeoutWhileRunning(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
@@ -161,6 +164,7 @@ func TestLongerVisibilityTimeoutWhileRunning(t *testing.T) {
 // job running for several timeouts never expires, where the message used
 // to reappear and run again after 1s.
 func TestVisibilityHeartbeatLongerThanTimeout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.VisibilityHeartbeat = time.Minute })
@@ -180,6 +184,7 @@ func TestVisibilityHeartbeatLongerThanTimeout(t *testing.T) {
 
 // Stopping lets running handlers finish and writes their outcomes.
 func TestGracefulShutdownDrains(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	// A drain timeout no loaded machine reaches: the drain ends because
@@ -214,6 +219,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 // Past the drain timeout, running jobs are left to their visibility timeout:
 // not archived, not failed, still in the queue.
 func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 100 * time.Millisecond })
@@ -248,6 +254,7 @@ func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
 // until a hard stop that never came (the handler finished within the drain
 // timeout), and Run never returned.
 func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -289,6 +296,7 @@ func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
 // lock holds it) a few seconds past the drain timeout, leaving the message
 // in the queue to run again, where Run waited for it forever.
 func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	var logs pgtest.SyncBuffer
@@ -339,6 +347,7 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 }
 
 func TestPausedQueueIsNotRead(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q, other := newQueue(t, s, nil), newQueue(t, s, nil)
@@ -369,6 +378,7 @@ func TestPausedQueueIsNotRead(t *testing.T) {
 // A send notifies in its transaction: with polling effectively off, the
 // message is still picked up at once.
 func TestNotificationWakesIdleWorker(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := startListening(t, q, time.Hour)
@@ -379,6 +389,7 @@ func TestNotificationWakesIdleWorker(t *testing.T) {
 // A message written by another PGMQ client (no notification) is found by
 // polling.
 func TestPollingFindsMessagesWithoutNotification(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	startListening(t, q, 50*time.Millisecond)
@@ -435,6 +446,7 @@ func dbNow(t *testing.T, s *store.Store) time.Time {
 // terminated, found by their application_name: the test's other
 // connections, and other tests', are left alone.
 func TestReconnectAfterLostConnections(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	app := uniqueName("pgbus_reconnect")
 	cs := pgtest.OpenNamedStore(t, app)
@@ -498,6 +510,7 @@ func listenerPIDs(t *testing.T, s *store.Store, app string) []int32 {
 }
 
 func TestWorkerRegistry(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the registry lists the processes of the
 	// whole database, those still running first, up to a limit that the
 	// other tests' workers, and those their crash tests killed, can fill.
@@ -533,6 +546,7 @@ func TestWorkerRegistry(t *testing.T) {
 }
 
 func TestStatsCountedPerMinute(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -562,6 +576,7 @@ func TestStatsCountedPerMinute(t *testing.T) {
 // counted: the worker holding the message counts its own outcome, and the
 // stats would count the message twice.
 func TestStatsCountOnlyOutcomesWritten(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -599,6 +614,7 @@ func TestStatsCountOnlyOutcomesWritten(t *testing.T) {
 }
 
 func TestBadConfigIsRejected(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	bad := map[string]engine.Config{
 		"bad name":          {Queues: []engine.QueueConfig{{Name: `x"; DROP TABLE pgmq.meta; --`}}},
@@ -633,6 +649,7 @@ func TestBadConfigIsRejected(t *testing.T) {
 }
 
 func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -661,6 +678,7 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 // put in the headers first, and refused as headers too large, naming
 // neither the kind nor a limit of its own. Nothing is sent.
 func TestSendRefusesAKindTooLongNamingItsLimit(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -680,6 +698,7 @@ func TestSendRefusesAKindTooLongNamingItsLimit(t *testing.T) {
 // A queue's default deadline dead-letters messages older than it with
 // deadline_exceeded instead of running them.
 func TestQueueDefaultDeadline(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	// A deadline long enough that the message sent without a delay is
 	// read within it on a loaded machine too.
@@ -703,6 +722,7 @@ func TestQueueDefaultDeadline(t *testing.T) {
 
 // A running client prunes archives past the queue's retention.
 func TestClientRunsRetention(t *testing.T) {
+	t.Parallel()
 	// A database of its own: on a shared one the pass of any other process
 	// (a worker of another package's test starts with one) could prune the
 	// row in this client's place, and this client's pass, every 100ms,
@@ -723,6 +743,7 @@ func TestClientRunsRetention(t *testing.T) {
 // a heartbeat overwriting a zero-delay retry would hide that message for an
 // hour, and this test would time out waiting for it.
 func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) {
 		qs.VisibilityTimeout = time.Hour
@@ -754,6 +775,7 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 // the job runs hands the id out anew, and the old job's archive must leave
 // the new message to run.
 func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -808,6 +830,7 @@ func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
 // where the write held the heartbeat off and the job's message reappeared
 // and ran again.
 func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	owner := pgtest.OpenStore(t, url)
 	q := newQueue(t, owner, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
@@ -860,6 +883,7 @@ func archivedPastRetention(t *testing.T, s *store.Store) (string, []int64) {
 // passed: a process that never lives a whole interval (run from cron, or
 // restarted more often) would otherwise leave archives to grow for ever.
 func TestClientRunsRetentionAtStart(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // retention prunes the whole database
 	q, _ := archivedPastRetention(t, s)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.RetentionInterval = 24 * time.Hour })
@@ -872,6 +896,7 @@ func TestClientRunsRetentionAtStart(t *testing.T) {
 // default entries older than 90 days, as it starts; negative keeps every
 // entry.
 func TestClientPrunesTheAuditLog(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		retention time.Duration
@@ -920,6 +945,7 @@ func TestClientPrunesTheAuditLog(t *testing.T) {
 // visibility timeouts runs once, where the waiting write held the heartbeat
 // off and the job's message reappeared and ran again.
 func TestHeartbeatWhileAWriteWaits(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
 	c := pgtest.NewClient(t, s, q, nil)

@@ -14,6 +14,7 @@ import (
 // not end the outage: a server shutting down finishes some statements
 // just after it cut other connections. A call begun after it does.
 func TestOutageEndNeedsACallBegunAfterIt(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	o := &outage{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	before := time.Now()

@@ -20,6 +20,7 @@ import (
 // at every retry of every loop, and its return is said too; the job that
 // ran across the outage is written once it is back, and runs once.
 func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, cluster, st := outageStore(t)
 	const queue = "outage"
@@ -94,6 +95,7 @@ func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
 // still sees the database answer again, so that the next outage is told
 // as the first was.
 func TestOutageEndSeenWhilePaused(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, cluster, st := outageStore(t)
 	const queue = "outage"
@@ -130,6 +132,7 @@ func TestOutageEndSeenWhilePaused(t *testing.T) {
 // do about it, not at every retry of the loops that need a connection;
 // once it takes connections again, that is said once too.
 func TestCrowdedDatabaseLoggedOnceAndItsEnd(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, cluster, _ := outageStore(t)
 	const queue = "outage"

@@ -9,6 +9,7 @@ import (
 // Of two outcomes of one message in a batch, the earlier read's, whose
 // claim lapsed, is left out; the others are kept in their order.
 func TestLatestReads(t *testing.T) {
+	t.Parallel()
 	batch := []result{
 		{claim: store.Claim{MsgID: 7, ReadCount: 2}, action: actionDeadLetter},
 		{claim: store.Claim{MsgID: 8, ReadCount: 1}},

@@ -20,6 +20,7 @@ import (
 // dead-letters one, and works it again once retried; what pgbus sends and
 // dead-letters is read with pgmq.read and archived with pgmq.archive.
 func TestMixedTrafficOnRealPGMQ(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)

@@ -35,6 +35,7 @@ func (e classed) ErrorClass() string { return e.class }
 // Each error class follows its own policy; unmatched errors follow the
 // queue's.
 func TestErrorClassPolicies(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -102,6 +103,7 @@ func TestErrorClassPolicies(t *testing.T) {
 
 // A retry policy that is not retry-after-hint ignores hints.
 func TestRetryPolicyIgnoresHints(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -160,6 +162,7 @@ func (d *downstream) handle(ctx context.Context, job *engine.Job) error {
 // meeting it open are snoozed without using attempts, and only one probe
 // runs while it is half-open.
 func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 50 * time.Millisecond })
 	name := uniqueName("bank")
@@ -216,6 +219,7 @@ func TestCircuitBreakerSharedByTwoWorkers(t *testing.T) {
 // attempts: the check at read time, which dead-letters messages whose
 // workers crashed on every attempt, does not cut it short at the queue's.
 func TestErrorPolicyRetriesPastTheQueuesMax(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -238,6 +242,7 @@ func TestErrorPolicyRetriesPastTheQueuesMax(t *testing.T) {
 // client at start, naming both: which settings won depended on the order
 // of a map. The same settings twice are one breaker.
 func TestOneBreakerNameTwoSettings(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	a, b := newQueue(t, s, nil), newQueue(t, s, nil)
 	name := "http:" + pgtest.Name("shared")
@@ -272,6 +277,7 @@ func TestOneBreakerNameTwoSettings(t *testing.T) {
 // of the breakers of the other handlers: it was refused only as Run made
 // the breakers, one by one, unseen by Validate.
 func TestBreakerOutOfRangeRefusedBeforeAnyIsMade(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	good := store.BreakerConfig{Name: pgtest.Name("good"), FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: time.Minute}
@@ -297,6 +303,7 @@ func TestBreakerOutOfRangeRefusedBeforeAnyIsMade(t *testing.T) {
 // An error policy that sets only MaxRetries changes the attempts of its
 // errors and keeps the queue's backoff.
 func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 2 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -320,6 +327,7 @@ func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
 // Registrations that would dead-letter every message they meet are
 // refused by Run, before anything is read, saying what to do.
 func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	noop := func(context.Context, *engine.Job) error { return nil }
@@ -397,6 +405,7 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 // and HandleQueue panic, saying to register before Run, and leave the
 // handlers as they were. Once Run has returned, registering works again.
 func TestRegisteringWhileRunningPanics(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -442,6 +451,7 @@ func panicOf(fn func()) (msg string) {
 // The error wrappers keep a nil error nil, as Go's wrappers do: a handler
 // can return engine.NonRetryable(validate(in)).
 func TestWrappersOfNil(t *testing.T) {
+	t.Parallel()
 	for name, err := range map[string]error{
 		"NonRetryable": engine.NonRetryable(nil),
 		"Discard":      engine.Discard(nil),
@@ -459,6 +469,7 @@ func TestWrappersOfNil(t *testing.T) {
 // A Client's sends follow a queue dropped and made again with levels (its
 // layout was read once and kept), and never write into a DLQ.
 func TestSendFollowsAQueueMadeAgain(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -489,6 +500,7 @@ func TestSendFollowsAQueueMadeAgain(t *testing.T) {
 // NewClient without a store says so, instead of a client whose first call
 // panics.
 func TestNewClientWithoutStore(t *testing.T) {
+	t.Parallel()
 	c, err := engine.NewClient(nil, engine.Config{Queues: []engine.QueueConfig{{Name: "q", Concurrency: 1}}})
 	if c != nil || !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "store.Open") {
 		t.Fatalf("NewClient(nil) = %v, %v; want ErrInvalid saying to open a store", c, err)
@@ -499,6 +511,7 @@ func TestNewClientWithoutStore(t *testing.T) {
 // one nanosecond, meant as a second), is refused, naming the field, rather
 // than querying the database without pause; MinInterval itself is taken.
 func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := uniqueName("q")
 	for field, set := range map[string]func(*engine.Config, time.Duration){
@@ -527,6 +540,7 @@ func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
 // reused for another client afterwards, it does not change the queues
 // this one works.
 func TestClientKeepsItsOwnQueues(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	queues := []engine.QueueConfig{{Name: q}}
@@ -553,6 +567,7 @@ func TestClientKeepsItsOwnQueues(t *testing.T) {
 // the policy afterwards, to register another kind with it, changes only
 // the other kind's.
 func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -578,6 +593,7 @@ func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
 // A nil context is refused by Run and Send, saying what to pass, rather
 // than panicking on a nil dereference in the driver; nothing is sent.
 func TestNilContextRefused(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	var sent atomic.Int64
@@ -606,6 +622,7 @@ func TestNilContextRefused(t *testing.T) {
 // A stop while Run starts is a stop like any other: nil, not the error of
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -619,6 +636,7 @@ func TestRunStoppedWhileStarting(t *testing.T) {
 
 // ErrorClass names what a handler returned; nothing returned has no class.
 func TestErrorClassOf(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want string

@@ -29,6 +29,7 @@ func newPriorityQueue(t *testing.T, s *store.Store, levels int) string {
 // With one worker, everything waiting at level 0 runs before level 1, and
 // level 1 before level 2, whatever the order of sending.
 func TestPriorityOrder(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newPriorityQueue(t, s, 3)
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Queues[0].Concurrency = 1 })
@@ -65,6 +66,7 @@ func TestPriorityOrder(t *testing.T) {
 // A sub-queue's dead message names the sub-queue, and DLQ retry returns it
 // there.
 func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -101,6 +103,7 @@ func TestPriorityDeadLetterAndRetryToSubQueue(t *testing.T) {
 }
 
 func TestPrioritySendAndCreateBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 2)
@@ -137,6 +140,7 @@ func TestPrioritySendAndCreateBadInput(t *testing.T) {
 // name, and not its levels. (Its stats over the levels are tested in package
 // ops.)
 func TestPriorityWorkQueuesListTheQueueOnce(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -164,6 +168,7 @@ func TestPriorityWorkQueuesListTheQueueOnce(t *testing.T) {
 // first message's level returns it, one at another level is a message of
 // that level.
 func TestIdempotencyKeyIsPerPriorityLevel(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newPriorityQueue(t, s, 2)
 	c := pgtest.NewClient(t, s, q, nil)
@@ -183,6 +188,7 @@ func TestIdempotencyKeyIsPerPriorityLevel(t *testing.T) {
 // queue to work, and makes no DLQ for it, where it worked the level with
 // the default settings and dead-lettered into a DLQ of the level's own.
 func TestRunRefusesAPriorityLevel(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -206,6 +212,7 @@ func TestRunRefusesAPriorityLevel(t *testing.T) {
 // that may have acted already. The key set so is no send's: a send with
 // it is a new message, as it was while the first one was live.
 func TestDLQRetryKeepsTheDefaultIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)

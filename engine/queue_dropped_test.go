@@ -17,6 +17,7 @@ import (
 // queue again once it is created again, saying so; dropped a second time,
 // it says so once more.
 func TestWorkerWaitsForItsDroppedQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

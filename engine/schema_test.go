@@ -20,6 +20,7 @@ import (
 // starts, told the versions and to migrate: Run failed on a column the
 // older schema lacks, in an error that said neither.
 func TestRunRefusesASchemaAnOlderPgbusMigrated(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestRunRefusesASchemaAnOlderPgbusMigrated(t *testing.T) {
 // and to upgrade it: a Go program that opens its store itself was told
 // nothing, where the command line warned.
 func TestRunWarnsOnceOfASchemaANewerPgbusMigrated(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func payloadOf(t *testing.T, s *store.Store, physical string, id int64) string {
 // SendBatch commits a batch in a transaction of its own and returns the
 // ids in the batch's order, each naming its own message.
 func TestSendBatchReturnsIdsInOrder(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -58,6 +59,7 @@ func TestSendBatchReturnsIdsInOrder(t *testing.T) {
 // when pgbus sees it, rolled back when only PostgreSQL does, after the
 // messages before it were written.
 func TestSendBatchIsAllOrNone(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -93,6 +95,7 @@ func TestSendBatchIsAllOrNone(t *testing.T) {
 // Each message of a batch goes to its own priority level; a level the
 // queue does not have refuses the whole batch, naming the message.
 func TestSendBatchRoutesToPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -126,6 +129,7 @@ func TestSendBatchRoutesToPriorityLevels(t *testing.T) {
 // An idempotency key returns the first message's id, sent earlier in the
 // batch or before it by Send.
 func TestSendBatchIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -155,6 +159,7 @@ func TestSendBatchIdempotencyKeys(t *testing.T) {
 // The observers see each message of a batch, with its id, and their
 // headers are written with the messages.
 func TestSendBatchIsObserved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

@@ -76,6 +76,7 @@ func keyRows(t *testing.T, s *store.Store, queue, key string) int {
 // it: before the commit no one else sees it; after, a real client works
 // it with everything Send gives a job: kind, key, deadline and headers.
 func TestSendTxCommitsWithTheCallersWrite(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -117,6 +118,7 @@ func TestSendTxCommitsWithTheCallersWrite(t *testing.T) {
 // A rollback takes the message and its idempotency key with it: the key
 // sends a new message afterwards.
 func TestSendTxRollbackLeavesNoMessageAndNoKey(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -159,6 +161,7 @@ func TestSendTxRollbackLeavesNoMessageAndNoKey(t *testing.T) {
 // An idempotency key returns its first message sent earlier in the same
 // transaction, in the same batch, and committed by another transaction.
 func TestSendTxIdempotencyKeyInAndAcrossTransactions(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -213,6 +216,7 @@ func TestSendTxIdempotencyKeyInAndAcrossTransactions(t *testing.T) {
 // commit it returns the transaction's message, after its rollback it
 // sends its own.
 func TestSendTxKeyHeldUntilTheTransactionEnds(t *testing.T) {
+	t.Parallel()
 	for _, commit := range []bool{true, false} {
 		name := "rollback"
 		if commit {
@@ -279,6 +283,7 @@ func TestSendTxKeyHeldUntilTheTransactionEnds(t *testing.T) {
 // Priority levels route as Send does, message by message in a batch; a
 // level the queue lacks is refused before anything is written.
 func TestSendTxRoutesToPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -326,6 +331,7 @@ func TestSendTxRoutesToPriorityLevels(t *testing.T) {
 // the send's own comes once the transaction commits, and with an hour
 // between polls it alone makes the worker run the job.
 func TestSendTxWakesListeningWorkersOnCommit(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -391,6 +397,7 @@ func (o fixedHeaderSender) Sending(_ context.Context, _ string, opts *engine.Sen
 // The observers see every send of a transaction, the batch's message by
 // message, and their headers are written with the messages.
 func TestSendTxIsObserved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -422,6 +429,7 @@ func TestSendTxIsObserved(t *testing.T) {
 // What SendTx refuses without writing leaves the caller's transaction as
 // it was: the transaction goes on, sends a good message, and commits it.
 func TestSendTxRefusalsLeaveTheTransactionUsable(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -492,6 +500,7 @@ func TestSendTxRefusalsLeaveTheTransactionUsable(t *testing.T) {
 // A transaction on another database is refused before anything is
 // written, and goes on; so is one already committed or rolled back.
 func TestSendTxRefusesAnotherDatabaseAndAFinishedTransaction(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -530,6 +539,7 @@ func TestSendTxRefusesAnotherDatabaseAndAFinishedTransaction(t *testing.T) {
 // and also ErrTxFailed; a transaction that failed before is refused as
 // such.
 func TestSendTxErrorsInsideTheTransactionSayToRollBack(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -560,6 +570,7 @@ func TestSendTxErrorsInsideTheTransactionSayToRollBack(t *testing.T) {
 // first sent to it is routed anew, as Send does, in the same transaction:
 // the stale level is found missing before anything is written.
 func TestSendTxRoutesAQueueMadeAgainWithOtherLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 3)
@@ -586,6 +597,7 @@ func TestSendTxRoutesAQueueMadeAgainWithOtherLevels(t *testing.T) {
 // A send in a savepoint that fails in PostgreSQL aborts only the
 // savepoint: rolled back, the caller's transaction goes on and commits.
 func TestSendTxInASavepoint(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -617,6 +629,7 @@ func TestSendTxInASavepoint(t *testing.T) {
 // serialization error, to be run again, which then returns the first
 // message.
 func TestSendTxKeyCommittedAfterARepeatableReadSnapshot(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -655,6 +668,7 @@ func TestSendTxKeyCommittedAfterARepeatableReadSnapshot(t *testing.T) {
 // A delay postpones the first delivery of a message sent in a
 // transaction as it does one sent by Send, a batch's message by message.
 func TestSendTxDelays(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

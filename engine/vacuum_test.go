@@ -19,6 +19,7 @@ import (
 // do not step over the dead rows of the messages done; and once the queue
 // goes quiet, it gives the emptied table's space back.
 func TestWorkerVacuumsItsQueueTable(t *testing.T) {
+	t.Parallel()
 	// A database of its own: a statement of another test under way in the
 	// same database keeps the dead rows the shrink would remove.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -58,6 +59,7 @@ func TestWorkerVacuumsItsQueueTable(t *testing.T) {
 // only) runs every message, leaves the table to autovacuum and says so
 // once, instead of a failed or skipped vacuum every VacuumAfter messages.
 func TestWorkerLeavesATableItDoesNotOwnToAutovacuum(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	owner := pgtest.OpenStore(t, url)
 	q := newQueue(t, owner, nil)
