@@ -15,6 +15,7 @@ import (
 // buttons pause and resume them; dropped, their pages say so, with their
 // dead messages, as any dropped queue's do.
 func TestQueuesNamedAsActions(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	token := newToken(t)
 	b := newBrowser(t, serve(t, st, serverOpts{token: token}))

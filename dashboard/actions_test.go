@@ -22,6 +22,7 @@ import (
 // message, overview and circuit pages do what they say, each recorded in
 // the audit log as the dashboard's.
 func TestActionsWithoutToken(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	ctx := pgtest.Context(t)
@@ -147,6 +148,7 @@ func TestActionsWithoutToken(t *testing.T) {
 
 // The login's next page stays on the dashboard.
 func TestLoginNextStaysHere(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	token := newToken(t)
 	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
@@ -171,6 +173,7 @@ func TestLoginNextStaysHere(t *testing.T) {
 // Messages ticked on a list page are retried or discarded after a preview
 // of what happens to each.
 func TestSelectedMessages(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_sel")
@@ -213,6 +216,7 @@ func TestSelectedMessages(t *testing.T) {
 // The session cookie is Secure over TLS, and whenever the server is
 // reached off loopback (SecureCookies), through a TLS proxy.
 func TestSecureCookie(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, pgtest.Store(t))
 	for _, c := range []struct {
 		secure, tls, want bool
@@ -243,6 +247,7 @@ func TestSecureCookie(t *testing.T) {
 // browser never sends it over plain HTTP. The header of a peer that is not
 // a trusted proxy is not believed.
 func TestSecureCookieBehindATLSProxy(t *testing.T) {
+	t.Parallel()
 	h, err := dashboard.New(newService(t, pgtest.Store(t)), dashboard.Config{AuthToken: "a-token",
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	if err != nil {
@@ -269,6 +274,7 @@ func TestSecureCookieBehindATLSProxy(t *testing.T) {
 // before the logout (from a shared machine, a proxy's log), no longer
 // opens a page or sends a form.
 func TestLogoutEndsTheSessionOnTheServer(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	token := newToken(t)
 	addr := serve(t, st, serverOpts{token: token})

@@ -20,6 +20,7 @@ var mcpWords = []string{"include_payload", "full_history", "pass tool", "next_cu
 // page's own controls and links, never a tool's arguments: a payload not
 // asked for, sends left out of the audit log.
 func TestNotesNameThePagesControls(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	ctx := pgtest.Context(t)
@@ -56,6 +57,7 @@ func TestNotesNameThePagesControls(t *testing.T) {
 // bound says so, and sends no one to a terminal: the page has no fuller
 // view to name.
 func TestShortenedMessageNamesNoCommand(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := pgtest.Context(t)
 	q := pgtest.NewQueue(t, st, "dash_whole")

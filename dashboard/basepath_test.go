@@ -77,6 +77,7 @@ func checkAddresses(t *testing.T, base, what, page string) []string {
 // redirects and the session cookie carry it; the base path without its
 // slash redirects to the overview, and any path outside it is not found.
 func TestBasePathEveryPageAndForm(t *testing.T) {
+	t.Parallel()
 	const base = "/pgbus"
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
@@ -305,6 +306,7 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 // The dashboard's handler on its own takes a base path too, and refuses
 // one that is not a clean URL path, saying what to give.
 func TestBasePathOfTheHandler(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
 	for _, bad := range []string{"pgbus", "/pgbus?x", "/pgbus#x", "/a/../b", "/a//b", "/a b", "/a%20b", "/" + strings.Repeat("a", 300)} {
 		if _, err := dashboard.New(svc, dashboard.Config{BasePath: bad}); err == nil || !strings.Contains(err.Error(), "such as /pgbus") {

@@ -24,6 +24,7 @@ import (
 // stays under /pgbus/ on the proxy, its script and styles load under the
 // Content-Security-Policy, and the message moves back to its queue.
 func TestBrowserBehindProxyUnderBasePath(t *testing.T) {
+	t.Parallel()
 	const base = "/pgbus"
 	// A step that waits for a page that never comes fails the test within
 	// minutes rather than at the browser's own deadline.

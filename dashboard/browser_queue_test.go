@@ -19,6 +19,7 @@ import (
 // first; its next page, its state filter and its payloads open by
 // clicking; a kind and a payload holding a script show it as text.
 func TestBrowserQueuePage(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q, want := levelQueue(t, newService(t, st), ops.DefaultPageSize)
@@ -82,6 +83,7 @@ func loaded(name, part string) chromedp.Action[chromedp.Void] {
 // In a browser, the page of a queue named pause, as the address its
 // button's form is sent to, pauses and resumes it by its button.
 func TestBrowserQueueNamedPause(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	pgtest.CreateQueue(t, st, "pause")

@@ -17,6 +17,7 @@ import (
 // and one by its own button, each previewed and restored, and both back
 // in the list of dead messages.
 func TestBrowserRestoreDiscarded(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)

@@ -147,6 +147,7 @@ func (b tab) screenshot() []byte {
 // browser is refused without the token, from a foreign origin, without
 // the CSRF token, and on a read-only server.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
@@ -335,6 +336,7 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 // health line without a reload (the script runs under the dashboard's
 // Content-Security-Policy).
 func TestBrowserLiveCounts(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
@@ -391,6 +393,7 @@ func TestBrowserLiveCounts(t *testing.T) {
 // keeps the form from being sent while the text is not JSON; fixed, the
 // payload is previewed and the message retried with it.
 func TestBrowserCorrectedPayload(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_fix_js")

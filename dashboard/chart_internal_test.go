@@ -10,6 +10,7 @@ import (
 )
 
 func TestNiceCeilReadsInRoundNumbers(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]int64{0: 1, 1: 1, 2: 2, 3: 5, 6: 10, 11: 20, 410: 500, 1001: 2000, 5000: 5000} {
 		if got := niceCeil(n); got != want {
 			t.Errorf("niceCeil(%d) = %d, want %d", n, got, want)
@@ -21,6 +22,7 @@ func TestNiceCeilReadsInRoundNumbers(t *testing.T) {
 // top of the plot; a bucket without jobs is not drawn, and a chart of a
 // single job has no label twice.
 func TestDrawChartScalesToThePeak(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 2, 13, 50, 0, 0, time.UTC)
 	q := ops.QueueThroughput{Queue: "orders", Buckets: make([]ops.ThroughputBucket, 60)}
 	for i := range q.Buckets {
@@ -58,6 +60,7 @@ func TestDrawChartScalesToThePeak(t *testing.T) {
 // outcome's path; its hover text names the outcomes it has, over its
 // quarter hour in a chart of the day.
 func TestDrawChartStacksOutcomes(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	q := ops.QueueThroughput{Queue: "orders", Buckets: make([]ops.ThroughputBucket, 96)}
 	for i := range q.Buckets {

@@ -72,6 +72,7 @@ func chartFacts(t *testing.T, fig string) (bars int, largest, desc string) {
 // the others; the queues without any are named in one line, without a
 // figure each.
 func TestOverviewThroughputCharts(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	busy, quiet := pgtest.NewQueue(t, st, "dash_busy"), pgtest.NewQueue(t, st, "dash_quiet")
 	now := time.Now().UTC()
@@ -144,6 +145,7 @@ func quietLine(t *testing.T, page, span string, quiet ...string) {
 
 // A window the dashboard does not offer is refused with the ones it does.
 func TestOverviewRefusesAnUnknownWindow(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	code, page, _ := b.get("/?window=7d")
@@ -162,6 +164,7 @@ func TestOverviewRefusesAnUnknownWindow(t *testing.T) {
 // other one with a link to the overview with its chart drawn too, and a
 // chart of no queue is refused.
 func TestOverviewChartsTheBusiestQueues(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
 	var deltas []store.StatsDelta

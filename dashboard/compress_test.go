@@ -15,6 +15,7 @@ import (
 // session's CSRF token and echoes text of the request, which compressed
 // pages fetched by another site's page would give away (BREACH).
 func TestPagesAreCompressedOnlyForTheirOwnSite(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	// Enough queues for /live to be worth compressing.
 	for range 10 {

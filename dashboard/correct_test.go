@@ -21,6 +21,7 @@ import (
 // moves nothing; a good one is previewed, then confirmed, and the live
 // message carries it, audited as the dashboard's.
 func TestCorrectedPayload(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_fix")
@@ -193,6 +194,7 @@ func TestCorrectedPayload(t *testing.T) {
 // replaces the stored payload whole; a read-only server shows no editor
 // and refuses its forms.
 func TestCorrectedPayloadHiddenAndReadOnly(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_fix_ro")
@@ -265,6 +267,7 @@ func keptText(page string) string {
 // preview of a 30 KB corrected payload 50 MB. JSON nested as payloads are
 // is still indented.
 func TestDeeplyNestedPayloadsStaySmall(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_deep")
 	dlq := q + "_dlq"
@@ -296,6 +299,7 @@ func TestDeeplyNestedPayloadsStaySmall(t *testing.T) {
 // it is not lost; it says that the session ended only when the form came
 // with a session cookie.
 func TestRefusedFormKeepsTheTypedPayload(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_keep")
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Message: "boom"})

@@ -13,6 +13,7 @@ import (
 // The overview filtered by name down to one of two queues counts that one
 // in the singular.
 func TestOverviewNameFilterOfOneQueue(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	one := pgtest.NewQueue(t, st, "alpha")
 	pgtest.NewQueue(t, st, "beta")

@@ -16,6 +16,7 @@ import (
 // gives: the health check, the overview, which says when it takes one
 // again; with no other step, it still says to reload in a moment.
 func TestPagesWhileTheDatabaseRefusesConnections(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	pgtest.OpenStore(t, url)
 	role, roleURL := pgtest.NewRole(t, url)

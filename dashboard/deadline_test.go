@@ -17,6 +17,7 @@ import (
 // the retry; a retry without it leaves the message, saying why, and one
 // with it moves the message back without its deadline.
 func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_dl")
@@ -55,6 +56,7 @@ func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
 // clear them; confirmed with it, every message moves. Without it, the
 // guarded retry moves nothing and says why.
 func TestGroupRetryWithADeadlinePassed(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_gdl")
@@ -92,6 +94,7 @@ func TestGroupRetryWithADeadlinePassed(t *testing.T) {
 // move and that one stays, saying why; selected again alone, it can only
 // be confirmed with the deadline cleared, and then moves.
 func TestSelectedRetryWithADeadlinePassed(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_sdl")

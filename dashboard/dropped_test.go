@@ -13,6 +13,7 @@ import (
 // messages, marked dropped, its dead letters linked, with no pause button
 // (there is nothing to pause), and names it among the health reasons.
 func TestOverviewShowsADroppedQueuesDeadLetters(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	pgtest.CreateQueue(t, st, "kept")
 	pgtest.CreateQueue(t, st, "orphan")

@@ -14,6 +14,7 @@ import (
 // are (a backoff of 200ms), not rounded to 0s, and whole seconds as Go
 // writes them.
 func TestQueuePageShowsSubSecondDurations(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewFastQueue(t, st, "dash_durations", func(s *store.QueueSettings) {
 		s.RetryBackoff, s.VisibilityTimeout, s.Deadline = 200*time.Millisecond, 1500*time.Millisecond, 90*time.Second

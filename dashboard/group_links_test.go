@@ -15,6 +15,7 @@ import (
 // group without an error class next to one with (same kind), and two
 // patterns of one class, which kind and error class alone would mix.
 func TestGroupLinksSelectOnlyTheGroup(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_groups")
 	pgtest.DeadLetterN(t, st, q, 3, pgtest.DeadSpec{Kind: "send_receipt", Class: "", Reason: store.ReasonDeadlineExceeded})

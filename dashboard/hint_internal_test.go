@@ -12,6 +12,7 @@ import (
 // page, keeping a state and cursor but not the limit, which the page does
 // not take; without a queue, the stats are the overview's.
 func TestHintsOfAQueueLinkItsPage(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
@@ -42,6 +43,7 @@ func TestHintsOfAQueueLinkItsPage(t *testing.T) {
 // restore, with one id= per id as the page's selection sends them, and
 // one to list them links the page of the queue's discarded messages.
 func TestHintsOfARestoreLinkItsPages(t *testing.T) {
+	t.Parallel()
 	got := hintLinks([]ops.Hint{
 		{Op: ops.OpDLQRestore, Why: "see what restoring them would do", Args: map[string]any{"queue": "orders", "ids": []int64{42, 7}, "dry_run": true}},
 		{Op: ops.OpDLQDiscarded, Why: "lists the discarded messages there are", Args: map[string]any{"queue": "orders"}},
@@ -56,6 +58,7 @@ func TestHintsOfARestoreLinkItsPages(t *testing.T) {
 // exactly those ids, not the preview by filter, which takes no ids and
 // would offer every dead message of the queue.
 func TestHintsByIDsLinkTheSelectionsPreview(t *testing.T) {
+	t.Parallel()
 	got := hintLinks([]ops.Hint{
 		{Op: ops.OpDLQDiscard, Why: "first: discards this message", Args: map[string]any{"queue": "orders_dlq", "ids": []int64{42}}},
 		{Op: ops.OpDLQRetry, Why: "retry them without their deadlines", Args: map[string]any{"queue": "orders", "ids": []int64{7, 9}, "dry_run": true, "clear_deadline": true}},

@@ -19,6 +19,7 @@ import (
 // a message with its payload asked for, a retry preview, nor the audit
 // log after a retry of the message whose headers held secrets.
 func TestPagesRedactTheSecretCorpus(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_secrets")
 	var specs []pgtest.DeadSpec
@@ -117,6 +118,7 @@ func TestPagesRedactTheSecretCorpus(t *testing.T) {
 // audit log under the dashboard's name; a confirmation whose messages
 // changed since is refused and moves nothing.
 func TestRetryGroupAfterPreview(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_retry")
@@ -217,6 +219,7 @@ func confirmFormOf(t *testing.T, page, action string) url.Values {
 // a foreign Origin, a form without its CSRF token and any action of a
 // read-only server are refused, and nothing moves.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_sec")
@@ -331,6 +334,7 @@ func pageURLOf(p string, kv ...string) string {
 // offers to retry them: the preview shows every message of every DLQ, and
 // its confirmation discards exactly those.
 func TestDiscardEveryDeadMessage(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q1, q2 := pgtest.NewQueue(t, st, "dash_all_a"), pgtest.NewQueue(t, st, "dash_all_b")
@@ -360,6 +364,7 @@ func TestDiscardEveryDeadMessage(t *testing.T) {
 // messages: the page after it says that more may be left, with the
 // preview of the next, rather than only how many moved.
 func TestBulkDoneSaysMoreMayBeLeft(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	b := newBrowser(t, serve(t, st, serverOpts{}))

@@ -16,6 +16,7 @@ import (
 // dead-letter list links with: +42, 042, " 42" and the like are refused,
 // saying the form expected, rather than read as message 42; nothing moves.
 func TestMessageIDsHaveOneSpelling(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_id")

@@ -20,6 +20,7 @@ import (
 // users and every dead-letter group, where the same operations for an
 // agent leave rows out to stay small.
 func TestListPagesShowEveryRow(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := pgtest.Context(t)
 	queues := make([]string, 20)
@@ -111,6 +112,7 @@ func TestListPagesShowEveryRow(t *testing.T) {
 // URL typed by hand, may hold one): submitted as it stands, it selects
 // what the page showed, not every message after that time.
 func TestFilterFormKeepsUntil(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_until")
 	pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})

@@ -59,6 +59,7 @@ func (b *browser) live() (int, liveCounts) {
 // the overview marks the elements its script updates and has no inline
 // script, which the Content-Security-Policy would block.
 func TestLiveCounts(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_live")

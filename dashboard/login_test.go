@@ -74,6 +74,7 @@ func (c client) loginWith(token string, header http.Header) *httptest.ResponseRe
 // window the right token works again. The log names the failures, never
 // the tokens tried.
 func TestLoginRateLimit(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	token := newToken(t)
 	clk := &clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
@@ -152,6 +153,7 @@ func hasSession(rec *httptest.ResponseRecorder) bool {
 // in X-Forwarded-For itself, while another client behind the same proxy
 // logs in. Without the proxy trusted, everyone behind it is one client.
 func TestLoginRateLimitBehindProxy(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	token := newToken(t)
@@ -189,6 +191,7 @@ func TestLoginRateLimitBehindProxy(t *testing.T) {
 // it, next to the proxy's own address, so that an operator can tell who
 // was refused; without trusted proxies the client is the peer.
 func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
 	for _, trusted := range []bool{true, false} {
 		var logs pgtest.SyncBuffer
@@ -216,6 +219,7 @@ func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
 // browser drops those characters from a Location, so "/<tab>/evil.example"
 // would take the person who logged in to another site.
 func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
+	t.Parallel()
 	token := newToken(t)
 	h, err := dashboard.New(newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t))), dashboard.Config{AuthToken: token})
 	if err != nil {
@@ -247,6 +251,7 @@ func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
 // its login form back without the cookie, every time. The refusal says so
 // and how to reach the server, rather than only that the form expired.
 func TestLoginOverPlainHTTPSaysTheCookieNeedsHTTPS(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, pgtest.Store(t))
 	for _, c := range []struct {
 		secure, tls, want bool

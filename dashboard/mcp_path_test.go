@@ -18,6 +18,7 @@ import (
 // an unknown path names no /mcp. Served beside /mcp (pgbus serve), that
 // page names it.
 func TestDashboardAloneSaysItHasNoMCPEndpoint(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	token := newToken(t)
 	h, err := dashboard.New(newService(t, st), dashboard.Config{AuthToken: token})
@@ -57,6 +58,7 @@ func TestDashboardAloneSaysItHasNoMCPEndpoint(t *testing.T) {
 // said to be no page of the dashboard; a page sent another method is
 // refused with the method it takes; an unknown path is still not found.
 func TestWrongMethodSaysWhatTheAddressTakes(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	b.get("/")

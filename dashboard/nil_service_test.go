@@ -11,6 +11,7 @@ import (
 
 // New refuses a nil service with an error that says what to pass.
 func TestNewRefusesNilService(t *testing.T) {
+	t.Parallel()
 	var err error
 	func() {
 		defer func() {

@@ -14,6 +14,7 @@ import (
 // page that says the database does not answer and to reload in a moment;
 // once the database is back the same server shows its pages again.
 func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
 	ctx := pgtest.Context(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
 	pgtest.CreateQueue(t, st, "outage")

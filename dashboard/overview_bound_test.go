@@ -79,6 +79,7 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 // naming them only when every queue is asked for. /live answers for the
 // queues listed only, and a box finds queues by name.
 func TestBrowserOverviewOfManyQueues(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ready, dead, paused := bigInstall(t, st)

@@ -18,6 +18,7 @@ import (
 // action, as a form of its own did, without a script; and a button sent
 // without the token is refused as before.
 func TestBrowserOverviewButtonsShareOneToken(t *testing.T) {
+	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	_, _, paused := bigInstall(t, st)

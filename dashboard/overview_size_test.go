@@ -98,12 +98,14 @@ func fetch(t *testing.T, addr, path string, header map[string]string) (*http.Res
 // text: 442 KB with jobs in every minute, 351 KB with some bursts, sent
 // as they were.)
 func TestOverviewSizeOfManyBusyQueues(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name       string
 		tr         traffic
 		html, sent int
 	}{{"steady", steady, 225_000, 20_000}, {"bursty", bursty, 110_000, 10_000}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each on a database of its own
 			st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 			bigInstall(t, st)
 			names := make([]string, 300)

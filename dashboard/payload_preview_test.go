@@ -14,6 +14,7 @@ import (
 // A payload too large for the page shows every top-level field, the long
 // value shortened and marked, indented as any payload, and says so.
 func TestLargePayloadShowsItsSmallFields(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_preview")
 	big := `{"blob": "` + strings.Repeat("x", 20<<10) + `", "order_id": 42, "tenant": "acme"}`

@@ -18,6 +18,7 @@ import (
 // as typed, on the preview and on a confirmation sent directly, and the
 // message stays dead. An object for an object is previewed.
 func TestCorrectedPayloadOfAnotherTypeIsRefused(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_type")

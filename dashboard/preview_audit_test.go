@@ -16,6 +16,7 @@ import (
 // submits (a corrected payload, sent by POST) is recorded as the dry run
 // it is, and so is each confirmed action.
 func TestPreviewPagesLeaveNoAuditEntries(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_previews")
@@ -72,6 +73,7 @@ func TestPreviewPagesLeaveNoAuditEntries(t *testing.T) {
 // payload, not those of the headers and error text, which the notes above
 // count: a payload without secrets is not said to have lost any.
 func TestPayloadRedactionCountIsThePayloads(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_redacted")
 	ids := pgtest.DeadLetter(t, st, q,

@@ -74,6 +74,7 @@ func rows(page string) []string {
 // refused saying what to do, and a queue that does not exist, or was
 // dropped, is not found.
 func TestQueuePage(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q, want := levelQueue(t, svc, ops.DefaultPageSize)
@@ -178,6 +179,7 @@ func TestQueuePage(t *testing.T) {
 // A queue's page pauses and resumes it as the overview does, and the page
 // after either, and their audit entries, link back to it.
 func TestQueuePagePauses(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_qpause")
 	token := newToken(t)

@@ -17,6 +17,7 @@ import (
 // page after the discard; ticked there, they are previewed, restored into
 // the DLQ, and the restore is in the audit log as the dashboard's.
 func TestDiscardedMessagesAreRestored(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	q := pgtest.NewQueue(t, st, "dash_undo")
@@ -91,6 +92,7 @@ func TestDiscardedMessagesAreRestored(t *testing.T) {
 // wrong, and changes nothing; a read-only server lists the discarded
 // messages but offers no restore and refuses one sent anyway.
 func TestRestoreRefusals(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, st)
 	ctx := pgtest.Context(t)

@@ -14,6 +14,7 @@ import (
 // migrated, keeps the verdict OK and lists the NOTICE that says so, with
 // both versions and to upgrade: it said OK and that nothing was wrong.
 func TestOverviewNoticesASchemaANewerPgbusMigrated(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // says so and shows the command that migrates it, in a form to copy, with
 // the command that says more, and where to run it.
 func TestPageOfAnOldSchemaShowsTheMigrateCommand(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	st := pgtest.OpenStore(t, url)
 	b := newBrowser(t, serve(t, st, serverOpts{}))

@@ -18,6 +18,7 @@ var assetRE = regexp.MustCompile(`(?:href|src)="/static/([a-z]+\.(?:css|js))\?v=
 // an upgraded server must not run with the scripts and styles the browser
 // kept from the one before.
 func TestAssetAddressesCarryTheirVersion(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_assets")
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Message: "boom"})
