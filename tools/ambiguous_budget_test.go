@@ -14,6 +14,7 @@ import (
 // under the response budget however many DLQs hold them, and offers one
 // call per DLQ, with the ids it holds, that does what it says.
 func TestAmbiguousIDsStayUnderBudget(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	const many = 130
 	names := make([]string, many)

@@ -13,6 +13,7 @@ import (
 // own arguments, as they did when the operations layer wrote them: the
 // operations layer now leaves how to ask to each front end.
 func TestNotesNameTheArguments(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	q := newQueue(t, st)
 	e := newEnv(t, ops.Options{AllowPayloads: true})

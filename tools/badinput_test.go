@@ -22,6 +22,7 @@ import (
 // might send: every one answers a tool error (never a protocol error) that
 // names the problem and says what to pass, and the server keeps serving.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
@@ -125,6 +126,7 @@ func TestBadInput(t *testing.T) {
 // error listing the DLQs; a retry or discard moves nothing and reports the
 // id as ambiguous with its DLQs, and next steps to pick one.
 func TestAmbiguousID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	first := pgtest.DLQStart()
 	var queues, dlqs []string
@@ -198,6 +200,7 @@ func TestAmbiguousID(t *testing.T) {
 // TestStdioLargePayload: over stdio a result with a payload over 64 KB comes
 // back as one valid JSON-RPC line, the payload truncated.
 func TestStdioLargePayload(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	q := newQueue(t, st)
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m", Payload: `{"blob": "` + strings.Repeat("y", 100<<10) + `"}`})

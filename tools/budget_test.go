@@ -88,8 +88,10 @@ func manyWorkersAndBreakers(t *testing.T, st *store.Store, q string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Hourly beats: the two stay running however long the breakers below
+	// take to make on a busy machine.
 	for _, id := range []string{"budget-7", "budget-900"} {
-		if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "live", PID: 1, Queues: queues, Concurrency: 10}); err != nil {
+		if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "live", PID: 1, Queues: queues, Concurrency: 10, HeartbeatInterval: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -119,6 +121,7 @@ func manyWorkersAndBreakers(t *testing.T, st *store.Store, q string) {
 // errors and large payloads, payloads allowed and asked for, and checks
 // every answer is under responseLimit characters.
 func TestResponsesStayUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{AllowPayloads: true})
 	start := time.Now()
 	q, newest := bigDLQ(t, e.st)
@@ -190,6 +193,7 @@ func checkSize(t *testing.T, e *env, tool string, args map[string]any) {
 // (running workers, open breakers) first, and the answer says how many it
 // left out.
 func TestSystemListsStayUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnvOn(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)), ops.Options{})
 	manyWorkersAndBreakers(t, e.st, newQueue(t, e.st))
 	checkSize(t, e, "pgbus_workers", nil)
@@ -232,6 +236,7 @@ const descriptionsLimit = 12_000
 // TestToolDescriptionsAreTight checks that the descriptions of all tools,
 // the write tools included, stay under descriptionsLimit characters.
 func TestToolDescriptionsAreTight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	res, err := e.c.ListTools(testContext(t), mcpListTools())
 	if err != nil {
@@ -253,6 +258,7 @@ func TestToolDescriptionsAreTight(t *testing.T) {
 // by name, leaves out quiet ones and says how many; the service's
 // unbounded read, for the dashboard, still has every queue.
 func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	st := e.st
 	ctx := testContext(t)
@@ -298,6 +304,7 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 // problems than fit, pgbus_health lists the STALLED ones first, leaves out
 // the rest and counts them, and its verdict still counts every queue.
 func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	st := e.st
 	ctx := testContext(t)
@@ -336,6 +343,7 @@ func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
 // is answered under the budget, refused or not: its errors' next steps
 // repeat the filter.
 func TestLongFiltersStayUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
@@ -382,6 +390,7 @@ func ptr[T any](v T) *T { return &v }
 // listed under the budget, with the first of its queues and a count of
 // the others, which the command line lists.
 func TestWorkerOfManyQueuesStaysUnderBudget(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	const many = 500
 	queues := make([]string, many)

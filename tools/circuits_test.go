@@ -10,6 +10,7 @@ import (
 )
 
 func TestCircuitsAndReset(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	ctx := testContext(t)
 	name := uniqueName("http_bank")

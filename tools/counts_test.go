@@ -14,6 +14,7 @@ import (
 // one message ready and no worker, and the refusal of a discard of up to
 // one dead message that was not confirmed.
 func TestToolWordsCountOneInTheSingular(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	if _, err := e.st.SendBatch(testContext(t), q, []store.NewMessage{{Payload: json.RawMessage(`{"n": 1}`)}}); err != nil {

@@ -294,9 +294,16 @@ func triageData(t *testing.T) *store.Store {
 // pgbus_health, pgbus_dlq_summary and pgbus_dlq_list, is a call it can
 // make as written.
 func TestEveryHintIsCallable(t *testing.T) {
+	// Not parallel: its data takes minutes to make, well past the
+	// context of a test, beside the package's other large fixtures on
+	// two busy cores.
 	st := triageData(t)
 	for _, readOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("read-only=%v", readOnly), func(t *testing.T) {
+			// Side by side on one database: the crawl reads, and the
+			// writes it starts with move nothing (ids in several DLQs or
+			// none, no confirmation, a wrong expect).
+			t.Parallel()
 			e := newEnvOn(t, st, ops.Options{ReadOnly: readOnly, SafeFields: []string{"n"}})
 			c := newCrawl(t, e)
 			start := []step{{from: "start", tool: "pgbus_health"}, {from: "start", tool: "pgbus_dlq_summary"},

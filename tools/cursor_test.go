@@ -10,6 +10,7 @@ import (
 // Over MCP, a tampered DLQ page cursor is a tool error (isError) that says
 // to start again, not a protocol error.
 func TestDLQListTamperedCursor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 3, pgtest.DeadSpec{Kind: "k"})

@@ -17,6 +17,7 @@ import (
 // when the database has no connection to spare, then to see when it takes
 // one with pgbus_health.
 func TestDatabaseTroubleAdvises(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	bare, err := store.Open(ctx, pgtest.NewDatabase(t))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // it: the dropped queue's settings are those it gets when created again,
 // not empty values the schema refuses, which failed the whole call.
 func TestStatsOfAllWithADroppedQueue(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	ctx := testContext(t)
 	if err := e.st.CreateQueue(ctx, "orphan"); err != nil {

@@ -18,6 +18,7 @@ import (
 // ops.Kinds: the operations layer's for its errors, whichever layer they
 // came from, and usage for arguments that could not be read.
 func TestErrorMetaKinds(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{
 		fixf("arguments must be a JSON object"),
 		&ops.Error{Msg: "bad", Err: ops.ErrInvalid},
@@ -43,6 +44,7 @@ func TestErrorMetaKinds(t *testing.T) {
 // the same call again does the rest; a next step no tool does, or whose tool a read-only server leaves out, is the
 // command for an operator to run; the result holds no structured content.
 func TestErrorMetaPartlyDoneAndCommands(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
 		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
 	got := metaJSON(t, metaOf(t, errorResult(err, false)))

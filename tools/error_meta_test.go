@@ -80,6 +80,7 @@ func hasCall(next []nextCall, tool string, args map[string]any) bool {
 // unknown message, an id in several DLQs, a guarded retry whose selection
 // changed.
 func TestErrorMeta(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	missing := pgtest.MissingDLQID()
@@ -131,6 +132,7 @@ func TestErrorMeta(t *testing.T) {
 // A read-only server's refusal of a write tool is of kind read_only, its
 // next step the command an operator can run, with the call's arguments.
 func TestErrorMetaReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{ReadOnly: true})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})

@@ -17,6 +17,7 @@ import (
 // caller can fix it or not, quotes what a database or a downstream said
 // with the secrets of the corpus hidden, as every other output does.
 func TestErrorResultHidesSecrets(t *testing.T) {
+	t.Parallel()
 	for _, text := range secrettest.Texts(secrettest.Error) {
 		for _, err := range []error{
 			errors.New(text),
@@ -41,6 +42,7 @@ func TestErrorResultHidesSecrets(t *testing.T) {
 // stay handled, rather than that a write "may have been partly done", and
 // names the same call again, which does the rest.
 func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
 		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
 	got := errorText(err, false)
@@ -55,6 +57,7 @@ func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
 // which wrote nothing) says to call again, not that a write may have been
 // partly done; a failure its layer gave the health check names it.
 func TestErrorTextNamesOnlyTheStepsItIsGiven(t *testing.T) {
+	t.Parallel()
 	if got, want := errorText(context.Canceled, false), "the call was cancelled or timed out before it finished: try it again"; got != want {
 		t.Errorf("errorText of a read cancelled = %q, want %q", got, want)
 	}

@@ -13,6 +13,7 @@ import (
 // run to call instead, which the agent can call as written: with the
 // limit a call by filter needs over MCP.
 func TestUnreadableExpectOffersACallableDryRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 3, pgtest.DeadSpec{Kind: "charge", Class: "Timeout"})

@@ -13,6 +13,7 @@ import (
 // group down by a safe field; show gives the safe fields without the
 // payload; health tells the payload policy.
 func TestSummaryCausesAndSafeFields(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{SafeFields: []string{"partner", "plan"}})
 	q := newQueue(t, e.st)
 	var specs []pgtest.DeadSpec

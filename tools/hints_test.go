@@ -11,6 +11,7 @@ import (
 // NameHints names every hint in a result as the tool that does it, at any
 // depth; an operation no tool does becomes the command for an operator.
 func TestNameHints(t *testing.T) {
+	t.Parallel()
 	h := ops.Health{Reasons: []ops.HealthReason{{Code: "no_workers", Next: []ops.Hint{
 		{Op: ops.OpWork, Args: map[string]any{"queue": "orders"}, Why: "start workers"},
 		{Op: ops.OpWorkers, Why: "shows the processes"},

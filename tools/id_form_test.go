@@ -14,6 +14,7 @@ import (
 // lists are decimal digits alone, so that "042" or "+42" is refused,
 // saying the form expected, rather than moving message 42.
 func TestToolIDsHaveOneSpelling(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "charge"})

@@ -85,6 +85,7 @@ func allPages(t *testing.T, e *env, args map[string]any) ([]string, int) {
 // level; a level named alone lists that level; and a cursor of another
 // list, or none at all, is refused saying to start again.
 func TestQueueMessagesAcrossPriorityLevels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newLevelledQueue(t, e.st, 3)
 	// Sent lowest level first, so that the order of the list is the
@@ -152,6 +153,7 @@ func TestQueueMessagesAcrossPriorityLevels(t *testing.T) {
 // A level with no messages, between two that have some, is passed over
 // by the pages, whichever level they end in.
 func TestQueueMessagesPassOverAnEmptyLevel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newLevelledQueue(t, e.st, 4)
 	want := []string{sendAt(t, e.st, q, 0, "a0", 0), sendAt(t, e.st, q, 0, "a1", 0), sendAt(t, e.st, q, 2, "c0", 0)}
@@ -172,6 +174,7 @@ func TestQueueMessagesPassOverAnEmptyLevel(t *testing.T) {
 // A message of a queue without priority levels says none, in JSON as in
 // the result.
 func TestQueueMessagesOfAPlainQueueSayNoLevel(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	if _, err := e.st.SendBatch(testContext(t), q, []store.NewMessage{{Payload: json.RawMessage(`{}`)}}); err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestHealthAndQueueStats(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "email", Class: "SMTPError", Message: "421 try later"})
@@ -36,6 +37,7 @@ func TestHealthAndQueueStats(t *testing.T) {
 }
 
 func TestDLQSummaryListShow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	a := pgtest.DeadLetterN(t, e.st, q, 3, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503 from upstream", Trace: "main.go:1\nmain.go:2"})
@@ -128,6 +130,7 @@ func TestDLQSummaryListShow(t *testing.T) {
 }
 
 func TestQueueMessagesAndWorkers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ctx := testContext(t)
@@ -174,6 +177,7 @@ func hasNote(notes []string, want string) bool {
 // password, a key=value token, a bearer credential) are hidden wherever a
 // tool shows them: the list, the dead-letter block and the history.
 func TestErrorTextRedacted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "sync", Class: "ConnError",

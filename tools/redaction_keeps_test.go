@@ -13,6 +13,7 @@ import (
 // and as pgbus_dlq_show shows it: what happened there is no secret. The
 // secret in the same message is hidden.
 func TestDLQShowKeepsErrorsAboutSecretLookingNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	const (

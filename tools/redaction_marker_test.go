@@ -12,6 +12,7 @@ import (
 // redaction marker, as pgbus_dlq_show showed it: the error names where
 // and what to do, and the message stays dead and unaudited.
 func TestRetryRefusesRedactionMarker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{AllowPayloads: true})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "signup", Payload: `{"email": "ada@example.com", "password": "s3cret-pw"}`})
@@ -38,6 +39,7 @@ func TestRetryRefusesRedactionMarker(t *testing.T) {
 // A payload argument given as JSON null is no argument: the message is
 // retried with its own payload, as without payload.
 func TestRetryWithPayloadNullKeepsThePayload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Payload: `{"order_id": 77}`})

@@ -12,6 +12,7 @@ import (
 // the restore to call, pgbus_dlq_restore brings them back with their ids,
 // and a second restore says why not.
 func TestRestoreUndoesDiscard(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError"})
@@ -47,6 +48,7 @@ func TestRestoreUndoesDiscard(t *testing.T) {
 // Bad arguments are tool errors that say what to do, and a read-only
 // server has no pgbus_dlq_restore but keeps pgbus_dlq_discarded.
 func TestRestoreBadInputAndReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	e.callErr(t, "pgbus_dlq_restore", map[string]any{"queue": q, "ids": []any{"one"}})

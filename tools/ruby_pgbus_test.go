@@ -50,6 +50,7 @@ func rubyTables(t *testing.T, st *store.Store) string {
 // first, and retries two dead messages back to pgbus_default as Ruby pgbus
 // would: without the block, with pgbus_dlq_retries counting the trips.
 func TestTriageRubyPgbusDatabase(t *testing.T) {
+	t.Parallel()
 	st := rubyPgbusDB(t)
 	before := rubyTables(t, st)
 	ro := newEnvOn(t, st, ops.Options{ReadOnly: true})

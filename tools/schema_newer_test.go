@@ -18,6 +18,7 @@ import (
 // newer pgbus that migrates while the server runs (a rolling deploy) shows
 // once health reads the version again, a minute after it last did.
 func TestHealthNoticesASchemaANewerPgbusMigrated(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)

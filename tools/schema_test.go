@@ -56,6 +56,7 @@ func toolSnapshot(t *testing.T, tool mcp.Tool) []byte {
 // intended change, run go test ./tools -run TestGolden -update and review
 // the diff.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	got := map[string][]byte{}
 	var names []string
 	for _, st := range tools.All(listDeps(t, false)) {
@@ -150,6 +151,7 @@ func diffContext(got, want []byte) string {
 // inline object (no $ref or $defs), inputs reject unknown properties, and
 // every tool is annotated in full.
 func TestSchemas(t *testing.T) {
+	t.Parallel()
 	all := tools.All(listDeps(t, false))
 	readOnly := tools.All(listDeps(t, true))
 	if len(all) != 17 || len(readOnly) != 10 {

@@ -29,6 +29,7 @@ func (validationError) ErrorClass() string { return "ValidationError" }
 // summary, shows a sample of each group, retries the transient group and
 // discards the bad input; the database must end as it decided.
 func TestAgentSession(t *testing.T) {
+	t.Parallel()
 	// A database of its own: health lists every queue's problems.
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := newQueue(t, st)

@@ -13,6 +13,7 @@ import (
 // error naming the argument, without a database error, and a refused
 // write is neither done nor audited.
 func TestNULRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})

@@ -69,6 +69,7 @@ echo converted`
 // makes stale, is refused, dry-runs again, and the retried messages succeed
 // once the gateway is back.
 func TestAgentTriageTwoQueues(t *testing.T) {
+	t.Parallel()
 	// A database of its own: health and an unfiltered summary see every
 	// queue, and only this test's may be there for exact counts.
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))

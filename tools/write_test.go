@@ -40,6 +40,7 @@ func auditRows(t testing.TB, s *store.Store, tool, marker string) []store.AuditE
 }
 
 func TestRetryByIDs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 4, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
@@ -146,6 +147,7 @@ func TestRetryByIDs(t *testing.T) {
 }
 
 func TestRetryAndDiscardByFilter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 5, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
@@ -211,6 +213,7 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 }
 
 func TestDiscardByIDsAndPurge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 4, pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonNonRetryable, Class: "ValidationError", Message: "bad input"})
@@ -252,6 +255,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 }
 
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	p := callOK[ops.QueuePaused](t, e, "pgbus_queue_pause", map[string]any{"queue": q})
@@ -293,6 +297,7 @@ func TestPauseResume(t *testing.T) {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, ops.Options{ReadOnly: true})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
@@ -354,6 +359,7 @@ func TestReadOnly(t *testing.T) {
 }
 
 func TestPayloadGates(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	q := newQueue(t, st)
 	payload := `{"user": "ann", "password": "hunter2", "card": {"number": "4111", "api_key": "k1", "cvv": 123},
@@ -425,6 +431,7 @@ func TestPayloadGates(t *testing.T) {
 }
 
 func TestLargePayloadAndBacktrace(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	q := newQueue(t, st)
 	big := `{"blob": "` + strings.Repeat("x", 70<<10) + `"}`
@@ -454,6 +461,7 @@ func TestLargePayloadAndBacktrace(t *testing.T) {
 // The small fields of a large payload reach an agent: the preview keeps
 // the payload's structure and shortens the large value, marked.
 func TestLargePayloadPreviewShowsSmallFields(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	q := newQueue(t, st)
 	big := `{"blob": "` + strings.Repeat("x", 20<<10) + `", "order_id": 42, "tenant": "acme"}`
