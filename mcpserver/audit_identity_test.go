@@ -94,6 +94,8 @@ func streamableClient(t *testing.T, d tools.Deps, token string) *client.Client {
 // transport it came over and, over HTTP with the bearer token, the token's
 // principal; a client that calls itself cli is recorded as an MCP client.
 func TestAuditIdentity(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	s := testStore(t)
 	d := deps(t, s)
 	sum := sha256.Sum256([]byte(auditToken))
@@ -131,6 +133,8 @@ func TestAuditIdentity(t *testing.T) {
 // still audited: its name is cut to what the audit log keeps, not lost
 // with the entry.
 func TestAuditLongClientName(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	s := testStore(t)
 	d := deps(t, s)
 	for _, name := range []string{strings.Repeat("é", 300), strings.Repeat("x", 150) + strings.Repeat("日本", 100)} {

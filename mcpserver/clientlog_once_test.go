@@ -21,6 +21,8 @@ import (
 // of its own: the server cannot tell a client's listen stream from
 // another client's, and sends the record on it too.)
 func TestClientLogRecordOnce(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := testStore(t)
 	type setup struct {
 		name    string

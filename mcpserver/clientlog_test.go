@@ -103,6 +103,7 @@ func serveForNotifications(t *testing.T, d tools.Deps, transport string) *client
 // logged while the level was warning would come before the one logged at
 // info.
 func TestLogNotifications(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	for _, transport := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
 		t.Run(transport, func(t *testing.T) {
@@ -166,6 +167,7 @@ func serveServer(t *testing.T, s *server.MCPServer, transport string) string {
 
 // A record forwarded to clients is redacted as the log is.
 func TestClientLogRedacts(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	cl := mcpserver.NewClientLog()
 	base := serveServer(t, newServer(t, deps(t, st), mcpserver.Options{ClientLog: cl}), mcpserver.TransportHTTP)

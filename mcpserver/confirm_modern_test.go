@@ -70,6 +70,8 @@ func declinedAudits(t *testing.T, s *store.Store, op, queue string) (declined, a
 // accepted, exactly the 2 messages asked about are discarded,
 // and the one the filter does not select stays. Purge asks too.
 func TestModernDiscardAsksThroughInputRequests(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	s := testStore(t)
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
@@ -203,6 +205,7 @@ func rewritingClient(t *testing.T, s *store.Store, rw retryRewriter, p *person) 
 // though the person accepted, and nothing moves; a set that changed while
 // the person was asked moves nothing either.
 func TestModernAnswerBoundToQuestion(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	ids := deadLetter(t, s, q, `{"n":1}`, `{"n":2}`)

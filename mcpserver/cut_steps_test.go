@@ -22,6 +22,7 @@ import (
 // next steps as data, as its text does: pgbus_health, which says when the
 // database answers, then the same call again, which retries the rest.
 func TestRetryCutByTheDatabaseStoppingNamesItsNextSteps(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	_, cluster, st := pgtest.PrivateStore(t)
 	const queue, n = "cut", 2000

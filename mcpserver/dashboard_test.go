@@ -16,6 +16,7 @@ import (
 // requests name the caller as the endpoints' do. Its own origin passes off
 // loopback, where /mcp still refuses it, and /mcp still needs the token.
 func TestDashboardBehindTheGate(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, deps(t, testStore(t)), mcpserver.Options{})
 	var seen []ops.Caller
 	dash := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -25,6 +25,7 @@ func guardedHint(t *testing.T, what string, hints []ops.Hint) ops.Hint {
 // given, discard the dry run's set, and a call that forgot confirm is told
 // to add it to the same expect, not to drop the guard.
 func TestDiscardDryRunHintsLeadToGuardedDiscardWithoutElicitation(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})

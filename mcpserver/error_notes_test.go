@@ -14,6 +14,7 @@ import (
 // one message gives, which cuts a long error too: an agent told it would
 // read the whole error there would take a cut one for all of it.
 func TestListNotesSayHowMuchShowGives(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})

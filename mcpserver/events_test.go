@@ -15,6 +15,7 @@ import (
 // the client saw; events beyond the bounds are forgotten, oldest first,
 // and resuming from one of them is refused as unknown.
 func TestRecentEvents(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newRecentEvents()
 	first, _ := r.StoreEvent(ctx, "s", "a", json.RawMessage(`1`))
@@ -56,6 +57,7 @@ func TestRecentEvents(t *testing.T) {
 // recorded before it on other streams are flushed; without a GET stream,
 // or for events of its own stream, at once.
 func TestResponseWaitsForEarlierEvents(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	note := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`)
 	result := json.RawMessage(`{"jsonrpc":"2.0","id":7,"result":{}}`)
@@ -107,6 +109,7 @@ func TestResponseWaitsForEarlierEvents(t *testing.T) {
 }
 
 func TestIsResponse(t *testing.T) {
+	t.Parallel()
 	for msg, want := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"result":{}}`:                   true,
 		`{"jsonrpc":"2.0","id":"a","error":{"code":1}}`:          true,

@@ -21,6 +21,9 @@ import (
 // pgbus_health answers UNREACHABLE; the calls after it connect afresh and
 // work, writes included, in the same session.
 func TestToolsGiveUpOnFrozenConnections(t *testing.T) {
+	// Not parallel: the calls that must succeed get the database call
+	// timeout of 1s too, which the package's other tests beside it on a
+	// busy machine can make a call outlast.
 	direct := testStore(t)
 	queue := newQueue(t, direct)
 	ids := deadLetter(t, direct, queue, `{"n":1}`)

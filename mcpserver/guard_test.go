@@ -90,6 +90,7 @@ func wantToolError(t *testing.T, what string, res *mcp.CallToolResult, want ...s
 // refused, moving nothing, once a new dead letter matches or another call
 // retried one of the set.
 func TestGuardedWritesOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
@@ -127,6 +128,7 @@ func TestGuardedWritesOverHTTP(t *testing.T) {
 // happens whatever confirm says; declined or cancelled, nothing changes
 // and the result says so. Purge asks too.
 func TestDiscardAsksThroughElicitation(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
@@ -163,6 +165,7 @@ func TestDiscardAsksThroughElicitation(t *testing.T) {
 // A client without elicitation falls back to the confirm argument:
 // refused without it, done with it.
 func TestDiscardWithoutElicitationNeedsConfirm(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})

@@ -14,6 +14,7 @@ import (
 // with the first page of the call's own filters: the hint, followed as
 // given, lists only the messages those filters select.
 func TestDLQListRefusedCursorHintKeepsFilters(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})

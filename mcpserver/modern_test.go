@@ -92,6 +92,8 @@ var modernTransports = []string{transportStdio, mcpserver.TransportHTTP}
 // stdio and Streamable HTTP; another queue's stats, not named, send
 // nothing.
 func TestModernResourceSubscriptions(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the watcher reads every queue
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
@@ -149,6 +151,8 @@ func listen(t *testing.T, c *client.Client, filter mcp.SubscriptionFilter) (stop
 // carries debug receives the records logged beside the server, such as
 // those of its workers, redacted as the log is.
 func TestModernLogNotifications(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := testStore(t)
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
@@ -235,6 +239,7 @@ func postModern(t *testing.T, url, body string, header map[string]string) rawRes
 // opens no session past MaxSessions, whatever the body: an initialize
 // with the modern header is refused without a session.
 func TestModernRequestsSecurity(t *testing.T) {
+	t.Parallel()
 	const token = "modern-security-token-0123456789abcdef"
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token, MaxSessions: 1})
 	url := base + mcpserver.PathMCP
@@ -304,6 +309,8 @@ func TestModernRequestsSecurity(t *testing.T) {
 // moves; with it, the call is done. (One that declares elicitation is
 // asked: TestModernDiscardAsksThroughInputRequests.)
 func TestModernClientConfirms(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := testStore(t)
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
@@ -335,6 +342,8 @@ func TestModernClientConfirms(t *testing.T) {
 // _meta. With --read-only the write tools are not listed, a call of one
 // is refused, and nothing changes.
 func TestModernClientTools(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := testStore(t)
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {
@@ -394,6 +403,8 @@ func TestModernClientTools(t *testing.T) {
 // before their results, over stdio and Streamable HTTP (in the answer to
 // the call), the last at the total.
 func TestModernProgressNotifications(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	st := testStore(t)
 	for _, tr := range modernTransports {
 		t.Run(tr, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // pass, rather than panicking once serving has begun; a listener they
 // were given is closed, as serving would have closed it.
 func TestNilArgumentsRefused(t *testing.T) {
+	t.Parallel()
 	s := newServer(t, deps(t, testStore(t)), mcpserver.Options{})
 	var noContext context.Context
 	cfg := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "127.0.0.1:0"}

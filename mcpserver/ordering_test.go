@@ -65,6 +65,7 @@ func progressToken(m map[string]any) string {
 // client does not see a progress notification after the result it belongs
 // to (the TypeScript SDK drops those).
 func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
+	t.Parallel()
 	const calls, notes = 6, 10
 	s := newServer(t, deps(t, testStore(t)), mcpserver.Options{})
 	s.AddTool(mcp.NewTool("burst", mcp.WithDescription("sends progress notes, then returns at once")),

@@ -27,6 +27,7 @@ func originStatus(t *testing.T, cfg mcpserver.HTTPConfig, addr, origin string) i
 // public address, a page on the caller's own machine is not the server's,
 // and its Origin is refused unless configured.
 func TestLoopbackOriginsOnlyOnLoopbackBinds(t *testing.T) {
+	t.Parallel()
 	loopbackOrigins := []string{"http://localhost:5173", "http://127.0.0.1:3000", "https://localhost", "http://[::1]:8080"}
 	for _, addr := range []string{"127.0.0.1:8080", "localhost:8080", "[::1]:8080"} {
 		for _, origin := range loopbackOrigins {

@@ -19,6 +19,7 @@ import (
 // does not answer and point at pgbus_health. Once the database is back,
 // the same session works, without restarting the server.
 func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue = "outage"

@@ -20,6 +20,7 @@ import (
 // other refused arguments do. A correction of the same type is retried
 // with it.
 func TestRetryPayloadOfAnotherTypeIsRefusedOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
@@ -92,6 +93,7 @@ func TestRetryPayloadOfAnotherTypeIsRefusedOverHTTP(t *testing.T) {
 // A dead message whose payload is a string takes a string, whatever its
 // text: some producers store JSON in a string, and the job expects one.
 func TestRetryStringPayloadForAStringOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})

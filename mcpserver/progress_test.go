@@ -59,6 +59,7 @@ func wantProgress(t *testing.T, got *notes, token string, want int) {
 // client that passed a progress token, over Streamable HTTP (in the answer
 // to the call, before the result) and SSE (on the session's stream).
 func TestProgressNotifications(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	for _, transport := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
 		t.Run(transport, func(t *testing.T) {

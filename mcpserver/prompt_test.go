@@ -14,6 +14,7 @@ import (
 // a retry would take every group sharing them, causes not yet fixed
 // included, and without expect whatever died since.
 func TestInvestigatePromptMovesGroupsByKeyWithExpect(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c := guardClient(t, base, nil)

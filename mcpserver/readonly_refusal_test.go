@@ -22,6 +22,7 @@ import (
 // call's own arguments when they can be read and without them otherwise;
 // the database, audit log included, is as it was.
 func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	queue, held := newQueue(t, st), newQueue(t, st)

@@ -68,6 +68,7 @@ func doRaw(t *testing.T, base string, r rawReq) (*http.Response, string) {
 // constant time with the right challenge, oversized bodies get 413, and the
 // right request passes.
 func TestHTTPSecurityGate(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	const token = "correct-horse-battery-staple"
 	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
@@ -142,6 +143,7 @@ func TestHTTPSecurityGate(t *testing.T) {
 // token or from a foreign origin leaves the queue running, and the same
 // call with the right credentials pauses it.
 func TestRefusedCallsRunNothing(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	queue := newQueue(t, s)
 	const token = "s3cret-token"
@@ -187,6 +189,7 @@ func TestRefusedCallsRunNothing(t *testing.T) {
 
 // Binding to anything but loopback needs a token; the check names the fix.
 func TestNonLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.0.2.10:8080", "example.com:80"} {
 		err := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr}.Check()
 		if err == nil || !strings.Contains(err.Error(), "--auth-token") || !strings.Contains(err.Error(), "PGBUS_MCP_TOKEN") {
@@ -212,6 +215,7 @@ const longToken = "4f9c2e7a1b8d3f6e0a5c9b2d7e1f4a8c"
 // A token no client can send (white space, or nothing but it) is refused
 // wherever the server binds; beyond loopback a token must also be long.
 func TestTokenCheck(t *testing.T) {
+	t.Parallel()
 	check := func(addr, token string) error {
 		return mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr, AuthToken: token}.Check()
 	}
@@ -245,6 +249,7 @@ func TestTokenCheck(t *testing.T) {
 
 // Which Host headers a server accepts, by what it is bound to.
 func TestHostCheck(t *testing.T) {
+	t.Parallel()
 	check := func(cfg mcpserver.HTTPConfig, listen string, host string) int {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, "http://x/mcp", bytes.NewReader(nil))
@@ -275,6 +280,7 @@ func TestHostCheck(t *testing.T) {
 // next to the proxy's address; without the proxy trusted, the client is
 // the proxy, whatever X-Forwarded-For says.
 func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
+	t.Parallel()
 	for _, trusted := range []bool{true, false} {
 		var logs pgtest.SyncBuffer
 		cfg := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
@@ -326,6 +332,7 @@ func TestRefusalLogNamesTheClientBehindAProxy(t *testing.T) {
 // token is never throttled, however many requests it makes at once. The
 // refusals are logged; no token is.
 func TestWrongTokensAreThrottled(t *testing.T) {
+	t.Parallel()
 	const token = "correct-horse-battery-staple"
 	var logs pgtest.SyncBuffer
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: token,

@@ -23,6 +23,7 @@ func (cities) CompletePromptArgument(_ context.Context, prompt string, arg mcp.C
 // can offer argument completion, which pgbus itself does not, and keeps
 // pgbus's own capabilities and tools.
 func TestServerOptions(t *testing.T) {
+	t.Parallel()
 	d := deps(t, testStore(t))
 	ctx := testContext(t)
 

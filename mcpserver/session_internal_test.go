@@ -17,6 +17,7 @@ import (
 // refusal, not mcp-go's plain "Invalid session ID"; any other answer of
 // mcp-go, a 404 for a session still open included, passes unchanged.
 func TestSessionEndedOnTheWayGetsTheGuardsRefusal(t *testing.T) {
+	t.Parallel()
 	m := newSessions(HTTPConfig{MaxSessions: 10, Logger: slog.New(slog.DiscardHandler)})
 	id := m.Generate()
 	var next http.HandlerFunc

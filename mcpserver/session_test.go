@@ -92,6 +92,7 @@ func wantSessionNotOpen(t *testing.T, what string, r rawResponse) {
 // A session id the server never issued is refused on every method, however
 // well formed: mcp-go's own form, or one of the server's own shape.
 func TestSessionNotIssued(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	issued := rawSession(t, base)
 	for _, id := range []string{"mcp-session-2b0e8b8e-7f5c-4d2a-9a57-3c1f0e6d9b11", strings.Repeat("ab", 32), issued + "0"} {
@@ -109,6 +110,7 @@ func TestSessionNotIssued(t *testing.T) {
 
 // Issued ids are 256 random bits in hex, a new one per initialize.
 func TestSessionIDsAreRandom(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	seen := map[string]bool{}
@@ -170,6 +172,7 @@ func startLegacy(ctx context.Context, c *client.Client, name string) error {
 // A session ended by DELETE, here by mcp-go's client closing, is refused
 // from then on, and the client can start a new one.
 func TestSessionEndedByDelete(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, id := newSessionClient(t, base)
 	if _, ok := toolNames(t, c)["pgbus_health"]; !ok {
@@ -198,6 +201,7 @@ func TestSessionEndedByDelete(t *testing.T) {
 // mcp-go's client, told its session is gone, reports that it must
 // initialize again.
 func TestSessionClientToldToInitialize(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, id := newSessionClient(t, base)
 	if r := rawRequest(t, http.MethodDelete, base+mcpserver.PathMCP, id, ""); r.status != http.StatusOK {
@@ -211,6 +215,7 @@ func TestSessionClientToldToInitialize(t *testing.T) {
 
 // An idle session expires, and is refused from then on.
 func TestSessionIdleExpiry(t *testing.T) {
+	t.Parallel()
 	cfg := mcpserver.WithSessionIdleTTL(mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP}, time.Millisecond)
 	base := serveHTTP(t, deps(t, testStore(t)), cfg)
 	id := rawSession(t, base)
@@ -224,6 +229,7 @@ func TestSessionIdleExpiry(t *testing.T) {
 
 // Sessions end with the server: another server does not take their ids.
 func TestSessionEndsWithServer(t *testing.T) {
+	t.Parallel()
 	d := deps(t, testStore(t))
 	base, stop := startHTTP(t, d, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	id := rawSession(t, base)
@@ -234,6 +240,7 @@ func TestSessionEndsWithServer(t *testing.T) {
 
 // Many clients at once each get their own session, and each works.
 func TestSessionsConcurrent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	queue := newQueue(t, s)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
@@ -287,6 +294,7 @@ func useSession(ctx context.Context, base, queue string) (string, error) {
 // for one whose event stream has closed, is refused: the transport keeps
 // only the sessions of open streams.
 func TestSSESessionIDs(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE})
 	message := func(session string) rawResponse {
 		return rawRequest(t, http.MethodPost, base+mcpserver.PathMessage+"?sessionId="+session, "", rawInitialize)
@@ -334,6 +342,7 @@ func openSSEStream(t *testing.T, ctx context.Context, base string) string {
 // 503, Retry-After and a JSON-RPC error saying what to do, while the open
 // ones keep working; once one ends, a new one starts.
 func TestSessionsBounded(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 2})
 	first := rawSession(t, base)
 	c, second := newSessionClient(t, base)
@@ -363,6 +372,7 @@ func TestSessionsBounded(t *testing.T) {
 // A server that keeps one session counts it in the singular when it
 // refuses a second.
 func TestSessionsBoundedAtOne(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 1})
 	newSessionClient(t, base)
 	r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize)
@@ -381,6 +391,7 @@ func TestSessionsBoundedAtOne(t *testing.T) {
 // open more sessions than the bound, and a request that starts no session
 // gives its place back.
 func TestSessionsBoundedUnderABurst(t *testing.T) {
+	t.Parallel()
 	const bound, burst = 5, 30
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: bound})
 	ctx := testContext(t)
@@ -458,6 +469,7 @@ func TestSessionsBoundedUnderABurst(t *testing.T) {
 // (they got a plain-text 404, or "not valid json"); neither opens a
 // session.
 func TestRequestsThatCannotStartOrJoinASession(t *testing.T) {
+	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	issued := rawSession(t, base)
 	for _, c := range []struct {

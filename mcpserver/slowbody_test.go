@@ -39,6 +39,7 @@ func slowPost(t *testing.T, addr, path string) net.Conn {
 // connection closed, on both HTTP transports; many such connections are
 // all closed by the server rather than held until their clients leave.
 func TestSlowBodyIsAnsweredAndClosed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for transport, path := range map[string]string{mcpserver.TransportHTTP: mcpserver.PathMCP, mcpserver.TransportSSE: mcpserver.PathMessage} {
 		t.Run(transport, func(t *testing.T) {
@@ -103,6 +104,7 @@ func isTimeout(err error) bool {
 // SSE stream still carries answers and a Streamable HTTP GET stream is
 // still open.
 func TestStreamsOutliveBodyTimeout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	t.Run(mcpserver.TransportSSE, func(t *testing.T) {
 		cfg := mcpserver.WithBodyReadTimeout(mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE}, shortBodyTimeout)
@@ -150,6 +152,7 @@ func TestStreamsOutliveBodyTimeout(t *testing.T) {
 // answered at once, and its connection is closed within the body timeout
 // instead of waiting for the rest of the body.
 func TestRefusedSlowBodyIsClosed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	cfg := mcpserver.WithBodyReadTimeout(mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: "tok-123"}, shortBodyTimeout)
 	addr := strings.TrimPrefix(serveHTTP(t, deps(t, s), cfg), "http://")

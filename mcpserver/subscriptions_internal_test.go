@@ -23,6 +23,8 @@ import (
 // unsubscribed from everything kept them read every interval for as long
 // as it lasted.
 func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	w, c := watchedOverStdio(t)
 	ctx := pgtest.Context(t)
 	init := mcp.InitializeRequest{}
@@ -53,6 +55,8 @@ func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 // subscriptions/listen stream is open: the queue stats are read while it
 // is, and no longer once the client closes it.
 func TestResourceWatchStopsWhenListenCloses(t *testing.T) {
+	// Not parallel: mcp-go serves stdio through one session for the whole
+	// process, which the stdio servers of parallel tests would share.
 	w, c := watchedOverStdio(t)
 	ctx := pgtest.Context(t)
 	init := mcp.InitializeRequest{}

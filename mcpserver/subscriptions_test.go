@@ -37,6 +37,7 @@ func subscribe(t *testing.T, c *client.Client, uri string) {
 // (on the stream the client listens on); another queue's stats, subscribed
 // to and then unsubscribed from, send nothing.
 func TestResourceSubscriptions(t *testing.T) {
+	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the watcher reads every queue
 	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
 		t.Run(tr, func(t *testing.T) {

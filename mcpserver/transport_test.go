@@ -24,6 +24,7 @@ import (
 // Over Streamable HTTP and over SSE, mcp-go's client lists the tools, reads
 // queue stats and retries a dead message back to its queue.
 func TestHTTPTransports(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for _, tc := range []struct {
 		transport string
@@ -89,6 +90,7 @@ func TestHTTPTransports(t *testing.T) {
 // With --read-only over a real transport, the write tools are not listed,
 // calling one by name is refused, and nothing changes.
 func TestReadOnlyOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	queue := newQueue(t, s)
 	ids := deadLetter(t, s, queue, `{"n":1}`)
@@ -140,6 +142,7 @@ func TestReadOnlyOverHTTP(t *testing.T) {
 // Bad input over a real transport comes back as tool errors that say what
 // to do, and the server keeps serving.
 func TestBadInputOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	queue := newQueue(t, s)
 	deadLetter(t, s, queue, `{"n":1}`)
@@ -194,6 +197,7 @@ func shorten(s string) string {
 // A server shuts down promptly while clients hold open event streams (the
 // SSE stream, Streamable HTTP's listening GET).
 func TestShutdownWithOpenStreams(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for _, tc := range []struct {
 		transport string
