@@ -12,6 +12,7 @@ import (
 // delivered that check's alerts, does not replace the newer check of the
 // process elected after it.
 func TestOlderAlertCheckKeepsTheNewer(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // the record is one row for the whole database
 	ctx := testContext(t)
 	now := time.Now().UTC().Truncate(time.Microsecond)

@@ -14,6 +14,7 @@ import (
 // too (options=-c app.token=..., a proxy's signature); the error still
 // says what is wrong, and is ErrBadURL.
 func TestOpenBadURLHidesPasswordAndQuery(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, url, secret, says string
 	}{

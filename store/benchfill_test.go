@@ -15,6 +15,7 @@ import (
 // them in the archive and the DLQ, and a message archived twice would show
 // as more rows than distinct messages.
 func TestBulkSendAndCountDone(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	if err := s.BulkSend(ctx, q, 5); err != nil {
@@ -51,6 +52,7 @@ func TestBulkSendAndCountDone(t *testing.T) {
 }
 
 func TestBulkSendBadInput(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	for _, n := range []int{0, -1, store.MaxBulkSend + 1} {
@@ -83,6 +85,7 @@ func TestBulkSendBadInput(t *testing.T) {
 // ClaimArchive moves visible messages to the archive in order, a batch
 // at a time, and leaves invisible ones.
 func TestClaimArchive(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	if err := s.BulkSend(ctx, q, 250); err != nil {
@@ -118,6 +121,7 @@ func TestClaimArchive(t *testing.T) {
 // QueueTableStats names the queue's table, archive and DLQ in that order,
 // and its counts follow the writes once the statistics catch up.
 func TestQueueTableStats(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	if err := s.BulkSend(ctx, q, 10); err != nil {

@@ -24,6 +24,7 @@ const (
 // not bytes) whole and cuts a longer one to exactly 1,000, the last an
 // ellipsis; a backtrace to its first 10 lines and 2,000 characters.
 func TestBlockLimitsAreTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	long := func(n int) string { return strings.Repeat("é", n) }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestBreakerLifecycle(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("breaker")
@@ -86,6 +87,7 @@ func TestBreakerLifecycle(t *testing.T) {
 
 // Many callers racing for a half-open breaker: exactly one gets the probe.
 func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := cooledBreaker(t, s)
@@ -121,6 +123,7 @@ func TestBreakerOneProbeUnderConcurrency(t *testing.T) {
 // caller probe at once, the cool-off and failures as they were; a release
 // naming a probe no longer running changes nothing.
 func TestBreakerProbeReleased(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := cooledBreaker(t, s)
@@ -148,6 +151,7 @@ func TestBreakerProbeReleased(t *testing.T) {
 }
 
 func TestBreakerBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	bad := []store.BreakerConfig{
@@ -174,6 +178,7 @@ func TestBreakerBadInput(t *testing.T) {
 // A success reported while the breaker is open (a call let through before
 // it opened) does not close it; only the probe's success does.
 func TestBreakerOpenIgnoresLateSuccess(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("breaker")
@@ -220,6 +225,7 @@ func waitCoolOff(t *testing.T, s *store.Store, name string) {
 // a success leaving an open breaker open, and the queues and kinds that
 // use it, each once however often it is recorded.
 func TestBreakerActivityAndUsers(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("breaker")
@@ -271,6 +277,7 @@ func breakerNamed(t *testing.T, ctx context.Context, s *store.Store, name string
 // reached the threshold and a failed probe, not a failure counted while it
 // is already open nor one below the threshold.
 func TestBreakerFailureSaysWhenItOpened(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("opened")
@@ -309,6 +316,7 @@ func TestBreakerFailureSaysWhenItOpened(t *testing.T) {
 // process's touch brings an old one back without rewriting fresh ones,
 // and retention deletes those no process has had for StatsRetention.
 func TestBreakerUsersAgeOut(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the retention pass of another package's test
 	// would delete the old user first, or hold the election meanwhile.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -365,6 +373,7 @@ func TestBreakerUsersAgeOut(t *testing.T) {
 // has not changed for as long, and keeps one with a user, one that changed
 // lately and one that let a call through lately.
 func TestRetentionDeletesBreakersNoneUses(t *testing.T) {
+	t.Parallel()
 	// A database of its own: breakers are left open, which the health of
 	// a shared one would report.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))

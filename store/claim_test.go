@@ -83,6 +83,7 @@ func untouched(t *testing.T, s *store.Store, q string, m store.Message) {
 // read holds it (read_ct moved on), nor on a new message of the same id and
 // read count in a queue dropped and made again (enqueued at another time).
 func TestOutcomesWriteOnlyTheReadClaimed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for name, write := range claimedWrites() {
 		t.Run(name, func(t *testing.T) {

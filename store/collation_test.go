@@ -50,6 +50,7 @@ func withDLQs(names []string) []string {
 // front ends, which sort and compare them in Go, expect, and the same on
 // every server.
 func TestNamesInByteOrderUnderICUCollation(t *testing.T) {
+	t.Parallel()
 	s, ctx := icuStore(t), testContext(t)
 
 	queues, err := s.ListQueues(ctx)
@@ -72,6 +73,7 @@ func TestNamesInByteOrderUnderICUCollation(t *testing.T) {
 // Circuit breakers, and the queues and kinds that use one, come in byte
 // order of their names.
 func TestBreakersInByteOrderUnderICUCollation(t *testing.T) {
+	t.Parallel()
 	s, ctx := icuStore(t), testContext(t)
 	var users []store.BreakerUser
 	for _, n := range collatedNames {
@@ -106,6 +108,7 @@ func TestBreakersInByteOrderUnderICUCollation(t *testing.T) {
 
 // Throughput lists its queues in byte order.
 func TestThroughputInByteOrderUnderICUCollation(t *testing.T) {
+	t.Parallel()
 	s, ctx := icuStore(t), testContext(t)
 	first := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	var deltas []store.StatsDelta
@@ -128,6 +131,7 @@ func TestThroughputInByteOrderUnderICUCollation(t *testing.T) {
 
 // Migrate reports the DLQs it repaired in byte order.
 func TestRepairedDLQsInByteOrderUnderICUCollation(t *testing.T) {
+	t.Parallel()
 	s, ctx := icuStore(t), testContext(t)
 	dlqs := withDLQs(collatedNames)[len(collatedNames):]
 	for _, d := range dlqs {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRetryDecision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	done, cancel := context.WithCancel(ctx)
 	cancel()

@@ -17,6 +17,7 @@ import (
 // names the user and password; a server that does not answer is the one
 // case where the advice is to check that it runs.
 func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	base := pgtest.NewDatabase(t)
 	role, full := pgtest.NewRole(t, base)
@@ -79,6 +80,7 @@ func edit(t *testing.T, dbURL, key, value string) string {
 // A store used after Close says it was closed and what to do, on a read, a
 // write and a transaction: the pool's own "closed pool" named neither.
 func TestClosedStoreSaysSo(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s, err := store.Open(ctx, pgtest.URL(t))
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // default connect timeout has passed, as unreachable and saying so, where
 // Open waited for as long as the server stayed frozen.
 func TestOpenGivesUpOnAServerThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
 	dir, c := pgtest.PrivateCluster(t)
 	pid := postmasterPID(t, dir)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {

@@ -54,6 +54,7 @@ func newest(ids []int64) []int64 {
 // Changing any one byte of a cursor makes it one the server refuses, with
 // an error that says to start again.
 func TestDeadCursorTamperedByOneByte(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k"})
@@ -80,6 +81,7 @@ func TestDeadCursorTamperedByOneByte(t *testing.T) {
 // A cursor issued by one Store works in another on the same database, as
 // it would in another pgbus process.
 func TestDeadCursorAcrossStores(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	ids := pgtest.DeadLetterN(t, s, q, 5, pgtest.DeadSpec{Kind: "k"})
@@ -92,6 +94,7 @@ func TestDeadCursorAcrossStores(t *testing.T) {
 // A cursor issued on another database, with its own key, is refused even
 // where a DLQ of the same name holds the same ids.
 func TestDeadCursorFromOtherDatabase(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	other := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := uniqueName("mac")
@@ -114,6 +117,7 @@ func TestDeadCursorFromOtherDatabase(t *testing.T) {
 // A role with only USAGE and SELECT reads the key, so it can page, and its
 // cursors work for the owner too.
 func TestDeadCursorForReadOnlyRole(t *testing.T) {
+	t.Parallel()
 	url, owner, q, ids := databaseWithDead(t, 4)
 	role, roleURL := pgtest.NewRole(t, url)
 	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
@@ -129,6 +133,7 @@ func TestDeadCursorForReadOnlyRole(t *testing.T) {
 // Without its key a database cannot continue a page, and the error says
 // how to make one.
 func TestDeadCursorKeyMissing(t *testing.T) {
+	t.Parallel()
 	url, owner, q, _ := databaseWithDead(t, 2)
 	pgtest.Exec(t, url, "DELETE FROM pgbus.cursor_key")
 	_, err := owner.ListDead(testContext(t), store.DeadFilter{Queue: q}, "", 1)

@@ -159,6 +159,7 @@ func sortedKeys(groups ...[]string) []string {
 }
 
 func TestDeadLetterManyWritesTheBlock(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -330,6 +331,7 @@ func TestDeadLetterManyWritesTheBlock(t *testing.T) {
 }
 
 func TestDeadLetterManyBatchOf500(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -360,6 +362,7 @@ func TestDeadLetterManyBatchOf500(t *testing.T) {
 // One message that cannot be stored stops the whole batch: nothing moves,
 // no failure is recorded, history stays where it was.
 func TestDeadLetterManyIsAtomic(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -403,6 +406,7 @@ func TestDeadLetterManyIsAtomic(t *testing.T) {
 }
 
 func TestDeadLetterManyRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -446,6 +450,7 @@ func TestDeadLetterManyRejectsBadInput(t *testing.T) {
 }
 
 func TestFailureHistoryRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	if _, err := s.FailureHistory(ctx, "Bad Name", 1); !errors.Is(err, store.ErrInvalid) {

@@ -55,6 +55,7 @@ func cutMidStatement[T any](t *testing.T, s *store.Store, lock string, op func(c
 // statement finish, and counts what it moved: a report of none would hide
 // messages that went to the archive.
 func TestDiscardCancelledMidStatementCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)
@@ -74,6 +75,7 @@ func TestDiscardCancelledMidStatementCountsWhatMoved(t *testing.T) {
 // A purge cancelled while a batch's statement runs lets that statement
 // finish, and counts what it deleted.
 func TestPurgeCancelledMidStatementCountsWhatWent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)
@@ -116,6 +118,7 @@ func gateCommits(t *testing.T, s *store.Store, table string) (lock string) {
 // commits, lets the commit finish and reports the set moved: an error
 // would call failed a discard whose messages all went to the archive.
 func TestGuardedDiscardCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)
@@ -140,6 +143,7 @@ func TestGuardedDiscardCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
 // A retry guarded by its dry run's expect, cancelled as its transaction
 // commits, lets the commit finish and reports the set moved.
 func TestGuardedRetryCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)
@@ -165,6 +169,7 @@ func TestGuardedRetryCancelledAsItCommitsCountsWhatMoved(t *testing.T) {
 // counts what it moved: every id given was handled, so the call did not
 // fail.
 func TestDiscardByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)
@@ -185,6 +190,7 @@ func TestDiscardByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
 // what moved, each message once, in its queue or its DLQ; when every id
 // given moved, the call did not fail.
 func TestRetryByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for range 3 {
 		q := newQueue(t, s)

@@ -75,6 +75,7 @@ func indexOf(ids []int64, id int64) int {
 // Messages whose errors differ only by values group together, others do
 // not, and the counts and the messages agree on it.
 func TestDeadGroupsByErrorPattern(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	kind := uniqueName("cause")
@@ -95,6 +96,7 @@ func TestDeadGroupsByErrorPattern(t *testing.T) {
 
 // The normalization bounds what it keeps and collapses white space.
 func TestDeadErrorNormBounds(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	var norm string
 	long := strings.Repeat("word ", 300)
@@ -125,6 +127,7 @@ func TestDeadErrorNormBounds(t *testing.T) {
 // frequent first, the rest as other, and those without the field as
 // missing, alike on both paths.
 func TestDeadGroupsByField(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -165,6 +168,7 @@ func TestDeadGroupsByField(t *testing.T) {
 // Migration 0010 regroups the DLQs that 0007 counted: by pattern, under
 // the new index, the old one dropped.
 func TestMigrationRegroupsDLQs(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s, all := storeAtVersion(t, 9)
 	q := uniqueName("old")

@@ -24,6 +24,7 @@ func deadRowsAndCount(ctx context.Context, s *store.Store, dlq string) (rows, co
 // wait for one another, and the counts equal the DLQ's rows in every
 // snapshot, before a fold, during one and after.
 func TestDeadGroupsHotGroupStayExact(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -159,6 +160,7 @@ func TestDeadGroupsHotGroupStayExact(t *testing.T) {
 // A fold of nothing pending folds nothing, and a fold that brings a group
 // to zero removes its base row.
 func TestFoldDeadCounts(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -207,6 +209,7 @@ func TestFoldDeadCounts(t *testing.T) {
 // Migration 0013 keeps the counts 0012 kept, as the base of the deltas
 // written from then on.
 func TestMigrationKeepsDLQCounts(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s, all := storeAtVersion(t, 12)
 	q := uniqueName("old")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDiscardAndPurgeDead(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

@@ -38,6 +38,7 @@ func movedIDs(moved []store.DeadID) []int64 {
 // A dry run of a discard by filter moves nothing and names the set it
 // selected; the real call with that token moves exactly that set.
 func TestDiscardDryRunThenGuarded(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -69,6 +70,7 @@ func TestDiscardDryRunThenGuarded(t *testing.T) {
 // A guarded discard whose filter selects another set now (a new dead
 // letter) is refused, and moves nothing.
 func TestDiscardGuardedRefusedWhenSetGrew(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -94,6 +96,7 @@ func TestDiscardGuardedRefusedWhenSetGrew(t *testing.T) {
 // A guarded discard refused because the set shrank to one message counts
 // that one in the singular.
 func TestDiscardGuardedRefusedWhenOneIsLeft(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -116,6 +119,7 @@ func TestDiscardGuardedRefusedWhenOneIsLeft(t *testing.T) {
 // A guarded retry moves the dry run's set; once another call has retried
 // one of them, the same token is refused and nothing moves.
 func TestRetryGuarded(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -156,6 +160,7 @@ func TestRetryGuarded(t *testing.T) {
 // its row lock is seen gone under the lock: the call is refused and moves
 // nothing, although the set matched when it was selected.
 func TestDiscardGuardedRefusedWhenTakenMeanwhile(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -208,6 +213,7 @@ func TestDiscardGuardedRefusedWhenTakenMeanwhile(t *testing.T) {
 // A guarded retry refused for a set of the same size (one moved, another
 // died since) says the set changed, not only its size.
 func TestRetryGuardedRefusedWhenSetSwapped(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

@@ -11,6 +11,7 @@ import (
 // than its limit, whether the limit ends within a page or at a page's end,
 // and moves no more than the limit either way.
 func TestMoveByFilterReportsMorePastTheLimit(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

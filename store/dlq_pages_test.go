@@ -13,6 +13,7 @@ import (
 // the DLQs that hold none of them are left out of the pages once seen
 // empty, without losing any.
 func TestBulkPagesAcrossDLQs(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the operation reads every DLQ, and other
 	// tests drop theirs as they end.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))

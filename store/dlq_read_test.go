@@ -70,6 +70,7 @@ func deadBefore(a, b store.DeadItem) bool {
 }
 
 func TestListDeadPagesThroughTwoDLQs(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	qa, qb := newQueue(t, s), newQueue(t, s)
 	kind := uniqueName("kind")
@@ -116,6 +117,7 @@ func TestListDeadPagesThroughTwoDLQs(t *testing.T) {
 }
 
 func TestListDeadFilters(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -177,6 +179,7 @@ func TestListDeadFilters(t *testing.T) {
 }
 
 func TestListDeadCursorAndLimits(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -213,6 +216,7 @@ func TestListDeadCursorAndLimits(t *testing.T) {
 }
 
 func TestShowDead(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -260,6 +264,7 @@ func TestShowDead(t *testing.T) {
 }
 
 func TestSummarizeAndFindDead(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	ctx := testContext(t)
 	q, other := newQueue(t, s), newQueue(t, s)
@@ -316,6 +321,7 @@ func TestSummarizeAndFindDead(t *testing.T) {
 // over the other DLQs, instead of failing with a parameter PostgreSQL
 // cannot type.
 func TestListDeadCursorAfterItsDLQIsDropped(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it reads every DLQ, which other tests drop
 	ctx := testContext(t)
 	kind := pgtest.Name("k")

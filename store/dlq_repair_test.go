@@ -67,6 +67,7 @@ func strip(t *testing.T, s *store.Store, dlq string) {
 // its group counts, which count the messages dead-lettered meanwhile. The
 // next Migrate finds nothing to repair.
 func TestMigrateRepairsDLQMadeByAnOlderBuild(t *testing.T) {
+	t.Parallel()
 	_, s := newMigratedDatabase(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -90,6 +91,7 @@ func TestMigrateRepairsDLQMadeByAnOlderBuild(t *testing.T) {
 // A DLQ made with PGMQ's own pgmq.create, by another client, gets from
 // Migrate what pgbus gives one.
 func TestMigrateRepairsDLQMadeWithPGMQCreate(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	url := pgtest.NewDatabase(t)
 	if err := pgtest.RunSQL(t, url, script); err != nil {
@@ -151,6 +153,7 @@ func operatorRole(t *testing.T, url string) (role, roleURL string) {
 // lacks its statistics starts: its Migrate leaves the DLQ as it is and
 // says what it lacks and which role adds it; the owner's Migrate does.
 func TestMigrateAsARoleThatMayNotRepairStarts(t *testing.T) {
+	t.Parallel()
 	url, owner := newMigratedDatabase(t)
 	ctx := testContext(t)
 	q := newQueue(t, owner)
@@ -214,6 +217,7 @@ func TestMigrateLeavesABusyDLQForLater(t *testing.T) {
 // A DLQ dropped between the catalog query and its repair needs nothing:
 // the repair finds it gone and reports nothing done, with no error.
 func TestRepairOfADroppedDLQ(t *testing.T) {
+	t.Parallel()
 	_, s := newMigratedDatabase(t)
 	q := newQueue(t, s)
 	dlq := store.DLQName(q)
@@ -272,6 +276,7 @@ func TestMigrateLeavesADLQToItsQueuesCreator(t *testing.T) {
 // Workers starting together over a DLQ that lacks its parts repair it
 // once, without errors or warnings.
 func TestConcurrentMigratesRepairADLQOnce(t *testing.T) {
+	t.Parallel()
 	url, s := newMigratedDatabase(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

@@ -15,6 +15,7 @@ import (
 // DLQ's counts following it; once back, or once purged, it is refused
 // with why.
 func TestRestoreDiscardedDead(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -75,6 +76,7 @@ func TestRestoreDiscardedDead(t *testing.T) {
 // listed as such and refused, whether the retry marked it or, made
 // before that mark, only the corrected message's note names it.
 func TestRestoreRefusesRetryOriginal(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -116,6 +118,7 @@ func TestRestoreRefusesRetryOriginal(t *testing.T) {
 // index also takes a note longer than an index entry holds: it keeps each
 // note's beginning only.
 func TestRetryOriginalNoteIsFoundByIndex(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: its indexes as this pgbus's migrations leave them
 	dlq := store.DLQName(newQueue(t, s))
 	mustExec(t, s, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
@@ -196,6 +199,7 @@ type planNode struct {
 // Bad input is refused before anything is read: an unknown queue, no
 // ids, too many, ids not positive.
 func TestRestoreDeadRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -214,6 +218,7 @@ func TestRestoreDeadRejectsBadInput(t *testing.T) {
 // A role that may only read lists the archive but cannot restore, and
 // nothing moves.
 func TestRestoreDeadReadOnlyRole(t *testing.T) {
+	t.Parallel()
 	url, owner, q, ids := databaseWithDead(t, 2)
 	if n, err := owner.DiscardDead(testContext(t), q, ids); err != nil || n != 2 {
 		t.Fatalf("discard = %d, %v", n, err)
@@ -275,6 +280,7 @@ func mustExec(t *testing.T, s *store.Store, sql string, args ...any) {
 // statement and CONCURRENTLY, as the README says: the migration then
 // applies, building nothing more, and the note is looked up in that index.
 func TestMigrationKeepsTheRetryNoteIndexBuiltBeforehand(t *testing.T) {
+	t.Parallel()
 	url, all := databaseAtVersion(t, 18)
 	_, stmt, ok := strings.Cut(all[18].SQL, "\nCREATE INDEX ")
 	if !ok || !strings.Contains(stmt, "failures_payload_replaced_idx") {

@@ -29,6 +29,7 @@ func onlyMessage(t testing.TB, s *store.Store, queue string) (int64, string, map
 }
 
 func TestRetryDeadRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -82,6 +83,7 @@ func TestRetryDeadRoundTrip(t *testing.T) {
 }
 
 func TestRetryDeadManyIsolatesFailures(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -96,6 +98,7 @@ func TestRetryDeadManyIsolatesFailures(t *testing.T) {
 }
 
 func TestRetryDeadHeadersKeptAside(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -135,6 +138,7 @@ func dropSubQueue(t testing.TB, s *store.Store, name string) {
 }
 
 func TestRetryDeadToSubQueueAndFallBack(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -172,6 +176,7 @@ func TestRetryDeadToSubQueueAndFallBack(t *testing.T) {
 // dropped outside pgbus while the others remain). With that level gone too,
 // the retry says to create the queue again, which makes the missing levels.
 func TestRetryDeadIntoQueueWithPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	pq := newLevelledQueue(t, s)
@@ -230,6 +235,7 @@ func TestRetryDeadIntoQueueWithPriorityLevels(t *testing.T) {
 }
 
 func TestRetryDeadWithCorrectedPayload(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -268,6 +274,7 @@ func TestRetryDeadWithCorrectedPayload(t *testing.T) {
 // Ten thousand dead messages retried by filter, while the target refuses
 // about 1%: every message ends in exactly one place.
 func TestRetryDeadMatchingTenThousand(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -338,6 +345,7 @@ func TestRetryDeadMatchingTenThousand(t *testing.T) {
 // of that page that moved before it stopped: they stay moved, and a report
 // of none would hide them.
 func TestRetryCancelledMidPageCountsWhatMoved(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	pgtest.DeadLetterN(t, s, q, 40, pgtest.DeadSpec{})

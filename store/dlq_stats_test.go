@@ -17,6 +17,7 @@ import (
 // equality guesses of 0.5%), reads the whole DLQ and sorts it instead of
 // walking the newest-first index to the first page.
 func TestDLQFilterStatistics(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -54,6 +55,7 @@ func TestDLQFilterStatistics(t *testing.T) {
 // Migration 0014 gives the DLQs that existed before it the statistics a
 // DLQ now gets when it is created, and running it again changes nothing.
 func TestMigrationAddsDLQFilterStatistics(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

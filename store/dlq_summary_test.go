@@ -95,6 +95,7 @@ func dlqDepth(t testing.TB, s *store.Store, queue string) int64 {
 }
 
 func TestDeadGroupsMatchMessages(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it summarizes every DLQ, which other tests drop
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -238,6 +239,7 @@ func TestDeadGroupsMatchMessages(t *testing.T) {
 // The summary reads the counts, not the messages, and the depth in the
 // stats too: wrong counts show, until a backfill recounts them.
 func TestDeadGroupsAreRead(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -272,6 +274,7 @@ func TestDeadGroupsAreRead(t *testing.T) {
 // does to every DLQ, and CreateQueue to its own) counts what it holds.
 // Rows written with the triggers disabled are recounted by a backfill.
 func TestDeadGroupsBackfill(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	base := uniqueName("foreign")
@@ -365,6 +368,7 @@ func TestDeadGroupsBackfill(t *testing.T) {
 // spanning several groups, while others retry and discard from it: no
 // deadlock, and the counts stay exact.
 func TestDeadGroupsConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -456,6 +460,7 @@ func TestDeadGroupsConcurrentWriters(t *testing.T) {
 // Only the largest MaxDeadGroups groups are listed; among groups of the
 // same size the newest come first, as in the scan.
 func TestDeadGroupsCap(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -484,6 +489,7 @@ func TestDeadGroupsCap(t *testing.T) {
 // Keys are hashed: a kind far longer than a btree entry can hold still
 // dead-letters and is summarized.
 func TestDeadGroupsHugeKind(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	b := make([]byte, 5000)

@@ -63,6 +63,7 @@ func wantErr(t testing.TB, what string, err, kind error, substr string) {
 }
 
 func TestDeadOperationsRejectBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -145,6 +146,7 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 // A DLQ table of an old PGMQ layout (no headers column) is left out of the
 // operations over every DLQ instead of failing them.
 func TestAllDLQsSkipOldLayout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	old := uniqueName("old") + "_dlq"

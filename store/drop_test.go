@@ -10,6 +10,7 @@ import (
 // it is released, without cutting its statements short; the store then
 // connects afresh.
 func TestDropConnections(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s := pgtest.OpenNamedStore(t, uniqueName("drop"))
 	pool := s.Pool()

@@ -10,6 +10,7 @@ import (
 // call begun after that drop, which froze on a new connection, drops them
 // again.
 func TestConnDropsOncePerBurst(t *testing.T) {
+	t.Parallel()
 	var d connDrops
 	burst := time.Now()
 	if !d.due(burst) {

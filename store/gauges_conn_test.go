@@ -43,6 +43,7 @@ func (e *endBackendAfter) TraceQueryEnd(_ context.Context, c *pgx.Conn, d pgx.Tr
 // BEGIN, has the read made again on a checked connection, as every other
 // read of the store is: the depths come back right.
 func TestQueueDepthsAfterTheConnectionEndsInTheirTransaction(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	admin := pgtest.OpenStore(t, url)
 	ctx := testContext(t)

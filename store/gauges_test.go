@@ -17,6 +17,7 @@ import (
 // QueueDepths splits a queue's depth as QueueStats does, with its DLQ's
 // depth, and agrees with it.
 func TestQueueDepths(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -55,6 +56,7 @@ func TestQueueDepths(t *testing.T) {
 
 // BreakerFailed and BreakerSucceeded say how a call moved the breaker.
 func TestBreakerChanges(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("breaker")
@@ -93,6 +95,7 @@ func TestBreakerChanges(t *testing.T) {
 // with its triggers off, read; a queue whose table is gone is left out,
 // and one whose DLQ table is gone counts no dead messages.
 func TestQueueDepthsOfManyQueues(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	want := map[string]store.QueueDepth{}
@@ -178,6 +181,7 @@ func exec(t *testing.T, s *store.Store, sql string) {
 // queue's stats and depths, marked dropped with its DLQ's depth, whether
 // pgbus still has its entry or not; one whose DLQ is empty is left out.
 func TestDroppedQueueWithDeadMessagesIsListed(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	for _, q := range []string{"live", "gone", "orphan", "emptied"} {
@@ -229,6 +233,7 @@ func TestDroppedQueueWithDeadMessagesIsListed(t *testing.T) {
 // A database whose one queue lost its table since it was listed has no
 // depths to report, and says so without an error.
 func TestQueueDepthsOfOneQueueGone(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	if err := s.CreateQueue(testContext(t), "only"); err != nil {
 		t.Fatal(err)
@@ -244,6 +249,7 @@ func TestQueueDepthsOfOneQueueGone(t *testing.T) {
 // out, and the tables read with it are counted: the read waits on the drop's
 // lock, and finds the table gone once the drop commits.
 func TestQueueDepthsOfATableDroppedDuringTheRead(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	for i, q := range []string{"mid_a", "mid_b", "mid_c"} {
@@ -300,6 +306,7 @@ func dropDuring(t *testing.T, s *store.Store, table string, read func() error) e
 // queue that lost its table is dropped with its DLQ's dead messages; not
 // "does not exist".
 func TestQueueStatsOfOneQueueDroppedDuringTheRead(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	if err := s.CreatePriorityQueue(ctx, "race_p", 2); err != nil {
@@ -334,6 +341,7 @@ func TestQueueStatsOfOneQueueDroppedDuringTheRead(t *testing.T) {
 // Partitioned PGMQ queues (read one to a statement, since each holds the
 // locks of all its partitions) are counted with the others.
 func TestQueueDepthsOfPartitionedQueues(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	want := map[string]int64{}
@@ -374,6 +382,7 @@ func TestQueueDepthsOfPartitionedQueues(t *testing.T) {
 // after a level (another client's, or one made for it) does not make the
 // level a dropped queue.
 func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	if err := s.CreatePriorityQueue(ctx, "lv", 2); err != nil {
@@ -431,6 +440,7 @@ func TestPriorityLevelsDroppedOneByOne(t *testing.T) {
 // running and retrying messages, archived and sent ones, paused settings,
 // recent counters, untracked and dropped DLQs.
 func TestQueueStatsFromDepthsAgree(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	for _, q := range []string{"agree_a", "agree_b", "agree_dropped", "agree_noarch"} {
@@ -533,6 +543,7 @@ func TestQueueStatsFromDepthsAgree(t *testing.T) {
 // A read of every DLQ that DLQs dropped one after another cut short lists
 // the DLQs again each time, and reads those left.
 func TestDeadListOfDLQsDroppedOneAfterAnother(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	for _, q := range []string{"gone_a", "gone_b", "kept_c"} {
@@ -580,6 +591,7 @@ func TestDeadListOfDLQsDroppedOneAfterAnother(t *testing.T) {
 // the age of the oldest ready message counts from when it became ready,
 // and the oldest message's age from when it was sent.
 func TestOldestReadyAgeCountsFromReady(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := uniqueName("ready")

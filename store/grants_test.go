@@ -12,6 +12,7 @@ import (
 // role lacks privileges on, with the privileges, the role, and the owner
 // who may grant them; nothing once granted.
 func TestDeadLetterGrantsNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	url, owner := newMigratedDatabase(t)
 	ctx := testContext(t)
 	q := newQueue(t, owner)

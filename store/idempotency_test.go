@@ -21,6 +21,7 @@ func keyed(payload, key string) store.NewMessage {
 // Concurrent sends of one key write exactly one message, and every sender
 // gets its id.
 func TestIdempotencyKeyUnderConcurrentSends(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -50,6 +51,7 @@ func TestIdempotencyKeyUnderConcurrentSends(t *testing.T) {
 }
 
 func TestIdempotencyKeyLifetime(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -96,6 +98,7 @@ func TestIdempotencyKeyLifetime(t *testing.T) {
 }
 
 func TestIdempotencyKeysInBatch(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -112,6 +115,7 @@ func TestIdempotencyKeysInBatch(t *testing.T) {
 }
 
 func TestIdempotencyKeyBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -138,6 +142,7 @@ func TestIdempotencyKeyBadInput(t *testing.T) {
 // too long, with the key's limit: it was refused as headers too long,
 // naming neither.
 func TestIdempotencyKeyTooLongForTheHeaders(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	_, err := s.Send(testContext(t), q, keyedWithHeader(`1`, strings.Repeat("k", store.MaxHeadersBytes)))
@@ -160,6 +165,7 @@ func keyedWithHeader(payload, key string) store.NewMessage {
 // retried message instead of a duplicate. A key a later send gave to a
 // live message stays with it; keys the header cannot hold are ignored.
 func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -224,6 +230,7 @@ func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
 // it and leaves the key with it, so a later send of the key returns the
 // message first sent, not the retried one.
 func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	for _, guarded := range []bool{false, true} {
 		s := testStore(t)
@@ -290,6 +297,7 @@ func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
 // (here slowed by a trigger on the queue), and a send of the key that
 // comes meanwhile waits for it and returns the retried message.
 func TestKeyedSendWaitsForADLQRetry(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -332,6 +340,7 @@ func TestKeyedSendWaitsForADLQRetry(t *testing.T) {
 // trigger on the queue) reports the failure, keyed or not, and the
 // message stays in its DLQ.
 func TestDLQRetryFailingAtCommit(t *testing.T) {
+	t.Parallel()
 	for _, keyed := range []bool{false, true} {
 		s := testStore(t)
 		ctx := testContext(t)
@@ -365,6 +374,7 @@ func TestDLQRetryFailingAtCommit(t *testing.T) {
 // A key sent to a priority level is honoured for the archive retention of
 // its queue, the levels having no settings of their own.
 func TestIdempotencyWindowOfPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := uniqueName("lv")
@@ -403,6 +413,7 @@ func TestIdempotencyWindowOfPriorityLevels(t *testing.T) {
 // message the database refuses (a number too large for jsonb) leaves
 // nothing of the batch written, keys included.
 func TestKeyedBatchIsAllOrNone(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -427,6 +438,7 @@ func TestKeyedBatchIsAllOrNone(t *testing.T) {
 // Batches sharing keys, sent at once in opposite orders, wait for each
 // other rather than deadlock, and each key gets one message.
 func TestKeyedBatchesSharingKeys(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -474,6 +486,7 @@ func TestKeyedBatchesSharingKeys(t *testing.T) {
 // A batch of more distinct keys than a batch may lock is refused before
 // anything is written, saying to split it.
 func TestKeyedBatchKeyLimit(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

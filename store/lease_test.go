@@ -10,6 +10,7 @@ import (
 // One process at a time wins an election: a second one loses while the
 // first holds the lease, and wins once it is released.
 func TestTryLeadOneAtATime(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	a, b := pgtest.OpenStore(t, url), pgtest.OpenStore(t, url)
 	ctx := testContext(t)

@@ -11,6 +11,7 @@ import (
 // A send that is visible at once notifies a listener with the queue's name;
 // a delayed send does not.
 func TestListenReceivesSends(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -53,6 +54,7 @@ func TestListenReceivesSends(t *testing.T) {
 
 // A cancelled wait returns the context's error.
 func TestListenWaitHonoursContext(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	l, err := s.Listen(testContext(t))
 	if err != nil {

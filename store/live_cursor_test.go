@@ -31,6 +31,7 @@ func liveCursorOf(tag byte, level int, id int64, f store.LiveFilter) string {
 // next page of its queue; a cursor that points past the levels the queue
 // has is refused saying to start again, not read as some page.
 func TestListLiveCursorsOfEitherForm(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

@@ -27,6 +27,7 @@ func msgs(n int) []store.NewMessage {
 }
 
 func TestSendAndReadRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -73,6 +74,7 @@ func TestSendAndReadRoundTrip(t *testing.T) {
 }
 
 func TestSendWithoutHeadersStoresNull(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -89,6 +91,7 @@ func TestSendWithoutHeadersStoresNull(t *testing.T) {
 }
 
 func TestSendDelay(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -114,6 +117,7 @@ func TestSendDelay(t *testing.T) {
 }
 
 func TestSendBatchReturnsIDsInOrder(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -148,6 +152,7 @@ func TestSendBatchReturnsIDsInOrder(t *testing.T) {
 }
 
 func TestArchiveAndDelete(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -192,6 +197,7 @@ func TestArchiveAndDelete(t *testing.T) {
 }
 
 func TestSetVisibilityMany(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -213,6 +219,7 @@ func TestSetVisibilityMany(t *testing.T) {
 // message made visible again just now waits behind one visible since it
 // was sent.
 func TestReadTakesLongestVisibleFirst(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -235,6 +242,7 @@ func TestReadTakesLongestVisibleFirst(t *testing.T) {
 // Concurrent readers never receive the same message while its visibility
 // timeout runs: SKIP LOCKED plus the vt update make each claim exclusive.
 func TestConcurrentReadersNeverShareAMessage(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -285,6 +293,7 @@ func TestConcurrentReadersNeverShareAMessage(t *testing.T) {
 }
 
 func TestMessageOperationsRejectBadInput(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -356,6 +365,7 @@ func TestMessageOperationsRejectBadInput(t *testing.T) {
 // holds, is the sender's to change: an invalid send saying so, with or
 // without keys, and nothing written.
 func TestSendOfANumberJSONBCannotHold(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

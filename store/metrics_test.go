@@ -9,6 +9,7 @@ import (
 )
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

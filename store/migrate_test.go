@@ -19,6 +19,7 @@ import (
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	all, err := schema.All()
 	if err != nil {
@@ -38,6 +39,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 // isolation a DBA makes the database's default: a migrator that waited for
 // the lock sees what the one before it applied.
 func TestConcurrentMigrateOnFreshDatabase(t *testing.T) {
+	t.Parallel()
 	for _, iso := range []string{"read committed", "repeatable read", "serializable"} {
 		t.Run(strings.ReplaceAll(iso, " ", "_"), func(t *testing.T) {
 			concurrentMigrate(t, pgtest.NewDatabaseSet(t, "default_transaction_isolation", iso))

@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidateQueueNameRejectsBadNames(t *testing.T) {
+	t.Parallel()
 	bad := map[string]string{
 		"empty":         "",
 		"quote":         `orders"; DROP TABLE pgmq.meta; --`,
@@ -45,6 +46,7 @@ func TestValidateQueueNameRejectsBadNames(t *testing.T) {
 }
 
 func TestValidateQueueNameRuleInMessage(t *testing.T) {
+	t.Parallel()
 	err := store.ValidateQueueName("Orders")
 	if err == nil || !strings.Contains(err.Error(), "^[a-z][a-z0-9_]*$") {
 		t.Fatalf("error %v does not name the rule", err)
@@ -60,6 +62,7 @@ func TestValidateQueueNameRuleInMessage(t *testing.T) {
 }
 
 func TestValidateQueueNameAcceptsGoodNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"a", "orders", "orders_v2", "e2e_9", strings.Repeat("a", 43), "dlq", "orders_dlqx"} {
 		if err := store.ValidateQueueName(name); err != nil {
 			t.Errorf("ValidateQueueName(%q) = %v, want nil", name, err)

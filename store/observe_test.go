@@ -33,6 +33,7 @@ func liveStates(t *testing.T, s *store.Store, queue string) (map[int64]string, s
 // attempt it is on: while it runs it is in flight, and once its new attempt
 // fails it is retrying, as a message that never died.
 func TestLiveStateOfMessageRetriedFromDLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -79,6 +80,7 @@ func TestLiveStateOfMessageRetriedFromDLQ(t *testing.T) {
 // state: with another queue or state it is refused, saying to start again,
 // and with its own it goes on to the next page.
 func TestLiveCursorIsBoundToQueueAndState(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	a, b := newQueue(t, s), newQueue(t, s)

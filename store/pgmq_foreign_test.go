@@ -12,6 +12,7 @@ import (
 // A schema pgmq that neither PGMQ nor pgbus made stops migrate and the
 // schema check before anything is written, naming what was found.
 func TestForeignPGMQSchemaIsRefusedEarly(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, setup string
 		found       []string
@@ -59,6 +60,7 @@ func TestForeignPGMQSchemaIsRefusedEarly(t *testing.T) {
 
 // An empty schema pgmq (made ahead by hand, or by a tool's setup) is fine.
 func TestEmptyPGMQSchemaIsUsed(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)
 	pgtest.Exec(t, url, `CREATE SCHEMA pgmq`)

@@ -71,6 +71,7 @@ func listQueues(t *testing.T, s *store.Store) []string {
 // Without PGMQ, pgbus makes a queue's tables exactly as pgmq.create makes
 // them: the same columns, defaults, identity, indexes and constraints.
 func TestLayoutIsWhatPGMQCreateMakes(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	plain := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -95,6 +96,7 @@ func TestLayoutIsWhatPGMQCreateMakes(t *testing.T) {
 // PGMQ first, then pgbus: pgbus creates and drops its queues with PGMQ's own
 // functions, and PGMQ's functions serve them.
 func TestPGMQScriptThenMigrate(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)
@@ -174,6 +176,7 @@ func checkMixedTraffic(t *testing.T, s *store.Store, q string) {
 // pgbus first, then PGMQ: PGMQ's script alone stops at pgmq.meta, which
 // pgbus made; InstallPGMQ runs it and adopts pgbus's queues, messages kept.
 func TestMigrateThenInstallPGMQ(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)
@@ -234,6 +237,7 @@ func TestMigrateThenInstallPGMQ(t *testing.T) {
 // InstallPGMQ on a fresh database is PGMQ first; a script that is not
 // PGMQ's is refused and changes nothing.
 func TestInstallPGMQFreshAndRefusals(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	s, err := store.Open(ctx, pgtest.NewDatabase(t))
@@ -272,6 +276,7 @@ func TestInstallPGMQFreshAndRefusals(t *testing.T) {
 // with priority levels under its own name: workers would read only the
 // levels, and its messages would wait unread. The refusal changes nothing.
 func TestPriorityLevelsRefusedOverAQueuePGMQMade(t *testing.T) {
+	t.Parallel()
 	script := pgtest.PGMQScript(t)
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)

@@ -36,6 +36,7 @@ func columns(t *testing.T, s *store.Store, table string) []column {
 }
 
 func TestLayoutMatchesPGMQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	wantQueue := []column{
@@ -90,6 +91,7 @@ func TestLayoutMatchesPGMQ(t *testing.T) {
 
 // A message written as pgmq.send writes it is read and archived by the store.
 func TestStoreReadsWhatPGMQSendWrites(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -118,6 +120,7 @@ func TestStoreReadsWhatPGMQSendWrites(t *testing.T) {
 // A message the store sends is read by the statement pgmq.read runs, on the
 // queue and on its DLQ alike.
 func TestPGMQReadReadsWhatStoreSends(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -145,6 +148,7 @@ func TestPGMQReadReadsWhatStoreSends(t *testing.T) {
 // Newer PGMQ versions add last_read_at; the store sets and archives it where
 // the column exists.
 func TestLastReadAtColumnWhenPresent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := uniqueName("lra")
@@ -180,6 +184,7 @@ func TestLastReadAtColumnWhenPresent(t *testing.T) {
 // cannot be read or sent to; the error says how to add the column rather
 // than only that it is missing.
 func TestQueueWithoutHeadersColumn(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -197,6 +202,7 @@ func TestQueueWithoutHeadersColumn(t *testing.T) {
 // text, an empty one is the kind, and only a missing or null one falls
 // back to the payload's job_class.
 func TestLiveKindAsWorkersReadIt(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

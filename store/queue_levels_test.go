@@ -23,6 +23,7 @@ func sendOne(t *testing.T, ctx context.Context, s *store.Store, queue string) {
 // leave its queue broken, and a queue with levels cannot take over a queue
 // of its own as a level. Everything refused changes nothing.
 func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := pgtest.Context(t)
 	pq := uniqueName("pq")
@@ -106,6 +107,7 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 // message read again since (read_ct moved on), another message of the id
 // (enqueued at another time) or one gone is left alone.
 func TestGiveBack(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := pgtest.Context(t)
 	q := newQueue(t, s)
@@ -146,6 +148,7 @@ func TestGiveBack(t *testing.T) {
 // pgbus's entry) is not paused or resumed: there is nothing to pause. A
 // priority queue is until its last level is gone.
 func TestPauseOfADroppedQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	plain, levels := pgtest.Name("pd"), pgtest.Name("pl")
@@ -174,6 +177,7 @@ func TestPauseOfADroppedQueue(t *testing.T) {
 // dropped outside pgbus leaves the others to purge, as their stats list
 // them.
 func TestPurgeQueueWithPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := pgtest.Context(t)
 	pq := newLevelledQueue(t, s)
@@ -206,6 +210,7 @@ func TestPurgeQueueWithPriorityLevels(t *testing.T) {
 // named a DLQ of the level's own, which does not exist, and showed the
 // default settings, unpaused.
 func TestStatsOfAPriorityLevel(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := pgtest.Context(t)
 	pq := newLevelledQueue(t, s)

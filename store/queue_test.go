@@ -27,6 +27,7 @@ func queueNames(t *testing.T, s *store.Store) []string {
 }
 
 func TestCreateQueueMakesQueueAndDLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	name := newQueue(t, s)
 	names := queueNames(t, s)
@@ -46,6 +47,7 @@ func TestCreateQueueMakesQueueAndDLQ(t *testing.T) {
 }
 
 func TestCreateQueueIsIdempotentUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("conc")
@@ -91,6 +93,7 @@ func TestCreateQueueIsIdempotentUnderConcurrency(t *testing.T) {
 }
 
 func TestDropQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("drop")
@@ -125,6 +128,7 @@ func TestDropQueue(t *testing.T) {
 }
 
 func TestPurgeQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	name := newQueue(t, s)
@@ -155,6 +159,7 @@ func TestPurgeQueue(t *testing.T) {
 }
 
 func TestQueueOperationsRejectBadNamesAndWriteNothing(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	// Only this test's own queue is checked afterwards: the database is
@@ -204,6 +209,7 @@ func TestQueueOperationsRejectBadNamesAndWriteNothing(t *testing.T) {
 // QueueExists follows the catalog: a queue dropped outside pgbus (no
 // cache of this store saw it go) is gone at once.
 func TestQueueExists(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	for _, name := range []string{q, store.DLQName(q)} {
@@ -236,6 +242,7 @@ func tableExists(t *testing.T, s *store.Store, table string) bool {
 // max_retries is how many runs a message gets: 0 would dead-letter every
 // message unrun, so it is refused with the range, as are the values past it.
 func TestQueueSettingsMaxRetriesRange(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	for _, bad := range []int{0, -1, 1001} {
@@ -263,6 +270,7 @@ func TestQueueSettingsMaxRetriesRange(t *testing.T) {
 // that none attaches to a new message of the same id. Creating a queue
 // that exists keeps them.
 func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -319,6 +327,7 @@ func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
 // else would ever prune the history of a message in neither the queue nor
 // its archive. The history of archived messages stays for retention.
 func TestPurgeQueueTakesFailureHistory(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

@@ -11,6 +11,7 @@ import (
 // VacuumQueue vacuums the queue's table, and answers bad and missing
 // names with clear errors before anything runs.
 func TestVacuumQueue(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	if err := s.BulkSend(ctx, q, 500); err != nil {
@@ -49,6 +50,7 @@ func TestVacuumQueue(t *testing.T) {
 // truncates a table left empty, indexes included, and message ids go on
 // from where they were; a table still holding messages keeps them.
 func TestVacuumQueueShrinks(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	q := newQueue(t, s)
 	if err := s.BulkSend(ctx, q, 3000); err != nil {

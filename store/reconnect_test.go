@@ -24,6 +24,7 @@ import (
 // one) under an open store whose pool holds connections, and checks that
 // the very next read and a write succeed on fresh connections.
 func TestSurvivesServerRestart(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"fast", "immediate"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := pgtest.Context(t)
@@ -68,6 +69,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 // after a restart succeeds: the dead connection it would have used never
 // reached the server.
 func TestWriteAfterRestart(t *testing.T) {
+	t.Parallel()
 	ctx := pgtest.Context(t)
 	dir, c, s := privateStore(t)
 	if err := c.Stop(ctx); err != nil {
@@ -124,6 +126,7 @@ func postmasterPID(t *testing.T, dir string) int {
 // (only its own, on the shared server) and reads and writes when the
 // connection broke before the statement was sent.
 func TestRetryOnDeadConnection(t *testing.T) {
+	t.Parallel()
 	ctx := pgtest.Context(t)
 	shared := testStore(t)
 	queue := newQueue(t, shared)

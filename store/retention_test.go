@@ -15,6 +15,7 @@ import (
 )
 
 func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the retention pass of any other package's
 	// test would prune this queue's archive, counters and worker row first,
 	// or hold the election while this one runs.
@@ -94,6 +95,7 @@ func TestRetentionPrunesOldArchivesInBatches(t *testing.T) {
 // Only one process prunes at a time: while the lock is held elsewhere, a
 // pass returns without running.
 func TestRetentionIsElected(t *testing.T) {
+	t.Parallel()
 	// A database of its own (advisory locks are per database): another
 	// package's retention pass on a shared one holds the lock now and then.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -122,6 +124,7 @@ func TestRetentionIsElected(t *testing.T) {
 // A queue dropped while retention runs (listed, then gone before its
 // archive is pruned) is skipped: the rest of the pass goes on.
 func TestRetentionSkipsAQueueDroppedMeanwhile(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	s := pgtest.OpenStore(t, url)
 	ctx := testContext(t)
@@ -152,6 +155,7 @@ func TestRetentionSkipsAQueueDroppedMeanwhile(t *testing.T) {
 // in one without, and one archived after such a life is kept for the
 // retention from then. The keys of a queue that is gone go once old.
 func TestRetentionKeepsIdempotencyKeysInForce(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
 	ctx := testContext(t)
 	q, levels, gone := "keys", "keys_levels", "keys_gone"
@@ -216,6 +220,7 @@ func TestRetentionKeepsIdempotencyKeysInForce(t *testing.T) {
 // retention reaches one queue's old keys without reading its younger ones
 // or the old keys of every other queue; running it again changes nothing.
 func TestMigrationIndexesIdempotencyKeysByQueueAndAge(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: the planner's view of every key
 	ctx := testContext(t)
 	all, err := schema.All()
@@ -251,6 +256,7 @@ func TestMigrationIndexesIdempotencyKeysByQueueAndAge(t *testing.T) {
 // queue, holds for the archive of each level (each a table of its own,
 // with no settings of its own).
 func TestRetentionOfPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
 	ctx := testContext(t)
 	q := "levels"
@@ -333,6 +339,7 @@ func TestRetentionPrunesOldAuditEntriesInBatches(t *testing.T) {
 // history behind, with no message to belong to: retention deletes it, in
 // batches, and keeps the history of every queue that is still there.
 func TestRetentionPrunesTheFailureHistoryOfDroppedQueues(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
 	ctx := testContext(t)
 	kept, gone := "hist_kept", "hist_gone"
@@ -376,6 +383,7 @@ func TestRetentionPrunesTheFailureHistoryOfDroppedQueues(t *testing.T) {
 // rows of every age between all go when old enough, with their failure
 // history; the recent rows and their history stay.
 func TestPruneArchivedTakesEveryOldRowAcrossBatches(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -409,6 +417,7 @@ func TestPruneArchivedTakesEveryOldRowAcrossBatches(t *testing.T) {
 // partitions hold rows at the same ctids, and a recent row sharing an old
 // row's ctid stays.
 func TestPruneArchivedOfAPartitionedArchive(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	pgtest.CreateQueue(t, s, "parts")
@@ -441,6 +450,7 @@ func TestPruneArchivedOfAPartitionedArchive(t *testing.T) {
 // of 3), rows written out of that order, and negative ids all go, and the
 // history of a queue still there, under the same ids, stays.
 func TestPruneGoneFailuresTakesEveryRowAcrossBatches(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: the step reads every queue
 	ctx := testContext(t)
 	kept := newQueue(t, s)

@@ -34,6 +34,7 @@ func newMigratedDatabase(t *testing.T) (string, *store.Store) {
 }
 
 func TestCheckSchemaMigrated(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,7 @@ func TestCheckSchemaMigrated(t *testing.T) {
 
 // A database pgbus never migrated fails the check, which creates nothing.
 func TestCheckSchemaMissing(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	s := openStore(t, url)
 	_, err := s.CheckSchema(testContext(t))
@@ -60,6 +62,7 @@ func TestCheckSchemaMissing(t *testing.T) {
 // A schema that lacks the latest migration is old; the error names both
 // versions.
 func TestCheckSchemaOld(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +88,7 @@ func TestCheckSchemaOld(t *testing.T) {
 // A role that may not see the tables gets an error naming what it lacks and
 // the grants that fix it; with them, the check passes.
 func TestCheckSchemaWithoutPrivileges(t *testing.T) {
+	t.Parallel()
 	url, _ := newMigratedDatabase(t)
 	ctx := testContext(t)
 	role, roleURL := pgtest.NewRole(t, url)
@@ -109,6 +113,7 @@ func TestCheckSchemaWithoutPrivileges(t *testing.T) {
 // a lower bound of the messages sent; with SELECT on the sequences, the
 // exact count.
 func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
+	t.Parallel()
 	url, owner := newMigratedDatabase(t)
 	ctx := testContext(t)
 	q := uniqueName("q")
@@ -150,6 +155,7 @@ func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
 // old, the same role's Migrate fails for want of a privilege, and the
 // owner's brings it back.
 func TestMigrateCurrentSchemaNeedsNoDDL(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +186,7 @@ func TestMigrateCurrentSchemaNeedsNoDDL(t *testing.T) {
 // CheckSchema, the grants that would let it read them, where the schema is
 // current and nothing is left to migrate.
 func TestMigrateWithoutReadAccessSaysWhatToGrant(t *testing.T) {
+	t.Parallel()
 	url, _ := newMigratedDatabase(t)
 	role, roleURL := pgtest.NewRole(t, url)
 	s := openStore(t, roleURL)
@@ -194,6 +201,7 @@ func TestMigrateWithoutReadAccessSaysWhatToGrant(t *testing.T) {
 // database has and needs, and that it may not migrate: it was told only
 // that it lacked a privilege.
 func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
+	t.Parallel()
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,7 @@ func dlqStatistics(t *testing.T, s *store.Store) int {
 // older pgbus rolled back to, or still running beside the newer one,
 // repaired DLQs after its own notion.
 func TestMigrateLeavesANewerSchemaAsItIs(t *testing.T) {
+	t.Parallel()
 	url, s, all := newerDatabase(t)
 	recordNewer(t, url, all)
 	ctx := testContext(t)
@@ -73,6 +74,7 @@ func TestMigrateLeavesANewerSchemaAsItIs(t *testing.T) {
 // nothing. Migrate took it for an old schema and applied every migration
 // of this pgbus over the newer one.
 func TestMigrateRefusesANewerSchemaItCannotRead(t *testing.T) {
+	t.Parallel()
 	url, s, all := newerDatabase(t)
 	recordNewer(t, url, all)
 	pgtest.Exec(t, url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version <= %d`, len(all)))
@@ -101,6 +103,7 @@ func TestMigrateRefusesANewerSchemaItCannotRead(t *testing.T) {
 // version. It applied nothing then but repaired DLQs after its own notion
 // and reported its own version as the database's.
 func TestMigrateAfterANewerPgbusMigratedMeanwhile(t *testing.T) {
+	t.Parallel()
 	url, s, all := newerDatabase(t)
 	pgtest.Exec(t, url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version = %d`, len(all)))
 	ctx := testContext(t)

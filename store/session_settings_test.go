@@ -32,6 +32,7 @@ func wantNear(t *testing.T, what string, got, want time.Time) {
 // worker reads its messages, and a list shows them, at the times they
 // were sent and become visible.
 func TestTimesReadAsTextUnderAnotherDateStyle(t *testing.T) {
+	t.Parallel()
 	for _, mode := range textModes {
 		t.Run(mode, func(t *testing.T) {
 			url := pgtest.NewDatabaseSet(t, "DateStyle", "SQL, DMY", "TimeZone", "Pacific/Chatham")
@@ -61,6 +62,7 @@ func TestTimesReadAsTextUnderAnotherDateStyle(t *testing.T) {
 // not break the pages of a DLQ list in the modes that read results as
 // text: the key that signs their cursors is read whatever the format.
 func TestDeadPagesReadAsTextUnderEscapeByteaOutput(t *testing.T) {
+	t.Parallel()
 	for _, mode := range textModes {
 		t.Run(mode, func(t *testing.T) {
 			url := pgtest.NewDatabaseSet(t, "bytea_output", "escape")
@@ -94,6 +96,7 @@ func wantUTC(t *testing.T, what string, at time.Time) {
 // of the process, in the mode that reads results in binary and in one that
 // reads them as text.
 func TestTimesReadInUTC(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"cache_statement", "exec"} {
 		t.Run(mode, func(t *testing.T) {
 			url := pgtest.NewDatabaseSet(t, "TimeZone", "Asia/Kathmandu")
@@ -132,6 +135,7 @@ func TestTimesReadInUTC(t *testing.T) {
 // A DLQ summary works in the modes that read results as text, which do
 // not ask the server for the types of parameters either.
 func TestDeadSummaryInTextModes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range textModes {
 		t.Run(mode, func(t *testing.T) {
 			s := pgtest.OpenStore(t, pgtest.WithParam(t, pgtest.NewDatabase(t), "default_query_exec_mode", mode))
@@ -150,6 +154,7 @@ func TestDeadSummaryInTextModes(t *testing.T) {
 // type, and counted in the minutes it was counted in whatever the zone of
 // the server's sessions.
 func TestThroughputInTextModes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range textModes {
 		t.Run(mode, func(t *testing.T) {
 			url := pgtest.NewDatabaseSet(t, "TimeZone", "Pacific/Chatham")
@@ -176,6 +181,7 @@ func TestThroughputInTextModes(t *testing.T) {
 // other time, whatever the zone of the server's sessions, and seen when
 // they were.
 func TestBreakerUsersSeenInUTC(t *testing.T) {
+	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabaseSet(t, "TimeZone", "Asia/Kathmandu"))
 	ctx, name := testContext(t), uniqueName("br")
 	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
@@ -197,6 +203,7 @@ func TestBreakerUsersSeenInUTC(t *testing.T) {
 // A deadline another client wrote with its own offset reads as the same
 // instant in UTC, as every other time.
 func TestDeadlineReadInUTC(t *testing.T) {
+	t.Parallel()
 	at, ok := store.ParseDeadline("2026-03-01T18:45:00+05:45")
 	if !ok || !at.Equal(time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)) {
 		t.Fatalf("ParseDeadline = %s, %v; want 2026-03-01 13:00:00 UTC", at, ok)
@@ -208,6 +215,7 @@ func TestDeadlineReadInUTC(t *testing.T) {
 // as one Open opens does under a DBA's DateStyle and zone in a mode that
 // reads results as text, and keeps the program's own AfterConnect.
 func TestConfigurePoolOfAProgramsOwnPool(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabaseSet(t, "DateStyle", "German", "TimeZone", "Pacific/Chatham")
 	cfg, err := pgxpool.ParseConfig(pgtest.WithParam(t, url, "default_query_exec_mode", "simple_protocol"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // with a part missing, or with the payload re-encoded under the old MAC, it
 // is refused with ErrNotSealed.
 func TestSealedState(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	sealed, err := s.SealState(ctx, []byte(`{"op":"dlq_discard","set":"2-abc"}`))

@@ -14,6 +14,7 @@ import (
 // connections and succeed. The retention pass holds a transaction across
 // many statements, and so tests the statements of transactions too.
 func TestStatementTimeoutGivesUpOnFrozenConnections(t *testing.T) {
+	t.Parallel()
 	ctx := pgtest.Context(t)
 	proxy := pgtest.NewFreezingProxy(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every queue
 	s := pgtest.OpenStore(t, proxy.URL())

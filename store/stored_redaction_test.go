@@ -35,6 +35,7 @@ func storedErrorText(t *testing.T, s *store.Store, q string) string {
 // the dead-letter block and in the failure history alike; what is not a
 // secret is kept.
 func TestErrorTextIsStoredRedacted(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	var specs []pgtest.DeadSpec
@@ -63,6 +64,7 @@ func TestErrorTextIsStoredRedacted(t *testing.T) {
 // secret matches nothing, so listing dead messages tells nobody what a
 // [REDACTED] hides, while the rest of the message still matches.
 func TestTextFilterCannotTestGuessesAtSecrets(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	const token = "hunter2-Zq9xW"
@@ -95,6 +97,7 @@ func TestTextFilterCannotTestGuessesAtSecrets(t *testing.T) {
 // the @ that marks it as one would be gone). An error message of
 // megabytes is stored cut to the history's limit, its secrets hidden.
 func TestErrorTextIsRedactedBeforeItIsCut(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s)
 	const password = "hunter2-Zq9xW-longer-than-the-rest"
@@ -133,6 +136,7 @@ func TestErrorTextIsRedactedBeforeItIsCut(t *testing.T) {
 // its block's error: the block would show a payload where an error is
 // expected, and the text filter would match the secrets in it.
 func TestBlockErrorIsNeverTheReplacedPayload(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
@@ -162,6 +166,7 @@ func TestBlockErrorIsNeverTheReplacedPayload(t *testing.T) {
 // handler of its own fills as it likes) is stored with its secrets hidden,
 // as the built-in handlers' already is.
 func TestFailureOutputIsStoredRedacted(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)

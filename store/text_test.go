@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckJSONText(t *testing.T) {
+	t.Parallel()
 	ok := []string{`{}`, `"caf\u00e9"`, `"café"`, `"\\u0000"`, `"\ud83d\ude00"`, `["\uD83D\uDE00", "\\\\u0000"]`, `"a\\"`}
 	for _, s := range ok {
 		if why := store.CheckJSONText([]byte(s)); why != "" {
@@ -22,6 +23,7 @@ func TestCheckJSONText(t *testing.T) {
 }
 
 func TestCheckValueText(t *testing.T) {
+	t.Parallel()
 	if why := store.CheckValueText(map[string]any{"a": []any{"x", map[string]any{"b": "ok"}}, "n": 1.5}); why != "" {
 		t.Errorf("clean value refused: %s", why)
 	}

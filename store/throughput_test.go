@@ -11,6 +11,7 @@ import (
 // outside the span are left out; buckets without counters are zero, and
 // one statement returns every queue with counters.
 func TestThroughputBucketsPerQueue(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	a, b, quiet := uniqueName("tp_a"), uniqueName("tp_b"), uniqueName("tp_quiet")
 	// Hours ago, so that no minute is still being counted, and well within
@@ -71,6 +72,7 @@ func TestThroughputBucketsPerQueue(t *testing.T) {
 }
 
 func TestThroughputRefusesBadSpans(t *testing.T) {
+	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	now := time.Now()
 	for _, sp := range []store.ThroughputSpan{
