@@ -8,6 +8,9 @@ import (
 
 // SetAuditPruneBatch makes PruneAudit delete n entries per statement until
 // the test ends, so that a test prunes over several batches with few rows.
+//
+// Other tests' calls read the setting: a test that changes it does not
+// run in parallel.
 func SetAuditPruneBatch(tb testing.TB, n int) {
 	old := auditPruneBatch
 	auditPruneBatch = n
@@ -21,6 +24,9 @@ const MigrationLockKey = migrationLockKey
 // migrations for the length of the test: each lock wait (lock_timeout),
 // the first pause before a retry, the time a migration may be retried for,
 // and the wait for the migration lock.
+//
+// Other tests' calls read the setting: a test that changes it does not
+// run in parallel.
 func SetMigrationLockWaits(tb testing.TB, wait, pause, retryFor, turn time.Duration) {
 	old := [4]time.Duration{migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait}
 	migrationLockWait, migrationRetryPause, migrationRetryFor, migrationTurnWait = wait, pause, retryFor, turn
@@ -46,6 +52,9 @@ func PruneGoneFailures(ctx context.Context, s *Store, batch int) (int64, error) 
 
 // SetPurgeBatch makes PurgeDead delete n archived rows per statement until
 // the test ends, so that a test purges over several batches with few rows.
+//
+// Other tests' calls read the setting: a test that changes it does not
+// run in parallel.
 func SetPurgeBatch(tb testing.TB, n int) {
 	old := purgeBatch
 	purgeBatch = n

@@ -12,7 +12,10 @@ import (
 // limitedStore opens a store on a database of its own, migrated, with a
 // queue, and then given the settings set (such as "statement_timeout =
 // '50ms'"), as a DBA sets them with ALTER DATABASE ... SET: the store
-// returned connects after, so that its sessions take them.
+// returned connects after, so that its sessions take them. The tests of
+// idle timeouts of a few milliseconds do not run in parallel: on a busy
+// machine a connection waits that long between its connect and its first
+// statement, and is ended before the store can use it.
 func limitedStore(t *testing.T, set ...string) (*store.Store, string) {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
