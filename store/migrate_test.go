@@ -42,6 +42,7 @@ func TestConcurrentMigrateOnFreshDatabase(t *testing.T) {
 	t.Parallel()
 	for _, iso := range []string{"read committed", "repeatable read", "serializable"} {
 		t.Run(strings.ReplaceAll(iso, " ", "_"), func(t *testing.T) {
+			t.Parallel() // each isolation on a database of its own
 			concurrentMigrate(t, pgtest.NewDatabaseSet(t, "default_transaction_isolation", iso))
 		})
 	}

@@ -27,6 +27,7 @@ func TestSurvivesServerRestart(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"fast", "immediate"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode on a cluster of its own
 			ctx := pgtest.Context(t)
 			dir, c, s := privateStore(t)
 
