@@ -10,6 +10,7 @@ import (
 // An age repeated in a next step reads as a person writes it, and reads
 // back as the same age.
 func TestFormatAgeReadsBack(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		d    time.Duration
 		want string

@@ -27,6 +27,7 @@ func askFirst(t *testing.T, err error) *ops.Question {
 // same principal, within AnswerWithin: declined, nothing moves and the
 // audit log says so; accepted, the set asked about moves. A purge too.
 func TestDeferredConfirmation(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	now := time.Now()

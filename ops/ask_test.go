@@ -18,6 +18,7 @@ var toolWords = []string{"include_payload", "full_history", "pass tool", "next_c
 // A note that says how to see what a result left out carries that as an
 // Ask, for each front end to word, and names no front end's argument.
 func TestAsksAreData(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	svc := newService(t, st, ops.Options{AllowPayloads: true})
 	ctx := testContext(t)
@@ -70,6 +71,7 @@ func checkAsk(t *testing.T, op string, notes []string, asks []ops.Ask, kind ops.
 // call finds the asks spent and changes nothing; other values are left
 // alone.
 func TestWordNotesWordsOnce(t *testing.T) {
+	t.Parallel()
 	word := func(a ops.Ask, note string) string { return note + " [worded]" }
 	results := []any{
 		&ops.DeadMessage{Notes: []string{"n"}, Asks: []ops.Ask{{Kind: ops.AskPayload}}},

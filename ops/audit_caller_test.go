@@ -11,6 +11,7 @@ import (
 // client, as listed by Audit; naming the client after the transport named
 // itself, as the MCP tools do, keeps them.
 func TestAuditRecordsCaller(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})
 	agent := "mcp:" + uniqueName("agent") + "/1"

@@ -13,6 +13,7 @@ import (
 // which it records, instead of listing nothing as if nothing happened; the
 // names of tools and commands still select their operation.
 func TestAuditRefusesUnknownOperations(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -32,6 +33,7 @@ func TestAuditRefusesUnknownOperations(t *testing.T) {
 // Every page with a next one names it with the filters of this one: the
 // cursor alone would list every operation of every client after it.
 func TestAuditNextPageKeepsTheFilters(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})

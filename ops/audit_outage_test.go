@@ -36,6 +36,7 @@ func outageStore(t *testing.T) (string, func(), *store.Store) {
 // down queues behind it; once the database is back both are written, in
 // order, each with the time its operation ended and its result.
 func TestAuditEntryHeldThroughAnOutage(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, stop, st := outageStore(t)
 	var logs pgtest.SyncBuffer
@@ -125,6 +126,7 @@ func TestAuditEntryHeldThroughAnOutage(t *testing.T) {
 // Options.Unrecorded as one JSON line: the entry as it would be stored,
 // saying it could not be recorded.
 func TestAuditEntryUnrecordedAtClose(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	_, stop, st := outageStore(t)
 	var out bytes.Buffer
@@ -168,6 +170,7 @@ func TestAuditEntryUnrecordedAtClose(t *testing.T) {
 // behind it: it is given up as unrecorded at once, and the entry held
 // before it is written once the database is back.
 func TestAuditEntryRefusedByTheLogIsNotHeld(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, stop, st := outageStore(t)
 	var out pgtest.SyncBuffer

@@ -16,6 +16,7 @@ import (
 // Write operations are recorded with their client, and the audit log pages
 // newest first, filtered by operation (under any of its names) or client.
 func TestAuditRecordsWritesAndPages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -86,6 +87,7 @@ func TestAuditRecordsWritesAndPages(t *testing.T) {
 // The audit leaves sends out unless asked for them (all, or send), and
 // since leaves out older entries; a since it cannot read is refused.
 func TestAuditSendsAndSince(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -135,6 +137,7 @@ func TestAuditSendsAndSince(t *testing.T) {
 // move of every dead message that it was asked for all: both change what
 // the call did.
 func TestAuditRecordsClearDeadlineAndAll(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -157,6 +160,7 @@ func TestAuditRecordsClearDeadlineAndAll(t *testing.T) {
 // shows a page (WithPageView: a dashboard GET, which nobody submitted);
 // a real move made with such a context is recorded all the same.
 func TestAuditLeavesOutTheDryRunsOfPageViews(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})

@@ -13,6 +13,7 @@ import (
 // A request checks itself without a database, in the words the operation
 // would use: a front end can refuse it before it connects.
 func TestRequestsCheckThemselves(t *testing.T) {
+	t.Parallel()
 	payload := json.RawMessage(`{}`)
 	cases := []struct {
 		name  string
@@ -72,6 +73,7 @@ func TestRequestsCheckThemselves(t *testing.T) {
 }
 
 func TestParseDeadline(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
 		"2026-12-01T09:00:00Z": time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
@@ -96,6 +98,7 @@ func TestParseDeadline(t *testing.T) {
 // A service without a store is refused as bad input, saying where a store
 // comes from.
 func TestNewWithoutAStore(t *testing.T) {
+	t.Parallel()
 	_, err := ops.New(nil, ops.Options{})
 	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "store.Open") {
 		t.Fatalf("New(nil) = %v; want ErrInvalid saying to open a store with store.Open", err)

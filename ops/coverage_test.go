@@ -14,6 +14,7 @@ import (
 // that no running worker serves, whatever other queues' workers do, and
 // tells a queue never served from one whose workers stopped or crashed.
 func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -66,6 +67,7 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 // their result and put starting one first among the next steps; with a
 // worker serving it they say that instead.
 func TestRetryAndResumeSayWhetherWorkersServe(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -116,6 +118,7 @@ func reasonOf(h ops.Health, code, queue string) *ops.HealthReason {
 // first among its next steps: the retried jobs wait for the breaker. A
 // closed breaker, or an open one on another queue, says nothing.
 func TestRetryNamesAnOpenBreakerOfItsQueue(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t) // the breakers are left open
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

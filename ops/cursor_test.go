@@ -13,6 +13,7 @@ import (
 // A DLQ page cursor with one byte changed is refused as invalid input, with
 // what to do instead; the cursor as issued goes on to the next page.
 func TestDLQListTamperedCursor(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -38,6 +39,7 @@ func TestDLQListTamperedCursor(t *testing.T) {
 // A live-message cursor is refused with another queue or state, as invalid
 // input saying to start again, where it gave a wrong page.
 func TestQueueMessagesCursorOfAnotherQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

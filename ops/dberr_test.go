@@ -39,6 +39,7 @@ func wantOpsError(t *testing.T, what string, err error, code string, want ...str
 // which schema version this pgbus needs and to migrate, not what relation
 // a statement missed.
 func TestUnmigratedDatabaseSaysMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	st, err := store.Open(ctx, pgtest.NewDatabase(t))
 	if err != nil {
@@ -103,6 +104,7 @@ func TestUnmigratedDatabaseSaysMigrate(t *testing.T) {
 // last migration's column and record missing), a read that needs the
 // column names the version the database has.
 func TestOldSchemaSaysMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)
 	st := pgtest.OpenStore(t, url)
@@ -118,6 +120,7 @@ func TestOldSchemaSaysMigrate(t *testing.T) {
 // TestDroppedQueueStaysNotFound: on a current schema, a queue whose tables
 // are gone keeps its not-found error, without advice to migrate.
 func TestDroppedQueueStaysNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	st := testStore(t)
 	q := newQueue(t, st, nil)
@@ -133,6 +136,7 @@ func TestDroppedQueueStaysNotFound(t *testing.T) {
 // connections (a role allowed none) gets advice on the pool's size, with
 // the database's words kept, and a write says nothing was changed.
 func TestTooManyConnectionsAdvises(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	url := pgtest.NewDatabase(t)
 	pgtest.OpenStore(t, url)
@@ -162,6 +166,7 @@ func TestTooManyConnectionsAdvises(t *testing.T) {
 // database that takes no connections now, says what to do in the words of
 // its cause, keeping the database's; other errors pass unchanged.
 func TestResourceRefusalsAdvise(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		code, text string
 		want       []string

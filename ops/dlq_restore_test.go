@@ -17,6 +17,7 @@ import (
 // restore, a purged id and the original of a corrected retry each get an
 // outcome that says why not; the restore is audited.
 func TestDLQRestoreUndoesDiscard(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	client := uniqueName("restorer")
 	ctx := ops.WithClient(testContext(t), client)
@@ -88,6 +89,7 @@ func TestDLQRestoreUndoesDiscard(t *testing.T) {
 // Bad requests are refused with what to do, before anything moves, and a
 // read-only service refuses to restore.
 func TestDLQRestoreRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -137,6 +139,7 @@ func jsonNumber(id int64) string {
 // it: the list of what was discarded from each DLQ it moved from, whose
 // ids a restore takes; a dry run, which moved nothing, names none.
 func TestDiscardNamesItsUndo(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -166,6 +169,7 @@ func TestDiscardNamesItsUndo(t *testing.T) {
 // The discarded list says how to read an error it cut: the archive has no
 // page of its own, so showing the message takes restoring it first.
 func TestDiscardedCutErrorsSayHowToReadThem(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

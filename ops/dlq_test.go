@@ -19,6 +19,7 @@ import (
 // Limits left at zero take the defaults: a page of DefaultPageSize, a bulk
 // operation of DefaultBulkLimit.
 func TestDLQDefaults(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -67,6 +68,7 @@ func TestDLQDefaults(t *testing.T) {
 
 // Ids are per queue: an id in two DLQs is shown only with its queue.
 func TestDLQShowLocatesTheDLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -113,6 +115,7 @@ func TestDLQShowLocatesTheDLQ(t *testing.T) {
 // A message a handler refuses dies in the DLQ through a real worker, is
 // inspected and retried through the operations, and then succeeds.
 func TestDLQRoundTripThroughWorker(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -179,6 +182,7 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 // count and first attempt, and lists each with FullHistory; a failure
 // between two runs keeps them apart.
 func TestHistoryFoldsRepeats(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -226,6 +230,7 @@ func TestHistoryFoldsRepeats(t *testing.T) {
 // largest and says so; asked for All (a page a person scrolls) it lists
 // every group the store returns, and past the store's cap it says that too.
 func TestDLQSummaryAllAndTheCaps(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -273,6 +278,7 @@ func TestDLQSummaryAllAndTheCaps(t *testing.T) {
 // backtraces and history, where the zero bounds cut them to nothing, or
 // failed the call. A negative bound is refused when the service is made.
 func TestPartialBoundsKeepTheOtherDefaults(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

@@ -13,6 +13,7 @@ import (
 // answers an error that says what to pass, not a panic deep in the store:
 // a read, a write and a bulk operation, the last two without writing.
 func TestNilServiceOrContextRefused(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -73,6 +74,7 @@ func callWithoutPanic(t *testing.T, what string, call func() error) (err error) 
 // Naming or reading the caller of a nil context answers as for an empty
 // one rather than panicking: naming one cannot return an error.
 func TestCallerOfNilContext(t *testing.T) {
+	t.Parallel()
 	var noContext context.Context
 	var got ops.Caller
 	callWithoutPanic(t, "CallerFrom(nil)", func() error { got = ops.CallerFrom(noContext); return nil })
@@ -95,6 +97,7 @@ func TestCallerOfNilContext(t *testing.T) {
 // what it allows, it says read-only and no payloads, the answers that let
 // a front end offer nothing it would refuse and show nothing it hides.
 func TestNilServiceIsReadOnlyWithoutPayloads(t *testing.T) {
+	t.Parallel()
 	for name, svc := range map[string]*ops.Service{"nil service": nil, "service New did not make": {}} {
 		var readOnly, payloads bool
 		var policy ops.PayloadPolicy

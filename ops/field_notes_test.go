@@ -19,6 +19,7 @@ var resultFields = []string{"payload_preview", "failure_count"}
 // The notes of a shortened payload and of failures left out say so in
 // words every front end shows, not by the JSON fields that hold them.
 func TestNotesNameNoResultField(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})

@@ -13,6 +13,7 @@ import (
 // The summary names each group's cause by a representative message,
 // redacted and bounded, and groups messages that differ only by values.
 func TestDLQSummaryMessages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -57,6 +58,7 @@ func hasNote(notes []string, part string) bool {
 // Safe fields are shown by DLQShow without payloads and break summary
 // groups down; a safe field named like a secret stays hidden.
 func TestSafeFields(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{SafeFields: []string{"partner", "file.type", "api_token"}})
@@ -103,6 +105,7 @@ func TestSafeFields(t *testing.T) {
 
 // Health tells what the server shows of payloads.
 func TestHealthPayloadPolicy(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true, SafeFields: []string{"tenant", "file.type", "tenant"}})
 	h, err := svc.Health(testContext(t))
@@ -117,6 +120,7 @@ func TestHealthPayloadPolicy(t *testing.T) {
 
 // Bad safe fields are refused when the service is made.
 func TestSafeFieldsChecked(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	for _, f := range []string{"", "a..b", "tenant name", ".x", "a.b.c.d.e.f.g.h.i"} {
 		if _, err := ops.New(s, ops.Options{SafeFields: []string{f}}); err == nil || !strings.Contains(err.Error(), "safe field") {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseTime(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
 		"2026-11-29T20:00:00Z":      time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC),
@@ -52,6 +53,7 @@ func TestParseTime(t *testing.T) {
 // Since and Until take the same grammar in every operation with a filter,
 // and text that is none of it is refused before anything moves.
 func TestDeadFilterTimes(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	now := time.Now().UTC().Truncate(time.Second)
@@ -154,6 +156,7 @@ func TestDeadFilterTimes(t *testing.T) {
 // page 2 of "since 1h" selects the same messages even when the clock has
 // moved on so far that a fresh "since 1h" selects none.
 func TestListCursorPinsTheClockOfAges(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	var clock atomic.Int64

@@ -38,6 +38,7 @@ func frozenSetup(t *testing.T, dead int) (direct *store.Store, q string, proxy *
 // done and what to do, the audit log records it, and the same call again,
 // through new connections, retries the rest.
 func TestFrozenRetryGivesUpPartwayAndRecovers(t *testing.T) {
+	t.Parallel()
 	direct, q, proxy, through, svc := frozenSetup(t, 600)
 	client := uniqueName("agent") + "/1.0"
 	ctx := ops.WithClient(testContext(t), client)
@@ -82,6 +83,7 @@ func TestFrozenRetryGivesUpPartwayAndRecovers(t *testing.T) {
 // call timeout, as a database that does not answer, with the health check
 // as its next step; the next read connects afresh and succeeds.
 func TestFrozenReadGivesUpAndRecovers(t *testing.T) {
+	t.Parallel()
 	_, q, proxy, through, svc := frozenSetup(t, 3)
 	ctx := testContext(t)
 	pgtest.FillPool(t, through.Pool(), frozenPool)

@@ -12,6 +12,7 @@ import (
 // queue that uses it, as health does: one whose processes stopped holds
 // nothing up, and a gauge left open for it would keep an alert firing.
 func TestGaugesCountBreakersInUse(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

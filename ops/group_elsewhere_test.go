@@ -16,6 +16,7 @@ import (
 // group, and a key found nowhere (a group emptied meanwhile) selects
 // nothing without an error. Nothing moves.
 func TestGroupGivenWithAnotherQueue(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})

@@ -16,6 +16,7 @@ import (
 // summarizing (counted groups, and a scan when the filter has times) give
 // the same keys.
 func TestGroupKeySelectsExactlyTheGroup(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{Bounds: ops.FullBounds})
@@ -64,6 +65,7 @@ func TestGroupKeySelectsExactlyTheGroup(t *testing.T) {
 // A group key that is not one is refused, naming the field, before any
 // query: injection attempts, huge values, upper case and near misses.
 func TestBadGroupKeys(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

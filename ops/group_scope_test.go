@@ -27,6 +27,7 @@ func rawDead(t *testing.T, s *store.Store, queue, payload string) int64 {
 // until the queue is given, and moves nothing; with the queue, only that
 // DLQ's group moves.
 func TestGroupInSeveralDLQs(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	svc := newService(t, s, ops.Options{})
 	ctx := testContext(t)

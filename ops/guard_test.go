@@ -27,6 +27,7 @@ func discardedIDs(moved []ops.DeadID) []int64 {
 // discards nothing; the real call with its expect discards the same
 // messages. Both are audited, the dry run as one.
 func TestDiscardDryRunMatchesRealDiscard(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -62,6 +63,7 @@ func TestDiscardDryRunMatchesRealDiscard(t *testing.T) {
 // Without a go-ahead a discard by filter is refused and moves nothing;
 // the refusal says to run a dry run and confirm.
 func TestDiscardByFilterNeedsConfirm(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -80,6 +82,7 @@ func TestDiscardByFilterNeedsConfirm(t *testing.T) {
 // a new dead letter matches the filter; the refusal is audited and says to
 // run the dry run again. Ids given as expect work as the token does.
 func TestRetryExpectRefusedAfterChange(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -137,6 +140,7 @@ func (a *asker) ask(_ context.Context, q string) (bool, error) {
 // declined, nothing moves and the result and the audit log say so;
 // accepted, the set asked about moves.
 func TestDiscardAsksThePerson(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -173,6 +177,7 @@ func TestDiscardAsksThePerson(t *testing.T) {
 // A dry run of a discard by ids reports would_discard and moves nothing,
 // lists the ids it would discard, and names the real call.
 func TestDiscardIDsDryRun(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -196,6 +201,7 @@ func TestDiscardIDsDryRun(t *testing.T) {
 // does (30d, not 720h0m0s; 1h30m, not 1h30m0s), and its hint gives the
 // same age back; the archive is left as it was.
 func TestPurgeNeedsConfirmWritesTheAge(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -221,6 +227,7 @@ func TestPurgeNeedsConfirmWritesTheAge(t *testing.T) {
 // A purge refused for a negative age writes that age as the rest of ops
 // does, not in Go's form (-1h30m0s), and leaves the archive as it was.
 func TestPurgeNegativeAgeWritesTheAge(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})

@@ -16,6 +16,7 @@ import (
 )
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -81,6 +82,7 @@ func hasReason(h ops.Health, code, queue, next string) bool {
 // Workers tell running, stale and stopped processes apart by their
 // heartbeats and StaleAfter.
 func TestWorkersByHeartbeat(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	for i, id := range []string{"w-a", "w-b", "w-c"} {
@@ -129,6 +131,7 @@ func TestWorkersByHeartbeat(t *testing.T) {
 // process whose clock runs an hour ahead of the database's, or behind it,
 // sees a running process running and a crashed one stale all the same.
 func TestWorkersByDatabaseClock(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	for i, id := range []string{"w-live", "w-crashed"} {
@@ -166,6 +169,7 @@ func TestWorkersByDatabaseClock(t *testing.T) {
 }
 
 func TestCircuitsAndReset(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t) // a closed breaker may be left out of a long list
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -241,6 +245,7 @@ func TestCircuitsAndReset(t *testing.T) {
 // table come from one read, so they agree; its reasons are all listed,
 // STALLED first, where Health for an agent leaves some out.
 func TestOverviewReadsTheQueuesOnce(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -290,6 +295,7 @@ func TestOverviewReadsTheQueuesOnce(t *testing.T) {
 // (the largest first) or a pause, then the quiet ones; its totals count
 // every queue, and unbounded it lists everything in the same order.
 func TestOverviewBoundsItsLists(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -356,6 +362,7 @@ func TestOverviewBoundsItsLists(t *testing.T) {
 // stopped ones are counted, not listed, and the result says so; the
 // counts stay exact.
 func TestWorkersPastTheListCap(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	const stopped = store.MaxListedWorkers + 100
@@ -391,6 +398,7 @@ func TestWorkersPastTheListCap(t *testing.T) {
 // DEGRADED with a reason naming it, its queue and its redacted last error;
 // one no process uses, or a closed one, says nothing.
 func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -479,6 +487,7 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 // watchers read every few seconds does not count the archives, which grow
 // with the queues' history; the queue's stats do unless told not to.
 func TestOverviewLeavesArchivesUncounted(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -517,6 +526,7 @@ func TestOverviewLeavesArchivesUncounted(t *testing.T) {
 // DEGRADED reason names the queue with hints that work: its summary finds
 // them; the queue is not counted among the queues.
 func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -565,6 +575,7 @@ func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
 // tables were all dropped outside pgbus, its entry left, is named with
 // one dead message; the create it offers has its levels, and works.
 func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -601,6 +612,7 @@ func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
 // with dead messages left are those of its DLQ, asked for alone as in the
 // list; dropping it then deletes the DLQ, once confirmed.
 func TestDroppedQueueStatsAndDrop(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -631,6 +643,7 @@ func TestDroppedQueueStatsAndDrop(t *testing.T) {
 // running 45 seconds after a beat, and stale only once it missed three;
 // one at the default pace is stale then.
 func TestWorkersStaleAtTheirOwnPace(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	for i, w := range []store.WorkerProcess{
@@ -664,6 +677,7 @@ func TestWorkersStaleAtTheirOwnPace(t *testing.T) {
 // health says at which level it waits and why, and says nothing of levels
 // when it waits at level 0.
 func TestHealthNamesTheStarvedPriorityLevel(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -715,6 +729,7 @@ func TestHealthNamesTheStarvedPriorityLevel(t *testing.T) {
 // create that brings it back; once it is made again, or once they stop,
 // the reason goes.
 func TestHealthNamesWorkersOfADroppedQueue(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

@@ -43,6 +43,7 @@ func collidingDLQs(t *testing.T, s *store.Store) collision {
 // both, and stays where it is; the other ids are retried, each back in its
 // source queue without its dead-letter block.
 func TestRetryByIDsOutcomes(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -132,6 +133,7 @@ func sorted(s ...string) []string {
 
 // A dry run reports would_retry for what would move and moves nothing.
 func TestRetryByIDsDryRun(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -163,6 +165,7 @@ func TestRetryByIDsDryRun(t *testing.T) {
 // Discard by ids has the same outcomes: not_found, ambiguous (nothing
 // moves), and discarded into the DLQ's archive.
 func TestDiscardByIDsOutcomes(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -208,6 +211,7 @@ func TestDiscardByIDsOutcomes(t *testing.T) {
 // A DLQ that cannot be written fails its ids with outcome failed, naming
 // the DLQ, while the ids of other DLQs are handled.
 func TestByIDsFailureNamesTheDLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -248,6 +252,7 @@ func TestByIDsFailureNamesTheDLQ(t *testing.T) {
 // Every id of a call is located at once: 100 ids over 3 DLQs, shuffled,
 // each get their own DLQ's outcome.
 func TestByIDsLocateAcrossDLQs(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -318,6 +323,7 @@ func TestByIDsLocateAcrossDLQs(t *testing.T) {
 // the original stays in the DLQ's archive and the audit log keeps only the
 // corrected payload's size.
 func TestRetryWithCorrectedPayload(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	client := uniqueName("fixer")
@@ -382,6 +388,7 @@ func TestRetryWithCorrectedPayload(t *testing.T) {
 // by when each failure was recorded, and bounded to the newest: the note of
 // a corrected payload, the newest, is kept even though its attempt is 0.
 func TestHistoryIsOldestFirstAcrossTrips(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	ctx := testContext(t)
@@ -438,6 +445,7 @@ func TestHistoryIsOldestFirstAcrossTrips(t *testing.T) {
 // transaction that deletes the row and commits only once this call waits
 // on the row's lock.
 func TestByIDsAlreadyMoved(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"retry", "discard"} {
 		t.Run(op, func(t *testing.T) {
 			s := testStore(t)

@@ -46,6 +46,7 @@ func limitedStore(t *testing.T, edit func(*store.QueueSettings), prepare func(*s
 // workers nor the retries meet a conflict: pgbus runs its transactions at
 // READ COMMITTED and runs a statement that conflicted again.
 func TestWorkersAndRetriesUnderStrictIsolation(t *testing.T) {
+	t.Parallel()
 	for _, level := range []string{"serializable", "repeatable read"} {
 		t.Run(level, func(t *testing.T) {
 			ctx := testContext(t)

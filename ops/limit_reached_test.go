@@ -54,6 +54,7 @@ func againHint(next []ops.Hint, op string) (ops.Hint, bool) {
 // as the limit leaves nothing, and a call again would find nothing. So for
 // a real call, a dry run, and a call guarded by the dry run's expect.
 func TestLimitReachedOnlyWhenMoreMatch(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})
 	const limit = 3

@@ -46,6 +46,7 @@ func wantLimit(t *testing.T, what string, err error, code string, want ...string
 // database takes no writes, which setting that is and to point pgbus at
 // the primary, rather than the server's words alone.
 func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	var ids []int64
 	st, q := limitedStore(t, nil, deadIDs(3, &ids)(t), "default_transaction_read_only = on")
@@ -92,6 +93,7 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 // A bulk move that a statement_timeout the role or database sets cuts off
 // names the setting and how to raise it for the role.
 func TestStatementTimeoutNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	var ids []int64
 	st, q := limitedStore(t, nil, deadIDs(5000, &ids)(t), "statement_timeout = '1ms'")
@@ -103,6 +105,7 @@ func TestStatementTimeoutNamesTheSetting(t *testing.T) {
 // A retry that waits for a lock held longer than the lock_timeout the
 // role or database sets names the setting, and says nothing was changed.
 func TestLockTimeoutNamesTheSetting(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	var ids []int64
 	st, q := limitedStore(t, nil, deadIDs(1, &ids)(t), "lock_timeout = '50ms'")
@@ -124,6 +127,7 @@ func TestLockTimeoutNamesTheSetting(t *testing.T) {
 // refused is not held for a database that will not take it, keeping the
 // command from ending: it is given up at once as unrecorded, saying why.
 func TestReadOnlyDatabaseHoldsNoAuditEntry(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	st, q := limitedStore(t, nil, nil, "default_transaction_read_only = on")
 	var unrecorded pgtest.SyncBuffer

@@ -49,6 +49,7 @@ func findHint(t *testing.T, hints []ops.Hint, op string) ops.Hint {
 // what was asked for and nothing else (not every dead message of every
 // queue, as a hint without the filter would).
 func TestLimitReachedHintsKeepTheFilter(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -98,6 +99,7 @@ func TestLimitReachedHintsKeepTheFilter(t *testing.T) {
 // payload: without it the payload that failed would run again. A payload
 // too large to repeat is left out, and the hint says to pass it again.
 func TestDryRunHintKeepsTheCorrectedPayload(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -129,6 +131,7 @@ func TestDryRunHintKeepsTheCorrectedPayload(t *testing.T) {
 
 // After a retry, the hint to watch the retried messages finds them.
 func TestRetryHintFindsTheRetriedMessages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -152,6 +155,7 @@ func TestRetryHintFindsTheRetriedMessages(t *testing.T) {
 // Dropping a priority level alone is refused before the confirmation is
 // asked for: the question would otherwise offer a drop that cannot be.
 func TestQueueDropRefusesALevel(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -177,6 +181,7 @@ func TestQueueDropRefusesALevel(t *testing.T) {
 // operations, while a queue with priority levels lists the messages of its
 // levels, each saying its level, as one of its levels named alone does.
 func TestQueueMessagesOfADLQOrOfLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -210,6 +215,7 @@ func TestQueueMessagesOfADLQOrOfLevels(t *testing.T) {
 // messages wait there, unread, which would look like a retry that did
 // nothing.
 func TestRetryIntoAPausedQueueSaysResume(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -238,6 +244,7 @@ func TestRetryIntoAPausedQueueSaysResume(t *testing.T) {
 // that no longer names it) says the stored values, which the request
 // never gave.
 func TestQueueCreateClashWithStoredSettings(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -261,6 +268,7 @@ func TestQueueCreateClashWithStoredSettings(t *testing.T) {
 // often a caller's mistake, such as a blank queue from an unset variable,
 // than a wish) moves nothing unless All says every dead message is meant.
 func TestMoveOfNothingSelected(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -304,6 +312,7 @@ func TestMoveOfNothingSelected(t *testing.T) {
 // with that DLQ: a dry run stays a dry run, and the corrected payload and
 // the clearing of deadlines go with it.
 func TestAmbiguousIDHintsKeepTheCall(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -341,6 +350,7 @@ func TestAmbiguousIDHintsKeepTheCall(t *testing.T) {
 // A corrected payload that holds a secret is not repeated in the next
 // call a dry run names: hints are shown and kept where secrets are not.
 func TestDryRunHintLeavesASecretPayloadOut(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -361,6 +371,7 @@ func TestDryRunHintLeavesASecretPayloadOut(t *testing.T) {
 // limit, all fail, the same call would select them again: the next steps
 // say so instead of calling it again.
 func TestRetryStuckOnItsOldestMessages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -395,6 +406,7 @@ func TestRetryStuckOnItsOldestMessages(t *testing.T) {
 // the list keeps it). One that crashed lately, or whose queue nobody
 // serves, still does.
 func TestStaleWorkersThatNoLongerMatter(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -428,6 +440,7 @@ func TestStaleWorkersThatNoLongerMatter(t *testing.T) {
 // says a handler is still to be chosen (WorkNeedsHandler) instead of
 // naming a worker that refuses to start.
 func TestStartWorkerHintNamesTheHandler(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	demoQ, configured, unknown := newQueue(t, s, nil), newQueue(t, s, nil), newQueue(t, s, nil)
@@ -452,6 +465,7 @@ func TestStartWorkerHintNamesTheHandler(t *testing.T) {
 // messages are left, with a hint to them; a queue that never was is
 // still just not found.
 func TestQueueMessagesOfADroppedQueue(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

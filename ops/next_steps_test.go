@@ -23,6 +23,7 @@ func stepsJSON(t *testing.T, hints []ops.Hint) string {
 // did, with its queue; a read cut off has nothing to check; an error of
 // kind unavailable from elsewhere names the health check.
 func TestNextStepsOfCallsCutOff(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)

@@ -18,6 +18,7 @@ import (
 // verdict UNREACHABLE rather than failing. Once the database is back, the
 // same service works without being opened again.
 func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue = "outage"

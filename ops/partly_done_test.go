@@ -49,6 +49,7 @@ func partialAudit(t *testing.T, rows []auditRow, op string) map[string]any {
 // it stopped, not nothing; its next step is the same call again, which
 // does the rest.
 func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t)
 	svc := newService(t, s, ops.Options{})
 	client := uniqueName("agent") + "/1.0"

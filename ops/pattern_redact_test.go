@@ -13,6 +13,7 @@ import (
 // of the redacted message instead, for every caller (agents, the CLI, the
 // dashboard, alerts), and keeps what is no secret.
 func TestSummaryPatternHidesSecretsWithSpaces(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

@@ -15,6 +15,7 @@ import (
 // back, the marker would replace the secrets it hid for good. A dry run
 // is refused alike, so that a preview never promises a retry that fails.
 func TestCorrectedPayloadWithRedactionMarker(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	client := uniqueName("marker")
@@ -82,6 +83,7 @@ func TestCorrectedPayloadWithRedactionMarker(t *testing.T) {
 // A corrected payload that is not JSON is refused with what is wrong and
 // where, by line and column, as a person finds it in an editor.
 func TestCorrectedPayloadNotJSONSaysWhere(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)

@@ -29,6 +29,7 @@ func decodePreview(t *testing.T, preview string) map[string]any {
 // small fields beside them still show, within the same bound, and the note
 // names what was cut.
 func TestPayloadPreviewKeepsSmallFields(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -93,6 +94,7 @@ func hasNoteWith(notes []string, parts ...string) bool {
 // The list of live messages previews long payloads the same way, at its
 // own bound.
 func TestLivePayloadPreviewKeepsSmallFields(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -120,6 +122,7 @@ func TestLivePayloadPreviewKeepsSmallFields(t *testing.T) {
 // A payload whose keys alone pass the bound is previewed as the start of
 // its text, as before, and says so.
 func TestPayloadPreviewFallsBackToText(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -144,6 +147,7 @@ func TestPayloadPreviewFallsBackToText(t *testing.T) {
 // shortened preview, nor the start of a long value under a secret key,
 // nor the start of a long string that a secret in it made secret.
 func TestPayloadPreviewHidesSecrets(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -193,6 +197,7 @@ func TestPayloadPreviewHidesSecrets(t *testing.T) {
 // A corrected payload copied from a shortened preview is refused: sent,
 // it would replace the values with their starts and marks.
 func TestRetryRefusesAShortenedPreview(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
@@ -213,6 +218,7 @@ func TestRetryRefusesAShortenedPreview(t *testing.T) {
 // through the middle of it shows neither it nor its first half: cut first,
 // half a token would no longer look like one.
 func TestPayloadPreviewCutsAfterRedaction(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	const bound, size = 1024, 4096

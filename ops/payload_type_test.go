@@ -16,6 +16,7 @@ import (
 // repeats a quoted payload unquoted hides its secrets, while the step
 // that sends a payload of another type is left out when it holds any.
 func TestCorrectedPayloadType(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

@@ -17,6 +17,7 @@ import (
 // time set to an hour before a moment after the question); a purge that
 // works its cutoff out again at the answer deletes it too.
 func TestPurgeDeletesWhatThePersonWasAskedAbout(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})
 	ctx := testContext(t)
@@ -87,6 +88,7 @@ func TestPurgeDeletesWhatThePersonWasAskedAbout(t *testing.T) {
 // ever discarded, the question and the refusal without confirm must not
 // call what goes "discarded" alone.
 func TestPurgeWordsNameEverythingArchived(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	svc := newService(t, s, ops.Options{})
 	ctx := testContext(t)

@@ -11,6 +11,7 @@ import (
 // creation and a drop that leave the number of queues as it was included,
 // and stays the same otherwise, whatever the overview lists.
 func TestOverviewQueueSet(t *testing.T) {
+	t.Parallel()
 	// A database of its own: other tests create and drop queues.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, s, ops.Options{})

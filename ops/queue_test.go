@@ -15,6 +15,7 @@ import (
 )
 
 func TestQueueStatsSplitsDepthByState(t *testing.T) {
+	t.Parallel()
 	s := isolatedStore(t) // the stats of all queues are read too
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -64,6 +65,7 @@ func TestQueueStatsSplitsDepthByState(t *testing.T) {
 }
 
 func TestQueueStatsCountsLastHour(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
 	c := pgtest.NewClient(t, s, q, nil)
@@ -98,6 +100,7 @@ func TestQueueStatsCountsLastHour(t *testing.T) {
 // A priority queue's stats sum its levels, under the queue's name, and a
 // send reaches the level asked for.
 func TestPriorityQueueStatsSumLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -128,6 +131,7 @@ func TestPriorityQueueStatsSumLevels(t *testing.T) {
 // A purge of a queue with priority levels deletes what its preview counted,
 // the messages of every level.
 func TestQueuePurgeWithPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -156,6 +160,7 @@ func TestQueuePurgeWithPriorityLevels(t *testing.T) {
 }
 
 func TestQueueMessagesWithHistoryAndPages(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -224,6 +229,7 @@ func TestQueueMessagesWithHistoryAndPages(t *testing.T) {
 }
 
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -259,6 +265,7 @@ func TestPauseResume(t *testing.T) {
 // A DLQ is not a work queue: its stats are asked of its queue, and the
 // error says so instead of reporting the DLQ's own DLQ.
 func TestQueueStatsOfADLQ(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

@@ -16,6 +16,7 @@ import (
 // a list, raw JSON, a map, under a secret key, in a group or through
 // With, is hidden from the log line; the attributes around it stay.
 func TestRedactingHandlerHidesTheCorpus(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"json", "text"} {
 		t.Run(format, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -52,6 +53,7 @@ func TestRedactingHandlerHidesTheCorpus(t *testing.T) {
 
 // Values that cannot hold a secret reach the log as they were.
 func TestRedactingHandlerKeepsPlainValues(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := slog.New(ops.RedactingHandler(slog.NewJSONHandler(&buf, nil)))
 	// A true or false says nothing secret, even under a secret-looking

@@ -65,6 +65,7 @@ func checkKept(t *testing.T, what string, raw json.RawMessage) {
 // error message, backtrace), shows in any view of it, whatever the bounds;
 // the non-secret fields next to it do.
 func TestRedactionCorpus(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	client := uniqueName("redact")
 	ctx := ops.WithClient(testContext(t), client)
@@ -311,6 +312,7 @@ func TestRedactionCorpus(t *testing.T) {
 // A payload is shown only when the service allows payloads and the call
 // asks for one; hidden, it says why.
 func TestPayloadGate(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -339,6 +341,7 @@ func TestPayloadGate(t *testing.T) {
 // cut is hidden, not shown in part; the whole message still shows it
 // hidden too.
 func TestRedactionAcrossTheCut(t *testing.T) {
+	t.Parallel()
 	st := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, st, nil)

@@ -13,6 +13,7 @@ import (
 // RedactText hides every free-text secret of the corpus and keeps the text
 // around it.
 func TestRedactTextCorpus(t *testing.T) {
+	t.Parallel()
 	for _, sec := range secrettest.Corpus {
 		if sec.Text == "" {
 			continue
@@ -33,6 +34,7 @@ func TestRedactTextCorpus(t *testing.T) {
 // depth and keeps the neighbours; secrets in string values are hidden as
 // in text.
 func TestRedactJSONCorpus(t *testing.T) {
+	t.Parallel()
 	for _, sec := range secrettest.Corpus {
 		if sec.JSON == "" {
 			continue
@@ -52,6 +54,7 @@ func TestRedactJSONCorpus(t *testing.T) {
 
 // Text around secrets, and look-alikes that are not secrets, stay.
 func TestRedactTextKeepsTheRest(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`password=hunter2 user=ada`:                                     `password=[REDACTED] user=ada`,
 		`Authorization: Token 9944b0919 from 10.0.0.1`:                  `Authorization: Token [REDACTED] from 10.0.0.1`,
@@ -104,6 +107,7 @@ func TestRedactTextKeepsTheRest(t *testing.T) {
 }
 
 func TestIsSecretKey(t *testing.T) {
+	t.Parallel()
 	for _, k := range secrettest.SecretKeys {
 		for _, key := range []string{k, strings.ToUpper(k), "x-" + k, "user_" + k + "_v2"} {
 			if !ops.IsSecretKey(key) {
@@ -127,6 +131,7 @@ func TestIsSecretKey(t *testing.T) {
 // spelled with a letter that folds to ASCII (ſ is s, the Kelvin sign is k)
 // is still one.
 func TestRedactTextFoldedLetters(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"paſsword=hunter2", "api_\u212Aey=hunter2", "ToKeN: hunter2", "BEARER hunter2hunter2"} {
 		out, n := ops.RedactText(in)
 		if n != 1 || strings.Contains(out, "hunter2") {

@@ -20,6 +20,7 @@ const originalMarker = "orig-3f9a7c"
 // itself: shown only when the service allows payloads and the call asks,
 // in the view of the live message and of the dead one alike.
 func TestReplacedPayloadInHistoryIsGated(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -73,6 +74,7 @@ func checkReplacedRecord(t *testing.T, what string, history []ops.Failure, shown
 // A corrected payload of JSON null is a correction like any other: the
 // message runs with null, not with the payload that failed.
 func TestRetryWithANullPayload(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

@@ -20,6 +20,7 @@ import (
 // saying why, with a next step that clears the deadline. Retried with its
 // deadline cleared, it runs.
 func TestRetryPastTheDeadline(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -82,6 +83,7 @@ func TestRetryPastTheDeadline(t *testing.T) {
 // others offers first, of the retries, the dry run that clears deadlines, and offers no
 // expect: the guarded call would refuse the whole set.
 func TestDryRunWithSomeDeadlinesPassed(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -107,6 +109,7 @@ func TestDryRunWithSomeDeadlinesPassed(t *testing.T) {
 // error says, in its call-again hint, that the same call tries those first
 // again: they are the oldest it selects.
 func TestLimitedRetryHintSaysFailedComeFirst(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

@@ -16,6 +16,7 @@ import (
 // failure that says to create the queue again, not a message another call
 // took, and it stays in its DLQ.
 func TestRetryIntoAQueueThatIsGone(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -51,6 +52,7 @@ func TestRetryIntoAQueueThatIsGone(t *testing.T) {
 // names no level: a retry by id, dry or not, sends it to level 0, where a
 // send without a priority goes.
 func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
@@ -73,6 +75,7 @@ func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
 // being what a worker is started for, where it named each level: a worker
 // of a level alone is refused.
 func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

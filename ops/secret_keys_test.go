@@ -27,6 +27,7 @@ func secretValue(key string) string { return "v-" + strings.ReplaceAll(key, "_",
 // hidden deep in a payload and in key=value text, and the value next to it
 // stays.
 func TestEachDocumentedSecretKey(t *testing.T) {
+	t.Parallel()
 	for _, key := range documentedSecretKeys {
 		val := secretValue(key)
 		if !ops.IsSecretKey(key) {
@@ -48,6 +49,7 @@ func TestEachDocumentedSecretKey(t *testing.T) {
 // A dead message with every documented key in its headers and payload
 // shows none of their values, whatever the view shows of it.
 func TestDocumentedSecretKeysInAMessage(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	payload := map[string]any{"order_id": 42}

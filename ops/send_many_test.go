@@ -23,6 +23,7 @@ func numbered(n int) []json.RawMessage {
 // SendMany sends more payloads than one batch holds, in order, with the
 // same options, as one entry of the audit log.
 func TestSendManySendsInOrderAsOneAuditEntry(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -56,6 +57,7 @@ func TestSendManySendsInOrderAsOneAuditEntry(t *testing.T) {
 // A bad payload anywhere refuses the call before anything is sent, naming
 // its index.
 func TestSendManyRefusesABadPayloadBeforeSending(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})
@@ -78,6 +80,7 @@ func TestSendManyRefusesABadPayloadBeforeSending(t *testing.T) {
 // A failure in PostgreSQL after some batches were sent says how many, and
 // to send only the rest; the audit entry counts what was sent.
 func TestSendManyFailingMidwaySaysWhatWasSent(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})

@@ -16,6 +16,7 @@ import (
 // whose deadline has passed is: the message would be dead-lettered when it
 // became due, without running. Nothing is written.
 func TestSendRefusesADeadlineBeforeItsDelayEnds(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -41,6 +42,7 @@ func TestSendRefusesADeadlineBeforeItsDelayEnds(t *testing.T) {
 // give instead, and writes nothing. A shorter delay, or a deadline of the
 // message's own after the delay, which replaces the queue's, is sent.
 func TestSendRefusesADelayPastTheQueuesDeadline(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, func(set *store.QueueSettings) { set.Deadline = time.Hour })
@@ -74,6 +76,7 @@ func TestSendRefusesADelayPastTheQueuesDeadline(t *testing.T) {
 // refused naming its levels, with no hint to create the queue: it was told
 // the queue does not exist, and to create it. Sent to a level, it is sent.
 func TestSendBatchToAQueueWithLevelsNamesThem(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})

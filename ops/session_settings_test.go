@@ -63,6 +63,7 @@ func near(t *testing.T, what string, got, want time.Time) {
 // visible that delay later, fails into the DLQ, and every view of it, of
 // its queue and of the workers says the times and ages Go expects.
 func TestTimesUnderForeignSessionSettings(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"cache_statement", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			q := uniqueName("fq")

@@ -145,6 +145,7 @@ func otherTextCalls(queue string) []textCall {
 // carries no SQLSTATE; a refused write changes nothing and, as every
 // invalid request, leaves no audit entry.
 func TestTextRefusedUpFront(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
@@ -180,6 +181,7 @@ func TestTextRefusedUpFront(t *testing.T) {
 // PostgreSQL cannot store still gets its write audited, its name with the
 // bad bytes replaced.
 func TestClientNameStoredAsText(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, nil)
 	svc := newService(t, s, ops.Options{})

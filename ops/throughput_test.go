@@ -38,6 +38,7 @@ func throughputFixture(t *testing.T) (q, quiet string, svc *ops.Service, hour ti
 }
 
 func TestThroughputLastHourByMinute(t *testing.T) {
+	t.Parallel()
 	q, _, svc, hour := throughputFixture(t)
 	res, err := svc.Throughput(testContext(t), ops.ThroughputRequest{Queue: q})
 	if err != nil {
@@ -65,6 +66,7 @@ func TestThroughputLastHourByMinute(t *testing.T) {
 }
 
 func TestThroughputLastDayByQuarterHour(t *testing.T) {
+	t.Parallel()
 	q, _, svc, hour := throughputFixture(t)
 	res, err := svc.Throughput(testContext(t), ops.ThroughputRequest{Queue: q, Window: ops.WindowDay})
 	if err != nil {
@@ -90,6 +92,7 @@ func TestThroughputLastDayByQuarterHour(t *testing.T) {
 // Of every queue, each is returned; one without counters is empty, with
 // every bucket still present.
 func TestThroughputOfEveryQueue(t *testing.T) {
+	t.Parallel()
 	q, quiet, svc, _ := throughputFixture(t)
 	res, err := svc.Throughput(testContext(t), ops.ThroughputRequest{})
 	if err != nil {
@@ -111,6 +114,7 @@ func TestThroughputOfEveryQueue(t *testing.T) {
 }
 
 func TestThroughputRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	q, _, svc, _ := throughputFixture(t)
 	ctx := testContext(t)
 	for _, c := range []struct {
@@ -155,6 +159,7 @@ func checkBuckets(t *testing.T, qt ops.QueueThroughput, n int, step time.Duratio
 // first, and the quiet ones, by name, up to a bound, and counts the rest;
 // a name keeps only the queues that contain it.
 func TestThroughputBoundsItsSeries(t *testing.T) {
+	t.Parallel()
 	s, ctx := isolatedStore(t), testContext(t)
 	svc := newService(t, s, ops.Options{})
 	busy := map[string]int64{"tb_busy_a": 5, "tb_busy_b": 9, "tb_busy_c": 7, "tb_busy_d": 1, "tb_busy_e": 7}

@@ -14,6 +14,7 @@ import (
 // history, is counted once among the values shown as [REDACTED]: as
 // many as the view shows.
 func TestReplacedPayloadSecretCountedOnce(t *testing.T) {
+	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)

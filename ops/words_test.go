@@ -42,6 +42,7 @@ var wordExceptions = map[string]string{
 // the MCP contract itself, are not texts it shows) free of any one front
 // end's words.
 func TestNoFrontEndWords(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,7 @@ func TestNoFrontEndWords(t *testing.T) {
 
 // The guard sees a struct tag as a tag, and a text as a text.
 func TestNoFrontEndWordsSeesTags(t *testing.T) {
+	t.Parallel()
 	src := "package p\ntype T struct{ F int `json:\"f\" jsonschema_description:\"pass it to pgbus_dlq_list\"` }\nvar s = \"run pgbus dlq show on the command line\"\n"
 	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
 	if err != nil {
