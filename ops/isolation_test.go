@@ -49,6 +49,7 @@ func TestWorkersAndRetriesUnderStrictIsolation(t *testing.T) {
 	t.Parallel()
 	for _, level := range []string{"serializable", "repeatable read"} {
 		t.Run(level, func(t *testing.T) {
+			t.Parallel() // each level on a database of its own
 			ctx := testContext(t)
 			st, q := limitedStore(t, func(s *store.QueueSettings) { s.MaxRetries = 2; s.RetryBackoff = 10 * time.Millisecond }, nil,
 				"default_transaction_isolation = '"+level+"'")

@@ -149,7 +149,6 @@ func TestPayloadPreviewFallsBackToText(t *testing.T) {
 func TestPayloadPreviewHidesSecrets(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	q := newQueue(t, s, nil)
 	var specs []pgtest.DeadSpec
@@ -176,21 +175,27 @@ func TestPayloadPreviewHidesSecrets(t *testing.T) {
 		specs = append(specs, pgtest.DeadSpec{Kind: "k", Payload: mustJSON(t, payload)})
 	}
 	ids := pgtest.DeadLetter(t, s, q, specs...)
+	// Each preview takes seconds of redaction under the race detector: the
+	// payloads are shown side by side, so that the package's other tests
+	// do not wait for them one after another.
 	for i, id := range ids {
-		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !m.PayloadPreviewJSON {
-			t.Fatalf("payload %d: not previewed as JSON: %v", i, m.Notes)
-		}
-		secrettest.AssertHidden(t, m.PayloadPreview+mustJSON(t, m))
-		if strings.Contains(m.PayloadPreview, "tokhalf") {
-			t.Fatalf("payload %d: the start of a secret value shows: %.300s", i, m.PayloadPreview)
-		}
-		if v := decodePreview(t, m.PayloadPreview); v["zz"] != json.Number("1") || v["api_token"] != ops.Redacted {
-			t.Fatalf("payload %d: zz %v, api_token %v; want 1 and %s", i, v["zz"], v["api_token"], ops.Redacted)
-		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			m, err := svc.DLQShow(testContext(t), ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.PayloadPreviewJSON {
+				t.Fatalf("payload %d: not previewed as JSON: %v", i, m.Notes)
+			}
+			secrettest.AssertHidden(t, m.PayloadPreview+mustJSON(t, m))
+			if strings.Contains(m.PayloadPreview, "tokhalf") {
+				t.Fatalf("payload %d: the start of a secret value shows: %.300s", i, m.PayloadPreview)
+			}
+			if v := decodePreview(t, m.PayloadPreview); v["zz"] != json.Number("1") || v["api_token"] != ops.Redacted {
+				t.Fatalf("payload %d: zz %v, api_token %v; want 1 and %s", i, v["zz"], v["api_token"], ops.Redacted)
+			}
+		})
 	}
 }
 
