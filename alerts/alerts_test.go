@@ -113,6 +113,7 @@ func settle(t *testing.T, n *alerts.Notifier) {
 // group's queue, kind, class, redacted error and count; it is not
 // reported again as growth.
 func TestBurstOfOneNewGroupIsOneAlert(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	n := w.start(t, alerts.Config{URL: r.srv.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}, GrowthThreshold: 10, GrowthWindow: time.Hour})
@@ -153,6 +154,7 @@ func TestBurstOfOneNewGroupIsOneAlert(t *testing.T) {
 // A receiver that fails gets the alert again, with backoff, until it
 // accepts it: the alert arrives once.
 func TestFailedWebhookIsRetriedUntilAccepted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 3)
 	n := w.start(t, alerts.Config{URL: r.srv.URL, RetryBackoff: 10 * time.Millisecond, RetryBackoffMax: 40 * time.Millisecond})
@@ -167,6 +169,7 @@ func TestFailedWebhookIsRetriedUntilAccepted(t *testing.T) {
 // A group that keeps growing past the threshold after it was reported is
 // reported again as growing, once the window has passed.
 func TestGrowingGroupReportedOncePerWindow(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	n := w.start(t, alerts.Config{URL: r.srv.URL, GrowthThreshold: 50, GrowthWindow: 300 * time.Millisecond})
@@ -187,6 +190,7 @@ func TestGrowingGroupReportedOncePerWindow(t *testing.T) {
 
 // The Slack format posts {"text": ...} alone.
 func TestSlackFormat(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	w.start(t, alerts.Config{URL: r.srv.URL, Format: alerts.FormatSlack})
@@ -203,6 +207,7 @@ func TestSlackFormat(t *testing.T) {
 // that a handler's error cannot ping the channel or show a link under
 // words of its own; pgbus's own words are as they were.
 func TestSlackFormatEscapesTextFromMessages(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	w.start(t, alerts.Config{URL: r.srv.URL, Format: alerts.FormatSlack})
@@ -238,6 +243,7 @@ func TestSlackFormatEscapesTextFromMessages(t *testing.T) {
 // One process at a time sends alerts: a second notifier on the same
 // database stays quiet while the first leads.
 func TestOneNotifierSends(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first, second := newReceiver(t, 0), newReceiver(t, 0)
 	w.start(t, alerts.Config{URL: first.srv.URL})
@@ -263,6 +269,7 @@ func TestOneNotifierSends(t *testing.T) {
 
 // New refuses a bad URL or format with what to do.
 func TestNewChecksConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		cfg  alerts.Config
 		want string
@@ -303,6 +310,7 @@ func (w world) run(t *testing.T, cfg alerts.Config) (n *alerts.Notifier, stop fu
 // restart) is reported by the next, and the groups reported before are
 // not reported again.
 func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	run := func() (*alerts.Notifier, func()) { return w.run(t, alerts.Config{URL: r.srv.URL}) }
@@ -335,6 +343,7 @@ func TestNextNotifierGoesOnFromTheLastCheck(t *testing.T) {
 // transaction began, where it stood for its own time and the group, first
 // dead before it, was taken for known and never reported.
 func TestGroupCommittedAfterTheLastCheckIsReportedByTheNext(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	w.checkThenStop(t, r.srv.URL)
@@ -366,6 +375,7 @@ func TestGroupCommittedAfterTheLastCheckIsReportedByTheNext(t *testing.T) {
 // receiver that is down) is not lost: its check was not recorded, so the
 // process elected next reports the group again, once.
 func TestAlertNotDeliveredBeforeAStopIsSentByTheNextNotifier(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 1_000_000) // down while the first process leads
 	w.checkThenStop(t, r.srv.URL)
@@ -390,6 +400,7 @@ func TestAlertNotDeliveredBeforeAStopIsSentByTheNextNotifier(t *testing.T) {
 // leading is not lost either: the process records no check after it, so
 // the process elected next reports the group again.
 func TestAlertGivenUpOnIsSentByTheNextNotifier(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 2)
 	w.checkThenStop(t, r.srv.URL)
@@ -442,6 +453,7 @@ func assertOneNewGroup(t *testing.T, r *receiver, class string) {
 // next once its growth since the last check passes the threshold; one
 // that grew less is not.
 func TestNextNotifierCountsGrowthWhileNoneChecked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	run := func() (*alerts.Notifier, func()) { return w.run(t, alerts.Config{URL: r.srv.URL, GrowthThreshold: 10}) }
@@ -481,6 +493,7 @@ func TestNextNotifierCountsGrowthWhileNoneChecked(t *testing.T) {
 // reports that one, though the verdict was STALLED already, and not the
 // first again.
 func TestNextNotifierReportsANewReasonOfTheSameVerdict(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	stall := func(queue string) {
@@ -527,6 +540,7 @@ func TestNextNotifierReportsANewReasonOfTheSameVerdict(t *testing.T) {
 // is a new reason: what tells breakers apart is their name, not the queue
 // they hold up.
 func TestSecondBreakerOpenOnTheSameQueueIsReported(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := newReceiver(t, 0)
 	n := w.start(t, alerts.Config{URL: r.srv.URL})
@@ -563,6 +577,7 @@ func (w world) openBreaker(t *testing.T, name, lastError string) {
 // With more dead-letter groups than a summary lists, the notifier says
 // once that it watches only the largest.
 func TestNotifierSaysOnceItWatchesOnlyTheLargestGroups(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	groups := store.MaxDeadGroups + 5
 	// Five kinds by 101 classes: 505 groups of one.
@@ -582,6 +597,7 @@ func TestNotifierSaysOnceItWatchesOnlyTheLargestGroups(t *testing.T) {
 // there are: the notifier compares every group, not only those that fit
 // an agent's response (the world's service has the agents' bounds).
 func TestNewSmallGroupAmongManyIsReported(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// Five kinds by 24 classes: 120 groups of three.
 	if err := w.st.BulkLoadDead(pgtest.Context(t), w.queue, 360, 24); err != nil {

@@ -19,6 +19,7 @@ import (
 // While the receiver hangs, alerts queue up to QueueSize; more drop the
 // oldest waiting, each drop logged, and enqueue never waits.
 func TestSenderDropsOldestWhenFull(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var got []string
@@ -64,6 +65,7 @@ func TestSenderDropsOldestWhenFull(t *testing.T) {
 // A receiver that refuses the alert (401: a wrong token) is not asked
 // again, and the log says what to check.
 func TestSenderGivesUpOnRefusal(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)

@@ -19,6 +19,7 @@ import (
 // to another host. The alert is not counted as sent, the other host is
 // never asked, and the log says where the webhook points and what to set.
 func TestWebhookRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			var elsewhere atomic.Int64

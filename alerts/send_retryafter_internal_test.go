@@ -17,6 +17,7 @@ import (
 // attempt waits that long rather than the backoff's second, which would
 // spend the attempts while the limit lasts and give the alert up.
 func TestRetryWaitsForRetryAfter(t *testing.T) {
+	t.Parallel()
 	behind := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
 	for name, c := range map[string]struct {
 		code  int

@@ -16,6 +16,7 @@ import (
 // characters, the rest cut off without a word) is posted cut at a line,
 // saying how many lines were left out and where to see them all.
 func TestSlackTextFitsSlacksLimit(t *testing.T) {
+	t.Parallel()
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -55,6 +56,7 @@ func TestSlackTextFitsSlacksLimit(t *testing.T) {
 // many it was not sent, and its text fitted as Slack's: a check that finds
 // hundreds of groups posts a body receivers take, not megabytes.
 func TestJSONAlertIsBounded(t *testing.T) {
+	t.Parallel()
 	got := make(chan []byte, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

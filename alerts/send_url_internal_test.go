@@ -16,6 +16,7 @@ import (
 // closed port: the failed posts are logged, through the redacting log as
 // pgbus runs them, naming the webhook by its scheme and host only.
 func TestFailedPostNamesOnlyTheWebhooksHost(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // The verdict is reported when it changes, once; the first check reports
 // it only when it is not OK, and knows the groups there are already.
 func TestWatcherReportsChanges(t *testing.T) {
+	t.Parallel()
 	w := alerts.NewWatcher(100, time.Minute)
 	now := time.Now()
 	old := ops.DLQSummary{Groups: []ops.DeadGroup{{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "c", Count: 7}}}
@@ -52,6 +53,7 @@ func TestWatcherReportsChanges(t *testing.T) {
 // reported again. A Watcher resuming from another's check knows the
 // reasons that check saw.
 func TestWatcherReportsNewReasonsUnderTheSameVerdict(t *testing.T) {
+	t.Parallel()
 	jobs := ops.HealthReason{Status: ops.HealthStalled, Code: "no_workers", Queue: "jobs", Message: "queue jobs: no worker"}
 	q3 := ops.HealthReason{Status: ops.HealthStalled, Code: "no_workers", Queue: "q3", Message: "queue q3: no worker"}
 	dead := ops.HealthReason{Status: ops.HealthDegraded, Code: "dead_letters_growing", Queue: "jobs", Message: "queue jobs: 3 dead-lettered"}
@@ -115,6 +117,7 @@ func TestWatcherReportsNewReasonsUnderTheSameVerdict(t *testing.T) {
 // since: the verdict against the one seen then, and the groups whose
 // first message died after it as new, the older ones as known.
 func TestWatcherResumes(t *testing.T) {
+	t.Parallel()
 	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	before := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "old", Count: 7, FirstDeadAt: last.Add(-time.Hour)}
 	after := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "new", Count: 3, FirstDeadAt: last.Add(time.Minute)}
@@ -150,6 +153,7 @@ func TestWatcherResumes(t *testing.T) {
 // the handover (the messages dead since then taken off), so that what died
 // while no Watcher looked is reported once it passes the threshold.
 func TestWatcherResumedCountsGrowthWhileNoneLooked(t *testing.T) {
+	t.Parallel()
 	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	grew := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "grew", Count: 200, FirstDeadAt: last.Add(-time.Hour)}
 	steady := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "steady", Count: 500, FirstDeadAt: last.Add(-time.Hour)}
@@ -194,6 +198,7 @@ func TestWatcherResumedCountsGrowthWhileNoneLooked(t *testing.T) {
 // their pattern) are watched as one: their counts add up, and the growth
 // of both together is what passes the threshold.
 func TestWatcherMergesGroupsThatLookTheSame(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	a := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "http.400", ErrorPattern: `login failed: {<str>:<str>}`, Count: 10, FirstDeadAt: now.Add(-time.Hour)}
 	b := a
