@@ -23,6 +23,7 @@ func fakeServer(t *testing.T, dir string) {
 }
 
 func TestFindBinDirNone(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	_, err := findBinDir(binSearch{pgConfig: noPgConfig, globs: []string{filepath.Join(empty, "*", "bin")}}, "")
 	if !errors.Is(err, ErrNoBinaries) {
@@ -40,6 +41,7 @@ func TestFindBinDirNone(t *testing.T) {
 }
 
 func TestFindBinDirHighestVersion(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, v := range []string{"9.6", "15", "14", "16beta"} {
 		fakeServer(t, filepath.Join(root, v, "bin"))
@@ -54,6 +56,7 @@ func TestFindBinDirHighestVersion(t *testing.T) {
 }
 
 func TestFindBinDirPathSymlink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	real := filepath.Join(root, "real")
 	fakeServer(t, real)
@@ -74,6 +77,7 @@ func TestFindBinDirPathSymlink(t *testing.T) {
 }
 
 func TestFindBinDirPgConfig(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "pg")
 	fakeServer(t, dir)
 	got, err := findBinDir(binSearch{pgConfig: func() (string, error) { return dir, nil }}, "")

@@ -18,6 +18,7 @@ import (
 // an embedded cluster's, is refused before anything in it changes: as root
 // pgbus would otherwise hand it, and all it holds, to the server's user.
 func TestForeignDataDirIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	notes := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notes, []byte("not pgbus's"), 0o600); err != nil {
@@ -78,6 +79,7 @@ func TestForeignDataDirIsRefused(t *testing.T) {
 // error alike) is not taken for an interrupted initdb: nothing in it is
 // removed, and the error says so.
 func TestUnreadableClusterIsKept(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	pgdata := filepath.Join(dir, "pgdata")
 	if err := os.MkdirAll(pgdata, 0o700); err != nil {
@@ -107,6 +109,7 @@ func TestUnreadableClusterIsKept(t *testing.T) {
 // the directory it owns, is not followed: as root, opening it would create
 // the file it names anywhere (an empty /etc/nologin locks users out).
 func TestLockLinkNotFollowed(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	target := filepath.Join(tempDataDir(t, "ep-target-"), "created")
 	if err := os.Symlink(target, filepath.Join(dir, lockFile)); err != nil {
@@ -131,6 +134,7 @@ const startErrEnv = "EMBEDPG_TEST_START_ERR_DATA_DIR"
 // A data directory of another user says whose it is and how to use it,
 // rather than only that it could not be read.
 func TestDataDirOfAnotherUser(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("only root runs a process as another user")
 	}
@@ -176,6 +180,7 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 // make the data directory and failed as initdb would not run, advising to
 // remove that directory.
 func TestStartRefusesBinDirWithoutServer(t *testing.T) {
+	t.Parallel()
 	dataDir := tempDataDir(t, "ep-")
 	bin := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bin, "initdb"), []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -197,6 +202,7 @@ func TestStartRefusesBinDirWithoutServer(t *testing.T) {
 // again is all it takes, instead of advising to remove the data directory;
 // and the next Start does make the cluster.
 func TestInitdbCutOffSaysStartAgain(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	o := opts(t, dir)
 	o.StartTimeout = time.Nanosecond
@@ -215,6 +221,7 @@ func TestInitdbCutOffSaysStartAgain(t *testing.T) {
 // Options.DataDir: a file, one under a file, and one whose cluster's
 // version cannot be read.
 func TestUnusableDataDirNamesOptionsField(t *testing.T) {
+	t.Parallel()
 	root := tempDataDir(t, "ep-")
 	if err := os.Chmod(root, 0o755); err != nil { // for the server's user under root
 		t.Fatal(err)

@@ -138,6 +138,7 @@ func assertStopped(t *testing.T, dir string, pid int) {
 }
 
 func TestRestartKeepsData(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	c := start(t, dir)
 	cfg, err := pgx.ParseConfig(c.URL())
@@ -175,6 +176,7 @@ func TestRestartKeepsData(t *testing.T) {
 }
 
 func TestSharedBetweenClusters(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	var cs [2]*Cluster
 	errs := make(chan error, 2)
@@ -213,6 +215,7 @@ func TestSharedBetweenClusters(t *testing.T) {
 }
 
 func TestAdoptAfterClientKilled(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	helper := exec.Command(os.Args[0], "-test.run=^$")
 	helper.Env = append(os.Environ(), helperEnv+"="+dir)
@@ -265,6 +268,7 @@ func TestAdoptAfterClientKilled(t *testing.T) {
 }
 
 func TestRecoverAfterServerKilled(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	c := start(t, dir)
 	conn, err := pgx.Connect(context.Background(), c.URL())
@@ -314,6 +318,7 @@ func TestRecoverAfterServerKilled(t *testing.T) {
 }
 
 func TestLongDataDir(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-"+strings.Repeat("x", 100)+"-")
 	if len(filepath.Join(dir, socketName)) <= maxSocketPath {
 		t.Fatalf("test dir %s is not long enough", dir)
@@ -378,6 +383,7 @@ func fakeBinDir(t *testing.T, initdb, postgres string) (bin, dataDir string) {
 }
 
 func TestServerExitsDuringStartup(t *testing.T) {
+	t.Parallel()
 	bin, dir := fakeBinDir(t, "", "#!/bin/sh\necho 'FATAL:  boom from fake postgres' >&2\nexit 1\n")
 	o := opts(t, dir)
 	o.BinDir = bin
@@ -395,6 +401,7 @@ func TestServerExitsDuringStartup(t *testing.T) {
 }
 
 func TestInitdbFails(t *testing.T) {
+	t.Parallel()
 	bin, dir := fakeBinDir(t, "#!/bin/sh\necho 'initdb: boom' >&2\nexit 1\n", "#!/bin/sh\nexit 1\n")
 	o := opts(t, dir)
 	o.BinDir = bin
@@ -416,6 +423,7 @@ func TestInitdbFails(t *testing.T) {
 // initdb failing for want of disk space says to free some, not to remove
 // the directory it could not fill.
 func TestInitdbDiskFull(t *testing.T) {
+	t.Parallel()
 	bin, dir := fakeBinDir(t, "#!/bin/sh\necho 'FATAL:  could not write to file \"pg_wal/xlogtemp.1\": No space left on device' >&2\nexit 1\n",
 		"#!/bin/sh\nexit 1\n")
 	o := opts(t, dir)
@@ -428,6 +436,7 @@ func TestInitdbDiskFull(t *testing.T) {
 }
 
 func TestUnreachableDataDir(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("only root hands the data directory to another user")
 	}
@@ -440,6 +449,7 @@ func TestUnreachableDataDir(t *testing.T) {
 }
 
 func TestStartWaitsForLockWithinContext(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	owner, err := currentServerUser()
 	if err != nil {
@@ -469,6 +479,7 @@ func TestStartWaitsForLockWithinContext(t *testing.T) {
 // stopped: stopping it would throw the replay away, and every start after
 // would begin it again.
 func TestServerStillStartingIsLeftRunning(t *testing.T) {
+	t.Parallel()
 	// A postgres that records itself as starting and stays so.
 	bin, dir := fakeBinDir(t, "", `#!/bin/sh
 [ "$1" = "-V" ] && exit 1 # no version: Start checks none

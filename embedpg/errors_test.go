@@ -48,6 +48,7 @@ func checkGoTerms(t *testing.T, err error, field string) *Error {
 // On a system without the embedded server, Start says to use a running
 // one in a Go program's terms; a front end says how in its own.
 func TestUnsupportedSaysGoTerms(t *testing.T) {
+	t.Parallel()
 	e := checkGoTerms(t, unsupported("plan9"), "")
 	if msg := e.Error(); !strings.Contains(msg, "not plan9") || !strings.Contains(msg, goTerms.Server) {
 		t.Errorf("error %q; want the system and to connect to a running server", msg)
@@ -59,6 +60,7 @@ func TestUnsupportedSaysGoTerms(t *testing.T) {
 
 // A term a front end leaves empty is said as a Go program's.
 func TestInFillsEmptyTerms(t *testing.T) {
+	t.Parallel()
 	e := unsupported("plan9")
 	if got := e.In(Terms{Program: "x"}); got != e.Error() {
 		t.Errorf("In with no Server = %q; want %q", got, e.Error())

@@ -69,6 +69,7 @@ func TestAdoptLongDataDirUnderAnotherTMPDIR(t *testing.T) {
 // removed, is named with how to stop it, the next step once the log shows
 // nothing to wait for.
 func TestAdoptUnreachableServerSaysHowToStopIt(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	start(t, dir)
 	pid := serverPID(t, dir)

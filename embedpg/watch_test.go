@@ -49,6 +49,7 @@ func TestServerKilledUnderClusterIsStartedAgain(t *testing.T) {
 // A server gone with its whole data directory (removed by mistake) is not
 // started again on a new empty cluster, and the error says why.
 func TestGoneDataDirNotRecreated(t *testing.T) {
+	t.Parallel()
 	dir := tempDataDir(t, "ep-")
 	c := start(t, dir)
 	c.stopWatch()
