@@ -13,6 +13,7 @@ import (
 // itself that every job was archived (or, for dead, dead-lettered) before
 // it reports a figure, and fails otherwise.
 func TestBenchThroughBouncer(t *testing.T) {
+	t.Parallel()
 	// A database of its own: the bench's queues must not show up in the
 	// bench package's own check that its runs leave none behind.
 	b := bouncertest.Start(t, pgtest.NewDatabase(t))

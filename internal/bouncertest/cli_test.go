@@ -20,6 +20,7 @@ import (
 // that notifications do not arrive and says it polls, or with
 // PGBUS_NO_LISTEN=1 or worker.no_listen in its file does not listen at all.
 func TestCommandsThroughBouncer(t *testing.T) {
+	t.Parallel()
 	b := bouncertest.Start(t, pgtest.NewDatabase(t))
 	run := func(env []string, args ...string) string {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 // for at the start of its sessions passes through PgBouncer, which tracks
 // it, to every server connection, and the times read are the ones written.
 func TestTimesThroughBouncerUnderAnotherDateStyle(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabaseSet(t, "DateStyle", "SQL, DMY", "TimeZone", "Asia/Kathmandu")
 	pgtest.OpenStore(t, dbURL)
 	b := bouncertest.Start(t, dbURL)

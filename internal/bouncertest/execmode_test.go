@@ -15,6 +15,7 @@ import (
 // prepared statements of other clients on the server connections they are
 // handed, and the error says which parameter to add.
 func TestDefaultExecModeSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	b := bouncertest.Start(t, pgtest.URL(t))
 	url := strings.Replace(b.URL(), "&"+bouncertest.SafeExecMode, "", 1)
 	if url == b.URL() {

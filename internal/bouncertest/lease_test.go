@@ -13,6 +13,7 @@ import (
 // holds while other clients' transactions run on the pooled connections,
 // and is free for everyone once released.
 func TestLeaseThroughBouncer(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	direct := pgtest.OpenStore(t, dbURL)
 	b := bouncertest.Start(t, dbURL)

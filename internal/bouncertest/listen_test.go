@@ -15,6 +15,7 @@ import (
 // a notification reaches a listener connected directly, and not one
 // connected through PgBouncer in transaction mode.
 func TestListenerDeliveryCheck(t *testing.T) {
+	t.Parallel()
 	ctx := pgtest.Context(t)
 	b := bouncertest.Start(t, pgtest.URL(t))
 	for _, tc := range []struct {

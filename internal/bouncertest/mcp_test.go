@@ -78,6 +78,7 @@ func callOK(t *testing.T, c *client.Client, name string, args map[string]any) ma
 // paging with cursors (signed with a key read from the database), and
 // writes that move dead messages.
 func TestMCPToolsThroughBouncer(t *testing.T) {
+	t.Parallel()
 	direct := pgtest.Store(t)
 	b := bouncertest.Start(t, pgtest.URL(t))
 	st := openStore(t, b.URL())

@@ -15,6 +15,7 @@ import (
 // the lock that orders them is not left behind on a server connection (a
 // direct migration afterwards does not wait for it).
 func TestMigrateThroughBouncer(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	b := bouncertest.Start(t, dbURL)
 	ctx := pgtest.Context(t)

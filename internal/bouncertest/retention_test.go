@@ -15,6 +15,7 @@ import (
 // frees it for everyone, and nothing of it stays behind on a pooled server
 // connection.
 func TestRetentionElectionThroughBouncer(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
 	direct := pgtest.OpenStore(t, dbURL)
 	b := bouncertest.Start(t, dbURL)

@@ -33,6 +33,7 @@ var errPlanned = errors.New("planned failure")
 // none left in the queue. The clients find that notifications do not reach
 // them and say so once each.
 func TestWorkloadsThroughBouncer(t *testing.T) {
+	t.Parallel()
 	direct := pgtest.Store(t)
 	b := bouncertest.Start(t, pgtest.URL(t))
 	for _, w := range []string{"drain", "retry", "dead"} {
