@@ -6,6 +6,7 @@ import (
 )
 
 func TestTextBounds(t *testing.T) {
+	t.Parallel()
 	if got := snippet(shownText([]byte(strings.Repeat("é", 1000)), false, nil), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {
 		t.Errorf("snippet %q (%d bytes)", got, len(got))
 	}
@@ -29,6 +30,7 @@ func TestTextBounds(t *testing.T) {
 }
 
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	var c capture
 	chunk := []byte(strings.Repeat("0123456789", 3277)) // 32770 bytes
 	for range 100 {

@@ -10,6 +10,7 @@ import (
 // Every key of every handler type is documented: a field without a help
 // tag would show in pgbus help config with nothing to say.
 func TestDocsDescribeEveryOption(t *testing.T) {
+	t.Parallel()
 	var check func(where string, opts []handlers.Option)
 	check = func(where string, opts []handlers.Option) {
 		for _, o := range opts {

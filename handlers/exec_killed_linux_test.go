@@ -24,6 +24,7 @@ const envKilledDir = "PGBUS_TEST_EXEC_KILLED_DIR"
 // TestExecKilledWorkerProcess is the worker a test kills: it runs an exec
 // job that sleeps until killed.
 func TestExecKilledWorkerProcess(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(envKilledDir)
 	if dir == "" {
 		return // helper process entry point
@@ -38,6 +39,7 @@ func TestExecKilledWorkerProcess(t *testing.T) {
 // stop its jobs, takes its exec jobs' commands with it on Linux, where they
 // ran on for as long as they liked beside the next attempt of their job.
 func TestExecCommandDiesWithAKilledWorker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	worker := exec.Command(os.Args[0], "-test.run=^TestExecKilledWorkerProcess$", "-test.count=1")
 	worker.Env = append(os.Environ(), envKilledDir+"="+dir)

@@ -19,6 +19,7 @@ import (
 // failure history (its last 2,000 characters) inside the secret's key:
 // neither shows the secret, though the cut takes the key that marked it.
 func TestExecOutputCutKeepsNoSecret(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		line, secret string
 		after        int // bytes after the secret and a space

@@ -33,6 +33,7 @@ exit 2
 // retry_signals: false; and a plain exit code is still dead-lettered at
 // once.
 func TestExecHandlerRetriesKilledCommands(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	script := writeScript(t, t.TempDir(), "signal.sh", signalScript)
 	q := fastQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })

@@ -25,6 +25,7 @@ import (
 // dead-letter their message at the first attempt, with an error saying
 // what to fix, instead of being retried until they die of max retries.
 func TestExecCommandThatCannotRunIsDeadLetteredAtOnce(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	dir := t.TempDir()
 	// Executable, but no #! line: Go's exec, unlike a shell, does not run
@@ -79,6 +80,7 @@ func TestExecCommandThatCannotRunIsDeadLetteredAtOnce(t *testing.T) {
 // retried, as before, and the message says what is missing. So is a
 // missing interpreter of a #! line, which Build does not check.
 func TestExecMissingProgramIsRetried(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gone := writeScript(t, dir, "gone.sh", "#!/bin/sh\nexit 0\n")
 	interp := writeScript(t, dir, "interp.sh", "#!/nonexistent/bin/interpreter\nexit 0\n")
@@ -120,6 +122,7 @@ func TestExecMissingProgramIsRetried(t *testing.T) {
 // Build checked it, is named as the cause: the system reports it as the
 // program's error.
 func TestExecStartErrorNamesTheDirectory(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	work := filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -142,6 +145,7 @@ func TestExecStartErrorNamesTheDirectory(t *testing.T) {
 // find it so: permission denied. Root may execute a file with any execute
 // bit, so the test needs another user.
 func TestExecBuildChecksExecuteForThisUser(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() == 0 {
 		t.Skip("root may execute a file with any execute bit set; run the test as another user")
 	}

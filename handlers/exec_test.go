@@ -261,6 +261,7 @@ func execJob(id int64, payload string) *engine.Job {
 
 // A command that hangs is killed at its timeout, its children included.
 func TestExecHandlerTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	hang := writeScript(t, dir, "hang.sh", hangScript)
 	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Timeout: handlers.Duration(300 * time.Millisecond),
@@ -295,6 +296,7 @@ func TestExecHandlerTimeoutKillsProcessGroup(t *testing.T) {
 // Megabytes of output do not block the command, and the message keeps
 // only the end of stderr.
 func TestExecHandlerBoundedOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	work := writeScript(t, dir, "work.sh", workScript)
 	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
@@ -328,6 +330,7 @@ func TestExecHandlerBoundedOutput(t *testing.T) {
 
 // Defaults and the engine options a block turns into.
 func TestExecBuildDefaults(t *testing.T) {
+	t.Parallel()
 	_, opts := mustBuild(t, specFromYAML(t, "type: exec\ncommand: [sh, -c, 'exit 0']"))
 	want := store.BreakerConfig{Name: "exec:sh", FailureThreshold: 5, CoolOff: 10 * time.Second, MaxCoolOff: 5 * time.Minute}
 	if opts.Breaker == nil || *opts.Breaker != want || opts.Timeout != 30*time.Second || len(opts.Policies) != 0 {
@@ -360,6 +363,7 @@ breaker: {enabled: false}
 // Check; what only this machine lacks (the program, its dir), by Build
 // alone, as a machine that runs no worker need not have it.
 func TestExecBadConfiguration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plainFile := writeScript(t, dir, "notexec.sh", "exit 0\n")
 	for _, tc := range []struct {
@@ -447,6 +451,7 @@ func TestExecBadConfiguration(t *testing.T) {
 // to one: given as the command, that list says and exits what a shell
 // running the string does.
 func TestOneStringCommandSuggestionRuns(t *testing.T) {
+	t.Parallel()
 	const command = `printf '%s\n' one two | tail -n 1 >&2; echo listed >&2 && exit 3`
 	err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": command}})
 	_, list, found := strings.Cut(fmt.Sprint(err), "such as ")
@@ -466,6 +471,7 @@ func TestOneStringCommandSuggestionRuns(t *testing.T) {
 // once the command exited, whether it succeeded or failed: a failed
 // attempt's leftovers would otherwise run on beside its retries.
 func TestExecHandlerKillsWhatHoldsItsOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	leave := writeScript(t, dir, "leave.sh", `echo $$ > "$OUT_DIR/pgid.tmp.$$" && mv "$OUT_DIR/pgid.tmp.$$" "$OUT_DIR/$PGBUS_MSG_ID.pgid"
 sleep 600 &

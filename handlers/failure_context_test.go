@@ -41,6 +41,7 @@ exec sleep 30
 // bounded and redacted. The http breaker shows its last success and
 // failure and the queue and kind that use it.
 func TestFailureContextInHistory(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	body := "upstream down; password=hunter2-s3cret; " + strings.Repeat("b", 3000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,7 @@ func job(payload string, attempt, dlqRetries int) *engine.Job {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	if got := handlers.Types(); !slices.Contains(got, "demo") || !slices.IsSorted(got) {
 		t.Fatalf("types %q", got)
 	}
@@ -54,6 +55,7 @@ func TestBuild(t *testing.T) {
 }
 
 func TestDemoBehaviours(t *testing.T) {
+	t.Parallel()
 	fn, _ := build(t, handlers.Spec{Type: "demo", Options: map[string]any{"latency": "1ms"}})
 	ctx := context.Background()
 	cases := []struct {
@@ -99,6 +101,7 @@ func TestDemoBehaviours(t *testing.T) {
 }
 
 func TestDemoPanicsAndTimeouts(t *testing.T) {
+	t.Parallel()
 	fn, _ := build(t, handlers.Spec{Type: "demo"})
 	func() {
 		defer func() {

@@ -38,6 +38,7 @@ func connCounter(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.In
 // is read to its end, within a bound, so that the next job reuses the
 // connection instead of opening one (and a TLS handshake) per job.
 func TestHTTPHandlerReusesConnectionsAfterLargeBodies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		size   int
@@ -73,6 +74,7 @@ func TestHTTPHandlerReusesConnectionsAfterLargeBodies(t *testing.T) {
 // connection is closed rather than megabytes read, and a body that comes
 // slowly does not hold the job (nor its worker) until the timeout.
 func TestHTTPHandlerDrainIsBounded(t *testing.T) {
+	t.Parallel()
 	t.Run("huge body", func(t *testing.T) {
 		var sent atomic.Int64
 		srv, opened := connCounter(t, func(w http.ResponseWriter, r *http.Request) {
@@ -138,6 +140,7 @@ func TestHTTPHandlerDrainIsBounded(t *testing.T) {
 // coming after its first words is quoted as far as it came, and does not
 // hold the job (nor its worker) until the attempt's timeout.
 func TestHTTPHandlerSlowFailureBodyIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	srv, _ := connCounter(t, func(w http.ResponseWriter, r *http.Request) {

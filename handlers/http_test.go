@@ -179,6 +179,7 @@ func (d *downstream) hitsOf(key string) []hit {
 // 4xx, the circuit breaker opening during a burst (jobs snoozed, not
 // failed) and closing after it, and max_concurrency as the server sees it.
 func TestHTTPHandlerAgainstServer(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	d := newDownstream(t)
 	u, _ := url.Parse(d.srv.URL)
@@ -393,6 +394,7 @@ on_status:
 // Timeouts and network errors are retryable, with classes of their own;
 // the query of the URL stays out of messages.
 func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	gaveUp := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -441,6 +443,7 @@ func TestHTTPHandlerTimeoutAndNetworkErrors(t *testing.T) {
 // A job that gets no max_concurrency slot before its deadline is snoozed:
 // it made no request, so it uses no attempt.
 func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -478,6 +481,7 @@ func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
 // payload): a 3xx is non-retryable unless on_status says otherwise; a 2xx
 // other than 200 is success.
 func TestHTTPHandlerStatuses(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var status int
 		_, _ = fmt.Sscan(strings.TrimPrefix(r.URL.Path, "/"), &status)
@@ -552,6 +556,7 @@ func TestHTTPHandlerStatuses(t *testing.T) {
 // waits as long as the server asked, neither minutes more nor not at all.
 // Without a valid Date, the worker's own clock is all there is.
 func TestHTTPRetryAfterDateUsesTheServersClock(t *testing.T) {
+	t.Parallel()
 	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
 	for _, tc := range []struct {
 		what string
@@ -603,6 +608,7 @@ func TestHTTPRetryAfterDateUsesTheServersClock(t *testing.T) {
 
 // Defaults and the engine options a block turns into.
 func TestHTTPBuildDefaults(t *testing.T) {
+	t.Parallel()
 	_, opts := mustBuild(t, specFromYAML(t, `
 type: http
 url: https://billing.example/hooks
@@ -649,6 +655,7 @@ url: http://[::1]:8080/x
 
 // Bad blocks are rejected with the key and the reason.
 func TestHTTPBadConfiguration(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		spec    handlers.Spec
@@ -735,6 +742,7 @@ func TestHTTPBadConfiguration(t *testing.T) {
 // of the downstream, so its breaker counts no failure and the next job
 // goes through.
 func TestHTTPHandlerKeyAHeaderCannotCarry(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -779,6 +787,7 @@ func TestHTTPHandlerKeyAHeaderCannotCarry(t *testing.T) {
 // failure: "POST .../oauth/token: 503" is a status, not a token's value.
 // A secret of the body is still hidden.
 func TestHTTPFailureOfATokenEndpointKeepsItsStatus(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -805,6 +814,7 @@ func TestHTTPFailureOfATokenEndpointKeepsItsStatus(t *testing.T) {
 // dead letter says where it pointed, without the credentials and query of
 // its Location, so that the url can be set there.
 func TestHTTPRedirectSaysWhereItPointed(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "https://bob:Redirect-Pw-1@billing.example/hooks/v2?sig=Redirect-Sig-2")
@@ -827,6 +837,7 @@ func TestHTTPRedirectSaysWhereItPointed(t *testing.T) {
 // as a network error, retried as any, whose dead letter says what fixes
 // it: no retry of this process does.
 func TestHTTPUntrustedCertificateSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	var requests atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -851,6 +862,7 @@ func TestHTTPUntrustedCertificateSaysWhatToDo(t *testing.T) {
 // password, whatever is wrong with it: with no scheme (or a user name
 // taken for one), no host or a bad one.
 func TestHTTPBadURLHidesItsPassword(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		"alice:Url-Pw-1@billing.example/hooks",
 		"//alice:Url-Pw-1@billing.example/hooks",
@@ -875,6 +887,7 @@ func TestHTTPBadURLHidesItsPassword(t *testing.T) {
 // marshals them ({"X-Api-Key":["..."]}), has none of their secrets shown:
 // neither the first value of a list nor the others.
 func TestHTTPEchoedHeadersAreHidden(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Add("X-Api-Key", "Echo-Key-Second-2")

@@ -17,6 +17,7 @@ import (
 // shortest value hidden: it is written out by hand, and must not drift
 // from the rules.
 func TestSentSecretRulesAreDocumented(t *testing.T) {
+	t.Parallel()
 	help := func(options any, field string) string {
 		f, _ := reflect.TypeOf(options).FieldByName(field)
 		return f.Tag.Get("help")
@@ -58,6 +59,7 @@ func TestSentSecretRulesAreDocumented(t *testing.T) {
 // unless the name looks like a secret's; never one shorter than
 // MinSentSecret.
 func TestSentSecretRules(t *testing.T) {
+	t.Parallel()
 	for name, plain := range map[string]bool{"PATH": true, "PWD": true, "LC_ALL": true, "LEDGER_DIR": true, "db_host": true,
 		"BILLING_MODE": true, "ACME_CRED_VALUE": false, "SESSION_DIR": false, "AUTH_MODE": false, "HOOK_URL": false, "DIRECTOR": false} {
 		if plainEnv(name) != plain {
@@ -81,6 +83,7 @@ func TestSentSecretRules(t *testing.T) {
 // what follows an option named like a secret's key, unless it is an
 // option itself, and the secrets of a URL.
 func TestURLAndArgumentSecretRules(t *testing.T) {
+	t.Parallel()
 	for seg, token := range map[string]bool{
 		"Xk9pQ2rT7vLm3nB8wZ4yC6dF":             true,  // a Slack webhook's secret
 		"3fa85f64-5717-4562-b3fc-2c963f66afa6": true,  // a UUID

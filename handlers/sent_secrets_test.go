@@ -42,6 +42,7 @@ const (
 // block, the failure history and the worker's log, as the real worker
 // logs; what is no secret (a Content-Type, a mode) stays readable.
 func TestSentSecretsAreHiddenWhenEchoed(t *testing.T) {
+	t.Parallel()
 	s := sharedStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass, _ := r.BasicAuth()
@@ -212,6 +213,7 @@ func queryText(t *testing.T, s *store.Store, sql string, args ...any) string {
 // error quotes it. Each is hidden in the failure message and the failure
 // history.
 func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
+	t.Parallel()
 	const bearer = "bt-4Hx7Pq2Wm9Zc"
 	basic := "c3ZjOnB3LVprNE1uOFFyMg==" // svc:pw-Zk4Mn8Qr2
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -286,6 +288,7 @@ func TestSentSecretsAreHiddenInTheFormsTheyComeBack(t *testing.T) {
 // tells the endpoint and the call apart (the host, the rest of the path, a
 // short query value, the other arguments) stays readable.
 func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
+	t.Parallel()
 	const (
 		pathToken = "Xk9pQ2rT7vLm3nB8wZ4yC6dF"
 		sig       = "9f8e7d6c5b4a39281706"
@@ -344,6 +347,7 @@ func TestURLAndArgumentSecretsAreHidden(t *testing.T) {
 // history, while the rest of the command's words (a plain header, its
 // options, the url's host and path) stays readable.
 func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
+	t.Parallel()
 	const (
 		bearer   = "Bt3f9cAbc7Qx"
 		token    = "Tk5Rv8Nc3Jx6"
@@ -394,6 +398,7 @@ func TestShellCommandAndHeaderSecretsAreHidden(t *testing.T) {
 // history, while a plain setting (LOG_LEVEL) stays shown. So does the
 // pattern grep's -H precedes, which names files, not a header.
 func TestShellAssignmentSecretsAreHidden(t *testing.T) {
+	t.Parallel()
 	const (
 		apiToken   = "At3f9cAbc7Qx"
 		dbPassword = "Pw8Kd3Nb5Rt1"
@@ -440,6 +445,7 @@ func TestShellAssignmentSecretsAreHidden(t *testing.T) {
 // A command that needs a shell to run (a pipeline, a list, an assignment
 // before its program) is given to one whole, hidden alike.
 func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		command string
 		secrets []string
@@ -487,6 +493,7 @@ func TestOneStringCommandErrorHidesSecrets(t *testing.T) {
 // remote command) every assignment is read as the env option's values
 // are, the plain word too.
 func TestMessageArgumentsKeepTheirWords(t *testing.T) {
+	t.Parallel()
 	const (
 		word      = "Deployment"
 		apiToken  = "At3f9cAbc7Qx"

@@ -11,6 +11,7 @@ import (
 // quotes and the backslashes that quote removed, nothing expanded; quoting
 // left open runs to the end rather than losing what follows it.
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		command string
 		want    []string
@@ -63,6 +64,7 @@ func TestShellWords(t *testing.T) {
 // header of any argument named like a secret's key; a Bearer credential
 // and a cookie's value alone too. What is no secret stays shown.
 func TestShellAndHeaderArgumentSecretRules(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		what       string
 		args       []string
@@ -98,6 +100,7 @@ func TestShellAndHeaderArgumentSecretRules(t *testing.T) {
 // A shell command splits into simple commands at ; & | ( ) and line
 // breaks out of quotes, but not at the & and | of a redirection.
 func TestShellCommands(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		command string
 		want    [][]string
@@ -121,6 +124,7 @@ func TestShellCommands(t *testing.T) {
 // its name is a plain setting's, as the env option's does; one elsewhere
 // (an argument of echo or make) gives none.
 func TestAssignmentSecretRules(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		what       string
 		args       []string
@@ -151,6 +155,7 @@ func TestAssignmentSecretRules(t *testing.T) {
 // header's; wherever that is not sure, -H still gives a header, and a
 // header named like a secret's key is one to grep too.
 func TestSearchFlagIsNoHeader(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		what       string
 		args       []string
@@ -178,6 +183,7 @@ func TestSearchFlagIsNoHeader(t *testing.T) {
 // su's --command, given whole or after =), or, when it has none (ssh,
 // watch, eval), wherever it comes; no other argument is one.
 func TestShellArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want []int
@@ -210,6 +216,7 @@ func TestShellArgs(t *testing.T) {
 // su), blanks or not, and in a shell command within a message, the env
 // option's rule holds.
 func TestMessageAssignmentSecretRules(t *testing.T) {
+	t.Parallel()
 	const word = "Deployment"
 	for _, c := range []struct {
 		what   string
@@ -246,6 +253,7 @@ func TestMessageAssignmentSecretRules(t *testing.T) {
 // quotes, escapes and operators, so that it still splits into the same
 // words, but the hidden ones, which the marker ends.
 func TestShellEditsKeepTheCommand(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ command, want string }{
 		{`curl --token=ab'cd' -H "X-Api-Key: k3y" x`, `curl --token=[REDACTED] -H "X-Api-Key: [REDACTED]" x`},
 		{`curl '--token=abcd' --token ab\ cd x`, `curl '--token=[REDACTED]' --token [REDACTED] x`},
@@ -289,6 +297,7 @@ func TestShellEditsKeepTheCommand(t *testing.T) {
 // as one string hide the same secrets, whatever their length: the words
 // of the second's shell command are the first's words as quoted.
 func TestShellCommandWithinIsQuotedAsItsWords(t *testing.T) {
+	t.Parallel()
 	for _, command := range []string{
 		`curl -fsS -H 'Authorization: Bearer b1' -H "X-Api-Key: k2" -H 'Accept: text/plain' https://u:p3@h.example/x?sig=s4`,
 		`env -i DB_PASSWORD=p5 LOG_LEVEL=debug ./deliver --api-key=k6 --token t7 --verbose`,
