@@ -33,27 +33,23 @@ func leaked(out, secret string) string {
 
 // Wherever the last-lines cut and the failure history's cut from the end
 // land, in a key, between key and value or in the value, no part of the
-// secret is left. Each secret is a parallel subtest: redacting every cut
-// of every line is the longest computation of the package's tests.
+// secret is left. Not parallel: it only computes, the longest of the
+// package's tests, and beside the others it slowed them all down.
 func TestCutsFromTheEndLeaveNoSecret(t *testing.T) {
-	t.Parallel()
 	for _, sec := range cutSecrets {
-		t.Run(sec.value, func(t *testing.T) {
-			t.Parallel()
-			head := "filler filler " + sec.line + " "
-			// k bytes after the line put each cut in it, or just around it.
-			text := func(k int) string { return shownText([]byte(head+strings.Repeat("z", k)+"\n"), false, nil) }
-			for k := outputBytes - len(sec.line) - 5; k <= outputBytes; k++ {
-				if out := lastLines(text(k), outputLines, outputBytes); leaked(out, sec.value) != "" {
-					t.Fatalf("lastLines shows %q of %q:\n%s", leaked(out, sec.value), sec.value, out)
-				}
+		head := "filler filler " + sec.line + " "
+		// k bytes after the line put each cut in it, or just around it.
+		text := func(k int) string { return shownText([]byte(head+strings.Repeat("z", k)+"\n"), false, nil) }
+		for k := outputBytes - len(sec.line) - 5; k <= outputBytes; k++ {
+			if out := lastLines(text(k), outputLines, outputBytes); leaked(out, sec.value) != "" {
+				t.Fatalf("lastLines shows %q of %q:\n%s", leaked(out, sec.value), sec.value, out)
 			}
-			for k := engineKeep - len(sec.line) - 5; k <= engineKeep; k++ {
-				if out := output("stderr", text(k), false, true); leaked(out.Text, sec.value) != "" {
-					t.Fatalf("output shows %q of %q:\n%s", leaked(out.Text, sec.value), sec.value, out.Text)
-				}
+		}
+		for k := engineKeep - len(sec.line) - 5; k <= engineKeep; k++ {
+			if out := output("stderr", text(k), false, true); leaked(out.Text, sec.value) != "" {
+				t.Fatalf("output shows %q of %q:\n%s", leaked(out.Text, sec.value), sec.value, out.Text)
 			}
-		})
+		}
 	}
 }
 
@@ -64,7 +60,6 @@ const engineKeep = 2000
 // wherever that cut lands in a secret (a private key too), no part of it
 // is left, and the whole lines after it are.
 func TestClippedOutputLeavesNoSecret(t *testing.T) {
-	t.Parallel()
 	cases := append([]struct{ line, value string }{}, cutSecrets...)
 	cases = append(cases, struct{ line, value string }{pemKey, "q7BFUpkGp3XQmZ3m\nKJ8c0PnR1fKzT9wYl2XbVdQnHcR4sUe8"})
 	for _, sec := range cases {
@@ -93,7 +88,6 @@ func TestClippedOutputLeavesNoSecret(t *testing.T) {
 
 // Text without secrets reads as it was written; a cut marks itself.
 func TestShownTextKeepsPlainText(t *testing.T) {
-	t.Parallel()
 	if got := shownText([]byte("order 42 failed\n\tat ledger.go:17\r\n\n"), false, nil); got != "order 42 failed\n\tat ledger.go:17" {
 		t.Errorf("shownText = %q", got)
 	}
