@@ -19,11 +19,13 @@ import (
 func TestAuditEntryRefusedForAPrivilegeIsNotHeld(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	owner := testStore(t)
+	// A database of its own: GRANT ... ON ALL TABLES fails when another
+	// test drops a queue's tables meanwhile.
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
 	q := newQueue(t, owner, nil)
 	ids := pgtest.DeadLetter(t, owner, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
 
-	url := pgtest.URL(t)
 	role, roleURL := pgtest.NewRole(t, url)
 	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
 	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
