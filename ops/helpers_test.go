@@ -14,23 +14,11 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testStore returns a store on the migrated test database with a pool of
-// its own, of the size a store's pool has; tests keep apart by using queues
-// of their own, whose DLQ ids start at a random large number, since other
-// packages share the database. Tests run in parallel, and some hold a
-// connection while they wait for another one (a lock's holder and its
-// waiter): on one pool shared by all they could take every connection and
-// wait for each other until their contexts end.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	pgtest.Store(t) // migrates the test database once
-	s, err := store.Open(testContext(t), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
+// testStore returns a store with a pool of its own (pgtest.OwnStore) on the
+// migrated test database; tests keep apart by using queues of their own,
+// whose DLQ ids start at a random large number, since other packages share
+// the database.
+func testStore(t testing.TB) *store.Store { return pgtest.OwnStore(t) }
 
 func testContext(t testing.TB) context.Context { return pgtest.Context(t) }
 

@@ -14,22 +14,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// testStore returns a store on the migrated test database with a pool of
-// its own, of the size a store's pool has; tests keep apart by using queues
-// of their own (newQueue). Tests run in parallel, and some hold a
-// connection while they wait for another one (a lock's holder, its waiter
-// and the look at pg_stat_activity): on one pool shared by all they could
-// take every connection and wait for each other until their contexts end.
-func testStore(t testing.TB) *store.Store {
-	t.Helper()
-	pgtest.Store(t) // migrates the test database once
-	s, err := store.Open(testContext(t), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
+// testStore returns a store with a pool of its own (pgtest.OwnStore) on the
+// migrated test database; tests keep apart by using queues of their own
+// (newQueue).
+func testStore(t testing.TB) *store.Store { return pgtest.OwnStore(t) }
 
 // newQueue creates a queue with a unique name and drops it after the test.
 func newQueue(t testing.TB, s *store.Store) string {

@@ -36,6 +36,23 @@ func Store(tb testing.TB) *store.Store {
 	return shared.s
 }
 
+// OwnStore returns a store on the migrated test database, as Store does,
+// but with a connection pool of its own (of a store's usual size), closed
+// when the test ends. Parallel tests that hold a connection while they
+// wait for another (a lock's holder and its waiter) could take every
+// connection of one shared pool and wait for each other until their
+// contexts end.
+func OwnStore(tb testing.TB) *store.Store {
+	tb.Helper()
+	Store(tb) // migrates the test database once
+	s, err := store.Open(Context(tb), URL(tb))
+	if err != nil {
+		tb.Fatalf("pgtest: open a store: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
 // Name returns prefix_ followed by 12 random hex digits: a queue or breaker
 // name no other test uses.
 func Name(prefix string) string {
