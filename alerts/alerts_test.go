@@ -86,8 +86,12 @@ func newWorld(t *testing.T) world {
 	q := "orders"
 	pgtest.CreateQueue(t, st, q)
 	// A worker serves the queue, so that the messages DeadLetterN sends
-	// before it dead-letters them do not make the verdict STALLED.
-	if err := st.RegisterWorker(pgtest.Context(t), store.WorkerProcess{ID: pgtest.Name("w"), Hostname: "test", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+	// before it dead-letters them do not make the verdict STALLED. It
+	// says it beats hourly: it never beats again, and a test on a busy
+	// machine may outlast three beats of the default interval, after
+	// which the worker would read as stale and the verdict as DEGRADED.
+	if err := st.RegisterWorker(pgtest.Context(t), store.WorkerProcess{ID: pgtest.Name("w"), Hostname: "test", PID: 1, Queues: []string{q}, Concurrency: 1,
+		HeartbeatInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	return world{st: st, svc: svc, queue: q}
