@@ -44,10 +44,14 @@ func IsSecretKey(key string) bool {
 
 // secretPattern finds one kind of secret in free text: the match loses
 // everything after its first group (the key, scheme or prefix that says
-// what it is), which is replaced by Marker and then by tail. Every match
-// contains one of hints, lower-cased, in ASCII text: a text without any of
-// them skips the pattern, which keeps long error messages and payloads
-// cheap (the case-blind patterns are slow on them).
+// what it is), which is replaced by Marker and then by tail.
+//
+// Every match starts where one of hints stands in the text, in lower case
+// (or, for a URL, at the scheme before it: see schemeStart). The search
+// tries the pattern, anchored, only there: a text without any of them
+// skips the pattern, and a long text holding one costs what its few
+// candidates cost, not a run of the case-blind pattern over all of it,
+// which takes seconds over a megabyte of error text.
 type secretPattern struct {
 	re    *regexp.Regexp
 	tail  string
@@ -55,6 +59,35 @@ type secretPattern struct {
 	// keyed: the match starts with a bare key (password=, token: ...),
 	// which is no key when it ends a path (see inPath).
 	keyed bool
+	// start, when set, returns where a match that reaches the hint at i
+	// starts, at or after from; -1 when none can.
+	start func(s string, i, from int) int
+
+	// Set by init from re.
+	anchored  *regexp.Regexp // re, matching only at the start of its input
+	wordStart bool           // re starts with \b
+	hintIDs   []int          // the numbers of hints
+}
+
+func init() {
+	for i := range secretText {
+		p := &secretText[i]
+		src := p.re.String()
+		p.anchored = regexp.MustCompile(`^(?:` + src + `)`)
+		p.wordStart = strings.HasPrefix(strings.TrimLeft(strings.TrimPrefix(src, "(?i)"), "()"), `\b`)
+		for _, h := range p.hints {
+			if len(h) < 2 {
+				panic("redact: a hint is at least two bytes long: " + h) // see places
+			}
+			id := slices.Index(hints, h)
+			if id < 0 {
+				id = len(hints)
+				hints = append(hints, h)
+				hintsByFirst[h[0]] = append(hintsByFirst[h[0]], id)
+			}
+			p.hintIDs = append(p.hintIDs, id)
+		}
+	}
 }
 
 // secretKeyHints are parts of every key secretTextKey matches.
@@ -81,10 +114,10 @@ var secretText = []secretPattern{
 	// their markers would end the list early.
 	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `)\[[^\]]*\]`), hints: secretKeyHints},
 	// Private key blocks.
-	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), hints: []string{"private key"}},
+	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), hints: []string{"-----begin "}},
 	// Passwords in URLs and DSNs: scheme://user:password@host. A password
 	// may hold an @ that was not escaped: the host follows the last one.
-	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^\s/]+@`), tail: "@", hints: []string{"://"}},
+	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^\s/]+@`), tail: "@", hints: []string{"://"}, start: schemeStart},
 	// Bearer and basic credentials.
 	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`), hints: []string{"bearer", "basic"}},
 	// "key": "value", key="a value with spaces", and JSON quoted in text
@@ -98,7 +131,7 @@ var secretText = []secretPattern{
 	// separator (=> "quoted", hidden by the patterns above).
 	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
 	// Tokens recognisable by their shape.
-	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`), hints: []string{"live", "test"}},
+	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`), hints: []string{"sk_", "sk-", "pk_", "pk-", "rk_", "rk-"}},
 	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`), hints: []string{"sk-"}},
 	{re: regexp.MustCompile(`()\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), hints: []string{"akia", "asia"}},
 	{re: regexp.MustCompile(`()\bgh[pousr]_[A-Za-z0-9]{20,}`), hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
@@ -111,12 +144,13 @@ var secretText = []secretPattern{
 // Text hides secrets in free text and returns how many it hid.
 func Text(s string) (string, int) {
 	n := 0
-	folded := foldForHints(s)
+	f := fold(s)
 	for _, p := range secretText {
-		if p.hints != nil && !containsAny(folded, p.hints) {
-			continue
+		before := n
+		s = p.replace(s, f, &n)
+		if n != before {
+			f = fold(s)
 		}
-		s = p.replace(s, &n)
 	}
 	return s, n
 }
@@ -125,15 +159,19 @@ func Text(s string) (string, int) {
 // a keyed pattern, those whose key ends a path, and adds how many it hid
 // to n. After a key that ends a path, the search goes on from its value,
 // which may hold a secret of its own ("/auth: token=...").
-func (p secretPattern) replace(s string, n *int) string {
+func (p secretPattern) replace(s string, f *folded, n *int) string {
+	if f.places() == nil {
+		return s
+	}
 	var b strings.Builder
 	last := 0
+	c := newHintCursor(f, p.hintIDs)
 	for pos := 0; pos < len(s); {
-		m := p.re.FindStringSubmatchIndex(s[pos:])
+		m := p.find(s, c, pos)
 		if m == nil {
 			break
 		}
-		start, end, keep := pos+m[0], pos+m[1], pos+m[3] // the kept first group starts the match
+		start, end, keep := m[0], m[1], m[3] // the kept first group starts the match
 		if p.keyed {
 			end = valueEnd(s, keep, end)
 		}
@@ -157,6 +195,59 @@ func (p secretPattern) replace(s string, n *int) string {
 	b.WriteString(s[last:])
 	return b.String()
 }
+
+// find returns the submatch indexes, in s, of the first match at or after
+// pos, or nil: it tries the pattern at each hint from pos on.
+func (p secretPattern) find(s string, c *hintCursor, pos int) []int {
+	for {
+		i := c.next(pos)
+		if i < 0 {
+			return nil
+		}
+		pos = i + 1
+		start := i
+		if p.start != nil {
+			if start = p.start(s, i, c.from); start < 0 {
+				continue
+			}
+		}
+		if p.wordStart && start > 0 && isWordByte(s[start-1]) {
+			continue
+		}
+		m := p.anchored.FindStringSubmatchIndex(s[start:])
+		if m == nil {
+			continue
+		}
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += start
+			}
+		}
+		return m
+	}
+}
+
+// schemeStart returns where the URL whose :// is at s[i:] starts, at or
+// after from: its scheme is the run of letters, digits, +, . and - before
+// the ://, from its first letter on. -1: there is no scheme.
+func schemeStart(s string, i, from int) int {
+	j := i
+	for j > from && isSchemeByte(s[j-1]) {
+		j--
+	}
+	for ; j < i; j++ {
+		if isLetter(s[j]) {
+			return j
+		}
+	}
+	return -1
+}
+
+func isSchemeByte(c byte) bool {
+	return isLetter(c) || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-'
+}
+
+func isWordByte(c byte) bool { return isLetter(c) || c >= '0' && c <= '9' || c == '_' }
 
 // valueEnd returns where the bare value s[keep:end] ends: before a colon
 // that ends it and is followed by a space. That colon joins the errors of
@@ -254,8 +345,7 @@ func inPath(s string, i int) bool {
 // startsWithKey reports whether value opens with a key and value of its
 // own ("auth: token=..."), which the search, going on from there, hides.
 func (p secretPattern) startsWithKey(value string) bool {
-	loc := p.re.FindStringIndex(value)
-	return loc != nil && loc[0] == 0
+	return p.anchored.MatchString(value)
 }
 
 // notSecret reports whether the value after a key that ends a path is
@@ -307,26 +397,128 @@ func Clipped(s string) (string, int) {
 	return out, n + m
 }
 
-// foldForHints returns s in lower case, with the two letters outside ASCII
-// that a case-insensitive pattern reads as ASCII ones written as those: ſ
-// (s) and the Kelvin sign (k, which strings.ToLower gives already). A
-// hint, written in lower-case ASCII, is in it wherever a match of its
-// pattern is in s, so that text in any script skips the patterns it
-// cannot match, as ASCII text does.
-func foldForHints(s string) string {
-	if !isASCII(s) {
-		s = strings.ReplaceAll(s, "ſ", "s")
-	}
-	return strings.ToLower(s)
+// folded is a text in lower case, as hints are written, with the two
+// letters outside ASCII that a case-insensitive pattern reads as ASCII ones
+// written as those: ſ (s) and the Kelvin sign (k). Every other byte is as
+// in the text, so that text in any script offers the patterns only the
+// places where a hint stands, as ASCII text does.
+type folded struct {
+	text string
+	// orig[j] is the offset in the text of byte j of folded text, and
+	// orig[len(text)] the text's length; nil when the offsets are the same
+	// (a text without ſ or K).
+	orig    []int
+	at      [][]int // see places
+	scanned bool
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
+func fold(s string) *folded {
+	if !strings.Contains(s, "ſ") && !strings.Contains(s, "\u212a") {
+		i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+		if i < 0 {
+			return &folded{text: s}
+		}
+		b := []byte(s)
+		for ; i < len(b); i++ {
+			if c := b[i]; c >= 'A' && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		return &folded{text: string(b)}
+	}
+	b := make([]byte, 0, len(s))
+	orig := make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == 'ſ':
+			b, orig = append(b, 's'), append(orig, i)
+		case r == '\u212a':
+			b, orig = append(b, 'k'), append(orig, i)
+		default:
+			for k := range size {
+				c := s[i+k]
+				if c >= 'A' && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				b, orig = append(b, c), append(orig, i+k)
+			}
+		}
+		i += size
+	}
+	return &folded{text: string(b), orig: append(orig, len(s))}
+}
+
+// Every hint of secretText, numbered, and the numbers of those that start
+// with each byte; set by init.
+var (
+	hints        []string
+	hintsByFirst [256][]int
+)
+
+// places returns where each hint stands in the folded text, overlaps
+// included, in order, by hint number; nil when none does. The patterns of
+// a text share one pass over it.
+func (f *folded) places() [][]int {
+	if f.scanned {
+		return f.at
+	}
+	f.scanned = true
+	t := f.text
+	for i := 0; i < len(t); i++ {
+		for _, h := range hintsByFirst[t[i]] {
+			// The second byte first: it rules out most places cheaply.
+			if hint := hints[h]; i+len(hint) <= len(t) && t[i+1] == hint[1] && t[i:i+len(hint)] == hint {
+				if f.at == nil {
+					f.at = make([][]int, len(hints))
+				}
+				f.at[h] = append(f.at[h], i)
+			}
 		}
 	}
-	return true
+	return f.at
+}
+
+// hintCursor walks the places where the hints of one pattern stand in a
+// folded text, in order.
+type hintCursor struct {
+	f      *folded
+	places [][]int // where each hint stands
+	ahead  []int   // the first of places[k] not passed yet
+	from   int     // the offset asked for last, in the text
+}
+
+func newHintCursor(f *folded, hintIDs []int) *hintCursor {
+	c := &hintCursor{f: f, places: make([][]int, len(hintIDs)), ahead: make([]int, len(hintIDs))}
+	if all := f.places(); all != nil {
+		for k, h := range hintIDs {
+			c.places[k] = all[h]
+		}
+	}
+	return c
+}
+
+// next returns the offset in the text of the first hint at or after pos
+// (which does not go back from one call to the next), or -1.
+func (c *hintCursor) next(pos int) int {
+	c.from = pos
+	fp := pos
+	if c.f.orig != nil {
+		fp, _ = slices.BinarySearch(c.f.orig, pos)
+	}
+	best := -1
+	for k, at := range c.places {
+		for c.ahead[k] < len(at) && at[c.ahead[k]] < fp {
+			c.ahead[k]++
+		}
+		if c.ahead[k] < len(at) && (best < 0 || at[c.ahead[k]] < best) {
+			best = at[c.ahead[k]]
+		}
+	}
+	if best >= 0 && c.f.orig != nil {
+		return c.f.orig[best]
+	}
+	return best
 }
 
 func containsAny(s string, subs []string) bool {

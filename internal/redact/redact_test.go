@@ -157,3 +157,27 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTextHinted measures long text holding secret-looking words:
+// each pattern they let in is tried where they stand, not over the whole
+// text (which took seconds a megabyte).
+func BenchmarkTextHinted(b *testing.B) {
+	filler := strings.Repeat("upstream answered 503 Service Unavailable after 30s; ", 270) // 14 KB
+	for _, c := range []struct{ name, text string }{
+		{"password", filler + "password=hunter2"},
+		{"bearer", filler + "Authorization: Bearer abcdef123456"},
+		{"url", filler + "postgres://app:pw@db/x"},
+		{"sk_live", filler + "sk_live_abcdefghijkl"},
+		{"mentions", strings.Repeat("the password of the session token expired; ", 330)},
+		{"megabyte", strings.Repeat(filler, 70) + "password=hunter2"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for b.Loop() {
+				if out, n := redact.Text(c.text); n == 0 && c.name != "mentions" {
+					b.Fatalf("nothing hidden in %.40q...", out)
+				}
+			}
+		})
+	}
+}
