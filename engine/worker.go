@@ -134,10 +134,24 @@ func (w *queueWorker) logReadFailure(err error, retryIn time.Duration) {
 func (w *queueWorker) fetchLoop(ctx context.Context) {
 	errDelay := 100 * time.Millisecond
 	backlog := false // the last read found as many messages as it asked for
+	reclaim := false // a read failed: extend the held claims before the next
 	for ctx.Err() == nil {
 		if w.c.settingsFor(w.name).Paused {
 			w.idle(ctx)
 			continue
+		}
+		// After an outage longer than the visibility timeout, the messages
+		// of jobs that ran through it (their outcomes waiting to be
+		// written) are visible again: this worker's next read would take
+		// them and run them again. Their claims are extended first, as the
+		// heartbeat would; while that fails, so would the read.
+		if reclaim {
+			if !w.extendHeld(ctx, w.c.settingsFor(w.name).VisibilityTimeout) {
+				sleep(ctx, errDelay)
+				errDelay = min(errDelay*2, 5*time.Second)
+				continue
+			}
+			reclaim = false
 		}
 		n := w.acquire(ctx, backlog)
 		if n == 0 {
@@ -157,6 +171,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 				w.logReadFailure(err, errDelay)
 				sleep(ctx, errDelay)
 				errDelay = min(errDelay*2, 5*time.Second)
+				reclaim = true
 			}
 			continue
 		}
@@ -400,8 +415,9 @@ func (w *queueWorker) heartbeatEvery(vt time.Duration) time.Duration {
 }
 
 // extendHeld pushes back the vt of every message still held, in one
-// statement per physical queue.
-func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
+// statement per physical queue, and reports whether every statement ran.
+func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) bool {
+	ok := true
 	w.settling.Lock()
 	defer w.settling.Unlock()
 	w.mu.Lock()
@@ -420,6 +436,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 				return err
 			})
 			if err != nil {
+				ok = false
 				if ctx.Err() == nil && !w.c.outage.failed(err) {
 					w.c.log.Warn(w.c.advised("pgbus: visibility heartbeat failed", err), "queue", queue, "err", err)
 				}
@@ -432,6 +449,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) {
 			}
 		}
 	}
+	return ok
 }
 
 // delivery is a message read for this worker, with what the lifecycle
