@@ -15,7 +15,7 @@ import (
 // whether the server runs: a full connection limit names the pool size
 // and PgBouncer, a missing database says to create it, an unknown role
 // names the user and password; a server that does not answer is the one
-// case where the advice is to check that it runs.
+// case where the advice is to check that it runs, its refusal said once.
 func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -35,14 +35,24 @@ func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 		{"missing database", edit(t, base, "dbname", "pgbus_no_such_db"), "does not exist: create it", "check that the server is running"},
 		{"unknown role", edit(t, base, "user", "pgbus_no_such_role"), "check the user and password", "check that the server is running"},
 		{"no server", edit(t, base, "addr", closed), "check that the server is running", "pool_max_conns"},
+		{"no server, TLS or not", edit(t, edit(t, base, "addr", closed), "sslmode", "prefer"), "check that the server is running", "pool_max_conns"},
 	} {
 		s, err := store.Open(ctx, c.url)
 		if err == nil {
 			s.Close()
 			t.Fatalf("%s: Open succeeded; want a refusal", c.name)
 		}
-		if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
+		msg := err.Error()
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
 			t.Errorf("%s: %v; want advice with %q and without %q", c.name, err, c.want, c.not)
+		}
+		// pgx tries twice (with TLS, then without) and lists each try: the
+		// same failure is said once.
+		if strings.HasPrefix(c.name, "no server") && strings.Count(msg, "connection refused") != 1 {
+			t.Errorf("%s: the refusal is said %d times, want once:\n%s", c.name, strings.Count(msg, "connection refused"), msg)
+		}
+		if strings.HasPrefix(c.name, "no server") && !store.IsUnreachable(err) {
+			t.Errorf("%s: %v is not taken for an unreachable server", c.name, err)
 		}
 	}
 }
@@ -63,6 +73,10 @@ func edit(t *testing.T, dbURL, key, value string) string {
 		t.Fatal(err)
 	}
 	switch key {
+	case "sslmode":
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
 	case "dbname":
 		u.Path = "/" + value
 	case "user":

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,10 +98,28 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store: connect to %s: %w; %s", cfg.ConnConfig.Host, err, connectAdvice(err))
+		return nil, &connectError{host: cfg.ConnConfig.Host, err: err}
 	}
 	return New(pool), nil
 }
+
+// connectError is a connection that failed, with what to do about it.
+// pgx lists each attempt on a line of its own, and tries a server twice
+// when the URL lets it choose TLS or not (sslmode=prefer, the default):
+// the same line twice read as two failures, so a line repeating the one
+// before it is left out.
+type connectError struct {
+	host string
+	err  error
+}
+
+func (e *connectError) Error() string {
+	lines := strings.Split(e.err.Error(), "\n")
+	lines = slices.Compact(lines)
+	return fmt.Sprintf("store: connect to %s: %s; %s", e.host, strings.Join(lines, "\n"), connectAdvice(e.err))
+}
+
+func (e *connectError) Unwrap() error { return e.err }
 
 // ConfigurePool gives cfg, the configuration of a pool a program opens
 // itself to pass to New (to share it with its own statements), what Open
