@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -78,4 +79,32 @@ func BenchmarkOverviewManyQueues(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkShowLargeMessage measures pgbus dlq show of a dead message
+// whose payload holds a string of a megabyte and whose error 64 KB (the
+// most a failure keeps), each ending in a secret: every string is
+// searched for secrets before it is shown.
+func BenchmarkShowLargeMessage(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	svc := newService(b, s, ops.Options{AllowPayloads: true})
+	ctx := pgtest.Context(b)
+	q := newQueue(b, s, nil)
+	line := "upstream answered 503 Service Unavailable after 30s; "
+	note := strings.Repeat(line, (1<<20)/len(line)) + "password=hunter2"
+	payload, err := json.Marshal(map[string]string{"note": note})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := strings.Repeat(line, (60<<10)/len(line)) + "token=abcdef123456"
+	id := pgtest.DeadLetter(b, s, q, pgtest.DeadSpec{Kind: "k", Message: msg, Payload: string(payload)})[0]
+	for b.Loop() {
+		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if shown := string(m.Payload) + m.DeadLetter.ErrorMessage; strings.Contains(shown, "hunter2") || strings.Contains(shown, "abcdef123456") {
+			b.Fatal("a secret is shown")
+		}
+	}
 }
