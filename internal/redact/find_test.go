@@ -39,33 +39,45 @@ func findTexts() []string {
 func TestFindTriesEveryMatch(t *testing.T) {
 	t.Parallel()
 	for _, s := range findTexts() {
-		f := fold(s)
-		for pi, p := range secretText {
-			tried := map[int]bool{}
-			for from := []int{0}; len(from) > 0; {
-				pos := from[0]
-				from = from[1:]
-				if tried[pos] || pos > len(s) {
+		checkFind(t, s)
+	}
+}
+
+// FuzzFind checks the same of any text.
+func FuzzFind(f *testing.F) {
+	for _, s := range findTexts() {
+		f.Add(s)
+	}
+	f.Fuzz(checkFind)
+}
+
+func checkFind(t *testing.T, s string) {
+	f := fold(s)
+	for pi, p := range secretText {
+		tried := map[int]bool{}
+		for from := []int{0}; len(from) > 0; {
+			pos := from[0]
+			from = from[1:]
+			if tried[pos] || pos > len(s) {
+				continue
+			}
+			tried[pos] = true
+			want := p.re.FindStringSubmatchIndex(s[pos:])
+			for k := range want {
+				if want[k] >= 0 {
+					want[k] += pos
+				}
+			}
+			if want != nil {
+				from = append(from, want[0]+1, want[1], want[3])
+				// Run on s[pos:], \b reads pos as the start of the text.
+				if p.wordStart && want[0] == pos && pos > 0 && isWordByte(s[pos-1]) {
 					continue
 				}
-				tried[pos] = true
-				want := p.re.FindStringSubmatchIndex(s[pos:])
-				for k := range want {
-					if want[k] >= 0 {
-						want[k] += pos
-					}
-				}
-				if want != nil {
-					from = append(from, want[0]+1, want[1], want[3])
-					// Run on s[pos:], \b reads pos as the start of the text.
-					if p.wordStart && want[0] == pos && pos > 0 && isWordByte(s[pos-1]) {
-						continue
-					}
-				}
-				got := p.find(s, newHintCursor(f, p.hintIDs), pos)
-				if !equalInts(got, want) {
-					t.Fatalf("pattern %d (%s) from %d in %q:\n got %v\nwant %v", pi, p.re, pos, s, got, want)
-				}
+			}
+			got := p.find(s, newHintCursor(f, p.hintIDs), pos)
+			if !equalInts(got, want) {
+				t.Fatalf("pattern %d (%s) from %d in %q:\n got %v\nwant %v", pi, p.re, pos, s, got, want)
 			}
 		}
 	}
