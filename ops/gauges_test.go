@@ -34,7 +34,7 @@ func TestGaugesCountBreakersInUse(t *testing.T) {
 	if state, ok := g.Breakers[name]; ok {
 		t.Fatalf("no worker runs, yet the gauges count breaker %s as %s", name, state)
 	}
-	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: uniqueName("w"), Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: uniqueName("w"), Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 1, HeartbeatInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if g, err = svc.Gauges(ctx); err != nil || g.Breakers[name] != store.BreakerOpen {

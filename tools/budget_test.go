@@ -397,7 +397,7 @@ func TestWorkerOfManyQueuesStaysUnderBudget(t *testing.T) {
 	for i := range queues {
 		queues[i] = fmt.Sprintf("customer_notification_webhooks_region_%03d", i)
 	}
-	if err := e.st.RegisterWorker(testContext(t), store.WorkerProcess{ID: uniqueName("w"), Hostname: "live", PID: 1, Queues: queues, Concurrency: 10}); err != nil {
+	if err := e.st.RegisterWorker(testContext(t), store.WorkerProcess{ID: uniqueName("w"), Hostname: "live", PID: 1, Queues: queues, Concurrency: 10, HeartbeatInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	checkSize(t, e, "pgbus_workers", nil)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -158,7 +159,7 @@ func TestQueueMessagesAndWorkers(t *testing.T) {
 	}
 
 	id := uniqueName("worker")
-	if err := e.st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "host", PID: 42, Queues: []string{q}, Concurrency: 3}); err != nil {
+	if err := e.st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "host", PID: 42, Queues: []string{q}, Concurrency: 3, HeartbeatInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.st.StopWorker(ctx, id) })

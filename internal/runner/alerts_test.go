@@ -44,7 +44,7 @@ func TestAlertsOffSendNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.CreateQueue(t, st, "orders")
-	if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: pgtest.Name("w"), Hostname: "test", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+	if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: pgtest.Name("w"), Hostname: "test", PID: 1, Queues: []string{"orders"}, Concurrency: 1, HeartbeatInterval: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	offSrv, offPosts := countingReceiver(t)
