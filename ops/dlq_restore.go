@@ -161,7 +161,11 @@ func (r DLQRestore) OK() bool { return r.NotFound == 0 && r.Refused == 0 }
 // all in one transaction, each with the id, payload, headers and failure
 // history it had: the undo of a discard, until a purge.
 func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DLQRestore, err error) {
-	ctx, end, err := s.enter(ctx, "DLQRestore", writesOnce)
+	effect := writesOnce
+	if req.DryRun {
+		effect = reads
+	}
+	ctx, end, err := s.enter(ctx, "DLQRestore", effect)
 	if err != nil {
 		return out, err
 	}
@@ -172,7 +176,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 		}
 	}()
 	// One transaction: a failed call restored nothing.
-	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, effect, req.Queue) // runs before the audit entry
 	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
 	if err := s.checkWrite(OpDLQRestore); err != nil {
 		return DLQRestore{}, err

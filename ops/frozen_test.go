@@ -124,3 +124,39 @@ func deadCount(t *testing.T, s *store.Store, queue string) int {
 	t.Helper()
 	return pgtest.Live(t, s, queue+"_dlq")
 }
+
+// A restore whose connection stops answering gives up as any call does; a
+// dry run, which writes nothing, does not ask to check what it did, and a
+// restore, one transaction, says it was done whole or not at all.
+func TestFrozenRestoreSaysWhatItMayHaveDone(t *testing.T) {
+	t.Parallel()
+	direct, q, proxy, through, svc := frozenSetup(t, 2)
+	ctx := testContext(t)
+	plain := newService(t, direct, ops.Options{})
+	list, err := plain.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	ids := []int64{list.Items[0].MsgID, list.Items[1].MsgID}
+	if _, err := plain.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		pgtest.FillPool(t, through.Pool(), frozenPool)
+		proxy.Freeze()
+		err := within(t, "the restore whose connections froze", func() error {
+			_, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: ids, DryRun: dry})
+			return err
+		})
+		var oe *ops.Error
+		if !errors.As(err, &oe) || ops.ErrorKind(err) != ops.KindUnavailable || len(oe.Hints) == 0 || oe.Hints[0].Op != ops.OpHealth {
+			t.Fatalf("restore (dry run %v) through frozen connections: %v (kind %s); want of kind unavailable with the health check next", dry, err, ops.ErrorKind(err))
+		}
+		if says := strings.Contains(err.Error(), "done whole or not at all"); says == dry {
+			t.Errorf("restore (dry run %v) through frozen connections: %v; want it to say whether it may have written only when it writes", dry, err)
+		}
+	}
+	if n := deadCount(t, direct, q); n != 0 {
+		t.Errorf("%d messages back in the DLQ after restores that gave up, want none", n)
+	}
+}
