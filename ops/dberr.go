@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pgbus/pgbus/store"
@@ -171,20 +172,35 @@ func healthHint() Hint {
 	return hint(OpHealth, "says whether the database answers again")
 }
 
-// explainWrite is explainDB for an operation that writes (e) on queue,
-// "" when it names none: a call cut off before it finished (cancelled, or
-// out of time) without saying how much it did gets the steps that show
-// what its writes left, since some may have been done.
-func (s *Service) explainWrite(ctx context.Context, err *error, e effect, queue string) {
+// explainWrite is explainDB for an operation that writes (e): a call cut
+// off before it finished (cancelled, or out of time) without saying how
+// much it did gets the steps check, which show what its writes may have
+// changed, since some may have been done.
+func (s *Service) explainWrite(ctx context.Context, err *error, e effect, check ...Hint) {
 	s.explainDB(ctx, err, e)
-	if *err == nil || e == reads || ErrorKind(*err) != KindStopped || carriesSteps(*err) {
+	check = slices.DeleteFunc(check, func(h Hint) bool { return h.Op == "" })
+	if *err == nil || e == reads || len(check) == 0 || ErrorKind(*err) != KindStopped || carriesSteps(*err) {
 		return
 	}
-	q := baseQueue(queue)
-	*err = steps{err: *err, hints: []Hint{
-		hint(OpDLQList, "shows what is dead now, which the call may have moved", "queue", q),
-		hint(OpQueueStats, "shows what is in the queues now, which the call may have changed", "queue", q),
-	}}
+	*err = steps{err: *err, hints: check}
+}
+
+// What a write cut off may have changed, to check before calling again.
+func deadNow(queue string) Hint {
+	return hint(OpDLQList, "shows what is dead now, which the call may have moved", "queue", baseQueue(queue))
+}
+
+func queueNow(queue string) Hint {
+	return hint(OpQueueStats, "shows what is in the queues now, which the call may have changed", "queue", baseQueue(queue))
+}
+
+// discardedNow is no step (the zero Hint) for a call on every DLQ: the
+// list is of one.
+func discardedNow(queue string) Hint {
+	if queue = baseQueue(queue); queue == "" {
+		return Hint{}
+	}
+	return hint(OpDLQDiscarded, "shows what is discarded now, which the call may have changed", "queue", queue)
 }
 
 // steps is an error with the next steps ops gives it, which says what its

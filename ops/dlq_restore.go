@@ -176,7 +176,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 		}
 	}()
 	// One transaction: a failed call restored nothing.
-	defer s.explainWrite(ctx, &err, effect, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, effect, deadNow(req.Queue), discardedNow(req.Queue)) // runs before the audit entry
 	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
 	if err := s.checkWrite(OpDLQRestore); err != nil {
 		return DLQRestore{}, err

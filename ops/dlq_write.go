@@ -119,7 +119,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), req.Filter.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), deadNow(req.Filter.Queue), queueNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		// The queues' workers first: whether the messages will run at all
 		// matters more than which ones moved.
@@ -547,7 +547,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), req.Filter.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), deadNow(req.Filter.Queue), discardedNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
@@ -800,7 +800,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesInSteps, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, discardedNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
 	}

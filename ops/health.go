@@ -810,7 +810,7 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	}
 	defer end()
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
-	defer s.explainWrite(ctx, &err, writesOnce, "") // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}

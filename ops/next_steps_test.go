@@ -20,7 +20,8 @@ func stepsJSON(t *testing.T, hints []ops.Hint) string {
 }
 
 // A write cut off before it finished names the lists that show what it
-// did, with its queue; a read cut off has nothing to check; an error of
+// may have changed, with its queue, and no other; a read cut off has
+// nothing to check; an error of
 // kind unavailable from elsewhere names the health check.
 func TestNextStepsOfCallsCutOff(t *testing.T) {
 	t.Parallel()
@@ -30,17 +31,55 @@ func TestNextStepsOfCallsCutOff(t *testing.T) {
 	cancelled, cancel := context.WithCancel(testContext(t))
 	cancel()
 
-	_, err := svc.Send(cancelled, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n":1}`)})
-	want := `[{"op":"dlq_list","args":{"queue":"` + q + `"},"why":"shows what is dead now, which the call may have moved"},` +
-		`{"op":"queue_stats","args":{"queue":"` + q + `"},"why":"shows what is in the queues now, which the call may have changed"}]`
-	if !errors.Is(err, context.Canceled) || ops.ErrorKind(err) != ops.KindStopped || stepsJSON(t, ops.NextSteps(err)) != want {
-		t.Errorf("a send cut off: %v, kind %s, steps %s; want context.Canceled, kind stopped, steps %s", err, ops.ErrorKind(err), stepsJSON(t, ops.NextSteps(err)), want)
-	}
-	if unwrapped := errors.Unwrap(err); unwrapped == nil || err.Error() != unwrapped.Error() {
-		t.Errorf("a send cut off says %q, want its cause's words, for front ends to word", err)
+	dead := `{"op":"dlq_list","args":{"queue":"` + q + `"},"why":"shows what is dead now, which the call may have moved"}`
+	live := `{"op":"queue_stats","args":{"queue":"` + q + `"},"why":"shows what is in the queues now, which the call may have changed"}`
+	discarded := `{"op":"dlq_discarded","args":{"queue":"` + q + `"},"why":"shows what is discarded now, which the call may have changed"}`
+	deadAll := `{"op":"dlq_list","why":"shows what is dead now, which the call may have moved"}`
+	// Each write names the lists of what it may have changed, and no other.
+	for _, c := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"a send", func() error {
+			_, err := svc.Send(cancelled, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n":1}`)})
+			return err
+		}, "[" + live + "]"},
+		{"a retry", func() error {
+			_, err := svc.DLQRetry(cancelled, ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: q}})
+			return err
+		}, "[" + dead + "," + live + "]"},
+		{"a discard", func() error {
+			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: q}})
+			return err
+		}, "[" + dead + "," + discarded + "]"},
+		{"a discard in every DLQ", func() error {
+			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1}})
+			return err
+		}, "[" + deadAll + "]"},
+		{"a restore", func() error {
+			_, err := svc.DLQRestore(cancelled, ops.DLQRestoreRequest{IDs: []int64{1}, Queue: q})
+			return err
+		}, "[" + dead + "," + discarded + "]"},
+		{"a pause", func() error {
+			_, err := svc.QueuePause(cancelled, ops.QueueRequest{Queue: q})
+			return err
+		}, "[" + live + "]"},
+		{"a circuit reset", func() error {
+			_, err := svc.CircuitReset(cancelled, ops.CircuitResetRequest{Name: "payments"})
+			return err
+		}, `[{"op":"circuits","why":"shows the breakers' states now, which the call may have changed"}]`},
+	} {
+		err := c.call()
+		if !errors.Is(err, context.Canceled) || ops.ErrorKind(err) != ops.KindStopped || stepsJSON(t, ops.NextSteps(err)) != c.want {
+			t.Errorf("%s cut off: %v, kind %s, steps %s; want context.Canceled, kind stopped, steps %s", c.name, err, ops.ErrorKind(err), stepsJSON(t, ops.NextSteps(err)), c.want)
+		}
+		if unwrapped := errors.Unwrap(err); unwrapped == nil || err.Error() != unwrapped.Error() {
+			t.Errorf("%s cut off says %q, want its cause's words, for front ends to word", c.name, err)
+		}
 	}
 
-	_, err = svc.DLQList(cancelled, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	_, err := svc.DLQList(cancelled, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
 	if !errors.Is(err, context.Canceled) || len(ops.NextSteps(err)) != 0 {
 		t.Errorf("a list cut off: %v, steps %s; want context.Canceled and no step", err, stepsJSON(t, ops.NextSteps(err)))
 	}

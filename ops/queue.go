@@ -342,7 +342,7 @@ func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePause
 
 func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (out QueuePaused, err error) {
 	defer func() { s.record(ctx, op, map[string]any{"queue": queue}, out, err) }()
-	defer s.explainWrite(ctx, &err, writesOnce, queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(queue)) // runs before the audit entry
 	if err := s.checkWrite(op); err != nil {
 		return QueuePaused{}, err
 	}
@@ -512,7 +512,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 			s.record(ctx, OpQueueCreate, map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}, out, err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesInSteps, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, queueNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpQueueCreate); err != nil {
 		return out, err
 	}
@@ -610,7 +610,7 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	defer func() {
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
-	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
 	if err == nil {
 		err = s.store.CheckNotLevel(ctx, req.Queue, "dropped")
@@ -648,7 +648,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 	defer func() {
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
-	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
 	if err != nil {
 		return QueuePurged{}, err

@@ -51,7 +51,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 			"idempotency_key": req.IdempotencyKey, "headers": req.Headers, "priority": req.Priority, "payload_bytes": len(req.Payload),
 		}, out, err)
 	}()
-	defer s.explainWrite(ctx, &err, writesOnce, req.Queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpSend); err != nil {
 		return Sent{}, err
 	}
@@ -127,7 +127,7 @@ func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewM
 	defer func() {
 		s.record(ctx, OpSend, map[string]any{"queue": queue, "messages": len(msgs)}, map[string]any{"sent": len(ids)}, err)
 	}()
-	defer s.explainWrite(ctx, &err, writesOnce, queue) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(queue)) // runs before the audit entry
 	if err := s.checkWrite(OpSend); err != nil {
 		return nil, err
 	}

@@ -216,7 +216,7 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 
 // sendBatch sends one batch of SendMany, in one transaction.
 func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.RawMessage, opts engine.SendOptions) (ids []int64, err error) {
-	defer s.explainWrite(ctx, &err, writesOnce, queue)
+	defer s.explainWrite(ctx, &err, writesOnce, queueNow(queue))
 	msgs := make([]engine.BatchMessage, len(payloads))
 	for i, p := range payloads {
 		msgs[i] = engine.BatchMessage{Payload: p, Options: opts}
