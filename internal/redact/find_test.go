@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func checkFind(t *testing.T, s string) {
 				}
 			}
 			got := p.find(s, newHintCursor(f, p.hintIDs), pos)
-			if !equalInts(got, want) {
+			if !slices.Equal(got, want) {
 				t.Fatalf("pattern %d (%s) from %d in %q:\n got %v\nwant %v", pi, p.re, pos, s, got, want)
 			}
 		}
@@ -101,16 +102,4 @@ func TestFoldKnowsEveryLetterThatMatchesASCII(t *testing.T) {
 	if got := in[f.orig[strings.Index(f.text, "key")]:]; !strings.HasPrefix(got, "\u212Aey") {
 		t.Errorf("the folded key maps back to %q", got)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
