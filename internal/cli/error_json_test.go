@@ -25,7 +25,7 @@ type nextStep struct {
 // JSON object on one line: the error line's words, its kind, the exit
 // code and the next steps as commands, none on stdout. Run without --json
 // it prints the same words as the line it always printed, with the same
-// exit code.
+// exit code; the line names the next steps too.
 func TestJSONErrors(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -62,6 +62,9 @@ func TestJSONErrors(t *testing.T) {
 			}
 			if c.next != "" && !slices.ContainsFunc(got.Next, func(n nextStep) bool { return n.Command == c.next && n.Why != "" }) {
 				t.Errorf("next %+v, want %q with why it helps", got.Next, c.next)
+			}
+			if c.next != "" && !strings.Contains(got.Error, "see "+c.next) {
+				t.Errorf("the line %q does not name %q, which next lists: a person reads the line", got.Error, c.next)
 			}
 
 			text := runBinary(t, quickBinary, c.env, "", c.args...)

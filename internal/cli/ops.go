@@ -94,14 +94,16 @@ func (s *session) Close() {
 	s.db.Close()
 }
 
-// errorLine renders an error for stderr: an operation's error with its
-// next steps as commands.
+// errorLine renders an error for stderr with its next steps as commands,
+// those --json prints: an operation's own, or those of what happened (the
+// health check for a database that does not answer or a failure nothing
+// explained).
 func errorLine(err error) string {
-	var oe *ops.Error
-	if !errors.As(err, &oe) || len(oe.Hints) == 0 {
+	steps := ops.NextSteps(err)
+	if len(steps) == 0 {
 		return err.Error()
 	}
-	return err.Error() + ": see " + commands(oe.Hints, " or ")
+	return err.Error() + ": see " + commands(steps, " or ")
 }
 
 func commands(hints []ops.Hint, sep string) string {
