@@ -466,7 +466,8 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 // asList writes command, a command written as one string, as the list
 // the file would give instead: the words a shell would split it into
 // or, when it needs a shell to run as written (needsShell: a pipeline, a
-// list, a redirection, an expansion, an assignment before its program),
+// list, a redirection, an expansion ($NAME, *.json, ~), an assignment
+// before its program),
 // [/bin/sh, -c, command]. Its secrets are hidden as addArgs reads them,
 // whatever their length, in a shell command within it too (shellEdits):
 // the value of --token, of -H 'Authorization: ...' or of TOKEN=... is no
@@ -497,7 +498,7 @@ func asList(command string) (string, bool) {
 func stringCommandError(command string) error {
 	list, shell := asList(command)
 	if shell {
-		return optionErrorf("command", "is a string, which is not run through a shell, and this command needs one (for a pipeline, a list, a redirection, an expansion or an assignment before its program); give it to a shell as a list, such as %s", list)
+		return optionErrorf("command", "is a string, which is not run through a shell, and this command needs one (for a pipeline, a list, a redirection, an expansion ($NAME, *.json, ~) or an assignment before its program); give it to a shell as a list, such as %s", list)
 	}
 	return optionErrorf("command", "is a string; give the program and its arguments as a list, such as %s (it is not run through a shell; for one, use [/bin/sh, -c, \"...\"])", list)
 }

@@ -467,6 +467,45 @@ func TestOneStringCommandSuggestionRuns(t *testing.T) {
 	}
 }
 
+// A command written as one string whose words a shell expands where no
+// program would (a pattern, a ~ starting a word) is given to a shell in
+// the list suggested, which then runs as the string would in a shell; a
+// pattern quoted or escaped is no pattern, and neither is a ? or [ in a
+// URL or a word with an =: they get the plain list.
+func TestOneStringCommandWithPatternsSuggestsAShell(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for command, shell := range map[string]bool{
+		"cat " + dir + "/*.txt":                    true,
+		"cat " + dir + "/?.txt":                    true,
+		"cat " + dir + "/[ab].txt":                 true,
+		"ls -d ~":                                  true,
+		"cat " + dir + "/a.txt":                    false,
+		"echo '*.txt' \\? \"[ab]\" a~":             false,
+		"echo https://h.example/x?sig=s4 -d a[]=1": false,
+	} {
+		err := handlers.Check(handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": command}})
+		_, list, found := strings.Cut(fmt.Sprint(err), "such as ")
+		var suggested []any
+		if !found || json.NewDecoder(strings.NewReader(list)).Decode(&suggested) != nil {
+			t.Fatalf("%s: error %v; want it to suggest a list", command, err)
+		}
+		if got := suggested[0] == "/bin/sh"; got != shell {
+			t.Errorf("%s: suggested %v; want a shell's list %v", command, suggested, shell)
+			continue
+		}
+		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Options: map[string]any{"command": suggested}})
+		if err := fn(context.Background(), execJob(1, `{}`)); err != nil {
+			t.Errorf("%s: the suggested %v failed: %v", command, suggested, err)
+		}
+	}
+}
+
 // What a command leaves running that still holds its output is killed
 // once the command exited, whether it succeeded or failed: a failed
 // attempt's leftovers would otherwise run on beside its retries.

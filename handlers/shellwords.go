@@ -62,7 +62,8 @@ func splitShell(command string) *wordSplitter {
 			sp.operator = true
 			sp.end(i)
 		default:
-			sp.expands = sp.expands || c == '$' || c == '`'
+			sp.expands = sp.expands || c == '$' || c == '`' || c == '*' || c == '~' && !sp.open
+			sp.pattern = sp.pattern || c == '?' || c == '['
 			sp.add(i, i, 0, c)
 		}
 	}
@@ -125,8 +126,12 @@ type wordSplitter struct {
 	// quote is the quote left open at the end of the command, if any.
 	quote byte
 	// operator: the command has an operator out of quotes (; & | ( ) <
-	// >); expands: a $ or ` out of single quotes.
+	// >); expands: a $ or ` out of single quotes, or out of quotes a *
+	// (a pattern: *.json, the files it matches), a ~ starting a word (the
+	// home directory) or a word that is a pattern (see end).
 	operator, expands bool
+	// pattern: the word has a ? or [ out of quotes.
+	pattern bool
 }
 
 // add appends c, read from command[start:end] in quote, to the word.
@@ -136,12 +141,18 @@ func (sp *wordSplitter) add(start, i int, quote, c byte) {
 	sp.open = true
 }
 
-// end ends the word at command[at].
+// end ends the word at command[at]. A word with a ? or [ out of quotes
+// is a pattern a shell expands (?.txt, [ab].txt), unless it is a URL or
+// holds an = (a query, an option's value: https://h/x?sig=..., -d
+// a[]=1), where a program gets it as written whenever no file matches,
+// and meant it so.
 func (sp *wordSplitter) end(at int) {
 	if sp.open {
-		sp.words = append(sp.words, shellWord{text: string(sp.word), from: sp.from, end: at, open: sp.quote})
+		text := string(sp.word)
+		sp.expands = sp.expands || sp.pattern && !strings.Contains(text, "://") && !strings.Contains(text, "=")
+		sp.words = append(sp.words, shellWord{text: text, from: sp.from, end: at, open: sp.quote})
 	}
-	sp.word, sp.from, sp.open = nil, nil, false
+	sp.word, sp.from, sp.open, sp.pattern = nil, nil, false, false
 }
 
 // endCommand ends the word and the simple command at command[at].
