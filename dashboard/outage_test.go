@@ -28,6 +28,11 @@ func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 		if code != http.StatusServiceUnavailable || !strings.Contains(page, "the database does not answer") || !strings.Contains(page, "Reload this page in a moment") {
 			t.Errorf("GET %s while the database is stopped: %d, want 503 saying the database does not answer and to reload:\n%s", path, code, page)
 		}
+		_, next, _ := strings.Cut(page, `<ul class="next">`)
+		next, _, _ = strings.Cut(next, "</ul>")
+		if n := strings.Count(next, `href="/"`); n != 1 {
+			t.Errorf("GET %s while the database is stopped: the next steps link the overview %d times, want once:\n%s", path, n, next)
+		}
 	}
 	// The overview's script asks for its counts every few seconds.
 	if code, body, _ := b.get("/live"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the database does not answer") {

@@ -222,6 +222,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 	}
 	links := append(hintLinks(hints), more...)
 	links = append(links, link{"/", "Back to the overview"})
+	// One link a page: the health check's is the overview already.
+	seen := map[string]bool{}
+	links = slices.DeleteFunc(links, func(l link) bool {
+		dup := seen[l.Href]
+		seen[l.Href] = true
+		return dup
+	})
 	v.Title = http.StatusText(status)
 	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links, Commands: hintCommands(hints)})
 }
