@@ -41,8 +41,12 @@ import (
 // mcp-go can route them to the call's own stream.
 const (
 	// maxResponseWait bounds how long a response waits for earlier
-	// events: a stream whose client went away never flushes them.
-	maxResponseWait = 2 * time.Second
+	// events: a stream whose client went away never flushes them. It is
+	// no shorter than a busy machine may take to flush one: at 2 seconds,
+	// a loaded test run likely saw a call's result overtake its last
+	// progress notification. Only a response after events a dead stream holds
+	// waits that long, once: those events are given up on then.
+	maxResponseWait = 5 * time.Second
 )
 
 // pendingEvent is an event recorded while the session had a GET stream
