@@ -40,7 +40,9 @@ type Config struct {
 	// groups are read. Default DefaultCheckInterval.
 	CheckInterval time.Duration
 	// A group that grows by GrowthThreshold messages within GrowthWindow
-	// is reported; a group is reported at most once per GrowthWindow.
+	// is reported; a group is reported at most once per GrowthWindow, and
+	// what it gains meanwhile is reported when that window ends, if it
+	// reaches GrowthThreshold.
 	GrowthThreshold int64
 	GrowthWindow    time.Duration
 	// Timeout bounds one post. Default DefaultTimeout.

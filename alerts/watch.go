@@ -82,7 +82,12 @@ type groupState struct {
 	// quietUntil: no new alert about the group before then, so that one
 	// burst is one alert.
 	quietUntil time.Time
-	seen       time.Time
+	// reported is when the group was last reported, until the first check
+	// after quietUntil: that check measures growth from the count then, so
+	// that what the group gained while quiet is reported, not forgotten
+	// for having been gained more than a window before that check.
+	reported time.Time
+	seen     time.Time
 }
 
 // Watcher decides what changed from one check to the next. Its zero value
@@ -110,7 +115,9 @@ type Watcher struct {
 }
 
 // NewWatcher returns a Watcher that reports a group's growth by threshold
-// messages within window, and reports a group at most once per window.
+// messages within window, and reports a group at most once per window:
+// what it gains meanwhile is reported when that window ends, if it reaches
+// threshold.
 func NewWatcher(threshold int64, window time.Duration) *Watcher {
 	return &Watcher{threshold: threshold, window: window, groups: map[groupKey]*groupState{}}
 }
@@ -179,17 +186,26 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 			w.groups[k] = st
 			if w.checked && (w.since.IsZero() || g.FirstDeadAt.After(w.since)) {
 				events = append(events, Event{Type: EventGroupNew, Group: groupOf(g)})
-				st.quietUntil = now.Add(w.window)
+				st.quietUntil, st.reported = now.Add(w.window), now
 			} else if n, ok := w.recent[k]; ok {
 				st.samples = append(st.samples, sample{w.from, max(g.Count-n, 0)})
 			}
 		}
 		st.seen = now
 		st.samples = append(st.samples, sample{now, g.Count})
-		st.trim(now, w.window)
-		if growth := g.Count - st.samples[0].count; growth >= w.threshold && !now.Before(st.quietUntil) {
+		from := now.Add(-w.window)
+		if !st.reported.IsZero() && st.reported.Before(from) {
+			from = st.reported
+		}
+		st.trim(from)
+		if now.Before(st.quietUntil) {
+			continue
+		}
+		if growth := g.Count - st.samples[0].count; growth >= w.threshold {
 			events = append(events, Event{Type: EventGroupGrowing, Group: groupOf(g), Growth: growth, WindowSeconds: w.window.Seconds()})
-			st.quietUntil = now.Add(w.window)
+			st.quietUntil, st.reported = now.Add(w.window), now
+		} else {
+			st.reported = time.Time{}
 		}
 	}
 	for k, st := range w.groups {
@@ -203,10 +219,9 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 	return events
 }
 
-// trim keeps the samples within the window, and the newest one older than
-// it: the count the growth is measured from.
-func (st *groupState) trim(now time.Time, window time.Duration) {
-	from := now.Add(-window)
+// trim keeps the samples after from, and the newest one not after it: the
+// count the growth is measured from.
+func (st *groupState) trim(from time.Time) {
 	i := 0
 	for i+1 < len(st.samples) && !st.samples[i+1].at.After(from) {
 		i++

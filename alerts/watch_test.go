@@ -213,3 +213,55 @@ func TestWatcherMergesGroupsThatLookTheSame(t *testing.T) {
 		t.Fatalf("two groups that look the same grew by 60 and 50: %+v; want one growing by 110 to 140", events)
 	}
 }
+
+// What a group gains while it is quiet after an alert is reported when the
+// quiet ends, however late the first check after it comes: a burst that
+// goes on right after its first alert is not forgotten for having ended
+// more than a window before that check. That check measures from the
+// alert once: if the growth since falls short, later checks measure over
+// the window again.
+func TestWatcherReportsWhatGrewWhileQuiet(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	group := func(count int64) ops.DLQSummary {
+		return ops.DLQSummary{Groups: []ops.DeadGroup{{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "c", Count: count, FirstDeadAt: start.Add(time.Second)}}}
+	}
+	ok := ops.Health{Status: ops.HealthOK}
+	observe := func(w *alerts.Watcher, at time.Duration, count int64) []alerts.Event {
+		return w.Observe(start.Add(at), ok, group(count))
+	}
+	w := alerts.NewWatcher(50, time.Minute)
+	w.Observe(start, ok, ops.DLQSummary{})
+	if e := observe(w, 2*time.Second, 10); len(e) != 1 || e[0].Type != alerts.EventGroupNew {
+		t.Fatalf("the group's first check: %+v; want it new", e)
+	}
+	// 60 more die right after the alert; checks go on each second, quiet.
+	for s := 3; s <= 61; s++ {
+		if e := observe(w, time.Duration(s)*time.Second, 70); len(e) != 0 {
+			t.Fatalf("check at %ds, within the quiet minute: %+v", s, e)
+		}
+	}
+	// The first check after the quiet minute comes late: the 60 died more
+	// than a minute before it.
+	e := observe(w, 70*time.Second, 70)
+	if len(e) != 1 || e[0].Type != alerts.EventGroupGrowing || e[0].Growth != 60 || e[0].Group.Count != 70 {
+		t.Fatalf("the first check after the quiet minute: %+v; want the group growing by the 60 it gained since its alert", e)
+	}
+
+	// 30 while quiet and 30 after is 60 since the alert, but never 50
+	// within one minute: nothing is reported.
+	w = alerts.NewWatcher(50, time.Minute)
+	w.Observe(start, ok, ops.DLQSummary{})
+	observe(w, 2*time.Second, 10)
+	for s := 3; s <= 61; s++ {
+		observe(w, time.Duration(s)*time.Second, 40)
+	}
+	if e := observe(w, 62*time.Second, 40); len(e) != 0 {
+		t.Fatalf("30 since the alert: %+v; want nothing", e)
+	}
+	for s := 63; s <= 130; s++ {
+		if e := observe(w, time.Duration(s)*time.Second, 40+int64(s-62)/3); len(e) != 0 {
+			t.Fatalf("check at %ds, growing by one in 3 s: %+v; want nothing", s, e)
+		}
+	}
+}

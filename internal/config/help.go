@@ -105,7 +105,8 @@ a JSON webhook when the health verdict changes or gives a new reason (a
 second queue STALLED), when a new dead-letter group appears (queue, kind,
 error class and error pattern), or when a group grows by growth_threshold
 within growth_window; each check's changes are one post,
-and a group is reported at most once per window, so a burst is one alert.
+and a group is reported at most once per window, so a burst is one alert
+(what it gains meanwhile is reported when the window ends).
 One process at a time sends them: the first to start with alerts on, then
 another when it stops. A failed post is retried with backoff from a
 goroutine of its own, so workers never wait on it. ${NAME} in url and
