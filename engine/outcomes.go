@@ -172,12 +172,14 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) && !w.c.outage.failed(err) {
 			w.c.log.Warn(w.c.advised("pgbus: writing outcomes failed; retrying", err), "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		}
-		if guard.locked && !setVT(batch, written) {
-			// No retry or snooze landed, so no vt they set can be
-			// overwritten: the heartbeat may run meanwhile, keeping the
-			// queue's other running jobs, and these, from reappearing
-			// while the write waits (a DLQ or archive gone, the
-			// database down).
+		if guard.locked {
+			// The messages whose retry or snooze landed are let go first,
+			// so that the heartbeat cannot overwrite the vt they were
+			// given; then it runs again while the rest of the write waits
+			// (a DLQ or archive gone or locked, the database down),
+			// keeping the queue's other running jobs, and the rest of
+			// these, from reappearing and running again meanwhile.
+			w.unhold(queue, vtSet(batch, landed))
 			guard.release()
 		}
 		sleep(w.jobBase, delay)
@@ -216,15 +218,17 @@ func (w *queueWorker) observeLanded(all, written []result, landed map[int64]acti
 	}
 }
 
-// setVT reports whether a part of batch that sets its messages' vt (a
-// retry, a snooze) was written.
-func setVT(batch []result, written [5]bool) bool {
+// vtSet returns the claims of batch whose messages were given a vt by what
+// landed of it: a retry, a snooze, or a dead letter refused and kept in the
+// queue as a retry.
+func vtSet(batch []result, landed map[int64]action) []store.Claim {
+	var out []store.Claim
 	for _, r := range batch {
-		if (r.action == actionRetry || r.action == actionSnooze) && written[r.action] {
-			return true
+		if a, ok := landed[r.claim.MsgID]; ok && (a == actionRetry || a == actionSnooze) {
+			out = append(out, r.claim)
 		}
 	}
-	return false
+	return out
 }
 
 // latestReads keeps, of the outcomes of one message, the one of its latest

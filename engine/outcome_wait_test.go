@@ -1,0 +1,116 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// While an outcome write waits after the part of it that set a vt landed
+// (a retry written, then a dead letter whose DLQ is locked), the heartbeat
+// goes on keeping the other held messages invisible: a job still running,
+// and the dead letter waiting to be written, are not read and run again
+// when their visibility timeout passes meanwhile.
+func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := newQueue(t, st, func(s *store.QueueSettings) {
+		s.VisibilityTimeout = 2 * time.Second
+		s.RetryBackoff, s.RetryBackoffMax = time.Hour, time.Hour
+	})
+	logs := &pgtest.SyncBuffer{}
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
+	})
+	var mu sync.Mutex
+	runs := map[string]int{}
+	gate, keepRunning := make(chan struct{}), make(chan struct{})
+	c.HandleQueue(q, func(ctx context.Context, j *engine.Job) error {
+		var p struct{ Job string }
+		if err := j.Decode(&p); err != nil {
+			return err
+		}
+		mu.Lock()
+		runs[p.Job]++
+		mu.Unlock()
+		switch p.Job {
+		case "succeed":
+			return nil
+		case "retry":
+			<-gate
+			return errors.New("upstream 503")
+		case "dead":
+			<-gate
+			return engine.NonRetryable(errors.New("bad input"))
+		default: // "running": runs through the whole wait
+			select {
+			case <-keepRunning:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+	})
+	ranOnce := func(when string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, job := range []string{"succeed", "retry", "dead", "running"} {
+			if runs[job] != 1 {
+				t.Fatalf("%s: job %s ran %d times, want once (runs: %v)", when, job, runs[job], runs)
+			}
+		}
+	}
+	// A write that waits for a lock past its call timeout is logged as
+	// the database not answering.
+	failedWrites := func() int { return strings.Count(logs.String(), "context deadline exceeded") }
+
+	// The success's write waits for the archive, so that the retry and
+	// the dead letter, finished meanwhile, are written together after it.
+	archive := lockTable(t, st, "a_"+q)
+	dlq := lockDLQ(t, st, store.DLQName(q))
+	for _, job := range []string{"succeed", "retry", "dead", "running"} {
+		pgtest.Send(t, c, q, map[string]string{"job": job}, engine.SendOptions{})
+	}
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the success's write to wait for the archive", func() bool { return failedWrites() >= 1 })
+	close(gate)
+	pgtest.Eventually(t, time.Minute, "the retry and the dead letter to be waiting", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs["retry"] == 1 && runs["dead"] == 1
+	})
+	// One more failed try of the success after both returned: their
+	// outcomes wait behind it, and go in the next batch together.
+	n := failedWrites()
+	pgtest.Eventually(t, time.Minute, "one more try of the success's write", func() bool { return failedWrites() > n })
+	archive.release()
+	pgtest.Eventually(t, time.Minute, "the retry to be written", func() bool {
+		return len(failures(t, st, q, firstIDOf(t, st, q, "retry"))) == 1
+	})
+	// The dead letter waits for the DLQ for three visibility timeouts.
+	n = failedWrites()
+	pgtest.Eventually(t, time.Minute, "the dead letter's write to wait for its DLQ", func() bool { return failedWrites() >= n+6 })
+	ranOnce("while the dead letter waited")
+	dlq.release()
+	pgtest.Eventually(t, time.Minute, "the dead letter to be written", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+store.DLQName(q)+`"`) == 1
+	})
+	close(keepRunning)
+	pgtest.Eventually(t, time.Minute, "the running job's success to be written", func() bool { return pgtest.Archived(t, st, q) == 2 })
+	ranOnce("at the end")
+}
+
+// firstIDOf returns the id of queue's message whose payload's job is job.
+func firstIDOf(t *testing.T, st *store.Store, queue, job string) int64 {
+	t.Helper()
+	return int64(pgtest.Int(t, st, `SELECT msg_id::int FROM pgmq."q_`+queue+`" WHERE message->>'job' = $1`, job))
+}
