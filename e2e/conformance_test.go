@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,40 @@ func TestConformanceSuite(t *testing.T) {
 		if !strings.Contains(run, "Baseline check passed") {
 			t.Errorf("the baseline check against %s did not pass:\n%s", name, run)
 		}
+	}
+}
+
+// When the suite fails, the run prints why each check failed that was not
+// expected to, from the results the suite saved: its own summary names
+// only the scenario.
+func TestConformanceFailuresSayWhy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	save := func(scenario, checks string) {
+		d := filepath.Join(dir, "server-"+scenario+"-2026-12-03T18-40-12-345Z")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "checks.json"), []byte(checks), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("tools-call-with-progress", `[{"name":"ToolsCallWithProgress","status":"FAILURE","description":"progress",
+		"errorMessage":"expected 3 progress notifications, got 1","details":{"received":1}},
+		{"name":"ServerInitialize","status":"SUCCESS","description":"init"}]`)
+	save("tools-call-image", `[{"name":"ToolsCallImage","status":"FAILURE","description":"image","errorMessage":"unknown tool"}]`)
+	save("ping", `[{"name":"Ping","status":"SUCCESS","description":"ping"}]`)
+	expected := filepath.Join(dir, "expected.yml")
+	if err := os.WriteFile(expected, []byte("server:\n  - tools-call-image # calls a fixture\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("node", "conformance/failed-checks.mjs", dir, expected).CombinedOutput()
+	if err != nil {
+		t.Fatalf("failed-checks: %v\n%s", err, out)
+	}
+	want := "conformance: tools-call-with-progress: ToolsCallWithProgress failed: expected 3 progress notifications, got 1\n" +
+		"  details: {\"received\":1}\n"
+	if string(out) != want {
+		t.Fatalf("failed-checks printed:\n%s\nwant only the unexpected failure, with its message and details:\n%s", out, want)
 	}
 }
