@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 	})
 	logs := &pgtest.SyncBuffer{}
 	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
 	})
 	var mu sync.Mutex
@@ -69,9 +70,9 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 			}
 		}
 	}
-	// A write that waits for a lock past its call timeout is logged as
-	// the database not answering.
-	failedWrites := func() int { return strings.Count(logs.String(), "context deadline exceeded") }
+	// Each try of a write that waits for a lock past its call timeout is
+	// logged, at warn once a minute and at debug between.
+	failedWrites := func() int { return strings.Count(logs.String(), "writing outcomes waits for a lock") }
 
 	// The success's write waits for the archive, so that the retry and
 	// the dead letter, finished meanwhile, are written together after it.
@@ -100,6 +101,27 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 	n = failedWrites()
 	pgtest.Eventually(t, time.Minute, "the dead letter's write to wait for its DLQ", func() bool { return failedWrites() >= n+6 })
 	ranOnce("while the dead letter waited")
+	// The log says who holds the lock and how to end it, not that the
+	// database does not answer.
+	for _, l := range []*tableLock{archive, dlq} {
+		if want := fmt.Sprintf("pg_terminate_backend(%d)", l.pid); !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not say %s:\n%s", want, logs.String())
+		}
+	}
+	// The success's write named the archive's lock alone, not the DLQ's,
+	// which did not hold it.
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "writing outcomes waits for a lock") {
+			if strings.Contains(line, fmt.Sprintf("pg_terminate_backend(%d)", dlq.pid)) || strings.Contains(line, "_dlq in ") {
+				t.Errorf("the success's wait names the DLQ's lock: %s", line)
+			}
+			break
+		}
+	}
+	if text := logs.String(); strings.Contains(text, "does not answer") || !strings.Contains(text, "level=WARN msg=\"pgbus: writing outcomes waits for a lock") ||
+		!strings.Contains(text, `held_by="pgmq.a_`+q+` in ShareLock by pid`) {
+		t.Errorf("the log of the writes that waited for locks:\n%s", text)
+	}
 	dlq.release()
 	pgtest.Eventually(t, time.Minute, "the dead letter to be written", func() bool {
 		return pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+store.DLQName(q)+`"`) == 1

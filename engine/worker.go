@@ -49,6 +49,9 @@ type queueWorker struct {
 	// outcomesRefused is set while the database refuses the writes of the
 	// queue's outcomes for want of a privilege, so that it is logged once.
 	outcomesRefused atomic.Bool
+	// lockSaid is when a write of outcomes waiting for another session's
+	// lock was last logged at warn; only the outcome writer uses it.
+	lockSaid time.Time
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat

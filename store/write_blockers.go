@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// WriteBlockers describes the sessions holding table locks that keep
+// outcome writes of physical queue queue waiting: locks that conflict with
+// a row write, on the queue's table and pgbus.failures, on its archive
+// when archive is set, and on dlq's table when dlq is not "". It is for a
+// log that must tell why a write waited past its call timeout while the
+// database answers. heldBy reads "pgmq.a_orders in ShareLock by pid 42
+// (idle in transaction, ...)" joined with "; ", and terminate is the
+// statement that ends those sessions; both are "" when no session holds
+// such a lock.
+func (s *Store) WriteBlockers(ctx context.Context, queue string, archive bool, dlq string) (heldBy, terminate string, err error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return "", "", err
+	}
+	tables := []string{queueTable(queue), "pgbus.failures"}
+	if archive {
+		tables = append(tables, archiveTable(queue))
+	}
+	if dlq != "" {
+		tables = append(tables, queueTable(dlq))
+	}
+	rows, err := s.reads.Query(ctx, `
+		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
+		       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
+		       coalesce(a.state, ''), a.xact_start, a.query_start
+		FROM pg_catalog.pg_locks l
+		JOIN pg_catalog.pg_class c ON c.oid = l.relation
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+		WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+		  AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
+		  AND l.relation IN (SELECT to_regclass(t) FROM unnest($1::text[]) AS t)
+		ORDER BY 1, l.pid
+		LIMIT 10`, tables)
+	if err != nil {
+		return "", "", fmt.Errorf("store: find the locks that hold the outcome writes of %q: %w", queue, err)
+	}
+	defer rows.Close()
+	var held, calls []string
+	seen := map[int]bool{}
+	for rows.Next() {
+		var table, mode string
+		var b blocker
+		if err := rows.Scan(&table, &mode, &b.pid, &b.holds, &b.user, &b.app, &b.client, &b.state, &b.xactStart, &b.queryStart); err != nil {
+			return "", "", fmt.Errorf("store: find the locks that hold the outcome writes of %q: %w", queue, err)
+		}
+		held = append(held, fmt.Sprintf("%s in %s by %s", table, mode, b))
+		if !seen[b.pid] {
+			seen[b.pid] = true
+			calls = append(calls, fmt.Sprintf("pg_terminate_backend(%d)", b.pid))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", "", fmt.Errorf("store: find the locks that hold the outcome writes of %q: %w", queue, err)
+	}
+	if len(held) == 0 {
+		return "", "", nil
+	}
+	return strings.Join(held, "; "), "SELECT " + strings.Join(calls, ", "), nil
+}
