@@ -2,20 +2,58 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
-// lockedOut reports whether a write of batch, the outcomes of queue, that
-// ran out its call timeout waited for a lock another session holds on the
-// tables its parts not yet written write, and if so logs who holds it and how to end it, at
-// warn once per outageReminder and at debug between. Told as the database
-// not answering, it sent whoever read the log looking for a server that
-// was up, while a LOCK TABLE, a VACUUM FULL or a transaction left open
-// held the queue's outcomes (and, behind them, its later ones).
-func (w *queueWorker) lockedOut(queue string, batch []result, written [5]bool, err error) bool {
+// lockWait is a kind of call the worker makes that another session's
+// lock can hold: a read of the queue, or a write of its outcomes.
+type lockWait struct {
+	what      string     // "reading the queue", as the log says it
+	meanwhile string     // what becomes of the messages meanwhile
+	said      *time.Time // when this kind of wait was last logged at warn
+}
+
+// lockedOut reports whether err, a call of the kind wait given up at its
+// call timeout, waited for a lock another session holds on the tables it
+// uses (those of queues and pgbus.failures; the queue's archive when
+// archive is set, dlq's table when dlq is not ""), and if so logs who
+// holds it and how to end it, at warn once per outageReminder and at debug
+// between. Told as the database not answering, it sent whoever read the
+// log looking for a server that was up, while a LOCK TABLE, a VACUUM FULL
+// or a transaction left open held the queue.
+func (w *queueWorker) lockedOut(wait lockWait, queues []string, archive bool, dlq string, err error, attrs ...any) bool {
 	if !unanswered(err) {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(w.writeBase, w.c.cfg.DatabaseCallTimeout)
+	defer cancel()
+	var held, ends []string
+	for _, q := range queues {
+		heldBy, terminate, qerr := w.c.store.WriteBlockers(ctx, q, archive, dlq)
+		if qerr != nil {
+			return false // no answer: the outage it looks like
+		}
+		if heldBy != "" {
+			held, ends = append(held, heldBy), append(ends, terminate)
+		}
+	}
+	if len(held) == 0 {
+		return false // a slow statement, told as before
+	}
+	log := w.c.log.Debug
+	if now := time.Now(); now.Sub(*wait.said) >= outageReminder {
+		*wait.said, log = now, w.c.log.Warn
+	}
+	log("pgbus: "+wait.what+" waits for a lock another session holds on the queue's tables; "+wait.meanwhile+
+		", and pgbus retries until the lock is released; if that session is stuck, end it: "+strings.Join(ends, "; "),
+		append(attrs, "held_by", strings.Join(held, "; "), "waited", w.c.cfg.DatabaseCallTimeout.String(), "err", err)...)
+	return true
+}
+
+// writeLockedOut is lockedOut for a write of batch, the outcomes of
+// queue: the tables are those its parts not yet written write.
+func (w *queueWorker) writeLockedOut(queue string, batch []result, written [5]bool, err error) bool {
 	var archive bool
 	dlq := ""
 	for _, r := range batch {
@@ -27,18 +65,13 @@ func (w *queueWorker) lockedOut(queue string, batch []result, written [5]bool, e
 			dlq = w.dlq
 		}
 	}
-	ctx, cancel := context.WithTimeout(w.writeBase, w.c.cfg.DatabaseCallTimeout)
-	defer cancel()
-	heldBy, terminate, qerr := w.c.store.WriteBlockers(ctx, queue, archive, dlq)
-	if qerr != nil || heldBy == "" {
-		return false // no answer: the outage it looks like; or a slow statement
-	}
-	log := w.c.log.Debug
-	if now := time.Now(); now.Sub(w.lockSaid) >= outageReminder {
-		w.lockSaid, log = now, w.c.log.Warn
-	}
-	log("pgbus: writing outcomes waits for a lock another session holds on the queue's tables; the messages stay held, neither run again nor lost, "+
-		"and pgbus retries until the lock is released; if that session is stuck, end it: "+terminate,
-		"queue", queue, "count", len(batch), "held_by", heldBy, "waited", w.c.cfg.DatabaseCallTimeout.String(), "err", err)
-	return true
+	wait := lockWait{what: "writing outcomes", meanwhile: "the messages stay held, neither run again nor lost", said: &w.writeLockSaid}
+	return w.lockedOut(wait, []string{queue}, archive, dlq, err, "queue", queue, "count", len(batch))
+}
+
+// readLockedOut is lockedOut for a read of the queue, which may
+// dead-letter what it reads.
+func (w *queueWorker) readLockedOut(err error, retryIn time.Duration) bool {
+	wait := lockWait{what: "reading the queue", meanwhile: "its messages wait", said: &w.readLockSaid}
+	return w.lockedOut(wait, w.physical, false, w.dlq, err, "queue", w.name, "in", retryIn.String())
 }

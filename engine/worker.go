@@ -49,9 +49,10 @@ type queueWorker struct {
 	// outcomesRefused is set while the database refuses the writes of the
 	// queue's outcomes for want of a privilege, so that it is logged once.
 	outcomesRefused atomic.Bool
-	// lockSaid is when a write of outcomes waiting for another session's
-	// lock was last logged at warn; only the outcome writer uses it.
-	lockSaid time.Time
+	// writeLockSaid and readLockSaid are when a write of outcomes and a
+	// read waiting for another session's lock were last logged at warn;
+	// only the outcome writer and the fetch loop use them, each its own.
+	writeLockSaid, readLockSaid time.Time
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
@@ -128,7 +129,7 @@ func (w *queueWorker) logReadFailure(err error, retryIn time.Duration) {
 			"queue", w.name, "err", err, "in", retryIn.String())
 		return
 	}
-	if w.c.outage.failed(err) {
+	if w.readLockedOut(err, retryIn) || w.c.outage.failed(err) {
 		return
 	}
 	w.c.log.Warn(w.c.advised("pgbus: read failed; retrying", err), "queue", w.name, "err", err, "in", retryIn.String())
