@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,9 +138,10 @@ func firstIDOf(t *testing.T, st *store.Store, queue, job string) int64 {
 	return int64(pgtest.Int(t, st, `SELECT msg_id::int FROM pgmq."q_`+queue+`" WHERE message->>'job' = $1`, job))
 }
 
-// A read that waits for another session's lock on the queue's table past
-// its call timeout (a VACUUM FULL, a LOCK TABLE) is logged as such, naming
-// the session and the statement that ends it, not as the database not
+// A read, and an extension of the running jobs' visibility timeout, that
+// wait for another session's lock on the queue's table past their call
+// timeout (a VACUUM FULL, a LOCK TABLE) are logged as such, naming the
+// session and the statement that ends it, not as the database not
 // answering; the queue is worked once the lock goes.
 func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	t.Parallel()
@@ -150,30 +152,35 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
 	})
-	var mu sync.Mutex
-	runs := 0
-	c.HandleQueue(q, func(context.Context, *engine.Job) error {
-		mu.Lock()
-		defer mu.Unlock()
-		runs++
+	var runs atomic.Int32
+	running, finish := make(chan struct{}), make(chan struct{})
+	c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
+		if runs.Add(1) == 1 {
+			close(running)
+		}
+		select {
+		case <-finish:
+		case <-ctx.Done():
+		}
 		return nil
 	})
 	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
-	lock := lockTable(t, st, "q_"+q)
 	pgtest.Start(t, c)
-	want := fmt.Sprintf("pg_terminate_backend(%d)", lock.pid)
-	pgtest.Eventually(t, time.Minute, "the read to wait for the lock", func() bool {
-		return strings.Contains(logs.String(), "reading the queue waits for a lock")
+	<-running
+	lock := lockTable(t, st, "q_"+q) // the reads go on, finding nothing to read
+	pgtest.Eventually(t, time.Minute, "the read and the heartbeat to wait for the lock", func() bool {
+		text := logs.String()
+		return strings.Contains(text, "reading the queue waits for a lock") && strings.Contains(text, "extending the visibility timeout of the running jobs waits for a lock")
 	})
+	want := fmt.Sprintf("pg_terminate_backend(%d)", lock.pid)
 	if text := logs.String(); !strings.Contains(text, want) || !strings.Contains(text, `held_by="pgmq.q_`+q+` in ShareLock by pid`) ||
 		strings.Contains(text, "does not answer") {
-		t.Fatalf("the log of a read waiting for a lock; want it to name the lock and %s, not an outage:\n%s", want, text)
+		t.Fatalf("the log of a read and a heartbeat waiting for a lock; want it to name the lock and %s, not an outage:\n%s", want, text)
 	}
 	lock.release()
-	pgtest.Eventually(t, time.Minute, "the job to run once the lock went", func() bool { return pgtest.Archived(t, st, q) == 1 })
-	mu.Lock()
-	defer mu.Unlock()
-	if runs != 1 {
-		t.Fatalf("the job ran %d times, want once", runs)
+	close(finish)
+	pgtest.Eventually(t, time.Minute, "the job's success to be written once the lock went", func() bool { return pgtest.Archived(t, st, q) == 1 })
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times, want once", n)
 	}
 }

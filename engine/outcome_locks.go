@@ -3,15 +3,35 @@ package engine
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 )
+
+// lastSaid is when something was last logged at warn, for goroutines that
+// share it.
+type lastSaid struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+// due reports whether every has passed since the last time due said so,
+// and if so takes now as that time.
+func (s *lastSaid) due(now time.Time, every time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.at) < every {
+		return false
+	}
+	s.at = now
+	return true
+}
 
 // lockWait is a kind of call the worker makes that another session's
 // lock can hold: a read of the queue, or a write of its outcomes.
 type lockWait struct {
-	what      string     // "reading the queue", as the log says it
-	meanwhile string     // what becomes of the messages meanwhile
-	said      *time.Time // when this kind of wait was last logged at warn
+	what      string    // "reading the queue", as the log says it
+	meanwhile string    // what becomes of the messages meanwhile
+	said      *lastSaid // when this kind of wait was last logged at warn
 }
 
 // lockedOut reports whether err, a call of the kind wait given up at its
@@ -42,8 +62,8 @@ func (w *queueWorker) lockedOut(wait lockWait, queues []string, archive bool, dl
 		return false // a slow statement, told as before
 	}
 	log := w.c.log.Debug
-	if now := time.Now(); now.Sub(*wait.said) >= outageReminder {
-		*wait.said, log = now, w.c.log.Warn
+	if wait.said.due(time.Now(), outageReminder) {
+		log = w.c.log.Warn
 	}
 	log("pgbus: "+wait.what+" waits for a lock another session holds on the queue's tables; "+wait.meanwhile+
 		", and pgbus retries until the lock is released; if that session is stuck, end it: "+strings.Join(ends, "; "),
@@ -74,4 +94,11 @@ func (w *queueWorker) writeLockedOut(queue string, batch []result, written [5]bo
 func (w *queueWorker) readLockedOut(err error, retryIn time.Duration) bool {
 	wait := lockWait{what: "reading the queue", meanwhile: "its messages wait", said: &w.readLockSaid}
 	return w.lockedOut(wait, w.physical, false, w.dlq, err, "queue", w.name, "in", retryIn.String())
+}
+
+// heartbeatLockedOut is lockedOut for an extension of the visibility
+// timeout of the messages of queue the worker holds.
+func (w *queueWorker) heartbeatLockedOut(queue string, count int, err error) bool {
+	wait := lockWait{what: "extending the visibility timeout of the running jobs", meanwhile: "if it lasts past their visibility timeout, their messages may be read again once it is released, and run again beside them", said: &w.heartbeatLockSaid}
+	return w.lockedOut(wait, []string{queue}, false, "", err, "queue", queue, "count", count)
 }

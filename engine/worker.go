@@ -49,10 +49,10 @@ type queueWorker struct {
 	// outcomesRefused is set while the database refuses the writes of the
 	// queue's outcomes for want of a privilege, so that it is logged once.
 	outcomesRefused atomic.Bool
-	// writeLockSaid and readLockSaid are when a write of outcomes and a
-	// read waiting for another session's lock were last logged at warn;
-	// only the outcome writer and the fetch loop use them, each its own.
-	writeLockSaid, readLockSaid time.Time
+	// When a write of outcomes, a read and an extension of the held
+	// messages' visibility timeout that waited for another session's lock
+	// were last logged at warn.
+	writeLockSaid, readLockSaid, heartbeatLockSaid lastSaid
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
@@ -441,7 +441,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) bool {
 			})
 			if err != nil {
 				ok = false
-				if ctx.Err() == nil && !w.c.outage.failed(err) {
+				if ctx.Err() == nil && !w.heartbeatLockedOut(queue, len(chunk), err) && !w.c.outage.failed(err) {
 					w.c.log.Warn(w.c.advised("pgbus: visibility heartbeat failed", err), "queue", queue, "err", err)
 				}
 				continue
