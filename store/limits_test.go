@@ -39,11 +39,11 @@ func limitedStore(t *testing.T, set ...string) (*store.Store, string) {
 // it runs on another connection, a write as well as a read.
 func TestIdleSessionTimeoutFailsNoCall(t *testing.T) {
 	ctx := testContext(t)
-	st, q := limitedStore(t, "idle_session_timeout = '20ms'")
+	st, q := limitedStore(t, "idle_session_timeout = '40ms'")
 	for i := range 10 {
 		// Idle past the server's timeout, but not so long that the pool
-		// pings the connection before handing it out.
-		time.Sleep(40 * time.Millisecond)
+		// pings the connection before handing it out (100ms).
+		time.Sleep(80 * time.Millisecond)
 		if _, err := st.Send(ctx, q, msg(`{}`)); err != nil {
 			t.Fatalf("send %d after the server ended the idle connections: %v", i, err)
 		}

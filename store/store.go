@@ -96,7 +96,15 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	err = pool.Ping(ctx)
+	for tries := 1; idleKilled(err) && tries < 3 && ctx.Err() == nil; tries++ {
+		// The server ended the new session for sitting idle between its
+		// start and the ping, on a busy machine under a short
+		// idle_session_timeout: the ping never ran, so it runs on a new
+		// connection, as a statement would.
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, &connectError{host: cfg.ConnConfig.Host, err: err}
 	}
@@ -198,6 +206,8 @@ func connectAdvice(err error) string {
 		return "the server is starting up, shutting down or recovering: try again once it is up"
 	case pgErr.Code == "3D000": // invalid_catalog_name
 		return "the database named in DATABASE_URL does not exist: create it (createdb NAME) or name one that does"
+	case pgErr.Code == "57P05": // idle_session_timeout
+		return "the server ended each new session for sitting idle before its first statement: its idle_session_timeout (for this role, this database or in all) is shorter than this machine takes to use a new connection; raise it to a second or more"
 	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
 		return "the server refused the role: check the user and password in DATABASE_URL, and that the server's pg_hba.conf lets this role connect from here"
 	}
