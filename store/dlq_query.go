@@ -166,8 +166,10 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 }
 
 // deadReadAttempts bounds the reads of every DLQ that a DLQ dropped
-// meanwhile cuts short.
-const deadReadAttempts = 4
+// meanwhile cuts short. A database where queues come and go often (a
+// service with a queue per tenant or per job, a test suite's) drops one
+// between the listing and the read several times in a row now and then.
+const deadReadAttempts = 8
 
 // runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
 // meantime makes it list the DLQs again, up to deadReadAttempts reads.
