@@ -64,25 +64,37 @@ func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
 	}
 }
 
-// unansweredError is err, a call given up after limit for want of an
+// unansweredError is err, a call given up by its bound b for want of an
 // answer, with what that means for the call and what to do. The pool's
-// connections, which froze with the call's, are dropped first, once per
-// freeze (store.DropFrozenConnections), so that the next call connects
-// afresh rather than meet another frozen one. A bulk call that stopped
-// partway keeps its own error, which says what it did and that the same
-// call does the rest: only its cause is said so.
-func (s *Service) unansweredError(err error, limit time.Duration, e effect) error {
+// connections are dropped first (a frozen path froze them all); then a
+// fresh connection asks, within a few seconds, whether another session
+// holds a lock on pgbus's or PGMQ's tables: a call that waited for one (a
+// LOCK TABLE, a VACUUM FULL, a transaction left open) is told so, with
+// who holds it, rather than as a database that does not answer, which
+// the health check would then contradict.
+func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	// The call given up, or its statement, began a bound ago.
-	s.store.DropFrozenConnections(time.Now().Add(-limit))
+	s.store.DropFrozenConnections(time.Now().Add(-b.limit))
 	var pd *PartlyDone
 	inner := err
 	if errors.As(err, &pd) {
 		inner = pd.Err
 	}
 	what := fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed: "+
-		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", limit, inner)
+		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, inner)
+	again := "the next call connects afresh: try it again once the database answers"
+	hints := []Hint{hint(OpHealth, "says whether the database answers again")}
+	if heldBy, end := s.lockHolders(b); heldBy != "" {
+		what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, and was given up: %s (%v)", b.limit, heldBy, inner)
+		again = "try it again once that session ends its transaction; if it is stuck, end it: " + end
+		hints = nil
+	}
 	if pd != nil {
-		pd.Err = cause{msg: what, err: errors.Join(ErrUnavailable, pd.Err)}
+		msg := what
+		if hints == nil { // a lock: the way to end it is no step of a tool
+			msg += "; " + again
+		}
+		pd.Err = cause{msg: msg, err: errors.Join(ErrUnavailable, pd.Err)}
 		return err
 	}
 	parts := []string{what}
@@ -92,7 +104,24 @@ func (s *Service) unansweredError(err error, limit time.Duration, e effect) erro
 	case writesInSteps:
 		parts = append(parts, "the step it was in, one transaction, was either done whole or not at all, and the steps of this call done before it stay done: check what is left before calling again")
 	}
-	parts = append(parts, "the next call connects afresh: try it again once the database answers")
-	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err),
-		Hints: []Hint{hint(OpHealth, "says whether the database answers again")}}
+	parts = append(parts, again)
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err), Hints: hints}
 }
+
+// lockHolders asks, on behalf of a call given up by its bound b, who
+// holds locks on pgbus's and PGMQ's tables, within the bound and at most
+// lockProbeWait: a database that does not answer leaves it "".
+func (s *Service) lockHolders(b *callBound) (heldBy, terminate string) {
+	ctx, cancel := context.WithTimeout(b.outer, min(b.limit, lockProbeWait))
+	defer cancel()
+	heldBy, terminate, err := s.store.LockHolders(ctx, time.Now().Add(-b.limit))
+	if err != nil {
+		return "", ""
+	}
+	return heldBy, terminate
+}
+
+// lockProbeWait bounds the question lockHolders asks: on a frozen path it
+// gets no answer, and the call's caller, who already waited a bound,
+// waits this much more for the error.
+const lockProbeWait = 5 * time.Second

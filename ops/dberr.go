@@ -51,7 +51,7 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	if b, ok := givenUp(ctx, *err); ok {
-		*err = s.unansweredError(*err, b.limit, e)
+		*err = s.unansweredError(b, *err, e)
 		return
 	}
 	if errors.As(*err, &done) {

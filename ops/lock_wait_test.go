@@ -1,0 +1,61 @@
+package ops_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A call given up at its bound while it waited for a lock another session
+// holds on the queue's table (a LOCK TABLE, a VACUUM FULL, a transaction
+// left open) says so, with the session and the statement that ends it,
+// rather than that the database does not answer, which the health check
+// would contradict. Nothing is lost: once the lock goes, a retry moves
+// every message.
+func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."q_`+q+`" IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // the lock's transaction begins before the calls
+	end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)
+	held := fmt.Sprintf(`pgmq.q_%s in ShareLock by pid %d (idle in transaction`, q, pid)
+
+	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1]})
+	if err == nil || !strings.Contains(err.Error(), "waited 1s (database call timeout) for a lock another session holds") ||
+		!strings.Contains(err.Error(), held) || !strings.Contains(err.Error(), end) || strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("a retry held by a lock: %v; want the lock, %q and %s, not a database that does not answer", err, held, end)
+	}
+	if k, next := ops.ErrorKind(err), ops.NextSteps(err); k != ops.KindUnavailable || len(next) != 0 {
+		t.Errorf("a retry held by a lock: kind %s, next %+v; want unavailable and no health check, which would say OK", k, next)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil {
+		t.Fatalf("the bulk retry once the lock went: %v", err)
+	}
+	if live, dead := pgtest.Live(t, s, q), pgtest.Live(t, s, store.DLQName(q)); live != 3 || dead != 0 {
+		t.Fatalf("after the retries: %d in the queue, %d dead; want the 3 messages in the queue once each", live, dead)
+	}
+}
