@@ -47,7 +47,7 @@ func (w *queueWorker) lockedOut(wait lockWait, queues []string, archive bool, dl
 		return false
 	}
 	since := time.Now().Add(-w.c.cfg.DatabaseCallTimeout) // when the call began
-	ctx, cancel := context.WithTimeout(w.writeBase, w.c.cfg.DatabaseCallTimeout)
+	ctx, cancel := context.WithTimeout(w.writeBase, min(w.c.cfg.DatabaseCallTimeout, lockProbeWait))
 	defer cancel()
 	var held, ends []string
 	for _, q := range queues {
@@ -71,6 +71,11 @@ func (w *queueWorker) lockedOut(wait lockWait, queues []string, archive bool, dl
 		append(attrs, "held_by", strings.Join(held, "; "), "waited", w.c.cfg.DatabaseCallTimeout.String(), "err", err)...)
 	return true
 }
+
+// lockProbeWait bounds the question lockedOut asks: through an outage it
+// gets no answer, and the loop that asks waits this much more before its
+// next try.
+const lockProbeWait = 5 * time.Second
 
 // writeLockedOut is lockedOut for a write of batch, the outcomes of
 // queue: the tables are those its parts not yet written write.
