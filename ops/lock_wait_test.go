@@ -16,8 +16,9 @@ import (
 // holds on the queue's table (a LOCK TABLE, a VACUUM FULL, a transaction
 // left open) says so, with the session and the statement that ends it,
 // rather than that the database does not answer, which the health check
-// would contradict. Nothing is lost: once the lock goes, a retry moves
-// every message.
+// would contradict; a retry of several messages stops at the first, rather
+// than wait a bound for each. Nothing is lost: once the lock goes, a retry
+// moves every message.
 func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -49,6 +50,15 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	if k, next := ops.ErrorKind(err), ops.NextSteps(err); k != ops.KindUnavailable || len(next) != 0 {
 		t.Errorf("a retry held by a lock: kind %s, next %+v; want unavailable and no health check, which would say OK", k, next)
 	}
+	// A retry of several messages stops at the first move given up, each
+	// other one being held alike, and says why, by filter or by ids.
+	for name, req := range map[string]ops.DLQRetryRequest{"by filter": {Filter: ops.DeadFilter{Queue: q}}, "by ids": {IDs: ids}} {
+		_, err = svc.DLQRetry(ctx, req)
+		if err == nil || !strings.Contains(err.Error(), held) || !strings.Contains(err.Error(), end) {
+			t.Fatalf("a retry %s held by a lock: %v; want the lock, %q and %s", name, err, held, end)
+		}
+	}
+
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,10 @@ func newRetryReport(opts RetryOptions) RetryReport {
 
 // RetryDead moves dead messages of dlq (a DLQ name, or its queue's) back to
 // the queue they died in, or to the DLQ's base queue when that one is gone,
-// each in its own transaction: one message failing does not stop the rest.
+// each in its own transaction: one message failing does not stop the rest,
+// but for a move given up at its statement bound (WithStatementTimeout),
+// which would be the fate of every message left: the call stops there and
+// returns that error, the messages moved before staying moved.
 // A retried message loses its dead-letter block and carries
 // pgbus_dlq_retries, the number of its trips out of a DLQ; its failure
 // history goes with it. With one id, a failure is also returned as the error
@@ -240,13 +243,18 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		}
 	}
 	if !opts.DryRun {
-		s.retryParallel(ctx, refs, out, places, opts)
-		if err := ctx.Err(); err != nil && slices.ContainsFunc(out, untried) {
+		gaveUp := s.retryParallel(ctx, refs, out, places, opts)
+		err := ctx.Err()
+		if err == nil {
+			err = gaveUp
+		}
+		if err != nil && (gaveUp != nil || slices.ContainsFunc(out, untried)) {
 			// Stopped partway: the messages that moved before stay moved,
 			// and the report counts them; the rest were not tried, but for
-			// a move the cancellation cut off, whose commit is not known.
-			// A cancellation that came as the last moves finished stopped
-			// nothing: every outcome is known, and reported as usual.
+			// a move the cancellation or the bound cut off, whose commit
+			// is not known. A cancellation that came as the last moves
+			// finished stopped nothing: every outcome is known, and
+			// reported as usual.
 			for i, r := range refs {
 				if out[i].err == nil && out[i].newID != 0 {
 					rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
@@ -278,22 +286,44 @@ func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 // move cut off by the cancellation could commit without its caller
 // knowing, and go uncounted in the report. A move under way finishes,
 // unless it is still going moveGrace after the cancellation.
-func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) {
+//
+// A move given up at its statement bound (WithStatementTimeout) stops the
+// lanes too, and is returned: the database, or another session's lock on
+// a table the moves write, held it that long, and would hold each message
+// left alike, a bound each.
+func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) error {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	moves, stop := finishing(ctx, moveGrace)
 	defer stop()
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		gaveUp error
+	)
+	stopped := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return gaveUp != nil
+	}
 	for lane := range lanes {
 		wg.Go(func() {
 			for i, r := range refs {
-				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil {
+				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil || stopped() {
 					continue
 				}
 				out[i] = s.retryWithFallback(moves, r, out[i].target, places, opts)
+				if err := out[i].err; err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					mu.Lock()
+					if gaveUp == nil {
+						gaveUp = err
+					}
+					mu.Unlock()
+				}
 			}
 		})
 	}
 	wg.Wait()
+	return gaveUp
 }
 
 func deadRetryLane(r deadRef, i, lanes int) int {
