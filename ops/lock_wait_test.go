@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,23 +25,13 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	q := newQueue(t, s, nil)
 	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck
-	var pid int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."q_`+q+`" IN SHARE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	lock := pgtest.HoldLock(t, s, "q_"+q)
+	pid := lock.PID
 	time.Sleep(10 * time.Millisecond) // the lock's transaction begins before the calls
 	end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)
 	held := fmt.Sprintf(`pgmq.q_%s in ShareLock by pid %d (idle in transaction`, q, pid)
 
-	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1]})
+	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids[:1]})
 	if err == nil || !strings.Contains(err.Error(), "waited 1s (database call timeout) for a lock another session holds") ||
 		!strings.Contains(err.Error(), held) || !strings.Contains(err.Error(), end) || strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("a retry held by a lock: %v; want the lock, %q and %s, not a database that does not answer", err, held, end)
@@ -59,9 +48,7 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 		}
 	}
 
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock.Release()
 	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil {
 		t.Fatalf("the bulk retry once the lock went: %v", err)
 	}

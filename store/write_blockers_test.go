@@ -1,12 +1,12 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -24,18 +24,7 @@ func TestWriteBlockers(t *testing.T) {
 		t.Fatalf("without locks: %q, %q, %v; want nothing", held, end, err)
 	}
 	before := time.Now().Add(-time.Second) // the server's clock may be a little behind
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck
-	var pid int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`" IN SHARE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	pid := pgtest.HoldLock(t, s, "a_"+q).PID
 	held, end, err := s.WriteBlockers(ctx, q, true, "", time.Now())
 	if err != nil || !strings.HasPrefix(held, fmt.Sprintf(`pgmq.a_%s in ShareLock by pid %d (idle in transaction`, q, pid)) ||
 		end != fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid) {

@@ -1,0 +1,44 @@
+package pgtest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// HeldLock is a SHARE lock on one of PGMQ's tables, held by a transaction
+// of its own, as another session's LOCK TABLE, VACUUM FULL or open
+// transaction holds one: reads go on, row writes wait.
+type HeldLock struct {
+	// PID is the backend holding it (pg_backend_pid).
+	PID     int
+	release func()
+}
+
+// HoldLock takes a SHARE lock on table of schema pgmq (such as "q_orders")
+// through st's pool, held until Release or the end of the test.
+func HoldLock(tb testing.TB, st *store.Store, table string) *HeldLock {
+	tb.Helper()
+	ctx := Context(tb)
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var once sync.Once
+	l := &HeldLock{release: func() { once.Do(func() { _ = tx.Rollback(context.Background()) }) }}
+	tb.Cleanup(l.Release)
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&l.PID); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"pgmq", table}.Sanitize()+` IN SHARE MODE`); err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// Release ends the lock's transaction; calling it again does nothing.
+func (l *HeldLock) Release() { l.release() }
