@@ -94,7 +94,7 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		if hints == nil { // a lock: the way to end it is no step of a tool
 			msg += "; " + again
 		}
-		pd.Err = cause{msg: msg, err: errors.Join(ErrUnavailable, pd.Err)}
+		pd.Err = cause{msg: msg, err: errors.Join(ErrUnavailable, pd.Err), lockWait: hints == nil}
 		return err
 	}
 	parts := []string{what}

@@ -278,6 +278,9 @@ func unanswered(err error) string {
 type cause struct {
 	msg string
 	err error
+	// lockWait: the call waited for another session's lock, which the
+	// health check, saying the database answers, does nothing about.
+	lockWait bool
 }
 
 func (c cause) Error() string { return c.msg }

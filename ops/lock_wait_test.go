@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,5 +55,43 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	}
 	if live, dead := pgtest.Live(t, s, q), pgtest.Live(t, s, store.DLQName(q)); live != 3 || dead != 0 {
 		t.Fatalf("after the retries: %d in the queue, %d dead; want the 3 messages in the queue once each", live, dead)
+	}
+}
+
+// A bulk retry held by a lock partway stops there: it says what it moved,
+// the lock and how to end it, and gives the same call again as its next
+// step, not the health check, which would say the database answers.
+func TestBulkRetryHeldByALockPartway(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	var lock *pgtest.HeldLock
+	req := ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Progress: func(done, _ int) {
+		if done > 0 && lock == nil {
+			lock = pgtest.HoldLock(t, s, "q_"+q) // after the first batch, before the next
+		}
+	}}
+	_, err := svc.DLQRetry(ctx, req)
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done >= 600 || lock == nil {
+		t.Fatalf("a bulk retry held by a lock partway: %v; want it stopped partway", err)
+	}
+	end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.PID)
+	if !strings.Contains(err.Error(), "for a lock another session holds") || !strings.Contains(err.Error(), end) {
+		t.Fatalf("a bulk retry held by a lock partway: %v; want the lock and %s", err, end)
+	}
+	next := ops.NextSteps(err)
+	if len(next) != 1 || next[0].Op != ops.OpDLQRetry {
+		t.Fatalf("next steps %+v; want the same retry again only", next)
+	}
+	lock.Release()
+	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000}); err != nil {
+		t.Fatalf("the rest once the lock went: %v", err)
+	}
+	if live, dead := pgtest.Live(t, s, q), pgtest.Live(t, s, store.DLQName(q)); live != 600 || dead != 0 {
+		t.Fatalf("after the retries: %d in the queue, %d dead; want the 600 in the queue once each", live, dead)
 	}
 }

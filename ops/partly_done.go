@@ -70,10 +70,12 @@ func (e *PartlyDone) Rest() string {
 
 // next is what to do after a call stopped partway: the same call again,
 // after the health check when it stopped because the database does not
-// answer, which says when the call can go on.
+// answer, which says when the call can go on (not when it waited for
+// another session's lock: its message says how to end that).
 func (e *PartlyDone) next() []Hint {
 	var out []Hint
-	if errors.Is(e.Err, ErrUnavailable) {
+	var c cause
+	if errors.Is(e.Err, ErrUnavailable) && !(errors.As(e.Err, &c) && c.lockWait) {
 		out = append(out, healthHint())
 	}
 	if e.Again.Op != "" {
