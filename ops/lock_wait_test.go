@@ -28,7 +28,6 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	lock := pgtest.HoldLock(t, s, "q_"+q)
 	pid := lock.PID
-	time.Sleep(10 * time.Millisecond) // the lock's transaction begins before the calls
 	end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)
 	held := fmt.Sprintf(`pgmq.q_%s in ShareLock by pid %d (idle in transaction`, q, pid)
 
