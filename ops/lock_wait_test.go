@@ -94,3 +94,94 @@ func TestBulkRetryHeldByALockPartway(t *testing.T) {
 		t.Fatalf("after the retries: %d in the queue, %d dead; want the 600 in the queue once each", live, dead)
 	}
 }
+
+// Discard, restore and purge held by a lock on the table they write say
+// so, as a retry does, and lose nothing: what each call moved or deleted
+// is whole, and once the lock goes the same calls finish the work. A bulk
+// discard held partway stops there, with the same call as its next step.
+func TestDiscardRestorePurgeHeldByALock(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	dlq := store.DLQName(q)
+	ids := pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	heldBy := func(what string, err error, lock *pgtest.HeldLock) {
+		t.Helper()
+		end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.PID)
+		if err == nil || !strings.Contains(err.Error(), "for a lock another session holds") || !strings.Contains(err.Error(), end) ||
+			strings.Contains(err.Error(), "did not answer") {
+			t.Fatalf("%s held by a lock: %v; want the lock and %s, not a database that does not answer", what, err, end)
+		}
+		if k := ops.ErrorKind(err); k != ops.KindUnavailable {
+			t.Errorf("%s held by a lock: kind %s; want unavailable", what, k)
+		}
+		for _, n := range ops.NextSteps(err) {
+			if n.Op == ops.OpHealth {
+				t.Errorf("%s held by a lock: next steps %+v hold the health check, which would say OK", what, ops.NextSteps(err))
+			}
+		}
+	}
+	counts := func(what string, dead, archived int) {
+		t.Helper()
+		if d, a := pgtest.Live(t, s, dlq), pgtest.Archived(t, s, dlq); d != dead || a != archived {
+			t.Fatalf("%s: %d dead, %d discarded; want %d and %d", what, d, a, dead, archived)
+		}
+	}
+
+	// A discard by ids writes the DLQ's archive: a lock on it holds the
+	// call, which moves nothing.
+	lock := pgtest.HoldLock(t, s, "a_"+dlq)
+	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:2], Filter: ops.DeadFilter{Queue: q}, Confirm: true})
+	heldBy("a discard by ids", err, lock)
+	lock.Release()
+	counts("after the discard held by a lock", 600, 0)
+
+	// A bulk discard held after its first batch stops there: its batches
+	// done stay done, whole, and the same call finishes the rest.
+	lock = nil
+	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Confirm: true, Progress: func(done, _ int) {
+		if done > 0 && lock == nil {
+			lock = pgtest.HoldLock(t, s, "a_"+dlq)
+		}
+	}}
+	_, err = svc.DLQDiscard(ctx, req)
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done >= 600 || lock == nil {
+		t.Fatalf("a bulk discard held by a lock partway: %v; want it stopped partway", err)
+	}
+	heldBy("a bulk discard partway", err, lock)
+	if next := ops.NextSteps(err); len(next) != 1 || next[0].Op != ops.OpDLQDiscard {
+		t.Fatalf("a bulk discard held partway: next steps %+v; want the same discard again only", next)
+	}
+	counts("after the bulk discard held partway", 600-int(pd.Done), int(pd.Done))
+	lock.Release()
+	req.Progress = nil
+	if _, err := svc.DLQDiscard(ctx, req); err != nil {
+		t.Fatalf("the rest of the discard once the lock went: %v", err)
+	}
+	counts("after the discard", 0, 600)
+
+	// A restore writes the DLQ's table.
+	lock = pgtest.HoldLock(t, s, "q_"+dlq)
+	_, err = svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: ids[:3]})
+	heldBy("a restore", err, lock)
+	lock.Release()
+	counts("after the restore held by a lock", 0, 600)
+	if _, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: ids[:3]}); err != nil {
+		t.Fatalf("the restore once the lock went: %v", err)
+	}
+	counts("after the restore", 3, 597)
+
+	// A purge deletes from the DLQ's archive.
+	lock = pgtest.HoldLock(t, s, "a_"+dlq)
+	_, err = svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true})
+	heldBy("a purge", err, lock)
+	lock.Release()
+	counts("after the purge held by a lock", 3, 597)
+	if _, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true}); err != nil {
+		t.Fatalf("the purge once the lock went: %v", err)
+	}
+	counts("after the purge", 3, 0)
+}
