@@ -32,8 +32,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -386,70 +384,28 @@ func hasErrorKeys(b map[string]any) (some, all bool) {
 	return some, all
 }
 
-// tableLock holds a SHARE lock on a table of pgmq, so that a worker's
+// lockDLQ holds the dead-letter writes into dlq, so that a worker's
 // writes into it wait: the test then chooses what happens to the worker
 // (or its connection) before they commit.
-type tableLock struct {
-	t   testing.TB
-	s   *store.Store
-	tx  pgx.Tx
-	pid int
-}
-
-// lockDLQ holds the dead-letter writes into dlq.
-func lockDLQ(t testing.TB, s *store.Store, dlq string) *tableLock {
+func lockDLQ(t testing.TB, s *store.Store, dlq string) *pgtest.HeldLock {
 	t.Helper()
-	return lockTable(t, s, "q_"+dlq)
+	return pgtest.HoldLock(t, s, "q_"+dlq)
 }
 
-func lockTable(t testing.TB, s *store.Store, table string) *tableLock {
+// endWaiting ends the pending writes held by lock of a worker that died,
+// as if it had died a moment before sending them, or whose connection was
+// lost, and returns how many there were. (The server would otherwise run
+// a statement it already received once the lock goes.)
+func endWaiting(t testing.TB, s *store.Store, lock *pgtest.HeldLock) int {
 	t.Helper()
-	ctx := testContext(t)
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &tableLock{t: t, s: s, tx: tx}
-	t.Cleanup(l.release)
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&l.pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"pgmq", table}.Sanitize()+` IN SHARE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// waiting returns the backends waiting for the lock: pending writes.
-func (l *tableLock) waiting() []int {
-	l.t.Helper()
-	rows, err := l.s.Pool().Query(testContext(l.t), `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, l.pid)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	return pids
-}
-
-// endWaiting ends the pending writes of a worker that died, as if it had
-// died a moment before sending them, or whose connection was lost, and
-// returns how many there were. (The server would otherwise run a statement
-// it already received once the lock goes.)
-func (l *tableLock) endWaiting() int {
-	l.t.Helper()
-	pids := l.waiting()
+	pids := lock.Waiting()
 	for _, pid := range pids {
-		if _, err := l.s.Pool().Exec(testContext(l.t), `SELECT pg_terminate_backend($1)`, pid); err != nil {
-			l.t.Fatal(err)
+		if _, err := s.Pool().Exec(testContext(t), `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return len(pids)
 }
-
-func (l *tableLock) release() { _ = l.tx.Rollback(context.Background()) }
 
 func first(xs []int, n int) []int { return xs[:min(len(xs), n)] }
 

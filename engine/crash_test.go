@@ -498,7 +498,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 // crash would have, had it come a moment earlier.
 func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
 	ctx := testContext(t)
 	q := newQueue(t, s, crashSettings)
 	dlq := store.DLQName(q)
@@ -519,7 +519,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 	fleet := newCrashFleet(t, q, 10)
 	child := fleet.spawn()
 	pgtest.Eventually(t, time.Minute, "the child to write a dead-letter or die", func() bool {
-		return child.exited() || len(lock.waiting()) > 0
+		return child.exited() || len(lock.Waiting()) > 0
 	})
 	// A child that routes the batch first waits for the lock and lives; give
 	// one that does not time to run the others and die.
@@ -527,11 +527,11 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if child.exited() {
-		n := lock.endWaiting()
+		n := endWaiting(t, s, lock)
 		t.Logf("the child died (%s) before its dead-letter write committed (%d writes pending, ended)",
 			child.state(), n)
 	}
-	lock.release()
+	lock.Release()
 	pgtest.Eventually(t, 2*time.Minute, "all 8 poison messages in the DLQ", func() bool {
 		if child.exited() {
 			child = fleet.spawn()
@@ -570,7 +570,7 @@ func TestCrashPoisonBatchMateStillDeadLettersAtLimit(t *testing.T) {
 // there.
 func TestCrashBeforeDeadLetterWriteKeepsAttempts(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
 	ctx := testContext(t)
 	q := newQueue(t, s, crashSettings)
 	id, err := s.Send(ctx, q, crashMessages(t, 0, 1, func(int) string { return "poison" })[0])
@@ -588,13 +588,13 @@ func TestCrashBeforeDeadLetterWriteKeepsAttempts(t *testing.T) {
 		if child.exited() {
 			t.Fatalf("the child died (%s) before writing the dead-letter; stderr:\n%s", child.state(), tail(child.stderr.String(), 4000))
 		}
-		return len(lock.waiting()) > 0
+		return len(lock.Waiting()) > 0
 	})
 	child.killedByParent.Store(true)
 	child.kill()
 	<-child.done
-	lock.endWaiting()
-	lock.release()
+	endWaiting(t, s, lock)
+	lock.Release()
 
 	child = fleet.spawn()
 	pgtest.Eventually(t, time.Minute, "the message in the DLQ", func() bool {

@@ -77,7 +77,7 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 
 	// The success's write waits for the archive, so that the retry and
 	// the dead letter, finished meanwhile, are written together after it.
-	archive := lockTable(t, st, "a_"+q)
+	archive := pgtest.HoldLock(t, st, "a_"+q)
 	dlq := lockDLQ(t, st, store.DLQName(q))
 	for _, job := range []string{"succeed", "retry", "dead", "running"} {
 		pgtest.Send(t, c, q, map[string]string{"job": job}, engine.SendOptions{})
@@ -94,7 +94,7 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 	// outcomes wait behind it, and go in the next batch together.
 	n := failedWrites()
 	pgtest.Eventually(t, time.Minute, "one more try of the success's write", func() bool { return failedWrites() > n })
-	archive.release()
+	archive.Release()
 	pgtest.Eventually(t, time.Minute, "the retry to be written", func() bool {
 		return len(failures(t, st, q, firstIDOf(t, st, q, "retry"))) == 1
 	})
@@ -104,8 +104,8 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 	ranOnce("while the dead letter waited")
 	// The log says who holds the lock and how to end it, not that the
 	// database does not answer.
-	for _, l := range []*tableLock{archive, dlq} {
-		if want := fmt.Sprintf("pg_terminate_backend(%d)", l.pid); !strings.Contains(logs.String(), want) {
+	for _, l := range []*pgtest.HeldLock{archive, dlq} {
+		if want := fmt.Sprintf("pg_terminate_backend(%d)", l.PID); !strings.Contains(logs.String(), want) {
 			t.Errorf("the log does not say %s:\n%s", want, logs.String())
 		}
 	}
@@ -113,7 +113,7 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 	// which did not hold it.
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "writing outcomes waits for a lock") {
-			if strings.Contains(line, fmt.Sprintf("pg_terminate_backend(%d)", dlq.pid)) || strings.Contains(line, "_dlq in ") {
+			if strings.Contains(line, fmt.Sprintf("pg_terminate_backend(%d)", dlq.PID)) || strings.Contains(line, "_dlq in ") {
 				t.Errorf("the success's wait names the DLQ's lock: %s", line)
 			}
 			break
@@ -123,7 +123,7 @@ func TestHeartbeatRunsWhileAnOutcomeWriteWaits(t *testing.T) {
 		!strings.Contains(text, `held_by="pgmq.a_`+q+` in ShareLock by pid`) {
 		t.Errorf("the log of the writes that waited for locks:\n%s", text)
 	}
-	dlq.release()
+	dlq.Release()
 	pgtest.Eventually(t, time.Minute, "the dead letter to be written", func() bool {
 		return pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+store.DLQName(q)+`"`) == 1
 	})
@@ -167,17 +167,17 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
 	pgtest.Start(t, c)
 	<-running
-	lock := lockTable(t, st, "q_"+q) // the reads go on, finding nothing to read
+	lock := pgtest.HoldLock(t, st, "q_"+q) // the reads go on, finding nothing to read
 	pgtest.Eventually(t, time.Minute, "the read and the heartbeat to wait for the lock", func() bool {
 		text := logs.String()
 		return strings.Contains(text, "reading the queue waits for a lock") && strings.Contains(text, "extending the visibility timeout of the running jobs waits for a lock")
 	})
-	want := fmt.Sprintf("pg_terminate_backend(%d)", lock.pid)
+	want := fmt.Sprintf("pg_terminate_backend(%d)", lock.PID)
 	if text := logs.String(); !strings.Contains(text, want) || !strings.Contains(text, `held_by="pgmq.q_`+q+` in ShareLock by pid`) ||
 		strings.Contains(text, "does not answer") {
 		t.Fatalf("the log of a read and a heartbeat waiting for a lock; want it to name the lock and %s, not an outage:\n%s", want, text)
 	}
-	lock.release()
+	lock.Release()
 	close(finish)
 	pgtest.Eventually(t, time.Minute, "the job's success to be written once the lock went", func() bool { return pgtest.Archived(t, st, q) == 1 })
 	if n := runs.Load(); n != 1 {

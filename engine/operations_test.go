@@ -297,7 +297,7 @@ func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
 // in the queue to run again, where Run waited for it forever.
 func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
 	q := newQueue(t, s, nil)
 	var logs pgtest.SyncBuffer
 	c := pgtest.NewClient(t, pgtest.OpenNamedStore(t, uniqueName("pgbus_writes")), q, func(cfg *engine.Config) {
@@ -309,11 +309,11 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	stop, done := runInBackground(c)
 	defer stop()
 
-	lock := lockTable(t, s, "a_"+q)
+	lock := pgtest.HoldLock(t, s, "a_"+q)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
-	pgtest.Eventually(t, time.Minute, "the first outcome's write to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
-	lock.endWaiting()
-	lock.release()
+	pgtest.Eventually(t, time.Minute, "the first outcome's write to wait for the lock", func() bool { return len(lock.Waiting()) == 1 })
+	endWaiting(t, s, lock)
+	lock.Release()
 	pgtest.Eventually(t, time.Minute, "the first job archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 	// The terminated connection is logged as the database not answering,
 	// and its end as it answering again, once the retried write committed.
@@ -324,9 +324,9 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 		t.Fatalf("the first job ran %d times; want once, its write retried; log:\n%s", n, logs.String())
 	}
 
-	lock = lockTable(t, s, "a_"+q)
+	lock = pgtest.HoldLock(t, s, "a_"+q)
 	second := pgtest.Send(t, c, q, 2, engine.SendOptions{})
-	pgtest.Eventually(t, time.Minute, "the second outcome's write to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
+	pgtest.Eventually(t, time.Minute, "the second outcome's write to wait for the lock", func() bool { return len(lock.Waiting()) == 1 })
 	stop()
 	select {
 	case err := <-done:
@@ -339,8 +339,8 @@ func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	// Giving up cancels the statement; the server acts on the cancel when
 	// it gets to it, and a lock released before that would let the write
 	// land after all.
-	pgtest.Eventually(t, time.Minute, "the given-up write to stop waiting for the lock", func() bool { return len(lock.waiting()) == 0 })
-	lock.release()
+	pgtest.Eventually(t, time.Minute, "the given-up write to stop waiting for the lock", func() bool { return len(lock.Waiting()) == 0 })
+	lock.Release()
 	if pgtest.Archived(t, s, q) != 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND read_ct = 1`, second) != 1 {
 		t.Fatalf("archived %d, live %d; want the second message still in the queue, read once", pgtest.Archived(t, s, q), pgtest.Live(t, s, q))
 	}
@@ -946,7 +946,7 @@ func TestClientPrunesTheAuditLog(t *testing.T) {
 // off and the job's message reappeared and ran again.
 func TestHeartbeatWhileAWriteWaits(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Second })
 	c := pgtest.NewClient(t, s, q, nil)
 	slow := handleSlow(c, "slow")
@@ -954,11 +954,11 @@ func TestHeartbeatWhileAWriteWaits(t *testing.T) {
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "slow"})
 	slow.waitStarted(t)
-	lock := lockTable(t, s, "a_"+q)
+	lock := pgtest.HoldLock(t, s, "a_"+q)
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "fast"})
-	pgtest.Eventually(t, 30*time.Second, "the fast job's archive to wait for the lock", func() bool { return len(lock.waiting()) == 1 })
+	pgtest.Eventually(t, 30*time.Second, "the fast job's archive to wait for the lock", func() bool { return len(lock.Waiting()) == 1 })
 	slow.waitFinished(t)
-	lock.release()
+	lock.Release()
 	pgtest.Eventually(t, 30*time.Second, "both archived", func() bool { return pgtest.Archived(t, s, q) >= 2 })
 	if slow.calls.Load() != 1 || slow.most.Load() != 1 {
 		t.Fatalf("the slow job ran %d times, %d at once; want once", slow.calls.Load(), slow.most.Load())

@@ -16,6 +16,8 @@ import (
 type HeldLock struct {
 	// PID is the backend holding it (pg_backend_pid).
 	PID     int
+	tb      testing.TB
+	st      *store.Store
 	release func()
 }
 
@@ -29,7 +31,7 @@ func HoldLock(tb testing.TB, st *store.Store, table string) *HeldLock {
 		tb.Fatal(err)
 	}
 	var once sync.Once
-	l := &HeldLock{release: func() { once.Do(func() { _ = tx.Rollback(context.Background()) }) }}
+	l := &HeldLock{tb: tb, st: st, release: func() { once.Do(func() { _ = tx.Rollback(context.Background()) }) }}
 	tb.Cleanup(l.Release)
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&l.PID); err != nil {
 		tb.Fatal(err)
@@ -42,3 +44,17 @@ func HoldLock(tb testing.TB, st *store.Store, table string) *HeldLock {
 
 // Release ends the lock's transaction; calling it again does nothing.
 func (l *HeldLock) Release() { l.release() }
+
+// Waiting returns the backends waiting for the lock: the writes it holds.
+func (l *HeldLock) Waiting() []int {
+	l.tb.Helper()
+	rows, err := l.st.Pool().Query(Context(l.tb), `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, l.PID)
+	if err != nil {
+		l.tb.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		l.tb.Fatal(err)
+	}
+	return pids
+}
