@@ -117,6 +117,11 @@ type Config struct {
 	// Observers are told of every job's start and end, in this order: for
 	// metrics, traces and logs. None by default.
 	Observers []Observer
+
+	// heartbeatHeld, when set and reporting true, makes the visibility
+	// heartbeat skip its extensions, so that a test can tell what else
+	// keeps running jobs' messages invisible. Set by the tests only.
+	heartbeatHeld func() bool
 }
 
 // QueueConfig is one queue a client works.

@@ -184,3 +184,60 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 		t.Fatalf("the job ran %d times, want once", n)
 	}
 }
+
+// After its reads failed for longer than the visibility timeout (here for
+// a lock on the queue's table; an outage does the same), a running job's
+// message is visible again: the worker extends its held claims before its
+// next read, rather than read the message and run the job a second time
+// beside the first. The heartbeat is held back meanwhile, so that only
+// that extension can keep the message.
+func TestReadAfterFailedReadsKeepsRunningJobs(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := newQueue(t, st, func(qs *store.QueueSettings) { qs.VisibilityTimeout = 2 * time.Second })
+	var heartbeatHeld atomic.Bool
+	logs := &pgtest.SyncBuffer{}
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		engine.HoldHeartbeat(cfg, heartbeatHeld.Load)
+	})
+	var runs atomic.Int32
+	running, finish := make(chan struct{}), make(chan struct{})
+	c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
+		if runs.Add(1) == 1 {
+			close(running)
+		}
+		select {
+		case <-finish:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
+	pgtest.Start(t, c)
+	<-running
+	count := func(where string) int {
+		return pgtest.Int(t, st, `SELECT count(*)::int FROM pgmq."q_`+q+`" WHERE `+where)
+	}
+
+	lock := pgtest.HoldLock(t, st, "q_"+q) // reads and extensions wait, and fail at their call timeout
+	heartbeatHeld.Store(true)
+	pgtest.Eventually(t, time.Minute, "a read to fail, and the running job's message to turn visible", func() bool {
+		return strings.Contains(logs.String(), "reading the queue waits for a lock") && count("vt <= clock_timestamp()") == 1
+	})
+	lock.Release()
+	// Left visible, any worker, of this process or another, would read the
+	// message and run the job again.
+	pgtest.Eventually(t, 30*time.Second, "the running job's message to be made invisible again once the lock went", func() bool {
+		return count("vt > clock_timestamp()") == 1
+	})
+	readAgain := count("read_ct > 1")
+	heartbeatHeld.Store(false)
+	close(finish)
+	pgtest.Eventually(t, time.Minute, "the job's success to be written", func() bool { return pgtest.Archived(t, st, q) == 1 })
+	if n := runs.Load(); n != 1 || readAgain != 0 {
+		t.Fatalf("the job ran %d times (its message read again: %v); want once: the claim extended before the next read", n, readAgain == 1)
+	}
+}

@@ -401,6 +401,12 @@ func (w *queueWorker) heartbeat(ctx context.Context) {
 			}
 			continue
 		}
+		if held := w.c.cfg.heartbeatHeld; held != nil && held() {
+			if sleep(ctx, heartbeatStep); ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		last, claimed = time.Now(), vt
 		w.extendHeld(ctx, vt)
 	}
