@@ -152,21 +152,11 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
 	})
-	var runs atomic.Int32
-	running, finish := make(chan struct{}), make(chan struct{})
-	c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
-		if runs.Add(1) == 1 {
-			close(running)
-		}
-		select {
-		case <-finish:
-		case <-ctx.Done():
-		}
-		return nil
-	})
+	job := newLongJob()
+	c.HandleQueue(q, job.handle, engine.HandlerOptions{Timeout: time.Minute})
 	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
 	pgtest.Start(t, c)
-	<-running
+	<-job.running
 	lock := pgtest.HoldLock(t, st, "q_"+q) // the reads go on, finding nothing to read
 	pgtest.Eventually(t, time.Minute, "the read and the heartbeat to wait for the lock", func() bool {
 		text := logs.String()
@@ -178,9 +168,9 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 		t.Fatalf("the log of a read and a heartbeat waiting for a lock; want it to name the lock and %s, not an outage:\n%s", want, text)
 	}
 	lock.Release()
-	close(finish)
+	close(job.finish)
 	pgtest.Eventually(t, time.Minute, "the job's success to be written once the lock went", func() bool { return pgtest.Archived(t, st, q) == 1 })
-	if n := runs.Load(); n != 1 {
+	if n := job.runs.Load(); n != 1 {
 		t.Fatalf("the job ran %d times, want once", n)
 	}
 }
@@ -202,22 +192,11 @@ func TestReadAfterFailedReadsKeepsRunningJobs(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		engine.HoldHeartbeat(cfg, heartbeatHeld.Load)
 	})
-	var runs atomic.Int32
-	running, finish := make(chan struct{}), make(chan struct{})
-	c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
-		if runs.Add(1) == 1 {
-			close(running)
-		}
-		select {
-		case <-finish:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return nil
-	}, engine.HandlerOptions{Timeout: time.Minute})
+	job := newLongJob()
+	c.HandleQueue(q, job.handle, engine.HandlerOptions{Timeout: time.Minute})
 	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
 	pgtest.Start(t, c)
-	<-running
+	<-job.running
 	count := func(where string) int {
 		return pgtest.Int(t, st, `SELECT count(*)::int FROM pgmq."q_`+q+`" WHERE `+where)
 	}
@@ -235,9 +214,32 @@ func TestReadAfterFailedReadsKeepsRunningJobs(t *testing.T) {
 	})
 	readAgain := count("read_ct > 1")
 	heartbeatHeld.Store(false)
-	close(finish)
+	close(job.finish)
 	pgtest.Eventually(t, time.Minute, "the job's success to be written", func() bool { return pgtest.Archived(t, st, q) == 1 })
-	if n := runs.Load(); n != 1 || readAgain != 0 {
+	if n := job.runs.Load(); n != 1 || readAgain != 0 {
 		t.Fatalf("the job ran %d times (its message read again: %v); want once: the claim extended before the next read", n, readAgain == 1)
+	}
+}
+
+// longJob is a handler that runs until finish is closed, counting its
+// runs; running is closed as the first begins.
+type longJob struct {
+	runs            atomic.Int32
+	running, finish chan struct{}
+}
+
+func newLongJob() *longJob {
+	return &longJob{running: make(chan struct{}), finish: make(chan struct{})}
+}
+
+func (j *longJob) handle(ctx context.Context, _ *engine.Job) error {
+	if j.runs.Add(1) == 1 {
+		close(j.running)
+	}
+	select {
+	case <-j.finish:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
