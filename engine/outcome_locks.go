@@ -46,12 +46,11 @@ func (w *queueWorker) lockedOut(wait lockWait, queues []string, archive bool, dl
 	if !unanswered(err) {
 		return false
 	}
-	since := time.Now().Add(-w.c.cfg.DatabaseCallTimeout) // when the call began
 	ctx, cancel := context.WithTimeout(w.writeBase, min(w.c.cfg.DatabaseCallTimeout, lockProbeWait))
 	defer cancel()
 	var held, ends []string
 	for _, q := range queues {
-		heldBy, terminate, qerr := w.c.store.WriteBlockers(ctx, q, archive, dlq, since)
+		heldBy, terminate, qerr := w.c.store.WriteBlockers(ctx, q, archive, dlq, w.c.cfg.DatabaseCallTimeout)
 		if qerr != nil {
 			return false // no answer: the outage it looks like
 		}

@@ -114,7 +114,7 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 func (s *Service) lockHolders(b *callBound) (heldBy, terminate string) {
 	ctx, cancel := context.WithTimeout(b.outer, min(b.limit, lockProbeWait))
 	defer cancel()
-	heldBy, terminate, err := s.store.LockHolders(ctx, time.Now().Add(-b.limit))
+	heldBy, terminate, err := s.store.LockHolders(ctx, b.limit) // the call, or its statement, waited its bound
 	if err != nil {
 		return "", ""
 	}

@@ -8,16 +8,16 @@ import (
 )
 
 // WriteBlockers describes the sessions holding table locks, taken in
-// transactions begun before since, that keep outcome writes of physical
-// queue queue waiting: locks that conflict with a row write, on the
-// queue's table and pgbus.failures, on its archive when archive is set,
-// and on dlq's table when dlq is not "". It is for a log that must tell
-// why a write begun at since waited past its call timeout while the
-// database answers. heldBy reads "pgmq.a_orders in ShareLock by pid 42
+// transactions begun at least waited ago, that keep outcome writes of
+// physical queue queue waiting: locks that conflict with a row write, on
+// the queue's table and pgbus.failures, on its archive when archive is
+// set, and on dlq's table when dlq is not "". It is for a log that must
+// tell why a write that waited so long, past its call timeout, did while
+// the database answers. heldBy reads "pgmq.a_orders in ShareLock by pid 42
 // (idle in transaction, ...)" joined with "; ", and terminate is the
 // statement that ends those sessions; both are "" when no session holds
 // such a lock.
-func (s *Store) WriteBlockers(ctx context.Context, queue string, archive bool, dlq string, since time.Time) (heldBy, terminate string, err error) {
+func (s *Store) WriteBlockers(ctx context.Context, queue string, archive bool, dlq string, waited time.Duration) (heldBy, terminate string, err error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return "", "", err
 	}
@@ -28,26 +28,29 @@ func (s *Store) WriteBlockers(ctx context.Context, queue string, archive bool, d
 	if dlq != "" {
 		tables = append(tables, queueTable(dlq))
 	}
-	return s.lockHolders(ctx, fmt.Sprintf("find the locks that hold the outcome writes of %q", queue), since,
+	return s.lockHolders(ctx, fmt.Sprintf("find the locks that hold the outcome writes of %q", queue), waited,
 		`l.relation IN (SELECT to_regclass(t) FROM unnest($2::text[]) AS t)`, tables)
 }
 
 // LockHolders describes, as WriteBlockers does, the sessions holding
-// table locks since before since that keep row writes out of any table of pgbus's or PGMQ's
-// schemas: for an error that must tell why a call waited past its bound
-// while the database answers.
-func (s *Store) LockHolders(ctx context.Context, since time.Time) (heldBy, terminate string, err error) {
-	return s.lockHolders(ctx, "find the locks held on pgbus's and PGMQ's tables", since,
+// table locks, taken at least waited ago, that keep row writes out of any
+// table of pgbus's or PGMQ's schemas: for an error that must tell why a
+// call waited past its bound while the database answers.
+func (s *Store) LockHolders(ctx context.Context, waited time.Duration) (heldBy, terminate string, err error) {
+	return s.lockHolders(ctx, "find the locks held on pgbus's and PGMQ's tables", waited,
 		`c.relnamespace IN ('pgmq'::regnamespace, 'pgbus'::regnamespace)`)
 }
 
 // lockHolders lists the granted table locks that conflict with a row
-// write held by other sessions in transactions begun before since (or
-// whose start this role may not see), on the tables where (SQL over
+// write held by other sessions in transactions begun at least waited ago
+// (or whose start this role may not see), on the tables where (SQL over
 // pg_locks l and pg_class c, its arguments from $2 on) selects. A lock
-// taken after since cannot have held up the whole of a call begun then:
-// a queue created meanwhile is no cause.
-func (s *Store) lockHolders(ctx context.Context, what string, since time.Time, where string, args ...any) (heldBy, terminate string, err error) {
+// taken after a call began cannot have held up the whole of it: a queue
+// created meanwhile is no cause. The time is the server's, as the
+// transactions' starts are: a clock of the caller's a little ahead or
+// behind would leave out a lock taken just before the call, or count one
+// taken just after.
+func (s *Store) lockHolders(ctx context.Context, what string, waited time.Duration, where string, args ...any) (heldBy, terminate string, err error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
 		       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
@@ -59,10 +62,10 @@ func (s *Store) lockHolders(ctx context.Context, what string, since time.Time, w
 		WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
 		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
 		  AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
-		  AND (a.xact_start IS NULL OR a.xact_start <= $1)
+		  AND (a.xact_start IS NULL OR a.xact_start <= clock_timestamp() - $1 * interval '1 microsecond')
 		  AND `+where+`
 		ORDER BY 1, l.pid
-		LIMIT 10`, append([]any{since}, args...)...)
+		LIMIT 10`, append([]any{waited.Microseconds()}, args...)...)
 	if err != nil {
 		return "", "", fmt.Errorf("store: %s: %w", what, err)
 	}
