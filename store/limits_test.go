@@ -34,6 +34,24 @@ func limitedStore(t *testing.T, set ...string) (*store.Store, string) {
 	return st, q
 }
 
+// Open pings on a new connection when the server ended the first for
+// sitting idle (idle_session_timeout) between its start and the ping, as
+// on a busy machine: the ping never ran.
+func TestOpenPingsAgainWhenTheServerEndedTheSessionForIdleness(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	pgtest.Exec(t, url, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = ''100ms''', current_database()); END $$`)
+	proxy := pgtest.NewFreezingProxy(t, url)
+	proxy.DelayWhenSent("-- ping", 400*time.Millisecond)
+	st, err := store.Open(testContext(t), proxy.URL())
+	if err != nil {
+		t.Fatalf("Open with its first session ended for idleness before the ping: %v; want it to ping again on a new connection", err)
+	}
+	defer st.Close()
+	if n := pgtest.Int(t, st, `SELECT 1`); n != 1 {
+		t.Fatalf("SELECT 1 on the store opened: %d", n)
+	}
+}
+
 // A pooled connection the server ended for sitting idle
 // (idle_session_timeout) fails no call: the statement never ran on it, so
 // it runs on another connection, a write as well as a read.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +30,10 @@ type FreezingProxy struct {
 	// marker, when set, freezes the proxy once a client sends it
 	// (FreezeWhenSent).
 	marker []byte
+	// delayMarker, when set, holds the first bytes a client sends that
+	// hold it for delay (DelayWhenSent).
+	delayMarker []byte
+	delay       time.Duration
 }
 
 // proxied is one client connection and its server connection.
@@ -121,6 +126,27 @@ func (p *FreezingProxy) sent(b []byte) bool {
 	return true
 }
 
+// DelayWhenSent has the proxy hold the first bytes a client sends that
+// hold marker for d before they reach the server, as a busy machine holds
+// a client between its connect and its first statement. It delays once.
+func (p *FreezingProxy) DelayWhenSent(marker string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delayMarker, p.delay = []byte(marker), d
+}
+
+// delayFor returns how long to hold b, sent by a client: the delay asked
+// for if b holds its marker, which it then forgets, or else 0.
+func (p *FreezingProxy) delayFor(b []byte) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.delayMarker) == 0 || !bytes.Contains(b, p.delayMarker) {
+		return 0
+	}
+	p.delayMarker = nil
+	return p.delay
+}
+
 func (p *FreezingProxy) accept() {
 	for {
 		client, err := p.ln.Accept()
@@ -157,6 +183,9 @@ func (c *proxied) carry(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if dst == c.server && c.p.sent(buf[:n]) {
 			c.p.Freeze()
+		}
+		if dst == c.server {
+			time.Sleep(c.p.delayFor(buf[:n]))
 		}
 		frozen, werr := c.forward(dst, buf[:n])
 		if werr != nil {
