@@ -12,8 +12,8 @@ import (
 // physical queue queue waiting: locks that conflict with a row write, on
 // the queue's table and pgbus.failures, on its archive when archive is
 // set, and on dlq's table when dlq is not "". It is for a log that must
-// tell why a write that waited so long, past its call timeout, did while
-// the database answers. heldBy reads "pgmq.a_orders in ShareLock by pid 42
+// tell why a write waited that long, past its call timeout, while the
+// database answers. heldBy reads "pgmq.a_orders in ShareLock by pid 42
 // (idle in transaction, ...)" joined with "; ", and terminate is the
 // statement that ends those sessions; both are "" when no session holds
 // such a lock.
