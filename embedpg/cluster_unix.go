@@ -144,23 +144,51 @@ func (c *Cluster) Stop(ctx context.Context) error {
 // was the last share. The caller holds pgbus.lock, so no Start can take a
 // share between the check and the shutdown.
 func (c *Cluster) leave(ctx context.Context) error {
-	c.users.close()
-	c.users = -1
-	fd, err := openLock(c.path(usersFile), c.owner)
+	fd, last, err := c.dropShare(ctx)
 	if err != nil {
 		return fmt.Errorf("embedpg: stopping: %w", err)
 	}
 	defer fd.close()
-	last, err := fd.try(syscall.LOCK_EX)
-	if err != nil {
-		return fmt.Errorf("embedpg: stopping: %w", err)
-	}
 	if !last {
 		c.logger.Info("embedded PostgreSQL still in use by another process; leaving it running")
 		return nil
 	}
 	return c.stopServer(ctx)
 }
+
+// dropShare gives up this Cluster's share of pgbus.users and reports, on
+// a descriptor of its own left open for the caller to close, whether it
+// was the last. A process forked by another goroutine of this one (a job
+// run by a command, pg_ctl) holds a copy of every descriptor until its
+// program starts, the shared lock's among them, so the share can outlive
+// its close by a moment: the server, taken for still in use, would be left
+// running. The exclusive lock is tried again for up to shareGoneWait; a
+// process that uses the server holds its share far longer, and none can
+// take one meanwhile, as the caller holds pgbus.lock.
+func (c *Cluster) dropShare(ctx context.Context) (lockFD, bool, error) {
+	c.users.close()
+	c.users = -1
+	fd, err := openLock(c.path(usersFile), c.owner)
+	if err != nil {
+		return -1, false, err
+	}
+	deadline := time.Now().Add(shareGoneWait)
+	for {
+		last, err := fd.try(syscall.LOCK_EX)
+		if err != nil {
+			fd.close()
+			return -1, false, err
+		}
+		if last || time.Now().After(deadline) || ctx.Err() != nil {
+			return fd, last, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// shareGoneWait bounds how long dropShare waits for copies of a share's
+// descriptor in processes being started to go.
+const shareGoneWait = time.Second
 
 func (c *Cluster) path(name string) string { return filepath.Join(c.dataDir, name) }
 

@@ -9,7 +9,9 @@
 //
 //   - pgbus.lock: an exclusive flock held around every start and stop;
 //   - pgbus.users: every live Cluster holds a shared flock on it, so a Stop
-//     that can take it exclusively knows nobody else is using the server.
+//     that can take it exclusively knows nobody else is using the server
+//     (it tries for a second: a process this one is starting holds a copy
+//     of the flock until its program runs).
 //
 // flock locks vanish with the process that holds them, so a killed pgbus
 // leaves the server running without a holder: the next Start adopts it and

@@ -214,6 +214,27 @@ func TestSharedBetweenClusters(t *testing.T) {
 	assertStopped(t, dir, pid)
 }
 
+// The last Stop stops the server though a process being started at that
+// moment holds a copy of the share's descriptor (a job's command forked by
+// another goroutine, until its program starts): the copy goes a moment
+// later, and the server was left running for it.
+func TestLastStopWhileAProcessStarts(t *testing.T) {
+	t.Parallel()
+	dir := tempDataDir(t, "ep-")
+	c := start(t, dir)
+	pid := serverPID(t, dir)
+	held, err := syscall.Dup(int(c.users)) // the copy a forked process holds
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond) // its program starts: the copy closes
+		_ = syscall.Close(held)
+	}()
+	stop(t, c)
+	assertStopped(t, dir, pid)
+}
+
 func TestAdoptAfterClientKilled(t *testing.T) {
 	t.Parallel()
 	dir := tempDataDir(t, "ep-")
