@@ -66,9 +66,10 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 // CheckDelivery sends a notification of its own through the store's pool,
 // as a send does, and waits up to wait for the listener to receive it. It
 // returns an error wrapping ErrNoDelivery when the notification does not
-// arrive in time, and other errors when the check could not be made (a
-// lost connection: Close and Listen again). Notifications of sends that
-// arrive meanwhile are dropped: read every queue after the check.
+// arrive in time while the listener's connection answers, and other errors
+// when the check could not be made (a lost or silent connection: Close and
+// Listen again). Notifications of sends that arrive meanwhile are dropped:
+// read every queue after the check.
 func (l *Listener) CheckDelivery(ctx context.Context, wait time.Duration) error {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -86,11 +87,27 @@ func (l *Listener) CheckDelivery(ctx context.Context, wait time.Duration) error 
 		case err == nil:
 			continue
 		case ctx.Err() == nil && waitCtx.Err() != nil:
-			return fmt.Errorf("store: %w: the check's notification did not arrive within %s", ErrNoDelivery, wait)
+			return l.noDelivery(ctx, wait)
 		default:
 			return err
 		}
 	}
+}
+
+// noDelivery is the error of a check whose notification did not arrive
+// within wait: ErrNoDelivery when the listener's connection answers, as
+// behind a pooler; the connection's own error when it does not, as after
+// a failover behind a proxy or on a frozen path, which deliver nothing
+// either but are no reason to give up notifications. The connection gets
+// at most wait to answer.
+func (l *Listener) noDelivery(ctx context.Context, wait time.Duration) error {
+	pingCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := l.conn.Ping(pingCtx); err != nil {
+		return fmt.Errorf("store: check that notifications arrive: the check's notification did not arrive within %s, and the listener's connection does not answer: %w", wait, err)
+	}
+	l.spoke = time.Now()
+	return fmt.Errorf("store: %w: the check's notification did not arrive within %s", ErrNoDelivery, wait)
 }
 
 // WaitForSend blocks until a send notifies and returns the physical queue

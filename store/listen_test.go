@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -65,5 +68,37 @@ func TestListenWaitHonoursContext(t *testing.T) {
 	cancel()
 	if _, err := l.WaitForSend(ctx); err == nil {
 		t.Fatal("WaitForSend on a cancelled context returned no error")
+	}
+}
+
+// A check whose notification does not arrive because the listener's
+// connection stopped answering (a failover behind a proxy, a frozen path)
+// says so, and is no ErrNoDelivery, which would have the workers give up
+// notifications as behind a pooler; on a connection that answers, the
+// check succeeds.
+func TestCheckDeliveryOnASilentConnectionIsNoPooler(t *testing.T) {
+	t.Parallel()
+	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	s, err := store.Open(testContext(t), proxy.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.Listen(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	if err := l.CheckDelivery(testContext(t), 5*time.Second); err != nil {
+		t.Fatalf("the check on a connection that answers: %v", err)
+	}
+
+	proxy.Freeze()
+	s.DropConnections() // the check's notification is sent on a new connection, which the freeze spares
+	ctx, cancel := context.WithTimeout(testContext(t), 10*time.Second)
+	defer cancel()
+	err = l.CheckDelivery(ctx, 500*time.Millisecond)
+	if err == nil || errors.Is(err, store.ErrNoDelivery) || !strings.Contains(err.Error(), "the listener's connection does not answer") {
+		t.Fatalf("the check on a silent connection: %v; want one saying the connection does not answer, not ErrNoDelivery", err)
 	}
 }
