@@ -166,6 +166,14 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 	nextKill := time.Now().Add(500 * time.Millisecond)
 	deadline := time.Now().Add(3 * time.Minute)
 	liveCount := func() int { return queryInt(ctx, t, s, `SELECT count(*) FROM pgmq."q_`+q+`"`) }
+	// A kill waits for some messages settled since the last: on a machine
+	// too busy for a new worker to get going within a second, kills at a
+	// fixed pace would outrun the work (120 kills in 3 minutes settled 721
+	// messages so).
+	settled := func() int {
+		return queryInt(ctx, t, s, `SELECT (SELECT count(*) FROM pgmq."a_`+q+`") + (SELECT count(*) FROM pgmq."q_`+dlq+`")`)
+	}
+	settledAtKill := 0
 	for {
 		for i, c := range kids {
 			if c.exited() {
@@ -187,7 +195,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 			sent += batch
 			nextSend = now.Add(200 * time.Millisecond)
 		}
-		if !now.Before(nextKill) {
+		if !now.Before(nextKill) && settled() >= settledAtKill+perChild {
 			var busy []*crashChild
 			for _, c := range kids {
 				if !c.exited() && c.inFlight() > 0 {
@@ -199,6 +207,7 @@ func TestCrashedWorkersLoseNothing(t *testing.T) {
 				c.killedByParent.Store(true)
 				c.kill()
 				parentKills = append(parentKills, c)
+				settledAtKill = settled()
 				nextKill = now.Add(500*time.Millisecond + rand.N(500*time.Millisecond))
 			}
 		}
