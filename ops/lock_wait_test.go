@@ -21,11 +21,8 @@ import (
 // moves every message.
 func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	s, q, ids, svc := deadWithShortBound(t, 3)
 	ctx := testContext(t)
-	q := newQueue(t, s, nil)
-	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	lock := pgtest.HoldLock(t, s, "q_"+q)
 	pid := lock.PID
 	end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)
@@ -62,18 +59,11 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 // step, not the health check, which would say the database answers.
 func TestBulkRetryHeldByALockPartway(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	s, q, _, svc := deadWithShortBound(t, 600)
 	ctx := testContext(t)
-	q := newQueue(t, s, nil)
-	pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
-	var lock *pgtest.HeldLock
-	req := ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Progress: func(done, _ int) {
-		if done > 0 && lock == nil {
-			lock = pgtest.HoldLock(t, s, "q_"+q) // after the first batch, before the next
-		}
-	}}
-	_, err := svc.DLQRetry(ctx, req)
+	later := lockAfterFirstBatch(t, s, "q_"+q)
+	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Progress: later.progress})
+	lock := later.lock
 	var pd *ops.PartlyDone
 	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done >= 600 || lock == nil {
 		t.Fatalf("a bulk retry held by a lock partway: %v; want it stopped partway", err)
@@ -101,12 +91,9 @@ func TestBulkRetryHeldByALockPartway(t *testing.T) {
 // discard held partway stops there, with the same call as its next step.
 func TestDiscardRestorePurgeHeldByALock(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	s, q, ids, svc := deadWithShortBound(t, 600)
 	ctx := testContext(t)
-	q := newQueue(t, s, nil)
 	dlq := store.DLQName(q)
-	ids := pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	heldBy := func(what string, err error, lock *pgtest.HeldLock) {
 		t.Helper()
 		end := fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.PID)
@@ -140,13 +127,10 @@ func TestDiscardRestorePurgeHeldByALock(t *testing.T) {
 
 	// A bulk discard held after its first batch stops there: its batches
 	// done stay done, whole, and the same call finishes the rest.
-	lock = nil
-	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Confirm: true, Progress: func(done, _ int) {
-		if done > 0 && lock == nil {
-			lock = pgtest.HoldLock(t, s, "a_"+dlq)
-		}
-	}}
+	later := lockAfterFirstBatch(t, s, "a_"+dlq)
+	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, Confirm: true, Progress: later.progress}
 	_, err = svc.DLQDiscard(ctx, req)
+	lock = later.lock
 	var pd *ops.PartlyDone
 	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done >= 600 || lock == nil {
 		t.Fatalf("a bulk discard held by a lock partway: %v; want it stopped partway", err)
@@ -184,4 +168,35 @@ func TestDiscardRestorePurgeHeldByALock(t *testing.T) {
 		t.Fatalf("the purge once the lock went: %v", err)
 	}
 	counts("after the purge", 3, 0)
+}
+
+// deadWithShortBound returns a store on a database of its own, a queue
+// with n dead messages and their ids, and a service whose calls give up
+// after a second: the lock tests' setting.
+func deadWithShortBound(t *testing.T, n int) (*store.Store, string, []int64, *ops.Service) {
+	t.Helper()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, n, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	return s, q, ids, newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+}
+
+// batchLock takes a lock on a table of pgmq once a bulk call reports its
+// first batch done, before its next.
+type batchLock struct {
+	t     *testing.T
+	s     *store.Store
+	table string
+	lock  *pgtest.HeldLock // nil until taken
+}
+
+func lockAfterFirstBatch(t *testing.T, s *store.Store, table string) *batchLock {
+	return &batchLock{t: t, s: s, table: table}
+}
+
+// progress is the bulk call's Progress.
+func (b *batchLock) progress(done, _ int) {
+	if done > 0 && b.lock == nil {
+		b.lock = pgtest.HoldLock(b.t, b.s, b.table)
+	}
 }
