@@ -372,54 +372,6 @@ func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// PurgeQueue deletes every message of a queue (not its archive), with
-// their failure history, and returns how many there were. A queue with priority levels has no table
-// of its own name, only its levels': all of them are purged in one
-// transaction, so that a purge never stops with some levels done. A level
-// whose tables were dropped outside pgbus is left out, as its queue's stats
-// leave it out; a queue none of whose tables exist is not found.
-func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
-	if err := ValidatePhysicalName(name); err != nil {
-		return 0, err
-	}
-	var total int64
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		var levels int
-		err := tx.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, name).Scan(&levels)
-		if err != nil {
-			return fmt.Errorf("store: purge queue %q: read its priority levels: %w", name, err)
-		}
-		physical := physicalNames(name, levels)
-		rows, err := tx.Query(ctx, `SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i)
-			WHERE to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) IS NOT NULL ORDER BY i`, physical)
-		if err != nil {
-			return fmt.Errorf("store: purge queue %q: find its tables: %w", name, err)
-		}
-		present, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("store: purge queue %q: find its tables: %w", name, err)
-		}
-		if len(present) == 0 {
-			return notFoundf("queue %q does not exist", name)
-		}
-		for _, p := range present {
-			var n int64
-			err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM `+queueTable(p)+` RETURNING msg_id),
-				f AS (DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id IN (SELECT msg_id FROM d))
-				SELECT count(*) FROM d`, p).Scan(&n)
-			if err != nil {
-				return queueErr(err, "purge", p)
-			}
-			total += n
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return total, nil
-}
-
 // queueErr turns "relation does not exist" into ErrNotFound with advice, and
 // wraps anything else with the operation and queue.
 func queueErr(err error, op, name string) error {

@@ -322,34 +322,3 @@ func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
 		t.Fatalf("history of the new dead message %d = %+v, %v; want its own one failure", reborn, h, err)
 	}
 }
-
-// A purge takes the failure history of the messages it deletes: nothing
-// else would ever prune the history of a message in neither the queue nor
-// its archive. The history of archived messages stays for retention.
-func TestPurgeQueueTakesFailureHistory(t *testing.T) {
-	t.Parallel()
-	s := testStore(t)
-	ctx := testContext(t)
-	q := newQueue(t, s)
-	ids, err := s.SendBatch(ctx, q, msgs(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ArchiveMany(ctx, q, ids[2:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message)
-		SELECT $1, id, 1, 'E', 'failed' FROM unnest($2::bigint[]) id`, q, ids); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := s.PurgeQueue(ctx, q); err != nil || n != 2 {
-		t.Fatalf("purge = %d, %v; want the 2 live messages", n, err)
-	}
-	var left []int64
-	if err := s.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(msg_id ORDER BY msg_id), '{}') FROM pgbus.failures WHERE queue_name = $1`, q).Scan(&left); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(left, ids[2:]) {
-		t.Fatalf("failure history left of %v; want only the archived message's, %v", left, ids[2:])
-	}
-}
