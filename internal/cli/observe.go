@@ -208,7 +208,7 @@ the same result as the MCP tool pgbus_queue_messages.`,
 			req.Queue, req.IncludePayload = args[0], asJSON && !noPayload
 			return run(a, cmd, (*ops.Service).QueueMessages, req, func(page ops.LiveMessages) error {
 				if len(page.Items) == 0 {
-					_, err := fmt.Fprintln(a.stdout, "no live messages")
+					_, err := fmt.Fprintln(a.stdout, noLiveMessages(req))
 					return err
 				}
 				// A queue with priority levels numbers its messages per
@@ -258,4 +258,18 @@ the same result as the MCP tool pgbus_queue_messages.`,
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
 	f.BoolVar(&req.FullHistory, "full-history", false, "list each failure, identical ones in a row too")
 	return jsonFlag(cmd)
+}
+
+// noLiveMessages is what an empty page of req says: a state's list says
+// that state, not that the queue is empty, and a later page that there is
+// no more.
+func noLiveMessages(req ops.QueueMessagesRequest) string {
+	what := "live messages"
+	if req.State != "" {
+		what = req.State + " messages"
+	}
+	if req.Cursor != "" {
+		return "no more " + what
+	}
+	return "no " + what
 }

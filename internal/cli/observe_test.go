@@ -334,6 +334,9 @@ func TestQueueMessages(t *testing.T) {
 	if out := d.ok(t, "queue", "messages", "quiet"); !strings.Contains(out, "no live messages") {
 		t.Errorf("an empty queue: %q", out)
 	}
+	if out := d.ok(t, "queue", "messages", "quiet", "--state", "retrying"); strings.TrimSpace(out) != "no retrying messages" {
+		t.Errorf("an empty queue's retrying messages: %q, want no retrying messages", out)
+	}
 	d.fails(t, 3, "queue", "messages", "nosuch")
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log`); n != audited {
 		t.Errorf("listing messages wrote %d audit entries", n-audited)
