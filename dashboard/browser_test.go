@@ -46,6 +46,9 @@ func chrome(t *testing.T) context.Context {
 		chromedp.WindowSize(1280, 860),
 		// A second site for the foreign-Origin check, served on loopback.
 		chromedp.Flag("host-resolver-rules", "MAP evil.test 127.0.0.1"),
+		// Chromium leaves a directory of its own in TMPDIR when it is
+		// stopped (its single-instance socket): one the test removes.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	// Chromium now and then exits as it starts, without a word, when the
 	// machine is busy with the other packages' tests: a start is tried
