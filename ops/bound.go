@@ -71,7 +71,10 @@ func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
 // holds a lock on pgbus's or PGMQ's tables: a call that waited for one (a
 // LOCK TABLE, a VACUUM FULL, a transaction left open) is told so, with
 // who holds it, rather than as a database that does not answer, which
-// the health check would then contradict.
+// the health check would then contradict; and a call given up while that
+// fresh connection is answered at once says that its own connection was
+// cut or that it is too big for the bound (a text filter over millions of
+// dead messages), which a narrower request or a longer timeout mends.
 func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	// The call given up, or its statement, began a bound ago.
 	s.store.DropFrozenConnections(time.Now().Add(-b.limit))
@@ -84,10 +87,17 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, inner)
 	again := "the next call connects afresh: try it again once the database answers"
 	hints := []Hint{hint(OpHealth, "says whether the database answers again")}
-	if heldBy, end := s.lockHolders(b); heldBy != "" {
+	switch heldBy, end, answered := s.lockHolders(b); {
+	case heldBy != "":
 		what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, and was given up: %s (%v)", b.limit, heldBy, inner)
 		again = "try it again once that session ends its transaction; if it is stuck, end it: " + end
 		hints = nil
+	case answered:
+		// A new connection got its answer at once: the call's own
+		// connection was cut, or the call is too big for the bound.
+		what = fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed, though a new connection is answered at once: "+
+			"either the call's connection was cut (a failover, a frozen network path), or the call takes longer than that on this much data, which needs a narrower request or a longer timeout (%v)", b.limit, inner)
+		again = "the next call connects afresh: try it again, narrowed if it is a big one"
 	}
 	if pd != nil {
 		msg := what
@@ -110,15 +120,16 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 
 // lockHolders asks, on behalf of a call given up by its bound b, who
 // holds locks on pgbus's and PGMQ's tables, within the bound and at most
-// lockProbeWait: a database that does not answer leaves it "".
-func (s *Service) lockHolders(b *callBound) (heldBy, terminate string) {
+// lockProbeWait, and reports whether the database answered: one that
+// does not leaves heldBy "".
+func (s *Service) lockHolders(b *callBound) (heldBy, terminate string, answered bool) {
 	ctx, cancel := context.WithTimeout(b.outer, min(b.limit, lockProbeWait))
 	defer cancel()
 	heldBy, terminate, err := s.store.LockHolders(ctx, b.limit) // the call, or its statement, waited its bound
 	if err != nil {
-		return "", ""
+		return "", "", false
 	}
-	return heldBy, terminate
+	return heldBy, terminate, true
 }
 
 // lockProbeWait bounds the question lockHolders asks: on a frozen path it

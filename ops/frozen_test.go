@@ -160,3 +160,28 @@ func TestFrozenRestoreSaysWhatItMayHaveDone(t *testing.T) {
 		t.Errorf("%d messages back in the DLQ after restores that gave up, want none", n)
 	}
 }
+
+// A call given up at its bound while a new connection is answered at once
+// (its own connection cut, or a request too big for the bound, such as a
+// text filter over millions of dead messages) says so, and what mends
+// it, rather than only that the database did not answer.
+func TestSlowCallGivenUpSaysANewConnectionAnswers(t *testing.T) {
+	t.Parallel()
+	_, q, proxy, _, svc := frozenSetup(t, 3)
+	ctx := testContext(t)
+	marker := strings.ReplaceAll(uniqueName("slow"), "_", "") // as sent: a filter escapes _
+	proxy.DelayWhenSent(marker, 3*time.Second)                // past the one-second bound
+	_, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q, Text: marker}})
+	for _, want := range []string{"did not answer within 1s (database call timeout)", "a new connection is answered at once", "a narrower request or a longer timeout"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a summary held past its bound: %v; want it to say %q", err, want)
+		}
+	}
+	if k := ops.ErrorKind(err); k != ops.KindUnavailable {
+		t.Errorf("a summary held past its bound: kind %s, want unavailable", k)
+	}
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err != nil || sum.Total != 3 {
+		t.Fatalf("the summary after: %d dead, %v; want 3", sum.Total, err)
+	}
+}
