@@ -20,8 +20,8 @@ import (
 //
 // A role that may truncate the tables (their owner) empties them at once:
 // a backlog of tens of millions, the usual reason for a purge, would take
-// a row-by-row delete minutes, past any call timeout, and leave the
-// tables bloated. The truncate holds the tables' exclusive lock while it
+// a row-by-row delete past the call timeout, and leave the tables
+// bloated. The truncate holds the tables' exclusive lock while it
 // counts their messages, so sends and reads of the queue wait that long.
 // When another session holds the tables for more than purgeLockWait (a
 // long read, a transaction left open), or the role may not truncate, the
@@ -39,8 +39,10 @@ func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
 
 // purgeLockWait bounds how long a purge waits for its tables' exclusive
 // lock before it deletes row by row instead: readers and senders queue
-// behind the waiting lock, so they stall no longer than this.
-const purgeLockWait = time.Second
+// behind the waiting lock, so they stall no longer than this. It is below
+// the shortest database call timeout, which would otherwise give the
+// purge up before it turned to deleting.
+const purgeLockWait = 500 * time.Millisecond
 
 // errPurgeBusy is a truncating purge that could not get its tables'
 // exclusive lock within purgeLockWait.
