@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -19,6 +18,7 @@ import (
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/textlog"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -121,10 +121,10 @@ func (a *app) setup(cmd *cobra.Command) error {
 	case "json":
 		h = slog.NewJSONHandler(a.stderr, opts)
 	case "text":
-		h = tint.NewHandler(a.stderr, &tint.Options{Level: level, NoColor: !isTerminal(a.stderr)})
+		h = textlog.New(a.stderr, level, isTerminal(a.stderr))
 	case "auto":
 		if isTerminal(a.stderr) {
-			h = tint.NewHandler(a.stderr, &tint.Options{Level: level})
+			h = textlog.New(a.stderr, level, true)
 		} else {
 			h = slog.NewJSONHandler(a.stderr, opts)
 		}

@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,21 +11,8 @@ import (
 func TestWorkLogHidesSecretsInJobErrors(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
-	script := filepath.Join(t.TempDir(), "leaky.sh")
 	const token = "sk_live_LOGLEAK1234567890abcdef"
-	body := "#!/bin/sh\necho 'upstream said: Authorization: Bearer " + token + " password=hunter2-log' >&2\nexit 1\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, "pgbus.yaml", `
-queues:
-  leaky:
-    max_retries: 1
-    handler:
-      type: exec
-      command: [`+script+`]
-`)
-	d.ok(t, "work", "--config", cfg, "--until-idle")
+	cfg := execQueue(t, d, "leaky", 1, "echo 'upstream said: Authorization: Bearer "+token+" password=hunter2-log' >&2\nexit 1\n")
 	d.ok(t, "send", "leaky", `{"n": 1}`)
 	r := pgbus(t, d.env, "work", "--config", cfg, "--until-idle", "--log-level", "debug", "--log-format", "json")
 	if r.code != 0 {

@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // pgbus work at the default level tells a person watching what matters:
@@ -15,21 +17,7 @@ import (
 func TestWorkLogsDeadLettersAndSummaryAtInfo(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
-	script := filepath.Join(t.TempDir(), "charge.sh")
-	body := "#!/bin/sh\nif grep -q decline; then echo 'card declined by the bank' >&2; exit 75; fi\nexit 0\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := writeFile(t, "pgbus.yaml", `
-queues:
-  charges:
-    max_retries: 2
-    backoff: 10ms
-    handler:
-      type: exec
-      command: [`+script+`]
-`)
-	d.ok(t, "work", "--config", cfg, "--until-idle")
+	cfg := execQueue(t, d, "charges", 2, "if grep -q decline; then echo 'card declined by the bank' >&2; exit 75; fi\nexit 0\n")
 	d.ok(t, "send", "charges", `{"card": "ok"}`)
 	d.ok(t, "send", "charges", `{"card": "ok"}`)
 	d.ok(t, "send", "charges", `{"card": "decline"}`, "--kind", "charge")
@@ -95,4 +83,53 @@ func TestWorkSummaryNamesEveryQueue(t *testing.T) {
 	if len(summary) != 2 || summary["orders"]["succeeded"] != 0.0 || summary["orders_payments"]["succeeded"] != 1.0 {
 		t.Fatalf("summary lines %v, want one for orders (0 succeeded) and one for orders_payments (1):\n%s", summary, r.stderr)
 	}
+}
+
+// The text log keeps a job's error whole, however broken the downstream's
+// output in it: the bytes that are not UTF-8 and the escape sequence
+// before the reason were once taken for the end of the value, and the
+// reason was lost. Nothing of them reaches the terminal raw.
+func TestWorkTextLogKeepsABrokenErrorWhole(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	cfg := execQueue(t, d, "charges", 1, "printf 'gateway said \\377\\376 \\033[31mcard declined\\033[0m by the bank\\n' >&2\nexit 3\n")
+	d.ok(t, "send", "charges", `{"card": "4242"}`)
+	r := pgbus(t, d.env, "work", "--config", cfg, "--until-idle", "--log-format", "text")
+	if r.code != 0 {
+		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
+	}
+	var dead string
+	for line := range strings.Lines(r.stderr) {
+		if strings.Contains(line, "pgbus: job dead-lettered") {
+			dead = line
+		}
+	}
+	if !strings.Contains(dead, "card declined") || !strings.Contains(dead, "by the bank") {
+		t.Errorf("the dead-letter line lost the error's reason:\n%q", r.stderr)
+	}
+	if strings.ContainsRune(r.stderr, '\x1b') || !utf8.ValidString(r.stderr) {
+		t.Errorf("the log holds a raw escape sequence or a byte that is not UTF-8:\n%q", r.stderr)
+	}
+}
+
+// execQueue declares queue in a configuration file, its jobs run by a
+// shell script of body and dead-lettered after maxRetries runs, creates it
+// with a first pgbus work, and returns the file's path.
+func execQueue(t *testing.T, d db, queue string, maxRetries int, body string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), queue+".sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "pgbus.yaml", fmt.Sprintf(`
+queues:
+  %s:
+    max_retries: %d
+    backoff: 10ms
+    handler:
+      type: exec
+      command: [%s]
+`, queue, maxRetries, script))
+	d.ok(t, "work", "--config", cfg, "--until-idle")
+	return cfg
 }
