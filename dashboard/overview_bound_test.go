@@ -19,17 +19,37 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// bigInstall makes the queues of a large install on st: 300 queues, of
-// which 12 have a message and no worker (STALLED), 30 dead messages
-// dead-lettered in the last hour and 5 are paused (DEGRADED); the rest
-// are quiet. It returns the names of the first three kinds.
-func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
+// bigInstall opens a store on a database of its own holding a large
+// install: 300 queues, big_000 to big_299, of which 12 have a message and
+// no worker (STALLED), 30 dead messages dead-lettered in the last hour and
+// 5 are paused (DEGRADED); the rest are quiet. It returns the store and
+// the names of the first three kinds. The install is made once, as a
+// template that each test's database copies.
+func bigInstall(t *testing.T) (st *store.Store, ready, dead, paused []string) {
 	t.Helper()
-	ctx := pgtest.Context(t)
+	names := bigNames()
+	ready, dead, paused = names[:12], names[12:42], names[42:47]
+	return pgtest.OpenStore(t, pgtest.FromTemplate(t, "big install", buildBigInstall)), ready, dead, paused
+}
+
+// bigNames are the queues of bigInstall.
+func bigNames() []string {
 	names := make([]string, 300)
 	for i := range names {
 		names[i] = fmt.Sprintf("big_%03d", i)
 	}
+	return names
+}
+
+// buildBigInstall makes bigInstall's queues in the database at url.
+func buildBigInstall(tb testing.TB, url string) {
+	ctx := pgtest.Context(tb)
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer st.Close() // a template is copied with no session on it
+	names := bigNames()
 	// Four at a time: each create makes two queues' tables.
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names))
@@ -45,30 +65,32 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	ready, dead, paused = names[:12], names[12:42], names[42:47]
+	ready, dead, paused := names[:12], names[12:42], names[42:47]
 	for _, q := range ready {
 		if _, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`1`)}); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	minute := time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Minute)
 	var deltas []store.StatsDelta
 	for i, q := range dead {
-		pgtest.DeadLetterN(t, st, q, 1+i%3, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+		pgtest.DeadLetterN(tb, st, q, 1+i%3, pgtest.DeadSpec{Kind: "k", Message: "boom"})
 		deltas = append(deltas, store.StatsDelta{Minute: minute, Queue: q, Kind: "k", DeadLettered: int64(1 + i%3)})
 	}
 	if err := st.AddStats(ctx, deltas); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	svc := newService(t, st)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	for _, q := range paused {
 		if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return ready, dead, paused
 }
 
 // The overview of 300 queues lists the first 20 health reasons, every
@@ -81,8 +103,7 @@ func bigInstall(t *testing.T, st *store.Store) (ready, dead, paused []string) {
 func TestBrowserOverviewOfManyQueues(t *testing.T) {
 	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
-	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-	ready, dead, paused := bigInstall(t, st)
+	st, ready, dead, paused := bigInstall(t)
 	all, err := newService(t, st).Overview(pgtest.Context(t), ops.OverviewRequest{})
 	if err != nil {
 		t.Fatal(err)

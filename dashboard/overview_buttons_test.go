@@ -20,8 +20,7 @@ import (
 func TestBrowserOverviewButtonsShareOneToken(t *testing.T) {
 	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
-	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-	_, _, paused := bigInstall(t, st)
+	st, _, _, paused := bigInstall(t)
 	token := newToken(t)
 	base := "http://" + serve(t, st, serverOpts{token: token})
 	b.do("log in", chromedp.Navigate(base+"/login"), page("login"),

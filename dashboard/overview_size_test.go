@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -106,13 +105,8 @@ func TestOverviewSizeOfManyBusyQueues(t *testing.T) {
 	}{{"steady", steady, 225_000, 20_000}, {"bursty", bursty, 110_000, 10_000}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each on a database of its own
-			st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-			bigInstall(t, st)
-			names := make([]string, 300)
-			for i := range names {
-				names[i] = fmt.Sprintf("big_%03d", i)
-			}
-			addTraffic(t, st, names, c.tr)
+			st, _, _, _ := bigInstall(t)
+			addTraffic(t, st, bigNames(), c.tr)
 			addr := serve(t, st, serverOpts{})
 			resp, sent := fetch(t, addr, "/", map[string]string{"Sec-Fetch-Site": "same-origin", "Accept-Encoding": "gzip, deflate, br, zstd"})
 			_, page := fetch(t, addr, "/", nil)

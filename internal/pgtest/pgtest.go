@@ -117,6 +117,12 @@ func Main(m *testing.M) int {
 		return 2
 	}
 	code := m.Run()
+	if err := dropTemplates(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if cluster == nil {
