@@ -127,16 +127,31 @@ func readPayload(arg string, hasArg bool, file string, stdin io.Reader) (json.Ra
 	if err != nil {
 		return nil, err
 	}
-	data = bytes.TrimSpace(data)
+	data = jsonText(data)
 	if len(data) == 0 {
 		return nil, usageError{fmt.Errorf("payload from %s is empty; send any JSON value, for example {} or null", from)}
 	}
 	if !json.Valid(data) {
 		var v any
 		jerr := json.Unmarshal(data, &v)
-		return nil, usageError{fmt.Errorf("payload from %s is not valid JSON: %v; quote it for the shell, e.g. '{\"order_id\": 42}'", from, jerr)}
+		fix := `quote it for the shell, e.g. '{"order_id": 42}'`
+		if from != "the argument" {
+			fix = `it must hold one JSON value, e.g. {"order_id": 42}`
+		}
+		return nil, usageError{fmt.Errorf("payload from %s is not valid JSON: %v; %s", from, jerr, fix)}
 	}
 	return data, nil
+}
+
+// utf8BOM is the byte order mark that Windows editors and PowerShell put
+// before the text of a UTF-8 file.
+var utf8BOM = []byte("\uFEFF")
+
+// jsonText is the JSON text of a payload as read: without a byte order mark
+// before it (JSON allows a reader to ignore one, and a file saved by many
+// Windows tools has one), nor the blanks and line ends around it.
+func jsonText(data []byte) []byte {
+	return bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(data), utf8BOM))
 }
 
 // readLimited reads a file (or r when path is "") up to the payload limit.
@@ -222,7 +237,9 @@ func readNDJSON(path string, stdin io.Reader, fromLine int) (*ndjsonInput, error
 	line, total := 0, 0
 	for sc.Scan() {
 		line++
-		data := bytes.TrimSpace(sc.Bytes())
+		// A file of lines joined from files (cat a.ndjson b.ndjson) has
+		// each file's byte order mark at the start of a line.
+		data := jsonText(sc.Bytes())
 		if line < fromLine || len(data) == 0 {
 			continue
 		}

@@ -208,3 +208,36 @@ func TestSendNDJSONCommitCutOffIsUnsure(t *testing.T) {
 		t.Fatalf("%d messages in the queue; want the first transaction's 1000", n)
 	}
 }
+
+// A payload file saved with a byte order mark and CRLF line ends, as
+// Windows editors and PowerShell save them, is read as its JSON, whether
+// sent with @FILE, from stdin or as lines with --ndjson (files joined by
+// cat carry a mark at the start of each); a file that is no JSON says so
+// in words for a file, not a shell's.
+func TestSendReadsFilesWithAByteOrderMark(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	const bom = "\uFEFF"
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	d.ok(t, "send", "orders", "@"+write("one.json", bom+`{"order_id": 1}`+"\r\n"))
+	if r := pgbusIn(t, d.env, bom+`{"order_id": 2}`, "send", "orders", "-"); r.code != 0 {
+		t.Fatalf("send from stdin with a byte order mark: exit %d: %s", r.code, r.stderr)
+	}
+	part := bom + `{"order_id": 3}` + "\r\n" + `{"order_id": 4}` + "\r\n"
+	d.ok(t, "send", "orders", "--ndjson", write("joined.ndjson", part+strings.ReplaceAll(strings.ReplaceAll(part, "3", "5"), "4", "6")))
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders WHERE message = jsonb_build_object('order_id', msg_id)`); n != 6 {
+		t.Fatalf("%d of the 6 messages hold {\"order_id\": N} in the order sent", n)
+	}
+	msg := d.fails(t, 2, "send", "orders", "@"+write("cut.json", bom+`{"order_id": `))
+	if !strings.Contains(msg, "payload from file") || !strings.Contains(msg, "it must hold one JSON value") || strings.Contains(msg, "shell") {
+		t.Fatalf("a file that is no JSON: %q", msg)
+	}
+}
