@@ -81,9 +81,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
-	line, _ := ops.RedactText(errorLine(err))
+	self := ""
+	if cmd != nil {
+		self = cmd.CommandPath()
+	}
+	line, _ := ops.RedactText(errorLine(err, self))
 	code := exitCode(err)
-	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause)
+	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
 	return code
 }
 

@@ -38,16 +38,18 @@ func TestJSONErrors(t *testing.T) {
 		kind string
 		code int
 		next string // a command among the next steps, if any
+		self string // a command the steps must not name: the one that failed
 		// result: the command prints its result before its exit status
 		// (ids it did not handle), which is all stdout holds.
 		result bool
 	}{
-		{"not found", d.env, []string{"dlq", "show", "42", "--queue", "orders"}, "not_found", 3, "pgbus dlq list --queue orders", false},
-		{"retry not found", d.env, []string{"dlq", "retry", "42", "--queue", "orders"}, "not_found", 3, "pgbus dlq list --queue orders", true},
-		{"bad since", d.env, []string{"dlq", "list", "--since", "last tuesday"}, "invalid", 2, "", false},
-		{"bad flag value", d.env, []string{"dlq", "list", "--limit", "abc"}, "usage", 2, "", false},
-		{"unknown flag", d.env, []string{"dlq", "list", "--bogus"}, "usage", 2, "", false},
-		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, "pgbus health", false},
+		{"not found", d.env, []string{"dlq", "show", "42", "--queue", "orders"}, "not_found", 3, "pgbus dlq list --queue orders", "", false},
+		{"retry not found", d.env, []string{"dlq", "retry", "42", "--queue", "orders"}, "not_found", 3, "pgbus dlq list --queue orders", "", true},
+		{"bad since", d.env, []string{"dlq", "list", "--since", "last tuesday"}, "invalid", 2, "", "", false},
+		{"bad flag value", d.env, []string{"dlq", "list", "--limit", "abc"}, "usage", 2, "", "", false},
+		{"unknown flag", d.env, []string{"dlq", "list", "--bogus"}, "usage", 2, "", "", false},
+		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, "pgbus health", "", false},
+		{"health unreachable", unreachable, []string{"health"}, "unavailable", 1, "", "pgbus health", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// --json last: after a flag that cannot be parsed, as a
@@ -62,6 +64,9 @@ func TestJSONErrors(t *testing.T) {
 			}
 			if c.next != "" && !slices.ContainsFunc(got.Next, func(n nextStep) bool { return n.Command == c.next && n.Why != "" }) {
 				t.Errorf("next %+v, want %q with why it helps", got.Next, c.next)
+			}
+			if c.self != "" && (strings.Contains(got.Error, c.self) || slices.ContainsFunc(got.Next, func(n nextStep) bool { return n.Command == c.self })) {
+				t.Errorf("the error of %s points at itself: %q, next %+v", c.self, got.Error, got.Next)
 			}
 			if c.next != "" && !strings.Contains(got.Error, "see "+c.next) {
 				t.Errorf("the line %q does not name %q, which next lists: a person reads the line", got.Error, c.next)

@@ -43,14 +43,15 @@ type partlyDoneJSON struct {
 // printError prints a command's error on stderr: line, its words
 // (already redacted), as "pgbus: <line>", or with asJSON as an errorJSON
 // of exit code code and of cause, the error before a stop by a signal
-// reworded it, which keeps its kind, its next steps and how much was done.
-func printError(w io.Writer, asJSON bool, line string, code int, cause error) {
+// reworded it, which keeps its kind, its next steps (but the command
+// self, which is the one that failed) and how much was done.
+func printError(w io.Writer, asJSON bool, line string, code int, cause error, self string) {
 	if !asJSON {
 		fmt.Fprintf(w, "pgbus: %s\n", line)
 		return
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
-	for _, h := range nextSteps(cause, out.Kind) {
+	for _, h := range stepsBeyond(nextSteps(cause, out.Kind), self) {
 		command, _ := ops.RedactText(vocab.Command(h))
 		why, _ := ops.RedactText(h.Why)
 		out.Next = append(out.Next, nextStep{Command: command, Why: why})

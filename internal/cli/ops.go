@@ -94,16 +94,22 @@ func (s *session) Close() {
 	s.db.Close()
 }
 
-// errorLine renders an error for stderr with its next steps as commands,
-// those --json prints: an operation's own, or those of what happened (the
-// health check for a database that does not answer or a failure nothing
-// explained).
-func errorLine(err error) string {
-	steps := ops.NextSteps(err)
+// errorLine renders an error of the command self (such as "pgbus
+// health") for stderr with its next steps as commands, those --json
+// prints: an operation's own, or those of what happened (the health check
+// for a database that does not answer or a failure nothing explained).
+func errorLine(err error, self string) string {
+	steps := stepsBeyond(ops.NextSteps(err), self)
 	if len(steps) == 0 {
 		return err.Error()
 	}
 	return err.Error() + ": see " + commands(steps, " or ")
+}
+
+// stepsBeyond is steps without the command self as it stands: pgbus
+// health that cannot reach the database is not told to see pgbus health.
+func stepsBeyond(steps []ops.Hint, self string) []ops.Hint {
+	return slices.DeleteFunc(slices.Clone(steps), func(h ops.Hint) bool { return vocab.Command(h) == self })
 }
 
 func commands(hints []ops.Hint, sep string) string {
