@@ -313,6 +313,18 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	return h, nil
 }
 
+// verdictRank orders the verdicts from best to worst; UNREACHABLE, which
+// knows nothing of the queues, is worst.
+var verdictRank = map[string]int{HealthOK: 0, HealthDegraded: 1, HealthStalled: 2, HealthUnreachable: 3}
+
+// HealthAtLeast reports whether the verdict status is level or worse, in
+// the order OK, DEGRADED, STALLED, UNREACHABLE: what a check that alerts
+// from level on asks. A level that is no verdict is met by none.
+func HealthAtLeast(status, level string) bool {
+	want, ok := verdictRank[level]
+	return ok && verdictRank[status] >= want
+}
+
 // reasonRank orders the reasons of a verdict: STALLED ones first, NOTICE
 // ones last.
 var reasonRank = map[string]int{HealthStalled: 0, HealthDegraded: 1, HealthNotice: 2}

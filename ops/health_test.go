@@ -780,3 +780,22 @@ func TestHealthNamesWorkersOfADroppedQueue(t *testing.T) {
 		t.Fatalf("health with the queue dropped and its workers stopped: %+v, %v; want OK", h, err)
 	}
 }
+
+// HealthAtLeast orders the verdicts OK, DEGRADED, STALLED, UNREACHABLE;
+// a level that is no verdict is met by none.
+func TestHealthAtLeast(t *testing.T) {
+	t.Parallel()
+	verdicts := []string{ops.HealthOK, ops.HealthDegraded, ops.HealthStalled, ops.HealthUnreachable}
+	for i, status := range verdicts {
+		for j, level := range verdicts {
+			if got := ops.HealthAtLeast(status, level); got != (i >= j) {
+				t.Errorf("HealthAtLeast(%s, %s) = %v", status, level, got)
+			}
+		}
+		for _, level := range []string{"", "stalled", ops.HealthNotice, "STALLED; DROP TABLE x"} {
+			if ops.HealthAtLeast(status, level) {
+				t.Errorf("HealthAtLeast(%s, %q) is true for a level that is no verdict", status, level)
+			}
+		}
+	}
+}

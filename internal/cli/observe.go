@@ -19,7 +19,8 @@ func noArgs[Res any](op func(*ops.Service, context.Context) (Res, error)) func(*
 }
 
 func (a *app) healthCommand() *cobra.Command {
-	return jsonFlag(&cobra.Command{
+	var failOn string
+	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "One-look health: OK, DEGRADED or STALLED, with the reasons and what to look at next",
 		Long: `Check queues and workers: STALLED when ready work is not being done (no
@@ -27,25 +28,46 @@ running worker, a backlog that does not drain), DEGRADED when something needs
 a look (stale workers, new dead letters, a paused queue, an aging backlog, an
 open circuit breaker a running handler uses), OK otherwise. A NOTICE reason
 leaves the verdict as it is: schema_newer, a newer pgbus migrated the
-database (upgrade this one). Each reason says where to look next. Exit code 0 whatever the verdict; --json prints the same
-result as the MCP tool pgbus_health.`,
+database (upgrade this one). Each reason says where to look next. --json
+prints the same result as the MCP tool pgbus_health.
+
+Exit code 0 whatever the verdict, unless --fail-on names one: then 1 when
+the verdict is that one or worse (OK, DEGRADED, STALLED), after the report,
+so that a cron job or a runbook's check alerts on it; a database that does
+not answer is exit 1 either way.`,
 		Example: `  pgbus health
-  pgbus health --json`,
+  pgbus health --json
+  pgbus health --fail-on stalled || page-the-on-call`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(a, cmd, noArgs((*ops.Service).Health), struct{}{}, func(h ops.Health) error {
-				fmt.Fprintf(a.stdout, "%s: %s, %d ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), h.Backlog, h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
-				for _, r := range h.Reasons {
-					fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
-					for _, n := range r.Next {
-						fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
-					}
+			level := strings.ToUpper(failOn)
+			if failOn != "" && level != ops.HealthDegraded && level != ops.HealthStalled {
+				return usageError{fmt.Errorf("--fail-on %q: give degraded or stalled, the verdict from which on the command fails", clip(failOn, 40))}
+			}
+			return run(a, cmd, noArgs((*ops.Service).Health), struct{}{}, a.printHealth, func(h ops.Health) error {
+				if failOn != "" && ops.HealthAtLeast(h.Status, level) {
+					return fmt.Errorf("health is %s, at or past --fail-on %s", h.Status, strings.ToLower(level))
 				}
-				printNext(a.stdout, h.Next)
 				return nil
 			})
 		},
-	})
+	}
+	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 1 when the verdict is this or worse: degraded or stalled")
+	return jsonFlag(cmd)
+}
+
+// printHealth prints a health verdict: its line, each reason with its next
+// steps, then the verdict's own.
+func (a *app) printHealth(h ops.Health) error {
+	fmt.Fprintf(a.stdout, "%s: %s, %d ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), h.Backlog, h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
+	for _, r := range h.Reasons {
+		fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
+		for _, n := range r.Next {
+			fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
+		}
+	}
+	printNext(a.stdout, h.Next)
+	return nil
 }
 
 func (a *app) workersCommand() *cobra.Command {

@@ -44,6 +44,19 @@ func TestHealthAndWorkers(t *testing.T) {
 			t.Errorf("health JSON lacks %q", k)
 		}
 	}
+	// --fail-on fails a check at that verdict or worse, after the report.
+	for _, c := range []struct {
+		level string
+		code  int
+	}{{"stalled", 1}, {"DEGRADED", 1}} {
+		r := pgbus(t, d.env, "health", "--fail-on", c.level)
+		if r.code != c.code || !strings.HasPrefix(r.stdout, "STALLED: 1 queue") || !strings.Contains(r.stderr, "health is STALLED, at or past --fail-on "+strings.ToLower(c.level)) {
+			t.Fatalf("health --fail-on %s when STALLED: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", c.level, r.code, c.code, r.stdout, r.stderr)
+		}
+	}
+	if msg := d.fails(t, 2, "health", "--fail-on", "ok"); !strings.Contains(msg, `--fail-on "ok": give degraded or stalled`) {
+		t.Fatalf("health --fail-on ok: %q", msg)
+	}
 	table := d.ok(t, "health")
 	for _, s := range []string{
 		"STALLED: 1 queue, 2 ready, 0 dead, 0 workers running",
@@ -91,6 +104,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	if h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Backlog != 0 || h.Workers != 0 {
 		t.Fatalf("health after the queue drained: %+v", h)
 	}
+	d.ok(t, "health", "--fail-on", "degraded")
 	if out := d.ok(t, "health"); !strings.HasPrefix(out, "OK: 1 queue, 0 ready, 0 dead, 0 workers running\n") {
 		t.Fatalf("health table when OK: %q", out)
 	}
@@ -106,6 +120,12 @@ func TestHealthAndWorkers(t *testing.T) {
 	}
 	if out := d.ok(t, "health"); !strings.Contains(out, "DEGRADED queue_paused") || !strings.Contains(out, "next: pgbus queue resume orders") {
 		t.Fatalf("health table with a paused queue:\n%s", out)
+	}
+	d.ok(t, "health", "--fail-on", "stalled") // DEGRADED is better than STALLED
+	res := pgbus(t, d.env, "health", "--fail-on", "degraded", "--json")
+	var failed ops.Health
+	if err := json.Unmarshal([]byte(res.stdout), &failed); err != nil || res.code != 1 || failed.Status != ops.HealthDegraded || !strings.Contains(res.stderr, `"kind":"failed"`) {
+		t.Fatalf("health --fail-on degraded --json when DEGRADED: exit %d (%v), want 1, the report on stdout and the error as JSON on stderr\nstdout:\n%s\nstderr:\n%s", res.code, err, res.stdout, res.stderr)
 	}
 }
 
