@@ -59,6 +59,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	out.flush()
 	app.trace.flush()
 	err = app.explain(flagNamed(cmd, err))
 	if werr := out.failed(); werr != nil {
@@ -179,25 +180,84 @@ func cancelOnSignals(cancel context.CancelCauseFunc) func() {
 }
 
 // stdoutWriter is the command's stdout: the first write that fails cancels
-// the command, since nobody is reading what it prints.
+// the command, since nobody is reading what it prints. What it writes is
+// terminalSafe.
 type stdoutWriter struct {
 	w      io.Writer
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	err    error
+	held   []byte // the first byte of a character the next write ends
 }
 
 func (s *stdoutWriter) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
-	if err != nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := terminalSafe(append(s.held, p...))
+	s.held = nil
+	if n := len(out); n > 0 && out[n-1] == c1Lead {
+		s.held, out = []byte{c1Lead}, out[:n-1]
+	}
+	if _, err := s.w.Write(out); err != nil {
 		if s.err == nil {
 			s.err = fmt.Errorf("cannot write to stdout: %w", err)
 			s.cancel(s.err)
 		}
-		s.mu.Unlock()
+		return 0, err
 	}
-	return n, err
+	return len(p), nil
+}
+
+// flush writes a byte held back by the last write.
+func (s *stdoutWriter) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) > 0 {
+		_, _ = s.w.Write(s.held)
+		s.held = nil
+	}
+}
+
+// c1Lead is the first byte of the UTF-8 of the C1 control characters,
+// U+0080 to U+009F.
+const c1Lead = 0xC2
+
+// terminalSafe is p with every control character but tab and line feed
+// written as its \u00XX escape: an escape sequence's ESC, a carriage
+// return that would overwrite a line, DEL and the C1 controls (U+009B
+// starts an escape sequence too). Text from the database, a job's kind or
+// an error message another client wrote, then cannot drive the terminal
+// it is printed on; within a JSON string the escape means the same
+// character, so --json output keeps its data exactly. A trailing c1Lead
+// is left as it is, for the next write to complete.
+func terminalSafe(p []byte) []byte {
+	var out []byte
+	for i := 0; i < len(p); i++ {
+		b, c := p[i], -1
+		switch {
+		case b < 0x20 && b != '\t' && b != '\n', b == 0x7f:
+			c = int(b)
+		case b == c1Lead && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f:
+			c = int(p[i+1])
+		}
+		if c < 0 {
+			if out != nil {
+				out = append(out, b)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(p)+16), p[:i]...)
+		}
+		out = fmt.Appendf(out, `\u%04x`, c)
+		if c >= 0x80 {
+			i++
+		}
+	}
+	if out == nil {
+		return p
+	}
+	return out
 }
 
 func (s *stdoutWriter) failed() error {

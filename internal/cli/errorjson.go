@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -47,7 +46,7 @@ type partlyDoneJSON struct {
 // self, which is the one that failed) and how much was done.
 func printError(w io.Writer, asJSON bool, line string, code int, cause error, self string) {
 	if !asJSON {
-		fmt.Fprintf(w, "pgbus: %s\n", line)
+		_, _ = w.Write(terminalSafe([]byte("pgbus: " + line + "\n")))
 		return
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}

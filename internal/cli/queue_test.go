@@ -254,3 +254,27 @@ func TestSend(t *testing.T) {
 		t.Fatalf("%d failed send entries in the audit log, want the one to the missing queue", n)
 	}
 }
+
+// Text a sender put in a message (its kind here) cannot drive the
+// terminal that pgbus queue messages prints it on: an escape sequence, a
+// carriage return and a C1 control are printed as escapes, while --json
+// keeps the kind exactly.
+func TestDataCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	const kind = "charge\x1b[2J\x1b]0;owned\a\u009b31m"
+	d.ok(t, "send", "orders", `{}`, "--kind", kind)
+	out := d.ok(t, "queue", "messages", "orders")
+	if i := strings.IndexFunc(out, func(r rune) bool { return r != '\n' && (r < 0x20 || r >= 0x7f && r <= 0x9f) }); i >= 0 {
+		t.Fatalf("stdout holds the control character %q:\n%q", out[i], out)
+	}
+	if !strings.Contains(out, `charge\u001b[2J\u001b]0;owned\u0007\u009b31m`) {
+		t.Fatalf("the kind is not shown with its controls escaped:\n%s", out)
+	}
+	var live ops.LiveMessages
+	d.json(t, &live, "queue", "messages", "orders")
+	if len(live.Items) != 1 || live.Items[0].Kind != kind {
+		t.Fatalf("--json: %+v, want the one message with its kind %q exactly", live.Items, kind)
+	}
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"testing"
+)
+
+func TestTerminalSafe(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"plain text\tand\na line\n":             "plain text\tand\na line\n",
+		"red \x1b[31mtext":                      `red \u001b[31mtext`,
+		"over\rwrite":                           `over\u000dwrite`,
+		"bell\a del\x7f nul\x00":                `bell\u0007 del\u007f nul\u0000`,
+		"csi \u009b2J and \u0085 next line":     `csi \u009b2J and \u0085 next line`,
+		"é ü \u00a0 ✓ \ufffd":                   "é ü \u00a0 ✓ \ufffd",
+		`{"kind":"k` + "\u009b" + `"}`:          `{"kind":"k\u009b"}`,
+		"not UTF-8 \xff\xfe, a lone \xc2 there": "not UTF-8 \xff\xfe, a lone \xc2 there",
+	} {
+		if got := string(terminalSafe([]byte(in))); got != want {
+			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A C1 control whose two bytes come in two writes is escaped too; a write
+// that ends with the first byte of a character holds it until the next,
+// or until the command's end.
+func TestStdoutWriterEscapesAcrossWrites(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	_, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	w := &stdoutWriter{w: &buf, cancel: cancel}
+	for _, p := range []string{"a\xc2", "\x9bb \xc2", "\xa9 end\xc2"} {
+		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	w.flush()
+	if got, want := buf.String(), `a\u009bb `+"\u00a9 end\xc2"; got != want {
+		t.Fatalf("wrote %q, want %q", got, want)
+	}
+}
