@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
@@ -82,10 +83,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
-	self := ""
-	if cmd != nil {
-		self = cmd.CommandPath()
-	}
+	self := bareCommand(cmd)
 	line, _ := ops.RedactText(errorLine(err, self))
 	code := exitCode(err)
 	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
@@ -125,6 +123,22 @@ func partlyDone(p *ops.PartlyDone, err error) error {
 		again += " once it answers (" + vocab.Command(steps[0]) + " says when)"
 	}
 	return reworded{fmt.Sprintf("%v; %s; %s: it %s", p.Err, p.Stopped(), again, p.Rest()), err}
+}
+
+// bareCommand is the command line of cmd, such as "pgbus health", when it
+// ran with no argument and no flag of its own but --json (the global ones
+// aside): the line that a next step naming it alone would only repeat.
+// Otherwise "": pgbus queues emails may well be told to see pgbus queues.
+func bareCommand(cmd *cobra.Command) string {
+	if cmd == nil || len(cmd.Flags().Args()) > 0 {
+		return ""
+	}
+	bare := true
+	cmd.LocalNonPersistentFlags().Visit(func(f *pflag.Flag) { bare = bare && f.Name == "json" })
+	if !bare {
+		return ""
+	}
+	return cmd.CommandPath()
 }
 
 // errStopped is the cause of a context cancelled by SIGINT, SIGTERM or
