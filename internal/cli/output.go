@@ -92,8 +92,10 @@ func toAny(ss []string) []any {
 func (t *table) row(cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
-		// Tabs and newlines in data would break the columns.
-		parts[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c))
+		// Tabs and newlines in data would break the columns; other
+		// controls are escaped here, before the columns are measured,
+		// rather than by stdout after.
+		parts[i] = string(terminalSafe([]byte(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c)))))
 	}
 	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
 }

@@ -272,6 +272,12 @@ func TestDataCannotDriveTheTerminal(t *testing.T) {
 	if !strings.Contains(out, `charge\u001b[2J\u001b]0;owned\u0007\u009b31m`) {
 		t.Fatalf("the kind is not shown with its controls escaped:\n%s", out)
 	}
+	// The columns are measured on what is shown: ATTEMPTS starts where
+	// its values do.
+	lines := strings.Split(out, "\n")
+	if col := strings.Index(lines[0], "ATTEMPTS"); col < 0 || len(lines[1]) <= col || lines[1][col] != '0' {
+		t.Fatalf("the columns do not line up with the escaped kind:\n%s", out)
+	}
 	var live ops.LiveMessages
 	d.json(t, &live, "queue", "messages", "orders")
 	if len(live.Items) != 1 || live.Items[0].Kind != kind {
