@@ -88,17 +88,23 @@ func start() {
 // crash of the machine could lose it, and a test cluster does not care.
 // A server of PGBUS_TEST_DATABASE_URL is left as it is.
 func skipFsync(url string) error {
+	// ALTER SYSTEM runs outside a transaction: one statement each.
+	return execEach(url, "turn fsync off", `ALTER SYSTEM SET fsync = off`, `ALTER SYSTEM SET full_page_writes = off`, `SELECT pg_reload_conf()`)
+}
+
+// execEach runs each statement on its own on one connection to url, for
+// what (the words of its errors), within a minute.
+func execEach(url, what string, statements ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("connect to turn fsync off: %w", err)
+		return fmt.Errorf("connect to %s: %w", what, err)
 	}
 	defer conn.Close(ctx)
-	// ALTER SYSTEM runs outside a transaction: one statement each.
-	for _, sql := range []string{`ALTER SYSTEM SET fsync = off`, `ALTER SYSTEM SET full_page_writes = off`, `SELECT pg_reload_conf()`} {
+	for _, sql := range statements {
 		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("turn fsync off: %s: %w", sql, err)
+			return fmt.Errorf("%s: %s: %w", what, sql, err)
 		}
 	}
 	return nil

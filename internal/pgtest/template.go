@@ -1,14 +1,9 @@
 package pgtest
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -96,17 +91,9 @@ func dropTemplates() error {
 		}
 		mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return fmt.Errorf("connect to drop the template databases: %w", err)
+	drops := make([]string, len(names))
+	for i, name := range names {
+		drops[i] = "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"
 	}
-	defer conn.Close(ctx)
-	for _, name := range names {
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			return fmt.Errorf("drop the template database %s: %w", name, err)
-		}
-	}
-	return nil
+	return execEach(base, "drop the template databases", drops...)
 }
