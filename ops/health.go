@@ -477,12 +477,12 @@ func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(qu
 	state := "half-open (one probe call is going through)"
 	switch {
 	case b.State != store.BreakerOpen:
+	case probeDue(b, now):
+		state = "open, its cool-off over since " + b.OpenUntil.UTC().Format(time.RFC3339) + " (the next job that meets it makes the probe call)"
 	case b.OpenUntil == nil:
 		state = "open"
-	case b.OpenUntil.After(now):
-		state = "open until " + b.OpenUntil.UTC().Format(time.RFC3339)
 	default:
-		state = "open, its cool-off over since " + b.OpenUntil.UTC().Format(time.RFC3339) + " (the next job that meets it makes the probe call)"
+		state = "open until " + b.OpenUntil.UTC().Format(time.RFC3339)
 	}
 	why := ""
 	if e, _ := RedactText(b.LastError); e != "" {
@@ -766,8 +766,9 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	bounded := s.opts.Bounds.Response > 0 && !req.All
+	now := s.now()
 	for i, b := range all {
-		out.Circuits[i] = breakerState(b)
+		out.Circuits[i] = breakerState(b, now)
 		if bounded {
 			out.Circuits[i].trimUsers(maxBreakerUsers)
 		}

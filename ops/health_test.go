@@ -475,6 +475,10 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	if h, err = svc.Health(ctx); err != nil || len(h.Reasons) != 1 || !strings.Contains(h.Reasons[0].Message, "its cool-off over since") {
 		t.Fatalf("health of a breaker past its cool-off = %+v, %v", h, err)
 	}
+	// pgbus_circuits says the same: its probe is due.
+	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: "http:bank"}); err != nil || len(cs.Circuits) != 1 || !cs.Circuits[0].ProbeDue {
+		t.Fatalf("circuits of a breaker past its cool-off = %+v, %v; want probe_due", cs, err)
+	}
 	if _, err := s.ResetBreaker(ctx, "http:bank"); err != nil {
 		t.Fatal(err)
 	}

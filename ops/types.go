@@ -74,6 +74,7 @@ type BreakerState struct {
 	MaxCoolOffSeconds     float64       `json:"max_cool_off_seconds" jsonschema_description:"Seconds the open period may grow to at most."`
 	OpenedAt              *time.Time    `json:"opened_at,omitempty"`
 	OpenUntil             *time.Time    `json:"open_until,omitempty" jsonschema_description:"When the probe call may go through."`
+	ProbeDue              bool          `json:"probe_due,omitempty" jsonschema_description:"The breaker is open and its cool-off is over: the next job that meets it makes the probe call. Jobs still wait for that job."`
 	LastError             string        `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
@@ -110,16 +111,23 @@ type BreakerUser struct {
 	SeenAt time.Time `json:"seen_at" jsonschema_description:"When a worker process last said it runs this handler: at its start, then at least hourly while it runs. Users not seen for 24 hours are not listed."`
 }
 
-func breakerState(b store.BreakerState) BreakerState {
+// breakerState is b as the operations layer shows it at now.
+func breakerState(b store.BreakerState, now time.Time) BreakerState {
 	out := BreakerState{Name: b.Name, State: b.State, ConsecutiveFailures: b.ConsecutiveFailures, FailureThreshold: b.FailureThreshold,
 		CoolOffSeconds: b.CoolOffSeconds, CurrentCoolOffSeconds: b.CurrentCoolOffSeconds, MaxCoolOffSeconds: b.MaxCoolOffSeconds,
 		OpenedAt: b.OpenedAt, OpenUntil: b.OpenUntil, LastSuccessAt: b.LastSuccessAt, LastFailureAt: b.LastFailureAt,
-		Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
+		ProbeDue: probeDue(b, now), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
 	out.LastError, _ = RedactText(b.LastError)
 	for i, u := range b.Users {
 		out.Users[i] = BreakerUser(u)
 	}
 	return out
+}
+
+// probeDue says whether b is open with its cool-off over, so that the
+// next job that meets it makes the probe call.
+func probeDue(b store.BreakerState, now time.Time) bool {
+	return b.State == store.BreakerOpen && b.OpenUntil != nil && !b.OpenUntil.After(now)
 }
 
 // WorkerProcess is a worker process as it registered itself.

@@ -112,8 +112,9 @@ func (a *app) circuitsCommand() *cobra.Command {
 		Long: `List the circuit breakers (one per downstream: an HTTP host, a command, or a
 name a handler chose) with their state. A breaker opens after its threshold
 of consecutive failures; jobs meeting it open are snoozed without using an
-attempt until the cool-off ends, then one probe goes through. This is why a
-job can wait longer than its backoff. --json prints the same result as the
+attempt until the cool-off ends, then one probe goes through (STATE says
+"open, probe due" from then until a job makes that call). This is why a job
+can wait longer than its backoff. --json prints the same result as the
 MCP tool pgbus_circuits. NAME shows only that breaker.`,
 		Example: `  pgbus circuits
   pgbus circuits api.example.com
@@ -131,11 +132,14 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 				}
 				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
 				for _, b := range cs.Circuits {
-					until := "-"
+					until, state := "-", b.State
 					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
 						until = ago(*b.OpenUntil)
 					}
-					t.row(b.Name, b.State, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until,
+					if b.ProbeDue {
+						state += ", probe due"
+					}
+					t.row(b.Name, state, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until,
 						agoPtr(b.LastSuccessAt), agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
 				}
 				return t.flush()

@@ -206,8 +206,16 @@ func TestCircuits(t *testing.T) {
 			t.Errorf("circuits table lacks %q:\n%s", s, table)
 		}
 	}
-	if strings.Contains(table, "s3cret-pw") {
-		t.Errorf("circuits table shows the password:\n%s", table)
+	if strings.Contains(table, "s3cret-pw") || strings.Contains(table, "probe due") || open.ProbeDue {
+		t.Errorf("circuits table shows the password, or a probe due within the cool-off:\n%s", table)
+	}
+	// Once the cool-off is over, the next job makes the probe call: the
+	// table says so rather than "open" until a moment past.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 minute' WHERE name = $1`, api); err != nil {
+		t.Fatal(err)
+	}
+	if table := d.ok(t, "circuits", api); !strings.Contains(table, "open, probe due") || !strings.Contains(table, "1m ago") {
+		t.Errorf("circuits table of a breaker past its cool-off:\n%s", table)
 	}
 	var one ops.Circuits
 	d.json(t, &one, "circuits", "exec:report")
