@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -58,9 +59,13 @@ func printError(w io.Writer, asJSON bool, line string, code int, cause error, se
 	if p := (*ops.PartlyDone)(nil); errors.As(cause, &p) {
 		out.PartlyDone = &partlyDoneJSON{Done: p.Done, Limit: p.Limit}
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out) // one line: Encode indents nothing and ends it with a newline
+	// encoding/json writes C1 controls as they are; escaped, they read
+	// back the same and cannot drive the terminal stderr may be.
+	_, _ = w.Write(terminalSafe(buf.Bytes()))
 }
 
 // nextSteps are the next steps of cause, an error of kind: none for a

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -41,5 +43,21 @@ func TestStdoutWriterEscapesAcrossWrites(t *testing.T) {
 	w.flush()
 	if got, want := buf.String(), `a\u009bb `+"\u00a9 end\xc2"; got != want {
 		t.Fatalf("wrote %q, want %q", got, want)
+	}
+}
+
+// The error line of --json goes to stderr, a terminal as often as not: a
+// C1 control in it is escaped there too, and the JSON reads back the same.
+func TestJSONErrorLineCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
+	line := "kind \"k\u009b2J\" \x1b[31mfailed"
+	var buf bytes.Buffer
+	printError(&buf, true, line, 1, errors.New(line), "pgbus queues")
+	if bytes.ContainsAny(buf.Bytes(), "\u009b\x1b") {
+		t.Fatalf("--json error line holds a raw control: %q", buf.String())
+	}
+	var got errorJSON
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil || got.Error != line {
+		t.Fatalf("--json error line %q reads back as %q, %v; want %q", buf.String(), got.Error, err, line)
 	}
 }
