@@ -24,8 +24,20 @@ func TestTextBounds(t *testing.T) {
 	if n := strings.Count(got, "\n"); n != 9 || !strings.HasSuffix(got, strings.Repeat("x", 49)) {
 		t.Errorf("lastLines kept %d lines: %q", n+1, got)
 	}
-	if got := lastLines(shownText([]byte(strings.Repeat("ü", 2000)), false, nil), 10, 100); len(got) > 100 || !strings.HasPrefix(got, "…ü") {
+	if got := lastLines(shownText([]byte(strings.Repeat("ü", 2000)), false, nil), 10, 100); len(got) > 100 || !strings.HasPrefix(got, "üü") || !strings.HasSuffix(got, "ü…") {
 		t.Errorf("lastLines %q (%d bytes)", got, len(got))
+	}
+	// One long last line keeps its start, and the line before it that
+	// says why stays.
+	why := "fatal: the ledger refused entry 42"
+	got = lastLines(shownText([]byte("starting\n"+why+"\ndump: "+strings.Repeat("{}", 10_000)+"\n"), false, nil), 10, 700)
+	if !strings.HasPrefix(got, "starting\n"+why+"\ndump: {}") || !strings.HasSuffix(got, "…") || len(got) > 700 {
+		t.Errorf("lastLines with a long last line: %q (%d bytes)", got, len(got))
+	}
+	// Many long lines still end with the last ones, cut at the front.
+	got = lastLines(shownText([]byte(strings.Repeat(strings.Repeat("y", 400)+"\n", 5)+why), false, nil), 10, 700)
+	if !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "…\n"+why) || len(got) > 700 {
+		t.Errorf("lastLines of long lines: %q (%d bytes)", got, len(got))
 	}
 }
 

@@ -160,7 +160,8 @@ const (
 // its stdin a second later is killed with the rest of its group. The
 // first 64 KB of stdout and of stderr are kept (the rest is read and
 // dropped), and the last lines of stderr (or of stdout, when stderr is
-// empty) go into the failure message. The values of env are secrets but
+// empty) go into the failure message, a very long line by its start so
+// that it leaves room for the lines before it. The values of env are secrets but
 // those of the system's variables (PATH, HOME, LANG, ...) and of names
 // that say they hold a place or a setting (_DIR, _HOST, _MODE, ...):
 // each exact occurrence of one (of MinSentSecret characters or more) in

@@ -509,11 +509,17 @@ func output(source, text string, more, fromEnd bool) engine.Output {
 }
 
 // lastLines returns the last lines of text (from shownText): at most
-// maxLines lines and limit bytes, starting with "…" when it was cut.
+// maxLines lines and limit bytes, starting with "…" when it was cut. A
+// line longer than half the limit keeps its start only: one long line (a
+// dumped payload, a minified trace) would otherwise take the whole limit
+// and push out the lines before it, often the one that says why.
 func lastLines(text string, maxLines, limit int) string {
 	lines := strings.Split(text, "\n")
 	if len(lines) > maxLines {
 		lines = lines[len(lines)-maxLines:]
+	}
+	for i, l := range lines {
+		lines[i] = snippet(l, limit/2)
 	}
 	s := strings.Join(lines, "\n")
 	if len(s) > limit {
