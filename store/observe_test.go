@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +121,59 @@ func TestLiveCursorIsBoundToQueueAndState(t *testing.T) {
 	}
 	if next, err := s.ListLive(ctx, store.LiveFilter{Queue: a, State: store.StateWaiting}, waiting.NextCursor, 10); err != nil || len(next.Items) != 2 {
 		t.Fatalf("next page of waiting messages = %+v, %v", next, err)
+	}
+}
+
+// Each state lists exactly the messages of that state, in order, as the
+// listing of all of them names them: the waiting ones on one side of the
+// visibility timeout, the scheduled, in flight and retrying on the other.
+func TestListLiveByState(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	var ids []int64
+	for i, delay := range []time.Duration{0, 0, 0, time.Hour, 0, 0} {
+		id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Delay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// ids[0] and ids[1] are read; ids[1] fails and waits to retry. ids[3]
+	// is scheduled; the rest wait.
+	if got, err := s.Read(ctx, q, time.Hour, 2); err != nil || len(got) != 2 {
+		t.Fatalf("read = %v, %v", got, err)
+	}
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[1], Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "boom"}}}); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := liveStates(t, s, q)
+	want := map[string][]int64{
+		store.StateInFlight:  {ids[0]},
+		store.StateRetrying:  {ids[1]},
+		store.StateScheduled: {ids[3]},
+		store.StateWaiting:   {ids[2], ids[4], ids[5]},
+	}
+	for state, wantIDs := range want {
+		for _, id := range wantIDs {
+			if all[id] != state {
+				t.Fatalf("unfiltered listing: message %d is %q, want %q (all: %v)", id, all[id], state, all)
+			}
+		}
+		page, err := s.ListLive(ctx, store.LiveFilter{Queue: q, State: state}, "", 100)
+		if err != nil {
+			t.Fatalf("list %s: %v", state, err)
+		}
+		var got []int64
+		for _, it := range page.Items {
+			got = append(got, it.MsgID)
+			if it.State != state {
+				t.Errorf("list %s: message %d is %q", state, it.MsgID, it.State)
+			}
+		}
+		if !slices.Equal(got, wantIDs) {
+			t.Errorf("list %s = %v, want %v", state, got, wantIDs)
+		}
 	}
 }
