@@ -40,13 +40,16 @@ const schemaRecheck = time.Minute
 
 // Health is a one-look verdict on the whole system.
 type Health struct {
-	Status       string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
-	Reasons      []HealthReason `json:"reasons"`
-	Queues       int            `json:"queues"`
-	Backlog      int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
-	DeadMessages int64          `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
-	Workers      int            `json:"workers_running"`
-	CheckedAt    time.Time      `json:"checked_at"`
+	Status  string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
+	Reasons []HealthReason `json:"reasons"`
+	Queues  int            `json:"queues"`
+	Backlog int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
+	// BacklogEstimated says Backlog adds up an estimate: a queue too large
+	// to count at each read (QueueStats.CountsEstimated).
+	BacklogEstimated bool      `json:"backlog_estimated,omitempty" jsonschema_description:"True when backlog adds up the estimate of a queue too large to count at each read (counts_estimated in its stats)"`
+	DeadMessages     int64     `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
+	Workers          int       `json:"workers_running"`
+	CheckedAt        time.Time `json:"checked_at"`
 	// Payloads is what the server shows of payloads, so that an agent knows
 	// before asking.
 	Payloads PayloadPolicy `json:"payload_policy" jsonschema_description:"What this server shows of message payloads."`
@@ -295,6 +298,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		}
 		h.Queues++
 		h.Backlog += q.Visible
+		h.BacklogEstimated = h.BacklogEstimated || q.Estimated
 		s.checkQueue(&h, q, coverage(workers, q.Queue))
 	}
 	checkServedDropped(&h, stats, workers)
@@ -397,14 +401,22 @@ func checkServedDropped(h *Health, stats []store.QueueStats, ws Workers) {
 	}
 }
 
+// about is "about " for counts that are estimates.
+func about(estimated bool) string {
+	if estimated {
+		return "about "
+	}
+	return ""
+}
+
 func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
 	switch {
 	case q.Paused:
-		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s waiting", q.Queue, plural.Count(q.Depth, "message", "messages")),
+		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s%s waiting", q.Queue, about(q.Estimated), plural.Count(q.Depth, "message", "messages")),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
-		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s ready, %d waiting to retry; %s", q.Queue, plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
+		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry; %s", q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
 			s.startHint(cov), hint(OpWorkers, "shows the processes seen lately"))
 		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:

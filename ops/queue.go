@@ -598,6 +598,10 @@ type QueueDropped struct {
 	Live     int64  `json:"live" jsonschema_description:"Live messages dropped."`
 	Dead     int64  `json:"dead" jsonschema_description:"Dead messages dropped."`
 	Archived int64  `json:"archived" jsonschema_description:"Archived messages dropped."`
+	// Estimated and ArchivedEstimated say Live and Archived are
+	// estimates, as in QueueStats.
+	Estimated         bool `json:"counts_estimated,omitempty" jsonschema_description:"True when live is an estimate: the queue held too many messages to count them (counts_estimated in its stats)"`
+	ArchivedEstimated bool `json:"archived_estimated,omitempty" jsonschema_description:"True when archived is an estimate (archived_estimated in its stats)"`
 }
 
 // QueueDrop drops a queue, its archive and its dead-letter queue.
@@ -618,9 +622,11 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	if err != nil {
 		return QueueDropped{}, explain(err)
 	}
-	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived}
+	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived,
+		Estimated: st.CountsEstimated, ArchivedEstimated: st.ArchivedEstimated}
 	if !req.Confirm {
-		return QueueDropped{}, invalidf("dropping queue %s deletes its %s, %s in %s and %d archived for good: confirm to drop them", req.Queue, plural.Count(st.Depth, "live message", "live messages"), plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, st.Archived)
+		return QueueDropped{}, invalidf("dropping queue %s deletes %s%s, %s in %s and %s%d archived for good: confirm to drop them", req.Queue, about(st.CountsEstimated), plural.Count(st.Depth, "live message", "live messages"),
+			plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, about(st.ArchivedEstimated), st.Archived)
 	}
 	return out, explain(s.store.DropQueue(ctx, req.Queue), hint(OpQueueStats, "lists the queues there are"))
 }
@@ -654,7 +660,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 		return QueuePurged{}, err
 	}
 	if !req.Confirm {
-		return QueuePurged{}, invalidf("purging queue %s deletes its %s for good: confirm to delete %s", req.Queue, plural.Count(st.Depth, "live message", "live messages"), plural.Of(st.Depth, "it", "them"))
+		return QueuePurged{}, invalidf("purging queue %s deletes %s%s for good: confirm to delete %s", req.Queue, about(st.CountsEstimated), plural.Count(st.Depth, "live message", "live messages"), plural.Of(st.Depth, "it", "them"))
 	}
 	n, err := s.store.PurgeQueue(ctx, req.Queue)
 	return QueuePurged{Queue: req.Queue, Deleted: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))

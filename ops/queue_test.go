@@ -145,7 +145,7 @@ func TestQueuePurgeWithPriorityLevels(t *testing.T) {
 			t.Fatalf("send at %d: %v", p, err)
 		}
 	}
-	if _, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "deletes its 3 live messages") {
+	if _, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: q}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "deletes 3 live messages") {
 		t.Fatalf("purge without confirming = %v, want a refusal counting 3 messages", err)
 	}
 	purged, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: q, Confirm: true})

@@ -28,7 +28,9 @@ type QueueStats struct {
 	Dropped bool `json:"dropped,omitempty" jsonschema_description:"True for a queue that was dropped (by PGMQ's drop_queue, or by hand) while its DLQ still holds dead messages: only dlq, dlq_depth and last_hour are read, and settings are those it gets when created again. Its dead messages can be listed, and discarded or purged; to retry them, create the queue again"`
 	// Priorities is the number of the queue's priority levels.
 	Priorities          int      `json:"priorities,omitempty" jsonschema_description:"The queue's priority levels (sub-queues NAME_p0, NAME_p1, ...; p0 is worked first); absent for a queue without"`
+	CountsEstimated     bool     `json:"counts_estimated,omitempty" jsonschema_description:"True when the queue's table holds more than 1,000,000 messages, too many to count at each read: depth and visible then come from the database's statistics, which follow sends and deletes within seconds. in_flight, waiting_retry, scheduled and the ages stay exact; absent when the counts are exact"`
 	Archived            int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
+	ArchivedEstimated   bool     `json:"archived_estimated,omitempty" jsonschema_description:"True when archived comes from the database's statistics: the archive holds more than 1,000,000 messages"`
 	TotalSent           int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
 	LastHour            Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
 	ThroughputPerMinute float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
@@ -158,7 +160,7 @@ func queueStats(q store.QueueStats) QueueStats {
 	return QueueStats{
 		Queue: q.Queue, Depth: q.Depth, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry, Scheduled: q.Scheduled,
 		OldestAgeSeconds: q.OldestAgeSeconds, OldestVisibleAgeSeconds: q.OldestVisibleAgeSeconds, DLQ: q.DLQ, DLQDepth: q.DLQDepth,
-		Dropped: q.Dropped, Priorities: q.Priorities, Archived: q.Archived, TotalSent: q.TotalSent, LastHour: Counters(q.LastHour), ThroughputPerMinute: q.ThroughputPerMinute,
+		Dropped: q.Dropped, Priorities: q.Priorities, CountsEstimated: q.Estimated, Archived: q.Archived, ArchivedEstimated: q.ArchivedEstimated, TotalSent: q.TotalSent, LastHour: Counters(q.LastHour), ThroughputPerMinute: q.ThroughputPerMinute,
 		LatencyP50MS: q.LatencyP50MS, LatencyP95MS: q.LatencyP95MS, Paused: q.Paused, Settings: RetrySettings(q.Settings),
 	}
 }

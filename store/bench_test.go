@@ -257,3 +257,33 @@ func BenchmarkListLiveByState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDepthOfLargeQueue measures the depth read of a queue of
+// 2,000,000 ready messages, as health checks, probes and scrapes make it:
+// counted row by row (exact, the limit raised past the queue) and from
+// the statistics system's count (estimated, past ExactCountLimit).
+func BenchmarkDepthOfLargeQueue(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq.q_`+q+` (vt, message) SELECT now(), '{}'::jsonb FROM generate_series(1, 2000000)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE pgmq.q_`+q); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		limit int64
+	}{{"exact", 10_000_000}, {"estimated", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			s.SetExactCountLimit(c.limit)
+			for b.Loop() {
+				st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{})
+				if err != nil || len(st) != 1 || st[0].Visible < 1_900_000 || st[0].Estimated != (c.limit == 0) {
+					b.Fatalf("stats = %+v, %v", st, err)
+				}
+			}
+		})
+	}
+}

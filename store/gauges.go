@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -41,10 +42,17 @@ type QueueDepth struct {
 	// Priorities is the number of the queue's priority levels, 0 for a
 	// queue without.
 	Priorities int
+	// Estimated is true when a table of the queue held more rows than the
+	// store counts at each read (ExactCountLimit): Visible is then the
+	// statistics system's estimate less the rest, which, with the ages, is
+	// read exactly through the queue's vt index.
+	Estimated bool
 
 	// archived and totalSent are read only for QueueStats (see depthRead):
-	// QueueStats.Archived and TotalSent.
+	// QueueStats.Archived and TotalSent; archivedEstimated says archived
+	// is an estimate, the archive holding more than ExactCountLimit rows.
 	archived, totalSent int64
+	archivedEstimated   bool
 }
 
 // QueueDepths returns the depth of every work queue, and of every queue
@@ -118,7 +126,8 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 			case !st.exists:
 				missing[i]++
 			default:
-				add(depthArm{queue: i, level: level, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive})
+				add(depthArm{queue: i, level: level, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive,
+					live: s.beyondExact(st.live), archived: s.beyondExact(st.archived)})
 			}
 		}
 		if st := states[rd.dlqOf(q)]; st.counted != nil {
@@ -173,6 +182,29 @@ func (s *Store) queuesToRead(ctx context.Context, only string) (queues []string,
 	return append(queues, droppedQueues(all, queues, levels)...), work, levels, nil
 }
 
+// ExactCountLimit is how many rows a queue table, or its archive, may hold
+// for a depth read to count them: counting reads every row (0.4 s for
+// 4,000,000 messages), and health checks, probes and scrapes read every
+// few seconds, in a backlog most of all. A larger table's rows are the
+// statistics system's count, which follows sends and deletes within a
+// second or so (QueueDepth.Estimated).
+const ExactCountLimit = 1_000_000
+
+// SetExactCountLimit makes the depth reads of s count the rows of tables
+// of up to n rows, instead of ExactCountLimit: more for exact counts of
+// larger queues at the cost of reading them whole at each read, fewer to
+// see estimates on a small database. n < 1 restores ExactCountLimit.
+func (s *Store) SetExactCountLimit(n int64) { s.exactLimit.Store(max(n, 0)) }
+
+// beyondExact is n, a table's rows as the statistics system counts them,
+// when there are too many to count at each read, else 0.
+func (s *Store) beyondExact(n int64) int64 {
+	if n > cmp.Or(s.exactLimit.Load(), ExactCountLimit) {
+		return n
+	}
+	return 0
+}
+
 // depthChunk is how many tables one statement of QueueDepths reads: few
 // enough that the locks of the tables, their indexes and partitions, held
 // to the end of its transaction, stay a small part of the server's lock
@@ -190,6 +222,9 @@ type depthArm struct {
 	table                     string
 	dlq                       bool
 	archive, sent, hasArchive bool
+	// live and archived are the estimates of the rows of the table and of
+	// its archive to read instead of counting them, 0 to count them.
+	live, archived int64
 }
 
 // tableState is what a depth read needs to know of a queue's tables.
@@ -198,15 +233,20 @@ type tableState struct {
 	archive     bool   // its archive table exists
 	partitioned bool   // its table is partitioned: read alone
 	counted     *int64 // a DLQ's depth, from its group counts when they are kept
+	// live and archived are the statistics system's counts of the live
+	// rows of the table and of its archive.
+	live, archived int64
 }
 
 // tableStates returns the state of the tables of each queue named.
 func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
 	rows, err := s.reads.Query(ctx, `
-		SELECT n, r IS NOT NULL, to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) IS NOT NULL,
+		SELECT n, r IS NOT NULL, a IS NOT NULL,
 		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
-		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END
-		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r`, names)
+		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END,
+		       coalesce(pg_stat_get_live_tuples(r), 0), coalesce(pg_stat_get_live_tuples(a), 0)
+		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r,
+		     to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a`, names)
 	if err != nil {
 		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
@@ -214,7 +254,7 @@ func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tab
 	var name string
 	var st tableState
 	var n *int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n, &st.live, &st.archived}, func() error {
 		st.counted = nil
 		if n != nil {
 			counted := *n // n may be scanned into again
@@ -287,16 +327,23 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 		}
 		// args[0] is the mode: parameter $n is args[n].
 		args = append(args, a.table)
-		counts := liveCountsSQL(fmt.Sprintf("$%d", len(args)-1))
+		counts, from := liveCountsSQL(fmt.Sprintf("$%d", len(args)-1)), queueTable(a.table)+" q"
+		if a.live > 0 {
+			args = append(args, a.live)
+			counts, from = estimatedCountsSQL(queueTable(a.table), fmt.Sprintf("$%d", len(args)-2), fmt.Sprintf("$%d", len(args)-1))
+		}
 		archived, sent := `0::bigint`, `0::bigint`
-		if a.archive {
+		switch {
+		case a.archive && a.archived > 0:
+			archived = fmt.Sprintf("%d::bigint", a.archived)
+		case a.archive:
 			archived = `(SELECT count(*) FROM ` + archiveTable(a.table) + `)`
 		}
 		if a.sent {
 			args = append(args, queueTable(a.table))
 			sent = totalSentSQL(a.table, fmt.Sprintf("$%d", len(args)-1), a.hasArchive)
 		}
-		fmt.Fprintf(&sql, `SELECT %d, %s, %s, %s FROM %s q`, i, counts, archived, sent, queueTable(a.table))
+		fmt.Fprintf(&sql, `SELECT %d, %s, %s, %s FROM %s`, i, counts, archived, sent, from)
 	}
 	rows, err := tx.Query(ctx, sql.String(), args...)
 	if err != nil {
@@ -323,6 +370,8 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 			d.DLQDepth = c.depth
 			continue
 		}
+		d.Estimated = d.Estimated || a.live > 0
+		d.archivedEstimated = d.archivedEstimated || (a.archive && a.archived > 0)
 		d.Visible += c.visible
 		d.Scheduled += c.scheduled
 		d.WaitingRetry += c.retrying
@@ -350,6 +399,27 @@ func liveCountsSQL(name string) string {
 		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `),
 		coalesce(extract(epoch FROM now() - min(vt) FILTER (WHERE vt <= now())), 0)::float8,
 		coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8`
+}
+
+// estimatedCountsSQL is liveCountsSQL, and the FROM clause it reads, for
+// a queue table too large to count at each read: table as SQL, whose
+// physical name is the SQL expression name, with live, an SQL expression,
+// the statistics system's count of its rows. What stands behind the
+// visibility timeout (in flight, retrying, scheduled) is counted through
+// the vt index, and the age of the message ready longest read there; the
+// visible messages are the estimate less those, at least 1 while one is
+// visible and 0 when none is, so that a queue drained since the statistics
+// were counted shows none. The oldest message is the one of the lowest id.
+func estimatedCountsSQL(table, name, live string) (list, from string) {
+	list = `inv.n + vis.n, vis.n, inv.scheduled, inv.retrying,
+		coalesce(extract(epoch FROM now() - vis.oldest), 0)::float8,
+		coalesce(extract(epoch FROM now() - (SELECT o.enqueued_at FROM ` + table + ` o ORDER BY o.msg_id LIMIT 1)), 0)::float8`
+	from = `(SELECT count(*) AS n, count(*) FILTER (WHERE q.read_ct = 0) AS scheduled,
+		        count(*) FILTER (WHERE q.read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `) AS retrying
+		 FROM ` + table + ` q WHERE q.vt > now()) inv,
+		LATERAL (SELECT min(v.vt) AS oldest FROM ` + table + ` v WHERE v.vt <= now()) old,
+		LATERAL (SELECT CASE WHEN old.oldest IS NULL THEN 0 ELSE greatest(` + live + `::bigint - inv.n, 1) END AS n, old.oldest) vis`
+	return list, from
 }
 
 // lastAttemptFailedSQL is the condition that the message of a queue table

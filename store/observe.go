@@ -42,8 +42,12 @@ type QueueStats struct {
 	Dropped bool `json:"dropped,omitempty"`
 	// Priorities is the number of the queue's priority levels, 0 for a
 	// queue without.
-	Priorities          int      `json:"priorities,omitempty"`
+	Priorities int `json:"priorities,omitempty"`
+	// Estimated says Visible and Depth are estimates (see
+	// QueueDepth.Estimated), ArchivedEstimated that Archived is one.
+	Estimated           bool     `json:"counts_estimated,omitempty"`
 	Archived            int64    `json:"archived"`
+	ArchivedEstimated   bool     `json:"archived_estimated,omitempty"`
 	TotalSent           int64    `json:"total_sent"`
 	LastHour            Counters `json:"last_hour"`
 	ThroughputPerMinute float64  `json:"throughput_per_minute"`
@@ -222,8 +226,8 @@ func (s *Store) QueueStats(ctx context.Context, queue string, opts QueueStatsOpt
 		st := QueueStats{Queue: d.Queue, Depth: d.Visible + d.InFlight + d.WaitingRetry + d.Scheduled,
 			Visible: d.Visible, InFlight: d.InFlight, WaitingRetry: d.WaitingRetry, Scheduled: d.Scheduled,
 			OldestAgeSeconds: d.OldestAgeSeconds, OldestVisibleAgeSeconds: d.OldestVisibleAgeSeconds, OldestVisibleLevel: d.OldestVisibleLevel,
-			DLQ: rd.dlqOf(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities,
-			Archived: d.archived, TotalSent: d.totalSent}
+			DLQ: rd.dlqOf(d.Queue), DLQDepth: d.DLQDepth, Dropped: d.Dropped, Priorities: d.Priorities, Estimated: d.Estimated,
+			Archived: d.archived, ArchivedEstimated: d.archivedEstimated, TotalSent: d.totalSent}
 		// A dropped queue shows the settings it gets when created again
 		// (those kept, or the defaults): empty ones are no settings at all,
 		// and a strict client's check of the stats' schema refuses them.

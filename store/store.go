@@ -46,6 +46,9 @@ type Store struct {
 	// drops lets DropFrozenConnections drop the pool's connections once
 	// per freeze, for every caller that shares the store.
 	drops connDrops
+
+	// exactLimit replaces ExactCountLimit when set (SetExactCountLimit).
+	exactLimit atomic.Int64
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL

@@ -59,7 +59,7 @@ not answer is exit 1 either way.`,
 // printHealth prints a health verdict: its line, each reason with its next
 // steps, then the verdict's own.
 func (a *app) printHealth(h ops.Health) error {
-	fmt.Fprintf(a.stdout, "%s: %s, %d ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), h.Backlog, h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
+	fmt.Fprintf(a.stdout, "%s: %s, %s ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), estimate(h.Backlog, h.BacklogEstimated), h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
 	for _, r := range h.Reasons {
 		fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
 		for _, n := range r.Next {

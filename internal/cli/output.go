@@ -179,11 +179,21 @@ func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 		if q.Visible > 0 {
 			oldest = short(time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second)))
 		}
-		t.row(q.Queue, q.Depth, q.Visible, q.InFlight, q.WaitingRetry, q.Scheduled, q.DLQDepth, q.Archived, q.TotalSent,
+		t.row(q.Queue, estimate(q.Depth, q.CountsEstimated), estimate(q.Visible, q.CountsEstimated), q.InFlight, q.WaitingRetry, q.Scheduled, q.DLQDepth,
+			estimate(q.Archived, q.ArchivedEstimated), q.TotalSent,
 			q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, oldest,
 			fmt.Sprintf("%d, %s..%s", q.Settings.MaxRetries, seconds(q.Settings.RetryBackoffSeconds), seconds(q.Settings.RetryBackoffMaxSeconds)), paused)
 	}
 	return t.flush()
+}
+
+// estimate renders a count, marked "~" when it is an estimate: a queue
+// too large to count at each read.
+func estimate(n int64, estimated bool) string {
+	if estimated {
+		return fmt.Sprintf("~%d", n)
+	}
+	return fmt.Sprint(n)
 }
 
 // progress shows a progress bar on stderr when it is a terminal, and
