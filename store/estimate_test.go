@@ -87,3 +87,35 @@ func TestDepthsOfLargeTablesAreEstimated(t *testing.T) {
 		t.Fatalf("stats with the limit restored = %+v; want 3, exact", back)
 	}
 }
+
+// A partitioned queue (PGMQ's partitioned queues, for the largest
+// volumes) is estimated from its partitions' rows.
+func TestDepthOfLargePartitionedQueueIsEstimated(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	const q = "parted"
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, `DROP TABLE pgmq.q_parted;
+		CREATE TABLE pgmq.q_parted (msg_id bigint GENERATED ALWAYS AS IDENTITY, read_ct int NOT NULL DEFAULT 0,
+			enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL DEFAULT now(), message jsonb, headers jsonb,
+			PRIMARY KEY (msg_id)) PARTITION BY RANGE (msg_id);
+		CREATE INDEX ON pgmq.q_parted (vt);
+		CREATE TABLE pgmq.q_parted_a PARTITION OF pgmq.q_parted FOR VALUES FROM (1) TO (10);
+		CREATE TABLE pgmq.q_parted_b PARTITION OF pgmq.q_parted FOR VALUES FROM (10) TO (100);
+		UPDATE pgmq.meta SET is_partitioned = true WHERE queue_name = 'parted'`)
+	if _, err := s.SendBatch(ctx, q, msgs(25)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read = %v, %v", got, err)
+	}
+	pgtest.SettleRowStats(t, s, "pgmq.q_parted_a", "pgmq.q_parted_b")
+	s.SetExactCountLimit(20)
+	st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{})
+	if err != nil || len(st) != 1 || !st[0].Estimated || st[0].Depth != 25 || st[0].Visible != 24 || st[0].InFlight != 1 {
+		t.Fatalf("stats = %+v, %v; want 25 = 24 ready + 1 in flight, estimated", st, err)
+	}
+}

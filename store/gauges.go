@@ -238,13 +238,22 @@ type tableState struct {
 	live, archived int64
 }
 
+// liveTuplesSQL is the statistics system's count of the live rows of the
+// table whose regclass is the SQL expression reg, 0 for none: of a
+// partitioned table, the sum over its partitions, which hold the rows.
+func liveTuplesSQL(reg string) string {
+	return `coalesce(CASE WHEN (SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = ` + reg + `)
+		THEN (SELECT sum(pg_stat_get_live_tuples(p.relid))::bigint FROM pg_partition_tree(` + reg + `) p WHERE p.isleaf)
+		ELSE pg_stat_get_live_tuples(` + reg + `) END, 0)`
+}
+
 // tableStates returns the state of the tables of each queue named.
 func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT n, r IS NOT NULL, a IS NOT NULL,
 		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
 		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END,
-		       coalesce(pg_stat_get_live_tuples(r), 0), coalesce(pg_stat_get_live_tuples(a), 0)
+		       `+liveTuplesSQL("r")+`, `+liveTuplesSQL("a")+`
 		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r,
 		     to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a`, names)
 	if err != nil {
