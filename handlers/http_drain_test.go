@@ -36,7 +36,9 @@ func connCounter(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.In
 
 // An answer whose body is larger than the 64 KB a failure's is quoted from
 // is read to its end, within a bound, so that the next job reuses the
-// connection instead of opening one (and a TLS handshake) per job.
+// connection instead of opening one (and a TLS handshake) per job. The
+// bound is a minute here: on a busy machine half a second may pass before
+// a body is read, which is TestHTTPHandlerDrainIsBounded's to test.
 func TestHTTPHandlerReusesConnectionsAfterLargeBodies(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -57,8 +59,9 @@ func TestHTTPHandlerReusesConnectionsAfterLargeBodies(t *testing.T) {
 			})
 			fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Options: map[string]any{"url": srv.URL}})
 			const jobs = 5
+			ctx := handlers.WithDrainWait(context.Background(), time.Minute)
 			for i := range jobs {
-				err := fn(context.Background(), &engine.Job{Queue: "q", ID: int64(i + 1), Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: fmt.Sprintf("q:%d", i+1)})
+				err := fn(ctx, &engine.Job{Queue: "q", ID: int64(i + 1), Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: fmt.Sprintf("q:%d", i+1)})
 				if ok := tc.status < 300; ok != (err == nil) {
 					t.Fatalf("job %d: %v", i+1, err)
 				}
