@@ -388,6 +388,22 @@ func TestBrowserLiveCounts(t *testing.T) {
 	if note, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("[data-live-note]").textContent`)); err != nil || strings.Contains(note, "paused") {
 		t.Fatalf("the note says %q before any queue changed (%v)", note, err)
 	}
+	// A queue that grows past the exact-count limit while the page is
+	// open gets its ready count, and the backlog, marked "~" as
+	// estimates; back under it, the marks go.
+	pgtest.SettleRowStats(t, st, "pgmq.q_"+q)
+	st.SetExactCountLimit(2)
+	marked := func(on bool) string {
+		return fmt.Sprintf(`(() => {
+			const cell = document.querySelector(%q + ' td[data-count="visible"]');
+			const backlog = document.querySelector('[data-live="backlog"]');
+			const mark = (el) => getComputedStyle(el, "::before").content === '"~"' && el.title.startsWith("An estimate");
+			return cell.textContent === "3" && mark(cell) === %t && mark(backlog) === %t;
+		})()`, row, on, on)
+	}
+	b.do("wait for the estimate's marks", chromedp.Poll[chromedp.Void](marked(true), chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
+	st.SetExactCountLimit(0)
+	b.do("wait for the marks to go", chromedp.Poll[chromedp.Void](marked(false), chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
 	// Its Pause button is stale once another operator pauses the queue.
 	if _, err := svc.QueuePause(pgtest.Context(t), ops.QueueRequest{Queue: q}); err != nil {
 		t.Fatal(err)

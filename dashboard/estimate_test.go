@@ -43,18 +43,18 @@ func TestEstimatedCountsAreMarked(t *testing.T) {
 		}
 		return m
 	}
-	if !regexp.MustCompile(`<td class="n est" data-count="visible" title="An estimate[^"]*">12</td>`).MatchString(row(big)) {
+	if !regexp.MustCompile(`<td class="n est" data-count="visible" title="An estimate from the database&#39;s statistics[^"]*">12</td>`).MatchString(row(big)) {
 		t.Errorf("the row of %s does not mark its 12 ready as an estimate:\n%s", big, row(big))
 	}
 	if !regexp.MustCompile(`<td class="n" data-count="visible">3</td>`).MatchString(row(small)) {
 		t.Errorf("the row of %s is not its exact 3 ready:\n%s", small, row(small))
 	}
-	if !regexp.MustCompile(`<span data-live="backlog" class="est" title="An estimate[^"]*">15</span> ready`).MatchString(page) {
+	if !regexp.MustCompile(`<span data-live="backlog" class="est" title="An estimate from the database&#39;s statistics[^"]*">15</span> ready`).MatchString(page) {
 		t.Errorf("the overview's backlog is not marked as an estimate:\n%s", page)
 	}
 
 	code, page, _ = b.get("/queues/" + big)
-	if code != http.StatusOK || !regexp.MustCompile(`<dd data-count="visible" class="est" title="An estimate[^"]*">12`).MatchString(page) {
+	if code != http.StatusOK || !regexp.MustCompile(`<dd data-count="visible" class="est" title="An estimate from the database&#39;s statistics[^"]*">12`).MatchString(page) {
 		t.Errorf("GET /queues/%s: %d; its ready count is not marked as an estimate:\n%s", big, code, page)
 	}
 	code, page, _ = b.get("/queues/" + small)

@@ -20,29 +20,33 @@ import (
 // name, so that the script tells queues created or dropped, a creation
 // and a drop between two of its requests included. The names are those of the operations' results.
 type liveCounts struct {
-	Status         string      `json:"status"`
-	Queues         int         `json:"queues"`
-	Backlog        int64       `json:"backlog"`
-	DeadMessages   int64       `json:"dead_messages"`
-	Workers        int         `json:"workers_running"`
-	CheckedAt      time.Time   `json:"checked_at"`
-	QueueStats     []liveQueue `json:"queue_stats"`
-	QueuesOmitted  int         `json:"queues_omitted"`
-	QueuesFiltered int         `json:"queues_filtered"`
-	QueueSet       string      `json:"queue_set"`
+	Status  string `json:"status"`
+	Queues  int    `json:"queues"`
+	Backlog int64  `json:"backlog"`
+	// BacklogEstimated and a queue's CountsEstimated say the count is an
+	// estimate (ops.Health.BacklogEstimated, ops.QueueStats.CountsEstimated).
+	BacklogEstimated bool        `json:"backlog_estimated,omitempty"`
+	DeadMessages     int64       `json:"dead_messages"`
+	Workers          int         `json:"workers_running"`
+	CheckedAt        time.Time   `json:"checked_at"`
+	QueueStats       []liveQueue `json:"queue_stats"`
+	QueuesOmitted    int         `json:"queues_omitted"`
+	QueuesFiltered   int         `json:"queues_filtered"`
+	QueueSet         string      `json:"queue_set"`
 }
 
 // liveQueue is one queue's counts of the overview's table.
 type liveQueue struct {
-	Queue        string `json:"queue"`
-	Visible      int64  `json:"visible"`
-	InFlight     int64  `json:"in_flight"`
-	WaitingRetry int64  `json:"waiting_retry"`
-	Scheduled    int64  `json:"scheduled"`
-	DLQ          string `json:"dlq"`
-	DLQDepth     int64  `json:"dlq_depth"`
-	Paused       bool   `json:"paused"`
-	Dropped      bool   `json:"dropped,omitempty"`
+	Queue           string `json:"queue"`
+	Visible         int64  `json:"visible"`
+	CountsEstimated bool   `json:"counts_estimated,omitempty"`
+	InFlight        int64  `json:"in_flight"`
+	WaitingRetry    int64  `json:"waiting_retry"`
+	Scheduled       int64  `json:"scheduled"`
+	DLQ             string `json:"dlq"`
+	DLQDepth        int64  `json:"dlq_depth"`
+	Paused          bool   `json:"paused"`
+	Dropped         bool   `json:"dropped,omitempty"`
 }
 
 // apiError is the body of a refused /live request.
@@ -59,10 +63,10 @@ func (s *server) live(w http.ResponseWriter, r *http.Request, _ *view) {
 		return
 	}
 	h := o.Health
-	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, DeadMessages: h.DeadMessages, Workers: h.Workers,
+	out := liveCounts{Status: h.Status, Queues: h.Queues, Backlog: h.Backlog, BacklogEstimated: h.BacklogEstimated, DeadMessages: h.DeadMessages, Workers: h.Workers,
 		CheckedAt: h.CheckedAt, QueueStats: make([]liveQueue, 0, len(o.Queues)), QueuesOmitted: o.QueuesOmitted, QueuesFiltered: o.QueuesFiltered, QueueSet: o.QueueSet}
 	for _, q := range o.Queues {
-		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
+		out.QueueStats = append(out.QueueStats, liveQueue{Queue: q.Queue, Visible: q.Visible, CountsEstimated: q.CountsEstimated, InFlight: q.InFlight, WaitingRetry: q.WaitingRetry,
 			Scheduled: q.Scheduled, DLQ: q.DLQ, DLQDepth: q.DLQDepth, Paused: q.Paused, Dropped: q.Dropped})
 	}
 	writeJSON(w, r, http.StatusOK, out)

@@ -5,7 +5,8 @@
 // every few seconds and writes them into the elements marked
 // data-live (a count of the health verdict), data-live-plural (the word
 // after one) and data-count (a queue's count, in the row marked
-// data-queue); the URL has the page's parameters, so that it answers for
+// data-queue), marking a count that is an estimate (a queue too large to
+// count at each read) as the page does; the URL has the page's parameters, so that it answers for
 // the queues the page lists. It pauses while the tab is hidden, and stops
 // when the session ends. What it cannot show in place (a new verdict's
 // reasons, a queue created or dropped, a listed one paused or resumed,
@@ -32,6 +33,8 @@
   // another dropped leave the count as it was).
   var total = parseInt(root.getAttribute("data-live-queues"), 10);
   var queueSet = root.getAttribute("data-live-set");
+  // What an estimated count's mark says when pointed at.
+  var estimateTitle = root.getAttribute("data-live-estimate") || "";
 
   function text(el) {
     return el ? el.textContent.trim() : "";
@@ -101,11 +104,25 @@
     }
   }
 
+  // estimated marks el's count as an estimate (the "~" of the est class,
+  // and its explanation), or as exact.
+  function estimated(el, on) {
+    el.classList.toggle("est", on);
+    if (on) {
+      el.title = estimateTitle;
+    } else {
+      el.removeAttribute("title");
+    }
+  }
+
   function apply(c) {
     document.querySelectorAll("[data-live]").forEach(function (el) {
       var key = el.getAttribute("data-live");
       if (key in c) {
         set(el, typeof c[key] === "number" ? num(c[key]) : String(c[key]));
+      }
+      if (key === "backlog") {
+        estimated(el, c.backlog_estimated === true);
       }
     });
     document.querySelectorAll("[data-live-plural]").forEach(function (el) {
@@ -139,6 +156,9 @@
           dlqCell(td, q.queue, q.dlq_depth);
         } else if (typeof q[key] === "number") {
           set(td, num(q[key]));
+        }
+        if (key === "visible") {
+          estimated(td, q.counts_estimated === true);
         }
       });
     });
