@@ -31,8 +31,9 @@ func (a *app) queuesCommand() *cobra.Command {
 A queue whose table holds more than 1,000,000 messages is not counted at
 each read: its DEPTH and READY come from the database's statistics, marked
 ~ (counts_estimated in --json), which follow sends and deletes within
-seconds, while RUNNING, RETRYING, SCHEDULED and OLDEST READY stay exact;
-so does ARCHIVED for an archive that large (archived_estimated).
+seconds and may be a few percent off, while RUNNING, RETRYING, SCHEDULED
+and OLDEST READY stay exact. ARCHIVED is estimated likewise for an
+archive that large (archived_estimated).
 
 --json prints the same result as the MCP tool pgbus_queue_stats.`,
 		Example: `  pgbus queues
