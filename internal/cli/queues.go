@@ -31,7 +31,7 @@ func (a *app) queuesCommand() *cobra.Command {
 A queue whose table holds more than 1,000,000 messages is not counted at
 each read: its DEPTH and READY come from the database's statistics, marked
 ~ (counts_estimated in --json), which follow sends and deletes within
-seconds and may be a few percent off, while RUNNING, RETRYING, SCHEDULED
+seconds and may be several percent off, while RUNNING, RETRYING, SCHEDULED
 and OLDEST READY stay exact. ARCHIVED is estimated likewise for an
 archive that large (archived_estimated).
 
