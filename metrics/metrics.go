@@ -72,6 +72,7 @@ type Metrics struct {
 	classes, kinds, tools *labelSet
 
 	queueMessages *prometheus.Desc
+	estimated     *prometheus.Desc
 	dlqMessages   *prometheus.Desc
 	oldestReady   *prometheus.Desc
 	breakerState  *prometheus.Desc
@@ -137,6 +138,9 @@ func New(opts Options) *Metrics {
 		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
 			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay).",
 			[]string{"queue", "state"}, nil),
+		estimated: prometheus.NewDesc("pgbus_queue_messages_estimated",
+			"1 when the queue's visible count is PostgreSQL's estimate of its table's rows less those behind the visibility timeout (a table of more than 1,000,000 messages, which is not counted row by row at each read), several percent off; 0 when it was counted.",
+			[]string{"queue"}, nil),
 		dlqMessages: prometheus.NewDesc("pgbus_dlq_messages",
 			"Messages in each queue's dead-letter queue.", []string{"queue"}, nil),
 		oldestReady: prometheus.NewDesc("pgbus_queue_oldest_ready_age_seconds",
@@ -208,7 +212,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.queueWorkers, m.databaseUp} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.queueWorkers, m.databaseUp} {
 			ch <- d
 		}
 	}
@@ -225,11 +229,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	g, ok := m.gauges()
-	up := 0.0
-	if ok {
-		up = 1
-	}
-	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, flag(ok))
 	if !ok {
 		return
 	}
@@ -244,19 +244,24 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}{{"visible", q.Visible}, {"in_flight", q.InFlight}, {"waiting_retry", q.WaitingRetry}, {"scheduled", q.Scheduled}} {
 			ch <- prometheus.MustNewConstMetric(m.queueMessages, prometheus.GaugeValue, float64(s.n), q.Queue, s.state)
 		}
+		ch <- prometheus.MustNewConstMetric(m.estimated, prometheus.GaugeValue, flag(q.Estimated), q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.queueWorkers, prometheus.GaugeValue, float64(g.QueueWorkers[q.Queue]), q.Queue)
 	}
 	for name, state := range g.Breakers {
 		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {
-			v := 0.0
-			if s == state {
-				v = 1
-			}
-			ch <- prometheus.MustNewConstMetric(m.breakerState, prometheus.GaugeValue, v, name, s)
+			ch <- prometheus.MustNewConstMetric(m.breakerState, prometheus.GaugeValue, flag(s == state), name, s)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(g.WorkersRunning))
+}
+
+// flag is a gauge's value for a yes or no: 1 or 0.
+func flag(yes bool) float64 {
+	if yes {
+		return 1
+	}
+	return 0
 }
 
 func (m *Metrics) vectors() []prometheus.Collector {

@@ -141,6 +141,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_workers_running":                   dto.MetricType_GAUGE,
 	"pgbus_queue_workers_running":             dto.MetricType_GAUGE,
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
+	"pgbus_queue_messages_estimated":          dto.MetricType_GAUGE,
 }
 
 // After 5 jobs that succeed, 3 that fail once and then succeed, and 4
@@ -571,5 +572,42 @@ func TestDeadLetterCountedOnceInTheDLQ(t *testing.T) {
 	runs.Range(func(any, any) bool { n++; return true })
 	if got := counted(fams); got != float64(n) {
 		t.Errorf("%v deliveries counted for %d runs; want each run counted once", got, n)
+	}
+}
+
+// A queue too large to count at each scrape has its ready count estimated,
+// and pgbus_queue_messages_estimated says so for it, and only for it, so
+// that a dashboard can mark the number it shows.
+func TestEstimatedCountsFlagged(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pgtest.Context(t)
+	for q, n := range map[string]int{"big": 12, "small": 3} {
+		if err := st.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		msgs := make([]store.NewMessage, n)
+		for i := range msgs {
+			msgs[i] = store.NewMessage{Payload: []byte(`{}`)}
+		}
+		if _, err := st.SendBatch(ctx, q, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.SettleRowStats(t, st, "pgmq.q_big")
+	st.SetExactCountLimit(10)
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	fams := scrape(t, serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{})))
+	for q, want := range map[string][2]float64{"big": {12, 1}, "small": {3, 0}} {
+		visible := value(fams, "pgbus_queue_messages", map[string]string{"queue": q, "state": "visible"})
+		flagged := value(fams, "pgbus_queue_messages_estimated", map[string]string{"queue": q})
+		if visible != want[0] || flagged != want[1] {
+			t.Errorf("queue %s: visible %v, estimated %v; want %v and %v", q, visible, flagged, want[0], want[1])
+		}
 	}
 }
