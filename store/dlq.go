@@ -177,6 +177,15 @@ type RetryOptions struct {
 	// the message moved to, or why it did not move. Nil leaves the headers
 	// as they are. It is called from several goroutines at once.
 	Trace func(ctx context.Context, dlq string, id int64, carried TraceContext) (TraceContext, func(queue string, newID int64, err error)) `json:"-"`
+	// Pace, when positive, makes the moved messages visible one after
+	// another, Pace apart, rather than all at once: the first at
+	// PaceFrom (the database's time when zero), the next Pace later, and
+	// so on in the order they move, so that a large retry reaches a
+	// downstream that just came back at a rate it can take, and messages
+	// sent meanwhile run between them instead of behind them all.
+	// RetryReport.VisibleUntil is when the last becomes visible.
+	Pace     time.Duration `json:"pace,omitempty"`
+	PaceFrom time.Time     `json:"pace_from,omitzero"`
 }
 
 // TraceContext is the W3C trace context a message's headers carry: the
@@ -209,8 +218,13 @@ type RetryReport struct {
 	// messages than the limit: at least one was left that the same call
 	// again would select.
 	More bool `json:"more,omitempty"`
+	// VisibleUntil, for a paced retry (RetryOptions.Pace), is when the
+	// last message moved becomes visible; zero when none moved.
+	VisibleUntil time.Time `json:"visible_until,omitzero"`
 
 	firstErr error
+	paced    int       // messages given a visibility time so far
+	paceFrom time.Time // the first one's
 	queueSet map[string]bool // Queues, to add each once
 }
 
@@ -236,6 +250,14 @@ type RetriedMessage struct {
 	DLQMsgID int64  `json:"dlq_msg_id"`
 	Queue    string `json:"queue"`
 	MsgID    int64  `json:"msg_id,omitempty"`
+}
+
+// movedAt is moved for a message made visible at (zero for at once).
+func (r *RetryReport) movedAt(m RetriedMessage, at time.Time) {
+	r.moved(m)
+	if at.After(r.VisibleUntil) {
+		r.VisibleUntil = at
+	}
 }
 
 func (r *RetryReport) moved(m RetriedMessage) {

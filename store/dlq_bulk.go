@@ -21,6 +21,9 @@ type deadRef struct {
 	keyed  bool   // it carries an idempotency key a send could have written
 	// deadline is its pgbus_deadline header; "" when none.
 	deadline string
+	// visibleAt is when a paced retry makes it visible (RetryOptions.Pace);
+	// zero for at once.
+	visibleAt time.Time
 }
 
 // deadlinePassed returns r's deadline and whether it is before now.

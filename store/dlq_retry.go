@@ -34,6 +34,39 @@ func newRetryReport(opts RetryOptions) RetryReport {
 	return RetryReport{DryRun: opts.DryRun, Moved: []RetriedMessage{}}
 }
 
+// checkPace refuses a negative pace.
+func checkPace(opts RetryOptions) error {
+	if opts.Pace < 0 {
+		return invalidf("retry pace %s is negative; give a positive gap between messages, or 0 for all at once", opts.Pace)
+	}
+	return nil
+}
+
+// pace gives each ref that is to move (its outcome without an error) its
+// visibility time, Pace after the one before, counting on from the
+// messages the call paced before; it does nothing without a pace or in a
+// dry run. The first time is opts.PaceFrom, or the database's time.
+func (s *Store) pace(ctx context.Context, refs []deadRef, moves func(i int) bool, opts RetryOptions, rep *RetryReport) error {
+	if opts.Pace <= 0 || opts.DryRun {
+		return nil
+	}
+	if rep.paced == 0 {
+		rep.paceFrom = opts.PaceFrom
+		if rep.paceFrom.IsZero() {
+			if err := s.db.QueryRow(ctx, `SELECT now()`).Scan(&rep.paceFrom); err != nil {
+				return fmt.Errorf("store: read the time to pace a retry from: %w", err)
+			}
+		}
+	}
+	for i := range refs {
+		if moves(i) {
+			refs[i].visibleAt = rep.paceFrom.Add(time.Duration(rep.paced) * opts.Pace)
+			rep.paced++
+		}
+	}
+	return nil
+}
+
 // RetryDead moves dead messages of dlq (a DLQ name, or its queue's) back to
 // the queue they died in, or to the DLQ's base queue when that one is gone,
 // each in its own transaction: one message failing does not stop the rest,
@@ -46,6 +79,9 @@ func newRetryReport(opts RetryOptions) RetryReport {
 // (ErrNotFound when the message is gone).
 func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts RetryOptions) (RetryReport, error) {
 	rep := newRetryReport(opts)
+	if err := checkPace(opts); err != nil {
+		return rep, err
+	}
 	name, err := s.resolveDLQ(ctx, dlq)
 	if err != nil {
 		return rep, err
@@ -95,6 +131,9 @@ func (s *Store) retryChunk(ctx context.Context, dlq string, ids []int64, opts Re
 func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, opts RetryOptions) (RetryReport, error) {
 	rep := newRetryReport(opts)
 	if err := validateDeadBulk("retry", f, limit); err != nil {
+		return rep, err
+	}
+	if err := checkPace(opts); err != nil {
 		return rep, err
 	}
 	if len(opts.Payload) > 0 {
@@ -153,6 +192,9 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, err)
 		}
 	}
+	if err := s.pace(ctx, refs, func(int) bool { return true }, opts, rep); err != nil {
+		return err
+	}
 	dones := make([]func(string, int64, error), 0, len(refs))
 	err = s.guarded(ctx, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
 		for i, r := range refs {
@@ -182,8 +224,8 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	if err != nil {
 		return err
 	}
-	for _, m := range moved {
-		rep.moved(m)
+	for i, m := range moved {
+		rep.movedAt(m, refs[i].visibleAt)
 	}
 	rep.More = more
 	if opts.Progress != nil {
@@ -242,6 +284,9 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			out[i].err = deadlineCheck(r, opts)
 		}
 	}
+	if err := s.pace(ctx, refs, func(i int) bool { return out[i].err == nil }, opts, rep); err != nil {
+		return err
+	}
 	if !opts.DryRun {
 		gaveUp := s.retryParallel(ctx, refs, out, places, opts)
 		err := ctx.Err()
@@ -257,7 +302,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			// reported as usual.
 			for i, r := range refs {
 				if out[i].err == nil && out[i].newID != 0 {
-					rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
+					rep.movedAt(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID}, r.visibleAt)
 				}
 			}
 			return err
@@ -268,7 +313,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			rep.fail(r.dlq, r.id, out[i].err)
 			continue
 		}
-		rep.moved(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
+		rep.movedAt(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID}, r.visibleAt)
 	}
 	return nil
 }
@@ -615,6 +660,18 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	args := []any{r.id, p, target, r.dlq}
 	headers, from := sqlDeadRetryHeaders, "d"
+	vt := "clock_timestamp()"
+	if !r.visibleAt.IsZero() {
+		// The last parameter: after the note and the trace context.
+		n := len(args) + 1
+		if p != nil {
+			n++
+		}
+		if tc != nil {
+			n += 2
+		}
+		vt = fmt.Sprintf("$%d::timestamptz", n)
+	}
 	sql := `WITH d AS (
 		DELETE FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $1
 		RETURNING msg_id, read_ct, enqueued_at, vt, message, headers
@@ -635,7 +692,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
-		SELECT clock_timestamp(), coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
+		SELECT `+vt+`, coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
 		RETURNING msg_id, headers
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
@@ -664,6 +721,9 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	if tc != nil {
 		args = append(args, tc.Traceparent, tc.Tracestate)
+	}
+	if !r.visibleAt.IsZero() {
+		args = append(args, r.visibleAt)
 	}
 	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
 	return sql, args

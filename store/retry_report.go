@@ -19,6 +19,9 @@ func (r *RetryReport) Merge(other RetryReport) {
 		}
 	}
 	r.MovedOmitted += other.MovedOmitted
+	if other.VisibleUntil.After(r.VisibleUntil) {
+		r.VisibleUntil = other.VisibleUntil
+	}
 	for _, q := range other.Queues {
 		r.addQueue(q)
 	}
