@@ -223,8 +223,8 @@ type RetryReport struct {
 	VisibleUntil time.Time `json:"visible_until,omitzero"`
 
 	firstErr error
-	paced    int       // messages given a visibility time so far
-	paceFrom time.Time // the first one's
+	paced    int             // messages given a visibility time so far
+	paceFrom time.Time       // the first one's
 	queueSet map[string]bool // Queues, to add each once
 }
 

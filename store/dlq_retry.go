@@ -692,7 +692,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
-		SELECT `+vt+`, coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
+		SELECT ` + vt + `, coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
 		RETURNING msg_id, headers
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
