@@ -147,6 +147,9 @@ func retryAuditArgs(r DLQRetryRequest) map[string]any {
 	if r.All {
 		args["all"] = true
 	}
+	if r.Rate != 0 {
+		args["rate"] = r.Rate
+	}
 	return args
 }
 

@@ -50,6 +50,32 @@ type DLQRetryRequest struct {
 	// whose deadline has passed is not moved, since a worker would
 	// dead-letter it again without running it: it fails, saying so.
 	ClearDeadline bool
+	// Rate, when not 0, paces the retry: the messages moved become
+	// visible to workers one after another, Rate a second (0.5: one every
+	// 2 seconds), in the order they move, rather than all at once, so that
+	// a downstream that just came back is not met with the whole DLQ and
+	// messages sent meanwhile run between them. MinRetryRate to
+	// MaxRetryRate.
+	Rate float64
+}
+
+// The range of DLQRetryRequest.Rate, in messages a second: one a minute
+// to 10,000 a second.
+const (
+	MinRetryRate = 1.0 / 60
+	MaxRetryRate = 10_000
+)
+
+// checkRate checks a retry's rate and returns the gap between messages
+// it makes: 0 for no rate.
+func checkRate(rate float64) (time.Duration, error) {
+	if rate == 0 {
+		return 0, nil
+	}
+	if !(rate >= MinRetryRate && rate <= MaxRetryRate) { // NaN too
+		return 0, invalidf("rate %v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
+	}
+	return time.Duration(float64(time.Second) / rate), nil
 }
 
 // RetriedMessage is one message moved out of a DLQ.
@@ -82,9 +108,10 @@ type DLQRetry struct {
 	Workers []QueueWorkers `json:"workers,omitempty" jsonschema_description:"Whether a running worker serves each queue the messages went back to (in a dry run: would go back to), those none serves first, but for workers_omitted; a retried message runs again only where one does."`
 	// WorkersOmitted counts the last queues left out of Workers so that
 	// the result fits the response bound.
-	WorkersOmitted  int      `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
-	DeadlinesPassed int      `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
-	Notes           []string `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
+	WorkersOmitted  int        `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
+	VisibleUntil    *time.Time `json:"visible_until,omitempty" jsonschema_description:"With rate: when the last message moved becomes visible to workers; until then they become visible one after another at that rate. Absent without rate and in a dry run."`
+	DeadlinesPassed int        `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
+	Notes           []string   `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -152,7 +179,11 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			return DLQRetry{}, err
 		}
 	}
-	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace, ClearDeadline: req.ClearDeadline}
+	pace, err := checkRate(req.Rate)
+	if err != nil {
+		return DLQRetry{}, err
+	}
+	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace, ClearDeadline: req.ClearDeadline, Pace: pace}
 	if len(req.IDs) > 0 {
 		if req.Expect != "" {
 			return DLQRetry{}, errExpectWithIDs
@@ -236,6 +267,10 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 	var dbErr error // the database refused the work itself
 	for _, t := range loc.targets {
 		r, err := s.store.RetryDead(ctx, t.dlq, t.ids, opts)
+		if !r.VisibleUntil.IsZero() {
+			// The next DLQ's messages take their turns after these.
+			opts.PaceFrom = r.VisibleUntil.Add(opts.Pace)
+		}
 		if err != nil {
 			s.dropIfGivenUp(ctx, err)
 			unaccounted(&r, t, err)
@@ -339,6 +374,10 @@ func checkByIDs(f DeadFilter, limit int) error {
 func retryResult(rep store.RetryReport) DLQRetry {
 	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, FirstError: rep.FirstError,
 		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted, queues: rep.Queues}
+	if !rep.VisibleUntil.IsZero() {
+		at := rep.VisibleUntil.UTC()
+		out.VisibleUntil = &at
+	}
 	for i, m := range rep.Moved {
 		out.Moved[i] = RetriedMessage{DLQ: m.DLQ, DLQMsgID: m.DLQMsgID, Queue: m.Queue, MsgID: m.MsgID}
 	}
@@ -434,7 +473,7 @@ func dryRunIDsHint(req DLQRetryRequest) Hint {
 // without which the payload that failed runs again (that alone, when why
 // is empty).
 func idsHint(req DLQRetryRequest, why string) Hint {
-	args := []any{"ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", req.ClearDeadline}
+	args := []any{"ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", req.ClearDeadline, "rate", req.Rate}
 	if len(req.Payload) > 0 {
 		if _, hidden, ok := RedactJSON(req.Payload); ok && hidden == 0 && len(req.Payload) <= hintPayloadMax {
 			args = append(args, "payload", req.Payload)

@@ -77,6 +77,8 @@ func isZero(v any) bool {
 		return x == 0
 	case int:
 		return x == 0
+	case float64:
+		return x == 0
 	case []int64:
 		return len(x) == 0
 	case bool:

@@ -15,7 +15,7 @@ func (r DLQRetryRequest) Hint(why string) Hint {
 		return idsHint(r, why)
 	}
 	return hint(OpDLQRetry, why, r.Filter.hintArgs("limit", r.Limit, "dry_run", r.DryRun, "expect", r.Expect,
-		"clear_deadline", r.ClearDeadline, "all", r.All)...)
+		"clear_deadline", r.ClearDeadline, "all", r.All, "rate", r.Rate)...)
 }
 
 // Hint is r as a next step: the same discard, by its ids or by its filter.
