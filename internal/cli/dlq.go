@@ -221,6 +221,7 @@ func (a *app) dlqRetryCommand() *cobra.Command {
 	var (
 		queue, payload        string
 		dryRun, clearDeadline bool
+		rate                  float64
 	)
 	cmd := &cobra.Command{
 		Use:         "retry ID...",
@@ -233,7 +234,9 @@ transaction; one that fails does not stop the rest. Every id gets an outcome:
 retried, not found (retried or discarded already), ambiguous (in several
 DLQs: pass --queue) or failed. A message whose deadline (pgbus_deadline) has
 passed fails: a worker would dead-letter it again without running it;
---clear-deadline removes the deadline so that it runs however late. Exit
+--clear-deadline removes the deadline so that it runs however late.
+--rate N makes the messages visible N a second, one after another (see
+pgbus dlq retry-all). Exit
 code: 0 when all were retried, 1 when any failed, 2 when any is ambiguous and none was retried (1 when others were),
 3 when some were not found (or another call moved them meanwhile). At most 100 ids
 a call: for more, select them with retry-all and filters.
@@ -262,7 +265,7 @@ new message: discard the dead one, then pgbus send.
 			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
 				return err
 			}
-			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun, ClearDeadline: clearDeadline}
+			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun, ClearDeadline: clearDeadline, Rate: rate}
 			if cmd.Flags().Changed("payload") {
 				if len(ids) != 1 {
 					return usageError{fmt.Errorf("--payload replaces the payload of one message; pass exactly one id, not %d", len(ids))}
@@ -279,6 +282,7 @@ new message: discard the dead one, then pgbus send.
 	cmd.Flags().StringVar(&payload, "payload", "", "retry one message with this JSON payload instead (or @FILE)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
 	clearDeadlineFlag(cmd, &clearDeadline)
+	rateFlag(cmd, &rate)
 	return jsonFlag(cmd)
 }
 
@@ -287,12 +291,18 @@ func clearDeadlineFlag(cmd *cobra.Command, clear *bool) {
 	cmd.Flags().BoolVar(clear, "clear-deadline", false, "remove the messages' deadline (pgbus_deadline) so that they run however late; without it a message past its deadline is not retried")
 }
 
+// rateFlag adds --rate to a retry.
+func rateFlag(cmd *cobra.Command, rate *float64) {
+	cmd.Flags().Float64Var(rate, "rate", 0, "make the messages visible this many a second, one after another (0.5: one every 2s; 0.0167: one a minute), instead of all at once")
+}
+
 func (a *app) dlqRetryAllCommand() *cobra.Command {
 	var (
 		ff                              filterFlags
 		limit                           int
 		expect                          string
 		all, yes, dryRun, clearDeadline bool
+		rate                            float64
 	)
 	cmd := &cobra.Command{
 		Use:   "retry-all --yes FILTERS|--all",
@@ -307,10 +317,19 @@ selection changed meanwhile. A progress bar is shown on a terminal.
 Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 --clear-deadline is given.
 
+--rate N paces the retry for a downstream that just came back: the
+messages become visible to workers N a second, one after another in the
+order they move (0.5: one every 2 seconds; 0.0167, one a minute, at the
+least), instead of all at once, and messages sent meanwhile run between
+them rather than behind them all. The last line says when the last one
+becomes visible; until then pgbus queue messages shows the others as
+scheduled.
+
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
   pgbus dlq retry-all --queue orders --error-class demo.Unavailable --yes
   pgbus dlq retry-all --since 1h --reason max_retries_exceeded --limit 10000 --yes
+  pgbus dlq retry-all --queue orders --limit 20000 --rate 10 --yes
   pgbus dlq retry-all --all --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -330,7 +349,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 			if !yes && !dryRun {
 				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with --dry-run, then pass --yes")
 			}
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline, Rate: rate}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
@@ -350,6 +369,7 @@ Messages whose deadline has passed are left, as in pgbus dlq retry, unless
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm the retry")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
 	clearDeadlineFlag(cmd, &clearDeadline)
+	rateFlag(cmd, &rate)
 	expectFlag(cmd, &expect, "retry")
 	return jsonFlag(cmd)
 }

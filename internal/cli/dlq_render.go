@@ -254,6 +254,9 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintln(a.stdout, "note: "+n)
 	}
+	if rep.VisibleUntil != nil {
+		fmt.Fprintf(a.stdout, "paced: the last message becomes visible at %s (%s)\n", stamp(*rep.VisibleUntil), ago(*rep.VisibleUntil))
+	}
 	printNext(a.stdout, rep.Next)
 	return nil
 }
