@@ -246,12 +246,16 @@ func TestBrowser(t *testing.T) {
 	if text := b.text(".problem"); !strings.Contains(text, "CSRF") || deadCount(t, svc, group) != count {
 		t.Fatalf("a confirmation without its CSRF token: %q, %d of %d messages left", text, deadCount(t, svc, group), count)
 	}
-	b.do("preview the retry again", chromedp.Navigate(base+u.RequestURI()), page("bulk"))
+	b.do("preview the retry again, paced", chromedp.Navigate(base+u.RequestURI()), page("bulk"),
+		chromedp.SendKeys(chromedp.CSS("form.confirm input[name=rate]"), "1000"))
 	if code := b.status("confirm the preview", chromedp.Click(chromedp.CSS("form.confirm button"))); code != http.StatusOK {
 		t.Fatalf("the confirmation: status %d", code)
 	}
 	if text, want := b.text("h1"), fmt.Sprintf("Retried %d messages", count); text != want {
 		t.Fatalf("after the confirmation: %q, want %q", text, want)
+	}
+	if text := b.text("#paced"); !strings.Contains(text, "one after another") {
+		t.Fatalf("after a paced confirmation: %q, want it to say the messages are paced", text)
 	}
 	if n := deadCount(t, svc, group); n != 0 {
 		t.Fatalf("%d messages of the retried group are still dead", n)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/ops"
 )
@@ -314,6 +315,9 @@ type bulkData struct {
 	Changed string
 	// Next are the next steps of what was done.
 	Next []ops.Hint
+	// VisibleUntil is, after a paced retry, when its last message
+	// becomes visible; zero otherwise.
+	VisibleUntil time.Time
 }
 
 // Undo links the pages of the messages a discard moved, to restore
@@ -333,6 +337,9 @@ func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
+	}
+	if r.VisibleUntil != nil {
+		d.VisibleUntil = *r.VisibleUntil
 	}
 	return d
 }
@@ -384,6 +391,18 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 	}
 }
 
+// formRate reads a retry form's pace, messages a second: 0 when left
+// empty, false when it is no number. The operations layer checks its
+// range.
+func formRate(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, true
+	}
+	rate, err := strconv.ParseFloat(s, 64)
+	return rate, err == nil
+}
+
 // bulk runs a retry or discard by filter confirmed on its preview: it
 // moves exactly the messages the preview showed, or nothing.
 func (s *server) bulk(verb string) handlerFunc {
@@ -398,9 +417,14 @@ func (s *server) bulk(verb string) handlerFunc {
 		var d bulkData
 		var err error
 		if verb == "retry" {
+			rate, ok := formRate(r.PostFormValue("rate"))
+			if !ok {
+				s.refuse(w, r, v, http.StatusBadRequest, "The pace is not a number: give messages a second, such as 5 or 0.5, or leave it empty to retry them all at once.")
+				return
+			}
 			var res ops.DLQRetry
 			res, err = s.svc.DLQRetry(r.Context(), ops.DLQRetryRequest{Filter: f, Expect: expect, All: f.IsZero(),
-				ClearDeadline: r.PostFormValue("clear_deadline") == "1"})
+				ClearDeadline: r.PostFormValue("clear_deadline") == "1", Rate: rate})
 			d = retryBulk(f, res)
 		} else {
 			var res ops.DLQDiscard
