@@ -3,6 +3,7 @@ package ops_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,7 @@ func liveTimes(t *testing.T, s *store.Store, queues ...string) []time.Time {
 		}
 		rows.Close()
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Before(out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, time.Time.Compare)
 	return out
 }
 
