@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,23 @@ func checkRate(rate float64) (time.Duration, error) {
 		return 0, invalidf("rate %v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
 	}
 	return time.Duration(float64(time.Second) / rate), nil
+}
+
+// MaxPacedSpan bounds how long a paced retry may take to make its
+// messages visible: a rate too low for its limit would hide them for
+// months.
+const MaxPacedSpan = 7 * 24 * time.Hour
+
+// checkPacedSpan refuses a rate at which limit messages would take
+// longer than MaxPacedSpan to become visible. A retry by ids (at most
+// 100, one a minute at the least) never does.
+func checkPacedSpan(rate float64, limit int) error {
+	if rate == 0 || float64(limit)/rate <= MaxPacedSpan.Seconds() {
+		return nil
+	}
+	least := math.Ceil(float64(limit)/MaxPacedSpan.Seconds()*1000) / 1000
+	return invalidf("at rate %v a limit of %d messages would take %.0f days to become visible, and at most 7 are allowed: give a rate of %v or more, or a lower limit",
+		rate, limit, float64(limit)/rate/86400, least)
 }
 
 // RetriedMessage is one message moved out of a DLQ.
@@ -198,6 +216,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	limit, err := bulkLimit(req.Limit)
 	if err != nil {
+		return DLQRetry{}, err
+	}
+	if err := checkPacedSpan(req.Rate, limit); err != nil {
 		return DLQRetry{}, err
 	}
 	f, err := req.Filter.resolve(s.now())
