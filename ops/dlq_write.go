@@ -428,7 +428,7 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed > 0:
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing",
-			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline)...))
+			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline, "rate", req.Rate)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req))
 	case r.Retried > 0 && len(r.Moved) > 0:
@@ -446,6 +446,12 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 	switch {
 	case r.LimitReached && r.Retried > 0:
 		h := againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit)
+		if req.Rate != 0 {
+			// Called at once, the next call's messages would take turns
+			// beside these: twice the rate until these are all visible.
+			h.Args["rate"] = req.Rate
+			h.Why += fmt.Sprintf(", at the same rate once this call's messages are all visible (%s); called before, the two share the queue's turns at twice the rate", visibleWhen(r))
+		}
 		if r.Failed > 0 {
 			// They stay among the oldest the filters select, so the next
 			// call spends part of its limit on them again.
@@ -462,6 +468,15 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 			req.Filter.hintArgs()...))
 	}
 	return next
+}
+
+// visibleWhen says when a paced retry's last message becomes visible: at
+// visible_until, or in a dry run, once the real call's are.
+func visibleWhen(r DLQRetry) string {
+	if r.VisibleUntil == nil {
+		return "the real call's visible_until says when"
+	}
+	return "at " + r.VisibleUntil.Format(time.RFC3339)
 }
 
 // theIDs names one id or several, for a next step's why.
@@ -516,7 +531,7 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 	const why = "their deadline passed, so they were not moved; this clears it so that they run however late (or discard them)"
 	if len(req.IDs) == 0 {
 		return hint(OpDLQRetry, "some deadlines passed, so the retry would leave those messages; this clears the deadline of every message it moves, passed or not (or discard those first)",
-			req.Filter.moveArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true)...)
+			req.Filter.moveArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true, "rate", req.Rate)...)
 	}
 	var ids []int64
 	for _, o := range r.Outcomes {
@@ -524,7 +539,7 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 			ids = append(ids, o.ID)
 		}
 	}
-	return hint(OpDLQRetry, why, "ids", ids, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", true)
+	return hint(OpDLQRetry, why, "ids", ids, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", true, "rate", req.Rate)
 }
 
 // againHint is the next call of a retry or discard by filter that stopped

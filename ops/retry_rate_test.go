@@ -76,6 +76,25 @@ func TestRetryAtARate(t *testing.T) {
 		t.Errorf("audit arguments %s (%v) do not record the rate", args, err)
 	}
 
+	// The next steps keep the rate: the dry run's real call, and the call
+	// that moves what the limit left, once this one's messages are all
+	// visible.
+	e := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, e, 3, pgtest.DeadSpec{})
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: e}, Limit: 2, Rate: 4, DryRun: true})
+	if err != nil || !hasHint(dry.Next, ops.OpDLQRetry, map[string]any{"expect": dry.Expect, "rate": 4.0}) {
+		t.Fatalf("dry run at a rate: next %+v, %v; want the real call at the same rate", dry.Next, err)
+	}
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: e}, Limit: 2, Rate: 4})
+	if err != nil || !r.LimitReached || !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"rate": 4.0, "limit": 2}) {
+		t.Fatalf("paced retry that reached its limit: %+v, %v; want the same call again at the same rate", r, err)
+	}
+	for _, h := range r.Next {
+		if h.Op == ops.OpDLQRetry && !strings.Contains(h.Why, "twice the rate") {
+			t.Errorf("the next paced call's why %q does not say to wait for this one's messages", h.Why)
+		}
+	}
+
 	d := newQueue(t, s, nil)
 	pgtest.DeadLetterN(t, s, d, 2, pgtest.DeadSpec{})
 	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: d}, Limit: 10})
