@@ -127,7 +127,7 @@ type DLQRetry struct {
 	// WorkersOmitted counts the last queues left out of Workers so that
 	// the result fits the response bound.
 	WorkersOmitted  int        `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
-	VisibleUntil    *time.Time `json:"visible_until,omitempty" jsonschema_description:"With rate: when the last message moved becomes visible to workers; until then they become visible one after another at that rate. Absent without rate and in a dry run."`
+	VisibleUntil    *time.Time `json:"visible_until,omitempty" jsonschema_description:"With rate: when the last message moved becomes visible to workers; until then they become visible one after another at that rate. In a dry run, when it would be were the call made now. Absent without rate."`
 	DeadlinesPassed int        `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
 	Notes           []string   `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
 	// Asks say how to see what notes say was left out, for each front
@@ -201,6 +201,13 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err != nil {
 		return DLQRetry{}, err
 	}
+	defer func() {
+		if err == nil && req.DryRun && pace > 0 && out.Retried > 0 {
+			// What the real call would take, were it made now.
+			at := s.now().Add(time.Duration(out.Retried-1) * pace).UTC()
+			out.VisibleUntil = &at
+		}
+	}()
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace, ClearDeadline: req.ClearDeadline, Pace: pace}
 	if len(req.IDs) > 0 {
 		if req.Expect != "" {

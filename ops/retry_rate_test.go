@@ -85,6 +85,10 @@ func TestRetryAtARate(t *testing.T) {
 	if err != nil || !hasHint(dry.Next, ops.OpDLQRetry, map[string]any{"expect": dry.Expect, "rate": 4.0}) {
 		t.Fatalf("dry run at a rate: next %+v, %v; want the real call at the same rate", dry.Next, err)
 	}
+	// The dry run's 2 messages, at 4 a second, would take 250ms.
+	if dry.VisibleUntil == nil || dry.VisibleUntil.Sub(time.Now()) > time.Minute || dry.VisibleUntil.Before(time.Now().Add(-time.Minute)) {
+		t.Errorf("dry run at a rate: visible_until %v; want about now plus 250ms", dry.VisibleUntil)
+	}
 	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: e}, Limit: 2, Rate: 4})
 	if err != nil || !r.LimitReached || !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"rate": 4.0, "limit": 2}) {
 		t.Fatalf("paced retry that reached its limit: %+v, %v; want the same call again at the same rate", r, err)

@@ -255,7 +255,11 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 		fmt.Fprintln(a.stdout, "note: "+n)
 	}
 	if rep.VisibleUntil != nil {
-		fmt.Fprintf(a.stdout, "paced: the last message becomes visible at %s (%s)\n", stamp(*rep.VisibleUntil), ago(*rep.VisibleUntil))
+		becomes := "becomes"
+		if rep.DryRun {
+			becomes = "would become" // were the call made now
+		}
+		fmt.Fprintf(a.stdout, "paced: the last message %s visible at %s (%s)\n", becomes, stamp(*rep.VisibleUntil), ago(*rep.VisibleUntil))
 	}
 	printNext(a.stdout, rep.Next)
 	return nil
