@@ -35,6 +35,9 @@ func TestRetryAtARateFromTheCLI(t *testing.T) {
 		t.Fatalf("%d messages back, %s between the first and the last; want 2, 2s apart", n, spread)
 	}
 
+	if out := d.ok(t, "dlq", "retry-all", "--queue", "orders", "--rate", "0.5", "--dry-run"); !strings.Contains(out, "paced: the last message would become visible at ") {
+		t.Fatalf("retry-all --rate --dry-run:\n%s\nwant when the last would be visible", out)
+	}
 	var res struct {
 		Retried      int        `json:"retried"`
 		VisibleUntil *time.Time `json:"visible_until"`
