@@ -34,10 +34,15 @@ func newRetryReport(opts RetryOptions) RetryReport {
 	return RetryReport{DryRun: opts.DryRun, Moved: []RetriedMessage{}}
 }
 
-// checkPace refuses a negative pace.
+// MaxRetryPace is the longest gap RetryOptions.Pace may ask for between
+// two messages: with the most messages one call moves (MaxDeadBulk), the
+// last one's time stays within what a time.Duration holds.
+const MaxRetryPace = 24 * time.Hour
+
+// checkPace refuses a negative pace, and one longer than MaxRetryPace.
 func checkPace(opts RetryOptions) error {
-	if opts.Pace < 0 {
-		return invalidf("retry pace %s is negative; give a positive gap between messages, or 0 for all at once", opts.Pace)
+	if opts.Pace < 0 || opts.Pace > MaxRetryPace {
+		return invalidf("retry pace %s is out of range; give a gap between messages of at most %s, or 0 for all at once", opts.Pace, MaxRetryPace)
 	}
 	return nil
 }

@@ -113,8 +113,8 @@ func TestRetryDeadMatchingPaced(t *testing.T) {
 	spaced(t, "by filter, guarded", visibleTimes(t, s, guarded), 3, from, time.Minute, rep)
 }
 
-// Without a pace every message is visible at once; a negative pace is
-// refused, and nothing moves.
+// Without a pace every message is visible at once; a negative pace, or
+// one over MaxRetryPace, is refused, and nothing moves.
 func TestRetryDeadPaceChecked(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -122,9 +122,11 @@ func TestRetryDeadPaceChecked(t *testing.T) {
 	q := newQueue(t, s)
 	ids := deadN(t, s, q, 3, "k", "E", store.ReasonNonRetryable)
 	_, err := s.RetryDead(ctx, q, ids, store.RetryOptions{Pace: -time.Second})
-	wantErr(t, "negative pace", err, store.ErrInvalid, "negative")
+	wantErr(t, "negative pace", err, store.ErrInvalid, "out of range")
 	_, err = s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{Pace: -time.Second})
-	wantErr(t, "negative pace by filter", err, store.ErrInvalid, "negative")
+	wantErr(t, "negative pace by filter", err, store.ErrInvalid, "out of range")
+	_, err = s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{Pace: store.MaxRetryPace + time.Nanosecond})
+	wantErr(t, "a pace over a day", err, store.ErrInvalid, "at most 24h0m0s")
 	if n := len(visibleTimes(t, s, q)); n != 0 {
 		t.Fatalf("%d messages moved by refused retries", n)
 	}
