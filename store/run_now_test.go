@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// RunNow makes exactly the messages waiting out a retry's backoff visible
+// (a dry run only counts them); a message in flight, one scheduled and
+// one waiting keep their times, and a second call finds none left.
+func TestRunNowTakesOnlyRetrying(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	var ids []int64
+	for _, delay := range []time.Duration{0, 0, 0, time.Hour} {
+		id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`), Delay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// ids[0] is in flight, ids[1] failed and waits an hour to retry,
+	// ids[2] waits, ids[3] is scheduled.
+	if got, err := s.Read(ctx, q, time.Hour, 2); err != nil || len(got) != 2 {
+		t.Fatalf("read = %v, %v", got, err)
+	}
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[1], Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "boom"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RunNow(ctx, q, true); err != nil || n != 1 {
+		t.Fatalf("dry run = %d, %v; want the 1 retrying", n, err)
+	}
+	if states, _ := liveStates(t, s, q); states[ids[1]] != store.StateRetrying {
+		t.Fatalf("after a dry run: %v; want message %d still retrying", states, ids[1])
+	}
+	if n, err := s.RunNow(ctx, q, false); err != nil || n != 1 {
+		t.Fatalf("run now = %d, %v; want the 1 retrying", n, err)
+	}
+	states, _ := liveStates(t, s, q)
+	want := map[int64]string{ids[0]: store.StateInFlight, ids[1]: store.StateWaiting, ids[2]: store.StateWaiting, ids[3]: store.StateScheduled}
+	for id, state := range want {
+		if states[id] != state {
+			t.Errorf("after run now: message %d is %q, want %q (all: %v)", id, states[id], state, states)
+		}
+	}
+	if n, err := s.RunNow(ctx, q, false); err != nil || n != 0 {
+		t.Fatalf("run now again = %d, %v; want none left", n, err)
+	}
+	got, err := s.Read(ctx, q, time.Minute, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("a read after run now got %d messages (%v); want the one run now and the one waiting", len(got), err)
+	}
+}
+
+// RunNow covers every priority level of a queue, and names a queue that
+// does not exist.
+func TestRunNowEveryLevel(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	_, err := s.RunNow(ctx, q+"_none", false)
+	wantErr(t, "unknown queue", err, store.ErrNotFound, "does not exist")
+	levels := pgtest.Name("runnow")
+	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
+	for _, level := range []string{store.PriorityQueueName(levels, 0), store.PriorityQueueName(levels, 1)} {
+		id, err := s.Send(ctx, level, store.NewMessage{Payload: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Read(ctx, level, time.Hour, 1); err != nil || len(got) != 1 {
+			t.Fatalf("read %s = %v, %v", level, got, err)
+		}
+		if _, err := s.RetryMany(ctx, level, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.RunNow(ctx, levels, false); err != nil || n != 2 {
+		t.Fatalf("run now of a queue with 2 levels = %d, %v; want a message of each", n, err)
+	}
+}
