@@ -141,6 +141,9 @@ func (r QueueDropRequest) Check() error { return checkWorkQueue(r.Queue) }
 // Check checks the request without the database.
 func (r QueuePurgeRequest) Check() error { return checkWorkQueue(r.Queue) }
 
+// Check checks the request without the database.
+func (r QueueRunNowRequest) Check() error { return checkWorkQueue(r.Queue) }
+
 // Check checks the request without the database; the settings are checked
 // against the queue's current ones by QueueCreate.
 func (r QueueCreateRequest) Check() error {

@@ -18,6 +18,7 @@ const (
 	OpQueuePurge    = "queue_purge"
 	OpQueuePause    = "queue_pause"
 	OpQueueResume   = "queue_resume"
+	OpQueueRunNow   = "queue_run_now"
 	OpSend          = "send"
 	OpDLQSummary    = "dlq_summary"
 	OpDLQList       = "dlq_list"

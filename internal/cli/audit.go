@@ -27,8 +27,8 @@ by size), its result and whether it failed.
 
 Operations are named the same whoever called them: dlq_retry, dlq_discard,
 dlq_restore, dlq_purge, queue_create, queue_drop, queue_pause, queue_resume, queue_purge,
-circuit_reset, send. --tool also takes a tool name (pgbus_dlq_retry) or a
-command ("dlq retry").
+queue_run_now, circuit_reset, send. --tool also takes a tool name
+(pgbus_dlq_retry) or a command ("dlq retry").
 
 The worker processes' retention deletes entries older than the configuration
 file's audit_retention: 90 days by default, off keeps every entry (pgbus help

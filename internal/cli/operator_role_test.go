@@ -48,6 +48,11 @@ func TestOperatorRole(t *testing.T) {
 	}
 	op.ok(t, "queue", "pause", "shop")
 	op.ok(t, "queue", "resume", "shop")
+	var runNow ops.QueueRunNow
+	op.json(t, &runNow, "queue", "run-now", "shop")
+	if runNow.Queue != "shop" || runNow.DryRun {
+		t.Fatalf("queue run-now as the operator: %+v", runNow)
+	}
 	if id := strings.TrimSpace(op.ok(t, "send", "shop", `{"amount_cents": 5}`, "--kind", "charge")); id == "" {
 		t.Fatal("send as the operator printed no id")
 	}

@@ -53,7 +53,7 @@ archive that large (archived_estimated).
 func (a *app) queueCommand() *cobra.Command {
 	cmd := groupCommand(&cobra.Command{
 		Use:   "queue",
-		Short: "Create, drop, pause, resume or purge a queue, or list its live messages",
+		Short: "Create, drop, pause, resume or purge a queue, list its live messages, or run its retries now",
 		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
 archive) plus its dead-letter queue X_dlq; names match ^[a-z][a-z0-9_]*$ and
 are at most 43 characters. Retry settings are kept in the database and shared
@@ -61,14 +61,49 @@ by every worker process.`,
 		Example: `  pgbus queue create orders --max-retries 8 --backoff 10s --backoff-max 10m
   pgbus queue create alerts --priorities 3
   pgbus queue messages orders --state retrying
+  pgbus queue run-now orders
   pgbus queue pause orders
   pgbus queue resume orders
   pgbus queue purge orders --yes
   pgbus queue drop orders --yes`,
 	})
 	cmd.AddCommand(a.queueCreateCommand(), a.queueDropCommand(), a.queuePauseCommand(true), a.queuePauseCommand(false),
-		a.queuePurgeCommand(), a.queueMessagesCommand())
+		a.queuePurgeCommand(), a.queueMessagesCommand(), a.queueRunNowCommand())
 	return cmd
+}
+
+func (a *app) queueRunNowCommand() *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "run-now QUEUE",
+		Short: "Run now the messages of a queue that wait out a retry's backoff",
+		Long: `Make the messages of QUEUE that failed and wait for their next attempt
+(state retrying in pgbus queue messages) visible now, so that workers run
+them at once instead of after their backoff: once what failed them is
+fixed, nobody waits minutes (or hours, with the polynomial strategy or a
+long Retry-After) for the next try. Attempts already made still count.
+Messages in flight, waiting or scheduled (sent with a delay, snoozed, paced
+retries, given back by a stopped worker) keep their times. A queue with
+priority levels has every level's retrying messages run now; name one
+level (QUEUE_p1) for that level alone. --dry-run counts them and changes
+nothing.`,
+		Example: `  pgbus queue run-now orders --dry-run
+  pgbus queue run-now orders`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(a, cmd, (*ops.Service).QueueRunNow, ops.QueueRunNowRequest{Queue: args[0], DryRun: dryRun}, func(res ops.QueueRunNow) error {
+				verb := "made visible now"
+				if res.DryRun {
+					verb = "would be made visible now"
+				}
+				fmt.Fprintf(a.stdout, "%s of queue %s waiting to retry %s\n", plural.Count(res.Visible, "message", "messages"), res.Queue, verb)
+				printNext(a.stdout, res.Next)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the messages; change nothing")
+	return jsonFlag(cmd)
 }
 
 // groupCommand makes a command that only holds subcommands: alone it

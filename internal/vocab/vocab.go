@@ -77,6 +77,7 @@ var commands = map[string]struct {
 	ops.OpQueuePurge:    {"pgbus queue purge", []string{"queue"}},
 	ops.OpQueuePause:    {"pgbus queue pause", []string{"queue"}},
 	ops.OpQueueResume:   {"pgbus queue resume", []string{"queue"}},
+	ops.OpQueueRunNow:   {"pgbus queue run-now", []string{"queue"}},
 	ops.OpSend:          {"pgbus send", []string{"queue", "payload"}},
 	ops.OpDLQSummary:    {"pgbus dlq summary", nil},
 	ops.OpDLQList:       {"pgbus dlq list", nil},

@@ -1,0 +1,71 @@
+package ops
+
+import (
+	"context"
+	"errors"
+)
+
+// QueueRunNowRequest asks to run now the messages of a queue that wait
+// out a retry's backoff: Queue is the queue, or one priority level of it
+// (orders_p1); DryRun counts them and changes nothing.
+type QueueRunNowRequest struct {
+	Queue  string
+	DryRun bool
+}
+
+// QueueRunNow says how many messages a run-now made visible, or in a dry
+// run would.
+type QueueRunNow struct {
+	Queue  string `json:"queue"`
+	DryRun bool   `json:"dry_run"`
+	// Visible counts the messages made visible (in a dry run: that would
+	// be).
+	Visible int64  `json:"visible"`
+	Next    []Hint `json:"next"`
+}
+
+// QueueRunNow makes the messages of a queue that failed and wait for
+// their next attempt (state retrying) visible now, so that workers run
+// them without waiting out their backoff: once what failed them is
+// fixed, minutes (or, with the polynomial strategy or a long Retry-After,
+// hours) are not spent waiting. Messages in flight, waiting, scheduled
+// (sent with a delay, snoozed, paced, given back) keep their times; the
+// attempts already made still count.
+func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out QueueRunNow, err error) {
+	ctx, end, err := s.enter(ctx, "QueueRunNow", writesUnlessDry(req.DryRun))
+	if err != nil {
+		return out, err
+	}
+	defer end()
+	defer func() {
+		if !req.DryRun || recordsDryRun(ctx) {
+			s.record(ctx, OpQueueRunNow, map[string]any{"queue": req.Queue, "dry_run": req.DryRun}, out, err)
+		}
+	}()
+	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), queueNow(req.Queue)) // runs before the audit entry
+	if err := s.checkWrite(OpQueueRunNow); err != nil {
+		return QueueRunNow{}, err
+	}
+	if err := req.Check(); err != nil {
+		return QueueRunNow{}, err
+	}
+	n, err := s.store.RunNow(ctx, req.Queue, req.DryRun)
+	if errors.Is(err, ErrNotFound) {
+		if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
+			return QueueRunNow{}, dropped
+		}
+	}
+	if err != nil {
+		return QueueRunNow{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	out = QueueRunNow{Queue: req.Queue, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
+	switch {
+	case n > 0 && req.DryRun:
+		out.Next = append(out.Next, hint(OpQueueRunNow, "the same call, not as a dry run, makes them visible now", "queue", req.Queue))
+	case n > 0:
+		out.Next = append(out.Next, hint(OpQueueMessages, "watch them run; if they fail again they wait for their next attempt or go to the DLQ", "queue", req.Queue))
+	default:
+		out.Next = append(out.Next, hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue))
+	}
+	return out, nil
+}
