@@ -130,6 +130,24 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, v *view, paus
 	s.render(w, r, http.StatusOK, "done", v, d)
 }
 
+// runNow makes a queue's retrying messages visible now, from the button
+// of its page.
+func (s *server) runNow(w http.ResponseWriter, r *http.Request, v *view) {
+	res, err := s.svc.QueueRunNow(r.Context(), ops.QueueRunNowRequest{Queue: strings.TrimSpace(r.PostFormValue("queue"))})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	d := done{Heading: fmt.Sprintf("%s of queue %s run now", plural.Count(res.Visible, "retrying message", "retrying messages"), res.Queue),
+		Lines: []string{"They no longer wait out their retry backoff: workers take them now, their attempts so far still counted."},
+		Links: []link{{queuePath(res.Queue), "The page of queue " + res.Queue}, {"/", "Back to the overview"}}}
+	if res.Visible == 0 {
+		d.Lines = []string{"None was waiting out its backoff any more: workers may have taken them already, or they failed for good."}
+	}
+	v.Title, v.Nav = d.Heading, "overview"
+	s.render(w, r, http.StatusOK, "done", v, d)
+}
+
 func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name"))})
 	if err != nil {

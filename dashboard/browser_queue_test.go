@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // In a browser, a queue's name on the overview opens its page, which
@@ -98,5 +100,36 @@ func TestBrowserQueueNamedPause(t *testing.T) {
 	}
 	if got := b.text("p.actions button"); !strings.HasPrefix(got, "Pause") {
 		t.Fatalf("after the resume, the page offers %q", got)
+	}
+}
+
+// In a browser, the button of a queue's page runs its retrying messages
+// now, and the page seen again offers it no more.
+func TestBrowserQueueRunNow(t *testing.T) {
+	t.Parallel()
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_bnow")
+	ctx := pgtest.Context(t)
+	id, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read = %v, %v", got, err)
+	}
+	if _, err := st.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + serve(t, st, serverOpts{})
+	const button = `p.actions button[formaction="/queues/run-now"]`
+	b.do("open the queue's page", chromedp.Navigate(base+"/queues/"+q), page("queue"))
+	b.do("run its retries now", chromedp.Click(chromedp.CSS(button)), page("done"))
+	if got, want := b.text("h1"), "1 retrying message of queue "+q+" run now"; got != want {
+		t.Fatalf("after run now: %q, want %q", got, want)
+	}
+	b.do("go back to its page", chromedp.Click(chromedp.CSS(`main a[href="/queues/`+q+`"]`)), page("queue"))
+	if b.count(button) != 0 {
+		t.Fatal("the queue's page still offers to run its retries now")
 	}
 }

@@ -160,6 +160,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("GET /queues/{name}", s.authed(s.queuePage))
 	m.HandleFunc("POST /queues/pause", s.authed(s.writes(s.pause)))
 	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
+	m.HandleFunc("POST /queues/run-now", s.authed(s.writes(s.runNow)))
 	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))
 	m.HandleFunc("GET /audit", s.authed(s.audit))
 	m.HandleFunc("GET /workers", s.authed(s.workers))
