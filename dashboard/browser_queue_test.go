@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // In a browser, a queue's name on the overview opens its page, which
@@ -110,17 +108,7 @@ func TestBrowserQueueRunNow(t *testing.T) {
 	b := tab{t: t, ctx: chrome(t)}
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_bnow")
-	ctx := pgtest.Context(t)
-	id, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := st.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
-		t.Fatalf("read = %v, %v", got, err)
-	}
-	if _, err := st.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Retrying(t, st, q)
 	base := "http://" + serve(t, st, serverOpts{})
 	const button = `p.actions button[formaction="/queues/run-now"]`
 	b.do("open the queue's page", chromedp.Navigate(base+"/queues/"+q), page("queue"))

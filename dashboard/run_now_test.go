@@ -1,15 +1,12 @@
 package dashboard_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A queue's page offers to run its retrying messages now, only while it
@@ -19,21 +16,11 @@ func TestQueueRunNowButton(t *testing.T) {
 	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_now")
-	ctx := pgtest.Context(t)
-	id, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	if _, page, _ := b.get("/queues/" + q); strings.Contains(page, "/queues/run-now") {
 		t.Fatalf("a queue with nothing retrying offers to run its retries now:\n%s", page)
 	}
-	if got, err := st.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
-		t.Fatalf("read = %v, %v", got, err)
-	}
-	if _, err := st.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Retrying(t, st, q)
 	_, page, _ := b.get("/queues/" + q)
 	if !strings.Contains(page, `formaction="/queues/run-now"`) || !strings.Contains(page, "Run the 1 retrying now") {
 		t.Fatalf("a queue with a retrying message offers no run now:\n%s", page)
@@ -51,13 +38,9 @@ func TestQueueRunNowButton(t *testing.T) {
 	}
 
 	ro := newBrowser(t, serve(t, st, serverOpts{readOnly: true}))
-	if _, err := st.Read(ctx, q, time.Hour, 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 2, ErrorClass: "E"}}}); err != nil {
-		t.Fatal(err)
-	}
-	_, page, _ = ro.get("/queues/" + q)
+	other := pgtest.NewQueue(t, st, "dash_now_ro")
+	pgtest.Retrying(t, st, other)
+	_, page, _ = ro.get("/queues/" + other)
 	if strings.Contains(page, "/queues/run-now") || !strings.Contains(page, "Retrying") {
 		t.Fatalf("a read-only server's queue page offers run now:\n%s", page)
 	}

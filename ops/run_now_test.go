@@ -1,14 +1,13 @@
 package ops_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // QueueRunNow makes a queue's retrying messages visible at once, after a
@@ -21,16 +20,7 @@ func TestQueueRunNow(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
-	id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
-		t.Fatalf("read = %v, %v", got, err)
-	}
-	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Retrying(t, s, q)
 
 	dry, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, DryRun: true})
 	if err != nil || dry.Visible != 1 || !hasHint(dry.Next, ops.OpQueueRunNow, map[string]any{"queue": q}) {

@@ -73,17 +73,8 @@ func TestRunNowEveryLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
-	for _, level := range []string{store.PriorityQueueName(levels, 0), store.PriorityQueueName(levels, 1)} {
-		id, err := s.Send(ctx, level, store.NewMessage{Payload: json.RawMessage(`{}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.Read(ctx, level, time.Hour, 1); err != nil || len(got) != 1 {
-			t.Fatalf("read %s = %v, %v", level, got, err)
-		}
-		if _, err := s.RetryMany(ctx, level, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
-			t.Fatal(err)
-		}
+	for level := range 2 {
+		pgtest.Retrying(t, s, store.PriorityQueueName(levels, level))
 	}
 	if n, err := s.RunNow(ctx, levels, false); err != nil || n != 2 {
 		t.Fatalf("run now of a queue with 2 levels = %d, %v; want a message of each", n, err)

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // pgbus queue run-now makes a queue's retrying messages visible now, after
@@ -18,17 +16,7 @@ func TestQueueRunNowFromTheCLI(t *testing.T) {
 	d := newDB(t)
 	d.ok(t, "queue", "create", "orders")
 	st := pgtest.OpenStore(t, d.url)
-	ctx := pgtest.Context(t)
-	id, err := st.Send(ctx, "orders", store.NewMessage{Payload: json.RawMessage(`{}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := st.Read(ctx, "orders", time.Hour, 1); err != nil || len(got) != 1 {
-		t.Fatalf("read = %v, %v", got, err)
-	}
-	if _, err := st.RetryMany(ctx, "orders", []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Retrying(t, st, "orders")
 	if out := d.ok(t, "queue", "run-now", "orders", "--dry-run"); !strings.Contains(out, "1 message of queue orders waiting to retry would be made visible now") ||
 		!strings.Contains(out, "next: pgbus queue run-now orders") {
 		t.Fatalf("run-now --dry-run:\n%s", out)
