@@ -144,6 +144,9 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request, v *view) {
 	if res.Visible == 0 {
 		d.Lines = []string{"None was waiting out its backoff any more: workers may have taken them already, or they failed for good."}
 	}
+	if res.Workers != nil && !res.Workers.Served() {
+		d.Lines = append(d.Lines, res.Workers.Note)
+	}
 	v.Title, v.Nav = d.Heading, "overview"
 	s.render(w, r, http.StatusOK, "done", v, d)
 }

@@ -26,7 +26,8 @@ func TestQueueRunNowButton(t *testing.T) {
 		t.Fatalf("a queue with a retrying message offers no run now:\n%s", page)
 	}
 	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q}}
-	if code, page, _ := b.post("/queues/run-now", form, nil); code != http.StatusOK || !strings.Contains(page, "1 retrying message of queue "+q+" run now") {
+	if code, page, _ := b.post("/queues/run-now", form, nil); code != http.StatusOK || !strings.Contains(page, "1 retrying message of queue "+q+" run now") ||
+		!strings.Contains(page, "no worker process has served queue "+q) {
 		t.Fatalf("run now: %d\n%s", code, page)
 	}
 	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE vt <= now()`); n != 1 {

@@ -22,6 +22,9 @@ type QueueRunNow struct {
 	// be).
 	Visible int64  `json:"visible"`
 	Next    []Hint `json:"next"`
+	// Workers says whether a running worker serves the queue, when
+	// messages were made visible (or would be): they run only if one does.
+	Workers *QueueWorkers `json:"workers,omitempty"`
 }
 
 // QueueRunNow makes the messages of a queue that failed and wait for
@@ -66,6 +69,14 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 		out.Next = append(out.Next, hint(OpQueueMessages, "watch them run; if they fail again they wait for their next attempt or go to the DLQ", "queue", req.Queue))
 	default:
 		out.Next = append(out.Next, hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue))
+	}
+	if cov, err := s.queueCoverage(ctx, []string{req.Queue}); err == nil && n > 0 {
+		// Without it the messages are visible all the same: the note is
+		// left out.
+		out.Workers = &cov[0]
+		if !cov[0].Served() {
+			out.Next = append([]Hint{s.startHint(cov[0])}, out.Next...)
+		}
 	}
 	return out, nil
 }

@@ -30,6 +30,10 @@ func TestQueueRunNow(t *testing.T) {
 	if err != nil || out.Visible != 1 || !hasHint(out.Next, ops.OpQueueMessages, map[string]any{"queue": q}) {
 		t.Fatalf("run now = %+v, %v; want 1 made visible", out, err)
 	}
+	// No worker serves the queue: the result says so, and how to start one.
+	if out.Workers == nil || out.Workers.Served() || !hasHint(out.Next, ops.OpWork, map[string]any{"queue": q}) {
+		t.Errorf("run now with no worker: workers %+v, next %+v; want it said, with a worker to start", out.Workers, out.Next)
+	}
 	if got, err := s.Read(ctx, q, time.Minute, 1); err != nil || len(got) != 1 || got[0].ReadCount != 2 {
 		t.Fatalf("a read after run now = %+v, %v; want the message, at its second attempt", got, err)
 	}

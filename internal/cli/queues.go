@@ -97,6 +97,9 @@ nothing.`,
 					verb = "would be made visible now"
 				}
 				fmt.Fprintf(a.stdout, "%s of queue %s waiting to retry %s\n", plural.Count(res.Visible, "message", "messages"), res.Queue, verb)
+				if res.Workers != nil && !res.Workers.Served() {
+					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
+				}
 				printNext(a.stdout, res.Next)
 				return nil
 			})

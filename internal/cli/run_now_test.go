@@ -18,7 +18,8 @@ func TestQueueRunNowFromTheCLI(t *testing.T) {
 	st := pgtest.OpenStore(t, d.url)
 	pgtest.Retrying(t, st, "orders")
 	if out := d.ok(t, "queue", "run-now", "orders", "--dry-run"); !strings.Contains(out, "1 message of queue orders waiting to retry would be made visible now") ||
-		!strings.Contains(out, "next: pgbus queue run-now orders") {
+		!strings.Contains(out, "next: pgbus queue run-now orders") || !strings.Contains(out, "note: no worker process has served queue orders") ||
+		!strings.Contains(out, "next: pgbus work --queue orders") {
 		t.Fatalf("run-now --dry-run:\n%s", out)
 	}
 	var res struct {
