@@ -147,6 +147,11 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request, v *view) {
 	if res.Workers != nil && !res.Workers.Served() {
 		d.Lines = append(d.Lines, res.Workers.Note)
 	}
+	for _, h := range res.Next {
+		if h.Op == ops.OpQueueResume { // paused: the page's button resumes it
+			d.Lines = append(d.Lines, h.Why+".")
+		}
+	}
 	v.Title, v.Nav = d.Heading, "overview"
 	s.render(w, r, http.StatusOK, "done", v, d)
 }

@@ -33,6 +33,15 @@ func TestQueueRunNowButton(t *testing.T) {
 	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE vt <= now()`); n != 1 {
 		t.Fatalf("%d messages visible after run now, want 1", n)
 	}
+	paused := pgtest.NewQueue(t, st, "dash_now_p")
+	pgtest.Retrying(t, st, paused)
+	if _, err := st.SetPaused(pgtest.Context(t), paused, true); err != nil {
+		t.Fatal(err)
+	}
+	form.Set("queue", paused)
+	if code, page, _ := b.post("/queues/run-now", form, nil); code != http.StatusOK || !strings.Contains(page, "is paused: the messages made visible wait in it") {
+		t.Fatalf("run now of a paused queue: %d\n%s", code, page)
+	}
 	form.Set("queue", q+"_gone")
 	if code, page, _ := b.post("/queues/run-now", form, nil); code != http.StatusNotFound {
 		t.Fatalf("run now of a queue that does not exist: %d\n%s", code, page)

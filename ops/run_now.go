@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // QueueRunNowRequest asks to run now the messages of a queue that wait
@@ -70,13 +71,27 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	default:
 		out.Next = append(out.Next, hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue))
 	}
-	if cov, err := s.queueCoverage(ctx, []string{req.Queue}); err == nil && n > 0 {
-		// Without it the messages are visible all the same: the note is
-		// left out.
+	if n > 0 {
+		s.noteRunNowWorkers(ctx, &out)
+	}
+	return out, nil
+}
+
+// noteRunNowWorkers adds to a run-now's result whether a running worker
+// serves the queue, and puts first the step without which its messages
+// still do not run: a worker to start, or the queue to resume. Without
+// what it reads the messages are visible all the same: the note is left
+// out.
+func (s *Service) noteRunNowWorkers(ctx context.Context, out *QueueRunNow) {
+	if cov, err := s.queueCoverage(ctx, []string{out.Queue}); err == nil {
 		out.Workers = &cov[0]
 		if !cov[0].Served() {
 			out.Next = append([]Hint{s.startHint(cov[0])}, out.Next...)
 		}
 	}
-	return out, nil
+	names := servedAs(out.Queue)
+	logical := names[len(names)-1] // a priority level is paused with its queue
+	if settings, err := s.store.AllQueueSettings(ctx); err == nil && settings[logical].Paused {
+		out.Next = append([]Hint{hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the messages made visible wait in it, unread, until it is resumed", logical), "queue", logical)}, out.Next...)
+	}
 }

@@ -34,6 +34,16 @@ func TestQueueRunNow(t *testing.T) {
 	if out.Workers == nil || out.Workers.Served() || !hasHint(out.Next, ops.OpWork, map[string]any{"queue": q}) {
 		t.Errorf("run now with no worker: workers %+v, next %+v; want it said, with a worker to start", out.Workers, out.Next)
 	}
+	// Paused, the queue is resumed first.
+	paused := newQueue(t, s, nil)
+	pgtest.Retrying(t, s, paused)
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: paused}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: paused}); err != nil || out.Visible != 1 || len(out.Next) == 0 ||
+		out.Next[0].Op != ops.OpQueueResume || !strings.Contains(out.Next[0].Why, "is paused") {
+		t.Errorf("run now of a paused queue = %+v, %v; want its resume first", out, err)
+	}
 	if got, err := s.Read(ctx, q, time.Minute, 1); err != nil || len(got) != 1 || got[0].ReadCount != 2 {
 		t.Fatalf("a read after run now = %+v, %v; want the message, at its second attempt", got, err)
 	}
