@@ -99,6 +99,7 @@ func roWriteCalls(w roWorld) map[string]map[string]any {
 		"pgbus_dlq_purge":     {"queue": roOrders, "older_than": "0s", "confirm": true},
 		"pgbus_queue_pause":   {"queue": roOrders},
 		"pgbus_queue_resume":  {"queue": roHeld},
+		"pgbus_queue_run_now": {"queue": roOrders},
 		"pgbus_circuit_reset": {"name": roBreaker},
 	}
 }
@@ -156,7 +157,7 @@ func assertOnlyReadTools(t *testing.T, c *client.Client) {
 			t.Errorf("a read-only server lists %s, which is not annotated read-only", tool.Name)
 		}
 	}
-	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_circuit_reset"} {
+	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset"} {
 		if listed[name] {
 			t.Errorf("a read-only server lists the write tool %s", name)
 		}

@@ -86,6 +86,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 3d --queue %s --yes", queue)},
 		{"pgbus_queue_pause", map[string]any{"queue": queue}, "pgbus queue pause " + queue},
 		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},
+		{"pgbus_queue_run_now", map[string]any{"queue": queue, "dry_run": true}, "pgbus queue run-now " + queue + " --dry-run"},
 		{"pgbus_circuit_reset", map[string]any{"name": breaker}, "pgbus circuit reset " + breaker},
 
 		// Arguments that cannot be read, or make no call, leave the
@@ -96,6 +97,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"older_than": "soon"}, "pgbus dlq purge"},
 		{"pgbus_queue_pause", map[string]any{"queue": 42}, "pgbus queue pause"},
 		{"pgbus_queue_resume", []any{held}, "pgbus queue resume"},
+		{"pgbus_queue_run_now", map[string]any{"queue": true}, "pgbus queue run-now"},
 		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
 	} {
 		req := mcp.CallToolRequest{}

@@ -43,6 +43,11 @@ func (r QueueRequest) Hint(op, why string) Hint {
 	return hint(op, why, "queue", r.Queue)
 }
 
+// Hint is r as a next step: the same run-now.
+func (r QueueRunNowRequest) Hint(why string) Hint {
+	return hint(OpQueueRunNow, why, "queue", r.Queue, "dry_run", r.DryRun)
+}
+
 // Hint is r as a next step: the same reset.
 func (r CircuitResetRequest) Hint(why string) Hint {
 	return hint(OpCircuitReset, why, "name", r.Name)

@@ -65,7 +65,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	out = QueueRunNow{Queue: req.Queue, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
 	switch {
 	case n > 0 && req.DryRun:
-		out.Next = append(out.Next, hint(OpQueueRunNow, "the same call, not as a dry run, makes them visible now", "queue", req.Queue))
+		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue}.Hint("the same call, not as a dry run, makes them visible now"))
 	case n > 0:
 		out.Next = append(out.Next, hint(OpQueueMessages, "watch them run; if they fail again they wait for their next attempt or go to the DLQ", "queue", req.Queue))
 	default:

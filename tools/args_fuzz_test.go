@@ -57,6 +57,7 @@ func FuzzToolArguments(f *testing.F) {
 		{"pgbus_dlq_purge", `{"older_than":"7d","confirm":true}`},
 		{"pgbus_queue_pause", `{"queue":"` + q + `"}`},
 		{"pgbus_queue_resume", `{"queue":"` + q + `"}`},
+		{"pgbus_queue_run_now", `{"queue":"` + q + `","dry_run":true}`},
 		{"pgbus_circuit_reset", `{"name":"http:example.com:443"}`},
 	} {
 		f.Add(s.tool, []byte(s.args))

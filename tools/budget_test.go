@@ -164,6 +164,7 @@ func TestResponsesStayUnderBudget(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "1h", "confirm": true}},
 		{"pgbus_queue_resume", map[string]any{"queue": q}},
 		{"pgbus_queue_pause", map[string]any{"queue": q}},
+		{"pgbus_queue_run_now", map[string]any{"queue": q, "dry_run": true}},
 		{"pgbus_circuit_reset", map[string]any{"name": "budget-test-breaker"}},
 	}
 	for _, c := range cases {

@@ -21,7 +21,7 @@ type DLQDiscardInput struct {
 
 const dlqDiscardDescription = `Discards dead messages: moves them out of their DLQ into the DLQ's archive, where they are kept (pgbus_dlq_restore brings them back) until pgbus_dlq_purge deletes them. Nothing runs again. By ids, outcomes has one entry per id: discarded, not_found, ambiguous (pass queue) or failed.
 
-Use it for messages that will never succeed (bad input, non_retryable_error, unknown kinds) after reading one with pgbus_dlq_show. Either ids (at most 100; add queue when an id is in several DLQs) or filters as in pgbus_dlq_list (queue, kind, error_class, reason, since, until, text, group) with a required limit (1 to 1000, oldest first).
+Use it for messages that will never succeed (bad input, non_retryable_error, unknown kinds) after reading one with pgbus_dlq_show. Either ids (at most 100; add queue when an id is in several DLQs) or the filters of pgbus_dlq_list with a required limit (1 to 1000, oldest first).
 
 By filter: call with dry_run: true first; it lists what would go and returns expect. Then call again with that expect: if what the filter selects changed meanwhile, the call is refused and nothing moves. The user is asked to confirm when the client supports elicitation (declined: nothing moves, declined: true); otherwise pass confirm: true. Next: pgbus_dlq_summary to see what is left.`
 

@@ -17,7 +17,7 @@ type DLQListInput struct {
 
 const dlqListDescription = `Lists dead messages, newest first, one page at a time: DLQ, id, kind, reason, source queue, attempts, error class and error message, dead-letter time and payload size. No payloads or backtraces; error messages cut to 300 characters, secrets redacted.
 
-Use it to see the individual messages of a group from pgbus_dlq_summary, with the same filters (queue, kind, error_class, reason, since, until, text, group). Pages: pass next_cursor back as cursor with the same filters; limit 1 to 100, default 25. Next: pgbus_dlq_show (queue: the item's dlq, msg_id) for one message in full; pgbus_dlq_retry or pgbus_dlq_discard with the ids or the same filters.`
+Use it to see the individual messages of a group from pgbus_dlq_summary, with the same filters. Pages: pass next_cursor back as cursor with the same filters; limit 1 to 100, default 25. Next: pgbus_dlq_show (queue: the item's dlq, msg_id) for one message in full; pgbus_dlq_retry or pgbus_dlq_discard with the ids or the same filters.`
 
 // NewDLQList returns the pgbus_dlq_list tool.
 func NewDLQList(d Deps) server.ServerTool {

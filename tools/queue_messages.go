@@ -18,7 +18,7 @@ type QueueMessagesInput struct {
 	FullHistory    bool   `json:"full_history,omitempty" jsonschema_description:"List each failure as recorded; by default identical failures in a row are one entry with repeated. Either way only a message's newest failures are listed (failure_count has the total)."`
 }
 
-const queueMessagesDescription = `Lists the live messages of a queue (not yet dead), oldest first (of a queue with priority levels, every level in the order workers read them: level 0 first, each message with its priority), with their state (waiting, in_flight, retrying, scheduled), attempts so far and their latest failures.
+const queueMessagesDescription = `Lists the live messages of a queue (not yet dead), oldest first (with priority levels, level 0 first, each message with its level), with their state (waiting, in_flight, retrying, scheduled), attempts so far and their latest failures.
 
 Use it to see what is failing before it reaches the DLQ (state: retrying), what a stalled queue is holding (waiting), or what workers hold now (in_flight). Pages: pass next_cursor back as cursor; limit 1 to 100, default 25. Payloads only with include_payload and a server started with --allow-payloads. Next: pgbus_workers if nothing is in flight while messages wait; pgbus_queue_pause to stop a queue whose messages all fail.`
 

@@ -13,7 +13,7 @@ type QueueStatsInput struct {
 	Queue string `json:"queue,omitempty" jsonschema_description:"Queue name (orders). Omit for every queue."`
 }
 
-const queueStatsDescription = `Statistics of one queue or of all: depth split into ready, in flight, waiting for a retry and scheduled; the age of the oldest ready message; DLQ depth; outcomes over the last hour (succeeded, failed, retried, dead-lettered, discarded); throughput; latency percentiles; whether it is paused; and its retry settings. With more queues than fit, the quiet ones (no dead messages, failures, backlog or pause) are counted in omitted instead of listed.
+const queueStatsDescription = `Statistics of one queue or of all: depth split into ready, in flight, waiting for a retry and scheduled; the age of the oldest ready message; DLQ depth; outcomes over the last hour (succeeded, failed, retried, dead-lettered, discarded); throughput; latency percentiles; whether it is paused; and its retry settings. With more queues than fit, quiet ones (no dead messages, failures, backlog or pause) are only counted, in omitted.
 
 Use it to see which queues are backed up or failing, and to list the queues there are. Next: pgbus_dlq_summary (queue) when dlq_depth or dead_lettered is not zero; pgbus_queue_messages (queue, state: retrying) to see messages that are failing but not dead yet; pgbus_workers when ready messages are not being taken.`
 

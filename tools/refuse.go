@@ -45,6 +45,9 @@ func Refusals(d Deps) []server.ServerTool {
 		refusing(queueResumeTool(), ops.OpQueueResume, func(in QueuePauseInput) (ops.Hint, error) {
 			return in.request().Hint(ops.OpQueueResume, ""), nil
 		}),
+		refusing(queueRunNowTool(), ops.OpQueueRunNow, func(in QueueRunNowInput) (ops.Hint, error) {
+			return in.request().Hint(""), nil
+		}),
 		refusing(circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (ops.Hint, error) {
 			return in.request().Hint(""), nil
 		}),

@@ -30,6 +30,7 @@ func All(d Deps) []server.ServerTool {
 			NewDLQPurge(d),
 			NewQueuePause(d),
 			NewQueueResume(d),
+			NewQueueRunNow(d),
 			NewCircuitReset(d),
 		)
 	}

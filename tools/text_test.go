@@ -35,6 +35,7 @@ func TestNULRefused(t *testing.T) {
 		{"pgbus_dlq_discard", "since", map[string]any{"queue": q, "since": nul, "limit": 10}},
 		{"pgbus_circuit_reset", "name", map[string]any{"name": nul}},
 		{"pgbus_queue_pause", "queue", map[string]any{"queue": nul}},
+		{"pgbus_queue_run_now", "queue", map[string]any{"queue": nul}},
 	}
 	for _, c := range cases {
 		text := e.callErr(t, c.tool, c.args, c.field+" cannot be used", "NUL character", "pass UTF-8 text")

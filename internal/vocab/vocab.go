@@ -18,7 +18,7 @@ var tools = map[string]bool{
 	ops.OpQueueResume: true, ops.OpDLQSummary: true, ops.OpDLQList: true, ops.OpDLQShow: true,
 	ops.OpDLQRetry: true, ops.OpDLQDiscard: true, ops.OpDLQPurge: true, ops.OpWorkers: true,
 	ops.OpCircuits: true, ops.OpCircuitReset: true, ops.OpAudit: true, ops.OpDLQDiscarded: true,
-	ops.OpDLQRestore: true,
+	ops.OpDLQRestore: true, ops.OpQueueRunNow: true,
 }
 
 // Tool returns the MCP tool of an operation, and false when no tool does
@@ -33,7 +33,7 @@ func Tool(op string) (string, bool) {
 // writes are the operations whose tools a read-only server leaves out.
 var writes = map[string]bool{
 	ops.OpQueuePause: true, ops.OpQueueResume: true, ops.OpDLQRetry: true, ops.OpDLQDiscard: true,
-	ops.OpDLQPurge: true, ops.OpCircuitReset: true, ops.OpDLQRestore: true,
+	ops.OpDLQPurge: true, ops.OpCircuitReset: true, ops.OpDLQRestore: true, ops.OpQueueRunNow: true,
 }
 
 // ToolOn is Tool on a server that may be read-only: there no tool does a

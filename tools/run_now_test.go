@@ -1,0 +1,67 @@
+package tools_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// pgbus_queue_run_now makes a queue's retrying messages visible after a
+// dry run that only counts them, both audited with the client's name;
+// pgbus_queue_messages offers it while a page shows retrying messages.
+// Arguments of the wrong type, a missing, huge or injected queue name and
+// a DLQ are tool errors saying what to pass, and move nothing.
+func TestQueueRunNowTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	id := pgtest.Retrying(t, e.st, q)
+
+	page := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
+	if h, ok := findHint(page.Next, "pgbus_queue_run_now"); len(page.Items) != 1 || page.Items[0].MsgID != id || !ok || hintArg(h, "queue") != `"`+q+`"` {
+		t.Fatalf("retrying messages of %s: %+v; want message %d and pgbus_queue_run_now next", q, page, id)
+	}
+	for _, bad := range []struct {
+		args any
+		want string
+	}{
+		{map[string]any{}, "queue is required"},
+		{map[string]any{"queue": 42}, "queue"},
+		{map[string]any{"queue": q, "dry_run": "yes"}, "dry_run"},
+		{map[string]any{"queue": q + "_dlq"}, "dead-letter queue of"},
+		{map[string]any{"queue": q + "'; DROP TABLE pgmq.meta; --"}, "queue name"},
+		{map[string]any{"queue": strings.Repeat("q", 100_000)}, "pass a shorter value"},
+		{map[string]any{"queue": strings.Repeat("q", 48)}, "queue name"},
+		{map[string]any{"queue": q, "ids": []int{1}}, "ids"},
+		{[]any{q}, "object"},
+	} {
+		e.callErr(t, "pgbus_queue_run_now", bad.args, bad.want)
+	}
+	if got := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"}); len(got.Items) != 1 {
+		t.Fatalf("after refused calls %d retrying messages, want 1 still waiting", len(got.Items))
+	}
+
+	dry := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q, "dry_run": true})
+	if h, ok := findHint(dry.Next, "pgbus_queue_run_now"); dry.Visible != 1 || !dry.DryRun || !ok || strings.Contains(hintArg(h, "dry_run"), "true") {
+		t.Fatalf("dry run = %+v; want 1 counted and the real call next", dry)
+	}
+	out := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q})
+	if out.Visible != 1 || out.DryRun || out.Workers == nil || out.Workers.Served() {
+		t.Fatalf("run now = %+v; want 1 made visible and no worker serving %s said", out, q)
+	}
+	if got := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q}); len(got.Items) != 1 || got.Items[0].State != "waiting" {
+		t.Fatalf("after run now: %+v; want the message waiting to be read", got.Items)
+	}
+	if again := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q}); again.Visible != 0 {
+		t.Errorf("run now again = %+v; want nothing left to run", again)
+	}
+	rows := auditRows(t, e.st, ops.OpQueueRunNow, q)
+	if len(rows) != 3 || !strings.Contains(rows[2].Client, "tools-test") || !strings.Contains(string(rows[2].Arguments), `"dry_run": true`) {
+		for _, r := range rows {
+			t.Logf("audited: %s %s by %s", r.Arguments, r.Result, r.Client)
+		}
+		t.Errorf("%d audit entries of run now; want the dry run and both calls, by tools-test", len(rows))
+	}
+}
