@@ -146,7 +146,8 @@ func (a *app) dlqListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List dead messages, newest first, with filters and paging",
 		Long: `List dead messages newest first: id, source queue, kind, reason, error class,
-attempts, age and error message. Pages hold --limit messages (1 to 100); when
+attempts (and how often it was retried out of a DLQ before, when it was),
+age and error message. Pages hold --limit messages (1 to 100); when
 there are more, the last line gives the command for the next page (an opaque
 --cursor, valid with the same filters). --json prints the same result as the
 MCP tool pgbus_dlq_list.`,

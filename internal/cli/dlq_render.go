@@ -76,8 +76,13 @@ func writeDeadList(w io.Writer, page ops.DLQList) error {
 	}
 	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
 	for _, it := range page.Items {
+		attempts := fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries)
+		if it.RetriesFromDLQ > 0 {
+			// A message that keeps coming back shows at a glance.
+			attempts += " after " + plural.Count(it.RetriesFromDLQ, "DLQ retry", "DLQ retries")
+		}
 		t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
-			fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries), ago(it.DeadLetteredAt), clip(dash(it.ErrorMessage), 70))
+			attempts, ago(it.DeadLetteredAt), clip(dash(it.ErrorMessage), 70))
 	}
 	return t.flush()
 }
