@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/store"
@@ -142,7 +143,17 @@ func (r QueueDropRequest) Check() error { return checkWorkQueue(r.Queue) }
 func (r QueuePurgeRequest) Check() error { return checkWorkQueue(r.Queue) }
 
 // Check checks the request without the database.
-func (r QueueRunNowRequest) Check() error { return checkWorkQueue(r.Queue) }
+func (r QueueRunNowRequest) Check() error {
+	if err := checkText("kind", r.Kind); err != nil {
+		return err
+	}
+	if n := utf8.RuneCountInString(r.Kind); n > store.MaxDeadFilterName {
+		e := invalidf("kind is %d characters; at most %d are allowed: pass the job kind as the queue's live messages show it", n, store.MaxDeadFilterName)
+		e.Field = "kind"
+		return e
+	}
+	return checkWorkQueue(r.Queue)
+}
 
 // Check checks the request without the database; the settings are checked
 // against the queue's current ones by QueueCreate.

@@ -4,20 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // QueueRunNowRequest asks to run now the messages of a queue that wait
 // out a retry's backoff: Queue is the queue, or one priority level of it
-// (orders_p1); DryRun counts them and changes nothing.
+// (orders_p1); Kind, when set, takes only the messages of that job kind;
+// DryRun counts them and changes nothing.
 type QueueRunNowRequest struct {
 	Queue  string
+	Kind   string
 	DryRun bool
 }
 
 // QueueRunNow says how many messages a run-now made visible, or in a dry
 // run would.
 type QueueRunNow struct {
-	Queue  string `json:"queue"`
+	Queue string `json:"queue"`
+	// Kind is the job kind the call took, when it named one.
+	Kind   string `json:"kind,omitempty"`
 	DryRun bool   `json:"dry_run"`
 	// Visible counts the messages made visible (in a dry run: that would
 	// be).
@@ -43,7 +49,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
-			s.record(ctx, OpQueueRunNow, map[string]any{"queue": req.Queue, "dry_run": req.DryRun}, out, err)
+			s.record(ctx, OpQueueRunNow, map[string]any{"queue": req.Queue, "kind": req.Kind, "dry_run": req.DryRun}, out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), queueNow(req.Queue)) // runs before the audit entry
@@ -53,7 +59,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	if err := req.Check(); err != nil {
 		return QueueRunNow{}, err
 	}
-	n, err := s.store.RunNow(ctx, req.Queue, req.DryRun)
+	n, err := s.store.RunNow(ctx, req.Queue, store.RunNowOptions{Kind: req.Kind, DryRun: req.DryRun})
 	if errors.Is(err, ErrNotFound) {
 		if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
 			return QueueRunNow{}, dropped
@@ -62,10 +68,10 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	if err != nil {
 		return QueueRunNow{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	out = QueueRunNow{Queue: req.Queue, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
+	out = QueueRunNow{Queue: req.Queue, Kind: req.Kind, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
 	switch {
 	case n > 0 && req.DryRun:
-		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue}.Hint("the same call, not as a dry run, makes them visible now"))
+		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind}.Hint("the same call, not as a dry run, makes them visible now"))
 	case n > 0:
 		out.Next = append(out.Next, hint(OpQueueMessages, "watch them run; if they fail again they wait for their next attempt or go to the DLQ", "queue", req.Queue))
 	default:

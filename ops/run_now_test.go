@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // QueueRunNow makes a queue's retrying messages visible at once, after a
@@ -62,5 +64,43 @@ func TestQueueRunNow(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || len(ops.NextSteps(err)) == 0 {
 			t.Errorf("run now of %q: %v (next %v); want it refused saying %q, with a next step", queue, err, ops.NextSteps(err), want)
 		}
+	}
+}
+
+// QueueRunNow with a kind takes only that kind's retrying messages, says
+// which kind it took, keeps the kind in its next step and its audit
+// entry; a kind with a NUL character or longer than a kind can be is
+// refused, naming the field, and nothing moves.
+func TestQueueRunNowOfOneKind(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	for _, kind := range []string{"mail", "sms"} {
+		pgtest.RetryingMessage(t, s, q, store.NewMessage{Payload: json.RawMessage(`{}`), Headers: json.RawMessage(`{"pgbus_kind": "` + kind + `"}`)})
+	}
+	for kind, field := range map[string]string{"ma\x00il": "kind", strings.Repeat("k", store.MaxDeadFilterName+1): "kind"} {
+		_, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Kind: kind})
+		var e *ops.Error
+		if !errors.As(err, &e) || !errors.Is(err, ops.ErrInvalid) || e.Field != field {
+			t.Errorf("run now of kind %.20q: %v; want it refused as invalid, naming %s", kind, err, field)
+		}
+	}
+	dry, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Kind: "mail", DryRun: true})
+	if err != nil || dry.Visible != 1 || dry.Kind != "mail" || !hasHint(dry.Next, ops.OpQueueRunNow, map[string]any{"queue": q, "kind": "mail"}) {
+		t.Fatalf("dry run of kind mail = %+v, %v; want 1, and the real call of the same kind next", dry, err)
+	}
+	out, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Kind: "mail"})
+	if err != nil || out.Visible != 1 {
+		t.Fatalf("run now of kind mail = %+v, %v; want 1", out, err)
+	}
+	if rest, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, DryRun: true}); err != nil || rest.Visible != 1 {
+		t.Fatalf("dry run of the whole queue after = %+v, %v; want the sms message still retrying", rest, err)
+	}
+	var kinds int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pgbus.audit_log WHERE tool = $1 AND arguments->>'queue' = $2 AND arguments->>'kind' = 'mail'`,
+		ops.OpQueueRunNow, q).Scan(&kinds); err != nil || kinds != 2 {
+		t.Errorf("%d audit entries of run now of kind mail (%v); want the dry run and the call", kinds, err)
 	}
 }

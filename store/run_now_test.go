@@ -34,13 +34,13 @@ func TestRunNowTakesOnlyRetrying(t *testing.T) {
 	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[1], Delay: time.Hour, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "boom"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.RunNow(ctx, q, true); err != nil || n != 1 {
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{DryRun: true}); err != nil || n != 1 {
 		t.Fatalf("dry run = %d, %v; want the 1 retrying", n, err)
 	}
 	if states, _ := liveStates(t, s, q); states[ids[1]] != store.StateRetrying {
 		t.Fatalf("after a dry run: %v; want message %d still retrying", states, ids[1])
 	}
-	if n, err := s.RunNow(ctx, q, false); err != nil || n != 1 {
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{}); err != nil || n != 1 {
 		t.Fatalf("run now = %d, %v; want the 1 retrying", n, err)
 	}
 	states, _ := liveStates(t, s, q)
@@ -50,7 +50,7 @@ func TestRunNowTakesOnlyRetrying(t *testing.T) {
 			t.Errorf("after run now: message %d is %q, want %q (all: %v)", id, states[id], state, states)
 		}
 	}
-	if n, err := s.RunNow(ctx, q, false); err != nil || n != 0 {
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{}); err != nil || n != 0 {
 		t.Fatalf("run now again = %d, %v; want none left", n, err)
 	}
 	got, err := s.Read(ctx, q, time.Minute, 10)
@@ -66,7 +66,7 @@ func TestRunNowEveryLevel(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
-	_, err := s.RunNow(ctx, q+"_none", false)
+	_, err := s.RunNow(ctx, q+"_none", store.RunNowOptions{})
 	wantErr(t, "unknown queue", err, store.ErrNotFound, "does not exist")
 	levels := pgtest.Name("runnow")
 	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
@@ -76,7 +76,46 @@ func TestRunNowEveryLevel(t *testing.T) {
 	for level := range 2 {
 		pgtest.Retrying(t, s, store.PriorityQueueName(levels, level))
 	}
-	if n, err := s.RunNow(ctx, levels, false); err != nil || n != 2 {
+	if n, err := s.RunNow(ctx, levels, store.RunNowOptions{}); err != nil || n != 2 {
 		t.Fatalf("run now of a queue with 2 levels = %d, %v; want a message of each", n, err)
+	}
+}
+
+// RunNow with a kind takes only that kind's retrying messages: the
+// pgbus_kind header's, or a Ruby pgbus payload's job_class; messages of
+// other kinds, of none, or with headers that are not an object keep
+// waiting.
+func TestRunNowOfOneKind(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	send := func(payload, headers string) int64 {
+		return pgtest.RetryingMessage(t, s, q, store.NewMessage{Payload: json.RawMessage(payload), Headers: json.RawMessage(headers)})
+	}
+	mail := send(`{}`, `{"pgbus_kind": "mail"}`)
+	ruby := send(`{"job_class": "mail"}`, ``)
+	other := send(`{}`, `{"pgbus_kind": "sms"}`)
+	none := send(`{}`, ``)
+	odd := send(`{}`, `{"pgbus_kind": "later"}`)
+	// Another PGMQ client may write headers that are not an object.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`" SET headers = '["mail"]' WHERE msg_id = $1`, odd); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{Kind: "mail", DryRun: true}); err != nil || n != 2 {
+		t.Fatalf("dry run of kind mail = %d, %v; want 2", n, err)
+	}
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{Kind: "mail'; DELETE FROM pgmq.meta; --"}); err != nil || n != 0 {
+		t.Fatalf("run now of a kind holding SQL = %d, %v; want none, as a kind", n, err)
+	}
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{Kind: "mail"}); err != nil || n != 2 {
+		t.Fatalf("run now of kind mail = %d, %v; want 2", n, err)
+	}
+	states, _ := liveStates(t, s, q)
+	want := map[int64]string{mail: store.StateWaiting, ruby: store.StateWaiting, other: store.StateRetrying, none: store.StateRetrying, odd: store.StateRetrying}
+	for id, state := range want {
+		if states[id] != state {
+			t.Errorf("after run now of kind mail: message %d is %q, want %q (all: %v)", id, states[id], state, states)
+		}
 	}
 }

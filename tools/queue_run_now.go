@@ -12,6 +12,7 @@ import (
 // QueueRunNowInput is the input of pgbus_queue_run_now.
 type QueueRunNowInput struct {
 	Queue  string `json:"queue" jsonschema_description:"Queue name (orders), or one priority level of it (orders_p1); not a DLQ."`
+	Kind   string `json:"kind,omitempty" jsonschema_description:"Only the messages of this job kind, as pgbus_queue_messages shows it: when the fix was to one kind's downstream. Others keep waiting."`
 	DryRun bool   `json:"dry_run,omitempty" jsonschema_description:"Count the messages that would be made visible; change nothing."`
 }
 
@@ -35,5 +36,5 @@ func NewQueueRunNow(d Deps) server.ServerTool {
 
 // request is the run-now the arguments ask for.
 func (in QueueRunNowInput) request() ops.QueueRunNowRequest {
-	return ops.QueueRunNowRequest{Queue: in.Queue, DryRun: in.DryRun}
+	return ops.QueueRunNowRequest{Queue: in.Queue, Kind: in.Kind, DryRun: in.DryRun}
 }

@@ -1,11 +1,13 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // pgbus_queue_run_now makes a queue's retrying messages visible after a
@@ -63,5 +65,25 @@ func TestQueueRunNowTool(t *testing.T) {
 			t.Logf("audited: %s %s by %s", r.Arguments, r.Result, r.Client)
 		}
 		t.Errorf("%d audit entries of run now; want the dry run and both calls, by tools-test", len(rows))
+	}
+}
+
+// pgbus_queue_run_now with a kind runs only that kind's retrying
+// messages; a kind that is not a string is a tool error naming it.
+func TestQueueRunNowToolOfOneKind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	for _, kind := range []string{"mail", "sms"} {
+		pgtest.RetryingMessage(t, e.st, q, store.NewMessage{Payload: json.RawMessage(`{}`), Headers: json.RawMessage(`{"pgbus_kind": "` + kind + `"}`)})
+	}
+	e.callErr(t, "pgbus_queue_run_now", map[string]any{"queue": q, "kind": []string{"mail"}}, "kind")
+	out := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q, "kind": "mail"})
+	if out.Visible != 1 || out.Kind != "mail" {
+		t.Fatalf("run now of kind mail = %+v; want 1 made visible, of kind mail", out)
+	}
+	page := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
+	if len(page.Items) != 1 || page.Items[0].Kind != "sms" {
+		t.Fatalf("retrying after run now of kind mail: %+v; want the sms message alone", page.Items)
 	}
 }

@@ -73,7 +73,7 @@ by every worker process.`,
 }
 
 func (a *app) queueRunNowCommand() *cobra.Command {
-	var dryRun bool
+	var req ops.QueueRunNowRequest
 	cmd := &cobra.Command{
 		Use:   "run-now QUEUE",
 		Short: "Run now the messages of a queue that wait out a retry's backoff",
@@ -85,18 +85,28 @@ long Retry-After) for the next try. Attempts already made still count.
 Messages in flight, waiting or scheduled (sent with a delay, snoozed, paced
 retries, given back by a stopped worker) keep their times. A queue with
 priority levels has every level's retrying messages run now; name one
-level (QUEUE_p1) for that level alone. --dry-run counts them and changes
-nothing.`,
+level (QUEUE_p1) for that level alone. --kind takes only the messages of
+one job kind, as when the fix was to one kind's downstream; the others
+keep waiting. --dry-run counts them and changes nothing. --json prints
+the same result as the MCP tool pgbus_queue_run_now.`,
 		Example: `  pgbus queue run-now orders --dry-run
-  pgbus queue run-now orders`,
+  pgbus queue run-now orders
+  pgbus queue run-now orders --kind send_receipt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(a, cmd, (*ops.Service).QueueRunNow, ops.QueueRunNowRequest{Queue: args[0], DryRun: dryRun}, func(res ops.QueueRunNow) error {
-				verb := "made visible now"
+			if err := refuseEmpty(cmd.Flags(), "kind"); err != nil {
+				return err
+			}
+			req.Queue = args[0]
+			return run(a, cmd, (*ops.Service).QueueRunNow, req, func(res ops.QueueRunNow) error {
+				verb, kind := "made visible now", ""
 				if res.DryRun {
 					verb = "would be made visible now"
 				}
-				fmt.Fprintf(a.stdout, "%s of queue %s waiting to retry %s\n", plural.Count(res.Visible, "message", "messages"), res.Queue, verb)
+				if res.Kind != "" {
+					kind = " of kind " + res.Kind
+				}
+				fmt.Fprintf(a.stdout, "%s%s of queue %s waiting to retry %s\n", plural.Count(res.Visible, "message", "messages"), kind, res.Queue, verb)
 				if res.Workers != nil && !res.Workers.Served() {
 					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
 				}
@@ -105,7 +115,8 @@ nothing.`,
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the messages; change nothing")
+	cmd.Flags().StringVar(&req.Kind, "kind", "", "only the messages of this job kind")
+	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "count the messages; change nothing")
 	return jsonFlag(cmd)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // pgbus queue run-now makes a queue's retrying messages visible now, after
@@ -39,5 +40,36 @@ func TestQueueRunNowFromTheCLI(t *testing.T) {
 	}
 	if r := pgbus(t, d.env, "queue", "run-now", "nope"); r.code != 3 || !strings.Contains(r.stderr, `queue "nope" does not exist`) {
 		t.Errorf("run-now of a missing queue: exit %d, %q; want 3", r.code, r.stderr)
+	}
+}
+
+// pgbus queue run-now --kind runs only that kind's retrying messages and
+// says so; its next step keeps the kind; an empty --kind, or one with a
+// byte that is not UTF-8, is a usage error naming the flag, and nothing
+// moves.
+func TestQueueRunNowOfOneKindFromTheCLI(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	st := pgtest.OpenStore(t, d.url)
+	for _, kind := range []string{"mail", "sms"} {
+		pgtest.RetryingMessage(t, st, "orders", store.NewMessage{Payload: json.RawMessage(`{}`), Headers: json.RawMessage(`{"pgbus_kind": "` + kind + `"}`)})
+	}
+	for _, bad := range []struct{ kind, want string }{{"", "--kind is empty"}, {"a\xffb", "--kind cannot be used"}} {
+		if r := pgbus(t, d.env, "queue", "run-now", "orders", "--kind", bad.kind); r.code != 2 || !strings.Contains(r.stderr, bad.want) {
+			t.Errorf("run-now --kind %q: exit %d, %q; want 2 saying %q", bad.kind, r.code, r.stderr, bad.want)
+		}
+	}
+	if out := d.ok(t, "queue", "run-now", "orders", "--kind", "mail", "--dry-run"); !strings.Contains(out, "1 message of kind mail of queue orders waiting to retry would be made visible now") ||
+		!strings.Contains(out, "next: pgbus queue run-now orders --kind mail") {
+		t.Fatalf("run-now --kind mail --dry-run:\n%s", out)
+	}
+	if out := d.ok(t, "queue", "run-now", "orders", "--kind", "mail"); !strings.Contains(out, "1 message of kind mail of queue orders waiting to retry made visible now") {
+		t.Fatalf("run-now --kind mail:\n%s", out)
+	}
+	var waiting, retrying int
+	d.query(t, `SELECT count(*) FILTER (WHERE vt <= now() AND headers->>'pgbus_kind' = 'mail'), count(*) FILTER (WHERE vt > now() AND headers->>'pgbus_kind' = 'sms') FROM pgmq.q_orders`, &waiting, &retrying)
+	if waiting != 1 || retrying != 1 {
+		t.Fatalf("after run-now --kind mail: %d mail visible, %d sms waiting to retry; want 1 and 1", waiting, retrying)
 	}
 }

@@ -13,8 +13,15 @@ import (
 // for its next attempt (state retrying); it returns its id.
 func Retrying(tb testing.TB, s *store.Store, queue string) int64 {
 	tb.Helper()
+	return RetryingMessage(tb, s, queue, store.NewMessage{Payload: json.RawMessage(`{}`)})
+}
+
+// RetryingMessage is Retrying with the message to send, its headers (a
+// job kind) or payload (a Ruby pgbus job_class) included.
+func RetryingMessage(tb testing.TB, s *store.Store, queue string, m store.NewMessage) int64 {
+	tb.Helper()
 	ctx := Context(tb)
-	id, err := s.Send(ctx, queue, store.NewMessage{Payload: json.RawMessage(`{}`)})
+	id, err := s.Send(ctx, queue, m)
 	if err != nil {
 		tb.Fatalf("pgtest: send to %s: %v", queue, err)
 	}
