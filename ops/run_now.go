@@ -75,7 +75,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	case n > 0:
 		out.Next = append(out.Next, hint(OpQueueMessages, "watch them run; if they fail again they wait for their next attempt or go to the DLQ", "queue", req.Queue))
 	default:
-		out.Next = append(out.Next, hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue))
+		out.Next = append(out.Next, s.runNowNoneHint(ctx, req))
 	}
 	if n > 0 {
 		s.noteRunNowWorkers(ctx, &out)
@@ -100,4 +100,18 @@ func (s *Service) noteRunNowWorkers(ctx context.Context, out *QueueRunNow) {
 	if settings, err := s.store.AllQueueSettings(ctx); err == nil && settings[logical].Paused {
 		out.Next = append([]Hint{hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the messages made visible wait in it, unread, until it is resumed", logical), "queue", logical)}, out.Next...)
 	}
+}
+
+// runNowNoneHint is the next step of a run-now that found nothing: when
+// it named a kind and messages of other kinds wait to retry (a kind
+// mistyped, or named as the wrong one), the listing that shows their
+// kinds; otherwise what the queue holds.
+func (s *Service) runNowNoneHint(ctx context.Context, req QueueRunNowRequest) Hint {
+	if req.Kind != "" {
+		if others, err := s.store.RunNow(ctx, req.Queue, store.RunNowOptions{DryRun: true}); err == nil && others > 0 {
+			return hint(OpQueueMessages, fmt.Sprintf("no message of kind %q waits to retry, while other kinds have %d waiting: this lists them with their kinds",
+				clip(req.Kind, 60), others), "queue", req.Queue, "state", store.StateRetrying)
+		}
+	}
+	return hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue)
 }

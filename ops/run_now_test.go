@@ -98,6 +98,13 @@ func TestQueueRunNowOfOneKind(t *testing.T) {
 	if rest, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, DryRun: true}); err != nil || rest.Visible != 1 {
 		t.Fatalf("dry run of the whole queue after = %+v, %v; want the sms message still retrying", rest, err)
 	}
+	// A kind no retrying message has, with others waiting, points at the
+	// listing that shows their kinds.
+	none, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Kind: "mial"})
+	if err != nil || none.Visible != 0 || !hasHint(none.Next, ops.OpQueueMessages, map[string]any{"queue": q, "state": "retrying"}) ||
+		!strings.Contains(none.Next[0].Why, `no message of kind "mial" waits to retry, while other kinds have 1 waiting`) {
+		t.Errorf("run now of a kind none has = %+v, %v; want the retrying messages listed next, saying why", none, err)
+	}
 	var kinds int
 	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pgbus.audit_log WHERE tool = $1 AND arguments->>'queue' = $2 AND arguments->>'kind' = 'mail'`,
 		ops.OpQueueRunNow, q).Scan(&kinds); err != nil || kinds != 2 {
