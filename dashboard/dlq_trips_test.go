@@ -35,3 +35,30 @@ func TestDeadListShowsRetriesFromDLQ(t *testing.T) {
 		t.Errorf("rows of the list:\nonce: %s\nthrice: %s\nwant the second retry said of thrice only", once, thrice)
 	}
 }
+
+// A group of the dead-letter page whose newest message came back from a
+// DLQ before says so; a group that died once does not.
+func TestDeadGroupsShowComebacks(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_back")
+	pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "once", Class: "Once"},
+		pgtest.DeadSpec{Kind: "thrice", Class: "Thrice", Headers: `{"pgbus_kind": "thrice", "pgbus_dlq_retries": 2}`})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	code, page, _ := b.get("/dlq?queue=" + q)
+	if code != http.StatusOK {
+		t.Fatalf("GET /dlq: %d\n%s", code, page)
+	}
+	var once, thrice string
+	for _, g := range strings.Split(page, `<li class="group">`) {
+		switch {
+		case strings.Contains(g, "Once</a></h2>"):
+			once = g
+		case strings.Contains(g, "Thrice</a></h2>"):
+			thrice = g
+		}
+	}
+	if !strings.Contains(thrice, "died again after 2 DLQ retries") || once == "" || strings.Contains(once, "Came back") {
+		t.Errorf("groups:\nonce: %s\nthrice: %s\nwant the comeback said of thrice only", once, thrice)
+	}
+}

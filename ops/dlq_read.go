@@ -29,19 +29,22 @@ type DLQSummaryRequest struct {
 // DeadGroup counts the dead messages of one (DLQ, source queue, kind,
 // error class, error pattern).
 type DeadGroup struct {
-	DLQ          string          `json:"dlq"`
-	SourceQueue  string          `json:"source_queue"`
-	Kind         string          `json:"kind" jsonschema_description:"The job kind (pgbus_kind header, or job_class of Ruby pgbus). Empty when the messages have neither: the kind filter cannot select those alone (an empty kind selects every kind), so narrow by queue, error_class and text, or act on the sample_msg_ids."`
-	ErrorClass   string          `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
-	ErrorPattern string          `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values without spaces, uuids, hex strings, identifiers mixing letters and digits, and numbers replaced by <str>, <uuid>, <hex>, <id> and <n>, so messages differing only by such values are one group; quoted prose stays. Secrets redacted."`
-	Group        string          `json:"group" jsonschema_description:"The group's key: pass it as group to pgbus_dlq_list, pgbus_dlq_retry or pgbus_dlq_discard to select exactly this group's messages (kind and error_class select every group that shares them)."`
-	ErrorMessage string          `json:"error_message" jsonschema_description:"The last error message of the group's newest message (sample_msg_ids[0]), secrets redacted, shortened."`
-	Count        int64           `json:"count"`
-	FirstDeadAt  time.Time       `json:"first_dead_lettered_at"`
-	LastDeadAt   time.Time       `json:"last_dead_lettered_at"`
-	Reasons      []string        `json:"reasons" jsonschema_description:"Why the group's messages died; not_recorded: reason not recorded (no dead-letter block)."`
-	SampleMsgIDs []int64         `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
-	ByField      *FieldBreakdown `json:"by_field,omitempty" jsonschema_description:"The group's messages by the value of the safe field by_field named; present only then."`
+	DLQ          string    `json:"dlq"`
+	SourceQueue  string    `json:"source_queue"`
+	Kind         string    `json:"kind" jsonschema_description:"The job kind (pgbus_kind header, or job_class of Ruby pgbus). Empty when the messages have neither: the kind filter cannot select those alone (an empty kind selects every kind), so narrow by queue, error_class and text, or act on the sample_msg_ids."`
+	ErrorClass   string    `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
+	ErrorPattern string    `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values without spaces, uuids, hex strings, identifiers mixing letters and digits, and numbers replaced by <str>, <uuid>, <hex>, <id> and <n>, so messages differing only by such values are one group; quoted prose stays. Secrets redacted."`
+	Group        string    `json:"group" jsonschema_description:"The group's key: pass it as group to pgbus_dlq_list, pgbus_dlq_retry or pgbus_dlq_discard to select exactly this group's messages (kind and error_class select every group that shares them)."`
+	ErrorMessage string    `json:"error_message" jsonschema_description:"The last error message of the group's newest message (sample_msg_ids[0]), secrets redacted, shortened."`
+	Count        int64     `json:"count"`
+	FirstDeadAt  time.Time `json:"first_dead_lettered_at"`
+	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
+	Reasons      []string  `json:"reasons" jsonschema_description:"Why the group's messages died; not_recorded: reason not recorded (no dead-letter block)."`
+	SampleMsgIDs []int64   `json:"sample_msg_ids" jsonschema_description:"Up to 5 ids in dlq, newest first."`
+	// RetriesFromDLQ is how often the group's newest message had been
+	// retried out of a DLQ before it died this time.
+	RetriesFromDLQ int             `json:"retries_from_dlq,omitempty" jsonschema_description:"How often the group's newest message had been retried out of a DLQ before it died again: a retry did not fix the cause then. Absent when never."`
+	ByField        *FieldBreakdown `json:"by_field,omitempty" jsonschema_description:"The group's messages by the value of the safe field by_field named; present only then."`
 }
 
 // DLQSummary is the result of DLQSummary.
@@ -121,7 +124,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, Group: g.Group,
 			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
 			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: groupReasons(g.Reasons), SampleMsgIDs: g.SampleMsgIDs,
-			ByField: v.breakdown(req.ByField, g.ByField)}
+			RetriesFromDLQ: g.RetriesFromDLQ, ByField: v.breakdown(req.ByField, g.ByField)}
 		out.Total += g.Count
 	}
 	out.Notes = v.listNotes(s.opts.Bounds.ListErrorChars)

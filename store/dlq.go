@@ -146,6 +146,10 @@ type DeadGroup struct {
 	LastDeadAt   time.Time `json:"last_dead_lettered_at"`
 	Reasons      []string  `json:"reasons"`
 	SampleMsgIDs []int64   `json:"sample_msg_ids"`
+	// RetriesFromDLQ counts the trips out of a DLQ the group's newest
+	// message had made before this death (its block's retries_from_dlq):
+	// retrying it did not fix the cause then.
+	RetriesFromDLQ int `json:"retries_from_dlq"`
 	// ByField breaks the group down by a payload field, when asked for.
 	ByField *FieldBreakdown `json:"by_field,omitempty"`
 }

@@ -252,7 +252,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 		}
 		t := queueTable(dlq)
 		batch.Queue(`
-			SELECT k.i, f.at, s.ats, s.ids, s.msg
+			SELECT k.i, f.at, s.ats, s.ids, s.msg, s.trips
 			FROM unnest($1::uuid[]) WITH ORDINALITY AS k(key, i)
 			CROSS JOIN LATERAL (
 				SELECT d.enqueued_at AS at FROM `+t+` d
@@ -261,8 +261,9 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 			CROSS JOIN LATERAL (
 				SELECT array_agg(n.enqueued_at ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ats,
 				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids,
-				       (array_agg(n.msg ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS msg
-				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg FROM `+t+` d
+				       (array_agg(n.msg ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS msg,
+				       (array_agg(n.trips ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS trips
+				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg, `+sqlDeadTrips+` AS trips FROM `+t+` d
 				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
 				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, args...).
 			Query(func(rows pgx.Rows) error {
@@ -270,7 +271,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 					var i int
 					var ats []time.Time
 					var g DeadGroup
-					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs, &g.ErrorMessage); err != nil {
+					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ); err != nil {
 						return err
 					}
 					if i < 1 || i > len(groups) || len(ats) == 0 {
@@ -278,6 +279,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 					}
 					dst := groups[i-1]
 					dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs, dst.ErrorMessage = g.FirstDeadAt, ats[0], g.SampleMsgIDs, g.ErrorMessage
+					dst.RetriesFromDLQ = g.RetriesFromDLQ
 				}
 				return rows.Err()
 			})
@@ -289,7 +291,10 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 // normalized message is the one pgbus.dlq_group_counts holds, see
 // schema/0010_dlq_error_groups.sql).
 const (
-	sqlDeadMessage    = `coalesce(` + sqlDeadBlock + `->>'error_message', '')`
+	sqlDeadMessage = `coalesce(` + sqlDeadBlock + `->>'error_message', '')`
+	// sqlDeadTrips is the block's retries_from_dlq, 0 when absent or not
+	// a whole number a block could hold (a block written by hand).
+	sqlDeadTrips      = `CASE WHEN ` + sqlDeadBlock + `->>'retries_from_dlq' ~ '^[0-9]{1,9}$' THEN (` + sqlDeadBlock + `->>'retries_from_dlq')::int ELSE 0 END`
 	sqlDeadGroupExprs = `coalesce(` + sqlDeadKind + `, '') AS kind,
 		coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
 		coalesce(` + sqlDeadBlock + `->>'error_class', '') AS error_class,
@@ -301,13 +306,14 @@ const (
 // selects; it returns the largest MaxDeadGroups groups and the number of
 // groups.
 func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, int, error) {
-	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg,
+	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg, ` + sqlDeadTrips + ` AS trips,
 		` + sqlDeadBlock + `->>'reason' AS reason, pgbus.dlq_cause_key(headers, message)::text AS group_key`
 	union := q.union(cols, nil, "")
 	sql := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
 			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}'),
 			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
 			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1],
+			(array_agg(trips ORDER BY enqueued_at DESC, msg_id DESC))[1],
 			min(group_key), count(*) OVER ()
 		FROM (` + union + `) u
 		GROUP BY ` + sqlDeadGroupCols + `
@@ -321,7 +327,7 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
 		var g DeadGroup
 		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.Group, &total)
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total)
 		return g, err
 	})
 	return groups, total, err

@@ -37,15 +37,15 @@ func sameGroups(a, b []store.DeadGroup) bool {
 		return x.DLQ == y.DLQ && x.SourceQueue == y.SourceQueue && x.Kind == y.Kind && x.ErrorClass == y.ErrorClass &&
 			x.ErrorPattern == y.ErrorPattern && x.ErrorMessage == y.ErrorMessage &&
 			x.Count == y.Count && x.FirstDeadAt.Equal(y.FirstDeadAt) && x.LastDeadAt.Equal(y.LastDeadAt) &&
-			slices.Equal(x.Reasons, y.Reasons) && slices.Equal(x.SampleMsgIDs, y.SampleMsgIDs)
+			slices.Equal(x.Reasons, y.Reasons) && slices.Equal(x.SampleMsgIDs, y.SampleMsgIDs) && x.RetriesFromDLQ == y.RetriesFromDLQ
 	})
 }
 
 func dumpGroups(gs []store.DeadGroup) string {
 	var b strings.Builder
 	for _, g := range gs {
-		fmt.Fprintf(&b, "\n  %s src=%q kind=%.20q class=%q pattern=%.40q msg=%.40q n=%d first=%s last=%s reasons=%v samples=%v",
-			g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern, g.ErrorMessage, g.Count, g.FirstDeadAt.Format(time.RFC3339Nano), g.LastDeadAt.Format(time.RFC3339Nano), g.Reasons, g.SampleMsgIDs)
+		fmt.Fprintf(&b, "\n  %s src=%q kind=%.20q class=%q pattern=%.40q msg=%.40q n=%d first=%s last=%s reasons=%v samples=%v trips=%d",
+			g.DLQ, g.SourceQueue, g.Kind, g.ErrorClass, g.ErrorPattern, g.ErrorMessage, g.Count, g.FirstDeadAt.Format(time.RFC3339Nano), g.LastDeadAt.Format(time.RFC3339Nano), g.Reasons, g.SampleMsgIDs, g.RetriesFromDLQ)
 	}
 	return b.String()
 }
@@ -499,5 +499,36 @@ func TestDeadGroupsHugeKind(t *testing.T) {
 	gs := checkGroups(t, s, store.DLQName(q), store.DeadFilter{Queue: q}, "with a huge kind")
 	if len(gs) != 1 || gs[0].Kind != kind || gs[0].Count != 2 {
 		t.Fatalf("summary:%s", dumpGroups(gs))
+	}
+}
+
+// A group says how often its newest message had been retried out of a
+// DLQ before it died again, the same from the maintained counts as from
+// the messages; an older message's trips, or a value a block cannot hold,
+// count for nothing.
+func TestDeadGroupsSayTheNewestCameBack(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s)
+	headers := func(kind string, trips any) string {
+		b, _ := json.Marshal(map[string]any{"pgbus_kind": kind, "pgbus_dlq_retries": trips})
+		return string(b)
+	}
+	pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Kind: "back", Headers: headers("back", 3)},
+		pgtest.DeadSpec{Kind: "back", Headers: headers("back", 1)},
+		pgtest.DeadSpec{Kind: "older", Headers: headers("older", 2)},
+		pgtest.DeadSpec{Kind: "older"},
+		pgtest.DeadSpec{Kind: "odd", Headers: headers("odd", "many")},
+		pgtest.DeadSpec{Kind: "huge", Headers: headers("huge", 1e12)})
+	want := map[string]int{"back": 1, "older": 0, "odd": 0, "huge": 0}
+	groups := checkGroups(t, s, store.DLQName(q), store.DeadFilter{Queue: q}, "trips")
+	if len(groups) != len(want) {
+		t.Fatalf("%d groups, want %d:%s", len(groups), len(want), dumpGroups(groups))
+	}
+	for _, g := range groups {
+		if g.RetriesFromDLQ != want[g.Kind] {
+			t.Errorf("group of kind %s: retries_from_dlq %d, want %d (its newest message's)", g.Kind, g.RetriesFromDLQ, want[g.Kind])
+		}
 	}
 }

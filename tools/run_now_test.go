@@ -87,3 +87,23 @@ func TestQueueRunNowToolOfOneKind(t *testing.T) {
 		t.Fatalf("retrying after run now of kind mail: %+v; want the sms message alone", page.Items)
 	}
 }
+
+// pgbus_dlq_summary says of a group how often its newest message had
+// been retried out of a DLQ before, and leaves it out of one that died
+// once.
+func TestDLQSummarySaysGroupsCameBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "once"},
+		pgtest.DeadSpec{Kind: "thrice", Headers: `{"pgbus_kind": "thrice", "pgbus_dlq_retries": 2}`})
+	res := e.call(t, "pgbus_dlq_summary", map[string]any{"queue": q})
+	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"queue": q})
+	trips := map[string]int{}
+	for _, g := range sum.Groups {
+		trips[g.Kind] = g.RetriesFromDLQ
+	}
+	if len(trips) != 2 || trips["thrice"] != 2 || trips["once"] != 0 || strings.Count(resultText(res), `"retries_from_dlq"`) != 1 {
+		t.Fatalf("groups' retries_from_dlq: %v in %s; want 2 for thrice and none said for once", trips, resultText(res))
+	}
+}

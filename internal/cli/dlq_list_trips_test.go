@@ -10,7 +10,8 @@ import (
 
 // pgbus dlq list says of a dead message retried out of a DLQ before how
 // often, beside its attempts, so that one that keeps coming back shows at
-// a glance; a message that died once says nothing more.
+// a glance, and pgbus dlq summary says so of a group by its newest
+// message; a message that died once says nothing more.
 func TestDLQListShowsRetriesFromDLQ(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -28,6 +29,19 @@ func TestDLQListShowsRetriesFromDLQ(t *testing.T) {
 		if !strings.Contains(line, cell) || (id == ids[0] && strings.Contains(line, "after")) {
 			t.Errorf("dlq list, message %d: %q; want %q\n%s", id, line, cell, out)
 		}
+	}
+	// The summary says which groups came back, by their newest message.
+	sum := d.ok(t, "dlq", "summary", "--queue", "orders")
+	for _, want := range []string{
+		fmt.Sprintf("came back: orders twice E: its newest message, %d, died again after 1 DLQ retry\n", ids[1]),
+		fmt.Sprintf("came back: orders thrice E: its newest message, %d, died again after 2 DLQ retries\n", ids[2]),
+	} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("dlq summary:\n%s\nwant the line %q", sum, want)
+		}
+	}
+	if strings.Count(sum, "came back:") != 2 {
+		t.Errorf("dlq summary:\n%s\nwant 2 groups said to have come back, not the one that died once", sum)
 	}
 }
 

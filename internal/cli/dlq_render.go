@@ -35,6 +35,7 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 		return err
 	}
 	writeBreakdowns(w, sum.Groups)
+	writeComebacks(w, sum.Groups)
 	line := plural.Count(sum.Total, "dead message", "dead messages") + " in " + plural.Count(len(sum.Groups), "group", "groups")
 	if sum.Truncated {
 		line += fmt.Sprintf(" (the largest of %d groups: narrow the filters for the others)", sum.TotalGroups)
@@ -62,6 +63,17 @@ func writeBreakdowns(w io.Writer, groups []ops.DeadGroup) {
 			parts = append(parts, fmt.Sprintf("no %s (%d)", b.Field, b.Missing))
 		}
 		fmt.Fprintf(w, "%s %s %s: %s\n", g.SourceQueue, dash(g.ErrorClass), clip(dash(oneLine(g.ErrorPattern)), 40), strings.Join(parts, ", "))
+	}
+}
+
+// writeComebacks prints a line for each group whose newest message had
+// been retried out of a DLQ before: retrying did not fix its cause then.
+func writeComebacks(w io.Writer, groups []ops.DeadGroup) {
+	for _, g := range groups {
+		if g.RetriesFromDLQ > 0 && len(g.SampleMsgIDs) > 0 {
+			fmt.Fprintf(w, "came back: %s %s %s: its newest message, %d, died again after %s\n", g.SourceQueue, dash(g.Kind), dash(g.ErrorClass),
+				g.SampleMsgIDs[0], plural.Count(g.RetriesFromDLQ, "DLQ retry", "DLQ retries"))
+		}
 	}
 }
 
