@@ -49,7 +49,11 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
-			s.record(ctx, OpQueueRunNow, map[string]any{"queue": req.Queue, "kind": req.Kind, "dry_run": req.DryRun}, out, err)
+			args := map[string]any{"queue": req.Queue, "dry_run": req.DryRun}
+			if req.Kind != "" {
+				args["kind"] = req.Kind
+			}
+			s.record(ctx, OpQueueRunNow, args, out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), queueNow(req.Queue)) // runs before the audit entry
