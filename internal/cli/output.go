@@ -119,8 +119,11 @@ func ago(t time.Time) string {
 	}
 	d := time.Since(t)
 	switch {
-	case d < 0:
+	case d <= -time.Second:
 		return "in " + short(-d)
+	case d < 0:
+		// "in 0s" read as overdue, for a message visible in half a second.
+		return "in <1s"
 	case d < time.Second:
 		return "just now"
 	}
