@@ -200,3 +200,29 @@ func (b *batchLock) progress(done, _ int) {
 		b.lock = pgtest.HoldLock(b.t, b.s, b.table)
 	}
 }
+
+// A single-statement write given up at its bound while it waited for a
+// lock (run-now's UPDATE) is not run later by the server once the lock
+// goes: the message stays retrying, no backend is left waiting, and the
+// same call then does it.
+func TestSingleStatementGivenUpIsNotRunLater(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := newQueue(t, s, nil)
+	pgtest.Retrying(t, s, q)
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	ctx := testContext(t)
+	lock := pgtest.HoldLock(t, s, "q_"+q)
+	_, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q})
+	if err == nil || !strings.Contains(err.Error(), "for a lock another session holds") {
+		t.Fatalf("run now held by a lock: %v; want it given up, naming the lock", err)
+	}
+	pgtest.Eventually(t, time.Minute, "no backend waiting for the lock", func() bool { return len(lock.Waiting()) == 0 })
+	lock.Release()
+	if dry, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, DryRun: true}); err != nil || dry.Visible != 1 {
+		t.Fatalf("after the lock went, a dry run = %+v, %v; want the message still retrying", dry, err)
+	}
+	if out, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q}); err != nil || out.Visible != 1 {
+		t.Fatalf("run now once the lock went = %+v, %v; want 1", out, err)
+	}
+}
