@@ -445,6 +445,12 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	if out.DeadlinePassed {
 		retry = hint(OpDLQRetry, "once the cause is fixed, put it back on its queue without its deadline, which has passed, so that it runs however late", "queue", m.DLQ, "ids", ids, "clear_deadline", true)
 	}
+	if b := out.DeadLetter; b != nil && b.RetriesFromDLQ > 0 {
+		// It came back: the last retry did not fix the cause.
+		retry.Why = fmt.Sprintf("it died again after %s, so first find what %s left unfixed; then %s",
+			plural.Count(b.RetriesFromDLQ, "retry out of a DLQ", "retries out of a DLQ"), plural.Of(b.RetriesFromDLQ, "that retry", "those retries"),
+			strings.TrimPrefix(retry.Why, "once the cause is fixed, "))
+	}
 	out.Next = []Hint{retry, hint(OpDLQDiscard, "if it must never run", "queue", m.DLQ, "ids", ids)}
 	return out
 }
