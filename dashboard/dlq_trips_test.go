@@ -21,16 +21,7 @@ func TestDeadListShowsRetriesFromDLQ(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /dlq/messages: %d\n%s", code, page)
 	}
-	rows := strings.Split(page, "<tr>")
-	var once, thrice string
-	for _, r := range rows {
-		switch {
-		case strings.Contains(r, "<td>once</td>"):
-			once = r
-		case strings.Contains(r, "<td>thrice</td>"):
-			thrice = r
-		}
-	}
+	once, thrice := pieceWith(page, "<tr>", "<td>once</td>"), pieceWith(page, "<tr>", "<td>thrice</td>")
 	if !strings.Contains(thrice, "after 2 DLQ retries") || once == "" || strings.Contains(once, "DLQ retr") {
 		t.Errorf("rows of the list:\nonce: %s\nthrice: %s\nwant the second retry said of thrice only", once, thrice)
 	}
@@ -49,16 +40,19 @@ func TestDeadGroupsShowComebacks(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /dlq: %d\n%s", code, page)
 	}
-	var once, thrice string
-	for _, g := range strings.Split(page, `<li class="group">`) {
-		switch {
-		case strings.Contains(g, "Once</a></h2>"):
-			once = g
-		case strings.Contains(g, "Thrice</a></h2>"):
-			thrice = g
-		}
-	}
+	once, thrice := pieceWith(page, `<li class="group">`, "Once</a></h2>"), pieceWith(page, `<li class="group">`, "Thrice</a></h2>")
 	if !strings.Contains(thrice, "died again after 2 DLQ retries") || once == "" || strings.Contains(once, "Came back") {
 		t.Errorf("groups:\nonce: %s\nthrice: %s\nwant the comeback said of thrice only", once, thrice)
 	}
+}
+
+// pieceWith is the piece of page, split at sep, that holds marker: one
+// row of a table, one group of a list; "" when none does.
+func pieceWith(page, sep, marker string) string {
+	for _, p := range strings.Split(page, sep) {
+		if strings.Contains(p, marker) {
+			return p
+		}
+	}
+	return ""
 }
