@@ -270,6 +270,8 @@ the same result as the MCP tool pgbus_queue_messages.`,
 				// Payloads it did not ask for are no news in a table
 				// without them.
 				printNotes(a.stdout, page.Notes, page.Asks, ops.AskPayload)
+				// The next page is the more: line, last, as dlq list has it.
+				printNext(a.stdout, slices.DeleteFunc(slices.Clone(page.Next), func(h ops.Hint) bool { return h.Op == ops.OpQueueMessages }))
 				if page.NextCursor != "" {
 					// The cursor is for this state's list only.
 					state := ""

@@ -9,15 +9,19 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// pgbus queue run-now makes a queue's retrying messages visible now, after
-// a --dry-run that only counts them, --json as the result is; a DLQ's name
-// is a usage error and a queue that does not exist is not found.
+// pgbus queue messages offers pgbus queue run-now while it lists retrying
+// messages; run-now makes them visible now, after a --dry-run that only
+// counts them, --json as the result is; a DLQ's name is a usage error and
+// a queue that does not exist is not found.
 func TestQueueRunNowFromTheCLI(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	d.ok(t, "queue", "create", "orders")
 	st := pgtest.OpenStore(t, d.url)
 	pgtest.Retrying(t, st, "orders")
+	if out := d.ok(t, "queue", "messages", "orders"); !strings.Contains(out, "next: pgbus queue run-now orders   # once what failed them is fixed") {
+		t.Errorf("queue messages with a retrying message:\n%s\nwant run-now offered", out)
+	}
 	if out := d.ok(t, "queue", "run-now", "orders", "--dry-run"); !strings.Contains(out, "1 message of queue orders waiting to retry would be made visible now") ||
 		!strings.Contains(out, "next: pgbus queue run-now orders") || !strings.Contains(out, "note: no worker process has served queue orders") ||
 		!strings.Contains(out, "next: pgbus work --queue orders") {
