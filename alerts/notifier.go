@@ -371,5 +371,8 @@ func describe(g *Group, esc func(string) string) string {
 	if g.Error != "" {
 		s += `, e.g. "` + esc(g.Error) + `"`
 	}
+	if g.RetriesFromDLQ > 0 {
+		s += fmt.Sprintf("; it came back: its newest message died again after %d %s", g.RetriesFromDLQ, plural(g.RetriesFromDLQ, "DLQ retry", "DLQ retries"))
+	}
 	return s
 }

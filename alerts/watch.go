@@ -66,6 +66,10 @@ type Group struct {
 	Count       int64     `json:"count"`
 	FirstDeadAt time.Time `json:"first_dead_lettered_at"`
 	LastDeadAt  time.Time `json:"last_dead_lettered_at"`
+	// RetriesFromDLQ is how often the group's newest message had been
+	// retried out of a DLQ before it died again: a group that came back
+	// after a retry did not have its cause fixed.
+	RetriesFromDLQ int `json:"retries_from_dlq,omitempty"`
 }
 
 // groupKey identifies a dead-letter group from one check to the next.
@@ -248,7 +252,7 @@ func mergeByKey(groups []ops.DeadGroup) []ops.DeadGroup {
 			m.FirstDeadAt = g.FirstDeadAt
 		}
 		if g.LastDeadAt.After(m.LastDeadAt) {
-			m.LastDeadAt, m.ErrorMessage = g.LastDeadAt, g.ErrorMessage
+			m.LastDeadAt, m.ErrorMessage, m.RetriesFromDLQ = g.LastDeadAt, g.ErrorMessage, g.RetriesFromDLQ
 		}
 	}
 	return out
@@ -269,5 +273,5 @@ func keyOf(g ops.DeadGroup) groupKey {
 
 func groupOf(g ops.DeadGroup) *Group {
 	return &Group{DLQ: g.DLQ, Queue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, ErrorPattern: g.ErrorPattern,
-		Error: g.ErrorMessage, Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt}
+		Error: g.ErrorMessage, Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, RetriesFromDLQ: g.RetriesFromDLQ}
 }

@@ -265,3 +265,30 @@ func TestWatcherReportsWhatGrewWhileQuiet(t *testing.T) {
 		}
 	}
 }
+
+// A group that comes back after a retry (its messages retried out of the
+// DLQ died again) is a new group whose alert says so, by its newest
+// message; of two groups that look the same, the newer one's count is
+// the one said.
+func TestNewGroupThatCameBackSaysSo(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	w := alerts.NewWatcher(100, 10*time.Minute)
+	if events := w.Observe(now, ops.Health{Status: ops.HealthOK}, ops.DLQSummary{}); len(events) != 0 {
+		t.Fatalf("the baseline: %+v", events)
+	}
+	older := ops.DeadGroup{DLQ: "a_dlq", SourceQueue: "a", Kind: "k", ErrorClass: "http.503", Count: 2, LastDeadAt: now, RetriesFromDLQ: 1}
+	newer := older
+	newer.LastDeadAt, newer.RetriesFromDLQ = now.Add(time.Second), 2
+	events := w.Observe(now.Add(time.Minute), ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{older, newer}})
+	if len(events) != 1 || events[0].Type != alerts.EventGroupNew || events[0].Group.RetriesFromDLQ != 2 {
+		t.Fatalf("a group that came back: %+v; want it new, with the newest message's 2 retries", events)
+	}
+	if text := alerts.Text(events); !strings.Contains(text, "it came back: its newest message died again after 2 DLQ retries") {
+		t.Errorf("alert text %q; want it to say the group came back", text)
+	}
+	fresh := ops.DeadGroup{DLQ: "b_dlq", SourceQueue: "b", Kind: "k", Count: 1, LastDeadAt: now}
+	if text := alerts.Text(w.Observe(now.Add(2*time.Minute), ops.Health{Status: ops.HealthOK}, ops.DLQSummary{Groups: []ops.DeadGroup{older, newer, fresh}})); strings.Contains(text, "came back") {
+		t.Errorf("alert text of a group that died once: %q; want no comeback", text)
+	}
+}
