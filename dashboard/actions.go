@@ -264,6 +264,9 @@ type selectedData struct {
 	// DeadlinesPassed counts the messages a retry leaves dead because their
 	// deadline passed, unless it clears the deadlines.
 	DeadlinesPassed int
+	// CameBack counts the messages of a retry that had been retried out
+	// of a DLQ before and died again.
+	CameBack int
 	// Undo links the way back from a discard.
 	Undo []link
 }
@@ -314,7 +317,7 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 			s.fail(w, r, v, err)
 			return
 		}
-		d.Outcomes, d.Count, d.DeadlinesPassed = res.Outcomes, res.Retried, res.DeadlinesPassed
+		d.Outcomes, d.Count, d.DeadlinesPassed, d.CameBack = res.Outcomes, res.Retried, res.DeadlinesPassed, res.CameBack
 	} else {
 		res, err := s.svc.DLQDiscard(r.Context(), ops.DLQDiscardRequest{IDs: d.IDs, Filter: filter, DryRun: dryRun})
 		if err != nil {

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestDeadGroupsShowComebacks(t *testing.T) {
 	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	q := pgtest.NewQueue(t, st, "dash_back")
-	pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "once", Class: "Once"},
+	ids := pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "once", Class: "Once"},
 		pgtest.DeadSpec{Kind: "thrice", Class: "Thrice", Headers: `{"pgbus_kind": "thrice", "pgbus_dlq_retries": 2}`})
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	code, page, _ := b.get("/dlq?queue=" + q)
@@ -43,6 +44,13 @@ func TestDeadGroupsShowComebacks(t *testing.T) {
 	once, thrice := pieceWith(page, `<li class="group">`, "Once</a></h2>"), pieceWith(page, `<li class="group">`, "Thrice</a></h2>")
 	if !strings.Contains(thrice, "died again after 2 DLQ retries") || once == "" || strings.Contains(once, "Came back") {
 		t.Errorf("groups:\nonce: %s\nthrice: %s\nwant the comeback said of thrice only", once, thrice)
+	}
+	// The preview of a retry, by filter or of selected ids, counts the
+	// messages that came back.
+	for _, path := range []string{"/dlq/retry?queue=" + q, fmt.Sprintf("/dlq/selected?verb=retry&queue=%s&id=%d&id=%d", q, ids[0], ids[1])} {
+		if code, page, _ := b.get(path); code != http.StatusOK || !strings.Contains(page, "1 of these messages has been retried out of a DLQ before") {
+			t.Errorf("GET %s: %d; want the message that came back counted\n%s", path, code, page)
+		}
 	}
 }
 

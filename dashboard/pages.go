@@ -306,6 +306,9 @@ type bulkData struct {
 	// DeadlinesPassed counts, in a retry's preview, the messages whose
 	// deadline has passed: the retry must clear it (the form asks).
 	DeadlinesPassed int
+	// CameBack counts, in a retry's preview, the messages that had been
+	// retried out of a DLQ before and died again.
+	CameBack int
 	// Workers says which queues a worker serves, the first of them;
 	// WorkersOmitted counts the others.
 	Workers        []ops.QueueWorkers
@@ -334,7 +337,7 @@ type bulkItem struct {
 
 func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
-		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted}
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted, CameBack: r.CameBack}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
 	}

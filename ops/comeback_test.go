@@ -27,3 +27,21 @@ func TestShowOfAMessageThatCameBack(t *testing.T) {
 		}
 	}
 }
+
+// A retry by ids in two DLQs counts the messages that came back in
+// both, in its dry run and its real call.
+func TestRetryByIDsCountsComebacksOfEveryDLQ(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	back := pgtest.DeadSpec{Kind: "back", Headers: `{"pgbus_kind": "back", "pgbus_dlq_retries": 1}`}
+	a, b := newQueueAt(t, s, 1000, nil), newQueueAt(t, s, 2000, nil)
+	ids := append(pgtest.DeadLetter(t, s, a, back, pgtest.DeadSpec{}), pgtest.DeadLetter(t, s, b, back)...)
+	for _, dry := range []bool{true, false} {
+		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, DryRun: dry})
+		if err != nil || out.Retried != 3 || out.CameBack != 2 {
+			t.Fatalf("retry of %v (dry run %v) = %d retried, %d came back, %v; want 3 and 2", ids, dry, out.Retried, out.CameBack, err)
+		}
+	}
+}

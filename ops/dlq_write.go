@@ -129,7 +129,10 @@ type DLQRetry struct {
 	WorkersOmitted  int        `json:"workers_omitted,omitempty" jsonschema_description:"Queues the messages went back to but not listed in workers, the last ones (served ones go last), so that the response stays under 16,000 characters; notes says where to see them."`
 	VisibleUntil    *time.Time `json:"visible_until,omitempty" jsonschema_description:"With rate: when the last message moved becomes visible to workers; until then they become visible one after another at that rate. In a dry run, when it would be were the call made now. Absent without rate."`
 	DeadlinesPassed int        `json:"deadlines_passed,omitempty" jsonschema_description:"Messages not moved (counted in failed) because their deadline had passed: clear_deadline retries them without it."`
-	Notes           []string   `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
+	// CameBack counts the messages moved (in a dry run: that would be)
+	// that had been retried out of a DLQ before and died again.
+	CameBack int      `json:"came_back,omitempty" jsonschema_description:"Of the messages moved (in a dry run: that would be), those that had been retried out of a DLQ before and died again: that retry did not fix their cause, so check this one does."`
+	Notes    []string `json:"notes,omitempty" jsonschema_description:"What was left out of workers and next, and where to see it."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -401,7 +404,7 @@ func checkByIDs(f DeadFilter, limit int) error {
 
 func retryResult(rep store.RetryReport) DLQRetry {
 	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, FirstError: rep.FirstError,
-		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted, queues: rep.Queues}
+		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted, queues: rep.Queues, CameBack: rep.CameBack}
 	if !rep.VisibleUntil.IsZero() {
 		at := rep.VisibleUntil.UTC()
 		out.VisibleUntil = &at

@@ -225,6 +225,10 @@ type RetryReport struct {
 	// VisibleUntil, for a paced retry (RetryOptions.Pace), is when the
 	// last message moved becomes visible; zero when none moved.
 	VisibleUntil time.Time `json:"visible_until,omitzero"`
+	// CameBack counts the messages retried (in a dry run: that would be)
+	// that had been retried out of a DLQ before and died again: that
+	// retry did not fix their cause.
+	CameBack int `json:"came_back,omitempty"`
 
 	firstErr error
 	paced    int             // messages given a visibility time so far
@@ -256,11 +260,15 @@ type RetriedMessage struct {
 	MsgID    int64  `json:"msg_id,omitempty"`
 }
 
-// movedAt is moved for a message made visible at (zero for at once).
-func (r *RetryReport) movedAt(m RetriedMessage, at time.Time) {
+// movedRef is moved for the message of ref, made visible at its
+// visibleAt (zero for at once).
+func (r *RetryReport) movedRef(ref deadRef, m RetriedMessage) {
 	r.moved(m)
-	if at.After(r.VisibleUntil) {
-		r.VisibleUntil = at
+	if ref.visibleAt.After(r.VisibleUntil) {
+		r.VisibleUntil = ref.visibleAt
+	}
+	if ref.trips > 0 {
+		r.CameBack++
 	}
 }
 

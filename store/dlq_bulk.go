@@ -24,6 +24,9 @@ type deadRef struct {
 	// visibleAt is when a paced retry makes it visible (RetryOptions.Pace);
 	// zero for at once.
 	visibleAt time.Time
+	// trips is its block's retries_from_dlq: how often it had been
+	// retried out of a DLQ before it died this time.
+	trips int
 }
 
 // deadlinePassed returns r's deadline and whether it is before now.
@@ -34,7 +37,8 @@ func (r deadRef) deadlinePassed(now time.Time) (time.Time, bool) {
 
 var deadRefCols = `msg_id, enqueued_at, coalesce(` + sqlDeadBlock + `->>'source_queue', '') AS source_queue,
 	coalesce(headers->>'` + HeaderPGMQGroup + `', '') AS grp, ` + sqlDeadKeyed + `,
-	coalesce(CASE WHEN jsonb_typeof(headers) = 'object' THEN headers->>'` + HeaderDeadline + `' END, '') AS deadline`
+	coalesce(CASE WHEN jsonb_typeof(headers) = 'object' THEN headers->>'` + HeaderDeadline + `' END, '') AS deadline,
+	` + sqlDeadTrips + ` AS trips`
 
 // sqlDeadKeyed tells whether a dead message's headers carry an
 // idempotency key that a send could have written, which a retry hands on
@@ -50,7 +54,7 @@ func (s *Store) queryDeadRefs(ctx context.Context, sql string, args []any) ([]de
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadRef, error) {
 		var d deadRef
-		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group, &d.keyed, &d.deadline)
+		err := r.Scan(&d.dlq, &d.id, &d.at, &d.source, &d.group, &d.keyed, &d.deadline, &d.trips)
 		return d, err
 	})
 }

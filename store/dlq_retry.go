@@ -230,7 +230,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		return err
 	}
 	for i, m := range moved {
-		rep.movedAt(m, refs[i].visibleAt)
+		rep.movedRef(refs[i], m)
 	}
 	rep.More = more
 	if opts.Progress != nil {
@@ -307,7 +307,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			// reported as usual.
 			for i, r := range refs {
 				if out[i].err == nil && out[i].newID != 0 {
-					rep.movedAt(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID}, r.visibleAt)
+					rep.movedRef(r, RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
 				}
 			}
 			return err
@@ -318,7 +318,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			rep.fail(r.dlq, r.id, out[i].err)
 			continue
 		}
-		rep.movedAt(RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID}, r.visibleAt)
+		rep.movedRef(r, RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ func (r *RetryReport) Merge(other RetryReport) {
 	r.DryRun = r.DryRun || other.DryRun
 	r.More = r.More || other.More
 	r.Retried += other.Retried
+	r.CameBack += other.CameBack
 	r.Failed += other.Failed
 	if r.FirstError == "" {
 		r.FirstError = other.FirstError

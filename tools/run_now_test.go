@@ -90,7 +90,7 @@ func TestQueueRunNowToolOfOneKind(t *testing.T) {
 
 // pgbus_dlq_summary says of a group how often its newest message had
 // been retried out of a DLQ before, and leaves it out of one that died
-// once.
+// once; pgbus_dlq_retry counts the messages that came back.
 func TestDLQSummarySaysGroupsCameBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, ops.Options{})
@@ -105,5 +105,10 @@ func TestDLQSummarySaysGroupsCameBack(t *testing.T) {
 	}
 	if len(trips) != 2 || trips["thrice"] != 2 || trips["once"] != 0 || strings.Count(resultText(res), `"retries_from_dlq"`) != 1 {
 		t.Fatalf("groups' retries_from_dlq: %v in %s; want 2 for thrice and none said for once", trips, resultText(res))
+	}
+	// A retry's dry run counts the messages that came back.
+	dry := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"queue": q, "limit": 10, "dry_run": true})
+	if dry.Retried != 2 || dry.CameBack != 1 {
+		t.Errorf("retry dry run = %d retried, %d came back; want 2 and 1", dry.Retried, dry.CameBack)
 	}
 }

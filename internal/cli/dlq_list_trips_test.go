@@ -43,6 +43,13 @@ func TestDLQListShowsRetriesFromDLQ(t *testing.T) {
 	if strings.Count(sum, "came back:") != 2 {
 		t.Errorf("dlq summary:\n%s\nwant 2 groups said to have come back, not the one that died once", sum)
 	}
+	// A retry's preview counts the messages that came back.
+	if out := d.ok(t, "dlq", "retry-all", "--queue", "orders", "--dry-run"); !strings.Contains(out, "note: 2 of these messages have been retried out of a DLQ before and died again") {
+		t.Errorf("dlq retry-all --dry-run:\n%s\nwant the 2 messages that came back counted", out)
+	}
+	if out := d.ok(t, "dlq", "retry", fmt.Sprint(ids[0]), "--queue", "orders", "--dry-run"); strings.Contains(out, "retried out of a DLQ before") {
+		t.Errorf("dlq retry --dry-run of a message that died once:\n%s\nwant no comeback said", out)
+	}
 }
 
 // lineOf is the line of out that starts with prefix, or "".

@@ -271,6 +271,10 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	for _, n := range rep.Notes {
 		fmt.Fprintln(a.stdout, "note: "+n)
 	}
+	if rep.CameBack > 0 {
+		fmt.Fprintf(a.stdout, "note: %d of these messages %s been retried out of a DLQ before and died again: that retry did not fix the cause; make sure this time it is\n",
+			rep.CameBack, plural.Of(rep.CameBack, "has", "have"))
+	}
 	if rep.VisibleUntil != nil {
 		becomes := "becomes"
 		if rep.DryRun {
