@@ -17,6 +17,14 @@ func SetAuditPruneBatch(tb testing.TB, n int) {
 	tb.Cleanup(func() { auditPruneBatch = old })
 }
 
+// SetRunNowBatch makes RunNow make n messages visible per statement until
+// the test ends. A test that changes it does not run in parallel.
+func SetRunNowBatch(tb testing.TB, n int) {
+	old := runNowBatch
+	runNowBatch = n
+	tb.Cleanup(func() { runNowBatch = old })
+}
+
 // MigrationLockKey is the advisory lock key that serialises migrations.
 const MigrationLockKey = migrationLockKey
 

@@ -437,8 +437,18 @@ func estimatedCountsSQL(table, name, live string) (list, from string) {
 // to a DLQ come back with it, keyed to its new id, while its attempts start
 // again at 1; a retry out of a DLQ enqueues it anew, so only a failure
 // recorded since it was enqueued is one of this trip's.
-func lastAttemptFailedSQL(name string) string {
-	return `EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = ` + name + ` AND f.msg_id = q.msg_id
+func lastAttemptFailedSQL(name string) string { return failedAtAttemptSQL(name, "") }
+
+// lastAttemptFailedAfterSQL is lastAttemptFailedSQL for the messages of
+// ids after after (SQL: a parameter), which it tells the failures' scan
+// too, so that the scan of a batch that starts there starts there as well
+// rather than at the queue's first failure.
+func lastAttemptFailedAfterSQL(name, after string) string {
+	return failedAtAttemptSQL(name, " AND f.msg_id > "+after)
+}
+
+func failedAtAttemptSQL(name, and string) string {
+	return `EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = ` + name + ` AND f.msg_id = q.msg_id` + and + `
 		AND f.attempt = q.read_ct AND f.failed_at >= q.enqueued_at)`
 }
 

@@ -19,9 +19,10 @@ type RunNowOptions struct {
 // attempt after a failure, in state StateRetrying, visible now, so that
 // workers run them without waiting out their backoff, as after a fix to
 // what failed them. A message a worker reads meanwhile is left alone: its
-// attempt is under way, and the statement's condition, checked again on
-// the row the read left, no longer holds. It returns how many it made
-// visible (in a dry run: would).
+// attempt is under way, and the batch's condition, checked again on the
+// row the read left, no longer holds. It returns how many it made visible
+// (in a dry run: would); on an error, how many its batches made visible
+// before it, which stay so.
 func (s *Store) RunNow(ctx context.Context, queue string, o RunNowOptions) (int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return 0, err
@@ -41,21 +42,48 @@ func (s *Store) RunNow(ctx context.Context, queue string, o RunNowOptions) (int6
 	return total, nil
 }
 
+// runNowBatch bounds the messages one statement of RunNow makes visible:
+// a statement over every retrying message of a large backlog (some 10 s
+// for 500,000 here) met the call's bound and changed nothing; batches
+// each commit, so the call goes as far as its bounds let it, and the same
+// call again does the rest. A variable for tests.
+var runNowBatch = 10_000
+
 // runLevelNow is RunNow for one physical queue; it wakes the queue's
-// workers when it made any message visible.
+// workers when a batch made any message visible. The batches go through
+// the retrying messages in msg_id order, each after the last one the
+// batch before made visible, so that none scans again what an earlier one
+// passed; a message a worker holds meanwhile is passed over, not waited
+// for.
 func (s *Store) runLevelNow(ctx context.Context, queue string, o RunNowOptions) (int64, error) {
-	retrying := `q.vt > now() AND q.read_ct > 0 AND ` + lastAttemptFailedSQL("$1::text") +
-		` AND ($2::text = '' OR coalesce(q.headers->>'` + HeaderKind + `', q.message->>'job_class', '') = $2::text)`
-	sql := `WITH moved AS (
-			UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp() WHERE ` + retrying + ` RETURNING 1
-		), n AS (SELECT count(*) AS n FROM moved)
-		SELECT n.n FROM n, LATERAL (SELECT CASE WHEN n.n > 0 THEN pg_notify('` + notifyChannel + `', $1::text) END) AS woken`
+	retrying := func(after string) string {
+		return `q.vt > now() AND q.read_ct > 0 AND q.msg_id > ` + after + ` AND ` + lastAttemptFailedAfterSQL("$1::text", after) +
+			` AND ($2::text = '' OR coalesce(q.headers->>'` + HeaderKind + `', q.message->>'job_class', '') = $2::text)`
+	}
+	var total int64
 	if o.DryRun {
-		sql = `SELECT count(*) FROM ` + queueTable(queue) + ` q WHERE ` + retrying
+		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(queue)+` q WHERE `+retrying("0"), queue, o.Kind).Scan(&total); err != nil {
+			return 0, queueErr(err, "count the retrying messages of", queue)
+		}
+		return total, nil
 	}
-	var n int64
-	if err := s.db.QueryRow(ctx, sql, queue, o.Kind).Scan(&n); err != nil {
-		return 0, queueErr(err, "run the retrying messages now of", queue)
+	sql := `WITH picked AS (
+			SELECT q.msg_id FROM ` + queueTable(queue) + ` q WHERE ` + retrying("$3::bigint") + `
+			ORDER BY q.msg_id LIMIT $4 FOR UPDATE SKIP LOCKED
+		), moved AS (
+			UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp() FROM picked p WHERE q.msg_id = p.msg_id RETURNING 1
+		), n AS (SELECT count(*) AS n FROM moved)
+		SELECT n.n, coalesce((SELECT max(msg_id) FROM picked), 0)
+		FROM n, LATERAL (SELECT CASE WHEN n.n > 0 THEN pg_notify('` + notifyChannel + `', $1::text) END) AS woken`
+	var after int64
+	for {
+		var n int64 // each message picked is made visible
+		if err := s.db.QueryRow(ctx, sql, queue, o.Kind, after, runNowBatch).Scan(&n, &after); err != nil {
+			return total, queueErr(err, "run the retrying messages now of", queue)
+		}
+		total += n
+		if n < int64(runNowBatch) {
+			return total, nil
+		}
 	}
-	return n, nil
 }

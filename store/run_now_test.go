@@ -119,3 +119,53 @@ func TestRunNowOfOneKind(t *testing.T) {
 		}
 	}
 }
+
+// RunNow goes through a level in batches: every retrying message is made
+// visible however many batches it takes, messages scheduled among them
+// keep their times, and one a worker holds meanwhile is passed over, not
+// waited for, and taken by the next call. Not parallel: it changes the
+// batch size.
+func TestRunNowInBatches(t *testing.T) {
+	store.SetRunNowBatch(t, 4)
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	var retrying, scheduled []int64
+	for i := range 11 {
+		retrying = append(retrying, pgtest.Retrying(t, s, q))
+		if i%3 == 0 {
+			id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`), Delay: 30 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scheduled = append(scheduled, id)
+		}
+	}
+	held := retrying[5]
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM pgmq."q_`+q+`" WHERE msg_id = $1 FOR UPDATE`, held); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{}); err != nil || n != 10 {
+		t.Fatalf("run now in batches of 4 = %d, %v; want the 10 retrying messages not held", n, err)
+	}
+	states, _ := liveStates(t, s, q)
+	for _, id := range retrying {
+		if want := store.StateWaiting; id != held && states[id] != want {
+			t.Errorf("message %d is %q after run now, want %q", id, states[id], want)
+		}
+	}
+	for _, id := range scheduled {
+		if states[id] != store.StateScheduled {
+			t.Errorf("scheduled message %d is %q after run now, want it scheduled still", id, states[id])
+		}
+	}
+	_ = tx.Rollback(ctx)
+	if n, err := s.RunNow(ctx, q, store.RunNowOptions{}); err != nil || n != 1 {
+		t.Fatalf("run now once the held message is free = %d, %v; want it", n, err)
+	}
+}
