@@ -9,17 +9,20 @@ import (
 // less than a second ahead is not "in 0s", which reads as overdue.
 func TestAgo(t *testing.T) {
 	t.Parallel()
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		from time.Duration
 		want string
 	}{
-		{600 * time.Millisecond, "in <1s"},
+		{500 * time.Millisecond, "in <1s"},
+		{time.Second, "in 1s"},
 		{90 * time.Second, "in 1m"},
+		{0, "just now"},
 		{-100 * time.Millisecond, "just now"},
 		{-3 * time.Hour, "3h ago"},
 	} {
-		if got := ago(time.Now().Add(c.from)); got != c.want {
-			t.Errorf("ago(now%+v) = %q, want %q", c.from, got, c.want)
+		if got := agoAt(now.Add(c.from), now); got != c.want {
+			t.Errorf("agoAt(now%+v) = %q, want %q", c.from, got, c.want)
 		}
 	}
 	if got := ago(time.Time{}); got != "-" {

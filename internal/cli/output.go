@@ -113,11 +113,14 @@ func clip(s string, n int) string {
 }
 
 // ago formats the time since t, coarsely, for tables.
-func ago(t time.Time) string {
+func ago(t time.Time) string { return agoAt(t, time.Now()) }
+
+// agoAt is ago at now.
+func agoAt(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := time.Since(t)
+	d := now.Sub(t)
 	switch {
 	case d <= -time.Second:
 		return "in " + short(-d)
