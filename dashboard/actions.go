@@ -164,6 +164,9 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{fmt.Sprintf("It was %s with %s in a row, and is %s now: calls go through again. If the downstream still fails, it opens again after its threshold.", res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	if res.Released > 0 {
+		d.Lines = append(d.Lines, fmt.Sprintf("%s it held while open %s visible now, to run at once.", plural.Count(res.Released, "job", "jobs"), plural.Of(res.Released, "is", "are")))
+	}
 	if !res.Changed {
 		d.Heading = "Circuit breaker " + res.Name + " was already closed"
 		d.Lines = []string{"It had no failure counted: the reset changed nothing (someone may have reset it already)."}

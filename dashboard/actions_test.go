@@ -97,7 +97,9 @@ func TestActionsWithoutToken(t *testing.T) {
 	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) {
 		t.Fatalf("the circuits page:\n%s", page)
 	}
-	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" reset") || !strings.Contains(page, "It was open") {
+	pgtest.Held(t, st, pgtest.NewQueue(t, st, "dash_held"), breaker)
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" reset") ||
+		!strings.Contains(page, "It was open") || !strings.Contains(page, "1 job it held while open is visible now") {
 		t.Fatalf("reset: %d\n%s", code, page)
 	}
 	// A second reset, as from a page opened before the first, says it

@@ -21,11 +21,13 @@ const (
 
 // result is the settled outcome of one delivery, waiting to be written.
 type result struct {
-	queue      string      // physical
-	claim      store.Claim // the read it settles: nothing is written once the message is at another
-	kind       string
-	action     action
-	delay      time.Duration
+	queue  string      // physical
+	claim  store.Claim // the read it settles: nothing is written once the message is at another
+	kind   string
+	action action
+	delay  time.Duration
+	// heldBy names the open circuit breaker that snoozes the job.
+	heldBy     string
 	reason     string
 	maxRetries int
 	failure    *store.Failure
@@ -294,7 +296,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			retryItems = append(retryItems, store.RetryItem{MsgID: r.claim.MsgID, Delay: r.delay, Failure: *r.failure,
 				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionSnooze:
-			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay,
+			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay, Breaker: r.heldBy,
 				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionDiscard:
 			discards = append(discards, store.DiscardItem{MsgID: r.claim.MsgID, Failure: *r.failure,

@@ -585,7 +585,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		var wait time.Duration
 		var open bool
 		if wait, open, probe = w.breakerOpen(breaker.Name, w.handlerTimeout(d.h)); open {
-			res.action, res.delay = actionSnooze, wait
+			res.action, res.delay, res.heldBy = actionSnooze, wait, breaker.Name
 			return res
 		}
 	}

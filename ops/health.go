@@ -822,20 +822,26 @@ type CircuitReset struct {
 	// breaker was closed without failures (reset by another call, say).
 	Was            string `json:"was" jsonschema_description:"The breaker's state before the reset: closed, open or half_open."`
 	FailuresBefore int    `json:"failures_before" jsonschema_description:"The failures in a row it had counted before the reset."`
-	Changed        bool   `json:"changed" jsonschema_description:"False when the breaker was already closed with no failure counted: the reset changed nothing."`
-	Next           []Hint `json:"next" jsonschema_description:"What to do next."`
+	// Released counts the jobs the breaker had snoozed while open that
+	// the reset made visible, to run at once rather than at the end of
+	// their snooze.
+	Released int64  `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, made visible now: they run at once."`
+	Changed  bool   `json:"changed" jsonschema_description:"False when the reset changed nothing: the breaker was closed with no failure counted and held no job."`
+	Next     []Hint `json:"next" jsonschema_description:"What to do next."`
 }
 
 // CircuitReset closes a circuit breaker by hand and clears its failure
-// count, for when its downstream is known to be back.
+// count, for when its downstream is known to be back, and makes the jobs
+// it snoozed while open visible now: without that they would wait out
+// their snooze, up to the breaker's whole cool-off, after the reset.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
-	ctx, end, err := s.enter(ctx, "CircuitReset", writesOnce)
+	ctx, end, err := s.enter(ctx, "CircuitReset", writesInSteps)
 	if err != nil {
 		return out, err
 	}
 	defer end()
 	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
-	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}
@@ -853,7 +859,16 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if err != nil {
 		return CircuitReset{}, explain(err, hint(OpCircuits, "lists the breakers"))
 	}
-	return CircuitReset{Name: req.Name, State: store.BreakerClosed, Was: was.State, FailuresBefore: was.ConsecutiveFailures,
-		Changed: was.State != store.BreakerClosed || was.ConsecutiveFailures > 0,
-		Next:    []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}, nil
+	released, err := s.store.RunHeldNow(ctx, req.Name)
+	if err != nil {
+		return CircuitReset{}, fmt.Errorf("circuit breaker %q is closed, but of the jobs it held while open only %d were made visible now: the others run at the end of their snooze, or call again to run them now: %w",
+			clip(req.Name, 80), released, err)
+	}
+	out = CircuitReset{Name: req.Name, State: store.BreakerClosed, Was: was.State, FailuresBefore: was.ConsecutiveFailures, Released: released,
+		Changed: was.State != store.BreakerClosed || was.ConsecutiveFailures > 0 || released > 0,
+		Next:    []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}
+	if released > 0 {
+		out.Next = append(out.Next, hint(OpQueueStats, "shows the queues working the jobs the breaker held"))
+	}
+	return out, nil
 }

@@ -151,6 +151,7 @@ type LiveMessage struct {
 	MsgID              int64           `json:"msg_id"`
 	Kind               string          `json:"kind,omitempty"`
 	State              string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
+	HeldBy             string          `json:"held_by,omitempty" jsonschema_description:"The circuit breaker that snoozed the job while open (state scheduled, no attempt used); resetting the breaker runs it at once."`
 	ReadCount          int             `json:"read_ct" jsonschema_description:"Attempts so far."`
 	EnqueuedAt         time.Time       `json:"enqueued_at"`
 	VisibleAt          time.Time       `json:"visible_at" jsonschema_description:"When the message is (or was) next ready to run."`
@@ -239,6 +240,13 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	if slices.ContainsFunc(out.Items, func(m LiveMessage) bool { return m.State == store.StateRetrying }) {
 		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue}.Hint("once what failed them is fixed, runs the retrying messages now instead of after their backoff"))
 	}
+	var held []string
+	for _, m := range out.Items {
+		if m.HeldBy != "" && !slices.Contains(held, m.HeldBy) {
+			held = append(held, m.HeldBy)
+			out.Next = append(out.Next, CircuitResetRequest{Name: m.HeldBy}.Hint("once its downstream is back, closes the breaker that holds these jobs and runs them at once"))
+		}
+	}
 	if cut {
 		ask(&out.Notes, &out.Asks, AskSmallerPage, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters", 0)
 	}
@@ -266,7 +274,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 	var hiddenNote string
 	var askable bool
 	for _, m := range page.Items {
-		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: m.Kind, State: m.State, ReadCount: m.ReadCount,
+		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: m.Kind, State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
 			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
 		lm.Headers, _ = v.headers(m.Headers)
 		pv := v.payload(m.Payload, b.ListPayload)

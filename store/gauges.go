@@ -397,15 +397,16 @@ func (s *Store) readDepthsOnce(ctx context.Context, arms []depthArm, out []Queue
 
 // liveCountsSQL is the select list that counts the messages of a queue
 // table aliased q, whose physical name is the SQL expression name: all of
-// them, the visible, the scheduled (not yet read) and the retrying ones
-// (their last attempt recorded as failed), then how long in seconds the
+// them, the visible, the scheduled (not yet read, or held by an open
+// circuit breaker) and the retrying ones (their last attempt recorded as
+// failed), then how long in seconds the
 // message ready longest has been ready (since its vt) and the age of the
 // oldest message, 0 without one.
 func liveCountsSQL(name string) string {
 	return `count(*),
 		count(*) FILTER (WHERE vt <= now()),
-		count(*) FILTER (WHERE vt > now() AND read_ct = 0),
-		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `),
+		count(*) FILTER (WHERE vt > now() AND (read_ct = 0 OR ` + breakerHeldSQL + `)),
+		count(*) FILTER (WHERE vt > now() AND read_ct > 0 AND NOT ` + breakerHeldSQL + ` AND ` + lastAttemptFailedSQL(name) + `),
 		coalesce(extract(epoch FROM now() - min(vt) FILTER (WHERE vt <= now())), 0)::float8,
 		coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8`
 }
@@ -423,8 +424,8 @@ func estimatedCountsSQL(table, name, live string) (list, from string) {
 	list = `inv.n + vis.n, vis.n, inv.scheduled, inv.retrying,
 		coalesce(extract(epoch FROM now() - vis.oldest), 0)::float8,
 		coalesce(extract(epoch FROM now() - (SELECT o.enqueued_at FROM ` + table + ` o ORDER BY o.msg_id LIMIT 1)), 0)::float8`
-	from = `(SELECT count(*) AS n, count(*) FILTER (WHERE q.read_ct = 0) AS scheduled,
-		        count(*) FILTER (WHERE q.read_ct > 0 AND ` + lastAttemptFailedSQL(name) + `) AS retrying
+	from = `(SELECT count(*) AS n, count(*) FILTER (WHERE q.read_ct = 0 OR ` + breakerHeldSQL + `) AS scheduled,
+		        count(*) FILTER (WHERE q.read_ct > 0 AND NOT ` + breakerHeldSQL + ` AND ` + lastAttemptFailedSQL(name) + `) AS retrying
 		 FROM ` + table + ` q WHERE q.vt > now()) inv,
 		LATERAL (SELECT min(v.vt) AS oldest FROM ` + table + ` v WHERE v.vt <= now()) old,
 		LATERAL (SELECT CASE WHEN old.oldest IS NULL THEN 0 ELSE greatest(` + live + `::bigint - inv.n, 1) END AS n, old.oldest) vis`

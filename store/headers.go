@@ -22,6 +22,12 @@ const (
 	// of the trace a message belongs to, when tracing is on.
 	HeaderTraceparent = "traceparent"
 	HeaderTracestate  = "tracestate"
+	// HeaderBreakerHold marks a message that an open circuit breaker
+	// snoozed: {"breaker": name, "read_ct": n}, n its read count after the
+	// snooze. It holds while the message waits at that read count (a read
+	// takes it off), so that a reset of the breaker runs the messages it
+	// held at once (RunHeldNow) instead of at the end of their snooze.
+	HeaderBreakerHold = "pgbus_breaker_hold"
 )
 
 // Dead-letter reasons, the block's "reason" key.

@@ -64,6 +64,10 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 type SnoozeItem struct {
 	MsgID int64
 	Delay time.Duration
+	// Breaker names the open circuit breaker that snoozes the message,
+	// which marks it held (HeaderBreakerHold); empty for a handler's own
+	// snooze.
+	Breaker string
 	// ReadCount and EnqueuedAt are those of the read snoozed, as in
 	// Claim; ReadCount 0 snoozes the message at any read.
 	ReadCount  int
@@ -82,20 +86,26 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 	}
 	c := newClaimColumns(len(items))
 	us := make([]int64, len(items))
+	breakers := make([]string, len(items))
 	for i, it := range items {
 		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
 		if err := validateClaim("snooze in", queue, cl); err != nil {
 			return nil, err
 		}
 		c.add(cl)
-		us[i] = max(it.Delay, 0).Microseconds()
+		us[i], breakers[i] = max(it.Delay, 0).Microseconds(), it.Breaker
 	}
+	// Headers that are not an object (another client's) are left as
+	// they are: such a message waits out its snooze.
 	sql := `UPDATE ` + queueTable(queue) + ` q
-		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0)
-		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[]) AS t(id, delay_us, claim_ct, claim_enq)
+		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0),
+			headers = CASE WHEN t.breaker = '' OR jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
+				ELSE coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderBreakerHold + `',
+					jsonb_build_object('breaker', t.breaker, 'read_ct', greatest(q.read_ct - 1, 0))) END
+		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(id, delay_us, claim_ct, claim_enq, breaker)
 		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
 		RETURNING q.msg_id`
-	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs)
+	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs, breakers)
 }
 
 // GiveBack returns the attempt of a read whose job was cut off unfinished

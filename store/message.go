@@ -519,7 +519,8 @@ func readSQL(queue string, info tableInfo) string {
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE ` + q + ` m
-		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1
+		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1,
+			headers = ` + dropBreakerHoldSQL("m") + `
 		FROM c WHERE m.msg_id = c.msg_id
 		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt`
 }

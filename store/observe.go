@@ -377,10 +377,13 @@ type LiveMessage struct {
 	Queue string `json:"queue"`
 	// Priority is the message's level, for a queue with priority levels
 	// (0 is read first); nil for a queue without.
-	Priority   *int            `json:"priority,omitempty"`
-	MsgID      int64           `json:"msg_id"`
-	Kind       string          `json:"kind,omitempty"`
-	State      string          `json:"state"`
+	Priority *int   `json:"priority,omitempty"`
+	MsgID    int64  `json:"msg_id"`
+	Kind     string `json:"kind,omitempty"`
+	State    string `json:"state"`
+	// HeldBy names the circuit breaker whose snooze the message waits
+	// out (state scheduled): a reset of the breaker runs it at once.
+	HeldBy     string          `json:"held_by,omitempty"`
 	ReadCount  int             `json:"read_ct"`
 	EnqueuedAt time.Time       `json:"enqueued_at"`
 	VisibleAt  time.Time       `json:"visible_at"`
@@ -489,9 +492,10 @@ func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, from i
 	sql := `SELECT * FROM (
 			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
 			       CASE WHEN q.vt <= now() THEN 'waiting'
-			            WHEN q.read_ct = 0 THEN 'scheduled'
+			            WHEN q.read_ct = 0 OR ` + breakerHeldSQL + ` THEN 'scheduled'
 			            WHEN ` + lastAttemptFailedSQL("$1") + ` THEN 'retrying'
-			            ELSE 'in_flight' END AS state
+			            ELSE 'in_flight' END AS state,
+			       CASE WHEN q.vt > now() THEN ` + breakerHeldBySQL + ` ELSE '' END AS held_by
 			FROM ` + queueTable(l.queue) + ` q WHERE q.msg_id > $2` + visibleSQL(state) + ` ORDER BY q.msg_id) m
 		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`
 	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n)
@@ -501,7 +505,7 @@ func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, from i
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveMessage, error) {
 		m := LiveMessage{Queue: l.queue, Priority: l.priority}
 		var payload, headers []byte
-		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &payload, &headers, &m.State)
+		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &payload, &headers, &m.State, &m.HeldBy)
 		m.Payload, m.Headers = payload, headers
 		return m, err
 	})

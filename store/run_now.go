@@ -52,40 +52,52 @@ func (s *Store) RunNow(ctx context.Context, queue string, o RunNowOptions) (int6
 // batches of 10,000). A variable for tests.
 var runNowBatch = 50_000
 
-// runLevelNow is RunNow for one physical queue; it wakes the queue's
-// workers when a batch made any message visible. The batches go through
-// the retrying messages in msg_id order, each after the last one the
-// batch before made visible, so that none scans again what an earlier one
-// passed; a message a worker holds meanwhile is passed over, not waited
-// for.
+// runLevelNow is RunNow for one physical queue.
 func (s *Store) runLevelNow(ctx context.Context, queue string, o RunNowOptions) (int64, error) {
 	retrying := func(after string) string {
-		return `q.vt > now() AND q.read_ct > 0 AND q.msg_id > ` + after + ` AND ` + lastAttemptFailedAfterSQL("$1::text", after) +
+		return `q.vt > now() AND q.read_ct > 0 AND q.msg_id > ` + after + ` AND NOT ` + breakerHeldSQL + ` AND ` + lastAttemptFailedAfterSQL("$1::text", after) +
 			` AND ($2::text = '' OR coalesce(q.headers->>'` + HeaderKind + `', q.message->>'job_class', '') = $2::text)`
 	}
-	var total int64
 	if o.DryRun {
+		var total int64
 		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(queue)+` q WHERE `+retrying("0"), queue, o.Kind).Scan(&total); err != nil {
 			return 0, queueErr(err, "count the retrying messages of", queue)
 		}
 		return total, nil
 	}
+	n, err := s.visibleNowInBatches(ctx, queue, retrying, o.Kind)
+	if err != nil {
+		return n, queueErr(err, "run the retrying messages now of", queue)
+	}
+	return n, nil
+}
+
+// visibleNowInBatches makes the messages of one physical queue that where
+// selects visible now, in batches of runNowBatch, and wakes the queue's
+// workers when a batch made any visible. where gives the condition on the
+// table aliased q for the messages after the id it is given (SQL), and
+// reads $1 (the queue's name) and $2 (arg). The batches go through the
+// messages in msg_id order, each after the last one the batch before made
+// visible, so that none scans again what an earlier one passed; a message
+// a worker holds meanwhile is passed over, not waited for. It returns how
+// many it made visible, those of the batches before an error included.
+func (s *Store) visibleNowInBatches(ctx context.Context, queue string, where func(after string) string, arg string) (int64, error) {
 	// = ANY: a join with the picked rows made the planner read the whole
 	// table for each batch.
 	sql := `WITH picked AS (
-			SELECT q.msg_id FROM ` + queueTable(queue) + ` q WHERE ` + retrying("$3::bigint") + `
+			SELECT q.msg_id FROM ` + queueTable(queue) + ` q WHERE ` + where("$3::bigint") + `
 			ORDER BY q.msg_id LIMIT $4 FOR UPDATE SKIP LOCKED
 		), moved AS (
-			UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp()
+			UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp(), headers = ` + dropBreakerHoldSQL("q") + `
 			WHERE q.msg_id = ANY(ARRAY(SELECT msg_id FROM picked)) RETURNING 1
 		), n AS (SELECT count(*) AS n FROM moved)
 		SELECT n.n, coalesce((SELECT max(msg_id) FROM picked), 0)
 		FROM n, LATERAL (SELECT CASE WHEN n.n > 0 THEN pg_notify('` + notifyChannel + `', $1::text) END) AS woken`
-	var after int64
+	var total, after int64
 	for {
 		var n int64 // each message picked is locked, and made visible
-		if err := s.db.QueryRow(ctx, sql, queue, o.Kind, after, runNowBatch).Scan(&n, &after); err != nil {
-			return total, queueErr(err, "run the retrying messages now of", queue)
+		if err := s.db.QueryRow(ctx, sql, queue, arg, after, runNowBatch).Scan(&n, &after); err != nil {
+			return total, err
 		}
 		total += n
 		if n < int64(runNowBatch) {

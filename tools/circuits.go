@@ -33,7 +33,7 @@ type CircuitResetInput struct {
 	Name string `json:"name" jsonschema_description:"Breaker name as pgbus_circuits lists it."`
 }
 
-const circuitResetDescription = `Closes a circuit breaker by hand and clears its failure count, so snoozed jobs run at their next visibility time instead of waiting for a probe.
+const circuitResetDescription = `Closes a circuit breaker by hand, clears its failure count and runs at once the jobs it snoozed, instead of waiting for a probe.
 
 Use it only when the downstream is known to be healthy again (pgbus_circuits shows it open). If it is not, the breaker reopens after its threshold of failures.`
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -30,9 +31,22 @@ func TestCircuitsAndReset(t *testing.T) {
 	if found == nil || len(out.Circuits) != 1 || found.State != store.BreakerOpen || found.LastError != "503 from the bank (token=[REDACTED])" || out.Open != 1 {
 		t.Fatalf("circuits = %+v; want %s open with its last error, the token redacted", out, name)
 	}
+	// A job it held shows so in the queue's messages, which offer the reset.
+	q := newQueue(t, e.st)
+	held := pgtest.Held(t, e.st, q, name)
+	live := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q})
+	if len(live.Items) != 1 || live.Items[0].MsgID != held || live.Items[0].State != store.StateScheduled || live.Items[0].HeldBy != name {
+		t.Fatalf("queue messages = %+v; want message %d scheduled, held by %s", live.Items, held, name)
+	}
+	if h, ok := findHint(live.Next, "pgbus_circuit_reset"); !ok || h.Args["name"] != name {
+		t.Fatalf("queue messages next = %+v; want the reset of %s", live.Next, name)
+	}
 	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
-	if reset.State != store.BreakerClosed || reset.Name != name || reset.Was != store.BreakerOpen || !reset.Changed {
-		t.Fatalf("reset = %+v; want it closed, and said to have been open", reset)
+	if reset.State != store.BreakerClosed || reset.Name != name || reset.Was != store.BreakerOpen || !reset.Changed || reset.Released != 1 {
+		t.Fatalf("reset = %+v; want it closed, said to have been open, and the job it held made visible", reset)
+	}
+	if live := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q}); len(live.Items) != 1 || live.Items[0].State != store.StateWaiting {
+		t.Fatalf("queue messages after the reset = %+v; want the job waiting", live.Items)
 	}
 	if again := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name}); again.Changed || again.Was != store.BreakerClosed {
 		t.Fatalf("second reset = %+v; want it to say nothing changed", again)

@@ -172,19 +172,28 @@ func (a *app) circuitCommand() *cobra.Command {
 	reset := &cobra.Command{
 		Use:   "reset NAME",
 		Short: "Close a circuit breaker by hand, when its downstream is known to be back",
-		Long: `Close a circuit breaker and clear its failure count, so snoozed jobs run at
-their next visibility time instead of waiting for a probe. If the downstream
-still fails, the breaker opens again after its threshold.`,
+		Long: `Close a circuit breaker and clear its failure count, and run at once the
+jobs it snoozed while open (state scheduled, held by the breaker, in pgbus
+queue messages) instead of at the end of their snooze. If the downstream
+still fails, the breaker opens again after its threshold. --json prints the
+same result as the MCP tool pgbus_circuit_reset.`,
 		Example: `  pgbus circuit reset api.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(a, cmd, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
 				line := fmt.Sprintf("circuit breaker %s was %s with %s in a row; it is %s now", res.Name, res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)
-				if !res.Changed {
-					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted; nothing changed", res.Name, res.State)
+				if res.Was == res.State && res.FailuresBefore == 0 {
+					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted", res.Name, res.State)
 				}
-				_, err := fmt.Fprintln(a.stdout, line)
-				return err
+				switch {
+				case res.Released > 0:
+					line += fmt.Sprintf("; %s it held made visible now", plural.Count(res.Released, "job", "jobs"))
+				case !res.Changed:
+					line += "; nothing changed"
+				}
+				fmt.Fprintln(a.stdout, line)
+				printNext(a.stdout, res.Next)
+				return nil
 			})
 		},
 	}
@@ -254,7 +263,11 @@ the same result as the MCP tool pgbus_queue_messages.`,
 					if n := len(m.History); n > 0 {
 						last = m.History[n-1].ErrorClass + ": " + m.History[n-1].ErrorMessage
 					}
-					cells := []any{m.MsgID, m.State, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70)}
+					state := m.State
+					if m.HeldBy != "" {
+						state += " (breaker " + clip(m.HeldBy, 30) + ")"
+					}
+					cells := []any{m.MsgID, state, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70)}
 					if levels {
 						level := "-"
 						if m.Priority != nil {

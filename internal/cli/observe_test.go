@@ -226,24 +226,35 @@ func TestCircuits(t *testing.T) {
 		t.Fatalf("circuits of a missing breaker: %q", msg)
 	}
 
-	// Reset closes it and clears its failures.
+	// A job of orders the open breaker snoozed is held by it, which the
+	// queue's messages say, offering the reset.
+	d.ok(t, "queue", "create", "orders")
+	held := pgtest.Held(t, s, "orders", api)
+	if out := d.ok(t, "queue", "messages", "orders"); !strings.Contains(out, "scheduled (breaker "+api+")") || !strings.Contains(out, "next: pgbus circuit reset "+api) {
+		t.Fatalf("queue messages with a job the breaker holds:\n%s", out)
+	}
+
+	// Reset closes it, clears its failures and runs the job it held.
 	var reset ops.CircuitReset
 	d.json(t, &reset, "circuit", "reset", api)
 	if reset.Name != api || reset.State != store.BreakerClosed || reset.Was != store.BreakerOpen || reset.FailuresBefore == 0 || !reset.Changed ||
-		len(reset.Next) != 1 || reset.Next[0].Op != ops.OpCircuits {
+		reset.Released != 1 || len(reset.Next) != 2 || reset.Next[0].Op != ops.OpCircuits || reset.Next[1].Op != ops.OpQueueStats {
 		t.Fatalf("circuit reset: %+v", reset)
+	}
+	if out := d.ok(t, "queue", "messages", "orders", "--state", "waiting"); !strings.Contains(out, fmt.Sprint(held)) {
+		t.Fatalf("the job the breaker held, after the reset:\n%s", out)
 	}
 	d.json(t, &cs, "circuits")
 	if cs.Open != 0 || cs.Circuits[1].State != store.BreakerClosed || cs.Circuits[1].ConsecutiveFailures != 0 || cs.Circuits[1].OpenUntil != nil {
 		t.Fatalf("circuits after reset: %+v", cs)
 	}
-	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was already closed with no failure counted; nothing changed\n" {
+	if out := firstLine(d.ok(t, "circuit", "reset", "exec:report")); out != "circuit breaker exec:report was already closed with no failure counted; nothing changed" {
 		t.Fatalf("circuit reset text of a closed breaker: %q", out)
 	}
 	if _, err := s.BreakerFailure(ctx, "exec:report", "exit 3"); err != nil {
 		t.Fatal(err)
 	}
-	if out := d.ok(t, "circuit", "reset", "exec:report"); out != "circuit breaker exec:report was closed with 1 failure in a row; it is closed now\n" {
+	if out := firstLine(d.ok(t, "circuit", "reset", "exec:report")); out != "circuit breaker exec:report was closed with 1 failure in a row; it is closed now" {
 		t.Fatalf("circuit reset text of a breaker that counted a failure: %q", out)
 	}
 	msg := d.fails(t, 3, "circuit", "reset", "http:nosuch:80")
@@ -254,10 +265,10 @@ func TestCircuits(t *testing.T) {
 	// The resets are in the audit log, the failed one as an error; reading
 	// the breakers is not.
 	entries := d.audit(t)
-	if len(entries) != 4 {
+	if len(entries) != 5 || entries[4].Op != ops.OpQueueCreate {
 		t.Fatalf("audit log: %+v", entries)
 	}
-	for i, e := range entries {
+	for i, e := range entries[:4] {
 		if e.Op != ops.OpCircuitReset || e.Client != "cli" || e.IsError != (i == 0) {
 			t.Errorf("audit entry %d: %+v", i, e)
 		}
@@ -435,4 +446,10 @@ func TestQueueMessagesFullHistory(t *testing.T) {
 	if h := page.Items[0].History; len(h) != 3 || h[0].Attempt != 1 || h[2].Attempt != 3 || h[0].Repeated != 0 {
 		t.Fatalf("--full-history: %+v", h)
 	}
+}
+
+// firstLine is out up to its first line break.
+func firstLine(out string) string {
+	line, _, _ := strings.Cut(out, "\n")
+	return line
 }

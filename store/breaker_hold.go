@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// breakerHeldSQL is the condition that the message of a queue table
+// aliased q, not yet visible, waits out a snooze of an open circuit
+// breaker: it carries HeaderBreakerHold at the read count it still has. A
+// read since (by another client, which leaves the mark) counted one more.
+const breakerHeldSQL = `coalesce(q.headers->'` + HeaderBreakerHold + `'->>'read_ct' = q.read_ct::text, false)`
+
+// breakerHeldBySQL is the name of the breaker that holds the message of
+// a queue table aliased q, empty for a message no breaker holds.
+const breakerHeldBySQL = `CASE WHEN ` + breakerHeldSQL + ` THEN coalesce(q.headers->'` + HeaderBreakerHold + `'->>'breaker', '') ELSE '' END`
+
+// dropBreakerHoldSQL is the headers of the row aliased alias without
+// HeaderBreakerHold: once a message runs (or is run now) no breaker holds
+// it. Headers that are not an object are another client's, left alone.
+func dropBreakerHoldSQL(alias string) string {
+	h := alias + `.headers`
+	return `CASE WHEN jsonb_typeof(` + h + `) = 'object' AND ` + h + ` ? '` + HeaderBreakerHold + `' THEN ` + h + ` - '` + HeaderBreakerHold + `' ELSE ` + h + ` END`
+}
+
+// RunHeldNow makes visible now the messages that the circuit breaker
+// named held back while it was open and that still wait out that snooze,
+// in every queue its users name (every level of a queue with priority
+// levels), as after a reset of the breaker: they run at once rather than
+// at the end of their snooze, which may be the breaker's whole cool-off.
+// A queue dropped since is passed over. It returns how many it made
+// visible; on an error, how many it made visible before it, which stay so.
+func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT queue_name FROM pgbus.circuit_breaker_users WHERE breaker = $1 ORDER BY 1`, breaker)
+	if err != nil {
+		return 0, fmt.Errorf("store: read the queues of circuit breaker %q: %w", breaker, err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("store: read the queues of circuit breaker %q: %w", breaker, err)
+	}
+	held := func(after string) string {
+		return `q.vt > now() AND q.msg_id > ` + after + ` AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $2::text`
+	}
+	var total int64
+	for _, queue := range queues {
+		if ValidatePhysicalName(queue) != nil {
+			continue // no queue of such a name can exist
+		}
+		levels, err := s.liveLevels(ctx, queue)
+		if err != nil {
+			return total, err
+		}
+		for _, l := range levels {
+			if ok, err := s.QueueExists(ctx, l.queue); err != nil || !ok {
+				if err != nil {
+					return total, err
+				}
+				continue
+			}
+			n, err := s.visibleNowInBatches(ctx, l.queue, held, breaker)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, l.queue, err)
+			}
+		}
+	}
+	return total, nil
+}

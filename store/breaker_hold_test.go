@@ -1,0 +1,241 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// holdTest is a queue whose messages a test reads one at a time.
+type holdTest struct {
+	t *testing.T
+	s *store.Store
+	q string
+}
+
+// readSent sends a message and reads it, checking the read got it.
+func (h holdTest) readSent(m store.NewMessage) store.Message {
+	h.t.Helper()
+	ctx := testContext(h.t)
+	if m.Payload == nil {
+		m.Payload = json.RawMessage(`{}`)
+	}
+	id, err := h.s.Send(ctx, h.q, m)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.readID(id)
+}
+
+// readID reads the one visible message, which must be id.
+func (h holdTest) readID(id int64) store.Message {
+	h.t.Helper()
+	got, err := h.s.Read(testContext(h.t), h.q, time.Hour, 1)
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		h.t.Fatalf("read of %s = %+v, %v; want message %d", h.q, got, err, id)
+	}
+	return got[0]
+}
+
+// snooze snoozes the read m for delay, as breaker does when not empty.
+func (h holdTest) snooze(m store.Message, delay time.Duration, breaker string) {
+	h.t.Helper()
+	item := store.SnoozeItem{MsgID: m.ID, Delay: delay, Breaker: breaker, ReadCount: m.ReadCount, EnqueuedAt: m.EnqueuedAt}
+	if got, err := h.s.SnoozeMany(testContext(h.t), h.q, []store.SnoozeItem{item}); err != nil || len(got) != 1 {
+		h.t.Fatalf("snooze of message %d = %v, %v", m.ID, got, err)
+	}
+}
+
+// live is the queue's live messages by id.
+func (h holdTest) live() map[int64]store.LiveMessage {
+	h.t.Helper()
+	page, err := h.s.ListLive(testContext(h.t), store.LiveFilter{Queue: h.q}, "", 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[int64]store.LiveMessage{}
+	for _, m := range page.Items {
+		out[m.MsgID] = m
+	}
+	return out
+}
+
+// A job an open breaker snoozed is held by it: scheduled (not retrying,
+// though its last attempt failed), named in held_by, counted as
+// scheduled, left alone by run-now, and made visible by RunHeldNow of its
+// breaker alone, the mark taken off; a handler's own snooze, a delayed
+// send, a message in flight, one another breaker holds and one read since
+// its snooze by a reader that left the mark keep their times.
+func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	pay, other := pgtest.Name("pay"), pgtest.Name("other")
+
+	first := h.readSent(store.NewMessage{}) // held before any failure
+	h.snooze(first, time.Hour, pay)
+
+	failed := h.readSent(store.NewMessage{}) // held after a failed attempt
+	if _, err := s.RetryMany(ctx, h.q, []store.RetryItem{{MsgID: failed.ID, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "503"}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.snooze(h.readID(failed.ID), time.Hour, pay)
+
+	own := h.readSent(store.NewMessage{}) // the handler's own snooze
+	h.snooze(own, time.Hour, "")
+	otherHeld := h.readSent(store.NewMessage{Headers: json.RawMessage(`{"pgbus_kind":"mail"}`)})
+	h.snooze(otherHeld, time.Hour, other)
+	readSince := h.readSent(store.NewMessage{})
+	h.snooze(readSince, time.Hour, pay)
+	// A reader that knows nothing of the mark (pgmq.read) counts a read.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+h.q+`" SET read_ct = read_ct + 1, vt = now() + interval '1 hour' WHERE msg_id = $1`, readSince.ID); err != nil {
+		t.Fatal(err)
+	}
+	delayed, err := s.Send(ctx, h.q, store.NewMessage{Payload: json.RawMessage(`{}`), Delay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := h.readSent(store.NewMessage{})
+
+	live := h.live()
+	for id, want := range map[int64]string{first.ID: pay, failed.ID: pay, otherHeld.ID: other} {
+		if m := live[id]; m.State != store.StateScheduled || m.HeldBy != want {
+			t.Errorf("message %d held by %s: state %q, held by %q", id, want, m.State, m.HeldBy)
+		}
+	}
+	for _, id := range []int64{own.ID, readSince.ID, delayed, inFlight.ID} {
+		if live[id].HeldBy != "" {
+			t.Errorf("message %d is shown held by %q; no breaker holds it", id, live[id].HeldBy)
+		}
+	}
+	if live[readSince.ID].State != store.StateInFlight {
+		t.Errorf("message read since its snooze is %q, want in_flight", live[readSince.ID].State)
+	}
+	_, stats := liveStates(t, s, h.q)
+	if stats.Scheduled != 5 || stats.WaitingRetry != 0 {
+		t.Errorf("stats: scheduled %d, retrying %d; want 5 (three held, a snooze, a delayed send) and 0", stats.Scheduled, stats.WaitingRetry)
+	}
+	if n, err := s.RunNow(ctx, h.q, store.RunNowOptions{DryRun: true}); err != nil || n != 0 {
+		t.Errorf("run-now dry run = %d, %v; a held message is no retry to run now", n, err)
+	}
+
+	// The breaker's users name the queues it looks in.
+	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 0 {
+		t.Fatalf("RunHeldNow before the breaker has users = %d, %v; want 0", n, err)
+	}
+	for _, b := range []string{pay, other} {
+		if err := s.RecordBreakerUsers(ctx, b, []store.BreakerUser{{Queue: h.q}, {Queue: h.q, Kind: "mail"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 2 {
+		t.Fatalf("RunHeldNow(%s) = %d, %v; want the 2 it held", pay, n, err)
+	}
+	live = h.live()
+	for _, id := range []int64{first.ID, failed.ID} {
+		m := live[id]
+		var headers map[string]any
+		_ = json.Unmarshal(m.Headers, &headers)
+		if _, marked := headers[store.HeaderBreakerHold]; m.State != store.StateWaiting || m.HeldBy != "" || marked {
+			t.Errorf("message %d after RunHeldNow: state %q, held by %q, headers %s; want waiting, the mark gone", id, m.State, m.HeldBy, m.Headers)
+		}
+	}
+	want := map[int64]string{own.ID: store.StateScheduled, otherHeld.ID: store.StateScheduled, readSince.ID: store.StateInFlight,
+		delayed: store.StateScheduled, inFlight.ID: store.StateInFlight}
+	for id, state := range want {
+		if live[id].State != state {
+			t.Errorf("message %d after RunHeldNow of another breaker: %q, want %q", id, live[id].State, state)
+		}
+	}
+	if live[otherHeld.ID].HeldBy != other {
+		t.Errorf("message %d lost its breaker: %+v", otherHeld.ID, live[otherHeld.ID])
+	}
+	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 0 {
+		t.Fatalf("RunHeldNow(%s) again = %d, %v; want none left", pay, n, err)
+	}
+	// A failure recorded for the attempt it is on makes the message
+	// retrying again once no breaker holds it and it waits.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+h.q+`" SET vt = now() + interval '1 hour' WHERE msg_id = $1`, failed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.live()[failed.ID]; m.State != store.StateRetrying {
+		t.Errorf("message %d, its failure recorded and no breaker holding it: %q, want retrying", failed.ID, m.State)
+	}
+}
+
+// A read takes the mark off: the handler does not see it, and a snooze
+// of another kind after it leaves the message held by no breaker.
+// Headers that are not an object, another client's, are left as they
+// are by the snooze and by the read.
+func TestBreakerHoldEndsAtRead(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	pay := pgtest.Name("pay")
+	m := h.readSent(store.NewMessage{Headers: json.RawMessage(`{"pgbus_kind":"charge"}`)})
+	h.snooze(m, 0, pay)
+	var raw string
+	if err := s.Pool().QueryRow(ctx, `SELECT headers::text FROM pgmq."q_`+h.q+`" WHERE msg_id = $1`, m.ID).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var marked map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &marked); err != nil || string(marked[store.HeaderBreakerHold]) != `{"breaker": "`+pay+`", "read_ct": 0}` || string(marked["pgbus_kind"]) != `"charge"` {
+		t.Fatalf("headers after a breaker's snooze: %s (%v)", raw, err)
+	}
+	again := h.readID(m.ID)
+	if string(again.Headers) != `{"pgbus_kind": "charge"}` {
+		t.Fatalf("headers the read returned: %s; want the mark taken off", again.Headers)
+	}
+	h.snooze(again, time.Hour, "")
+	if got := h.live()[m.ID]; got.State != store.StateScheduled || got.HeldBy != "" {
+		t.Fatalf("after the handler's own snooze: %+v; want scheduled, held by none", got)
+	}
+
+	var foreign int64
+	if err := s.Pool().QueryRow(ctx, `INSERT INTO pgmq."q_`+h.q+`" (message, headers, vt) VALUES ('{}', '["`+store.HeaderBreakerHold+`"]', now()) RETURNING msg_id`).Scan(&foreign); err != nil {
+		t.Fatal(err)
+	}
+	h.snooze(h.readID(foreign), 0, pay)
+	if got := h.readID(foreign); string(got.Headers) != `["`+store.HeaderBreakerHold+`"]` {
+		t.Fatalf("headers that are not an object, after a snooze and a read: %s; want them as they were", got.Headers)
+	}
+}
+
+// RunHeldNow looks in every level of a queue with priority levels its
+// users name, and passes over a queue dropped since and a name no queue
+// can have.
+func TestRunHeldNowEveryLevel(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	pay := pgtest.Name("pay")
+	levels := pgtest.Name("held")
+	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
+	h := holdTest{t: t, s: s, q: store.PriorityQueueName(levels, 1)}
+	h.snooze(h.readSent(store.NewMessage{}), time.Hour, pay)
+	users := []store.BreakerUser{{Queue: pgtest.Name("dropped")}, {Queue: levels}, {Queue: "Not a queue; DROP TABLE x"}}
+	if err := s.RecordBreakerUsers(ctx, pay, users); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 1 {
+		t.Fatalf("RunHeldNow = %d, %v; want the message of level 1", n, err)
+	}
+	if m := h.live(); len(m) != 1 {
+		t.Fatalf("level 1 after RunHeldNow: %+v", m)
+	} else {
+		for _, msg := range m {
+			if msg.State != store.StateWaiting {
+				t.Fatalf("level 1's message after RunHeldNow: %+v; want waiting", msg)
+			}
+		}
+	}
+}
