@@ -92,12 +92,15 @@ func TestActionsWithoutToken(t *testing.T) {
 		t.Fatalf("pause a queue that does not exist: %d\n%s", code, page)
 	}
 
-	// Reset the open breaker from the circuits page.
+	// Reset the open breaker from the circuits page, which counts the job
+	// it holds.
+	pgtest.Held(t, st, pgtest.NewQueue(t, st, "dash_held"), breaker)
 	_, page, _ = b.get("/circuits")
-	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) {
+	if !strings.Contains(page, breaker) || !strings.Contains(page, "503 from the bank") || !strings.Contains(page, `action="/circuits/reset"`) ||
+		!strings.Contains(page, "Held jobs") || !strings.Contains(page, `<td class="n">1 / 1</td>
+    <td class="n">1</td>`) {
 		t.Fatalf("the circuits page:\n%s", page)
 	}
-	pgtest.Held(t, st, pgtest.NewQueue(t, st, "dash_held"), breaker)
 	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" reset") ||
 		!strings.Contains(page, "It was open") || !strings.Contains(page, "1 job it held while open is visible now") {
 		t.Fatalf("reset: %d\n%s", code, page)

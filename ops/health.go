@@ -776,11 +776,16 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 		return Circuits{}, notFoundf("no circuit breaker is named %q; breakers exist once a handler that uses one has run", clip(req.Name, 80)).
 			with(hint(OpCircuits, "lists every breaker without a name"))
 	}
+	held, err := s.store.HeldByBreaker(ctx, req.Name)
+	if err != nil {
+		return Circuits{}, err
+	}
 	out := Circuits{Circuits: make([]BreakerState, len(all))}
 	bounded := s.opts.Bounds.Response > 0 && !req.All
 	now := s.now()
 	for i, b := range all {
 		out.Circuits[i] = breakerState(b, now)
+		out.Circuits[i].Held = held[b.Name]
 		if bounded {
 			out.Circuits[i].trimUsers(maxBreakerUsers)
 		}

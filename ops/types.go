@@ -80,6 +80,7 @@ type BreakerState struct {
 	LastError             string        `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
+	Held                  int64         `json:"held" jsonschema_description:"Jobs the breaker holds: snoozed while it was open, they wait in its users' queues; a reset runs them at once."`
 	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them; for an agent at most 20, the latest seen."`
 	UsersOmitted          int           `json:"users_omitted,omitempty" jsonschema_description:"Users left out of users, seen longest ago."`
 	UpdatedAt             time.Time     `json:"updated_at"`

@@ -54,18 +54,75 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
 			return total, err
 		}
 		for _, l := range levels {
-			if ok, err := s.QueueExists(ctx, l.queue); err != nil || !ok {
-				if err != nil {
-					return total, err
-				}
-				continue
-			}
 			n, err := s.visibleNowInBatches(ctx, l.queue, held, breaker)
 			total += n
-			if err != nil {
+			if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
 				return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, l.queue, err)
 			}
 		}
 	}
 	return total, nil
+}
+
+// HeldByBreaker counts the messages each circuit breaker holds
+// (HeaderBreakerHold) in the queues of its users, every level of a queue
+// with priority levels: of every breaker when name is empty, else of the
+// one named. A breaker that holds none is not in the map. A queue dropped
+// since is passed over.
+func (s *Store) HeldByBreaker(ctx context.Context, name string) (map[string]int64, error) {
+	rows, err := s.reads.Query(ctx, `SELECT DISTINCT queue_name FROM pgbus.circuit_breaker_users WHERE $1 = '' OR breaker = $1 ORDER BY 1`, name)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the queues of the circuit breakers: %w", err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: read the queues of the circuit breakers: %w", err)
+	}
+	out := map[string]int64{}
+	for _, queue := range queues {
+		if ValidatePhysicalName(queue) != nil {
+			continue
+		}
+		levels, err := s.liveLevels(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range levels {
+			if err := s.countHeld(ctx, l.queue, name, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// countHeld adds the messages of one physical queue that each breaker
+// (or the one named) holds to counts.
+func (s *Store) countHeld(ctx context.Context, queue, name string, counts map[string]int64) error {
+	rows, err := s.reads.Query(ctx, `SELECT q.headers->'`+HeaderBreakerHold+`'->>'breaker' AS breaker, count(*)
+		FROM `+queueTable(queue)+` q WHERE q.vt > now() AND `+breakerHeldSQL+`
+		GROUP BY 1 HAVING $1 = '' OR q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1`, name)
+	if err != nil {
+		if isUndefinedTable(err) {
+			return nil // dropped since its users were recorded
+		}
+		return queueErr(err, "count the messages circuit breakers hold in", queue)
+	}
+	type held struct {
+		Breaker *string
+		N       int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[held])
+	if err != nil {
+		if isUndefinedTable(err) {
+			return nil
+		}
+		return queueErr(err, "count the messages circuit breakers hold in", queue)
+	}
+	for _, h := range got {
+		if h.Breaker != nil {
+			counts[*h.Breaker] += h.N
+		}
+	}
+	return nil
 }

@@ -133,8 +133,18 @@ func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Other tests' breakers share the database: only these two are known.
+	if held, err := s.HeldByBreaker(ctx, ""); err != nil || held[pay] != 2 || held[other] != 1 {
+		t.Fatalf("HeldByBreaker of all = %v, %v; want 2 held by %s, 1 by %s", held, err, pay, other)
+	}
+	if held, err := s.HeldByBreaker(ctx, other); err != nil || len(held) != 1 || held[other] != 1 {
+		t.Fatalf("HeldByBreaker(%s) = %v, %v; want its 1 alone", other, held, err)
+	}
 	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 2 {
 		t.Fatalf("RunHeldNow(%s) = %d, %v; want the 2 it held", pay, n, err)
+	}
+	if held, err := s.HeldByBreaker(ctx, ""); err != nil || held[pay] != 0 || held[other] != 1 {
+		t.Fatalf("HeldByBreaker after RunHeldNow(%s) = %v, %v; want only %s's 1", pay, held, err, other)
 	}
 	live = h.live()
 	for _, id := range []int64{first.ID, failed.ID} {
@@ -207,9 +217,9 @@ func TestBreakerHoldEndsAtRead(t *testing.T) {
 	}
 }
 
-// RunHeldNow looks in every level of a queue with priority levels its
-// users name, and passes over a queue dropped since and a name no queue
-// can have.
+// RunHeldNow and HeldByBreaker look in every level of a queue with
+// priority levels its users name, and pass over a queue dropped since and
+// a name no queue can have.
 func TestRunHeldNowEveryLevel(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -225,6 +235,9 @@ func TestRunHeldNowEveryLevel(t *testing.T) {
 	users := []store.BreakerUser{{Queue: pgtest.Name("dropped")}, {Queue: levels}, {Queue: "Not a queue; DROP TABLE x"}}
 	if err := s.RecordBreakerUsers(ctx, pay, users); err != nil {
 		t.Fatal(err)
+	}
+	if held, err := s.HeldByBreaker(ctx, pay); err != nil || len(held) != 1 || held[pay] != 1 {
+		t.Fatalf("HeldByBreaker = %v, %v; want the message of level 1", held, err)
 	}
 	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 1 {
 		t.Fatalf("RunHeldNow = %d, %v; want the message of level 1", n, err)

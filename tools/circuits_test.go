@@ -41,6 +41,9 @@ func TestCircuitsAndReset(t *testing.T) {
 	if h, ok := findHint(live.Next, "pgbus_circuit_reset"); !ok || h.Args["name"] != name {
 		t.Fatalf("queue messages next = %+v; want the reset of %s", live.Next, name)
 	}
+	if cs := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{"name": name}); len(cs.Circuits) != 1 || cs.Circuits[0].Held != 1 {
+		t.Fatalf("circuits = %+v; want the breaker holding 1 job", cs)
+	}
 	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name})
 	if reset.State != store.BreakerClosed || reset.Name != name || reset.Was != store.BreakerOpen || !reset.Changed || reset.Released != 1 {
 		t.Fatalf("reset = %+v; want it closed, said to have been open, and the job it held made visible", reset)

@@ -114,7 +114,8 @@ name a handler chose) with their state. A breaker opens after its threshold
 of consecutive failures; jobs meeting it open are snoozed without using an
 attempt until the cool-off ends, then one probe goes through (STATE says
 "open, probe due" from then until a job makes that call). This is why a job
-can wait longer than its backoff. --json prints the same result as the
+can wait longer than its backoff. HELD counts the jobs a breaker holds so,
+which pgbus circuit reset runs at once. --json prints the same result as the
 MCP tool pgbus_circuits. NAME shows only that breaker.`,
 		Example: `  pgbus circuits
   pgbus circuits api.example.com
@@ -130,7 +131,7 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")
 					return err
 				}
-				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
+				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "HELD", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
 				for _, b := range cs.Circuits {
 					until, state := "-", b.State
 					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
@@ -139,7 +140,7 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 					if b.ProbeDue {
 						state += ", probe due"
 					}
-					t.row(b.Name, state, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until,
+					t.row(b.Name, state, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, b.Held,
 						agoPtr(b.LastSuccessAt), agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
 				}
 				return t.flush()

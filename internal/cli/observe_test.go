@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,13 @@ func TestCircuits(t *testing.T) {
 	held := pgtest.Held(t, s, "orders", api)
 	if out := d.ok(t, "queue", "messages", "orders"); !strings.Contains(out, "scheduled (breaker "+api+")") || !strings.Contains(out, "next: pgbus circuit reset "+api) {
 		t.Fatalf("queue messages with a job the breaker holds:\n%s", out)
+	}
+	d.json(t, &cs, "circuits")
+	if cs.Circuits[0].Name != api || cs.Circuits[0].Held != 1 || cs.Circuits[1].Held != 0 {
+		t.Fatalf("circuits with a job held: %+v; want %s holding 1", cs.Circuits, api)
+	}
+	if table := d.ok(t, "circuits", api); !strings.Contains(table, "HELD") || !regexp.MustCompile(`open, probe due +2/2 +1m ago +1 `).MatchString(table) {
+		t.Fatalf("circuits table with a job held, HELD 1 wanted:\n%s", table)
 	}
 
 	// Reset closes it, clears its failures and runs the job it held.
