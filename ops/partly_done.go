@@ -16,7 +16,8 @@ import (
 // for one that did nothing, and the result returned with it, and the
 // audit entry, hold the same counts.
 type PartlyDone struct {
-	// Verb is what the call was doing: "retrying", "discarding", "purging".
+	// Verb is what the call was doing: "retrying", "discarding",
+	// "purging", "running now".
 	Verb string
 	// Done is how many messages it handled before it stopped.
 	Done int64
@@ -41,6 +42,7 @@ func (e *PartlyDone) Unwrap() error { return e.Err }
 // 2,032 of up to 100,000 dead messages, which stay retried", for a front
 // end that words the rest itself.
 func (e *PartlyDone) Stopped() string {
+	w := partlyWords[e.Verb]
 	of := ""
 	if e.Limit > 0 {
 		of = " of up to " + thousands(e.Limit)
@@ -49,23 +51,25 @@ func (e *PartlyDone) Stopped() string {
 	if e.Limit > 0 {
 		noun = e.Limit
 	}
-	stay := map[string]string{"retrying": "stay retried", "discarding": "stay discarded", "purging": "are gone"}[e.Verb]
+	stay := w.stayN
 	if e.Done == 1 {
-		stay = map[string]string{"retrying": "stays retried", "discarding": "stays discarded", "purging": "is gone"}[e.Verb]
+		stay = w.stay1
 	}
-	return fmt.Sprintf("stopped after %s %s%s %s, which %s", e.Verb, thousands(e.Done), of, plural.Of(noun, "dead message", "dead messages"), stay)
+	return fmt.Sprintf("stopped after %s %s%s %s, which %s", e.Verb, thousands(e.Done), of, plural.Of(noun, w.noun1, w.nounN), stay)
 }
 
 // Rest is the end of a sentence whose start names what to run again: the
 // same call or command "retries the rest".
-func (e *PartlyDone) Rest() string {
-	switch e.Verb {
-	case "retrying":
-		return "retries the rest"
-	case "discarding":
-		return "discards the rest"
-	}
-	return "purges the rest"
+func (e *PartlyDone) Rest() string { return partlyWords[e.Verb].rest }
+
+// partlyWords word a PartlyDone of each verb: what it handles, what the
+// handled ones are now (of one, of several), and what the same call again
+// does.
+var partlyWords = map[string]struct{ noun1, nounN, stay1, stayN, rest string }{
+	"retrying":    {"dead message", "dead messages", "stays retried", "stay retried", "retries the rest"},
+	"discarding":  {"dead message", "dead messages", "stays discarded", "stay discarded", "discards the rest"},
+	"purging":     {"dead message", "dead messages", "is gone", "are gone", "purges the rest"},
+	"running now": {"retrying message", "retrying messages", "stays visible", "stay visible", "runs the rest now"},
 }
 
 // next is what to do after a call stopped partway: the same call again,

@@ -44,7 +44,7 @@ func partialAudit(t *testing.T, rows []auditRow, op string) map[string]any {
 	return nil
 }
 
-// A bulk retry, discard or purge stopped partway keeps what it did: its
+// A bulk retry, discard, purge or run-now stopped partway keeps what it did: its
 // result, its error and its audit entry count the messages handled before
 // it stopped, not nothing; its next step is the same call again, which
 // does the rest.
@@ -92,6 +92,36 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQDiscard)
 		if m["discarded"] != float64(gone) || m["error"] == nil {
 			t.Errorf("audit entry %v, want discarded %d and the error", m, gone)
+		}
+	})
+	t.Run("run now", func(t *testing.T) {
+		// Two priority levels: the call stops after the first level's
+		// batch.
+		q := uniqueName("runnow")
+		if err := s.CreatePriorityQueue(base, q, 2); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+		pgtest.Retrying(t, s, q+"_p0")
+		pgtest.Retrying(t, s, q+"_p1")
+		ctx, progress := cancelAfterFirst(base)
+		r, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Progress: progress})
+		var pd *ops.PartlyDone
+		if !errors.As(err, &pd) || !errors.Is(err, context.Canceled) || r.Visible != 1 || pd.Done != 1 {
+			t.Fatalf("stopped run-now = %+v, %v; want a PartlyDone counting the 1 made visible", r, err)
+		}
+		if !strings.Contains(err.Error(), "stopped after running now 1 retrying message, which stays visible") || !strings.Contains(err.Error(), "again runs the rest now") {
+			t.Errorf("error %q does not say how many were made visible and what to do", err)
+		}
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"queue_run_now","args":{"queue":"`+q+`"},"why":"runs the rest now"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again, %s", got, want)
+		}
+		m := partialAudit(t, auditRows(t, s, client), ops.OpQueueRunNow)
+		if m["visible"] != float64(1) || !strings.Contains(m["error"].(string), "context canceled") {
+			t.Errorf("audit entry %v, want visible 1 and the error", m)
+		}
+		if left, err := svc.QueueRunNow(base, ops.QueueRunNowRequest{Queue: q, DryRun: true}); err != nil || left.Visible != 1 {
+			t.Fatalf("retrying after the stopped call = %+v, %v; want level 1's message", left, err)
 		}
 	})
 	t.Run("purge", func(t *testing.T) {

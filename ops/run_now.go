@@ -16,6 +16,10 @@ type QueueRunNowRequest struct {
 	Queue  string
 	Kind   string
 	DryRun bool
+	// Progress, when set, is called with the messages made visible so
+	// far after each batch, and total 0: how many there are is not
+	// counted first.
+	Progress func(done, total int)
 }
 
 // QueueRunNow says how many messages a run-now made visible, or in a dry
@@ -63,11 +67,21 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	if err := req.Check(); err != nil {
 		return QueueRunNow{}, err
 	}
-	n, err := s.store.RunNow(ctx, req.Queue, store.RunNowOptions{Kind: req.Kind, DryRun: req.DryRun})
+	opts := store.RunNowOptions{Kind: req.Kind, DryRun: req.DryRun}
+	if req.Progress != nil {
+		opts.Progress = func(done int64) { req.Progress(int(done), 0) }
+	}
+	n, err := s.store.RunNow(ctx, req.Queue, opts)
 	if errors.Is(err, ErrNotFound) {
 		if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
 			return QueueRunNow{}, dropped
 		}
+	}
+	if err != nil && n > 0 {
+		// Stopped partway, the batches done stay done: the result and
+		// the error count them.
+		again := QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind}
+		return QueueRunNow{Queue: req.Queue, Kind: req.Kind, Visible: n, Next: []Hint{}}, partlyDone(err, "running now", n, 0, again.Hint(""))
 	}
 	if err != nil {
 		return QueueRunNow{}, explain(err, hint(OpQueueStats, "lists the queues there are"))

@@ -54,7 +54,7 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
 			return total, err
 		}
 		for _, l := range levels {
-			n, err := s.visibleNowInBatches(ctx, l.queue, held, breaker)
+			n, err := s.visibleNowInBatches(ctx, l.queue, held, breaker, nil)
 			total += n
 			if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
 				return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, l.queue, err)

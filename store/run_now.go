@@ -12,6 +12,9 @@ type RunNowOptions struct {
 	Kind string
 	// DryRun counts the messages and changes nothing.
 	DryRun bool
+	// Progress, when set, is called after each batch with the messages
+	// made visible so far.
+	Progress func(done int64)
 }
 
 // RunNow makes the messages of queue (every level of a queue with
@@ -32,12 +35,17 @@ func (s *Store) RunNow(ctx context.Context, queue string, o RunNowOptions) (int6
 		return 0, err
 	}
 	var total int64
+	progress := o.Progress
 	for _, l := range levels {
+		before := total
+		if progress != nil {
+			o.Progress = func(done int64) { progress(before + done) }
+		}
 		n, err := s.runLevelNow(ctx, l.queue, o)
+		total += n
 		if err != nil {
 			return total, err
 		}
-		total += n
 	}
 	return total, nil
 }
@@ -65,7 +73,7 @@ func (s *Store) runLevelNow(ctx context.Context, queue string, o RunNowOptions) 
 		}
 		return total, nil
 	}
-	n, err := s.visibleNowInBatches(ctx, queue, retrying, o.Kind)
+	n, err := s.visibleNowInBatches(ctx, queue, retrying, o.Kind, o.Progress)
 	if err != nil {
 		return n, queueErr(err, "run the retrying messages now of", queue)
 	}
@@ -80,8 +88,9 @@ func (s *Store) runLevelNow(ctx context.Context, queue string, o RunNowOptions) 
 // messages in msg_id order, each after the last one the batch before made
 // visible, so that none scans again what an earlier one passed; a message
 // a worker holds meanwhile is passed over, not waited for. It returns how
-// many it made visible, those of the batches before an error included.
-func (s *Store) visibleNowInBatches(ctx context.Context, queue string, where func(after string) string, arg string) (int64, error) {
+// many it made visible, those of the batches before an error included;
+// progress, when set, is told that count after each batch.
+func (s *Store) visibleNowInBatches(ctx context.Context, queue string, where func(after string) string, arg string, progress func(int64)) (int64, error) {
 	// = ANY: a join with the picked rows made the planner read the whole
 	// table for each batch.
 	sql := `WITH picked AS (
@@ -100,6 +109,9 @@ func (s *Store) visibleNowInBatches(ctx context.Context, queue string, where fun
 			return total, err
 		}
 		total += n
+		if progress != nil {
+			progress(total)
+		}
 		if n < int64(runNowBatch) {
 			return total, nil
 		}

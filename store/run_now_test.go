@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,5 +169,44 @@ func TestRunNowInBatches(t *testing.T) {
 	_ = tx.Rollback(ctx)
 	if n, err := s.RunNow(ctx, q, store.RunNowOptions{}); err != nil || n != 1 {
 		t.Fatalf("run now once the held message is free = %d, %v; want it", n, err)
+	}
+}
+
+// RunNow tells its progress after each batch, counted across the levels
+// of a queue with priority levels, and a call stopped after a batch
+// returns what it made visible, which stays so, the rest still retrying
+// for the next call. Not parallel: it changes the batch size.
+func TestRunNowProgressAndStop(t *testing.T) {
+	store.SetRunNowBatch(t, 2)
+	s := testStore(t)
+	ctx := testContext(t)
+	levels := pgtest.Name("runnow")
+	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
+	for level := range 2 {
+		for range 3 {
+			pgtest.Retrying(t, s, store.PriorityQueueName(levels, level))
+		}
+	}
+	var told []int64
+	n, err := s.RunNow(ctx, levels, store.RunNowOptions{Progress: func(done int64) { told = append(told, done) }})
+	if err != nil || n != 6 || !slices.Equal(told, []int64{2, 3, 5, 6}) {
+		t.Fatalf("run now = %d, %v, progress %v; want 6, told after each batch of each level: [2 3 5 6]", n, err, told)
+	}
+
+	q := newQueue(t, s)
+	for range 5 {
+		pgtest.Retrying(t, s, q)
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n, err = s.RunNow(stopped, q, store.RunNowOptions{Progress: func(int64) { cancel() }})
+	if !errors.Is(err, context.Canceled) || n != 2 {
+		t.Fatalf("run now stopped after its first batch = %d, %v; want 2 and the cancellation", n, err)
+	}
+	if left, err := s.RunNow(ctx, q, store.RunNowOptions{DryRun: true}); err != nil || left != 3 {
+		t.Fatalf("retrying after the stopped call = %d, %v; want the 3 its first batch left", left, err)
 	}
 }

@@ -40,10 +40,10 @@ func progressReporter(ctx context.Context) func(done, total int) {
 			return
 		}
 		last = done
-		_ = mcpnotify.Progress(ctx, map[string]any{
-			"progressToken": token,
-			"progress":      done,
-			"total":         total,
-		})
+		params := map[string]any{"progressToken": token, "progress": done}
+		if total > 0 { // 0: not counted
+			params["total"] = total
+		}
+		_ = mcpnotify.Progress(ctx, params)
 	}
 }

@@ -29,7 +29,9 @@ func NewQueueRunNow(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: queueRunNowTool(),
 		Handler: handler(d, func(ctx context.Context, in QueueRunNowInput) (ops.QueueRunNow, error) {
-			return d.Ops.QueueRunNow(ctx, in.request())
+			req := in.request()
+			req.Progress = progressReporter(ctx)
+			return d.Ops.QueueRunNow(ctx, req)
 		}),
 	}
 }

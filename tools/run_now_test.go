@@ -1,9 +1,15 @@
 package tools_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -85,6 +91,47 @@ func TestQueueRunNowToolOfOneKind(t *testing.T) {
 	page := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"})
 	if len(page.Items) != 1 || page.Items[0].Kind != "sms" {
 		t.Fatalf("retrying after run now of kind mail: %+v; want the sms message alone", page.Items)
+	}
+}
+
+// pgbus_queue_run_now tells a client that asks for progress how many
+// messages it made visible, after each level's batch, without a total
+// (none is counted first).
+func TestQueueRunNowToolProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := pgtest.Name("levels")
+	if err := e.st.CreatePriorityQueue(testContext(t), q, 2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.st.DropQueue(context.Background(), q) })
+	pgtest.Retrying(t, e.st, store.PriorityQueueName(q, 0))
+	pgtest.Retrying(t, e.st, store.PriorityQueueName(q, 1))
+	var mu sync.Mutex
+	var progress []map[string]any
+	e.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			mu.Lock()
+			progress = append(progress, n.Params.AdditionalFields)
+			mu.Unlock()
+		}
+	})
+	req := mcpCall("pgbus_queue_run_now", map[string]any{"queue": q})
+	req.Params.Meta = &mcp.Meta{ProgressToken: "run-1"}
+	if res, err := e.c.CallTool(testContext(t), req); err != nil || res.IsError {
+		t.Fatalf("run now with progress: %v %+v", err, res)
+	}
+	pgtest.Eventually(t, time.Minute, "two progress notifications", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range progress {
+		if _, total := p["total"]; p["progressToken"] != "run-1" || fmt.Sprint(p["progress"]) != fmt.Sprint(i+1) || total {
+			t.Errorf("progress notification %d: %v; want progress %d and no total", i, p, i+1)
+		}
 	}
 }
 

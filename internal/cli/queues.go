@@ -98,6 +98,11 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 				return err
 			}
 			req.Queue = args[0]
+			if !req.DryRun {
+				bar := a.newProgress(-1, "running now")
+				defer bar.finish()
+				req.Progress = bar.callback()
+			}
 			return run(a, cmd, (*ops.Service).QueueRunNow, req, func(res ops.QueueRunNow) error {
 				verb, kind := "made visible now", ""
 				if res.DryRun {
