@@ -25,8 +25,8 @@ const (
 // most recent events of each session so that a client can resume a broken
 // stream (Last-Event-ID) for as long as they are kept.
 //
-// The server needs one for a second reason: without an event store, mcp-go
-// v1.2.1 may drop a notification a tool sends just before its result (a
+// The server needed one for a second reason: without an event store, mcp-go
+// v1.2.1 could drop a notification a tool sends just before its result (a
 // progress notification, a log record of the call), because two goroutines
 // of the POST race for it; with one, a single goroutine delivers them in
 // order before the result.

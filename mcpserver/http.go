@@ -261,6 +261,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 			server.WithSSEEndpoint(PathSSE),
 			server.WithMessageEndpoint(PathMessage),
 			server.WithKeepAliveInterval(30 * time.Second),
+			server.WithSSEDisableLocalhostProtection(true), // the security gate checks Host, as for TransportHTTP
 		}
 		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
 			opts = append(opts, server.WithSSECORS(server.WithCORSAllowedOrigins(cors...)))

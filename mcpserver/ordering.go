@@ -16,7 +16,7 @@ import (
 
 // Responses wait for the notifications sent before them.
 //
-// mcp-go v1.2.1 hands every notification of a session, progress and log
+// mcp-go v1.2.1 handed every notification of a session, progress and log
 // records of a running call included, to whichever of two readers takes
 // it first: the stream of the POST that carries the call, or the pump of
 // the session's listening stream (GET), once the client opened one. A
@@ -26,7 +26,10 @@ import (
 // TypeScript SDK) drops the notification. The MCP conformance suite's
 // tools-call-with-progress scenario failed that way now and then.
 //
-// mcp-go gives no way to keep a call's notifications on its own stream.
+// v1.6 keeps a call's notifications on its own stream, as far as
+// TestNotificationsBeforeResultWithGETStream sees, but says nothing of it
+// and gives no way to ask for it: the ordering stays, as a guard that
+// costs nothing while every notification takes the call's stream.
 // recentEvents (the event store, which records every event of a
 // Streamable HTTP session before it is written, with its id) and
 // trackWrites (which sees every event written, by id) order them instead:
@@ -264,8 +267,8 @@ func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 
 // awaitNotifications holds a tool call's result until the notifications
 // the call sent (its progress, its log records) are written, at most
-// maxResponseWait. mcp-go v1.2.1 writes those of a request of protocol
-// 2026-07-28 over HTTP from a goroutine of their own, and drops the one
+// maxResponseWait. mcp-go v1.2.1 wrote those of a request of protocol
+// 2026-07-28 over HTTP from a goroutine of their own, and dropped the one
 // that goroutine holds once the result is on its way: the log record of
 // a write call, sent as the call ends, was lost nearly every time.
 func awaitNotifications(next server.ToolHandlerFunc) server.ToolHandlerFunc {

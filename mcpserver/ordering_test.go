@@ -59,11 +59,12 @@ func progressToken(m map[string]any) string {
 	return fmt.Sprint(p["progressToken"])
 }
 
-// With a GET stream open, mcp-go may send a call's notifications on it
-// rather than on the call's own stream; the server still records, and so
-// sends, every notification of a call before the call's result, so that a
-// client does not see a progress notification after the result it belongs
-// to (the TypeScript SDK drops those).
+// With a GET stream open, the server sends every notification of a call
+// before the call's result, on whichever stream carries it (mcp-go before
+// v1.6 sent some on the GET stream, which recorded them later than the
+// call's own stream recorded the result), so that a client does not see a
+// progress notification after the result it belongs to (the TypeScript
+// SDK drops those).
 func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
 	t.Parallel()
 	const calls, notes = 6, 10
@@ -144,6 +145,9 @@ func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
 		readEvents(bufio.NewReader(res.Body), func(ev sseEvent) {
 			if progressToken(ev.msg) == tok {
 				onPOST[tok]++
+				if results[tok] != 0 {
+					t.Errorf("%s: a progress notification on the call's stream comes after its result", tok)
+				}
 			}
 			if ev.msg["result"] != nil {
 				results[tok] = ev.id
@@ -166,17 +170,12 @@ func TestNotificationsBeforeResultWithGETStream(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	viaGET := 0
 	for i := range calls {
 		tok := fmt.Sprintf("call-%d", i)
-		viaGET += len(onGET[tok])
 		for _, id := range onGET[tok] {
 			if id > results[tok] {
 				t.Errorf("%s: progress notification %d on the GET stream comes after the result, event %d", tok, id, results[tok])
 			}
 		}
-	}
-	if viaGET == 0 {
-		t.Fatalf("no progress notification went over the GET stream: the test did not test the race")
 	}
 }

@@ -394,3 +394,43 @@ func TestWrongTokensAreThrottled(t *testing.T) {
 		t.Fatalf("%d refusals with 429 logged, want 2, and no token:\n%s", n, logs.String())
 	}
 }
+
+// A reverse proxy on the same machine forwards to the server over
+// loopback with the Host its clients used: a name given with AllowedHosts
+// is served over every transport, and one not given is refused by the
+// server's own check, which names the flag that allows it.
+func TestAllowedHostOverLoopback(t *testing.T) {
+	t.Parallel()
+	for _, tr := range []string{mcpserver.TransportHTTP, mcpserver.TransportSSE} {
+		base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: tr, AllowedHosts: []string{"mcp.example.com"}})
+		path, method, body := mcpserver.PathMCP, http.MethodPost, initializeBody
+		if tr == mcpserver.TransportSSE {
+			path, method, body = mcpserver.PathSSE, http.MethodGet, ""
+		}
+		for host, want := range map[string]int{"mcp.example.com": http.StatusOK, "evil.example": http.StatusForbidden} {
+			ctx, cancel := context.WithCancel(testContext(t))
+			req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.StatusCode
+			text := ""
+			if got != http.StatusOK {
+				b, _ := io.ReadAll(res.Body)
+				text = string(b)
+			}
+			_ = res.Body.Close()
+			cancel()
+			if got != want || (want == http.StatusForbidden && !strings.Contains(text, "--allowed-hosts")) {
+				t.Errorf("%s over loopback with Host %q: %d %q; want %d", tr, host, got, text, want)
+			}
+		}
+	}
+}

@@ -240,6 +240,11 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		server.WithSessionIdManager(ids),
 		server.WithSessionIdleTTL(cfg.sessionIdleTTL),
 		server.WithEventStore(events),
+		// The security gate in front checks the Host header against the
+		// listen address and AllowedHosts; mcp-go's own check knows only
+		// loopback names and refused a proxy's Host that AllowedHosts
+		// gives.
+		server.WithDisableLocalhostProtection(true),
 	}
 	if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,7 +22,7 @@ func TestReadErrorHidesSecrets(t *testing.T) {
 			&ops.Error{Msg: text, Err: ops.ErrInvalid},
 			fmt.Errorf("%w: %s", ops.ErrNotFound, text),
 		} {
-			out := readError(uri, err).Error()
+			out := readError(context.Background(), uri, err).Error()
 			if !strings.HasPrefix(out, "resource "+uri+": ") {
 				t.Fatalf("readError(%v) = %q, want it to name the resource", err, out)
 			}

@@ -78,7 +78,7 @@ type QueuesDocument struct {
 func (r *reader) queues(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{})
 	if err != nil {
-		return nil, readError(req.Params.URI, err)
+		return nil, readError(ctx, req.Params.URI, err)
 	}
 	return jsonContents(req.Params.URI, QueuesDocument{
 		Queues: res.Queues, Omitted: res.Omitted, Notes: ops.WordAsks(res.Notes, res.Asks, queuesNote),
@@ -99,11 +99,11 @@ func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([
 	uri := req.Params.URI
 	queue, ok := strings.CutSuffix(strings.TrimPrefix(uri, queueStatsPrefix), "/stats")
 	if !strings.HasPrefix(uri, queueStatsPrefix) || !ok || queue == "" || strings.Contains(queue, "/") {
-		return nil, fmt.Errorf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", uri)
+		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", uri))
 	}
 	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
 	if err != nil {
-		return nil, readError(uri, err)
+		return nil, readError(ctx, uri, err)
 	}
 	return jsonContents(uri, res.Queues[0])
 }
@@ -115,18 +115,18 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	uri := req.Params.URI
 	queue, msgID, ok := splitDeadURI(uri)
 	if !ok {
-		return nil, fmt.Errorf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", uri, deadMessageExample)
+		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", uri, deadMessageExample))
 	}
 	id, err := deadMessageID(uri, msgID)
 	if err != nil {
-		return nil, err
+		return nil, badURI(err.Error())
 	}
 	if err := ops.CheckQueueName(queue); err != nil {
-		return nil, fmt.Errorf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err)
+		return nil, badURI(fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err))
 	}
 	m, err := r.d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: true})
 	if err != nil {
-		return nil, readError(uri, err)
+		return nil, readError(ctx, uri, err)
 	}
 	tools.NameHints(reflect.ValueOf(&m), r.d.Ops.ReadOnly())
 	tools.WordNotes(&m)
@@ -183,11 +183,42 @@ func CheckRead(_ context.Context, _ any, message any) error {
 }
 
 // readError turns an engine error into a resource error whose message says
-// what to do, with its secrets hidden as in every other output. mcp-go
-// reports resource errors as JSON-RPC errors carrying the message.
-func readError(uri string, err error) error {
+// what to do, with its secrets hidden as in every other output, and whose
+// JSON-RPC code says what kind of failure it is: a resource that does not
+// exist is "resource not found" (-32002; invalid params, -32602, from
+// protocol 2026-07-28, which retired the MCP-specific code), a URI that
+// names nothing valid invalid params, anything else an internal error.
+func readError(ctx context.Context, uri string, err error) error {
 	msg, _ := ops.RedactText(readErrorText(uri, err))
+	switch {
+	case errors.Is(err, ops.ErrNotFound):
+		code := mcp.RESOURCE_NOT_FOUND
+		if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+			code = mcp.INVALID_PARAMS
+		}
+		return server.NewHandlerError(readFailure{code: code, msg: msg})
+	case errors.Is(err, ops.ErrInvalid):
+		return badURI(msg)
+	}
 	return errors.New(msg)
+}
+
+// badURI is the error of a read whose URI names nothing valid.
+func badURI(msg string) error {
+	return server.NewHandlerError(readFailure{code: mcp.INVALID_PARAMS, msg: msg})
+}
+
+// readFailure is a resource read's error with its JSON-RPC code.
+type readFailure struct {
+	code int
+	msg  string
+}
+
+func (e readFailure) Error() string { return e.msg }
+
+// JSONRPCError is the error as the server answers it.
+func (e readFailure) JSONRPCError() mcp.JSONRPCError {
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, Error: mcp.JSONRPCErrorDetails{Code: e.code, Message: e.msg}}
 }
 
 func readErrorText(uri string, err error) string {
