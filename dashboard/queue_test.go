@@ -210,3 +210,28 @@ func TestQueuePagePauses(t *testing.T) {
 		t.Fatalf("the read-only queue's page: %d\n%s", code, page)
 	}
 }
+
+// A message an open circuit breaker holds says so on its queue's page,
+// with the breaker's name shown as text and the circuits page, where it
+// is reset, linked.
+func TestQueuePageShowsHeldMessages(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_held")
+	breaker := "http:" + injection
+	held := pgtest.Held(t, st, q, breaker)
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	b.login(token)
+	_, page, _ := b.get("/queues/" + q)
+	row := fmt.Sprintf(`<tr data-msg="%d" data-state="scheduled">`, held)
+	i := strings.Index(page, row)
+	if i < 0 {
+		t.Fatalf("no scheduled row of message %d on the queue's page:\n%s", held, page)
+	}
+	cell := page[i:]
+	cell = cell[:strings.Index(cell, "</tr>")]
+	if !strings.Contains(cell, `held by circuit breaker <a href="/circuits">`+html.EscapeString(breaker)+`</a>`) || strings.Contains(cell, injection) {
+		t.Fatalf("the held message's row does not name its breaker, as text, linking the circuits page:\n%s", cell)
+	}
+}
