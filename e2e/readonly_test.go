@@ -101,6 +101,7 @@ func roWriteCalls(w roWorld) map[string]map[string]any {
 		"pgbus_queue_resume":  {"queue": roHeld},
 		"pgbus_queue_run_now": {"queue": roOrders},
 		"pgbus_circuit_reset": {"name": roBreaker},
+		"pgbus_circuit_open":  {"name": roBreaker, "for": "30m"},
 	}
 }
 
@@ -157,7 +158,7 @@ func assertOnlyReadTools(t *testing.T, c *client.Client) {
 			t.Errorf("a read-only server lists %s, which is not annotated read-only", tool.Name)
 		}
 	}
-	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset"} {
+	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset", "pgbus_circuit_open"} {
 		if listed[name] {
 			t.Errorf("a read-only server lists the write tool %s", name)
 		}

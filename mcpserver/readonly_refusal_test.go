@@ -88,6 +88,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},
 		{"pgbus_queue_run_now", map[string]any{"queue": queue, "dry_run": true}, "pgbus queue run-now " + queue + " --dry-run"},
 		{"pgbus_circuit_reset", map[string]any{"name": breaker}, "pgbus circuit reset " + breaker},
+		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "1h30m"}, "pgbus circuit open " + breaker + " --for 1h30m"},
 
 		// Arguments that cannot be read, or make no call, leave the
 		// command without them.
@@ -99,6 +100,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_queue_resume", []any{held}, "pgbus queue resume"},
 		{"pgbus_queue_run_now", map[string]any{"queue": true}, "pgbus queue run-now"},
 		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
+		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "a while"}, "pgbus circuit open"},
 	} {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = tc.tool, tc.args

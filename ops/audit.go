@@ -290,7 +290,7 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 }
 
 // AuditedOps are the operations the audit log records.
-var AuditedOps = []string{OpDLQRetry, OpDLQDiscard, OpDLQRestore, OpDLQPurge, OpQueueCreate, OpQueueDrop, OpQueuePause, OpQueueResume, OpQueuePurge, OpQueueRunNow, OpCircuitReset, OpSend}
+var AuditedOps = []string{OpDLQRetry, OpDLQDiscard, OpDLQRestore, OpDLQPurge, OpQueueCreate, OpQueueDrop, OpQueuePause, OpQueueResume, OpQueuePurge, OpQueueRunNow, OpCircuitReset, OpCircuitOpen, OpSend}
 
 // maxAuditShown bounds the arguments and the result of one entry as the
 // audit shows them, so that a page lists many entries: larger ones are

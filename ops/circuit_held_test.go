@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,5 +79,72 @@ func TestCircuitResetRunsTheJobsItHeld(t *testing.T) {
 	}
 	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Released != 0 || r.Changed {
 		t.Fatalf("second reset = %+v, %v; want nothing left to change", r, err)
+	}
+}
+
+// A breaker opened by hand holds the jobs that use it, which do not run
+// and use no attempt, while the queue's other jobs run; a reset runs them.
+// The opening is audited; a missing or bad name, a time out of range and
+// a read-only server are refused, each saying what to do.
+func TestCircuitOpenHoldsJobs(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	name := uniqueName("maint")
+	cfg := &store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: time.Minute, MaxCoolOff: time.Hour}
+	var calls, others atomic.Int32
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("call", func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil }, engine.HandlerOptions{Breaker: cfg})
+	c.Handle("other", func(ctx context.Context, job *engine.Job) error { others.Add(1); return nil })
+	pgtest.Start(t, c)
+	svc := newService(t, s, ops.Options{})
+	pgtest.Eventually(t, 30*time.Second, "the breaker to be made", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.circuit_breakers WHERE name = $1`, name) == 1
+	})
+
+	client := uniqueName("client")
+	o, err := svc.CircuitOpen(ops.WithClient(ctx, client), ops.CircuitOpenRequest{Name: name, For: time.Hour})
+	if err != nil || o.State != store.BreakerOpen || o.Was != store.BreakerClosed || o.OpenUntil.Before(time.Now().Add(59*time.Minute)) ||
+		len(o.Next) != 2 || o.Next[1].Op != ops.OpCircuitReset {
+		t.Fatalf("open = %+v, %v; want it open for an hour, the reset offered", o, err)
+	}
+	held := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "call"})
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "other"})
+	pgtest.Eventually(t, 30*time.Second, "the other job to run and the call to be held", func() bool {
+		page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
+		return err == nil && others.Load() == 1 && len(page.Items) == 1 && page.Items[0].MsgID == held && page.Items[0].HeldBy == name && page.Items[0].ReadCount == 0
+	})
+	if calls.Load() != 0 {
+		t.Fatalf("%d calls ran through the breaker opened by hand", calls.Load())
+	}
+	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Released != 1 {
+		t.Fatalf("reset = %+v, %v; want the held job run", r, err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "the held job to run after the reset", func() bool { return calls.Load() == 1 })
+
+	for _, c := range []struct {
+		req  ops.CircuitOpenRequest
+		kind error
+		says string
+	}{
+		{ops.CircuitOpenRequest{For: time.Hour}, ops.ErrInvalid, "name is required"},
+		{ops.CircuitOpenRequest{Name: strings.Repeat("b", 10_000), For: time.Hour}, ops.ErrInvalid, "no breaker has a name over 200"},
+		{ops.CircuitOpenRequest{Name: "a\x00b", For: time.Hour}, ops.ErrInvalid, "name"},
+		{ops.CircuitOpenRequest{Name: name}, ops.ErrInvalid, "1s to 168h"},
+		{ops.CircuitOpenRequest{Name: name, For: -time.Minute}, ops.ErrInvalid, "1s to 168h"},
+		{ops.CircuitOpenRequest{Name: name, For: ops.MaxOpenByHand + time.Hour}, ops.ErrInvalid, "1s to 168h"},
+		{ops.CircuitOpenRequest{Name: "x'; DROP TABLE pgbus.circuit_breakers; --", For: time.Hour}, ops.ErrNotFound, "does not exist"},
+	} {
+		if _, err := svc.CircuitOpen(ctx, c.req); !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.says) || len(err.Error()) > 400 {
+			t.Errorf("open %.60q for %s: %.300v; want %v saying %q", c.req.Name, c.req.For, err, c.kind, c.says)
+		}
+	}
+	ro := newService(t, s, ops.Options{ReadOnly: true})
+	if _, err := ro.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: name, For: time.Hour}); !errors.Is(err, ops.ErrReadOnly) {
+		t.Errorf("open on a read-only server: %v; want it refused", err)
+	}
+	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitOpen || rows[0].IsError || !strings.Contains(rows[0].Arguments, `"for_seconds": 3600`) {
+		t.Fatalf("audit rows = %+v; want the one circuit_open, for 3600 seconds", rows)
 	}
 }

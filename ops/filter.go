@@ -218,6 +218,12 @@ func formatAge(d time.Duration) string {
 	if d > 0 && d%day == 0 {
 		return strconv.FormatInt(int64(d/day), 10) + "d"
 	}
+	return shortDuration(d)
+}
+
+// shortDuration writes d as time.ParseDuration reads it, without its zero
+// minutes and seconds (72h rather than 72h0m0s).
+func shortDuration(d time.Duration) string {
 	s := d.String()
 	if t, ok := strings.CutSuffix(s, "m0s"); ok {
 		s = t + "m"

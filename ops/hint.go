@@ -31,6 +31,7 @@ const (
 	OpWorkers       = "workers"
 	OpCircuits      = "circuits"
 	OpCircuitReset  = "circuit_reset"
+	OpCircuitOpen   = "circuit_open"
 	OpAudit         = "audit"
 	// OpMigrate and OpWork have no request type here: they are how the
 	// schema is created and how workers are started.

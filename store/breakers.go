@@ -369,3 +369,34 @@ func (s *Store) ResetBreaker(ctx context.Context, name string) (BreakerWas, erro
 	}
 	return was, nil
 }
+
+// MaxOpenByHand is the longest OpenBreaker holds a breaker open: the
+// longest cool-off a breaker may have.
+const MaxOpenByHand = 7 * 24 * time.Hour
+
+// OpenBreaker opens a breaker by hand for d, as for a downstream known to
+// be down or under maintenance: the jobs that meet it are held (snoozed,
+// no attempt used) until then, when the next one probes it, as after a
+// cool-off. A probe under way meanwhile leaves it open whatever its
+// outcome. It returns what the breaker was and when it lets a probe
+// through.
+func (s *Store) OpenBreaker(ctx context.Context, name string, d time.Duration) (BreakerWas, time.Time, error) {
+	if d < time.Second || d > MaxOpenByHand {
+		return BreakerWas{}, time.Time{}, invalidf("open circuit breaker %q for %s: give 1s to %s", name, d, MaxOpenByHand)
+	}
+	var was BreakerWas
+	var until time.Time
+	err := s.db.QueryRow(ctx, `
+		WITH old AS (SELECT name, state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		UPDATE pgbus.circuit_breakers b SET state = 'open', opened_at = CASE WHEN old.state = 'closed' THEN now() ELSE coalesce(b.opened_at, now()) END,
+			open_until = now() + $2 * interval '1 millisecond', probe_until = NULL, updated_at = now()
+		FROM old WHERE b.name = old.name
+		RETURNING old.state, old.consecutive_failures, b.open_until`, name, d.Milliseconds()).Scan(&was.State, &was.ConsecutiveFailures, &until)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist", name)
+	}
+	if err != nil {
+		return BreakerWas{}, time.Time{}, fmt.Errorf("store: open circuit breaker %q: %w", name, err)
+	}
+	return was, until, nil
+}

@@ -416,3 +416,68 @@ func TestRetentionDeletesBreakersNoneUses(t *testing.T) {
 		}
 	}
 }
+
+// A breaker opened by hand holds its jobs until the time given: a closed
+// one refuses calls until then, with that time to come back at; a probe
+// under way when it was opened leaves it open whatever its outcome; and
+// once the time is up the next call probes it. A missing breaker and a
+// time out of range are refused.
+func TestOpenBreakerByHand(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("maint")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	was, until, err := s.OpenBreaker(ctx, name, time.Hour)
+	if err != nil || was.State != store.BreakerClosed || until.Before(time.Now().Add(59*time.Minute)) || until.After(time.Now().Add(61*time.Minute)) {
+		t.Fatalf("open = %+v, %v, %v; want it was closed and open for an hour", was, until, err)
+	}
+	v, err := s.AcquireBreaker(ctx, name, time.Minute)
+	if err != nil || v.Allowed || !v.RetryAt.Equal(until) {
+		t.Fatalf("verdict of the breaker opened by hand = %+v, %v; want a wait until %v", v, err, until)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerOpen || st.OpenedAt == nil {
+		t.Fatalf("breaker opened by hand: %+v", st)
+	}
+
+	// A probe under way when it is opened by hand changes nothing.
+	probing := cooledBreaker(t, s)
+	probe, err := s.AcquireBreaker(ctx, probing, time.Hour)
+	if err != nil || !probe.Probe {
+		t.Fatalf("verdict = %+v, %v; want the probe", probe, err)
+	}
+	if was, _, err := s.OpenBreaker(ctx, probing, time.Hour); err != nil || was.State != store.BreakerHalfOpen {
+		t.Fatalf("open during a probe = %+v, %v; want it was half_open", was, err)
+	}
+	if change, err := s.BreakerSucceeded(ctx, probing); err != nil || change.Changed() {
+		t.Fatalf("the probe's success after the breaker was opened by hand = %+v, %v; want no change", change, err)
+	}
+	if change, err := s.ReleaseBreakerProbe(ctx, probing, probe.ProbeUntil); err != nil || change.Changed() {
+		t.Fatalf("the probe given back after the breaker was opened by hand = %+v, %v; want no change", change, err)
+	}
+	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerOpen {
+		t.Fatalf("breaker after its probe ended: %+v; want it open still", st)
+	}
+
+	// Its time up, the next call is the probe.
+	if _, _, err := s.OpenBreaker(ctx, name, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.AcquireBreaker(ctx, name, time.Minute); err != nil || !v.Probe {
+		t.Fatalf("verdict once the time is up = %+v, %v; want the probe", v, err)
+	}
+
+	if _, _, err := s.OpenBreaker(ctx, uniqueName("nope"), time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("open of a missing breaker: %v; want not found", err)
+	}
+	for _, d := range []time.Duration{0, -time.Hour, 999 * time.Millisecond, store.MaxOpenByHand + time.Second} {
+		if _, _, err := s.OpenBreaker(ctx, name, d); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("open for %s: %v; want it refused", d, err)
+		}
+	}
+}

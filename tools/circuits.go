@@ -14,9 +14,9 @@ type CircuitsInput struct {
 	Name string `json:"name,omitempty" jsonschema_description:"Only the breaker of this name, as this list shows it (an HTTP host, a command, or a handler's breaker name). Omit it to list every breaker."`
 }
 
-const circuitsDescription = `Circuit breakers shared by all workers: one per downstream (an HTTP host, a command, or a name a handler chose). A breaker opens after a threshold of consecutive failures; jobs meeting it open are snoozed (no attempt used) until the cool-off ends, then one probe goes through: success closes it, failure reopens it for twice as long. Each breaker shows when a call through it last succeeded and last failed, its last error, and the queues and kinds whose handlers use it.
+const circuitsDescription = `Circuit breakers shared by all workers, one per downstream (an HTTP host, a command, or a chosen name). A breaker opens after a threshold of consecutive failures; jobs meeting it open wait (no attempt used) until the cool-off ends, then one probe goes through: success closes it, failure reopens it for twice as long. Each shows its last success, failure and error, the jobs it holds, and the queues and kinds using it.
 
-Use it when pgbus_queue_stats shows work scheduled but not running, or failures cluster on one downstream; name picks one breaker. Next: if the downstream is known to be back, pgbus_circuit_reset closes the breaker at once.`
+Use it when pgbus_queue_stats shows work scheduled but not running, or failures cluster on one downstream. Next: pgbus_circuit_reset once the downstream is back; pgbus_circuit_open holds its jobs during maintenance.`
 
 // NewCircuits returns the pgbus_circuits tool.
 func NewCircuits(d Deps) server.ServerTool {

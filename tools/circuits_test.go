@@ -73,3 +73,53 @@ func TestCircuitsAndReset(t *testing.T) {
 		t.Fatalf("audit of resets: %+v", rows)
 	}
 }
+
+// pgbus_circuit_open opens a breaker by hand for the time given, audited
+// with the client's name; a missing, mistyped or out-of-range for, a
+// missing, huge or injected name and an unknown argument are tool errors
+// saying what to pass, which change nothing.
+func TestCircuitOpenTool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	ctx := testContext(t)
+	name := uniqueName("http_maint")
+	if err := e.st.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args map[string]any
+		says string
+	}{
+		{map[string]any{"name": name}, "for is required"},
+		{map[string]any{"name": name, "for": 30}, "for"},
+		{map[string]any{"name": name, "for": "soon"}, `for "soon" is not a duration`},
+		{map[string]any{"name": name, "for": "0s"}, "1s to 168h"},
+		{map[string]any{"name": name, "for": "200h"}, "1s to 168h"},
+		{map[string]any{"name": name, "for": "-1h"}, "1s to 168h"},
+		{map[string]any{"for": "1h"}, "name is required"},
+		{map[string]any{"name": strings.Repeat("x", 100_000), "for": "1h"}, "at most 10240"},
+		{map[string]any{"name": strings.Repeat("x", 300), "for": "1h"}, "no breaker has a name over 200"},
+		{map[string]any{"name": "x'); DROP TABLE pgbus.circuit_breakers; -- " + name, "for": "1h"}, "does not exist"},
+		{map[string]any{"name": name, "for": "1h", "until": "tomorrow"}, "until"},
+	} {
+		e.callErr(t, "pgbus_circuit_open", c.args, c.says)
+	}
+	if st, err := e.st.ListBreakers(ctx, name); err != nil || len(st) != 1 || st[0].State != store.BreakerClosed {
+		t.Fatalf("breaker after refused calls: %+v, %v; want it closed still", st, err)
+	}
+	out := callOK[ops.CircuitOpen](t, e, "pgbus_circuit_open", map[string]any{"name": name, "for": "45m"})
+	if out.State != store.BreakerOpen || out.Was != store.BreakerClosed || out.OpenUntil.Before(time.Now().Add(44*time.Minute)) || out.OpenUntil.After(time.Now().Add(46*time.Minute)) {
+		t.Fatalf("open = %+v; want it open for 45 minutes", out)
+	}
+	if h, ok := findHint(out.Next, "pgbus_circuit_reset"); !ok || h.Args["name"] != name {
+		t.Errorf("open next = %+v; want the reset of %s", out.Next, name)
+	}
+	// The opening is audited, and so is the call on a missing breaker,
+	// which reached the database; the refused calls are not.
+	if rows := auditRows(t, e.st, "circuit_open", `"`+name+`"`); len(rows) != 1 || rows[0].IsError || !strings.Contains(string(rows[0].Arguments), `"for_seconds": 2700`) {
+		t.Fatalf("audit of the opening: %+v; want it alone, for 2700 seconds", rows)
+	}
+	if rows := auditRows(t, e.st, "circuit_open", "DROP TABLE pgbus.circuit_breakers; -- "+name); len(rows) != 1 || !rows[0].IsError {
+		t.Fatalf("audit of the opening of a missing breaker: %+v; want it, as an error", rows)
+	}
+}

@@ -13,7 +13,7 @@ type HealthInput struct{}
 
 const healthDescription = `One-look health of pgbus: OK, DEGRADED or STALLED, with a reason for each problem (stalled backlog, no_workers: no running worker serves a queue with ready or retrying messages, never served or its workers stopped; stale workers, new dead letters, paused queues, circuit_open: a breaker in use is open and its jobs wait; dlq_of_dropped_queue: a queue was dropped while its DLQ holds dead messages; workers_of_dropped_queue: running workers serve a queue that was dropped, waiting for it to be created again) and totals of backlog, dead messages and running workers; STALLED reasons come first; omitted counts those that did not fit. payload_policy says whether payloads may be shown and which payload fields are safe to show without them. UNREACHABLE (reason database_unreachable): the database does not answer (down or restarting) and every tool fails until it does; call pgbus_health again in a moment. A NOTICE reason leaves the verdict as it is: schema_newer means a newer pgbus migrated the database; this server works on without what it added; tell the operator to upgrade it.
 
-Use it first when asked "is anything wrong?" or before investigating failures. Next: for dead letters call pgbus_dlq_summary; for a slow or stalled queue call pgbus_queue_stats and pgbus_queue_messages; for worker problems call pgbus_workers; for an open breaker call pgbus_circuits. Each reason's next names the tool to call.`
+Use it first when asked "is anything wrong?" or before investigating failures. Next: each reason's next names the tool to call; dead letters start at pgbus_dlq_summary, a stalled queue at pgbus_queue_messages.`
 
 // NewHealth returns the pgbus_health tool.
 func NewHealth(d Deps) server.ServerTool {

@@ -51,6 +51,10 @@ func Refusals(d Deps) []server.ServerTool {
 		refusing(circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (ops.Hint, error) {
 			return in.request().Hint(""), nil
 		}),
+		refusing(circuitOpenTool(), ops.OpCircuitOpen, func(in CircuitOpenInput) (ops.Hint, error) {
+			req, err := in.request()
+			return req.Hint(""), err
+		}),
 	}
 }
 

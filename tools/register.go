@@ -32,6 +32,7 @@ func All(d Deps) []server.ServerTool {
 			NewQueueResume(d),
 			NewQueueRunNow(d),
 			NewCircuitReset(d),
+			NewCircuitOpen(d),
 		)
 	}
 	return tools

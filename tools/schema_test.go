@@ -154,8 +154,8 @@ func TestSchemas(t *testing.T) {
 	t.Parallel()
 	all := tools.All(listDeps(t, false))
 	readOnly := tools.All(listDeps(t, true))
-	if len(all) != 18 || len(readOnly) != 10 {
-		t.Fatalf("want 18 tools, 10 of them read-only; got %d and %d", len(all), len(readOnly))
+	if len(all) != 19 || len(readOnly) != 10 {
+		t.Fatalf("want 19 tools, 10 of them read-only; got %d and %d", len(all), len(readOnly))
 	}
 	for _, st := range all {
 		tool := st.Tool

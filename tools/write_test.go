@@ -319,7 +319,7 @@ func TestReadOnly(t *testing.T) {
 	// Called anyway, each write tool answers what to tell the user: the
 	// command an operator can run, here without arguments, since no one
 	// call of these arguments is valid for every tool.
-	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset"} {
+	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset", "pgbus_circuit_open"} {
 		command := strings.Replace("pgbus "+strings.ReplaceAll(strings.TrimPrefix(name, "pgbus_"), "_", " "), "run now", "run-now", 1)
 		e.callErr(t, name, map[string]any{"ids": ids, "queue": q, "older_than": "0s", "confirm": true},
 			name+" is not available: this server is read-only", "nothing was changed", "an operator can run: "+command)

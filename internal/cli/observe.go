@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -203,8 +204,43 @@ same result as the MCP tool pgbus_circuit_reset.`,
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
 	})
-	cmd.AddCommand(reset)
+	cmd.AddCommand(reset, a.circuitOpenCommand())
 	return cmd
+}
+
+func (a *app) circuitOpenCommand() *cobra.Command {
+	var req ops.CircuitOpenRequest
+	cmd := &cobra.Command{
+		Use:   "open NAME --for DURATION",
+		Short: "Open a circuit breaker by hand, for a downstream known to be down or under maintenance",
+		Long: `Open a circuit breaker for a while, as before a downstream's maintenance
+window or once it is known to be down: every job whose handler uses the
+breaker, in whatever queue, is held (state scheduled, no attempt used)
+instead of failing toward its DLQ, while the queues' other jobs run.
+When --for is up, the next job probes the downstream: success closes the
+breaker, failure keeps it open for its cool-off. pgbus circuit reset NAME
+ends it early and runs the held jobs at once. --for takes 1s to 168h.`,
+		Example: `  pgbus circuit open http:api.example.com:443 --for 30m
+  pgbus circuit reset http:api.example.com:443`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("for") {
+				return usageError{errors.New("--for is required: how long to hold the breaker's jobs, such as --for 30m (1s to 168h)")}
+			}
+			if err := checkDuration("for", req.For, time.Second, ops.MaxOpenByHand, "a breaker is opened for a second or more"); err != nil {
+				return err
+			}
+			req.Name = args[0]
+			return run(a, cmd, (*ops.Service).CircuitOpen, req, func(res ops.CircuitOpen) error {
+				fmt.Fprintf(a.stdout, "circuit breaker %s was %s; it is open until %s (%s): its jobs wait, no attempt used, then the next one probes it\n",
+					res.Name, res.Was, res.OpenUntil.Local().Format(time.DateTime), ago(res.OpenUntil))
+				printNext(a.stdout, res.Next)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&req.For, "for", 0, "how long the breaker stays open, 1s to 168h")
+	return jsonFlag(cmd)
 }
 
 func (a *app) queueMessagesCommand() *cobra.Command {

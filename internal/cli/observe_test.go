@@ -461,3 +461,52 @@ func firstLine(out string) string {
 	line, _, _ := strings.Cut(out, "\n")
 	return line
 }
+
+// circuit open holds a breaker open for the time --for gives, says until
+// when and how to end it early, and refuses a missing or bad --for and a
+// breaker that does not exist, each saying what to do.
+func TestCircuitOpen(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := pgtest.OpenStore(t, d.url)
+	ctx := context.Background()
+	const name = "http:api.example.com:443"
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"circuit", "open", name}, "--for is required"},
+		{[]string{"circuit", "open", name, "--for", "0s"}, "--for 0s is too short"},
+		{[]string{"circuit", "open", name, "--for", "169h"}, "at most 168h"},
+		{[]string{"circuit", "open", name, "--for", "soon"}, "--for"},
+		{[]string{"circuit", "open", "--for", "1h"}, "arg"},
+	} {
+		if msg := d.fails(t, 2, c.args...); !strings.Contains(msg, c.says) {
+			t.Errorf("%v: %q; want it to say %q", c.args, msg, c.says)
+		}
+	}
+	if msg := d.fails(t, 3, "circuit", "open", "http:nosuch:80", "--for", "1h"); !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
+		t.Fatalf("open of a missing breaker: %q", msg)
+	}
+	out := d.ok(t, "circuit", "open", name, "--for", "30m")
+	if !regexp.MustCompile(`^circuit breaker `+regexp.QuoteMeta(name)+` was closed; it is open until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (29m|30m)\): its jobs wait`).MatchString(out) ||
+		!strings.Contains(out, "next: pgbus circuit reset "+name) {
+		t.Fatalf("circuit open:\n%s", out)
+	}
+	var again ops.CircuitOpen
+	d.json(t, &again, "circuit", "open", name, "--for", "2h")
+	if again.Was != store.BreakerOpen || again.State != store.BreakerOpen || again.OpenUntil.Before(time.Now().Add(119*time.Minute)) {
+		t.Fatalf("circuit open --json of an open breaker: %+v; want it open two hours more", again)
+	}
+	var cs ops.Circuits
+	d.json(t, &cs, "circuits", name)
+	if len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerOpen || cs.Open != 1 {
+		t.Fatalf("circuits after circuit open: %+v", cs)
+	}
+	if entries := d.audit(t); len(entries) != 3 || entries[0].Op != ops.OpCircuitOpen || entries[0].IsError || entries[1].IsError || entries[2].Op != ops.OpCircuitOpen || !entries[2].IsError {
+		t.Fatalf("audit log: %+v; want the two openings and the refused one", entries)
+	}
+}

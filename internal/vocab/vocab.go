@@ -18,7 +18,7 @@ var tools = map[string]bool{
 	ops.OpQueueResume: true, ops.OpDLQSummary: true, ops.OpDLQList: true, ops.OpDLQShow: true,
 	ops.OpDLQRetry: true, ops.OpDLQDiscard: true, ops.OpDLQPurge: true, ops.OpWorkers: true,
 	ops.OpCircuits: true, ops.OpCircuitReset: true, ops.OpAudit: true, ops.OpDLQDiscarded: true,
-	ops.OpDLQRestore: true, ops.OpQueueRunNow: true,
+	ops.OpDLQRestore: true, ops.OpQueueRunNow: true, ops.OpCircuitOpen: true,
 }
 
 // Tool returns the MCP tool of an operation, and false when no tool does
@@ -34,6 +34,7 @@ func Tool(op string) (string, bool) {
 var writes = map[string]bool{
 	ops.OpQueuePause: true, ops.OpQueueResume: true, ops.OpDLQRetry: true, ops.OpDLQDiscard: true,
 	ops.OpDLQPurge: true, ops.OpCircuitReset: true, ops.OpDLQRestore: true, ops.OpQueueRunNow: true,
+	ops.OpCircuitOpen: true,
 }
 
 // ToolOn is Tool on a server that may be read-only: there no tool does a
@@ -90,6 +91,7 @@ var commands = map[string]struct {
 	ops.OpWorkers:       {"pgbus workers", nil},
 	ops.OpCircuits:      {"pgbus circuits", []string{"name"}},
 	ops.OpCircuitReset:  {"pgbus circuit reset", []string{"name"}},
+	ops.OpCircuitOpen:   {"pgbus circuit open", []string{"name"}},
 	ops.OpAudit:         {"pgbus audit", nil},
 	ops.OpMigrate:       {"pgbus migrate", nil},
 	ops.OpWork:          {"pgbus work", nil},

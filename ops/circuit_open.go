@@ -1,0 +1,86 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// CircuitOpenRequest names the breaker to open by hand and for how long.
+type CircuitOpenRequest struct {
+	Name string
+	// For is how long the breaker stays open: 1s to MaxOpenByHand.
+	For time.Duration
+}
+
+// MaxOpenByHand is the longest a breaker is opened by hand.
+const MaxOpenByHand = store.MaxOpenByHand
+
+// CircuitOpen is a breaker opened by hand.
+type CircuitOpen struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Was is the breaker's state before: closed, open or half_open.
+	Was string `json:"was"`
+	// OpenUntil is when the next job that meets it probes it.
+	OpenUntil time.Time `json:"open_until"`
+	Next      []Hint    `json:"next"`
+}
+
+// CircuitOpen opens a circuit breaker by hand for a while, as for a
+// downstream known to be down or under maintenance: every job whose
+// handler uses the breaker, in whatever queue, is held (snoozed, no
+// attempt used) instead of failing toward its DLQ, while the other jobs
+// of the same queues run. When the time is up the next job probes the
+// downstream, as after a cool-off; CircuitReset ends it early and runs the
+// held jobs at once.
+func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out CircuitOpen, err error) {
+	ctx, end, err := s.enter(ctx, "CircuitOpen", writesOnce)
+	if err != nil {
+		return out, err
+	}
+	defer end()
+	defer func() {
+		s.record(ctx, OpCircuitOpen, map[string]any{"name": req.Name, "for_seconds": req.For.Seconds()}, out, err)
+	}()
+	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
+	if err := s.checkWrite(OpCircuitOpen); err != nil {
+		return CircuitOpen{}, err
+	}
+	if err := req.Check(); err != nil {
+		return CircuitOpen{}, err
+	}
+	was, until, err := s.store.OpenBreaker(ctx, req.Name, req.For)
+	if err != nil {
+		return CircuitOpen{}, explain(err, hint(OpCircuits, "lists the breakers"))
+	}
+	return CircuitOpen{Name: req.Name, State: store.BreakerOpen, Was: was.State, OpenUntil: until, Next: []Hint{
+		hint(OpCircuits, "counts the jobs it holds (held)"),
+		CircuitResetRequest{Name: req.Name}.Hint("once the downstream is back, closes it early and runs the jobs it holds at once"),
+	}}, nil
+}
+
+// Check refuses a request that names no breaker, a name no breaker can
+// have, or a time out of range.
+func (r CircuitOpenRequest) Check() error {
+	if err := checkText("name", r.Name); err != nil {
+		return err
+	}
+	switch {
+	case r.Name == "":
+		return invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
+	case len(r.Name) > store.MaxBreakerName:
+		return invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(r.Name, 80), len(r.Name), store.MaxBreakerName).
+			with(hint(OpCircuits, "lists the breakers"))
+	case r.For < time.Second || r.For > MaxOpenByHand:
+		return invalidf("for %s is out of range: open a breaker for 1s to %s (%s), such as 30m for a maintenance window", r.For, MaxOpenByHand, fmt.Sprint(MaxOpenByHand/(24*time.Hour))+" days")
+	}
+	return nil
+}
+
+// Hint is r as a next step: the same opening.
+func (r CircuitOpenRequest) Hint(why string) Hint {
+	return hint(OpCircuitOpen, why, "name", r.Name, "for", shortDuration(r.For))
+}

@@ -1,0 +1,49 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// CircuitOpenInput is the input of pgbus_circuit_open.
+type CircuitOpenInput struct {
+	Name string `json:"name" jsonschema_description:"Breaker name as pgbus_circuits lists it."`
+	For  string `json:"for" jsonschema_description:"How long it stays open: a duration such as 30m or 2h, 1s to 168h."`
+}
+
+const circuitOpenDescription = `Opens a circuit breaker by hand for a while, for a downstream known to be down or in maintenance: jobs using it wait, no attempt used, while other jobs run; then one probe goes through. pgbus_circuit_reset ends it early.`
+
+func circuitOpenTool() mcp.Tool {
+	return newTool("pgbus_circuit_open", circuitOpenDescription, writeAnnotations("Open a circuit breaker", false, true), CircuitOpenInput{}, ops.CircuitOpen{})
+}
+
+// NewCircuitOpen returns the pgbus_circuit_open tool.
+func NewCircuitOpen(d Deps) server.ServerTool {
+	return server.ServerTool{
+		Tool: circuitOpenTool(),
+		Handler: handler(d, func(ctx context.Context, in CircuitOpenInput) (ops.CircuitOpen, error) {
+			req, err := in.request()
+			if err != nil {
+				return ops.CircuitOpen{}, err
+			}
+			return d.Ops.CircuitOpen(ctx, req)
+		}),
+	}
+}
+
+// request is the opening the arguments ask for.
+func (in CircuitOpenInput) request() (ops.CircuitOpenRequest, error) {
+	if in.For == "" {
+		return ops.CircuitOpenRequest{}, fixf("for is required: pass how long the breaker stays open, such as 30m or 2h (1s to 168h)")
+	}
+	d, err := time.ParseDuration(in.For)
+	if err != nil {
+		return ops.CircuitOpenRequest{}, fixf("for %q is not a duration; pass one such as 30m or 2h (1s to 168h)", shorten(in.For))
+	}
+	return ops.CircuitOpenRequest{Name: in.Name, For: d}, nil
+}
