@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/ops"
@@ -156,6 +157,33 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request, v *view) {
 	s.render(w, r, http.StatusOK, "done", v, d)
 }
 
+// openTimes are the times the circuits page offers to open a breaker
+// for, as the form's for values.
+var openTimes = []string{"15m", "30m", "1h", "2h", "4h", "8h", "24h"}
+
+// circuitOpen opens a breaker by hand from the circuits page, for one of
+// openTimes (any duration the operations layer takes is read).
+func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
+	v.Title, v.Nav = "Open a circuit breaker", "circuits"
+	d, err := time.ParseDuration(strings.TrimSpace(r.PostFormValue("for")))
+	if err != nil {
+		s.refuse(w, r, v, http.StatusBadRequest, "For how long? Give a duration such as 30m or 2h, as the circuits page offers.")
+		return
+	}
+	res, err := s.svc.CircuitOpen(r.Context(), ops.CircuitOpenRequest{Name: strings.TrimSpace(r.PostFormValue("name")), For: d})
+	if err != nil {
+		s.fail(w, r, v, err)
+		return
+	}
+	done := done{Heading: "Circuit breaker " + res.Name + " opened", Lines: []string{
+		fmt.Sprintf("It was %s, and is open until %s (%s): the jobs whose handlers use it wait, no attempt used, while the queues' other jobs run. Then the next job probes the downstream.",
+			res.Was, res.OpenUntil.UTC().Format("2006-01-02 15:04:05 UTC"), v.ago(res.OpenUntil)),
+		"Reset it from the circuits page to end this early: the jobs it held run at once."},
+		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	v.Title = done.Heading
+	s.render(w, r, http.StatusOK, "done", v, done)
+}
+
 func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name"))})
 	if err != nil {
@@ -212,7 +240,7 @@ func (auditData) Target(e ops.AuditEntry) string {
 			return "/"
 		}
 		return queuePath(args.Queue)
-	case e.Op == ops.OpCircuitReset:
+	case e.Op == ops.OpCircuitReset, e.Op == ops.OpCircuitOpen:
 		return "/circuits"
 	}
 	return ""

@@ -115,6 +115,29 @@ func TestActionsWithoutToken(t *testing.T) {
 		t.Fatalf("the breaker after its reset: %+v, %v; want it closed", cs, err)
 	}
 
+	// Open it from the circuits page for a time it offers; a time that is
+	// no duration, or out of range, is refused and changes nothing.
+	_, page, _ = b.get("/circuits")
+	if !strings.Contains(page, `action="/circuits/open"`) || !strings.Contains(page, `<option selected>30m</option>`) {
+		t.Fatalf("the circuits page offers no opening for 30m:\n%s", page)
+	}
+	for _, bad := range []string{"soon", "200h", ""} {
+		if code, page, _ := b.post("/circuits/open", url.Values{"csrf": {token}, "name": {breaker}, "for": {bad}}, nil); code != http.StatusBadRequest {
+			t.Fatalf("open for %q: %d\n%s", bad, code, page)
+		}
+	}
+	if cs, _ := svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker}); cs.Circuits[0].State != store.BreakerClosed {
+		t.Fatalf("refused openings changed the breaker: %+v", cs.Circuits[0])
+	}
+	if code, page, _ := b.post("/circuits/open", url.Values{"csrf": {token}, "name": {breaker}, "for": {"2h"}}, nil); code != http.StatusOK ||
+		!strings.Contains(page, breaker+" opened") || !strings.Contains(page, "It was closed, and is open until") {
+		t.Fatalf("open for 2h: %d\n%s", code, page)
+	}
+	cs, err = svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
+	if err != nil || cs.Circuits[0].State != store.BreakerOpen || cs.Circuits[0].OpenUntil == nil || cs.Circuits[0].OpenUntil.Before(time.Now().Add(119*time.Minute)) {
+		t.Fatalf("the breaker opened from the dashboard: %+v, %v; want it open two hours", cs, err)
+	}
+
 	audit, err := svc.Audit(ctx, ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +146,7 @@ func TestActionsWithoutToken(t *testing.T) {
 	for _, e := range audit.Items {
 		got = append([]string{e.Op}, got...)
 	}
-	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset"
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset circuit_open"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
 	}

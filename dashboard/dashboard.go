@@ -162,6 +162,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	m.HandleFunc("POST /queues/resume", s.authed(s.writes(s.resume)))
 	m.HandleFunc("POST /queues/run-now", s.authed(s.writes(s.runNow)))
 	m.HandleFunc("POST /circuits/reset", s.authed(s.writes(s.circuitReset)))
+	m.HandleFunc("POST /circuits/open", s.authed(s.writes(s.circuitOpen)))
 	m.HandleFunc("GET /audit", s.authed(s.audit))
 	m.HandleFunc("GET /workers", s.authed(s.workers))
 	m.HandleFunc("GET /circuits", s.authed(s.circuits))

@@ -75,6 +75,7 @@ func FuzzRequest(f *testing.F) {
 		{true, "/dlq/message/correct/retry", "", true, "csrf={csrf}&queue=" + q + "&id=2&sealed=AAAA"},
 		{true, "/queues/pause", "", true, "csrf={csrf}&queue=" + q},
 		{true, "/circuits/reset", "", true, "csrf={csrf}&name=http:example"},
+		{true, "/circuits/open", "", true, "csrf={csrf}&name=http:example&for=30m"},
 		{true, "/logout", "", true, "csrf=nope"},
 	} {
 		f.Add(s.post, s.target, s.cook, s.session, []byte(s.body))

@@ -309,8 +309,8 @@ func TestRefusals(t *testing.T) {
 	if code, page, _ := ro.get("/dlq/retry?queue=" + q); code != http.StatusForbidden {
 		t.Fatalf("read-only preview: %d\n%s", code, page)
 	}
-	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/selected", "/dlq/message/retry", "/dlq/message/discard", "/queues/pause", "/circuits/reset"} {
-		form := url.Values{"csrf": {roCSRF}, "queue": {q}, "id": {"1"}, "name": {"x"}, "expect": {"1"}}
+	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/selected", "/dlq/message/retry", "/dlq/message/discard", "/queues/pause", "/circuits/reset", "/circuits/open"} {
+		form := url.Values{"csrf": {roCSRF}, "queue": {q}, "id": {"1"}, "name": {"x"}, "expect": {"1"}, "for": {"30m"}}
 		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "read-only") {
 			t.Fatalf("read-only POST %s: %d\n%s", path, code, page)
 		}

@@ -388,6 +388,7 @@ var funcs = template.FuncMap{
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
 	"num":       num,
+	"openTimes": func() []string { return openTimes },
 	"json":      prettyJSON,
 	"jsonText":  func(s string) string { return prettyJSON(json.RawMessage(s)) },
 	"ms":        func(f *float64) string { return formatMS(f) },
