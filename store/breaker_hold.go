@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -33,52 +34,38 @@ func dropBreakerHoldSQL(alias string) string {
 // A queue dropped since is passed over. It returns how many it made
 // visible; on an error, how many it made visible before it, which stay so.
 func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
-	rows, err := s.db.Query(ctx, `SELECT DISTINCT queue_name FROM pgbus.circuit_breaker_users WHERE breaker = $1 ORDER BY 1`, breaker)
+	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
-		return 0, fmt.Errorf("store: read the queues of circuit breaker %q: %w", breaker, err)
-	}
-	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return 0, fmt.Errorf("store: read the queues of circuit breaker %q: %w", breaker, err)
+		return 0, err
 	}
 	held := func(after string) string {
 		return `q.vt > now() AND q.msg_id > ` + after + ` AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $2::text`
 	}
 	var total int64
-	for _, queue := range queues {
-		if ValidatePhysicalName(queue) != nil {
-			continue // no queue of such a name can exist
-		}
-		levels, err := s.liveLevels(ctx, queue)
-		if err != nil {
-			return total, err
-		}
-		for _, l := range levels {
-			n, err := s.visibleNowInBatches(ctx, l.queue, held, breaker, nil)
-			total += n
-			if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
-				return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, l.queue, err)
-			}
+	for _, level := range levels {
+		n, err := s.visibleNowInBatches(ctx, level, held, breaker, nil)
+		total += n
+		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
+			return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, level, err)
 		}
 	}
 	return total, nil
 }
 
-// HeldByBreaker counts the messages each circuit breaker holds
-// (HeaderBreakerHold) in the queues of its users, every level of a queue
-// with priority levels: of every breaker when name is empty, else of the
-// one named. A breaker that holds none is not in the map. A queue dropped
-// since is passed over.
-func (s *Store) HeldByBreaker(ctx context.Context, name string) (map[string]int64, error) {
+// breakerLevels lists the physical queues of the queues whose handlers
+// use the breaker named (any breaker, when name is empty), as its users
+// recorded them: every level of a queue with priority levels, each once.
+// A name no queue can have is passed over.
+func (s *Store) breakerLevels(ctx context.Context, name string) ([]string, error) {
 	rows, err := s.reads.Query(ctx, `SELECT DISTINCT queue_name FROM pgbus.circuit_breaker_users WHERE $1 = '' OR breaker = $1 ORDER BY 1`, name)
 	if err != nil {
-		return nil, fmt.Errorf("store: read the queues of the circuit breakers: %w", err)
+		return nil, fmt.Errorf("store: read the queues of circuit breaker %q: %w", name, err)
 	}
 	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("store: read the queues of the circuit breakers: %w", err)
+		return nil, fmt.Errorf("store: read the queues of circuit breaker %q: %w", name, err)
 	}
-	out := map[string]int64{}
+	var out []string
 	for _, queue := range queues {
 		if ValidatePhysicalName(queue) != nil {
 			continue
@@ -88,9 +75,30 @@ func (s *Store) HeldByBreaker(ctx context.Context, name string) (map[string]int6
 			return nil, err
 		}
 		for _, l := range levels {
-			if err := s.countHeld(ctx, l.queue, name, out); err != nil {
-				return nil, err
+			// A worker may name a level (orders_p1) as well as its
+			// queue: each level is looked in once.
+			if !slices.Contains(out, l.queue) {
+				out = append(out, l.queue)
 			}
+		}
+	}
+	return out, nil
+}
+
+// HeldByBreaker counts the messages each circuit breaker holds
+// (HeaderBreakerHold) in the queues of its users, every level of a queue
+// with priority levels: of every breaker when name is empty, else of the
+// one named. A breaker that holds none is not in the map. A queue dropped
+// since is passed over.
+func (s *Store) HeldByBreaker(ctx context.Context, name string) (map[string]int64, error) {
+	levels, err := s.breakerLevels(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, level := range levels {
+		if err := s.countHeld(ctx, level, name, out); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -218,8 +218,8 @@ func TestBreakerHoldEndsAtRead(t *testing.T) {
 }
 
 // RunHeldNow and HeldByBreaker look in every level of a queue with
-// priority levels its users name, and pass over a queue dropped since and
-// a name no queue can have.
+// priority levels its users name, once even when a user names the level
+// too, and pass over a queue dropped since and a name no queue can have.
 func TestRunHeldNowEveryLevel(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -232,7 +232,7 @@ func TestRunHeldNowEveryLevel(t *testing.T) {
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
 	h := holdTest{t: t, s: s, q: store.PriorityQueueName(levels, 1)}
 	h.snooze(h.readSent(store.NewMessage{}), time.Hour, pay)
-	users := []store.BreakerUser{{Queue: pgtest.Name("dropped")}, {Queue: levels}, {Queue: "Not a queue; DROP TABLE x"}}
+	users := []store.BreakerUser{{Queue: pgtest.Name("dropped")}, {Queue: levels}, {Queue: h.q}, {Queue: "Not a queue; DROP TABLE x"}}
 	if err := s.RecordBreakerUsers(ctx, pay, users); err != nil {
 		t.Fatal(err)
 	}
