@@ -233,7 +233,7 @@ ends it early and runs the held jobs at once. --for takes 1s to 168h.`,
 			req.Name = args[0]
 			return run(a, cmd, (*ops.Service).CircuitOpen, req, func(res ops.CircuitOpen) error {
 				fmt.Fprintf(a.stdout, "circuit breaker %s was %s; it is open until %s (%s): its jobs wait, no attempt used, then the next one probes it\n",
-					res.Name, res.Was, res.OpenUntil.Local().Format(time.DateTime), ago(res.OpenUntil))
+					res.Name, res.Was, res.OpenUntil.Local().Format("2006-01-02 15:04:05 MST"), ago(res.OpenUntil))
 				printNext(a.stdout, res.Next)
 				return nil
 			})

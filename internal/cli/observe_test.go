@@ -492,7 +492,7 @@ func TestCircuitOpen(t *testing.T) {
 		t.Fatalf("open of a missing breaker: %q", msg)
 	}
 	out := d.ok(t, "circuit", "open", name, "--for", "30m")
-	if !regexp.MustCompile(`^circuit breaker `+regexp.QuoteMeta(name)+` was closed; it is open until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (29m|30m)\): its jobs wait`).MatchString(out) ||
+	if !regexp.MustCompile(`^circuit breaker `+regexp.QuoteMeta(name)+` was closed; it is open until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(in (29m|30m)\): its jobs wait`).MatchString(out) ||
 		!strings.Contains(out, "next: pgbus circuit reset "+name) {
 		t.Fatalf("circuit open:\n%s", out)
 	}
