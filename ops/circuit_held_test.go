@@ -150,3 +150,35 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 		t.Fatalf("audit rows = %+v; want the one circuit_open, for 3600 seconds", rows)
 	}
 }
+
+// The health check's reason for a breaker opened by hand says so (it
+// counted no failure), and counts the jobs it holds.
+func TestHealthOfABreakerOpenedByHand(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	const name = "http:maint"
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-pay", Hostname: "h", PID: 1, Queues: []string{"payments"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Held(t, s, "payments", name)
+	pgtest.Held(t, s, "payments", name)
+	if _, err := svc.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: name, For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil || len(h.Reasons) != 1 {
+		t.Fatalf("health = %+v, %v; want the one open breaker", h, err)
+	}
+	if m := h.Reasons[0].Message; h.Reasons[0].Code != "circuit_open" || !strings.Contains(m, `circuit breaker "http:maint" is open until`) ||
+		!strings.Contains(m, "opened by hand (pgbus circuit open)") || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) {
+		t.Fatalf("reason = %q", m)
+	}
+}

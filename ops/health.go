@@ -288,7 +288,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		return h, err
 	}
 	for _, b := range breakers {
-		checkBreaker(&h, b, s.now(), func(q string) bool { return coverage(workers, q).Served() })
+		checkBreaker(&h, b, s.heldBy(ctx, b), s.now(), func(q string) bool { return coverage(workers, q).Served() })
 	}
 	for _, q := range stats {
 		h.DeadMessages += q.DLQDepth
@@ -472,13 +472,27 @@ func servedUsers(b store.BreakerState, now time.Time, served func(queue string) 
 	return queues
 }
 
+// heldBy counts the jobs breaker b holds, only when it is not closed (the
+// count reads the queues' waiting rows); -1 when it is closed or the count
+// failed, which the health check does without.
+func (s *Service) heldBy(ctx context.Context, b store.BreakerState) int64 {
+	if b.State == store.BreakerClosed {
+		return -1
+	}
+	held, err := s.store.HeldByBreaker(ctx, b.Name)
+	if err != nil {
+		return -1
+	}
+	return held[b.Name]
+}
+
 // checkBreaker notes a breaker that is not closed, when a running handler
-// uses it: its jobs are snoozed, which explains a backlog that waits. One
-// that no running process uses holds nothing up: a user counts while it
-// was named lately and a running worker serves its queue (served), so a
-// breaker whose processes stopped is not reported for the hours its users
-// stay recorded.
-func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(queue string) bool) {
+// uses it: its jobs are held (held of them now, -1 when not counted),
+// which explains a backlog that waits. One that no running process uses
+// holds nothing up: a user counts while it was named lately and a running
+// worker serves its queue (served), so a breaker whose processes stopped
+// is not reported for the hours its users stay recorded.
+func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, served func(queue string) bool) {
 	if b.State == store.BreakerClosed {
 		return
 	}
@@ -504,8 +518,20 @@ func checkBreaker(h *Health, b store.BreakerState, now time.Time, served func(qu
 	if len(queues) == 1 {
 		queue = queues[0]
 	}
-	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s after %s%s: the jobs of %s that use it are snoozed, not failed, until a probe call succeeds",
-		b.Name, state, plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures"), why, quoteList(queues)),
+	// Open without a failure counted, it was opened by hand.
+	cause := "opened by hand (pgbus circuit open)"
+	if b.ConsecutiveFailures > 0 {
+		cause = "after " + plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures")
+	}
+	count := ""
+	switch {
+	case held == 0:
+		count = " (none now)"
+	case held > 0:
+		count = fmt.Sprintf(" (%s now)", plural.Count(held, "job", "jobs"))
+	}
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s %s%s: the jobs of %s that use it are held%s, not failed, until a probe call succeeds",
+		b.Name, state, cause, why, quoteList(queues), count),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
 	h.Reasons[len(h.Reasons)-1].subject = b.Name
 }

@@ -448,7 +448,7 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	}
 	r := h.Reasons[0]
 	if r.Code != "circuit_open" || r.Queue != "payments" || !strings.Contains(r.Message, `circuit breaker "http:bank" is open until`) ||
-		!strings.Contains(r.Message, `2 consecutive failures`) || !strings.Contains(r.Message, `queue "payments"`) ||
+		!strings.Contains(r.Message, `after 2 consecutive failures`) || !strings.Contains(r.Message, `queue "payments" that use it are held (none now)`) ||
 		strings.Contains(r.Message, secret) || !strings.Contains(r.Message, "503 from the bank") {
 		t.Fatalf("reason = %+v", r)
 	}
