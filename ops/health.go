@@ -519,9 +519,9 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 		queue = queues[0]
 	}
 	// Open without a failure counted, it was opened by hand.
-	cause := "opened by hand (pgbus circuit open)"
+	cause := ", opened by hand"
 	if b.ConsecutiveFailures > 0 {
-		cause = "after " + plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures")
+		cause = " after " + plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures")
 	}
 	count := ""
 	switch {
@@ -530,7 +530,7 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 	case held > 0:
 		count = fmt.Sprintf(" (%s now)", plural.Count(held, "job", "jobs"))
 	}
-	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s %s%s: the jobs of %s that use it are held%s, not failed, until a probe call succeeds",
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, until a probe call succeeds",
 		b.Name, state, cause, why, quoteList(queues), count),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
 	h.Reasons[len(h.Reasons)-1].subject = b.Name
