@@ -43,10 +43,13 @@ func (s *Store) LockHolders(ctx context.Context, waited time.Duration) (heldBy, 
 
 // lockHolders lists the granted table locks that conflict with a row
 // write held by other sessions in transactions begun at least waited ago
-// (or whose start this role may not see), on the tables where (SQL over
+// (or whose activity this role may not see), on the tables where (SQL over
 // pg_locks l and pg_class c, its arguments from $2 on) selects. A lock
 // taken after a call began cannot have held up the whole of it: a queue
-// created meanwhile is no cause. The time is the server's, as the
+// created meanwhile is no cause. A session seen idle, outside any
+// transaction, holds nothing: pg_locks and pg_stat_activity are not read
+// at one instant, so a short transaction (another queue's ALTER TABLE)
+// can show in the first and have ended by the second. The time is the server's, as the
 // transactions' starts are: a clock of the caller's a little ahead or
 // behind would leave out a lock taken just before the call, or count one
 // taken just after.
@@ -62,7 +65,7 @@ func (s *Store) lockHolders(ctx context.Context, what string, waited time.Durati
 		WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
 		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
 		  AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
-		  AND (a.xact_start IS NULL OR a.xact_start <= clock_timestamp() - $1 * interval '1 microsecond')
+		  AND (a.xact_start <= clock_timestamp() - $1 * interval '1 microsecond' OR (a.xact_start IS NULL AND a.state IS NULL))
 		  AND `+where+`
 		ORDER BY 1, l.pid
 		LIMIT 10`, append([]any{waited.Microseconds()}, args...)...)
