@@ -157,6 +157,14 @@ func (s *server) runNow(w http.ResponseWriter, r *http.Request, v *view) {
 	s.render(w, r, http.StatusOK, "done", v, d)
 }
 
+// handOpening says who opened a breaker by hand and why.
+func handOpening(o ops.HandOpening) string {
+	if o.Reason == "" {
+		return "by " + o.By
+	}
+	return fmt.Sprintf("by %s (%q)", o.By, strings.Join(strings.Fields(o.Reason), " "))
+}
+
 // openTimes are the times the circuits page offers to open a breaker
 // for, as the form's for values.
 var openTimes = []string{"15m", "30m", "1h", "2h", "4h", "8h", "24h"}
@@ -170,7 +178,8 @@ func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
 		s.refuse(w, r, v, http.StatusBadRequest, "For how long? Give a duration such as 30m or 2h, as the circuits page offers.")
 		return
 	}
-	res, err := s.svc.CircuitOpen(r.Context(), ops.CircuitOpenRequest{Name: strings.TrimSpace(r.PostFormValue("name")), For: d})
+	res, err := s.svc.CircuitOpen(r.Context(), ops.CircuitOpenRequest{Name: strings.TrimSpace(r.PostFormValue("name")), For: d,
+		Reason: strings.TrimSpace(r.PostFormValue("reason"))})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
@@ -180,6 +189,9 @@ func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
 			res.Was, res.OpenUntil.UTC().Format("2006-01-02 15:04:05 UTC"), v.ago(res.OpenUntil)),
 		"Reset it from the circuits page to end this early: the jobs it held run at once."},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
+	if o := res.Replaced; o != nil {
+		done.Lines = append(done.Lines, "This replaces the opening by hand "+handOpening(*o)+".")
+	}
 	v.Title = done.Heading
 	s.render(w, r, http.StatusOK, "done", v, done)
 }
@@ -194,6 +206,9 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
 	if res.Released > 0 {
 		d.Lines = append(d.Lines, fmt.Sprintf("%s it held while open %s visible now, to run at once.", plural.Count(res.Released, "job", "jobs"), plural.Of(res.Released, "is", "are")))
+	}
+	if o := res.WasOpenedByHand; o != nil {
+		d.Lines = append(d.Lines, "This ended early the opening by hand "+handOpening(*o)+".")
 	}
 	if !res.Changed {
 		d.Heading = "Circuit breaker " + res.Name + " was already closed"

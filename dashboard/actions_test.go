@@ -129,13 +129,24 @@ func TestActionsWithoutToken(t *testing.T) {
 	if cs, _ := svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker}); cs.Circuits[0].State != store.BreakerClosed {
 		t.Fatalf("refused openings changed the breaker: %+v", cs.Circuits[0])
 	}
-	if code, page, _ := b.post("/circuits/open", url.Values{"csrf": {token}, "name": {breaker}, "for": {"2h"}}, nil); code != http.StatusOK ||
+	if !strings.Contains(page, `<input type="text" name="reason" maxlength="500"`) {
+		t.Fatalf("the circuits page asks no reason:\n%s", page)
+	}
+	if code, page, _ := b.post("/circuits/open", url.Values{"csrf": {token}, "name": {breaker}, "for": {"2h"}, "reason": {"  <b>bank</b> maintenance "}}, nil); code != http.StatusOK ||
 		!strings.Contains(page, breaker+" opened") || !strings.Contains(page, "It was closed, and is open until") {
 		t.Fatalf("open for 2h: %d\n%s", code, page)
 	}
 	cs, err = svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
-	if err != nil || cs.Circuits[0].State != store.BreakerOpen || cs.Circuits[0].OpenUntil == nil || cs.Circuits[0].OpenUntil.Before(time.Now().Add(119*time.Minute)) {
-		t.Fatalf("the breaker opened from the dashboard: %+v, %v; want it open two hours", cs, err)
+	if err != nil || cs.Circuits[0].State != store.BreakerOpen || cs.Circuits[0].OpenUntil == nil || cs.Circuits[0].OpenUntil.Before(time.Now().Add(119*time.Minute)) ||
+		cs.Circuits[0].OpenedByHand == nil || cs.Circuits[0].OpenedByHand.Reason != "<b>bank</b> maintenance" {
+		t.Fatalf("the breaker opened from the dashboard: %+v, %v; want it open two hours, with its reason", cs, err)
+	}
+	if _, page, _ := b.get("/circuits"); !strings.Contains(page, `opened by hand by dashboard: <q>&lt;b&gt;bank&lt;/b&gt; maintenance</q>`) {
+		t.Fatalf("the circuits page does not say who opened the breaker by hand and why, escaped:\n%s", page)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK ||
+		!strings.Contains(page, `This ended early the opening by hand by dashboard (&#34;&lt;b&gt;bank&lt;/b&gt; maintenance&#34;).`) {
+		t.Fatalf("reset of the breaker opened by hand: %d\n%s", code, page)
 	}
 
 	audit, err := svc.Audit(ctx, ops.AuditRequest{Client: "dashboard", Op: ops.AuditAll})
@@ -146,7 +157,7 @@ func TestActionsWithoutToken(t *testing.T) {
 	for _, e := range audit.Items {
 		got = append([]string{e.Op}, got...)
 	}
-	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset circuit_open"
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset circuit_open circuit_reset"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
 	}

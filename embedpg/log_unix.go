@@ -154,8 +154,13 @@ func (c *Cluster) rotateCollected(ctx context.Context, p string) (collected bool
 	if err := os.Rename(p, p+".1"); err != nil {
 		return true, fmt.Errorf("moving %s: %w", p, err)
 	}
+	// Once the log is moved the rotation is finished even when the watch
+	// stops meanwhile: named back, the log would be past its limit again
+	// and the lines rotated before lost.
+	finish, cancelFinish := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelFinish()
 	var ok bool
-	err = conn.QueryRow(ctx, "SELECT pg_rotate_logfile()").Scan(&ok)
+	err = conn.QueryRow(finish, "SELECT pg_rotate_logfile()").Scan(&ok)
 	if err == nil && !ok {
 		err = errors.New("the server's logging collector does not run")
 	}

@@ -89,6 +89,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_queue_run_now", map[string]any{"queue": queue, "dry_run": true}, "pgbus queue run-now " + queue + " --dry-run"},
 		{"pgbus_circuit_reset", map[string]any{"name": breaker}, "pgbus circuit reset " + breaker},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "1h30m"}, "pgbus circuit open " + breaker + " --for 1h30m"},
+		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "2h", "reason": "bank's maintenance"}, "pgbus circuit open " + breaker + ` --for 2h --reason 'bank'\''s maintenance'`},
 
 		// Arguments that cannot be read, or make no call, leave the
 		// command without them.

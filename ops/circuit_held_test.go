@@ -107,10 +107,23 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 	})
 
 	client := uniqueName("client")
-	o, err := svc.CircuitOpen(ops.WithClient(ctx, client), ops.CircuitOpenRequest{Name: name, For: time.Hour})
+	reason := "bank maintenance until 03:00, OPS-7 https://ops.example/t?token=sk_live_abcdefghijklmnop1234"
+	o, err := svc.CircuitOpen(ops.WithClient(ctx, client), ops.CircuitOpenRequest{Name: name, For: time.Hour, Reason: reason})
 	if err != nil || o.State != store.BreakerOpen || o.Was != store.BreakerClosed || o.OpenUntil.Before(time.Now().Add(59*time.Minute)) ||
-		len(o.Next) != 2 || o.Next[1].Op != ops.OpCircuitReset {
-		t.Fatalf("open = %+v, %v; want it open for an hour, the reset offered", o, err)
+		len(o.Next) != 2 || o.Next[1].Op != ops.OpCircuitReset || o.OpenedByHand.By != client || o.Replaced != nil {
+		t.Fatalf("open = %+v, %v; want it open for an hour by %s, the reset offered", o, err, client)
+	}
+	// Whoever looks at the breaker meanwhile sees who opened it and why,
+	// the secret in the reason redacted.
+	cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: name})
+	if err != nil || len(cs.Circuits) != 1 || cs.Circuits[0].OpenedByHand == nil || cs.Circuits[0].OpenedByHand.By != client ||
+		!strings.HasPrefix(cs.Circuits[0].OpenedByHand.Reason, "bank maintenance until 03:00, OPS-7") || strings.Contains(cs.Circuits[0].OpenedByHand.Reason, "sk_live_abcdefghijklmnop1234") {
+		t.Fatalf("circuits = %+v, %v; want it opened by hand by %s, its reason redacted", cs, err, client)
+	}
+	// Opened again (longer), the opening it replaces is said.
+	again, err := svc.CircuitOpen(ops.WithCaller(ctx, ops.Caller{Client: "dashboard", Principal: "token sha256:0123abcd"}), ops.CircuitOpenRequest{Name: name, For: 2 * time.Hour})
+	if err != nil || again.Was != store.BreakerOpen || again.Replaced == nil || again.Replaced.By != client || again.OpenedByHand.By != "dashboard (token sha256:0123abcd)" || again.OpenedByHand.Reason != "" {
+		t.Fatalf("opened again = %+v, %v; want the earlier opening replaced, by the dashboard's token", again, err)
 	}
 	held := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "call"})
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "other"})
@@ -121,8 +134,11 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 	if calls.Load() != 0 {
 		t.Fatalf("%d calls ran through the breaker opened by hand", calls.Load())
 	}
-	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Released != 1 {
-		t.Fatalf("reset = %+v, %v; want the held job run", r, err)
+	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Released != 1 || r.WasOpenedByHand == nil || r.WasOpenedByHand.By != "dashboard (token sha256:0123abcd)" {
+		t.Fatalf("reset = %+v, %v; want the held job run, the opening by hand it ended said", r, err)
+	}
+	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: name}); err != nil || cs.Circuits[0].OpenedByHand != nil {
+		t.Fatalf("circuits after the reset = %+v, %v; want no opening by hand", cs, err)
 	}
 	pgtest.Eventually(t, 30*time.Second, "the held job to run after the reset", func() bool { return calls.Load() == 1 })
 
@@ -138,6 +154,9 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 		{ops.CircuitOpenRequest{Name: name, For: -time.Minute}, ops.ErrInvalid, "1s to 168h"},
 		{ops.CircuitOpenRequest{Name: name, For: ops.MaxOpenByHand + time.Hour}, ops.ErrInvalid, "1s to 168h"},
 		{ops.CircuitOpenRequest{Name: "x'; DROP TABLE pgbus.circuit_breakers; --", For: time.Hour}, ops.ErrNotFound, "does not exist"},
+		{ops.CircuitOpenRequest{Name: name, For: time.Hour, Reason: strings.Repeat("r", 100_000)}, ops.ErrInvalid, "reason is 100000 bytes long; give at most 500"},
+		{ops.CircuitOpenRequest{Name: name, For: time.Hour, Reason: "bad \xff utf-8"}, ops.ErrInvalid, "reason cannot be used"},
+		{ops.CircuitOpenRequest{Name: name, For: time.Hour, Reason: "nul \x00 inside"}, ops.ErrInvalid, "reason cannot be used"},
 	} {
 		if _, err := svc.CircuitOpen(ctx, c.req); !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.says) || len(err.Error()) > 400 {
 			t.Errorf("open %.60q for %s: %.300v; want %v saying %q", c.req.Name, c.req.For, err, c.kind, c.says)
@@ -147,8 +166,12 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 	if _, err := ro.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: name, For: time.Hour}); !errors.Is(err, ops.ErrReadOnly) {
 		t.Errorf("open on a read-only server: %v; want it refused", err)
 	}
-	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitOpen || rows[0].IsError || !strings.Contains(rows[0].Arguments, `"for_seconds": 3600`) {
-		t.Fatalf("audit rows = %+v; want the one circuit_open, for 3600 seconds", rows)
+	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitOpen || rows[0].IsError || !strings.Contains(rows[0].Arguments, `"for_seconds": 3600`) ||
+		!strings.Contains(rows[0].Arguments, `"reason": "bank maintenance until 03:00`) {
+		t.Fatalf("audit rows = %+v; want the one circuit_open, for 3600 seconds, with its reason", rows)
+	}
+	if st, err := s.ListBreakers(ctx, name); err != nil || st[0].State != store.BreakerClosed || st[0].OpenedBy != "" {
+		t.Fatalf("breaker after the refused openings: %+v, %v; want it closed still", st, err)
 	}
 }
 
@@ -171,7 +194,7 @@ func TestHealthOfABreakerOpenedByHand(t *testing.T) {
 	}
 	pgtest.Held(t, s, "payments", name)
 	pgtest.Held(t, s, "payments", name)
-	if _, err := svc.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: name, For: time.Hour}); err != nil {
+	if _, err := svc.CircuitOpen(ops.WithClient(ctx, "cli"), ops.CircuitOpenRequest{Name: name, For: time.Hour, Reason: "bank\nmaintenance"}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := svc.Health(ctx)
@@ -179,7 +202,7 @@ func TestHealthOfABreakerOpenedByHand(t *testing.T) {
 		t.Fatalf("health = %+v, %v; want the one open breaker", h, err)
 	}
 	if m := h.Reasons[0].Message; h.Reasons[0].Code != "circuit_open" || !strings.Contains(m, `circuit breaker "http:maint" is open until`) ||
-		!regexp.MustCompile(`is open until \S+, opened by hand: the jobs`).MatchString(m) || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) {
+		!regexp.MustCompile(`is open until \S+, opened by hand by cli \("bank maintenance"\): the jobs`).MatchString(m) || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) {
 		t.Fatalf("reason = %q", m)
 	}
 }

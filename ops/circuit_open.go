@@ -8,11 +8,36 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// CircuitOpenRequest names the breaker to open by hand and for how long.
+// CircuitOpenRequest names the breaker to open by hand, for how long and
+// why.
 type CircuitOpenRequest struct {
 	Name string
 	// For is how long the breaker stays open: 1s to MaxOpenByHand.
 	For time.Duration
+	// Reason says why, for whoever finds the breaker open meanwhile (a
+	// maintenance window, a ticket): optional, at most MaxOpenReason
+	// bytes.
+	Reason string
+}
+
+// MaxOpenReason is the longest reason an opening by hand keeps, in bytes.
+const MaxOpenReason = store.MaxOpenReason
+
+// HandOpening is an opening of a breaker by hand: who opened it and why.
+type HandOpening struct {
+	By     string `json:"by" jsonschema_description:"Who opened it: cli, dashboard, or mcp: and the client's name."`
+	Reason string `json:"reason,omitempty" jsonschema_description:"Why, as they gave it; secrets redacted."`
+}
+
+// handOpening is the opening by hand that by and reason record, nil for
+// none; its reason redacted, since an operator may paste a link with a
+// token in it.
+func handOpening(by, reason string) *HandOpening {
+	if by == "" {
+		return nil
+	}
+	redacted, _ := RedactText(reason)
+	return &HandOpening{By: by, Reason: redacted}
 }
 
 // MaxOpenByHand is the longest a breaker is opened by hand.
@@ -26,7 +51,11 @@ type CircuitOpen struct {
 	Was string `json:"was"`
 	// OpenUntil is when the next job that meets it probes it.
 	OpenUntil time.Time `json:"open_until"`
-	Next      []Hint    `json:"next"`
+	// OpenedByHand is this opening: who, why.
+	OpenedByHand HandOpening `json:"opened_by_hand"`
+	// Replaced is the opening by hand this one replaced, nil for none.
+	Replaced *HandOpening `json:"replaced,omitempty"`
+	Next     []Hint       `json:"next"`
 }
 
 // CircuitOpen opens a circuit breaker by hand for a while, as for a
@@ -43,7 +72,11 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	}
 	defer end()
 	defer func() {
-		s.record(ctx, OpCircuitOpen, map[string]any{"name": req.Name, "for_seconds": req.For.Seconds()}, out, err)
+		args := map[string]any{"name": req.Name, "for_seconds": req.For.Seconds()}
+		if req.Reason != "" {
+			args["reason"] = req.Reason
+		}
+		s.record(ctx, OpCircuitOpen, args, out, err)
 	}()
 	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitOpen); err != nil {
@@ -52,20 +85,22 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	if err := req.Check(); err != nil {
 		return CircuitOpen{}, err
 	}
-	was, until, err := s.store.OpenBreaker(ctx, req.Name, req.For)
+	by := CallerFrom(ctx).who()
+	was, until, err := s.store.OpenBreaker(ctx, req.Name, store.BreakerOpening{For: req.For, By: by, Reason: req.Reason})
 	if err != nil {
 		return CircuitOpen{}, explain(err, hint(OpCircuits, "lists the breakers"))
 	}
-	return CircuitOpen{Name: req.Name, State: store.BreakerOpen, Was: was.State, OpenUntil: until, Next: []Hint{
-		hint(OpCircuits, "counts the jobs it holds (held)"),
-		CircuitResetRequest{Name: req.Name}.Hint("once the downstream is back, closes it early and runs the jobs it holds at once"),
-	}}, nil
+	return CircuitOpen{Name: req.Name, State: store.BreakerOpen, Was: was.State, OpenUntil: until,
+		OpenedByHand: *handOpening(by, req.Reason), Replaced: handOpening(was.OpenedBy, was.OpenReason), Next: []Hint{
+			hint(OpCircuits, "counts the jobs it holds (held)"),
+			CircuitResetRequest{Name: req.Name}.Hint("once the downstream is back, closes it early and runs the jobs it holds at once"),
+		}}, nil
 }
 
 // Check refuses a request that names no breaker, a name no breaker can
 // have, or a time out of range.
 func (r CircuitOpenRequest) Check() error {
-	if err := checkText("name", r.Name); err != nil {
+	if err := checkText("name", r.Name, "reason", r.Reason); err != nil {
 		return err
 	}
 	switch {
@@ -76,11 +111,18 @@ func (r CircuitOpenRequest) Check() error {
 			with(hint(OpCircuits, "lists the breakers"))
 	case r.For < time.Second || r.For > MaxOpenByHand:
 		return invalidf("for %s is out of range: open a breaker for 1s to %s (%s), such as 30m for a maintenance window", r.For, MaxOpenByHand, fmt.Sprint(MaxOpenByHand/(24*time.Hour))+" days")
+	case len(r.Reason) > MaxOpenReason:
+		e := invalidf("reason is %d bytes long; give at most %d, such as the maintenance window's ticket", len(r.Reason), MaxOpenReason)
+		e.Field = "reason"
+		return e
 	}
 	return nil
 }
 
 // Hint is r as a next step: the same opening.
 func (r CircuitOpenRequest) Hint(why string) Hint {
+	if r.Reason != "" {
+		return hint(OpCircuitOpen, why, "name", r.Name, "for", shortDuration(r.For), "reason", r.Reason)
+	}
 	return hint(OpCircuitOpen, why, "name", r.Name, "for", shortDuration(r.For))
 }

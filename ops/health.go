@@ -518,9 +518,13 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 	if len(queues) == 1 {
 		queue = queues[0]
 	}
-	// Open without a failure counted, it was opened by hand.
-	cause := ", opened by hand"
-	if b.ConsecutiveFailures > 0 {
+	cause := ", opened by hand" // open without a failure counted: by hand before its opener was recorded
+	switch o := handOpening(b.OpenedBy, b.OpenReason); {
+	case o != nil && o.Reason != "":
+		cause = fmt.Sprintf(", opened by hand by %s (%q)", o.By, clip(strings.Join(strings.Fields(o.Reason), " "), 200))
+	case o != nil:
+		cause = ", opened by hand by " + o.By
+	case b.ConsecutiveFailures > 0:
 		cause = " after " + plural.Count(b.ConsecutiveFailures, "consecutive failure", "consecutive failures")
 	}
 	count := ""
@@ -856,9 +860,11 @@ type CircuitReset struct {
 	// Released counts the jobs the breaker had snoozed while open that
 	// the reset made visible, to run at once rather than at the end of
 	// their snooze.
-	Released int64  `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, made visible now: they run at once."`
-	Changed  bool   `json:"changed" jsonschema_description:"False when the reset changed nothing: the breaker was closed with no failure counted and held no job."`
-	Next     []Hint `json:"next" jsonschema_description:"What to do next."`
+	Released int64 `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, made visible now: they run at once."`
+	// WasOpenedByHand is the opening by hand the reset ended early.
+	WasOpenedByHand *HandOpening `json:"was_opened_by_hand,omitempty" jsonschema_description:"The opening by hand (a maintenance window) that the reset ended early."`
+	Changed         bool         `json:"changed" jsonschema_description:"False when the reset changed nothing: the breaker was closed with no failure counted and held no job."`
+	Next            []Hint       `json:"next" jsonschema_description:"What to do next."`
 }
 
 // CircuitReset closes a circuit breaker by hand and clears its failure
@@ -896,8 +902,9 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 			clip(req.Name, 80), released, err)
 	}
 	out = CircuitReset{Name: req.Name, State: store.BreakerClosed, Was: was.State, FailuresBefore: was.ConsecutiveFailures, Released: released,
-		Changed: was.State != store.BreakerClosed || was.ConsecutiveFailures > 0 || released > 0,
-		Next:    []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}
+		WasOpenedByHand: handOpening(was.OpenedBy, was.OpenReason),
+		Changed:         was.State != store.BreakerClosed || was.ConsecutiveFailures > 0 || released > 0,
+		Next:            []Hint{hint(OpCircuits, "if the downstream is still failing, the breaker opens again after its threshold")}}
 	if released > 0 {
 		out.Next = append(out.Next, hint(OpQueueStats, "shows the queues working the jobs the breaker held"))
 	}

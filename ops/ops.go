@@ -228,6 +228,15 @@ func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
+// who names the caller as a record of who did something shows it: the
+// client, and who authenticated when someone did.
+func (c Caller) who() string {
+	if c.Principal == "" {
+		return c.Client
+	}
+	return clipBytes(c.Client+" ("+c.Principal+")", store.MaxAuditName)
+}
+
 // CallerFrom returns the caller WithCaller named; its Client is "unknown"
 // when none was named, as it is for a nil ctx.
 func CallerFrom(ctx context.Context) Caller {

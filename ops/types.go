@@ -80,6 +80,7 @@ type BreakerState struct {
 	LastError             string        `json:"last_error,omitempty" jsonschema_description:"The last failure's message, secrets redacted."`
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
+	OpenedByHand          *HandOpening  `json:"opened_by_hand,omitempty" jsonschema_description:"Set while an opening by hand (pgbus_circuit_open) lasts: a person's maintenance window, so reset it only when asked."`
 	Held                  int64         `json:"held" jsonschema_description:"Jobs the breaker holds: snoozed while it was open, they wait in its users' queues; a reset runs them at once."`
 	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them; for an agent at most 20, the latest seen."`
 	UsersOmitted          int           `json:"users_omitted,omitempty" jsonschema_description:"Users left out of users, seen longest ago."`
@@ -119,7 +120,7 @@ func breakerState(b store.BreakerState, now time.Time) BreakerState {
 	out := BreakerState{Name: b.Name, State: b.State, ConsecutiveFailures: b.ConsecutiveFailures, FailureThreshold: b.FailureThreshold,
 		CoolOffSeconds: b.CoolOffSeconds, CurrentCoolOffSeconds: b.CurrentCoolOffSeconds, MaxCoolOffSeconds: b.MaxCoolOffSeconds,
 		OpenedAt: b.OpenedAt, OpenUntil: b.OpenUntil, LastSuccessAt: b.LastSuccessAt, LastFailureAt: b.LastFailureAt,
-		ProbeDue: probeDue(b, now), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
+		ProbeDue: probeDue(b, now), OpenedByHand: handOpening(b.OpenedBy, b.OpenReason), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
 	out.LastError, _ = RedactText(b.LastError)
 	for i, u := range b.Users {
 		out.Users[i] = BreakerUser(u)

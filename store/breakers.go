@@ -59,9 +59,13 @@ type BreakerState struct {
 	LastError             string     `json:"last_error,omitempty"`
 	UpdatedAt             time.Time  `json:"updated_at"`
 	// LastSuccessAt is kept to within a second; LastFailureAt exactly.
-	LastSuccessAt *time.Time    `json:"last_success_at,omitempty"`
-	LastFailureAt *time.Time    `json:"last_failure_at,omitempty"`
-	Users         []BreakerUser `json:"users"`
+	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
+	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
+	// OpenedBy and OpenReason say who opened the breaker by hand and why,
+	// while that open period lasts; both are "" otherwise.
+	OpenedBy   string        `json:"opened_by,omitempty"`
+	OpenReason string        `json:"open_reason,omitempty"`
+	Users      []BreakerUser `json:"users"`
 }
 
 // BreakerUser is a queue and kind whose handler uses a breaker. Kind ""
@@ -114,7 +118,8 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	var until *time.Time
 	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
-			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now()
+			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now(),
+				opened_by = NULL, open_reason = NULL
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
 			RETURNING 'probe'::text AS verdict, probe_until AS until
 		)
@@ -276,7 +281,7 @@ func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, 
 	// session's zone: it is written in UTC, as the other times come.
 	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
-			last_success_at, last_failure_at,
+			last_success_at, last_failure_at, coalesce(opened_by, ''), coalesce(open_reason, ''),
 			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', `+sqlDeadISO("u.seen_at")+`)
 				ORDER BY u.queue_name COLLATE "C", u.kind COLLATE "C") FROM pgbus.circuit_breaker_users u
 				WHERE u.breaker = b.name AND u.seen_at > now() - $2 * interval '1 microsecond'), '[]')
@@ -344,11 +349,14 @@ func (s *Store) TouchBreakerUsers(ctx context.Context, users map[string][]Breake
 	return nil
 }
 
-// BreakerWas is what a breaker was before a reset: its state and the
-// failures it had counted in a row.
+// BreakerWas is what a breaker was before a reset or an opening by hand:
+// its state, the failures it had counted in a row, and who had opened it
+// by hand and why, when its open period was one opened by hand.
 type BreakerWas struct {
 	State               string
 	ConsecutiveFailures int
+	OpenedBy            string
+	OpenReason          string
 }
 
 // ResetBreaker closes a breaker by hand, clearing its failures, and
@@ -356,11 +364,12 @@ type BreakerWas struct {
 func (s *Store) ResetBreaker(ctx context.Context, name string) (BreakerWas, error) {
 	var was BreakerWas
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
 		UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
-			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now()
+			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now(), opened_by = NULL, open_reason = NULL
 		FROM old WHERE b.name = old.name
-		RETURNING old.state, old.consecutive_failures`, name).Scan(&was.State, &was.ConsecutiveFailures)
+		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, '')`, name).
+		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BreakerWas{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -374,24 +383,43 @@ func (s *Store) ResetBreaker(ctx context.Context, name string) (BreakerWas, erro
 // longest cool-off a breaker may have.
 const MaxOpenByHand = 7 * 24 * time.Hour
 
-// OpenBreaker opens a breaker by hand for d, as for a downstream known to
-// be down or under maintenance: the jobs that meet it are held (snoozed,
-// no attempt used) until then, when the next one probes it, as after a
-// cool-off. A probe under way meanwhile leaves it open whatever its
-// outcome. It returns what the breaker was and when it lets a probe
+// MaxOpenReason is the longest reason an opening by hand keeps, in bytes.
+const MaxOpenReason = 500
+
+// BreakerOpening is an opening of a breaker by hand: for how long, who
+// opened it (as the audit log names callers) and why, which the breaker
+// shows until that open period ends.
+type BreakerOpening struct {
+	For    time.Duration
+	By     string
+	Reason string
+}
+
+// OpenBreaker opens a breaker by hand, as for a downstream known to be
+// down or under maintenance: the jobs that meet it are held (snoozed, no
+// attempt used) until o.For has passed, when the next one probes it, as
+// after a cool-off. A probe under way meanwhile leaves it open whatever
+// its outcome. It returns what the breaker was and when it lets a probe
 // through.
-func (s *Store) OpenBreaker(ctx context.Context, name string, d time.Duration) (BreakerWas, time.Time, error) {
-	if d < time.Second || d > MaxOpenByHand {
-		return BreakerWas{}, time.Time{}, invalidf("open circuit breaker %q for %s: give 1s to %s", name, d, MaxOpenByHand)
+func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) (BreakerWas, time.Time, error) {
+	switch {
+	case o.For < time.Second || o.For > MaxOpenByHand:
+		return BreakerWas{}, time.Time{}, invalidf("open circuit breaker %q for %s: give 1s to %s", name, o.For, MaxOpenByHand)
+	case o.By == "" || len(o.By) > MaxAuditName:
+		return BreakerWas{}, time.Time{}, invalidf("open circuit breaker %q: say who opens it, in 1 to %d bytes", name, MaxAuditName)
+	case len(o.Reason) > MaxOpenReason:
+		return BreakerWas{}, time.Time{}, invalidf("open circuit breaker %q: the reason is %d bytes, over the %d it may have", name, len(o.Reason), MaxOpenReason)
 	}
 	var was BreakerWas
 	var until time.Time
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
 		UPDATE pgbus.circuit_breakers b SET state = 'open', opened_at = CASE WHEN old.state = 'closed' THEN now() ELSE coalesce(b.opened_at, now()) END,
-			open_until = now() + $2 * interval '1 millisecond', probe_until = NULL, updated_at = now()
+			open_until = now() + $2 * interval '1 millisecond', probe_until = NULL, updated_at = now(),
+			opened_by = $3, open_reason = nullif($4, '')
 		FROM old WHERE b.name = old.name
-		RETURNING old.state, old.consecutive_failures, b.open_until`, name, d.Milliseconds()).Scan(&was.State, &was.ConsecutiveFailures, &until)
+		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), b.open_until`,
+		name, o.For.Milliseconds(), o.By, o.Reason).Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist", name)
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -430,16 +431,16 @@ func TestOpenBreakerByHand(t *testing.T) {
 	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	was, until, err := s.OpenBreaker(ctx, name, time.Hour)
-	if err != nil || was.State != store.BreakerClosed || until.Before(time.Now().Add(59*time.Minute)) || until.After(time.Now().Add(61*time.Minute)) {
+	was, until, err := s.OpenBreaker(ctx, name, store.BreakerOpening{For: time.Hour, By: "cli", Reason: "bank maintenance, OPS-7"})
+	if err != nil || was.State != store.BreakerClosed || was.OpenedBy != "" || until.Before(time.Now().Add(59*time.Minute)) || until.After(time.Now().Add(61*time.Minute)) {
 		t.Fatalf("open = %+v, %v, %v; want it was closed and open for an hour", was, until, err)
 	}
 	v, err := s.AcquireBreaker(ctx, name, time.Minute)
 	if err != nil || v.Allowed || !v.RetryAt.Equal(until) {
 		t.Fatalf("verdict of the breaker opened by hand = %+v, %v; want a wait until %v", v, err, until)
 	}
-	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerOpen || st.OpenedAt == nil {
-		t.Fatalf("breaker opened by hand: %+v", st)
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerOpen || st.OpenedAt == nil || st.OpenedBy != "cli" || st.OpenReason != "bank maintenance, OPS-7" {
+		t.Fatalf("breaker opened by hand: %+v; want it open, by cli, with its reason", st)
 	}
 
 	// A probe under way when it is opened by hand changes nothing.
@@ -448,7 +449,7 @@ func TestOpenBreakerByHand(t *testing.T) {
 	if err != nil || !probe.Probe {
 		t.Fatalf("verdict = %+v, %v; want the probe", probe, err)
 	}
-	if was, _, err := s.OpenBreaker(ctx, probing, time.Hour); err != nil || was.State != store.BreakerHalfOpen {
+	if was, _, err := s.OpenBreaker(ctx, probing, store.BreakerOpening{For: time.Hour, By: "mcp:agent/1"}); err != nil || was.State != store.BreakerHalfOpen {
 		t.Fatalf("open during a probe = %+v, %v; want it was half_open", was, err)
 	}
 	if change, err := s.BreakerSucceeded(ctx, probing); err != nil || change.Changed() {
@@ -457,13 +458,25 @@ func TestOpenBreakerByHand(t *testing.T) {
 	if change, err := s.ReleaseBreakerProbe(ctx, probing, probe.ProbeUntil); err != nil || change.Changed() {
 		t.Fatalf("the probe given back after the breaker was opened by hand = %+v, %v; want no change", change, err)
 	}
-	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerOpen {
-		t.Fatalf("breaker after its probe ended: %+v; want it open still", st)
+	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerOpen || st.OpenedBy != "mcp:agent/1" || st.OpenReason != "" {
+		t.Fatalf("breaker after its probe ended: %+v; want it open still, by hand, without a reason", st)
+	}
+	// A reset ends the opening by hand and says whose it was.
+	if was, err := s.ResetBreaker(ctx, probing); err != nil || was.OpenedBy != "mcp:agent/1" || was.State != store.BreakerOpen {
+		t.Fatalf("reset of the breaker opened by hand = %+v, %v; want who opened it", was, err)
+	}
+	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerClosed || st.OpenedBy != "" {
+		t.Fatalf("breaker after its reset: %+v; want it closed, no longer opened by hand", st)
 	}
 
-	// Its time up, the next call is the probe.
-	if _, _, err := s.OpenBreaker(ctx, name, time.Second); err != nil {
-		t.Fatal(err)
+	// Opened again, the latest opening is the one shown; its time up,
+	// the next call is the probe, which ends the opening by hand.
+	if was, _, err := s.OpenBreaker(ctx, name, store.BreakerOpening{For: time.Second, By: "dashboard", Reason: "longer"}); err != nil ||
+		was.OpenedBy != "cli" || was.OpenReason != "bank maintenance, OPS-7" {
+		t.Fatalf("opened again = %+v, %v; want the earlier opening as what it was", was, err)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.OpenedBy != "dashboard" || st.OpenReason != "longer" {
+		t.Fatalf("breaker opened again: %+v; want the latest opening", st)
 	}
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
 		t.Fatal(err)
@@ -471,13 +484,29 @@ func TestOpenBreakerByHand(t *testing.T) {
 	if v, err := s.AcquireBreaker(ctx, name, time.Minute); err != nil || !v.Probe {
 		t.Fatalf("verdict once the time is up = %+v, %v; want the probe", v, err)
 	}
+	if change, err := s.BreakerFailed(ctx, name, "still down"); err != nil || !change.Opened() {
+		t.Fatalf("the probe failed: %+v, %v; want the breaker open again", change, err)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerOpen || st.OpenedBy != "" || st.OpenReason != "" {
+		t.Fatalf("breaker its failed probe opened: %+v; want it open, not by hand", st)
+	}
 
-	if _, _, err := s.OpenBreaker(ctx, uniqueName("nope"), time.Hour); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.OpenBreaker(ctx, uniqueName("nope"), store.BreakerOpening{For: time.Hour, By: "cli"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("open of a missing breaker: %v; want not found", err)
 	}
-	for _, d := range []time.Duration{0, -time.Hour, 999 * time.Millisecond, store.MaxOpenByHand + time.Second} {
-		if _, _, err := s.OpenBreaker(ctx, name, d); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("open for %s: %v; want it refused", d, err)
+	for _, o := range []store.BreakerOpening{{For: 0, By: "cli"}, {For: -time.Hour, By: "cli"}, {For: 999 * time.Millisecond, By: "cli"},
+		{For: store.MaxOpenByHand + time.Second, By: "cli"}, {For: time.Hour}, {For: time.Hour, By: strings.Repeat("b", store.MaxAuditName+1)},
+		{For: time.Hour, By: "cli", Reason: strings.Repeat("r", store.MaxOpenReason+1)}} {
+		if _, _, err := s.OpenBreaker(ctx, name, o); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("open %+.60v: %v; want it refused", o, err)
 		}
+	}
+	// A reason is kept as given, SQL in it too.
+	bobby := `'); DROP TABLE pgbus.circuit_breakers; --`
+	if _, _, err := s.OpenBreaker(ctx, name, store.BreakerOpening{For: time.Hour, By: "cli", Reason: bobby}); err != nil {
+		t.Fatal(err)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.OpenReason != bobby {
+		t.Errorf("reason kept: %q, want %q", st.OpenReason, bobby)
 	}
 }

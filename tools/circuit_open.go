@@ -14,6 +14,9 @@ import (
 type CircuitOpenInput struct {
 	Name string `json:"name" jsonschema_description:"Breaker name as pgbus_circuits lists it."`
 	For  string `json:"for" jsonschema_description:"How long it stays open: a duration such as 30m or 2h, 1s to 168h."`
+	// Reason is optional: the breaker shows it, with who opened it,
+	// until that open period ends.
+	Reason string `json:"reason,omitempty" jsonschema_description:"Why, shown with the breaker until it closes: the maintenance window, a ticket. At most 500 bytes."`
 }
 
 const circuitOpenDescription = `Opens a circuit breaker by hand for a while, for a downstream known to be down or in maintenance: jobs using it wait, no attempt used, while other jobs run; then one probe goes through. pgbus_circuit_reset ends it early.`
@@ -45,5 +48,5 @@ func (in CircuitOpenInput) request() (ops.CircuitOpenRequest, error) {
 	if err != nil {
 		return ops.CircuitOpenRequest{}, fixf("for %q is not a duration; pass one such as 30m or 2h (1s to 168h)", shorten(in.For))
 	}
-	return ops.CircuitOpenRequest{Name: in.Name, For: d}, nil
+	return ops.CircuitOpenRequest{Name: in.Name, For: d, Reason: in.Reason}, nil
 }

@@ -101,22 +101,33 @@ func TestCircuitOpenTool(t *testing.T) {
 		{map[string]any{"name": strings.Repeat("x", 300), "for": "1h"}, "no breaker has a name over 200"},
 		{map[string]any{"name": "x'); DROP TABLE pgbus.circuit_breakers; -- " + name, "for": "1h"}, "does not exist"},
 		{map[string]any{"name": name, "for": "1h", "until": "tomorrow"}, "until"},
+		{map[string]any{"name": name, "for": "1h", "reason": 42}, "reason"},
+		{map[string]any{"name": name, "for": "1h", "reason": strings.Repeat("r", 600)}, "reason is 600 bytes long; give at most 500"},
+		{map[string]any{"name": name, "for": "1h", "reason": strings.Repeat("r", 100_000)}, "at most 10240"},
+		{map[string]any{"name": name, "for": "1h", "reason": "a\x00b"}, "reason cannot be used"},
 	} {
 		e.callErr(t, "pgbus_circuit_open", c.args, c.says)
 	}
 	if st, err := e.st.ListBreakers(ctx, name); err != nil || len(st) != 1 || st[0].State != store.BreakerClosed {
 		t.Fatalf("breaker after refused calls: %+v, %v; want it closed still", st, err)
 	}
-	out := callOK[ops.CircuitOpen](t, e, "pgbus_circuit_open", map[string]any{"name": name, "for": "45m"})
-	if out.State != store.BreakerOpen || out.Was != store.BreakerClosed || out.OpenUntil.Before(time.Now().Add(44*time.Minute)) || out.OpenUntil.After(time.Now().Add(46*time.Minute)) {
-		t.Fatalf("open = %+v; want it open for 45 minutes", out)
+	out := callOK[ops.CircuitOpen](t, e, "pgbus_circuit_open", map[string]any{"name": name, "for": "45m", "reason": "bank maintenance, OPS-7"})
+	if out.State != store.BreakerOpen || out.Was != store.BreakerClosed || out.OpenUntil.Before(time.Now().Add(44*time.Minute)) || out.OpenUntil.After(time.Now().Add(46*time.Minute)) ||
+		!strings.HasPrefix(out.OpenedByHand.By, "mcp:") || out.OpenedByHand.Reason != "bank maintenance, OPS-7" {
+		t.Fatalf("open = %+v; want it open for 45 minutes, by this client, with its reason", out)
+	}
+	// Another agent that looks at the breaker is told a person opened it.
+	cs := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{"name": name})
+	if len(cs.Circuits) != 1 || cs.Circuits[0].OpenedByHand == nil || cs.Circuits[0].OpenedByHand.By != out.OpenedByHand.By || cs.Circuits[0].OpenedByHand.Reason != "bank maintenance, OPS-7" {
+		t.Fatalf("circuits = %+v; want the opening by hand, who and why", cs)
 	}
 	if h, ok := findHint(out.Next, "pgbus_circuit_reset"); !ok || h.Args["name"] != name {
 		t.Errorf("open next = %+v; want the reset of %s", out.Next, name)
 	}
 	// The opening is audited, and so is the call on a missing breaker,
 	// which reached the database; the refused calls are not.
-	if rows := auditRows(t, e.st, "circuit_open", `"`+name+`"`); len(rows) != 1 || rows[0].IsError || !strings.Contains(string(rows[0].Arguments), `"for_seconds": 2700`) {
+	if rows := auditRows(t, e.st, "circuit_open", `"`+name+`"`); len(rows) != 1 || rows[0].IsError || !strings.Contains(string(rows[0].Arguments), `"for_seconds": 2700`) ||
+		!strings.Contains(string(rows[0].Arguments), `"reason": "bank maintenance, OPS-7"`) {
 		t.Fatalf("audit of the opening: %+v; want it alone, for 2700 seconds", rows)
 	}
 	if rows := auditRows(t, e.st, "circuit_open", "DROP TABLE pgbus.circuit_breakers; -- "+name); len(rows) != 1 || !rows[0].IsError {

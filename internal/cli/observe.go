@@ -116,8 +116,10 @@ of consecutive failures; jobs meeting it open are snoozed without using an
 attempt until the cool-off ends, then one probe goes through (STATE says
 "open, probe due" from then until a job makes that call). This is why a job
 can wait longer than its backoff. HELD counts the jobs a breaker holds so,
-which pgbus circuit reset runs at once. --json prints the same result as the
-MCP tool pgbus_circuits. NAME shows only that breaker.`,
+which pgbus circuit reset runs at once. A breaker opened by hand (pgbus
+circuit open) says "by hand", and a line under the table says who opened it
+and why. --json prints the same result as the MCP tool pgbus_circuits. NAME
+shows only that breaker.`,
 		Example: `  pgbus circuits
   pgbus circuits api.example.com
   pgbus circuit reset api.example.com`,
@@ -133,10 +135,15 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 					return err
 				}
 				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "HELD", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
+				var byHand []string
 				for _, b := range cs.Circuits {
 					until, state := "-", b.State
 					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
 						until = ago(*b.OpenUntil)
+					}
+					if b.OpenedByHand != nil {
+						state += ", by hand"
+						byHand = append(byHand, b.Name+" was opened by hand "+handOpening(*b.OpenedByHand))
 					}
 					if b.ProbeDue {
 						state += ", probe due"
@@ -144,10 +151,25 @@ MCP tool pgbus_circuits. NAME shows only that breaker.`,
 					t.row(b.Name, state, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, b.Held,
 						agoPtr(b.LastSuccessAt), agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
 				}
-				return t.flush()
+				if err := t.flush(); err != nil {
+					return err
+				}
+				for _, line := range byHand {
+					fmt.Fprintln(a.stdout, line)
+				}
+				return nil
 			})
 		},
 	})
+}
+
+// handOpening says who opened a breaker by hand and why: `by cli:
+// "bank maintenance"`, the reason on one line.
+func handOpening(o ops.HandOpening) string {
+	if o.Reason == "" {
+		return "by " + o.By
+	}
+	return fmt.Sprintf("by %s: %q", o.By, clip(strings.Join(strings.Fields(o.Reason), " "), 200))
 }
 
 func agoPtr(t *time.Time) string {
@@ -194,6 +216,9 @@ same result as the MCP tool pgbus_circuit_reset.`,
 					line += "; nothing changed"
 				}
 				fmt.Fprintln(a.stdout, line)
+				if res.WasOpenedByHand != nil {
+					fmt.Fprintln(a.stdout, "it ended early the opening by hand "+handOpening(*res.WasOpenedByHand))
+				}
 				printNext(a.stdout, res.Next)
 				return nil
 			})
@@ -219,8 +244,11 @@ breaker, in whatever queue, is held (state scheduled, no attempt used)
 instead of failing toward its DLQ, while the queues' other jobs run.
 When --for is up, the next job probes the downstream: success closes the
 breaker, failure keeps it open for its cool-off. pgbus circuit reset NAME
-ends it early and runs the held jobs at once. --for takes 1s to 168h.`,
-		Example: `  pgbus circuit open http:api.example.com:443 --for 30m
+ends it early and runs the held jobs at once. --for takes 1s to 168h.
+--reason says why, for whoever finds the breaker open meanwhile (pgbus
+circuits, the MCP tool pgbus_circuits, the dashboard, the health check show
+it with who opened it): an agent is told not to reset it unless asked.`,
+		Example: `  pgbus circuit open http:api.example.com:443 --for 30m --reason "bank maintenance, OPS-7"
   pgbus circuit reset http:api.example.com:443`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -234,12 +262,16 @@ ends it early and runs the held jobs at once. --for takes 1s to 168h.`,
 			return run(a, cmd, (*ops.Service).CircuitOpen, req, func(res ops.CircuitOpen) error {
 				fmt.Fprintf(a.stdout, "circuit breaker %s was %s; it is open until %s (%s): its jobs wait, no attempt used, then the next one probes it\n",
 					res.Name, res.Was, res.OpenUntil.Local().Format("2006-01-02 15:04:05 MST"), ago(res.OpenUntil))
+				if res.Replaced != nil {
+					fmt.Fprintln(a.stdout, "it replaces the opening by hand "+handOpening(*res.Replaced))
+				}
 				printNext(a.stdout, res.Next)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().DurationVar(&req.For, "for", 0, "how long the breaker stays open, 1s to 168h")
+	cmd.Flags().StringVar(&req.Reason, "reason", "", "why, shown with the breaker until it closes (at most 500 bytes)")
 	return jsonFlag(cmd)
 }
 

@@ -483,6 +483,7 @@ func TestCircuitOpen(t *testing.T) {
 		{[]string{"circuit", "open", name, "--for", "169h"}, "at most 168h"},
 		{[]string{"circuit", "open", name, "--for", "soon"}, "--for"},
 		{[]string{"circuit", "open", "--for", "1h"}, "arg"},
+		{[]string{"circuit", "open", name, "--for", "1h", "--reason"}, "--reason"},
 	} {
 		if msg := d.fails(t, 2, c.args...); !strings.Contains(msg, c.says) {
 			t.Errorf("%v: %q; want it to say %q", c.args, msg, c.says)
@@ -491,22 +492,35 @@ func TestCircuitOpen(t *testing.T) {
 	if msg := d.fails(t, 3, "circuit", "open", "http:nosuch:80", "--for", "1h"); !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
 		t.Fatalf("open of a missing breaker: %q", msg)
 	}
-	out := d.ok(t, "circuit", "open", name, "--for", "30m")
+	if msg := d.fails(t, 2, "circuit", "open", name, "--for", "1h", "--reason", strings.Repeat("r", 501)); !strings.Contains(msg, "--reason is 501 bytes long; give at most 500") {
+		t.Fatalf("open with a reason too long: %q", msg)
+	}
+	out := d.ok(t, "circuit", "open", name, "--for", "30m", "--reason", "bank maintenance,\nOPS-7")
 	if !regexp.MustCompile(`^circuit breaker `+regexp.QuoteMeta(name)+` was closed; it is open until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(in (29m|30m)\): its jobs wait`).MatchString(out) ||
-		!strings.Contains(out, "next: pgbus circuit reset "+name) {
+		!strings.Contains(out, "next: pgbus circuit reset "+name) || strings.Contains(out, "replaces") {
 		t.Fatalf("circuit open:\n%s", out)
+	}
+	table := d.ok(t, "circuits")
+	if !regexp.MustCompile(regexp.QuoteMeta(name)+` +open, by hand +0/2`).MatchString(table) ||
+		!strings.Contains(table, "\n"+name+` was opened by hand by cli: "bank maintenance, OPS-7"`) {
+		t.Fatalf("circuits after circuit open --reason:\n%s", table)
 	}
 	var again ops.CircuitOpen
 	d.json(t, &again, "circuit", "open", name, "--for", "2h")
-	if again.Was != store.BreakerOpen || again.State != store.BreakerOpen || again.OpenUntil.Before(time.Now().Add(119*time.Minute)) {
-		t.Fatalf("circuit open --json of an open breaker: %+v; want it open two hours more", again)
+	if again.Was != store.BreakerOpen || again.State != store.BreakerOpen || again.OpenUntil.Before(time.Now().Add(119*time.Minute)) ||
+		again.Replaced == nil || again.Replaced.Reason != "bank maintenance,\nOPS-7" || again.OpenedByHand.By != "cli" {
+		t.Fatalf("circuit open --json of an open breaker: %+v; want it open two hours more, the opening it replaced said", again)
 	}
 	var cs ops.Circuits
 	d.json(t, &cs, "circuits", name)
-	if len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerOpen || cs.Open != 1 {
+	if len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerOpen || cs.Open != 1 || cs.Circuits[0].OpenedByHand == nil || cs.Circuits[0].OpenedByHand.Reason != "" {
 		t.Fatalf("circuits after circuit open: %+v", cs)
 	}
 	if entries := d.audit(t); len(entries) != 3 || entries[0].Op != ops.OpCircuitOpen || entries[0].IsError || entries[1].IsError || entries[2].Op != ops.OpCircuitOpen || !entries[2].IsError {
 		t.Fatalf("audit log: %+v; want the two openings and the refused one", entries)
+	}
+	reset := d.ok(t, "circuit", "reset", name)
+	if !strings.Contains(reset, "it ended early the opening by hand by cli\n") {
+		t.Fatalf("circuit reset of a breaker opened by hand:\n%s", reset)
 	}
 }
