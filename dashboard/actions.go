@@ -208,7 +208,7 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 		d.Lines = append(d.Lines, fmt.Sprintf("%s it held while open %s visible now, to run at once.", plural.Count(res.Released, "job", "jobs"), plural.Of(res.Released, "is", "are")))
 	}
 	if o := res.WasOpenedByHand; o != nil {
-		d.Lines = append(d.Lines, "This ended early the opening by hand "+handOpening(*o)+".")
+		d.Lines = append(d.Lines, "This ends the opening by hand "+handOpening(*o)+".")
 	}
 	if !res.Changed {
 		d.Heading = "Circuit breaker " + res.Name + " was already closed"

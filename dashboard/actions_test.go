@@ -145,7 +145,7 @@ func TestActionsWithoutToken(t *testing.T) {
 		t.Fatalf("the circuits page does not say who opened the breaker by hand and why, escaped:\n%s", page)
 	}
 	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK ||
-		!strings.Contains(page, `This ended early the opening by hand by dashboard (&#34;&lt;b&gt;bank&lt;/b&gt; maintenance&#34;).`) {
+		!strings.Contains(page, `This ends the opening by hand by dashboard (&#34;&lt;b&gt;bank&lt;/b&gt; maintenance&#34;).`) {
 		t.Fatalf("reset of the breaker opened by hand: %d\n%s", code, page)
 	}
 

@@ -205,4 +205,14 @@ func TestHealthOfABreakerOpenedByHand(t *testing.T) {
 		!regexp.MustCompile(`is open until \S+, opened by hand by cli \("bank maintenance"\): the jobs`).MatchString(m) || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) {
 		t.Fatalf("reason = %q", m)
 	}
+	// Its time up, the window is over although no job has probed yet.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: name}); err != nil || !cs.Circuits[0].ProbeDue || cs.Circuits[0].OpenedByHand != nil {
+		t.Fatalf("circuits once the time is up = %+v, %v; want a probe due, no opening by hand", cs, err)
+	}
+	if h, err := svc.Health(ctx); err != nil || len(h.Reasons) != 1 || strings.Contains(h.Reasons[0].Message, "by cli") {
+		t.Fatalf("health once the time is up = %+v, %v; want the breaker's reason without the opening by hand", h, err)
+	}
 }

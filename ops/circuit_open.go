@@ -40,6 +40,15 @@ func handOpening(by, reason string) *HandOpening {
 	return &HandOpening{By: by, Reason: redacted}
 }
 
+// handOpeningOf is the opening by hand b is in, nil when none: its time
+// up (a probe due), the window is over even before a job makes the probe.
+func handOpeningOf(b store.BreakerState, now time.Time) *HandOpening {
+	if probeDue(b, now) {
+		return nil
+	}
+	return handOpening(b.OpenedBy, b.OpenReason)
+}
+
 // MaxOpenByHand is the longest a breaker is opened by hand.
 const MaxOpenByHand = store.MaxOpenByHand
 
@@ -74,7 +83,7 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	defer func() {
 		args := map[string]any{"name": req.Name, "for_seconds": req.For.Seconds()}
 		if req.Reason != "" {
-			args["reason"] = req.Reason
+			args["reason"], _ = RedactText(req.Reason)
 		}
 		s.record(ctx, OpCircuitOpen, args, out, err)
 	}()

@@ -519,7 +519,7 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 		queue = queues[0]
 	}
 	cause := ", opened by hand" // open without a failure counted: by hand before its opener was recorded
-	switch o := handOpening(b.OpenedBy, b.OpenReason); {
+	switch o := handOpeningOf(b, now); {
 	case o != nil && o.Reason != "":
 		cause = fmt.Sprintf(", opened by hand by %s (%q)", o.By, clip(strings.Join(strings.Fields(o.Reason), " "), 200))
 	case o != nil:
@@ -861,8 +861,8 @@ type CircuitReset struct {
 	// the reset made visible, to run at once rather than at the end of
 	// their snooze.
 	Released int64 `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, made visible now: they run at once."`
-	// WasOpenedByHand is the opening by hand the reset ended early.
-	WasOpenedByHand *HandOpening `json:"was_opened_by_hand,omitempty" jsonschema_description:"The opening by hand (a maintenance window) that the reset ended early."`
+	// WasOpenedByHand is the opening by hand the reset ended.
+	WasOpenedByHand *HandOpening `json:"was_opened_by_hand,omitempty" jsonschema_description:"The opening by hand (a maintenance window) that the reset ended."`
 	Changed         bool         `json:"changed" jsonschema_description:"False when the reset changed nothing: the breaker was closed with no failure counted and held no job."`
 	Next            []Hint       `json:"next" jsonschema_description:"What to do next."`
 }

@@ -120,7 +120,7 @@ func breakerState(b store.BreakerState, now time.Time) BreakerState {
 	out := BreakerState{Name: b.Name, State: b.State, ConsecutiveFailures: b.ConsecutiveFailures, FailureThreshold: b.FailureThreshold,
 		CoolOffSeconds: b.CoolOffSeconds, CurrentCoolOffSeconds: b.CurrentCoolOffSeconds, MaxCoolOffSeconds: b.MaxCoolOffSeconds,
 		OpenedAt: b.OpenedAt, OpenUntil: b.OpenUntil, LastSuccessAt: b.LastSuccessAt, LastFailureAt: b.LastFailureAt,
-		ProbeDue: probeDue(b, now), OpenedByHand: handOpening(b.OpenedBy, b.OpenReason), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
+		ProbeDue: probeDue(b, now), OpenedByHand: handOpeningOf(b, now), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
 	out.LastError, _ = RedactText(b.LastError)
 	for i, u := range b.Users {
 		out.Users[i] = BreakerUser(u)

@@ -217,7 +217,7 @@ same result as the MCP tool pgbus_circuit_reset.`,
 				}
 				fmt.Fprintln(a.stdout, line)
 				if res.WasOpenedByHand != nil {
-					fmt.Fprintln(a.stdout, "it ended early the opening by hand "+handOpening(*res.WasOpenedByHand))
+					fmt.Fprintln(a.stdout, "it ends the opening by hand "+handOpening(*res.WasOpenedByHand))
 				}
 				printNext(a.stdout, res.Next)
 				return nil

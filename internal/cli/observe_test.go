@@ -520,7 +520,7 @@ func TestCircuitOpen(t *testing.T) {
 		t.Fatalf("audit log: %+v; want the two openings and the refused one", entries)
 	}
 	reset := d.ok(t, "circuit", "reset", name)
-	if !strings.Contains(reset, "it ended early the opening by hand by cli\n") {
+	if !strings.Contains(reset, "it ends the opening by hand by cli\n") {
 		t.Fatalf("circuit reset of a breaker opened by hand:\n%s", reset)
 	}
 }
