@@ -315,3 +315,41 @@ func BenchmarkRunNow(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHeldByBreaker measures the count of the jobs a breaker holds
+// (pgbus circuits, and the health check of a breaker that is not closed)
+// in a queue of 1,000,000 messages sent with a day's delay and 10 the
+// breaker holds: the delayed ones are not yet visible either, so the
+// count must not read them one by one.
+func BenchmarkHeldByBreaker(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	const breaker = "http:bench"
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.OpenBreaker(ctx, breaker, store.BreakerOpening{For: 5 * time.Minute, By: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers)
+		SELECT now() + interval '1 day', '{}', '{}' FROM generate_series(1, 1000000)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (read_ct, vt, message, headers)
+		SELECT 1, now() + interval '4 minutes', '{}', jsonb_build_object($1::text, jsonb_build_object('breaker', $2::text, 'read_ct', 1))
+		FROM generate_series(1, 10)`, store.HeaderBreakerHold, breaker); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, breaker, []store.BreakerUser{{Queue: q}}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE pgmq."q_`+q+`"`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if held, err := s.HeldByBreaker(ctx, breaker); err != nil || held[breaker] != 10 {
+			b.Fatalf("held = %v, %v; want 10", held, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -48,6 +49,30 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
 		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
 			return total, fmt.Errorf("store: run now the messages circuit breaker %q held in %s: %w", breaker, level, err)
 		}
+	}
+	return total, nil
+}
+
+// capHolds brings in the messages the breaker named holds that wait past
+// until, to until: an opening by hand that shortens the breaker's open
+// period, which was to end at was, would otherwise leave the jobs held
+// before waiting out the longer one, after the breaker probed and closed.
+// Only messages visible by was (and holdSlack) are looked at, through the
+// vt index. It returns how many it moved.
+func (s *Store) capHolds(ctx context.Context, breaker string, until, was time.Time) (int64, error) {
+	levels, err := s.breakerLevels(ctx, breaker)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, level := range levels {
+		tag, err := s.db.Exec(ctx, `UPDATE `+queueTable(level)+` q SET vt = $2
+			WHERE q.vt > $2 AND q.vt <= $3 AND `+breakerHeldSQL+` AND q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1::text`,
+			breaker, until, was.Add(holdSlack))
+		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
+			return total, fmt.Errorf("store: bring the jobs circuit breaker %q holds in %s in to %s: %w", breaker, level, until.UTC().Format(time.RFC3339), err)
+		}
+		total += tag.RowsAffected()
 	}
 	return total, nil
 }
@@ -104,12 +129,26 @@ func (s *Store) HeldByBreaker(ctx context.Context, name string) (map[string]int6
 	return out, nil
 }
 
+// holdSlack is how far past a breaker's open_until a job it held may
+// still wait: a worker computes the snooze on its own clock, a little off
+// the database's, and the outcome writer writes it a moment later.
+const holdSlack = 15 * time.Minute
+
+// heldUntilSQL bounds the visibility time of every message a breaker (or
+// the one named, $1) holds: a breaker snoozes a job until its open period
+// ends (a second at most while half-open), and an opening by hand that
+// shortens the period brings the holds in with it (capHolds). Counting
+// within it reads, through the vt index, the messages that become visible
+// before then, not every message sent with a delay of days.
+const heldUntilSQL = `(SELECT greatest(max(b.open_until), now()) FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1) + ` +
+	`interval '1 microsecond' * $2`
+
 // countHeld adds the messages of one physical queue that each breaker
 // (or the one named) holds to counts.
 func (s *Store) countHeld(ctx context.Context, queue, name string, counts map[string]int64) error {
 	rows, err := s.reads.Query(ctx, `SELECT q.headers->'`+HeaderBreakerHold+`'->>'breaker' AS breaker, count(*)
-		FROM `+queueTable(queue)+` q WHERE q.vt > now() AND `+breakerHeldSQL+`
-		GROUP BY 1 HAVING $1 = '' OR q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1`, name)
+		FROM `+queueTable(queue)+` q WHERE q.vt > now() AND q.vt <= `+heldUntilSQL+` AND `+breakerHeldSQL+`
+		GROUP BY 1 HAVING $1 = '' OR q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1`, name, holdSlack.Microseconds())
 	if err != nil {
 		if isUndefinedTable(err) {
 			return nil // dropped since its users were recorded

@@ -78,20 +78,20 @@ func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
 	pay, other := pgtest.Name("pay"), pgtest.Name("other")
 
 	first := h.readSent(store.NewMessage{}) // held before any failure
-	h.snooze(first, time.Hour, pay)
+	h.snooze(first, 5*time.Minute, pay)
 
 	failed := h.readSent(store.NewMessage{}) // held after a failed attempt
 	if _, err := s.RetryMany(ctx, h.q, []store.RetryItem{{MsgID: failed.ID, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "503"}}}); err != nil {
 		t.Fatal(err)
 	}
-	h.snooze(h.readID(failed.ID), time.Hour, pay)
+	h.snooze(h.readID(failed.ID), 5*time.Minute, pay)
 
 	own := h.readSent(store.NewMessage{}) // the handler's own snooze
 	h.snooze(own, time.Hour, "")
 	otherHeld := h.readSent(store.NewMessage{Headers: json.RawMessage(`{"pgbus_kind":"mail"}`)})
-	h.snooze(otherHeld, time.Hour, other)
+	h.snooze(otherHeld, 5*time.Minute, other)
 	readSince := h.readSent(store.NewMessage{})
-	h.snooze(readSince, time.Hour, pay)
+	h.snooze(readSince, 5*time.Minute, pay)
 	// A reader that knows nothing of the mark (pgmq.read) counts a read.
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+h.q+`" SET read_ct = read_ct + 1, vt = now() + interval '1 hour' WHERE msg_id = $1`, readSince.ID); err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestRunHeldNowEveryLevel(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
 	h := holdTest{t: t, s: s, q: store.PriorityQueueName(levels, 1)}
-	h.snooze(h.readSent(store.NewMessage{}), time.Hour, pay)
+	h.snooze(h.readSent(store.NewMessage{}), 5*time.Minute, pay)
 	users := []store.BreakerUser{{Queue: pgtest.Name("dropped")}, {Queue: levels}, {Queue: h.q}, {Queue: "Not a queue; DROP TABLE x"}}
 	if err := s.RecordBreakerUsers(ctx, pay, users); err != nil {
 		t.Fatal(err)
@@ -250,5 +250,72 @@ func TestRunHeldNowEveryLevel(t *testing.T) {
 				t.Fatalf("level 1's message after RunHeldNow: %+v; want waiting", msg)
 			}
 		}
+	}
+}
+
+// The jobs a breaker holds wait at most until its open period ends, so
+// that they are counted among the messages visible by then, not among
+// every delayed one: an opening by hand that cuts the period short
+// brings the jobs held until its old end in with it, leaving other
+// breakers' holds, delayed sends and a lengthened period's holds as they
+// are.
+func TestShortenedOpeningBringsHoldsIn(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	pay, other := pgtest.Name("pay"), pgtest.Name("other")
+	for _, b := range []string{pay, other} {
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: b, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.OpenBreaker(ctx, b, store.BreakerOpening{For: 24 * time.Hour, By: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordBreakerUsers(ctx, b, []store.BreakerUser{{Queue: h.q}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := h.readSent(store.NewMessage{})
+	h.snooze(held, 24*time.Hour, pay) // until the day's opening ends
+	otherHeld := h.readSent(store.NewMessage{})
+	h.snooze(otherHeld, 24*time.Hour, other)
+	delayed, err := s.Send(ctx, h.q, store.NewMessage{Payload: json.RawMessage(`{}`), Delay: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.HeldByBreaker(ctx, pay); err != nil || n[pay] != 1 {
+		t.Fatalf("held by %s open for a day = %v, %v; want its job", pay, n, err)
+	}
+
+	_, until, err := s.OpenBreaker(ctx, pay, store.BreakerOpening{For: time.Hour, By: "cli", Reason: "shorter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vt := func(id int64) time.Time {
+		var at time.Time
+		if err := s.Pool().QueryRow(ctx, `SELECT vt FROM pgmq."q_`+h.q+`" WHERE msg_id = $1`, id).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if got := vt(held.ID); got.After(until) || got.Before(until.Add(-time.Second)) {
+		t.Errorf("the job held until the day's end waits until %v after the opening was cut to %v; want it brought in", got, until)
+	}
+	for _, id := range []int64{otherHeld.ID, delayed} {
+		if got := vt(id); got.Before(time.Now().Add(23 * time.Hour)) {
+			t.Errorf("message %d (another breaker's hold, or a delayed send) brought in to %v; want it left at a day", id, got)
+		}
+	}
+	if n, err := s.HeldByBreaker(ctx, ""); err != nil || n[pay] != 1 || n[other] != 1 {
+		t.Fatalf("held after the cut = %v, %v; want each breaker's job", n, err)
+	}
+	// Lengthened again, the holds keep their times: the next job that
+	// meets the breaker waits until the new end.
+	if _, _, err := s.OpenBreaker(ctx, pay, store.BreakerOpening{For: 2 * time.Hour, By: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := vt(held.ID); got.After(until) {
+		t.Errorf("the hold moved to %v when the opening was lengthened; want it at %v", got, until)
 	}
 }

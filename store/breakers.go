@@ -399,8 +399,9 @@ type BreakerOpening struct {
 // down or under maintenance: the jobs that meet it are held (snoozed, no
 // attempt used) until o.For has passed, when the next one probes it, as
 // after a cool-off. A probe under way meanwhile leaves it open whatever
-// its outcome. It returns what the breaker was and when it lets a probe
-// through.
+// its outcome. An opening that ends an open period sooner brings the jobs
+// held until its old end in to the new one. It returns what the breaker
+// was and when it lets a probe through.
 func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) (BreakerWas, time.Time, error) {
 	switch {
 	case o.For < time.Second || o.For > MaxOpenByHand:
@@ -412,19 +413,30 @@ func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) 
 	}
 	var was BreakerWas
 	var until time.Time
+	var shortened *time.Time // the end of the open period this one cut short
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason, open_until FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
 		UPDATE pgbus.circuit_breakers b SET state = 'open', opened_at = CASE WHEN old.state = 'closed' THEN now() ELSE coalesce(b.opened_at, now()) END,
 			open_until = now() + $2 * interval '1 millisecond', probe_until = NULL, updated_at = now(),
 			opened_by = $3, open_reason = nullif($4, '')
 		FROM old WHERE b.name = old.name
-		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), b.open_until`,
-		name, o.For.Milliseconds(), o.By, o.Reason).Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &until)
+		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), b.open_until,
+			CASE WHEN old.state = 'open' AND old.open_until > b.open_until THEN old.open_until END`,
+		name, o.For.Milliseconds(), o.By, o.Reason).Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &until, &shortened)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist", name)
 	}
 	if err != nil {
 		return BreakerWas{}, time.Time{}, fmt.Errorf("store: open circuit breaker %q: %w", name, err)
+	}
+	// Jobs held until the end of the period this one cut short come out
+	// with it.
+	if shortened == nil {
+		return was, until, nil
+	}
+	if _, err := s.capHolds(ctx, name, until, *shortened); err != nil {
+		return was, until, fmt.Errorf("circuit breaker %q is open until %s, but jobs it held before may wait past that: reset it to run them: %w",
+			name, until.UTC().Format(time.RFC3339), err)
 	}
 	return was, until, nil
 }

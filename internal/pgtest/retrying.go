@@ -31,15 +31,15 @@ func RetryingMessage(tb testing.TB, s *store.Store, queue string, m store.NewMes
 }
 
 // Held sends a message to queue and has the circuit breaker named hold
-// it for an hour, as a worker does with a job that meets the breaker
-// open, the queue recorded among the breaker's users; it returns the
-// message's id.
+// it for five minutes, as a worker does with a job that meets the breaker
+// open (until its open period ends), the queue recorded among the
+// breaker's users; it returns the message's id.
 func Held(tb testing.TB, s *store.Store, queue, breaker string) int64 {
 	tb.Helper()
 	ctx := Context(tb)
 	got := sendAndRead(tb, s, queue, store.NewMessage{Payload: json.RawMessage(`{}`)})
 	id := got.ID
-	item := store.SnoozeItem{MsgID: id, Delay: time.Hour, Breaker: breaker, ReadCount: got.ReadCount, EnqueuedAt: got.EnqueuedAt}
+	item := store.SnoozeItem{MsgID: id, Delay: 5 * time.Minute, Breaker: breaker, ReadCount: got.ReadCount, EnqueuedAt: got.EnqueuedAt}
 	if n, err := s.SnoozeMany(ctx, queue, []store.SnoozeItem{item}); err != nil || len(n) != 1 {
 		tb.Fatalf("pgtest: snooze message %d of %s: %v, %v", id, queue, n, err)
 	}
