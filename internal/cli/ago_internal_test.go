@@ -20,6 +20,10 @@ func TestAgo(t *testing.T) {
 		{0, "just now"},
 		{-100 * time.Millisecond, "just now"},
 		{-3 * time.Hour, "3h ago"},
+		{2*time.Hour - time.Second, "in 1h59m"},
+		{-(90*time.Minute + 30*time.Second), "1h30m ago"},
+		{47 * time.Hour, "in 47h"},
+		{72 * time.Hour, "in 3d"},
 	} {
 		if got := agoAt(now.Add(c.from), now); got != c.want {
 			t.Errorf("agoAt(now%+v) = %q, want %q", c.from, got, c.want)

@@ -140,7 +140,13 @@ func short(d time.Duration) string {
 	case d < time.Hour:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
+		// 1h59m is not "1h": a breaker open for two hours more would
+		// read as open for one.
+		h, m := int(d.Hours()), int(d.Minutes())%60
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m)
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
