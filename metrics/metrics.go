@@ -76,6 +76,7 @@ type Metrics struct {
 	dlqMessages   *prometheus.Desc
 	oldestReady   *prometheus.Desc
 	breakerState  *prometheus.Desc
+	breakerHeld   *prometheus.Desc
 	workers       *prometheus.Desc
 	queueWorkers  *prometheus.Desc
 	databaseUp    *prometheus.Desc
@@ -147,6 +148,8 @@ func New(opts Options) *Metrics {
 			"How long the message of each queue ready (visible) longest has waited for a worker: since it was sent, or since its delay, retry backoff or visibility timeout ended; 0 when none is ready.", []string{"queue"}, nil),
 		breakerState: prometheus.NewDesc("pgbus_circuit_breaker_state",
 			"State of each circuit breaker: 1 for the state it is in (closed, open or half_open), 0 for the others.", []string{"breaker", "state"}, nil),
+		breakerHeld: prometheus.NewDesc("pgbus_circuit_breaker_held_jobs",
+			"Jobs each circuit breaker holds: snoozed while it was open, no attempt used, they wait in its users' queues until it lets calls through again; a reset runs them at once. 0 for a closed breaker.", []string{"breaker"}, nil),
 		workers: prometheus.NewDesc("pgbus_workers_running",
 			"Worker processes heartbeating now, in every process using this database.", nil, nil),
 		queueWorkers: prometheus.NewDesc("pgbus_queue_workers_running",
@@ -212,7 +215,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.workers, m.queueWorkers, m.databaseUp} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.databaseUp} {
 			ch <- d
 		}
 	}
@@ -252,6 +255,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {
 			ch <- prometheus.MustNewConstMetric(m.breakerState, prometheus.GaugeValue, flag(s == state), name, s)
 		}
+		ch <- prometheus.MustNewConstMetric(m.breakerHeld, prometheus.GaugeValue, float64(g.BreakersHeld[name]), name)
 	}
 	ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(g.WorkersRunning))
 }

@@ -138,6 +138,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_dlq_messages":                      dto.MetricType_GAUGE,
 	"pgbus_queue_oldest_ready_age_seconds":    dto.MetricType_GAUGE,
 	"pgbus_circuit_breaker_state":             dto.MetricType_GAUGE,
+	"pgbus_circuit_breaker_held_jobs":         dto.MetricType_GAUGE,
 	"pgbus_workers_running":                   dto.MetricType_GAUGE,
 	"pgbus_queue_workers_running":             dto.MetricType_GAUGE,
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
@@ -219,7 +220,7 @@ func TestScrapeAfterWorkload(t *testing.T) {
 	if age := value(fams, "pgbus_queue_oldest_ready_age_seconds", map[string]string{"queue": q}); age < 0 {
 		t.Errorf("no oldest ready age for %s", q)
 	}
-	checkFamilies(t, fams, "pgbus_circuit_breaker_transitions_total", "pgbus_circuit_breaker_state")
+	checkFamilies(t, fams, "pgbus_circuit_breaker_transitions_total", "pgbus_circuit_breaker_state", "pgbus_circuit_breaker_held_jobs")
 }
 
 // checkFamilies checks that every pgbus family exposed has HELP text and
@@ -373,6 +374,62 @@ func TestBreakerMetrics(t *testing.T) {
 		t.Errorf("open to half_open counted %v times, want at least 1", v)
 	}
 	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total")
+}
+
+// The jobs a breaker in use holds are a gauge, scraped over HTTP: the
+// two an opening by hand holds, then none once a reset runs them; a
+// breaker whose queue no running worker serves is left out, as from the
+// state gauge.
+func TestBreakerHeldJobsGauge(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := pgtest.Context(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.New(metrics.Options{Ops: svc, CacheFor: -1}))
+	base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
+	const bank, unused = "http:bank", "http:unused"
+	for _, b := range []string{bank, unused} {
+		if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: b, FailureThreshold: 2, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{"payments", "reports"} {
+		if err := st.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: "w-pay", Hostname: "h", PID: 1, Queues: []string{"payments"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Held(t, st, "payments", bank)
+	pgtest.Held(t, st, "payments", bank)
+	pgtest.Held(t, st, "reports", unused) // no running worker serves reports
+	for _, b := range []string{bank, unused} {
+		if _, err := svc.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: b, For: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams := scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_held_jobs", map[string]string{"breaker": bank}); v != 2 {
+		t.Fatalf("held jobs of %s open by hand = %v, want 2", bank, v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_held_jobs", map[string]string{"breaker": unused}); v != -1 {
+		t.Errorf("held jobs of %s, which no running worker uses = %v, want it left out", unused, v)
+	}
+	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: bank}); err != nil {
+		t.Fatal(err)
+	}
+	fams = scrape(t, base)
+	if v := value(fams, "pgbus_circuit_breaker_held_jobs", map[string]string{"breaker": bank}); v != 0 {
+		t.Errorf("held jobs of %s after its reset = %v, want 0", bank, v)
+	}
+	if v := value(fams, "pgbus_circuit_breaker_state", map[string]string{"breaker": bank, "state": store.BreakerClosed}); v != 1 {
+		t.Errorf("state of %s after its reset: closed = %v, want 1", bank, v)
+	}
 }
 
 // Failures of many classes from many workers at once, some classes far

@@ -21,6 +21,12 @@ type Gauges struct {
 	// worker process serves a queue whose handler uses it, as Health
 	// counts it; one left by stopped processes holds nothing up.
 	Breakers map[string]string
+	// BreakersHeld counts, for each breaker of Breakers, the jobs it
+	// holds (snoozed while it was open, no attempt used), counted for a
+	// breaker that is not closed and 0 for a closed one: the jobs a
+	// breaker held come out when its open period ends or a reset runs
+	// them.
+	BreakersHeld map[string]int64
 	// WorkersRunning counts the worker processes heartbeating now, as
 	// Health and Workers count them.
 	WorkersRunning int
@@ -52,15 +58,24 @@ func (s *Service) Gauges(ctx context.Context) (_ Gauges, err error) {
 	if err != nil {
 		return Gauges{}, err
 	}
-	inUse := map[string]string{}
+	inUse, held := map[string]string{}, map[string]int64{}
 	for _, b := range breakers {
-		if len(servedUsers(b, s.now(), func(q string) bool { return coverage(ws, q).Served() })) > 0 {
-			inUse[b.Name] = b.State
+		if len(servedUsers(b, s.now(), func(q string) bool { return coverage(ws, q).Served() })) == 0 {
+			continue
 		}
+		inUse[b.Name], held[b.Name] = b.State, 0
+		if b.State == store.BreakerClosed {
+			continue
+		}
+		n, err := s.store.HeldByBreaker(ctx, b.Name)
+		if err != nil {
+			return Gauges{}, err
+		}
+		held[b.Name] = n[b.Name]
 	}
 	perQueue := make(map[string]int, len(queues))
 	for _, q := range queues {
 		perQueue[q.Queue] = coverage(ws, q.Queue).Running
 	}
-	return Gauges{Queues: queues, Breakers: inUse, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
+	return Gauges{Queues: queues, Breakers: inUse, BreakersHeld: held, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
 }
