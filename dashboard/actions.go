@@ -197,7 +197,8 @@ func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
-	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name"))})
+	res, err := s.svc.CircuitReset(r.Context(), ops.CircuitResetRequest{Name: strings.TrimSpace(r.PostFormValue("name")),
+		EndOpeningByHand: r.PostFormValue("end_opening_by_hand") == "1"})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

@@ -144,7 +144,13 @@ func TestActionsWithoutToken(t *testing.T) {
 	if _, page, _ := b.get("/circuits"); !strings.Contains(page, `opened by hand by dashboard: <q>&lt;b&gt;bank&lt;/b&gt; maintenance</q>`) {
 		t.Fatalf("the circuits page does not say who opened the breaker by hand and why, escaped:\n%s", page)
 	}
-	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK ||
+	if _, page, _ := b.get("/circuits"); !strings.Contains(page, `<input type="hidden" name="end_opening_by_hand" value="1"><button type="submit" class="small">End the opening by hand and reset`) {
+		t.Fatalf("the circuits page offers no reset ending the opening by hand:\n%s", page)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusBadRequest || !strings.Contains(page, "was opened by hand by dashboard") {
+		t.Fatalf("reset of the breaker opened by hand, from a page that did not know it: %d\n%s", code, page)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}, "end_opening_by_hand": {"1"}}, nil); code != http.StatusOK ||
 		!strings.Contains(page, `This ends the opening by hand by dashboard (&#34;&lt;b&gt;bank&lt;/b&gt; maintenance&#34;).`) {
 		t.Fatalf("reset of the breaker opened by hand: %d\n%s", code, page)
 	}

@@ -420,7 +420,7 @@ func TestBreakerHeldJobsGauge(t *testing.T) {
 	if v := value(fams, "pgbus_circuit_breaker_held_jobs", map[string]string{"breaker": unused}); v != -1 {
 		t.Errorf("held jobs of %s, which no running worker uses = %v, want it left out", unused, v)
 	}
-	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: bank}); err != nil {
+	if _, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: bank, EndOpeningByHand: true}); err != nil {
 		t.Fatal(err)
 	}
 	fams = scrape(t, base)

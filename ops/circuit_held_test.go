@@ -134,7 +134,23 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 	if calls.Load() != 0 {
 		t.Fatalf("%d calls ran through the breaker opened by hand", calls.Load())
 	}
-	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name}); err != nil || r.Released != 1 || r.WasOpenedByHand == nil || r.WasOpenedByHand.By != "dashboard (token sha256:0123abcd)" {
+	// A reset not asked to end the window someone opened is refused,
+	// saying who and until when, with the reset that ends it as a next
+	// step; the job stays held.
+	resetter := uniqueName("agent")
+	_, err = svc.CircuitReset(ops.WithClient(ctx, resetter), ops.CircuitResetRequest{Name: name})
+	var oe *ops.Error
+	if !errors.As(err, &oe) || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), `was opened by hand by dashboard (token sha256:0123abcd) until 20`) ||
+		!strings.Contains(err.Error(), "nothing was changed") || len(oe.Hints) != 2 || oe.Hints[0].Op != ops.OpCircuitReset || oe.Hints[0].Args["end_opening_by_hand"] != true {
+		t.Fatalf("reset of a breaker opened by hand, not asked to end it: %v; want it refused, the reset ending it offered", err)
+	}
+	if page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q}); err != nil || len(page.Items) != 1 || page.Items[0].HeldBy != name || calls.Load() != 0 {
+		t.Fatalf("after the refused reset: %+v, %v, %d calls; want the job held still", page, err, calls.Load())
+	}
+	if rows := auditRows(t, s, resetter); len(rows) != 0 {
+		t.Fatalf("audit of the refused reset: %+v; want none, as for every request refused by its checks", rows)
+	}
+	if r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name, EndOpeningByHand: true}); err != nil || r.Released != 1 || r.WasOpenedByHand == nil || r.WasOpenedByHand.By != "dashboard (token sha256:0123abcd)" {
 		t.Fatalf("reset = %+v, %v; want the held job run, the opening by hand it ended said", r, err)
 	}
 	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: name}); err != nil || cs.Circuits[0].OpenedByHand != nil {

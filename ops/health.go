@@ -837,6 +837,26 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 	return out, nil
 }
 
+// keptOpeningByHand is the refusal of a reset that would end early the
+// window someone opened the breaker for by hand.
+func keptOpeningByHand(req CircuitResetRequest, was store.BreakerWas) error {
+	o := handOpening(was.OpenedBy, was.OpenReason)
+	who := o.By
+	if o.Reason != "" {
+		who += fmt.Sprintf(" (%q)", clip(strings.Join(strings.Fields(o.Reason), " "), 200))
+	}
+	until := "a while"
+	if was.OpenUntil != nil {
+		until = was.OpenUntil.UTC().Format(time.RFC3339)
+	}
+	end := req
+	end.EndOpeningByHand = true
+	return invalidf("circuit breaker %q was opened by hand by %s until %s, and is left open: a reset would end that window early and send the jobs it holds to its downstream; nothing was changed. Ask whoever opened it, then reset it ending the opening by hand",
+		clip(req.Name, 80), who, until).with(
+		end.Hint("ends the opening by hand early and runs the jobs the breaker holds, once whoever opened it agrees"),
+		hint(OpCircuits, "shows the breaker, who opened it and why", "name", req.Name))
+}
+
 func boolRank(b bool) int {
 	if b {
 		return 1
@@ -847,6 +867,11 @@ func boolRank(b bool) int {
 // CircuitResetRequest names the breaker to close.
 type CircuitResetRequest struct {
 	Name string
+	// EndOpeningByHand closes a breaker opened by hand (CircuitOpen)
+	// before its window is over. Without it such a breaker is left open
+	// and the reset refused: the window is a person's decision, which a
+	// reset meant for a breaker its failures opened must not undo.
+	EndOpeningByHand bool
 }
 
 // CircuitReset is a breaker after a reset.
@@ -877,7 +902,13 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 		return out, err
 	}
 	defer end()
-	defer func() { s.record(ctx, OpCircuitReset, map[string]any{"name": req.Name}, out, err) }()
+	defer func() {
+		args := map[string]any{"name": req.Name}
+		if req.EndOpeningByHand {
+			args["end_opening_by_hand"] = true
+		}
+		s.record(ctx, OpCircuitReset, args, out, err)
+	}()
 	defer s.explainWrite(ctx, &err, writesInSteps, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
@@ -892,9 +923,12 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 		return CircuitReset{}, invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(req.Name, 80), len(req.Name), store.MaxBreakerName).
 			with(hint(OpCircuits, "lists the breakers"))
 	}
-	was, err := s.store.ResetBreaker(ctx, req.Name)
+	was, err := s.store.ResetBreaker(ctx, req.Name, req.EndOpeningByHand)
 	if err != nil {
 		return CircuitReset{}, explain(err, hint(OpCircuits, "lists the breakers"))
+	}
+	if was.Kept {
+		return CircuitReset{}, keptOpeningByHand(req, was)
 	}
 	released, err := s.store.RunHeldNow(ctx, req.Name)
 	if err != nil {

@@ -479,7 +479,7 @@ func TestHealthNamesAnOpenBreakerInUse(t *testing.T) {
 	if cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: "http:bank"}); err != nil || len(cs.Circuits) != 1 || !cs.Circuits[0].ProbeDue {
 		t.Fatalf("circuits of a breaker past its cool-off = %+v, %v; want probe_due", cs, err)
 	}
-	if _, err := s.ResetBreaker(ctx, "http:bank"); err != nil {
+	if _, err := s.ResetBreaker(ctx, "http:bank", false); err != nil {
 		t.Fatal(err)
 	}
 	if h, err = svc.Health(ctx); err != nil || h.Status != ops.HealthOK {

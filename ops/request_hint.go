@@ -50,5 +50,5 @@ func (r QueueRunNowRequest) Hint(why string) Hint {
 
 // Hint is r as a next step: the same reset.
 func (r CircuitResetRequest) Hint(why string) Hint {
-	return hint(OpCircuitReset, why, "name", r.Name)
+	return hint(OpCircuitReset, why, "name", r.Name, "end_opening_by_hand", r.EndOpeningByHand)
 }

@@ -357,19 +357,30 @@ type BreakerWas struct {
 	ConsecutiveFailures int
 	OpenedBy            string
 	OpenReason          string
+	// OpenUntil is when its open period was to end, nil for none.
+	OpenUntil *time.Time
+	// Kept is true of a reset that left the breaker as it was: opened by
+	// hand, that window not over, and not asked to end it.
+	Kept bool
 }
 
 // ResetBreaker closes a breaker by hand, clearing its failures, and
-// returns what it was.
-func (s *Store) ResetBreaker(ctx context.Context, name string) (BreakerWas, error) {
+// returns what it was. A breaker opened by hand whose window is not over
+// is a person's decision: it is closed only when endOpeningByHand is set,
+// and otherwise kept as it is (BreakerWas.Kept).
+func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand bool) (BreakerWas, error) {
 	var was BreakerWas
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
-		UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
-			opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now(), opened_by = NULL, open_reason = NULL
-		FROM old WHERE b.name = old.name
-		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, '')`, name).
-		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason)
+		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason, open_until FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE),
+		reset AS (
+			UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
+				opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now(), opened_by = NULL, open_reason = NULL
+			FROM old WHERE b.name = old.name AND ($2 OR old.opened_by IS NULL OR old.open_until <= now())
+			RETURNING 1)
+		SELECT old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), old.open_until,
+			NOT EXISTS (SELECT 1 FROM reset)
+		FROM old`, name, endOpeningByHand).
+		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &was.OpenUntil, &was.Kept)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BreakerWas{}, notFoundf("circuit breaker %q does not exist", name)
 	}

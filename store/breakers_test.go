@@ -74,14 +74,14 @@ func TestBreakerLifecycle(t *testing.T) {
 	fail()
 	fail()
 	before := state()
-	was, err := s.ResetBreaker(ctx, name)
+	was, err := s.ResetBreaker(ctx, name, false)
 	if err != nil || state().State != store.BreakerClosed || state().ConsecutiveFailures != 0 {
 		t.Fatalf("reset: %v, state %+v", err, state())
 	}
 	if was.State != before.State || was.ConsecutiveFailures != before.ConsecutiveFailures || was.ConsecutiveFailures == 0 {
 		t.Fatalf("reset says the breaker was %+v; it was %+v", was, before)
 	}
-	if was, err = s.ResetBreaker(ctx, name); err != nil || was.State != store.BreakerClosed || was.ConsecutiveFailures != 0 {
+	if was, err = s.ResetBreaker(ctx, name, false); err != nil || was.State != store.BreakerClosed || was.ConsecutiveFailures != 0 {
 		t.Fatalf("a second reset says the breaker was %+v (%v); want closed with no failure", was, err)
 	}
 }
@@ -171,7 +171,7 @@ func TestBreakerBadInput(t *testing.T) {
 	if _, err := s.AcquireBreaker(ctx, missing, time.Second); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("acquire missing = %v", err)
 	}
-	if _, err := s.ResetBreaker(ctx, `'; DROP TABLE pgbus.circuit_breakers; --`); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.ResetBreaker(ctx, `'; DROP TABLE pgbus.circuit_breakers; --`, true); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("reset odd name = %v, want ErrNotFound", err)
 	}
 }
@@ -461,8 +461,15 @@ func TestOpenBreakerByHand(t *testing.T) {
 	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerOpen || st.OpenedBy != "mcp:agent/1" || st.OpenReason != "" {
 		t.Fatalf("breaker after its probe ended: %+v; want it open still, by hand, without a reason", st)
 	}
-	// A reset ends the opening by hand and says whose it was.
-	if was, err := s.ResetBreaker(ctx, probing); err != nil || was.OpenedBy != "mcp:agent/1" || was.State != store.BreakerOpen {
+	// A reset keeps an opening by hand whose window is not over, unless
+	// asked to end it; then it says whose it was.
+	if was, err := s.ResetBreaker(ctx, probing, false); err != nil || !was.Kept || was.OpenedBy != "mcp:agent/1" || was.OpenUntil == nil || !was.OpenUntil.After(time.Now()) {
+		t.Fatalf("reset of the breaker opened by hand, not asked to end it = %+v, %v; want it kept, who opened it and until when said", was, err)
+	}
+	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerOpen || st.OpenedBy != "mcp:agent/1" {
+		t.Fatalf("breaker after a reset that kept it: %+v; want it open by hand still", st)
+	}
+	if was, err := s.ResetBreaker(ctx, probing, true); err != nil || was.Kept || was.OpenedBy != "mcp:agent/1" || was.State != store.BreakerOpen {
 		t.Fatalf("reset of the breaker opened by hand = %+v, %v; want who opened it", was, err)
 	}
 	if st := breakerNamed(t, ctx, s, probing); st.State != store.BreakerClosed || st.OpenedBy != "" {
@@ -508,5 +515,16 @@ func TestOpenBreakerByHand(t *testing.T) {
 	}
 	if st := breakerNamed(t, ctx, s, name); st.OpenReason != bobby {
 		t.Errorf("reason kept: %q, want %q", st.OpenReason, bobby)
+	}
+	// Its time up (no job has probed yet), the window is over: a reset
+	// closes it without being told to end it.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	if was, err := s.ResetBreaker(ctx, name, false); err != nil || was.Kept {
+		t.Fatalf("reset once the opening's time is up = %+v, %v; want it closed", was, err)
+	}
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerClosed || st.OpenedBy != "" {
+		t.Fatalf("breaker after the reset: %+v; want it closed", st)
 	}
 }

@@ -19,7 +19,7 @@ type CircuitOpenInput struct {
 	Reason string `json:"reason,omitempty" jsonschema_description:"Why, shown with the breaker until it closes: the maintenance window, a ticket. At most 500 bytes."`
 }
 
-const circuitOpenDescription = `Opens a circuit breaker by hand for a while, for a downstream known to be down or in maintenance: jobs using it wait, no attempt used, while other jobs run; then one probe goes through. pgbus_circuit_reset ends it early.`
+const circuitOpenDescription = `Opens a circuit breaker by hand for a while, for a downstream known to be down or in maintenance: jobs using it wait, no attempt used, while other jobs run; then one probe goes through. pgbus_circuit_reset with end_opening_by_hand ends it early.`
 
 func circuitOpenTool() mcp.Tool {
 	return newTool("pgbus_circuit_open", circuitOpenDescription, writeAnnotations("Open a circuit breaker", false, true), CircuitOpenInput{}, ops.CircuitOpen{})

@@ -31,6 +31,8 @@ func NewCircuits(d Deps) server.ServerTool {
 // CircuitResetInput is the input of pgbus_circuit_reset.
 type CircuitResetInput struct {
 	Name string `json:"name" jsonschema_description:"Breaker name as pgbus_circuits lists it."`
+	// EndOpeningByHand is needed to close a breaker opened by hand.
+	EndOpeningByHand bool `json:"end_opening_by_hand,omitempty" jsonschema_description:"Close a breaker opened by hand (opened_by_hand in pgbus_circuits) before its time is up; without it the reset is refused. Only when whoever opened it agrees."`
 }
 
 const circuitResetDescription = `Closes a circuit breaker by hand, clears its failure count and runs at once the jobs it snoozed, instead of waiting for a probe.
@@ -53,5 +55,5 @@ func NewCircuitReset(d Deps) server.ServerTool {
 
 // request is the reset the arguments ask for.
 func (in CircuitResetInput) request() ops.CircuitResetRequest {
-	return ops.CircuitResetRequest{Name: in.Name}
+	return ops.CircuitResetRequest{Name: in.Name, EndOpeningByHand: in.EndOpeningByHand}
 }

@@ -116,10 +116,20 @@ func TestCircuitOpenTool(t *testing.T) {
 		!strings.HasPrefix(out.OpenedByHand.By, "mcp:") || out.OpenedByHand.Reason != "bank maintenance, OPS-7" {
 		t.Fatalf("open = %+v; want it open for 45 minutes, by this client, with its reason", out)
 	}
-	// Another agent that looks at the breaker is told a person opened it.
+	// Another agent that looks at the breaker is told a person opened it,
+	// and cannot reset it without saying it ends that window.
 	cs := callOK[ops.Circuits](t, e, "pgbus_circuits", map[string]any{"name": name})
 	if len(cs.Circuits) != 1 || cs.Circuits[0].OpenedByHand == nil || cs.Circuits[0].OpenedByHand.By != out.OpenedByHand.By || cs.Circuits[0].OpenedByHand.Reason != "bank maintenance, OPS-7" {
 		t.Fatalf("circuits = %+v; want the opening by hand, who and why", cs)
+	}
+	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": name}, "was opened by hand by "+out.OpenedByHand.By)
+	e.callErr(t, "pgbus_circuit_reset", map[string]any{"name": name, "end_opening_by_hand": "yes"}, "end_opening_by_hand")
+	if st, err := e.st.ListBreakers(ctx, name); err != nil || st[0].State != store.BreakerOpen {
+		t.Fatalf("breaker after the refused resets: %+v, %v; want it open still", st, err)
+	}
+	reset := callOK[ops.CircuitReset](t, e, "pgbus_circuit_reset", map[string]any{"name": name, "end_opening_by_hand": true})
+	if reset.State != store.BreakerClosed || reset.WasOpenedByHand == nil || reset.WasOpenedByHand.Reason != "bank maintenance, OPS-7" {
+		t.Fatalf("reset ending the opening by hand = %+v; want it closed, the opening it ended said", reset)
 	}
 	if h, ok := findHint(out.Next, "pgbus_circuit_reset"); !ok || h.Args["name"] != name {
 		t.Errorf("open next = %+v; want the reset of %s", out.Next, name)

@@ -193,18 +193,24 @@ func usedBy(users []ops.BreakerUser) string {
 }
 
 func (a *app) circuitCommand() *cobra.Command {
+	var req ops.CircuitResetRequest
 	reset := &cobra.Command{
 		Use:   "reset NAME",
 		Short: "Close a circuit breaker by hand, when its downstream is known to be back",
 		Long: `Close a circuit breaker and clear its failure count, and run at once the
 jobs it snoozed while open (state scheduled, held by the breaker, in pgbus
 queue messages) instead of at the end of their snooze. If the downstream
-still fails, the breaker opens again after its threshold. --json prints the
-same result as the MCP tool pgbus_circuit_reset.`,
-		Example: `  pgbus circuit reset api.example.com`,
-		Args:    cobra.ExactArgs(1),
+still fails, the breaker opens again after its threshold. A breaker opened
+by hand (pgbus circuit open) is left open until its time is up unless
+--end-opening-by-hand is given: that window is someone's decision, which
+pgbus circuits shows with who and why. --json prints the same result as
+the MCP tool pgbus_circuit_reset.`,
+		Example: `  pgbus circuit reset api.example.com
+  pgbus circuit reset api.example.com --end-opening-by-hand`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return run(a, cmd, (*ops.Service).CircuitReset, ops.CircuitResetRequest{Name: args[0]}, func(res ops.CircuitReset) error {
+			req.Name = args[0]
+			return run(a, cmd, (*ops.Service).CircuitReset, req, func(res ops.CircuitReset) error {
 				line := fmt.Sprintf("circuit breaker %s was %s with %s in a row; it is %s now", res.Name, res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)
 				if res.Was == res.State && res.FailuresBefore == 0 {
 					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted", res.Name, res.State)
@@ -224,6 +230,7 @@ same result as the MCP tool pgbus_circuit_reset.`,
 			})
 		},
 	}
+	reset.Flags().BoolVar(&req.EndOpeningByHand, "end-opening-by-hand", false, "close a breaker opened by hand before its time is up")
 	jsonFlag(reset)
 	cmd := groupCommand(&cobra.Command{
 		Use:   "circuit",
@@ -244,12 +251,13 @@ breaker, in whatever queue, is held (state scheduled, no attempt used)
 instead of failing toward its DLQ, while the queues' other jobs run.
 When --for is up, the next job probes the downstream: success closes the
 breaker, failure keeps it open for its cool-off. pgbus circuit reset NAME
-ends it early and runs the held jobs at once. --for takes 1s to 168h.
+--end-opening-by-hand ends it early and runs the held jobs at once. --for
+takes 1s to 168h.
 --reason says why, for whoever finds the breaker open meanwhile (pgbus
 circuits, the MCP tool pgbus_circuits, the dashboard, the health check show
 it with who opened it): an agent is told not to reset it unless asked.`,
 		Example: `  pgbus circuit open http:api.example.com:443 --for 30m --reason "bank maintenance, OPS-7"
-  pgbus circuit reset http:api.example.com:443`,
+  pgbus circuit reset http:api.example.com:443 --end-opening-by-hand`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("for") {

@@ -519,7 +519,16 @@ func TestCircuitOpen(t *testing.T) {
 	if entries := d.audit(t); len(entries) != 3 || entries[0].Op != ops.OpCircuitOpen || entries[0].IsError || entries[1].IsError || entries[2].Op != ops.OpCircuitOpen || !entries[2].IsError {
 		t.Fatalf("audit log: %+v; want the two openings and the refused one", entries)
 	}
-	reset := d.ok(t, "circuit", "reset", name)
+	// A reset does not end the window unless told to: the refusal says
+	// whose it is and offers the reset that ends it.
+	if msg := d.fails(t, 2, "circuit", "reset", name); !strings.Contains(msg, `circuit breaker "`+name+`" was opened by hand by cli until `) ||
+		!strings.Contains(msg, "pgbus circuit reset "+name+" --end-opening-by-hand") {
+		t.Fatalf("circuit reset of a breaker opened by hand, without --end-opening-by-hand: %q", msg)
+	}
+	if cs := d.ok(t, "circuits", name); !strings.Contains(cs, "open, by hand") {
+		t.Fatalf("circuits after the refused reset:\n%s", cs)
+	}
+	reset := d.ok(t, "circuit", "reset", name, "--end-opening-by-hand")
 	if !strings.Contains(reset, "it ends the opening by hand by cli\n") {
 		t.Fatalf("circuit reset of a breaker opened by hand:\n%s", reset)
 	}
