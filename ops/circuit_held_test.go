@@ -131,6 +131,12 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 		page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
 		return err == nil && others.Load() == 1 && len(page.Items) == 1 && page.Items[0].MsgID == held && page.Items[0].HeldBy == name && page.Items[0].ReadCount == 0
 	})
+	// The queue's messages point at who opened the breaker, not at a
+	// reset that would end their window.
+	page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
+	if err != nil || len(page.Next) != 1 || page.Next[0].Op != ops.OpCircuits || !strings.Contains(page.Next[0].Why, "was opened by hand by dashboard (token sha256:0123abcd) until") {
+		t.Fatalf("next steps of the held job = %+v, %v; want the breaker's opening by hand to look at", page.Next, err)
+	}
 	if calls.Load() != 0 {
 		t.Fatalf("%d calls ran through the breaker opened by hand", calls.Load())
 	}

@@ -244,13 +244,27 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	for _, m := range out.Items {
 		if m.HeldBy != "" && !slices.Contains(held, m.HeldBy) {
 			held = append(held, m.HeldBy)
-			out.Next = append(out.Next, CircuitResetRequest{Name: m.HeldBy}.Hint("once its downstream is back, closes the breaker that holds these jobs and runs them at once"))
+			out.Next = append(out.Next, s.heldNext(ctx, m.HeldBy))
 		}
 	}
 	if cut {
 		ask(&out.Notes, &out.Asks, AskSmallerPage, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters", 0)
 	}
 	return out, nil
+}
+
+// heldNext is the next step for jobs the breaker named holds: its reset,
+// once its downstream is back; for a breaker someone opened by hand, a
+// look at who and why instead, since only they end that window early. A
+// breaker that cannot be read is offered its reset, which says so itself.
+func (s *Service) heldNext(ctx context.Context, breaker string) Hint {
+	if bs, err := s.store.ListBreakers(ctx, breaker); err == nil && len(bs) == 1 {
+		if o := handOpeningOf(bs[0], s.now()); o != nil && bs[0].OpenUntil != nil {
+			return hint(OpCircuits, fmt.Sprintf("breaker %s, which holds these jobs, was opened by hand by %s until %s: they run when that window ends, or sooner only if whoever opened it agrees",
+				breaker, o.By, bs[0].OpenUntil.UTC().Format(time.RFC3339)), "name", breaker)
+		}
+	}
+	return CircuitResetRequest{Name: breaker}.Hint("once its downstream is back, closes the breaker that holds these jobs and runs them at once")
 }
 
 // droppedQueue is the error that a queue has no live messages because it
