@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,9 +51,7 @@ func TestWorkPostsAlerts(t *testing.T) {
 	}
 
 	script := filepath.Join(t.TempDir(), "charge.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'card declined' >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, script, "#!/bin/sh\necho 'card declined' >&2\nexit 1\n")
 	cfg := writeFile(t, "pgbus.yaml", `
 queues:
   charges:

@@ -102,9 +102,7 @@ func TestExecHandlerEnvFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "token.txt")
 	script := filepath.Join(dir, "run.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf %s \"$TOKEN\" > "+out+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, script, "#!/bin/sh\nprintf %s \"$TOKEN\" > "+out+"\n")
 	cfg := writeFile(t, "pgbus.yaml", `
 worker:
   poll_interval: 50ms

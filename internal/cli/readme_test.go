@@ -103,8 +103,6 @@ func pgbusOnPath(t *testing.T) string {
 	script := fmt.Sprintf("#!/bin/sh\ncase \"$1\" in\n%s|-*) exec '%s' \"$@\" ;;\nesac\nexec '%s' \"$@\"\n",
 		strings.Join(race, "|"), binary, quickBinary)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "pgbus"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, filepath.Join(dir, "pgbus"), script)
 	return dir
 }

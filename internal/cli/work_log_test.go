@@ -3,7 +3,6 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,9 +117,7 @@ func TestWorkTextLogKeepsABrokenErrorWhole(t *testing.T) {
 func execQueue(t *testing.T, d db, queue string, maxRetries int, body string) string {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), queue+".sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExecutable(t, script, "#!/bin/sh\n"+body)
 	cfg := writeFile(t, "pgbus.yaml", fmt.Sprintf(`
 queues:
   %s:
