@@ -81,17 +81,19 @@ func TestIdleSessionTimeoutFailsNoCall(t *testing.T) {
 
 // A listener outlives the server's idle_session_timeout: waiting for
 // notifications, it tells the server now and then that its session is in
-// use, and hears a send made long after the timeout.
+// use, and hears a send made long after the timeout. The timeout is a
+// second, so that a busy machine does not delay the listener's word (every
+// half of it) past it, as it did 200ms.
 func TestListenerOutlivesIdleSessionTimeout(t *testing.T) {
 	ctx := testContext(t)
-	st, q := limitedStore(t, "idle_session_timeout = '200ms'")
+	st, q := limitedStore(t, "idle_session_timeout = '1s'")
 	l, err := st.Listen(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close(ctx)
 	go func() {
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
 		_, _ = st.Send(ctx, q, msg(`{}`))
 	}()
 	got, err := l.WaitForSend(ctx)
@@ -106,16 +108,16 @@ func TestListenerOutlivesIdleSessionTimeout(t *testing.T) {
 // notification.
 func TestListenerOutlivesIdleSessionTimeoutWhileNotified(t *testing.T) {
 	ctx := testContext(t)
-	st, q := limitedStore(t, "idle_session_timeout = '200ms'")
+	st, q := limitedStore(t, "idle_session_timeout = '1s'")
 	l, err := st.Listen(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close(ctx)
-	const sends = 30 // 1.5s at 50ms: several timeouts' worth
+	const sends = 40 // 4s at 100ms: several timeouts' worth
 	go func() {
 		for range sends {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 			_, _ = st.Send(ctx, q, msg(`{}`))
 		}
 	}()
