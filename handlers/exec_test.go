@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,11 +64,17 @@ cat > /dev/null
 wait
 `
 
+// writeScript writes body to dir/name through a child process, so that no
+// process this test binary forks meanwhile (tests run in parallel)
+// inherits a descriptor that has it open for writing: running the file
+// while one does fails with "text file busy", not as the test expects.
 func writeScript(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
+	cmd := osexec.Command("sh", "-c", `umask 022 && cat > "$1"`, "sh", path)
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v\n%s", path, err, out)
 	}
 	return path
 }
