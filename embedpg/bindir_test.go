@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 func noPgConfig() (string, error) { return "", errors.New("pg_config: not found") }
@@ -16,9 +18,7 @@ func fakeServer(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"initdb", "postgres"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		exectest.WriteFile(t, filepath.Join(dir, name), "#!/bin/sh\n", 0o755)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // A data directory given by mistake, one that already holds files other than
@@ -149,12 +151,10 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 	// The test binary where user nobody may run it.
 	exe := filepath.Join(root, "embedpg.test")
 	b, err := os.ReadFile(os.Args[0])
-	if err == nil {
-		err = os.WriteFile(exe, b, 0o755)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	exectest.WriteFile(t, exe, string(b), 0o755)
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = []string{startErrEnv + "=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=" + root, "TMPDIR=" + root}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -183,9 +183,7 @@ func TestStartRefusesBinDirWithoutServer(t *testing.T) {
 	t.Parallel()
 	dataDir := tempDataDir(t, "ep-")
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "initdb"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err) // initdb alone, no postgres
-	}
+	exectest.WriteFile(t, filepath.Join(bin, "initdb"), "#!/bin/sh\n", 0o755) // initdb alone, no postgres
 	c, err := Start(t.Context(), Options{DataDir: dataDir, BinDir: bin})
 	if err == nil {
 		_ = c.Stop(t.Context())

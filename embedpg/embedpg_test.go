@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // helperEnv makes the test binary act as a separate pgbus process (see
@@ -394,12 +396,10 @@ func fakeBinDir(t *testing.T, initdb, postgres string) (bin, dataDir string) {
 		if err := os.Symlink(filepath.Join(real, "initdb"), filepath.Join(bin, "initdb")); err != nil {
 			t.Fatal(err)
 		}
-	} else if err := os.WriteFile(filepath.Join(bin, "initdb"), []byte(initdb), 0o755); err != nil {
-		t.Fatal(err)
+	} else {
+		exectest.WriteFile(t, filepath.Join(bin, "initdb"), initdb, 0o755)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "postgres"), []byte(postgres), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteFile(t, filepath.Join(bin, "postgres"), postgres, 0o755)
 	return bin, filepath.Join(root, "data")
 }
 

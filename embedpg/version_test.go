@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // A machine upgraded to a new PostgreSQL major version keeps the old one's
@@ -86,8 +88,6 @@ func fakeServerVersion(t *testing.T, dir, version string) {
 	}
 	script := "#!/bin/sh\nif [ \"$1\" = -V ] || [ \"$1\" = --version ]; then echo \"postgres (PostgreSQL) " + version + "\"; exit 0; fi\necho \"FATAL:  not a real server\" >&2\nexit 1\n"
 	for _, name := range []string{"initdb", "postgres"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		exectest.WriteFile(t, filepath.Join(dir, name), script, 0o755)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/exectest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -71,11 +71,7 @@ wait
 func writeScript(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	cmd := osexec.Command("sh", "-c", `umask 022 && cat > "$1"`, "sh", path)
-	cmd.Stdin = strings.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("write %s: %v\n%s", path, err, out)
-	}
+	exectest.WriteFile(t, path, body, 0o644)
 	return path
 }
 

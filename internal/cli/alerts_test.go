@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/exectest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -51,7 +52,7 @@ func TestWorkPostsAlerts(t *testing.T) {
 	}
 
 	script := filepath.Join(t.TempDir(), "charge.sh")
-	writeExecutable(t, script, "#!/bin/sh\necho 'card declined' >&2\nexit 1\n")
+	exectest.WriteFile(t, script, "#!/bin/sh\necho 'card declined' >&2\nexit 1\n", 0o755)
 	cfg := writeFile(t, "pgbus.yaml", `
 queues:
   charges:

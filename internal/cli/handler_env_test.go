@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // An http handler's header value ${NAME} is the worker's environment
@@ -102,7 +104,7 @@ func TestExecHandlerEnvFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "token.txt")
 	script := filepath.Join(dir, "run.sh")
-	writeExecutable(t, script, "#!/bin/sh\nprintf %s \"$TOKEN\" > "+out+"\n")
+	exectest.WriteFile(t, script, "#!/bin/sh\nprintf %s \"$TOKEN\" > "+out+"\n", 0o755)
 	cfg := writeFile(t, "pgbus.yaml", `
 worker:
   poll_interval: 50ms

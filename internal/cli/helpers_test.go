@@ -270,16 +270,3 @@ func startListening(t *testing.T, cmd *exec.Cmd, msg, key string) (string, *sync
 		return "", nil
 	}
 }
-
-// writeExecutable writes an executable file at path through a child
-// process, so that no process this test binary forks meanwhile (tests run
-// in parallel) inherits a descriptor that has it open for writing: running
-// the file while one does fails with "text file busy".
-func writeExecutable(t *testing.T, path, content string) {
-	t.Helper()
-	cmd := exec.Command("sh", "-c", `cat > "$1" && chmod 755 "$1"`, "sh", path)
-	cmd.Stdin = strings.NewReader(content)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("write %s: %v\n%s", path, err, out)
-	}
-}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // readmeSection returns the shell blocks of one "## " section of the
@@ -103,6 +105,6 @@ func pgbusOnPath(t *testing.T) string {
 	script := fmt.Sprintf("#!/bin/sh\ncase \"$1\" in\n%s|-*) exec '%s' \"$@\" ;;\nesac\nexec '%s' \"$@\"\n",
 		strings.Join(race, "|"), binary, quickBinary)
 	dir := t.TempDir()
-	writeExecutable(t, filepath.Join(dir, "pgbus"), script)
+	exectest.WriteFile(t, filepath.Join(dir, "pgbus"), script, 0o755)
 	return dir
 }

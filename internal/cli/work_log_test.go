@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/exectest"
 )
 
 // pgbus work at the default level tells a person watching what matters:
@@ -117,7 +119,7 @@ func TestWorkTextLogKeepsABrokenErrorWhole(t *testing.T) {
 func execQueue(t *testing.T, d db, queue string, maxRetries int, body string) string {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), queue+".sh")
-	writeExecutable(t, script, "#!/bin/sh\n"+body)
+	exectest.WriteFile(t, script, "#!/bin/sh\n"+body, 0o755)
 	cfg := writeFile(t, "pgbus.yaml", fmt.Sprintf(`
 queues:
   %s:
