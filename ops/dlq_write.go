@@ -109,7 +109,7 @@ type DLQRetry struct {
 	DryRun       bool        `json:"dry_run"`
 	Retried      int         `json:"retried" jsonschema_description:"Messages moved back (in a dry run: that would move)."`
 	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
-	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
+	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Messages (ids, or by filter those selected) another call retried or discarded while this one ran; by filter they do not count toward the limit."`
 	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int         `json:"failed" jsonschema_description:"Messages left in their DLQ by an error."`
 	FirstError   string      `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
@@ -361,11 +361,17 @@ func unaccounted(r *store.RetryReport, t idTarget, err error) {
 	for _, f := range r.Failures {
 		seen[f.DLQMsgID] = true
 	}
+	gone := errors.Is(err, ErrNotFound)
 	for _, id := range t.ids {
-		if !seen[id] {
-			r.Failed++
-			r.Failures = append(r.Failures, store.RetryFailure{DLQ: t.dlq, DLQMsgID: id, Error: err.Error(), NotFound: errors.Is(err, ErrNotFound)})
+		if seen[id] {
+			continue
 		}
+		if gone {
+			r.Gone++
+		} else {
+			r.Failed++
+		}
+		r.Failures = append(r.Failures, store.RetryFailure{DLQ: t.dlq, DLQMsgID: id, Error: err.Error(), NotFound: gone})
 	}
 }
 
@@ -403,7 +409,9 @@ func checkByIDs(f DeadFilter, limit int) error {
 }
 
 func retryResult(rep store.RetryReport) DLQRetry {
-	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, FirstError: rep.FirstError,
+	// Selected, then gone before it could move: another call took it.
+	out := DLQRetry{DryRun: rep.DryRun, Retried: rep.Retried, Failed: rep.Failed, AlreadyMoved: rep.Gone,
+		DeadlinesPassed: rep.DeadlinesPassed, FirstError: rep.FirstError,
 		Moved: make([]RetriedMessage, len(rep.Moved)), MovedOmitted: rep.MovedOmitted, queues: rep.Queues, CameBack: rep.CameBack}
 	if !rep.VisibleUntil.IsZero() {
 		at := rep.VisibleUntil.UTC()
@@ -411,17 +419,6 @@ func retryResult(rep store.RetryReport) DLQRetry {
 	}
 	for i, m := range rep.Moved {
 		out.Moved[i] = RetriedMessage{DLQ: m.DLQ, DLQMsgID: m.DLQMsgID, Queue: m.Queue, MsgID: m.MsgID}
-	}
-	for _, f := range rep.Failures {
-		if f.NotFound {
-			// Selected, then gone before it could move: another call
-			// took it.
-			out.AlreadyMoved++
-			out.Failed--
-		}
-		if f.DeadlinePassed {
-			out.DeadlinesPassed++
-		}
 	}
 	return out
 }
@@ -597,7 +594,7 @@ type DLQDiscard struct {
 	DryRun       bool        `json:"dry_run"`
 	Discarded    int         `json:"discarded" jsonschema_description:"Messages moved to their DLQ's archive (in a dry run: that would move)."`
 	NotFound     int         `json:"not_found" jsonschema_description:"Ids in no DLQ (retried or discarded already)."`
-	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Ids another call retried or discarded while this one ran."`
+	AlreadyMoved int         `json:"already_moved" jsonschema_description:"Messages (ids, or by filter those selected) another call retried or discarded while this one ran; by filter they do not count toward the limit."`
 	Ambiguous    int         `json:"ambiguous" jsonschema_description:"Ids in several DLQs and not moved: give the queue."`
 	Failed       int         `json:"failed" jsonschema_description:"Ids left in their DLQ by an error."`
 	FirstError   string      `json:"first_error,omitempty"`
@@ -686,7 +683,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 
 func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 	out := DLQDiscard{DryRun: rep.DryRun, Discarded: rep.Discarded, Moved: make([]DeadID, len(rep.Moved)),
-		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.More}
+		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.More, AlreadyMoved: rep.Gone}
 	for i, m := range rep.Moved {
 		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -449,51 +448,60 @@ func TestByIDsAlreadyMoved(t *testing.T) {
 	for _, op := range []string{"retry", "discard"} {
 		t.Run(op, func(t *testing.T) {
 			s := testStore(t)
-			ctx := testContext(t)
 			svc := newService(t, s, ops.Options{})
 			q := newQueue(t, s, nil)
 			ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k"})
-			tx, err := s.Pool().Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(context.Background())
-			if _, err := tx.Exec(ctx, `DELETE FROM pgmq."q_`+q+`_dlq" WHERE msg_id = $1`, ids[0]); err != nil {
-				t.Fatal(err)
-			}
 			type result struct {
 				outcomes []ops.IDOutcome
 				moved    int
-				err      error
 			}
-			done := make(chan result, 1)
-			go func() {
-				req := ops.DeadFilter{Queue: q}
+			req := ops.DeadFilter{Queue: q}
+			r, err := pgtest.TakenMeanwhile(t, s, q+"_dlq", ids[:1], func(ctx context.Context) (result, error) {
 				if op == "retry" {
 					r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: req})
-					done <- result{r.Outcomes, r.AlreadyMoved, err}
-					return
+					return result{r.Outcomes, r.AlreadyMoved}, err
 				}
 				r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: req})
-				done <- result{r.Outcomes, r.AlreadyMoved, err}
-			}()
-			// Once the call waits on the deleted row's lock, the other call
-			// commits: the row is gone for it.
-			pgtest.Eventually(t, time.Minute, "the call waits on the row lock", func() bool {
-				return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, "q_"+q+"_dlq") > 0
+				return result{r.Outcomes, r.AlreadyMoved}, err
 			})
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-			r := <-done
-			if r.err != nil || len(r.outcomes) != 2 || r.moved != 1 {
-				t.Fatalf("%s = %+v, %v; want one id already moved", op, r.outcomes, r.err)
+			if err != nil || len(r.outcomes) != 2 || r.moved != 1 {
+				t.Fatalf("%s = %+v, %v; want one id already moved", op, r.outcomes, err)
 			}
 			if o := r.outcomes[0]; o.ID != ids[0] || o.Outcome != ops.OutcomeAlreadyMoved || o.DLQ != q+"_dlq" || !strings.Contains(o.Error, "another call") {
 				t.Fatalf("outcome of the id taken meanwhile = %+v; want already_moved in %s_dlq", o, q)
 			}
 			if o := r.outcomes[1]; o.Outcome == ops.OutcomeAlreadyMoved || o.Outcome == ops.OutcomeFailed || o.Outcome == ops.OutcomeNotFound {
 				t.Fatalf("outcome of the other id = %+v; want it handled", o)
+			}
+		})
+	}
+}
+
+// Messages a call by filter selected and another call took meanwhile are
+// counted as already moved, not failed, however many there are (past the
+// 100 a result lists), and the call goes on to the next ones up to its
+// limit.
+func TestByFilterAlreadyMoved(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"retry", "discard"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			s := testStore(t)
+			svc := newService(t, s, ops.Options{})
+			q := newQueue(t, s, nil)
+			ids := pgtest.DeadLetterN(t, s, q, 160, pgtest.DeadSpec{Kind: "k"})
+			type result struct{ moved, already, failed int }
+			req := ops.DeadFilter{Queue: q}
+			r, err := pgtest.TakenMeanwhile(t, s, q+"_dlq", ids[:150], func(ctx context.Context) (result, error) {
+				if op == "retry" {
+					r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: req, Limit: 155})
+					return result{r.Retried, r.AlreadyMoved, r.Failed}, err
+				}
+				r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: req, Limit: 155, Confirm: true})
+				return result{r.Discarded, r.AlreadyMoved, r.Failed}, err
+			})
+			if err != nil || r != (result{moved: 10, already: 150}) {
+				t.Fatalf("%s = %+v, %v; want the 10 left moved past the 150 already moved, none failed", op, r, err)
 			}
 		})
 	}

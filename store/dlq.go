@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,15 +202,24 @@ type TraceContext struct {
 
 // RetryReport tells what a retry did (or, in a dry run, would do).
 type RetryReport struct {
-	DryRun     bool   `json:"dry_run"`
-	Retried    int    `json:"retried"`
-	Failed     int    `json:"failed"`
+	DryRun  bool `json:"dry_run"`
+	Retried int  `json:"retried"`
+	// Failed counts the messages left in their DLQ by an error; Gone those
+	// selected that another call retried or discarded before this one
+	// could move them, which is no failure.
+	Failed int `json:"failed"`
+	Gone   int `json:"gone,omitempty"`
+	// DeadlinesPassed counts the failures whose deadline had passed
+	// (RetryOptions.ClearDeadline).
+	DeadlinesPassed int `json:"deadlines_passed,omitempty"`
+	// FirstError says, in words, the first failure; none for Gone.
 	FirstError string `json:"first_error,omitempty"`
 	// Moved lists the first MaxRetryMoved messages retried; MovedOmitted
 	// counts the others.
 	Moved        []RetriedMessage `json:"moved"`
 	MovedOmitted int              `json:"moved_omitted,omitempty"`
-	// Failures lists the first MaxRetryMoved messages that failed.
+	// Failures lists the first MaxRetryMoved messages that failed or were
+	// gone (NotFound).
 	Failures []RetryFailure `json:"failures,omitempty"`
 	// Queues lists the queues messages went back to (in a dry run: would
 	// go back to), each once, in the order first moved: every one, where
@@ -231,6 +241,7 @@ type RetryReport struct {
 	CameBack int `json:"came_back,omitempty"`
 
 	firstErr error
+	goneErr  error           // the first Gone's
 	paced    int             // messages given a visibility time so far
 	paceFrom time.Time       // the first one's
 	queueSet map[string]bool // Queues, to add each once
@@ -296,11 +307,37 @@ func (r *RetryReport) addQueue(q string) {
 	}
 }
 
+// fail records that the message id of dlq was not moved, for err. A
+// message gone when it came to move it (IsDeadGone) was there when it was
+// selected: another call took it, and it counts as Gone.
 func (r *RetryReport) fail(dlq string, id int64, err error) {
-	r.Failed++
+	gone, deadline := IsDeadGone(err), IsDeadlinePassed(err)
 	if len(r.Failures) < MaxRetryMoved {
-		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: IsDeadGone(err),
-			DeadlinePassed: IsDeadlinePassed(err)})
+		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: gone,
+			DeadlinePassed: deadline})
+	}
+	if gone {
+		r.Gone++
+		r.goneErr = cmp.Or(r.goneErr, err)
+		return
+	}
+	r.failed(dlq, id, err, deadline)
+}
+
+// missing records that id, asked for by id, was not in dlq at all: a
+// failure of the call, not a race with another.
+func (r *RetryReport) missing(dlq string, id int64) {
+	err := deadGoneErr(dlq, id)
+	if len(r.Failures) < MaxRetryMoved {
+		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: true})
+	}
+	r.failed(dlq, id, err, false)
+}
+
+func (r *RetryReport) failed(dlq string, id int64, err error, deadline bool) {
+	r.Failed++
+	if deadline {
+		r.DeadlinesPassed++
 	}
 	if r.firstErr == nil {
 		r.firstErr = err
@@ -329,6 +366,10 @@ type DiscardReport struct {
 	// counts the others.
 	Moved        []DeadID `json:"moved"`
 	MovedOmitted int      `json:"moved_omitted,omitempty"`
+	// Gone counts the messages selected that another call retried or
+	// discarded before this one could move them; they do not count toward
+	// the limit.
+	Gone int `json:"gone,omitempty"`
 	// Token, on a dry run, names the set of messages selected.
 	Token string `json:"token,omitempty"`
 	// More reports that the filter selected more messages than the limit:

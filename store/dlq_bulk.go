@@ -76,12 +76,17 @@ func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]de
 // last page asks for one more row than it passes to fn, so that a caller
 // can say "more match" without a call that would find nothing.
 //
+// fn returns how many of refs were gone when it came to move them: another
+// call retried or discarded them. Those do not count toward limit, so that
+// of two calls racing over the same messages the one that finds them taken
+// goes on to the next ones, and each moves up to its limit.
+//
 // A DLQ seen to hold nothing more that f selects is left out of the pages
 // that follow: each page would otherwise scan it to its end again, which
 // made a bulk operation over every DLQ quadratic in the size of those
 // that hold none of what it selects. The callers bound f in time
 // (deadFrozen), so no message it selects arrives meanwhile.
-func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) error) (more bool, err error) {
+func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn func(refs []deadRef, done int) (gone int, err error)) (more bool, err error) {
 	var after *deadCursor
 	exhausted := map[string]bool{}
 	for done := 0; done < limit; {
@@ -94,15 +99,18 @@ func (s *Store) eachDeadPage(ctx context.Context, f DeadFilter, limit int, fn fu
 		if err != nil || len(refs) == 0 {
 			return false, wrapDead("page through dead messages", err)
 		}
-		if len(refs) > n { // the row past the limit: counted, not passed
-			more, refs = true, refs[:n]
+		more = len(refs) > n
+		if more { // the row past the limit: counted, not passed
+			refs = refs[:n]
 		}
 		last := refs[len(refs)-1]
 		after = &deadCursor{T: last.at, Q: last.dlq, I: last.id}
 		done += len(refs)
-		if err := fn(refs, done); err != nil {
+		gone, err := fn(refs, done)
+		if err != nil {
 			return false, err
 		}
+		done -= gone
 	}
 	return more, nil
 }

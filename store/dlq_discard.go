@@ -128,10 +128,8 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 			return err
 		}
 	}
-	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
-		if progress != nil {
-			defer progress(min(done, total), total)
-		}
+	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) (int, error) {
+		gone := 0
 		by := deadByDLQ(refs)
 		for _, dlq := range slices.Sorted(maps.Keys(by)) {
 			var moved []int64
@@ -140,11 +138,16 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 				return err
 			})
 			if err != nil {
-				return err
+				return 0, err
 			}
 			rep.add(dlq, moved...)
+			gone += len(by[dlq]) - len(moved)
 		}
-		return nil
+		rep.Gone += gone
+		if progress != nil {
+			progress(min(done-gone, total), total)
+		}
+		return gone, nil
 	})
 	rep.More = more
 	return err

@@ -101,9 +101,9 @@ func deadIDsOf(refs []deadRef) []DeadID {
 // and whether f selects more than limit.
 func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]deadRef, bool, error) {
 	var all []deadRef
-	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) error {
+	more, err := s.eachDeadPage(ctx, f, limit, func(refs []deadRef, _ int) (int, error) {
 		all = append(all, refs...)
-		return nil
+		return 0, nil
 	})
 	return all, more, err
 }

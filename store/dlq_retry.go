@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,8 +108,8 @@ func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts Ret
 			opts.Progress(start+len(chunk), len(ids))
 		}
 	}
-	if len(ids) == 1 && rep.firstErr != nil {
-		return rep, rep.firstErr
+	if len(ids) == 1 {
+		return rep, cmp.Or(rep.firstErr, rep.goneErr)
 	}
 	return rep, nil
 }
@@ -124,7 +125,7 @@ func (s *Store) retryChunk(ctx context.Context, dlq string, ids []int64, opts Re
 	}
 	for _, id := range ids {
 		if !found[id] {
-			rep.fail(dlq, id, deadGoneErr(dlq, id))
+			rep.missing(dlq, id)
 		}
 	}
 	return s.retryRefs(ctx, refs, opts, rep)
@@ -156,20 +157,22 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 		return rep, err
 	}
 	var selected []DeadID // for a dry run's token
-	rep.More, err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) error {
+	rep.More, err = s.eachDeadPage(ctx, f, limit, func(refs []deadRef, done int) (int, error) {
+		goneBefore := rep.Gone
 		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
-			return err
+			return 0, err
 		}
 		if LimitOf(rep.firstErr) == LimitReadOnly {
-			return rep.firstErr // every other message would be refused alike
+			return 0, rep.firstErr // every other message would be refused alike
 		}
 		if opts.DryRun {
 			selected = append(selected, deadIDsOf(refs)...)
 		}
+		gone := rep.Gone - goneBefore
 		if opts.Progress != nil {
-			opts.Progress(done, max(total, done))
+			opts.Progress(done-gone, max(total, done-gone))
 		}
-		return nil
+		return gone, nil
 	})
 	if err == nil && opts.DryRun {
 		rep.Token, err = s.deadSetToken(ctx, selected)

@@ -9,6 +9,8 @@ func (r *RetryReport) Merge(other RetryReport) {
 	r.Retried += other.Retried
 	r.CameBack += other.CameBack
 	r.Failed += other.Failed
+	r.Gone += other.Gone
+	r.DeadlinesPassed += other.DeadlinesPassed
 	if r.FirstError == "" {
 		r.FirstError = other.FirstError
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -57,4 +58,48 @@ func (l *HeldLock) Waiting() []int {
 		l.tb.Fatal(err)
 	}
 	return pids
+}
+
+// TakenMeanwhile runs call while another transaction deletes ids from the
+// PGMQ table of dlq, as a racing retry or discard takes them, and commits
+// that transaction once call waits for one of their rows: call selected
+// them, and finds them gone when it comes to move them. It returns what
+// call returned.
+func TakenMeanwhile[R any](tb testing.TB, st *store.Store, dlq string, ids []int64, call func(context.Context) (R, error)) (R, error) {
+	tb.Helper()
+	ctx := Context(tb)
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // committed below
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{"pgmq", "q_" + dlq}.Sanitize()+` WHERE msg_id = ANY($1)`, ids); err != nil {
+		tb.Fatal(err)
+	}
+	type result struct {
+		r   R
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := call(ctx)
+		done <- result{r, err}
+	}()
+	for blocked := 0; blocked == 0; {
+		select {
+		case r := <-done:
+			tb.Fatalf("the call ended without waiting for the rows taken: %+v, %v", r.r, r.err)
+		case <-time.After(10 * time.Millisecond): // poll gently
+		}
+		blocked = Int(tb, st, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	r := <-done
+	return r.r, r.err
 }
