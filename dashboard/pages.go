@@ -395,15 +395,16 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 }
 
 // formRate reads a retry form's pace, messages a second: 0 when left
-// empty, false when it is no number. The operations layer checks its
-// range.
+// empty, false when it is no number or 0, which would never make a
+// message visible (0 in the request is no pace). The operations layer
+// checks the rest of its range.
 func formRate(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, true
 	}
 	rate, err := strconv.ParseFloat(s, 64)
-	return rate, err == nil
+	return rate, err == nil && rate != 0
 }
 
 // bulk runs a retry or discard by filter confirmed on its preview: it
@@ -422,7 +423,7 @@ func (s *server) bulk(verb string) handlerFunc {
 		if verb == "retry" {
 			rate, ok := formRate(r.PostFormValue("rate"))
 			if !ok {
-				s.refuse(w, r, v, http.StatusBadRequest, "The pace is not a number: give messages a second, such as 5 or 0.5, or leave it empty to retry them all at once.")
+				s.refuse(w, r, v, http.StatusBadRequest, "The pace is not a number of messages a second: give one such as 5 or 0.5 (0.0167, one a minute, at the least), or leave it empty to retry them all at once.")
 				return
 			}
 			var res ops.DLQRetry

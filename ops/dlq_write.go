@@ -73,10 +73,20 @@ func checkRate(rate float64) (time.Duration, error) {
 	if rate == 0 {
 		return 0, nil
 	}
-	if !(rate >= MinRetryRate && rate <= MaxRetryRate) { // NaN too
-		return 0, invalidf("rate %v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
+	if err := CheckGivenRate(rate); err != nil {
+		return 0, err
 	}
 	return time.Duration(float64(time.Second) / rate), nil
+}
+
+// CheckGivenRate checks a rate a caller gave explicitly, for a front end
+// that can tell one given from one left out: 0 given would never make a
+// message visible, where DLQRetryRequest.Rate 0 means none, all at once.
+func CheckGivenRate(rate float64) error {
+	if !(rate >= MinRetryRate && rate <= MaxRetryRate) { // NaN too
+		return invalidf("rate %v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
+	}
+	return nil
 }
 
 // MaxPacedSpan bounds how long a paced retry may take to make its

@@ -26,7 +26,7 @@ type DLQRetryInput struct {
 	Expect        string          `json:"expect,omitempty" jsonschema_description:"With filters: the expect of the dry run, or the ids it listed separated by commas (with queue). The call then retries exactly that set or nothing."`
 	Payload       json.RawMessage `json:"payload,omitempty" jsonschema_description:"A corrected payload to retry one message with, instead of its own: only with exactly one id. Pass the JSON itself, of the stored payload's type: an object as an object, not a string holding it. One of another type (a string or a number for an object, ...) is refused, since the job would fail on it again; null is taken. The original message is kept in the DLQ's archive and noted in its failure history. A payload still holding [REDACTED], as pgbus_dlq_show shows hidden secrets, is refused: put the real values back. So is one holding the \"…[shortened: \" marks of a payload_preview: give every value in full."`
 	ClearDeadline bool            `json:"clear_deadline,omitempty" jsonschema_description:"Remove the deadline (pgbus_deadline header) of the messages retried, so that they run however late it is. Without it a message whose deadline has passed is not moved (a worker would dead-letter it again without running it) and fails, saying so."`
-	Rate          float64         `json:"rate,omitempty" jsonschema:"minimum=0,maximum=10000" jsonschema_description:"Messages a second: the retried messages become visible to workers one after another at this rate (0.5: one every 2 seconds; 0.0167, one a minute, at the least, and fast enough for limit messages to take at most 7 days) instead of all at once, so that a downstream that just recovered is not met with the whole DLQ and new messages run between them. visible_until says when the last one is. Omit for all at once."`
+	Rate          *float64        `json:"rate,omitempty" jsonschema:"exclusiveMinimum=0,maximum=10000" jsonschema_description:"Messages a second: the retried messages become visible to workers one after another at this rate (0.5: one every 2 seconds; 0.0167, one a minute, at the least, and fast enough for limit messages to take at most 7 days) instead of all at once, so that a downstream that just recovered is not met with the whole DLQ and new messages run between them. visible_until says when the last one is. Omit for all at once."`
 }
 
 const dlqRetryDescription = `Retries dead messages: moves them out of their DLQ back to the queue they died in, where workers run them again (attempts start over; the failure history goes with them). Each message moves in its own transaction (with expect: all in one); one failing does not stop the rest. By ids, outcomes has one entry per id: retried, not_found (retried or discarded already), ambiguous (in several DLQs: pass queue) or failed with its error.
@@ -61,7 +61,13 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 		return ops.DLQRetryRequest{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
 	}
 	req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Expect: in.Expect,
-		ClearDeadline: in.ClearDeadline, Rate: in.Rate}
+		ClearDeadline: in.ClearDeadline}
+	if in.Rate != nil {
+		if err := ops.CheckGivenRate(*in.Rate); err != nil {
+			return ops.DLQRetryRequest{}, err
+		}
+		req.Rate = *in.Rate
+	}
 	if len(in.IDs) == 0 {
 		limit, err := bulkLimit(in.DeadFilter, in.Limit, "retry")
 		if err != nil {

@@ -20,7 +20,7 @@ func TestDLQRetryAtARate(t *testing.T) {
 	for _, bad := range []struct {
 		rate any
 		want string
-	}{{0.001, "one a minute"}, {"fast", "rate"}, {1e9, "rate"}, {-2, "rate"}} {
+	}{{0.001, "one a minute"}, {"fast", "rate"}, {1e9, "rate"}, {-2, "rate"}, {0, "rate"}, {0.0, "rate"}} {
 		e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "limit": 10, "rate": bad.rate}, bad.want)
 	}
 	if n := pgtest.Live(t, e.st, q+"_dlq"); n != 3 {

@@ -86,6 +86,9 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 // logger. A bad configuration stops here, before anything is touched.
 func (a *app) setup(cmd *cobra.Command) error {
 	fs := cmd.Flags()
+	if err := refuseEmpty(fs); err != nil {
+		return err
+	}
 	a.sources = map[string]string{}
 	a.cfg = &config.File{}
 	if err := a.resolve(fs, "config", "", EnvConfig); err != nil {

@@ -40,9 +40,6 @@ config).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Empty, these filters would list every entry.
-			if err := refuseEmpty(cmd.Flags(), "tool", "client", "since"); err != nil {
-				return err
-			}
 			if err := checkLimit(ops.OpAudit, limit); err != nil {
 				return err
 			}

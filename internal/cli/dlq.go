@@ -72,13 +72,10 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 }
 
 // filter returns the filter, checked before the database is opened.
-// Errors name the flag, as the person typed it. A filter flag given an
-// empty value, as a script's unset variable gives it, is refused rather
-// than read as no filter: it would select every dead message.
-func (ff *filterFlags) filter(fs *pflag.FlagSet) (ops.DeadFilter, error) {
-	if err := refuseEmpty(fs, "queue", "kind", "error-class", "reason", "since", "until", "text", "group"); err != nil {
-		return ops.DeadFilter{}, err
-	}
+// Errors name the flag, as the person typed it. (A filter flag given an
+// empty value was refused already, refuseEmpty: read as no filter, it would
+// select every dead message.)
+func (ff *filterFlags) filter() (ops.DeadFilter, error) {
 	return ff.f, flagWords(ff.f.Check(), "since", "until", "reason", "queue", "kind", "error_class", "text", "group")
 }
 
@@ -118,7 +115,7 @@ pgbus_dlq_summary.`,
   pgbus dlq summary --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter(cmd.Flags())
+			f, err := ff.filter()
 			if err != nil {
 				return err
 			}
@@ -159,7 +156,7 @@ MCP tool pgbus_dlq_list.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if req.Filter, err = ff.filter(cmd.Flags()); err != nil {
+			if req.Filter, err = ff.filter(); err != nil {
 				return err
 			}
 			if err := checkLimit(ops.OpDLQList, req.Limit); err != nil {
@@ -205,9 +202,6 @@ looked up in every DLQ.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
 			if err != nil {
-				return err
-			}
-			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
 				return err
 			}
 			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload, FullHistory: fullHistory},
@@ -265,7 +259,7 @@ new message: discard the dead one, then pgbus send.
 			if err != nil {
 				return err
 			}
-			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
+			if err := checkRateGiven(cmd, rate); err != nil {
 				return err
 			}
 			req := ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, DryRun: dryRun, ClearDeadline: clearDeadline, Rate: rate}
@@ -297,6 +291,15 @@ func clearDeadlineFlag(cmd *cobra.Command, clear *bool) {
 // rateFlag adds --rate to a retry.
 func rateFlag(cmd *cobra.Command, rate *float64) {
 	cmd.Flags().Float64Var(rate, "rate", 0, "make the messages visible this many a second, one after another (0.5: one every 2s; 0.0167: one a minute), instead of all at once")
+}
+
+// checkRateGiven refuses --rate 0, which the request would read as no
+// rate: all at once, the opposite of what it says.
+func checkRateGiven(cmd *cobra.Command, rate float64) error {
+	if !cmd.Flags().Changed("rate") {
+		return nil
+	}
+	return ops.CheckGivenRate(rate)
 }
 
 func (a *app) dlqRetryAllCommand() *cobra.Command {
@@ -337,11 +340,14 @@ scheduled.
   pgbus dlq retry-all --all --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter(cmd.Flags())
+			f, err := ff.filter()
 			if err != nil {
 				return err
 			}
 			if err := checkBulkLimit(limit); err != nil {
+				return err
+			}
+			if err := checkRateGiven(cmd, rate); err != nil {
 				return err
 			}
 			// No filter is no selection, as in discard: every dead
@@ -424,7 +430,7 @@ pgbus_dlq_discard.`,
 			case len(ids) > 1 && !yes && !dryRun:
 				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
 			}
-			f, err := ff.filter(cmd.Flags())
+			f, err := ff.filter()
 			if err != nil {
 				return err
 			}
@@ -475,9 +481,6 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// An empty --queue would purge every DLQ, an empty
 			// --older-than every discarded message.
-			if err := refuseEmpty(cmd.Flags(), "queue", "older-than"); err != nil {
-				return err
-			}
 			req := ops.DLQPurgeRequest{Queue: queue, Confirm: true}
 			if olderThan != "" {
 				d, err := ops.ParseAge(olderThan)

@@ -28,9 +28,6 @@ result as the MCP tool pgbus_dlq_discarded.`,
   pgbus dlq discarded --queue orders --error-class demo.ValidationError --since 1h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseEmpty(cmd.Flags(), "queue", "kind", "error-class", "since", "until"); err != nil {
-				return err
-			}
 			if err := checkLimit(ops.OpDLQDiscarded, limit); err != nil {
 				return err
 			}
@@ -85,9 +82,6 @@ pgbus_dlq_restore.`,
 			}
 			if len(ids) == 0 {
 				return usageError{errors.New("give the ids of the discarded messages to restore (pgbus dlq discarded --queue Q lists them)")}
-			}
-			if err := refuseEmpty(cmd.Flags(), "queue"); err != nil {
-				return err
 			}
 			req := ops.DLQRestoreRequest{Queue: queue, IDs: ids, DryRun: dryRun}
 			if err := flagWords(req.Check(), "queue"); err != nil {

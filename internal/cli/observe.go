@@ -313,9 +313,6 @@ the same result as the MCP tool pgbus_queue_messages.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Empty, --state would list messages in every state.
-			if err := refuseEmpty(cmd.Flags(), "state"); err != nil {
-				return err
-			}
 			if err := checkLimit(ops.OpQueueMessages, req.Limit); err != nil {
 				return err
 			}

@@ -178,21 +178,24 @@ func readLimited(path string, r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// changed reports whether any of the flags was given.
-// refuseEmpty refuses any of the named flags given explicitly with an
-// empty or blank value, as a script's unset variable gives it (--kind "$K"
-// with K unset): read as the flag left out, it would quietly change what
-// the command does (every DLQ instead of one, no de-duplication, no
-// deadline), so the person is told to give a value or leave the flag out.
-func refuseEmpty(fs *pflag.FlagSet, names ...string) error {
-	for _, name := range names {
-		if fl := fs.Lookup(name); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
-			return usageError{fmt.Errorf("--%s is empty: give a value, or leave the flag out", name)}
+// refuseEmpty refuses every text flag given explicitly with an empty or
+// blank value, as a script's unset variable gives it (--kind "$K" with K
+// unset, --database-url "$URL" with URL unset): read as the flag left out,
+// it would quietly change what the command does (every DLQ instead of one,
+// the embedded database instead of DATABASE_URL's, no deadline), so the
+// person is told to give a value or leave the flag out. --cursor is the
+// exception: a paging loop starts with an empty one, the first page.
+func refuseEmpty(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *pflag.Flag) {
+		if err == nil && fl.Value.Type() == "string" && fl.Name != "cursor" && strings.TrimSpace(fl.Value.String()) == "" {
+			err = usageError{fmt.Errorf("--%s is empty: give a value, or leave the flag out", fl.Name)}
 		}
-	}
-	return nil
+	})
+	return err
 }
 
+// changed reports whether any of the flags was given.
 func changed(fs *pflag.FlagSet, names ...string) bool {
 	for _, n := range names {
 		if fs.Changed(n) {

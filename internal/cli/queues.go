@@ -94,9 +94,6 @@ the same result as the MCP tool pgbus_queue_run_now.`,
   pgbus queue run-now orders --kind send_receipt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := refuseEmpty(cmd.Flags(), "kind"); err != nil {
-				return err
-			}
 			req.Queue = args[0]
 			if !req.DryRun {
 				bar := a.newProgress(-1, "running now")

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +18,14 @@ func TestRetryAtARateFromTheCLI(t *testing.T) {
 	d := newDB(t)
 	d.ok(t, "queue", "create", "orders")
 	st := pgtest.OpenStore(t, d.url)
-	pgtest.DeadLetterN(t, st, "orders", 3, pgtest.DeadSpec{Kind: "charge"})
-	for _, rate := range []string{"0.001", "NaN", "-1", "20000"} {
+	ids := pgtest.DeadLetterN(t, st, "orders", 3, pgtest.DeadSpec{Kind: "charge"})
+	// 0 too: read as no rate it would move them all at once.
+	for _, rate := range []string{"0.001", "NaN", "-1", "20000", "0", "0.0"} {
 		if r := pgbus(t, d.env, "dlq", "retry-all", "--queue", "orders", "--rate", rate, "--yes"); r.code != 2 || !strings.Contains(r.stderr, "one a minute") {
-			t.Errorf("--rate %s: exit %d, stderr %q; want 2, saying the range", rate, r.code, r.stderr)
+			t.Errorf("retry-all --rate %s: exit %d, stderr %q; want 2, saying the range", rate, r.code, r.stderr)
+		}
+		if r := pgbus(t, d.env, "dlq", "retry", strconv.FormatInt(ids[0], 10), "--rate", rate); r.code != 2 || !strings.Contains(r.stderr, "one a minute") {
+			t.Errorf("retry --rate %s: exit %d, stderr %q; want 2, saying the range", rate, r.code, r.stderr)
 		}
 	}
 	out := d.ok(t, "dlq", "retry-all", "--queue", "orders", "--limit", "2", "--rate", "0.5", "--yes")

@@ -72,9 +72,6 @@ from either way. The command is one entry in the audit log.`,
 			// An empty --idempotency-key would turn de-duplication off,
 			// an empty --deadline the deadline, an empty --kind the
 			// handler's choice: refused, as an unset variable gives them.
-			if err := refuseEmpty(cmd.Flags(), "kind", "idempotency-key", "deadline", "file", "ndjson"); err != nil {
-				return err
-			}
 			if ndjson != "" || cmd.Flags().Changed("from-line") {
 				return a.sendNDJSON(cmd, queue, args[1:], ndjson, fromLine, file, idemKey, ops.SendManyRequest{
 					Queue: queue, Kind: kind, Delay: delay, Priority: priority,

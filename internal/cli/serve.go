@@ -95,9 +95,6 @@ transport, stdio included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Empty, --handler would fall back to the file's handlers.
-			if err := refuseEmpty(cmd.Flags(), "handler"); err != nil {
-				return err
-			}
 			if err := a.resolveMetricsAddr(cmd.Flags(), &f.metricsAddr); err != nil {
 				return err
 			}

@@ -197,10 +197,6 @@ works is STALLED) while working.`,
 // order flag > environment > configuration file > default, and checks them
 // all before anything starts.
 func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, error) {
-	// Empty, --handler would fall back to the file's handlers.
-	if err := refuseEmpty(fs, "handler"); err != nil {
-		return nil, err
-	}
 	if err := a.resolve(fs, "handler", "", EnvHandler); err != nil {
 		return nil, err
 	}
