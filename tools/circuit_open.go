@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -13,7 +12,7 @@ import (
 // CircuitOpenInput is the input of pgbus_circuit_open.
 type CircuitOpenInput struct {
 	Name string `json:"name" jsonschema_description:"Breaker name as pgbus_circuits lists it."`
-	For  string `json:"for" jsonschema_description:"How long it stays open: a duration such as 30m or 2h, 1s to 168h."`
+	For  string `json:"for" jsonschema_description:"How long it stays open: a duration such as 30m, 2h or 1d, 1s to 7d."`
 	// Reason is optional: the breaker shows it, with who opened it,
 	// until that open period ends.
 	Reason string `json:"reason,omitempty" jsonschema_description:"Why, shown with the breaker until it closes: the maintenance window, a ticket. At most 500 bytes."`
@@ -22,7 +21,7 @@ type CircuitOpenInput struct {
 const circuitOpenDescription = `Opens a circuit breaker by hand for a while, for a downstream known to be down or in maintenance: jobs using it wait, no attempt used, while other jobs run; then one probe goes through. pgbus_circuit_reset with end_opening_by_hand ends it early.`
 
 func circuitOpenTool() mcp.Tool {
-	return newTool("pgbus_circuit_open", circuitOpenDescription, writeAnnotations("Open a circuit breaker", false, true), CircuitOpenInput{}, ops.CircuitOpen{})
+	return newTool("pgbus_circuit_open", circuitOpenDescription, writeAnnotations("Open a circuit breaker", false, false), CircuitOpenInput{}, ops.CircuitOpen{})
 }
 
 // NewCircuitOpen returns the pgbus_circuit_open tool.
@@ -42,11 +41,11 @@ func NewCircuitOpen(d Deps) server.ServerTool {
 // request is the opening the arguments ask for.
 func (in CircuitOpenInput) request() (ops.CircuitOpenRequest, error) {
 	if in.For == "" {
-		return ops.CircuitOpenRequest{}, fixf("for is required: pass how long the breaker stays open, such as 30m or 2h (1s to 168h)")
+		return ops.CircuitOpenRequest{}, fixf("for is required: pass how long the breaker stays open, such as 30m, 2h or 1d (1s to 7d)")
 	}
-	d, err := time.ParseDuration(in.For)
+	d, err := ops.ParseAge(in.For)
 	if err != nil {
-		return ops.CircuitOpenRequest{}, fixf("for %q is not a duration; pass one such as 30m or 2h (1s to 168h)", shorten(in.For))
+		return ops.CircuitOpenRequest{}, fixf("for %q is not a duration; pass one such as 30m, 2h or 1d (1s to 7d)", shorten(in.For))
 	}
 	return ops.CircuitOpenRequest{Name: in.Name, For: d, Reason: in.Reason}, nil
 }

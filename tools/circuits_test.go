@@ -94,8 +94,9 @@ func TestCircuitOpenTool(t *testing.T) {
 		{map[string]any{"name": name, "for": 30}, "for"},
 		{map[string]any{"name": name, "for": "soon"}, `for "soon" is not a duration`},
 		{map[string]any{"name": name, "for": "0s"}, "1s to 168h"},
-		{map[string]any{"name": name, "for": "200h"}, "1s to 168h"},
-		{map[string]any{"name": name, "for": "-1h"}, "1s to 168h"},
+		{map[string]any{"name": name, "for": "200h"}, "1s to 168h0m0s (7 days)"},
+		{map[string]any{"name": name, "for": "8d"}, "1s to 168h0m0s (7 days)"},
+		{map[string]any{"name": name, "for": "-1h"}, `for "-1h" is not a duration`},
 		{map[string]any{"for": "1h"}, "name is required"},
 		{map[string]any{"name": strings.Repeat("x", 100_000), "for": "1h"}, "at most 10240"},
 		{map[string]any{"name": strings.Repeat("x", 300), "for": "1h"}, "no breaker has a name over 200"},
@@ -142,5 +143,10 @@ func TestCircuitOpenTool(t *testing.T) {
 	}
 	if rows := auditRows(t, e.st, "circuit_open", "DROP TABLE pgbus.circuit_breakers; -- "+name); len(rows) != 1 || !rows[0].IsError {
 		t.Fatalf("audit of the opening of a missing breaker: %+v; want it, as an error", rows)
+	}
+	// Days, as every other age an agent gives.
+	day := callOK[ops.CircuitOpen](t, e, "pgbus_circuit_open", map[string]any{"name": name, "for": "1d"})
+	if day.OpenUntil.Before(time.Now().Add(23*time.Hour)) || day.OpenUntil.After(time.Now().Add(25*time.Hour)) {
+		t.Fatalf("open for 1d = %+v; want it open for a day", day)
 	}
 }

@@ -241,7 +241,10 @@ the MCP tool pgbus_circuit_reset.`,
 }
 
 func (a *app) circuitOpenCommand() *cobra.Command {
-	var req ops.CircuitOpenRequest
+	var (
+		req     ops.CircuitOpenRequest
+		forText string
+	)
 	cmd := &cobra.Command{
 		Use:   "open NAME --for DURATION",
 		Short: "Open a circuit breaker by hand, for a downstream known to be down or under maintenance",
@@ -252,7 +255,7 @@ instead of failing toward its DLQ, while the queues' other jobs run.
 When --for is up, the next job probes the downstream: success closes the
 breaker, failure keeps it open for its cool-off. pgbus circuit reset NAME
 --end-opening-by-hand ends it early and runs the held jobs at once. --for
-takes 1s to 168h.
+takes 1s to 7d (168h), such as 30m, 2h or 1d.
 --reason says why, for whoever finds the breaker open meanwhile (pgbus
 circuits, the MCP tool pgbus_circuits, the dashboard, the health check show
 it with who opened it): an agent is told not to reset it unless asked.`,
@@ -261,7 +264,11 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("for") {
-				return usageError{errors.New("--for is required: how long to hold the breaker's jobs, such as --for 30m (1s to 168h)")}
+				return usageError{errors.New("--for is required: how long to hold the breaker's jobs, such as --for 30m (1s to 7d)")}
+			}
+			var err error
+			if req.For, err = ops.ParseAge(forText); err != nil {
+				return usageError{fmt.Errorf("--for: %v", err)}
 			}
 			if err := checkDuration("for", req.For, time.Second, ops.MaxOpenByHand, "a breaker is opened for a second or more"); err != nil {
 				return err
@@ -278,7 +285,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&req.For, "for", 0, "how long the breaker stays open, 1s to 168h")
+	cmd.Flags().StringVar(&forText, "for", "", "how long the breaker stays open, 1s to 7d, such as 30m, 2h or 1d")
 	cmd.Flags().StringVar(&req.Reason, "reason", "", "why, shown with the breaker until it closes (at most 500 bytes)")
 	return jsonFlag(cmd)
 }

@@ -481,6 +481,8 @@ func TestCircuitOpen(t *testing.T) {
 		{[]string{"circuit", "open", name}, "--for is required"},
 		{[]string{"circuit", "open", name, "--for", "0s"}, "--for 0s is too short"},
 		{[]string{"circuit", "open", name, "--for", "169h"}, "at most 168h"},
+		{[]string{"circuit", "open", name, "--for", "8d"}, "at most 168h"},
+		{[]string{"circuit", "open", name, "--for", "-1h"}, "--for"},
 		{[]string{"circuit", "open", name, "--for", "soon"}, "--for"},
 		{[]string{"circuit", "open", "--for", "1h"}, "arg"},
 		{[]string{"circuit", "open", name, "--for", "1h", "--reason"}, "--reason"},
@@ -506,10 +508,10 @@ func TestCircuitOpen(t *testing.T) {
 		t.Fatalf("circuits after circuit open --reason:\n%s", table)
 	}
 	var again ops.CircuitOpen
-	d.json(t, &again, "circuit", "open", name, "--for", "2h")
-	if again.Was != store.BreakerOpen || again.State != store.BreakerOpen || again.OpenUntil.Before(time.Now().Add(119*time.Minute)) ||
+	d.json(t, &again, "circuit", "open", name, "--for", "1d") // days, as every age the CLI takes
+	if again.Was != store.BreakerOpen || again.State != store.BreakerOpen || again.OpenUntil.Before(time.Now().Add(23*time.Hour)) ||
 		again.Replaced == nil || again.Replaced.Reason != "bank maintenance,\nOPS-7" || again.OpenedByHand.By != "cli" {
-		t.Fatalf("circuit open --json of an open breaker: %+v; want it open two hours more, the opening it replaced said", again)
+		t.Fatalf("circuit open --json of an open breaker: %+v; want it open a day more, the opening it replaced said", again)
 	}
 	var cs ops.Circuits
 	d.json(t, &cs, "circuits", name)

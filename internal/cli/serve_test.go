@@ -316,8 +316,8 @@ func TestServeUsageErrors(t *testing.T) {
 	}{
 		"public addr without token": {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0"}, "--auth-token"},
 		"sse on all interfaces":     {[]string{"serve", "--transport", "sse", "--addr", ":0"}, "PGBUS_MCP_TOKEN"},
-		"blank token":               {[]string{"serve", "--transport", "http", "--auth-token", "   "}, "white space"},
-		"blank token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "   "}, "white space"},
+		"blank token":               {[]string{"serve", "--transport", "http", "--auth-token", "   "}, "--auth-token is empty"},
+		"blank token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "   "}, "--auth-token is empty"},
 		"token with a space":        {[]string{"serve", "--transport", "http", "--auth-token", "a b"}, "white space, which no client can send in a bearer token; use a random token, e.g. the output of `openssl rand -hex 32`"},
 		"short token off loopback":  {[]string{"serve", "--transport", "http", "--addr", "0.0.0.0:0", "--auth-token", "a"}, "use a random token of at least 32 characters, e.g. openssl rand -hex 32"},
 		"unknown transport":         {[]string{"serve", "--transport", "pigeon"}, "stdio, http or sse"},
