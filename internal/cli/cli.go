@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -201,18 +202,16 @@ type stdoutWriter struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	err    error
-	held   []byte // the first byte of a character the next write ends
+	held   []byte // the start of a character the next write ends
 }
 
 func (s *stdoutWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := terminalSafe(append(s.held, p...))
-	s.held = nil
-	if n := len(out); n > 0 && out[n-1] == c1Lead {
-		s.held, out = []byte{c1Lead}, out[:n-1]
-	}
-	if _, err := s.w.Write(out); err != nil {
+	buf := append(s.held, p...)
+	cut := len(buf) - partialTail(buf)
+	s.held = append([]byte(nil), buf[cut:]...)
+	if _, err := s.w.Write(terminalSafe(buf[:cut])); err != nil {
 		if s.err == nil {
 			s.err = fmt.Errorf("cannot write to stdout: %w", err)
 			s.cancel(s.err)
@@ -222,7 +221,7 @@ func (s *stdoutWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush writes a byte held back by the last write.
+// flush writes the bytes held back by the last write.
 func (s *stdoutWriter) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,46 +231,66 @@ func (s *stdoutWriter) flush() {
 	}
 }
 
-// c1Lead is the first byte of the UTF-8 of the C1 control characters,
-// U+0080 to U+009F.
-const c1Lead = 0xC2
+// partialTail returns how many bytes at the end of p start a UTF-8
+// character that p does not finish: a write may split one, and a control
+// character split so would pass unescaped.
+func partialTail(p []byte) int {
+	for n := 1; n <= utf8.UTFMax-1 && n <= len(p); n++ {
+		if b := p[len(p)-n]; utf8.RuneStart(b) {
+			if b >= 0xC0 && !utf8.FullRune(p[len(p)-n:]) {
+				return n
+			}
+			return 0
+		}
+	}
+	return 0
+}
 
 // terminalSafe is p with every control character but tab and line feed
-// written as its \u00XX escape: an escape sequence's ESC, a carriage
+// written as its \uXXXX escape: an escape sequence's ESC, a carriage
 // return that would overwrite a line, DEL and the C1 controls (U+009B
-// starts an escape sequence too). Text from the database, a job's kind or
-// an error message another client wrote, then cannot drive the terminal
-// it is printed on; within a JSON string the escape means the same
-// character, so --json output keeps its data exactly. A trailing c1Lead
-// is left as it is, for the next write to complete.
+// starts an escape sequence too), and the bidirectional controls that
+// reorder what a terminal shows (U+202E, the right-to-left override, can
+// make a table's row read otherwise than it is). Text from the database,
+// a job's kind or an error message another client wrote, then cannot
+// drive or disguise the terminal it is printed on; within a JSON string
+// the escape means the same character, so --json output keeps its data
+// exactly. Bytes that are not UTF-8 are left as they are.
 func terminalSafe(p []byte) []byte {
 	var out []byte
-	for i := 0; i < len(p); i++ {
-		b, c := p[i], -1
-		switch {
-		case b < 0x20 && b != '\t' && b != '\n', b == 0x7f:
-			c = int(b)
-		case b == c1Lead && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f:
-			c = int(p[i+1])
-		}
-		if c < 0 {
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRune(p[i:])
+		if !unsafeOnTerminal(r, size) {
 			if out != nil {
-				out = append(out, b)
+				out = append(out, p[i:i+size]...)
 			}
+			i += size
 			continue
 		}
 		if out == nil {
 			out = append(make([]byte, 0, len(p)+16), p[:i]...)
 		}
-		out = fmt.Appendf(out, `\u%04x`, c)
-		if c >= 0x80 {
-			i++
-		}
+		out = fmt.Appendf(out, `\u%04x`, r)
+		i += size
 	}
 	if out == nil {
 		return p
 	}
 	return out
+}
+
+// unsafeOnTerminal tells whether the character r, size bytes of UTF-8,
+// is one terminalSafe escapes.
+func unsafeOnTerminal(r rune, size int) bool {
+	switch {
+	case r == utf8.RuneError && size == 1: // not UTF-8
+		return false
+	case r < 0x20:
+		return r != '\t' && r != '\n'
+	case r >= 0x7f && r <= 0x9f:
+		return true
+	}
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 func (s *stdoutWriter) failed() error {

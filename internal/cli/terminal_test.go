@@ -19,6 +19,9 @@ func TestTerminalSafe(t *testing.T) {
 		"é ü \u00a0 ✓ \ufffd":                   "é ü \u00a0 ✓ \ufffd",
 		`{"kind":"k` + "\u009b" + `"}`:          `{"kind":"k\u009b"}`,
 		"not UTF-8 \xff\xfe, a lone \xc2 there": "not UTF-8 \xff\xfe, a lone \xc2 there",
+		"kind k\u202eY | 42":                   `kind k\u202eY | 42`,
+		"\u2066isolates\u2069 \u200e\u200f \u061c": `\u2066isolates\u2069 \u200e\u200f \u061c`,
+		"emoji 👍🏽 and \u200d joiner, עברית":     "emoji 👍🏽 and \u200d joiner, עברית",
 	} {
 		if got := string(terminalSafe([]byte(in))); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
@@ -26,22 +29,22 @@ func TestTerminalSafe(t *testing.T) {
 	}
 }
 
-// A C1 control whose two bytes come in two writes is escaped too; a write
-// that ends with the first byte of a character holds it until the next,
-// or until the command's end.
+// A control whose bytes come in several writes (a C1 control's two, the
+// right-to-left override's three) is escaped too; a write that ends within
+// a character holds its start until the next, or until the command's end.
 func TestStdoutWriterEscapesAcrossWrites(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	_, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	w := &stdoutWriter{w: &buf, cancel: cancel}
-	for _, p := range []string{"a\xc2", "\x9bb \xc2", "\xa9 end\xc2"} {
+	for _, p := range []string{"a\xc2", "\x9bb \xc2", "\xa9 \xe2", "\x80", "\xae \xe2\x9c", "\x93 end\xc2"} {
 		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)
 		}
 	}
 	w.flush()
-	if got, want := buf.String(), `a\u009bb `+"\u00a9 end\xc2"; got != want {
+	if got, want := buf.String(), `a\u009bb `+"\u00a9 "+`\u202e `+"✓ end\xc2"; got != want {
 		t.Fatalf("wrote %q, want %q", got, want)
 	}
 }
