@@ -57,6 +57,9 @@ type app struct {
 	// flagsFailed is set when the command's flags could not be parsed,
 	// so that whether --json was given is read from its arguments.
 	flagsFailed bool
+	// carry is the global flags next steps keep, as written after them
+	// (setCarry): "" when none was given on the command line.
+	carry string
 }
 
 // longRunningWait is how long pgbus work and pgbus serve wait for their
@@ -89,6 +92,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err := refuseEmpty(fs); err != nil {
 		return err
 	}
+	a.setCarry(fs)
 	a.sources = map[string]string{}
 	a.cfg = &config.File{}
 	if err := a.resolve(fs, "config", "", EnvConfig); err != nil {

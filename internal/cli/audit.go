@@ -64,7 +64,7 @@ config).`,
 				}
 				for _, h := range page.Next {
 					if h.Args["cursor"] != nil {
-						fmt.Fprintf(a.stdout, "more: %s\n", vocab.Command(h))
+						fmt.Fprintf(a.stdout, "more: %s\n", a.command(h))
 					}
 				}
 				return nil

@@ -23,7 +23,6 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
-	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -78,16 +77,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if longRunning(cmd) {
 			return ExitOK // stopped while starting: a stop like any other
 		}
-		err = stoppedBySignal(cmd, err)
+		err = app.stoppedBySignal(cmd, err)
 	} else if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
-		err = partlyDone(p, err)
+		err = app.partlyDone(p, err)
 	}
 	// Errors quote what they could not use, such as a DATABASE_URL or a
 	// configuration file's URL, passwords and all.
 	self := bareCommand(cmd)
-	line, _ := ops.RedactText(errorLine(err, self))
+	line, _ := ops.RedactText(app.errorLine(err, self))
 	code := exitCode(err)
-	printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
+	app.printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
 	return code
 }
 
@@ -96,7 +95,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // was (an ops.PartlyDone), so that nobody takes it for a command that did
 // nothing. The demo says its own words: run again, it starts over rather
 // than finish.
-func stoppedBySignal(cmd *cobra.Command, err error) error {
+func (a *app) stoppedBySignal(cmd *cobra.Command, err error) error {
 	if s := (sendStopped{}); errors.As(err, &s) {
 		return errors.New("stopped by a signal; " + s.msg)
 	}
@@ -108,7 +107,7 @@ func stoppedBySignal(cmd *cobra.Command, err error) error {
 	}
 	if steps := ops.NextSteps(err); len(steps) > 0 {
 		// A write cut off: the commands that show what it did.
-		return fmt.Errorf("stopped by a signal before finishing; what was done before is kept: see %s, then run the command again to finish", commands(steps, " or "))
+		return fmt.Errorf("stopped by a signal before finishing; what was done before is kept: see %s, then run the command again to finish", a.commands(steps, " or "))
 	}
 	return errors.New("stopped by a signal before finishing; what was done before is kept: run the command again to finish")
 }
@@ -118,10 +117,10 @@ func stoppedBySignal(cmd *cobra.Command, err error) error {
 // line's words: how much it did, which stays done, and to run the same
 // command again, once the database answers when the operations layer's
 // next steps begin with the health check.
-func partlyDone(p *ops.PartlyDone, err error) error {
+func (a *app) partlyDone(p *ops.PartlyDone, err error) error {
 	again := "run the same command again"
 	if steps := ops.NextSteps(p); len(steps) > 0 && steps[0].Op == ops.OpHealth {
-		again += " once it answers (" + vocab.Command(steps[0]) + " says when)"
+		again += " once it answers (" + a.command(steps[0]) + " says when)"
 	}
 	return reworded{fmt.Sprintf("%v; %s; %s: it %s", p.Err, p.Stopped(), again, p.Rest()), err}
 }

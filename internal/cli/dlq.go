@@ -126,7 +126,7 @@ pgbus_dlq_summary.`,
 				if err := writeDeadSummary(a.stdout, sum); err != nil {
 					return err
 				}
-				printNext(a.stdout, sum.Next)
+				a.printNext(a.stdout, sum.Next)
 				return nil
 			})
 		},
@@ -168,7 +168,7 @@ MCP tool pgbus_dlq_list.`,
 				}
 				if page.NextCursor != "" {
 					flags := strings.TrimSpace(ff.flags() + fmt.Sprintf(" --limit %d", req.Limit))
-					fmt.Fprintf(a.stdout, "more: pgbus dlq list %s --cursor %s\n", flags, page.NextCursor)
+					fmt.Fprintf(a.stdout, "more: %s\n", a.carried(fmt.Sprintf("pgbus dlq list %s --cursor %s", flags, page.NextCursor)))
 				}
 				return nil
 			})
@@ -205,7 +205,7 @@ looked up in every DLQ.`,
 				return err
 			}
 			return run(a, cmd, (*ops.Service).DLQShow, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: !noPayload, FullHistory: fullHistory},
-				func(m ops.DeadMessage) error { return writeDeadMessage(a.stdout, m, noPayload) })
+				func(m ops.DeadMessage) error { return a.writeDeadMessage(a.stdout, m, noPayload) })
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")

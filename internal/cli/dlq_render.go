@@ -100,7 +100,7 @@ func writeDeadList(w io.Writer, page ops.DLQList) error {
 }
 
 // writeDeadMessage prints pgbus dlq show.
-func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
+func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	fmt.Fprintf(w, "dead message %d in %s\n", m.MsgID, m.DLQ)
 	kv := newTable(w)
 	kv.row("kind:", dash(m.Kind))
@@ -178,7 +178,7 @@ func writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 		}
 		fmt.Fprintln(w, "note: "+n)
 	}
-	printNext(w, m.Next)
+	a.printNext(w, m.Next)
 	return nil
 }
 
@@ -236,7 +236,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 		// move, the next steps (such as clearing a deadline that passed)
 		// say what to do about it; ids not found or ambiguous need none.
 		if rep.Failed > 0 {
-			printNext(a.stdout, rep.Next)
+			a.printNext(a.stdout, rep.Next)
 		}
 		return nil
 	}
@@ -282,7 +282,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 		}
 		fmt.Fprintf(a.stdout, "paced: the last message %s visible at %s (%s)\n", becomes, stamp(*rep.VisibleUntil), ago(*rep.VisibleUntil))
 	}
-	printNext(a.stdout, rep.Next)
+	a.printNext(a.stdout, rep.Next)
 	return nil
 }
 
@@ -338,7 +338,7 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 			return err
 		}
 	}
-	printNext(a.stdout, res.Next)
+	a.printNext(a.stdout, res.Next)
 	return nil
 }
 
@@ -430,6 +430,6 @@ func (a *app) printRestore(res ops.DLQRestore) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	printNext(a.stdout, res.Next)
+	a.printNext(a.stdout, res.Next)
 	return nil
 }

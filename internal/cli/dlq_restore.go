@@ -39,7 +39,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 				if err := writeDiscardedList(a.stdout, res); err != nil {
 					return err
 				}
-				printNext(a.stdout, res.Next)
+				a.printNext(a.stdout, res.Next)
 				return nil
 			})
 		},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -45,14 +44,14 @@ type partlyDoneJSON struct {
 // of exit code code and of cause, the error before a stop by a signal
 // reworded it, which keeps its kind, its next steps (but the command
 // self, which is the one that failed) and how much was done.
-func printError(w io.Writer, asJSON bool, line string, code int, cause error, self string) {
+func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause error, self string) {
 	if !asJSON {
 		_, _ = w.Write(terminalSafe([]byte("pgbus: " + line + "\n")))
 		return
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
 	for _, h := range stepsBeyond(nextSteps(cause, out.Kind), self) {
-		command, _ := ops.RedactText(vocab.Command(h))
+		command, _ := ops.RedactText(a.command(h))
 		why, _ := ops.RedactText(h.Why)
 		out.Next = append(out.Next, nextStep{Command: command, Why: why})
 	}

@@ -64,10 +64,10 @@ func (a *app) printHealth(h ops.Health) error {
 	for _, r := range h.Reasons {
 		fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
 		for _, n := range r.Next {
-			fmt.Fprintf(a.stdout, "  next: %s\n", commands([]ops.Hint{n}, ""))
+			fmt.Fprintf(a.stdout, "  next: %s\n", a.command(n))
 		}
 	}
-	printNext(a.stdout, h.Next)
+	a.printNext(a.stdout, h.Next)
 	return nil
 }
 
@@ -225,7 +225,7 @@ the MCP tool pgbus_circuit_reset.`,
 				if res.WasOpenedByHand != nil {
 					fmt.Fprintln(a.stdout, "it ends the opening by hand "+handOpening(*res.WasOpenedByHand))
 				}
-				printNext(a.stdout, res.Next)
+				a.printNext(a.stdout, res.Next)
 				return nil
 			})
 		},
@@ -280,7 +280,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 				if res.Replaced != nil {
 					fmt.Fprintln(a.stdout, "it replaces the opening by hand "+handOpening(*res.Replaced))
 				}
-				printNext(a.stdout, res.Next)
+				a.printNext(a.stdout, res.Next)
 				return nil
 			})
 		},
@@ -365,14 +365,14 @@ the same result as the MCP tool pgbus_queue_messages.`,
 				// without them.
 				printNotes(a.stdout, page.Notes, page.Asks, ops.AskPayload)
 				// The next page is the more: line, last, as dlq list has it.
-				printNext(a.stdout, slices.DeleteFunc(slices.Clone(page.Next), func(h ops.Hint) bool { return h.Op == ops.OpQueueMessages }))
+				a.printNext(a.stdout, slices.DeleteFunc(slices.Clone(page.Next), func(h ops.Hint) bool { return h.Op == ops.OpQueueMessages }))
 				if page.NextCursor != "" {
 					// The cursor is for this state's list only.
 					state := ""
 					if req.State != "" {
 						state = " --state " + req.State
 					}
-					fmt.Fprintf(a.stdout, "more: pgbus queue messages %s%s --limit %d --cursor %s\n", req.Queue, state, req.Limit, page.NextCursor)
+					fmt.Fprintf(a.stdout, "more: %s\n", a.carried(fmt.Sprintf("pgbus queue messages %s%s --limit %d --cursor %s", req.Queue, state, req.Limit, page.NextCursor)))
 				}
 				return nil
 			})

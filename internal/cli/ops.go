@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -98,12 +99,12 @@ func (s *session) Close() {
 // health") for stderr with its next steps as commands, those --json
 // prints: an operation's own, or those of what happened (the health check
 // for a database that does not answer or a failure nothing explained).
-func errorLine(err error, self string) string {
+func (a *app) errorLine(err error, self string) string {
 	steps := stepsBeyond(ops.NextSteps(err), self)
 	if len(steps) == 0 {
 		return err.Error()
 	}
-	return err.Error() + ": see " + commands(steps, " or ")
+	return err.Error() + ": see " + a.commands(steps, " or ")
 }
 
 // stepsBeyond is steps without the command self as it stands: pgbus
@@ -112,12 +113,55 @@ func stepsBeyond(steps []ops.Hint, self string) []ops.Hint {
 	return slices.DeleteFunc(slices.Clone(steps), func(h ops.Hint) bool { return vocab.Command(h) == self })
 }
 
-func commands(hints []ops.Hint, sep string) string {
+func (a *app) commands(hints []ops.Hint, sep string) string {
 	out := make([]string, len(hints))
 	for i, h := range hints {
-		out[i] = vocab.Command(h)
+		out[i] = a.command(h)
 	}
 	return strings.Join(out, sep)
+}
+
+// command is h as a command line, with the global flags this command was
+// given on its command line (carried): a next step copied without the
+// --database-url or --data-dir of the command that printed it would run
+// against another database, and without its --config without its
+// handlers.
+func (a *app) command(h ops.Hint) string {
+	return a.carried(vocab.Command(h))
+}
+
+// carried is line, a command line, with the global flags this command was
+// given on its command line after it, when it runs pgbus.
+func (a *app) carried(line string) string {
+	if a.carry == "" || !strings.HasPrefix(line, "pgbus ") {
+		return line
+	}
+	return line + a.carry
+}
+
+// carriedFlags are the global flags a next step keeps when they were
+// given on the command line, and how each is written there.
+var carriedFlags = []struct {
+	name string
+	show func(string) string
+}{
+	{"config", vocab.ShellQuote},
+	{"data-dir", vocab.ShellQuote},
+	// Its password and query (which may hold one) stay out of the output:
+	// a step copied with them redacted fails to connect rather than use
+	// another database.
+	{"database-url", func(u string) string { return vocab.ShellQuote(redact.URL(u)) }},
+}
+
+// setCarry settles the flags next steps carry (carried), from those fs
+// was given.
+func (a *app) setCarry(fs *pflag.FlagSet) {
+	a.carry = ""
+	for _, f := range carriedFlags {
+		if fl := fs.Lookup(f.name); fl != nil && fl.Changed {
+			a.carry += " --" + f.name + " " + f.show(fl.Value.String())
+		}
+	}
 }
 
 // printNotes prints the notes of a result as the CLI words them, their
@@ -136,12 +180,12 @@ func printNotes(w io.Writer, notes []string, asks []ops.Ask, skip ...ops.AskKind
 }
 
 // printNext prints next steps, one "next:" line each.
-func printNext(w io.Writer, hints []ops.Hint) {
+func (a *app) printNext(w io.Writer, hints []ops.Hint) {
 	for _, h := range hints {
 		if h.Why != "" {
-			fmt.Fprintf(w, "next: %s   # %s\n", vocab.Command(h), h.Why)
+			fmt.Fprintf(w, "next: %s   # %s\n", a.command(h), h.Why)
 		} else {
-			fmt.Fprintf(w, "next: %s\n", vocab.Command(h))
+			fmt.Fprintf(w, "next: %s\n", a.command(h))
 		}
 	}
 }

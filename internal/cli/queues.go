@@ -112,7 +112,7 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 				if res.Workers != nil && !res.Workers.Served() {
 					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
 				}
-				printNext(a.stdout, res.Next)
+				a.printNext(a.stdout, res.Next)
 				return nil
 			})
 		},
@@ -364,7 +364,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 				fmt.Fprintf(a.stdout, "queue %s is %s\n", name, state)
 				if res.Workers != nil && !res.Workers.Served() {
 					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
-					printNext(a.stdout, res.Next)
+					a.printNext(a.stdout, res.Next)
 				}
 				return nil
 			})

@@ -25,7 +25,7 @@ func TestOpsSchemaAdviceReadsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = svc.DLQList(ctx, ops.DLQListRequest{})
-	line := errorLine((&app{}).explain(err), "")
+	line := (&app{}).errorLine((&app{}).explain(err), "")
 	if !strings.Contains(line, "needs schema version") || !strings.HasSuffix(line, ": see pgbus migrate") || strings.Count(line, "pgbus migrate") != 1 {
 		t.Fatalf("the command line renders %q; want the versions and one \": see pgbus migrate\"", line)
 	}

@@ -11,17 +11,17 @@ import (
 func TestTerminalSafe(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"plain text\tand\na line\n":             "plain text\tand\na line\n",
-		"red \x1b[31mtext":                      `red \u001b[31mtext`,
-		"over\rwrite":                           `over\u000dwrite`,
-		"bell\a del\x7f nul\x00":                `bell\u0007 del\u007f nul\u0000`,
-		"csi \u009b2J and \u0085 next line":     `csi \u009b2J and \u0085 next line`,
-		"é ü \u00a0 ✓ \ufffd":                   "é ü \u00a0 ✓ \ufffd",
-		`{"kind":"k` + "\u009b" + `"}`:          `{"kind":"k\u009b"}`,
-		"not UTF-8 \xff\xfe, a lone \xc2 there": "not UTF-8 \xff\xfe, a lone \xc2 there",
-		"kind k\u202eY | 42":                   `kind k\u202eY | 42`,
+		"plain text\tand\na line\n":                "plain text\tand\na line\n",
+		"red \x1b[31mtext":                         `red \u001b[31mtext`,
+		"over\rwrite":                              `over\u000dwrite`,
+		"bell\a del\x7f nul\x00":                   `bell\u0007 del\u007f nul\u0000`,
+		"csi \u009b2J and \u0085 next line":        `csi \u009b2J and \u0085 next line`,
+		"é ü \u00a0 ✓ \ufffd":                      "é ü \u00a0 ✓ \ufffd",
+		`{"kind":"k` + "\u009b" + `"}`:             `{"kind":"k\u009b"}`,
+		"not UTF-8 \xff\xfe, a lone \xc2 there":    "not UTF-8 \xff\xfe, a lone \xc2 there",
+		"kind k\u202eY | 42":                       `kind k\u202eY | 42`,
 		"\u2066isolates\u2069 \u200e\u200f \u061c": `\u2066isolates\u2069 \u200e\u200f \u061c`,
-		"emoji 👍🏽 and \u200d joiner, עברית":     "emoji 👍🏽 and \u200d joiner, עברית",
+		"emoji 👍🏽 and \u200d joiner, עברית":        "emoji 👍🏽 and \u200d joiner, עברית",
 	} {
 		if got := string(terminalSafe([]byte(in))); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
@@ -55,7 +55,7 @@ func TestJSONErrorLineCannotDriveTheTerminal(t *testing.T) {
 	t.Parallel()
 	line := "kind \"k\u009b2J\" \x1b[31mfailed"
 	var buf bytes.Buffer
-	printError(&buf, true, line, 1, errors.New(line), "pgbus queues")
+	(&app{}).printError(&buf, true, line, 1, errors.New(line), "pgbus queues")
 	if bytes.ContainsAny(buf.Bytes(), "\u009b\x1b") {
 		t.Fatalf("--json error line holds a raw control: %q", buf.String())
 	}

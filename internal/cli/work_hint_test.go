@@ -9,7 +9,9 @@ import (
 // written: the demo's queues with the demo handler, a queue the
 // configuration file gives a handler with that one (no --handler), and a
 // queue with no known handler as a template whose handler type is still
-// to be chosen, never as a command that fails for want of a handler.
+// to be chosen, never as a command that fails for want of a handler. The
+// --config the command was given is carried, without which the second
+// would have no handler.
 func TestWorkHintRunsAsWritten(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -32,18 +34,18 @@ func TestWorkHintRunsAsWritten(t *testing.T) {
 	}
 	health := d.ok(t, "--config", cfg, "health")
 	for queue, want := range map[string]string{
-		"demo_emails": "pgbus work --queue demo_emails --handler demo",
-		"billing":     "pgbus work --queue billing",
-		"orders":      "pgbus work --queue orders --handler TYPE",
+		"demo_emails": "pgbus work --queue demo_emails --handler demo --config " + cfg,
+		"billing":     "pgbus work --queue billing --config " + cfg,
+		"orders":      "pgbus work --queue orders --handler TYPE --config " + cfg,
 	} {
 		if got := hintFor(health, queue); got != want {
 			t.Errorf("health names %q for %s, want %q", got, queue, want)
 		}
 	}
-	// Run as written (with the same configuration, and stopping once the
-	// queue is idle), the first two work their queue empty.
+	// Run as written (stopping once the queue is idle), the first two
+	// work their queue empty.
 	for _, queue := range []string{"demo_emails", "billing"} {
-		args := append(strings.Fields(hintFor(health, queue))[1:], "--config", cfg, "--until-idle")
+		args := append(strings.Fields(hintFor(health, queue))[1:], "--until-idle")
 		d.ok(t, args...)
 		if s := d.stats(t, queue); s.Depth != 0 {
 			t.Errorf("%q left %d messages in %s", strings.Join(args, " "), s.Depth, queue)

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// Next steps carry the global flags the command was given on its command
+// line, so that a step copied runs against the same database with the same
+// handlers; a database URL's password and query stay out of the output.
+func TestNextStepsCarryGlobalFlags(t *testing.T) {
+	t.Parallel()
+	cmd := commandAt(t, []string{"dlq", "summary"})
+	err := cmd.ParseFlags([]string{"--database-url", "postgres://ops:s3cret@db.internal/pgbus?sslmode=require&password=x",
+		"--data-dir", "/srv/pg bus", "--config", "pgbus.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{}
+	a.setCarry(cmd.Flags())
+	got := a.command(ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"queue": "orders"}})
+	want := "pgbus dlq list --queue orders --config pgbus.yaml --data-dir '/srv/pg bus' --database-url 'postgres://ops:[REDACTED]@db.internal/pgbus?[REDACTED]'"
+	if got != want {
+		t.Fatalf("next step = %q\nwant        %q", got, want)
+	}
+	if line := a.carried("curl http://localhost/livez"); line != "curl http://localhost/livez" {
+		t.Fatalf("a line that does not run pgbus became %q", line)
+	}
+	plain := commandAt(t, []string{"dlq", "summary"})
+	if err := plain.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	a.setCarry(plain.Flags())
+	if got := a.command(ops.Hint{Op: ops.OpDLQList}); got != "pgbus dlq list" {
+		t.Fatalf("with no global flag given, next step = %q", got)
+	}
+}
