@@ -2,6 +2,8 @@ package mcpserver_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -45,5 +47,50 @@ func TestResourceErrorCodes(t *testing.T) {
 		if err := read(c.client, c.uri); !errors.Is(err, c.want) {
 			t.Errorf("%s: read %s = %v; want %v", c.name, c.uri, err, c.want)
 		}
+	}
+}
+
+// A URI too long is refused before the server quotes it back whole, one
+// missing says which URIs there are, and a subscription to a resource
+// whose updates are not sent is refused instead of accepted and never
+// answered; one to a queue's stats is taken.
+func TestResourceURIChecks(t *testing.T) {
+	t.Parallel()
+	// Of protocol 2025-11-25: a client of 2026-07-28 subscribes in its
+	// subscriptions/listen request, not with resources/subscribe.
+	c, _ := newSessionClient(t, serveServer(t, newServer(t, deps(t, testStore(t)), mcpserver.Options{}), mcpserver.TransportHTTP))
+	ctx := testContext(t)
+	read := func(uri string) error {
+		req := mcp.ReadResourceRequest{}
+		req.Params.URI = uri
+		_, err := c.ReadResource(ctx, req)
+		return err
+	}
+	subscribe := func(uri string) error {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		return c.Subscribe(ctx, req)
+	}
+	long := "pgbus://queues/" + strings.Repeat("a", 1_000_000) + "/stats"
+	for _, c := range []struct {
+		what string
+		err  error
+		says string
+	}{
+		{"read of a long URI", read(long), "is 1000021 bytes; pgbus's are at most 1024"},
+		{"read of an unknown long URI", read("pgbus://" + strings.Repeat("z", 100_000)), "bytes; pgbus's are at most 1024"},
+		{"read of a long dead message id", read("pgbus://dlq/orders/" + strings.Repeat("9", 100_000)), "bytes; pgbus's are at most 1024"},
+		{"read without a URI", read(""), "uri is required: read pgbus://queues"},
+		{"subscription to a long URI", subscribe(long), "bytes; pgbus's are at most 1024"},
+		{"subscription to an unknown URI", subscribe("pgbus://bogus"), `resource "pgbus://bogus" sends no updates: subscribe to pgbus://queues or pgbus://queues/{queue}/stats`},
+		{"subscription to a dead message", subscribe("pgbus://dlq/orders/5"), "sends no updates"},
+		{"subscription to a bad queue name", subscribe("pgbus://queues/Bad-Name/stats"), "subscribe to the stats of a queue pgbus://queues lists"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.says) || len(c.err.Error()) > 2000 {
+			t.Errorf("%s: %.300v (%d bytes); want an error saying %q, at most 2,000 bytes", c.what, c.err, len(fmt.Sprint(c.err)), c.says)
+		}
+	}
+	if err := subscribe("pgbus://queues/orders/stats"); err != nil {
+		t.Fatalf("subscription to a queue's stats: %v", err)
 	}
 }

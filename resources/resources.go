@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -99,7 +100,7 @@ func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([
 	uri := req.Params.URI
 	queue, ok := strings.CutSuffix(strings.TrimPrefix(uri, queueStatsPrefix), "/stats")
 	if !strings.HasPrefix(uri, queueStatsPrefix) || !ok || queue == "" || strings.Contains(queue, "/") {
-		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", uri))
+		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", shownURI(uri)))
 	}
 	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
 	if err != nil {
@@ -115,14 +116,14 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	uri := req.Params.URI
 	queue, msgID, ok := splitDeadURI(uri)
 	if !ok {
-		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", uri, deadMessageExample))
+		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", shownURI(uri), deadMessageExample))
 	}
 	id, err := deadMessageID(uri, msgID)
 	if err != nil {
 		return nil, badURI(err.Error())
 	}
 	if err := ops.CheckQueueName(queue); err != nil {
-		return nil, badURI(fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", uri, err))
+		return nil, badURI(fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", shownURI(uri), err))
 	}
 	m, err := r.d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: true})
 	if err != nil {
@@ -150,36 +151,82 @@ func splitDeadURI(uri string) (queue, msgID string, ok bool) {
 func deadMessageID(uri, msgID string) (int64, error) {
 	id, err := ops.ParseID(msgID)
 	if err != nil {
-		return 0, fmt.Errorf("resource %s: msg_id: %v; pgbus_dlq_list shows the ids there are (msg_id); for example %s", uri, err, deadMessageExample)
+		return 0, fmt.Errorf("resource %s: msg_id: %v; pgbus_dlq_list shows the ids there are (msg_id); for example %s", shownURI(uri), err, deadMessageExample)
 	}
 	return id, nil
 }
 
 // CheckRead is a request hook (server.Hooks.AddOnRequestInitialization)
-// that refuses a read of a dead message whose msg_id is not written as
+// that refuses a read of, or a subscription to, a URI that is missing or
+// too long, and a read of a dead message whose msg_id is not written as
 // pgbus_dlq_list writes ids, with the error the resource gives. mcp-go
 // passes 042 on to the resource, which refuses it, but answers +42 (a
 // character a URI template's variable does not match) with a bare
-// "resource not found", which does not say what is wrong.
+// "resource not found", which does not say what is wrong, and quotes back
+// whatever URI it does not know, however long.
 func CheckRead(_ context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok || !bytes.Contains(raw, []byte(mcp.MethodResourcesRead)) {
-		return nil
+	if _, uri, ok := RequestURI(message); ok {
+		return checkURI(uri)
+	}
+	return nil
+}
+
+// RequestURI returns the method and the URI of a request message that
+// reads a resource or subscribes or unsubscribes to one, as a request hook
+// gets it; false for any other message.
+func RequestURI(message any) (method mcp.MCPMethod, uri string, ok bool) {
+	raw, isRaw := message.(json.RawMessage)
+	if !isRaw || !bytes.Contains(raw, []byte(`"resources/`)) {
+		return "", "", false
 	}
 	var req struct {
-		Method string `json:"method"`
+		Method mcp.MCPMethod `json:"method"`
 		Params struct {
 			URI string `json:"uri"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(raw, &req) != nil || req.Method != string(mcp.MethodResourcesRead) {
-		return nil
+	if json.Unmarshal(raw, &req) != nil {
+		return "", "", false
 	}
-	if _, msgID, ok := splitDeadURI(req.Params.URI); ok {
-		_, err := deadMessageID(req.Params.URI, msgID)
+	switch req.Method {
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		return req.Method, req.Params.URI, true
+	}
+	return "", "", false
+}
+
+// MaxURIBytes bounds a resource URI: pgbus's are far shorter (a queue's
+// name, a message's id), and a longer one is refused before the server
+// quotes it back whole.
+const MaxURIBytes = 1024
+
+// checkURI refuses a URI that is missing, too long, or a dead message's
+// with a msg_id not written as pgbus_dlq_list writes ids.
+func checkURI(uri string) error {
+	switch {
+	case uri == "":
+		return fmt.Errorf("uri is required: read %s, %s or %s", URIQueues, URIQueueStats, deadMessageExample)
+	case len(uri) > MaxURIBytes:
+		return fmt.Errorf("resource URI %s is %d bytes; pgbus's are at most %d: read %s, %s or %s", shownURI(uri), len(uri), MaxURIBytes, URIQueues, URIQueueStats, deadMessageExample)
+	}
+	if _, msgID, ok := splitDeadURI(uri); ok {
+		_, err := deadMessageID(uri, msgID)
 		return err
 	}
 	return nil
+}
+
+// shownURI is uri as an error quotes it: its start when it is long.
+func shownURI(uri string) string {
+	const most = 120
+	if len(uri) <= most {
+		return uri
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(uri[cut]) {
+		cut--
+	}
+	return uri[:cut] + "…"
 }
 
 // readError turns an engine error into a resource error whose message says
@@ -225,17 +272,17 @@ func readErrorText(uri string, err error) string {
 	var oe *ops.Error
 	switch {
 	case errors.As(err, &oe):
-		return fmt.Sprintf("resource %s: %s", uri, oe.Msg+resourceHints(ops.NextSteps(err)))
+		return fmt.Sprintf("resource %s: %s", shownURI(uri), oe.Msg+resourceHints(ops.NextSteps(err)))
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid):
-		return fmt.Sprintf("resource %s: %v", uri, err)
+		return fmt.Sprintf("resource %s: %v", shownURI(uri), err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("resource %s: the read was cancelled or timed out; try again", uri)
+		return fmt.Sprintf("resource %s: the read was cancelled or timed out; try again", shownURI(uri))
 	}
 	then := "try again later"
 	if next := ops.NextSteps(err); len(next) > 0 {
 		then = "check " + resourceCalls(next) + " and try again later"
 	}
-	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: %s", uri, err, then)
+	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: %s", shownURI(uri), err, then)
 }
 
 // resourceHints names next steps as resources where one reads the same,
@@ -264,7 +311,7 @@ func resourceCalls(hints []ops.Hint) string {
 func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("resource %s: encode: %v", uri, err)
+		return nil, fmt.Errorf("resource %s: encode: %v", shownURI(uri), err)
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeJSON, Text: string(b)}}, nil
 }
