@@ -131,7 +131,9 @@ func TestRedactionCorpus(t *testing.T) {
 		})
 		t.Run("dlq summary/"+label, func(t *testing.T) {
 			sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q}})
-			if err != nil || sum.Total != int64(len(ids)) {
+			// Every message is in a group listed, unless the response
+			// bound left the smallest groups out, which it then says.
+			if err != nil || sum.Total != int64(len(ids)) && !(sum.Truncated && sum.TotalGroups > len(sum.Groups) && sum.Total < int64(len(ids))) {
 				t.Fatalf("summary = %+v, %v", sum, err)
 			}
 			secrettest.AssertHidden(t, mustJSON(t, sum))

@@ -99,7 +99,7 @@ var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access",
 // :=, => or == with or without spaces around), and an authorization scheme
 // that may open the value.
 const (
-	secretTextKey    = `(?:password|passwd|passphrase|pwd|secret(?:[_-]?key)?|token|api[_-]?key|access[_-]?key|authorization|auth|credential|private[_-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)`
+	secretTextKey    = `(?:password|passwd|passphrase|pwd|secret(?:[ _-]?key)?|token|api[ _-]?key|access[ _-]?key|authorization|auth|credential|private[ _-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)`
 	secretTextSep    = `\\?["']?\s*(?::=|=>|==|[:=])\s*`
 	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
 )
@@ -130,6 +130,15 @@ var secretText = []secretPattern{
 	// numbers). A value does not start with = or >, the rest of a
 	// separator (=> "quoted", hidden by the patterns above).
 	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
+	// In a sentence: "with password hunter2", "the secret is 'a b'": a
+	// password's or secret's key, blanks (maybe "is" or "was"), then a
+	// value that is quoted or holds a digit or a symbol, as a secret does
+	// and a word of the sentence does not ("password authentication
+	// failed for user" keeps its words). A value does not start with the
+	// separator of key = value, which the pattern above hides.
+	{re: regexp.MustCompile(`(?i)((?:password|passwd|passphrase|pwd|secret|api[ _-]?key|access[ _-]?key|private[ _-]?key)\s+(?:(?:is|was)\s+)?)(?:'[^'\s][^']*'|"[^"\s][^"]*"|(?:[0-9!#$%&*+?@^~|]|[^\s"',;)}\]=:>][^\s"',;)}\]]*[0-9!#$%&*+/=?@^~|-])[^\s"',;)}\]]*)`), hints: secretKeyHints},
+	// A MySQL client's password, given as -pPASSWORD.
+	{re: regexp.MustCompile(`(\bmysql[a-z]*\s(?:[^\s]+\s)*?-p)[^\s]+`), hints: []string{"mysql"}},
 	// Tokens recognisable by their shape.
 	{re: regexp.MustCompile(`()\b(?:sk|pk|rk)[-_](?:live|test)[-_][A-Za-z0-9]{6,}`), hints: []string{"sk_", "sk-", "pk_", "pk-", "rk_", "rk-"}},
 	{re: regexp.MustCompile(`()\bsk-[A-Za-z0-9_-]{16,}`), hints: []string{"sk-"}},

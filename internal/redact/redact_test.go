@@ -109,6 +109,15 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		"password:timeout then":                    "password:[REDACTED] then",
 		"Authorization: Token EOF":                 "Authorization: Token [REDACTED]",
 		"refresh_token: connection-refused-9 then": "refresh_token: [REDACTED] then",
+		// In a sentence, a key's next word is kept unless it is quoted or
+		// holds a digit or a symbol, as secrets do and words do not.
+		`password authentication failed for user "bob"`: `password authentication failed for user "bob"`,
+		"password reset email sent to ada":              "password reset email sent to ada",
+		"secret manager timeout":                        "secret manager timeout",
+		"Unexpected token u in JSON at position 0":      "Unexpected token u in JSON at position 0",
+		"mkdir -p /var/lib/pgbus: permission denied":    "mkdir -p /var/lib/pgbus: permission denied",
+		"login with password Hunter2x9 refused":         "login with password [REDACTED] refused",
+		"the secret was \"a b c\", refused":             "the secret was [REDACTED], refused",
 	} {
 		got, _ := redact.Text(in)
 		if got != want {

@@ -93,6 +93,12 @@ var textSecrets = []struct{ name, text, value string }{
 	{"short password", "login as ada failed, password: Xq7# wrong", "Xq7#"},
 	{"password starting with an error word", "login failed: password: timeout99 rejected", "timeout99"},
 	{"JSON number under a key in text", `verify failed, body {"otp_token": 481920735, "user": "ada"}`, "481920735"},
+	// In a sentence, with no separator: a downstream's prose, or a
+	// command line quoted in an error.
+	{"password in a sentence", "login failed for user bob with password Hunter2x9 at 10:02", "Hunter2x9"},
+	{"secret is, quoted", "vault: the secret is 'open sesame 42' and it was refused", "open sesame 42"},
+	{"mysql -p", "exec mysql -h db -u root -pR00tPw9 orders failed: exit status 1", "R00tPw9"},
+	{"api key with a space", "config error: api key: ak-9Zq3v is not valid", "ak-9Zq3v"},
 }
 
 // Corpus is every secret, in every place it is tested.
