@@ -50,10 +50,10 @@ func TestResourceErrorCodes(t *testing.T) {
 	}
 }
 
-// A URI too long is refused before the server quotes it back whole, one
-// missing says which URIs there are, and a subscription to a resource
-// whose updates are not sent is refused instead of accepted and never
-// answered; one to a queue's stats is taken.
+// A URI too long is refused before the server quotes it back whole, and
+// one missing says which URIs there are. A subscription to any other URI
+// is taken, as the protocol's conformance suite asks (it subscribes to a
+// resource of its own); only pgbus's queues send updates.
 func TestResourceURIChecks(t *testing.T) {
 	t.Parallel()
 	// Of protocol 2025-11-25: a client of 2026-07-28 subscribes in its
@@ -82,9 +82,6 @@ func TestResourceURIChecks(t *testing.T) {
 		{"read of a long dead message id", read("pgbus://dlq/orders/" + strings.Repeat("9", 100_000)), "bytes; pgbus's are at most 1024"},
 		{"read without a URI", read(""), "uri is required: read pgbus://queues"},
 		{"subscription to a long URI", subscribe(long), "bytes; pgbus's are at most 1024"},
-		{"subscription to an unknown URI", subscribe("pgbus://bogus"), `resource "pgbus://bogus" sends no updates: subscribe to pgbus://queues or pgbus://queues/{queue}/stats`},
-		{"subscription to a dead message", subscribe("pgbus://dlq/orders/5"), "sends no updates"},
-		{"subscription to a bad queue name", subscribe("pgbus://queues/Bad-Name/stats"), "subscribe to the stats of a queue pgbus://queues lists"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.says) || len(c.err.Error()) > 2000 {
 			t.Errorf("%s: %.300v (%d bytes); want an error saying %q, at most 2,000 bytes", c.what, c.err, len(fmt.Sprint(c.err)), c.says)

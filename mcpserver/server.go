@@ -78,7 +78,6 @@ func New(deps tools.Deps, opts Options) (*server.MCPServer, error) {
 	log := clientLog.Tee(opts.Logger)
 	hooks := &server.Hooks{}
 	hooks.AddOnRequestInitialization(resources.CheckRead)
-	hooks.AddOnRequestInitialization(checkSubscribe)
 	var s *server.MCPServer
 	isWrite := func(tool string) bool {
 		t := s.GetTool(tool)

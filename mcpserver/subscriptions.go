@@ -126,28 +126,6 @@ func (w *resourceWatch) forget(who subscriber) {
 	w.mu.Unlock()
 }
 
-// checkSubscribe is a request hook that refuses a subscription to a
-// resource whose updates are not sent, which mcp-go would accept and
-// never answer: a URI of another form, or a queue's stats of a name no
-// queue can have.
-func checkSubscribe(_ context.Context, _ any, message any) error {
-	method, uri, ok := resources.RequestURI(message)
-	if !ok || method != mcp.MethodResourcesSubscribe || len(uri) > resources.MaxURIBytes {
-		return nil // not a subscription, or refused by resources.CheckRead
-	}
-	if queue, ok := statsQueue(uri); ok {
-		if err := ops.CheckQueueName(queue); err != nil {
-			return fmt.Errorf("resource %s: %v; subscribe to the stats of a queue pgbus://queues lists", uri, err)
-		}
-		return nil
-	}
-	if uri == resources.URIQueues {
-		return nil
-	}
-	return fmt.Errorf("resource %q sends no updates: subscribe to %s or %s (a dead message does not change while it is dead: read it again)",
-		uri, resources.URIQueues, resources.URIQueueStats)
-}
-
 // watched reports whether uri is a resource whose updates are sent.
 func watched(uri string) bool {
 	if uri == resources.URIQueues {
