@@ -356,7 +356,7 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	if req.MsgID <= 0 {
-		what := "is required"
+		what := "is missing or 0"
 		if req.MsgID < 0 {
 			what = fmt.Sprintf("%d is not an id", req.MsgID)
 		}

@@ -37,6 +37,29 @@ type Sent struct {
 	Priority int    `json:"priority,omitempty"`
 }
 
+// sendAuditArgs are the arguments of a send's audit entry: the options
+// given, without those left out (a deadline not given would read as the
+// year 1).
+func sendAuditArgs(queue, kind string, delay time.Duration, deadline time.Time, headers map[string]any, priority int) map[string]any {
+	args := map[string]any{"queue": queue}
+	if kind != "" {
+		args["kind"] = kind
+	}
+	if delay != 0 {
+		args["delay"] = delay.String()
+	}
+	if !deadline.IsZero() {
+		args["deadline"] = deadline
+	}
+	if len(headers) > 0 {
+		args["headers"] = headers
+	}
+	if priority != 0 {
+		args["priority"] = priority
+	}
+	return args
+}
+
 // Send enqueues one message, on the queue's priority sub-queue when it has
 // levels.
 func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err error) {
@@ -46,10 +69,12 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	}
 	defer end()
 	defer func() {
-		s.record(ctx, OpSend, map[string]any{
-			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
-			"idempotency_key": req.IdempotencyKey, "headers": req.Headers, "priority": req.Priority, "payload_bytes": len(req.Payload),
-		}, out, err)
+		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
+		args["payload_bytes"] = len(req.Payload)
+		if req.IdempotencyKey != "" {
+			args["idempotency_key"] = req.IdempotencyKey
+		}
+		s.record(ctx, OpSend, args, out, err)
 	}()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpSend); err != nil {

@@ -174,10 +174,9 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		bytes += len(p)
 	}
 	defer func() {
-		s.record(ctx, OpSend, map[string]any{
-			"queue": req.Queue, "kind": req.Kind, "delay": req.Delay.String(), "deadline": req.Deadline,
-			"headers": req.Headers, "priority": req.Priority, "messages": len(req.Payloads), "payload_bytes": bytes,
-		}, map[string]any{"sent": len(out.MsgIDs)}, err)
+		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
+		args["messages"], args["payload_bytes"] = len(req.Payloads), bytes
+		s.record(ctx, OpSend, args, map[string]any{"sent": len(out.MsgIDs)}, err)
 	}()
 	if err := s.checkWrite(OpSend); err != nil {
 		return out, err

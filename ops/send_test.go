@@ -95,3 +95,47 @@ func TestSendBatchToAQueueWithLevelsNamesThem(t *testing.T) {
 		t.Fatalf("batch to level 1: %v, %v", ids, err)
 	}
 }
+
+// A send's audit entry holds the options given and leaves out those not
+// given, which it used to write as their zero values (a deadline of the
+// year 1, headers null, an empty idempotency key).
+func TestSendAuditEntryLeavesOutOptionsNotGiven(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	client := uniqueName("send_audit")
+	ctx := ops.WithClient(testContext(t), client)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	full := ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 2}`), Kind: "charge", Delay: time.Minute, Deadline: deadline,
+		IdempotencyKey: "order-42", Headers: map[string]any{"tenant": "acme"}}
+	if _, err := svc.Send(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	rows := auditRows(t, s, client)
+	if len(rows) != 2 {
+		t.Fatalf("audit rows %+v; want the two sends", rows)
+	}
+	var bare, given map[string]any
+	if err := json.Unmarshal([]byte(rows[0].Arguments), &bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(rows[1].Arguments), &given); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"kind", "delay", "deadline", "idempotency_key", "headers", "priority"} {
+		if _, ok := bare[k]; ok {
+			t.Errorf("a send without %s has it in its audit entry: %s", k, rows[0].Arguments)
+		}
+	}
+	if bare["queue"] != q || bare["payload_bytes"] != float64(8) {
+		t.Errorf("audit arguments of a bare send: %s; want its queue and payload size", rows[0].Arguments)
+	}
+	if given["kind"] != "charge" || given["delay"] != "1m0s" || given["deadline"] != deadline.Format(time.RFC3339) ||
+		given["idempotency_key"] != "order-42" || given["headers"] == nil {
+		t.Errorf("audit arguments of a send with every option: %s", rows[1].Arguments)
+	}
+}

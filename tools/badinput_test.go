@@ -36,7 +36,7 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_show", map[string]any{"msg_id": "abc"}, []string{"msg_id must be an integer, not a string"}},
 		{"pgbus_dlq_show", map[string]any{"msg_id": 1.5}, []string{"msg_id", "pass an integer"}},
 		{"pgbus_dlq_show", map[string]any{"msg_id": 1e30}, []string{"msg_id", "pass an integer"}},
-		{"pgbus_dlq_show", map[string]any{}, []string{"msg_id is required"}},
+		{"pgbus_dlq_show", map[string]any{}, []string{"msg_id is missing or 0"}},
 		{"pgbus_dlq_show", map[string]any{"msg_id": -5}, []string{"msg_id -5 is not an id", "positive"}},
 		{"pgbus_dlq_show", map[string]any{"msg_id": ids[0], "include_payload": "yes"}, []string{"include_payload must be true or false"}},
 		{"pgbus_dlq_show", map[string]any{"queue": q, "msg_id": ids[1] + 1000}, []string{"retried or discarded already", "pgbus_dlq_list"}},

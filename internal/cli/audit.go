@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,16 +20,14 @@ func (a *app) auditCommand() *cobra.Command {
 		Use:   "audit",
 		Short: "Show recent write operations by people (CLI) and agents (MCP)",
 		Long: `List recorded write operations, newest first: retries, discards, purges,
-pauses, resumes, circuit resets and queue changes (sends with --tool send or
---tool all), whether an AI agent
+pauses, resumes, circuit openings and resets and queue changes (sends with
+--tool send or --tool all), whether an AI agent
 made them through the MCP server or a person through this CLI (client "cli").
 Each entry has the operation, its arguments (secrets redacted, payloads only
 by size), its result and whether it failed.
 
-Operations are named the same whoever called them: dlq_retry, dlq_discard,
-dlq_restore, dlq_purge, queue_create, queue_drop, queue_pause, queue_resume, queue_purge,
-queue_run_now, circuit_reset, send. --tool also takes a tool name
-(pgbus_dlq_retry) or a command ("dlq retry").
+Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
+--tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").
 
 The worker processes' retention deletes entries older than the configuration
 file's audit_retention: 90 days by default, off keeps every entry (pgbus help

@@ -85,6 +85,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"bad strategy", []string{"queue", "create", "more", "--strategy", "fibonacci"}, "", "--strategy"},
 		{"tiny visibility timeout", []string{"queue", "create", "more", "--visibility-timeout", "10ms"}, "", "--visibility-timeout"},
 		{"non-numeric id", []string{"dlq", "show", "abc"}, "", "positive whole numbers"},
+		{"id too large to show", []string{"dlq", "show", "99999999999999999999"}, "", "message id 99999999999999999999 is too large: ids go up to 9223372036854775807"},
 		{"negative id", []string{"dlq", "retry", "--", "-4"}, "", "positive whole numbers"},
 		{"negative id to show", []string{"dlq", "show", "-1"}, "", `message id "-1": ids are positive whole numbers`},
 		{"negative id among ids", []string{"dlq", "retry", "3", "-12", "--queue", "orders"}, "", `message id "-12": ids are positive whole numbers`},

@@ -121,8 +121,8 @@ circuit open) says "by hand", and a line under the table says who opened it
 and why. --json prints the same result as the MCP tool pgbus_circuits. NAME
 shows only that breaker.`,
 		Example: `  pgbus circuits
-  pgbus circuits api.example.com
-  pgbus circuit reset api.example.com`,
+  pgbus circuits http:api.example.com:443
+  pgbus circuit reset http:api.example.com:443`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := ops.CircuitsRequest{}
@@ -205,8 +205,8 @@ by hand (pgbus circuit open) is left open until its time is up unless
 --end-opening-by-hand is given: that window is someone's decision, which
 pgbus circuits shows with who and why. --json prints the same result as
 the MCP tool pgbus_circuit_reset.`,
-		Example: `  pgbus circuit reset api.example.com
-  pgbus circuit reset api.example.com --end-opening-by-hand`,
+		Example: `  pgbus circuit reset http:api.example.com:443
+  pgbus circuit reset http:api.example.com:443 --end-opening-by-hand`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Name = args[0]

@@ -20,6 +20,9 @@ import (
 // parseID reads a message id argument.
 func parseID(s string) (int64, error) {
 	id, err := ops.ParseID(s)
+	if err != nil && s != "" && s[0] != '0' && strings.Trim(s, "0123456789") == "" {
+		return 0, usageError{err} // written right, too large
+	}
 	if err != nil {
 		shown := s // as given, blanks included: they are what is wrong
 		if r := []rune(s); len(r) > 40 {

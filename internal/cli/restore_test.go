@@ -54,7 +54,7 @@ func TestRestoreRefusesBadInput(t *testing.T) {
 		says string
 	}{
 		{[]string{"dlq", "restore", "abc", "--queue", "orders"}, "ids are positive whole numbers"},
-		{[]string{"dlq", "restore", "99999999999999999999", "--queue", "orders"}, "ids are positive whole numbers"},
+		{[]string{"dlq", "restore", "99999999999999999999", "--queue", "orders"}, "is too large: ids go up to 9223372036854775807"},
 		{[]string{"dlq", "restore", "--queue", "orders"}, "give the ids"},
 		{[]string{"dlq", "restore", "1"}, "--queue is required"},
 		{[]string{"dlq", "restore", "1", "--queue", ""}, "--queue"},
