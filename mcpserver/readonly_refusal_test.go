@@ -80,7 +80,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": map[string]any{"password": "hunter2"}},
 			fmt.Sprintf("pgbus dlq retry %d (with the same corrected payload passed again; without it the payload that failed runs again)", ids[0])},
 		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
-			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s --yes", queue)},
+			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s", queue)},
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
 		{"pgbus_dlq_restore", map[string]any{"ids": ids, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --dry-run --queue %s", ids[0], ids[1], queue)},
 		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 3d --queue %s --yes", queue)},

@@ -849,11 +849,13 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 // all). A DLQ's archive holds the messages discarded from it and the
 // originals of those retried with a corrected payload: both are kept, to
 // be recovered, until purged. Confirm must be set: a purge cannot be
-// undone.
+// undone. DryRun counts what the purge would delete and deletes nothing,
+// without Confirm.
 type DLQPurgeRequest struct {
 	Queue     string
 	OlderThan time.Duration
 	Confirm   bool
+	DryRun    bool
 	// Ask, when set, asks the person behind the call instead of relying on
 	// Confirm, as for DLQDiscardRequest.
 	Ask Confirmer
@@ -866,7 +868,8 @@ type DLQPurgeRequest struct {
 
 // DLQPurge is what a purge deleted.
 type DLQPurge struct {
-	Purged    int64  `json:"purged" jsonschema_description:"Archived dead messages deleted for good (discarded ones, and originals kept when a message was retried with a corrected payload), with their failure history."`
+	DryRun    bool   `json:"dry_run,omitempty" jsonschema_description:"Nothing was deleted: purged counts what would be."`
+	Purged    int64  `json:"purged" jsonschema_description:"Archived dead messages deleted for good (discarded ones, and originals kept when a message was retried with a corrected payload), with their failure history; in a dry run, that would be."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
 	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
 	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
@@ -882,17 +885,21 @@ type DLQPurge struct {
 // kinds are purged: the archive keeps them "until purged", and the note a
 // corrected retry leaves in the history says so.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
-	ctx, end, err := s.enter(ctx, "DLQPurge", writesInSteps)
+	effect := writesInSteps
+	if req.DryRun {
+		effect = reads
+	}
+	ctx, end, err := s.enter(ctx, "DLQPurge", effect)
 	if err != nil {
 		return out, err
 	}
 	defer end()
 	defer func() {
-		if !isQuestion(err) {
-			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
+		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
+			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesInSteps, discardedNow(req.Queue)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, effect, discardedNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
 	}
@@ -906,6 +913,9 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		if err := store.ValidatePhysicalName(req.Queue); err != nil {
 			return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
+	}
+	if req.DryRun {
+		return s.purgeDryRun(ctx, req)
 	}
 	where := "every DLQ"
 	if req.Queue != "" {
@@ -923,6 +933,19 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	// Stopped partway, what was deleted is gone: the result and the error
 	// count it.
 	return out, partlyDone(err, "purging", n, 0, req.Hint(""))
+}
+
+// purgeDryRun counts the archived dead messages a purge would delete now.
+func (s *Service) purgeDryRun(ctx context.Context, req DLQPurgeRequest) (DLQPurge, error) {
+	cutoff, err := s.store.PurgeCutoff(ctx, req.OlderThan)
+	if err != nil {
+		return DLQPurge{}, err
+	}
+	n, err := s.store.CountPurgeable(ctx, req.Queue, cutoff)
+	if err != nil {
+		return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+	}
+	return DLQPurge{DryRun: true, Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

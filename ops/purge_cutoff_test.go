@@ -116,3 +116,40 @@ func TestPurgeWordsNameEverythingArchived(t *testing.T) {
 		t.Errorf("question %q; want it to say the messages are archived ones, originals of corrected retries included", question)
 	}
 }
+
+// A purge's dry run counts what the purge would delete, with no
+// confirmation, and deletes nothing.
+func TestPurgeDryRunCountsAndDeletesNothing(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("purge_dry")
+	ctx := ops.WithClient(testContext(t), client)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Class: "BadInput"})
+	if d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}}); err != nil || d.Discarded != 3 {
+		t.Fatalf("discard = %+v, %v", d, err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`_dlq" SET archived_at = now() - interval '2 hours' WHERE msg_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	for age, want := range map[time.Duration]int64{0: 3, time.Hour: 1, 3 * time.Hour: 0} {
+		p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, OlderThan: age, DryRun: true})
+		if err != nil || !p.DryRun || p.Purged != want || p.Queue != q {
+			t.Errorf("dry run older than %s = %+v, %v; want %d would be purged", age, p, err, want)
+		}
+	}
+	if n := pgtest.Archived(t, s, q+"_dlq"); n != 3 {
+		t.Fatalf("%d archived dead messages after the dry runs; want the 3 kept", n)
+	}
+	// Audited as every dry run a caller asks for, saying it was one.
+	rows := auditRows(t, s, client)
+	if len(rows) != 4 || rows[0].Tool != ops.OpDLQDiscard {
+		t.Fatalf("audit rows %+v; want the discard and the three dry runs", rows)
+	}
+	for _, r := range rows[1:] {
+		if r.Tool != ops.OpDLQPurge || !strings.Contains(r.Arguments, `"dry_run": true`) || r.IsError {
+			t.Errorf("audit row of a dry run: %+v", r)
+		}
+	}
+}

@@ -14,6 +14,7 @@ type DLQPurgeInput struct {
 	Queue     string `json:"queue,omitempty" jsonschema_description:"Queue (orders) or DLQ (orders_dlq) whose archived dead messages to purge. Omit for every DLQ."`
 	OlderThan string `json:"older_than" jsonschema_description:"Purge only messages archived longer ago than this age: a duration such as 72h, 30m or 7d; 0s purges every archived dead message."`
 	Confirm   bool   `json:"confirm,omitempty" jsonschema_description:"Required when the client cannot ask its user (no elicitation): true, as purging deletes for good."`
+	DryRun    bool   `json:"dry_run,omitempty" jsonschema_description:"Count what would be purged, and delete nothing: no confirmation needed."`
 }
 
 const dlqPurgeDescription = `Deletes for good the archived dead messages of a DLQ older than an age, with their failure history: those pgbus_dlq_discard moved to its archive, and the originals kept there when pgbus_dlq_retry retried a message with a corrected payload. Messages still in a DLQ are not touched. This cannot be undone.
@@ -49,5 +50,5 @@ func (in DLQPurgeInput) request() (ops.DLQPurgeRequest, error) {
 	if err != nil {
 		return ops.DLQPurgeRequest{}, fixf("older_than %q is not an age; pass a duration such as 72h, 30m or 7d (0s for all)", shorten(in.OlderThan))
 	}
-	return ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm}, nil
+	return ops.DLQPurgeRequest{Queue: in.Queue, OlderThan: age, Confirm: in.Confirm, DryRun: in.DryRun}, nil
 }

@@ -239,6 +239,11 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 	if pgtest.Archived(t, e.st, q+"_dlq") != 3 {
 		t.Fatal("a refused purge deleted messages")
 	}
+	// A dry run needs no confirmation and deletes nothing.
+	dry := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "dry_run": true})
+	if !dry.DryRun || dry.Purged != 3 || pgtest.Archived(t, e.st, q+"_dlq") != 3 {
+		t.Fatalf("purge dry run: %+v, %d archived left; want 3 counted and kept", dry, pgtest.Archived(t, e.st, q+"_dlq"))
+	}
 	kept := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "7d", "confirm": true})
 	if kept.Purged != 0 {
 		t.Errorf("purge older than 7d: %+v", kept)
@@ -247,10 +252,10 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 	if p.Purged != 3 || p.Queue != q || pgtest.Archived(t, e.st, q+"_dlq") != 0 || pgtest.Live(t, e.st, q+"_dlq") != 1 {
 		t.Fatalf("purge: %+v", p)
 	}
-	// The two purges are audited; the refused calls, rejected as invalid,
-	// are not.
-	if rows := auditRows(t, e.st, "dlq_purge", q); len(rows) != 2 || rows[0].IsError || rows[1].IsError {
-		t.Errorf("want 2 audit rows of purges, got %+v", rows)
+	// The dry run and the two purges are audited; the refused calls,
+	// rejected as invalid, are not.
+	if rows := auditRows(t, e.st, "dlq_purge", q); len(rows) != 3 || rows[0].IsError || rows[1].IsError || rows[2].IsError {
+		t.Errorf("want 3 audit rows of purges, got %+v", rows)
 	}
 }
 

@@ -36,3 +36,17 @@ func TestNextStepsCarryGlobalFlags(t *testing.T) {
 		t.Fatalf("with no global flag given, next step = %q", got)
 	}
 }
+
+// A discard by ids asks for --yes when it names more than one message: an
+// id given twice is one.
+func TestDistinctIDs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		ids  []int64
+		want int
+	}{{nil, 0}, {[]int64{4, 4}, 1}, {[]int64{4, 5, 4}, 2}, {[]int64{9, 8, 7}, 3}} {
+		if got := distinct(c.ids); got != c.want {
+			t.Errorf("distinct(%v) = %d, want %d", c.ids, got, c.want)
+		}
+	}
+}

@@ -427,8 +427,8 @@ pgbus_dlq_discard.`,
 				return usageError{errors.New("give ids or filters, not both")}
 			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
-			case len(ids) > 1 && !yes && !dryRun:
-				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes", len(ids))}
+			case distinct(ids) > 1 && !yes && !dryRun:
+				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; check them with --dry-run, then pass --yes", distinct(ids))}
 			}
 			f, err := ff.filter()
 			if err != nil {
@@ -465,17 +465,18 @@ pgbus_dlq_discard.`,
 func (a *app) dlqPurgeCommand() *cobra.Command {
 	var (
 		queue, olderThan string
-		yes              bool
+		yes, dryRun      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "purge --yes [--queue Q] [--older-than AGE]",
+		Use:   "purge --yes|--dry-run [--queue Q] [--older-than AGE]",
 		Short: "Delete discarded dead messages for good",
 		Long: `Delete, for good, the discarded dead messages (those in a DLQ's archive) of
 one queue or of all, discarded more than --older-than ago (an age such as
 72h or 30d; 0s or none: all of them), with their failure history. Dead
 messages still in a DLQ are not touched. This cannot be undone, so it needs
---yes.`,
-		Example: `  pgbus dlq purge --queue orders --yes
+--yes; without it, or with --dry-run, it says how many it would delete.`,
+		Example: `  pgbus dlq purge --older-than 30d --dry-run
+  pgbus dlq purge --queue orders --yes
   pgbus dlq purge --older-than 30d --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -489,12 +490,8 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 				}
 				req.OlderThan = d
 			}
-			if !yes {
-				what := "every DLQ"
-				if queue != "" {
-					what = "the DLQ of " + queue
-				}
-				return usageError{fmt.Errorf("refusing to purge without --yes: it deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) for good", what)}
+			if !yes || dryRun {
+				return a.purgeDryRun(cmd, req, dryRun)
 			}
 			purge := func(s *ops.Service, ctx context.Context, req ops.DLQPurgeRequest) (res ops.DLQPurge, err error) {
 				err = a.withSpinner(ctx, "purging", func() error {
@@ -512,5 +509,40 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 	cmd.Flags().StringVar(&queue, "queue", "", "only the DLQ of this queue")
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages archived longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say how many would be deleted; delete nothing")
 	return jsonFlag(cmd)
+}
+
+// purgeDryRun counts what the purge req would delete: asked for
+// (--dry-run), it prints the count; without --yes, it refuses, saying it.
+func (a *app) purgeDryRun(cmd *cobra.Command, req ops.DLQPurgeRequest, asked bool) error {
+	req.DryRun, req.Confirm = true, false
+	what := "every DLQ"
+	if req.Queue != "" {
+		what = "the DLQ of " + req.Queue
+	}
+	if asked {
+		return run(a, cmd, (*ops.Service).DLQPurge, req, func(res ops.DLQPurge) error {
+			_, err := fmt.Fprintf(a.stdout, "would purge %s of %s (archived at or before %s); nothing was deleted\n",
+				plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore))
+			return err
+		})
+	}
+	ctx, s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	// A count for the refusal, which is no dry run anyone asked for: not
+	// audited.
+	res, err := s.ops.DLQPurge(ops.WithPageView(ctx), req)
+	if err != nil {
+		return err
+	}
+	see := a.carried("pgbus audit --tool dlq_discard") // what was discarded, and when
+	if req.Queue != "" {
+		see = a.carried("pgbus dlq discarded --queue " + vocab.ShellQuote(req.Queue))
+	}
+	return usageError{fmt.Errorf("refusing to purge without --yes: it would delete %s of %s (discarded, or originals of a retry with a corrected payload, archived at or before %s) for good; check with %s, then pass --yes",
+		plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore), see)}
 }

@@ -361,10 +361,25 @@ func TestDLQCommands(t *testing.T) {
 
 	// purge deletes the discarded ones for good, only with --yes; an age
 	// such as 30d keeps the younger ones.
+	// Without it, or with --dry-run, it says how many it would delete.
 	before = d.snapshot(t)
-	d.fails(t, 2, "dlq", "purge", "--queue", "shop")
+	if msg := d.fails(t, 2, "dlq", "purge", "--queue", "shop"); !strings.Contains(msg, "refusing to purge without --yes: it would delete 5 archived dead messages of the DLQ of shop") ||
+		!strings.Contains(msg, "check with pgbus dlq discarded --queue shop, then pass --yes") {
+		t.Fatalf("purge without --yes: %q; want the count and the check", msg)
+	}
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused purge changed the database")
+	}
+	if out := d.ok(t, "dlq", "purge", "--queue", "shop", "--dry-run"); !strings.HasPrefix(out, "would purge 5 archived dead messages of the DLQ of shop (archived at or before 20") {
+		t.Fatalf("purge --dry-run:\n%s", out)
+	}
+	var dryPurge ops.DLQPurge
+	d.json(t, &dryPurge, "dlq", "purge", "--queue", "shop", "--older-than", "1h", "--dry-run", "--yes")
+	if !dryPurge.DryRun || dryPurge.Purged != 0 || time.Since(dryPurge.DiscardedBefore) < time.Hour {
+		t.Fatalf("purge --older-than 1h --dry-run --json: %+v; want a dry run counting none an hour old", dryPurge)
+	}
+	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
+		t.Fatalf("the dry runs left %d archived dead messages, want the 5", n)
 	}
 	var purged ops.DLQPurge
 	d.json(t, &purged, "dlq", "purge", "--queue", "shop", "--older-than", "30d", "--yes")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,12 @@ func parseIDs(args []string) ([]int64, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// distinct counts the different ids of ids: one given twice is one
+// message.
+func distinct(ids []int64) int {
+	return len(slices.Compact(slices.Sorted(slices.Values(ids))))
 }
 
 // checkDuration rejects values of a duration flag below lo or above hi

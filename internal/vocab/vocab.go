@@ -161,9 +161,13 @@ func Command(h ops.Hint) string {
 }
 
 // needsYes reports whether the command of h asks for --yes: bulk and
-// destructive commands, and whatever a hint confirms.
+// destructive commands, and whatever a hint confirms; never a dry run,
+// which changes nothing.
 func needsYes(line string, h ops.Hint) bool {
-	discardByFilter := h.Op == ops.OpDLQDiscard && h.Args["ids"] == nil && h.Args["dry_run"] != true
+	if h.Args["dry_run"] == true {
+		return false
+	}
+	discardByFilter := h.Op == ops.OpDLQDiscard && h.Args["ids"] == nil
 	return strings.HasSuffix(line, "retry-all") || discardByFilter || h.Args["confirm"] == true ||
 		h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge
 }

@@ -25,6 +25,11 @@ func TestHintWording(t *testing.T) {
 			"pgbus dlq retry-all --kind charge --queue orders --yes", `pgbus_dlq_retry {"kind":"charge","queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "dry_run": true, "limit": 10}},
 			"pgbus dlq discard --dry-run --limit 10 --queue orders", `pgbus_dlq_discard {"dry_run":true,"limit":10,"queue":"orders"}`},
+		// A dry run changes nothing: no --yes, whatever the hint confirms.
+		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "dry_run": true, "limit": 1000}},
+			"pgbus dlq retry-all --dry-run --limit 1000 --queue orders", `pgbus_dlq_retry {"dry_run":true,"limit":1000,"queue":"orders"}`},
+		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "7d", "dry_run": true, "confirm": true}},
+			"pgbus dlq purge --dry-run --older-than 7d", `pgbus_dlq_purge {"confirm":true,"dry_run":true,"older_than":"7d"}`},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "confirm": true, "expect": "2-abc"}},
 			"pgbus dlq discard --expect 2-abc --queue orders --yes", `pgbus_dlq_discard {"confirm":true,"expect":"2-abc","queue":"orders"}`},
 		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "state": "retrying"}},
