@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -297,10 +298,19 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 // and lets them through the bearer token's check: a load balancer or a
 // Kubernetes probe carries no secret. The probes handler is that of
 // --metrics-addr too, which serves it at /: it is given the paths it
-// knows.
+// knows. With a token, /readyz answers its verdict without its reasons,
+// whatever token a request sends: they name the queues, which the token
+// keeps from everyone else, and an answer that changed with the token
+// would let a client test guesses of it unthrottled.
 func (s *Security) handleProbes(mux *http.ServeMux, base string, probes http.Handler) {
 	mux.Handle(base+PathLivez, http.StripPrefix(base, probes))
-	mux.Handle(base+PathReadyz, http.StripPrefix(base, probes))
+	ready := http.StripPrefix(base, probes)
+	if s.hasToken {
+		ready = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.StripPrefix(base, probes).ServeHTTP(w, metrics.WithoutReasons(r))
+		})
+	}
+	mux.Handle(base+PathReadyz, ready)
 	s.open = map[string]bool{base + PathLivez: true, base + PathReadyz: true}
 }
 

@@ -47,6 +47,20 @@ type Readiness struct {
 	// unready first, at most MaxReadyReasons; Omitted counts the rest.
 	Reasons []ReadyReason `json:"reasons"`
 	Omitted int           `json:"omitted,omitempty"`
+	// Hidden counts the reasons left out of an answer to a request marked
+	// WithoutReasons: pgbus health, the MCP tool pgbus_health and the
+	// dashboard show them.
+	Hidden int `json:"hidden,omitempty"`
+}
+
+type hideReasonsKey struct{}
+
+// WithoutReasons marks r so that PathReadyz answers it with its verdict
+// alone, no reason: for a server that asks a bearer token everywhere but
+// of its probes, which would otherwise name its queues and what ails them
+// to anyone who can reach it.
+func WithoutReasons(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), hideReasonsKey{}, true))
 }
 
 // MaxReadyReasons bounds the reasons of a Readiness: the body is served
@@ -115,6 +129,9 @@ type probes struct {
 
 func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
 	code, answer := p.verdict(r.Context())
+	if hide, _ := r.Context().Value(hideReasonsKey{}).(bool); hide {
+		answer = Readiness{Ready: answer.Ready, Status: answer.Status, Reasons: []ReadyReason{}, Hidden: len(answer.Reasons) + answer.Omitted}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // pgbus dashboard serves the dashboard alone: the login page guards it,
@@ -86,6 +88,24 @@ func TestDashboardCommandProbes(t *testing.T) {
 	if code, body, _ := get("/readyz", ""); code != http.StatusOK || !strings.Contains(body, `"ready":true`) {
 		t.Errorf("GET /readyz without the token: %d %s; want 200, ready", code, body)
 	}
+	// Its reasons, which name the queues, are left out, only counted,
+	// whatever token a request sends: the token keeps the queues from
+	// everyone else.
+	st := pgtest.OpenStore(t, dbURL)
+	q := pgtest.NewQueue(t, st, "unseen")
+	if _, err := st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{"", token, "wrong-token"} {
+		var body string
+		pgtest.Eventually(t, time.Minute, "/readyz to count a reason", func() bool {
+			_, body, _ = get("/readyz", tok)
+			return strings.Contains(body, `"hidden":`)
+		})
+		if strings.Contains(body, q) || !strings.Contains(body, `"reasons":[]`) {
+			t.Errorf("/readyz with token %q: %s; want no reason shown, none naming %s", tok, body, q)
+		}
+	}
 	if code, _, to := get("/", ""); code != http.StatusSeeOther || !strings.HasPrefix(to, "/login") {
 		t.Errorf("GET / without the token: %d to %q; the pages still need the login", code, to)
 	}
@@ -104,8 +124,8 @@ func TestDashboardCommandProbes(t *testing.T) {
 		code, body, _ = get("/readyz", "")
 		return code == http.StatusServiceUnavailable
 	})
-	if !strings.Contains(body, "database_unreachable") || strings.Contains(body, cfg.Database) {
-		t.Errorf("/readyz with the database gone: %s; want database_unreachable, without the database's name", body)
+	if !strings.Contains(body, `"status":"UNREACHABLE"`) || strings.Contains(body, cfg.Database) {
+		t.Errorf("/readyz with the database gone: %s; want UNREACHABLE, without the database's name", body)
 	}
 	if code, body, _ := get("/livez", ""); code != http.StatusOK {
 		t.Errorf("GET /livez with the database gone: %d %q; want 200: the process serves", code, body)
