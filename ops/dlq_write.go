@@ -447,7 +447,7 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 		next = append(next, hint(OpDLQRetry, "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing",
 			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline, "rate", req.Rate)...))
 	case r.DryRun && r.Retried > 0:
-		next = append(next, dryRunIDsHint(req))
+		next = append(next, dryRunIDsHint(req, r.Outcomes))
 	case r.Retried > 0 && len(r.Moved) > 0:
 		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue)))
 	}
@@ -508,15 +508,35 @@ func theIDs(n int) string {
 // is left out, and the hint says to pass it again.
 const hintPayloadMax = 2048
 
-// dryRunIDsHint is the real call after a dry run by ids: the same ids and
-// queue, and the corrected payload, without which the real call would
-// retry the payload that failed.
-func dryRunIDsHint(req DLQRetryRequest) Hint {
+// dryRunIDsHint is the real call after a dry run by ids: the ids of
+// outcomes that would move (the others would fail it again), the queue,
+// and the corrected payload, without which the real call would retry the
+// payload that failed.
+func dryRunIDsHint(req DLQRetryRequest, outcomes []IDOutcome) Hint {
 	req.DryRun = false
+	moving := wouldMove(req.IDs, outcomes, OutcomeWouldRetry)
+	why := "the same call, not as a dry run, moves them"
+	if len(moving) < len(req.IDs) {
+		why = "the same call, for the ids that would move, not as a dry run, moves them"
+	}
+	req.IDs = moving
 	if len(req.Payload) > 0 {
 		return idsHint(req, "the same call, not as a dry run, retries it with the corrected payload")
 	}
-	return idsHint(req, "the same call, not as a dry run, moves them")
+	return idsHint(req, why)
+}
+
+// wouldMove is those of ids whose outcome in a dry run is would: the ids
+// a real call moves, without those it would report not found, ambiguous
+// or failed.
+func wouldMove(ids []int64, outcomes []IDOutcome, would string) []int64 {
+	ok := map[int64]bool{}
+	for _, o := range outcomes {
+		if o.Outcome == would {
+			ok[o.ID] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return !ok[id] })
 }
 
 // idsHint is a retry by ids as req asks for it: its ids and queue, dry
@@ -828,7 +848,8 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	if req.DryRun && out.Discarded > 0 {
 		// As after a retry's dry run by ids: the same ids, for real. A
 		// discard by ids needs no confirm, since it names what it moves.
-		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call, not as a dry run, discards them", "ids", ids, "queue", req.Filter.Queue))
+		out.Next = append(out.Next, hint(OpDLQDiscard, "the same call, for the ids that would move, not as a dry run, discards them",
+			"ids", wouldMove(ids, out.Outcomes, OutcomeWouldDiscard), "queue", req.Filter.Queue))
 	}
 	// The same call in each DLQ of an ambiguous id comes first: it is
 	// what the call was after.

@@ -506,3 +506,29 @@ func TestByFilterAlreadyMoved(t *testing.T) {
 		})
 	}
 }
+
+// After a dry run by ids, the real call offered names the ids that would
+// move: one in no DLQ would only be reported not found again.
+func TestDryRunByIDsOffersTheIDsThatWouldMove(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k"})
+	asked := []int64{ids[0], 999_999_999, ids[1]}
+	retry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: asked, Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: asked, Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, next := range map[string][]ops.Hint{ops.OpDLQRetry: retry.Next, ops.OpDLQDiscard: discard.Next} {
+		i := slices.IndexFunc(next, func(h ops.Hint) bool { return h.Op == op })
+		if i < 0 || !slices.Equal(next[i].Args["ids"].([]int64), ids) || next[i].Args["dry_run"] != nil {
+			t.Errorf("%s dry run of %v: next %+v; want the real call of %v", op, asked, next, ids)
+		}
+	}
+}

@@ -213,6 +213,11 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 				return LiveMessages{}, dropped
 			}
 		}
+		if err != nil && req.Cursor != "" && errors.Is(err, ErrInvalid) {
+			// A cursor of another queue or state, or made up: the first
+			// page of the same call.
+			return LiveMessages{}, explain(err, hint(OpQueueMessages, "start again from the first page", "queue", req.Queue, "state", req.State, "limit", req.Limit))
+		}
 		if err != nil {
 			return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}

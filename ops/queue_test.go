@@ -226,6 +226,12 @@ func TestQueueMessagesWithHistoryAndPages(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalid", label, err)
 		}
 	}
+	// A cursor that is not one of this listing's starts it again.
+	_, err = svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q, State: store.StateScheduled, Cursor: "bm90IGEgY3Vyc29y", Limit: 10})
+	if steps := ops.NextSteps(err); len(steps) != 1 || steps[0].Op != ops.OpQueueMessages || steps[0].Args["cursor"] != nil ||
+		steps[0].Args["queue"] != q || steps[0].Args["state"] != store.StateScheduled {
+		t.Errorf("bad cursor: %v, next %+v; want the first page of the same listing", err, steps)
+	}
 }
 
 func TestPauseResume(t *testing.T) {

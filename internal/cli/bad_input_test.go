@@ -110,6 +110,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"long text filter", []string{"dlq", "list", "--text", strings.Repeat("a", 5000)}, "", "characters"},
 		{"discard nothing", []string{"dlq", "discard"}, "", "nothing selected"},
 		{"discard ids and filters", []string{"dlq", "discard", "1", "--reason", "non_retryable_error"}, "", "not both"},
+		{"discard ids with a limit", []string{"dlq", "discard", "1", "--limit", "5"}, "", "a limit applies to a filter; with ids every id given is handled: drop the limit"},
 		{"purge negative age", []string{"dlq", "purge", "--older-than", "-1h", "--yes"}, "", "--older-than"},
 		{"purge age as words", []string{"dlq", "purge", "--older-than", "30 days", "--yes"}, "", "--older-than"},
 		{"purge age as a date", []string{"dlq", "purge", "--older-than", "2026-01-01", "--yes"}, "", "not an age"},

@@ -446,8 +446,8 @@ pgbus_dlq_discard.`,
 				defer bar.finish()
 				req.Progress = bar.callback()
 			}
-			if len(ids) == 0 {
-				req.Limit = limit
+			if len(ids) == 0 || cmd.Flags().Changed("limit") {
+				req.Limit = limit // with ids, refused: every id given is handled
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscard, req, a.printDiscard,
 				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes, res.Next) })
