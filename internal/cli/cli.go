@@ -363,6 +363,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
 	root.SetHelpCommand(helpCommand())
+	onceFlags(root)
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

@@ -95,3 +95,36 @@ func TestEmptyDatabaseURLStartsNothing(t *testing.T) {
 		t.Fatalf("data directory holds %v (%v); want nothing started", entries, err)
 	}
 }
+
+// Every text flag of every command given twice is refused, naming both
+// values: pflag kept the last and dropped the first without a word.
+func TestEveryTextFlagRefusesASecondValue(t *testing.T) {
+	t.Parallel()
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string{}, path...), sub.Name()))
+		}
+	}
+	walk((&app{}).rootCommand(), nil)
+	checked := 0
+	for _, path := range paths {
+		for _, name := range textFlags(t, path) {
+			cmd := commandAt(t, path)
+			err := cmd.ParseFlags([]string{"--" + name + "=first", "--" + name + "=second"})
+			if err == nil || !strings.Contains(err.Error(), "--"+name+` was given twice ("first", then "second"): give it once`) {
+				t.Fatalf("pgbus %s --%s twice: %v; want it refused", strings.Join(path, " "), name, err)
+			}
+			once := commandAt(t, path)
+			if err := once.ParseFlags([]string{"--" + name + "=only"}); err != nil || once.Flags().Lookup(name).Value.String() != "only" {
+				t.Fatalf("pgbus %s --%s once: %v", strings.Join(path, " "), name, err)
+			}
+			checked++
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d flags; the walk missed the commands", checked)
+	}
+}

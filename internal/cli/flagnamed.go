@@ -2,9 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/ops"
 )
@@ -25,4 +27,37 @@ func flagNamed(cmd *cobra.Command, err error) error {
 	named := *oe
 	named.Msg = "--" + flag + strings.TrimPrefix(oe.Msg, oe.Field)
 	return &named
+}
+
+// onceFlags makes every text flag of cmd and its subcommands refuse to be
+// given twice: --kind job --kind email would keep the last and drop the
+// first without a word, and a retry or discard would select other
+// messages than the person meant.
+func onceFlags(cmd *cobra.Command) {
+	wrap := func(fl *pflag.Flag) {
+		if _, done := fl.Value.(onceValue); !done && fl.Value.Type() == "string" {
+			fl.Value = onceValue{Value: fl.Value, flag: fl}
+		}
+	}
+	cmd.Flags().VisitAll(wrap)
+	cmd.PersistentFlags().VisitAll(wrap)
+	for _, sub := range cmd.Commands() {
+		onceFlags(sub)
+	}
+}
+
+// onceValue is a text flag's value that refuses a second value from the
+// command line. pflag marks a flag changed once the command line set it,
+// and values from the environment or the file are set only on flags the
+// command line left alone.
+type onceValue struct {
+	pflag.Value
+	flag *pflag.Flag
+}
+
+func (v onceValue) Set(s string) error {
+	if v.flag.Changed {
+		return fmt.Errorf("--%s was given twice (%q, then %q): give it once", v.flag.Name, v.Value.String(), s)
+	}
+	return v.Value.Set(s)
 }
