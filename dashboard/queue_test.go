@@ -136,14 +136,16 @@ func TestQueuePage(t *testing.T) {
 
 	// A state or cursor the page does not know: what is wrong, and the
 	// way to every message.
-	for _, c := range []struct{ query, says string }{
-		{"state=dead", `state &#34;dead&#34; is unknown; use one of waiting, in_flight, retrying, scheduled`},
+	every := `href="/queues/` + q + `">Show every live message of the queue, from the first page</a>`
+	for _, c := range []struct{ query, says, link string }{
+		{"state=dead", `state &#34;dead&#34; is unknown; use one of waiting, in_flight, retrying, scheduled`, every},
 		// The next page's cursor of every state, with one state.
-		{"state=waiting&" + strings.TrimPrefix(html.UnescapeString(next[1]), "/queues/"+q+"?"), "cursor was issued for another queue or state"},
-		{"cursor=nope", "cursor is not valid"},
+		{"state=waiting&" + strings.TrimPrefix(html.UnescapeString(next[1]), "/queues/"+q+"?"), "cursor was issued for another queue or state", every},
+		// The first page of the same listing, which is every message.
+		{"cursor=nope", "cursor is not valid", `href="/queues/` + q + `">Start again from the first page</a>`},
 	} {
 		code, page, _ = b.get("/queues/" + q + "?" + c.query)
-		if code != http.StatusBadRequest || !strings.Contains(page, c.says) || !strings.Contains(page, `href="/queues/`+q+`">Show every live message of the queue, from the first page</a>`) {
+		if code != http.StatusBadRequest || !strings.Contains(page, c.says) || !strings.Contains(page, c.link) {
 			t.Errorf("?%s: %d, want 400 saying %q with a link to the first page\n%s", c.query, code, c.says, page)
 		}
 	}

@@ -192,8 +192,8 @@ func TestDiscardIDsDryRun(t *testing.T) {
 	if !reflect.DeepEqual(d.Moved, want) {
 		t.Errorf("dry run by ids listed %+v; want %+v", d.Moved, want)
 	}
-	if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"ids": asked, "queue": q, "dry_run": nil}) {
-		t.Errorf("dry run by ids hints %+v; want the same call, not as a dry run", d.Next)
+	if !hasHint(d.Next, ops.OpDLQDiscard, map[string]any{"ids": ids, "queue": q, "dry_run": nil}) {
+		t.Errorf("dry run by ids hints %+v; want the same call of the ids that would move, not as a dry run", d.Next)
 	}
 }
 
