@@ -150,6 +150,9 @@ type DLQRetry struct {
 	// queues are the queues the messages went back to, each once: all of
 	// them, where Moved lists the first 100 messages.
 	queues []string
+	// gone are the queues, each once, that no longer exist for messages to
+	// go back to, which kept them in their DLQ.
+	gone []string
 }
 
 func (r DLQRetry) hintCount() int   { return len(r.Next) }
@@ -430,6 +433,11 @@ func retryResult(rep store.RetryReport) DLQRetry {
 	for i, m := range rep.Moved {
 		out.Moved[i] = RetriedMessage{DLQ: m.DLQ, DLQMsgID: m.DLQMsgID, Queue: m.Queue, MsgID: m.MsgID}
 	}
+	for _, f := range rep.Failures {
+		if f.QueueGone != "" && !slices.Contains(out.gone, f.QueueGone) {
+			out.gone = append(out.gone, f.QueueGone)
+		}
+	}
 	return out
 }
 
@@ -450,6 +458,9 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 		next = append(next, dryRunIDsHint(req, r.Outcomes))
 	case r.Retried > 0 && len(r.Moved) > 0:
 		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue)))
+	}
+	for _, gone := range r.gone {
+		next = append(next, hint(OpQueueCreate, "creates queue "+gone+" again (with its priority levels, if it had any), so that its dead messages have somewhere to go back to; then the same retry", "queue", gone))
 	}
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))

@@ -182,7 +182,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	switch {
 	case t.Before(time.Unix(0, 0)):
-		return time.Time{}, fmt.Errorf("%s is before 1970, when no message can have died; give a later time or leave the bound out", t.UTC().Format(time.RFC3339))
+		return time.Time{}, fmt.Errorf("%s is before 1970, before anything pgbus keeps could have happened; give a later time or leave the bound out", t.UTC().Format(time.RFC3339))
 	case t.After(now.AddDate(1, 0, 0)):
 		return time.Time{}, fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))
 	}

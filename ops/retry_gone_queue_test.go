@@ -13,8 +13,8 @@ import (
 
 // A dead message whose queue is gone (dropped outside pgbus, its DLQ left
 // behind) cannot be retried: by id, by filter and in a dry run, it is a
-// failure that says to create the queue again, not a message another call
-// took, and it stays in its DLQ.
+// failure that says to create the queue again, with that as a next step,
+// not a message another call took, and it stays in its DLQ.
 func TestRetryIntoAQueueThatIsGone(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -41,6 +41,10 @@ func TestRetryIntoAQueueThatIsGone(t *testing.T) {
 			if o.Outcome != ops.OutcomeFailed {
 				t.Errorf("retry %+v: outcome of %d is %s, want failed", req, o.ID, o.Outcome)
 			}
+		}
+		// The step that mends it comes with the list of what is dead.
+		if !hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": q}) {
+			t.Errorf("retry %+v: next %+v; want the queue created again", req, r.Next)
 		}
 	}
 	if n := pgtest.Live(t, s, store.DLQName(q)); n != 1 {

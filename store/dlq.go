@@ -260,6 +260,10 @@ type RetryFailure struct {
 	// DeadlinePassed says the message was not moved because its deadline
 	// had passed (RetryOptions.ClearDeadline).
 	DeadlinePassed bool `json:"deadline_passed,omitempty"`
+	// QueueGone names the queue that no longer exists for the message to
+	// go back to: created again (with its priority levels), the retry
+	// succeeds.
+	QueueGone string `json:"queue_gone,omitempty"`
 }
 
 // RetriedMessage is one message moved out of a DLQ. MsgID is its new id in
@@ -314,7 +318,7 @@ func (r *RetryReport) fail(dlq string, id int64, err error) {
 	gone, deadline := IsDeadGone(err), IsDeadlinePassed(err)
 	if len(r.Failures) < MaxRetryMoved {
 		r.Failures = append(r.Failures, RetryFailure{DLQ: dlq, DLQMsgID: id, Error: err.Error(), NotFound: gone,
-			DeadlinePassed: deadline})
+			DeadlinePassed: deadline, QueueGone: goneQueue(err)})
 	}
 	if gone {
 		r.Gone++

@@ -266,7 +266,27 @@ func noRetryTargetErr(r deadRef, p retryPlaces) error {
 	if r.source != "" && r.source != base && r.source != home {
 		gone += fmt.Sprintf(", nor does the queue it died in (%q)", r.source)
 	}
-	return notFoundf("%s; %s, then retry", gone, again)
+	return queueGone{notFoundf("%s; %s, then retry", gone, again), base}
+}
+
+// queueGone is the error of a dead message whose queue, to go back to, no
+// longer exists.
+type queueGone struct {
+	err   error
+	queue string
+}
+
+func (e queueGone) Error() string { return e.err.Error() }
+func (e queueGone) Unwrap() error { return e.err }
+
+// goneQueue returns the queue whose absence err says kept a dead message
+// from going back, or "".
+func goneQueue(err error) string {
+	var g queueGone
+	if errors.As(err, &g) {
+		return g.queue
+	}
+	return ""
 }
 
 // deadRetryOutcome is what became of one message of a batch.
