@@ -17,17 +17,8 @@ import (
 // loop starts with it empty.
 func TestEveryTextFlagRefusesAnEmptyValue(t *testing.T) {
 	t.Parallel()
-	var paths [][]string
-	var walk func(c *cobra.Command, path []string)
-	walk = func(c *cobra.Command, path []string) {
-		paths = append(paths, path)
-		for _, sub := range c.Commands() {
-			walk(sub, append(append([]string{}, path...), sub.Name()))
-		}
-	}
-	walk((&app{}).rootCommand(), nil)
 	checked, cursors := 0, 0
-	for _, path := range paths {
+	for _, path := range commandPaths() {
 		for _, name := range textFlags(t, path) {
 			for _, value := range []string{"", "  "} {
 				cmd := commandAt(t, path)
@@ -52,6 +43,20 @@ func TestEveryTextFlagRefusesAnEmptyValue(t *testing.T) {
 	if checked < 100 || cursors == 0 {
 		t.Fatalf("checked %d empty flags and %d cursors; the walk missed the commands", checked, cursors)
 	}
+}
+
+// commandPaths are the paths of every command, the root ([]) included.
+func commandPaths() [][]string {
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			walk(sub, append(append([]string{}, path...), sub.Name()))
+		}
+	}
+	walk((&app{}).rootCommand(), nil)
+	return paths
 }
 
 // commandAt returns the command at path of a new command tree.
@@ -100,17 +105,8 @@ func TestEmptyDatabaseURLStartsNothing(t *testing.T) {
 // values: pflag kept the last and dropped the first without a word.
 func TestEveryTextFlagRefusesASecondValue(t *testing.T) {
 	t.Parallel()
-	var paths [][]string
-	var walk func(c *cobra.Command, path []string)
-	walk = func(c *cobra.Command, path []string) {
-		paths = append(paths, path)
-		for _, sub := range c.Commands() {
-			walk(sub, append(append([]string{}, path...), sub.Name()))
-		}
-	}
-	walk((&app{}).rootCommand(), nil)
 	checked := 0
-	for _, path := range paths {
+	for _, path := range commandPaths() {
 		for _, name := range textFlags(t, path) {
 			cmd := commandAt(t, path)
 			err := cmd.ParseFlags([]string{"--" + name + "=first", "--" + name + "=second"})
