@@ -111,6 +111,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"discard nothing", []string{"dlq", "discard"}, "", "nothing selected"},
 		{"discard ids and filters", []string{"dlq", "discard", "1", "--reason", "non_retryable_error"}, "", "not both"},
 		{"discard ids with a limit", []string{"dlq", "discard", "1", "--limit", "5"}, "", "a limit applies to a filter; with ids every id given is handled: drop the limit"},
+		{"migrate with a missing PGMQ script", []string{"migrate", "--install-pgmq", "/nonexistent/pgmq.sql"}, "", "pass the path of PGMQ's pgmq.sql"},
 		{"purge negative age", []string{"dlq", "purge", "--older-than", "-1h", "--yes"}, "", "--older-than"},
 		{"purge age as words", []string{"dlq", "purge", "--older-than", "30 days", "--yes"}, "", "--older-than"},
 		{"purge age as a date", []string{"dlq", "purge", "--older-than", "2026-01-01", "--yes"}, "", "not an age"},
