@@ -83,7 +83,7 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			if installPGMQ != "" {
 				b, err := os.ReadFile(installPGMQ)
 				if err != nil {
-					return usageError{fmt.Errorf("read PGMQ's installation script: %w; pass the path of PGMQ's pgmq.sql (in pgmq-extension/sql of PGMQ's sources)", err)}
+					return usageError{fmt.Errorf("read PGMQ's installation script: %v; pass the path of PGMQ's pgmq.sql (in pgmq-extension/sql of PGMQ's sources)", err)}
 				}
 				script = string(b)
 			}

@@ -37,7 +37,7 @@ func TestMigrateInstallPGMQAfterPgbus(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "pgmq.sql")
-	if errOut := d.fails(t, 1, "migrate", "--install-pgmq", missing); !strings.Contains(errOut, missing) || !strings.Contains(errOut, "pass the path of PGMQ's pgmq.sql") {
+	if errOut := d.fails(t, 2, "migrate", "--install-pgmq", missing); !strings.Contains(errOut, missing) || !strings.Contains(errOut, "pass the path of PGMQ's pgmq.sql") || strings.Contains(errOut, "pgbus health") {
 		t.Fatalf("migrate --install-pgmq with a missing file said %q", errOut)
 	}
 }
