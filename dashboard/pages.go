@@ -395,16 +395,19 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 }
 
 // formRate reads a retry form's pace, messages a second: 0 when left
-// empty, false when it is no number or 0, which would never make a
-// message visible (0 in the request is no pace). The operations layer
-// checks the rest of its range.
-func formRate(s string) (float64, bool) {
+// empty, false when it is no number. A pace given is checked as given
+// (ops.CheckGivenRate): 0 would never make a message visible, where 0 in
+// the request is no pace.
+func formRate(s string) (float64, bool, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, true
+		return 0, true, nil
 	}
 	rate, err := strconv.ParseFloat(s, 64)
-	return rate, err == nil && rate != 0
+	if err != nil {
+		return 0, false, nil
+	}
+	return rate, true, ops.CheckGivenRate(rate)
 }
 
 // bulk runs a retry or discard by filter confirmed on its preview: it
@@ -421,9 +424,13 @@ func (s *server) bulk(verb string) handlerFunc {
 		var d bulkData
 		var err error
 		if verb == "retry" {
-			rate, ok := formRate(r.PostFormValue("rate"))
+			rate, ok, rateErr := formRate(r.PostFormValue("rate"))
 			if !ok {
-				s.refuse(w, r, v, http.StatusBadRequest, "The pace is not a number of messages a second: give one such as 5 or 0.5 (0.0167, one a minute, at the least), or leave it empty to retry them all at once.")
+				s.refuse(w, r, v, http.StatusBadRequest, "The pace is not a number: give messages a second, such as 5 or 0.5, or leave it empty to retry them all at once.")
+				return
+			}
+			if rateErr != nil {
+				s.fail(w, r, v, rateErr)
 				return
 			}
 			var res ops.DLQRetry

@@ -31,7 +31,7 @@ func TestGroupRetryAtARate(t *testing.T) {
 		t.Fatalf("the preview has no expect:\n%s", page)
 	}
 	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q}, "expect": {m[1]}}
-	for rate, want := range map[string]string{"fast": "is not a number", "0": "is not a number", "0.0": "is not a number", "0.001": "one a minute", "1e6": "one a minute"} {
+	for rate, want := range map[string]string{"fast": "is not a number", "0": "rate 0 is out of range", "0.0": "rate 0 is out of range", "0.001": "one a minute", "1e6": "one a minute"} {
 		form.Set("rate", rate)
 		if code, page, _ := b.post("/dlq/retry", form, nil); code != http.StatusBadRequest || !strings.Contains(page, want) {
 			t.Errorf("pace %q: %d, want 400 saying %q:\n%s", rate, code, want, page)

@@ -30,6 +30,15 @@ func TestRetryMatchingCountsTakenMeanwhileAsGone(t *testing.T) {
 	}
 }
 
+// deadInOwnDatabase dead-letters n messages of a new queue of a database
+// of the test's own, and returns its store, queue, DLQ and DLQ ids.
+func deadInOwnDatabase(t *testing.T, n int) (s *store.Store, q, dlq string, ids []int64) {
+	t.Helper()
+	s = testStore(t)
+	q = newQueue(t, s)
+	return s, q, store.DLQName(q), deadN(t, s, q, n, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+}
+
 // Messages taken meanwhile do not count toward a bulk call's limit: it
 // goes on to the next ones that match, as a call made after the other
 // would have, so that of two racing calls each moves up to its limit.
@@ -39,10 +48,7 @@ func TestBulkLimitSkipsMessagesTakenMeanwhile(t *testing.T) {
 	// connections, which another's wait must not run short of.
 	t.Run("retry", func(t *testing.T) {
 		t.Parallel()
-		s := testStore(t)
-		q := newQueue(t, s)
-		dlq := store.DLQName(q)
-		ids := deadN(t, s, q, 90, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+		s, q, dlq, ids := deadInOwnDatabase(t, 90)
 		rep, err := pgtest.TakenMeanwhile(t, s, dlq, ids[:30], func(ctx context.Context) (store.RetryReport, error) {
 			return s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 30, store.RetryOptions{})
 		})
@@ -58,10 +64,7 @@ func TestBulkLimitSkipsMessagesTakenMeanwhile(t *testing.T) {
 	})
 	t.Run("discard", func(t *testing.T) {
 		t.Parallel()
-		s := testStore(t)
-		q := newQueue(t, s)
-		dlq := store.DLQName(q)
-		ids := deadN(t, s, q, 60, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+		s, q, dlq, ids := deadInOwnDatabase(t, 60)
 		rep, err := pgtest.TakenMeanwhile(t, s, dlq, ids[:40], func(ctx context.Context) (store.DiscardReport, error) {
 			return s.DiscardDeadSelected(ctx, store.DeadFilter{Queue: q}, 40, store.DiscardOptions{})
 		})
