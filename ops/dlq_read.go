@@ -234,7 +234,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	for {
 		page, err := s.store.ListDead(ctx, f, cursor, limit)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
 				return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 			}
 			// The first page of this call's filters, all of them: with

@@ -426,7 +426,13 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		h.add(HealthDegraded, "backlog_growing_old", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s%s; workers are behind", q.Queue, oldest.Round(time.Second), atLevel(q)),
 			hint(OpQueueStats, "depth and throughput", "queue", q.Queue))
 	}
-	if q.LastHour.DeadLettered > 0 {
+	switch {
+	case q.LastHour.DeadLettered > 0 && q.DLQDepth == 0:
+		// Dealt with already: a verdict of DEGRADED would send whoever
+		// looks to a DLQ with nothing in it.
+		h.add(HealthNotice, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour, and its DLQ is empty now: retried or discarded since", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages")),
+			hint(OpAudit, "who retried or discarded them", "since", "1h"))
+	case q.LastHour.DeadLettered > 0:
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
@@ -558,10 +564,12 @@ func quoteList(names []string) string {
 
 func (r HealthReason) hintCount() int { return len(r.Next) }
 
+// count counts the reasons of code that make the verdict (NOTICE ones
+// are left to read when convenient).
 func (h *Health) count(code string) int {
 	n := 0
 	for _, r := range h.Reasons {
-		if r.Code == code {
+		if r.Code == code && r.Status != HealthNotice {
 			n++
 		}
 	}

@@ -803,3 +803,47 @@ func TestHealthAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// Dead letters of the last hour make the verdict DEGRADED while some are in
+// the DLQ, pointing at its summary; once every one was retried or discarded
+// they are a NOTICE pointing at the audit log, and the verdict is OK: the
+// summary would show nothing.
+func TestHealthOfDeadLettersDealtWith(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	// As the workers that dead-lettered them would count them.
+	if err := s.AddStats(ctx, []store.StatsDelta{{Minute: time.Now().UTC().Truncate(time.Minute), Queue: q, Kind: "k", DeadLettered: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	reason := func() ops.HealthReason {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range h.Reasons {
+			if r.Code == "dead_letters_growing" && r.Queue == q {
+				if r.Status == ops.HealthNotice && h.Status != ops.HealthOK {
+					t.Errorf("verdict %s with dead letters dealt with: %+v", h.Status, h)
+				}
+				return r
+			}
+		}
+		t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
+		return ops.HealthReason{}
+	}
+	if r := reason(); r.Status != ops.HealthDegraded || !strings.Contains(r.Message, "(2 in its DLQ)") || !hasHint(r.Next, ops.OpDLQSummary, nil) {
+		t.Fatalf("two dead letters in the DLQ: %+v; want DEGRADED pointing at the summary", r)
+	}
+	if _, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := reason()
+	if r.Status != ops.HealthNotice || !strings.Contains(r.Message, "and its DLQ is empty now") || !hasHint(r.Next, ops.OpAudit, nil) || hasHint(r.Next, ops.OpDLQSummary, nil) {
+		t.Fatalf("every dead letter discarded: %+v; want a NOTICE pointing at the audit log", r)
+	}
+}

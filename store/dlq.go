@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -394,8 +393,6 @@ func (r *DiscardReport) add(dlq string, ids ...int64) {
 
 // ---- names ----
 
-var deadSubQueueSuffix = regexp.MustCompile(`_p[0-9]+$`)
-
 // deadDLQOf turns a queue or DLQ name into the DLQ name, validated.
 func deadDLQOf(name string) (string, error) {
 	if err := ValidatePhysicalName(name); err != nil {
@@ -424,17 +421,22 @@ func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	if len(existing) == 0 {
-		return "", dlqMissingErr(dlq)
+		return "", s.dlqMissing(ctx, dlq)
 	}
 	return dlq, nil
 }
 
-func dlqMissingErr(dlq string) error {
-	base := deadBaseOf(dlq)
-	if m := deadSubQueueSuffix.FindString(base); m != "" {
-		return notFoundf("%q is a priority sub-queue; its messages die in the DLQ of queue %q: pass queue %q", base, strings.TrimSuffix(base, m), strings.TrimSuffix(base, m))
+// dlqMissing is the error of a DLQ that does not exist. The name of a
+// priority level (orders_p1), whose messages die in the DLQ of its queue,
+// is refused as invalid, naming that queue, as every other refusal of a
+// level's name is; any other name is not found.
+func (s *Store) dlqMissing(ctx context.Context, dlq string) error {
+	name := deadBaseOf(dlq)
+	if base, level, ok, err := levelOf(ctx, s.reads, name); err == nil && ok {
+		return invalidf("queue %q is priority level %d of queue %q, not a queue of its own: its dead messages are in the DLQ of queue %q; pass queue %q",
+			name, level, base, base, base)
 	}
-	return notFoundf("queue %q has no dead-letter queue %q", base, dlq)
+	return notFoundf("queue %q has no dead-letter queue %q", name, dlq)
 }
 
 // deadExistingQueues returns those of names whose PGMQ queue table exists. It

@@ -64,7 +64,7 @@ func (s *Store) deadRefsByID(ctx context.Context, dlq string, ids []int64) ([]de
 	sql := `SELECT $1::text, ` + deadRefCols + ` FROM ` + queueTable(dlq) + ` WHERE msg_id = ANY($2) ORDER BY msg_id`
 	refs, err := s.queryDeadRefs(ctx, sql, []any{dlq, ids})
 	if isUndefinedTable(err) {
-		return nil, dlqMissingErr(dlq)
+		return nil, s.dlqMissing(ctx, dlq)
 	}
 	return refs, wrapDead("read dead messages of "+dlq, err)
 }

@@ -187,7 +187,7 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 			return err
 		}
 		if f.Queue != "" {
-			return dlqMissingErr(q.dlqs[0])
+			return s.dlqMissing(ctx, q.dlqs[0])
 		}
 		if attempt+1 >= deadReadAttempts {
 			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)

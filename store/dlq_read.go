@@ -113,7 +113,7 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 	case errors.Is(err, pgx.ErrNoRows):
 		return DeadMessage{}, deadGoneErr(name, msgID)
 	case isUndefinedTable(err):
-		return DeadMessage{}, dlqMissingErr(name)
+		return DeadMessage{}, s.dlqMissing(ctx, name)
 	case err != nil:
 		return DeadMessage{}, fmt.Errorf("store: show dead message %d in %q: %w", msgID, name, err)
 	}
@@ -167,7 +167,7 @@ func (s *Store) DeadPayloadType(ctx context.Context, dlq string, msgID int64) (t
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", "", deadGoneErr(dlq, msgID)
 	case isUndefinedTable(err):
-		return "", "", dlqMissingErr(dlq)
+		return "", "", s.dlqMissing(ctx, dlq)
 	case err != nil:
 		return "", "", fmt.Errorf("store: read the payload type of dead message %d in %q: %w", msgID, dlq, err)
 	}

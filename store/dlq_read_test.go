@@ -251,8 +251,10 @@ func TestShowDead(t *testing.T) {
 	wantErr(t, "missing id", err, store.ErrNotFound, "may have been retried or discarded")
 	_, err = s.ShowDead(ctx, uniqueName("nope"), 1)
 	wantErr(t, "missing queue", err, store.ErrNotFound, "has no dead-letter queue")
+	// q has no priority levels: q_p2 is no level of it (see
+	// TestDeadOperationsNameTheQueueOfALevel for one that is).
 	_, err = s.ShowDead(ctx, q+"_p2", 1)
-	wantErr(t, "sub-queue", err, store.ErrNotFound, "pass queue \""+q+"\"")
+	wantErr(t, "name of a level q has not", err, store.ErrNotFound, "has no dead-letter queue")
 	// A block edited into a wrong type is read as far as it goes.
 	if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+store.DLQName(q)+`" SET headers = jsonb_set(headers, '{pgbus_dead_letter,attempts}', '"many"') WHERE msg_id = $1`, dlqID); err != nil {
 		t.Fatal(err)

@@ -254,3 +254,40 @@ func newLevelledQueue(t *testing.T, s *store.Store) string {
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
 	return pq
 }
+
+// A DLQ operation given a priority level's name is refused as invalid,
+// naming the queue whose DLQ holds the level's dead messages, as creating
+// or dropping the level is; a name of that form that is no level, of a
+// queue there is not, is not found, and not called a level.
+func TestDeadOperationsNameTheQueueOfALevel(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	calls := func(name string) map[string]error {
+		_, list := s.ListDead(ctx, store.DeadFilter{Queue: name}, "", 10)
+		_, sum := s.SummarizeDead(ctx, store.DeadFilter{Queue: name})
+		_, show := s.ShowDead(ctx, name, 1)
+		_, retry := s.RetryDead(ctx, name, []int64{1}, store.RetryOptions{})
+		_, discard := s.DiscardDead(ctx, name, []int64{1})
+		_, purge := s.PurgeDead(ctx, name, 0)
+		_, count := s.CountPurgeable(ctx, name, time.Now())
+		return map[string]error{"list": list, "summary": sum, "show": show, "retry": retry, "discard": discard, "purge": purge, "count": count}
+	}
+	for _, level := range []string{store.PriorityQueueName(pq, 2), store.DLQName(store.PriorityQueueName(pq, 1))} {
+		for what, err := range calls(level) {
+			wantErr(t, what+" "+level, err, store.ErrInvalid, `of queue "`+pq+`", not a queue of its own: its dead messages are in the DLQ of queue "`+pq+`"`)
+		}
+	}
+	for _, name := range []string{store.PriorityQueueName(pq, 3), store.PriorityQueueName(uniqueName("none"), 1)} {
+		for what, err := range calls(name) {
+			wantErr(t, what+" "+name, err, store.ErrNotFound, "has no dead-letter queue")
+			if err != nil && strings.Contains(err.Error(), "priority level") {
+				t.Errorf("%s %s calls it a level: %v", what, name, err)
+			}
+		}
+	}
+}

@@ -130,6 +130,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"circuit open without --for", []string{"circuit", "open", "x"}, "", "--for is required"},
 		{"health argument", []string{"health", "now"}, "", "unknown command"},
 		{"workers argument", []string{"workers", "all"}, "", "unknown command"},
+		{"completion of an unknown shell", []string{"completion", "tcsh"}, "", `unknown command "tcsh" for "pgbus completion"; use one of: bash, fish`},
 		{"audit limit", []string{"audit", "--limit", "0"}, "", "--limit"},
 		{"work without queues", []string{"work"}, "", "no queues"},
 		{"work unknown handler", []string{"work", "--queue", "orders", "--handler", "carrier-pigeon"}, "", "unknown handler type"},

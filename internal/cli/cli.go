@@ -363,10 +363,23 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
 	root.SetHelpCommand(helpCommand())
+	completionCommand(root)
 	onceFlags(root)
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// completionCommand adds cobra's pgbus completion now rather than when the
+// command line runs, so that it refuses a shell it does not know as every
+// other group does a subcommand (cobra's prints its usage and exits 0).
+func completionCommand(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			groupCommand(c)
+		}
+	}
 }
 
 // helpCommand is pgbus help: cobra's own prints the usage and exits 0 for

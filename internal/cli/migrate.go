@@ -98,7 +98,7 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 				return err
 			}
 			defer db.Close()
-			queues, err := db.ListQueues(cmd.Context())
+			queues, err := db.WorkQueues(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -113,7 +113,7 @@ type WorkOptions struct {
 	Where string
 	// For stops the workers after this long; 0 does not.
 	For time.Duration
-	// UntilIdle stops them once every queue is empty.
+	// UntilIdle stops them once no work is left (see WaitIdle).
 	UntilIdle bool
 	Logger    *slog.Logger
 	// Jobs, when set (and among the client's observers), logs a line per
@@ -143,7 +143,7 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 	if opts.UntilIdle {
 		watcher.Go(func() {
 			if err := WaitIdle(runCtx, svc, queues, log, nil); err == nil {
-				log.Info("pgbus work: every queue is empty; stopping (--until-idle)")
+				log.Info("pgbus work: no work left, every queue empty or paused; stopping (--until-idle)")
 				stop()
 			}
 		})
