@@ -104,7 +104,9 @@ func (r HealthReason) Key() ReasonKey {
 // running handler uses, dead messages left by a dropped queue, running
 // workers waiting for their dropped queue), OK otherwise. A NOTICE reason
 // leaves the verdict as it is: a newer pgbus migrated the database, which
-// this one works on without what the newer versions added (schema_newer).
+// this one works on without what the newer versions added (schema_newer),
+// or the dead letters of the last hour were all retried or discarded since
+// (dead_letters_growing with an empty DLQ).
 // STALLED reasons are listed first, NOTICE ones last; those past the
 // response bound are left out and counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
