@@ -66,7 +66,7 @@ func TestSendBatchIsAllOrNone(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 
 	_, err := c.SendBatch(ctx, q, []engine.BatchMessage{{Payload: 1}, {Payload: 2}, {Payload: make(chan int)}})
-	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "message 2 of the batch") {
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "the batch's message at index 2") {
 		t.Fatalf("a payload that does not marshal: %v; want ErrInvalid naming message 2", err)
 	}
 	// A number jsonb cannot hold fails in PostgreSQL, in a batch with keys
@@ -102,7 +102,7 @@ func TestSendBatchRoutesToPriorityLevels(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 
 	_, err := c.SendBatch(ctx, q, []engine.BatchMessage{{Payload: 0}, {Payload: 1, Options: engine.SendOptions{Priority: 3}}})
-	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "levels 0 to 2") || !strings.Contains(err.Error(), "message 1 of the batch") {
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "levels 0 to 2") || !strings.Contains(err.Error(), "the batch's message at index 1") {
 		t.Fatalf("priority 3 of 3 levels: %v; want ErrInvalid naming the levels and the message", err)
 	}
 	levels := []int{2, 0, 1, 2}

@@ -139,7 +139,7 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 		nm, err := NewMessage(m.Payload, m.Options)
 		if err != nil {
 			if len(msgs) > 1 {
-				err = fmt.Errorf("%w (message %d of the batch)", err, i)
+				err = fmt.Errorf("%w (the batch's message at index %d)", err, i)
 			}
 			return nil, err
 		}
@@ -163,7 +163,7 @@ func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessa
 		target, err := c.sendTarget(ctx, queue, msgs[i].Options.Priority)
 		if err != nil {
 			if len(msgs) > 1 {
-				err = fmt.Errorf("%w (message %d of the batch)", err, i)
+				err = fmt.Errorf("%w (the batch's message at index %d)", err, i)
 			}
 			return nil, err
 		}

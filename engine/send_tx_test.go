@@ -303,7 +303,7 @@ func TestSendTxRoutesToPriorityLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.SendBatchTx(ctx, tx, q, []engine.BatchMessage{{Payload: 5}, {Payload: 6, Options: engine.SendOptions{Priority: 3}}})
-	if !errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTxFailed) || !strings.Contains(err.Error(), "levels 0 to 2") || !strings.Contains(err.Error(), "message 1 of the batch") {
+	if !errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrTxFailed) || !strings.Contains(err.Error(), "levels 0 to 2") || !strings.Contains(err.Error(), "the batch's message at index 1") {
 		t.Fatalf("priority 3 of 3 levels: %v; want ErrInvalid naming the levels and the message", err)
 	}
 	mustCommit(t, tx)
@@ -455,7 +455,7 @@ func TestSendTxRefusalsLeaveTheTransactionUsable(t *testing.T) {
 		{"huge payload in a batch", func() error {
 			_, err := c.SendBatchTx(ctx, tx, q, []engine.BatchMessage{{Payload: 1}, {Payload: huge}})
 			return err
-		}, store.ErrInvalid, "message 1 of the batch"},
+		}, store.ErrInvalid, "the batch's message at index 1"},
 		{"reserved header", func() error {
 			_, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{Headers: map[string]any{"pgbus_kind": "x"}})
 			return err

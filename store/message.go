@@ -150,7 +150,7 @@ func validateClaims(op, queue string, claims []Claim) error {
 func validateNewMessage(i int, m NewMessage) error {
 	where := "message"
 	if i >= 0 {
-		where = fmt.Sprintf("message %d of the batch", i)
+		where = fmt.Sprintf("the batch's message at index %d", i)
 	}
 	if len(m.Payload) == 0 {
 		return invalidf("%s: payload is empty; send any JSON value, for example {} or null", where)

@@ -321,7 +321,7 @@ func TestMessageOperationsRejectBadInput(t *testing.T) {
 		}
 		// One bad message spoils the batch before anything is written.
 		batch := append(msgs(3), m)
-		if _, err := s.SendBatch(ctx, q, batch); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "message 3 of the batch") {
+		if _, err := s.SendBatch(ctx, q, batch); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "the batch's message at index 3") {
 			t.Errorf("%s: SendBatch = %v, want ErrInvalid naming message 3", label, err)
 		}
 	}
