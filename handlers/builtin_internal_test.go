@@ -10,7 +10,7 @@ func TestTextBounds(t *testing.T) {
 	if got := snippet(shownText([]byte(strings.Repeat("é", 1000)), false, nil), 101); len(got) > 101 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, "éé") {
 		t.Errorf("snippet %q (%d bytes)", got, len(got))
 	}
-	if got := snippet(shownText([]byte("a\x00b\r\nc\xff"), false, nil), 100); got != "a\uFFFDb\nc\uFFFD" {
+	if got := snippet(shownText([]byte("a\x00b\r\nc\xff\x1b[31m\x7f\uFFFD"), false, nil), 100); got != `a\x00b`+"\n"+`c\xff\x1b[31m\x7f`+"\uFFFD" {
 		t.Errorf("snippet %q", got)
 	}
 	if got := snippet(shownText([]byte("amount is missing\r\n \n"), false, nil), 100); got != "amount is missing" {

@@ -532,25 +532,21 @@ func lastLines(text string, maxLines, limit int) string {
 	return s
 }
 
-// printable replaces invalid UTF-8 and control characters other than
-// newline and tab, so that a failure message stays readable.
+// printable writes invalid UTF-8 and control characters other than newline
+// and tab as \x escapes (ESC as \x1b), so that a failure message stays
+// readable, on a terminal too, and says which bytes the program wrote.
 func printable(b []byte) string {
 	var sb strings.Builder
 	sb.Grow(len(b))
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
-		b = b[size:]
 		switch {
-		case r == utf8.RuneError && size <= 1:
-			sb.WriteRune('\uFFFD')
-		case r == '\r':
-		case r == '\n' || r == '\t':
-			sb.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			sb.WriteRune('\uFFFD')
-		default:
+		case r == utf8.RuneError && size <= 1, r < 0x20 && r != '\n' && r != '\t' && r != '\r', r == 0x7f:
+			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		case r != '\r':
 			sb.WriteRune(r)
 		}
+		b = b[size:]
 	}
 	return sb.String()
 }
