@@ -53,6 +53,15 @@ func givenUp(ctx context.Context, err error) (*callBound, bool) {
 	return b, errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
+// callerDeadlinePassed reports whether the deadline of the context the
+// caller gave the call made with ctx has passed (not the call's own bound).
+func callerDeadlinePassed(ctx context.Context) bool {
+	if b, ok := ctx.Value(callBoundKey{}).(*callBound); ok {
+		ctx = b.outer
+	}
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
 // dropIfGivenUp drops the pool's frozen connections when err, of one
 // step of a call made with ctx that goes on to its next steps (a move
 // from one DLQ of several), is that step given up by the call's bound:

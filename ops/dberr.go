@@ -54,6 +54,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = s.unansweredError(b, *err, e)
 		return
 	}
+	if k := ErrorKind(*err); (k == KindUnavailable || k == KindFailed) && callerDeadlinePassed(ctx) && !carriesSteps(*err) {
+		*err = callerStopped{err: *err}
+		return
+	}
 	if errors.As(*err, &done) {
 		// A queue or DLQ not found may be the whole schema missing: pgmq's
 		// catalog is read first, and on a database never migrated it lacks

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -55,8 +56,10 @@ func Kinds() []string {
 // ErrorKind returns the kind of err, one of the Kind words but KindUsage:
 // the class it wraps, whichever operation or layer it came from. A
 // cancellation comes first, as it is the caller's doing whatever the call
-// was in; a database that does not answer before a call that ran out of
-// time, since a connection that could not be made in time is one.
+// was in, and so is the caller's deadline passing (callerStopped); a
+// database that does not answer before a call that ran out of time, since a
+// connection that could not be made in time within the call's own bound
+// is one.
 func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -73,7 +76,7 @@ func ErrorKind(err error) string {
 		return KindSchema
 	case errors.Is(err, store.ErrPermission):
 		return KindPermission
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.As(err, new(callerStopped)):
 		return KindStopped
 	case errors.Is(err, ErrUnavailable), store.IsUnreachable(err), store.IsCrowded(err):
 		return KindUnavailable
@@ -82,3 +85,14 @@ func ErrorKind(err error) string {
 	}
 	return KindFailed
 }
+
+// callerStopped is the error of a call whose caller's deadline passed
+// before it finished: the driver may have made of it a connection that
+// timed out, but it is the caller's stop, not a database that does not
+// answer.
+type callerStopped struct{ err error }
+
+func (e callerStopped) Error() string {
+	return fmt.Sprintf("stopped: the deadline of the caller's context passed before the call finished (%v)", e.err)
+}
+func (e callerStopped) Unwrap() []error { return []error{context.DeadlineExceeded, e.err} }
