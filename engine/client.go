@@ -57,8 +57,11 @@ type Config struct {
 	// to their visibility timeout. Default 30s.
 	DrainTimeout time.Duration
 	// HandlerGrace is how long past its timeout a handler that ignores its
-	// context is waited for before its attempt is failed and its slot freed.
-	// Default 5s.
+	// context is waited for before its attempt is failed (and retried or
+	// dead-lettered as any failure). Its goroutine cannot be stopped: it
+	// keeps its slot of the queue's Concurrency until it returns, so that
+	// stuck handlers do not pile up beyond it, and a queue whose every slot
+	// is stuck so stops taking work, which health reports. Default 5s.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running
 	// messages is pushed back. Default, and most: a third of the queue's

@@ -690,3 +690,50 @@ func TestFailureWithinAMillisecondRecordsItsRunTime(t *testing.T) {
 		t.Errorf("run time %d ms; want the handler's few microseconds, rounded down", ms)
 	}
 }
+
+// A handler given up on for ignoring its context keeps its slot until it
+// returns: its attempt is failed, but the queue's Concurrency still bounds
+// the handlers running. Freed at once, the slots started more of them, the
+// same message's retries among them, while the stuck ones piled up.
+func TestStuckHandlersKeepTheirSlots(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 20; qs.RetryBackoff = 20 * time.Millisecond })
+	rec := &recorder{}
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Queues[0].Concurrency = 2
+		cfg.HandlerGrace = 20 * time.Millisecond
+		cfg.Observers = []engine.Observer{rec}
+	})
+	release := make(chan struct{})
+	var running, most, started atomic.Int32
+	c.Handle("stuck", func(ctx context.Context, job *engine.Job) error {
+		started.Add(1)
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		defer running.Add(-1)
+		<-release // ignores its context
+		return nil
+	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
+	pgtest.Start(t, c)
+	for i := range 3 {
+		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "stuck"})
+	}
+	pgtest.Eventually(t, 20*time.Second, "two attempts given up", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.finished) >= 2
+	})
+	// Time for the worker to read again, many polls over: with the slots
+	// freed, it would run the third message, or the first two again.
+	time.Sleep(time.Second)
+	if n := started.Load(); n != 2 {
+		t.Errorf("%d handlers started while both slots were held by stuck ones; want 2", n)
+	}
+	close(release)
+	pgtest.Eventually(t, 30*time.Second, "every message done", func() bool { return pgtest.Live(t, s, q) == 0 })
+	if m := most.Load(); m > 2 {
+		t.Fatalf("%d handlers ran at once on a queue of concurrency 2", m)
+	}
+}

@@ -40,6 +40,10 @@ type result struct {
 	// them its end once the outcome is written; nil without observers, and
 	// for a message settled at its read, whose observers the read tells.
 	seen *observed
+	// stillRunning, for a handler given up on while it ignored its
+	// context, is closed once its goroutine returns: until then it holds
+	// its slot.
+	stillRunning <-chan struct{}
 }
 
 func (r result) deadLetter(reason string, f *store.Failure) result {

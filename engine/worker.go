@@ -527,7 +527,14 @@ func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
 func (w *queueWorker) process(d delivery) {
 	defer w.jobs.Done()
 	res := w.runDelivery(d)
-	<-w.slots
+	if res.stillRunning != nil {
+		// Concurrency bounds the handlers running, abandoned ones too:
+		// freed at once, the slot would start more of them (the same
+		// message's retry among them) while the stuck ones pile up.
+		go func() { <-res.stillRunning; <-w.slots }()
+	} else {
+		<-w.slots
+	}
 	if res.abandon {
 		w.giveBack(d)
 		w.unhold(d.queue, []store.Claim{d.m.Claim()})
@@ -590,6 +597,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		}
 	}
 	a = w.runHandler(ctx, d.h, job)
+	res.stillRunning = a.stillRunning
 	err := a.err
 	if err == nil {
 		if breaker != nil {
@@ -786,6 +794,9 @@ type attempt struct {
 	timedOut bool
 	elapsed  time.Duration
 	ran      bool
+	// stillRunning is closed when the goroutine of a handler given up on
+	// after its grace returns; nil for one that returned.
+	stillRunning <-chan struct{}
 }
 
 // addCapped adds two non-negative durations, capped at the longest
@@ -809,15 +820,18 @@ func (w *queueWorker) handlerTimeout(h handler) time.Duration {
 }
 
 // runHandler runs the handler with its timeout, recovering panics. A handler
-// that ignores its context is given up on after the grace period; its
-// goroutine is left behind, which is logged.
+// that ignores its context is given up on after the grace period, which is
+// logged: its attempt is failed, and its goroutine, left to run, keeps its
+// slot until it returns (attempt.stillRunning).
 func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) attempt {
 	timeout := w.handlerTimeout(h)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
 	done := make(chan attempt, 1)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		returned := false
 		defer func() {
 			if r := recover(); r != nil {
@@ -840,7 +854,8 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	select {
 	case a = <-done:
 	case <-grace.C:
-		w.c.log.Error("pgbus: handler ignored its context past the grace period; its goroutine is abandoned", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		w.c.log.Error("pgbus: handler ignored its context past the grace period; its attempt is failed, and its slot stays taken until it returns", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		a.stillRunning = exited
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
 	case <-w.jobBase.Done():
