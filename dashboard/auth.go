@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,14 +359,23 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request, p string) {
 	http.Redirect(w, r, s.base+p, http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect after login on this site: a path, not a URL
-// of another host. A browser reads a backslash as a slash and drops tabs
-// and line breaks from a Location, so "/\\host" and "/<tab>/host" name
-// another host too; a path with control characters is refused whole.
+// safeNext keeps a redirect after login on this site, under the base
+// path: a path, not a URL of another host. A browser reads a backslash as
+// a slash and drops tabs and line breaks from a Location, so "/\\host" and
+// "/<tab>/host" name another host too; and the Location is written with its
+// dot segments resolved, so "/./\\host" and "/../x" are judged as
+// resolved. A path with control characters or a backslash is refused
+// whole; what is kept is the resolved path and its query.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") ||
+	u, err := url.Parse(next)
+	if err != nil || !strings.HasPrefix(next, "/") || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		strings.ContainsRune(next, '\\') || strings.ContainsRune(u.Path, '\\') ||
 		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
-	return next
+	p := path.Clean(u.Path)
+	if strings.HasPrefix(p, "//") || p == "/login" || strings.HasPrefix(p, "/login/") {
+		return "/"
+	}
+	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }

@@ -246,6 +246,34 @@ func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
 	}
 }
 
+// Under a base path, a next page whose dot segments climb out of it is
+// brought back under it: the Location is the base path and the resolved
+// path, never another host's or a path outside the base.
+func TestLoginNextStaysUnderTheBasePath(t *testing.T) {
+	t.Parallel()
+	token := newToken(t)
+	h, err := dashboard.New(newService(t, pgtest.OpenStore(t, pgtest.NewDatabase(t))), dashboard.Config{AuthToken: token, BasePath: "/pgbus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for next, want := range map[string]string{"/../\\evil.example/": "/pgbus/", "/..//x": "/pgbus/x", "/../../dlq": "/pgbus/dlq", "/dlq": "/pgbus/dlq"} {
+		get := httptest.NewRequest(http.MethodGet, "/pgbus/login?next="+url.QueryEscape(next), nil)
+		page := httptest.NewRecorder()
+		h.ServeHTTP(page, get)
+		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
+		post := httptest.NewRequest(http.MethodPost, "/pgbus/login", strings.NewReader(form.Encode()))
+		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, ck := range page.Result().Cookies() {
+			post.AddCookie(ck)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, post)
+		if to := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || to != want {
+			t.Errorf("login with next %q: %d to %q, want %q", next, rec.Code, to, want)
+		}
+	}
+}
+
 // A browser keeps a Secure cookie only over HTTPS: reached over plain HTTP,
 // a server whose session cookie is Secure (it listens off loopback) gets
 // its login form back without the cookie, every time. The refusal says so
