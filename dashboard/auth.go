@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -216,9 +217,9 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 			return
 		}
 		v := s.newView(r, sess)
-		if r.Method == http.MethodPost {
-			// Actions read r.PostForm, whichever way the caller logged in.
-			_ = r.ParseForm()
+		if msg := unreadableRequest(r); msg != "" {
+			s.refuse(w, r, v, http.StatusBadRequest, msg)
+			return
 		}
 		if r.Method == http.MethodPost && !bearer && !s.csrfOK(r, sess) {
 			s.refuseKeeping(w, r, v, http.StatusForbidden, "This form carries no valid CSRF token, so it was not sent from a page of this dashboard: nothing was changed. Reload the page and send the form from there.", typedText(r))
@@ -233,6 +234,29 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		}
 		next(w, r.WithContext(ctx), v)
 	}
+}
+
+// unreadableRequest parses r's query and, for a POST, its form, which
+// actions read from r.PostForm whichever way the caller logged in; it says
+// why when they cannot be read, "" when they can. Read as far as it goes,
+// a query with a malformed escape (kind=normal%ZZ) would drop that filter,
+// and a preview would cover more than its link says; a form that is not
+// one, or one with too many fields, would be refused as carrying no CSRF
+// token.
+func unreadableRequest(r *http.Request) string {
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return fmt.Sprintf("The address's query cannot be read (%v): nothing was shown or changed. Follow the dashboard's own links, or mend the address: a %% starts an escape such as %%20.", err)
+	}
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
+		return "The dashboard's actions take a form (application/x-www-form-urlencoded), as its pages send them, not a body of another type: nothing was changed. Send the form from its page."
+	}
+	if err := r.ParseForm(); err != nil {
+		return fmt.Sprintf("The form cannot be read (%v): nothing was changed. Send it from its page; tick fewer messages at once if it carried many.", err)
+	}
+	return ""
 }
 
 // typedText is the corrected payload a form carries as typed, which a

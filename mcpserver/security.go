@@ -182,7 +182,7 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 // answer; the next request on the connection gets the server's deadlines.
 func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength > s.maxBody {
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; at most %d are accepted: pass smaller arguments", r.ContentLength, s.maxBody))
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; at most %d are accepted: send less in one request (fewer or shorter tool arguments, or a smaller form)", r.ContentLength, s.maxBody))
 		return false
 	}
 	if !hasBody(r) {
@@ -198,7 +198,7 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
 		s.refuse(w, r, http.StatusBadRequest, "could not read the request body: "+err.Error())
 		return false
 	case int64(len(body)) > s.maxBody:
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; pass smaller arguments", s.maxBody))
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; send less in one request (fewer or shorter tool arguments, or a smaller form)", s.maxBody))
 		return false
 	}
 	_ = r.Body.Close()
