@@ -125,6 +125,16 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 	return out, nil
 }
 
+// shorterAdvice says what to do about a filter field over its length:
+// text matches a part of the error message; a kind or an error class
+// matches whole, and none is that long.
+func shorterAdvice(field string) string {
+	if field == "text" {
+		return "pass a shorter, distinctive part"
+	}
+	return "it is matched whole, and no " + strings.ReplaceAll(field, "_", " ") + " is that long: copy it from the dead message or its summary's group"
+}
+
 // checkLengths refuses a kind, error class or text longer than the store
 // compares, before any hint of the request repeats it: a hint of a
 // refusal found later (a wrong expect) carries the filter.
@@ -134,7 +144,7 @@ func (f DeadFilter) checkLengths() error {
 		max         int
 	}{{"kind", f.Kind, store.MaxDeadFilterName}, {"error_class", f.ErrorClass, store.MaxDeadFilterName}, {"text", f.Text, store.MaxDeadFilterText}} {
 		if n := utf8.RuneCountInString(t.value); n > t.max {
-			e := invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
+			e := invalidf("filter %s is %d characters; at most %d are allowed: %s", t.name, n, t.max, shorterAdvice(t.name))
 			e.Field = t.name
 			return e
 		}

@@ -216,3 +216,24 @@ func TestListCursorPinsTheClockOfAges(t *testing.T) {
 		}
 	}
 }
+
+// Every kind a send takes (up to 255 bytes) can be filtered on: a filter
+// bounded shorter made every link to such a kind's dead messages fail,
+// with advice to pass a part of a kind, which is matched whole.
+func TestFilterOnTheLongestKind(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	kind := strings.Repeat("W", ops.MaxKindBytes-4) + "<b>x"
+	pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: kind, Class: "E", Message: "boom"})
+	list, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q, Kind: kind}})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("list by a kind of %d bytes: %+v, %v; want its message", len(kind), list, err)
+	}
+	_, err = svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q, Kind: kind + "W"}})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "matched whole") {
+		t.Fatalf("list by a kind longer than any: %v; want invalid, saying kinds are matched whole", err)
+	}
+}

@@ -22,9 +22,10 @@ const (
 	MaxDeadBulk = 100_000
 	// MaxDeadFilterText bounds DeadFilter.Text, in characters.
 	MaxDeadFilterText = 1000
-	// MaxDeadFilterName bounds DeadFilter.Kind and ErrorClass, in characters;
-	// the history keeps no longer ones, so a longer filter could never match.
-	MaxDeadFilterName = 200
+	// MaxDeadFilterName bounds DeadFilter.Kind and ErrorClass, in
+	// characters: a send takes a kind of up to 255 bytes, so every kind a
+	// message may have can be filtered on.
+	MaxDeadFilterName = 255
 	// MaxRetryMoved bounds RetryReport.Moved; the rest are only counted.
 	MaxRetryMoved = 100
 

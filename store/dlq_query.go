@@ -28,7 +28,7 @@ func (f DeadFilter) validate() error {
 			return invalidf("filter %s is not valid UTF-8 text; pass plain text", t.name)
 		}
 		if n := utf8.RuneCountInString(t.value); n > t.max {
-			return invalidf("filter %s is %d characters; at most %d are allowed: pass a shorter, distinctive part", t.name, n, t.max)
+			return invalidf("filter %s is %d characters; at most %d are allowed", t.name, n, t.max)
 		}
 	}
 	if f.Group != "" && !IsGroupKey(f.Group) {

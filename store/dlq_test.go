@@ -80,7 +80,8 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 		{"1 MB text", store.DeadFilter{Text: strings.Repeat("a", 1<<20)}, "at most 1000"},
 		{"NUL in text", store.DeadFilter{Text: "a\x00b"}, "UTF-8"},
 		{"bad UTF-8 kind", store.DeadFilter{Kind: "\xff"}, "UTF-8"},
-		{"long error class", store.DeadFilter{ErrorClass: strings.Repeat("E", 201)}, "at most 200"},
+		{"long error class", store.DeadFilter{ErrorClass: strings.Repeat("E", 256)}, "at most 255"},
+		{"long kind", store.DeadFilter{Kind: strings.Repeat("k", 256)}, "at most 255"},
 		{"until before since", store.DeadFilter{Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "after since"},
 	}
 	for _, c := range badFilters {

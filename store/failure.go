@@ -87,7 +87,7 @@ func (f Failure) bounded() Failure {
 		f.ErrorClass = "error"
 	}
 	f.ErrorClass = truncate(f.ErrorClass, 200)
-	f.Kind = truncate(f.Kind, 200)
+	f.Kind = truncate(f.Kind, MaxDeadFilterName)
 	if utf8.RuneCountInString(f.Detail.Output) > FailureOutputMax {
 		f.Detail.OutputTruncated = true
 	}
