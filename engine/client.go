@@ -53,8 +53,11 @@ type Config struct {
 	// check.
 	NoListen bool
 	// DrainTimeout is how long Run waits for running handlers, and the
-	// writes of their outcomes, after its context ends; the rest are left
-	// to their visibility timeout. Default 30s.
+	// writes of their outcomes, after its context ends. Then the handlers'
+	// contexts are cancelled, and their messages given back without using
+	// an attempt: visible again at once when the handler returns within a
+	// second, else after the visibility timeout (the handler may still be
+	// acting on it). Default 30s.
 	DrainTimeout time.Duration
 	// HandlerGrace is how long past its timeout a handler that ignores its
 	// context is waited for before its attempt is failed (and retried or
@@ -622,13 +625,24 @@ const finalWriteGrace = 5 * time.Second
 // drain waits up to DrainTimeout for the workers: their running handlers
 // and the writes of their outcomes. Then it cancels the handlers still
 // running, and the writes still being retried (the database unreachable);
-// their messages are left to their visibility timeout.
+// the cut-off jobs are given back (see giveBack).
 func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hardStop, stopWrites context.CancelFunc) {
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
 		close(done)
 	}()
+	running := func() int {
+		n := 0
+		for _, w := range workers {
+			n += w.running()
+		}
+		return n
+	}
+	if n := running(); n > 0 {
+		// Said at once: a stop that waits in silence looks hung.
+		c.log.Info("pgbus: stopping; waiting for the running jobs to finish", "running", n, "drain_timeout", c.cfg.DrainTimeout)
+	}
 	timeout := time.NewTimer(c.cfg.DrainTimeout)
 	defer timeout.Stop()
 	select {
@@ -636,12 +650,9 @@ func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hard
 		return
 	case <-timeout.C:
 	}
-	running := 0
-	for _, w := range workers {
-		running += w.running()
-	}
-	c.log.Warn("pgbus: drain timeout reached; running jobs, and finished ones whose outcomes are not written, are left to their visibility timeout",
-		"timeout", c.cfg.DrainTimeout, "running", running)
+	c.log.Warn("pgbus: drain timeout reached; the running jobs are cancelled and their messages given back without using an attempt: "+
+		"visible again at once, or after their visibility timeout if their handler does not return within a second",
+		"timeout", c.cfg.DrainTimeout, "running", running())
 	hardStop()
 	last := time.AfterFunc(finalWriteGrace, stopWrites)
 	defer last.Stop()

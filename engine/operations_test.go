@@ -216,35 +216,59 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	}
 }
 
-// Past the drain timeout, running jobs are left to their visibility timeout:
-// not archived, not failed, still in the queue.
-func TestDrainTimeoutLeavesJobsToVisibilityTimeout(t *testing.T) {
+// Past the drain timeout, running jobs are cancelled and given back, not
+// failed: their attempts do not count (a deploy uses up no retries). A
+// job whose handler returns on the cancellation is visible again at once,
+// for the workers that replace these; one whose handler ignores it waits
+// out its visibility timeout, as the handler may still act on it; one
+// whose handler returns success then is done.
+func TestDrainTimeoutGivesJobsBack(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	q := newQueue(t, s, nil)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.VisibilityTimeout = time.Minute })
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 100 * time.Millisecond })
-	started := make(chan struct{}, 1)
-	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+	started := make(chan struct{}, 3)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c.Handle("honours", func(ctx context.Context, job *engine.Job) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		return ctx.Err()
 	}, engine.HandlerOptions{Timeout: time.Minute})
+	c.Handle("ignores", func(ctx context.Context, job *engine.Job) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
+	c.Handle("finishes", func(ctx context.Context, job *engine.Job) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil
+	}, engine.HandlerOptions{Timeout: time.Minute})
 	stop := pgtest.Start(t, c)
-	id := pgtest.Send(t, c, q, 1, engine.SendOptions{})
-	<-started
+	honours := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "honours"})
+	ignores := pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "ignores"})
+	finishes := pgtest.Send(t, c, q, 3, engine.SendOptions{Kind: "finishes"})
+	for range 3 {
+		<-started
+	}
 	stop()
-	if pgtest.Live(t, s, q) != 1 || pgtest.Archived(t, s, q) != 0 || len(failures(t, s, q, id)) != 0 {
-		t.Fatalf("live=%d archived=%d failures=%d; want the message untouched in the queue",
-			pgtest.Live(t, s, q), pgtest.Archived(t, s, q), len(failures(t, s, q, id)))
+	for _, id := range []int64{honours, ignores} {
+		if n := len(failures(t, s, q, id)); n != 0 {
+			t.Errorf("message %d has %d failures after the stop; want none: the stop cut it off, it did not fail", id, n)
+		}
+		if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."q_`+q+`" WHERE msg_id = $1`, id); n != 0 {
+			t.Errorf("message %d: read_ct %d after the stop; want 0: the cut-off attempt given back", id, n)
+		}
 	}
-	// The stop cut it off; it did not fail: its attempt is given back, so
-	// that deploys use up no retries, and it waits out the visibility
-	// timeout as before.
-	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."q_`+q+`" WHERE msg_id = $1`, id); n != 0 {
-		t.Fatalf("read_ct %d after the stop; want 0: the cut-off attempt given back", n)
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND vt <= now()`, honours); n != 1 {
+		t.Error("the job whose handler returned on the stop is hidden; want it visible at once")
 	}
-	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND vt > now()`, id); n != 1 {
-		t.Fatal("the message is visible at once; want it hidden for the visibility timeout")
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND vt > now() + interval '30 seconds'`, ignores); n != 1 {
+		t.Error("the job whose handler ignored the stop is visible; want it hidden for its visibility timeout")
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, finishes); n != 1 {
+		t.Error("the job whose handler returned success on the stop is not archived")
 	}
 }
 

@@ -536,7 +536,7 @@ func (w *queueWorker) process(d delivery) {
 		<-w.slots
 	}
 	if res.abandon {
-		w.giveBack(d)
+		w.giveBack(d, res.stillRunning != nil)
 		w.unhold(d.queue, []store.Claim{d.m.Claim()})
 		if res.seen != nil {
 			w.c.observers.abandoned(res.seen.ctx, res.seen.job)
@@ -548,15 +548,21 @@ func (w *queueWorker) process(d delivery) {
 
 // giveBack returns the attempt of a job a stop cut off: it did not fail,
 // so it must not count towards its retries (each deploy would otherwise
-// use one). It is visible again after the visibility timeout, as a job
-// abandoned was before, so that a handler that ignored the stop has
-// ended with its process. A read that cannot be given back (the database
-// is gone too) is left as it was, counted.
-func (w *queueWorker) giveBack(d delivery) {
+// use one). It is visible again at once when its handler returned, so
+// that the workers that replace these take it without waiting; after the
+// visibility timeout when the handler ignored the stop, so that it has
+// ended with its process first. A read that cannot be given back (the
+// database is gone too) is left as it was, counted.
+func (w *queueWorker) giveBack(d delivery, stillRunning bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), 5*time.Second)
 	defer cancel()
-	vt := w.c.settingsFor(w.name).VisibilityTimeout
-	if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.Claim(), vt); err != nil {
+	// A handler still running may still act on the message: only its
+	// visibility timeout lets another worker have it.
+	var delay time.Duration
+	if stillRunning {
+		delay = w.c.settingsFor(w.name).VisibilityTimeout
+	}
+	if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.Claim(), delay); err != nil {
 		w.c.log.Warn("pgbus: could not give back the attempt of a job the stop cut off; it counts as one", "queue", d.queue, "msg_id", d.m.ID, "err", err)
 	}
 }
@@ -606,7 +612,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		return res
 	}
 	if w.jobBase.Err() != nil {
-		res.abandon = true // hard stop: leave it to its visibility timeout
+		res.abandon = true // hard stop: given back, see giveBack
 	} else {
 		res, a = w.settle(res, d, a)
 		err = a.err
@@ -819,6 +825,10 @@ func (w *queueWorker) handlerTimeout(h handler) time.Duration {
 	return w.c.settingsFor(w.name).VisibilityTimeout
 }
 
+// hardStopWait is how long a hard stop (the drain timeout passed) waits
+// for a handler, its context cancelled, to return.
+const hardStopWait = time.Second
+
 // runHandler runs the handler with its timeout, recovering panics. A handler
 // that ignores its context is given up on after the grace period, which is
 // logged: its attempt is failed, and its goroutine, left to run, keeps its
@@ -859,7 +869,18 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
 	case <-w.jobBase.Done():
-		a.err = w.jobBase.Err()
+		// The hard stop cancelled the handler's context too: one that
+		// honours it returns at once (an exec handler's command is
+		// killed), and its message can be given back visible now rather
+		// than after its visibility timeout; a success it returns is kept.
+		select {
+		case a = <-done:
+			if a.err != nil {
+				a.err = errors.Join(w.jobBase.Err(), a.err)
+			}
+		case <-time.After(hardStopWait):
+			a.err, a.stillRunning = w.jobBase.Err(), exited
+		}
 	}
 	a.limit, a.elapsed, a.ran = timeout, time.Since(start), true
 	a.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) && w.jobBase.Err() == nil

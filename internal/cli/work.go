@@ -131,7 +131,7 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", t.pollInterval, a.from("poll-interval"))}
 	}
 	if t.drainTimeout < time.Millisecond || t.drainTimeout > 24*time.Hour {
-		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are left to their visibility timeout); give for example 30s", t.drainTimeout, a.from("drain-timeout"))}
+		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are cancelled and given back); give for example 30s", t.drainTimeout, a.from("drain-timeout"))}
 	}
 	return a.resolveCallTimeout(fs, &t.callTimeout)
 }
@@ -154,9 +154,10 @@ func (a *app) workCommand() *cobra.Command {
 		Long: `Work queues in this process until SIGINT or SIGTERM (or --for, or
 --until-idle): run each job with its queue's handler, retry failures with
 backoff, dead-letter what cannot succeed. On a signal, fetching stops, running
-jobs get --drain-timeout to finish, and the rest are left to their visibility
-timeout with their attempt given back (a stop is no failure): nothing is lost
-on any exit.
+jobs get --drain-timeout to finish, and the rest are cancelled and given
+back with their attempt (a stop is no failure): visible again at once, or
+after their visibility timeout when their handler ignores the cancellation.
+Nothing is lost on any exit.
 
 Which queues and handlers:
   --queue NAME[:N] --handler TYPE   on the command line (N: concurrency), or
