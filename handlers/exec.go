@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -197,7 +198,7 @@ type ExecOptions struct {
 	RetryUnknownExitCodes bool              `yaml:"retry_unknown_exit_codes" help:"true: every other nonzero exit code is retried instead of dead-lettered"`
 	RetrySignals          bool              `yaml:"retry_signals" help:"true (the default): a command killed by a signal (exit code 128+N for signal N), or that exits with a code in 129..192 as a shell does when a signal killed its child, is retried under the queue's retry policy instead of dead-lettered, as the OOM killer (signal 9, exit code 137), an operator or a supervisor (SIGTERM, 143) stopped it rather than its payload failing it. A code listed in retry_exit_codes, discard_exit_codes or on_exit gets what the list says (on_exit: {137: dead_letter}); false leaves the others to retry_unknown_exit_codes, or dead-letters them"`
 	OnExit                Rules             `yaml:"on_exit" help:"exit codes (1..255) with an action of their own (retry, discard or dead_letter) or a mapping with these keys"`
-	Breaker               BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the command, named exec:<argv0> and shared by every worker process; on by default"`
+	Breaker               BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the command, named exec:<argv0>, and for a command with arguments exec:<argv0>#<8 hex digits of a hash of them> (so that [/bin/sh, -c, ...] commands of different queues do not share one), and shared by every worker process; on by default"`
 }
 
 // ExitError is a command that did not exit 0: it exited with a code, was
@@ -458,10 +459,28 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 		opts.Policies = append(opts.Policies, p)
 	}
 	slices.SortFunc(opts.Policies, func(a, b engine.ErrorPolicy) int { return exitOf(a.Class) - exitOf(b.Class) })
-	if opts.Breaker, err = o.Breaker.config("exec:" + h.argv0); err != nil {
+	if opts.Breaker, err = o.Breaker.config(execBreakerName(h.argv0, h.args)); err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
 	return h, opts, nil
+}
+
+// execBreakerName is the name of a command's breaker unless the options
+// give one: exec:<argv0>, and for a command with arguments a short hash of
+// them after it. The same program with other arguments (an interpreter
+// above all: sh -c '...', python3 job.py) is another downstream, whose
+// failures must not hold this one's jobs; the arguments are hashed, not
+// shown, as they may hold secrets.
+func execBreakerName(argv0 string, args []string) string {
+	if len(args) == 0 {
+		return "exec:" + argv0
+	}
+	h := sha256.New()
+	for _, a := range args {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("exec:%s#%x", argv0, h.Sum(nil)[:4])
 }
 
 // asList writes command, a command written as one string, as the list

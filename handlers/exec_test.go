@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -335,9 +336,23 @@ func TestExecHandlerBoundedOutput(t *testing.T) {
 func TestExecBuildDefaults(t *testing.T) {
 	t.Parallel()
 	_, opts := mustBuild(t, specFromYAML(t, "type: exec\ncommand: [sh, -c, 'exit 0']"))
-	want := store.BreakerConfig{Name: "exec:sh", FailureThreshold: 5, CoolOff: 10 * time.Second, MaxCoolOff: 5 * time.Minute}
+	want := store.BreakerConfig{Name: opts.Breaker.Name, FailureThreshold: 5, CoolOff: 10 * time.Second, MaxCoolOff: 5 * time.Minute}
 	if opts.Breaker == nil || *opts.Breaker != want || opts.Timeout != 30*time.Second || len(opts.Policies) != 0 {
 		t.Errorf("options %+v (breaker %+v); want timeout 30s, breaker %+v, no policies", opts, opts.Breaker, want)
+	}
+	// The breaker is the command's: the same interpreter running other
+	// code is another downstream, whose failures must not hold this one's
+	// jobs; the same command line, in another worker process, shares it.
+	breakerOf := func(yaml string) string {
+		t.Helper()
+		_, o := mustBuild(t, specFromYAML(t, yaml))
+		return o.Breaker.Name
+	}
+	same := breakerOf("type: exec\ncommand: [sh, -c, 'exit 0']")
+	other := breakerOf("type: exec\ncommand: [sh, -c, 'exit 75']")
+	alone := breakerOf("type: exec\ncommand: [true]")
+	if !regexp.MustCompile(`^exec:sh#[0-9a-f]{8}$`).MatchString(same) || same != opts.Breaker.Name || other == same || alone != "exec:true" {
+		t.Errorf("breakers %q, %q (the same command), %q (other code), %q (no arguments); want exec:sh#<8 hex> shared by the same command alone, exec:true", opts.Breaker.Name, same, other, alone)
 	}
 	fn, opts := mustBuild(t, specFromYAML(t, `
 type: exec
@@ -412,6 +427,7 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "no dir", yaml: "command: [/bin/sh]\ndir: /nonexistent/dir", key: "dir:", reason: "does not exist", onDisk: true},
 		{name: "dir is a file", yaml: "command: [/bin/sh]\ndir: " + plainFile, key: "dir:", reason: "not a directory", onDisk: true},
 		{name: "zero threshold", yaml: "command: [/bin/sh]\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
+		{name: "bad values of a breaker turned off", yaml: "command: [/bin/sh]\nbreaker: {enabled: false, failure_threshold: -3, cool_off: 1ms}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "negative max cool-off", yaml: "command: [/bin/sh]\nbreaker: {max_cool_off: -1m}", key: "breaker.max_cool_off:", reason: "negative"},
 		{name: "long breaker name", options: map[string]any{"command": []any{"/bin/sh"}, "breaker": map[string]any{"name": strings.Repeat("b", 201)}}, key: "breaker.name:", reason: "longer than 200"},
 		{name: "unknown key", yaml: "command: [/bin/sh]\nargs: [-c]", key: "args:", reason: "unknown option; the options here are breaker, command, dir, discard_exit_codes, env, on_exit, retry_exit_codes, retry_signals, retry_unknown_exit_codes (and type and timeout, which every handler takes)"},

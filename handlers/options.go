@@ -64,7 +64,7 @@ var ruleActions = map[string]engine.Action{
 // config.
 type BreakerOptions struct {
 	Enabled          *bool     `yaml:"enabled" help:"false turns the breaker off (default true)"`
-	Name             string    `yaml:"name" help:"the breaker's name instead of http:<host:port> or exec:<argv0>; handlers that share a name share a breaker (at most 200 characters)"`
+	Name             string    `yaml:"name" help:"the breaker's name instead of http:<host:port> or exec:<argv0>[#<hash of the arguments>]; handlers that share a name share a breaker (at most 200 characters)"`
 	FailureThreshold *int      `yaml:"failure_threshold" help:"how many consecutive retryable failures open it (1..10000, default 5)"`
 	CoolOff          *Duration `yaml:"cool_off" help:"how long it stays open before one probe may go through (10ms..24h, default 10s)"`
 	MaxCoolOff       *Duration `yaml:"max_cool_off" help:"caps the cool-off, which each failed probe doubles (at most 168h, default 5m)"`
@@ -77,10 +77,13 @@ func (b *BreakerOptions) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // config returns the breaker the options describe, or nil when it is off.
-// defaultName is used when the block gives no name.
+// defaultName is used when the block gives no name. The values a block
+// gives are checked when it turns the breaker off too: a wrong one is a
+// mistake, which would surface once the breaker is turned on again.
 func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error) {
-	if b.Enabled != nil && !*b.Enabled {
-		return nil, nil
+	off := b.Enabled != nil && !*b.Enabled
+	if off {
+		defaultName = "off" // not used: only what the block gives is checked
 	}
 	c := store.BreakerConfig{
 		Name:             defaultName,
@@ -120,6 +123,9 @@ func (b BreakerOptions) config(defaultName string) (*store.BreakerConfig, error)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, optionErrorf("breaker", "%v", err)
+	}
+	if off {
+		return nil, nil
 	}
 	return &c, nil
 }
