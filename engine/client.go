@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -479,6 +480,28 @@ func (c *Client) createBreaker(ctx context.Context, b store.BreakerConfig, users
 	return c.store.RecordBreakerUsers(ctx, b.Name, users)
 }
 
+// userList is the breaker users of a handler of kind on queues.
+func userList(queues []string, kind string) []store.BreakerUser {
+	out := make([]store.BreakerUser, len(queues))
+	for i, q := range queues {
+		out[i] = store.BreakerUser{Queue: q, Kind: kind}
+	}
+	return out
+}
+
+// usersText names the queues, and kinds, of a breaker's users.
+func usersText(users []store.BreakerUser) string {
+	names := make([]string, 0, len(users))
+	for _, u := range users {
+		if u.Kind == "" {
+			names = append(names, "queue "+u.Queue)
+		} else {
+			names = append(names, fmt.Sprintf("kind %s on queue %s", u.Kind, u.Queue))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // breakerUses returns the breakers the handlers name, by name, and the
 // queues and kinds whose handler names each: a kind's handler serves it on
 // every queue this client works; a queue's default handler (kind "") every
@@ -497,8 +520,8 @@ func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]sto
 			return
 		}
 		if prev, ok := breakers[b.Name]; ok && prev != *b && conflict == nil {
-			conflict = fmt.Errorf("%w: circuit breaker %q is configured twice with different settings (%s and %s): give its handlers the same breaker settings, or breakers of different names",
-				store.ErrInvalid, b.Name, breakerText(prev), breakerText(*b))
+			conflict = fmt.Errorf("%w: circuit breaker %q is configured twice with different settings (%s for %s, %s for %s): give its handlers the same breaker settings, or breakers of different names",
+				store.ErrInvalid, b.Name, breakerText(prev), usersText(users[b.Name]), breakerText(*b), usersText(userList(queues, kind)))
 		}
 		breakers[b.Name] = *b
 		for _, q := range queues {

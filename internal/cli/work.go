@@ -286,6 +286,9 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	defer s.Close()
+	if err := runner.Check(s.db.Store, queues); err != nil {
+		return err
+	}
 	if err := runner.Prepare(ctx, s.ops, queues, a.log); err != nil {
 		return err
 	}

@@ -70,6 +70,18 @@ func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, l
 	return nil
 }
 
+// Check refuses, before anything is written, what workers of queues would
+// refuse as they start (engine.Client.Validate): handlers that name one
+// circuit breaker with different settings among them. Prepare writes (a
+// declared queue's settings); a refusal after it would leave them changed.
+func Check(st *store.Store, queues []config.WorkQueue) error {
+	client, err := NewClient(st, queues, engine.Config{})
+	if err != nil {
+		return err
+	}
+	return client.Validate()
+}
+
 // NewClient makes an engine client that works the queues with their
 // handlers, logging every job's outcome to cfg.Logger at debug level.
 func NewClient(st *store.Store, queues []config.WorkQueue, cfg engine.Config) (*engine.Client, error) {
@@ -192,6 +204,9 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 		return func() {}, nil
 	}
 	log = orDiscard(log)
+	if err := Check(st, queues); err != nil {
+		return nil, err
+	}
 	if err := Prepare(ctx, svc, queues, log); err != nil {
 		return nil, err
 	}

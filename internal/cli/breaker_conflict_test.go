@@ -1,0 +1,33 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Two queues of a configuration file whose handlers name one circuit
+// breaker with different settings are refused before anything is written:
+// the refusal came once the workers started, after the file's queues were
+// created and their settings changed, though exit 2 says nothing was.
+func TestConflictingBreakersChangeNothing(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "migrate")
+	d.ok(t, "queue", "create", "sha", "--max-retries", "10")
+	cfg := writeFile(t, "cfg.yaml", `
+queues:
+  sha:
+    max_retries: 7
+    handler: {type: exec, command: [/bin/sh, -c, "exit 75"], breaker: {name: shared, failure_threshold: 3}}
+  shnew:
+    handler: {type: exec, command: [/bin/sh, -c, "exit 0"], breaker: {name: shared}}
+`)
+	msg := d.fails(t, 2, "--config", cfg, "work", "--until-idle")
+	if !strings.Contains(msg, `circuit breaker "shared" is configured twice with different settings`) || !strings.Contains(msg, "queue sha") || !strings.Contains(msg, "queue shnew") {
+		t.Fatalf("work with a breaker configured twice: %q; want the refusal naming both queues", msg)
+	}
+	out := d.ok(t, "queues")
+	if strings.Contains(out, "shnew") || !strings.Contains(out, "10, ") {
+		t.Fatalf("the refused file changed the queues:\n%s", out)
+	}
+}
