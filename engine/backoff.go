@@ -43,8 +43,8 @@ func policyOf(q store.QueueSettings) RetryPolicy {
 }
 
 // NextDelay returns the wait after failed attempt number attempt (1-based).
-// rnd is a uniform random number in [0, 1); passing it in keeps the formula
-// testable.
+// rnd is a uniform random number in [0, 1) (one outside it is taken as
+// 0.5, no jitter); passing it in keeps the formula testable.
 //
 // Exponential: min(Backoff * 2^(attempt-1), BackoffMax), times a factor in
 // [1-Jitter, 1+Jitter], capped at BackoffMax.
@@ -52,6 +52,11 @@ func policyOf(q store.QueueSettings) RetryPolicy {
 // BackoffMax (Rails' polynomially_longer).
 func (p RetryPolicy) NextDelay(attempt int, rnd float64) time.Duration {
 	attempt = max(attempt, 1)
+	if !(rnd >= 0 && rnd < 1) {
+		// Outside its range (NaN from a broken source) it would stretch
+		// delays, or make them negative, using the attempts up at once.
+		rnd = 0.5
+	}
 	var d float64
 	if p.Strategy == store.BackoffPolynomial {
 		a := float64(attempt)

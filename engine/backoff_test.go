@@ -94,3 +94,16 @@ func TestPolynomialStrategy(t *testing.T) {
 		t.Errorf("polynomial attempt 20 = %s, want capped at 1h", d)
 	}
 }
+
+// A random source outside [0, 1) (NaN from a broken one) is taken as no
+// jitter: NaN made every delay the most negative Duration, and the
+// attempts were used up at once.
+func TestNextDelayOfABrokenRandomSource(t *testing.T) {
+	t.Parallel()
+	p := engine.DefaultRetryPolicy()
+	for _, rnd := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 1, 5} {
+		if got, want := p.NextDelay(1, rnd), p.NextDelay(1, 0.5); got != want {
+			t.Errorf("NextDelay(1, %v) = %s; want %s, as with no jitter", rnd, got, want)
+		}
+	}
+}

@@ -102,9 +102,11 @@ func TestProbeEndingWithoutVerdictFreesTheBreaker(t *testing.T) {
 			<-started // the breaker is half-open, its probe taken
 			if ending == "stop" {
 				stop()
-				// Another process, which finds the breaker as the stop left it.
+				// Another process, which finds the breaker as the stop left
+				// it, and the cut-off probe's message visible again: it
+				// runs again there, and the downstream answers now.
 				c = pgtest.NewClient(t, s, q, nil)
-				c.Handle("call", probeHandler(probe, started, &good), engine.HandlerOptions{Breaker: cfg})
+				c.Handle("call", probeHandler(func(context.Context) error { return nil }, started, &good), engine.HandlerOptions{Breaker: cfg})
 				pgtest.Start(t, c)
 			}
 			pgtest.Send(t, c, q, "good", engine.SendOptions{Kind: "call"})

@@ -68,14 +68,20 @@ func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &controlError{err: err, outcome: outcomeRetry, delay: max(d, 0)}
+	return &controlError{err: err, outcome: outcomeRetry, delay: min(max(d, 0), MaxDelay)}
 }
+
+// MaxDelay bounds the delay of RetryAfter, Nack and Snooze, and a
+// RetryPolicy's BackoffMax, as a queue's backoff max is bounded: a longer
+// one (a Retry-After of years, a mistyped constant) would park the message
+// out of sight of every check.
+const MaxDelay = 7 * 24 * time.Hour
 
 // Nack fails the attempt with an explicit delay, instead of the backoff, and
 // a reason, which is recorded as the error message. A delay of 0 or less
 // retries at once. The attempt counts toward max_retries.
 func Nack(delay time.Duration, reason string) error {
-	return &controlError{err: errors.New(reason), outcome: outcomeRetry, delay: max(delay, 0), explicit: true, class: ClassNack}
+	return &controlError{err: errors.New(reason), outcome: outcomeRetry, delay: min(max(delay, 0), MaxDelay), explicit: true, class: ClassNack}
 }
 
 // Discard archives the message with the failure recorded and the
@@ -94,7 +100,7 @@ const MinSnooze = time.Second
 // Snooze puts the message back for d, at least MinSnooze, without using an
 // attempt, for example while a downstream's circuit breaker is open.
 func Snooze(d time.Duration) error {
-	return &controlError{outcome: outcomeSnooze, delay: max(d, MinSnooze)}
+	return &controlError{outcome: outcomeSnooze, delay: min(max(d, MinSnooze), MaxDelay)}
 }
 
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the

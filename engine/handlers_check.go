@@ -132,7 +132,13 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 	if p.MaxRetries < 1 || p.MaxRetries > maxRetriesBound {
 		return fmt.Errorf("%w: %s: %s.MaxRetries %d is out of range 1..%d; a RetryPolicy replaces the whole policy, so start from engine.DefaultRetryPolicy() and change what you need", store.ErrInvalid, what, field, p.MaxRetries, maxRetriesBound)
 	}
-	if p.Backoff < 0 || p.BackoffMax < p.Backoff {
+	// The bounds of a queue's settings, which a kind's policy overrides.
+	switch {
+	case p.Backoff < 0 || p.Backoff > 24*time.Hour:
+		return fmt.Errorf("%w: %s: %s.Backoff %s is out of range 0..24h (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff)
+	case p.BackoffMax > MaxDelay:
+		return fmt.Errorf("%w: %s: %s.BackoffMax %s is more than %s", store.ErrInvalid, what, field, p.BackoffMax, MaxDelay)
+	case p.BackoffMax < p.Backoff:
 		return fmt.Errorf("%w: %s: %s has backoff %s and backoff max %s; the max caps every delay, so make it at least the backoff (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff, p.BackoffMax)
 	}
 	// A jitter past 1 makes some delays negative, and NaN makes them all

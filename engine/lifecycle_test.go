@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -735,5 +736,57 @@ func TestStuckHandlersKeepTheirSlots(t *testing.T) {
 	pgtest.Eventually(t, 30*time.Second, "every message done", func() bool { return pgtest.Live(t, s, q) == 0 })
 	if m := most.Load(); m > 2 {
 		t.Fatalf("%d handlers ran at once on a queue of concurrency 2", m)
+	}
+}
+
+// A failure whose retry would come after the message's deadline
+// dead-letters it at once, with reason deadline_exceeded and the failure:
+// the retry would only have been dead-lettered unrun, after a wait for
+// nothing. A retry within the deadline is still made.
+func TestRetryPastTheDeadlineDeadLettersNow(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) {
+		qs.MaxRetries = 10
+		qs.RetryBackoff, qs.RetryBackoffMax = time.Hour, time.Hour
+	})
+	c := pgtest.NewClient(t, s, q, nil)
+	var calls atomic.Int32
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		calls.Add(1)
+		return errors.New("downstream 500")
+	})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Deadline: time.Now().Add(30 * time.Minute)})
+	pgtest.Eventually(t, 20*time.Second, "the message dead-lettered", func() bool { return len(deadMessages(t, s, q)) == 1 })
+	b := deadMessages(t, s, q)[0].Block
+	if b["reason"] != store.ReasonDeadlineExceeded || b["error_message"] != "downstream 500" || b["attempts"] != 1.0 || calls.Load() != 1 {
+		t.Fatalf("block %v after %d runs; want deadline_exceeded with the failure of the one run", b, calls.Load())
+	}
+}
+
+// Delays a handler asks for are bounded as a queue's backoff is, at
+// MaxDelay: a Retry-After of years parked the message out of sight.
+func TestHandlerDelaysAreBounded(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 10 })
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("retry_after", func(context.Context, *engine.Job) error {
+		return engine.RetryAfter(1<<62, errors.New("429"))
+	})
+	c.Handle("nack", func(context.Context, *engine.Job) error { return engine.Nack(1<<62, "later") })
+	c.Handle("snooze", func(context.Context, *engine.Job) error { return engine.Snooze(1 << 62) })
+	pgtest.Start(t, c)
+	var ids []int64
+	for _, kind := range []string{"retry_after", "nack", "snooze"} {
+		ids = append(ids, pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: kind}))
+	}
+	latest := fmt.Sprintf("now() + interval '%d seconds'", int(engine.MaxDelay.Seconds())+60)
+	pgtest.Eventually(t, 20*time.Second, "every message put off", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE vt > now() + interval '1 day'`) == 3
+	})
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = ANY($1) AND vt <= `+latest, ids); n != 3 {
+		t.Fatalf("%d of 3 messages put off within MaxDelay (%s)", n, engine.MaxDelay)
 	}
 }

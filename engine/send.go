@@ -25,7 +25,9 @@ type SendOptions struct {
 	// Delay postpones the first delivery.
 	Delay time.Duration
 	// Deadline is when the message stops being worth running: past it, it is
-	// dead-lettered with reason deadline_exceeded instead of running.
+	// dead-lettered with reason deadline_exceeded instead of running, and a
+	// failure whose retry would come after it dead-letters it at once, with
+	// that reason and the failure.
 	Deadline time.Time
 	// IdempotencyKey is handed to the handler to pass downstream, and
 	// makes a second send with it return the first message's id instead of

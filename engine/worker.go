@@ -691,6 +691,13 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	if hint, ok := retryHint(err); ok && useHint {
 		res.delay = hint
 	}
+	if !d.deadline.IsZero() && time.Now().Add(res.delay).After(d.deadline) {
+		// Its retry would come past its deadline, to be dead-lettered
+		// unrun: dead-lettered now, with this failure, rather than after
+		// a wait for nothing.
+		res = res.deadLetter(store.ReasonDeadlineExceeded, f)
+		res.downstreamFailure = true
+	}
 	return res
 }
 

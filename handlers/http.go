@@ -139,7 +139,10 @@ func (e *StatusError) Error() string {
 	if text := http.StatusText(e.StatusCode); text != "" { // none for 599, say
 		b.WriteString(" " + text)
 	}
-	if e.Hint > 0 {
+	switch {
+	case e.Hint >= MaxRetryAfter:
+		fmt.Fprintf(&b, " (Retry-After %s, the most a retry waits for one: the response may have asked for longer)", e.Hint)
+	case e.Hint > 0:
 		fmt.Fprintf(&b, " (Retry-After %s)", e.Hint)
 	}
 	if e.Location != "" {

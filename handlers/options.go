@@ -148,7 +148,7 @@ type Rule struct {
 	Action     string    `yaml:"action" help:"retry (with the backoff, whatever Retry-After says), retry_after_hint (retry after the response's Retry-After; http only), discard (archive with the failure recorded) or dead_letter"`
 	MaxRetries *int      `yaml:"max_retries" help:"retry and retry_after_hint only, like the rest of these keys: how often these failures are retried (1..1000); alone, it keeps the queue's backoff, else the keys not given take their defaults"`
 	Backoff    *Duration `yaml:"backoff" help:"the first retry's delay (at most 24h, default 5s)"`
-	BackoffMax *Duration `yaml:"backoff_max" help:"caps every delay (at most 168h, default 5m)"`
+	BackoffMax *Duration `yaml:"backoff_max" help:"caps every backoff delay (at most 168h, default 5m); a retry after a response's Retry-After (retry_after_hint, and a 429 or 503 by default) waits what it asks instead, up to 1h"`
 	Jitter     *float64  `yaml:"jitter" help:"spreads delays by up to this share either way (0..1, default 0.15)"`
 	Strategy   string    `yaml:"strategy" help:"exponential (the default) or polynomial"`
 }
