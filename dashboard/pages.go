@@ -337,7 +337,7 @@ type bulkItem struct {
 
 func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
-		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted, CameBack: r.CameBack}
+		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted, CameBack: r.CameBack, Next: r.Next}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
 	}

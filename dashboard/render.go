@@ -384,6 +384,7 @@ func hintCommands(hints []ops.Hint) []command {
 // addresses, which depend on the base path.
 var funcs = template.FuncMap{
 	"hintlinks": hintLinks,
+	"hintcmds":  hintCommands,
 	"queuePath": queuePath,
 	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"abs":       func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
