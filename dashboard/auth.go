@@ -282,6 +282,7 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 		s.setSession(w, r, sess)
 	}
 	v := s.newView(r, sess)
+	v.Title = "Log in"
 	s.render(w, r, http.StatusOK, "login", v, loginData{Next: safeNext(r.URL.Query().Get("next"))})
 }
 
@@ -299,6 +300,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ok := s.readSession(r)
 	v := s.newView(r, sess)
+	v.Title = "Log in"
 	if !ok || !s.csrfOK(r, sess) {
 		s.refuse(w, r, v, http.StatusForbidden, s.staleLogin(r, ok))
 		return
@@ -310,7 +312,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !right {
 		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
-			Error: "That is not the server's token. Enter the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)."})
+			Error: "That is not the server's token. Enter the token the server was given (pgbus serve or pgbus dashboard --auth-token, or PGBUS_MCP_TOKEN)."})
 		return
 	}
 	s.setSession(w, r, s.newSession(true))
@@ -351,7 +353,7 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 	at := s.cfg.Now().Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
 	s.log.Warn("dashboard: login refused, too many wrong tokens", "remote", r.RemoteAddr, "client", client, "retry_after_seconds", secs)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %s (at %s). Copy the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", plural.Count(secs, "second", "seconds"), at)
+	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %s (at %s). Copy the token the server was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", plural.Count(secs, "second", "seconds"), at)
 	if form != nil {
 		form.Error = msg
 		s.render(w, r, http.StatusTooManyRequests, "login", v, *form)

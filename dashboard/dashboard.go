@@ -204,12 +204,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// staticFiles serves the embedded assets with a cache lifetime. A name
-// that is not UTF-8 names none: the file server would answer it with a
+// staticFiles serves the embedded assets with a cache lifetime, and no
+// directory listing. A name that is not UTF-8 names none: the file server would answer it with a
 // server error, since no file system can hold it.
 func staticFiles(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !utf8.ValidString(r.URL.Path) {
+		// A directory's listing is no asset.
+		if !utf8.ValidString(r.URL.Path) || r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
 			http.NotFound(w, r)
 			return
 		}

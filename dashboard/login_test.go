@@ -260,6 +260,9 @@ func TestLoginNextStaysUnderTheBasePath(t *testing.T) {
 		get := httptest.NewRequest(http.MethodGet, "/pgbus/login?next="+url.QueryEscape(next), nil)
 		page := httptest.NewRecorder()
 		h.ServeHTTP(page, get)
+		if !strings.Contains(page.Body.String(), "<title>Log in · pgbus</title>") {
+			t.Errorf("the login page's title is not Log in:\n%.600s", page.Body.String())
+		}
 		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
 		post := httptest.NewRequest(http.MethodPost, "/pgbus/login", strings.NewReader(form.Encode()))
 		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -43,6 +43,13 @@ func TestUnreadableRequestsAreRefused(t *testing.T) {
 	if code, page, _ := b.post("/dlq/selected", many, nil); code != http.StatusBadRequest || !strings.Contains(page, "form cannot be read") {
 		t.Errorf("a form of 12,000 fields: %d; want 400 saying it cannot be read\n%.2000s", code, page)
 	}
+	// Nor does the assets' directory list them.
+	if code, page, _ := b.get("/static/"); code != http.StatusNotFound || strings.Contains(page, "style.css") {
+		t.Errorf("GET /static/: %d; want 404, no listing\n%s", code, page)
+	}
+	if code, _, _ := b.get("/static/style.css"); code != http.StatusOK {
+		t.Errorf("GET /static/style.css: %d", code)
+	}
 	if n := pgtest.Live(t, st, q+"_dlq"); n != 5 {
 		t.Fatalf("%d dead messages left of 5", n)
 	}

@@ -102,7 +102,7 @@ func checkPacedSpan(rate float64, limit int) error {
 		return nil
 	}
 	least := math.Ceil(float64(limit)/MaxPacedSpan.Seconds()*1000) / 1000
-	return invalidf("at rate %v a limit of %d messages would take %.0f days to become visible, and at most 7 are allowed: give a rate of %v or more, or a lower limit",
+	return invalidf("at rate %v a limit of %d messages would take %.0f days to become visible, while a paced retry may take 7 days at most: give a rate of %v or more, or a lower limit",
 		rate, limit, float64(limit)/rate/86400, least)
 }
 
