@@ -41,7 +41,7 @@ func TestDeadGroupsShowComebacks(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /dlq: %d\n%s", code, page)
 	}
-	once, thrice := pieceWith(page, `<li class="group">`, "Once</a></h2>"), pieceWith(page, `<li class="group">`, "Thrice</a></h2>")
+	once, thrice := pieceWith(page, `<li class="group">`, "Once</bdi></a></h2>"), pieceWith(page, `<li class="group">`, "Thrice</bdi></a></h2>")
 	if !strings.Contains(thrice, "died again after 2 DLQ retries") || once == "" || strings.Contains(once, "Came back") {
 		t.Errorf("groups:\nonce: %s\nthrice: %s\nwant the comeback said of thrice only", once, thrice)
 	}

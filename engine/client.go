@@ -34,7 +34,8 @@ const MinDatabaseCallTimeout = time.Second
 
 // Config configures a Client. Zero values take the defaults given;
 // NewClient refuses the intervals that pace its loops when they are
-// shorter than MinInterval.
+// shorter than MinInterval, and negative durations but where a field says
+// what one means.
 type Config struct {
 	// Queues are the queues this client works.
 	Queues []QueueConfig
@@ -185,6 +186,25 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// checkNegative refuses a negative duration where none has a meaning
+// (RetentionInterval, AuditRetention and VacuumAfter take one for never):
+// the defaults would take its place without a word.
+func (c Config) checkNegative() error {
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"PollInterval", c.PollInterval}, {"DrainTimeout", c.DrainTimeout}, {"HandlerGrace", c.HandlerGrace},
+		{"VisibilityHeartbeat", c.VisibilityHeartbeat}, {"ProcessHeartbeat", c.ProcessHeartbeat},
+		{"SettingsRefresh", c.SettingsRefresh}, {"StatsFlush", c.StatsFlush}, {"DatabaseCallTimeout", c.DatabaseCallTimeout},
+	} {
+		if d.value < 0 {
+			return fmt.Errorf("%w: Config.%s %s is negative: give a positive duration, or leave it zero for the default", store.ErrInvalid, d.field, d.value)
+		}
+	}
+	return nil
+}
+
 // MinInterval is the shortest PollInterval, VisibilityHeartbeat,
 // ProcessHeartbeat, SettingsRefresh, StatsFlush and RetentionInterval
 // NewClient takes.
@@ -263,6 +283,9 @@ type Client struct {
 func NewClient(st *store.Store, cfg Config) (*Client, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: NewClient needs a store: open one with store.Open", store.ErrInvalid)
+	}
+	if err := cfg.checkNegative(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -579,8 +602,12 @@ func (c *Client) checkQueues(ctx context.Context) error {
 			have[dlq] = true
 		}
 		for _, name := range append(physical, store.DLQName(q.Name)) {
-			if !have[name] {
-				return fmt.Errorf("%w: queue %q (its table %s) does not exist; create it first", store.ErrNotFound, q.Name, name)
+			switch {
+			case have[name]:
+			case name == q.Name:
+				return fmt.Errorf("%w: queue %q does not exist; create it first (ops.Service.QueueCreate, Store.CreateQueue, or pgbus queue create %s)", store.ErrNotFound, q.Name, q.Name)
+			default:
+				return fmt.Errorf("%w: queue %q is missing its part %s (its PGMQ queue pgmq.q_%s was dropped); create the queue again (ops.Service.QueueCreate, or pgbus queue create %s), which mends it", store.ErrNotFound, q.Name, name, name, q.Name)
 			}
 		}
 		c.physical[q.Name] = physical
@@ -664,7 +691,7 @@ func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hard
 	}
 	if n := running(); n > 0 {
 		// Said at once: a stop that waits in silence looks hung.
-		c.log.Info("pgbus: stopping; waiting for the running jobs to finish", "running", n, "drain_timeout", c.cfg.DrainTimeout)
+		c.log.Info("pgbus: stopping; waiting for the running jobs, up to the drain timeout", "running", n, "drain_timeout", c.cfg.DrainTimeout.String())
 	}
 	timeout := time.NewTimer(c.cfg.DrainTimeout)
 	defer timeout.Stop()

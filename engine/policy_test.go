@@ -535,6 +535,35 @@ func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
 	}
 }
 
+// A negative duration where none means anything is refused, naming the
+// field: the default took its place without a word (a DrainTimeout of -1s
+// waited 30s). RetentionInterval's negative, never, is taken.
+func TestNewClientRefusesNegativeDurations(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := uniqueName("q")
+	for field, set := range map[string]func(*engine.Config){
+		"PollInterval":        func(c *engine.Config) { c.PollInterval = -time.Second },
+		"DrainTimeout":        func(c *engine.Config) { c.DrainTimeout = -time.Second },
+		"HandlerGrace":        func(c *engine.Config) { c.HandlerGrace = -time.Second },
+		"VisibilityHeartbeat": func(c *engine.Config) { c.VisibilityHeartbeat = -time.Second },
+		"ProcessHeartbeat":    func(c *engine.Config) { c.ProcessHeartbeat = -time.Second },
+		"SettingsRefresh":     func(c *engine.Config) { c.SettingsRefresh = -time.Second },
+		"StatsFlush":          func(c *engine.Config) { c.StatsFlush = -time.Second },
+		"DatabaseCallTimeout": func(c *engine.Config) { c.DatabaseCallTimeout = -time.Second },
+	} {
+		cfg := engine.Config{Queues: []engine.QueueConfig{{Name: q}}}
+		set(&cfg)
+		c, err := engine.NewClient(s, cfg)
+		if want := "Config." + field + " -1s is negative"; c != nil || !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: NewClient made a client: %t, err %v; want ErrInvalid saying %q", field, c != nil, err, want)
+		}
+	}
+	if c, err := engine.NewClient(s, engine.Config{Queues: []engine.QueueConfig{{Name: q}}, RetentionInterval: -1}); c == nil || err != nil {
+		t.Errorf("RetentionInterval -1 (never): %v", err)
+	}
+}
+
 // A client keeps its own copy of Config.Queues: the caller's slice keeps
 // the values it gave (the default concurrency was written into it), and
 // reused for another client afterwards, it does not change the queues

@@ -144,6 +144,11 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 		headers[store.HeaderKind] = opts.Kind
 	}
 	if !opts.Deadline.IsZero() {
+		// A year outside 1..9999 has no RFC 3339 form a worker can read:
+		// written anyway, the message would run as if it had no deadline.
+		if y := opts.Deadline.UTC().Year(); y < 1 || y > 9999 {
+			return store.NewMessage{}, fmt.Errorf("%w: deadline %s is not a time a message can carry (years 1 to 9999); give a real deadline, or none", store.ErrInvalid, opts.Deadline.UTC().Format(time.RFC3339))
+		}
 		headers[store.HeaderDeadline] = opts.Deadline.UTC().Format(time.RFC3339Nano)
 	}
 	if opts.IdempotencyKey != "" {

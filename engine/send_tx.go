@@ -162,7 +162,9 @@ func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessa
 	for i := range built {
 		target, err := c.sendTarget(ctx, queue, msgs[i].Options.Priority)
 		if err != nil {
-			if len(msgs) > 1 {
+			// Only a refusal of the message is the message's: the queue
+			// missing or the context ended is the whole batch's.
+			if len(msgs) > 1 && errors.Is(err, store.ErrInvalid) {
 				err = fmt.Errorf("%w (the batch's message at index %d)", err, i)
 			}
 			return nil, err

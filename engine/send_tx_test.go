@@ -464,6 +464,14 @@ func TestSendTxRefusalsLeaveTheTransactionUsable(t *testing.T) {
 			_, err := c.SendTx(ctx, tx, q+"_dlq", 1, engine.SendOptions{})
 			return err
 		}, store.ErrInvalid, "send to \"" + q + "\" instead"},
+		{"deadline before year 1", func() error {
+			_, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{Deadline: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC)})
+			return err
+		}, store.ErrInvalid, "years 1 to 9999"},
+		{"deadline after year 9999", func() error {
+			_, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{Deadline: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+			return err
+		}, store.ErrInvalid, "years 1 to 9999"},
 		{"priority on a plain queue", func() error {
 			_, err := c.SendTx(ctx, tx, q, 1, engine.SendOptions{Priority: 1})
 			return err

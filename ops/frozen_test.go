@@ -22,10 +22,13 @@ const frozenPool = 4
 // frozenPool connections goes through a proxy the test can freeze.
 func frozenSetup(t *testing.T, dead int) (direct *store.Store, q string, proxy *pgtest.FreezingProxy, through *store.Store, svc *ops.Service) {
 	t.Helper()
-	direct = testStore(t)
+	// A database of its own: a lock another package's test holds on the
+	// shared one (its LOCK TABLE) would be named as the cause.
+	url := pgtest.NewDatabase(t)
+	direct = pgtest.OpenStore(t, url)
 	q = newQueue(t, direct, nil)
 	pgtest.DeadLetterN(t, direct, q, dead, pgtest.DeadSpec{})
-	proxy = pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	proxy = pgtest.NewFreezingProxy(t, url)
 	through = pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", fmt.Sprint(frozenPool)))
 	svc = newService(t, through, ops.Options{DatabaseCallTimeout: time.Second})
 	return direct, q, proxy, through, svc

@@ -511,7 +511,8 @@ type QueueCreateRequest struct {
 	Settings   SettingsChange
 }
 
-// QueueCreated is the queue after a create.
+// QueueCreated is the queue after a create. Priorities is the number of
+// its priority levels, those it had for a queue that existed.
 type QueueCreated struct {
 	Queue      string        `json:"queue"`
 	DLQ        string        `json:"dlq"`
@@ -571,6 +572,17 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	}
 	out.Settings = RetrySettings(next.Plain())
 	out.Created, out.Changed = !exists, next != cur
+	if stored && req.Priorities == 0 {
+		// The levels it has, fixed when it was made: the request gives
+		// only settings.
+		physical, err := s.store.PhysicalQueues(ctx, req.Queue)
+		if err != nil {
+			return out, err
+		}
+		if len(physical) > 1 {
+			out.Priorities = len(physical)
+		}
+	}
 	if stored {
 		out.Kept = req.Settings.kept(cur, store.DefaultQueueSettings(req.Queue))
 	}

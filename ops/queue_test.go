@@ -107,8 +107,14 @@ func TestPriorityQueueStatsSumLevels(t *testing.T) {
 	q := uniqueName("opq")
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
 	created, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3})
-	if err != nil || !created.Created || created.DLQ != q+"_dlq" {
+	if err != nil || !created.Created || created.DLQ != q+"_dlq" || created.Priorities != 3 {
 		t.Fatalf("create = %+v, %v", created, err)
+	}
+	// Made again with settings only, it keeps its levels, and says so.
+	seven := 7
+	again, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{MaxRetries: &seven}})
+	if err != nil || again.Created || !again.Changed || again.Priorities != 3 {
+		t.Fatalf("create again with settings = %+v, %v; want its 3 levels", again, err)
 	}
 	for _, p := range []int{0, 1, 1, 2} {
 		sent, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{}`), Priority: p})

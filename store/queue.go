@@ -138,7 +138,15 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 	}
 	var levels int
 	err := s.reads.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&levels)
-	if err != nil && err != pgx.ErrNoRows {
+	switch {
+	case isUndefinedTable(err):
+		// The first statement of a send: on a database never migrated,
+		// say so rather than that a table is missing.
+		// The database's error stays reachable (errors.As), for a caller
+		// that reads its SQLSTATE.
+		return nil, &kindError{kind: errors.Join(ErrSchemaMissing, err), msg: fmt.Sprintf(
+			"queue %q: the database has no pgbus schema; migrate it first (Store.Migrate, or pgbus migrate) with a role that may create tables", name)}
+	case err != nil && err != pgx.ErrNoRows:
 		return nil, fmt.Errorf("store: physical queues of %q: %w", name, err)
 	}
 	return physicalNames(name, levels), nil

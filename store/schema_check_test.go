@@ -220,3 +220,15 @@ func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
 		t.Fatalf("migrate as a role that may not: %v; want ErrSchemaOld and the refusal, saying %q", err, want)
 	}
 }
+
+// A send's first statement on a database never migrated says the schema is
+// missing and to migrate, as the operations and Run do, not that a table
+// does not exist.
+func TestPhysicalQueuesOfAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgtest.NewDatabase(t))
+	_, err := s.PhysicalQueues(testContext(t), "orders")
+	if !errors.Is(err, store.ErrSchemaMissing) || !strings.Contains(err.Error(), "migrate it first") {
+		t.Fatalf("physical queues on an unmigrated database: %v; want ErrSchemaMissing saying to migrate", err)
+	}
+}
