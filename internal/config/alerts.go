@@ -86,7 +86,7 @@ func (f *File) checkAlerts() error {
 		return f.Errorf("alerts.format", "%v", err)
 	}
 	if tag, ok := f.tags["alerts.growth_threshold"]; ok && tag != "!!int" && tag != "!!null" {
-		return f.Errorf("alerts.growth_threshold", "is not a whole number")
+		return f.Errorf("alerts.growth_threshold", "%q is not a whole number", f.values["alerts.growth_threshold"])
 	}
 	if a.URL == "" && (a.Enabled == nil || *a.Enabled) {
 		return f.Errorf("alerts.url", "missing; give the webhook's URL, or set alerts.enabled: false")

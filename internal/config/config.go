@@ -74,8 +74,9 @@ type File struct {
 	AuditRetention *Retention `yaml:"audit_retention"`
 
 	path  string
-	lines map[string]int    // key path -> line of the key
-	tags  map[string]string // key path -> YAML tag of its value
+	lines  map[string]int    // key path -> line of the key
+	tags   map[string]string // key path -> YAML tag of its value
+	values map[string]string // key path -> its value, when a scalar
 }
 
 // Worker holds settings of the worker processes.
@@ -407,12 +408,12 @@ func Load(path string) (*File, error) {
 // Parse decodes and checks a configuration held in memory; name is used
 // in errors.
 func Parse(name string, data []byte) (*File, error) {
-	cfg := &File{path: name, lines: map[string]int{}, tags: map[string]string{}}
+	cfg := &File{path: name, lines: map[string]int{}, tags: map[string]string{}, values: map[string]string{}}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, cfg.yamlError(data, err)
 	}
-	indexLines(&root, "", cfg.lines, cfg.tags)
+	indexLines(&root, "", cfg.lines, cfg.tags, cfg.values)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && err != io.EOF {
@@ -433,8 +434,8 @@ func Parse(name string, data []byte) (*File, error) {
 // (<<: *defaults) are read as YAML reads them: keys of the mapping itself
 // first, then the merged ones it lacks, so that the checks on tags see the
 // values the decoder uses.
-func indexLines(n *yaml.Node, prefix string, out map[string]int, tags map[string]string) {
-	ix := indexer{lines: out, tags: tags, budget: maxIndexedNodes, open: map[*yaml.Node]bool{}}
+func indexLines(n *yaml.Node, prefix string, out map[string]int, tags, values map[string]string) {
+	ix := indexer{lines: out, tags: tags, values: values, budget: maxIndexedNodes, open: map[*yaml.Node]bool{}}
 	ix.node(n, prefix)
 }
 
@@ -449,6 +450,7 @@ const maxIndexedNodes = 100_000
 type indexer struct {
 	lines  map[string]int
 	tags   map[string]string
+	values map[string]string
 	budget int
 	open   map[*yaml.Node]bool
 }
@@ -519,6 +521,9 @@ func (ix *indexer) key(k, v *yaml.Node, prefix string) {
 	}
 	ix.lines[path] = k.Line
 	ix.tags[path] = v.ShortTag()
+	if v.Kind == yaml.ScalarNode {
+		ix.values[path] = v.Value
+	}
 	ix.node(v, path)
 }
 
@@ -544,13 +549,18 @@ func (f *File) yamlError(data []byte, err error) error {
 	}
 	e := &Error{File: f.path, Line: line}
 	if u := unknownField.FindStringSubmatch(msg); u != nil {
-		e.Key = f.keyAt(line, u[1])
+		e.Key = f.keyAt(line, u[1], "")
 		e.Reason = fmt.Sprintf("unknown key %q", u[1])
 		if known := knownKeys[u[2]]; len(known) > 0 {
 			e.Reason += "; known keys here: " + strings.Join(known, ", ")
 		}
 	} else {
-		e.Key = f.keyAt(line, "")
+		e.Key = f.keyAt(line, "", msg)
+		if m := duplicateKey.FindStringSubmatch(msg); m != nil {
+			if at, err := strconv.Atoi(m[2]); err == nil {
+				e.Key = f.keyAt(at, m[1], "")
+			}
+		}
 		e.Reason = yamlerr.Words(msg)
 		if name, ok := strings.CutPrefix(e.Key, "alerts.headers."); ok {
 			// After "...X-Api-Key: ", the reason would read as the
@@ -565,11 +575,12 @@ func (f *File) yamlError(data []byte, err error) error {
 	return e
 }
 
-// keyAt finds the key path on a line, preferring one ending in name; when
-// no key is on that line (a list item, a value on the next line), the
-// nearest key above it.
-func (f *File) keyAt(line int, name string) string {
-	best, bestLine := "", 0
+// keyAt finds the key path on a line, preferring one ending in name, and
+// of keys on one line (a flow mapping, {a: 1s, b: -5s}) the one whose value
+// msg quotes; when no key is on that line (a list item, a value on the
+// next line), the nearest key above it.
+func (f *File) keyAt(line int, name, msg string) string {
+	best, bestLine, quoted := "", 0, false
 	for k, l := range f.lines {
 		if l > line {
 			continue
@@ -578,12 +589,19 @@ func (f *File) keyAt(line int, name string) string {
 		if l == line && name != "" && last != name {
 			continue
 		}
-		if l > bestLine || l == bestLine && len(k) > len(best) {
-			best, bestLine = k, l
+		v, scalar := f.values[k]
+		q := l == line && msg != "" && scalar && v != "" && strings.Contains(msg, strconv.Quote(v))
+		switch {
+		case l > bestLine, l == bestLine && q && !quoted, l == bestLine && q == quoted && len(k) > len(best):
+			best, bestLine, quoted = k, l, q
 		}
 	}
 	return best
 }
+
+// duplicateKey is the decoder's message for a key given twice in a
+// mapping, with the key and the line of its first use.
+var duplicateKey = regexp.MustCompile(`mapping key "([^"]*)" already defined at line (\d+)`)
 
 // knownKeys lists, by Go type name as the decoder prints it, the keys a
 // mapping of that type accepts.
@@ -657,7 +675,7 @@ func (f *File) check() error {
 		// as one.
 		for _, k := range []string{"concurrency", "max_retries"} {
 			if tag, ok := f.tags[key+"."+k]; ok && tag != "!!int" && tag != "!!null" {
-				return f.Errorf(key+"."+k, "is not a whole number")
+				return f.Errorf(key+"."+k, "%q is not a whole number", f.values[key+"."+k])
 			}
 		}
 		if err := store.ValidateQueueName(name); err != nil {

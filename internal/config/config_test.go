@@ -138,6 +138,12 @@ func TestErrors(t *testing.T) {
 		{"worker:\n  database_call_timeout: 30\n", "worker.database_call_timeout", 2, `"30" is not a duration`},
 		{"log_format: xml\n", "log_format", 1, "use auto, text or json"},
 		{"queues:\n  a: {}\n  a: {}\n", "queues.a", 3, `mapping key "a" already defined`},
+		// Keys on one line (flow style): the one whose value is wrong.
+		{"worker: {poll_interval: 1s, drain_timeout: -5s}\n", "worker.drain_timeout", 1, `"-5s" is negative`},
+		{"worker: {poll_interval: 1s, drain_timeout: 5x}\n", "worker.drain_timeout", 1, `"5x" is not a duration`},
+		{"queues:\n  q1: {max_retries: 3, backoff: -1s, handler: {type: demo}}\n", "queues.q1.backoff", 2, `"-1s" is negative`},
+		{"queues:\n  q1:\n    handler: {type: demo}\n  q1:\n    handler: {type: demo}\n", "queues.q1", 4, `mapping key "q1" already defined at line 2`},
+		{"queues:\n  a:\n    max_retries: 3.7\n", "queues.a.max_retries", 3, `"3.7" is not a whole number`},
 		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 2160h for 90 days, or off to keep every entry`},
 		{"audit_retention: 100000h\n", "audit_retention", 1, "100000h0m0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry"},
 		{"log_level: info\naudit_retention: 0\n", "audit_retention", 2, "0s is out of range 1m..87600h"},
