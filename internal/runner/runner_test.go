@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -215,5 +216,38 @@ func TestMCPConfigCheck(t *testing.T) {
 		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s on %q: %v, want %q", c.cfg.Transport, c.cfg.HTTP.Addr, err, c.want)
 		}
+	}
+}
+
+// Work to stop once the queues are idle, and within a time, fails when the
+// time runs out first, saying work is left: a script's "work --until-idle
+// --for 10m && next" took it for the queues drained. Idle in time, it
+// returns nil.
+func TestWorkUntilIdleWithinATime(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, q := setUp(t)
+	queues := []config.WorkQueue{q}
+	client := func() *engine.Client {
+		c, err := runner.NewClient(st, queues, engine.Config{PollInterval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	send(t, svc, q.Name, 2)
+	if err := runner.Work(ctx, client(), svc, queues, runner.WorkOptions{UntilIdle: true, For: time.Minute}); err != nil {
+		t.Fatalf("Work idle within its time: %v", err)
+	}
+	// Not due for an hour: never idle within the time.
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q.Name, Payload: []byte(`{"order_id": 2}`), Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	err := runner.Work(ctx, client(), svc, queues, runner.WorkOptions{UntilIdle: true, For: 300 * time.Millisecond})
+	if !errors.Is(err, runner.ErrNotIdle) || !strings.Contains(err.Error(), "ran out with work left") {
+		t.Fatalf("Work whose time ran out with a message waiting: %v; want ErrNotIdle", err)
+	}
+	// --for alone is no promise of idle: its end is no error.
+	if err := runner.Work(ctx, client(), svc, queues, runner.WorkOptions{For: 300 * time.Millisecond}); err != nil {
+		t.Fatalf("Work for a time: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -137,7 +138,8 @@ type WorkOptions struct {
 
 // Work runs client on queues until ctx ends, opts.For passes or, with
 // opts.UntilIdle, every queue is empty. Stopping so is no error, even
-// while the workers were starting.
+// while the workers were starting, but for opts.For passing before the
+// queues were idle when opts.UntilIdle asked for both (ErrNotIdle).
 func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues []config.WorkQueue, opts WorkOptions) error {
 	log := orDiscard(opts.Logger)
 	runCtx, stop := context.WithCancel(ctx)
@@ -152,9 +154,11 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 	// caller closes next.
 	defer watcher.Wait()
 	defer stop()
+	var idle atomic.Bool
 	if opts.UntilIdle {
 		watcher.Go(func() {
 			if err := WaitIdle(runCtx, svc, queues, log, nil); err == nil {
+				idle.Store(true)
 				log.Info("pgbus work: no work left, every queue empty or paused; stopping (--until-idle)")
 				stop()
 			}
@@ -170,8 +174,25 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 		opts.Jobs.Summary(queueNames(queues))
 	}
 	log.Info("pgbus work: stopped")
+	if opts.UntilIdle && opts.For > 0 && ctx.Err() == nil && !idle.Load() && !idleNow(ctx, svc, queues, log) {
+		// A script's "work --until-idle --for 10m && next" must not take
+		// the time running out for the queues drained.
+		return &ops.Error{Err: ErrNotIdle, Msg: fmt.Sprintf("the time given (%s) ran out with work left: the queues were not idle (nothing is lost: what is left waits in them)", opts.For),
+			Hints: []ops.Hint{{Op: ops.OpQueueStats, Why: "shows what is left"}}}
+	}
 	return nil
 }
+
+// idleNow reports whether the queues are idle now, as WaitIdle would say
+// at its next look: the jobs the stop let finish may have been the last.
+func idleNow(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) bool {
+	_, idle, err := looker{svc: svc, log: log, failing: map[string]string{}}.look(ctx, queues)
+	return err == nil && idle
+}
+
+// ErrNotIdle is wrapped by Work's error when it was to stop once the queues
+// were idle and its time (WorkOptions.For) ran out first: work is left.
+var ErrNotIdle = errors.New("not idle")
 
 func queueNames(queues []config.WorkQueue) []string {
 	names := make([]string, len(queues))
