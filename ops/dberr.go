@@ -110,12 +110,27 @@ func (s *Service) schemaError(ctx context.Context, err error) error {
 // resourceError is err, refused by the database for want of a resource
 // (SQLSTATE class 53) or because it takes no connections now (57P03),
 // with what that means for the call and what to do; other errors pass
-// unchanged. The database's own words, and its hint, stay in the message.
+// unchanged. The database's own words, and its hint, stay in the message;
+// a bulk call stopped partway keeps its error, its cause said so.
 func resourceError(err error, e effect) error {
 	code, dbHint := store.SQLState(err)
 	a := resourceAdvice(code)
 	if a.what == "" {
 		return unreachableError(err, e)
+	}
+	var pd *PartlyDone
+	if errors.As(err, &pd) {
+		// A bulk call stopped partway keeps its own error, which says what
+		// it did and that the same call does the rest: only its cause is
+		// said so, marked unavailable for a database that takes no
+		// connections (shutting down), whose next step is then the health
+		// check. Wrapped instead, its next steps lost the health check.
+		c := cause{msg: fmt.Sprintf("%s (%v); %s", a.what, pd.Err, a.todo), err: pd.Err}
+		if code == "57P03" {
+			c.err = errors.Join(ErrUnavailable, pd.Err)
+		}
+		pd.Err = c
+		return err
 	}
 	parts := []string{fmt.Sprintf("%s (%v)", a.what, err)}
 	if dbHint != "" {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,7 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 			ids[i] = fmt.Sprint(id)
 		}
 		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
-			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","), clip(dash(oneLine(g.ErrorMessage)), 70))
+			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","), messageCell(dash(g.ErrorMessage), 70))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -77,6 +78,25 @@ func writeComebacks(w io.Writer, groups []ops.DeadGroup) {
 	}
 }
 
+// messageCell fits an error message into a table cell of n characters. A
+// message of several lines that does not fit (a command's exit code, then
+// the last lines it printed) keeps the start of its first line and its
+// last line, which most often says what went wrong: cut at n, the cell
+// showed the command's path and exit code only.
+func messageCell(s string, n int) string {
+	var lines []string
+	for l := range strings.Lines(s) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 || utf8.RuneCountInString(oneLine(s)) <= n {
+		return clip(s, n)
+	}
+	last := clip(lines[len(lines)-1], n-20) // 19 and more for the first
+	return clip(lines[0], n-utf8.RuneCountInString(last)-1) + " " + last
+}
+
 // oneLine puts a message on one line, for a table cell.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -94,7 +114,7 @@ func writeDeadList(w io.Writer, page ops.DLQList) error {
 			attempts += " after " + plural.Count(it.RetriesFromDLQ, "DLQ retry", "DLQ retries")
 		}
 		t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
-			attempts, ago(it.DeadLetteredAt), clip(dash(it.ErrorMessage), 70))
+			attempts, ago(it.DeadLetteredAt), messageCell(dash(it.ErrorMessage), 70))
 	}
 	return t.flush()
 }
@@ -150,7 +170,7 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		fmt.Fprintln(w, "failures:")
 		t := newTable(w, "  #", "AT", "KIND", "RAN", "ERROR CLASS", "ERROR")
 		for _, f := range m.History {
-			t.row(attemptLabel(f), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, clip(f.ErrorMessage, 100))
+			t.row(attemptLabel(f), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, messageCell(f.ErrorMessage, 100))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -402,7 +422,7 @@ func writeDiscardedList(w io.Writer, res ops.DLQDiscarded) error {
 			restorable = "no (retried with a corrected payload)"
 		}
 		t.row(it.MsgID, dash(it.Kind), dash(it.Reason), dash(it.ErrorClass), ago(it.DeadLetteredAt), ago(it.DiscardedAt),
-			restorable, clip(dash(it.ErrorMessage), 70))
+			restorable, messageCell(dash(it.ErrorMessage), 70))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -73,7 +73,7 @@ type File struct {
 	// say (engine.DefaultAuditRetention, 90 days).
 	AuditRetention *Retention `yaml:"audit_retention"`
 
-	path  string
+	path   string
 	lines  map[string]int    // key path -> line of the key
 	tags   map[string]string // key path -> YAML tag of its value
 	values map[string]string // key path -> its value, when a scalar

@@ -1,0 +1,29 @@
+package ops
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A bulk call stopped partway by a database that takes no connections
+// (shutting down: SQLSTATE 57P03) keeps its own error, which counts what it
+// did, its cause said so; its next steps are the health check, then the
+// same call again. Wrapped in an error of its own, it lost the health
+// check, which a slow machine's shutdown showed.
+func TestPartlyDoneRefusedConnectionNamesTheHealthCheck(t *testing.T) {
+	t.Parallel()
+	again := hint(OpDLQRetry, "retries the rest", "queue", "cut", "limit", 1000)
+	refused := &pgconn.PgError{Severity: "FATAL", Code: "57P03", Message: "the database system is shutting down"}
+	err := resourceError(partlyDone(refused, "retrying", 3, 1000, again), writesInSteps)
+	var pd *PartlyDone
+	if !errors.As(err, &pd) || ErrorKind(err) != KindUnavailable || !strings.Contains(err.Error(), "takes no connections") {
+		t.Fatalf("error %v (kind %s); want the partly done call, unavailable, saying the database takes no connections", err, ErrorKind(err))
+	}
+	next := NextSteps(err)
+	if len(next) != 2 || next[0].Op != OpHealth || next[1].Op != OpDLQRetry {
+		t.Fatalf("next steps %+v; want the health check, then the same retry", next)
+	}
+}
