@@ -159,3 +159,35 @@ func TestHeartbeatRestoresPrunedRows(t *testing.T) {
 	}
 	pgtest.Eventually(t, 30*time.Second, "the process listed again, running, with its breaker's users", func() bool { return registered() && used() })
 }
+
+// A process whose breaker exists with other settings (another process's,
+// configured differently) says that its own replace them: processes that
+// share a breaker took turns at its settings in silence. The same settings
+// say nothing.
+func TestBreakerOfOtherSettingsIsWarned(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("shared")
+	theirs := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 30 * time.Second, MaxCoolOff: time.Minute}
+	if err := s.EnsureBreaker(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ours store.BreakerConfig
+		warn bool
+	}{{theirs, false}, {store.BreakerConfig{Name: name, FailureThreshold: 50, CoolOff: time.Second, MaxCoolOff: time.Minute}, true}} {
+		q := newQueue(t, s, nil)
+		var logs pgtest.SyncBuffer
+		client := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+		client.Handle("call", func(context.Context, *engine.Job) error { return nil }, engine.HandlerOptions{Breaker: &c.ours})
+		stop := pgtest.Start(t, client)
+		pgtest.Send(t, client, q, 1, engine.SendOptions{Kind: "call"})
+		pgtest.Eventually(t, 30*time.Second, "the message done", func() bool { return pgtest.Archived(t, s, q) == 1 })
+		stop()
+		out := logs.String()
+		if warned := strings.Contains(out, "exists with other settings"); warned != c.warn || c.warn && !strings.Contains(out, "failure threshold 2, cool-off 30s") {
+			t.Errorf("breaker of settings %+v over %+v: warned %t, want %t:\n%s", c.ours, theirs, warned, c.warn, out)
+		}
+	}
+}

@@ -475,11 +475,31 @@ func (c *Client) ensureBreakers(ctx context.Context) error {
 	}
 	c.breakerUsers = users
 	for name, b := range breakers {
+		c.warnOtherSettings(ctx, b)
 		if err := c.createBreaker(ctx, b, users[name]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// warnOtherSettings logs that breaker b exists with other settings, which
+// this process's replace: processes that share a breaker and configure it
+// differently take turns at its settings, each one's start setting its
+// own, in silence. A failed read says nothing: the create reports it.
+func (c *Client) warnOtherSettings(ctx context.Context, b store.BreakerConfig) {
+	had, err := c.store.ListBreakers(ctx, b.Name)
+	if err != nil || len(had) != 1 {
+		return
+	}
+	prev := store.BreakerConfig{Name: b.Name, FailureThreshold: had[0].FailureThreshold,
+		CoolOff: time.Duration(had[0].CoolOffSeconds * float64(time.Second)), MaxCoolOff: time.Duration(had[0].MaxCoolOffSeconds * float64(time.Second))}
+	if prev.FailureThreshold == b.FailureThreshold && prev.CoolOff.Round(time.Millisecond) == b.CoolOff.Round(time.Millisecond) &&
+		prev.MaxCoolOff.Round(time.Millisecond) == b.MaxCoolOff.Round(time.Millisecond) {
+		return
+	}
+	c.log.Warn("pgbus: circuit breaker exists with other settings, which this process's replace; processes that share a breaker should give it the same settings, or use breakers of different names",
+		"breaker", b.Name, "had", breakerText(prev), "now", breakerText(b))
 }
 
 // ensureBreaker makes the breaker name of this client's handlers again,

@@ -251,3 +251,28 @@ func TestWorkUntilIdleWithinATime(t *testing.T) {
 		t.Fatalf("Work for a time: %v", err)
 	}
 }
+
+// Prepare says when a declared queue's stored settings change to the
+// file's: every process working the queue takes them, so two files that
+// declare it differently took turns at them in silence. Declared the same
+// again, it says nothing.
+func TestPrepareSaysSettingsChanged(t *testing.T) {
+	ctx := pgtest.Context(t)
+	_, svc, q := setUp(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	if err := runner.Prepare(ctx, svc, []config.WorkQueue{q}, log); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "queue settings changed") {
+		t.Fatalf("the same settings again were said to change:\n%s", logs.String())
+	}
+	twelve := 12
+	q.Settings.MaxRetries = &twelve
+	if err := runner.Prepare(ctx, svc, []config.WorkQueue{q}, log); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "queue settings changed") || !strings.Contains(out, "max_retries=12") {
+		t.Fatalf("settings changed by the file were not said:\n%s", out)
+	}
+}

@@ -54,6 +54,12 @@ func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, l
 			if err != nil {
 				return err
 			}
+			if res.Changed && !res.Created {
+				// Said, since every process working the queue takes them:
+				// two files that declare it differently take turns.
+				log.Info("pgbus: queue settings changed to the configuration file's; every process working the queue takes them within seconds",
+					"queue", q.Name, "max_retries", res.Settings.MaxRetries, "backoff_seconds", res.Settings.RetryBackoffSeconds, "backoff_max_seconds", res.Settings.RetryBackoffMaxSeconds, "visibility_timeout_seconds", res.Settings.VisibilityTimeoutSeconds)
+			}
 			if len(res.Kept) > 0 {
 				log.Info("pgbus: queue keeps settings set before that the configuration file does not give; give them in its queue block to change them",
 					"queue", q.Name, "kept", strings.Join(res.Kept, "; "))
