@@ -318,6 +318,9 @@ type bulkData struct {
 	Changed string
 	// Next are the next steps of what was done.
 	Next []ops.Hint
+	// Paused says, for a retry, which queues the messages go back to are
+	// paused: they wait there, unread, until each is resumed.
+	Paused []string
 	// VisibleUntil is, after a paced retry, when its last message
 	// becomes visible; zero otherwise.
 	VisibleUntil time.Time
@@ -343,6 +346,11 @@ func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 	}
 	if r.VisibleUntil != nil {
 		d.VisibleUntil = *r.VisibleUntil
+	}
+	for _, h := range r.Next {
+		if h.Op == ops.OpQueueResume {
+			d.Paused = append(d.Paused, h.Why)
+		}
 	}
 	return d
 }
