@@ -32,8 +32,9 @@ type SendOptions struct {
 	// IdempotencyKey is handed to the handler to pass downstream, and
 	// makes a second send with it return the first message's id instead of
 	// a duplicate while that message is live or archived within retention.
-	// Keys are per physical queue: on a queue with priority levels, per
-	// level.
+	// A queue that deletes finished messages (on_success delete) deletes
+	// their keys with them. Keys are per physical queue: on a queue with
+	// priority levels, per level.
 	IdempotencyKey string
 	// Headers are extra headers; keys starting with pgbus_ are reserved.
 	Headers map[string]any

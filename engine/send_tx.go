@@ -84,7 +84,8 @@ func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs 
 // transaction of its own to send in: every message is checked before
 // anything is written, each goes to its own priority level, idempotency
 // keys return the first message's id (an earlier message of the batch's
-// too), and the SendObservers see each message. A batch without
+// too; at most store.MaxBatchKeys distinct keys a batch), and the
+// SendObservers see each message. A batch without
 // idempotency keys is one statement a priority level; one with keys takes
 // their locks, in one order, and writes message by message. A message's
 // own error names its index in msgs. A nil ctx is refused with
