@@ -107,3 +107,17 @@ func TestNextDelayOfABrokenRandomSource(t *testing.T) {
 		}
 	}
 }
+
+// A Nack without a reason records that it had none, not an empty error
+// message that reads as a failure no one explained.
+func TestNackWithoutAReason(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []string{"", "  "} {
+		if got := engine.Nack(-5, reason).Error(); got != "nacked without a reason" {
+			t.Errorf("Nack(-5, %q).Error() = %q", reason, got)
+		}
+	}
+	if got := engine.Nack(0, "not yet").Error(); got != "not yet" {
+		t.Errorf("Nack(0, %q).Error() = %q", "not yet", got)
+	}
+}

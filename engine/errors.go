@@ -63,7 +63,8 @@ func NonRetryable(err error) error {
 // RetryAfter marks err as transient with a hint from the downstream, such as
 // an HTTP Retry-After: the next attempt waits d instead of the backoff; a d
 // of 0 or less is no hint, and the backoff applies. The attempt still
-// counts toward max_retries. A nil err stays nil.
+// counts toward max_retries. A d over MaxDelay waits MaxDelay. A nil err
+// stays nil.
 func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		return nil
@@ -78,9 +79,13 @@ func RetryAfter(d time.Duration, err error) error {
 const MaxDelay = 7 * 24 * time.Hour
 
 // Nack fails the attempt with an explicit delay, instead of the backoff, and
-// a reason, which is recorded as the error message. A delay of 0 or less
-// retries at once. The attempt counts toward max_retries.
+// a reason, which is recorded as the error message ("nacked without a
+// reason" when it is empty). A delay of 0 or less retries at once, one over
+// MaxDelay waits MaxDelay. The attempt counts toward max_retries.
 func Nack(delay time.Duration, reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		reason = "nacked without a reason"
+	}
 	return &controlError{err: errors.New(reason), outcome: outcomeRetry, delay: min(max(delay, 0), MaxDelay), explicit: true, class: ClassNack}
 }
 
@@ -97,8 +102,9 @@ func Discard(err error) error {
 // one, used without an attempt, would have workers read it again and again.
 const MinSnooze = time.Second
 
-// Snooze puts the message back for d, at least MinSnooze, without using an
-// attempt, for example while a downstream's circuit breaker is open.
+// Snooze puts the message back for d, at least MinSnooze and at most
+// MaxDelay, without using an attempt, for example while a downstream's
+// circuit breaker is open.
 func Snooze(d time.Duration) error {
 	return &controlError{outcome: outcomeSnooze, delay: min(max(d, MinSnooze), MaxDelay)}
 }

@@ -44,7 +44,10 @@ type SendOptions struct {
 }
 
 // Send enqueues one message on queue, or for a queue with priority levels
-// on its level opts.Priority, and returns its id. payload is marshalled to
+// on its level opts.Priority, and returns its id. Ids are per physical
+// queue: on a queue with levels, each level counts its own, so a message
+// is named by its level and its id (Job.Queue is the level's queue, such
+// as jobs_p1). payload is marshalled to
 // JSON unless it already is JSON (json.RawMessage or []byte). A nil ctx
 // is refused with store.ErrInvalid.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
