@@ -194,7 +194,7 @@ func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 		t.row(q.Queue, estimate(q.Depth, q.CountsEstimated), estimate(q.Visible, q.CountsEstimated), q.InFlight, q.WaitingRetry, q.Scheduled, q.DLQDepth,
 			estimate(q.Archived, q.ArchivedEstimated), q.TotalSent,
 			q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, oldest,
-			fmt.Sprintf("%d, %s..%s", q.Settings.MaxRetries, seconds(q.Settings.RetryBackoffSeconds), seconds(q.Settings.RetryBackoffMaxSeconds)), paused)
+			fmt.Sprintf("%d, %s", q.Settings.MaxRetries, backoffRange(q.Settings)), paused)
 	}
 	return t.flush()
 }
@@ -292,4 +292,14 @@ func (a *app) withSpinner(ctx context.Context, description string, fn func() err
 	<-done
 	p.finish()
 	return err
+}
+
+// backoffRange is the range of a queue's waits between attempts: from its
+// backoff for the exponential strategy; from 3s (attempt 1: 1⁴ + 2
+// seconds) for the polynomial one, which does not use the backoff.
+func backoffRange(s ops.RetrySettings) string {
+	if s.BackoffStrategy == "polynomial" {
+		return "poly 3s.." + seconds(s.RetryBackoffMaxSeconds)
+	}
+	return seconds(s.RetryBackoffSeconds) + ".." + seconds(s.RetryBackoffMaxSeconds)
 }

@@ -38,6 +38,14 @@ func TestQueueCommands(t *testing.T) {
 	if !strings.Contains(out, "settings updated") || !strings.Contains(out, "max_retries 3") {
 		t.Fatalf("update: %q", out)
 	}
+	// The polynomial strategy does not use the backoff: its waits are
+	// said as they are, not as the backoff's range.
+	if !strings.Contains(out, "polynomial backoff (attempt⁴ + 2s, up to 1m0s)") || strings.Contains(out, "2s..") {
+		t.Fatalf("update of a polynomial queue says its waits as %q", out)
+	}
+	if out := d.ok(t, "queues", "orders"); !strings.Contains(out, "3, poly 3s..1m0s") {
+		t.Fatalf("queues: the RETRIES of a polynomial queue:\n%s", out)
+	}
 	if !strings.Contains(out, "kept as set before (give them to change them): visibility_timeout 45s, default 30s;") || strings.Contains(out, "max_retries 8") {
 		t.Fatalf("update: %q; want the settings it left out named as kept, not the one it gave", out)
 	}

@@ -294,9 +294,11 @@ messages kept 168h (7 days) and discarded dead messages 720h (30 days).`,
 }
 
 func describeSettings(s ops.RetrySettings) string {
-	return fmt.Sprintf("max_retries %d, %s backoff %s..%s ±%g%%, visibility timeout %s, on success %s",
-		s.MaxRetries, s.BackoffStrategy, seconds(s.RetryBackoffSeconds), seconds(s.RetryBackoffMaxSeconds),
-		s.RetryBackoffJitter*100, seconds(s.VisibilityTimeoutSeconds), s.OnSuccess)
+	backoff := fmt.Sprintf("exponential backoff %s ±%g%%", backoffRange(s), s.RetryBackoffJitter*100)
+	if s.BackoffStrategy == "polynomial" {
+		backoff = fmt.Sprintf("polynomial backoff (attempt⁴ + 2s, up to %s)", seconds(s.RetryBackoffMaxSeconds))
+	}
+	return fmt.Sprintf("max_retries %d, %s, visibility timeout %s, on success %s", s.MaxRetries, backoff, seconds(s.VisibilityTimeoutSeconds), s.OnSuccess)
 }
 
 func (a *app) queueDropCommand() *cobra.Command {
