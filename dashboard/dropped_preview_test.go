@@ -41,7 +41,7 @@ func TestRetryIntoAPausedQueueSaysSo(t *testing.T) {
 	}
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	code, page, _ := b.get("/dlq/retry?queue=" + q)
-	if code != http.StatusOK || !strings.Contains(page, "queue &#34;"+q+"&#34; is paused") {
+	if code != http.StatusOK || !strings.Contains(page, "queue &#34;"+q+"&#34; is paused") || !strings.Contains(page, "Retry these 2 messages") {
 		t.Fatalf("the retry preview into a paused queue: %d\n%s", code, page)
 	}
 	expect := regexp.MustCompile(`name="expect" value="([^"]+)"`).FindStringSubmatch(page)
@@ -52,5 +52,10 @@ func TestRetryIntoAPausedQueueSaysSo(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(page, "will run again once its queue is resumed") && !strings.Contains(page, "will run again once their queues are resumed") ||
 		!strings.Contains(page, "is paused") {
 		t.Fatalf("the retry into a paused queue, done: %d\n%s", code, page)
+	}
+	// One message is "this message", not "these 1 message".
+	pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	if _, page, _ := b.get("/dlq/retry?queue=" + q); !strings.Contains(page, "Retry this message</button>") {
+		t.Fatalf("the retry preview of one message:\n%s", page)
 	}
 }
