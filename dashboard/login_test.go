@@ -232,14 +232,7 @@ func TestLoginNextWithControlCharactersStaysHere(t *testing.T) {
 		if strings.Contains(page.Body.String(), "evil.example") {
 			t.Errorf("the login page keeps next %q in its form", next)
 		}
-		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
-		post := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
-		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for _, ck := range page.Result().Cookies() {
-			post.AddCookie(ck)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, post)
+		rec := postLogin(t, h, "/login", page, token, next)
 		if to := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || to != "/" {
 			t.Errorf("login with next %q: %d to %q, want / (a browser reads %q)", next, rec.Code, to, strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(to))
 		}
@@ -263,18 +256,26 @@ func TestLoginNextStaysUnderTheBasePath(t *testing.T) {
 		if !strings.Contains(page.Body.String(), "<title>Log in · pgbus</title>") {
 			t.Errorf("the login page's title is not Log in:\n%.600s", page.Body.String())
 		}
-		form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
-		post := httptest.NewRequest(http.MethodPost, "/pgbus/login", strings.NewReader(form.Encode()))
-		post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		for _, ck := range page.Result().Cookies() {
-			post.AddCookie(ck)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, post)
+		rec := postLogin(t, h, "/pgbus/login", page, token, next)
 		if to := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || to != want {
 			t.Errorf("login with next %q: %d to %q, want %q", next, rec.Code, to, want)
 		}
 	}
+}
+
+// postLogin sends h the login form of page, the login page at path, with
+// token and next, as the browser that got the page would.
+func postLogin(t *testing.T, h http.Handler, path string, page *httptest.ResponseRecorder, token, next string) *httptest.ResponseRecorder {
+	t.Helper()
+	form := url.Values{"csrf": {csrf(t, page.Body.String())}, "token": {token}, "next": {next}}
+	post := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, ck := range page.Result().Cookies() {
+		post.AddCookie(ck)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, post)
+	return rec
 }
 
 // A browser keeps a Secure cookie only over HTTPS: reached over plain HTTP,
