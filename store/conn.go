@@ -119,7 +119,8 @@ func poolerHint(err error) error {
 		return fmt.Errorf("%w: this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)", err)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") {
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") &&
+		!strings.Contains(err.Error(), "max_prepared_statements") { // said once
 		return fmt.Errorf("%w; a connection pooler in transaction mode (PgBouncer) between pgbus and PostgreSQL does not keep prepared statements: "+
 			"add default_query_exec_mode=cache_describe to the database URL, or on PgBouncer 1.21+ set max_prepared_statements", err)
 	}

@@ -73,6 +73,14 @@ func IsPermissionDenied(err error) bool {
 // with ErrSchemaNewer rather than ErrSchemaOld, so that Migrate does not
 // apply this binary's migrations over a newer schema.
 func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
+	// Its statements run in a transaction of its own, whose errors the
+	// pool's wrapper does not see: a pooler's lost prepared statement is
+	// said here, as the first statement of every command.
+	st, err := s.checkSchema(ctx)
+	return st, poolerHint(err)
+}
+
+func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	var st MigrationStatus
 	migrations, err := schema.All()
 	if err != nil {
