@@ -211,6 +211,10 @@ func connectAdvice(err error) string {
 		return "the database named in DATABASE_URL does not exist: create it (createdb NAME) or name one that does"
 	case pgErr.Code == "57P05": // idle_session_timeout
 		return "the server ended each new session for sitting idle before its first statement: its idle_session_timeout (for this role, this database or in all) is shorter than this machine takes to use a new connection; raise it to a second or more"
+	case pgErr.Code == "08P01" && strings.Contains(pgErr.Message, "server login has been failing"):
+		// PgBouncer's server_login_retry: its own login to PostgreSQL
+		// failed (a restart under way), and it refuses clients a while.
+		return "the connection pooler (PgBouncer) could not log in to PostgreSQL lately and refuses connections for a few seconds (server_login_retry): try again shortly; if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
 	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
 		return "the server refused the role: check the user and password in DATABASE_URL, and that the server's pg_hba.conf lets this role connect from here"
 	}
