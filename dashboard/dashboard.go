@@ -205,8 +205,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // staticFiles serves the embedded assets with a cache lifetime, and no
-// directory listing. A name that is not UTF-8 names none: the file server would answer it with a
-// server error, since no file system can hold it.
+// directory listing. A name that is not UTF-8 names none: the file server
+// would answer it with a server error, since no file system can hold it.
 func staticFiles(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A directory's listing is no asset.

@@ -625,9 +625,9 @@ func (c *Client) checkQueues(ctx context.Context) error {
 			switch {
 			case have[name]:
 			case name == q.Name:
-				return fmt.Errorf("%w: queue %q does not exist; create it first (ops.Service.QueueCreate, Store.CreateQueue, or pgbus queue create %s)", store.ErrNotFound, q.Name, q.Name)
+				return fmt.Errorf("%w: queue %q does not exist; create it first (ops.Service.QueueCreate or Store.CreateQueue)", store.ErrNotFound, q.Name)
 			default:
-				return fmt.Errorf("%w: queue %q is missing its part %s (its PGMQ queue pgmq.q_%s was dropped); create the queue again (ops.Service.QueueCreate, or pgbus queue create %s), which mends it", store.ErrNotFound, q.Name, name, name, q.Name)
+				return fmt.Errorf("%w: queue %q is missing its part %s (its PGMQ queue pgmq.q_%s was dropped); create the queue again (ops.Service.QueueCreate), which mends it", store.ErrNotFound, q.Name, name, name)
 			}
 		}
 		c.physical[q.Name] = physical

@@ -145,7 +145,7 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 		// The database's error stays reachable (errors.As), for a caller
 		// that reads its SQLSTATE.
 		return nil, &kindError{kind: errors.Join(ErrSchemaMissing, err), msg: fmt.Sprintf(
-			"queue %q: the database has no pgbus schema; migrate it first (Store.Migrate, or pgbus migrate) with a role that may create tables", name)}
+			"queue %q: the database has no pgbus schema; migrate it first (Store.Migrate) with a role that may create tables", name)}
 	case err != nil && err != pgx.ErrNoRows:
 		return nil, fmt.Errorf("store: physical queues of %q: %w", name, err)
 	}
