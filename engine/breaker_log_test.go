@@ -191,3 +191,44 @@ func TestBreakerOfOtherSettingsIsWarned(t *testing.T) {
 		}
 	}
 }
+
+// A handler whose breaker was turned off (or renamed) since the last start
+// leaves the old breaker: its users are forgotten, so that it is no longer
+// listed in use nor reported as holding the queue, and the jobs it held
+// run at once rather than at the end of its open period.
+func TestBreakerTurnedOffReleasesItsJobs(t *testing.T) {
+	t.Parallel()
+	// A database of its own: the breaker is left open.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
+	name := uniqueName("off")
+	ctx := pgtest.Context(t)
+	before := pgtest.NewClient(t, s, q, nil)
+	before.Handle("call", func(context.Context, *engine.Job) error { return errors.New("503 from the bank") },
+		engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Hour, MaxCoolOff: time.Hour}})
+	stop := pgtest.Start(t, before)
+	for i := range 4 {
+		pgtest.Send(t, before, q, i, engine.SendOptions{Kind: "call"})
+	}
+	pgtest.Eventually(t, 30*time.Second, "every job held by the open breaker", func() bool {
+		held, err := s.HeldByBreaker(ctx, name)
+		return err == nil && held[name] == 4
+	})
+	stop()
+
+	var logs pgtest.SyncBuffer
+	after := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	after.Handle("call", func(context.Context, *engine.Job) error { return nil }, engine.HandlerOptions{})
+	pgtest.Start(t, after)
+	pgtest.Eventually(t, 30*time.Second, "the held jobs run without the breaker", func() bool { return pgtest.Archived(t, s, q) == 4 })
+	all, err := s.ListBreakers(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || len(all[0].Users) != 0 {
+		t.Errorf("the breaker no handler uses is listed with users: %+v", all)
+	}
+	if out := logs.String(); !strings.Contains(out, "breaker="+name) || !strings.Contains(out, "jobs=4") {
+		t.Errorf("the release is not logged with its breaker and count:\n%s", out)
+	}
+}

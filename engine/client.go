@@ -480,7 +480,35 @@ func (c *Client) ensureBreakers(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	ran, err := c.store.ForgetOtherBreakerUsers(ctx, c.breakerUseList())
+	for name, n := range ran {
+		c.log.Info("pgbus: jobs held by a circuit breaker that this process's handlers no longer use run now",
+			"breaker", name, "jobs", n)
+	}
+	return err
+}
+
+// breakerUseList is the breaker, or none, of each queue and kind this
+// client's handlers serve, as breakerUses counts them.
+func (c *Client) breakerUseList() []store.BreakerUse {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	name := func(h handler) string {
+		if h.opts.Breaker == nil {
+			return ""
+		}
+		return h.opts.Breaker.Name
+	}
+	var uses []store.BreakerUse
+	for _, q := range c.cfg.Queues {
+		for kind, h := range c.kinds {
+			uses = append(uses, store.BreakerUse{Queue: q.Name, Kind: kind, Breaker: name(h)})
+		}
+	}
+	for queue, h := range c.defaults {
+		uses = append(uses, store.BreakerUse{Queue: queue, Breaker: name(h)})
+	}
+	return uses
 }
 
 // warnOtherSettings logs that breaker b exists with other settings, which

@@ -39,6 +39,13 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return s.runHeldIn(ctx, breaker, levels)
+}
+
+// runHeldIn makes visible now the messages of the physical queues levels
+// that the circuit breaker named holds. A queue dropped since is passed
+// over.
+func (s *Store) runHeldIn(ctx context.Context, breaker string, levels []string) (int64, error) {
 	held := func(after string) string {
 		return `q.vt > now() AND q.msg_id > ` + after + ` AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $2::text`
 	}

@@ -319,3 +319,55 @@ func TestShortenedOpeningBringsHoldsIn(t *testing.T) {
 		t.Errorf("the hold moved to %v when the opening was lengthened; want it at %v", got, until)
 	}
 }
+
+// Forgetting the users of breakers a process's handlers no longer use
+// removes only those of its queues and kinds under other breakers, and
+// runs the jobs an old breaker held in a queue only when no user of it
+// names that queue any more.
+func TestForgetOtherBreakerUsers(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	a := holdTest{t: t, s: s, q: newQueue(t, s)}
+	b := holdTest{t: t, s: s, q: newQueue(t, s)}
+	old, kept := pgtest.Name("old"), pgtest.Name("kept")
+	heldA := a.readSent(store.NewMessage{})
+	a.snooze(heldA, time.Hour, old)
+	heldB := b.readSent(store.NewMessage{})
+	b.snooze(heldB, time.Hour, old)
+	// Queue a's default handler and queue b's kind mail used the old
+	// breaker; queue b's default handler still does (in another process).
+	users := []store.BreakerUser{{Queue: a.q}, {Queue: b.q, Kind: "mail"}, {Queue: b.q}}
+	if err := s.RecordBreakerUsers(ctx, old, users); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, kept, []store.BreakerUser{{Queue: a.q, Kind: "mail"}}); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := s.ForgetOtherBreakerUsers(ctx, []store.BreakerUse{
+		{Queue: a.q}, // no breaker now
+		{Queue: a.q, Kind: "mail", Breaker: kept}, // unchanged
+		{Queue: b.q, Kind: "mail", Breaker: kept}, // another breaker now
+	})
+	if err != nil || len(ran) != 1 || ran[old] != 1 {
+		t.Fatalf("ForgetOtherBreakerUsers = %v, %v; want the 1 job the old breaker held in %s run", ran, err, a.q)
+	}
+	var left []string
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(breaker || ' ' || queue_name || '/' || kind ORDER BY breaker, queue_name, kind)
+		FROM pgbus.circuit_breaker_users WHERE breaker IN ($1, $2)`, old, kept).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{kept + " " + a.q + "/mail", old + " " + b.q + "/"}
+	if len(left) != 2 || left[0] != want[0] || left[1] != want[1] {
+		t.Errorf("users left = %q; want %q", left, want)
+	}
+	if m := a.live()[heldA.ID]; m.State != store.StateWaiting || m.HeldBy != "" {
+		t.Errorf("the job the old breaker held in %s: %q held by %q; want waiting, held by none", a.q, m.State, m.HeldBy)
+	}
+	if m := b.live()[heldB.ID]; m.HeldBy != old {
+		t.Errorf("the job the old breaker held in %s, which a user of it still names: held by %q; want %q", b.q, m.HeldBy, old)
+	}
+	if ran, err := s.ForgetOtherBreakerUsers(ctx, nil); err != nil || len(ran) != 0 {
+		t.Errorf("ForgetOtherBreakerUsers of no uses = %v, %v; want nothing", ran, err)
+	}
+}

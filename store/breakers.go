@@ -322,6 +322,71 @@ func (s *Store) RecordBreakerUsers(ctx context.Context, name string, users []Bre
 	return nil
 }
 
+// BreakerUse is the circuit breaker a running process's handler of one
+// queue and kind uses: Kind empty for the queue's default handler,
+// Breaker empty for a handler without one.
+type BreakerUse struct {
+	Queue, Kind, Breaker string
+}
+
+// ForgetOtherBreakerUsers removes the users recorded for the queues and
+// kinds of uses under other breakers than each one's, as when a handler's
+// breaker was turned off or renamed since the last start: the old one
+// stayed listed in use for hours, health named it as holding the queue,
+// and the jobs it held waited out its whole open period. Those jobs run
+// now, in each queue that no recorded user of the old breaker names any
+// more (a process that still runs the old configuration says again at its
+// next heartbeat that it uses it, and snoozes them again). It returns how
+// many it made visible, by breaker.
+func (s *Store) ForgetOtherBreakerUsers(ctx context.Context, uses []BreakerUse) (map[string]int64, error) {
+	queues, kinds, names := make([]string, len(uses)), make([]string, len(uses)), make([]string, len(uses))
+	for i, u := range uses {
+		queues[i], kinds[i], names[i] = u.Queue, u.Kind, u.Breaker
+	}
+	// The statement's own deletions are not visible to its NOT EXISTS,
+	// which passes over the rows it deletes by hand.
+	rows, err := s.db.Query(ctx, `
+		WITH gone AS (
+			DELETE FROM pgbus.circuit_breaker_users u
+			USING unnest($1::text[], $2::text[], $3::text[]) AS t(q, k, b)
+			WHERE u.queue_name = t.q AND u.kind = t.k AND u.breaker <> t.b
+			RETURNING u.breaker, u.queue_name, u.kind)
+		SELECT DISTINCT g.breaker, g.queue_name FROM gone g
+		WHERE NOT EXISTS (SELECT 1 FROM pgbus.circuit_breaker_users r
+			WHERE r.breaker = g.breaker AND r.queue_name = g.queue_name
+			AND NOT EXISTS (SELECT 1 FROM gone d WHERE d.breaker = r.breaker AND d.queue_name = r.queue_name AND d.kind = r.kind))
+		ORDER BY 1, 2`, queues, kinds, names)
+	if err != nil {
+		return nil, fmt.Errorf("store: forget the circuit breakers this process's handlers no longer use: %w", err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Breaker, Queue string }])
+	if err != nil {
+		return nil, fmt.Errorf("store: forget the circuit breakers this process's handlers no longer use: %w", err)
+	}
+	ran := map[string]int64{}
+	for _, l := range left {
+		if ValidatePhysicalName(l.Queue) != nil {
+			continue
+		}
+		levels, err := s.liveLevels(ctx, l.Queue)
+		if err != nil {
+			return ran, err
+		}
+		names := make([]string, len(levels))
+		for i, lv := range levels {
+			names[i] = lv.queue
+		}
+		n, err := s.runHeldIn(ctx, l.Breaker, names)
+		if n > 0 {
+			ran[l.Breaker] += n
+		}
+		if err != nil {
+			return ran, err
+		}
+	}
+	return ran, nil
+}
+
 // TouchBreakerUsers marks users as seen now, for a running process that
 // has them, writing only the rows not seen within BreakerUsersRefresh, so
 // that it can run at every process heartbeat. A user whose row is gone
