@@ -324,8 +324,8 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		if err != nil && (gaveUp != nil || slices.ContainsFunc(out, untried)) {
 			// Stopped partway: the messages that moved before stay moved,
 			// and the report counts them; the rest were not tried, but for
-			// a move the cancellation or the bound cut off, whose commit
-			// is not known. A cancellation that came as the last moves
+			// a move the cancellation, the bound or the lost database cut
+			// off, whose commit is not known. A cancellation that came as the last moves
 			// finished stopped nothing: every outcome is known, and
 			// reported as usual.
 			for i, r := range refs {
@@ -363,7 +363,10 @@ func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 // A move given up at its statement bound (WithStatementTimeout) stops the
 // lanes too, and is returned: the database, or another session's lock on
 // a table the moves write, held it that long, and would hold each message
-// left alike, a bound each.
+// left alike, a bound each. So does a move that found the database
+// unreachable (IsUnreachable: a restart, a pooler killed): each message
+// left would fail alike and be counted failed, though never tried, and
+// the move cut off may have committed.
 func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) error {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	moves, stop := finishing(ctx, moveGrace)
@@ -385,7 +388,7 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 					continue
 				}
 				out[i] = s.retryWithFallback(moves, r, out[i].target, places, opts)
-				if err := out[i].err; err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				if err := out[i].err; err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || IsUnreachable(err)) {
 					mu.Lock()
 					if gaveUp == nil {
 						gaveUp = err
