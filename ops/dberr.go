@@ -33,6 +33,16 @@ func writesUnlessDry(dryRun bool) effect {
 	return writesInSteps
 }
 
+// bulkEffect is the effect of a retry or discard: one guarded by its dry
+// run's expect moves its whole set in one transaction, or nothing, so a
+// failure has no steps done before it to leave behind.
+func bulkEffect(dryRun bool, expect string) effect {
+	if !dryRun && expect != "" {
+		return writesOnce
+	}
+	return writesUnlessDry(dryRun)
+}
+
 // schemaStates are the SQLSTATEs of a statement naming what a pgbus schema
 // lacks: undefined_table, undefined_column, invalid_schema_name,
 // undefined_function. On a current schema they mean something else (a

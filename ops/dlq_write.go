@@ -170,7 +170,7 @@ func (r DLQRetry) OK() bool {
 // DLQ's own queue when that one is gone), each in its own transaction: one
 // failing does not stop the rest. The result has an outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
-	ctx, end, err := s.enter(ctx, "DLQRetry", writesUnlessDry(req.DryRun))
+	ctx, end, err := s.enter(ctx, "DLQRetry", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {
 		return out, err
 	}
@@ -180,7 +180,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), deadNow(req.Filter.Queue), queueNow(req.Filter.Queue)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), deadNow(req.Filter.Queue), queueNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		// The queues' workers first: whether the messages will run at all
 		// matters more than which ones moved.
@@ -660,7 +660,7 @@ func (r DLQDiscard) OK() bool {
 // DLQDiscard moves dead messages to their DLQ's archive, where they are
 // kept until purged; nothing runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
-	ctx, end, err := s.enter(ctx, "DLQDiscard", writesUnlessDry(req.DryRun))
+	ctx, end, err := s.enter(ctx, "DLQDiscard", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {
 		return out, err
 	}
@@ -670,7 +670,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), deadNow(req.Filter.Queue), discardedNow(req.Filter.Queue)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), deadNow(req.Filter.Queue), discardedNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)

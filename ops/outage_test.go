@@ -31,6 +31,16 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 	if err := send(); err != nil {
 		t.Fatal(err)
 	}
+	pgtest.DeadLetterN(t, st, queue, 3, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+	dead := ops.DeadFilter{Queue: queue}
+	retryDry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: dead, DryRun: true})
+	if err != nil || retryDry.Expect == "" {
+		t.Fatalf("retry dry run = %+v, %v; want an expect", retryDry, err)
+	}
+	discardDry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: dead, DryRun: true})
+	if err != nil || discardDry.Expect == "" {
+		t.Fatalf("discard dry run = %+v, %v; want an expect", discardDry, err)
+	}
 
 	if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -47,6 +57,17 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 			_, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: queue, IDs: []int64{1}})
 			return err
 		}, []string{"nothing was changed"}},
+		// Guarded by their dry runs, they move their set in one
+		// transaction: no steps done before stay.
+		{"DLQRetry guarded", func() error {
+			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: dead, Expect: retryDry.Expect})
+			return err
+		}, []string{"nothing was changed"}},
+		{"DLQDiscard guarded", func() error {
+			_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: dead, Expect: discardDry.Expect, Confirm: true})
+			return err
+		}, []string{"nothing was changed"}},
+		{"DLQRetry", func() error { _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: dead}); return err }, []string{"steps of this call done before it stay done"}},
 		{"DLQDiscarded", func() error {
 			_, err := svc.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue}})
 			return err
@@ -63,6 +84,9 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 			if !strings.Contains(oe.Msg, want) {
 				t.Errorf("%s: %q does not say %q", c.name, oe.Msg, want)
 			}
+		}
+		if strings.HasSuffix(c.name, " guarded") && strings.Contains(oe.Msg, "stay done") {
+			t.Errorf("%s: %q speaks of steps done before, which a call in one transaction has none of", c.name, oe.Msg)
 		}
 		if !hasHint(oe.Hints, ops.OpHealth, nil) {
 			t.Errorf("%s: hints %+v do not point at health", c.name, oe.Hints)
@@ -83,6 +107,9 @@ func TestStoppedDatabaseSaysWaitAndCallAgain(t *testing.T) {
 	}
 	if h, err := svc.HealthOrUnreachable(ctx); err != nil || h.Status == ops.HealthUnreachable {
 		t.Errorf("HealthOrUnreachable once the database is back: %s, %v", h.Status, err)
+	}
+	if n := pgtest.Live(t, st, queue+"_dlq"); n != 3 {
+		t.Errorf("the DLQ holds %d messages, want the 3 no refused call moved", n)
 	}
 	if n := pgtest.Live(t, st, queue); n != 2 {
 		t.Errorf("the queue holds %d messages, want 2: the sends before and after the outage, none from the refused one", n)
