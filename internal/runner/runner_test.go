@@ -75,7 +75,7 @@ func TestWorkUntilIdle(t *testing.T) {
 	if n := pgtest.Archived(t, st, q.Name); n != 5 {
 		t.Fatalf("%d of 5 jobs archived", n)
 	}
-	for _, want := range []string{"pgbus work: working", q.Name + " (demo, concurrency 4)", "where=here", "pgbus: job done", "no work left, every queue empty or paused", "pgbus work: stopped"} {
+	for _, want := range []string{"pgbus work: starting", q.Name + " (demo, concurrency 4)", "where=here", "pgbus: job done", "no work left, every queue empty or paused", "pgbus work: stopped"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}

@@ -154,7 +154,7 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 		runCtx, cancelFor = context.WithTimeout(runCtx, opts.For)
 		defer cancelFor()
 	}
-	log.Info("pgbus work: working", "queues", describe(queues), "where", opts.Where, "worker", client.ID())
+	log.Info("pgbus work: starting", "queues", describe(queues), "where", opts.Where, "worker", client.ID())
 	var watcher sync.WaitGroup
 	// Waited for before returning, so that nothing reads the database the
 	// caller closes next.
