@@ -534,3 +534,31 @@ func TestDryRunByIDsOffersTheIDsThatWouldMove(t *testing.T) {
 		}
 	}
 }
+
+// A queue's name given with blanks around it, as pasted, names the same
+// queue in a call by ids as in a list: show, retry and discard find it.
+func TestByIDsTrimTheQueueAsAListDoes(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
+	padded := " " + q + "\t"
+	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: padded}})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("list of %q = %d messages, %v; want 2", padded, len(page.Items), err)
+	}
+	if m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: padded, MsgID: ids[0]}); err != nil || m.MsgID != ids[0] {
+		t.Errorf("show of %d in %q = %+v, %v; want the message", ids[0], padded, m, err)
+	}
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: padded}, IDs: ids[:1]}); err != nil || r.Retried != 1 {
+		t.Errorf("retry of %d in %q = %+v, %v; want it retried", ids[0], padded, r, err)
+	}
+	if r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: padded}, IDs: ids[1:]}); err != nil || r.Discarded != 1 {
+		t.Errorf("discard of %d in %q = %+v, %v; want it discarded", ids[1], padded, r, err)
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("the queue holds %d messages; want the 1 retried", n)
+	}
+}

@@ -61,8 +61,10 @@ type located struct {
 
 // locate finds the DLQ of every id in one query: within queue's DLQ when
 // queue is given, else over every DLQ, where an id in several DLQs is
-// ambiguous (ids are per queue).
+// ambiguous (ids are per queue). The queue's name is trimmed, as a
+// filter's is: the same name works in a list and in a call by ids.
 func (s *Service) locate(ctx context.Context, queue string, ids []int64) (located, error) {
+	queue = strings.TrimSpace(queue)
 	where, err := s.store.LocateDead(ctx, queue, ids)
 	if err != nil {
 		return located{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
