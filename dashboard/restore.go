@@ -17,7 +17,9 @@ type discardedData struct {
 	Filter ops.DeadFilter
 	// Limit is the ?limit= asked for, "" for the default.
 	Limit string
-	List  ops.DLQDiscarded
+	// Cursor is the ?cursor= of a page after the first.
+	Cursor string
+	List   ops.DLQDiscarded
 }
 
 // Restorable counts the messages listed that a restore brings back.
@@ -29,6 +31,23 @@ func (d discardedData) Restorable() int {
 		}
 	}
 	return n
+}
+
+// NextPage is the link to the page after this one, "" on the last page.
+func (d discardedData) NextPage() string {
+	if d.List.NextCursor == "" {
+		return ""
+	}
+	return d.page(d.List.NextCursor)
+}
+
+// FirstPage is the link to the first page of the same filters.
+func (d discardedData) FirstPage() string { return d.page("") }
+
+func (d discardedData) page(cursor string) string {
+	f := d.Filter
+	return pageLink("/dlq/discarded", "queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "since", f.Since, "until", f.Until,
+		"limit", d.Limit, "cursor", cursor)
 }
 
 // Filtered reports whether the page selects less than every discarded
@@ -76,14 +95,15 @@ func discardedLimit(s string) (int, string) {
 func (s *server) discardedList(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	f := deadFilter(q)
-	d := discardedData{Filter: ops.DeadFilter{Queue: f.Queue, Kind: f.Kind, ErrorClass: f.ErrorClass, Since: f.Since, Until: f.Until}, Limit: strings.TrimSpace(q.Get("limit"))}
+	d := discardedData{Filter: ops.DeadFilter{Queue: f.Queue, Kind: f.Kind, ErrorClass: f.ErrorClass, Since: f.Since, Until: f.Until}, Limit: strings.TrimSpace(q.Get("limit")),
+		Cursor: q.Get("cursor")}
 	v.Title, v.Nav = "Discarded messages", "dlq"
 	limit, why := discardedLimit(d.Limit)
 	if why != "" {
 		s.refuse(w, r, v, http.StatusBadRequest, why)
 		return
 	}
-	list, err := s.svc.DLQDiscarded(r.Context(), ops.DLQDiscardedRequest{Filter: d.Filter, Limit: limit})
+	list, err := s.svc.DLQDiscarded(r.Context(), ops.DLQDiscardedRequest{Filter: d.Filter, Limit: limit, Cursor: d.Cursor})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return

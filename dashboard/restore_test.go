@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,9 +53,18 @@ func TestDiscardedMessagesAreRestored(t *testing.T) {
 	if code, page, _ := b.get("/dlq/discarded?queue=" + q + "&kind=mail"); code != http.StatusOK || !strings.Contains(page, "matches these filters") {
 		t.Errorf("the discarded messages of another kind: %d\n%s", code, page)
 	}
-	if code, page, _ := b.get("/dlq/discarded?queue=" + q + "&error_class=Timeout&since=1h&limit=1"); code != http.StatusOK ||
-		strings.Count(page, `type="checkbox" name="id"`) != 1 || !strings.Contains(page, "only the 1 most recently discarded are listed") {
-		t.Errorf("the discarded messages, one listed: %d\n%s", code, page)
+	// One to a page: the next page, with the same filters, lists the other.
+	code, page, _ = b.get("/dlq/discarded?queue=" + q + "&error_class=Timeout&since=1h&limit=1")
+	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page</a>`).FindStringSubmatch(page)
+	if code != http.StatusOK || strings.Count(page, `type="checkbox" name="id"`) != 1 || next == nil {
+		t.Fatalf("the discarded messages, one listed: %d, want one and a next page\n%s", code, page)
+	}
+	first := regexp.MustCompile(`name="id" value="(\d+)"`).FindStringSubmatch(page)
+	code, page, _ = b.get(html.UnescapeString(next[1]))
+	second := regexp.MustCompile(`name="id" value="(\d+)"`).FindStringSubmatch(page)
+	if code != http.StatusOK || second == nil || first == nil || second[1] == first[1] || !strings.Contains(page, "Last page.") ||
+		!strings.Contains(next[1], "error_class=Timeout") || !strings.Contains(page, ">First page</a>") {
+		t.Errorf("the second page (%s): %d, want the other message, the last page, a link to the first\n%s", next[1], code, page)
 	}
 
 	// The preview restores nothing and records nothing.

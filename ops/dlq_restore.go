@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ type DLQDiscardedRequest struct {
 	// Limit is how many to list, most recently discarded first: 1 to
 	// MaxPageSize, 0 for DefaultPageSize.
 	Limit int
+	// Cursor is the previous page's NextCursor, with the same filter; ""
+	// for the first page.
+	Cursor string
 }
 
 // DiscardedItem is one message of a DLQ's archive.
@@ -39,10 +43,10 @@ type DiscardedItem struct {
 
 // DLQDiscarded is the archive's messages a DLQDiscarded request selects.
 type DLQDiscarded struct {
-	Items []DiscardedItem `json:"items" jsonschema_description:"Archived messages, most recently discarded first, without payload."`
-	More  bool            `json:"more,omitempty" jsonschema_description:"More messages match than were listed: narrow the filters (kind, error_class, since, until) or raise the limit."`
-	Notes []string        `json:"notes" jsonschema_description:"What was shortened or hidden."`
-	Next  []Hint          `json:"next" jsonschema_description:"What to do next."`
+	Items      []DiscardedItem `json:"items" jsonschema_description:"Archived messages, most recently discarded first, without payload."`
+	NextCursor string          `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and filters, for the next page. Absent on the last page."`
+	Notes      []string        `json:"notes" jsonschema_description:"What was shortened or hidden."`
+	Next       []Hint          `json:"next" jsonschema_description:"What to do next: the restore of those listed, the next page."`
 }
 
 // Check validates the request without the database.
@@ -74,33 +78,76 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 		return DLQDiscarded{}, err
 	}
 	limit, _ := pageLimit(OpDLQDiscarded, req.Limit)
-	f, err := req.Filter.resolve(s.now())
+	if err := checkText("cursor", req.Cursor); err != nil {
+		return DLQDiscarded{}, err
+	}
+	cursor, now, err := s.splitCursor(req.Cursor)
 	if err != nil {
 		return DLQDiscarded{}, err
 	}
-	items, more, err := s.store.ListDiscarded(ctx, f.Queue, store.DiscardedFilter{Since: f.Since, Until: f.Until, Kind: f.Kind, ErrorClass: f.ErrorClass}, limit)
+	f, err := req.Filter.resolve(now)
 	if err != nil {
-		return DLQDiscarded{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		return DLQDiscarded{}, err
 	}
-	v := s.viewer(false)
-	out := DLQDiscarded{Items: make([]DiscardedItem, len(items)), More: more, Notes: []string{}, Next: []Hint{}}
+	sf := store.DiscardedFilter{Since: f.Since, Until: f.Until, Kind: f.Kind, ErrorClass: f.ErrorClass}
+	// A page over the response bound is read again with fewer rows, so
+	// that its next_cursor follows the last row shown.
+	asked := limit
+	var out DLQDiscarded
+	for {
+		page, err := s.store.ListDiscarded(ctx, f.Queue, sf, cursor, limit)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
+				return DLQDiscarded{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+			}
+			return DLQDiscarded{}, explain(err, hint(OpDLQDiscarded, "start again from the first page", discardedArgs(req.Filter, "limit", req.Limit)...))
+		}
+		out = s.discardedList(page)
+		k := shrunkPage(s.opts.Bounds, out.Items, DLQDiscarded{Notes: out.Notes, NextCursor: page.NextCursor})
+		if k == 0 || k >= limit {
+			break
+		}
+		limit = k
+	}
+	if out.NextCursor != "" && req.Filter.relative() {
+		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
+	}
 	var ids []int64
-	for i, it := range items {
-		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
-			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
-			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal}
-		if !it.RetryOriginal {
+	for _, it := range out.Items {
+		if it.Restorable {
 			ids = append(ids, it.MsgID)
 		}
 	}
-	out.Notes = append(out.Notes, v.listNotesShown(s.opts.Bounds.ListErrorChars, "showing one message once restored")...)
 	if len(ids) > 0 {
 		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call, not as a dry run, restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}
-	if more {
-		out.Notes = append(out.Notes, fmt.Sprintf("only the %d most recently discarded are listed: narrow the filters (kind, error class, since, until) or raise the limit (at most %d)", len(out.Items), MaxPageSize))
+	if limit < asked {
+		shrunkNote(&out.Notes, new([]Ask), len(out.Items), asked, false)
+	}
+	if out.NextCursor != "" {
+		out.Next = append(out.Next, hint(OpDLQDiscarded, "the next page", discardedArgs(req.Filter, "cursor", out.NextCursor, "limit", limit)...))
 	}
 	return out, nil
+}
+
+// discardedList is the view of a page of discarded messages.
+func (s *Service) discardedList(page store.DiscardedPage) DLQDiscarded {
+	v := s.viewer(false)
+	out := DLQDiscarded{Items: make([]DiscardedItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
+	for i, it := range page.Items {
+		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
+			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
+			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal}
+	}
+	out.Notes = append(out.Notes, v.listNotesShown(s.opts.Bounds.ListErrorChars, "showing one message once restored")...)
+	return out
+}
+
+// discardedArgs are the arguments of a list of discarded messages with
+// the filter f, and more.
+func discardedArgs(f DeadFilter, more ...any) []any {
+	f.Queue, f.Since, f.Until = strings.TrimSpace(f.Queue), strings.TrimSpace(f.Since), strings.TrimSpace(f.Until)
+	return append([]any{"queue", f.Queue, "kind", f.Kind, "error_class", f.ErrorClass, "since", f.Since, "until", f.Until}, more...)
 }
 
 // DLQRestoreRequest asks to bring discarded messages of one DLQ back from

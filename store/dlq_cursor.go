@@ -44,8 +44,10 @@ func (c deadCursor) mac(key []byte) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-func encodeDeadCursor(key []byte, it DeadItem, filter string) string {
-	c := deadCursor{V: deadCursorVersion, T: it.DeadLetteredAt.UTC(), Q: it.DLQ, I: it.MsgID, F: filter}
+// encodeDeadCursor returns the cursor of the position after message id
+// of dlq at time t, for the filter whose fingerprint is filter.
+func encodeDeadCursor(key []byte, t time.Time, dlq string, id int64, filter string) string {
+	c := deadCursor{V: deadCursorVersion, T: t.UTC(), Q: dlq, I: id, F: filter}
 	c.M = c.mac(key)
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)

@@ -43,7 +43,8 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 		if err != nil {
 			return DeadPage{Items: []DeadItem{}}, err
 		}
-		page.NextCursor = encodeDeadCursor(key, page.Items[limit-1], fp)
+		last := page.Items[limit-1]
+		page.NextCursor = encodeDeadCursor(key, last.DeadLetteredAt, last.DLQ, last.MsgID, fp)
 	}
 	return page, nil
 }

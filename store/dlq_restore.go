@@ -95,21 +95,44 @@ func replacedNotePrefix(dlq string) string {
 	return fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id ", dlq, dlq)
 }
 
+// DiscardedPage is one page of a DLQ's archive.
+type DiscardedPage struct {
+	Items []DiscardedItem
+	// NextCursor, when more match, is ListDiscarded's cursor for the next
+	// page, with the same DLQ and filter.
+	NextCursor string
+}
+
+// fingerprint names the DLQ and filter a cursor of ListDiscarded is for.
+func (f DiscardedFilter) fingerprint(dlq string) string {
+	return fmt.Sprintf("discarded %s %d %d %q %q", dlq, f.Since.UnixMicro(), f.Until.UnixMicro(), f.Kind, f.ErrorClass)
+}
+
 // ListDiscarded returns up to limit (1 to MaxDeadPage) messages of dlq's
-// archive that f selects, most recently archived first, and whether more
-// match. Error messages are as stored: the caller redacts them.
-func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter, limit int) ([]DiscardedItem, bool, error) {
+// archive that f selects, most recently archived first: the first page
+// for an empty cursor, else the page after the one whose NextCursor it
+// is. Error messages are as stored: the caller redacts them.
+func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter, cursor string, limit int) (DiscardedPage, error) {
+	page := DiscardedPage{Items: []DiscardedItem{}}
 	if limit < 1 || limit > MaxDeadPage {
-		return nil, false, invalidf("list discarded messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
+		return page, invalidf("list discarded messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
 	}
 	name, err := s.resolveDLQ(ctx, dlq)
 	if err != nil {
-		return nil, false, err
+		return page, err
 	}
-	sql, args := listDiscardedSQL(name, f, limit)
+	fp := f.fingerprint(name)
+	after, err := s.decodeDeadCursor(ctx, cursor, fp)
+	if err != nil {
+		return page, err
+	}
+	if after != nil && after.Q != name {
+		return page, errBadCursor
+	}
+	sql, args := listDiscardedSQL(name, f, after, limit)
 	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, false, queueErr(err, "list the archive of", name)
+		return page, queueErr(err, "list the archive of", name)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DiscardedItem, error) {
 		it := DiscardedItem{DLQ: name}
@@ -121,15 +144,26 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 		return it, err
 	})
 	if err != nil {
-		return nil, false, queueErr(err, "list the archive of", name)
+		return page, queueErr(err, "list the archive of", name)
 	}
-	more := len(items) > limit
-	return items[:min(len(items), limit)], more, nil
+	if len(items) <= limit {
+		page.Items = items
+		return page, nil
+	}
+	page.Items = items[:limit]
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return DiscardedPage{Items: []DiscardedItem{}}, err
+	}
+	last := page.Items[limit-1]
+	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, name, last.MsgID, fp)
+	return page, nil
 }
 
 // listDiscardedSQL is ListDiscarded's query: $1 the limit plus one, $2
-// the DLQ, $3 the note prefix, then the filter's values.
-func listDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) {
+// the DLQ, $3 the note prefix, then the filter's values and the position
+// of the cursor, when there is one.
+func listDiscardedSQL(dlq string, f DiscardedFilter, after *deadCursor, limit int) (string, []any) {
 	args := []any{limit + 1, dlq, replacedNotePrefix(dlq)}
 	var where []string
 	add := func(cond string, v any) {
@@ -147,6 +181,10 @@ func listDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) 
 	}
 	if f.ErrorClass != "" {
 		add("a.headers->'"+HeaderDeadLetter+"'->>'error_class' = $%d::text", f.ErrorClass)
+	}
+	if after != nil {
+		args = append(args, after.T, after.I)
+		where = append(where, fmt.Sprintf("(a.archived_at, a.msg_id) < ($%d, $%d)", len(args)-1, len(args)))
 	}
 	cond := ""
 	if len(where) > 0 {

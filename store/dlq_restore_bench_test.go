@@ -28,7 +28,8 @@ func BenchmarkListDiscarded(b *testing.B) {
 	b.Log(explain(b, s, "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...))
 	b.ResetTimer()
 	for b.Loop() {
-		items, _, err := s.ListDiscarded(ctx, dlq, store.DiscardedFilter{}, 100)
+		page, err := s.ListDiscarded(ctx, dlq, store.DiscardedFilter{}, "", 100)
+		items := page.Items
 		if err != nil || len(items) != 100 {
 			b.Fatalf("listed %d of 100: %v", len(items), err)
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -29,12 +30,25 @@ func TestRestoreDiscardedDead(t *testing.T) {
 		t.Fatalf("discard = %d, %v", n, err)
 	}
 	wantCounted(t, s, dlq, 0)
-	items, more, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{ErrorClass: "Timeout"}, 2)
-	if err != nil || !more || len(items) != 2 || items[0].Kind != "k" || items[0].ArchivedAt.IsZero() || items[0].RetryOriginal {
-		t.Fatalf("list discarded = %+v, more %v, %v; want 2 of kind k and more", items, more, err)
+	timeouts := store.DiscardedFilter{ErrorClass: "Timeout"}
+	page, err := s.ListDiscarded(ctx, q, timeouts, "", 2)
+	if items := page.Items; err != nil || page.NextCursor == "" || len(items) != 2 || items[0].Kind != "k" || items[0].ArchivedAt.IsZero() || items[0].RetryOriginal {
+		t.Fatalf("list discarded = %+v, %v; want 2 of kind k and a next cursor", page, err)
 	}
-	if items, _, _ := s.ListDiscarded(ctx, q, store.DiscardedFilter{Kind: "other"}, 10); len(items) != 0 {
-		t.Fatalf("list discarded of another kind = %+v, want none", items)
+	// The three were discarded in one statement, at one archived_at: the
+	// next page goes on by id.
+	rest, err := s.ListDiscarded(ctx, q, timeouts, page.NextCursor, 2)
+	if err != nil || rest.NextCursor != "" || len(rest.Items) != 1 || rest.Items[0].MsgID == page.Items[0].MsgID || rest.Items[0].MsgID == page.Items[1].MsgID {
+		t.Fatalf("next page = %+v, %v; want the third message and no further cursor", rest, err)
+	}
+	if _, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{}, page.NextCursor, 2); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a cursor passed with other filters: %v, want it refused", err)
+	}
+	if _, err := s.ListDiscarded(ctx, q, timeouts, pgtest.TamperCursor(t, page.NextCursor), 2); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a tampered cursor: %v, want it refused", err)
+	}
+	if page, _ := s.ListDiscarded(ctx, q, store.DiscardedFilter{Kind: "other"}, "", 10); len(page.Items) != 0 {
+		t.Fatalf("list discarded of another kind = %+v, want none", page.Items)
 	}
 
 	dry, err := s.RestoreDead(ctx, q, ids[:1], true)
@@ -95,7 +109,8 @@ func TestRestoreRefusesRetryOriginal(t *testing.T) {
 	mustExec(t, s, `DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2`, q, corrected[0])
 	// As a retry made before the mark left it: only the note names it.
 	mustExec(t, s, `DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id = $2 AND error_class = $3`, dlq, ids[1], store.PayloadReplacedClass)
-	items, _, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{}, 10)
+	listed, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{}, "", 10)
+	items := listed.Items
 	if err != nil || len(items) != 2 || !items[0].RetryOriginal || !items[1].RetryOriginal {
 		t.Fatalf("list = %+v, %v; want both marked as retry originals", items, err)
 	}
@@ -211,7 +226,7 @@ func TestRestoreDeadRejectsBadInput(t *testing.T) {
 	wantErr(t, "id 0", err, store.ErrInvalid, "ids are positive")
 	_, err = s.RestoreDead(ctx, q, make([]int64, store.MaxBatch+1), false)
 	wantErr(t, "too many", err, store.ErrInvalid, "pass 1 to")
-	_, _, err = s.ListDiscarded(ctx, q, store.DiscardedFilter{}, 0)
+	_, err = s.ListDiscarded(ctx, q, store.DiscardedFilter{}, "", 0)
 	wantErr(t, "limit 0", err, store.ErrInvalid, "limit 0")
 }
 
@@ -226,15 +241,15 @@ func TestRestoreDeadReadOnlyRole(t *testing.T) {
 	role, roleURL := pgtest.NewRole(t, url)
 	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
 	reader := openStore(t, roleURL)
-	if items, _, err := reader.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, 10); err != nil || len(items) != 2 {
-		t.Fatalf("list as the reader = %+v, %v", items, err)
+	if page, err := reader.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, "", 10); err != nil || len(page.Items) != 2 {
+		t.Fatalf("list as the reader = %+v, %v", page.Items, err)
 	}
 	_, err := reader.RestoreDead(testContext(t), q, ids, false)
 	if err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("restore as the reader = %v, want permission denied", err)
 	}
-	if items, _, _ := owner.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, 10); len(items) != 2 {
-		t.Fatalf("the archive holds %d after a refused restore, want 2", len(items))
+	if page, _ := owner.ListDiscarded(testContext(t), q, store.DiscardedFilter{}, "", 10); len(page.Items) != 2 {
+		t.Fatalf("the archive holds %d after a refused restore, want 2", len(page.Items))
 	}
 }
 

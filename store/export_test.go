@@ -72,7 +72,7 @@ func SetPurgeBatch(tb testing.TB, n int) {
 // ListDiscardedSQL is ListDiscarded's query and its arguments, to be
 // explained.
 func ListDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) {
-	return listDiscardedSQL(dlq, f, limit)
+	return listDiscardedSQL(dlq, f, nil, limit)
 }
 
 // RestoreSortSQL is the query by which RestoreDead sorts ids into those it

@@ -179,6 +179,43 @@ func TestResponsesStayUnderBudget(t *testing.T) {
 			t.Errorf("%s(%v): %d characters, want under %d", c.tool, c.args, n, responseLimit)
 		}
 	}
+	checkDiscardedPages(t, e, q, all)
+}
+
+// checkDiscardedPages discards the dead messages ids of q, whose errors
+// are long, and lists them 100 to a page: each page within the budget,
+// fewer rows than asked for, and the pages, followed by their cursors,
+// list each id once, as a restore needs them all.
+func checkDiscardedPages(t *testing.T, e *env, q string, ids []int64) {
+	t.Helper()
+	if d := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "ids": ids}); d.Discarded != len(ids) {
+		t.Fatalf("discarded %d of %d", d.Discarded, len(ids))
+	}
+	seen := map[int64]int{}
+	args := map[string]any{"queue": q, "limit": 100}
+	pages := 0
+	for ; pages < 50; pages++ {
+		checkSize(t, e, "pgbus_dlq_discarded", args)
+		page := callOK[ops.DLQDiscarded](t, e, "pgbus_dlq_discarded", args)
+		for _, it := range page.Items {
+			seen[it.MsgID]++
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		args = map[string]any{"queue": q, "limit": 100, "cursor": page.NextCursor}
+	}
+	if pages < 1 {
+		t.Errorf("the %d discarded messages fit one page under the budget; the test wants them to need several", len(ids))
+	}
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("discarded message %d listed %d times over %d pages, want once", id, seen[id], pages+1)
+		}
+	}
+	if len(seen) != len(ids) {
+		t.Errorf("the pages list %d messages, want the %d discarded", len(seen), len(ids))
+	}
 }
 
 // checkSize fails the test when a tool's answer is not under responseLimit.

@@ -11,8 +11,8 @@ import (
 
 func (a *app) dlqDiscardedCommand() *cobra.Command {
 	var (
-		queue, kind, errorClass, since, until string
-		limit                                 int
+		queue, kind, errorClass, since, until, cursor string
+		limit                                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "discarded --queue Q",
@@ -31,7 +31,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 			if err := checkLimit(ops.OpDLQDiscarded, limit); err != nil {
 				return err
 			}
-			req := ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue, Kind: kind, ErrorClass: errorClass, Since: since, Until: until}, Limit: limit}
+			req := ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue, Kind: kind, ErrorClass: errorClass, Since: since, Until: until}, Limit: limit, Cursor: cursor}
 			if err := flagWords(req.Check(), "queue", "kind", "error_class", "since", "until"); err != nil {
 				return usageError{err}
 			}
@@ -51,6 +51,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 	fs.StringVar(&since, "since", "", "discarded at or after: RFC 3339, a date, or an age (2h, 7d)")
 	fs.StringVar(&until, "until", "", "discarded before: RFC 3339, a date, or an age")
 	fs.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("list at most this many, 1 to %d", ops.MaxPageSize))
+	fs.StringVar(&cursor, "cursor", "", "the next page: the cursor the previous page printed, with the same filters")
 	return jsonFlag(cmd)
 }
 
