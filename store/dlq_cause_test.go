@@ -116,6 +116,13 @@ func TestDeadErrorNormBounds(t *testing.T) {
 		"job `make all` failed in `/tmp`":            "job `make all` failed in <str>",
 		"request req-20240101x: sha256 mismatch":     "request <id>: <id> mismatch",
 		"stray  control ":                          "stray control",
+		// A number is one value, its sign and decimals included; a
+		// dash between digits (a date) stays.
+		"no response within 1.025s":               "no response within <n>s",
+		"no response within 3s":                   "no response within <n>s",
+		"amount must be positive, got -20":        "amount must be positive, got <n>",
+		"x=-5 y=(-1.5) on 2024-01-01 at 10.0.0.1": "x=<n> y=(<n>) on <n>-<n>-<n> at <n>",
+		"sentence ends at 3. Then more":           "sentence ends at <n>. Then more",
 	} {
 		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
 			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
