@@ -119,7 +119,7 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
 			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now(),
-				opened_by = NULL, open_reason = NULL
+				opened_by = NULL, open_reason = NULL, opened_by_hand_until = NULL
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
 			RETURNING 'probe'::text AS verdict, probe_until AS until
 		)
@@ -272,6 +272,13 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 	return c, nil
 }
 
+// handOpenedSQL is who opened the breaker of table alias b by hand, NULL
+// when its open period is not the one that opening set: an older pgbus
+// that closed or reopened it since left opened_by behind.
+func handOpenedSQL(b, col string) string {
+	return `CASE WHEN ` + b + `.state = 'open' AND ` + b + `.opened_by_hand_until IS NOT DISTINCT FROM ` + b + `.open_until THEN ` + b + `.` + col + ` END`
+}
+
 // ListBreakers returns the circuit breakers by name, and their users by
 // queue and kind, byte by byte whatever the database's collation: every
 // one when name is empty, else only the one of that name (none when it
@@ -281,7 +288,7 @@ func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, 
 	// session's zone: it is written in UTC, as the other times come.
 	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
-			last_success_at, last_failure_at, coalesce(opened_by, ''), coalesce(open_reason, ''),
+			last_success_at, last_failure_at, coalesce(`+handOpenedSQL("b", "opened_by")+`, ''), coalesce(`+handOpenedSQL("b", "open_reason")+`, ''),
 			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', `+sqlDeadISO("u.seen_at")+`)
 				ORDER BY u.queue_name COLLATE "C", u.kind COLLATE "C") FROM pgbus.circuit_breaker_users u
 				WHERE u.breaker = b.name AND u.seen_at > now() - $2 * interval '1 microsecond'), '[]')
@@ -436,10 +443,11 @@ type BreakerWas struct {
 func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand bool) (BreakerWas, error) {
 	var was BreakerWas
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason, open_until FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE),
+		WITH old AS (SELECT name, state, consecutive_failures, `+handOpenedSQL("c", "opened_by")+` AS opened_by, `+handOpenedSQL("c", "open_reason")+` AS open_reason, open_until
+			FROM pgbus.circuit_breakers c WHERE name = $1 FOR UPDATE),
 		reset AS (
 			UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
-				opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now(), opened_by = NULL, open_reason = NULL
+				opened_at = NULL, open_until = NULL, probe_until = NULL, updated_at = now(), opened_by = NULL, open_reason = NULL, opened_by_hand_until = NULL
 			FROM old WHERE b.name = old.name AND ($2 OR old.opened_by IS NULL OR old.open_until <= now())
 			RETURNING 1)
 		SELECT old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), old.open_until,
@@ -491,10 +499,11 @@ func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) 
 	var until time.Time
 	var shortened *time.Time // the end of the open period this one cut short
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures, opened_by, open_reason, open_until FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE)
+		WITH old AS (SELECT name, state, consecutive_failures, `+handOpenedSQL("c", "opened_by")+` AS opened_by, `+handOpenedSQL("c", "open_reason")+` AS open_reason, open_until
+			FROM pgbus.circuit_breakers c WHERE name = $1 FOR UPDATE)
 		UPDATE pgbus.circuit_breakers b SET state = 'open', opened_at = CASE WHEN old.state = 'closed' THEN now() ELSE coalesce(b.opened_at, now()) END,
 			open_until = now() + $2 * interval '1 millisecond', probe_until = NULL, updated_at = now(),
-			opened_by = $3, open_reason = nullif($4, '')
+			opened_by = $3, open_reason = nullif($4, ''), opened_by_hand_until = now() + $2 * interval '1 millisecond'
 		FROM old WHERE b.name = old.name
 		RETURNING old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), b.open_until,
 			CASE WHEN old.state = 'open' AND old.open_until > b.open_until THEN old.open_until END`,

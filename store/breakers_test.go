@@ -528,3 +528,46 @@ func TestOpenBreakerByHand(t *testing.T) {
 		t.Fatalf("breaker after the reset: %+v; want it closed", st)
 	}
 }
+
+// A pgbus of an older schema that closes or reopens a breaker opened by
+// hand leaves who opened it behind: the breaker is not shown opened by
+// hand once its open period is another one, and a reset of it is not
+// refused as the person's window.
+func TestOpeningByHandEndsWithItsPeriod(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	name := uniqueName("olderclose")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OpenBreaker(ctx, name, store.BreakerOpening{For: time.Hour, By: "cli", Reason: "maint"}); err != nil {
+		t.Fatal(err)
+	}
+	// An older pgbus's reset, then failures that open it again, writing
+	// only the columns it knows.
+	older := func(set string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET `+set+` WHERE name = $1`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older(`state = 'closed', open_until = NULL, opened_at = NULL`)
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerClosed || st.OpenedBy != "" || st.OpenReason != "" {
+		t.Fatalf("breaker an older pgbus closed: %+v; want it closed, by no hand", st)
+	}
+	older(`state = 'open', opened_at = now(), open_until = now() + interval '1 hour', consecutive_failures = 5`)
+	if st := breakerNamed(t, ctx, s, name); st.State != store.BreakerOpen || st.OpenedBy != "" {
+		t.Fatalf("breaker failures opened again: %+v; want it open, by no hand", st)
+	}
+	if was, err := s.ResetBreaker(ctx, name, false); err != nil || was.Kept || was.OpenedBy != "" {
+		t.Fatalf("reset of the breaker failures opened = %+v, %v; want it reset, opened by no hand", was, err)
+	}
+	// Opened by hand again, it is the person's window until its end.
+	if _, _, err := s.OpenBreaker(ctx, name, store.BreakerOpening{For: time.Hour, By: "cli", Reason: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if was, err := s.ResetBreaker(ctx, name, false); err != nil || !was.Kept || was.OpenedBy != "cli" || was.OpenReason != "again" {
+		t.Fatalf("reset of the breaker opened by hand again = %+v, %v; want it kept, by cli", was, err)
+	}
+}
