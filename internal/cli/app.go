@@ -108,6 +108,11 @@ func (a *app) setup(cmd *cobra.Command) error {
 		}
 		a.cfg = cfg
 	}
+	if v, set := os.LookupEnv(EnvDatabaseURL); set && strings.TrimSpace(v) == "" && !fs.Changed("database-url") {
+		// Read as unset, it would start the embedded PostgreSQL: a deploy
+		// whose secret came through empty would send jobs there.
+		return usageError{fmt.Errorf("environment variable %s is set but empty: give the database's URL, or unset it (unset %s) to use the embedded PostgreSQL", EnvDatabaseURL, EnvDatabaseURL)}
+	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"database-url", a.cfg.DatabaseURL, EnvDatabaseURL},
 		{"data-dir", a.cfg.DataDir, EnvDataDir},

@@ -52,7 +52,7 @@ const MaxFileBytes = 1 << 20
 // empty configuration, valid everywhere.
 type File struct {
 	// DatabaseURL is the PostgreSQL URL; empty starts the embedded server.
-	DatabaseURL string `yaml:"database_url"`
+	DatabaseURL string `yaml:"database_url,omitempty"`
 	// DataDir is the embedded server's data directory.
 	DataDir string `yaml:"data_dir"`
 	// LogFormat is auto, text or json; LogLevel debug, info, warn or error.
@@ -643,6 +643,11 @@ func (f *File) given(key string) bool {
 
 // check validates values that decoded but make no sense.
 func (f *File) check() error {
+	if _, given := f.lines["database_url"]; given && strings.TrimSpace(f.DatabaseURL) == "" {
+		// Read as no URL, it would start the embedded PostgreSQL: a
+		// template whose variable was left empty would send jobs there.
+		return f.Errorf("database_url", "is empty: give the database's URL, or leave the key out to use DATABASE_URL or the embedded PostgreSQL")
+	}
 	switch f.LogFormat {
 	case "", "auto", "text", "json":
 	default:

@@ -1,0 +1,47 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/cli"
+)
+
+// An empty DATABASE_URL, or an empty database_url in the file, stops the
+// command before anything starts, as an empty --database-url does: read as
+// no URL, it started the embedded PostgreSQL, so a deploy whose secret or
+// template variable came through empty sent its jobs to a database of its
+// own.
+func TestEmptyDatabaseURLFromEnvOrFileStartsNothing(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "pgbus.yaml")
+	if err := os.WriteFile(file, []byte("log_level: info\ndatabase_url: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"environment", []string{"DATABASE_URL=", "PGBUS_DATA_DIR=" + dataDir}, nil, "environment variable DATABASE_URL is set but empty"},
+		{"environment blank", []string{"DATABASE_URL=  ", "PGBUS_DATA_DIR=" + dataDir}, nil, "environment variable DATABASE_URL is set but empty"},
+		{"file", []string{"PGBUS_DATA_DIR=" + dataDir}, []string{"--config", file}, file + ":2: database_url: is empty"},
+	} {
+		r := pgbus(t, c.env, append([]string{"queue", "create", "lost"}, c.args...)...)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d saying %q", c.name, r.code, r.stderr, cli.ExitUsage, c.want)
+		}
+	}
+	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) != 0 {
+		t.Fatalf("data directory holds %v (%v); want nothing started", entries, err)
+	}
+	// Given on the command line, the URL is taken and the empty variable
+	// is not in the way.
+	if r := pgbus(t, []string{"DATABASE_URL="}, "migrate", "--database-url", newDB(t).url); r.code != 0 {
+		t.Errorf("--database-url beside an empty DATABASE_URL: exit %d, %s", r.code, r.stderr)
+	}
+}
