@@ -227,7 +227,11 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 
 // probeDeadGroups fills in first and last times and sample ids, one
 // statement per DLQ, all in one round trip; with a reason, of the group's
-// messages of that reason only.
+// messages of that reason only. The probes order by the cause key first,
+// the one key they select, so that only the cause index gives their
+// order: ordered by time alone, the planner could walk the time index
+// filtering by key, through every message of the groups dead-lettered
+// after (or before) the one probed, seconds when failures came in bursts.
 func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup, reason string) error {
 	batch := &pgx.Batch{}
 	of := ""
@@ -257,7 +261,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 			CROSS JOIN LATERAL (
 				SELECT d.enqueued_at AS at FROM `+t+` d
 				WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
-				ORDER BY d.enqueued_at, d.msg_id LIMIT 1) f
+				ORDER BY pgbus.dlq_cause_key(d.headers, d.message), d.enqueued_at, d.msg_id LIMIT 1) f
 			CROSS JOIN LATERAL (
 				SELECT array_agg(n.enqueued_at ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ats,
 				       array_agg(n.msg_id ORDER BY n.enqueued_at DESC, n.msg_id DESC) AS ids,
@@ -265,7 +269,7 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 				       (array_agg(n.trips ORDER BY n.enqueued_at DESC, n.msg_id DESC))[1] AS trips
 				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg, `+sqlDeadTrips+` AS trips FROM `+t+` d
 				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
-				      ORDER BY d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, args...).
+				      ORDER BY pgbus.dlq_cause_key(d.headers, d.message) DESC, d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, args...).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var i int
