@@ -122,6 +122,7 @@ func (s *Service) queueCoverage(ctx context.Context, queues []string) ([]QueueWo
 	if err != nil {
 		return nil, err
 	}
+	ws = s.withRuby(ctx, ws)
 	var out []QueueWorkers
 	seen, asked := map[string]bool{}, map[string]bool{}
 	for _, q := range queues {

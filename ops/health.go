@@ -285,12 +285,16 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%s stopped sending heartbeats without shutting down (crashed or hung); %s messages return after %s visibility timeout", plural.Count(n, "worker process", "worker processes"), plural.Of(n, "its", "their"), plural.Of(n, "its", "their")),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
 	}
+	// Whether a queue is served counts the Ruby gem's processes too,
+	// which work the queues of its database: the counts above are
+	// pgbus's own.
+	serving := s.withRuby(ctx, workers)
 	breakers, err := s.store.ListBreakers(ctx, "")
 	if err != nil {
 		return h, err
 	}
 	for _, b := range breakers {
-		checkBreaker(&h, b, s.heldBy(ctx, b), s.now(), func(q string) bool { return coverage(workers, q).Served() })
+		checkBreaker(&h, b, s.heldBy(ctx, b), s.now(), func(q string) bool { return coverage(serving, q).Served() })
 	}
 	for _, q := range stats {
 		h.DeadMessages += q.DLQDepth
@@ -301,7 +305,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.Queues++
 		h.Backlog += q.Visible
 		h.BacklogEstimated = h.BacklogEstimated || q.Estimated
-		s.checkQueue(&h, q, coverage(workers, q.Queue))
+		s.checkQueue(&h, q, coverage(serving, q.Queue))
 	}
 	checkServedDropped(&h, stats, workers)
 	schema, err := s.recordedSchema(ctx)
@@ -680,17 +684,12 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 		return Workers{}, err
 	}
 	// Processes of the Ruby gem pgbus on the same database are shown with
-	// pgbus's own, but only here: health checks pgbus's workers.
+	// pgbus's own.
 	ruby, err := s.store.ListRubyProcesses(ctx, 24*time.Hour)
 	if err != nil {
 		return Workers{}, err
 	}
-	if len(ruby) > 0 {
-		more := s.workerStatuses(ruby, max(s.opts.StaleAfter, RubyStaleAfter))
-		out.Workers = append(out.Workers, more.Workers...)
-		out.Running, out.Stale, out.Stopped = out.Running+more.Running, out.Stale+more.Stale, out.Stopped+more.Stopped
-		slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
-	}
+	out = s.addRuby(out, ruby)
 	if !req.All && s.opts.Bounds.Response > 0 {
 		cut := 0
 		for i := range out.Workers {
@@ -718,6 +717,31 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 
 // allWorkers is Workers without a response bound, for the checks that
 // read every process.
+// addRuby is ws with the processes of the Ruby gem pgbus, running ones
+// first.
+func (s *Service) addRuby(ws Workers, ruby []store.WorkerProcess) Workers {
+	if len(ruby) == 0 {
+		return ws
+	}
+	more := s.workerStatuses(ruby, max(s.opts.StaleAfter, RubyStaleAfter))
+	ws.Workers = append(slices.Clone(ws.Workers), more.Workers...)
+	ws.Running, ws.Stale, ws.Stopped = ws.Running+more.Running, ws.Stale+more.Stale, ws.Stopped+more.Stopped
+	slices.SortStableFunc(ws.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	return ws
+}
+
+// withRuby is ws with the processes of the Ruby gem pgbus, for whether a
+// queue is served: a queue only the gem works has workers. A database
+// whose gem table cannot be read counts pgbus's workers alone, as the
+// gem's processes are no part of pgbus's health.
+func (s *Service) withRuby(ctx context.Context, ws Workers) Workers {
+	ruby, err := s.store.ListRubyProcesses(ctx, 24*time.Hour)
+	if err != nil {
+		return ws
+	}
+	return s.addRuby(ws, ruby)
+}
+
 func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 	ws, err := s.store.ListWorkers(ctx, 24*time.Hour)
 	if err != nil {

@@ -113,10 +113,22 @@ func TestTriageRubyPgbusDatabase(t *testing.T) {
 		t.Fatalf("Ruby pgbus processes = %+v, want its running worker on pgbus_default and pgbus_mailers and its stale supervisor", byKind)
 	}
 
+	// The gem's running worker serves its queues: health does not call
+	// them unserved, nor a retry tell to start a worker of pgbus's.
+	h := callOK[ops.Health](t, ro, "pgbus_health", map[string]any{})
+	for _, r := range h.Reasons {
+		if r.Code == "no_workers" || r.Code == "stale_workers" {
+			t.Errorf("health of the Ruby pgbus database: %s on %q: %s; its running Ruby worker serves its queues", r.Code, r.Queue, r.Message)
+		}
+	}
+
 	rw := newEnvOn(t, st, ops.Options{})
 	rep := callOK[ops.DLQRetry](t, rw, "pgbus_dlq_retry", map[string]any{"queue": "pgbus_default_dlq", "ids": []int64{102, 103}})
 	if rep.Retried != 2 || rep.Failed != 0 {
 		t.Fatalf("retry = %+v, want both retried", rep)
+	}
+	if len(rep.Workers) != 1 || rep.Workers[0].Queue != "pgbus_default" || rep.Workers[0].Status != ops.CoverageRunning {
+		t.Errorf("retry's workers = %+v, want pgbus_default served by the running Ruby worker", rep.Workers)
 	}
 	rows, err := st.Pool().Query(testContext(t), `SELECT message->>'job_id', headers FROM pgmq.q_pgbus_default WHERE message->>'job_id' IN ('c2', 'c3') ORDER BY 1`)
 	if err != nil {
