@@ -309,9 +309,9 @@ func resourceCalls(hints []ops.Hint) string {
 }
 
 func jsonContents(uri string, v any) ([]mcp.ResourceContents, error) {
-	b, err := json.Marshal(v)
+	text, err := tools.JSONText(v)
 	if err != nil {
 		return nil, fmt.Errorf("resource %s: encode: %v", shownURI(uri), err)
 	}
-	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeJSON, Text: string(b)}}, nil
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeJSON, Text: text}}, nil
 }

@@ -44,11 +44,24 @@ func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
 	fillNil(reflect.ValueOf(out))
 	NameHints(reflect.ValueOf(out), readOnly)
 	WordNotes(out)
-	text, err := json.Marshal(out)
+	text, err := JSONText(out)
 	if err != nil {
 		return errorResult(err, readOnly)
 	}
-	return mcp.NewToolResultStructured(out, string(text))
+	return mcp.NewToolResultStructured(out, text)
+}
+
+// JSONText is v's JSON as the text of a result or resource: <, > and &
+// as they are, not as \u003c escapes, which an agent reads as six
+// characters each (error patterns hold <n> and <str>).
+func JSONText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // errorResult answers err as a tool error. Errors the caller can fix (bad

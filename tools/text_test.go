@@ -50,3 +50,17 @@ func TestNULRefused(t *testing.T) {
 		t.Errorf("the DLQ holds %d after refused calls, want 1", n)
 	}
 }
+
+// A result's text keeps <, > and & as they are: an error pattern reads
+// "order <n> failed", not "order \u003cn\u003e failed", six characters for
+// one to an agent.
+func TestResultTextKeepsAngleBrackets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "order 42 failed & <b>bold</b>"})
+	text := resultText(e.call(t, "pgbus_dlq_summary", map[string]any{"queue": q}))
+	if !strings.Contains(text, "order <n> failed & <b>bold</b>") || strings.Contains(text, `\u003c`) || strings.Contains(text, `\u0026`) {
+		t.Errorf("summary text escapes what it need not: %s", text)
+	}
+}
