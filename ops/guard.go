@@ -94,7 +94,11 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	if len(ids) == 0 {
 		return "", invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
 	}
-	tok, err := s.store.DeadIDsToken(ctx, f.Queue, ids)
+	use := store.DeadSetRetry
+	if op == OpDLQDiscard {
+		use = store.DeadSetDiscard
+	}
+	tok, err := s.store.DeadIDsToken(ctx, use, f.Queue, ids)
 	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }
 

@@ -77,9 +77,9 @@ func (s *Store) DiscardDeadSelected(ctx context.Context, f DeadFilter, limit int
 	}
 	rep.More = more
 	if opts.DryRun {
-		rep.Token, err = s.deadSetToken(ctx, deadIDsOf(refs))
+		rep.Token, err = s.deadSetToken(ctx, DeadSetDiscard, deadIDsOf(refs))
 	} else {
-		err = s.guarded(ctx, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error { return s.archiveAll(ctx, tx, refs) })
+		err = s.guarded(ctx, DeadSetDiscard, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error { return s.archiveAll(ctx, tx, refs) })
 	}
 	if err != nil {
 		return rep, err

@@ -25,21 +25,40 @@ type DeadID struct {
 
 // deadSetDomain separates the MACs of dead sets from those of cursors,
 // which share the key.
-const deadSetDomain = "pgbus dead set v1\n"
+const deadSetDomain = "pgbus dead set v2\n"
 
-// deadSetToken returns the token of a set of dead messages: its size, a
-// dash, and the first 128 bits of the HMAC-SHA256 of the sorted (dlq,
-// msg_id) pairs under the database's cursor key, in base64url. Keyed, so a
-// token cannot be made up without reading the database; the size is only
-// there for people and error messages.
-func deadSetToken(key []byte, set []DeadID) string {
+// DeadSetUse names the call a dry run's token guards: the token of a
+// retry's dry run does not guard a discard, nor the other way round, as
+// the set a person agreed to retry is not one they agreed to discard.
+type DeadSetUse string
+
+// The calls a token guards.
+const (
+	DeadSetRetry   DeadSetUse = "retry"
+	DeadSetDiscard DeadSetUse = "discard"
+)
+
+// other is the use that is not u.
+func (u DeadSetUse) other() DeadSetUse {
+	if u == DeadSetRetry {
+		return DeadSetDiscard
+	}
+	return DeadSetRetry
+}
+
+// deadSetToken returns the token of a set of dead messages for a call of
+// use: its size, a dash, and the first 128 bits of the HMAC-SHA256 of the
+// use and the sorted (dlq, msg_id) pairs under the database's cursor key,
+// in base64url. Keyed, so a token cannot be made up without reading the
+// database; the size is only there for people and error messages.
+func deadSetToken(key []byte, use DeadSetUse, set []DeadID) string {
 	set = slices.Clone(set)
 	slices.SortFunc(set, func(a, b DeadID) int {
 		return cmp.Or(strings.Compare(a.DLQ, b.DLQ), cmp.Compare(a.MsgID, b.MsgID))
 	})
 	set = slices.Compact(set)
 	h := hmac.New(sha256.New, key)
-	h.Write([]byte(deadSetDomain))
+	h.Write([]byte(deadSetDomain + string(use) + "\n"))
 	for _, d := range set {
 		fmt.Fprintf(h, "%s %d\n", d.DLQ, d.MsgID)
 	}
@@ -69,7 +88,7 @@ func CheckDeadSetToken(token string) error {
 // DeadIDsToken returns the token of the dead messages ids of queue's DLQ,
 // as a dry run by filter returns it for the set it selects, so that a
 // caller may name the set a guarded call must move by its ids.
-func (s *Store) DeadIDsToken(ctx context.Context, queue string, ids []int64) (string, error) {
+func (s *Store) DeadIDsToken(ctx context.Context, use DeadSetUse, queue string, ids []int64) (string, error) {
 	dlq, err := s.resolveDLQ(ctx, queue)
 	if err != nil {
 		return "", err
@@ -78,15 +97,15 @@ func (s *Store) DeadIDsToken(ctx context.Context, queue string, ids []int64) (st
 	for i, id := range ids {
 		set[i] = DeadID{DLQ: dlq, MsgID: id}
 	}
-	return s.deadSetToken(ctx, set)
+	return s.deadSetToken(ctx, use, set)
 }
 
-func (s *Store) deadSetToken(ctx context.Context, set []DeadID) (string, error) {
+func (s *Store) deadSetToken(ctx context.Context, use DeadSetUse, set []DeadID) (string, error) {
 	key, err := s.cursorKey(ctx)
 	if err != nil {
 		return "", err
 	}
-	return deadSetToken(key, set), nil
+	return deadSetToken(key, use, set), nil
 }
 
 func deadIDsOf(refs []deadRef) []DeadID {
@@ -117,15 +136,19 @@ func (s *Store) selectDead(ctx context.Context, f DeadFilter, limit int) ([]dead
 // does: a cancellation of ctx that landed as it committed would otherwise
 // leave the set moved and the call failed. move gets the context to run
 // its statements with.
-func (s *Store) guarded(ctx context.Context, refs []deadRef, expect string, move func(ctx context.Context, tx pgx.Tx) error) error {
+func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, expect string, move func(ctx context.Context, tx pgx.Tx) error) error {
 	if err := CheckDeadSetToken(expect); err != nil {
 		return err
 	}
-	got, err := s.deadSetToken(ctx, deadIDsOf(refs))
+	key, err := s.cursorKey(ctx)
 	if err != nil {
 		return err
 	}
-	if !hmac.Equal([]byte(got), []byte(expect)) {
+	set := deadIDsOf(refs)
+	if !hmac.Equal([]byte(deadSetToken(key, use, set)), []byte(expect)) {
+		if hmac.Equal([]byte(deadSetToken(key, use.other(), set)), []byte(expect)) {
+			return invalidf("expect is the dry run's of a %s, and this call is a %s; nothing was moved: run this call's own dry run and pass its expect", use.other(), use)
+		}
 		want, _ := tokenSize(expect)
 		what := fmt.Sprintf("it saw %d, %s selected now", want, plural.Count(len(refs), "is", "are"))
 		if want == len(refs) {

@@ -54,9 +54,22 @@ func TestDiscardDryRunThenGuarded(t *testing.T) {
 	if got := dlqIDs(t, s, dlq); len(got) != 4 {
 		t.Fatalf("after the dry run the DLQ holds %v, want all 4", got)
 	}
-	byIDs, err := s.DeadIDsToken(ctx, q, []int64{bad[2], bad[0], bad[1], bad[0]})
+	byIDs, err := s.DeadIDsToken(ctx, store.DeadSetDiscard, q, []int64{bad[2], bad[0], bad[1], bad[0]})
 	if err != nil || byIDs != dry.Token {
 		t.Fatalf("token of the ids = %q, %v; want the dry run's %q", byIDs, err, dry.Token)
+	}
+	// The token of a retry's dry run of the same set guards no discard:
+	// a set agreed to be retried is not one agreed to be discarded.
+	retryDry, err := s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{DryRun: true})
+	if err != nil || retryDry.Token == "" || retryDry.Token == dry.Token {
+		t.Fatalf("retry dry run = %+v, %v; want a token of its own", retryDry, err)
+	}
+	_, err = s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: retryDry.Token})
+	wantErr(t, "discard guarded by a retry's token", err, store.ErrInvalid, "dry run's of a retry, and this call is a discard")
+	_, err = s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{Expect: dry.Token})
+	wantErr(t, "retry guarded by a discard's token", err, store.ErrInvalid, "dry run's of a discard, and this call is a retry")
+	if got := dlqIDs(t, s, dlq); len(got) != 4 {
+		t.Fatalf("after the refused calls the DLQ holds %v, want all 4", got)
 	}
 	real, err := s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: dry.Token})
 	if err != nil || real.Discarded != 3 || !slices.Equal(movedIDs(real.Moved), movedIDs(dry.Moved)) {

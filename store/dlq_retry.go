@@ -175,7 +175,7 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 		return gone, nil
 	})
 	if err == nil && opts.DryRun {
-		rep.Token, err = s.deadSetToken(ctx, selected)
+		rep.Token, err = s.deadSetToken(ctx, DeadSetRetry, selected)
 	}
 	return rep, err
 }
@@ -204,7 +204,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		return err
 	}
 	dones := make([]func(string, int64, error), 0, len(refs))
-	err = s.guarded(ctx, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
+	err = s.guarded(ctx, DeadSetRetry, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
 		for i, r := range refs {
 			tc, done, err := deadRetryTrace(ctx, tx, r, opts)
 			if err != nil {
