@@ -23,11 +23,14 @@ import (
 func TestToolsGiveUpOnFrozenConnections(t *testing.T) {
 	// Not parallel: the calls that must succeed get the database call
 	// timeout of 1s too, which the package's other tests beside it on a
-	// busy machine can make a call outlast.
-	direct := testStore(t)
+	// busy machine can make a call outlast. A database of its own: the
+	// health check reads every queue's depth, and the shared database's
+	// hundreds took it past the 1s on a loaded machine.
+	url := pgtest.NewDatabase(t)
+	direct := pgtest.OpenStore(t, url)
 	queue := newQueue(t, direct)
 	ids := deadLetter(t, direct, queue, `{"n":1}`)
-	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	proxy := pgtest.NewFreezingProxy(t, url)
 	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "pool_max_conns", "4"))
 	base := serveHTTP(t, deps(t, through, ops.Options{DatabaseCallTimeout: time.Second}), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
