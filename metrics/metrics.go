@@ -25,8 +25,14 @@ const (
 	// DefaultCacheFor is how long one read of the database serves scrapes.
 	DefaultCacheFor = 2 * time.Second
 	// Other is the label value of the error classes, kinds and tools past
-	// their bound.
+	// their bound, and of one longer than MaxLabelBytes.
 	Other = "other"
+	// MaxLabelBytes is the longest error class, kind or tool name that is
+	// a label value of its own: a kind another producer wrote into a
+	// queue can be of any length, and one of 100,000 characters made a
+	// scrape that a Prometheus with label_value_length_limit refuses
+	// whole, the database's gauges with it. A send gives at most 255.
+	MaxLabelBytes = 255
 )
 
 // Options configure Metrics.
@@ -318,6 +324,9 @@ func newLabelSet(max int, evict func(string)) *labelSet {
 // with calls fn with the label of v, counting v. No slot changes hands
 // while fn runs, so fn may update the series of the label.
 func (l *labelSet) with(v string, fn func(label string)) {
+	if len(v) > MaxLabelBytes {
+		v = Other
+	}
 	if v == "" || v == Other {
 		fn(v)
 		return

@@ -300,6 +300,46 @@ func TestErrorClassBound(t *testing.T) {
 	}
 }
 
+// A kind or error class longer than MaxLabelBytes, as another producer
+// may write into a queue, is counted under other: a label value of
+// 100,000 characters made the scrape one a Prometheus with
+// label_value_length_limit refuses whole.
+func TestLongLabelValuesAreOther(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	long := strings.Repeat("Z", 100_000)
+	err := classed{long}
+	m.JobFinished(context.Background(), &engine.Job{Queue: "q", Kind: long}, engine.Finish{Outcome: engine.OutcomeDeadLettered,
+		Reason: store.ReasonNonRetryable, Err: err, ErrorClass: err.ErrorClass(), Ran: true})
+	edge := strings.Repeat("k", metrics.MaxLabelBytes)
+	m.JobFinished(context.Background(), &engine.Job{Queue: "q", Kind: edge}, engine.Finish{Outcome: engine.OutcomeSucceeded, Ran: true})
+	fams, gerr := reg.Gather()
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	kinds := map[string]bool{}
+	for _, f := range fams {
+		for _, s := range f.Metric {
+			for _, l := range s.Label {
+				if len(l.GetValue()) > metrics.MaxLabelBytes {
+					t.Errorf("%s has a label %s of %d bytes", f.GetName(), l.GetName(), len(l.GetValue()))
+				}
+				if l.GetName() == "kind" {
+					kinds[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if !kinds[metrics.Other] || !kinds[edge] {
+		t.Errorf("kind label values %d: want other for the long kind, and the one of %d bytes as it is", len(kinds), metrics.MaxLabelBytes)
+	}
+	if classes := failuresByClass(t, reg); classes[metrics.Other] != 1 {
+		t.Errorf("error classes %v: want the long one counted under other", classes)
+	}
+}
+
 // failuresByClass sums pgbus_job_failures_total by error_class.
 func failuresByClass(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
