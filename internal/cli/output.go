@@ -89,13 +89,22 @@ func toAny(ss []string) []any {
 	return out
 }
 
+// maxCell bounds a table cell, in runes: a kind another producer wrote
+// into a queue can be of any length, and one of 100,000 characters
+// widened its column, and so every row, past reading. --json has it whole.
+const maxCell = 200
+
 func (t *table) row(cells ...any) {
 	parts := make([]string, len(cells))
 	for i, c := range cells {
 		// Tabs and newlines in data would break the columns; other
 		// controls are escaped here, before the columns are measured,
 		// rather than by stdout after.
-		parts[i] = string(terminalSafe([]byte(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c)))))
+		cell := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(c))
+		if utf8.RuneCountInString(cell) > maxCell {
+			cell = string([]rune(cell)[:maxCell-1]) + "…"
+		}
+		parts[i] = string(terminalSafe([]byte(cell)))
 	}
 	fmt.Fprintln(t.tw, strings.Join(parts, "\t"))
 }

@@ -88,7 +88,8 @@ func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish
 	if f.Err != nil {
 		msg = shorten(f.Err.Error())
 	}
-	l.log.Info("pgbus: job dead-lettered", "queue", queue, "msg_id", job.ID, "kind", job.Kind, "reason", f.Reason,
+	// A kind another producer wrote into the queue can be of any length.
+	l.log.Info("pgbus: job dead-lettered", "queue", queue, "msg_id", job.ID, "kind", clipBytes(job.Kind, engine.MaxKindBytes), "reason", f.Reason,
 		"attempt", job.Attempt, "error_class", f.ErrorClass, "error", msg)
 }
 
@@ -96,10 +97,16 @@ func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish
 // redacts first, so that a cut never leaves part of a secret unrecognised.
 func shorten(s string) string {
 	s, _ = ops.RedactText(s)
-	if len(s) <= shortMessage {
+	return clipBytes(s, shortMessage)
+}
+
+// clipBytes cuts s to at most n bytes, on a character's boundary, and
+// marks the cut.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := shortMessage
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -104,3 +104,19 @@ func TestJobLogSummaryNamesEveryQueue(t *testing.T) {
 		}
 	}
 }
+
+// A dead letter's kind is logged at most MaxKindBytes long: another
+// producer may write a kind of any length into a queue, and one of
+// 100,000 characters made a log line of as many.
+func TestJobLogClipsLongKinds(t *testing.T) {
+	t.Parallel()
+	var logs pgtest.SyncBuffer
+	jobs := runner.NewJobLog(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	long := strings.Repeat("Zé", 50_000)
+	jobs.JobFinished(context.Background(), &engine.Job{Queue: "q", ID: 7, Kind: long, Attempt: 1},
+		engine.Finish{Outcome: engine.OutcomeDeadLettered, Reason: store.ReasonNonRetryable, Err: errors.New("bad input"), ErrorClass: "E", Ran: true})
+	out := logs.String()
+	if !strings.Contains(out, "job dead-lettered") || len(out) > engine.MaxKindBytes+400 || !strings.Contains(out, "ZéZé") || !strings.Contains(out, "…") {
+		t.Errorf("a dead letter of a 150,000-byte kind logged as %d bytes, want the kind cut to %d, marked: %.300s", len(out), engine.MaxKindBytes, out)
+	}
+}
