@@ -26,7 +26,7 @@ func investigate(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptRes
 	queue := strings.TrimSpace(req.Params.Arguments["queue"])
 	if queue != "" {
 		if err := ops.CheckQueueName(queue); err != nil {
-			return nil, fmt.Errorf("prompt %s: argument queue: %v; pass a queue name as pgbus://queues lists it, or omit queue", PromptInvestigate, err)
+			return nil, invalidParams(fmt.Sprintf("prompt %s: argument queue: %v; pass a queue name as pgbus://queues lists it, or omit queue", PromptInvestigate, err))
 		}
 	}
 	return mcp.NewGetPromptResult(

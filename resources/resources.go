@@ -100,7 +100,7 @@ func (r *reader) queueStats(ctx context.Context, req mcp.ReadResourceRequest) ([
 	uri := req.Params.URI
 	queue, ok := strings.CutSuffix(strings.TrimPrefix(uri, queueStatsPrefix), "/stats")
 	if !strings.HasPrefix(uri, queueStatsPrefix) || !ok || queue == "" || strings.Contains(queue, "/") {
-		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", shownURI(uri)))
+		return nil, invalidParams(fmt.Sprintf("resource %s is not of the form pgbus://queues/{queue}/stats; read pgbus://queues for the queue names", shownURI(uri)))
 	}
 	res, err := r.d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: queue})
 	if err != nil {
@@ -116,14 +116,14 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	uri := req.Params.URI
 	queue, msgID, ok := splitDeadURI(uri)
 	if !ok {
-		return nil, badURI(fmt.Sprintf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", shownURI(uri), deadMessageExample))
+		return nil, invalidParams(fmt.Sprintf("resource %s is not of the form pgbus://dlq/{queue}/{msg_id}, for example %s; find dead messages with pgbus_dlq_list", shownURI(uri), deadMessageExample))
 	}
 	id, err := deadMessageID(uri, msgID)
 	if err != nil {
-		return nil, badURI(err.Error())
+		return nil, invalidParams(err.Error())
 	}
 	if err := ops.CheckQueueName(queue); err != nil {
-		return nil, badURI(fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", shownURI(uri), err))
+		return nil, invalidParams(fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", shownURI(uri), err))
 	}
 	m, err := r.d.Ops.DLQShow(ctx, ops.DLQShowRequest{Queue: queue, MsgID: id, IncludePayload: true})
 	if err != nil {
@@ -245,13 +245,13 @@ func readError(ctx context.Context, uri string, err error) error {
 		}
 		return server.NewHandlerError(readFailure{code: code, msg: msg})
 	case errors.Is(err, ops.ErrInvalid):
-		return badURI(msg)
+		return invalidParams(msg)
 	}
 	return errors.New(msg)
 }
 
 // badURI is the error of a read whose URI names nothing valid.
-func badURI(msg string) error {
+func invalidParams(msg string) error {
 	return server.NewHandlerError(readFailure{code: mcp.INVALID_PARAMS, msg: msg})
 }
 

@@ -3,6 +3,7 @@ package resources_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -316,8 +317,10 @@ func TestInvestigatePrompt(t *testing.T) {
 	if strings.Contains(all, `"orders"`) || !strings.Contains(orders, `{"queue": "orders"}`) {
 		t.Errorf("queue argument not applied:\n%s", orders)
 	}
-	if _, err := get(map[string]string{"queue": "Not A Queue"}); err == nil || !strings.Contains(err.Error(), "queue") {
-		t.Errorf("bad queue argument: %v", err)
+	// An argument it cannot use is invalid params, not an internal error,
+	// which would say the server failed.
+	if _, err := get(map[string]string{"queue": "Not A Queue"}); !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), "queue") {
+		t.Errorf("bad queue argument: %v; want invalid params naming queue", err)
 	}
 }
 
