@@ -224,7 +224,8 @@ func TestHealthOfABreakerOpenedByHand(t *testing.T) {
 		t.Fatalf("health = %+v, %v; want the one open breaker", h, err)
 	}
 	if m := h.Reasons[0].Message; h.Reasons[0].Code != "circuit_open" || !strings.Contains(m, `circuit breaker "http:maint" is open until`) ||
-		!regexp.MustCompile(`is open until \S+, opened by hand by cli \("bank maintenance"\): the jobs`).MatchString(m) || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) {
+		!regexp.MustCompile(`is open until \S+, opened by hand by cli \("bank maintenance"\): the jobs`).MatchString(m) || strings.Contains(m, "failure") || !strings.Contains(m, `the jobs of queue "payments" that use it are held (2 jobs now), not failed`) ||
+		!strings.HasSuffix(m, "until the opening by hand ends and a probe call then succeeds") {
 		t.Fatalf("reason = %q", m)
 	}
 	// Its time up, the window is over although no job has probed yet.

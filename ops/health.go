@@ -531,7 +531,13 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 		queue = queues[0]
 	}
 	cause := ", opened by hand" // open without a failure counted: by hand before its opener was recorded
-	switch o := handOpeningOf(b, now); {
+	until := "until a probe call succeeds"
+	o := handOpeningOf(b, now)
+	if o != nil {
+		// A person's window: no probe is made before it ends.
+		until = "until the opening by hand ends and a probe call then succeeds"
+	}
+	switch {
 	case o != nil && o.Reason != "":
 		cause = fmt.Sprintf(", opened by hand by %s (%q)", o.By, clip(strings.Join(strings.Fields(o.Reason), " "), 200))
 	case o != nil:
@@ -546,8 +552,8 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 	case held > 0:
 		count = fmt.Sprintf(" (%s now)", plural.Count(held, "job", "jobs"))
 	}
-	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, until a probe call succeeds",
-		b.Name, state, cause, why, quoteList(queues), count),
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, %s",
+		b.Name, state, cause, why, quoteList(queues), count, until),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
 	h.Reasons[len(h.Reasons)-1].subject = b.Name
 }
