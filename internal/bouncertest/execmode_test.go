@@ -22,7 +22,13 @@ func TestDefaultExecModeSaysWhatToDo(t *testing.T) {
 	if url == b.URL() {
 		t.Fatalf("the bouncer's URL %s does not end in %s", url, bouncertest.SafeExecMode)
 	}
-	s := openStore(t, url)
+	// Two processes' pools, of one connection each, reading in turn: each
+	// statement cache names a statement as the other does, and the pooler
+	// hands the one just let go to the next transaction, so the second
+	// meets the first's statement on its server connection at once
+	// rather than when concurrent reads happen to interleave.
+	one := pgtest.WithParam(t, url, "pool_max_conns", "1")
+	s, other := openStore(t, one), openStore(t, one)
 	q := pgtest.NewQueue(t, pgtest.Store(t), "bx")
 	// Reads of the pool, and the schema check every command starts with,
 	// whose statements run in a transaction of its own, made by processes
@@ -33,7 +39,13 @@ func TestDefaultExecModeSaysWhatToDo(t *testing.T) {
 		n    int
 		read func() error
 	}{
-		"reads": {200, func() error { _, err := s.IsEmpty(pgtest.Context(t), q); return err }},
+		"reads": {200, func() error {
+			if _, err := s.IsEmpty(pgtest.Context(t), q); err != nil {
+				return err
+			}
+			_, err := other.IsEmpty(pgtest.Context(t), q)
+			return err
+		}},
 		"schema check": {20, func() error {
 			fresh, err := store.Open(pgtest.Context(t), url)
 			if err != nil {
