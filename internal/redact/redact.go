@@ -562,6 +562,11 @@ func value(v any) (any, int) {
 	case map[string]any:
 		for k, val := range x {
 			if IsSecretKey(k) {
+				// A boolean holds no secret ("password_set": true, and
+				// "bad_auth": true read as a secret left a triage blind).
+				if _, flag := val.(bool); flag {
+					continue
+				}
 				if val != nil && val != Marker {
 					x[k] = Marker
 					n++

@@ -190,3 +190,15 @@ func BenchmarkTextHinted(b *testing.B) {
 		})
 	}
 }
+
+// A boolean under a secret-looking key is shown: it holds no secret, and
+// hiding "bad_auth": true hid why a job failed. Every other value there
+// is hidden, numbers too (a numeric password or card number).
+func TestJSONShowsBooleansUnderSecretKeys(t *testing.T) {
+	t.Parallel()
+	out, n, ok := redact.JSON([]byte(`{"bad_auth": true, "password_set": false, "token": "abc123", "password": 1234, "auth": {"ok": true}, "secret": null}`))
+	want := `{"auth":"` + redact.Marker + `","bad_auth":true,"password":"` + redact.Marker + `","password_set":false,"secret":null,"token":"` + redact.Marker + `"}`
+	if !ok || n != 3 || string(out) != want {
+		t.Errorf("redact.JSON = %s, %d hidden, %v; want %s, 3 hidden", out, n, ok, want)
+	}
+}
