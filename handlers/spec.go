@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,16 +116,25 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalText writes the duration with its unit.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
-// ParseDuration parses a duration with a unit, or a bare 0. Negative values
-// are rejected: no pgbus setting takes one.
+// ParseDuration parses a duration with a unit, or a bare 0; a whole number
+// of days is taken too (7d), as the command line's ages are, retentions
+// being counted in days. Negative values are rejected: no pgbus setting
+// takes one.
 func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "0" {
 		return 0, nil
 	}
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > int64(math.MaxInt64/int64(24*time.Hour)) {
+			return 0, fmt.Errorf("%q is more days than a duration holds; give at most %d", s, math.MaxInt64/int64(24*time.Hour))
+		}
+		return Duration(time.Duration(n) * 24 * time.Hour), nil
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; write a number with a unit, such as 500ms, 30s, 5m or 1h", s)
+		return 0, fmt.Errorf("%q is not a duration; write a number with a unit, such as 500ms, 30s, 5m, 1h or 7d", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q is negative; durations here are 0 or more", s)

@@ -100,9 +100,9 @@ func TestAuditRetentionBadValue(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	for text, want := range map[string]string{
-		"audit_retention: 90d\n": `pgbus.yaml:1: audit_retention: "90d" is not a duration or off: write hours, such as 2160h for 90 days, or off to keep every entry`,
-		"audit_retention: -1h\n": `pgbus.yaml:1: audit_retention: "-1h" is negative`,
-		"audit_retention: 0\n":   `pgbus.yaml:1: audit_retention: 0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry`,
+		"audit_retention: 90 days\n": `pgbus.yaml:1: audit_retention: "90 days" is not a duration or off: write days or hours, such as 90d or 2160h, or off to keep every entry`,
+		"audit_retention: -1h\n":     `pgbus.yaml:1: audit_retention: "-1h" is negative`,
+		"audit_retention: 0\n":       `pgbus.yaml:1: audit_retention: 0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry`,
 	} {
 		stderr := d.fails(t, 2, "work", "--queue", "q", "--handler", "demo", "--config", writeFile(t, "pgbus.yaml", text))
 		if !strings.Contains(stderr, want) {

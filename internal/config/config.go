@@ -273,14 +273,14 @@ func (r *Retention) UnmarshalYAML(n *yaml.Node) error {
 		*r = RetentionOff
 		return nil
 	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		return fail("%q is not a duration or off: write hours, such as 2160h for 90 days, or off to keep every entry", v)
-	case d < 0:
-		return fail("%q is negative: write a duration such as 2160h for 90 days, or off to keep every entry", v)
+	if strings.HasPrefix(v, "-") {
+		return fail("%q is negative: write a duration such as 90d or 2160h, or off to keep every entry", v)
 	}
-	*r = Retention(d)
+	d, err := ParseDuration(v)
+	if err != nil {
+		return fail("%q is not a duration or off: write days or hours, such as 90d or 2160h, or off to keep every entry", v)
+	}
+	*r = Retention(d.D())
 	return nil
 }
 

@@ -124,7 +124,8 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    visibility_timeout: 100ms\n", "queues.a.visibility_timeout", 3, "out of range 1s..24h"},
 		{"queues:\n  a:\n    max_retries: 5000\n", "queues.a.max_retries", 3, "out of range 1..1000"},
 		{"queues:\n  a:\n    archive_retention: 30s\n", "queues.a.archive_retention", 3, "out of range 1m..87600h"},
-		{"queues:\n  a:\n    dead_retention: 30d\n", "queues.a.dead_retention", 3, "is not a duration"},
+		{"queues:\n  a:\n    dead_retention: 30x\n", "queues.a.dead_retention", 3, "is not a duration"},
+		{"queues:\n  a:\n    dead_retention: 4000d\n", "queues.a.dead_retention", 3, "out of range 1m..87600h"},
 		{"queues:\n  a:\n    dead_retention: 100000h\n", "queues.a.dead_retention", 3, "out of range 1m..87600h"},
 		{"queues:\n  a_dlq: {}\n", "queues.a_dlq", 2, "reserved for dead-letter queues"},
 		{"queues:\n  a:\n    handler: demo\n", "queues.a.handler", 3, "expected a mapping (key: value lines), got a plain value"},
@@ -144,11 +145,11 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  q1: {max_retries: 3, backoff: -1s, handler: {type: demo}}\n", "queues.q1.backoff", 2, `"-1s" is negative`},
 		{"queues:\n  q1:\n    handler: {type: demo}\n  q1:\n    handler: {type: demo}\n", "queues.q1", 4, `mapping key "q1" already defined at line 2`},
 		{"queues:\n  a:\n    max_retries: 3.7\n", "queues.a.max_retries", 3, `"3.7" is not a whole number`},
-		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 2160h for 90 days, or off to keep every entry`},
+		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 90d or 2160h, or off to keep every entry`},
 		{"audit_retention: 100000h\n", "audit_retention", 1, "100000h0m0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry"},
 		{"log_level: info\naudit_retention: 0\n", "audit_retention", 2, "0s is out of range 1m..87600h"},
 		{"audit_retention: 30s\n", "audit_retention", 1, "30s is out of range 1m..87600h"},
-		{"audit_retention: 90d\n", "audit_retention", 1, `"90d" is not a duration or off: write hours, such as 2160h for 90 days, or off to keep every entry`},
+		{"audit_retention: 90 days\n", "audit_retention", 1, `"90 days" is not a duration or off: write days or hours, such as 90d or 2160h, or off to keep every entry`},
 		{"audit_retention: 90\n", "audit_retention", 1, `"90" is not a duration or off`},
 		{"audit_retention: true\n", "audit_retention", 1, `"true" is not a duration or off`},
 		{"audit_retention: [90d]\n", "audit_retention", 1, "expected a duration such as 2160h, or off, got a list"},
@@ -271,13 +272,14 @@ func TestErrorf(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"0": 0, "1s": time.Second, " 1m30s ": 90 * time.Second, "250ms": 250 * time.Millisecond} {
+	for in, want := range map[string]time.Duration{"0": 0, "1s": time.Second, " 1m30s ": 90 * time.Second, "250ms": 250 * time.Millisecond,
+		"7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour} {
 		d, err := config.ParseDuration(in)
 		if err != nil || d.D() != want {
 			t.Errorf("%q: %v %v", in, d, err)
 		}
 	}
-	for _, in := range []string{"5", "-1s", "soon", ""} {
+	for _, in := range []string{"5", "-1s", "soon", "", "d", "-7d", "1.5d", "1d12h", "999999999999d"} {
 		if _, err := config.ParseDuration(in); err == nil {
 			t.Errorf("%q parsed", in)
 		}

@@ -43,7 +43,7 @@ Example (every key but the handler types' own, which follow it):
   log_format: auto                  # auto, text or json
   log_level: info                   # debug, info, warn or error
   safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
-  audit_retention: 2160h            # keep audit log entries this long (1m..87600h), or off
+  audit_retention: 90d              # keep audit log entries this long (1m..87600h; days or hours), or off
   worker:
     poll_interval: 1s               # read idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
@@ -63,8 +63,8 @@ Example (every key but the handler types' own, which follow it):
       backoff_max: 5m               # ...up to this
       jitter: 0.15                  # ±15%
       delete_on_success: false      # true: delete finished jobs instead of archiving
-      archive_retention: 168h       # keep archived (finished) messages this long (1m..87600h)
-      dead_retention: 720h          # keep discarded dead messages this long (1m..87600h)
+      archive_retention: 7d         # keep archived (finished) messages this long (1m..87600h; days or hours)
+      dead_retention: 30d           # keep discarded dead messages this long (1m..87600h; days or hours)
   alerts:                           # webhook alerts (see Alerts below)
     url: https://hooks.example.com/pgbus   # required to turn them on
     headers:
