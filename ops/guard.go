@@ -137,7 +137,7 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 		if req.Expect != "" {
 			// The dry run was made: the step left is the go-ahead, for
 			// the same set, so the hint keeps the expect.
-			return false, invalidf("a discard by filter needs confirm as well as expect when the user cannot be asked through this client; nothing was discarded: once the user agreed to the dry run's set, make the same call with confirm").
+			return false, invalidf("a discard by filter needs confirm as well as expect when the user cannot be asked (the client declares no elicitation, or the transport, SSE, carries no question to it); nothing was discarded: once the user agreed to the dry run's set, make the same call with confirm").
 				with(hint(OpDLQDiscard, "discards exactly the dry run's set, or nothing", req.Filter.moveArgs("limit", limit, "expect", req.Expect, "confirm", true)...))
 		}
 		return false, invalidf("a discard by filter moves up to %s out of %s DLQ: check what it would move with a dry run, then confirm it", plural.Count(limit, "dead message", "dead messages"), plural.Of(limit, "its", "their")).
