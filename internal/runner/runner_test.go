@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,5 +275,48 @@ func TestPrepareSaysSettingsChanged(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "queue settings changed") || !strings.Contains(out, "max_retries=12") {
 		t.Fatalf("settings changed by the file were not said:\n%s", out)
+	}
+}
+
+// WaitIdle over several queues reads them in one call of every queue's
+// stats: it waits while one of them holds a message, says once that a
+// dropped one has nothing left to wait for, and returns when the rest are
+// empty.
+func TestWaitIdleOnSeveralQueues(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st, svc, busy := setUp(t)
+	_, _, empty := setUp(t)
+	_, _, dropped := setUp(t)
+	send(t, svc, busy.Name, 1)
+	if err := st.DropQueue(ctx, dropped.Name); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	bounded, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	var looks atomic.Int32
+	go func() {
+		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{busy, empty, dropped}, log, func(all []ops.QueueStats) {
+			if looks.Add(1) == 1 && len(all) != 2 {
+				t.Errorf("first look saw %d queues' stats, want the 2 that exist", len(all))
+			}
+		})
+	}()
+	pgtest.Eventually(t, 30*time.Second, "a few looks while a queue is busy", func() bool { return looks.Load() >= 3 })
+	select {
+	case err := <-done:
+		t.Fatalf("WaitIdle returned (%v) while %s held a message", err, busy.Name)
+	default:
+	}
+	if _, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: busy.Name, Confirm: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitIdle once every queue is empty or dropped: %v; want it to return", err)
+	}
+	if n := strings.Count(logs.String(), "queue was dropped"); n != 1 || strings.Contains(logs.String(), "could not read queue stats") {
+		t.Fatalf("the log says a queue was dropped %d times; want once, and no failed read:\n%s", n, logs.String())
 	}
 }
