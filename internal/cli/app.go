@@ -127,7 +127,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usageError{fmt.Errorf("log level %q%s: use debug, info, warn or error", a.logLevel, a.from("log-level"))}
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	var h slog.Handler
 	switch a.logFormat {
 	case "json":
@@ -304,4 +304,14 @@ func (a *app) explain(err error) error {
 	return fmt.Errorf("%w; %s lacks a privilege this command needs: reading needs CONNECT on the database, USAGE on schemas pgmq and pgbus and SELECT on their tables; "+
 		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, and send also need INSERT, UPDATE and DELETE on those tables; "+
 		"migrate, queue create and drop, and work, demo, serve, dashboard and bench while the schema is not current need the role that owns the pgbus schemas", err, who)
+}
+
+// durationText writes a duration in a log line as its text (30s, 1.5ms),
+// as the text format does: JSON wrote it in nanoseconds (probe_in
+// 299998000000), beside settings written as text.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -444,7 +444,7 @@ func TestServeRunsWorkers(t *testing.T) {
 	if n := d.count(t, `SELECT count(*) FROM pgbus.failures WHERE queue_name = 'served'`); n != 1 {
 		t.Fatalf("%d failures recorded, want the flaky message's one", n)
 	}
-	if !strings.Contains(logs.String(), "notifications are off") || !strings.Contains(logs.String(), `"poll_interval":100000000`) {
+	if !strings.Contains(logs.String(), "notifications are off") || !strings.Contains(logs.String(), `"poll_interval":"100ms"`) {
 		t.Fatalf("serve's workers did not take PGBUS_NO_LISTEN and --poll-interval:\n%s", logs.String())
 	}
 }
