@@ -255,8 +255,14 @@ func TestModernRequestsSecurity(t *testing.T) {
 		{"from another origin", map[string]string{"Authorization": auth, "Origin": "https://evil.example"}, http.StatusForbidden},
 		{"to another host", map[string]string{"Authorization": auth, "Host": "evil.example"}, http.StatusForbidden},
 	} {
-		if r := postModern(t, url, rawModernListTools, tc.header); r.status != tc.want || (tc.want == http.StatusOK) != strings.Contains(r.body, "pgbus_health") {
+		r := postModern(t, url, rawModernListTools, tc.header)
+		if r.status != tc.want || (tc.want == http.StatusOK) != strings.Contains(r.body, "pgbus_health") {
 			t.Errorf("modern tools/list %s: %d %.200s; want %d", tc.name, r.status, r.body, tc.want)
+		}
+		// The refusal names the token of either server that serves this
+		// endpoint, pgbus serve's and pgbus dashboard's.
+		if tc.want == http.StatusUnauthorized && (!strings.Contains(r.body, "pgbus serve or pgbus dashboard") || strings.Contains(r.body, "<token>")) {
+			t.Errorf("modern tools/list %s: %q; want the token of pgbus serve or pgbus dashboard named, with no placeholder a log's redaction mangles", tc.name, r.body)
 		}
 	}
 

@@ -214,7 +214,7 @@ func hasBody(r *http.Request) bool {
 }
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	s.log.Warn("MCP HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
+	s.log.Warn("pgbus: HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
 		"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
 	w.Header().Set("Connection", "close")
 	http.Error(w, "pgbus: "+msg, code)
@@ -239,7 +239,7 @@ func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		if wait > 0 {
 			secs := int64((wait + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s from this client within %s, so this one was not checked: try again in %s with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)", plural.Count(n, "wrong bearer token came", "wrong bearer tokens came"), tokenWindow, plural.Count(secs, "second", "seconds")))
+			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s from this client within %s, so this one was not checked: try again in %s with the token this server was started with (--auth-token or PGBUS_MCP_TOKEN of pgbus serve or pgbus dashboard)", plural.Count(n, "wrong bearer token came", "wrong bearer tokens came"), tokenWindow, plural.Count(secs, "second", "seconds")))
 			return false
 		}
 	}
@@ -247,10 +247,10 @@ func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	challenge := `Bearer realm="pgbus"`
-	msg := "a bearer token is required: send Authorization: Bearer <token> with the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+	msg := "a bearer token is required: send it in the Authorization header, scheme Bearer: the token this server was started with (--auth-token or PGBUS_MCP_TOKEN of pgbus serve or pgbus dashboard)"
 	if given {
 		challenge += `, error="invalid_token"`
-		msg = "the bearer token is wrong: send the token pgbus serve was given (--auth-token or PGBUS_MCP_TOKEN)"
+		msg = "the bearer token is wrong: send the token this server was started with (--auth-token or PGBUS_MCP_TOKEN of pgbus serve or pgbus dashboard)"
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	s.refuse(w, r, http.StatusUnauthorized, msg)
