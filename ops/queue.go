@@ -594,6 +594,14 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 		err = s.store.CreatePriorityQueue(ctx, req.Queue, req.Priorities)
 	case !exists:
 		err = s.store.CreateQueue(ctx, req.Queue)
+		if store.IsPermissionDenied(err) && !stored {
+			// Another PGMQ client's queue (pgmq.create), which has no
+			// settings of pgbus's: a role that may not create tables
+			// works it as it is, its settings written as for any queue.
+			if there, terr := s.tablesExist(ctx, req.Queue); terr == nil && there {
+				err, out.Created = s.store.RegisterQueue(ctx, req.Queue), false
+			}
+		}
 	}
 	if store.IsPermissionDenied(err) {
 		return out, &Error{Msg: fmt.Sprintf("queue %q does not exist, and this database role may not create its tables (%v): the role that owns schema pgmq creates queues; once it has, this role can work the queue", req.Queue, err),

@@ -82,6 +82,20 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 	})
 }
 
+// RegisterQueue records queue, whose tables another PGMQ client made
+// (pgmq.create), as a plain queue of pgbus's with the default settings,
+// so that settings can be given to it by a role that may write rows but
+// not create tables. It is idempotent.
+func (s *Store) RegisterQueue(ctx context.Context, name string) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, 0) ON CONFLICT DO NOTHING`, name); err != nil {
+		return fmt.Errorf("store: register queue %q: %w", name, err)
+	}
+	return nil
+}
+
 // CreateDLQ creates the dead-letter queue of queue, a queue made by
 // another PGMQ client that has none, or a queue (of priority levels too)
 // whose DLQ was dropped outside pgbus, without registering queue with
