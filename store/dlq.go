@@ -492,6 +492,13 @@ func isUndefinedTable(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }
 
+// isUndefinedColumn reports whether err is PostgreSQL's undefined_column:
+// a table of another shape than the statement expects.
+func isUndefinedColumn(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42703"
+}
+
 func deadGoneErr(dlq string, id int64) error {
 	base := deadBaseOf(dlq)
 	return deadGone{notFoundf("queue %q has no DLQ message %d; it may have been retried or discarded already", base, id)}

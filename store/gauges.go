@@ -288,15 +288,20 @@ func (s *Store) readDepths(ctx context.Context, arms []depthArm, out []QueueDept
 	if s.reads.retry(ctx, err) {
 		err = s.readDepthsOnce(withForcedPing(ctx), arms, out)
 	}
-	if !isUndefinedTable(err) {
-		return err
-	}
-	if len(arms) == 1 {
+	switch {
+	case isUndefinedTable(err) && len(arms) == 1:
 		gone[arms[0].queue] = gone[arms[0].queue] || !arms[0].dlq
 		return nil
+	case isUndefinedTable(err), isUndefinedColumn(err) && len(arms) > 1:
+	default:
+		return err
 	}
+	// Each read on its own: a table dropped since it was listed, or one
+	// of another shape than PGMQ's (made by hand under a queue's name),
+	// would otherwise fail the read of every queue. The latter counts
+	// nothing.
 	for _, a := range arms {
-		if err := s.readDepths(ctx, []depthArm{a}, out, gone); err != nil {
+		if err := s.readDepths(ctx, []depthArm{a}, out, gone); err != nil && !isUndefinedColumn(err) {
 			return err
 		}
 	}
