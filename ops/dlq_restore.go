@@ -103,7 +103,10 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 			return DLQDiscarded{}, explain(err, hint(OpDLQDiscarded, "start again from the first page", discardedArgs(req.Filter, "limit", req.Limit)...))
 		}
 		out = s.discardedList(page)
-		k := shrunkPage(s.opts.Bounds, out.Items, DLQDiscarded{Notes: out.Notes, NextCursor: page.NextCursor})
+		// The hints of the whole page are counted, at most those of the
+		// rows kept.
+		rest := DLQDiscarded{Notes: out.Notes, NextCursor: page.NextCursor, Next: discardedNext(req, out.Items, page.NextCursor, limit)}
+		k := shrunkPage(s.opts.Bounds, out.Items, rest)
 		if k == 0 || k >= limit {
 			break
 		}
@@ -112,22 +115,30 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	if out.NextCursor != "" && req.Filter.relative() {
 		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
 	}
+	out.Next = discardedNext(req, out.Items, out.NextCursor, limit)
+	if limit < asked {
+		shrunkNote(&out.Notes, new([]Ask), len(out.Items), asked, false)
+	}
+	return out, nil
+}
+
+// discardedNext is what to do after a page of discarded messages: see
+// what restoring the restorable ones would do, and read the next page.
+func discardedNext(req DLQDiscardedRequest, items []DiscardedItem, next string, limit int) []Hint {
+	hints := []Hint{}
 	var ids []int64
-	for _, it := range out.Items {
+	for _, it := range items {
 		if it.Restorable {
 			ids = append(ids, it.MsgID)
 		}
 	}
 	if len(ids) > 0 {
-		out.Next = append(out.Next, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call, not as a dry run, restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
+		hints = append(hints, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call, not as a dry run, restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}
-	if limit < asked {
-		shrunkNote(&out.Notes, new([]Ask), len(out.Items), asked, false)
+	if next != "" {
+		hints = append(hints, hint(OpDLQDiscarded, "the next page", discardedArgs(req.Filter, "cursor", next, "limit", limit)...))
 	}
-	if out.NextCursor != "" {
-		out.Next = append(out.Next, hint(OpDLQDiscarded, "the next page", discardedArgs(req.Filter, "cursor", out.NextCursor, "limit", limit)...))
-	}
-	return out, nil
+	return hints
 }
 
 // discardedList is the view of a page of discarded messages.
