@@ -31,8 +31,10 @@ type queueWorker struct {
 	physical []string
 	dlq      string
 	slots    chan struct{}
-	wake     chan struct{}
-	jobBase  context.Context
+	// reading is how many of slots the read under way holds.
+	reading atomic.Int64
+	wake    chan struct{}
+	jobBase context.Context
 	// writeBase ends a while after jobBase at a stop, cutting short the
 	// writes of outcomes still under way then.
 	writeBase context.Context
@@ -161,10 +163,12 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		if n == 0 {
 			return
 		}
+		w.reading.Store(int64(n))
 		start := time.Now()
 		got, err := w.fetch(ctx, n)
 		backlog = err == nil && got == n
 		w.release(n - got)
+		w.reading.Store(0)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -328,8 +332,10 @@ func (w *queueWorker) lingerFor(ctx context.Context, limit int) int {
 }
 
 // running counts the jobs holding a slot: once the fetch loop has ended,
-// those whose handlers have not returned.
-func (w *queueWorker) running() int { return len(w.slots) }
+// those whose handlers have not returned. The slots a read under way
+// holds are no jobs yet: counted, a stop of workers on many queues said
+// hundreds of jobs ran when none did.
+func (w *queueWorker) running() int { return max(0, len(w.slots)-int(w.reading.Load())) }
 
 func (w *queueWorker) release(n int) {
 	for range n {
