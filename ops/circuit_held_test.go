@@ -59,6 +59,12 @@ func TestCircuitResetRunsTheJobsItHeld(t *testing.T) {
 	if page.Items[0].MsgID != first || page.Items[1].MsgID != second || page.Items[2].MsgID != snoozed || page.Items[2].HeldBy != "" {
 		t.Fatalf("scheduled messages: %+v; want %d and %d held by %s, %d held by none", page.Items, first, second, name, snoozed)
 	}
+	// The hold is held_by; its mark, pgbus's own, is no header to read.
+	for _, m := range page.Items {
+		if strings.Contains(string(m.Headers), store.HeaderBreakerHold) {
+			t.Errorf("message %d shows the internal header %s: %s", m.MsgID, store.HeaderBreakerHold, m.Headers)
+		}
+	}
 	resets := 0
 	for _, h := range page.Next {
 		if h.Op == ops.OpCircuitReset && h.Args["name"] == name {

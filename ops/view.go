@@ -371,6 +371,8 @@ func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil && obj != nil {
 		delete(obj, store.HeaderDeadLetter)
+		// A breaker's hold is shown as held_by; its mark is pgbus's own.
+		delete(obj, store.HeaderBreakerHold)
 		raw = marshalPlain(obj)
 	}
 	red, n, ok := RedactJSON(raw)
