@@ -60,6 +60,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && cmd == root {
+		if meant, ferr := misplacedFlag(root, args); ferr != nil {
+			cmd, err, app.flagsFailed = meant, ferr, true
+		}
+	}
 	out.flush()
 	app.trace.flush()
 	err = app.explain(flagNamed(cmd, err))
@@ -425,4 +430,65 @@ func isCobraUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// misplacedFlag is the error of a command line that gives a command's own
+// flag before the command's name (pgbus --json dlq list), with the command
+// meant: cobra takes the word after an unknown flag for its value and
+// answers that "list" is an unknown command, which sends the person
+// looking for a command that exists. nil when the command line has no
+// such flag.
+func misplacedFlag(root *cobra.Command, args []string) (*cobra.Command, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			return nil, nil
+		}
+		name, _, withValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		fl := root.PersistentFlags().Lookup(name)
+		if fl == nil && len(name) == 1 {
+			fl = root.PersistentFlags().ShorthandLookup(name)
+		}
+		if fl != nil || name == "help" || name == "h" || name == "version" || name == "v" {
+			if fl != nil && !withValue && fl.NoOptDefVal == "" {
+				i++ // its value
+			}
+			continue
+		}
+		global := "before it go only " + globalFlags(root)
+		flag, _, _ := strings.Cut(a, "=")
+		if cmd := commandOfFlag(root, args, i, name); cmd != nil {
+			return cmd, usageError{fmt.Errorf("%s is a flag of %s: give it after the command's name (%s %s); %s", flag, cmd.CommandPath(), cmd.CommandPath(), flag, global)}
+		}
+		return nil, usageError{fmt.Errorf("unknown flag %s before the command's name: give a command's own flags after its name (pgbus dlq list --json); %s", flag, global)}
+	}
+	return nil, nil
+}
+
+// commandOfFlag is the command args name once their i-th word, the flag
+// name, is left out, with the value after it when the flag takes one: nil
+// when they name none, or one without that flag.
+func commandOfFlag(root *cobra.Command, args []string, i int, name string) *cobra.Command {
+	for _, skip := range []int{1, 2} {
+		if i+skip > len(args) {
+			break
+		}
+		rest := append(append([]string{}, args[:i]...), args[i+skip:]...)
+		cmd, _, err := root.Find(rest)
+		if err == nil && cmd != root && cmd.Flags().Lookup(name) != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// globalFlags names the flags every command takes, such as "--config,
+// --database-url, --data-dir, --log-format and --log-level".
+func globalFlags(root *cobra.Command) string {
+	var names []string
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { names = append(names, "--"+f.Name) })
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -119,3 +119,21 @@ func TestJSONErrorsOnlyWithJSON(t *testing.T) {
 		}
 	}
 }
+
+// A command's --json given before its name is refused in JSON, naming
+// where it goes: cobra took the next word for its value and answered
+// that "list" is no command.
+func TestJSONFlagBeforeTheCommand(t *testing.T) {
+	t.Parallel()
+	r := usageRun(t, nil, "--json", "dlq", "list")
+	if r.code != 2 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q: want 2 and nothing", r.code, r.stdout)
+	}
+	var e errorJSON
+	if err := json.Unmarshal([]byte(r.stderr), &e); err != nil {
+		t.Fatalf("stderr is not one JSON error: %q", r.stderr)
+	}
+	if e.Kind != "usage" || !strings.Contains(e.Error, "--json is a flag of pgbus dlq list: give it after the command's name (pgbus dlq list --json)") {
+		t.Fatalf("error %+v does not say where --json goes", e)
+	}
+}
