@@ -69,10 +69,28 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	case err == nil:
 	case errors.Is(err, store.ErrInvalid):
 		s.unrecorded(e, err) // no later attempt would take it
+	case changedNothing(args, opErr, partly) && (store.IsPermissionDenied(err) || store.LimitOf(err) == store.LimitReadOnly):
+		// A dry run, or a write the database refused, by a role that
+		// may only read: the operation's own answer says it all, and an
+		// entry given up as unrecorded would claim something was done.
+		if s.opts.Logger != nil {
+			s.opts.Logger.Debug("pgbus: this operation changed nothing and the database role may not record it in the audit log",
+				"op", e.Tool, "err", err)
+		}
 	default:
 		e.At = at
 		s.holdAudit(e, err)
 	}
+}
+
+// changedNothing reports whether an operation with these audit arguments,
+// ending with opErr, certainly changed nothing: a dry run, or a write the
+// database refused for a privilege before doing any part of it.
+func changedNothing(args any, opErr error, partly bool) bool {
+	if m, ok := args.(map[string]any); ok && m["dry_run"] == true {
+		return true
+	}
+	return !partly && store.IsPermissionDenied(opErr)
 }
 
 type pageViewKey struct{}

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -54,5 +55,48 @@ func TestAuditEntryRefusedForAPrivilegeIsNotHeld(t *testing.T) {
 	svc.Close(context.Background())
 	if n := strings.Count(unrecorded.String(), `"tool":"dlq_retry"`); n != 1 {
 		t.Errorf("the retry's entry is given up %d times, want once:\n%s", n, unrecorded.String())
+	}
+}
+
+// A role that may only read does dry runs and is refused a write: the
+// audit log cannot take their entries, and they are not given up as
+// unrecorded, whose line says the operation was done as its entry says.
+func TestAuditOfARoleThatMayOnlyRead(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	q := newQueue(t, owner, nil)
+	ids := pgtest.DeadLetter(t, owner, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pool, err := pgxpool.New(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool)
+	t.Cleanup(st.Close)
+
+	var unrecorded, logs pgtest.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc := newService(t, st, ops.Options{Unrecorded: &unrecorded, Logger: logger})
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, DryRun: true})
+	if err != nil || dry.Retried != 1 {
+		t.Fatalf("dry run as a role that may only read: %+v, %v; want one message that would be retried", dry, err)
+	}
+	if _, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}}); !store.IsPermissionDenied(err) {
+		t.Fatalf("discard as a role that may only read: %v; want permission denied", err)
+	}
+	svc.Close(context.Background())
+	if got := unrecorded.String(); got != "" {
+		t.Errorf("operations that changed nothing are given up as unrecorded:\n%s", got)
+	}
+	if n := strings.Count(logs.String(), "this operation changed nothing"); n != 2 {
+		t.Errorf("the log says %d times that an operation changed nothing and could not be recorded, want 2:\n%s", n, logs.String())
+	}
+	if n := pgtest.Int(t, owner, "SELECT count(*) FROM pgmq.q_"+q+"_dlq"); n != 1 {
+		t.Errorf("the DLQ holds %d messages after a dry run and a refused discard, want 1", n)
 	}
 }
