@@ -438,6 +438,11 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		// looks to a DLQ with nothing in it.
 		h.add(HealthNotice, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour, and its DLQ is empty now: retried or discarded since", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages")),
 			hint(OpAudit, "who retried or discarded them", "since", "1h"))
+	case q.LastHour.DeadLettered > 0 && q.DeadLetteredRecently == 0:
+		// Stopped: a verdict of DEGRADED for the rest of the hour would
+		// hide whether the fix worked, and the next burst.
+		h.add(HealthNotice, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour, none in the last %d minutes (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), int(store.RecentWindow.Minutes()), q.DLQDepth),
+			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	case q.LastHour.DeadLettered > 0:
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))

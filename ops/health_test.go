@@ -847,3 +847,47 @@ func TestHealthOfDeadLettersDealtWith(t *testing.T) {
 		t.Fatalf("every dead letter discarded: %+v; want a NOTICE pointing at the audit log", r)
 	}
 }
+
+// Dead letters that stopped coming a quarter of an hour ago leave the
+// verdict as it is, with a NOTICE that still points at the DLQ: DEGRADED
+// for the rest of the hour would hide that a fix worked, and the next
+// burst. A new dead letter makes it DEGRADED again.
+func TestHealthOfDeadLettersThatStopped(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
+	count := func(ago time.Duration, n int64) {
+		t.Helper()
+		minute := time.Now().UTC().Add(-ago).Truncate(time.Minute)
+		if err := s.AddStats(ctx, []store.StatsDelta{{Minute: minute, Queue: q, Kind: "k", DeadLettered: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reason := func() (ops.HealthReason, string) {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range h.Reasons {
+			if r.Code == "dead_letters_growing" && r.Queue == q {
+				return r, h.Status
+			}
+		}
+		t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
+		return ops.HealthReason{}, ""
+	}
+	count(20*time.Minute, 1)
+	count(40*time.Minute, 1)
+	r, verdict := reason()
+	if r.Status != ops.HealthNotice || verdict != ops.HealthOK || !strings.Contains(r.Message, "2 messages dead-lettered in the last hour, none in the last 15 minutes (2 in its DLQ)") || !hasHint(r.Next, ops.OpDLQSummary, nil) {
+		t.Fatalf("dead letters 20 and 40 minutes ago: %+v, verdict %s; want a NOTICE pointing at the summary, verdict OK", r, verdict)
+	}
+	count(0, 1)
+	if r, verdict := reason(); r.Status != ops.HealthDegraded || verdict != ops.HealthDegraded || !strings.Contains(r.Message, "3 messages dead-lettered in the last hour (2 in its DLQ)") {
+		t.Fatalf("a dead letter this minute: %+v, verdict %s; want DEGRADED", r, verdict)
+	}
+}

@@ -45,12 +45,15 @@ type QueueStats struct {
 	Priorities int `json:"priorities,omitempty"`
 	// Estimated says Visible and Depth are estimates (see
 	// QueueDepth.Estimated), ArchivedEstimated that Archived is one.
-	Estimated           bool     `json:"counts_estimated,omitempty"`
-	Archived            int64    `json:"archived"`
-	ArchivedEstimated   bool     `json:"archived_estimated,omitempty"`
-	TotalSent           int64    `json:"total_sent"`
-	LastHour            Counters `json:"last_hour"`
-	ThroughputPerMinute float64  `json:"throughput_per_minute"`
+	Estimated         bool     `json:"counts_estimated,omitempty"`
+	Archived          int64    `json:"archived"`
+	ArchivedEstimated bool     `json:"archived_estimated,omitempty"`
+	TotalSent         int64    `json:"total_sent"`
+	LastHour          Counters `json:"last_hour"`
+	// DeadLetteredRecently counts the dead letters of the last
+	// RecentWindow of LastHour's: whether they still come, or stopped.
+	DeadLetteredRecently int64   `json:"-"`
+	ThroughputPerMinute  float64 `json:"throughput_per_minute"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers
 	// of two in milliseconds); absent without data in the last hour.
 	LatencyP50MS *float64      `json:"latency_p50_ms,omitempty"`
@@ -285,10 +288,15 @@ func totalSentSQL(queue, param string, hasArchive bool) string {
 		       FROM (SELECT pg_get_serial_sequence(` + param + `, 'msg_id')::regclass AS seq) s), 0)`
 }
 
+// RecentWindow is the span of QueueStats.DeadLetteredRecently: the
+// current minute of pgbus.stats_minute and the 14 before it.
+const RecentWindow = 15 * time.Minute
+
 // recent holds one queue's counters from pgbus.stats_minute.
 type recent struct {
 	hour     Counters
 	settled5 int64
+	dead     int64 // in the last RecentWindow
 	buckets  [LatencyBuckets]int64
 }
 
@@ -297,6 +305,7 @@ func (r *recent) apply(st *QueueStats) {
 		return
 	}
 	st.LastHour = r.hour
+	st.DeadLetteredRecently = r.dead
 	st.ThroughputPerMinute = float64(r.settled5) / 5
 	st.LatencyP50MS = percentile(r.buckets[:], 0.50)
 	st.LatencyP95MS = percentile(r.buckets[:], 0.95)
@@ -306,6 +315,7 @@ func (s *Store) recentCounters(ctx context.Context, queue string) (map[string]*r
 	rows, err := s.reads.Query(ctx, `
 		SELECT queue_name, sum(succeeded), sum(failed), sum(retried), sum(dead_lettered), sum(discarded),
 		       sum(succeeded + dead_lettered + discarded) FILTER (WHERE minute >= date_trunc('minute', now()) - interval '4 minutes'),
+		       sum(dead_lettered) FILTER (WHERE minute >= date_trunc('minute', now()) - interval '14 minutes'),
 		       (SELECT array_agg(total ORDER BY i) FROM (
 		           SELECT u.i, sum(u.b) AS total FROM pgbus.stats_minute s2, unnest(s2.latency_buckets) WITH ORDINALITY AS u(b, i)
 		           WHERE s2.queue_name = s.queue_name AND s2.minute >= now() - interval '1 hour' GROUP BY u.i) t)
@@ -320,13 +330,16 @@ func (s *Store) recentCounters(ctx context.Context, queue string) (map[string]*r
 	for rows.Next() {
 		var name string
 		var r recent
-		var settled *int64
+		var settled, dead *int64
 		var buckets []int64
-		if err := rows.Scan(&name, &r.hour.Succeeded, &r.hour.Failed, &r.hour.Retried, &r.hour.DeadLettered, &r.hour.Discarded, &settled, &buckets); err != nil {
+		if err := rows.Scan(&name, &r.hour.Succeeded, &r.hour.Failed, &r.hour.Retried, &r.hour.DeadLettered, &r.hour.Discarded, &settled, &dead, &buckets); err != nil {
 			return nil, fmt.Errorf("store: read recent counters: %w", err)
 		}
 		if settled != nil {
 			r.settled5 = *settled
+		}
+		if dead != nil {
+			r.dead = *dead
 		}
 		copy(r.buckets[:], buckets)
 		out[name] = &r
