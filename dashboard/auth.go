@@ -122,6 +122,21 @@ func (s *server) readSession(r *http.Request) (session, bool) {
 	return session{value: c.Value, authed: p[8] == flagAuthed, expires: expires}, true
 }
 
+// LoggedIn reports whether r comes from a logged-in browser (a session
+// that logged in) or a script (a bearer token, checked when the request
+// is handled), or needs no login (no token is set). A server in front
+// bounds the body of any other request: it could only be refused.
+func (s *server) LoggedIn(r *http.Request) bool {
+	if s.cfg.AuthToken == "" {
+		return true
+	}
+	if _, sent := bearerToken(r); sent {
+		return true
+	}
+	sess, ok := s.readSession(r)
+	return ok && sess.authed
+}
+
 // setSession sends the session cookie.
 func (s *server) setSession(w http.ResponseWriter, r *http.Request, sess session) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess.value, Path: s.base + "/", MaxAge: int(sessionTTL / time.Second),

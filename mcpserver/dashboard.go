@@ -19,9 +19,10 @@ import (
 // itself. Every other path goes to endpoints, behind every check, and so
 // do the well-known paths MCP clients probe (OAuth discovery), which get
 // the answers they got before the dashboard. Under a base path, the
-// dashboard gets the request with it, as it came.
-func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler, base string) http.Handler {
-	page := s.wrap(dash, false)
+// dashboard gets the request with it, as it came. loggedIn is the
+// dashboard's check of a login (loginCheck).
+func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, dash http.Handler, base string, loggedIn func(*http.Request) bool) http.Handler {
+	page := s.wrap(dash, false, loggedIn)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "/" && !strings.HasPrefix(r.URL.Path, base+"/.well-known/") {
 			page.ServeHTTP(w, r)
@@ -29,6 +30,15 @@ func (s *Security) withDashboard(endpoints http.Handler, mux *http.ServeMux, das
 		}
 		endpoints.ServeHTTP(w, r)
 	})
+}
+
+// loginCheck is the dashboard's check that a request is of a logged-in
+// browser or script, nil when dash has none.
+func loginCheck(dash http.Handler) func(*http.Request) bool {
+	if d, ok := dash.(interface{ LoggedIn(*http.Request) bool }); ok {
+		return d.LoggedIn
+	}
+	return nil
 }
 
 // sameOrigin reports whether origin names the host the request was sent
@@ -76,7 +86,7 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 	}
 	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
 	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
-	h := sec.wrap(identify(cfg.Dashboard, who), false)
+	h := sec.wrap(identify(cfg.Dashboard, who), false, loginCheck(cfg.Dashboard))
 	if cfg.Probes != nil || cfg.Metrics != nil {
 		// A load balancer, Kubernetes or Prometheus reaches the dashboard
 		// as it does the MCP endpoint: the same paths, under the same

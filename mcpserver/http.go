@@ -289,7 +289,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	})
 	who := ops.Caller{Transport: cfg.Transport, Principal: sec.Principal()}
 	if cfg.Dashboard != nil && cfg.Transport == TransportHTTP {
-		return underBase(base, sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who), base)), closeSessions, nil
+		return underBase(base, sec.withDashboard(sec.Wrap(identify(mux, who)), mux, identify(cfg.Dashboard, who), base, loginCheck(cfg.Dashboard))), closeSessions, nil
 	}
 	return underBase(base, sec.Wrap(identify(mux, who))), closeSessions, nil
 }

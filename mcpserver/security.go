@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
@@ -48,6 +49,7 @@ type Security struct {
 	hasToken     bool
 	maxBody      int64
 	bodyTimeout  time.Duration
+	bodies       bodyBudget
 	log          *slog.Logger
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	open         map[string]bool // paths that need no bearer token: the probes
@@ -85,6 +87,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		loopback:     IsLoopbackHost(host),
 		maxBody:      cfg.MaxBodyBytes,
 		bodyTimeout:  cfg.bodyReadTimeout,
+		bodies:       bodyBudget{left: bodiesAtOnce * cfg.MaxBodyBytes},
 		log:          cfg.Logger,
 		trusted:      cfg.TrustedProxies,
 		guesses:      throttle.New(tokenMaxFailures, tokenWindow, tokenMaxClients),
@@ -140,11 +143,13 @@ func (s *Security) Principal() string {
 }
 
 // Wrap returns next behind the checks.
-func (s *Security) Wrap(next http.Handler) http.Handler { return s.wrap(next, true) }
+func (s *Security) Wrap(next http.Handler) http.Handler { return s.wrap(next, true, nil) }
 
 // wrap returns next behind the checks; the bearer token is checked only
-// when bearer is set (a browser page authenticates on its own).
-func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
+// when bearer is set (a browser page authenticates on its own, and says
+// through loggedIn, when not nil, whether a request is of a logged-in
+// browser or script).
+func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
 			// Bounds the body's arrival, including what net/http drains
@@ -162,17 +167,26 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 		if s.hasToken && bearer && !s.open[r.URL.Path] && !s.authenticated(w, r) {
 			return
 		}
-		if !s.readBody(w, r) {
+		// A page's form needs a login: the body of a request that has
+		// none is refused once it came in, and a stranger's bodies
+		// would hold the room of those that count.
+		anonymous := s.hasToken && !bearer && loggedIn != nil && !loggedIn(r)
+		release, ok := s.readBody(w, r, anonymous)
+		if !ok {
 			return
 		}
+		defer release()
 		next.ServeHTTP(w, r)
 	})
 }
 
 // readBody reads a request body into memory within the size and time
 // bounds, so that an oversized body is refused with 413, and one that does
-// not arrive in time with 408, before any of it is handled. It reports
-// whether the request may go on.
+// not arrive in time with 408, before any of it is handled; an anonymous
+// request (see wrap) may send anonymousMaxBody bytes at most, and one
+// whose body finds no room in the budget is refused with 503. It reports
+// whether the request may go on, and then release gives the body's room
+// back once the request was handled.
 //
 // The read deadline set by Wrap stays in place unless the whole body came
 // in: net/http drains what is left of a body after the handler returns,
@@ -180,32 +194,95 @@ func (s *Security) wrap(next http.Handler, bearer bool) http.Handler {
 // deadline is lifted, since the connection's only read left is net/http's
 // watch for the client going away, which must not end a long streamed
 // answer; the next request on the connection gets the server's deadlines.
-func (s *Security) readBody(w http.ResponseWriter, r *http.Request) bool {
-	if r.ContentLength > s.maxBody {
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is %d bytes; at most %d are accepted: send less in one request (fewer or shorter tool arguments, or a smaller form)", r.ContentLength, s.maxBody))
-		return false
+func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bool) (release func(), ok bool) {
+	limit := s.maxBody
+	if anonymous {
+		limit = min(limit, anonymousMaxBody)
+	}
+	if r.ContentLength > limit {
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(r.ContentLength, limit, anonymous))
+		return nil, false
 	}
 	if !hasBody(r) {
-		return true
+		return func() {}, true
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
+	held := limit
+	if r.ContentLength >= 0 {
+		held = r.ContentLength
+	}
+	if !s.bodies.take(held) {
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("the server holds as many request bodies as it reads at once (%d MB); send the request again in a moment", bodiesAtOnce*s.maxBody>>20))
+		return nil, false
+	}
+	release = func() { s.bodies.give(held) }
+	body, err := io.ReadAll(io.LimitReader(r.Body, held+1))
 	var netErr net.Error
 	switch {
 	case errors.As(err, &netErr) && netErr.Timeout():
+		release()
 		s.refuse(w, r, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s of its headers; send the whole body at once", s.bodyTimeout))
-		return false
+		return nil, false
 	case err != nil:
+		release()
 		s.refuse(w, r, http.StatusBadRequest, "could not read the request body: "+err.Error())
-		return false
-	case int64(len(body)) > s.maxBody:
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; send less in one request (fewer or shorter tool arguments, or a smaller form)", s.maxBody))
-		return false
+		return nil, false
+	case int64(len(body)) > held:
+		release()
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(-1, limit, anonymous))
+		return nil, false
 	}
 	_ = r.Body.Close()
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
+	return release, true
+}
+
+// tooLarge says that a request body of size bytes (-1: it did not say,
+// and sent more) is over limit.
+func tooLarge(size, limit int64, anonymous bool) string {
+	const todo = "send less in one request (fewer or shorter tool arguments, or a smaller form)"
+	if anonymous {
+		return fmt.Sprintf("request body is over %d bytes, as many as a request that is not logged in may send; log in, or %s", limit, todo)
+	}
+	if size < 0 {
+		return fmt.Sprintf("request body is over %d bytes; %s", limit, todo)
+	}
+	return fmt.Sprintf("request body is %d bytes; at most %d are accepted: %s", size, limit, todo)
+}
+
+// Bounds of the request bodies held in memory: at most bodiesAtOnce
+// bodies of the largest size accepted, together, and anonymousMaxBody
+// bytes for a dashboard request without a login when a token is set.
+const (
+	bodiesAtOnce     = 16
+	anonymousMaxBody = 64 << 10
+)
+
+// bodyBudget is the room left for request bodies in memory: a request
+// takes its share before its body is read, and gives it back once it was
+// handled, so that slow or large bodies sent at once cannot fill the
+// memory.
+type bodyBudget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+func (b *bodyBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
 	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
 }
 
 // hasBody reports whether r comes with a body to read, of any method.
