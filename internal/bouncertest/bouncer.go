@@ -99,6 +99,14 @@ func version(bin string) (string, int, int, error) {
 // pgbouncer is missing or does not start.
 func Start(tb testing.TB, dbURL string) *Bouncer {
 	tb.Helper()
+	return StartPool(tb, dbURL, 20)
+}
+
+// StartPool is Start with at most poolSize server connections for each
+// database (default_pool_size): with one, every transaction meets what
+// the one before it left on the server connection.
+func StartPool(tb testing.TB, dbURL string, poolSize int) *Bouncer {
+	tb.Helper()
 	bin, err := Binary()
 	if err != nil {
 		tb.Fatal("bouncertest: ", err)
@@ -113,7 +121,7 @@ func Start(tb testing.TB, dbURL string) *Bouncer {
 	}
 	var lastErr error
 	for range 3 { // a free port may be taken by someone else before pgbouncer binds it
-		b, err := start(tb, bin, cfg, major, minor)
+		b, err := start(tb, bin, cfg, major, minor, poolSize)
 		if err == nil {
 			b.Version = ver
 			tb.Logf("bouncertest: PgBouncer %s in transaction mode on 127.0.0.1:%d", ver, b.port)
@@ -125,7 +133,7 @@ func Start(tb testing.TB, dbURL string) *Bouncer {
 	return nil
 }
 
-func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int) (*Bouncer, error) {
+func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor, poolSize int) (*Bouncer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -140,7 +148,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int) (*Bo
 	fmt.Fprintf(&ini, "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n", port)
 	// Clients may give any name: every database logs in as the server's user.
 	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\n")
-	ini.WriteString("pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = 20\n")
+	fmt.Fprintf(&ini, "pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = %d\n", poolSize)
 	ini.WriteString("server_tls_sslmode = disable\nlogfile =\npidfile =\n")
 	if major > 1 || minor >= 21 {
 		// PgBouncer 1.21+ could keep named prepared statements; turn that off

@@ -17,16 +17,17 @@ import (
 // handed, and the error says which parameter to add.
 func TestDefaultExecModeSaysWhatToDo(t *testing.T) {
 	t.Parallel()
-	b := bouncertest.Start(t, pgtest.URL(t))
+	// One server connection: each statement meets the ones the calls
+	// before it prepared there, rather than when the pooler happens to
+	// hand two clients the same one.
+	b := bouncertest.StartPool(t, pgtest.URL(t), 1)
 	url := strings.Replace(b.URL(), "&"+bouncertest.SafeExecMode, "", 1)
 	if url == b.URL() {
 		t.Fatalf("the bouncer's URL %s does not end in %s", url, bouncertest.SafeExecMode)
 	}
 	// Two processes' pools, of one connection each, reading in turn: each
-	// statement cache names a statement as the other does, and the pooler
-	// hands the one just let go to the next transaction, so the second
-	// meets the first's statement on its server connection at once
-	// rather than when concurrent reads happen to interleave.
+	// statement cache names a statement as the other does, so the second
+	// meets the first's statement on the server connection at once.
 	one := pgtest.WithParam(t, url, "pool_max_conns", "1")
 	s, other := openStore(t, one), openStore(t, one)
 	q := pgtest.NewQueue(t, pgtest.Store(t), "bx")
