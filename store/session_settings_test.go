@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,5 +249,60 @@ func TestConfigurePoolOfAProgramsOwnPool(t *testing.T) {
 	wantUTC(t, "enqueued_at", msgs[0].EnqueuedAt)
 	if ownRan.Load() == 0 {
 		t.Error("the program's own AfterConnect never ran: ConfigurePool dropped it")
+	}
+}
+
+// In a LATIN1 database, a payload's text is stored as the characters it
+// is, not as UTF-8's bytes read as LATIN1 characters, so that it reads back
+// as sent, here and in another client's session; a character LATIN1 has
+// no room for is refused, not stored as something else.
+func TestPayloadsOfALatin1Database(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewLatin1Database(t)
+	s := pgtest.OpenStore(t, dbURL)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"v": "café \u00e9"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Read(ctx, q, time.Minute, 1)
+	if err != nil || len(msgs) != 1 || msgs[0].ID != id {
+		t.Fatalf("read %+v, %v; want message %d", msgs, err, id)
+	}
+	var got struct{ V string }
+	if err := json.Unmarshal(msgs[0].Payload, &got); err != nil || got.V != "café é" {
+		t.Fatalf("payload read back %s (%v); want café é", msgs[0].Payload, err)
+	}
+	var chars int
+	if err := s.Pool().QueryRow(ctx, `SELECT length(message->>'v') FROM pgmq.q_`+q+` WHERE msg_id = $1`, id).Scan(&chars); err != nil || chars != 6 {
+		t.Fatalf("the database holds %d characters (%v); want the 6 of café é, not UTF-8's bytes as characters", chars, err)
+	}
+	_, err = s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"v": "😀"}`)})
+	if err == nil || !strings.Contains(err.Error(), "LATIN1") {
+		t.Fatalf("send of a character LATIN1 cannot hold: %v; want it refused naming the encoding", err)
+	}
+}
+
+// With standard_conforming_strings off for every session of the database,
+// as an old application's DBA may leave it, pgbus's own sessions still read
+// its regular expressions as written: messages are dead-lettered, grouped,
+// discarded and restored.
+func TestDeadLettersWithoutStandardConformingStrings(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabaseSet(t, "standard_conforming_strings", "off"))
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "charge", Message: `order 42 failed: "card \"x\" declined"`})
+	groups, err := s.SummarizeDead(ctx, store.DeadFilter{Queue: q})
+	if err != nil || len(groups) != 1 || !strings.Contains(groups[0].ErrorPattern, "order <n> failed") {
+		t.Fatalf("summary %+v, %v; want one group whose pattern numbers <n>", groups, err)
+	}
+	if n, err := s.DiscardDead(ctx, store.DLQName(q), ids); err != nil || n != 1 {
+		t.Fatalf("discard: %d, %v; want 1", n, err)
+	}
+	page, err := s.ListDiscarded(ctx, store.DLQName(q), store.DiscardedFilter{}, "", 10)
+	if err != nil || len(page.Items) != 1 || page.Items[0].DeadLetteredAt.IsZero() {
+		t.Fatalf("discarded %+v, %v; want the message with the time it died", page, err)
 	}
 }

@@ -137,9 +137,9 @@ func (e *connectError) Unwrap() error { return e.err }
 // gives the pools it opens: a connection idle for more than 100ms is
 // pinged before it is handed out, so that one a server restart closed is
 // replaced rather than failing a worker's call; each session asks for
-// DateStyle ISO, without which a pool reading results as text
-// (default_query_exec_mode exec or simple_protocol) fails every read of a
-// time under another DateStyle; and times are read in UTC, as the
+// the settings pgbus's statements are written for (DateStyle ISO,
+// standard_conforming_strings on and client_encoding UTF8: see
+// sessionSettings); and times are read in UTC, as the
 // dead-letter block writes them. A ShouldPing or AfterConnect cfg already
 // has is kept: a connection either asks to ping is pinged, and pgbus's
 // AfterConnect runs first. Call it before pgxpool.NewWithConfig.
@@ -151,7 +151,7 @@ func ConfigurePool(cfg *pgxpool.Config) {
 	} else {
 		cfg.ShouldPing = shouldPing
 	}
-	isoDates(cfg.ConnConfig.RuntimeParams)
+	sessionSettings(cfg.ConnConfig.RuntimeParams)
 	own := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := scanTimesInUTC(ctx, conn); err != nil || own == nil {
@@ -161,22 +161,36 @@ func ConfigurePool(cfg *pgxpool.Config) {
 	}
 }
 
-// isoDates asks the server, at the start of each session, to write times
-// in ISO 8601 (DateStyle ISO), whatever the role, the database or the
-// server's configuration sets. The exec and simple_protocol modes of
-// default_query_exec_mode, which a pooler may need, read every result as
-// text, and pgx reads only that style: under SQL, German or Postgres every
-// read of a time would fail. The order of day and month in times written
-// to the server stays as set, since pgbus writes the year first; and
-// PgBouncer tracks DateStyle, so it passes this on to each server
+// sessionSettings asks the server, at the start of each session, for the
+// settings pgbus's statements are written for, whatever the role, the
+// database or the server's configuration sets:
+//
+//   - DateStyle ISO: the exec and simple_protocol modes of
+//     default_query_exec_mode, which a pooler may need, read every result
+//     as text, and pgx reads only that style; under SQL, German or
+//     Postgres every read of a time would fail. The order of day and
+//     month in times written to the server stays as set, since pgbus
+//     writes the year first.
+//   - standard_conforming_strings on: pgbus's regular expressions, in its
+//     statements and in the SQL functions its triggers and indexes call
+//     (parsed in the calling session), are written with backslashes that
+//     would be read as escapes otherwise, and dead-lettering would fail.
+//   - client_encoding UTF8, as Go's strings are: in a database of another
+//     encoding the server converts what it can store, and refuses what it
+//     cannot, rather than store UTF-8's bytes as characters of its own.
+//
+// PgBouncer tracks all three, so it passes them on to each server
 // connection it hands out.
-func isoDates(params map[string]string) {
+func sessionSettings(params map[string]string) {
+	forced := map[string]string{"datestyle": "DateStyle", "standard_conforming_strings": "standard_conforming_strings", "client_encoding": "client_encoding"}
 	for k := range params {
-		if strings.EqualFold(k, "datestyle") {
+		if _, ok := forced[strings.ToLower(k)]; ok {
 			delete(params, k)
 		}
 	}
 	params["DateStyle"] = "ISO"
+	params["standard_conforming_strings"] = "on"
+	params["client_encoding"] = "UTF8"
 }
 
 // scanTimesInUTC makes conn return the times it reads in UTC, as the

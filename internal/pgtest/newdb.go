@@ -53,6 +53,14 @@ func NewICUDatabase(tb testing.TB, locale string) string {
 	return newDatabase(tb, " TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE "+quoteLiteral(locale)+" LOCALE 'C'")
 }
 
+// NewLatin1Database is NewDatabase in the encoding LATIN1, as databases
+// made long ago or by a DBA's template are: it stores é as one byte, and
+// has no way to store 😀.
+func NewLatin1Database(tb testing.TB) string {
+	tb.Helper()
+	return newDatabase(tb, " TEMPLATE template0 ENCODING 'LATIN1' LOCALE 'C'")
+}
+
 // newDatabase creates a database with the options of CREATE DATABASE opts,
 // dropped when the test ends, and returns its URL.
 func newDatabase(tb testing.TB, opts string) string {
