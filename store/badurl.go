@@ -15,14 +15,20 @@ import (
 // with the URL's query hidden as redact.URL hides it, and each value of
 // the query that its reason quotes: pgx hides only passwords, and a query
 // may carry other credentials (options=-c app.token=..., a proxy's
-// signature). A connection string of key=value pairs is left as pgx
-// writes it, its password hidden.
+// signature). A connection string of key=value pairs has its password
+// hidden whole, quoted or not.
 func hideQuery(err error) error {
 	var pe *pgconn.ParseConfigError
-	if !errors.As(err, &pe) || !strings.HasPrefix(pe.ConnString, "postgres://") && !strings.HasPrefix(pe.ConnString, "postgresql://") {
+	if !errors.As(err, &pe) {
 		return err
 	}
 	shown := *pe
+	if !strings.HasPrefix(pe.ConnString, "postgres://") && !strings.HasPrefix(pe.ConnString, "postgresql://") {
+		// pgx hides a password up to its first blank, which leaves the
+		// rest of a quoted one that never ends: 'a b c.
+		shown.ConnString, _ = redact.Text(pe.ConnString)
+		return &hiddenQuery{text: strings.Replace(err.Error(), pe.Error(), shown.Error(), 1), err: err}
+	}
 	shown.ConnString = redact.URL(pe.ConnString)
 	text := strings.Replace(err.Error(), pe.Error(), shown.Error(), 1)
 	_, query, _ := strings.Cut(redact.URLPassword(pe.ConnString, redact.Marker), "?")
