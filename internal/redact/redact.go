@@ -39,7 +39,16 @@ func IsSecretKey(key string) bool {
 	if i := strings.Index(k, "auth"); i >= 0 && !strings.HasPrefix(k[i:], "author") {
 		return true
 	}
-	return k == "card" || k == "pan"
+	if k == "card" || k == "pan" || strings.Contains(k, "passcode") {
+		return true
+	}
+	// pass as a word of its own: db_pass, smtp-pass, pass; not passenger.
+	for _, part := range strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }) {
+		if part == "pass" {
+			return true
+		}
+	}
+	return false
 }
 
 // secretPattern finds one kind of secret in free text: the match loses
@@ -99,7 +108,12 @@ var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access",
 // :=, => or == with or without spaces around), and an authorization scheme
 // that may open the value.
 const (
-	secretTextKey    = `(?:password|passwd|passphrase|pwd|secret(?:[ _-]?key)?|token|api[ _-]?key|access[ _-]?key|authorization|auth|credential|private[ _-]?key|cookie|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number)`
+	secretTextKey = `(?:(?:password|passwd|passphrase|secret|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key|cookie)s?|pwd|secret[ _-]?key|token|authorization|auth|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number|pass(?:code)?)` + secretTextSuffix
+	// secretTextSuffix ends a key that says how a secret is kept:
+	// password_hash, tokenValue, secret_key_base, X-Auth-Token-Old. Other
+	// words after a key's (tokens, session_count, author) name counts
+	// and people, not secrets.
+	secretTextSuffix = `(?:[_-]?(?:value|hash|base|old|new|b64|base64|enc|encrypted|digest|plain))?`
 	secretTextSep    = `\\?["']?\s*(?::=|=>|==|[:=])\s*`
 	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
 )
@@ -148,6 +162,12 @@ var secretText = []secretPattern{
 	{re: regexp.MustCompile(`()\bAIza[0-9A-Za-z_-]{35}`), hints: []string{"aiza"}},
 	{re: regexp.MustCompile(`()\bxox[abprs]-[A-Za-z0-9-]{10,}`), hints: []string{"xox"}},
 	{re: regexp.MustCompile(`()\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}`), hints: []string{"eyj"}},
+	{re: regexp.MustCompile(`()\bglpat-[A-Za-z0-9_-]{20,}`), hints: []string{"glpat-"}},
+	{re: regexp.MustCompile(`()\bnpm_[A-Za-z0-9]{36}`), hints: []string{"npm_"}},
+	{re: regexp.MustCompile(`()\bwhsec_[A-Za-z0-9+/=]{20,}`), hints: []string{"whsec_"}},
+	{re: regexp.MustCompile(`()\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`), hints: []string{"sg."}},
+	// A Slack webhook's URL is its secret: everything after services/.
+	{re: regexp.MustCompile(`(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]+`), hints: []string{"hooks.slack.com/"}},
 }
 
 // Text hides secrets in free text and returns how many it hid.
@@ -281,12 +301,27 @@ func valueEnd(s string, keep, end int) int {
 // the key also names a queue is not asked: a queue named refresh_token is
 // where a refresh_token: value turns up.
 func (p secretPattern) letThrough(s string, start, keep, end int) bool {
+	if start > 0 && isAlnum(s[start-1]) && bareWord(s[start:keep], "pass", "passcode") {
+		return true // bypass: true, compass: north
+	}
 	value := s[keep:end]
 	if inPath(s, start) {
 		return notSecret(value) || p.startsWithKey(value)
 	}
 	key := s[start:keep]
 	return strings.HasSuffix(key, ": ") && (afterName(key, value) || isCount(key, value, s[end:]))
+}
+
+// bareWord reports whether key, a match's key and separator, is one of
+// words, which are secret only as a word of their own (DB_PASS= but not
+// bypass=).
+func bareWord(key string, words ...string) bool {
+	k := strings.ToLower(strings.TrimRight(key, " \t\"':=>"))
+	return slices.Contains(words, k)
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // afterName reports whether value, after key (a key outside a path and

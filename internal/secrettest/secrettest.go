@@ -45,7 +45,7 @@ type Secret struct {
 var SecretKeys = []string{
 	"password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key",
 	"authorization", "credential", "private_key", "cookie", "session", "jwt", "signature", "cvv", "ssn",
-	"card_number",
+	"card_number", "db_pass", "passcode",
 }
 
 // Neighbours are non-secret fields that sit next to the secrets in every
@@ -99,6 +99,21 @@ var textSecrets = []struct{ name, text, value string }{
 	{"secret is, quoted", "vault: the secret is 'open sesame 42' and it was refused", "open sesame 42"},
 	{"mysql -p", "exec mysql -h db -u root -pR00tPw9 orders failed: exit status 1", "R00tPw9"},
 	{"api key with a space", "config error: api key: ak-9Zq3v is not valid", "ak-9Zq3v"},
+	// Keys that hold a secret word with more around it (plurals, a
+	// prefix or suffix, camel case), and pass as a word of its own.
+	{"pass:", "login failed for user bob using pass: Hunt3r2!", "Hunt3r2!"},
+	{"credentials=", "auth error, credentials=user:PlainPass99 refused", "PlainPass99"},
+	{"secret_key_base:", "boot failed: secret_key_base: 0123abcdef4567 is too short", "0123abcdef4567"},
+	{"tokenValue=", "refresh failed tokenValue=tv-8812kq", "tv-8812kq"},
+	{"X-Auth-Token-Old:", "proxy sent X-Auth-Token-Old: oldTok991 upstream", "oldTok991"},
+	{"DB_PASS=", "env: DB_PASS=dbPw-771 HOST=db", "dbPw-771"},
+	{"smtp_pass=", "mailer: smtp_pass=Sm7pSecret rejected", "Sm7pSecret"},
+	// Tokens recognisable by their shape.
+	{"gitlab token", "clone failed with glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"},
+	{"npm token", "publish failed with npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
+	{"webhook signing secret", "verify failed with whsec_AbCdEfGhIjKlMnOpQrSt99", "whsec_AbCdEfGhIjKlMnOpQrSt99"},
+	{"sendgrid key", "mail failed with SG.AbCdEfGhIjKlMnOpQr.StUvWxYz0123456789ab", "StUvWxYz0123456789ab"},
+	{"slack webhook", "post to https://hooks.slack.com/services/T0AB12/B0CD34/XyZ987abcDEF failed: 404", "XyZ987abcDEF"},
 }
 
 // Corpus is every secret, in every place it is tested.
