@@ -29,13 +29,15 @@ func flagNamed(cmd *cobra.Command, err error) error {
 	return &named
 }
 
-// onceFlags makes every text flag of cmd and its subcommands refuse to be
-// given twice: --kind job --kind email would keep the last and drop the
-// first without a word, and a retry or discard would select other
-// messages than the person meant.
+// onceFlags makes every flag of cmd and its subcommands that takes one
+// value (text, a number, a duration) refuse to be given twice: --kind job
+// --kind email, or --limit 5 --limit 100000, would keep the last and drop
+// the first without a word, and a retry or discard would select other
+// messages than the person meant. Lists (--header) add each value, and a
+// switch (--json) given twice says the same thing twice.
 func onceFlags(cmd *cobra.Command) {
 	wrap := func(fl *pflag.Flag) {
-		if _, done := fl.Value.(onceValue); !done && fl.Value.Type() == "string" {
+		if _, done := fl.Value.(onceValue); !done && takesOneValue(fl) {
 			fl.Value = onceValue{Value: fl.Value, flag: fl}
 		}
 	}
@@ -46,7 +48,14 @@ func onceFlags(cmd *cobra.Command) {
 	}
 }
 
-// onceValue is a text flag's value that refuses a second value from the
+// takesOneValue reports whether fl takes one value, which a second one
+// would replace.
+func takesOneValue(fl *pflag.Flag) bool {
+	t := fl.Value.Type()
+	return t != "bool" && !strings.HasSuffix(t, "Slice") && !strings.HasSuffix(t, "Array")
+}
+
+// onceValue is a flag's value that refuses a second value from the
 // command line. pflag marks a flag changed once the command line set it,
 // and values from the environment or the file are set only on flags the
 // command line left alone.

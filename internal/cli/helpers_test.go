@@ -224,11 +224,15 @@ func (d db) stats(t *testing.T, queue string) ops.QueueStats {
 }
 
 // audit returns the audit log, newest first, from pgbus audit --json with
-// the arguments given.
+// the arguments given, and --limit 100 unless they give one.
 func (d db) audit(t *testing.T, args ...string) []ops.AuditEntry {
 	t.Helper()
 	var page ops.AuditPage
-	d.json(t, &page, append([]string{"audit", "--limit", "100"}, args...)...)
+	cmd := []string{"audit"}
+	if !slices.Contains(args, "--limit") {
+		cmd = append(cmd, "--limit", "100")
+	}
+	d.json(t, &page, append(cmd, args...)...)
 	return page.Items
 }
 
