@@ -744,7 +744,7 @@ func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time
 	if v.Allowed {
 		return 0, false, v.ProbeUntil
 	}
-	return max(time.Until(v.RetryAt), 0), true, time.Time{}
+	return v.RetryIn, true, time.Time{}
 }
 
 // releaseProbe gives back the probe of a job whose ending says nothing of

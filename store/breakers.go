@@ -103,8 +103,10 @@ type BreakerVerdict struct {
 	// half-open breaker.
 	Allowed bool
 	Probe   bool
-	// RetryAt is when to try again when not allowed.
-	RetryAt time.Time
+	// RetryIn is how long to wait before trying again when not allowed,
+	// by the database's clock: a worker's own clock, minutes off, would
+	// wait minutes too long or not at all.
+	RetryIn time.Duration
 	// ProbeUntil is when the probe is taken for lost, for a probe: it also
 	// names the probe to ReleaseBreakerProbe.
 	ProbeUntil time.Time
@@ -116,6 +118,7 @@ type BreakerVerdict struct {
 func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout time.Duration) (BreakerVerdict, error) {
 	var verdict string
 	var until *time.Time
+	var waitMS int64
 	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
 			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now(),
@@ -123,12 +126,15 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
 			RETURNING 'probe'::text AS verdict, probe_until AS until
 		)
-		SELECT verdict, until FROM claim
-		UNION ALL
-		SELECT CASE state WHEN 'closed' THEN 'allow' ELSE 'wait' END,
-		       greatest(CASE state WHEN 'open' THEN open_until ELSE least(probe_until, now() + interval '1 second') END, now() + interval '50 milliseconds')
-		FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)`,
-		name, probeTimeout.Milliseconds()).Scan(&verdict, &until)
+		, verdict AS (
+			SELECT verdict, until FROM claim
+			UNION ALL
+			SELECT CASE state WHEN 'closed' THEN 'allow' ELSE 'wait' END,
+			       greatest(CASE state WHEN 'open' THEN open_until ELSE least(probe_until, now() + interval '1 second') END, now() + interval '50 milliseconds')
+			FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)
+		)
+		SELECT verdict, until, coalesce(ceil(extract(epoch FROM until - now()) * 1000), 0)::bigint FROM verdict`,
+		name, probeTimeout.Milliseconds()).Scan(&verdict, &until, &waitMS)
 	if err == pgx.ErrNoRows {
 		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -139,7 +145,7 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	switch {
 	case until == nil:
 	case !v.Allowed:
-		v.RetryAt = *until
+		v.RetryIn = time.Duration(max(waitMS, 0)) * time.Millisecond
 	case v.Probe:
 		v.ProbeUntil = *until
 	}
