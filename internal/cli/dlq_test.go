@@ -274,7 +274,7 @@ func TestDLQCommands(t *testing.T) {
 	val := byClass["demo.ValidationError"].SampleMsgIDs
 	r = pgbus(t, d.env, "dlq", "retry", fmt.Sprint(val[0]), "99999", "--queue", "shop")
 	if r.code != 3 || !strings.Contains(r.stdout, "retried 1 dead message\n") ||
-		!strings.Contains(r.stderr, "1 of 2 ids could not be retried (not found: 99999)") {
+		!strings.Contains(r.stderr, "1 of 2 ids could not be retried (not found: 99999)") || !strings.Contains(r.stderr, ": see pgbus dlq list --queue shop") {
 		t.Errorf("partial retry: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if n := d.count(t, fmt.Sprintf(`SELECT count(*) FROM pgmq.q_shop_dlq WHERE msg_id = %d`, val[0])); n != 0 {

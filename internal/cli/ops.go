@@ -245,8 +245,14 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 		msg += " (" + strings.Join(parts, "; ") + "); first: " + first
 	}
 	e := &ops.Error{Msg: msg}
-	if !moved && len(failed) == 0 {
+	switch {
+	case !moved && len(failed) == 0:
 		e.Hints = next // said as the error line's "see" commands, and as --json's next
+	case len(failed) == 0:
+		// The others moved: their next steps are the result's, printed
+		// already; the list of what is still dead is the error's too,
+		// for a script that reads only the error.
+		e.Hints = slices.DeleteFunc(slices.Clone(next), func(h ops.Hint) bool { return h.Op != ops.OpDLQList })
 	}
 	switch {
 	case len(failed)+len(refused) > 0:
