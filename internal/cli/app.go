@@ -292,7 +292,8 @@ func (a *app) explain(err error) error {
 		return reworded{strings.Replace(err.Error(), embedded.Error(), embedded.In(embeddedTerms), 1), err}
 	}
 	if errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld) {
-		return fmt.Errorf("%w: run pgbus migrate", err)
+		// A next step, so that --json's next names it as the line does.
+		return &ops.Error{Msg: err.Error(), Err: err, Hints: []ops.Hint{{Op: ops.OpMigrate, Why: "applies the schema migrations this pgbus needs"}}}
 	}
 	if err == nil || errors.Is(err, dbopen.ErrPermission) || !dbopen.IsPermissionDenied(err) {
 		return err

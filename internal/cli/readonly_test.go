@@ -232,9 +232,14 @@ func TestCommandsOnUnmigratedDatabase(t *testing.T) {
 		{"dashboard", "--read-only"},
 	} {
 		msg := d.fails(t, 1, args...)
-		if !strings.Contains(msg, "the database has no pgbus schema") || !strings.Contains(msg, "run pgbus migrate") {
+		if !strings.Contains(msg, "the database has no pgbus schema") || !strings.Contains(msg, ": see pgbus migrate") {
 			t.Errorf("pgbus %s: stderr does not say to run pgbus migrate:\n%s", strings.Join(args, " "), msg)
 		}
+	}
+	// With --json, the step is the error's next, as a script reads it.
+	r := pgbus(t, d.env, "dlq", "list", "--json")
+	if e := decodeErrorJSON(t, r); e.Kind != "schema" || len(e.Next) != 1 || !strings.HasPrefix(e.Next[0].Command, "pgbus migrate") {
+		t.Errorf("dlq list --json on an unmigrated database: %+v; want kind schema and next pgbus migrate", e)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('pgbus', 'pgmq')`); n != 0 {
 		t.Fatalf("the commands created %d of the schemas pgbus and pgmq", n)
