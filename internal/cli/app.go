@@ -146,6 +146,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	// Job errors quote downstreams verbatim: the log is redacted like
 	// every other output.
 	a.log = slog.New(ops.RedactingHandler(h))
+	a.warnMisspelledVariables(os.Environ())
 	if a.cfg.Path() != "" {
 		a.log.Debug("pgbus: configuration file read", "path", a.cfg.Path(), "queues", a.cfg.QueueNames())
 	}

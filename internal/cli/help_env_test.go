@@ -44,3 +44,22 @@ func TestHelpConfigNamesEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// A PGBUS_ variable a letter or two from one pgbus reads is warned of, as
+// a misspelling that leaves the setting as it was; the variables pgbus
+// sets for exec handlers' programs, and names far from any, are not.
+func TestMisspelledVariableIsWarnedOf(t *testing.T) {
+	t.Parallel()
+	r := usageRun(t, []string{"PGBUS_LOG_LEVLE=debug", "PGBUS_QUEUE=orders", "PGBUS_MYAPP_REGION=eu"}, "dlq", "list", "--limit", "0")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "environment variable PGBUS_LOG_LEVLE is set, but pgbus reads no variable of that name: did you mean PGBUS_LOG_LEVEL?") {
+		t.Errorf("no warning of the misspelled variable:\n%s", r.stderr)
+	}
+	for _, name := range []string{"PGBUS_QUEUE ", "PGBUS_MYAPP_REGION"} {
+		if strings.Contains(r.stderr, name) {
+			t.Errorf("a warning of %s:\n%s", name, r.stderr)
+		}
+	}
+}
