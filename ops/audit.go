@@ -85,12 +85,13 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 
 // changedNothing reports whether an operation with these audit arguments,
 // ending with opErr, certainly changed nothing: a dry run, or a write the
-// database refused for a privilege before doing any part of it.
+// database refused (for a privilege, or as a standby) before doing any
+// part of it.
 func changedNothing(args any, opErr error, partly bool) bool {
 	if m, ok := args.(map[string]any); ok && m["dry_run"] == true {
 		return true
 	}
-	return !partly && store.IsPermissionDenied(opErr)
+	return !partly && (store.IsPermissionDenied(opErr) || store.LimitOf(opErr) == store.LimitReadOnly)
 }
 
 type pageViewKey struct{}

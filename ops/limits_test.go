@@ -50,7 +50,8 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 	ctx := testContext(t)
 	var ids []int64
 	st, q := limitedStore(t, nil, deadIDs(3, &ids)(t), "default_transaction_read_only = on")
-	svc := newService(t, st, ops.Options{})
+	var unrecorded pgtest.SyncBuffer
+	svc := newService(t, st, ops.Options{Unrecorded: &unrecorded})
 	reads := map[string]func() error{
 		"DLQSummary": func() error { _, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{}); return err },
 		"DLQList":    func() error { _, err := svc.DLQList(ctx, ops.DLQListRequest{}); return err },
@@ -87,6 +88,12 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 	}
 	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`); n != 3 {
 		t.Errorf("the DLQ holds %d messages, want the 3 it held", n)
+	}
+	// Refused, they changed nothing: none is printed as an operation
+	// "done as the entry says" that the audit log could not take.
+	svc.Close(context.Background())
+	if got := unrecorded.String(); got != "" {
+		t.Errorf("refused writes given up as unrecorded operations:\n%s", got)
 	}
 }
 
