@@ -87,10 +87,10 @@ func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
 func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	// The call given up, or its statement, began a bound ago.
 	s.store.DropFrozenConnections(time.Now().Add(-b.limit))
-	var pd *PartlyDone
+	partial, _ := partialCause(err)
 	inner := err
-	if errors.As(err, &pd) {
-		inner = pd.Err
+	if partial != nil {
+		inner = *partial
 	}
 	what := fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed: "+
 		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, inner)
@@ -108,12 +108,12 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 			"either the call's connection was cut (a failover, a frozen network path), or the call takes longer than that on this much data, which needs a narrower request or a longer timeout (%v)", b.limit, inner)
 		again = "the next call connects afresh: try it again, narrowed if it is a big one"
 	}
-	if pd != nil {
+	if partial != nil {
 		msg := what
 		if hints == nil { // a lock: the way to end it is no step of a tool
 			msg += "; " + again
 		}
-		pd.Err = cause{msg: msg, err: errors.Join(ErrUnavailable, pd.Err), lockWait: hints == nil}
+		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, *partial), lockWait: hints == nil}
 		return err
 	}
 	parts := []string{what}

@@ -128,18 +128,20 @@ func resourceError(err error, e effect) error {
 	if a.what == "" {
 		return unreachableError(err, e)
 	}
-	var pd *PartlyDone
-	if errors.As(err, &pd) {
+	if partial, again := partialCause(err); partial != nil {
 		// A bulk call stopped partway keeps its own error, which says what
-		// it did and that the same call does the rest: only its cause is
-		// said so, marked unavailable for a database that takes no
-		// connections (shutting down), whose next step is then the health
-		// check. Wrapped instead, its next steps lost the health check.
-		c := cause{msg: fmt.Sprintf("%s (%v); %s", a.what, pd.Err, a.todo), err: pd.Err}
-		if code == "57P03" {
-			c.err = errors.Join(ErrUnavailable, pd.Err)
+		// it did and how to do the rest: only its cause is said so,
+		// marked unavailable for a database that takes no connections
+		// (shutting down), whose next step is then the health check.
+		// Wrapped instead, its next steps lost the health check.
+		c := cause{msg: fmt.Sprintf("%s (%v)", a.what, *partial), err: *partial}
+		if again {
+			c.msg += "; " + a.todo
 		}
-		pd.Err = c
+		if code == "57P03" {
+			c.err = errors.Join(ErrUnavailable, *partial)
+		}
+		*partial = c
 		return err
 	}
 	parts := []string{fmt.Sprintf("%s (%v)", a.what, err)}
@@ -172,10 +174,9 @@ func unreachableError(err error, e effect) error {
 	if !store.IsUnreachable(err) {
 		return err
 	}
-	var pd *PartlyDone
-	if errors.As(err, &pd) {
-		if !errors.Is(pd.Err, ErrUnavailable) {
-			pd.Err = cause{msg: unanswered(pd.Err), err: errors.Join(ErrUnavailable, pd.Err)}
+	if partial, _ := partialCause(err); partial != nil {
+		if !errors.Is(*partial, ErrUnavailable) {
+			*partial = cause{msg: unanswered(*partial), err: errors.Join(ErrUnavailable, *partial)}
 		}
 		return err
 	}
@@ -244,9 +245,27 @@ func (s steps) Error() string { return s.err.Error() }
 func (s steps) Unwrap() error { return s.err }
 
 // carriesSteps reports whether err already holds the next steps ops gives
-// it, or words them itself: an *Error, a *PartlyDone, a steps.
+// it, or words them itself: an *Error, a *PartlyDone, a *PartlySent, a
+// steps.
 func carriesSteps(err error) bool {
-	return errors.As(err, new(*Error)) || errors.As(err, new(*PartlyDone)) || errors.As(err, new(steps))
+	return errors.As(err, new(*Error)) || errors.As(err, new(*PartlyDone)) || errors.As(err, new(*PartlySent)) || errors.As(err, new(steps))
+}
+
+// partialCause is where err, the error of a call that did part of its
+// work (a *PartlyDone, a *PartlySent), keeps its cause, for the
+// explanations to say it in their words; nil for any other error. again
+// says whether the same call again does the rest (a *PartlyDone), so that
+// the cause may say when to make it: a *PartlySent's rest is another call.
+func partialCause(err error) (cause *error, again bool) {
+	var pd *PartlyDone
+	if errors.As(err, &pd) {
+		return &pd.Err, true
+	}
+	var ps *PartlySent
+	if errors.As(err, &ps) {
+		return &ps.Err, false
+	}
+	return nil, false
 }
 
 // advice is what a refusal means for a call and what to do about it.
@@ -322,9 +341,12 @@ func (c cause) Unwrap() error { return c.err }
 // is said so.
 func limitError(err error, lim store.Limit, e effect, role string) error {
 	what, todo := limitAdvice(lim, role)
-	var pd *PartlyDone
-	if errors.As(err, &pd) {
-		pd.Err = cause{msg: fmt.Sprintf("%s (%v); %s", what, pd.Err, todo), err: pd.Err}
+	if partial, again := partialCause(err); partial != nil {
+		c := cause{msg: fmt.Sprintf("%s (%v)", what, *partial), err: *partial}
+		if again {
+			c.msg += "; " + todo
+		}
+		*partial = c
 		return err
 	}
 	parts := []string{fmt.Sprintf("%s (%v)", what, err)}

@@ -200,12 +200,15 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 			// A batch whose commit went unanswered may be in the queue:
 			// the words must not say it was not sent.
 			unsure := 0
-			if errors.Is(err, ErrUnavailable) && !store.NeverSent(err) {
+			if _, gaveUp := givenUp(ctx, err); (gaveUp || store.IsUnreachable(err)) && !store.NeverSent(err) {
 				unsure = len(part)
 			}
 			if start > 0 || unsure > 0 {
-				return out, &PartlySent{Sent: start, Unsure: unsure, Total: len(req.Payloads), Err: err}
+				err = &PartlySent{Sent: start, Unsure: unsure, Total: len(req.Payloads), Err: err}
 			}
+			// Explained once it says what was sent: the words of a call
+			// that sent nothing ("try the call again") would contradict it.
+			s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue))
 			return out, err
 		}
 		out.MsgIDs = append(out.MsgIDs, ids...)
@@ -213,9 +216,9 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	return out, nil
 }
 
-// sendBatch sends one batch of SendMany, in one transaction.
+// sendBatch sends one batch of SendMany, in one transaction; its error is
+// the caller's to explain (explainWrite).
 func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.RawMessage, opts engine.SendOptions) (ids []int64, err error) {
-	defer s.explainWrite(ctx, &err, writesOnce, queueNow(queue))
 	msgs := make([]engine.BatchMessage, len(payloads))
 	for i, p := range payloads {
 		msgs[i] = engine.BatchMessage{Payload: p, Options: opts}

@@ -204,6 +204,12 @@ func TestSendNDJSONCommitCutOffIsUnsure(t *testing.T) {
 			t.Errorf("stderr %q does not say %q", r.stderr, want)
 		}
 	}
+	// The words of a call that sent nothing would contradict the lines'.
+	for _, not := range []string{"try the call again", "nothing was changed", "check before calling again"} {
+		if strings.Contains(r.stderr, not) {
+			t.Errorf("stderr %q says %q", r.stderr, not)
+		}
+	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 1000 {
 		t.Fatalf("%d messages in the queue; want the first transaction's 1000", n)
 	}
