@@ -323,31 +323,45 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 }
 
 func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
-	// History and keys go with the queue, whether or not its tables exist.
-	if err := forgetMessages(ctx, tx, name); err != nil {
-		return false, err
-	}
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
 		return false, fmt.Errorf("store: drop queue %q: %w", name, err)
 	}
+	if exists {
+		if err := dropTables(ctx, tx, name, ext); err != nil {
+			return false, err
+		}
+	}
+	// History and keys go with the queue, whether or not its tables
+	// existed; after the drop, whose lock waited for the workers'
+	// transactions that were writing history for its messages, and keeps
+	// new ones away.
+	if err := forgetMessages(ctx, tx, name); err != nil {
+		return false, err
+	}
 	if !exists {
 		return false, nil
 	}
+	return true, dropDLQGroups(ctx, tx, name)
+}
+
+// dropTables drops the tables of physical queue name, with pgmq.drop_queue
+// when ext (PGMQ is installed as an extension), else by hand.
+func dropTables(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
 	if ext {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.drop_queue($1)`, name); err != nil {
-			return false, fmt.Errorf("store: drop queue %q with pgmq.drop_queue: %w", name, err)
+			return fmt.Errorf("store: drop queue %q with pgmq.drop_queue: %w", name, err)
 		}
-		return true, dropDLQGroups(ctx, tx, name)
+		return nil
 	}
 	ddl := `DROP TABLE IF EXISTS ` + queueTable(name) + `; DROP TABLE IF EXISTS ` + archiveTable(name)
 	if _, err := tx.Exec(ctx, ddl); err != nil {
-		return false, fmt.Errorf("store: drop tables of queue %q: %w", name, err)
+		return fmt.Errorf("store: drop tables of queue %q: %w", name, err)
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, name); err != nil {
-		return false, fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
+		return fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
 	}
-	return true, dropDLQGroups(ctx, tx, name)
+	return nil
 }
 
 // forgetMessages deletes what pgbus keeps about the messages of physical

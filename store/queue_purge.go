@@ -31,10 +31,20 @@ func (s *Store) PurgeQueue(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	n, err := s.purgeQueue(ctx, name, true)
-	if errors.Is(err, errPurgeBusy) {
+	// Deleting row by row, the purge may meet a worker's batch locking
+	// the same rows in another order: PostgreSQL ends one of the two,
+	// and the purge, all or nothing, starts again.
+	for try := 0; errors.Is(err, errPurgeBusy) || try < 3 && isDeadlock(err); try++ {
 		n, err = s.purgeQueue(ctx, name, false)
 	}
 	return n, err
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected: the
+// transaction was rolled back, and may be run again.
+func isDeadlock(err error) bool {
+	code, _ := SQLState(err)
+	return code == "40P01"
 }
 
 // purgeLockWait bounds how long a purge waits for its tables' exclusive
@@ -155,6 +165,12 @@ func truncateQueue(ctx context.Context, tx pgx.Tx, name string, tables []string)
 
 // deleteQueue deletes the messages of physical queues tables row by row,
 // with their failure history.
+//
+// A worker's retry that held a message's row when the delete came to it
+// wrote a failure the delete's snapshot does not see, and deleted the
+// message once the worker committed: a second statement, with a snapshot
+// of its own, deletes the failures of messages in neither the queue nor
+// its archive. A retry after the delete finds no message, and writes none.
 func deleteQueue(ctx context.Context, tx pgx.Tx, tables []string) (int64, error) {
 	var total int64
 	for _, p := range tables {
@@ -163,6 +179,18 @@ func deleteQueue(ctx context.Context, tx pgx.Tx, tables []string) (int64, error)
 			f AS (DELETE FROM pgbus.failures WHERE queue_name = $1 AND msg_id IN (SELECT msg_id FROM d))
 			SELECT count(*) FROM d`, p).Scan(&n)
 		if err != nil {
+			return 0, queueErr(err, "purge", p)
+		}
+		var archived bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, archiveTable(p)).Scan(&archived); err != nil {
+			return 0, queueErr(err, "purge", p)
+		}
+		inArchive := ""
+		if archived {
+			inArchive = ` AND NOT EXISTS (SELECT 1 FROM ` + archiveTable(p) + ` a WHERE a.msg_id = f.msg_id)`
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM pgbus.failures f WHERE f.queue_name = $1
+			AND NOT EXISTS (SELECT 1 FROM `+queueTable(p)+` q WHERE q.msg_id = f.msg_id)`+inArchive, p); err != nil {
 			return 0, queueErr(err, "purge", p)
 		}
 		total += n

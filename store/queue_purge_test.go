@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -128,4 +129,61 @@ func TestPurgeQueueByARoleThatMayNotTruncate(t *testing.T) {
 		"; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role+
 		"; GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
 	f.check(t, openStore(t, roleURL), false)
+}
+
+// A worker's retry that holds a message's row as a row-by-row purge comes
+// to it writes a failure the purge's statement cannot see: once the worker
+// commits, the message goes, and so does that failure, rather than stay
+// as history of no message that nothing would ever prune.
+func TestPurgeQueueTakesTheFailureOfARetryItWaitedFor(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	f := newPurgeFixture(t, s, newQueue(t, s))
+	ctx := testContext(t)
+	worker, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = worker.Rollback(context.Background()) }()
+	var pid int
+	if err := worker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	// As RetryMany does: the message's row updated, its failure written.
+	table := pgx.Identifier{"pgmq", "q_" + f.q}.Sanitize()
+	if _, err := worker.Exec(ctx, `UPDATE `+table+` SET vt = now() WHERE msg_id = $1`, f.live[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ($1, $2, 2, 'E', 'failed again')`, f.q, f.live[0]); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := s.PurgeQueue(ctx, f.q)
+		done <- result{n, err}
+	}()
+	// The purge waits for the row, past the truncate it gave up on.
+	pgtest.Eventually(t, time.Minute, "the purge to wait for the worker's row", func() bool {
+		var waiting bool
+		err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'WITH d AS (DELETE%')`, pid).Scan(&waiting)
+		return err == nil && waiting
+	})
+	if err := worker.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.n != int64(len(f.live)) {
+		t.Fatalf("purge = %d, %v; want the %d live messages", r.n, r.err, len(f.live))
+	}
+	var left []int64
+	if err := s.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(msg_id ORDER BY msg_id), '{}') FROM pgbus.failures WHERE queue_name = $1`, f.q).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != f.archived {
+		t.Errorf("failure history left for %v, want only the archived message's (%d)", left, f.archived)
+	}
 }
