@@ -19,6 +19,13 @@ import (
 // unread, is a race: a few attempts see both.
 func cutMidStatement[T any](t *testing.T, s *store.Store, lock string, op func(context.Context) (T, error)) (T, error) {
 	t.Helper()
+	return cutMidStatements(t, s, lock, 1, op)
+}
+
+// cutMidStatements is cutMidStatement once n statements wait for the rows
+// locked: a call whose moves run side by side has them all under way.
+func cutMidStatements[T any](t *testing.T, s *store.Store, lock string, n int, op func(context.Context) (T, error)) (T, error) {
+	t.Helper()
 	ctx := testContext(t)
 	other, err := s.Pool().Begin(ctx)
 	if err != nil {
@@ -40,8 +47,8 @@ func cutMidStatement[T any](t *testing.T, s *store.Store, lock string, op func(c
 		done <- result{v, err}
 	}()
 	holder := other.Conn().PgConn().PID()
-	pgtest.Eventually(t, time.Minute, "a statement to wait for the rows locked", func() bool {
-		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, holder) > 0
+	pgtest.Eventually(t, time.Minute, "statements to wait for the rows locked", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, holder) >= n
 	})
 	if err := other.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -199,7 +206,7 @@ func TestRetryByIDsCancelledMidStatementCountsWhatMoved(t *testing.T) {
 		ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{})
 		dlq := store.DLQName(q)
 		lock := `SELECT 1 FROM pgmq."q_` + dlq + `" FOR UPDATE`
-		rep, err := cutMidStatement(t, s, lock, func(ctx context.Context) (store.RetryReport, error) {
+		rep, err := cutMidStatements(t, s, lock, 2, func(ctx context.Context) (store.RetryReport, error) {
 			return s.RetryDead(ctx, dlq, ids, store.RetryOptions{})
 		})
 		back, left := pgtest.Live(t, s, q), pgtest.Live(t, s, dlq)

@@ -86,3 +86,40 @@ func connect(t *testing.T, url, app string) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// retryUnderWay begins a transaction that does to message id of queue q
+// what a worker's RetryMany does, its row updated and a failure written,
+// and returns the transaction's backend pid and its commit; it is rolled
+// back at the end of the test if not committed.
+func retryUnderWay(t *testing.T, s *store.Store, q string, id int64) (pid int, commit func()) {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+pgx.Identifier{"pgmq", "q_" + q}.Sanitize()+` SET vt = now() WHERE msg_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ($1, $2, 9, 'E', 'failed again')`, q, id); err != nil {
+		t.Fatal(err)
+	}
+	return pid, func() {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// blocks reports whether backend pid blocks another whose query starts
+// with prefix.
+func blocks(t *testing.T, s *store.Store, pid int, prefix string) bool {
+	t.Helper()
+	var waiting bool
+	err := s.Pool().QueryRow(testContext(t), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND starts_with(query, $2))`, pid, prefix).Scan(&waiting)
+	return err == nil && waiting
+}

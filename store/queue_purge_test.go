@@ -140,23 +140,8 @@ func TestPurgeQueueTakesTheFailureOfARetryItWaitedFor(t *testing.T) {
 	s := testStore(t)
 	f := newPurgeFixture(t, s, newQueue(t, s))
 	ctx := testContext(t)
-	worker, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = worker.Rollback(context.Background()) }()
-	var pid int
-	if err := worker.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
 	// As RetryMany does: the message's row updated, its failure written.
-	table := pgx.Identifier{"pgmq", "q_" + f.q}.Sanitize()
-	if _, err := worker.Exec(ctx, `UPDATE `+table+` SET vt = now() WHERE msg_id = $1`, f.live[0]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := worker.Exec(ctx, `INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ($1, $2, 2, 'E', 'failed again')`, f.q, f.live[0]); err != nil {
-		t.Fatal(err)
-	}
+	pid, commit := retryUnderWay(t, s, f.q, f.live[0])
 	type result struct {
 		n   int64
 		err error
@@ -167,14 +152,8 @@ func TestPurgeQueueTakesTheFailureOfARetryItWaitedFor(t *testing.T) {
 		done <- result{n, err}
 	}()
 	// The purge waits for the row, past the truncate it gave up on.
-	pgtest.Eventually(t, time.Minute, "the purge to wait for the worker's row", func() bool {
-		var waiting bool
-		err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'WITH d AS (DELETE%')`, pid).Scan(&waiting)
-		return err == nil && waiting
-	})
-	if err := worker.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Eventually(t, time.Minute, "the purge to wait for the worker's row", func() bool { return blocks(t, s, pid, "WITH d AS (DELETE") })
+	commit()
 	r := <-done
 	if r.err != nil || r.n != int64(len(f.live)) {
 		t.Fatalf("purge = %d, %v; want the %d live messages", r.n, r.err, len(f.live))

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/cli"
 )
 
 // pgbus help config, which says where every setting comes from, names
@@ -41,6 +44,10 @@ func TestHelpConfigNamesEveryVariable(t *testing.T) {
 	for name, file := range read {
 		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(r.stdout) {
 			t.Errorf("pgbus help config does not name %s, which %s reads: add it to the environment variables it lists", name, file)
+		}
+		// Nor is it taken for a misspelling of another.
+		if !slices.Contains(cli.KnownVariables, name) {
+			t.Errorf("%s reads %s, which the known variables leave out", file, name)
 		}
 	}
 }
