@@ -53,6 +53,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"invalid JSON stdin", []string{"send", "orders", "-"}, "{nope", "not valid JSON"},
 		{"empty payload", []string{"send", "orders", "  "}, "", "empty"},
 		{"missing file", []string{"send", "orders", "@" + filepath.Join(dir, "missing.json")}, "", "no such file"},
+		{"directory as payload file", []string{"send", "orders", "@" + dir}, "", "is a directory: name a file"},
+		{"directory as --ndjson file", []string{"send", "orders", "--ndjson", dir}, "", "is a directory: name a file"},
 		{"@ without a file name", []string{"send", "orders", "@"}, "", "names no file"},
 		{"retry payload @ without a file name", []string{"dlq", "retry", "1", "--queue", "orders", "--payload", "@"}, "", "names no file"},
 		{"missing --file", []string{"send", "orders", "--file", filepath.Join(dir, "missing.json")}, "", "no such file"},

@@ -164,16 +164,32 @@ func jsonText(data []byte) []byte {
 	return bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(data), utf8BOM))
 }
 
+// openInput opens the file at path that a command reads its input from
+// (what, such as "payload file", names it in errors). A file that cannot
+// be opened, or a directory, is a usage error: the command line named the
+// wrong thing, and nothing was done.
+func openInput(what, path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, usageError{fmt.Errorf("%s %q: %v", what, path, err)}
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, usageError{fmt.Errorf("%s %q is a directory: name a file", what, path)}
+	}
+	return f, nil
+}
+
 // readLimited reads a file (or r when path is "") up to the payload limit.
 func readLimited(path string, r io.Reader) ([]byte, error) {
 	if path != "" {
-		f, err := os.Open(path)
+		f, err := openInput("payload file", path)
 		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, usageError{fmt.Errorf("payload file %q: %v", path, err)}
+			return nil, err
 		}
 		defer f.Close()
 		r = f
@@ -233,13 +249,9 @@ func readNDJSON(path string, stdin io.Reader, fromLine int) (*ndjsonInput, error
 	in := &ndjsonInput{from: "stdin"}
 	r := stdin
 	if path != "-" {
-		f, err := os.Open(path)
+		f, err := openInput("--ndjson file", path)
 		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, usageError{fmt.Errorf("--ndjson file %q: %v", path, err)}
+			return nil, err
 		}
 		defer f.Close()
 		r, in.from = f, "file "+path
