@@ -120,7 +120,7 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 		return out, err
 	}
 	if !out.Since.IsZero() && !out.Until.IsZero() && !out.Until.After(out.Since) {
-		return out, invalidf("until (%s) is not after since (%s): the range selects nothing", out.Until.UTC().Format(time.RFC3339), out.Since.UTC().Format(time.RFC3339))
+		return out, invalidf("until (%s) is not after the start of the range (%s): the range selects nothing", out.Until.UTC().Format(time.RFC3339), out.Since.UTC().Format(time.RFC3339))
 	}
 	return out, nil
 }

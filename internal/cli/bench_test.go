@@ -64,7 +64,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--jobs", "-5"}, "--jobs -5"},
 		{[]string{"--backlog", "100", "--workload", "steady"}, "steady sends as it goes"},
 		{[]string{"--processes", "2", "--workload", "steady"}, "steady runs in one process"},
-		{[]string{"--processes", "two"}, "invalid argument"},
+		{[]string{"--processes", "two"}, `--processes "two": not a whole number`},
 	} {
 		r := usageRun(t, d.env, append([]string{"bench"}, c.args...)...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.says) {

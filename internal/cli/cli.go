@@ -355,7 +355,7 @@ Quick start: pgbus demo`,
 		if idErr := negativeIDError(cmd, err); idErr != nil {
 			return idErr
 		}
-		return usageError{err}
+		return usageError{unreadableValue(err)}
 	})
 	a.addGlobalFlags(root)
 	root.AddCommand(a.migrateCommand(), a.workCommand(), a.demoCommand())
@@ -373,6 +373,30 @@ Quick start: pgbus demo`,
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// unreadableValue is err, pflag's about a flag's value it could not read,
+// in words of what to give instead ("not a duration: give a number with a
+// unit") rather than the parser's ("time: missing unit in duration"),
+// and a flag given twice in the words of its refusal alone; other errors
+// pass unchanged.
+func unreadableValue(err error) error {
+	var twice givenTwice
+	if errors.As(err, &twice) {
+		return twice.error // says the flag and both values itself
+	}
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) || bad.GetFlag() == nil {
+		return err
+	}
+	fl := bad.GetFlag()
+	switch fl.Value.Type() {
+	case "bool", "duration", "int":
+	default:
+		return err
+	}
+	what := strings.TrimSuffix(badValue(fl, bad.Unwrap()), " (or leave it unset)")
+	return fmt.Errorf("--%s %q: %s", fl.Name, bad.GetValue(), what)
 }
 
 // completionCommand adds cobra's pgbus completion now rather than when the

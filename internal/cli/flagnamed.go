@@ -66,7 +66,10 @@ type onceValue struct {
 
 func (v onceValue) Set(s string) error {
 	if v.flag.Changed {
-		return fmt.Errorf("--%s was given twice (%q, then %q): give it once", v.flag.Name, v.Value.String(), s)
+		return givenTwice{fmt.Errorf("--%s was given twice (%q, then %q): give it once", v.flag.Name, v.Value.String(), s)}
 	}
 	return v.Value.Set(s)
 }
+
+// givenTwice is the refusal of a flag's second value.
+type givenTwice struct{ error }
