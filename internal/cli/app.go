@@ -95,6 +95,11 @@ func (a *app) setup(cmd *cobra.Command) error {
 	a.setCarry(fs)
 	a.sources = map[string]string{}
 	a.cfg = &config.File{}
+	if v, set := os.LookupEnv(EnvConfig); set && strings.TrimSpace(v) == "" && !fs.Changed("config") {
+		// Read as unset, a deploy whose configuration path came through
+		// empty would run without its queues' settings and handlers.
+		return usageError{fmt.Errorf("environment variable %s is set but empty: give the configuration file's path, or unset it (unset %s) to run without one", EnvConfig, EnvConfig)}
+	}
 	if err := a.resolve(fs, "config", "", EnvConfig); err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ func TestEmptyDatabaseURLFromEnvOrFileStartsNothing(t *testing.T) {
 		{"environment", []string{"DATABASE_URL=", "PGBUS_DATA_DIR=" + dataDir}, nil, "environment variable DATABASE_URL is set but empty"},
 		{"environment blank", []string{"DATABASE_URL=  ", "PGBUS_DATA_DIR=" + dataDir}, nil, "environment variable DATABASE_URL is set but empty"},
 		{"file", []string{"PGBUS_DATA_DIR=" + dataDir}, []string{"--config", file}, file + ":2: database_url: is empty"},
+		// So is an empty configuration path: the queues' settings and
+		// handlers would be left out.
+		{"configuration path", []string{"PGBUS_CONFIG=", "PGBUS_DATA_DIR=" + dataDir}, nil, "environment variable PGBUS_CONFIG is set but empty"},
 	} {
 		r := pgbus(t, c.env, append([]string{"queue", "create", "lost"}, c.args...)...)
 		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, c.want) {
