@@ -37,6 +37,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"command's flag before its name", []string{"--yes", "dlq", "purge", "orders"}, "", "--yes is a flag of pgbus dlq purge: give it after the command's name (pgbus dlq purge --yes)"},
 		{"number flag twice", []string{"dlq", "retry-all", "--queue", "orders", "--limit", "5", "--limit", "100000", "--dry-run"}, "", `--limit was given twice ("5", then "100000"): give it once`},
 		{"duration flag twice", []string{"send", "orders", "{}", "--delay", "1h", "--delay", "0s"}, "", "--delay was given twice"},
+		{"command's text flag before its name", []string{"--queue", "orders", "dlq", "list"}, "", "--queue is a flag of pgbus dlq list: give it after the command's name"},
 		{"unknown flag before the command's name", []string{"--log-level", "debug", "--colour", "queues"}, "", "unknown flag --colour before the command's name"},
 		{"unknown queue subcommand", []string{"queue", "rename", "a"}, "", "unknown command"},
 		{"queue stats, as the MCP tool is named", []string{"queue", "stats", "orders"}, "", "that is pgbus queues [NAME]; pgbus queue takes one of: create,"},

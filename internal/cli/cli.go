@@ -59,11 +59,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetIn(stdin)
 	root.SetOut(out)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && cmd == root {
-		if meant, ferr := misplacedFlag(root, args); ferr != nil {
-			cmd, err, app.flagsFailed = meant, ferr, true
-		}
+	// A command's own flag before its name is refused whether or not
+	// cobra could have found the command past it (it takes the next word
+	// for the value of a flag it does not know): one way to write each
+	// command line.
+	cmd, err := misplacedFlag(root, args)
+	if err != nil {
+		app.flagsFailed = true
+	} else {
+		cmd, err = root.ExecuteContextC(ctx)
 	}
 	out.flush()
 	app.trace.flush()
