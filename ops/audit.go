@@ -172,8 +172,11 @@ func retryAuditArgs(r DLQRetryRequest) map[string]any {
 	return args
 }
 
+// retryAuditResult is what the audit log keeps of a retry's result: its
+// counts, without the list of the messages moved (nor the count of those
+// the list left out, which would read as a part of them).
 func retryAuditResult(r DLQRetry) any {
-	r.Next, r.Moved = nil, nil
+	r.Next, r.Moved, r.MovedOmitted = nil, nil, 0
 	return r
 }
 
@@ -197,8 +200,9 @@ func discardAuditArgs(r DLQDiscardRequest) map[string]any {
 	return args
 }
 
+// discardAuditResult is retryAuditResult for a discard.
 func discardAuditResult(r DLQDiscard) any {
-	r.Next, r.Moved = nil, nil
+	r.Next, r.Moved, r.MovedOmitted = nil, nil, 0
 	return r
 }
 

@@ -189,3 +189,40 @@ func TestAuditLeavesOutTheDryRunsOfPageViews(t *testing.T) {
 		t.Fatalf("audit rows: %s\nwant the dry runs asked for and the retry: %s", strings.Join(got, ", "), want)
 	}
 }
+
+// The audit entry of a retry or discard too big to list every message it
+// moved keeps its counts, without the list or the count of what the list
+// left out: "moved_omitted": 200 beside "moved": null read as 200 of the
+// messages moved missing from the entry.
+func TestAuditOfAMoveTooBigToList(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	ctx := ops.WithClient(testContext(t), uniqueName("agent"))
+	pgtest.DeadLetterN(t, s, q, 400, pgtest.DeadSpec{})
+	rep, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 200})
+	if err != nil || rep.Retried != 200 || rep.MovedOmitted == 0 {
+		t.Fatalf("retry of 200 = %d retried, %d listed, %d left out of the list, %v; want a list too long to give whole", rep.Retried, len(rep.Moved), rep.MovedOmitted, err)
+	}
+	dis, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 200, Confirm: true})
+	if err != nil || dis.Discarded != 200 || dis.MovedOmitted == 0 {
+		t.Fatalf("discard of 200 = %d discarded, %d left out of the list, %v; want a list too long to give whole", dis.Discarded, dis.MovedOmitted, err)
+	}
+	page, err := svc.Audit(ctx, ops.AuditRequest{Client: ops.CallerFrom(ctx).Client, Limit: 10})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("audit = %+v, %v; want the discard and the retry", page, err)
+	}
+	for _, e := range page.Items {
+		var counts map[string]any
+		if err := json.Unmarshal(e.Result, &counts); err != nil {
+			t.Fatal(err)
+		}
+		if _, listed := counts["moved_omitted"]; listed || counts["moved"] != nil {
+			t.Errorf("%s entry keeps part of the list of what moved: %s", e.Op, e.Result)
+		}
+		if counts["retried"] != float64(200) && counts["discarded"] != float64(200) {
+			t.Errorf("%s entry does not count the 200 moved: %s", e.Op, e.Result)
+		}
+	}
+}
