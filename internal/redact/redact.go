@@ -105,8 +105,9 @@ var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access",
 
 // Parts of the key=value patterns of secretText: a secret-looking key, what
 // separates it from its value (its closing quote, maybe escaped, then :, =,
-// :=, => or == with or without spaces around), and an authorization scheme
-// that may open the value.
+// :=, => or == with or without spaces around, or = percent-encoded, as in
+// a URL carried in another's query), and an authorization scheme that may
+// open the value.
 const (
 	secretTextKey = `(?:(?:password|passwd|passphrase|secret|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key|cookie)s?|pwd|secret[ _-]?key|token|authorization|auth|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number|pass(?:code)?)` + secretTextSuffix
 	// secretTextSuffix ends a key that says how a secret is kept:
@@ -114,7 +115,7 @@ const (
 	// words after a key's (tokens, session_count, author) name counts
 	// and people, not secrets.
 	secretTextSuffix = `(?:[_-]?(?:value|hash|base|old|new|b64|base64|enc|encrypted|digest|plain))?`
-	secretTextSep    = `\\?["']?\s*(?::=|=>|==|[:=])\s*`
+	secretTextSep    = `\\?["']?\s*(?::=|=>|==|[:=]|%3[Dd])\s*`
 	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
 )
 

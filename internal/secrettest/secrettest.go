@@ -108,6 +108,7 @@ var textSecrets = []struct{ name, text, value string }{
 	{"X-Auth-Token-Old:", "proxy sent X-Auth-Token-Old: oldTok991 upstream", "oldTok991"},
 	{"DB_PASS=", "env: DB_PASS=dbPw-771 HOST=db", "dbPw-771"},
 	{"smtp_pass=", "mailer: smtp_pass=Sm7pSecret rejected", "Sm7pSecret"},
+	{"password%3D in a URL's query", "redirect to /login?next=%2Fapp%3Fpassword%3DPctEnc0ded9%26x%3D1 refused", "PctEnc0ded9"},
 	// Tokens recognisable by their shape.
 	{"gitlab token", "clone failed with glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"},
 	{"npm token", "publish failed with npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
