@@ -74,7 +74,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err = app.explain(flagNamed(cmd, err))
 	if werr := out.failed(); werr != nil {
 		if errors.Is(werr, syscall.EPIPE) {
-			return ExitFailure // the reader went away: nothing to tell it
+			// The reader went away: nothing to tell it. A write that was
+			// done says so on stderr, or a script would take the failure
+			// for one of the write and do it again.
+			if (err == nil || errors.Is(err, syscall.EPIPE)) && writes(cmd) {
+				fmt.Fprintf(stderr, "pgbus: the reader of the output went away before it was all written; %s itself was done: see pgbus audit\n", cmd.CommandPath())
+			}
+			return ExitFailure
 		}
 		err = werr
 	}
@@ -377,6 +383,24 @@ Quick start: pgbus demo`,
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// writes reports whether cmd, run without --dry-run, changes what the
+// database holds.
+func writes(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	if dry, err := cmd.Flags().GetBool("dry-run"); err == nil && dry {
+		return false
+	}
+	switch strings.TrimPrefix(cmd.CommandPath(), "pgbus ") {
+	case "send", "dlq retry", "dlq retry-all", "dlq discard", "dlq restore", "dlq purge",
+		"queue create", "queue drop", "queue pause", "queue resume", "queue purge", "queue run-now",
+		"circuit open", "circuit reset":
+		return true
+	}
+	return false
 }
 
 // unreadableValue is err, pflag's about a flag's value it could not read,
