@@ -159,6 +159,18 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 			p.at = time.Now()
 			p.opts.Logger.Warn("pgbus: /readyz: the database did not answer the health check", "err", err)
 		}
+		if heldBy, answered := p.svc.SlowRead(context.WithoutCancel(ctx)); answered {
+			// A session holding a queue's table, or a database too busy
+			// to answer in time: no restart or failover cures it, and
+			// the process goes on with what it can.
+			msg := "the health check took longer than 5s, though the database answers: it is overloaded, or a long statement holds a table"
+			if heldBy != "" {
+				msg = "the health check waited 5s for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
+			}
+			p.code, p.answer = http.StatusOK, Readiness{Ready: true, Status: ops.HealthDegraded, Reasons: []ReadyReason{{Status: ops.HealthDegraded,
+				Code: "health_check_slow", Message: msg}}}
+			return p.code, p.answer
+		}
 		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
 			Code: "database_unreachable", Message: "the database did not answer the health check (the process's log has its error); check that PostgreSQL runs and the connection settings"}}}
 		return p.code, p.answer

@@ -91,6 +91,9 @@ type Metrics struct {
 	cached ops.Gauges
 	readAt time.Time
 	readOK bool
+	// up: the database answered the last read, or a question asked
+	// after it failed (pgbus_database_up).
+	up bool
 }
 
 var (
@@ -237,8 +240,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.opts.Ops == nil {
 		return
 	}
-	g, ok := m.gauges()
-	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, flag(ok))
+	g, ok, up := m.gauges()
+	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, flag(up))
 	if !ok {
 		return
 	}
@@ -279,21 +282,27 @@ func (m *Metrics) vectors() []prometheus.Collector {
 }
 
 // gauges returns the gauges, read again when the last read is older than
-// CacheFor. Scrapes that come during a read wait for it.
-func (m *Metrics) gauges() (ops.Gauges, bool) {
+// CacheFor, whether they were read (ok), and whether the database answers
+// (up). Scrapes that come during a read wait for it.
+func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.readAt.IsZero() && time.Since(m.readAt) < m.opts.CacheFor {
-		return m.cached, m.readOK
+		return m.cached, m.readOK, m.up
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g, err := m.opts.Ops.Gauges(ctx)
+	up = err == nil
 	if err != nil {
-		m.log.Warn("pgbus metrics: could not read the queue gauges from the database; pgbus_database_up is 0 until a scrape reads them", "err", err)
+		// A lock on one queue's table, or a busy database, holds the
+		// read: the database is up all the same, and an alert on
+		// pgbus_database_up would send the on-call to a server that runs.
+		_, up = m.opts.Ops.SlowRead(context.Background())
+		m.log.Warn("pgbus metrics: could not read the queue gauges from the database; they are left out until a scrape reads them", "err", err, "database_answers", up)
 	}
-	m.cached, m.readOK, m.readAt = g, err == nil, time.Now()
-	return g, err == nil
+	m.cached, m.readOK, m.readAt, m.up = g, err == nil, time.Now(), up
+	return g, err == nil, up
 }
 
 // labelSet bounds the values of a label to the max most frequent ones

@@ -145,3 +145,26 @@ func (s *Service) lockHolders(b *callBound) (heldBy, terminate string, answered 
 // gets no answer, and the call's caller, who already waited a bound,
 // waits this much more for the error.
 const lockProbeWait = 5 * time.Second
+
+// SlowRead says why a read of the database got no answer in time, for a
+// probe or a scrape that must not call a database that answers
+// unreachable: answered reports whether the database answers a question
+// asked now (within lockProbeWait), and heldBy, when it does, names the
+// sessions holding locks on pgbus's and PGMQ's tables that keep reads or
+// writes waiting ("" for none: the database is slow, not held), with the
+// statement that ends each.
+func (s *Service) SlowRead(ctx context.Context) (heldBy string, answered bool) {
+	if s == nil || s.store == nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(ctx, lockProbeWait)
+	defer cancel()
+	heldBy, terminate, err := s.store.LockHolders(ctx, 0)
+	if err != nil {
+		return "", false
+	}
+	if heldBy != "" && terminate != "" {
+		heldBy += "; to end it: " + terminate
+	}
+	return heldBy, true
+}

@@ -335,3 +335,40 @@ func TestServeHTTPMetricsAndProbes(t *testing.T) {
 		}
 	}
 }
+
+// A session holding a queue's table (LOCK TABLE, VACUUM FULL, a stuck
+// ALTER) keeps the health check from its answer while the database
+// answers everything else: /readyz stays ready, DEGRADED, naming the
+// session and how to end it, and pgbus_database_up stays 1, rather than
+// every process saying the database is down and an alert sending the
+// on-call to a server that runs.
+func TestReadyzUnderALockOnAQueueTable(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := "locked_q"
+	pgtest.CreateQueue(t, st, q)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := runner.NewMonitor(svc, slog.New(slog.DiscardHandler), nil)
+	base := serveMonitor(t, mon)
+	ctx := pgtest.Context(t)
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq.q_`+q+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	code, r := readyz(t, base)
+	if code != http.StatusOK || !r.Ready || r.Status != ops.HealthDegraded || len(r.Reasons) != 1 || r.Reasons[0].Code != "health_check_slow" ||
+		!strings.Contains(r.Reasons[0].Message, "waited 5s for a lock another session holds") || !strings.Contains(r.Reasons[0].Message, "pg_terminate_backend") {
+		t.Fatalf("/readyz under a lock on a queue's table: %d %+v; want 200, ready, DEGRADED, health_check_slow naming the session", code, r)
+	}
+	_, body := get(t, base+metrics.PathMetrics, nil)
+	if !strings.Contains(body, "\npgbus_database_up 1\n") {
+		t.Errorf("/metrics under a lock on a queue's table does not say pgbus_database_up 1:\n%.2000s", body)
+	}
+}
