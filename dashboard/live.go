@@ -80,7 +80,7 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ops.ErrInvalid):
 		status = http.StatusBadRequest
-	case errors.Is(err, ops.ErrUnavailable):
+	case ops.ErrorKind(err) == ops.KindUnavailable:
 		// Every open page asks every few seconds: a database down is a
 		// passing state, told to proxies by 503, not an error of pgbus.
 		status = http.StatusServiceUnavailable

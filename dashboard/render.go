@@ -197,10 +197,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusForbidden
 	case errors.Is(err, ops.ErrChanged):
 		status = http.StatusConflict
-	case errors.Is(err, ops.ErrUnavailable):
-		// Its message says the database does not answer and what to do:
-		// a passing state of the server, which 503 tells proxies and
-		// monitors, not a fault of this page.
+	case ops.ErrorKind(err) == ops.KindUnavailable:
+		// Its message says the database does not answer, or takes no
+		// more connections, and what to do: a passing state of the
+		// server, which 503 tells proxies and monitors, not a fault of
+		// this page.
 		status = http.StatusServiceUnavailable
 	}
 	msg, _ := ops.RedactText(err.Error())
@@ -217,7 +218,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		msg = "pgbus could not answer: " + msg + ". " + todo
 	}
 	if status == http.StatusServiceUnavailable {
-		s.log.Warn("dashboard: the database does not answer", "path", s.base+r.URL.Path, "err", msg)
+		s.log.Warn("dashboard: the database is unavailable", "path", s.base+r.URL.Path, "err", msg)
 		msg = "pgbus could not answer: " + msg + ". Reload this page in a moment."
 	}
 	links := append(hintLinks(hints), more...)
