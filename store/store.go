@@ -142,7 +142,8 @@ func (e *connectError) Unwrap() error { return e.err }
 // sessionSettings); and times are read in UTC, as the
 // dead-letter block writes them. A ShouldPing or AfterConnect cfg already
 // has is kept: a connection either asks to ping is pinged, and pgbus's
-// AfterConnect runs first. Call it before pgxpool.NewWithConfig.
+// AfterConnect runs first; a ping gets at most 5 seconds, unless cfg sets
+// its own PingTimeout. Call it before pgxpool.NewWithConfig.
 func ConfigurePool(cfg *pgxpool.Config) {
 	if ownPing := cfg.ShouldPing; ownPing != nil {
 		cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
@@ -152,6 +153,9 @@ func ConfigurePool(cfg *pgxpool.Config) {
 		cfg.ShouldPing = shouldPing
 	}
 	sessionSettings(cfg.ConnConfig.RuntimeParams)
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = pingTimeout
+	}
 	own := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := scanTimesInUTC(ctx, conn); err != nil || own == nil {
@@ -160,6 +164,13 @@ func ConfigurePool(cfg *pgxpool.Config) {
 		return own(ctx, conn)
 	}
 }
+
+// pingTimeout bounds the ping of a connection idle for a while before it
+// is handed out. Unbounded, a ping on a frozen path (a failover, a cut
+// network) whose caller gave up went on for a minute, and closing the
+// pool waited for it: a worker stopped while the database's path was
+// frozen said it had stopped, then took half a minute more to exit.
+const pingTimeout = 5 * time.Second
 
 // sessionSettings asks the server, at the start of each session, for the
 // settings pgbus's statements are written for, whatever the role, the
