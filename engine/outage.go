@@ -18,10 +18,12 @@ const outageReminder = time.Minute
 // slots (SQLSTATE 53300) must refuse none before its outage is over. The
 // pool's open connections go on working while new ones are refused, so
 // successes and refusals alternate through such an outage; without the
-// pause, each would be told as an outage and its end. It is longer than
-// the longest pause between two tries of a loop of the workers (the
-// notification listener's, 10 seconds).
-const crowdedQuiet = 15 * time.Second
+// pause, each would be told as an outage and its end. It is twice the
+// longest pause between two tries of a loop of the workers (the
+// notification listener's, 10 seconds), and more: at 15 seconds, the
+// refusals of loops that need a new connection only now and then came
+// 12 to 18 seconds apart, and the outage was told to end every time.
+const crowdedQuiet = 30 * time.Second
 
 // outage tells the log that the database does not answer, or refuses new
 // connections because it has as many as it allows, once for the whole
