@@ -821,20 +821,11 @@ func TestHealthOfDeadLettersDealtWith(t *testing.T) {
 	}
 	reason := func() ops.HealthReason {
 		t.Helper()
-		h, err := svc.Health(ctx)
-		if err != nil {
-			t.Fatal(err)
+		r, verdict := growingReason(t, svc, q)
+		if r.Status == ops.HealthNotice && verdict != ops.HealthOK {
+			t.Errorf("verdict %s with dead letters dealt with: %+v", verdict, r)
 		}
-		for _, r := range h.Reasons {
-			if r.Code == "dead_letters_growing" && r.Queue == q {
-				if r.Status == ops.HealthNotice && h.Status != ops.HealthOK {
-					t.Errorf("verdict %s with dead letters dealt with: %+v", h.Status, h)
-				}
-				return r
-			}
-		}
-		t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
-		return ops.HealthReason{}
+		return r
 	}
 	if r := reason(); r.Status != ops.HealthDegraded || !strings.Contains(r.Message, "(2 in its DLQ)") || !hasHint(r.Next, ops.OpDLQSummary, nil) {
 		t.Fatalf("two dead letters in the DLQ: %+v; want DEGRADED pointing at the summary", r)
@@ -866,28 +857,31 @@ func TestHealthOfDeadLettersThatStopped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reason := func() (ops.HealthReason, string) {
-		t.Helper()
-		h, err := svc.Health(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range h.Reasons {
-			if r.Code == "dead_letters_growing" && r.Queue == q {
-				return r, h.Status
-			}
-		}
-		t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
-		return ops.HealthReason{}, ""
-	}
 	count(20*time.Minute, 1)
 	count(40*time.Minute, 1)
-	r, verdict := reason()
+	r, verdict := growingReason(t, svc, q)
 	if r.Status != ops.HealthNotice || verdict != ops.HealthOK || !strings.Contains(r.Message, "2 messages dead-lettered in the last hour, none in the last 15 minutes (2 in its DLQ)") || !hasHint(r.Next, ops.OpDLQSummary, nil) {
 		t.Fatalf("dead letters 20 and 40 minutes ago: %+v, verdict %s; want a NOTICE pointing at the summary, verdict OK", r, verdict)
 	}
 	count(0, 1)
-	if r, verdict := reason(); r.Status != ops.HealthDegraded || verdict != ops.HealthDegraded || !strings.Contains(r.Message, "3 messages dead-lettered in the last hour (2 in its DLQ)") {
+	if r, verdict := growingReason(t, svc, q); r.Status != ops.HealthDegraded || verdict != ops.HealthDegraded || !strings.Contains(r.Message, "3 messages dead-lettered in the last hour (2 in its DLQ)") {
 		t.Fatalf("a dead letter this minute: %+v, verdict %s; want DEGRADED", r, verdict)
 	}
+}
+
+// growingReason is the dead_letters_growing reason of health about queue
+// q, and the verdict, failing the test when there is none.
+func growingReason(t *testing.T, svc *ops.Service, q string) (ops.HealthReason, string) {
+	t.Helper()
+	h, err := svc.Health(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.Reasons {
+		if r.Code == "dead_letters_growing" && r.Queue == q {
+			return r, h.Status
+		}
+	}
+	t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
+	return ops.HealthReason{}, ""
 }
