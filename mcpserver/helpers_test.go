@@ -91,12 +91,30 @@ func startHTTP(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig) (base strin
 // startHTTPOn is startHTTP on a listener the test opened.
 func startHTTPOn(t testing.TB, d tools.Deps, cfg mcpserver.HTTPConfig, ln net.Listener) (base string, stop func()) {
 	t.Helper()
+	return startHTTPWith(t, d, mcpserver.Options{}, cfg, ln)
+}
+
+// serveHTTPWith is serveHTTP of a server with opts.
+func serveHTTPWith(t testing.TB, d tools.Deps, opts mcpserver.Options, cfg mcpserver.HTTPConfig) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, stop := startHTTPWith(t, d, opts, cfg, ln)
+	t.Cleanup(stop)
+	return base
+}
+
+// startHTTPWith is startHTTPOn of a server with opts.
+func startHTTPWith(t testing.TB, d tools.Deps, opts mcpserver.Options, cfg mcpserver.HTTPConfig, ln net.Listener) (base string, stop func()) {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = ln.Addr().String()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	s := newServer(t, d, mcpserver.Options{})
+	s := newServer(t, d, opts)
 	go func() { done <- mcpserver.Serve(ctx, s, ln, cfg) }()
 	var once sync.Once
 	return "http://" + ln.Addr().String(), func() {

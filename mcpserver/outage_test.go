@@ -4,6 +4,7 @@ package mcpserver_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -25,7 +26,14 @@ func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 	const queue = "outage"
 	pgtest.CreateQueue(t, st, queue)
 	ids := deadLetter(t, st, queue, `{"n":1}`)
-	base := serveHTTP(t, deps(t, st), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	var mu sync.Mutex
+	results := map[string][]string{}
+	called := func(tool, result string) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[tool] = append(results[tool], result)
+	}
+	base := serveHTTPWith(t, deps(t, st), mcpserver.Options{ToolCalled: called}, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c, err := client.NewStreamableHttpClient(base + mcpserver.PathMCP)
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +60,14 @@ func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 		}
 	}
 
+	// Counted as the database's outage, not as errors a caller can fix.
+	mu.Lock()
+	for _, tool := range []string{"pgbus_dlq_list", "pgbus_dlq_retry"} {
+		if got := results[tool]; len(got) != 1 || got[0] != "unavailable" {
+			t.Errorf("%s while the database is stopped was counted %v, want [unavailable]", tool, got)
+		}
+	}
+	mu.Unlock()
 	pgtest.StartCluster(t, dir)
 	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
 	if h.Status == ops.HealthUnreachable || h.DeadMessages != 1 {

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/resources"
 	"github.com/pgbus/pgbus/tools"
 )
@@ -212,6 +213,10 @@ func countCalls(called func(tool, result string)) server.ToolHandlerMiddleware {
 			switch {
 			case err != nil:
 				result = "failed"
+			case tools.ErrorKind(res) == ops.KindUnavailable:
+				// The database did not answer, or took no more
+				// connections: not an error of the call.
+				result = "unavailable"
 			case res != nil && res.IsError:
 				result = "error"
 			case res.NeedsInput():

@@ -42,6 +42,19 @@ type partlyDoneMeta struct {
 	Limit int64 `json:"limit,omitempty"`
 }
 
+// ErrorKind is the kind of the tool error res (one of ops.Kinds, as its
+// _meta under ErrorMetaKey says), "" for a result that is no error of
+// this package's tools.
+func ErrorKind(res *mcp.CallToolResult) string {
+	if res == nil || !res.IsError || res.Meta == nil {
+		return ""
+	}
+	if m, ok := res.Meta.AdditionalFields[ErrorMetaKey].(errorMeta); ok {
+		return m.Kind
+	}
+	return ""
+}
+
 // withErrorMeta returns res carrying m under ErrorMetaKey.
 func withErrorMeta(res *mcp.CallToolResult, m errorMeta) *mcp.CallToolResult {
 	if m.Next == nil {
