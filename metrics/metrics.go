@@ -93,7 +93,8 @@ type Metrics struct {
 	readOK bool
 	// up: the database answered the last read, or a question asked
 	// after it failed (pgbus_database_up).
-	up bool
+	up     bool
+	warned quietLog // the failed reads told to the log
 }
 
 var (
@@ -299,7 +300,11 @@ func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool) {
 		// read: the database is up all the same, and an alert on
 		// pgbus_database_up would send the on-call to a server that runs.
 		_, up = m.opts.Ops.SlowRead(context.Background())
-		m.log.Warn("pgbus metrics: could not read the queue gauges from the database; they are left out until a scrape reads them", "err", err, "database_answers", up)
+		if m.warned.due(time.Now()) {
+			m.log.Warn("pgbus metrics: could not read the queue gauges from the database; they are left out until a scrape reads them, said here once a minute while it lasts", "err", err, "database_answers", up)
+		}
+	} else {
+		m.warned.ok()
 	}
 	m.cached, m.readOK, m.readAt, m.up = g, err == nil, time.Now(), up
 	return g, err == nil, up
