@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/internal/basepath"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/internal/throttle"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -94,6 +95,9 @@ type server struct {
 	logins *throttle.Limiter
 	// ended are the sessions logged out before they expired.
 	ended endedSessions
+	// unavailable tells the log of the database's outage that every page
+	// and live count meets once a minute, not at each.
+	unavailable quietlog.Log
 }
 
 // Login throttling: the login form takes the server's token, so guessing

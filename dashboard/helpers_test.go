@@ -32,6 +32,8 @@ type serverOpts struct {
 	readOnly, allowPayloads bool
 	// basePath serves everything under it (pgbus serve --base-path).
 	basePath string
+	// logs, when set, receives the server's log.
+	logs io.Writer
 }
 
 // serve runs pgbus serve --transport http over st, as the command does
@@ -42,12 +44,16 @@ func serve(t *testing.T, st *store.Store, o serverOpts) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
+	logger := slog.New(slog.DiscardHandler)
+	if o.logs != nil {
+		logger = slog.New(slog.NewTextHandler(o.logs, nil))
+	}
 	go func() {
 		done <- runner.ServeMCP(ctx, st, runner.MCPConfig{
 			Transport: mcpserver.TransportHTTP,
 			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, BasePath: o.basePath, Ready: func(a net.Addr) { ready <- a }},
 			ReadOnly:  o.readOnly, AllowPayloads: o.allowPayloads,
-			Logger: slog.New(slog.DiscardHandler),
+			Logger: logger,
 		})
 	}()
 	t.Cleanup(func() {

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -85,11 +84,12 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 		// passing state, told to proxies by 503, not an error of pgbus.
 		status = http.StatusServiceUnavailable
 	}
-	level := slog.LevelError
-	if status == http.StatusServiceUnavailable {
-		level = slog.LevelWarn
+	switch {
+	case status != http.StatusServiceUnavailable:
+		s.log.Error("dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
+	case s.unavailable.Due(time.Now()):
+		s.log.Warn("dashboard: live counts failed: the database is unavailable; said here once a minute while it lasts", "path", s.base+r.URL.Path, "err", msg)
 	}
-	s.log.Log(r.Context(), level, "dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
 	writeJSON(w, r, status, apiError{Error: "pgbus could not read the counts: " + msg + ". The page keeps its last numbers and asks again in a moment."})
 }
 

@@ -11,14 +11,16 @@ import (
 )
 
 // While the database is stopped, the dashboard's pages answer 503 with a
-// page that says the database does not answer and to reload in a moment;
-// once the database is back the same server shows its pages again.
+// page that says the database does not answer and to reload in a moment,
+// the log saying so once a minute rather than at every request; once the
+// database is back the same server shows its pages again.
 func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	ctx := pgtest.Context(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
 	pgtest.CreateQueue(t, st, "outage")
-	b := newBrowser(t, serve(t, st, serverOpts{}))
+	var logs pgtest.SyncBuffer
+	b := newBrowser(t, serve(t, st, serverOpts{logs: &logs}))
 
 	if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -37,6 +39,11 @@ func TestPagesWhileTheDatabaseIsDown(t *testing.T) {
 	// The overview's script asks for its counts every few seconds.
 	if code, body, _ := b.get("/live"); code != http.StatusServiceUnavailable || !strings.Contains(body, "the database does not answer") {
 		t.Errorf("GET /live while the database is stopped: %d %s, want 503 saying the database does not answer", code, body)
+	}
+
+	// Told to the log once, not at every page and count.
+	if n := strings.Count(logs.String(), "the database is unavailable"); n != 1 {
+		t.Errorf("the outage met by four requests was logged %d times, want once:\n%s", n, logs.String())
 	}
 
 	pgtest.StartCluster(t, dir)

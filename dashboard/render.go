@@ -218,7 +218,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		msg = "pgbus could not answer: " + msg + ". " + todo
 	}
 	if status == http.StatusServiceUnavailable {
-		s.log.Warn("dashboard: the database is unavailable", "path", s.base+r.URL.Path, "err", msg)
+		if s.unavailable.Due(time.Now()) {
+			s.log.Warn("dashboard: the database is unavailable; said here once a minute while it lasts", "path", s.base+r.URL.Path, "err", msg)
+		}
 		msg = "pgbus could not answer: " + msg + ". Reload this page in a moment."
 	}
 	links := append(hintLinks(hints), more...)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -125,25 +126,8 @@ type probes struct {
 	at     time.Time
 	code   int
 	answer Readiness
-	warned quietLog // the failed checks told to the log
+	warned quietlog.Log // the failed checks told to the log
 }
-
-// quietLog tells the log of a failure that repeats at its first time and
-// then once a minute, rather than at every probe or scrape, whose number
-// grows with the probes and scrapers, not with the failure.
-type quietLog struct{ last time.Time }
-
-// due reports whether a failure met now is to be logged, and notes it.
-func (q *quietLog) due(now time.Time) bool {
-	if !q.last.IsZero() && now.Sub(q.last) < time.Minute {
-		return false
-	}
-	q.last = now
-	return true
-}
-
-// ok notes a success: the next failure is logged at once.
-func (q *quietLog) ok() { q.last = time.Time{} }
 
 func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
 	code, answer := p.verdict(r.Context())
@@ -175,7 +159,7 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 		// database: do not keep it.
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			p.at = time.Now()
-			if p.warned.due(p.at) {
+			if p.warned.Due(p.at) {
 				p.opts.Logger.Warn("pgbus: /readyz: the database did not answer the health check; said here once a minute while it lasts", "err", err)
 			}
 		}
@@ -195,7 +179,7 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 			Code: "database_unreachable", Message: "the database did not answer the health check (the process's log has its error); check that PostgreSQL runs and the connection settings"}}}
 		return p.code, p.answer
 	}
-	p.warned.ok()
+	p.warned.OK()
 	h := o.Health
 	own := h.StalledFor(p.opts.Queues)
 	out := Readiness{Ready: len(own) == 0, Status: h.Status, Reasons: []ReadyReason{}}

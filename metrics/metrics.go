@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -94,7 +95,7 @@ type Metrics struct {
 	// up: the database answered the last read, or a question asked
 	// after it failed (pgbus_database_up).
 	up     bool
-	warned quietLog // the failed reads told to the log
+	warned quietlog.Log // the failed reads told to the log
 }
 
 var (
@@ -300,11 +301,11 @@ func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool) {
 		// read: the database is up all the same, and an alert on
 		// pgbus_database_up would send the on-call to a server that runs.
 		_, up = m.opts.Ops.SlowRead(context.Background())
-		if m.warned.due(time.Now()) {
+		if m.warned.Due(time.Now()) {
 			m.log.Warn("pgbus metrics: could not read the queue gauges from the database; they are left out until a scrape reads them, said here once a minute while it lasts", "err", err, "database_answers", up)
 		}
 	} else {
-		m.warned.ok()
+		m.warned.OK()
 	}
 	m.cached, m.readOK, m.readAt, m.up = g, err == nil, time.Now(), up
 	return g, err == nil, up
