@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -20,25 +21,9 @@ import (
 func TestAuditEntryRefusedForAPrivilegeIsNotHeld(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	// A database of its own: GRANT ... ON ALL TABLES fails when another
-	// test drops a queue's tables meanwhile.
-	url := pgtest.NewDatabase(t)
-	owner := pgtest.OpenStore(t, url)
-	q := newQueue(t, owner, nil)
-	ids := pgtest.DeadLetter(t, owner, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
-
-	role, roleURL := pgtest.NewRole(t, url)
-	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
-	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
-	pgtest.Exec(t, url, "GRANT SELECT, USAGE ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
-	pgtest.Exec(t, url, "GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
-	pgtest.Exec(t, url, "REVOKE INSERT ON pgbus.audit_log FROM "+role)
-	pool, err := pgxpool.New(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool)
-	t.Cleanup(st.Close)
+	r := deadForRole(t, "GRANT SELECT, USAGE ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO %[1]s",
+		"GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO %[1]s", "REVOKE INSERT ON pgbus.audit_log FROM %[1]s")
+	st, q, ids, role := r.st, r.q, r.ids, r.role
 
 	var unrecorded pgtest.SyncBuffer
 	svc := newService(t, st, ops.Options{Unrecorded: &unrecorded})
@@ -64,20 +49,8 @@ func TestAuditEntryRefusedForAPrivilegeIsNotHeld(t *testing.T) {
 func TestAuditOfARoleThatMayOnlyRead(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	url := pgtest.NewDatabase(t)
-	owner := pgtest.OpenStore(t, url)
-	q := newQueue(t, owner, nil)
-	ids := pgtest.DeadLetter(t, owner, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
-
-	role, roleURL := pgtest.NewRole(t, url)
-	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
-	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
-	pool, err := pgxpool.New(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool)
-	t.Cleanup(st.Close)
+	r := deadForRole(t)
+	st, q, ids, owner := r.st, r.q, r.ids, r.owner
 
 	var unrecorded, logs pgtest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -99,4 +72,35 @@ func TestAuditOfARoleThatMayOnlyRead(t *testing.T) {
 	if n := pgtest.Int(t, owner, "SELECT count(*) FROM pgmq.q_"+q+"_dlq"); n != 1 {
 		t.Errorf("the DLQ holds %d messages after a dry run and a refused discard, want 1", n)
 	}
+}
+
+// roleDead is a database of its own (GRANT ... ON ALL TABLES fails when
+// another test drops a queue's tables meanwhile) holding one dead message
+// of queue q, its owner's store, and the store of a role of its own.
+type roleDead struct {
+	owner, st *store.Store
+	q, role   string
+	ids       []int64
+}
+
+// deadForRole makes a roleDead whose role may use the schemas and read
+// their tables, and is given grants too, each with %[1]s for the role.
+func deadForRole(t *testing.T, grants ...string) roleDead {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	r := roleDead{owner: pgtest.OpenStore(t, url)}
+	r.q = newQueue(t, r.owner, nil)
+	r.ids = pgtest.DeadLetter(t, r.owner, r.q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+	role, roleURL := pgtest.NewRole(t, url)
+	r.role = role
+	for _, g := range append([]string{"GRANT USAGE ON SCHEMA pgmq, pgbus TO %[1]s", "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO %[1]s"}, grants...) {
+		pgtest.Exec(t, url, fmt.Sprintf(g, role))
+	}
+	pool, err := pgxpool.New(testContext(t), roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.st = store.New(pool)
+	t.Cleanup(r.st.Close)
+	return r
 }
