@@ -25,7 +25,7 @@ type DeadID struct {
 
 // deadSetDomain separates the MACs of dead sets from those of cursors,
 // which share the key.
-const deadSetDomain = "pgbus dead set v2\n"
+const deadSetDomain = "pgbus dead set v3\n"
 
 // DeadSetUse names the call a dry run's token guards: the token of a
 // retry's dry run does not guard a discard, nor the other way round, as
@@ -48,10 +48,11 @@ func (u DeadSetUse) other() DeadSetUse {
 
 // deadSetToken returns the token of a set of dead messages for a call of
 // use: its size, a dash, and the first 128 bits of the HMAC-SHA256 of the
-// use and the sorted (dlq, msg_id) pairs under the database's cursor key,
-// in base64url. Keyed, so a token cannot be made up without reading the
+// use and the sorted (dlq, msg_id) pairs, each with its DLQ's table
+// (tables, as dlqTables reads them), under the database's cursor key, in
+// base64url. Keyed, so a token cannot be made up without reading the
 // database; the size is only there for people and error messages.
-func deadSetToken(key []byte, use DeadSetUse, set []DeadID) string {
+func deadSetToken(key []byte, use DeadSetUse, set []DeadID, tables map[string]uint32) string {
 	set = slices.Clone(set)
 	slices.SortFunc(set, func(a, b DeadID) int {
 		return cmp.Or(strings.Compare(a.DLQ, b.DLQ), cmp.Compare(a.MsgID, b.MsgID))
@@ -60,7 +61,7 @@ func deadSetToken(key []byte, use DeadSetUse, set []DeadID) string {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(deadSetDomain + string(use) + "\n"))
 	for _, d := range set {
-		fmt.Fprintf(h, "%s %d\n", d.DLQ, d.MsgID)
+		fmt.Fprintf(h, "%s %d %d\n", d.DLQ, tables[d.DLQ], d.MsgID)
 	}
 	return strconv.Itoa(len(set)) + "-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }
@@ -105,7 +106,40 @@ func (s *Store) deadSetToken(ctx context.Context, use DeadSetUse, set []DeadID) 
 	if err != nil {
 		return "", err
 	}
-	return deadSetToken(key, use, set), nil
+	tables, err := s.dlqTables(ctx, set)
+	if err != nil {
+		return "", err
+	}
+	return deadSetToken(key, use, set, tables), nil
+}
+
+// dlqTables returns the table (its OID) of each DLQ of set, 0 for one gone,
+// which a dead set's token covers: a DLQ dropped and made again under its
+// name numbers its messages from 1 again, and the token of a dry run
+// before must not guard the messages of the same ids after.
+func (s *Store) dlqTables(ctx context.Context, set []DeadID) (map[string]uint32, error) {
+	names := make([]string, 0, len(set))
+	for _, d := range set {
+		if !slices.Contains(names, d.DLQ) {
+			names = append(names, d.DLQ)
+		}
+	}
+	rows, err := s.db.Query(ctx, `SELECT n, coalesce(to_regclass(format('%I.%I', 'pgmq', 'q_' || n))::oid, 0)
+		FROM unnest($1::text[]) AS n`, names)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the tables of the dead messages' DLQs: %w", err)
+	}
+	out := make(map[string]uint32, len(names))
+	var name string
+	var table uint32
+	_, err = pgx.ForEachRow(rows, []any{&name, &table}, func() error {
+		out[name] = table
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the tables of the dead messages' DLQs: %w", err)
+	}
+	return out, nil
 }
 
 func deadIDsOf(refs []deadRef) []DeadID {
@@ -145,8 +179,12 @@ func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, exp
 		return err
 	}
 	set := deadIDsOf(refs)
-	if !hmac.Equal([]byte(deadSetToken(key, use, set)), []byte(expect)) {
-		if hmac.Equal([]byte(deadSetToken(key, use.other(), set)), []byte(expect)) {
+	tables, err := s.dlqTables(ctx, set)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal([]byte(deadSetToken(key, use, set, tables)), []byte(expect)) {
+		if hmac.Equal([]byte(deadSetToken(key, use.other(), set, tables)), []byte(expect)) {
 			return invalidf("expect is the dry run's of a %s, and this call is a %s; nothing was moved: run this call's own dry run and pass its expect", use.other(), use)
 		}
 		want, _ := tokenSize(expect)

@@ -246,3 +246,34 @@ func TestRetryGuardedRefusedWhenSetSwapped(t *testing.T) {
 		t.Fatalf("after the refusal the DLQ holds %v, want 2", got)
 	}
 }
+
+// A queue dropped and made again under its name numbers its dead messages
+// from 1 again: the token of a dry run before the drop does not guard the
+// new messages of the same ids, which nobody agreed to move.
+func TestRetryGuardedRefusedAfterTheQueueWasMadeAgain(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	before := deadN(t, s, q, 2, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	f := store.DeadFilter{Queue: q}
+	dry, err := s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{DryRun: true})
+	if err != nil || dry.Retried != 2 {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	after := deadN(t, s, q, 2, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	if !slices.Equal(before, after) {
+		t.Fatalf("the queue made again numbered its dead messages %v, where they were %v: the test proves nothing", after, before)
+	}
+	_, err = s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{Expect: dry.Token})
+	wantErr(t, "guarded retry after the queue was made again", err, store.ErrChanged, "not the same")
+	if got := dlqIDs(t, s, store.DLQName(q)); len(got) != 2 {
+		t.Fatalf("after the refusal the DLQ holds %v, want 2", got)
+	}
+}
