@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -385,8 +387,8 @@ Quick start: pgbus demo`,
 	return root
 }
 
-// writes reports whether cmd, run without --dry-run, changes what the
-// database holds.
+// writes reports whether cmd, run without --dry-run, is the command of a
+// write operation: one the operations layer records in the audit log.
 func writes(cmd *cobra.Command) bool {
 	if cmd == nil {
 		return false
@@ -394,13 +396,11 @@ func writes(cmd *cobra.Command) bool {
 	if dry, err := cmd.Flags().GetBool("dry-run"); err == nil && dry {
 		return false
 	}
-	switch strings.TrimPrefix(cmd.CommandPath(), "pgbus ") {
-	case "send", "dlq retry", "dlq retry-all", "dlq discard", "dlq restore", "dlq purge",
-		"queue create", "queue drop", "queue pause", "queue resume", "queue purge", "queue run-now",
-		"circuit open", "circuit reset":
-		return true
+	path := cmd.CommandPath()
+	if path == "pgbus dlq retry-all" {
+		path = vocab.CommandName(ops.OpDLQRetry)
 	}
-	return false
+	return slices.ContainsFunc(ops.AuditedOps, func(op string) bool { return vocab.CommandName(op) == path })
 }
 
 // unreadableValue is err, pflag's about a flag's value it could not read,
