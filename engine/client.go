@@ -274,6 +274,9 @@ type Client struct {
 	stats      *statsCollector
 	observers  observers
 	running    atomic.Bool
+	// auditKept is set once retention said that its role may not prune
+	// the audit log, so that it says so once.
+	auditKept atomic.Bool
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
@@ -831,6 +834,10 @@ func (c *Client) retention(ctx context.Context) error {
 	}
 	if rep.AuditDeleted > 0 {
 		c.log.Info("pgbus: retention pruned old audit log entries", "deleted", rep.AuditDeleted, "older_than", c.cfg.AuditRetention)
+	}
+	if rep.AuditKept && !c.auditKept.Swap(true) {
+		c.log.Info("pgbus: retention leaves the audit log as it is: this database role may only add to it; entries older than the audit retention stay until a process of a role that may delete them (the schema's owner) runs retention",
+			"role", c.store.User(), "older_than", c.cfg.AuditRetention)
 	}
 	if err != nil && ctx.Err() == nil && unanswered(err) {
 		// The statement given up began a timeout ago, its bound.

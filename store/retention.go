@@ -92,6 +92,10 @@ type RetentionReport struct {
 	// AuditDeleted counts audit log entries older than the pass's audit
 	// retention (see PruneAudit).
 	AuditDeleted int64 `json:"audit_deleted"`
+	// AuditKept is set when the pass's role may not delete audit entries
+	// (the log is append-only to it, as an operator's grants may make it):
+	// they stay until a pass by a role that may, the rest of the pass runs.
+	AuditKept bool `json:"audit_kept,omitempty"`
 }
 
 // StatsRetention is how long per-minute counters and the rows of stopped or
@@ -248,7 +252,11 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		return rep, err
 	}
 	if auditAge > 0 {
-		if rep.AuditDeleted, err = s.PruneAudit(ctx, auditAge); err != nil {
+		rep.AuditDeleted, err = s.PruneAudit(ctx, auditAge)
+		if IsPermissionDenied(err) {
+			rep.AuditKept, err = true, nil
+		}
+		if err != nil {
 			return rep, err
 		}
 	}

@@ -471,3 +471,33 @@ func TestPruneGoneFailuresTakesEveryRowAcrossBatches(t *testing.T) {
 		t.Fatalf("a second prune deleted %d, %v; want nothing", n, err)
 	}
 }
+
+// An operator's role whose grants keep the audit log append-only (the
+// README's) records entries but may not delete them: its retention pass
+// keeps the old entries, says so, and prunes everything else it prunes.
+func TestRetentionByAnAppendOnlyRoleKeepsTheAuditLog(t *testing.T) {
+	t.Parallel()
+	url, owner := newMigratedDatabase(t) // a database of its own: retention prunes the whole log
+	ctx := testContext(t)
+	role, roleURL := operatorRole(t, url)
+	pgtest.Exec(t, url, "REVOKE UPDATE, DELETE ON pgbus.audit_log FROM "+role)
+	if _, err := owner.Pool().Exec(ctx, `INSERT INTO pgbus.audit_log (at, client, tool) VALUES (now() - interval '100 days', 'cli', 'old');
+		INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'q', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	op := openStore(t, roleURL)
+	if err := op.RecordAudit(ctx, store.AuditEntry{Client: "cli", Tool: "new"}); err != nil {
+		t.Fatalf("the append-only role records an entry: %v", err)
+	}
+	rep, err := op.RunRetention(ctx, 100, 90*24*time.Hour)
+	if err != nil || !rep.Ran || !rep.AuditKept || rep.AuditDeleted != 0 || rep.StatsDeleted != 1 {
+		t.Fatalf("retention by the append-only role = %+v, %v; want the audit log kept, said so, and the old counter pruned", rep, err)
+	}
+	var tools string
+	if err := owner.Pool().QueryRow(ctx, `SELECT string_agg(tool, ' ' ORDER BY at) FROM pgbus.audit_log`).Scan(&tools); err != nil || tools != "old new" {
+		t.Fatalf("the audit log holds %q (%v), want both entries", tools, err)
+	}
+	if rep, err := owner.RunRetention(ctx, 100, 90*24*time.Hour); err != nil || rep.AuditKept || rep.AuditDeleted != 1 {
+		t.Fatalf("retention by the owner = %+v, %v; want the old entry pruned", rep, err)
+	}
+}

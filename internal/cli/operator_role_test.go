@@ -138,6 +138,7 @@ func operatorGrants(role string) []string {
 		"GRANT USAGE ON SCHEMA pgmq, pgbus TO " + role,
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + role,
 		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + role,
+		"REVOKE UPDATE, DELETE ON pgbus.audit_log FROM " + role,
 		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + role,
 		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + role,
 	}
