@@ -199,7 +199,7 @@ func badValue(fl *pflag.Flag, err error) string {
 	case "bool":
 		return "not a boolean: give 1, true, 0 or false (or leave it unset)"
 	case "duration":
-		return "not a duration: give a number with a unit, such as 500ms, 30s or 2m (or leave it unset)"
+		return "not a duration: give a number with a unit, such as 500ms, 30s, 2m or 7d (or leave it unset)"
 	case "int":
 		if errors.Is(err, strconv.ErrRange) {
 			return "out of range: give a smaller whole number (or leave it unset)"

@@ -139,7 +139,7 @@ share. With 1, the default, the workers run in this process.`,
 	f.IntVar(&opts.Workers, "workers", 100, "worker concurrency, in all processes together")
 	f.IntVar(&opts.Processes, "processes", 1, "worker processes to spread --workers over (drain, retry, dead)")
 	f.IntVar(&opts.Rate, "rate", 2000, "steady: jobs sent per second")
-	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "steady: how long producers send")
+	durationVar(f, &opts.Duration, "duration", 10*time.Second, "steady: how long producers send")
 	f.IntVar(&runs, "runs", 1, "runs of each workload; the summary reports the median")
 	cmd.AddCommand(a.benchDLQCommand(), a.benchWorkerCommand())
 	return cmd

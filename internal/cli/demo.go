@@ -48,7 +48,7 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
 			return a.demo(cmd.Context(), timeout, callTimeout)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up when the jobs have not settled after this long")
+	durationVar(cmd.Flags(), &timeout, "timeout", 2*time.Minute, "give up when the jobs have not settled after this long")
 	addCallTimeoutFlag(cmd.Flags(), &callTimeout)
 	return cmd
 }

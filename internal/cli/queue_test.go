@@ -19,7 +19,7 @@ func TestQueueCommands(t *testing.T) {
 	var created ops.QueueCreated
 	d.json(t, &created, "queue", "create", "orders", "--max-retries", "8", "--visibility-timeout", "45s",
 		"--backoff", "2s", "--backoff-max", "1m", "--jitter", "0.2", "--strategy", "polynomial", "--delete-on-success",
-		"--archive-retention", "720h", "--dead-retention", "2160h")
+		"--archive-retention", "30d", "--dead-retention", "2160h")
 	want := ops.RetrySettings{MaxRetries: 8, VisibilityTimeoutSeconds: 45, BackoffStrategy: "polynomial",
 		RetryBackoffSeconds: 2, RetryBackoffMaxSeconds: 60, RetryBackoffJitter: 0.2, OnSuccess: "delete",
 		ArchiveRetentionSeconds: 30 * 86400, DeadRetentionSeconds: 90 * 86400}
@@ -290,5 +290,20 @@ func TestDataCannotDriveTheTerminal(t *testing.T) {
 	d.json(t, &live, "queue", "messages", "orders")
 	if len(live.Items) != 1 || live.Items[0].Kind != kind {
 		t.Fatalf("--json: %+v, want the one message with its kind %q exactly", live.Items, kind)
+	}
+}
+
+// Every duration flag reads whole days, as the time filters and the
+// configuration file do: --delay 2d puts the message two days out.
+func TestDurationFlagsTakeDays(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "later")
+	id := strings.TrimSpace(d.ok(t, "send", "later", "{}", "--delay", "2d"))
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_later WHERE msg_id = `+id+` AND vt BETWEEN now() + interval '47 hours' AND now() + interval '49 hours'`); n != 1 {
+		t.Fatalf("send --delay 2d: message %s is not due in two days", id)
+	}
+	if msg := d.fails(t, 2, "send", "later", "{}", "--delay", "400d"); !strings.Contains(msg, "too long") {
+		t.Fatalf("send --delay 400d: %s; want it refused as too long (at most a year)", msg)
 	}
 }

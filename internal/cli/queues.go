@@ -175,14 +175,14 @@ type settingsFlags struct {
 
 func (s *settingsFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&s.maxRetries, "max-retries", 0, "runs per message before it is dead-lettered, 1..1000 (default 5)")
-	f.DurationVar(&s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
-	f.DurationVar(&s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s; exponential only: polynomial waits attempt^4+2 seconds)")
-	f.DurationVar(&s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")
+	durationVar(f, &s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
+	durationVar(f, &s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s; exponential only: polynomial waits attempt^4+2 seconds)")
+	durationVar(f, &s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")
 	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (default 0.15)")
 	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential (--backoff doubling) or polynomial (attempt^4+2 seconds, --backoff unused) (default exponential)")
 	f.BoolVar(&s.deleteOnSuccess, "delete-on-success", false, "delete finished messages instead of archiving them")
-	f.DurationVar(&s.archiveRetention, "archive-retention", 0, "keep archived (finished) messages this long, 1m..87600h (default 168h)")
-	f.DurationVar(&s.deadRetention, "dead-retention", 0, "keep discarded dead messages this long, 1m..87600h (default 720h)")
+	durationVar(f, &s.archiveRetention, "archive-retention", 0, "keep archived (finished) messages this long, 1m..87600h (default 168h)")
+	durationVar(f, &s.deadRetention, "dead-retention", 0, "keep discarded dead messages this long, 1m..87600h (default 720h)")
 }
 
 // given returns the settings the command line gives; nil fields were not

@@ -53,8 +53,8 @@ type workerTiming struct {
 }
 
 func (t *workerTiming) add(f *pflag.FlagSet) {
-	f.DurationVar(&t.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
-	f.DurationVar(&t.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
+	durationVar(f, &t.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
+	durationVar(f, &t.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
 	f.BoolVar(&t.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	addCallTimeoutFlag(f, &t.callTimeout)
 }
@@ -62,7 +62,7 @@ func (t *workerTiming) add(f *pflag.FlagSet) {
 // addCallTimeoutFlag adds --database-call-timeout, of every command that
 // runs workers or serves.
 func addCallTimeoutFlag(f *pflag.FlagSet, d *time.Duration) {
-	f.DurationVar(d, "database-call-timeout", engine.DefaultDatabaseCallTimeout, "how long a database call may go unanswered, as after a failover behind a proxy, before it is given up and its connection closed: a worker's call is tried again on another, a tool call, page or command fails saying so (env "+EnvDatabaseCallTimeout+", config worker.database_call_timeout; "+config.DatabaseCallTimeoutRange+")")
+	durationVar(f, d, "database-call-timeout", engine.DefaultDatabaseCallTimeout, "how long a database call may go unanswered, as after a failover behind a proxy, before it is given up and its connection closed: a worker's call is tried again on another, a tool call, page or command fails saying so (env "+EnvDatabaseCallTimeout+", config worker.database_call_timeout; "+config.DatabaseCallTimeoutRange+")")
 }
 
 // resolveCallTimeout settles --database-call-timeout (flag > environment >
@@ -142,7 +142,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	addConcurrencyFlag(f, &w.concurrency)
 	w.timing.add(f)
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying; a paused queue, or one dropped meanwhile, counts as empty); with --for, exit 1 if its time runs out first")
-	f.DurationVar(&w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
+	durationVar(f, &w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 	addMetricsFlag(f, &w.metricsAddr)
 }
 

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// durationVar defines a duration flag that reads whole days too (7d), as
+// the time filters, --for and the configuration file's retentions do: a
+// week is 7d wherever a duration is asked for, not 168h in some places.
+func durationVar(f *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	f.Var(durationValue{p}, name, usage)
+}
+
+type durationValue struct{ d *time.Duration }
+
+// Set reads a Go duration or whole days. Values out of a command's range,
+// negative or huge, are read for the command to refuse in its own words.
+func (v durationValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	parse := time.ParseDuration
+	if strings.HasSuffix(s, "d") {
+		parse = ops.ParseAge
+	}
+	d, err := parse(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) Type() string   { return "duration" }
+func (v durationValue) String() string { return v.d.String() }
