@@ -587,7 +587,9 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 			ids = append(ids, o.ID)
 		}
 	}
-	return hint(OpDLQRetry, why, "ids", ids, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", true, "rate", req.Rate)
+	again := req
+	again.IDs, again.ClearDeadline = ids, true
+	return idsHint(again, why) // with the corrected payload, which the retry would otherwise drop
 }
 
 // againHint is the next call of a retry or discard by filter that stopped

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -56,6 +57,13 @@ func TestRetryPastTheDeadline(t *testing.T) {
 			t.Errorf("retry %+v past the deadline: next %+v, want a retry clearing the deadline", req, r.Next)
 		}
 	}
+	// A corrected payload goes with the retry that clears the deadline:
+	// without it, the payload that failed would run.
+	fixed := json.RawMessage(`{"order":8}`)
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, DryRun: true, Payload: fixed})
+	if err != nil || !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"clear_deadline": true, "payload": fixed}) {
+		t.Errorf("dry run of a corrected retry past the deadline: next %+v, %v; want a retry clearing the deadline with the corrected payload", r.Next, err)
+	}
 	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +77,7 @@ func TestRetryPastTheDeadline(t *testing.T) {
 		t.Fatalf("%d left in the DLQ and %d runs after the refused retries; want 1 and 0", n, ran.Load())
 	}
 
-	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, ClearDeadline: true})
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{id}, Filter: ops.DeadFilter{Queue: q}, ClearDeadline: true})
 	if err != nil || r.Retried != 1 {
 		t.Fatalf("retry clearing the deadline = %+v, %v", r, err)
 	}
