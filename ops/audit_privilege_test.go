@@ -78,9 +78,9 @@ func TestAuditOfARoleThatMayOnlyRead(t *testing.T) {
 // another test drops a queue's tables meanwhile) holding one dead message
 // of queue q, its owner's store, and the store of a role of its own.
 type roleDead struct {
-	owner, st *store.Store
-	q, role   string
-	ids       []int64
+	owner, st    *store.Store
+	q, role, url string
+	ids          []int64
 }
 
 // deadForRole makes a roleDead whose role may use the schemas and read
@@ -88,7 +88,7 @@ type roleDead struct {
 func deadForRole(t *testing.T, grants ...string) roleDead {
 	t.Helper()
 	url := pgtest.NewDatabase(t)
-	r := roleDead{owner: pgtest.OpenStore(t, url)}
+	r := roleDead{owner: pgtest.OpenStore(t, url), url: url}
 	r.q = newQueue(t, r.owner, nil)
 	r.ids = pgtest.DeadLetter(t, r.owner, r.q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
 	role, roleURL := pgtest.NewRole(t, url)
@@ -103,4 +103,36 @@ func deadForRole(t *testing.T, grants ...string) roleDead {
 	r.st = store.New(pool)
 	t.Cleanup(r.st.Close)
 	return r
+}
+
+// A call the role may not make fails as a refused privilege, not as a
+// database that does not answer: its kind says so, and its message that
+// trying again will not help and which grants let the role, an
+// operator's for a write and a reader's for a read.
+func TestRefusedPrivilegeSaysWhatToGrant(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	r := deadForRole(t)
+	svc := newService(t, r.st, ops.Options{})
+	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: r.ids, Filter: ops.DeadFilter{Queue: r.q}})
+	if kind := ops.ErrorKind(err); kind != ops.KindPermission {
+		t.Fatalf("retry as a role that may only read: kind %q (%v); want %q", kind, err, ops.KindPermission)
+	}
+	msg := err.Error()
+	for _, want := range []string{"the database role " + r.role + " lacks a privilege", "changed nothing", "trying again will not help",
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "` + r.role + `"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refused retry does not say %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "does not answer") || len(ops.NextSteps(err)) != 0 {
+		t.Errorf("the refused retry points at the database's health: %s (next %v)", msg, ops.NextSteps(err))
+	}
+
+	pgtest.Exec(t, r.url, "REVOKE SELECT ON pgmq.q_"+r.q+"_dlq FROM "+r.role)
+	_, err = svc.DLQShow(ctx, ops.DLQShowRequest{Queue: r.q, MsgID: r.ids[0]})
+	if kind := ops.ErrorKind(err); kind != ops.KindPermission || !strings.Contains(err.Error(), `GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "`+r.role+`"`) ||
+		strings.Contains(err.Error(), "INSERT") {
+		t.Fatalf("show as a role that may not read the DLQ: kind %q, %v; want a refused privilege naming the read grants", kind, err)
+	}
 }

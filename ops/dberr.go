@@ -89,7 +89,36 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = limitError(*err, lim, e, s.store.User())
 		return
 	}
+	if store.IsPermissionDenied(*err) {
+		*err = permissionError(*err, e, s.store.User())
+		return
+	}
 	*err = unexplained(resourceError(*err, e))
+}
+
+// permissionError is err, a statement the role pgbus connects as may not
+// run (SQLSTATE 42501), which no retry cures: it says what the call
+// changed and the grants that let the role do it, a reader's for a read
+// and an operator's for a write. A bulk call that stopped partway keeps
+// its own error, which says what it did: only its cause is said so.
+func permissionError(err error, e effect, role string) error {
+	role = cmp.Or(role, "<role>")
+	what := fmt.Sprintf("the database role %s lacks a privilege this call needs (%v)", role, err)
+	grants := store.ReadGrants(role)
+	todo := "trying again will not help: to let it read, run as the role that owns the pgbus schemas: " + grants
+	if e != reads {
+		grants = store.OperatorGrants(role)
+		todo = "trying again will not help: to let it repair and send, run as the role that owns the pgbus schemas: " + grants + "; or serve agents read-only, which needs only reads"
+	}
+	if partial, _ := partialCause(err); partial != nil {
+		*partial = cause{msg: fmt.Sprintf("%s; %s", what, todo), err: errors.Join(store.ErrPermission, *partial)}
+		return err
+	}
+	parts := []string{what}
+	if changed := e.changed(false); changed != "" {
+		parts = append(parts, changed)
+	}
+	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: errors.Join(store.ErrPermission, err)}
 }
 
 // unexplained is err, when nothing above could say what went wrong (an

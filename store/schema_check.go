@@ -50,6 +50,20 @@ func ReadGrants(role string) string {
 		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + r
 }
 
+// OperatorGrants returns the statements, run as the role that owns the
+// pgbus schemas, that let role change the rows of their tables and own
+// nothing: retry, discard, pause, send, and work queues that exist. Its
+// audit entries stay append-only to it.
+func OperatorGrants(role string) string {
+	r := pgx.Identifier{role}.Sanitize()
+	return "GRANT USAGE ON SCHEMA pgmq, pgbus TO " + r + "; " +
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + r + "; " +
+		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + r + "; " +
+		"REVOKE UPDATE, DELETE ON pgbus.audit_log FROM " + r + "; " +
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + r + "; " +
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + r
+}
+
 // IsPermissionDenied reports whether err is, or wraps, PostgreSQL's
 // "permission denied" (SQLSTATE 42501) or ErrPermission.
 func IsPermissionDenied(err error) bool {
