@@ -267,7 +267,7 @@ func TestModernRequestsSecurity(t *testing.T) {
 	}
 
 	withToken := map[string]string{"Authorization": auth}
-	legacy := func() rawResponse {
+	legacy := func(session ...string) rawResponse {
 		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(rawInitialize))
 		if err != nil {
 			t.Fatal(err)
@@ -275,6 +275,9 @@ func TestModernRequestsSecurity(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Authorization", auth)
+		if len(session) > 0 {
+			req.Header.Set("Mcp-Session-Id", session[0])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -282,8 +285,14 @@ func TestModernRequestsSecurity(t *testing.T) {
 		defer resp.Body.Close()
 		return rawResponse{status: resp.StatusCode, header: resp.Header}
 	}
-	if r := legacy(); r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("the one session allowed: %d %v", r.status, r.header)
+	first := legacy()
+	if first.status != http.StatusOK || first.header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("the one session allowed: %d %v", first.status, first.header)
+	}
+	// An initialize on the open session would start another: refused
+	// as a second one is.
+	if r := legacy(first.header.Get("Mcp-Session-Id")); r.status != http.StatusServiceUnavailable || r.header.Get("Mcp-Session-Id") != "" {
+		t.Errorf("initialize again on the open session past MaxSessions 1: %d, session %q; want 503 and no session", r.status, r.header.Get("Mcp-Session-Id"))
 	}
 	modernInit := strings.Replace(rawInitialize, `"params":{`, `"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},`, 1)
 	for _, body := range []string{rawInitialize, modernInit} {

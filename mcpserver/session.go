@@ -150,7 +150,10 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
-		case id == "" && r.Method == http.MethodPost:
+		case r.Method == http.MethodPost && (id == "" || method == string(mcp.MethodInitialize)):
+			// An initialize on an open session starts another (mcp-go
+			// issues it a new id): it takes a place as a first one does,
+			// or --max-sessions would bound nothing.
 			m.startSession(w, r, next)
 		case id != "":
 			next.ServeHTTP(&sessionWriter{ResponseWriter: w, ended: func() bool { return !m.isOpen(id) }, refuse: func() {

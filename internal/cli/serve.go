@@ -127,7 +127,7 @@ transport, stdio included.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.transport, "transport", mcpserver.TransportStdio, "MCP transport: stdio, http (Streamable HTTP at /mcp) or sse (legacy, /sse and /message)")
 	fl.StringVar(&f.addr, "addr", mcpserver.DefaultAddr, "host:port the http and sse transports listen on; anything but loopback needs --auth-token")
-	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins are allowed when bound to loopback")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins pass the Origin check when bound to loopback, but a browser client needs its origin listed here for CORS")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
 	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "Streamable HTTP sessions kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
