@@ -200,7 +200,7 @@ func TestLoginNextStaysHere(t *testing.T) {
 	for next, want := range map[string]string{"/dlq?queue=x": "/dlq?queue=x", "//evil.example/": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/",
 		// Dot segments are resolved in the Location: judged as resolved.
 		"/./\\evil.example:18599/stolen": "/", "/../\\evil.example": "/", "/./%5Cevil.example": "/", "/..//x": "/x",
-		"/dlq/../queues?q=1": "/queues?q=1", "/./login": "/"} {
+		"/dlq/../queues?q=1": "/queues?q=1", "/./login": "/", "//": "/", "//?tab=x": "/", "//#x": "/"} {
 		_, page, _ := b.get("/login?next=" + url.QueryEscape(next))
 		code, _, to := b.post("/login", url.Values{"csrf": {csrf(t, page)}, "token": {token}, "next": {next}}, nil)
 		if code != http.StatusSeeOther || to != want {

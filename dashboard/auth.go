@@ -415,7 +415,7 @@ func safeNext(next string) string {
 		return "/"
 	}
 	p := path.Clean(u.Path)
-	if strings.HasPrefix(p, "//") || p == "/login" || strings.HasPrefix(p, "/login/") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || p == "/login" || strings.HasPrefix(p, "/login/") {
 		return "/"
 	}
 	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
