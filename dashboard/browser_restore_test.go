@@ -28,6 +28,18 @@ func TestBrowserRestoreDiscarded(t *testing.T) {
 
 	b.do("discard the group", chromedp.Navigate(base+"/dlq?queue="+q), page("groups"),
 		chromedp.Click(chromedp.CSS(`li.group a[href^="/dlq/discard?"]`)), page("bulk"))
+	// A second click before the answer came sends nothing more: a listener
+	// added after the page's counts what it lets out, and holds it.
+	sent, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`(() => { let sent = 0;
+		const hold = e => { if (!e.defaultPrevented) sent++; e.preventDefault(); };
+		document.addEventListener('submit', hold);
+		const button = document.querySelector('form.confirm button'); button.click(); button.click();
+		document.removeEventListener('submit', hold);
+		document.querySelector('form.confirm').removeAttribute('data-sent');
+		return sent; })()`))
+	if err != nil || sent != 1 {
+		t.Fatalf("two clicks on the confirm sent %d forms (%v), want 1", sent, err)
+	}
 	if code := b.status("confirm the discard", chromedp.Click(chromedp.CSS("form.confirm button"))); code != http.StatusOK {
 		t.Fatalf("the discard: status %d", code)
 	}

@@ -455,6 +455,21 @@ func TestBrowserCorrectedPayload(t *testing.T) {
 	if err != nil || !blocked {
 		t.Fatalf("the form with a payload that is not JSON was not held back (%v)", err)
 	}
+	// Typing on in a text that is still not JSON says so once it pauses,
+	// not at each key: the message is read out by screen readers.
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { const box = document.querySelector('`+box+`'), out = document.getElementById('fix-error');
+		window.announced = 0; out.textContent = '';
+		new MutationObserver(ms => { window.announced += ms.length; }).observe(out, {childList: true, characterData: true, subtree: true});
+		for (let i = 0; i < 30; i++) { box.value = '{"sku": "a-1", "amount": 1' + '0'.repeat(i) + ','; box.dispatchEvent(new Event('input')); } return true; })()`)); err != nil {
+		t.Fatalf("type on, 30 keys at once: %v", err)
+	}
+	b.do("wait for the message", until(errorText+".startsWith('Not valid JSON')"))
+	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`window.announced`)); err != nil || n != 1 {
+		t.Fatalf("30 keys of a text that is not JSON changed the announced message %d times (%v), want once", n, err)
+	}
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`(() => { document.querySelector('`+box+`').value = '{"sku": "a-1", "amount": 10'; return true; })()`)); err != nil {
+		t.Fatalf("take the text back: %v", err)
+	}
 	b.do("close the object", chromedp.SendKeys(chromedp.CSS(box), "}"), until(errorText+" === ''"))
 	if code := b.status("check it", chromedp.Click(chromedp.CSS("form[data-json-editor] button[type=submit]"))); code != http.StatusOK {
 		t.Fatalf("checking the corrected payload: status %d", code)

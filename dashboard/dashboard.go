@@ -6,8 +6,9 @@
 // its result; every action is an operation too, recorded in the audit log
 // with the client "dashboard". The pages work without JavaScript, and
 // their assets are embedded in the binary; with it, two small scripts of
-// its own update the overview's counts from /live (static/live.js) and
-// check a corrected payload as it is typed (static/editor.js).
+// its own send each form once and update the overview's counts from
+// /live (static/live.js), and check a corrected payload as it is typed
+// (static/editor.js).
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport

@@ -40,8 +40,24 @@
       }
       return msg === '';
     }
-    box.addEventListener('input', check);
+    // While typing, a fixed text clears the message at once, and a
+    // broken one is said once typing pauses: the message is read out, and
+    // at each key it would be read out again, at another position.
+    var pending = null;
+    box.addEventListener('input', function () {
+      clearTimeout(pending);
+      if (problem(box.value, maxBytes) === '') {
+        check();
+      } else {
+        pending = setTimeout(check, 800);
+      }
+    });
+    box.addEventListener('blur', function () {
+      clearTimeout(pending);
+      check();
+    });
     form.addEventListener('submit', function (ev) {
+      clearTimeout(pending);
       if (!check()) {
         ev.preventDefault();
         box.focus();

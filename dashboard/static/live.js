@@ -1,4 +1,45 @@
-// pgbus dashboard: live counts.
+// pgbus dashboard: forms sent once, and live counts.
+//
+// A form is sent once per page: a second click on a button that retries,
+// discards or restores, before the page it asked for came, asked again,
+// and the second answer ("nothing was discarded: changed since the
+// preview") showed in place of the first, which had done it. The server
+// guards every write anyway; this keeps the answer the one that did it.
+// A page shown again from the back/forward cache takes its forms anew.
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (ev.defaultPrevented || !form || String(form.method).toLowerCase() !== "post") {
+      return; // refused by the page's own check (editor.js), or a GET
+    }
+    if (form.hasAttribute("data-sent")) {
+      ev.preventDefault();
+      return;
+    }
+    form.setAttribute("data-sent", "");
+    // Not disabled: a disabled submitter would not send its own value.
+    var buttons = form.querySelectorAll("button, input[type=submit]");
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].setAttribute("aria-disabled", "true");
+    }
+  });
+  window.addEventListener("pageshow", function (ev) {
+    if (!ev.persisted) {
+      return;
+    }
+    var sent = document.querySelectorAll("form[data-sent]");
+    for (var i = 0; i < sent.length; i++) {
+      sent[i].removeAttribute("data-sent");
+      var buttons = sent[i].querySelectorAll("[aria-disabled]");
+      for (var j = 0; j < buttons.length; j++) {
+        buttons[j].removeAttribute("aria-disabled");
+      }
+    }
+  });
+})();
+
+// Live counts.
 //
 // The pages are complete without this script. Where a page marks an
 // element with data-live-src (the overview), it fetches that URL's counts
