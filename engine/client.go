@@ -259,9 +259,9 @@ type Client struct {
 	mu       sync.RWMutex
 	kinds    map[string]handler
 	defaults map[string]handler // per logical queue
-	// twice names the first registration that replaced another, which
-	// Run refuses.
-	twice string
+	// misregistered says what is wrong with the first registration Run
+	// refuses: one that replaced another, or one given several options.
+	misregistered string
 
 	settings atomic.Pointer[map[string]store.QueueSettings]
 	physical map[string][]string // logical queue -> physical queues, set by Run
@@ -339,9 +339,10 @@ func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refuseWhileRunning("Handle", fmt.Sprintf("kind %q", kind))
-	if _, ok := c.kinds[kind]; ok && c.twice == "" {
-		c.twice = fmt.Sprintf("kind %q is registered twice with Handle", kind)
+	if _, ok := c.kinds[kind]; ok && c.misregistered == "" {
+		c.misregistered = fmt.Sprintf("kind %q is registered twice with Handle"+replaced, kind)
 	}
+	c.severalOptions(fmt.Sprintf("kind %q", kind), opts)
 	c.kinds[kind] = handler{fn: fn, opts: firstOr(opts).clone()}
 }
 
@@ -354,9 +355,10 @@ func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOption
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.refuseWhileRunning("HandleQueue", fmt.Sprintf("queue %q", queue))
-	if _, ok := c.defaults[queue]; ok && c.twice == "" {
-		c.twice = fmt.Sprintf("queue %q is registered twice with HandleQueue", queue)
+	if _, ok := c.defaults[queue]; ok && c.misregistered == "" {
+		c.misregistered = fmt.Sprintf("queue %q is registered twice with HandleQueue"+replaced, queue)
 	}
+	c.severalOptions(fmt.Sprintf("queue %q", queue), opts)
 	c.defaults[queue] = handler{fn: fn, opts: firstOr(opts).clone()}
 }
 
@@ -367,6 +369,17 @@ func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOption
 func (c *Client) refuseWhileRunning(fn, what string) {
 	if c.running.Load() {
 		panic(fmt.Sprintf("engine: %s for %s while the client runs: Run checks handlers and makes their circuit breakers only as it starts; register every handler before Run, or stop Run and run it again", fn, what))
+	}
+}
+
+// replaced ends the refusal of a registration made twice.
+const replaced = ", and the last registration replaced the first: register each once, with the one handler its messages should run"
+
+// severalOptions notes, for Run to refuse, a registration given more than
+// one HandlerOptions: only the first would apply.
+func (c *Client) severalOptions(what string, opts []HandlerOptions) {
+	if len(opts) > 1 && c.misregistered == "" {
+		c.misregistered = fmt.Sprintf("%s is registered with %d HandlerOptions; pass one, with the fields of all of them", what, len(opts))
 	}
 }
 

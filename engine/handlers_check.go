@@ -51,8 +51,8 @@ func (c *Client) checkHandlers() error {
 	if len(c.kinds) == 0 && len(c.defaults) == 0 {
 		return fmt.Errorf("%w: no handlers: register them with Handle or HandleQueue before Run, or every message read would be dead-lettered", store.ErrInvalid)
 	}
-	if c.twice != "" {
-		return fmt.Errorf("%w: %s, and the last registration replaced the first: register each once, with the one handler its messages should run", store.ErrInvalid, c.twice)
+	if c.misregistered != "" {
+		return fmt.Errorf("%w: %s", store.ErrInvalid, c.misregistered)
 	}
 	worked := map[string]bool{}
 	for _, q := range c.cfg.Queues {
@@ -134,6 +134,9 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 	}
 	// The bounds of a queue's settings, which a kind's policy overrides.
 	switch {
+	case p.BackoffMax == 0:
+		// Most likely left out: every attempt would run back to back.
+		return fmt.Errorf("%w: %s: %s.BackoffMax is 0, which caps every delay at 0, so the attempts would run back to back; a RetryPolicy replaces the whole policy, so start from engine.DefaultRetryPolicy() and change what you need", store.ErrInvalid, what, field)
 	case p.Backoff < 0 || p.Backoff > 24*time.Hour:
 		return fmt.Errorf("%w: %s: %s.Backoff %s is out of range 0..24h (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff)
 	case p.BackoffMax > MaxDelay:

@@ -347,6 +347,12 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 		{"partial retry policy", func(c *engine.Client) {
 			c.Handle("k", noop, engine.HandlerOptions{Retry: &engine.RetryPolicy{Backoff: time.Second}})
 		}, "start from engine.DefaultRetryPolicy()"},
+		{"retry policy of its attempts alone", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Retry: &engine.RetryPolicy{MaxRetries: 3}})
+		}, "HandlerOptions.Retry.BackoffMax is 0, which caps every delay at 0"},
+		{"options given twice", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{}, engine.HandlerOptions{Timeout: time.Second})
+		}, `kind "k" is registered with 2 HandlerOptions`},
 		{"policy retry out of range", func(c *engine.Client) {
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Action: engine.ActionRetry, MaxRetries: 5000}}})
 		}, "out of range 0..1000"},
