@@ -42,6 +42,8 @@ type IDOutcome struct {
 	Error string   `json:"error,omitempty" jsonschema_description:"Why the id was not handled."`
 	// deadlinePassed: failed because its deadline had passed.
 	deadlinePassed bool
+	// move is what the audit log says of a not-found id's leaving.
+	move *store.DeadMove
 }
 
 // idTarget is the ids of one DLQ.
@@ -94,7 +96,58 @@ func (s *Service) locate(ctx context.Context, queue string, ids []int64) (locate
 			out.targets[i].ids = append(out.targets[i].ids, id)
 		}
 	}
+	s.whereTheyWent(ctx, queue, out, ids)
 	return out, nil
+}
+
+// movesLookedUp bounds how many of a call's ids not found are looked up
+// in the audit log.
+const movesLookedUp = 10
+
+// whereTheyWent says, in the outcome of each id not found (the first
+// movesLookedUp), what the audit log records of its leaving: the retry or
+// discard that took it, when, by whom, and where a retry put it. Someone
+// who finds a message gone (a second tab, a second click, a colleague)
+// learns what happened rather than what may have. The log is a help here,
+// not a need: one that cannot be read leaves the outcome as it was.
+func (s *Service) whereTheyWent(ctx context.Context, queue string, out located, ids []int64) {
+	var missing []int64
+	for _, id := range ids {
+		if o, ok := out.missed[id]; ok && o.Outcome == OutcomeNotFound && len(missing) < movesLookedUp {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	dlq := ""
+	if queue != "" {
+		dlq = dlqOf(queue)
+	}
+	moves, err := s.store.DeadMoves(ctx, dlq, missing, OpDLQRetry, OpDLQDiscard)
+	if err != nil {
+		if s.opts.Logger != nil {
+			s.opts.Logger.Debug("pgbus: could not read the audit log for where dead messages went", "err", err)
+		}
+		return
+	}
+	for id, m := range moves {
+		o := out.missed[id]
+		o.Error, o.move = wentText(queue, id, m), &m
+		out.missed[id] = o
+	}
+}
+
+// wentText says that id is not in queue's DLQ, and where move took it.
+func wentText(queue string, id int64, m store.DeadMove) string {
+	by := fmt.Sprintf("at %s by %s (audit entry %d)", m.At.UTC().Format("2006-01-02 15:04:05 UTC"), clip(m.Client, 60), m.AuditID)
+	switch {
+	case m.Tool == OpDLQDiscard:
+		return fmt.Sprintf("%s: it was discarded %s, into the archive of %s, from which a restore takes it back", notHeldHead(queue, id), by, m.DLQ)
+	case m.MsgID > 0:
+		return fmt.Sprintf("%s: it was retried %s, back into queue %s as message %d", notHeldHead(queue, id), by, m.Queue, m.MsgID)
+	}
+	return fmt.Sprintf("%s: it was retried %s, back into queue %s", notHeldHead(queue, id), by, m.Queue)
 }
 
 // ambiguousNamed is how many of the DLQs holding an ambiguous id are
@@ -123,10 +176,14 @@ func ambiguousByDLQ(outcomes []IDOutcome) (dlqs []string, ids map[string][]int64
 }
 
 func notHeld(queue string, id int64) string {
+	return notHeldHead(queue, id) + "; it may have been retried or discarded already"
+}
+
+func notHeldHead(queue string, id int64) string {
 	if queue == "" {
-		return fmt.Sprintf("no DLQ holds message %d; it may have been retried or discarded already", id)
+		return fmt.Sprintf("no DLQ holds message %d", id)
 	}
-	return fmt.Sprintf("queue %q has no DLQ message %d; it may have been retried or discarded already", baseQueue(queue), id)
+	return fmt.Sprintf("queue %q has no DLQ message %d", baseQueue(queue), id)
 }
 
 // locateOne returns the DLQ of one message, or an error saying it is in
@@ -146,6 +203,12 @@ func (s *Service) locateOne(ctx context.Context, queue string, id int64) (string
 			e.with(hint(OpDLQShow, "show it in "+d, "queue", d, "msg_id", id))
 		}
 		return "", e
+	}
+	switch m := o.move; {
+	case m != nil && m.Tool == OpDLQDiscard:
+		return "", notFoundf("%s", o.Error).with(DLQRestoreRequest{Queue: m.DLQ, IDs: []int64{id}, DryRun: true}.Hint("previews taking it back into its DLQ"))
+	case m != nil:
+		return "", notFoundf("%s", o.Error).with(hint(OpQueueMessages, "shows what its queue holds, the retried message among them until it runs", "queue", m.Queue))
 	}
 	return "", notFoundf("%s", o.Error).with(hint(OpDLQList, "lists what is still dead", "queue", baseQueue(queue)))
 }

@@ -76,8 +76,8 @@ func TestRetryByIDs(t *testing.T) {
 	mixed := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": []int64{ids[0], ids[3]}})
 	gone, moved := outcomeOf(t, mixed.Outcomes, ids[0]), outcomeOf(t, mixed.Outcomes, ids[3])
 	if mixed.Retried != 1 || mixed.NotFound != 1 || gone.Outcome != ops.OutcomeNotFound || moved.Outcome != ops.OutcomeRetried ||
-		!strings.Contains(gone.Error, "no DLQ holds message") || !strings.Contains(mixed.FirstError, "retried or discarded already") {
-		t.Fatalf("retry of a gone id and a dead one: %+v", mixed)
+		!strings.Contains(gone.Error, "no DLQ holds message") || !strings.Contains(mixed.FirstError, "it was retried at ") || !strings.Contains(mixed.FirstError, "back into queue "+q) {
+		t.Fatalf("retry of a gone id and a dead one: %+v; want the gone one said retried, into %s", mixed, q)
 	}
 	if _, ok := findHint(mixed.Next, "pgbus_dlq_list"); !ok {
 		t.Errorf("retry with a gone id: next %+v does not point at pgbus_dlq_list", mixed.Next)
@@ -86,7 +86,7 @@ func TestRetryByIDs(t *testing.T) {
 		t.Fatal("the retry of a gone id and a dead one did not move just the dead one")
 	}
 	again := callOK[ops.DLQRetry](t, e, "pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": q})
-	if again.Retried != 0 || again.NotFound != 1 || !strings.Contains(outcomeOf(t, again.Outcomes, ids[0]).Error, "retried or discarded already") {
+	if again.Retried != 0 || again.NotFound != 1 || !strings.Contains(outcomeOf(t, again.Outcomes, ids[0]).Error, "it was retried at ") {
 		t.Fatalf("retry of a gone id in its queue: %+v", again)
 	}
 	if pgtest.Live(t, e.st, q) != 3 {
@@ -225,7 +225,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 	// A discarded id is not_found the second time; the others are discarded.
 	mixed := callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"ids": []int64{ids[0], ids[3]}, "queue": q})
 	gone := outcomeOf(t, mixed.Outcomes, ids[0])
-	if mixed.Discarded != 1 || mixed.NotFound != 1 || gone.Outcome != ops.OutcomeNotFound || !strings.Contains(gone.Error, "retried or discarded already") ||
+	if mixed.Discarded != 1 || mixed.NotFound != 1 || gone.Outcome != ops.OutcomeNotFound || !strings.Contains(gone.Error, "it was discarded at ") ||
 		outcomeOf(t, mixed.Outcomes, ids[3]).Outcome != ops.OutcomeDiscarded {
 		t.Fatalf("discard of a gone id and a dead one: %+v", mixed)
 	}
