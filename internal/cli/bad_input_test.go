@@ -32,7 +32,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		stdin string
 		says  string // part of the error message
 	}{
-		{"unknown flag", []string{"dlq", "list", "--colour"}, "", "unknown flag"},
+		{"unknown flag", []string{"dlq", "list", "--colour"}, "", "unknown flag: --colour; pgbus dlq list --help lists the flags it takes"},
+		{"show without an id", []string{"dlq", "show"}, "", "dlq show takes ID (accepts 1 arg(s), received 0): pgbus dlq show ID [flags]; see pgbus dlq show --help"},
+		{"circuit open without a name", []string{"circuit", "open"}, "", "circuit open takes NAME (accepts 1 arg(s), received 0)"},
+		{"unknown command", []string{"frobnicate"}, "", `unknown command "frobnicate" for "pgbus"; use one of: audit, bench, circuit,`},
 		{"unknown subcommand", []string{"dlq", "frobnicate"}, "", `unknown command "frobnicate"`},
 		{"command's flag before its name", []string{"--yes", "dlq", "purge", "orders"}, "", "--yes is a flag of pgbus dlq purge: give it after the command's name (pgbus dlq purge --yes)"},
 		{"number flag twice", []string{"dlq", "retry-all", "--queue", "orders", "--limit", "5", "--limit", "100000", "--dry-run"}, "", `--limit was given twice ("5", then "100000"): give it once`},
@@ -138,7 +141,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"unknown circuit subcommand", []string{"circuit", "trip", "x"}, "", `unknown command "trip"`},
 		{"circuit open without --for", []string{"circuit", "open", "x"}, "", "--for is required"},
 		{"health argument", []string{"health", "now"}, "", "unknown command"},
-		{"workers argument", []string{"workers", "all"}, "", "unknown command"},
+		{"workers argument", []string{"workers", "all"}, "", `workers takes no arguments (unknown command "all" for "pgbus workers")`},
 		{"completion of an unknown shell", []string{"completion", "tcsh"}, "", `unknown command "tcsh" for "pgbus completion"; use one of: bash, fish`},
 		{"audit limit", []string{"audit", "--limit", "0"}, "", "--limit"},
 		{"work without queues", []string{"work"}, "", "no queues"},

@@ -73,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	out.flush()
 	app.trace.flush()
-	err = app.explain(flagNamed(cmd, err))
+	err = app.explain(cobraWords(cmd, flagNamed(cmd, err)))
 	if werr := out.failed(); werr != nil {
 		if errors.Is(werr, syscall.EPIPE) {
 			// The reader went away: nothing to tell it. A write that was

@@ -130,12 +130,7 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		names := []string{}
-		for _, c := range cmd.Commands() {
-			if c.IsAvailableCommand() {
-				names = append(names, c.Name())
-			}
-		}
+		names := commandNames(cmd)
 		if other, ok := elsewhere[cmd.CommandPath()+" "+args[0]]; ok {
 			return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", args[0], cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
 		}
