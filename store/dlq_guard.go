@@ -190,9 +190,11 @@ func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, exp
 		want, _ := tokenSize(expect)
 		what := fmt.Sprintf("it saw %d, %s selected now", want, plural.Count(len(refs), "is", "are"))
 		if want == len(refs) {
-			what = fmt.Sprintf("as many, %d, but not the same: some were moved and others died since", want)
+			what = fmt.Sprintf("as many, %d, but not the same ones", want)
 		}
-		return changedf("the dead messages selected changed since the dry run (%s); nothing was moved: run the dry run again and pass its expect", what)
+		// A token is bound to the messages, not to the filter that chose
+		// them: one from a dry run with other filters reads as a change.
+		return changedf("the dead messages selected changed since the dry run (%s: some were moved or died since, or the dry run had other filters than this call); nothing was moved: run this call's dry run and pass its expect", what)
 	}
 	return finishStatement(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
