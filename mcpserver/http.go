@@ -168,9 +168,12 @@ func (c HTTPConfig) Check() error {
 	if c.Transport != TransportHTTP && c.Transport != TransportSSE {
 		return fmt.Errorf("transport %q is not an HTTP transport: use %s or %s", c.Transport, TransportHTTP, TransportSSE)
 	}
-	host, _, err := net.SplitHostPort(c.Addr)
+	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q is not host:port (for example %s): %v", c.Addr, DefaultAddr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("--addr %q has no port pgbus can listen on: give one from 1 to 65535 (or 0 for any free one), for example %s", c.Addr, DefaultAddr)
 	}
 	if c.AuthToken != "" && strings.TrimSpace(c.AuthToken) == "" {
 		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) is only white space, which no client can send: use a random token, e.g. the output of `openssl rand -hex 32`")

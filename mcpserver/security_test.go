@@ -207,6 +207,13 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 	if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AllowedOrigins: []string{"evil"}}).Check(); err == nil {
 		t.Error("an origin without scheme was accepted")
 	}
+	// A port no listener can have is refused before anything starts.
+	for _, addr := range []string{"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:no-such-service"} {
+		err := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: addr}.Check()
+		if err == nil || !strings.Contains(err.Error(), "has no port pgbus can listen on: give one from 1 to 65535") {
+			t.Errorf("addr %s: %v; want it refused for its port", addr, err)
+		}
+	}
 }
 
 // longToken is long enough to bind beyond loopback.
