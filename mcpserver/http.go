@@ -370,7 +370,7 @@ func ServeHTTP(ctx context.Context, s *server.MCPServer, cfg HTTPConfig) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w; choose another --addr or stop what uses it", cfg.Addr, err)
+		return fmt.Errorf("listen on %s: %v; choose another --addr or stop what uses it", cfg.Addr, err) // %v: a listener refused is no database that does not answer
 	}
 	return Serve(ctx, s, ln, cfg)
 }

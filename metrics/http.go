@@ -266,7 +266,7 @@ func Listen(addr string) (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on --metrics-addr %s: %w; choose another port or stop what uses it", addr, err)
+		return nil, fmt.Errorf("listen on --metrics-addr %s: %v; choose another port or stop what uses it", addr, err) // %v: a listener refused is no database that does not answer
 	}
 	return ln, nil
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -87,5 +88,21 @@ func TestMetricsAddrUsage(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, "is not host:port") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and host:port", args, r.code, r.stderr)
 		}
+	}
+}
+
+// An address another program listens on fails the server's start saying
+// to choose another, not to look at the database's health, which answers.
+func TestAddressInUseIsNoDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	msg := d.fails(t, 1, "dashboard", "--addr", ln.Addr().String())
+	if !strings.Contains(msg, "choose another --addr or stop what uses it") || strings.Contains(msg, "health") {
+		t.Fatalf("dashboard on an address in use: %s; want it to say choose another --addr, and nothing of the health check", msg)
 	}
 }

@@ -190,7 +190,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w; choose another --addr or stop what uses it", addr, err)
+		return fmt.Errorf("listen on %s: %v; choose another --addr or stop what uses it", addr, err) // %v: a listener refused is no database that does not answer
 	}
 	err = mcpserver.ServeDashboard(ctx, ln, h)
 	c.Logger.Info("pgbus dashboard stopped")
