@@ -461,7 +461,7 @@ func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand 
 		FROM old`, name, endOpeningByHand).
 		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &was.OpenUntil, &was.Kept)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return BreakerWas{}, notFoundf("circuit breaker %q does not exist", name)
+		return BreakerWas{}, notFoundf("circuit breaker %q does not exist"+breakersMade, name)
 	}
 	if err != nil {
 		return BreakerWas{}, fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
@@ -484,6 +484,10 @@ type BreakerOpening struct {
 	By     string
 	Reason string
 }
+
+// breakersMade ends the refusal of a breaker by a name none has: where
+// breakers come from, for someone who typed a name in advance.
+const breakersMade = ": a breaker exists once a worker whose handler uses it has started, under the name its options give it"
 
 // OpenBreaker opens a breaker by hand, as for a downstream known to be
 // down or under maintenance: the jobs that meet it are held (snoozed, no
@@ -515,7 +519,7 @@ func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) 
 			CASE WHEN old.state = 'open' AND old.open_until > b.open_until THEN old.open_until END`,
 		name, o.For.Milliseconds(), o.By, o.Reason).Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &until, &shortened)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist", name)
+		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist"+breakersMade, name)
 	}
 	if err != nil {
 		return BreakerWas{}, time.Time{}, fmt.Errorf("store: open circuit breaker %q: %w", name, err)

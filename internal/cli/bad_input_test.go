@@ -140,6 +140,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"circuit reset without name", []string{"circuit", "reset"}, "", "arg"},
 		{"unknown circuit subcommand", []string{"circuit", "trip", "x"}, "", `unknown command "trip"`},
 		{"circuit open without --for", []string{"circuit", "open", "x"}, "", "--for is required"},
+		{"circuit open for a negative time", []string{"circuit", "open", "x", "--for", "-1m"}, "", `--for "-1m" is not a duration from 1s to 7d`},
 		{"health argument", []string{"health", "now"}, "", "unknown command"},
 		{"workers argument", []string{"workers", "all"}, "", `workers takes no arguments (unknown command "all" for "pgbus workers")`},
 		{"completion of an unknown shell", []string{"completion", "tcsh"}, "", `unknown command "tcsh" for "pgbus completion"; use one of: bash, fish`},

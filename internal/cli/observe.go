@@ -270,7 +270,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 			}
 			var err error
 			if req.For, err = ops.ParseAge(forText); err != nil {
-				return usageError{fmt.Errorf("--for: %v", err)}
+				return usageError{fmt.Errorf("--for %q is not a duration from 1s to 7d: give one such as 30m, 2h or 1d", forText)}
 			}
 			if err := checkDuration("for", req.For, time.Second, ops.MaxOpenByHand, "a breaker is opened for a second or more"); err != nil {
 				return err

@@ -266,7 +266,7 @@ func TestCircuits(t *testing.T) {
 		t.Fatalf("circuit reset text of a breaker that counted a failure: %q", out)
 	}
 	msg := d.fails(t, 3, "circuit", "reset", "http:nosuch:80")
-	if !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
+	if !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist: a breaker exists once a worker whose handler uses it has started`) || !strings.Contains(msg, "see pgbus circuits") {
 		t.Fatalf("reset of a missing breaker: %q", msg)
 	}
 
@@ -491,7 +491,7 @@ func TestCircuitOpen(t *testing.T) {
 			t.Errorf("%v: %q; want it to say %q", c.args, msg, c.says)
 		}
 	}
-	if msg := d.fails(t, 3, "circuit", "open", "http:nosuch:80", "--for", "1h"); !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist`) || !strings.Contains(msg, "see pgbus circuits") {
+	if msg := d.fails(t, 3, "circuit", "open", "http:nosuch:80", "--for", "1h"); !strings.Contains(msg, `circuit breaker "http:nosuch:80" does not exist: a breaker exists once a worker whose handler uses it has started`) || !strings.Contains(msg, "see pgbus circuits") {
 		t.Fatalf("open of a missing breaker: %q", msg)
 	}
 	if msg := d.fails(t, 2, "circuit", "open", name, "--for", "1h", "--reason", strings.Repeat("r", 501)); !strings.Contains(msg, "--reason is 501 bytes long; give at most 500") {
