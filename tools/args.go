@@ -27,12 +27,21 @@ const (
 )
 
 // callError is an error the caller can fix; its message says how.
-type callError struct{ msg string }
+type callError struct {
+	msg string
+	// next are the tools its message names, as the error's next steps.
+	next []ops.Hint
+}
 
 func (e *callError) Error() string { return e.msg }
 
 func fixf(format string, args ...any) error {
 	return &callError{msg: fmt.Sprintf(format, args...)}
+}
+
+// fixNext is fixf whose message names next, the calls that help.
+func fixNext(next []ops.Hint, format string, args ...any) error {
+	return &callError{msg: fmt.Sprintf(format, args...), next: next}
 }
 
 // rawArguments returns a call's arguments as JSON, "{}" when absent.

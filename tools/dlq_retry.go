@@ -80,14 +80,28 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 	return req, nil
 }
 
+// listArgs are f's fields that are set, as pgbus_dlq_list's arguments.
+func listArgs(f DeadFilter) map[string]any {
+	args := map[string]any{}
+	for k, v := range map[string]string{"queue": f.Queue, "kind": f.Kind, "error_class": f.ErrorClass, "reason": f.Reason,
+		"since": f.Since, "until": f.Until, "text": f.Text, "group": f.Group} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	return args
+}
+
 // bulkLimit checks the filter and limit of a call by filter: over MCP both
 // are required, so that an agent always says how much it moves.
 func bulkLimit(f DeadFilter, limit *int, op string) (int, error) {
 	if f == (DeadFilter{}) {
-		return 0, fixf("pass ids, or filters (queue, kind, error_class, reason, since, until, text, group) with a limit, to choose what to %s; pgbus_dlq_summary shows the groups there are", op)
+		return 0, fixNext([]ops.Hint{{Op: ops.OpDLQSummary, Why: "shows the groups there are, each with the filter that selects it"}},
+			"pass ids, or filters (queue, kind, error_class, reason, since, until, text, group) with a limit, to choose what to %s; pgbus_dlq_summary shows the groups there are", op)
 	}
 	if limit == nil {
-		return 0, fixf("limit is required with filters: pass the most messages to %s (1 to %d); pgbus_dlq_list with the same filters shows what matches", op, maxBulk)
+		return 0, fixNext([]ops.Hint{{Op: ops.OpDLQList, Args: listArgs(f), Why: "shows what the filters match"}},
+			"limit is required with filters: pass the most messages to %s (1 to %d); pgbus_dlq_list with the same filters shows what matches", op, maxBulk)
 	}
 	return *limit, ops.CheckBulkLimit(*limit, maxBulk)
 }

@@ -91,7 +91,7 @@ func errorKind(err error) string {
 // next steps the operations layer gives it.
 func nextSteps(err error) []ops.Hint {
 	if ce := (*callError)(nil); errors.As(err, &ce) {
-		return nil
+		return ce.next
 	}
 	return ops.NextSteps(err)
 }

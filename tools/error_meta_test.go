@@ -93,6 +93,13 @@ func TestErrorMeta(t *testing.T) {
 	if m := e.metaOf(t, "pgbus_dlq_list", map[string]any{"since": "last tuesday"}); m.Kind != ops.KindInvalid {
 		t.Errorf("a time that is none: %+v, want kind invalid", m)
 	}
+	// The calls a refusal of the arguments names are its next steps.
+	if m := e.metaOf(t, "pgbus_dlq_retry", map[string]any{}); m.Kind != ops.KindUsage || !hasCall(m.Next, "pgbus_dlq_summary", map[string]any{}) {
+		t.Errorf("pgbus_dlq_retry without ids or filters: %+v, want kind usage and pgbus_dlq_summary next", m)
+	}
+	if m := e.metaOf(t, "pgbus_dlq_discard", map[string]any{"queue": q, "kind": "charge"}); !hasCall(m.Next, "pgbus_dlq_list", map[string]any{"queue": q, "kind": "charge"}) {
+		t.Errorf("pgbus_dlq_discard by filters without a limit: %+v, want pgbus_dlq_list with the same filters next", m)
+	}
 	m := e.metaOf(t, "pgbus_dlq_show", map[string]any{"queue": q, "msg_id": missing})
 	if m.Kind != ops.KindNotFound || !hasCall(m.Next, "pgbus_dlq_list", map[string]any{"queue": q}) {
 		t.Errorf("a message that is not there: %+v, want kind not_found and pgbus_dlq_list {queue: %s}", m, q)
