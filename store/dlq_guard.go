@@ -194,7 +194,7 @@ func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, exp
 		}
 		// A token is bound to the messages, not to the filter that chose
 		// them: one from a dry run with other filters reads as a change.
-		return changedf("the dead messages selected changed since the dry run (%s: some were moved or died since, or the dry run had other filters than this call); nothing was moved: run this call's dry run and pass its expect", what)
+		return changedf("the dead messages selected changed since the dry run (%s: some were moved or died since, or the dry run had other filters than this call); nothing was moved: run the dry run again with this call's filters and pass its expect", what)
 	}
 	return finishStatement(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
