@@ -352,7 +352,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("discard by filter with the dry run's expect: %+v; want %+v", disc, dryDisc.Moved)
 	}
 	r = pgbus(t, d.env, "dlq", "discard", fmt.Sprint(page.Items[0].MsgID), "--queue", "shop")
-	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "already") {
+	if r.code != 3 || r.stdout != "" || !strings.Contains(r.stderr, "it was discarded at ") || !strings.Contains(r.stderr, "by cli (audit entry ") {
 		t.Errorf("discard of a discarded id: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.q_shop_dlq`); n != 0 {
