@@ -41,27 +41,31 @@ var ErrPermission = errors.New("permission denied")
 // what the read commands need; SELECT on the sequences makes the count of
 // messages ever sent to a queue exact rather than a lower bound; the default
 // privileges cover the queues created later.
-func ReadGrants(role string) string {
-	r := pgx.Identifier{role}.Sanitize()
-	return "GRANT USAGE ON SCHEMA pgmq, pgbus TO " + r + "; " +
-		"GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + r + "; " +
-		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + r + "; " +
-		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON TABLES TO " + r + "; " +
-		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + r
-}
+func ReadGrants(role string) string { return grantsTo(role, "SELECT") }
 
 // OperatorGrants returns the statements, run as the role that owns the
 // pgbus schemas, that let role change the rows of their tables and own
 // nothing: retry, discard, pause, send, and work queues that exist. Its
 // audit entries stay append-only to it.
 func OperatorGrants(role string) string {
+	return grantsTo(role, "SELECT, INSERT, UPDATE, DELETE", "REVOKE UPDATE, DELETE ON pgbus.audit_log FROM")
+}
+
+// grantsTo are the statements that give role USAGE on the schemas, the
+// privileges tables on their tables and SELECT on their sequences, then
+// more (each followed by the role), then the same for the tables and
+// sequences made later.
+func grantsTo(role, tables string, more ...string) string {
 	r := pgx.Identifier{role}.Sanitize()
-	return "GRANT USAGE ON SCHEMA pgmq, pgbus TO " + r + "; " +
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + r + "; " +
-		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + r + "; " +
-		"REVOKE UPDATE, DELETE ON pgbus.audit_log FROM " + r + "; " +
-		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO " + r + "; " +
-		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + r
+	parts := []string{"GRANT USAGE ON SCHEMA pgmq, pgbus TO " + r,
+		"GRANT " + tables + " ON ALL TABLES IN SCHEMA pgmq, pgbus TO " + r,
+		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO " + r}
+	for _, m := range more {
+		parts = append(parts, m+" "+r)
+	}
+	return strings.Join(append(parts,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT "+tables+" ON TABLES TO "+r,
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO "+r), "; ")
 }
 
 // IsPermissionDenied reports whether err is, or wraps, PostgreSQL's
