@@ -357,7 +357,8 @@ scheduled.
 				return usageError{errors.New("nothing selected: give filters (such as --queue or --error-class), or --all for every dead message")}
 			}
 			if !yes && !dryRun {
-				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with --dry-run, then pass --yes")
+				dry := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: true, All: all, ClearDeadline: clearDeadline}
+				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would retry"))
 			}
 			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline, Rate: rate}
 			if !dryRun {
@@ -428,7 +429,9 @@ pgbus_dlq_discard.`,
 			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
 			case distinct(ids) > 1 && !yes && !dryRun:
-				return usageError{fmt.Errorf("refusing to discard %d dead messages without --yes; check them with --dry-run, then pass --yes", distinct(ids))}
+				dry := ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: ff.f.Queue}, DryRun: true}
+				return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to discard %d dead messages without --yes; check them with a dry run, then pass --yes", distinct(ids)),
+					Hints: []ops.Hint{dry.Hint("shows what it would discard")}}}
 			}
 			f, err := ff.filter()
 			if err != nil {
@@ -440,7 +443,8 @@ pgbus_dlq_discard.`,
 			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes, All: all}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
-					return a.refuse(cmd, f, limit, "refusing to discard %s without --yes; check %s with --dry-run, then pass --yes")
+					dry := ops.DLQDiscardRequest{Filter: f, Limit: limit, DryRun: true, All: all}
+					return a.refuse(cmd, f, limit, "refusing to discard %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would discard"))
 				}
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()
@@ -539,10 +543,10 @@ func (a *app) purgeDryRun(cmd *cobra.Command, req ops.DLQPurgeRequest, asked boo
 	if err != nil {
 		return err
 	}
-	see := a.carried("pgbus audit --tool dlq_discard") // what was discarded, and when
+	see := ops.Hint{Op: ops.OpAudit, Args: map[string]any{"tool": ops.OpDLQDiscard}, Why: "shows what was discarded, and when"}
 	if req.Queue != "" {
-		see = a.carried("pgbus dlq discarded --queue " + vocab.ShellQuote(req.Queue))
+		see = ops.Hint{Op: ops.OpDLQDiscarded, Args: map[string]any{"queue": req.Queue}, Why: "lists what it would delete"}
 	}
-	return usageError{fmt.Errorf("refusing to purge without --yes: it would delete %s of %s (discarded, or originals of a retry with a corrected payload, archived at or before %s) for good; check with %s, then pass --yes",
-		plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore), see)}
+	return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to purge without --yes: it would delete %s of %s (discarded, or originals of a retry with a corrected payload, archived at or before %s) for good; check them, then pass --yes",
+		plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore)), Hints: []ops.Hint{see}}}
 }

@@ -372,8 +372,9 @@ func limitNote(reached bool) string {
 }
 
 // refuse answers a bulk operation given without --yes: a usage error
-// saying how many dead messages (up to limit) the filter would touch.
-func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format string) error {
+// saying how many dead messages (up to limit) the filter would touch, with
+// its dry run as the next step.
+func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format string, dryRun ops.Hint) error {
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
 		return err
@@ -389,7 +390,7 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 		// The summary counts its largest groups only.
 		n = "at least " + n
 	}
-	return usageError{fmt.Errorf(format, n, plural.Of(m, "it", "them"))}
+	return usageError{&ops.Error{Msg: fmt.Sprintf(format, n, plural.Of(m, "it", "them")), Hints: []ops.Hint{dryRun}}}
 }
 
 // checkBulkLimit checks the --limit of a bulk operation.

@@ -239,8 +239,13 @@ func TestDLQCommands(t *testing.T) {
 	// retry-all refuses without --yes, dry-runs, then retries.
 	before := d.snapshot(t)
 	msg := d.fails(t, 2, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable")
-	if !strings.Contains(msg, "refusing to retry 1 dead message without --yes") {
+	if !strings.Contains(msg, "refusing to retry 1 dead message without --yes; check it with a dry run, then pass --yes: see pgbus dlq retry-all --dry-run --error-class demo.Unavailable --limit 1000 --queue shop") {
 		t.Errorf("retry-all without --yes: %q", msg)
+	}
+	// --json gives the dry run as its next step, as the line names it.
+	r = pgbus(t, d.env, "dlq", "retry-all", "--queue", "shop", "--error-class", "demo.Unavailable", "--json")
+	if e := decodeErrorJSON(t, r); len(e.Next) != 1 || !strings.Contains(e.Next[0].Command, "pgbus dlq retry-all --dry-run") {
+		t.Errorf("retry-all without --yes, --json: next %+v; want the dry run", e.Next)
 	}
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused retry-all changed the database:\n%s\n%s", before, after)
@@ -364,7 +369,7 @@ func TestDLQCommands(t *testing.T) {
 	// Without it, or with --dry-run, it says how many it would delete.
 	before = d.snapshot(t)
 	if msg := d.fails(t, 2, "dlq", "purge", "--queue", "shop"); !strings.Contains(msg, "refusing to purge without --yes: it would delete 5 archived dead messages of the DLQ of shop") ||
-		!strings.Contains(msg, "check with pgbus dlq discarded --queue shop, then pass --yes") {
+		!strings.Contains(msg, "check them, then pass --yes: see pgbus dlq discarded --queue shop") {
 		t.Fatalf("purge without --yes: %q; want the count and the check", msg)
 	}
 	if after := d.snapshot(t); after != before {

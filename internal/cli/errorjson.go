@@ -50,7 +50,7 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 		return
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
-	for _, h := range stepsBeyond(nextSteps(cause, out.Kind), self) {
+	for _, h := range stepsBeyond(ops.NextSteps(cause), self) { // those its line names
 		command, _ := ops.RedactText(a.command(h))
 		why, _ := ops.RedactText(h.Why)
 		out.Next = append(out.Next, nextStep{Command: command, Why: why})
@@ -65,16 +65,6 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 	// encoding/json writes C1 controls as they are; escaped, they read
 	// back the same and cannot drive the terminal stderr may be.
 	_, _ = w.Write(terminalSafe(buf.Bytes()))
-}
-
-// nextSteps are the next steps of cause, an error of kind: none for a
-// command line that is wrong, whose line says how; otherwise those the
-// operations layer gives it, which a stop by a signal keeps.
-func nextSteps(cause error, kind string) []ops.Hint {
-	if kind == ops.KindUsage {
-		return nil
-	}
-	return ops.NextSteps(cause)
 }
 
 // errorKind is the kind of cause, an error of exit code code: a usage
