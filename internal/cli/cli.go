@@ -271,12 +271,18 @@ func partialTail(p []byte) int {
 // a job's kind or an error message another client wrote, then cannot
 // drive or disguise the terminal it is printed on; within a JSON string
 // the escape means the same character, so --json output keeps its data
-// exactly. Bytes that are not UTF-8 are left as they are.
+// exactly. A byte that is not UTF-8 is left as it is unless it is a C1
+// control on its own (0x9b is an escape sequence's start on an 8-bit
+// terminal), written \xNN: JSON output never holds one, so that escape
+// cannot change what a JSON string means.
 func terminalSafe(p []byte) []byte {
 	var out []byte
 	for i := 0; i < len(p); {
 		r, size := utf8.DecodeRune(p[i:])
-		if !unsafeOnTerminal(r, size) {
+		if r == utf8.RuneError && size == 1 && p[i] >= 0x80 && p[i] <= 0x9f {
+			r = -1
+		}
+		if r != -1 && !unsafeOnTerminal(r, size) {
 			if out != nil {
 				out = append(out, p[i:i+size]...)
 			}
@@ -286,7 +292,11 @@ func terminalSafe(p []byte) []byte {
 		if out == nil {
 			out = append(make([]byte, 0, len(p)+16), p[:i]...)
 		}
-		out = fmt.Appendf(out, `\u%04x`, r)
+		if r == -1 {
+			out = fmt.Appendf(out, `\x%02x`, p[i])
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
 		i += size
 	}
 	if out == nil {

@@ -19,6 +19,7 @@ func TestTerminalSafe(t *testing.T) {
 		"é ü \u00a0 ✓ \ufffd":                      "é ü \u00a0 ✓ \ufffd",
 		`{"kind":"k` + "\u009b" + `"}`:             `{"kind":"k\u009b"}`,
 		"not UTF-8 \xff\xfe, a lone \xc2 there":    "not UTF-8 \xff\xfe, a lone \xc2 there",
+		"8-bit csi \x9b2J, nel \x85, \xa0 kept":    `8-bit csi \x9b2J, nel \x85, ` + "\xa0 kept",
 		"kind k\u202eY | 42":                       `kind k\u202eY | 42`,
 		"\u2066isolates\u2069 \u200e\u200f \u061c": `\u2066isolates\u2069 \u200e\u200f \u061c`,
 		"emoji 👍🏽 and \u200d joiner, עברית":        "emoji 👍🏽 and \u200d joiner, עברית",
