@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,16 +32,29 @@ func hideQuery(err error) error {
 	}
 	shown.ConnString = redact.URL(pe.ConnString)
 	text := strings.Replace(err.Error(), pe.Error(), shown.Error(), 1)
-	_, query, _ := strings.Cut(redact.URLPassword(pe.ConnString, redact.Marker), "?")
-	values, _ := url.ParseQuery(query) // the pairs it could read
-	for _, vs := range values {
-		for _, v := range vs {
-			if v != "" {
-				text = strings.ReplaceAll(text, strconv.Quote(v), strconv.Quote(redact.Marker))
+	for _, v := range queryParts(pe.ConnString) {
+		text = strings.ReplaceAll(text, strconv.Quote(v), strconv.Quote(redact.Marker))
+	}
+	return &hiddenQuery{text: text, err: err}
+}
+
+// queryParts returns what a reason may quote of a URL's query: each
+// parameter as written and each value as read. The query is taken both
+// after the password is hidden and as written, since a user name holding
+// a ? makes the password part of what the second reads as the query.
+func queryParts(raw string) []string {
+	var parts []string
+	for _, u := range []string{redact.URLPassword(raw, redact.Marker), raw} {
+		_, query, _ := strings.Cut(u, "?")
+		for param := range strings.SplitSeq(query, "&") {
+			_, v, _ := strings.Cut(param, "=")
+			parts = append(parts, param, v)
+			if unescaped, err := url.QueryUnescape(v); err == nil {
+				parts = append(parts, unescaped)
 			}
 		}
 	}
-	return &hiddenQuery{text: text, err: err}
+	return slices.DeleteFunc(parts, func(p string) bool { return p == "" })
 }
 
 // hiddenQuery is an error whose text had a URL's query hidden; it unwraps

@@ -23,6 +23,8 @@ func TestOpenBadURLHidesPasswordAndQuery(t *testing.T) {
 		{"bad sslmode, token in options", "postgresql://app@db.internal/app?options=-c%20app.token%3DZq8TokQ1xyz&sslmode=bogus", "Zq8TokQ1xyz", "`postgresql://app@db.internal/app?[REDACTED]`: failed to configure TLS (sslmode is invalid)"},
 		{"a value the reason quotes", "postgres://app@db.internal/app?connect_timeout=Zq8SecretQ1xyz", "Zq8SecretQ1xyz", `invalid connect_timeout (strconv.ParseInt: parsing "[REDACTED]": invalid syntax)`},
 		{"a pool setting", "postgres://app@db.internal/app?pool_max_conns=Zq8SecretQ1xyz", "Zq8SecretQ1xyz", "cannot parse pool_max_conns"},
+		{"a user name holding a ?", "postgres://?:Zq8SecretQ1xyz/@host/db?x", "Zq8SecretQ1xyz", "missing key/value separator"},
+		{"a query parameter without =", "postgres://app@db.internal/app?Zq8SecretQ1xyz", "Zq8SecretQ1xyz", "missing key/value separator"},
 		{"keyword/value, a quoted password never closed", "host=db.internal port=5432 password='kv Zq8SecretQ1xyz xx", "Zq8SecretQ1xyz", "unterminated quoted string"},
 		{"keyword/value, a quoted password with blanks", "host=db.internal port=bad password='kv Zq8SecretQ1xyz xx'", "Zq8SecretQ1xyz", "invalid port"},
 	} {
