@@ -99,6 +99,9 @@ type server struct {
 	// unavailable tells the log of the database's outage that every page
 	// and live count meets once a minute, not at each.
 	unavailable quietlog.Log
+	// forbidden tells the log, as unavailable does, that the database
+	// refuses the server's role a privilege a page needs.
+	forbidden quietlog.Log
 }
 
 // Login throttling: the login form takes the server's token, so guessing

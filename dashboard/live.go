@@ -83,8 +83,14 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 		// Every open page asks every few seconds: a database down is a
 		// passing state, told to proxies by 503, not an error of pgbus.
 		status = http.StatusServiceUnavailable
+	case ops.ErrorKind(err) == ops.KindPermission:
+		status = http.StatusForbidden
 	}
 	switch {
+	case status == http.StatusForbidden:
+		if s.forbidden.Due(time.Now()) {
+			s.log.Warn("dashboard: live counts failed: the database refused this server's role a privilege; said here once a minute while it lasts", "path", s.base+r.URL.Path, "err", msg)
+		}
 	case status != http.StatusServiceUnavailable:
 		s.log.Error("dashboard: live counts failed", "path", s.base+r.URL.Path, "err", msg)
 	case s.unavailable.Due(time.Now()):

@@ -203,8 +203,15 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		// server, which 503 tells proxies and monitors, not a fault of
 		// this page.
 		status = http.StatusServiceUnavailable
+	case ops.ErrorKind(err) == ops.KindPermission:
+		// Its message names the grants: a setting of the deployment,
+		// which reloading does not change, not a fault of this page.
+		status = http.StatusForbidden
 	}
 	msg, _ := ops.RedactText(err.Error())
+	if ops.ErrorKind(err) == ops.KindPermission && s.forbidden.Due(time.Now()) {
+		s.log.Warn("dashboard: the database refused this server's role a privilege; said here once a minute while it lasts", "path", s.base+r.URL.Path, "err", msg)
+	}
 	hints := ops.NextSteps(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("dashboard: operation failed", "path", s.base+r.URL.Path, "err", msg)
