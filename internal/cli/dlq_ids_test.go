@@ -49,6 +49,10 @@ func TestDLQIDsInSeveralDLQs(t *testing.T) {
 	if r.code != 2 || rep.Ambiguous != 1 || rep.Retried != 0 || len(rep.Outcomes) != 1 {
 		t.Fatalf("retry --json of an ambiguous id: exit %d, %+v", r.code, rep)
 	}
+	// Of the kind dlq show's error is for the same id.
+	if !strings.Contains(r.stderr, `"kind":"invalid"`) || !strings.Contains(pgbus(t, d.env, "dlq", "show", "1", "--json").stderr, `"kind":"invalid"`) {
+		t.Errorf("retry --json of an ambiguous id: its error is not of kind invalid, as show's is: %s", r.stderr)
+	}
 	if o := rep.Outcomes[0]; o.ID != 1 || o.Outcome != ops.OutcomeAmbiguous || strings.Join(o.DLQs, ",") != "mail_dlq,sms_dlq" {
 		t.Fatalf("outcome: %+v", o)
 	}

@@ -261,7 +261,8 @@ func outcomeError(verb string, outcomes []ops.IDOutcome, next []ops.Hint) error 
 		// Exit 2 says nothing changed, and the other ids moved.
 		return e
 	case len(ambiguous) > 0:
-		return usageError{e}
+		e.Err = ops.ErrInvalid // exit 2, of the kind dlq show's is
+		return e
 	}
 	e.Err = ops.ErrNotFound // exit 3
 	return e
