@@ -40,6 +40,10 @@ func NewCircuitOpen(d Deps) server.ServerTool {
 
 // request is the opening the arguments ask for.
 func (in CircuitOpenInput) request() (ops.CircuitOpenRequest, error) {
+	if in.For == "" && in.Name == "" {
+		return ops.CircuitOpenRequest{}, fixNext([]ops.Hint{{Op: ops.OpCircuits, Why: "lists the breakers"}},
+			"name and for are required: pass the breaker's name as pgbus_circuits lists it, and how long it stays open, such as 30m, 2h or 1d (1s to 7d)")
+	}
 	if in.For == "" {
 		return ops.CircuitOpenRequest{}, fixf("for is required: pass how long the breaker stays open, such as 30m, 2h or 1d (1s to 7d)")
 	}

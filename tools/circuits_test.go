@@ -98,6 +98,7 @@ func TestCircuitOpenTool(t *testing.T) {
 		{map[string]any{"name": name, "for": "8d"}, "1s to 168h0m0s (7 days)"},
 		{map[string]any{"name": name, "for": "-1h"}, `for "-1h" is not a duration`},
 		{map[string]any{"for": "1h"}, "name is required"},
+		{map[string]any{}, "name and for are required"},
 		{map[string]any{"name": strings.Repeat("x", 100_000), "for": "1h"}, "at most 10240"},
 		{map[string]any{"name": strings.Repeat("x", 300), "for": "1h"}, "no breaker has a name over 200"},
 		{map[string]any{"name": "x'); DROP TABLE pgbus.circuit_breakers; -- " + name, "for": "1h"}, "does not exist"},
