@@ -8,11 +8,13 @@ import (
 
 // Next steps carry the global flags the command was given on its command
 // line, so that a step copied runs against the same database with the same
-// handlers; a database URL's password and query stay out of the output.
+// handlers; a database URL's password and the query parameters that may
+// be credentials stay out of the output, and the settings that say which
+// database it is (a socket's directory as host, the port) stay in.
 func TestNextStepsCarryGlobalFlags(t *testing.T) {
 	t.Parallel()
 	cmd := commandAt(t, []string{"dlq", "summary"})
-	err := cmd.ParseFlags([]string{"--database-url", "postgres://ops:s3cret@db.internal/pgbus?sslmode=require&password=x",
+	err := cmd.ParseFlags([]string{"--database-url", "postgres://ops:s3cret@/pgbus?host=/run/pg&password=x&port=5433",
 		"--data-dir", "/srv/pg bus", "--config", "pgbus.yaml"})
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +22,7 @@ func TestNextStepsCarryGlobalFlags(t *testing.T) {
 	a := &app{}
 	a.setCarry(cmd.Flags())
 	got := a.command(ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"queue": "orders"}})
-	want := "pgbus dlq list --queue orders --config pgbus.yaml --data-dir '/srv/pg bus' --database-url 'postgres://ops:[REDACTED]@db.internal/pgbus?[REDACTED]'"
+	want := "pgbus dlq list --queue orders --config pgbus.yaml --data-dir '/srv/pg bus' --database-url 'postgres://ops:[REDACTED]@/pgbus?host=/run/pg&[REDACTED]&port=5433'"
 	if got != want {
 		t.Fatalf("next step = %q\nwant        %q", got, want)
 	}

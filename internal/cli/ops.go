@@ -147,10 +147,11 @@ var carriedFlags = []struct {
 }{
 	{"config", vocab.ShellQuote},
 	{"data-dir", vocab.ShellQuote},
-	// Its password and query (which may hold one) stay out of the output:
-	// a step copied with them redacted fails to connect rather than use
-	// another database.
-	{"database-url", func(u string) string { return vocab.ShellQuote(redact.URL(u)) }},
+	// Its password and the query's parameters that may be credentials
+	// stay out of the output: a step copied with them redacted fails to
+	// connect rather than use another database. Those that name the
+	// database (host, port, ...) stay in, or a copy could not reach it.
+	{"database-url", func(u string) string { return vocab.ShellQuote(redact.DatabaseURL(u)) }},
 }
 
 // setCarry settles the flags next steps carry (carried), from those fs

@@ -1,6 +1,9 @@
 package redact
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // URL returns raw, a URL as a message quotes it, parsed or not, with what
 // of it may be a credential hidden: the password of its user info (see
@@ -36,4 +39,39 @@ func URLPassword(raw, password string) string {
 		return raw
 	}
 	return prefix + rest[:colon+1] + password + rest[at:]
+}
+
+// connSettings are the query parameters of a database URL that hold no
+// credential and decide which database it reaches and how.
+var connSettings = map[string]bool{
+	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true,
+	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true,
+	"application_name": true, "connect_timeout": true, "target_session_attrs": true,
+	"pool_max_conns": true, "pool_min_conns": true,
+}
+
+// DatabaseURL is URL for a database URL that a command line shows again
+// to be copied: its password hidden, and of its query only the settings
+// that hold no credential kept (host, port, sslmode, ...), so that a copy
+// still names the same database; every other parameter, and the
+// fragment, is Marker.
+func DatabaseURL(raw string) string {
+	s := URLPassword(raw, Marker)
+	base, query, hasQuery := strings.Cut(s, "?")
+	if !hasQuery || strings.ContainsAny(base, "#") {
+		return URL(raw)
+	}
+	query, _, hasFragment := strings.Cut(query, "#")
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		key, _, hasValue := strings.Cut(p, "=")
+		if name, err := url.QueryUnescape(key); err != nil || !hasValue || !connSettings[name] {
+			params[i] = Marker // its name too: what is not a setting may be a token
+		}
+	}
+	out := base + "?" + strings.Join(params, "&")
+	if hasFragment {
+		out += "#" + Marker
+	}
+	return out
 }

@@ -24,3 +24,23 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+// DatabaseURL keeps what of a database URL's query names the database
+// and hides every other value, and what cannot be read.
+func TestDatabaseURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres:///pgbus?host=/var/run/postgresql":                      "postgres:///pgbus?host=/var/run/postgresql",
+		"postgres://ops:Zq8PwQ1@db/app?sslmode=require&password=Zq8PwQ2":  "postgres://ops:[REDACTED]@db/app?sslmode=require&[REDACTED]",
+		"postgres://db/app?options=-c%20app.key%3DZq8KeyQ1&port=5433":     "postgres://db/app?[REDACTED]&port=5433",
+		"postgres://db/app?Zq8TokQ1&host=h":                               "postgres://db/app?[REDACTED]&host=h",
+		"postgres://db/app?ho%zzst=Zq8TokQ1":                              "postgres://db/app?[REDACTED]",
+		"postgres://db/app?sslmode=disable#Zq8FragQ1":                     "postgres://db/app?sslmode=disable#[REDACTED]",
+		"postgres://db/app#Zq8FragQ1?host=h":                              "postgres://db/app#[REDACTED]",
+		"postgres://db/app":                                               "postgres://db/app",
+		"postgres://app:Pa@ss@db/app?application_name=worker&sig=Zq8SigQ": "postgres://app:[REDACTED]@db/app?application_name=worker&[REDACTED]",
+	} {
+		if got := redact.DatabaseURL(raw); got != want {
+			t.Errorf("DatabaseURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
