@@ -112,7 +112,8 @@ func Snooze(d time.Duration) error {
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the
 // first error in the chain that has one, else the Go type of the innermost
 // error ("error" for plain errors.New/fmt.Errorf values). No error has no
-// class: ErrorClass(nil) is "".
+// class, nor has a Snooze, which is no failure: ErrorClass(nil) and
+// ErrorClass(Snooze(d)) are "".
 func ErrorClass(err error) string {
 	if err == nil {
 		return ""
@@ -120,6 +121,9 @@ func ErrorClass(err error) string {
 	var ce *controlError
 	if errors.As(err, &ce) && ce.class != "" {
 		return ce.class
+	}
+	if ce != nil && ce.outcome == outcomeSnooze {
+		return ""
 	}
 	var classed interface{ ErrorClass() string }
 	if errors.As(err, &classed) {

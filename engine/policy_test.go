@@ -682,6 +682,8 @@ func TestErrorClassOf(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", classed{"http.503"}), "http.503"},
 		{fmt.Errorf("call: %w", context.DeadlineExceeded), "context.DeadlineExceeded"},
 		{engine.NonRetryable(errors.New("bad input")), "error"},
+		{engine.Nack(time.Second, "later"), engine.ClassNack},
+		{engine.Snooze(time.Minute), ""}, // no failure: nothing to class
 	} {
 		if got := engine.ErrorClass(c.err); got != c.want {
 			t.Errorf("ErrorClass(%v) = %q; want %q", c.err, got, c.want)
