@@ -46,7 +46,7 @@ const probePrefix = "?probe "
 func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: listen for sends: connect: %w", err)
 	}
 	// In milliseconds; PostgreSQL before 14 has no such setting. Read
 	// before LISTEN, which pg_stat_activity then shows as the listener's
@@ -54,11 +54,11 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	var idle int64
 	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout'), 0)`).Scan(&idle); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, fmt.Errorf("store: listen for sends: read idle_session_timeout: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, fmt.Errorf("store: listen for sends: LISTEN: %w", err)
 	}
 	return &Listener{conn: conn, s: s, every: time.Duration(idle) * time.Millisecond / 2, spoke: time.Now()}, nil
 }

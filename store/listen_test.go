@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -100,5 +103,21 @@ func TestCheckDeliveryOnASilentConnectionIsNoPooler(t *testing.T) {
 	err = l.CheckDelivery(ctx, 500*time.Millisecond)
 	if err == nil || errors.Is(err, store.ErrNoDelivery) || !strings.Contains(err.Error(), "the listener's connection does not answer") {
 		t.Fatalf("the check on a silent connection: %v; want one saying the connection does not answer, not ErrNoDelivery", err)
+	}
+}
+
+// A listener that cannot connect says what it was doing, and the
+// connection's error stays readable through the wrap.
+func TestListenErrorSaysWhatFailed(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://pgbus@127.0.0.1:1/none?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	_, err = store.New(pool).Listen(testContext(t))
+	var pe *pgconn.ConnectError
+	if err == nil || !strings.Contains(err.Error(), "store: listen for sends: connect: ") || !errors.As(err, &pe) {
+		t.Fatalf("Listen to a closed port: %v; want it to say it was connecting to listen, wrapping pgconn's error", err)
 	}
 }
