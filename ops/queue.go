@@ -604,13 +604,24 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 		}
 	}
 	if store.IsPermissionDenied(err) {
-		return out, &Error{Msg: fmt.Sprintf("queue %q does not exist, and this database role may not create its tables (%v): the role that owns schema pgmq creates queues; once it has, this role can work the queue", req.Queue, err),
-			Err: err, Hints: []Hint{hint(OpQueueCreate, "as the role that owns the pgbus schemas", "queue", req.Queue)}}
+		return out, s.mayNotCreate(ctx, req.Queue, err)
 	}
 	if err == nil && next != cur {
 		err = s.store.SetQueueSettings(ctx, next)
 	}
 	return out, explain(err)
+}
+
+// mayNotCreate is the error of a queue whose tables the role may not
+// create: err, the refusal, with the role that may.
+func (s *Service) mayNotCreate(ctx context.Context, queue string, err error) error {
+	owner := "the role that owns schema pgmq"
+	if name, oerr := s.store.SchemaOwner(ctx, "pgmq"); oerr == nil {
+		owner += " (" + name + ")"
+	}
+	return &Error{Msg: fmt.Sprintf("queue %q does not exist, and the database role %s may not create its tables (%v): %s creates queues, or a role it grants CREATE on schema pgmq; once one has, this role can work the queue; trying again as this role will not help",
+		queue, cmp.Or(s.store.User(), "<role>"), err, owner),
+		Err: errors.Join(store.ErrPermission, err), Hints: []Hint{hint(OpQueueCreate, "as "+owner, "queue", queue)}}
 }
 
 func (s *Service) tablesExist(ctx context.Context, queue string) (bool, error) {

@@ -75,3 +75,15 @@ func (s *Store) missingGrants(ctx context.Context, what string, tables ...string
 	}
 	return out, nil
 }
+
+// SchemaOwner returns the role that owns schema, quoted as SQL needs it:
+// the one that may create its tables (a queue's), with superusers and the
+// roles granted CREATE on it.
+func (s *Store) SchemaOwner(ctx context.Context, schema string) (string, error) {
+	var owner string
+	err := s.reads.QueryRow(ctx, `SELECT quote_ident(pg_catalog.pg_get_userbyid(nspowner)) FROM pg_catalog.pg_namespace WHERE nspname = $1`, schema).Scan(&owner)
+	if err != nil {
+		return "", fmt.Errorf("store: find the owner of schema %q: %w", schema, err)
+	}
+	return owner, nil
+}
