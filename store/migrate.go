@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,7 +139,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 	}
 	st, err = s.migrate(ctx, migrations)
 	if err != nil {
-		return st, mayNotMigrate(checked, err)
+		return st, s.mayNotMigrate(ctx, checked, err)
 	}
 	if st.Newer() {
 		return st, nil
@@ -150,13 +151,30 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 // change the schema: the schema check's error first, which says which
 // version the database has and which this pgbus needs, then the refusal;
 // a role deployed with a new pgbus before the schema was migrated (the
-// operator grants, say) was told only that it lacked a privilege. Other
-// errors pass unchanged.
-func mayNotMigrate(checked, err error) error {
+// operator grants, say) was told only that it lacked a privilege. Last,
+// the role that may. Other errors pass unchanged.
+func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 	if err == nil || !IsPermissionDenied(err) || !errors.Is(checked, ErrSchemaOld) && !errors.Is(checked, ErrSchemaMissing) {
 		return err
 	}
-	return fmt.Errorf("%w, which this role may not do: %w", checked, err)
+	return fmt.Errorf("%w, which the role %s may not do: %w; %s", checked, cmp.Or(s.User(), "<role>"), err, s.migrator(ctx))
+}
+
+// migrator says which role may migrate: the one that owns schema pgbus,
+// or, before there is one, the database's owner.
+func (s *Store) migrator(ctx context.Context) string {
+	var schemaOwner, dbOwner, db string
+	err := s.reads.QueryRow(ctx, `
+		SELECT coalesce((SELECT quote_ident(pg_catalog.pg_get_userbyid(nspowner)) FROM pg_catalog.pg_namespace WHERE nspname = 'pgbus'), ''),
+		       quote_ident(pg_catalog.pg_get_userbyid(datdba)), quote_ident(datname)
+		FROM pg_catalog.pg_database WHERE datname = current_database()`).Scan(&schemaOwner, &dbOwner, &db)
+	switch {
+	case err != nil:
+		return "run pgbus migrate as the role that owns the pgbus schemas, or the database's owner"
+	case schemaOwner != "":
+		return "run pgbus migrate as the role that owns schema pgbus, " + schemaOwner
+	}
+	return fmt.Sprintf("run pgbus migrate as the database's owner, %s, or a role it grants CREATE ON DATABASE %s", dbOwner, db)
 }
 
 // migrate applies the migrations not applied yet, in order. A newer

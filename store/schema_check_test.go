@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -215,10 +216,20 @@ func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
 	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; "+
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
 	_, err = openStore(t, roleURL).Migrate(ctx)
-	want := fmt.Sprintf("version %d, this pgbus needs %d; migrate it with a role that may create tables, which this role may not do", len(all)-1, len(all))
-	if !errors.Is(err, store.ErrSchemaOld) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("migrate as a role that may not: %v; want ErrSchemaOld and the refusal, saying %q", err, want)
+	want := fmt.Sprintf("version %d, this pgbus needs %d; migrate it with a role that may create tables, which the role %s may not do", len(all)-1, len(all), role)
+	if !errors.Is(err, store.ErrSchemaOld) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), "run pgbus migrate as the role that owns schema pgbus, ") {
+		t.Fatalf("migrate as a role that may not: %v; want ErrSchemaOld and the refusal, saying %q and who may", err, want)
 	}
+	// Before there is a schema, the database's owner may.
+	empty := pgtest.NewDatabase(t)
+	role, roleURL = pgtest.NewRole(t, empty)
+	_, err = openStore(t, roleURL).Migrate(ctx)
+	if !errors.Is(err, store.ErrSchemaMissing) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), "which the role "+role+" may not do") ||
+		!regexp.MustCompile(`run pgbus migrate as the database's owner, \S+, or a role it grants CREATE ON DATABASE \S+$`).MatchString(err.Error()) {
+		t.Fatalf("migrate of an empty database as a role that may not: %v; want ErrSchemaMissing and the refusal, naming the database's owner", err)
+	}
+
 }
 
 // A send's first statement on a database never migrated says the schema is
