@@ -229,6 +229,6 @@ func (s *server) editAgain(w http.ResponseWriter, r *http.Request, v *view, dlq 
 	}
 	d := s.messageData(m, asked)
 	d.Editor.Text, d.Editor.From, d.Editor.Markers, d.Editor.Error, d.Editor.Open = text, "typed", 0, why, true
-	v.Title, v.Nav = "Dead message "+strconv.FormatInt(m.MsgID, 10), "dlq"
+	v.Title, v.Nav = messageTitle(m), "dlq"
 	s.render(w, r, status, "message", v, d)
 }

@@ -232,7 +232,7 @@ func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
-	v.Title, v.Nav = "Dead letters", "dlq"
+	v.Title, v.Nav = ofQueue("Dead letters", f.Queue), "dlq"
 	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq"}, Summary: sum})
 }
 
@@ -252,7 +252,7 @@ func (s *server) deadList(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	list.Notes = ops.WordAsks(list.Notes, list.Asks, pageNote(""))
-	v.Title, v.Nav = "Dead messages", "dlq"
+	v.Title, v.Nav = ofQueue("Dead messages", f.Queue), "dlq"
 	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages"}, List: list, Cursor: q.Get("cursor")})
 }
 
@@ -284,7 +284,7 @@ func (s *server) deadMessage(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
-	v.Title, v.Nav = "Dead message "+strconv.FormatInt(m.MsgID, 10), "dlq"
+	v.Title, v.Nav = messageTitle(m), "dlq"
 	s.render(w, r, http.StatusOK, "message", v, s.messageData(m, asked))
 }
 
@@ -369,7 +369,7 @@ func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
 func (s *server) bulkPreview(verb string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, v *view) {
 		f := deadFilter(r.URL.Query())
-		v.Title, v.Nav = strings.ToUpper(verb[:1])+verb[1:]+" dead messages", "dlq"
+		v.Title, v.Nav = ofQueue("Preview: "+verb+" dead messages", f.Queue), "dlq"
 		if !v.CanWrite {
 			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off. The dead-letter pages still show every message.")
 			return
@@ -463,4 +463,18 @@ func (s *server) bulk(verb string) handlerFunc {
 		}
 		s.render(w, r, http.StatusOK, "bulkdone", v, d)
 	}
+}
+
+// ofQueue is the title of a page about the messages of queue, when one
+// is named: a browser's tabs and history then tell the pages apart.
+func ofQueue(title, queue string) string {
+	if queue == "" {
+		return title
+	}
+	return title + " of " + queue
+}
+
+// messageTitle is the title of a dead message's page: its id is per DLQ.
+func messageTitle(m ops.DeadMessage) string {
+	return "Dead message " + strconv.FormatInt(m.MsgID, 10) + " in " + m.DLQ
 }
