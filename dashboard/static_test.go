@@ -11,7 +11,7 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-var assetRE = regexp.MustCompile(`(?:href|src)="/static/([a-z]+\.(?:css|js))\?v=([0-9a-f]+)"`)
+var assetRE = regexp.MustCompile(`(?:href|src)="/static/([a-z]+\.(?:css|js|svg))\?v=([0-9a-f]+)"`)
 
 // The pages load the embedded assets at addresses that carry a version of
 // their content: browsers cache the assets for an hour, and the pages of
@@ -35,7 +35,7 @@ func TestAssetAddressesCarryTheirVersion(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"style.css", "live.js", "editor.js"} {
+	for _, name := range []string{"style.css", "live.js", "editor.js", "icon.svg"} {
 		if !seen[name] {
 			t.Errorf("no page loads %s at a versioned address (saw %v)", name, seen)
 		}
