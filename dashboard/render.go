@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -393,6 +394,7 @@ func hintCommands(hints []ops.Hint) []command {
 // funcs are the templates' helpers; parsePages adds those that write
 // addresses, which depend on the base path.
 var funcs = template.FuncMap{
+	"outcome":   outcomeWords,
 	"hintlinks": hintLinks,
 	"hintcmds":  hintCommands,
 	"queuePath": queuePath,
@@ -595,4 +597,18 @@ func indentedBound(raw []byte) int {
 		}
 	}
 	return n
+}
+
+// outcomeWords says an id's outcome in words, as the page's heading does;
+// a code it does not know is shown as it is.
+func outcomeWords(code string) string {
+	words := map[string]string{
+		ops.OutcomeRetried: "retried", ops.OutcomeWouldRetry: "would be retried",
+		ops.OutcomeDiscarded: "discarded", ops.OutcomeWouldDiscard: "would be discarded",
+		ops.OutcomeRestored: "restored", ops.OutcomeWouldRestore: "would be restored",
+		ops.OutcomeRefused: "refused", ops.OutcomeNotFound: "not found",
+		ops.OutcomeAlreadyMoved: "moved by another call meanwhile", ops.OutcomeAmbiguous: "in several DLQs",
+		ops.OutcomeFailed: "failed",
+	}
+	return cmp.Or(words[code], code)
 }
