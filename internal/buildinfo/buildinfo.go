@@ -55,6 +55,17 @@ func describe(info *debug.BuildInfo) string {
 	return b.String()
 }
 
+// Commit returns the commit the binary was built from, whole, and
+// whether the working tree had changes; "" when the build recorded none
+// (go install of a release, a build outside a checkout).
+func Commit() (revision string, modified bool) {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	return vcs(info)
+}
+
 // vcs returns the commit the build recorded, if any, and whether the
 // working tree had changes.
 func vcs(info *debug.BuildInfo) (revision string, modified bool) {

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,6 +110,27 @@ func TestMigrateConcurrentProcesses(t *testing.T) {
 		again := pgbus(t, []string{"DATABASE_URL=" + url}, "migrate")
 		if again.code != 0 || !strings.Contains(again.stdout, "(0 applied now)") {
 			t.Fatalf("third migrate: exit %d, %q", again.code, again.stdout)
+		}
+		// --json, for a deploy's script, with the version pgbus version
+		// --json says this pgbus migrates to.
+		var st, v struct {
+			SchemaVersion int    `json:"schema_version"`
+			Applied       int    `json:"applied"`
+			ThisPgbus     int    `json:"this_pgbus_schema_version"`
+			Newer         bool   `json:"newer"`
+			Layout        string `json:"pgmq_layout"`
+			Queues        int    `json:"queues"`
+		}
+		r := pgbus(t, []string{"DATABASE_URL=" + url}, "migrate", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 {
+			t.Fatalf("migrate --json: exit %d, %v\n%s", r.code, err, r.stdout)
+		}
+		if err := json.Unmarshal([]byte(pgbus(t, nil, "version", "--json").stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		n := migrationCount(t)
+		if st.SchemaVersion != n || st.Applied != 0 || st.ThisPgbus != n || st.Newer || st.Layout != "built_in" || st.Queues != 0 || v.SchemaVersion != n {
+			t.Errorf("migrate --json = %+v, version --json's schema version %d; want version %d, nothing applied, the built-in layout, no queue", st, v.SchemaVersion, n)
 		}
 	})
 	t.Run("embedded", func(t *testing.T) {

@@ -75,6 +75,7 @@ runs the script in one transaction, keeps the queues pgbus made (their
 tables already have PGMQ's shape) and lists them in PGMQ's pgmq.meta, then
 migrates. Where PGMQ's functions are already installed it runs nothing.`,
 		Example: `  pgbus migrate
+  pgbus migrate --json
   pgbus migrate --database-url postgres://app@db.internal/app
   pgbus migrate --install-pgmq pgmq.sql`,
 		Args: cobra.NoArgs,
@@ -102,12 +103,16 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			if err != nil {
 				return err
 			}
-			layout := "built-in PGMQ layout"
+			layout, code := "built-in PGMQ layout", "built_in"
 			switch {
 			case db.Status.PGMQExtension:
-				layout = "pgmq extension"
+				layout, code = "pgmq extension", "extension"
 			case db.Status.PGMQFunctions:
-				layout = "PGMQ installed from its SQL script"
+				layout, code = "PGMQ installed from its SQL script", "sql_script"
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return printJSON(a.stdout, migrateJSON{SchemaVersion: db.Status.Version, Applied: db.Status.Applied, ThisPgbus: db.Status.Known,
+					Newer: db.Status.Newer(), Layout: code, Queues: len(queues)})
 			}
 			if db.Status.Newer() {
 				// Said on stdout as the command's result: a rollback's
@@ -123,7 +128,24 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 		},
 	}
 	cmd.Flags().StringVar(&installPGMQ, "install-pgmq", "", "run PGMQ's SQL installation script at this path first, keeping the queues pgbus made")
+	cmd.Flags().Bool("json", false, "print the schema's state as JSON: its version, the migrations applied now, this pgbus's version, the PGMQ layout, the queues")
 	return cmd
+}
+
+// migrateJSON is pgbus migrate --json.
+type migrateJSON struct {
+	// SchemaVersion is the database's, after the migrations.
+	SchemaVersion int `json:"schema_version"`
+	// Applied are the migrations this run applied.
+	Applied int `json:"applied"`
+	// ThisPgbus is the schema version this pgbus migrates to; below
+	// SchemaVersion when a newer pgbus migrated the database (Newer).
+	ThisPgbus int  `json:"this_pgbus_schema_version"`
+	Newer     bool `json:"newer"`
+	// Layout is how PGMQ is there: built_in (pgbus's tables alone),
+	// extension, or sql_script (PGMQ's installation script).
+	Layout string `json:"pgmq_layout"`
+	Queues int    `json:"queues"`
 }
 
 // installPGMQ connects, runs PGMQ's script, says what it did, and

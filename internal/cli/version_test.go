@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +23,18 @@ func TestVersion(t *testing.T) {
 	}
 	if outputs[0] != outputs[1] {
 		t.Fatalf("version %q but --version %q", outputs[0], outputs[1])
+	}
+	var v struct {
+		Version       string `json:"version"`
+		Commit        string `json:"commit"`
+		GoVersion     string `json:"go_version"`
+		SchemaVersion int    `json:"schema_version"`
+	}
+	r := pgbus(t, env, "version", "--json")
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	if err := dec.Decode(&v); err != nil || r.code != 0 || v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") || v.SchemaVersion < 1 ||
+		strings.Contains(outputs[0], " commit ") != (v.Commit != "") || v.Commit != "" && !strings.Contains(outputs[0], " commit "+v.Commit[:min(len(v.Commit), 12)]) {
+		t.Fatalf("pgbus version --json: exit %d, %v, %+v\n%s", r.code, err, v, r.stdout)
 	}
 	if r := pgbus(t, nil, "version", "extra"); r.code != 2 {
 		t.Fatalf("pgbus version extra: exit %d, want 2", r.code)

@@ -15,8 +15,16 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/embedpg"
+	"github.com/pgbus/pgbus/schema"
 	"github.com/pgbus/pgbus/store"
 )
+
+// SchemaVersion is the schema version this pgbus migrates a database to:
+// its newest migration.
+func SchemaVersion() (int, error) {
+	all, err := schema.All()
+	return len(all), err
+}
 
 // Options say which database to open.
 type Options struct {
