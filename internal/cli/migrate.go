@@ -103,6 +103,16 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			if err != nil {
 				return err
 			}
+			recounted := []dlqRecount{}
+			if !db.Status.Newer() {
+				done, err := db.RecountDLQs(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, r := range done {
+					recounted = append(recounted, dlqRecount(r))
+				}
+			}
 			layout, code := "built-in PGMQ layout", "built_in"
 			switch {
 			case db.Status.PGMQExtension:
@@ -112,7 +122,11 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return printJSON(a.stdout, migrateJSON{SchemaVersion: db.Status.Version, Applied: db.Status.Applied, ThisPgbus: db.Status.Known,
-					Newer: db.Status.Newer(), Layout: code, Queues: len(queues)})
+					Newer: db.Status.Newer(), Layout: code, Queues: len(queues), Recounted: recounted})
+			}
+			for _, r := range recounted {
+				fmt.Fprintf(a.stdout, "pgbus: recounted the dead-letter groups of %s: they counted %s, its table holds %s\n",
+					r.DLQ, plural.Count(int(r.Counted), "message", "messages"), plural.Count(int(r.Rows), "message", "messages"))
 			}
 			if db.Status.Newer() {
 				// Said on stdout as the command's result: a rollback's
@@ -146,6 +160,18 @@ type migrateJSON struct {
 	// extension, or sql_script (PGMQ's installation script).
 	Layout string `json:"pgmq_layout"`
 	Queues int    `json:"queues"`
+	// Recounted are the DLQs whose group counts did not add up to their
+	// rows, rebuilt (as after a restore that loaded the rows twice into
+	// the counts).
+	Recounted []dlqRecount `json:"dlqs_recounted"`
+}
+
+// dlqRecount is a DLQ whose group counts were rebuilt: what they counted,
+// and the rows its table holds, which they now count.
+type dlqRecount struct {
+	DLQ     string `json:"dlq"`
+	Counted int64  `json:"counted"`
+	Rows    int64  `json:"rows"`
 }
 
 // installPGMQ connects, runs PGMQ's script, says what it did, and
