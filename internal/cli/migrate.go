@@ -22,7 +22,11 @@ Each run, the schema current or not, also gives every dead-letter queue made
 without them (by an older pgbus still running, or by another PGMQ client with
 pgmq.create) the index, filter statistics and group counts pgbus gives one.
 A dead-letter queue the role does not own is left as it is, with a warning
-naming the role that owns it, whose pgbus migrate adds them.
+naming the role that owns it, whose pgbus migrate adds them. It also
+compares each DLQ's group counts with its rows, and rebuilds counts that
+do not add up (a restore that loaded the data after the triggers counts
+each dead message twice), saying which; this reads each DLQ once, so the
+commands that migrate on start leave it to pgbus migrate.
 
 A database a newer pgbus migrated is left as it is, nothing applied or
 repaired: migrate says so, with both versions, and to upgrade this pgbus,
