@@ -142,8 +142,11 @@ func (s *Service) schemaError(ctx context.Context, err error) error {
 	if !errors.Is(checked, store.ErrSchemaMissing) && !errors.Is(checked, store.ErrSchemaOld) {
 		return err
 	}
-	return &Error{Msg: checked.Error() + " (Store.Migrate from Go)", Err: errors.Join(checked, err),
-		Hints: []Hint{hint(OpMigrate, "applies the schema migrations this pgbus needs")}}
+	e := &Error{Msg: checked.Error() + " (Store.Migrate from Go)", Err: errors.Join(checked, err)}
+	if !errors.Is(checked, store.ErrStandby) { // a standby's migration is the primary's
+		e.Hints = []Hint{hint(OpMigrate, "applies the schema migrations this pgbus needs")}
+	}
+	return e
 }
 
 // resourceError is err, refused by the database for want of a resource

@@ -125,7 +125,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		}
 		return s.repairDLQs(ctx, st)
 	}
-	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) {
+	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) {
 		// Migrating reads what this role may not: the check's error names
 		// the grants, where the first DDL would only be refused. And a
 		// newer schema is never migrated by an older pgbus.
@@ -154,7 +154,16 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 // operator grants, say) was told only that it lacked a privilege. Last,
 // the role that may. Other errors pass unchanged.
 func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
-	if err == nil || !IsPermissionDenied(err) || !errors.Is(checked, ErrSchemaOld) && !errors.Is(checked, ErrSchemaMissing) {
+	if !errors.Is(checked, ErrSchemaOld) && !errors.Is(checked, ErrSchemaMissing) {
+		return err
+	}
+	if LimitOf(err) == LimitReadOnly {
+		// A standby's check says so itself: this is a primary's role or
+		// database with default_transaction_read_only on.
+		return fmt.Errorf("%w, which this server does not take: %w; run pgbus migrate as a role whose transactions may write (ALTER ROLE %s SET default_transaction_read_only = off, or the same for the database)",
+			checked, err, cmp.Or(s.User(), "<role>"))
+	}
+	if err == nil || !IsPermissionDenied(err) {
 		return err
 	}
 	return fmt.Errorf("%w, which the role %s may not do: %w; %s", checked, cmp.Or(s.User(), "<role>"), err, s.migrator(ctx))

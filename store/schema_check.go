@@ -21,6 +21,11 @@ var ErrSchemaMissing = errors.New("pgbus schema missing")
 // against a database that an older one migrated.
 var ErrSchemaOld = errors.New("pgbus schema out of date")
 
+// ErrStandby is wrapped, beside ErrSchemaMissing or ErrSchemaOld, by the
+// error of CheckSchema and Migrate on a standby (a read replica): it takes
+// its schema from the primary, so migrate the primary, not it.
+var ErrStandby = errors.New("the server is a standby")
+
 // ErrSchemaNewer is wrapped by the error of CheckSchema and Migrate when
 // a newer pgbus migrated the database and its record of migrations lacks
 // some of this binary's: this binary cannot tell what the schema holds, so
@@ -153,8 +158,8 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
 	}
 	if missing {
-		return st, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
-			"the database has no pgbus schema (this pgbus needs schema version %d); migrate it with a role that may create tables", need)}
+		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
+			"the database has no pgbus schema (this pgbus needs schema version %d); migrate it with a role that may create tables", need)})
 	}
 	if len(lacks) > 0 {
 		return st, noReadAccess(role, strings.Join(lacks, " and "))
@@ -190,8 +195,8 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		if st.Version == 0 {
 			what = "an empty pgbus.schema_migrations"
 		}
-		return st, &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
-			"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)}
+		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
+			"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)})
 	}
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pgmq')`).Scan(&st.PGMQExtension); err != nil {
 		return st, fmt.Errorf("store: check for the pgmq extension: %w", err)
@@ -214,4 +219,16 @@ func noReadAccess(role, lacks string) error {
 	return &kindError{kind: ErrPermission, msg: fmt.Sprintf(
 		"the database role %s may not read the pgbus schema: it lacks %s; to let it read, run as the role that migrates and creates queues: %s",
 		pgx.Identifier{role}.Sanitize(), lacks, ReadGrants(role))}
+}
+
+// onStandby is e, the schema check's error of a missing or old schema,
+// saying to migrate the primary when the server is a standby, where no
+// migration can run: it follows the primary's schema.
+func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
+	var standby bool
+	if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby); err != nil || !standby {
+		return e
+	}
+	return &kindError{kind: errors.Join(e.kind, ErrStandby), msg: strings.TrimSuffix(e.msg, "; migrate it with a role that may create tables") +
+		"; this server is a standby (a read replica), which takes no writes and follows the primary's schema: run pgbus migrate against the primary, and this one has the new schema once it replays it"}
 }

@@ -117,6 +117,9 @@ var (
 	ErrSchemaOld     = store.ErrSchemaOld
 	ErrSchemaNewer   = store.ErrSchemaNewer
 	ErrPermission    = store.ErrPermission
+	// ErrStandby comes with ErrSchemaMissing or ErrSchemaOld on a standby,
+	// whose schema is the primary's to migrate.
+	ErrStandby = store.ErrStandby
 )
 
 // ErrBadURL is matched by Connect's errors about a database URL that

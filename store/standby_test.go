@@ -1,0 +1,61 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/schema"
+	"github.com/pgbus/pgbus/store"
+)
+
+// On a standby whose primary has an older schema, the check says to
+// migrate the primary, which the standby follows, and Migrate says the
+// same without trying DDL the standby cannot take.
+func TestSchemaCheckOnAStandbySaysToMigrateThePrimary(t *testing.T) {
+	t.Parallel()
+	primaryURL, standbyURL := pgtest.Standby(t)
+	primary := openStore(t, primaryURL)
+	ctx := testContext(t)
+	if _, err := primary.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := primary.Pool().Exec(ctx, `DELETE FROM pgbus.schema_migrations WHERE version = $1`, len(all)); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.CaughtUp(t, primaryURL, standbyURL)
+	standby := openStore(t, standbyURL)
+	for name, call := range map[string]func() error{
+		"CheckSchema": func() error { _, err := standby.CheckSchema(ctx); return err },
+		"Migrate":     func() error { _, err := standby.Migrate(ctx); return err },
+	} {
+		err := call()
+		if !errors.Is(err, store.ErrSchemaOld) || !errors.Is(err, store.ErrStandby) ||
+			!strings.Contains(err.Error(), "this server is a standby (a read replica), which takes no writes and follows the primary's schema: run pgbus migrate against the primary") ||
+			strings.Contains(err.Error(), "read-only transaction") {
+			t.Errorf("%s on the standby: %v; want ErrSchemaOld and ErrStandby, saying to migrate the primary", name, err)
+		}
+	}
+	// On the primary, the same check asks for a migration as ever.
+	if _, err := primary.CheckSchema(ctx); !errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrStandby) {
+		t.Errorf("CheckSchema on the primary: %v; want ErrSchemaOld alone", err)
+	}
+}
+
+// A primary whose transactions are read-only by default (the role's or
+// database's default_transaction_read_only) is no standby: Migrate says
+// which setting refuses it, not that the role lacks a privilege.
+func TestMigrateOnAReadOnlyDefaultNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgtest.NewDatabaseSet(t, "default_transaction_read_only", "on"))
+	_, err := s.Migrate(testContext(t))
+	if !errors.Is(err, store.ErrSchemaMissing) || errors.Is(err, store.ErrStandby) || !strings.Contains(err.Error(), "which this server does not take") ||
+		!strings.Contains(err.Error(), "SET default_transaction_read_only = off") {
+		t.Fatalf("Migrate with read-only transactions by default: %v; want ErrSchemaMissing naming default_transaction_read_only", err)
+	}
+}
