@@ -70,7 +70,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -315,6 +315,9 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	if schema.Newer() {
 		h.add(HealthNotice, "schema_newer", "", fmt.Sprintf("a newer pgbus migrated this database to schema version %d; this pgbus has versions up to %d and keeps working on it, "+
 			"changing nothing of the schema, but without what the newer versions added: upgrade this pgbus", schema.Version, schema.Known))
+	}
+	if err := s.checkStandby(ctx, &h); err != nil {
+		return h, err
 	}
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
@@ -988,4 +991,26 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 		out.Next = append(out.Next, hint(OpQueueStats, "shows the queues working the jobs the breaker held"))
 	}
 	return out, nil
+}
+
+// checkStandby notes on h that the server is a standby, whose data is as
+// of the last commit it replayed: its workers' heartbeats are judged as of
+// then (a replay that lags is no crash), and its counts are that old.
+func (s *Service) checkStandby(ctx context.Context, h *Health) error {
+	r, err := s.store.ReplicaState(ctx)
+	if err != nil || !r.Standby {
+		return err
+	}
+	msg := "this server is a standby (a read replica)"
+	if !r.ReplayedAt.IsZero() {
+		msg += ": what it shows is as of the last commit it replayed, at " + r.ReplayedAt.Format(time.DateTime) + " UTC"
+	}
+	switch {
+	case r.Behind >= time.Second:
+		msg += fmt.Sprintf(", %s behind the primary's work it has received; workers' heartbeats are judged as of then", r.Behind.Round(time.Second))
+	default:
+		msg += ", with all it received replayed"
+	}
+	h.add(HealthNotice, "standby", "", msg+"; repairs go to the primary")
+	return nil
 }

@@ -50,8 +50,14 @@ func heartbeatIntervalMS(w WorkerProcess) int64 {
 // heartbeatAgeSQL is the age of a heartbeat at expression at, on the
 // database's clock, in nanoseconds as time.Duration counts them.
 func heartbeatAgeSQL(at string) string {
-	return `(extract(epoch FROM now() - ` + at + `) * 1000000)::bigint * 1000`
+	return `(extract(epoch FROM ` + asOfSQL + ` - ` + at + `) * 1000000)::bigint * 1000`
 }
+
+// asOfSQL is the time what the server holds is as of: now, but on a
+// standby the commit time of the last transaction it replayed, so that
+// ages read there are those of its data, not its replay's lag (a worker
+// whose heartbeats have yet to arrive is no stale one).
+const asOfSQL = `(CASE WHEN pg_catalog.pg_is_in_recovery() THEN coalesce(pg_catalog.pg_last_xact_replay_timestamp(), now()) ELSE now() END)`
 
 // SystemRubyPgbus marks the processes of the Ruby gem pgbus.
 const SystemRubyPgbus = "ruby_pgbus"
@@ -102,7 +108,7 @@ const MaxListedWorkers = 1000
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', `+heartbeatAgeSQL("heartbeat_at")+`,
 		       heartbeat_interval_ms * 1000000
-		FROM pgbus.workers WHERE heartbeat_at > now() - $1 * interval '1 microsecond'
+		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
@@ -119,7 +125,7 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 func (s *Store) CountStoppedWorkers(ctx context.Context, within time.Duration) (int, error) {
 	var n int
 	err := s.reads.QueryRow(ctx, `SELECT count(*) FROM pgbus.workers
-		WHERE heartbeat_at > now() - $1 * interval '1 microsecond' AND stopped_at IS NOT NULL`, within.Microseconds()).Scan(&n)
+		WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond' AND stopped_at IS NOT NULL`, within.Microseconds()).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("store: count stopped workers: %w", err)
 	}
@@ -165,7 +171,7 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''),
 		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`, 0::bigint
 		FROM public.pgbus_processes p
-		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > now() - $1 * interval '1 microsecond'
+		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
 	if err != nil {
 		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
@@ -175,4 +181,40 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
 	}
 	return out, nil
+}
+
+// Replica is what a server says of its replication: whether it is a
+// standby (a read replica), and then how far its data is behind.
+type Replica struct {
+	Standby bool
+	// ReplayedAt is the commit time, on the primary, of the last
+	// transaction it replayed: what it shows is as of then. Zero when it
+	// replayed none since it started.
+	ReplayedAt time.Time
+	// Behind is how long ago that commit was while it has received WAL it
+	// has yet to replay; 0 when it replayed all it received (a primary
+	// with nothing to commit leaves a standby's last commit old, and it
+	// no later for that).
+	Behind time.Duration
+}
+
+// ReplicaState says whether the server is a standby, and how far behind.
+func (s *Store) ReplicaState(ctx context.Context) (Replica, error) {
+	var r Replica
+	var at *time.Time
+	var behindUS int64
+	err := s.reads.QueryRow(ctx, `
+		SELECT pg_catalog.pg_is_in_recovery(), pg_catalog.pg_last_xact_replay_timestamp(),
+		       CASE WHEN pg_catalog.pg_is_in_recovery()
+		             AND pg_catalog.pg_last_wal_receive_lsn() IS DISTINCT FROM pg_catalog.pg_last_wal_replay_lsn()
+		            THEN coalesce((extract(epoch FROM now() - pg_catalog.pg_last_xact_replay_timestamp()) * 1000000)::bigint, 0)
+		            ELSE 0 END`).Scan(&r.Standby, &at, &behindUS)
+	if err != nil {
+		return r, fmt.Errorf("store: read the server's replication state: %w", err)
+	}
+	if at != nil && r.Standby {
+		r.ReplayedAt = at.UTC()
+	}
+	r.Behind = max(time.Duration(behindUS)*time.Microsecond, 0)
+	return r, nil
 }
