@@ -143,7 +143,7 @@ func (s *Service) schemaError(ctx context.Context, err error) error {
 		return err
 	}
 	e := &Error{Msg: checked.Error() + " (Store.Migrate from Go)", Err: errors.Join(checked, err)}
-	if !errors.Is(checked, store.ErrStandby) { // a standby's migration is the primary's
+	if !errors.Is(checked, store.ErrStandby) && !errors.Is(checked, store.ErrPGMQMissing) { // a standby's migration is the primary's; no migration makes PGMQ's tables
 		e.Hints = []Hint{hint(OpMigrate, "applies the schema migrations this pgbus needs")}
 	}
 	return e

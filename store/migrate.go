@@ -125,7 +125,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		}
 		return s.repairDLQs(ctx, st)
 	}
-	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) {
+	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) {
 		// Migrating reads what this role may not: the check's error names
 		// the grants, where the first DDL would only be refused. And a
 		// newer schema is never migrated by an older pgbus.

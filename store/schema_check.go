@@ -26,6 +26,12 @@ var ErrSchemaOld = errors.New("pgbus schema out of date")
 // its schema from the primary, so migrate the primary, not it.
 var ErrStandby = errors.New("the server is a standby")
 
+// ErrPGMQMissing comes with ErrSchemaMissing where schema pgbus is there
+// and PGMQ's tables are not (a restore of schema pgbus alone): no
+// migration makes them, since the first one is recorded as done, so its
+// error names what does instead of pgbus migrate.
+var ErrPGMQMissing = errors.New("PGMQ's tables are missing")
+
 // ErrSchemaNewer is wrapped by the error of CheckSchema and Migrate when
 // a newer pgbus migrated the database and its record of migrations lacks
 // some of this binary's: this binary cannot tell what the schema holds, so
@@ -137,6 +143,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	var (
 		role    string
 		missing bool
+		there   = map[string]bool{}
 		lacks   []string
 	)
 	for rows.Next() {
@@ -145,6 +152,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		if err := rows.Scan(&role, &nsp, &rel, &hasSchema, &usage, &hasTable, &sel); err != nil {
 			return st, fmt.Errorf("store: check schema: %w", err)
 		}
+		there[nsp] = hasSchema && hasTable
 		switch {
 		case !hasSchema || !hasTable:
 			missing = true
@@ -156,6 +164,10 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
+	}
+	if missing && there["pgbus"] {
+		return st, &kindError{kind: errors.Join(ErrSchemaMissing, ErrPGMQMissing), msg: "the database has the pgbus schema but not PGMQ's tables, which hold the queues (schema pgmq with its table meta): " +
+			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and pgbus migrate --install-pgmq PGMQ_SQL (PGMQ's pgmq.sql) makes an empty PGMQ for pgbus to use"}
 	}
 	if missing {
 		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(

@@ -59,3 +59,24 @@ func TestMigrateOnAReadOnlyDefaultNamesTheSetting(t *testing.T) {
 		t.Fatalf("Migrate with read-only transactions by default: %v; want ErrSchemaMissing naming default_transaction_read_only", err)
 	}
 }
+
+// A database holding schema pgbus without PGMQ's tables (a restore of
+// schema pgbus alone) says so, not that pgbus's schema is missing, and
+// names what brings PGMQ's tables back; Migrate, which cannot, says the
+// same rather than fail on the first query of pgmq.meta.
+func TestSchemaWithoutPGMQSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	url, s := newMigratedDatabase(t)
+	pgtest.Exec(t, url, "DROP SCHEMA pgmq CASCADE")
+	ctx := testContext(t)
+	for name, call := range map[string]func() error{
+		"CheckSchema": func() error { _, err := s.CheckSchema(ctx); return err },
+		"Migrate":     func() error { _, err := s.Migrate(ctx); return err },
+	} {
+		err := call()
+		if !errors.Is(err, store.ErrSchemaMissing) || !errors.Is(err, store.ErrPGMQMissing) ||
+			!strings.Contains(err.Error(), "the database has the pgbus schema but not PGMQ's tables") || !strings.Contains(err.Error(), "pg_restore --schema pgmq") {
+			t.Errorf("%s without schema pgmq: %v; want ErrPGMQMissing saying to restore schema pgmq", name, err)
+		}
+	}
+}

@@ -297,7 +297,7 @@ func (a *app) explain(err error) error {
 	if errors.As(err, &embedded) {
 		return reworded{strings.Replace(err.Error(), embedded.Error(), embedded.In(embeddedTerms), 1), err}
 	}
-	if (errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld)) && !errors.Is(err, dbopen.ErrStandby) {
+	if (errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld)) && !errors.Is(err, dbopen.ErrStandby) && !errors.Is(err, dbopen.ErrPGMQMissing) {
 		// A next step, so that --json's next names it as the line does.
 		return &ops.Error{Msg: err.Error(), Err: err, Hints: []ops.Hint{{Op: ops.OpMigrate, Why: "applies the schema migrations this pgbus needs"}}}
 	}

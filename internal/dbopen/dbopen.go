@@ -120,6 +120,9 @@ var (
 	// ErrStandby comes with ErrSchemaMissing or ErrSchemaOld on a standby,
 	// whose schema is the primary's to migrate.
 	ErrStandby = store.ErrStandby
+	// ErrPGMQMissing comes with ErrSchemaMissing where schema pgbus is
+	// there without PGMQ's tables, which no migration makes.
+	ErrPGMQMissing = store.ErrPGMQMissing
 )
 
 // ErrBadURL is matched by Connect's errors about a database URL that
