@@ -33,3 +33,24 @@ func TestStandbyWithAnOldSchemaPointsAtThePrimary(t *testing.T) {
 		}
 	}
 }
+
+// pgbus serve on a standby, offering write tools, warns on start that they
+// will fail and how to serve it instead; read-only, it does not.
+func TestServeOnAStandbyWarnsOfItsWriteTools(t *testing.T) {
+	t.Parallel()
+	primary, standby := pgtest.Standby(t)
+	if r := pgbus(t, nil, "migrate", "--database-url", primary); r.code != 0 {
+		t.Fatalf("migrate the primary: exit %d\n%s", r.code, r.stderr)
+	}
+	pgtest.CaughtUp(t, primary, standby)
+	const warning = "the database is a standby (a read replica), which takes no writes: the write tools will fail; serve it with --read-only"
+	for _, c := range []struct {
+		args []string
+		warn bool
+	}{{[]string{"serve", "--no-workers"}, true}, {[]string{"serve", "--read-only"}, false}} {
+		r := pgbus(t, nil, append(c.args, "--database-url", standby, "--log-format", "text")...)
+		if r.code != 0 || strings.Contains(r.stderr, warning) != c.warn {
+			t.Errorf("pgbus %v on a standby, stdin closed: exit %d; want the warning %v\n%s", c.args, r.code, c.warn, r.stderr)
+		}
+	}
+}

@@ -106,6 +106,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		return err
 	}
 	defer closeService(svc)
+	warnOnStandby(ctx, st, c, "write tools")
 	if c.Transport == mcpserver.TransportHTTP {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
@@ -131,6 +132,18 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	c.Logger.Info("pgbus MCP server stopped")
 	return err
+}
+
+// warnOnStandby tells the log, on start, that the database is a standby
+// while the server offers writes (what): each would fail when used.
+func warnOnStandby(ctx context.Context, st *store.Store, c MCPConfig, what string) {
+	if c.ReadOnly {
+		return
+	}
+	if r, err := st.ReplicaState(ctx); err == nil && r.Standby {
+		c.Logger.Warn("pgbus: the database is a standby (a read replica), which takes no writes: the " + what + " will fail; " +
+			"serve it with --read-only, or point DATABASE_URL at the primary")
+	}
 }
 
 // basePath is the base path of c.HTTP, cleaned (a value Check refuses
@@ -162,6 +175,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 		return err
 	}
 	defer closeService(svc)
+	warnOnStandby(ctx, st, c, "dashboard's buttons that retry, discard or pause")
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
 	// The probes and metrics of pgbus serve, for a load balancer,
