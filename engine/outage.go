@@ -42,12 +42,17 @@ type outage struct {
 	said    time.Time // when the outage was last logged
 	last    time.Time // when the last failure of this outage was met
 	crowded bool      // the server refused connections in this outage
+	// readOnly: the server took no writes in this outage (a primary
+	// turned standby, default_transaction_read_only turned on), while
+	// reads went on answering.
+	readOnly bool
 }
 
 // failed reports whether err says the database cannot be reached (down,
 // restarting, the network to it cut, or silent past a call's deadline:
-// bounded) or takes no more connections
-// (max_connections or a CONNECTION LIMIT reached), logging so at the first
+// bounded), takes no more connections (max_connections or a CONNECTION
+// LIMIT reached), or takes no writes (a standby; reads answer meanwhile,
+// as a crowded server's open connections do), logging so at the first
 // such failure of an outage and then once per outageReminder. A caller
 // that gets true must not log err itself; other errors are its own to log.
 func (o *outage) failed(err error) bool {
@@ -55,7 +60,8 @@ func (o *outage) failed(err error) bool {
 		return false
 	}
 	crowded := store.IsCrowded(err)
-	if !crowded && !store.IsUnreachable(err) && !unanswered(err) {
+	readOnly := store.LimitOf(err) == store.LimitReadOnly
+	if !crowded && !readOnly && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
 	o.mu.Lock()
@@ -65,26 +71,35 @@ func (o *outage) failed(err error) bool {
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
-		o.since, o.said, o.crowded = now, now, crowded
-		if crowded {
+		o.since, o.said, o.crowded, o.readOnly = now, now, crowded, readOnly
+		switch {
+		case readOnly:
+			o.log.Warn("pgbus: the database takes no writes (it is a standby now, or default_transaction_read_only was turned on for the role or database); "+
+				"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point DATABASE_URL at the primary, or turn the setting off",
+				"err", err)
+		case crowded:
 			o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
 				"to end it, "+store.CrowdedAdvice, "err", err)
-		} else {
+		default:
 			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
 				"err", err)
 		}
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
-		o.crowded = o.crowded || crowded
-		if crowded {
+		o.crowded, o.readOnly = o.crowded || crowded, o.readOnly || readOnly
+		switch {
+		case readOnly:
+			o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point DATABASE_URL at the primary",
+				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
+		case crowded:
 			o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		} else {
+		default:
 			o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
 		}
 	default:
-		o.crowded = o.crowded || crowded
+		o.crowded, o.readOnly = o.crowded || crowded, o.readOnly || readOnly
 	}
 	return true
 }
@@ -101,10 +116,15 @@ func (o *outage) answered(start time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || start.Before(o.since) || o.crowded && time.Since(o.last) < crowdedQuiet {
+	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly) && time.Since(o.last) < crowdedQuiet {
 		return
 	}
 	o.down.Store(false)
+	if o.readOnly {
+		o.log.Info("pgbus: the database takes writes again; the workers carry on",
+			"after", time.Since(o.since).Round(100*time.Millisecond).String())
+		return
+	}
 	if o.crowded {
 		o.log.Info("pgbus: the database takes new connections again; the workers carry on",
 			"after", time.Since(o.since).Round(100*time.Millisecond).String())

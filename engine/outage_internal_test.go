@@ -31,3 +31,37 @@ func TestOutageEndNeedsACallBegunAfterIt(t *testing.T) {
 		t.Fatalf("a call begun after the outage: its end logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// A database that takes no writes (a primary turned standby) is an
+// outage like one that does not answer: said once for every loop that
+// meets it, with what to do, not by each loop at each try; and as reads
+// go on answering meanwhile, a read's success does not end it while
+// writes are still refused.
+func TestReadOnlyDatabaseIsOneOutage(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	o := &outage{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	refused := &pgconn.PgError{Code: "25006", Message: "cannot execute UPDATE in a read-only transaction"}
+	for range 20 {
+		if !o.failed(refused) {
+			t.Fatal("a write refused by a read-only database was not taken for an outage")
+		}
+	}
+	o.answered(time.Now()) // a read that worked meanwhile
+	if !o.failed(refused) {
+		t.Fatal("a refused write after a read was not taken for an outage")
+	}
+	got := logs.String()
+	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, "the database takes no writes") || !strings.Contains(got, "point DATABASE_URL at the primary") ||
+		strings.Contains(got, "takes writes again") {
+		t.Fatalf("twenty-one refused writes and a read: %d warnings, want one saying the database takes no writes and what to do, and no end:\n%s", n, got)
+	}
+	// Once writes have been taken for a while, it ends.
+	o.mu.Lock()
+	o.last = time.Now().Add(-crowdedQuiet)
+	o.mu.Unlock()
+	o.answered(time.Now())
+	if !strings.Contains(logs.String(), "the database takes writes again") || o.down.Load() {
+		t.Fatalf("no end of the outage after %s without a refused write:\n%s", crowdedQuiet, logs.String())
+	}
+}
