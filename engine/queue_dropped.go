@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -46,6 +48,7 @@ func (w *queueWorker) waitForQueue(ctx context.Context) {
 	w.c.log.Warn("pgbus: the queue was dropped while its workers ran; they wait for it to be created again ("+w.createCommand()+") and work it once it is; "+
 		"to stop serving it, remove it from the worker's queues and restart the worker",
 		"queue", w.name)
+	said := false // that it was created again in another layout
 	for {
 		// As often as an idle queue is read, a lookup in the catalog as
 		// cheap as that read; a send to the queue made again wakes it at
@@ -62,8 +65,45 @@ func (w *queueWorker) waitForQueue(ctx context.Context) {
 			continue
 		}
 		if exists {
+			if levels, ok := w.relaidOut(ctx); ok {
+				// More levels than it had: it reads those it knows.
+				w.c.log.Error(fmt.Sprintf("pgbus: the dropped queue was created again with %s, where this process works it with %s: it works the levels it knows, and the messages of the others wait unrun until the process is restarted; restart it",
+					levelsText(levels), levelsText(len(w.physical))), "queue", w.name)
+				return
+			}
 			w.c.log.Info("pgbus: the dropped queue was created again; working it", "queue", w.name)
 			return
 		}
+		if levels, ok := w.relaidOut(ctx); ok && !said {
+			said = true
+			w.c.log.Error(fmt.Sprintf("pgbus: the dropped queue was created again with %s, where this process works it with %s: it cannot read the new layout, and its messages wait unrun until the process is restarted; restart it",
+				levelsText(levels), levelsText(len(w.physical))), "queue", w.name)
+		}
 	}
+}
+
+// relaidOut reports whether the worker's queue exists with other priority
+// levels than the worker's, and how many: created again so while the
+// worker waited for it.
+func (w *queueWorker) relaidOut(ctx context.Context) (int, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	physical, err := w.c.store.PhysicalQueues(ctx, w.name)
+	if err != nil || slices.Equal(physical, w.physical) {
+		return 0, false
+	}
+	for _, queue := range physical {
+		if ok, err := w.c.store.QueueExists(ctx, queue); err != nil || !ok {
+			return 0, false
+		}
+	}
+	return len(physical), true
+}
+
+// levelsText words a queue's number of priority levels.
+func levelsText(n int) string {
+	if n <= 1 {
+		return "no priority levels"
+	}
+	return fmt.Sprintf("%d priority levels", n)
 }
