@@ -128,14 +128,73 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 	}
 	rest := h
 	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
-	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 {
+	kept := reasonsInTurns(h.Reasons)
+	if n := fitList(s.opts.Bounds, &kept, rest); n > 0 {
+		left := map[string]int{}
+		for _, r := range h.Reasons {
+			left[r.Code]++
+		}
+		for _, r := range kept {
+			left[r.Code]--
+		}
+		var parts []string
+		for _, code := range slices.Sorted(maps.Keys(left)) {
+			if left[code] > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", code, left[code]))
+			}
+		}
+		// Listed in the order of the verdict, the kinds mixed again.
+		h.Reasons = slices.DeleteFunc(h.Reasons, func(r HealthReason) bool { return !slices.ContainsFunc(kept, r.same) })
 		h.Omitted = n
 		h.Notes, h.Asks = nil, nil
-		askOp(&h.Notes, &h.Asks, AskAll, OpHealth, fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first) so that the response stays under %d characters",
-			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget))
+		askOp(&h.Notes, &h.Asks, AskAll, OpHealth, fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first, each kind of reason in turn; left out: %s) so that the response stays under %d characters",
+			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), strings.Join(parts, ", "), ResponseBudget))
 	}
 	return h, nil
 }
+
+// reasonsInTurns orders reasons for a list the response bound may cut:
+// level by level, STALLED first, and within a level each code in turn, so
+// that three hundred queues with new dead letters do not crowd out the
+// one queue dropped with its DLQ full.
+func reasonsInTurns(reasons []HealthReason) []HealthReason {
+	var out []HealthReason
+	var levels []string // as they come: the verdict lists STALLED first
+	for _, r := range reasons {
+		if !slices.Contains(levels, r.Status) {
+			levels = append(levels, r.Status)
+		}
+	}
+	for _, level := range levels {
+		var of []HealthReason
+		byCode := map[string][]HealthReason{}
+		var codes []string
+		for _, r := range reasons {
+			if r.Status != level {
+				continue
+			}
+			if _, seen := byCode[r.Code]; !seen {
+				codes = append(codes, r.Code)
+			}
+			byCode[r.Code] = append(byCode[r.Code], r)
+			of = append(of, r)
+		}
+		lists := make([][]HealthReason, len(codes))
+		for i, c := range codes {
+			lists[i] = byCode[c]
+		}
+		out = append(out, inTurns(of, HealthReason.key, lists...)...)
+	}
+	return out
+}
+
+// key tells a reason from the others of a verdict.
+func (r HealthReason) key() string {
+	return r.Status + "\x00" + r.Code + "\x00" + r.Queue + "\x00" + r.Message
+}
+
+// same reports whether o is r.
+func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 
 // HealthOrUnreachable is Health for a caller that needs a verdict
 // whatever the database does, as an agent's first call does: a database

@@ -78,10 +78,19 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 }
 
 // fitQueueStats leaves the quietest queues out of a list that passes the
-// response bound, keeping the ones an operator acts on, still by name.
+// response bound, keeping the ones an operator acts on, still by name:
+// in turns, the queue with the most dead messages, the largest backlog,
+// the most failures in the last hour and a paused one, so that many
+// queues of one trouble do not crowd out the worst of another.
 func (s *Service) fitQueueStats(out *QueueStatsResult) {
-	ranked := slices.Clone(out.Queues)
-	slices.SortStableFunc(ranked, func(a, b QueueStats) int { return cmp.Compare(attentionRank(a), attentionRank(b)) })
+	byName := slices.Clone(out.Queues)
+	slices.SortStableFunc(byName, func(a, b QueueStats) int { return cmp.Compare(attentionRank(a), attentionRank(b)) })
+	ranked := inTurns(byName, func(q QueueStats) string { return q.Queue },
+		sortedBy(byName, func(q QueueStats) bool { return q.DLQDepth > 0 }, func(q QueueStats) int64 { return q.DLQDepth }),
+		sortedBy(byName, func(q QueueStats) bool { return q.Visible+q.WaitingRetry > 0 }, func(q QueueStats) int64 { return q.Visible + q.WaitingRetry }),
+		sortedBy(byName, func(q QueueStats) bool { return q.LastHour.Failed+q.LastHour.DeadLettered > 0 },
+			func(q QueueStats) int64 { return q.LastHour.Failed + q.LastHour.DeadLettered }),
+		sortedBy(byName, func(q QueueStats) bool { return q.Paused }, func(q QueueStats) int64 { return q.Depth }))
 	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: []string{strings.Repeat("x", 300)}})
 	if n == 0 {
 		return
@@ -89,7 +98,7 @@ func (s *Service) fitQueueStats(out *QueueStatsResult) {
 	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	out.Queues, out.Omitted = ranked, n
 	out.Notes, out.Asks = nil, nil
-	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (those with dead messages, failures, a backlog or a pause first) so that the response stays under %d characters",
+	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (in turns, those with the most dead messages, the largest backlogs, the most failures in the last hour, and the paused ones) so that the response stays under %d characters",
 		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget), 0)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -306,11 +307,18 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 		queues[i] = newQueue(t, st)
 	}
 	// The queues an operator acts on are named last, so that a list cut
-	// by name would lose them.
+	// by name would lose them; and more queues than fit hold a dead
+	// message each, so that a list of those first would lose the
+	// backlog, and the queue with the most dead among them.
 	slices.Sort(queues)
 	dead, backlog := queues[total-1], queues[total-2]
 	if err := st.BulkLoadDead(ctx, dead, 3, 1); err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range queues[:total-2] {
+		if err := st.BulkLoadDead(ctx, q, 1, 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := st.SendBatch(ctx, backlog, []store.NewMessage{{Payload: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
@@ -365,8 +373,9 @@ func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
 	if h.Status != ops.HealthStalled || h.Queues != total || h.Backlog != total || h.Omitted == 0 || len(h.Reasons)+h.Omitted != total || len(h.Notes) != 1 {
 		t.Fatalf("status %s, %d queues, backlog %d, %d reasons listed, %d omitted, notes %v", h.Status, h.Queues, h.Backlog, len(h.Reasons), h.Omitted, h.Notes)
 	}
-	if !strings.HasSuffix(h.Notes[0], "; pgbus health on the command line lists them all") {
-		t.Errorf("note %q does not say where to see them all", h.Notes[0])
+	if !strings.HasSuffix(h.Notes[0], "; pgbus health on the command line lists them all") || !strings.Contains(h.Notes[0], "left out: ") ||
+		!regexp.MustCompile(`left out: (\w+ \d+, )*queue_paused 3\b`).MatchString(h.Notes[0]) {
+		t.Errorf("note %q does not say which reasons it left out, and where to see them all", h.Notes[0])
 	}
 	for _, r := range h.Reasons {
 		if r.Status != ops.HealthStalled {
