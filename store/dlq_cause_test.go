@@ -114,7 +114,8 @@ func TestDeadErrorNormBounds(t *testing.T) {
 		`{"message":"not allowed here","field":"a"}`: `{<str>:"not allowed here",<str>:<str>}`,
 		"name 'Ada Lovelace' taken; id 'u1'":         "name 'Ada Lovelace' taken; id <str>",
 		"job `make all` failed in `/tmp`":            "job `make all` failed in <str>",
-		"request req-20240101x: sha256 mismatch":     "request <id>: <id> mismatch",
+		"request req-20240101x: sha256 mismatch":     "request req-<n>x: sha<n> mismatch",
+		"key k7Xq2Lp9 and a1b2c3 unknown":            "key <id> and <id> unknown",
 		"stray  control ":                          "stray control",
 		// A number is one value, its sign and decimals included; a
 		// dash between digits (a date) stays.
@@ -123,6 +124,12 @@ func TestDeadErrorNormBounds(t *testing.T) {
 		"amount must be positive, got -20":        "amount must be positive, got <n>",
 		"x=-5 y=(-1.5) on 2024-01-01 at 10.0.0.1": "x=<n> y=(<n>) on <n>-<n>-<n> at <n>",
 		"sentence ends at 3. Then more":           "sentence ends at <n>. Then more",
+		// A number with a unit or a name is that number, whatever its
+		// width: 919ms and 1544ms are one cause.
+		"timeout after 919ms talking to 10.0.3.7:5432":  "timeout after <n>ms talking to <n>:<n>",
+		"timeout after 1544ms talking to 10.0.3.9:5432": "timeout after <n>ms talking to <n>:<n>",
+		"body of 2048KB over 512KB":                     "body of <n>KB over <n>KB",
+		"user5 and user357 and order-12345 missing":     "user<n> and user<n> and order-<n> missing",
 	} {
 		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
 			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
