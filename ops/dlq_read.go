@@ -320,6 +320,7 @@ type DeadMessage struct {
 	DeadLetteredAt     time.Time         `json:"dead_lettered_at"`
 	DeadLetter         *DeadLetter       `json:"dead_letter,omitempty" jsonschema_description:"Why and when the message died: reason, source queue and id, attempts, and the last error with its backtrace. Absent for a message put in the DLQ by another client."`
 	Headers            json.RawMessage   `json:"headers,omitempty" jsonschema_description:"The message's headers without the dead-letter block, secrets redacted."`
+	HeadersLeftOut     int               `json:"headers_left_out,omitempty" jsonschema_description:"Headers not shown, as they did not fit; notes says how many there are."`
 	Deadline           *time.Time        `json:"deadline,omitempty" jsonschema_description:"Its deadline (pgbus_deadline header), when it has one."`
 	DeadlinePassed     bool              `json:"deadline_passed,omitempty" jsonschema_description:"Its deadline has passed: a retry leaves it in the DLQ (a worker would dead-letter it again without running it) unless clear_deadline is set."`
 	SafeFields         map[string]string `json:"safe_fields,omitempty" jsonschema_description:"Values of the payload fields the operator named safe, shown even when the payload is hidden, secrets redacted; fields the payload lacks are left out."`
@@ -414,7 +415,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	}
 	out.SafeFields = v.safeFields(s.opts.SafeFields, m.Payload)
 	var n string
-	out.Headers, n = v.headers(m.Headers)
+	out.Headers, n, out.HeadersLeftOut = v.headers(m.Headers)
 	note(n)
 	pv := v.payload(m.Payload, b.Payload)
 	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated, out.PayloadRedacted = pv.shown, pv.payload, pv.preview, pv.truncated, pv.redacted

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -363,10 +364,11 @@ func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 }
 
 // headers returns headers without the dead-letter block (shown decoded),
-// secrets redacted; headers over the bound are left out with a note.
-func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string) {
+// secrets redacted; headers over the bound are shortened to those that
+// fit, or left out, with a note and how many were not shown.
+func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string, int) {
 	if len(raw) == 0 {
-		return nil, ""
+		return nil, "", 0
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil && obj != nil {
@@ -377,13 +379,47 @@ func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string) {
 	}
 	red, n, ok := RedactJSON(raw)
 	if !ok {
-		return nil, "headers hidden: they are not valid JSON"
+		return nil, "headers hidden: they are not valid JSON", 1
 	}
 	v.redacted += n
 	if len(red) > v.bounds.Headers {
-		return nil, fmt.Sprintf("headers left out: they are %d bytes", len(red))
+		part, shown, all := fitHeaders(red, v.bounds.Headers)
+		if shown > 0 {
+			return part, fmt.Sprintf("headers shortened: %d of the %d are shown (pgbus's own first, then by name, those that fit), as they are %d bytes in all", shown, all, len(red)), all - shown
+		}
+		return nil, fmt.Sprintf("headers left out: they are %d bytes", len(red)), max(all, 1)
 	}
-	return red, ""
+	return red, "", 0
+}
+
+// fitHeaders returns as many of the headers of red, a JSON object, as fit
+// in max bytes, pgbus's own (pgbus_kind, pgbus_deadline, ...) first, then
+// by name, skipping one too large for what is left; and how many it
+// shows of how many.
+func fitHeaders(red json.RawMessage, max int) (json.RawMessage, int, int) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(red, &obj) != nil || obj == nil {
+		return nil, 0, 0
+	}
+	other := func(k string) int {
+		if strings.HasPrefix(k, "pgbus_") {
+			return 0
+		}
+		return 1
+	}
+	keys := slices.SortedFunc(maps.Keys(obj), func(a, b string) int { return cmp.Or(cmp.Compare(other(a), other(b)), strings.Compare(a, b)) })
+	kept := map[string]json.RawMessage{}
+	size := 2 // {}
+	for _, k := range keys {
+		key, _ := json.Marshal(k)
+		if n := len(key) + 1 + len(obj[k]) + 1; size+n <= max {
+			kept[k], size = obj[k], size+n
+		}
+	}
+	if len(kept) == 0 {
+		return nil, 0, len(obj)
+	}
+	return marshalPlain(kept), len(kept), len(obj)
 }
 
 // cutBytes cuts s to at most max bytes on a character boundary.
