@@ -108,7 +108,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	}
 	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: path})
 	if err != nil {
-		return DLQSummary{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		return DLQSummary{}, explain(err, queueHint(err, OpDLQSummary))
 	}
 	if len(sum.Groups) == 0 {
 		if err := s.groupElsewhere(ctx, f); err != nil {
@@ -235,7 +235,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		page, err := s.store.ListDead(ctx, f, cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
-				return DLQList{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+				return DLQList{}, explain(err, queueHint(err, OpDLQList))
 			}
 			// The first page of this call's filters, all of them: with
 			// the queue alone it would list other messages.
@@ -469,4 +469,14 @@ func deadlineOf(headers json.RawMessage, now time.Time) (*time.Time, bool) {
 		return nil, false
 	}
 	return &at, at.Before(now)
+}
+
+// queueHint is the next step of a read of dead messages refused for its
+// queue: the same read of the queue whose level it named (orders for
+// orders_p1), or the list of queues.
+func queueHint(err error, op string) Hint {
+	if lvl := (*store.LevelError)(nil); errors.As(err, &lvl) {
+		return hint(op, "the dead messages of every level of queue "+lvl.Queue, "queue", lvl.Queue)
+	}
+	return hint(OpQueueStats, "lists the queues there are")
 }

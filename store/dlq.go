@@ -434,11 +434,22 @@ func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
 func (s *Store) dlqMissing(ctx context.Context, dlq string) error {
 	name := deadBaseOf(dlq)
 	if base, level, ok, err := levelOf(ctx, s.reads, name); err == nil && ok {
-		return invalidf("queue %q is priority level %d of queue %q, not a queue of its own: its dead messages are in the DLQ of queue %q; pass queue %q",
-			name, level, base, base, base)
+		return &LevelError{Queue: base, err: invalidf("queue %q is priority level %d of queue %q, not a queue of its own: its dead messages are in the DLQ of queue %q; pass queue %q",
+			name, level, base, base, base)}
 	}
 	return notFoundf("queue %q has no dead-letter queue %q", name, dlq)
 }
+
+// LevelError is the error of a priority level's name (orders_p1) given
+// for the dead messages of a queue: they are in the DLQ of Queue, the
+// queue it is a level of. It is ErrInvalid.
+type LevelError struct {
+	Queue string
+	err   error
+}
+
+func (e *LevelError) Error() string { return e.err.Error() }
+func (e *LevelError) Unwrap() error { return e.err }
 
 // deadExistingQueues returns those of names whose PGMQ queue table exists. It
 // asks the catalog each time: another process may have dropped a queue.

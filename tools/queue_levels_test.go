@@ -185,3 +185,18 @@ func TestQueueMessagesOfAPlainQueueSayNoLevel(t *testing.T) {
 		t.Fatalf("messages of plain queue %s: %s; want one message without a priority", q, resultText(res))
 	}
 }
+
+// The dead messages of a priority level asked for by the level's name
+// are refused, the next step being the same read of its queue, whose DLQ
+// holds every level's.
+func TestDeadReadOfALevelPointsAtItsQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newLevelledQueue(t, e.st, 2)
+	for _, tool := range []string{"pgbus_dlq_list", "pgbus_dlq_summary"} {
+		m := e.metaOf(t, tool, map[string]any{"queue": q + "_p1"})
+		if m.Kind != ops.KindInvalid || len(m.Next) != 1 || m.Next[0].Tool != tool || m.Next[0].Arguments["queue"] != q {
+			t.Errorf("%s of level 1 of %s: %+v; want kind invalid and %s of %s as the next step", tool, q, m, tool, q)
+		}
+	}
+}
