@@ -70,7 +70,7 @@ func TestDiscardedMessagesAreRestored(t *testing.T) {
 	// The preview restores nothing and records nothing.
 	query = url.Values{"queue": {q}, "id": {fmt.Sprint(ids[0]), fmt.Sprint(ids[1])}}
 	code, page, _ = b.get("/dlq/restore?" + query.Encode())
-	if code != http.StatusOK || !strings.Contains(page, "2 of 2 selected messages") || strings.Count(page, ops.OutcomeWouldRestore) != 2 {
+	if code != http.StatusOK || !strings.Contains(page, "2 of 2 selected messages") || strings.Count(page, "would be restored") != 2 || strings.Contains(page, ops.OutcomeWouldRestore) {
 		t.Fatalf("the preview of the restore: %d\n%s", code, page)
 	}
 	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 1 {
