@@ -267,7 +267,8 @@ func partialTail(p []byte) int {
 // return that would overwrite a line, DEL and the C1 controls (U+009B
 // starts an escape sequence too), and the bidirectional controls that
 // reorder what a terminal shows (U+202E, the right-to-left override, can
-// make a table's row read otherwise than it is). Text from the database,
+// make a table's row read otherwise than it is), and the invisible ones
+// (U+200B, the zero-width space). Text from the database,
 // a job's kind or an error message another client wrote, then cannot
 // drive or disguise the terminal it is printed on; within a JSON string
 // the escape means the same character, so --json output keeps its data
@@ -316,7 +317,11 @@ func unsafeOnTerminal(r rune, size int) bool {
 	case r >= 0x7f && r <= 0x9f:
 		return true
 	}
-	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	// The bidirectional controls, and the invisible characters that make
+	// two names that read alike differ (a zero-width space, a word
+	// joiner, a byte order mark); the zero-width joiner of emoji stays.
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
+		r == 0x200b || r == 0x2060 || r == 0xfeff
 }
 
 func (s *stdoutWriter) failed() error {

@@ -23,6 +23,7 @@ func TestTerminalSafe(t *testing.T) {
 		"kind k\u202eY | 42":                       `kind k\u202eY | 42`,
 		"\u2066isolates\u2069 \u200e\u200f \u061c": `\u2066isolates\u2069 \u200e\u200f \u061c`,
 		"emoji 👍🏽 and \u200d joiner, עברית":        "emoji 👍🏽 and \u200d joiner, עברית",
+		"or\u200bders \u2060 \ufeff":               `or\u200bders \u2060 \ufeff`,
 	} {
 		if got := string(terminalSafe([]byte(in))); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
