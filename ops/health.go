@@ -262,8 +262,9 @@ type OverviewRequest struct {
 	// MaxQueues lists at most that many queues, those that most need an
 	// operator first; QueuesOmitted counts the others.
 	MaxQueues int
-	// QueueNameContains lists only the queues whose names contain it,
-	// for a person looking for one among hundreds; "" lists every queue.
+	// QueueNameContains lists only the queues whose names contain it, in
+	// any case, for a person looking for one among hundreds; "" lists
+	// every queue.
 	// The health verdict stays that of every queue.
 	QueueNameContains string
 }
@@ -305,7 +306,9 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 	o.QueueSet = queueSet(o.Queues)
 	if req.QueueNameContains != "" {
 		n := len(o.Queues)
-		o.Queues = slices.DeleteFunc(o.Queues, func(q QueueStats) bool { return !strings.Contains(q.Queue, req.QueueNameContains) })
+		// Names are lower case: ORDERS finds orders.
+		want := strings.ToLower(req.QueueNameContains)
+		o.Queues = slices.DeleteFunc(o.Queues, func(q QueueStats) bool { return !strings.Contains(q.Queue, want) })
 		o.QueuesFiltered = n - len(o.Queues)
 	}
 	slices.SortStableFunc(o.Queues, byAttention)

@@ -216,7 +216,7 @@ func (r ThroughputRequest) bound(out *ThroughputResult) {
 	if r.QueueNameContains != "" {
 		n := len(out.Queues)
 		out.Queues = slices.DeleteFunc(out.Queues, func(q QueueThroughput) bool {
-			return q.Queue != r.Chart && !strings.Contains(q.Queue, r.QueueNameContains)
+			return q.Queue != r.Chart && !strings.Contains(q.Queue, strings.ToLower(r.QueueNameContains))
 		})
 		out.Filtered = n - len(out.Queues)
 	}
