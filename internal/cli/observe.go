@@ -93,7 +93,7 @@ pgbus_workers.`,
 				}
 				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT")
 				for _, w := range ws.Workers {
-					t.row(w.Status, w.Hostname, w.PID, strings.Join(w.Queues, ","), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
+					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
 				}
 				if err := t.flush(); err != nil {
 					return err
@@ -400,4 +400,25 @@ func noLiveMessages(req ops.QueueMessagesRequest) string {
 		return "no more " + what
 	}
 	return "no " + what
+}
+
+// queueList words the queues of a worker process for a table cell: as
+// many as fit, then how many more (omitted of them left out already)
+// and where they are listed.
+func queueList(queues []string, omitted int) string {
+	var b strings.Builder
+	for i, q := range queues {
+		if b.Len()+len(q) > maxCell-40 {
+			omitted += len(queues) - i
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(q)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, " +%d more (--json lists them)", omitted)
+	}
+	return b.String()
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -65,4 +68,31 @@ func TestJSONErrorLineCannotDriveTheTerminal(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil || got.Error != line {
 		t.Fatalf("--json error line %q reads back as %q, %v; want %q", buf.String(), got.Error, err, line)
 	}
+}
+
+// A worker's queues that do not fit in a table cell are counted, not cut
+// off in the middle of a name.
+func TestQueueListSaysHowManyMore(t *testing.T) {
+	t.Parallel()
+	var qs []string
+	for i := range 100 {
+		qs = append(qs, fmt.Sprintf("orders_%03d", i))
+	}
+	got := queueList(qs, 0)
+	if !strings.HasPrefix(got, "orders_000,orders_001,") || !strings.HasSuffix(got, " more (--json lists them)") || len([]rune(got)) > maxCell ||
+		strings.Count(got, "orders_")+mustAtoi(t, got[strings.LastIndex(got, "+")+1:strings.LastIndex(got, " more")]) != 100 {
+		t.Fatalf("queueList of 100 queues = %q; want the first ones whole and how many more, within %d characters", got, maxCell)
+	}
+	if got := queueList([]string{"a", "b"}, 0); got != "a,b" {
+		t.Fatalf("queueList of two = %q", got)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }
