@@ -165,7 +165,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
 	}
-	if missing && there["pgbus"] {
+	if missing && there["pgbus"] && pgmqMigrated(ctx, tx) {
 		return st, &kindError{kind: errors.Join(ErrSchemaMissing, ErrPGMQMissing), msg: "the database has the pgbus schema but not PGMQ's tables, which hold the queues (schema pgmq with its table meta): " +
 			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and pgbus migrate --install-pgmq PGMQ_SQL (PGMQ's pgmq.sql) makes an empty PGMQ for pgbus to use"}
 	}
@@ -243,4 +243,14 @@ func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
 	}
 	return &kindError{kind: errors.Join(e.kind, ErrStandby), msg: strings.TrimSuffix(e.msg, "; migrate it with a role that may create tables") +
 		"; this server is a standby (a read replica), which takes no writes and follows the primary's schema: run pgbus migrate against the primary, and this one has the new schema once it replays it"}
+}
+
+// pgmqMigrated reports whether the record of migrations holds the first,
+// which makes PGMQ's tables: a record without it is a migration under way
+// in another process (its record is made before its first migration), or
+// never finished; false too when the record cannot be read.
+func pgmqMigrated(ctx context.Context, tx pgx.Tx) bool {
+	var done bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = 1)`).Scan(&done)
+	return err == nil && done
 }

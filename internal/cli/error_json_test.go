@@ -109,7 +109,7 @@ func decodeErrorJSON(t *testing.T, r run) errorJSON {
 func TestJSONErrorsOnlyWithJSON(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"migrate", "--json"},
+		{"demo", "--json"},
 		{"dlq", "list", "--limit", "abc", "--json=false"},
 		{"dlq", "list", "--json", "--json=false", "--bogus"},
 	} {
