@@ -143,9 +143,15 @@ func (l *JobLog) Flush() {
 	}
 }
 
+// maxIdleSummaries is how many queues that settled nothing get a summary
+// line of zeros each; past it, one line counts them all: a process of
+// hundreds of queues ended with a screenful of zeros.
+const maxIdleSummaries = 10
+
 // Summary logs one line per queue with what it did since the JobLog was
 // made; each of queues that settled nothing gets a line of zeros (unless
-// its priority levels have lines).
+// its priority levels have lines), or, past maxIdleSummaries of them, one
+// line counts them.
 func (l *JobLog) Summary(queues []string) {
 	l.mu.Lock()
 	total := make(map[string]jobCounts, len(l.total))
@@ -153,18 +159,28 @@ func (l *JobLog) Summary(queues []string) {
 		total[q] = *c
 	}
 	l.mu.Unlock()
+	var idle []string
 	for _, q := range queues {
 		levels := false
 		for name := range total {
 			levels = levels || isLevelOf(name, q)
 		}
 		if _, ok := total[q]; !ok && !levels {
+			idle = append(idle, q)
+		}
+	}
+	if len(idle) <= maxIdleSummaries {
+		for _, q := range idle {
 			total[q] = jobCounts{}
 		}
 	}
 	for _, q := range sortedKeys(total) {
 		c := total[q]
 		l.log.Info("pgbus: summary of this run", c.attrs(q)...)
+	}
+	if len(idle) > maxIdleSummaries {
+		slices.Sort(idle)
+		l.log.Info("pgbus: summary of this run: queues that settled nothing", "queues", len(idle), "first", strings.Join(idle[:3], ","))
 	}
 }
 

@@ -120,3 +120,21 @@ func TestJobLogClipsLongKinds(t *testing.T) {
 		t.Errorf("a dead letter of a 150,000-byte kind logged as %d bytes, want the kind cut to %d, marked: %.300s", len(out), engine.MaxKindBytes, out)
 	}
 }
+
+// A process of many queues that settled nothing ends with one line that
+// counts them, not a line of zeros for each.
+func TestJobLogSummaryCountsManyIdleQueues(t *testing.T) {
+	var logs pgtest.SyncBuffer
+	jobs := runner.NewJobLog(slog.New(slog.NewTextHandler(&logs, nil)))
+	jobs.JobFinished(context.Background(), &engine.Job{Queue: "orders", ID: 1}, engine.Finish{Outcome: engine.OutcomeSucceeded})
+	queues := []string{"orders"}
+	for i := range 700 {
+		queues = append(queues, fmt.Sprintf("idle_%03d", i))
+	}
+	jobs.Summary(queues)
+	out := logs.String()
+	if n := strings.Count(out, "summary of this run"); n != 2 || !strings.Contains(out, "queue=orders succeeded=1") ||
+		!strings.Contains(out, "queues that settled nothing\" queues=700 first=idle_000,idle_001,idle_002") {
+		t.Fatalf("the summary of 1 busy and 700 idle queues: %d lines, want the busy one's and one counting the others:\n%s", n, out)
+	}
+}
