@@ -18,9 +18,7 @@ type DLQRecount struct {
 }
 
 // sqlCountedDLQs lists each DLQ whose group counts are kept by its
-// triggers, with what they add up to and the rows its table holds, read
-// in one statement: one snapshot, in which a dead-lettering's rows and
-// their counts are both there or both not.
+// triggers.
 const sqlCountedDLQs = `
 	SELECT m.queue_name
 	FROM pgmq.meta m
@@ -51,6 +49,8 @@ func (s *Store) RecountDLQs(ctx context.Context) ([]DLQRecount, error) {
 	var failed error
 	for _, dlq := range dlqs {
 		r := DLQRecount{DLQ: dlq}
+		// Rows and counts in one statement: one snapshot, in which a
+		// dead-lettering's rows and their counts are both there or not.
 		err := s.reads.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+queueTable(dlq)+`), `+dlqCountedDepth("$1"), dlq).Scan(&r.Rows, &r.Counted)
 		if err == nil && r.Rows == r.Counted {
 			continue

@@ -79,4 +79,15 @@ func TestSchemaWithoutPGMQSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("%s without schema pgmq: %v; want ErrPGMQMissing saying to restore schema pgmq", name, err)
 		}
 	}
+	// What the error names works: PGMQ installed from its script, the
+	// database migrates and is whole.
+	if _, err := s.InstallPGMQ(ctx, pgtest.PGMQScript(t)); err != nil {
+		t.Fatalf("InstallPGMQ where schema pgmq is gone: %v", err)
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate once PGMQ is installed: %v", err)
+	}
+	if _, err := s.CheckSchema(ctx); err != nil {
+		t.Fatalf("CheckSchema once PGMQ is installed: %v", err)
+	}
 }
