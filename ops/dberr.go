@@ -86,6 +86,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	if lim := store.LimitOf(*err); lim != store.NoLimit && ctx.Err() == nil {
+		if lim == store.LimitReadOnly && s.onStandby(ctx) {
+			*err = standbyError(*err)
+			return
+		}
 		*err = limitError(*err, lim, e, s.store.User())
 		return
 	}
@@ -94,6 +98,26 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	*err = unexplained(resourceError(*err, e))
+}
+
+// onStandby reports whether the server is known to be a standby.
+func (s *Service) onStandby(ctx context.Context) bool {
+	r, err := s.store.ReplicaState(ctx)
+	return err == nil && r.Standby
+}
+
+// standbyError is err, a write refused by a standby (a read replica),
+// which takes none: no write of the call was made there, and no setting
+// changes that, so it is refused as a read-only server's write is
+// (ErrReadOnly), saying where writes go. A bulk call keeps its own error,
+// which says what it did: only its cause is said so.
+func standbyError(err error) error {
+	msg := fmt.Sprintf("this server is a standby (a read replica), which takes no writes (%v): nothing was changed; point pgbus at the primary server (its DATABASE_URL) to make the call there; reads work here as they are", err)
+	if partial, _ := partialCause(err); partial != nil {
+		*partial = cause{msg: msg, err: errors.Join(ErrReadOnly, *partial)}
+		return err
+	}
+	return &Error{Msg: msg, Err: errors.Join(ErrReadOnly, err)}
 }
 
 // permissionError is err, a statement the role pgbus connects as may not

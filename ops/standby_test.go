@@ -65,3 +65,30 @@ func TestHealthOnALaggingStandby(t *testing.T) {
 		}
 	}
 }
+
+// A write on a standby is refused as a read-only server's is (kind
+// read_only), saying the server is a standby and where writes go, not
+// that a DBA's setting refused it; the dead message stays.
+func TestWriteOnAStandbyIsReadOnly(t *testing.T) {
+	t.Parallel()
+	primaryURL, standbyURL := pgtest.Standby(t)
+	primary := pgtest.OpenStore(t, primaryURL)
+	ctx := testContext(t)
+	q := pgtest.NewQueue(t, primary, "standby_w")
+	ids := pgtest.DeadLetter(t, primary, q, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+	pgtest.CaughtUp(t, primaryURL, standbyURL)
+	standby, err := store.Open(ctx, standbyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(standby.Close)
+	svc := newService(t, standby, ops.Options{})
+	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
+	if ops.ErrorKind(err) != ops.KindReadOnly || !strings.Contains(err.Error(), "this server is a standby (a read replica), which takes no writes") ||
+		!strings.Contains(err.Error(), "point pgbus at the primary server") || strings.Contains(err.Error(), "default_transaction_read_only") {
+		t.Fatalf("a retry on the standby: kind %q, %v; want read_only, saying it is a standby and to use the primary", ops.ErrorKind(err), err)
+	}
+	if n := pgtest.Live(t, primary, q+"_dlq"); n != 1 {
+		t.Fatalf("%d dead messages on the primary after the refused retry, want 1", n)
+	}
+}
