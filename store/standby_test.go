@@ -91,3 +91,20 @@ func TestSchemaWithoutPGMQSaysWhatIsMissing(t *testing.T) {
 		t.Fatalf("CheckSchema once PGMQ is installed: %v", err)
 	}
 }
+
+// A URL that asks for a server taking writes (target_session_attrs
+// read-write) and reaches only a standby says so, not to check the host
+// and port it reached.
+func TestConnectToOnlyAStandbyForWrites(t *testing.T) {
+	t.Parallel()
+	_, standbyURL := pgtest.Standby(t)
+	s, err := store.Open(testContext(t), standbyURL+"&target_session_attrs=read-write")
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a standby as a server that takes writes")
+	}
+	if !strings.Contains(err.Error(), "take no writes (standbys, refused by its target_session_attrs=read-write): the primary is down or a failover is under way") ||
+		strings.Contains(err.Error(), "host and port are right") {
+		t.Fatalf("Open of a standby for writes: %v; want it to say the servers that answered are standbys", err)
+	}
+}

@@ -220,6 +220,10 @@ func scanTimesInUTC(_ context.Context, conn *pgx.Conn) error {
 // that answered and refused says why, so the advice follows its reason;
 // one that did not answer is down or elsewhere.
 func connectAdvice(err error) string {
+	if errors.Is(err, pgconn.ErrReadOnlyConnection) {
+		return "the servers of DATABASE_URL that answered take no writes (standbys, refused by its target_session_attrs=read-write): " +
+			"the primary is down or a failover is under way; try again once a primary answers, or name the primary's host in DATABASE_URL"
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		if pgconn.Timeout(err) {
