@@ -70,7 +70,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -201,12 +201,28 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // that does not answer (down, restarting, taking no connections now) is
 // the verdict UNREACHABLE, its one reason database_unreachable saying why
 // and to check again in a moment, rather than an error that leaves the
-// caller to guess whether pgbus or the database is at fault. Other errors
-// stay errors.
+// caller to guess whether pgbus or the database is at fault. A database
+// that answers but kept the check from reading its tables in time (a
+// session holding a queue's table, an overload) is DEGRADED instead, its
+// one reason health_check_slow naming the session. Other errors stay
+// errors.
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 	h, err := s.Health(ctx)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		return h, err
+	}
+	if heldBy, answered := s.SlowRead(context.WithoutCancel(ctx)); answered {
+		// A session holding a table, or a database too busy to answer in
+		// time: it answers, so it is no outage, and an agent told it was
+		// would wait for one.
+		msg := "the health check ran out of time, though the database answers: it is overloaded, or a long statement holds a table"
+		if heldBy != "" {
+			msg = "the health check waited for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
+		}
+		msg, _ = RedactText(msg)
+		return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+			Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
+				Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil
 	}
 	msg, _ := RedactText(err.Error())
 	return Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -224,5 +225,32 @@ func TestSingleStatementGivenUpIsNotRunLater(t *testing.T) {
 	}
 	if out, err := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q}); err != nil || out.Visible != 1 {
 		t.Fatalf("run now once the lock went = %+v, %v; want 1", out, err)
+	}
+}
+
+// The health of a database where another session holds a queue's table
+// in ACCESS EXCLUSIVE mode, which every read of it waits for, is DEGRADED
+// with one reason naming that session, not UNREACHABLE: the database
+// answers, and an agent told it did not would wait for an outage.
+func TestHealthHeldByALockIsNoOutage(t *testing.T) {
+	t.Parallel()
+	s, q, _, svc := deadWithShortBound(t, 1)
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq.q_`+q+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.HealthOrUnreachable(ctx)
+	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
+		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", pid)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)) {
+		t.Fatalf("health while pid %d holds the queue's table: %+v, %v; want DEGRADED, health_check_slow naming the session", pid, h, err)
 	}
 }
