@@ -156,3 +156,23 @@ func TestElectionsOutliveIdleInTransactionTimeout(t *testing.T) {
 		t.Errorf("ending the retention turn, idle past idle_in_transaction_session_timeout: %v", err)
 	}
 }
+
+// A listener starts under a tiny work_mem and temp_file_limit, where
+// reading the view pg_settings spills to a temporary file the limit
+// refuses: it read its setting so, and every start failed.
+func TestListenUnderATinyTempFileLimit(t *testing.T) {
+	t.Parallel()
+	st, q := limitedStore(t, "work_mem = '64kB'", "temp_file_limit = '64kB'", "idle_session_timeout = '90s'")
+	ctx := testContext(t)
+	l, err := st.Listen(ctx)
+	if err != nil {
+		t.Fatalf("Listen under work_mem and temp_file_limit of 64kB: %v", err)
+	}
+	defer l.Close(ctx)
+	if _, err := st.Send(ctx, q, msg(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.WaitForSend(ctx); err != nil || got != q {
+		t.Fatalf("WaitForSend = %q, %v; want %q", got, err, q)
+	}
+}

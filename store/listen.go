@@ -50,9 +50,11 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	}
 	// In milliseconds; PostgreSQL before 14 has no such setting. Read
 	// before LISTEN, which pg_stat_activity then shows as the listener's
-	// query.
+	// query. current_setting, not the view pg_settings, whose read spills
+	// to a temporary file under a tiny work_mem and fails under as tiny a
+	// temp_file_limit.
 	var idle int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'idle_session_timeout'), 0)`).Scan(&idle); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM current_setting('idle_session_timeout', true)::interval) * 1000, 0)::bigint`).Scan(&idle); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("store: listen for sends: read idle_session_timeout: %w", err)
 	}
