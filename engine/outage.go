@@ -46,13 +46,16 @@ type outage struct {
 	// turned standby, default_transaction_read_only turned on), while
 	// reads went on answering.
 	readOnly bool
+	// diskFull: the server could not write for want of disk space, while
+	// reads went on answering.
+	diskFull bool
 }
 
 // failed reports whether err says the database cannot be reached (down,
 // restarting, the network to it cut, or silent past a call's deadline:
 // bounded), takes no more connections (max_connections or a CONNECTION
-// LIMIT reached), or takes no writes (a standby; reads answer meanwhile,
-// as a crowded server's open connections do), logging so at the first
+// LIMIT reached), or takes no writes (a standby, a full disk; reads
+// answer meanwhile, as a crowded server's open connections do), logging so at the first
 // such failure of an outage and then once per outageReminder. A caller
 // that gets true must not log err itself; other errors are its own to log.
 func (o *outage) failed(err error) bool {
@@ -61,7 +64,9 @@ func (o *outage) failed(err error) bool {
 	}
 	crowded := store.IsCrowded(err)
 	readOnly := store.LimitOf(err) == store.LimitReadOnly
-	if !crowded && !readOnly && !store.IsUnreachable(err) && !unanswered(err) {
+	code, _ := store.SQLState(err)
+	diskFull := code == "53100" // disk_full
+	if !crowded && !readOnly && !diskFull && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
 	o.mu.Lock()
@@ -71,8 +76,11 @@ func (o *outage) failed(err error) bool {
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
-		o.since, o.said, o.crowded, o.readOnly = now, now, crowded, readOnly
+		o.since, o.said, o.crowded, o.readOnly, o.diskFull = now, now, crowded, readOnly, diskFull
 		switch {
+		case diskFull:
+			o.log.Warn("pgbus: the database server is out of disk space: it cannot write; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
+				"free disk space on it (or give it a larger volume)", "err", err)
 		case readOnly:
 			o.log.Warn("pgbus: the database takes no writes (it is a standby now, or default_transaction_read_only was turned on for the role or database); "+
 				"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point DATABASE_URL at the primary, or turn the setting off",
@@ -86,8 +94,11 @@ func (o *outage) failed(err error) bool {
 		}
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
-		o.crowded, o.readOnly = o.crowded || crowded, o.readOnly || readOnly
+		o.crowded, o.readOnly, o.diskFull = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull
 		switch {
+		case diskFull:
+			o.log.Warn("pgbus: the database server is still out of disk space; the workers retry until it can write: free disk space on it",
+				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
 		case readOnly:
 			o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point DATABASE_URL at the primary",
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
@@ -99,7 +110,7 @@ func (o *outage) failed(err error) bool {
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
 		}
 	default:
-		o.crowded, o.readOnly = o.crowded || crowded, o.readOnly || readOnly
+		o.crowded, o.readOnly, o.diskFull = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull
 	}
 	return true
 }
@@ -116,10 +127,15 @@ func (o *outage) answered(start time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly) && time.Since(o.last) < crowdedQuiet {
+	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly || o.diskFull) && time.Since(o.last) < crowdedQuiet {
 		return
 	}
 	o.down.Store(false)
+	if o.diskFull {
+		o.log.Info("pgbus: the database server can write again; the workers carry on",
+			"after", time.Since(o.since).Round(100*time.Millisecond).String())
+		return
+	}
 	if o.readOnly {
 		o.log.Info("pgbus: the database takes writes again; the workers carry on",
 			"after", time.Since(o.since).Round(100*time.Millisecond).String())

@@ -65,3 +65,20 @@ func TestReadOnlyDatabaseIsOneOutage(t *testing.T) {
 		t.Fatalf("no end of the outage after %s without a refused write:\n%s", crowdedQuiet, logs.String())
 	}
 }
+
+// A server out of disk space is one outage for the log too, saying what
+// to do, where each loop logged the raw error at each try.
+func TestDiskFullIsOneOutage(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	o := &outage{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	full := &pgconn.PgError{Code: "53100", Message: `could not extend file "base/16384/16430": No space left on device`}
+	for range 20 {
+		if !o.failed(full) {
+			t.Fatal("a write refused for want of disk space was not taken for an outage")
+		}
+	}
+	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "out of disk space") || !strings.Contains(got, "free disk space on it") {
+		t.Fatalf("twenty writes refused for want of disk space: want one warning saying so and what to do:\n%s", got)
+	}
+}
