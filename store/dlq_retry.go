@@ -162,7 +162,7 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 		if err := s.retryRefs(ctx, refs, opts, &rep); err != nil {
 			return 0, err
 		}
-		if LimitOf(rep.firstErr) == LimitReadOnly {
+		if refusesEvery(rep.firstErr) {
 			return 0, rep.firstErr // every other message would be refused alike
 		}
 		if opts.DryRun {
@@ -758,4 +758,13 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	}
 	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
 	return sql, args
+}
+
+// refusesEvery reports whether err, one message's failed move, would be
+// every other one's too: a server that takes no writes, or lacks a
+// resource (disk space, memory, connections; SQLSTATE class 53), where
+// trying the rest of a large DLQ one by one would only fail as often.
+func refusesEvery(err error) bool {
+	code, _ := SQLState(err)
+	return LimitOf(err) == LimitReadOnly || strings.HasPrefix(code, "53")
 }
