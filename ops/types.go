@@ -8,11 +8,11 @@ import (
 )
 
 // QueueStats is what an operator or agent wants to know about one queue.
-// TotalSent, read from the queue's id sequence by a role that may, is
-// exact on a primary that ran without a crash; after a crash, and on a
-// standby, it may count up to 32 ids more a queue, which PostgreSQL logs
-// ahead for its sequences. It is a lower bound for a role that may only
-// read the tables.
+// TotalSent, read from the queue's id sequence by a role that may,
+// counts every id taken: those of sends and retries into the queue that
+// failed too, and after a crash, or on a standby, up to 32 more a queue,
+// which PostgreSQL logs ahead for its sequences. It is a lower bound for
+// a role that may only read the tables.
 type QueueStats struct {
 	Queue string `json:"queue" jsonschema_description:"Logical queue name"`
 	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.
