@@ -124,8 +124,17 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		parts = append(parts, "the step it was in, one transaction, was either done whole or not at all, and the steps of this call done before it stay done: check what is left before calling again")
 	}
 	parts = append(parts, again)
-	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err), Hints: hints}
+	kind := ErrUnavailable
+	if hints == nil {
+		kind = errors.Join(ErrUnavailable, errLockWait)
+	}
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(kind, err), Hints: hints}
 }
+
+// errLockWait is joined to the error of a call given up while it waited
+// for a lock another session holds: the database answers, and that
+// session is what to end.
+var errLockWait = errors.New("waited for another session's lock")
 
 // lockHolders asks, on behalf of a call given up by its bound b, who
 // holds locks on pgbus's and PGMQ's tables, within the bound and at most

@@ -202,24 +202,19 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // the verdict UNREACHABLE, its one reason database_unreachable saying why
 // and to check again in a moment, rather than an error that leaves the
 // caller to guess whether pgbus or the database is at fault. A database
-// that answers but kept the check from reading its tables in time (a
-// session holding a queue's table, an overload) is DEGRADED instead, its
-// one reason health_check_slow naming the session. Other errors stay
-// errors.
+// where another session's lock kept the check from reading its tables in
+// time is DEGRADED instead, its one reason health_check_slow naming the
+// session. Other errors stay errors.
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 	h, err := s.Health(ctx)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		return h, err
 	}
-	if heldBy, answered := s.SlowRead(context.WithoutCancel(ctx)); answered {
-		// A session holding a table, or a database too busy to answer in
-		// time: it answers, so it is no outage, and an agent told it was
-		// would wait for one.
-		msg := "the health check ran out of time, though the database answers: it is overloaded, or a long statement holds a table"
-		if heldBy != "" {
-			msg = "the health check waited for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
-		}
-		msg, _ = RedactText(msg)
+	if errors.Is(err, errLockWait) {
+		// A session holding a table: the database answers, so it is no
+		// outage, and an agent told it was would wait for one. Its error
+		// names the session and the statement that ends it.
+		msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
 		return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
 			Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
 				Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil

@@ -250,7 +250,7 @@ func TestHealthHeldByALockIsNoOutage(t *testing.T) {
 	}
 	h, err := svc.HealthOrUnreachable(ctx)
 	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
-		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", pid)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)) {
+		!strings.Contains(h.Reasons[0].Message, "for a lock another session holds") || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", pid)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)) {
 		t.Fatalf("health while pid %d holds the queue's table: %+v, %v; want DEGRADED, health_check_slow naming the session", pid, h, err)
 	}
 }
