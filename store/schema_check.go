@@ -246,11 +246,13 @@ func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
 }
 
 // pgmqMigrated reports whether the record of migrations holds the first,
-// which makes PGMQ's tables: a record without it is a migration under way
-// in another process (its record is made before its first migration), or
-// never finished; false too when the record cannot be read.
+// which makes PGMQ's tables, while they are still missing: a record
+// without it is a migration under way in another process (its record is
+// made before its first migration), or never finished; false too when the
+// record cannot be read. One statement, one snapshot: the catalog read
+// before may predate that migration's commit, which this one then sees.
 func pgmqMigrated(ctx context.Context, tx pgx.Tx) bool {
-	var done bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = 1)`).Scan(&done)
-	return err == nil && done
+	var gone bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = 1) AND to_regclass('pgmq.meta') IS NULL`).Scan(&gone)
+	return err == nil && gone
 }
