@@ -36,4 +36,11 @@ func (v durationValue) Set(s string) error {
 }
 
 func (v durationValue) Type() string   { return "duration" }
-func (v durationValue) String() string { return v.d.String() }
+// String gives a zero duration as "0", which the help takes for no default:
+// "0s" printed "(default 0s)" after a default the usage names itself.
+func (v durationValue) String() string {
+	if *v.d == 0 {
+		return "0"
+	}
+	return v.d.String()
+}

@@ -34,6 +34,13 @@ func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 				t.Errorf("pgbus %s --help prints %q from the environment:\n%s", strings.Join(path, " "), secret, r.stdout)
 			}
 		}
+		// Read here, where every page is at hand: a flag says its default
+		// once, or a page says "(default 168h) (default 0s)".
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Count(line, "(default ") > 1 {
+				t.Errorf("pgbus %s --help gives a flag two defaults: %s", strings.Join(path, " "), strings.TrimSpace(line))
+			}
+		}
 	}
 }
 
