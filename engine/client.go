@@ -44,8 +44,11 @@ type Config struct {
 	// breakers opening and closing, queues dropped and made again,
 	// retention's prunes. Default: none.
 	Logger *slog.Logger
-	// PollInterval is how often an idle queue is read when no notification
-	// arrives (messages sent by other PGMQ clients do not notify). Default 1s.
+	// PollInterval is how often idle queues are checked for a visible
+	// message when no notification arrives (a retry whose backoff ended, a
+	// message sent by another PGMQ client, which does not notify): one
+	// statement checks up to 100 of them, and a queue is read only once
+	// it holds one. Default 1s.
 	PollInterval time.Duration
 	// NoListen turns wake-ups by LISTEN/NOTIFY off: idle queues are read
 	// every PollInterval only. Without it, Run checks once per listener
@@ -280,6 +283,8 @@ type Client struct {
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
+	// idle are the workers waiting for work in their queues.
+	idle idleQueues
 }
 
 // NewClient makes a client over a migrated store.
@@ -706,6 +711,7 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(ctx)
 	bg.Go(func() { c.listen(bgCtx, workers) })
+	bg.Go(func() { c.checkIdle(bgCtx) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.SettingsRefresh, c.refreshSettings) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat) })
 	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats) })

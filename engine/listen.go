@@ -20,9 +20,9 @@ const deliveryCheckWait = 5 * time.Second
 const deliveryRecheck = 5 * time.Minute
 
 // listen wakes queue workers on the notification a send makes in its
-// transaction. A lost connection is re-made with backoff, and every queue is
-// woken after a reconnect since notifications may have been missed; polling
-// covers the gap meanwhile. When notifications cannot reach this process
+// transaction. A lost connection is re-made with backoff, and the idle
+// queues are checked at once after a reconnect since notifications may
+// have been missed; polling covers the gap meanwhile. When notifications cannot reach this process
 // (a pooler in transaction mode), it logs so once, leaves the queues to
 // polling, and checks again now and then.
 func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
@@ -95,7 +95,7 @@ func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWor
 		return err
 	}
 	listening()
-	pokeAll(byPhysical) // notifications may have been missed while disconnected
+	c.idle.checkNow() // notifications may have been missed while disconnected
 	for {
 		queue, err := c.waitForSend(ctx, l, byPhysical)
 		if err != nil {
@@ -132,7 +132,7 @@ func (c *Client) waitForSend(ctx context.Context, l *store.Listener, byPhysical 
 		if err != nil {
 			return "", err
 		}
-		pokeAll(byPhysical) // the check drops the notifications it meets
+		c.idle.checkNow() // the check drops the notifications it meets
 	}
 }
 
@@ -142,10 +142,4 @@ func (c *Client) closeListener(ctx context.Context, l *store.Listener) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.DatabaseCallTimeout)
 	defer cancel()
 	_ = l.Close(ctx)
-}
-
-func pokeAll(byPhysical map[string]*queueWorker) {
-	for _, w := range byPhysical {
-		w.poke()
-	}
 }

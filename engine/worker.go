@@ -186,7 +186,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 		w.c.outage.answered(start)
 		errDelay = 100 * time.Millisecond
 		if got < n {
-			w.idle(ctx)
+			w.waitForWork(ctx)
 		}
 	}
 }
@@ -343,7 +343,8 @@ func (w *queueWorker) release(n int) {
 	}
 }
 
-// idle waits for a notification or the poll interval.
+// idle waits for a notification or the poll interval: a paused queue's
+// wait, which reads nothing.
 func (w *queueWorker) idle(ctx context.Context) {
 	t := time.NewTimer(w.c.cfg.PollInterval)
 	defer t.Stop()
