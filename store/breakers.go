@@ -265,7 +265,7 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
 		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
 		WHERE b.name = o.name
-		RETURNING o.was, b.state, b.consecutive_failures, b.open_until`, name, truncate(errMsg, 1000)).Scan(&c.From, &c.To, &c.Failures, &until)
+		RETURNING o.was, b.state, b.consecutive_failures, b.open_until`, name, s.textFit(ctx).apply(truncate(errMsg, 1000))).Scan(&c.From, &c.To, &c.Failures, &until)
 	if err == pgx.ErrNoRows {
 		return BreakerChange{}, notFoundf("circuit breaker %q does not exist", name)
 	}

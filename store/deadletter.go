@@ -57,12 +57,12 @@ type DeadLettered struct {
 // SourceConsumer. The result is ordered by source id.
 func (s *Store) DeadLetterMany(ctx context.Context, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
 	return settled(ctx, func() ([]DeadLettered, error) {
-		return deadLetterWith(ctx, s.db, queue, dlq, source, items)
+		return deadLetterWith(ctx, s.db, s.textFit(ctx), queue, dlq, source, items)
 	})
 }
 
-func deadLetterWith(ctx context.Context, db querier, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
-	args, err := deadLetterArgs(queue, dlq, source, items)
+func deadLetterWith(ctx context.Context, db querier, fit textFit, queue, dlq, source string, items []DeadLetterItem) ([]DeadLettered, error) {
+	args, err := deadLetterArgs(fit, queue, dlq, source, items)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func validateDeadLetter(queue, dlq, source string, n int) error {
 
 // deadLetterArgs checks the call and turns the items into the parallel arrays
 // the statement unnests; nothing is sent when any item is bad.
-func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, error) {
+func deadLetterArgs(fit textFit, queue, dlq, source string, items []DeadLetterItem) ([]any, error) {
 	if err := validateDeadLetter(queue, dlq, source, len(items)); err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func deadLetterArgs(queue, dlq, source string, items []DeadLetterItem) ([]any, e
 		ids[i], reasons[i], maxRetries[i] = it.MsgID, it.Reason, int32(it.MaxRetries)
 		reads[i], enqs[i] = int32(it.ReadCount), it.EnqueuedAt
 		if it.Failure != nil {
-			f := it.Failure.bounded()
+			f := it.Failure.bounded(fit)
 			attempts[i] = int32(f.Attempt)
 			kinds[i], classes[i], messages[i], traces[i] = &f.Kind, &f.ErrorClass, &f.ErrorMessage, &f.Backtrace
 			details[i] = f.Detail.json()
@@ -171,8 +171,14 @@ func sqlDeadISO(expr string) string {
 	return `to_char((` + expr + `) AT TIME ZONE 'UTC', ` + sqlDeadISOFormat + `)`
 }
 
+// sqlCutMark is the ellipsis that marks a cut, or three dots where the
+// database's encoding has no ellipsis: the character is made at run time,
+// as a literal '…' in the statement's text made PostgreSQL refuse the
+// whole statement in such a database, whether it cut anything or not.
+const sqlCutMark = `(CASE WHEN getdatabaseencoding() = 'UTF8' THEN convert_from(decode('e280a6', 'hex'), 'UTF8') ELSE '...' END)`
+
 func sqlDeadTruncate(expr string, max int) string {
-	return fmt.Sprintf(`(CASE WHEN char_length(%[1]s) <= %[2]d THEN %[1]s ELSE left(%[1]s, %[3]d) || '…' END)`, expr, max, max-1)
+	return fmt.Sprintf(`(CASE WHEN char_length(%[1]s) <= %[2]d THEN %[1]s ELSE left(%[1]s, %[3]d) || `+sqlCutMark+` END)`, expr, max, max-1)
 }
 
 func sqlDeadBacktrace(expr string) string {

@@ -80,19 +80,21 @@ type FailureRecord struct {
 // on error text (DeadFilter.Text) matched against a secret kept whole
 // would tell whoever may list dead messages, guess by guess, what the
 // [REDACTED] they are shown hides.
-func (f Failure) bounded() Failure {
-	f.ErrorMessage = storedText(f.ErrorMessage, HistoryErrorMessageMax)
-	f.Backtrace = storedText(f.Backtrace, HistoryBacktraceMax)
+//
+// fit makes the texts fit the database's encoding (see textFit).
+func (f Failure) bounded(fit textFit) Failure {
+	f.ErrorMessage = fit.apply(storedText(f.ErrorMessage, HistoryErrorMessageMax))
+	f.Backtrace = fit.apply(storedText(f.Backtrace, HistoryBacktraceMax))
 	if f.ErrorClass == "" {
 		f.ErrorClass = "error"
 	}
-	f.ErrorClass = truncate(f.ErrorClass, 200)
-	f.Kind = truncate(f.Kind, MaxDeadFilterName)
+	f.ErrorClass = fit.apply(truncate(f.ErrorClass, 200))
+	f.Kind = fit.apply(truncate(f.Kind, MaxDeadFilterName))
 	if utf8.RuneCountInString(f.Detail.Output) > FailureOutputMax {
 		f.Detail.OutputTruncated = true
 	}
-	f.Detail.Output = storedText(f.Detail.Output, FailureOutputMax)
-	f.Detail.OutputSource = truncate(f.Detail.OutputSource, 40)
+	f.Detail.Output = fit.apply(storedText(f.Detail.Output, FailureOutputMax))
+	f.Detail.OutputSource = fit.apply(truncate(f.Detail.OutputSource, 40))
 	return f
 }
 

@@ -34,7 +34,7 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 	}
 	c := newClaimColumns(len(items))
 	delays := make([]int64, len(items))
-	f := newFailureColumns(len(items))
+	f := newFailureColumns(len(items), s.textFit(ctx))
 	for i, it := range items {
 		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
 		if err := validateClaim("retry in", queue, cl); err != nil {
@@ -153,7 +153,7 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 		return nil, err
 	}
 	c := newClaimColumns(len(items))
-	f := newFailureColumns(len(items))
+	f := newFailureColumns(len(items), s.textFit(ctx))
 	for _, it := range items {
 		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
 		if err := validateClaim("discard in", queue, cl); err != nil {
@@ -197,20 +197,22 @@ func mergeHeaderSQL(headers, key, value string) string {
 
 // failureColumns lays out failures as parallel arrays for unnest.
 type failureColumns struct {
+	fit                                  textFit
 	attempts                             []int32
 	kinds, classes, messages, backtraces []string
 	details                              []*string
 }
 
-func newFailureColumns(n int) *failureColumns {
+func newFailureColumns(n int, fit textFit) *failureColumns {
 	return &failureColumns{
+		fit:      fit,
 		attempts: make([]int32, 0, n), kinds: make([]string, 0, n), classes: make([]string, 0, n),
 		messages: make([]string, 0, n), backtraces: make([]string, 0, n), details: make([]*string, 0, n),
 	}
 }
 
 func (c *failureColumns) add(f Failure) {
-	f = f.bounded()
+	f = f.bounded(c.fit)
 	c.attempts = append(c.attempts, int32(f.Attempt))
 	c.kinds = append(c.kinds, f.Kind)
 	c.classes = append(c.classes, f.ErrorClass)

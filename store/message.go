@@ -460,7 +460,7 @@ func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Du
 	}
 	sortByID(msgs)
 	if items := route(msgs); len(items) > 0 {
-		if _, err := deadLetterWith(ctx, conn, queue, dlq, SourceWorker, items); err != nil {
+		if _, err := deadLetterWith(ctx, conn, fitOf(conn), queue, dlq, SourceWorker, items); err != nil {
 			return nil, err
 		}
 	}

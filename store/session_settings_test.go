@@ -306,3 +306,54 @@ func TestDeadLettersWithoutStandardConformingStrings(t *testing.T) {
 		t.Fatalf("discarded %+v, %v; want the message with the time it died", page, err)
 	}
 }
+
+// In a LATIN1 database, failures are written whatever their text: a long
+// error message is cut in the dead-letter block (whose SQL once held an
+// ellipsis LATIN1 has no room for, refusing every dead letter), and the
+// characters LATIN1 cannot hold are kept as escapes, in the block, the
+// history of a retry and a breaker's last error, where each write was
+// refused and a worker retried the outcome for ever.
+func TestFailuresOfALatin1Database(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewLatin1Database(t))
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	long := "declined: " + strings.Repeat("x", 1500)
+	ids := pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Message: long},
+		pgtest.DeadSpec{Message: "Zahlung abgelehnt für Müller — 🚀 …", Class: "Fehler—ü"})
+	block := func(id int64) (msg, class string) {
+		t.Helper()
+		err := s.Pool().QueryRow(ctx, `SELECT headers->'pgbus_dead_letter'->>'error_message', headers->'pgbus_dead_letter'->>'error_class'
+			FROM pgmq.`+pgx.Identifier{"q_" + store.DLQName(q)}.Sanitize()+` WHERE msg_id = $1`, id).Scan(&msg, &class)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg, class
+	}
+	if msg, _ := block(ids[0]); !strings.HasSuffix(msg, "x...") || len(msg) != store.BlockErrorMessageMax+2 {
+		t.Errorf("the long error's block message is %d characters ending %q; want it cut at %d with three dots", len(msg), msg[max(0, len(msg)-10):], store.BlockErrorMessageMax)
+	}
+	if msg, class := block(ids[1]); msg != `Zahlung abgelehnt für Müller \u2014 \U0001f680 ...` || class != `Fehler\u2014ü` {
+		t.Errorf("block of the error LATIN1 cannot hold whole: message %q, class %q; want its other characters as escapes", msg, class)
+	}
+
+	id, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(ctx, q, time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	retried, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "🚀 " + strings.Repeat("y", store.HistoryErrorMessageMax)}}})
+	if err != nil || len(retried) != 1 {
+		t.Fatalf("retry with an error LATIN1 cannot hold: %v, %v; want it written", retried, err)
+	}
+	breaker := uniqueName("latin1")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BreakerFailed(ctx, breaker, "downstream said 🚀"); err != nil {
+		t.Fatalf("a breaker's failure with an error LATIN1 cannot hold: %v", err)
+	}
+}

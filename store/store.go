@@ -40,6 +40,10 @@ type Store struct {
 	// a caller's transaction, which must be on the same one.
 	identity atomic.Pointer[dbIdentity]
 
+	// encoding is the database's server_encoding, once a write of
+	// pgbus's own texts asked (textFit).
+	encoding atomic.Pointer[string]
+
 	// warnedNewer is set once LogNewer has warned of a newer schema.
 	warnedNewer atomic.Bool
 
