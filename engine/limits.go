@@ -26,8 +26,11 @@ func limitAdvice(err error, role string) string {
 		return "the transaction conflicted with another one (a serialization failure or a deadlock) each time it was run; the workers go on and try again: " +
 			"if it keeps happening, check the default_transaction_isolation of the role or database, as pgbus needs no more than READ COMMITTED"
 	case store.LimitIdleTimeout:
-		return "the database ended the connection for sitting idle (idle_session_timeout or idle_in_transaction_session_timeout, set for the role or database); the workers go on with another: " +
-			"if it keeps happening, raise that setting for the role pgbus uses"
+		return "the database ended the connection for sitting idle past idle_session_timeout, set for the role or database; the workers go on with another: " +
+			"if it keeps happening, turn it off for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
+	case store.LimitIdleInTransaction:
+		return "the database ended the connection for sitting idle inside a transaction past idle_in_transaction_session_timeout, set for the role or database (a busy pgbus process may pause that long between a transaction's statements); the workers go on with another: " +
+			"if it keeps happening, raise it for the role pgbus uses (" + alter + "idle_in_transaction_session_timeout = '1min')"
 	}
 	return ""
 }

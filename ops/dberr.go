@@ -85,6 +85,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = s.schemaError(ctx, *err)
 		return
 	}
+	if code, _ := store.SQLState(*err); code == "22P05" || code == "22021" {
+		*err = encodingError(*err, e)
+		return
+	}
 	if lim := store.LimitOf(*err); lim != store.NoLimit && ctx.Err() == nil {
 		if lim == store.LimitReadOnly && s.onStandby(ctx) {
 			*err = standbyError(*err)
@@ -98,6 +102,25 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	*err = unexplained(resourceError(*err, e))
+}
+
+// encodingError is err, a text given (a payload, headers, a replacement)
+// holding a character the database's encoding has no room for
+// (untranslatable_character, character_not_in_repertoire): bad input,
+// which the same call refuses again, not a trouble of the database. A
+// bulk call keeps its own error, which says what it did.
+func encodingError(err error, e effect) error {
+	msg := fmt.Sprintf("the database's encoding cannot hold a character of what was given (%v)", err)
+	if partial, _ := partialCause(err); partial != nil {
+		*partial = cause{msg: msg, err: errors.Join(ErrInvalid, *partial)}
+		return err
+	}
+	parts := []string{msg}
+	if changed := e.changed(false); changed != "" {
+		parts = append(parts, changed)
+	}
+	parts = append(parts, "give only characters that encoding holds (a database made with ENCODING 'UTF8' holds every one)")
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrInvalid, err)}
 }
 
 // onStandby reports whether the server is known to be a standby.
@@ -430,6 +453,10 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 		return "the database rolled the call's transaction back: it conflicted with another one running at the same time (a serialization failure or a deadlock), and did again each time it was run",
 			"try the call again; if it keeps happening, check the default_transaction_isolation of the role or database (REPEATABLE READ and SERIALIZABLE make conflicts likelier): pgbus needs no more than READ COMMITTED"
 	}
-	return "the database ended the connection for sitting idle (idle_session_timeout or idle_in_transaction_session_timeout, set for the role or database)",
-		"try the call again; if it keeps happening, raise that setting for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
+	if lim == store.LimitIdleInTransaction {
+		return "the database ended the connection for sitting idle inside a transaction past idle_in_transaction_session_timeout, set for the role or database",
+			"try the call again; if it keeps happening, raise it for the role pgbus uses (" + alter + "idle_in_transaction_session_timeout = '1min')"
+	}
+	return "the database ended the connection for sitting idle past idle_session_timeout, set for the role or database",
+		"try the call again; if it keeps happening, turn it off for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
 }

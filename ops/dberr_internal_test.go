@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // A bulk call stopped partway by a database that takes no connections
@@ -25,5 +27,19 @@ func TestPartlyDoneRefusedConnectionNamesTheHealthCheck(t *testing.T) {
 	next := NextSteps(err)
 	if len(next) != 2 || next[0].Op != OpHealth || next[1].Op != OpDLQRetry {
 		t.Fatalf("next steps %+v; want the health check, then the same retry", next)
+	}
+}
+
+// A session ended for sitting idle is told by the setting that ended it:
+// the advice for idle_in_transaction_session_timeout named
+// idle_session_timeout, whose change does nothing for it.
+func TestIdleTimeoutsAreToldApart(t *testing.T) {
+	t.Parallel()
+	for code, setting := range map[string]string{"25P03": "idle_in_transaction_session_timeout", "57P05": "idle_session_timeout"} {
+		ended := &pgconn.PgError{Severity: "FATAL", Code: code, Message: "terminating connection due to idle timeout"}
+		what, todo := limitAdvice(store.LimitOf(ended), "app")
+		if !strings.Contains(what, setting) || !strings.Contains(todo, "ALTER ROLE app SET "+setting) {
+			t.Errorf("SQLSTATE %s: advice %q; %q; want %s named and altered", code, what, todo, setting)
+		}
 	}
 }

@@ -2,11 +2,13 @@ package ops_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -150,5 +152,27 @@ func TestReadOnlyDatabaseHoldsNoAuditEntry(t *testing.T) {
 	svc.Close(context.Background())
 	if got := unrecorded.String(); got != "" {
 		t.Errorf("the refused send was given up as an unrecorded operation:\n%s", got)
+	}
+}
+
+// A send of a character the database's encoding has no room for is bad
+// input, of kind invalid, saying so and that nothing was sent: not a
+// failure whose next step is the health check, which finds nothing wrong.
+func TestSendOfACharacterTheEncodingLacksIsInvalid(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewLatin1Database(t))
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	_, err := svc.Send(testContext(t), ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"v": "🚀"}`)})
+	if ops.ErrorKind(err) != ops.KindInvalid || !strings.Contains(err.Error(), "encoding cannot hold a character") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("send of a character LATIN1 lacks: %v (kind %s); want kind invalid, saying the encoding cannot hold it and nothing was changed", err, ops.ErrorKind(err))
+	}
+	for _, step := range ops.NextSteps(err) {
+		if step.Op == ops.OpHealth {
+			t.Errorf("next steps %+v send to the health check, which finds nothing wrong", ops.NextSteps(err))
+		}
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.`+pgx.Identifier{"q_" + q}.Sanitize()); n != 0 {
+		t.Errorf("the queue holds %d messages after the refused send; want none", n)
 	}
 }

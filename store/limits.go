@@ -33,9 +33,12 @@ const (
 	// may be run again.
 	LimitConflict
 	// LimitIdleTimeout: the server ended the session for sitting idle
-	// (57P05 idle_session_timeout) or idle inside a transaction (25P03
-	// idle_in_transaction_session_timeout).
+	// (57P05 idle_session_timeout).
 	LimitIdleTimeout
+	// LimitIdleInTransaction: the server ended the session for sitting
+	// idle inside a transaction (25P03 idle_in_transaction_session_timeout),
+	// as pgbus's transactions do between their statements for a moment.
+	LimitIdleInTransaction
 )
 
 // LimitOf returns the limit that refused err's statement, or NoLimit.
@@ -56,8 +59,10 @@ func LimitOf(err error) Limit {
 		return LimitLockTimeout
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return LimitConflict
-	case "57P05", "25P03": // idle_session_timeout, idle_in_transaction_session_timeout
+	case "57P05": // idle_session_timeout
 		return LimitIdleTimeout
+	case "25P03": // idle_in_transaction_session_timeout
+		return LimitIdleInTransaction
 	}
 	return NoLimit
 }
