@@ -141,7 +141,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&w.handler, "handler", "", "handler type for the queues: "+strings.Join(handlers.Types(), ", ")+" (env "+EnvHandler+"; default: each queue's handler in the config file)")
 	addConcurrencyFlag(f, &w.concurrency)
 	w.timing.add(f)
-	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running or retrying; a paused queue, or one dropped meanwhile, counts as empty); with --for, exit 1 if its time runs out first")
+	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running, retrying or scheduled: a message sent with a delay keeps it working until it has run; a paused queue, or one dropped meanwhile, counts as empty); with --for, exit 1 if its time runs out first")
 	durationVar(f, &w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
 	addMetricsFlag(f, &w.metricsAddr)
 }

@@ -149,13 +149,30 @@ func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
 func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 	if !migrate {
 		d.Status, err = d.CheckSchema(ctx)
-	} else if d.Status, err = d.Migrate(ctx); err == nil {
-		d.logRepairs()
+	} else {
+		start := time.Now()
+		if d.Status, err = d.Migrate(ctx); err == nil {
+			d.logUpgrade(time.Since(start))
+			d.logRepairs()
+		}
 	}
 	if err == nil {
 		d.LogNewer(d.Status, d.logger)
 	}
 	return err
+}
+
+// logUpgrade says that Prepare upgraded a schema an older pgbus migrated,
+// from which version to which, and how long it took: in a rolling deploy,
+// the first new process migrates the database under the old ones, and
+// whoever deploys looks for that in its log. A first install, on a
+// database without the schema, is no news and says nothing.
+func (d *DB) logUpgrade(took time.Duration) {
+	from := d.Status.Version - d.Status.Applied
+	if d.logger == nil || d.Status.Applied == 0 || from == 0 {
+		return
+	}
+	d.logger.Info("pgbus: upgraded the database's pgbus schema", "from_version", from, "to_version", d.Status.Version, "took", took.Round(time.Millisecond).String())
 }
 
 // logRepairs logs the dead-letter queues Migrate repaired or could not.

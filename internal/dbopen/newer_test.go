@@ -44,3 +44,43 @@ func TestPrepareWarnsOfANewerSchema(t *testing.T) {
 		}
 	}
 }
+
+// A process that migrates on start (work, serve) says when it upgraded a
+// schema an older pgbus migrated, from which version to which: in a
+// rolling deploy that is the moment the old processes start running on a
+// newer schema. A first install, and a start with nothing to apply, say
+// nothing of it.
+func TestPrepareSaysItUpgradedTheSchema(t *testing.T) {
+	ctx := pgtest.Context(t)
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.NewDatabase(t)
+	prepare := func() string {
+		t.Helper()
+		var logs pgtest.SyncBuffer
+		db, err := dbopen.Connect(ctx, dbopen.Options{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Prepare(ctx, true); err != nil {
+			t.Fatalf("prepare: %v", err)
+		}
+		return logs.String()
+	}
+	if logs := prepare(); strings.Contains(logs, "upgraded") {
+		t.Errorf("the first install logged an upgrade:\n%s", logs)
+	}
+	// The last migration undone in the record only: it restates what it
+	// makes, so applying it again is an upgrade from the version before.
+	pgtest.Exec(t, url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version = %d`, len(all)))
+	logs := prepare()
+	if want := fmt.Sprintf("from_version=%d to_version=%d", len(all)-1, len(all)); !strings.Contains(logs, "upgraded the database's pgbus schema") || !strings.Contains(logs, want) {
+		t.Errorf("the upgrade logged:\n%s\nwant it said, %s", logs, want)
+	}
+	if logs := prepare(); strings.Contains(logs, "upgraded") {
+		t.Errorf("a start with nothing to apply logged an upgrade:\n%s", logs)
+	}
+}
