@@ -35,7 +35,8 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
-func (v durationValue) Type() string   { return "duration" }
+func (v durationValue) Type() string { return "duration" }
+
 // String gives a zero duration as "0", which the help takes for no default:
 // "0s" printed "(default 0s)" after a default the usage names itself.
 func (v durationValue) String() string {
