@@ -418,10 +418,20 @@ func (c cause) Unwrap() error { return c.err }
 // what to do. A bulk call that stopped partway keeps its own error, which
 // says what it did and that the same call does the rest: only its cause
 // is said so.
+//
+// A read-only transaction's refusal is of kind read_only (ErrReadOnly),
+// as a standby's is: the same call is refused again until the setting
+// changes, and a script tells it apart from a failure by its exit code.
 func limitError(err error, lim store.Limit, e effect, role string) error {
 	what, todo := limitAdvice(lim, role)
+	kinded := func(err error) error {
+		if lim == store.LimitReadOnly {
+			return errors.Join(ErrReadOnly, err)
+		}
+		return err
+	}
 	if partial, again := partialCause(err); partial != nil {
-		c := cause{msg: fmt.Sprintf("%s (%v)", what, *partial), err: *partial}
+		c := cause{msg: fmt.Sprintf("%s (%v)", what, *partial), err: kinded(*partial)}
 		if again {
 			c.msg += "; " + todo
 		}
@@ -432,7 +442,7 @@ func limitError(err error, lim store.Limit, e effect, role string) error {
 	if changed := e.changed(false); changed != "" {
 		parts = append(parts, changed)
 	}
-	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: err}
+	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: kinded(err)}
 }
 
 // limitAdvice says what limit lim is and what to do about it, naming role,

@@ -86,8 +86,14 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 		"QueuePause": func() error { _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q}); return err },
 	}
 	for name, write := range writes {
-		wantLimit(t, name, write(), "25006", "takes no writes", "default_transaction_read_only", "point pgbus at the primary",
+		err := write()
+		wantLimit(t, name, err, "25006", "takes no writes", "default_transaction_read_only", "point pgbus at the primary",
 			"ALTER ROLE "+st.User()+" SET default_transaction_read_only = off")
+		// As a standby's refusal: nothing changed, the same call is
+		// refused again until the setting changes.
+		if ops.ErrorKind(err) != ops.KindReadOnly {
+			t.Errorf("%s: kind %s; want %s, as on a standby", name, ops.ErrorKind(err), ops.KindReadOnly)
+		}
 	}
 	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`); n != 3 {
 		t.Errorf("the DLQ holds %d messages, want the 3 it held", n)
