@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -87,6 +88,7 @@ type Metrics struct {
 	workers       *prometheus.Desc
 	queueWorkers  *prometheus.Desc
 	databaseUp    *prometheus.Desc
+	buildInfo     *prometheus.Desc
 
 	mu     sync.Mutex // held while the gauges are read, so scrapes wait for one read
 	cached ops.Gauges
@@ -168,6 +170,9 @@ func New(opts Options) *Metrics {
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
 	}
+	m.buildInfo = prometheus.NewDesc("pgbus_build_info",
+		"Always 1, labelled with the pgbus this process runs: its version and the commit it was built from (empty when the build recorded none). In a rolling deploy, count the processes of each version with count by (version) (pgbus_build_info).",
+		nil, prometheus.Labels{"version": buildinfo.Version(), "commit": shortCommit()})
 	m.classes = newLabelSet(opts.MaxErrorClasses, func(class string) { m.failures.DeletePartialMatch(prometheus.Labels{"error_class": class}) })
 	m.kinds = newLabelSet(opts.MaxKinds, func(kind string) { m.finished.DeletePartialMatch(prometheus.Labels{"kind": kind}) })
 	m.tools = newLabelSet(64, nil) // the tools are a fixed set
@@ -225,6 +230,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.vectors() {
 		c.Describe(ch)
 	}
+	ch <- m.buildInfo
 	if m.opts.Ops != nil {
 		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.databaseUp} {
 			ch <- d
@@ -239,6 +245,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.vectors() {
 		c.Collect(ch)
 	}
+	ch <- prometheus.MustNewConstMetric(m.buildInfo, prometheus.GaugeValue, 1)
 	if m.opts.Ops == nil {
 		return
 	}
@@ -411,4 +418,15 @@ func (l *labelSet) track(v string, n int64) {
 		delete(l.pending, least)
 	}
 	l.pending[v] = n
+}
+
+// shortCommit is the commit of the build, as pgbus version shortens it,
+// marked when the tree had changes.
+func shortCommit() string {
+	rev, modified := buildinfo.Commit()
+	rev = rev[:min(len(rev), 12)]
+	if modified && rev != "" {
+		rev += "-modified"
+	}
+	return rev
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
@@ -143,6 +144,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_queue_workers_running":             dto.MetricType_GAUGE,
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
 	"pgbus_queue_messages_estimated":          dto.MetricType_GAUGE,
+	"pgbus_build_info":                        dto.MetricType_GAUGE,
 }
 
 // After 5 jobs that succeed, 3 that fail once and then succeed, and 4
@@ -245,6 +247,9 @@ func checkFamilies(t *testing.T, fams map[string]*dto.MetricFamily, absent ...st
 	}
 	if up := fams["pgbus_database_up"]; up != nil && len(up.GetMetric()) == 1 && up.GetMetric()[0].GetGauge().GetValue() != 1 {
 		t.Errorf("pgbus_database_up is %v: the gauges could not be read from the database (the process log says why)", up.GetMetric()[0].GetGauge().GetValue())
+	}
+	if v := buildinfo.Version(); value(fams, "pgbus_build_info", map[string]string{"version": v}) != 1 {
+		t.Errorf("pgbus_build_info has no sample of value 1 for version %q", v)
 	}
 	skip := map[string]bool{}
 	for _, a := range absent {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
@@ -232,7 +233,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer sess.Close()
-	a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version)
+	a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()

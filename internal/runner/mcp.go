@@ -12,6 +12,7 @@ import (
 	"github.com/pgbus/pgbus/dashboard"
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/basepath"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -190,7 +191,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	}
 	ready := h.Ready
 	h.Ready = func(addr net.Addr) {
-		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+c.basePath()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly)
+		c.Logger.Info("pgbus dashboard listening", "url", "http://"+addr.String()+c.basePath()+"/", "auth", h.AuthToken != "", "read_only", c.ReadOnly, "version", buildinfo.Describe())
 		if ready != nil {
 			ready(addr)
 		}

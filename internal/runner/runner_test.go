@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/runner"
@@ -76,7 +77,7 @@ func TestWorkUntilIdle(t *testing.T) {
 	if n := pgtest.Archived(t, st, q.Name); n != 5 {
 		t.Fatalf("%d of 5 jobs archived", n)
 	}
-	for _, want := range []string{"pgbus work: starting", q.Name + " (demo, concurrency 4)", "where=here", "pgbus: job done", "no work left, every queue empty or paused", "pgbus work: stopped"} {
+	for _, want := range []string{"pgbus work: starting", q.Name + " (demo, concurrency 4)", "where=here", "version=\"" + buildinfo.Describe(), "pgbus: job done", "no work left, every queue empty or paused", "pgbus work: stopped"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}

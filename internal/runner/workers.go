@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -154,7 +155,7 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 		runCtx, cancelFor = context.WithTimeout(runCtx, opts.For)
 		defer cancelFor()
 	}
-	log.Info("pgbus work: starting", "queues", describe(queues), "where", opts.Where, "worker", client.ID())
+	log.Info("pgbus work: starting", "queues", describe(queues), "where", opts.Where, "worker", client.ID(), "version", buildinfo.Describe())
 	var watcher sync.WaitGroup
 	// Waited for before returning, so that nothing reads the database the
 	// caller closes next.
