@@ -60,6 +60,9 @@ type app struct {
 	// carry is the global flags next steps keep, as written after them
 	// (setCarry): "" when none was given on the command line.
 	carry string
+	// carryURL is the --database-url carry holds, if any: a next step run
+	// as another role than this command's leaves it out (otherRole).
+	carryURL string
 }
 
 // longRunningWait is how long pgbus work and pgbus serve wait for their
@@ -299,7 +302,14 @@ func (a *app) explain(err error) error {
 	}
 	if (errors.Is(err, dbopen.ErrSchemaMissing) || errors.Is(err, dbopen.ErrSchemaOld)) && !errors.Is(err, dbopen.ErrStandby) && !errors.Is(err, dbopen.ErrPGMQMissing) {
 		// A next step, so that --json's next names it as the line does.
-		return &ops.Error{Msg: err.Error(), Err: err, Hints: []ops.Hint{{Op: ops.OpMigrate, Why: "applies the schema migrations this pgbus needs"}}}
+		h := ops.Hint{Op: ops.OpMigrate, Why: "applies the schema migrations this pgbus needs"}
+		if dbopen.IsPermissionDenied(err) || dbopen.IsReadOnly(err) {
+			// This role may not: the URL it connected with would be
+			// refused again.
+			h.Why += ", run as the role the error names, with its own database URL"
+			a.otherRole()
+		}
+		return &ops.Error{Msg: err.Error(), Err: err, Hints: []ops.Hint{h}}
 	}
 	if err == nil || errors.Is(err, dbopen.ErrPermission) || !dbopen.IsPermissionDenied(err) {
 		return err

@@ -143,3 +143,26 @@ func operatorGrants(role string) []string {
 		"ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO " + role,
 	}
 }
+
+// A role that may not migrate, started on a schema that lacks a migration
+// (a new pgbus deployed before pgbus migrate ran), is told to run pgbus
+// migrate as the role that may, and its next step leaves out the
+// --database-url it was given: copied with it, the step was refused again.
+func TestMigrateRefusedNextStepLeavesOutTheRolesURL(t *testing.T) {
+	t.Parallel()
+	owner := newDB(t)
+	owner.ok(t, "migrate")
+	role, roleURL := pgtest.NewRole(t, owner.url)
+	for _, grant := range operatorGrants(role) {
+		pgtest.Exec(t, owner.url, grant)
+	}
+	pgtest.Exec(t, owner.url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version = %d`, migrationCount(t)))
+	r := pgbus(t, nil, "queue", "create", "shop", "--database-url", roleURL)
+	line := strings.TrimSpace(r.stderr)
+	if r.code != 1 || !strings.Contains(line, "which the role "+role+" may not do") || !strings.Contains(line, "see pgbus migrate") {
+		t.Fatalf("queue create as a role that may not migrate: exit %d, %q; want the refusal and pgbus migrate as its next step", r.code, line)
+	}
+	if strings.Contains(line, "--database-url") {
+		t.Errorf("the next step carries the role's own --database-url, which is refused again: %q", line)
+	}
+}

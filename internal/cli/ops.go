@@ -157,11 +157,24 @@ var carriedFlags = []struct {
 // setCarry settles the flags next steps carry (carried), from those fs
 // was given.
 func (a *app) setCarry(fs *pflag.FlagSet) {
-	a.carry = ""
+	a.carry, a.carryURL = "", ""
 	for _, f := range carriedFlags {
 		if fl := fs.Lookup(f.name); fl != nil && fl.Changed {
-			a.carry += " --" + f.name + " " + f.show(fl.Value.String())
+			flag := " --" + f.name + " " + f.show(fl.Value.String())
+			if f.name == "database-url" {
+				a.carryURL = flag
+			}
+			a.carry += flag
 		}
+	}
+}
+
+// otherRole has next steps leave out the --database-url this command was
+// given: they are for another role to run, with its own.
+func (a *app) otherRole() {
+	if a.carryURL != "" {
+		a.carry = strings.Replace(a.carry, a.carryURL, "", 1)
+		a.carryURL = ""
 	}
 }
 

@@ -134,6 +134,10 @@ var ErrBadURL = store.ErrBadURL
 // of a privilege, or wraps ErrPermission.
 func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
 
+// IsReadOnly reports whether err is a write refused by a read-only
+// transaction (a standby, or default_transaction_read_only).
+func IsReadOnly(err error) bool { return store.LimitOf(err) == store.LimitReadOnly }
+
 // Prepare applies any pending migration when migrate is true; otherwise
 // it checks that the schema is current and changes nothing, failing with
 // ErrSchemaMissing or ErrSchemaOld when it is not.
