@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -467,7 +468,9 @@ func (v *view) ago(t time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	d := v.now.Sub(t)
+	// Sub saturates at the shortest duration, which has no opposite: a
+	// time in the year 9999 read as "just now".
+	d := max(v.now.Sub(t), -math.MaxInt64)
 	future := d < 0
 	if future {
 		d = -d

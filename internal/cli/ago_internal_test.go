@@ -29,6 +29,16 @@ func TestAgo(t *testing.T) {
 			t.Errorf("agoAt(now%+v) = %q, want %q", c.from, got, c.want)
 		}
 	}
+	// Times past the range of a duration (a row's enqueued_at set to the
+	// year 9999) read as far off, not as a negative number of seconds.
+	for at, want := range map[time.Time]string{
+		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751d",
+		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751d ago",
+	} {
+		if got := agoAt(at, now); got != want {
+			t.Errorf("agoAt(%s) = %q, want %q", at, got, want)
+		}
+	}
 	if got := ago(time.Time{}); got != "-" {
 		t.Errorf("ago(zero) = %q, want -", got)
 	}

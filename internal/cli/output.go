@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -129,7 +130,8 @@ func agoAt(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := now.Sub(t)
+	// Sub saturates at the shortest duration, which has no opposite.
+	d := max(now.Sub(t), -math.MaxInt64)
 	switch {
 	case d <= -time.Second:
 		return "in " + short(-d)
