@@ -18,7 +18,7 @@ func TestAgo(t *testing.T) {
 		now.Add(3 * time.Hour):                        "in 3 h",
 		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751 days",
 		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751 days ago",
-		{}: "never",
+		{}:                                            "never",
 	} {
 		if got := v.ago(at); got != want {
 			t.Errorf("ago(%s) = %q, want %q", at, got, want)
