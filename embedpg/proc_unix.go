@@ -149,10 +149,19 @@ func processAlive(pid int) bool {
 	if pid <= 0 { // kill(0) and kill(-1) address groups, not a process
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !signalable(pid) || isZombie(pid) {
 		return false
 	}
-	return !isZombie(pid)
+	// Reaped between the two looks, its /proc entry was gone and it read
+	// as no zombie: a stop just waited for took it for still running.
+	return signalable(pid)
+}
+
+// signalable reports whether a process of that pid exists, a zombie
+// included.
+func signalable(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func isZombie(pid int) bool {
