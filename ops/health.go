@@ -70,7 +70,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -389,8 +389,12 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.add(HealthNotice, "schema_newer", "", fmt.Sprintf("a newer pgbus migrated this database to schema version %d; this pgbus has versions up to %d and keeps working on it, "+
 			"changing nothing of the schema, but without what the newer versions added: upgrade this pgbus", schema.Version, schema.Known))
 	}
-	if err := s.checkStandby(ctx, &h); err != nil {
+	standby, err := s.checkStandby(ctx, &h)
+	if err != nil {
 		return h, err
+	}
+	if !standby {
+		s.checkOldTransactions(ctx, &h)
 	}
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
@@ -1069,10 +1073,10 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 // checkStandby notes on h that the server is a standby, whose data is as
 // of the last commit it replayed: its workers' heartbeats are judged as of
 // then (a replay that lags is no crash), and its counts are that old.
-func (s *Service) checkStandby(ctx context.Context, h *Health) error {
+func (s *Service) checkStandby(ctx context.Context, h *Health) (standby bool, err error) {
 	r, err := s.store.ReplicaState(ctx)
 	if err != nil || !r.Standby {
-		return err
+		return false, err
 	}
 	msg := "this server is a standby (a read replica)"
 	if !r.ReplayedAt.IsZero() {
@@ -1085,5 +1089,48 @@ func (s *Service) checkStandby(ctx context.Context, h *Health) error {
 		msg += ", with all it received replayed"
 	}
 	h.add(HealthNotice, "standby", "", msg+"; repairs go to the primary")
-	return nil
+	return true, nil
 }
+
+// oldTransactionDegrades is how long a transaction may hold back vacuum
+// before the verdict is DEGRADED, not only noted: an hour of dead rows
+// in a busy queue's table slows every read of it.
+const oldTransactionDegrades = time.Hour
+
+// checkOldTransactions notes on h the transactions open longer than
+// OldTransactionAfter: while one lasts, the dead rows each finished
+// message leaves in its queue's table stay, and reads of a busy queue
+// slow down as they grow, with nothing else to tell why. The check is a
+// help, not the verdict's basis: when it cannot be made, it is left out.
+func (s *Service) checkOldTransactions(ctx context.Context, h *Health) {
+	old, err := s.store.OldTransactions(ctx, s.opts.OldTransactionAfter)
+	if err != nil {
+		return
+	}
+	const effect = "keeps PostgreSQL from removing the dead rows finished messages leave in the queue tables, so reads of busy queues slow down as they grow"
+	for _, t := range old {
+		age := s.now().Sub(t.Since).Round(time.Second)
+		level := HealthNotice
+		if age >= oldTransactionDegrades {
+			level = HealthDegraded
+		}
+		if t.State == "prepared" {
+			h.add(level, "old_transaction", "", fmt.Sprintf("a prepared transaction, %s, prepared %s ago by role %s, %s: finish it (COMMIT PREPARED %s, or ROLLBACK PREPARED)",
+				quoteLiteral(t.GID), age, clip(t.User, 80), effect, quoteLiteral(t.GID)))
+			h.Reasons[len(h.Reasons)-1].subject = "prepared " + t.GID
+			continue
+		}
+		who := "role " + clip(t.User, 80)
+		if t.Application != "" {
+			who += ", application " + clip(t.Application, 80)
+		}
+		h.add(level, "old_transaction", "", fmt.Sprintf("a transaction open for %s (pid %d, %s, %s) %s: end it if it is stuck (SELECT pg_terminate_backend(%d))",
+			age, t.PID, who, cmp.Or(t.State, "state unknown"), effect, t.PID))
+		// Told apart by its session and start: the alerts report another
+		// one as new.
+		h.Reasons[len(h.Reasons)-1].subject = fmt.Sprintf("pid %d since %s", t.PID, t.Since.Format(time.RFC3339Nano))
+	}
+}
+
+// quoteLiteral is s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(clip(s, 200), "'", "''") + "'" }

@@ -71,6 +71,11 @@ type Options struct {
 	// StallAfter is how long the oldest ready message may wait, with nothing
 	// settled meanwhile, before a queue counts as stalled. Default 5m.
 	StallAfter time.Duration
+	// OldTransactionAfter is how long a transaction may stay open before
+	// health notes it (old_transaction): while one lasts, vacuum leaves
+	// the dead rows of the queue tables, and reads slow down as they
+	// grow. After an hour it makes the verdict DEGRADED. Default 10m.
+	OldTransactionAfter time.Duration
 	// DatabaseCallTimeout bounds the database work of each call, as
 	// engine.Config.DatabaseCallTimeout bounds the workers': a connection
 	// that stops answering without being closed (a failover behind a
@@ -155,6 +160,9 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	}
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = 30 * time.Second
+	}
+	if opts.OldTransactionAfter <= 0 {
+		opts.OldTransactionAfter = 10 * time.Minute
 	}
 	if opts.StallAfter <= 0 {
 		opts.StallAfter = 5 * time.Minute
