@@ -35,7 +35,7 @@ func (l *statementLog) saw(sql string) {
 				l.reads[q]++
 			}
 		}
-	case strings.Contains(sql, "WHERE EXISTS (SELECT FROM"):
+	case strings.Contains(sql, "WHERE EXISTS (SELECT FROM"): // the check of idle queues
 		for _, q := range l.queues {
 			if !strings.Contains(sql, `"q_`+q+`"`) {
 				return
@@ -97,6 +97,7 @@ func idleClient(t *testing.T, s *store.Store, queues []string, handle engine.Han
 	c := pgtest.NewClient(t, s, queues[0], func(cfg *engine.Config) {
 		cfg.NoListen = true
 		cfg.PollInterval = 20 * time.Millisecond
+		cfg.DatabaseCallTimeout = 5 * time.Minute
 		cfg.Queues = nil
 		for _, q := range queues {
 			cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: q, Concurrency: 2})
@@ -164,4 +165,37 @@ func TestIdleCheckThatFailsHasTheQueuesRead(t *testing.T) {
 	}
 	pgtest.Send(t, c, kept, map[string]int{"n": 1}, engine.SendOptions{})
 	pgtest.Eventually(t, time.Minute, "the message of the queue kept to run while the other's table is gone", func() bool { return ran.Load() == 1 })
+}
+
+// A queue's table locked by another session (a long reader before a drop,
+// a VACUUM FULL) holds neither the check of the other idle queues nor what
+// is sent to them: the check waits for a lock only briefly, then has the
+// workers read their queues themselves, where it waited for as long as
+// the database call timeout.
+func TestLockedQueueHoldsNotTheIdleCheck(t *testing.T) {
+	t.Parallel()
+	shared := testStore(t)
+	locked, other := newQueue(t, shared, nil), newQueue(t, shared, nil)
+	log := &statementLog{queues: []string{locked, other}, reads: map[string]int{}}
+	s := tracedStore(t, log)
+	var ran atomic.Int64
+	c := idleClient(t, s, []string{locked, other}, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "a check of both idle queues", func() bool {
+		_, checks := log.counts()
+		return checks >= 1
+	})
+	holder, err := pgx.Connect(testContext(t), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	if _, err := holder.Exec(testContext(t), `BEGIN; LOCK TABLE pgmq.`+pgx.Identifier{"q_" + locked}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = holder.Exec(context.Background(), "ROLLBACK") }()
+	pgtest.Send(t, c, other, map[string]int{"n": 1}, engine.SendOptions{})
+	// The database call timeout is minutes: a check waiting for the lock
+	// would hold the message past this wait.
+	pgtest.Eventually(t, 2*time.Minute, "the other queue's message to run while the lock is held", func() bool { return ran.Load() == 1 })
 }

@@ -27,7 +27,7 @@ const deliveryRecheck = 5 * time.Minute
 // polling, and checks again now and then.
 func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 	if c.cfg.NoListen {
-		c.log.Info("pgbus: notifications are off; idle queues are read by polling", "poll_interval", c.cfg.PollInterval)
+		c.log.Info("pgbus: notifications are off; idle queues are checked by polling", "poll_interval", c.cfg.PollInterval)
 		return
 	}
 	byPhysical := make(map[string]*queueWorker, len(workers))
@@ -53,7 +53,7 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 		}
 		if errors.Is(err, store.ErrNoDelivery) {
 			if !polling {
-				c.log.Warn("pgbus: notifications do not reach this process, so idle queues are read by polling; "+
+				c.log.Warn("pgbus: notifications do not reach this process, so idle queues are checked by polling; "+
 					"behind a pooler in transaction mode (PgBouncer) that is expected: turn listening off (the no-listen option) to skip this check, "+
 					"or point a session-mode pool or PostgreSQL itself at pgbus for prompt wake-ups",
 					"err", err, "poll_interval", c.cfg.PollInterval)

@@ -41,7 +41,7 @@ func (w *queueWorker) queueExists(ctx context.Context) (bool, error) {
 // made by hand), and a worker that stopped serving it would leave the new
 // queue's messages unrun until someone restarts it; so the workers wait,
 // saying so once rather than at every read, and work the queue again once
-// it is back, checking for it as often as an idle queue is read. Meanwhile
+// it is back, checking for it as often as idle queues are checked. Meanwhile
 // the process still registers the queue, which pgbus health reports as
 // served by running workers but missing.
 func (w *queueWorker) waitForQueue(ctx context.Context) {
@@ -50,7 +50,7 @@ func (w *queueWorker) waitForQueue(ctx context.Context) {
 		"queue", w.name)
 	said := false // that it was created again in another layout
 	for {
-		// As often as an idle queue is read, a lookup in the catalog as
+		// As often as idle queues are checked, a lookup in the catalog as
 		// cheap as that read; a send to the queue made again wakes it at
 		// once.
 		w.idle(ctx)

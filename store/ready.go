@@ -7,7 +7,12 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// readyLockTimeout is how long the check of idle queues waits for a
+// table's lock.
+const readyLockTimeout = "100ms"
 
 // MaxReadyCheck is how many physical queues one ReadyQueues call checks:
 // one statement takes a lock on each table it reads until it ends.
@@ -35,18 +40,53 @@ func (s *Store) ReadyQueues(ctx context.Context, queues []string) ([]string, err
 		sql.WriteString("SELECT " + strconv.Itoa(i) + " WHERE EXISTS (SELECT FROM " + queueTable(q) + " WHERE vt <= clock_timestamp())")
 	}
 	// The text changes with the set of idle queues: sent as a simple
-	// query, it does not churn the connections' prepared statements.
-	rows, err := s.db.pool.Query(ctx, sql.String(), pgx.QueryExecModeSimpleProtocol)
+	// query, it does not churn the connections' prepared statements. Its
+	// lock_timeout keeps one table locked by another session (a long
+	// reader before a drop, a VACUUM FULL) from holding the check, and so
+	// every idle queue, for as long: it fails at once, and the caller has
+	// the workers read their queues themselves.
+	conn, err := s.db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: check %d queues for visible messages: %w", len(queues), err)
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	defer conn.Release()
+	results, err := execTraced(ctx, conn.Conn(), "SET LOCAL lock_timeout = '"+readyLockTimeout+"'; "+sql.String())
+	if err == nil && len(results) != 2 {
+		err = fmt.Errorf("%d results, not 2", len(results))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: check %d queues for visible messages: %w", len(queues), err)
+	}
+	var found []int
+	for _, row := range results[1].Rows {
+		i, err := strconv.Atoi(string(row[0]))
+		if err != nil || i < 0 || i >= len(queues) {
+			return nil, fmt.Errorf("store: check %d queues for visible messages: unexpected row %q", len(queues), row[0])
+		}
+		found = append(found, i)
 	}
 	ready := make([]string, 0, len(found))
 	for _, i := range found {
 		ready = append(ready, queues[i])
 	}
 	return ready, nil
+}
+
+// execTraced runs sql, statements pgx's Query would read only the first
+// result of, on the connection itself, telling the connection's tracer as
+// pgx would: a program that traces pgbus's statements sees it too.
+func execTraced(ctx context.Context, conn *pgx.Conn, sql string) ([]*pgconn.Result, error) {
+	tracer, _ := conn.Config().Tracer.(pgx.QueryTracer)
+	if tracer != nil {
+		ctx = tracer.TraceQueryStart(ctx, conn, pgx.TraceQueryStartData{SQL: sql})
+	}
+	results, err := conn.PgConn().Exec(ctx, sql).ReadAll()
+	if tracer != nil {
+		var tag pgconn.CommandTag
+		if len(results) > 0 {
+			tag = results[len(results)-1].CommandTag
+		}
+		tracer.TraceQueryEnd(ctx, conn, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
+	}
+	return results, err
 }

@@ -53,7 +53,7 @@ type workerTiming struct {
 }
 
 func (t *workerTiming) add(f *pflag.FlagSet) {
-	durationVar(f, &t.pollInterval, "poll-interval", time.Second, "how often an idle queue is read without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
+	durationVar(f, &t.pollInterval, "poll-interval", time.Second, "how often idle queues are checked for messages without a notification (env "+EnvPollInterval+", config worker.poll_interval)")
 	durationVar(f, &t.drainTimeout, "drain-timeout", 30*time.Second, "how long running jobs get to finish on SIGINT/SIGTERM (env "+EnvDrainTimeout+", config worker.drain_timeout)")
 	f.BoolVar(&t.noListen, "no-listen", false, "wake idle queues by polling only, without LISTEN/NOTIFY, as behind PgBouncer in transaction mode (env "+EnvNoListen+"=1, config worker.no_listen; without it pgbus checks that notifications arrive and falls back to polling when they do not)")
 	addCallTimeoutFlag(f, &t.callTimeout)

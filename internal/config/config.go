@@ -81,8 +81,8 @@ type File struct {
 
 // Worker holds settings of the worker processes.
 type Worker struct {
-	// PollInterval is how often an idle queue is read without a
-	// notification.
+	// PollInterval is how often idle queues are checked for messages
+	// without a notification.
 	PollInterval *Duration `yaml:"poll_interval"`
 	// DrainTimeout is how long running jobs get to finish on shutdown.
 	DrainTimeout *Duration `yaml:"drain_timeout"`

@@ -45,7 +45,7 @@ Example (every key but the handler types' own, which follow it):
   safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
   audit_retention: 90d              # keep audit log entries this long (1m..87600h; days or hours), or off
   worker:
-    poll_interval: 1s               # read idle queues this often (10ms..1h)
+    poll_interval: 1s               # check idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
     no_listen: false                # true: poll only, no LISTEN (PgBouncer in transaction mode)
     database_call_timeout: 30s      # give up a call the database leaves unanswered this long (1s..1h)
