@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -817,7 +818,7 @@ func (c *Client) process() store.WorkerProcess {
 		total += q.Concurrency
 	}
 	return store.WorkerProcess{ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total,
-		HeartbeatInterval: c.cfg.ProcessHeartbeat}
+		HeartbeatInterval: c.cfg.ProcessHeartbeat, Version: buildinfo.Describe()}
 }
 
 // heartbeat marks this process alive, and registers it again when

@@ -149,6 +149,7 @@ type WorkerProcess struct {
 	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
 	System      string     `json:"system,omitempty" jsonschema:"enum=ruby_pgbus" jsonschema_description:"ruby_pgbus for a process of the Ruby gem pgbus, read from its pgbus_processes table; absent for pgbus's own."`
 	Kind        string     `json:"kind,omitempty" jsonschema_description:"What a Ruby pgbus process is: worker, supervisor, ..."`
+	Version     string     `json:"version,omitempty" jsonschema_description:"The pgbus the process runs, as it registered (pgbus VERSION commit HASH); absent for a process of an older pgbus or of the Ruby gem."`
 }
 
 // workerProcess converts the store's process; its age on the database's
@@ -157,6 +158,7 @@ func workerProcess(w store.WorkerProcess) WorkerProcess {
 	return WorkerProcess{
 		ID: w.ID, Hostname: w.Hostname, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
 		StartedAt: w.StartedAt, HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt, System: w.System, Kind: w.Kind,
+		Version: w.Version,
 	}
 }
 

@@ -23,6 +23,9 @@ type WorkerProcess struct {
 	System string `json:"system,omitempty"`
 	// Kind is what a Ruby pgbus process is (worker, supervisor, ...).
 	Kind string `json:"kind,omitempty"`
+	// Version is the pgbus the process runs ("pgbus v1.4.0 commit ..."),
+	// empty for one of an older pgbus or of the Ruby gem.
+	Version string `json:"version,omitempty"`
 	// HeartbeatAge is how long before the read the last heartbeat was, on
 	// the database's clock, which stamps every heartbeat: a reader whose
 	// own clock is set apart from the database's would take a running
@@ -64,10 +67,10 @@ const SystemRubyPgbus = "ruby_pgbus"
 
 // RegisterWorker records a worker process as started.
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms`,
-		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w))
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms, version = excluded.version`,
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version)
 	if err != nil {
 		return fmt.Errorf("store: register worker %s: %w", w.ID, err)
 	}
@@ -79,10 +82,10 @@ func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 // StatsRetention, and a process whose machine was suspended that long was)
 // is registered again, from now.
 func (s *Store) HeartbeatWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms)
-		VALUES ($1, $2, $3, $4, $5, $6)
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
 		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`,
-		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w))
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version)
 	if err != nil {
 		return fmt.Errorf("store: heartbeat of worker %s: %w", w.ID, err)
 	}
@@ -106,7 +109,7 @@ const MaxListedWorkers = 1000
 // Stopped ones are included so that a crash is visible as a stale
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
-	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', `+heartbeatAgeSQL("heartbeat_at")+`,
+	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', coalesce(version, ''), `+heartbeatAgeSQL("heartbeat_at")+`,
 		       heartbeat_interval_ms * 1000000
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
@@ -168,7 +171,7 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		                '{}'),
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       p.created_at AT TIME ZONE 'UTC', coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC',
-		       NULL::timestamptz, $2::text, coalesce(p.kind, ''),
+		       NULL::timestamptz, $2::text, coalesce(p.kind, ''), '',
 		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`, 0::bigint
 		FROM public.pgbus_processes p
 		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > `+asOfSQL+` - $1 * interval '1 microsecond'

@@ -91,9 +91,10 @@ pgbus_workers.`,
 					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
 					return err
 				}
-				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT")
+				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT", "VERSION")
 				for _, w := range ws.Workers {
-					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt))
+					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt),
+						dash(strings.TrimPrefix(w.Version, "pgbus ")))
 				}
 				if err := t.flush(); err != nil {
 					return err

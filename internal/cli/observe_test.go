@@ -90,11 +90,13 @@ func TestHealthAndWorkers(t *testing.T) {
 	host, _ := os.Hostname()
 	if w.Status != ops.WorkerStopped || w.StoppedAt == nil || w.ID == "" || w.PID <= 0 || w.Hostname != host ||
 		!reflect.DeepEqual(w.Queues, []string{"orders"}) || w.Concurrency != 3 ||
-		w.StartedAt.Before(started.Add(-time.Minute)) || w.HeartbeatAt.Before(w.StartedAt) || w.HeartbeatAgeSeconds < 0 {
+		w.StartedAt.Before(started.Add(-time.Minute)) || w.HeartbeatAt.Before(w.StartedAt) || w.HeartbeatAgeSeconds < 0 ||
+		!strings.HasPrefix(w.Version, "pgbus ") {
 		t.Fatalf("worker: %+v", w)
 	}
 	table = d.ok(t, "workers")
-	for _, s := range []string{"STATUS", "HOST", "PID", "stopped", host, fmt.Sprint(w.PID), "orders", "0 running, 0 stale, 1 stopped"} {
+	for _, s := range []string{"STATUS", "HOST", "PID", "stopped", host, fmt.Sprint(w.PID), "orders", "0 running, 0 stale, 1 stopped",
+		"VERSION", strings.TrimPrefix(w.Version, "pgbus ")} {
 		if !strings.Contains(table, s) {
 			t.Errorf("workers table lacks %q:\n%s", s, table)
 		}
