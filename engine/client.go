@@ -310,6 +310,7 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 		stats:    newStatsCollector(),
 	}
 	c.outage.log = cfg.Logger
+	c.outage.renew = st.RenewReadOnlyConnections
 	c.observers.log = cfg.Logger
 	for _, o := range cfg.Observers {
 		if o != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgbus/pgbus/engine"
@@ -90,4 +91,48 @@ func TestLockTimeoutOnOutcomesIsNamedAndWorkGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.Eventually(t, time.Minute, "the job's outcome to be written", func() bool { return pgtest.Archived(t, st, q) == 1 })
+}
+
+// default_transaction_read_only turned on for the database, then off
+// again (the fix pgbus's own message gives): the workers' writes are taken
+// again at once, where the connections made while it was on kept it, and
+// the process's heartbeat, retried on them, was refused for as long as the
+// pool kept them: the process looked crashed while it ran.
+func TestWorkersTakeWritesAgainOnceReadOnlyIsTurnedOff(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	st := pgtest.OpenStore(t, url)
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, st, nil)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		cfg.ProcessHeartbeat = 100 * time.Millisecond
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	setReadOnly := func(set string) {
+		t.Helper()
+		// From another database: this one's sessions may write no more.
+		pgtest.Exec(t, pgtest.URL(t), `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` `+set)
+	}
+	setReadOnly("SET default_transaction_read_only = on")
+	// The sessions made before take the setting only when made again, as
+	// after a restart.
+	st.DropConnections()
+	pgtest.Eventually(t, time.Minute, "the workers to say the database takes no writes", func() bool {
+		return strings.Contains(logs.String(), "takes no writes")
+	})
+	setReadOnly("RESET default_transaction_read_only")
+	other := pgtest.OpenStore(t, url) // connects now: takes writes
+	var turnedOff time.Time
+	if err := other.Pool().QueryRow(testContext(t), `SELECT now()`).Scan(&turnedOff); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 2*time.Minute, "the process's heartbeat to be written again", func() bool {
+		return pgtest.Int(t, other, `SELECT count(*) FROM pgbus.workers WHERE id = $1 AND heartbeat_at > $2`, c.ID(), turnedOff) == 1
+	})
 }

@@ -34,8 +34,12 @@ const crowdedQuiet = 30 * time.Second
 // database answers again, and after how long, so that the end of an
 // outage is as plain as its start.
 type outage struct {
-	log  *slog.Logger
-	down atomic.Bool // read on every success, so kept outside mu
+	log *slog.Logger
+	// renew replaces the store's connections after a write refused as
+	// read-only (store.RenewReadOnlyConnections); nil in tests of the
+	// outage alone.
+	renew func()
+	down  atomic.Bool // read on every success, so kept outside mu
 
 	mu      sync.Mutex
 	since   time.Time // when the first failure of this outage was met
@@ -68,6 +72,9 @@ func (o *outage) failed(err error) bool {
 	diskFull := code == "53100" // disk_full
 	if !crowded && !readOnly && !diskFull && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
+	}
+	if readOnly && o.renew != nil {
+		o.renew()
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -90,9 +90,13 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	if lim := store.LimitOf(*err); lim != store.NoLimit && ctx.Err() == nil {
-		if lim == store.LimitReadOnly && s.onStandby(ctx) {
-			*err = standbyError(*err)
-			return
+		if lim == store.LimitReadOnly {
+			// Connections made while the setting was on keep it.
+			s.store.RenewReadOnlyConnections()
+			if s.onStandby(ctx) {
+				*err = standbyError(*err)
+				return
+			}
 		}
 		*err = limitError(*err, lim, e, s.store.User())
 		return

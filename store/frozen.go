@@ -43,3 +43,21 @@ func (d *connDrops) due(start time.Time) bool {
 	d.last = time.Now()
 	return true
 }
+
+// readOnlyRenewal is how often RenewReadOnlyConnections drops the pool's
+// connections at most.
+const readOnlyRenewal = 10 * time.Second
+
+// RenewReadOnlyConnections drops the pool's connections (those in use as
+// they are released) after a write was refused by a read-only
+// transaction, at most once per readOnlyRenewal: default_transaction_read_only
+// set for a role or database holds for a session from its start, so the
+// connections made while it was on went on refusing writes after it was
+// turned off, until something else replaced them. On a standby the new
+// connections refuse writes as well, at the cost of a reconnection every
+// few seconds while writes are tried.
+func (s *Store) RenewReadOnlyConnections() {
+	if s.readOnlyDrops.due(time.Now().Add(-readOnlyRenewal)) {
+		s.DropConnections()
+	}
+}

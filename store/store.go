@@ -50,6 +50,8 @@ type Store struct {
 	// drops lets DropFrozenConnections drop the pool's connections once
 	// per freeze, for every caller that shares the store.
 	drops connDrops
+	// readOnlyDrops paces RenewReadOnlyConnections.
+	readOnlyDrops connDrops
 
 	// exactLimit replaces ExactCountLimit when set (SetExactCountLimit).
 	exactLimit atomic.Int64
