@@ -21,6 +21,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/internal/throttle"
 )
 
@@ -54,6 +55,42 @@ type Security struct {
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	open         map[string]bool // paths that need no bearer token: the probes
 	guesses      *throttle.Limiter
+	refusals     refusals
+}
+
+// refusals paces the log of refused requests: each status is told at its
+// first time, then once a minute (quietlog.Every) with the count of those
+// refused meanwhile, so that a scanner or a client left with an old token
+// does not fill the log with a line per request.
+type refusals struct {
+	mu sync.Mutex
+	by map[int]*refusal
+}
+
+type refusal struct {
+	told  time.Time
+	quiet int
+}
+
+// due reports whether a refusal of status code at now is logged, and how
+// many of that status were refused unlogged since the last one logged.
+func (r *refusals) due(code int, now time.Time) (told bool, quiet int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.by == nil {
+		r.by = map[int]*refusal{}
+	}
+	f := r.by[code]
+	if f == nil {
+		f = &refusal{}
+		r.by[code] = f
+	}
+	if !f.told.IsZero() && now.Sub(f.told) < quietlog.Every {
+		f.quiet++
+		return false, 0
+	}
+	quiet, f.quiet, f.told = f.quiet, 0, now
+	return true, quiet
 }
 
 // Bearer token throttling: a client (an address, or the client a trusted
@@ -291,8 +328,11 @@ func hasBody(r *http.Request) bool {
 }
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	s.log.Warn("pgbus: HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
-		"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg)
+	if told, quiet := s.refusals.due(code, time.Now()); told {
+		s.log.Warn("pgbus: HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
+			"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg,
+			"refused_unlogged", quiet)
+	}
 	w.Header().Set("Connection", "close")
 	http.Error(w, "pgbus: "+msg, code)
 }
@@ -316,7 +356,7 @@ func (s *Security) authenticated(w http.ResponseWriter, r *http.Request) bool {
 		if wait > 0 {
 			secs := int64((wait + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s from this client within %s, so this one was not checked: try again in %s with the token this server was started with (--auth-token or PGBUS_MCP_TOKEN of pgbus serve or pgbus dashboard)", plural.Count(n, "wrong bearer token came", "wrong bearer tokens came"), tokenWindow, plural.Count(secs, "second", "seconds")))
+			s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s from this client within %s, so this one was not checked: try again in %s with the token this server was started with (--auth-token or PGBUS_MCP_TOKEN of pgbus serve or pgbus dashboard)", plural.Count(n, "request with a wrong token came", "requests with a wrong token came"), tokenWindow, plural.Count(secs, "second", "seconds")))
 			return false
 		}
 	}
