@@ -96,7 +96,15 @@ type ProbeOptions struct {
 	// served without a token, does not give it (it names the database's
 	// user, host and port).
 	Logger *slog.Logger
+	// Stopping, closed once the process is stopping (its workers finish
+	// their running jobs and take no new ones), makes /readyz answer 503
+	// from then, status STOPPING, so that a load balancer or Kubernetes
+	// sends it nothing new while it drains; /livez stays 200. Nil: never.
+	Stopping <-chan struct{}
 }
+
+// Stopping is the readiness status of a process that is stopping.
+const Stopping = "STOPPING"
 
 // Probes answers PathLivez (200 while the process serves) and PathReadyz:
 // 200 when the database answers and no queue of o.Queues is STALLED, else
@@ -131,6 +139,12 @@ type probes struct {
 
 func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
 	code, answer := p.verdict(r.Context())
+	select {
+	case <-p.opts.Stopping:
+		code, answer = http.StatusServiceUnavailable, Readiness{Status: Stopping, Reasons: []ReadyReason{{Status: Stopping, Code: "stopping",
+			Message: "this process is stopping: its workers finish their running jobs and take no new ones"}}}
+	default:
+	}
 	if hide, _ := r.Context().Value(hideReasonsKey{}).(bool); hide {
 		answer = Readiness{Ready: answer.Ready, Status: answer.Status, Reasons: []ReadyReason{}, Hidden: len(answer.Reasons) + answer.Omitted}
 	}

@@ -62,11 +62,13 @@ func (m *Monitor) Serve(ctx context.Context, addr string, log *slog.Logger) (sto
 	}
 	log.Info("pgbus: metrics and probes listening", "addr", ln.Addr().String(),
 		"metrics", "http://"+ln.Addr().String()+metrics.PathMetrics, "readyz", "http://"+ln.Addr().String()+metrics.PathReadyz)
+	probes := m.probes
+	probes.Stopping = ctx.Done() // not ready while the workers drain
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := metrics.Serve(ctx, ln, metrics.Mux(m.Registry, m.ops, m.probes), log); err != nil && !errors.Is(err, context.Canceled) {
+		if err := metrics.Serve(ctx, ln, metrics.Mux(m.Registry, m.ops, probes), log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("pgbus: the metrics server stopped; scrapes of --metrics-addr fail until the process restarts", "err", err)
 		}
 	}()

@@ -372,3 +372,32 @@ func TestReadyzUnderALockOnAQueueTable(t *testing.T) {
 		t.Errorf("/metrics under a lock on a queue's table does not say pgbus_database_up 1:\n%.2000s", body)
 	}
 }
+
+// Once the process is stopping (SIGTERM: its workers finish their running
+// jobs and take no new ones), /readyz answers 503 STOPPING while /livez
+// stays 200: a load balancer or Kubernetes sends it nothing new while it
+// drains, where /readyz said ready until the process was gone.
+func TestReadyzSaysStoppingWhileTheWorkersDrain(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(pgtest.Context(t))
+	stop, addr, err := runner.NewMonitor(svc, nil, nil).Serve(ctx, "127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	base := "http://" + addr.String()
+	if code, body := get(t, base+metrics.PathReadyz, nil); code != http.StatusOK {
+		t.Fatalf("/readyz while working: %d %s; want 200", code, body)
+	}
+	cancel()
+	if code, body := get(t, base+metrics.PathReadyz, nil); code != http.StatusServiceUnavailable || !strings.Contains(body, `"status":"STOPPING"`) || !strings.Contains(body, "take no new ones") {
+		t.Errorf("/readyz while stopping: %d %s; want 503, STOPPING, saying why", code, body)
+	}
+	if code, body := get(t, base+metrics.PathLivez, nil); code != http.StatusOK {
+		t.Errorf("/livez while stopping: %d %s; want 200: the process is alive", code, body)
+	}
+}
