@@ -220,15 +220,19 @@ func (c *Cluster) lockErr(err error) error {
 // existing directory must be a cluster's (or empty): one given by mistake is
 // refused before anything in it changes hands.
 func (c *Cluster) prepareDataDir() error {
-	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {
-		return dataDirError(err, func(dataDir string) string {
-			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s", err, dataDir)
+	// The embedded server may not be what was meant at all (a database
+	// URL left unset, as by a mistyped Secret in a container): the
+	// error names the running server's way too.
+	mkdirErr := func(err error) *Error {
+		return newError("DataDir", err, func(t Terms) string {
+			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s, or %s", err, t.DataDir, t.Server)
 		})
 	}
+	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {
+		return mkdirErr(err)
+	}
 	if err := os.Mkdir(c.dataDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return dataDirError(err, func(dataDir string) string {
-			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s", err, dataDir)
-		})
+		return mkdirErr(err)
 	}
 	if err := c.checkOwnDataDir(); err != nil {
 		return err
