@@ -103,6 +103,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	self := bareCommand(cmd)
 	line, _ := ops.RedactText(app.errorLine(err, self))
 	code := exitCode(err)
+	if app.log != nil && app.logFormat == "json" && longRunning(cmd) {
+		// The line a crash-looping process's log shipper must read: a
+		// record of the log it asked for JSON, not text among them.
+		app.log.Error(line, "kind", errorKind(cause, code), "exit_code", code, "next", app.nextCommands(cause, self))
+		return code
+	}
 	app.printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
 	return code
 }

@@ -137,3 +137,28 @@ func TestJSONFlagBeforeTheCommand(t *testing.T) {
 		t.Fatalf("error %+v does not say where --json goes", e)
 	}
 }
+
+// A long-running command logging JSON (--log-format json, as a container's
+// log shipper wants) ends with its error as a record of that log, not as a
+// line of text among them: the one line that says why a pod crash-loops.
+func TestLongRunningErrorIsAJSONRecordWithJSONLogs(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	r := pgbus(t, d.env, "work", "--log-format", "json", "--queue", "shop", "--handler", "nosuch")
+	if r.code != 2 {
+		t.Fatalf("work with an unknown handler: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	var rec struct {
+		Level    string `json:"level"`
+		Msg      string `json:"msg"`
+		Kind     string `json:"kind"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+		t.Fatalf("the last line of stderr is no JSON record: %v\n%s", err, r.stderr)
+	}
+	if rec.Level != "ERROR" || !strings.Contains(rec.Msg, `unknown handler type "nosuch"`) || rec.Kind != "usage" || rec.ExitCode != 2 {
+		t.Errorf("the error's record: %+v; want level ERROR, its words, kind usage, exit code 2", rec)
+	}
+}

@@ -49,12 +49,7 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 		_, _ = w.Write(terminalSafe([]byte("pgbus: " + line + "\n")))
 		return
 	}
-	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: []nextStep{}}
-	for _, h := range stepsBeyond(ops.NextSteps(cause), self) { // those its line names
-		command, _ := ops.RedactText(a.command(h))
-		why, _ := ops.RedactText(h.Why)
-		out.Next = append(out.Next, nextStep{Command: command, Why: why})
-	}
+	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: a.nextCommands(cause, self)}
 	if p := (*ops.PartlyDone)(nil); errors.As(cause, &p) {
 		out.PartlyDone = &partlyDoneJSON{Done: p.Done, Limit: p.Limit}
 	}
@@ -65,6 +60,18 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 	// encoding/json writes C1 controls as they are; escaped, they read
 	// back the same and cannot drive the terminal stderr may be.
 	_, _ = w.Write(terminalSafe(buf.Bytes()))
+}
+
+// nextCommands are the next steps of cause, an error of the command self,
+// as command lines: those its line names.
+func (a *app) nextCommands(cause error, self string) []nextStep {
+	next := []nextStep{}
+	for _, h := range stepsBeyond(ops.NextSteps(cause), self) {
+		command, _ := ops.RedactText(a.command(h))
+		why, _ := ops.RedactText(h.Why)
+		next = append(next, nextStep{Command: command, Why: why})
+	}
+	return next
 }
 
 // errorKind is the kind of cause, an error of exit code code: a usage
