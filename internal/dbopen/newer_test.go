@@ -51,25 +51,12 @@ func TestPrepareWarnsOfANewerSchema(t *testing.T) {
 // newer schema. A first install, and a start with nothing to apply, say
 // nothing of it.
 func TestPrepareSaysItUpgradedTheSchema(t *testing.T) {
-	ctx := pgtest.Context(t)
 	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := pgtest.NewDatabase(t)
-	prepare := func() string {
-		t.Helper()
-		var logs pgtest.SyncBuffer
-		db, err := dbopen.Connect(ctx, dbopen.Options{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.Prepare(ctx, true); err != nil {
-			t.Fatalf("prepare: %v", err)
-		}
-		return logs.String()
-	}
+	prepare := func() string { return migratedLogs(t, url) }
 	if logs := prepare(); strings.Contains(logs, "upgraded") {
 		t.Errorf("the first install logged an upgrade:\n%s", logs)
 	}

@@ -29,30 +29,34 @@ func TestPrepareWarnsOfADLQItMayNotRepair(t *testing.T) {
 	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; "+
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
 
-	prepare := func(url string) string {
-		t.Helper()
-		var logs pgtest.SyncBuffer
-		db, err := dbopen.Connect(ctx, dbopen.Options{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.Prepare(ctx, true); err != nil {
-			t.Fatalf("prepare: %v", err)
-		}
-		return logs.String()
-	}
-	logs := prepare(roleURL)
+	logs := migratedLogs(t, roleURL)
 	for _, want := range []string{"level=WARN", "dlq=orders_dlq", "the planner statistics of its filters",
 		"run pgbus migrate as role " + ownerRole} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the operator's start logged no %q:\n%s", want, logs)
 		}
 	}
-	if logs := prepare(url); !strings.Contains(logs, "level=INFO") || !strings.Contains(logs, "dlq=orders_dlq") || strings.Contains(logs, "WARN") {
+	if logs := migratedLogs(t, url); !strings.Contains(logs, "level=INFO") || !strings.Contains(logs, "dlq=orders_dlq") || strings.Contains(logs, "WARN") {
 		t.Errorf("the owner's start logged:\n%s\nwant orders_dlq repaired, no warning", logs)
 	}
 	if n := pgtest.Int(t, owner, `SELECT count(*) FROM pg_statistic_ext WHERE stxname = 'q_orders_dlq_filter_stats'`); n != 1 {
 		t.Fatalf("the DLQ has %d filter statistics after the owner's start, want 1", n)
 	}
+}
+
+// migratedLogs connects to url as a process that migrates on start does,
+// prepares the schema, and returns what it logged.
+func migratedLogs(t *testing.T, url string) string {
+	t.Helper()
+	ctx := pgtest.Context(t)
+	var logs pgtest.SyncBuffer
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: url, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Prepare(ctx, true); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	return logs.String()
 }
