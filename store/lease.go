@@ -43,6 +43,12 @@ type Lease struct {
 // transaction.
 const keepIdleSQL = `SET LOCAL idle_in_transaction_session_timeout = 0`
 
+// electSQL takes an election's lock. Sent as a simple query: through the
+// extended protocol its portal stayed open, with its snapshot, while the
+// transaction sat idle, holding back vacuum of every table (queue tables
+// included) for as long as the process led, hours.
+const electSQL = `SELECT pg_try_advisory_xact_lock($1)`
+
 // TryLead tries to win an election without waiting: it returns the lease,
 // or nil when another process holds it.
 func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
@@ -52,12 +58,12 @@ func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
 	}
 	conn := pc.Hijack()
 	var won bool
-	_, err = conn.Exec(ctx, `BEGIN`)
+	_, err = conn.Exec(ctx, `BEGIN ISOLATION LEVEL READ COMMITTED`)
 	if err == nil {
 		_, err = conn.Exec(ctx, keepIdleSQL)
 	}
 	if err == nil {
-		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(e)).Scan(&won)
+		err = conn.QueryRow(ctx, electSQL, pgx.QueryExecModeSimpleProtocol, int64(e)).Scan(&won)
 	}
 	if err != nil || !won {
 		_ = conn.Close(context.WithoutCancel(ctx))

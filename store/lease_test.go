@@ -35,3 +35,45 @@ func TestTryLeadOneAtATime(t *testing.T) {
 	}
 	lb.Release(ctx)
 }
+
+// The elections (the alerts' lease, the retention turn) hold no snapshot
+// while their transactions sit idle, whatever isolation the role or
+// database sets by default: the portal of their lock's statement kept its
+// snapshot, as REPEATABLE READ kept the first statement's, for as long as
+// the process led, hours, holding back vacuum of every table, queue
+// tables included.
+func TestElectionsHoldNoSnapshot(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabaseSet(t, "default_transaction_isolation", "repeatable read")
+	s, watcher := pgtest.OpenStore(t, url), pgtest.OpenStore(t, url)
+	ctx := testContext(t)
+	lease, err := s.TryLead(ctx, store.ElectionAlerts)
+	if err != nil || lease == nil {
+		t.Fatalf("lease %v, %v; want it elected", lease, err)
+	}
+	defer lease.Release(ctx)
+	if err := lease.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := s.TryRetentionTurn(ctx)
+	if err != nil || turn == nil {
+		t.Fatalf("retention turn %v, %v; want it taken", turn, err)
+	}
+	defer turn.End(ctx) //nolint:errcheck
+	var held []string
+	rows, err := watcher.Pool().Query(ctx, `SELECT query FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'idle in transaction' AND backend_xmin IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, q)
+	}
+	if len(held) != 0 {
+		t.Errorf("idle transactions of this database hold a snapshot while the elections are held, after %q; want none", held)
+	}
+}

@@ -39,7 +39,7 @@ func (s *Store) TryRetentionTurn(ctx context.Context) (*RetentionTurn, error) {
 	var won bool
 	_, err = tx.Exec(ctx, keepIdleSQL)
 	if err == nil {
-		err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, retentionLockKey).Scan(&won)
+		err = tx.QueryRow(ctx, electSQL, pgx.QueryExecModeSimpleProtocol, retentionLockKey).Scan(&won)
 	}
 	if err != nil || !won {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
