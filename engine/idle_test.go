@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,15 @@ func (l *statementLog) counts() (reads map[string]int, checks int) {
 		reads[q] = n
 	}
 	return reads, l.checks
+}
+
+// waitForChecks waits until n checks of idle queues named every queue.
+func (l *statementLog) waitForChecks(t *testing.T, n int) {
+	t.Helper()
+	pgtest.Eventually(t, time.Minute, fmt.Sprintf("%d checks of the idle queues", n), func() bool {
+		_, checks := l.counts()
+		return checks >= n
+	})
 }
 
 func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -125,10 +135,7 @@ func TestIdleQueuesAreCheckedTogether(t *testing.T) {
 	var ran atomic.Int64
 	c := idleClient(t, s, queues, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
 	pgtest.Start(t, c)
-	pgtest.Eventually(t, time.Minute, "25 checks of the idle queues", func() bool {
-		_, checks := log.counts()
-		return checks >= 25
-	})
+	log.waitForChecks(t, 25)
 	reads, checks := log.counts()
 	for _, q := range queues {
 		// The first read, and one more if a check found the queue
@@ -156,10 +163,7 @@ func TestIdleCheckThatFailsHasTheQueuesRead(t *testing.T) {
 	var ran atomic.Int64
 	c := idleClient(t, s, []string{dropped, kept}, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
 	pgtest.Start(t, c)
-	pgtest.Eventually(t, time.Minute, "a check of both idle queues", func() bool {
-		_, checks := log.counts()
-		return checks >= 1
-	})
+	log.waitForChecks(t, 1)
 	if _, err := shared.Pool().Exec(testContext(t), `DROP TABLE pgmq.`+pgx.Identifier{"q_" + dropped}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +185,7 @@ func TestLockedQueueHoldsNotTheIdleCheck(t *testing.T) {
 	var ran atomic.Int64
 	c := idleClient(t, s, []string{locked, other}, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
 	pgtest.Start(t, c)
-	pgtest.Eventually(t, time.Minute, "a check of both idle queues", func() bool {
-		_, checks := log.counts()
-		return checks >= 1
-	})
+	log.waitForChecks(t, 1)
 	holder, err := pgx.Connect(testContext(t), pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
