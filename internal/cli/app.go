@@ -81,7 +81,7 @@ const (
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&a.configPath, "config", "", "configuration file, YAML (env "+EnvConfig+"); see pgbus help config")
-	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", config database_url); empty starts the embedded PostgreSQL")
+	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", or a file named by "+EnvDatabaseURL+fileSuffix+"; config database_url); empty starts the embedded PostgreSQL")
 	f.StringVar(&a.dataDir, "data-dir", "", "embedded PostgreSQL data directory (env "+EnvDataDir+", config data_dir; default "+embedpg.DefaultDataDir()+")")
 	f.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, else JSON), text or json (env "+EnvLogFormat+", config log_format)")
 	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error (env "+EnvLogLevel+", config log_level)")
@@ -163,7 +163,8 @@ func (a *app) setup(cmd *cobra.Command) error {
 
 // resolve settles one flag in the order flag > environment > configuration
 // file > default: when the flag was not given, the first environment
-// variable that is set, else the file's value (fileValue, "" for none),
+// variable that is set (for a secret's, or the file its _FILE twin names:
+// lookupSetting), else the file's value (fileValue, "" for none),
 // replaces the flag's default. Values go through the flag's own parser, so
 // a bad one is rejected as it would be on the command line.
 func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string) error {
@@ -176,11 +177,15 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 		return nil
 	}
 	for _, e := range envs {
-		if v := os.Getenv(e); v != "" {
+		v, source, err := lookupSetting(e)
+		if err != nil {
+			return usageError{err}
+		}
+		if v != "" {
 			if err := fl.Value.Set(v); err != nil {
-				return usageError{fmt.Errorf("environment variable %s=%q: %s", e, v, badValue(fl, err))}
+				return usageError{fmt.Errorf("%s=%q: %s", source, v, badValue(fl, err))}
 			}
-			a.sources[name] = "environment variable " + e
+			a.sources[name] = source
 			return nil
 		}
 	}

@@ -209,7 +209,9 @@ func (a *app) benchWorkerSpawner(exe string, url *string) func(context.Context, 
 	return func(ctx context.Context, spec bench.WorkerSpec) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, exe, "bench", "worker", "--queue", spec.Queue, "--workload", spec.Workload,
 			"--workers", strconv.Itoa(spec.Workers), "--log-level", a.logLevel, "--log-format", a.logFormat)
-		cmd.Env = append(os.Environ(), EnvDatabaseURL+"="+*url)
+		// The URL settled here, not its file: both set would be refused.
+		env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, EnvDatabaseURL+fileSuffix+"=") })
+		cmd.Env = append(env, EnvDatabaseURL+"="+*url)
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = time.Minute
 		return cmd

@@ -13,7 +13,7 @@ import (
 var knownVariables = []string{
 	EnvConfig, EnvDataDir, EnvLogFormat, EnvLogLevel, EnvMetricsAddr, EnvTrustedProxies, EnvBasePath,
 	EnvQueues, EnvHandler, EnvConcurrency, EnvPollInterval, EnvDrainTimeout, EnvNoListen, EnvDatabaseCallTimeout,
-	EnvAuthToken, EnvMaxSessions, EnvSafeFields,
+	EnvAuthToken, EnvAuthToken + fileSuffix, EnvMaxSessions, EnvSafeFields,
 	handlers.EnvQueue, handlers.EnvMsgID, handlers.EnvKind, handlers.EnvAttempt, handlers.EnvIdempotencyKey,
 }
 

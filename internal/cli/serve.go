@@ -267,7 +267,7 @@ const EnvAuthToken = "PGBUS_MCP_TOKEN"
 // environment is read when the command runs, so that --help never prints
 // the token.
 func addAuthTokenFlag(fs *pflag.FlagSet, token *string, what string) {
-	fs.StringVar(token, "auth-token", "", what+" (env "+EnvAuthToken+", which keeps it out of the process list), without white space; required when --addr is not loopback, and then at least 32 characters")
+	fs.StringVar(token, "auth-token", "", what+" (env "+EnvAuthToken+", or a file named by "+EnvAuthToken+fileSuffix+": they keep it out of the process list), without white space; required when --addr is not loopback, and then at least 32 characters")
 }
 
 // EnvMaxSessions bounds the Streamable HTTP sessions open at once, when

@@ -32,7 +32,11 @@ Every setting is taken from the first of:
                                    PGBUS_SAFE_FIELDS; and for settings the file
                                    does not hold: PGBUS_MCP_TOKEN,
                                    PGBUS_MCP_MAX_SESSIONS, PGBUS_TRUSTED_PROXIES,
-                                   PGBUS_BASE_PATH, PGBUS_METRICS_ADDR
+                                   PGBUS_BASE_PATH, PGBUS_METRICS_ADDR.
+                                   DATABASE_URL_FILE and PGBUS_MCP_TOKEN_FILE
+                                   name a file holding the secret instead
+                                   (a mounted secret; its final newline is
+                                   left out)
   3. the configuration file
   4. the built-in default
 
