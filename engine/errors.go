@@ -72,8 +72,9 @@ func RetryAfter(d time.Duration, err error) error {
 	return &controlError{err: err, outcome: outcomeRetry, delay: min(max(d, 0), MaxDelay)}
 }
 
-// MaxDelay bounds the delay of RetryAfter, Nack and Snooze, and a
-// RetryPolicy's BackoffMax, as a queue's backoff max is bounded: a longer
+// MaxDelay bounds the delay of RetryAfter, Nack and Snooze, the hint of
+// an error's own RetryAfter method, and a RetryPolicy's BackoffMax, as a
+// queue's backoff max is bounded: a longer
 // one (a Retry-After of years, a mistyped constant) would park the message
 // out of sight of every check.
 const MaxDelay = 7 * 24 * time.Hour

@@ -777,16 +777,19 @@ func TestHandlerDelaysAreBounded(t *testing.T) {
 	})
 	c.Handle("nack", func(context.Context, *engine.Job) error { return engine.Nack(1<<62, "later") })
 	c.Handle("snooze", func(context.Context, *engine.Job) error { return engine.Snooze(1 << 62) })
+	// An error's own RetryAfter method, followed by ActionRetryAfterHint.
+	c.Handle("hint_method", func(context.Context, *engine.Job) error { return hintedError{after: 10 * 365 * 24 * time.Hour} },
+		engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Match: engine.MatchType[hintedError](), Action: engine.ActionRetryAfterHint}}})
 	pgtest.Start(t, c)
 	var ids []int64
-	for _, kind := range []string{"retry_after", "nack", "snooze"} {
+	for _, kind := range []string{"retry_after", "nack", "snooze", "hint_method"} {
 		ids = append(ids, pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: kind}))
 	}
 	latest := fmt.Sprintf("now() + interval '%d seconds'", int(engine.MaxDelay.Seconds())+60)
 	pgtest.Eventually(t, 20*time.Second, "every message put off", func() bool {
-		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE vt > now() + interval '1 day'`) == 3
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE vt > now() + interval '1 day'`) == 4
 	})
-	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = ANY($1) AND vt <= `+latest, ids); n != 3 {
-		t.Fatalf("%d of 3 messages put off within MaxDelay (%s)", n, engine.MaxDelay)
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = ANY($1) AND vt <= `+latest, ids); n != 4 {
+		t.Fatalf("%d of 4 messages put off within MaxDelay (%s)", n, engine.MaxDelay)
 	}
 }

@@ -78,14 +78,19 @@ func policyFor(policies []ErrorPolicy, err error) (ErrorPolicy, bool) {
 	return ErrorPolicy{}, false
 }
 
-// retryHint returns the delay an error asks for, if any.
+// retryHint returns the delay an error asks for, if any. A hint of an
+// error's own RetryAfter method is bounded by MaxDelay, as RetryAfter's
+// is: a downstream's Retry-After of years would park the message out of
+// sight of every check.
 func retryHint(err error) (time.Duration, bool) {
 	if ce, ok := asControl(err); ok && ce.outcome == outcomeRetry && (ce.delay > 0 || ce.explicit) {
 		return ce.delay, true
 	}
 	var hinted interface{ RetryAfter() time.Duration }
-	if errors.As(err, &hinted) && hinted.RetryAfter() > 0 {
-		return hinted.RetryAfter(), true
+	if errors.As(err, &hinted) {
+		if d := hinted.RetryAfter(); d > 0 {
+			return min(d, MaxDelay), true
+		}
 	}
 	return 0, false
 }
