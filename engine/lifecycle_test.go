@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"strings"
@@ -282,6 +283,65 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 	}
 	if calls.Load() != 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, fresh) != 1 {
 		t.Fatalf("calls = %d; want only the message within its deadline to run", calls.Load())
+	}
+}
+
+// A pgbus_deadline another client wrote is kept in the forms RFC 3339
+// allows (lower-case t and z, a space for the T, as PostgreSQL writes a
+// time); one that is no time at all lets the message run, as before, but
+// the log names it at each attempt: it ran past its deadline without a
+// word.
+func TestDeadlineHeadersOfOtherClients(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	var logs lockedBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	var ran sync.Map
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { ran.Store(job.ID, true); return nil })
+	pgtest.Start(t, c)
+	send := func(deadline string) int64 {
+		t.Helper()
+		id, err := s.Send(testContext(t), q, store.NewMessage{Payload: json.RawMessage(`1`), Headers: json.RawMessage(`{"` + store.HeaderDeadline + `": ` + deadline + `}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	passed := map[int64]string{}
+	for _, d := range []string{`"2020-01-01t00:00:00z"`, `"2020-01-01 00:00:00Z"`, `"2020-01-01 00:00:00.5+00"`, `"2020-01-01T05:30:00+05:30"`} {
+		passed[send(d)] = d
+	}
+	unreadable := map[int64]string{}
+	for _, d := range []string{`"garbage"`, `1`, `"2020-01-01"`} {
+		unreadable[send(d)] = d
+	}
+	none := []int64{send(`""`), send(`null`)}
+	pgtest.Eventually(t, 20*time.Second, "every message settled", func() bool { return pgtest.Live(t, s, q) == 0 })
+	dead := map[int64]bool{}
+	for _, m := range deadMessages(t, s, q) {
+		if m.Block["reason"] != store.ReasonDeadlineExceeded {
+			t.Errorf("dead message %d: reason %v, want deadline_exceeded", m.ID, m.Block["reason"])
+		}
+		dead[int64(m.Block["source_msg_id"].(float64))] = true
+	}
+	for id, d := range passed {
+		if _, did := ran.Load(id); did || !dead[id] {
+			t.Errorf("deadline %s: ran %v, dead-lettered %v; want dead-lettered unrun", d, did, dead[id])
+		}
+	}
+	for id, d := range unreadable {
+		if _, did := ran.Load(id); !did {
+			t.Errorf("deadline %s: did not run", d)
+		}
+		if !strings.Contains(logs.String(), fmt.Sprintf("msg_id=%d pgbus_deadline=", id)) {
+			t.Errorf("deadline %s: no warning naming message %d:\n%s", d, id, logs.String())
+		}
+	}
+	for _, id := range none {
+		if _, did := ran.Load(id); !did || strings.Contains(logs.String(), fmt.Sprintf("msg_id=%d ", id)) {
+			t.Errorf("message %d without a deadline: ran %v, logs:\n%s", id, did, logs.String())
+		}
 	}
 }
 

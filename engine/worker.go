@@ -492,7 +492,7 @@ func (w *queueWorker) prepare(queue string, m store.Message, now time.Time) deli
 	if d.found && d.h.opts.Retry != nil {
 		d.policy = *d.h.opts.Retry
 	}
-	d.deadline = deadlineOf(d.headers)
+	d.deadline = w.deadlineOf(queue, m.ID, d.headers)
 	if d.deadline.IsZero() && settings.Deadline > 0 {
 		d.deadline = m.EnqueuedAt.Add(settings.Deadline)
 	}
@@ -938,8 +938,25 @@ func headerString(h map[string]json.RawMessage, key string) string {
 	return ""
 }
 
-func deadlineOf(h map[string]json.RawMessage) time.Time {
-	t, _ := store.ParseDeadline(headerString(h, store.HeaderDeadline))
+// deadlineOf is the time of message id's pgbus_deadline header, zero when
+// it has none. A header that holds something else than a time (a number,
+// "tomorrow", a date without its time) cannot be kept: the message runs
+// without it, and the log says so at each attempt, for its sender to be
+// fixed, where it said nothing and the job ran past the deadline meant.
+func (w *queueWorker) deadlineOf(queue string, id int64, h map[string]json.RawMessage) time.Time {
+	raw, ok := h[store.HeaderDeadline]
+	if !ok || string(raw) == "null" || string(raw) == `""` {
+		return time.Time{}
+	}
+	t, ok := store.ParseDeadline(headerString(h, store.HeaderDeadline))
+	if !ok {
+		shown := string(raw)
+		if len(shown) > 100 {
+			shown = strings.ToValidUTF8(shown[:100], "") + "…"
+		}
+		w.c.log.Warn(`pgbus: the message's pgbus_deadline header is no RFC 3339 time (such as "2026-12-05T18:00:00Z"): it runs without that deadline (the queue's own deadline, when it has one, applies); fix what sent it`,
+			"queue", queue, "msg_id", id, "pgbus_deadline", shown)
+	}
 	return t
 }
 

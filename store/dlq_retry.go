@@ -663,8 +663,9 @@ const sqlDeadKeepKey = `CASE
 // target (its pgbus_idempotency_key header) at its new id, so that a send
 // with the key while it is live, or archived within retention, returns it
 // instead of a duplicate, as for the message first sent. A key already
-// held by another live message of target (sent with it after this one
-// died) stays with that one. A header a send could not have written (over
+// held by another message of target (sent with it after this one died)
+// stays with that one while a send would return it: live, or archived
+// within retention (keyInForceSQL). A header a send could not have written (over
 // MaxIdempotencyKeyBytes) is left alone, and so is a key a retry set
 // (HeaderIdempotencyKeyKept): no send wrote it.
 func sqlDeadRetryKey(target string) string {
@@ -675,8 +676,8 @@ func sqlDeadRetryKey(target string) string {
 		WHERE jsonb_typeof(ins.headers) = 'object' AND octet_length(%[1]s) BETWEEN 1 AND %[2]d
 			AND NOT ins.headers ? '`+HeaderIdempotencyKeyKept+`'
 		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()
-		WHERE NOT EXISTS (SELECT 1 FROM %[3]s q WHERE q.msg_id = k.msg_id)
-	`, key, MaxIdempotencyKeyBytes, queueTable(target))
+		WHERE NOT %[3]s
+	`, key, MaxIdempotencyKeyBytes, keyInForceSQL(target))
 }
 
 // deadRetrySQL builds the statement of deadRetryOne. With a corrected payload, the

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Headers the engine reads or writes on messages.
 const (
@@ -54,11 +57,20 @@ const (
 // ParseDeadline reads the value of a pgbus_deadline header, an RFC 3339
 // time, into UTC, as every time is shown, whatever offset its sender
 // wrote it with; ok is false for "" and for a value that is no such time,
-// which workers take as no deadline.
+// which workers take as no deadline. The forms RFC 3339 lets other
+// clients write are read too: "t" and "z" in lower case, a space between
+// date and time, and an offset in hours alone (as PostgreSQL writes a
+// timestamptz as text: 2026-12-05 18:00:00+00).
 func ParseDeadline(s string) (at time.Time, ok bool) {
-	if s == "" {
-		return time.Time{}, false
+	if len(s) > 10 && (s[10] == ' ' || s[10] == 't') {
+		s = s[:10] + "T" + s[11:]
+	}
+	if strings.HasSuffix(s, "z") {
+		s = s[:len(s)-1] + "Z"
+	}
+	if n := len(s); n > 19 && (s[n-3] == '+' || s[n-3] == '-') {
+		s += ":00" // an offset in hours alone: +00
 	}
 	at, err := time.Parse(time.RFC3339Nano, s)
-	return at.UTC(), err == nil
+	return at.UTC(), err == nil && s != ""
 }

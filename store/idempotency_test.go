@@ -210,6 +210,29 @@ func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
 		t.Fatalf("send of a key a live message holds = %d, want that message %d", again, resent)
 	}
 
+	// So it does when that message ran and was archived since, within
+	// the queue's archive retention, where a send of the key returns it.
+	// Past the retention it holds the key no more: the retried one takes
+	// it.
+	for _, c := range []struct {
+		key      string
+		archived string
+	}{{"ship-3", "now()"}, {"ship-4", "now() - interval '8 days'"}} {
+		dead := deadIDs(t, s, q, dlq, []int64{send(keyedWithHeader(`4`, c.key))}, "Boom", store.ReasonNonRetryable)[0]
+		ran := send(keyedWithHeader(`4`, c.key))
+		if _, err := s.Archive(ctx, q, ran); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."a_`+q+`" SET archived_at = `+c.archived+` WHERE msg_id = $1`, ran); err != nil {
+			t.Fatal(err)
+		}
+		retried := retry(dead)
+		want := map[string]int64{"ship-3": ran, "ship-4": retried}[c.key]
+		if again := send(keyedWithHeader(`4`, c.key)); again != want {
+			t.Errorf("%s: send of the key after the retry = %d; want %d (the message that ran: %d, the retried one: %d)", c.key, again, want, ran, retried)
+		}
+	}
+
 	// Headers a send could not have written: a key too long for one, and
 	// headers that are no object. The retry goes through all the same.
 	for _, h := range []string{`{"` + store.HeaderIdempotencyKey + `": "` + strings.Repeat("k", 3000) + `"}`, `["` + store.HeaderIdempotencyKey + `"]`} {
@@ -219,8 +242,8 @@ func TestIdempotencyKeyFollowsARetryOutOfTheDLQ(t *testing.T) {
 		}
 		retry(deadIDs(t, s, q, dlq, []int64{id}, "Boom", store.ReasonNonRetryable)[0])
 	}
-	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.idempotency_keys WHERE queue_name = $1`, q); n != 2 {
-		t.Fatalf("%d keys on the queue, want charge-7 and refund-9 only", n)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.idempotency_keys WHERE queue_name = $1`, q); n != 4 {
+		t.Fatalf("%d keys on the queue, want charge-7, refund-9, ship-3 and ship-4 only", n)
 	}
 }
 

@@ -352,25 +352,11 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 		var id int64
 		return id, tx.QueryRow(ctx, sql, args...).Scan(&id)
 	}
-	// The archive retention is a setting of the logical queue: a priority
-	// level ($3, $4: the queue and level its name would be one of) has no
-	// row of its own.
-	base, level, isLevel := splitLevel(queue)
-	var logical *string
-	if isLevel {
-		logical = &base
-	}
 	var first int64
 	err := tx.QueryRow(ctx, `
 		SELECT k.msg_id FROM pgbus.idempotency_keys k
-		WHERE k.queue_name = $1 AND k.key = $2
-		  AND (EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
-		    OR EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
-		               AND a.archived_at > now() - coalesce(
-		                   (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $1),
-		                   (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = $3 AND priorities > $4),
-		                   604800000) * interval '1 millisecond'))`,
-		queue, m.IdempotencyKey, logical, level).Scan(&first)
+		WHERE k.queue_name = $1 AND k.key = $2 AND `+keyInForceSQL(queue),
+		queue, m.IdempotencyKey).Scan(&first)
 	if err == nil {
 		return first, nil
 	}
@@ -385,6 +371,28 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()`, queue, m.IdempotencyKey, id)
 	return id, err
 }
+
+// keyInForceSQL is the condition, on a row k of pgbus.idempotency_keys of
+// physical queue queue, that a send with its key returns its message
+// rather than a new one: the message is live, or archived within the
+// archive retention of its queue. That retention is a setting of the
+// logical queue: a priority level has no row of its own.
+func keyInForceSQL(queue string) string {
+	logical, level := "NULL::text", 0
+	if base, n, ok := splitLevel(queue); ok {
+		logical, level = sqlText(base), n
+	}
+	return fmt.Sprintf(`(EXISTS (SELECT 1 FROM %s q WHERE q.msg_id = k.msg_id)
+		OR EXISTS (SELECT 1 FROM %s a WHERE a.msg_id = k.msg_id
+		           AND a.archived_at > now() - coalesce(
+		               (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = %s),
+		               (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = %s AND priorities > %d),
+		               %d) * interval '1 millisecond'))`,
+		queueTable(queue), archiveTable(queue), sqlText(queue), logical, level, DefaultArchiveRetention.Milliseconds())
+}
+
+// sqlText is s as an SQL string literal.
+func sqlText(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Read claims up to qty visible messages, those visible longest first,
 // hiding each for vt and counting the read. Messages locked by another
