@@ -668,6 +668,9 @@ type QueueDropped struct {
 	Live     int64  `json:"live" jsonschema_description:"Live messages dropped."`
 	Dead     int64  `json:"dead" jsonschema_description:"Dead messages dropped."`
 	Archived int64  `json:"archived" jsonschema_description:"Archived messages dropped."`
+	// Discarded counts the DLQ's archive: dead messages discarded, which a
+	// restore brought back until the drop.
+	Discarded int64 `json:"discarded" jsonschema_description:"Discarded dead messages dropped, which a restore could bring back until then."`
 	// Estimated and ArchivedEstimated say Live and Archived are
 	// estimates, as in QueueStats.
 	Estimated         bool `json:"counts_estimated,omitempty" jsonschema_description:"True when live is an estimate: the queue held too many messages to count them (counts_estimated in its stats)"`
@@ -692,13 +695,33 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	if err != nil {
 		return QueueDropped{}, explain(err)
 	}
-	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived,
+	discarded, err := s.discardedCount(ctx, st.DLQ)
+	if err != nil {
+		return QueueDropped{}, err
+	}
+	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived, Discarded: discarded,
 		Estimated: st.CountsEstimated, ArchivedEstimated: st.ArchivedEstimated}
 	if !req.Confirm {
-		return QueueDropped{}, invalidf("dropping queue %s deletes %s%s, %s in %s and %s%d archived for good: confirm to drop them", req.Queue, about(st.CountsEstimated), plural.Count(st.Depth, "live message", "live messages"),
-			plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, about(st.ArchivedEstimated), st.Archived)
+		return QueueDropped{}, invalidf("dropping queue %s deletes %s%s, %s in %s (and %d discarded from it, which a restore brings back until then) and %s%d archived for good: confirm to drop them",
+			req.Queue, about(st.CountsEstimated), plural.Count(st.Depth, "live message", "live messages"),
+			plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, discarded, about(st.ArchivedEstimated), st.Archived)
 	}
 	return out, explain(s.store.DropQueue(ctx, req.Queue), hint(OpQueueStats, "lists the queues there are"))
+}
+
+// discardedCount counts the archive of dlq: its discarded messages, and
+// the originals of retries with a corrected payload. A queue made without
+// a DLQ (by PGMQ alone) has none.
+func (s *Service) discardedCount(ctx context.Context, dlq string) (int64, error) {
+	now, err := s.store.PurgeCutoff(ctx, 0)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.store.CountPurgeable(ctx, dlq, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // QueuePurgeRequest asks to delete every live message of a queue (not its

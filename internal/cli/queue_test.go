@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 func TestQueueCommands(t *testing.T) {
@@ -124,10 +126,15 @@ func TestQueueCommands(t *testing.T) {
 		t.Fatalf("orders after purge: %+v", st)
 	}
 
-	// drop needs --yes; dropping a missing queue is not found.
+	// drop needs --yes, and says what it deletes first, the discarded
+	// dead messages a restore would bring back included; dropping a
+	// missing queue is not found.
 	d.ok(t, "send", "emails", `{"to": "ada@example.com"}`)
+	spec := pgtest.DeadSpec{Kind: "send_email", Reason: store.ReasonNonRetryable, Class: "InvalidAddress", Message: "no such mailbox", Payload: `{}`, Attempt: 1}
+	dead := pgtest.DeadLetter(t, pgtest.OpenStore(t, d.url), "emails", spec, spec)
+	d.ok(t, "dlq", "discard", fmt.Sprint(dead[0]), "--queue", "emails")
 	before = d.snapshot(t)
-	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") || !strings.Contains(msg, "1 live message") {
+	if msg := d.fails(t, 2, "queue", "drop", "emails"); !strings.Contains(msg, "--yes") || !strings.Contains(msg, "1 live message, 1 dead message in emails_dlq (and 1 discarded from it, which a restore brings back until then)") {
 		t.Fatalf("drop without --yes: %q", msg)
 	}
 	if after := d.snapshot(t); after != before {
@@ -135,7 +142,7 @@ func TestQueueCommands(t *testing.T) {
 	}
 	var dropped ops.QueueDropped
 	d.json(t, &dropped, "queue", "drop", "emails", "--yes")
-	if dropped != (ops.QueueDropped{Queue: "emails", DLQ: "emails_dlq", Live: 1}) {
+	if dropped != (ops.QueueDropped{Queue: "emails", DLQ: "emails_dlq", Live: 1, Dead: 1, Discarded: 1}) {
 		t.Fatalf("drop: %+v", dropped)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.meta WHERE queue_name LIKE 'emails%'`); n != 0 {
