@@ -141,7 +141,7 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 		return fmt.Errorf("%w: %s: %s.Backoff %s is out of range 0..24h (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff)
 	case p.BackoffMax > MaxDelay:
 		return fmt.Errorf("%w: %s: %s.BackoffMax %s is more than %s", store.ErrInvalid, what, field, p.BackoffMax, MaxDelay)
-	case p.BackoffMax < p.Backoff:
+	case p.BackoffMax < p.Backoff && p.Strategy != store.BackoffPolynomial:
 		return fmt.Errorf("%w: %s: %s has backoff %s and backoff max %s; the max caps every delay, so make it at least the backoff (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff, p.BackoffMax)
 	}
 	// A jitter past 1 makes some delays negative, and NaN makes them all

@@ -381,6 +381,11 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 			p.Jitter = math.NaN()
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Retry: &p}}})
 		}, "HandlerOptions.Policies[0].Retry.Jitter NaN is out of range 0..1"},
+		{"exponential max under its backoff", func(c *engine.Client) {
+			p := engine.DefaultRetryPolicy()
+			p.BackoffMax = time.Second
+			c.Handle("k", noop, engine.HandlerOptions{Retry: &p})
+		}, "has backoff 5s and backoff max 1s; the max caps every delay"},
 		{"unknown strategy", func(c *engine.Client) {
 			p := engine.DefaultRetryPolicy()
 			p.Strategy = "linear"
@@ -689,4 +694,19 @@ func TestErrorClassOf(t *testing.T) {
 			t.Errorf("ErrorClass(%v) = %q; want %q", c.err, got, c.want)
 		}
 	}
+}
+
+// The polynomial strategy has no base backoff: a kind's policy with a max
+// under the default backoff is its own bound, not a mistake.
+func TestPolynomialPolicyMaxUnderTheBackoff(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	p := engine.DefaultRetryPolicy()
+	p.Strategy, p.BackoffMax = store.BackoffPolynomial, 2*time.Second
+	c.Handle("k", func(context.Context, *engine.Job) error { return nil }, engine.HandlerOptions{Retry: &p})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "k"})
+	pgtest.Eventually(t, 20*time.Second, "the message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
 }

@@ -73,8 +73,11 @@ func (q QueueSettings) Validate() error {
 		return invalidf("queue %q: backoff strategy %q: use %q or %q", q.Queue, q.BackoffStrategy, BackoffExponential, BackoffPolynomial)
 	case q.RetryBackoff < 0 || q.RetryBackoff > 24*time.Hour:
 		return invalidf("queue %q: retry backoff %s is out of range 0..24h", q.Queue, q.RetryBackoff)
-	case q.RetryBackoffMax < q.RetryBackoff || q.RetryBackoffMax > 7*24*time.Hour:
-		return invalidf("queue %q: retry backoff max %s must be at least the backoff (%s) and at most 168h", q.Queue, q.RetryBackoffMax, q.RetryBackoff)
+	case q.RetryBackoffMax < 0 || q.RetryBackoffMax > 7*24*time.Hour:
+		return invalidf("queue %q: retry backoff max %s is out of range 0..168h", q.Queue, q.RetryBackoffMax)
+	case q.RetryBackoffMax < q.RetryBackoff && q.BackoffStrategy == BackoffExponential:
+		// The polynomial strategy has no base: its max alone bounds it.
+		return invalidf("queue %q: retry backoff max %s must be at least the backoff (%s): it caps every delay", q.Queue, q.RetryBackoffMax, q.RetryBackoff)
 	case !(q.RetryBackoffJitter >= 0 && q.RetryBackoffJitter <= 1):
 		return invalidf("queue %q: jitter %v is out of range 0..1", q.Queue, q.RetryBackoffJitter)
 	case q.Deadline < 0 || q.Deadline > 365*24*time.Hour:

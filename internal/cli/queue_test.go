@@ -314,3 +314,21 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 		t.Fatalf("send --delay 400d: %s; want it refused as too long (at most a year)", msg)
 	}
 }
+
+// The polynomial strategy has no base backoff, so its backoff max alone
+// bounds it: one under the default backoff of 5s was refused for that
+// backoff, which the strategy never uses. Switched back to exponential,
+// the queue's backoff must fit under its max again.
+func TestPolynomialBackoffMaxUnderTheBackoff(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	var created ops.QueueCreated
+	d.json(t, &created, "queue", "create", "poly", "--strategy", "polynomial", "--backoff-max", "2s")
+	if s := created.Settings; s.BackoffStrategy != "polynomial" || s.RetryBackoffMaxSeconds != 2 {
+		t.Fatalf("created %+v; want polynomial with a max of 2s", s)
+	}
+	msg := d.fails(t, 2, "queue", "create", "poly", "--strategy", "exponential")
+	if !strings.Contains(msg, "retry backoff max 2s must be at least the backoff (5s)") {
+		t.Fatalf("switch to exponential under the max: %q", msg)
+	}
+}

@@ -221,7 +221,7 @@ func (s Settings) Check() (key string, err error) {
 		return "backoff", fmt.Errorf("%s is out of range 0s..24h", s.Backoff)
 	case s.BackoffMax != nil && (s.BackoffMax.D() < 0 || s.BackoffMax.D() > 7*24*time.Hour):
 		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", s.BackoffMax)
-	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D():
+	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D() && s.Strategy != store.BackoffPolynomial:
 		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", s.BackoffMax, s.Backoff)
 	case s.Jitter != nil && !(*s.Jitter >= 0 && *s.Jitter <= 1):
 		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)

@@ -97,6 +97,14 @@ func TestSettingsOverAndApply(t *testing.T) {
 	if s.RetryBackoff != time.Minute || s.RetryBackoffMax != time.Minute {
 		t.Fatalf("Apply: %+v", s)
 	}
+	// A max under the backoff caps every exponential delay below it; the
+	// polynomial strategy has no base, so its max alone bounds it.
+	short := config.Duration(2 * time.Second)
+	for strategy, wantKey := range map[string]string{"exponential": "backoff_max", "polynomial": ""} {
+		if key, err := (config.Settings{Strategy: strategy, Backoff: &long, BackoffMax: &short}).Check(); key != wantKey {
+			t.Errorf("%s with a max under its backoff: Check = %q, %v; want key %q", strategy, key, err, wantKey)
+		}
+	}
 }
 
 func TestErrors(t *testing.T) {
