@@ -53,3 +53,29 @@ func TestExecOutputCutKeepsNoSecret(t *testing.T) {
 		})
 	}
 }
+
+// What a command inherits from the worker under a secret's name (the
+// worker's own keys, such as its alerts' token) is hidden where the
+// command prints it, as its env option's values are; other variables
+// (PWD, a path an error must be able to name) stay shown, and the worker's
+// DATABASE_URL_FILE is not inherited, as its DATABASE_URL is not.
+// Sequential: it sets the process's environment.
+func TestExecHidesInheritedSecrets(t *testing.T) {
+	const token = "pagertoken123456789"
+	t.Setenv("PAGER_TOKEN", token)
+	t.Setenv("DATABASE_URL_FILE", "/run/secrets/database-url")
+	dir := t.TempDir()
+	script := "printf 'paging with %s failed in %s; url file %s\\n' \"$PAGER_TOKEN\" \"$PWD\" \"${DATABASE_URL_FILE:-withheld}\" >&2\nexit 3\n"
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
+		Options: map[string]any{"command": []any{"/bin/sh", writeScript(t, dir, "env.sh", script)}, "dir": dir}})
+	err := fn(context.Background(), execJob(1, `{}`))
+	var oe engine.OutputError
+	if err == nil || !errors.As(err, &oe) {
+		t.Fatalf("error %v; want the command's failure with its output", err)
+	}
+	for what, text := range map[string]string{"message": err.Error(), "failure output": oe.FailureOutput().Text} {
+		if strings.Contains(text, token) || !strings.Contains(text, "paging with [REDACTED] failed in "+dir+"; url file withheld") {
+			t.Errorf("the %s: %q; want the token hidden, the directory shown and DATABASE_URL_FILE withheld", what, text)
+		}
+	}
+}

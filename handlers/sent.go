@@ -201,6 +201,20 @@ func (s *sentSecrets) addEnv(name, value string) {
 	}
 }
 
+// addInherited takes as secrets the values of the variables of env
+// (KEY=value pairs) that a command inherits from the worker and whose
+// names are a secret's (PAGER_TOKEN, AWS_SECRET_ACCESS_KEY, but not PWD):
+// the worker's own keys, such as those of its alerts, which a command
+// printing its environment when it fails would have stored in the DLQ and
+// shown to every reader. Others (HOSTNAME, LANG) stay shown.
+func (s *sentSecrets) addInherited(env []string) {
+	for _, kv := range env {
+		if name, value, ok := strings.Cut(kv, "="); ok && redact.IsSecretKey(name) && !plainEnv(name) {
+			s.add(value)
+		}
+	}
+}
+
 // addArgs takes as secrets what a command (its program and arguments)
 // gives to options named like a secret's key, as redaction names them
 // (redact.IsSecretKey: --token, --password, --api-key, --secret, --auth,
