@@ -407,6 +407,47 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 	}
 }
 
+// A handler that names panics in its policies (Class engine.ClassPanic)
+// has them retried as it asks; a catch-all Match, written for the errors
+// a handler returns, does not take a panic for one of them: it is still
+// dead-lettered at once.
+func TestPanicPolicyRetriesPanics(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	var retried, caught atomic.Int32
+	flaky := func(calls *atomic.Int32) engine.HandlerFunc {
+		return func(context.Context, *engine.Job) error {
+			if calls.Add(1) == 1 {
+				var m map[string]int
+				m["boom"] = 1
+			}
+			return nil
+		}
+	}
+	c.Handle("retried", flaky(&retried), engine.HandlerOptions{Policies: []engine.ErrorPolicy{
+		{Match: func(error) bool { return false }, Action: engine.ActionDeadLetter},
+		{Class: engine.ClassPanic, Action: engine.ActionRetry, MaxRetries: 3}}})
+	c.Handle("caught", flaky(&caught), engine.HandlerOptions{Policies: []engine.ErrorPolicy{
+		{Match: func(error) bool { return true }, Action: engine.ActionRetry, MaxRetries: 3}}})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "retried"})
+	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "caught"})
+	pgtest.Eventually(t, 20*time.Second, "one archived, one dead", func() bool {
+		return pgtest.Archived(t, s, q) == 1 && len(deadMessages(t, s, q)) == 1
+	})
+	if retried.Load() != 2 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id) != 1 {
+		t.Fatalf("the kind whose policy names panics ran %d times; want 2, archived after its retry", retried.Load())
+	}
+	if fs := failures(t, s, q, id); len(fs) != 1 || fs[0].Class != engine.ClassPanic {
+		t.Fatalf("failures of the retried panic: %+v; want the panic recorded", fs)
+	}
+	if b := deadMessages(t, s, q)[0].Block; b["reason"] != store.ReasonNonRetryable || b["error_class"] != engine.ClassPanic || caught.Load() != 1 {
+		t.Fatalf("the kind with a catch-all Match: block %v after %d runs; want dead-lettered at once as a panic", b, caught.Load())
+	}
+}
+
 // lookupError is an error type whose Error reads its fields, as most do.
 type lookupError struct{ key string }
 

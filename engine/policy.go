@@ -27,7 +27,9 @@ const (
 // match wins. Errors no policy matches use the queue's policy.
 type ErrorPolicy struct {
 	// Class matches ErrorClass(err) exactly, for example "http.503" from a
-	// built-in handler or "*net.OpError".
+	// built-in handler or "*net.OpError". Only a policy of Class
+	// ClassPanic applies to a panic, which is otherwise dead-lettered at
+	// once.
 	Class string
 	// Is matches errors.Is(err, Is): a sentinel error.
 	Is error
@@ -66,6 +68,21 @@ func (p ErrorPolicy) matches(err error) bool {
 	return (p.Class != "" && ErrorClass(err) == p.Class) ||
 		(p.Is != nil && errors.Is(err, p.Is)) ||
 		(p.Match != nil && p.Match(err))
+}
+
+// panicPolicies are the policies that name panics by their class
+// (ClassPanic): a handler that asks for its panics to be retried (or
+// discarded) gets that, where a panic is otherwise dead-lettered at once.
+// Only the class counts, so that a catch-all Match written for the errors
+// a handler returns does not retry programming errors by accident.
+func panicPolicies(policies []ErrorPolicy) []ErrorPolicy {
+	var out []ErrorPolicy
+	for _, p := range policies {
+		if p.Class == ClassPanic {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // policyFor returns the first policy matching err.

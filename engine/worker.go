@@ -664,13 +664,19 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	f := w.failure(m, res.kind, err, a.stack)
 	f.Detail = a.detail()
 	action, useHint := ActionRetry, true
+	policies, panicked := d.h.opts.Policies, ErrorClass(err) == ClassPanic
+	if panicked {
+		policies = panicPolicies(policies)
+	}
 	switch {
 	case ce != nil && ce.outcome == outcomeDiscard:
 		action = ActionDiscard
-	case ce != nil && ce.outcome == outcomeDeadLetter, ErrorClass(err) == ClassPanic:
-		action = ActionDeadLetter // bad input, or a programming error
+	case ce != nil && ce.outcome == outcomeDeadLetter:
+		action = ActionDeadLetter // bad input
+	case panicked && len(policies) == 0:
+		action = ActionDeadLetter // a programming error
 	default:
-		if pol, ok := policyFor(d.h.opts.Policies, err); ok {
+		if pol, ok := policyFor(policies, err); ok {
 			action, useHint = pol.Action, pol.Action == ActionRetryAfterHint
 			switch {
 			case pol.Retry != nil:
