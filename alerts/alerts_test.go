@@ -78,7 +78,12 @@ type world struct {
 
 func newWorld(t *testing.T) world {
 	t.Helper()
-	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	return worldOn(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+}
+
+// worldOn is a world on the database of st.
+func worldOn(t *testing.T, st *store.Store) world {
+	t.Helper()
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -619,5 +624,49 @@ func TestNewSmallGroupAmongManyIsReported(t *testing.T) {
 	group, _ := events[0].(map[string]any)["group"].(map[string]any)
 	if _, got := r.counts(); got != 1 || len(events) != 1 || group["error_class"] != "small.class" {
 		t.Fatalf("alerts: %v; want one, of the small group", events)
+	}
+}
+
+// While the database does not answer, no process can be elected to check,
+// so the one that sent the alerts says so itself, once, with the verdict
+// UNREACHABLE and why; its return is reported as that verdict's change.
+// A team that watches only the webhook heard nothing of an outage.
+func TestDatabaseOutageIsReported(t *testing.T) {
+	t.Parallel()
+	dir, cluster, st := pgtest.PrivateStore(t)
+	w := worldOn(t, st)
+	r := newReceiver(t, 0)
+	w.start(t, alerts.Config{URL: r.srv.URL, CheckInterval: 100 * time.Millisecond})
+	statuses := func() (out [][2]string) {
+		_, n := r.counts()
+		for i := range n {
+			for _, e := range r.alert(i)["events"].([]any) {
+				ev := e.(map[string]any)
+				if ev["type"] == alerts.EventHealthChanged {
+					prev, _ := ev["previous_status"].(string)
+					out = append(out, [2]string{prev, ev["status"].(string)})
+				}
+			}
+		}
+		return out
+	}
+	if err := cluster.Stop(pgtest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, time.Minute, "the outage reported", func() bool { return len(statuses()) >= 1 })
+	// Many checks fail while it lasts; one alert says so.
+	time.Sleep(time.Second)
+	if got := statuses(); len(got) != 1 || got[0] != [2]string{ops.HealthOK, ops.HealthUnreachable} {
+		t.Fatalf("verdicts reported during the outage: %v; want one, OK to UNREACHABLE", got)
+	}
+	_, n := r.counts()
+	ev := r.alert(n - 1)["events"].([]any)[0].(map[string]any)
+	if reasons, _ := ev["reasons"].([]any); len(reasons) != 1 || reasons[0].(map[string]any)["code"] != "database_unreachable" {
+		t.Fatalf("the outage's reasons: %v; want database_unreachable", ev["reasons"])
+	}
+	pgtest.StartCluster(t, dir)
+	pgtest.Eventually(t, time.Minute, "the return reported", func() bool { return len(statuses()) >= 2 })
+	if got := statuses(); got[1] != [2]string{ops.HealthUnreachable, ops.HealthOK} {
+		t.Fatalf("verdicts reported: %v; want the return from UNREACHABLE to OK", got)
 	}
 }

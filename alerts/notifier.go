@@ -137,6 +137,9 @@ type Notifier struct {
 	// partial is set while the summary lists only the largest groups, so
 	// that saying so is logged once, not at every check.
 	partial bool
+	// outage is the UNREACHABLE verdict this process reported, until it
+	// reports the database's return (reportUnreachable).
+	outage *ops.Health
 }
 
 // CheckInterval is how often the elected process checks.
@@ -195,6 +198,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		if err := lease.Check(ctx); err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("pgbus alerts: lost the election of the alerting process; trying again", "err", err)
+				n.reportUnreachable(ctx)
 			}
 			lease.Release(ctx)
 			lease = nil
@@ -209,6 +213,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 			return nil
 		}
 		if l == nil {
+			n.reportReturn(ctx) // another process leads: the database answers
 			return nil
 		}
 		lease = l
@@ -225,6 +230,11 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 	if n.watcher == nil {
 		n.sender.restart()
 		n.watcher = n.newWatcher(ctx, checkedAt)
+		if n.outage != nil {
+			// The outage this process reported is the verdict the check
+			// changes, whatever the last check recorded said.
+			n.watcher.observeVerdict(*n.outage)
+		}
 	}
 	h, err := n.svc.Health(ctx)
 	if err == nil {
@@ -240,13 +250,61 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 			// now, an alert that never arrives would be taken as sent by
 			// the process elected next.
 			n.sender.add(a, &store.AlertCheck{At: checkedAt, Status: h.Status, Reasons: alertReasons(h)})
+			n.outage = nil
 		}
 	}
 	n.checks.Add(1)
 	if err != nil && ctx.Err() == nil {
 		n.log.Warn("pgbus alerts: check failed; trying again at the next", "err", err)
+		if errors.Is(err, ops.ErrUnavailable) {
+			n.reportUnreachable(ctx)
+		}
 	}
 	return lease
+}
+
+// reportUnreachable alerts, from the process that sent the alerts, that
+// the database does not answer, once an outage: while it is down no
+// process can be elected, so no check would say so, and a team that
+// watches only the webhook heard nothing. The verdict is
+// HealthOrUnreachable's (UNREACHABLE, with the error); a blip that the
+// health check no longer meets reports nothing. The return is reported as
+// the change of that verdict, by the next check this process makes or,
+// if another process is elected first, by reportReturn.
+func (n *Notifier) reportUnreachable(ctx context.Context) {
+	if n.watcher == nil || n.outage != nil {
+		return
+	}
+	h, err := n.svc.HealthOrUnreachable(ctx)
+	if err != nil || h.Status != ops.HealthUnreachable {
+		return
+	}
+	n.outage = &h
+	n.post(n.watcher.observeVerdict(h), h.Status)
+}
+
+// reportReturn alerts that the database answers again, with its verdict,
+// when this process reported it unreachable and another process was
+// elected since: that process goes on from the last check recorded, from
+// before the outage, and would not report the return.
+func (n *Notifier) reportReturn(ctx context.Context) {
+	if n.outage == nil || n.watcher == nil {
+		return
+	}
+	h, err := n.svc.Health(ctx)
+	if err != nil {
+		return
+	}
+	n.outage = nil
+	n.post(n.watcher.observeVerdict(h), h.Status)
+}
+
+// post queues an alert of events outside a check: none is recorded, as
+// no check was.
+func (n *Notifier) post(events []Event, status string) {
+	if len(events) > 0 {
+		n.sender.add(&Alert{Source: "pgbus", Status: status, At: n.now().UTC(), Events: events, Text: Text(events)}, nil)
+	}
 }
 
 // notePartial logs, once while it lasts, that the summary lists only the

@@ -168,20 +168,7 @@ func (w *Watcher) Resume(h Handover) {
 // while dead letters already make it DEGRADED); a reason that lasts is
 // reported once.
 func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Event {
-	var events []Event
-	e := Event{Type: EventHealthChanged, Status: h.Status, PreviousStatus: w.status}
-	reasons := make(map[ops.ReasonKey]bool, len(h.Reasons))
-	fresh := false
-	for _, r := range h.Reasons {
-		isNew := !w.reasons[r.Key()]
-		fresh = fresh || isNew
-		reasons[r.Key()] = true
-		e.Reasons = append(e.Reasons, Reason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message, New: isNew})
-	}
-	if (h.Status != w.status || fresh) && (w.checked || h.Status != ops.HealthOK) {
-		events = append(events, e)
-	}
-	w.status, w.reasons = h.Status, reasons
+	events := w.observeVerdict(h)
 	for _, g := range mergeByKey(sum.Groups) {
 		k := keyOf(g)
 		st := w.groups[k]
@@ -220,6 +207,31 @@ func (w *Watcher) Observe(now time.Time, h ops.Health, sum ops.DLQSummary) []Eve
 		}
 	}
 	w.checked, w.since, w.from, w.recent = true, time.Time{}, time.Time{}, nil
+	return events
+}
+
+// observeVerdict takes a check's health verdict and returns its event, if
+// it changed or gives a new reason; the first verdict is reported only
+// when it is not OK. Observe takes the groups besides; taken alone, when the
+// groups cannot be read (the database does not answer), the verdict leaves
+// the groups as they were, so that none is new once they can be read
+// again.
+func (w *Watcher) observeVerdict(h ops.Health) []Event {
+	e := Event{Type: EventHealthChanged, Status: h.Status, PreviousStatus: w.status}
+	reasons := make(map[ops.ReasonKey]bool, len(h.Reasons))
+	fresh := false
+	for _, r := range h.Reasons {
+		isNew := !w.reasons[r.Key()]
+		fresh = fresh || isNew
+		reasons[r.Key()] = true
+		e.Reasons = append(e.Reasons, Reason{Status: r.Status, Code: r.Code, Queue: r.Queue, Message: r.Message, New: isNew})
+	}
+	var events []Event
+	// The first verdict seen is reported only when it is not OK.
+	if (h.Status != w.status || fresh) && (w.checked || w.status != "" || h.Status != ops.HealthOK) {
+		events = append(events, e)
+	}
+	w.status, w.reasons = h.Status, reasons
 	return events
 }
 
