@@ -114,6 +114,10 @@ func TestWorkersTakeWritesAgainOnceReadOnlyIsTurnedOff(t *testing.T) {
 	})
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, c)
+	// Registered first: a process that cannot register does not start.
+	pgtest.Eventually(t, time.Minute, "the process registered", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.workers WHERE id = $1`, c.ID()) == 1
+	})
 	setReadOnly := func(set string) {
 		t.Helper()
 		// From another database: this one's sessions may write no more.
