@@ -311,6 +311,7 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 	}
 	c.outage.log = cfg.Logger
 	c.outage.renew = st.RenewReadOnlyConnections
+	c.outage.ended = make(chan struct{}, 1)
 	c.observers.log = cfg.Logger
 	for _, o := range cfg.Observers {
 		if o != nil {
@@ -714,13 +715,13 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	bg.Go(func() { c.listen(bgCtx, workers) })
 	bg.Go(func() { c.checkIdle(bgCtx) })
-	bg.Go(func() { c.every(bgCtx, c.cfg.SettingsRefresh, c.refreshSettings) })
-	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat) })
-	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.SettingsRefresh, c.refreshSettings, nil) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.ProcessHeartbeat, c.heartbeat, c.outage.ended) })
+	bg.Go(func() { c.every(bgCtx, c.cfg.StatsFlush, c.flushStats, nil) })
 	if c.cfg.RetentionInterval > 0 {
 		bg.Go(func() {
 			c.try(bgCtx, c.retention)
-			c.every(bgCtx, c.cfg.RetentionInterval, c.retention)
+			c.every(bgCtx, c.cfg.RetentionInterval, c.retention, nil)
 		})
 	}
 
@@ -781,8 +782,9 @@ func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hard
 	<-done
 }
 
-// every runs fn at each interval until ctx ends, logging failures.
-func (c *Client) every(ctx context.Context, interval time.Duration, fn func(context.Context) error) {
+// every runs fn at each interval until ctx ends, logging failures, and
+// at once when told on now (nil: only at the interval).
+func (c *Client) every(ctx context.Context, interval time.Duration, fn func(context.Context) error, now <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -790,6 +792,8 @@ func (c *Client) every(ctx context.Context, interval time.Duration, fn func(cont
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			c.try(ctx, fn)
+		case <-now:
 			c.try(ctx, fn)
 		}
 	}

@@ -39,6 +39,11 @@ type outage struct {
 	// read-only (store.RenewReadOnlyConnections); nil in tests of the
 	// outage alone.
 	renew func()
+	// ended is told when an outage ends, so that the process's heartbeat
+	// is written at once: its row went stale during the outage, and until
+	// the next beat the process's own probes, reading the registry, saw
+	// no running worker for its queues.
+	ended chan struct{}
 	down  atomic.Bool // read on every success, so kept outside mu
 
 	mu      sync.Mutex
@@ -138,6 +143,10 @@ func (o *outage) answered(start time.Time) {
 		return
 	}
 	o.down.Store(false)
+	select {
+	case o.ended <- struct{}{}:
+	default:
+	}
 	if o.diskFull {
 		o.log.Info("pgbus: the database server can write again; the workers carry on",
 			"after", time.Since(o.since).Round(100*time.Millisecond).String())

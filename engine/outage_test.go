@@ -91,6 +91,41 @@ func TestOutageLoggedOnceAndItsEnd(t *testing.T) {
 	}
 }
 
+// Once the database answers again, the process's heartbeat is written at
+// once, not at its next interval: its row went stale during the outage,
+// and until the next beat the process's own probes saw no running worker
+// for its queues (STALLED, no_workers) while it worked them. The beat here
+// is hourly, so only the end of the outage writes it.
+func TestHeartbeatWrittenWhenAnOutageEnds(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir, cluster, st := outageStore(t)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, st, "outage", func(c *engine.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.ProcessHeartbeat = time.Hour
+	})
+	c.HandleQueue("outage", func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the process registered", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.workers WHERE id = $1`, c.ID()) == 1
+	})
+	if err := cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "the outage logged", func() bool {
+		return strings.Contains(logs.String(), "the database does not answer")
+	})
+	pgtest.StartCluster(t, dir)
+	var back time.Time
+	if err := st.Pool().QueryRow(ctx, `SELECT now()`).Scan(&back); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, time.Minute, "the heartbeat written after the outage", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.workers WHERE id = $1 AND heartbeat_at >= $2`, c.ID(), back) == 1
+	})
+}
+
 // While every queue is paused nothing is read, and the workers' heartbeat
 // still sees the database answer again, so that the next outage is told
 // as the first was.
