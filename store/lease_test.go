@@ -59,7 +59,7 @@ func TestElectionsHoldNoSnapshot(t *testing.T) {
 	if err != nil || turn == nil {
 		t.Fatalf("retention turn %v, %v; want it taken", turn, err)
 	}
-	defer turn.End(ctx) //nolint:errcheck
+	defer turn.End(ctx)
 	var held []string
 	rows, err := watcher.Pool().Query(ctx, `SELECT query FROM pg_stat_activity
 		WHERE datname = current_database() AND state = 'idle in transaction' AND backend_xmin IS NOT NULL`)

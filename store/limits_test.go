@@ -150,10 +150,11 @@ func TestElectionsOutliveIdleInTransactionTimeout(t *testing.T) {
 	}
 	if again, err := st.TryRetentionTurn(ctx); err != nil || again != nil {
 		t.Errorf("another retention turn while the first is held: %v, %v; want none", again, err)
-		_ = again.End(ctx)
+		again.End(ctx)
 	}
-	if err := turn.End(ctx); err != nil {
-		t.Errorf("ending the retention turn, idle past idle_in_transaction_session_timeout: %v", err)
+	turn.End(ctx)
+	if again, err := st.TryRetentionTurn(ctx); err != nil || again == nil {
+		t.Errorf("a retention turn once the first, idle past idle_in_transaction_session_timeout, ended: %v, %v; want it taken", again, err)
 	}
 }
 

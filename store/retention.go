@@ -12,57 +12,41 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// retentionLockKey elects the one process that prunes at a time: the ASCII
-// bytes of "pgbusret". It is taken transaction-scoped (see RetentionTurn).
-const retentionLockKey int64 = 0x7067627573_726574
+// ElectionRetention elects the one process that prunes at a time: the
+// ASCII bytes of "pgbusret".
+const ElectionRetention Election = 0x7067627573_726574
 
 // RetentionTurn is a process's win of the retention election: while it is
 // held, TryRetentionTurn in every other process (and RunRetention there)
-// finds the election taken. It is a transaction holding a
-// transaction-scoped advisory lock, which ends with the transaction even
-// when the connection goes back to a pooler in transaction mode (PgBouncer),
-// where a session-level lock would stay behind on a server connection. The
-// transaction writes nothing and holds no snapshot while idle, so it does
-// not hold back vacuum; it does hold one pool connection until End.
+// finds the election taken. It is a Lease: a transaction-scoped advisory
+// lock, which ends with the transaction even when the connection goes back
+// to a pooler in transaction mode (PgBouncer), on a connection of its own
+// outside the pool, so that the pass it guards has the whole pool: held on
+// one of the pool's connections, it left a pool of one nothing to prune
+// with, and the process waited out its database call timeout, then took
+// the wait for an outage.
 type RetentionTurn struct {
-	tx pgx.Tx
+	lease *Lease
 }
 
 // TryRetentionTurn takes the retention election if no other process holds
 // it: it returns the turn, or nil when another process holds it. End the
 // turn when done.
 func (s *Store) TryRetentionTurn(ctx context.Context) (*RetentionTurn, error) {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("store: retention: begin the election: %w", err)
+	l, err := s.TryLead(ctx, ElectionRetention)
+	if err != nil || l == nil {
+		return nil, err
 	}
-	var won bool
-	_, err = tx.Exec(ctx, keepIdleSQL)
-	if err == nil {
-		err = tx.QueryRow(ctx, electSQL, pgx.QueryExecModeSimpleProtocol, retentionLockKey).Scan(&won)
-	}
-	if err != nil || !won {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("store: retention: take the election: %w", err)
-		}
-		return nil, nil
-	}
-	return &RetentionTurn{tx: tx}, nil
+	return &RetentionTurn{lease: l}, nil
 }
 
 // End gives the turn up: other processes may win the election again.
 // Calling End again does nothing.
-func (t *RetentionTurn) End(ctx context.Context) error {
-	if t == nil || t.tx == nil {
-		return nil
+func (t *RetentionTurn) End(ctx context.Context) {
+	if t != nil && t.lease != nil {
+		t.lease.Release(ctx)
+		t.lease = nil
 	}
-	err := t.tx.Rollback(ctx)
-	t.tx = nil
-	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("store: retention: end the turn: %w", err)
-	}
-	return nil
 }
 
 // RetentionReport says what one retention pass removed.
@@ -199,7 +183,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	}
 	rep.Ran = true
 	// End on a fresh context so a cancelled caller still gives the turn up.
-	defer turn.End(context.WithoutCancel(ctx)) //nolint:errcheck
+	defer turn.End(context.WithoutCancel(ctx))
 	queues, err := s.ListQueues(ctx)
 	if err != nil {
 		return rep, err

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/schema"
@@ -499,5 +502,45 @@ func TestRetentionByAnAppendOnlyRoleKeepsTheAuditLog(t *testing.T) {
 	}
 	if rep, err := owner.RunRetention(ctx, 100, 90*24*time.Hour); err != nil || rep.AuditKept || rep.AuditDeleted != 1 {
 		t.Fatalf("retention by the owner = %+v, %v; want the old entry pruned", rep, err)
+	}
+}
+
+// A retention pass on a pool of one connection runs: its turn holds a
+// connection of its own, outside the pool. Held on the pool's only
+// connection, it left the pass none, and the pass waited for its context
+// to end (a process's database call timeout, taken for an outage).
+func TestRetentionOnAPoolOfOne(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	admin := pgtest.OpenStore(t, url)
+	ctx, cancel := context.WithTimeout(testContext(t), time.Minute)
+	defer cancel()
+	if err := admin.CreateQueue(ctx, "pruned"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := admin.Send(ctx, "pruned", store.NewMessage{Payload: json.RawMessage(`1`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := admin.Archive(ctx, "pruned", id); err != nil || !ok {
+		t.Fatalf("archive: %v, %v", ok, err)
+	}
+	if _, err := admin.Pool().Exec(ctx, `UPDATE pgmq."a_pruned" SET archived_at = now() - interval '10 years'`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(pool)
+	defer s.Close()
+	rep, err := s.RunRetention(ctx, 100, 0)
+	if err != nil || !rep.Ran || rep.ArchivedDeleted["pruned"] != 1 {
+		t.Fatalf("retention on a pool of one: %+v, %v; want it run, the old message pruned", rep, err)
 	}
 }

@@ -48,9 +48,7 @@ func TestRetentionElectionThroughBouncer(t *testing.T) {
 			t.Fatalf("%s ran retention while another held the election: %+v, %v", name, rep, err)
 		}
 	}
-	if err := turn.End(ctx); err != nil {
-		t.Fatal(err)
-	}
+	turn.End(ctx)
 	rep, err := c.RunRetention(ctx, 100, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention through pgbouncer after the turn ended: %+v, %v; want it to run", rep, err)
