@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -106,6 +107,12 @@ func (h handler) check(what string) error {
 		// skipped without a word, when it was most likely meant for all.
 		if p.Class == "" && p.Is == nil && p.Match == nil {
 			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d] matches no error: give it a Class, an Is or a Match (for every error, Match: func(error) bool { return true })", store.ErrInvalid, what, i)
+		}
+		if strings.HasPrefix(p.Class, "*") {
+			// ErrorClass names a pointer's type without its *: the policy
+			// would never match, and its errors would follow the queue's.
+			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d].Class %q never matches: a class names a type without the * of a pointer (%q), as ErrorClass gives it; or match the type itself with Match: MatchType[%s]()",
+				store.ErrInvalid, what, i, p.Class, strings.TrimPrefix(p.Class, "*"), p.Class)
 		}
 		if p.Action < ActionRetry || p.Action > ActionDeadLetter {
 			return fmt.Errorf("%w: %s: HandlerOptions.Policies[%d].Action %d is not an action; use ActionRetry, ActionRetryAfterHint, ActionDiscard or ActionDeadLetter", store.ErrInvalid, what, i, p.Action)

@@ -27,7 +27,9 @@ const (
 // match wins. Errors no policy matches use the queue's policy.
 type ErrorPolicy struct {
 	// Class matches ErrorClass(err) exactly, for example "http.503" from a
-	// built-in handler or "*net.OpError". Only a policy of Class
+	// built-in handler, "syscall.Errno" for a connection refused (the
+	// innermost error's type) or "mypkg.QuotaError" (a pointer's type
+	// without its *). Only a policy of Class
 	// ClassPanic applies to a panic, which is otherwise dead-lettered at
 	// once.
 	Class string

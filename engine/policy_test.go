@@ -381,6 +381,9 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 			p.Jitter = math.NaN()
 			c.HandleQueue(q, noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Is: errTransient, Retry: &p}}})
 		}, "HandlerOptions.Policies[0].Retry.Jitter NaN is out of range 0..1"},
+		{"class of a pointer written with its *", func(c *engine.Client) {
+			c.Handle("k", noop, engine.HandlerOptions{Policies: []engine.ErrorPolicy{{Class: "*net.OpError", Action: engine.ActionRetry}}})
+		}, `HandlerOptions.Policies[0].Class "*net.OpError" never matches: a class names a type without the * of a pointer ("net.OpError")`},
 		{"exponential max under its backoff", func(c *engine.Client) {
 			p := engine.DefaultRetryPolicy()
 			p.BackoffMax = time.Second
