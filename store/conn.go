@@ -115,7 +115,7 @@ func connLost(err error) bool {
 // too for the pool's "closed pool", which says nothing of the Store or of
 // what to do.
 func poolerHint(err error) error {
-	if errors.Is(err, puddle.ErrClosedPool) {
+	if errors.Is(err, puddle.ErrClosedPool) && !strings.Contains(err.Error(), "this Store was closed") { // said once
 		return fmt.Errorf("%w: this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)", err)
 	}
 	var pgErr *pgconn.PgError
