@@ -78,8 +78,9 @@ type Config struct {
 	// overview, BasePath alone redirects there, and any other path is not
 	// found. Every link, form, redirect and script address of its pages,
 	// and its session cookie's Path, carry it. New refuses a value that is
-	// not a clean URL path (see basepath.Clean); a trailing slash is
-	// dropped.
+	// not a clean URL path (at most 200 bytes, starting with /, without ?
+	// or #, empty, . or .. segments, of a URL path's characters only); a
+	// trailing slash is dropped.
 	BasePath string
 }
 

@@ -22,7 +22,9 @@ type SendOptions struct {
 	// Kind selects the handler (the pgbus_kind header): at most
 	// MaxKindBytes bytes.
 	Kind string
-	// Delay postpones the first delivery.
+	// Delay postpones the first delivery, by at most store.MaxDelay (a
+	// year; MaxDelay of this package bounds the delays of retries, not
+	// this).
 	Delay time.Duration
 	// Deadline is when the message stops being worth running: past it, it is
 	// dead-lettered with reason deadline_exceeded instead of running, and a

@@ -125,8 +125,9 @@ type HTTPConfig struct {
 	// probes at BasePath+PathMetrics and so on, the Dashboard (which must
 	// be given the same base path) at BasePath+"/". Any other path is
 	// answered 404 before any other check. Empty, everything is at /. Only
-	// TransportHTTP takes one; Check refuses a value basepath.Clean does
-	// not accept.
+	// TransportHTTP takes one; Check refuses one that is not a clean URL
+	// path: at most 200 bytes, starting with /, without ? or #, empty, .
+	// or .. segments, of a URL path's characters only.
 	BasePath string
 
 	// bodyReadTimeout bounds the time to receive a request body;
@@ -208,7 +209,7 @@ func (c HTTPConfig) Check() error {
 }
 
 // CheckBasePath checks a base path (HTTPConfig.BasePath) for transport:
-// a clean URL path (basepath.Clean), and none but with TransportHTTP,
+// a clean URL path (see BasePath), and none but with TransportHTTP,
 // whose endpoints are the only ones served under one.
 func CheckBasePath(transport, p string) error {
 	base, err := basepath.Clean(p)
