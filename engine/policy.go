@@ -29,9 +29,8 @@ type ErrorPolicy struct {
 	// Class matches ErrorClass(err) exactly, for example "http.503" from a
 	// built-in handler, "syscall.Errno" for a connection refused (the
 	// innermost error's type) or "mypkg.QuotaError" (a pointer's type
-	// without its *). Only a policy of Class
-	// ClassPanic applies to a panic, which is otherwise dead-lettered at
-	// once.
+	// without its *). Only a policy of Class ClassPanic applies to a
+	// panic, which is otherwise dead-lettered at once.
 	Class string
 	// Is matches errors.Is(err, Is): a sentinel error.
 	Is error
