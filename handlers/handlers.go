@@ -73,7 +73,7 @@ func Build(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
 	if err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
-	if spec.Timeout > 0 {
+	if spec.Timeout > 0 && opts.Timeout == 0 {
 		opts.Timeout = spec.Timeout.D()
 	}
 	return fn, opts, nil

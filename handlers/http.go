@@ -64,9 +64,10 @@ const MaxRetryAfter = time.Hour
 // are non-retryable and dead-letter the message at once. Redirects are
 // not followed: a 3xx is non-retryable, its failure saying where it pointed.
 // on_status overrides this per status. The timeout bounds
-// one attempt, the wait for a max_concurrency slot included; a job that
-// gets no slot in time is snoozed, using no attempt. Only retryable
-// failures count toward the circuit breaker.
+// the request; with max_concurrency a job first waits up to the timeout
+// for a slot (an attempt lasts up to twice the timeout), and one that gets
+// none in time is snoozed, using no attempt. Only retryable failures count
+// toward the circuit breaker.
 //
 // The values of headers but those that describe the body or what is
 // accepted (Content-Type, Accept, User-Agent, ...) are secrets, and so
@@ -101,7 +102,7 @@ type HTTPOptions struct {
 	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written, without its credentials and query. Where a webhook's secret hides in it, it is a secret, hidden as headers' values are: its password (user:password@), every value of its query of 8 characters or more (?token=...&sig=..., whatever the key), and every segment of its path that looks like a token: 16 characters or more, no dot, with a run of 8 letters and digits or more mixing both, such as the last of https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF, which failures quote as [REDACTED]. Words, numbers, dates and versions (orders, 2026-11-30, v1) are no token; a UUID is, as the url names the endpoint, not one message's order"`
 	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
 	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). ${NAME} in a value is the environment variable NAME, so that a token stays out of the file (Authorization: \"Bearer ${ACME_TOKEN}\"; $${NAME} for a literal ${NAME}): pgbus work and pgbus serve refuse to start while it is not set, the commands that run no worker do not need it, and its value is a secret whatever the header. Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme, and the value of each cookie of a Cookie header (session=3f9c...) without its name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
-	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); jobs wait for a free slot within their timeout. Default: no bound but the queue's concurrency"`
+	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); a job waits up to its timeout for a free slot, then the request has its whole timeout (an attempt lasts up to twice the timeout), and one that gets no slot in time is put back without using an attempt. Default: no bound but the queue's concurrency"`
 	Breaker        BreakerOptions    `yaml:"breaker" help:"the circuit breaker of the downstream, named http:<host:port> and shared by every worker process; on by default"`
 	OnStatus       Rules             `yaml:"on_status" help:"overrides what a status does: keys are a status (300..599) or a class of them (3xx, 4xx, 5xx; an exact status wins), values an action or a mapping with these keys"`
 }
@@ -359,6 +360,10 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 		idle = n
 	}
 	opts := engine.HandlerOptions{Timeout: timeout}
+	if h.slots != nil {
+		// The wait for a slot, then the request, each up to the timeout.
+		opts.Timeout = 2 * timeout
+	}
 	if opts.Policies, err = h.statusPolicies(o.OnStatus); err != nil {
 		return nil, engine.HandlerOptions{}, err
 	}
@@ -502,6 +507,34 @@ func (h *httpHandler) override(code int) (engine.Action, bool) {
 	return a, ok
 }
 
+// takeSlot takes a max_concurrency slot, waiting for one up to the
+// timeout, so that the request has its whole timeout after: sent with what
+// the wait left of a shared deadline, the requests of jobs that waited
+// failed as timeouts against a healthy downstream, using attempts and
+// opening its breaker. A job that gets no slot in time is snoozed, using
+// no attempt; nothing was sent.
+func (h *httpHandler) takeSlot(ctx context.Context) error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	wait, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	select {
+	case h.slots <- struct{}{}:
+		if wait.Err() == nil {
+			return nil
+		}
+		<-h.slots // both were ready, and the wait was over: given back
+	case <-wait.Done():
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err // the worker is stopping
+	}
+	return engine.Snooze(time.Second)
+}
+
 // handle sends one job.
 func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 	if !httpguts.ValidHeaderFieldValue(job.IdempotencyKey) {
@@ -511,17 +544,10 @@ func (h *httpHandler) handle(ctx context.Context, job *engine.Job) error {
 			h.method, h.shown, job.IdempotencyKey))
 	}
 	if h.slots != nil {
-		select {
-		case h.slots <- struct{}{}:
-			defer func() { <-h.slots }()
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				// No request was made: put the job back without using an
-				// attempt.
-				return engine.Snooze(time.Second)
-			}
-			return ctx.Err()
+		if err := h.takeSlot(ctx); err != nil {
+			return err
 		}
+		defer func() { <-h.slots }()
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()

@@ -477,6 +477,50 @@ func TestHTTPHandlerSlotWaitSnoozes(t *testing.T) {
 	}
 }
 
+// A job that waited for its max_concurrency slot has the whole timeout
+// for its request: sent with what the wait left of one deadline, it timed
+// out against a healthy downstream, using an attempt and feeding the
+// breaker. The attempt's own bound (the engine's, opts.Timeout) covers the
+// wait and the request. Here the wait is 2s of a 3s timeout, the request
+// 1.5s.
+func TestHTTPHandlerRequestHasItsTimeoutAfterASlotWait(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			<-release
+			return
+		}
+		time.Sleep(1500 * time.Millisecond)
+	}))
+	defer srv.Close()
+	const timeout = 3 * time.Second
+	fn, opts := mustBuild(t, handlers.Spec{Type: handlers.TypeHTTP, Timeout: handlers.Duration(timeout),
+		Options: map[string]any{"url": srv.URL, "max_concurrency": 1}})
+	if opts.Timeout != 2*timeout {
+		t.Fatalf("the attempt's timeout is %s; want %s, the wait for a slot and the request", opts.Timeout, 2*timeout)
+	}
+	attempt := func(id int64) error {
+		ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
+		defer cancel()
+		return fn(ctx, &engine.Job{Queue: "q", ID: id, Payload: json.RawMessage(`{}`), IdempotencyKey: fmt.Sprintf("q:%d", id)})
+	}
+	first := make(chan error, 1)
+	go func() { first <- attempt(1) }()
+	pgtest.Eventually(t, time.Minute, "the first request", func() bool { return requests.Load() == 1 })
+	second := make(chan error, 1)
+	go func() { second <- attempt(2) }()
+	time.Sleep(2 * time.Second) // the second job waits for the slot meanwhile
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first request: %v", err)
+	}
+	if err := <-second; err != nil || requests.Load() != 2 {
+		t.Errorf("the request after a wait for the slot: %v after %d requests; want it to succeed", err, requests.Load())
+	}
+}
+
 // Redirects are not followed (a POST would become a GET without the
 // payload): a 3xx is non-retryable unless on_status says otherwise; a 2xx
 // other than 200 is success.
