@@ -50,8 +50,12 @@ const keepIdleSQL = `SET LOCAL idle_in_transaction_session_timeout = 0`
 const electSQL = `SELECT pg_try_advisory_xact_lock($1)`
 
 // TryLead tries to win an election without waiting: it returns the lease,
-// or nil when another process holds it.
+// or nil when another process holds it. The election's statements (and
+// the ping of the connection it takes) are bounded as WithStatementTimeout
+// asks: a connection that stopped answering would hold it for ever.
 func (s *Store) TryLead(ctx context.Context, e Election) (*Lease, error) {
+	ctx, cancel := boundStatement(ctx)
+	defer cancel()
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: elect: %w", err)
