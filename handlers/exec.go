@@ -157,8 +157,9 @@ const (
 // they name (on_exit: {137: dead_letter}), and retry_signals: false leaves
 // the others to the rules above. At the timeout the whole process group
 // is killed and the failure (exec.timeout) is retryable. When it exits,
-// whatever its exit code, what it started that still holds its output or
-// its stdin a second later is killed with the rest of its group. The
+// whatever its exit code, what it started and left in its group is
+// killed (a program that must outlive its job starts it in a session of
+// its own, setsid). The
 // first 64 KB of stdout and of stderr are kept (the rest is read and
 // dropped), and the last lines of stderr (or of stdout, when stderr is
 // empty) go into the failure message, a very long line by its start so
@@ -316,7 +317,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried, and what it leaves running in its group is killed when it exits"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
@@ -664,12 +665,14 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 		return h.startError(err)
 	}
 	err = cmd.Wait()
-	if !out.drained(waitDelay) || errors.Is(err, exec.ErrWaitDelay) {
-		// It exited, but something it started still held its output or
-		// its stdin: the rest of its group goes now, whatever its exit
-		// code (a failed attempt's leftovers would run beside its retry).
-		killLeftovers(cmd.Process.Pid)
-	}
+	// It exited: what it started and left in its group goes now, whatever
+	// its exit code, and whether or not it still held the output (a
+	// failed attempt's leftovers ran on beside its retries, and a
+	// succeeded one's piled up, one per job). A program that means to
+	// outlive its job starts it in a session of its own (setsid). What
+	// they wrote before stays in the pipes, read to their end here.
+	killLeftovers(cmd.Process.Pid)
+	out.drained(waitDelay)
 	out.close()
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ctx.Err() // the worker is stopping

@@ -525,21 +525,25 @@ func TestOneStringCommandWithPatternsSuggestsAShell(t *testing.T) {
 	}
 }
 
-// What a command leaves running that still holds its output is killed
-// once the command exited, whether it succeeded or failed: a failed
-// attempt's leftovers would otherwise run on beside its retries.
-func TestExecHandlerKillsWhatHoldsItsOutput(t *testing.T) {
+// What a command leaves running in its group is killed once the command
+// exited, whether it succeeded or failed, and whether the leftover still
+// holds its output or not: a failed attempt's leftovers would otherwise
+// run on beside its retries, and a succeeded one's pile up.
+func TestExecHandlerKillsWhatItLeavesRunning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	leave := writeScript(t, dir, "leave.sh", `echo $$ > "$OUT_DIR/pgid.tmp.$$" && mv "$OUT_DIR/pgid.tmp.$$" "$OUT_DIR/$PGBUS_MSG_ID.pgid"
-sleep 600 &
+if [ "$2" = quiet ]; then sleep 600 >/dev/null 2>&1 </dev/null & else sleep 600 & fi
 echo "giving up with $1" >&2
 exit $1
 `)
-	for i, code := range []int{3, 0} {
-		id := int64(i + 1)
+	for i, c := range []struct {
+		code     int
+		leftover string
+	}{{3, "holding the output"}, {0, "holding the output"}, {3, "quiet"}, {0, "quiet"}} {
+		code, id := c.code, int64(i+1)
 		fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
-			Options: map[string]any{"command": []any{"/bin/sh", leave, strconv.Itoa(code)}, "env": map[string]any{"OUT_DIR": dir}}})
+			Options: map[string]any{"command": []any{"/bin/sh", leave, strconv.Itoa(code), c.leftover}, "env": map[string]any{"OUT_DIR": dir}}})
 		err := fn(context.Background(), execJob(id, `{}`))
 		pgid, started := readPGID(t, filepath.Join(dir, fmt.Sprintf("%d.pgid", id)))
 		if !started {

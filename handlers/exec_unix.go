@@ -31,8 +31,8 @@ func killGroup(p *os.Process) error {
 	return err
 }
 
-// killLeftovers kills what is left of the group of a leader that exited
-// but whose output was still held open. A pid is not reused while a
+// killLeftovers kills what is left of the group of a leader that exited.
+// A pid is not reused while a
 // process still has it as its group id, so while members are left the
 // signal reaches only them; an empty group gets nothing (ESRCH).
 func killLeftovers(pgid int) {
