@@ -63,9 +63,15 @@ func TestExecOutputCutKeepsNoSecret(t *testing.T) {
 func TestExecHidesInheritedSecrets(t *testing.T) {
 	const token = "pagertoken123456789"
 	t.Setenv("PAGER_TOKEN", token)
+	// Names that hold secrets by convention without a secret's word.
+	conventional := map[string]string{"STRIPE_KEY": "aZq7xK9mP2vL4nR8t", "WEBHOOK_HMAC": "hmacvalue0123456", "MY_PW": "pw-value-98765",
+		"SENTRY_DSN": "https://f00dbabe1234@o1.ingest.example.com/1", "REDIS_PASS": "redispass4242"}
+	for name, value := range conventional {
+		t.Setenv(name, value)
+	}
 	t.Setenv("DATABASE_URL_FILE", "/run/secrets/database-url")
 	dir := t.TempDir()
-	script := "printf 'paging with %s failed in %s; url file %s\\n' \"$PAGER_TOKEN\" \"$PWD\" \"${DATABASE_URL_FILE:-withheld}\" >&2\nexit 3\n"
+	script := "printf 'paging with %s failed in %s; url file %s\\n' \"$PAGER_TOKEN\" \"$PWD\" \"${DATABASE_URL_FILE:-withheld}\" >&2\nprintf '%s %s %s %s %s\\n' \"$STRIPE_KEY\" \"$WEBHOOK_HMAC\" \"$MY_PW\" \"$SENTRY_DSN\" \"$REDIS_PASS\" >&2\nexit 3\n"
 	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
 		Options: map[string]any{"command": []any{"/bin/sh", writeScript(t, dir, "env.sh", script)}, "dir": dir}})
 	err := fn(context.Background(), execJob(1, `{}`))
@@ -76,6 +82,11 @@ func TestExecHidesInheritedSecrets(t *testing.T) {
 	for what, text := range map[string]string{"message": err.Error(), "failure output": oe.FailureOutput().Text} {
 		if strings.Contains(text, token) || !strings.Contains(text, "paging with [REDACTED] failed in "+dir+"; url file withheld") {
 			t.Errorf("the %s: %q; want the token hidden, the directory shown and DATABASE_URL_FILE withheld", what, text)
+		}
+		for name, value := range conventional {
+			if strings.Contains(text, value) {
+				t.Errorf("the %s shows %s's value: %q", what, name, text)
+			}
 		}
 	}
 }

@@ -209,10 +209,24 @@ func (s *sentSecrets) addEnv(name, value string) {
 // shown to every reader. Others (HOSTNAME, LANG) stay shown.
 func (s *sentSecrets) addInherited(env []string) {
 	for _, kv := range env {
-		if name, value, ok := strings.Cut(kv, "="); ok && redact.IsSecretKey(name) && !plainEnv(name) {
+		if name, value, ok := strings.Cut(kv, "="); ok && secretEnvName(name) && !plainEnv(name) {
 			s.add(value)
 		}
 	}
+}
+
+// secretEnvSuffixes end the names of variables that hold secrets by
+// convention, beyond the words of redact.IsSecretKey, which also judges
+// the keys of payloads, where "key" alone names an object key, not a
+// secret: STRIPE_KEY, SIGNING_KEY, DB_PW, REDIS_PASS, SENTRY_DSN.
+var secretEnvSuffixes = []string{"_KEY", "_PW", "_PASS", "_DSN", "_SALT"}
+
+// secretEnvName reports whether an environment variable's name is a
+// secret's.
+func secretEnvName(name string) bool {
+	n := strings.ToUpper(name)
+	return redact.IsSecretKey(n) || strings.Contains(n, "HMAC") ||
+		slices.ContainsFunc(secretEnvSuffixes, func(s string) bool { return strings.HasSuffix(n, s) })
 }
 
 // addArgs takes as secrets what a command (its program and arguments)
