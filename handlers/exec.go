@@ -393,6 +393,9 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 			return nil, engine.HandlerOptions{}, err
 		}
 	}
+	if strings.ContainsRune(o.Dir, 0) {
+		return nil, engine.HandlerOptions{}, optionErrorf("dir", "the path holds a NUL character")
+	}
 	if o.Dir != "" && onDisk {
 		st, err := os.Stat(o.Dir)
 		switch {

@@ -426,6 +426,7 @@ func TestExecBadConfiguration(t *testing.T) {
 		{name: "env name", yaml: "command: [/bin/sh]\nenv: {1BAD: x}", key: "env.1BAD:", reason: "not a variable name"},
 		{name: "no dir", yaml: "command: [/bin/sh]\ndir: /nonexistent/dir", key: "dir:", reason: "does not exist", onDisk: true},
 		{name: "dir is a file", yaml: "command: [/bin/sh]\ndir: " + plainFile, key: "dir:", reason: "not a directory", onDisk: true},
+		{name: "NUL in dir", yaml: "command: [/bin/sh]\ndir: \"/tmp\\0x\"", key: "dir:", reason: "the path holds a NUL character"},
 		{name: "zero threshold", yaml: "command: [/bin/sh]\nbreaker: {failure_threshold: 0}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "bad values of a breaker turned off", yaml: "command: [/bin/sh]\nbreaker: {enabled: false, failure_threshold: -3, cool_off: 1ms}", key: "breaker.failure_threshold:", reason: "out of range 1..10000"},
 		{name: "negative max cool-off", yaml: "command: [/bin/sh]\nbreaker: {max_cool_off: -1m}", key: "breaker.max_cool_off:", reason: "negative"},
