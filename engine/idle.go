@@ -103,14 +103,19 @@ func (c *Client) checkIdle(ctx context.Context) {
 		of, tables := c.idle.byTable()
 		for part := range slices.Chunk(tables, store.MaxReadyCheck) {
 			var ready []string
+			start := time.Now()
 			err := c.bounded(ctx, func(ctx context.Context) (err error) {
 				ready, err = c.store.ReadyQueues(ctx, part)
 				return err
 			})
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
+			switch {
+			case err == nil:
+				// The reads of idle workers: the end of an outage is
+				// seen by them as by a worker's read.
+				c.outage.answered(start)
+			case ctx.Err() != nil:
+				return
+			default:
 				c.log.Debug("pgbus: the check of idle queues for visible messages failed; their workers read them instead", "queues", len(part), "err", err)
 				ready = part
 			}
