@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -103,14 +104,51 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	self := bareCommand(cmd)
 	line, _ := ops.RedactText(app.errorLine(err, self))
 	code := exitCode(err)
-	if app.log != nil && app.logFormat == "json" && longRunning(cmd) {
+	if log := app.stopLog(cmd, args, stderr); log != nil {
 		// The line a crash-looping process's log shipper must read: a
 		// record of the log it asked for JSON, not text among them.
-		app.log.Error(line, "kind", errorKind(cause, code), "exit_code", code, "next", app.nextCommands(cause, self))
+		log.Error(line, "kind", errorKind(cause, code), "exit_code", code, "next", app.nextCommands(cause, self))
 		return code
 	}
 	app.printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
 	return code
+}
+
+// stopLog is the log the error of cmd, a command that runs until stopped,
+// is written to as a record, when its logs are JSON; nil otherwise. An
+// error met before the log was made (a configuration file, a flag, a
+// secret's file refused at start) goes to a JSON log of its own when the
+// command line or else the environment asked for JSON logs: it was the one
+// line of text among them.
+func (a *app) stopLog(cmd *cobra.Command, args []string, stderr io.Writer) *slog.Logger {
+	switch {
+	case !longRunning(cmd):
+		return nil
+	case a.log != nil:
+		if a.logFormat == "json" {
+			return a.log
+		}
+		return nil
+	case logsAsJSON(args):
+		return slog.New(ops.RedactingHandler(slog.NewJSONHandler(stderr, nil)))
+	}
+	return nil
+}
+
+// logsAsJSON reports whether args, or else the environment, ask for JSON
+// logs (--log-format json, PGBUS_LOG_FORMAT=json).
+func logsAsJSON(args []string) bool {
+	for i, arg := range args {
+		switch {
+		case arg == "--":
+			return os.Getenv(EnvLogFormat) == "json"
+		case strings.HasPrefix(arg, "--log-format="):
+			return strings.TrimPrefix(arg, "--log-format=") == "json"
+		case arg == "--log-format" && i+1 < len(args):
+			return args[i+1] == "json"
+		}
+	}
+	return os.Getenv(EnvLogFormat) == "json"
 }
 
 // stoppedBySignal is the error of a command cmd a signal stopped: what was

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"cmp"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,41 @@ func TestLongRunningErrorIsAJSONRecordWithJSONLogs(t *testing.T) {
 	}
 	if rec.Level != "ERROR" || !strings.Contains(rec.Msg, `unknown handler type "nosuch"`) || rec.Kind != "usage" || rec.ExitCode != 2 {
 		t.Errorf("the error's record: %+v; want level ERROR, its words, kind usage, exit code 2", rec)
+	}
+}
+
+// So does an error met before the log is made, when the command line or
+// the environment asked for JSON logs: a flag the command does not know, a
+// duration without its unit, a secret's file that is missing.
+func TestStartUpErrorIsAJSONRecordWithJSONLogs(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, c := range []struct {
+		env  []string
+		args []string
+		says string
+	}{
+		{nil, []string{"work", "--log-format", "json", "--bogus"}, "unknown flag: --bogus"},
+		{nil, []string{"work", "--log-format=json", "--poll-interval", "5"}, "--poll-interval"},
+		{[]string{"PGBUS_LOG_FORMAT=json", "DATABASE_URL_FILE=" + missing}, []string{"serve"}, "DATABASE_URL_FILE"},
+	} {
+		r := pgbus(t, c.env, c.args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		var rec struct {
+			Level    string `json:"level"`
+			Msg      string `json:"msg"`
+			ExitCode int    `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil || r.code != 2 {
+			t.Errorf("%v: exit %d, the last line of stderr is no JSON record (%v):\n%s", c.args, r.code, err, r.stderr)
+			continue
+		}
+		if rec.Level != "ERROR" || !strings.Contains(rec.Msg, c.says) || rec.ExitCode != 2 {
+			t.Errorf("%v: the error's record %+v; want level ERROR, saying %q, exit code 2", c.args, rec, c.says)
+		}
+	}
+	// Text asked for on the command line wins over the environment.
+	if r := pgbus(t, []string{"PGBUS_LOG_FORMAT=json"}, "work", "--log-format", "text", "--bogus"); !strings.HasPrefix(r.stderr, "pgbus: unknown flag: --bogus") {
+		t.Errorf("--log-format text over PGBUS_LOG_FORMAT=json: %q; want a line of text", r.stderr)
 	}
 }
