@@ -10,8 +10,9 @@ import (
 )
 
 // Describe describes the running binary: "pgbus VERSION [commit HASH
-// [(modified)]]", the version being a release tag with go install,
-// "(devel)" or a pseudo-version when built from a checkout.
+// [(modified)]]", the version being Version's: a release tag with go
+// install, "dev" or a pseudo-version when built from a checkout, as the
+// metrics and the MCP server say it.
 func Describe() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -39,12 +40,8 @@ func version(info *debug.BuildInfo) string {
 }
 
 func describe(info *debug.BuildInfo) string {
-	v := info.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
 	var b strings.Builder
-	b.WriteString("pgbus " + v)
+	b.WriteString("pgbus " + version(info))
 	revision, modified := vcs(info)
 	if revision != "" {
 		b.WriteString(" commit " + revision[:min(len(revision), 12)])

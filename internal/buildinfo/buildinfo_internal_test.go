@@ -18,10 +18,10 @@ func TestDescribe(t *testing.T) {
 		settings []debug.BuildSetting
 		want     string
 	}{
-		{"(devel)", vcs("true"), "pgbus (devel) commit 1a2b3c4d5e6f (modified)"},
+		{"(devel)", vcs("true"), "pgbus dev commit 1a2b3c4d5e6f (modified)"},
 		{"v0.0.0-20260101120000-1a2b3c4d5e6f", vcs("false"), "pgbus v0.0.0-20260101120000-1a2b3c4d5e6f commit 1a2b3c4d5e6f"},
 		{"v1.4.0", nil, "pgbus v1.4.0"}, // go install github.com/pgbus/pgbus@v1.4.0
-		{"", nil, "pgbus (devel)"},      // a test binary
+		{"", nil, "pgbus dev"},          // a test binary
 	}
 	for _, c := range cases {
 		got := describe(&debug.BuildInfo{Main: debug.Module{Path: "github.com/pgbus/pgbus", Version: c.version}, Settings: c.settings})

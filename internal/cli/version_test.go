@@ -36,6 +36,11 @@ func TestVersion(t *testing.T) {
 		strings.Contains(outputs[0], " commit ") != (v.Commit != "") || v.Commit != "" && !strings.Contains(outputs[0], " commit "+v.Commit[:min(len(v.Commit), 12)]) {
 		t.Fatalf("pgbus version --json: exit %d, %v, %+v\n%s", r.code, err, v, r.stdout)
 	}
+	// One word for the version everywhere: the line's is the JSON's (and
+	// the metrics' and the MCP server's), "dev" for a build from a checkout.
+	if !strings.HasPrefix(outputs[0], "pgbus "+v.Version+" ") && outputs[0] != "pgbus "+v.Version+"\n" {
+		t.Errorf("pgbus version says %q; --json says version %q", outputs[0], v.Version)
+	}
 	if r := pgbus(t, nil, "version", "extra"); r.code != 2 {
 		t.Fatalf("pgbus version extra: exit %d, want 2", r.code)
 	}
