@@ -31,6 +31,7 @@ type app struct {
 	configPath  string
 	databaseURL string
 	dataDir     string
+	noEmbedded  bool
 	logFormat   string
 	logLevel    string
 
@@ -76,6 +77,7 @@ const (
 	EnvDataDir     = "PGBUS_DATA_DIR"
 	EnvLogFormat   = "PGBUS_LOG_FORMAT"
 	EnvLogLevel    = "PGBUS_LOG_LEVEL"
+	EnvNoEmbedded  = "PGBUS_NO_EMBEDDED"
 )
 
 func (a *app) addGlobalFlags(root *cobra.Command) {
@@ -83,6 +85,7 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	f.StringVar(&a.configPath, "config", "", "configuration file, YAML (env "+EnvConfig+"); see pgbus help config")
 	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", or a file named by "+EnvDatabaseURL+fileSuffix+"; config database_url); empty starts the embedded PostgreSQL")
 	f.StringVar(&a.dataDir, "data-dir", "", "embedded PostgreSQL data directory (env "+EnvDataDir+", config data_dir; default "+embedpg.DefaultDataDir()+")")
+	f.BoolVar(&a.noEmbedded, "no-embedded", false, "never start the embedded PostgreSQL: without a database URL, stop with an error (env "+EnvNoEmbedded+"=1, config no_embedded)")
 	f.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, else JSON), text or json (env "+EnvLogFormat+", config log_format)")
 	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error (env "+EnvLogLevel+", config log_level)")
 }
@@ -124,6 +127,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	for _, s := range []struct{ flag, file, env string }{
 		{"database-url", a.cfg.DatabaseURL, EnvDatabaseURL},
 		{"data-dir", a.cfg.DataDir, EnvDataDir},
+		{"no-embedded", fileBool(a.cfg.NoEmbedded), EnvNoEmbedded},
 		{"log-format", a.cfg.LogFormat, EnvLogFormat},
 		{"log-level", a.cfg.LogLevel, EnvLogLevel},
 	} {
@@ -217,6 +221,15 @@ func badValue(fl *pflag.Flag, err error) string {
 	return err.Error()
 }
 
+// fileBool is a configuration file's boolean as resolve takes it: "" when
+// the file leaves it out.
+func fileBool(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
+}
+
 // from returns " (from SOURCE)" for a resolved flag whose value did not
 // come from the command line, for error messages.
 func (a *app) from(name string) string {
@@ -259,7 +272,7 @@ func isTerminal(w io.Writer) bool {
 // that the schema is current and fail, saying to run pgbus migrate, when it
 // is not. migrateCommand's help lists both sets.
 func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	db, err := a.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +282,17 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// connect connects to the database the settings name, or starts the
+// embedded PostgreSQL when they name none, unless --no-embedded forbids
+// it: a deploy whose URL went missing would otherwise work a database of
+// its own, healthy and empty, while its jobs wait in the real one.
+func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
+	if a.databaseURL == "" && a.noEmbedded {
+		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
+	}
+	return dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
 }
 
 // embeddedTerms are the words of the embedded PostgreSQL's advice on the

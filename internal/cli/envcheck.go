@@ -11,7 +11,7 @@ import (
 // those it sets for the program of an exec handler, which passes them on
 // to a pgbus it runs.
 var knownVariables = []string{
-	EnvConfig, EnvDataDir, EnvLogFormat, EnvLogLevel, EnvMetricsAddr, EnvTrustedProxies, EnvBasePath,
+	EnvConfig, EnvDataDir, EnvNoEmbedded, EnvLogFormat, EnvLogLevel, EnvMetricsAddr, EnvTrustedProxies, EnvBasePath,
 	EnvQueues, EnvHandler, EnvConcurrency, EnvPollInterval, EnvDrainTimeout, EnvNoListen, EnvDatabaseCallTimeout,
 	EnvAuthToken, EnvAuthToken + fileSuffix, EnvMaxSessions, EnvSafeFields,
 	handlers.EnvQueue, handlers.EnvMsgID, handlers.EnvKind, handlers.EnvAttempt, handlers.EnvIdempotencyKey,

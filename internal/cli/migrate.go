@@ -182,7 +182,7 @@ type dlqRecount struct {
 // migrates: openDB with PGMQ installed before the migrations.
 func (a *app) installPGMQ(cmd *cobra.Command, script string) (*dbopen.DB, error) {
 	ctx := cmd.Context()
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	db, err := a.connect(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,12 +110,6 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 			return ""
 		}
 		return d.String()
-	}
-	fileBool := func(b *bool) string {
-		if b == nil {
-			return ""
-		}
-		return strconv.FormatBool(*b)
 	}
 	for _, s := range []struct{ flag, file, env string }{
 		{"poll-interval", fileDur(a.cfg.Worker.PollInterval), EnvPollInterval},

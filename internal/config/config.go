@@ -55,6 +55,9 @@ type File struct {
 	DatabaseURL string `yaml:"database_url,omitempty"`
 	// DataDir is the embedded server's data directory.
 	DataDir string `yaml:"data_dir"`
+	// NoEmbedded, when true, forbids the embedded server: without a
+	// database URL pgbus stops rather than start one.
+	NoEmbedded *bool `yaml:"no_embedded"`
 	// LogFormat is auto, text or json; LogLevel debug, info, warn or error.
 	LogFormat string `yaml:"log_format"`
 	LogLevel  string `yaml:"log_level"`

@@ -24,7 +24,8 @@ values, and the values a command gives to options such as --token are hidden.
 
 Every setting is taken from the first of:
   1. a command-line flag           --database-url, --log-level, --poll-interval, ...
-  2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR, PGBUS_LOG_FORMAT,
+  2. an environment variable       DATABASE_URL, PGBUS_DATA_DIR,
+                                   PGBUS_NO_EMBEDDED, PGBUS_LOG_FORMAT,
                                    PGBUS_LOG_LEVEL, PGBUS_QUEUES, PGBUS_HANDLER,
                                    PGBUS_CONCURRENCY, PGBUS_POLL_INTERVAL,
                                    PGBUS_DRAIN_TIMEOUT, PGBUS_NO_LISTEN,
@@ -44,6 +45,7 @@ Example (every key but the handler types' own, which follow it):
 
   database_url: postgres://app@db.internal:5432/app   # default: embedded PostgreSQL
   data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory
+  no_embedded: false                # true: never start it; no database URL is an error
   log_format: auto                  # auto, text or json
   log_level: info                   # debug, info, warn or error
   safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
