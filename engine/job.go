@@ -25,8 +25,15 @@ type Job struct {
 	// header (a message of Ruby pgbus: its payload's job_class); "" for a
 	// message without one, run by the queue's HandleQueue handler.
 	Kind string
-	// Attempt counts deliveries, this one included (PGMQ's read_ct).
+	// Attempt counts deliveries, this one included (PGMQ's read_ct). A
+	// Snooze gives its attempt back, so a snoozed message comes back with
+	// the same Attempt: Snoozes tells it apart.
 	Attempt int
+	// Snoozes counts the times a handler returned Snooze for this message
+	// (its pgbus_snoozes header; an open breaker's snoozes are not
+	// counted): bound a wait with it, as in "snooze until the report is
+	// ready, at most 20 times, then fail". A DLQ retry starts it at 0.
+	Snoozes int
 	// MaxRetries is how many runs the retry policy in force gives the
 	// message (the kind's HandlerOptions.Retry, else the queue's): the
 	// failure of attempt MaxRetries dead-letters it, unless an error

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,6 +259,61 @@ func TestSnoozeUsesNoAttempt(t *testing.T) {
 	}
 	if n := pgtest.Int(t, s, `SELECT read_ct FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
 		t.Fatalf("archived read_ct = %d, want 1", n)
+	}
+}
+
+// Job.Snoozes counts the handler's snoozes, which Attempt cannot (a snooze
+// gives its attempt back): a handler bounding its wait with it stops. A
+// value another client wrote that is no count reads as 0, and a DLQ retry
+// starts the count again, as it does the attempts.
+func TestSnoozesAreCounted(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	type seen struct{ attempt, snoozes int }
+	var mu sync.Mutex
+	runs := map[int][]seen{}
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
+		var n int
+		if err := job.Decode(&n); err != nil {
+			return err
+		}
+		mu.Lock()
+		runs[n] = append(runs[n], seen{job.Attempt, job.Snoozes})
+		first := len(runs[n]) == 4
+		mu.Unlock()
+		if job.Snoozes < 3 {
+			return engine.Snooze(time.Millisecond)
+		}
+		if n == 1 && first {
+			return engine.NonRetryable(errors.New("waited long enough"))
+		}
+		return nil
+	})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	// Written as another client would: a send refuses pgbus_ headers.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers) VALUES (now(), '2', '{"`+store.HeaderSnoozes+`": "many"}')`); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 20*time.Second, "one dead, one archived", func() bool {
+		return len(deadMessages(t, s, q)) == 1 && pgtest.Archived(t, s, q) == 1
+	})
+	d := deadMessages(t, s, q)[0]
+	if rep, err := s.RetryDead(ctx, store.DLQName(q), []int64{d.ID}, store.RetryOptions{}); err != nil || rep.Retried != 1 {
+		t.Fatalf("retry = %+v, %v", rep, err)
+	}
+	pgtest.Eventually(t, 20*time.Second, "the retried message archived", func() bool { return pgtest.Archived(t, s, q) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	counted := []seen{{1, 0}, {1, 1}, {1, 2}, {1, 3}}
+	want := map[int][]seen{1: append(counted, counted...), 2: counted}
+	for n, w := range want {
+		if !slices.Equal(runs[n], w) {
+			t.Errorf("message %d ran as (attempt, snoozes) %v; want %v", n, runs[n], w)
+		}
 	}
 }
 

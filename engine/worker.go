@@ -584,10 +584,20 @@ func latest(a, b time.Time) time.Time {
 func (w *queueWorker) jobOf(d delivery) *Job {
 	m := d.m
 	return &Job{
-		Queue: d.queue, WorkQueue: w.name, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, MaxRetries: d.policy.MaxRetries,
+		Queue: d.queue, WorkQueue: w.name, ID: m.ID, Kind: d.kind, Attempt: m.ReadCount, Snoozes: snoozesOf(d.headers), MaxRetries: d.policy.MaxRetries,
 		EnqueuedAt: m.EnqueuedAt, Payload: m.Payload, Headers: d.headers,
 		IdempotencyKey: idempotencyKey(d.headers, d.queue, m.ID), Deadline: d.deadline,
 	}
+}
+
+// snoozesOf reads the snooze count of a message's headers: 0 when it has
+// none, or another client wrote something else there.
+func snoozesOf(h map[string]json.RawMessage) int {
+	var n float64
+	if err := json.Unmarshal(h[store.HeaderSnoozes], &n); err != nil || n < 0 || n > 1e9 {
+		return 0
+	}
+	return int(n)
 }
 
 // runDelivery calls the handler and turns what it returned into an outcome.

@@ -624,15 +624,16 @@ type rowQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// sqlDeadRetryHeaders computes the headers of a message going back from the DLQ
-// row d: without the block, with the trip counted, and with the job's
-// idempotency key kept (sqlDeadKeepKey); headers that were not a JSON
-// object come back as they were (they cannot hold a count).
+// sqlDeadRetryHeaders computes the headers of a message going back from the
+// DLQ row d: without the block and the snooze count (the job starts over),
+// with the trip counted, and with the job's idempotency key kept
+// (sqlDeadKeepKey); headers that were not a JSON object come back as they
+// were (they cannot hold a count).
 const sqlDeadRetryHeaders = `CASE
 	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
 		THEN d.headers->'` + HeaderOriginalHeaders + `'
 	WHEN jsonb_typeof(d.headers) = 'object'
-		THEN (d.headers - '` + HeaderDeadLetter + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
+		THEN (d.headers - '` + HeaderDeadLetter + `' - '` + HeaderSnoozes + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
 			WHEN jsonb_typeof(d.headers->'` + HeaderDLQRetries + `') = 'number'
 			THEN least(greatest(trunc((d.headers->>'` + HeaderDLQRetries + `')::numeric), 0), 1000000000)::int
 			ELSE 0 END) || ` + sqlDeadKeepKey + `

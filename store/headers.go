@@ -31,6 +31,11 @@ const (
 	// takes it off), so that a reset of the breaker runs the messages it
 	// held at once (RunHeldNow) instead of at the end of their snooze.
 	HeaderBreakerHold = "pgbus_breaker_hold"
+	// HeaderSnoozes counts the times the message's handler snoozed it
+	// (an open breaker's snoozes are not counted): a snooze uses no
+	// attempt, so the read count cannot tell a handler that it has waited
+	// before. A DLQ retry starts it again, as it does the attempts.
+	HeaderSnoozes = "pgbus_snoozes"
 )
 
 // Dead-letter reasons, the block's "reason" key.

@@ -96,10 +96,16 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 		us[i], breakers[i] = max(it.Delay, 0).Microseconds(), it.Breaker
 	}
 	// Headers that are not an object (another client's) are left as
-	// they are: such a message waits out its snooze.
+	// they are: such a message waits out its snooze, uncounted. A
+	// handler's snooze is counted (HeaderSnoozes), a breaker's marks the
+	// hold instead.
 	sql := `UPDATE ` + queueTable(queue) + ` q
 		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0),
-			headers = CASE WHEN t.breaker = '' OR jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
+			headers = CASE WHEN jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
+				WHEN t.breaker = '' THEN coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderSnoozes + `', 1 + CASE
+					WHEN jsonb_typeof(q.headers->'` + HeaderSnoozes + `') = 'number'
+					THEN least(greatest(trunc((q.headers->>'` + HeaderSnoozes + `')::numeric), 0), 1000000000)::int
+					ELSE 0 END)
 				ELSE coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderBreakerHold + `',
 					jsonb_build_object('breaker', t.breaker, 'read_ct', greatest(q.read_ct - 1, 0))) END
 		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(id, delay_us, claim_ct, claim_enq, breaker)
