@@ -41,13 +41,17 @@ func URLPassword(raw, password string) string {
 	return prefix + rest[:colon+1] + password + rest[at:]
 }
 
-// connSettings are the query parameters of a database URL that hold no
-// credential and decide which database it reaches and how.
+// connSettings are the query parameters of a database URL (and the keys
+// of a keyword/value string) that hold no credential and decide which
+// database it reaches and how.
 var connSettings = map[string]bool{
 	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true,
-	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true,
+	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true, "sslnegotiation": true,
+	"channel_binding": true, "gssencmode": true, "passfile": true,
 	"application_name": true, "connect_timeout": true, "target_session_attrs": true,
-	"pool_max_conns": true, "pool_min_conns": true,
+	"default_query_exec_mode": true, "statement_cache_capacity": true, "description_cache_capacity": true,
+	"pool_max_conns": true, "pool_min_conns": true, "pool_max_conn_lifetime": true,
+	"pool_max_conn_lifetime_jitter": true, "pool_max_conn_idle_time": true, "pool_health_check_period": true,
 }
 
 // DatabaseURL is URL for a database URL that a command line shows again
@@ -55,7 +59,14 @@ var connSettings = map[string]bool{
 // that hold no credential kept (host, port, sslmode, ...), so that a copy
 // still names the same database; every other parameter, and the
 // fragment, is Marker.
+//
+// A keyword/value string (host=db password=secret) keeps the settings
+// as written and has every other key's value (password's, options', ...)
+// Marker, keys kept: it says what to fill in.
 func DatabaseURL(raw string) string {
+	if isKeywordValue(raw) {
+		return keywordValue(raw)
+	}
 	s := URLPassword(raw, Marker)
 	base, query, hasQuery := strings.Cut(s, "?")
 	if !hasQuery || strings.ContainsAny(base, "#") {
@@ -74,4 +85,58 @@ func DatabaseURL(raw string) string {
 		out += "#" + Marker
 	}
 	return out
+}
+
+// isKeywordValue tells a keyword/value connection string from a URL, as
+// pgx does: a URL starts with its scheme.
+func isKeywordValue(raw string) bool {
+	return !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") && strings.Contains(raw, "=")
+}
+
+// keywordValue is DatabaseURL for a keyword/value string: each pair
+// key = value, the value bare or in single quotes (backslash escaping a
+// quote or a backslash), as libpq reads it. What does not read as a pair
+// is Marker, and so is the rest once a quote is left open.
+func keywordValue(raw string) string {
+	var out []string
+	rest := strings.TrimSpace(raw)
+	for rest != "" {
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 || strings.ContainsAny(strings.TrimSpace(rest[:eq]), " \t\n'") {
+			return strings.Join(append(out, Marker), " ")
+		}
+		key := strings.TrimSpace(rest[:eq])
+		rest = strings.TrimLeft(rest[eq+1:], " \t\n")
+		value, after, ok := keywordValueOf(rest)
+		if !ok {
+			return strings.Join(append(out, key+"="+Marker), " ")
+		}
+		if !connSettings[key] {
+			value = Marker
+		}
+		out = append(out, key+"="+value)
+		rest = strings.TrimLeft(after, " \t\n")
+	}
+	return strings.Join(out, " ")
+}
+
+// keywordValueOf splits s into the value it starts with, as written
+// (quotes included), and what follows; ok is false for a quote left open.
+func keywordValueOf(s string) (value, rest string, ok bool) {
+	if !strings.HasPrefix(s, "'") {
+		end := strings.IndexAny(s, " \t\n")
+		if end < 0 {
+			return s, "", true
+		}
+		return s[:end], s[end:], true
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '\'':
+			return s[:i+1], s[i+1:], true
+		}
+	}
+	return "", "", false
 }

@@ -1,0 +1,47 @@
+package cli_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// A --database-url in keyword/value form (host=... password=...) is
+// carried into next steps with its password hidden, as a URL's is: it was
+// printed in clear in every next:, more: and see line, quoted password
+// included.
+func TestKeywordValueURLCarriedWithoutItsPassword(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := pgtest.OpenStore(t, d.url)
+	pgtest.CreateQueue(t, s, "orders")
+	pgtest.DeadLetter(t, s, "orders", pgtest.DeadSpec{Kind: "a"}, pgtest.DeadSpec{Kind: "a"})
+	u, err := url.Parse(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Query().Get("host")
+	if host == "" {
+		host = u.Hostname()
+	}
+	base := "host=" + host + " port=" + u.Port() + " user=" + u.User.Username() + " dbname=" + strings.TrimPrefix(u.Path, "/") + " sslmode=disable"
+	if u.Port() == "" {
+		base = strings.Replace(base, " port=", "", 1)
+	}
+	for _, pw := range []string{"password=Zq8Pw$$w0rd", `password='Zq8 Pw\'s$$w0rd'`} {
+		dsn := base + " " + pw
+		for _, args := range [][]string{
+			{"dlq", "summary"},
+			{"dlq", "list", "--limit", "1"},
+			{"dlq", "show", "999999", "--queue", "orders"},
+		} {
+			r := pgbus(t, nil, append(args, "--database-url", dsn)...)
+			out := r.stdout + r.stderr
+			if strings.Contains(out, "Zq8") || !strings.Contains(out, "password=[REDACTED]") {
+				t.Errorf("%s with %s: exit %d\n%s\nwant the password hidden as password=[REDACTED]", strings.Join(args, " "), pw, r.code, out)
+			}
+		}
+	}
+}
