@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -41,5 +42,25 @@ func TestIdleTimeoutsAreToldApart(t *testing.T) {
 		if !strings.Contains(what, setting) || !strings.Contains(todo, "ALTER ROLE app SET "+setting) {
 			t.Errorf("SQLSTATE %s: advice %q; %q; want %s named and altered", code, what, todo, setting)
 		}
+	}
+}
+
+// The same call again takes the limit that is left, so that the two calls
+// keep to the limit asked for; one that did all its limit allowed has no
+// rest, and no call to name.
+func TestPartlyDoneAgainTakesTheLimitLeft(t *testing.T) {
+	t.Parallel()
+	req := DLQRetryRequest{Filter: DeadFilter{Queue: "orders"}, Limit: 1000}
+	var p *PartlyDone
+	if err := partlyDone(context.Canceled, "retrying", 171, 1000, req.Hint("")); !errors.As(err, &p) || p.Again.Args["limit"] != 829 || p.Left() != 829 ||
+		!strings.HasSuffix(err.Error(), "the same call again with limit 829 retries the rest") {
+		t.Fatalf("stopped after 171 of 1000: %v, again %+v; want the same call with limit 829", err, p.Again)
+	}
+	if err := partlyDone(context.Canceled, "retrying", 1000, 1000, req.Hint("")); !errors.As(err, &p) || p.Again.Op != "" || len(NextSteps(err)) != 0 ||
+		strings.Contains(err.Error(), "again") {
+		t.Fatalf("stopped after all 1000: %v, next %v; want no call again", err, NextSteps(err))
+	}
+	if err := partlyDone(context.Canceled, "purging", 5, 0, hint(OpDLQPurge, "")); !errors.As(err, &p) || p.Again.Op != OpDLQPurge || p.Left() != 0 {
+		t.Fatalf("stopped purge: %v, again %+v; want the same call", err, p.Again)
 	}
 }

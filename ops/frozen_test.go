@@ -61,7 +61,7 @@ func TestFrozenRetryGivesUpPartwayAndRecovers(t *testing.T) {
 	if !errors.As(err, &pd) || ops.ErrorKind(err) != ops.KindUnavailable {
 		t.Fatalf("retry through frozen connections: %v (kind %s); want a PartlyDone of kind unavailable", err, ops.ErrorKind(err))
 	}
-	for _, want := range []string{"the database did not answer within 1s (database call timeout)", "stopped after retrying", "again retries the rest"} {
+	for _, want := range []string{"the database did not answer within 1s (database call timeout)", "stopped after retrying", "retries the rest"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

@@ -28,12 +28,31 @@ type PartlyDone struct {
 	Err error
 	// Again is the same call as a next step, which does the rest: the
 	// operation and the arguments of the request, without the expect of a
-	// guarded call, which the messages it moved no longer match.
+	// guarded call, which the messages it moved no longer match, and with
+	// the limit that is left (Left). Empty when the call did all its limit
+	// allowed before it stopped: there is no rest.
 	Again Hint
 }
 
 func (e *PartlyDone) Error() string {
-	return fmt.Sprintf("%v: %s; the same call again %s", e.Err, e.Stopped(), e.Rest())
+	if e.Again.Op == "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Stopped())
+	}
+	again := "the same call again"
+	if left := e.Left(); left > 0 {
+		again += " with limit " + strconv.FormatInt(left, 10)
+	}
+	return fmt.Sprintf("%v: %s; %s %s", e.Err, e.Stopped(), again, e.Rest())
+}
+
+// Left is the limit a call that does the rest takes: the call's limit less
+// what it did, so that the two together keep to the limit asked for; 0
+// for a call without a limit (a purge).
+func (e *PartlyDone) Left() int64 {
+	if e.Limit == 0 {
+		return 0
+	}
+	return e.Limit - e.Done
 }
 
 func (e *PartlyDone) Unwrap() error { return e.Err }
@@ -90,13 +109,25 @@ func (e *PartlyDone) next() []Hint {
 
 // partlyDone returns err as a *PartlyDone when done > 0, err otherwise: a
 // call that did nothing before its error is no partial one. again is the
-// call, as a next step, that does the rest; its why is said here.
+// call, as a next step, that does the rest; its limit and why are set
+// here.
 func partlyDone(err error, verb string, done, limit int64, again Hint) error {
 	if err == nil || done == 0 {
 		return err
 	}
 	p := &PartlyDone{Verb: verb, Done: done, Limit: limit, Err: err, Again: again}
-	p.Again.Why = p.Rest()
+	switch {
+	case limit > 0 && done >= limit:
+		p.Again = Hint{}
+	case limit > 0:
+		if p.Again.Args == nil {
+			p.Again.Args = map[string]any{}
+		}
+		p.Again.Args["limit"] = int(p.Left())
+		p.Again.Why = p.Rest()
+	default:
+		p.Again.Why = p.Rest()
+	}
 	return p
 }
 

@@ -65,11 +65,11 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		if !errors.As(err, &pd) || !errors.Is(err, context.Canceled) || moved == 0 || moved == 600 || r.Retried != int(moved) || pd.Done != int64(moved) {
 			t.Fatalf("stopped retry = %d retried, %v; want a PartlyDone counting the %d moved", r.Retried, err, moved)
 		}
-		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || !strings.Contains(err.Error(), "again retries the rest") {
+		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || !strings.Contains(err.Error(), "the same call again with limit 99500 retries the rest") {
 			t.Errorf("error %q does not say how many moved and what to do", err)
 		}
-		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_retry","args":{"limit":100000,"queue":"`+q+`"},"why":"retries the rest"}]`; got != want {
-			t.Errorf("next steps %s, want the same call again, %s", got, want)
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_retry","args":{"limit":99500,"queue":"`+q+`"},"why":"retries the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again with the limit left, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQRetry)
 		if m["retried"] != float64(moved) || !strings.Contains(m["error"].(string), "context canceled") {
@@ -86,8 +86,8 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		if !errors.As(err, &pd) || gone == 0 || gone == 600 || d.Discarded != int(gone) || pd.Done != int64(gone) {
 			t.Fatalf("stopped discard = %d discarded, %v; want a PartlyDone counting the %d archived", d.Discarded, err, gone)
 		}
-		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_discard","args":{"confirm":true,"limit":1000,"queue":"`+q+`"},"why":"discards the rest"}]`; got != want {
-			t.Errorf("next steps %s, want the same call again, %s", got, want)
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_discard","args":{"confirm":true,"limit":500,"queue":"`+q+`"},"why":"discards the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again with the limit left, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQDiscard)
 		if m["discarded"] != float64(gone) || m["error"] == nil {

@@ -44,10 +44,10 @@ func TestErrorResultHidesSecrets(t *testing.T) {
 func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
 	t.Parallel()
 	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
-		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 97968}, Why: "retries the rest"}})
 	got := errorText(err, false)
 	want := "the call was cancelled or timed out before it finished; it stopped after retrying 2,032 of up to 100,000 dead messages, which stay retried: " +
-		`the same call again retries the rest: see pgbus_dlq_retry {"limit":100000,"queue":"orders"}`
+		`the same call again with "limit": 97968 retries the rest: see pgbus_dlq_retry {"limit":97968,"queue":"orders"}`
 	if got != want {
 		t.Errorf("errorText = %q, want %q", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -92,7 +93,14 @@ func errorText(err error, readOnly bool) string {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			why = "the call was cancelled or timed out before it finished"
 		}
-		return why + "; it " + pd.Stopped() + ": the same call again " + pd.Rest() + hintText(next, readOnly)
+		if pd.Again.Op == "" {
+			return why + "; it " + pd.Stopped() + hintText(next, readOnly)
+		}
+		again := "the same call again"
+		if left := pd.Left(); left > 0 {
+			again += ` with "limit": ` + strconv.FormatInt(left, 10)
+		}
+		return why + "; it " + pd.Stopped() + ": " + again + " " + pd.Rest() + hintText(next, readOnly)
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

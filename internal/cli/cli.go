@@ -161,7 +161,11 @@ func (a *app) stoppedBySignal(cmd *cobra.Command, err error) error {
 		return errors.New("stopped by a signal; " + s.msg)
 	}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
-		return fmt.Errorf("stopped by a signal %s; run the same command again: it %s", strings.TrimPrefix(p.Stopped(), "stopped "), p.Rest())
+		stopped := "stopped by a signal " + strings.TrimPrefix(p.Stopped(), "stopped ")
+		if p.Again.Op == "" {
+			return errors.New(stopped)
+		}
+		return fmt.Errorf("%s; %s: it %s", stopped, runAgain(p), p.Rest())
 	}
 	if topLevel(cmd) && cmd.Name() == "demo" {
 		return errors.New(demo.Stopped)
@@ -179,11 +183,24 @@ func (a *app) stoppedBySignal(cmd *cobra.Command, err error) error {
 // command again, once the database answers when the operations layer's
 // next steps begin with the health check.
 func (a *app) partlyDone(p *ops.PartlyDone, err error) error {
-	again := "run the same command again"
+	if p.Again.Op == "" {
+		return reworded{fmt.Sprintf("%v; %s", p.Err, p.Stopped()), err}
+	}
+	again := runAgain(p)
 	if steps := ops.NextSteps(p); len(steps) > 0 && steps[0].Op == ops.OpHealth {
 		again += " once it answers (" + a.command(steps[0]) + " says when)"
 	}
 	return reworded{fmt.Sprintf("%v; %s; %s: it %s", p.Err, p.Stopped(), again, p.Rest()), err}
+}
+
+// runAgain says to run the command of a call that stopped partway again,
+// with the limit that is left: with its own, the two would do more than
+// the limit asked for.
+func runAgain(p *ops.PartlyDone) string {
+	if left := p.Left(); left > 0 {
+		return fmt.Sprintf("run the same command again with --limit %d", left)
+	}
+	return "run the same command again"
 }
 
 // bareCommand is the command line of cmd, such as "pgbus health", when it
