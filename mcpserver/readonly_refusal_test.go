@@ -19,7 +19,8 @@ import (
 // On a read-only server over Streamable HTTP, tools/list names no write
 // tool, yet a call of one is answered as a tool error that says the server
 // is read-only and names the pgbus command an operator can run, with the
-// call's own arguments when they can be read and without them otherwise;
+// call's own arguments (arguments that cannot be read get the error a
+// writable server gives);
 // the database, audit log included, is as it was.
 func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 	t.Parallel()
@@ -91,17 +92,8 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "1h30m"}, "pgbus circuit open " + breaker + " --for 1h30m"},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "2h", "reason": "bank's maintenance"}, "pgbus circuit open " + breaker + ` --for 2h --reason 'bank'\''s maintenance'`},
 
-		// Arguments that cannot be read, or make no call, leave the
-		// command without them.
-		{"pgbus_dlq_retry", map[string]any{"ids": "all of them", "queue": queue}, "pgbus dlq retry"},
-		{"pgbus_dlq_retry", map[string]any{"queue": queue}, "pgbus dlq retry"},
-		{"pgbus_dlq_discard", map[string]any{"ids": ids, "wipe": true}, "pgbus dlq discard"},
-		{"pgbus_dlq_purge", map[string]any{"older_than": "soon"}, "pgbus dlq purge"},
-		{"pgbus_queue_pause", map[string]any{"queue": 42}, "pgbus queue pause"},
-		{"pgbus_queue_resume", []any{held}, "pgbus queue resume"},
-		{"pgbus_queue_run_now", map[string]any{"queue": true}, "pgbus queue run-now"},
+		// Arguments that make no request leave the command without them.
 		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
-		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "a while"}, "pgbus circuit open"},
 	} {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = tc.tool, tc.args
@@ -127,6 +119,35 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 			t.Errorf("%s(%v): the answer shows a secret of the payload: %q", tc.tool, tc.args, text)
 		}
 		checkRefusalMeta(t, res, tc.tool, tc.command)
+	}
+	// Arguments that cannot be read are answered as a writable server
+	// answers them, with what to fix: the bare command they left was
+	// another call (a purge's of every DLQ and every age).
+	for _, tc := range []struct {
+		tool string
+		args any
+		fix  string
+	}{
+		{"pgbus_dlq_retry", map[string]any{"ids": "all of them", "queue": queue}, "argument ids must be an array of integers"},
+		{"pgbus_dlq_retry", map[string]any{"queue": queue}, "limit is required with filters"},
+		{"pgbus_dlq_discard", map[string]any{"ids": ids, "wipe": true}, `unknown argument "wipe"`},
+		{"pgbus_dlq_purge", map[string]any{"older_than": "soon"}, `older_than "soon" is not an age`},
+		{"pgbus_dlq_purge", map[string]any{"older_than": "30d", "queue": queue, "confirm": true, "extra": 1}, `unknown argument "extra"`},
+		{"pgbus_queue_pause", map[string]any{"queue": 42}, "argument queue must be a string"},
+		{"pgbus_queue_resume", []any{held}, "arguments must be a JSON object"},
+		{"pgbus_queue_run_now", map[string]any{"queue": true}, "argument queue must be a string"},
+		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "a while"}, `for "a while" is not a duration`},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tc.tool, tc.args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Errorf("%s(%v): protocol error %v; want a tool error", tc.tool, tc.args, err)
+			continue
+		}
+		if text := resultText(res); !res.IsError || !strings.Contains(text, tc.fix) || strings.Contains(text, "operator can run") {
+			t.Errorf("%s(%v) on a read-only server: %q; want the error that says to fix %q", tc.tool, tc.args, text, tc.fix)
+		}
 	}
 	if after := world(); after != before {
 		t.Fatalf("a read-only server changed the database:\nbefore: %s\nafter:  %s", before, after)

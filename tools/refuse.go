@@ -60,18 +60,24 @@ func Refusals(d Deps) []server.ServerTool {
 
 // refusing is tool t answering every call with a refusal. The call's
 // arguments are read as the real tool reads them and turned by call into
-// the same operation as a hint; arguments that cannot be read, or make no
-// request, leave the bare command of op.
+// the same operation as a hint. Arguments that cannot be read, or make no
+// request, are answered as the real tool answers them: as the command
+// they would leave, the bare command of op, does something else (a
+// purge's of every DLQ and every age).
 func refusing[In any](t mcp.Tool, op string, call func(In) (ops.Hint, error)) server.ServerTool {
 	return server.ServerTool{
 		Tool: t,
 		Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			h := ops.Hint{Op: op}
 			var in In
-			if decodeArgs(req, &in) == nil {
-				if same, err := call(in); err == nil {
-					h = same
-				}
+			if err := decodeArgs(req, &in); err != nil {
+				return errorResult(err, true), nil
+			}
+			h, err := call(in)
+			if err != nil {
+				return errorResult(err, true), nil
+			}
+			if h.Op == "" {
+				h.Op = op
 			}
 			return refusal(t.Name, h), nil
 		},

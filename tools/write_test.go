@@ -322,12 +322,16 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("read-only server lists %v", names)
 	}
 	// Called anyway, each write tool answers what to tell the user: the
-	// command an operator can run, here without arguments, since no one
-	// call of these arguments is valid for every tool.
-	for _, name := range []string{"pgbus_dlq_retry", "pgbus_dlq_discard", "pgbus_dlq_restore", "pgbus_dlq_purge", "pgbus_queue_pause", "pgbus_queue_resume", "pgbus_queue_run_now", "pgbus_circuit_reset", "pgbus_circuit_open"} {
+	// command an operator can run.
+	byIDs := map[string]any{"ids": ids, "queue": q}
+	for name, args := range map[string]map[string]any{
+		"pgbus_dlq_retry": byIDs, "pgbus_dlq_discard": byIDs, "pgbus_dlq_restore": byIDs,
+		"pgbus_dlq_purge":   {"older_than": "0s", "confirm": true},
+		"pgbus_queue_pause": {"queue": q}, "pgbus_queue_resume": {"queue": q}, "pgbus_queue_run_now": {"queue": q},
+		"pgbus_circuit_reset": {"name": "b"}, "pgbus_circuit_open": {"name": "b", "for": "1h"},
+	} {
 		command := strings.Replace("pgbus "+strings.ReplaceAll(strings.TrimPrefix(name, "pgbus_"), "_", " "), "run now", "run-now", 1)
-		e.callErr(t, name, map[string]any{"ids": ids, "queue": q, "older_than": "0s", "confirm": true},
-			name+" is not available: this server is read-only", "nothing was changed", "an operator can run: "+command)
+		e.callErr(t, name, args, name+" is not available: this server is read-only", "nothing was changed", "an operator can run: "+command)
 	}
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": ids, "queue": q}, fmt.Sprintf("an operator can run: pgbus dlq retry %d --queue %s", ids[0], q))
 	if pgtest.Live(t, e.st, q+"_dlq") != 1 || pgtest.Live(t, e.st, q) != 0 {
