@@ -271,7 +271,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	out = retryResult(rep)
 	out.Expect = rep.Token
 	out.LimitReached = rep.More
-	out.Next = s.retryNext(out, req)
+	out.Next = s.retryNext(ctx, out, req)
 	return out, err
 }
 
@@ -360,7 +360,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		out.count(o)
 		out.Outcomes = append(out.Outcomes, o)
 	}
-	out.Next = s.retryNext(out, req)
+	out.Next = s.retryNext(ctx, out, req)
 	return out, nil
 }
 
@@ -441,7 +441,7 @@ func retryResult(rep store.RetryReport) DLQRetry {
 	return out
 }
 
-func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
+func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest) []Hint {
 	next := []Hint{}
 	q := req.Filter.Queue
 	if r.DeadlinesPassed > 0 {
@@ -460,7 +460,7 @@ func (s *Service) retryNext(r DLQRetry, req DLQRetryRequest) []Hint {
 		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue)))
 	}
 	for _, gone := range r.gone {
-		next = append(next, hint(OpQueueCreate, "creates queue "+gone+" again (with its priority levels, if it had any), so that its dead messages have somewhere to go back to; then the same retry", "queue", gone))
+		next = append(next, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to; then the same retry"))
 	}
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
@@ -1077,3 +1077,15 @@ func (s *Service) groupElsewhere(ctx context.Context, f store.DeadFilter) error 
 
 func (r DLQRetry) idsMovedMeanwhile() bool   { return len(r.Outcomes) > 0 && r.AlreadyMoved > 0 }
 func (r DLQDiscard) idsMovedMeanwhile() bool { return len(r.Outcomes) > 0 && r.AlreadyMoved > 0 }
+
+// createAgainHint is the step that creates queue again as it was, with
+// the priority levels pgbus still knows it had (its tables dropped outside
+// pgbus, its register kept): created without them it is refused, as it
+// exists in another layout.
+func (s *Service) createAgainHint(ctx context.Context, queue, why string) Hint {
+	levels := 0
+	if physical, err := s.store.PhysicalQueues(ctx, queue); err == nil && len(physical) > 1 {
+		levels = len(physical)
+	}
+	return hint(OpQueueCreate, why, "queue", queue, "priorities", levels)
+}

@@ -380,7 +380,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 		h.BacklogEstimated = h.BacklogEstimated || q.Estimated
 		s.checkQueue(&h, q, coverage(serving, q.Queue))
 	}
-	checkServedDropped(&h, stats, workers)
+	s.checkServedDropped(ctx, &h, stats, workers)
 	schema, err := s.recordedSchema(ctx)
 	if err != nil {
 		return h, err
@@ -461,7 +461,7 @@ func (s *Service) checkDropped(h *Health, q store.QueueStats) {
 // each was dropped while they ran, and they wait for it to be created
 // again, working nothing of it meanwhile. Made again it runs at once; left
 // dropped, the workers still name it until restarted without it.
-func checkServedDropped(h *Health, stats []store.QueueStats, ws Workers) {
+func (s *Service) checkServedDropped(ctx context.Context, h *Health, stats []store.QueueStats, ws Workers) {
 	exists := make(map[string]bool, len(stats))
 	for _, q := range stats {
 		if !q.Dropped {
@@ -482,7 +482,7 @@ func checkServedDropped(h *Health, stats []store.QueueStats, ws Workers) {
 	for _, q := range slices.Sorted(maps.Keys(serving)) {
 		h.add(HealthDegraded, "workers_of_dropped_queue", q, fmt.Sprintf("queue %q does not exist, but %d running worker %s it: it was dropped while they ran, and they wait for it to be created again",
 			q, serving[q], plural.Of(serving[q], "process serves", "processes serve")),
-			hint(OpQueueCreate, "creates it again, and its waiting workers work it", "queue", q),
+			s.createAgainHint(ctx, q, "creates it again, and its waiting workers work it"),
 			hint(OpWorkers, "shows the processes that serve it: to stop serving it, restart them without it"))
 	}
 }

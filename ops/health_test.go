@@ -885,3 +885,31 @@ func growingReason(t *testing.T, svc *ops.Service, q string) (ops.HealthReason, 
 	t.Fatalf("health has no dead_letters_growing for %s: %+v", q, h)
 	return ops.HealthReason{}, ""
 }
+
+// The create that brings back a queue with priority levels, dropped
+// outside pgbus under its workers, names its levels: created without them
+// it is refused.
+func TestHealthNamesTheLevelsOfADroppedQueueItsWorkersWaitFor(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	if err := s.CreatePriorityQueue(ctx, "tiers", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "w-1", Hostname: "h", PID: 1, Queues: []string{"tiers"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DropOutside(t, s, "tiers_p0", "tiers_p1")
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(h.Reasons, func(r ops.HealthReason) bool { return r.Code == "workers_of_dropped_queue" })
+	if i < 0 || !hasHint(h.Reasons[i].Next, ops.OpQueueCreate, map[string]any{"queue": "tiers", "priorities": 2}) {
+		t.Fatalf("health: %+v; want the workers' dropped queue created again with its 2 levels", h.Reasons)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "tiers", Priorities: 2}); err != nil {
+		t.Fatalf("the create the reason offers: %v", err)
+	}
+}

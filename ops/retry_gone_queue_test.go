@@ -123,3 +123,41 @@ func newLevelledQueue(t *testing.T, s *store.Store, svc *ops.Service) string {
 	}
 	return q
 }
+
+// A queue with priority levels whose tables were dropped outside pgbus is
+// named with its levels in the step that creates it again: without them
+// the create was refused, saying to drop it first, which deletes the DLQ
+// the retry meant to save. The refusal says how to create it.
+func TestRetryIntoAGoneQueueWithPriorityLevels(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newLevelledQueue(t, s, svc)
+	ids, err := s.SendBatch(ctx, store.PriorityQueueName(q, 1), []store.NewMessage{{Payload: json.RawMessage(`1`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeadLetterMany(ctx, store.PriorityQueueName(q, 1), store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0],
+		Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.DropOutside(t, s, store.PriorityQueueName(q, 0), store.PriorityQueueName(q, 1), store.PriorityQueueName(q, 2))
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10})
+	if err != nil || r.Failed != 1 || !hasHint(r.Next, ops.OpQueueCreate, map[string]any{"queue": q, "priorities": 3}) {
+		t.Fatalf("retry into the gone queue: %+v, %v; want a failure and the queue created again with its 3 levels", r, err)
+	}
+	_, err = svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q})
+	if err == nil || !strings.Contains(err.Error(), "create it with 3 priority levels") || !strings.Contains(err.Error(), "deletes its messages and its DLQ's") {
+		t.Fatalf("create without its levels: %v; want it refused, saying to create it with 3 levels and what a drop deletes", err)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: 3}); err != nil {
+		t.Fatalf("the create the retry names: %v", err)
+	}
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10}); err != nil || r.Retried != 1 {
+		t.Fatalf("retry once the queue is back: %+v, %v", r, err)
+	}
+	if n := pgtest.Live(t, s, store.PriorityQueueName(q, 1)); n != 1 {
+		t.Fatalf("level 1 holds %d messages, want the retried one", n)
+	}
+}

@@ -59,7 +59,7 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 		var existing int
 		err := tx.QueryRow(ctx, `SELECT priorities FROM pgbus.queues WHERE queue_name = $1`, name).Scan(&existing)
 		if err == nil && existing != levels {
-			return invalidf("queue %q already exists with %d priority levels, not %d; drop it first to change that", name, existing, levels)
+			return invalidf("queue %q exists with %s, not %s: create it with %s (what of it was dropped outside pgbus is made again); to change its layout, drop it first, which deletes its messages and its DLQ's", name, levelWords(existing), levelWords(levels), levelWords(existing))
 		}
 		if err != nil && err != pgx.ErrNoRows {
 			return fmt.Errorf("store: create queue %q: %w", name, err)
@@ -516,3 +516,11 @@ func (s *Store) truncateIfEmpty(ctx context.Context, queue string) (bool, error)
 
 // shrinkLockWait bounds how long truncateIfEmpty waits for its lock.
 const shrinkLockWait = 100 * time.Millisecond
+
+// levelWords words a queue's number of priority levels.
+func levelWords(n int) string {
+	if n == 0 {
+		return "no priority levels"
+	}
+	return fmt.Sprintf("%d priority levels", n)
+}
