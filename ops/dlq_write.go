@@ -457,7 +457,7 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req, r.Outcomes))
 	case r.Retried > 0 && len(r.Moved) > 0:
-		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", baseQueue(r.Moved[0].Queue)))
+		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", workQueueOf(r.Moved[0])))
 	}
 	for _, gone := range r.gone {
 		next = append(next, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to; then the same retry"))
@@ -1088,4 +1088,15 @@ func (s *Service) createAgainHint(ctx context.Context, queue, why string) Hint {
 		levels = len(physical)
 	}
 	return hint(OpQueueCreate, why, "queue", queue, "priorities", levels)
+}
+
+// workQueueOf is the queue a retried message went back to as its workers
+// know it: the queue whose priority level it went to (orders, not
+// orders_p1, whose list shows one level only and is refused once the queue
+// is dropped), the queue its DLQ belongs to.
+func workQueueOf(m RetriedMessage) string {
+	if base := baseQueue(m.DLQ); strings.HasPrefix(m.Queue, base+"_p") {
+		return base
+	}
+	return baseQueue(m.Queue)
 }

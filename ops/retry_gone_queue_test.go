@@ -75,9 +75,9 @@ func TestRetryRowWithoutBlockIntoQueueWithPriorityLevels(t *testing.T) {
 }
 
 // A retry into the levels of a queue with priority levels, which no worker
-// serves, names the queue in its workers and its next step, the queue
+// serves, names the queue in its workers and its next steps, the queue
 // being what a worker is started for, where it named each level: a worker
-// of a level alone is refused.
+// of a level alone is refused, and a level's list shows that level only.
 func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -109,6 +109,10 @@ func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	}
 	if !hasHint(r.Next, ops.OpWork, map[string]any{"queue": q}) {
 		t.Errorf("next = %+v; want the start of a worker for %s", r.Next, q)
+	}
+	// The list to watch them run in is the queue's, every level of it.
+	if !hasHint(r.Next, ops.OpQueueMessages, map[string]any{"queue": q}) {
+		t.Errorf("next = %+v; want the messages of %s, not of one level", r.Next, q)
 	}
 }
 
