@@ -6,6 +6,7 @@ package vocab
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -118,11 +119,18 @@ func Command(h ops.Hint) string {
 	}
 	parts := []string{line}
 	used := map[string]bool{}
+	var positional []string
 	for _, p := range c.positional {
 		if v, ok := h.Args[p]; ok {
-			parts = append(parts, words(v)...)
+			positional = append(positional, words(v)...)
 			used[p] = true
 		}
+	}
+	// A name that starts with a dash (a breaker's, say) would be read as a
+	// flag: after the flags and a "--", it is read as the name it is.
+	dashed := slices.ContainsFunc(positional, func(w string) bool { return strings.HasPrefix(strings.TrimPrefix(w, "'"), "-") })
+	if !dashed {
+		parts = append(parts, positional...)
 	}
 	names := make([]string, 0, len(h.Args))
 	for k := range h.Args {
@@ -156,6 +164,9 @@ func Command(h ops.Hint) string {
 	}
 	if needsYes(line, h) {
 		parts = append(parts, "--yes")
+	}
+	if dashed {
+		parts = append(append(parts, "--"), positional...)
 	}
 	return strings.Join(parts, " ")
 }
