@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +57,39 @@ func TestNotFoundSaysWhereTheMessageWent(t *testing.T) {
 	_, err = svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[2] + 1000})
 	if ops.ErrorKind(err) != ops.KindNotFound || !strings.Contains(err.Error(), "it may have been retried or discarded already") {
 		t.Fatalf("show of an id never moved: %v", err)
+	}
+}
+
+// A discard undone since (restored, then retried by a filter, whose entry
+// lists no ids) or whose message was purged since is not where the
+// message went: the lookup does not say a restore takes it back, which
+// would not find it, but what may have happened.
+func TestNotFoundAfterADiscardUndone(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "charge"})
+	if d, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Confirm: true}); err != nil || d.Discarded != 2 {
+		t.Fatalf("discard: %+v, %v", d, err)
+	}
+	if r, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: ids[:1]}); err != nil || r.Restored != 1 {
+		t.Fatalf("restore: %+v, %v", r, err)
+	}
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10}); err != nil || r.Retried != 1 {
+		t.Fatalf("retry by filter: %+v, %v", r, err)
+	}
+	if p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: q, Confirm: true}); err != nil || p.Purged != 1 {
+		t.Fatalf("purge: %+v, %v", p, err)
+	}
+	for _, id := range ids {
+		_, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: id})
+		if ops.ErrorKind(err) != ops.KindNotFound || strings.Contains(err.Error(), "discarded at") || !strings.Contains(err.Error(), "it may have been retried or discarded already") {
+			t.Errorf("show of %d: %v; want it not found, without the discard undone since", id, err)
+		}
+		if steps := ops.NextSteps(err); slices.ContainsFunc(steps, func(h ops.Hint) bool { return h.Op == ops.OpDLQRestore }) {
+			t.Errorf("show of %d: next %+v; want no restore, which would not find it", id, steps)
+		}
 	}
 }

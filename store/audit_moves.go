@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DeadMove is an audit entry's record of a dead message that a retry or
@@ -34,7 +36,8 @@ const deadMovesScanned = 10000
 // (moved: dlq, and dlq_msg_id or msg_id) and the outcomes of a call by
 // ids (outcomes: id, dlq, outcome retried or discarded); a dry run's
 // moved nothing. Entries that listed only the first moves leave the
-// others out, as do those older than the newest deadMovesScanned.
+// others out, as do those older than the newest deadMovesScanned, and so
+// does a discard whose message is no longer in its DLQ's archive.
 func (s *Store) DeadMoves(ctx context.Context, dlq string, ids []int64, retryTool, discardTool string) (map[int64]DeadMove, error) {
 	out := map[int64]DeadMove{}
 	if len(ids) == 0 {
@@ -81,5 +84,46 @@ func (s *Store) DeadMoves(ctx context.Context, dlq string, ids []int64, retryToo
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: look in the audit log for the moves of dead messages: %w", err)
 	}
-	return out, nil
+	return out, s.dropUndoneDiscards(ctx, out, discardTool)
+}
+
+// dropUndoneDiscards leaves out of moves the discards whose message is no
+// longer in its DLQ's archive: restored since (and maybe retried, by a
+// filter the log does not list the ids of) or purged, the discard is not
+// where it went, and a restore would not find it.
+func (s *Store) dropUndoneDiscards(ctx context.Context, moves map[int64]DeadMove, discardTool string) error {
+	byDLQ := map[string][]int64{}
+	for id, m := range moves {
+		if m.Tool == discardTool {
+			byDLQ[m.DLQ] = append(byDLQ[m.DLQ], id)
+		}
+	}
+	for dlq, ids := range byDLQ {
+		if ValidatePhysicalName(dlq) != nil {
+			for _, id := range ids {
+				delete(moves, id)
+			}
+			continue
+		}
+		held := map[int64]bool{}
+		rows, err := s.reads.Query(ctx, `SELECT msg_id FROM `+archiveTable(dlq)+` WHERE msg_id = ANY($1)`, ids)
+		if err != nil && !isUndefinedTable(err) {
+			return fmt.Errorf("store: look for discarded dead messages in the archive of %s: %w", dlq, err)
+		}
+		if err == nil {
+			kept, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil && !isUndefinedTable(err) {
+				return fmt.Errorf("store: look for discarded dead messages in the archive of %s: %w", dlq, err)
+			}
+			for _, id := range kept {
+				held[id] = true
+			}
+		}
+		for _, id := range ids {
+			if !held[id] {
+				delete(moves, id)
+			}
+		}
+	}
+	return nil
 }
