@@ -604,6 +604,13 @@ func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
 	if r.Code != "dlq_of_dropped_queue" || !strings.Contains(r.Message, "holds 1 dead message") || fmt.Sprint(create.Args["priorities"]) != "2" {
 		t.Fatalf("reason %+v; want one dead message and a create with 2 priorities", r)
 	}
+	// The messages of a level of it name the queue, whose DLQ the
+	// summary takes (a level's name it refuses).
+	_, err = svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: "prio_p1"})
+	if steps := ops.NextSteps(err); ops.ErrorKind(err) != ops.KindNotFound || !strings.Contains(err.Error(), `queue "prio" was dropped`) ||
+		!hasHint(steps, ops.OpDLQSummary, map[string]any{"queue": "prio"}) {
+		t.Fatalf("messages of a level of the dropped queue: %v, next %+v; want it not found, naming prio and its summary", err, steps)
+	}
 	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "prio", Priorities: 2}); err != nil {
 		t.Fatalf("the create the reason offers: %v", err)
 	}

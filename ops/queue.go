@@ -291,8 +291,11 @@ func (s *Service) droppedQueue(ctx context.Context, queue string) error {
 		return nil
 	}
 	q := stats[0]
-	return notFoundf("queue %q was dropped, so it has no live messages; its DLQ %s holds %d dead %s", queue, q.DLQ, q.DLQDepth, plural.Of(q.DLQDepth, "message", "messages")).
-		with(hint(OpDLQSummary, "its dead messages by cause", "queue", queue), hint(OpQueueStats, "lists the queues there are"))
+	// Asked for by a priority level's name, it is the queue of the level
+	// that was dropped, whose name the DLQ tools take.
+	dropped := baseQueue(q.DLQ)
+	return notFoundf("queue %q was dropped, so it has no live messages; its DLQ %s holds %d dead %s", dropped, q.DLQ, q.DLQDepth, plural.Of(q.DLQDepth, "message", "messages")).
+		with(hint(OpDLQSummary, "its dead messages by cause", "queue", dropped), hint(OpQueueStats, "lists the queues there are"))
 }
 
 func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {
