@@ -19,6 +19,9 @@ func limitAdvice(err error, role string) string {
 	case store.LimitStatementTimeout:
 		return "the database cancelled the statement as it ran past statement_timeout, set for the role or database; the workers go on and try again: " +
 			"if it keeps happening, raise it for the role pgbus uses (" + alter + "statement_timeout = '5min')"
+	case store.LimitCancelled:
+		return "someone cancelled the statement (pg_cancel_backend, or a cancel request of another client); the workers go on and try again: " +
+			"if it keeps happening, ask the DBA what cancels pgbus's statements"
 	case store.LimitLockTimeout:
 		return "a statement waited for a lock another transaction held longer than lock_timeout, set for the role or database; the workers go on and try again: " +
 			"if it keeps happening, end that transaction, or raise lock_timeout for the role pgbus uses (" + alter + "lock_timeout = '10s')"

@@ -460,6 +460,9 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 	case store.LimitStatementTimeout:
 		return "the database cancelled a statement of the call: it ran longer than statement_timeout, set for the role or database (or someone cancelled it)",
 			"raise statement_timeout for the role pgbus uses (" + alter + "statement_timeout = '5min'), or have a call handle fewer messages (a limit), then try it again"
+	case store.LimitCancelled:
+		return "someone cancelled a statement of the call (pg_cancel_backend, or a cancel request of another client); no setting of pgbus's caused it",
+			"try the call again; if it keeps happening, ask the DBA what cancels pgbus's statements"
 	case store.LimitLockTimeout:
 		return "a statement of the call waited for a lock another transaction held longer than lock_timeout, set for the role or database",
 			"try the call again once that transaction ends; if it keeps happening, raise lock_timeout for the role pgbus uses (" + alter + "lock_timeout = '10s')"

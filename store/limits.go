@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,6 +40,12 @@ const (
 	// idle inside a transaction (25P03 idle_in_transaction_session_timeout),
 	// as pgbus's transactions do between their statements for a moment.
 	LimitIdleInTransaction
+	// LimitCancelled: someone cancelled the statement (57014 "due to user
+	// request": pg_cancel_backend, or another client's cancel request):
+	// no setting to raise. Told apart from a statement_timeout by
+	// PostgreSQL's English message; in another lc_messages it reads as
+	// LimitStatementTimeout, whose words name the cancel too.
+	LimitCancelled
 )
 
 // LimitOf returns the limit that refused err's statement, or NoLimit.
@@ -53,6 +60,9 @@ func LimitOf(err error) Limit {
 	case "57014": // query_canceled
 		if pgconn.Timeout(err) {
 			return NoLimit // pgx cancelled it for a context that ended
+		}
+		if strings.Contains(pgErr.Message, "user request") {
+			return LimitCancelled
 		}
 		return LimitStatementTimeout
 	case "55P03": // lock_not_available
