@@ -636,22 +636,18 @@ func (s *Service) mayNotCreate(ctx context.Context, queue string, err error) err
 		Err: errors.Join(store.ErrPermission, err), Hints: []Hint{hint(OpQueueCreate, "as "+owner, "queue", queue)}}
 }
 
+// tablesExist reports whether every table of queue is there: each
+// level's and its DLQ's, queue and archive. PGMQ's register alone
+// (pgmq.meta) keeps a queue whose table was dropped or renamed by hand,
+// which the create then left unmade.
 func (s *Service) tablesExist(ctx context.Context, queue string) (bool, error) {
-	queues, err := s.store.ListQueues(ctx)
-	if err != nil {
-		return false, err
-	}
 	physical, err := s.store.PhysicalQueues(ctx, queue)
 	if err != nil {
 		return false, err
 	}
-	have := map[string]bool{}
-	for _, q := range queues {
-		have[q.Name] = true
-	}
 	for _, name := range append(physical, store.DLQName(queue)) {
-		if !have[name] {
-			return false, nil
+		if ok, err := s.store.QueueTablesExist(ctx, name); err != nil || !ok {
+			return false, err
 		}
 	}
 	return true, nil

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -163,5 +164,32 @@ func TestRetryIntoAGoneQueueWithPriorityLevels(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, store.PriorityQueueName(q, 1)); n != 1 {
 		t.Fatalf("level 1 holds %d messages, want the retried one", n)
+	}
+}
+
+// A queue whose table, or archive, was dropped or renamed by hand is made
+// again by a create: PGMQ's register (pgmq.meta) still named it, so the
+// create said it existed and made nothing, and every send failed.
+func TestCreateRemakesATableDroppedByHand(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for _, drop := range []string{`DROP TABLE pgmq."q_%s"`, `ALTER TABLE pgmq."a_%s" RENAME TO "a_%[1]s_old"`, `DROP TABLE pgmq."q_%s_dlq"`} {
+		q := newQueue(t, s, nil)
+		pgtest.Exec(t, pgtest.URL(t), fmt.Sprintf(drop, q))
+		c, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q})
+		if err != nil || !c.Created {
+			t.Errorf("%s, then create: %+v, %v; want it created again", drop, c, err)
+			continue
+		}
+		if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`1`)}); err != nil {
+			t.Errorf("%s, then create: send: %v", drop, err)
+		}
+		for _, name := range []string{q, store.DLQName(q)} {
+			if ok, err := s.QueueTablesExist(ctx, name); err != nil || !ok {
+				t.Errorf("%s, then create: tables of %s there: %v, %v", drop, name, ok, err)
+			}
+		}
 	}
 }

@@ -179,6 +179,21 @@ func (s *Store) QueueExists(ctx context.Context, name string) (bool, error) {
 	return ok, nil
 }
 
+// QueueTablesExist reports whether both tables of physical queue name, its
+// queue and its archive, exist: one dropped or renamed outside pgbus is
+// made again by a create, which counts the queue as made only when both
+// are there.
+func (s *Store) QueueTablesExist(ctx context.Context, name string) (bool, error) {
+	if err := ValidatePhysicalName(name); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := s.reads.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, queueTable(name), archiveTable(name)).Scan(&ok); err != nil {
+		return false, fmt.Errorf("store: look up the tables of queue %q: %w", name, err)
+	}
+	return ok, nil
+}
+
 // createPhysical creates the tables of one physical queue: with PGMQ's own
 // pgmq.create where PGMQ's functions are installed (fns), else with the
 // statements pgmq.create runs, so that PGMQ installed later finds them in
