@@ -206,23 +206,31 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // time is DEGRADED instead, its one reason health_check_slow naming the
 // session. Other errors stay errors.
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
-	h, err := s.Health(ctx)
+	h, err := s.HealthOrSlow(ctx)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		return h, err
-	}
-	if errors.Is(err, errLockWait) {
-		// A session holding a table: the database answers, so it is no
-		// outage, and an agent told it was would wait for one. Its error
-		// names the session and the statement that ends it.
-		msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
-		return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
-			Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
-				Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil
 	}
 	msg, _ := RedactText(err.Error())
 	return Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
 		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg,
 			Next: []Hint{hint(OpHealth, "check again in a moment: the verdict on the queues comes back once the database answers")}}}}, nil
+}
+
+// HealthOrSlow is Health for a caller that reports a database that does
+// not answer as the error it is, but a verdict on one that answers: where
+// another session's lock kept the check from reading the tables in time,
+// the verdict is DEGRADED, its one reason health_check_slow naming the
+// session and the statement that ends it (no outage: whoever waits for
+// the database to come back would wait for nothing).
+func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
+	h, err := s.Health(ctx)
+	if err == nil || !errors.Is(err, errLockWait) {
+		return h, err
+	}
+	msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
+	return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+		Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
+			Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil
 }
 
 // StalledFor returns the STALLED reasons of h about the queues named (a
