@@ -1,5 +1,29 @@
 package engine
 
+import (
+	"log/slog"
+	"time"
+)
+
 // HoldHeartbeat makes the visibility heartbeat of a client made with cfg
 // skip its extensions while held reports true.
 func HoldHeartbeat(cfg *Config, held func() bool) { cfg.heartbeatHeld = held }
+
+// Outage is the outage log of a client, for tests of what it says.
+type Outage struct{ o *outage }
+
+// NewOutage returns an outage logging to log.
+func NewOutage(log *slog.Logger) Outage { return Outage{&outage{log: log}} }
+
+// Failed tells the outage of a call's error, reporting whether it is one.
+func (o Outage) Failed(err error) bool { return o.o.failed(err) }
+
+// AnsweredAfterQuiet tells the outage of a call that succeeded after the
+// quiet a refusing server needs, reporting whether the outage is over.
+func (o Outage) AnsweredAfterQuiet() bool {
+	o.o.mu.Lock()
+	o.o.last = time.Now().Add(-crowdedQuiet)
+	o.o.mu.Unlock()
+	o.o.answered(time.Now())
+	return !o.o.down.Load()
+}

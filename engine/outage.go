@@ -2,6 +2,7 @@ package engine
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type outage struct {
 	said    time.Time // when the outage was last logged
 	last    time.Time // when the last failure of this outage was met
 	crowded bool      // the server refused connections in this outage
+	refused bool      // the server refused the role's logins in this outage
 	// readOnly: the server took no writes in this outage (a primary
 	// turned standby, default_transaction_read_only turned on), while
 	// reads went on answering.
@@ -75,7 +77,10 @@ func (o *outage) failed(err error) bool {
 	readOnly := store.LimitOf(err) == store.LimitReadOnly
 	code, _ := store.SQLState(err)
 	diskFull := code == "53100" // disk_full
-	if !crowded && !readOnly && !diskFull && !store.IsUnreachable(err) && !unanswered(err) {
+	// A password changed, or pg_hba.conf changed, under running workers:
+	// their open connections go on, the new ones are refused.
+	refused := strings.HasPrefix(code, "28")
+	if !crowded && !readOnly && !diskFull && !refused && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
 	if readOnly && o.renew != nil {
@@ -88,8 +93,12 @@ func (o *outage) failed(err error) bool {
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
-		o.since, o.said, o.crowded, o.readOnly, o.diskFull = now, now, crowded, readOnly, diskFull
+		o.since, o.said, o.crowded, o.readOnly, o.diskFull, o.refused = now, now, crowded, readOnly, diskFull, refused
 		switch {
+		case refused:
+			o.log.Warn("pgbus: the database refuses this role's new connections (its password changed, or pg_hba.conf no longer lets it in from here); "+
+				"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute: "+
+				"put the role's current password in DATABASE_URL (or the file DATABASE_URL_FILE names) and restart pgbus, or have the DBA let the role in again", "err", err)
 		case diskFull:
 			o.log.Warn("pgbus: the database server is out of disk space: it cannot write; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
 				"free disk space on it (or give it a larger volume)", "err", err)
@@ -106,8 +115,11 @@ func (o *outage) failed(err error) bool {
 		}
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
-		o.crowded, o.readOnly, o.diskFull = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull
+		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
 		switch {
+		case refused:
+			o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in DATABASE_URL and restart pgbus, or have the DBA let the role in again",
+				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
 		case diskFull:
 			o.log.Warn("pgbus: the database server is still out of disk space; the workers retry until it can write: free disk space on it",
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
@@ -122,7 +134,7 @@ func (o *outage) failed(err error) bool {
 				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
 		}
 	default:
-		o.crowded, o.readOnly, o.diskFull = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull
+		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
 	}
 	return true
 }
@@ -139,7 +151,7 @@ func (o *outage) answered(start time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly || o.diskFull) && time.Since(o.last) < crowdedQuiet {
+	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly || o.diskFull || o.refused) && time.Since(o.last) < crowdedQuiet {
 		return
 	}
 	o.down.Store(false)
@@ -157,7 +169,7 @@ func (o *outage) answered(start time.Time) {
 			"after", time.Since(o.since).Round(100*time.Millisecond).String())
 		return
 	}
-	if o.crowded {
+	if o.crowded || o.refused {
 		o.log.Info("pgbus: the database takes new connections again; the workers carry on",
 			"after", time.Since(o.since).Round(100*time.Millisecond).String())
 		return

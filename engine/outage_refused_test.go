@@ -1,0 +1,47 @@
+package engine_test
+
+import (
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A server that refuses the role's logins (a password changed, or a role
+// dropped or no longer let in, SQLSTATE class 28) under running workers is
+// one outage for the log, saying what to do, where each loop logged the
+// raw error about once a second. The refusal is the server's own.
+func TestRefusedLoginIsOneOutage(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("pgbus_no_such_role")
+	conn, refusal := pgx.Connect(pgtest.Context(t), u.String())
+	if refusal == nil {
+		conn.Close(pgtest.Context(t))
+	}
+	if code, _ := store.SQLState(refusal); !strings.HasPrefix(code, "28") {
+		t.Fatalf("connecting as a role that does not exist: %v; want a refusal of class 28", refusal)
+	}
+	var logs lockedBuffer
+	o := engine.NewOutage(slog.New(slog.NewTextHandler(&logs, nil)))
+	for range 20 {
+		if !o.Failed(refusal) {
+			t.Fatal("a refused login was not taken for an outage")
+		}
+	}
+	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "refuses this role's new connections") || !strings.Contains(got, "put the role's current password in DATABASE_URL") {
+		t.Fatalf("twenty refused logins: want one warning saying so and what to do:\n%s", got)
+	}
+	if !o.AnsweredAfterQuiet() || !strings.Contains(logs.String(), "the database takes new connections again") {
+		t.Fatalf("no end of the outage after a quiet without a refused login:\n%s", logs.String())
+	}
+}
