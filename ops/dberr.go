@@ -417,6 +417,20 @@ type cause struct {
 func (c cause) Error() string { return c.msg }
 func (c cause) Unwrap() error { return c.err }
 
+// ExplainLimit is err said with the limit a DBA set for the role or
+// database that refused it (statement_timeout, idle_in_transaction_session_timeout,
+// a read-only default, ...) and what to do, naming role in the statement
+// to run; err as it is when no such limit refused it. It is for the
+// errors of what a front end does before any operation: connecting,
+// checking the schema.
+func ExplainLimit(err error, role string) error {
+	lim := store.LimitOf(err)
+	if lim == store.NoLimit {
+		return err
+	}
+	return limitError(err, lim, reads, role)
+}
+
 // limitError is err, refused by a limit a DBA set for the role or
 // database pgbus uses, with the setting named, what the call changed and
 // what to do. A bulk call that stopped partway keeps its own error, which

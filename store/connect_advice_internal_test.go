@@ -22,3 +22,16 @@ func TestConnectAdviceOfAPoolerRetryingItsLogin(t *testing.T) {
 		t.Errorf("advice for another protocol error: %q", got)
 	}
 }
+
+// A connection whose first statements a role's setting cut (a
+// statement_timeout of 1ms, an idle_in_transaction_session_timeout as
+// short) names the setting to raise, where it said to check DATABASE_URL.
+func TestConnectAdviceOfARoleSettingTooShort(t *testing.T) {
+	t.Parallel()
+	for code, setting := range map[string]string{"57014": "statement_timeout", "25P03": "idle_in_transaction_session_timeout", "55P03": "lock_timeout"} {
+		err := &pgconn.PgError{Severity: "ERROR", Code: code, Message: "canceling statement due to statement timeout"}
+		if got := connectAdvice(err); !strings.Contains(got, "its "+setting) || !strings.Contains(got, "ALTER ROLE <role> SET "+setting) || strings.Contains(got, "check DATABASE_URL") {
+			t.Errorf("advice for SQLSTATE %s: %q; want %s named, with the statement that raises it", code, got, setting)
+		}
+	}
+}

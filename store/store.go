@@ -222,6 +222,22 @@ func scanTimesInUTC(_ context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// limitSetting names the setting behind lim, "" for a limit no setting of
+// the role's sets.
+func limitSetting(lim Limit) string {
+	switch lim {
+	case LimitStatementTimeout:
+		return "statement_timeout"
+	case LimitLockTimeout:
+		return "lock_timeout"
+	case LimitIdleInTransaction:
+		return "idle_in_transaction_session_timeout"
+	case LimitIdleTimeout:
+		return "idle_session_timeout"
+	}
+	return ""
+}
+
 // connectAdvice says what to do about a connection that failed: a server
 // that answered and refused says why, so the advice follows its reason;
 // one that did not answer is down or elsewhere.
@@ -252,6 +268,11 @@ func connectAdvice(err error) string {
 		return "the connection pooler (PgBouncer) could not log in to PostgreSQL lately and refuses connections for a few seconds (server_login_retry): try again shortly; if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
 	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
 		return "the server refused the role: check the user and password in DATABASE_URL, and that the server's pg_hba.conf lets this role connect from here"
+	}
+	if setting := limitSetting(LimitOf(err)); setting != "" {
+		// The first statements of a connection (pgx's, pgbus's set-up),
+		// cut by a limit set for the role or database.
+		return fmt.Sprintf("the server ended the connection's first statements by its %s, set for the role or database, which is too short for any call: raise it for the role pgbus uses (ALTER ROLE <role> SET %s = ...), or set it to 0", setting, setting)
 	}
 	return "the server answered but refused the connection: check DATABASE_URL"
 }

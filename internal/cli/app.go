@@ -279,7 +279,12 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 	a.role = db.Role()
 	if err := db.Prepare(ctx, migrate); err != nil {
 		db.Close()
-		return nil, err
+		if dbopen.IsReadOnly(err) {
+			return nil, err // the schema check says so itself
+		}
+		// The schema check's statements, cut by a setting of the role's:
+		// the operations say so of theirs.
+		return nil, ops.ExplainLimit(err, a.role)
 	}
 	return db, nil
 }
