@@ -100,6 +100,15 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 		if err != nil {
 			return "", err
 		}
+		if len(list) == 1 {
+			// A level's name reads as a queue without levels: the send
+			// went to that level whatever its priority said.
+			if base, level, isLevel, err := c.store.LevelOf(ctx, queue); err != nil {
+				return "", err
+			} else if isLevel {
+				return "", fmt.Errorf("%w: queue %q is priority level %d of queue %q: send to %s with priority %d", store.ErrInvalid, queue, level, base, base, level)
+			}
+		}
 		physical, _ = c.sendQueues.LoadOrStore(queue, list)
 	}
 	list := physical.([]string)

@@ -60,6 +60,14 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 			return QueueStatsResult{}, invalidf("%s is the dead-letter queue of %s: its depth is dlq_depth in the stats of %s", req.Queue, base, base).
 				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpDLQSummary, "its dead messages by cause", "queue", base))
 		}
+		if base, level, ok, err := s.store.LevelOf(ctx, req.Queue); err != nil {
+			return QueueStatsResult{}, err
+		} else if ok {
+			// Its counts would be the queue's, or none: the last hour's
+			// and the DLQ are counted per queue, not per level.
+			return QueueStatsResult{}, invalidf("%s is priority level %d of queue %s, whose stats count every level: ask for those of %s; the messages of this level alone are listed by its queue's messages", req.Queue, level, base, base).
+				with(hint(OpQueueStats, "the stats of its queue", "queue", base), hint(OpQueueMessages, "the messages of this level", "queue", req.Queue))
+		}
 		stats, err := s.store.QueueStats(ctx, req.Queue, req.storeOptions())
 		list := hint(OpQueueStats, "lists the queues there are")
 		if err == nil && len(stats) == 0 {

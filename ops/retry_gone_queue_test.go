@@ -117,6 +117,33 @@ func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	}
 }
 
+// The stats of a priority level are refused, naming the queue's, where
+// they answered with the queue's dead messages and none of the last
+// hour's counts, which are kept per queue; a send to a level's name is
+// refused too, naming the queue and priority to send with.
+func TestLevelNameRefusedWhereTheQueueIsMeant(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newLevelledQueue(t, s, svc)
+	level := store.PriorityQueueName(q, 1)
+	_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: level})
+	if ops.ErrorKind(err) != ops.KindInvalid || !strings.Contains(err.Error(), "priority level 1 of queue "+q) || !hasHint(ops.NextSteps(err), ops.OpQueueStats, map[string]any{"queue": q}) {
+		t.Fatalf("stats of level %s: %v, next %+v; want it refused, naming the stats of %s", level, err, ops.NextSteps(err), q)
+	}
+	if r, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil || len(r.Queues) != 1 {
+		t.Fatalf("stats of the queue: %+v, %v", r, err)
+	}
+	_, err = svc.Send(ctx, ops.SendRequest{Queue: level, Payload: json.RawMessage(`1`)})
+	if ops.ErrorKind(err) != ops.KindInvalid || !strings.Contains(err.Error(), fmt.Sprintf("send to %s with priority 1", q)) {
+		t.Fatalf("send to level %s: %v; want it refused, naming the queue and priority", level, err)
+	}
+	if n := pgtest.Live(t, s, level); n != 0 {
+		t.Fatalf("level %s holds %d messages after the refused send", level, n)
+	}
+}
+
 // newLevelledQueue creates a queue with three priority levels through svc,
 // dropped when the test ends.
 func newLevelledQueue(t *testing.T, s *store.Store, svc *ops.Service) string {
