@@ -139,6 +139,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative priority", []string{"send", "orders", "{}", "--priority", "-1"}, "", "priority"},
 		{"circuit reset without name", []string{"circuit", "reset"}, "", "arg"},
 		{"unknown circuit subcommand", []string{"circuit", "trip", "x"}, "", `unknown command "trip"`},
+		// The flag is the subcommand's the person meant: the mistake is
+		// the subcommand's name.
+		{"unknown dlq subcommand with a flag", []string{"dlq", "bogus", "--queue", "orders"}, "", `unknown command "bogus" for "pgbus dlq"`},
+		{"unknown queue subcommand with a flag", []string{"queue", "bogus", "--queue", "x"}, "", `unknown command "bogus" for "pgbus queue"`},
+		{"unknown flag of a group", []string{"dlq", "--bogus"}, "", "unknown flag: --bogus"},
 		{"circuit open without --for", []string{"circuit", "open", "x"}, "", "--for is required"},
 		{"circuit open for a negative time", []string{"circuit", "open", "x", "--for", "-1m"}, "", `--for "-1m" is not a duration from 1s to 7d`},
 		{"health argument", []string{"health", "now"}, "", "unknown command"},

@@ -440,6 +440,11 @@ Quick start: pgbus demo`,
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		a.flagsFailed = true
+		if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
+			// pgbus dlq bogus --json: the flag is a subcommand's, and
+			// the mistake is the subcommand's name.
+			return unknownSubcommand(cmd, args[0])
+		}
 		if idErr := negativeIDError(cmd, err); idErr != nil {
 			return idErr
 		}

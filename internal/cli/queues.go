@@ -130,13 +130,19 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
-		names := commandNames(cmd)
-		if other, ok := elsewhere[cmd.CommandPath()+" "+args[0]]; ok {
-			return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", args[0], cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
-		}
-		return usageError{fmt.Errorf("unknown command %q for %q; use one of: %s", args[0], cmd.CommandPath(), strings.Join(names, ", "))}
+		return unknownSubcommand(cmd, args[0])
 	}
 	return cmd
+}
+
+// unknownSubcommand is the error of a group command given name, which is
+// none of its subcommands.
+func unknownSubcommand(cmd *cobra.Command, name string) error {
+	names := commandNames(cmd)
+	if other, ok := elsewhere[cmd.CommandPath()+" "+name]; ok {
+		return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", name, cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
+	}
+	return usageError{fmt.Errorf("unknown command %q for %q; use one of: %s", name, cmd.CommandPath(), strings.Join(names, ", "))}
 }
 
 // elsewhere names the command that does what a subcommand someone might
