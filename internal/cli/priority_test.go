@@ -104,3 +104,16 @@ func TestPriorityQueues(t *testing.T) {
 		t.Errorf("the send with --priority 2: %s (%v)", sends[1].Arguments, err)
 	}
 }
+
+// A worker of a priority level alone is refused, empty level or not:
+// with --until-idle the empty level was idle before the workers had
+// started, and the command ended with exit 0, having worked nothing.
+func TestWorkOfALevelAloneIsRefusedUntilIdle(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "jobs", "--priorities", "3")
+	msg := d.fails(t, 2, "work", "--queue", "jobs_p1", "--handler", "demo", "--until-idle", "--for", "30s")
+	if !strings.Contains(msg, `work queue "jobs" instead`) {
+		t.Fatalf("work of an empty level until idle: %q; want it refused, naming the queue to work", msg)
+	}
+}
