@@ -18,6 +18,7 @@ import (
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/dbopen"
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/textlog"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -294,6 +295,10 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 // it: a deploy whose URL went missing would otherwise work a database of
 // its own, healthy and empty, while its jobs wait in the real one.
 func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
+	if strings.Contains(a.databaseURL, redact.Marker) {
+		// Copied from a next step, which hides the URL's secrets.
+		return nil, usageError{fmt.Errorf("the database URL%s holds %s where pgbus hid a value (a password, a parameter that may hold a secret) when it printed the command: put the real value in its place, or set %s and leave --database-url out", a.from("database-url"), redact.Marker, EnvDatabaseURL)}
+	}
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}

@@ -45,3 +45,16 @@ func TestKeywordValueURLCarriedWithoutItsPassword(t *testing.T) {
 		}
 	}
 }
+
+// A next step copied as printed, its URL's secrets hidden as [REDACTED],
+// is refused before it connects, saying to fill them in: it failed to log
+// in, the error naming DATABASE_URL and not the marker.
+func TestCopiedURLWithItsSecretHiddenSaysToFillItIn(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"postgres://ops:[REDACTED]@127.0.0.1:1/app", "host=127.0.0.1 port=1 password=[REDACTED]"} {
+		r := pgbus(t, nil, "dlq", "list", "--database-url", url)
+		if r.code != 2 || !strings.Contains(r.stderr, "holds [REDACTED] where pgbus hid a value") || !strings.Contains(r.stderr, "put the real value in its place") {
+			t.Errorf("dlq list --database-url %q: exit %d, %q; want exit 2 saying to fill in what was hidden", url, r.code, r.stderr)
+		}
+	}
+}
