@@ -286,6 +286,9 @@ type Client struct {
 	outage outage
 	// idle are the workers waiting for work in their queues.
 	idle idleQueues
+	// relaidSaid is, by queue, the levels a queue created again with more
+	// was last said to have (checkLayout), so that it is said once.
+	relaidSaid sync.Map
 }
 
 // NewClient makes a client over a migrated store.
@@ -425,6 +428,44 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 		return err
 	}
 	c.settings.Store(&all)
+	return c.checkLayout(ctx)
+}
+
+// checkLayout compares the priority levels of the queues this client
+// sends to and works with those they have now. A queue dropped and made
+// again with other levels between two reads of its workers goes unseen by
+// them (the levels they know are there again): one made with more is
+// logged, as its new levels wait unrun until the process restarts (one
+// made with fewer fails their reads, which say so). The send targets are
+// looked up again.
+func (c *Client) checkLayout(ctx context.Context) error {
+	var levels map[string]int
+	err := c.bounded(ctx, func(ctx context.Context) (err error) {
+		levels, err = c.store.QueueLevels(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.sendQueues.Range(func(queue, physical any) bool {
+		if n, ok := levels[queue.(string)]; ok && max(n, 1) != len(physical.([]string)) {
+			c.sendQueues.Delete(queue)
+		}
+		return true
+	})
+	for queue, physical := range c.physical {
+		n, ok := levels[queue]
+		if !ok || max(n, 1) <= len(physical) {
+			c.relaidSaid.Delete(queue)
+			continue
+		}
+		if said, _ := c.relaidSaid.Load(queue); said == n {
+			continue
+		}
+		c.relaidSaid.Store(queue, n)
+		c.log.Error(fmt.Sprintf("pgbus: the queue was dropped and created again with %s while this process ran, which works it with %s: the messages of the levels it does not know wait unrun until the process is restarted; restart it",
+			levelsText(n), levelsText(len(physical))), "queue", queue)
+	}
 	return nil
 }
 

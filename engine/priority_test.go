@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,5 +255,45 @@ func TestDLQRetryKeepsTheDefaultIdempotencyKey(t *testing.T) {
 	again, err := c.Send(ctx, q, 2, engine.SendOptions{Priority: 2, IdempotencyKey: want})
 	if err != nil || again == lastID || again == first {
 		t.Fatalf("send with the kept key = %d, %v; want a new message, not the retried one (%d): no send wrote that key", again, err, lastID)
+	}
+}
+
+// A queue dropped and made again with more priority levels between two
+// reads of its idle workers is logged, once, as the messages of its new
+// levels wait unrun until the process restarts: nothing said so, the
+// levels the workers know being there again. A send looks the levels up
+// again, and reaches the new ones.
+func TestQueueMadeAgainWithMoreLevelsIsLogged(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 2)
+	var logs lockedBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		// Idle workers that read nothing: the check of settings alone
+		// can tell.
+		cfg.PollInterval, cfg.NoListen = time.Hour, true
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
+	if _, err := c.Send(ctx, q, 1, engine.SendOptions{Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 20*time.Second, "the first message run", func() bool { return pgtest.Archived(t, s, store.PriorityQueueName(q, 1)) == 1 })
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreatePriorityQueue(ctx, q, 3); err != nil {
+		t.Fatal(err)
+	}
+	want := "the queue was dropped and created again with 3 priority levels while this process ran, which works it with 2 priority levels"
+	pgtest.Eventually(t, 20*time.Second, "the new layout logged", func() bool { return strings.Contains(logs.String(), want) })
+	if _, err := c.Send(ctx, q, 2, engine.SendOptions{Priority: 2}); err != nil {
+		t.Fatalf("a send to the new level 2: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond) // a few checks more
+	if n := strings.Count(logs.String(), want); n != 1 {
+		t.Fatalf("the new layout logged %d times, want once:\n%s", n, logs.String())
 	}
 }

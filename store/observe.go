@@ -147,6 +147,13 @@ func workQueues(all []QueueInfo, levels map[string]int) []string {
 	return out
 }
 
+// QueueLevels returns the priority levels of each queue pgbus made (0 for
+// a queue without levels), by queue name: a queue dropped and created
+// again while workers ran may have others than those they read.
+func (s *Store) QueueLevels(ctx context.Context) (map[string]int, error) {
+	return s.priorityLevels(ctx)
+}
+
 func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
 	rows, err := s.reads.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues`)
 	if err != nil {
