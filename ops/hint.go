@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -191,4 +193,60 @@ func explain(err error, hints ...Hint) error {
 		return &Error{Msg: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "), Hints: hints, Err: err}
 	}
 	return err
+}
+
+var (
+	hintType       = reflect.TypeFor[Hint]()
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+)
+
+// RewriteHints replaces every hint reachable from v (a pointer to a
+// result) by what name makes of it: each front end names a next step its
+// own way (a tool and its arguments, a command line). The slices and
+// pointed-to values it rewrites in are copied first: rewrite a copy of a
+// result (v pointing to it) and the result, and an error sharing its
+// steps, keep their own.
+func RewriteHints(v reflect.Value, name func(Hint) Hint) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.CanSet() {
+			// A copy, as for slices below.
+			c := reflect.New(v.Elem().Type())
+			c.Elem().Set(v.Elem())
+			v.Set(c)
+		}
+		RewriteHints(v.Elem(), name)
+	case reflect.Interface:
+		if !v.IsNil() {
+			RewriteHints(v.Elem(), name)
+		}
+	case reflect.Struct:
+		if v.Type() == hintType {
+			if v.CanSet() {
+				v.Set(reflect.ValueOf(name(v.Interface().(Hint))))
+			}
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				RewriteHints(v.Field(i), name)
+			}
+		}
+	case reflect.Slice:
+		if v.Type() == rawMessageType {
+			return
+		}
+		if v.CanSet() && v.Len() > 0 {
+			// A copy: the result may share its steps with an error's.
+			c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			reflect.Copy(c, v)
+			v.Set(c)
+		}
+		for i := range v.Len() {
+			RewriteHints(v.Index(i), name)
+		}
+	}
 }

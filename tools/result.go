@@ -140,38 +140,12 @@ func toolCalls(hints []ops.Hint, readOnly bool) string {
 	return strings.Join(calls, " or ")
 }
 
-var hintType = reflect.TypeFor[ops.Hint]()
-
 // NameHints rewrites the operations named by the hints reachable from v
 // into the tools that do them; an operation no tool does, or whose tool a
 // read-only server leaves out, becomes the command for an operator to run
 // (op "cli", args.command).
 func NameHints(v reflect.Value, readOnly bool) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			NameHints(v.Elem(), readOnly)
-		}
-	case reflect.Struct:
-		if v.Type() == hintType {
-			if v.CanSet() {
-				v.Set(reflect.ValueOf(toolHint(v.Interface().(ops.Hint), readOnly)))
-			}
-			return
-		}
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				NameHints(v.Field(i), readOnly)
-			}
-		}
-	case reflect.Slice:
-		if v.Type() == rawMessageType {
-			return
-		}
-		for i := range v.Len() {
-			NameHints(v.Index(i), readOnly)
-		}
-	}
+	ops.RewriteHints(v, func(h ops.Hint) ops.Hint { return toolHint(h, readOnly) })
 }
 
 func toolHint(h ops.Hint, readOnly bool) ops.Hint {

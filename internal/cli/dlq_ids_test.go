@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,8 +59,8 @@ func TestDLQIDsInSeveralDLQs(t *testing.T) {
 	}
 	var choices []string
 	for _, h := range rep.Next {
-		if h.Op == ops.OpDLQRetry {
-			choices = append(choices, h.Args["queue"].(string))
+		if m := regexp.MustCompile(`--queue (\S+)`).FindStringSubmatch(stepCommand(h)); stepIs(h, ops.OpDLQRetry) && m != nil {
+			choices = append(choices, m[1])
 		}
 	}
 	if strings.Join(choices, ",") != "mail_dlq,sms_dlq" {

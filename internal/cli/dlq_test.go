@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -36,7 +37,21 @@ func deadShop(t *testing.T, d db) {
 
 // hasHint reports whether hints hold a step to op.
 func hasHint(hints []ops.Hint, op string) bool {
-	return slices.ContainsFunc(hints, func(h ops.Hint) bool { return h.Op == op })
+	return slices.ContainsFunc(hints, func(h ops.Hint) bool { return stepIs(h, op) })
+}
+
+// stepIs reports whether h, a next step of a command's --json result, is
+// the command line of op: steps are the commands to run (op cli,
+// args.command), as the MCP tools give a step no tool takes.
+func stepIs(h ops.Hint, op string) bool {
+	c, name := stepCommand(h), vocab.CommandName(op)
+	return h.Op == "cli" && (c == name || strings.HasPrefix(c, name+" ") || op == ops.OpDLQRetry && strings.HasPrefix(c, "pgbus dlq retry-all"))
+}
+
+// stepCommand is the command line of h, a next step of a --json result.
+func stepCommand(h ops.Hint) string {
+	c, _ := h.Args["command"].(string)
+	return c
 }
 
 func TestDLQCommands(t *testing.T) {
@@ -72,8 +87,8 @@ func TestDLQCommands(t *testing.T) {
 	if outage.Count != 2 || outage.Kind != "charge" || outage.Reasons[0] != store.ReasonMaxRetriesExceeded {
 		t.Errorf("outage group %+v", outage)
 	}
-	if len(sum.Next) != 2 || sum.Next[0].Op != ops.OpDLQShow || sum.Next[1].Op != ops.OpDLQList ||
-		sum.Next[0].Args["msg_id"] != float64(groups[0].SampleMsgIDs[0]) {
+	if len(sum.Next) != 2 || !stepIs(sum.Next[0], ops.OpDLQShow) || !stepIs(sum.Next[1], ops.OpDLQList) ||
+		!strings.HasPrefix(stepCommand(sum.Next[0]), fmt.Sprintf("pgbus dlq show %d ", groups[0].SampleMsgIDs[0])) {
 		t.Errorf("summary next steps: %+v", sum.Next)
 	}
 	rawSum := keys(t, d.ok(t, "dlq", "summary", "--json"))
@@ -189,7 +204,7 @@ func TestDLQCommands(t *testing.T) {
 	if strings.Contains(string(m.Headers), "pgbus_dead_letter") || !strings.Contains(string(m.Headers), `"pgbus_kind"`) {
 		t.Errorf("headers should hold pgbus_kind and not the dead-letter block: %s", m.Headers)
 	}
-	if len(m.Next) != 2 || m.Next[0].Op != ops.OpDLQRetry || m.Next[1].Op != ops.OpDLQDiscard {
+	if len(m.Next) != 2 || !stepIs(m.Next[0], ops.OpDLQRetry) || !stepIs(m.Next[1], ops.OpDLQDiscard) {
 		t.Errorf("show next steps: %+v", m.Next)
 	}
 	raw := keys(t, d.ok(t, "dlq", "show", fmt.Sprint(id), "--queue", "shop", "--json", "--no-payload"))

@@ -36,7 +36,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	}
 	r := h.Reasons[0]
 	if r.Status != ops.HealthStalled || r.Code != "no_workers" || r.Workers != ops.CoverageNever || r.Queue != "orders" || !strings.Contains(r.Message, "2 messages ready") ||
-		len(r.Next) != 2 || r.Next[0].Op != ops.OpWork || r.Next[0].Args["queue"] != "orders" || r.Next[1].Op != ops.OpWorkers {
+		len(r.Next) != 2 || !stepIs(r.Next[0], ops.OpWork) || !strings.Contains(stepCommand(r.Next[0]), "--queue orders") || !stepIs(r.Next[1], ops.OpWorkers) {
 		t.Fatalf("stalled reason: %+v", r)
 	}
 	raw := keys(t, d.ok(t, "health", "--json"))
@@ -118,7 +118,7 @@ func TestHealthAndWorkers(t *testing.T) {
 	d.ok(t, "send", "orders", `{"simulate": "ok"}`)
 	d.json(t, &h, "health")
 	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "queue_paused" || h.Reasons[0].Queue != "orders" ||
-		len(h.Reasons[0].Next) != 1 || h.Reasons[0].Next[0].Op != ops.OpQueueResume {
+		len(h.Reasons[0].Next) != 1 || !stepIs(h.Reasons[0].Next[0], ops.OpQueueResume) {
 		t.Fatalf("health with a paused queue: %+v", h)
 	}
 	if out := d.ok(t, "health"); !strings.Contains(out, "DEGRADED queue_paused") || !strings.Contains(out, "next: pgbus queue resume orders") {
@@ -248,7 +248,7 @@ func TestCircuits(t *testing.T) {
 	var reset ops.CircuitReset
 	d.json(t, &reset, "circuit", "reset", api)
 	if reset.Name != api || reset.State != store.BreakerClosed || reset.Was != store.BreakerOpen || reset.FailuresBefore == 0 || !reset.Changed ||
-		reset.Released != 1 || len(reset.Next) != 2 || reset.Next[0].Op != ops.OpCircuits || reset.Next[1].Op != ops.OpQueueStats {
+		reset.Released != 1 || len(reset.Next) != 2 || !stepIs(reset.Next[0], ops.OpCircuits) || !stepIs(reset.Next[1], ops.OpQueueStats) {
 		t.Fatalf("circuit reset: %+v", reset)
 	}
 	if out := d.ok(t, "queue", "messages", "orders", "--state", "waiting"); !strings.Contains(out, fmt.Sprint(held)) {

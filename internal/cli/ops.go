@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"reflect"
 	"fmt"
 	"io"
 	"slices"
@@ -303,7 +304,7 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		ops.WordNotes(&res, vocab.CommandNote) // as the CLI takes them, by its flags, for its JSON
-		err = printJSON(a.stdout, res)
+		err = printResult(a, res)
 	} else {
 		err = render(res)
 	}
@@ -311,6 +312,22 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 		err = cmp.Or(err, st(res))
 	}
 	return err
+}
+
+// printResult prints res as JSON, its next steps as the command lines
+// that take them (commandHint); res itself is left as it is, for what the
+// command says after it.
+func printResult[Res any](a *app, res Res) error {
+	ops.RewriteHints(reflect.ValueOf(&res), a.commandHint)
+	return printJSON(a.stdout, res)
+}
+
+// commandHint is a next step as the command line that takes it, in the
+// shape the MCP tools give a step no tool takes (op "cli", args.command),
+// so that --json names what to run, with the global flags this command
+// was given, as its lines do.
+func (a *app) commandHint(h ops.Hint) ops.Hint {
+	return ops.Hint{Op: "cli", Args: map[string]any{"command": a.command(h)}, Why: h.Why}
 }
 
 // check runs a request's own check (the operations layer's), when it has

@@ -269,7 +269,7 @@ messages kept 168h (7 days) and discarded dead messages 720h (30 days).`,
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(a.stdout, res)
+				return printResult(a, res)
 			}
 			verb := "created queue %s and its dead-letter queue %s"
 			switch {

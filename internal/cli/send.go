@@ -150,7 +150,7 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	// those messages stay sent.
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		if len(res.MsgIDs) > 0 {
-			if werr := printJSON(a.stdout, res); werr != nil {
+			if werr := printResult(a, res); werr != nil {
 				return werr
 			}
 		}
