@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"reflect"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
