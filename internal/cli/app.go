@@ -29,6 +29,9 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
+	// args are the command line's words after the program's name.
+	args []string
+
 	configPath  string
 	databaseURL string
 	dataDir     string

@@ -52,3 +52,14 @@ func TestDistinctIDs(t *testing.T) {
 		}
 	}
 }
+
+// The same command from a line of its input keeps the command's words but
+// --from-line, quoted for a shell, its database URL's secrets hidden.
+func TestSameCommandFrom(t *testing.T) {
+	t.Parallel()
+	a := &app{args: []string{"send", "my orders", "--ndjson", "in.ndjson", "--from-line", "7", "--database-url", "postgres://u:Zq8pw@db/app", "--from-line=9"}}
+	want := "pgbus send 'my orders' --ndjson in.ndjson --database-url 'postgres://u:[REDACTED]@db/app' --from-line 2001"
+	if got := a.sameCommandFrom(2001); got != want {
+		t.Fatalf("sameCommandFrom = %q\nwant             %q", got, want)
+	}
+}

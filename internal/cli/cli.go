@@ -56,7 +56,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stopSignals := cancelOnSignals(cancel)
 	defer stopSignals()
 	out := &stdoutWriter{w: stdout, cancel: cancel}
-	app := &app{stdin: stdin, stdout: out, stderr: stderr}
+	app := &app{stdin: stdin, stdout: out, stderr: stderr, args: args}
 	root := app.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -71,6 +71,12 @@ func (a *app) nextCommands(cause error, self string) []nextStep {
 		why, _ := ops.RedactText(h.Why)
 		next = append(next, nextStep{Command: command, Why: why})
 	}
+	if s := (sendStopped{}); errors.As(cause, &s) {
+		for _, step := range s.steps(a) {
+			step.Command, _ = ops.RedactText(step.Command)
+			next = append(next, step)
+		}
+	}
 	return next
 }
 

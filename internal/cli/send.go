@@ -3,11 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/internal/redact"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -178,17 +181,21 @@ func (in *ndjsonInput) lineError(err error, queue string) error {
 			parts = append(parts, fmt.Sprintf("lines %d to %d of %s were sent (%d messages) and stay sent", in.lines[0], in.lines[ps.Sent-1], in.from, ps.Sent))
 		}
 		next := in.lines[ps.Sent]
+		stopped := sendStopped{cause: ps.Err, err: err, resume: []int{next}}
 		if ps.Unsure > 0 {
 			last := ps.Sent + ps.Unsure - 1
 			resume := fmt.Sprintf("--from-line %d if they are not there", next)
 			if last+1 < len(in.lines) {
 				resume += fmt.Sprintf(", --from-line %d if they are", in.lines[last+1])
+				stopped.resume = append(stopped.resume, in.lines[last+1])
 			}
+			stopped.look = queue
 			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as the connection broke while they were written: look for them with pgbus queue messages %s, then run the same command with %s", next, in.lines[last], queue, resume))
 		} else {
 			parts = append(parts, fmt.Sprintf("line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice", next, next))
 		}
-		return sendStopped{cause: ps.Err, msg: strings.Join(parts, "; "), err: err}
+		stopped.msg = strings.Join(parts, "; ")
+		return stopped
 	}
 	if i := ops.PayloadIndex(err); i >= 0 && i < len(in.lines) {
 		return reworded{fmt.Sprintf("line %d of %s: %v; nothing was sent", in.lines[i], in.from, ops.PayloadReason(err)), err}
@@ -202,6 +209,53 @@ type sendStopped struct {
 	cause error
 	msg   string
 	err   error
+	// resume are the lines to go on from, as msg says: the next one, and
+	// the one after those that may have been sent.
+	resume []int
+	// look is the queue to look in for the lines that may have been
+	// sent; "" when none may have been.
+	look string
+}
+
+// steps are the next steps of a send that stopped, as msg says them: the
+// list of the queue to look in, and the same command from each line to
+// go on from.
+func (e sendStopped) steps(a *app) []nextStep {
+	var out []nextStep
+	if e.look != "" {
+		out = append(out, nextStep{Command: a.carried("pgbus queue messages " + vocab.ShellQuote(e.look)), Why: "shows whether the lines that may have been sent are there"})
+	}
+	for i, line := range e.resume {
+		why := "sends the rest"
+		if e.look != "" {
+			why = map[bool]string{true: "sends the rest, if those lines are not there", false: "sends the rest, if those lines are there"}[i == 0]
+		}
+		out = append(out, nextStep{Command: a.sameCommandFrom(line), Why: why})
+	}
+	return out
+}
+
+// sameCommandFrom is the command line this one ran, from line of its
+// input on (--from-line), its database URL's secrets hidden as next steps
+// hide them.
+func (a *app) sameCommandFrom(line int) string {
+	words := []string{"pgbus"}
+	for i := 0; i < len(a.args); i++ {
+		w := a.args[i]
+		switch {
+		case w == "--from-line":
+			i++
+		case strings.HasPrefix(w, "--from-line="):
+		case w == "--database-url" && i+1 < len(a.args):
+			i++
+			words = append(words, w, vocab.ShellQuote(redact.DatabaseURL(a.args[i])))
+		case strings.HasPrefix(w, "--database-url="):
+			words = append(words, "--database-url="+vocab.ShellQuote(redact.DatabaseURL(strings.TrimPrefix(w, "--database-url="))))
+		default:
+			words = append(words, vocab.ShellQuote(w))
+		}
+	}
+	return strings.Join(append(words, "--from-line", strconv.Itoa(line)), " ")
 }
 
 func (e sendStopped) Error() string { return fmt.Sprintf("%v; %s", e.cause, e.msg) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,6 +144,12 @@ func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
 	if !strings.Contains(r.stderr, "lines 1 to 1000 of stdin were sent") || !strings.Contains(r.stderr, "--from-line 1001") {
 		t.Errorf("stderr %q does not say what was sent and where to go on", r.stderr)
 	}
+	// Its next steps are the ones the line names: the same command from
+	// the line to go on from, which the resume below runs.
+	resume := "pgbus send orders --ndjson - --json --from-line 1001"
+	if e := decodeErrorJSON(t, r); !slices.ContainsFunc(e.Next, func(n nextStep) bool { return n.Command == resume && n.Why != "" }) {
+		t.Errorf("next %+v; want %q", e.Next, resume)
+	}
 	var sent struct {
 		Queue  string  `json:"queue"`
 		MsgIDs []int64 `json:"msg_ids"`
@@ -163,7 +170,7 @@ func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
 		Queue  string  `json:"queue"`
 		MsgIDs []int64 `json:"msg_ids"`
 	}
-	out := pgbusIn(t, d.env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-", "--from-line", "1001", "--json")
+	out := pgbusIn(t, d.env, strings.Join(lines, "\n"), strings.Fields(strings.TrimPrefix(resume, "pgbus "))...)
 	if out.code != 0 {
 		t.Fatalf("resume: exit %d: %s", out.code, out.stderr)
 	}
@@ -194,7 +201,7 @@ func TestSendNDJSONCommitCutOffIsUnsure(t *testing.T) {
 	pgtest.Exec(t, d.url, `CREATE CONSTRAINT TRIGGER end_session AFTER INSERT ON pgmq.q_orders DEFERRABLE INITIALLY DEFERRED
 		FOR EACH ROW WHEN ((NEW.message->>'order_id') = '1500') EXECUTE FUNCTION public.end_my_session()`)
 
-	r := pgbusIn(t, d.env, strings.Join(ndjsonLines(2500), "\n"), "send", "orders", "--ndjson", "-")
+	r := pgbusIn(t, d.env, strings.Join(ndjsonLines(2500), "\n"), "send", "orders", "--ndjson", "-", "--json")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout: %.200s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
@@ -203,6 +210,13 @@ func TestSendNDJSONCommitCutOffIsUnsure(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q does not say %q", r.stderr, want)
 		}
+	}
+	var steps []string
+	for _, n := range decodeErrorJSON(t, r).Next {
+		steps = append(steps, n.Command)
+	}
+	if want := []string{"pgbus health", "pgbus queue messages orders", "pgbus send orders --ndjson - --json --from-line 1001", "pgbus send orders --ndjson - --json --from-line 2001"}; !slices.Equal(steps, want) {
+		t.Errorf("next steps %q; want those the line names, %q", steps, want)
 	}
 	// The words of a call that sent nothing would contradict the lines'.
 	for _, not := range []string{"try the call again", "nothing was changed", "check before calling again"} {
