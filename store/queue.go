@@ -428,6 +428,11 @@ func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 func queueErr(err error, op, name string) error {
 	var pgErr *pgconn.PgError
 	if errors.Is(err, errUndefinedTable) || errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		if pgErr != nil && strings.Contains(pgErr.Message, `"pgmq.a_`+name+`"`) {
+			// The queue is there, its archive is not: what is done
+			// cannot be archived.
+			return notFoundf("queue %q has no archive table (pgmq.a_%s was dropped or renamed outside pgbus): pgbus queue create %s makes it again, and what waits to be archived is then", name, name, name)
+		}
 		return notFoundf("queue %q does not exist", name)
 	}
 	if pgErr != nil && pgErr.Code == "42703" && strings.Contains(pgErr.Message, "headers") {
