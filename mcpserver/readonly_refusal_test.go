@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -95,11 +96,8 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		// Arguments that make no request leave the command without them.
 		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
 	} {
-		req := mcp.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = tc.tool, tc.args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Errorf("%s(%v): protocol error %v; want a tool error", tc.tool, tc.args, err)
+		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
+		if !ok {
 			continue
 		}
 		text := resultText(res)
@@ -138,11 +136,8 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_queue_run_now", map[string]any{"queue": true}, "argument queue must be a string"},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "a while"}, `for "a while" is not a duration`},
 	} {
-		req := mcp.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = tc.tool, tc.args
-		res, err := c.CallTool(ctx, req)
-		if err != nil {
-			t.Errorf("%s(%v): protocol error %v; want a tool error", tc.tool, tc.args, err)
+		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
+		if !ok {
 			continue
 		}
 		if text := resultText(res); !res.IsError || !strings.Contains(text, tc.fix) || strings.Contains(text, "operator can run") {
@@ -178,4 +173,18 @@ func checkRefusalMeta(t *testing.T, res *mcp.CallToolResult, tool, command strin
 	if n := m.Next[0]; n.Why == "" || (command != n.Command && !strings.HasPrefix(command, n.Command+" (")) {
 		t.Errorf("%s: next step %+v; want the command %q and why", tool, n, command)
 	}
+}
+
+// callForError calls tool with args, reporting a protocol error, where a
+// tool error is wanted, as the test's error; ok is false then.
+func callForError(ctx context.Context, t *testing.T, c *client.Client, tool string, args any) (res *mcp.CallToolResult, ok bool) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		t.Errorf("%s(%v): protocol error %v; want a tool error", tool, args, err)
+		return nil, false
+	}
+	return res, true
 }
