@@ -17,7 +17,10 @@ func TestBreakerLifecycle(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	name := uniqueName("breaker")
-	cfg := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: 100 * time.Millisecond, MaxCoolOff: 300 * time.Millisecond}
+	// A cool-off long enough that the acquire just after the breaker
+	// opens comes before its end on a loaded machine too: at 100ms it
+	// came after, once, and got the probe.
+	cfg := store.BreakerConfig{Name: name, FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: 3 * time.Second}
 	if err := s.EnsureBreaker(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func TestBreakerLifecycle(t *testing.T) {
 	if v.Allowed || v.RetryIn <= 0 || v.RetryIn > time.Minute {
 		t.Fatalf("open breaker verdict = %+v; want a wait until the cool-off ends", v)
 	}
-	for i, wantCoolOff := range []float64{0.2, 0.3, 0.3} { // doubling, capped
+	for i, wantCoolOff := range []float64{2, 3, 3} { // doubling, capped
 		waitCoolOff(t, s, name)
 		if v := acquire(); !v.Allowed || !v.Probe {
 			t.Fatalf("round %d: after the cool-off verdict = %+v; want the probe", i, v)
@@ -68,7 +71,7 @@ func TestBreakerLifecycle(t *testing.T) {
 	if err := s.BreakerSuccess(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if st := state(); st.State != store.BreakerClosed || st.ConsecutiveFailures != 0 || st.CurrentCoolOffSeconds != 0.1 || st.OpenUntil != nil {
+	if st := state(); st.State != store.BreakerClosed || st.ConsecutiveFailures != 0 || st.CurrentCoolOffSeconds != 1 || st.OpenUntil != nil {
 		t.Fatalf("after a successful probe: %+v", st)
 	}
 	fail()
