@@ -110,7 +110,7 @@ func (o *outage) failed(err error) bool {
 			o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
 				"to end it, "+store.CrowdedAdvice, "err", err)
 		default:
-			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering"+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
 				"err", err)
 		}
 	case now.Sub(o.said) >= outageReminder:
@@ -137,6 +137,17 @@ func (o *outage) failed(err error) bool {
 		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
 	}
 	return true
+}
+
+// endedBy adds to the outage's words who may have ended a connection
+// the server closed with SQLSTATE code: 57P01 is both a shutdown's and an
+// administrator's pg_terminate_backend, which a running server's
+// reconnections then show.
+func endedBy(code string) string {
+	if code == "57P01" { // admin_shutdown
+		return ", or an administrator ended its sessions with pg_terminate_backend"
+	}
+	return ""
 }
 
 // answered notes that a call begun at start succeeded, and logs the end

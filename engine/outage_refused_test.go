@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,5 +44,42 @@ func TestRefusedLoginIsOneOutage(t *testing.T) {
 	}
 	if !o.AnsweredAfterQuiet() || !strings.Contains(logs.String(), "the database takes new connections again") {
 		t.Fatalf("no end of the outage after a quiet without a refused login:\n%s", logs.String())
+	}
+}
+
+// Sessions ended by an administrator (pg_terminate_backend, SQLSTATE
+// 57P01, as a shutdown's are) are an outage whose words name that too:
+// it read as a database down only, while it answered at once.
+func TestTerminatedSessionsOutageNamesTheAdministrator(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Context(t)
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	other, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend($1)`, conn.PgConn().PID()); err != nil {
+		t.Fatal(err)
+	}
+	var ended error
+	pgtest.Eventually(t, 10*time.Second, "the ended session's error", func() bool {
+		_, ended = conn.Exec(ctx, `SELECT 1`)
+		return ended != nil
+	})
+	if code, _ := store.SQLState(ended); code != "57P01" {
+		t.Fatalf("the ended session's error: %v; want SQLSTATE 57P01", ended)
+	}
+	var logs lockedBuffer
+	o := engine.NewOutage(slog.New(slog.NewTextHandler(&logs, nil)))
+	if !o.Failed(ended) {
+		t.Fatalf("a session ended by pg_terminate_backend (%v) was not taken for an outage", ended)
+	}
+	if got := logs.String(); !strings.Contains(got, "an administrator ended its sessions with pg_terminate_backend") {
+		t.Fatalf("the outage of terminated sessions: want it to name the administrator:\n%s", got)
 	}
 }
