@@ -305,7 +305,12 @@ func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
-	return dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	if err != nil && a.sources["database-url"] == "--database-url" {
+		// Its advice names the URL by its variable: here it was the flag.
+		return nil, reworded{strings.ReplaceAll(err.Error(), EnvDatabaseURL, "--database-url"), err}
+	}
+	return db, err
 }
 
 // embeddedTerms are the words of the embedded PostgreSQL's advice on the

@@ -58,3 +58,17 @@ func TestCopiedURLWithItsSecretHiddenSaysToFillItIn(t *testing.T) {
 		}
 	}
 }
+
+// A connection's advice names the URL as it was given: by --database-url,
+// it said to check DATABASE_URL, which the command did not read.
+func TestConnectAdviceNamesTheFlagGiven(t *testing.T) {
+	t.Parallel()
+	r := pgbus(t, nil, "queues", "--database-url", "postgres://u@127.0.0.1:1/app")
+	if r.code != 1 || !strings.Contains(r.stderr, "--database-url's host and port are right") || strings.Contains(r.stderr, "DATABASE_URL") {
+		t.Fatalf("queues with --database-url of a server that is not there: exit %d, %q; want advice naming --database-url", r.code, r.stderr)
+	}
+	r = pgbus(t, []string{"DATABASE_URL=postgres://u@127.0.0.1:1/app"}, "queues")
+	if !strings.Contains(r.stderr, "DATABASE_URL's host and port are right") {
+		t.Fatalf("queues with DATABASE_URL of a server that is not there: %q; want advice naming DATABASE_URL", r.stderr)
+	}
+}
