@@ -172,14 +172,15 @@ func Command(h ops.Hint) string {
 }
 
 // needsYes reports whether the command of h asks for --yes: bulk and
-// destructive commands, and whatever a hint confirms; never a dry run,
-// which changes nothing.
+// destructive commands (a discard by filter or of more than one id), and
+// whatever a hint confirms; never a dry run, which changes nothing.
 func needsYes(line string, h ops.Hint) bool {
 	if h.Args["dry_run"] == true {
 		return false
 	}
-	discardByFilter := h.Op == ops.OpDLQDiscard && h.Args["ids"] == nil
-	return strings.HasSuffix(line, "retry-all") || discardByFilter || h.Args["confirm"] == true ||
+	ids, byIDs := h.Args["ids"].([]int64)
+	bulkDiscard := h.Op == ops.OpDLQDiscard && (!byIDs || len(slices.Compact(slices.Sorted(slices.Values(ids)))) > 1)
+	return strings.HasSuffix(line, "retry-all") || bulkDiscard || h.Args["confirm"] == true ||
 		h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge
 }
 

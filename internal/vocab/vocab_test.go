@@ -30,6 +30,11 @@ func TestHintWording(t *testing.T) {
 			"pgbus dlq retry-all --dry-run --limit 1000 --queue orders", `pgbus_dlq_retry {"dry_run":true,"limit":1000,"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "7d", "dry_run": true, "confirm": true}},
 			"pgbus dlq purge --dry-run --older-than 7d", `pgbus_dlq_purge {"confirm":true,"dry_run":true,"older_than":"7d"}`},
+		// A discard of more than one id asks --yes as one by filter does.
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 8, 7}, "queue": "orders"}},
+			"pgbus dlq discard 7 8 7 --queue orders --yes", `pgbus_dlq_discard {"ids":[7,8,7],"queue":"orders"}`},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 7}, "queue": "orders"}},
+			"pgbus dlq discard 7 7 --queue orders", `pgbus_dlq_discard {"ids":[7,7],"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "confirm": true, "expect": "2-abc"}},
 			"pgbus dlq discard --expect 2-abc --queue orders --yes", `pgbus_dlq_discard {"confirm":true,"expect":"2-abc","queue":"orders"}`},
 		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "state": "retrying"}},
