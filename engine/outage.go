@@ -90,53 +90,76 @@ func (o *outage) failed(err error) bool {
 	defer o.mu.Unlock()
 	now := time.Now()
 	o.last = now
+	cause := outageCause{crowded: crowded, readOnly: readOnly, diskFull: diskFull, refused: refused}
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
 		o.since, o.said, o.crowded, o.readOnly, o.diskFull, o.refused = now, now, crowded, readOnly, diskFull, refused
-		switch {
-		case refused:
-			o.log.Warn("pgbus: the database refuses this role's new connections (its password changed, or pg_hba.conf no longer lets it in from here); "+
-				"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute: "+
-				"put the role's current password in DATABASE_URL (or the file DATABASE_URL_FILE names) and restart pgbus, or have the DBA let the role in again", "err", err)
-		case diskFull:
-			o.log.Warn("pgbus: the database server is out of disk space: it cannot write; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
-				"free disk space on it (or give it a larger volume)", "err", err)
-		case readOnly:
-			o.log.Warn("pgbus: the database takes no writes (it is a standby now, or default_transaction_read_only was turned on for the role or database); "+
-				"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point DATABASE_URL at the primary, or turn the setting off",
-				"err", err)
-		case crowded:
-			o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
-				"to end it, "+store.CrowdedAdvice, "err", err)
-		default:
-			o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering"+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
-				"err", err)
-		}
+		o.sayStart(cause, code, err)
+	case crowded && !o.crowded || readOnly && !o.readOnly || diskFull && !o.diskFull || refused && !o.refused:
+		// The cause shows itself only now: a pool waiting for a slot the
+		// server will not give first fails as a call that got no answer.
+		// Said at once, with what to do, rather than a minute on.
+		o.said = now
+		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
+		o.sayStart(cause, code, err)
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
 		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
-		switch {
-		case refused:
-			o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in DATABASE_URL and restart pgbus, or have the DBA let the role in again",
-				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		case diskFull:
-			o.log.Warn("pgbus: the database server is still out of disk space; the workers retry until it can write: free disk space on it",
-				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		case readOnly:
-			o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point DATABASE_URL at the primary",
-				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		case crowded:
-			o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,
-				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		default:
-			o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
-				"for", now.Sub(o.since).Round(time.Second).String(), "err", err)
-		}
+		o.sayStill(cause, now.Sub(o.since).Round(time.Second).String(), err)
 	default:
 		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
 	}
 	return true
+}
+
+// outageCause is what one failure says of an outage's cause; none of
+// them is a database that does not answer.
+type outageCause struct{ crowded, readOnly, diskFull, refused bool }
+
+// sayStart logs an outage, or a cause of it met only now, in full: what
+// it is, what the workers do meanwhile, and what ends it.
+func (o *outage) sayStart(c outageCause, code string, err error) {
+	switch {
+	case c.refused:
+		o.log.Warn("pgbus: the database refuses this role's new connections (its password changed, or pg_hba.conf no longer lets it in from here); "+
+			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute: "+
+			"put the role's current password in DATABASE_URL (or the file DATABASE_URL_FILE names) and restart pgbus, or have the DBA let the role in again", "err", err)
+	case c.diskFull:
+		o.log.Warn("pgbus: the database server is out of disk space: it cannot write; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
+			"free disk space on it (or give it a larger volume)", "err", err)
+	case c.readOnly:
+		o.log.Warn("pgbus: the database takes no writes (it is a standby now, or default_transaction_read_only was turned on for the role or database); "+
+			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point DATABASE_URL at the primary, or turn the setting off",
+			"err", err)
+	case c.crowded:
+		o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
+			"to end it, "+store.CrowdedAdvice, "err", err)
+	default:
+		o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering"+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+			"err", err)
+	}
+}
+
+// sayStill logs that an outage lasts, for how long, and what ends it.
+func (o *outage) sayStill(c outageCause, lasted string, err error) {
+	switch {
+	case c.refused:
+		o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in DATABASE_URL and restart pgbus, or have the DBA let the role in again",
+			"for", lasted, "err", err)
+	case c.diskFull:
+		o.log.Warn("pgbus: the database server is still out of disk space; the workers retry until it can write: free disk space on it",
+			"for", lasted, "err", err)
+	case c.readOnly:
+		o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point DATABASE_URL at the primary",
+			"for", lasted, "err", err)
+	case c.crowded:
+		o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,
+			"for", lasted, "err", err)
+	default:
+		o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
+			"for", lasted, "err", err)
+	}
 }
 
 // endedBy adds to the outage's words who may have ended a connection

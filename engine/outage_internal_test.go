@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -80,5 +81,29 @@ func TestDiskFullIsOneOutage(t *testing.T) {
 	}
 	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "out of disk space") || !strings.Contains(got, "free disk space on it") {
 		t.Fatalf("twenty writes refused for want of disk space: want one warning saying so and what to do:\n%s", got)
+	}
+}
+
+// An outage whose cause shows itself after its start (a pool waiting for
+// a slot the server will not give first fails as a call without an
+// answer) says the cause at once, with what ends it, rather than a
+// minute on; and says it once.
+func TestOutageCauseMetLateIsSaidAtOnce(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	o := &outage{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	if !o.failed(context.DeadlineExceeded) {
+		t.Fatal("a call without an answer was not taken for an outage")
+	}
+	crowded := &pgconn.PgError{Code: "53300", Message: `too many connections for role "app"`}
+	for range 5 {
+		if !o.failed(crowded) {
+			t.Fatal("a refused connection was not taken for an outage")
+		}
+	}
+	got := logs.String()
+	if n := strings.Count(got, "level=WARN"); n != 2 || !strings.Contains(got, "does not answer") ||
+		strings.Count(got, "refuses new connections: it has as many as it allows") != 1 || !strings.Contains(got, "CONNECTION LIMIT") {
+		t.Fatalf("a call without an answer, then five refused connections: %d warnings, want two: the outage, then once its cause with what to do:\n%s", n, got)
 	}
 }
