@@ -75,6 +75,10 @@ func (q QueueSettings) Validate() error {
 		return invalidf("queue %q: retry backoff %s is out of range 0..24h", q.Queue, q.RetryBackoff)
 	case q.RetryBackoffMax < 0 || q.RetryBackoffMax > 7*24*time.Hour:
 		return invalidf("queue %q: retry backoff max %s is out of range 0..168h", q.Queue, q.RetryBackoffMax)
+	case q.RetryBackoff > 0 && q.RetryBackoff < time.Millisecond, q.RetryBackoffMax > 0 && q.RetryBackoffMax < time.Millisecond:
+		// Kept in milliseconds: stored, it would be 0, no wait at all.
+		return invalidf("queue %q: retry backoff %s, max %s: a wait below a millisecond is not kept (it would be none); give 0s for no wait, or 1ms or more",
+			q.Queue, q.RetryBackoff, q.RetryBackoffMax)
 	case q.RetryBackoffMax < q.RetryBackoff && q.BackoffStrategy == BackoffExponential:
 		// The polynomial strategy has no base: its max alone bounds it.
 		return invalidf("queue %q: retry backoff max %s must be at least the backoff (%s): it caps every delay", q.Queue, q.RetryBackoffMax, q.RetryBackoff)
