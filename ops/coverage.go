@@ -42,9 +42,8 @@ func (q QueueWorkers) Served() bool { return q.Status == CoverageRunning }
 // coverage says which of ws serve queue.
 func coverage(ws Workers, queue string) QueueWorkers {
 	out := QueueWorkers{Queue: queue, Status: CoverageNever}
-	names := servedAs(queue)
 	for _, w := range ws.Workers {
-		if !slices.ContainsFunc(w.Queues, func(q string) bool { return slices.Contains(names, q) }) {
+		if !slices.Contains(w.Queues, queue) {
 			continue
 		}
 		switch w.Status {
@@ -100,45 +99,53 @@ func (s *Service) startHint(q QueueWorkers) Hint {
 	}
 }
 
-// servedAs lists the names a worker serving queue registers: workers
-// register the queues they were given, and a priority sub-queue (jobs_p1)
-// is worked by the workers of its queue (jobs).
-func servedAs(queue string) []string {
-	if i := strings.LastIndex(queue, "_p"); i > 0 && isDigits(queue[i+2:]) {
-		return []string{queue, queue[:i]}
+// logicalQueues returns the queues named, each once in the order first
+// named, a DLQ as its queue and a priority level as the queue it is a
+// level of: workers register the queues they were given, and a level is
+// worked, paused and used by handlers as its queue. A plain queue named
+// like a level (jobs_p2 beside jobs with 2 levels) is its own.
+func (s *Service) logicalQueues(ctx context.Context, queues []string) ([]string, error) {
+	levels, err := s.store.QueueLevels(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return []string{queue}
-}
-
-func isDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
+	var out []string
+	seen := map[string]bool{}
+	for _, q := range queues {
+		q = baseQueue(q)
+		if base, _, ok := store.LevelIn(levels, q); ok {
+			q = base
+		}
+		if !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	return out, nil
 }
 
 // queueCoverage says, for each queue named, whether a running worker
 // serves it; queues are reported once each, in the order first named. A
 // priority level is reported as its queue, which workers are started for.
 func (s *Service) queueCoverage(ctx context.Context, queues []string) ([]QueueWorkers, error) {
+	logical, err := s.logicalQueues(ctx, queues)
+	if err != nil {
+		return nil, err
+	}
+	return s.coverageOf(ctx, logical)
+}
+
+// coverageOf says, for each of queues (logical, each once), whether a
+// running worker serves it.
+func (s *Service) coverageOf(ctx context.Context, queues []string) ([]QueueWorkers, error) {
 	ws, err := s.allWorkers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ws = s.withRuby(ctx, ws)
-	var out []QueueWorkers
-	seen, asked := map[string]bool{}, map[string]bool{}
+	out := make([]QueueWorkers, 0, len(queues))
 	for _, q := range queues {
-		if q = baseQueue(q); asked[q] {
-			continue
-		}
-		asked[q] = true
-		if base, _, ok, err := s.store.LevelOf(ctx, q); err != nil {
-			return nil, err
-		} else if ok {
-			q = base
-		}
-		if !seen[q] {
-			seen[q] = true
-			out = append(out, coverage(ws, q))
-		}
+		out = append(out, coverage(ws, q))
 	}
 	return out, nil
 }
@@ -157,9 +164,13 @@ func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
 	if r.Retried == 0 || len(r.queues) == 0 {
 		return
 	}
-	cov, err := s.queueCoverage(ctx, r.queues)
+	queues, err := s.logicalQueues(ctx, r.queues)
 	if err != nil {
 		return // the retry happened; a note it cannot make is no reason to fail it
+	}
+	cov, err := s.coverageOf(ctx, queues)
+	if err != nil {
+		return
 	}
 	slices.SortStableFunc(cov, func(a, b QueueWorkers) int { return cmp.Compare(boolRank(a.Served()), boolRank(b.Served())) })
 	r.Workers = cov
@@ -174,8 +185,8 @@ func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
 			len(starts), len(cov), wentBack(r.DryRun), queuesNamed))
 	}
 	r.prepend(starts)
-	s.noteRetryBreakers(ctx, r, r.queues)
-	s.noteRetryPaused(ctx, r, r.queues)
+	s.noteRetryBreakers(ctx, r, queues)
+	s.noteRetryPaused(ctx, r, queues)
 }
 
 // prepend puts the first queuesNamed of hints first among r's next steps.
@@ -245,7 +256,7 @@ func (r *DLQRetry) fitWorkers(b Bounds) {
 }
 
 // noteRetryPaused puts first among a retry's next steps the resume of
-// each paused queue its messages went back to, the first queuesNamed of
+// each paused queue (logical, each once) its messages went back to, the first queuesNamed of
 // them: they wait there, unread, until it is resumed, whatever the
 // workers.
 func (s *Service) noteRetryPaused(ctx context.Context, r *DLQRetry, queues []string) {
@@ -253,17 +264,10 @@ func (s *Service) noteRetryPaused(ctx context.Context, r *DLQRetry, queues []str
 	if err != nil {
 		return // as for the workers: the retry happened
 	}
-	seen := map[string]bool{}
 	var resumes []Hint
 	for _, q := range queues {
-		names := servedAs(q)
-		logical := names[len(names)-1] // a priority level is paused with its queue
-		if seen[logical] {
-			continue
-		}
-		seen[logical] = true
-		if settings[logical].Paused {
-			resumes = append(resumes, hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the retried messages wait in it, unread, until it is resumed", logical), "queue", logical))
+		if settings[q].Paused {
+			resumes = append(resumes, hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the retried messages wait in it, unread, until it is resumed", q), "queue", q))
 		}
 	}
 	if len(resumes) > queuesNamed {
@@ -302,15 +306,11 @@ func (s *Service) noteRetryBreakers(ctx context.Context, r *DLQRetry, queues []s
 	r.prepend(looks)
 }
 
-// usedOn returns the first of queues (physical: a priority level counts
-// as its queue) that one of users is on.
+// usedOn returns the first of queues (logical) that one of users is on.
 func usedOn(users []store.BreakerUser, queues []string) (string, bool) {
 	for _, q := range queues {
-		for _, u := range users {
-			level, isLevel := strings.CutPrefix(q, u.Queue+"_p")
-			if q == u.Queue || (isLevel && level != "" && strings.Trim(level, "0123456789") == "") {
-				return u.Queue, true
-			}
+		if slices.ContainsFunc(users, func(u store.BreakerUser) bool { return u.Queue == q }) {
+			return q, true
 		}
 	}
 	return "", false

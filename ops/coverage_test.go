@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,55 @@ func TestRetryNamesAnOpenBreakerOfItsQueue(t *testing.T) {
 	if err != nil || r.Retried != 2 || len(r.Next) == 0 || r.Next[0].Op != ops.OpCircuits || r.Next[0].Args["name"] != open ||
 		!strings.Contains(r.Next[0].Why, "is open: the retried jobs wait for it") || hasHint(r.Next, ops.OpCircuits, map[string]any{"name": elsewhere}) {
 		t.Fatalf("retry with %s open on the queue = %+v, %v; want it first among the next steps", open, r, err)
+	}
+}
+
+// A plain queue named like a level of another (jobs_p2 beside jobs with 2
+// levels) is served by its own workers only: a worker of jobs neither
+// covers its ready messages in health nor in a retry's note into it, and
+// its STALLED reason is not jobs' process's. A level of jobs is served by
+// jobs' workers.
+func TestPlainQueueNamedLikeALevelIsNotServedByItsNamesake(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	base := uniqueName("lvn")
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: base, Priorities: 2}); err != nil {
+		t.Fatal(err)
+	}
+	plain := base + "_p2"
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: plain}); err != nil {
+		t.Fatal(err)
+	}
+	ids := pgtest.DeadLetter(t, s, plain, pgtest.DeadSpec{Kind: "k"})
+	register(t, s, "w-base", base)
+
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: plain}})
+	if err != nil || len(r.Workers) != 1 || r.Workers[0].Queue != plain || r.Workers[0].Served() || len(r.Next) == 0 || r.Next[0].Op != ops.OpWork {
+		t.Fatalf("retry into %s = %+v, %v; want it said unserved, with a worker to start first", plain, r, err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reasonOf(h, "no_workers", plain) == nil {
+		t.Fatalf("health = %+v; want STALLED no_workers for %s, which the worker of %s does not read", h, plain, base)
+	}
+	if own := h.StalledFor([]string{base}); len(own) != 0 {
+		t.Fatalf("stalled reasons of %s's process = %+v, want none: %s is not its queue", base, own, plain)
+	}
+	level := store.PriorityQueueName(base, 1)
+	sent, err := s.SendBatch(ctx, level, []store.NewMessage{{Payload: json.RawMessage(`1`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeadLetterMany(ctx, level, store.DLQName(base), store.SourceWorker, []store.DeadLetterItem{{MsgID: sent[0],
+		Reason: store.ReasonNonRetryable, Failure: &store.Failure{Attempt: 1, ErrorClass: "E"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: base}, Limit: 10})
+	if err != nil || r.Retried != 1 || len(r.Workers) != 1 || r.Workers[0].Queue != base || !r.Workers[0].Served() {
+		t.Fatalf("retry into level 1 of %s = %+v, %v; want the level served by the worker of %s", base, r, err, base)
 	}
 }

@@ -233,16 +233,17 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 			Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil
 }
 
-// StalledFor returns the STALLED reasons of h about the queues named (a
-// priority level's count as its queue's): what a process that works those
-// queues is failing at, where the rest of h is about other processes.
+// StalledFor returns the STALLED reasons of h about the queues named:
+// what a process that works those queues is failing at, where the rest
+// of h is about other processes. Reasons name a queue with priority
+// levels as the queue, as workers are given it.
 func (h Health) StalledFor(queues []string) []HealthReason {
 	var out []HealthReason
 	for _, r := range h.Reasons {
 		if r.Status != HealthStalled || r.Queue == "" {
 			continue
 		}
-		if slices.ContainsFunc(servedAs(r.Queue), func(q string) bool { return slices.Contains(queues, q) }) {
+		if slices.Contains(queues, r.Queue) {
 			out = append(out, r)
 		}
 	}

@@ -113,8 +113,10 @@ func (s *Service) noteRunNowWorkers(ctx context.Context, out *QueueRunNow) {
 			out.Next = append([]Hint{s.startHint(cov[0])}, out.Next...)
 		}
 	}
-	names := servedAs(out.Queue)
-	logical := names[len(names)-1] // a priority level is paused with its queue
+	logical := out.Queue
+	if l, err := s.logicalQueues(ctx, []string{out.Queue}); err == nil {
+		logical = l[0] // a priority level is paused with its queue
+	}
 	if settings, err := s.store.AllQueueSettings(ctx); err == nil && settings[logical].Paused {
 		out.Next = append([]Hint{hint(OpQueueResume, fmt.Sprintf("queue %q is paused: the messages made visible wait in it, unread, until it is resumed", logical), "queue", logical)}, out.Next...)
 	}

@@ -37,6 +37,17 @@ func logicalOf(name string, levels map[string]int) string {
 	return name
 }
 
+// LevelIn reports whether name is a priority level of a queue of levels
+// (QueueLevels), and if so of which queue and which level: a plain queue
+// named like a level (jobs_p2 beside jobs with 2 levels) is none.
+func LevelIn(levels map[string]int, name string) (base string, level int, ok bool) {
+	base, level, ok = splitLevel(name)
+	if !ok || level >= levels[base] {
+		return "", 0, false
+	}
+	return base, level, true
+}
+
 // CheckNotLevel refuses, as ErrInvalid, a name that is a priority level
 // of a queue pgbus made with levels (orders_p1 of orders with 3): such a
 // name is a part of that queue, created and dropped with it, never alone.
