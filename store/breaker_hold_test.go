@@ -371,3 +371,45 @@ func TestForgetOtherBreakerUsers(t *testing.T) {
 		t.Errorf("ForgetOtherBreakerUsers of no uses = %v, %v; want nothing", ran, err)
 	}
 }
+
+// A job held by a breaker that no recorded user names in its queue (held
+// again by a process on the old configuration after another's start
+// forgot the use, which then restarted before its heartbeat recorded it
+// again) runs at the next start of a process of that queue, which has no
+// use of its own to forget: it waited out the breaker's open period. Holds
+// of a breaker this process uses there, or another user names there, stay.
+func TestForgetOtherBreakerUsersRunsOrphanHolds(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	c := holdTest{t: t, s: s, q: newQueue(t, s)}
+	gone, mine, theirs := pgtest.Name("gone"), pgtest.Name("mine"), pgtest.Name("theirs")
+	orphan := c.readSent(store.NewMessage{})
+	c.snooze(orphan, time.Hour, gone)
+	ownHold := c.readSent(store.NewMessage{})
+	c.snooze(ownHold, time.Hour, mine)
+	otherHold := c.readSent(store.NewMessage{})
+	c.snooze(otherHold, time.Hour, theirs)
+	for _, b := range []string{gone, mine, theirs} {
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: b, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.OpenBreaker(ctx, b, store.BreakerOpening{For: time.Hour, By: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RecordBreakerUsers(ctx, theirs, []store.BreakerUser{{Queue: c.q, Kind: "mail"}}); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := s.ForgetOtherBreakerUsers(ctx, []store.BreakerUse{{Queue: c.q}, {Queue: c.q, Kind: "sms", Breaker: mine}})
+	if err != nil || len(ran) != 1 || ran[gone] != 1 {
+		t.Fatalf("ForgetOtherBreakerUsers = %v, %v; want the 1 job %s held with no user left run", ran, err, gone)
+	}
+	live := c.live()
+	if m := live[orphan.ID]; m.State != store.StateWaiting || m.HeldBy != "" {
+		t.Errorf("the job held by %s, which no user names: %q held by %q; want waiting, held by none", gone, m.State, m.HeldBy)
+	}
+	if live[ownHold.ID].HeldBy != mine || live[otherHold.ID].HeldBy != theirs {
+		t.Errorf("holds of a breaker this process uses (%q) and one another user names (%q); want both kept", live[ownHold.ID].HeldBy, live[otherHold.ID].HeldBy)
+	}
+}

@@ -349,8 +349,9 @@ type BreakerUse struct {
 // and the jobs it held waited out its whole open period. Those jobs run
 // now, in each queue that no recorded user of the old breaker names any
 // more (a process that still runs the old configuration says again at its
-// next heartbeat that it uses it, and snoozes them again). It returns how
-// many it made visible, by breaker.
+// next heartbeat that it uses it, and snoozes them again), and so do the
+// jobs held in the queues of uses by any breaker no user names there. It
+// returns how many it made visible, by breaker.
 func (s *Store) ForgetOtherBreakerUsers(ctx context.Context, uses []BreakerUse) (map[string]int64, error) {
 	queues, kinds, names := make([]string, len(uses)), make([]string, len(uses)), make([]string, len(uses))
 	for i, u := range uses {
@@ -397,7 +398,63 @@ func (s *Store) ForgetOtherBreakerUsers(ctx context.Context, uses []BreakerUse) 
 			return ran, err
 		}
 	}
-	return ran, nil
+	return ran, s.runOrphanHolds(ctx, uses, ran)
+}
+
+// runOrphanHolds runs now, in each queue of uses, the jobs held by a
+// breaker that neither uses nor any recorded user names for that queue,
+// adding how many to ran by breaker. Such holds come of a rolling restart
+// that turns a breaker off: a process still on the old configuration held
+// the jobs again after another's start forgot the use, then restarted (or
+// stopped) before its heartbeat recorded the use again, so no start had a
+// use to forget and the jobs waited out the breaker's whole open period,
+// unseen by the views, which look in its users' queues.
+func (s *Store) runOrphanHolds(ctx context.Context, uses []BreakerUse, ran map[string]int64) error {
+	own := map[string]map[string]bool{} // queue -> breakers this process uses on it
+	for _, u := range uses {
+		if own[u.Queue] == nil {
+			own[u.Queue] = map[string]bool{}
+		}
+		own[u.Queue][u.Breaker] = true
+	}
+	for queue, breakers := range own {
+		if ValidatePhysicalName(queue) != nil {
+			continue
+		}
+		levels, err := s.liveLevels(ctx, queue)
+		if err != nil {
+			return err
+		}
+		names := make([]string, len(levels))
+		held := map[string]int64{}
+		for i, lv := range levels {
+			names[i] = lv.queue
+			if err := s.countHeld(ctx, lv.queue, "", held); err != nil {
+				return err
+			}
+		}
+		for breaker := range held {
+			if breakers[breaker] {
+				continue
+			}
+			var used bool
+			if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.circuit_breaker_users WHERE breaker = $1 AND queue_name = $2)`,
+				breaker, queue).Scan(&used); err != nil {
+				return fmt.Errorf("store: read the users of circuit breaker %q: %w", breaker, err)
+			}
+			if used {
+				continue
+			}
+			n, err := s.runHeldIn(ctx, breaker, names)
+			if n > 0 {
+				ran[breaker] += n
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // TouchBreakerUsers marks users as seen now, for a running process that
