@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,14 +34,53 @@ func dropBreakerHoldSQL(alias string) string {
 // in every queue its users name (every level of a queue with priority
 // levels), as after a reset of the breaker: they run at once rather than
 // at the end of their snooze, which may be the breaker's whole cool-off.
-// A queue dropped since is passed over. It returns how many it made
-// visible; on an error, how many it made visible before it, which stay so.
-func (s *Store) RunHeldNow(ctx context.Context, breaker string) (int64, error) {
+// So does it in the other queues where it holds messages until openUntil,
+// the end of the open period it had (nil for none), or sooner: a process
+// that stopped for good during a rolling restart that turned the breaker
+// off left them held where no user names it any more. A queue dropped
+// since is passed over. It returns how many it made visible; on an error,
+// how many it made visible before it, which stay so.
+func (s *Store) RunHeldNow(ctx context.Context, breaker string, openUntil *time.Time) (int64, error) {
 	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
 		return 0, err
 	}
-	return s.runHeldIn(ctx, breaker, levels)
+	others, err := s.heldElsewhere(ctx, breaker, openUntil, levels)
+	if err != nil {
+		return 0, err
+	}
+	return s.runHeldIn(ctx, breaker, append(levels, others...))
+}
+
+// heldElsewhere lists the physical queues, other than known, where the
+// breaker named holds messages that become visible by openUntil (or now)
+// and holdSlack: one small read per queue, through the vt index.
+func (s *Store) heldElsewhere(ctx context.Context, breaker string, openUntil *time.Time, known []string) ([]string, error) {
+	queues, err := s.ListQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, q := range queues {
+		if slices.Contains(known, q.Name) || strings.HasSuffix(q.Name, DLQSuffix) || ValidatePhysicalName(q.Name) != nil {
+			continue
+		}
+		var held bool
+		err := s.reads.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+queueTable(q.Name)+` q
+			WHERE q.vt > now() AND q.vt <= greatest($2::timestamptz, now()) + $3 * interval '1 microsecond'
+			AND `+breakerHeldSQL+` AND q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1::text)`,
+			breaker, openUntil, holdSlack.Microseconds()).Scan(&held)
+		if isUndefinedTable(err) {
+			continue // dropped since it was listed
+		}
+		if err != nil {
+			return nil, queueErr(err, "look for the messages circuit breaker "+strconv.Quote(breaker)+" holds in", q.Name)
+		}
+		if held {
+			out = append(out, q.Name)
+		}
+	}
+	return out, nil
 }
 
 // runHeldIn makes visible now the messages of the physical queues levels

@@ -124,10 +124,6 @@ func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
 		t.Errorf("run-now dry run = %d, %v; a held message is no retry to run now", n, err)
 	}
 
-	// The breaker's users name the queues it looks in.
-	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 0 {
-		t.Fatalf("RunHeldNow before the breaker has users = %d, %v; want 0", n, err)
-	}
 	for _, b := range []string{pay, other} {
 		if err := s.RecordBreakerUsers(ctx, b, []store.BreakerUser{{Queue: h.q}, {Queue: h.q, Kind: "mail"}}); err != nil {
 			t.Fatal(err)
@@ -140,7 +136,7 @@ func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
 	if held, err := s.HeldByBreaker(ctx, other); err != nil || len(held) != 1 || held[other] != 1 {
 		t.Fatalf("HeldByBreaker(%s) = %v, %v; want its 1 alone", other, held, err)
 	}
-	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 2 {
+	if n, err := s.RunHeldNow(ctx, pay, nil); err != nil || n != 2 {
 		t.Fatalf("RunHeldNow(%s) = %d, %v; want the 2 it held", pay, n, err)
 	}
 	if held, err := s.HeldByBreaker(ctx, ""); err != nil || held[pay] != 0 || held[other] != 1 {
@@ -165,7 +161,7 @@ func TestBreakerHoldRunsOnlyHeldMessages(t *testing.T) {
 	if live[otherHeld.ID].HeldBy != other {
 		t.Errorf("message %d lost its breaker: %+v", otherHeld.ID, live[otherHeld.ID])
 	}
-	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 0 {
+	if n, err := s.RunHeldNow(ctx, pay, nil); err != nil || n != 0 {
 		t.Fatalf("RunHeldNow(%s) again = %d, %v; want none left", pay, n, err)
 	}
 	// A failure recorded for the attempt it is on makes the message
@@ -239,7 +235,7 @@ func TestRunHeldNowEveryLevel(t *testing.T) {
 	if held, err := s.HeldByBreaker(ctx, pay); err != nil || len(held) != 1 || held[pay] != 1 {
 		t.Fatalf("HeldByBreaker = %v, %v; want the message of level 1", held, err)
 	}
-	if n, err := s.RunHeldNow(ctx, pay); err != nil || n != 1 {
+	if n, err := s.RunHeldNow(ctx, pay, nil); err != nil || n != 1 {
 		t.Fatalf("RunHeldNow = %d, %v; want the message of level 1", n, err)
 	}
 	if m := h.live(); len(m) != 1 {
@@ -411,5 +407,30 @@ func TestForgetOtherBreakerUsersRunsOrphanHolds(t *testing.T) {
 	}
 	if live[ownHold.ID].HeldBy != mine || live[otherHold.ID].HeldBy != theirs {
 		t.Errorf("holds of a breaker this process uses (%q) and one another user names (%q); want both kept", live[ownHold.ID].HeldBy, live[otherHold.ID].HeldBy)
+	}
+}
+
+// A reset runs the jobs its breaker holds in a queue no user of it names
+// (a process that stopped for good during a rolling restart that turned
+// the breaker off left them so), found by the open period it had, which
+// bounds its holds: looked for in the users' queues only, they were not
+// found, and waited out the period after the reset.
+func TestRunHeldNowFindsHoldsOutsideItsUsersQueues(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	pay := pgtest.Name("pay")
+	held := h.readSent(store.NewMessage{})
+	h.snooze(held, 2*time.Hour, pay)
+	if n, err := s.RunHeldNow(ctx, pay, nil); err != nil || n != 0 {
+		t.Fatalf("RunHeldNow without an open period = %d, %v; want none: the hold outlasts now and the slack", n, err)
+	}
+	until := time.Now().Add(2 * time.Hour)
+	if n, err := s.RunHeldNow(ctx, pay, &until); err != nil || n != 1 {
+		t.Fatalf("RunHeldNow = %d, %v; want the 1 job held within the period, in a queue no user names", n, err)
+	}
+	if m := h.live()[held.ID]; m.State != store.StateWaiting || m.HeldBy != "" {
+		t.Errorf("the job held within the period: %q, held by %q; want waiting, held by none", m.State, m.HeldBy)
 	}
 }
