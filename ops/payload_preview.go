@@ -36,32 +36,64 @@ type shortening struct {
 // unshortened leaves every value as it is.
 var unshortened = shortening{str: math.MaxInt, items: math.MaxInt, depth: math.MaxInt}
 
-// mark records a cut at path of what, and returns its mark.
-func (sh *shortening) mark(path, what string) string {
+// valuePath is where a value is in the payload: a step from its parent's
+// place, nil for the payload itself. It is written out only for the cuts a
+// note names: a path written out at every level of a payload nested ten
+// thousand deep cost the square of its depth, gigabytes for 20 KB.
+type valuePath struct {
+	up    *valuePath
+	key   string // a member's key, when index is -1
+	index int    // an item's index
+}
+
+func (p *valuePath) member(key string) *valuePath { return &valuePath{up: p, key: key, index: -1} }
+func (p *valuePath) item(i int) *valuePath        { return &valuePath{up: p, index: i} }
+
+// String writes the path out as $.key[2]["odd key"].
+func (p *valuePath) String() string {
+	var steps []*valuePath
+	for q := p; q != nil; q = q.up {
+		steps = append(steps, q)
+	}
+	var b strings.Builder
+	b.WriteString("$")
+	for i := len(steps) - 1; i >= 0; i-- {
+		if st := steps[i]; st.index < 0 {
+			b.WriteString(memberPath(st.key))
+		} else {
+			fmt.Fprintf(&b, "[%d]", st.index)
+		}
+	}
+	return b.String()
+}
+
+// mark records a cut of what at path, followed by suffix, and returns its
+// mark.
+func (sh *shortening) mark(path *valuePath, suffix, what string) string {
 	sh.n++
 	if len(sh.places) < maxMarkerPlaces {
-		sh.places = append(sh.places, path+" ("+what+")")
+		sh.places = append(sh.places, path.String()+suffix+" ("+what+")")
 	}
 	return ShortenedMark + what + "]"
 }
 
 // value returns v shortened, leaving v as it was: the same tree is
 // shortened again with other bounds.
-func (sh *shortening) value(v any, path string, depth int) any {
+func (sh *shortening) value(v any, path *valuePath, depth int) any {
 	switch x := v.(type) {
 	case string:
 		what := fmt.Sprintf("a string of %d bytes", len(x))
 		if len(x)-len(ShortenedMark)-len(what)-1 > sh.str {
-			return cutBytes(x, sh.str) + sh.mark(path, what)
+			return cutBytes(x, sh.str) + sh.mark(path, "", what)
 		}
 	case map[string]any:
 		if depth > sh.depth {
-			return sh.mark(path, "an object of "+plural.Count(len(x), "key", "keys"))
+			return sh.mark(path, "", "an object of "+plural.Count(len(x), "key", "keys"))
 		}
 		return sh.object(x, path, depth)
 	case []any:
 		if depth > sh.depth {
-			return sh.mark(path, "an array of "+plural.Count(len(x), "item", "items"))
+			return sh.mark(path, "", "an array of "+plural.Count(len(x), "item", "items"))
 		}
 		keep := len(x)
 		if len(x)-1 > sh.items {
@@ -69,10 +101,10 @@ func (sh *shortening) value(v any, path string, depth int) any {
 		}
 		out := make([]any, 0, keep+1)
 		for i, e := range x[:keep] {
-			out = append(out, sh.value(e, fmt.Sprintf("%s[%d]", path, i), depth+1))
+			out = append(out, sh.value(e, path.item(i), depth+1))
 		}
 		if keep < len(x) {
-			out = append(out, sh.mark(fmt.Sprintf("%s[%d:]", path, keep), fmt.Sprintf("an array of %d items, %s", len(x), firstShown(keep))))
+			out = append(out, sh.mark(path, fmt.Sprintf("[%d:]", keep), fmt.Sprintf("an array of %d items, %s", len(x), firstShown(keep))))
 		}
 		return out
 	}
@@ -82,7 +114,7 @@ func (sh *shortening) value(v any, path string, depth int) any {
 // object shortens the members of x, in key order (the order a view shows
 // them in). The payload's own keys are never cut: only those of nested
 // objects, whose cut is marked by one more member.
-func (sh *shortening) object(x map[string]any, path string, depth int) map[string]any {
+func (sh *shortening) object(x map[string]any, path *valuePath, depth int) map[string]any {
 	keys := make([]string, 0, len(x))
 	for k := range x {
 		keys = append(keys, k)
@@ -93,14 +125,14 @@ func (sh *shortening) object(x map[string]any, path string, depth int) map[strin
 	}
 	out := make(map[string]any, len(keys)+1)
 	for _, k := range keys {
-		out[k] = sh.value(x[k], path+memberPath(k), depth+1)
+		out[k] = sh.value(x[k], path.member(k), depth+1)
 	}
 	if len(keys) < len(x) {
 		key := "…"
 		for _, taken := x[key]; taken; _, taken = x[key] {
 			key += "…"
 		}
-		out[key] = sh.mark(path, fmt.Sprintf("an object of %d keys, %s", len(x), firstShown(len(keys))))
+		out[key] = sh.mark(path, "", fmt.Sprintf("an object of %d keys, %s", len(x), firstShown(len(keys))))
 	}
 	return out
 }
@@ -118,7 +150,7 @@ func shortPreview(red json.RawMessage, max int) (preview string, sh shortening, 
 		return "", sh, false
 	}
 	try := func(s shortening) (string, shortening, bool) {
-		out := marshalPlain(s.value(tree, "$", 0))
+		out := marshalPlain(s.value(tree, nil, 0))
 		return string(out), s, len(out) <= max
 	}
 	stages := []struct {
