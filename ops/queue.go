@@ -399,8 +399,8 @@ func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (
 	if err := checkWorkQueue(queue); err != nil {
 		return QueuePaused{}, err
 	}
-	if err := s.store.CheckNotLevel(ctx, queue, map[bool]string{true: "paused", false: "resumed"}[pause]); err != nil {
-		return QueuePaused{}, explain(err)
+	if err := s.refuseLevel(ctx, op, queue); err != nil {
+		return QueuePaused{}, err
 	}
 	changed, err := s.store.SetPaused(ctx, queue, pause)
 	if err != nil {
@@ -696,9 +696,6 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	}()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
-	if err == nil {
-		err = s.store.CheckNotLevel(ctx, req.Queue, "dropped")
-	}
 	if err != nil {
 		return QueueDropped{}, explain(err)
 	}
@@ -766,6 +763,25 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 	return QueuePurged{Queue: req.Queue, Deleted: n}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }
 
+// refuseLevel refuses op (a drop, purge, pause or resume) of a priority
+// level of a queue: a level is not a queue of its own, and op of its
+// queue does it to every level. The next step shows what the queue holds
+// for a drop or purge, whose step would delete it all; the same op on the
+// queue for a pause or resume.
+func (s *Service) refuseLevel(ctx context.Context, op, queue string) error {
+	base, level, ok, err := s.store.LevelOf(ctx, queue)
+	if err != nil || !ok {
+		return explain(err)
+	}
+	verb := map[string]string{OpQueueDrop: "dropped", OpQueuePurge: "purged", OpQueuePause: "paused", OpQueueResume: "resumed"}[op]
+	next := hint(op, "does it to every level of "+base, "queue", base)
+	if op == OpQueueDrop || op == OpQueuePurge {
+		next = hint(OpQueueStats, "shows what each level of "+base+" holds", "queue", base)
+	}
+	return invalidf("%s is priority level %d of queue %s, not a queue of its own: a level is not %s alone; queue %s is, every level at once",
+		queue, level, base, verb, base).with(next)
+}
+
 // destructive checks a drop or purge and reads the queue's stats, which
 // say what it would delete.
 func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats, error) {
@@ -773,6 +789,9 @@ func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats
 		return QueueStats{}, err
 	}
 	if err := checkWorkQueue(queue); err != nil {
+		return QueueStats{}, err
+	}
+	if err := s.refuseLevel(ctx, op, queue); err != nil {
 		return QueueStats{}, err
 	}
 	res, err := s.QueueStats(ctx, QueueStatsRequest{Queue: queue})

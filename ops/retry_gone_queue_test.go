@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -218,5 +219,46 @@ func TestCreateRemakesATableDroppedByHand(t *testing.T) {
 				t.Errorf("%s, then create: tables of %s there: %v, %v", drop, name, ok, err)
 			}
 		}
+	}
+}
+
+// A drop, purge, pause or resume of a priority level is refused saying a
+// level is not one alone and the queue is, with the step that fits: what
+// the queue holds before a drop or purge (whose own step would delete it
+// all), the same pause or resume of the queue. A drop or purge said the
+// level's stats were asked for, and a pause to send with a priority.
+func TestQueueOpsOfALevelNameTheQueue(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newLevelledQueue(t, s, svc)
+	level := store.PriorityQueueName(q, 1)
+	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{}`), Priority: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		verb, op string
+		call     func() error
+	}{
+		{"dropped", ops.OpQueueStats, func() error {
+			_, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: level, Confirm: true})
+			return err
+		}},
+		{"purged", ops.OpQueueStats, func() error {
+			_, err := svc.QueuePurge(ctx, ops.QueuePurgeRequest{Queue: level, Confirm: true})
+			return err
+		}},
+		{"paused", ops.OpQueuePause, func() error { _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: level}); return err }},
+		{"resumed", ops.OpQueueResume, func() error { _, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: level}); return err }},
+	} {
+		err := c.call()
+		want := "a level is not " + c.verb + " alone; queue " + q + " is, every level at once"
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), want) || !hasHint(ops.NextSteps(err), c.op, map[string]any{"queue": q}) {
+			t.Errorf("%s of level %s: %v (next %v); want %q and a step of %s on %s", c.verb, level, err, ops.NextSteps(err), want, c.op, q)
+		}
+	}
+	if n := pgtest.Live(t, s, level); n != 1 {
+		t.Fatalf("level %s holds %d messages after the refusals, want its 1", level, n)
 	}
 }

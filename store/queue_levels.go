@@ -48,14 +48,6 @@ func LevelIn(levels map[string]int, name string) (base string, level int, ok boo
 	return base, level, true
 }
 
-// CheckNotLevel refuses, as ErrInvalid, a name that is a priority level
-// of a queue pgbus made with levels (orders_p1 of orders with 3): such a
-// name is a part of that queue, created and dropped with it, never alone.
-// verb says what was asked ("dropped").
-func (s *Store) CheckNotLevel(ctx context.Context, name, verb string) error {
-	return refuseLevel(ctx, s.reads, name, verb)
-}
-
 // LevelOf reports whether name is a priority level of a queue pgbus made
 // with levels, and if so of which queue (base) and which level: orders_p1
 // of orders with 3 levels is, orders_p1 of orders without levels, or of

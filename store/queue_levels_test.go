@@ -36,7 +36,6 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 		"create":         s.CreateQueue(ctx, level),
 		"create, levels": s.CreatePriorityQueue(ctx, level, 2),
 		"drop":           s.DropQueue(ctx, level),
-		"check":          s.CheckNotLevel(ctx, level, "dropped"),
 	} {
 		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "priority level 1 of queue "+`"`+pq+`"`) {
 			t.Errorf("%s %s: %v; want ErrInvalid naming the queue it is a level of", what, level, err)
@@ -54,8 +53,8 @@ func TestPriorityLevelNamesAreNotQueuesOfTheirOwn(t *testing.T) {
 		if err := s.CreateQueue(ctx, name); err != nil {
 			t.Errorf("create %s, no level of a queue: %v", name, err)
 		}
-		if err := s.CheckNotLevel(ctx, name, "dropped"); err != nil {
-			t.Errorf("check %s: %v", name, err)
+		if _, _, isLevel, err := s.LevelOf(ctx, name); err != nil || isLevel {
+			t.Errorf("LevelOf %s = level %v, %v; want no level", name, isLevel, err)
 		}
 		if err := s.DropQueue(ctx, name); err != nil {
 			t.Errorf("drop %s: %v", name, err)
