@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,11 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 		if err != nil && err != pgx.ErrNoRows {
 			return fmt.Errorf("store: create queue %q: %w", name, err)
 		}
+		if err == pgx.ErrNoRows {
+			if err := refuseClashingName(ctx, tx, name); err != nil {
+				return err
+			}
+		}
 		if err == pgx.ErrNoRows && levels > 0 {
 			if err := refuseTakeover(ctx, tx, name, levels); err != nil {
 				return err
@@ -80,6 +86,29 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 		}
 		return nil
 	})
+}
+
+// clashingEndings are the endings PostgreSQL, PGMQ and pgbus give the
+// indexes and sequences of a queue's tables (q_orders_pkey,
+// q_orders_msg_id_seq, q_orders_vt_idx, q_orders_dlq_cause_idx), which
+// share one namespace with the tables: a queue orders_vt_idx, whose table
+// is q_orders_vt_idx, clashes with orders' index, made first or after.
+var clashingEndings = []string{"_pkey", "_seq", "_idx"}
+
+// refuseClashingName refuses to make a new queue whose name has one of
+// clashingEndings. A queue of such a name that exists (made before, or by
+// another PGMQ client) is left as it is.
+func refuseClashingName(ctx context.Context, tx pgx.Tx, name string) error {
+	i := slices.IndexFunc(clashingEndings, func(e string) bool { return strings.HasSuffix(name, e) })
+	if i < 0 {
+		return nil
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	return invalidf("queue name %q ends in %q, as the indexes and sequences of queue tables are named (q_orders_pkey, q_orders_msg_id_seq and q_orders_vt_idx are those of queue orders), which share the tables' namespace: its tables would clash with another queue's; pick a name that does not end in %s",
+		name, clashingEndings[i], strings.Join(clashingEndings, ", "))
 }
 
 // RegisterQueue records queue, whose tables another PGMQ client made

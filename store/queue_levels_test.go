@@ -290,3 +290,43 @@ func TestDeadOperationsNameTheQueueOfALevel(t *testing.T) {
 		}
 	}
 }
+
+// A new queue whose name ends as the indexes and sequences of queue tables
+// are named is refused, made first or after the queue whose object it
+// would clash with; one that exists already (another PGMQ client's) is
+// left as it is, and made a queue of pgbus's.
+func TestQueueNamesThatClashWithTableObjectsAreRefused(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	base := uniqueName("clash")
+	if err := s.CreateQueue(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), base) })
+	for _, name := range []string{base + "_pkey", base + "_msg_id_seq", base + "_vt_idx", base + "_dlq_cause_idx", uniqueName("first") + "_dlq_grp_idx"} {
+		err := s.CreateQueue(ctx, name)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "pick a name that does not end in _pkey, _seq, _idx") {
+			t.Errorf("create %s: %v; want ErrInvalid saying to pick a name without the ending", name, err)
+		}
+		if err := s.CreatePriorityQueue(ctx, name, 2); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("create %s with levels: %v; want ErrInvalid", name, err)
+		}
+	}
+	// Made by another client under that name: as pgmq.create makes it, its
+	// tables and a row of pgmq.meta, and none of pgbus's.
+	made, foreign := uniqueName("theirs"), uniqueName("theirs")+"_idx"
+	if err := s.CreateQueue(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), foreign); _ = s.DropQueue(context.Background(), made) })
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq.q_`+made+` RENAME TO q_`+foreign+`;
+		ALTER TABLE pgmq.a_`+made+` RENAME TO a_`+foreign+`;
+		UPDATE pgmq.meta SET queue_name = '`+foreign+`' WHERE queue_name = '`+made+`';
+		DELETE FROM pgbus.queues WHERE queue_name = '`+made+`'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, foreign); err != nil {
+		t.Errorf("create %s, made by another PGMQ client: %v; want it taken as it is", foreign, err)
+	}
+}
