@@ -272,8 +272,9 @@ type Client struct {
 	// breakerUsers are the queues and kinds whose handlers use each
 	// breaker, set by Run and said again at each heartbeat.
 	breakerUsers map[string][]store.BreakerUser
-	// sendQueues caches the physical queues of send targets; priority levels
-	// are fixed when a queue is created.
+	// sendQueues caches the layout (sendLayout) of send targets; priority
+	// levels are fixed when a queue is created, but a queue may be dropped
+	// and made again with others.
 	sendQueues sync.Map
 	stats      *statsCollector
 	observers  observers
@@ -447,8 +448,8 @@ func (c *Client) checkLayout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.sendQueues.Range(func(queue, physical any) bool {
-		if n, ok := levels[queue.(string)]; ok && max(n, 1) != len(physical.([]string)) {
+	c.sendQueues.Range(func(queue, layout any) bool {
+		if n, ok := levels[queue.(string)]; ok && max(n, 1) != len(layout.(sendLayout).physical) {
 			c.sendQueues.Delete(queue)
 		}
 		return true

@@ -27,3 +27,14 @@ func (o Outage) AnsweredAfterQuiet() bool {
 	o.o.answered(time.Now())
 	return !o.o.down.Load()
 }
+
+// AgeSendLayouts makes the send targets' layouts c has read as old as
+// sendLayoutFresh and more, as if read that long ago.
+func AgeSendLayouts(c *Client) {
+	c.sendQueues.Range(func(queue, layout any) bool {
+		l := layout.(sendLayout)
+		l.read = l.read.Add(-sendLayoutFresh - time.Second)
+		c.sendQueues.Store(queue, l)
+		return true
+	})
+}

@@ -297,3 +297,32 @@ func TestQueueMadeAgainWithMoreLevelsIsLogged(t *testing.T) {
 		t.Fatalf("the new layout logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// A client that only sends reads a queue's layout again once it is a few
+// seconds old: dropped and made again without levels while a plain queue
+// took the name of one of its old levels, the queue got nothing and the
+// sends went to that other queue, without an error, for as long as the
+// client lived.
+func TestSendReadsAStaleLayoutAgain(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newPriorityQueue(t, s, 2)
+	c := pgtest.NewClient(t, s, q, nil)
+	pgtest.Send(t, c, q, 0, engine.SendOptions{Priority: 0}) // the client reads the two levels
+
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{q, store.PriorityQueueName(q, 0)} {
+		if err := s.CreateQueue(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), store.PriorityQueueName(q, 0)) })
+	engine.AgeSendLayouts(c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	if in, astray := pgtest.Live(t, s, q), pgtest.Live(t, s, store.PriorityQueueName(q, 0)); in != 1 || astray != 0 {
+		t.Errorf("after the layout aged: %d messages in %s, %d in the plain queue %s; want 1 and 0", in, q, astray, store.PriorityQueueName(q, 0))
+	}
+}

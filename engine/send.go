@@ -91,10 +91,26 @@ func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store
 // errLevels marks a send whose priority the queue's levels do not have.
 var errLevels = errors.New("priority out of the queue's levels")
 
+// sendLayout is the physical queues of a send target, as read at read.
+type sendLayout struct {
+	physical []string
+	read     time.Time
+}
+
+// sendLayoutFresh is how long a send target's layout is used before it is
+// read again. A client that runs workers checks it every settings refresh;
+// one that only sends would otherwise keep a dropped queue's levels for
+// good, and, once a plain queue took a level's name, send there without
+// an error.
+const sendLayoutFresh = 5 * time.Second
+
 // sendTarget picks the physical queue of a send: the queue itself, or its
 // sub-queue of the given priority level.
 func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (string, error) {
-	physical, ok := c.sendQueues.Load(queue)
+	cached, ok := c.sendQueues.Load(queue)
+	if ok && time.Since(cached.(sendLayout).read) > sendLayoutFresh {
+		ok = false
+	}
 	if !ok {
 		list, err := c.store.PhysicalQueues(ctx, queue)
 		if err != nil {
@@ -109,9 +125,10 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 				return "", fmt.Errorf("%w: queue %q is priority level %d of queue %q: send to %s with priority %d", store.ErrInvalid, queue, level, base, base, level)
 			}
 		}
-		physical, _ = c.sendQueues.LoadOrStore(queue, list)
+		cached = sendLayout{physical: list, read: time.Now()}
+		c.sendQueues.Store(queue, cached)
 	}
-	list := physical.([]string)
+	list := cached.(sendLayout).physical
 	switch {
 	case len(list) > 1 && (priority < 0 || priority >= len(list)):
 		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d: give one of them (0 runs first)%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
