@@ -368,7 +368,10 @@ func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
 // what would move, and a form that confirms it, bound to that set.
 func (s *server) bulkPreview(verb string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, v *view) {
-		f := deadFilter(r.URL.Query())
+		// An age (since 20m) is taken as the instant it is now: the form
+		// confirms the preview's set minutes later, by when the age
+		// selects another window.
+		f := deadFilter(r.URL.Query()).Pinned(time.Now())
 		v.Title, v.Nav = ofQueue("Preview: "+verb+" dead messages", f.Queue), "dlq"
 		if !v.CanWrite {
 			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off. The dead-letter pages still show every message.")

@@ -244,7 +244,8 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err := checkPacedSpan(req.Rate, limit); err != nil {
 		return DLQRetry{}, err
 	}
-	f, err := req.Filter.resolve(s.now())
+	now := s.now()
+	f, err := req.Filter.resolve(now)
 	if err != nil {
 		return DLQRetry{}, err
 	}
@@ -271,7 +272,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	out = retryResult(rep)
 	out.Expect = rep.Token
 	out.LimitReached = rep.More
-	out.Next = s.retryNext(ctx, out, req)
+	steps := req
+	steps.Filter = req.Filter.Pinned(now)
+	out.Next = s.retryNext(ctx, out, steps)
 	return out, err
 }
 
@@ -696,7 +699,8 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err != nil {
 		return DLQDiscard{}, err
 	}
-	f, err := req.Filter.resolve(s.now())
+	now := s.now()
+	f, err := req.Filter.resolve(now)
 	if err != nil {
 		return DLQDiscard{}, err
 	}
@@ -708,7 +712,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return DLQDiscard{}, err
 	}
 	if !req.DryRun {
-		declined, err := s.confirmDiscard(ctx, req, f, limit, &opts.Expect)
+		declined, err := s.confirmDiscard(ctx, req, now, f, limit, &opts.Expect)
 		if err != nil || declined {
 			return DLQDiscard{Declined: declined, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}, err
 		}
@@ -721,7 +725,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	// result and the error count them.
 	again := req
 	again.Expect = ""
-	return discardResult(rep, req), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), again.Hint(""))
+	steps := req
+	steps.Filter = req.Filter.Pinned(now)
+	return discardResult(rep, steps), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), again.Hint(""))
 }
 
 func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {

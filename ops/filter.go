@@ -90,6 +90,23 @@ func (f DeadFilter) relative() bool {
 	return false
 }
 
+// Pinned returns f with a since or until given as an age (7d) replaced by
+// the instant it stands for at now: a next step or a form that repeats a
+// call's selection (a dry run's, with its expect) is used minutes later, by
+// when an age selects another window, and the guard refused it as a
+// change no one made. Values that are no age, or no value, stay as given.
+func (f DeadFilter) Pinned(now time.Time) DeadFilter {
+	for _, v := range []*string{&f.Since, &f.Until} {
+		if s := strings.TrimSpace(*v); s != "" && isAge(s) {
+			if at, err := ParseTime(s, now); err == nil {
+				// As the database keeps it: to the microsecond.
+				*v = at.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+			}
+		}
+	}
+	return f
+}
+
 // resolve checks the filter and converts it for the store, ages counting
 // back from now.
 func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {

@@ -237,3 +237,47 @@ func TestFilterOnTheLongestKind(t *testing.T) {
 		t.Fatalf("list by a kind longer than any: %v; want invalid, saying kinds are matched whole", err)
 	}
 }
+
+// The step after a dry run filtered by an age repeats it with the instant
+// the age stood for: followed hours later, it moves the dry run's set,
+// where the age, counted from then, selected none and the guard refused
+// the call as a change no one made. So does a discard's.
+func TestDryRunStepPinsTheClockOfAges(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixMicro())
+	svc := newService(t, s, ops.Options{Now: func() time.Time { return time.UnixMicro(clock.Load()) }})
+	retryQ, discardQ := newQueue(t, s, nil), newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, retryQ, 2, pgtest.DeadSpec{Kind: "k"})
+	pgtest.DeadLetterN(t, s, discardQ, 2, pgtest.DeadSpec{Kind: "k"})
+	filterOf := func(h ops.Hint) ops.DeadFilter {
+		since, _ := h.Args["since"].(string)
+		if _, err := time.Parse(time.RFC3339Nano, since); err != nil {
+			t.Fatalf("the step's since = %q; want the instant the age stood for", since)
+		}
+		return ops.DeadFilter{Queue: h.Args["queue"].(string), Since: since}
+	}
+
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: retryQ, Since: "1h"}, DryRun: true})
+	if err != nil || dry.Retried != 2 {
+		t.Fatalf("retry dry run = %+v, %v", dry, err)
+	}
+	step := findHint(t, dry.Next, ops.OpDLQRetry)
+	clock.Add((3 * time.Hour).Microseconds())
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: filterOf(step), Expect: step.Args["expect"].(string)}); err != nil || r.Retried != 2 {
+		t.Errorf("the dry run's step, 3 hours later = %+v, %v; want its 2 messages retried", r, err)
+	}
+
+	clock.Store(time.Now().UnixMicro())
+	ddry, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: discardQ, Since: "1h"}, DryRun: true})
+	if err != nil || ddry.Discarded != 2 {
+		t.Fatalf("discard dry run = %+v, %v", ddry, err)
+	}
+	dstep := findHint(t, ddry.Next, ops.OpDLQDiscard)
+	clock.Add((3 * time.Hour).Microseconds())
+	if r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: filterOf(dstep), Expect: dstep.Args["expect"].(string), Confirm: true}); err != nil || r.Discarded != 2 {
+		t.Errorf("the discard dry run's step, 3 hours later = %+v, %v; want its 2 messages discarded", r, err)
+	}
+}

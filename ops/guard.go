@@ -120,7 +120,7 @@ func changed(err error, op string, f DeadFilter, limit int) error {
 // what moves is what they agreed to; declined reports their no. With
 // Deferred, the first call returns the question, and the second takes the
 // set from the answer's state.
-func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f store.DeadFilter, limit int, expect *string) (declined bool, err error) {
+func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, now time.Time, f store.DeadFilter, limit int, expect *string) (declined bool, err error) {
 	call := discardCall{Filter: req.Filter, Limit: req.Limit, All: req.All, Expect: req.Expect, Confirm: req.Confirm}
 	if d := req.Deferred; d != nil && d.Answered {
 		declined, *expect, err = s.answered(ctx, OpDLQDiscard, call, d, "discarded")
@@ -138,7 +138,7 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, f s
 			// The dry run was made: the step left is the go-ahead, for
 			// the same set, so the hint keeps the expect.
 			return false, invalidf("a discard by filter needs confirm as well as expect when the user cannot be asked (the client declares no elicitation, or the transport, SSE, carries no question to it); nothing was discarded: once the user agreed to the dry run's set, make the same call with confirm").
-				with(hint(OpDLQDiscard, "discards exactly the dry run's set, or nothing", req.Filter.moveArgs("limit", limit, "expect", req.Expect, "confirm", true)...))
+				with(hint(OpDLQDiscard, "discards exactly the dry run's set, or nothing", req.Filter.Pinned(now).moveArgs("limit", limit, "expect", req.Expect, "confirm", true)...))
 		}
 		return false, invalidf("a discard by filter moves up to %s out of %s DLQ: check what it would move with a dry run, then confirm it", plural.Count(limit, "dead message", "dead messages"), plural.Of(limit, "its", "their")).
 			with(hint(OpDLQDiscard, "shows what would be discarded", req.Filter.moveArgs("limit", limit, "dry_run", true)...),
