@@ -112,10 +112,17 @@ func (r SendRequest) Check() error {
 // 3339 time, a date (midnight UTC), or a duration from now (30m, 2h, 7d).
 func ParseDeadline(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		t, err := time.Parse(layout, s)
+		if err != nil {
+			continue
+		}
+		// The first instant of year 1 is the zero time.Time, which a
+		// SendRequest reads as no deadline: refused here, as any other
+		// past deadline is by Send, it would be sent without one.
+		if t.IsZero() {
+			return time.Time{}, pastDeadline(t)
+		}
 		return t, nil
 	}
 	d, err := ParseAge(s)

@@ -86,6 +86,15 @@ func TestParseDeadline(t *testing.T) {
 			t.Errorf("ParseDeadline(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
+	// The first instant of year 1 is the zero time, which reads as no
+	// deadline: it is refused as the past it is.
+	for _, first := range []string{"0001-01-01T00:00:00Z", "0001-01-01", "0001-01-01T00:00:00+00:00"} {
+		got, err := ops.ParseDeadline(first, now)
+		var oe *ops.Error
+		if !errors.As(err, &oe) || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(oe.Msg, "is in the past") {
+			t.Errorf("ParseDeadline(%q) = %v, %v; want it refused as in the past", first, got, err)
+		}
+	}
 	for _, bad := range []string{"", "tomorrow", "-5m", "12/01/2026", "9999999999d"} {
 		_, err := ops.ParseDeadline(bad, now)
 		var oe *ops.Error

@@ -106,13 +106,18 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 // without running: one in the past, or before its delay ends.
 func (s *Service) checkSendTimes(req SendRequest) error {
 	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
-		return invalidf("deadline %s is in the past: the message would be dead-lettered without running", req.Deadline.UTC().Format(time.RFC3339))
+		return pastDeadline(req.Deadline)
 	}
 	if req.Delay > 0 && !req.Deadline.IsZero() && !req.Deadline.After(s.now().Add(req.Delay)) {
 		return invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
 			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
 	}
 	return nil
+}
+
+// pastDeadline refuses deadline at, which has passed.
+func pastDeadline(at time.Time) *Error {
+	return invalidf("deadline %s is in the past: the message would be dead-lettered without running", at.UTC().Format(time.RFC3339))
 }
 
 // checkDelayFitsDeadline refuses a delay that outlasts the queue's
