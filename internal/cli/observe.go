@@ -281,7 +281,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 			req.Name = args[0]
 			return run(a, cmd, (*ops.Service).CircuitOpen, req, func(res ops.CircuitOpen) error {
 				fmt.Fprintf(a.stdout, "circuit breaker %s was %s; it is open until %s (%s): its jobs wait, no attempt used, then the next one probes it\n",
-					res.Name, res.Was, res.OpenUntil.Local().Format("2006-01-02 15:04:05 MST"), ago(res.OpenUntil))
+					res.Name, res.Was, stamp(res.OpenUntil), ago(res.OpenUntil))
 				if res.Replaced != nil {
 					fmt.Fprintln(a.stdout, "it replaces the opening by hand "+handOpening(*res.Replaced))
 				}
