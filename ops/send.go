@@ -49,7 +49,7 @@ func sendAuditArgs(queue, kind string, delay time.Duration, deadline time.Time, 
 		args["delay"] = delay.String()
 	}
 	if !deadline.IsZero() {
-		args["deadline"] = deadline
+		args["deadline"] = deadline.UTC()
 	}
 	if len(headers) > 0 {
 		args["headers"] = headers

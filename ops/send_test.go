@@ -109,8 +109,10 @@ func TestSendAuditEntryLeavesOutOptionsNotGiven(t *testing.T) {
 	if _, err := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// Given in the sender's offset, kept in UTC as every time is.
 	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	full := ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 2}`), Kind: "charge", Delay: time.Minute, Deadline: deadline,
+	full := ops.SendRequest{Queue: q, Payload: json.RawMessage(`{"n": 2}`), Kind: "charge", Delay: time.Minute,
+		Deadline:       deadline.In(time.FixedZone("", -(3*3600 + 1800))),
 		IdempotencyKey: "order-42", Headers: map[string]any{"tenant": "acme"}}
 	if _, err := svc.Send(ctx, full); err != nil {
 		t.Fatal(err)
