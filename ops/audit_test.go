@@ -126,7 +126,17 @@ func TestAuditSendsAndSince(t *testing.T) {
 			t.Errorf("audit %+v lists %q, want %q", c.req, got, c.want)
 		}
 	}
-	_, err := svc.Audit(ctx, ops.AuditRequest{Since: "last tuesday"})
+	// The log keeps microseconds: a since a fraction of one after the
+	// pause leaves it out, where read to the microsecond it took it in.
+	page, err := svc.Audit(ctx, ops.AuditRequest{Client: client})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("audit: %+v, %v; want the pause", page, err)
+	}
+	since := page.Items[0].At.Add(100 * time.Nanosecond).UTC().Format(time.RFC3339Nano)
+	if got := listed(ops.AuditRequest{Op: ops.AuditAll, Since: since}); len(got) != 0 {
+		t.Errorf("audit since %s, 100ns after the pause, lists %q; want nothing", since, got)
+	}
+	_, err = svc.Audit(ctx, ops.AuditRequest{Since: "last tuesday"})
 	var oe *ops.Error
 	if !errors.Is(err, ops.ErrInvalid) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "since") {
 		t.Errorf("since %q: %v, want a clear invalid-argument error", "last tuesday", err)

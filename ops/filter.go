@@ -177,6 +177,13 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, invalidf("%s %q: %v", name, clip(s, 60), err)
 	}
+	// PostgreSQL keeps microseconds, and a time sent to it loses the rest:
+	// a bound a fraction of a microsecond after a stored time would take
+	// it in as a since, and leave it out as an until. Rounded up, the
+	// bound is the first stored time not before it, right for both.
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		t = r.Add(time.Microsecond)
+	}
 	return t, nil
 }
 

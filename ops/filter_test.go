@@ -98,6 +98,10 @@ func TestDeadFilterTimes(t *testing.T) {
 		{"", "2020-01-15", ids[:1]},
 		{"2020-01-15T00:00:00Z", "2020-01-16T00:00:00Z", ids[1:2]},
 		{"2020-01-15T13:00:00+02:00", "2020-01-15T12:00:00.000001Z", ids[1:2]},
+		// The store keeps microseconds: a bound a fraction of one after
+		// a message's time is after it, for since as for until.
+		{"2020-01-15T12:00:00.0000001Z", "2020-01-16", nil},
+		{"2020-01-15", "2020-01-15T12:00:00.000000001Z", ids[1:2]},
 		{"7d", "", ids[2:]},
 		{"2h", "", ids[3:]},
 		{"30m", "", ids[4:]},
