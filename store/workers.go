@@ -148,8 +148,8 @@ func (s *Store) PruneWorkers(ctx context.Context, age time.Duration) (int64, err
 // within the window, from its table public.pgbus_processes, which it only
 // reads: none where that table does not exist or the role may not read it.
 // Their queues are the metadata's queues as PGMQ names them (pgbus_<name>),
-// their concurrency its threads; Rails keeps the times in UTC without a
-// zone. They never have a stop time: the gem deletes a stopped process's
+// their concurrency its threads; its times are read as rubyTime reads
+// them. They never have a stop time: the gem deletes a stopped process's
 // row.
 func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	var readable bool
@@ -170,11 +170,11 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		                      FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(p.metadata->'queues') = 'array' THEN p.metadata->'queues' ELSE '[]' END) q),
 		                '{}'),
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
-		       p.created_at AT TIME ZONE 'UTC', coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC',
+		       `+rubyTime("p.created_at")+`, `+rubyBeat+`,
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''), '',
-		       `+heartbeatAgeSQL("(coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC')")+`, 0::bigint
+		       `+heartbeatAgeSQL(rubyBeat)+`, 0::bigint
 		FROM public.pgbus_processes p
-		WHERE coalesce(p.last_heartbeat_at, p.updated_at) AT TIME ZONE 'UTC' > `+asOfSQL+` - $1 * interval '1 microsecond'
+		WHERE `+rubyBeat+` > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
 	if err != nil {
 		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
@@ -185,6 +185,21 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 	}
 	return out, nil
 }
+
+// rubyTime is column col of public.pgbus_processes as a timestamptz.
+// Rails writes its times in UTC into columns without a zone, which only
+// AT TIME ZONE 'UTC' reads as the instants they are; a table made with
+// timestamptz columns holds instants already, which AT TIME ZONE 'UTC'
+// would turn into UTC wall times, read back in the session's time zone.
+// The column's type picks the branch, whatever the session's TimeZone.
+func rubyTime(col string) string {
+	return `(CASE WHEN pg_catalog.pg_typeof(` + col + `) = 'timestamp with time zone'::regtype THEN ` + col + `::timestamptz
+		ELSE ` + col + ` AT TIME ZONE 'UTC' END)`
+}
+
+// rubyBeat is when a Ruby pgbus process last beat: its last heartbeat, or
+// its row's last update where it has none.
+var rubyBeat = `coalesce(` + rubyTime("p.last_heartbeat_at") + `, ` + rubyTime("p.updated_at") + `)`
 
 // Replica is what a server says of its replication: whether it is a
 // standby (a read replica), and then how far its data is behind.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -16,12 +17,17 @@ import (
 // (testdata/ruby_pgbus.sql, on PGMQ's script), migrated by pgbus.
 func rubyPgbusDB(t *testing.T) *store.Store {
 	t.Helper()
+	return rubyPgbusDBAt(t, pgtest.NewDatabase(t))
+}
+
+// rubyPgbusDBAt is rubyPgbusDB in the new database at url.
+func rubyPgbusDBAt(t *testing.T, url string) *store.Store {
+	t.Helper()
 	script := pgtest.PGMQScript(t)
 	fixture, err := os.ReadFile("testdata/ruby_pgbus.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := pgtest.NewDatabase(t)
 	if err := pgtest.RunSQL(t, url, script); err != nil {
 		t.Fatalf("PGMQ's script: %v", err)
 	}
@@ -157,5 +163,47 @@ func TestTriageRubyPgbusDatabase(t *testing.T) {
 	}
 	if after := rubyTables(t, st); after != before {
 		t.Fatalf("the Ruby gem's own tables changed")
+	}
+}
+
+// A pgbus_processes table whose times are timestamptz holds instants, as
+// the gem's own timestamp columns hold UTC wall times: read under a
+// session time zone far from UTC, its processes are as old as they are
+// with either, where reading instants as UTC wall times moved them by the
+// zone's offset (13h45 in Chatham) and made the running worker stale.
+func TestRubyProcessesUnderAnotherTimeZone(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{"timestamp", "timestamptz"} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDatabaseSet(t, "TimeZone", "Pacific/Chatham")
+			st := rubyPgbusDBAt(t, url)
+			if typ == "timestamptz" {
+				pgtest.Exec(t, url, `ALTER TABLE public.pgbus_processes
+					ALTER COLUMN last_heartbeat_at TYPE timestamptz USING last_heartbeat_at AT TIME ZONE 'UTC',
+					ALTER COLUMN created_at TYPE timestamptz USING created_at AT TIME ZONE 'UTC',
+					ALTER COLUMN updated_at TYPE timestamptz USING updated_at AT TIME ZONE 'UTC'`)
+			}
+			var zone string
+			if err := st.Pool().QueryRow(testContext(t), `SELECT current_setting('TimeZone')`).Scan(&zone); err != nil || zone != "Pacific/Chatham" {
+				t.Fatalf("session TimeZone = %q, %v; want Pacific/Chatham", zone, err)
+			}
+			ws := callOK[ops.Workers](t, newEnvOn(t, st, ops.Options{ReadOnly: true}), "pgbus_workers", map[string]any{})
+			byKind := map[string]ops.WorkerStatus{}
+			for _, w := range ws.Workers {
+				if w.System == store.SystemRubyPgbus {
+					byKind[w.Kind] = w
+				}
+			}
+			// The fixture's worker beat 2 minutes ago, its supervisor 2 hours ago.
+			worker, super := byKind["worker"], byKind["supervisor"]
+			if worker.Status != ops.WorkerRunning || worker.HeartbeatAgeSeconds < 60 || worker.HeartbeatAgeSeconds > 600 ||
+				super.Status != ops.WorkerStale || super.HeartbeatAgeSeconds < 3600 || super.HeartbeatAgeSeconds > 3*3600 {
+				t.Fatalf("Ruby pgbus processes = %+v; want the worker running, its heartbeat 2 minutes old, and the supervisor's 2 hours", byKind)
+			}
+			if d := time.Since(worker.HeartbeatAt); d < time.Minute || d > 10*time.Minute {
+				t.Errorf("worker's heartbeat at %s, %s ago; want about 2 minutes ago", worker.HeartbeatAt.UTC(), d)
+			}
+		})
 	}
 }
