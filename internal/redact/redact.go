@@ -25,6 +25,8 @@ var secretKeyWords = []string{
 	"accesskey", "access_key", "access-key", "authorization", "credential", "privatekey", "private_key",
 	"private-key", "cookie", "session", "bearer", "jwt", "signature", "cvv", "cvc", "ssn",
 	"card_number", "cardnumber", "card-number", "credit_card", "creditcard", "iban",
+	// Spelled out: a key holds the words, not their initials.
+	"social_security", "socialsecurity", "social-security", "social security",
 }
 
 // IsSecretKey reports whether the value under key is hidden.
@@ -101,7 +103,7 @@ func init() {
 
 // secretKeyHints are parts of every key secretTextKey matches.
 var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access", "auth", "credential", "private",
-	"cookie", "session", "jwt", "signature", "cvv", "cvc", "ssn", "card"}
+	"cookie", "session", "jwt", "signature", "cvv", "cvc", "ssn", "card", "social"}
 
 // Parts of the key=value patterns of secretText: a secret-looking key, what
 // separates it from its value (its closing quote, maybe escaped, then :, =,
@@ -109,7 +111,7 @@ var secretKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access",
 // a URL carried in another's query), and an authorization scheme that may
 // open the value.
 const (
-	secretTextKey = `(?:(?:password|passwd|passphrase|secret|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key|cookie)s?|pwd|secret[ _-]?key|token|authorization|auth|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|card[_-]?number|pass(?:code)?)` + secretTextSuffix
+	secretTextKey = `(?:(?:password|passwd|passphrase|secret|credential|api[ _-]?key|access[ _-]?key|private[ _-]?key|cookie)s?|pwd|secret[ _-]?key|token|authorization|auth|session(?:[_-]?id)?|jwt|signature|cvv|cvc|ssn|social[ _-]?security(?:[ _-]?(?:number|num|no))?|card[_-]?number|pass(?:code)?)` + secretTextSuffix
 	// secretTextSuffix ends a key that says how a secret is kept:
 	// password_hash, tokenValue, secret_key_base, X-Auth-Token-Old. Other
 	// words after a key's (tokens, session_count, author) name counts
@@ -345,7 +347,7 @@ var articles = []string{"the", "a", "an"}
 // digitKeys are the parts of keys whose secret may be a short number: a
 // card's verification code has three digits, a social security number
 // starts with three.
-var digitKeys = []string{"cvv", "cvc", "ssn", "card"}
+var digitKeys = []string{"cvv", "cvc", "ssn", "social", "card"}
 
 // isCount reports whether value, after key and followed by rest, counts
 // what the word after it names ("refresh_token: 3 messages ready"): a
@@ -596,15 +598,11 @@ func value(v any) (any, int) {
 	n := 0
 	switch x := v.(type) {
 	case map[string]any:
+		named := pairValues(x)
 		for k, val := range x {
-			if IsSecretKey(k) {
-				// A boolean holds no secret ("password_set": true, and
-				// "bad_auth": true read as a secret left a triage blind).
-				if _, flag := val.(bool); flag {
-					continue
-				}
-				if val != nil && val != Marker {
-					x[k] = Marker
+			if IsSecretKey(k) || named[k] {
+				if hide(&val) {
+					x[k] = val
 					n++
 				}
 				continue
@@ -614,6 +612,16 @@ func value(v any) (any, int) {
 			n += m
 		}
 	case []any:
+		// A pair: ["password", "..."], as a list of headers or of
+		// settings holds its keys and values.
+		if len(x) == 2 {
+			if k, ok := x[0].(string); ok && IsSecretKey(k) {
+				if hide(&x[1]) {
+					n++
+				}
+				return x, n
+			}
+		}
 		for i, val := range x {
 			var m int
 			x[i], m = value(val)
@@ -623,6 +631,58 @@ func value(v any) (any, int) {
 		return Text(x)
 	}
 	return v, n
+}
+
+// hide replaces *val, a value under a secret-looking key, with Marker and
+// reports whether it did. A boolean holds no secret ("password_set": true,
+// and "bad_auth": true read as a secret left a triage blind); null and
+// Marker hold none either.
+func hide(val *any) bool {
+	if _, flag := (*val).(bool); flag || *val == nil || *val == Marker {
+		return false
+	}
+	*val = Marker
+	return true
+}
+
+// Members of an object that holds one key and value of a list (a
+// Kubernetes env, AWS parameters, a list of headers or of form fields):
+// pairNames name the key, pairValueMembers hold its value. They are
+// compared in lower case, without _ and -: Name, ParameterValue.
+var (
+	pairNames        = []string{"name", "key", "field", "header", "param", "parameter", "parametername", "parameterkey"}
+	pairValueMembers = []string{"value", "val", "values", "parametervalue"}
+)
+
+// pairValues returns the members of x that hold the value of a key and
+// value pair whose key is secret-looking: {"name": "DB_PASSWORD",
+// "value": "..."} is a password, as {"DB_PASSWORD": "..."} is.
+func pairValues(x map[string]any) map[string]bool {
+	if len(x) < 2 {
+		return nil
+	}
+	secret := false
+	for k, val := range x {
+		if s, ok := val.(string); ok && slices.Contains(pairNames, pairMember(k)) && IsSecretKey(s) {
+			secret = true
+			break
+		}
+	}
+	if !secret {
+		return nil
+	}
+	out := map[string]bool{}
+	for k := range x {
+		if slices.Contains(pairValueMembers, pairMember(k)) {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// pairMember is a member's name as pairNames and pairValueMembers write it.
+func pairMember(k string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
 }
 
 // MarshalPlain marshals without HTML escaping, so text reads as it was

@@ -206,3 +206,20 @@ func TestJSONShowsBooleansUnderSecretKeys(t *testing.T) {
 		t.Errorf("redact.JSON = %s, %d hidden, %v; want %s, 3 hidden", out, n, ok, want)
 	}
 }
+
+// A key and its value given as a pair, as Kubernetes env lists, AWS
+// parameter lists and lists of headers hold them, is hidden as the value of
+// that key is; the pairs of other keys are kept.
+func TestJSONHidesSecretPairs(t *testing.T) {
+	t.Parallel()
+	in := `{"env":[{"name":"DB_PASSWORD","value":"k8spw1234"},{"name":"LOG_LEVEL","value":"debug"}],` +
+		`"form":[{"field":"secret","val":"formpw123"}],"kv":[["password","arrpw1234"],["user","bob"]],` +
+		`"tags":[{"Key":"ApiToken","Value":{"v":"nested9"}},{"Key":"Team","Value":"ops"}],"flags":[{"name":"auth","value":true}]}`
+	out, n, ok := redact.JSON([]byte(in))
+	want := `{"env":[{"name":"DB_PASSWORD","value":"[REDACTED]"},{"name":"LOG_LEVEL","value":"debug"}],` +
+		`"flags":[{"name":"auth","value":true}],"form":[{"field":"secret","val":"[REDACTED]"}],` +
+		`"kv":[["password","[REDACTED]"],["user","bob"]],"tags":[{"Key":"ApiToken","Value":"[REDACTED]"},{"Key":"Team","Value":"ops"}]}`
+	if !ok || n != 4 || string(out) != want {
+		t.Errorf("redact.JSON = %s, %d hidden, %v;\nwant %s, 4 hidden", out, n, ok, want)
+	}
+}

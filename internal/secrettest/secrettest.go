@@ -45,7 +45,7 @@ type Secret struct {
 var SecretKeys = []string{
 	"password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key",
 	"authorization", "credential", "private_key", "cookie", "session", "jwt", "signature", "cvv", "ssn",
-	"card_number", "db_pass", "passcode",
+	"card_number", "db_pass", "passcode", "social_security_number",
 }
 
 // Neighbours are non-secret fields that sit next to the secrets in every
@@ -108,6 +108,7 @@ var textSecrets = []struct{ name, text, value string }{
 	{"X-Auth-Token-Old:", "proxy sent X-Auth-Token-Old: oldTok991 upstream", "oldTok991"},
 	{"DB_PASS=", "env: DB_PASS=dbPw-771 HOST=db", "dbPw-771"},
 	{"smtp_pass=", "mailer: smtp_pass=Sm7pSecret rejected", "Sm7pSecret"},
+	{"social_security_number=", "kyc failed: social_security_number=078-05-1122 mismatch", "078-05-1122"},
 	{"password%3D in a URL's query", "redirect to /login?next=%2Fapp%3Fpassword%3DPctEnc0ded9%26x%3D1 refused", "PctEnc0ded9"},
 	// Tokens recognisable by their shape.
 	{"gitlab token", "clone failed with glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"},
@@ -157,6 +158,14 @@ func build() []Secret {
 		{"ssn as text", Payload, map[string]any{"person": map[string]any{"ssn": "078-05-1120"}}, "078-05-1120"},
 		{"secret object", Payload, map[string]any{"client_secret": map[string]any{"value": "cs-obj-58"}}, "cs-obj-58"},
 		{"password list", Payload, map[string]any{"old_passwords": []any{"pw-list-1a", "pw-list-2b"}}, "pw-list-2b"},
+		// Keys and values as pairs: a Kubernetes env, a form's fields, a
+		// list of settings or headers.
+		{"name and value pair", Payload, map[string]any{"env": []any{map[string]any{"name": "LOG_LEVEL", "value": "debug"}, map[string]any{"name": "DB_PASSWORD", "value": "k8spw1234"}}}, "k8spw1234"},
+		{"field and val pair", Payload, map[string]any{"form": []any{map[string]any{"field": "secret", "val": "formpw123"}}}, "formpw123"},
+		{"Key and Value pair", Payload, map[string]any{"Parameters": []any{map[string]any{"Key": "ApiToken", "Value": "awsTok-5521"}}}, "awsTok-5521"},
+		{"key and value array", Payload, map[string]any{"kv": []any{[]any{"user", "ada"}, []any{"password", "arrpw1234"}}}, "arrpw1234"},
+		{"header pair in headers", Header, map[string]any{"x-forwarded": []any{[]any{"Authorization", "fwdTok-8812"}}}, "fwdTok-8812"},
+		{"social security number spelled out", Payload, map[string]any{"person": map[string]any{"SocialSecurityNumber": "078-05-1121"}}, "078-05-1121"},
 	}
 	for _, m := range more {
 		out = append(out, Secret{Name: m.name, Where: m.where, JSON: obj(m.m), Value: m.value})
