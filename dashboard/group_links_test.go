@@ -4,6 +4,7 @@ import (
 	"html"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,6 +50,36 @@ func TestGroupLinksSelectOnlyTheGroup(t *testing.T) {
 		}
 		if !seen["3"] || !seen["4"] || !seen["2"] {
 			t.Errorf("the %s previews of the 3 groups count %v; want 3, 4 and 2, each group alone", verb, seen)
+		}
+	}
+}
+
+// A group whose kind holds a secret shows it redacted, and its links still
+// select its messages: by its group, not by the kind as shown, which no
+// stored kind equals; so does a message's link to its dead neighbours.
+func TestGroupLinksOfARedactedKind(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_secret_kind")
+	ids := pgtest.DeadLetterN(t, st, q, 2, pgtest.DeadSpec{Kind: "sync password=Hunter2Hunter2", Class: "exec.exit_1", Message: "boom"})
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+
+	_, groups, _ := b.get("/dlq?queue=" + q)
+	_, msg, _ := b.get("/dlq/message?queue=" + q + "_dlq&id=" + strconv.FormatInt(ids[0], 10))
+	for _, page := range []string{groups, msg} {
+		if strings.Contains(page, "Hunter2Hunter2") || !strings.Contains(page, "sync password=[REDACTED]") {
+			t.Fatalf("the kind is not shown redacted:\n%s", page)
+		}
+	}
+	links := regexp.MustCompile(`href="(/dlq/messages\?[^"]+)"`).FindAllStringSubmatch(groups+msg, -1)
+	if len(links) < 2 {
+		t.Fatalf("%d links to the messages of the group and of the message; want 2 at least", len(links))
+	}
+	for _, l := range links {
+		link := html.UnescapeString(l[1])
+		code, list, _ := b.get(link)
+		if n := strings.Count(list, `href="/dlq/message?queue=`); code != http.StatusOK || n != 2 {
+			t.Errorf("%s lists %d messages (%d); want the 2 of the kind", link, n, code)
 		}
 	}
 }

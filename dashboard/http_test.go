@@ -34,6 +34,8 @@ func TestPagesRedactTheSecretCorpus(t *testing.T) {
 			spec.Message = s.Text
 		case secrettest.Backtrace:
 			spec.Trace = s.Text
+		case secrettest.Kind:
+			spec.Kind = s.Text
 		}
 		specs = append(specs, spec)
 	}

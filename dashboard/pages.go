@@ -222,7 +222,16 @@ type groupsData struct {
 // key (kind and error class alone select every group that shares them),
 // with its DLQ, kind and error class to show in the filter form.
 func (groupsData) GroupFilter(g ops.DeadGroup) deadData {
-	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: g.Kind, ErrorClass: g.ErrorClass, Group: g.Group}}
+	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: filterKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group}}
+}
+
+// filterKind is a shown kind as a filter: "" (every kind) for one shown
+// with a secret redacted, which no stored kind equals.
+func filterKind(shown string) string {
+	if strings.Contains(shown, ops.Redacted) {
+		return ""
+	}
+	return shown
 }
 
 func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {

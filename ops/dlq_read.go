@@ -121,7 +121,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	v := s.viewer(false)
 	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Notes: []string{}, Next: []Hint{}}
 	for i, g := range sum.Groups {
-		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: g.Kind, ErrorClass: g.ErrorClass, Group: g.Group,
+		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: shownKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group,
 			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
 			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: groupReasons(g.Reasons), SampleMsgIDs: g.SampleMsgIDs,
 			RetriesFromDLQ: g.RetriesFromDLQ, ByField: v.breakdown(req.ByField, g.ByField)}
@@ -271,7 +271,7 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 	v := s.viewer(false)
 	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
-		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
+		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
 			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
@@ -401,7 +401,7 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds) DeadMessage {
 	v := s.viewerWith(askedPayload, b)
 	out := DeadMessage{
-		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: m.Kind, ReadCount: m.ReadCount,
+		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: shownKind(m.Kind), ReadCount: m.ReadCount,
 		DeadLetteredAt: m.DeadLetteredAt, PayloadBytes: len(m.Payload), Notes: []string{},
 	}
 	note := func(n string) {

@@ -146,7 +146,7 @@ func (s *Service) discardedList(page store.DiscardedPage) DLQDiscarded {
 	v := s.viewer(false)
 	out := DLQDiscarded{Items: make([]DiscardedItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
-		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: it.Kind, Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
+		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal}
 	}

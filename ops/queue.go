@@ -313,7 +313,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 	var hiddenNote string
 	var askable bool
 	for _, m := range page.Items {
-		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: m.Kind, State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
+		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: shownKind(m.Kind), State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
 			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
 		lm.Headers, _, _ = v.headers(m.Headers)
 		pv := v.payload(m.Payload, b.ListPayload)

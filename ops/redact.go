@@ -26,6 +26,14 @@ func RedactJSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 	return redact.JSON(raw)
 }
 
+// shownKind is a job kind as a view shows it, secrets redacted: a kind is
+// whatever its sender wrote ("sync password=..."), and the logs and the
+// audit log redact it already. Filters still compare the kind as stored.
+func shownKind(kind string) string {
+	out, _ := RedactText(kind)
+	return out
+}
+
 // marshalPlain marshals without HTML escaping, so text reads as it was
 // sent.
 func marshalPlain(v any) json.RawMessage { return redact.MarshalPlain(v) }

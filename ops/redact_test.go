@@ -18,14 +18,14 @@ import (
 // carries there: nothing secret, all of it kept.
 const neighbours = `{"author": "ada", "order_id": 42}`
 
-// withKind returns the headers object raw with pgbus_kind set.
-func withKind(t *testing.T, raw string) string {
+// withKind returns the headers object raw with pgbus_kind set to kind.
+func withKind(t *testing.T, raw, kind string) string {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		t.Fatal(err)
 	}
-	m[store.HeaderKind] = "k"
+	m[store.HeaderKind] = kind
 	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +36,14 @@ func withKind(t *testing.T, raw string) string {
 // corpusSpec is how one corpus item is dead-lettered: its secret where it
 // says, neighbours everywhere else.
 func corpusSpec(t *testing.T, sec secrettest.Secret) pgtest.DeadSpec {
-	spec := pgtest.DeadSpec{Kind: "k", Class: "E", Payload: neighbours, Headers: withKind(t, neighbours), Message: "plain failure"}
+	spec := pgtest.DeadSpec{Kind: "k", Class: "E", Payload: neighbours, Headers: withKind(t, neighbours, "k"), Message: "plain failure"}
 	switch sec.Where {
 	case secrettest.Payload:
 		spec.Payload = sec.JSON
 	case secrettest.Header:
-		spec.Headers = withKind(t, sec.JSON)
+		spec.Headers = withKind(t, sec.JSON, "k")
+	case secrettest.Kind:
+		spec.Kind, spec.Headers = sec.Text, withKind(t, neighbours, sec.Text)
 	case secrettest.Error:
 		spec.Message = sec.Text
 	case secrettest.Backtrace:
@@ -137,6 +139,19 @@ func TestRedactionCorpus(t *testing.T) {
 				t.Fatalf("summary = %+v, %v", sum, err)
 			}
 			secrettest.AssertHidden(t, mustJSON(t, sum))
+		})
+		// A kind is shown redacted, and still selects its messages by
+		// what it is.
+		t.Run("kind filter/"+label, func(t *testing.T) {
+			for _, sec := range secrettest.Corpus {
+				if sec.Where != secrettest.Kind {
+					continue
+				}
+				page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q, Kind: sec.Text}})
+				if err != nil || len(page.Items) != 1 || !strings.Contains(page.Items[0].Kind, ops.Redacted) {
+					t.Fatalf("%s: list by its kind = %s, %v; want its one message, its kind redacted", sec.Name, mustJSON(t, page), err)
+				}
+			}
 		})
 	}
 

@@ -271,7 +271,7 @@ func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full boo
 			msg = v.replacedPayload(msg)
 		}
 		out[i] = Failure{
-			Attempt: f.Attempt, Kind: f.Kind, ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
+			Attempt: f.Attempt, Kind: shownKind(f.Kind), ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
 			Backtrace: v.trace(f.Backtrace, traceLines), Queue: f.Queue, MsgID: f.MsgID, FailedAt: f.FailedAt,
 		}
 		if r.n > 1 {

@@ -16,8 +16,8 @@ import (
 )
 
 // corpusDLQ dead-letters messages that carry every secret of the corpus:
-// message i has the i-th payload, headers, error message and backtrace of
-// the corpus. It returns their ids in the DLQ of queue.
+// message i has the i-th payload, headers, error message, backtrace and
+// kind of the corpus. It returns their ids in the DLQ of queue.
 func corpusDLQ(t *testing.T, url, queue string) []int64 {
 	t.Helper()
 	by := map[string][]secrettest.Secret{}
@@ -40,10 +40,11 @@ func corpusDLQ(t *testing.T, url, queue string) []int64 {
 		if err := json.Unmarshal([]byte(pick(secrettest.Header, i, `{}`).JSON), &h); err != nil {
 			t.Fatal(err)
 		}
-		h[store.HeaderKind] = "vault_job"
+		kind := pick(secrettest.Kind, i, "vault_job").Text
+		h[store.HeaderKind] = kind
 		hb, _ := json.Marshal(h)
 		specs[i] = pgtest.DeadSpec{
-			Kind: "vault_job", Class: "vault.Error", Attempt: 1, MaxRetries: 1,
+			Kind: kind, Class: "vault.Error", Attempt: 1, MaxRetries: 1,
 			Payload: pick(secrettest.Payload, i, `{"order_id": 42}`).JSON, Headers: string(hb),
 			Message: pick(secrettest.Error, i, "boom").Text, Trace: pick(secrettest.Backtrace, i, "").Text,
 		}
@@ -51,9 +52,9 @@ func corpusDLQ(t *testing.T, url, queue string) []int64 {
 	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
-// The one corpus of secrets, planted in payloads, headers, error messages
-// and backtraces of dead messages, shows in none of the CLI's --json
-// output, the MCP tools' results or the MCP resources, payloads allowed
+// The one corpus of secrets, planted in payloads, headers, error messages,
+// backtraces and kinds of dead messages, shows in none of the CLI's output
+// (tables and --json), the MCP tools' results or the MCP resources, payloads allowed
 // and asked for; nor in the audit log of a retry with a corrected payload
 // and a send with secret headers.
 func TestSecretCorpusHiddenInEveryFrontEnd(t *testing.T) {
@@ -85,6 +86,8 @@ func TestSecretCorpusHiddenInEveryFrontEnd(t *testing.T) {
 
 	collect(d.ok(t, "dlq", "summary", "--json"))
 	collect(d.ok(t, "dlq", "list", "--json", "--limit", "100"))
+	collect(d.ok(t, "dlq", "summary"))
+	collect(d.ok(t, "dlq", "list", "--limit", "100"))
 	collect(d.ok(t, "queue", "messages", "vault", "--json"))
 	tool("pgbus_dlq_summary", map[string]any{})
 	tool("pgbus_dlq_list", map[string]any{"limit": 100})
@@ -92,6 +95,7 @@ func TestSecretCorpusHiddenInEveryFrontEnd(t *testing.T) {
 	shown := 0
 	for _, id := range ids[1:] {
 		collect(d.ok(t, "dlq", "show", fmt.Sprint(id), "--queue", "vault", "--json"))
+		collect(d.ok(t, "dlq", "show", fmt.Sprint(id), "--queue", "vault"))
 		tool("pgbus_dlq_show", map[string]any{"queue": "vault", "msg_id": id, "include_payload": true})
 		uri := fmt.Sprintf("pgbus://dlq/vault/%d", id)
 		rr, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})

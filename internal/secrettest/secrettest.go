@@ -1,6 +1,7 @@
 // Package secrettest holds a corpus of secrets as they turn up in dead
 // messages (under secret-looking keys of a payload or of headers, at any
-// depth, and in free text: error messages, backtraces, string values), for
+// depth, and in free text: error messages, backtraces, string values, job
+// kinds), for
 // the tests of every package that shows messages: whatever a front end
 // prints, no corpus Value may appear in it.
 //
@@ -24,17 +25,18 @@ const (
 	Header    = "header"    // Secret.JSON is a headers object
 	Error     = "error"     // Secret.Text is an error message
 	Backtrace = "backtrace" // Secret.Text is a backtrace
+	Kind      = "kind"      // Secret.Text is a job kind (the pgbus_kind header)
 )
 
 // Secret is one secret of the corpus.
 type Secret struct {
 	// Name says what it is, for failure messages.
 	Name string
-	// Where is Payload, Header, Error or Backtrace.
+	// Where is Payload, Header, Error, Backtrace or Kind.
 	Where string
 	// JSON is a JSON object carrying the secret (Payload and Header).
 	JSON string
-	// Text is free text carrying the secret (Error and Backtrace).
+	// Text is free text carrying the secret (Error, Backtrace and Kind).
 	Text string
 	// Value is the secret itself: it must never appear in output.
 	Value string
@@ -118,6 +120,14 @@ var textSecrets = []struct{ name, text, value string }{
 	{"slack webhook", "post to https://hooks.slack.com/services/T0AB12/B0CD34/XyZ987abcDEF failed: 404", "XyZ987abcDEF"},
 }
 
+// kindSecrets are job kinds holding a secret: a kind is whatever its
+// sender wrote, a command line or a URL included.
+var kindSecrets = []struct{ name, kind, value string }{
+	{"password= in a kind", "sync password=Hunter2Hunter2", "Hunter2Hunter2"},
+	{"token in a kind's URL", "fetch https://api.example.com/v1?access_token=kindTok8812", "kindTok8812"},
+	{"stripe key in a kind", "charge sk_live_kindKey4471", "sk_live_kindKey4471"},
+}
+
 // Corpus is every secret, in every place it is tested.
 var Corpus = build()
 
@@ -170,6 +180,9 @@ func build() []Secret {
 	for _, m := range more {
 		out = append(out, Secret{Name: m.name, Where: m.where, JSON: obj(m.m), Value: m.value})
 	}
+	for _, s := range kindSecrets {
+		out = append(out, Secret{Name: s.name, Where: Kind, Text: s.kind, Value: s.value})
+	}
 	for _, s := range textSecrets {
 		out = append(out,
 			Secret{Name: s.name + " in an error message", Where: Error, Text: s.text, Value: s.value},
@@ -181,8 +194,8 @@ func build() []Secret {
 	return out
 }
 
-// Texts returns the Text of every corpus item put at where (Error or
-// Backtrace).
+// Texts returns the Text of every corpus item put at where (Error,
+// Backtrace or Kind).
 func Texts(where string) []string {
 	var out []string
 	for _, s := range Corpus {

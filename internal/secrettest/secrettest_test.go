@@ -62,7 +62,7 @@ func TestCorpusIsWellFormed(t *testing.T) {
 			for k := range m {
 				keys[k] = true
 			}
-		case secrettest.Error, secrettest.Backtrace:
+		case secrettest.Error, secrettest.Backtrace, secrettest.Kind:
 			if !strings.Contains(s.Text, s.Value) || s.JSON != "" {
 				t.Errorf("%s: text %q does not hold %q", s.Name, s.Text, s.Value)
 			}
