@@ -73,6 +73,10 @@ func TestPayloadPreviewKeepsSmallFields(t *testing.T) {
 			if !hasNoteWith(m.Notes, "payload truncated", c.place, c.mark) {
 				t.Errorf("no note names %s (%s): %v", c.place, c.mark, m.Notes)
 			}
+			// The note's size is payload_bytes, the stored payload's.
+			if size := fmt.Sprintf("it is %d bytes;", m.PayloadBytes); !hasNoteWith(m.Notes, "payload truncated", size) {
+				t.Errorf("no note says %q, as payload_bytes does: %v", size, m.Notes)
+			}
 		})
 	}
 }
@@ -137,7 +141,7 @@ func TestPayloadPreviewFallsBackToText(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !m.PayloadTruncated || m.PayloadPreviewJSON || !strings.HasPrefix(m.PayloadPreview, `{"key_0000":0,`) ||
-		len(m.PayloadPreview) > ops.DefaultBounds.Payload || !hasNoteWith(m.Notes, "as text") {
+		len(m.PayloadPreview) > ops.DefaultBounds.Payload || !hasNoteWith(m.Notes, "as text", fmt.Sprintf("it is %d bytes,", m.PayloadBytes)) {
 		t.Fatalf("truncated %v, preview JSON %v, preview %.60s (%d bytes), notes %v; want the start of the text", m.PayloadTruncated, m.PayloadPreviewJSON,
 			m.PayloadPreview, len(m.PayloadPreview), m.Notes)
 	}

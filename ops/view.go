@@ -353,14 +353,16 @@ func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
 		return payloadView{payload: red, shown: true, redacted: n}
 	}
 	// Shortened from the redacted payload: a secret is hidden whole before
-	// any value is cut, so no cut shows part of one.
+	// any value is cut, so no cut shows part of one. The notes give the
+	// stored payload's size, as payload_bytes does, not that of the
+	// redacted JSON (written without the stored text's blanks).
 	if preview, sh, ok := shortPreview(red, max); ok {
 		return payloadView{shown: true, truncated: true, preview: preview, previewJSON: true, redacted: n,
-			note: shortenedNote(len(red), len(preview), sh)}
+			note: shortenedNote(len(raw), len(preview), sh)}
 	}
 	preview := cutBytes(string(red), max)
 	return payloadView{shown: true, truncated: true, preview: preview, redacted: n,
-		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; its preview shows the first %d as text", len(red), len(preview))}
+		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; its preview shows the first %d as text", len(raw), len(preview))}
 }
 
 // headers returns headers without the dead-letter block (shown decoded),
