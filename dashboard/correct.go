@@ -52,7 +52,8 @@ type editor struct {
 func newEditor(m ops.DeadMessage) editor {
 	e := editor{MaxBytes: maxEditorBytes}
 	if m.PayloadShown && len(m.Payload) > 0 {
-		e.Text, e.From = prettyJSON(m.Payload), "shown"
+		// Escaped as the page shows it: the same JSON.
+		e.Text, e.From = visible(prettyJSON(m.Payload)), "shown"
 		e.Markers = strings.Count(e.Text, ops.Redacted)
 	}
 	return e

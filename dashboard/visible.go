@@ -1,0 +1,50 @@
+package dashboard
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// visible is s with every character that would reorder or hide what a page
+// shows written as its \uXXXX escape, as the command line writes it: the
+// bidirectional controls (U+202E, the right-to-left override, shows the
+// text after it reversed, "1_tixe.cexe"), the invisible characters that
+// make two names that read alike differ, and the control characters but
+// tab and line feed. Text from messages (error messages, backtraces,
+// kinds, payloads) is whatever another program wrote; <bdi> keeps such a
+// character from reordering what follows its element, not the rest of the
+// text it is in. Within a JSON string the escape means the same
+// character, so JSON shown keeps its data.
+func visible(s string) string {
+	i := strings.IndexFunc(s, unsafeOnPage)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		if unsafeOnPage(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unsafeOnPage reports whether visible escapes r. The zero-width joiner of
+// emoji stays.
+func unsafeOnPage(r rune) bool {
+	switch {
+	case r == utf8.RuneError:
+		return false
+	case r < 0x20:
+		return r != '\t' && r != '\n'
+	case r >= 0x7f && r <= 0x9f:
+		return true
+	}
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
+		r == 0x200b || r == 0x2060 || r == 0xfeff
+}
