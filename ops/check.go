@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -76,6 +75,10 @@ func fieldf(field, format string, args ...any) *Error {
 	return e
 }
 
+// JSONError says why raw is not one valid JSON value, or nil when it is:
+// a value nested more deeply than a message may be is said as such.
+func JSONError(raw []byte) error { return store.JSONError(raw) }
+
 // Check checks the request without the database.
 func (r SendRequest) Check() error {
 	if err := CheckQueueName(r.Queue); err != nil {
@@ -87,8 +90,10 @@ func (r SendRequest) Check() error {
 	switch {
 	case len(r.Payload) > MaxPayloadBytes:
 		return invalidf("the payload is %d bytes, more than the %d a message may carry; store large data elsewhere and send a reference", len(r.Payload), MaxPayloadBytes)
-	case len(r.Payload) == 0 || !json.Valid(r.Payload):
+	case len(r.Payload) == 0:
 		return invalidf("the payload must be JSON, for example {} or null")
+	case JSONError(r.Payload) != nil:
+		return invalidf("the payload must be JSON, for example {} or null: %v", JSONError(r.Payload))
 	case r.Delay < 0:
 		return fieldf("delay", "%s is negative; give 0 or more", r.Delay)
 	case r.Delay > MaxDelay:

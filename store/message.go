@@ -158,8 +158,8 @@ func validateNewMessage(i int, m NewMessage) error {
 	if len(m.Payload) > MaxPayloadBytes {
 		return invalidf("%s: payload is %d bytes; at most %d are allowed: store large data elsewhere and send a reference", where, len(m.Payload), MaxPayloadBytes)
 	}
-	if !json.Valid(m.Payload) {
-		return invalidf("%s: payload is not valid JSON", where)
+	if err := JSONError(m.Payload); err != nil {
+		return invalidf("%s: payload is not valid JSON: %v", where, err)
 	}
 	if why := CheckJSONText(m.Payload); why != "" {
 		return invalidf("%s: payload cannot be stored: %s", where, why)
@@ -176,12 +176,35 @@ func validateNewMessage(i int, m NewMessage) error {
 	return validateDuration(where+": delay", m.Delay, 0, MaxDelay)
 }
 
+// MaxJSONDepth is how deeply a payload's arrays and objects may nest:
+// Go's JSON reader, and with it every view and retry of a message, takes
+// no deeper value.
+const MaxJSONDepth = 10000
+
+// JSONError says why raw is not one valid JSON value, or nil when it is.
+// A value nested too deeply is said as such, where the reader says "invalid
+// character", which reads as a typo.
+func JSONError(raw []byte) error {
+	if json.Valid(raw) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	if err != nil && strings.Contains(err.Error(), "exceeded max depth") {
+		return fmt.Errorf("its arrays and objects nest more than %d levels deep, more than pgbus reads: flatten it", MaxJSONDepth)
+	}
+	if err == nil {
+		err = errors.New("it is not one JSON value")
+	}
+	return err
+}
+
 func validateHeaders(where string, h json.RawMessage) error {
 	if len(h) == 0 {
 		return nil
 	}
 	if len(h) > MaxHeadersBytes {
-		return invalidf("%s: headers are %d bytes; at most %d are allowed", where, len(h), MaxHeadersBytes)
+		return invalidf("%s: headers are %d bytes; at most %d are allowed: headers name and route a message, so put large values in its payload", where, len(h), MaxHeadersBytes)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(h, &obj); err != nil || obj == nil {

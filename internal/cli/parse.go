@@ -141,9 +141,7 @@ func readPayload(arg string, hasArg bool, file string, stdin io.Reader) (json.Ra
 	if len(data) == 0 {
 		return nil, usageError{fmt.Errorf("payload from %s is empty; send any JSON value, for example {} or null", from)}
 	}
-	if !json.Valid(data) {
-		var v any
-		jerr := json.Unmarshal(data, &v)
+	if jerr := ops.JSONError(data); jerr != nil {
 		fix := `quote it for the shell, e.g. '{"order_id": 42}'`
 		if from != "the argument" {
 			fix = `it must hold one JSON value, e.g. {"order_id": 42}`
@@ -277,9 +275,7 @@ func readNDJSON(path string, stdin io.Reader, fromLine int) (*ndjsonInput, error
 		if total += len(data); total > ops.MaxSendManyBytes {
 			return nil, usageError{fmt.Errorf("%s holds more than %d bytes of payloads by line %d, the most one command sends; nothing was sent: split it into parts of fewer lines (split -l) and send each", in.from, ops.MaxSendManyBytes, line)}
 		}
-		if !json.Valid(data) {
-			var v any
-			jerr := json.Unmarshal(data, &v)
+		if jerr := ops.JSONError(data); jerr != nil {
 			return nil, usageError{fmt.Errorf("line %d of %s is not valid JSON: %v; nothing was sent: give one JSON value a line", line, in.from, jerr)}
 		}
 		in.payloads = append(in.payloads, json.RawMessage(bytes.Clone(data)))
