@@ -16,8 +16,11 @@ func TestAgo(t *testing.T) {
 		now.Add(-3 * time.Second):                     "just now",
 		now.Add(-90 * time.Second):                    "1 min ago",
 		now.Add(3 * time.Hour):                        "in 3 h",
-		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751 days",
-		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751 days ago",
+		now.Add(2*time.Hour - time.Second):            "in 1 h 59 min",
+		now.Add(8*24*time.Hour - time.Second):         "in 7 days 23 h",
+		now.Add(3 * time.Second):                      "in 3s",
+		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751 days 23 h",
+		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751 days 23 h ago",
 		{}:                                            "never",
 	} {
 		if got := v.ago(at); got != want {

@@ -465,7 +465,10 @@ type relTime struct {
 // When is t as a page shows it (the template "time" renders it).
 func (v *view) When(t time.Time) relTime { return relTime{At: t, Ago: v.ago(t)} }
 
-// ago says how long before now t was, in the largest whole unit.
+// ago says how long before now t was, or how long until it comes: in
+// the largest whole unit, and the next one's whole count past hours (1 h
+// 59 min is not "1 h": a breaker open two hours more would read as open
+// one).
 func (v *view) ago(t time.Time) string {
 	if t.IsZero() {
 		return "never"
@@ -479,21 +482,31 @@ func (v *view) ago(t time.Time) string {
 	}
 	var s string
 	switch {
-	case d < 5*time.Second:
+	case d < time.Second || d < 5*time.Second && !future:
+		// A time due in a few seconds is not past: "just now" read as
+		// overdue.
 		return "just now"
 	case d < time.Minute:
 		s = fmt.Sprintf("%ds", int(d.Seconds()))
 	case d < time.Hour:
 		s = fmt.Sprintf("%d min", int(d.Minutes()))
 	case d < 48*time.Hour:
-		s = fmt.Sprintf("%d h", int(d.Hours()))
+		s = withPart(fmt.Sprintf("%d h", int(d.Hours())), int(d.Minutes())%60, "min")
 	default:
-		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+		s = withPart(fmt.Sprintf("%d days", int(d.Hours()/24)), int(d.Hours())%24, "h")
 	}
 	if future {
 		return "in " + s
 	}
 	return s + " ago"
+}
+
+// withPart adds n of unit to s, unless n is 0.
+func withPart(s string, n int, unit string) string {
+	if n == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s %d %s", s, n, unit)
 }
 
 // num writes a count with thin groups of thousands.

@@ -24,6 +24,7 @@ func TestAgo(t *testing.T) {
 		{-(90*time.Minute + 30*time.Second), "1h30m ago"},
 		{47 * time.Hour, "in 47h"},
 		{72 * time.Hour, "in 3d"},
+		{8*24*time.Hour - time.Second, "in 7d23h"},
 	} {
 		if got := agoAt(now.Add(c.from), now); got != c.want {
 			t.Errorf("agoAt(now%+v) = %q, want %q", c.from, got, c.want)
@@ -32,8 +33,8 @@ func TestAgo(t *testing.T) {
 	// Times past the range of a duration (a row's enqueued_at set to the
 	// year 9999) read as far off, not as a negative number of seconds.
 	for at, want := range map[time.Time]string{
-		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751d",
-		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751d ago",
+		time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC): "in 106751d23h",
+		time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC):      "106751d23h ago",
 	} {
 		if got := agoAt(at, now); got != want {
 			t.Errorf("agoAt(%s) = %q, want %q", at, got, want)

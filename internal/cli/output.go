@@ -159,7 +159,13 @@ func short(d time.Duration) string {
 		}
 		return fmt.Sprintf("%dh%dm", h, m)
 	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	// 7d23h is not "7d": a message delayed eight days would read as due
+	// in seven.
+	days, h := int(d.Hours())/24, int(d.Hours())%24
+	if h == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%dh", days, h)
 }
 
 func stamp(t time.Time) string {
