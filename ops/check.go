@@ -97,7 +97,7 @@ func (r SendRequest) Check() error {
 	case r.Delay < 0:
 		return fieldf("delay", "%s is negative; give 0 or more", r.Delay)
 	case r.Delay > MaxDelay:
-		return fieldf("delay", "%s is too long; at most %s", r.Delay, MaxDelay)
+		return fieldf("delay", "%s is too long; at most %s", FormatAge(r.Delay), FormatAge(MaxDelay))
 	case r.Priority < 0 || r.Priority >= MaxPriorities:
 		return fieldf("priority", "%d is out of range: give a level from 0 (read first) to %d, below the queue's levels", r.Priority, MaxPriorities-1)
 	case len(r.Kind) > MaxKindBytes:

@@ -947,7 +947,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return DLQPurge{}, err
 	}
 	if req.OlderThan < 0 {
-		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every archived dead message, or an age such as 720h", formatAge(req.OlderThan))
+		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every archived dead message, or an age such as 720h", FormatAge(req.OlderThan))
 	}
 	if req.Queue != "" {
 		if err := store.ValidatePhysicalName(req.Queue); err != nil {

@@ -10,6 +10,3 @@ func ResourceError(err error, write bool) error {
 	}
 	return resourceError(err, e)
 }
-
-// FormatAge is formatAge, for the tests of the next steps that repeat an age.
-var FormatAge = formatAge

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,22 +233,40 @@ func ParseAge(s string) (time.Duration, error) {
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n < 0 || n > int64(maxAge/(24*time.Hour)) {
+		switch {
+		case err == nil && n < 0, errors.Is(err, strconv.ErrRange) && strings.HasPrefix(days, "-"):
+			return 0, fmt.Errorf("%q is negative: give 0 or more days, such as 7d", s)
+		case err == nil && n > int64(maxAge/(24*time.Hour)), errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
+		case err != nil:
 			return 0, fmt.Errorf("%q is not an age: give whole days from 0 to 36500, such as 7d", s)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 || d > maxAge {
+	switch {
+	case err != nil && durationShaped.MatchString(s):
+		// The only error left for a duration of that shape is overflow.
+		return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
+	case err != nil:
 		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d, at most 100 years", s)
+	case d < 0:
+		return 0, fmt.Errorf("%q is negative: give 0 or more, such as 30m", s)
+	case d > maxAge:
+		return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
 	}
 	return d, nil
 }
 
-// formatAge writes an age as ParseAge reads it and a person would: whole
+// durationShaped matches what time.ParseDuration reads, whatever its size:
+// numbers, each with a unit.
+var durationShaped = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+// FormatAge writes an age as ParseAge reads it and a person would: whole
 // days as 7d, else the duration without its zero minutes and seconds
-// (72h rather than 72h0m0s), for the next steps that repeat one.
-func formatAge(d time.Duration) string {
+// (72h rather than 72h0m0s), for the next steps that repeat one and the
+// errors that name a limit.
+func FormatAge(d time.Duration) string {
 	const day = 24 * time.Hour
 	if d > 0 && d%day == 0 {
 		return strconv.FormatInt(int64(d/day), 10) + "d"
@@ -278,8 +297,7 @@ func looksLikeAge(s string) bool {
 	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
 		return true
 	}
-	_, err := time.ParseDuration(s)
-	return err == nil
+	return durationShaped.MatchString(s) // too long to read too
 }
 
 // maxTimeText is the longest text ParseTime and ParseAge read, blanks

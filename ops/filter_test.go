@@ -43,7 +43,7 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 	// An age out of range says what range, not only the grammar.
-	for in, want := range map[string]string{"99999d": "from 0 to 36500", "876001h": "at most 100 years", "yesterday": "an age such as 30m"} {
+	for in, want := range map[string]string{"99999d": "give at most 36500d (100 years)", "876001h": "give at most 36500d (100 years)", "yesterday": "an age such as 30m"} {
 		if _, err := ops.ParseTime(in, now); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseTime(%q): %v; want an error saying %q", in, err, want)
 		}
@@ -283,5 +283,27 @@ func TestDryRunStepPinsTheClockOfAges(t *testing.T) {
 	clock.Add((3 * time.Hour).Microseconds())
 	if r, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: filterOf(dstep), Expect: dstep.Args["expect"].(string), Confirm: true}); err != nil || r.Discarded != 2 {
 		t.Errorf("the discard dry run's step, 3 hours later = %+v, %v; want its 2 messages discarded", r, err)
+	}
+}
+
+// An age too long, or negative, says so and what the range is, where it
+// read as no age at all; a duration past Go's range is too long as well.
+func TestParseAgeSaysItsRange(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"9999999999h":           "is too long: give at most 36500d (100 years)",
+		"36501d":                "is too long: give at most 36500d (100 years)",
+		"99999999999999999999d": "is too long: give at most 36500d (100 years)",
+		"876001h":               "is too long: give at most 36500d (100 years)",
+		"-3d":                   "is negative",
+		"-5m":                   "is negative",
+		"5x":                    "is not an age",
+	} {
+		if _, err := ops.ParseAge(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseAge(%q) = %v; want %q", in, err, want)
+		}
+	}
+	if got := ops.FormatAge(8760 * time.Hour); got != "365d" {
+		t.Errorf("FormatAge(8760h) = %q, want 365d", got)
 	}
 }

@@ -198,9 +198,9 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 		return time.UnixMicro(micros), false, nil
 	}
 	if req.Ask == nil && req.Deferred == nil && !req.Confirm {
-		return time.Time{}, false, invalidf("a purge deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) older than %s for good: check first, then confirm", where, formatAge(req.OlderThan)).
+		return time.Time{}, false, invalidf("a purge deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) older than %s for good: check first, then confirm", where, FormatAge(req.OlderThan)).
 			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard),
-				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", formatAge(req.OlderThan), "confirm", true))
+				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", FormatAge(req.OlderThan), "confirm", true))
 	}
 	if cutoff, err = s.store.PurgeCutoff(ctx, req.OlderThan); err != nil {
 		return time.Time{}, false, err

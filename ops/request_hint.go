@@ -34,7 +34,7 @@ func (r DLQRestoreRequest) Hint(why string) Hint {
 
 // Hint is r as a next step: the same purge, its age as a duration.
 func (r DLQPurgeRequest) Hint(why string) Hint {
-	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", formatAge(r.OlderThan), "confirm", r.Confirm, "dry_run", r.DryRun)
+	return hint(OpDLQPurge, why, "queue", r.Queue, "older_than", FormatAge(r.OlderThan), "confirm", r.Confirm, "dry_run", r.DryRun)
 }
 
 // Hint is r as a next step of op, the operation r is for: OpQueuePause or

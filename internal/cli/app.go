@@ -211,6 +211,10 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 // name a Go function, not what to give instead. The value and where it
 // came from are the caller's to say.
 func badValue(fl *pflag.Flag, err error) string {
+	var w worded
+	if errors.As(err, &w) {
+		return w.Error()
+	}
 	switch fl.Value.Type() {
 	case "bool":
 		return "not a boolean: give 1, true, 0 or false (or leave it unset)"

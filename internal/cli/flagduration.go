@@ -23,17 +23,25 @@ type durationValue struct{ d *time.Duration }
 // negative or huge, are read for the command to refuse in its own words.
 func (v durationValue) Set(s string) error {
 	s = strings.TrimSpace(s)
-	parse := time.ParseDuration
 	if strings.HasSuffix(s, "d") {
-		parse = ops.ParseAge
+		d, err := ops.ParseAge(s)
+		if err != nil {
+			return worded{err} // says what is wrong with the days: too many, negative
+		}
+		*v.d = d
+		return nil
 	}
-	d, err := parse(s)
+	d, err := time.ParseDuration(s)
 	if err != nil {
 		return err
 	}
 	*v.d = d
 	return nil
 }
+
+// worded is a parser's error in words for people, which a flag's error
+// repeats rather than its own general ones.
+type worded struct{ error }
 
 func (v durationValue) Type() string { return "duration" }
 

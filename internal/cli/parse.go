@@ -79,7 +79,7 @@ func checkDuration(flag string, d, lo, hi time.Duration, why string) error {
 		return usageError{fmt.Errorf("--%s %s is too short (%s); give %s or more", flag, d, why, lo)}
 	}
 	if hi > 0 && d > hi {
-		return usageError{fmt.Errorf("--%s %s is too long; at most %s", flag, d, hi)}
+		return usageError{fmt.Errorf("--%s %s is too long; at most %s", flag, ops.FormatAge(d), ops.FormatAge(hi))}
 	}
 	return nil
 }
