@@ -205,3 +205,30 @@ func TestPlainQueueNamedLikeALevelIsNotServedByItsNamesake(t *testing.T) {
 		t.Fatalf("retry into level 1 of %s = %+v, %v; want the level served by the worker of %s", base, r, err, base)
 	}
 }
+
+// Ready messages of another PGMQ client's queue whose name is too long for
+// pgbus to work (no DLQ name fits) are STALLED no_workers saying so, with
+// no step to start a worker, which would be refused.
+func TestHealthOfAQueueTooLongToWork(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	made := newQueue(t, s, nil)
+	long := "x" + strings.Repeat("y", 43) // 44 characters: PGMQ takes it, pgbus works 43
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq.q_`+made+` RENAME TO q_`+long+`;
+		ALTER TABLE pgmq.a_`+made+` RENAME TO a_`+long+`;
+		UPDATE pgmq.meta SET queue_name = '`+long+`' WHERE queue_name = '`+made+`';
+		DELETE FROM pgbus.queues WHERE queue_name = '`+made+`';
+		INSERT INTO pgmq.q_`+long+` (vt, message) VALUES (now(), '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reasonOf(h, "no_workers", long)
+	if r == nil || !strings.Contains(r.Message, "no pgbus worker can read it") || !strings.Contains(r.Message, "is 44 characters") || hasHint(r.Next, ops.OpWork, map[string]any{"queue": long}) {
+		t.Fatalf("health = %+v; want STALLED no_workers for %s saying no pgbus worker can read it, and no step to start one", h, long)
+	}
+}

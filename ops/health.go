@@ -510,6 +510,13 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	case q.Paused:
 		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s%s waiting", q.Queue, about(q.Estimated), plural.Count(q.Depth, "message", "messages")),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
+	case q.Visible+q.WaitingRetry > 0 && !cov.Served() && store.ValidateQueueName(q.Queue) != nil:
+		// Another PGMQ client's queue whose name pgbus does not work (too
+		// long to give a DLQ): a step to start a worker would be refused.
+		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry, and no pgbus worker can read it: %v; it was made by another PGMQ client, which can work it",
+			q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, store.ValidateQueueName(q.Queue)),
+			hint(OpWorkers, "shows the processes seen lately"))
+		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
 		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry; %s", q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
 			s.startHint(cov), hint(OpWorkers, "shows the processes seen lately"))
