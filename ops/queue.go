@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,37 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 	if err == nil && !req.All {
 		s.fitQueueStats(&out)
 	}
+	if err == nil {
+		s.noteUnreadQueues(ctx, &out)
+	}
 	return out, err
+}
+
+// noteUnreadQueues notes on out the PGMQ queues it cannot list, their
+// names outside the rule pgbus reads (another PGMQ client's, made as
+// pgmq.create('Orders')): left out without a word, their messages were
+// nowhere to be seen. A failed read leaves the note out.
+func (s *Service) noteUnreadQueues(ctx context.Context, out *QueueStatsResult) {
+	all, err := s.store.ListQueues(ctx)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, q := range all {
+		if store.ValidatePhysicalName(q.Name) != nil {
+			names = append(names, strconv.Quote(clip(q.Name, 60)))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	shown := strings.Join(names[:min(len(names), 5)], ", ")
+	if len(names) > 5 {
+		shown += fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("%s not listed: %s, whose %s outside the rule pgbus reads (lower-case letters, digits and _, at most %d characters); another PGMQ client made %s and can work %s",
+		plural.Count(len(names), "PGMQ queue is", "PGMQ queues are"), shown, plural.Of(len(names), "name is", "names are"), store.MaxPhysicalNameLen,
+		plural.Of(len(names), "it", "them"), plural.Of(len(names), "it", "them")))
 }
 
 // fitQueueStats leaves the quietest queues out of a list that passes the

@@ -294,3 +294,20 @@ func TestQueueStatsOfADLQ(t *testing.T) {
 		t.Fatalf("stats of %s = %+v, %v", q, res, err)
 	}
 }
+
+// Queues another PGMQ client made under names pgbus does not read are
+// noted as not listed, by name, where they were left out without a word.
+func TestQueueStatsNotesQueuesItCannotList(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	newQueue(t, s, nil)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged) VALUES ('UPPER', false, false)`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{})
+	if err != nil || len(res.Queues) != 1 || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], `1 PGMQ queue is not listed: "UPPER", whose name is outside the rule pgbus reads`) {
+		t.Fatalf("stats = %+v, %v; want the one queue and a note naming UPPER as not listed", res, err)
+	}
+}

@@ -45,7 +45,13 @@ archive that large (archived_estimated).
 				req.Queue = args[0]
 			}
 			return run(a, cmd, (*ops.Service).QueueStats, req,
-				func(res ops.QueueStatsResult) error { return writeQueueStats(a.stdout, res.Queues) })
+				func(res ops.QueueStatsResult) error {
+					if err := writeQueueStats(a.stdout, res.Queues); err != nil {
+						return err
+					}
+					printNotes(a.stdout, res.Notes, res.Asks)
+					return nil
+				})
 		},
 	})
 }
