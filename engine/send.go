@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -152,6 +156,14 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 		if body, err = json.Marshal(payload); err != nil {
 			return store.NewMessage{}, fmt.Errorf("%w: payload does not marshal to JSON: %v", store.ErrInvalid, err)
 		}
+		// Marshal writes invalid UTF-8 as U+FFFD without a word: the
+		// message would carry other text than was given. Only a body
+		// with that character can have had such a string.
+		if bytes.Contains(body, []byte(`\ufffd`)) || bytes.Contains(body, []byte(string(utf8.RuneError))) {
+			if where := invalidUTF8(reflect.ValueOf(payload), "$"); where != "" {
+				return store.NewMessage{}, fmt.Errorf("%w: payload cannot be stored: the string at %s is not valid UTF-8, which JSON cannot carry; send text as UTF-8, or binary data encoded (base64 in a []byte field)", store.ErrInvalid, where)
+			}
+		}
 	}
 	if why := store.CheckText(opts.Kind); why != "" {
 		return store.NewMessage{}, fmt.Errorf("%w: kind cannot be stored: %s", store.ErrInvalid, why)
@@ -211,4 +223,48 @@ func checkKindBytes(kind string) error {
 		return fmt.Errorf("%w: kind is %d bytes; at most %d: a kind names its handler, so give a shorter one", store.ErrInvalid, len(kind), MaxKindBytes)
 	}
 	return nil
+}
+
+// invalidUTF8 returns the path, from at, of the first string in v (a
+// payload as Send takes it) that is not valid UTF-8, a map's keys
+// included, or "" when there is none.
+func invalidUTF8(v reflect.Value, at string) string {
+	switch v.Kind() {
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return at
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return invalidUTF8(v.Elem(), at)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return "" // bytes: base64 in JSON
+		}
+		for i := range v.Len() {
+			if where := invalidUTF8(v.Index(i), fmt.Sprintf("%s[%d]", at, i)); where != "" {
+				return where
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			key := fmt.Sprint(it.Key().Interface())
+			if where := invalidUTF8(it.Key(), at+" (a key)"); where != "" {
+				return where
+			}
+			if where := invalidUTF8(it.Value(), at+"."+strconv.QuoteToASCII(key)); where != "" {
+				return where
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() {
+				if where := invalidUTF8(v.Field(i), at+"."+f.Name); where != "" {
+					return where
+				}
+			}
+		}
+	}
+	return ""
 }
