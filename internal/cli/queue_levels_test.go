@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +98,22 @@ func TestQueueMessagesOfPriorityLevels(t *testing.T) {
 	d.ok(t, "send", "plain", "{}")
 	if out := d.ok(t, "queue", "messages", "plain"); strings.Contains(out, "LEVEL") || !strings.Contains(out, "ID") {
 		t.Errorf("queue messages of a plain queue:\n%s", out)
+	}
+}
+
+// A configuration file that declares a priority level as a queue of its
+// own is refused naming the file, the line and the key to change, as its
+// other mistakes are; the refusal named neither.
+func TestWorkConfigDeclaringALevelNamesItsKey(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "tiers", "--priorities", "2")
+	cfg := filepath.Join(t.TempDir(), "pgbus.yaml")
+	if err := os.WriteFile(cfg, []byte("queues:\n  tiers_p1:\n    handler: {type: demo}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msg := d.fails(t, 2, "work", "--config", cfg, "--for", "1s")
+	if !strings.Contains(msg, cfg+":2") || !strings.Contains(msg, "queues.tiers_p1") || !strings.Contains(msg, "priority level 1 of queue") {
+		t.Errorf("work --config declaring level tiers_p1: %s; want the file, line 2, the key and what it is", msg)
 	}
 }

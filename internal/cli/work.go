@@ -16,6 +16,7 @@ import (
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/runner"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // Environment variables of pgbus work.
@@ -283,6 +284,11 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	if err := runner.Prepare(ctx, s.ops, queues, a.log); err != nil {
+		var declared *runner.DeclaredQueueError
+		if errors.As(err, &declared) && ops.ErrorKind(err) == ops.KindInvalid {
+			// The file's queue block is what to change: say where it is.
+			return usageError{a.cfg.Errorf("queues."+declared.Queue, "%v", declared.Err)}
+		}
 		return err
 	}
 	mon, stopMonitor, err := a.startMonitor(ctx, s.ops, w.metricsAddr, false, queues)

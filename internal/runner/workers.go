@@ -41,6 +41,16 @@ func SettingsChange(c config.Settings) ops.SettingsChange {
 	return out
 }
 
+// DeclaredQueueError is the refusal of a queue the configuration file
+// declares, for a caller that knows the file to say where it is.
+type DeclaredQueueError struct {
+	Queue string
+	Err   error
+}
+
+func (e *DeclaredQueueError) Error() string { return e.Err.Error() }
+func (e *DeclaredQueueError) Unwrap() error { return e.Err }
+
 // Prepare creates the queues declared in the configuration file that are
 // missing and stores the file's settings for them; the others must exist
 // already, and one that does not is an error whose next step creates it.
@@ -53,7 +63,7 @@ func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, l
 		if q.Declared {
 			res, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)})
 			if err != nil {
-				return err
+				return &DeclaredQueueError{Queue: q.Name, Err: err}
 			}
 			if res.Changed && !res.Created {
 				// Said, since every process working the queue takes them:
