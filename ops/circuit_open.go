@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -119,7 +118,7 @@ func (r CircuitOpenRequest) Check() error {
 		return invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(r.Name, 80), len(r.Name), store.MaxBreakerName).
 			with(hint(OpCircuits, "lists the breakers"))
 	case r.For < time.Second || r.For > MaxOpenByHand:
-		return invalidf("for %s is out of range: open a breaker for 1s to %s (%s), such as 30m for a maintenance window", r.For, MaxOpenByHand, fmt.Sprint(int64(MaxOpenByHand/(24*time.Hour)))+" days")
+		return invalidf("for %s is out of range: open a breaker for 1s to %s, such as 30m for a maintenance window", FormatAge(r.For), FormatAge(MaxOpenByHand))
 	case len(r.Reason) > MaxOpenReason:
 		e := invalidf("reason is %d bytes long; give at most %d, such as the maintenance window's ticket", len(r.Reason), MaxOpenReason)
 		e.Field = "reason"
