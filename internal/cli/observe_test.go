@@ -483,8 +483,8 @@ func TestCircuitOpen(t *testing.T) {
 	}{
 		{[]string{"circuit", "open", name}, "--for is required"},
 		{[]string{"circuit", "open", name, "--for", "0s"}, "--for 0s is too short"},
-		{[]string{"circuit", "open", name, "--for", "169h"}, "at most 168h"},
-		{[]string{"circuit", "open", name, "--for", "8d"}, "at most 168h"},
+		{[]string{"circuit", "open", name, "--for", "169h"}, "--for 169h is too long; at most 7d"},
+		{[]string{"circuit", "open", name, "--for", "8d"}, "--for 8d is too long; at most 7d"},
 		{[]string{"circuit", "open", name, "--for", "-1h"}, "--for"},
 		{[]string{"circuit", "open", name, "--for", "soon"}, "--for"},
 		{[]string{"circuit", "open", "--for", "1h"}, "arg"},
