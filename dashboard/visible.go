@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 )
 
 // visible is s with every character that would reorder or hide what a page
@@ -34,17 +36,6 @@ func visible(s string) string {
 	return b.String()
 }
 
-// unsafeOnPage reports whether visible escapes r. The zero-width joiner of
-// emoji stays.
-func unsafeOnPage(r rune) bool {
-	switch {
-	case r == utf8.RuneError:
-		return false
-	case r < 0x20:
-		return r != '\t' && r != '\n'
-	case r >= 0x7f && r <= 0x9f:
-		return true
-	}
-	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
-		r == 0x200b || r == 0x2060 || r == 0xfeff
-}
+// unsafeOnPage reports whether visible escapes r: invalid UTF-8 is left
+// to the template's own escaping.
+func unsafeOnPage(r rune) bool { return r != utf8.RuneError && hiddenchar.Is(r) }

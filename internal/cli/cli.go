@@ -25,6 +25,7 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -368,21 +369,9 @@ func terminalSafe(p []byte) []byte {
 }
 
 // unsafeOnTerminal tells whether the character r, size bytes of UTF-8,
-// is one terminalSafe escapes.
+// is one terminalSafe escapes; a byte that is not UTF-8 is another's.
 func unsafeOnTerminal(r rune, size int) bool {
-	switch {
-	case r == utf8.RuneError && size == 1: // not UTF-8
-		return false
-	case r < 0x20:
-		return r != '\t' && r != '\n'
-	case r >= 0x7f && r <= 0x9f:
-		return true
-	}
-	// The bidirectional controls, and the invisible characters that make
-	// two names that read alike differ (a zero-width space, a word
-	// joiner, a byte order mark); the zero-width joiner of emoji stays.
-	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
-		r == 0x200b || r == 0x2060 || r == 0xfeff
+	return !(r == utf8.RuneError && size == 1) && hiddenchar.Is(r)
 }
 
 func (s *stdoutWriter) failed() error {
