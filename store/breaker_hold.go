@@ -70,8 +70,10 @@ func (s *Store) heldElsewhere(ctx context.Context, breaker string, openUntil *ti
 			WHERE q.vt > now() AND q.vt <= greatest($2::timestamptz, now()) + $3 * interval '1 microsecond'
 			AND `+breakerHeldSQL+` AND q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1::text)`,
 			breaker, openUntil, holdSlack.Microseconds()).Scan(&held)
-		if isUndefinedTable(err) {
-			continue // dropped since it was listed
+		if isUndefinedTable(err) || IsPermissionDenied(err) {
+			// Dropped since it was listed, or not this role's to read:
+			// the holds in the queues it may read still run.
+			continue
 		}
 		if err != nil {
 			return nil, queueErr(err, "look for the messages circuit breaker "+strconv.Quote(breaker)+" holds in", q.Name)

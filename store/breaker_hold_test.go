@@ -434,3 +434,24 @@ func TestRunHeldNowFindsHoldsOutsideItsUsersQueues(t *testing.T) {
 		t.Errorf("the job held within the period: %q, held by %q; want waiting, held by none", m.State, m.HeldBy)
 	}
 }
+
+// A reset by a role that may not read some other queue's table runs the
+// holds in the queues it may read: the first table it could not read
+// failed the whole search, and nothing was released.
+func TestRunHeldNowPassesOverTablesItMayNotRead(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	h := holdTest{t: t, s: owner, q: newQueue(t, owner)}
+	hidden := newQueue(t, owner)
+	pay := pgtest.Name("pay")
+	held := h.readSent(store.NewMessage{})
+	h.snooze(held, time.Hour, pay)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role+
+		"; REVOKE ALL ON pgmq.q_"+hidden+" FROM "+role)
+	until := time.Now().Add(time.Hour)
+	if n, err := openStore(t, roleURL).RunHeldNow(testContext(t), pay, &until); err != nil || n != 1 {
+		t.Fatalf("RunHeldNow as a role that may not read %s = %d, %v; want the 1 job held in %s run", hidden, n, err, h.q)
+	}
+}
