@@ -99,9 +99,9 @@ func (f DeadFilter) relative() bool {
 func (f DeadFilter) Pinned(now time.Time) DeadFilter {
 	for _, v := range []*string{&f.Since, &f.Until} {
 		if s := strings.TrimSpace(*v); s != "" && isAge(s) {
-			if at, err := ParseTime(s, now); err == nil {
-				// As the database keeps it: to the microsecond.
-				*v = at.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+			// As the call resolved it, to the microsecond.
+			if at, err := parseField("", s, now); err == nil {
+				*v = at.UTC().Format(time.RFC3339Nano)
 			}
 		}
 	}
