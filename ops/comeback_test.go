@@ -36,7 +36,10 @@ func TestRetryByIDsCountsComebacksOfEveryDLQ(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	back := pgtest.DeadSpec{Kind: "back", Headers: `{"pgbus_kind": "back", "pgbus_dlq_retries": 1}`}
-	a, b := newQueueAt(t, s, 1000, nil), newQueueAt(t, s, 2000, nil)
+	// Ids no other test's DLQ holds: the store is shared, and fixed ones
+	// (1000, 2000) were now and then another's too, and ambiguous.
+	first := pgtest.DLQStart()
+	a, b := newQueueAt(t, s, first, nil), newQueueAt(t, s, first+1000, nil)
 	ids := append(pgtest.DeadLetter(t, s, a, back, pgtest.DeadSpec{}), pgtest.DeadLetter(t, s, b, back)...)
 	for _, dry := range []bool{true, false} {
 		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, DryRun: dry})
