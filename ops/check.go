@@ -159,6 +159,9 @@ func (r QueueRunNowRequest) Check() error {
 	if err := checkText("kind", r.Kind); err != nil {
 		return err
 	}
+	if err := checkShownKind(r.Kind, r.Queue); err != nil {
+		return err
+	}
 	if n := utf8.RuneCountInString(r.Kind); n > store.MaxDeadFilterName {
 		e := invalidf("kind is %d characters; at most %d are allowed: pass the job kind as the queue's live messages show it", n, store.MaxDeadFilterName)
 		e.Field = "kind"
@@ -182,4 +185,15 @@ func (r QueueCreateRequest) Check() error {
 		return fieldf("priorities", "%d is out of range: give 2 to %d levels, or none for a plain queue", r.Priorities, MaxPriorities)
 	}
 	return nil
+}
+
+// checkShownKind refuses a kind filter holding the marker a view puts
+// where a secret was ("sync password=[REDACTED]", copied from a list): no
+// message has that kind, and the filter matched nothing without a word.
+func checkShownKind(kind, queue string) error {
+	if !strings.Contains(kind, Redacted) {
+		return nil
+	}
+	return fieldf("kind", "%q holds %s, which views put where a secret was: no message has that kind; filter by its group (the group key dlq_summary gives) or its ids instead",
+		clip(kind, 80), Redacted).with(hint(OpDLQSummary, "lists the groups with their keys", "queue", queue))
 }

@@ -127,6 +127,9 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 		return out, fieldf("group", "%q is not a group's key: copy the group field of a summary's group (36 characters such as 4f9a0c7e-1b2d-3e4f-8a9b-0c1d2e3f4a5b)", clip(out.Group, 60)).
 			with(hint(OpDLQSummary, "lists the groups with their keys", "queue", out.Queue))
 	}
+	if err := checkShownKind(f.Kind, out.Queue); err != nil {
+		return out, err
+	}
 	if f.Reason != "" && !slices.Contains(Reasons, f.Reason) {
 		return out, invalidf("reason %q is unknown; use one of %s, or leave it out", clip(f.Reason, 60), strings.Join(Reasons, ", "))
 	}

@@ -307,3 +307,22 @@ func TestParseAgeSaysItsRange(t *testing.T) {
 		t.Errorf("FormatAge(8760h) = %q, want 365d", got)
 	}
 }
+
+// A kind filter copied from a view that redacted it is refused saying to
+// filter by group, where it matched nothing without a word.
+func TestKindFilterWithTheRedactionMarkerIsRefused(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	shown := "sync password=" + ops.Redacted
+	_, listErr := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q, Kind: shown}})
+	_, retryErr := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q, Kind: shown}, DryRun: true})
+	_, runErr := svc.QueueRunNow(ctx, ops.QueueRunNowRequest{Queue: q, Kind: shown})
+	for what, err := range map[string]error{"list": listErr, "retry": retryErr, "run-now": runErr} {
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "filter by its group") || !hasHint(ops.NextSteps(err), ops.OpDLQSummary, map[string]any{"queue": q}) {
+			t.Errorf("%s by kind %q: %v; want it refused, saying to filter by group", what, shown, err)
+		}
+	}
+}
