@@ -119,7 +119,14 @@ func (s *Service) checkPayloadType(ctx context.Context, req DLQRetryRequest, dlq
 		"give the corrected payload as %s, or, for a job that is to run with %s, discard this message, then send that payload as a new message to queue %s",
 		aJSON(was), aType(is), aType(was), aType(is), baseQueue(dlq))
 	e = e.with(hint(OpDLQDiscard, "first: discards this message (its payload stays in the archive)", "ids", []int64{id}, "queue", dlq))
-	if repeatable(req.Payload) {
+	switch {
+	case !repeatable(req.Payload):
+	case shownKind(kind) != kind:
+		// The kind holds a secret, which the step would show redacted
+		// and send as [REDACTED]: the sender gives it.
+		e = e.with(hint(OpSend, "then: sends the new payload as a new message; give it the dead message's kind, which holds a secret and is not shown here",
+			"queue", baseQueue(dlq), "payload", req.Payload))
+	default:
 		e = e.with(hint(OpSend, "then: sends the new payload as a new message", "queue", baseQueue(dlq), "payload", req.Payload, "kind", kind))
 	}
 	return e

@@ -63,3 +63,25 @@ func TestCorrectedPayloadType(t *testing.T) {
 		t.Errorf("the steps after a string with a secret for an object = %+v; want the discard alone, no send repeating it", hints)
 	}
 }
+
+// The step that sends a payload of another type as a new message leaves
+// out a kind that holds a secret, saying to give it: shown redacted, the
+// step sent a job of kind "sync password=[REDACTED]", which no handler runs.
+func TestCorrectedPayloadTypeStepLeavesOutASecretKind(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "sync password=Hunter2Hunter2", Payload: `{"a": 1}`})
+	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Payload: json.RawMessage(`[1, 2]`)})
+	send := ops.Hint{}
+	for _, h := range ops.HintsOf(err) {
+		if h.Op == ops.OpSend {
+			send = h
+		}
+	}
+	if _, hasKind := send.Args["kind"]; send.Op != ops.OpSend || hasKind || !strings.Contains(send.Why, "give it the dead message's kind") {
+		t.Errorf("the send step after a correction of another type = %+v (err %v); want one without the kind, saying to give it", send, err)
+	}
+}
