@@ -261,6 +261,15 @@ func ParseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// IsDurationOverflow reports whether s is written as a Go duration
+// (numbers, each with a unit) too long for one: time.ParseDuration says
+// only that it is invalid, which reads as a typo.
+func IsDurationOverflow(s string) bool {
+	s = strings.TrimSpace(s)
+	_, err := time.ParseDuration(s)
+	return err != nil && durationShaped.MatchString(s)
+}
+
 // durationShaped matches what time.ParseDuration reads, whatever its size:
 // numbers, each with a unit.
 var durationShaped = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)

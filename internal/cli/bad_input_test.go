@@ -122,6 +122,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"age past a duration's range", []string{"dlq", "list", "--since", "9999999999h"}, "", `"9999999999h" is too long: give at most 36500d (100 years)`},
 		{"delay in days past the range", []string{"send", "orders", "{}", "--delay", "36501d"}, "", `"36501d" is too long: give at most 36500d (100 years)`},
 		{"delay past a year", []string{"send", "orders", "{}", "--delay", "400d"}, "", "400d is too long; at most 365d"},
+		{"delay past a duration's range", []string{"send", "orders", "{}", "--delay", "9999999999999h"}, "", `"9999999999999h" is too long for a duration: give a shorter one`},
 		{"retry-all bad since", []string{"dlq", "retry-all", "--since", "soon", "--yes"}, "", "since"},
 		{"until before since", []string{"dlq", "list", "--since", "1h", "--until", "2h"}, "", "is not after the start of the range"},
 		{"bad cursor", []string{"dlq", "list", "--cursor", "'; DROP TABLE pgbus.audit_log; --"}, "", "cursor"},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ func (v durationValue) Set(s string) error {
 		return nil
 	}
 	d, err := time.ParseDuration(s)
+	if ops.IsDurationOverflow(s) {
+		return worded{fmt.Errorf("%q is too long for a duration: give a shorter one, in days when long (7d)", s)}
+	}
 	if err != nil {
 		return err
 	}
