@@ -94,7 +94,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		Headers: req.Headers, Priority: req.Priority,
 	})
 	if errors.Is(err, ErrNotFound) {
-		return Sent{}, explain(err, hint(OpQueueCreate, "creates the queue", "queue", req.Queue), hint(OpQueueStats, "lists the queues there are"))
+		return Sent{}, explain(err, append(createSteps(req.Queue), hint(OpQueueStats, "lists the queues there are"))...)
 	}
 	if err != nil {
 		return Sent{}, explain(err)
@@ -170,7 +170,16 @@ func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewM
 				queue, levels[0], levels[len(levels)-1])
 		}
 	}
-	return ids, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue))
+	return ids, explain(err, createSteps(queue)...)
+}
+
+// createSteps is the step that creates a queue a send did not find, none
+// for a name no new queue may take (orders_idx): it would be refused.
+func createSteps(queue string) []Hint {
+	if store.NameClashes(queue) {
+		return nil
+	}
+	return []Hint{hint(OpQueueCreate, "creates the queue", "queue", queue)}
 }
 
 // checkSendText refuses text PostgreSQL cannot store (bytes that are not

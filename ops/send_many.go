@@ -225,7 +225,7 @@ func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.R
 	}
 	ids, err = s.sender.SendBatch(ctx, queue, msgs)
 	if errors.Is(err, ErrNotFound) {
-		return nil, explain(err, hint(OpQueueCreate, "creates the queue", "queue", queue), hint(OpQueueStats, "lists the queues there are"))
+		return nil, explain(err, append(createSteps(queue), hint(OpQueueStats, "lists the queues there are"))...)
 	}
 	return ids, explain(err)
 }

@@ -141,3 +141,19 @@ func TestSendAuditEntryLeavesOutOptionsNotGiven(t *testing.T) {
 		t.Errorf("audit arguments of a send with every option: %s", rows[1].Arguments)
 	}
 }
+
+// A send to a missing queue whose name no new queue may take names no
+// step that creates it, which would be refused; other missing queues do.
+func TestSendToAMissingQueueOfAClashingName(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	for name, create := range map[string]bool{uniqueName("gone") + "_seq": false, uniqueName("gone"): true} {
+		_, err := svc.Send(ctx, ops.SendRequest{Queue: name, Payload: json.RawMessage(`{}`)})
+		steps := ops.NextSteps(err)
+		if !errors.Is(err, ops.ErrNotFound) || hasHint(steps, ops.OpQueueCreate, map[string]any{"queue": name}) != create || !hasHint(steps, ops.OpQueueStats, nil) {
+			t.Errorf("send to missing %s: %v, next %v; want not found, a create step %v, and the list of queues", name, err, steps, create)
+		}
+	}
+}

@@ -95,6 +95,12 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 // is q_orders_vt_idx, clashes with orders' index, made first or after.
 var clashingEndings = []string{"_pkey", "_seq", "_idx"}
 
+// NameClashes reports whether a new queue may not take name, for it ends
+// as the indexes and sequences of queue tables are named (clashingEndings).
+func NameClashes(name string) bool {
+	return slices.ContainsFunc(clashingEndings, func(e string) bool { return strings.HasSuffix(name, e) })
+}
+
 // refuseClashingName refuses to make a new queue whose name has one of
 // clashingEndings. A queue of such a name that exists (made before, or by
 // another PGMQ client) is left as it is.
