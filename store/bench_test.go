@@ -353,3 +353,20 @@ func BenchmarkHeldByBreaker(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRunHeldNowManyQueues is a reset's search for holds outside its
+// breaker's users' queues (store.RunHeldNow) in a database of 500 queues
+// and their DLQs, none holding any.
+func BenchmarkRunHeldNowManyQueues(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	for range 500 {
+		newQueue(b, s)
+	}
+	until := time.Now().Add(time.Hour)
+	for b.Loop() {
+		if n, err := s.RunHeldNow(ctx, "http:bench", &until); err != nil || n != 0 {
+			b.Fatalf("RunHeldNow = %d, %v; want none", n, err)
+		}
+	}
+}
