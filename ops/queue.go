@@ -83,7 +83,8 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 	if err == nil && !req.All {
 		s.fitQueueStats(&out)
 	}
-	if err == nil {
+	if err == nil && !req.NoArchive {
+		// For an answer, not a reader that polls: one more read a look.
 		s.noteUnreadQueues(ctx, &out)
 	}
 	return out, err
