@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,17 +23,25 @@ func durationVar(f *pflag.FlagSet, p *time.Duration, name string, value time.Dur
 
 type durationValue struct{ d *time.Duration }
 
+// maxDays is the most whole days a time.Duration holds (106,751).
+const maxDays = int64(math.MaxInt64 / (24 * time.Hour))
+
 // Set reads a Go duration or whole days. Values out of a command's range,
 // negative or huge, are read for the command to refuse in its own words.
 func (v durationValue) Set(s string) error {
 	s = strings.TrimSpace(s)
-	if strings.HasSuffix(s, "d") {
-		d, err := ops.ParseAge(s)
-		if err != nil {
-			return worded{err} // says what is wrong with the days: too many, negative
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		switch {
+		case err == nil && n >= 0 && n <= maxDays:
+			*v.d = time.Duration(n) * 24 * time.Hour
+			return nil
+		case strings.HasPrefix(days, "-"):
+			return worded{fmt.Errorf("%q is negative: give 0 or more days, such as 7d", s)}
+		case err == nil || errors.Is(err, strconv.ErrRange):
+			return worded{fmt.Errorf("%q is too long for a duration: give at most %dd", s, maxDays)}
 		}
-		*v.d = d
-		return nil
+		return worded{fmt.Errorf("%q is not a duration: give whole days (7d) or hours and minutes (36h, 90m)", s)}
 	}
 	d, err := time.ParseDuration(s)
 	if ops.IsDurationOverflow(s) {

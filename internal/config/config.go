@@ -42,6 +42,7 @@ import (
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/yamlerr"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -219,21 +220,21 @@ func (s Settings) Check() (key string, err error) {
 	case s.MaxRetries != nil && (*s.MaxRetries < 1 || *s.MaxRetries > 1000):
 		return "max_retries", fmt.Errorf("%d is out of range 1..1000 (the runs a message gets; 1 runs it once, without retries)", *s.MaxRetries)
 	case s.VisibilityTimeout != nil && (s.VisibilityTimeout.D() < time.Second || s.VisibilityTimeout.D() > 24*time.Hour):
-		return "visibility_timeout", fmt.Errorf("%s is out of range 1s..24h", s.VisibilityTimeout)
+		return "visibility_timeout", fmt.Errorf("%s is out of range 1s..24h", ops.FormatAge(s.VisibilityTimeout.D()))
 	case s.Backoff != nil && (s.Backoff.D() < 0 || s.Backoff.D() > 24*time.Hour):
-		return "backoff", fmt.Errorf("%s is out of range 0s..24h", s.Backoff)
+		return "backoff", fmt.Errorf("%s is out of range 0s..24h", ops.FormatAge(s.Backoff.D()))
 	case s.BackoffMax != nil && (s.BackoffMax.D() < 0 || s.BackoffMax.D() > 7*24*time.Hour):
-		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", s.BackoffMax)
+		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", ops.FormatAge(s.BackoffMax.D()))
 	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D() && s.Strategy != store.BackoffPolynomial:
-		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", s.BackoffMax, s.Backoff)
+		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", s.BackoffMax, ops.FormatAge(s.Backoff.D()))
 	case s.Jitter != nil && !(*s.Jitter >= 0 && *s.Jitter <= 1):
 		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)
 	case s.Strategy != "" && s.Strategy != store.BackoffExponential && s.Strategy != store.BackoffPolynomial:
 		return "strategy", fmt.Errorf("%q is not a backoff strategy; use %s or %s", s.Strategy, store.BackoffExponential, store.BackoffPolynomial)
 	case s.ArchiveRetention != nil && !retentionInRange(s.ArchiveRetention.D()):
-		return "archive_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 168h keeps a week", s.ArchiveRetention)
+		return "archive_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 168h keeps a week", ops.FormatAge(s.ArchiveRetention.D()))
 	case s.DeadRetention != nil && !retentionInRange(s.DeadRetention.D()):
-		return "dead_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 720h keeps 30 days", s.DeadRetention)
+		return "dead_retention", fmt.Errorf("%s is out of range 1m..87600h (ten years); 720h keeps 30 days", ops.FormatAge(s.DeadRetention.D()))
 	}
 	return "", nil
 }
@@ -662,13 +663,13 @@ func (f *File) check() error {
 		return f.Errorf("log_level", "%q: use debug, info, warn or error", f.LogLevel)
 	}
 	if d := f.Worker.PollInterval; d != nil && (d.D() < 10*time.Millisecond || d.D() > time.Hour) {
-		return f.Errorf("worker.poll_interval", "%s is out of range 10ms..1h", d)
+		return f.Errorf("worker.poll_interval", "%s is out of range 10ms..1h", ops.FormatAge(d.D()))
 	}
 	if d := f.Worker.DrainTimeout; d != nil && (d.D() < time.Millisecond || d.D() > 24*time.Hour) {
-		return f.Errorf("worker.drain_timeout", "%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM; give for example 30s", d)
+		return f.Errorf("worker.drain_timeout", "%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM; give for example 30s", ops.FormatAge(d.D()))
 	}
 	if d := f.Worker.DatabaseCallTimeout; d != nil && (d.D() < engine.MinDatabaseCallTimeout || d.D() > MaxDatabaseCallTimeout) {
-		return f.Errorf("worker.database_call_timeout", "%s is out of range %s: %s", d, DatabaseCallTimeoutRange, DatabaseCallTimeoutWhy)
+		return f.Errorf("worker.database_call_timeout", "%s is out of range %s: %s", ops.FormatAge(d.D()), DatabaseCallTimeoutRange, DatabaseCallTimeoutWhy)
 	}
 	if r := f.AuditRetention; r != nil && !r.Off() && !retentionInRange(r.D()) {
 		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", r)
