@@ -287,9 +287,12 @@ type Client struct {
 	outage outage
 	// idle are the workers waiting for work in their queues.
 	idle idleQueues
-	// relaidSaid is, by queue, the levels a queue created again with more
-	// was last said to have (checkLayout), so that it is said once.
-	relaidSaid sync.Map
+	// workers are Run's queue workers, by logical queue, set before its
+	// loops start.
+	workers map[string]*queueWorker
+	// layouts counts the workers' changes of layout (relayout), for the
+	// listener to map tables to workers again.
+	layouts atomic.Int64
 }
 
 // NewClient makes a client over a migrated store.
@@ -435,10 +438,9 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 // checkLayout compares the priority levels of the queues this client
 // sends to and works with those they have now. A queue dropped and made
 // again with other levels between two reads of its workers goes unseen by
-// them (the levels they know are there again): one made with more is
-// logged, as its new levels wait unrun until the process restarts (one
-// made with fewer fails their reads, which say so). The send targets are
-// looked up again.
+// them when the levels they read are there again (made with more): its
+// worker is told to read its layout again. The send targets are looked up
+// again.
 func (c *Client) checkLayout(ctx context.Context) error {
 	var levels map[string]int
 	err := c.bounded(ctx, func(ctx context.Context) (err error) {
@@ -454,18 +456,11 @@ func (c *Client) checkLayout(ctx context.Context) error {
 		}
 		return true
 	})
-	for queue, physical := range c.physical {
-		n, ok := levels[queue]
-		if !ok || max(n, 1) <= len(physical) {
-			c.relaidSaid.Delete(queue)
-			continue
+	for queue, w := range c.workers {
+		if n, ok := levels[queue]; ok && max(n, 1) != len(w.tables()) {
+			w.layoutStale.Store(true)
+			w.poke()
 		}
-		if said, _ := c.relaidSaid.Load(queue); said == n {
-			continue
-		}
-		c.relaidSaid.Store(queue, n)
-		c.log.Error(fmt.Sprintf("pgbus: the queue was dropped and created again with %s while this process ran, which works it with %s: the messages of the levels it does not know wait unrun until the process is restarted; restart it",
-			levelsText(n), levelsText(len(physical))), "queue", queue)
 	}
 	return nil
 }
@@ -747,10 +742,12 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	writeBase, stopWrites := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWrites()
 	workers := make(map[string]*queueWorker, len(c.cfg.Queues))
-	var wg sync.WaitGroup
 	for _, qc := range c.cfg.Queues {
-		w := newQueueWorker(c, qc, c.physical[qc.Name], jobBase, writeBase)
-		workers[qc.Name] = w
+		workers[qc.Name] = newQueueWorker(c, qc, c.physical[qc.Name], jobBase, writeBase)
+	}
+	c.workers = workers
+	var wg sync.WaitGroup
+	for _, w := range workers {
 		wg.Go(func() { w.run(ctx) })
 	}
 	var bg sync.WaitGroup
@@ -771,6 +768,7 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	c.drain(workers, &wg, hardStop, stopWrites)
 	stopBG()
 	bg.Wait()
+	c.workers = nil
 	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := c.flushStats(final); err != nil {

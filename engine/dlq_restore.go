@@ -49,8 +49,8 @@ func (w *queueWorker) restoreDLQ(ctx context.Context, count int) bool {
 
 // createCommand is the command that makes the queue's missing tables again.
 func (w *queueWorker) createCommand() string {
-	if len(w.physical) > 1 {
-		return fmt.Sprintf("pgbus queue create %s --priorities %d", w.name, len(w.physical))
+	if n := len(w.tables()); n > 1 {
+		return fmt.Sprintf("pgbus queue create %s --priorities %d", w.name, n)
 	}
 	return "pgbus queue create " + w.name
 }

@@ -62,7 +62,7 @@ func (q *idleQueues) byTable() (map[string]*queueWorker, []string) {
 	defer q.mu.Unlock()
 	of := make(map[string]*queueWorker, len(q.waiting))
 	for w := range q.waiting {
-		for _, t := range w.physical {
+		for _, t := range w.tables() {
 			of[t] = w
 		}
 	}

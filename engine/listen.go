@@ -30,12 +30,7 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 		c.log.Info("pgbus: notifications are off; idle queues are checked by polling", "poll_interval", c.cfg.PollInterval)
 		return
 	}
-	byPhysical := make(map[string]*queueWorker, len(workers))
-	for _, w := range workers {
-		for _, name := range w.physical {
-			byPhysical[name] = w
-		}
-	}
+	byPhysical := &tableIndex{c: c, workers: workers}
 	const firstDelay, maxDelay = 100 * time.Millisecond, 10 * time.Second
 	delay := firstDelay
 	polling := false
@@ -78,7 +73,7 @@ func (c *Client) listen(ctx context.Context, workers map[string]*queueWorker) {
 
 // listenOnce listens on one connection until it fails; listening is
 // called once notifications are known to arrive on it.
-func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWorker, listening func()) error {
+func (c *Client) listenOnce(ctx context.Context, byPhysical *tableIndex, listening func()) error {
 	var l *store.Listener
 	err := c.bounded(ctx, func(ctx context.Context) (err error) {
 		l, err = c.store.Listen(ctx)
@@ -97,11 +92,11 @@ func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWor
 	listening()
 	c.idle.checkNow() // notifications may have been missed while disconnected
 	for {
-		queue, err := c.waitForSend(ctx, l, byPhysical)
+		queue, err := c.waitForSend(ctx, l)
 		if err != nil {
 			return err
 		}
-		if w, ok := byPhysical[queue]; ok {
+		if w, ok := byPhysical.worker(queue); ok {
 			w.poke()
 		}
 	}
@@ -112,7 +107,7 @@ func (c *Client) listenOnce(ctx context.Context, byPhysical map[string]*queueWor
 // whose connection stopped answering without being closed (a failover
 // behind a proxy, a frozen path) would otherwise hear nothing again,
 // unnoticed, leaving every idle queue to polling until a restart.
-func (c *Client) waitForSend(ctx context.Context, l *store.Listener, byPhysical map[string]*queueWorker) (string, error) {
+func (c *Client) waitForSend(ctx context.Context, l *store.Listener) (string, error) {
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, c.cfg.DatabaseCallTimeout)
 		queue, err := l.WaitForSend(waitCtx)
@@ -142,4 +137,28 @@ func (c *Client) closeListener(ctx context.Context, l *store.Listener) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.DatabaseCallTimeout)
 	defer cancel()
 	_ = l.Close(ctx)
+}
+
+// tableIndex maps each physical queue of the workers to its worker for the
+// listener, made again whenever a worker took up a queue's new priority
+// levels: a send to a level the index did not know would wake no one.
+type tableIndex struct {
+	c       *Client
+	workers map[string]*queueWorker
+	layouts int64 // Client.layouts when of was made
+	of      map[string]*queueWorker
+}
+
+func (x *tableIndex) worker(table string) (*queueWorker, bool) {
+	if n := x.c.layouts.Load(); x.of == nil || n != x.layouts {
+		x.layouts = n
+		x.of = make(map[string]*queueWorker, len(x.workers))
+		for _, w := range x.workers {
+			for _, name := range w.tables() {
+				x.of[name] = w
+			}
+		}
+	}
+	w, ok := x.of[table]
+	return w, ok
 }

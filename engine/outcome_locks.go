@@ -98,7 +98,7 @@ func (w *queueWorker) writeLockedOut(queue string, batch []result, written [5]bo
 // dead-letter what it reads.
 func (w *queueWorker) readLockedOut(err error, retryIn time.Duration) bool {
 	wait := lockWait{what: "reading the queue", meanwhile: "its messages wait", said: &w.readLockSaid}
-	return w.lockedOut(wait, w.physical, false, w.dlq, err, "queue", w.name, "in", retryIn.String())
+	return w.lockedOut(wait, w.tables(), false, w.dlq, err, "queue", w.name, "in", retryIn.String())
 }
 
 // heartbeatLockedOut is lockedOut for an extension of the visibility

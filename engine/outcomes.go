@@ -111,7 +111,7 @@ func (w *queueWorker) writeQueueBatch(queue string, batch []result) {
 	defer guard.release()
 	landed := w.writeLanded(queue, batch, guard)
 	w.recordLanded(batch, landed)
-	w.settled[queue].Add(int64(len(landed)))
+	w.settled.of(queue).Add(int64(len(landed)))
 	claims := make([]store.Claim, len(all))
 	for i, r := range all {
 		claims[i] = r.claim

@@ -259,20 +259,20 @@ func TestDLQRetryKeepsTheDefaultIdempotencyKey(t *testing.T) {
 }
 
 // A queue dropped and made again with more priority levels between two
-// reads of its idle workers is logged, once, as the messages of its new
-// levels wait unrun until the process restarts: nothing said so, the
-// levels the workers know being there again. A send looks the levels up
-// again, and reaches the new ones.
-func TestQueueMadeAgainWithMoreLevelsIsLogged(t *testing.T) {
+// reads of its idle workers: no read fails, the levels the workers know
+// being there again, so the check of settings tells them, and they work
+// the new levels, saying so once; a send to a new level wakes them. Their
+// messages waited unrun until the process restarted.
+func TestQueueMadeAgainWithMoreLevelsIsWorked(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newPriorityQueue(t, s, 2)
 	var logs lockedBuffer
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		// Idle workers that read nothing: the check of settings alone
-		// can tell.
-		cfg.PollInterval, cfg.NoListen = time.Hour, true
+		// Idle workers that read nothing unless a notification wakes
+		// them: the check of settings alone can tell.
+		cfg.PollInterval = time.Hour
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { return nil })
@@ -287,12 +287,12 @@ func TestQueueMadeAgainWithMoreLevelsIsLogged(t *testing.T) {
 	if err := s.CreatePriorityQueue(ctx, q, 3); err != nil {
 		t.Fatal(err)
 	}
-	want := "the queue was dropped and created again with 3 priority levels while this process ran, which works it with 2 priority levels"
+	want := "the queue was made again with 3 priority levels, where this worker read 2 priority levels: it works the new layout"
 	pgtest.Eventually(t, 20*time.Second, "the new layout logged", func() bool { return strings.Contains(logs.String(), want) })
 	if _, err := c.Send(ctx, q, 2, engine.SendOptions{Priority: 2}); err != nil {
 		t.Fatalf("a send to the new level 2: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // a few checks more
+	pgtest.Eventually(t, 30*time.Second, "the message of the new level 2 run", func() bool { return pgtest.Archived(t, s, store.PriorityQueueName(q, 2)) == 1 })
 	if n := strings.Count(logs.String(), want); n != 1 {
 		t.Fatalf("the new layout logged %d times, want once:\n%s", n, logs.String())
 	}

@@ -26,7 +26,7 @@ func (w *queueWorker) queueDropped(ctx context.Context, err error) bool {
 func (w *queueWorker) queueExists(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for _, queue := range w.physical {
+	for _, queue := range w.tables() {
 		ok, err := w.c.store.QueueExists(ctx, queue)
 		if err != nil || !ok {
 			return false, err
@@ -41,20 +41,23 @@ func (w *queueWorker) queueExists(ctx context.Context) (bool, error) {
 // made by hand), and a worker that stopped serving it would leave the new
 // queue's messages unrun until someone restarts it; so the workers wait,
 // saying so once rather than at every read, and work the queue again once
-// it is back, checking for it as often as idle queues are checked. Meanwhile
-// the process still registers the queue, which pgbus health reports as
-// served by running workers but missing.
+// it is back, with the priority levels it is made with, checking for it as
+// often as idle queues are checked. Meanwhile the process still registers
+// the queue, which pgbus health reports as served by running workers but
+// missing.
 func (w *queueWorker) waitForQueue(ctx context.Context) {
 	w.c.log.Warn("pgbus: the queue was dropped while its workers ran; they wait for it to be created again ("+w.createCommand()+") and work it once it is; "+
 		"to stop serving it, remove it from the worker's queues and restart the worker",
 		"queue", w.name)
-	said := false // that it was created again in another layout
 	for {
 		// As often as idle queues are checked, a lookup in the catalog as
 		// cheap as that read; a send to the queue made again wakes it at
 		// once.
 		w.idle(ctx)
 		if ctx.Err() != nil {
+			return
+		}
+		if w.relayout(ctx) {
 			return
 		}
 		exists, err := w.queueExists(ctx)
@@ -65,39 +68,46 @@ func (w *queueWorker) waitForQueue(ctx context.Context) {
 			continue
 		}
 		if exists {
-			if levels, ok := w.relaidOut(ctx); ok {
-				// More levels than it had: it reads those it knows.
-				w.c.log.Error(fmt.Sprintf("pgbus: the dropped queue was created again with %s, where this process works it with %s: it works the levels it knows, and the messages of the others wait unrun until the process is restarted; restart it",
-					levelsText(levels), levelsText(len(w.physical))), "queue", w.name)
-				return
-			}
 			w.c.log.Info("pgbus: the dropped queue was created again; working it", "queue", w.name)
 			return
-		}
-		if levels, ok := w.relaidOut(ctx); ok && !said {
-			said = true
-			w.c.log.Error(fmt.Sprintf("pgbus: the dropped queue was created again with %s, where this process works it with %s: it cannot read the new layout, and its messages wait unrun until the process is restarted; restart it",
-				levelsText(levels), levelsText(len(w.physical))), "queue", w.name)
 		}
 	}
 }
 
+// relayout reads the queue's priority levels again and, when the queue
+// exists with other levels than the worker reads (dropped and made again
+// with them while it ran), works those from now on, saying so. It reports
+// whether it did. Before, the worker read the levels it started with until
+// a restart: none of a layout with fewer, and only those it knew of one
+// with more, while the new levels' messages waited unrun.
+func (w *queueWorker) relayout(ctx context.Context) bool {
+	old := w.tables()
+	physical, ok := w.relaidOut(ctx, old)
+	if !ok {
+		return false
+	}
+	w.layout.Store(&physical)
+	w.c.layouts.Add(1) // the listener's index of tables
+	w.c.log.Info(fmt.Sprintf("pgbus: the queue was made again with %s, where this worker read %s: it works the new layout",
+		levelsText(len(physical)), levelsText(len(old))), "queue", w.name)
+	return true
+}
+
 // relaidOut reports whether the worker's queue exists with other priority
-// levels than the worker's, and how many: created again so while the
-// worker waited for it.
-func (w *queueWorker) relaidOut(ctx context.Context) (int, bool) {
+// levels than old, the worker's, and its physical queues if so.
+func (w *queueWorker) relaidOut(ctx context.Context, old []string) ([]string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	physical, err := w.c.store.PhysicalQueues(ctx, w.name)
-	if err != nil || slices.Equal(physical, w.physical) {
-		return 0, false
+	if err != nil || slices.Equal(physical, old) {
+		return nil, false
 	}
 	for _, queue := range physical {
 		if ok, err := w.c.store.QueueExists(ctx, queue); err != nil || !ok {
-			return 0, false
+			return nil, false
 		}
 	}
-	return len(physical), true
+	return physical, true
 }
 
 // levelsText words a queue's number of priority levels.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A queue dropped by another process while its workers run: the worker
@@ -57,64 +56,4 @@ func TestWorkerWaitsForItsDroppedQueue(t *testing.T) {
 			t.Fatalf("round %d: an error was logged:\n%s", round, logs.String())
 		}
 	}
-}
-
-// droppedWhileWorked works queue q until its first message has run, then
-// drops it through another store, which it returns, once the worker said
-// so in logs.
-func droppedWhileWorked(t *testing.T, s *store.Store, q string, logs *pgtest.SyncBuffer) *store.Store {
-	t.Helper()
-	other := pgtest.OpenStore(t, pgtest.URL(t))
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
-	var runs atomic.Int32
-	c.HandleQueue(q, func(context.Context, *engine.Job) error { runs.Add(1); return nil })
-	pgtest.Start(t, c)
-	// Dropped once it is worked: dropped before, Run refuses to start.
-	pgtest.Send(t, c, q, 1, engine.SendOptions{})
-	pgtest.Eventually(t, 30*time.Second, "the first message to run", func() bool { return runs.Load() == 1 })
-	if err := other.DropQueue(testContext(t), q); err != nil {
-		t.Fatal(err)
-	}
-	pgtest.Eventually(t, 30*time.Second, "the worker to say the queue was dropped", func() bool {
-		return strings.Contains(logs.String(), "the queue was dropped while its workers ran")
-	})
-	return other
-}
-
-// A queue dropped and created again with other priority levels is a
-// layout the running worker cannot read: it says so once, as an error
-// naming both layouts and the restart that works the new one, rather
-// than wait on in silence while health blames its concurrency.
-func TestWorkerSaysItsQueueCameBackInAnotherLayout(t *testing.T) {
-	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
-	var logs pgtest.SyncBuffer
-	other := droppedWhileWorked(t, s, q, &logs)
-	if err := other.CreatePriorityQueue(testContext(t), q, 3); err != nil {
-		t.Fatal(err)
-	}
-	want := "the dropped queue was created again with 3 priority levels, where this process works it with no priority levels: it cannot read the new layout"
-	pgtest.Eventually(t, 30*time.Second, "the worker to say the queue came back in another layout", func() bool { return strings.Contains(logs.String(), want) })
-	time.Sleep(time.Second) // twenty more checks
-	if n := strings.Count(logs.String(), want); n != 1 || !strings.Contains(logs.String(), "restart it") {
-		t.Fatalf("the other layout said %d times, want once with the restart:\n%s", n, logs.String())
-	}
-}
-
-// A priority queue made again with more levels: the worker works the
-// levels it knows, and says the others wait for a restart.
-func TestWorkerSaysItsQueueCameBackWithMoreLevels(t *testing.T) {
-	t.Parallel()
-	s := testStore(t)
-	q := newPriorityQueue(t, s, 2)
-	var logs pgtest.SyncBuffer
-	other := droppedWhileWorked(t, s, q, &logs)
-	if err := other.CreatePriorityQueue(testContext(t), q, 4); err != nil {
-		t.Fatal(err)
-	}
-	want := "the dropped queue was created again with 4 priority levels, where this process works it with 2 priority levels: it works the levels it knows, and the messages of the others wait unrun until the process is restarted"
-	pgtest.Eventually(t, 30*time.Second, "the worker to say the queue came back with more levels", func() bool { return strings.Contains(logs.String(), want) })
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,15 +24,17 @@ import (
 const vacuumCheck = time.Second
 
 // settledCounts counts, per physical queue, the messages this worker
-// settled since it started.
-type settledCounts map[string]*atomic.Int64
+// settled since it started. A queue made again with other priority levels
+// brings tables the worker did not start with, counted from their first
+// settled message.
+type settledCounts struct{ m sync.Map } // physical queue -> *atomic.Int64
 
-func newSettledCounts(physical []string) settledCounts {
-	out := make(settledCounts, len(physical))
-	for _, q := range physical {
-		out[q] = new(atomic.Int64)
+func (s *settledCounts) of(queue string) *atomic.Int64 {
+	if n, ok := s.m.Load(queue); ok {
+		return n.(*atomic.Int64)
 	}
-	return out
+	n, _ := s.m.LoadOrStore(queue, new(atomic.Int64))
+	return n.(*atomic.Int64)
 }
 
 // vacuumMarks are a physical queue's settled count at its last vacuum, at
@@ -51,17 +54,17 @@ func (w *queueWorker) vacuumLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(vacuumCheck)
 	defer t.Stop()
-	marks := make(map[string]*vacuumMarks, len(w.physical))
-	for _, q := range w.physical {
-		marks[q] = &vacuumMarks{}
-	}
+	marks := map[string]*vacuumMarks{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		for _, queue := range w.physical {
+		for _, queue := range w.tables() {
+			if marks[queue] == nil {
+				marks[queue] = &vacuumMarks{}
+			}
 			w.vacuumIfDue(ctx, queue, marks[queue])
 		}
 	}
@@ -91,7 +94,7 @@ func (w *queueWorker) vacuumIfDue(ctx context.Context, queue string, m *vacuumMa
 		return
 	}
 	after := int64(w.c.cfg.VacuumAfter)
-	total := w.settled[queue].Load()
+	total := w.settled.of(queue).Load()
 	quiet := total == m.seen
 	m.seen = total
 	shrink := quiet && total-m.shrunk >= after

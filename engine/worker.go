@@ -26,11 +26,17 @@ const fetchLinger = time.Millisecond
 // queues (one, or one per priority level, highest first), one goroutine per
 // running job bounded by the queue's concurrency, and a writer of outcomes.
 type queueWorker struct {
-	c        *Client
-	name     string
-	physical []string
-	dlq      string
-	slots    chan struct{}
+	c    *Client
+	name string
+	// layout is the queue's physical queues (tables), which the fetch loop
+	// replaces when the queue was dropped and made again with other
+	// priority levels (relayout); the other loops read it as it is now.
+	layout atomic.Pointer[[]string]
+	// layoutStale is set when the registry's levels of the queue differ
+	// from layout, for the fetch loop to read them again.
+	layoutStale atomic.Bool
+	dlq         string
+	slots       chan struct{}
 	// reading is how many of slots the read under way holds.
 	reading atomic.Int64
 	wake    chan struct{}
@@ -73,10 +79,9 @@ type msgKey struct {
 }
 
 func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase, writeBase context.Context) *queueWorker {
-	return &queueWorker{
+	w := &queueWorker{
 		c:         c,
 		name:      qc.Name,
-		physical:  physical,
 		dlq:       store.DLQName(qc.Name),
 		slots:     make(chan struct{}, qc.Concurrency),
 		runnable:  make(chan delivery, qc.Concurrency),
@@ -85,10 +90,15 @@ func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase, write
 		writeBase: writeBase,
 		outcomes:  make(chan result, qc.Concurrency),
 		held:      map[msgKey]store.Claim{},
-		settled:   newSettledCounts(physical),
 		gone:      map[string]bool{},
 	}
+	w.layout.Store(&physical)
+	return w
 }
+
+// tables is the queue's physical queues as the worker reads them now,
+// level 0 first.
+func (w *queueWorker) tables() []string { return *w.layout.Load() }
 
 func (w *queueWorker) poke() {
 	select {
@@ -142,6 +152,9 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 	backlog := false // the last read found as many messages as it asked for
 	reclaim := false // a read failed: extend the held claims before the next
 	for ctx.Err() == nil {
+		if w.layoutStale.Swap(false) {
+			w.relayout(ctx)
+		}
 		if w.c.settingsFor(w.name).Paused {
 			w.idle(ctx)
 			continue
@@ -173,7 +186,9 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 			switch {
 			case ctx.Err() != nil:
 			case w.queueDropped(ctx, err):
-				w.waitForQueue(ctx)
+				if !w.relayout(ctx) {
+					w.waitForQueue(ctx)
+				}
 				errDelay = 100 * time.Millisecond
 			default:
 				w.logReadFailure(err, errDelay)
@@ -196,7 +211,7 @@ func (w *queueWorker) fetchLoop(ctx context.Context) {
 func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 	vt := w.c.settingsFor(w.name).VisibilityTimeout
 	got := 0
-	for _, queue := range w.physical {
+	for _, queue := range w.tables() {
 		if got == n {
 			break
 		}
