@@ -170,7 +170,7 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		fmt.Fprintln(w, "failures:")
 		t := newTable(w, "  #", "AT", "KIND", "RAN", "ERROR CLASS", "ERROR")
 		for _, f := range m.History {
-			t.row(attemptLabel(f), stamp(f.FailedAt), dash(f.Kind), ran(f), f.ErrorClass, messageCell(f.ErrorMessage, 100))
+			t.row(attemptLabel(f), failedAt(f), dash(f.Kind), ran(f), f.ErrorClass, messageCell(f.ErrorMessage, 100))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -408,6 +408,20 @@ func attemptLabel(f ops.Failure) string {
 		return fmt.Sprintf("  %d-%d (%dx)", f.FirstAttempt, f.Attempt, f.Repeated)
 	}
 	return fmt.Sprintf("  %d", f.Attempt)
+}
+
+// failedAt is when a history row's failure happened: a folded run of
+// identical failures spans its first and last, which a single time would
+// read as all of them in one second, as if no backoff had come between.
+func failedAt(f ops.Failure) string {
+	if f.Repeated < 2 || f.FirstFailedAt.IsZero() || f.FirstFailedAt.Equal(f.FailedAt) {
+		return stamp(f.FailedAt)
+	}
+	first, last := f.FirstFailedAt.UTC(), f.FailedAt.UTC()
+	if first.Format(time.DateOnly) == last.Format(time.DateOnly) {
+		return stamp(first) + " to " + last.Format("15:04:05Z")
+	}
+	return stamp(first) + " to " + stamp(last)
 }
 
 // writeDiscardedList prints pgbus dlq discarded.
