@@ -83,6 +83,10 @@ func (sh *shortening) value(v any, path *valuePath, depth int) any {
 	switch x := v.(type) {
 	case string:
 		what := fmt.Sprintf("a string of %d bytes", len(x))
+		if strings.HasSuffix(x, readCutMark) {
+			// Its start only was read (cutValue).
+			what = fmt.Sprintf("a string of more than %d bytes", len(x)-len(readCutMark))
+		}
 		if len(x)-len(ShortenedMark)-len(what)-1 > sh.str {
 			return cutBytes(x, sh.str) + sh.mark(path, "", what)
 		}
@@ -216,10 +220,14 @@ func firstShown(n int) string {
 
 // shortenedNote says what a shortened preview cut, and where.
 func shortenedNote(size, shown int, sh shortening) string {
+	return fmt.Sprintf("payload truncated: it is %d bytes; its preview shows it as JSON of %d bytes with %s", size, shown, shortenedWhere(sh))
+}
+
+// shortenedWhere says how many values a preview shortened, and where.
+func shortenedWhere(sh shortening) string {
 	where := strings.Join(sh.places, ", ")
 	if sh.n > len(sh.places) {
 		where += fmt.Sprintf(" and %d more", sh.n-len(sh.places))
 	}
-	return fmt.Sprintf("payload truncated: it is %d bytes; its preview shows it as JSON of %d bytes with %d %s shortened, each marked %s…] in place: %s",
-		size, shown, sh.n, plural.Of(sh.n, "value", "values"), ShortenedMark, where)
+	return fmt.Sprintf("%d %s shortened, each marked %s…] in place: %s", sh.n, plural.Of(sh.n, "value", "values"), ShortenedMark, where)
 }

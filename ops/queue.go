@@ -254,9 +254,15 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	// that its next_cursor follows the last row shown; a single row still
 	// over it is cut further.
 	b, asked, cut := s.opts.Bounds, limit, false
+	// A list reads what it shows of each payload: none when it shows
+	// none, else a start, whatever size the payloads are.
+	read := store.LivePayloadNone
+	if s.viewer(req.IncludePayload).showPay {
+		read = listRead(s.opts.Bounds)
+	}
 	var out LiveMessages
 	for step := 0; ; {
-		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State}, req.Cursor, limit)
+		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State, PayloadChars: read}, req.Cursor, limit)
 		if errors.Is(err, store.ErrNotFound) {
 			if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
 				return LiveMessages{}, dropped
@@ -341,14 +347,20 @@ func (s *Service) droppedQueue(ctx context.Context, queue string) error {
 func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) LiveMessages {
 	v := s.viewerWith(asked, b)
 	out := LiveMessages{Items: make([]LiveMessage, 0, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}}
-	var hidden, truncated, omitted int
+	var hidden, truncated, omitted, cutRead int
 	var hiddenNote string
 	var askable bool
 	for _, m := range page.Items {
 		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: shownKind(m.Kind), State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
-			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: len(m.Payload), FailureCount: len(m.History)}
+			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: m.PayloadBytes, FailureCount: len(m.History)}
 		lm.Headers, _, _ = v.headers(m.Headers)
-		pv := v.payload(m.Payload, b.ListPayload)
+		var pv payloadView
+		if m.PayloadCut {
+			pv = v.cutPayload(m.Payload, m.PayloadBytes, b.ListPayload)
+			cutRead++
+		} else {
+			pv = v.payload(m.Payload, b.ListPayload)
+		}
 		lm.PayloadShown, lm.Payload, lm.PayloadPreview, lm.PayloadTruncated = pv.shown, pv.payload, pv.preview, pv.truncated
 		lm.PayloadPreviewJSON = pv.previewJSON
 		switch {
@@ -373,6 +385,10 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 	}
 	if truncated > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s truncated to a preview: as JSON with long values shortened, each marked %s…], where that fits; else %s start", plural.Count(truncated, "payload", "payloads"), b.ListPayload, plural.Of(truncated, "is", "are"), ShortenedMark, plural.Of(truncated, "its", "their")))
+	}
+	if cutRead > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%s longer than %d characters %s previewed from %s first %d only, where the read stopped marked %s",
+			plural.Count(cutRead, "payload", "payloads"), listRead(s.opts.Bounds), plural.Of(cutRead, "is", "are"), plural.Of(cutRead, "its", "their"), listRead(s.opts.Bounds), readCutMark))
 	}
 	if omitted > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s more than %s; only the newest are listed (the failure count has the total)", plural.Count(omitted, "message has", "messages have"), plural.Count(b.LiveHistory, "failure", "failures")))

@@ -26,6 +26,13 @@ func RedactJSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 	return redact.JSON(raw)
 }
 
+// redactJSONCut is RedactJSON for the start of a payload closed where a
+// read stopped, each container the cut left open holding cut
+// (redact.JSONCut).
+func redactJSONCut(closed json.RawMessage, cut string) (json.RawMessage, int, bool) {
+	return redact.JSONCut(closed, cut)
+}
+
 // shownKind is a job kind as a view shows it, secrets redacted: a kind is
 // whatever its sender wrote ("sync password=..."), and the logs and the
 // audit log redact it already. Filters still compare the kind as stored.

@@ -388,7 +388,16 @@ const (
 type LiveFilter struct {
 	Queue string `json:"queue"`
 	State string `json:"state,omitempty"`
+	// PayloadChars is how much of each payload a list reads: all of it
+	// for 0, none for LivePayloadNone, else the first PayloadChars
+	// characters of its JSON text. It selects no message: a list that
+	// shows a preview of each payload, or none, reads what it shows, not
+	// megabytes a message.
+	PayloadChars int `json:"-"`
 }
+
+// LivePayloadNone is the PayloadChars of a list that reads no payload.
+const LivePayloadNone = -1
 
 // LiveMessage is a message still in its queue, with its failures so far.
 // Queue is the physical queue that holds it: of a queue with priority
@@ -403,13 +412,18 @@ type LiveMessage struct {
 	State    string `json:"state"`
 	// HeldBy names the circuit breaker whose snooze the message waits
 	// out (state scheduled): a reset of the breaker runs it at once.
-	HeldBy     string          `json:"held_by,omitempty"`
-	ReadCount  int             `json:"read_ct"`
-	EnqueuedAt time.Time       `json:"enqueued_at"`
-	VisibleAt  time.Time       `json:"visible_at"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-	Headers    json.RawMessage `json:"headers,omitempty"`
-	History    []FailureRecord `json:"history"`
+	HeldBy     string    `json:"held_by,omitempty"`
+	ReadCount  int       `json:"read_ct"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	VisibleAt  time.Time `json:"visible_at"`
+	// Payload is the payload's JSON text, or as much of its start as the
+	// list read (PayloadCut), or nil when it read none.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// PayloadBytes is the size of the whole payload's JSON text.
+	PayloadBytes int             `json:"payload_bytes"`
+	PayloadCut   bool            `json:"payload_cut,omitempty"`
+	Headers      json.RawMessage `json:"headers,omitempty"`
+	History      []FailureRecord `json:"history"`
 }
 
 // LivePage is a page of live messages, level 0 first, then oldest first.
@@ -482,7 +496,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 			from = after.id
 		}
 		want := limit - len(page.Items)
-		items, err := s.listLevel(ctx, levels[i], f.State, from, want+1)
+		items, err := s.listLevel(ctx, levels[i], f.State, f.PayloadChars, from, want+1)
 		if err != nil {
 			return LivePage{}, err
 		}
@@ -507,9 +521,14 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 }
 
 // listLevel reads up to n live messages of one level after id from, in
-// state (all for ""), oldest first.
-func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, from int64, n int) ([]LiveMessage, error) {
-	sql := `SELECT * FROM (
+// state (all for ""), oldest first, with as much of each payload as
+// chars says (LiveFilter.PayloadChars). The payload's text, its size and
+// its kind are taken in the outer query, for the rows of the page only.
+func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, chars int, from int64, n int) ([]LiveMessage, error) {
+	sql := `SELECT m.msg_id, m.read_ct, m.enqueued_at, m.vt, m.headers, m.state, m.held_by,
+			CASE WHEN $5::int < 0 THEN NULL WHEN $5::int = 0 THEN p.t ELSE left(p.t, $5::int) END,
+			coalesce(octet_length(p.t), 0), coalesce(m.headers->>'` + HeaderKind + `', m.message->>'job_class', '')
+		FROM (
 			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
 			       CASE WHEN q.vt <= now() THEN 'waiting'
 			            WHEN q.read_ct = 0 OR ` + breakerHeldSQL + ` THEN 'scheduled'
@@ -517,16 +536,18 @@ func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, from i
 			            ELSE 'in_flight' END AS state,
 			       CASE WHEN q.vt > now() THEN ` + breakerHeldBySQL + ` ELSE '' END AS held_by
 			FROM ` + queueTable(l.queue) + ` q WHERE q.msg_id > $2` + visibleSQL(state) + ` ORDER BY q.msg_id) m
-		WHERE $3 = '' OR m.state = $3 ORDER BY msg_id LIMIT $4`
-	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n)
+		CROSS JOIN LATERAL (SELECT m.message::text AS t OFFSET 0) p
+		WHERE $3 = '' OR m.state = $3 ORDER BY m.msg_id LIMIT $4`
+	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n, chars)
 	if err != nil {
 		return nil, queueErr(err, "list messages of", l.queue)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveMessage, error) {
 		m := LiveMessage{Queue: l.queue, Priority: l.priority}
 		var payload, headers []byte
-		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &payload, &headers, &m.State, &m.HeldBy)
+		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &headers, &m.State, &m.HeldBy, &payload, &m.PayloadBytes, &m.Kind)
 		m.Payload, m.Headers = payload, headers
+		m.PayloadCut = payload != nil && len(payload) < m.PayloadBytes
 		return m, err
 	})
 	if err != nil {
@@ -558,7 +579,6 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 	for i := range items {
 		ids[i] = items[i].MsgID
 		items[i].History = []FailureRecord{}
-		items[i].Kind = kindFromRaw(items[i].Headers, items[i].Payload)
 		byID[items[i].MsgID] = &items[i]
 	}
 	rows, err := s.reads.Query(ctx, `SELECT id, queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, failed_at, detail
@@ -579,13 +599,6 @@ func (s *Store) attachHistory(ctx context.Context, queue string, items []LiveMes
 		}
 	}
 	return rows.Err()
-}
-
-// kindFromRaw is KindOf of headers as stored.
-func kindFromRaw(headers, payload json.RawMessage) string {
-	var h map[string]json.RawMessage
-	_ = json.Unmarshal(headers, &h) // headers that are no object have no kind
-	return KindOf(h, payload)
 }
 
 // KindOf is a message's kind: its pgbus_kind header, or for messages

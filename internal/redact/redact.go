@@ -590,15 +590,46 @@ func JSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, 0, false
 	}
-	v, n = value(v)
+	v, n = value(v, "")
 	return MarshalPlain(v), n, true
 }
 
-func value(v any) (any, int) {
+// JSONCut is JSON for raw, the start of a longer JSON text closed where
+// it was cut, in which every container the cut left open holds the
+// string cut: as a member's value in an object, as the last item in an
+// array. Such an object may have lost the member that names its value
+// secret ({"value": "...", "name": "DB_PASSWORD"}, in the order jsonb
+// writes keys: shorter first), and such an array the end that made it a
+// pair (["password", "..."]): in them, what a pair's name would hide is
+// hidden whatever the rest says.
+func JSONCut(raw json.RawMessage, cut string) (out json.RawMessage, n int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, 0, false
+	}
+	v, n = value(v, cut)
+	return MarshalPlain(v), n, true
+}
+
+// value redacts v; containers that hold cut (JSONCut) are open, "" for
+// none.
+func value(v any, cut string) (any, int) {
 	n := 0
 	switch x := v.(type) {
 	case map[string]any:
 		named := pairValues(x)
+		if cut != "" && holds(x, cut) {
+			if named == nil {
+				named = map[string]bool{}
+			}
+			for k := range x {
+				if slices.Contains(pairValueMembers, pairMember(k)) {
+					named[k] = true
+				}
+			}
+		}
 		for k, val := range x {
 			if IsSecretKey(k) || named[k] {
 				if hide(&val) {
@@ -608,13 +639,14 @@ func value(v any) (any, int) {
 				continue
 			}
 			var m int
-			x[k], m = value(val)
+			x[k], m = value(val, cut)
 			n += m
 		}
 	case []any:
 		// A pair: ["password", "..."], as a list of headers or of
-		// settings holds its keys and values.
-		if len(x) == 2 {
+		// settings holds its keys and values; an open one may have been
+		// one before its cut.
+		if len(x) == 2 || len(x) == 3 && cut != "" && x[2] == cut {
 			if k, ok := x[0].(string); ok && IsSecretKey(k) {
 				if hide(&x[1]) {
 					n++
@@ -624,13 +656,23 @@ func value(v any) (any, int) {
 		}
 		for i, val := range x {
 			var m int
-			x[i], m = value(val)
+			x[i], m = value(val, cut)
 			n += m
 		}
 	case string:
 		return Text(x)
 	}
 	return v, n
+}
+
+// holds reports whether a member of x has the value cut.
+func holds(x map[string]any, cut string) bool {
+	for _, v := range x {
+		if v == cut {
+			return true
+		}
+	}
+	return false
 }
 
 // hide replaces *val, a value under a secret-looking key, with Marker and

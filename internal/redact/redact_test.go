@@ -223,3 +223,18 @@ func TestJSONHidesSecretPairs(t *testing.T) {
 		t.Errorf("redact.JSON = %s, %d hidden, %v;\nwant %s, 4 hidden", out, n, ok, want)
 	}
 }
+
+// In the start of a JSON text closed where it was cut, an object or array
+// the cut left open (it holds the cut mark) hides what a pair's name
+// could have hidden, as the name may be what the cut took; a closed one
+// is redacted as JSON is.
+func TestJSONCutHidesPairsTheCutLeftOpen(t *testing.T) {
+	t.Parallel()
+	const cut = "…cut"
+	in := `{"env": [{"value": "debug", "name": "LOG_LEVEL"}, {"value": "k8spw1234", "…": "…cut"}, "…cut"], "kv": ["password", "arrpw1234", "…cut"], "…": "…cut"}`
+	out, n, ok := redact.JSONCut([]byte(in), cut)
+	want := `{"env":[{"name":"LOG_LEVEL","value":"debug"},{"value":"[REDACTED]","…":"…cut"},"…cut"],"kv":["password","[REDACTED]","…cut"],"…":"…cut"}`
+	if !ok || n != 2 || string(out) != want {
+		t.Errorf("redact.JSONCut = %s, %d hidden, %v;\nwant %s, 2 hidden", out, n, ok, want)
+	}
+}

@@ -1,0 +1,45 @@
+package store_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// A list reads as much of each payload as it asks for: all of it, the
+// start of its text, or none; its size and kind come whole either way.
+func TestListLiveReadsThePayloadItAsksFor(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	// As jsonb writes it: shorter keys first.
+	payload := `{"note": "` + strings.Repeat("é", 1000) + `", "job_class": "Sync"}`
+	if _, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(payload)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		chars       int
+		want        string
+		cut, absent bool
+	}{
+		{chars: 0, want: payload},
+		{chars: 40, want: `{"note": "` + strings.Repeat("é", 30), cut: true},
+		{chars: len(payload), want: payload},
+		{chars: store.LivePayloadNone, absent: true},
+	} {
+		page, err := s.ListLive(ctx, store.LiveFilter{Queue: q, PayloadChars: c.chars}, "", 10)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("chars %d: list = %+v, %v", c.chars, page, err)
+		}
+		m := page.Items[0]
+		if m.Kind != "Sync" || m.PayloadBytes != len(payload) || m.PayloadCut != c.cut {
+			t.Errorf("chars %d: kind %q, %d bytes, cut %v; want Sync, %d bytes, cut %v", c.chars, m.Kind, m.PayloadBytes, m.PayloadCut, len(payload), c.cut)
+		}
+		if c.absent && m.Payload != nil || !c.absent && string(m.Payload) != c.want {
+			t.Errorf("chars %d: payload %.80q, want %.80q", c.chars, m.Payload, c.want)
+		}
+	}
+}
