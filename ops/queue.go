@@ -208,8 +208,8 @@ type LiveMessage struct {
 	PayloadBytes       int             `json:"payload_bytes"`
 	PayloadShown       bool            `json:"payload_shown"`
 	Payload            json.RawMessage `json:"payload,omitempty" jsonschema_description:"The payload, secrets redacted; only when payload_shown and not truncated."`
-	PayloadPreview     string          `json:"payload_preview,omitempty" jsonschema_description:"A payload too large to return whole, as JSON text: when payload_preview_json, the whole payload with the values that did not fit shortened, each marked in place with \"…[shortened: \" and what it was; otherwise only its start."`
-	PayloadPreviewJSON bool            `json:"payload_preview_json,omitempty" jsonschema_description:"payload_preview is valid JSON: the payload with every top-level key, its long strings, arrays and nested objects shortened, each cut marked. Not a payload to retry with: the marks would replace the values."`
+	PayloadPreview     string          `json:"payload_preview,omitempty" jsonschema_description:"A payload too large to return whole, as JSON text: when payload_preview_json, the payload with the values that did not fit shortened, each marked in place with \"…[shortened: \" and what it was (of a payload over 64K characters, only its start is read: where the read stopped is marked \"…[shortened: the rest, not read in a list]\"); otherwise only its start."`
+	PayloadPreviewJSON bool            `json:"payload_preview_json,omitempty" jsonschema_description:"payload_preview is valid JSON: the payload (its start, read of a payload over 64K characters) with every top-level key read, its long strings, arrays and nested objects shortened, each cut marked. Not a payload to retry with: the marks would replace the values."`
 	PayloadTruncated   bool            `json:"payload_truncated,omitempty"`
 	History            []Failure       `json:"history" jsonschema_description:"The newest failures, oldest first, error text redacted and shortened."`
 	FailureCount       int             `json:"failure_count" jsonschema_description:"Failures recorded in all."`
