@@ -108,3 +108,49 @@ func BenchmarkShowLargeMessage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkManyQueueReads measures the reads of pgbus queues, pgbus health
+// and pgbus dlq list --since 1h over 500 queues and their DLQs, a few of
+// which hold messages: the cost is the number of tables, not of rows.
+func BenchmarkManyQueueReads(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	svc := newService(b, s, ops.Options{})
+	ctx := pgtest.Context(b)
+	msgs := []store.NewMessage{{Payload: json.RawMessage(`1`)}, {Payload: json.RawMessage(`2`)}}
+	var queues []string
+	for range 500 {
+		queues = append(queues, newQueue(b, s, nil))
+	}
+	for _, q := range queues[:5] {
+		if _, err := s.SendBatch(ctx, q, msgs); err != nil {
+			b.Fatal(err)
+		}
+		pgtest.DeadLetter(b, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("queues", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
+			if err != nil || len(res.Queues) != 500 {
+				b.Fatalf("stats of %d queues, %v; want 500", len(res.Queues), err)
+			}
+		}
+	})
+	b.Run("health", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := svc.Health(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dlq_list_since", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Since: "1h"}})
+			if err != nil || len(res.Items) != 5 {
+				b.Fatalf("list of %d dead messages, %v; want 5", len(res.Items), err)
+			}
+		}
+	})
+}

@@ -16,6 +16,27 @@ func dlqCountedDepth(name string) string {
 			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = ` + name + `))::bigint`
 }
 
+// deadHolding returns those of dlqs, in their order, that may hold
+// messages: all but the tracked ones whose group counts, exact at every
+// snapshot, say they are empty. A list over every DLQ then plans and locks
+// only the tables it may find a row in, not thousands of empty ones. A
+// DLQ whose table is gone is kept, for its read to say so.
+func deadHolding(ctx context.Context, tx pgx.Tx, dlqs []string) ([]string, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS u(n, i),
+		     to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r
+		WHERE r IS NULL OR NOT pgbus.dlq_groups_tracked(r) OR `+dlqCountedDepth("n")+` <> 0
+		ORDER BY i`, dlqs)
+	if err != nil {
+		return nil, fmt.Errorf("store: read which dead-letter queues hold messages: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("store: read which dead-letter queues hold messages: %w", err)
+	}
+	return out, nil
+}
+
 // FoldDeadCounts moves the pending deltas of every DLQ's group counts into
 // their base rows and returns how many delta rows it folded. Summaries
 // and depths are the same before and after; folding keeps the deltas,

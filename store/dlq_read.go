@@ -30,9 +30,16 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 		return page, err
 	}
 	err = s.runDead(ctx, f, func(q *deadQuery) error {
-		items, err := s.queryDeadItems(ctx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
-		page.Items = items
-		return err
+		// One snapshot for the counts and the page, so that a DLQ passed
+		// over as empty is empty in the page's snapshot too.
+		return pgx.BeginTxFunc(ctx, s.reads, deadListTx, func(tx pgx.Tx) error {
+			var err error
+			if q.dlqs, err = deadHolding(ctx, tx, q.dlqs); err != nil || len(q.dlqs) == 0 {
+				return err
+			}
+			page.Items, err = queryDeadItems(ctx, tx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
+			return err
+		})
 	})
 	if err != nil {
 		return DeadPage{Items: []DeadItem{}}, wrapDead("list dead messages", err)
@@ -49,8 +56,13 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 	return page, nil
 }
 
-func (s *Store) queryDeadItems(ctx context.Context, sql string, args []any) ([]DeadItem, error) {
-	rows, err := s.reads.Query(ctx, sql, args...)
+// deadListTx is the transaction of a list of dead messages: one snapshot,
+// and without JIT, which a statement over many DLQs would otherwise have
+// compiled at a cost of seconds.
+var deadListTx = pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL jit = off"}
+
+func queryDeadItems(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]DeadItem, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,81 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A list over every DLQ reads only the DLQs that may hold messages: one
+// whose group counts say it is empty is passed over, so that a lock on it
+// (an ALTER TABLE or VACUUM FULL under way) does not hold the list up,
+// while a DLQ whose counts are not kept is read as before.
+func TestListDeadPassesOverEmptyDLQs(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	empty, full, untracked := newQueue(t, s), newQueue(t, s), newQueue(t, s)
+	want := pgtest.DeadLetterN(t, s, full, 2, pgtest.DeadSpec{})
+	exec(t, s, `ALTER TABLE pgmq."q_`+untracked+`_dlq" DISABLE TRIGGER pgbus_dlq_groups_ins`)
+	want = append(want, pgtest.DeadLetterN(t, s, untracked, 1, pgtest.DeadSpec{})...) // counted by no group
+
+	var page store.DeadPage
+	notHeldUp(t, s, `LOCK TABLE `+pgx.Identifier{"pgmq", "q_" + empty + "_dlq"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`, func(ctx context.Context) (err error) {
+		page, err = s.ListDead(ctx, store.DeadFilter{}, "", 10)
+		return err
+	})
+	var got []int64
+	for _, it := range page.Items {
+		got = append(got, it.MsgID)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v: those of the tracked DLQ and of the untracked one", got, want)
+	}
+}
+
+// notHeldUp runs call while another transaction holds what sql locks, and
+// fails the test when call waits for that transaction.
+func notHeldUp(t *testing.T, s *store.Store, sql string, call func(context.Context) error) {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var locker int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&locker); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		var waiting bool
+		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)))`, locker).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			_ = tx.Rollback(ctx)
+			<-done
+			t.Fatalf("waits for the lock of %s", sql)
+		}
+	}
+}
