@@ -40,6 +40,31 @@ func TestListDeadPassesOverEmptyDLQs(t *testing.T) {
 	}
 }
 
+// The depths of every queue pass over a queue table without a single
+// block: a REINDEX of an empty queue's index under way, which locks the
+// index, does not hold them up, and its counts are still read as 0.
+func TestQueueDepthsPassOverEmptyTables(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	empty, full := newQueue(t, s), newQueue(t, s)
+	if _, err := s.Send(ctx, full, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var stats []store.QueueStats
+	notHeldUp(t, s, `REINDEX INDEX `+pgx.Identifier{"pgmq", "q_" + empty + "_vt_idx"}.Sanitize(), func(ctx context.Context) (err error) {
+		stats, err = s.QueueStats(ctx, "", store.QueueStatsOptions{Archive: true})
+		return err
+	})
+	got := map[string]int64{}
+	for _, st := range stats {
+		got[st.Queue] = st.Visible
+	}
+	if len(got) != 2 || got[empty] != 0 || got[full] != 1 {
+		t.Errorf("visible %v, want 0 in %s and 1 in %s", got, empty, full)
+	}
+}
+
 // notHeldUp runs call while another transaction holds what sql locks, and
 // fails the test when call waits for that transaction.
 func notHeldUp(t *testing.T, s *store.Store, sql string, call func(context.Context) error) {

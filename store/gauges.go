@@ -136,6 +136,9 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 			add(depthArm{queue: i, table: rd.dlqOf(q), dlq: true})
 		}
 	}
+	if arms, err = s.dropEmptyArms(ctx, arms, out); err != nil {
+		return nil, false, err
+	}
 	chunks := slices.Collect(slices.Chunk(arms, depthChunk))
 	for _, a := range alone {
 		chunks = append(chunks, []depthArm{a})
@@ -210,6 +213,91 @@ func (s *Store) beyondExact(n int64) int64 {
 // to the end of its transaction, stay a small part of the server's lock
 // table however many processes scrape at once.
 const depthChunk = 16
+
+// emptyBatch is how many arms one statement of dropEmptyArms looks at:
+// it locks their tables and archives, not their indexes.
+const emptyBatch = 50
+
+// dropEmptyArms returns arms without those whose table has not a single
+// block, and so no row, nor its archive when the arm reads it: their
+// counts are all 0, and what they were sent is read with the sizes, into
+// out. Planning a statement over a queue table opens the table and each
+// of its indexes, which a database of thousands of idle queues paid for
+// at every read. An arm whose table is partitioned (whose parent has no
+// blocks of its own) or estimated is kept.
+func (s *Store) dropEmptyArms(ctx context.Context, arms []depthArm, out []QueueDepth) ([]depthArm, error) {
+	var look []int
+	for i, a := range arms {
+		if a.live == 0 && a.archived == 0 {
+			look = append(look, i)
+		}
+	}
+	empty := make([]bool, len(arms))
+	for batch := range slices.Chunk(look, emptyBatch) {
+		tables := make([]string, len(batch))
+		archives, sent := make([]bool, len(batch)), make([]bool, len(batch))
+		for j, i := range batch {
+			a := arms[i]
+			tables[j], archives[j], sent[j] = a.table, a.archive || (a.sent && a.hasArchive), a.sent
+		}
+		found, err := s.emptyOf(ctx, tables, archives, sent)
+		if s.reads.retry(ctx, err) {
+			found, err = s.emptyOf(withForcedPing(ctx), tables, archives, sent)
+		}
+		switch {
+		case isUndefinedTable(err):
+			continue // a table went meanwhile: the depth read tells which
+		case err != nil:
+			return nil, fmt.Errorf("store: read which queue tables are empty: %w", err)
+		}
+		for j, total := range found {
+			i := batch[j]
+			empty[i] = true
+			out[arms[i].queue].totalSent += total
+		}
+	}
+	kept := arms[:0]
+	for i, a := range arms {
+		if !empty[i] {
+			kept = append(kept, a)
+		}
+	}
+	return kept, nil
+}
+
+// emptyOf returns, by their index in tables, those that have no block
+// and whose archive has none either where archives says it counts, with
+// how many messages were sent to each where sent says so. With no row in
+// the table or its archive, totalSentSQL's greatest() is the inserts the
+// statistics system counted.
+func (s *Store) emptyOf(ctx context.Context, tables []string, archives, sent []bool) (map[int]int64, error) {
+	found := map[int]int64{}
+	err := pgx.BeginTxFunc(ctx, s.reads, depthTx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT u.i - 1, CASE WHEN u.sent THEN coalesce((
+			           SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
+			                       ELSE pg_stat_get_tuples_inserted(q.oid) END
+			           FROM (SELECT pg_get_serial_sequence(format('%I.%I', 'pgmq', 'q_' || u.n), 'msg_id')::regclass AS seq) s), 0)
+			       ELSE 0 END
+			FROM unnest($1::text[], $2::bool[], $3::bool[]) WITH ORDINALITY AS u(n, arch, sent, i)
+			JOIN pg_class q ON q.oid = to_regclass(format('%I.%I', 'pgmq', 'q_' || u.n))
+			LEFT JOIN pg_class a ON a.oid = to_regclass(format('%I.%I', 'pgmq', 'a_' || u.n))
+			WHERE q.relkind = 'r' AND pg_relation_size(q.oid) = 0
+			  AND (NOT u.arch OR (a.relkind = 'r' AND pg_relation_size(a.oid) = 0))`,
+			pgx.QueryExecModeExec, tables, archives, sent)
+		if err != nil {
+			return err
+		}
+		var i int
+		var total int64
+		_, err = pgx.ForEachRow(rows, []any{&i, &total}, func() error {
+			found[i] = total
+			return nil
+		})
+		return err
+	})
+	return found, err
+}
 
 // depthArm is a table QueueDepths reads: a physical work queue of
 // queue (an index of its result), or its DLQ when that has no group
