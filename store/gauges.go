@@ -57,7 +57,8 @@ type QueueDepth struct {
 
 // QueueDepths returns the depth of every work queue, and of every queue
 // dropped with messages left in its DLQ (Dropped), by name. It reads each
-// live queue table once (they hold the backlog, not the history) and each
+// live queue table that has a block once (they hold the backlog, not the
+// history; one without a block is empty, found by its size) and each
 // DLQ's group counts. The tables are read depthChunk to a statement (a
 // partitioned one alone), so that a scrape of a database of many queues
 // makes few round trips while holding the locks of few tables at a time.
