@@ -60,6 +60,33 @@ func BenchmarkReadArchive(b *testing.B) {
 	b.ReportMetric(float64(b.N*100)/elapsed.Seconds(), "msgs/s")
 }
 
+// BenchmarkExtendVisibility measures a worker's heartbeat: extending the
+// visibility timeout of the 100 claims it holds in one statement, in a
+// queue with a backlog.
+func BenchmarkExtendVisibility(b *testing.B) {
+	s := testStore(b)
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	for range 10 {
+		if _, err := s.SendBatch(ctx, q, msgs(1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	got, err := s.Read(ctx, q, time.Hour, 100)
+	if err != nil || len(got) != 100 {
+		b.Fatalf("read %d: %v", len(got), err)
+	}
+	claims := make([]store.Claim, 0, 100)
+	for _, m := range got {
+		claims = append(claims, m.Claim())
+	}
+	for b.Loop() {
+		if done, err := s.SetVisibilityClaimed(ctx, q, claims, time.Hour); err != nil || len(done) != len(claims) {
+			b.Fatalf("extended %d of %d: %v", len(done), len(claims), err)
+		}
+	}
+}
+
 // BenchmarkDeadLetterHotGroup measures dead-lettering batches of 10 into
 // one group of one DLQ from 4 goroutines per core at once, as worker
 // processes do in an outage: the group's count is what they share. It

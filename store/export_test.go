@@ -78,3 +78,10 @@ func ListDiscardedSQL(dlq string, f DiscardedFilter, limit int) (string, []any) 
 // RestoreSortSQL is the query by which RestoreDead sorts ids into those it
 // restores and those it refuses, and its arguments, to be explained.
 func RestoreSortSQL(dlq string, ids []int64) (string, []any) { return restoreSortSQL(dlq, ids) }
+
+// WithoutConflictRetries returns ctx for statements that return a
+// conflict with another transaction (a deadlock, a serialization failure)
+// as their error rather than run again.
+func WithoutConflictRetries(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noConflictRetries{}, true)
+}

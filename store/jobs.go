@@ -47,9 +47,9 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 	sql := `WITH t AS (
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
 				AS t(id, delay_us, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
-		), u AS (
+		), ` + lockInOrderSQL(queueTable(queue), "$2::bigint[]", "NO KEY UPDATE") + `, u AS (
 			UPDATE ` + queueTable(queue) + ` q SET vt = now() + t.delay_us * interval '1 microsecond'
-			FROM t WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+			FROM t WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.msg_id, q.vt
 		), f AS (
 			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail, failed_at, retry_at)
@@ -99,7 +99,8 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 	// they are: such a message waits out its snooze, uncounted. A
 	// handler's snooze is counted (HeaderSnoozes), a breaker's marks the
 	// hold instead.
-	sql := `UPDATE ` + queueTable(queue) + ` q
+	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "NO KEY UPDATE") + `
+		UPDATE ` + queueTable(queue) + ` q
 		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0),
 			headers = CASE WHEN jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
 				WHEN t.breaker = '' THEN coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderSnoozes + `', 1 + CASE
@@ -109,7 +110,7 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 				ELSE coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderBreakerHold + `',
 					jsonb_build_object('breaker', t.breaker, 'read_ct', greatest(q.read_ct - 1, 0))) END
 		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(id, delay_us, claim_ct, claim_enq, breaker)
-		WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+		WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 		RETURNING q.msg_id`
 	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs, breakers)
 }
@@ -175,8 +176,8 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 	sql := `WITH t AS (
 			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
 				AS t(id, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
-		), d AS (
-			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id AND ` + sqlClaimed + `
+		), ` + lockInOrderSQL(queueTable(queue), "$2::bigint[]", "UPDATE") + `, d AS (
+			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.*
 		), a AS (
 			INSERT INTO ` + archiveTable(queue) + ` (` + cols + `, headers)
