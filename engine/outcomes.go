@@ -26,8 +26,11 @@ type result struct {
 	kind   string
 	action action
 	delay  time.Duration
-	// heldBy names the open circuit breaker that snoozes the job.
+	// heldBy names the open circuit breaker that snoozes the job, and
+	// heldFor, while it is half-open, the probe the job waits out
+	// (store.SnoozeItem.Probe).
 	heldBy     string
+	heldFor    time.Time
 	reason     string
 	maxRetries int
 	failure    *store.Failure
@@ -300,7 +303,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			retryItems = append(retryItems, store.RetryItem{MsgID: r.claim.MsgID, Delay: r.delay, Failure: *r.failure,
 				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionSnooze:
-			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay, Breaker: r.heldBy,
+			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay, Breaker: r.heldBy, Probe: r.heldFor,
 				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
 		case actionDiscard:
 			discards = append(discards, store.DiscardItem{MsgID: r.claim.MsgID, Failure: *r.failure,

@@ -630,8 +630,13 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		var wait time.Duration
 		var open bool
 		if wait, open, probe = w.breakerOpen(breaker.Name, w.handlerTimeout(d.h)); open {
-			res.action, res.delay, res.heldBy = actionSnooze, wait, breaker.Name
+			res.action, res.delay, res.heldBy, res.heldFor = actionSnooze, wait, breaker.Name, probe
 			return res
+		}
+		// The probe's end, whatever it was, moves the jobs held while it
+		// ran, which wait until it is taken for lost.
+		if !probe.IsZero() {
+			defer w.wakeProbeHolds(breaker.Name, probe)
 		}
 	}
 	a = w.runHandler(ctx, d.h, job)
@@ -743,9 +748,10 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 const breakerCallTimeout = 10 * time.Second
 
 // breakerOpen asks a kind's circuit breaker whether the job may run; when
-// not, it returns how long to snooze. A probe that is not zero says the job
-// is a half-open breaker's one trial call, and is when that call is taken
-// for lost. A breaker that cannot be asked lets the job run: an outage of
+// not, it returns how long to snooze. A probe that is not zero says, when
+// the job may run, that it is a half-open breaker's one trial call, and
+// is when that call is taken for lost; when it may not, that it waits out
+// that call. A breaker that cannot be asked lets the job run: an outage of
 // the breaker table must not stop all work.
 //
 // The probe is taken for lost only once its handler, given timeout, could
@@ -776,7 +782,44 @@ func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time
 	if v.Allowed {
 		return 0, false, v.ProbeUntil
 	}
-	return v.RetryIn, true, time.Time{}
+	return v.RetryIn, true, v.ProbeUntil
+}
+
+// wakeProbeHoldsTimeout bounds the wake of the jobs a breaker held while
+// its probe ran, and wakeProbeHoldsStopping that of a worker stopping, so
+// that a stop is not held up long: the holds left wake when the probe is
+// taken for lost.
+const (
+	wakeProbeHoldsTimeout  = time.Minute
+	wakeProbeHoldsStopping = 5 * time.Second
+)
+
+// wakeProbeHolds moves, once the probe probeUntil of breaker name ended
+// (recorded or given back), the jobs the breaker held while it ran to when
+// the breaker now lets them go on: at once when it closed or was given
+// back, at the end of its new open period when the probe failed. Held jobs
+// wait out a probe rather than being read again every second of it, and
+// are run by this rather than when the probe is taken for lost, which may
+// be the handler's whole timeout later. A stop has cancelled jobBase by
+// then, so the wake outlives it, for a shorter time.
+func (w *queueWorker) wakeProbeHolds(name string, probeUntil time.Time) {
+	bound := wakeProbeHoldsTimeout
+	if w.jobBase.Err() != nil {
+		bound = wakeProbeHoldsStopping
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), bound)
+	defer cancel()
+	n, err := w.c.store.WakeProbeHolds(ctx, name, probeUntil)
+	if err != nil {
+		if !w.c.outage.failed(err) {
+			w.c.log.Warn("pgbus: could not wake the jobs a circuit breaker held while its probe ran; they wait until the probe would have been taken for lost, or run them now with a reset of the breaker",
+				"breaker", name, "woken", n, "held_until", probeUntil, "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		w.c.log.Debug("pgbus: woke the jobs a circuit breaker held while its probe ran", "breaker", name, "count", n)
+	}
 }
 
 // releaseProbe gives back the probe of a job whose ending says nothing of

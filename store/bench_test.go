@@ -381,6 +381,50 @@ func BenchmarkHeldByBreaker(b *testing.B) {
 	}
 }
 
+// BenchmarkWakeProbeHolds is the end of a failed probe (store.WakeProbeHolds)
+// in a queue of 1,000,000 messages delayed a day and 10,000 jobs held
+// while the probe ran: each is moved once, to the new open period's end,
+// read through the vt index.
+func BenchmarkWakeProbeHolds(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	const breaker = "http:bench"
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, breaker, []store.BreakerUser{{Queue: q}}); err != nil {
+		b.Fatal(err)
+	}
+	var probe time.Time
+	if err := s.Pool().QueryRow(ctx, `UPDATE pgbus.circuit_breakers SET state = 'open', open_until = now() + interval '5 minutes',
+		probe_until = NULL WHERE name = $1 RETURNING now() + interval '10 minutes'`, breaker).Scan(&probe); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers)
+		SELECT now() + interval '1 day', '{}', '{}' FROM generate_series(1, 1000000)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (read_ct, vt, message, headers)
+		SELECT 1, $3, '{}', jsonb_build_object($1::text, jsonb_build_object('breaker', $2::text, 'read_ct', 1))
+		FROM generate_series(1, 10000)`, store.HeaderBreakerHold, breaker, probe); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE pgmq."q_`+q+`"`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`" SET vt = $1 WHERE headers ? $2`, probe, store.HeaderBreakerHold); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if n, err := s.WakeProbeHolds(ctx, breaker, probe); err != nil || n != 10000 {
+			b.Fatalf("WakeProbeHolds = %d, %v; want 10000", n, err)
+		}
+	}
+}
+
 // BenchmarkRunHeldNowManyQueues is a reset's search for holds outside its
 // breaker's users' queues (store.RunHeldNow) in a database of 500 queues
 // and their DLQs, none holding any.

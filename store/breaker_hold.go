@@ -151,6 +151,78 @@ func (s *Store) runHeldIn(ctx context.Context, breaker string, levels []string) 
 	return total, nil
 }
 
+// breakerWakeSQL is when the jobs held by the circuit breaker row aliased
+// b may next be read, as it stands: at once when it is closed, at the end
+// of its open period when open, when its probe is taken for lost while
+// half-open. It may be past.
+func breakerWakeSQL(b string) string {
+	return `CASE ` + b + `.state WHEN 'open' THEN ` + b + `.open_until WHEN 'half_open' THEN ` + b + `.probe_until ELSE now() END`
+}
+
+// WakeProbeHolds moves the jobs that the circuit breaker named held while
+// its probe probeUntil (BreakerVerdict.ProbeUntil) ran, which wait until
+// that probe is taken for lost, to where the breaker now stands, for the
+// process that ran the probe once it ended: visible at once when it closed
+// or the probe was given back (so that the next job probes), to the end of
+// the new open period when the probe failed, to the next probe's end when
+// another one runs. So a held job is snoozed once per probe, not read
+// again and again while the probe runs, and still runs as soon as the
+// breaker lets it. It looks in the queues of the breaker's users (every
+// level), through the vt index, in batches that each commit; a queue
+// dropped since is passed over. Should the process die first, the holds
+// wake when the probe is taken for lost. It returns how many it moved; on
+// an error, how many it moved before it, which stay so.
+func (s *Store) WakeProbeHolds(ctx context.Context, breaker string, probeUntil time.Time) (int64, error) {
+	levels, err := s.breakerLevels(ctx, breaker)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, level := range levels {
+		n, err := s.wakeProbeHoldsIn(ctx, level, breaker, probeUntil)
+		total += n
+		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
+			return total, fmt.Errorf("store: wake the jobs circuit breaker %q held in %s while it probed: %w", breaker, level, err)
+		}
+	}
+	return total, nil
+}
+
+// wakeProbeHoldsIn is WakeProbeHolds for one physical queue, in batches
+// of runNowBatch in msg_id order, as visibleNowInBatches. The breaker's
+// row is read locked, as SnoozeMany reads it: a reset or a reopening that
+// commits meanwhile is seen by the next batch, and its own wake of the
+// holds finds what this one moved. A job made visible has its hold taken
+// off, and the queue's workers are woken.
+func (s *Store) wakeProbeHoldsIn(ctx context.Context, queue, breaker string, probeUntil time.Time) (int64, error) {
+	sql := `WITH b AS MATERIALIZED (
+			SELECT greatest(` + breakerWakeSQL("c") + `, now()) AS wake FROM pgbus.circuit_breakers c WHERE c.name = $2 FOR SHARE
+		), picked AS (
+			SELECT q.msg_id FROM ` + queueTable(queue) + ` q, b
+			WHERE q.vt > now() AND q.vt <= $3::timestamptz + $4 * interval '1 microsecond' AND q.vt <> b.wake AND q.msg_id > $5
+			AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $2::text
+			ORDER BY q.msg_id LIMIT $6 FOR UPDATE OF q SKIP LOCKED
+		), moved AS (
+			UPDATE ` + queueTable(queue) + ` q SET vt = CASE WHEN b.wake <= now() THEN clock_timestamp() ELSE b.wake END,
+				headers = CASE WHEN b.wake <= now() THEN ` + dropBreakerHoldSQL("q") + ` ELSE q.headers END
+			FROM b WHERE q.msg_id = ANY(ARRAY(SELECT msg_id FROM picked))
+			RETURNING b.wake <= now() AS visible
+		), n AS (SELECT count(*) AS n, coalesce(bool_or(visible), false) AS woke FROM moved)
+		SELECT n.n, coalesce((SELECT max(msg_id) FROM picked), 0)
+		FROM n, LATERAL (SELECT CASE WHEN n.woke THEN pg_notify('` + notifyChannel + `', $1::text) END) AS woken`
+	var total, after int64
+	for {
+		var n int64
+		if err := s.db.QueryRow(ctx, sql, queue, breaker, probeUntil, holdSlack.Microseconds(), after, runNowBatch).Scan(&n, &after); err != nil {
+			return total, err
+		}
+		total += n
+		if n < int64(runNowBatch) {
+			return total, nil
+		}
+	}
+}
+
 // capHolds brings in the messages the breaker named holds that wait past
 // until, to until: an opening by hand that shortens the breaker's open
 // period, which was to end at was, would otherwise leave the jobs held
@@ -234,11 +306,12 @@ const holdSlack = 15 * time.Minute
 
 // heldUntilSQL bounds the visibility time of every message a breaker (or
 // the one named, $1) holds: a breaker snoozes a job until its open period
-// ends (a second at most while half-open), and an opening by hand that
-// shortens the period brings the holds in with it (capHolds). Counting
-// within it reads, through the vt index, the messages that become visible
-// before then, not every message sent with a delay of days.
-const heldUntilSQL = `(SELECT greatest(max(b.open_until), now()) FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1) + ` +
+// ends, or while half-open until its probe is taken for lost, and an
+// opening by hand that shortens the period brings the holds in with it
+// (capHolds). Counting within it reads, through the vt index, the messages
+// that become visible before then, not every message sent with a delay of
+// days.
+const heldUntilSQL = `(SELECT greatest(max(b.open_until), max(b.probe_until), now()) FROM pgbus.circuit_breakers b WHERE $1 = '' OR b.name = $1) + ` +
 	`interval '1 microsecond' * $2`
 
 // countHeld adds the messages of one physical queue that each breaker

@@ -455,3 +455,114 @@ func TestRunHeldNowPassesOverTablesItMayNotRead(t *testing.T) {
 		t.Fatalf("RunHeldNow as a role that may not read %s = %d, %v; want the 1 job held in %s run", hidden, n, err, h.q)
 	}
 }
+
+// A job that meets its breaker half-open is held until the probe is taken
+// for lost, counted as held however long that is, and the end of the probe
+// moves it: visible at once, its hold taken off, when the probe closed the
+// breaker; to the end of the new open period when it failed. A hold
+// written after the probe ended waits as the breaker then says.
+func TestProbeEndWakesItsHolds(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	name := pgtest.Name("pay")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: h.q}}); err != nil {
+		t.Fatal(err)
+	}
+	vt := func(id int64) time.Time {
+		var at time.Time
+		if err := s.Pool().QueryRow(ctx, `SELECT vt FROM pgmq."q_`+h.q+`" WHERE msg_id = $1`, id).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	// probeNow opens the breaker, its cool-off over, and takes the
+	// probe, taken for lost in two hours.
+	probeNow := func() time.Time {
+		t.Helper()
+		if _, err := s.BreakerFailed(ctx, name, "503"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.AcquireBreaker(ctx, name, 2*time.Hour)
+		if err != nil || !p.Probe {
+			t.Fatalf("verdict after the cool-off = %+v, %v; want the probe", p, err)
+		}
+		return p.ProbeUntil
+	}
+	// holdBeside reads a new message and snoozes it as a worker does that
+	// the breaker told to wait for the probe.
+	holdBeside := func() store.Message {
+		t.Helper()
+		m := h.readSent(store.NewMessage{})
+		v, err := s.AcquireBreaker(ctx, name, 2*time.Hour)
+		if err != nil || v.Allowed || v.ProbeUntil.IsZero() {
+			t.Fatalf("verdict beside the probe = %+v, %v; want a wait for it", v, err)
+		}
+		item := store.SnoozeItem{MsgID: m.ID, Delay: v.RetryIn, Breaker: name, Probe: v.ProbeUntil, ReadCount: m.ReadCount, EnqueuedAt: m.EnqueuedAt}
+		if got, err := s.SnoozeMany(ctx, h.q, []store.SnoozeItem{item}); err != nil || len(got) != 1 {
+			t.Fatalf("snooze of message %d = %v, %v", m.ID, got, err)
+		}
+		return m
+	}
+
+	probe := probeNow()
+	held := holdBeside()
+	if got := vt(held.ID); !got.Equal(probe) {
+		t.Fatalf("the job held beside the probe waits until %v; want the probe's end, %v", got, probe)
+	}
+	// Two hours is past the open period's end and the 15 minutes of
+	// slack the count reads within.
+	if n, err := s.HeldByBreaker(ctx, name); err != nil || n[name] != 1 {
+		t.Fatalf("held beside the probe = %v, %v; want the job", n, err)
+	}
+	if _, err := s.BreakerSucceeded(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WakeProbeHolds(ctx, name, probe); err != nil || n != 1 {
+		t.Fatalf("wake after the probe closed the breaker = %d, %v; want the job", n, err)
+	}
+	if m := h.live()[held.ID]; m.HeldBy != "" || vt(held.ID).After(time.Now().Add(time.Minute)) {
+		t.Fatalf("after the wake the job is %+v, visible at %v; want it visible now, no longer held", m, vt(held.ID))
+	}
+	h.readID(held.ID)
+
+	// A hold written after its probe closed the breaker, which the wake
+	// could not find, runs at once.
+	probe = probeNow()
+	late := h.readSent(store.NewMessage{})
+	if _, err := s.BreakerSucceeded(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	item := store.SnoozeItem{MsgID: late.ID, Delay: time.Hour, Breaker: name, Probe: probe, ReadCount: late.ReadCount, EnqueuedAt: late.EnqueuedAt}
+	if got, err := s.SnoozeMany(ctx, h.q, []store.SnoozeItem{item}); err != nil || len(got) != 1 {
+		t.Fatalf("snooze of message %d = %v, %v", late.ID, got, err)
+	}
+	if got := vt(late.ID); got.After(time.Now().Add(time.Minute)) {
+		t.Fatalf("a hold written after its probe closed the breaker waits until %v; want it visible now", got)
+	}
+	h.readID(late.ID)
+
+	// A failed probe: the hold waits for the new open period's end.
+	probe = probeNow()
+	held = holdBeside()
+	c, err := s.BreakerFailed(ctx, name, "503")
+	if err != nil || c.To != store.BreakerOpen {
+		t.Fatalf("failure of the probe = %+v, %v; want the breaker open", c, err)
+	}
+	if n, err := s.WakeProbeHolds(ctx, name, probe); err != nil || n != 1 {
+		t.Fatalf("wake after the probe failed = %d, %v; want the job", n, err)
+	}
+	if got := vt(held.ID); !got.Equal(c.OpenUntil) {
+		t.Fatalf("after the failed probe the job waits until %v; want the new open period's end, %v", got, c.OpenUntil)
+	}
+	if m := h.live()[held.ID]; m.HeldBy != name {
+		t.Fatalf("after the failed probe the job is %+v; want it held by %s", m, name)
+	}
+}

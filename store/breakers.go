@@ -107,34 +107,43 @@ type BreakerVerdict struct {
 	// by the database's clock: a worker's own clock, minutes off, would
 	// wait minutes too long or not at all.
 	RetryIn time.Duration
-	// ProbeUntil is when the probe is taken for lost, for a probe: it also
-	// names the probe to ReleaseBreakerProbe.
+	// ProbeUntil is when the probe is taken for lost: for a probe, its
+	// own, which also names it to ReleaseBreakerProbe; for a call told to
+	// wait on a half-open breaker, the running probe's, which a snooze of
+	// the call names (SnoozeItem.Probe).
 	ProbeUntil time.Time
 }
 
 // AcquireBreaker asks an existing breaker whether a call may go ahead. In
 // one statement it lets exactly one caller through as the probe once the
 // cool-off has passed (or a probe was lost: probeTimeout after it started).
+// A call that meets the probe running waits until the probe is taken for
+// lost, not less: the process that ran the probe moves the jobs held
+// meanwhile as soon as the probe ends (WakeProbeHolds), and a shorter wait
+// had every held job read and snoozed again, once a second each, for the
+// whole probe.
 func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout time.Duration) (BreakerVerdict, error) {
 	var verdict string
 	var until *time.Time
 	var waitMS int64
+	var probing *time.Time // the running probe's probe_until, for a wait on it
 	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
 			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now(),
 				opened_by = NULL, open_reason = NULL, opened_by_hand_until = NULL
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
-			RETURNING 'probe'::text AS verdict, probe_until AS until
+			RETURNING 'probe'::text AS verdict, probe_until AS until, NULL::timestamptz AS probing
 		)
 		, verdict AS (
-			SELECT verdict, until FROM claim
+			SELECT verdict, until, probing FROM claim
 			UNION ALL
 			SELECT CASE state WHEN 'closed' THEN 'allow' ELSE 'wait' END,
-			       greatest(CASE state WHEN 'open' THEN open_until ELSE least(probe_until, now() + interval '1 second') END, now() + interval '50 milliseconds')
+			       greatest(CASE state WHEN 'open' THEN open_until ELSE probe_until END, now() + interval '50 milliseconds'),
+			       CASE state WHEN 'half_open' THEN probe_until END
 			FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)
 		)
-		SELECT verdict, until, coalesce(ceil(extract(epoch FROM until - now()) * 1000), 0)::bigint FROM verdict`,
-		name, probeTimeout.Milliseconds()).Scan(&verdict, &until, &waitMS)
+		SELECT verdict, until, coalesce(ceil(extract(epoch FROM until - now()) * 1000), 0)::bigint, probing FROM verdict`,
+		name, probeTimeout.Milliseconds()).Scan(&verdict, &until, &waitMS, &probing)
 	if err == pgx.ErrNoRows {
 		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -146,6 +155,9 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	case until == nil:
 	case !v.Allowed:
 		v.RetryIn = time.Duration(max(waitMS, 0)) * time.Millisecond
+		if probing != nil {
+			v.ProbeUntil = *probing
+		}
 	case v.Probe:
 		v.ProbeUntil = *until
 	}

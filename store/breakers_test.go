@@ -51,11 +51,16 @@ func TestBreakerLifecycle(t *testing.T) {
 	}
 	for i, wantCoolOff := range []float64{2, 3, 3} { // doubling, capped
 		waitCoolOff(t, s, name)
-		if v := acquire(); !v.Allowed || !v.Probe {
-			t.Fatalf("round %d: after the cool-off verdict = %+v; want the probe", i, v)
+		probe := acquire()
+		if !probe.Allowed || !probe.Probe {
+			t.Fatalf("round %d: after the cool-off verdict = %+v; want the probe", i, probe)
 		}
+		// A caller beside the probe waits until the probe is taken for
+		// lost (a minute): its end wakes the jobs held meanwhile.
 		if v := acquire(); v.Allowed {
 			t.Fatalf("round %d: a second caller got through while the probe runs", i)
+		} else if v.RetryIn < 30*time.Second || !v.ProbeUntil.Equal(probe.ProbeUntil) {
+			t.Fatalf("round %d: verdict beside the probe = %+v; want a wait until the probe's end, %v", i, v, probe.ProbeUntil)
 		}
 		if fail() != store.BreakerOpen {
 			t.Fatalf("round %d: a failed probe must reopen the breaker", i)

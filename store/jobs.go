@@ -68,6 +68,12 @@ type SnoozeItem struct {
 	// which marks it held (HeaderBreakerHold); empty for a handler's own
 	// snooze.
 	Breaker string
+	// Probe, for a hold by a half-open breaker, is the ProbeUntil of the
+	// probe the message waits out (BreakerVerdict.ProbeUntil): it waits
+	// until then, and, should that probe have ended before the snooze is
+	// written, as the breaker says now instead (at once when it closed),
+	// since the end of the probe woke the holds written before it.
+	Probe time.Time
 	// ReadCount and EnqueuedAt are those of the read snoozed, as in
 	// Claim; ReadCount 0 snoozes the message at any read.
 	ReadCount  int
@@ -87,6 +93,7 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 	c := newClaimColumns(len(items))
 	us := make([]int64, len(items))
 	breakers := make([]string, len(items))
+	probes := make([]*time.Time, len(items))
 	for i, it := range items {
 		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
 		if err := validateClaim("snooze in", queue, cl); err != nil {
@@ -94,14 +101,27 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 		}
 		c.add(cl)
 		us[i], breakers[i] = max(it.Delay, 0).Microseconds(), it.Breaker
+		if !it.Probe.IsZero() && it.Breaker != "" {
+			probes[i] = &it.Probe
+		}
 	}
 	// Headers that are not an object (another client's) are left as
 	// they are: such a message waits out its snooze, uncounted. A
 	// handler's snooze is counted (HeaderSnoozes), a breaker's marks the
-	// hold instead.
-	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "NO KEY UPDATE") + `
+	// hold instead. The row of a breaker whose probe a hold waits out is
+	// read locked: the end of the probe, which then wakes the holds
+	// (WakeProbeHolds), either comes after this write, and finds it, or
+	// before, and this write sees the breaker as it left it.
+	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "NO KEY UPDATE") + `, b AS MATERIALIZED (
+			SELECT name, state, open_until, probe_until FROM pgbus.circuit_breakers
+			WHERE name = ANY(ARRAY(SELECT p.breaker FROM unnest($5::text[], $6::timestamptz[]) AS p(breaker, probe) WHERE p.probe IS NOT NULL))
+			ORDER BY name FOR SHARE
+		)
 		UPDATE ` + queueTable(queue) + ` q
-		SET vt = now() + t.delay_us * interval '1 microsecond', read_ct = greatest(q.read_ct - 1, 0),
+		SET vt = CASE WHEN t.probe IS NULL OR b.name IS NULL THEN now() + t.delay_us * interval '1 microsecond'
+				WHEN b.state = 'half_open' AND b.probe_until = t.probe THEN greatest(t.probe, now())
+				ELSE greatest(` + breakerWakeSQL("b") + `, now()) END,
+			read_ct = greatest(q.read_ct - 1, 0),
 			headers = CASE WHEN jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
 				WHEN t.breaker = '' THEN coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderSnoozes + `', 1 + CASE
 					WHEN jsonb_typeof(q.headers->'` + HeaderSnoozes + `') = 'number'
@@ -109,10 +129,11 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 					ELSE 0 END)
 				ELSE coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderBreakerHold + `',
 					jsonb_build_object('breaker', t.breaker, 'read_ct', greatest(q.read_ct - 1, 0))) END
-		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[]) AS t(id, delay_us, claim_ct, claim_enq, breaker)
+		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[], $6::timestamptz[]) AS t(id, delay_us, claim_ct, claim_enq, breaker, probe)
+			LEFT JOIN b ON t.probe IS NOT NULL AND b.name = t.breaker
 		WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 		RETURNING q.msg_id`
-	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs, breakers)
+	return s.collectIDs(ctx, "snooze in", queue, sql, c.ids, us, c.reads, c.enqs, breakers, probes)
 }
 
 // GiveBack returns the attempt of a read whose job was cut off unfinished
