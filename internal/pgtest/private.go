@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/embedpg"
 	"github.com/pgbus/pgbus/store"
@@ -29,7 +30,9 @@ func PrivateCluster(t testing.TB) (string, *embedpg.Cluster) {
 // connections.
 func StartCluster(t testing.TB, dir string) *embedpg.Cluster {
 	t.Helper()
-	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir})
+	// Longer than the default minute, as the shared cluster gets: an initdb
+	// on a machine busy with the test packages side by side can take more.
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir, StartTimeout: 3 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
