@@ -180,7 +180,7 @@ func cutValue(start []byte, at, keep int) json.RawMessage {
 	if json.Unmarshal(append(append([]byte{'"'}, body...), '"'), &str) != nil {
 		return mark
 	}
-	str, _ = RedactText(str)
+	str, _ = redactCutText(str)
 	n := min(utf8.RuneCountInString(str)-redactMargin, keep)
 	if n <= 0 {
 		return mark

@@ -72,3 +72,37 @@ func TestCutPayloadHidesWhatTheCutMadeUncertain(t *testing.T) {
 		t.Errorf("a whole pair that is no secret is hidden: %s", pv.preview)
 	}
 }
+
+// A secret that a pattern knows only by what follows it (a URL's password
+// by its @, a list of header values by its ], a quoted value by its
+// quote), long enough to start more than the margin before the cut, is
+// hidden in a cut string as it is in the whole one.
+func TestCutStringHidesSecretsThatNeedTheirEnd(t *testing.T) {
+	long := strings.Repeat("S3cr", 150)
+	for _, start := range []string{
+		`{"note": "retry with postgres://app:` + long,
+		`{"error": "upstream 401, request headers: {\"Cookie\":[\"sid=` + long,
+		`{"error": "upstream 401: X-Api-Key:[` + long,
+		`{"note": "the password is '` + strings.Repeat("S3cr ", 120),
+	} {
+		v := &viewer{showPay: true}
+		pv := v.cutPayload(json.RawMessage(start), 1<<20, 4096)
+		if strings.Contains(pv.preview, "S3cr") || !strings.Contains(pv.preview, readCutMark) {
+			t.Errorf("%s…: preview %s; want the secret hidden and the cut marked", start[:40], pv.preview)
+		}
+	}
+}
+
+// An error text cut for a view hides a secret the cut went through as the
+// whole text does.
+func TestCutErrorTextHidesSecretsThatNeedTheirEnd(t *testing.T) {
+	v := &viewer{}
+	for _, s := range []string{
+		"dial failed: postgres://app:" + strings.Repeat("S3cr", 200) + "@db/app",
+		`upstream said 401 for {"Cookie":["sid=` + strings.Repeat("S3cr", 200) + `"]}`,
+	} {
+		if got := v.text(s, 300); strings.Contains(got, "S3cr") {
+			t.Errorf("text(%.40s…) = %s; want the secret hidden", s, got)
+		}
+	}
+}

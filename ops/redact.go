@@ -19,6 +19,11 @@ func IsSecretKey(key string) bool { return redact.IsSecretKey(key) }
 // their shape.
 func RedactText(s string) (string, int) { return redact.Text(s) }
 
+// redactCutText is RedactText for s, a text cut in its middle
+// (redact.Cut): a secret the cut went through is hidden as the whole text
+// hides it.
+func redactCutText(s string) (string, int) { return redact.Cut(s) }
+
 // RedactJSON returns raw with the values under secret-looking keys hidden,
 // at any depth, and secrets in string values hidden as in RedactText; n
 // counts what was hidden. ok is false when raw is not JSON.

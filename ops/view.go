@@ -158,7 +158,7 @@ const redactMargin = 256
 // redacted: a 4,000-character error cut to 300 costs 556.
 func (v *viewer) text(s string, chars int) string {
 	s, clipped := clipRunes(s, chars+redactMargin)
-	s, _ = RedactText(s)
+	s = redactClipped(s, clipped)
 	s, c := cutChars(s, chars)
 	v.cut = v.cut || c || clipped
 	v.countHidden(s)
@@ -169,6 +169,16 @@ func (v *viewer) text(s string, chars int) string {
 // Redacted: those hidden as it was shown and those hidden before it was
 // stored (error text and a downstream's output are stored redacted).
 func (v *viewer) countHidden(s string) { v.redacted += strings.Count(s, Redacted) }
+
+// redactClipped redacts s, cut in its middle when clipped.
+func redactClipped(s string, clipped bool) string {
+	if clipped {
+		s, _ = redactCutText(s)
+	} else {
+		s, _ = RedactText(s)
+	}
+	return s
+}
 
 // clipRunes returns the first n runes of s, and whether there were more.
 func clipRunes(s string, n int) (string, bool) {
@@ -210,7 +220,7 @@ func (v *viewer) trace(s string, lines int) string {
 		cut = true
 	}
 	s, clipped := clipRunes(s, v.bounds.BacktraceChars+redactMargin)
-	s, _ = RedactText(s)
+	s = redactClipped(s, cut || clipped)
 	if cut {
 		s += "\n…"
 	}

@@ -115,9 +115,11 @@ func storedText(s string, max int) string {
 		}
 		n++
 	}
-	s, _ = redact.Text(s)
 	if clipped {
+		s, _ = redact.Cut(s)
 		s += "…"
+	} else {
+		s, _ = redact.Text(s)
 	}
 	return truncate(s, max)
 }

@@ -444,6 +444,25 @@ func Clipped(s string) (string, int) {
 	return out, n + m
 }
 
+// cutCloser ends a text cut in its middle with what a pattern needs to
+// see after a secret to know it for one: the quote of a quoted value, the
+// ] of a list of header values, the @ after a URL's password.
+const cutCloser = `'"]@`
+
+// Cut hides the secrets of s, the start of a longer text cut off at an
+// arbitrary point. What the cut left open is closed for the patterns
+// first (cutCloser): a secret the cut went through, a URL's password or
+// a list of cookies, was otherwise shown for want of its end, however far
+// before the cut it started. What is left of the closer, when it went
+// into a hidden secret, ends the text.
+func Cut(s string) (string, int) {
+	out, n := Text(s + cutCloser)
+	if t, ok := strings.CutSuffix(out, cutCloser); ok {
+		return t, n
+	}
+	return out, n
+}
+
 // folded is a text in lower case, as hints are written, with the two
 // letters outside ASCII that a case-insensitive pattern reads as ASCII ones
 // written as those: ſ (s) and the Kelvin sign (k). Every other byte is as

@@ -238,3 +238,23 @@ func TestJSONCutHidesPairsTheCutLeftOpen(t *testing.T) {
 		t.Errorf("redact.JSONCut = %s, %d hidden, %v;\nwant %s, 2 hidden", out, n, ok, want)
 	}
 }
+
+// Cut hides a secret the cut went through, which Text, without its end,
+// shows; what it keeps of a text without secrets is the text.
+func TestCutHidesSecretsWithoutTheirEnd(t *testing.T) {
+	long := strings.Repeat("S3cr", 100)
+	for _, s := range []string{
+		"retry postgres://app:" + long,
+		`headers {"Cookie":["sid=` + long,
+		"the password is '" + strings.Repeat("S3cr ", 10),
+	} {
+		if got, n := redact.Cut(s); strings.Contains(got, "S3cr") || n == 0 {
+			t.Errorf("Cut(%.30q…) = %q, %d; want the secret hidden", s, got, n)
+		}
+	}
+	for _, s := range []string{"a plain text, cut", `ends in quotes "'`, "a list [1, 2"} {
+		if got, n := redact.Cut(s); got != s || n != 0 {
+			t.Errorf("Cut(%q) = %q, %d; want it as it is", s, got, n)
+		}
+	}
+}
