@@ -123,6 +123,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"delay in days past the range", []string{"send", "orders", "{}", "--delay", "36501d"}, "", "36501d is too long; at most 365d"},
 		{"delay in days past a duration's range", []string{"send", "orders", "{}", "--delay", "200000d"}, "", `"200000d" is too long for a duration: give at most 106751d`},
 		{"delay in negative days", []string{"send", "orders", "{}", "--delay", "-3d"}, "", `"-3d" is negative: give 0 or more days`},
+		{"drain timeout in days", []string{"work", "--queue", "orders", "--handler", "demo", "--drain-timeout", "2d"}, "", "drain timeout 2d is out of range 1ms..24h"},
+		{"poll interval in days", []string{"work", "--queue", "orders", "--handler", "demo", "--poll-interval", "2d"}, "", "poll interval 2d is out of range 10ms..1h"},
 		{"delay in part days", []string{"send", "orders", "{}", "--delay", "1.5d"}, "", `"1.5d" is not a duration: give whole days (7d) or hours and minutes`},
 		{"delay past a year", []string{"send", "orders", "{}", "--delay", "400d"}, "", "400d is too long; at most 365d"},
 		{"delay past a duration's range", []string{"send", "orders", "{}", "--delay", "9999999999999h"}, "", `"9999999999999h" is too long for a duration: give a shorter one`},

@@ -76,7 +76,7 @@ func (a *app) resolveCallTimeout(fs *pflag.FlagSet, d *time.Duration) error {
 		return err
 	}
 	if *d < engine.MinDatabaseCallTimeout || *d > config.MaxDatabaseCallTimeout {
-		return usageError{fmt.Errorf("database call timeout %s%s is out of range %s: %s", *d, a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
+		return usageError{fmt.Errorf("database call timeout %s%s is out of range %s: %s", ops.FormatAge(*d), a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
 	}
 	a.callTimeout = *d // the operations layer's too
 	return nil
@@ -122,10 +122,10 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 		}
 	}
 	if t.pollInterval < 10*time.Millisecond || t.pollInterval > time.Hour {
-		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", t.pollInterval, a.from("poll-interval"))}
+		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", ops.FormatAge(t.pollInterval), a.from("poll-interval"))}
 	}
 	if t.drainTimeout < time.Millisecond || t.drainTimeout > 24*time.Hour {
-		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are cancelled and given back); give for example 30s", t.drainTimeout, a.from("drain-timeout"))}
+		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are cancelled and given back); give for example 30s", ops.FormatAge(t.drainTimeout), a.from("drain-timeout"))}
 	}
 	return a.resolveCallTimeout(fs, &t.callTimeout)
 }

@@ -226,7 +226,7 @@ func (s Settings) Check() (key string, err error) {
 	case s.BackoffMax != nil && (s.BackoffMax.D() < 0 || s.BackoffMax.D() > 7*24*time.Hour):
 		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", ops.FormatAge(s.BackoffMax.D()))
 	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D() && s.Strategy != store.BackoffPolynomial:
-		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", s.BackoffMax, ops.FormatAge(s.Backoff.D()))
+		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", ops.FormatAge(s.BackoffMax.D()), ops.FormatAge(s.Backoff.D()))
 	case s.Jitter != nil && !(*s.Jitter >= 0 && *s.Jitter <= 1):
 		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)
 	case s.Strategy != "" && s.Strategy != store.BackoffExponential && s.Strategy != store.BackoffPolynomial:
@@ -672,7 +672,7 @@ func (f *File) check() error {
 		return f.Errorf("worker.database_call_timeout", "%s is out of range %s: %s", ops.FormatAge(d.D()), DatabaseCallTimeoutRange, DatabaseCallTimeoutWhy)
 	}
 	if r := f.AuditRetention; r != nil && !r.Off() && !retentionInRange(r.D()) {
-		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", r)
+		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", ops.FormatAge(r.D()))
 	}
 	if err := f.checkAlerts(); err != nil {
 		return err

@@ -154,7 +154,7 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  q1:\n    handler: {type: demo}\n  q1:\n    handler: {type: demo}\n", "queues.q1", 4, `mapping key "q1" already defined at line 2`},
 		{"queues:\n  a:\n    max_retries: 3.7\n", "queues.a.max_retries", 3, `"3.7" is not a whole number`},
 		{"audit_retention: -1h\n", "audit_retention", 1, `"-1h" is negative: write a duration such as 90d or 2160h, or off to keep every entry`},
-		{"audit_retention: 100000h\n", "audit_retention", 1, "100000h0m0s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry"},
+		{"audit_retention: 100000h\n", "audit_retention", 1, "100000h is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry"},
 		{"log_level: info\naudit_retention: 0\n", "audit_retention", 2, "0s is out of range 1m..87600h"},
 		{"audit_retention: 30s\n", "audit_retention", 1, "30s is out of range 1m..87600h"},
 		{"audit_retention: 90 days\n", "audit_retention", 1, `"90 days" is not a duration or off: write days or hours, such as 90d or 2160h, or off to keep every entry`},
