@@ -476,7 +476,7 @@ func (a *app) dlqPurgeCommand() *cobra.Command {
 		Short: "Delete discarded dead messages for good",
 		Long: `Delete, for good, the discarded dead messages (those in a DLQ's archive) of
 one queue or of all, discarded more than --older-than ago (an age such as
-72h or 30d; 0s or none: all of them), with their failure history. Dead
+72h or 30d; 0s: all of them), with their failure history. Dead
 messages still in a DLQ are not touched. This cannot be undone, so it needs
 --yes; without it, or with --dry-run, it says how many it would delete.`,
 		Example: `  pgbus dlq purge --older-than 30d --dry-run
