@@ -83,6 +83,9 @@ type Options struct {
 const (
 	MaxJobs      = 10_000_000
 	MaxProcesses = 64
+	MaxRate      = 1_000_000
+	MinDuration  = time.Second
+	MaxDuration  = time.Hour
 )
 
 func (o Options) withDefaults() Options {
@@ -134,9 +137,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: processes is for drain, retry and dead; %s runs in one process", store.ErrInvalid, o.Workload)
 	case o.Processes > 1 && o.Spawn == nil:
 		return fmt.Errorf("%w: %d processes need Spawn to start the worker processes", store.ErrInvalid, o.Processes)
-	case o.Rate < 1 || o.Rate > 1_000_000:
+	case o.Rate < 1 || o.Rate > MaxRate:
 		return fmt.Errorf("%w: rate %d is out of range 1..1,000,000 jobs/s", store.ErrInvalid, o.Rate)
-	case o.Duration < time.Second || o.Duration > time.Hour:
+	case o.Duration < MinDuration || o.Duration > MaxDuration:
 		return fmt.Errorf("%w: duration %s is out of range 1s..1h", store.ErrInvalid, o.Duration)
 	}
 	return nil

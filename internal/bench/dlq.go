@@ -38,10 +38,19 @@ func (o DLQOptions) withDefaults() DLQOptions {
 	return o
 }
 
+// Limits of DLQOptions: each field takes 1 to its limit.
+const (
+	MaxDLQMessages  = 50_000_000
+	MaxDLQQueues    = 100
+	MaxDLQClasses   = 1000
+	MaxDLQCalls     = 10_000
+	MaxDLQDeepPages = 100_000
+)
+
 // Validate checks the options.
 func (o DLQOptions) Validate() error {
-	if o.Messages < 1 || o.Messages > 50_000_000 || o.Queues < 1 || o.Queues > 100 || o.Classes < 1 || o.Classes > 1000 ||
-		o.Calls < 1 || o.Calls > 10_000 || o.DeepPages < 1 || o.DeepPages > 100_000 {
+	if o.Messages < 1 || o.Messages > MaxDLQMessages || o.Queues < 1 || o.Queues > MaxDLQQueues || o.Classes < 1 || o.Classes > MaxDLQClasses ||
+		o.Calls < 1 || o.Calls > MaxDLQCalls || o.DeepPages < 1 || o.DeepPages > MaxDLQDeepPages {
 		return fmt.Errorf("%w: bench dlq: messages 1..50M, queues 1..100, classes 1..1000, calls 1..10000, deep pages 1..100000", store.ErrInvalid)
 	}
 	return nil

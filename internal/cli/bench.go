@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/bench"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/ops"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -75,8 +77,18 @@ share. With 1, the default, the workers run in this process.`,
 			if f.Changed("jobs") && (opts.Jobs < 1 || opts.Jobs > bench.MaxJobs) {
 				return usageError{fmt.Errorf("--jobs %d: use 1 to %d", opts.Jobs, bench.MaxJobs)}
 			}
-			if opts.Processes < 1 || opts.Processes > bench.MaxProcesses {
-				return usageError{fmt.Errorf("--processes %d: use 1 to %d", opts.Processes, bench.MaxProcesses)}
+			// The flags' defaults are the benchmark's: a 0 here was given,
+			// and the library would take it for "the default".
+			for _, c := range []struct {
+				name   string
+				v, max int
+			}{{"workers", opts.Workers, engine.MaxConcurrency}, {"processes", opts.Processes, bench.MaxProcesses}, {"rate", opts.Rate, bench.MaxRate}} {
+				if err := intFlagIn(c.name, c.v, c.max); err != nil {
+					return err
+				}
+			}
+			if opts.Duration < bench.MinDuration || opts.Duration > bench.MaxDuration {
+				return usageError{fmt.Errorf("--duration %s: use %s to %s", ops.FormatAge(opts.Duration), ops.FormatAge(bench.MinDuration), ops.FormatAge(bench.MaxDuration))}
 			}
 			if opts.Processes > opts.Workers {
 				return usageError{fmt.Errorf("--processes %d is more than --workers %d: --workers is the total over all processes and each needs one at least", opts.Processes, opts.Workers)}
@@ -143,6 +155,14 @@ share. With 1, the default, the workers run in this process.`,
 	f.IntVar(&runs, "runs", 1, "runs of each workload; the summary reports the median")
 	cmd.AddCommand(a.benchDLQCommand(), a.benchWorkerCommand())
 	return cmd
+}
+
+// intFlagIn refuses the value v of the flag name unless it is 1 to max.
+func intFlagIn(name string, v, max int) error {
+	if v < 1 || v > max {
+		return usageError{fmt.Errorf("--%s %d: use 1 to %d", name, v, max)}
+	}
+	return nil
 }
 
 func jobsOf(o bench.Options) int {
@@ -263,6 +283,19 @@ p50 and p99 of each. The queues are dropped afterwards.`,
   pgbus bench dlq --messages 100000 --calls 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// As in bench: a 0 was given, not left for the default.
+			for _, c := range []struct {
+				name   string
+				v, max int
+			}{
+				{"messages", opts.Messages, bench.MaxDLQMessages}, {"queues", opts.Queues, bench.MaxDLQQueues},
+				{"classes", opts.Classes, bench.MaxDLQClasses}, {"calls", opts.Calls, bench.MaxDLQCalls},
+				{"deep-pages", opts.DeepPages, bench.MaxDLQDeepPages},
+			} {
+				if err := intFlagIn(c.name, c.v, c.max); err != nil {
+					return err
+				}
+			}
 			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err

@@ -65,6 +65,17 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--backlog", "100", "--workload", "steady"}, "steady sends as it goes"},
 		{[]string{"--processes", "2", "--workload", "steady"}, "steady runs in one process"},
 		{[]string{"--processes", "two"}, `--processes "two": not a whole number`},
+		// A 0 given is refused, not taken for the default.
+		{[]string{"--workers", "0"}, "--workers 0: use 1 to 10000"},
+		{[]string{"--workers", "-3"}, "--workers -3: use 1 to 10000"},
+		{[]string{"--rate", "0", "--workload", "steady"}, "--rate 0: use 1 to 1000000"},
+		{[]string{"--duration", "0s", "--workload", "steady"}, "--duration 0s: use 1s to 1h"},
+		{[]string{"--duration", "2h", "--workload", "steady"}, "--duration 2h: use 1s to 1h"},
+		{[]string{"dlq", "--messages", "0"}, "--messages 0: use 1 to 50000000"},
+		{[]string{"dlq", "--queues", "0"}, "--queues 0: use 1 to 100"},
+		{[]string{"dlq", "--classes", "0"}, "--classes 0: use 1 to 1000"},
+		{[]string{"dlq", "--calls", "0"}, "--calls 0: use 1 to 10000"},
+		{[]string{"dlq", "--deep-pages", "-1"}, "--deep-pages -1: use 1 to 100000"},
 	} {
 		r := usageRun(t, d.env, append([]string{"bench"}, c.args...)...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.says) {
