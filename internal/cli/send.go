@@ -54,7 +54,7 @@ from either way. The command is one entry in the audit log.`,
 		Example: `  pgbus send orders '{"order_id": 42, "amount_cents": 1999}' --kind charge_card
   pgbus send orders @order.json --idempotency-key order-42
   echo '{"to": "ada@example.com"}' | pgbus send emails - --kind welcome --delay 10m
-  pgbus send reports --file big.json --deadline 2026-12-01T09:00:00Z --header tenant=acme
+  pgbus send reports --file big.json --deadline 24h --header tenant=acme
   pgbus send alerts '{"page": true}' --priority 0
   id=$(pgbus send orders '{}' --deadline 30m)
   pgbus send orders --ndjson exported.ndjson --kind charge_card
