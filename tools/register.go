@@ -7,35 +7,50 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
+// readTools and writeTools make the tools pgbus has: the one list of
+// which tools there are and which of them write, that All serves and the
+// command line's help names.
+var (
+	readTools = []func(Deps) server.ServerTool{
+		NewHealth, NewQueueStats, NewDLQSummary, NewDLQList, NewDLQShow,
+		NewDLQDiscarded, NewQueueMessages, NewWorkers, NewCircuits, NewAudit,
+	}
+	writeTools = []func(Deps) server.ServerTool{
+		NewDLQRetry, NewDLQDiscard, NewDLQRestore, NewDLQPurge, NewQueuePause,
+		NewQueueResume, NewQueueRunNow, NewCircuitReset, NewCircuitOpen,
+	}
+)
+
 // All returns the tools pgbus lists: the read tools, and the write tools
 // unless the operations layer is read-only.
 func All(d Deps) []server.ServerTool {
-	tools := []server.ServerTool{
-		NewHealth(d),
-		NewQueueStats(d),
-		NewDLQSummary(d),
-		NewDLQList(d),
-		NewDLQShow(d),
-		NewDLQDiscarded(d),
-		NewQueueMessages(d),
-		NewWorkers(d),
-		NewCircuits(d),
-		NewAudit(d),
+	tools := make([]server.ServerTool, 0, len(readTools)+len(writeTools))
+	for _, t := range readTools {
+		tools = append(tools, t(d))
 	}
 	if !d.Ops.ReadOnly() {
-		tools = append(tools,
-			NewDLQRetry(d),
-			NewDLQDiscard(d),
-			NewDLQRestore(d),
-			NewDLQPurge(d),
-			NewQueuePause(d),
-			NewQueueResume(d),
-			NewQueueRunNow(d),
-			NewCircuitReset(d),
-			NewCircuitOpen(d),
-		)
+		for _, t := range writeTools {
+			tools = append(tools, t(d))
+		}
 	}
 	return tools
+}
+
+// Names returns the names of every tool pgbus has, read-only or not, in
+// the order All lists them.
+func Names() []string { return append(names(readTools), WriteNames()...) }
+
+// WriteNames returns the names of the write tools, which a read-only
+// server leaves out, in the order All lists them.
+func WriteNames() []string { return names(writeTools) }
+
+// names builds each tool without a service, only to read its name.
+func names(tools []func(Deps) server.ServerTool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t(Deps{}).Tool.Name
+	}
+	return out
 }
 
 // Register adds the tools of All(d) to s. hooks are those s was built with

@@ -76,7 +76,7 @@ config).`,
 	f.StringVar(&since, "since", "", "only entries since this time: RFC 3339, a date, or an age (2h, 7d)")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpAudit)
 }
 
 // auditVia is how an entry's call came in, and who authenticated it.

@@ -133,7 +133,7 @@ pgbus_dlq_summary.`,
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().StringVar(&byField, "by-field", "", "break each group down by this safe payload field (config safe_fields, env "+EnvSafeFields+")")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQSummary)
 }
 
 func (a *app) dlqListCommand() *cobra.Command {
@@ -176,7 +176,7 @@ MCP tool pgbus_dlq_list.`,
 	}
 	ff.add(cmd.Flags())
 	pageFlags(cmd.Flags(), &req.Cursor, &req.Limit)
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQList)
 }
 
 func (a *app) dlqShowCommand() *cobra.Command {
@@ -211,7 +211,7 @@ looked up in every DLQ.`,
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the message")
 	cmd.Flags().BoolVar(&noPayload, "no-payload", false, "do not print the payload")
 	cmd.Flags().BoolVar(&fullHistory, "full-history", false, "list each failure, identical ones in a row too")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQShow)
 }
 
 func (a *app) dlqRetryCommand() *cobra.Command {
@@ -280,7 +280,7 @@ new message: discard the dead one, then pgbus send.
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be retried; change nothing")
 	clearDeadlineFlag(cmd, &clearDeadline)
 	rateFlag(cmd, &rate)
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQRetry)
 }
 
 // clearDeadlineFlag adds --clear-deadline to a retry.
@@ -382,7 +382,7 @@ scheduled.
 	clearDeadlineFlag(cmd, &clearDeadline)
 	rateFlag(cmd, &rate)
 	expectFlag(cmd, &expect, "retry")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQRetry)
 }
 
 // expectFlag adds --expect to a command that moves dead messages by filter.
@@ -463,7 +463,7 @@ pgbus_dlq_discard.`,
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be discarded; change nothing")
 	expectFlag(cmd, &expect, "discard")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQDiscard)
 }
 
 func (a *app) dlqPurgeCommand() *cobra.Command {
@@ -514,7 +514,7 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only messages archived longer ago than this age, e.g. 72h or 30d (default: all)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete for good")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say how many would be deleted; delete nothing")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQPurge)
 }
 
 // purgeDryRun counts what the purge req would delete: asked for

@@ -52,7 +52,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 	fs.StringVar(&until, "until", "", "discarded before: RFC 3339, a date, or an age")
 	fs.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("list at most this many, 1 to %d", ops.MaxPageSize))
 	fs.StringVar(&cursor, "cursor", "", "the next page: the cursor the previous page printed, with the same filters")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQDiscarded)
 }
 
 func (a *app) dlqRestoreCommand() *cobra.Command {
@@ -94,5 +94,5 @@ pgbus_dlq_restore.`,
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue whose DLQ the messages were discarded from (required)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be restored; change nothing")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpDLQRestore)
 }

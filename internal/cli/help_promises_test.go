@@ -2,9 +2,12 @@ package cli_test
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgbus/pgbus/tools"
 )
 
 // Every age the purge's help names for "all of them" is one the flag
@@ -65,4 +68,37 @@ func exampleLines(help string) []string {
 		}
 	}
 	return out
+}
+
+// --json's help names the MCP tool whose JSON it prints only where the MCP
+// server has that tool; send, queue drop and queue purge have none.
+func TestJSONFlagNamesOnlyRealTools(t *testing.T) {
+	t.Parallel()
+	tool := regexp.MustCompile(`MCP tool (pgbus_\w+)'s`)
+	without := map[string]bool{"send": true, "queue drop": true, "queue purge": true}
+	named := 0
+	for _, path := range helpCommands(t, nil, nil) {
+		cmd := strings.Join(path, " ")
+		help := pgbus(t, nil, append(path, "--help")...).stdout
+		i := strings.Index(help, "      --json ")
+		if i < 0 {
+			if without[cmd] {
+				t.Errorf("pgbus %s --help has no --json", cmd)
+			}
+			continue
+		}
+		line, _, _ := strings.Cut(help[i:], "\n")
+		m := tool.FindStringSubmatch(line)
+		switch {
+		case without[cmd] && strings.Contains(line, "the same as"):
+			t.Errorf("pgbus %s --help: %q; no MCP tool does it", cmd, strings.TrimSpace(line))
+		case m != nil && !slices.Contains(tools.Names(), m[1]):
+			t.Errorf("pgbus %s --help: %q names a tool the MCP server does not have", cmd, strings.TrimSpace(line))
+		case m != nil:
+			named++
+		}
+	}
+	if named < 15 {
+		t.Errorf("%d commands' --json name their MCP tool; want one for each tool (15 or more)", named)
+	}
 }

@@ -58,7 +58,7 @@ verdict DEGRADED, its reason health_check_slow naming that session.`,
 		},
 	}
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 1 when the verdict is this or worse: degraded or stalled")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpHealth)
 }
 
 // printHealth prints a health verdict: its line, each reason with its next
@@ -108,7 +108,7 @@ pgbus_workers.`,
 				return err
 			})
 		},
-	})
+	}, ops.OpWorkers)
 }
 
 func (a *app) circuitsCommand() *cobra.Command {
@@ -165,7 +165,7 @@ shows only that breaker.`,
 				return nil
 			})
 		},
-	})
+	}, ops.OpCircuits)
 }
 
 // handOpening says who opened a breaker by hand and why: `by cli:
@@ -236,7 +236,7 @@ the MCP tool pgbus_circuit_reset.`,
 		},
 	}
 	reset.Flags().BoolVar(&req.EndOpeningByHand, "end-opening-by-hand", false, "close a breaker opened by hand before its time is up")
-	jsonFlag(reset)
+	jsonFlag(reset, ops.OpCircuitReset)
 	cmd := groupCommand(&cobra.Command{
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
@@ -292,7 +292,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 	}
 	cmd.Flags().StringVar(&forText, "for", "", "how long the breaker stays open, 1s to 7d, such as 30m, 2h or 1d")
 	cmd.Flags().StringVar(&req.Reason, "reason", "", "why, shown with the breaker until it closes (at most 500 bytes)")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpCircuitOpen)
 }
 
 func (a *app) queueMessagesCommand() *cobra.Command {
@@ -388,7 +388,7 @@ the same result as the MCP tool pgbus_queue_messages.`,
 	pageFlags(f, &req.Cursor, &req.Limit)
 	f.BoolVar(&noPayload, "no-payload", false, "leave payloads out of --json")
 	f.BoolVar(&req.FullHistory, "full-history", false, "list each failure, identical ones in a row too")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpQueueMessages)
 }
 
 // noLiveMessages is what an empty page of req says: a state's list says

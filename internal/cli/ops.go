@@ -18,6 +18,7 @@ import (
 	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/tools"
 )
 
 // AuditClient is the client name of the CLI's entries in the audit log.
@@ -355,10 +356,15 @@ func flagWords(err error, fields ...string) error {
 
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
-// jsonFlag adds --json to cmd, which makes run print the result as the
-// matching MCP tool's JSON, and returns cmd.
-func jsonFlag(cmd *cobra.Command) *cobra.Command {
-	cmd.Flags().Bool("json", false, "print the result as JSON, the same as the MCP tool's")
+// jsonFlag adds --json to cmd, the command of operation op, which makes
+// run print the result as JSON, and returns cmd. The flag's help names the
+// MCP tool whose JSON it is, when the MCP server has one for op.
+func jsonFlag(cmd *cobra.Command, op string) *cobra.Command {
+	usage := "print the result as JSON (no MCP tool does this)"
+	if tool := "pgbus_" + op; slices.Contains(tools.Names(), tool) {
+		usage = "print the result as JSON, the same as the MCP tool " + tool + "'s"
+	}
+	cmd.Flags().Bool("json", false, usage)
 	return cmd
 }
 

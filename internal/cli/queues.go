@@ -53,7 +53,7 @@ archive that large (archived_estimated).
 					return nil
 				})
 		},
-	})
+	}, ops.OpQueueStats)
 }
 
 func (a *app) queueCommand() *cobra.Command {
@@ -125,7 +125,7 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 	}
 	cmd.Flags().StringVar(&req.Kind, "kind", "", "only the messages of this job kind")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "count the messages; change nothing")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpQueueRunNow)
 }
 
 // groupCommand makes a command that only holds subcommands: alone it
@@ -327,7 +327,7 @@ it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: drop the queue and everything in it")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpQueueDrop)
 }
 
 // confirmFlag words a refusal for want of confirmation as the CLI asks for
@@ -340,12 +340,12 @@ func confirmFlag(err error, yes bool) error {
 }
 
 func (a *app) queuePauseCommand(pause bool) *cobra.Command {
-	verb := "resume"
+	verb, op := "resume", ops.OpQueueResume
 	short := "Resume a paused queue: workers read it again"
 	long := `Let workers read a paused queue again. Resuming a queue that runs is not
 an error.`
 	if pause {
-		verb = "pause"
+		verb, op = "pause", ops.OpQueuePause
 		short = "Pause a queue: workers stop reading it; messages stay"
 		long = `Stop workers from reading the queue. Messages already running finish;
 the rest wait, and senders can still send. Every worker process sees the
@@ -378,7 +378,7 @@ pause within its settings refresh (2s). Pausing a paused queue is not an error.`
 				return nil
 			})
 		},
-	})
+	}, op)
 }
 
 func (a *app) queuePurgeCommand() *cobra.Command {
@@ -400,5 +400,5 @@ for those). This cannot be undone, so it needs --yes.`,
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm: delete the messages for good")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpQueuePurge)
 }

@@ -109,7 +109,7 @@ from either way. The command is one entry in the audit log.`,
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
 	f.StringVar(&ndjson, "ndjson", "", "send one message per line of this newline-delimited JSON file (- for stdin)")
 	f.IntVar(&fromLine, "from-line", 1, "with --ndjson: start at this line (from 1), to send the rest after a failure")
-	return jsonFlag(cmd)
+	return jsonFlag(cmd, ops.OpSend)
 }
 
 // sendNDJSON is send --ndjson: every line read and checked, then sent in
