@@ -132,14 +132,18 @@ share. With 1, the default, the workers run in this process.`,
 			opts.Logger = a.log
 			for _, w := range names {
 				opts.Workload = w
+				// The runs' own counts: steady sends what its rate and
+				// duration let it, not --jobs.
+				var jobs []int
 				median, err := bench.Repeat(cmd.Context(), db.Store, opts, runs, func(res bench.Result) {
 					printJSONLine(a.stdout, res)
 					printBenchText(a.stderr, res)
+					jobs = append(jobs, res.Jobs)
 				})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %s (%s, %s)\n", w, median, plural.Count(runs, "run", "runs"), plural.Count(jobsOf(opts), "job", "jobs"), workersText(opts.Workers, opts.Processes))
+				fmt.Fprintf(a.stderr, "%-6s median %.0f jobs/s over %s (%s, %s)\n", w, median, plural.Count(runs, "run", "runs"), jobsText(jobs), workersText(opts.Workers, opts.Processes))
 			}
 			return nil
 		},
@@ -165,11 +169,14 @@ func intFlagIn(name string, v, max int) error {
 	return nil
 }
 
-func jobsOf(o bench.Options) int {
-	if o.Backlog > 0 {
-		return o.Backlog
+// jobsText words the jobs of a workload's runs: their count, or its range
+// when the runs sent different numbers.
+func jobsText(jobs []int) string {
+	lo, hi := slices.Min(jobs), slices.Max(jobs)
+	if lo == hi {
+		return plural.Count(lo, "job", "jobs")
 	}
-	return o.Jobs
+	return fmt.Sprintf("%d to %d jobs", lo, hi)
 }
 
 func workersText(workers, processes int) string {

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,6 +41,24 @@ func TestBenchBacklogInProcesses(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
+	}
+}
+
+// The summary of a steady run counts the jobs it sent, as its JSON line
+// does, not --jobs, which steady does not use.
+func TestBenchSteadySummaryCountsTheJobsSent(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	r := pgbus(t, d.env, "bench", "--workload", "steady", "--rate", "50", "--duration", "1s", "--workers", "2")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	var res bench.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Jobs < 1 {
+		t.Fatalf("stdout %q (%v); want one JSON line with the jobs sent", r.stdout, err)
+	}
+	if want := fmt.Sprintf("over 1 run (%d jobs, 2 workers)", res.Jobs); !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 	}
 }
 
