@@ -420,6 +420,9 @@ exit code, and the next steps as commands.
 Quick start: pgbus demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// cobra's suggestions take lines of their own; cobraWords puts
+		// them in the error's one line.
+		DisableSuggestions: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if printsOnly(cmd) {
 				return nil
@@ -518,14 +521,20 @@ func helpCommand() *cobra.Command {
 		Short: "Help about any command",
 		Long:  "Help for any command or topic: pgbus help dlq retry, pgbus help config.",
 		RunE: func(c *cobra.Command, args []string) error {
-			cmd, rest, err := c.Root().Find(args)
-			if err != nil || len(rest) > 0 {
-				return usageError{fmt.Errorf("no help topic %q: see pgbus help for the commands and topics", strings.Join(args, " "))}
-			}
-			cmd.InitDefaultHelpFlag()
-			return cmd.Help()
+			return helpOn(c.Root(), args)
 		},
 	}
+}
+
+// helpOn prints the help of the command or topic path names below root:
+// what pgbus help dlq and pgbus dlq help both print.
+func helpOn(root *cobra.Command, path []string) error {
+	cmd, rest, err := root.Find(path)
+	if err != nil || len(rest) > 0 {
+		return usageError{fmt.Errorf("no help topic %q: see pgbus help for the commands and topics", strings.Join(path, " "))}
+	}
+	cmd.InitDefaultHelpFlag()
+	return cmd.Help()
 }
 
 // printsOnly reports whether cmd only prints text of its own, whatever the

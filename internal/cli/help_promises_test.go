@@ -102,3 +102,19 @@ func TestJSONFlagNamesOnlyRealTools(t *testing.T) {
 		t.Errorf("%d commands' --json name their MCP tool; want one for each tool (15 or more)", named)
 	}
 }
+
+// pgbus dlq help [command] is pgbus help dlq [command], as help is a
+// command of every group.
+func TestGroupHelpIsHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range [][2][]string{
+		{{"dlq", "help"}, {"help", "dlq"}},
+		{{"queue", "help", "create"}, {"help", "queue", "create"}},
+		{{"circuit", "help"}, {"help", "circuit"}},
+	} {
+		got, want := pgbus(t, nil, c[0]...), pgbus(t, nil, c[1]...)
+		if got.code != 0 || want.code != 0 || got.stdout != want.stdout || want.stdout == "" {
+			t.Errorf("pgbus %s: exit %d\n%s%s\nwant the help of pgbus %s:\n%s", strings.Join(c[0], " "), got.code, got.stdout, got.stderr, strings.Join(c[1], " "), want.stdout)
+		}
+	}
+}

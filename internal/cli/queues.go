@@ -136,19 +136,32 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
+		if args[0] == "help" {
+			// pgbus dlq help retry, as pgbus help dlq retry.
+			return helpOn(cmd.Root(), append(strings.Fields(cmd.CommandPath())[1:], args[1:]...))
+		}
 		return unknownSubcommand(cmd, args[0])
 	}
 	return cmd
 }
 
 // unknownSubcommand is the error of a group command given name, which is
-// none of its subcommands.
+// none of its subcommands, with the ones it may be a mistyping of.
 func unknownSubcommand(cmd *cobra.Command, name string) error {
 	names := commandNames(cmd)
 	if other, ok := elsewhere[cmd.CommandPath()+" "+name]; ok {
 		return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", name, cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
 	}
-	return usageError{fmt.Errorf("unknown command %q for %q; use one of: %s", name, cmd.CommandPath(), strings.Join(names, ", "))}
+	useOneOf := "use one of: "
+	guess := didYouMean(closest(name, names), "")
+	if guess != "" {
+		useOneOf = "Use one of: "
+	}
+	pointer := ""
+	if !cmd.HasParent() {
+		pointer = " (pgbus --help says what each does)"
+	}
+	return usageError{fmt.Errorf("unknown command %q for %q; %s%s%s%s", name, cmd.CommandPath(), guess, useOneOf, strings.Join(names, ", "), pointer)}
 }
 
 // elsewhere names the command that does what a subcommand someone might
