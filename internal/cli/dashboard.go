@@ -77,7 +77,7 @@ workers).`,
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed besides the dashboard's own (comma list, scheme://host[:port], or *)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values accepted (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "token the login page asks for")
-	fl.BoolVar(&f.readOnly, "read-only", false, "show everything and offer no action (retry, discard, restore, pause, resume, circuit reset)")
+	fl.BoolVar(&f.readOnly, "read-only", false, "show everything and offer no action (retry, discard, restore, correct, pause, resume, run now, circuit reset, circuit open)")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let message pages show payloads (redacted)")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values message pages show even when payloads are hidden (comma list; env "+EnvSafeFields+", config safe_fields)")
 	addTrustedProxiesFlag(fl, &f.trustedProxies)

@@ -1,12 +1,16 @@
 package cli_test
 
 import (
+	"context"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/tools"
 )
 
@@ -115,6 +119,69 @@ func TestGroupHelpIsHelp(t *testing.T) {
 		got, want := pgbus(t, nil, c[0]...), pgbus(t, nil, c[1]...)
 		if got.code != 0 || want.code != 0 || got.stdout != want.stdout || want.stdout == "" {
 			t.Errorf("pgbus %s: exit %d\n%s%s\nwant the help of pgbus %s:\n%s", strings.Join(c[0], " "), got.code, got.stdout, got.stderr, strings.Join(c[1], " "), want.stdout)
+		}
+	}
+}
+
+// The write tools pgbus serve --help says --read-only leaves out, in its
+// text and in the flag's, are those a read-only server does not list.
+func TestServeHelpNamesTheToolsReadOnlyLeavesOut(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	listed := func(args ...string) []string {
+		c, _, _ := serveStdio(t, append([]string{"--database-url", url, "--no-workers"}, args...)...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	all := listed() // migrates the database the read-only server only checks
+	readOnly := listed("--read-only")
+	var left []string
+	for _, name := range all {
+		if !slices.Contains(readOnly, name) {
+			left = append(left, name)
+		}
+	}
+	slices.Sort(left)
+	if len(left) == 0 {
+		t.Fatalf("a read-only server lists every tool: %q", readOnly)
+	}
+	help := strings.Join(strings.Fields(pgbus(t, nil, "serve", "--help").stdout), " ")
+	for _, re := range []string{`--read-only leaves out the write tools: ([^.]*)\.`, `the write tools \(([^)]*)\) are not listed`} {
+		m := regexp.MustCompile(re).FindStringSubmatch(help)
+		if m == nil {
+			t.Errorf("pgbus serve --help does not match %s", re)
+			continue
+		}
+		said := strings.Split(m[1], ", ")
+		slices.Sort(said)
+		if !slices.Equal(said, left) {
+			t.Errorf("pgbus serve --help says --read-only leaves out %q; a read-only server leaves out %q", said, left)
+		}
+	}
+}
+
+// pgbus dashboard --read-only names every action its pages offer, each a
+// form a read-only dashboard leaves out.
+func TestDashboardReadOnlyNamesEveryAction(t *testing.T) {
+	t.Parallel()
+	help := pgbus(t, nil, "dashboard", "--help").stdout
+	i := strings.Index(help, "      --read-only ")
+	if i < 0 {
+		t.Fatalf("pgbus dashboard --help has no --read-only flag:\n%s", help)
+	}
+	line, _, _ := strings.Cut(help[i:], "\n")
+	for _, action := range []string{"retry", "discard", "restore", "correct", "pause", "resume", "run now", "circuit reset", "circuit open"} {
+		if !strings.Contains(line, action) {
+			t.Errorf("pgbus dashboard --help: %q does not name %s", line, action)
 		}
 	}
 }

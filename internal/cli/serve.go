@@ -17,6 +17,7 @@ import (
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/tools"
 )
 
 // serveFlags are the options of pgbus serve.
@@ -68,10 +69,11 @@ of its headers, or it gets 408 and the connection is closed.
 
 Payloads of messages are hidden unless --allow-payloads is given and the call
 asks for them; secrets under keys like password or token stay redacted.
---read-only leaves out the write tools (retry, discard, restore, purge, pause,
-resume, circuit reset). Without embedded workers it also leaves the schema alone: it
-checks that pgbus migrate has run instead of migrating, and writes nothing, so
-a database role that may only read can serve it.
+--read-only leaves out the write tools:
+` + wrapList(tools.WriteNames(), "  ", 78) + `.
+Without embedded workers it also leaves the schema alone: it checks that
+pgbus migrate has run instead of migrating, and writes nothing, so a database
+role that may only read can serve it.
 
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
@@ -132,7 +134,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
 	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "Streamable HTTP sessions kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
-	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools (retry, discard, restore, purge, pause, resume, circuit reset) are not listed, and a call to one changes nothing and names the command to run instead")
+	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools ("+strings.Join(tools.WriteNames(), ", ")+") are not listed, and a call to one changes nothing and names the command to run instead")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
 	fl.StringArrayVar(&f.queues, "queue", nil, "run embedded workers on this queue, NAME or NAME:CONCURRENCY (repeatable; env "+EnvQueues+" as a comma list; default: the config file's queues)")
@@ -288,4 +290,25 @@ func (a *app) safeFields(given []string) []string {
 		return strings.Split(v, ",")
 	}
 	return a.cfg.SafeFields
+}
+
+// wrapList writes items as a comma list in lines of at most width
+// characters, each after indent, for a help text's paragraph.
+func wrapList(items []string, indent string, width int) string {
+	var b strings.Builder
+	line := indent
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		if line != indent && len(line)+1+len(it) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if line != indent {
+			line += " "
+		}
+		line += it
+	}
+	return b.String() + line
 }
