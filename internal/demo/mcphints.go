@@ -31,11 +31,15 @@ func mcpConfigHints(server mcpServer) (string, error) {
 		if f.Typed {
 			s.Type = "stdio"
 		}
-		text, err := json.Marshal(map[string]any{f.Key: map[string]any{"pgbus": s}})
-		if err != nil {
+		// Written for a person to read and copy: a placeholder such as
+		// <the database URL of this run> stays as it is, not \u003c.
+		var text strings.Builder
+		enc := json.NewEncoder(&text)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(map[string]any{f.Key: map[string]any{"pgbus": s}}); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "  For %s, in %s:\n    %s\n", strings.Join(f.Clients, " or "), f.Where, text)
+		fmt.Fprintf(&b, "  For %s, in %s:\n    %s\n", strings.Join(f.Clients, " or "), f.Where, strings.TrimSuffix(text.String(), "\n"))
 	}
 	return b.String(), nil
 }
