@@ -321,7 +321,9 @@ move and changes nothing, and prints the --expect that makes the real call
 move exactly those messages, in one transaction, or nothing when the
 selection changed meanwhile. A progress bar is shown on a terminal.
 Messages whose deadline has passed are left, as in pgbus dlq retry, unless
---clear-deadline is given.
+--clear-deadline is given; a dry run that finds some prints no --expect (the
+real call would refuse the whole set for them) but the dry run again with
+--clear-deadline, whose --expect moves them too.
 
 --rate N paces the retry for a downstream that just came back: the
 messages become visible to workers N a second, one after another in the

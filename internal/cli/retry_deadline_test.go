@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -36,5 +37,37 @@ func TestRetryPastTheDeadlineFromTheCLI(t *testing.T) {
 	d.query(t, `SELECT count(*), coalesce(max(headers::text), '') FROM pgmq.q_orders`, &n, &headers)
 	if n != 1 || strings.Contains(headers, "pgbus_deadline") || !strings.Contains(headers, "charge") {
 		t.Fatalf("orders after the retry: %d messages, headers %s; want one, without its deadline", n, headers)
+	}
+}
+
+// A dry run of retry-all that finds a deadline passed prints no --expect,
+// which the real call would refuse for that message, but the dry run
+// again with --clear-deadline, as its help says; that one's --expect moves
+// them all.
+func TestRetryAllDryRunPastTheDeadline(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	st := pgtest.OpenStore(t, d.url)
+	pgtest.DeadLetter(t, st, "orders", pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonDeadlineExceeded,
+		Headers: `{"pgbus_kind": "charge", "pgbus_deadline": "2020-01-01T00:00:00Z"}`})
+	pgtest.DeadLetterN(t, st, "orders", 2, pgtest.DeadSpec{Kind: "charge"})
+	help := strings.Join(strings.Fields(pgbus(t, nil, "dlq", "retry-all", "--help").stdout), " ")
+	if !strings.Contains(help, "a dry run that finds some prints no --expect") || !strings.Contains(help, "the dry run again with --clear-deadline, whose --expect moves them too") {
+		t.Errorf("pgbus dlq retry-all --help does not say what a dry run past a deadline prints:\n%s", help)
+	}
+	r := pgbus(t, d.env, "dlq", "retry-all", "--all", "--dry-run")
+	again := "next: pgbus dlq retry-all --all --clear-deadline --dry-run"
+	if r.code != 1 || strings.Contains(r.stdout, "--expect") || !strings.Contains(r.stdout, again) {
+		t.Fatalf("dry run past a deadline: exit %d\n%s\nwant exit 1, no --expect, and %q", r.code, r.stdout, again)
+	}
+	var dry ops.DLQRetry
+	out := d.ok(t, "dlq", "retry-all", "--all", "--clear-deadline", "--dry-run", "--json")
+	decodeStrict(t, out, &dry)
+	if dry.Retried != 3 || dry.Expect == "" {
+		t.Fatalf("dry run with --clear-deadline: %+v; want 3 and an expect", dry)
+	}
+	if out := d.ok(t, "dlq", "retry-all", "--all", "--clear-deadline", "--expect", dry.Expect, "--yes"); !strings.HasPrefix(out, "retried 3 dead messages") {
+		t.Errorf("retry with the expect of the dry run with --clear-deadline:\n%s", out)
 	}
 }
