@@ -185,3 +185,18 @@ func TestDashboardReadOnlyNamesEveryAction(t *testing.T) {
 		}
 	}
 }
+
+// Every command's help shows examples, and every command's help says more
+// than its one-line summary, groups (dlq, queue, circuit) included.
+func TestEveryCommandHasExamplesAndLongHelp(t *testing.T) {
+	t.Parallel()
+	for _, path := range helpCommands(t, nil, nil) {
+		help := pgbus(t, nil, append(path, "--help")...).stdout
+		if len(exampleLines(help)) == 0 {
+			t.Errorf("pgbus %s --help has no examples", strings.Join(path, " "))
+		}
+		if intro, _, _ := strings.Cut(help, "\nUsage:"); strings.Count(strings.TrimSpace(intro), "\n") < 1 {
+			t.Errorf("pgbus %s --help says only %q before its usage", strings.Join(path, " "), strings.TrimSpace(intro))
+		}
+	}
+}

@@ -240,6 +240,14 @@ the MCP tool pgbus_circuit_reset.`,
 	cmd := groupCommand(&cobra.Command{
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
+		Long: `Act on one circuit breaker, named as pgbus circuits lists it: open it by
+hand for a while, before a downstream's maintenance or once it is known to
+be down, so that the jobs that use it wait instead of failing toward their
+DLQ; reset it to close it once the downstream is back, and run at once the
+jobs it held. Each is one entry in the audit log.`,
+		Example: `  pgbus circuits
+  pgbus circuit open http:api.example.com:443 --for 30m --reason "bank maintenance, OPS-7"
+  pgbus circuit reset http:api.example.com:443 --end-opening-by-hand`,
 	})
 	cmd.AddCommand(reset, a.circuitOpenCommand())
 	return cmd

@@ -27,6 +27,8 @@ func versionCommand() *cobra.Command {
 the Go version it was built with and the schema version it migrates a
 database to (pgbus migrate), which a deploy can compare with the
 database's (pgbus migrate --json).`,
+		Example: `  pgbus version
+  pgbus version --json`,
 		Args: cobra.NoArgs,
 		// Works whatever the configuration file says.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
