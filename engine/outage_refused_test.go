@@ -63,14 +63,24 @@ func TestTerminatedSessionsOutageNamesTheAdministrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close(ctx)
-	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend($1)`, conn.PgConn().PID()); err != nil {
+	// Ended in the middle of a statement, the session reads the server's
+	// last word (57P01); ended idle, its next statement may fail writing
+	// to the closed socket before it reads it.
+	result := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, `SELECT pg_sleep(60)`)
+		result <- err
+	}()
+	pid := conn.PgConn().PID()
+	pgtest.Eventually(t, 10*time.Second, "the session sleeping", func() bool {
+		var sleeping bool
+		err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`, pid).Scan(&sleeping)
+		return err == nil && sleeping
+	})
+	if _, err := other.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
-	var ended error
-	pgtest.Eventually(t, 10*time.Second, "the ended session's error", func() bool {
-		_, ended = conn.Exec(ctx, `SELECT 1`)
-		return ended != nil
-	})
+	ended := <-result
 	if code, _ := store.SQLState(ended); code != "57P01" {
 		t.Fatalf("the ended session's error: %v; want SQLSTATE 57P01", ended)
 	}
