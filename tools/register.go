@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -38,11 +40,20 @@ func All(d Deps) []server.ServerTool {
 
 // Names returns the names of every tool pgbus has, read-only or not, in
 // the order All lists them.
-func Names() []string { return append(names(readTools), WriteNames()...) }
+func Names() []string { return slices.Clone(allNames()) }
 
 // WriteNames returns the names of the write tools, which a read-only
 // server leaves out, in the order All lists them.
-func WriteNames() []string { return names(writeTools) }
+func WriteNames() []string { return slices.Clone(writeNames()) }
+
+// allNames and writeNames build the tools once a process: every command
+// of the CLI asks, at every start, whether a tool does what it does, and
+// building every tool for each of them made each start three times as
+// slow.
+var (
+	writeNames = sync.OnceValue(func() []string { return names(writeTools) })
+	allNames   = sync.OnceValue(func() []string { return append(names(readTools), writeNames()...) })
+)
 
 // names builds each tool without a service, only to read its name.
 func names(tools []func(Deps) server.ServerTool) []string {
