@@ -245,3 +245,67 @@ func TestHealthOfABreakerOpenedByHand(t *testing.T) {
 		t.Fatalf("health once the time is up = %+v, %v; want the breaker's reason without the opening by hand", h, err)
 	}
 }
+
+// A reset during a probe that outlasts the slack past the open period's
+// end runs the jobs held until the probe is taken for lost, in the
+// breaker's users' queues and in a queue no user of it names alike: the
+// search of the other queues stopped at the open period's end and the
+// slack, and the job held there waited out the probe after the reset.
+func TestCircuitResetDuringLongProbeRunsEveryHold(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	used := newQueue(t, s, nil)
+	other := newQueue(t, s, nil)
+	name := uniqueName("bank")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: used, Kind: "call"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BreakerFailed(ctx, name, "503"); err != nil {
+		t.Fatal(err)
+	}
+	// The cool-off over, a job takes the probe, taken for lost in two
+	// hours: far past the open period's end and its slack.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.circuit_breakers SET open_until = now() - interval '1 second' WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.AcquireBreaker(ctx, name, 2*time.Hour); err != nil || !p.Probe {
+		t.Fatalf("verdict after the cool-off = %+v, %v; want the probe", p, err)
+	}
+	// hold reads a new job of q and snoozes it as a worker does that the
+	// breaker told to wait for the probe.
+	hold := func(q string) int64 {
+		t.Helper()
+		id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Read(ctx, q, time.Hour, 1)
+		if err != nil || len(got) != 1 || got[0].ID != id {
+			t.Fatalf("read of %s = %+v, %v; want message %d", q, got, err, id)
+		}
+		v, err := s.AcquireBreaker(ctx, name, 2*time.Hour)
+		if err != nil || v.Allowed || v.ProbeUntil.IsZero() {
+			t.Fatalf("verdict beside the probe = %+v, %v; want a wait for it", v, err)
+		}
+		item := store.SnoozeItem{MsgID: id, Delay: v.RetryIn, Breaker: name, Probe: v.ProbeUntil, ReadCount: got[0].ReadCount, EnqueuedAt: got[0].EnqueuedAt}
+		if ids, err := s.SnoozeMany(ctx, q, []store.SnoozeItem{item}); err != nil || len(ids) != 1 {
+			t.Fatalf("snooze of message %d = %v, %v", id, ids, err)
+		}
+		return id
+	}
+	inUsed, inOther := hold(used), hold(other)
+	svc := newService(t, s, ops.Options{})
+	r, err := svc.CircuitReset(ctx, ops.CircuitResetRequest{Name: name})
+	if err != nil || r.Was != store.BreakerHalfOpen || r.Released != 2 {
+		t.Fatalf("reset during the probe = %+v, %v; want the 2 jobs held until its end made visible", r, err)
+	}
+	for q, id := range map[string]int64{used: inUsed, other: inOther} {
+		if got, err := s.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 || got[0].ID != id {
+			t.Errorf("read of %s after the reset = %+v, %v; want the job %d the probe held", q, got, err, id)
+		}
+	}
+}

@@ -33,18 +33,19 @@ func dropBreakerHoldSQL(alias string) string {
 // in every queue its users name (every level of a queue with priority
 // levels), as after a reset of the breaker: they run at once rather than
 // at the end of their snooze, which may be the breaker's whole cool-off.
-// So does it in the other queues where it holds messages until openUntil,
-// the end of the open period it had (nil for none), or sooner: a process
+// So does it in the other queues where it holds messages until heldUntil,
+// the latest its holds wait until as it was (BreakerWas.HeldUntil: the end
+// of its open period or of its probe; nil for none), or sooner: a process
 // that stopped for good during a rolling restart that turned the breaker
 // off left them held where no user names it any more. A queue dropped
 // since is passed over. It returns how many it made visible; on an error,
 // how many it made visible before it, which stay so.
-func (s *Store) RunHeldNow(ctx context.Context, breaker string, openUntil *time.Time) (int64, error) {
+func (s *Store) RunHeldNow(ctx context.Context, breaker string, heldUntil *time.Time) (int64, error) {
 	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
 		return 0, err
 	}
-	others, err := s.heldElsewhere(ctx, breaker, openUntil, levels)
+	others, err := s.heldElsewhere(ctx, breaker, heldUntil, levels)
 	if err != nil {
 		return 0, err
 	}
@@ -52,11 +53,11 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string, openUntil *time.
 }
 
 // heldElsewhere lists the physical queues, other than known, where the
-// breaker named holds messages that become visible by openUntil (or now)
+// breaker named holds messages that become visible by heldUntil (or now)
 // and holdSlack: a small read per queue, through the vt index, heldBatch
 // queues to a statement (one statement a queue made a reset with 2,000
 // queues take ten times as long).
-func (s *Store) heldElsewhere(ctx context.Context, breaker string, openUntil *time.Time, known []string) ([]string, error) {
+func (s *Store) heldElsewhere(ctx context.Context, breaker string, heldUntil *time.Time, known []string) ([]string, error) {
 	queues, err := s.ListQueues(ctx)
 	if err != nil {
 		return nil, err
@@ -69,14 +70,14 @@ func (s *Store) heldElsewhere(ctx context.Context, breaker string, openUntil *ti
 	}
 	var out []string
 	for batch := range slices.Chunk(look, heldBatch) {
-		held, err := s.heldIn(ctx, breaker, openUntil, batch)
+		held, err := s.heldIn(ctx, breaker, heldUntil, batch)
 		if skippable(err) {
 			// A table dropped since it was listed, or not this role's to
 			// read, fails the whole statement: each is read alone, and
 			// the holds in those this role may read still run.
 			held, err = nil, nil
 			for _, q := range batch {
-				one, qerr := s.heldIn(ctx, breaker, openUntil, []string{q})
+				one, qerr := s.heldIn(ctx, breaker, heldUntil, []string{q})
 				if qerr != nil && !skippable(qerr) {
 					err = qerr
 					break
@@ -100,9 +101,9 @@ func skippable(err error) bool { return isUndefinedTable(err) || IsPermissionDen
 const heldBatch = 50
 
 // heldIn returns those of queues where the breaker named holds messages
-// that become visible by openUntil (or now) and holdSlack, in one
+// that become visible by heldUntil (or now) and holdSlack, in one
 // statement. Its text changes with the tables, so it is not prepared.
-func (s *Store) heldIn(ctx context.Context, breaker string, openUntil *time.Time, queues []string) ([]string, error) {
+func (s *Store) heldIn(ctx context.Context, breaker string, heldUntil *time.Time, queues []string) ([]string, error) {
 	var sql strings.Builder
 	for i, q := range queues {
 		if i > 0 {
@@ -116,7 +117,7 @@ func (s *Store) heldIn(ctx context.Context, breaker string, openUntil *time.Time
 	// many tables add up to a cost that has it compiled, for seconds.
 	var found []int32
 	err := pgx.BeginTxFunc(ctx, s.reads, depthTx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql.String(), pgx.QueryExecModeExec, breaker, openUntil, holdSlack.Microseconds())
+		rows, err := tx.Query(ctx, sql.String(), pgx.QueryExecModeExec, breaker, heldUntil, holdSlack.Microseconds())
 		if err != nil {
 			return err
 		}

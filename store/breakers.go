@@ -509,6 +509,11 @@ type BreakerWas struct {
 	OpenReason          string
 	// OpenUntil is when its open period was to end, nil for none.
 	OpenUntil *time.Time
+	// HeldUntil bounds the snoozes of the jobs it held: the end of its
+	// open period, or, half-open, of its probe's (when the probe is taken
+	// for lost), whichever is later; nil for none. A probe may run far
+	// past the open period's end, and the jobs held beside it wait for it.
+	HeldUntil *time.Time
 	// Kept is true of a reset that left the breaker as it was: opened by
 	// hand, that window not over, and not asked to end it.
 	Kept bool
@@ -521,7 +526,7 @@ type BreakerWas struct {
 func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand bool) (BreakerWas, error) {
 	var was BreakerWas
 	err := s.db.QueryRow(ctx, `
-		WITH old AS (SELECT name, state, consecutive_failures, `+handOpenedSQL("c", "opened_by")+` AS opened_by, `+handOpenedSQL("c", "open_reason")+` AS open_reason, open_until
+		WITH old AS (SELECT name, state, consecutive_failures, `+handOpenedSQL("c", "opened_by")+` AS opened_by, `+handOpenedSQL("c", "open_reason")+` AS open_reason, open_until, probe_until
 			FROM pgbus.circuit_breakers c WHERE name = $1 FOR UPDATE),
 		reset AS (
 			UPDATE pgbus.circuit_breakers b SET state = 'closed', consecutive_failures = 0, current_cool_off_ms = cool_off_ms,
@@ -529,9 +534,9 @@ func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand 
 			FROM old WHERE b.name = old.name AND ($2 OR old.opened_by IS NULL OR old.open_until <= now())
 			RETURNING 1)
 		SELECT old.state, old.consecutive_failures, coalesce(old.opened_by, ''), coalesce(old.open_reason, ''), old.open_until,
-			NOT EXISTS (SELECT 1 FROM reset)
+			greatest(old.open_until, old.probe_until), NOT EXISTS (SELECT 1 FROM reset)
 		FROM old`, name, endOpeningByHand).
-		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &was.OpenUntil, &was.Kept)
+		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &was.OpenUntil, &was.HeldUntil, &was.Kept)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return BreakerWas{}, notFoundf("circuit breaker %q does not exist"+breakersMade, name)
 	}
