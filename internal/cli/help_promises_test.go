@@ -38,9 +38,8 @@ func TestPurgeHelpAgesForAllAreTaken(t *testing.T) {
 func TestExamplesHaveNoPastDates(t *testing.T) {
 	t.Parallel()
 	date := regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))?`)
-	commands := append([][]string{nil}, helpCommands(t, nil, nil)...)
-	for _, path := range commands {
-		r := pgbus(t, nil, append(path, "--help")...)
+	for _, r := range defaultHelpPages(t) {
+		path := r.path
 		for _, line := range exampleLines(r.stdout) {
 			for _, s := range date.FindAllString(line, -1) {
 				at, err := time.Parse(time.RFC3339Nano, s)
@@ -81,9 +80,8 @@ func TestJSONFlagNamesOnlyRealTools(t *testing.T) {
 	tool := regexp.MustCompile(`MCP tool (pgbus_\w+)'s`)
 	without := map[string]bool{"send": true, "queue drop": true, "queue purge": true}
 	named := 0
-	for _, path := range helpCommands(t, nil, nil) {
-		cmd := strings.Join(path, " ")
-		help := pgbus(t, nil, append(path, "--help")...).stdout
+	for _, page := range defaultHelpPages(t) {
+		cmd, help := page.name(), page.stdout
 		i := strings.Index(help, "      --json ")
 		if i < 0 {
 			if without[cmd] {
@@ -190,13 +188,13 @@ func TestDashboardReadOnlyNamesEveryAction(t *testing.T) {
 // than its one-line summary, groups (dlq, queue, circuit) included.
 func TestEveryCommandHasExamplesAndLongHelp(t *testing.T) {
 	t.Parallel()
-	for _, path := range helpCommands(t, nil, nil) {
-		help := pgbus(t, nil, append(path, "--help")...).stdout
+	for _, page := range defaultHelpPages(t)[1:] { // pgbus's own page lists commands
+		help := page.stdout
 		if len(exampleLines(help)) == 0 {
-			t.Errorf("pgbus %s --help has no examples", strings.Join(path, " "))
+			t.Errorf("pgbus %s --help has no examples", page.name())
 		}
 		if intro, _, _ := strings.Cut(help, "\nUsage:"); strings.Count(strings.TrimSpace(intro), "\n") < 1 {
-			t.Errorf("pgbus %s --help says only %q before its usage", strings.Join(path, " "), strings.TrimSpace(intro))
+			t.Errorf("pgbus %s --help says only %q before its usage", page.name(), strings.TrimSpace(intro))
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -20,12 +22,8 @@ func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 		"DATABASE_URL=postgres://app:" + password + "@127.0.0.1:1/app",
 		"OTEL_EXPORTER_OTLP_HEADERS=authorization=" + header,
 	}
-	commands := helpCommands(t, env, nil)
-	if len(commands) < 30 {
-		t.Fatalf("found %d commands in the help pages; want every one (30 or more): %q", len(commands), commands)
-	}
-	for _, path := range commands {
-		r := pgbus(t, env, append(path, "--help")...)
+	for _, r := range helpPages(t, env) {
+		path := r.path
 		if r.code != 0 {
 			t.Fatalf("pgbus %s --help: exit %d\n%s", strings.Join(path, " "), r.code, r.stderr)
 		}
@@ -44,30 +42,81 @@ func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 	}
 }
 
-// helpCommands returns the path of every command below parent, found as a
-// newcomer finds them: in the help pages' command lists.
-func helpCommands(t *testing.T, env []string, parent []string) [][]string {
+// helpPage is one command's help page: its path below pgbus (nil for
+// pgbus itself) and the run of pgbus PATH --help.
+type helpPage struct {
+	path []string
+	run
+}
+
+func (p helpPage) name() string { return strings.Join(p.path, " ") }
+
+// helpPages returns the help page of pgbus and of every command below it,
+// found as a newcomer finds them: in the help pages' command lists. Each
+// page is printed once, with env.
+func helpPages(t *testing.T, env []string) []helpPage {
 	t.Helper()
-	r := pgbus(t, env, append(parent, "--help")...)
-	var out [][]string
+	var pages []helpPage
+	var walk func(path []string)
+	walk = func(path []string) {
+		page := helpPage{path: path, run: pgbus(t, env, append(slices.Clip(path), "--help")...)}
+		pages = append(pages, page)
+		for _, name := range commandList(page.stdout) {
+			walk(append(slices.Clip(path), name))
+		}
+	}
+	walk(nil)
+	if len(pages) < 31 {
+		t.Fatalf("found %d help pages; want pgbus's and every command's (31 or more)", len(pages))
+	}
+	return pages
+}
+
+// commandList returns the names a help page lists under Available
+// Commands, but help and completion.
+func commandList(help string) []string {
+	var out []string
 	in := false
-	for _, line := range strings.Split(r.stdout, "\n") {
+	for _, line := range strings.Split(help, "\n") {
 		switch {
 		case strings.HasPrefix(line, "Available Commands:"):
 			in = true
 		case in && strings.TrimSpace(line) == "":
 			in = false
 		case in:
-			name := strings.Fields(line)[0]
-			if name == "help" || name == "completion" {
-				continue
+			if name := strings.Fields(line)[0]; name != "help" && name != "completion" {
+				out = append(out, name)
 			}
-			path := append(append([]string{}, parent...), name)
-			out = append(out, path)
-			out = append(out, helpCommands(t, env, path)...)
 		}
 	}
 	return out
+}
+
+// defaultHelp holds the help pages printed with no environment, which
+// several tests read: the walk runs pgbus once for each command.
+var defaultHelp struct {
+	once  sync.Once
+	pages []helpPage
+	err   string
+}
+
+// defaultHelpPages returns helpPages(t, nil), walked once for every test.
+func defaultHelpPages(t *testing.T) []helpPage {
+	t.Helper()
+	defaultHelp.once.Do(func() {
+		// A failure inside the walk ends only the test that ran it; the
+		// others read why from err.
+		defer func() {
+			if defaultHelp.pages == nil {
+				defaultHelp.err = "the walk of the help pages failed in another test"
+			}
+		}()
+		defaultHelp.pages = helpPages(t, nil)
+	})
+	if defaultHelp.pages == nil {
+		t.Fatal(defaultHelp.err)
+	}
+	return defaultHelp.pages
 }
 
 // The token in the environment is the one the HTTP servers require: too
