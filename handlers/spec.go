@@ -125,6 +125,9 @@ func ParseDuration(s string) (Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
+	if days, ok := strings.CutSuffix(s, "d"); ok && strings.HasPrefix(days, "-") && len(days) > 1 && strings.Trim(days[1:], "0123456789") == "" {
+		return 0, fmt.Errorf("%q is negative; durations here are 0 or more", s)
+	}
 	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
 		n, err := strconv.ParseInt(days, 10, 64)
 		if err != nil || n > int64(math.MaxInt64/int64(24*time.Hour)) {

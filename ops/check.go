@@ -95,7 +95,7 @@ func (r SendRequest) Check() error {
 	case JSONError(r.Payload) != nil:
 		return invalidf("the payload must be JSON, for example {} or null: %v", JSONError(r.Payload))
 	case r.Delay < 0:
-		return fieldf("delay", "%s is negative; give 0 or more", r.Delay)
+		return fieldf("delay", "%s is negative; give 0 or more", FormatAge(r.Delay))
 	case r.Delay > MaxDelay:
 		return fieldf("delay", "%s is too long; at most %s", FormatAge(r.Delay), FormatAge(MaxDelay))
 	case r.Priority < 0 || r.Priority >= MaxPriorities:

@@ -26,7 +26,7 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		{"send: not JSON", ops.SendRequest{Queue: "orders", Payload: json.RawMessage(`{`)}.Check, "", "must be JSON"},
 		{"send: no payload", ops.SendRequest{Queue: "orders"}.Check, "", "must be JSON"},
 		{"send: huge payload", ops.SendRequest{Queue: "orders", Payload: json.RawMessage(`"` + strings.Repeat("a", ops.MaxPayloadBytes) + `"`)}.Check, "", "more than the"},
-		{"send: negative delay", ops.SendRequest{Queue: "orders", Payload: payload, Delay: -time.Second}.Check, "delay", "negative"},
+		{"send: negative delay", ops.SendRequest{Queue: "orders", Payload: payload, Delay: -72 * time.Hour}.Check, "delay", "-72h is negative"},
 		{"send: huge delay", ops.SendRequest{Queue: "orders", Payload: payload, Delay: ops.MaxDelay + time.Second}.Check, "delay", "too long"},
 		{"send: negative priority", ops.SendRequest{Queue: "orders", Payload: payload, Priority: -1}.Check, "priority", "out of range"},
 		{"send: NUL in kind", ops.SendRequest{Queue: "orders", Payload: payload, Kind: "a\x00b"}.Check, "", "kind"},

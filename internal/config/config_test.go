@@ -133,6 +133,9 @@ func TestErrors(t *testing.T) {
 		{"queues:\n  a:\n    max_retries: 5000\n", "queues.a.max_retries", 3, "out of range 1..1000"},
 		{"queues:\n  a:\n    archive_retention: 30s\n", "queues.a.archive_retention", 3, "out of range 1m..87600h"},
 		{"queues:\n  a:\n    dead_retention: 30x\n", "queues.a.dead_retention", 3, "is not a duration"},
+		// Negative days are negative, as -72h is, not "not a duration".
+		{"queues:\n  a:\n    archive_retention: -3d\n", "queues.a.archive_retention", 3, `"-3d" is negative; durations here are 0 or more`},
+		{"worker:\n  drain_timeout: -1d\n", "worker.drain_timeout", 2, `"-1d" is negative`},
 		{"queues:\n  a:\n    dead_retention: 4000d\n", "queues.a.dead_retention", 3, "4000d is out of range 1m..87600h"},
 		{"queues:\n  a:\n    dead_retention: 100000h\n", "queues.a.dead_retention", 3, "out of range 1m..87600h"},
 		{"queues:\n  a_dlq: {}\n", "queues.a_dlq", 2, "reserved for dead-letter queues"},
