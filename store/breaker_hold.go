@@ -229,7 +229,9 @@ func (s *Store) wakeProbeHoldsIn(ctx context.Context, queue, breaker string, pro
 // period, which was to end at was, would otherwise leave the jobs held
 // before waiting out the longer one, after the breaker probed and closed.
 // Only messages visible by was (and holdSlack) are looked at, through the
-// vt index. It returns how many it moved.
+// vt index; their rows are locked in msg_id order, as a worker's batch
+// writes lock theirs, not in the order of the index. It returns how many
+// it moved.
 func (s *Store) capHolds(ctx context.Context, breaker string, until, was time.Time) (int64, error) {
 	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
@@ -237,8 +239,9 @@ func (s *Store) capHolds(ctx context.Context, breaker string, until, was time.Ti
 	}
 	var total int64
 	for _, level := range levels {
-		tag, err := s.db.Exec(ctx, `UPDATE `+queueTable(level)+` q SET vt = $2
-			WHERE q.vt > $2 AND q.vt <= $3 AND `+breakerHeldSQL+` AND q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1::text`,
+		held := `q.vt > $2 AND q.vt <= $3 AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $1::text`
+		tag, err := s.db.Exec(ctx, `WITH `+lockInOrderSQL(queueTable(level), held, "NO KEY UPDATE")+`
+			UPDATE `+queueTable(level)+` q SET vt = $2 WHERE `+held+` AND `+sqlLocked,
 			breaker, until, was.Add(holdSlack))
 		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
 			return total, fmt.Errorf("store: bring the jobs circuit breaker %q holds in %s in to %s: %w", breaker, level, until.UTC().Format(time.RFC3339), err)

@@ -217,7 +217,7 @@ func deadLetterSQL(queue, dlq string) string {
 	return `WITH items AS (
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $12::text[], $13::int[], $14::timestamptz[])
 			AS t(msg_id, reason, max_retries, attempt, kind, error_class, error_message, backtrace, detail, claim_ct, claim_enq)
-	), ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "UPDATE") + `, m AS (
+	), ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "UPDATE") + `, m AS (
 		DELETE FROM ` + queueTable(queue) + ` q USING items t WHERE q.msg_id = t.msg_id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 		RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.message, q.headers, t.reason, t.max_retries
 	), ins AS (

@@ -123,3 +123,13 @@ func blocks(t *testing.T, s *store.Store, pid int, prefix string) bool {
 	err := s.Pool().QueryRow(testContext(t), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND starts_with(query, $2))`, pid, prefix).Scan(&waiting)
 	return err == nil && waiting
 }
+
+// waitsForARowOf reports whether another session waits for a row that
+// backend pid holds (not for a table lock).
+func waitsForARowOf(t *testing.T, s *store.Store, pid int) bool {
+	t.Helper()
+	var waiting bool
+	err := s.Pool().QueryRow(testContext(t), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+		WHERE $1 = ANY(pg_blocking_pids(pid)) AND wait_event IN ('transactionid', 'tuple'))`, pid).Scan(&waiting)
+	return err == nil && waiting
+}

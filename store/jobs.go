@@ -47,7 +47,7 @@ func (s *Store) RetryMany(ctx context.Context, queue string, items []RetryItem) 
 	sql := `WITH t AS (
 			SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
 				AS t(id, delay_us, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
-		), ` + lockInOrderSQL(queueTable(queue), "$2::bigint[]", "NO KEY UPDATE") + `, u AS (
+		), ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($2::bigint[])", "NO KEY UPDATE") + `, u AS (
 			UPDATE ` + queueTable(queue) + ` q SET vt = now() + t.delay_us * interval '1 microsecond'
 			FROM t WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.msg_id, q.vt
@@ -112,7 +112,7 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 	// read locked: the end of the probe, which then wakes the holds
 	// (WakeProbeHolds), either comes after this write, and finds it, or
 	// before, and this write sees the breaker as it left it.
-	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "NO KEY UPDATE") + `, b AS MATERIALIZED (
+	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "NO KEY UPDATE") + `, b AS MATERIALIZED (
 			SELECT name, state, open_until, probe_until FROM pgbus.circuit_breakers
 			WHERE name = ANY(ARRAY(SELECT p.breaker FROM unnest($5::text[], $6::timestamptz[]) AS p(breaker, probe) WHERE p.probe IS NOT NULL))
 			ORDER BY name FOR SHARE
@@ -197,7 +197,7 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 	sql := `WITH t AS (
 			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
 				AS t(id, attempt, kind, class, message, backtrace, detail, claim_ct, claim_enq)
-		), ` + lockInOrderSQL(queueTable(queue), "$2::bigint[]", "UPDATE") + `, d AS (
+		), ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($2::bigint[])", "UPDATE") + `, d AS (
 			DELETE FROM ` + queueTable(queue) + ` q USING t WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.*
 		), a AS (

@@ -126,18 +126,19 @@ func (c *claimColumns) add(cl Claim) {
 const sqlClaimed = `(t.claim_ct = 0 OR q.read_ct = t.claim_ct AND q.enqueued_at = t.claim_enq)`
 
 // lockInOrderSQL is a CTE, named l, that locks the rows of queue table
-// with the ids of the SQL array ids in msg_id order, with the row lock
-// mode of the write that follows (FOR UPDATE before a DELETE, FOR NO KEY
-// UPDATE before an UPDATE). A write joined with the ids alone locks its
-// rows in whatever order its plan meets them, the order of the ids given
-// when it looks each up by its key: two writes of one batch given in
+// (aliased q) where the SQL condition where holds in msg_id order, with
+// the row lock mode of the write that follows (FOR UPDATE before a
+// DELETE, FOR NO KEY UPDATE before an UPDATE). A write joined with the
+// ids alone locks its rows in whatever order its plan meets them, the
+// order of the ids given when it looks each up by its key, or of the
+// table or an index when it scans one: two writes of one batch given in
 // different orders, a worker's heartbeat and its outcomes, deadlocked
 // until PostgreSQL ended one of them a second later. The write takes only
 // rows in l (sqlLocked), which are all locked before it takes its
-// first, so every batch write locks in one order, and waits rather than
-// deadlocks.
-func lockInOrderSQL(table, ids, mode string) string {
-	return `l AS (SELECT msg_id FROM ` + table + ` WHERE msg_id = ANY(` + ids + `) ORDER BY msg_id FOR ` + mode + `)`
+// first, so every write to many rows locks in one order, and waits rather
+// than deadlocks.
+func lockInOrderSQL(table, where, mode string) string {
+	return `l AS (SELECT q.msg_id FROM ` + table + ` q WHERE ` + where + ` ORDER BY q.msg_id FOR ` + mode + `)`
 }
 
 // sqlLocked holds when queue row q is among those lockInOrderSQL locked.
@@ -638,7 +639,7 @@ func (s *Store) archiveSQL(ctx context.Context, queue string) (string, error) {
 		cols = append(cols, "last_read_at")
 	}
 	list := strings.Join(cols, ", ")
-	return `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "UPDATE") + `, d AS (
+	return `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "UPDATE") + `, d AS (
 			DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
 			WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.` + strings.Join(cols, ", q.") + `)
@@ -668,7 +669,7 @@ func (s *Store) DeleteClaimed(ctx context.Context, queue string, claims []Claim)
 		return nil, err
 	}
 	c := claimColumnsOf(claims)
-	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "UPDATE") + `, d AS (
+	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "UPDATE") + `, d AS (
 			DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
 			WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
 			RETURNING q.msg_id
@@ -706,7 +707,7 @@ func (s *Store) SetVisibilityClaimed(ctx context.Context, queue string, claims [
 		return nil, err
 	}
 	c := claimColumnsOf(claims)
-	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "$1::bigint[]", "NO KEY UPDATE") + `
+	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "NO KEY UPDATE") + `
 		UPDATE ` + queueTable(queue) + ` q SET vt = clock_timestamp() + $4 * interval '1 microsecond'
 		FROM unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
 		WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
