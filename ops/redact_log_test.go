@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/secrettest"
+	"github.com/pgbus/pgbus/internal/textlog"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -67,5 +68,20 @@ func TestRedactingHandlerKeepsPlainValues(t *testing.T) {
 	if rec["msg"] != "job done" || rec["msg_id"] != float64(42) || rec["took_ms"] != 1.5 || rec["ok"] != true || rec["queue"] != "orders" ||
 		rec["auth"] != true || rec["token_set"] != false {
 		t.Errorf("plain values changed: %v", rec)
+	}
+}
+
+// A map or a list of numbers, which redaction passes on as its JSON, is
+// written as that JSON in a text log line too, as in a JSON one: the
+// counts of a retention pass, not the bytes of their text.
+func TestRedactingHandlerTextLogShowsJSON(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := slog.New(ops.RedactingHandler(textlog.New(&buf, slog.LevelInfo, false)))
+	log.Info("retention pruned old archives", "deleted", map[string]int64{"q_prio_p0": 3}, "ids", []int64{1, 2})
+	for _, want := range []string{`deleted="{\"q_prio_p0\":3}"`, `ids=[1,2]`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the line lacks %s:\n%s", want, buf.String())
+		}
 	}
 }

@@ -14,6 +14,7 @@ package textlog
 import (
 	"context"
 	"encoding"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -209,6 +210,10 @@ func anyText(x any) (s string) {
 		}
 		return string(b)
 	case []byte:
+		return string(x)
+	case json.RawMessage:
+		// A map or list logged through redaction reaches here as its
+		// JSON, which fmt would print as a list of byte values.
 		return string(x)
 	}
 	return fmt.Sprint(x)
