@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -148,17 +147,7 @@ func TestDataDirOfAnotherUser(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "pgdata"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// The test binary where user nobody may run it.
-	exe := filepath.Join(root, "embedpg.test")
-	b, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	exectest.WriteFile(t, exe, string(b), 0o755)
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = []string{startErrEnv + "=" + dir, "PATH=" + os.Getenv("PATH"), "HOME=" + root, "TMPDIR=" + root}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
+	out, err := exectest.RunAsNobody(t, []string{startErrEnv + "=" + dir}, "-test.run=^$")
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
