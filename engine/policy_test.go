@@ -700,7 +700,8 @@ func TestErrorClassOf(t *testing.T) {
 }
 
 // The polynomial strategy has no base backoff: a kind's policy with a max
-// under the default backoff is its own bound, not a mistake.
+// under the default backoff is its own bound, not a mistake, and caps the
+// polynomial's delay: 3s after a first failure, retried after 2s.
 func TestPolynomialPolicyMaxUnderTheBackoff(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -708,8 +709,21 @@ func TestPolynomialPolicyMaxUnderTheBackoff(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 	p := engine.DefaultRetryPolicy()
 	p.Strategy, p.BackoffMax = store.BackoffPolynomial, 2*time.Second
-	c.Handle("k", func(context.Context, *engine.Job) error { return nil }, engine.HandlerOptions{Retry: &p})
+	var calls atomic.Int32
+	c.Handle("k", func(context.Context, *engine.Job) error {
+		if calls.Add(1) == 1 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	}, engine.HandlerOptions{Retry: &p})
 	pgtest.Start(t, c)
-	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "k"})
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "k"})
 	pgtest.Eventually(t, 20*time.Second, "the message archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	fs := failures(t, s, q, id)
+	if len(fs) != 1 || fs[0].RetryAt == nil {
+		t.Fatalf("failures %+v; want one with a retry time", fs)
+	}
+	if d := fs[0].RetryAt.Sub(fs[0].FailedAt); d != p.BackoffMax {
+		t.Fatalf("retried %s after the failure; want the policy's max of %s, under the polynomial's 3s", d, p.BackoffMax)
+	}
 }
