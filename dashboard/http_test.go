@@ -277,18 +277,54 @@ func TestRefusals(t *testing.T) {
 	for k, v := range retry {
 		withCSRF[k] = v
 	}
-	if code, page, _ := b.post("/dlq/retry", withCSRF, foreign); code != http.StatusForbidden || !strings.Contains(page, "Origin") {
-		t.Fatalf("POST with a foreign Origin: %d\n%s", code, page)
+	wrongCSRF := token2[:len(token2)-1] + "A"
+	if wrongCSRF == token2 {
+		wrongCSRF = token2[:len(token2)-1] + "B"
 	}
-	if code, page, _ := b.post("/dlq/retry", retry, http.Header{"Origin": {"http://" + addr}}); code != http.StatusForbidden || !strings.Contains(page, "CSRF") {
-		t.Fatalf("POST without a CSRF token: %d\n%s", code, page)
-	}
-	bad := url.Values{"csrf": {token2[:len(token2)-2] + "xx"}}
-	for k, v := range retry {
-		bad[k] = v
-	}
-	if code, page, _ := b.post("/dlq/retry", bad, nil); code != http.StatusForbidden || !strings.Contains(page, "CSRF") {
-		t.Fatalf("POST with a wrong CSRF token: %d\n%s", code, page)
+	// Every form, each with what would let it act, is refused from a
+	// foreign Origin with its CSRF token, and from the dashboard's own
+	// without the token or with a wrong one.
+	for _, route := range []struct {
+		path string
+		// noToken is what the refusal of a form without a valid CSRF token
+		// says.
+		noToken string
+	}{
+		{"/login", "not sent from this dashboard"},
+		{"/logout", "CSRF"},
+		{"/dlq/retry", "CSRF"},
+		{"/dlq/discard", "CSRF"},
+		{"/dlq/selected", "CSRF"},
+		{"/dlq/restore", "CSRF"},
+		{"/dlq/message/retry", "CSRF"},
+		{"/dlq/message/discard", "CSRF"},
+		{"/dlq/message/correct", "CSRF"},
+		{"/dlq/message/correct/retry", "CSRF"},
+		{"/queues/pause", "CSRF"},
+		{"/queues/resume", "CSRF"},
+		{"/queues/run-now", "CSRF"},
+		{"/circuits/reset", "CSRF"},
+		{"/circuits/open", "CSRF"},
+	} {
+		form := func(csrf string) url.Values {
+			f := url.Values{"token": {token}, "id": {fmt.Sprint(ids[0])}, "verb": {"retry"}, "name": {"http:example"}, "for": {"30m"}, "payload": {`{"a":1}`}}
+			for k, v := range retry {
+				f[k] = v
+			}
+			if csrf != "" {
+				f.Set("csrf", csrf)
+			}
+			return f
+		}
+		if code, page, _ := b.post(route.path, form(token2), foreign); code != http.StatusForbidden || !strings.Contains(page, "Origin") {
+			t.Fatalf("POST %s with a foreign Origin: %d\n%s", route.path, code, page)
+		}
+		if code, page, _ := b.post(route.path, form(""), http.Header{"Origin": {"http://" + addr}}); code != http.StatusForbidden || !strings.Contains(page, route.noToken) {
+			t.Fatalf("POST %s without a CSRF token: %d\n%s", route.path, code, page)
+		}
+		if code, page, _ := b.post(route.path, form(wrongCSRF), nil); code != http.StatusForbidden || !strings.Contains(page, route.noToken) {
+			t.Fatalf("POST %s with a wrong CSRF token: %d\n%s", route.path, code, page)
+		}
 	}
 	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != int64(len(ids)) {
 		t.Fatalf("a refused retry moved messages: %d left of %d", n, len(ids))
@@ -311,9 +347,11 @@ func TestRefusals(t *testing.T) {
 	if code, page, _ := ro.get("/dlq/retry?queue=" + q); code != http.StatusForbidden {
 		t.Fatalf("read-only preview: %d\n%s", code, page)
 	}
-	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/selected", "/dlq/message/retry", "/dlq/message/discard", "/queues/pause", "/circuits/reset", "/circuits/open"} {
+	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/selected", "/dlq/restore", "/dlq/message/retry", "/dlq/message/discard", "/dlq/message/correct", "/dlq/message/correct/retry", "/queues/pause", "/queues/resume", "/queues/run-now", "/circuits/reset", "/circuits/open"} {
 		form := url.Values{"csrf": {roCSRF}, "queue": {q}, "id": {"1"}, "name": {"x"}, "expect": {"1"}, "for": {"30m"}}
-		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "read-only") {
+		// The dashboard's own refusal, before any operation runs: the
+		// service's would come only after a form was taken as an action.
+		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "the dashboard shows everything but changes nothing") {
 			t.Fatalf("read-only POST %s: %d\n%s", path, code, page)
 		}
 	}
