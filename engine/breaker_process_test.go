@@ -51,18 +51,17 @@ func breakerConfig(name string) *store.BreakerConfig {
 	return &store.BreakerConfig{Name: name, FailureThreshold: 3, CoolOff: 700 * time.Millisecond, MaxCoolOff: 3 * time.Second}
 }
 
-// TestBreakerWorkerProcess is the child worker of the cross-process breaker
-// test; it does nothing unless that test starts it.
-func TestBreakerWorkerProcess(t *testing.T) {
-	if os.Getenv(breakerEnvChild) != "1" {
-		return // helper process entry point
-	}
+// breakerWorker is the child worker of the cross-process breaker test,
+// which TestMain runs instead of the tests when breakerEnvChild is set. It
+// works until its stdin closes.
+func breakerWorker() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }() // the parent closing stdin stops it
 	st, err := store.Open(ctx, os.Getenv(breakerEnvURL))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "breaker child worker:", err)
+		return 1
 	}
 	defer st.Close()
 	queue := os.Getenv(breakerEnvQueue)
@@ -76,12 +75,15 @@ func TestBreakerWorkerProcess(t *testing.T) {
 		RetentionInterval: -1,
 	})
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "breaker child worker:", err)
+		return 1
 	}
 	c.HandleQueue(queue, callDownstream(os.Getenv(breakerEnvHTTP)), engine.HandlerOptions{Breaker: breakerConfig(os.Getenv(breakerEnvName))})
 	if err := c.Run(ctx); err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "breaker child worker:", err)
+		return 1
 	}
+	return 0
 }
 
 // flakyServer is a real downstream that fails until told to recover,
@@ -130,7 +132,7 @@ func TestCircuitBreakerAcrossProcesses(t *testing.T) {
 	srv := httptest.NewServer(down)
 	defer srv.Close()
 
-	child := exec.Command(os.Args[0], "-test.run=^TestBreakerWorkerProcess$", "-test.count=1", "-test.timeout=5m")
+	child := exec.Command(os.Args[0])
 	child.Env = append(os.Environ(), breakerEnvChild+"=1", breakerEnvURL+"="+pgtest.URL(t),
 		breakerEnvQueue+"="+q, breakerEnvName+"="+name, breakerEnvHTTP+"="+srv.URL)
 	stdin, err := child.StdinPipe()

@@ -3,10 +3,10 @@ package engine_test
 // Crash tests: worker processes are killed with SIGKILL while they hold
 // messages, and nothing may be lost or finished twice.
 //
-// A "child worker" is this test binary run again with
-// -test.run=^TestCrashWorkerProcess$ and PGBUS_CRASH_WORKER=1: it works one
-// queue until it is killed or its stdin closes (so it never outlives the
-// test). It reports each handler start and end on stdout, one line each:
+// A "child worker" is this test binary run again with PGBUS_CRASH_WORKER=1,
+// which TestMain runs instead of the tests: it works one queue until it is
+// killed or its stdin closes (so it never outlives the test). It reports
+// each handler start and end on stdout, one line each:
 //
 //	pgbus-crash S <msg_id> <attempt> <kind>
 //	pgbus-crash E <msg_id> <attempt>
@@ -57,17 +57,17 @@ func crashSettings(qs *store.QueueSettings) {
 	qs.RetryBackoffMax = 100 * time.Millisecond
 }
 
-// TestCrashWorkerProcess is the entry point of a child worker process, not
-// a test of its own: run by the crash tests with PGBUS_CRASH_WORKER=1, and a
-// no-op otherwise.
-func TestCrashWorkerProcess(t *testing.T) {
-	if os.Getenv(crashEnvWorker) != "1" {
-		return // helper process entry point; the crash tests start it
+// crashWorker is a child worker process, which TestMain runs instead of the
+// tests when crashEnvWorker is set.
+func crashWorker() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "child worker: "+format+"\n", args...)
+		return 1
 	}
 	url, queue := os.Getenv(crashEnvURL), os.Getenv(crashEnvQueue)
 	conc, err := strconv.Atoi(os.Getenv(crashEnvConcurrency))
 	if url == "" || queue == "" || err != nil {
-		t.Fatalf("child worker: bad environment: url set %v, queue %q, concurrency %q",
+		return fail("bad environment: url set %v, queue %q, concurrency %q",
 			url != "", queue, os.Getenv(crashEnvConcurrency))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -78,7 +78,7 @@ func TestCrashWorkerProcess(t *testing.T) {
 	}()
 	st, err := store.Open(ctx, url)
 	if err != nil {
-		t.Fatalf("child worker: open store: %v", err)
+		return fail("open store: %v", err)
 	}
 	defer st.Close()
 	c, err := engine.NewClient(st, engine.Config{
@@ -91,7 +91,7 @@ func TestCrashWorkerProcess(t *testing.T) {
 		RetentionInterval: -1,
 	})
 	if err != nil {
-		t.Fatalf("child worker: %v", err)
+		return fail("%v", err)
 	}
 	report := func(format string, args ...any) {
 		// One write per line: lines from concurrent handlers stay whole.
@@ -141,8 +141,9 @@ func TestCrashWorkerProcess(t *testing.T) {
 		}
 	}), engine.HandlerOptions{Timeout: 2 * time.Minute})
 	if err := c.Run(ctx); err != nil {
-		t.Fatalf("child worker: Run: %v", err)
+		return fail("Run: %v", err)
 	}
+	return 0
 }
 
 // crashChild is one child worker process.
@@ -271,7 +272,7 @@ func newCrashFleet(t testing.TB, queue string, concurrency int) *crashFleet {
 
 func (f *crashFleet) spawn() *crashChild {
 	f.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWorkerProcess$", "-test.count=1", "-test.timeout=10m")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(),
 		crashEnvWorker+"=1",
 		crashEnvURL+"="+f.url,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,18 +22,20 @@ import (
 // TestExecCommandDiesWithAKilledWorker, its command writing its pid there.
 const envKilledDir = "PGBUS_TEST_EXEC_KILLED_DIR"
 
-// TestExecKilledWorkerProcess is the worker a test kills: it runs an exec
-// job that sleeps until killed.
-func TestExecKilledWorkerProcess(t *testing.T) {
-	t.Parallel()
-	dir := os.Getenv(envKilledDir)
-	if dir == "" {
-		return // helper process entry point
-	}
-	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec, Timeout: handlers.Duration(10 * time.Minute),
+func init() { helperProcesses[envKilledDir] = killedWorker }
+
+// killedWorker is the worker a test kills: it runs an exec job that sleeps
+// until killed.
+func killedWorker(dir string) int {
+	fn, _, err := handlers.Build(handlers.Spec{Type: handlers.TypeExec, Timeout: handlers.Duration(10 * time.Minute),
 		Options: map[string]any{"command": []any{"/bin/sh", "-c", "echo $$ > '" + filepath.Join(dir, "pid") + "'; exec sleep 600"}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "killed worker:", err)
+		return 1
+	}
 	job := &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: json.RawMessage(`{}`), IdempotencyKey: "q:1"}
 	_ = fn(context.Background(), job)
+	return 0
 }
 
 // A worker process killed with SIGKILL, which runs no code of its own to
@@ -41,7 +44,7 @@ func TestExecKilledWorkerProcess(t *testing.T) {
 func TestExecCommandDiesWithAKilledWorker(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	worker := exec.Command(os.Args[0], "-test.run=^TestExecKilledWorkerProcess$", "-test.count=1")
+	worker := exec.Command(os.Args[0])
 	worker.Env = append(os.Environ(), envKilledDir+"="+dir)
 	var out pgtest.SyncBuffer
 	worker.Stdout, worker.Stderr = &out, &out
