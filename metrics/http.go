@@ -227,8 +227,12 @@ func Mux(g prometheus.Gatherer, svc *ops.Service, o ProbeOptions) *http.ServeMux
 	} else {
 		mux.HandleFunc(PathLivez, func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
 	}
+	probes := PathLivez + " and " + PathReadyz
+	if svc == nil {
+		probes = PathLivez
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, fmt.Sprintf("pgbus: no endpoint %s here; scrape %s, probe %s and %s", r.URL.Path, PathMetrics, PathLivez, PathReadyz), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("pgbus: no endpoint %s here; scrape %s, probe %s", r.URL.Path, PathMetrics, probes), http.StatusNotFound)
 	})
 	return mux
 }

@@ -35,5 +35,10 @@ func TestMuxUnknownPath(t *testing.T) {
 				t.Errorf("GET %s answered %q; want it to say %q", path, body, want)
 			}
 		}
+		// Without an operations service it serves no readiness probe,
+		// so it names none.
+		if strings.Contains(string(body), metrics.PathReadyz) {
+			t.Errorf("GET %s answered %q, naming %s, which this server does not serve", path, body, metrics.PathReadyz)
+		}
 	}
 }
