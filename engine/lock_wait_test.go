@@ -150,7 +150,10 @@ func TestReadWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	logs := &pgtest.SyncBuffer{}
 	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
+		// Long enough that no call waiting for no lock goes unanswered
+		// on a busy machine (at the least, one second, one did, and the
+		// log rightly said the database did not answer).
+		cfg.DatabaseCallTimeout = 5 * time.Second
 	})
 	job := newLongJob()
 	c.HandleQueue(q, job.handle, engine.HandlerOptions{Timeout: time.Minute})
