@@ -1,5 +1,7 @@
-// Package store holds every SQL statement of pgbus: the connection pool, the
-// migration runner, and the queue operations on the PGMQ table layout.
+// Package store holds every SQL statement pgbus runs on its own and PGMQ's
+// data: the connection pool, the migration runner, and the queue operations
+// on the PGMQ table layout. (Package embedpg runs the few statements that
+// set up and look after the embedded server itself.)
 //
 // Queue names reach SQL only as quoted identifiers built from validated names;
 // payloads and headers only as parameters.
