@@ -1,8 +1,10 @@
 // Package ops is pgbus's operations layer: every operation a person or an
 // agent can ask for (dead-letter summary, list, show, retry, discard and
-// purge; queue stats, live messages, pause, resume, create, drop and purge;
-// send; health, workers, circuit breakers; the audit log), each taking one
-// typed request and returning one typed result.
+// purge, and the discarded messages listed and restored; queue stats, live
+// messages, pause, resume, run now, create, drop and purge; send; health,
+// the overview of the dashboard and the probes, throughput, workers,
+// circuit breakers listed, reset and opened by hand; the audit log), each
+// taking one typed request and returning one typed result.
 //
 // Front ends (the CLI, the MCP tools and resources, an HTTP dashboard) parse
 // their input into a request, call one operation and render its result in
@@ -10,7 +12,9 @@
 // validation, defaults, per-item outcomes, audit entry and what is shown of
 // a message (payload gates, truncation, redaction). Next steps are returned
 // as structured hints (Hint) that each front end names in its own
-// vocabulary; nothing here names a CLI command or an MCP tool.
+// vocabulary; no text here names a CLI command or an MCP tool. Struct tags
+// are the exception: their jsonschema descriptions are the MCP tools'
+// contract, read by agents, and name the tools to call.
 //
 // The package holds no SQL: it calls package engine and package store.
 package ops
