@@ -1,7 +1,11 @@
 // Package runner runs what a pgbus process keeps running: engine workers
 // on the queues a plan settled (pgbus work, the demo, the embedded workers
-// of pgbus serve) and the MCP server of pgbus serve beside them. Front ends
-// parse their input into a config.WorkPlan or an MCPConfig and call it.
+// of pgbus serve), the MCP server of pgbus serve beside them or the
+// dashboard alone (ServeDashboard), the alerts notifier (StartAlerts), the
+// metrics registry and its probes (NewMonitor) and tracing (Tracing). Front
+// ends settle the queues through config.File.WorkQueues, from a
+// config.WorkPlan, and pass the []config.WorkQueue it gives, or an
+// MCPConfig for a server.
 package runner
 
 import (
