@@ -24,5 +24,6 @@
 // sends many messages at once with SendBatch, in a transaction of the
 // client's own.
 //
-// All SQL lives in package store; this package holds no SQL.
+// This package holds no SQL: every statement on pgbus's and PGMQ's data
+// is package store's.
 package engine
