@@ -56,3 +56,30 @@ func TestListLiveCursorsOfEitherForm(t *testing.T) {
 		}
 	}
 }
+
+// A cursor into a later priority level of a queue dropped since is
+// answered as the queue not found, as the first page is, rather than as a
+// cursor past levels the queue no longer has.
+func TestListLiveCursorOfDroppedLevelledQueue(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	pq := newLevelledQueue(t, s)
+	for _, level := range []string{store.PriorityQueueName(pq, 0), store.PriorityQueueName(pq, 2)} {
+		if _, err := s.SendBatch(ctx, level, []store.NewMessage{{Payload: json.RawMessage(`{}`)}, {Payload: json.RawMessage(`{}`)}, {Payload: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := store.LiveFilter{Queue: pq}
+	page, err := s.ListLive(ctx, f, "", 4)
+	if err != nil || page.NextCursor == "" || len(page.Items) != 4 || page.Items[3].Priority == nil || *page.Items[3].Priority != 2 {
+		t.Fatalf("first page of %s: %+v, %v; want 4 messages ending in level 2 and a cursor", pq, page, err)
+	}
+	if err := s.DropQueue(ctx, pq); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ListLive(ctx, f, page.NextCursor, 4)
+	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("next page of dropped %s: %v; want ErrNotFound saying it does not exist", pq, err)
+	}
+}

@@ -486,6 +486,16 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 		return LivePage{}, err
 	}
 	if after.level >= len(levels) {
+		// A queue dropped since has no levels left and reads as one plain
+		// queue: that it is gone is what the caller needs to hear, not
+		// that its levels changed.
+		ok, err := s.QueueExists(ctx, levels[0].queue)
+		if err != nil {
+			return LivePage{}, err
+		}
+		if !ok {
+			return LivePage{}, notFoundf("queue %q does not exist", f.Queue)
+		}
 		return LivePage{}, invalidf("cursor points past the priority levels queue %q has now, which changed since it was issued; start again without cursor", f.Queue)
 	}
 	page := LivePage{Items: []LiveMessage{}}
