@@ -163,7 +163,7 @@ MCP tool pgbus_dlq_list.`,
 				return err
 			}
 			return run(a, cmd, (*ops.Service).DLQList, req, func(page ops.DLQList) error {
-				if err := writeDeadList(a.stdout, page); err != nil {
+				if err := writeDeadList(a.stdout, page, req.Cursor); err != nil {
 					return err
 				}
 				if page.NextCursor != "" {

@@ -100,10 +100,17 @@ func messageCell(s string, n int) string {
 // oneLine puts a message on one line, for a table cell.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// writeDeadList prints a page of pgbus dlq list.
-func writeDeadList(w io.Writer, page ops.DLQList) error {
+// writeDeadList prints a page of pgbus dlq list, the page after cursor
+// when one was given.
+func writeDeadList(w io.Writer, page ops.DLQList, cursor string) error {
 	if len(page.Items) == 0 {
-		_, err := fmt.Fprintln(w, "no dead messages match")
+		// After a cursor, messages may still match: retried or discarded
+		// since, or newer than the first page.
+		msg := "no dead messages match"
+		if cursor != "" {
+			msg = "no more dead messages match after this cursor; start again without --cursor to see newer ones"
+		}
+		_, err := fmt.Fprintln(w, msg)
 		return err
 	}
 	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
@@ -424,10 +431,17 @@ func failedAt(f ops.Failure) string {
 	return stamp(first) + " to " + stamp(last)
 }
 
-// writeDiscardedList prints pgbus dlq discarded.
-func writeDiscardedList(w io.Writer, res ops.DLQDiscarded) error {
+// writeDiscardedList prints a page of pgbus dlq discarded, the page after
+// cursor when one was given.
+func writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string) error {
 	if len(res.Items) == 0 {
-		_, err := fmt.Fprintln(w, "no discarded messages match")
+		// After a cursor, messages may still match: restored since, or
+		// discarded after the first page.
+		msg := "no discarded messages match"
+		if cursor != "" {
+			msg = "no more discarded messages match after this cursor; start again without --cursor to see ones discarded since"
+		}
+		_, err := fmt.Fprintln(w, msg)
 		return err
 	}
 	t := newTable(w, "ID", "KIND", "REASON", "ERROR CLASS", "DEAD", "DISCARDED", "RESTORABLE", "ERROR")
