@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -199,11 +198,6 @@ type DLQList struct {
 	Asks []Ask `json:"-"`
 }
 
-// cursorClockSep separates the store's cursor from the clock pinned for
-// filters given as ages: an age must mean the same instant on every page.
-// It is not in the base64url alphabet of the store's cursors.
-const cursorClockSep = "~"
-
 // DLQList returns one page of the dead messages the filter selects.
 func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, err error) {
 	ctx, end, err := s.enter(ctx, "DLQList", reads)
@@ -219,29 +213,33 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	if err := checkText("cursor", req.Cursor); err != nil {
 		return DLQList{}, err
 	}
-	cursor, now, err := s.splitCursor(req.Cursor)
+	// The first page of this call's filters, all of them: with the queue
+	// alone it would list other messages.
+	again := hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...)
+	now, err := s.cursorClock(ctx, req.Cursor)
 	if err != nil {
-		return DLQList{}, err
+		return DLQList{}, explain(err, again)
 	}
 	f, err := req.Filter.resolve(now)
 	if err != nil {
 		return DLQList{}, err
+	}
+	if req.Filter.relative() {
+		f.Clock = now
 	}
 	// A page over the response bound is read again with fewer rows, so
 	// that its next_cursor follows the last row shown.
 	asked := limit
 	var out DLQList
 	for {
-		page, err := s.store.ListDead(ctx, f, cursor, limit)
+		page, err := s.store.ListDead(ctx, f, req.Cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
 				return DLQList{}, explain(err, queueHint(err, OpDLQList))
 			}
-			// The first page of this call's filters, all of them: with
-			// the queue alone it would list other messages.
-			return DLQList{}, explain(err, hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...))
+			return DLQList{}, explain(err, again)
 		}
-		if len(page.Items) == 0 && cursor == "" {
+		if len(page.Items) == 0 && req.Cursor == "" {
 			if err := s.groupElsewhere(ctx, f); err != nil {
 				return DLQList{}, err
 			}
@@ -252,9 +250,6 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 			break
 		}
 		limit = k
-	}
-	if out.NextCursor != "" && req.Filter.relative() {
-		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
 	}
 	if limit < asked {
 		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
@@ -280,18 +275,20 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 	return out
 }
 
-// splitCursor splits a list cursor into the store's cursor and the time
-// ages count back from: the pinned one, or now.
-func (s *Service) splitCursor(c string) (string, time.Time, error) {
-	storeCursor, clock, pinned := strings.Cut(c, cursorClockSep)
-	if !pinned {
-		return c, s.now(), nil
+// cursorClock returns the time the ages of a page's filter count back
+// from: for a page after a cursor, the instant its first page pinned,
+// which the cursor carries signed, so that an age means the same window
+// on every page; otherwise now. A cursor not issued here, or changed, is
+// refused.
+func (s *Service) cursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	if cursor == "" {
+		return s.now(), nil
 	}
-	us, err := strconv.ParseInt(clock, 36, 64)
-	if err != nil || us <= 0 {
-		return "", time.Time{}, invalidf("cursor is not valid for this server; start again without cursor")
+	clock, err := s.store.DeadCursorClock(ctx, cursor)
+	if err != nil || clock.IsZero() {
+		return s.now(), err
 	}
-	return storeCursor, time.UnixMicro(us), nil
+	return clock, nil
 }
 
 // DLQShowRequest asks for one dead message in full.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -81,26 +80,30 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	if err := checkText("cursor", req.Cursor); err != nil {
 		return DLQDiscarded{}, err
 	}
-	cursor, now, err := s.splitCursor(req.Cursor)
+	again := hint(OpDLQDiscarded, "start again from the first page", discardedArgs(req.Filter, "limit", req.Limit)...)
+	now, err := s.cursorClock(ctx, req.Cursor)
 	if err != nil {
-		return DLQDiscarded{}, err
+		return DLQDiscarded{}, explain(err, again)
 	}
 	f, err := req.Filter.resolve(now)
 	if err != nil {
 		return DLQDiscarded{}, err
 	}
 	sf := store.DiscardedFilter{Since: f.Since, Until: f.Until, Kind: f.Kind, ErrorClass: f.ErrorClass}
+	if req.Filter.relative() {
+		sf.Clock = now
+	}
 	// A page over the response bound is read again with fewer rows, so
 	// that its next_cursor follows the last row shown.
 	asked := limit
 	var out DLQDiscarded
 	for {
-		page, err := s.store.ListDiscarded(ctx, f.Queue, sf, cursor, limit)
+		page, err := s.store.ListDiscarded(ctx, f.Queue, sf, req.Cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
 				return DLQDiscarded{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 			}
-			return DLQDiscarded{}, explain(err, hint(OpDLQDiscarded, "start again from the first page", discardedArgs(req.Filter, "limit", req.Limit)...))
+			return DLQDiscarded{}, explain(err, again)
 		}
 		out = s.discardedList(page)
 		// The hints of the whole page are counted, at most those of the
@@ -111,9 +114,6 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 			break
 		}
 		limit = k
-	}
-	if out.NextCursor != "" && req.Filter.relative() {
-		out.NextCursor += cursorClockSep + strconv.FormatInt(now.UnixMicro(), 36)
 	}
 	out.Next = discardedNext(req, out.Items, out.NextCursor, limit)
 	if limit < asked {

@@ -61,6 +61,11 @@ type DeadFilter struct {
 	// Group is a group's key (DeadGroup.Group): exactly the messages of
 	// that group.
 	Group string `json:"group,omitempty"`
+	// Clock, when set, is the instant the caller counted ages in Since
+	// and Until back from. ListDead signs it into its next cursor, for
+	// DeadCursorClock to give back, so that every page lists the window
+	// the first one did. It selects nothing itself.
+	Clock time.Time `json:"-"`
 }
 
 // DeadLetterBlock is the pgbus_dead_letter header of a dead message: why it

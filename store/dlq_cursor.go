@@ -13,15 +13,19 @@ import (
 )
 
 // deadCursor is a position in the order (enqueued_at, dlq, msg_id), for
-// the filter whose fingerprint is F. M is the HMAC-SHA256 of the other
-// fields under the database's cursor key, so that a client can pass back
-// only positions this database's pgbus issued.
+// the filter whose fingerprint is F. P, in Unix microseconds, is the
+// instant the filter's ages counted back from, for a filter with ages (0
+// without: the cursors of such filters are as they were before P). M is
+// the HMAC-SHA256 of the other fields under the database's cursor key, so
+// that a client can pass back only positions, and instants, this
+// database's pgbus issued.
 type deadCursor struct {
 	V int       `json:"v"`
 	T time.Time `json:"t"`
 	Q string    `json:"q"`
 	I int64     `json:"i"`
 	F string    `json:"f"`
+	P int64     `json:"p,omitempty"`
 	M string    `json:"m,omitempty"`
 }
 
@@ -45,15 +49,32 @@ func (c deadCursor) mac(key []byte) string {
 }
 
 // encodeDeadCursor returns the cursor of the position after message id
-// of dlq at time t, for the filter whose fingerprint is filter.
-func encodeDeadCursor(key []byte, t time.Time, dlq string, id int64, filter string) string {
+// of dlq at time t, for the filter whose fingerprint is filter and whose
+// ages counted back from clock (zero: the filter has none).
+func encodeDeadCursor(key []byte, t time.Time, dlq string, id int64, filter string, clock time.Time) string {
 	c := deadCursor{V: deadCursorVersion, T: t.UTC(), Q: dlq, I: id, F: filter}
+	if !clock.IsZero() {
+		c.P = clock.UnixMicro()
+	}
 	c.M = c.mac(key)
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
+	c, err := openDeadCursor(key, s)
+	if err != nil {
+		return nil, err
+	}
+	if c.F != filter {
+		return nil, invalidf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
+	}
+	return c, nil
+}
+
+// openDeadCursor checks that s is a cursor this database's pgbus issued,
+// unchanged, for whichever filter.
+func openDeadCursor(key []byte, s string) (*deadCursor, error) {
 	if len(s) > 1024 {
 		return nil, errBadCursor
 	}
@@ -74,11 +95,8 @@ func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
 	}
 	// Signed by this database's pgbus, so well formed; checked anyway, as
 	// the key is readable by every role that may read pgbus.
-	if c.I <= 0 || c.T.IsZero() || ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
+	if c.I <= 0 || c.T.IsZero() || c.P < 0 || ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
 		return nil, errBadCursor
-	}
-	if c.F != filter {
-		return nil, invalidf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
 	}
 	return &c, nil
 }
@@ -149,4 +167,20 @@ func (s *Store) decodeDeadCursor(ctx context.Context, cursor, filter string) (*d
 		return nil, err
 	}
 	return decodeDeadCursor(key, cursor, filter)
+}
+
+// DeadCursorClock returns the instant the ages of the filter of a cursor
+// of ListDead or ListDiscarded counted back from (DeadFilter.Clock), zero
+// for a filter without ages. A cursor this database's pgbus did not issue,
+// or one changed since, is refused as ListDead refuses it.
+func (s *Store) DeadCursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c, err := openDeadCursor(key, cursor)
+	if err != nil || c.P == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMicro(c.P).UTC(), nil
 }

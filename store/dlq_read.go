@@ -51,7 +51,7 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 			return DeadPage{Items: []DeadItem{}}, err
 		}
 		last := page.Items[limit-1]
-		page.NextCursor = encodeDeadCursor(key, last.DeadLetteredAt, last.DLQ, last.MsgID, fp)
+		page.NextCursor = encodeDeadCursor(key, last.DeadLetteredAt, last.DLQ, last.MsgID, fp, f.Clock)
 	}
 	return page, nil
 }

@@ -32,6 +32,8 @@ type DiscardedFilter struct {
 	// Kind and ErrorClass match as DeadFilter's do.
 	Kind       string
 	ErrorClass string
+	// Clock is as DeadFilter's: signed into ListDiscarded's next cursor.
+	Clock time.Time
 }
 
 // DiscardedItem is one message of a DLQ's archive: discarded, or the
@@ -156,7 +158,7 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 		return DiscardedPage{Items: []DiscardedItem{}}, err
 	}
 	last := page.Items[limit-1]
-	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, name, last.MsgID, fp)
+	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, name, last.MsgID, fp, f.Clock)
 	return page, nil
 }
 
