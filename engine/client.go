@@ -519,7 +519,7 @@ func (c *Client) checkSchema(ctx context.Context) error {
 		c.store.LogNewer(st, c.log)
 	}
 	if errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrSchemaMissing) {
-		return fmt.Errorf("engine: %w: call Store.Migrate before Run (pgbus migrate does the same)", err)
+		return fmt.Errorf("engine: %w: call Store.Migrate before Run", err)
 	}
 	if err != nil && !errors.Is(err, store.ErrPermission) {
 		return fmt.Errorf("engine: %w", err)

@@ -40,17 +40,21 @@ func (w *queueWorker) restoreDLQ(ctx context.Context, count int) bool {
 			"queue", w.name, "dlq", w.dlq)
 		return true
 	}
+	again, levels := w.createAgain()
 	w.c.log.Error("pgbus: the queue's dead-letter queue was dropped while its workers ran and could not be made again; "+
-		"the messages to dead-letter stay in the queue and come back after their visibility timeout: make it again with "+
-		w.createCommand()+" as a role that may create tables",
-		"queue", w.name, "dlq", w.dlq, "count", count, "err", err)
+		"the messages to dead-letter stay in the queue and come back after their visibility timeout: "+again+" as a role that may create tables",
+		append([]any{"queue", w.name, "dlq", w.dlq, "count", count, "err", err}, levels...)...)
 	return false
 }
 
-// createCommand is the command that makes the queue's missing tables again.
-func (w *queueWorker) createCommand() string {
+// createAgain says how to make the queue's missing tables again, in words
+// that name no front end (the log is read by whoever runs the worker, with
+// whatever tool they create queues with), and the log attribute of its
+// priority levels, nil for a queue without levels: created with another
+// count it is refused, as it exists in another layout.
+func (w *queueWorker) createAgain() (string, []any) {
 	if n := len(w.tables()); n > 1 {
-		return fmt.Sprintf("pgbus queue create %s --priorities %d", w.name, n)
+		return fmt.Sprintf("create the queue again with its %d priority levels", n), []any{"priority_levels", n}
 	}
-	return "pgbus queue create " + w.name
+	return "create the queue again", nil
 }

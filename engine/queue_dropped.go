@@ -46,9 +46,10 @@ func (w *queueWorker) queueExists(ctx context.Context) (bool, error) {
 // the queue, which pgbus health reports as served by running workers but
 // missing.
 func (w *queueWorker) waitForQueue(ctx context.Context) {
-	w.c.log.Warn("pgbus: the queue was dropped while its workers ran; they wait for it to be created again ("+w.createCommand()+") and work it once it is; "+
+	again, levels := w.createAgain()
+	w.c.log.Warn("pgbus: the queue was dropped while its workers ran; they wait for it to be created again ("+again+") and work it once it is; "+
 		"to stop serving it, remove it from the worker's queues and restart the worker",
-		"queue", w.name)
+		append([]any{"queue", w.name}, levels...)...)
 	for {
 		// As often as idle queues are checked, a lookup in the catalog as
 		// cheap as that read; a send to the queue made again wakes it at

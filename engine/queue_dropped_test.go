@@ -32,7 +32,7 @@ func TestWorkerWaitsForItsDroppedQueue(t *testing.T) {
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	pgtest.Eventually(t, 30*time.Second, "the first message to run", func() bool { return runs.Load() == 1 })
 
-	dropped, back := "the queue was dropped while its workers ran; they wait for it to be created again (pgbus queue create "+q+")", "the dropped queue was created again; working it"
+	dropped, back := "the queue was dropped while its workers ran; they wait for it to be created again (create the queue again)", "the dropped queue was created again; working it"
 	count := func(s string) int { return strings.Count(logs.String(), s) }
 	for round := 1; round <= 2; round++ {
 		if err := other.DropQueue(ctx, q); err != nil {
