@@ -194,10 +194,23 @@ func (s *Service) schemaError(ctx context.Context, err error) error {
 		return err
 	}
 	e := &Error{Msg: checked.Error() + " (Store.Migrate from Go)", Err: errors.Join(checked, err)}
-	if !errors.Is(checked, store.ErrStandby) && !errors.Is(checked, store.ErrPGMQMissing) { // a standby's migration is the primary's; no migration makes PGMQ's tables
+	switch {
+	case errors.Is(checked, store.ErrStandby): // a standby's migration is the primary's
+	case errors.Is(checked, store.ErrPGMQMissing):
+		e.Hints = []Hint{installPGMQHint()}
+	default:
 		e.Hints = []Hint{hint(OpMigrate, "applies the schema migrations this pgbus needs")}
 	}
 	return e
+}
+
+// installPGMQHint is the step after PGMQ's tables went missing under a
+// pgbus schema, which no migration makes again: a migration that installs
+// PGMQ from its SQL script first, the script's path still to be given.
+// It makes an empty PGMQ, so it comes after a restore of schema pgmq from
+// a backup, which the error names first.
+func installPGMQHint() Hint {
+	return hint(OpMigrate, "installs an empty PGMQ from its SQL script (PGMQ's pgmq.sql) when schema pgmq cannot be restored from a backup", MigrateInstallPGMQ, "PGMQ_SQL")
 }
 
 // resourceError is err, refused by the database for want of a resource

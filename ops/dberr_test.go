@@ -189,3 +189,27 @@ func TestResourceRefusalsAdvise(t *testing.T) {
 		t.Errorf("a unique violation was changed into %v", err)
 	}
 }
+
+// TestSchemaWithoutPGMQNamesItsInstallation: where PGMQ's tables are gone
+// from under a pgbus schema, which no migration makes again, an operation
+// and a front end's own schema check give the migration that installs PGMQ
+// from its script as the next step, as data each front end words, and the
+// message names no front end's command.
+func TestSchemaWithoutPGMQNamesItsInstallation(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	st := pgtest.OpenStore(t, url)
+	pgtest.Exec(t, url, "DROP SCHEMA pgmq CASCADE")
+	install := map[string]any{ops.MigrateInstallPGMQ: "PGMQ_SQL"}
+	_, err := newService(t, st, ops.Options{}).DLQList(ctx, ops.DLQListRequest{})
+	var oe *ops.Error
+	if !errors.As(err, &oe) || !errors.Is(err, store.ErrPGMQMissing) || strings.Contains(oe.Msg, "pgbus migrate") ||
+		len(oe.Hints) != 1 || !hasHint(oe.Hints, ops.OpMigrate, install) {
+		t.Fatalf("DLQList without PGMQ's tables: %v (hints %+v); want ErrPGMQMissing with the installation of PGMQ as its one step", err, ops.HintsOf(err))
+	}
+	_, err = st.CheckSchema(ctx)
+	if next := ops.NextSteps(err); !errors.Is(err, store.ErrPGMQMissing) || len(next) != 1 || !hasHint(next, ops.OpMigrate, install) {
+		t.Fatalf("next steps of the schema check without PGMQ's tables (%v): %+v; want the installation of PGMQ", err, next)
+	}
+}

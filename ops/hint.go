@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // Operation names: what a Hint points at and what the audit log records.
@@ -40,6 +42,11 @@ const (
 	OpMigrate = "migrate"
 	OpWork    = "work"
 )
+
+// MigrateInstallPGMQ is the argument of an OpMigrate hint that installs
+// PGMQ from its SQL script before migrating (Store.InstallPGMQ): its value
+// stands for the script's path, which the person gives.
+const MigrateInstallPGMQ = "install_pgmq"
 
 // WorkNeedsHandler is the argument of an OpWork hint for a queue whose
 // handler nobody configured: set, the step is a template in which a
@@ -153,9 +160,10 @@ func HintsOf(err error) []Hint {
 // to do; for a bulk retry, discard or purge stopped partway, the same call
 // again, after the health check when the database stopped answering; for
 // a write cut off before it finished, the lists that show what it did; for
-// a failure nothing explained, the health check), or, for an error of kind
-// unavailable from elsewhere (a connection a front end opened), the health
-// check, which says when the database answers. Front ends render them in
+// a failure nothing explained, the health check), or, for an error from
+// elsewhere (a connection a front end opened, its schema check), the
+// installation of PGMQ where its tables are missing, and for one of kind
+// unavailable the health check, which says when the database answers. Front ends render them in
 // their own words, as they render every other hint.
 func NextSteps(err error) []Hint {
 	var p *PartlyDone
@@ -170,6 +178,10 @@ func NextSteps(err error) []Hint {
 		return e.Hints
 	case errors.As(err, &s):
 		return s.hints
+	case errors.Is(err, store.ErrPGMQMissing):
+		// The schema check of a front end's own connection, before any
+		// operation.
+		return []Hint{installPGMQHint()}
 	case ErrorKind(err) == KindUnavailable:
 		return []Hint{healthHint()}
 	}

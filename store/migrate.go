@@ -160,7 +160,7 @@ func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 	if LimitOf(err) == LimitReadOnly {
 		// A standby's check says so itself: this is a primary's role or
 		// database with default_transaction_read_only on.
-		return fmt.Errorf("%w, which this server does not take: %w; run pgbus migrate as a role whose transactions may write (ALTER ROLE %s SET default_transaction_read_only = off, or the same for the database)",
+		return fmt.Errorf("%w, which this server does not take: %w; migrate as a role whose transactions may write (ALTER ROLE %s SET default_transaction_read_only = off, or the same for the database)",
 			checked, err, cmp.Or(s.User(), "<role>"))
 	}
 	if err == nil || !IsPermissionDenied(err) {
@@ -179,11 +179,11 @@ func (s *Store) migrator(ctx context.Context) string {
 		FROM pg_catalog.pg_database WHERE datname = current_database()`).Scan(&schemaOwner, &dbOwner, &db)
 	switch {
 	case err != nil:
-		return "run pgbus migrate as the role that owns the pgbus schemas, or the database's owner"
+		return "migrate as the role that owns the pgbus schemas, or the database's owner"
 	case schemaOwner != "":
-		return "run pgbus migrate as the role that owns schema pgbus, " + schemaOwner
+		return "migrate as the role that owns schema pgbus, " + schemaOwner
 	}
-	return fmt.Sprintf("run pgbus migrate as the database's owner, %s, or a role it grants CREATE ON DATABASE %s", dbOwner, db)
+	return fmt.Sprintf("migrate as the database's owner, %s, or a role it grants CREATE ON DATABASE %s", dbOwner, db)
 }
 
 // migrate applies the migrations not applied yet, in order. A newer
@@ -367,11 +367,11 @@ func lockTimeout(what string, tries int, took time.Duration, seen *lockWait, err
 	if seen == nil {
 		return fmt.Errorf("store: %s: waited for a lock %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
 			"Find the transaction that holds the lock (in pg_stat_activity: state 'idle in transaction', or an old xact_start), "+
-			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and run pgbus migrate again: %w",
+			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and migrate again: %w",
 			what, plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), pgErr)
 	}
 	return fmt.Errorf("store: %s: waited for %s (%s), held by %s, %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
-		"End that transaction (let it finish, or %s) and run pgbus migrate again: %w",
+		"End that transaction (let it finish, or %s) and migrate again: %w",
 		what, seen.on, seen.mode, seen.heldBy(), plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), seen.terminate(), pgErr)
 }
 
@@ -382,10 +382,10 @@ func turnTimeout(what string, seen *lockWait, err error) error {
 	errors.As(err, &pgErr)
 	if seen == nil || !seen.migLock {
 		return fmt.Errorf("store: %s: another process has held the migration lock for over %s; nothing of it was applied. "+
-			"It is migrating this database: let it finish and run pgbus migrate again: %w", what, migrationTurnWait, pgErr)
+			"It is migrating this database: let it finish and migrate again: %w", what, migrationTurnWait, pgErr)
 	}
 	return fmt.Errorf("store: %s: another process, %s, has held the migration lock for over %s; nothing of it was applied. "+
-		"It is migrating this database: let it finish and run pgbus migrate again, or if it is stuck end it (%s) first: %w",
+		"It is migrating this database: let it finish and migrate again, or if it is stuck end it (%s) first: %w",
 		what, seen.heldBy(), migrationTurnWait, seen.terminate(), pgErr)
 }
 

@@ -29,7 +29,8 @@ var ErrStandby = errors.New("the server is a standby")
 // ErrPGMQMissing comes with ErrSchemaMissing where schema pgbus is there
 // and PGMQ's tables are not (a restore of schema pgbus alone): no
 // migration makes them, since the first one is recorded as done, so its
-// error names what does instead of pgbus migrate.
+// error names what does instead: a backup of schema pgmq, or PGMQ
+// installed from its script (InstallPGMQ) for an empty one.
 var ErrPGMQMissing = errors.New("PGMQ's tables are missing")
 
 // ErrSchemaNewer is wrapped by the error of CheckSchema and Migrate when
@@ -167,7 +168,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	if missing && there["pgbus"] && pgmqMigrated(ctx, tx) {
 		return st, &kindError{kind: errors.Join(ErrSchemaMissing, ErrPGMQMissing), msg: "the database has the pgbus schema but not PGMQ's tables, which hold the queues (schema pgmq with its table meta): " +
-			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and pgbus migrate --install-pgmq PGMQ_SQL (PGMQ's pgmq.sql) makes an empty PGMQ for pgbus to use"}
+			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and a migration that installs PGMQ from its SQL script first (PGMQ's pgmq.sql, InstallPGMQ) makes an empty PGMQ for pgbus to use"}
 	}
 	if missing {
 		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
@@ -242,7 +243,7 @@ func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
 		return e
 	}
 	return &kindError{kind: errors.Join(e.kind, ErrStandby), msg: strings.TrimSuffix(e.msg, "; migrate it with a role that may create tables") +
-		"; this server is a standby (a read replica), which takes no writes and follows the primary's schema: run pgbus migrate against the primary, and this one has the new schema once it replays it"}
+		"; this server is a standby (a read replica), which takes no writes and follows the primary's schema: migrate the primary, and this one has the new schema once it replays it"}
 }
 
 // pgmqMigrated reports whether the record of migrations holds the first,

@@ -218,7 +218,7 @@ func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
 	_, err = openStore(t, roleURL).Migrate(ctx)
 	want := fmt.Sprintf("version %d, this pgbus needs %d; migrate it with a role that may create tables, which the role %s may not do", len(all)-1, len(all), role)
 	if !errors.Is(err, store.ErrSchemaOld) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), want) ||
-		!strings.Contains(err.Error(), "run pgbus migrate as the role that owns schema pgbus, ") {
+		!strings.Contains(err.Error(), "; migrate as the role that owns schema pgbus, ") || strings.Contains(err.Error(), "pgbus migrate") {
 		t.Fatalf("migrate as a role that may not: %v; want ErrSchemaOld and the refusal, saying %q and who may", err, want)
 	}
 	// Before there is a schema, the database's owner may.
@@ -226,7 +226,7 @@ func TestMigrateRefusedToARoleSaysTheSchemaIsOld(t *testing.T) {
 	role, roleURL = pgtest.NewRole(t, empty)
 	_, err = openStore(t, roleURL).Migrate(ctx)
 	if !errors.Is(err, store.ErrSchemaMissing) || !store.IsPermissionDenied(err) || !strings.Contains(err.Error(), "which the role "+role+" may not do") ||
-		!regexp.MustCompile(`run pgbus migrate as the database's owner, \S+, or a role it grants CREATE ON DATABASE \S+$`).MatchString(err.Error()) {
+		!regexp.MustCompile(`; migrate as the database's owner, \S+, or a role it grants CREATE ON DATABASE \S+$`).MatchString(err.Error()) || strings.Contains(err.Error(), "pgbus migrate") {
 		t.Fatalf("migrate of an empty database as a role that may not: %v; want ErrSchemaMissing and the refusal, naming the database's owner", err)
 	}
 

@@ -28,7 +28,7 @@ func TestStandbyWithAnOldSchemaPointsAtThePrimary(t *testing.T) {
 		}
 		line := r.stderr[strings.LastIndex(strings.TrimSpace(r.stderr), "\n")+1:]
 		if err := json.Unmarshal([]byte(line), &e); err != nil || r.code != 1 || e.Kind != "schema" || len(e.Next) != 0 ||
-			!strings.Contains(e.Error, "run pgbus migrate against the primary") {
+			!strings.Contains(e.Error, "migrate the primary") {
 			t.Errorf("pgbus %s on the standby: exit %d, %+v (%v); want kind schema saying to migrate the primary, and no next step\n%s", args[0], r.code, e, err, r.stderr)
 		}
 	}

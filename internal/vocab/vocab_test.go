@@ -53,6 +53,8 @@ func TestHintWording(t *testing.T) {
 		{ops.Hint{Op: ops.OpWork, Args: map[string]any{"queue": "orders", ops.WorkNeedsHandler: true}},
 			"pgbus work --queue orders --handler TYPE", "the CLI: pgbus work --queue orders --handler TYPE"},
 		{ops.Hint{Op: ops.OpMigrate}, "pgbus migrate", "the CLI: pgbus migrate"},
+		{ops.Hint{Op: ops.OpMigrate, Args: map[string]any{ops.MigrateInstallPGMQ: "PGMQ_SQL"}},
+			"pgbus migrate --install-pgmq PGMQ_SQL", "the CLI: pgbus migrate --install-pgmq PGMQ_SQL"},
 		{ops.Hint{Op: ops.OpCircuits, Args: map[string]any{"name": "http:bank"}},
 			"pgbus circuits http:bank", `pgbus_circuits {"name":"http:bank"}`},
 	}
