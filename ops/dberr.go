@@ -60,6 +60,9 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	if *err == nil {
 		return
 	}
+	if s.archiveMissing(ctx, err) {
+		return
+	}
 	if b, ok := givenUp(ctx, *err); ok {
 		*err = s.unansweredError(b, *err, e)
 		return
@@ -106,6 +109,36 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	*err = unexplained(resourceError(*err, e))
+}
+
+// archiveMissing gives *err, when it is a queue's archive table missing
+// (store.ArchiveMissingError), the step that makes it again, the queue's
+// creation with the priority levels it has, and reports whether it was
+// one. A bulk call that stopped partway keeps its own steps.
+func (s *Service) archiveMissing(ctx context.Context, err *error) bool {
+	var missing *store.ArchiveMissingError
+	if !errors.As(*err, &missing) {
+		return false
+	}
+	if partial, _ := partialCause(*err); partial != nil {
+		return true
+	}
+	create := s.createAgainHint(ctx, baseQueue(missing.Queue), "creates the queue's archive table again; what waits to be archived is archived then")
+	var e *Error
+	if errors.As(*err, &e) {
+		if !hasOp(e.Hints, OpQueueCreate) {
+			e.with(create)
+		}
+		return true
+	}
+	if !carriesSteps(*err) {
+		*err = &Error{Msg: (*err).Error(), Err: *err, Hints: []Hint{create}}
+	}
+	return true
+}
+
+func hasOp(hints []Hint, op string) bool {
+	return slices.ContainsFunc(hints, func(h Hint) bool { return h.Op == op })
 }
 
 // encodingError is err, a text given (a payload, headers, a replacement)

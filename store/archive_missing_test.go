@@ -24,7 +24,9 @@ func TestArchiveMissingIsSaidSo(t *testing.T) {
 	}
 	pgtest.Exec(t, pgtest.URL(t), `ALTER TABLE pgmq."a_`+q+`" RENAME TO "a_`+q+`_old"`)
 	_, err = s.Archive(ctx, q, id)
-	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "has no archive table (pgmq.a_"+q) || !strings.Contains(err.Error(), "pgbus queue create "+q) {
+	var missing *store.ArchiveMissingError
+	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "has no archive table (pgmq.a_"+q) ||
+		!errors.As(err, &missing) || missing.Queue != q || strings.Contains(err.Error(), "pgbus queue") {
 		t.Fatalf("archive with the archive table gone: %v; want it said, with the create that makes it again", err)
 	}
 	if n := pgtest.Live(t, s, q); n != 1 {

@@ -172,13 +172,13 @@ func (s *Store) repairDLQ(ctx context.Context, dlq string) (done bool, err error
 // its table (err nil), or the repair failed with err.
 func gapOf(l dlqLack, err error) DLQGap {
 	g := DLQGap{DLQ: l.name, Missing: l.missing(), Owner: l.owner}
-	asOwner := fmt.Sprintf("run pgbus migrate as role %s, which owns pgmq.q_%s (a worker started as that role repairs it too)", l.owner, l.name)
+	asOwner := fmt.Sprintf("migrate as role %s, which owns pgmq.q_%s (a worker started as that role repairs it too)", l.owner, l.name)
 	switch {
 	case err == nil:
 		g.Reason, g.Next = "this role does not own its table", asOwner
 	case isLockTimeout(err):
 		g.Reason = fmt.Sprintf("its table stayed locked by another transaction for %s", migrationLockWait)
-		g.Next = "run pgbus migrate again once that transaction has ended; the next start of a worker tries again too"
+		g.Next = "migrate again once that transaction has ended; the next start of a worker tries again too"
 	case IsPermissionDenied(err):
 		g.Reason, g.Next = "this role may not add them: "+err.Error(), asOwner
 	default:

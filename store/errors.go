@@ -31,6 +31,21 @@ func notFoundf(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
 }
 
+// ArchiveMissingError is the error of a call that archives into Queue, a
+// physical queue, while its archive table is gone (dropped or renamed
+// outside pgbus) and the queue is there. It wraps ErrNotFound. Creating
+// the queue again makes the table; the operations layer gives that as a
+// next step, which each front end words.
+type ArchiveMissingError struct {
+	Queue string
+}
+
+func (e *ArchiveMissingError) Error() string {
+	return fmt.Sprintf("queue %q has no archive table (pgmq.a_%s was dropped or renamed outside pgbus): creating the queue again makes it, and what waits to be archived is archived then", e.Queue, e.Queue)
+}
+
+func (e *ArchiveMissingError) Unwrap() error { return ErrNotFound }
+
 // ErrChanged is wrapped by the refusal of a guarded call (one given the
 // set of messages it must move) whose messages changed since that set was
 // seen. Such an error means nothing was written.

@@ -466,7 +466,7 @@ func queueErr(err error, op, name string) error {
 		if pgErr != nil && strings.Contains(pgErr.Message, `"pgmq.a_`+name+`"`) {
 			// The queue is there, its archive is not: what is done
 			// cannot be archived.
-			return notFoundf("queue %q has no archive table (pgmq.a_%s was dropped or renamed outside pgbus): pgbus queue create %s makes it again, and what waits to be archived is then", name, name, name)
+			return &ArchiveMissingError{Queue: name}
 		}
 		return notFoundf("queue %q does not exist", name)
 	}

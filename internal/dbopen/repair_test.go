@@ -31,7 +31,7 @@ func TestPrepareWarnsOfADLQItMayNotRepair(t *testing.T) {
 
 	logs := migratedLogs(t, roleURL)
 	for _, want := range []string{"level=WARN", "dlq=orders_dlq", "the planner statistics of its filters",
-		"run pgbus migrate as role " + ownerRole} {
+		"next=\"migrate as role " + ownerRole} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the operator's start logged no %q:\n%s", want, logs)
 		}
