@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -43,10 +44,55 @@ var wordExceptions = map[string]string{
 // end's words.
 func TestNoFrontEndWords(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("*.go")
+	for _, hit := range frontEndWordsIn(t, ".", frontEndWords, wordExceptions) {
+		t.Errorf("%s: make it an Ask or a Hint for each front end to word, or list it in wordExceptions with why", hit)
+	}
+}
+
+// lowerWords are the words of one front end that the layers below ops
+// must not say either: their errors reach every front end through ops, and
+// their logs are read by whoever runs the worker, with whatever front end
+// they use. The reserved header keys (pgbus_dead_letter, ...) and the
+// flags of other programs (pg_restore --schema) are theirs to name, so
+// only the commands, the MCP tools and the command line are looked for
+// (a tool is also the audit log's column).
+var lowerWords = []struct {
+	what string
+	re   *regexp.Regexp
+}{
+	frontEndWords[2], // a CLI command
+	{"an MCP tool", regexp.MustCompile(`pgbus_(dlq|queue|health|workers|circuit|audit)_?[a-z_]*\b(\s*\{| tool)`)},
+	frontEndWords[4], // the command line
+}
+
+// TestNoFrontEndWordsBelowOps keeps the texts of store and engine (errors
+// and log lines) free of any one front end's commands and tools: a next
+// step is data (an error type or sentinel ops gives a Hint), and a
+// worker's log says what to do in words that name no front end.
+func TestNoFrontEndWordsBelowOps(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"../store", "../engine"} {
+		for _, hit := range frontEndWordsIn(t, dir, lowerWords, nil) {
+			t.Errorf("%s: say what is wrong, and give the next step as data that ops turns into a Hint", hit)
+		}
+	}
+}
+
+// frontEndWordsIn returns where the non-test string literals of the Go
+// files in dir, but struct tags and the exceptions, say one of words.
+func frontEndWordsIn(t *testing.T, dir string, words []struct {
+	what string
+	re   *regexp.Regexp
+}, exceptions map[string]string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		t.Fatalf("no Go files in %s", dir)
+	}
+	var hits []string
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -72,21 +118,22 @@ func TestNoFrontEndWords(t *testing.T) {
 			if !ok || lit.Kind != token.STRING || tags[lit] {
 				return true
 			}
-			if _, ok := wordExceptions[lit.Value]; ok {
+			if _, ok := exceptions[lit.Value]; ok {
 				return true
 			}
 			s, err := strconv.Unquote(lit.Value)
 			if err != nil {
 				t.Fatalf("%s: %v", fset.Position(lit.Pos()), err)
 			}
-			for _, w := range frontEndWords {
+			for _, w := range words {
 				if m := w.re.FindString(s); m != "" {
-					t.Errorf("%s: %q names %s (%q): make it an Ask or a Hint for each front end to word, or list it in wordExceptions with why", fset.Position(lit.Pos()), s, w.what, m)
+					hits = append(hits, fmt.Sprintf("%s: %q names %s (%q)", fset.Position(lit.Pos()), s, w.what, m))
 				}
 			}
 			return true
 		})
 	}
+	return hits
 }
 
 // The guard sees a struct tag as a tag, and a text as a text.
