@@ -267,6 +267,18 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 	if err != nil {
 		return AuditPage{}, err
 	}
+	now := s.now()
+	if req.Cursor != "" {
+		// An age means the same moment on every page: the one the first
+		// page counted it back from, which the cursor carries signed.
+		clock, err := s.store.AuditCursorClock(ctx, req.Cursor)
+		if err != nil {
+			return AuditPage{}, explain(err, hint(OpAudit, "start again from the first page"))
+		}
+		if !clock.IsZero() {
+			now = clock
+		}
+	}
 	f := store.AuditFilter{Tool: OpName(req.Op), Client: req.Client}
 	if f.Tool != "" && f.Tool != AuditAll && !slices.Contains(AuditedOps, f.Tool) {
 		return AuditPage{}, fieldf("tool", "%q is no operation the audit log records: use one of %s, or all", clip(req.Op, 60), strings.Join(AuditedOps, ", "))
@@ -278,8 +290,11 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 		f.ExceptTools = []string{OpSend}
 	}
 	if req.Since != "" {
-		if f.Since, err = parseField("since", req.Since, s.now()); err != nil {
+		if f.Since, err = parseField("since", req.Since, now); err != nil {
 			return AuditPage{}, err
+		}
+		if isAge(req.Since) {
+			f.Clock = now
 		}
 	}
 	// A page over the response bound is read again with fewer rows, so

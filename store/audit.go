@@ -2,10 +2,10 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +34,10 @@ type AuditFilter struct {
 	ExceptTools []string `json:"except_tools,omitempty"`
 	// Since, when set, leaves out entries recorded before it.
 	Since time.Time `json:"since,omitzero"`
+	// Clock, when Since was given as an age, is the instant it counted
+	// back from, which the page's cursor carries (AuditCursorClock) so
+	// that the age means the same on every page. No part of the filter.
+	Clock time.Time `json:"-"`
 }
 
 // AuditPage is a page of audit entries, newest first.
@@ -154,14 +158,14 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	if limit < 1 || limit > 100 {
 		return AuditPage{}, invalidf("audit: limit must be 1 to 100, not %d", limit)
 	}
+	fp := f.fingerprint()
+	after, err := s.decodeSignedCursor(ctx, cursor, fp, inAuditLog)
+	if err != nil {
+		return AuditPage{}, err
+	}
 	before := int64(1<<63 - 1)
-	if cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cursor)
-		id, perr := strconv.ParseInt(string(raw), 10, 64)
-		if err != nil || perr != nil || id <= 0 {
-			return AuditPage{}, invalidf("audit: cursor is not valid for this server; start again without cursor")
-		}
-		before = id
+	if after != nil {
+		before = after.I
 	}
 	var since *time.Time
 	if !f.Since.IsZero() {
@@ -187,7 +191,28 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	page := AuditPage{Items: items}
 	if len(items) > limit {
 		page.Items = items[:limit]
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(items[limit-1].ID, 10)))
+		key, err := s.cursorKey(ctx)
+		if err != nil {
+			return AuditPage{}, err
+		}
+		last := page.Items[limit-1]
+		page.NextCursor = encodeDeadCursor(key, last.At, auditCursorPlace, last.ID, fp, f.Clock)
 	}
 	return page, nil
+}
+
+// auditCursorPlace is the Q of an audit cursor, whose position is an id of
+// the audit log: no DLQ's name, so that neither list takes the other's.
+const auditCursorPlace = "pgbus.audit_log"
+
+func inAuditLog(c *deadCursor) bool { return c.Q == auditCursorPlace }
+
+// fingerprint identifies a filter, so that a cursor is only used with the
+// filter it was issued for: with another, its position would skip and
+// repeat entries as if the page were right.
+func (f AuditFilter) fingerprint() string {
+	f.Since = f.Since.UTC()
+	b, _ := json.Marshal(f)
+	sum := sha256.Sum256(b)
+	return "audit " + hex.EncodeToString(sum[:8])
 }

@@ -18,7 +18,8 @@ import (
 // without: the cursors of such filters are as they were before P). M is
 // the HMAC-SHA256 of the other fields under the database's cursor key, so
 // that a client can pass back only positions, and instants, this
-// database's pgbus issued.
+// database's pgbus issued. The audit log's cursors are the same, with
+// their entry's time and id, and Q auditCursorPlace.
 type deadCursor struct {
 	V int       `json:"v"`
 	T time.Time `json:"t"`
@@ -62,7 +63,21 @@ func encodeDeadCursor(key []byte, t time.Time, dlq string, id int64, filter stri
 }
 
 func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
-	c, err := openDeadCursor(key, s)
+	return decodeSignedCursor(key, s, filter, inDLQ)
+}
+
+// inDLQ says whether c's Q is a DLQ's name, as in the cursors of lists of
+// dead messages.
+func inDLQ(c *deadCursor) bool {
+	return ValidatePhysicalName(c.Q) == nil && strings.HasSuffix(c.Q, DLQSuffix)
+}
+
+// decodeSignedCursor checks s against key and filter, with place saying
+// whether its Q names a place of the list it is given to: the lists of
+// dead messages name a DLQ (inDLQ); the audit log's, which takes the same
+// cursors, a Q of its own.
+func decodeSignedCursor(key []byte, s, filter string, place func(*deadCursor) bool) (*deadCursor, error) {
+	c, err := openSignedCursor(key, s, place)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +87,9 @@ func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
 	return c, nil
 }
 
-// openDeadCursor checks that s is a cursor this database's pgbus issued,
-// unchanged, for whichever filter.
-func openDeadCursor(key []byte, s string) (*deadCursor, error) {
+// openSignedCursor checks that s is a cursor this database's pgbus issued,
+// unchanged, for a place of the list (place), for whichever filter.
+func openSignedCursor(key []byte, s string, place func(*deadCursor) bool) (*deadCursor, error) {
 	if len(s) > 1024 {
 		return nil, errBadCursor
 	}
@@ -95,7 +110,7 @@ func openDeadCursor(key []byte, s string) (*deadCursor, error) {
 	}
 	// Signed by this database's pgbus, so well formed; checked anyway, as
 	// the key is readable by every role that may read pgbus.
-	if c.I <= 0 || c.T.IsZero() || c.P < 0 || ValidatePhysicalName(c.Q) != nil || !strings.HasSuffix(c.Q, DLQSuffix) {
+	if c.I <= 0 || c.T.IsZero() || c.P < 0 || !place(&c) {
 		return nil, errBadCursor
 	}
 	return &c, nil
@@ -159,6 +174,12 @@ func (q *deadQuery) pageQuery(cols string, after *deadCursor, desc bool, limit i
 // decodeDeadCursor checks cursor against the database's key and filter;
 // an empty cursor is the first page (nil).
 func (s *Store) decodeDeadCursor(ctx context.Context, cursor, filter string) (*deadCursor, error) {
+	return s.decodeSignedCursor(ctx, cursor, filter, inDLQ)
+}
+
+// decodeSignedCursor checks cursor against the database's key, filter and
+// place; an empty cursor is the first page (nil).
+func (s *Store) decodeSignedCursor(ctx context.Context, cursor, filter string, place func(*deadCursor) bool) (*deadCursor, error) {
 	if cursor == "" {
 		return nil, nil
 	}
@@ -166,7 +187,7 @@ func (s *Store) decodeDeadCursor(ctx context.Context, cursor, filter string) (*d
 	if err != nil {
 		return nil, err
 	}
-	return decodeDeadCursor(key, cursor, filter)
+	return decodeSignedCursor(key, cursor, filter, place)
 }
 
 // DeadCursorClock returns the instant the ages of the filter of a cursor
@@ -174,11 +195,21 @@ func (s *Store) decodeDeadCursor(ctx context.Context, cursor, filter string) (*d
 // for a filter without ages. A cursor this database's pgbus did not issue,
 // or one changed since, is refused as ListDead refuses it.
 func (s *Store) DeadCursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	return s.cursorClock(ctx, cursor, inDLQ)
+}
+
+// AuditCursorClock is DeadCursorClock for a cursor of ListAudit
+// (AuditFilter.Clock).
+func (s *Store) AuditCursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	return s.cursorClock(ctx, cursor, inAuditLog)
+}
+
+func (s *Store) cursorClock(ctx context.Context, cursor string, place func(*deadCursor) bool) (time.Time, error) {
 	key, err := s.cursorKey(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	c, err := openDeadCursor(key, cursor)
+	c, err := openSignedCursor(key, cursor, place)
 	if err != nil || c.P == 0 {
 		return time.Time{}, err
 	}
