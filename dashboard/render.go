@@ -330,8 +330,12 @@ func hintLinks(hints []ops.Hint) []link {
 				continue
 			}
 			name := k
-			if k == "msg_id" {
+			switch {
+			case k == "msg_id":
 				name = "id"
+			case k == "tool" && p == "/audit":
+				// The audit page's filter of the operation is op.
+				name = "op"
 			}
 			q.Set(name, fmt.Sprint(h.Args[k]))
 		}

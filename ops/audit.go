@@ -267,13 +267,16 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 	if err != nil {
 		return AuditPage{}, err
 	}
+	// The first page of this call's filters, all of them: without them it
+	// would list other entries.
+	restart := hint(OpAudit, "start again from the first page", "tool", req.Op, "client", req.Client, "since", req.Since, "limit", req.Limit)
 	now := s.now()
 	if req.Cursor != "" {
 		// An age means the same moment on every page: the one the first
 		// page counted it back from, which the cursor carries signed.
 		clock, err := s.store.AuditCursorClock(ctx, req.Cursor)
 		if err != nil {
-			return AuditPage{}, explain(err, hint(OpAudit, "start again from the first page"))
+			return AuditPage{}, explain(err, restart)
 		}
 		if !clock.IsZero() {
 			now = clock
@@ -304,7 +307,7 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 	for {
 		page, err := s.store.ListAudit(ctx, f, req.Cursor, limit)
 		if err != nil {
-			return AuditPage{}, explain(err, hint(OpAudit, "start again from the first page"))
+			return AuditPage{}, explain(err, restart)
 		}
 		out = auditView(page)
 		k := shrunkPage(s.opts.Bounds, out.Items, AuditPage{NextCursor: page.NextCursor, Notes: out.Notes})

@@ -186,3 +186,48 @@ func TestAuditCursorIsSignedForItsFilters(t *testing.T) {
 		t.Errorf("an audit cursor given to the DLQ list: %v; want %q", err, notValid)
 	}
 }
+
+// A refused audit cursor's next step is the first page of the call's own
+// filters, all of them, as the DLQ list's is: without them it would list
+// every operation of every client.
+func TestAuditRefusedCursorHintKeepsFilters(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	now := time.Now()
+	recordAudit(t, s, client, ops.OpQueuePause, now.Add(-3*time.Minute), now.Add(-2*time.Minute))
+	recordAudit(t, s, client, ops.OpQueueResume, now.Add(-time.Minute))
+	other, err := svc.Audit(ctx, ops.AuditRequest{Client: client, Limit: 1})
+	if err != nil || other.NextCursor == "" {
+		t.Fatalf("audit of every operation: %+v, %v", other, err)
+	}
+	for what, cursor := range map[string]string{
+		"of other filters": other.NextCursor,
+		"made by hand":     base64.RawURLEncoding.EncodeToString([]byte("5")),
+		"with a bad clock": other.NextCursor + "~!!",
+	} {
+		req := ops.AuditRequest{Op: ops.OpQueuePause, Client: client, Since: "1h", Cursor: cursor, Limit: 1}
+		_, err := svc.Audit(ctx, req)
+		steps := ops.NextSteps(err)
+		if !errors.Is(err, ops.ErrInvalid) || len(steps) != 1 {
+			t.Fatalf("a cursor %s: %v, next %+v; want one next step", what, err, steps)
+		}
+		h := steps[0]
+		want := map[string]any{"tool": req.Op, "client": client, "since": "1h", "limit": 1}
+		if h.Op != ops.OpAudit || len(h.Args) != len(want) {
+			t.Fatalf("a cursor %s: next %+v; want the audit with %v", what, h, want)
+		}
+		for k, v := range want {
+			if h.Args[k] != v {
+				t.Fatalf("a cursor %s: next %+v; want %s %v", what, h, k, v)
+			}
+		}
+		// Followed, it lists the newest pause.
+		page, err := svc.Audit(ctx, ops.AuditRequest{Op: h.Args["tool"].(string), Client: h.Args["client"].(string), Since: h.Args["since"].(string), Limit: h.Args["limit"].(int)})
+		if err != nil || len(page.Items) != 1 || page.Items[0].Op != ops.OpQueuePause {
+			t.Fatalf("the next step of a cursor %s, followed: %+v, %v; want the newest pause", what, page, err)
+		}
+	}
+}
