@@ -508,7 +508,7 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
 	switch {
 	case q.Paused:
-		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s%s waiting", q.Queue, about(q.Estimated), plural.Count(q.Depth, "message", "messages")),
+		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s", q.Queue, pausedHolds(q)),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served() && store.ValidateQueueName(q.Queue) != nil:
 		// Another PGMQ client's queue whose name pgbus does not work (too
@@ -543,6 +543,30 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), q.DLQDepth),
 			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
 	}
+}
+
+// pausedHolds says what a paused queue holds in the words of its stats:
+// waiting means ready, as in every other view, and the messages that would
+// not run at once on resume (running, retrying, scheduled) are named apart
+// rather than counted as waiting.
+func pausedHolds(q store.QueueStats) string {
+	s := about(q.Estimated) + plural.Count(q.Visible, "message", "messages") + " waiting"
+	var rest []string
+	for _, c := range []struct {
+		n    int64
+		word string
+	}{{q.InFlight, "running"}, {q.WaitingRetry, "retrying"}, {q.Scheduled, "scheduled"}} {
+		if c.n > 0 {
+			rest = append(rest, fmt.Sprintf("%d %s", c.n, c.word))
+		}
+	}
+	switch len(rest) {
+	case 0:
+		return s
+	case 1:
+		return s + " and " + rest[0]
+	}
+	return s + ", " + strings.Join(rest[:len(rest)-1], ", ") + " and " + rest[len(rest)-1]
 }
 
 // atLevel says where the message ready longest waits in a queue with

@@ -920,3 +920,35 @@ func TestHealthNamesTheLevelsOfADroppedQueueItsWorkersWaitFor(t *testing.T) {
 		t.Fatalf("the create the reason offers: %v", err)
 	}
 }
+
+// A paused queue's reason counts as waiting only the ready messages, as
+// pgbus queues and the queue's messages do, and names the scheduled apart.
+func TestHealthPausedCountsReady(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	if err := s.CreateQueue(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		m := store.NewMessage{Payload: json.RawMessage(`1`)}
+		if i == 5 {
+			m.Delay = time.Hour
+		}
+		if _, err := s.Send(ctx, "q", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(h.Reasons, func(r ops.HealthReason) bool { return r.Code == "queue_paused" })
+	if want := `queue "q" is paused with 5 messages waiting and 1 scheduled`; i < 0 || h.Reasons[i].Message != want {
+		t.Fatalf("reasons = %+v; want queue_paused saying %q", h.Reasons, want)
+	}
+}
