@@ -26,3 +26,17 @@ func TestQueuePageShowsSubSecondDurations(t *testing.T) {
 		t.Fatalf("the queue's page: %d, want its settings to say %q\n%s", code, want, page)
 	}
 }
+
+// A queue's page says max_retries as what it is, the runs a message gets
+// before it is dead-lettered, not as retries after the first run.
+func TestQueuePageSaysMaxRetriesAsRuns(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewFastQueue(t, st, "dash_runs", func(s *store.QueueSettings) { s.MaxRetries = 3 })
+	b := newBrowser(t, serve(t, st, serverOpts{}))
+	code, page, _ := b.get("/queues/" + q)
+	const want = "<dd>at most 3 runs per message, "
+	if code != http.StatusOK || !strings.Contains(page, want) || strings.Contains(page, "3 retries") {
+		t.Fatalf("the queue's page: %d, want its settings to say %q\n%s", code, want, page)
+	}
+}

@@ -193,11 +193,11 @@ func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 		return err
 	}
 	t := newTable(w, "QUEUE", "DEPTH", "READY", "RUNNING", "RETRYING", "SCHEDULED", "DLQ", "ARCHIVED", "SENT",
-		"OK/1H", "FAILED/1H", "DEAD/1H", "OLDEST READY", "RETRIES", "PAUSED")
+		"OK/1H", "FAILED/1H", "DEAD/1H", "OLDEST READY", "MAX RUNS", "BACKOFF", "PAUSED")
 	for _, q := range stats {
 		if q.Dropped { // only its DLQ is left
 			t.row(q.Queue+" (dropped)", "-", "-", "-", "-", "-", q.DLQDepth, "-", "-",
-				q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, "-", "-", "-")
+				q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, "-", "-", "-", "-")
 			continue
 		}
 		paused := "no"
@@ -211,7 +211,7 @@ func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 		t.row(q.Queue, estimate(q.Depth, q.CountsEstimated), estimate(q.Visible, q.CountsEstimated), q.InFlight, q.WaitingRetry, q.Scheduled, q.DLQDepth,
 			estimate(q.Archived, q.ArchivedEstimated), q.TotalSent,
 			q.LastHour.Succeeded, q.LastHour.Failed, q.LastHour.DeadLettered, oldest,
-			fmt.Sprintf("%d, %s", q.Settings.MaxRetries, backoffRange(q.Settings)), paused)
+			q.Settings.MaxRetries, backoffRange(q.Settings), paused)
 	}
 	return t.flush()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +46,10 @@ func TestQueueCommands(t *testing.T) {
 	if !strings.Contains(out, "polynomial backoff (attempt⁴ + 2s, up to 1m0s)") || strings.Contains(out, "2s..") {
 		t.Fatalf("update of a polynomial queue says its waits as %q", out)
 	}
-	if out := d.ok(t, "queues", "orders"); !strings.Contains(out, "3, poly 3s..1m0s") {
-		t.Fatalf("queues: the RETRIES of a polynomial queue:\n%s", out)
+	// max_retries counts runs, not retries after the first: the column
+	// says so, and the backoff has its own.
+	if cells := queuesRow(t, d.ok(t, "queues", "orders"), "orders"); cells["MAX RUNS"] != "3" || cells["BACKOFF"] != "poly 3s..1m0s" {
+		t.Fatalf("queues: the MAX RUNS and BACKOFF of a polynomial queue: %q", cells)
 	}
 	if !strings.Contains(out, "kept as set before (give them to change them): visibility_timeout 45s, default 30s;") || strings.Contains(out, "max_retries 8") {
 		t.Fatalf("update: %q; want the settings it left out named as kept, not the one it gave", out)
@@ -331,4 +334,29 @@ func TestPolynomialBackoffMaxUnderTheBackoff(t *testing.T) {
 	if !strings.Contains(msg, "retry backoff max 2s must be at least the backoff (5s)") {
 		t.Fatalf("switch to exponential under the max: %q", msg)
 	}
+}
+
+// queuesRow is the row of queue in the table of pgbus queues, by column
+// name. Columns are apart by two spaces or more, names by one at most.
+func queuesRow(t *testing.T, table, queue string) map[string]string {
+	t.Helper()
+	sep := regexp.MustCompile(`\s{2,}`)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	header := sep.Split(strings.TrimSpace(lines[0]), -1)
+	for _, l := range lines[1:] {
+		cells := sep.Split(strings.TrimSpace(l), -1)
+		if cells[0] != queue {
+			continue
+		}
+		if len(cells) != len(header) {
+			t.Fatalf("row of %s has %d cells for %d columns:\n%s", queue, len(cells), len(header), table)
+		}
+		row := map[string]string{}
+		for i, h := range header {
+			row[h] = cells[i]
+		}
+		return row
+	}
+	t.Fatalf("no row of %s:\n%s", queue, table)
+	return nil
 }

@@ -26,7 +26,8 @@ func (a *app) queuesCommand() *cobra.Command {
   ARCHIVED    finished messages kept in its archive
   SENT        messages ever sent to it
   OK/FAILED/DEAD/1H  outcomes over the last hour
-  RETRIES     max_retries, then the backoff range
+  MAX RUNS    max_retries: runs per message before it is dead-lettered
+  BACKOFF     the range of the waits between runs
 
 A queue whose table holds more than 1,000,000 messages is not counted at
 each read: its DEPTH and READY come from the database's statistics, marked
