@@ -194,9 +194,9 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 	if _, err := ro.CircuitOpen(ctx, ops.CircuitOpenRequest{Name: name, For: time.Hour}); !errors.Is(err, ops.ErrReadOnly) {
 		t.Errorf("open on a read-only server: %v; want it refused", err)
 	}
-	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitOpen || rows[0].IsError || !strings.Contains(rows[0].Arguments, `"for_seconds": 3600`) ||
+	if rows := auditRows(t, s, client); len(rows) != 1 || rows[0].Tool != ops.OpCircuitOpen || rows[0].IsError || !strings.Contains(rows[0].Arguments, `"for": "1h"`) ||
 		!strings.Contains(rows[0].Arguments, `"reason": "bank maintenance until 03:00`) {
-		t.Fatalf("audit rows = %+v; want the one circuit_open, for 3600 seconds, with its reason", rows)
+		t.Fatalf("audit rows = %+v; want the one circuit_open, for 1h, with its reason", rows)
 	}
 	if st, err := s.ListBreakers(ctx, name); err != nil || st[0].State != store.BreakerClosed || st[0].OpenedBy != "" {
 		t.Fatalf("breaker after the refused openings: %+v, %v; want it closed still", st, err)

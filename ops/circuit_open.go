@@ -80,7 +80,7 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	}
 	defer end()
 	defer func() {
-		args := map[string]any{"name": req.Name, "for_seconds": req.For.Seconds()}
+		args := map[string]any{"name": req.Name, "for": FormatAge(req.For)}
 		if req.Reason != "" {
 			args["reason"], _ = RedactText(req.Reason)
 		}

@@ -936,7 +936,14 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	defer end()
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
-			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": req.OlderThan.String(), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
+			age := FormatAge(req.OlderThan)
+			// The entry writes durations one way throughout; the
+			// result's Go wording (720h0m0s) stays for the tool's callers.
+			res := out
+			if res.OlderThan != "" {
+				res.OlderThan = age
+			}
+			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": age, "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, res, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, effect, discardedNow(req.Queue)) // runs before the audit entry

@@ -486,6 +486,30 @@ type SettingsChange struct {
 	DeadRetention    *time.Duration `json:"dead_retention,omitempty"`
 }
 
+// MarshalJSON writes the durations in the words people read and the time
+// grammar takes ("200ms", "7d"), as every audit entry writes its
+// durations, rather than as encoding/json's bare nanoseconds.
+func (c SettingsChange) MarshalJSON() ([]byte, error) {
+	type plain SettingsChange
+	age := func(d *time.Duration) *string {
+		if d == nil {
+			return nil
+		}
+		s := FormatAge(*d)
+		return &s
+	}
+	// The fields below, shallower than plain's of the same names, take
+	// their place.
+	return json.Marshal(struct {
+		plain
+		VisibilityTimeout *string `json:"visibility_timeout,omitempty"`
+		Backoff           *string `json:"backoff,omitempty"`
+		BackoffMax        *string `json:"backoff_max,omitempty"`
+		ArchiveRetention  *string `json:"archive_retention,omitempty"`
+		DeadRetention     *string `json:"dead_retention,omitempty"`
+	}{plain(c), age(c.VisibilityTimeout), age(c.Backoff), age(c.BackoffMax), age(c.ArchiveRetention), age(c.DeadRetention)})
+}
+
 // leftOut lists the stored values (of q) of the settings c does not give
 // that a clash can involve, for an error.
 func (c SettingsChange) leftOut(q store.QueueSettings) string {

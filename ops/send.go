@@ -46,7 +46,7 @@ func sendAuditArgs(queue, kind string, delay time.Duration, deadline time.Time, 
 		args["kind"] = kind
 	}
 	if delay != 0 {
-		args["delay"] = delay.String()
+		args["delay"] = FormatAge(delay)
 	}
 	if !deadline.IsZero() {
 		args["deadline"] = deadline.UTC()

@@ -136,7 +136,7 @@ func TestSendAuditEntryLeavesOutOptionsNotGiven(t *testing.T) {
 	if bare["queue"] != q || bare["payload_bytes"] != float64(8) {
 		t.Errorf("audit arguments of a bare send: %s; want its queue and payload size", rows[0].Arguments)
 	}
-	if given["kind"] != "charge" || given["delay"] != "1m0s" || given["deadline"] != deadline.Format(time.RFC3339) ||
+	if given["kind"] != "charge" || given["delay"] != "1m" || given["deadline"] != deadline.Format(time.RFC3339) ||
 		given["idempotency_key"] != "order-42" || given["headers"] == nil {
 		t.Errorf("audit arguments of a send with every option: %s", rows[1].Arguments)
 	}

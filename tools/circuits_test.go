@@ -138,9 +138,9 @@ func TestCircuitOpenTool(t *testing.T) {
 	}
 	// The opening is audited, and so is the call on a missing breaker,
 	// which reached the database; the refused calls are not.
-	if rows := auditRows(t, e.st, "circuit_open", `"`+name+`"`); len(rows) != 1 || rows[0].IsError || !strings.Contains(string(rows[0].Arguments), `"for_seconds": 2700`) ||
+	if rows := auditRows(t, e.st, "circuit_open", `"`+name+`"`); len(rows) != 1 || rows[0].IsError || !strings.Contains(string(rows[0].Arguments), `"for": "45m"`) ||
 		!strings.Contains(string(rows[0].Arguments), `"reason": "bank maintenance, OPS-7"`) {
-		t.Fatalf("audit of the opening: %+v; want it alone, for 2700 seconds", rows)
+		t.Fatalf("audit of the opening: %+v; want it alone, for 45m", rows)
 	}
 	if rows := auditRows(t, e.st, "circuit_open", "DROP TABLE pgbus.circuit_breakers; -- "+name); len(rows) != 1 || !rows[0].IsError {
 		t.Fatalf("audit of the opening of a missing breaker: %+v; want it, as an error", rows)
