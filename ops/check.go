@@ -1,6 +1,9 @@
 package ops
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -197,3 +200,184 @@ func checkShownKind(kind, queue string) error {
 	return fieldf("kind", "%q holds %s, which views put where a secret was: no message has that kind; filter by its group (the group key dlq_summary gives) or its ids instead",
 		clip(kind, 80), Redacted).with(hint(OpDLQSummary, "lists the groups with their keys", "queue", queue))
 }
+
+// Check checks the request without the database: everything but where
+// its ids are and the type of the payload it replaces.
+func (r DLQRetryRequest) Check() error {
+	if err := r.Filter.checkText(); err != nil {
+		return err
+	}
+	if len(r.Payload) > 0 {
+		if len(r.Payload) > MaxCorrectedPayloadBytes {
+			return invalidf("the corrected payload is %d bytes; at most %d are allowed", len(r.Payload), MaxCorrectedPayloadBytes)
+		}
+		if !json.Valid(r.Payload) {
+			return invalidf("the corrected payload is not valid JSON%s: correct it, or retry without a payload to keep the stored one", jsonProblem(r.Payload))
+		}
+		if why := store.CheckJSONText(r.Payload); why != "" {
+			return invalidf("the corrected payload cannot be stored: %s", why)
+		}
+		if err := checkNoRedactionMarker(r.Payload); err != nil {
+			return err
+		}
+	}
+	if _, err := checkRate(r.Rate); err != nil {
+		return err
+	}
+	if len(r.IDs) > 0 {
+		if r.Expect != "" {
+			return errExpectWithIDs
+		}
+		ids, err := checkByIDs(r.Filter, r.Limit, r.IDs)
+		if err != nil {
+			return err
+		}
+		if len(r.Payload) > 0 && len(ids) != 1 {
+			return invalidf("a corrected payload applies to exactly one message, and %d ids were given: retry that one message alone with its payload", len(ids))
+		}
+		return nil
+	}
+	if len(r.Payload) > 0 {
+		return invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
+	}
+	if trimmed(r.Filter).IsZero() && !r.All {
+		return errNothingSelected()
+	}
+	limit, err := bulkLimit(r.Limit)
+	if err != nil {
+		return err
+	}
+	if err := checkPacedSpan(r.Rate, limit); err != nil {
+		return err
+	}
+	return r.Filter.Check()
+}
+
+// Check checks the request without the database: everything but where
+// its ids are.
+func (r DLQDiscardRequest) Check() error {
+	if err := r.Filter.checkText(); err != nil {
+		return err
+	}
+	if len(r.IDs) > 0 {
+		if r.Expect != "" {
+			return errExpectWithIDs
+		}
+		_, err := checkByIDs(r.Filter, r.Limit, r.IDs)
+		return err
+	}
+	if trimmed(r.Filter).IsZero() && !r.All {
+		return errNothingSelected()
+	}
+	if _, err := bulkLimit(r.Limit); err != nil {
+		return err
+	}
+	return r.Filter.Check()
+}
+
+// Check checks the request without the database.
+func (r DLQPurgeRequest) Check() error {
+	if err := checkText("queue", r.Queue); err != nil {
+		return err
+	}
+	if r.OlderThan < 0 {
+		return invalidf("older_than %s is negative; give 0 to purge every archived dead message, or an age such as 720h", FormatAge(r.OlderThan))
+	}
+	if r.Queue == "" {
+		return nil
+	}
+	return CheckQueueName(r.Queue)
+}
+
+// Check checks the request without the database; the cursor's signature
+// is checked by the list itself.
+func (r DLQListRequest) Check() error {
+	if _, err := pageLimit(OpDLQList, r.Limit); err != nil {
+		return err
+	}
+	if err := checkText("cursor", r.Cursor); err != nil {
+		return err
+	}
+	return r.Filter.Check()
+}
+
+// Check checks the request without the database.
+func (r DLQShowRequest) Check() error {
+	if err := checkText("queue", r.Queue); err != nil {
+		return err
+	}
+	if r.MsgID <= 0 {
+		what := "is missing or 0"
+		if r.MsgID < 0 {
+			what = fmt.Sprintf("%d is not an id", r.MsgID)
+		}
+		return invalidf("msg_id %s: give the id of a dead message (a positive whole number)", what).
+			with(hint(OpDLQList, "lists dead messages with their ids", "queue", r.Queue))
+	}
+	if q := strings.TrimSpace(r.Queue); q != "" {
+		return CheckQueueName(q)
+	}
+	return nil
+}
+
+// Check checks the request without the database; ByField is checked
+// against the service's safe fields by the summary itself.
+func (r DLQSummaryRequest) Check() error { return r.Filter.Check() }
+
+// Check checks the request without the database.
+func (r AuditRequest) Check() error {
+	// The audit log names the operation "tool", as its entries do.
+	if err := checkText("tool", r.Op, "client", r.Client, "since", r.Since, "cursor", r.Cursor); err != nil {
+		return err
+	}
+	if _, err := pageLimit(OpAudit, r.Limit); err != nil {
+		return err
+	}
+	if tool := OpName(r.Op); tool != "" && tool != AuditAll && !slices.Contains(AuditedOps, tool) {
+		return fieldf("tool", "%q is no operation the audit log records: use one of %s, or all", clip(r.Op, 60), strings.Join(AuditedOps, ", "))
+	}
+	_, err := parseField("since", r.Since, time.Now())
+	return err
+}
+
+// Check checks the request without the database.
+func (r CircuitResetRequest) Check() error { return checkBreakerName(r.Name) }
+
+// checkBreakerName refuses a missing breaker name, or one no breaker can
+// have.
+func checkBreakerName(name string) error {
+	if err := checkText("name", name); err != nil {
+		return err
+	}
+	switch {
+	case name == "":
+		return invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
+	case len(name) > store.MaxBreakerName:
+		return invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(name, 80), len(name), store.MaxBreakerName).
+			with(hint(OpCircuits, "lists the breakers"))
+	}
+	return nil
+}
+
+// Check checks the request without the database; an empty name lists
+// every breaker.
+func (r CircuitsRequest) Check() error { return checkText("name", r.Name) }
+
+// Check checks the request without the database.
+func (r QueueMessagesRequest) Check() error {
+	if err := checkText("queue", r.Queue, "state", r.State, "cursor", r.Cursor); err != nil {
+		return err
+	}
+	if err := checkWorkQueue(r.Queue); err != nil {
+		return err
+	}
+	if r.State != "" && !slices.Contains(LiveStates, r.State) {
+		return invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(r.State, 60), strings.Join(LiveStates, ", "))
+	}
+	_, err := pageLimit(OpQueueMessages, r.Limit)
+	return err
+}
+
+// Check checks the request, which holds nothing that can be wrong: it is
+// here so that every request checks itself alike.
+func (r WorkersRequest) Check() error { return nil }

@@ -39,6 +39,43 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		{"create: one level", ops.QueueCreateRequest{Queue: "orders", Priorities: 1}.Check, "priorities", "out of range"},
 		{"create: too many levels", ops.QueueCreateRequest{Queue: "orders", Priorities: ops.MaxPriorities + 1}.Check, "priorities", "out of range"},
 		{"create: long name", ops.QueueCreateRequest{Queue: strings.Repeat("q", 100)}.Check, "", "characters"},
+		{"retry: too many ids", ops.DLQRetryRequest{IDs: manyIDs(ops.MaxIDs + 1), Filter: ops.DeadFilter{Queue: "orders"}}.Check, "", "101 ids given; at most 100"},
+		{"retry: id 0", ops.DLQRetryRequest{IDs: []int64{0}}.Check, "", "0 is not a message id"},
+		{"retry: ids and a filter", ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Kind: "k"}}.Check, "", "not both"},
+		{"retry: ids and a limit", ops.DLQRetryRequest{IDs: []int64{1}, Limit: 5}.Check, "", "a limit applies to a filter"},
+		{"retry: ids and expect", ops.DLQRetryRequest{IDs: []int64{1}, Expect: "1"}.Check, "", "expect applies to a call by filter"},
+		{"retry: ids of a bad queue", ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: "Orders"}}.Check, "", "lowercase"},
+		{"retry: payload not JSON", ops.DLQRetryRequest{IDs: []int64{1}, Payload: json.RawMessage(`{`)}.Check, "", "not valid JSON"},
+		{"retry: payload for two ids", ops.DLQRetryRequest{IDs: []int64{1, 2}, Payload: payload}.Check, "", "exactly one message, and 2 ids"},
+		{"retry: payload by filter", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Payload: payload}.Check, "", "give its id instead of a filter"},
+		{"retry: rate out of range", ops.DLQRetryRequest{IDs: []int64{1}, Rate: -1}.Check, "", "rate -1 is out of range"},
+		{"retry: nothing selected", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: " "}}.Check, "", "nothing is selected"},
+		{"retry: limit too high", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: ops.MaxBulkLimit + 1}.Check, "limit", "out of range"},
+		{"retry: rate too slow for the limit", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: 100000, Rate: ops.MinRetryRate}.Check, "", "7 days at most"},
+		{"retry: bad since", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders", Since: "yesterday"}}.Check, "since", "yesterday"},
+		{"discard: too many ids", ops.DLQDiscardRequest{IDs: manyIDs(ops.MaxIDs + 1)}.Check, "", "101 ids given"},
+		{"discard: ids and expect", ops.DLQDiscardRequest{IDs: []int64{1}, Expect: "1"}.Check, "", "expect applies to a call by filter"},
+		{"discard: nothing selected", ops.DLQDiscardRequest{}.Check, "", "nothing is selected"},
+		{"discard: limit too low", ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: -1}.Check, "limit", "out of range"},
+		{"discard: bad reason", ops.DLQDiscardRequest{Filter: ops.DeadFilter{Reason: "boredom"}}.Check, "", "reason"},
+		{"purge: negative age", ops.DLQPurgeRequest{OlderThan: -time.Hour}.Check, "", "negative"},
+		{"purge: bad queue", ops.DLQPurgeRequest{Queue: "Orders"}.Check, "", "lowercase"},
+		{"list: limit too high", ops.DLQListRequest{Limit: ops.MaxPageSize + 1}.Check, "limit", "out of range"},
+		{"list: NUL in cursor", ops.DLQListRequest{Cursor: "a\x00"}.Check, "cursor", "cannot be used"},
+		{"list: bad until", ops.DLQListRequest{Filter: ops.DeadFilter{Until: "soon"}}.Check, "until", "RFC 3339"},
+		{"show: no id", ops.DLQShowRequest{Queue: "orders"}.Check, "", "msg_id is missing"},
+		{"show: bad queue", ops.DLQShowRequest{Queue: "Orders", MsgID: 1}.Check, "", "lowercase"},
+		{"summary: bad group", ops.DLQSummaryRequest{Filter: ops.DeadFilter{Group: "nope"}}.Check, "group", "not a group's key"},
+		{"audit: limit too high", ops.AuditRequest{Limit: ops.MaxPageSize + 1}.Check, "limit", "out of range"},
+		{"audit: unknown tool", ops.AuditRequest{Op: "frobnicate"}.Check, "tool", "no operation the audit log records"},
+		{"audit: bad since", ops.AuditRequest{Since: "last week"}.Check, "since", "RFC 3339"},
+		{"circuit reset: no name", ops.CircuitResetRequest{}.Check, "", "name is required"},
+		{"circuit reset: long name", ops.CircuitResetRequest{Name: strings.Repeat("n", 1000)}.Check, "", "no breaker has a name over"},
+		{"circuits: NUL in name", ops.CircuitsRequest{Name: "a\x00"}.Check, "name", "cannot be used"},
+		{"messages: no queue", ops.QueueMessagesRequest{}.Check, "", "queue is required"},
+		{"messages: a DLQ", ops.QueueMessagesRequest{Queue: "orders_dlq"}.Check, "", "orders_dlq is the dead-letter queue of orders"},
+		{"messages: bad state", ops.QueueMessagesRequest{Queue: "orders", State: "dead"}.Check, "", "state \"dead\" is unknown"},
+		{"messages: limit too high", ops.QueueMessagesRequest{Queue: "orders", Limit: ops.MaxPageSize + 1}.Check, "limit", "out of range"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,12 +101,38 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		ops.QueueStatsRequest{Queue: "orders_dlq"}.Check,
 		ops.QueueRequest{Queue: "orders"}.Check,
 		ops.QueueCreateRequest{Queue: "orders", Priorities: 3}.Check,
+		ops.DLQRetryRequest{IDs: manyIDs(ops.MaxIDs), Filter: ops.DeadFilter{Queue: "orders"}}.Check,
+		ops.DLQRetryRequest{IDs: []int64{7, 7}, Payload: payload}.Check,
+		ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders", Since: "7d"}, Limit: 500, Rate: 10}.Check,
+		ops.DLQRetryRequest{All: true}.Check,
+		ops.DLQDiscardRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: "orders_dlq"}}.Check,
+		ops.DLQDiscardRequest{Filter: ops.DeadFilter{ErrorClass: "Timeout"}}.Check,
+		ops.DLQPurgeRequest{}.Check,
+		ops.DLQPurgeRequest{Queue: "orders", OlderThan: time.Hour}.Check,
+		ops.DLQListRequest{}.Check,
+		ops.DLQShowRequest{MsgID: 1}.Check,
+		ops.DLQSummaryRequest{}.Check,
+		ops.AuditRequest{Op: "pgbus_dlq_retry", Since: "2h", Limit: 100}.Check,
+		ops.AuditRequest{Op: ops.AuditAll}.Check,
+		ops.CircuitResetRequest{Name: "payments"}.Check,
+		ops.CircuitsRequest{}.Check,
+		ops.QueueMessagesRequest{Queue: "orders", State: "retrying"}.Check,
+		ops.WorkersRequest{}.Check,
 	}
 	for i, check := range good {
 		if err := check(); err != nil {
 			t.Errorf("good request %d refused: %v", i, err)
 		}
 	}
+}
+
+// manyIDs is the ids 1 to n.
+func manyIDs(n int) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	return ids
 }
 
 func TestParseDeadline(t *testing.T) {

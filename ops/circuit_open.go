@@ -108,15 +108,13 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 // Check refuses a request that names no breaker, a name no breaker can
 // have, or a time out of range.
 func (r CircuitOpenRequest) Check() error {
-	if err := checkText("name", r.Name, "reason", r.Reason); err != nil {
+	if err := checkText("reason", r.Reason); err != nil {
+		return err
+	}
+	if err := checkBreakerName(r.Name); err != nil {
 		return err
 	}
 	switch {
-	case r.Name == "":
-		return invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
-	case len(r.Name) > store.MaxBreakerName:
-		return invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(r.Name, 80), len(r.Name), store.MaxBreakerName).
-			with(hint(OpCircuits, "lists the breakers"))
 	case r.For < time.Second || r.For > MaxOpenByHand:
 		return invalidf("for %s is out of range: open a breaker for 1s to %s, such as 30m for a maintenance window", FormatAge(r.For), FormatAge(MaxOpenByHand))
 	case len(r.Reason) > MaxOpenReason:

@@ -97,6 +97,9 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
+	if err := req.Check(); err != nil {
+		return DLQSummary{}, err
+	}
 	f, err := req.Filter.resolve(s.now())
 	if err != nil {
 		return DLQSummary{}, err
@@ -206,13 +209,10 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
-	limit, err := pageLimit(OpDLQList, req.Limit)
-	if err != nil {
+	if err := req.Check(); err != nil {
 		return DLQList{}, err
 	}
-	if err := checkText("cursor", req.Cursor); err != nil {
-		return DLQList{}, err
-	}
+	limit, _ := pageLimit(OpDLQList, req.Limit)
 	// The first page of this call's filters, all of them: with the queue
 	// alone it would list other messages.
 	again := hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...)
@@ -350,16 +350,8 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
-	if err := checkText("queue", req.Queue); err != nil {
+	if err := req.Check(); err != nil {
 		return DeadMessage{}, err
-	}
-	if req.MsgID <= 0 {
-		what := "is missing or 0"
-		if req.MsgID < 0 {
-			what = fmt.Sprintf("%d is not an id", req.MsgID)
-		}
-		return DeadMessage{}, invalidf("msg_id %s: give the id of a dead message (a positive whole number)", what).
-			with(hint(OpDLQList, "lists dead messages with their ids", "queue", req.Queue))
 	}
 	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID)
 	if err != nil {

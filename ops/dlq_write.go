@@ -196,27 +196,10 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err := s.checkWrite(OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}
-	if err := req.Filter.checkText(); err != nil {
+	if err := req.Check(); err != nil {
 		return DLQRetry{}, err
 	}
-	if len(req.Payload) > 0 {
-		if len(req.Payload) > MaxCorrectedPayloadBytes {
-			return DLQRetry{}, invalidf("the corrected payload is %d bytes; at most %d are allowed", len(req.Payload), MaxCorrectedPayloadBytes)
-		}
-		if !json.Valid(req.Payload) {
-			return DLQRetry{}, invalidf("the corrected payload is not valid JSON%s: correct it, or retry without a payload to keep the stored one", jsonProblem(req.Payload))
-		}
-		if why := store.CheckJSONText(req.Payload); why != "" {
-			return DLQRetry{}, invalidf("the corrected payload cannot be stored: %s", why)
-		}
-		if err := checkNoRedactionMarker(req.Payload); err != nil {
-			return DLQRetry{}, err
-		}
-	}
-	pace, err := checkRate(req.Rate)
-	if err != nil {
-		return DLQRetry{}, err
-	}
+	pace, _ := checkRate(req.Rate)
 	defer func() {
 		if err == nil && req.DryRun && pace > 0 && out.Retried > 0 {
 			// What the real call would take, were it made now.
@@ -226,24 +209,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}()
 	opts := store.RetryOptions{DryRun: req.DryRun, Payload: req.Payload, Progress: req.Progress, Trace: s.retryTrace, ClearDeadline: req.ClearDeadline, Pace: pace}
 	if len(req.IDs) > 0 {
-		if req.Expect != "" {
-			return DLQRetry{}, errExpectWithIDs
-		}
 		return s.retryIDs(ctx, req, opts)
 	}
-	if len(req.Payload) > 0 {
-		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message: give its id instead of a filter")
-	}
-	if trimmed(req.Filter).IsZero() && !req.All {
-		return DLQRetry{}, errNothingSelected()
-	}
-	limit, err := bulkLimit(req.Limit)
-	if err != nil {
-		return DLQRetry{}, err
-	}
-	if err := checkPacedSpan(req.Rate, limit); err != nil {
-		return DLQRetry{}, err
-	}
+	limit, _ := bulkLimit(req.Limit)
 	now := s.now()
 	f, err := req.Filter.resolve(now)
 	if err != nil {
@@ -290,17 +258,9 @@ func errNothingSelected() *Error {
 // given and nothing else anyway.
 var errExpectWithIDs = invalidf("expect applies to a call by filter; a call by ids handles exactly the ids given: drop expect")
 
+// retryIDs is DLQRetry by ids, of a request checked already.
 func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.RetryOptions) (DLQRetry, error) {
-	if err := checkByIDs(req.Filter, req.Limit); err != nil {
-		return DLQRetry{}, err
-	}
-	ids, err := checkIDs(req.IDs)
-	if err != nil {
-		return DLQRetry{}, err
-	}
-	if len(req.Payload) > 0 && len(ids) != 1 {
-		return DLQRetry{}, invalidf("a corrected payload applies to exactly one message, and %d ids were given: retry that one message alone with its payload", len(ids))
-	}
+	ids, _ := checkIDs(req.IDs)
 	loc, err := s.locate(ctx, req.Filter.Queue, ids)
 	if err != nil {
 		return DLQRetry{}, err
@@ -413,15 +373,23 @@ func (r *DLQRetry) count(o IDOutcome) {
 	}
 }
 
-// checkByIDs checks the rest of a request by ids.
-func checkByIDs(f DeadFilter, limit int) error {
+// checkByIDs checks a request by ids without the database and returns its
+// ids without repeats.
+func checkByIDs(f DeadFilter, limit int, ids []int64) ([]int64, error) {
 	if !f.OnlyQueue() {
-		return invalidf("give either ids (with their queue at most) or a filter, not both: drop kind, error_class, reason, since, until and text, or drop the ids")
+		return nil, invalidf("give either ids (with their queue at most) or a filter, not both: drop kind, error_class, reason, since, until and text, or drop the ids")
 	}
 	if limit != 0 {
-		return invalidf("a limit applies to a filter; with ids every id given is handled: drop the limit")
+		return nil, invalidf("a limit applies to a filter; with ids every id given is handled: drop the limit")
 	}
-	return nil
+	ids, err := checkIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	if q := strings.TrimSpace(f.Queue); q != "" {
+		return ids, CheckQueueName(q)
+	}
+	return ids, nil
 }
 
 func retryResult(rep store.RetryReport) DLQRetry {
@@ -683,22 +651,13 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err := s.checkWrite(OpDLQDiscard); err != nil {
 		return DLQDiscard{}, err
 	}
-	if err := req.Filter.checkText(); err != nil {
+	if err := req.Check(); err != nil {
 		return DLQDiscard{}, err
 	}
 	if len(req.IDs) > 0 {
-		if req.Expect != "" {
-			return DLQDiscard{}, errExpectWithIDs
-		}
 		return s.discardIDs(ctx, req)
 	}
-	if trimmed(req.Filter).IsZero() && !req.All {
-		return DLQDiscard{}, errNothingSelected()
-	}
-	limit, err := bulkLimit(req.Limit)
-	if err != nil {
-		return DLQDiscard{}, err
-	}
+	limit, _ := bulkLimit(req.Limit)
 	now := s.now()
 	f, err := req.Filter.resolve(now)
 	if err != nil {
@@ -785,14 +744,9 @@ func guardedDiscardHint(req DLQDiscardRequest, expect string) Hint {
 	return hint(OpDLQDiscard, why, args...)
 }
 
+// discardIDs is DLQDiscard by ids, of a request checked already.
 func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {
-	if err := checkByIDs(req.Filter, req.Limit); err != nil {
-		return DLQDiscard{}, err
-	}
-	ids, err := checkIDs(req.IDs)
-	if err != nil {
-		return DLQDiscard{}, err
-	}
+	ids, _ := checkIDs(req.IDs)
 	loc, err := s.locate(ctx, req.Filter.Queue, ids)
 	if err != nil {
 		return DLQDiscard{}, err
@@ -950,16 +904,8 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if err := s.checkWrite(OpDLQPurge); err != nil {
 		return DLQPurge{}, err
 	}
-	if err := checkText("queue", req.Queue); err != nil {
+	if err := req.Check(); err != nil {
 		return DLQPurge{}, err
-	}
-	if req.OlderThan < 0 {
-		return DLQPurge{}, invalidf("older_than %s is negative; give 0 to purge every archived dead message, or an age such as 720h", FormatAge(req.OlderThan))
-	}
-	if req.Queue != "" {
-		if err := store.ValidatePhysicalName(req.Queue); err != nil {
-			return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
-		}
 	}
 	if req.DryRun {
 		return s.purgeDryRun(ctx, req)

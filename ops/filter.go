@@ -179,7 +179,7 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 	}
 	t, err := ParseTime(s, now)
 	if err != nil {
-		return time.Time{}, invalidf("%s %q: %v", name, clip(s, 60), err)
+		return time.Time{}, fieldf(name, "%q: %v", clip(s, 60), err)
 	}
 	// PostgreSQL keeps microseconds, and a time sent to it loses the rest:
 	// a bound a fraction of a microsecond after a stored time would take

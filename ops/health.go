@@ -810,6 +810,9 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
+	if err := req.Check(); err != nil {
+		return Workers{}, err
+	}
 	out, err := s.allWorkers(ctx)
 	if err != nil {
 		return Workers{}, err
@@ -960,7 +963,7 @@ func (s *Service) Circuits(ctx context.Context, req CircuitsRequest) (_ Circuits
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
-	if err := checkText("name", req.Name); err != nil {
+	if err := req.Check(); err != nil {
 		return Circuits{}, err
 	}
 	all, err := s.store.ListBreakers(ctx, req.Name)
@@ -1078,15 +1081,8 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}
-	if err := checkText("name", req.Name); err != nil {
+	if err := req.Check(); err != nil {
 		return CircuitReset{}, err
-	}
-	switch {
-	case req.Name == "":
-		return CircuitReset{}, invalidf("name is required: give the breaker's name").with(hint(OpCircuits, "lists the breakers"))
-	case len(req.Name) > store.MaxBreakerName:
-		return CircuitReset{}, invalidf("name %q is %d bytes long; no breaker has a name over %d", clip(req.Name, 80), len(req.Name), store.MaxBreakerName).
-			with(hint(OpCircuits, "lists the breakers"))
 	}
 	was, err := s.store.ResetBreaker(ctx, req.Name, req.EndOpeningByHand)
 	if err != nil {

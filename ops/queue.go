@@ -237,19 +237,10 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	}
 	defer end()
 	defer s.explainDB(ctx, &err, reads)
-	if err := checkText("queue", req.Queue, "state", req.State, "cursor", req.Cursor); err != nil {
+	if err := req.Check(); err != nil {
 		return LiveMessages{}, err
 	}
-	if err := checkWorkQueue(req.Queue); err != nil {
-		return LiveMessages{}, err
-	}
-	if req.State != "" && !slices.Contains(LiveStates, req.State) {
-		return LiveMessages{}, invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(req.State, 60), strings.Join(LiveStates, ", "))
-	}
-	limit, err := pageLimit(OpQueueMessages, req.Limit)
-	if err != nil {
-		return LiveMessages{}, err
-	}
+	limit, _ := pageLimit(OpQueueMessages, req.Limit)
 	// A page over the response bound is read again with fewer rows, so
 	// that its next_cursor follows the last row shown; a single row still
 	// over it is cut further.

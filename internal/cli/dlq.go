@@ -358,11 +358,15 @@ scheduled.
 			if f.IsZero() && !all {
 				return usageError{errors.New("nothing selected: give filters (such as --queue or --error-class), or --all for every dead message")}
 			}
+			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline, Rate: rate}
+			// Before the refusal, which opens the database to count.
+			if err := check(cmd, req); err != nil {
+				return err
+			}
 			if !yes && !dryRun {
 				dry := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: true, All: all, ClearDeadline: clearDeadline}
 				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would retry"))
 			}
-			req := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: dryRun, Expect: expect, All: all, ClearDeadline: clearDeadline, Rate: rate}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
 				defer bar.finish()
@@ -443,6 +447,13 @@ pgbus_dlq_discard.`,
 				return err
 			}
 			req := ops.DLQDiscardRequest{IDs: ids, Filter: f, DryRun: dryRun, Expect: expect, Confirm: yes, All: all}
+			if len(ids) == 0 || cmd.Flags().Changed("limit") {
+				req.Limit = limit // with ids, refused: every id given is handled
+			}
+			// Before the refusal, which opens the database to count.
+			if err := check(cmd, req); err != nil {
+				return err
+			}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
 					dry := ops.DLQDiscardRequest{Filter: f, Limit: limit, DryRun: true, All: all}
@@ -451,9 +462,6 @@ pgbus_dlq_discard.`,
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()
 				req.Progress = bar.callback()
-			}
-			if len(ids) == 0 || cmd.Flags().Changed("limit") {
-				req.Limit = limit // with ids, refused: every id given is handled
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscard, req, a.printDiscard,
 				func(res ops.DLQDiscard) error { return outcomeError("discarded", res.Outcomes, res.Next) })
@@ -523,6 +531,9 @@ messages still in a DLQ are not touched. This cannot be undone, so it needs
 // (--dry-run), it prints the count; without --yes, it refuses, saying it.
 func (a *app) purgeDryRun(cmd *cobra.Command, req ops.DLQPurgeRequest, asked bool) error {
 	req.DryRun, req.Confirm = true, false
+	if err := check(cmd, req); err != nil {
+		return err
+	}
 	what := "every DLQ"
 	if req.Queue != "" {
 		what = "the DLQ of " + req.Queue
