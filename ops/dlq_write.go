@@ -865,7 +865,7 @@ type DLQPurge struct {
 	DryRun    bool   `json:"dry_run,omitempty" jsonschema_description:"Nothing was deleted: purged counts what would be."`
 	Purged    int64  `json:"purged" jsonschema_description:"Archived dead messages deleted for good (discarded ones, and originals kept when a message was retried with a corrected payload), with their failure history; in a dry run, that would be."`
 	Queue     string `json:"queue,omitempty" jsonschema_description:"The queue purged; absent for every DLQ."`
-	OlderThan string `json:"older_than" jsonschema_description:"The age used, as a duration with its units (such as 720h0m0s; 0s for every discarded message)."`
+	OlderThan string `json:"older_than" jsonschema_description:"The age used, written as older_than takes it (such as 30d, 72h or 90m; 0s for every archived dead message)."`
 	Declined  bool   `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was purged."`
 	// DiscardedBefore is the cutoff: messages archived (discarded, or kept
 	// as the original of a corrected retry) at or before it were purged.
@@ -890,14 +890,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	defer end()
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
-			age := FormatAge(req.OlderThan)
-			// The entry writes durations one way throughout; the
-			// result's Go wording (720h0m0s) stays for the tool's callers.
-			res := out
-			if res.OlderThan != "" {
-				res.OlderThan = age
-			}
-			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": age, "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, res, err)
+			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": FormatAge(req.OlderThan), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, effect, discardedNow(req.Queue)) // runs before the audit entry
@@ -916,10 +909,10 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	}
 	cutoff, declined, err := s.confirmPurge(ctx, req, where)
 	if err != nil || declined {
-		return DLQPurge{Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), Declined: declined}, err
+		return DLQPurge{Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), Declined: declined}, err
 	}
 	n, err := s.store.PurgeDeadBefore(ctx, req.Queue, cutoff, req.Progress)
-	out = DLQPurge{Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}
+	out = DLQPurge{Purged: n, Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), DiscardedBefore: cutoff.UTC()}
 	if err != nil && n == 0 {
 		return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
@@ -938,7 +931,7 @@ func (s *Service) purgeDryRun(ctx context.Context, req DLQPurgeRequest) (DLQPurg
 	if err != nil {
 		return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	return DLQPurge{DryRun: true, Purged: n, Queue: req.Queue, OlderThan: fmt.Sprint(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
+	return DLQPurge{DryRun: true, Purged: n, Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

@@ -245,8 +245,10 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 		t.Fatalf("purge dry run: %+v, %d archived left; want 3 counted and kept", dry, pgtest.Archived(t, e.st, q+"_dlq"))
 	}
 	kept := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "7d", "confirm": true})
-	if kept.Purged != 0 {
-		t.Errorf("purge older than 7d: %+v", kept)
+	// The age comes back written as older_than takes it, as the audit
+	// entry writes it, not as Go's 168h0m0s.
+	if kept.Purged != 0 || kept.OlderThan != "7d" {
+		t.Errorf("purge older than 7d: %+v; want 0 purged, older_than 7d", kept)
 	}
 	p := callOK[ops.DLQPurge](t, e, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s", "confirm": true})
 	if p.Purged != 3 || p.Queue != q || pgtest.Archived(t, e.st, q+"_dlq") != 0 || pgtest.Live(t, e.st, q+"_dlq") != 1 {
