@@ -107,7 +107,8 @@ type Options struct {
 	// Default: Logger, at level ERROR.
 	Unrecorded io.Writer
 	// Observers watch what the service sends (engine.SendObserver) and
-	// retries out of DLQs (RetryObserver), for traces. Default: none.
+	// retries out of DLQs (RetryObserver), for traces. One that panics is
+	// logged to Logger and the operation goes on without it. Default: none.
 	Observers []engine.Observer
 	// Handlers are the handlers the front end knows queues to be run with,
 	// by queue name: a handler type (the demo's queues run with "demo"),
@@ -182,11 +183,11 @@ func New(st *store.Store, opts Options) (*Service, error) {
 			opts.DatabaseCallTimeout, engine.MinDatabaseCallTimeout, engine.DefaultDatabaseCallTimeout)
 	}
 	opts.Observers = slices.Clone(opts.Observers)
-	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1, Observers: opts.Observers})
+	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1, Observers: opts.Observers, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("ops: make sender: %w", err)
 	}
-	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers)}, nil
+	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers, opts.Logger)}, nil
 }
 
 // AllowsPayloads reports whether the service may show payloads at all. A
