@@ -82,8 +82,9 @@ func exporterNames() []string {
 // OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL says
 // so) and console (one JSON span a line on standard error). The service
 // is named pgbus unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES
-// name it. When tracing is off, it returns a nil Tracer and a shutdown
-// that does nothing. Call shutdown before the process exits: it flushes
+// name it. When tracing is off, it returns a nil Tracer, which traces
+// nothing and may go in the observers as it is, and a shutdown that does
+// nothing. Call shutdown before the process exits: it flushes
 // the spans not exported yet.
 func FromEnv(ctx context.Context) (*Tracer, func(context.Context) error, error) {
 	nothing := func(context.Context) error { return nil }

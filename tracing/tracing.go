@@ -25,7 +25,9 @@
 // Services that embed the engine pass their own TracerProvider to New;
 // FromEnv builds one from the standard OTEL_* environment variables, as
 // pgbus work and pgbus serve do. Without a Tracer nothing is traced and
-// headers are left alone.
+// headers are left alone. A nil *Tracer, which FromEnv returns when the
+// environment turns tracing off, traces nothing: every method of it does
+// nothing, so it may go in the observers as it is.
 package tracing
 
 import (
@@ -70,7 +72,9 @@ const (
 const maxStatus = store.BlockErrorMessageMax
 
 // Tracer records pgbus's spans with one OpenTelemetry tracer. It is safe
-// for concurrent use.
+// for concurrent use. A nil *Tracer records nothing: its methods leave
+// contexts and headers as they are, so that the Tracer FromEnv returns
+// may be put in the observers whether tracing is on or off.
 type Tracer struct {
 	tracer trace.Tracer
 	prop   propagation.TraceContext
@@ -92,6 +96,9 @@ func New(tp trace.TracerProvider) *Tracer {
 // context into opts.Headers (made when nil). It is engine.SendObserver's
 // hook; the engine hands it a copy of the caller's headers.
 func (t *Tracer) Sending(ctx context.Context, queue string, opts *engine.SendOptions) func(int64, error) {
+	if t == nil {
+		return func(int64, error) {}
+	}
 	if opts.Headers == nil {
 		opts.Headers = map[string]any{}
 	}
@@ -121,6 +128,9 @@ type attemptKey struct{}
 // JobStarted starts an attempt's span, a child of the trace context the
 // message carries, and returns the handler's context with it.
 func (t *Tracer) JobStarted(ctx context.Context, job *engine.Job) context.Context {
+	if t == nil {
+		return ctx
+	}
 	ctx, span := t.startAttempt(ctx, job)
 	return context.WithValue(ctx, attemptKey{}, span)
 }
@@ -139,6 +149,9 @@ func (t *Tracer) startAttempt(ctx context.Context, job *engine.Job) (context.Con
 // message settled without running (no attempts left, past its deadline,
 // no handler for its kind) gets a span of its own here.
 func (t *Tracer) JobFinished(ctx context.Context, job *engine.Job, f engine.Finish) {
+	if t == nil {
+		return
+	}
 	span, ok := ctx.Value(attemptKey{}).(trace.Span)
 	if !ok {
 		_, span = t.startAttempt(ctx, job)
@@ -174,6 +187,9 @@ var _ engine.AbandonObserver = (*Tracer)(nil)
 // meanwhile, or its queue was dropped), as failed, saying why it may
 // have been: otherwise the span would never end, nor be exported.
 func (t *Tracer) JobAbandoned(ctx context.Context, _ *engine.Job) {
+	if t == nil {
+		return
+	}
 	span, ok := ctx.Value(attemptKey{}).(trace.Span)
 	if !ok {
 		return
@@ -188,6 +204,9 @@ func (t *Tracer) JobAbandoned(ctx context.Context, _ *engine.Job) {
 // there is one), and returns the span's trace context for the moved
 // message's headers. It is ops.RetryObserver's hook.
 func (t *Tracer) Retrying(ctx context.Context, dlq string, id int64, carried store.TraceContext) (store.TraceContext, func(string, int64, error)) {
+	if t == nil {
+		return carried, func(string, int64, error) {}
+	}
 	parent := ctx
 	var opts []trace.SpanStartOption
 	if msg := t.prop.Extract(context.Background(), traceCarrier{&carried}); trace.SpanContextFromContext(msg).IsValid() {
