@@ -56,10 +56,10 @@ func Kinds() []string {
 // ErrorKind returns the kind of err, one of the Kind words but KindUsage:
 // the class it wraps, whichever operation or layer it came from. A
 // cancellation comes first, as it is the caller's doing whatever the call
-// was in, and so is the caller's deadline passing (callerStopped); a
-// database that does not answer before a call that ran out of time, since a
-// connection that could not be made in time within the call's own bound
-// is one.
+// was in, and so is the caller's deadline passing (callerStopped, or a
+// deadline the driver did not make a failed connection of); a connection
+// that could not be made in time within its own bound (the connect
+// timeout) is a database that does not answer.
 func ErrorKind(err error) string {
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -78,7 +78,14 @@ func ErrorKind(err error) string {
 		return KindPermission
 	case errors.Is(err, context.Canceled), errors.As(err, new(callerStopped)):
 		return KindStopped
-	case errors.Is(err, ErrUnavailable), store.IsUnreachable(err), store.IsCrowded(err):
+	case errors.Is(err, ErrUnavailable), store.IsCrowded(err):
+		return KindUnavailable
+	case errors.Is(err, context.DeadlineExceeded) && !store.NeverSent(err):
+		// The store takes a bare context deadline for a lost connection (it
+		// is a net.Error): a Go caller's own deadline, passed while the pool
+		// waited for a connection, that engine.Client.Send returns as it is.
+		return KindStopped
+	case store.IsUnreachable(err):
 		return KindUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return KindStopped

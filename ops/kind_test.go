@@ -6,11 +6,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -76,5 +79,57 @@ func TestKindsAreTheKindConstants(t *testing.T) {
 	slices.Sort(declared)
 	if len(declared) == 0 || !slices.Equal(got, declared) {
 		t.Errorf("Kinds() = %v, want the Kind constants of kind.go: %v", got, declared)
+	}
+}
+
+// A Go caller's own deadline, passed before engine.Client.Send could
+// read the queue, is stopped with no next step, as the ErrorKind doc says,
+// where the store's taking a bare deadline for a lost connection made it
+// unavailable with the health check to run; a server that does not answer
+// a connection within its connect timeout, which also wraps
+// context.DeadlineExceeded, stays unavailable.
+func TestCallerDeadlineOfAnEngineSendIsStopped(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	c, err := engine.NewClient(s, engine.Config{RetentionInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, cancel := context.WithDeadline(testContext(t), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err = c.Send(passed, q, 1, engine.SendOptions{})
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send with a passed deadline: %v", err)
+	}
+	if k, next := ops.ErrorKind(err), ops.NextSteps(err); k != ops.KindStopped || len(next) != 0 {
+		t.Errorf("Send with a passed deadline: %v: kind %s, next steps %v; want stopped, none", err, k, next)
+	}
+	_, err = c.SendBatch(passed, q, []engine.BatchMessage{{Payload: 1}})
+	if k := ops.ErrorKind(err); err == nil || k != ops.KindStopped {
+		t.Errorf("SendBatch with a passed deadline: %v: kind %s, want stopped", err, k)
+	}
+
+	// A server that takes the connection and never answers it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	_, err = store.Open(testContext(t), "postgres://nobody@"+ln.Addr().String()+"/none?connect_timeout=1")
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Open on a server that does not answer: %v; want a connection that timed out", err)
+	}
+	if k, next := ops.ErrorKind(err), ops.NextSteps(err); k != ops.KindUnavailable || len(next) != 1 || next[0].Op != ops.OpHealth {
+		t.Errorf("Open on a server that does not answer: %v: kind %s, next steps %v; want unavailable, health", err, k, next)
 	}
 }
