@@ -3,6 +3,7 @@ package alerts_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -289,6 +290,32 @@ func TestNewChecksConfig(t *testing.T) {
 	} {
 		if _, err := alerts.New(nil, nil, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): %v; want an error saying %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// New refuses a nil store or service, saying what to pass, where Run
+// then panicked on the nil store or logged a failed check at every
+// interval for ever.
+func TestNewNeedsAStoreAndAService(t *testing.T) {
+	t.Parallel()
+	st := pgtest.Store(t)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := alerts.Config{URL: "https://hooks.example.com/x"}
+	for name, c := range map[string]struct {
+		st   *store.Store
+		svc  *ops.Service
+		want string
+	}{
+		"no store":   {nil, svc, "alerts.New needs a store: open one with store.Open"},
+		"no service": {st, nil, "alerts.New needs a service: make one with ops.New"},
+	} {
+		n, err := alerts.New(c.st, c.svc, cfg)
+		if n != nil || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: New: %v, %v; want an invalid input saying %q", name, n, err, c.want)
 		}
 	}
 }

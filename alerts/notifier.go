@@ -148,7 +148,10 @@ func (n *Notifier) CheckInterval() time.Duration { return n.cfg.CheckInterval }
 // Checks counts the checks this Notifier ran as the elected process.
 func (n *Notifier) Checks() int64 { return n.checks.Load() }
 
-// New returns a Notifier reading through svc and elected over st.
+// New returns a Notifier reading through svc and elected over st, posting
+// to cfg.URL; it reads nothing until Run. It refuses a bad URL or format,
+// and a nil store or service, with an error wrapping ops.ErrInvalid: Run
+// would have nothing to be elected over or to check through.
 func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
 	cfg = cfg.withDefaults()
 	if err := CheckURL(cfg.URL); err != nil {
@@ -156,6 +159,12 @@ func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
 	}
 	if err := CheckFormat(cfg.Format); err != nil {
 		return nil, fmt.Errorf("alerts: body format %w", err)
+	}
+	if st == nil {
+		return nil, fmt.Errorf("%w: alerts.New needs a store: open one with store.Open", ops.ErrInvalid)
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("%w: alerts.New needs a service: make one with ops.New", ops.ErrInvalid)
 	}
 	s := newSender(cfg)
 	s.record = st.RecordAlertCheck
