@@ -124,13 +124,13 @@ func (o *outage) sayStart(c outageCause, code string, err error) {
 	case c.refused:
 		o.log.Warn("pgbus: the database refuses this role's new connections (its password changed, or pg_hba.conf no longer lets it in from here); "+
 			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute: "+
-			"put the role's current password in DATABASE_URL (or the file DATABASE_URL_FILE names) and restart pgbus, or have the DBA let the role in again", "err", err)
+			"put the role's current password in the database URL and restart the process, or have the DBA let the role in again", "err", err)
 	case c.diskFull:
 		o.log.Warn("pgbus: the database server is out of disk space: it cannot write; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
 			"free disk space on it (or give it a larger volume)", "err", err)
 	case c.readOnly:
 		o.log.Warn("pgbus: the database takes no writes (it is a standby now, or default_transaction_read_only was turned on for the role or database); "+
-			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point DATABASE_URL at the primary, or turn the setting off",
+			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; point the database URL at the primary, or turn the setting off",
 			"err", err)
 	case c.crowded:
 		o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
@@ -145,13 +145,13 @@ func (o *outage) sayStart(c outageCause, code string, err error) {
 func (o *outage) sayStill(c outageCause, lasted string, err error) {
 	switch {
 	case c.refused:
-		o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in DATABASE_URL and restart pgbus, or have the DBA let the role in again",
+		o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in the database URL and restart the process, or have the DBA let the role in again",
 			"for", lasted, "err", err)
 	case c.diskFull:
 		o.log.Warn("pgbus: the database server is still out of disk space; the workers retry until it can write: free disk space on it",
 			"for", lasted, "err", err)
 	case c.readOnly:
-		o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point DATABASE_URL at the primary",
+		o.log.Warn("pgbus: the database still takes no writes; the workers retry until it does: point the database URL at the primary",
 			"for", lasted, "err", err)
 	case c.crowded:
 		o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,

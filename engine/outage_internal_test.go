@@ -53,7 +53,7 @@ func TestReadOnlyDatabaseIsOneOutage(t *testing.T) {
 		t.Fatal("a refused write after a read was not taken for an outage")
 	}
 	got := logs.String()
-	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, "the database takes no writes") || !strings.Contains(got, "point DATABASE_URL at the primary") ||
+	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, "the database takes no writes") || !strings.Contains(got, "point the database URL at the primary") ||
 		strings.Contains(got, "takes writes again") {
 		t.Fatalf("twenty-one refused writes and a read: %d warnings, want one saying the database takes no writes and what to do, and no end:\n%s", n, got)
 	}

@@ -39,7 +39,7 @@ func TestRefusedLoginIsOneOutage(t *testing.T) {
 			t.Fatal("a refused login was not taken for an outage")
 		}
 	}
-	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "refuses this role's new connections") || !strings.Contains(got, "put the role's current password in DATABASE_URL") {
+	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "refuses this role's new connections") || !strings.Contains(got, "put the role's current password in the database URL") {
 		t.Fatalf("twenty refused logins: want one warning saying so and what to do:\n%s", got)
 	}
 	if !o.AnsweredAfterQuiet() || !strings.Contains(logs.String(), "the database takes new connections again") {

@@ -52,10 +52,12 @@ func TestNoFrontEndWords(t *testing.T) {
 // lowerWords are the words of one front end that the layers below ops
 // must not say either: their errors reach every front end through ops, and
 // their logs are read by whoever runs the worker, with whatever front end
-// they use. The reserved header keys (pgbus_dead_letter, ...) and the
-// flags of other programs (pg_restore --schema) are theirs to name, so
-// only the commands, the MCP tools and the command line are looked for
-// (a tool is also the audit log's column).
+// they use; a Go program passes the database's URL itself, which its
+// errors call the database URL, not the command line's DATABASE_URL. The
+// reserved header keys (pgbus_dead_letter, ...) and the flags of other
+// programs (pg_restore --schema) are theirs to name, so only the commands,
+// the MCP tools, the command line and its variable are looked for (a tool
+// is also the audit log's column).
 var lowerWords = []struct {
 	what string
 	re   *regexp.Regexp
@@ -63,6 +65,7 @@ var lowerWords = []struct {
 	frontEndWords[2], // a CLI command
 	{"an MCP tool", regexp.MustCompile(`pgbus_(dlq|queue|health|workers|circuit|audit)_?[a-z_]*\b(\s*\{| tool)`)},
 	frontEndWords[4], // the command line
+	{"the command line's environment variable", regexp.MustCompile(`DATABASE_URL`)},
 }
 
 // TestNoFrontEndWordsBelowOps keeps the texts of store and engine (errors

@@ -9,28 +9,28 @@ import (
 
 // PgBouncer refuses clients for a while after its own login to PostgreSQL
 // failed (server_login_retry), as during a restart of PostgreSQL: the
-// advice is to try again shortly, where it was to check DATABASE_URL. Other
+// advice is to try again shortly, where it was to check the database URL. Other
 // protocol errors keep the general advice.
 func TestConnectAdviceOfAPoolerRetryingItsLogin(t *testing.T) {
 	t.Parallel()
 	retry := &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server login has been failing, try again later (server_login_retry)"}
-	if got := connectAdvice(retry); !strings.Contains(got, "try again shortly") || strings.Contains(got, "check DATABASE_URL") {
+	if got := connectAdvice(retry); !strings.Contains(got, "try again shortly") || strings.Contains(got, "check the database URL") {
 		t.Errorf("advice for PgBouncer's server_login_retry: %q", got)
 	}
 	other := &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "unsupported startup parameter: foo"}
-	if got := connectAdvice(other); !strings.Contains(got, "check DATABASE_URL") {
+	if got := connectAdvice(other); !strings.Contains(got, "check the database URL") {
 		t.Errorf("advice for another protocol error: %q", got)
 	}
 }
 
 // A connection whose first statements a role's setting cut (a
 // statement_timeout of 1ms, an idle_in_transaction_session_timeout as
-// short) names the setting to raise, where it said to check DATABASE_URL.
+// short) names the setting to raise, where it said to check the database URL.
 func TestConnectAdviceOfARoleSettingTooShort(t *testing.T) {
 	t.Parallel()
 	for code, setting := range map[string]string{"57014": "statement_timeout", "25P03": "idle_in_transaction_session_timeout", "55P03": "lock_timeout"} {
 		err := &pgconn.PgError{Severity: "ERROR", Code: code, Message: "canceling statement due to statement timeout"}
-		if got := connectAdvice(err); !strings.Contains(got, "its "+setting) || !strings.Contains(got, "ALTER ROLE <role> SET "+setting) || strings.Contains(got, "check DATABASE_URL") {
+		if got := connectAdvice(err); !strings.Contains(got, "its "+setting) || !strings.Contains(got, "ALTER ROLE <role> SET "+setting) || strings.Contains(got, "check the database URL") {
 			t.Errorf("advice for SQLSTATE %s: %q; want %s named, with the statement that raises it", code, got, setting)
 		}
 	}

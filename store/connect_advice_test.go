@@ -16,6 +16,8 @@ import (
 // and PgBouncer, a missing database says to create it, an unknown role
 // names the user and password; a server that does not answer is the one
 // case where the advice is to check that it runs, its refusal said once.
+// The URL is the caller's, given to Open: the advice calls it the database
+// URL, not the command line's DATABASE_URL, which a Go program never set.
 func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -32,9 +34,9 @@ func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 		name, url, want, not string
 	}{
 		{"connection limit", full, "pool_max_conns", "check that the server is running"},
-		{"missing database", edit(t, base, "dbname", "pgbus_no_such_db"), "does not exist: create it", "check that the server is running"},
-		{"unknown role", edit(t, base, "user", "pgbus_no_such_role"), "check the user and password", "check that the server is running"},
-		{"no server", edit(t, base, "addr", closed), "check that the server is running", "pool_max_conns"},
+		{"missing database", edit(t, base, "dbname", "pgbus_no_such_db"), "the database named in the database URL does not exist: create it", "check that the server is running"},
+		{"unknown role", edit(t, base, "user", "pgbus_no_such_role"), "check the user and password in the database URL", "check that the server is running"},
+		{"no server", edit(t, base, "addr", closed), "check that the server is running and the database URL's host and port are right", "pool_max_conns"},
 		{"no server, TLS or not", edit(t, edit(t, base, "addr", closed), "sslmode", "prefer"), "check that the server is running", "pool_max_conns"},
 	} {
 		s, err := store.Open(ctx, c.url)
@@ -43,7 +45,7 @@ func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 			t.Fatalf("%s: Open succeeded; want a refusal", c.name)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) || strings.Contains(msg, "DATABASE_URL") {
 			t.Errorf("%s: %v; want advice with %q and without %q", c.name, err, c.want, c.not)
 		}
 		// pgx tries twice (with TLS, then without) and lists each try: the

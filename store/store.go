@@ -245,15 +245,15 @@ func limitSetting(lim Limit) string {
 // one that did not answer is down or elsewhere.
 func connectAdvice(err error) string {
 	if errors.Is(err, pgconn.ErrReadOnlyConnection) {
-		return "the servers of DATABASE_URL that answered take no writes (standbys, refused by its target_session_attrs=read-write): " +
-			"the primary is down or a failover is under way; try again once a primary answers, or name the primary's host in DATABASE_URL"
+		return "the servers of the database URL that answered take no writes (standbys, refused by its target_session_attrs=read-write): " +
+			"the primary is down or a failover is under way; try again once a primary answers, or name the primary's host in the database URL"
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		if pgconn.Timeout(err) {
-			return "the server did not answer in time (connect_timeout in DATABASE_URL, 10 seconds by default): check that it is running and not overloaded, and that DATABASE_URL's host and port are right"
+			return "the server did not answer in time (connect_timeout in the database URL, 10 seconds by default): check that it is running and not overloaded, and that the database URL's host and port are right"
 		}
-		return "check that the server is running and DATABASE_URL's host and port are right"
+		return "check that the server is running and the database URL's host and port are right"
 	}
 	switch {
 	case pgErr.Code == "53300": // too_many_connections
@@ -261,7 +261,7 @@ func connectAdvice(err error) string {
 	case pgErr.Code == "57P03": // cannot_connect_now
 		return "the server is starting up, shutting down or recovering: try again once it is up"
 	case pgErr.Code == "3D000": // invalid_catalog_name
-		return "the database named in DATABASE_URL does not exist: create it (createdb NAME) or name one that does"
+		return "the database named in the database URL does not exist: create it (createdb NAME) or name one that does"
 	case pgErr.Code == "57P05": // idle_session_timeout
 		return "the server ended each new session for sitting idle before its first statement: its idle_session_timeout (for this role, this database or in all) is shorter than this machine takes to use a new connection; raise it to a second or more"
 	case pgErr.Code == "08P01" && strings.Contains(pgErr.Message, "server login has been failing"):
@@ -269,14 +269,14 @@ func connectAdvice(err error) string {
 		// failed (a restart under way), and it refuses clients a while.
 		return "the connection pooler (PgBouncer) could not log in to PostgreSQL lately and refuses connections for a few seconds (server_login_retry): try again shortly; if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
 	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
-		return "the server refused the role: check the user and password in DATABASE_URL, and that the server's pg_hba.conf lets this role connect from here"
+		return "the server refused the role: check the user and password in the database URL, and that the server's pg_hba.conf lets this role connect from here"
 	}
 	if setting := limitSetting(LimitOf(err)); setting != "" {
 		// The first statements of a connection (pgx's, pgbus's set-up),
 		// cut by a limit set for the role or database.
 		return fmt.Sprintf("the server ended the connection's first statements by its %s, set for the role or database, which is too short for any call: raise it for the role pgbus uses (ALTER ROLE <role> SET %s = ...), or set it to 0", setting, setting)
 	}
-	return "the server answered but refused the connection: check DATABASE_URL"
+	return "the server answered but refused the connection: check the database URL"
 }
 
 // New wraps an existing pool. The caller keeps ownership of the pool's

@@ -310,12 +310,26 @@ func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
 	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
-	if err != nil && a.sources["database-url"] == "--database-url" {
-		// Its advice names the URL by its variable: here it was the flag.
-		return nil, reworded{strings.ReplaceAll(err.Error(), EnvDatabaseURL, "--database-url"), err}
+	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
+		// The store's advice on connecting says "the database URL", as a
+		// Go program passes it; a person here gave it by the flag or the
+		// variable. A URL that cannot be read is said to be one as it is.
+		var by string
+		switch a.sources["database-url"] {
+		case "--database-url":
+			by = "--database-url"
+		case "environment variable " + EnvDatabaseURL:
+			by = EnvDatabaseURL
+		}
+		if by != "" && strings.Contains(err.Error(), storeURLWords) {
+			return nil, reworded{strings.ReplaceAll(err.Error(), storeURLWords, by), err}
+		}
 	}
 	return db, err
 }
+
+// storeURLWords are the words the store's errors name the URL by.
+const storeURLWords = "the database URL"
 
 // embeddedTerms are the words of the embedded PostgreSQL's advice on the
 // command line: the flag and variable that choose its data directory, and
