@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +90,47 @@ func TestSendBatchIsAllOrNone(t *testing.T) {
 	ids, err := c.SendBatch(ctx, q, []engine.BatchMessage{{Payload: 3, Options: engine.SendOptions{IdempotencyKey: "a"}}})
 	if err != nil || pgtest.Live(t, s, q) != 1 || payloadOf(t, s, q, ids[0]) != "3" {
 		t.Fatalf("send of the freed key: %v, %v", ids, err)
+	}
+}
+
+// A value PostgreSQL refuses (a number beyond what jsonb holds, in a
+// payload or a header) fails the batch naming the message that holds it,
+// as a message pgbus refuses itself is named, whether the batch is one
+// statement, is written message by message for its keys, or is sent in
+// the caller's transaction; the batch is all or none as before.
+func TestSendBatchNamesTheMessagePostgreSQLRefuses(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	huge := json.RawMessage(`{"n": 1e200000}`)
+
+	for name, b := range map[string]struct {
+		msgs []engine.BatchMessage
+		at   int
+	}{
+		"payload": {[]engine.BatchMessage{{Payload: 1}, {Payload: huge}, {Payload: 3}}, 1},
+		"header":  {[]engine.BatchMessage{{Payload: 1}, {Payload: 2}, {Payload: 3, Options: engine.SendOptions{Headers: map[string]any{"n": huge}}}}, 2},
+		"keyed":   {[]engine.BatchMessage{{Payload: 1, Options: engine.SendOptions{IdempotencyKey: "k"}}, {Payload: huge}, {Payload: 3}}, 1},
+	} {
+		want := fmt.Sprintf("(the batch's message at index %d)", b.at)
+		_, err := c.SendBatch(ctx, q, b.msgs)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "numeric") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: SendBatch: %v; want ErrInvalid naming %s", name, err, want)
+		}
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SendBatchTx(ctx, tx, q, b.msgs)
+		_ = tx.Rollback(ctx)
+		if !errors.Is(err, store.ErrInvalid) || !errors.Is(err, store.ErrTxFailed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: SendBatchTx: %v; want ErrInvalid, the transaction failed, naming %s", name, err, want)
+		}
+	}
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("%d messages, want none", n)
 	}
 }
 

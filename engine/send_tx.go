@@ -71,8 +71,9 @@ func (c *Client) SendTx(ctx context.Context, tx pgx.Tx, queue string, payload an
 // without idempotency keys is one statement a priority level; one with
 // keys takes their locks, in one order, and writes message by message.
 // Its errors are SendTx's: one that wraps store.ErrTxFailed
-// aborted tx, any other left it as it was; a message's own error names
-// its index in msgs.
+// aborted tx, any other left it as it was; a message's own error, a
+// value PostgreSQL refused among them, is a *BatchMessageError naming its
+// index in msgs.
 func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage) ([]int64, error) {
 	return c.sendTx(ctx, tx, "SendBatchTx", queue, msgs)
 }
@@ -88,8 +89,9 @@ func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs 
 // SendObservers see each message. A batch without
 // idempotency keys is one statement a priority level; one with keys takes
 // their locks, in one order, and writes message by message. A message's
-// own error names its index in msgs. A nil ctx is refused with
-// store.ErrInvalid.
+// own error, a value PostgreSQL refused among them (a number beyond what
+// jsonb holds), is a *BatchMessageError naming its index in msgs. A nil
+// ctx is refused with store.ErrInvalid.
 func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessage) ([]int64, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: SendBatch needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
@@ -140,7 +142,7 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 		nm, err := NewMessage(m.Payload, m.Options)
 		if err != nil {
 			if len(msgs) > 1 {
-				err = fmt.Errorf("%w (the batch's message at index %d)", err, i)
+				err = &BatchMessageError{Index: i, Err: err}
 			}
 			return nil, err
 		}
@@ -155,8 +157,55 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 		c.sendQueues.Delete(queue)
 		ids, err = c.routeBatch(ctx, queue, msgs, built, write)
 	}
-	return ids, err
+	return ids, c.nameRefused(ctx, fn, built, err)
 }
+
+// nameRefused names, in err, the message of a batch whose value PostgreSQL
+// refused (a number beyond what jsonb holds): the batch's statement fails
+// on it without saying which, so the store is asked, message by message,
+// which one it refuses; that costs a round trip on this failure only.
+// Every other refusal of a batch names its message already, or is the
+// whole batch's: too many idempotency keys, or (in the caller's
+// transaction, which a value refused aborts) the transaction itself.
+func (c *Client) nameRefused(ctx context.Context, fn string, built []store.TxMessage, err error) error {
+	if len(built) < 2 || !errors.Is(err, store.ErrInvalid) || strings.Contains(err.Error(), "the batch's message at index ") ||
+		fn != "SendBatch" && !errors.Is(err, store.ErrTxFailed) {
+		return err
+	}
+	keys := map[[2]string]bool{}
+	nms := make([]store.NewMessage, len(built))
+	for i, m := range built {
+		nms[i] = m.NewMessage
+		if m.IdempotencyKey != "" {
+			keys[[2]string{m.Queue, m.IdempotencyKey}] = true
+		}
+	}
+	if len(keys) > store.MaxBatchKeys {
+		return err
+	}
+	if i := c.store.RefusedMessage(ctx, nms); i >= 0 {
+		return &BatchMessageError{Index: i, Err: err}
+	}
+	return err
+}
+
+// BatchMessageError is an error of SendBatch or SendBatchTx about one of
+// its messages, of a batch of more than one: pgbus refused it (its
+// payload does not marshal, its priority level is not the queue's), or
+// PostgreSQL refused its value. A caller that sends parts of a larger
+// list counts Index from its part's start.
+type BatchMessageError struct {
+	// Index is the message's place in msgs.
+	Index int
+	// Err is what is wrong with it.
+	Err error
+}
+
+func (e *BatchMessageError) Error() string {
+	return fmt.Sprintf("%v (the batch's message at index %d)", e.Err, e.Index)
+}
+
+func (e *BatchMessageError) Unwrap() error { return e.Err }
 
 // routeBatch routes each message to its physical queue and writes them.
 func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessage, built []store.TxMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) ([]int64, error) {
@@ -166,7 +215,7 @@ func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessa
 			// Only a refusal of the message is the message's: the queue
 			// missing or the context ended is the whole batch's.
 			if len(msgs) > 1 && errors.Is(err, store.ErrInvalid) {
-				err = fmt.Errorf("%w (the batch's message at index %d)", err, i)
+				err = &BatchMessageError{Index: i, Err: err}
 			}
 			return nil, err
 		}

@@ -196,6 +196,11 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	for start := 0; start < len(req.Payloads); start += SendManyBatch {
 		part := req.Payloads[start:min(start+SendManyBatch, len(req.Payloads))]
 		ids, err := s.sendBatch(ctx, req.Queue, part, opts)
+		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
+			// The engine counts from the batch's start; the caller, from
+			// the request's.
+			err = payloadError(explain(bm.Err), start+bm.Index)
+		}
 		if err != nil {
 			// A batch whose commit went unanswered may be in the queue:
 			// the words must not say it was not sent.

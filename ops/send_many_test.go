@@ -97,6 +97,11 @@ func TestSendManyFailingMidwaySaysWhatWasSent(t *testing.T) {
 	if !strings.Contains(err.Error(), "from index 1000 on") || !strings.Contains(err.Error(), "1,000 of 2,500") {
 		t.Errorf("error %q does not say what was sent and where to go on", err)
 	}
+	// The payload PostgreSQL refused is named by its index in the request,
+	// not in its batch.
+	if i := ops.PayloadIndex(err); i != 1500 || strings.Contains(err.Error(), "index 500") || ops.ErrorKind(err) != ops.KindInvalid {
+		t.Errorf("error %q names payload %d (kind %s); want 1500, invalid", err, i, ops.ErrorKind(err))
+	}
 	if len(out.MsgIDs) != ops.SendManyBatch || pgtest.Live(t, s, q) != ops.SendManyBatch {
 		t.Fatalf("%d ids returned, %d messages in the queue; want the first batch's %d", len(out.MsgIDs), pgtest.Live(t, s, q), ops.SendManyBatch)
 	}

@@ -313,3 +313,38 @@ func (s *Store) Close() { s.pool.Close() }
 // PgBouncer the connections dropped are PgBouncer's client connections,
 // cheap to make again. A Listener's connection is its own, and stays.
 func (s *Store) DropConnections() { s.pool.Reset() }
+
+// RefusedMessage returns the index in msgs of the first message whose
+// payload or headers PostgreSQL refuses to take as jsonb (a number beyond
+// what jsonb holds), or -1 when it takes them all or could not be asked.
+// A batch is sent in one statement, whose failure on such a value does
+// not say which message held it: a caller whose batch failed so asks
+// here, after the fact, to name the message. It casts each message alone,
+// in one round trip that writes nothing.
+func (s *Store) RefusedMessage(ctx context.Context, msgs []NewMessage) int {
+	b := &pgx.Batch{}
+	for _, m := range msgs {
+		var h *string
+		if len(m.Headers) > 0 {
+			str := string(m.Headers)
+			h = &str
+		}
+		b.Queue(`SELECT $1::text::jsonb IS NULL, $2::text::jsonb IS NULL`, string(m.Payload), h)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	for i := range msgs {
+		if _, err := br.Exec(); err != nil {
+			// Only the server's refusal of this message's value names it
+			// (a data exception, or a value past a limit of jsonb): a lost
+			// connection or a statement cut short says nothing of any
+			// message, and the statements after it are skipped.
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || pgErr.Code == "54000") {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}

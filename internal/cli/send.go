@@ -181,7 +181,12 @@ func (in *ndjsonInput) lineError(err error, queue string) error {
 			parts = append(parts, fmt.Sprintf("lines %d to %d of %s were sent (%d messages) and stay sent", in.lines[0], in.lines[ps.Sent-1], in.from, ps.Sent))
 		}
 		next := in.lines[ps.Sent]
-		stopped := sendStopped{cause: ps.Err, err: err, resume: []int{next}}
+		cause := ps.Err
+		if i := ops.PayloadIndex(cause); i >= 0 && i < len(in.lines) {
+			// A payload PostgreSQL refused: named by its line.
+			cause = reworded{fmt.Sprintf("line %d of %s: %v", in.lines[i], in.from, ops.PayloadReason(cause)), cause}
+		}
+		stopped := sendStopped{cause: cause, err: err, resume: []int{next}}
 		if ps.Unsure > 0 {
 			last := ps.Sent + ps.Unsure - 1
 			resume := fmt.Sprintf("--from-line %d if they are not there", next)

@@ -144,6 +144,9 @@ func TestSendNDJSONFromStdinAndResumesAfterAFailure(t *testing.T) {
 	if !strings.Contains(r.stderr, "lines 1 to 1000 of stdin were sent") || !strings.Contains(r.stderr, "--from-line 1001") {
 		t.Errorf("stderr %q does not say what was sent and where to go on", r.stderr)
 	}
+	if !strings.Contains(r.stderr, "line 1501 of stdin: ") || strings.Contains(r.stderr, "index 500") {
+		t.Errorf("stderr %q does not name the line PostgreSQL refused", r.stderr)
+	}
 	// Its next steps are the ones the line names: the same command from
 	// the line to go on from, which the resume below runs.
 	resume := "pgbus send orders --ndjson - --json --from-line 1001"
