@@ -125,10 +125,12 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		}
 		return s.repairDLQs(ctx, st)
 	}
-	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) {
+	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) || errors.Is(err, ErrShadowingSearchPath) {
 		// Migrating reads what this role may not: the check's error names
 		// the grants, where the first DDL would only be refused. And a
-		// newer schema is never migrated by an older pgbus.
+		// newer schema is never migrated by an older pgbus, nor any under
+		// a search_path that puts other functions in place of
+		// PostgreSQL's.
 		return st, err
 	}
 	checked := err

@@ -93,8 +93,10 @@ func IsPermissionDenied(err error) bool {
 // role that may only read can call it. It returns an error wrapping
 // ErrSchemaMissing when pgbus migrate never ran on the database,
 // ErrSchemaOld when migrations of this binary are missing,
-// ErrForeignPGMQSchema when schema pgmq is someone else's, and ErrPermission
-// when the role may not read the pgbus schemas; each says what to do.
+// ErrForeignPGMQSchema when schema pgmq is someone else's, ErrPermission
+// when the role may not read the pgbus schemas, and ErrShadowingSearchPath
+// when the session's search_path puts another schema's functions in place
+// of PostgreSQL's; each says what to do.
 //
 // A database migrated by a newer pgbus passes: migrations only add, so
 // what this binary's migrations made is there. The status's Version is
@@ -124,6 +126,9 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 
+	if err := checkSearchPath(ctx, tx); err != nil {
+		return st, err
+	}
 	if err := checkPGMQSchema(ctx, tx); err != nil {
 		return st, err
 	}
