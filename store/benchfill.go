@@ -128,7 +128,7 @@ func (s *Store) CountDone(ctx context.Context, queue string) (DoneCounts, error)
 			SELECT (headers->'`+HeaderDeadLetter+`'->>'source_msg_id')::bigint, false FROM `+queueTable(DLQName(queue))+`
 		) AS done`).Scan(&d.Archived, &d.DeadLettered, &d.Distinct)
 	if err != nil {
-		return d, queueErr(err, "count the finished messages of", queue)
+		return d, s.archiveErr(ctx, err, "count the finished messages of", queue)
 	}
 	return d, nil
 }
@@ -157,7 +157,7 @@ func (s *Store) ClaimArchive(ctx context.Context, queue string, n int) (int, err
 		)
 		INSERT INTO `+archiveTable(queue)+` (`+cols+`) SELECT `+cols+` FROM d`, n)
 	if err != nil {
-		return 0, queueErr(err, "claim and archive in", queue)
+		return 0, s.archiveErr(ctx, err, "claim and archive in", queue)
 	}
 	return int(tag.RowsAffected()), nil
 }

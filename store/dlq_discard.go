@@ -104,11 +104,11 @@ func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error
 		c := claimColumnsOf(anyRead(ids))
 		rows, err := tx.Query(ctx, sql, c.ids, c.reads, c.enqs)
 		if err != nil {
-			return queueErr(err, "archive in", dlq)
+			return s.archiveErr(ctx, err, "archive in", dlq)
 		}
 		done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return queueErr(err, "archive in", dlq)
+			return s.archiveErr(ctx, err, "archive in", dlq)
 		}
 		if len(done) != len(ids) {
 			return changedf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile; nothing was moved", len(ids)-len(done), dlq, plural.Of(len(ids)-len(done), "was", "were"))
@@ -224,7 +224,7 @@ func (s *Store) PurgeDeadBefore(ctx context.Context, dlq string, cutoff time.Tim
 			continue // dropped meanwhile: nothing left to purge
 		}
 		if err != nil {
-			return total, queueErr(err, "purge the archive of", d)
+			return total, s.archiveErr(ctx, err, "purge the archive of", d)
 		}
 	}
 	return total, nil
@@ -249,7 +249,7 @@ func (s *Store) purgeCount(ctx context.Context, dlqs []string, cutoff time.Time)
 			continue
 		}
 		if err != nil {
-			return 0, queueErr(err, "count the archive of", d)
+			return 0, s.archiveErr(ctx, err, "count the archive of", d)
 		}
 		total += n
 	}

@@ -134,7 +134,7 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 	sql, args := listDiscardedSQL(name, f, after, limit)
 	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {
-		return page, queueErr(err, "list the archive of", name)
+		return page, s.archiveErr(ctx, err, "list the archive of", name)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DiscardedItem, error) {
 		it := DiscardedItem{DLQ: name}
@@ -146,7 +146,7 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 		return it, err
 	})
 	if err != nil {
-		return page, queueErr(err, "list the archive of", name)
+		return page, s.archiveErr(ctx, err, "list the archive of", name)
 	}
 	if len(items) <= limit {
 		page.Items = items
@@ -232,7 +232,7 @@ func (s *Store) RestoreDead(ctx context.Context, dlq string, ids []int64, dryRun
 		return restoreRows(ctx, tx, name, cols, ok)
 	})
 	if err != nil {
-		return rep, queueErr(err, "restore to", name)
+		return rep, s.archiveErr(ctx, err, "restore to", name)
 	}
 	return rep, nil
 }

@@ -724,7 +724,7 @@ func (s *Store) collectIDs(ctx context.Context, op, queue, sql string, args ...a
 		return pgx.CollectRows(rows, pgx.RowTo[int64])
 	})
 	if err != nil {
-		return nil, queueErr(err, op, queue)
+		return nil, s.archiveErr(ctx, err, op, queue)
 	}
 	sortIDs(ids)
 	return ids, nil

@@ -43,7 +43,7 @@ func (s *Store) Metrics(ctx context.Context, queue string) (QueueMetrics, error)
 		FROM ` + q
 	err := s.reads.QueryRow(ctx, sql, q).Scan(&m.Depth, &m.Visible, &oldest, &newest, &oldestVisible, &m.TotalSent, &m.Archived, &m.ScrapedAt)
 	if err != nil {
-		return m, queueErr(err, "read metrics of", queue)
+		return m, s.archiveErr(ctx, err, "read metrics of", queue)
 	}
 	m.Invisible = m.Depth - m.Visible
 	m.OldestAge, m.NewestAge, m.OldestVisibleAge = seconds(oldest), seconds(newest), seconds(oldestVisible)

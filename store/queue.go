@@ -458,23 +458,47 @@ func (s *Store) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// queueErr turns "relation does not exist" into ErrNotFound with advice, and
-// wraps anything else with the operation and queue.
+// queueErr is the error of a statement on queue name's own table: "relation
+// does not exist" (SQLSTATE 42P01) becomes ErrNotFound, and anything else
+// is wrapped with the operation and queue. A statement that touches the
+// queue's archive too takes archiveErr, which tells the two apart.
 func queueErr(err error, op, name string) error {
-	var pgErr *pgconn.PgError
-	if errors.Is(err, errUndefinedTable) || errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		if pgErr != nil && strings.Contains(pgErr.Message, `"pgmq.a_`+name+`"`) {
-			// The queue is there, its archive is not: what is done
-			// cannot be archived.
-			return &ArchiveMissingError{Queue: name}
-		}
+	if errors.Is(err, errUndefinedTable) || isUndefinedTable(err) {
 		return notFoundf("queue %q does not exist", name)
 	}
+	var pgErr *pgconn.PgError
+	errors.As(err, &pgErr)
 	if pgErr != nil && pgErr.Code == "42703" && strings.Contains(pgErr.Message, "headers") {
 		// A table made by a PGMQ older than 1.5, before messages had
 		// headers: nothing pgbus does with the queue can work.
 		return fmt.Errorf("store: %s queue %q: its tables have no headers column (made by a PGMQ older than 1.5): add it with "+
 			`ALTER TABLE pgmq."q_%s" ADD COLUMN IF NOT EXISTS headers jsonb; ALTER TABLE pgmq."a_%s" ADD COLUMN IF NOT EXISTS headers jsonb, or upgrade PGMQ: %w`, op, name, name, name, err)
+	}
+	return fmt.Errorf("store: %s queue %q: %w", op, name, err)
+}
+
+// archiveErr is queueErr for a statement on queue name's table and its
+// archive table. PostgreSQL names the missing relation only in its message,
+// which lc_messages translates (»pgmq.a_orders« in German), so on 42P01 the
+// catalog says which is missing: the archive alone is ArchiveMissingError,
+// the queue's table ErrNotFound, and neither (another relation, such as a
+// pgbus table) the error as it is.
+func (s *Store) archiveErr(ctx context.Context, err error, op, name string) error {
+	if !isUndefinedTable(err) {
+		return queueErr(err, op, name)
+	}
+	var queue, archive bool
+	if cerr := s.db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
+		queueTable(name), archiveTable(name)).Scan(&queue, &archive); cerr != nil {
+		return fmt.Errorf("store: %s queue %q: a table of the queue or its archive is missing, and checking which failed (%v): %w", op, name, cerr, err)
+	}
+	switch {
+	case !queue:
+		return notFoundf("queue %q does not exist", name)
+	case !archive:
+		// The queue is there, its archive is not: what is done cannot be
+		// archived.
+		return &ArchiveMissingError{Queue: name}
 	}
 	return fmt.Errorf("store: %s queue %q: %w", op, name, err)
 }

@@ -115,7 +115,7 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 		var picked, deleted int64
 		if err := s.db.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue, from).
 			Scan(&picked, &deleted, &from); err != nil {
-			return total, queueErr(err, "prune the archive of", queue)
+			return total, s.archiveErr(ctx, err, "prune the archive of", queue)
 		}
 		total += deleted
 		if picked < int64(batch) {
@@ -160,7 +160,7 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
 		                  AND a.archived_at > now() - $2 * interval '1 microsecond')`, queue, age.Microseconds())
 	if err != nil {
-		return 0, queueErr(err, "prune the idempotency keys of", queue)
+		return 0, s.archiveErr(ctx, err, "prune the idempotency keys of", queue)
 	}
 	return tag.RowsAffected(), nil
 }
