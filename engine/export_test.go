@@ -38,3 +38,7 @@ func AgeSendLayouts(c *Client) {
 		return true
 	})
 }
+
+// LimitAdvice is what the workers' logs say of err, a refusal by a limit
+// the role or database sets, naming role.
+func LimitAdvice(err error, role string) string { return limitAdvice(err, role) }

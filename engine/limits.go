@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"fmt"
 
 	"github.com/pgbus/pgbus/store"
@@ -11,7 +10,7 @@ import (
 // role or database pgbus uses (store.LimitOf) caused it, naming role, the
 // role pgbus connects as; "" for other errors.
 func limitAdvice(err error, role string) string {
-	alter := "ALTER ROLE " + cmp.Or(role, "<role>") + " SET "
+	alter := "ALTER ROLE " + store.RoleSQL(role) + " SET "
 	switch store.LimitOf(err) {
 	case store.LimitReadOnly:
 		return "the database takes no writes here (a standby, or default_transaction_read_only on for the role or database), so no job's outcome can be written: " +

@@ -50,7 +50,7 @@ func TestRunOnReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 	if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "25006" {
 		t.Fatalf("Run on a read-only database: %v, want the database's refusal (SQLSTATE 25006)", err)
 	}
-	for _, want := range []string{"takes no writes", "default_transaction_read_only", "point pgbus at the primary", "ALTER ROLE " + st.User()} {
+	for _, want := range []string{"takes no writes", "default_transaction_read_only", "point pgbus at the primary", "ALTER ROLE " + store.RoleSQL(st.User())} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Run: %q does not say %q", err, want)
 		}
@@ -82,7 +82,8 @@ func TestLockTimeoutOnOutcomesIsNamedAndWorkGoesOn(t *testing.T) {
 	pgtest.Eventually(t, time.Minute, "the refused outcome to be logged", func() bool {
 		return strings.Contains(logs.String(), "writing outcomes failed")
 	})
-	for _, want := range []string{"lock_timeout", "ALTER ROLE " + st.User() + " SET lock_timeout"} {
+	// The text log writes the quotes of the role's name escaped.
+	for _, want := range []string{"lock_timeout", strings.ReplaceAll("ALTER ROLE "+store.RoleSQL(st.User())+" SET lock_timeout", `"`, `\"`)} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs.String())
 		}

@@ -514,7 +514,7 @@ func limitError(err error, lim store.Limit, e effect, role string) error {
 // limitAdvice says what limit lim is and what to do about it, naming role,
 // the role pgbus connects as, in the statements to run.
 func limitAdvice(lim store.Limit, role string) (what, todo string) {
-	alter := "ALTER ROLE " + cmp.Or(role, "<role>") + " SET "
+	alter := "ALTER ROLE " + store.RoleSQL(role) + " SET "
 	switch lim {
 	case store.LimitReadOnly:
 		return "the database takes no writes here: the transaction was read-only, as every one is on a standby (a read replica) or where default_transaction_read_only is on for the role or database",

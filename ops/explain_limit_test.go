@@ -29,7 +29,7 @@ func TestExplainLimit(t *testing.T) {
 	}
 	_, cut := conn.Exec(ctx, `SELECT pg_sleep(2)`)
 	got := ops.ExplainLimit(cut, "app")
-	if got == cut || !errors.Is(got, cut) || !strings.Contains(got.Error(), "statement_timeout") || !strings.Contains(got.Error(), "ALTER ROLE app SET statement_timeout") {
+	if got == cut || !errors.Is(got, cut) || !strings.Contains(got.Error(), "statement_timeout") || !strings.Contains(got.Error(), `ALTER ROLE "app" SET statement_timeout`) {
 		t.Fatalf("ExplainLimit of %v: %v; want the setting and the statement that raises it", cut, got)
 	}
 	other := errors.New("connection refused")

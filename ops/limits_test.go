@@ -87,7 +87,7 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 	for name, write := range writes {
 		err := write()
 		wantLimit(t, name, err, "25006", "takes no writes", "default_transaction_read_only", "point pgbus at the primary",
-			"ALTER ROLE "+st.User()+" SET default_transaction_read_only = off")
+			"ALTER ROLE "+store.RoleSQL(st.User())+" SET default_transaction_read_only = off")
 		// As a standby's refusal: nothing changed, the same call is
 		// refused again until the setting changes.
 		if ops.ErrorKind(err) != ops.KindReadOnly {
@@ -117,7 +117,7 @@ func TestStatementTimeoutNamesTheSetting(t *testing.T) {
 	st, q := limitedStore(t, nil, deadIDs(5000, &ids)(t), "statement_timeout = '20ms'")
 	svc := newService(t, st, ops.Options{})
 	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 5000})
-	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "ALTER ROLE "+st.User()+" SET statement_timeout")
+	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "ALTER ROLE "+store.RoleSQL(st.User())+" SET statement_timeout")
 }
 
 // A retry that waits for a lock held longer than the lock_timeout the

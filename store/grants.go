@@ -76,6 +76,16 @@ func (s *Store) missingGrants(ctx context.Context, what string, tables ...string
 	return out, nil
 }
 
+// RoleSQL is role as a statement of advice names it, quoted as SQL needs
+// it (a role "Svc" is not svc, and a name may hold quotes and spaces), or
+// <role> for a role not known, for the reader to fill in.
+func RoleSQL(role string) string {
+	if role == "" {
+		return "<role>"
+	}
+	return pgx.Identifier{role}.Sanitize()
+}
+
 // SchemaOwner returns the role that owns schema, quoted as SQL needs it:
 // the one that may create its tables (a queue's), with superusers and the
 // roles granted CREATE on it.

@@ -163,7 +163,7 @@ func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 		// A standby's check says so itself: this is a primary's role or
 		// database with default_transaction_read_only on.
 		return fmt.Errorf("%w, which this server does not take: %w; migrate as a role whose transactions may write (ALTER ROLE %s SET default_transaction_read_only = off, or the same for the database)",
-			checked, err, cmp.Or(s.User(), "<role>"))
+			checked, err, RoleSQL(s.User()))
 	}
 	if err == nil || !IsPermissionDenied(err) {
 		return err
