@@ -511,6 +511,20 @@ func limitError(err error, lim store.Limit, e effect, role string) error {
 	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: kinded(err)}
 }
 
+// explainFailure is first, the words of one message's failure in a bulk
+// call ("message 42 in orders_dlq: " and err, or err alone), with the
+// setting named and what to do when err is a refusal by a limit a DBA set
+// for the role or database (store.LimitOf), as the call's own error says
+// when that message is all it moves; and whether it was one.
+func explainFailure(first string, err error, role string) (string, bool) {
+	lim := store.LimitOf(err)
+	if lim == store.NoLimit || err == nil || !strings.HasSuffix(first, err.Error()) {
+		return first, false
+	}
+	what, todo := limitAdvice(lim, role)
+	return fmt.Sprintf("%s%s (%v); %s", strings.TrimSuffix(first, err.Error()), what, err, todo), true
+}
+
 // limitAdvice says what limit lim is and what to do about it, naming role,
 // the role pgbus connects as, in the statements to run.
 func limitAdvice(lim store.Limit, role string) (what, todo string) {

@@ -243,6 +243,11 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
 	out.Next = s.retryNext(ctx, out, steps)
+	var limited bool
+	if out.FirstError, limited = explainFailure(out.FirstError, rep.Err(), s.store.User()); limited && !hasOp(out.Next, OpDLQRetry) {
+		steps.Expect, steps.DryRun = "", false
+		out.Next = append(out.Next, steps.Hint("the same call again retries the messages a setting of the role or database kept in their DLQ (first_error says which), once what held them back is gone"))
+	}
 	return out, err
 }
 
@@ -316,6 +321,9 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		default:
 			f := failed[id]
 			o = IDOutcome{ID: id, Outcome: OutcomeFailed, DLQ: f.DLQ, Error: f.Error, deadlinePassed: f.DeadlinePassed}
+			if e := rep.Err(); e != nil && f.Error == e.Error() {
+				o.Error, _ = explainFailure(o.Error, e, s.store.User())
+			}
 			if f.NotFound {
 				o = movedMeanwhile(id, f.DLQ)
 			}
@@ -323,6 +331,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		out.count(o)
 		out.Outcomes = append(out.Outcomes, o)
 	}
+	out.FirstError, _ = explainFailure(out.FirstError, rep.Err(), s.store.User())
 	out.Next = s.retryNext(ctx, out, req)
 	return out, nil
 }

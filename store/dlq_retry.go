@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -416,17 +417,49 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 	if err != nil {
 		return deadRetryOutcome{target: target, err: err}
 	}
-	newID, err := s.retryOne(ctx, r, target, opts, tc)
+	move := func(target string) (int64, error) {
+		newID, err := s.retryOne(ctx, r, target, opts, tc)
+		for try := 1; lockWaitedOut(ctx, err, try); try++ {
+			newID, err = s.retryOne(ctx, r, target, opts, tc)
+		}
+		return newID, err
+	}
+	newID, err := move(target)
 	if base := places.home(r.dlq); isUndefinedTable(err) && target != base && places.existing[base] {
 		// The source queue was dropped since we looked: fall back as if we
 		// had seen it gone.
 		target = base
-		newID, err = s.retryOne(ctx, r, target, opts, tc)
+		newID, err = move(target)
 	}
 	if done != nil {
 		done(target, newID, err)
 	}
 	return deadRetryOutcome{target: target, newID: newID, err: err}
+}
+
+// lockTries is how many times one message's move is run while it waits
+// longer than lock_timeout for a lock. Such a lock is often held a moment
+// only: another move's row, or the lock every transaction that notified
+// takes at its commit, which the parallel moves of one call wait for in
+// turn under a low lock_timeout.
+const lockTries = 5
+
+// lockWaitedOut reports whether err, the failure of the try-th run of a
+// move, is a lock wait past lock_timeout worth running it again for,
+// after a pause that grows with each try. The move's transaction was
+// rolled back, so running it again moves the message once.
+func lockWaitedOut(ctx context.Context, err error, try int) bool {
+	if try >= lockTries || ctx.Err() != nil || !isLockTimeout(err) {
+		return false
+	}
+	t := time.NewTimer(time.Duration(try) * (20*time.Millisecond + rand.N(20*time.Millisecond)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // deadRetryTrace reads the trace context a dead message carries and asks

@@ -12,7 +12,7 @@ func (r *RetryReport) Merge(other RetryReport) {
 	r.Gone += other.Gone
 	r.DeadlinesPassed += other.DeadlinesPassed
 	if r.FirstError == "" {
-		r.FirstError = other.FirstError
+		r.FirstError, r.firstErr = other.FirstError, other.firstErr
 	}
 	for _, m := range other.Moved {
 		if len(r.Moved) < MaxRetryMoved {
