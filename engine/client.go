@@ -476,8 +476,10 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.
 // A database whose schema lacks this pgbus's migrations stops Run before
 // anything is written, with an error wrapping store.ErrSchemaOld (or
-// store.ErrSchemaMissing): call Store.Migrate first. A nil ctx is
-// refused with store.ErrInvalid.
+// store.ErrSchemaMissing): call Store.Migrate first. A server that
+// refuses new connections for having as many as it allows (SQLSTATE
+// 53300) is waited for, up to a minute, before Run fails to start. A nil
+// ctx is refused with store.ErrInvalid.
 func (c *Client) Run(ctx context.Context) error {
 	if ctx == nil {
 		// Refused here, not as a nil dereference deep in the driver.
@@ -490,10 +492,11 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
+	waitUntil := time.Now().Add(startCrowdedWait)
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
-		if err := step(ctx); err != nil {
+		if err := c.startStep(ctx, step, waitUntil); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
@@ -501,6 +504,39 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 	return c.runWorkers(ctx)
+}
+
+// startCrowdedWait is how long Run's start-up steps wait, all told, for a
+// server that refuses new connections for having as many as it allows
+// (SQLSTATE 53300: max_connections, or the role's or database's
+// CONNECTION LIMIT), as a program opening its database waits for the
+// first: in a deploy the processes being replaced let theirs go as they
+// stop.
+const startCrowdedWait = time.Minute
+
+// startStep runs step, one of Run's start-up steps, again with a growing
+// pause while it fails for want of a connection the server would give,
+// until waitUntil; each step reads, or writes what is the same when
+// written twice. It then fails with what to do about it.
+func (c *Client) startStep(ctx context.Context, step func(context.Context) error, waitUntil time.Time) error {
+	delay := 250 * time.Millisecond
+	for {
+		err := step(ctx)
+		if err == nil || !store.IsCrowded(err) {
+			return err
+		}
+		if time.Now().Add(delay).After(waitUntil) {
+			return fmt.Errorf("%w; waited %s for a connection: %s", err, startCrowdedWait, store.CrowdedAdvice)
+		}
+		c.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
+			"err", err, "in", delay, "until", waitUntil.Format(time.RFC3339))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: stopped waiting for a connection: %v", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // checkSchema stops Run before anything is written when the database's
