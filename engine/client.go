@@ -940,6 +940,7 @@ func (c *Client) retention(ctx context.Context) error {
 		c.log.Info("pgbus: retention leaves the audit log as it is: this database role may only add to it; entries older than the audit retention stay until a process of a role that may delete them (the schema's owner) runs retention",
 			"role", c.store.User(), "older_than", c.cfg.AuditRetention)
 	}
+	c.logQueuesKept(rep.QueuesKept)
 	if err != nil && ctx.Err() == nil && unanswered(err) {
 		// The statement given up began a timeout ago, its bound.
 		c.gaveUp(time.Now().Add(-c.cfg.DatabaseCallTimeout), err)

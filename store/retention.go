@@ -80,7 +80,33 @@ type RetentionReport struct {
 	// (the log is append-only to it, as an operator's grants may make it):
 	// they stay until a pass by a role that may, the rest of the pass runs.
 	AuditKept bool `json:"audit_kept,omitempty"`
+	// QueuesKept are the queues whose archives (and idempotency keys) the
+	// pass passed over, in name order: their old rows stay until a later
+	// pass may prune them, while the pass prunes the other queues and the
+	// rest.
+	QueuesKept []QueueKept `json:"queues_kept,omitempty"`
 }
+
+// QueueKept is a queue a retention pass passed over, and why.
+type QueueKept struct {
+	// Queue is the physical queue: orders, orders_dlq, orders_p1.
+	Queue string `json:"queue"`
+	// Why is KeptDenied or KeptLocked.
+	Why string `json:"why"`
+	// Grants are, when Why is KeptDenied, what the pass's role lacks on the
+	// tables a prune of the queue touches, as GRANT statements need them:
+	// granted, it may prune them.
+	Grants []MissingGrant `json:"grants,omitempty"`
+	// Err is the database's refusal.
+	Err error `json:"-"`
+}
+
+// Why a retention pass passed over a queue (QueueKept.Why).
+const (
+	// KeptDenied: the pass's role may not delete the queue's old rows
+	// (a queue made after its grants, without default privileges).
+	KeptDenied = "permission_denied"
+)
 
 // StatsRetention is how long per-minute counters and the rows of stopped or
 // vanished worker processes are kept.
@@ -173,7 +199,8 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // log entries older than auditAge (none when auditAge is 0 or less: the
 // log is kept whole), and counters and worker rows older than
 // StatsRetention, and folds the DLQ group counts' pending deltas
-// (FoldDeadCounts). One process at a time does it: the others find the
+// (FoldDeadCounts). A queue its role may not prune is passed over and
+// listed in QueuesKept. One process at a time does it: the others find the
 // lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Duration) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
@@ -206,23 +233,26 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		age := retentionOf(q.Name, settings, levels)
 		longest = max(longest, age)
 		n, err := s.PruneArchived(ctx, q.Name, age, batch)
+		if n > 0 {
+			rep.ArchivedDeleted[q.Name] = n
+		}
+		if err == nil {
+			var keys int64
+			keys, err = s.pruneKeys(ctx, q.Name, age)
+			rep.KeysDeleted += keys
+		}
 		if errors.Is(err, ErrNotFound) {
 			continue // dropped since it was listed: nothing left to prune
 		}
 		if err != nil {
-			return rep, err
+			// One queue the pass may not prune keeps its rows; the others,
+			// and the rest of the pass, are pruned all the same.
+			kept, err := s.keptQueue(ctx, q.Name, err)
+			if err != nil {
+				return rep, err
+			}
+			rep.QueuesKept = append(rep.QueuesKept, kept)
 		}
-		if n > 0 {
-			rep.ArchivedDeleted[q.Name] = n
-		}
-		keys, err := s.pruneKeys(ctx, q.Name, age)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return rep, err
-		}
-		rep.KeysDeleted += keys
 	}
 	// The keys of queues whose tables are gone (dropped outside pgbus,
 	// which leaves them) have no message left to keep them.
@@ -264,6 +294,19 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	rep.BreakersDeleted = tag.RowsAffected()
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, err
+}
+
+// keptQueue is physical queue queue passed over by a retention pass whose
+// prune of it failed with err, or err when the pass cannot go on past it.
+func (s *Store) keptQueue(ctx context.Context, queue string, err error) (QueueKept, error) {
+	if !IsPermissionDenied(err) {
+		return QueueKept{}, err
+	}
+	kept := QueueKept{Queue: queue, Why: KeptDenied, Err: err}
+	// Without the list, the refusal itself still says which table.
+	kept.Grants, _ = s.missingGrants(ctx, fmt.Sprintf("prune %q", queue),
+		archiveTable(queue), queueTable(queue), "pgbus.failures", "pgbus.idempotency_keys")
+	return kept, nil
 }
 
 // pruneGoneFailures deletes, batch rows at a time, the failure history of

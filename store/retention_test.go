@@ -544,3 +544,60 @@ func TestRetentionOnAPoolOfOne(t *testing.T) {
 		t.Fatalf("retention on a pool of one: %+v, %v; want it run, the old message pruned", rep, err)
 	}
 }
+
+// archiveOld sends n messages to queue (made if it is not there) and
+// archives them ten years ago: past any retention.
+func archiveOld(t *testing.T, s *store.Store, queue string, n int) []int64 {
+	t.Helper()
+	ctx := testContext(t)
+	if err := s.CreateQueue(ctx, queue); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.SendBatch(ctx, queue, msgs(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ArchiveMany(ctx, queue, ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE `+pgx.Identifier{"pgmq", "a_" + queue}.Sanitize()+` SET archived_at = now() - interval '10 years'`); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// A queue made after an operator's grants, without default privileges,
+// is one the operator's retention may not prune: the pass passes over it,
+// says what to grant, and prunes the queues after it and the rest. It
+// used to stop at the refusal, every pass.
+func TestRetentionPassesOverAQueueItMayNotPrune(t *testing.T) {
+	t.Parallel()
+	url, owner := newMigratedDatabase(t) // a database of its own: retention prunes every queue
+	ctx := testContext(t)
+	archiveOld(t, owner, "zzz", 2)
+	role, roleURL := operatorRole(t, url)
+	archiveOld(t, owner, "aaa", 2) // after the grants: the operator has no rights on it
+	if _, err := owner.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'zzz', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := openStore(t, roleURL).RunRetention(ctx, 100, 0)
+	if err != nil || !rep.Ran || rep.ArchivedDeleted["zzz"] != 2 || rep.StatsDeleted != 1 {
+		t.Fatalf("retention by the operator = %+v, %v; want queue zzz and the old counter pruned past queue aaa", rep, err)
+	}
+	if len(rep.QueuesKept) != 2 || rep.QueuesKept[0].Queue != "aaa" || rep.QueuesKept[1].Queue != "aaa_dlq" || rep.QueuesKept[0].Why != store.KeptDenied {
+		t.Fatalf("queues kept = %+v, want aaa and its DLQ, refused", rep.QueuesKept)
+	}
+	var tables []string
+	for _, g := range rep.QueuesKept[0].Grants {
+		if g.Role != role || !slices.Contains(g.Privileges, "DELETE") {
+			t.Fatalf("grant %+v: want DELETE for %s", g, role)
+		}
+		tables = append(tables, g.Table)
+	}
+	if !slices.Equal(tables, []string{"pgmq.a_aaa", "pgmq.q_aaa"}) {
+		t.Fatalf("grants on %v, want the queue's archive and table", tables)
+	}
+	if n := pgtest.Archived(t, owner, "aaa"); n != 2 {
+		t.Fatalf("queue aaa's archive holds %d, want its 2 rows kept", n)
+	}
+}

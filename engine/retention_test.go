@@ -1,0 +1,47 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// A queue made after an operator's grants (no default privileges) is
+// passed over by the operator's retention, which prunes the queues after
+// it and says, as a warning, what to grant; it used to stop every pass at
+// the refusal.
+func TestRetentionSaysWhatToGrantForAQueueItMayNotPrune(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t) // a database of its own: retention prunes every queue
+	owner := pgtest.OpenStore(t, url)
+	q, ids := archivedPastRetention(t, owner)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; "+
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role+"; "+
+		"GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
+	if err := owner.CreateQueue(testContext(t), "aaa"); err != nil { // first in name order
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, pgtest.OpenStore(t, roleURL), q, func(cfg *engine.Config) {
+		cfg.RetentionInterval = 24 * time.Hour // the pass as it starts
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 30*time.Second, "the old archive row of the queue after aaa pruned", func() bool { return pgtest.Archived(t, owner, q) == 1 })
+	pgtest.Eventually(t, 30*time.Second, "the kept queue said", func() bool { return strings.Contains(logs.String(), "retention passed over") })
+	out := logs.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.a_aaa TO "+role) ||
+		!strings.Contains(out, "queues=\"[aaa aaa_dlq]\"") || strings.Contains(out, "background task failed") {
+		t.Fatalf("want a warning naming aaa and its DLQ with the grant on pgmq.a_aaa, no failed task; log:\n%s", out)
+	}
+	if n := pgtest.Int(t, owner, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, ids[1]); n != 1 {
+		t.Fatal("retention pruned a recent archive row")
+	}
+}
