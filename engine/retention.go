@@ -1,37 +1,57 @@
 package engine
 
-import "github.com/pgbus/pgbus/store"
+import (
+	"strings"
+
+	"github.com/pgbus/pgbus/store"
+)
 
 // logQueuesKept says, once per pass, which queues retention passed over
-// and what would let it prune them: each pass meets the same refusal
-// until someone grants, and a line a pass is what shows it lasts.
+// and what would let it prune them: each pass meets the same refusal, or
+// the same lock, until someone acts, and a line a pass is what shows it
+// lasts.
 func (c *Client) logQueuesKept(kept []store.QueueKept) {
-	var denied []string
+	var denied, locked, heldBy []string
 	var grants []store.MissingGrant
 	seen := map[string]bool{}
-	var refusal error
+	var refusal, lockErr error
 	for _, k := range kept {
-		if k.Why != store.KeptDenied {
-			continue
-		}
-		denied = append(denied, k.Queue)
-		refusal = k.Err
-		for _, g := range k.Grants {
-			if !seen[g.Table] {
-				seen[g.Table] = true
-				grants = append(grants, g)
+		switch k.Why {
+		case store.KeptDenied:
+			denied = append(denied, k.Queue)
+			refusal = k.Err
+			for _, g := range k.Grants {
+				if !seen[g.Table] {
+					seen[g.Table] = true
+					grants = append(grants, g)
+				}
+			}
+		case store.KeptLocked:
+			locked = append(locked, k.Queue)
+			lockErr = k.Err
+			if k.HeldBy != "" {
+				heldBy = append(heldBy, k.HeldBy)
 			}
 		}
 	}
-	if len(denied) == 0 {
-		return
+	if len(denied) > 0 {
+		advice := "grant the role SELECT, INSERT, UPDATE and DELETE on the queues' tables and archives, as the role that owns them " +
+			"(ALTER DEFAULT PRIVILEGES, run as the role that creates queues, covers the queues created later)"
+		if len(grants) > 0 {
+			advice = grantAdvice(grants)
+		}
+		c.log.Warn("pgbus: retention passed over queues whose old archived messages and idempotency keys this database role may not delete; "+
+			"they stay until it may, while the other queues are pruned: "+advice,
+			"queues", denied, "role", c.store.User(), "err", refusal)
 	}
-	advice := "grant the role SELECT, INSERT, UPDATE and DELETE on the queues' tables and archives, as the role that owns them " +
-		"(ALTER DEFAULT PRIVILEGES, run as the role that creates queues, covers the queues created later)"
-	if len(grants) > 0 {
-		advice = grantAdvice(grants)
+	if len(locked) > 0 {
+		// The database answers: a lock is no outage, and the queues wait
+		// for a later pass, not for the lock.
+		attrs := []any{"queues", locked, "err", lockErr}
+		if len(heldBy) > 0 {
+			attrs = append(attrs, "held_by", strings.Join(heldBy, "; "))
+		}
+		c.log.Warn("pgbus: retention passed over queues whose tables another transaction holds locked; "+
+			"a later pass prunes them once the lock is released, while the other queues are pruned", attrs...)
 	}
-	c.log.Warn("pgbus: retention passed over queues whose old archived messages and idempotency keys this database role may not delete; "+
-		"they stay until it may, while the other queues are pruned: "+advice,
-		"queues", denied, "role", c.store.User(), "err", refusal)
 }

@@ -45,3 +45,41 @@ func TestRetentionSaysWhatToGrantForAQueueItMayNotPrune(t *testing.T) {
 		t.Fatal("retention pruned a recent archive row")
 	}
 }
+
+// A lock another transaction holds on one queue's archive (as CREATE
+// INDEX takes) makes retention pass over that queue, saying who holds it,
+// and prune the queues after it; the database answers, so it is no
+// outage. The pass used to wait out the database call timeout, drop the
+// pool's connections as after a freeze, and prune nothing after it.
+func TestRetentionPassesOverALockedArchive(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every queue
+	ctx := testContext(t)
+	q, _ := archivedPastRetention(t, s)
+	if err := s.CreateQueue(ctx, "aaa"); err != nil { // first in name order
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq.a_aaa IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.RetentionInterval = 24 * time.Hour // the pass as it starts
+		cfg.DatabaseCallTimeout = 5 * time.Second
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 30*time.Second, "the old archive row of the queue after aaa pruned", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	pgtest.Eventually(t, 30*time.Second, "the locked queue said", func() bool { return strings.Contains(logs.String(), "holds locked") })
+	out := logs.String()
+	if !strings.Contains(out, `queues=[aaa]`) || !strings.Contains(out, "held_by=\"pgmq.a_aaa in ShareLock by pid") ||
+		strings.Contains(out, "does not answer") || strings.Contains(out, "no answer within") || strings.Contains(out, "background task failed") {
+		t.Fatalf("want aaa said locked with its holder, and no outage; log:\n%s", out)
+	}
+}

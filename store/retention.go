@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -97,6 +98,10 @@ type QueueKept struct {
 	// tables a prune of the queue touches, as GRANT statements need them:
 	// granted, it may prune them.
 	Grants []MissingGrant `json:"grants,omitempty"`
+	// HeldBy says, when Why is KeptLocked, who held the lock on the
+	// queue's tables, as WriteBlockers words it; "" when not known (a row
+	// lock, or a lock released meanwhile).
+	HeldBy string `json:"held_by,omitempty"`
 	// Err is the database's refusal.
 	Err error `json:"-"`
 }
@@ -106,7 +111,26 @@ const (
 	// KeptDenied: the pass's role may not delete the queue's old rows
 	// (a queue made after its grants, without default privileges).
 	KeptDenied = "permission_denied"
+	// KeptLocked: another transaction held a lock on the queue's tables
+	// past retentionLockWait (a CREATE INDEX, a LOCK TABLE, an ALTER
+	// TABLE).
+	KeptLocked = "locked"
 )
+
+// retentionLockWait bounds each lock wait of a prune of a queue: a lock
+// another transaction holds on one archive, for as long as it likes, must
+// neither hold up the other queues nor run a prune into its statement
+// timeout, which the engine takes for a database that does not answer.
+const retentionLockWait = time.Second
+
+// pruneLockWait is retentionLockWait, or less under a statement timeout
+// too short to wait that long and still answer within it.
+func pruneLockWait(ctx context.Context) time.Duration {
+	if d := statementTimeout(ctx); d > 0 {
+		return min(retentionLockWait, d/2)
+	}
+	return retentionLockWait
+}
 
 // StatsRetention is how long per-minute counters and the rows of stopped or
 // vanished worker processes are kept.
@@ -127,6 +151,11 @@ const StatsRetention = 7 * 24 * time.Hour
 // their ctid (a TID scan, not a second lookup by msg_id), checking their age
 // again: a partitioned archive's partitions share ctids, and a row of
 // another partition with a picked row's ctid goes only if it is as old.
+//
+// Rows another transaction holds locked are skipped, left to a later pass;
+// a lock on the table (or on a row it must wait for) held past
+// retentionLockWait fails the batch with SQLSTATE 55P03, the rows of the
+// batches before it gone.
 func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.Duration, batch int) (int64, error) {
 	if err := ValidatePhysicalName(queue); err != nil {
 		return 0, err
@@ -139,8 +168,13 @@ func (s *Store) PruneArchived(ctx context.Context, queue string, olderThan time.
 	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	for {
 		var picked, deleted int64
-		if err := s.db.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue, from).
-			Scan(&picked, &deleted, &from); err != nil {
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, sql, olderThan.Microseconds(), batch, queue, from).Scan(&picked, &deleted, &from)
+		})
+		if err != nil {
 			return total, s.archiveErr(ctx, err, "prune the archive of", queue)
 		}
 		total += deleted
@@ -161,6 +195,7 @@ func pruneArchivedSQL(queue string) string {
 			SELECT ctid, archived_at FROM ` + a + `
 			WHERE archived_at < now() - $1 * interval '1 microsecond' AND archived_at >= $4
 			ORDER BY archived_at LIMIT $2
+			FOR UPDATE SKIP LOCKED
 		), d AS (
 			DELETE FROM ` + a + ` WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick))
 				AND archived_at < now() - $1 * interval '1 microsecond'
@@ -178,13 +213,22 @@ func pruneArchivedSQL(queue string) string {
 // many went. A key's age alone says nothing: a message sent with a long
 // delay, or retried for long, stays live past any retention, and one
 // archived after such a life is kept for age from then. Each key left is
-// looked up by its message's id in both tables' primary keys.
+// looked up by its message's id in both tables' primary keys. Its lock
+// waits are bounded as PruneArchived's.
 func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) (int64, error) {
-	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys k
+	var tag pgconn.CommandTag
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
+			return err
+		}
+		var err error
+		tag, err = tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys k
 		WHERE k.queue_name = $1 AND k.created_at < now() - $2 * interval '1 microsecond'
 		  AND NOT EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
 		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
 		                  AND a.archived_at > now() - $2 * interval '1 microsecond')`, queue, age.Microseconds())
+		return err
+	})
 	if err != nil {
 		return 0, s.archiveErr(ctx, err, "prune the idempotency keys of", queue)
 	}
@@ -199,8 +243,9 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // log entries older than auditAge (none when auditAge is 0 or less: the
 // log is kept whole), and counters and worker rows older than
 // StatsRetention, and folds the DLQ group counts' pending deltas
-// (FoldDeadCounts). A queue its role may not prune is passed over and
-// listed in QueuesKept. One process at a time does it: the others find the
+// (FoldDeadCounts). A queue its role may not prune, or whose tables
+// another transaction holds locked past retentionLockWait, is passed over
+// and listed in QueuesKept. One process at a time does it: the others find the
 // lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Duration) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
@@ -299,6 +344,14 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 // keptQueue is physical queue queue passed over by a retention pass whose
 // prune of it failed with err, or err when the pass cannot go on past it.
 func (s *Store) keptQueue(ctx context.Context, queue string, err error) (QueueKept, error) {
+	if isLockTimeout(err) {
+		kept := QueueKept{Queue: queue, Why: KeptLocked, Err: err}
+		// Who holds it helps, but is no reason to stop the pass.
+		kept.HeldBy, _, _ = s.lockHolders(ctx, fmt.Sprintf("find the locks that hold the prune of %q", queue), pruneLockWait(ctx),
+			`l.relation IN (SELECT to_regclass(t) FROM unnest($2::text[]) AS t)`,
+			[]string{archiveTable(queue), queueTable(queue), "pgbus.failures", "pgbus.idempotency_keys"})
+		return kept, nil
+	}
 	if !IsPermissionDenied(err) {
 		return QueueKept{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -599,5 +600,68 @@ func TestRetentionPassesOverAQueueItMayNotPrune(t *testing.T) {
 	}
 	if n := pgtest.Archived(t, owner, "aaa"); n != 2 {
 		t.Fatalf("queue aaa's archive holds %d, want its 2 rows kept", n)
+	}
+}
+
+// holdLock runs lock in a transaction of another session of s, held until
+// the test ends, and returns that session's backend pid.
+func holdLock(t *testing.T, s *store.Store, lock string) int {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, lock); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// A lock held on one queue's archive, as CREATE INDEX holds one, makes
+// the pass pass over that queue, saying who holds it, and prune the
+// others: it used to wait out its statement timeout, which the engine
+// took for a database that does not answer, and prune nothing after it.
+func TestRetentionPassesOverALockedArchive(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every queue
+	ctx := testContext(t)
+	archiveOld(t, s, "aaa", 2)
+	archiveOld(t, s, "zzz", 2)
+	pid := holdLock(t, s, `LOCK TABLE pgmq.a_aaa IN SHARE MODE`)
+	// Bounded as the engine bounds a pass, so that a pass that waits for
+	// the lock fails rather than waits for ever.
+	rep, err := s.RunRetention(store.WithStatementTimeout(ctx, 20*time.Second), 100, 0)
+	if err != nil || rep.ArchivedDeleted["zzz"] != 2 || rep.ArchivedDeleted["aaa"] != 0 {
+		t.Fatalf("retention with aaa's archive locked = %+v, %v; want zzz pruned, aaa kept", rep, err)
+	}
+	if len(rep.QueuesKept) != 1 || rep.QueuesKept[0].Queue != "aaa" || rep.QueuesKept[0].Why != store.KeptLocked ||
+		!strings.Contains(rep.QueuesKept[0].HeldBy, "pgmq.a_aaa in ShareLock by pid "+strconv.Itoa(pid)) {
+		t.Fatalf("queues kept = %+v, want aaa, locked by pid %d", rep.QueuesKept, pid)
+	}
+	if n := pgtest.Archived(t, s, "aaa"); n != 2 {
+		t.Fatalf("aaa's archive holds %d, want its 2 rows kept", n)
+	}
+}
+
+// A row of an archive another transaction holds locked stays for a later
+// pass; the pass prunes the archive's other rows past it rather than wait.
+func TestRetentionSkipsLockedArchiveRows(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every queue
+	ctx := testContext(t)
+	ids := archiveOld(t, s, "rows", 3)
+	holdLock(t, s, `SELECT 1 FROM pgmq.a_rows WHERE msg_id = `+strconv.FormatInt(ids[0], 10)+` FOR UPDATE`)
+	rep, err := s.RunRetention(store.WithStatementTimeout(ctx, 20*time.Second), 100, 0)
+	if err != nil || rep.ArchivedDeleted["rows"] != 2 || len(rep.QueuesKept) != 0 {
+		t.Fatalf("retention with a row locked = %+v, %v; want the 2 other rows pruned, nothing kept", rep, err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.a_rows WHERE msg_id = $1`, ids[0]); n != 1 {
+		t.Fatal("the locked row went")
 	}
 }
