@@ -199,7 +199,7 @@ type DLQRestore struct {
 	DryRun   bool   `json:"dry_run"`
 	DLQ      string `json:"dlq" jsonschema_description:"The DLQ the messages came back to."`
 	Restored int    `json:"restored" jsonschema_description:"Messages back in the DLQ, with their ids, payload, headers and failure history (in a dry run: that would be)."`
-	NotFound int    `json:"not_found" jsonschema_description:"Ids not in the archive: never discarded, purged, or restored already."`
+	NotFound int    `json:"not_found" jsonschema_description:"Ids not in the archive: never discarded, purged or deleted by the queue's dead retention, or restored already."`
 	Refused  int    `json:"refused" jsonschema_description:"Ids in the archive that are not restored: originals of a retry with a corrected payload, which ran in their place."`
 	// FirstError says, in words, the first id not restored.
 	FirstError string      `json:"first_error,omitempty" jsonschema_description:"The first problem, in words."`
@@ -217,7 +217,8 @@ func (r DLQRestore) OK() bool { return r.NotFound == 0 && r.Refused == 0 }
 
 // DLQRestore brings discarded messages back from their DLQ's archive,
 // all in one transaction, each with the id, payload, headers and failure
-// history it had: the undo of a discard, until a purge.
+// history it had: the undo of a discard, until a purge or the queue's
+// dead retention deletes what it archived.
 func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DLQRestore, err error) {
 	effect := writesOnce
 	if req.DryRun {
@@ -304,7 +305,7 @@ func restoreOutcome(id int64, dlq string, restored bool, why string, dryRun bool
 		o.Error = fmt.Sprintf("message %d is in %s already, not in its archive: restored already, or never discarded", id, dlq)
 	default:
 		o.Outcome = OutcomeNotFound
-		o.Error = fmt.Sprintf("message %d is not in the archive of %s: purged, or never discarded from it", id, dlq)
+		o.Error = fmt.Sprintf("message %d is not in the archive of %s: purged, deleted by the queue's dead retention (30 days by default), or never discarded from it", id, dlq)
 	}
 	return o
 }

@@ -63,7 +63,7 @@ func TestDLQRestoreUndoesDiscard(t *testing.T) {
 			t.Errorf("outcome of %d = %+v, want %s", o.ID, o, want[i])
 		}
 	}
-	if !strings.Contains(res.Outcomes[2].Error, "purged") || !strings.Contains(res.Outcomes[3].Error, "twice") {
+	if !strings.Contains(res.Outcomes[2].Error, "purged") || !strings.Contains(res.Outcomes[2].Error, "dead retention") || !strings.Contains(res.Outcomes[3].Error, "twice") {
 		t.Errorf("outcomes do not say why: %+v", res.Outcomes)
 	}
 	if !hasHint(res.Next, ops.OpDLQDiscarded, map[string]any{"queue": q}) || !hasHint(res.Next, ops.OpDLQList, map[string]any{"queue": q}) {
@@ -153,6 +153,11 @@ func TestDiscardNamesItsUndo(t *testing.T) {
 	byIDs, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids[:1], Filter: ops.DeadFilter{Queue: q}})
 	if err != nil || !hasHint(byIDs.Next, ops.OpDLQDiscarded, undo) {
 		t.Fatalf("a discard by ids: next steps %+v (%v) lack the list to restore from", byIDs.Next, err)
+	}
+	if !slices.ContainsFunc(byIDs.Next, func(h ops.Hint) bool {
+		return h.Op == ops.OpDLQDiscarded && strings.Contains(h.Why, "until the archive is purged or the queue's dead retention")
+	}) {
+		t.Errorf("a discard's undo %+v does not say retention deletes the archive too", byIDs.Next)
 	}
 	if slices.ContainsFunc(byIDs.Next, func(h ops.Hint) bool { return h.Op == ops.OpDLQDiscarded && h.Args["kind"] != nil }) {
 		t.Errorf("a discard by ids names a kind in its undo: %+v", byIDs.Next)

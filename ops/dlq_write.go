@@ -640,7 +640,8 @@ func (r DLQDiscard) OK() bool {
 }
 
 // DLQDiscard moves dead messages to their DLQ's archive, where they are
-// kept until purged; nothing runs again.
+// kept until purged or their queue's dead retention deletes them; nothing
+// runs again.
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
 	ctx, end, err := s.enter(ctx, "DLQDiscard", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {
@@ -721,7 +722,7 @@ const maxUndoHints = 3
 // undoDiscardHints are the steps that undo a discard that moved messages:
 // the list of the discarded messages of each DLQ it moved some from, in
 // the order of moved, which a restore brings back until the archive is
-// purged; narrowed to the kind and error class the discard was, so that
+// purged or the queue's dead retention deletes them; narrowed to the kind and error class the discard was, so that
 // the list shows what it moved rather than older discards too.
 func undoDiscardHints(out DLQDiscard, f DeadFilter) []Hint {
 	if out.DryRun || out.Discarded == 0 {
@@ -734,7 +735,7 @@ func undoDiscardHints(out DLQDiscard, f DeadFilter) []Hint {
 			continue
 		}
 		seen[m.DLQ] = true
-		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged",
+		hints = append(hints, hint(OpDLQDiscarded, "undoes it: lists the messages discarded from "+m.DLQ+", which a restore by id brings back until the archive is purged or the queue's dead retention (30 days by default) deletes them",
 			"queue", baseQueue(m.DLQ), "kind", f.Kind, "error_class", f.ErrorClass))
 	}
 	return hints
@@ -851,7 +852,8 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 // one DLQ (Queue) or of every DLQ, archived more than OlderThan ago (0:
 // all). A DLQ's archive holds the messages discarded from it and the
 // originals of those retried with a corrected payload: both are kept, to
-// be recovered, until purged. Confirm must be set: a purge cannot be
+// be recovered, until purged or the queue's dead retention deletes them.
+// Confirm must be set: a purge cannot be
 // undone. DryRun counts what the purge would delete and deletes nothing,
 // without Confirm.
 type DLQPurgeRequest struct {
@@ -885,8 +887,9 @@ type DLQPurge struct {
 
 // DLQPurge deletes for good the archived dead messages (discarded, or
 // originals of a retry with a corrected payload) older than an age. Both
-// kinds are purged: the archive keeps them "until purged", and the note a
-// corrected retry leaves in the history says so.
+// kinds are purged: the archive keeps them until purged (or until the
+// queue's dead retention deletes them), and the note a corrected retry
+// leaves in the history says so.
 func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPurge, err error) {
 	effect := writesInSteps
 	if req.DryRun {

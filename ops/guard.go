@@ -156,7 +156,7 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, now
 		return false, nil // nothing to ask about; the guarded call moves nothing
 	}
 	q := fmt.Sprintf("Discard %s of %s? %s", plural.Count(dry.Discarded, "dead message", "dead messages"), req.Filter.describe(),
-		plural.Of(dry.Discarded, "It moves to the DLQ's archive, kept until purged, and does not run again.", "They move to the DLQ's archive, kept until purged; none runs again."))
+		plural.Of(dry.Discarded, "It moves to the DLQ's archive, kept until purged or the queue's dead retention (30 days by default) deletes it, and does not run again.", "They move to the DLQ's archive, kept until purged or the queue's dead retention (30 days by default) deletes them; none runs again."))
 	if req.Deferred != nil {
 		return false, s.ask(ctx, OpDLQDiscard, call, dry.Token, q, "discarded")
 	}

@@ -154,7 +154,8 @@ func TestDiscardAsksThePerson(t *testing.T) {
 	if err != nil || !d.Declined || d.Discarded != 0 || pgtest.Live(t, s, q+"_dlq") != 2 {
 		t.Fatalf("declined discard = %+v, %v; want declined and nothing moved", d, err)
 	}
-	if len(no.questions) != 1 || !strings.Contains(no.questions[0], "Discard 2 dead messages of the DLQ of "+q) || !strings.Contains(no.questions[0], `"BadInput"`) {
+	if len(no.questions) != 1 || !strings.Contains(no.questions[0], "Discard 2 dead messages of the DLQ of "+q) || !strings.Contains(no.questions[0], `"BadInput"`) ||
+		!strings.Contains(no.questions[0], "kept until purged or the queue's dead retention") {
 		t.Fatalf("questions = %q; want one naming the 2 messages and the filter", no.questions)
 	}
 	yes := &asker{yes: true}

@@ -314,6 +314,9 @@ func TestInvestigatePrompt(t *testing.T) {
 			t.Errorf("prompt does not mention %s", want)
 		}
 	}
+	if !strings.Contains(all, "recoverable until purged or the queue's dead retention") {
+		t.Errorf("the prompt says a discard is recoverable until purged, though retention deletes it too:\n%s", all)
+	}
 	if strings.Contains(all, `"orders"`) || !strings.Contains(orders, `{"queue": "orders"}`) {
 		t.Errorf("queue argument not applied:\n%s", orders)
 	}

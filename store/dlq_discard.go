@@ -14,7 +14,8 @@ import (
 )
 
 // DiscardDead moves dead messages of dlq to the DLQ's archive table, where
-// they stay until PurgeDead removes them, and returns how many moved. With
+// they stay until PurgeDead or retention (RunRetention, after the queue's
+// dead retention) removes them, and returns how many moved. With
 // one id that is not there, it returns ErrNotFound. The move is one
 // statement; cancelled while it runs, it finishes (finishStatement), so
 // that what it moved is counted rather than reported as failed.

@@ -12,7 +12,7 @@ import (
 // Why a message of a DLQ's archive is not restored (RestoreRefusal.Why).
 const (
 	// RestoreNotArchived: the id is in neither the archive nor the DLQ:
-	// purged, or never a message of this DLQ.
+	// purged, pruned by retention, or never a message of this DLQ.
 	RestoreNotArchived = "not_archived"
 	// RestoreInDLQ: the id is in the DLQ itself: restored already, or
 	// never discarded.

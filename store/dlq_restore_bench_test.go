@@ -54,7 +54,7 @@ func fillDiscardedWithoutHistory(b *testing.B, s *store.Store, dlq string, n, ro
 	b.Helper()
 	ctx := testContext(b)
 	note := func(dlq string) string {
-		return "'payload replaced on retry; the original message is kept in the archive of " + dlq + " (pgmq.a_" + dlq + ", msg_id ' || g || ') until purged. Original payload: ' || repeat('x', 200)"
+		return "'payload replaced on retry; the original message is kept in the archive of " + dlq + " (pgmq.a_" + dlq + ", msg_id ' || g || ') until purged or the queue's dead retention deletes it. Original payload: ' || repeat('x', 200)"
 	}
 	for _, st := range []struct {
 		sql  string

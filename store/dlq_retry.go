@@ -765,7 +765,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1
 	), ` + sqlDeadRetryKey(target) + `)`
 	if p != nil {
-		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged. Original payload: ", r.dlq, r.dlq, r.id)
+		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged or the queue's dead retention deletes it. Original payload: ", r.dlq, r.dlq, r.id)
 		args = append(args, note)
 		sql += `, arch AS (
 		INSERT INTO ` + archiveTable(r.dlq) + ` (msg_id, read_ct, enqueued_at, vt, message, headers)

@@ -262,7 +262,8 @@ func TestRetryDeadWithCorrectedPayload(t *testing.T) {
 	}
 	note := hist[1]
 	if note.ErrorClass != store.PayloadReplacedClass || note.Attempt != 0 || note.Kind != "k" ||
-		!strings.HasSuffix(note.ErrorMessage, `{"n": 0}`) || !strings.Contains(note.ErrorMessage, fmt.Sprintf("msg_id %d", ids[0])) {
+		!strings.HasSuffix(note.ErrorMessage, `{"n": 0}`) || !strings.Contains(note.ErrorMessage, fmt.Sprintf("msg_id %d", ids[0])) ||
+		!strings.Contains(note.ErrorMessage, "until purged or the queue's dead retention deletes it") {
 		t.Fatalf("payload note = %+v", note)
 	}
 	var archived string

@@ -19,7 +19,7 @@ type DLQDiscardInput struct {
 	Confirm bool   `json:"confirm,omitempty" jsonschema_description:"Required with filters when the client cannot ask its user (no elicitation): true after checking the dry run."`
 }
 
-const dlqDiscardDescription = `Discards dead messages: moves them out of their DLQ into the DLQ's archive, where they are kept (pgbus_dlq_restore brings them back) until pgbus_dlq_purge deletes them. Nothing runs again. By ids, outcomes has one entry per id: discarded, not_found, ambiguous (pass queue) or failed.
+const dlqDiscardDescription = `Discards dead messages to their DLQ's archive, where pgbus_dlq_restore brings them back until pgbus_dlq_purge or the dead retention deletes them. Nothing runs again. By ids, outcomes has one entry per id: discarded, not_found, ambiguous (pass queue) or failed.
 
 Use it for messages that will never succeed (bad input, non_retryable_error, unknown kinds) after reading one with pgbus_dlq_show. Either ids (at most 100; add queue when an id is in several DLQs) or the filters of pgbus_dlq_list with a required limit (1 to 1000, oldest first).
 

@@ -16,7 +16,7 @@ type DLQRestoreInput struct {
 	DryRun bool    `json:"dry_run,omitempty" jsonschema_description:"Report what would be restored, without moving anything."`
 }
 
-const dlqRestoreDescription = `Restores discarded dead messages by id from the DLQ's archive into the DLQ, in one transaction, ids and history kept: the undo of pgbus_dlq_discard until purged. Outcomes: restored, not_found (purged, restored, never discarded), refused (original of a corrected-payload retry). dry_run first.`
+const dlqRestoreDescription = `Restores discarded messages by id from the DLQ's archive to the DLQ in one transaction, ids and history kept: undoes pgbus_dlq_discard until purged or pruned by dead retention. Outcomes: restored, not_found (purged, pruned, restored, never discarded), refused (a corrected-payload retry's original). dry_run first.`
 
 func dlqRestoreTool() mcp.Tool {
 	return newTool("pgbus_dlq_restore", dlqRestoreDescription, writeAnnotations("Restore discarded messages", false, true), DLQRestoreInput{}, ops.DLQRestore{})

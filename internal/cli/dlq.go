@@ -23,7 +23,8 @@ keeps its payload and headers and a pgbus_dead_letter block saying why it died
 (reason, error class and message, attempts). Start with pgbus dlq summary,
 drill down with list and show, then retry what a fix or a recovered downstream
 makes work again, and discard the rest. A discard is undone by restore, with
-the ids discarded lists, until the archive is purged.
+the ids discarded lists, until the archive is purged or the queue's dead
+retention (30 days by default) deletes them.
 
 Filters (summary, list, retry-all, discard):
   --queue Q          the DLQ of queue Q (Q_dlq is accepted too)
@@ -406,10 +407,11 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "discard [ID...] [--queue Q] [FILTERS --yes]",
 		Annotations: map[string]string{idArgs: "true"},
-		Short:       "Move dead messages to the DLQ's archive (pgbus dlq restore brings them back until purged)",
+		Short:       "Move dead messages to the DLQ's archive (pgbus dlq restore brings them back until purged or the dead retention deletes them)",
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
-pgbus dlq purge (or retention) deletes them; until then pgbus dlq discarded
-lists them and pgbus dlq restore brings them back into the DLQ. Give ids, or filters (--all for
+pgbus dlq purge or the queue's dead retention (30 days by default) deletes
+them; until then pgbus dlq discarded lists them and pgbus dlq restore brings
+them back into the DLQ. Give ids, or filters (--all for
 every dead message). Discarding one id needs no confirmation; more than one,
 or any discard by filter, needs --yes. --dry-run shows what would be
 discarded and changes nothing; by filter it prints the --expect that makes

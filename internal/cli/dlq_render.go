@@ -351,7 +351,7 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 	if res.DryRun {
 		fmt.Fprintf(a.stdout, "would discard %s%s\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
 	} else {
-		fmt.Fprintf(a.stdout, "discarded %s%s (kept in the DLQ archive until pgbus dlq purge)\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
+		fmt.Fprintf(a.stdout, "discarded %s%s (kept in the DLQ archive until pgbus dlq purge or the queue's dead retention (30 days by default) deletes them)\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
 	}
 	if len(res.Moved) > 0 {
 		t := newTable(a.stdout, "DLQ", "DLQ ID")

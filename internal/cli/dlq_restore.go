@@ -67,7 +67,8 @@ func (a *app) dlqRestoreCommand() *cobra.Command {
 		Long: `Move discarded messages of a queue's DLQ from its archive back into the DLQ,
 all in one transaction, each with its id, payload, headers and failure
 history: dead again, to retry or discard. pgbus dlq discarded lists the ids.
-An id not in the archive (purged, restored already, or never discarded) is
+An id not in the archive (purged or deleted by the queue's dead retention,
+restored already, or never discarded) is
 not found, and the original of a retry with a corrected payload is refused:
 the corrected message ran in its place. --dry-run shows what would be
 restored and changes nothing. Exit codes: 1 when an id was refused, 3 when

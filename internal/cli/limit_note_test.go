@@ -38,7 +38,7 @@ func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
 
 	// The last message of the class matches exactly the limit.
 	out := d.ok(t, "dlq", "discard", "--queue", "orders", "--error-class", "http.503", "--limit", "1", "--yes")
-	if strings.Contains(out, "--limit: more") || strings.Contains(out, "next: pgbus dlq discard ") || !strings.Contains(out, "discarded 1 dead message (kept") {
+	if strings.Contains(out, "--limit: more") || strings.Contains(out, "next: pgbus dlq discard ") || !strings.Contains(out, "discarded 1 dead message (kept in the DLQ archive until pgbus dlq purge or the queue's dead retention") {
 		t.Errorf("dlq discard of exactly its --limit printed:\n%s\nwant 1 discarded, without the limit said or a call again", out)
 	}
 }
