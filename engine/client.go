@@ -927,15 +927,7 @@ func (c *Client) retention(ctx context.Context) error {
 	// The pass as a whole may take long on a large archive; each of its
 	// statements is bounded instead.
 	rep, err := c.store.RunRetention(store.WithStatementTimeout(ctx, c.cfg.DatabaseCallTimeout), 1000, c.cfg.AuditRetention)
-	if rep.Ran && len(rep.ArchivedDeleted) > 0 {
-		c.log.Info("pgbus: retention pruned old archives", "deleted", rep.ArchivedDeleted, "idempotency_keys", rep.KeysDeleted)
-	}
-	if rep.FailuresDeleted > 0 {
-		c.log.Info("pgbus: retention pruned the failure history of dropped queues", "deleted", rep.FailuresDeleted)
-	}
-	if rep.AuditDeleted > 0 {
-		c.log.Info("pgbus: retention pruned old audit log entries", "deleted", rep.AuditDeleted, "older_than", c.cfg.AuditRetention)
-	}
+	c.logPruned(rep)
 	if rep.AuditKept && !c.auditKept.Swap(true) {
 		c.log.Info("pgbus: retention leaves the audit log as it is: this database role may only add to it; entries older than the audit retention stay until a process of a role that may delete them (the schema's owner) runs retention",
 			"role", c.store.User(), "older_than", c.cfg.AuditRetention)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"time"
 )
@@ -42,3 +43,6 @@ func AgeSendLayouts(c *Client) {
 // LimitAdvice is what the workers' logs say of err, a refusal by a limit
 // the role or database sets, naming role.
 func LimitAdvice(err error, role string) string { return limitAdvice(err, role) }
+
+// RunRetention runs one retention pass of c, as its loop does.
+func RunRetention(ctx context.Context, c *Client) error { return c.retention(ctx) }

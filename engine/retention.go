@@ -55,3 +55,33 @@ func (c *Client) logQueuesKept(kept []store.QueueKept) {
 			"a later pass prunes them once the lock is released, while the other queues are pruned", attrs...)
 	}
 }
+
+// logPruned says in one line what a retention pass deleted, each count
+// that is not zero, and nothing when it deleted nothing: every pass runs
+// every 10 minutes, and most delete nothing. Folding the DLQ group counts'
+// deltas is bookkeeping, no deletion: it is told only beside one.
+func (c *Client) logPruned(rep store.RetentionReport) {
+	var attrs []any
+	count := func(key string, n int64) {
+		if n > 0 {
+			attrs = append(attrs, key, n)
+		}
+	}
+	if len(rep.ArchivedDeleted) > 0 {
+		attrs = append(attrs, "archived_messages", rep.ArchivedDeleted)
+	}
+	count("idempotency_keys", rep.KeysDeleted)
+	count("failures_of_dropped_queues", rep.FailuresDeleted)
+	if rep.AuditDeleted > 0 {
+		attrs = append(attrs, "audit_entries", rep.AuditDeleted, "audit_older_than", c.cfg.AuditRetention)
+	}
+	count("counters", rep.StatsDeleted)
+	count("workers", rep.WorkersDeleted)
+	count("breaker_users", rep.BreakerUsersDeleted)
+	count("breakers", rep.BreakersDeleted)
+	if len(attrs) == 0 {
+		return
+	}
+	count("dead_counts_folded", rep.DeadCountsFolded)
+	c.log.Info("pgbus: retention pruned old rows", attrs...)
+}

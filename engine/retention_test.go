@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A queue made after an operator's grants (no default privileges) is
@@ -81,5 +82,50 @@ func TestRetentionPassesOverALockedArchive(t *testing.T) {
 	if !strings.Contains(out, `queues=[aaa]`) || !strings.Contains(out, "held_by=\"pgmq.a_aaa in ShareLock by pid") ||
 		strings.Contains(out, "does not answer") || strings.Contains(out, "no answer within") || strings.Contains(out, "background task failed") {
 		t.Fatalf("want aaa said locked with its holder, and no outage; log:\n%s", out)
+	}
+}
+
+// A pass that deleted anything says so in one line with every count it
+// deleted, keys without archived messages, worker rows, breakers and
+// counters included; a pass that deleted nothing says nothing.
+func TestRetentionLogsWhatItPruned(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every queue
+	ctx := testContext(t)
+	q, _ := archivedPastRetention(t, s)
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "old", Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: "unused", FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, "unused", []store.BreakerUser{{Queue: q}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = 'old';
+		UPDATE pgbus.circuit_breakers SET updated_at = now() - interval '8 days' WHERE name = 'unused';
+		UPDATE pgbus.circuit_breaker_users SET seen_at = now() - interval '8 days' WHERE breaker = 'unused';
+		INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'gone', '', 1);
+		INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at) VALUES ('gone', 'k', 1, now() - interval '400 days');
+		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ('gone', 1, 1, 'E', 'old');
+		INSERT INTO pgbus.audit_log (at, client, tool) VALUES (now() - interval '100 days', 'cli', 'old')`); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	if err := engine.RunRetention(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	want := `level=INFO msg="pgbus: retention pruned old rows" archived_messages=map[` + q + `:1] idempotency_keys=1 failures_of_dropped_queues=1 ` +
+		`audit_entries=1 audit_older_than=2160h0m0s counters=1 workers=1 breaker_users=1 breakers=1`
+	if strings.Count(out, "retention pruned") != 1 || !strings.Contains(out, want) {
+		t.Fatalf("the log of a pass that pruned every kind of row:\n%s\nwant one line with\n%s", out, want)
+	}
+	if err := engine.RunRetention(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if again := logs.String(); again != out {
+		t.Fatalf("a pass that pruned nothing logged:\n%s", strings.TrimPrefix(again, out))
 	}
 }
