@@ -1,60 +1,137 @@
 -- pgbus's functions (the triggers that count dead-letter groups, the keys
--- their indexes hold) call PostgreSQL's own functions and operators by
--- name: md5, left, regexp_replace, random, ||, ->>. A function runs with its
--- caller's search_path, so a role whose path lists a schema before
--- pg_catalog (search_path = ext, pg_catalog) ran whatever that schema held
--- under those names instead: an md5 of its own gave every group one key,
--- and whoever could create functions there ran code as the role that
--- dead-letters. Each function now runs with search_path pg_catalog,
--- pg_temp, whoever calls it; they name pgbus's own objects in full
--- (pgbus.dlq_error_norm, pgmq.q_<dlq>), so nothing else changes. A function
--- added later gets the same setting where it is created.
-ALTER FUNCTION pgbus.dlq_error_norm(text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_group_key(jsonb, jsonb) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_group_reason_key(jsonb, jsonb) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_cause_key(jsonb, jsonb) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_group_from(text, text, text, text, text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_group_of(jsonb, jsonb) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_lock_key(text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_tracked(regclass) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_forget(text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_fold(text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_track() SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_backfill(text) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION pgbus.dlq_groups_attach(text) SET search_path = pg_catalog, pg_temp;
+-- their indexes hold) called PostgreSQL's own functions, operators and
+-- types by name: md5, left, regexp_replace, random, ||, ->>, text. A
+-- function runs with its caller's search_path, so a role whose path lists
+-- a schema before pg_catalog (search_path = ext, pg_catalog) ran whatever
+-- that schema held under those names instead: an md5 of its own gave every
+-- group one key, and whoever could create functions there ran code as the
+-- role that dead-letters.
+--
+-- The functions a statement calls once per row (the keys DLQ indexes hold,
+-- computed at every dead-letter insert, and what the triggers count rows
+-- under) now name everything of PostgreSQL's in full, pg_catalog.md5 and
+-- OPERATOR(pg_catalog.||), and pgbus's own as pgbus.x. They take no
+-- search_path of their own: the planner never expands a function with a
+-- setting in place into the statement that calls it, and every call would
+-- then cost a function call of its own, several times the expression's
+-- work. Named in full, each resolves to the very functions and operators
+-- it called before: every key, and so every index, stays as it is, and
+-- each expands to the expression it expanded to before, which sessions
+-- open before this migration hold for each DLQ's index of error groups and
+-- go on matching. Never change what they compute: indexes are built on
+-- them.
+--
+-- The functions called once per statement or per DLQ (the triggers, the
+-- count folding, attaching and forgetting a DLQ) run with search_path
+-- pg_catalog, pg_temp, whoever calls them. A function added later takes
+-- one of the two forms.
 
--- A function with a setting of its own is no longer expanded in place into
--- the statements that call it, and the planner matches a statement's call
--- to an index's expression only as both are written after that expansion.
--- Sessions open before this migration (older processes' among them) keep
--- each index's expression as they last read it, expanded, until something
--- makes them read it again: their plans would stop using each DLQ's index
--- of error groups (q_<dlq>_cause_idx), and read the whole DLQ instead. Its
--- statistics target, set to what it is, makes every session read the index
--- again, taking only a lock that writers do not wait for. A DLQ this role
--- does not own is left as it is: its sessions read the index again when
--- they reconnect.
-DO $$
-DECLARE
-    ix record;
-BEGIN
-    FOR ix IN
-        SELECT DISTINCT i.indexrelid::regclass AS idx, a.attnum, coalesce(a.attstattarget::int, -1) AS target
-        FROM pg_catalog.pg_index i
-        JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = i.indexrelid
-             AND d.refclassid = 'pg_catalog.pg_proc'::regclass
-        JOIN pg_catalog.pg_proc p ON p.oid = d.refobjid
-        JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indexrelid AND a.attnum > 0
-             AND i.indkey[a.attnum - 1] = 0
-        WHERE p.pronamespace = 'pgbus'::regnamespace
-          AND a.attnum = (SELECT min(b.attnum) FROM pg_catalog.pg_attribute b
-                          WHERE b.attrelid = i.indexrelid AND b.attnum > 0 AND i.indkey[b.attnum - 1] = 0)
-    LOOP
-        BEGIN
-            EXECUTE format('ALTER INDEX %s ALTER COLUMN %s SET STATISTICS %s', ix.idx, ix.attnum, ix.target);
-        EXCEPTION
-            WHEN insufficient_privilege OR undefined_table THEN
-                RAISE NOTICE 'pgbus: index % is left as it is: %', ix.idx, SQLERRM;
-        END;
-    END LOOP;
-END $$;
+CREATE OR REPLACE FUNCTION pgbus.dlq_error_norm(msg pg_catalog.text) RETURNS pg_catalog.text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    -- As in 0023, named in full.
+    SELECT pg_catalog.left(pg_catalog.btrim(
+        pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+        pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+        pg_catalog.regexp_replace(
+        pg_catalog.translate(coalesce(msg, ''), pg_catalog.chr(1) OPERATOR(pg_catalog.||) pg_catalog.chr(2), ''),
+        '"(?:[^"\\]|\\.)*"|`[^`]*`', pg_catalog.chr(1) OPERATOR(pg_catalog.||) '\&' OPERATOR(pg_catalog.||) pg_catalog.chr(2), 'g'),
+        '\x01("[^[:space:]\x01\x02]*"|`[^[:space:]\x01\x02]*`)\x02', '<str>', 'g'),
+        '\\"[^"\\[:space:]\x01\x02]*\\"', '<str>', 'g'),
+        '(^|[^[:alnum:]_])''[^''[:space:]]*''', '\1<str>', 'g'),
+        '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g'),
+        '\m0[xX][0-9a-fA-F]+\M|\m(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\M', '<hex>', 'g'),
+        '\m(?=[[:alnum:]_-]*[0-9])(?=[[:alnum:]_-]*[[:alpha:]])(?![[:alpha:]_-]*[0-9]+(?:\.[0-9]+)*[[:alpha:]_-]*\M)[[:alnum:]][[:alnum:]_-]{5,}\M', '<id>', 'g'),
+        '(^|[^[:alnum:]_])-(?=[0-9])', '\1', 'g'),
+        '[0-9]+(?:\.[0-9]+)*', '<n>', 'g'),
+        '[\x01\x02]', '', 'g'),
+        '\s+', ' ', 'g')), 500)
+$$;
+
+-- As in 0007, named in full.
+CREATE OR REPLACE FUNCTION pgbus.dlq_group_key(headers pg_catalog.jsonb, message pg_catalog.jsonb) RETURNS pg_catalog.uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.md5(
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', '')
+    )::pg_catalog.uuid
+$$;
+
+-- As in 0007, named in full.
+CREATE OR REPLACE FUNCTION pgbus.dlq_group_reason_key(headers pg_catalog.jsonb, message pg_catalog.jsonb) RETURNS pg_catalog.uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.md5(
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', '') OPERATOR(pg_catalog.||)
+        coalesce(pg_catalog.length(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'reason')::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+            (headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'reason'), '-')
+    )::pg_catalog.uuid
+$$;
+
+-- As in 0010, named in full.
+CREATE OR REPLACE FUNCTION pgbus.dlq_cause_key(headers pg_catalog.jsonb, message pg_catalog.jsonb) RETURNS pg_catalog.uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.md5(
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', '') OPERATOR(pg_catalog.||)
+        pg_catalog.length(coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', ''))::pg_catalog.text
+            OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||)
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', '') OPERATOR(pg_catalog.||)
+        pgbus.dlq_error_norm(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_message')
+    )::pg_catalog.uuid
+$$;
+
+-- As in 0013, named in full.
+CREATE OR REPLACE FUNCTION pgbus.dlq_group_from(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text)
+RETURNS TABLE (row_key pg_catalog.uuid, group_key pg_catalog.uuid, source_queue pg_catalog.text, kind pg_catalog.text,
+               error_class pg_catalog.text, error_norm pg_catalog.text, reason pg_catalog.text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT pg_catalog.md5(g.k::pg_catalog.text OPERATOR(pg_catalog.||)
+               coalesce(pg_catalog.length($5)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $5, '-'))::pg_catalog.uuid,
+           g.k, $1, $2, $3, g.nm, $5
+    FROM (SELECT pg_catalog.md5(
+                     pg_catalog.length($1)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $1 OPERATOR(pg_catalog.||)
+                     pg_catalog.length($2)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $2 OPERATOR(pg_catalog.||)
+                     pg_catalog.length($3)::pg_catalog.text OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) $3 OPERATOR(pg_catalog.||)
+                     v.nm)::pg_catalog.uuid AS k, v.nm
+          FROM (SELECT pgbus.dlq_error_norm($4) AS nm OFFSET 0) v) g
+$$;
+
+-- As in 0013, named in full.
+CREATE OR REPLACE FUNCTION pgbus.dlq_group_of(headers pg_catalog.jsonb, message pg_catalog.jsonb)
+RETURNS TABLE (row_key pg_catalog.uuid, group_key pg_catalog.uuid, source_queue pg_catalog.text, kind pg_catalog.text,
+               error_class pg_catalog.text, error_norm pg_catalog.text, reason pg_catalog.text)
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT f.* FROM pgbus.dlq_group_from(
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'source_queue', ''),
+        coalesce(headers OPERATOR(pg_catalog.->>) 'pgbus_kind', message OPERATOR(pg_catalog.->>) 'job_class', ''),
+        coalesce(headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_class', ''),
+        headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'error_message',
+        headers OPERATOR(pg_catalog.->) 'pgbus_dead_letter' OPERATOR(pg_catalog.->>) 'reason') f
+$$;
+
+ALTER FUNCTION pgbus.dlq_groups_lock_key(pg_catalog.text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_tracked(pg_catalog.regclass) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_forget(pg_catalog.text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_fold(pg_catalog.text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_track() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_backfill(pg_catalog.text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pgbus.dlq_groups_attach(pg_catalog.text) SET search_path = pg_catalog, pg_temp;
