@@ -407,7 +407,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("purge --older-than 30d: discarded_before %s; want 30 days ago", purged.DiscardedBefore)
 	}
 	purged.DiscardedBefore = time.Time{}
-	if purged != (ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: (30 * 24 * time.Hour).String()}) {
+	if purged != (ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: "30d"}) {
 		t.Fatalf("purge --older-than 30d: %+v", purged)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
