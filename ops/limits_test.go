@@ -106,18 +106,32 @@ func TestReadOnlyDatabaseSaysPointAtThePrimary(t *testing.T) {
 }
 
 // A bulk move that a statement_timeout the role or database sets cuts off
-// names the setting and how to raise it for the role.
+// names the setting and how to raise it for the role. Another client's
+// lock on the DLQ's archive holds the discard past the timeout, whatever
+// the speed of the machine: a statement waiting for a lock is cut off by
+// statement_timeout too.
 func TestStatementTimeoutNamesTheSetting(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	var ids []int64
-	// 20ms: the discard of 5,000 dead messages takes longer, and the
-	// store's first statements on connecting, on a loaded machine, may
-	// take more than 1ms.
-	st, q := limitedStore(t, nil, deadIDs(5000, &ids)(t), "statement_timeout = '20ms'")
+	st, q := limitedStore(t, nil, deadIDs(50, &ids)(t), "statement_timeout = '20ms'")
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`_dlq" IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
 	svc := newService(t, st, ops.Options{})
-	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 5000})
+	_, err = svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 50})
 	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "ALTER ROLE "+store.RoleSQL(st.User())+" SET statement_timeout")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`); n != 50 {
+		t.Errorf("the DLQ holds %d messages, want the 50 it held: a discard cut off moves nothing", n)
+	}
 }
 
 // A retry that waits for a lock held longer than the lock_timeout the

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -17,7 +20,7 @@ import (
 // a queue whose archive was dropped is not said to be missing itself.
 func TestArchiveMissingSaidSoInAnyLanguage(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabaseSet(t, "lc_messages", "de_DE.UTF-8")
+	url := germanDatabase(t)
 	s := pgtest.OpenStore(t, url)
 	ctx := pgtest.Context(t)
 	var msg string
@@ -49,4 +52,26 @@ func TestArchiveMissingSaidSoInAnyLanguage(t *testing.T) {
 	if !errors.Is(err, store.ErrNotFound) || errors.As(err, &missing) || !strings.Contains(err.Error(), `queue "arcq" does not exist`) {
 		t.Fatalf("archive with the queue's table dropped: %v; want the queue said not to exist", err)
 	}
+}
+
+// germanDatabase is a new database whose sessions get their messages in
+// German, or the test's failure saying how to give the server that locale.
+func germanDatabase(t *testing.T) string {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	ctx := pgtest.Context(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET lc_messages = ''de_DE.UTF-8''', current_database()); END $$`)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22023" { // invalid_parameter_value
+		t.Fatalf("the test server's system has no de_DE.UTF-8 locale to word its messages in German (%v): generate it as root, on Debian with localedef -i de_DE -c -f UTF-8 de_DE.UTF-8 (from the locales package), as .ci/run does", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
 }
