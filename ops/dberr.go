@@ -174,7 +174,7 @@ func (s *Service) onStandby(ctx context.Context) bool {
 // (ErrReadOnly), saying where writes go. A bulk call keeps its own error,
 // which says what it did: only its cause is said so.
 func standbyError(err error) error {
-	msg := fmt.Sprintf("this server is a standby (a read replica), which takes no writes (%v): nothing was changed; point pgbus at the primary server (its DATABASE_URL) to make the call there; reads work here as they are", err)
+	msg := fmt.Sprintf("this server is a standby (a read replica), which takes no writes (%v): nothing was changed; point pgbus at the primary server (its database URL) to make the call there; reads work here as they are", err)
 	if partial, _ := partialCause(err); partial != nil {
 		*partial = cause{msg: msg, err: errors.Join(ErrReadOnly, *partial)}
 		return err

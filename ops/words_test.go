@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,8 @@ var wordExceptions = map[string]string{
 // end's words.
 func TestNoFrontEndWords(t *testing.T) {
 	t.Parallel()
-	for _, hit := range frontEndWordsIn(t, ".", frontEndWords, wordExceptions) {
+	words := append(slices.Clone(frontEndWords), lowerWords[3]) // a Go program has no DATABASE_URL
+	for _, hit := range frontEndWordsIn(t, ".", words, wordExceptions) {
 		t.Errorf("%s: make it an Ask or a Hint for each front end to word, or list it in wordExceptions with why", hit)
 	}
 }
