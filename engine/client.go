@@ -478,8 +478,10 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // anything is written, with an error wrapping store.ErrSchemaOld (or
 // store.ErrSchemaMissing): call Store.Migrate first. A server that
 // refuses new connections for having as many as it allows (SQLSTATE
-// 53300) is waited for, up to a minute, before Run fails to start. A nil
-// ctx is refused with store.ErrInvalid.
+// 53300) is waited for, up to a minute, before Run fails to start. A
+// Store closed while Run runs (Store.Close) stops it as ctx would, and
+// Run returns an error wrapping store.ErrClosed. A nil ctx is refused
+// with store.ErrInvalid.
 func (c *Client) Run(ctx context.Context) error {
 	if ctx == nil {
 		// Refused here, not as a nil dereference deep in the driver.
@@ -770,7 +772,20 @@ func allIn(names []string, have map[string]bool) bool {
 	return true
 }
 
-func (c *Client) runWorkers(ctx context.Context) error {
+func (c *Client) runWorkers(parent context.Context) error {
+	// A Store closed under Run ends it as its context would: every
+	// statement would fail from then on.
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
+	var storeClosed atomic.Bool
+	go func() {
+		select {
+		case <-c.store.Closed():
+			storeClosed.Store(true)
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	// Jobs get a context that outlives ctx by the drain timeout, and the
 	// writes of their outcomes one that outlives it by finalWriteGrace more.
 	jobBase, hardStop := context.WithCancel(context.WithoutCancel(ctx))
@@ -805,6 +820,9 @@ func (c *Client) runWorkers(ctx context.Context) error {
 	stopBG()
 	bg.Wait()
 	c.workers = nil
+	if storeClosed.Load() {
+		return fmt.Errorf("%w while Run was running: it stopped; the jobs running then were given back to their queues by their visibility timeout. Close the Store only after Run returns", store.ErrClosed)
+	}
 	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := c.flushStats(final); err != nil {

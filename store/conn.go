@@ -116,7 +116,7 @@ func connLost(err error) bool {
 // what to do.
 func poolerHint(err error) error {
 	if errors.Is(err, puddle.ErrClosedPool) && !strings.Contains(err.Error(), "this Store was closed") { // said once
-		return fmt.Errorf("%w: this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)", err)
+		return closedError{err}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") &&
@@ -126,6 +126,15 @@ func poolerHint(err error) error {
 	}
 	return err
 }
+
+// closedError is a statement's error on a closed pool, which is ErrClosed.
+type closedError struct{ err error }
+
+func (e closedError) Error() string {
+	return e.err.Error() + ": this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)"
+}
+
+func (e closedError) Unwrap() []error { return []error{e.err, ErrClosed} }
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	ctx, cancel := boundStatement(ctx)

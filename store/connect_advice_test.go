@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"net"
 	"net/url"
 	"strings"
@@ -112,6 +113,13 @@ func TestClosedStoreSaysSo(t *testing.T) {
 		// Once: a transaction's begin meets the closed pool twice.
 		if err := call(); err == nil || strings.Count(err.Error(), "this Store was closed (Store.Close): open one with store.Open") != 1 {
 			t.Errorf("%s on a closed store: %v; want it to say once that the store was closed and to open one", what, err)
+		} else if !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s on a closed store: %v is not store.ErrClosed", what, err)
 		}
+	}
+	select {
+	case <-s.Closed():
+	default:
+		t.Error("Closed() is not closed after Close")
 	}
 }

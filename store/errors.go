@@ -15,6 +15,10 @@ var ErrInvalid = errors.New("invalid input")
 // ErrNotFound is wrapped by errors about a queue or message that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrClosed marks a statement refused because its Store was closed
+// (Store.Close) or its pool was.
+var ErrClosed = errors.New("store closed")
+
 type kindError struct {
 	kind error
 	msg  string

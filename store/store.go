@@ -46,6 +46,9 @@ type Store struct {
 	// pgbus's own texts asked (textFit).
 	encoding atomic.Pointer[string]
 
+	closed    chan struct{} // closed by Close
+	closeOnce sync.Once
+
 	// warnedNewer is set once LogNewer has warned of a newer schema.
 	warnedNewer atomic.Bool
 
@@ -283,7 +286,7 @@ func connectAdvice(err error) string {
 // configuration: give it what Open gives its pools with ConfigurePool.
 // Close closes the pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}}
+	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}, closed: make(chan struct{})}
 }
 
 // Pool returns the underlying pool, for its configuration and statistics and
@@ -296,7 +299,16 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
 
 // Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.pool.Close()
+}
+
+// Closed returns a channel closed once Close is called, for what works
+// with the Store in the background (engine.Client.Run) to stop rather
+// than fail at every statement. Closing the pool passed to New directly
+// does not close it.
+func (s *Store) Closed() <-chan struct{} { return s.closed }
 
 // DropConnections closes the pool's idle connections now, and those in
 // use as they are released, so that the statements after it connect
