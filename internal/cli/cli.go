@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +25,6 @@ import (
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/internal/hiddenchar"
-	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -77,16 +75,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app.trace.flush()
 	err = app.explain(cobraWords(cmd, flagNamed(cmd, err)))
 	if werr := out.failed(); werr != nil {
-		if errors.Is(werr, syscall.EPIPE) {
-			// The reader went away: nothing to tell it. A write that was
-			// done says so on stderr, or a script would take the failure
-			// for one of the write and do it again.
-			if (err == nil || errors.Is(err, syscall.EPIPE)) && writes(cmd) {
-				fmt.Fprintf(stderr, "pgbus: the reader of the output went away before it was all written; %s itself was done: see pgbus audit\n", cmd.CommandPath())
+		var report bool
+		if err, report = outputFailed(cmd, err, werr, out.raw()); !report {
+			if err == nil {
+				return ExitFailure // its output was cut
 			}
-			return ExitFailure
+			return exitCode(err) // its outcome's: not found, say
 		}
-		err = werr
 	}
 	if err == nil {
 		return ExitOK
@@ -171,7 +166,7 @@ func (a *app) stoppedBySignal(cmd *cobra.Command, err error) error {
 	if topLevel(cmd) && cmd.Name() == "demo" {
 		return errors.New(demo.Stopped)
 	}
-	if steps := ops.NextSteps(err); len(steps) > 0 {
+	if steps := nextSteps(err); len(steps) > 0 {
 		// A write cut off: the commands that show what it did.
 		return fmt.Errorf("stopped by a signal before finishing; what was done before is kept: see %s, then run the command again to finish", a.commands(steps, " or "))
 	}
@@ -280,6 +275,7 @@ type stdoutWriter struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	err    error
+	rawErr error  // err as the writer returned it
 	held   []byte // the start of a character the next write ends
 }
 
@@ -291,6 +287,7 @@ func (s *stdoutWriter) Write(p []byte) (int, error) {
 	s.held = append([]byte(nil), buf[cut:]...)
 	if _, err := s.w.Write(terminalSafe(buf[:cut])); err != nil {
 		if s.err == nil {
+			s.rawErr = err
 			s.err = fmt.Errorf("cannot write to stdout: %w", err)
 			s.cancel(s.err)
 		}
@@ -380,6 +377,13 @@ func (s *stdoutWriter) failed() error {
 	return s.err
 }
 
+// raw is the error of the failed write as the writer returned it.
+func (s *stdoutWriter) raw() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rawErr
+}
+
 func exitCode(err error) int {
 	var usage usageError
 	switch {
@@ -458,22 +462,6 @@ Quick start: pgbus demo`,
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
-}
-
-// writes reports whether cmd, run without --dry-run, is the command of a
-// write operation: one the operations layer records in the audit log.
-func writes(cmd *cobra.Command) bool {
-	if cmd == nil {
-		return false
-	}
-	if dry, err := cmd.Flags().GetBool("dry-run"); err == nil && dry {
-		return false
-	}
-	path := cmd.CommandPath()
-	if path == "pgbus dlq retry-all" {
-		path = vocab.CommandName(ops.OpDLQRetry)
-	}
-	return slices.ContainsFunc(ops.AuditedOps, func(op string) bool { return vocab.CommandName(op) == path })
 }
 
 // unreadableValue is err, pflag's about a flag's value it could not read,

@@ -412,7 +412,8 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 pgbus dlq purge or the queue's dead retention (30 days by default) deletes
 them; until then pgbus dlq discarded lists them and pgbus dlq restore brings
 them back into the DLQ. Give ids, or filters (--all for
-every dead message). Discarding one id needs no confirmation; more than one,
+every dead message; --queue alone needs --all or --limit too, so that a
+list of ids that came out empty never selects a whole DLQ). Discarding one id needs no confirmation; more than one,
 or any discard by filter, needs --yes. --dry-run shows what would be
 discarded and changes nothing; by filter it prints the --expect that makes
 the real call discard exactly those messages, in one transaction, or
@@ -436,6 +437,11 @@ pgbus_dlq_discard.`,
 				return usageError{errors.New("give ids or filters, not both")}
 			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
+			case len(ids) == 0 && !narrows && !all && !changed(fs, "limit", "expect"):
+				// A script's list of ids that came out empty (xargs
+				// without -r) must not become the whole DLQ; a limit or
+				// an expect, which ids refuse, says a filter is meant.
+				return usageError{errors.New("no ids, and --queue alone: that would discard every dead message of the queue's DLQ; give ids, a filter that narrows (such as --error-class or --reason), or add --all (or the --limit to discard) to discard them")}
 			case distinct(ids) > 1 && !yes && !dryRun:
 				dry := ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: ff.f.Queue}, DryRun: true}
 				return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to discard %d dead messages without --yes; check them with a dry run, then pass --yes", distinct(ids)),
@@ -470,7 +476,7 @@ pgbus_dlq_discard.`,
 		},
 	}
 	ff.add(cmd.Flags())
-	cmd.Flags().BoolVar(&all, "all", false, "select every dead message (with --yes)")
+	cmd.Flags().BoolVar(&all, "all", false, "select every dead message, of --queue's DLQ or of every DLQ (with --yes)")
 	cmd.Flags().IntVar(&limit, "limit", ops.DefaultBulkLimit, fmt.Sprintf("discard at most this many by filter, 1 to %d", ops.MaxBulkLimit))
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm discarding more than one message")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be discarded; change nothing")

@@ -525,12 +525,13 @@ func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := d.snapshot(t)
-	for _, verb := range []string{"retry-all", "discard"} {
-		msg := d.fails(t, 2, "dlq", verb, "--queue", "many")
+	// A discard by --queue alone takes --all (TestDiscardOfQueueAloneNeedsAll).
+	for verb, selection := range map[string][]string{"retry-all": {"--queue", "many"}, "discard": {"--queue", "many", "--all"}} {
+		msg := d.fails(t, 2, append([]string{"dlq", verb}, selection...)...)
 		if !strings.Contains(msg, fmt.Sprintf("at least %d dead messages without --yes", store.MaxDeadGroups)) {
 			t.Errorf("dlq %s without --yes: %q; want at least %d", verb, msg, store.MaxDeadGroups)
 		}
-		if msg := d.fails(t, 2, "dlq", verb, "--queue", "many", "--limit", "100"); !strings.Contains(msg, " 100 dead messages without --yes") || strings.Contains(msg, "at least") {
+		if msg := d.fails(t, 2, append([]string{"dlq", verb, "--limit", "100"}, selection...)...); !strings.Contains(msg, " 100 dead messages without --yes") || strings.Contains(msg, "at least") {
 			t.Errorf("dlq %s --limit 100 without --yes: %q; want 100", verb, msg)
 		}
 	}

@@ -102,7 +102,7 @@ func (s *session) Close() {
 // prints: an operation's own, or those of what happened (the health check
 // for a database that does not answer or a failure nothing explained).
 func (a *app) errorLine(err error, self string) string {
-	steps := stepsBeyond(ops.NextSteps(err), self)
+	steps := stepsBeyond(nextSteps(err), self)
 	if len(steps) == 0 {
 		return err.Error()
 	}
@@ -309,10 +309,14 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	} else {
 		err = render(res)
 	}
+	var outcome error
 	for _, st := range status {
-		err = cmp.Or(err, st(res))
+		outcome = cmp.Or(outcome, st(res))
 	}
-	return err
+	if out, ok := a.stdout.(*stdoutWriter); ok && err != nil && out.failed() != nil {
+		return ranUnwritten{outcome} // done: only its output was cut
+	}
+	return cmp.Or(err, outcome)
 }
 
 // printResult prints res as JSON, its next steps as the command lines
