@@ -197,6 +197,7 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 	st := MigrationStatus{Known: len(migrations)}
 	applied := map[int]bool{}
 	newer := false
+	again := 0 // the first version to apply again, if any
 	err := s.migrationTx(ctx, "migrate", func(tx pgx.Tx) error {
 		// Before anything is written: a schema pgmq of someone else's
 		// stops here.
@@ -212,19 +213,20 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 			)`); err != nil {
 			return fmt.Errorf("store: migrate: create pgbus.schema_migrations: %w", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT version FROM pgbus.schema_migrations`)
+		rows, err := tx.Query(ctx, `SELECT version, name FROM pgbus.schema_migrations`)
 		if err != nil {
 			return fmt.Errorf("store: migrate: read applied versions: %w", err)
 		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		recorded, err := pgx.CollectRows(rows, pgx.RowToStructByPos[appliedMigration])
 		if err != nil {
 			return fmt.Errorf("store: migrate: read applied versions: %w", err)
 		}
-		for _, v := range versions {
-			applied[v] = true
-			newer = newer || v > len(migrations)
+		for _, r := range recorded {
+			applied[r.Version] = true
+			newer = newer || r.Version > len(migrations)
 		}
-		return nil
+		again, err = placeholderFrom(recorded, migrations)
+		return err
 	})
 	if err != nil {
 		return st, err
@@ -233,8 +235,8 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 		return s.CheckSchema(ctx)
 	}
 	for _, m := range migrations {
-		if !applied[m.Version] {
-			ran, err := s.applyMigration(ctx, m)
+		if !applied[m.Version] || (again > 0 && m.Version >= again) {
+			ran, err := s.applyMigration(ctx, m, again > 0 && m.Version >= again)
 			if err != nil {
 				return st, err
 			}
@@ -249,6 +251,45 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 	}
 	st.PGMQFunctions, err = pgmqFunctions(ctx, s.reads)
 	return st, err
+}
+
+// appliedMigration is a row of pgbus.schema_migrations.
+type appliedMigration struct {
+	Version int
+	Name    string
+}
+
+// placeholderName is the name an early build of pgbus recorded version 10
+// under: a placeholder that changed nothing, held while the real
+// migration was being written.
+const placeholderName = "reserved"
+
+// placeholderFrom returns the version from which the migrations recorded
+// must be applied again: the first recorded as a placeholder that changed
+// nothing. The versions after it were applied over the placeholder, and
+// are applied again after the real one, in order, as they were written to
+// be (IF NOT EXISTS, CREATE OR REPLACE); 0 if there is none. A version
+// recorded under another name than this pgbus's, not a placeholder, is
+// refused before anything is applied: another build's migration.
+func placeholderFrom(recorded []appliedMigration, migrations []schema.Migration) (int, error) {
+	from := 0
+	for _, r := range recorded {
+		if r.Version < 1 || r.Version > len(migrations) {
+			continue
+		}
+		m := migrations[r.Version-1]
+		switch {
+		case r.Name == m.Name:
+		case r.Name == placeholderName:
+			if from == 0 || r.Version < from {
+				from = r.Version
+			}
+		default:
+			return 0, fmt.Errorf("store: migrate: pgbus.schema_migrations records version %d as %q, and this pgbus's migration %d is %q: the database was migrated by another build of pgbus; nothing was applied: migrate it with the build that wrote it, or restore it from a backup",
+				r.Version, r.Name, m.Version, m.Name)
+		}
+	}
+	return from, nil
 }
 
 // Migrations bound their lock waits, so that one never stalls a live
@@ -393,10 +434,13 @@ func turnTimeout(what string, seen *lockWait, err error) error {
 
 // applyMigration applies m unless another process did while this one
 // waited for the lock, and reports whether it did.
-func (s *Store) applyMigration(ctx context.Context, m schema.Migration) (ran bool, err error) {
+func (s *Store) applyMigration(ctx context.Context, m schema.Migration, again bool) (ran bool, err error) {
 	err = s.migrationTx(ctx, fmt.Sprintf("migration %d (%s)", m.Version, m.Name), func(tx pgx.Tx) error {
 		var done bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
+		// Applied again (again), it runs whether or not it is recorded:
+		// two processes doing so both run the versions in order.
+		if err := tx.QueryRow(ctx, `SELECT NOT $2 AND EXISTS (SELECT 1 FROM pgbus.schema_migrations WHERE version = $1)`,
+			m.Version, again).Scan(&done); err != nil {
 			return fmt.Errorf("store: migration %d (%s): check whether it is applied: %w", m.Version, m.Name, err)
 		}
 		if done {
@@ -405,7 +449,8 @@ func (s *Store) applyMigration(ctx context.Context, m schema.Migration) (ran boo
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return fmt.Errorf("store: migration %d (%s) failed: %w; nothing of it was applied", m.Version, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO pgbus.schema_migrations (version, name) VALUES ($1, $2)
+			ON CONFLICT (version) DO UPDATE SET name = EXCLUDED.name, applied_at = now()`, m.Version, m.Name); err != nil {
 			return fmt.Errorf("store: migration %d (%s): record: %w", m.Version, m.Name, err)
 		}
 		ran = true
