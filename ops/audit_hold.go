@@ -200,7 +200,9 @@ func (s *Service) writeHeldAudit(ctx context.Context) (written, left int, err er
 // so that the log of whoever ran the operation keeps it. A short-lived
 // process (a command) calls it before it exits; a long-running one when
 // it stops. After Close, an entry the database cannot take is given up at
-// once. Close on a nil Service does nothing.
+// once. A ctx that ends, as a process's stop signal ends it, ends the
+// wait at once, and the entries are given up then. Close on a nil
+// Service does nothing.
 func (s *Service) Close(ctx context.Context) {
 	if s == nil || s.store == nil {
 		return
@@ -219,12 +221,12 @@ func (s *Service) Close(ctx context.Context) {
 		s.opts.Logger.Warn("pgbus: operations are not yet recorded in the audit log: trying again before stopping",
 			"entries", held, "for", AuditCloseWait.String())
 	}
-	ctx, cancel := context.WithTimeout(ctx, AuditCloseWait)
+	wait, cancel := context.WithTimeout(ctx, AuditCloseWait)
 	defer cancel()
 	var err error
 	delay := heldAuditFirstRetry
-	for ctx.Err() == nil {
-		actx, acancel := context.WithTimeout(ctx, auditTimeout)
+	for wait.Err() == nil {
+		actx, acancel := context.WithTimeout(wait, auditTimeout)
 		var left int
 		_, left, err = s.writeHeldAudit(actx)
 		acancel()
@@ -235,10 +237,13 @@ func (s *Service) Close(ctx context.Context) {
 			continue // a batch went: the next at once
 		}
 		select {
-		case <-ctx.Done():
+		case <-wait.Done():
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, heldAuditMaxRetry)
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("stopped before the database took it (%w); the last try: %v", context.Cause(ctx), err)
 	}
 	h.writing.Lock()
 	defer h.writing.Unlock()

@@ -54,6 +54,9 @@ func (a *app) queueHandlers() map[string]string {
 type session struct {
 	db  *dbopen.DB
 	ops *ops.Service
+	// stop is the command's context: a stop signal ends it, and with it
+	// the wait for the audit log to take what it holds.
+	stop context.Context
 }
 
 // open opens the database for a command that reads, or writes rows but no
@@ -86,14 +89,14 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 		db.Close()
 		return ctx, nil, err
 	}
-	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc}, nil
+	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx}, nil
 }
 
 // Close writes what the command could not record in the audit log yet,
-// trying for a bounded time (the rest is printed on stderr), then closes
-// the database.
+// trying for a bounded time or until a stop signal (the rest is printed
+// on stderr), then closes the database.
 func (s *session) Close() {
-	s.ops.Close(context.Background())
+	s.ops.Close(s.stop)
 	s.db.Close()
 }
 

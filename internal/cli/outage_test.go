@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,6 +115,45 @@ func TestRetryAllCutRecordsItsEntryOnceTheDatabaseIsBack(t *testing.T) {
 	}
 }
 
+// A stop signal while a dlq retry-all cut off by the database stopping
+// tries to record what it did ends that wait at once, as a supervisor's
+// SIGTERM asks, and prints the entry on stderr saying it was stopped:
+// waited out, the supervisor's SIGKILL that follows would leave no record
+// at all.
+func TestSignalEndsTheWaitToRecordTheAuditEntry(t *testing.T) {
+	t.Parallel()
+	c := cutRetryAll(t)
+	pgtest.Eventually(t, time.Minute, "the command trying to record its audit entry", func() bool {
+		return strings.Contains(c.stderr.String(), "not yet recorded in the audit log")
+	})
+	if err := c.process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.exitCode(t); code != 1 {
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, c.stderr.String())
+	}
+	var unrecorded string
+	for line := range strings.Lines(c.stderr.String()) {
+		if strings.Contains(line, "could not record this operation in the audit log") {
+			unrecorded = line
+		}
+	}
+	var line struct {
+		Err   string `json:"err"`
+		Entry struct {
+			Result struct {
+				Retried int `json:"retried"`
+			} `json:"result"`
+		} `json:"audit_entry"`
+	}
+	if err := json.Unmarshal([]byte(unrecorded), &line); err != nil {
+		t.Fatalf("no unrecorded entry as a JSON line on stderr (%v):\n%s", err, c.stderr.String())
+	}
+	if !strings.Contains(line.Err, "stopped before the database took it") || line.Entry.Result.Retried != c.saidRetried(t) {
+		t.Errorf("unrecorded entry %s; want it given up for the stop, counting the %d retried", unrecorded, c.saidRetried(t))
+	}
+}
+
 // With --json, a dlq retry-all cut off by the database stopping ends its
 // stderr with its error as a JSON line: the database unavailable, exit 1,
 // how many messages it retried, as its words say, of the most it would
@@ -160,6 +201,7 @@ type cutRetry struct {
 	// exited is closed once the command exited, with waitErr its Wait's.
 	exited  chan struct{}
 	waitErr error
+	process *os.Process
 }
 
 // cutRetryAll starts dlq retry-all over 2000 dead messages on a cluster of
@@ -182,6 +224,7 @@ func cutRetryAll(t *testing.T, more ...string) *cutRetry {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	c.process = cmd.Process
 	go func() { c.waitErr = cmd.Wait(); close(c.exited) }()
 	t.Cleanup(func() {
 		select {
