@@ -225,6 +225,9 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 			applied[r.Version] = true
 			newer = newer || r.Version > len(migrations)
 		}
+		if newer {
+			return nil // a newer pgbus's record, checked as it is
+		}
 		again, err = placeholderFrom(recorded, migrations)
 		return err
 	})
