@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -375,7 +376,12 @@ scheduled.
 			}
 			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
 				if rep.Failed > 0 {
-					return fmt.Errorf("%d of %s could not be retried; first: %s", rep.Failed, plural.Count(rep.Failed+rep.Retried, "message", "messages"), rep.FirstError)
+					e := &ops.Error{Msg: fmt.Sprintf("%d of %s could not be retried; first: %s", rep.Failed, plural.Count(rep.Failed+rep.Retried, "message", "messages"), rep.FirstError)}
+					// The call that retries those past their deadline is
+					// the error's next step too, for a script that reads
+					// only the error.
+					e.Hints = slices.DeleteFunc(slices.Clone(rep.Next), func(h ops.Hint) bool { return h.Args["clear_deadline"] != true })
+					return e
 				}
 				return nil
 			})

@@ -71,3 +71,22 @@ func TestRetryAllDryRunPastTheDeadline(t *testing.T) {
 		t.Errorf("retry with the expect of the dry run with --clear-deadline:\n%s", out)
 	}
 }
+
+// A retry-all, not a dry run, that leaves messages past their deadline
+// exits 1, and its error, read alone by a script (--json on stderr), names
+// the call that retries them with the deadline cleared, as its words say.
+func TestRetryAllPastTheDeadlineNamesTheNextCallInItsError(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	st := pgtest.OpenStore(t, d.url)
+	pgtest.DeadLetter(t, st, "orders", pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonDeadlineExceeded,
+		Headers: `{"pgbus_kind": "charge", "pgbus_deadline": "2020-01-01T00:00:00Z"}`})
+	pgtest.DeadLetterN(t, st, "orders", 2, pgtest.DeadSpec{Kind: "charge"})
+	r := pgbus(t, d.env, "dlq", "retry-all", "--queue", "orders", "--yes", "--json")
+	e := errorLine(t, "retry-all past a deadline", r.stderr)
+	want := "pgbus dlq retry-all --clear-deadline --limit 1000 --queue orders --yes"
+	if r.code != 1 || len(e.Next) != 1 || e.Next[0].Command != want {
+		t.Errorf("retry-all past a deadline: exit %d, error %+v; want 1 and next %q", r.code, e, want)
+	}
+}
