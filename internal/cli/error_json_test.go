@@ -49,6 +49,7 @@ func TestJSONErrors(t *testing.T) {
 		{"bad since", d.env, []string{"dlq", "list", "--since", "last tuesday"}, "invalid", 2, "", "", false},
 		{"bad flag value", d.env, []string{"dlq", "list", "--limit", "abc"}, "usage", 2, "", "", false},
 		{"unknown flag", d.env, []string{"dlq", "list", "--bogus"}, "usage", 2, "", "", false},
+		{"mistyped subcommand", d.env, []string{"dlq", "lsit"}, "usage", 2, "", "", false},
 		{"database unreachable", unreachable, []string{"queues"}, "unavailable", 1, "pgbus health", "", false},
 		{"health unreachable", unreachable, []string{"health"}, "unavailable", 1, "", "pgbus health", false},
 	} {

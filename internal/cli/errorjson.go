@@ -94,13 +94,17 @@ func errorKind(cause error, code int) string {
 // errorsAsJSON reports whether the error of cmd, run with args, goes to
 // stderr as JSON: cmd takes --json and it is set. When cmd's flags could
 // not be parsed (flagsFailed), --json may come after the one that failed,
-// unparsed: then it counts where args give it before a "--", the last
-// one winning as in parsing.
+// unparsed, and a mistyped subcommand (pgbus dlq lsit --json) leaves cmd
+// its group, which takes no --json: then it counts where args give it
+// before a "--", the last one winning as in parsing.
 func errorsAsJSON(cmd *cobra.Command, args []string, flagsFailed bool) bool {
-	if cmd == nil || cmd.Flags().Lookup("json") == nil {
+	switch {
+	case cmd == nil:
 		return false
-	}
-	if !flagsFailed {
+	case cmd.HasSubCommands(): // the group of a mistyped subcommand
+	case cmd.Flags().Lookup("json") == nil:
+		return false
+	case !flagsFailed:
 		on, _ := cmd.Flags().GetBool("json")
 		return on
 	}
