@@ -77,7 +77,8 @@ func clusterVersion(pgdata string) string {
 // DefaultDataDir returns where the embedded cluster lives unless told
 // otherwise: $PGBUS_DATA_DIR when set; as root /var/lib/pgbus (the server runs
 // as an unprivileged user, who cannot reach a directory under /root);
-// otherwise $XDG_DATA_HOME/pgbus or ~/.local/share/pgbus.
+// otherwise $XDG_DATA_HOME/pgbus or ~/.local/share/pgbus, and without a
+// home directory pgbus-UID in the temporary directory.
 func DefaultDataDir() string {
 	if d := os.Getenv("PGBUS_DATA_DIR"); d != "" {
 		return d
