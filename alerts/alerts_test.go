@@ -277,6 +277,33 @@ func TestOneNotifierSends(t *testing.T) {
 	}
 }
 
+// A program that closes the Store under a running Notifier has Run
+// return, rather than fail a check at every interval until its context
+// ends.
+func TestRunReturnsWhenItsStoreIsClosed(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // no other notifier leads there
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := alerts.New(st, svc, alerts.Config{URL: newReceiver(t, 0).srv.URL, CheckInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	pgtest.Eventually(t, 30*time.Second, "a first check", func() bool { return n.Checks() > 0 })
+	st.Close()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Run still runs a minute after its Store was closed")
+	}
+}
+
 // New refuses a bad URL or format with what to do.
 func TestNewChecksConfig(t *testing.T) {
 	t.Parallel()

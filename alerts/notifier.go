@@ -177,8 +177,19 @@ func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
 // whose alerts were all delivered (see newWatcher), so that an alert is
 // delivered at least once across a stop or a crash. Alerts are posted, and
 // checks recorded, from a goroutine of their own; Run returns once both
-// have stopped.
-func (n *Notifier) Run(ctx context.Context) {
+// have stopped. A Store closed while Run runs (Store.Close) stops it as
+// ctx would: every check would fail from then on.
+func (n *Notifier) Run(parent context.Context) {
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
+	go func() {
+		select {
+		case <-n.st.Closed():
+			n.log.Warn("pgbus alerts: the store was closed; alerting stopped. Close the store only after Run returns")
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { n.sender.run(ctx) })
