@@ -51,6 +51,9 @@ type sessions struct {
 	max     int
 	log     *slog.Logger
 	trusted []netip.Prefix // reverse proxies, for the client in logs
+	// end ends a session no client can use, with everything mcp-go keeps
+	// of it.
+	end func(id string)
 }
 
 func newSessions(cfg HTTPConfig) *sessions {
@@ -58,7 +61,9 @@ func newSessions(cfg HTTPConfig) *sessions {
 }
 
 // Generate issues a new session id: 32 bytes from crypto/rand, in hex, so
-// that no one can guess an open session's id.
+// that no one can guess an open session's id. The id is open at once, so
+// that the client's next request finds it; an initialize that then fails
+// ends it (startSession).
 func (m *sessions) Generate() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
@@ -115,6 +120,41 @@ func (m *sessions) unreserve() {
 	m.mu.Unlock()
 }
 
+// issuedKey keys, in the context of a request that may start a session,
+// the *issued that records the id Generate issued for it.
+type issuedKey struct{}
+
+// issued is the id issued to one request, if any.
+type issued struct{ id string }
+
+// ResolveSessionIdManager gives mcp-go the manager of one request: for a
+// request that may start a session, one whose Generate also records the id
+// in the request, so that startSession knows which session the request
+// started, even when its answer does not name it. It implements mcp-go's
+// server.SessionIdManagerResolver; r is nil outside requests (the idle
+// sweeper, shutdown).
+func (m *sessions) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	if r != nil {
+		if slot, ok := r.Context().Value(issuedKey{}).(*issued); ok {
+			return issuing{sessions: m, slot: slot}
+		}
+	}
+	return m
+}
+
+// issuing is the manager of a request that may start a session.
+type issuing struct {
+	*sessions
+	slot *issued
+}
+
+// Generate issues an id and records it in the request.
+func (i issuing) Generate() string {
+	id := i.sessions.Generate()
+	i.slot.id = id
+	return id
+}
+
 func (m *sessions) isOpen(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -131,7 +171,7 @@ func (m *sessions) isOpen(id string) bool {
 func (m *sessions) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(server.HeaderKeySessionID)
-		method, batch := peekMethod(r)
+		method, hasID, batch := peekMethod(r)
 		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 		switch {
 		case batch:
@@ -147,6 +187,9 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 					"(a client of protocol 2026-07-28 or later sends no initialize: it names its version in the "+mcp.HeaderProtocolVersion+" header of every request)")
 		case id != "" && !m.isOpen(id):
 			m.refuse(w, r, http.StatusNotFound, sessionNotFound, msgSessionNotOpen)
+		case r.Method == http.MethodPost && method == string(mcp.MethodInitialize) && !hasID:
+			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
+				"pgbus: initialize is a request, not a notification: give it an id (a number or a string), and the answer carries the Mcp-Session-Id header of the new session")
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
@@ -211,12 +254,80 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 			"pgbus: the server has %s open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", plural.Count(m.max, "MCP session", "MCP sessions")))
 		return
 	}
-	next.ServeHTTP(w, r)
-	// A request that started a session answered with its id, and
-	// Generate took its reservation.
-	if w.Header().Get(server.HeaderKeySessionID) == "" {
-		m.unreserve()
+	slot := &issued{}
+	answer := &initWriter{ResponseWriter: w}
+	next.ServeHTTP(answer, r.WithContext(context.WithValue(r.Context(), issuedKey{}, slot)))
+	switch {
+	case slot.id == "":
+		m.unreserve() // no session was issued: the place goes back
+	case !answer.started(slot.id):
+		// Generate took the place, but the initialize failed, or its
+		// answer did not give the client the id: no client can use the
+		// session, or end it, so it ends now.
+		m.end(slot.id)
 	}
+}
+
+// maxInitAnswer bounds the part of an initialize's answer kept to tell
+// whether it succeeded; a JSON-RPC error is far shorter.
+const maxInitAnswer = 1 << 20
+
+// initWriter passes on the answer of a request that may start a session,
+// keeping its status and the start of its body.
+type initWriter struct {
+	http.ResponseWriter
+	status    int
+	body      bytes.Buffer
+	truncated bool
+}
+
+func (w *initWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *initWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if room := maxInitAnswer - w.body.Len(); room < len(p) {
+		w.body.Write(p[:max(room, 0)])
+		w.truncated = true
+	} else {
+		w.body.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on the flushes of a streamed (SSE) response.
+func (w *initWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *initWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// started reports whether the answer started session id: 200 with the id
+// in its Mcp-Session-Id header and a JSON-RPC result, not an error.
+func (w *initWriter) started(id string) bool {
+	if w.status != http.StatusOK || w.Header().Get(server.HeaderKeySessionID) != id {
+		return false
+	}
+	if w.truncated {
+		return true // longer than any error: the initialize's result
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(w.body.Bytes(), &msg) != nil {
+		return false
+	}
+	return len(msg.Result) > 0 && string(msg.Result) != "null" && (len(msg.Error) == 0 || string(msg.Error) == "null")
 }
 
 // refuse answers with status and a JSON-RPC error without an id, as the
@@ -240,7 +351,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 	opts := []server.StreamableHTTPOption{
 		server.WithEndpointPath(PathMCP),
 		server.WithStreamableHTTPLogger(cfg.Logger),
-		server.WithSessionIdManager(ids),
+		server.WithSessionIdManagerResolver(ids),
 		server.WithSessionIdleTTL(cfg.sessionIdleTTL),
 		server.WithEventStore(events),
 		// The security gate in front checks the Host header against the
@@ -253,6 +364,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
+	ids.end = func(id string) { endSession(h, id) }
 	return ids.guard(trackWrites(h, events)), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)
 		ids.closeAll()
@@ -260,26 +372,30 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 }
 
 // peekMethod reads the JSON-RPC method of a POST's body, left in place for
-// the handler, and whether the body is a batch (a JSON array). A body it
-// cannot read gives neither: the transport answers it.
-func peekMethod(r *http.Request) (method string, batch bool) {
+// the handler, whether the message has an id (not null), as a request has
+// and a notification has not, and whether the body is a batch (a JSON
+// array). A body it cannot read gives none: the transport answers it.
+func peekMethod(r *http.Request) (method string, hasID, batch bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		return "", false
+		return "", false, false
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return "", true
+		return "", false, true
 	}
 	var msg struct {
-		Method string `json:"method"`
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
 	}
-	_ = json.Unmarshal(body, &msg)
-	return msg.Method, false
+	if json.Unmarshal(body, &msg) != nil {
+		return "", false, false
+	}
+	return msg.Method, len(msg.ID) > 0 && string(msg.ID) != "null", false
 }
 
 // clipMethod bounds a method name a client sent, for a message.
@@ -289,3 +405,22 @@ func clipMethod(m string) string {
 	}
 	return strconv.Quote(m)
 }
+
+// endSession ends session id in h as a DELETE of it would, for a session
+// whose initialize failed: its id is closed, and mcp-go forgets what it
+// registered of it.
+func endSession(h http.Handler, id string) {
+	r, err := http.NewRequest(http.MethodDelete, PathMCP, nil)
+	if err != nil {
+		return // a constant method and path: never
+	}
+	r.Header.Set(server.HeaderKeySessionID, id)
+	h.ServeHTTP(discardWriter{header: http.Header{}}, r)
+}
+
+// discardWriter takes an answer no one reads.
+type discardWriter struct{ header http.Header }
+
+func (w discardWriter) Header() http.Header         { return w.header }
+func (w discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w discardWriter) WriteHeader(int)             {}

@@ -500,3 +500,46 @@ func TestRequestsThatCannotStartOrJoinASession(t *testing.T) {
 		t.Fatalf("tools/list in the session after the refusals: %d %s", r.status, r.body)
 	}
 }
+
+// An initialize that starts no usable session holds no place: one sent as
+// a notification (no id) is refused, one whose params cannot be read gets
+// its error and any id it was given is ended at once, and the bound is
+// left whole for the initializes that succeed.
+func TestInitializeThatStartsNoSessionHoldsNoPlace(t *testing.T) {
+	t.Parallel()
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 2})
+	const (
+		notification = `{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"n","version":"1"}}}`
+		nullID       = `{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"n","version":"1"}}}`
+		badParams    = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`
+	)
+	for range 2 {
+		for _, body := range []string{notification, nullID} {
+			r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", body)
+			var msg struct {
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(r.body), &msg); err != nil || r.status != http.StatusBadRequest || msg.Error.Code != -32600 ||
+				!strings.Contains(msg.Error.Message, "id") || r.header.Get("Mcp-Session-Id") != "" {
+				t.Fatalf("initialize without an id %s: %d, session %q, %s; want 400 with a JSON-RPC error asking for an id", body, r.status, r.header.Get("Mcp-Session-Id"), r.body)
+			}
+		}
+		r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", badParams)
+		if !strings.Contains(r.body, `"error"`) {
+			t.Fatalf("initialize with unreadable params: %d %s; want a JSON-RPC error", r.status, r.body)
+		}
+		if id := r.header.Get("Mcp-Session-Id"); id != "" {
+			wantSessionNotOpen(t, "tools/list on the id of a failed initialize", rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools))
+		}
+	}
+	first, second := rawSession(t, base), rawSession(t, base)
+	if first == second {
+		t.Fatalf("two initializes gave one session %q", first)
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, "", rawInitialize); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("a third session with room for two: %d %s; want 503", r.status, r.body)
+	}
+}
