@@ -105,6 +105,9 @@ func New(deps tools.Deps, opts Options) (*server.MCPServer, error) {
 	if opts.ToolCalled != nil {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(countCalls(opts.ToolCalled)))
 	}
+	// Innermost, so that the others see the answer of a call stopped
+	// because its session ended.
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(stopCallsOfEndedSessions))
 	serverOpts = append(serverOpts, opts.ServerOptions...)
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)

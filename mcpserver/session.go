@@ -54,10 +54,14 @@ type sessions struct {
 	// end ends a session no client can use, with everything mcp-go keeps
 	// of it.
 	end func(id string)
+	// running are the POSTs under way in each open session, which its end
+	// stops (sessionEnd).
+	running map[string]map[*sessionEnd]struct{}
 }
 
 func newSessions(cfg HTTPConfig) *sessions {
-	return &sessions{open: map[string]struct{}{}, max: cfg.MaxSessions, log: cfg.Logger, trusted: cfg.TrustedProxies}
+	return &sessions{open: map[string]struct{}{}, max: cfg.MaxSessions, log: cfg.Logger, trusted: cfg.TrustedProxies,
+		running: map[string]map[*sessionEnd]struct{}{}}
 }
 
 // Generate issues a new session id: 32 bytes from crypto/rand, in hex, so
@@ -84,11 +88,19 @@ func (m *sessions) Validate(id string) (isTerminated bool, err error) {
 	return false, nil
 }
 
-// Terminate ends a session: its id is refused from now on.
+// Terminate ends a session: its id is refused from now on. The tool
+// calls under way in it are stopped, and answered before mcp-go lets go of
+// the session's streams (it does right after), for at most
+// stopCallsTimeout: a call waiting for the user's answer to an
+// elicitation would otherwise wait for good, for an answer that can no
+// longer come.
 func (m *sessions) Terminate(id string) (isNotAllowed bool, err error) {
 	m.mu.Lock()
 	delete(m.open, id)
+	running := m.running[id]
+	delete(m.running, id)
 	m.mu.Unlock()
+	stopCalls(running)
 	return false, nil
 }
 
@@ -96,7 +108,75 @@ func (m *sessions) Terminate(id string) (isNotAllowed bool, err error) {
 func (m *sessions) closeAll() {
 	m.mu.Lock()
 	clear(m.open)
+	running := m.running
+	m.running = map[string]map[*sessionEnd]struct{}{}
 	m.mu.Unlock()
+	for _, r := range running {
+		stopCalls(r)
+	}
+}
+
+// stopCallsTimeout bounds the wait of a session's end for its calls to
+// answer once stopped.
+const stopCallsTimeout = 5 * time.Second
+
+// stopCalls stops the requests of an ended session and waits for them to
+// answer, for at most stopCallsTimeout.
+func stopCalls(running map[*sessionEnd]struct{}) {
+	if len(running) == 0 {
+		return
+	}
+	for r := range running {
+		close(r.ended)
+	}
+	timeout := time.NewTimer(stopCallsTimeout)
+	defer timeout.Stop()
+	for r := range running {
+		select {
+		case <-r.done:
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+// answered tells the POSTs under way in session id that the client
+// answered question id.
+func (m *sessions) answered(session, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for r := range m.running[session] {
+		if r.answered(id) {
+			return
+		}
+	}
+}
+
+// track records a POST under way in session id, and returns what its tool
+// calls watch (nil when the session is no longer open) and the function
+// to call once it answered.
+func (m *sessions) track(id string) (*sessionEnd, func()) {
+	r := &sessionEnd{ended: make(chan struct{}), done: make(chan struct{})}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.open[id]; !ok {
+		return nil, func() {}
+	}
+	if m.running[id] == nil {
+		m.running[id] = map[*sessionEnd]struct{}{}
+	}
+	m.running[id][r] = struct{}{}
+	return r, func() {
+		m.mu.Lock()
+		if calls := m.running[id]; calls != nil {
+			delete(calls, r)
+			if len(calls) == 0 {
+				delete(m.running, id)
+			}
+		}
+		m.mu.Unlock()
+		close(r.done)
+	}
 }
 
 // reserve holds a place for the session a request may start, and reports
@@ -171,7 +251,8 @@ func (m *sessions) isOpen(id string) bool {
 func (m *sessions) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(server.HeaderKeySessionID)
-		method, hasID, batch := peekMethod(r)
+		method, rawID, batch := peekMethod(r)
+		hasID := len(rawID) > 0 && rawID != "null"
 		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 		switch {
 		case batch:
@@ -199,6 +280,17 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			// or --max-sessions would bound nothing.
 			m.startSession(w, r, next)
 		case id != "":
+			if r.Method == http.MethodPost {
+				if method == "" && hasID {
+					m.answered(id, rawID) // the client's answer to a question
+				}
+				end, answered := m.track(id)
+				defer answered()
+				if end != nil {
+					r = r.WithContext(context.WithValue(r.Context(), sessionEndKey{}, end))
+					w = askWriter{ResponseWriter: w, end: end}
+				}
+			}
 			next.ServeHTTP(&sessionWriter{ResponseWriter: w, ended: func() bool { return !m.isOpen(id) }, refuse: func() {
 				m.refuse(w, r, http.StatusNotFound, sessionNotFound, msgSessionNotOpen)
 			}}, r)
@@ -372,30 +464,30 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 }
 
 // peekMethod reads the JSON-RPC method of a POST's body, left in place for
-// the handler, whether the message has an id (not null), as a request has
-// and a notification has not, and whether the body is a batch (a JSON
-// array). A body it cannot read gives none: the transport answers it.
-func peekMethod(r *http.Request) (method string, hasID, batch bool) {
+// the handler, its id as sent (empty for a notification, which has none),
+// and whether the body is a batch (a JSON array). A body it cannot read
+// gives none: the transport answers it.
+func peekMethod(r *http.Request) (method, id string, batch bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		return "", false, false
+		return "", "", false
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return "", false, false
+		return "", "", false
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return "", false, true
+		return "", "", true
 	}
 	var msg struct {
 		Method string          `json:"method"`
 		ID     json.RawMessage `json:"id"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return "", false, false
+		return "", "", false
 	}
-	return msg.Method, len(msg.ID) > 0 && string(msg.ID) != "null", false
+	return msg.Method, string(msg.ID), false
 }
 
 // clipMethod bounds a method name a client sent, for a message.

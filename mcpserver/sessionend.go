@@ -1,0 +1,153 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// errSessionEnded is why the context of a tool call is cancelled when its
+// session ends under it.
+var errSessionEnded = errors.New("the MCP session ended")
+
+// msgSessionEnded starts the answer of a call stopped because its session
+// ended.
+const msgSessionEnded = "pgbus: this call's MCP session ended while the call ran (ended by DELETE, expired after being idle, or the server shut down), so the call was stopped; start a new session to make it again. What the call said: "
+
+// msgSessionEndedAsking answers a call stopped while it waited for the
+// user's answer, before it changed anything: the operations that ask ask
+// first, then act.
+const msgSessionEndedAsking = "pgbus: this call's MCP session ended while the call waited for the user's answer (ended by DELETE, expired after being idle, or the server shut down), so the call was stopped before it changed anything: nothing was done. Start a new session and make the call again to have the user asked again"
+
+// sessionEnd is how a request of a Streamable HTTP session learns that
+// its session ended: ended is closed then, and the session's end waits for
+// done, closed once the request answered. It also knows the questions
+// (elicitation/create) the request asked the user and that are not yet
+// answered.
+type sessionEnd struct {
+	ended chan struct{}
+	done  chan struct{}
+
+	mu   sync.Mutex
+	asks map[string]struct{} // ids of unanswered elicitation/create
+}
+
+// asked notes a question sent to the client with JSON-RPC id.
+func (e *sessionEnd) asked(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.asks == nil {
+		e.asks = map[string]struct{}{}
+	}
+	e.asks[id] = struct{}{}
+}
+
+// answered forgets the question of id, and reports whether it was one of
+// this request's.
+func (e *sessionEnd) answered(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.asks[id]
+	delete(e.asks, id)
+	return ok
+}
+
+// waiting reports whether the request waits for the user's answer.
+func (e *sessionEnd) waiting() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.asks) > 0
+}
+
+// askWriter passes on the answer of a session's POST, noting the
+// questions to the user written on its event stream: mcp-go writes each
+// event, with its data line, in a Write of its own.
+type askWriter struct {
+	http.ResponseWriter
+	end *sessionEnd
+}
+
+func (w askWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(mcp.MethodElicitationCreate)) {
+		for line := range bytes.Lines(p) {
+			data, ok := bytes.CutPrefix(line, []byte("data: "))
+			if !ok {
+				continue
+			}
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(data, &msg) == nil && msg.Method == string(mcp.MethodElicitationCreate) && len(msg.ID) > 0 {
+				w.end.asked(string(msg.ID))
+			}
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on the flushes of a streamed (SSE) response.
+func (w askWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w askWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sessionEndKey keys the *sessionEnd of a request in its context.
+type sessionEndKey struct{}
+
+// stopCallsOfEndedSessions runs each tool call of a Streamable HTTP
+// session with a context that ends when the session does (sessionEnd): a
+// call waiting for the user's answer to an elicitation would otherwise
+// wait for an answer that can no longer come, holding its request and its
+// goroutine for good.
+// A call stopped so answers a tool error that says so: that nothing was
+// done when it waited for the user's answer (the operations that ask ask
+// first, then act), else followed by what the call itself said. Calls of
+// other transports, and of no session (protocol 2026-07-28 and later), are
+// left as they are.
+func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		end, _ := ctx.Value(sessionEndKey{}).(*sessionEnd)
+		if end == nil {
+			return next(ctx, req)
+		}
+		callCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			select {
+			case <-end.ended:
+				cancel(errSessionEnded)
+			case <-callCtx.Done():
+			}
+		}()
+		res, err := next(callCtx, req)
+		if !errors.Is(context.Cause(callCtx), errSessionEnded) || (err == nil && res != nil && !res.IsError) {
+			return res, err // done before the session ended, or despite it
+		}
+		if end.waiting() {
+			return mcp.NewToolResultError(msgSessionEndedAsking), nil
+		}
+		said := ""
+		if err != nil {
+			said = err.Error()
+		} else if res != nil {
+			for _, content := range res.Content {
+				if text, ok := content.(mcp.TextContent); ok {
+					said = text.Text
+					break
+				}
+			}
+		}
+		return mcp.NewToolResultError(msgSessionEnded + said), nil
+	}
+}
