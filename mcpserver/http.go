@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -51,7 +52,8 @@ const (
 	DefaultAddr = "127.0.0.1:8080"
 	// DefaultMaxBodyBytes bounds one HTTP request body.
 	DefaultMaxBodyBytes = 4 << 20
-	// DefaultMaxSessions bounds the Streamable HTTP sessions open at once.
+	// DefaultMaxSessions bounds the sessions open at once: those of
+	// Streamable HTTP, or the event streams of the SSE transport.
 	DefaultMaxSessions = 1000
 	// MaxMaxSessions is the largest MaxSessions may be: each session keeps
 	// some memory until it ends or an hour passes idle.
@@ -89,11 +91,12 @@ type HTTPConfig struct {
 	AuthToken string
 	// MaxBodyBytes bounds a request body; DefaultMaxBodyBytes when zero.
 	MaxBodyBytes int64
-	// MaxSessions bounds the Streamable HTTP sessions open at once, so
-	// that clients that open sessions and never end them cannot grow the
-	// server without bound: a new session beyond it is refused with 503
-	// until one ends (DELETE, or an hour idle). DefaultMaxSessions when
-	// zero.
+	// MaxSessions bounds the sessions open at once, so that clients that
+	// open sessions and never end them cannot grow the server without
+	// bound: a new session beyond it is refused with 503 until one ends.
+	// A Streamable HTTP session ends by DELETE or an hour idle; a session
+	// of the SSE transport is its event stream (GET PathSSE), and ends when
+	// the stream closes. DefaultMaxSessions when zero.
 	MaxSessions int
 	// TrustedProxies are the reverse proxies in front of the server: a
 	// refused request's log names the client they say they forward for
@@ -272,7 +275,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 			opts = append(opts, server.WithSSECORS(server.WithCORSAllowedOrigins(cors...)))
 		}
 		h := server.NewSSEServer(s, opts...)
-		mux.Handle(PathSSE, h)
+		mux.Handle(PathSSE, boundStreams(h, cfg))
 		mux.Handle(PathMessage, h)
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
@@ -432,4 +435,37 @@ func newHTTPServer(ctx context.Context, cfg HTTPConfig, handler http.Handler) *h
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+}
+
+// boundStreams passes on the event streams of the SSE transport (GET
+// PathSSE), each a session, while fewer than cfg.MaxSessions are open, and
+// refuses one more with 503 until one closes.
+func boundStreams(next http.Handler, cfg HTTPConfig) http.Handler {
+	var (
+		mu   sync.Mutex
+		open int
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		full := open >= cfg.MaxSessions
+		if !full {
+			open++
+		}
+		mu.Unlock()
+		if full {
+			refuseFull(cfg.Logger, cfg.TrustedProxies, w, r, cfg.MaxSessions,
+				"close event streams no longer used (each "+PathSSE+" stream is a session, ended when the client disconnects), then connect again")
+			return
+		}
+		defer func() {
+			mu.Lock()
+			open--
+			mu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
 }

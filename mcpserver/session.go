@@ -337,13 +337,21 @@ func (w *sessionWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// refuseFull answers a request that would start a session past the bound with
+// 503, Retry-After and a JSON-RPC error that says how many sessions are
+// open (bound) and then what to do, in the words of the transport.
+func refuseFull(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWriter, r *http.Request, bound int, then string) {
+	w.Header().Set("Retry-After", "60")
+	refuseRequest(log, trusted, w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
+		"pgbus: the server has %s open, as many as it keeps; %s", plural.Count(bound, "MCP session", "MCP sessions"), then))
+}
+
 // startSession passes on a request that may start a session when there is
 // room for one, and refuses it with 503 when there is not.
 func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if !m.reserve() {
-		w.Header().Set("Retry-After", "60")
-		m.refuse(w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
-			"pgbus: the server has %s open, as many as it keeps; end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again", plural.Count(m.max, "MCP session", "MCP sessions")))
+		refuseFull(m.log, m.trusted, w, r, m.max,
+			"end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again")
 		return
 	}
 	slot := &issued{}
@@ -425,7 +433,13 @@ func (w *initWriter) started(id string) bool {
 // refuse answers with status and a JSON-RPC error without an id, as the
 // transport does for requests it cannot take.
 func (m *sessions) refuse(w http.ResponseWriter, r *http.Request, status, code int, msg string) {
-	m.log.Info("MCP HTTP request refused", "status", status, "method", r.Method, "remote", r.RemoteAddr, "client", clientaddr.Name(r, m.trusted), "reason", msg)
+	refuseRequest(m.log, m.trusted, w, r, status, code, msg)
+}
+
+// refuseRequest is sessions.refuse for any transport: it logs the refusal
+// with the client it came from (behind the trusted proxies).
+func refuseRequest(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWriter, r *http.Request, status, code int, msg string) {
+	log.Info("MCP HTTP request refused", "status", status, "method", r.Method, "remote", r.RemoteAddr, "client", clientaddr.Name(r, trusted), "reason", msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{

@@ -543,3 +543,64 @@ func TestInitializeThatStartsNoSessionHoldsNoPlace(t *testing.T) {
 		t.Fatalf("a third session with room for two: %d %s; want 503", r.status, r.body)
 	}
 }
+
+// getSSE opens an SSE stream, until ctx ends, and returns its status and,
+// when it opened, the session id the server announced on it; a refusal's
+// body is returned in full.
+func getSSE(t *testing.T, ctx context.Context, base string) (status int, session, body string, header http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+mcpserver.PathSSE, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", mcpserver.PathSSE, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, "", string(b), resp.Header
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), "sessionId="); ok {
+			return resp.StatusCode, rest, "", resp.Header
+		}
+	}
+	t.Fatalf("the SSE stream announced no endpoint: %v", lines.Err())
+	return 0, "", "", nil
+}
+
+// The legacy SSE transport keeps at most MaxSessions event streams open,
+// as Streamable HTTP keeps sessions: one more is refused with 503,
+// Retry-After and a JSON-RPC error saying what to do, while the open ones
+// keep working; once one closes, a new one opens.
+func TestSSESessionsBounded(t *testing.T) {
+	t.Parallel()
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE, MaxSessions: 2})
+	first, closeFirst := context.WithCancel(testContext(t))
+	defer closeFirst()
+	openSSEStream(t, first, base)
+	second := openSSEStream(t, testContext(t), base)
+
+	status, _, body, header := getSSE(t, testContext(t), base)
+	var msg struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &msg); err != nil || status != http.StatusServiceUnavailable || header.Get("Retry-After") == "" ||
+		!strings.Contains(msg.Error.Message, "the server has 2 MCP sessions open") {
+		t.Fatalf("a third SSE stream with room for two: %d, Retry-After %q, %s; want 503 saying the server has 2 MCP sessions open", status, header.Get("Retry-After"), body)
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMessage+"?sessionId="+second, "", rawInitialize); r.status != http.StatusAccepted {
+		t.Fatalf("a message on an open stream's session while full: %d %s; want 202", r.status, r.body)
+	}
+	closeFirst()
+	pgtest.Eventually(t, time.Minute, "a new SSE stream to open once one closed", func() bool {
+		status, session, _, _ := getSSE(t, testContext(t), base)
+		return status == http.StatusOK && session != ""
+	})
+}
