@@ -168,7 +168,7 @@ func New(st *store.Store, svc *ops.Service, cfg Config) (*Notifier, error) {
 	}
 	s := newSender(cfg)
 	s.record = st.RecordAlertCheck
-	return &Notifier{st: st, svc: svc, cfg: cfg, log: cfg.Logger, sender: s, now: time.Now}, nil
+	return &Notifier{st: st, svc: svc, cfg: cfg, log: cfg.Logger, sender: s, now: st.Now}, nil // the clock the times it compares were written by
 }
 
 // Run checks at each interval until ctx ends, while this process is the

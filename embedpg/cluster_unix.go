@@ -44,6 +44,7 @@ type Cluster struct {
 	owner   serverUser
 	logger  *slog.Logger
 	timeout time.Duration // Options.StartTimeout
+	env     []string      // Options.Env
 
 	mu        sync.Mutex
 	users     lockFD // holds LOCK_SH on pgbus.users while in use; -1 after Stop
@@ -76,6 +77,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		owner:   owner,
 		logger:  opts.Logger.With("data_dir", opts.DataDir),
 		timeout: opts.StartTimeout,
+		env:     opts.Env,
 		users:   -1,
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)

@@ -28,6 +28,12 @@ type Options struct {
 	// initdb and server start-up; and each start again of a server that
 	// died while the Cluster was in use. Default: 60s.
 	StartTimeout time.Duration
+	// Env is more of the server's environment ("NAME=value"), beside the
+	// little of this process's it gets (the locale, the time zone, library
+	// paths): a library to preload (LD_PRELOAD) and its settings, say.
+	// It applies when Start creates or starts the server, not to one it
+	// adopts.
+	Env []string
 }
 
 const defaultStartTimeout = 60 * time.Second

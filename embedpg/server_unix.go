@@ -159,7 +159,7 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, c.bin("initdb"), "-D", tmp, "-U", superuser,
 		"--auth=trust", "-E", "UTF8", "--no-locale")
 	cmd.Dir = c.dataDir // the server user may not enter our working directory
-	cmd.Env = serverEnv()
+	cmd.Env = append(serverEnv(), c.env...)
 	cmd.SysProcAttr = c.owner.procAttr(false)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
@@ -234,7 +234,7 @@ func (c *Cluster) spawn(ctx context.Context) error {
 	}, c.collectorArgs()...)
 	cmd := exec.Command(c.bin("postgres"), args...)
 	cmd.Dir = c.pgData
-	cmd.Env = serverEnv()
+	cmd.Env = append(serverEnv(), c.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = c.owner.procAttr(true)
 	if err := cmd.Start(); err != nil {

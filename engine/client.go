@@ -279,6 +279,9 @@ type Client struct {
 	stats      *statsCollector
 	observers  observers
 	running    atomic.Bool
+	// clockWarned is set once the log was told this host's clock is far
+	// from the database server's, until it is near again.
+	clockWarned atomic.Bool
 	// auditKept is set once retention said that its role may not prune
 	// the audit log, so that it says so once.
 	auditKept atomic.Bool
@@ -904,7 +907,32 @@ func (c *Client) try(ctx context.Context, fn func(context.Context) error) {
 }
 
 func (c *Client) register(ctx context.Context) error {
+	c.syncClock(ctx)
 	return c.store.RegisterWorker(ctx, c.process())
+}
+
+// maxClockSkew is how far this host's clock may be from the database
+// server's before the engine warns.
+const maxClockSkew = 5 * time.Second
+
+// syncClock measures how far the database server's clock is from this
+// host's, on which deadlines, ages and the minutes of stats are then
+// judged (store.Now), and warns, once until it is fixed, when it is far:
+// other programs on this host may judge times the database wrote on its
+// own clock.
+func (c *Client) syncClock(ctx context.Context) {
+	skew, err := c.store.SyncClock(ctx)
+	if err != nil {
+		return // measured again at the next heartbeat
+	}
+	if skew.Abs() <= maxClockSkew {
+		c.clockWarned.Store(false)
+		return
+	}
+	if !c.clockWarned.Swap(true) {
+		c.log.Warn("pgbus: this host's clock is off from the database server's; pgbus judges deadlines, ages and stats on the server's clock, but fix this host's time synchronization (NTP)",
+			"server_ahead_by", skew.String())
+	}
 }
 
 // process is this process as the registry lists it.
@@ -933,6 +961,7 @@ func (c *Client) heartbeat(ctx context.Context) error {
 	// It always writes: the end of an outage is seen even while every
 	// queue is paused and nothing is read.
 	c.outage.answered(start)
+	_ = c.bounded(ctx, func(ctx context.Context) error { c.syncClock(ctx); return nil })
 	// The breakers' lists of users keep this process's while it runs.
 	return c.bounded(ctx, func(ctx context.Context) error {
 		return c.store.TouchBreakerUsers(ctx, c.breakerUsers)

@@ -419,13 +419,13 @@ func (w *queueWorker) recordLanded(batch []result, landed map[int64]action) {
 	for _, r := range batch {
 		if a, ok := landed[r.claim.MsgID]; ok {
 			r.action = a
-			w.c.stats.add(w.name, r)
+			w.c.stats.add(w.name, r, w.c.store.Now())
 		}
 	}
 }
 
 func (w *queueWorker) record(batch []result) {
 	for _, r := range batch {
-		w.c.stats.add(w.name, r)
+		w.c.stats.add(w.name, r, w.c.store.Now())
 	}
 }

@@ -24,8 +24,10 @@ func newStatsCollector() *statsCollector {
 	return &statsCollector{deltas: map[statsKey]*store.StatsDelta{}}
 }
 
-func (s *statsCollector) add(queue string, r result) {
-	key := statsKey{minute: time.Now().UTC().Truncate(time.Minute), queue: queue, kind: r.kind}
+// add counts r in the minute now, on the database's clock: the minute
+// readers of the stats count back from on theirs.
+func (s *statsCollector) add(queue string, r result, now time.Time) {
+	key := statsKey{minute: now.UTC().Truncate(time.Minute), queue: queue, kind: r.kind}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.deltas[key]

@@ -238,7 +238,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	var routedFrom, runnable []delivery
 	aside, keepAside := 0, false
 	route := func(msgs []store.Message) []store.DeadLetterItem {
-		now := time.Now()
+		now := w.c.store.Now() // the clock EnqueuedAt was written by
 		routed, routedFrom, runnable, aside = routed[:0], routedFrom[:0], runnable[:0], 0
 		var items []store.DeadLetterItem
 		for _, m := range msgs {
@@ -535,7 +535,7 @@ func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
 	case d.m.ReadCount > d.readCap():
 		res.maxRetries = d.readCap()
 		return res.deadLetter(store.ReasonMaxRetriesExceeded, nil), true
-	case !d.deadline.IsZero() && time.Now().After(d.deadline):
+	case !d.deadline.IsZero() && w.c.store.Now().After(d.deadline): // on the database's clock, as other hosts judge it
 		return res.deadLetter(store.ReasonDeadlineExceeded, nil), true
 	case !d.found:
 		err := &classedError{class: ClassUnknownKind, msg: fmt.Sprintf(
@@ -734,7 +734,7 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	if hint, ok := retryHint(err); ok && useHint {
 		res.delay = hint
 	}
-	if !d.deadline.IsZero() && time.Now().Add(res.delay).After(d.deadline) {
+	if !d.deadline.IsZero() && w.c.store.Now().Add(res.delay).After(d.deadline) {
 		// Its retry would come past its deadline, to be dead-lettered
 		// unrun: dead-lettered now, with this failure, rather than after
 		// a wait for nothing.

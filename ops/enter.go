@@ -1,6 +1,9 @@
 package ops
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // enter is the first step of every exported method of Service that takes
 // a context: a call on a nil Service, on one that New did not make (it
@@ -14,7 +17,33 @@ func (s *Service) enter(ctx context.Context, method string, e effect) (context.C
 		return ctx, func() {}, err
 	}
 	ctx, end := s.bound(ctx, e)
+	s.syncClock(ctx)
 	return ctx, end, nil
+}
+
+// clockSyncEvery is how often the database server's clock is measured
+// again, at the start of a call; clockSyncWait bounds the measure, which
+// a call that then fails on its database work would otherwise wait for
+// twice.
+const (
+	clockSyncEvery = time.Minute
+	clockSyncWait  = 2 * time.Second
+)
+
+// syncClock measures the database server's clock when the service
+// compares times on it and it was last measured over clockSyncEvery ago.
+// A failure keeps the last measure: the call's own work says what is
+// wrong.
+func (s *Service) syncClock(ctx context.Context) {
+	if !s.dbClock {
+		return
+	}
+	if _, at := s.store.ClockSkew(); !at.IsZero() && time.Since(at) < clockSyncEvery {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, clockSyncWait)
+	defer cancel()
+	_, _ = s.store.SyncClock(ctx)
 }
 
 // usable refuses a call enter cannot make.

@@ -95,7 +95,9 @@ type Options struct {
 	// Default engine.DefaultDatabaseCallTimeout (30s); at least
 	// engine.MinDatabaseCallTimeout.
 	DatabaseCallTimeout time.Duration
-	// Now is the clock; default time.Now. Tests pin it.
+	// Now is the clock; default the database server's (store.Store.Now,
+	// measured again at a call when it was last over a minute ago), on
+	// which the times the database wrote are compared. Tests pin it.
 	Now func() time.Time
 	// Logger receives warnings (an audit entry that could not be
 	// written yet). Default: none.
@@ -131,6 +133,9 @@ type Service struct {
 	store  *store.Store
 	sender *engine.Client
 	opts   Options
+	// dbClock is set when the clock is the database server's, measured
+	// again by enter when it was last over clockSyncEvery ago.
+	dbClock bool
 	// audit holds the audit entries the database could not take yet.
 	audit auditHold
 	// retryTrace is the RetryObservers' hook; nil without one.
@@ -172,8 +177,9 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if opts.StallAfter <= 0 {
 		opts.StallAfter = 5 * time.Minute
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	dbClock := opts.Now == nil
+	if dbClock {
+		opts.Now = st.Now
 	}
 	if opts.DatabaseCallTimeout == 0 {
 		opts.DatabaseCallTimeout = engine.DefaultDatabaseCallTimeout
@@ -187,7 +193,7 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ops: make sender: %w", err)
 	}
-	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers, opts.Logger)}, nil
+	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers, opts.Logger), dbClock: dbClock}, nil
 }
 
 // AllowsPayloads reports whether the service may show payloads at all. A

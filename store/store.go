@@ -49,6 +49,11 @@ type Store struct {
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
 
+	// clockSkew is how far the server's clock is ahead of ours, in
+	// nanoseconds, as SyncClock measured it at clockSyncedAt (Unix
+	// nanoseconds of our clock; 0 before it did).
+	clockSkew, clockSyncedAt atomic.Int64
+
 	// warnedNewer is set once LogNewer has warned of a newer schema.
 	warnedNewer atomic.Bool
 

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,4 +55,41 @@ func PrivateStore(t testing.TB) (string, *embedpg.Cluster, *store.Store) {
 		t.Fatal(err)
 	}
 	return dir, c, st
+}
+
+// libfaketime is where the library that sets a process's clock off, for
+// SkewedStore, is: Debian's faketime package, of any architecture.
+const libfaketime = "/usr/lib/*/faketime/libfaketime.so.1"
+
+// SkewedStore is PrivateStore on a server whose clock is set off from
+// this process's by offset, in libfaketime's words ("-3h", "+10m"), as a
+// database host whose time synchronization broke, or the other hosts'
+// did. It needs libfaketime (Debian: apt-get install faketime).
+func SkewedStore(t testing.TB, offset string) *store.Store {
+	t.Helper()
+	libs, _ := filepath.Glob(libfaketime)
+	if len(libs) == 0 {
+		t.Fatalf("pgtest: a server with its clock set off needs libfaketime, %s (Debian: apt-get install faketime; .ci/run installs it)", libfaketime)
+	}
+	lib := libs[0]
+	dir, err := os.MkdirTemp("", "pgbus-skewed-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir, StartTimeout: 3 * time.Minute,
+		Env: []string{"LD_PRELOAD=" + lib, "FAKETIME=" + offset, "FAKETIME_DONT_RESET=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	st, err := store.Open(Context(t), c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.Migrate(Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

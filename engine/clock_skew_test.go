@@ -1,0 +1,55 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// A worker on a host whose clock is three hours ahead of the database
+// server's (time synchronization broken on one host) runs a job whose
+// deadline, an hour after the server's now, has not passed: it judges the
+// deadline on the server's clock, as the sender and the other hosts do,
+// rather than dead-letter the job unrun. It dates its stats by the
+// server's minute, which the last hour's counts read, and warns of the
+// skew. (The server's clock is set back here, which is the same.)
+func TestWorkerJudgesDeadlinesOnTheServersClock(t *testing.T) {
+	t.Parallel()
+	st := pgtest.SkewedStore(t, "-3h")
+	q := newQueue(t, st, nil)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	var ran atomic.Int32
+	c.Handle("job", func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	var server time.Time
+	if err := st.Pool().QueryRow(testContext(t), `SELECT now()`).Scan(&server); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Send(t, c, q, json.RawMessage(`{}`), engine.SendOptions{Kind: "job", Deadline: server.Add(time.Hour)})
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, time.Minute, "the job to run or die", func() bool {
+		return ran.Load() > 0 || pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`) > 0
+	})
+	if ran.Load() != 1 {
+		t.Fatalf("the job ran %d times, and its DLQ holds %d; want it run once, its deadline an hour ahead on the server's clock",
+			ran.Load(), pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+q+`_dlq"`))
+	}
+	pgtest.Eventually(t, time.Minute, "the stats flushed", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.stats_minute WHERE queue_name = '`+q+`'`) > 0
+	})
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgbus.stats_minute WHERE queue_name = '`+q+`' AND minute > now() - interval '1 hour' AND minute <= now()`); n == 0 {
+		t.Error("the job's stats are not in the last hour of the server's clock")
+	}
+	if !strings.Contains(logs.String(), "this host's clock is off from the database server's") {
+		t.Errorf("no warning of the skew in the log:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Now returns the time on the database server's clock, as SyncClock last
+// measured it: this process's clock, corrected by how far it is from the
+// server's. Before any SyncClock it is this process's clock. Times that
+// pgbus compares with those the database wrote (deadlines, since when a
+// breaker is open, the minute of a stat) are taken from it, so that a host
+// whose clock is off (time synchronization broken, a virtual machine
+// resumed) judges them as the other hosts do.
+func (s *Store) Now() time.Time {
+	return time.Now().Add(time.Duration(s.clockSkew.Load()))
+}
+
+// ClockSkew returns how far the database server's clock is ahead of this
+// process's (negative when behind), as SyncClock last measured it, and when
+// it did (the zero time before it ever did).
+func (s *Store) ClockSkew() (time.Duration, time.Time) {
+	at := s.clockSyncedAt.Load()
+	if at == 0 {
+		return 0, time.Time{}
+	}
+	return time.Duration(s.clockSkew.Load()), time.Unix(0, at)
+}
+
+// SyncClock measures how far the database server's clock is from this
+// process's, for Now, in one round trip: the server's time is taken as of
+// the middle of it. It returns the difference (the server's ahead when
+// positive).
+func (s *Store) SyncClock(ctx context.Context) (time.Duration, error) {
+	var server time.Time
+	sent := time.Now()
+	if err := s.reads.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&server); err != nil {
+		return 0, fmt.Errorf("store: read the database server's clock: %w", err)
+	}
+	took := time.Since(sent) // on the monotonic clock
+	skew := server.Sub(sent.Add(took / 2)).Round(time.Millisecond)
+	s.clockSkew.Store(int64(skew))
+	s.clockSyncedAt.Store(time.Now().UnixNano())
+	return skew, nil
+}
