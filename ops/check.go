@@ -99,6 +99,10 @@ func (r SendRequest) Check() error {
 		return invalidf("the payload must be JSON, for example {} or null: %v", JSONError(r.Payload))
 	case r.Delay < 0:
 		return fieldf("delay", "%s is negative; give 0 or more", FormatAge(r.Delay))
+	case r.DeadlineIn < 0:
+		return fieldf("deadline", "%s from now is in the past; give a duration above 0", FormatAge(r.DeadlineIn))
+	case r.DeadlineIn > 0 && !r.Deadline.IsZero():
+		return fieldf("deadline", "is given twice, as a time and as a duration from now; give one")
 	case r.Delay > MaxDelay:
 		return fieldf("delay", "%s is too long; at most %s", FormatAge(r.Delay), FormatAge(MaxDelay))
 	case r.Priority < 0 || r.Priority >= MaxPriorities:
@@ -117,8 +121,9 @@ func (r SendRequest) Check() error {
 }
 
 // ParseDeadline reads when a message stops being worth running: an RFC
-// 3339 time, a date (midnight UTC), or a duration from now (30m, 2h, 7d).
-func ParseDeadline(s string, now time.Time) (time.Time, error) {
+// 3339 time or a date (midnight UTC), returned as at, or a duration from
+// now (30m, 2h, 7d), returned as in: SendRequest.Deadline or DeadlineIn.
+func ParseDeadline(s string) (at time.Time, in time.Duration, err error) {
 	s = strings.TrimSpace(s)
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
 		t, err := time.Parse(layout, s)
@@ -129,15 +134,24 @@ func ParseDeadline(s string, now time.Time) (time.Time, error) {
 		// SendRequest reads as no deadline: refused here, as any other
 		// past deadline is by Send, it would be sent without one.
 		if t.IsZero() {
-			return time.Time{}, pastDeadline(t)
+			return time.Time{}, 0, pastDeadline(t)
 		}
-		return t, nil
+		return t, 0, nil
 	}
 	d, err := ParseAge(s)
-	if err != nil {
-		return time.Time{}, fieldf("deadline", "%q: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
+	if err != nil || d <= 0 {
+		return time.Time{}, 0, fieldf("deadline", "%q: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
 	}
-	return now.Add(d), nil
+	return time.Time{}, d, nil
+}
+
+// deadlineOf is the deadline of a send: at, or in after now on the
+// database server's clock, on which workers judge it.
+func (s *Service) deadlineOf(at time.Time, in time.Duration) time.Time {
+	if in > 0 {
+		return s.now().Add(in)
+	}
+	return at
 }
 
 // Check checks the request without the database.

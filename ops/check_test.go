@@ -137,29 +137,34 @@ func manyIDs(n int) []int64 {
 
 func TestParseDeadline(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Time{
 		"2026-12-01T09:00:00Z": time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
 		"2026-12-24":           time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC),
-		"30m":                  now.Add(30 * time.Minute),
-		" 7d ":                 now.Add(7 * 24 * time.Hour),
 	} {
-		got, err := ops.ParseDeadline(in, now)
-		if err != nil || !got.Equal(want) {
-			t.Errorf("ParseDeadline(%q) = %v, %v; want %v", in, got, err, want)
+		at, d, err := ops.ParseDeadline(in)
+		if err != nil || !at.Equal(want) || d != 0 {
+			t.Errorf("ParseDeadline(%q) = %v, %s, %v; want %v", in, at, d, err, want)
+		}
+	}
+	// A duration is from now on the database server's clock, which Send
+	// reads: given as it is.
+	for in, want := range map[string]time.Duration{"30m": 30 * time.Minute, " 7d ": 7 * 24 * time.Hour} {
+		at, d, err := ops.ParseDeadline(in)
+		if err != nil || !at.IsZero() || d != want {
+			t.Errorf("ParseDeadline(%q) = %v, %s, %v; want %s from now", in, at, d, err, want)
 		}
 	}
 	// The first instant of year 1 is the zero time, which reads as no
 	// deadline: it is refused as the past it is.
 	for _, first := range []string{"0001-01-01T00:00:00Z", "0001-01-01", "0001-01-01T00:00:00+00:00"} {
-		got, err := ops.ParseDeadline(first, now)
+		at, _, err := ops.ParseDeadline(first)
 		var oe *ops.Error
 		if !errors.As(err, &oe) || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(oe.Msg, "is in the past") {
-			t.Errorf("ParseDeadline(%q) = %v, %v; want it refused as in the past", first, got, err)
+			t.Errorf("ParseDeadline(%q) = %v, %v; want it refused as in the past", first, at, err)
 		}
 	}
-	for _, bad := range []string{"", "tomorrow", "-5m", "12/01/2026", "9999999999d"} {
-		_, err := ops.ParseDeadline(bad, now)
+	for _, bad := range []string{"", "tomorrow", "-5m", "0s", "12/01/2026", "9999999999d"} {
+		_, _, err := ops.ParseDeadline(bad)
 		var oe *ops.Error
 		if !errors.As(err, &oe) || oe.Field != "deadline" || !strings.Contains(oe.Msg, "RFC 3339") {
 			t.Errorf("ParseDeadline(%q): %v; want an error about the deadline saying what to give", bad, err)

@@ -30,3 +30,31 @@ func TestAgesAreOnTheServersClock(t *testing.T) {
 		t.Errorf("dead-lettered %s before this clock; want the server's time, 3 hours behind it", d)
 	}
 }
+
+// A send whose deadline is a duration from now (send --deadline 1h) takes
+// it from the database server's clock, on which workers judge it, not
+// from the sending host's: on a host three hours ahead it would have been
+// two hours past already.
+func TestDeadlineFromNowIsOnTheServersClock(t *testing.T) {
+	t.Parallel()
+	st := pgtest.SkewedStore(t, "-3h")
+	q := newQueue(t, st, nil)
+	svc := newService(t, st, ops.Options{})
+	sent, err := svc.Send(testContext(t), ops.SendRequest{Queue: q, Payload: []byte(`{}`), DeadlineIn: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left time.Duration
+	var us int64
+	if err := st.Pool().QueryRow(testContext(t), `SELECT (extract(epoch FROM (headers->>'pgbus_deadline')::timestamptz - now()) * 1e6)::bigint
+		FROM pgmq."q_`+q+`" WHERE msg_id = $1`, sent.MsgID).Scan(&us); err != nil {
+		t.Fatal(err)
+	}
+	left = time.Duration(us) * time.Microsecond
+	if left < 50*time.Minute || left > time.Hour {
+		t.Errorf("the deadline is %s after the server's now; want an hour", left)
+	}
+	if _, err := svc.Send(testContext(t), ops.SendRequest{Queue: q, Payload: []byte(`{}`), DeadlineIn: time.Hour, Deadline: time.Now()}); err == nil {
+		t.Error("a send given a deadline both as a time and as a duration was taken")
+	}
+}

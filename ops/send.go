@@ -20,6 +20,9 @@ type SendRequest struct {
 	Delay time.Duration
 	// Deadline, when set, is when the message stops being worth running.
 	Deadline time.Time
+	// DeadlineIn, when set instead, is a deadline this long after the
+	// call, on the database server's clock, on which workers judge it.
+	DeadlineIn time.Duration
 	// IdempotencyKey makes a second send with the same key return the first
 	// message's id.
 	IdempotencyKey string
@@ -83,6 +86,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err := req.Check(); err != nil {
 		return Sent{}, err
 	}
+	req.Deadline, req.DeadlineIn = s.deadlineOf(req.Deadline, req.DeadlineIn), 0
 	if err := s.checkSendTimes(req); err != nil {
 		return Sent{}, err
 	}

@@ -37,6 +37,9 @@ type SendManyRequest struct {
 	Delay time.Duration
 	// Deadline, when set, is when the messages stop being worth running.
 	Deadline time.Time
+	// DeadlineIn, when set instead, is a deadline this long after the
+	// call, on the database server's clock, on which workers judge it.
+	DeadlineIn time.Duration
 	// Headers are extra headers; keys starting with pgbus_ are reserved.
 	Headers map[string]any
 	// Priority is the level of a queue created with priority levels (0 is
@@ -124,7 +127,7 @@ func (r SendManyRequest) Check() error {
 
 // one is the SendRequest of one payload of the request.
 func (r SendManyRequest) one(p json.RawMessage) SendRequest {
-	return SendRequest{Queue: r.Queue, Payload: p, Kind: r.Kind, Delay: r.Delay, Deadline: r.Deadline, Headers: r.Headers, Priority: r.Priority}
+	return SendRequest{Queue: r.Queue, Payload: p, Kind: r.Kind, Delay: r.Delay, Deadline: r.Deadline, DeadlineIn: r.DeadlineIn, Headers: r.Headers, Priority: r.Priority}
 }
 
 // PayloadIndex is the index (from 0) of the payload of a SendMany that an
@@ -184,6 +187,7 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	if err := req.Check(); err != nil {
 		return out, err
 	}
+	req.Deadline, req.DeadlineIn = s.deadlineOf(req.Deadline, req.DeadlineIn), 0
 	one := req.one(nil)
 	if err := s.checkSendTimes(one); err != nil {
 		return out, err

@@ -86,7 +86,7 @@ from either way. The command is one entry in the audit log.`,
 			}
 			req := ops.SendRequest{Queue: queue, Payload: payload, Kind: kind, Delay: delay, IdempotencyKey: idemKey, Priority: priority}
 			if deadline != "" {
-				if req.Deadline, err = ops.ParseDeadline(deadline, time.Now()); err != nil {
+				if req.Deadline, req.DeadlineIn, err = ops.ParseDeadline(deadline); err != nil {
 					return flagWords(err, "deadline")
 				}
 			}
@@ -128,7 +128,7 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	}
 	var err error
 	if deadline != "" {
-		if req.Deadline, err = ops.ParseDeadline(deadline, time.Now()); err != nil {
+		if req.Deadline, req.DeadlineIn, err = ops.ParseDeadline(deadline); err != nil {
 			return flagWords(err, "deadline")
 		}
 	}

@@ -1,0 +1,26 @@
+package cli_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// pgbus send --deadline 1h on a host whose clock is off from the
+// database server's (set back three hours here) writes a deadline an hour
+// after the server's now, on which workers judge it, not an hour after
+// the host's.
+func TestSendDeadlineFromNowIsOnTheServersClock(t *testing.T) {
+	t.Parallel()
+	st := pgtest.SkewedStore(t, "-3h")
+	url := st.Pool().Config().ConnString()
+	d := db{url: url, env: []string{"DATABASE_URL=" + url}, conns: queryPool(t, url)}
+	d.ok(t, "queue", "create", "orders")
+	d.ok(t, "send", "orders", "{}", "--deadline", "1h")
+	var us int64
+	d.query(t, `SELECT (extract(epoch FROM (headers->>'pgbus_deadline')::timestamptz - now()) * 1e6)::bigint FROM pgmq.q_orders`, &us)
+	if left := time.Duration(us) * time.Microsecond; left < 50*time.Minute || left > time.Hour {
+		t.Errorf("the deadline is %s after the server's now; want an hour", left)
+	}
+}
