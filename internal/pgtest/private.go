@@ -46,7 +46,14 @@ func StartCluster(t testing.TB, dir string) *embedpg.Cluster {
 func PrivateStore(t testing.TB) (string, *embedpg.Cluster, *store.Store) {
 	t.Helper()
 	dir, c := PrivateCluster(t)
-	st, err := store.Open(Context(t), c.URL())
+	return dir, c, migratedStore(t, c.URL())
+}
+
+// migratedStore opens a store on url, migrates it, and closes it at the
+// end of the test.
+func migratedStore(t testing.TB, url string) *store.Store {
+	t.Helper()
+	st, err := store.Open(Context(t), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +61,7 @@ func PrivateStore(t testing.TB) (string, *embedpg.Cluster, *store.Store) {
 	if _, err := st.Migrate(Context(t)); err != nil {
 		t.Fatal(err)
 	}
-	return dir, c, st
+	return st
 }
 
 // libfaketime is where the library that sets a process's clock off, for
@@ -83,13 +90,5 @@ func SkewedStore(t testing.TB, offset string) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	st, err := store.Open(Context(t), c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if _, err := st.Migrate(Context(t)); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return migratedStore(t, c.URL())
 }
