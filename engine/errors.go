@@ -110,6 +110,15 @@ func Snooze(d time.Duration) error {
 	return &controlError{outcome: outcomeSnooze, delay: min(max(d, MinSnooze), MaxDelay)}
 }
 
+// SnoozeBecause is Snooze for a reason of the worker's rather than the
+// job's, such as a handler that could not start for want of file
+// descriptors or processes: the message goes back for d without using an
+// attempt, and the worker's log says why, at most once a minute for its
+// queue, since the job's failure history records nothing.
+func SnoozeBecause(d time.Duration, reason error) error {
+	return &controlError{err: reason, outcome: outcomeSnooze, delay: min(max(d, MinSnooze), MaxDelay)}
+}
+
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the
 // first error in the chain that has one, else the Go type of the innermost
 // error ("error" for plain errors.New/fmt.Errorf values). No error has no

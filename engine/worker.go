@@ -28,6 +28,9 @@ const fetchLinger = time.Millisecond
 type queueWorker struct {
 	c    *Client
 	name string
+	// snoozeLogged is when (Unix nanoseconds) the log was last told why
+	// jobs are snoozed for a reason of the worker's (logSnoozeReason).
+	snoozeLogged atomic.Int64
 	// layout is the queue's physical queues (tables), which the fetch loop
 	// replaces when the queue was dropped and made again with other
 	// priority levels (relayout); the other loops read it as it is now.
@@ -689,6 +692,9 @@ func (w *queueWorker) onError(res result, d delivery, a attempt) result {
 	ce, _ := asControl(err)
 	if ce != nil && ce.outcome == outcomeSnooze {
 		res.action, res.delay = actionSnooze, ce.delay
+		if ce.err != nil {
+			w.logSnoozeReason(ce.err)
+		}
 		return res
 	}
 	f := w.failure(m, res.kind, err, a.stack)
@@ -1039,4 +1045,20 @@ func idempotencyKey(h map[string]json.RawMessage, queue string, id int64) string
 		return k
 	}
 	return fmt.Sprintf("%s:%d", queue, id)
+}
+
+// snoozeLogEvery bounds how often a queue's worker logs why it snoozes
+// jobs for a reason of its own (SnoozeBecause): every job meets it.
+const snoozeLogEvery = time.Minute
+
+// logSnoozeReason tells the log why jobs go back unrun, at most once per
+// snoozeLogEvery.
+func (w *queueWorker) logSnoozeReason(reason error) {
+	now := time.Now().UnixNano()
+	last := w.snoozeLogged.Load()
+	if last != 0 && now-last < int64(snoozeLogEvery) || !w.snoozeLogged.CompareAndSwap(last, now) {
+		return
+	}
+	w.c.log.Warn("pgbus: jobs go back to their queue unrun, without using an attempt, for a reason of this worker's (said at most once a minute)",
+		"queue", w.name, "reason", reason.Error())
 }

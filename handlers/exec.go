@@ -653,7 +653,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	stdout, stderr := capture{sent: h.secrets}, capture{sent: h.secrets}
 	out, err := newOutputs(&stdout, &stderr)
 	if err != nil {
-		return &StartError{Command: h.argv0, Err: err}
+		return h.startError(err)
 	}
 	defer out.close()
 	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
@@ -718,6 +718,12 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 // turned off) soon snoozes the jobs instead of using their attempts.
 func (h *execHandler) startError(err error) error {
 	e := &StartError{Command: h.argv0, Err: err}
+	if short, ok := workerShort(err); ok {
+		// The worker's lack, not the job's: the job goes back without
+		// using an attempt, which would dead-letter good jobs.
+		e.Problem = short
+		return engine.SnoozeBecause(shortSnooze, e)
+	}
 	e.Problem, e.Permanent = startProblem(err, h.path, h.dir)
 	if e.Permanent {
 		return engine.NonRetryable(e)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // ownProcessGroup makes the command the leader of a new process group
@@ -83,6 +84,26 @@ func startProblem(err error, path, dir string) (problem string, permanent bool) 
 		return fmt.Sprintf("a file it needs does not exist, such as the dynamic loader of a binary built for another system; %s", retried), false
 	case errors.Is(err, syscall.ETXTBSY):
 		return fmt.Sprintf("%s is open for writing: %s", path, retried), false
+	}
+	return "", false
+}
+
+// shortSnooze is how long a job waits when the worker lacked what it takes
+// to start the command (workerShort).
+const shortSnooze = 5 * time.Second
+
+// workerShort says what the worker lacked to start a command, when that is
+// why it did not start: file descriptors, processes or memory, which the
+// next attempts lack as well until other commands end or the limits are
+// raised.
+func workerShort(err error) (string, bool) {
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "this worker has no file descriptor left to start it: raise its limit (ulimit -n, LimitNOFILE=) or lower the queue's concurrency; the job goes back without using an attempt", true
+	case errors.Is(err, syscall.EAGAIN):
+		return "this worker's user may start no more processes: raise its limit (ulimit -u, LimitNPROC=, a container's pids limit) or lower the queue's concurrency; the job goes back without using an attempt", true
+	case errors.Is(err, syscall.ENOMEM):
+		return "the system has no memory left to start it: give the worker more, or lower the queue's concurrency; the job goes back without using an attempt", true
 	}
 	return "", false
 }
