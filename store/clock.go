@@ -30,8 +30,11 @@ func (s *Store) ClockSkew() (time.Duration, time.Time) {
 
 // SyncClock measures how far the database server's clock is from this
 // process's, for Now, in one round trip: the server's time is taken as of
-// the middle of it. It returns the difference (the server's ahead when
-// positive).
+// the middle of it. A server time that falls within the round trip is no
+// difference at all: the two clocks cannot be told apart that way, and a
+// host beside its database (the same clock) must not see its times moved by
+// the noise of one query. It returns the difference (the server's ahead
+// when positive).
 func (s *Store) SyncClock(ctx context.Context) (time.Duration, error) {
 	var server time.Time
 	sent := time.Now()
@@ -39,8 +42,18 @@ func (s *Store) SyncClock(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("store: read the database server's clock: %w", err)
 	}
 	took := time.Since(sent) // on the monotonic clock
-	skew := server.Sub(sent.Add(took / 2)).Round(time.Millisecond)
+	skew := clockSkew(sent.Round(0), took, server)
 	s.clockSkew.Store(int64(skew))
 	s.clockSyncedAt.Store(time.Now().UnixNano())
 	return skew, nil
+}
+
+// clockSkew is how far server is from the middle of the round trip that
+// began at sent and took took; zero when server falls within it, give or
+// take the server's microsecond resolution.
+func clockSkew(sent time.Time, took time.Duration, server time.Time) time.Duration {
+	if !server.Before(sent.Add(-time.Microsecond)) && !server.After(sent.Add(took+time.Microsecond)) {
+		return 0
+	}
+	return server.Sub(sent.Add(took / 2)).Round(time.Millisecond)
 }

@@ -31,3 +31,24 @@ func TestNowIsTheServersClock(t *testing.T) {
 		t.Errorf("Now() is %s from the server's clock; want it within a minute", d)
 	}
 }
+
+// A server beside this process (the same clock) is no distance away, however
+// unevenly the round trip that measured it was split: a query held 300 ms on
+// its way to the server reads the server's time near the end of the round
+// trip, and once made every time this process took from Now 150 ms late.
+func TestSyncClockOnTheSameClockIsZero(t *testing.T) {
+	t.Parallel()
+	proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
+	st := pgtest.OpenStore(t, proxy.URL())
+	proxy.DelayWhenSent("clock_timestamp", 300*time.Millisecond)
+	skew, err := st.SyncClock(pgtest.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skew != 0 {
+		t.Errorf("SyncClock measured %s on the same clock; want 0", skew)
+	}
+	if got, _ := st.ClockSkew(); got != 0 {
+		t.Errorf("ClockSkew() = %s; want 0", got)
+	}
+}
