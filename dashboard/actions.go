@@ -350,7 +350,7 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 		return
 	}
 	if !v.CanWrite {
-		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off.")
+		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only: retries and discards are off.")
 		return
 	}
 	d.DryRun = dryRun

@@ -62,7 +62,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Logger receives refused requests and failed operations.
 	Logger *slog.Logger
-	// Now is the clock relative times count from; default time.Now.
+	// Now is the clock relative times count from (ages, logins); default
+	// the service's (ops.Service.Now) for the ages of what the database
+	// wrote, which it counts on the database server's clock, and
+	// time.Now for logins.
 	Now func() time.Time
 	// MCP is the path of the MCP endpoint served beside the dashboard
 	// (pgbus serve --transport http), which the page of a path the
@@ -86,8 +89,10 @@ type Config struct {
 
 // server is the dashboard's handler.
 type server struct {
-	svc   *ops.Service
-	cfg   Config
+	svc *ops.Service
+	cfg Config
+	// ages is the clock the ages of what the database wrote count from.
+	ages  func() time.Time
 	log   *slog.Logger
 	key   []byte // signs session cookies and CSRF tokens
 	pages map[string]*page
@@ -124,14 +129,15 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	ages := cfg.Now
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now, ages = time.Now, svc.Now
 	}
 	base, err := basepath.Clean(cfg.BasePath)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &server{base: base, svc: svc, cfg: cfg, log: cfg.Logger, key: make([]byte, 32),
+	s := &server{base: base, svc: svc, cfg: cfg, ages: ages, log: cfg.Logger, key: make([]byte, 32),
 		logins: throttle.New(loginMaxFailures, loginWindow, loginMaxClients), ended: endedSessions{until: map[string]time.Time{}}}
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
@@ -232,7 +238,7 @@ func staticFiles(next http.Handler) http.Handler {
 func (s *server) writes(next handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, v *view) {
 		if s.svc.ReadOnly() {
-			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): the dashboard shows everything but changes nothing. Run the action with the CLI, or ask whoever runs the server for one that is not read-only.")
+			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only: the dashboard shows everything but changes nothing. Run the action from the command line, or ask whoever runs the server for one that is not read-only.")
 			return
 		}
 		next(w, r, v)

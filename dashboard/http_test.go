@@ -147,6 +147,10 @@ func TestRetryGroupAfterPreview(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(page, "Nothing was retried") || deadCount(t, svc, f) != 4 {
 		t.Fatalf("a stale confirmation: %d, %d left\n%s", code, deadCount(t, svc, f), page)
 	}
+	// In the page's words: no argument of a tool, no dry run.
+	if !strings.Contains(page, "changed since the preview (3 then, 4 now)") || strings.Contains(page, "expect") || strings.Contains(page, "dry run") {
+		t.Errorf("a stale confirmation's page does not say what changed in its own words:\n%s", page)
+	}
 	_, page, _ = b.get(preview)
 	code, page, _ = b.post("/dlq/retry", confirmForm(t, page), nil)
 	if code != http.StatusOK || !strings.Contains(page, "Retried 4 messages") {
@@ -344,14 +348,14 @@ func TestRefusals(t *testing.T) {
 		t.Fatalf("a read-only dead-letter page offers a retry:\n%s", page)
 	}
 	roCSRF := csrf(t, page) // the logout form's
-	if code, page, _ := ro.get("/dlq/retry?queue=" + q); code != http.StatusForbidden {
-		t.Fatalf("read-only preview: %d\n%s", code, page)
+	if code, page, _ := ro.get("/dlq/retry?queue=" + q); code != http.StatusForbidden || strings.Contains(page, "pgbus serve") {
+		t.Fatalf("read-only preview: %d, want 403 without a command line (the server may be pgbus dashboard)\n%s", code, page)
 	}
 	for _, path := range []string{"/dlq/retry", "/dlq/discard", "/dlq/selected", "/dlq/restore", "/dlq/message/retry", "/dlq/message/discard", "/dlq/message/correct", "/dlq/message/correct/retry", "/queues/pause", "/queues/resume", "/queues/run-now", "/circuits/reset", "/circuits/open"} {
 		form := url.Values{"csrf": {roCSRF}, "queue": {q}, "id": {"1"}, "name": {"x"}, "expect": {"1"}, "for": {"30m"}}
 		// The dashboard's own refusal, before any operation runs: the
 		// service's would come only after a form was taken as an action.
-		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "the dashboard shows everything but changes nothing") {
+		if code, page, _ := ro.post(path, form, nil); code != http.StatusForbidden || !strings.Contains(page, "the dashboard shows everything but changes nothing") || strings.Contains(page, "pgbus serve") {
 			t.Fatalf("read-only POST %s: %d\n%s", path, code, page)
 		}
 	}

@@ -380,10 +380,10 @@ func (s *server) bulkPreview(verb string) handlerFunc {
 		// An age (since 20m) is taken as the instant it is now: the form
 		// confirms the preview's set minutes later, by when the age
 		// selects another window.
-		f := deadFilter(r.URL.Query()).Pinned(time.Now())
+		f := deadFilter(r.URL.Query()).Pinned(s.ages())
 		v.Title, v.Nav = ofQueue("Preview: "+verb+" dead messages", f.Queue), "dlq"
 		if !v.CanWrite {
-			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): retries and discards are off. The dead-letter pages still show every message.")
+			s.refuse(w, r, v, http.StatusForbidden, "This server is read-only: retries and discards are off. The dead-letter pages still show every message.")
 			return
 		}
 		var d bulkData
@@ -466,7 +466,9 @@ func (s *server) bulk(verb string) handlerFunc {
 		if err != nil {
 			if errChanged(err) {
 				d = bulkData{deadData: deadData{Filter: f}, Verb: verb}
-				d.Changed, _ = ops.RedactText(err.Error())
+				if d.Changed = ops.ChangedCause(err); d.Changed == "" {
+					d.Changed, _ = ops.RedactText(err.Error())
+				}
 				s.render(w, r, http.StatusConflict, "bulk", v, d)
 				return
 			}

@@ -57,7 +57,7 @@ func (v *view) RefreshToggle() string {
 }
 
 func (s *server) newView(r *http.Request, sess session) *view {
-	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, now: s.cfg.Now(), url: r.URL}
+	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, url: r.URL}
 	// 0 or less asks for no refresh, as leaving it out does.
 	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && n > 0 && r.Method == http.MethodGet {
 		v.Refresh = min(max(n, 5), 3600)
@@ -126,7 +126,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if !ok {
 		panic("dashboard: no page " + name)
 	}
-	v.Page = name
+	v.Page, v.now = name, s.ages() // after the page's operation, which measured the server's clock
 	var buf bytes.Buffer
 	if err := p.t.ExecuteTemplate(&buf, "layout.html", pageData{view: v, Data: data}); err != nil {
 		s.log.Error("dashboard: render a page", "page", name, "path", s.base+r.URL.Path, "err", err)

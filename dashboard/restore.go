@@ -149,7 +149,7 @@ func restoreIDs(v url.Values) (queue string, ids []int64, why string) {
 func (s *server) restorePreview(w http.ResponseWriter, r *http.Request, v *view) {
 	v.Title, v.Nav = "Restore discarded messages", "dlq"
 	if !v.CanWrite {
-		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only (pgbus serve --read-only): restores are off. The page of discarded messages still lists them.")
+		s.refuse(w, r, v, http.StatusForbidden, "This server is read-only: restores are off. The page of discarded messages still lists them.")
 		return
 	}
 	queue, ids, why := restoreIDs(r.URL.Query())

@@ -239,7 +239,7 @@ func TestModernAnswerBoundToQuestion(t *testing.T) {
 	var later []int64
 	busy := &busyPerson{person: yes, during: func() { later = deadLetter(t, s, q, `{"n":3}`) }}
 	c := modernClient(t, newServer(t, deps(t, s), mcpserver.Options{}), mcpserver.TransportHTTP, "modern-agent", client.WithElicitationHandler(busy))
-	wantToolError(t, "set changed while asked", callTool(t, c, "pgbus_dlq_discard", discardArgs(q)), "changed since the dry run", "nothing was moved")
+	wantToolError(t, "set changed while asked", callTool(t, c, "pgbus_dlq_discard", discardArgs(q)), "changed since they were counted", "for the confirmation asked", "nothing was moved")
 	wantDLQ(t, s, q, "set changed while asked", append(ids, later...), nil, 0)
 }
 

@@ -105,14 +105,14 @@ func TestGuardedWritesOverHTTP(t *testing.T) {
 
 	more := deadLetter(t, s, q, `{"n":3}`)
 	wantToolError(t, "discard after a new dead letter", callTool(t, c, "pgbus_dlq_discard", discardArgs(q, "expect", dry.Expect, "confirm", true)),
-		"changed since the dry run", "nothing was moved", `"dry_run":true`)
+		"changed since they were counted, by the dry run", "nothing was moved", `"dry_run":true`)
 	var retryDry ops.DLQRetry
 	structured(t, callTool(t, c, "pgbus_dlq_retry", discardArgs(q, "dry_run", true)), &retryDry)
 	if _, err := s.RetryDead(testContext(t), q, more, store.RetryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantToolError(t, "retry after another call retried one", callTool(t, c, "pgbus_dlq_retry", discardArgs(q, "expect", retryDry.Expect)),
-		"changed since the dry run", "nothing was moved")
+		"changed since they were counted, by the dry run", "nothing was moved")
 	if !inDLQ(t, s, q, ids[0]) || !inDLQ(t, s, q, ids[1]) || pgtest.Live(t, s, q) != 1 {
 		t.Fatal("a refused call moved messages")
 	}

@@ -102,6 +102,15 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }
 
+// ChangedCause returns what changed, as a refusal wrapping ErrChanged says
+// it ("3 then, 4 now"), secrets redacted, without what it goes on to say
+// to do in the words of a call's arguments: for a front end that says that
+// in its own. "" when err is no such refusal.
+func ChangedCause(err error) string {
+	c, _ := RedactText(store.ChangedCause(err))
+	return c
+}
+
 // changed gives the refusal of a guarded call the step that helps: a
 // dry run of the same call, which shows what is selected now and its
 // expect. Other errors pass unchanged.

@@ -302,6 +302,11 @@ func ClientFrom(ctx context.Context) string { return CallerFrom(ctx).Client }
 
 func (s *Service) now() time.Time { return s.opts.Now().Truncate(time.Microsecond) }
 
+// Now returns the time on the service's clock (Options.Now): by default
+// the database server's, as last measured, on which front ends count the
+// ages of what the database wrote (dead since, last heartbeat).
+func (s *Service) Now() time.Time { return s.now() }
+
 // checkWrite refuses a write on a read-only service.
 func (s *Service) checkWrite(op string) error {
 	if s.opts.ReadOnly {

@@ -112,7 +112,7 @@ func (s *Store) archiveAll(ctx context.Context, tx pgx.Tx, refs []deadRef) error
 			return s.archiveErr(ctx, err, "archive in", dlq)
 		}
 		if len(done) != len(ids) {
-			return changedf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile; nothing was moved", len(ids)-len(done), dlq, plural.Of(len(ids)-len(done), "was", "were"))
+			return changed(fmt.Sprintf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile", len(ids)-len(done), dlq, plural.Of(len(ids)-len(done), "was", "were")), "nothing was moved")
 		}
 	}
 	return nil

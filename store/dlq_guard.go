@@ -188,13 +188,13 @@ func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, exp
 			return invalidf("expect is the dry run's of a %s, and this call is a %s; nothing was moved: run this call's own dry run and pass its expect", use.other(), use)
 		}
 		want, _ := tokenSize(expect)
-		what := fmt.Sprintf("it saw %d, %s selected now", want, plural.Count(len(refs), "is", "are"))
+		what := fmt.Sprintf("%d then, %d now", want, len(refs))
 		if want == len(refs) {
 			what = fmt.Sprintf("as many, %d, but not the same ones", want)
 		}
 		// A token is bound to the messages, not to the filter that chose
 		// them: one from a dry run with other filters reads as a change.
-		return changedf("the dead messages selected changed since the dry run (%s: some were moved or died since, or the dry run had other filters than this call); nothing was moved: run the dry run again with this call's filters and pass its expect", what)
+		return &changedError{cause: what, msg: fmt.Sprintf("the dead messages selected changed since they were counted, by the dry run or for the confirmation asked (%s: some were moved or died since, or the dry run had other filters than this call); nothing was moved: run the dry run again with this call's filters and pass its expect", what)}
 	}
 	return finishStatement(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.db, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -228,7 +228,8 @@ func lockDead(ctx context.Context, tx pgx.Tx, refs []deadRef) error {
 			return queueErr(err, "lock dead messages of", dlq)
 		}
 		if n != len(ids) {
-			return changedf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile; nothing was moved: run the dry run again and pass its expect", len(ids)-n, dlq, plural.Of(len(ids)-n, "was", "were"))
+			return changed(fmt.Sprintf("%d of the selected dead messages of %s %s retried or discarded by another call meanwhile", len(ids)-n, dlq, plural.Of(len(ids)-n, "was", "were")),
+				"nothing was moved: run the dry run again and pass its expect")
 		}
 	}
 	return nil

@@ -95,7 +95,7 @@ func TestDiscardGuardedRefusedWhenSetGrew(t *testing.T) {
 	}
 	deadN(t, s, q, 1, "k", "BadInput", store.ReasonNonRetryable)
 	rep, err := s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: dry.Token})
-	wantErr(t, "guarded discard after a new dead letter", err, store.ErrChanged, "it saw 2, 3 are selected now")
+	wantErr(t, "guarded discard after a new dead letter", err, store.ErrChanged, "2 then, 3 now")
 	if rep.Discarded != 0 {
 		t.Fatalf("refused discard reports %d discarded", rep.Discarded)
 	}
@@ -123,7 +123,7 @@ func TestDiscardGuardedRefusedWhenOneIsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.DiscardDeadSelected(ctx, f, 100, store.DiscardOptions{Expect: dry.Token})
-	wantErr(t, "guarded discard after one of two was retried", err, store.ErrChanged, "it saw 2, 1 is selected now")
+	wantErr(t, "guarded discard after one of two was retried", err, store.ErrChanged, "2 then, 1 now")
 	if got := dlqIDs(t, s, store.DLQName(q)); !slices.Equal(got, ids[1:]) {
 		t.Fatalf("after the refusal the DLQ holds %v, want %v untouched", got, ids[1:])
 	}
@@ -148,7 +148,7 @@ func TestRetryGuarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.RetryDeadMatching(ctx, f, 100, store.RetryOptions{Expect: dry.Token})
-	wantErr(t, "guarded retry after another retry", err, store.ErrChanged, "it saw 3, 2 are selected now")
+	wantErr(t, "guarded retry after another retry", err, store.ErrChanged, "3 then, 2 now")
 	if got := dlqIDs(t, s, dlq); !slices.Equal(got, ids[1:]) {
 		t.Fatalf("after the refusal the DLQ holds %v, want %v", got, ids[1:])
 	}

@@ -308,7 +308,7 @@ func restoreRows(ctx context.Context, tx pgx.Tx, dlq, cols string, ids []int64) 
 		return err
 	}
 	if tag.RowsAffected() != int64(len(ids)) {
-		return changedf("%d of the archived messages of %s went while they were being restored; nothing was restored: try again", len(ids)-int(tag.RowsAffected()), dlq)
+		return changed(fmt.Sprintf("%d of the archived messages of %s went while they were being restored", len(ids)-int(tag.RowsAffected()), dlq), "nothing was restored: try again")
 	}
 	return nil
 }

@@ -55,8 +55,28 @@ func (e *ArchiveMissingError) Unwrap() error { return ErrNotFound }
 // seen. Such an error means nothing was written.
 var ErrChanged = errors.New("changed")
 
-func changedf(format string, args ...any) error {
-	return &kindError{kind: ErrChanged, msg: fmt.Sprintf(format, args...)}
+// changedError is a refusal wrapping ErrChanged: its whole text, which
+// says what was not done and what to do in the words of a call's
+// arguments, and the part of it that says what changed.
+type changedError struct{ cause, msg string }
+
+func (e *changedError) Error() string { return e.msg }
+func (e *changedError) Unwrap() error { return ErrChanged }
+
+// changed is the refusal whose text is cause, then "; " and then.
+func changed(cause, then string) error {
+	return &changedError{cause: cause, msg: cause + "; " + then}
+}
+
+// ChangedCause returns what changed, as the refusal err (wrapping
+// ErrChanged) says it, without what follows it: for a front end that words
+// what to do itself. "" when err is no such refusal.
+func ChangedCause(err error) string {
+	var c *changedError
+	if errors.As(err, &c) {
+		return c.cause
+	}
+	return ""
 }
 
 // SQLState returns the SQLSTATE and the hint of the PostgreSQL error err

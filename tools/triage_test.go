@@ -281,7 +281,7 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 		return pgtest.Live(t, st, payments+"_dlq") == dead[payments]+1
 	})
 	refused := e.callErr(t, "pgbus_dlq_retry", retry(map[string]any{"expect": first.Expect}),
-		"changed since the dry run", "nothing was moved", "run the dry run again")
+		"changed since they were counted, by the dry run", "nothing was moved", "run the dry run again")
 	if !strings.Contains(refused, `pgbus_dlq_retry {`) || !strings.Contains(refused, `"dry_run":true`) {
 		t.Errorf("the refusal does not give the dry run to call: %s", refused)
 	}

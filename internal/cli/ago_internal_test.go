@@ -40,7 +40,7 @@ func TestAgo(t *testing.T) {
 			t.Errorf("agoAt(%s) = %q, want %q", at, got, want)
 		}
 	}
-	if got := ago(time.Time{}); got != "-" {
+	if got := agoAt(time.Time{}, time.Now()); got != "-" {
 		t.Errorf("ago(zero) = %q, want -", got)
 	}
 }

@@ -28,6 +28,9 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// clock is the operations layer's, once a command ran an operation:
+	// the ages its tables show count on it.
+	clock func() time.Time
 
 	// args are the command line's words after the program's name.
 	args []string

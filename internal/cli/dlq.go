@@ -125,7 +125,7 @@ pgbus_dlq_summary.`,
 				return usageError{fmt.Errorf("--by-field %s: no payload field is named safe to show: set %s=%s, or list it under safe_fields in the configuration file", clip(byField, 60), EnvSafeFields, clip(byField, 60))}
 			}
 			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField}, func(sum ops.DLQSummary) error {
-				if err := writeDeadSummary(a.stdout, sum); err != nil {
+				if err := a.writeDeadSummary(a.stdout, sum); err != nil {
 					return err
 				}
 				a.printNext(a.stdout, sum.Next)
@@ -165,7 +165,7 @@ MCP tool pgbus_dlq_list.`,
 				return err
 			}
 			return run(a, cmd, (*ops.Service).DLQList, req, func(page ops.DLQList) error {
-				if err := writeDeadList(a.stdout, page, req.Cursor); err != nil {
+				if err := a.writeDeadList(a.stdout, page, req.Cursor); err != nil {
 					return err
 				}
 				if page.NextCursor != "" {

@@ -18,7 +18,7 @@ import (
 )
 
 // writeDeadSummary prints the groups of pgbus dlq summary.
-func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
+func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 	if len(sum.Groups) == 0 {
 		_, err := fmt.Fprintln(w, "no dead messages")
 		return err
@@ -30,7 +30,7 @@ func writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 			ids[i] = fmt.Sprint(id)
 		}
 		t.row(dash(g.SourceQueue), dash(g.Kind), dash(g.ErrorClass), dash(strings.Join(g.Reasons, ",")), g.Count,
-			ago(g.FirstDeadAt), ago(g.LastDeadAt), strings.Join(ids, ","), messageCell(dash(g.ErrorMessage), 70))
+			a.ago(g.FirstDeadAt), a.ago(g.LastDeadAt), strings.Join(ids, ","), messageCell(dash(g.ErrorMessage), 70))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -102,7 +102,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // writeDeadList prints a page of pgbus dlq list, the page after cursor
 // when one was given.
-func writeDeadList(w io.Writer, page ops.DLQList, cursor string) error {
+func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error {
 	if len(page.Items) == 0 {
 		// After a cursor, messages may still match: retried or discarded
 		// since, or newer than the first page.
@@ -121,7 +121,7 @@ func writeDeadList(w io.Writer, page ops.DLQList, cursor string) error {
 			attempts += " after " + plural.Count(it.RetriesFromDLQ, "DLQ retry", "DLQ retries")
 		}
 		t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
-			attempts, ago(it.DeadLetteredAt), messageCell(dash(it.ErrorMessage), 70))
+			attempts, a.ago(it.DeadLetteredAt), messageCell(dash(it.ErrorMessage), 70))
 	}
 	return t.flush()
 }
@@ -135,7 +135,7 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		kv.row("reason:", b.Reason)
 		kv.row("from:", fmt.Sprintf("queue %s, message %d, enqueued %s", b.SourceQueue, b.SourceMsgID, stamp(b.SourceEnqueuedAt)))
 		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
-		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), ago(b.DeadLetteredAt)))
+		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), a.ago(b.DeadLetteredAt)))
 		if b.RetriesFromDLQ > 0 {
 			kv.row("retried from DLQ:", plural.Count(b.RetriesFromDLQ, "time", "times")+" before")
 		}
@@ -307,7 +307,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 		if rep.DryRun {
 			becomes = "would become" // were the call made now
 		}
-		fmt.Fprintf(a.stdout, "paced: the last message %s visible at %s (%s)\n", becomes, stamp(*rep.VisibleUntil), ago(*rep.VisibleUntil))
+		fmt.Fprintf(a.stdout, "paced: the last message %s visible at %s (%s)\n", becomes, stamp(*rep.VisibleUntil), a.ago(*rep.VisibleUntil))
 	}
 	a.printNext(a.stdout, rep.Next)
 	return nil
@@ -335,7 +335,7 @@ func (a *app) printUnserved(ws []ops.QueueWorkers) error {
 	fmt.Fprintf(a.stdout, "note: no running worker serves these %d queues, whose messages will not run until one is started:\n", len(unserved))
 	t := newTable(a.stdout, "QUEUE", "WORKERS", "LAST SEEN")
 	for _, c := range unserved {
-		t.row(c.Queue, c.Status, agoPtr(c.LastSeenAt))
+		t.row(c.Queue, c.Status, a.agoPtr(c.LastSeenAt))
 	}
 	return t.flush()
 }
@@ -433,7 +433,7 @@ func failedAt(f ops.Failure) string {
 
 // writeDiscardedList prints a page of pgbus dlq discarded, the page after
 // cursor when one was given.
-func writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string) error {
+func (a *app) writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string) error {
 	if len(res.Items) == 0 {
 		// After a cursor, messages may still match: restored since, or
 		// discarded after the first page.
@@ -450,7 +450,7 @@ func writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string) error 
 		if !it.Restorable {
 			restorable = "no (retried with a corrected payload)"
 		}
-		t.row(it.MsgID, dash(it.Kind), dash(it.Reason), dash(it.ErrorClass), ago(it.DeadLetteredAt), ago(it.DiscardedAt),
+		t.row(it.MsgID, dash(it.Kind), dash(it.Reason), dash(it.ErrorClass), a.ago(it.DeadLetteredAt), a.ago(it.DiscardedAt),
 			restorable, messageCell(dash(it.ErrorMessage), 70))
 	}
 	if err := t.flush(); err != nil {

@@ -36,7 +36,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 				return usageError{err}
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscarded, req, func(res ops.DLQDiscarded) error {
-				if err := writeDiscardedList(a.stdout, res, cursor); err != nil {
+				if err := a.writeDiscardedList(a.stdout, res, cursor); err != nil {
 					return err
 				}
 				a.printNext(a.stdout, res.Next)

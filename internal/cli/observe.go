@@ -95,7 +95,7 @@ pgbus_workers.`,
 				}
 				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT", "VERSION")
 				for _, w := range ws.Workers {
-					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, ago(w.StartedAt), ago(w.HeartbeatAt),
+					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, a.ago(w.StartedAt), a.ago(w.HeartbeatAt),
 						dash(strings.TrimPrefix(w.Version, "pgbus ")))
 				}
 				if err := t.flush(); err != nil {
@@ -144,7 +144,7 @@ shows only that breaker.`,
 				for _, b := range cs.Circuits {
 					until, state := "-", b.State
 					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
-						until = ago(*b.OpenUntil)
+						until = a.ago(*b.OpenUntil)
 					}
 					if b.OpenedByHand != nil {
 						state += ", by hand"
@@ -154,7 +154,7 @@ shows only that breaker.`,
 						state += ", probe due"
 					}
 					t.row(b.Name, state, fmt.Sprintf("%d/%d", b.ConsecutiveFailures, b.FailureThreshold), until, b.Held,
-						agoPtr(b.LastSuccessAt), agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
+						a.agoPtr(b.LastSuccessAt), a.agoPtr(b.LastFailureAt), usedBy(b.Users), clip(dash(b.LastError), 60))
 				}
 				if err := t.flush(); err != nil {
 					return err
@@ -177,11 +177,11 @@ func handOpening(o ops.HandOpening) string {
 	return fmt.Sprintf("by %s: %q", o.By, clip(strings.Join(strings.Fields(o.Reason), " "), 200))
 }
 
-func agoPtr(t *time.Time) string {
+func (a *app) agoPtr(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return ago(*t)
+	return a.ago(*t)
 }
 
 // usedBy names a breaker's users as queue/kind, queue alone for a queue's
@@ -289,7 +289,7 @@ it with who opened it): an agent is told not to reset it unless asked.`,
 			req.Name = args[0]
 			return run(a, cmd, (*ops.Service).CircuitOpen, req, func(res ops.CircuitOpen) error {
 				fmt.Fprintf(a.stdout, "circuit breaker %s was %s; it is open until %s (%s): its jobs wait, no attempt used, then the next one probes it\n",
-					res.Name, res.Was, stamp(res.OpenUntil), ago(res.OpenUntil))
+					res.Name, res.Was, stamp(res.OpenUntil), a.ago(res.OpenUntil))
 				if res.Replaced != nil {
 					fmt.Fprintln(a.stdout, "it replaces the opening by hand "+handOpening(*res.Replaced))
 				}
@@ -361,7 +361,7 @@ the same result as the MCP tool pgbus_queue_messages.`,
 					if m.HeldBy != "" {
 						state += " (breaker " + clip(m.HeldBy, 30) + ")"
 					}
-					cells := []any{m.MsgID, state, dash(m.Kind), m.ReadCount, ago(m.EnqueuedAt), ago(m.VisibleAt), clip(last, 70)}
+					cells := []any{m.MsgID, state, dash(m.Kind), m.ReadCount, a.ago(m.EnqueuedAt), a.ago(m.VisibleAt), clip(last, 70)}
 					if levels {
 						level := "-"
 						if m.Priority != nil {

@@ -306,6 +306,7 @@ func run[Req, Res any](a *app, cmd *cobra.Command, op func(*ops.Service, context
 	if err != nil {
 		return err
 	}
+	a.clock = s.ops.Now // the ages of what the database wrote count on its clock
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		ops.WordNotes(&res, vocab.CommandNote) // as the CLI takes them, by its flags, for its JSON
 		err = printResult(a, res)

@@ -122,8 +122,16 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// ago formats the time since t, coarsely, for tables.
-func ago(t time.Time) string { return agoAt(t, time.Now()) }
+// ago formats the time since t, coarsely, for tables: on the clock of the
+// operation whose result shows t (the database server's), since a host
+// whose clock is off would count the ages of what the database wrote
+// wrongly.
+func (a *app) ago(t time.Time) string {
+	if a.clock == nil {
+		return agoAt(t, time.Now())
+	}
+	return agoAt(t, a.clock())
+}
 
 // agoAt is ago at now.
 func agoAt(t, now time.Time) string {
