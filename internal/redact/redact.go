@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -73,6 +74,9 @@ type secretPattern struct {
 	// start, when set, returns where a match that reaches the hint at i
 	// starts, at or after from; -1 when none can.
 	start func(s string, i, from int) int
+	// accept, when set, reports whether the match m (its submatch
+	// indexes in s) holds a secret; one it refuses is kept.
+	accept func(s string, m []int) bool
 
 	// Set by init from re.
 	anchored  *regexp.Regexp // re, matching only at the start of its input
@@ -142,6 +146,23 @@ var secretText = []secretPattern{
 	// everything up to the closing quote.
 	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `\\?"` + secretTextScheme + `)(?:[^"\\]|\\[^"])+`), hints: secretKeyHints},
 	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + `'` + secretTextScheme + `)[^']+`), hints: secretKeyHints},
+	// A quoted key and its value, as JSON, a Python dict or a Ruby hash
+	// written into text holds them ("card": "5500...", 'pan': 4111...,
+	// \"card\": \"...\" in JSON quoted in a JSON string): the value of
+	// every key IsSecretKey hides in a payload is hidden here too, so that
+	// an error echoing a request body shows what its payload shows. The
+	// patterns above hide those of the keys they know first.
+	{re: regexp.MustCompile(`(?i)(` + quotedKey + quotedKeySep + `\\*"` + secretTextScheme + `)(?:[^"\\]|\\+[^"\\])+`), hints: quotedKeyHints, start: quoteStart, accept: quotedSecret},
+	{re: regexp.MustCompile(`(?i)(` + quotedKey + quotedKeySep + `'` + secretTextScheme + `)[^'\n]+`), hints: quotedKeyHints, start: quoteStart, accept: quotedSecret},
+	// Its value not quoted: a JSON number, array or object (flat). true,
+	// false and null are no secrets, as in a payload; neither is a small
+	// count (see quotedSecret).
+	{re: regexp.MustCompile(`(?i)(` + quotedKey + quotedKeySep + `)(?:-?\d(?:[\d.eE+]|[ -]\d)*|\[[^\[\]]*\]|\{[^{}]*\})`), hints: quotedKeyHints, start: quoteStart, accept: quotedNumber},
+	// A card number after a bare key for it: card=4111..., pan: 4111
+	// 1111 ..., cc=..., credit_card="...". Only a number of 12 to 19
+	// digits, maybe in groups, is taken for one: "card declined" and
+	// "pan: hot" are words.
+	{re: regexp.MustCompile(`(?i)((?:card|pan|cc)(?:[_-]?(?:number|num|no))?\\*["']?\s*(?:[:=]|=>)\s*\\*["']?)\d(?:[ -]?\d){11,18}\b`), hints: []string{"card", "pan", "cc"}, accept: cardKey},
 	// key=value, key: value; a scheme (Authorization: Token t) is kept and
 	// what follows it hidden; a number may be written in groups (card
 	// numbers). A value does not start with = or >, the rest of a
@@ -171,6 +192,80 @@ var secretText = []secretPattern{
 	{re: regexp.MustCompile(`()\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`), hints: []string{"sg."}},
 	// A Slack webhook's URL is its secret: everything after services/.
 	{re: regexp.MustCompile(`(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]+`), hints: []string{"hooks.slack.com/"}},
+}
+
+// Parts of the patterns of a quoted key: its quote (maybe escaped, as in
+// JSON quoted in a JSON string, at any depth), its name, which holds one
+// of quotedKeyHints and quotedSecret checks with IsSecretKey, and what
+// separates it from its value.
+var (
+	quotedKey = `\\*["']([^"'\\\n]{0,` + strconv.Itoa(quotedKeyReach) + `}?(?:` + strings.Join(quotedKeyHints, "|") +
+		`)[^"'\\\n]{0,` + strconv.Itoa(quotedKeyReach) + `})\\*["']`
+	quotedKeySep = `\s*(?::|=>|=)\s*`
+)
+
+// quotedKeyReach bounds, in characters, the name of a quoted key before
+// and after the word of quotedKeyHints it holds.
+const quotedKeyReach = 60
+
+// quotedKeyHints are the words one of which every key IsSecretKey hides
+// holds.
+var quotedKeyHints = []string{"pass", "pwd", "secret", "token", "api", "access", "auth", "credential", "private",
+	"cookie", "session", "bearer", "jwt", "signature", "cvv", "cvc", "ssn", "card", "iban", "social", "pan"}
+
+// quoteStart returns where a quoted key holding the hint at i starts, at
+// or after from: at the nearest quote before the hint, with the
+// backslashes that escape it. -1: there is none within the reach of
+// quotedKey, or a backslash or a line's end comes first.
+func quoteStart(s string, i, from int) int {
+	// A character is at most 4 bytes; the pattern checks the reach.
+	for j := i; j > from && i-j <= 4*quotedKeyReach; j-- {
+		switch s[j-1] {
+		case '"', '\'':
+			q := j - 1
+			for q > from && s[q-1] == '\\' {
+				q--
+			}
+			return q
+		case '\\', '\n':
+			return -1
+		}
+	}
+	return -1
+}
+
+// quotedSecret reports whether the match m of a quoted key's pattern
+// holds a secret: its key, the second group, is one IsSecretKey hides (ſ
+// and the Kelvin sign read as s and k, as the pattern reads them).
+func quotedSecret(s string, m []int) bool {
+	return IsSecretKey(quotedName(s, m))
+}
+
+func quotedName(s string, m []int) string {
+	return strings.ToLower(strings.NewReplacer("ſ", "s", "\u212a", "k").Replace(s[m[4]:m[5]]))
+}
+
+// quotedNumber is quotedSecret for a value not quoted, which is no secret
+// when it is a small count, a number of one to three digits without a
+// leading zero ("tokens": 5, "session_count": 2), but under a key of card
+// data or its codes.
+func quotedNumber(s string, m []int) bool {
+	key := quotedName(s, m)
+	if !IsSecretKey(key) {
+		return false
+	}
+	v := s[m[3]:m[1]]
+	if len(v) > 3 || v[0] == '0' && len(v) > 1 || strings.Trim(v, "0123456789") != "" {
+		return true
+	}
+	return key == "pan" || containsAny(key, digitKeys)
+}
+
+// cardKey reports whether the match m of the card number pattern starts
+// a key of its own: not the end of a longer word (scorecard, japan,
+// account).
+func cardKey(s string, m []int) bool {
+	return m[0] == 0 || !isAlnum(s[m[0]-1])
 }
 
 // Text hides secrets in free text and returns how many it hid.
@@ -213,6 +308,9 @@ func (p secretPattern) replace(s string, f *folded, n *int) string {
 			continue
 		case p.keyed && p.letThrough(s, start, keep, end):
 			pos = keep
+			continue
+		case p.accept != nil && !p.accept(s, m):
+			pos = start + 1
 			continue
 		}
 		b.WriteString(s[last:keep])

@@ -258,3 +258,52 @@ func TestCutHidesSecretsWithoutTheirEnd(t *testing.T) {
 		}
 	}
 }
+
+// A quoted key and its value in text, as JSON, a Python dict or a Ruby
+// hash writes them, and JSON quoted in a JSON string, hides the value of
+// every key IsSecretKey hides in a payload; a card number after a bare key
+// for one is hidden too. Words after those keys, counts, flags and keys
+// that only hold their letters stay.
+func TestTextHidesWhatPayloadsHide(t *testing.T) {
+	for in, want := range map[string]string{
+		`422 Unprocessable Entity: {"error": "card declined", "request": {"cvv": "[REDACTED]", "card": "5500005555555559", "order_id": 2}}`: `422 Unprocessable Entity: {"error": "card declined", "request": {"cvv": "[REDACTED]", "card": "[REDACTED]", "order_id": 2}}`,
+		`body "{\"card\": \"4111111111111111\", \"order_id\": 2}"`:                                                                          `body "{\"card\": \"[REDACTED]\", \"order_id\": 2}"`,
+		`body "{\"pan\":\"4111111111111111\",\"order_id\":2}"`:                                                                              `body "{\"pan\":\"[REDACTED]\",\"order_id\":2}"`,
+		`outer "{\"inner\": \"{\\\"card\\\": \\\"4111111111111111\\\"}\"}"`:                                                                 `outer "{\"inner\": \"{\\\"card\\\": \\\"[REDACTED]\\\"}\"}"`,
+		`{'card': '4111111111111111', 'order_id': 2}`:                                                                                       `{'card': '[REDACTED]', 'order_id': 2}`,
+		`{"pan": 4111111111111111, "order_id": 2}`:                                                                                          `{"pan": [REDACTED], "order_id": 2}`,
+		`{"card"=>"4111111111111111", "order_id"=>2}`:                                                                                       `{"card"=>"[REDACTED]", "order_id"=>2}`,
+		`{"user_password_v2": "hunter2", "iban": "DE89370400440532013000", "bearer": "abc"}`:                                                `{"user_password_v2": "[REDACTED]", "iban": "[REDACTED]", "bearer": "[REDACTED]"}`,
+		`{"card": {"number": "4111111111111111", "exp": "12/30"}, "n": 1}`:                                                                  `{"card": [REDACTED], "n": 1}`,
+		`{"card": ["4111111111111111"], "n": 1}`:                                                                                            `{"card": [REDACTED], "n": 1}`,
+		`{"session_count": 2000}`:                                                                                                           `{"session_count": [REDACTED]}`,
+		`{"cvv": 123}`:                                                                                                                      `{"cvv": [REDACTED]}`,
+		`{"pan": 12}`:                                                                                                                       `{"pan": [REDACTED]}`,
+		// A card number after a bare key for one.
+		"charge failed: cc=4111111111111111 declined":            "charge failed: cc=[REDACTED] declined",
+		"charge failed: card=4111-1111-1111-1111, retry":         "charge failed: card=[REDACTED], retry",
+		"charge failed: pan: 4111 1111 1111 1111 expired":        "charge failed: pan: [REDACTED] expired",
+		`charge failed: credit_card="4111111111111111" declined`: `charge failed: credit_card="[REDACTED]" declined`,
+		// Kept: prose, flags, counts, keys that are not secret ones.
+		"card declined":                "card declined",
+		"the pan was hot":              "the pan was hot",
+		"card: declined, pan: hot":     "card: declined, pan: hot",
+		"card=visa cc=bob@example.com": "card=visa cc=bob@example.com",
+		"account=4111111111111111":     "account=4111111111111111",
+		"scorecard: 4111111111111111":  "scorecard: 4111111111111111",
+		"card 4111 ending in 1111":     "card 4111 ending in 1111",
+		`{"card_holder": "Ada", "company": "Acme", "author": "ada"}`:    `{"card_holder": "Ada", "company": "Acme", "author": "ada"}`,
+		`{"password_set": true, "card": null, "tokens": 5}`:             `{"password_set": true, "card": null, "tokens": 5}`,
+		`{"author": "ada", "tokens": 5, "session_count": 2, "pwd": ""}`: `{"author": "ada", "tokens": 5, "session_count": 2, "pwd": ""}`,
+		`queue "reset_password": a batch holds 1 to 100 messages`:       `queue "reset_password": a batch holds 1 to 100 messages`,
+		`send to "card": the queue is paused`:                           `send to "card": the queue is paused`,
+	} {
+		got, _ := redact.Text(in)
+		if got != want {
+			t.Errorf("Text(%q)\n  = %q\nwant %q", in, got, want)
+		}
+		if again, n := redact.Text(got); again != got || n != 0 {
+			t.Errorf("Text(%q), redacted again, = %q (%d hidden)", got, again, n)
+		}
+	}
+}

@@ -118,6 +118,15 @@ var textSecrets = []struct{ name, text, value string }{
 	{"webhook signing secret", "verify failed with whsec_AbCdEfGhIjKlMnOpQrSt99", "whsec_AbCdEfGhIjKlMnOpQrSt99"},
 	{"sendgrid key", "mail failed with SG.AbCdEfGhIjKlMnOpQr.StUvWxYz0123456789ab", "StUvWxYz0123456789ab"},
 	{"slack webhook", "post to https://hooks.slack.com/services/T0AB12/B0CD34/XyZ987abcDEF failed: 404", "XyZ987abcDEF"},
+	// A request body echoed in an error, under the keys a payload hides
+	// (card, pan): as JSON, in JSON quoted in a JSON string, with single
+	// quotes; and a card number after a bare key for one.
+	{"card in an echoed body", `POST /charge: 422 Unprocessable Entity: {"error": "card declined", "request": {"card": "5500005555555559", "order_id": 2}}`, "5500005555555559"},
+	{"card in JSON quoted in JSON", `charge failed: {"body": "{\"card\": \"5105105105105100\", \"n\": 2}"}`, "5105105105105100"},
+	{"pan with single quotes", `charge failed: {'pan': '4012888888881881', 'n': 2}`, "4012888888881881"},
+	{"pan as a JSON number", `charge failed: {"pan": 4222222222222, "n": 2}`, "4222222222222"},
+	{"cc=", "charge failed: cc=4000056655665556 declined", "4000056655665556"},
+	{"card= in groups", "charge failed: card=4242 4242 4242 4242 declined", "4242 4242 4242"},
 }
 
 // kindSecrets are job kinds holding a secret: a kind is whatever its
@@ -175,6 +184,8 @@ func build() []Secret {
 		{"Key and Value pair", Payload, map[string]any{"Parameters": []any{map[string]any{"Key": "ApiToken", "Value": "awsTok-5521"}}}, "awsTok-5521"},
 		{"key and value array", Payload, map[string]any{"kv": []any{[]any{"user", "ada"}, []any{"password", "arrpw1234"}}}, "arrpw1234"},
 		{"header pair in headers", Header, map[string]any{"x-forwarded": []any{[]any{"Authorization", "fwdTok-8812"}}}, "fwdTok-8812"},
+		{"card", Payload, map[string]any{"payment": map[string]any{"card": "5555555555554444"}}, "5555555555554444"},
+		{"pan as a number", Payload, map[string]any{"pan": json.Number("6011111111111117")}, "6011111111111117"},
 		{"social security number spelled out", Payload, map[string]any{"person": map[string]any{"SocialSecurityNumber": "078-05-1121"}}, "078-05-1121"},
 	}
 	for _, m := range more {
