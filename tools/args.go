@@ -91,7 +91,38 @@ func decodeArgs(req mcp.CallToolRequest, in any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return fixf("arguments must be one JSON object, with nothing after it")
 	}
+	if err := checkNulls(raw, reflect.TypeOf(in).Elem()); err != nil {
+		return err
+	}
 	return checkStrings(reflect.ValueOf(in).Elem())
+}
+
+// checkNulls refuses null for a boolean or array argument, naming it: the
+// decoder reads it as false or as no array, which is not what a caller
+// who sent it may mean ("dry_run": null ran a real retry). Its schema
+// takes no null. A JSON argument (payload) takes any JSON, null too, and
+// a null string, integer or number is the argument left out, as before.
+func checkNulls(raw []byte, t reflect.Type) error {
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil // decoded already: not an object of members
+	}
+	for name, v := range args {
+		if string(bytes.TrimSpace(v)) != "null" {
+			continue
+		}
+		ft, ok := fieldType(t, name)
+		if !ok {
+			continue
+		}
+		switch {
+		case ft.Kind() == reflect.Bool:
+			return fixf("argument %s must be true or false, not null: leave it out for false", name)
+		case ft.Kind() == reflect.Slice && ft != reflect.TypeOf(json.RawMessage(nil)):
+			return fixf("argument %s must be %s, not null: leave it out when there are none", name, jsonKind(ft))
+		}
+	}
+	return nil
 }
 
 func describeDecodeError(err error, in any) error {

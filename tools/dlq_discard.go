@@ -11,7 +11,7 @@ import (
 
 // DLQDiscardInput is the input of pgbus_dlq_discard.
 type DLQDiscardInput struct {
-	IDs []int64 `json:"ids,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Dead message ids to discard (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
+	IDs []int64 `json:"ids,omitempty" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Dead message ids to discard (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
 	DeadFilter
 	Limit   *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to discard, oldest first (1 to 1000). Not used with ids."`
 	DryRun  bool   `json:"dry_run,omitempty" jsonschema_description:"Report what would be discarded, without moving anything; by filter it also returns expect."`
@@ -48,6 +48,9 @@ func NewDLQDiscard(d Deps) server.ServerTool {
 // request is the discard the arguments ask for.
 func (in DLQDiscardInput) request() (ops.DLQDiscardRequest, error) {
 	req := ops.DLQDiscardRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Expect: in.Expect, Confirm: in.Confirm}
+	if err := checkIDsGiven(in.IDs, in.DeadFilter, "discard"); err != nil {
+		return ops.DLQDiscardRequest{}, err
+	}
 	if len(in.IDs) == 0 {
 		limit, err := bulkLimit(in.DeadFilter, in.Limit, "discard")
 		if err != nil {

@@ -19,7 +19,7 @@ const maxCorrectedPayloadBytes = 256 << 10
 
 // DLQRetryInput is the input of pgbus_dlq_retry.
 type DLQRetryInput struct {
-	IDs []int64 `json:"ids,omitempty" jsonschema:"maxItems=100" jsonschema_description:"Dead message ids to retry (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
+	IDs []int64 `json:"ids,omitempty" jsonschema:"minItems=1,maxItems=100" jsonschema_description:"Dead message ids to retry (msg_id in pgbus_dlq_list), at most 100. With ids, queue may name their DLQ; other filters are not allowed."`
 	DeadFilter
 	Limit         *int            `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000" jsonschema_description:"Required with filters: the most messages to retry, oldest first (1 to 1000). Not used with ids."`
 	DryRun        bool            `json:"dry_run,omitempty" jsonschema_description:"Report what would be retried, and where to, without moving anything; by filter it also returns expect."`
@@ -68,6 +68,9 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 		}
 		req.Rate = *in.Rate
 	}
+	if err := checkIDsGiven(in.IDs, in.DeadFilter, "retry"); err != nil {
+		return ops.DLQRetryRequest{}, err
+	}
 	if len(in.IDs) == 0 {
 		limit, err := bulkLimit(in.DeadFilter, in.Limit, "retry")
 		if err != nil {
@@ -90,6 +93,20 @@ func listArgs(f DeadFilter) map[string]any {
 		}
 	}
 	return args
+}
+
+// checkIDsGiven refuses ids given as an empty array: a list of ids that
+// came out empty selects no message, and read as no ids it would have
+// selected by the filters beside it, a whole DLQ with queue alone.
+func checkIDsGiven(ids []int64, f DeadFilter, op string) error {
+	if ids == nil || len(ids) > 0 {
+		return nil
+	}
+	next := []ops.Hint{{Op: ops.OpDLQSummary, Why: "shows the groups there are, each with the filter that selects it"}}
+	if f != (DeadFilter{}) {
+		next = []ops.Hint{{Op: ops.OpDLQList, Args: listArgs(f), Why: "shows what the filters match"}}
+	}
+	return fixNext(next, "ids is empty: there is nothing to %s; to %s by filters instead, leave ids out and pass a limit", op, op)
 }
 
 // bulkLimit checks the filter and limit of a call by filter: over MCP both

@@ -37,6 +37,10 @@ func TestBadRequestsRefusedWithoutADatabase(t *testing.T) {
 		{"messages' state", []string{"queue", "messages", "orders", "--state", "dead"}, `state "dead" is unknown`},
 		{"messages of a DLQ", []string{"queue", "messages", "orders_dlq"}, "orders_dlq is the dead-letter queue of orders"},
 		{"reset of a name no breaker has", []string{"circuit", "reset", long}, "no breaker has a name over"},
+		// A script's list of ids that came out empty is no id, never a
+		// filter: an empty argument is refused as an id.
+		{"retry of an empty id", []string{"dlq", "retry", "", "--queue", "orders"}, `message id ""`},
+		{"discard of an empty id beside a filter", []string{"dlq", "discard", "", "--queue", "orders", "--error-class", "E", "--yes"}, `message id ""`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
