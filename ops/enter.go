@@ -16,6 +16,9 @@ func (s *Service) enter(ctx context.Context, method string, e effect) (context.C
 	if err := s.usable(ctx, method); err != nil {
 		return ctx, func() {}, err
 	}
+	if err := s.opts.Gate.refusal(ctx); err != nil {
+		return ctx, func() {}, err
+	}
 	ctx, end := s.bound(ctx, e)
 	s.syncClock(ctx)
 	return ctx, end, nil

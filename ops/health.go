@@ -211,9 +211,15 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 		return h, err
 	}
 	msg, _ := RedactText(err.Error())
+	next := []Hint{hint(OpHealth, "check again in a moment: the verdict on the queues comes back once the database answers")}
+	var held *Error
+	if !s.opts.Gate.Ready() && errors.As(err, &held) {
+		// The steps of a process that readies its database, but for the
+		// health check itself (the migration of a schema too old).
+		next = append(next, slices.DeleteFunc(slices.Clone(held.Hints), func(h Hint) bool { return h.Op == OpHealth })...)
+	}
 	return Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
-		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg,
-			Next: []Hint{hint(OpHealth, "check again in a moment: the verdict on the queues comes back once the database answers")}}}}, nil
+		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg, Next: next}}}, nil
 }
 
 // HealthOrSlow is Health for a caller that reports a database that does

@@ -119,6 +119,10 @@ type Options struct {
 	// that the step runs as given; for a queue not here it says that a
 	// handler must be chosen (WorkNeedsHandler). Default: none.
 	Handlers map[string]string
+	// Gate, when set, holds every call while the process readies its
+	// database (see Gate): one that started while the database did not
+	// answer. Default: none, calls go through.
+	Gate *Gate
 }
 
 // HandlerConfigured, in Options.Handlers, is a queue whose handler the

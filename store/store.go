@@ -98,6 +98,22 @@ func setsConnectTimeout(url string) bool {
 // The pool pings a connection idle for more than 100ms before handing it
 // out, so connections that died (say, in a server restart) are replaced.
 func Open(ctx context.Context, url string) (*Store, error) {
+	s, err := OpenLazy(url)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenLazy is Open without connecting: it reads url and makes the pool,
+// whose first statement connects. It fails only on a url it cannot read
+// (ErrBadURL), for a process that starts while its database does not
+// answer yet, and calls Ping until it does.
+func OpenLazy(url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER@HOST:PORT/DATABASE, a password after the user and a colon (USER:PASSWORD@HOST), with its @, : and / percent-encoded (%%40, %%3A, %%2F)", hideQuery(err))}
@@ -111,23 +127,31 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	// NewWithConfig makes its connections in the background (those of
+	// pool_min_conns), so it waits for no server.
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
 	}
-	err = pool.Ping(ctx)
+	return New(pool), nil
+}
+
+// Ping checks that the server answers, connecting when the pool holds no
+// connection, and says what to do when it does not: a server that cannot
+// be reached or refuses this client (IsUnreachable tells the first).
+func (s *Store) Ping(ctx context.Context) error {
+	err := s.pool.Ping(ctx)
 	for tries := 1; idleKilled(err) && tries < 3 && ctx.Err() == nil; tries++ {
 		// The server ended the new session for sitting idle between its
 		// start and the ping, on a busy machine under a short
 		// idle_session_timeout: the ping never ran, so it runs on a new
 		// connection, as a statement would.
-		err = pool.Ping(ctx)
+		err = s.pool.Ping(ctx)
 	}
 	if err != nil {
-		pool.Close()
-		return nil, &connectError{host: cfg.ConnConfig.Host, err: err}
+		return &connectError{host: s.pool.Config().ConnConfig.Host, err: err}
 	}
-	return New(pool), nil
+	return nil
 }
 
 // connectError is a connection that failed, with what to do about it.
@@ -147,6 +171,14 @@ func (e *connectError) Error() string {
 }
 
 func (e *connectError) Unwrap() error { return e.err }
+
+// IsConnectFailure reports whether err is the failure of Open or Ping to
+// connect: the server could not be reached (IsUnreachable), or it refused
+// this client (a wrong password, a database that does not exist).
+func IsConnectFailure(err error) bool {
+	var c *connectError
+	return errors.As(err, &c)
+}
 
 // ConfigurePool gives cfg, the configuration of a pool a program opens
 // itself to pass to New (to share it with its own statements), what Open

@@ -60,6 +60,9 @@ type app struct {
 	// --database-call-timeout, else as the database opens
 	// (settleCallTimeout).
 	callTimeout time.Duration
+	// gate, when set, holds the calls of the operations layer while pgbus
+	// serve readies a database that did not answer at its start.
+	gate *ops.Gate
 	// trace is the command's tracing, once set up (tracing.go).
 	trace traceSetup
 	// flagsFailed is set when the command's flags could not be parsed,
@@ -73,8 +76,8 @@ type app struct {
 	carryURL string
 }
 
-// longRunningWait is how long pgbus work and pgbus serve wait for their
-// database at start-up.
+// longRunningWait is how long pgbus work and pgbus dashboard wait for their
+// database at start-up (pgbus serve, for the embedded PostgreSQL only).
 const longRunningWait = time.Minute
 
 // Environment variables of the global settings.
@@ -288,16 +291,22 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 		return nil, err
 	}
 	a.role = db.Role()
-	if err := db.Prepare(ctx, migrate); err != nil {
+	if err := a.prepare(ctx, db, migrate); err != nil {
 		db.Close()
-		if dbopen.IsReadOnly(err) {
-			return nil, err // the schema check says so itself
-		}
-		// The schema check's statements, cut by a setting of the role's:
-		// the operations say so of theirs.
-		return nil, ops.ExplainLimit(err, a.role)
+		return nil, err
 	}
 	return db, nil
+}
+
+// prepare readies db's schema (dbopen.DB.Prepare), its error explained.
+func (a *app) prepare(ctx context.Context, db *dbopen.DB, migrate bool) error {
+	err := db.Prepare(ctx, migrate)
+	if err == nil || dbopen.IsReadOnly(err) {
+		return err // the schema check says so itself
+	}
+	// The schema check's statements, cut by a setting of the role's:
+	// the operations say so of theirs.
+	return ops.ExplainLimit(err, a.role)
 }
 
 // connect connects to the database the settings name, or starts the
@@ -305,6 +314,12 @@ func (a *app) openDB(ctx context.Context, migrate bool) (*dbopen.DB, error) {
 // it: a deploy whose URL went missing would otherwise work a database of
 // its own, healthy and empty, while its jobs wait in the real one.
 func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
+	return a.connectBy(ctx, dbopen.Connect)
+}
+
+// connectBy is connect by open: dbopen.Connect, or dbopen.Dial for pgbus
+// serve, which does not wait for a server at a URL.
+func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.Options) (*dbopen.DB, error)) (*dbopen.DB, error) {
 	if strings.Contains(a.databaseURL, redact.Marker) {
 		// Copied from a next step, which hides the URL's secrets.
 		return nil, usageError{fmt.Errorf("the database URL%s holds %s where pgbus hid a value (a password, a parameter that may hold a secret) when it printed the command: put the real value in its place, or set %s and leave --database-url out", a.from("database-url"), redact.Marker, EnvDatabaseURL)}
@@ -312,7 +327,7 @@ func (a *app) connect(ctx context.Context) (*dbopen.DB, error) {
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
 	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
 		// The store's advice on connecting says "the database URL", as a
 		// Go program passes it; a person here gave it by the flag or the

@@ -29,7 +29,7 @@ const AuditClient = "cli"
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
-		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers(), DatabaseCallTimeout: a.callTimeout})
+		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers(), DatabaseCallTimeout: a.callTimeout, Gate: a.gate})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
 	}
@@ -90,6 +90,43 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 		return ctx, nil, err
 	}
 	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx}, nil
+}
+
+// openServing is openSession for pgbus serve, which answers agents while
+// its database does not: a database that answers is readied at once, as
+// openSession does; one that does not answer, or refuses this process's
+// connections, is left to runner.WhenReady (pending), the session's calls
+// held by a.gate meanwhile. Only what waiting cannot cure fails at once:
+// a URL that cannot be read, the embedded PostgreSQL that cannot start,
+// or a schema that cannot be readied on a database that answers.
+func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {
+	if _, err := a.tracing(ctx); err != nil {
+		return ctx, nil, false, err
+	}
+	if err := a.settleCallTimeout(); err != nil {
+		return ctx, nil, false, err
+	}
+	db, err := a.connectBy(ctx, dbopen.Dial)
+	if err != nil {
+		return ctx, nil, false, err
+	}
+	a.role = db.Role()
+	a.gate = ops.NewGate()
+	if err := db.Ping(ctx); err != nil {
+		a.gate.Hold(err)
+		pending = true
+	} else if err := a.prepare(ctx, db, migrate); err != nil {
+		db.Close()
+		return ctx, nil, false, err
+	} else {
+		a.gate.Open()
+	}
+	svc, err := a.service(db)
+	if err != nil {
+		db.Close()
+		return ctx, nil, false, err
+	}
+	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx}, pending, nil
 }
 
 // Close writes what the command could not record in the audit log yet,

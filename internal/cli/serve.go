@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -228,14 +229,17 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
-	// and writes nothing, so a role that may only read can run it.
-	a.waitForDB = longRunningWait
-	ctx, sess, err := a.openSession(ctx, !f.readOnly || len(queues) > 0)
+	// and writes nothing, so a role that may only read can run it. A
+	// database that does not answer yet is readied in the background,
+	// while the server answers agents at once (runner.WhenReady).
+	migrate := !f.readOnly || len(queues) > 0
+	a.waitForDB = longRunningWait // for the embedded PostgreSQL
+	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
+	mcp.Gate = a.gate
 	// The embedded workers' records (jobs done and failed at debug, their
 	// troubles at warn) also reach the MCP clients that set a log level.
 	mcp.ClientLog = mcpserver.NewClientLog()
@@ -245,19 +249,43 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer stopMonitor()
 	mcp.Monitor = mon
-	stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.engineConfig(f.timing), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
-	if err != nil {
-		return err
+	// What needs the database: its workers and alerts.
+	start := func(ctx context.Context) (stop func(), err error) {
+		a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
+		stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.engineConfig(f.timing), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
+		if err != nil {
+			return nil, err
+		}
+		stopAlerts := func() {}
+		if len(queues) > 0 {
+			if stopAlerts, err = runner.StartAlerts(ctx, sess.db.Store, sess.ops, a.cfg.Alerts, mcp.ClientLog.Tee(a.log)); err != nil {
+				stopWorkers()
+				return nil, err
+			}
+		}
+		return func() { stopAlerts(); stopWorkers() }, nil
 	}
-	defer stopWorkers()
-	if len(queues) > 0 {
-		stopAlerts, err := runner.StartAlerts(ctx, sess.db.Store, sess.ops, a.cfg.Alerts, mcp.ClientLog.Tee(a.log))
+	if !pending {
+		stop, err := start(ctx)
 		if err != nil {
 			return err
 		}
-		defer stopAlerts()
+		defer stop()
+		return runner.ServeMCP(ctx, sess.db.Store, mcp)
 	}
-	return runner.ServeMCP(ctx, sess.db.Store, mcp)
+	a.log.Warn("pgbus serve: the database does not answer yet; serving agents meanwhile (pgbus_health says why), and connecting in the background",
+		"where", sess.db.Where(), "version", buildinfo.Describe())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var failed atomic.Pointer[error]
+	fail := func(err error) { failed.Store(&err); cancel() }
+	stop := runner.WhenReady(ctx, sess.db, migrate, a.gate, start, fail)
+	defer stop()
+	err = runner.ServeMCP(ctx, sess.db.Store, mcp)
+	if why := failed.Load(); why != nil {
+		return *why // what start failed at, once the database answered
+	}
+	return err
 }
 
 // EnvAuthToken is the token of the HTTP transports and the dashboard when

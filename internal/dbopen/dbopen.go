@@ -76,6 +76,71 @@ func Connect(ctx context.Context, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// Dial is Connect for a process that serves while its database does not
+// answer yet: the embedded server is started and connected as Connect
+// does, but a server at a URL is neither waited for nor connected to.
+// Only a URL that cannot be read fails (ErrBadURL). Ping tells whether the
+// database answers; ReadyWhenReachable waits for it, and readies it.
+func Dial(ctx context.Context, opts Options) (*DB, error) {
+	if opts.URL == "" {
+		return Connect(ctx, opts)
+	}
+	s, err := store.OpenLazy(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{Store: s, logger: opts.Logger}, nil
+}
+
+// Readying is what ReadyWhenReachable tells as it goes: each failure, to
+// connect or to ready the schema, and nil when it connected and readies
+// the schema now.
+type Readying func(why error)
+
+// ReadyWhenReachable connects to the database and readies its schema as
+// Prepare does (migrate says how), trying again while either fails, with
+// Connect's growing delay (from 250ms to 5s), until it succeeds or ctx
+// ends. It tells each failure to readying, and logs it: a server that
+// cannot be reached or refuses this process's connections (a wrong
+// password may be set right, a database that does not exist be created,
+// while the process waits), or a schema that could not be readied (one
+// that pgbus migrate has not migrated yet, for a process that only
+// checks it).
+func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Readying) error {
+	delay := 250 * time.Millisecond
+	for {
+		err := d.Ping(ctx)
+		if err == nil {
+			readying(nil)
+			if err = d.Prepare(ctx, migrate); err == nil {
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		readying(err)
+		if d.logger != nil {
+			switch {
+			case store.IsCrowded(err):
+				d.logger.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; trying again until other clients let theirs go. To end it, "+store.CrowdedAdvice, "err", err, "in", delay)
+			case store.IsUnreachable(err):
+				d.logger.Warn("pgbus: PostgreSQL is not reachable yet; trying again", "err", err, "in", delay)
+			case store.IsConnectFailure(err):
+				d.logger.Warn("pgbus: PostgreSQL refuses this process's connections; trying again", "err", err, "in", delay)
+			default:
+				d.logger.Warn("pgbus: the database's pgbus schema could not be readied; trying again", "err", err, "in", delay)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
 // openWaiting opens the store at url, trying again with a growing delay
 // while the server is unreachable, or has as many connections as it
 // allows, and opts.WaitFor has not run out: other processes let theirs go

@@ -54,6 +54,9 @@ type MCPConfig struct {
 	// resource read and page (ops.Options.DatabaseCallTimeout); zero for
 	// its default.
 	DatabaseCallTimeout time.Duration
+	// Gate, when set, holds the calls of the server's operations layer
+	// while the process readies its database (WhenReady).
+	Gate *ops.Gate
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -102,12 +105,14 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
-		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate})
 	if err != nil {
 		return err
 	}
 	defer closeService(svc)
-	warnOnStandby(ctx, st, c, "write tools")
+	if c.Gate.Ready() {
+		warnOnStandby(ctx, st, c, "write tools")
+	}
 	if c.Transport == mcpserver.TransportHTTP {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.

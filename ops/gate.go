@@ -1,0 +1,94 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// Gate holds the calls of the services that share it (Options.Gate) while
+// their database is not ready for them: a process that starts while its
+// database does not answer serves at once, and its calls are refused,
+// saying why and what to do, until it has connected and migrated (or
+// checked) the schema, rather than run on a schema that is missing or
+// older than this pgbus. It is safe for concurrent use.
+type Gate struct {
+	held atomic.Pointer[gateHold]
+}
+
+// gateHold is why a Gate holds calls; none once it is open.
+type gateHold struct{ err error }
+
+// NewGate returns a gate that holds calls: the database has not been
+// tried yet. Hold says why as the tries go; Open lets calls through.
+func NewGate() *Gate {
+	g := &Gate{}
+	g.Hold(nil)
+	return g
+}
+
+// Hold holds calls from now on, for why: the last failure to connect to
+// the database, or to migrate or check its schema; nil while the schema
+// is being migrated or checked.
+func (g *Gate) Hold(why error) {
+	g.held.Store(&gateHold{err: why})
+}
+
+// Open lets calls through from now on: the database answers and its
+// schema is ready.
+func (g *Gate) Open() { g.held.Store(nil) }
+
+// gateThrough is the context key of Through.
+type gateThrough struct{}
+
+// Through returns ctx, whose calls g lets through while it holds others:
+// those of the process's own start-up steps (its workers' queues made),
+// which run once the schema is ready and before g opens.
+func (g *Gate) Through(ctx context.Context) context.Context {
+	return context.WithValue(ctx, gateThrough{}, g)
+}
+
+// Ready reports whether the gate lets calls through; a nil Gate always
+// does.
+func (g *Gate) Ready() bool { return g == nil || g.held.Load() == nil }
+
+// refusal is the error of a call with ctx the gate holds, nil when it
+// lets it through. The database not answering, or refusing this process's
+// connections, is ErrUnavailable with the health check as the next step
+// (health says UNREACHABLE, and why); a schema that is missing or older
+// than this pgbus also names the migration.
+func (g *Gate) refusal(ctx context.Context) error {
+	if g == nil || ctx.Value(gateThrough{}) == g {
+		return nil
+	}
+	h := g.held.Load()
+	if h == nil {
+		return nil
+	}
+	const retry = "; this process keeps trying every few seconds, and serves calls once the database is ready: try the call again then"
+	switch {
+	case h.err == nil:
+		return &Error{Msg: "the database does not answer yet: this process started while it could not connect, and is connecting or readying its pgbus schema" + retry,
+			Err: ErrUnavailable, Hints: []Hint{healthHint()}}
+	case errors.Is(h.err, store.ErrSchemaMissing) || errors.Is(h.err, store.ErrSchemaOld):
+		e := &Error{Msg: "the database answers, but its pgbus schema is not ready for this pgbus: " + h.err.Error() + retry,
+			Err: errors.Join(ErrUnavailable, h.err), Hints: []Hint{healthHint()}}
+		if !errors.Is(h.err, store.ErrStandby) && !errors.Is(h.err, store.ErrPGMQMissing) {
+			e.Hints = append(e.Hints, hint(OpMigrate, "applies the schema migrations this pgbus needs"))
+		}
+		return e
+	}
+	var msg string
+	switch {
+	case store.IsUnreachable(h.err) || store.IsCrowded(h.err):
+		msg = "the database does not answer yet: this process started while it could not connect, and the last try failed: "
+	case store.IsConnectFailure(h.err):
+		msg = "the database refuses this process's connections: "
+	default:
+		msg = "the database answers, but this process could not ready its pgbus schema: "
+	}
+	msg, _ = RedactText(msg + h.err.Error() + retry)
+	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, h.err), Hints: []Hint{healthHint()}}
+}
