@@ -177,12 +177,22 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 				p.opts.Logger.Warn("pgbus: /readyz: the database did not answer the health check; said here once a minute while it lasts", "err", err)
 			}
 		}
+		busy := p.svc.PoolBusy() // before SlowRead, which may wait while calls give theirs back
 		if heldBy, answered := p.svc.SlowRead(context.WithoutCancel(ctx)); answered {
-			// A session holding a queue's table, or a database too busy
-			// to answer in time: no restart or failover cures it, and
-			// the process goes on with what it can.
+			// A session holding a queue's table, a database too busy to
+			// answer in time, or calls of this process holding every
+			// connection of its pool (as calls waiting for such a lock
+			// do): no restart or failover cures it, and the process goes
+			// on with what it can.
 			msg := "the health check took longer than 5s, though the database answers: it is overloaded, or a long statement holds a table"
-			if heldBy != "" {
+			switch {
+			case busy != "" && heldBy != "":
+				msg = "the health check waited 5s, though the database answers a connection of its own: " + busy +
+					"; another session holds a lock on pgbus's or PGMQ's tables: " + heldBy
+			case busy != "":
+				msg = "the health check waited 5s, though the database answers a connection of its own: " + busy +
+					"; if it lasts, give the process a larger pool (pool_max_conns in the database URL)"
+			case heldBy != "":
 				msg = "the health check waited 5s for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
 			}
 			p.code, p.answer = http.StatusOK, Readiness{Ready: true, Status: ops.HealthDegraded, Reasons: []ReadyReason{{Status: ops.HealthDegraded,

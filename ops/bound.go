@@ -83,10 +83,14 @@ func (s *Service) dropIfGivenUp(ctx context.Context, err error) {
 // the health check would then contradict; and a call given up while that
 // fresh connection is answered at once says that its own connection was
 // cut or that it is too big for the bound (a text filter over millions of
-// dead messages), which a narrower request or a longer timeout mends.
+// dead messages), which a narrower request or a longer timeout mends,
+// or, when every connection of the pool was in use by other calls, that
+// it may have waited for one of them: the database answers, and a call
+// on another queue would wait alike.
 func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	// The call given up, or its statement, began a bound ago.
 	s.store.DropFrozenConnections(time.Now().Add(-b.limit))
+	busy, size := s.store.PoolExhausted()
 	partial, _ := partialCause(err)
 	inner := err
 	if partial != nil {
@@ -96,11 +100,23 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, inner)
 	again := "the next call connects afresh: try it again once the database answers"
 	hints := []Hint{hint(OpHealth, "says whether the database answers again")}
+	var slow error // the database answers: what the call waited for instead
 	switch heldBy, end, answered := s.lockHolders(b); {
 	case heldBy != "":
 		what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, and was given up: %s (%v)", b.limit, heldBy, inner)
+		if busy {
+			what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, or for a connection while %s, "+
+				"and was given up: %s (%v)", b.limit, poolBusy(size, "were", "calls that wait for that lock hold theirs until it goes or their own timeout passes"), heldBy, inner)
+		}
 		again = "try it again once that session ends its transaction; if it is stuck, end it: " + end
-		hints = nil
+		hints, slow = nil, errLockWait
+	case answered && busy:
+		// Every connection of the pool was taken by other calls, which
+		// a new connection, answered at once, shows are no outage.
+		what = fmt.Sprintf("the call waited %s (database call timeout) for a connection and was given up, though a new connection is answered at once: %s (%v)",
+			b.limit, poolBusy(size, "were", "long calls, or ones a busy database answers slowly, hold them"), inner)
+		again = "try it again once fewer calls run at once, or give the process a larger pool"
+		hints, slow = nil, errPoolBusy
 	case answered:
 		// A new connection got its answer at once: the call's own
 		// connection was cut, or the call is too big for the bound.
@@ -110,10 +126,10 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	}
 	if partial != nil {
 		msg := what
-		if hints == nil { // a lock: the way to end it is no step of a tool
+		if slow != nil { // a lock or a busy pool: no step of a tool ends it
 			msg += "; " + again
 		}
-		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, *partial), lockWait: hints == nil}
+		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, *partial), lockWait: slow != nil}
 		return err
 	}
 	parts := []string{what}
@@ -125,11 +141,24 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	}
 	parts = append(parts, again)
 	kind := ErrUnavailable
-	if hints == nil {
-		kind = errors.Join(ErrUnavailable, errLockWait)
+	if slow != nil {
+		kind = errors.Join(ErrUnavailable, slow)
 	}
 	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(kind, err), Hints: hints}
 }
+
+// poolBusy says that every one of the size connections of the process's
+// pool is (verb "are") or was ("were") in use by other calls, and why
+// they may be held.
+func poolBusy(size int, verb, why string) string {
+	return fmt.Sprintf("all %d connections of this process's pool %s in use by other calls, which every call waits for (%s)", size, verb, why)
+}
+
+// errPoolBusy is joined to the error of a call given up while every
+// connection of the pool was in use by other calls and a new connection
+// was answered at once: the database answers, and the calls holding the
+// pool are what to wait for.
+var errPoolBusy = errors.New("waited for a connection of the pool")
 
 // errLockWait is joined to the error of a call given up while it waited
 // for a lock another session holds: the database answers, and that
@@ -176,4 +205,20 @@ func (s *Service) SlowRead(ctx context.Context) (heldBy string, answered bool) {
 		heldBy += "; to end it: " + terminate
 	}
 	return heldBy, true
+}
+
+// PoolBusy says, for a probe or a scrape whose read got no answer in
+// time, that every connection of the process's pool is in use by other
+// calls, which its read waited for whatever it asked (calls waiting for a
+// lock another session holds keep theirs until it goes or their call
+// timeout passes); "" when one is free.
+func (s *Service) PoolBusy() string {
+	if s == nil || s.store == nil {
+		return ""
+	}
+	busy, size := s.store.PoolExhausted()
+	if !busy {
+		return ""
+	}
+	return poolBusy(size, "are", "calls that wait for a lock another session holds keep theirs until it goes or their call timeout passes")
 }

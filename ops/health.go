@@ -227,16 +227,22 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 // another session's lock kept the check from reading the tables in time,
 // the verdict is DEGRADED, its one reason health_check_slow naming the
 // session and the statement that ends it (no outage: whoever waits for
-// the database to come back would wait for nothing).
+// the database to come back would wait for nothing); so it is where the
+// check waited for a connection while other calls held every one of the
+// pool's, and a new connection was answered at once.
 func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 	h, err := s.Health(ctx)
-	if err == nil || !errors.Is(err, errLockWait) {
+	if err == nil || !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
 		return h, err
 	}
 	msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
+	again := "check again once that session ends: the verdict on the queues comes back once the tables can be read"
+	if !errors.Is(err, errLockWait) {
+		again = "check again once fewer calls hold the pool's connections: the verdict on the queues comes back once the check gets one"
+	}
 	return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
 		Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
-			Next: []Hint{hint(OpHealth, "check again once that session ends: the verdict on the queues comes back once the tables can be read")}}}}, nil
+			Next: []Hint{hint(OpHealth, again)}}}}, nil
 }
 
 // StalledFor returns the STALLED reasons of h about the queues named:

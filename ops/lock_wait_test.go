@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +253,64 @@ func TestHealthHeldByALockIsNoOutage(t *testing.T) {
 	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
 		!strings.Contains(h.Reasons[0].Message, "for a lock another session holds") || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", pid)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", pid)) {
 		t.Fatalf("health while pid %d holds the queue's table: %+v, %v; want DEGRADED, health_check_slow naming the session", pid, h, err)
+	}
+}
+
+// A health check that waits for a connection while calls waiting for a
+// lock another session holds on a queue's table take every one of the
+// pool's is DEGRADED, its reason health_check_slow saying that the pool is
+// busy and naming the session, not UNREACHABLE: the database answers a
+// connection of its own at once, and an agent told it did not would wait
+// for an outage while calls on other queues wait for a connection too.
+func TestHealthWhileCallsWaitingForALockHoldThePool(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	const poolSize = 2
+	s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "pool_max_conns", fmt.Sprint(poolSize)))
+	q := newQueue(t, s, nil)
+	waiting := newService(t, s, ops.Options{}) // whose calls wait their full bound, 30s
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
+	ctx, cancel := context.WithCancel(testContext(t))
+	var wg sync.WaitGroup
+	defer func() {
+		lock.Release()
+		cancel()
+		wg.Wait()
+	}()
+	for range poolSize {
+		wg.Go(func() { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })
+	}
+	lock.AwaitWaiting(poolSize)
+
+	h, err := svc.HealthOrUnreachable(ctx)
+	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
+		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("all %d connections of this process's pool", poolSize)) ||
+		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", lock.PID)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.PID)) {
+		t.Fatalf("health while calls waiting for pid %d's lock hold the pool: %+v, %v; want DEGRADED, health_check_slow naming the busy pool and the session", lock.PID, h, err)
+	}
+}
+
+// A health check that waits for a connection while other calls hold every
+// one of the pool's, none waiting for a lock, is DEGRADED too, saying so:
+// a new connection is answered at once, so the database is no outage.
+func TestHealthWhileOtherCallsHoldThePool(t *testing.T) {
+	t.Parallel()
+	const poolSize = 2
+	s := pgtest.OpenStore(t, pgtest.WithParam(t, pgtest.NewDatabase(t), "pool_max_conns", fmt.Sprint(poolSize)))
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	ctx := testContext(t)
+	for range poolSize {
+		conn, err := s.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+	}
+	h, err := svc.HealthOrUnreachable(ctx)
+	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
+		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("all %d connections of this process's pool were in use", poolSize)) ||
+		!strings.Contains(h.Reasons[0].Message, "a new connection is answered at once") {
+		t.Fatalf("health while other calls hold the pool: %+v, %v; want DEGRADED, health_check_slow naming the busy pool", h, err)
 	}
 }

@@ -53,8 +53,20 @@ func (s *Store) LockHolders(ctx context.Context, waited time.Duration) (heldBy, 
 // transactions' starts are: a clock of the caller's a little ahead or
 // behind would leave out a lock taken just before the call, or count one
 // taken just after.
+//
+// It is asked beside the pool when every connection of the pool is in use
+// (diagnose): by calls that wait for such a lock, as often as not.
 func (s *Store) lockHolders(ctx context.Context, what string, waited time.Duration, where string, args ...any) (heldBy, terminate string, err error) {
-	rows, err := s.reads.Query(ctx, `
+	err = s.diagnose(ctx, what, func(q querier) error {
+		heldBy, terminate, err = lockHoldersOn(ctx, q, what, waited, where, args...)
+		return err
+	})
+	return heldBy, terminate, err
+}
+
+// lockHoldersOn is lockHolders asked through q.
+func lockHoldersOn(ctx context.Context, q querier, what string, waited time.Duration, where string, args ...any) (heldBy, terminate string, err error) {
+	rows, err := q.Query(ctx, `
 		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
 		       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
 		       coalesce(a.state, ''), a.xact_start, a.query_start

@@ -11,9 +11,11 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// HeldLock is a SHARE lock on one of PGMQ's tables, held by a transaction
-// of its own, as another session's LOCK TABLE, VACUUM FULL or open
-// transaction holds one: reads go on, row writes wait.
+// HeldLock is a lock on one of PGMQ's tables, held by a transaction of
+// its own, as another session's LOCK TABLE, VACUUM FULL or open
+// transaction holds one: in SHARE mode (HoldLock) reads go on and row
+// writes wait; in ACCESS EXCLUSIVE mode (HoldExclusiveLock) reads wait
+// too.
 type HeldLock struct {
 	// PID is the backend holding it (pg_backend_pid).
 	PID     int
@@ -26,6 +28,21 @@ type HeldLock struct {
 // through st's pool, held until Release or the end of the test.
 func HoldLock(tb testing.TB, st *store.Store, table string) *HeldLock {
 	tb.Helper()
+	return holdLock(tb, st, table, "SHARE")
+}
+
+// HoldExclusiveLock takes an ACCESS EXCLUSIVE lock on table of schema
+// pgmq through st's pool, held until Release or the end of the test:
+// every read of the table waits for it. Take it through a store of its
+// own on the database (OpenStore), as another process would, so that the
+// calls waiting for it can take every connection of the store under test.
+func HoldExclusiveLock(tb testing.TB, st *store.Store, table string) *HeldLock {
+	tb.Helper()
+	return holdLock(tb, st, table, "ACCESS EXCLUSIVE")
+}
+
+func holdLock(tb testing.TB, st *store.Store, table, mode string) *HeldLock {
+	tb.Helper()
 	ctx := Context(tb)
 	tx, err := st.Pool().Begin(ctx)
 	if err != nil {
@@ -37,7 +54,7 @@ func HoldLock(tb testing.TB, st *store.Store, table string) *HeldLock {
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&l.PID); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"pgmq", table}.Sanitize()+` IN SHARE MODE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"pgmq", table}.Sanitize()+` IN `+mode+` MODE`); err != nil {
 		tb.Fatal(err)
 	}
 	return l
@@ -58,6 +75,20 @@ func (l *HeldLock) Waiting() []int {
 		l.tb.Fatal(err)
 	}
 	return pids
+}
+
+// AwaitWaiting returns once n backends or more wait for the lock
+// (Waiting), failing the test if that does not come within its context.
+func (l *HeldLock) AwaitWaiting(n int) {
+	l.tb.Helper()
+	ctx := Context(l.tb)
+	for len(l.Waiting()) < n {
+		select {
+		case <-ctx.Done():
+			l.tb.Fatalf("pgtest: %d backends never came to wait for the lock of pid %d: %v", n, l.PID, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // TakenMeanwhile runs call while another transaction deletes ids from the

@@ -3,12 +3,14 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -370,6 +372,53 @@ func TestReadyzUnderALockOnAQueueTable(t *testing.T) {
 	_, body := get(t, base+metrics.PathMetrics, nil)
 	if !strings.Contains(body, "\npgbus_database_up 1\n") {
 		t.Errorf("/metrics under a lock on a queue's table does not say pgbus_database_up 1:\n%.2000s", body)
+	}
+}
+
+// Calls that wait for a lock another session holds on a queue's table
+// (the dashboard's overview, open in as many tabs as the pool has
+// connections)
+// take every connection of the process's pool: /readyz still asks the
+// database, on a connection of its own, and stays ready, DEGRADED, saying
+// that the pool is busy and naming the session that holds the lock,
+// rather than 503 UNREACHABLE, which would have the process restarted for
+// a lock no restart ends.
+func TestReadyzWhileCallsWaitingForALockHoldThePool(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	const poolSize = 2
+	st := pgtest.OpenStore(t, pgtest.WithParam(t, url, "pool_max_conns", fmt.Sprint(poolSize)))
+	q := "q01"
+	pgtest.CreateQueue(t, st, q)
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveMonitor(t, runner.NewMonitor(svc, slog.New(slog.DiscardHandler), nil))
+	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
+	ctx, cancel := context.WithCancel(pgtest.Context(t))
+	var wg sync.WaitGroup
+	defer func() {
+		lock.Release()
+		cancel()
+		wg.Wait()
+	}()
+	for range poolSize {
+		wg.Go(func() { _, _ = svc.Overview(ctx, ops.OverviewRequest{}) })
+	}
+	lock.AwaitWaiting(poolSize)
+	if in, size := st.Pool().Stat().AcquiredConns(), st.Pool().Stat().MaxConns(); in != size {
+		t.Fatalf("%d of the pool's %d connections in use while %d calls wait for the lock; want all", in, size, poolSize)
+	}
+
+	code, r := readyz(t, base)
+	if code != http.StatusOK || !r.Ready || r.Status != ops.HealthDegraded || len(r.Reasons) != 1 || r.Reasons[0].Code != "health_check_slow" ||
+		!strings.Contains(r.Reasons[0].Message, fmt.Sprintf("all %d connections of this process's pool", poolSize)) ||
+		!strings.Contains(r.Reasons[0].Message, fmt.Sprintf("by pid %d", lock.PID)) || !strings.Contains(r.Reasons[0].Message, fmt.Sprintf("pg_terminate_backend(%d)", lock.PID)) {
+		t.Fatalf("/readyz while calls waiting for pid %d's lock hold the pool: %d %+v; want 200, ready, DEGRADED, health_check_slow naming the busy pool and the session", lock.PID, code, r)
+	}
+	if _, body := get(t, base+metrics.PathMetrics, nil); !strings.Contains(body, "\npgbus_database_up 1\n") {
+		t.Errorf("/metrics while calls waiting for a lock hold the pool does not say pgbus_database_up 1:\n%.2000s", body)
 	}
 }
 
