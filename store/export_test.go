@@ -85,3 +85,10 @@ func RestoreSortSQL(dlq string, ids []int64) (string, []any) { return restoreSor
 func WithoutConflictRetries(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noConflictRetries{}, true)
 }
+
+// HoldAside takes the one connection a Store may make beside its
+// exhausted pool, as a question asked on it would, until release.
+func (s *Store) HoldAside() (release func()) {
+	s.aside <- struct{}{}
+	return func() { <-s.aside }
+}

@@ -26,9 +26,10 @@ const asideCloseWait = time.Second
 // call that got no answer in time, on the pool when one of its
 // connections is free, or else on a connection of its own, made for it
 // as the pool makes its own (its BeforeConnect and AfterConnect) and
-// closed after: with the pool exhausted by calls that wait (for a lock,
-// on a slow database), a question asked on it would wait behind them and
-// read as a database that does not answer.
+// closed after, one such connection at a time: with the pool exhausted
+// by calls that wait (for a lock, on a slow database), a question asked
+// on it would wait behind them and read as a database that does not
+// answer.
 func (s *Store) diagnose(ctx context.Context, what string, ask func(querier) error) error {
 	if exhausted, _ := s.PoolExhausted(); !exhausted {
 		return ask(s.reads)
@@ -37,6 +38,12 @@ func (s *Store) diagnose(ctx context.Context, what string, ask func(querier) err
 	case <-s.closed:
 		return ask(s.reads) // which says the Store was closed
 	default:
+	}
+	select {
+	case s.aside <- struct{}{}:
+		defer func() { <-s.aside }()
+	case <-ctx.Done():
+		return fmt.Errorf("store: %s: all %d connections of the pool are in use, and another question waits on the one connection made beside it: %w", what, s.pool.Config().MaxConns, ctx.Err())
 	}
 	cfg := s.pool.Config()
 	connCfg := cfg.ConnConfig.Copy()

@@ -49,6 +49,11 @@ type Store struct {
 	closed    chan struct{} // closed by Close
 	closeOnce sync.Once
 
+	// aside is held by the one question asked on a connection made beside
+	// an exhausted pool (diagnose): however many calls time out at once,
+	// they add one connection to the database's, not one each.
+	aside chan struct{}
+
 	// clockSkew is how far the server's clock is ahead of ours, in
 	// nanoseconds, as SyncClock measured it at clockSyncedAt (Unix
 	// nanoseconds of our clock; 0 before it did).
@@ -323,7 +328,7 @@ func connectAdvice(err error) string {
 // configuration: give it what Open gives its pools with ConfigurePool.
 // Close closes the pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}, closed: make(chan struct{})}
+	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}, closed: make(chan struct{}), aside: make(chan struct{}, 1)}
 }
 
 // Pool returns the underlying pool, for its configuration and statistics and
