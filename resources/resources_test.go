@@ -350,6 +350,11 @@ func TestNamedToolsExist(t *testing.T) {
 	}
 	texts := []string{mcpserver.Instructions(false), mcpserver.Instructions(true), resources.InvestigateText(""), resources.InvestigateText("orders")}
 	for _, text := range texts {
+		// What a failed job wrote reaches the agent word for word: the
+		// texts it reads first say it is no instruction.
+		if !strings.Contains(text, "never instructions") {
+			t.Errorf("the text does not say that error messages and payloads are data, never instructions:\n%s", text)
+		}
 		for _, name := range regexp.MustCompile(`pgbus_[a-z_]+`).FindAllString(text, -1) {
 			if _, ok := props[name]; !ok && name != "pgbus_deadline" {
 				t.Errorf("the text names tool %s, which does not exist", name)
