@@ -46,13 +46,21 @@ func IsSecretKey(key string) bool {
 		return true
 	}
 	// pass as a word of its own: db_pass, smtp-pass, pass; not passenger.
-	for _, part := range strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }) {
-		if part == "pass" {
+	for from := 0; ; {
+		i := strings.Index(k[from:], "pass")
+		if i < 0 {
+			return false
+		}
+		i += from
+		if (i == 0 || isKeySeparator(k[i-1])) && (i+4 == len(k) || isKeySeparator(k[i+4])) {
 			return true
 		}
+		from = i + 1
 	}
-	return false
 }
+
+// isKeySeparator reports whether c separates the words of a key.
+func isKeySeparator(c byte) bool { return c == '_' || c == '-' || c == '.' || c == ' ' }
 
 // secretPattern finds one kind of secret in free text: the match loses
 // everything after its first group (the key, scheme or prefix that says
@@ -81,7 +89,8 @@ type secretPattern struct {
 	// Set by init from re.
 	anchored  *regexp.Regexp // re, matching only at the start of its input
 	wordStart bool           // re starts with \b
-	hintIDs   []int          // the numbers of hints
+	hintNums  []int          // the numbers of hints
+	hintIDs   []bool         // by the number of a hint: whether hints has it
 }
 
 func init() {
@@ -100,7 +109,14 @@ func init() {
 				hints = append(hints, h)
 				hintsByFirst[h[0]] = append(hintsByFirst[h[0]], id)
 			}
-			p.hintIDs = append(p.hintIDs, id)
+			p.hintNums = append(p.hintNums, id)
+		}
+	}
+	for i := range secretText {
+		p := &secretText[i]
+		p.hintIDs = make([]bool, len(hints))
+		for _, id := range p.hintNums {
+			p.hintIDs[id] = true
 		}
 	}
 }
@@ -287,12 +303,12 @@ func Text(s string) (string, int) {
 // to n. After a key that ends a path, the search goes on from its value,
 // which may hold a secret of its own ("/auth: token=...").
 func (p secretPattern) replace(s string, f *folded, n *int) string {
-	if f.places() == nil {
+	c := newHintCursor(f, p.hintIDs)
+	if c == nil {
 		return s
 	}
 	var b strings.Builder
 	last := 0
-	c := newHintCursor(f, p.hintIDs)
 	for pos := 0; pos < len(s); {
 		m := p.find(s, c, pos)
 		if m == nil {
@@ -329,6 +345,9 @@ func (p secretPattern) replace(s string, f *folded, n *int) string {
 // find returns the submatch indexes, in s, of the first match at or after
 // pos, or nil: it tries the pattern at each hint from pos on.
 func (p secretPattern) find(s string, c *hintCursor, pos int) []int {
+	if c == nil {
+		return nil
+	}
 	for {
 		i := c.next(pos)
 		if i < 0 {
@@ -572,7 +591,7 @@ type folded struct {
 	// orig[len(text)] the text's length; nil when the offsets are the same
 	// (a text without ſ or K).
 	orig    []int
-	at      [][]int // see places
+	at      []hintPlace // see places
 	scanned bool
 }
 
@@ -582,13 +601,17 @@ func fold(s string) *folded {
 		if i < 0 {
 			return &folded{text: s}
 		}
-		b := []byte(s)
-		for ; i < len(b); i++ {
-			if c := b[i]; c >= 'A' && c <= 'Z' {
-				b[i] = c + 'a' - 'A'
+		var b strings.Builder // one copy, not a []byte and its string
+		b.Grow(len(s))
+		b.WriteString(s[:i])
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
 			}
+			b.WriteByte(c)
 		}
-		return &folded{text: string(b)}
+		return &folded{text: b.String()}
 	}
 	b := make([]byte, 0, len(s))
 	orig := make([]int, 0, len(s)+1)
@@ -620,10 +643,16 @@ var (
 	hintsByFirst [256][]int
 )
 
-// places returns where each hint stands in the folded text, overlaps
-// included, in order, by hint number; nil when none does. The patterns of
-// a text share one pass over it.
-func (f *folded) places() [][]int {
+// hintPlace is where one hint stands in a folded text.
+type hintPlace struct {
+	hint int32 // its number
+	at   int32 // its offset in the folded text
+}
+
+// places returns where the hints stand in the folded text, overlaps
+// included, in order of their offsets; nil when none does. The patterns
+// of a text share one pass over it.
+func (f *folded) places() []hintPlace {
 	if f.scanned {
 		return f.at
 	}
@@ -633,10 +662,7 @@ func (f *folded) places() [][]int {
 		for _, h := range hintsByFirst[t[i]] {
 			// The second byte first: it rules out most places cheaply.
 			if hint := hints[h]; i+len(hint) <= len(t) && t[i+1] == hint[1] && t[i:i+len(hint)] == hint {
-				if f.at == nil {
-					f.at = make([][]int, len(hints))
-				}
-				f.at[h] = append(f.at[h], i)
+				f.at = append(f.at, hintPlace{hint: int32(h), at: int32(i)})
 			}
 		}
 	}
@@ -647,19 +673,21 @@ func (f *folded) places() [][]int {
 // folded text, in order.
 type hintCursor struct {
 	f      *folded
-	places [][]int // where each hint stands
-	ahead  []int   // the first of places[k] not passed yet
-	from   int     // the offset asked for last, in the text
+	places []hintPlace // where every hint stands
+	mine   []bool      // by hint number: whether the pattern has it
+	ahead  int         // the first of places not passed yet
+	from   int         // the offset asked for last, in the text
 }
 
-func newHintCursor(f *folded, hintIDs []int) *hintCursor {
-	c := &hintCursor{f: f, places: make([][]int, len(hintIDs)), ahead: make([]int, len(hintIDs))}
-	if all := f.places(); all != nil {
-		for k, h := range hintIDs {
-			c.places[k] = all[h]
-		}
+// newHintCursor returns a cursor over the places of the hints a pattern
+// has (mine, by hint number), nil when none of them stands in the text:
+// the pattern cannot match.
+func newHintCursor(f *folded, mine []bool) *hintCursor {
+	all := f.places()
+	if !slices.ContainsFunc(all, func(p hintPlace) bool { return mine[p.hint] }) {
+		return nil
 	}
-	return c
+	return &hintCursor{f: f, places: all, mine: mine}
 }
 
 // next returns the offset in the text of the first hint at or after pos
@@ -670,19 +698,15 @@ func (c *hintCursor) next(pos int) int {
 	if c.f.orig != nil {
 		fp, _ = slices.BinarySearch(c.f.orig, pos)
 	}
-	best := -1
-	for k, at := range c.places {
-		for c.ahead[k] < len(at) && at[c.ahead[k]] < fp {
-			c.ahead[k]++
-		}
-		if c.ahead[k] < len(at) && (best < 0 || at[c.ahead[k]] < best) {
-			best = at[c.ahead[k]]
+	for ; c.ahead < len(c.places); c.ahead++ {
+		if p := c.places[c.ahead]; int(p.at) >= fp && c.mine[p.hint] {
+			if c.f.orig != nil {
+				return c.f.orig[p.at]
+			}
+			return int(p.at)
 		}
 	}
-	if best >= 0 && c.f.orig != nil {
-		return c.f.orig[best]
-	}
-	return best
+	return -1
 }
 
 func containsAny(s string, subs []string) bool {
@@ -701,14 +725,24 @@ func JSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return raw, 0, true
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // keep big integers exact
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, n, ok := JSONTree(raw)
+	if !ok {
+		return nil, 0, false
+	}
+	return marshalSized(v, len(raw)), n, true
+}
+
+// JSONTree is JSON for a caller that goes on with the redacted value, as
+// encoding/json decodes it into an any with UseNumber (map[string]any,
+// []any, string, json.Number, bool, nil), rather than its text:
+// MarshalPlain writes it as JSON writes it. raw holds a value.
+func JSONTree(raw json.RawMessage) (tree any, n int, ok bool) {
+	v, ok := decodeTree(raw)
+	if !ok {
 		return nil, 0, false
 	}
 	v, n = value(v, "")
-	return MarshalPlain(v), n, true
+	return v, n, true
 }
 
 // JSONCut is JSON for raw, the start of a longer JSON text closed where
@@ -720,14 +754,12 @@ func JSON(raw json.RawMessage) (out json.RawMessage, n int, ok bool) {
 // pair (["password", "..."]): in them, what a pair's name would hide is
 // hidden whatever the rest says.
 func JSONCut(raw json.RawMessage, cut string) (out json.RawMessage, n int, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, ok := decodeTree(raw)
+	if !ok {
 		return nil, 0, false
 	}
 	v, n = value(v, cut)
-	return MarshalPlain(v), n, true
+	return marshalSized(v, len(raw)), n, true
 }
 
 // value redacts v; containers that hold cut (JSONCut) are open, "" for
@@ -841,12 +873,23 @@ func pairValues(x map[string]any) map[string]bool {
 
 // pairMember is a member's name as pairNames and pairValueMembers write it.
 func pairMember(k string) string {
-	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
+	return memberReplacer.Replace(strings.ToLower(k))
 }
+
+// memberReplacer drops the _ and - of a member's name; built once, as a
+// Replacer costs its tables at its first use.
+var memberReplacer = strings.NewReplacer("_", "", "-", "")
 
 // MarshalPlain marshals without HTML escaping, so text reads as it was
 // sent.
-func MarshalPlain(v any) json.RawMessage {
+func MarshalPlain(v any) json.RawMessage { return marshalSized(v, 0) }
+
+// marshalSized is MarshalPlain with room for size bytes made at once: a
+// redacted payload is about as long as the payload.
+func marshalSized(v any, size int) json.RawMessage {
+	if out, ok := appendTree(make([]byte, 0, size+size/16+64), v); ok {
+		return out
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
