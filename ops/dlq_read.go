@@ -371,7 +371,9 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 	if full {
 		b.History = max(b.History, len(m.History))
 	}
-	out := s.deadViewWith(m, askedPayload, full, b)
+	// Each step views the same payload, redacted and searched once.
+	pay := &payloadOnce{}
+	out := s.deadViewWith(m, askedPayload, full, b, pay)
 	cut := false
 	for step := 0; b.over(out); step++ {
 		tb, ok := b.tighter(step)
@@ -379,7 +381,7 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 			break
 		}
 		b, cut = tb, true
-		out = s.deadViewWith(m, askedPayload, full, b)
+		out = s.deadViewWith(m, askedPayload, full, b, pay)
 	}
 	if cut {
 		askOp(&out.Notes, &out.Asks, AskWhole, OpDLQShow, budgetNote)
@@ -387,7 +389,14 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 	return out
 }
 
-func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds) DeadMessage {
+// payloadOnce is what the views of one payload share: it redacted, and
+// the values of its safe fields.
+type payloadOnce struct {
+	red    redactedPayload
+	fields *fieldValues
+}
+
+func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds, pay *payloadOnce) DeadMessage {
 	v := s.viewerWith(askedPayload, b)
 	out := DeadMessage{
 		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: shownKind(m.Kind), ReadCount: m.ReadCount,
@@ -402,11 +411,14 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	if m.Block == nil {
 		note(NotRecordedNote)
 	}
-	out.SafeFields = v.safeFields(s.opts.SafeFields, m.Payload)
+	if pay.fields == nil {
+		pay.fields = findFields(s.opts.SafeFields, m.Payload)
+	}
+	out.SafeFields = v.shownFields(pay.fields)
 	var n string
 	out.Headers, n, out.HeadersLeftOut = v.headers(m.Headers)
 	note(n)
-	pv := v.payload(m.Payload, b.Payload)
+	pv := v.payloadOnce(m.Payload, b.Payload, &pay.red)
 	out.PayloadShown, out.Payload, out.PayloadPreview, out.PayloadTruncated, out.PayloadRedacted = pv.shown, pv.payload, pv.preview, pv.truncated, pv.redacted
 	out.PayloadPreviewJSON = pv.previewJSON
 	if pv.askable {

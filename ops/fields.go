@@ -1,13 +1,13 @@
 package ops
 
 import (
-	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -65,28 +65,40 @@ func (v *viewer) fieldText(field, value string) string {
 	return v.text(value, store.MaxFieldValueChars)
 }
 
-// safeFields returns the values of the safe fields found in payload,
-// redacted, by field; nil when none is there.
-func (v *viewer) safeFields(fields []string, payload json.RawMessage) map[string]string {
+// fieldValues are the values of the safe fields found in a payload, as
+// stored, in the order of the fields asked for.
+type fieldValues struct {
+	fields, values []string
+}
+
+// findFields reads the values of fields in payload.
+func findFields(fields []string, payload json.RawMessage) *fieldValues {
+	out := &fieldValues{}
 	if len(fields) == 0 {
-		return nil
+		return out
 	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber() // numbers as written, as PostgreSQL's #>> shows them
-	var doc any
-	if dec.Decode(&doc) != nil {
-		return nil
+	// Numbers as written, as PostgreSQL's #>> shows them.
+	doc, ok := redact.Decode(payload)
+	if !ok {
+		return out
 	}
-	var out map[string]string
 	for _, f := range fields {
-		val, ok := lookupField(doc, strings.Split(f, "."))
-		if !ok {
-			continue
+		if val, ok := lookupField(doc, strings.Split(f, ".")); ok {
+			out.fields, out.values = append(out.fields, f), append(out.values, val)
 		}
+	}
+	return out
+}
+
+// shownFields returns the values fv found, redacted, by field; nil when
+// there are none.
+func (v *viewer) shownFields(fv *fieldValues) map[string]string {
+	var out map[string]string
+	for i, f := range fv.fields {
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[f] = v.fieldText(f, val)
+		out[f] = v.fieldText(f, fv.values[i])
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/redact"
 )
 
 // ShortenedMark starts every mark a shortened payload preview leaves
@@ -77,9 +77,11 @@ func (sh *shortening) mark(path *valuePath, suffix, what string) string {
 	return ShortenedMark + what + "]"
 }
 
-// value returns v shortened, leaving v as it was: the same tree is
-// shortened again with other bounds.
-func (sh *shortening) value(v any, path *valuePath, depth int) any {
+// write appends v shortened to dst as JSON, leaving v as it was: the same
+// tree is shortened again with other bounds. It stops, ok false, once dst
+// is longer than limit: a try that does not fit costs what fits, not the
+// payload.
+func (sh *shortening) write(dst []byte, v any, path *valuePath, depth, limit int) (_ []byte, ok bool) {
 	switch x := v.(type) {
 	case string:
 		what := fmt.Sprintf("a string of %d bytes", len(x))
@@ -88,37 +90,51 @@ func (sh *shortening) value(v any, path *valuePath, depth int) any {
 			what = fmt.Sprintf("a string of more than %d bytes", len(x)-len(readCutMark))
 		}
 		if len(x)-len(ShortenedMark)-len(what)-1 > sh.str {
-			return cutBytes(x, sh.str) + sh.mark(path, "", what)
+			x = cutBytes(x, sh.str) + sh.mark(path, "", what)
 		}
+		dst = redact.AppendPlain(dst, x)
 	case map[string]any:
 		if depth > sh.depth {
-			return sh.mark(path, "", "an object of "+plural.Count(len(x), "key", "keys"))
+			dst = redact.AppendPlain(dst, sh.mark(path, "", "an object of "+plural.Count(len(x), "key", "keys")))
+			break
 		}
-		return sh.object(x, path, depth)
+		return sh.object(dst, x, path, depth, limit)
 	case []any:
 		if depth > sh.depth {
-			return sh.mark(path, "", "an array of "+plural.Count(len(x), "item", "items"))
+			dst = redact.AppendPlain(dst, sh.mark(path, "", "an array of "+plural.Count(len(x), "item", "items")))
+			break
 		}
 		keep := len(x)
 		if len(x)-1 > sh.items {
 			keep = sh.items
 		}
-		out := make([]any, 0, keep+1)
+		dst = append(dst, '[')
 		for i, e := range x[:keep] {
-			out = append(out, sh.value(e, path.item(i), depth+1))
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, ok = sh.write(dst, e, path.item(i), depth+1, limit); !ok {
+				return dst, false
+			}
 		}
 		if keep < len(x) {
-			out = append(out, sh.mark(path, fmt.Sprintf("[%d:]", keep), fmt.Sprintf("an array of %d items, %s", len(x), firstShown(keep))))
+			if keep > 0 {
+				dst = append(dst, ',')
+			}
+			dst = redact.AppendPlain(dst, sh.mark(path, fmt.Sprintf("[%d:]", keep), fmt.Sprintf("an array of %d items, %s", len(x), firstShown(keep))))
 		}
-		return out
+		dst = append(dst, ']')
+	default:
+		dst = redact.AppendPlain(dst, v)
 	}
-	return v
+	return dst, len(dst) <= limit
 }
 
-// object shortens the members of x, in key order (the order a view shows
-// them in). The payload's own keys are never cut: only those of nested
-// objects, whose cut is marked by one more member.
-func (sh *shortening) object(x map[string]any, path *valuePath, depth int) map[string]any {
+// object writes the members of x shortened, in key order (the order a
+// view shows them in). The payload's own keys are never cut: only those
+// of nested objects, whose cut is marked by one more member, written in
+// its place in key order but counted after the members it follows.
+func (sh *shortening) object(dst []byte, x map[string]any, path *valuePath, depth, limit int) (_ []byte, ok bool) {
 	keys := make([]string, 0, len(x))
 	for k := range x {
 		keys = append(keys, k)
@@ -127,18 +143,43 @@ func (sh *shortening) object(x map[string]any, path *valuePath, depth int) map[s
 	if depth > 0 && len(keys)-1 > sh.items {
 		keys = keys[:sh.items]
 	}
-	out := make(map[string]any, len(keys)+1)
-	for _, k := range keys {
-		out[k] = sh.value(x[k], path.member(k), depth+1)
-	}
+	markKey, markAt := "", len(keys)
 	if len(keys) < len(x) {
-		key := "…"
-		for _, taken := x[key]; taken; _, taken = x[key] {
-			key += "…"
+		markKey = "…"
+		for _, taken := x[markKey]; taken; _, taken = x[markKey] {
+			markKey += "…"
 		}
-		out[key] = sh.mark(path, "", fmt.Sprintf("an object of %d keys, %s", len(x), firstShown(len(keys))))
+		markAt, _ = slices.BinarySearch(keys, markKey)
 	}
-	return out
+	// The mark's text, counted once the members before and after it are.
+	markWhat := fmt.Sprintf("an object of %d keys, %s", len(x), firstShown(len(keys)))
+	dst = append(dst, '{')
+	for i := 0; i <= len(keys); i++ {
+		if i == markAt && markKey != "" {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = redact.AppendPlain(dst, markKey)
+			dst = append(dst, ':')
+			dst = redact.AppendPlain(dst, ShortenedMark+markWhat+"]")
+		}
+		if i == len(keys) {
+			break
+		}
+		if i > 0 || i == markAt && markKey != "" {
+			dst = append(dst, ',')
+		}
+		dst = redact.AppendPlain(dst, keys[i])
+		dst = append(dst, ':')
+		if dst, ok = sh.write(dst, x[keys[i]], path.member(keys[i]), depth+1, limit); !ok {
+			return dst, false
+		}
+	}
+	if markKey != "" {
+		sh.mark(path, "", markWhat)
+	}
+	dst = append(dst, '}')
+	return dst, len(dst) <= limit
 }
 
 // shortPreview returns the redacted payload red shortened to at most max
@@ -147,15 +188,23 @@ func (sh *shortening) object(x map[string]any, path *valuePath, depth int) map[s
 // that every key of the payload shows. ok is false when even that does
 // not fit (too many keys, or keys too long).
 func shortPreview(red json.RawMessage, max int) (preview string, sh shortening, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(red))
-	dec.UseNumber()
-	var tree any
-	if dec.Decode(&tree) != nil {
+	tree, ok := redact.Decode(red)
+	if !ok {
 		return "", sh, false
 	}
+	return shortPreviewTree(tree, max)
+}
+
+// shortPreviewTree is shortPreview for the redacted payload decoded.
+func shortPreviewTree(tree any, max int) (preview string, sh shortening, ok bool) {
+	var buf []byte
 	try := func(s shortening) (string, shortening, bool) {
-		out := marshalPlain(s.value(tree, nil, 0))
-		return string(out), s, len(out) <= max
+		var fits bool
+		buf, fits = s.write(buf[:0], tree, nil, 0, max)
+		if !fits {
+			return "", s, false
+		}
+		return string(buf), s, true
 	}
 	stages := []struct {
 		lo, hi int

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -347,30 +349,70 @@ type payloadView struct {
 	redacted    int  // values of the payload replaced by Redacted
 }
 
+// redactedPayload is a payload redacted, once for every view one call
+// makes of it (a view cut step by step to fit the response bound makes
+// several): redacting a payload of megabytes costs several times its
+// size.
+type redactedPayload struct {
+	done bool
+	ok   bool
+	tree any             // the redacted payload decoded; nil for an empty one
+	json json.RawMessage // its JSON
+	n    int             // values it hid
+}
+
+// of returns raw redacted, the first time by redacting it.
+func (r *redactedPayload) of(raw json.RawMessage) *redactedPayload {
+	if r.done {
+		return r
+	}
+	r.done = true
+	if len(bytes.TrimSpace(raw)) == 0 {
+		r.ok, r.json = true, raw
+		return r
+	}
+	tree, n, ok := redact.JSONTree(raw)
+	if !ok {
+		return r
+	}
+	r.ok, r.tree, r.n = true, tree, n
+	r.json = redact.AppendPlain(make([]byte, 0, len(raw)+len(raw)/16+64), tree)
+	return r
+}
+
 func (v *viewer) payload(raw json.RawMessage, max int) payloadView {
+	return v.payloadOnce(raw, max, &redactedPayload{})
+}
+
+// payloadOnce is payload with raw redacted in red, which other views of
+// the same payload share.
+func (v *viewer) payloadOnce(raw json.RawMessage, max int, red *redactedPayload) payloadView {
 	if !v.showPay {
 		return payloadView{note: v.hiddenWhy, askable: v.askable}
 	}
-	red, n, ok := RedactJSON(raw)
-	if !ok {
+	r := red.of(raw)
+	if !r.ok {
 		return payloadView{note: "payload hidden: it is not valid JSON, so secrets in it could not be redacted"}
 	}
+	n := r.n
 	v.redacted += n
-	if len(red) == 0 {
-		red = json.RawMessage("null")
+	if len(r.json) == 0 {
+		return payloadView{payload: json.RawMessage("null"), shown: true, redacted: n}
 	}
-	if len(red) <= max {
-		return payloadView{payload: red, shown: true, redacted: n}
+	if len(r.json) <= max {
+		return payloadView{payload: r.json, shown: true, redacted: n}
 	}
 	// Shortened from the redacted payload: a secret is hidden whole before
 	// any value is cut, so no cut shows part of one. The notes give the
 	// stored payload's size, as payload_bytes does, not that of the
 	// redacted JSON (written without the stored text's blanks).
-	if preview, sh, ok := shortPreview(red, max); ok {
-		return payloadView{shown: true, truncated: true, preview: preview, previewJSON: true, redacted: n,
-			note: shortenedNote(len(raw), len(preview), sh)}
+	if r.tree != nil { // nil: blanks only, cut as text
+		if preview, sh, ok := shortPreviewTree(r.tree, max); ok {
+			return payloadView{shown: true, truncated: true, preview: preview, previewJSON: true, redacted: n,
+				note: shortenedNote(len(raw), len(preview), sh)}
+		}
 	}
-	preview := cutBytes(string(red), max)
+	preview := cutBytes(string(r.json), max)
 	return payloadView{shown: true, truncated: true, preview: preview, redacted: n,
 		note: fmt.Sprintf("payload truncated: it is %d bytes, and its keys do not fit even with its values shortened; its preview shows the first %d as text", len(raw), len(preview))}
 }

@@ -359,3 +359,19 @@ func isValidNumber(s string) bool {
 	}
 	return s == ""
 }
+
+// AppendPlain appends v's JSON to dst as MarshalPlain writes it, for a
+// caller that writes a tree (see JSONTree) piece by piece or into a
+// buffer it sized.
+func AppendPlain(dst []byte, v any) []byte {
+	n := len(dst)
+	if out, ok := appendTree(dst, v); ok {
+		return out
+	}
+	return append(dst[:n], MarshalPlain(v)...)
+}
+
+// Decode decodes the first JSON value of raw as a json.Decoder with
+// UseNumber does, without copying raw first; ok is false when raw holds
+// none.
+func Decode(raw []byte) (v any, ok bool) { return decodeTree(raw) }
