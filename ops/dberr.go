@@ -57,7 +57,7 @@ var schemaStates = map[string]bool{"42P01": true, "42703": true, "3F000": true, 
 // defer it after their audit entry's, so that the entry records the advice.
 func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	var done *Error
-	if *err == nil {
+	if *err == nil || isViewWait(*err) {
 		return
 	}
 	if s.archiveMissing(ctx, err) {

@@ -361,6 +361,18 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 	if err != nil {
 		return DeadMessage{}, explain(err, hint(OpDLQList, "lists what is still dead", "queue", baseQueue(dlq)))
 	}
+	// Its payload is redacted and previewed when shown, and read for its
+	// safe fields when not.
+	size, shown := 0, s.viewer(req.IncludePayload).showPay
+	if shown || len(s.opts.SafeFields) > 0 {
+		size = len(m.Payload)
+	}
+	release, err := s.viewShare(ctx, size, fmt.Sprintf("the view of message %d of %s", m.MsgID, m.DLQ), shown,
+		hint(OpDLQShow, "show it again once the other views of large payloads are done", "queue", m.DLQ, "msg_id", m.MsgID))
+	if err != nil {
+		return DeadMessage{}, err
+	}
+	defer release()
 	return s.deadView(m, req.IncludePayload, req.FullHistory), nil
 }
 

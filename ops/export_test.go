@@ -10,3 +10,18 @@ func ResourceError(err error, write bool) error {
 	}
 	return resourceError(err, e)
 }
+
+// ViewBytesPeak returns the most payload bytes the views of s worked on
+// at once.
+func ViewBytesPeak(s *Service) int64 { return s.views.peak.Load() }
+
+// ViewBytesHeld returns the payload bytes the views of s work on now.
+func ViewBytesHeld(s *Service) int64 { return s.views.held.Load() }
+
+// ViewsWaiting returns how many calls of s wait for their share of the
+// payload bytes views may work on.
+func ViewsWaiting(s *Service) int64 { return s.views.waiting.Load() }
+
+// WhileViewHeld makes f run while a call of s holds its share of the
+// payload bytes views may work on, before it views.
+func WhileViewHeld(s *Service, f func()) { s.views.whileHeld = f }

@@ -123,6 +123,13 @@ type Options struct {
 	// database (see Gate): one that started while the database did not
 	// answer. Default: none, calls go through.
 	Gate *Gate
+	// ViewBytes bounds the payload bytes that views (DLQShow, and
+	// QueueMessages with payloads) work on at once, across concurrent
+	// calls: redacting and previewing a payload takes memory several
+	// times its size. A call waits for its share, on its own context,
+	// while others hold the rest; a payload larger than the bound takes
+	// all of it. Default DefaultViewBytes.
+	ViewBytes int64
 }
 
 // HandlerConfigured, in Options.Handlers, is a queue whose handler the
@@ -150,6 +157,9 @@ type Service struct {
 	schemaMu sync.Mutex
 	schema   store.MigrationStatus
 	schemaAt time.Time
+
+	// views bounds the payload bytes views work on at once.
+	views *viewGate
 }
 
 // New returns a Service over a store whose schema is migrated (or checked).
@@ -192,12 +202,19 @@ func New(st *store.Store, opts Options) (*Service, error) {
 		return nil, invalidf("Options.DatabaseCallTimeout %s is shorter than %s, which a busy but healthy database may take: give for example 30 * time.Second, or leave it zero for the default %s",
 			opts.DatabaseCallTimeout, engine.MinDatabaseCallTimeout, engine.DefaultDatabaseCallTimeout)
 	}
+	switch {
+	case opts.ViewBytes < 0:
+		return nil, invalidf("Options.ViewBytes is %d; give the most payload bytes views may work on at once, or 0 for the default (%d)", opts.ViewBytes, DefaultViewBytes)
+	case opts.ViewBytes == 0:
+		opts.ViewBytes = DefaultViewBytes
+	}
 	opts.Observers = slices.Clone(opts.Observers)
 	sender, err := engine.NewClient(st, engine.Config{RetentionInterval: -1, Observers: opts.Observers, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("ops: make sender: %w", err)
 	}
-	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers, opts.Logger), dbClock: dbClock}, nil
+	return &Service{store: st, sender: sender, opts: opts, retryTrace: retryTrace(opts.Observers, opts.Logger), dbClock: dbClock,
+		views: newViewGate(opts.ViewBytes)}, nil
 }
 
 // AllowsPayloads reports whether the service may show payloads at all. A

@@ -267,7 +267,19 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		if err != nil {
 			return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 		}
+		size := 0
+		if read != store.LivePayloadNone {
+			for _, m := range page.Items {
+				size += len(m.Payload)
+			}
+		}
+		release, err := s.viewShare(ctx, size, "the view of the messages of "+req.Queue, true,
+			hint(OpQueueMessages, "list them again once the other views of large payloads are done", "queue", req.Queue, "state", req.State, "cursor", req.Cursor, "limit", req.Limit))
+		if err != nil {
+			return LiveMessages{}, err
+		}
 		out = s.liveView(page, req.IncludePayload, req.FullHistory, b)
+		release()
 		if !b.over(out) {
 			break
 		}
