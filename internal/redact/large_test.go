@@ -60,7 +60,14 @@ func TestJSONLargeAllocates(t *testing.T) {
 	if strings.Contains(string(out), "hunter") || strings.Contains(string(out), "sk_live_") {
 		t.Fatal("a secret is shown")
 	}
-	if got, most := after.TotalAlloc-before.TotalAlloc, uint64(16*len(doc)); got > most && !raceOn {
-		t.Errorf("redacting %d bytes allocated %d bytes (%.1f times its size); want at most %d (16 times)", len(doc), got, float64(got)/float64(len(doc)), most)
+	// The race detector makes the regexp package and sync.Pool allocate
+	// far more: 144 times the size, where the redaction before this bound
+	// took 315.
+	times := uint64(16)
+	if raceOn {
+		times = 220
+	}
+	if got, most := after.TotalAlloc-before.TotalAlloc, times*uint64(len(doc)); got > most {
+		t.Errorf("redacting %d bytes allocated %d bytes (%.1f times its size); want at most %d (%d times)", len(doc), got, float64(got)/float64(len(doc)), most, times)
 	}
 }
