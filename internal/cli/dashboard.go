@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
@@ -51,7 +53,12 @@ For a load balancer or Kubernetes, it serves the probes of pgbus serve,
 without the token and under --base-path too: /livez (200 while it serves)
 and /readyz (200 while the database answers, else 503); for Prometheus,
 /metrics behind the token: the database's gauges (queues, DLQs, breakers,
-workers).`,
+workers).
+
+Started while the database does not answer, it serves at once: its pages
+answer 503 saying so and to reload in a moment, and it connects in the
+background, migrating the schema (--read-only: checking it), and shows
+them once the database answers, without a restart.`,
 		Example: `  pgbus dashboard
   pgbus dashboard --read-only
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,
@@ -108,14 +115,38 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		return err
 	}
 	// Actions write, so the dashboard migrates as serve does; a read-only
-	// one only checks the schema and writes nothing.
-	a.waitForDB = longRunningWait
-	ctx, sess, err := a.openSession(ctx, !f.readOnly)
+	// one only checks the schema and writes nothing. A database that does
+	// not answer yet is readied in the background, as pgbus serve readies
+	// its own, while the pages answer at once, saying why they cannot
+	// show anything yet (runner.WhenReady).
+	migrate := !f.readOnly
+	a.waitForDB = longRunningWait // for the embedded PostgreSQL
+	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	return runner.ServeDashboard(ctx, sess.db.Store, c)
+	c.Gate = a.gate
+	if !pending {
+		return runner.ServeDashboard(ctx, sess.db.Store, c)
+	}
+	a.log.Warn("pgbus dashboard: the database does not answer yet; serving the pages meanwhile (they say why), and connecting in the background",
+		"where", sess.db.Where(), "version", buildinfo.Describe())
+	ready := func(context.Context) (func(), error) {
+		a.log.Info("pgbus dashboard: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var failed atomic.Pointer[error]
+	fail := func(err error) { failed.Store(&err); cancel() }
+	stop := runner.WhenReady(ctx, sess.db, migrate, a.gate, ready, fail)
+	defer stop()
+	err = runner.ServeDashboard(ctx, sess.db.Store, c)
+	if why := failed.Load(); why != nil {
+		return *why
+	}
+	return err
 }
 
 // EnvTrustedProxies names the reverse proxies in front of the dashboard,

@@ -92,8 +92,8 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx}, nil
 }
 
-// openServing is openSession for pgbus serve, which answers agents while
-// its database does not: a database that answers is readied at once, as
+// openServing is openSession for pgbus serve and pgbus dashboard, which
+// answer agents and people while their database does not: a database that answers is readied at once, as
 // openSession does; one that does not answer, or refuses this process's
 // connections, is left to runner.WhenReady (pending), the session's calls
 // held by a.gate meanwhile. Only what waiting cannot cure fails at once:

@@ -172,16 +172,20 @@ func loopbackAddr(addr string) bool {
 // ServeDashboard serves the web dashboard alone (no MCP endpoint) over st
 // on c.HTTP's address, under the HTTP transport's security, until ctx
 // ends, with the payload gate, read-only mode and observers of c, and the
-// probes /livez and /readyz beside it, under its base path.
+// probes /livez and /readyz beside it, under its base path. While c.Gate
+// holds calls (WhenReady), its pages answer 503 saying why, and /readyz
+// answers 503.
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
-		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate})
 	if err != nil {
 		return err
 	}
 	defer closeService(svc)
-	warnOnStandby(ctx, st, c, "dashboard's buttons that retry, discard or pause")
+	if c.Gate.Ready() {
+		warnOnStandby(ctx, st, c, "dashboard's buttons that retry, discard or pause")
+	}
 	h := c.HTTP
 	h.Transport, h.Logger, h.TrustedProxies = c.Transport, c.Logger, c.TrustedProxies
 	// The probes and metrics of pgbus serve, for a load balancer,
