@@ -1,10 +1,12 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -175,23 +177,35 @@ func report(ctx context.Context, svc *ops.Service, total int) (Report, error) {
 		r.Succeeded += st.Archived
 		r.DeadLettered += st.DLQDepth
 	}
-	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{})
+	dead, err := ownSummary(ctx, svc)
 	if err != nil {
 		return Report{}, err
 	}
-	r.Dead = ownGroups(sum)
+	r.Dead = dead
 	return r, nil
 }
 
-// ownGroups keeps the summary groups of the demo's queues.
-func ownGroups(sum ops.DLQSummary) ops.DLQSummary {
-	out := ops.DLQSummary{Groups: []ops.DeadGroup{}}
-	for _, g := range sum.Groups {
-		if g.DLQ == store.DLQName(Orders) || g.DLQ == store.DLQName(Emails) {
-			out.Groups = append(out.Groups, g)
-			out.Total += g.Count
+// ownSummary is the dead-letter summary of the demo's queues alone, asked
+// of each, their groups merged largest first: a summary of every queue
+// lists only the largest groups (store.MaxDeadGroups), which on a busy
+// database may all be other queues'.
+func ownSummary(ctx context.Context, svc *ops.Service) (ops.DLQSummary, error) {
+	out := ops.DLQSummary{Groups: []ops.DeadGroup{}, Notes: []string{}, Next: []ops.Hint{}}
+	for _, q := range queues() {
+		sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q.Name}, All: true})
+		if err != nil {
+			return ops.DLQSummary{}, err
+		}
+		out.Groups = append(out.Groups, sum.Groups...)
+		out.Total += sum.Total
+		out.TotalGroups += sum.TotalGroups
+		out.Truncated = out.Truncated || sum.Truncated
+		for _, n := range sum.Notes {
+			if !slices.Contains(out.Notes, n) {
+				out.Notes = append(out.Notes, n)
+			}
 		}
 	}
-	out.TotalGroups = len(out.Groups)
-	return out
+	slices.SortStableFunc(out.Groups, func(a, b ops.DeadGroup) int { return cmp.Compare(b.Count, a.Count) })
+	return out, nil
 }

@@ -1,7 +1,9 @@
 package demo_test
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -73,5 +76,60 @@ func TestNextSteps(t *testing.T) {
 				t.Errorf("%+v: next steps name %q:\n%s", c.where, s, text)
 			}
 		}
+	}
+}
+
+// On a busy database, whose other queues hold more dead-letter groups
+// than a summary lists (store.MaxDeadGroups), each larger than all the
+// demo's dead messages together, the demo still reports its own groups,
+// all 27 of its dead messages, and its next step shows a real message of
+// them: it used to keep its groups from the summary of every queue, which
+// listed none of them, and its next step said "pgbus dlq show ID".
+func TestRunOnABusyDatabase(t *testing.T) {
+	ctx := pgtest.Context(t)
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perGroup = 28 // more than the demo's dead messages, 27
+	groups := store.MaxDeadGroups + 10
+	for q, queue := range []string{pgtest.NewQueue(t, st, "busy_a"), pgtest.NewQueue(t, st, "busy_b")} {
+		var specs []pgtest.DeadSpec
+		for g := q; g < groups; g += 2 {
+			for range perGroup {
+				specs = append(specs, pgtest.DeadSpec{Kind: fmt.Sprintf("kind_%d", g%25), Class: fmt.Sprintf("Class%d", g/25)})
+			}
+		}
+		pgtest.DeadLetter(t, st, queue, specs...)
+	}
+	if sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{All: true}); err != nil || !sum.Truncated || sum.TotalGroups < groups {
+		t.Fatalf("the other queues' summary: %d of %d groups, truncated %v, %v; want more groups than one summary lists", len(sum.Groups), sum.TotalGroups, sum.Truncated, err)
+	}
+
+	rep, err := demo.Run(ctx, st, svc, demo.Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.DeadLettered != 27 || rep.Dead.Total != 27 || len(rep.Dead.Groups) == 0 {
+		t.Fatalf("report on a busy database: %d dead, summary total %d in %d groups; want the demo's 27 in its own groups", rep.DeadLettered, rep.Dead.Total, len(rep.Dead.Groups))
+	}
+	for _, g := range rep.Dead.Groups {
+		if g.SourceQueue != demo.Orders && g.SourceQueue != demo.Emails {
+			t.Errorf("the demo's summary lists a group of %s: %+v", g.SourceQueue, g)
+		}
+	}
+	next, err := demo.NextSteps(demo.Where{}, rep.Dead.Groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, show, ok := strings.Cut(next, "pgbus dlq show ")
+	id, _, _ := strings.Cut(show, " ")
+	msgID, err := strconv.ParseInt(id, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("the next steps show no message by its id (%q):\n%s", id, next)
+	}
+	if m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: demo.Orders, MsgID: msgID}); err != nil || m.MsgID != msgID {
+		t.Fatalf("the next step's message %d of %s: %+v, %v", msgID, demo.Orders, m, err)
 	}
 }
