@@ -90,3 +90,28 @@ func TestExecHidesInheritedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A command whose stderr ends in one line longer than what is kept of it
+// (a JSON log line of 70 KB) fails saying why its output is not shown,
+// rather than with an empty quote, and the line's end, whose start with
+// any secret's name was cut off, stays unshown.
+func TestExecLongLastLineSaysWhyItIsNotShown(t *testing.T) {
+	t.Parallel()
+	script := "printf '{\"token\":\"LongLineSecret77' >&2\nhead -c 70000 /dev/zero | tr '\\0' x >&2\nprintf '\",\"msg\":\"ValidationError: field phone is required\"}\\n' >&2\nexit 1\n"
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
+		Options: map[string]any{"command": []any{"/bin/sh", writeScript(t, t.TempDir(), "long.sh", script)}}})
+	err := fn(context.Background(), execJob(1, `{}`))
+	var ee *handlers.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 1 {
+		t.Fatalf("error %v; want exit code 1", err)
+	}
+	var oe engine.OutputError
+	if !errors.As(err, &oe) {
+		t.Fatalf("error %v carries no failure output", err)
+	}
+	for what, text := range map[string]string{"message": err.Error(), "failure history": oe.FailureOutput().Text} {
+		if !strings.Contains(text, "a line too long to keep whole, not shown") || strings.Contains(text, "xxxx") || strings.Contains(text, "LongLineSecret77") {
+			t.Errorf("the %s does not say why the long line is not shown, or shows part of it:\n%.400s", what, text)
+		}
+	}
+}

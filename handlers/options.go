@@ -477,9 +477,17 @@ func shownText(b []byte, clipped bool, sent sentSecrets) string {
 		s, _ = redact.Text(s)
 		return unmark(s)
 	}
-	s, _ = redact.Clipped(s)
+	if s, _ = redact.Clipped(s); s == "" {
+		return clippedLine
+	}
 	return "…" + unmark(s)
 }
+
+// clippedLine stands for what was kept of an output that ends in one line
+// longer than what is kept of it (a JSON log line, a dumped payload):
+// without the line's start, its end is not shown (redact.Clipped), and
+// the failure would otherwise say nothing at all about why.
+const clippedLine = "…[the end of a line too long to keep whole, not shown: its start was cut off, and a secret's name with it perhaps; a command that writes its error on a line of its own has it shown here]"
 
 // snippet returns the start of text (from shownText) of at most limit
 // bytes, cut at a rune boundary and ending in "…" when it was cut.
