@@ -1,35 +1,16 @@
 package ops_test
 
 import (
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/ops"
 )
 
-// largePayload is a JSON payload of about size bytes as a batch export
-// carries it: many records, each with a secret under a secret key and
-// one in its text.
-func largePayload(size int) string {
-	var b strings.Builder
-	b.WriteString(`{"batch": "export-2026-12-06", "records": [`)
-	for i := 0; b.Len() < size; i++ {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, `{"id": %d, "name": "Customer %d", "email": "customer%d@example.com", "amount": %d.%02d, "active": %t, `+
-			`"address": {"street": "%d Long Road", "city": "Springfield", "zip": "%05d"}, "tags": ["a", "b", "vip", "Tier-%d"], `+
-			`"password": "hunter%d", "note": "Called the Support line; said the API key was sk_live_%010d and asked for a refund."}`,
-			i, i, i, i%1000, i%100, i%2 == 0, i, i%100000, i%5, i, i)
-	}
-	b.WriteString(`]}`)
-	return b.String()
-}
-
-// checkShown fails when a view of largePayload shows a secret of it.
+// checkShown fails when a view of secrettest.LargeExport shows a secret of it.
 func checkShown(tb testing.TB, m ops.DeadMessage) {
 	tb.Helper()
 	shown := string(m.Payload) + m.PayloadPreview
@@ -46,7 +27,7 @@ func BenchmarkDLQShowLargePayload(b *testing.B) {
 	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
 	ctx := pgtest.Context(b)
 	q := newQueue(b, s, nil)
-	id := pgtest.DeadLetter(b, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: largePayload(8<<20 - 4<<10)})[0]
+	id := pgtest.DeadLetter(b, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: secrettest.LargeExport(8<<20 - 4<<10)})[0]
 	for _, c := range []struct {
 		name   string
 		bounds ops.Bounds
@@ -74,7 +55,7 @@ func TestDLQShowOfALargePayloadAllocates(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	payload := largePayload(8<<20 - 4<<10)
+	payload := secrettest.LargeExport(8<<20 - 4<<10)
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	svc := newService(t, s, ops.Options{AllowPayloads: true})
 	var before, after runtime.MemStats

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -271,19 +270,9 @@ func TestHealthWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	waiting := newService(t, s, ops.Options{}) // whose calls wait their full bound, 30s
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
-	ctx, cancel := context.WithCancel(testContext(t))
-	var wg sync.WaitGroup
-	defer func() {
-		lock.Release()
-		cancel()
-		wg.Wait()
-	}()
-	for range poolSize {
-		wg.Go(func() { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })
-	}
-	lock.AwaitWaiting(poolSize)
+	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })
 
-	h, err := svc.HealthOrUnreachable(ctx)
+	h, err := svc.HealthOrUnreachable(testContext(t))
 	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||
 		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("all %d connections of this process's pool", poolSize)) ||
 		!strings.Contains(h.Reasons[0].Message, fmt.Sprintf("by pid %d", lock.PID)) || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("SELECT pg_terminate_backend(%d)", lock.PID)) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -24,7 +25,7 @@ func TestConcurrentViewsOfLargePayloadsTakeTurns(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	payload := largePayload(1 << 20)
+	payload := secrettest.LargeExport(1 << 20)
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	want, _, ok := ops.RedactJSON(json.RawMessage(payload))
 	if !ok {
@@ -75,7 +76,7 @@ func TestViewOfAPayloadOverTheBound(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	payload := largePayload(256 << 10)
+	payload := secrettest.LargeExport(256 << 10)
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: 64 << 10})
 	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true})
@@ -98,7 +99,7 @@ func TestViewThatCannotWaitSaysWhatToDo(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	payload := largePayload(128 << 10)
+	payload := secrettest.LargeExport(128 << 10)
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	svc := newService(t, s, ops.Options{AllowPayloads: true, ViewBytes: int64(len(payload))})
 	held, release := make(chan struct{}), make(chan struct{})
@@ -151,7 +152,7 @@ func TestConcurrentListsOfLargePayloadsTakeTurns(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	payload := largePayload(1 << 20)
+	payload := secrettest.LargeExport(1 << 20)
 	if _, err := s.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(payload)}}); err != nil {
 		t.Fatal(err)
 	}

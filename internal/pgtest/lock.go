@@ -91,6 +91,26 @@ func (l *HeldLock) AwaitWaiting(n int) {
 	}
 }
 
+// Occupy runs n calls of call at once, each of which must come to wait
+// for the lock (a read of its table), and returns once n backends wait:
+// n calls of a store whose pool has n connections hold all of them. The
+// calls' context ends, and the lock is released, when the test ends;
+// Occupy waits for the calls to return then.
+func (l *HeldLock) Occupy(n int, call func(ctx context.Context)) {
+	l.tb.Helper()
+	ctx, cancel := context.WithCancel(Context(l.tb))
+	var wg sync.WaitGroup
+	l.tb.Cleanup(func() {
+		l.Release()
+		cancel()
+		wg.Wait()
+	})
+	for range n {
+		wg.Go(func() { call(ctx) })
+	}
+	l.AwaitWaiting(n)
+}
+
 // TakenMeanwhile runs call while another transaction deletes ids from the
 // PGMQ table of dlq, as a racing retry or discard takes them, and commits
 // that transaction once call waits for one of their rows: call selected

@@ -2,37 +2,18 @@ package redact_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/redact"
+	"github.com/pgbus/pgbus/internal/secrettest"
 )
-
-// largeDocument is a JSON document of about size bytes as a batch export
-// carries it: many records of short strings, numbers, nested objects and
-// lists, each with a secret under a secret key and one in its text.
-func largeDocument(size int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"batch": "export-2026-12-06", "records": [`)
-	for i := 0; b.Len() < size; i++ {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, `{"id": %d, "name": "Customer %d", "email": "customer%d@example.com", "amount": %d.%02d, "active": %t, `+
-			`"address": {"street": "%d Long Road", "city": "Springfield", "zip": "%05d"}, "tags": ["a", "b", "vip", "Tier-%d"], `+
-			`"password": "hunter%d", "note": "Called the Support line; said the API key was sk_live_%010d and asked for a refund."}`,
-			i, i, i, i%1000, i%100, i%2 == 0, i, i%100000, i%5, i, i)
-	}
-	b.WriteString(`]}`)
-	return []byte(b.String())
-}
 
 // BenchmarkJSONLarge measures the redaction of a payload of 8 MB, the
 // most a message may hold: each view of such a payload pays it.
 func BenchmarkJSONLarge(b *testing.B) {
-	doc := largeDocument(8 << 20)
+	doc := []byte(secrettest.LargeExport(8 << 20))
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -48,7 +29,7 @@ func BenchmarkJSONLarge(b *testing.B) {
 // copies of the whole text per step or tables per key (the many views of
 // one large dead message at once ran a server out of memory).
 func TestJSONLargeAllocates(t *testing.T) {
-	doc := largeDocument(8 << 20)
+	doc := []byte(secrettest.LargeExport(8 << 20))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -396,17 +395,7 @@ func TestReadyzWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	}
 	base := serveMonitor(t, runner.NewMonitor(svc, slog.New(slog.DiscardHandler), nil))
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
-	ctx, cancel := context.WithCancel(pgtest.Context(t))
-	var wg sync.WaitGroup
-	defer func() {
-		lock.Release()
-		cancel()
-		wg.Wait()
-	}()
-	for range poolSize {
-		wg.Go(func() { _, _ = svc.Overview(ctx, ops.OverviewRequest{}) })
-	}
-	lock.AwaitWaiting(poolSize)
+	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = svc.Overview(ctx, ops.OverviewRequest{}) })
 	if in, size := st.Pool().Stat().AcquiredConns(), st.Pool().Stat().MaxConns(); in != size {
 		t.Fatalf("%d of the pool's %d connections in use while %d calls wait for the lock; want all", in, size, poolSize)
 	}

@@ -244,3 +244,24 @@ func leaked(output, value string) bool {
 	escaped := string(b[1 : len(b)-1])
 	return escaped != value && strings.Contains(output, escaped)
 }
+
+// LargeExport is a JSON document of about size bytes as a batch export
+// carries it: many records of short strings, numbers, nested objects and
+// lists, each with a secret under a secret key (password: hunterN) and one
+// in its text (sk_live_...), for tests of what redacting and viewing a
+// payload of megabytes costs.
+func LargeExport(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"batch": "export-2026-12-06", "records": [`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"id": %d, "name": "Customer %d", "email": "customer%d@example.com", "amount": %d.%02d, "active": %t, `+
+			`"address": {"street": "%d Long Road", "city": "Springfield", "zip": "%05d"}, "tags": ["a", "b", "vip", "Tier-%d"], `+
+			`"password": "hunter%d", "note": "Called the Support line; said the API key was sk_live_%010d and asked for a refund."}`,
+			i, i, i, i%1000, i%100, i%2 == 0, i, i%100000, i%5, i, i)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
