@@ -127,3 +127,4 @@ func (r *Health) notesAndAsks() (*[]string, *[]Ask)           { return &r.Notes,
 func (r *Workers) notesAndAsks() (*[]string, *[]Ask)          { return &r.Notes, &r.Asks }
 func (r *Circuits) notesAndAsks() (*[]string, *[]Ask)         { return &r.Notes, &r.Asks }
 func (r *DLQRetry) notesAndAsks() (*[]string, *[]Ask)         { return &r.Notes, &r.Asks }
+func (r *DLQSummary) notesAndAsks() (*[]string, *[]Ask)       { return &r.Notes, &r.Asks }

@@ -1,10 +1,12 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,11 +51,24 @@ type DeadGroup struct {
 // DLQSummary is the result of DLQSummary.
 type DLQSummary struct {
 	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
-	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed."`
+	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed; messages_omitted counts those of the groups left out."`
 	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select; more than the groups listed when truncated."`
-	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: narrow the filters (queue, kind, error_class) to see the others."`
-	Notes       []string    `json:"notes" jsonschema_description:"What was shortened or hidden."`
-	Next        []Hint      `json:"next" jsonschema_description:"What to do next."`
+	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: notes says what the others hold, next how to see them."`
+	// MessagesOmitted counts the dead messages of the groups left out.
+	MessagesOmitted int64    `json:"messages_omitted,omitempty" jsonschema_description:"Dead messages in the groups left out when truncated: total plus messages_omitted is every dead message the filters select."`
+	Notes           []string `json:"notes" jsonschema_description:"What was shortened or hidden."`
+	Next            []Hint   `json:"next" jsonschema_description:"What to do next."`
+	// Asks say how to see what notes say was left out, for each front
+	// end to word (WordAsks).
+	Asks []Ask `json:"-"`
+}
+
+// summaryOmittedRoom is what a summary that leaves groups out keeps free
+// in its response for the note that says so and the next steps to them,
+// which repeat the filter (up to four times).
+func summaryOmittedRoom(f DeadFilter) int {
+	b, _ := json.Marshal(f)
+	return 1200 + 4*len(b)
 }
 
 // summaryFit returns how many of out's groups fit the response bound, or 0
@@ -62,7 +77,7 @@ func (s *Service) summaryFit(req DLQSummaryRequest, out DLQSummary) int {
 	if req.All {
 		return 0
 	}
-	return shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400)}}})
+	return shrunkPage(s.opts.Bounds, out.Groups, DLQSummary{Notes: out.Notes, Next: []Hint{{Why: strings.Repeat("x", 400+summaryOmittedRoom(req.Filter))}}})
 }
 
 // redactPatterns makes the pattern of each group whose message holds a
@@ -131,17 +146,15 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	}
 	out.Notes = v.listNotes(s.opts.Bounds.ListErrorChars)
 	why := ""
+	var left []DeadGroup
 	if k := s.summaryFit(req, out); k > 0 {
-		// Only the largest groups fit one response: the rest are for
-		// narrower filters, as when the store lists only the largest.
-		out.Groups, out.Truncated, out.Total = out.Groups[:k], true, 0
+		// Only the largest groups fit one response: the next steps reach
+		// the others, as when the store lists only the largest.
+		out.Groups, left, out.Truncated, out.Total = out.Groups[:k], out.Groups[k:], true, 0
 		for _, g := range out.Groups {
 			out.Total += g.Count
 		}
 		why = fmt.Sprintf(", so that the response stays under %d characters", ResponseBudget)
-	}
-	if out.Truncated {
-		out.Notes = append(out.Notes, fmt.Sprintf("only the %s of %d groups %s listed%s: narrow the filters (queue, kind, error_class) to see the others", plural.Of(len(out.Groups), "largest", fmt.Sprintf("%d largest", len(out.Groups))), out.TotalGroups, plural.Of(len(out.Groups), "is", "are"), why))
 	}
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]
@@ -150,7 +163,61 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		}
 		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group", "queue", g.DLQ, "group", g.Group))
 	}
+	if out.Truncated {
+		out.MessagesOmitted = max(sum.TotalMessages-out.Total, 0)
+		others := out.TotalGroups - len(out.Groups)
+		note := fmt.Sprintf("only the %s of %d groups %s listed%s: the other %s %s of the %s", plural.Of(len(out.Groups), "largest", fmt.Sprintf("%d largest", len(out.Groups))), out.TotalGroups,
+			plural.Of(len(out.Groups), "is", "are"), why, plural.Count(others, "group", "groups"), plural.Of(others, "holds", "hold")+" "+fmt.Sprint(out.MessagesOmitted),
+			plural.Count(out.Total+out.MessagesOmitted, "dead message", "dead messages"))
+		more := AskAll
+		if out.TotalGroups > store.MaxDeadGroups {
+			more = AskMore
+		}
+		askOp(&out.Notes, &out.Asks, more, OpDLQSummary, note)
+		out.Next = append(out.Next, omittedHints(req.Filter, sum.Groups, left, others)...)
+	}
 	return out, nil
+}
+
+// omittedHints are the next steps of a summary that left groups out (left,
+// those the store returned; others, all of them): the summary of each DLQ
+// holding some of them, the three holding the most, when the filter names
+// no queue and the groups are in several DLQs (of one, it lists what this
+// one did); and the filter's messages one by one, the groups' left out
+// among them. Narrowing by what every group shares lists the same groups.
+func omittedHints(f DeadFilter, all []store.DeadGroup, left []DeadGroup, others int) []Hint {
+	var next []Hint
+	dlqs := map[string]bool{}
+	for _, g := range all {
+		dlqs[g.DLQ] = true
+	}
+	if strings.TrimSpace(f.Queue) == "" && len(dlqs) > 1 {
+		type leftIn struct {
+			dlq              string
+			groups, messages int64
+		}
+		var by []leftIn
+		at := map[string]int{}
+		for _, g := range left {
+			i, ok := at[g.DLQ]
+			if !ok {
+				i, at[g.DLQ] = len(by), len(by)
+				by = append(by, leftIn{dlq: g.DLQ})
+			}
+			by[i].groups++
+			by[i].messages += g.Count
+		}
+		slices.SortStableFunc(by, func(a, b leftIn) int { return cmp.Compare(b.messages, a.messages) })
+		for _, d := range by[:min(len(by), 3)] {
+			one := f
+			one.Queue = d.dlq
+			next = append(next, hint(OpDLQSummary, fmt.Sprintf("summarize %s alone: %s of its groups, with %s, %s left out here", d.dlq,
+				fmt.Sprint(d.groups), plural.Count(d.messages, "dead message", "dead messages"), plural.Of(d.groups, "was", "were")), one.hintArgs()...))
+		}
+	}
+	next = append(next, hint(OpDLQList, fmt.Sprintf("list the dead messages these filters select one by one, newest first: those of the %s left out are among them",
+		plural.Count(others, "group", "groups")), f.hintArgs()...))
+	return next
 }
 
 // groupReasons are the reasons a group shows: ReasonNotRecorded for a

@@ -253,8 +253,9 @@ func TestDLQSummaryAllAndTheCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all.Groups) != store.MaxDeadGroups || all.TotalGroups != groups || !all.Truncated ||
-		!hasNote(all.Notes, fmt.Sprintf("only the %d largest of %d groups are listed: narrow the filters", store.MaxDeadGroups, groups)) {
+	if len(all.Groups) != store.MaxDeadGroups || all.TotalGroups != groups || !all.Truncated || all.MessagesOmitted != 2*(groups-store.MaxDeadGroups) ||
+		!hasNote(all.Notes, fmt.Sprintf("only the %d largest of %d groups are listed: the other %d groups hold %d of the %d dead messages",
+			store.MaxDeadGroups, groups, groups-store.MaxDeadGroups, 2*(groups-store.MaxDeadGroups), 2*groups)) {
 		t.Fatalf("all: %d of %d groups (truncated %v), notes %q; want the store's %d, said so", len(all.Groups), all.TotalGroups, all.Truncated, all.Notes, store.MaxDeadGroups)
 	}
 	var total int64

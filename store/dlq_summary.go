@@ -21,6 +21,9 @@ type DeadSummary struct {
 	// TotalGroups counts every group the filter selects, those left out
 	// included.
 	TotalGroups int `json:"total_groups"`
+	// TotalMessages counts the dead messages of every group the filter
+	// selects, those left out included.
+	TotalMessages int64 `json:"total_messages"`
 	// Truncated is set when groups holds fewer than TotalGroups.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -82,7 +85,7 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 			}
 			slices.SortFunc(groups, compareDeadGroups)
 			out.Groups = append([]DeadGroup{}, groups[:min(len(groups), MaxDeadGroups)]...)
-			out.TotalGroups, out.Truncated = total, total > len(out.Groups)
+			out.TotalGroups, out.TotalMessages, out.Truncated = total.groups, total.messages, total.groups > len(out.Groups)
 			if len(o.ByField) == 0 || len(out.Groups) == 0 {
 				return nil
 			}
@@ -95,21 +98,31 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 	return out, nil
 }
 
+// deadTotals counts the groups a filter selects and their messages.
+type deadTotals struct {
+	groups   int
+	messages int64
+}
+
+func (t deadTotals) add(u deadTotals) deadTotals {
+	return deadTotals{t.groups + u.groups, t.messages + u.messages}
+}
+
 // summarizeDead returns the groups that may be among the largest
-// MaxDeadGroups, unsorted, and the number of groups.
-func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) ([]DeadGroup, int, error) {
+// MaxDeadGroups, unsorted, and the number of groups and of their messages.
+func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) ([]DeadGroup, deadTotals, error) {
 	scan := q.dlqs
 	var groups []DeadGroup
-	total := 0
+	var total deadTotals
 	if f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "" {
 		tracked, err := deadTracked(ctx, tx, q.dlqs)
 		if err != nil {
-			return nil, 0, err
+			return nil, deadTotals{}, err
 		}
 		scan = slices.DeleteFunc(slices.Clone(q.dlqs), func(d string) bool { return tracked[d] })
 		if len(tracked) > 0 {
 			if groups, total, err = summaryFromGroups(ctx, tx, tracked, f); err != nil {
-				return nil, 0, err
+				return nil, deadTotals{}, err
 			}
 		}
 	}
@@ -117,9 +130,9 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 		q.dlqs = scan
 		more, n, err := summaryFromScan(ctx, tx, q)
 		if err != nil {
-			return nil, 0, err
+			return nil, deadTotals{}, err
 		}
-		groups, total = append(groups, more...), total+n
+		groups, total = append(groups, more...), total.add(n)
 	}
 	return groups, total, nil
 }
@@ -169,7 +182,7 @@ type trackedGroup struct {
 // can be among the largest MaxDeadGroups (those as large as the
 // MaxDeadGroups-th, ties included), and reads their first and last times
 // and sample ids from the DLQs' group indexes, two probes per group.
-func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter) ([]DeadGroup, int, error) {
+func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter) ([]DeadGroup, deadTotals, error) {
 	dlqs := make([]string, 0, len(tracked))
 	for d := range tracked {
 		dlqs = append(dlqs, d)
@@ -186,23 +199,23 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 			       min(error_norm) AS error_norm,
 			       sum(count)::bigint AS n,
 			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
-			       count(*) OVER () AS total
+			       count(*) OVER () AS total, sum(sum(count)) OVER ()::bigint AS messages
 			FROM pgbus.dlq_group_counts
 			WHERE dlq = ANY($1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR error_class = $3)
 			  AND ($5::text IS NULL OR CASE WHEN $5 = '`+ReasonNotRecorded+`' THEN coalesce(reason, '') = '' ELSE reason = $5 END)
 			GROUP BY dlq, group_key
 			HAVING sum(count) > 0
 		)
-		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total FROM g
+		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total, messages FROM g
 		WHERE n >= coalesce((SELECT n FROM g ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
 		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1, opt(f.Reason))
 	if err != nil {
-		return nil, 0, err
+		return nil, deadTotals{}, err
 	}
-	total := 0
+	var total deadTotals
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (trackedGroup, error) {
 		var g trackedGroup
-		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.Reasons, &total)
+		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.Reasons, &total.groups, &total.messages)
 		return g, err
 	})
 	if err != nil || len(found) == 0 {
@@ -213,7 +226,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 		byDLQ[found[i].DLQ] = append(byDLQ[found[i].DLQ], &found[i])
 	}
 	if err := probeDeadGroups(ctx, tx, byDLQ, f.Reason); err != nil {
-		return nil, 0, err
+		return nil, deadTotals{}, err
 	}
 	out := make([]DeadGroup, 0, len(found))
 	for _, g := range found {
@@ -308,8 +321,8 @@ const (
 
 // summaryFromScan summarizes the DLQs of q by reading every message q
 // selects; it returns the largest MaxDeadGroups groups and the number of
-// groups.
-func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, int, error) {
+// groups and of their messages.
+func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, deadTotals, error) {
 	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg, ` + sqlDeadTrips + ` AS trips,
 		` + sqlDeadBlock + `->>'reason' AS reason, pgbus.dlq_cause_key(headers, message)::text AS group_key`
 	union := q.union(cols, nil, "")
@@ -318,20 +331,20 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
 			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1],
 			(array_agg(trips ORDER BY enqueued_at DESC, msg_id DESC))[1],
-			min(group_key), count(*) OVER ()
+			min(group_key), count(*) OVER (), sum(count(*)) OVER ()::bigint
 		FROM (` + union + `) u
 		GROUP BY ` + sqlDeadGroupCols + `
 		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
 		LIMIT ` + q.arg(MaxDeadGroups)
 	rows, err := tx.Query(ctx, sql, q.args...)
 	if err != nil {
-		return nil, 0, err
+		return nil, deadTotals{}, err
 	}
-	total := 0
+	var total deadTotals
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
 		var g DeadGroup
 		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total)
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages)
 		return g, err
 	})
 	return groups, total, err

@@ -39,7 +39,9 @@ func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 	writeComebacks(w, sum.Groups)
 	line := plural.Count(sum.Total, "dead message", "dead messages") + " in " + plural.Count(len(sum.Groups), "group", "groups")
 	if sum.Truncated {
-		line += fmt.Sprintf(" (the largest of %d groups: narrow the filters for the others)", sum.TotalGroups)
+		others := sum.TotalGroups - len(sum.Groups)
+		line += fmt.Sprintf(" (the largest of %d groups: the other %d %s %s)", sum.TotalGroups, others, plural.Of(others, "holds", "hold"),
+			plural.Count(sum.MessagesOmitted, "dead message", "dead messages"))
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
@@ -391,12 +393,9 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 	if err != nil {
 		return err
 	}
-	m := min(sum.Total, int64(limit))
+	// The groups a summary leaves out count too.
+	m := min(sum.Total+sum.MessagesOmitted, int64(limit))
 	n := plural.Count(m, "dead message", "dead messages")
-	if sum.Truncated && sum.Total < int64(limit) {
-		// The summary counts its largest groups only.
-		n = "at least " + n
-	}
 	return usageError{&ops.Error{Msg: fmt.Sprintf(format, n, plural.Of(m, "it", "them")), Hints: []ops.Hint{dryRun}}}
 }
 

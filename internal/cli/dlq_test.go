@@ -513,8 +513,9 @@ func TestProgressOnTerminal(t *testing.T) {
 }
 
 // A bulk retry or discard refused for want of --yes says how many dead
-// messages it would touch; past the groups a summary lists, the count it
-// has is a lower bound, and it says so.
+// messages it would touch, those of the groups past the ones a summary
+// lists included; and the summary says how many those groups hold, with
+// the list of the messages as a next step.
 func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -525,11 +526,16 @@ func TestBulkRefusalCountsPastTheListedGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := d.snapshot(t)
+	out := d.ok(t, "dlq", "summary", "--queue", "many")
+	if want := fmt.Sprintf("%d dead messages in %d groups (the largest of %d groups: the other 20 hold 20 dead messages)", store.MaxDeadGroups, store.MaxDeadGroups, groups); !strings.Contains(out, want) ||
+		!strings.Contains(out, "pgbus dlq list --queue many") {
+		t.Errorf("dlq summary of %d groups: want %q and the list of the messages as a next step:\n%s", groups, want, out[max(0, len(out)-1500):])
+	}
 	// A discard by --queue alone takes --all (TestDiscardOfQueueAloneNeedsAll).
 	for verb, selection := range map[string][]string{"retry-all": {"--queue", "many"}, "discard": {"--queue", "many", "--all"}} {
 		msg := d.fails(t, 2, append([]string{"dlq", verb}, selection...)...)
-		if !strings.Contains(msg, fmt.Sprintf("at least %d dead messages without --yes", store.MaxDeadGroups)) {
-			t.Errorf("dlq %s without --yes: %q; want at least %d", verb, msg, store.MaxDeadGroups)
+		if !strings.Contains(msg, fmt.Sprintf(" %d dead messages without --yes", groups)) || strings.Contains(msg, "at least") {
+			t.Errorf("dlq %s without --yes: %q; want %d", verb, msg, groups)
 		}
 		if msg := d.fails(t, 2, append([]string{"dlq", verb, "--limit", "100"}, selection...)...); !strings.Contains(msg, " 100 dead messages without --yes") || strings.Contains(msg, "at least") {
 			t.Errorf("dlq %s --limit 100 without --yes: %q; want 100", verb, msg)
