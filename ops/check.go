@@ -52,8 +52,12 @@ func CheckQueueName(name string) error {
 // naming the queues there are as the next step.
 func checkWorkQueue(name string) error {
 	if base, ok := strings.CutSuffix(name, store.DLQSuffix); ok && store.ValidateQueueName(base) == nil {
-		return invalidf("%s is the dead-letter queue of %s: give the queue, %s; dead messages are retried, discarded and purged by the DLQ operations", name, base, base).
-			with(hint(OpDLQSummary, "its dead messages by cause", "queue", base))
+		// Without a database, whether the DLQ exists is not known: the
+		// queues there are come first. An operation asks (dlqGiven).
+		e := invalidf("%s is the dead-letter queue of %s: give the queue, %s; dead messages are retried, discarded and purged by the DLQ operations", name, base, base).
+			with(hint(OpQueueStats, "lists the queues there are, each with its DLQ"), hint(OpDLQSummary, "its dead messages by cause, if it exists", "queue", base))
+		e.dlq = name
+		return e
 	}
 	return checkWorkQueueName(name, hint(OpQueueStats, "lists the queues there are"))
 }

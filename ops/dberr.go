@@ -60,6 +60,9 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 	if *err == nil || isViewWait(*err) {
 		return
 	}
+	if s.dlqGiven(ctx, *err) {
+		return
+	}
 	if s.archiveMissing(ctx, err) {
 		return
 	}
@@ -552,4 +555,32 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 	}
 	return "the database ended the connection for sitting idle past idle_session_timeout, set for the role or database",
 		"try the call again; if it keeps happening, turn it off for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
+}
+
+// dlqGiven gives the error of a DLQ named where a queue is taken
+// (checkWorkQueue) the next steps that run: its dead messages when it
+// exists, else the stats of its queue when that exists, else the queues
+// there are. It reports whether err was that error.
+func (s *Service) dlqGiven(ctx context.Context, err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.dlq == "" {
+		return false
+	}
+	base := strings.TrimSuffix(e.dlq, store.DLQSuffix)
+	dlq, derr := s.store.QueueExists(ctx, e.dlq)
+	queue, qerr := s.store.QueueExists(ctx, base)
+	switch {
+	case derr != nil || qerr != nil:
+		// Not known: the steps of the check stand.
+	case dlq:
+		// The queue's name selects its DLQ, its queue dropped or not.
+		e.Hints = []Hint{hint(OpDLQSummary, "its dead messages by cause", "queue", base)}
+	case queue:
+		e.Msg = fmt.Sprintf("%s would be the dead-letter queue of %s, which has none: give the queue, %s", e.dlq, base, base)
+		e.Hints = []Hint{hint(OpQueueStats, "the queue's stats", "queue", base)}
+	default:
+		e.Msg = fmt.Sprintf("%s would be the dead-letter queue of %s, and neither exists: give the name of a queue there is", e.dlq, base)
+		e.Hints = []Hint{hint(OpQueueStats, "lists the queues there are")}
+	}
+	return true
 }

@@ -110,6 +110,9 @@ type Error struct {
 	// one is and the message starts with its name, so that a front end can
 	// name it in its own words (a CLI flag); "" otherwise.
 	Field string
+	// dlq is the DLQ named where a queue is taken (checkWorkQueue), whose
+	// next steps depend on whether it exists (Service.dlqGiven).
+	dlq string
 }
 
 func (e *Error) Error() string { return e.Msg }
