@@ -38,11 +38,15 @@ func Handler(g prometheus.Gatherer) http.Handler {
 // Readiness is the body of /readyz: whether the process is ready, and the
 // health verdict with its reasons.
 type Readiness struct {
-	// Ready is what the status code says: the database answers and no
-	// queue the process works is STALLED.
+	// Ready is what the status code says: the database answers, its
+	// schema is ready for this process, and no queue the process works is
+	// STALLED.
 	Ready bool `json:"ready"`
 	// Status is ops.HealthOK, HealthDegraded or HealthStalled, the verdict
-	// on every queue, or Unreachable when the database could not be asked.
+	// on every queue, or Unreachable when the database could not be asked
+	// (its reason database_unreachable), or when it answers but this
+	// process holds its calls until the schema is ready (schema_not_ready,
+	// saying why).
 	Status string `json:"status"`
 	// Reasons are the verdict's reasons, those that make the process
 	// unready first, at most MaxReadyReasons; Omitted counts the rest.
@@ -107,8 +111,9 @@ type ProbeOptions struct {
 const Stopping = "STOPPING"
 
 // Probes answers PathLivez (200 while the process serves) and PathReadyz:
-// 200 when the database answers and no queue of o.Queues is STALLED, else
-// 503, with a Readiness as JSON. Other paths get 404.
+// 200 when the database answers, its schema is ready and no queue of
+// o.Queues is STALLED, else 503, with a Readiness as JSON. Other paths get
+// 404.
 func Probes(svc *ops.Service, o ProbeOptions) http.Handler {
 	if svc == nil {
 		panic("metrics.Probes: the operations layer is nil; make one with ops.New")
@@ -168,6 +173,16 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 	// keep an agent's response short: one about this process's queues
 	// must not be among those.
 	o, err := p.svc.Overview(ctx, ops.OverviewRequest{})
+	if errors.Is(err, ops.ErrSchemaNotReady) {
+		// The process holds its calls while it readies the schema of a
+		// database that answers (ops.Gate): not ready, and the gate says
+		// why, which names no host or user.
+		msg, _ := ops.RedactText(err.Error())
+		p.warned.OK()
+		p.at, p.code, p.answer = time.Now(), http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
+			Code: "schema_not_ready", Message: msg}}}
+		return p.code, p.answer
+	}
 	if err != nil {
 		// An error of this request's own context says nothing of the
 		// database: do not keep it.
@@ -178,7 +193,9 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 			}
 		}
 		busy := p.svc.PoolBusy() // before SlowRead, which may wait while calls give theirs back
-		if heldBy, answered := p.svc.SlowRead(context.WithoutCancel(ctx)); answered {
+		// A process that holds its calls until it connects (ops.Gate)
+		// is not ready whatever a read of its own would find.
+		if heldBy, answered := p.svc.SlowRead(context.WithoutCancel(ctx)); answered && !errors.Is(err, ops.ErrNotReady) {
 			// A session holding a queue's table, a database too busy to
 			// answer in time, or calls of this process holding every
 			// connection of its pool (as calls waiting for such a lock

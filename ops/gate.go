@@ -18,14 +18,30 @@ type Gate struct {
 	held atomic.Pointer[gateHold]
 }
 
-// gateHold is why a Gate holds calls; none once it is open.
-type gateHold struct{ err error }
+// gateHold is why a Gate holds calls; none once it is open. untried: the
+// database has not been tried yet; else err, or nil while the schema is
+// being readied.
+type gateHold struct {
+	err     error
+	untried bool
+}
+
+// ErrNotReady is wrapped by the refusal of every call a Gate holds: this
+// process has not readied its database yet (it does not answer, or its
+// schema is not ready), and serves the call once it has.
+var ErrNotReady = errors.New("the database is not ready for this process yet")
+
+// ErrSchemaNotReady is wrapped, beside ErrNotReady, by the refusal of a
+// call a Gate holds while the database answers: its schema is being
+// migrated or checked, or cannot be used yet (missing, older or newer
+// than this pgbus, out of the role's reach), which the refusal says.
+var ErrSchemaNotReady = errors.New("the database answers, but its pgbus schema is not ready for this process yet")
 
 // NewGate returns a gate that holds calls: the database has not been
 // tried yet. Hold says why as the tries go; Open lets calls through.
 func NewGate() *Gate {
 	g := &Gate{}
-	g.Hold(nil)
+	g.held.Store(&gateHold{untried: true})
 	return g
 }
 
@@ -69,18 +85,22 @@ func (g *Gate) refusal(ctx context.Context) error {
 	}
 	const retry = "; this process keeps trying every few seconds, and serves calls once the database is ready: try the call again then"
 	switch {
+	case h.untried:
+		return &Error{Msg: "the database does not answer yet: this process started while it could not connect, and is connecting" + retry,
+			Err: errors.Join(ErrUnavailable, ErrNotReady), Hints: []Hint{healthHint()}}
 	case h.err == nil:
 		return &Error{Msg: "the database does not answer yet: this process started while it could not connect, and is connecting or readying its pgbus schema" + retry,
-			Err: ErrUnavailable, Hints: []Hint{healthHint()}}
+			Err: errors.Join(ErrUnavailable, ErrNotReady, ErrSchemaNotReady), Hints: []Hint{healthHint()}}
 	case errors.Is(h.err, store.ErrSchemaMissing) || errors.Is(h.err, store.ErrSchemaOld):
 		e := &Error{Msg: "the database answers, but its pgbus schema is not ready for this pgbus: " + h.err.Error() + retry,
-			Err: errors.Join(ErrUnavailable, h.err), Hints: []Hint{healthHint()}}
+			Err: errors.Join(ErrUnavailable, ErrNotReady, ErrSchemaNotReady, h.err), Hints: []Hint{healthHint()}}
 		if !errors.Is(h.err, store.ErrStandby) && !errors.Is(h.err, store.ErrPGMQMissing) {
 			e.Hints = append(e.Hints, hint(OpMigrate, "applies the schema migrations this pgbus needs"))
 		}
 		return e
 	}
 	var msg string
+	kind := errors.Join(ErrUnavailable, ErrNotReady, h.err)
 	switch {
 	case store.IsUnreachable(h.err) || store.IsCrowded(h.err):
 		msg = "the database does not answer yet: this process started while it could not connect, and the last try failed: "
@@ -88,7 +108,8 @@ func (g *Gate) refusal(ctx context.Context) error {
 		msg = "the database refuses this process's connections: "
 	default:
 		msg = "the database answers, but this process could not ready its pgbus schema: "
+		kind = errors.Join(ErrUnavailable, ErrNotReady, ErrSchemaNotReady, h.err)
 	}
 	msg, _ = RedactText(msg + h.err.Error() + retry)
-	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, h.err), Hints: []Hint{healthHint()}}
+	return &Error{Msg: msg, Err: kind, Hints: []Hint{healthHint()}}
 }

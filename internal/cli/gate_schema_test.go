@@ -1,0 +1,83 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// stoppedWithSchema makes a private cluster whose database is migrated,
+// then changed by edit (SQL on pgbus's record of migrations), and stopped.
+// It returns the cluster's directory, to start it again, and its URL.
+func stoppedWithSchema(t *testing.T, edit string) (dir, url string) {
+	t.Helper()
+	dir, cluster := pgtest.PrivateCluster(t)
+	url = cluster.URL()
+	s, err := store.Open(pgtest.Context(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Migrate(pgtest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if edit != "" {
+		pgtest.Exec(t, url, edit)
+	}
+	if err := cluster.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return dir, url
+}
+
+// oldSchema is the edit that makes the schema one version older than
+// this pgbus's.
+func oldSchema(t *testing.T) string {
+	return fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version = %d`, migrationCount(t))
+}
+
+// startDashboard runs pgbus dashboard with args on a free loopback port
+// until the test ends, and returns its getter and its log.
+func startDashboard(t *testing.T, args ...string) (func(path, bearer string) (int, string, string), *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"dashboard", "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	base, logs := startListening(t, cmd, "pgbus dashboard listening", "url")
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	return getter(t, strings.TrimSuffix(base, "/")), logs
+}
+
+// A --read-only dashboard started while its database was down, which then
+// comes up with a schema older than this pgbus (that it may not migrate),
+// holds its calls: /readyz answers 503 with the reason, which says the
+// schema is not ready and which version it needs, until it is. It
+// answered 200, DEGRADED health_check_slow, "though the database
+// answers", as every call was refused.
+func TestReadyzWhileTheSchemaIsNotReady(t *testing.T) {
+	t.Parallel()
+	dir, url := stoppedWithSchema(t, oldSchema(t))
+	get, logs := startDashboard(t, "--read-only", "--database-url", url)
+	pgtest.StartCluster(t, dir)
+
+	var code int
+	var body string
+	pgtest.Eventually(t, 2*time.Minute, "/readyz to change once the database answers", func() bool {
+		code, body, _ = get("/readyz", "")
+		return !strings.Contains(body, "database_unreachable")
+	})
+	want := fmt.Sprintf("this pgbus needs %d", migrationCount(t))
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"ready":false`) || !strings.Contains(body, `"code":"schema_not_ready"`) || !strings.Contains(body, want) {
+		t.Fatalf("/readyz while the schema is older than this pgbus: %d %s\nwant 503, not ready, reason schema_not_ready saying %q\nlog:\n%s", code, body, want, logs.String())
+	}
+}
