@@ -79,9 +79,11 @@ func (s *server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ops.ErrInvalid):
 		status = http.StatusBadRequest
-	case ops.ErrorKind(err) == ops.KindUnavailable:
-		// Every open page asks every few seconds: a database down is a
-		// passing state, told to proxies by 503, not an error of pgbus.
+	case ops.ErrorKind(err) == ops.KindUnavailable, errors.Is(err, ops.ErrNotReady):
+		// Every open page asks every few seconds: a database down, or
+		// one this process holds its calls for until the schema is
+		// ready, is a passing state, told to proxies by 503, not an
+		// error of pgbus.
 		status = http.StatusServiceUnavailable
 	case ops.ErrorKind(err) == ops.KindPermission:
 		status = http.StatusForbidden

@@ -199,11 +199,13 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusForbidden
 	case errors.Is(err, ops.ErrChanged):
 		status = http.StatusConflict
-	case ops.ErrorKind(err) == ops.KindUnavailable:
+	case ops.ErrorKind(err) == ops.KindUnavailable, errors.Is(err, ops.ErrNotReady):
 		// Its message says the database does not answer, or takes no
-		// more connections, and what to do: a passing state of the
-		// server, which 503 tells proxies and monitors, not a fault of
-		// this page.
+		// more connections, or why this process cannot use it yet (it
+		// started while the database was down, and holds its calls
+		// until the schema is ready), and what to do: a passing state of
+		// the server, which 503 tells proxies and monitors, not a fault
+		// of this page.
 		status = http.StatusServiceUnavailable
 	case ops.ErrorKind(err) == ops.KindPermission:
 		// Its message names the grants: a setting of the deployment,
@@ -211,7 +213,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		status = http.StatusForbidden
 	}
 	msg, _ := ops.RedactText(err.Error())
-	if ops.ErrorKind(err) == ops.KindPermission && s.forbidden.Due(time.Now()) {
+	if status == http.StatusForbidden && ops.ErrorKind(err) == ops.KindPermission && s.forbidden.Due(time.Now()) {
 		s.log.Warn("dashboard: the database refused this server's role a privilege; said here once a minute while it lasts", "path", s.base+r.URL.Path, "err", msg)
 	}
 	hints := ops.NextSteps(err)

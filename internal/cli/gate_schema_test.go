@@ -81,3 +81,38 @@ func TestReadyzWhileTheSchemaIsNotReady(t *testing.T) {
 		t.Fatalf("/readyz while the schema is older than this pgbus: %d %s\nwant 503, not ready, reason schema_not_ready saying %q\nlog:\n%s", code, body, want, logs.String())
 	}
 }
+
+// While a dashboard started with its database down holds its calls for
+// the schema (older than a --read-only dashboard may migrate), its pages
+// and /live answer 503, the pages saying why and to reload, and the log
+// says so at most once a minute. They answered 500 and logged an ERROR
+// at every request.
+func TestDashboardPagesWhileTheSchemaIsNotReady(t *testing.T) {
+	t.Parallel()
+	dir, url := stoppedWithSchema(t, oldSchema(t))
+	get, logs := startDashboard(t, "--read-only", "--database-url", url)
+	pgtest.StartCluster(t, dir)
+
+	want := fmt.Sprintf("this pgbus needs %d", migrationCount(t))
+	pgtest.Eventually(t, 2*time.Minute, "the overview to say why the schema is not ready", func() bool {
+		_, page, _ := get("/", "")
+		return strings.Contains(page, want)
+	})
+	for _, path := range []string{"/", "/dlq", "/", "/dlq"} {
+		code, page, _ := get(path, "")
+		if code != http.StatusServiceUnavailable || !strings.Contains(page, want) || !strings.Contains(page, "Reload this page in a moment") {
+			t.Errorf("GET %s while the schema is not ready: %d, want 503 saying %q and to reload:\n%s", path, code, want, page)
+		}
+	}
+	for range 2 {
+		if code, body, _ := get("/live", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
+			t.Errorf("GET /live while the schema is not ready: %d %s, want 503 saying %q", code, body, want)
+		}
+	}
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("the dashboard logged an error for a schema not ready yet:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "dashboard: the database is unavailable") + strings.Count(logs.String(), "dashboard: live counts failed"); n > 1 {
+		t.Errorf("the dashboard logged the schema not ready %d times, want at most once a minute:\n%s", n, logs.String())
+	}
+}
