@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -114,5 +115,60 @@ func TestDashboardPagesWhileTheSchemaIsNotReady(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "dashboard: the database is unavailable") + strings.Count(logs.String(), "dashboard: live counts failed"); n > 1 {
 		t.Errorf("the dashboard logged the schema not ready %d times, want at most once a minute:\n%s", n, logs.String())
+	}
+}
+
+// newerSchema is the edit that makes the schema one a newer pgbus
+// migrated, whose record lacks this pgbus's versions: only another
+// binary can use it.
+func newerSchema(t *testing.T) string {
+	n := migrationCount(t)
+	return fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus'); DELETE FROM pgbus.schema_migrations WHERE version <= %d`, n+1, n)
+}
+
+// lastLine is the last line of text that is not empty, without its time
+// when it is a JSON log line.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	last := lines[len(lines)-1]
+	var rec map[string]any
+	if json.Unmarshal([]byte(last), &rec) == nil {
+		delete(rec, "time")
+		b, _ := json.Marshal(rec)
+		return string(b)
+	}
+	return last
+}
+
+// A dashboard started while its database was down, which then comes up
+// with a schema a newer pgbus migrated that this one cannot read, ends as
+// it would have at start: the same error, saying to upgrade this pgbus,
+// and the same exit code. No wait can mend it, and it kept trying every
+// 5 seconds for as long as it ran.
+func TestStartedWhileDownEndsOnASchemaOnlyAnotherPgbusReads(t *testing.T) {
+	t.Parallel()
+	dir, url := stoppedWithSchema(t, newerSchema(t))
+	cmd := exec.Command(binary, "dashboard", "--addr", "127.0.0.1:0", "--log-format", "json", "--database-url", url)
+	cmd.Env = append(baseEnv(), "HOME=/nonexistent")
+	_, logs := startListening(t, cmd, "pgbus dashboard listening", "url")
+	exited := make(chan int, 1)
+	go func() {
+		_ = cmd.Wait()
+		exited <- cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	pgtest.StartCluster(t, dir)
+	pgtest.Eventually(t, 2*time.Minute, "the dashboard to find the newer schema", func() bool {
+		return strings.Contains(logs.String(), "migrated by a newer pgbus")
+	})
+	var code int
+	select {
+	case code = <-exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the dashboard kept running on a schema only a newer pgbus reads:\n%s", logs.String())
+	}
+	atStart := runBinary(t, binary, nil, "", "dashboard", "--addr", "127.0.0.1:0", "--log-format", "json", "--database-url", url)
+	if code != atStart.code || lastLine(logs.String()) != lastLine(atStart.stderr) || !strings.Contains(lastLine(atStart.stderr), "upgrade this pgbus") {
+		t.Fatalf("once the database answered: exit %d, %s\nat start: exit %d, %s\nwant the same, saying to upgrade this pgbus", code, lastLine(logs.String()), atStart.code, lastLine(atStart.stderr))
 	}
 }

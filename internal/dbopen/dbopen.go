@@ -9,6 +9,7 @@ package dbopen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -105,7 +106,9 @@ type Readying func(why error)
 // password may be set right, a database that does not exist be created,
 // while the process waits), or a schema that could not be readied (one
 // that pgbus migrate has not migrated yet, for a process that only
-// checks it).
+// checks it). An error no wait can mend, that only another pgbus can
+// (Permanent: a schema a newer pgbus migrated that this one cannot
+// read), ends the wait: it is returned, as Prepare would have at start.
 func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Readying) error {
 	delay := 250 * time.Millisecond
 	for {
@@ -120,6 +123,9 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 			return ctx.Err()
 		}
 		readying(err)
+		if Permanent(err) {
+			return err
+		}
 		if d.logger != nil {
 			switch {
 			case store.IsCrowded(err):
@@ -140,6 +146,13 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 		delay = min(2*delay, 5*time.Second)
 	}
 }
+
+// Permanent reports whether err, a failure to ready the schema, is one
+// no wait and no administrator can mend, only another pgbus: a schema a
+// newer pgbus migrated whose record lacks migrations of this one
+// (ErrSchemaNewer). Missing privileges, PGMQ's tables missing, or a
+// schema older than this pgbus can be set right while a process waits.
+func Permanent(err error) bool { return errors.Is(err, ErrSchemaNewer) }
 
 // openWaiting opens the store at url, trying again with a growing delay
 // while the server is unreachable, or has as many connections as it

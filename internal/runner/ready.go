@@ -14,9 +14,12 @@ import (
 // its growing delay), gate holds the calls of the services that share it,
 // saying why; once the schema is ready it calls then, its calls let
 // through (ops.Gate.Through), which starts what needs the database
-// (workers, alerts) and returns what stops it, and then opens gate. A failure of then, as it would have at start, is passed to fail,
-// which ends the server. The function WhenReady returns ends the wait, or
-// stops what then started, and returns once it has.
+// (workers, alerts) and returns what stops it, and then opens gate. A
+// failure of then, as it would have at start, is passed to fail, which
+// ends the server; so is a failure to ready the schema that no wait can
+// mend (dbopen.Permanent: only another pgbus reads the schema). The
+// function WhenReady returns ends the wait, or stops what then started,
+// and returns once it has.
 func WhenReady(ctx context.Context, db *dbopen.DB, migrate bool, gate *ops.Gate, then func(context.Context) (stop func(), err error), fail func(error)) (stop func()) {
 	waitCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -25,7 +28,10 @@ func WhenReady(ctx context.Context, db *dbopen.DB, migrate bool, gate *ops.Gate,
 	go func() {
 		defer close(done)
 		if err := db.ReadyWhenReachable(waitCtx, migrate, gate.Hold); err != nil {
-			return // stopped while waiting
+			if waitCtx.Err() == nil {
+				fail(err) // only another pgbus can use this database
+			}
+			return // else stopped while waiting
 		}
 		// The workers' queues are made before any other call runs.
 		s, err := then(gate.Through(ctx))
