@@ -74,7 +74,8 @@ func (g *Gate) Ready() bool { return g == nil || g.held.Load() == nil }
 // lets it through. The database not answering, or refusing this process's
 // connections, is ErrUnavailable with the health check as the next step
 // (health says UNREACHABLE, and why); a schema that is missing or older
-// than this pgbus also names the migration.
+// than this pgbus also names the migration, and PGMQ's tables missing the
+// migration that installs PGMQ from its script.
 func (g *Gate) refusal(ctx context.Context) error {
 	if g == nil || ctx.Value(gateThrough{}) == g {
 		return nil
@@ -94,7 +95,12 @@ func (g *Gate) refusal(ctx context.Context) error {
 	case errors.Is(h.err, store.ErrSchemaMissing) || errors.Is(h.err, store.ErrSchemaOld):
 		e := &Error{Msg: "the database answers, but its pgbus schema is not ready for this pgbus: " + h.err.Error() + retry,
 			Err: errors.Join(ErrUnavailable, ErrNotReady, ErrSchemaNotReady, h.err), Hints: []Hint{healthHint()}}
-		if !errors.Is(h.err, store.ErrStandby) && !errors.Is(h.err, store.ErrPGMQMissing) {
+		switch {
+		case errors.Is(h.err, store.ErrStandby): // a standby's migration is the primary's
+		case errors.Is(h.err, store.ErrPGMQMissing):
+			// The step the front end names at start too.
+			e.Hints = append(e.Hints, installPGMQHint())
+		default:
 			e.Hints = append(e.Hints, hint(OpMigrate, "applies the schema migrations this pgbus needs"))
 		}
 		return e

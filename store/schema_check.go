@@ -172,8 +172,10 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		return st, fmt.Errorf("store: check schema: read the catalogs: %w", err)
 	}
 	if missing && there["pgbus"] && pgmqMigrated(ctx, tx) {
+		// The migration that installs PGMQ is the front end's to name
+		// (InstallPGMQ from Go), as a next step.
 		return st, &kindError{kind: errors.Join(ErrSchemaMissing, ErrPGMQMissing), msg: "the database has the pgbus schema but not PGMQ's tables, which hold the queues (schema pgmq with its table meta): " +
-			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and a migration that installs PGMQ from its SQL script first (PGMQ's pgmq.sql, InstallPGMQ) makes an empty PGMQ for pgbus to use"}
+			"restore schema pgmq from the backup schema pgbus came from (pg_restore --schema pgmq); without it the queues' messages are lost, and a migration that installs PGMQ from its SQL script first (PGMQ's pgmq.sql) makes an empty PGMQ for pgbus to use"}
 	}
 	if missing {
 		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(

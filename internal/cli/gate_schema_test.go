@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -170,5 +172,35 @@ func TestStartedWhileDownEndsOnASchemaOnlyAnotherPgbusReads(t *testing.T) {
 	atStart := runBinary(t, binary, nil, "", "dashboard", "--addr", "127.0.0.1:0", "--log-format", "json", "--database-url", url)
 	if code != atStart.code || lastLine(logs.String()) != lastLine(atStart.stderr) || !strings.Contains(lastLine(atStart.stderr), "upgrade this pgbus") {
 		t.Fatalf("once the database answered: exit %d, %s\nat start: exit %d, %s\nwant the same, saying to upgrade this pgbus", code, lastLine(logs.String()), atStart.code, lastLine(atStart.stderr))
+	}
+}
+
+// pgbus serve started while its database was down, which then comes up
+// with PGMQ's tables missing under the pgbus schema, refuses calls with
+// the step it names at start, the migration that installs PGMQ from its
+// script, in the words of the front end, and names no Go function. It
+// listed only pgbus_health, and its text named InstallPGMQ.
+func TestServeWhileDownThenPGMQMissingNamesItsInstallation(t *testing.T) {
+	t.Parallel()
+	dir, url := stoppedWithSchema(t, "DROP SCHEMA pgmq CASCADE")
+	c, _, stderr := serveStdio(t, "--no-workers", "--database-url", url)
+	pgtest.StartCluster(t, dir)
+
+	const step = "pgbus migrate --install-pgmq PGMQ_SQL"
+	var res *mcp.CallToolResult
+	pgtest.Eventually(t, 2*time.Minute, "calls to say PGMQ's tables are missing", func() bool {
+		res = callToolRaw(t, c, "pgbus_queue_stats", map[string]any{"queue": "orders"})
+		return strings.Contains(toolText(res), "PGMQ's tables")
+	})
+	if text := toolText(res); !strings.Contains(text, step) || strings.Contains(text, "InstallPGMQ") {
+		t.Errorf("pgbus_queue_stats while PGMQ's tables are missing: %q\nwant %q as a step, and no Go function named\nstderr: %s", text, step, stderr.String())
+	}
+	h := callToolRaw(t, c, "pgbus_health", nil)
+	b, err := json.Marshal(h.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), step) || strings.Contains(string(b), "InstallPGMQ") {
+		t.Errorf("pgbus_health while PGMQ's tables are missing: %s\nwant %q as a step, and no Go function named", b, step)
 	}
 }
