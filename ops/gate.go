@@ -90,7 +90,7 @@ func (g *Gate) refusal(ctx context.Context) error {
 		return &Error{Msg: "the database does not answer yet: this process started while it could not connect, and is connecting" + retry,
 			Err: errors.Join(ErrUnavailable, ErrNotReady), Hints: []Hint{healthHint()}}
 	case h.err == nil:
-		return &Error{Msg: "the database does not answer yet: this process started while it could not connect, and is connecting or readying its pgbus schema" + retry,
+		return &Error{Msg: "the database answers, and this process, which started while it could not connect, is readying its pgbus schema (migrating or checking it, which waits while another process migrates it)" + retry,
 			Err: errors.Join(ErrUnavailable, ErrNotReady, ErrSchemaNotReady), Hints: []Hint{healthHint()}}
 	case errors.Is(h.err, store.ErrSchemaMissing) || errors.Is(h.err, store.ErrSchemaOld):
 		e := &Error{Msg: "the database answers, but its pgbus schema is not ready for this pgbus: " + h.err.Error() + retry,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -202,5 +203,63 @@ func TestServeWhileDownThenPGMQMissingNamesItsInstallation(t *testing.T) {
 	}
 	if !strings.Contains(string(b), step) || strings.Contains(string(b), "InstallPGMQ") {
 		t.Errorf("pgbus_health while PGMQ's tables are missing: %s\nwant %q as a step, and no Go function named", b, step)
+	}
+}
+
+// pgbus serve started while it could not connect (its role not made
+// yet), which then connects while another process holds the migration
+// lock, says its calls wait for it to ready the schema, not that the
+// database does not answer: it answers.
+func TestServeSaysItReadiesTheSchemaWhileAnotherMigrates(t *testing.T) {
+	t.Parallel()
+	_, cluster := pgtest.PrivateCluster(t)
+	url := cluster.URL()
+	s, err := store.Open(pgtest.Context(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Migrate(pgtest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	pgtest.Exec(t, url, oldSchema(t))
+	// Another process migrates: it holds the lock until the test ends.
+	conn, err := pgx.Connect(pgtest.Context(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(pgtest.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store's migration lock: the ASCII bytes of "pgbusmig".
+	const migrationLock int64 = 0x7067627573_6d6967
+	if _, err := tx.Exec(pgtest.Context(t), `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateURL := strings.Replace(url, "://"+cfg.User+"@", "://latecomer@", 1)
+	if lateURL == url {
+		t.Fatalf("no user in %s to replace", url)
+	}
+	c, _, stderr := serveStdio(t, "--no-workers", "--database-url", lateURL)
+	pgtest.Eventually(t, time.Minute, "serve to be refused its connections", func() bool {
+		return strings.Contains(stderr.String(), "refuses this process's connections")
+	})
+	pgtest.Exec(t, url, `CREATE ROLE latecomer LOGIN SUPERUSER`)
+	pgtest.Eventually(t, 2*time.Minute, "serve to wait for the migration lock", func() bool {
+		var waiting int
+		if err := conn.QueryRow(pgtest.Context(t), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting > 0
+	})
+	res := callToolRaw(t, c, "pgbus_queue_stats", map[string]any{"queue": "orders"})
+	if text := toolText(res); !strings.Contains(text, "the database answers") || !strings.Contains(text, "readying its pgbus schema (migrating or checking it") || strings.Contains(text, "does not answer yet") {
+		t.Fatalf("pgbus_queue_stats while another process migrates: %q\nwant it to say the database answers and this process is migrating or checking the schema\nstderr: %s", text, stderr.String())
 	}
 }

@@ -101,7 +101,9 @@ type Readying func(why error)
 // ReadyWhenReachable connects to the database and readies its schema as
 // Prepare does (migrate says how), trying again while either fails, with
 // Connect's growing delay (from 250ms to 5s), until it succeeds or ctx
-// ends. It tells each failure to readying, and logs it: a server that
+// ends. It tells each failure to readying, and logs it (its first tries,
+// then once a minute while the failure stays the same, and whenever it
+// changes): a server that
 // cannot be reached or refuses this process's connections (a wrong
 // password may be set right, a database that does not exist be created,
 // while the process waits), or a schema that could not be readied (one
@@ -111,6 +113,7 @@ type Readying func(why error)
 // read), ends the wait: it is returned, as Prepare would have at start.
 func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Readying) error {
 	delay := 250 * time.Millisecond
+	var quiet waitLog
 	for {
 		err := d.Ping(ctx)
 		if err == nil {
@@ -127,15 +130,19 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 			return err
 		}
 		if d.logger != nil {
+			var msg string
 			switch {
 			case store.IsCrowded(err):
-				d.logger.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; trying again until other clients let theirs go. To end it, "+store.CrowdedAdvice, "err", err, "in", delay)
+				msg = "pgbus: PostgreSQL has as many connections as it allows, and refuses more; trying again until other clients let theirs go. To end it, " + store.CrowdedAdvice
 			case store.IsUnreachable(err):
-				d.logger.Warn("pgbus: PostgreSQL is not reachable yet; trying again", "err", err, "in", delay)
+				msg = "pgbus: PostgreSQL is not reachable yet; trying again"
 			case store.IsConnectFailure(err):
-				d.logger.Warn("pgbus: PostgreSQL refuses this process's connections; trying again", "err", err, "in", delay)
+				msg = "pgbus: PostgreSQL refuses this process's connections; trying again"
 			default:
-				d.logger.Warn("pgbus: the database's pgbus schema could not be readied; trying again", "err", err, "in", delay)
+				msg = "pgbus: the database's pgbus schema could not be readied; trying again"
+			}
+			if quiet.due(msg+"\x00"+err.Error(), time.Now()) {
+				d.logger.Warn(msg, "err", err, "in", delay, "tries", quiet.tries)
 			}
 		}
 		select {
@@ -145,6 +152,31 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// waitLog says which failures of a long wait are logged: the first
+// loudTries, then one a minute while the failure stays the same, and
+// each that differs from the one before.
+type waitLog struct {
+	tries  int       // failures so far
+	last   string    // the failure before
+	logged time.Time // when one was last logged
+}
+
+// loudTries are the failures of a wait that are all logged: a few
+// seconds' worth, at its growing delay.
+const loudTries = 3
+
+// due counts a failure, why, and reports whether to log it at now.
+func (w *waitLog) due(why string, now time.Time) bool {
+	w.tries++
+	changed := why != w.last
+	w.last = why
+	if w.tries <= loudTries || changed || now.Sub(w.logged) >= time.Minute {
+		w.logged = now
+		return true
+	}
+	return false
 }
 
 // Permanent reports whether err, a failure to ready the schema, is one

@@ -136,3 +136,36 @@ func proxy(t *testing.T, addr, target string) {
 		}
 	}()
 }
+
+// ReadyWhenReachable logs its first tries, then, while the database stays
+// unreachable for the same reason, at most once a minute: it logged every
+// try, 720 lines an hour at its 5s ceiling.
+func TestReadyWhenReachableLogsALongWaitQuietly(t *testing.T) {
+	t.Parallel()
+	target := pgtest.NewDatabase(t)
+	var out pgtest.SyncBuffer
+	db, err := dbopen.Dial(pgtest.Context(t), dbopen.Options{URL: throughAddr(t, target, freeAddr(t)), Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithCancel(pgtest.Context(t))
+	tries := make(chan struct{}, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- db.ReadyWhenReachable(ctx, false, func(why error) {
+			if why != nil {
+				tries <- struct{}{}
+			}
+		})
+	}()
+	const want = 6
+	for range want {
+		<-tries
+	}
+	cancel()
+	<-done
+	if n := strings.Count(out.String(), waitLine); n == 0 || n >= want {
+		t.Fatalf("%d tries logged %d lines, want fewer after the first:\n%s", want, n, out.String())
+	}
+}
