@@ -93,10 +93,11 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 }
 
 // openServing is openSession for pgbus serve and pgbus dashboard, which
-// answer agents and people while their database does not: a database that answers is readied at once, as
-// openSession does; one that does not answer, or refuses this process's
-// connections, is left to runner.WhenReady (pending), the session's calls
-// held by a.gate meanwhile. Only what waiting cannot cure fails at once:
+// answer agents and people while their database does not: a database
+// that answers is readied at once, as openSession does; one that does not
+// answer, or refuses this process's connections, is left to
+// runner.WhenReady (pending), the session's calls held by a.gate
+// meanwhile. Only what waiting cannot cure fails at once:
 // a URL that cannot be read, the embedded PostgreSQL that cannot start,
 // or a schema that cannot be readied on a database that answers.
 func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {
