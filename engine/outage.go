@@ -26,6 +26,14 @@ const outageReminder = time.Minute
 // 12 to 18 seconds apart, and the outage was told to end every time.
 const crowdedQuiet = 30 * time.Second
 
+// downQuiet is how long a database that did not answer must fail no call
+// before a success ends its outage. A server shutting down (or an
+// administrator's pg_terminate_backend) ends its sessions one by one: a
+// call on one it has not ended yet succeeds between the failures of
+// others, and was told as the end of the outage, 2 ms after its start,
+// and then the outage again.
+const downQuiet = time.Second
+
 // outage tells the log that the database does not answer, or refuses new
 // connections because it has as many as it allows, once for the whole
 // process, rather than once per loop and per retry: each queue's reads,
@@ -174,9 +182,9 @@ func endedBy(code string) string {
 }
 
 // answered notes that a call begun at start succeeded, and logs the end
-// of an outage if one was under way: at once for a database that did not
-// answer, and for one that refused connections once it has refused none
-// for crowdedQuiet. A call begun before the outage was met says nothing
+// of an outage if one was under way: for a database that did not answer
+// once no call has failed for downQuiet, and for one that refused
+// connections once it has refused none for crowdedQuiet. A call begun before the outage was met says nothing
 // of its end: a server shutting down finishes some statements just after
 // it cut other connections.
 func (o *outage) answered(start time.Time) {
@@ -185,7 +193,11 @@ func (o *outage) answered(start time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down.Load() || start.Before(o.since) || (o.crowded || o.readOnly || o.diskFull || o.refused) && time.Since(o.last) < crowdedQuiet {
+	quiet := downQuiet
+	if o.crowded || o.readOnly || o.diskFull || o.refused {
+		quiet = crowdedQuiet
+	}
+	if !o.down.Load() || start.Before(o.since) || time.Since(o.last) < quiet {
 		return
 	}
 	o.down.Store(false)
