@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/secrettest"
@@ -35,15 +35,7 @@ func TestConcurrentViewsOfLargePayloadsTakeTurns(t *testing.T) {
 	capBytes := size + size/2 // room for one view, not two
 	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes})
 	const calls = 4
-	var first atomic.Bool
-	ops.WhileViewHeld(svc, func() {
-		if !first.CompareAndSwap(false, true) {
-			return
-		}
-		for ops.ViewsWaiting(svc) < calls-1 && ops.ViewBytesHeld(svc) <= size {
-			runtime.Gosched()
-		}
-	})
+	holdFirstView(svc, calls, size)
 	var wg sync.WaitGroup
 	views := make([]ops.DeadMessage, calls)
 	errs := make([]error, calls)
@@ -119,7 +111,7 @@ func TestViewThatCannotWaitSaysWhatToDo(t *testing.T) {
 	waitCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		for ops.ViewsWaiting(svc) == 0 {
-			runtime.Gosched()
+			time.Sleep(time.Millisecond)
 		}
 		cancel()
 	}()
@@ -160,15 +152,7 @@ func TestConcurrentListsOfLargePayloadsTakeTurns(t *testing.T) {
 	capBytes := size + size/2
 	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes})
 	const calls = 3
-	var first atomic.Bool
-	ops.WhileViewHeld(svc, func() {
-		if !first.CompareAndSwap(false, true) {
-			return
-		}
-		for ops.ViewsWaiting(svc) < calls-1 && ops.ViewBytesHeld(svc) <= size {
-			runtime.Gosched()
-		}
-	})
+	holdFirstView(svc, calls, size)
 	var wg sync.WaitGroup
 	errs := make([]error, calls)
 	lists := make([]ops.LiveMessages, calls)
@@ -189,4 +173,20 @@ func TestConcurrentListsOfLargePayloadsTakeTurns(t *testing.T) {
 	if peak := ops.ViewBytesPeak(svc); peak > capBytes || peak < size {
 		t.Errorf("the lists worked on %d payload bytes at once at most; want one payload's %d, never more than the bound %d", peak, size, capBytes)
 	}
+}
+
+// holdFirstView makes the first of calls views of svc, each of size
+// payload bytes, hold its share until the others wait for theirs (or,
+// were there no bound, hold theirs beside it): the bound is then what
+// keeps them apart, whatever the order the calls came in.
+func holdFirstView(svc *ops.Service, calls int, size int64) {
+	var first atomic.Bool
+	ops.WhileViewHeld(svc, func() {
+		if !first.CompareAndSwap(false, true) {
+			return
+		}
+		for ops.ViewsWaiting(svc) < int64(calls-1) && ops.ViewBytesHeld(svc) <= size {
+			time.Sleep(time.Millisecond)
+		}
+	})
 }
