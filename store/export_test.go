@@ -92,3 +92,7 @@ func (s *Store) HoldAside() (release func()) {
 	s.aside <- struct{}{}
 	return func() { <-s.aside }
 }
+
+// OnRecordRead runs f when Migrate on s has read which migrations are
+// recorded, before it applies any: where another process may apply some.
+func OnRecordRead(s *Store, f func()) { s.recordRead = f }

@@ -24,7 +24,12 @@ type MigrationStatus struct {
 	Version int // highest applied migration
 	// Known is the newest migration this pgbus has. A Version above it
 	// was applied by a newer pgbus (see Newer).
-	Known         int
+	Known int
+	// From is the highest version recorded when this call read the
+	// record, before it applied anything: the version it upgraded from.
+	// Processes that migrate at once share the work, so Version less
+	// Applied may be higher.
+	From          int
 	Applied       int  // migrations applied by this call
 	PGMQExtension bool // the pgmq extension is installed and its objects are used
 	// PGMQFunctions: PGMQ's functions are installed, by the extension or by
@@ -224,6 +229,7 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 		for _, r := range recorded {
 			applied[r.Version] = true
 			newer = newer || r.Version > len(migrations)
+			st.From = max(st.From, r.Version)
 		}
 		if newer {
 			return nil // a newer pgbus's record, checked as it is
@@ -236,6 +242,9 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 	}
 	if newer {
 		return s.CheckSchema(ctx)
+	}
+	if s.recordRead != nil {
+		s.recordRead()
 	}
 	for _, m := range migrations {
 		if !applied[m.Version] || (again > 0 && m.Version >= again) {

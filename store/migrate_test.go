@@ -375,3 +375,31 @@ func TestMigrationWaitsForAnotherMigratorBoundedly(t *testing.T) {
 		t.Fatalf("migrate once the other process finished = %+v, %v; want %d applied", st, err, len(all)-17)
 	}
 }
+
+// Processes that migrate at once share the work: each applies what the
+// others have not. The version one upgraded from is the one recorded when
+// it read the record, not its final version less what it applied itself,
+// which named a version the database never had before the upgrade.
+func TestMigrateReportsTheVersionItUpgradedFrom(t *testing.T) {
+	t.Parallel()
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, s := newMigratedDatabase(t)
+	n := len(all)
+	pgtest.Exec(t, url, fmt.Sprintf(`DELETE FROM pgbus.schema_migrations WHERE version >= %d`, n-1))
+	// Another process applies the first of the two while this one is
+	// between reading the record and applying.
+	store.OnRecordRead(s, func() {
+		pgtest.Exec(t, url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, '%s')`, n-1, all[n-2].Name))
+	})
+	st, err := s.Migrate(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Applied != 1 || st.Version != n || st.From != n-2 {
+		t.Fatalf("migrate from version %d, with another process applying %d meanwhile = applied %d, version %d, from %d; want 1 applied, version %d, from %d",
+			n-2, n-1, st.Applied, st.Version, st.From, n, n-2)
+	}
+}

@@ -46,7 +46,12 @@ type Store struct {
 	// pgbus's own texts asked (textFit).
 	encoding atomic.Pointer[string]
 
-	closed    chan struct{} // closed by Close
+	closed chan struct{} // closed by Close
+	// recordRead, set by tests, runs when migrate has read which
+	// migrations are recorded, before it applies any: where another
+	// process may apply some.
+	recordRead func()
+
 	closeOnce sync.Once
 
 	// aside is held by the one question asked on a connection made beside

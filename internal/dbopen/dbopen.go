@@ -282,7 +282,7 @@ func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 // whoever deploys looks for that in its log. A first install, on a
 // database without the schema, is no news and says nothing.
 func (d *DB) logUpgrade(took time.Duration) {
-	from := d.Status.Version - d.Status.Applied
+	from := d.Status.From
 	if d.logger == nil || d.Status.Applied == 0 || from == 0 {
 		return
 	}
