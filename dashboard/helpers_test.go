@@ -34,6 +34,8 @@ type serverOpts struct {
 	basePath string
 	// logs, when set, receives the server's log.
 	logs io.Writer
+	// callTimeout bounds each page's database work; zero for the default.
+	callTimeout time.Duration
 }
 
 // serve runs pgbus serve --transport http over st, as the command does
@@ -53,7 +55,7 @@ func serve(t *testing.T, st *store.Store, o serverOpts) string {
 			Transport: mcpserver.TransportHTTP,
 			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, BasePath: o.basePath, Ready: func(a net.Addr) { ready <- a }},
 			ReadOnly:  o.readOnly, AllowPayloads: o.allowPayloads,
-			Logger: logger,
+			Logger: logger, DatabaseCallTimeout: o.callTimeout,
 		})
 	}()
 	t.Cleanup(func() {

@@ -210,7 +210,9 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 				msg = "the health check waited 5s, though the database answers a connection of its own: " + busy +
 					"; if it lasts, give the process a larger pool (pool_max_conns in the database URL)"
 			case heldBy != "":
-				msg = "the health check waited 5s for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
+				// Its reads wait for a lock at most their own bound
+				// (ops.Options.ReadLockWait), shorter than these 5s.
+				msg = "the health check waited for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
 			}
 			p.code, p.answer = http.StatusOK, Readiness{Ready: true, Status: ops.HealthDegraded, Reasons: []ReadyReason{{Status: ops.HealthDegraded,
 				Code: "health_check_slow", Message: msg}}}

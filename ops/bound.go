@@ -17,6 +17,9 @@ import (
 type callBound struct {
 	outer context.Context // the caller's context
 	limit time.Duration
+	// lockWait bounds each wait of a read for a lock
+	// (Options.ReadLockWait, store.WithLockWait); 0 for none.
+	lockWait time.Duration
 }
 
 type callBoundKey struct{}
@@ -30,6 +33,12 @@ type callBoundKey struct{}
 // long on a healthy database, and a statement cut by its bound rolls its
 // transaction back or, its commit already sent, leaves it done whole. A
 // call made inside another keeps the outer call's bound.
+//
+// A read's waits for locks are bounded too, shorter
+// (Options.ReadLockWait): a table another session holds locked would
+// otherwise keep every read of it, and the connection each holds, for
+// the whole bound, and a few pages or an agent's parallel calls would
+// hold every connection of the pool the workers share (lockWaitError).
 func (s *Service) bound(ctx context.Context, e effect) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Value(callBoundKey{}).(*callBound); ok {
 		return ctx, func() {}
@@ -37,6 +46,10 @@ func (s *Service) bound(ctx context.Context, e effect) (context.Context, context
 	b := &callBound{outer: ctx, limit: s.opts.DatabaseCallTimeout}
 	ctx = context.WithValue(ctx, callBoundKey{}, b)
 	if e == reads {
+		if w := s.opts.ReadLockWait; w > 0 && w < b.limit {
+			b.lockWait = w
+			ctx = store.WithLockWait(ctx, w)
+		}
 		return context.WithTimeout(ctx, b.limit)
 	}
 	return store.WithStatementTimeout(ctx, b.limit), func() {}
@@ -145,6 +158,43 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		kind = errors.Join(ErrUnavailable, slow)
 	}
 	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(kind, err), Hints: hints}
+}
+
+// lockWaited reports whether err, the error of a read made with ctx, is
+// a wait for a lock that passed the read's lock bound (Options.ReadLockWait).
+func lockWaited(ctx context.Context, err error) (*callBound, bool) {
+	b, ok := ctx.Value(callBoundKey{}).(*callBound)
+	if !ok || b.lockWait == 0 || !store.IsLockTimeout(err) {
+		return nil, false
+	}
+	return b, true
+}
+
+// lockWaitError is err, a read given up once it waited b.lockWait for a
+// lock another session holds, with the table, who holds it since when,
+// and what to do: wait for that session, or end it. It is of kind
+// unavailable, as a call given up at its bound while it waited for a lock
+// is, with no health check among its next steps, which would say OK.
+func (s *Service) lockWaitError(b *callBound, err error) error {
+	ctx, cancel := context.WithTimeout(b.outer, lockProbeWait)
+	defer cancel()
+	heldBy, end, probeErr := s.store.ReadBlockers(ctx, b.lockWait)
+	what := fmt.Sprintf("the read waited %s for a lock another session holds on a table it reads, and was given up rather than hold a connection the workers share", b.lockWait)
+	again := "try it again once that session ends its transaction (pg_stat_activity says what it runs, pg_locks what it holds); if it is stuck, end it: " + end
+	switch {
+	case heldBy != "":
+		what += ": " + heldBy
+	case probeErr != nil:
+		again = fmt.Sprintf("try it again in a moment; pg_locks and pg_stat_activity name the session that holds the lock and what it runs (asking them failed: %v)", probeErr)
+	default:
+		again = "try it again in a moment; pg_locks and pg_stat_activity name the session that holds the lock (on a row, or taken a moment ago) and what it runs"
+	}
+	msg := fmt.Sprintf("%s (%v); %s", what, err, again)
+	if partial, _ := partialCause(err); partial != nil {
+		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, errLockWait, *partial), lockWait: true}
+		return err
+	}
+	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, errLockWait, err)}
 }
 
 // poolBusy says that every one of the size connections of the process's

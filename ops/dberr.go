@@ -70,6 +70,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = s.unansweredError(b, *err, e)
 		return
 	}
+	if b, ok := lockWaited(ctx, *err); ok {
+		*err = s.lockWaitError(b, *err)
+		return
+	}
 	// A bare deadline is stopped already, but the store takes it for a lost
 	// connection, which unreachableError would say it is.
 	if k := ErrorKind(*err); (k == KindUnavailable || k == KindFailed || k == KindStopped && store.IsUnreachable(*err)) && callerDeadlinePassed(ctx) && !carriesSteps(*err) {

@@ -267,7 +267,8 @@ func TestHealthWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	const poolSize = 2
 	s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "pool_max_conns", fmt.Sprint(poolSize)))
 	q := newQueue(t, s, nil)
-	waiting := newService(t, s, ops.Options{}) // whose calls wait their full bound, 30s
+	// whose reads wait for the lock their full bound, 30s, as writes do
+	waiting := newService(t, s, ops.Options{ReadLockWait: -1})
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
 	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })

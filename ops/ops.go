@@ -95,6 +95,17 @@ type Options struct {
 	// Default engine.DefaultDatabaseCallTimeout (30s); at least
 	// engine.MinDatabaseCallTimeout.
 	DatabaseCallTimeout time.Duration
+	// ReadLockWait bounds how long a read (a view, a list, a summary,
+	// stats, health, a dry run) waits for a lock another session holds on
+	// a table it reads (a LOCK TABLE, a VACUUM FULL, an ALTER TABLE, a
+	// long CREATE INDEX behind which such a lock waits): the read then
+	// fails as ErrUnavailable naming the table, the session that holds
+	// it and what to do, rather than holding its caller and a connection
+	// of the pool, which the workers share, for the whole
+	// DatabaseCallTimeout. Writes wait for locks as long as their bound
+	// lets them. Default DefaultReadLockWait; negative, or not shorter
+	// than DatabaseCallTimeout, leaves reads to their call bound alone.
+	ReadLockWait time.Duration
 	// Now is the clock; default the database server's (store.Store.Now,
 	// measured again at a call when it was last over a minute ago), on
 	// which the times the database wrote are compared. Tests pin it.
@@ -131,6 +142,12 @@ type Options struct {
 	// all of it. Default DefaultViewBytes.
 	ViewBytes int64
 }
+
+// DefaultReadLockWait is the default Options.ReadLockWait: a lock held
+// for a moment (a worker's batch, an index built on an empty table) does
+// not fail a read, and one held longer is told of while a person or agent
+// still waits for the answer.
+const DefaultReadLockWait = 3 * time.Second
 
 // HandlerConfigured, in Options.Handlers, is a queue whose handler the
 // configuration gives: a worker given the configuration runs it with no
@@ -201,6 +218,9 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if opts.DatabaseCallTimeout < engine.MinDatabaseCallTimeout {
 		return nil, invalidf("Options.DatabaseCallTimeout %s is shorter than %s, which a busy but healthy database may take: give for example 30 * time.Second, or leave it zero for the default %s",
 			opts.DatabaseCallTimeout, engine.MinDatabaseCallTimeout, engine.DefaultDatabaseCallTimeout)
+	}
+	if opts.ReadLockWait == 0 {
+		opts.ReadLockWait = DefaultReadLockWait
 	}
 	switch {
 	case opts.ViewBytes < 0:

@@ -137,6 +137,14 @@ func (e closedError) Error() string {
 func (e closedError) Unwrap() []error { return []error{e.err, ErrClosed} }
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if lockBound(ctx) > 0 {
+		var tag pgconn.CommandTag
+		err := d.lockBounded(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
+			tag, err = tx.Exec(ctx, sql, args...)
+			return err
+		})
+		return tag, err
+	}
 	ctx, cancel := boundStatement(ctx)
 	defer cancel()
 	tag, err := d.pool.Exec(ctx, sql, args...)
@@ -153,6 +161,9 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 // Query itself, or at the first Next (pgx reports a failed send of a cached
 // statement there).
 func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if lockBound(ctx) > 0 {
+		return d.lockBoundedQuery(ctx, sql, args...)
+	}
 	if statementTimeout(ctx) == 0 {
 		return d.query(ctx, sql, args...)
 	}
@@ -183,6 +194,9 @@ func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 }
 
 func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if lockBound(ctx) > 0 {
+		return lockBoundedRow{d: d, ctx: ctx, sql: sql, args: args}
+	}
 	if statementTimeout(ctx) == 0 {
 		return retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
 	}
@@ -205,6 +219,9 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	if opts.IsoLevel == "" && opts.BeginQuery == "" {
 		opts.IsoLevel = pgx.ReadCommitted
 	}
+	if bound := lockBound(ctx); bound > 0 {
+		opts.BeginQuery = lockBoundBegin(opts, bound)
+	}
 	begin, cancel := boundStatement(ctx)
 	defer cancel()
 	tx, err := d.pool.BeginTx(begin, opts)
@@ -215,6 +232,113 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 		return tx, poolerHint(err)
 	}
 	return boundedTx{Tx: tx}, nil
+}
+
+// lockBounded runs fn, one statement, in a transaction of its own begun
+// under ctx's lock bound (WithLockWait), and commits it: run again on
+// another connection, and after a conflict, as the statement alone would
+// be (retry, conflicted).
+func (d db) lockBounded(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	err := d.lockBoundedOnce(ctx, fn)
+	for try := 0; try < maxReruns && d.retry(ctx, err); try++ {
+		err = d.lockBoundedOnce(withForcedPing(ctx), fn)
+	}
+	for try := 1; conflicted(ctx, err, try); try++ {
+		err = d.lockBoundedOnce(ctx, fn)
+	}
+	return poolerHint(err)
+}
+
+func (d db) lockBoundedOnce(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	tx, err := d.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, tx); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// lockBoundedQuery is Query under ctx's lock bound: the rows are read in a
+// transaction of their own, committed once they are all read or closed.
+func (d db) lockBoundedQuery(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	var tx pgx.Tx
+	var rows pgx.Rows
+	begin := func(ctx context.Context) (err error) {
+		if tx, err = d.BeginTx(ctx, pgx.TxOptions{}); err != nil {
+			return err
+		}
+		if rows, err = tx.Query(ctx, sql, args...); err != nil {
+			_ = tx.Rollback(ctx)
+		}
+		return err
+	}
+	err := begin(ctx)
+	for try := 0; try < maxReruns && d.retry(ctx, err); try++ {
+		err = begin(withForcedPing(ctx))
+	}
+	if err != nil {
+		return nil, poolerHint(err)
+	}
+	return &txRows{Rows: rows, tx: tx, ctx: ctx}, nil
+}
+
+// txRows are the rows of a statement run in a transaction of its own,
+// which ends when the rows do: committed once they are all read without
+// an error (its error then the rows' Err), rolled back otherwise.
+type txRows struct {
+	pgx.Rows
+	tx   pgx.Tx
+	ctx  context.Context
+	done bool
+	err  error // the commit's
+}
+
+func (r *txRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.finish()
+	return false
+}
+
+func (r *txRows) Close() { r.finish() }
+
+func (r *txRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return poolerHint(err)
+	}
+	return r.err
+}
+
+func (r *txRows) finish() {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.Rows.Close()
+	if r.Rows.Err() != nil {
+		_ = r.tx.Rollback(r.ctx)
+		return
+	}
+	r.err = poolerHint(r.tx.Commit(r.ctx))
+}
+
+// lockBoundedRow is QueryRow under a lock bound: Scan runs the statement
+// in a transaction of its own (lockBounded).
+type lockBoundedRow struct {
+	d    db
+	ctx  context.Context
+	sql  string
+	args []any
+}
+
+func (r lockBoundedRow) Scan(dest ...any) error {
+	return r.d.lockBounded(r.ctx, func(ctx context.Context, tx pgx.Tx) error {
+		return tx.QueryRow(ctx, r.sql, r.args...).Scan(dest...)
+	})
 }
 
 type retryRow struct {

@@ -215,3 +215,51 @@ func (b blocker) String() string {
 	}
 	return fmt.Sprintf("pid %d (%s)", b.pid, strings.Join(facts, ", "))
 }
+
+type lockBoundKey struct{}
+
+// WithLockWait returns ctx with every lock wait of the statements the
+// store runs under it through its pool bounded by d: each runs in a
+// transaction that sets lock_timeout to d for itself alone (SET LOCAL,
+// in the statement that begins it), a statement on its own in one of its
+// own, so that nothing stays on a connection a pooler hands on. A
+// statement that waits longer for a lock another session holds fails
+// with SQLSTATE 55P03, which IsLockTimeout tells, rather than holding
+// its connection, which others wait for, until its caller gives up. It
+// is for reads that a person or agent waits on; a transaction that sets
+// its own lock_timeout keeps it. A d of zero or less bounds nothing.
+func WithLockWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, lockBoundKey{}, d)
+}
+
+// lockBound is the bound WithLockWait set on ctx, or 0.
+func lockBound(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(lockBoundKey{}).(time.Duration)
+	return max(d, 0)
+}
+
+// IsLockTimeout reports whether err is, or wraps, a statement that waited
+// lock_timeout for a lock another session holds (SQLSTATE 55P03), as one
+// under WithLockWait does once its bound passes.
+func IsLockTimeout(err error) bool { return isLockTimeout(err) }
+
+// lockBoundBegin is the statement that begins a transaction with opts
+// whose lock waits are bounded by d: opts' own BEGIN, then SET LOCAL
+// lock_timeout, sent together (pgx sends a statement without arguments
+// in the simple protocol), so that the bound costs no round trip.
+func lockBoundBegin(opts pgx.TxOptions, d time.Duration) string {
+	begin := opts.BeginQuery
+	if begin == "" {
+		begin = "BEGIN"
+		if opts.IsoLevel != "" {
+			begin += " ISOLATION LEVEL " + string(opts.IsoLevel)
+		}
+		if opts.AccessMode != "" {
+			begin += " " + string(opts.AccessMode)
+		}
+		if opts.DeferrableMode != "" {
+			begin += " " + string(opts.DeferrableMode)
+		}
+	}
+	return fmt.Sprintf("%s; SET LOCAL lock_timeout = '%dms'", strings.TrimRight(strings.TrimSpace(begin), ";"), max(d.Milliseconds(), 1))
+}

@@ -41,6 +41,17 @@ func (s *Store) LockHolders(ctx context.Context, waited time.Duration) (heldBy, 
 		`c.relnamespace IN ('pgmq'::regnamespace, 'pgbus'::regnamespace)`)
 }
 
+// ReadBlockers describes, as LockHolders does, the sessions holding
+// table locks, taken at least waited ago, that keep reads of pgbus's or
+// PGMQ's tables waiting: ACCESS EXCLUSIVE (LOCK TABLE, VACUUM FULL, ALTER
+// TABLE, REINDEX), and EXCLUSIVE, which holds the reads that lock rows.
+// It is for the error of a read that waited its lock bound
+// (WithLockWait).
+func (s *Store) ReadBlockers(ctx context.Context, waited time.Duration) (heldBy, terminate string, err error) {
+	return s.lockHolders(ctx, "find the locks that hold reads of pgbus's and PGMQ's tables", waited,
+		`c.relnamespace IN ('pgmq'::regnamespace, 'pgbus'::regnamespace) AND l.mode IN ('ExclusiveLock', 'AccessExclusiveLock')`)
+}
+
 // lockHolders lists the granted table locks that conflict with a row
 // write held by other sessions in transactions begun at least waited ago
 // (or whose activity this role may not see), on the tables where (SQL over

@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// Under WithLockWait a statement on its own (QueryRow, Query) and one in a
+// transaction wait for a lock another session holds only as long as the
+// bound, failing as IsLockTimeout, and answer as ever on the tables no
+// lock holds; the bound stays on no connection of the pool: a statement
+// run without it after sees the database's lock_timeout.
+func TestLockWaitBoundsEachStatementAndStaysOnNoConnection(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	// One connection: every statement below runs on it.
+	s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "pool_max_conns", "1"))
+	locked, free := pgtest.NewQueue(t, s, "lb"), pgtest.NewQueue(t, s, "lb")
+	pgtest.DeadLetterN(t, s, locked, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	pgtest.DeadLetterN(t, s, free, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+locked)
+	pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+locked+"_dlq")
+	ctx := store.WithLockWait(testContext(t), 200*time.Millisecond)
+
+	if _, err := s.Metrics(ctx, locked); !store.IsLockTimeout(err) {
+		t.Fatalf("a statement on its own under a lock bound, on a table held locked: %v; want a lock timeout", err)
+	}
+	if _, err := s.ListDead(ctx, store.DeadFilter{Queue: locked}, "", 10); !store.IsLockTimeout(err) {
+		t.Fatalf("a read in a transaction under a lock bound, on a table held locked: %v; want a lock timeout", err)
+	}
+	if m, err := s.Metrics(ctx, free); err != nil || m.Depth != 0 {
+		t.Fatalf("a statement on its own under a lock bound, on a table no lock holds: %+v, %v", m, err)
+	}
+	page, err := s.ListDead(ctx, store.DeadFilter{Queue: free}, "", 10)
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("a read in a transaction under a lock bound, on a table no lock holds: %d items, %v; want 2", len(page.Items), err)
+	}
+	if qs, err := s.ListQueues(ctx); err != nil || len(qs) == 0 {
+		t.Fatalf("rows under a lock bound: %d queues, %v", len(qs), err)
+	}
+	if got := pgtest.Int(t, s, `SELECT extract(epoch FROM current_setting('lock_timeout')::interval)::int`); got != 0 {
+		t.Fatalf("lock_timeout on the pool's connection after the bounded statements: %ds; want the database's 0", got)
+	}
+}
