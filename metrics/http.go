@@ -39,8 +39,9 @@ func Handler(g prometheus.Gatherer) http.Handler {
 // health verdict with its reasons.
 type Readiness struct {
 	// Ready is what the status code says: the database answers, its
-	// schema is ready for this process, and no queue the process works is
-	// STALLED.
+	// schema is ready for this process, no queue the process works is
+	// STALLED, and the workers it runs did not stop on an error
+	// (workers_stopped).
 	Ready bool `json:"ready"`
 	// Status is ops.HealthOK, HealthDegraded or HealthStalled, the verdict
 	// on every queue, or Unreachable when the database could not be asked
@@ -111,9 +112,11 @@ type ProbeOptions struct {
 const Stopping = "STOPPING"
 
 // Probes answers PathLivez (200 while the process serves) and PathReadyz:
-// 200 when the database answers, its schema is ready and no queue of
-// o.Queues is STALLED, else 503, with a Readiness as JSON. Other paths get
-// 404.
+// 200 when the database answers, its schema is ready, no queue of
+// o.Queues is STALLED and the workers the process runs did not stop on an
+// error (ops.Service.StoppedWorkers, reason workers_stopped, said whether
+// the verdict could be read or not), else 503, with a Readiness as JSON.
+// Other paths get 404.
 func Probes(svc *ops.Service, o ProbeOptions) http.Handler {
 	if svc == nil {
 		panic("metrics.Probes: the operations layer is nil; make one with ops.New")
@@ -144,6 +147,18 @@ type probes struct {
 
 func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
 	code, answer := p.verdict(r.Context())
+	if why, ok := p.svc.StoppedWorkers(); ok && !slices.ContainsFunc(answer.Reasons, func(r ReadyReason) bool { return r.Code == why.Code }) {
+		// The verdict could not be read (often for the cause the workers
+		// stopped on), but the process knows its workers stopped.
+		code, answer.Ready = http.StatusServiceUnavailable, false
+		if answer.Status != Unreachable {
+			answer.Status = ops.HealthStalled
+		}
+		answer.Reasons = append([]ReadyReason{{Status: why.Status, Code: why.Code, Message: why.Message}}, answer.Reasons...)
+		if n := len(answer.Reasons) - MaxReadyReasons; n > 0 {
+			answer.Reasons, answer.Omitted = answer.Reasons[:MaxReadyReasons], answer.Omitted+n
+		}
+	}
 	select {
 	case <-p.opts.Stopping:
 		code, answer = http.StatusServiceUnavailable, Readiness{Status: Stopping, Reasons: []ReadyReason{{Status: Stopping, Code: "stopping",

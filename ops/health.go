@@ -70,7 +70,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction,enum=workers_stopped"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -99,7 +99,8 @@ func (r HealthReason) Key() ReasonKey {
 
 // Health checks queues and workers: STALLED when ready work is not being
 // done (no running worker serves a queue with ready or retrying messages, a
-// backlog that does not drain), DEGRADED when something needs a look (stale workers, new dead
+// backlog that does not drain, the workers this process runs stopped on an
+// error: workers_stopped, see Options.OwnWorkers), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
 // running handler uses, dead messages left by a dropped queue, running
 // workers waiting for their dropped queue), OK otherwise. A NOTICE reason
@@ -204,7 +205,8 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // caller to guess whether pgbus or the database is at fault. A database
 // where another session's lock kept the check from reading its tables in
 // time is DEGRADED instead, its one reason health_check_slow naming the
-// session. Other errors stay errors.
+// session. Other errors stay errors, but while the workers this process
+// runs are stopped (workers_stopped, which either verdict lists too).
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 	h, err := s.HealthOrSlow(ctx)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
@@ -218,8 +220,10 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 		// health check itself (the migration of a schema too old).
 		next = append(next, slices.DeleteFunc(slices.Clone(held.Hints), func(h Hint) bool { return h.Op == OpHealth })...)
 	}
-	return Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
-		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg, Next: next}}}, nil
+	h = Health{Status: HealthUnreachable, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg, Next: next}}}
+	s.withStoppedWorkers(&h)
+	return h, nil
 }
 
 // HealthOrSlow is Health for a caller that reports a database that does
@@ -229,9 +233,24 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 // session and the statement that ends it (no outage: whoever waits for
 // the database to come back would wait for nothing); so it is where the
 // check waited for a connection while other calls held every one of the
-// pool's, and a new connection was answered at once.
+// pool's, and a new connection was answered at once. While the workers
+// this process runs are stopped on an error, any other error of the check
+// is the verdict STALLED with their reason workers_stopped, the error in
+// its notes: that reason is known without the read, which often failed
+// for the same cause.
 func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 	h, err := s.Health(ctx)
+	if err != nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
+		if _, stopped := s.StoppedWorkers(); stopped && ctx.Err() == nil {
+			// The verdict that matters most is known without the read
+			// that failed, which often failed for the same cause.
+			msg, _ := RedactText(err.Error())
+			h = Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+				Notes: []string{"the rest of the verdict could not be read: " + msg}}
+			s.withStoppedWorkers(&h)
+			return h, nil
+		}
+	}
 	if err == nil || !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
 		return h, err
 	}
@@ -240,18 +259,26 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 	if !errors.Is(err, errLockWait) {
 		again = "check again once fewer calls hold the pool's connections: the verdict on the queues comes back once the check gets one"
 	}
-	return Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
+	h = Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
 		Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
-			Next: []Hint{hint(OpHealth, again)}}}}, nil
+			Next: []Hint{hint(OpHealth, again)}}}}
+	s.withStoppedWorkers(&h)
+	return h, nil
 }
 
 // StalledFor returns the STALLED reasons of h about the queues named:
 // what a process that works those queues is failing at, where the rest
 // of h is about other processes. Reasons name a queue with priority
-// levels as the queue, as workers are given it.
+// levels as the queue, as workers are given it. The reason that the
+// workers of the process stopped (workers_stopped), which only the
+// process they ran in reports, is always among them.
 func (h Health) StalledFor(queues []string) []HealthReason {
 	var out []HealthReason
 	for _, r := range h.Reasons {
+		if r.Status == HealthStalled && r.Code == "workers_stopped" {
+			out = append(out, r)
+			continue
+		}
 		if r.Status != HealthStalled || r.Queue == "" {
 			continue
 		}
@@ -420,6 +447,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Healt
 	if n := h.count("dead_letters_growing"); n > 1 {
 		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
 	}
+	s.withStoppedWorkers(&h)
 	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int { return cmp.Compare(reasonRank[a.Status], reasonRank[b.Status]) })
 	return h, nil
 }

@@ -141,6 +141,12 @@ type Options struct {
 	// while others hold the rest; a payload larger than the bound takes
 	// all of it. Default DefaultViewBytes.
 	ViewBytes int64
+	// OwnWorkers, when set, is the state of the workers the process runs
+	// beside this service: once they stopped on an error
+	// (Service.WorkersStopped, through any service given the same one),
+	// the health verdict is STALLED with the reason workers_stopped.
+	// Default: a state of this service's own.
+	OwnWorkers *OwnWorkers
 }
 
 // DefaultReadLockWait is the default Options.ReadLockWait: a lock held
@@ -201,6 +207,9 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	}
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = 30 * time.Second
+	}
+	if opts.OwnWorkers == nil {
+		opts.OwnWorkers = &OwnWorkers{}
 	}
 	if opts.OldTransactionAfter <= 0 {
 		opts.OldTransactionAfter = 10 * time.Minute

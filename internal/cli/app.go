@@ -63,6 +63,9 @@ type app struct {
 	// gate, when set, holds the calls of the operations layer while pgbus
 	// serve readies a database that did not answer at its start.
 	gate *ops.Gate
+	// ownWorkers is the state of serve's embedded workers, which every
+	// operations layer of the process reports in its health verdict.
+	ownWorkers *ops.OwnWorkers
 	// trace is the command's tracing, once set up (tracing.go).
 	trace traceSetup
 	// flagsFailed is set when the command's flags could not be parsed,

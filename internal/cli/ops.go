@@ -29,7 +29,7 @@ const AuditClient = "cli"
 // command asks for them, whole (secrets still redacted).
 func (a *app) service(db *dbopen.DB) (*ops.Service, error) {
 	svc, err := ops.New(db.Store, ops.Options{AllowPayloads: true, SafeFields: a.safeFields(nil), Bounds: ops.FullBounds, Logger: a.log,
-		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers(), DatabaseCallTimeout: a.callTimeout, Gate: a.gate})
+		Unrecorded: a.stderr, Observers: a.trace.observers, Handlers: a.queueHandlers(), DatabaseCallTimeout: a.callTimeout, Gate: a.gate, OwnWorkers: a.ownWorkers})
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%w (the safe fields of %s or of safe_fields in the configuration file)", err, EnvSafeFields)}
 	}

@@ -88,7 +88,9 @@ not run their handlers, or with a role that may only read.
 Monitoring: over http and sse the same address serves Prometheus metrics at
 /metrics (with the bearer token, when one is set) and the probes /livez and
 /readyz (without it; /readyz answers 503 while the database does not
-answer or a queue the embedded workers work is STALLED). --metrics-addr serves the three on a port of their own, over any
+answer or a queue the embedded workers work is STALLED, and once they
+stopped on an error, which pgbus_health reports too: they are not started
+again until serve restarts). --metrics-addr serves the three on a port of their own, over any
 transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only
@@ -234,6 +236,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// while the server answers agents at once (runner.WhenReady).
 	migrate := !f.readOnly || len(queues) > 0
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
+	a.ownWorkers = &ops.OwnWorkers{}
+	mcp.OwnWorkers = a.ownWorkers
 	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err

@@ -57,6 +57,10 @@ type MCPConfig struct {
 	// Gate, when set, holds the calls of the server's operations layer
 	// while the process readies its database (WhenReady).
 	Gate *ops.Gate
+	// OwnWorkers, when set, is the state of the workers the process runs
+	// beside the server (Background), whose stop on an error the server's
+	// health verdict reports.
+	OwnWorkers *ops.OwnWorkers
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -105,7 +109,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		c.ClientLog = mcpserver.NewClientLog()
 	}
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.ClientLog.Tee(c.Logger),
-		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate, OwnWorkers: c.OwnWorkers})
 	if err != nil {
 		return err
 	}
@@ -178,7 +182,7 @@ func loopbackAddr(addr string) bool {
 func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	c.Transport = mcpserver.TransportHTTP
 	svc, err := ops.New(st, ops.Options{AllowPayloads: c.AllowPayloads, SafeFields: c.SafeFields, ReadOnly: c.ReadOnly, Logger: c.Logger,
-		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate})
+		Observers: c.Observers, Handlers: c.Handlers, DatabaseCallTimeout: c.DatabaseCallTimeout, Gate: c.Gate, OwnWorkers: c.OwnWorkers})
 	if err != nil {
 		return err
 	}

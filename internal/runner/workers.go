@@ -237,7 +237,10 @@ func describe(queues []config.WorkQueue) []string {
 
 // Background prepares the queues and runs workers on them until the
 // function it returns is called, which stops them and waits; with no
-// queues it runs nothing. The workers outlive ctx's cancellation, so that
+// queues it runs nothing. Workers that stop on an error before then are
+// logged once and told to svc (ops.Service.WorkersStopped), whose health
+// verdict, and that of every service given the same ops.OwnWorkers, is
+// STALLED from then on. The workers outlive ctx's cancellation, so that
 // the caller decides when they stop: after what it serves beside them.
 // observers, when given, watch the workers' jobs (see Tracing; metrics
 // count them).
@@ -268,7 +271,12 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	workers.Go(func() { jobs.Run(workCtx, 0) })
 	workers.Go(func() {
 		if err := client.Run(workCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("pgbus serve: embedded workers stopped", "err", err)
+			// Told to the health verdict before the log, so that whoever
+			// reads the line finds the verdict says it too. Run rides out
+			// a database that does not answer: this is an error no wait
+			// mends, and the workers are not started again.
+			why := svc.WorkersStopped(queueNames(queues), err)
+			log.Error("pgbus serve: embedded workers stopped on an error; the server goes on answering, but runs no job until it restarts, and its health and readiness say so", "queues", queueNames(queues), "err", why.Message)
 		}
 		jobs.Summary(queueNames(queues))
 	})

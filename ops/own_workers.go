@@ -1,0 +1,92 @@
+package ops
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/pgbus/pgbus/store"
+)
+
+// OwnWorkers is the state of the workers a process runs beside its
+// operations layers, shared by them (Options.OwnWorkers), so that the
+// health verdict of each says when those workers stopped on an error: the
+// process still answers, but runs no job. The zero value is workers that
+// did not stop.
+type OwnWorkers struct {
+	mu     sync.Mutex
+	queues []string
+	err    error
+}
+
+// stopped returns the queues of the workers and the error they stopped
+// on, or a nil error while they did not.
+func (w *OwnWorkers) stopped() ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queues, w.err
+}
+
+// WorkersStopped records that the workers this process runs on queues
+// stopped on err, an error that ended their run (a database that does not
+// answer for a while does not: they ride it out), and returns the reason
+// the health verdict gives from then on: workers_stopped, STALLED, naming
+// the queues, the error and what to do. Only the first stop is kept: the
+// workers are not started again until the process restarts.
+func (s *Service) WorkersStopped(queues []string, err error) HealthReason {
+	if err == nil {
+		err = errors.New("no error was given")
+	}
+	w := s.opts.OwnWorkers
+	w.mu.Lock()
+	if w.err == nil {
+		w.queues, w.err = slices.Clone(queues), err
+	}
+	w.mu.Unlock()
+	r, _ := s.StoppedWorkers()
+	return r
+}
+
+// StoppedWorkers returns the workers_stopped reason while the workers of
+// this process stopped on an error.
+func (s *Service) StoppedWorkers() (HealthReason, bool) {
+	queues, err := s.opts.OwnWorkers.stopped()
+	if err == nil {
+		return HealthReason{}, false
+	}
+	what := "its workers"
+	if len(queues) > 0 {
+		what = "its workers of " + quoteList(queues)
+	}
+	todo := "mend the cause, then restart this process: its workers do not start again on their own"
+	role := cmp.Or(s.store.User(), "<role>")
+	switch {
+	case store.LimitOf(err) != store.NoLimit:
+		if lim := ExplainLimit(err, role); lim != nil {
+			err = lim
+		}
+		todo = "then restart this process: its workers do not start again on their own"
+	case store.IsPermissionDenied(err):
+		todo = fmt.Sprintf("the database role %s lacks a privilege workers need: run as the role that owns the pgbus schemas: %s; then restart this process (its workers do not start again on their own)",
+			role, store.OperatorGrants(role))
+	}
+	msg, _ := RedactText(fmt.Sprintf("this process still answers, but %s stopped on an error and run no job: %v; %s", what, err, todo))
+	return HealthReason{Status: HealthStalled, Code: "workers_stopped", Message: msg,
+		Next: []Hint{hint(OpWorkers, "shows the worker processes that still run, and which queues they serve")}}, true
+}
+
+// withStoppedWorkers adds the workers_stopped reason to h, first, when
+// the workers of this process stopped on an error; a verdict better than
+// STALLED becomes STALLED.
+func (s *Service) withStoppedWorkers(h *Health) {
+	r, ok := s.StoppedWorkers()
+	if !ok {
+		return
+	}
+	h.Reasons = append([]HealthReason{r}, h.Reasons...)
+	if h.Status != HealthUnreachable {
+		h.Status = HealthStalled
+	}
+}
