@@ -47,7 +47,9 @@ type Readiness struct {
 	// on every queue, or Unreachable when the database could not be asked
 	// (its reason database_unreachable), or when it answers but this
 	// process holds its calls until the schema is ready (schema_not_ready,
-	// saying why).
+	// saying why), or when it answers but refuses the check
+	// (health_check_refused: the role may not read pgbus's tables, or the
+	// schema cannot be used).
 	Status string `json:"status"`
 	// Reasons are the verdict's reasons, those that make the process
 	// unready first, at most MaxReadyReasons; Omitted counts the rest.
@@ -196,6 +198,22 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 		p.warned.OK()
 		p.at, p.code, p.answer = time.Now(), http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
 			Code: "schema_not_ready", Message: msg}}}
+		return p.code, p.answer
+	}
+	if kind := ops.ErrorKind(err); err != nil && (kind == ops.KindPermission || kind == ops.KindSchema) {
+		// The database answered, and refused: no wait mends it, and the
+		// check was not slow. The error, which names the role, goes to
+		// the log, with what to do.
+		p.at = time.Now()
+		if p.warned.Due(p.at) {
+			p.opts.Logger.Warn("pgbus: /readyz: the database refused the health check; said here once a minute while it lasts", "err", err)
+		}
+		msg := "the database refused the health check for want of a privilege (the process's log has its error and the GRANT statements that mend it); grant the role pgbus connects as what it lacks"
+		if kind == ops.KindSchema {
+			msg = "the health check found the pgbus schema unusable (the process's log says why and what to do)"
+		}
+		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
+			Code: "health_check_refused", Message: msg}}}
 		return p.code, p.answer
 	}
 	if err != nil {

@@ -442,3 +442,34 @@ func TestReadyzSaysStoppingWhileTheWorkersDrain(t *testing.T) {
 		t.Errorf("/livez while stopping: %d %s; want 200: the process is alive", code, body)
 	}
 }
+
+// A role that may not read a table the health check reads makes /readyz
+// answer 503, reason health_check_refused, pointing at the log, which has
+// the error and the grants; the body does not name the role. It answered
+// 200, DEGRADED health_check_slow, "took longer than 5s", and the log said
+// the database did not answer.
+func TestReadyzWhenTheHealthCheckIsRefused(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	pgtest.OpenStore(t, url) // migrated
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	pgtest.Exec(t, url, "REVOKE SELECT ON pgbus.circuit_breaker_users FROM "+role)
+	svc, err := ops.New(pgtest.OpenStore(t, roleURL), ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log pgtest.SyncBuffer
+	base := serveMonitor(t, runner.NewMonitor(svc, slog.New(slog.NewTextHandler(&log, nil)), nil))
+	code, body := get(t, base+metrics.PathReadyz, nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"health_check_refused"`) || !strings.Contains(body, "privilege") || strings.Contains(body, "health_check_slow") {
+		t.Fatalf("/readyz as a role that may not read pgbus.circuit_breaker_users: %d %s\nwant 503, health_check_refused\nlog:\n%s", code, body, log.String())
+	}
+	if strings.Contains(body, role) {
+		t.Errorf("/readyz body names the role: %s", body)
+	}
+	if l := log.String(); !strings.Contains(l, "refused the health check") || !strings.Contains(l, "GRANT SELECT") {
+		t.Errorf("the log does not have the refusal and the grants:\n%s", l)
+	}
+}
