@@ -405,7 +405,7 @@ func (a *app) explain(err error) error {
 		who += " " + a.role
 	}
 	return fmt.Errorf("%w; %s lacks a privilege this command needs: reading needs CONNECT on the database, USAGE on schemas pgmq and pgbus and SELECT on their tables; "+
-		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, and send also need INSERT, UPDATE and DELETE on those tables; "+
+		"dlq retry, retry-all, discard and purge, queue pause, resume and purge, send, and work and serve's workers also need INSERT, UPDATE and DELETE on those tables; "+
 		"migrate, queue create and drop, and work, demo, serve, dashboard and bench while the schema is not current need the role that owns the pgbus schemas", err, who)
 }
 

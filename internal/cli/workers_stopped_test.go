@@ -25,7 +25,7 @@ import (
 // can read the rest of the verdict; the log says so once, at ERROR.
 // /readyz answered 200 and pgbus_health said nothing of it while no job
 // ran. pgbus work, in the same case, exits 1 naming the table and the
-// privileges.
+// privileges workers need, among which its message left out the writes.
 func TestServeWorkersStoppedNotReady(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, revoke string }{{"select", "SELECT"}, {"delete", "DELETE"}} {
@@ -49,7 +49,10 @@ func workersStopped(t *testing.T, revoke string) {
 
 	work := pgbus(t, []string{"DATABASE_URL=" + roleURL}, "work", "--queue", "jobs", "--handler", "demo", "--for", "1m")
 	if work.code != 1 || !strings.Contains(work.stderr, "permission denied for table circuit_breaker_users") || !strings.Contains(work.stderr, "lacks a privilege") {
-		t.Errorf("pgbus work as a role that may not read pgbus.circuit_breaker_users: exit %d\n%s\nwant exit 1 naming the table and the privileges", work.code, work.stderr)
+		t.Errorf("pgbus work as a role that may not use pgbus.circuit_breaker_users: exit %d\n%s\nwant exit 1 naming the table and the privileges", work.code, work.stderr)
+	}
+	if revoke == "DELETE" && !strings.Contains(work.stderr, "work and serve's workers also need INSERT, UPDATE and DELETE") {
+		t.Errorf("pgbus work refused a delete does not say that workers need it:\n%s", work.stderr)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
