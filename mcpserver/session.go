@@ -450,7 +450,8 @@ func refuseRequest(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWrit
 }
 
 // streamableHandler returns the Streamable HTTP transport of s at PathMCP,
-// with sessions only this server issues, and the function that ends them.
+// with sessions only this server issues, behind the check of each POST's
+// media types (checkMedia), and the function that ends them.
 func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
 	ids := newSessions(cfg)
 	events := newRecentEvents()
@@ -471,7 +472,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
 	ids.end = func(id string) { endSession(h, id) }
-	return ids.guard(trackWrites(h, events)), func(ctx context.Context) {
+	return checkMedia(cfg.Logger, cfg.TrustedProxies, ids.guard(trackWrites(h, events))), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)
 		ids.closeAll()
 	}
