@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -357,40 +358,65 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 	slot := &issued{}
 	answer := &initWriter{ResponseWriter: w}
 	next.ServeHTTP(answer, r.WithContext(context.WithValue(r.Context(), issuedKey{}, slot)))
+	started := slot.id != "" && answer.started(slot.id)
 	switch {
 	case slot.id == "":
 		m.unreserve() // no session was issued: the place goes back
-	case !answer.started(slot.id):
+	case !started:
 		// Generate took the place, but the initialize failed, or its
 		// answer did not give the client the id: no client can use the
-		// session, or end it, so it ends now.
+		// session, or end it, so it ends now, before the answer leaves.
 		m.end(slot.id)
 	}
+	answer.release(started)
 }
 
-// maxInitAnswer bounds the part of an initialize's answer kept to tell
+// maxInitAnswer bounds the part of an initialize's answer held to tell
 // whether it succeeded; a JSON-RPC error is far shorter.
 const maxInitAnswer = 1 << 20
 
-// initWriter passes on the answer of a request that may start a session,
-// keeping its status and the start of its body.
+// initWriter holds the answer of a request that may start a session until
+// the request is handled (release), so that the Mcp-Session-Id header
+// mcp-go sets goes out only with an initialize that succeeded: mcp-go
+// sets it on an initialize's JSON-RPC error too, which gave a client the
+// id of a session that was never usable. An answer streamed as events
+// (which mcp-go gives no session id) is passed on as it comes, keeping its
+// start; so is an answer held past maxInitAnswer, which no error is.
 type initWriter struct {
 	http.ResponseWriter
 	status    int
 	body      bytes.Buffer
 	truncated bool
+	held      bool // the status and body are held until release
 }
 
 func (w *initWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
+	if w.status != 0 {
+		return
 	}
-	w.ResponseWriter.WriteHeader(status)
+	w.status = status
+	if media, _, _ := mime.ParseMediaType(w.Header().Get("Content-Type")); media == mediaStream {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.held = true
 }
 
 func (w *initWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held && w.body.Len()+len(p) > maxInitAnswer {
+		// Longer than any error: the initialize's result, sent as is.
+		w.truncated = true
+		w.held = false
+		w.ResponseWriter.WriteHeader(w.status)
+		if _, err := w.ResponseWriter.Write(w.body.Bytes()); err != nil {
+			return 0, err
+		}
+	}
+	if w.held {
+		return w.body.Write(p)
 	}
 	if room := maxInitAnswer - w.body.Len(); room < len(p) {
 		w.body.Write(p[:max(room, 0)])
@@ -401,8 +427,12 @@ func (w *initWriter) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
-// Flush passes on the flushes of a streamed (SSE) response.
+// Flush passes on the flushes of a streamed (SSE) response; a held answer
+// is sent whole by release.
 func (w *initWriter) Flush() {
+	if w.held {
+		return
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -410,6 +440,20 @@ func (w *initWriter) Flush() {
 
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *initWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// release sends a held answer, without the Mcp-Session-Id header unless
+// it started a session.
+func (w *initWriter) release(started bool) {
+	if !w.held {
+		return
+	}
+	w.held = false
+	if !started {
+		w.Header().Del(server.HeaderKeySessionID)
+	}
+	w.ResponseWriter.WriteHeader(w.status)
+	_, _ = w.ResponseWriter.Write(w.body.Bytes())
+}
 
 // started reports whether the answer started session id: 200 with the id
 // in its Mcp-Session-Id header and a JSON-RPC result, not an error.
