@@ -265,8 +265,11 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		mux.Handle(base+PathMCP, h)
 		closeSessions = closeAll
 	case TransportSSE:
+		streams := newSSEStreams()
 		opts := []server.SSEOption{
 			server.WithSSEEndpoint(PathSSE),
+			server.WithSessionIDGenerator(streams.generate),
+			server.WithSSEContextFunc(streams.callContext),
 			server.WithMessageEndpoint(PathMessage),
 			server.WithKeepAliveInterval(30 * time.Second),
 			server.WithSSEDisableLocalhostProtection(true), // the security gate checks Host, as for TransportHTTP
@@ -275,7 +278,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 			opts = append(opts, server.WithSSECORS(server.WithCORSAllowedOrigins(cors...)))
 		}
 		h := server.NewSSEServer(s, opts...)
-		mux.Handle(PathSSE, boundStreams(h, cfg))
+		mux.Handle(PathSSE, boundStreams(streams.track(h), cfg))
 		mux.Handle(PathMessage, h)
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}

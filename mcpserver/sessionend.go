@@ -25,14 +25,25 @@ const msgSessionEnded = "pgbus: this call's MCP session ended while the call ran
 // first, then act.
 const msgSessionEndedAsking = "pgbus: this call's MCP session ended while the call waited for the user's answer (ended by DELETE, expired after being idle, or the server shut down), so the call was stopped before it changed anything: nothing was done. Start a new session and make the call again to have the user asked again"
 
-// sessionEnd is how a request of a Streamable HTTP session learns that
-// its session ended: ended is closed then, and the session's end waits for
-// done, closed once the request answered. It also knows the questions
-// (elicitation/create) the request asked the user and that are not yet
-// answered.
+// msgStreamClosed starts the answer of a call stopped because its
+// client closed its event stream (the SSE transport).
+const msgStreamClosed = "pgbus: this call's client closed its event stream, and with it its MCP session, while the call ran, so the call was stopped; connect again to make it again. What the call said: "
+
+// msgStreamClosedAsking answers a call stopped, because its client closed
+// its event stream, while it waited for the user's answer.
+const msgStreamClosedAsking = "pgbus: this call's client closed its event stream, and with it its MCP session, while the call waited for the user's answer, so the call was stopped before it changed anything: nothing was done. Connect again and make the call again to have the user asked again"
+
+// sessionEnd is how a request of a Streamable HTTP session, or a message
+// of an SSE session, learns that its session ended: ended is closed then,
+// and the end of a Streamable HTTP session waits for done, closed once the
+// request answered. It also knows the questions (elicitation/create) the
+// request asked the user and that are not yet answered.
 type sessionEnd struct {
 	ended chan struct{}
 	done  chan struct{}
+	// streamClosed tells that the session is an SSE event stream, ended
+	// when its client closed it (or the server shut down).
+	streamClosed bool
 
 	mu   sync.Mutex
 	asks map[string]struct{} // ids of unanswered elicitation/create
@@ -106,15 +117,19 @@ func (w askWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type sessionEndKey struct{}
 
 // stopCallsOfEndedSessions runs each tool call of a Streamable HTTP
-// session with a context that ends when the session does (sessionEnd): a
-// call waiting for the user's answer to an elicitation would otherwise
-// wait for an answer that can no longer come, holding its request and its
-// goroutine for good.
+// session, or of an SSE session, with a context that ends when the session
+// does (sessionEnd): a call waiting for the user's answer to an
+// elicitation would otherwise wait for an answer that can no longer come,
+// holding its request and its goroutine for good, and over SSE, whose
+// calls run detached from their POST, a call would run on for a client
+// that closed its stream. (A Streamable HTTP call also ends with its
+// POST's connection, as its context is the request's.)
 // A call stopped so answers a tool error that says so: that nothing was
 // done when it waited for the user's answer (the operations that ask ask
-// first, then act), else followed by what the call itself said. Calls of
-// other transports, and of no session (protocol 2026-07-28 and later), are
-// left as they are.
+// first, then act), else followed by what the call itself said. What it
+// did before it stopped is recorded as every call's outcome is. Calls of
+// stdio, and of no session (protocol 2026-07-28 and later), are left as
+// they are.
 func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		end, _ := ctx.Value(sessionEndKey{}).(*sessionEnd)
@@ -134,8 +149,12 @@ func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFun
 		if !errors.Is(context.Cause(callCtx), errSessionEnded) || (err == nil && res != nil && !res.IsError) {
 			return res, err // done before the session ended, or despite it
 		}
+		asking, stopped := msgSessionEndedAsking, msgSessionEnded
+		if end.streamClosed {
+			asking, stopped = msgStreamClosedAsking, msgStreamClosed
+		}
 		if end.waiting() {
-			return mcp.NewToolResultError(msgSessionEndedAsking), nil
+			return mcp.NewToolResultError(asking), nil
 		}
 		said := ""
 		if err != nil {
@@ -148,6 +167,6 @@ func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFun
 				}
 			}
 		}
-		return mcp.NewToolResultError(msgSessionEnded + said), nil
+		return mcp.NewToolResultError(stopped + said), nil
 	}
 }
