@@ -153,11 +153,47 @@ func (m *sessions) answered(session, id string) {
 	}
 }
 
-// track records a POST under way in session id, and returns what its tool
-// calls watch (nil when the session is no longer open) and the function
-// to call once it answered.
-func (m *sessions) track(id string) (*sessionEnd, func()) {
-	r := &sessionEnd{ended: make(chan struct{}), done: make(chan struct{})}
+// cancelled tells the POST under way in session whose request has
+// JSON-RPC id request that its client cancelled it
+// (notifications/cancelled): a call whose connection is gone learns it so.
+func (m *sessions) cancelled(session, request string) {
+	if request == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for r := range m.running[session] {
+		if r.request == request {
+			r.cancel()
+		}
+	}
+}
+
+// peekCancelled reads the id of the request a notifications/cancelled
+// cancels, as sent, leaving the body in place; "" when it names none.
+func peekCancelled(r *http.Request) string {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return ""
+	}
+	var msg struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return ""
+	}
+	return string(msg.Params.RequestID)
+}
+
+// track records a POST under way in session id, of JSON-RPC request id
+// request ("" for no request) over the connection of conn, and returns
+// what its tool calls watch (nil when the session is no longer open) and
+// the function to call once it answered.
+func (m *sessions) track(id, request string, conn context.Context) (*sessionEnd, func()) {
+	r := &sessionEnd{ended: make(chan struct{}), done: make(chan struct{}), cancelled: make(chan struct{}), request: request, conn: conn}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.open[id]; !ok {
@@ -285,7 +321,14 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 				if method == "" && hasID {
 					m.answered(id, rawID) // the client's answer to a question
 				}
-				end, answered := m.track(id)
+				if method == string(mcp.MethodNotificationCancelled) {
+					m.cancelled(id, peekCancelled(r))
+				}
+				request := ""
+				if method != "" && hasID {
+					request = rawID
+				}
+				end, answered := m.track(id, request, r.Context())
 				defer answered()
 				if end != nil {
 					r = r.WithContext(context.WithValue(r.Context(), sessionEndKey{}, end))

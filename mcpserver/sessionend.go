@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -45,8 +47,33 @@ type sessionEnd struct {
 	// when its client closed it (or the server shut down).
 	streamClosed bool
 
+	// Of a Streamable HTTP POST: conn is its request's context, which
+	// ends with its connection; request its JSON-RPC id, as sent, when it
+	// is a request; cancelled is closed once the client cancelled it
+	// (notifications/cancelled); streamed tells that its answer became an
+	// event stream, which a client whose connection broke resumes.
+	conn       context.Context
+	request    string
+	cancelled  chan struct{}
+	cancelOnce sync.Once
+	streamed   atomic.Bool
+
 	mu   sync.Mutex
 	asks map[string]struct{} // ids of unanswered elicitation/create
+}
+
+// cancel notes that the client cancelled the request.
+func (e *sessionEnd) cancel() {
+	e.cancelOnce.Do(func() { close(e.cancelled) })
+}
+
+// resumable reports whether the request's connection is gone after its
+// answer became an event stream, which the client may resume (every event
+// is kept for it, Last-Event-ID): the specification has a client cancel a
+// request by notifications/cancelled, and a disconnection is no
+// cancellation.
+func (e *sessionEnd) resumable() bool {
+	return e.conn != nil && e.conn.Err() != nil && e.streamed.Load()
 }
 
 // asked notes a question sent to the client with JSON-RPC id.
@@ -84,7 +111,20 @@ type askWriter struct {
 	end *sessionEnd
 }
 
+// WriteHeader notes an answer that became an event stream.
+func (w askWriter) WriteHeader(status int) {
+	w.noteStream()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w askWriter) noteStream() {
+	if media, _, _ := mime.ParseMediaType(w.Header().Get("Content-Type")); media == mediaStream {
+		w.end.streamed.Store(true)
+	}
+}
+
 func (w askWriter) Write(p []byte) (int, error) {
+	w.noteStream()
 	if bytes.Contains(p, []byte(mcp.MethodElicitationCreate)) {
 		for line := range bytes.Lines(p) {
 			data, ok := bytes.CutPrefix(line, []byte("data: "))
@@ -122,8 +162,11 @@ type sessionEndKey struct{}
 // elicitation would otherwise wait for an answer that can no longer come,
 // holding its request and its goroutine for good, and over SSE, whose
 // calls run detached from their POST, a call would run on for a client
-// that closed its stream. (A Streamable HTTP call also ends with its
-// POST's connection, as its context is the request's.)
+// that closed its stream. A Streamable HTTP call also ends with its
+// client's notifications/cancelled, and with its POST's connection, but
+// for a connection that broke once the answer became an event stream: the
+// client resumes that stream (Last-Event-ID), and the specification has
+// a disconnection be no cancellation, so the call goes on for it.
 // A call stopped so answers a tool error that says so: that nothing was
 // done when it waited for the user's answer (the operations that ask ask
 // first, then act), else followed by what the call itself said. What it
@@ -136,13 +179,31 @@ func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFun
 		if end == nil {
 			return next(ctx, req)
 		}
-		callCtx, cancel := context.WithCancelCause(ctx)
+		// The call's context ends with the session, with its client's
+		// cancellation, and with its request's, but for a connection
+		// that broke once the answer became an event stream, which the
+		// client resumes (resumable): the call goes on for it.
+		callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		defer cancel(nil)
 		go func() {
-			select {
-			case <-end.ended:
-				cancel(errSessionEnded)
-			case <-callCtx.Done():
+			requestDone := ctx.Done()
+			for {
+				select {
+				case <-end.ended:
+					cancel(errSessionEnded)
+					return
+				case <-end.cancelled:
+					cancel(context.Canceled)
+					return
+				case <-requestDone:
+					if !end.resumable() {
+						cancel(context.Cause(ctx))
+						return
+					}
+					requestDone = nil
+				case <-callCtx.Done():
+					return
+				}
 			}
 		}()
 		res, err := next(callCtx, req)
