@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -227,6 +228,9 @@ type auditData struct {
 	// SendsLeftOut: the page left sends out, as it does unless an
 	// operation is named; it links the entries with them.
 	SendsLeftOut bool
+	// Unfinished: an entry of the page did not finish; the page links
+	// what is there now.
+	Unfinished bool
 }
 
 // Target is the page of what an entry acted on, when the dashboard has
@@ -272,6 +276,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	d.Page, d.SendsLeftOut = page, sendsLeftOut(page)
+	d.Unfinished = slices.ContainsFunc(page.Items, func(e ops.AuditEntry) bool { return e.Unfinished })
 	d.Page.Notes = ops.WordAsks(page.Notes, page.Asks, pageNote(""))
 	v.Title, v.Nav = "Audit log", "audit"
 	s.render(w, r, http.StatusOK, "audit", v, d)

@@ -32,14 +32,17 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	// A call that did part of its work before an error is recorded,
 	// whatever the error: what it did stays done.
 	partly := errors.As(opErr, &pd) || errors.As(opErr, &ps)
-	if !partly && (errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly)) {
+	// A call that wrote its pending entry (startAudit) completes it,
+	// whatever its outcome: unless completed, it reads as not finished.
+	started := startedAudit(ctx)
+	if started == 0 && !partly && (errors.Is(opErr, ErrInvalid) || errors.Is(opErr, ErrReadOnly)) {
 		return
 	}
 	// The time the operation ended, kept by an entry written later.
 	at := s.now()
 	who := CallerFrom(ctx)
 	e := store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal,
-		Tool: op, Arguments: auditJSON(args), IsError: opErr != nil}
+		Tool: op, Arguments: auditJSON(args), IsError: opErr != nil, Completes: started}
 	if opErr != nil {
 		msg, _ := RedactText(opErr.Error())
 		e.Result = marshalPlain(map[string]string{"error": msg})
@@ -68,7 +71,7 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	case err == nil:
 	case errors.Is(err, store.ErrInvalid):
 		s.unrecorded(e, err) // no later attempt would take it
-	case changedNothing(args, opErr, partly) && (store.IsPermissionDenied(err) || store.LimitOf(err) == store.LimitReadOnly):
+	case started == 0 && changedNothing(args, opErr, partly) && (store.IsPermissionDenied(err) || store.LimitOf(err) == store.LimitReadOnly):
 		// A dry run, or a write the database refused, by a role that
 		// may only read: the operation's own answer says it all, and an
 		// entry given up as unrecorded would claim something was done.
@@ -80,6 +83,59 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 		e.At = at
 		s.holdAudit(e, err)
 	}
+}
+
+// auditStartKey is the context key of a call's auditStart.
+type auditStartKey struct{}
+
+// auditStart is the pending entry a long write wrote before its work
+// (startAudit), which the entry of its outcome (record) completes.
+type auditStart struct{ id int64 }
+
+// withAuditStart returns ctx, with which startAudit can write a pending
+// entry that record completes: each write that may run long calls it
+// first, and startAudit just before its work.
+func withAuditStart(ctx context.Context) context.Context {
+	return context.WithValue(ctx, auditStartKey{}, &auditStart{})
+}
+
+// startedAudit is the id of the pending entry written for the call of
+// ctx, 0 for none.
+func startedAudit(ctx context.Context) int64 {
+	if st, _ := ctx.Value(auditStartKey{}).(*auditStart); st != nil {
+		return st.id
+	}
+	return 0
+}
+
+// startAudit writes the pending entry of a write that may run long (a
+// move or purge by filter, over any number of messages), just before its
+// work: what was asked, and by whom. A process killed partway (SIGKILL,
+// out of memory, evicted) leaves it, and the audit shows it as not
+// finished; the entry record writes at the end completes it. One
+// statement before and one after: a short write (by ids, a pause) writes
+// only the one after. The pending entry is best effort: when the database
+// cannot take it, or entries are held (see holdAudit), whose order it
+// would break, the call goes on and record writes its one entry as
+// before.
+func (s *Service) startAudit(ctx context.Context, op string, args any) {
+	st, _ := ctx.Value(auditStartKey{}).(*auditStart)
+	if st == nil || st.id != 0 || s.audit.waiting() {
+		return
+	}
+	who := CallerFrom(ctx)
+	actx, cancel := context.WithTimeout(ctx, auditTimeout)
+	defer cancel()
+	id, err := s.store.StartAudit(actx, store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal,
+		Tool: op, Arguments: auditJSON(args)})
+	if err != nil {
+		if s.opts.Logger != nil {
+			s.opts.Logger.Debug("pgbus: could not record the start of this operation in the audit log; its outcome is recorded at its end",
+				"op", op, "err", err)
+		}
+		return
+	}
+	st.id = id
 }
 
 // changedNothing reports whether an operation with these audit arguments,
@@ -237,6 +293,10 @@ type AuditEntry struct {
 	Arguments json.RawMessage `json:"arguments" jsonschema_description:"Its arguments, secrets redacted, payloads only by size."`
 	Result    json.RawMessage `json:"result" jsonschema_description:"A summary of its result, or its error."`
 	IsError   bool            `json:"is_error" jsonschema_description:"It failed, or some of its ids were not handled."`
+	// Unfinished marks an entry recorded before its work with no outcome
+	// since: at is when it started, and result says the outcome is
+	// unknown.
+	Unfinished bool `json:"unfinished,omitempty" jsonschema_description:"Not finished, outcome unknown: still running, or its process stopped partway (killed). What it did stays done; counts may be partial. at is when it started."`
 }
 
 // AuditPage is a page of the audit log.
@@ -341,15 +401,32 @@ func auditView(page store.AuditPage) AuditPage {
 		}
 		return red
 	}
+	unfinished := 0
 	for i, e := range page.Items {
 		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
 			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(e.Result), IsError: e.IsError}
+		if e.Pending {
+			unfinished++
+			out.Items[i].Unfinished = true
+			out.Items[i].Result = unfinishedResult
+		}
 	}
 	if cut > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s shown by %s size", plural.Count(cut, "argument or result", "arguments or results"), maxAuditShown, plural.Of(cut, "is", "are"), plural.Of(cut, "its", "their")))
 	}
+	if unfinished > 0 {
+		out.Notes = append(out.Notes, plural.Count(unfinished, "entry", "entries")+" did not finish, outcome unknown: still running, or stopped partway "+
+			"(the process killed, out of memory) before recording the outcome; what was done stays done, so counts may be partial: "+
+			"the dead-letter summary and the queues' counts show what is there now")
+		out.Next = append(out.Next, hint(OpDLQSummary, "shows the dead messages there are now, whatever an operation that did not finish moved"),
+			hint(OpQueueStats, "shows the queues' counts now"))
+	}
 	return out
 }
+
+// unfinishedResult is the result an unfinished entry shows, in every
+// front end: the outcome is not known, and where to see the current state.
+var unfinishedResult = json.RawMessage(`{"outcome":"unknown","not_finished":"recorded when it started, with no outcome since: it is still running, or its process stopped partway (killed, out of memory); what it did stays done, so counts may be partial: the dead-letter summary and the queues' counts show the current state"}`)
 
 // OpName turns a tool name (pgbus_dlq_retry) or command ("dlq retry",
 // "dlq retry-all") into the operation name the audit log records.

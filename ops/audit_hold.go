@@ -275,6 +275,10 @@ type unrecordedEntry struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
 	IsError   bool            `json:"is_error"`
+	// Completes is the id of the entry recorded when the operation
+	// started, which this one would have completed: the audit log shows
+	// that one as not finished.
+	Completes int64 `json:"completes,omitempty"`
 }
 
 // unrecordedMsg says what an unrecorded line is, for a person reading a
@@ -288,7 +292,7 @@ func (s *Service) unrecorded(e store.AuditEntry, err error) {
 		e.At = s.now()
 	}
 	line := unrecordedLine{Level: "ERROR", Msg: unrecordedMsg, Entry: unrecordedEntry{At: e.At, Client: e.Client, Transport: e.Transport,
-		Principal: e.Principal, Op: e.Tool, Arguments: validJSON(e.Arguments), Result: validJSON(e.Result), IsError: e.IsError}}
+		Principal: e.Principal, Op: e.Tool, Arguments: validJSON(e.Arguments), Result: validJSON(e.Result), IsError: e.IsError, Completes: e.Completes}}
 	if err != nil {
 		line.Err, _ = RedactText(err.Error())
 	}

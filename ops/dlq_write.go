@@ -175,6 +175,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return out, err
 	}
 	defer end()
+	ctx = withAuditStart(ctx)
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
@@ -222,6 +223,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter, limit); err != nil {
 		return DLQRetry{}, err
+	}
+	if !req.DryRun {
+		s.startAudit(ctx, OpDLQRetry, retryAuditArgs(req))
 	}
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
 	if store.IsDeadlinePassed(err) {
@@ -648,6 +652,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return out, err
 	}
 	defer end()
+	ctx = withAuditStart(ctx)
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
@@ -685,6 +690,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		if err != nil || declined {
 			return DLQDiscard{Declined: declined, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}, err
 		}
+	}
+	if !req.DryRun {
+		s.startAudit(ctx, OpDLQDiscard, discardAuditArgs(req))
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
 	if err != nil && rep.Discarded == 0 {
@@ -900,9 +908,11 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return out, err
 	}
 	defer end()
+	ctx = withAuditStart(ctx)
+	args := map[string]any{"queue": req.Queue, "older_than": FormatAge(req.OlderThan), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
-			s.record(ctx, OpDLQPurge, map[string]any{"queue": req.Queue, "older_than": FormatAge(req.OlderThan), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}, out, err)
+			s.record(ctx, OpDLQPurge, args, out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, effect, discardedNow(req.Queue)) // runs before the audit entry
@@ -923,6 +933,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if err != nil || declined {
 		return DLQPurge{Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), Declined: declined}, err
 	}
+	s.startAudit(ctx, OpDLQPurge, args)
 	n, err := s.store.PurgeDeadBefore(ctx, req.Queue, cutoff, req.Progress)
 	out = DLQPurge{Purged: n, Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), DiscardedBefore: cutoff.UTC()}
 	if err != nil && n == 0 {

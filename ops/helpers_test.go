@@ -83,7 +83,7 @@ type auditRow struct {
 // auditRows returns the audit log rows of client, oldest first.
 func auditRows(t testing.TB, s *store.Store, client string) []auditRow {
 	t.Helper()
-	rows, err := s.Pool().Query(testContext(t), `SELECT tool, client, arguments::text, result::text, is_error FROM pgbus.audit_log WHERE client = $1 ORDER BY id`, client)
+	rows, err := s.Pool().Query(testContext(t), `SELECT tool, client, arguments::text, result::text, is_error FROM pgbus.audit_log WHERE client = $1 AND NOT pending ORDER BY id`, client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,14 @@ type AuditEntry struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
 	IsError   bool            `json:"is_error"`
+	// Pending marks an entry written before its operation's work (by
+	// StartAudit), which no entry has completed: the operation is still
+	// running, or its process stopped before it could record the outcome.
+	// ListAudit leaves out a pending entry once one completes it.
+	Pending bool `json:"pending,omitempty"`
+	// Completes, on the entry of an operation's outcome, is the id of the
+	// pending entry StartAudit wrote for it; 0 for none.
+	Completes int64 `json:"completes,omitempty"`
 }
 
 // AuditFilter selects audit entries. Zero fields select everything.
@@ -60,6 +68,28 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 	return s.RecordAudits(ctx, []AuditEntry{e})
 }
 
+// StartAudit stores e as a pending entry, before its operation's work,
+// and returns its id: a process killed before the work ends leaves it,
+// saying what was asked and by whom. The entry that records the outcome
+// names it in Completes, and ListAudit then shows that one alone. The log
+// stays append-only: the pending entry is never changed. e's result and
+// error flag are not stored; it is dated by the database's clock.
+func (s *Store) StartAudit(ctx context.Context, e AuditEntry) (int64, error) {
+	if err := CheckAuditEntry(e); err != nil {
+		return 0, err
+	}
+	if e.Client == "" {
+		e.Client = "unknown"
+	}
+	var id int64
+	err := s.db.QueryRow(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, pending)
+		VALUES ($1, $2, $3, $4, $5, true) RETURNING id`, e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: record the start of %s in the audit log: %w", e.Tool, err)
+	}
+	return id, nil
+}
+
 // RecordAudits stores entries in their order, all or none: in one
 // transaction, so that an attempt that fails leaves none of them written
 // for the next attempt to write again.
@@ -72,8 +102,8 @@ func (s *Store) RecordAudits(ctx context.Context, entries []AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	const insert = `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, is_error, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()))`
+	const insert = `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, is_error, at, completes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()), $9)`
 	args := func(e AuditEntry) []any {
 		if e.Client == "" {
 			e.Client = "unknown"
@@ -82,7 +112,11 @@ func (s *Store) RecordAudits(ctx context.Context, entries []AuditEntry) error {
 		if !e.At.IsZero() {
 			at = &e.At
 		}
-		return []any{e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError, at}
+		var completes *int64
+		if e.Completes != 0 {
+			completes = &e.Completes
+		}
+		return []any{e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), boundedJSON(e.Result), e.IsError, at, completes}
 	}
 	if len(entries) == 1 {
 		if _, err := s.db.Exec(ctx, insert, args(entries[0])...); err != nil {
@@ -171,9 +205,12 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	if !f.Since.IsZero() {
 		since = &f.Since
 	}
-	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error FROM pgbus.audit_log
+	// A pending entry another completes is left out: the one that
+	// completes it says what was asked and what came of it.
+	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending FROM pgbus.audit_log a
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
 			AND NOT (tool = ANY($5::text[])) AND ($6::timestamptz IS NULL OR at >= $6)
+			AND NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id))
 		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1, append([]string{}, f.ExceptTools...), since)
 	if err != nil {
 		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
@@ -181,7 +218,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
 		var e AuditEntry
 		var args, res []byte
-		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError)
+		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError, &e.Pending)
 		e.Arguments, e.Result = args, res
 		return e, err
 	})

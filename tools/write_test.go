@@ -21,7 +21,7 @@ import (
 func auditRows(t testing.TB, s *store.Store, tool, marker string) []store.AuditEntry {
 	t.Helper()
 	rows, err := s.Pool().Query(testContext(t), `SELECT id, at, client, tool, arguments, result, is_error FROM pgbus.audit_log
-		WHERE tool = $1 AND arguments::text LIKE '%' || $2 || '%' ORDER BY id DESC`, tool, marker)
+		WHERE tool = $1 AND NOT pending AND arguments::text LIKE '%' || $2 || '%' ORDER BY id DESC`, tool, marker)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,10 @@ pauses, resumes, circuit openings and resets and queue changes (sends with
 --tool send or --tool all), whether an AI agent
 made them through the MCP server or a person through this CLI (client "cli").
 Each entry has the operation, its arguments (secrets redacted, payloads only
-by size), its result and whether it failed.
+by size), its result and whether it failed. A retry, discard or purge by
+filter is recorded when it starts too: one whose process was killed partway
+shows OK "unfinished", its outcome unknown (what it moved stays moved; see
+pgbus dlq summary for what is there now).
 
 Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
 --tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").
@@ -50,7 +53,10 @@ config).`,
 				t := newTable(a.stdout, "ID", "TIME", "CLIENT", "VIA", "OPERATION", "OK", "ARGUMENTS", "RESULT")
 				for _, e := range page.Items {
 					ok := "yes"
-					if e.IsError {
+					switch {
+					case e.Unfinished:
+						ok = "unfinished"
+					case e.IsError:
 						ok = "no"
 					}
 					t.row(e.ID, stamp(e.At), e.Client, auditVia(e), e.Op, ok, clip(string(e.Arguments), 60), clip(string(e.Result), 60))
@@ -64,6 +70,8 @@ config).`,
 				for _, h := range page.Next {
 					if h.Args["cursor"] != nil {
 						fmt.Fprintf(a.stdout, "more: %s\n", a.command(h))
+					} else {
+						fmt.Fprintf(a.stdout, "next: %s\n", a.command(h))
 					}
 				}
 				return nil
