@@ -64,6 +64,13 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 		s.holdAudit(e, nil)
 		return
 	}
+	if errors.Is(opErr, ErrNotReady) {
+		// Refused by the gate (refusedByGate): the database is not ready
+		// for this process, and a try would only make the refusal wait.
+		e.At = at
+		s.holdAudit(e, opErr)
+		return
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	err := s.store.RecordAudit(actx, e)
@@ -82,6 +89,41 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 	default:
 		e.At = at
 		s.holdAudit(e, err)
+	}
+}
+
+// refusedByGate records a write that the gate (Options.Gate) refused
+// with err while this process readies its database at start, as a write
+// refused during an outage after start is recorded: its entry is held in
+// memory (see holdAudit), without trying a database that is not ready,
+// and written in order, with the time of the refusal, once the gate opens;
+// a process that stops first gives it to its log as unrecorded (Close).
+// The database itself cannot take it before then: it does not answer, or
+// its schema, the audit log's table included, is not ready. As for any
+// write, a request refused anyway, by a read-only service or for its
+// arguments (check), is not recorded, nor a dry run made to show a page.
+// It returns err, for the call to return; any other error is returned
+// as it is, unrecorded: enter refused the call before it was asked of
+// this service at all.
+func (s *Service) refusedByGate(ctx context.Context, op string, dryRun bool, check func() error, args func() any, err error) error {
+	if !errors.Is(err, ErrNotReady) || s.checkWrite(op) != nil || (check != nil && check() != nil) || (dryRun && !recordsDryRun(ctx)) {
+		return err
+	}
+	s.record(ctx, op, args(), nil, err)
+	return err
+}
+
+// confirmed is check, then the refusal of a destructive call made without
+// its confirmation, which its operation refuses for its arguments.
+func confirmed(check func() error, confirm bool) func() error {
+	return func() error {
+		if err := check(); err != nil {
+			return err
+		}
+		if !confirm {
+			return invalidf("not confirmed")
+		}
+		return nil
 	}
 }
 

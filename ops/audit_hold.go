@@ -140,6 +140,12 @@ func (s *Service) retryHeldAudit() {
 			return
 		case <-time.After(delay):
 		}
+		if !s.opts.Gate.Ready() {
+			// The database is not ready for this process yet (entries
+			// of writes the gate refused): none is tried before it is.
+			delay = heldAuditFirstRetry
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
 		n, left, _ := s.writeHeldAudit(ctx)
 		cancel()
@@ -217,13 +223,19 @@ func (s *Service) Close(ctx context.Context) {
 	if held == 0 {
 		return
 	}
-	if s.opts.Logger != nil {
+	if s.opts.Logger != nil && s.opts.Gate.Ready() {
 		s.opts.Logger.Warn("pgbus: operations are not yet recorded in the audit log: trying again before stopping",
 			"entries", held, "for", AuditCloseWait.String())
 	}
 	wait, cancel := context.WithTimeout(ctx, AuditCloseWait)
 	defer cancel()
 	var err error
+	if !s.opts.Gate.Ready() {
+		// Stopped before its database was ready: no wait would make it
+		// so, and the held entries are given up at once, saying why.
+		err = s.opts.Gate.refusal(context.Background())
+		cancel()
+	}
 	delay := heldAuditFirstRetry
 	for wait.Err() == nil {
 		actx, acancel := context.WithTimeout(wait, auditTimeout)

@@ -74,18 +74,19 @@ type CircuitOpen struct {
 // downstream, as after a cool-off; CircuitReset, told to end the opening
 // by hand, ends it early and runs the held jobs at once.
 func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out CircuitOpen, err error) {
-	ctx, end, err := s.enter(ctx, "CircuitOpen", writesOnce)
-	if err != nil {
-		return out, err
-	}
-	defer end()
-	defer func() {
+	args := func() any {
 		args := map[string]any{"name": req.Name, "for": FormatAge(req.For)}
 		if req.Reason != "" {
 			args["reason"], _ = RedactText(req.Reason)
 		}
-		s.record(ctx, OpCircuitOpen, args, out, err)
-	}()
+		return args
+	}
+	ctx, end, err := s.enter(ctx, "CircuitOpen", writesOnce)
+	if err != nil {
+		return out, s.refusedByGate(ctx, OpCircuitOpen, false, req.Check, args, err)
+	}
+	defer end()
+	defer func() { s.record(ctx, OpCircuitOpen, args(), out, err) }()
 	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitOpen); err != nil {
 		return CircuitOpen{}, err

@@ -226,7 +226,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	}
 	ctx, end, err := s.enter(ctx, "DLQRestore", effect)
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpDLQRestore, req.DryRun, req.Check, func() any { return restoreAuditArgs(req) }, err)
 	}
 	defer end()
 	defer func() {

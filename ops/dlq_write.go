@@ -172,7 +172,7 @@ func (r DLQRetry) OK() bool {
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	ctx, end, err := s.enter(ctx, "DLQRetry", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpDLQRetry, req.DryRun, req.Check, func() any { return retryAuditArgs(req) }, err)
 	}
 	defer end()
 	ctx = withAuditStart(ctx)
@@ -649,7 +649,7 @@ func (r DLQDiscard) OK() bool {
 func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DLQDiscard, err error) {
 	ctx, end, err := s.enter(ctx, "DLQDiscard", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpDLQDiscard, req.DryRun, confirmed(req.Check, req.DryRun || len(req.IDs) > 0 || req.Confirm || req.Ask != nil || req.Deferred != nil), func() any { return discardAuditArgs(req) }, err)
 	}
 	defer end()
 	ctx = withAuditStart(ctx)
@@ -903,13 +903,13 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	if req.DryRun {
 		effect = reads
 	}
+	args := map[string]any{"queue": req.Queue, "older_than": FormatAge(req.OlderThan), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}
 	ctx, end, err := s.enter(ctx, "DLQPurge", effect)
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpDLQPurge, req.DryRun, confirmed(req.Check, req.DryRun || req.Confirm || req.Ask != nil || req.Deferred != nil), func() any { return args }, err)
 	}
 	defer end()
 	ctx = withAuditStart(ctx)
-	args := map[string]any{"queue": req.Queue, "older_than": FormatAge(req.OlderThan), "confirm": req.Confirm, "dry_run": req.DryRun, "asked": req.Ask != nil || req.Deferred != nil}
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQPurge, args, out, err)

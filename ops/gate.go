@@ -14,6 +14,12 @@ import (
 // saying why and what to do, until it has connected and migrated (or
 // checked) the schema, rather than run on a schema that is missing or
 // older than this pgbus. It is safe for concurrent use.
+//
+// A write it refuses is recorded as one refused during an outage after
+// start: the database cannot take its audit entry before it is ready
+// either, so the entry is held in memory, untried, written once the gate
+// opens, and given to the log as unrecorded by Service.Close when the
+// process stops first (refusedByGate, holdAudit).
 type Gate struct {
 	held atomic.Pointer[gateHold]
 }

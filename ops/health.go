@@ -1105,18 +1105,19 @@ type CircuitReset struct {
 // it snoozed while open visible now: without that they would wait out
 // their snooze, up to the breaker's whole cool-off, after the reset.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
-	ctx, end, err := s.enter(ctx, "CircuitReset", writesInSteps)
-	if err != nil {
-		return out, err
-	}
-	defer end()
-	defer func() {
+	args := func() any {
 		args := map[string]any{"name": req.Name}
 		if req.EndOpeningByHand {
 			args["end_opening_by_hand"] = true
 		}
-		s.record(ctx, OpCircuitReset, args, out, err)
-	}()
+		return args
+	}
+	ctx, end, err := s.enter(ctx, "CircuitReset", writesInSteps)
+	if err != nil {
+		return out, s.refusedByGate(ctx, OpCircuitReset, false, req.Check, args, err)
+	}
+	defer end()
+	defer func() { s.record(ctx, OpCircuitReset, args(), out, err) }()
 	defer s.explainWrite(ctx, &err, writesInSteps, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err

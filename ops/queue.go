@@ -425,7 +425,7 @@ type QueuePaused struct {
 func (s *Service) QueuePause(ctx context.Context, req QueueRequest) (QueuePaused, error) {
 	ctx, end, err := s.enter(ctx, "QueuePause", writesOnce)
 	if err != nil {
-		return QueuePaused{}, err
+		return QueuePaused{}, s.refusedByGate(ctx, OpQueuePause, false, req.Check, func() any { return map[string]any{"queue": req.Queue} }, err)
 	}
 	defer end()
 	return s.setPaused(ctx, OpQueuePause, req.Queue, true)
@@ -435,7 +435,7 @@ func (s *Service) QueuePause(ctx context.Context, req QueueRequest) (QueuePaused
 func (s *Service) QueueResume(ctx context.Context, req QueueRequest) (QueuePaused, error) {
 	ctx, end, err := s.enter(ctx, "QueueResume", writesOnce)
 	if err != nil {
-		return QueuePaused{}, err
+		return QueuePaused{}, s.refusedByGate(ctx, OpQueueResume, false, req.Check, func() any { return map[string]any{"queue": req.Queue} }, err)
 	}
 	defer end()
 	return s.setPaused(ctx, OpQueueResume, req.Queue, false)
@@ -627,15 +627,18 @@ type QueueCreated struct {
 // written. A queue whose tables were dropped by another client is
 // repaired.
 func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out QueueCreated, err error) {
+	args := func() any {
+		return map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}
+	}
 	ctx, end, err := s.enter(ctx, "QueueCreate", writesInSteps)
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpQueueCreate, false, req.Check, args, err)
 	}
 	defer end()
 	out = QueueCreated{Queue: req.Queue, DLQ: store.DLQName(req.Queue), Priorities: req.Priorities}
 	defer func() {
 		if err != nil || out.Created || out.Changed {
-			s.record(ctx, OpQueueCreate, map[string]any{"queue": req.Queue, "priorities": req.Priorities, "settings": req.Settings}, out, err)
+			s.record(ctx, OpQueueCreate, args(), out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, writesInSteps, queueNow(req.Queue)) // runs before the audit entry
@@ -763,7 +766,7 @@ type QueueDropped struct {
 func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out QueueDropped, err error) {
 	ctx, end, err := s.enter(ctx, "QueueDrop", writesOnce)
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpQueueDrop, false, confirmed(req.Check, req.Confirm), func() any { return map[string]any{"queue": req.Queue, "confirm": req.Confirm} }, err)
 	}
 	defer end()
 	defer func() {
@@ -820,7 +823,7 @@ type QueuePurged struct {
 func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out QueuePurged, err error) {
 	ctx, end, err := s.enter(ctx, "QueuePurge", writesOnce)
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpQueuePurge, false, confirmed(req.Check, req.Confirm), func() any { return map[string]any{"queue": req.Queue, "confirm": req.Confirm} }, err)
 	}
 	defer end()
 	defer func() {

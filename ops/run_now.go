@@ -46,18 +46,21 @@ type QueueRunNow struct {
 // (sent with a delay, snoozed, paced, given back) keep their times; the
 // attempts already made still count.
 func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out QueueRunNow, err error) {
+	args := func() any {
+		args := map[string]any{"queue": req.Queue, "dry_run": req.DryRun}
+		if req.Kind != "" {
+			args["kind"] = req.Kind
+		}
+		return args
+	}
 	ctx, end, err := s.enter(ctx, "QueueRunNow", writesUnlessDry(req.DryRun))
 	if err != nil {
-		return out, err
+		return out, s.refusedByGate(ctx, OpQueueRunNow, req.DryRun, req.Check, args, err)
 	}
 	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
-			args := map[string]any{"queue": req.Queue, "dry_run": req.DryRun}
-			if req.Kind != "" {
-				args["kind"] = req.Kind
-			}
-			s.record(ctx, OpQueueRunNow, args, out, err)
+			s.record(ctx, OpQueueRunNow, args(), out, err)
 		}
 	}()
 	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), queueNow(req.Queue)) // runs before the audit entry

@@ -66,19 +66,20 @@ func sendAuditArgs(queue, kind string, delay time.Duration, deadline time.Time, 
 // Send enqueues one message, on the queue's priority sub-queue when it has
 // levels.
 func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err error) {
-	ctx, end, err := s.enter(ctx, "Send", writesOnce)
-	if err != nil {
-		return out, err
-	}
-	defer end()
-	defer func() {
+	args := func() any {
 		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
 		args["payload_bytes"] = len(req.Payload)
 		if req.IdempotencyKey != "" {
 			args["idempotency_key"] = req.IdempotencyKey
 		}
-		s.record(ctx, OpSend, args, out, err)
-	}()
+		return args
+	}
+	ctx, end, err := s.enter(ctx, "Send", writesOnce)
+	if err != nil {
+		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
+	}
+	defer end()
+	defer func() { s.record(ctx, OpSend, args(), out, err) }()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpSend); err != nil {
 		return Sent{}, err
@@ -155,7 +156,7 @@ func (s *Service) checkDelayFitsDeadline(ctx context.Context, req SendRequest) e
 func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewMessage) (ids []int64, err error) {
 	ctx, end, err := s.enter(ctx, "SendBatch", writesOnce)
 	if err != nil {
-		return ids, err
+		return ids, s.refusedByGate(ctx, OpSend, false, nil, func() any { return map[string]any{"queue": queue, "messages": len(msgs)} }, err)
 	}
 	defer end()
 	defer func() {

@@ -167,20 +167,21 @@ func payloadError(err error, i int) error { return &payloadErr{index: i, err: er
 // audit log, counting what was sent. A failure after some batches were
 // sent is a *PartlySent, returned with the ids of those sent.
 func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMany, err error) {
-	ctx, end, err := s.enter(ctx, "SendMany", writesInSteps)
-	if err != nil {
-		return out, err
-	}
-	defer end()
-	bytes := 0
-	for _, p := range req.Payloads {
-		bytes += len(p)
-	}
-	defer func() {
+	args := func() any {
+		bytes := 0
+		for _, p := range req.Payloads {
+			bytes += len(p)
+		}
 		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
 		args["messages"], args["payload_bytes"] = len(req.Payloads), bytes
-		s.record(ctx, OpSend, args, map[string]any{"sent": len(out.MsgIDs)}, err)
-	}()
+		return args
+	}
+	ctx, end, err := s.enter(ctx, "SendMany", writesInSteps)
+	if err != nil {
+		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
+	}
+	defer end()
+	defer func() { s.record(ctx, OpSend, args(), map[string]any{"sent": len(out.MsgIDs)}, err) }()
 	if err := s.checkWrite(OpSend); err != nil {
 		return out, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -62,11 +63,30 @@ func TestServeStartedWhileTheDatabaseIsDown(t *testing.T) {
 		t.Fatalf("pgbus_queue_stats while the database is down: kind %q, %q; want kind unavailable, saying the database does not answer yet and naming pgbus_health", kind, toolText(res))
 	}
 
+	// A write refused meanwhile is held for the audit log, as one refused
+	// during an outage after start.
+	res = callToolRaw(t, c, "pgbus_queue_pause", map[string]any{"queue": "orders"})
+	if kind := errorMetaKind(t, res); kind != "unavailable" || !strings.Contains(toolText(res), "does not answer yet") {
+		t.Fatalf("pgbus_queue_pause while the database is down: kind %q, %q; want kind unavailable", kind, toolText(res))
+	}
+
 	started := pgtest.StartCluster(t, dir)
 	pgtest.Eventually(t, 2*time.Minute, "pgbus_health to answer once the database is up", func() bool {
 		status, _ := healthOf(t, c)
 		return status != "UNREACHABLE"
 	})
+	var audit ops.AuditPage
+	pgtest.Eventually(t, time.Minute, "the refused pause to be written to the audit log", func() bool {
+		res := callToolRaw(t, c, "pgbus_audit", map[string]any{"tool": "queue_pause"})
+		if res.IsError {
+			return false
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		return json.Unmarshal(raw, &audit) == nil && len(audit.Items) > 0
+	})
+	if e := audit.Items[0]; len(audit.Items) != 1 || !e.IsError || !strings.Contains(string(e.Result), "does not answer yet") || !strings.Contains(string(e.Arguments), "orders") || e.Transport != "stdio" {
+		t.Fatalf("audit of the pause refused while the database was down: %+v", audit.Items)
+	}
 	st, err := store.Open(pgtest.Context(t), started.URL())
 	if err != nil {
 		t.Fatal(err)
