@@ -45,3 +45,22 @@ func TestLockWaitBoundsEachStatementAndStaysOnNoConnection(t *testing.T) {
 		t.Fatalf("lock_timeout on the pool's connection after the bounded statements: %ds; want the database's 0", got)
 	}
 }
+
+// A lock_timeout the database (or role) already sets, shorter than the
+// bound, is kept: the bound only shortens waits. It replaced the DBA's
+// setting, so a read waited longer than the database allows.
+func TestLockWaitKeepsAShorterLockTimeout(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabaseSet(t, "lock_timeout", "100ms")
+	s := pgtest.OpenStore(t, url)
+	locked := pgtest.NewQueue(t, s, "lb")
+	pgtest.DeadLetterN(t, s, locked, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+locked)
+	pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+locked+"_dlq")
+	// A bound of an hour: were it to replace the database's 100ms, the
+	// read would wait out the test's context and fail otherwise.
+	ctx := store.WithLockWait(testContext(t), time.Hour)
+	if _, err := s.ListDead(ctx, store.DeadFilter{Queue: locked}, "", 10); !store.IsLockTimeout(err) {
+		t.Fatalf("a read under a bound of an hour, on a database whose lock_timeout is 100ms, of a table held locked: %v; want a lock timeout", err)
+	}
+}

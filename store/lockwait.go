@@ -244,9 +244,11 @@ func lockBound(ctx context.Context) time.Duration {
 func IsLockTimeout(err error) bool { return isLockTimeout(err) }
 
 // lockBoundBegin is the statement that begins a transaction with opts
-// whose lock waits are bounded by d: opts' own BEGIN, then SET LOCAL
-// lock_timeout, sent together (pgx sends a statement without arguments
-// in the simple protocol), so that the bound costs no round trip.
+// whose lock waits are bounded by d: opts' own BEGIN, then lock_timeout
+// set for the transaction alone, sent together (pgx sends a statement
+// without arguments in the simple protocol), so that the bound costs no
+// round trip. A shorter lock_timeout the role or database already has is
+// kept: a DBA who set one wants no longer waits.
 func lockBoundBegin(opts pgx.TxOptions, d time.Duration) string {
 	begin := opts.BeginQuery
 	if begin == "" {
@@ -261,5 +263,7 @@ func lockBoundBegin(opts pgx.TxOptions, d time.Duration) string {
 			begin += " " + string(opts.DeferrableMode)
 		}
 	}
-	return fmt.Sprintf("%s; SET LOCAL lock_timeout = '%dms'", strings.TrimRight(strings.TrimSpace(begin), ";"), max(d.Milliseconds(), 1))
+	return fmt.Sprintf(`%s; SELECT pg_catalog.set_config('lock_timeout', CASE WHEN cur.ms > 0 AND cur.ms < %[2]d THEN cur.ms ELSE %[2]d END::text, true)
+		FROM (SELECT (pg_catalog.date_part('epoch', pg_catalog.current_setting('lock_timeout')::interval) * 1000)::bigint AS ms) cur`,
+		strings.TrimRight(strings.TrimSpace(begin), ";"), max(d.Milliseconds(), 1))
 }
