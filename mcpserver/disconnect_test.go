@@ -39,11 +39,15 @@ func TestToolCallEndsWhenItsClientLeaves(t *testing.T) {
 			leave()
 			pgtest.Eventually(t, time.Minute, "the call to end once its client left", func() bool {
 				n := 0
-				for _, result := range []string{"ok", "error", "failed", "unavailable", "asked"} {
+				for _, result := range []string{"ok", "error", "failed", "unavailable", "asked", "cancelled"} {
 					n += calls.count("pgbus_dlq_retry", result)
 				}
 				return n == 1 && len(lock.Waiting()) == 0
 			})
+			// Counted as cancelled: an error the caller can fix it is not.
+			if n := calls.count("pgbus_dlq_retry", "cancelled"); n != 1 {
+				t.Errorf("the call its client left was counted cancelled %d times; want once", n)
+			}
 			lock.Release()
 			for _, id := range ids {
 				if !inDLQ(t, s, q, id) {

@@ -97,7 +97,7 @@ func TestCallGoesOnWhenItsStreamBreaks(t *testing.T) {
 					t.Fatalf("notifications/cancelled: %d %s", r.status, r.body)
 				}
 				pgtest.Eventually(t, time.Minute, "the cancelled call to end", func() bool {
-					return calls.count("pgbus_dlq_discard", "error")+calls.count("pgbus_dlq_discard", "failed") == 1
+					return calls.count("pgbus_dlq_discard", "cancelled") == 1
 				})
 				for _, id := range ids {
 					if !inDLQ(t, s, q, id) {

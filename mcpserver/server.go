@@ -210,12 +210,31 @@ func resultCounts(res *mcp.CallToolResult) []any {
 }
 
 // countCalls tells called of every tool call and its result.
+// cancelledKey holds, in a tool call's context, where the middleware
+// that runs a call on a context of its own (stopCallsOfEndedSessions)
+// tells countCalls that the call failed because that context ended: its
+// client cancelled it, went away or ended its session.
+type cancelledKey struct{}
+
+// markCancelled tells countCalls, through ctx, that the call failed
+// because its client cancelled it, went away or ended its session.
+func markCancelled(ctx context.Context) {
+	if p, ok := ctx.Value(cancelledKey{}).(*bool); ok {
+		*p = true
+	}
+}
+
 func countCalls(called func(tool, result string)) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := next(ctx, req)
+			cancelled := new(bool)
+			res, err := next(context.WithValue(ctx, cancelledKey{}, cancelled), req)
 			result := "ok"
 			switch {
+			case *cancelled || (ctx.Err() != nil && (err != nil || (res != nil && res.IsError))):
+				// Its client cancelled it or went away: neither the
+				// caller's error to fix nor the server's failure.
+				result = "cancelled"
 			case err != nil:
 				result = "failed"
 			case tools.ErrorKind(res) == ops.KindUnavailable:

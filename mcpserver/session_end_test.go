@@ -76,8 +76,8 @@ func TestSessionEndedByDeleteEndsAWaitingCall(t *testing.T) {
 		t.Fatalf("the call waiting for an answer when its session ended: %v; want a tool error", a.err)
 	}
 	wantToolError(t, "the call whose session ended", a.res, "session ended", "waited for the user's answer", "nothing was done")
-	pgtest.Eventually(t, time.Minute, "the server to be done with the call", func() bool {
-		return calls.count("pgbus_dlq_discard", "error") == 1
+	pgtest.Eventually(t, time.Minute, "the server to be done with the call, counted cancelled", func() bool {
+		return calls.count("pgbus_dlq_discard", "cancelled") == 1
 	})
 	for _, id := range ids {
 		if !inDLQ(t, s, q, id) {

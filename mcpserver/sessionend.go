@@ -207,6 +207,9 @@ func stopCallsOfEndedSessions(next server.ToolHandlerFunc) server.ToolHandlerFun
 			}
 		}()
 		res, err := next(callCtx, req)
+		if callCtx.Err() != nil && (err != nil || res == nil || res.IsError) {
+			markCancelled(ctx)
+		}
 		if !errors.Is(context.Cause(callCtx), errSessionEnded) || (err == nil && res != nil && !res.IsError) {
 			return res, err // done before the session ended, or despite it
 		}

@@ -147,7 +147,7 @@ func New(opts Options) *Metrics {
 			Help: "Changes of circuit breaker state caused by this process's jobs, by breaker and the states from and to (closed, open, half_open)."},
 			[]string{"breaker", "from", "to"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_mcp_tool_calls_total",
-			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix), failed (a protocol error) or asked (answered with a question for the user, whose answer comes in a call of its own)."},
+			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix), unavailable (the database did not answer), failed (a protocol error), cancelled (its client cancelled it, went away or ended its session first) or asked (answered with a question for the user, whose answer comes in a call of its own)."},
 			[]string{"tool", "result"}),
 		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
 			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay, snoozed, or given back unfinished by a worker that stopped).",
