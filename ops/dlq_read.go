@@ -401,8 +401,16 @@ type DeadMessage struct {
 	History         []Failure `json:"history" jsonschema_description:"Recorded failures, oldest first (the newest only, when there are many), error text redacted and shortened."`
 	HistoryOmitted  int       `json:"history_omitted,omitempty" jsonschema_description:"Older failures left out."`
 	FailureCount    int       `json:"failure_count" jsonschema_description:"Failures recorded in all."`
-	Notes           []string  `json:"notes" jsonschema_description:"What was hidden or shortened."`
-	Next            []Hint    `json:"next" jsonschema_description:"What to do next."`
+	// UnrecordedAttempts are the attempts of the trip the message died on
+	// (since it was sent, or last retried out of a DLQ) that recorded no
+	// outcome: their read took the message, and so counted, but no result
+	// of its job was written. It lists the first 100; UnrecordedCount
+	// counts them all, and Unrecorded says what they mean in words.
+	UnrecordedAttempts []int    `json:"unrecorded_attempts,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same; the first 100."`
+	UnrecordedCount    int      `json:"unrecorded_count,omitempty"`
+	Unrecorded         string   `json:"unrecorded,omitempty" jsonschema_description:"unrecorded_attempts in words."`
+	Notes              []string `json:"notes" jsonschema_description:"What was hidden or shortened."`
+	Next               []Hint   `json:"next" jsonschema_description:"What to do next."`
 	// Asks say how to see what notes say was hidden, for each front end
 	// to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -507,6 +515,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	}
 	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
 	out.FailureCount = len(m.History)
+	out.UnrecordedAttempts, out.UnrecordedCount, out.Unrecorded = unrecorded(m.Block, m.History)
 	if out.HistoryOmitted > 0 {
 		note("history: the " + plural.Of(out.HistoryOmitted, "oldest failure is", fmt.Sprintf("%d oldest failures are", out.HistoryOmitted)) + " left out")
 	}

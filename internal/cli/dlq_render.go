@@ -137,6 +137,9 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		kv.row("reason:", b.Reason)
 		kv.row("from:", fmt.Sprintf("queue %s, message %d, enqueued %s", b.SourceQueue, b.SourceMsgID, stamp(b.SourceEnqueuedAt)))
 		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
+		if m.Unrecorded != "" {
+			kv.row("unrecorded:", m.Unrecorded)
+		}
 		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), a.ago(b.DeadLetteredAt)))
 		if b.RetriesFromDLQ > 0 {
 			kv.row("retried from DLQ:", plural.Count(b.RetriesFromDLQ, "time", "times")+" before")
