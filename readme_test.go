@@ -344,3 +344,27 @@ func TestREADMEBuildsTheRetryNoteIndexAsMigration19Does(t *testing.T) {
 		t.Errorf("README.md does not give migration 19's index as %q", want)
 	}
 }
+
+// The README's retry settings say when an attempt counts: when a worker
+// takes the message, so that a claim lost with its connection, or a
+// worker killed before it ran the job, uses one; why (at-least-once,
+// PGMQ's read_ct); where a dead message's view says so; and how to give
+// max_retries room where connections are lost often.
+func TestREADMESaysALostClaimUsesAnAttempt(t *testing.T) {
+	t.Parallel()
+	text := strings.Join(strings.Fields(readmeSection(t, "Using it from Go")), " ")
+	for _, want := range []string{
+		"An attempt counts when a worker takes the message, not when its job ends",
+		"`read_ct`",
+		"a claim whose job never ran uses an attempt all the same",
+		"at-least-once delivery",
+		"attempt 1 left no outcome",
+		"`unrecorded_attempts`",
+		"give `max_retries` room for it",
+		"--max-retries 6",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("README's Using it from Go does not say %q", want)
+		}
+	}
+}
