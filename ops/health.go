@@ -942,11 +942,14 @@ func (s *Service) allWorkers(ctx context.Context) (Workers, error) {
 // process alive for five.
 const RubyStaleAfter = 5 * time.Minute
 
-// workerStatuses gives each process its status, stale when its heartbeat is
-// older than staleAfter, or than three of its own heartbeat intervals when
-// it beats less often, on the database's clock (this process's may be set
-// apart from it), and counts them, running first, then stale, then
-// stopped.
+// workerStatuses gives each process its status, stale when it has been
+// silent longer than staleAfter, or than three of its own heartbeat
+// intervals when it beats less often, on the database's clock (this
+// process's may be set apart from it), and counts them, running first, then
+// stale, then stopped. Silence counts only while the database was up
+// (store.WorkerProcess.SilentAge): a process cannot beat while the server
+// is down, so after a restart a running one has the threshold from the
+// server's start to beat again before it counts as crashed.
 func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Duration) Workers {
 	out := Workers{Workers: make([]WorkerStatus, len(ws))}
 	for i, w := range ws {
@@ -956,7 +959,7 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Durat
 		case w.StoppedAt != nil:
 			status = WorkerStopped
 			out.Stopped++
-		case age > max(staleAfter, 3*w.HeartbeatInterval):
+		case w.SilentAge > max(staleAfter, 3*w.HeartbeatInterval):
 			status = WorkerStale
 			out.Stale++
 		default:

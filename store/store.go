@@ -46,6 +46,9 @@ type Store struct {
 	// pgbus's own texts asked (textFit).
 	encoding atomic.Pointer[string]
 
+	// upSince is the time AssumeUpSince set, nil for the server's start.
+	upSince atomic.Pointer[time.Time]
+
 	closed chan struct{} // closed by Close
 	// recordRead, set by tests, runs when migrate has read which
 	// migrations are recorded, before it applies any: where another

@@ -31,6 +31,12 @@ type WorkerProcess struct {
 	// own clock is set apart from the database's would take a running
 	// process for a stale one, or a crashed one for running.
 	HeartbeatAge time.Duration `json:"-"`
+	// SilentAge is how long the process has been silent while the
+	// database was up: HeartbeatAge, but counted from the database
+	// server's start when the last heartbeat came before it (a process
+	// cannot beat while the server is down, and after a restart it needs
+	// a moment to beat again); on a standby, HeartbeatAge.
+	SilentAge time.Duration `json:"-"`
 	// HeartbeatInterval is how often the process said it sends its
 	// heartbeat; zero when registering stands for
 	// DefaultHeartbeatInterval, and for a Ruby pgbus process it is zero.
@@ -61,6 +67,36 @@ func heartbeatAgeSQL(at string) string {
 // ages read there are those of its data, not its replay's lag (a worker
 // whose heartbeats have yet to arrive is no stale one).
 const asOfSQL = `(CASE WHEN pg_catalog.pg_is_in_recovery() THEN coalesce(pg_catalog.pg_last_xact_replay_timestamp(), now()) ELSE now() END)`
+
+// upSinceSQL is since when the database has been up, for SilentAge: the
+// server's start (on a standby, whose start says nothing of the primary's,
+// -infinity), unless the parameter numbered param holds a time set by
+// Store.AssumeUpSince.
+func upSinceSQL(param string) string {
+	return `coalesce(` + param + `::timestamptz, CASE WHEN pg_catalog.pg_is_in_recovery() THEN '-infinity'::timestamptz ELSE pg_catalog.pg_postmaster_start_time() END)`
+}
+
+// silentAgeSQL is SilentAge of a heartbeat at expression at, the time the
+// database has been up since in parameter param.
+func silentAgeSQL(at, param string) string {
+	return heartbeatAgeSQL(`greatest(` + at + `, ` + upSinceSQL(param) + `)`)
+}
+
+// AssumeUpSince makes the store count the silence of worker processes
+// (WorkerProcess.SilentAge) as if the database had been up since t, not
+// since its server started: for tests on a shared server that started
+// moments ago, which set heartbeats back in time to stand for a process
+// that crashed long ago. The zero time goes back to the server's start.
+func (s *Store) AssumeUpSince(t time.Time) {
+	if t.IsZero() {
+		s.upSince.Store(nil)
+		return
+	}
+	s.upSince.Store(&t)
+}
+
+// assumedUpSince is the time AssumeUpSince set, nil for the server's start.
+func (s *Store) assumedUpSince() *time.Time { return s.upSince.Load() }
 
 // SystemRubyPgbus marks the processes of the Ruby gem pgbus.
 const SystemRubyPgbus = "ruby_pgbus"
@@ -110,9 +146,9 @@ const MaxListedWorkers = 1000
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', coalesce(version, ''), `+heartbeatAgeSQL("heartbeat_at")+`,
-		       heartbeat_interval_ms * 1000000
+		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
-		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers)
+		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}
@@ -172,10 +208,10 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       `+rubyTime("p.created_at")+`, `+rubyBeat+`,
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''), '',
-		       `+heartbeatAgeSQL(rubyBeat)+`, 0::bigint
+		       `+heartbeatAgeSQL(rubyBeat)+`, `+silentAgeSQL(rubyBeat, "$3")+`, 0::bigint
 		FROM public.pgbus_processes p
 		WHERE `+rubyBeat+` > `+asOfSQL+` - $1 * interval '1 microsecond'
-		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus)
+		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus, s.assumedUpSince())
 	if err != nil {
 		return nil, fmt.Errorf("store: list Ruby pgbus's processes: %w", err)
 	}

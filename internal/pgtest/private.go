@@ -57,6 +57,7 @@ func migratedStore(t testing.TB, url string) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	UpLongAgo(st)
 	t.Cleanup(st.Close)
 	if _, err := st.Migrate(Context(t)); err != nil {
 		t.Fatal(err)

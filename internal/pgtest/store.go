@@ -27,6 +27,7 @@ func Store(tb testing.TB) *store.Store {
 		ctx := context.Background()
 		shared.s, shared.err = store.Open(ctx, url)
 		if shared.err == nil {
+			UpLongAgo(shared.s)
 			_, shared.err = shared.s.Migrate(ctx)
 		}
 	})
@@ -49,9 +50,19 @@ func OwnStore(tb testing.TB) *store.Store {
 	if err != nil {
 		tb.Fatalf("pgtest: open a store: %v", err)
 	}
+	UpLongAgo(s)
 	tb.Cleanup(s.Close)
 	return s
 }
+
+// UpLongAgo makes s judge worker processes by their heartbeats alone, as
+// if the database had been up long before any of them (see
+// store.Store.AssumeUpSince): tests set a heartbeat back in time to stand
+// for a process that crashed then, on a server that may have started a
+// moment ago, which would otherwise count the silence only from its
+// start. Every store pgtest opens is so; a test of the count from the
+// server's start goes back to it with AssumeUpSince(time.Time{}).
+func UpLongAgo(s *store.Store) { s.AssumeUpSince(time.Unix(0, 0)) }
 
 // Name returns prefix_ followed by 12 random hex digits: a queue or breaker
 // name no other test uses.
@@ -100,6 +111,7 @@ func OpenStore(tb testing.TB, url string) *store.Store {
 	if err != nil {
 		tb.Fatalf("pgtest: open a store: %v", err)
 	}
+	UpLongAgo(s)
 	tb.Cleanup(s.Close)
 	if _, err := s.Migrate(ctx); err != nil {
 		tb.Fatalf("pgtest: migrate: %v", err)
