@@ -99,6 +99,11 @@ type ProbeOptions struct {
 	// mends a queue it does not work. A process that works no queue (an
 	// MCP server, a dashboard) is ready while the database answers.
 	Queues []string
+	// Alive gives the ids of the process's own worker processes, which
+	// /readyz counts running whatever their heartbeats say: the process
+	// answering knows they run, though a database that was down held
+	// their heartbeats back. Nil: none.
+	Alive func() []string
 	// Logger gets the error of a database that does not answer: the body,
 	// served without a token, does not give it (it names the database's
 	// user, host and port).
@@ -189,7 +194,11 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 	// Overview lists every reason, where Health may leave some out to
 	// keep an agent's response short: one about this process's queues
 	// must not be among those.
-	o, err := p.svc.Overview(ctx, ops.OverviewRequest{})
+	var alive []string
+	if p.opts.Alive != nil {
+		alive = p.opts.Alive()
+	}
+	o, err := p.svc.Overview(ctx, ops.OverviewRequest{Alive: alive})
 	if errors.Is(err, ops.ErrSchemaNotReady) {
 		// The process holds its calls while it readies the schema of a
 		// database that answers (ops.Gate): not ready, and the gate says

@@ -122,7 +122,7 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 		if err != nil {
 			return Health{}, err
 		}
-		return s.healthOf(ctx, stats)
+		return s.healthOf(ctx, stats, nil)
 	})
 	if err != nil {
 		return h, err
@@ -326,12 +326,21 @@ type OverviewRequest struct {
 	// every queue.
 	// The health verdict stays that of every queue.
 	QueueNameContains string
+	// Alive are the ids of worker processes the caller knows run, its
+	// own: the verdict counts them running whatever their heartbeats say,
+	// which a database that was down held back.
+	Alive []string
 }
 
 // Check refuses a negative bound, and text no queue name can hold.
 func (r OverviewRequest) Check() error {
 	if r.MaxReasons < 0 || r.MaxQueues < 0 {
 		return invalidf("an overview's bounds are 0 (list everything) or more, not %d reasons and %d queues", r.MaxReasons, r.MaxQueues)
+	}
+	for _, id := range r.Alive {
+		if err := checkText("alive", id); err != nil {
+			return err
+		}
 	}
 	return checkText("queue_name_contains", r.QueueNameContains)
 }
@@ -356,7 +365,7 @@ func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview
 		if err != nil {
 			return Overview{}, err
 		}
-		h, err := s.healthOf(ctx, stats)
+		h, err := s.healthOf(ctx, stats, req.Alive)
 		return Overview{Health: h, Queues: queueStatsList(stats)}, err
 	})
 	if err != nil {
@@ -394,13 +403,14 @@ func queueSet(queues []QueueStats) string {
 }
 
 // healthOf is the verdict on stats, the stats of every queue, and on the
-// workers: STALLED reasons first.
-func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats) (Health, error) {
+// workers, those of ids alive counted running: STALLED reasons first.
+func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive []string) (Health, error) {
 	h := Health{Status: HealthOK, Reasons: []HealthReason{}, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy()}
 	workers, err := s.allWorkers(ctx)
 	if err != nil {
 		return h, err
 	}
+	workers = countAlive(workers, alive)
 	h.Workers = workers.Running
 	if n := staleThatMatter(workers); n > 0 {
 		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%s stopped sending heartbeats without shutting down (crashed or hung); %s messages return after %s visibility timeout", plural.Count(n, "worker process", "worker processes"), plural.Of(n, "its", "their"), plural.Of(n, "its", "their")),
@@ -969,6 +979,24 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Durat
 	}
 	slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
 	return out
+}
+
+// countAlive is ws with the stale processes of ids alive, which the
+// caller knows run, counted running.
+func countAlive(ws Workers, alive []string) Workers {
+	if len(alive) == 0 || ws.Stale == 0 {
+		return ws
+	}
+	ws.Workers = slices.Clone(ws.Workers)
+	for i := range ws.Workers {
+		if w := &ws.Workers[i]; w.Status == WorkerStale && slices.Contains(alive, w.ID) {
+			w.Status = WorkerRunning
+			ws.Stale--
+			ws.Running++
+		}
+	}
+	slices.SortStableFunc(ws.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	return ws
 }
 
 // Circuits are the circuit breakers shared by all workers.

@@ -308,6 +308,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err != nil {
 		return err
 	}
+	mon.Runs(client.ID())
 	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
 }
 

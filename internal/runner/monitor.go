@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,6 +26,9 @@ type Monitor struct {
 	Registry *prometheus.Registry
 	ops      *ops.Service
 	probes   metrics.ProbeOptions
+
+	mu  sync.Mutex
+	own []string // the ids of the process's worker processes (Runs)
 }
 
 // NewMonitor makes the monitor of a process whose operations layer is
@@ -32,7 +37,28 @@ func NewMonitor(svc *ops.Service, log *slog.Logger, queues []config.WorkQueue) *
 	m := metrics.New(metrics.Options{Ops: svc, Logger: log})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Monitor{Metrics: m, Registry: reg, ops: svc, probes: metrics.ProbeOptions{Queues: queueNames(queues), Logger: log}}
+	mon := &Monitor{Metrics: m, Registry: reg, ops: svc, probes: metrics.ProbeOptions{Queues: queueNames(queues), Logger: log}}
+	mon.probes.Alive = mon.alive
+	return mon
+}
+
+// Runs tells the monitor that this process runs the worker process of id
+// (engine.Client.ID): its /readyz counts it running whatever its heartbeat
+// says. A nil monitor ignores it.
+func (m *Monitor) Runs(id string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.own = append(m.own, id)
+}
+
+// alive is the ids Runs was told.
+func (m *Monitor) alive() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.own)
 }
 
 // Observers are the engine observers that count a client's jobs: none for

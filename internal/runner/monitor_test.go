@@ -473,3 +473,43 @@ func TestReadyzWhenTheHealthCheckIsRefused(t *testing.T) {
 		t.Errorf("the log does not have the refusal and the grants:\n%s", l)
 	}
 }
+
+// /readyz does not call the process's own workers stale: it knows they
+// run, though their heartbeats are old (a database that was down held them
+// back). Another process's /readyz, which cannot know, still answers 503
+// for a queue whose one worker stopped beating.
+func TestReadyzCountsItsOwnWorkersRunning(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := pgtest.Context(t)
+	q := pgtest.NewFastQueue(t, st, "own", nil)
+	if _, err := st.SendBatch(ctx, q, []store.NewMessage{{Payload: json.RawMessage(`{"n": 1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	const id = "w-own"
+	if err := st.RegisterWorker(ctx, store.WorkerProcess{ID: id, Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	works := []config.WorkQueue{{Name: q}}
+	other := runner.NewMonitor(svc, nil, works)
+	if code, r := readyz(t, serveMonitor(t, other)); code != http.StatusServiceUnavailable || len(r.Reasons) == 0 || r.Reasons[0].Code != "no_workers" || r.Reasons[0].Queue != q {
+		t.Errorf("/readyz of another process working %s: %d %+v; want 503, no_workers on it", q, code, r)
+	}
+	own := runner.NewMonitor(svc, nil, works)
+	own.Runs(id)
+	code, r := readyz(t, serveMonitor(t, own))
+	if code != http.StatusOK || !r.Ready {
+		t.Errorf("/readyz of the process that runs %s: %d %+v; want 200, ready", id, code, r)
+	}
+	for _, reason := range r.Reasons {
+		if reason.Code == "no_workers" || reason.Code == "stale_workers" {
+			t.Errorf("/readyz of the process that runs %s gives %s: %s; want its worker counted running", id, reason.Code, reason.Message)
+		}
+	}
+}
