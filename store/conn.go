@@ -33,10 +33,82 @@ func withForcedPing(ctx context.Context) context.Context {
 
 // shouldPing is the pool's ShouldPing: connections that were idle a while, or
 // any when the caller retries after a connection error, are pinged first and
-// destroyed (the pool takes another) when the ping fails.
+// destroyed (the pool takes another) when the ping fails. A connection
+// handed out for the first time within pingIdleAfter of its login is not:
+// its login just answered, and no restart can have closed it since. Behind
+// a pooler that takes logins while PostgreSQL is down (PgBouncer), pinging
+// it too failed every connection the pool made, and the pool gave up with
+// an error of its own that blamed a bug and said nothing of the server;
+// handed out, the statement meets the pooler's own error, which says why.
 func shouldPing(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+	if p.Conn != nil {
+		data := p.Conn.PgConn().CustomData()
+		if made, ok := data[madeKey].(time.Time); ok {
+			delete(data, madeKey)
+			if time.Since(made) < pingIdleAfter {
+				return false
+			}
+		}
+	}
 	forced, _ := ctx.Value(forcePingKey{}).(bool)
 	return forced || p.IdleDuration >= pingIdleAfter
+}
+
+// madeKey is the key, in a new connection's CustomData, of when its login
+// ended, until the pool first hands it out (shouldPing).
+const madeKey = "pgbus.made"
+
+// markMade notes on conn when its login ended, for shouldPing.
+func markMade(conn *pgx.Conn) {
+	if data := conn.PgConn().CustomData(); data != nil {
+		data[madeKey] = time.Now()
+	}
+}
+
+// poolGaveUpText is the text of pgxpool's error when every connection it
+// tried to hand out failed its check (ShouldPing's ping), up to one more
+// than its size: it blames a bug of the hooks, though a server (or a
+// pooler in front of it) that takes logins and fails every statement
+// does it.
+const poolGaveUpText = "pgxpool: too many failed attempts acquiring connection"
+
+// poolGaveUpError is pgxpool's giving up of poolGaveUpText, said as what
+// it means: connections were made, and each failed when checked.
+type poolGaveUpError struct{ err error }
+
+func (e poolGaveUpError) Error() string {
+	return "every connection the pool made or held failed when checked before use: the server, or a connection pooler such as PgBouncer in front of it, takes connections but does not answer on them; " +
+		"behind PgBouncer, PgBouncer cannot reach PostgreSQL (check that PostgreSQL is up and that PgBouncer's address and credentials for it are right)"
+}
+
+func (e poolGaveUpError) Unwrap() error { return e.err }
+
+// poolGaveUp reports whether err is pgxpool's giving up of poolGaveUpText.
+func poolGaveUp(err error) bool {
+	var p poolGaveUpError
+	return errors.As(err, &p) || err != nil && strings.Contains(err.Error(), poolGaveUpText)
+}
+
+// bouncerAdvice says what a FATAL error of PgBouncer's that it sends when
+// it has no server connection to give (PostgreSQL down, or every server
+// connection of the pool in use) means, "" for any other error. PgBouncer
+// sends them all as SQLSTATE 08P01, protocol_violation.
+func bouncerAdvice(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "08P01" {
+		return ""
+	}
+	switch msg := pgErr.Message; {
+	case strings.Contains(msg, "server login has been failing"):
+		// PgBouncer's server_login_retry: its own login to PostgreSQL
+		// failed (a restart under way), and it refuses clients a while.
+		return "the connection pooler (PgBouncer) cannot reach PostgreSQL: its login to it failed lately, and it refuses connections for a few seconds (server_login_retry); try again shortly, and if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
+	case strings.Contains(msg, "query_wait_timeout"):
+		return "the connection pooler (PgBouncer) had no server connection to give within its query_wait_timeout: its pool for this database is full (raise default_pool_size, or find what holds its connections), paused, or PostgreSQL does not answer it; try again shortly, and if it goes on check PostgreSQL and PgBouncer's SHOW POOLS"
+	case strings.Contains(msg, "pgbouncer cannot connect to server"), strings.Contains(msg, "server conn crashed"), strings.Contains(msg, "server_connect_timeout"):
+		return "the connection pooler (PgBouncer) cannot reach PostgreSQL: check that PostgreSQL is up and that PgBouncer's address and credentials for it are right"
+	}
+	return ""
 }
 
 // db runs statements on the pool and runs one again (up to maxReruns
@@ -115,6 +187,19 @@ func connLost(err error) bool {
 // too for the pool's "closed pool", which says nothing of the Store or of
 // what to do.
 func poolerHint(err error) error {
+	if err == nil {
+		return nil
+	}
+	if poolGaveUp(err) {
+		var p poolGaveUpError
+		if errors.As(err, &p) {
+			return err
+		}
+		return poolGaveUpError{err}
+	}
+	if advice := bouncerAdvice(err); advice != "" && !strings.Contains(err.Error(), "(PgBouncer)") { // said once
+		return fmt.Errorf("%w; %s", err, advice)
+	}
 	if errors.Is(err, puddle.ErrClosedPool) && !strings.Contains(err.Error(), "this Store was closed") { // said once
 		return closedError{err}
 	}
@@ -417,6 +502,9 @@ func IsUnreachable(err error) bool {
 	var connect *pgconn.ConnectError
 	if errors.As(err, &connect) && pgconn.Timeout(err) {
 		return true // no answer within the connect timeout
+	}
+	if poolGaveUp(err) {
+		return true // every connection failed its check: see poolGaveUpError
 	}
 	return connLost(err)
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,5 +35,24 @@ func TestConnectAdviceOfARoleSettingTooShort(t *testing.T) {
 		if got := connectAdvice(err); !strings.Contains(got, "its "+setting) || !strings.Contains(got, "ALTER ROLE <role> SET "+setting) || strings.Contains(got, "check the database URL") {
 			t.Errorf("advice for SQLSTATE %s: %q; want %s named, with the statement that raises it", code, got, setting)
 		}
+	}
+}
+
+// pgxpool gives up acquiring a connection, blaming a bug of its hooks,
+// when every connection it tries fails its check: the mark of a server,
+// or PgBouncer in front of one, that takes connections and answers none.
+// The store says so, and counts it as a database that cannot be reached.
+func TestPoolGivingUpIsUnreachable(t *testing.T) {
+	t.Parallel()
+	raw := errors.New("pgxpool: too many failed attempts acquiring connection; likely bug in PrepareConn, BeforeAcquire, or ShouldPing hook")
+	err := poolerHint(fmt.Errorf("store: list queues: %w", raw))
+	if !IsUnreachable(err) || strings.Contains(err.Error(), "likely bug") || !strings.Contains(err.Error(), "PgBouncer cannot reach PostgreSQL") {
+		t.Errorf("the pool's giving up reads %q (unreachable: %v); want it unreachable, saying PgBouncer cannot reach PostgreSQL", err, IsUnreachable(err))
+	}
+	if got := connectAdvice(raw); strings.Contains(got, "host and port") {
+		t.Errorf("advice for the pool's giving up: %q", got)
+	}
+	if !errors.Is(err, raw) {
+		t.Error("the pool's error is no longer wrapped")
 	}
 }

@@ -161,6 +161,9 @@ func (s *Store) Ping(ctx context.Context) error {
 		// connection, as a statement would.
 		err = s.pool.Ping(ctx)
 	}
+	if poolGaveUp(err) {
+		err = poolerHint(err)
+	}
 	if err != nil {
 		return &connectError{host: s.pool.Config().ConnConfig.Host, err: err}
 	}
@@ -219,10 +222,16 @@ func ConfigurePool(cfg *pgxpool.Config) {
 	}
 	own := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		if err := scanTimesInUTC(ctx, conn); err != nil || own == nil {
+		if err := scanTimesInUTC(ctx, conn); err != nil {
 			return err
 		}
-		return own(ctx, conn)
+		if own != nil {
+			if err := own(ctx, conn); err != nil {
+				return err
+			}
+		}
+		markMade(conn)
+		return nil
 	}
 }
 
@@ -301,6 +310,9 @@ func connectAdvice(err error) string {
 		return "the servers of the database URL that answered take no writes (standbys, refused by its target_session_attrs=read-write): " +
 			"the primary is down or a failover is under way; try again once a primary answers, or name the primary's host in the database URL"
 	}
+	if poolGaveUp(err) {
+		return "try again once it answers"
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		if pgconn.Timeout(err) {
@@ -317,10 +329,8 @@ func connectAdvice(err error) string {
 		return "the database named in the database URL does not exist: create it (createdb NAME) or name one that does"
 	case pgErr.Code == "57P05": // idle_session_timeout
 		return "the server ended each new session for sitting idle before its first statement: its idle_session_timeout (for this role, this database or in all) is shorter than this machine takes to use a new connection; raise it to a second or more"
-	case pgErr.Code == "08P01" && strings.Contains(pgErr.Message, "server login has been failing"):
-		// PgBouncer's server_login_retry: its own login to PostgreSQL
-		// failed (a restart under way), and it refuses clients a while.
-		return "the connection pooler (PgBouncer) could not log in to PostgreSQL lately and refuses connections for a few seconds (server_login_retry): try again shortly; if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
+	case bouncerAdvice(err) != "":
+		return bouncerAdvice(err)
 	case strings.HasPrefix(pgErr.Code, "28"): // invalid_authorization_specification, invalid_password
 		return "the server refused the role: check the user and password in the database URL, and that the server's pg_hba.conf lets this role connect from here"
 	}

@@ -57,6 +57,48 @@ func (b *Bouncer) URL() string {
 	return fmt.Sprintf("postgres://pgbus@127.0.0.1:%d/%s?sslmode=disable&%s", b.port, url.PathEscape(b.dbName), SafeExecMode)
 }
 
+// Admin runs command (PAUSE, RESUME, RECONNECT ...) on the bouncer's admin
+// console, and fails the test if
+// the console refuses it. Pause makes the bouncer accept clients but
+// answer none of their statements until Resume.
+func (b *Bouncer) Admin(tb testing.TB, command string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://pgbouncer@127.0.0.1:%d/pgbouncer?sslmode=disable&default_query_exec_mode=simple_protocol", b.port))
+	if err != nil {
+		tb.Fatalf("bouncertest: connect to the admin console: %v", err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, command); err != nil {
+		tb.Fatalf("bouncertest: %s on the admin console: %v", command, err)
+	}
+}
+
+// Pause pauses the test database on the bouncer (PAUSE), until Resume or
+// the test's end: the bouncer takes connections, and holds every
+// statement sent on them unanswered (up to its query_wait_timeout, after
+// which it ends the connection).
+func (b *Bouncer) Pause(tb testing.TB) {
+	tb.Helper()
+	b.Admin(tb, "PAUSE "+b.dbName)
+	tb.Cleanup(func() { b.Resume(tb) })
+}
+
+// Resume resumes the test database after Pause (RESUME); resuming one not
+// paused does nothing.
+func (b *Bouncer) Resume(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, fmt.Sprintf("postgres://pgbouncer@127.0.0.1:%d/pgbouncer?sslmode=disable&default_query_exec_mode=simple_protocol", b.port))
+	if err != nil {
+		return // stopped already
+	}
+	defer c.Close(context.Background())
+	_, _ = c.Exec(ctx, "RESUME "+b.dbName) // an error when it is not paused
+}
+
 // Log returns what pgbouncer has logged so far.
 func (b *Bouncer) Log() string { return b.log.String() }
 
@@ -107,6 +149,26 @@ func Start(tb testing.TB, dbURL string) *Bouncer {
 // the one before it left on the server connection.
 func StartPool(tb testing.TB, dbURL string, poolSize int) *Bouncer {
 	tb.Helper()
+	return StartWith(tb, dbURL, Options{PoolSize: poolSize})
+}
+
+// Options are the settings of a bouncer that StartWith starts.
+type Options struct {
+	// PoolSize is default_pool_size, the server connections of each
+	// database; 20 when 0.
+	PoolSize int
+	// QueryWaitTimeout is query_wait_timeout, how long a client's
+	// statement waits for a server connection before the bouncer ends the
+	// client's connection; PgBouncer's default (two minutes) when 0.
+	QueryWaitTimeout time.Duration
+}
+
+// StartWith is Start with opts.
+func StartWith(tb testing.TB, dbURL string, opts Options) *Bouncer {
+	tb.Helper()
+	if opts.PoolSize == 0 {
+		opts.PoolSize = 20
+	}
 	bin, err := Binary()
 	if err != nil {
 		tb.Fatal("bouncertest: ", err)
@@ -121,7 +183,7 @@ func StartPool(tb testing.TB, dbURL string, poolSize int) *Bouncer {
 	}
 	var lastErr error
 	for range 3 { // a free port may be taken by someone else before pgbouncer binds it
-		b, err := start(tb, bin, cfg, major, minor, poolSize)
+		b, err := start(tb, bin, cfg, major, minor, opts)
 		if err == nil {
 			b.Version = ver
 			tb.Logf("bouncertest: PgBouncer %s in transaction mode on 127.0.0.1:%d", ver, b.port)
@@ -133,7 +195,7 @@ func StartPool(tb testing.TB, dbURL string, poolSize int) *Bouncer {
 	return nil
 }
 
-func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor, poolSize int) (*Bouncer, error) {
+func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts Options) (*Bouncer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -146,9 +208,13 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor, poolSize
 	var ini strings.Builder
 	fmt.Fprintf(&ini, "[databases]\n* = %s\n\n[pgbouncer]\n", server)
 	fmt.Fprintf(&ini, "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n", port)
-	// Clients may give any name: every database logs in as the server's user.
-	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\n")
-	fmt.Fprintf(&ini, "pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = %d\n", poolSize)
+	// Clients may give any name: every database logs in as the server's
+	// user. User pgbouncer may use the admin console (Admin).
+	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\nadmin_users = pgbouncer\n")
+	fmt.Fprintf(&ini, "pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = %d\n", opts.PoolSize)
+	if opts.QueryWaitTimeout > 0 {
+		fmt.Fprintf(&ini, "query_wait_timeout = %d\n", max(1, int(opts.QueryWaitTimeout.Seconds())))
+	}
 	ini.WriteString("server_tls_sslmode = disable\nlogfile =\npidfile =\n")
 	if major > 1 || minor >= 21 {
 		// PgBouncer 1.21+ could keep named prepared statements; turn that off

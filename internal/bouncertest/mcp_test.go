@@ -2,6 +2,7 @@ package bouncertest_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -169,4 +170,52 @@ func at(v any, path ...any) any {
 		}
 	}
 	return v
+}
+
+// TestMCPToolsOfABouncerWithPostgreSQLDown: PgBouncer keeps taking logins
+// while the PostgreSQL behind it is down, and fails every statement. The
+// health check answers UNREACHABLE, its reason database_unreachable, and
+// another tool fails as unavailable, saying PgBouncer cannot reach
+// PostgreSQL, as they do with PostgreSQL down and no pooler: never a
+// failure that blames a bug.
+func TestMCPToolsOfABouncerWithPostgreSQLDown(t *testing.T) {
+	t.Parallel()
+	_, cluster, direct := pgtest.PrivateStore(t)
+	q := pgtest.NewQueue(t, direct, "down")
+	b := bouncertest.Start(t, cluster.URL())
+	st := openStore(t, b.URL())
+	c := mcpClient(t, st)
+	callOK(t, c, "pgbus_queue_stats", map[string]any{"queue": q})
+	if err := cluster.Stop(pgtest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second on connections the first left in the pool
+		h := callOK(t, c, "pgbus_health", map[string]any{})
+		if h["status"] != "UNREACHABLE" || at(h, "reasons", 0, "code") != "database_unreachable" {
+			t.Errorf("pgbus_health with PostgreSQL down behind pgbouncer: %v, want UNREACHABLE for database_unreachable", h)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "pgbus_queue_stats"
+		req.Params.Arguments = map[string]any{"queue": q}
+		res, err := c.CallTool(pgtest.Context(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		for _, ct := range res.Content {
+			if tc, ok := ct.(mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if res.Meta != nil {
+			raw, _ := json.Marshal(res.Meta.AdditionalFields["pgbus/error"])
+			_ = json.Unmarshal(raw, &meta)
+		}
+		if !res.IsError || meta.Kind != "unavailable" || strings.Contains(text, "likely bug") || !strings.Contains(text, "PgBouncer") {
+			t.Errorf("pgbus_queue_stats with PostgreSQL down behind pgbouncer: error %v, kind %q, want unavailable, saying PgBouncer cannot reach PostgreSQL: %s", res.IsError, meta.Kind, text)
+		}
+	}
 }
