@@ -1,8 +1,11 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -52,4 +55,45 @@ func TestBouncerInFrontOfADownServerIsUnreachable(t *testing.T) {
 		check("list queues #"+string(rune('1'+i)), err)
 	}
 	check("ping", s.Ping(ctx))
+}
+
+// TestPingOfAPausedBouncer: PgBouncer takes the connection, but holds its
+// statements while its database is paused. A ping is bounded by the call
+// bound of its context (WithStatementTimeout), and says the server, or a
+// pooler in front of it, took the connection and did not answer; it is
+// unreachable, so that waiting for it is right. Without a bound, the
+// bouncer's query_wait_timeout ends it, and the advice speaks of
+// PgBouncer's lack of a server connection, not of the database URL. A
+// regression waits until the test's own context ends.
+func TestPingOfAPausedBouncer(t *testing.T) {
+	t.Parallel()
+	b := bouncertest.StartWith(t, pgtest.NewDatabase(t), bouncertest.Options{QueryWaitTimeout: time.Second})
+	b.Pause(t)
+	ctx, cancel := context.WithTimeout(testContext(t), 90*time.Second)
+	defer cancel()
+
+	_, err := store.Open(store.WithStatementTimeout(ctx, 300*time.Millisecond), b.URL())
+	if ctx.Err() != nil {
+		t.Fatalf("open of a paused bouncer under a call bound waited until the test's deadline: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "accepted the connection but did not answer within 300ms") {
+		t.Errorf("open of a paused bouncer under a 300ms bound = %v, want it to say the connection was accepted and not answered within 300ms", err)
+	}
+	if !store.IsUnreachable(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("IsUnreachable = %v, deadline exceeded = %v, for %v; want both", store.IsUnreachable(err), errors.Is(err, context.DeadlineExceeded), err)
+	}
+
+	_, err = store.Open(ctx, b.URL())
+	if ctx.Err() != nil {
+		t.Fatalf("open of a paused bouncer waited until the test's deadline: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "query_wait_timeout") {
+		t.Fatalf("open of a paused bouncer whose query_wait_timeout is 1s = %v, want its query_wait_timeout", err)
+	}
+	if strings.Contains(err.Error(), "check the database URL") || !strings.Contains(err.Error(), "no server connection") {
+		t.Errorf("the advice on PgBouncer's query_wait_timeout does not say it had no server connection to give: %v", err)
+	}
+	if !store.IsUnreachable(err) {
+		t.Errorf("IsUnreachable = false for %v", err)
+	}
 }

@@ -506,6 +506,10 @@ func IsUnreachable(err error) bool {
 	if poolGaveUp(err) {
 		return true // every connection failed its check: see poolGaveUpError
 	}
+	var late *pingTimeoutError
+	if errors.As(err, &late) {
+		return true // taken, and not answered within the caller's bound
+	}
 	return connLost(err)
 }
 

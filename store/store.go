@@ -116,7 +116,18 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	if err := s.Ping(ctx); err != nil {
-		s.Close()
+		var late *pingTimeoutError
+		if ctx.Err() != nil || errors.As(err, &late) {
+			// The connection given up is closed in the background: pgx
+			// asks the server to cancel what it ran and waits for it to
+			// close the connection, up to 15 seconds, which a server or
+			// pooler that does not answer (PgBouncer paused) takes
+			// whole; the caller, told it did not answer or stopping,
+			// need not wait for that too.
+			go s.Close()
+		} else {
+			s.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -151,24 +162,50 @@ func OpenLazy(url string) (*Store, error) {
 
 // Ping checks that the server answers, connecting when the pool holds no
 // connection, and says what to do when it does not: a server that cannot
-// be reached or refuses this client (IsUnreachable tells the first).
+// be reached or refuses this client (IsUnreachable tells the first). A
+// bound ctx carries (WithStatementTimeout) bounds it, its connection
+// included: a server, or a pooler in front of it (PgBouncer, paused or
+// without a server connection to give), that takes the connection and
+// does not answer holds it that long, not until the pooler gives up.
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.pool.Ping(ctx)
-	for tries := 1; idleKilled(err) && tries < 3 && ctx.Err() == nil; tries++ {
+	bound := statementTimeout(ctx)
+	pingCtx, cancel := boundStatement(ctx)
+	defer cancel()
+	err := s.pool.Ping(pingCtx)
+	for tries := 1; idleKilled(err) && tries < 3 && pingCtx.Err() == nil; tries++ {
 		// The server ended the new session for sitting idle between its
 		// start and the ping, on a busy machine under a short
 		// idle_session_timeout: the ping never ran, so it runs on a new
 		// connection, as a statement would.
-		err = s.pool.Ping(ctx)
+		err = s.pool.Ping(pingCtx)
 	}
 	if poolGaveUp(err) {
 		err = poolerHint(err)
+	}
+	if err != nil && bound > 0 && ctx.Err() == nil && pingCtx.Err() != nil {
+		err = &pingTimeoutError{bound: bound, err: err}
 	}
 	if err != nil {
 		return &connectError{host: s.pool.Config().ConnConfig.Host, err: err}
 	}
 	return nil
 }
+
+// pingTimeoutError is a ping given up at the bound its context carried.
+type pingTimeoutError struct {
+	bound time.Duration
+	err   error
+}
+
+func (e *pingTimeoutError) Error() string {
+	var connect *pgconn.ConnectError
+	if errors.As(e.err, &connect) {
+		return fmt.Sprintf("the server (or a connection pooler in front of it) did not finish the connection's login within %s: %v", e.bound, e.err)
+	}
+	return fmt.Sprintf("the server (or a connection pooler in front of it) accepted the connection but did not answer within %s: %v", e.bound, e.err)
+}
+
+func (e *pingTimeoutError) Unwrap() error { return e.err }
 
 // connectError is a connection that failed, with what to do about it.
 // pgx lists each attempt on a line of its own, and tries a server twice
@@ -312,6 +349,10 @@ func connectAdvice(err error) string {
 	}
 	if poolGaveUp(err) {
 		return "try again once it answers"
+	}
+	var late *pingTimeoutError
+	if errors.As(err, &late) {
+		return "it is frozen or overloaded, or, behind PgBouncer, PgBouncer has no server connection to give (its pool full or paused, or PostgreSQL unreachable): try again shortly, and if it goes on check the server and the pooler"
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {

@@ -330,7 +330,7 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
-	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB})
+	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout})
 	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
 		// The store's advice on connecting says "the database URL", as a
 		// Go program passes it; a person here gave it by the flag or the

@@ -43,6 +43,12 @@ type Options struct {
 	// supervisor starts beside the database; 0 fails at once. Errors that waiting cannot cure, such as
 	// a wrong password, fail at once either way.
 	WaitFor time.Duration
+	// CallTimeout bounds each try of Connect to connect and have the
+	// server answer (the database call timeout); 0 leaves it to the
+	// connection's own timeout and ctx. A server, or PgBouncer in front of
+	// it, that takes the connection and does not answer (paused, or
+	// without a server connection to give) then fails the try at once.
+	CallTimeout time.Duration
 }
 
 // DB is an open store and what it runs on.
@@ -194,7 +200,7 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 	deadline := time.Now().Add(opts.WaitFor)
 	delay := 250 * time.Millisecond
 	for {
-		s, err := store.Open(ctx, url)
+		s, err := store.Open(store.WithStatementTimeout(ctx, opts.CallTimeout), url)
 		crowded := store.IsCrowded(err)
 		if err == nil || !crowded && !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
 			return s, err
