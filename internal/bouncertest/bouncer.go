@@ -49,6 +49,73 @@ type Bouncer struct {
 	dbName  string
 	cmd     *exec.Cmd
 	log     *pgtest.SyncBuffer
+	// exited is closed once pgbouncer exited.
+	exited chan struct{}
+	// bin and args run pgbouncer again (Restart).
+	bin  string
+	args []string
+}
+
+// Restart kills pgbouncer (SIGKILL), as a crash does, and starts it again
+// at once on the same port, as a supervisor restarting it does: the
+// connections through it break, and new ones are taken again.
+func (b *Bouncer) Restart(tb testing.TB) {
+	tb.Helper()
+	b.Kill(tb)
+	cmd := exec.Command(b.bin, b.args...)
+	cmd.Stdout, cmd.Stderr = b.log, b.log
+	cmd.SysProcAttr = ownGroup()
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("bouncertest: start pgbouncer again: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	b.cmd, b.exited = cmd, exited
+	if err := b.waitListening(15 * time.Second); err != nil {
+		tb.Fatalf("bouncertest: start pgbouncer again: %v", err)
+	}
+}
+
+// waitListening waits until pgbouncer listens on its port.
+func (b *Bouncer) waitListening(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		select {
+		case <-b.exited:
+			return fmt.Errorf("pgbouncer exited at start: %s", lastLines(b.log.String(), 10))
+		default:
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pgbouncer did not listen on port %d within %s: %s", b.port, within, lastLines(b.log.String(), 10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop stops pgbouncer (SIGTERM, then SIGKILL after 10s).
+func (b *Bouncer) stop() {
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.exited:
+	case <-time.After(10 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.exited
+	}
+}
+
+// Kill kills pgbouncer (SIGKILL), as a crash or the restart of its host
+// does, and waits for it to exit: the connections through it break.
+func (b *Bouncer) Kill(tb testing.TB) {
+	tb.Helper()
+	if err := b.cmd.Process.Kill(); err != nil {
+		tb.Fatalf("bouncertest: kill pgbouncer: %v", err)
+	}
+	<-b.exited
 }
 
 // URL returns a connection string for the database through the bouncer,
@@ -250,40 +317,17 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-exited:
-			return nil, fmt.Errorf("pgbouncer exited at start: %s", lastLines(log.String(), 10))
-		default:
-		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("pgbouncer did not listen on port %d within 15s: %s", port, lastLines(log.String(), 10))
-		}
-		time.Sleep(20 * time.Millisecond)
+	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log, exited: exited, bin: bin, args: args}
+	if err := b.waitListening(15 * time.Second); err != nil {
+		b.stop()
+		return nil, err
 	}
 	if err := checkConnect(b); err != nil {
-		stop()
+		b.stop()
 		return nil, err
 	}
 	tb.Cleanup(func() {
-		stop()
+		b.stop()
 		if tb.Failed() {
 			tb.Logf("pgbouncer's log:\n%s", lastLines(log.String(), 40))
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -209,16 +210,30 @@ type cutRetry struct {
 // command retried some of them and before it retried all.
 func cutRetryAll(t *testing.T, more ...string) *cutRetry {
 	t.Helper()
+	return cutRetryAllVia(t, false, more...)
+}
+
+// cutRetryAllVia is cutRetryAll, through PgBouncer when viaBouncer is
+// set: it restarts PgBouncer (killed, and started again at once) in place
+// of stopping the cluster.
+func cutRetryAllVia(t *testing.T, viaBouncer bool, more ...string) *cutRetry {
+	t.Helper()
 	ctx := pgtest.Context(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
 	const queue, n = "outage", 2000
 	pgtest.CreateQueue(t, st, queue)
 	pgtest.DeadLetterN(t, st, queue, n, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
+	url := cluster.URL()
+	var b *bouncertest.Bouncer
+	if viaBouncer {
+		b = bouncertest.Start(t, url)
+		url = b.URL()
+	}
 	c := &cutRetry{dir: dir, d: db{url: cluster.URL(), env: []string{"DATABASE_URL=" + cluster.URL()}}, n: n,
 		args: append([]string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}, more...), stderr: &pgtest.SyncBuffer{}, exited: make(chan struct{})}
 
 	cmd := exec.Command(binaryFor(c.args), c.args...)
-	cmd.Env = append(baseEnv(), c.d.env...)
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+url)
 	cmd.Stderr = c.stderr
 	c.began = time.Now().Truncate(time.Microsecond)
 	if err := cmd.Start(); err != nil {
@@ -248,7 +263,9 @@ func cutRetryAll(t *testing.T, more ...string) *cutRetry {
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM pgmq.q_outage`).Scan(&held); err != nil || held >= n {
 		t.Fatalf("the queue holds %d of %d messages when the retry is held (%v); want it held partway", held, n, err)
 	}
-	if err := cluster.Stop(ctx); err != nil {
+	if b != nil {
+		b.Restart(t)
+	} else if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_ = tx.Rollback(context.Background())
@@ -296,4 +313,32 @@ func (c *cutRetry) saidRetried(t *testing.T) int {
 // showed the call first.
 func saysUnavailable(text string) bool {
 	return strings.Contains(text, "does not answer") || strings.Contains(text, "takes no connections now")
+}
+
+// TestRetryAllCutByABouncerRestart: a dlq retry-all through PgBouncer cut
+// off by PgBouncer's restart (killed, and started again at once) says how
+// far it went and how to do the rest, as one cut off by PostgreSQL's stop
+// does, and its audit entry, recorded once PgBouncer is back, counts what
+// it retried. The moves under way when PgBouncer died may have committed
+// on the server since, so the queue holds at least what it said.
+func TestRetryAllCutByABouncerRestart(t *testing.T) {
+	t.Parallel()
+	c := cutRetryAllVia(t, true)
+	code := c.exitCode(t)
+	msg := c.stderr.String()
+	if code != 1 {
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, msg)
+	}
+	said := c.saidRetried(t)
+	if want := fmt.Sprintf("run the same command again with --limit %d", 100000-said); !strings.Contains(msg, "which stay retried") || !strings.Contains(msg, want) {
+		t.Errorf("stderr does not say what stays retried and %q:\n%s", want, msg)
+	}
+	var n, retried int
+	c.d.query(t, `SELECT count(*) OVER (), (result->>'retried')::int FROM pgbus.audit_log WHERE tool = 'dlq_retry'`, &n, &retried)
+	if n != 1 || retried != said {
+		t.Errorf("%d audit entries of the retry, counting %d retried; want one counting the %d it said", n, retried, said)
+	}
+	if live, dead, _ := c.counts(t); live < said || live+dead != c.n {
+		t.Errorf("after PgBouncer's restart: %d in the queue, %d dead; want at least the %d it said it retried, and %d in all", live, dead, said, c.n)
+	}
 }
