@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -242,35 +241,52 @@ func (d db) audit(t *testing.T, args ...string) []ops.AuditEntry {
 // start or logs no such record within a minute.
 func startListening(t *testing.T, cmd *exec.Cmd, msg, key string) (string, *syncBuffer) {
 	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A writer rather than StderrPipe: cmd.Wait returns only once all the
+	// process wrote is copied into logs, where with a pipe it may close the
+	// pipe before the last lines are read, and a test that reads the logs
+	// after the process ended missed them.
+	lines := &lineWatch{logs: &syncBuffer{}, msg: msg, key: key, found: make(chan string, 1)}
+	cmd.Stderr = lines
+	// A child that kept the process's stderr open would hold cmd.Wait.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == msg {
-				if v, ok := rec[key].(string); ok {
-					select {
-					case found <- v:
-					default:
-					}
+	select {
+	case v := <-lines.found:
+		return v, lines.logs
+	case <-time.After(time.Minute):
+		t.Fatalf("no %q line with %s on stderr:\n%s", msg, key, lines.logs.String())
+		return "", nil
+	}
+}
+
+// lineWatch copies a process's JSON log lines into logs, and sends on
+// found the value of key in the first line whose message is msg.
+type lineWatch struct {
+	logs     *syncBuffer
+	msg, key string
+	found    chan string
+	partial  []byte // a line not ended yet
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.logs.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		var rec map[string]any
+		if json.Unmarshal(w.partial[:i], &rec) == nil && rec["msg"] == w.msg {
+			if v, ok := rec[w.key].(string); ok {
+				select {
+				case w.found <- v:
+				default:
 				}
 			}
 		}
-	}()
-	select {
-	case v := <-found:
-		return v, logs
-	case <-time.After(time.Minute):
-		t.Fatalf("no %q line with %s on stderr:\n%s", msg, key, logs.String())
-		return "", nil
+		w.partial = w.partial[i+1:]
 	}
 }
