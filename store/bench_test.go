@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -439,5 +440,30 @@ func BenchmarkRunHeldNowManyQueues(b *testing.B) {
 		if n, err := s.RunHeldNow(ctx, "http:bench", &until); err != nil || n != 0 {
 			b.Fatalf("RunHeldNow = %d, %v; want none", n, err)
 		}
+	}
+}
+
+// BenchmarkLockBoundedRead measures what the bound on lock waits of the
+// reads of people and agents (WithLockWait) costs a small read: its own
+// transaction, begun with the setting, and committed.
+func BenchmarkLockBoundedRead(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	q := newQueue(b, s)
+	pgtest.DeadLetterN(b, s, q, 20, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"unbounded", testContext(b)}, {"bounded", store.WithLockWait(testContext(b), 3*time.Second)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				page, err := s.ListDead(bc.ctx, store.DeadFilter{Queue: q}, "", 10)
+				if err != nil || len(page.Items) != 10 {
+					b.Fatalf("a page of %d dead messages, %v; want 10", len(page.Items), err)
+				}
+				if _, err := s.Metrics(bc.ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
