@@ -256,7 +256,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// What needs the database: its workers and alerts.
 	start := func(ctx context.Context) (stop func(), err error) {
 		a.log.Info("pgbus serve: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
-		stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.engineConfig(f.timing), mcp.ClientLog.Tee(a.log), slices.Concat(observers, mon.Observers())...)
+		stopWorkers, err := runner.Background(ctx, sess.db.Store, sess.ops, queues, a.engineConfig(f.timing), mcp.ClientLog.Tee(a.log), mon, slices.Concat(observers, mon.Observers())...)
 		if err != nil {
 			return nil, err
 		}

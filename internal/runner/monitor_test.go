@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/internal/runner"
@@ -511,5 +512,50 @@ func TestReadyzCountsItsOwnWorkersRunning(t *testing.T) {
 		if reason.Code == "no_workers" || reason.Code == "stale_workers" {
 			t.Errorf("/readyz of the process that runs %s gives %s: %s; want its worker counted running", id, reason.Code, reason.Message)
 		}
+	}
+}
+
+// The /readyz of a process that runs workers in the background, as pgbus
+// serve does, counts them running though their heartbeats are old (as
+// after the process could not reach the database for a while, the
+// database itself up), as pgbus work's /readyz counts its own: it
+// answered 503, no_workers, for the queues its workers serve.
+func TestReadyzCountsItsBackgroundWorkersRunning(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One slot, held by a job that does not end within the test, so that
+	// the next message stays ready; heartbeats an hour apart, so that the
+	// one set back below stays so.
+	q := config.WorkQueue{Name: pgtest.Name("bgown"), Concurrency: 1, Declared: true,
+		Handler: handlers.Spec{Type: handlers.TypeDemo, Timeout: handlers.Duration(10 * time.Minute)}}
+	works := []config.WorkQueue{q}
+	mon := runner.NewMonitor(svc, nil, works)
+	stop, err := runner.Background(pgtest.Context(t), st, svc, works, engine.Config{ProcessHeartbeat: time.Hour, DrainTimeout: 100 * time.Millisecond}, nil, mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	for range 2 {
+		if _, err := svc.Send(pgtest.Context(t), ops.SendRequest{Queue: q.Name, Payload: []byte(`{"simulate": "timeout"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.Eventually(t, time.Minute, "the background worker registered", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*)::int FROM pgbus.workers WHERE stopped_at IS NULL`) == 1
+	})
+	if _, err := st.Pool().Exec(pgtest.Context(t), `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	other := serveMonitor(t, runner.NewMonitor(svc, nil, works))
+	pgtest.Eventually(t, time.Minute, "another process's /readyz to answer 503 for the silent worker", func() bool {
+		code, r := readyz(t, other)
+		return code == http.StatusServiceUnavailable && len(r.Reasons) > 0 && r.Reasons[0].Code == "no_workers"
+	})
+	code, r := readyz(t, serveMonitor(t, mon))
+	if code != http.StatusOK || !r.Ready {
+		t.Errorf("/readyz of the process that runs the background workers of %s: %d %+v; want 200, ready", q.Name, code, r)
 	}
 }

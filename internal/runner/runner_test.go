@@ -139,7 +139,7 @@ func TestWorkFor(t *testing.T) {
 func TestBackground(t *testing.T) {
 	st, svc, q := setUp(t)
 	ctx, cancel := context.WithCancel(pgtest.Context(t))
-	stop, err := runner.Background(ctx, st, svc, []config.WorkQueue{q}, engine.Config{}, slog.New(slog.DiscardHandler))
+	stop, err := runner.Background(ctx, st, svc, []config.WorkQueue{q}, engine.Config{}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestBackground(t *testing.T) {
 	send(t, svc, q.Name, 3)
 	pgtest.Eventually(t, time.Minute, "3 jobs archived", func() bool { return pgtest.Archived(t, st, q.Name) == 3 })
 	stop()
-	none, err := runner.Background(pgtest.Context(t), st, svc, nil, engine.Config{}, nil)
+	none, err := runner.Background(pgtest.Context(t), st, svc, nil, engine.Config{}, nil, nil)
 	if err != nil || none == nil {
 		t.Fatalf("Background with no queues: %v", err)
 	}

@@ -242,9 +242,11 @@ func describe(queues []config.WorkQueue) []string {
 // verdict, and that of every service given the same ops.OwnWorkers, is
 // STALLED from then on. The workers outlive ctx's cancellation, so that
 // the caller decides when they stop: after what it serves beside them.
+// mon, when given, is the process's monitor, whose /readyz counts these
+// workers running whatever their heartbeats say (Monitor.Runs).
 // observers, when given, watch the workers' jobs (see Tracing; metrics
 // count them).
-func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, cfg engine.Config, log *slog.Logger, observers ...engine.Observer) (stop func(), err error) {
+func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues []config.WorkQueue, cfg engine.Config, log *slog.Logger, mon *Monitor, observers ...engine.Observer) (stop func(), err error) {
 	if len(queues) == 0 {
 		return func() {}, nil
 	}
@@ -265,6 +267,7 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 	if err := client.Validate(); err != nil {
 		return nil, err
 	}
+	mon.Runs(client.ID())
 	log.Info("pgbus serve: embedded workers", "queues", len(queues), "worker", client.ID())
 	workCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var workers sync.WaitGroup
