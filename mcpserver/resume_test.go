@@ -175,3 +175,41 @@ func askThenBreak(t *testing.T, base, queue string) (session, question, lastID s
 	t.Fatal("the discard's stream ended without a question with an event id")
 	return "", "", ""
 }
+
+// A call that goes on after its connection broke, its answer an event
+// stream the client resumes, and that then fails for a cause of its own
+// (here the client's answer to its question is an error) was not
+// cancelled: pgbus_mcp_tool_calls_total counts it by its own outcome, not
+// as cancelled because the POST it came on had ended.
+func TestResumedCallThatFailsIsNotCountedCancelled(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s)
+	deadLetter(t, s, q, `{"n":1}`)
+	calls := &callCounter{}
+	base := serveHTTPWith(t, deps(t, s), mcpserver.Options{ToolCalled: calls.add}, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	session, question, lastID := askThenBreak(t, base, q)
+	resumed := streamRequest(t, testContext(t), http.MethodGet, base, session, "", map[string]string{"Last-Event-ID": lastID})
+	if resumed.StatusCode != http.StatusOK {
+		t.Fatalf("resume the stream after event %s: %d", lastID, resumed.StatusCode)
+	}
+	answer := `{"jsonrpc":"2.0","id":` + question + `,"error":{"code":-32603,"message":"the client could not show the question"}}`
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, session, answer); r.status != http.StatusAccepted && r.status != http.StatusOK {
+		t.Fatalf("the client's error answer: %d %s", r.status, r.body)
+	}
+	var result string
+	pgtest.Eventually(t, time.Minute, "the resumed call to end", func() bool {
+		calls.mu.Lock()
+		defer calls.mu.Unlock()
+		for k, n := range calls.calls {
+			if k[0] == "pgbus_dlq_discard" && n > 0 {
+				result = k[1]
+				return true
+			}
+		}
+		return false
+	})
+	if result == "cancelled" {
+		t.Fatalf("a resumed call that failed on its own was counted %q; want its own outcome", result)
+	}
+}

@@ -229,9 +229,15 @@ func countCalls(called func(tool, result string)) server.ToolHandlerMiddleware {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			cancelled := new(bool)
 			res, err := next(context.WithValue(ctx, cancelledKey{}, cancelled), req)
+			// A call of a session runs on a context of its own
+			// (stopCallsOfEndedSessions), which says when it was
+			// cancelled: its request's may have ended with a connection
+			// that broke once the answer became an event stream, and the
+			// call gone on for the client that resumes it.
+			_, ownContext := ctx.Value(sessionEndKey{}).(*sessionEnd)
 			result := "ok"
 			switch {
-			case *cancelled || (ctx.Err() != nil && (err != nil || (res != nil && res.IsError))):
+			case *cancelled || (!ownContext && ctx.Err() != nil && (err != nil || (res != nil && res.IsError))):
 				// Its client cancelled it or went away: neither the
 				// caller's error to fix nor the server's failure.
 				result = "cancelled"
