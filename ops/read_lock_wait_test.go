@@ -120,3 +120,51 @@ func TestWorkerRunsWhileReadsWaitForALockOnAnotherQueue(t *testing.T) {
 	pgtest.Start(t, c)
 	pgtest.Eventually(t, 90*time.Second, "the worker of another queue to run its job while reads wait for the lock", ran.Load)
 }
+
+// A read that waited its lock bound behind an ALTER TABLE or a LOCK TABLE
+// queued for its table, itself waiting for a session that holds a lock
+// reads do not wait for (a long index build's SHARE lock, or a reader
+// idle in its transaction), names both: the one queued ahead of the
+// read, and the one it waits for. It named neither, and said the lock was
+// on a row or taken a moment ago.
+func TestReadQueuedBehindAWaitingLockSaysWhoHoldsItUp(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout, ReadLockWait: 500 * time.Millisecond})
+	ctx := testContext(t)
+	build := pgtest.HoldLock(t, pgtest.OpenStore(t, url), "q_"+q+"_dlq") // SHARE, as CREATE INDEX takes
+	alter := pgtest.OpenStore(t, url)
+	tx, err := alter.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	var alterPID int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&alterPID); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec(ctx, `LOCK TABLE pgmq.`+"q_"+q+`_dlq IN ACCESS EXCLUSIVE MODE`)
+		queued <- err
+	}()
+	build.AwaitWaiting(1)
+
+	_, err = svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
+	if err == nil {
+		t.Fatal("a list of a DLQ whose table an ACCESS EXCLUSIVE lock waits for: no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{fmt.Sprintf("pid %d (", alterPID), "itself waiting for the lock", fmt.Sprintf("pid %d (idle in transaction", build.PID), fmt.Sprintf("pg_terminate_backend(%d)", alterPID)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("a list queued behind a waiting lock: %v; want it to say %q", err, want)
+		}
+	}
+	build.Release()
+	if err := <-queued; err != nil {
+		t.Fatalf("the queued LOCK TABLE: %v", err)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // WriteBlockers describes the sessions holding table locks, taken in
@@ -45,12 +47,55 @@ func (s *Store) LockHolders(ctx context.Context, waited time.Duration) (heldBy, 
 // table locks, taken at least waited ago, that keep reads of pgbus's or
 // PGMQ's tables waiting: ACCESS EXCLUSIVE (LOCK TABLE, VACUUM FULL, ALTER
 // TABLE, REINDEX), and EXCLUSIVE, which holds the reads that lock rows.
+// A session that waits for such a lock (an ALTER TABLE queued behind a
+// long index build, or behind a reader idle in its transaction) holds the
+// reads queued behind it too: it is named, itself waiting for the lock,
+// with the sessions holding the locks it waits for, whatever their mode.
 // It is for the error of a read that waited its lock bound
 // (WithLockWait).
 func (s *Store) ReadBlockers(ctx context.Context, waited time.Duration) (heldBy, terminate string, err error) {
-	return s.lockHolders(ctx, "find the locks that hold reads of pgbus's and PGMQ's tables", waited,
-		`c.relnamespace IN ('pgmq'::regnamespace, 'pgbus'::regnamespace) AND l.mode IN ('ExclusiveLock', 'AccessExclusiveLock')`)
+	const what = "find the locks that hold reads of pgbus's and PGMQ's tables"
+	err = s.diagnose(ctx, what, func(q querier) error {
+		rows, err := q.Query(ctx, readBlockersSQL, waited.Microseconds())
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", what, err)
+		}
+		heldBy, terminate, err = describeLocks(rows, what)
+		return err
+	})
+	return heldBy, terminate, err
 }
+
+// readBlockersSQL lists, for ReadBlockers, the ACCESS EXCLUSIVE and
+// EXCLUSIVE locks on pgbus's and PGMQ's tables, held or waited for, and
+// the locks held that such a wait waits for, by sessions in transactions
+// begun at least $1 microseconds ago: waits first.
+const readBlockersSQL = `WITH r AS (
+		SELECT l.relation, l.mode, l.pid, l.granted
+		FROM pg_catalog.pg_locks l
+		JOIN pg_catalog.pg_class c ON c.oid = l.relation
+		WHERE l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+		  AND l.mode IN ('ExclusiveLock', 'AccessExclusiveLock')
+		  AND c.relnamespace IN ('pgmq'::regnamespace, 'pgbus'::regnamespace)
+	), who AS (
+		SELECT relation, mode, pid, granted AS holds FROM r
+		UNION
+		SELECT r.relation, h.mode, h.pid, true
+		FROM r CROSS JOIN LATERAL unnest(pg_catalog.pg_blocking_pids(r.pid)) AS b(pid)
+		JOIN pg_catalog.pg_locks h ON h.pid = b.pid AND h.locktype = 'relation' AND h.relation = r.relation AND h.granted
+		WHERE NOT r.granted
+	)
+	SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), who.mode, who.pid, who.holds,
+	       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
+	       coalesce(a.state, ''), a.xact_start, a.query_start
+	FROM who
+	JOIN pg_catalog.pg_class c ON c.oid = who.relation
+	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = who.pid
+	WHERE a.xact_start <= clock_timestamp() - $1 * interval '1 microsecond' OR (a.xact_start IS NULL AND a.state IS NULL)
+	ORDER BY 1, who.holds, who.pid
+	LIMIT 10`
 
 // lockHolders lists the granted table locks that conflict with a row
 // write held by other sessions in transactions begun at least waited ago
@@ -95,6 +140,13 @@ func lockHoldersOn(ctx context.Context, q querier, what string, waited time.Dura
 	if err != nil {
 		return "", "", fmt.Errorf("store: %s: %w", what, err)
 	}
+	return describeLocks(rows, what)
+}
+
+// describeLocks reads the locks of rows (table, mode, pid, whether it
+// holds the lock, and the session's activity) into heldBy and terminate,
+// as lockHolders returns them.
+func describeLocks(rows pgx.Rows, what string) (heldBy, terminate string, err error) {
 	defer rows.Close()
 	var held, calls []string
 	seen := map[int]bool{}
