@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -197,28 +198,36 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	if err != nil {
 		return AuditPage{}, err
 	}
-	before := int64(1<<63 - 1)
+	before, mark := int64(1<<63-1), int64(0)
 	if after != nil {
-		before = after.I
+		before, mark = after.I, after.H
 	}
 	var since *time.Time
 	if !f.Since.IsZero() {
 		since = &f.Since
 	}
 	// A pending entry another completes is left out: the one that
-	// completes it says what was asked and what came of it.
-	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending FROM pgbus.audit_log a
+	// completes it says what was asked and what came of it. On a later
+	// page, only by a completion the first page could see (at or below
+	// its mark): one written since is above every page, and without its
+	// pending entry the operation would be on none.
+	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending,
+			(SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
 			AND NOT (tool = ANY($5::text[])) AND ($6::timestamptz IS NULL OR at >= $6)
-			AND NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id))
-		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1, append([]string{}, f.ExceptTools...), since)
+			AND NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id AND ($7::bigint = 0 OR c.id <= $7)))
+		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1, append([]string{}, f.ExceptTools...), since, mark)
 	if err != nil {
 		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
 		var e AuditEntry
 		var args, res []byte
-		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError, &e.Pending)
+		var highest int64
+		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError, &e.Pending, &highest)
+		if mark == 0 {
+			mark = highest // the first page's
+		}
 		e.Arguments, e.Result = args, res
 		return e, err
 	})
@@ -233,9 +242,21 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 			return AuditPage{}, err
 		}
 		last := page.Items[limit-1]
-		page.NextCursor = encodeDeadCursor(key, last.At, auditCursorPlace, last.ID, fp, f.Clock)
+		page.NextCursor = encodeAuditCursor(key, last.At, last.ID, fp, f.Clock, mark)
 	}
 	return page, nil
+}
+
+// encodeAuditCursor is encodeDeadCursor for a cursor of ListAudit, with
+// the mark of its listing's first page (deadCursor.H).
+func encodeAuditCursor(key []byte, t time.Time, id int64, filter string, clock time.Time, mark int64) string {
+	c := deadCursor{V: deadCursorVersion, T: t.UTC(), Q: auditCursorPlace, I: id, F: filter, H: mark}
+	if !clock.IsZero() {
+		c.P = clock.UnixMicro()
+	}
+	c.M = c.mac(key)
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // auditCursorPlace is the Q of an audit cursor, whose position is an id of

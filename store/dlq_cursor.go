@@ -27,7 +27,11 @@ type deadCursor struct {
 	I int64     `json:"i"`
 	F string    `json:"f"`
 	P int64     `json:"p,omitempty"`
-	M string    `json:"m,omitempty"`
+	// H, in a cursor of ListAudit, is the highest id of the audit log
+	// when the listing's first page was read: a completion above it came
+	// after, and its pending entry is shown as that page saw it.
+	H int64  `json:"h,omitempty"`
+	M string `json:"m,omitempty"`
 }
 
 // deadCursorVersion 2 is signed with the database's key; version 1
