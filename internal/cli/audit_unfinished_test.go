@@ -47,7 +47,8 @@ func TestAuditUnfinishedRetryAllKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(ctx, quickBinary, "dlq", "retry-all", "--queue", "slow", "--yes")
-	cmd.Env = append(baseEnv(), d.env...)
+	// Its sessions are told by their name: it moves messages on several.
+	cmd.Env = append(baseEnv(), append(d.env, "PGAPPNAME=killed-retry-all")...)
 	var out pgtest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -55,19 +56,20 @@ func TestAuditUnfinishedRetryAllKilled(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 	pgtest.Eventually(t, time.Minute, "the retry to move messages and wait on the locked one", func() bool {
-		return d.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) > 0 &&
+		return d.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'killed-retry-all'`) > 0 &&
 			d.count(t, `SELECT count(*) FROM pgmq.q_slow`) > 0
 	})
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	// The killed process's session would finish the statement it waits
-	// in once the lock goes: ended, as the server ends it once it sees
-	// its client gone, it moves nothing more.
-	d.count(t, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)
-	pgtest.Eventually(t, time.Minute, "the killed process's session to end", func() bool {
-		return d.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) == 0
+	// The killed process's sessions would finish the statements they run
+	// or wait in (the one waiting, once the lock goes): ended, as the
+	// server ends them once it sees their client gone, they move nothing
+	// more, and what they moved is counted once they are all gone.
+	d.count(t, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'killed-retry-all'`)
+	pgtest.Eventually(t, time.Minute, "the killed process's sessions to end", func() bool {
+		return d.count(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'killed-retry-all'`) == 0
 	})
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
