@@ -225,7 +225,16 @@ func TestLastStopWhileAProcessStarts(t *testing.T) {
 	dir := tempDataDir(t, "ep-")
 	c := start(t, dir)
 	pid := serverPID(t, dir)
-	held, err := syscall.Dup(int(c.users)) // the copy a forked process holds
+	// The copy a forked process holds, closed on exec as the share is:
+	// under the fork lock, so that no child of a parallel test (a
+	// pg_ctl, a postgres) inherits it and keeps it for its whole life,
+	// which left the server running for it.
+	syscall.ForkLock.RLock()
+	held, err := syscall.Dup(int(c.users))
+	if err == nil {
+		syscall.CloseOnExec(held)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		t.Fatal(err)
 	}
