@@ -97,7 +97,10 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 // that answers is readied at once, as openSession does; one that does not
 // answer, or refuses this process's connections, is left to
 // runner.WhenReady (pending), the session's calls held by a.gate
-// meanwhile. Only what waiting cannot cure fails at once:
+// meanwhile. Whether it answers is asked within the database call timeout
+// (dbopen.DB.Ping): PgBouncer, paused or without a server connection to
+// give, takes the connection and would otherwise hold the start until its
+// query_wait_timeout. Only what waiting cannot cure fails at once:
 // a URL that cannot be read, the embedded PostgreSQL that cannot start,
 // or a schema that cannot be readied on a database that answers.
 func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {

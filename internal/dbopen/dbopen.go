@@ -43,11 +43,13 @@ type Options struct {
 	// supervisor starts beside the database; 0 fails at once. Errors that waiting cannot cure, such as
 	// a wrong password, fail at once either way.
 	WaitFor time.Duration
-	// CallTimeout bounds each try of Connect to connect and have the
-	// server answer (the database call timeout); 0 leaves it to the
-	// connection's own timeout and ctx. A server, or PgBouncer in front of
-	// it, that takes the connection and does not answer (paused, or
-	// without a server connection to give) then fails the try at once.
+	// CallTimeout bounds each try of Connect, and each Ping of a DB that
+	// Dial or Connect opened (ReadyWhenReachable's tries among them), to
+	// connect and have the server answer (the database call timeout); 0
+	// leaves it to the connection's own timeout and ctx. A server, or
+	// PgBouncer in front of it, that takes the connection and does not
+	// answer (paused, or without a server connection to give) then fails
+	// the try at that bound.
 	CallTimeout time.Duration
 }
 
@@ -59,13 +61,14 @@ type DB struct {
 	// Embedded is the embedded server, nil for one at a URL.
 	Embedded *embedpg.Cluster
 
-	logger *slog.Logger // Options.Logger
+	logger      *slog.Logger  // Options.Logger
+	callTimeout time.Duration // Options.CallTimeout, which bounds Ping
 }
 
 // Connect connects to the database, starting the embedded server when no
 // URL is given. Prepare readies its schema next.
 func Connect(ctx context.Context, opts Options) (*DB, error) {
-	db := &DB{logger: opts.Logger}
+	db := &DB{logger: opts.Logger, callTimeout: opts.CallTimeout}
 	url := opts.URL
 	if url == "" {
 		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: opts.DataDir, Logger: opts.Logger})
@@ -96,7 +99,20 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{Store: s, logger: opts.Logger}, nil
+	return &DB{Store: s, logger: opts.Logger, callTimeout: opts.CallTimeout}, nil
+}
+
+// Ping checks that the database answers, connecting when the pool holds
+// no connection (store.Store.Ping), bounded by Options.CallTimeout: a
+// server, or PgBouncer in front of it, that takes the connection and does
+// not answer (paused, or without a server connection to give) fails it
+// then, as unreachable, rather than hold it until the pooler gives up
+// (PgBouncer's query_wait_timeout, two minutes by default).
+func (d *DB) Ping(ctx context.Context) error {
+	if d.callTimeout > 0 {
+		ctx = store.WithStatementTimeout(ctx, d.callTimeout)
+	}
+	return d.Store.Ping(ctx)
 }
 
 // Readying is what ReadyWhenReachable tells as it goes: each failure, to
@@ -105,7 +121,8 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 type Readying func(why error)
 
 // ReadyWhenReachable connects to the database and readies its schema as
-// Prepare does (migrate says how), trying again while either fails, with
+// Prepare does (migrate says how), trying again while either fails (each
+// try to connect bounded as Ping bounds it), with
 // Connect's growing delay (from 250ms to 5s), until it succeeds or ctx
 // ends. It tells each failure to readying, and logs it (its first tries,
 // then once a minute while the failure stays the same, and whenever it
