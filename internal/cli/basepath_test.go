@@ -10,10 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -99,18 +95,7 @@ func TestServeHTTPBasePath(t *testing.T) {
 	if !found {
 		t.Fatalf("the MCP endpoint is said to be %s, not under /pgbus", endpoint)
 	}
-	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize at %s: %v\n%s", endpoint, err, logs.String())
-	}
+	c := connectHTTP(t, ctx, endpoint, token, logs)
 	callTool(t, c, "pgbus_queue_stats", map[string]any{})
 	_ = c.Close()
 

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
@@ -76,19 +73,7 @@ func TestServeAndDashboardStartedBehindAPausedBouncer(t *testing.T) {
 			} else {
 				ctx, cancel := context.WithTimeout(pgtest.Context(t), 2*time.Minute)
 				defer cancel()
-				mc, err := client.NewStreamableHttpClient(endpoint)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer mc.Close()
-				if err := mc.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				req := mcp.InitializeRequest{}
-				req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
-				if _, err := mc.Initialize(ctx, req); err != nil {
-					t.Fatalf("initialize while pgbouncer is paused: %v\n%s", err, logs.String())
-				}
+				mc := connectHTTP(t, ctx, endpoint, "", logs)
 				status, reasons := healthOf(t, mc)
 				if status != "UNREACHABLE" || len(reasons) == 0 || reasons[0].Code != "database_unreachable" || !strings.Contains(reasons[0].Message, bouncerAdvice) {
 					t.Errorf("pgbus_health while pgbouncer is paused: %s %+v\nwant UNREACHABLE, database_unreachable, saying %q", status, reasons, bouncerAdvice)

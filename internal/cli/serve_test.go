@@ -43,6 +43,32 @@ func seedDLQ(t *testing.T, url, queue string, payloads ...string) []int64 {
 	return pgtest.DeadLetter(t, s, queue, specs...)
 }
 
+// connectHTTP starts an MCP client of the Streamable HTTP endpoint,
+// with token as its bearer token when not empty, and initializes its
+// session; logs, the server's, are shown if that fails. The client is
+// closed when the test ends.
+func connectHTTP(t *testing.T, ctx context.Context, endpoint, token string, logs *syncBuffer) *client.Client {
+	t.Helper()
+	var opts []transport.StreamableHTTPCOption
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	c, err := client.NewStreamableHttpClient(endpoint, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize at %s: %v\n%s", endpoint, err, logs.String())
+	}
+	return c
+}
+
 func callTool(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res := callToolRaw(t, c, name, args)
@@ -249,18 +275,7 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	cmd.Stdout = &stdout
 	endpoint, logs := startListening(t, cmd, "pgbus MCP server listening", "url")
 	defer func() { _ = cmd.Process.Kill() }()
-	c, err := client.NewStreamableHttpClient(endpoint, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer tok-123"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, logs.String())
-	}
+	c := connectHTTP(t, ctx, endpoint, "tok-123", logs)
 	callTool(t, c, "pgbus_queue_stats", map[string]any{})
 	// PGBUS_MCP_MAX_SESSIONS=1: a client of a protocol with sessions gets
 	// one, and a second waits for it to end.

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -86,19 +83,7 @@ func workersStopped(t *testing.T, revoke string) {
 		t.Fatalf("/readyz once the embedded workers stopped: %d %s\nwant 503, its first reason workers_stopped naming the queue, the table and the GRANT\nlog:\n%s", code, body, logs.String())
 	}
 
-	c, err := client.NewStreamableHttpClient(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "cli-test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v\n%s", err, logs.String())
-	}
+	c := connectHTTP(t, ctx, endpoint, "", logs)
 	status, reasons := healthOf(t, c)
 	if status != "STALLED" || len(reasons) == 0 || reasons[0].Code != "workers_stopped" || reasons[0].Message != ready.Reasons[0].Message {
 		t.Errorf("pgbus_health once the embedded workers stopped: %s %+v\nwant STALLED, its first reason workers_stopped as /readyz gives it", status, reasons)
