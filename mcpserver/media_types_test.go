@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -117,5 +118,86 @@ func TestStreamableHTTPChecksMediaTypes(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "pgbus_dlq_list") {
 			t.Errorf("tools/list with %s: %d %s", c.name, resp.StatusCode, b)
 		}
+	}
+}
+
+// A GET of the Streamable HTTP endpoint opens a session's event stream:
+// one whose Accept header does not take an event stream is refused with
+// 406 and a JSON-RPC error that says what to send, and the session is
+// left as it was; one that takes it, by name, by a wildcard or by sending
+// no Accept, gets the stream.
+func TestStreamableHTTPGetChecksAccept(t *testing.T) {
+	t.Parallel()
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
+	id := rawSession(t, base)
+	get := func(accept string) (int, string, string) {
+		ctx, cancel := context.WithCancel(testContext(t))
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+mcpserver.PathMCP, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "-" {
+			req.Header.Set("Accept", accept)
+		}
+		req.Header.Set("Mcp-Session-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET with Accept %q: %v", accept, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		}
+		return resp.StatusCode, resp.Header.Get("Content-Type"), "" // a stream: not read to its end
+	}
+	for _, accept := range []string{"application/json", "text/html", "text/event-stream;q=0, application/json"} {
+		status, ct, body := get(accept)
+		if status != http.StatusNotAcceptable || ct != "application/json" || !strings.Contains(body, "Accept: text/event-stream") || !strings.Contains(body, "-32600") {
+			t.Errorf("GET with Accept %q: %d %q %s; want 406 with a JSON-RPC error naming Accept: text/event-stream", accept, status, ct, body)
+		}
+	}
+	for _, accept := range []string{"text/event-stream", "text/*", "*/*", "-"} {
+		if status, ct, body := get(accept); status != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+			t.Errorf("GET with Accept %q: %d %q %s; want the event stream", accept, status, ct, body)
+		}
+	}
+	if r := rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, id, rawListTools); r.status != http.StatusOK || !strings.Contains(r.body, "pgbus_dlq_list") {
+		t.Errorf("tools/list on the session after refused GETs: %d %s", r.status, r.body)
+	}
+}
+
+// A POST to the legacy SSE transport's message endpoint must carry a JSON
+// body labelled so: another Content-Type is refused with 415 and a
+// JSON-RPC error that says what to send, before the message reaches the
+// session, which goes on.
+func TestSSEMessageChecksContentType(t *testing.T) {
+	t.Parallel()
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE})
+	ctx, closeStream := context.WithCancel(testContext(t))
+	defer closeStream()
+	session := openSSEStream(t, ctx, base)
+	url := base + mcpserver.PathMessage + "?sessionId=" + session
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "-"} {
+		req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, url, strings.NewReader(rawInitialize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct != "-" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(string(b), "Content-Type: application/json") || !strings.Contains(string(b), "message endpoint") {
+			t.Errorf("POST /message with Content-Type %q: %d %s; want 415 naming Content-Type: application/json", ct, resp.StatusCode, b)
+		}
+	}
+	if r := rawRequest(t, http.MethodPost, url, "", rawInitialize); r.status != http.StatusAccepted {
+		t.Errorf("a JSON message on the session after refused ones: %d %s; want 202", r.status, r.body)
 	}
 }
