@@ -471,9 +471,10 @@ func (c *Client) checkLayout(ctx context.Context) error {
 // ErrAlreadyRunning is returned by a second concurrent Run.
 var ErrAlreadyRunning = errors.New("engine: client is already running: wait for its Run to return before calling Run again, or make another Client for the same store")
 
-// Run works the configured queues until ctx ends, then stops fetching, waits
-// up to DrainTimeout for running handlers and the writes of their outcomes,
-// and returns. Messages still running, or whose outcomes are not written,
+// Run works the configured queues until ctx ends, then stops fetching (a
+// read under way finishes, and what it claimed is given back unrun, its
+// attempt returned), waits up to DrainTimeout for running handlers and the
+// writes of their outcomes, and returns. Messages still running, or whose outcomes are not written,
 // after that (and a few seconds' grace for writes under way) reappear after
 // their visibility timeout.
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.

@@ -215,7 +215,7 @@ func (w *queueWorker) fetch(ctx context.Context, n int) (int, error) {
 	vt := w.c.settingsFor(w.name).VisibilityTimeout
 	got := 0
 	for _, queue := range w.tables() {
-		if got == n {
+		if got == n || ctx.Err() != nil {
 			break
 		}
 		read, err := w.readQueue(ctx, queue, vt, n-got)
@@ -259,8 +259,15 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 		}
 		return items
 	}
+	// A stop must not cut off a read in flight: the server may have
+	// committed its claims before the cancel reached it, and a read that
+	// failed names none of them to give back, so each would wait out its
+	// visibility timeout and come back an attempt down. The read goes on
+	// for readGrace after a stop; what it claimed for jobs is given back.
+	readCtx, endRead := graceAfter(ctx, readGrace)
+	defer endRead()
 	read := func() (msgs []store.Message, err error) {
-		err = w.c.bounded(ctx, func(ctx context.Context) (err error) {
+		err = w.c.bounded(readCtx, func(ctx context.Context) (err error) {
 			msgs, err = w.c.store.ReadRouting(ctx, queue, vt, n, w.dlq, route)
 			return err
 		})
@@ -288,9 +295,28 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 		w.c.observers.finished(w.jobBase, w.jobOf(routedFrom[i]), res, attempt{})
 	}
 	w.record(routed)
-	w.release(len(routed) + aside)
+	unstarted := 0
+	if ctx.Err() != nil {
+		for _, d := range runnable {
+			w.giveBack(d, false)
+		}
+		runnable, unstarted = nil, len(runnable)
+	}
+	w.release(len(routed) + aside + unstarted)
 	w.start(queue, runnable)
 	return len(msgs), nil
+}
+
+// readGrace is how long a read in flight goes on after a stop: a read
+// answers in milliseconds, unless the database does not answer at all.
+const readGrace = 5 * time.Second
+
+// graceAfter returns a context that ends grace after ctx does, and a
+// function that ends it at once.
+func graceAfter(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return c, func() { stop(); cancel() }
 }
 
 func (w *queueWorker) start(queue string, runnable []delivery) {

@@ -34,6 +34,11 @@ type FreezingProxy struct {
 	// hold it for delay (DelayWhenSent).
 	delayMarker []byte
 	delay       time.Duration
+	// holdMarker, when set, holds the first bytes a client sends that
+	// hold it until release is closed (HoldWhenSent); held is closed once
+	// they are held.
+	holdMarker   []byte
+	held, unheld chan struct{}
 }
 
 // proxied is one client connection and its server connection.
@@ -147,6 +152,33 @@ func (p *FreezingProxy) delayFor(b []byte) time.Duration {
 	return p.delay
 }
 
+// HoldWhenSent has the proxy hold the first bytes a client sends that
+// hold marker, before they reach the server, until release is called: a
+// statement on its way while the client gives up on it, as a cancel does.
+// held is closed once they are held. It holds once.
+func (p *FreezingProxy) HoldWhenSent(marker string) (held <-chan struct{}, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdMarker, p.held, p.unheld = []byte(marker), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unheld := p.unheld
+	return p.held, func() { once.Do(func() { close(unheld) }) }
+}
+
+// holdFor returns what to wait on before b, sent by a client, goes on:
+// the release of HoldWhenSent if b holds its marker, which it then
+// forgets, or else nil.
+func (p *FreezingProxy) holdFor(b []byte) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.holdMarker) == 0 || !bytes.Contains(b, p.holdMarker) {
+		return nil
+	}
+	p.holdMarker = nil
+	close(p.held)
+	return p.unheld
+}
+
 func (p *FreezingProxy) accept() {
 	for {
 		client, err := p.ln.Accept()
@@ -186,6 +218,9 @@ func (c *proxied) carry(dst, src net.Conn) {
 		}
 		if dst == c.server {
 			time.Sleep(c.p.delayFor(buf[:n]))
+			if unheld := c.p.holdFor(buf[:n]); unheld != nil {
+				<-unheld
+			}
 		}
 		frozen, werr := c.forward(dst, buf[:n])
 		if werr != nil {

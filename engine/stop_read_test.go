@@ -1,0 +1,82 @@
+package engine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
+)
+
+// A stop that comes while a read is on its way to the server does not cut
+// it off: the server may commit the read's claims whatever the client
+// does, and a read given up names none of them to give back. The read
+// goes on; what it claimed is given back unrun, visible at once with its
+// attempt returned, rather than held for the visibility timeout an
+// attempt down.
+func TestStopDuringReadGivesItsClaimsBack(t *testing.T) {
+	t.Parallel()
+	direct := testStore(t)
+	q := newQueue(t, direct, nil) // a visibility timeout of 30 s, as by default
+	path := storeThroughProxy(t, nil)
+	var ran atomic.Int64
+	c := pgtest.NewClient(t, path.store, q, func(cfg *engine.Config) { cfg.PollInterval = 20 * time.Millisecond })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	// The read's transaction ends with the worker's own COMMIT (the
+	// statement's text ends at the NUL after it): held on its way, the
+	// read has claimed the messages.
+	held, release := path.proxy.HoldWhenSent("COMMIT\x00")
+	defer release()
+	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
+	for i := range 3 {
+		pgtest.Send(t, sender, q, map[string]int{"n": i}, engine.SendOptions{})
+	}
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no read of the messages reached the proxy within a minute")
+	}
+	stop()
+	// A worker that gave the read up returns now; one that goes on with
+	// it waits for its answer.
+	returned := false
+	select {
+	case err := <-done:
+		returned = true
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+	}
+	release()
+	if !returned {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Run did not return within a minute of the read's answer")
+		}
+	}
+	// The held COMMIT reaches the server on release, whatever the worker
+	// did meanwhile: its transaction ends.
+	pgtest.Eventually(t, time.Minute, "the read's transaction to end", func() bool {
+		return pgtest.Int(t, direct, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`, path.app) == 0
+	})
+	if n := ran.Load(); n != 0 {
+		t.Errorf("%d jobs ran after the stop; want none: a stop starts no more jobs", n)
+	}
+	rows := pgtest.Int(t, direct, `SELECT count(*) FROM pgmq.q_`+q)
+	stranded := pgtest.Int(t, direct, `SELECT count(*) FROM pgmq.q_`+q+` WHERE vt > clock_timestamp() + interval '1 second' OR read_ct > 0`)
+	if rows != 3 || stranded != 0 {
+		t.Errorf("after a stop during a read, the queue holds %d messages, %d of them claimed (read_ct > 0, or invisible for the visibility timeout); want 3 messages, all visible at once with no attempt used", rows, stranded)
+	}
+}
