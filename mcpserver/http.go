@@ -241,7 +241,8 @@ func IsLoopbackHost(host string) bool {
 }
 
 // Handler returns the HTTP handler of cfg.Transport for s, behind the
-// security checks of a server listening on listenAddr, and a function that
+// security checks of a server listening on listenAddr (nil: cfg.Addr, for
+// a service that listens itself on a port it names), and a function that
 // ends the transport's open sessions and streams (call it before shutting
 // the http.Server down, so that it need not wait for them).
 func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Handler, func(context.Context), error) {

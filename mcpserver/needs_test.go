@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/mcpserver"
 	"github.com/pgbus/pgbus/ops"
@@ -77,4 +79,39 @@ func callWithoutPanic(t *testing.T, what string, call func() error) (err error) 
 		}
 	}()
 	return call()
+}
+
+// A Go service that serves the handler itself, with http.ListenAndServe,
+// has no listener's address to pass: a nil one is the configured address,
+// whose Host header checks then pass; with port 0 in it there is no port
+// to check, and Handler says what to pass instead of panicking.
+func TestHandlerWithoutListenAddress(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, deps(t, testStore(t)), mcpserver.Options{})
+	err := callWithoutPanic(t, "Handler of port 0 without a listen address", func() error {
+		_, _, err := mcpserver.Handler(s, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: "127.0.0.1:0"}, nil)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "pass the listener's address") {
+		t.Errorf("Handler of 127.0.0.1:0 without a listen address: %v; want an error saying to pass the listener's address", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler
+	err = callWithoutPanic(t, "Handler without a listen address", func() (err error) {
+		h, _, err = mcpserver.Handler(s, mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Addr: ln.Addr().String()}, nil)
+		return err
+	})
+	if err != nil || h == nil {
+		_ = ln.Close()
+		t.Fatalf("Handler of %s without a listen address: %v", ln.Addr(), err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	if r := rawRequest(t, http.MethodPost, "http://"+ln.Addr().String()+mcpserver.PathMCP, "", rawInitialize); r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("initialize at the configured address: %d %s; want 200 with a session", r.status, r.body)
+	}
 }

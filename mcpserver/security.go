@@ -105,16 +105,20 @@ const (
 
 // NewSecurity returns the checks for a server configured by cfg and
 // listening on listenAddr (the listener's address, so that port 0 is
-// resolved).
+// resolved); a nil listenAddr is cfg.Addr, whose port must then be given.
 func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 	cfg = cfg.withDefaults()
-	host, _, err := net.SplitHostPort(cfg.Addr)
+	host, addrPort, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %q is not host:port: %v", cfg.Addr, err)
 	}
-	_, port, err := net.SplitHostPort(listenAddr.String())
-	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %v", listenAddr, err)
+	port := addrPort
+	if listenAddr != nil {
+		if _, port, err = net.SplitHostPort(listenAddr.String()); err != nil {
+			return nil, fmt.Errorf("listen address %q: %v", listenAddr, err)
+		}
+	} else if p, err := strconv.Atoi(addrPort); err != nil || p <= 0 || p > 65535 {
+		return nil, fmt.Errorf("no listen address was given and the address %q names no port: pass the listener's address (its Addr()), which says the port a port 0 was given", cfg.Addr)
 	}
 	s := &Security{
 		port:         port,
@@ -194,7 +198,7 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		}
 		if !s.hostAllowed(r.Host) {
-			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or start it with --allowed-hosts", r.Host, s.port))
+			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or have the server allow it (pgbus serve --allowed-hosts)", r.Host, s.port))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) && (bearer || !sameOrigin(origin, r.Host)) {
