@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/grace"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -264,7 +265,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	// failed names none of them to give back, so each would wait out its
 	// visibility timeout and come back an attempt down. The read goes on
 	// for readGrace after a stop; what it claimed for jobs is given back.
-	readCtx, endRead := graceAfter(ctx, readGrace)
+	readCtx, endRead := grace.After(ctx, readGrace)
 	defer endRead()
 	read := func() (msgs []store.Message, err error) {
 		err = w.c.bounded(readCtx, func(ctx context.Context) (err error) {
@@ -310,14 +311,6 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 // readGrace is how long a read in flight goes on after a stop: a read
 // answers in milliseconds, unless the database does not answer at all.
 const readGrace = 5 * time.Second
-
-// graceAfter returns a context that ends grace after ctx does, and a
-// function that ends it at once.
-func graceAfter(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
-	return c, func() { stop(); cancel() }
-}
 
 func (w *queueWorker) start(queue string, runnable []delivery) {
 	for _, d := range runnable {

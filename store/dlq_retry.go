@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/grace"
 )
 
 func validateRetryPayload(p json.RawMessage, n int) error {
@@ -370,7 +372,7 @@ func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 // the move cut off may have committed.
 func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) error {
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
-	moves, stop := finishing(ctx, moveGrace)
+	moves, stop := grace.After(ctx, moveGrace)
 	defer stop()
 	var (
 		wg     sync.WaitGroup

@@ -2,36 +2,14 @@ package store
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/pgbus/pgbus/internal/grace"
 )
 
 // moveGrace is how long a move under way may go on once its call is
 // cancelled: a move takes milliseconds, unless it waits for a lock.
 const moveGrace = 10 * time.Second
-
-// finishing returns a context with the values of ctx that is cancelled
-// grace after ctx is, so that work started before the cancellation can
-// finish and be told of; stop releases it.
-func finishing(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var timer *time.Timer
-	var mu sync.Mutex
-	stopAfter := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return out, func() {
-		stopAfter()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
-}
 
 // finishStatement runs fn, one statement whose effect its caller counts,
 // unless ctx has already ended. A statement the cancellation of ctx cut
@@ -42,7 +20,7 @@ func finishStatement(ctx context.Context, fn func(context.Context) error) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c, stop := finishing(ctx, moveGrace)
+	c, stop := grace.After(ctx, moveGrace)
 	defer stop()
 	return fn(c)
 }
