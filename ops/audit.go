@@ -156,7 +156,10 @@ func startedAudit(ctx context.Context) int64 {
 // out of memory, evicted) leaves it, and the audit shows it as not
 // finished; the entry record writes at the end completes it. One
 // statement before and one after: a short write (by ids, a pause) writes
-// only the one after. The pending entry is best effort: when the database
+// only the one after, and so does a move guarded by expect, which runs in
+// one transaction: killed before it commits, it moved nothing, and an
+// entry before it would read as not finished with counts that may be
+// partial. The pending entry is best effort: when the database
 // cannot take it, or entries are held (see holdAudit), whose order it
 // would break, the call goes on and record writes its one entry as
 // before.

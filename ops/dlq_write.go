@@ -224,7 +224,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter, limit); err != nil {
 		return DLQRetry{}, err
 	}
-	if !req.DryRun {
+	if !req.DryRun && opts.Expect == "" {
+		// A guarded retry moves in one transaction: killed, it moved
+		// nothing, and its one entry at the end is enough.
 		s.startAudit(ctx, OpDLQRetry, retryAuditArgs(req))
 	}
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
@@ -691,7 +693,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			return DLQDiscard{Declined: declined, Next: []Hint{hint(OpDLQSummary, "shows what is left")}}, err
 		}
 	}
-	if !req.DryRun {
+	if !req.DryRun && opts.Expect == "" {
+		// Guarded (by expect, or by the set a person confirmed), it
+		// moves in one transaction, as a guarded retry does.
 		s.startAudit(ctx, OpDLQDiscard, discardAuditArgs(req))
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)

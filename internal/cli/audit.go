@@ -25,9 +25,10 @@ pauses, resumes, circuit openings and resets and queue changes (sends with
 made them through the MCP server or a person through this CLI (client "cli").
 Each entry has the operation, its arguments (secrets redacted, payloads only
 by size), its result and whether it failed. A retry, discard or purge by
-filter is recorded when it starts too: one whose process was killed partway
-shows OK "unfinished", its outcome unknown (what it moved stays moved; see
-pgbus dlq summary for what is there now).
+filter is recorded when it starts too (unless guarded by --expect, which
+moves all or nothing in one transaction): one whose process was killed
+partway shows OK "unfinished", its outcome unknown (what it moved stays
+moved; see pgbus dlq summary for what is there now).
 
 Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
 --tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").
