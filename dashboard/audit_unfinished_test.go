@@ -32,3 +32,43 @@ func TestAuditPageShowsUnfinishedEntries(t *testing.T) {
 		}
 	}
 }
+
+// An unfinished entry whose operation still runs in another process (the
+// session it holds is there) shows as still running; once that session
+// ends, as not finished, saying the session that ran it ended.
+func TestAuditPageTellsRunningFromStopped(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Context(t)
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	run, err := st.HoldAuditRun(ctx)
+	if err != nil || run == nil {
+		t.Fatalf("hold a session: %v, %v", run, err)
+	}
+	defer run.Release(ctx)
+	if _, err := st.StartAudit(ctx, store.AuditEntry{Client: "cli", Transport: "cli", Tool: ops.OpDLQRetry,
+		Arguments: json.RawMessage(`{"filter":{"queue":"orders"}}`), RunPID: run.PID, RunKey: run.Key}); err != nil {
+		t.Fatal(err)
+	}
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	b.login(token)
+	code, page, _ := b.get("/audit")
+	for _, want := range []string{"data-running>still running</span>", "1 entry is still running", "still running, in database session"} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("audit page while the operation runs: %d, does not say %q\n%s", code, want, page)
+		}
+	}
+	if strings.Contains(page, "not finished: outcome unknown") {
+		t.Errorf("audit page while the operation runs says it did not finish\n%s", page)
+	}
+	run.Release(ctx)
+	code, page, _ = b.get("/audit")
+	for _, want := range []string{"not finished: outcome unknown", "1 entry did not finish, outcome unknown", "the database session that ran it ended", "counts may be partial"} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("audit page once the session ended: %d, does not say %q\n%s", code, want, page)
+		}
+	}
+	if strings.Contains(page, "data-running") {
+		t.Errorf("audit page once the session ended says it still runs\n%s", page)
+	}
+}

@@ -131,14 +131,22 @@ func confirmed(check func() error, confirm bool) func() error {
 type auditStartKey struct{}
 
 // auditStart is the pending entry a long write wrote before its work
-// (startAudit), which the entry of its outcome (record) completes.
-type auditStart struct{ id int64 }
+// (startAudit), which the entry of its outcome (record) completes, and the
+// session it holds while it runs, which tells readers it still runs.
+type auditStart struct {
+	id  int64
+	run *store.AuditRun
+}
 
 // withAuditStart returns ctx, with which startAudit can write a pending
 // entry that record completes: each write that may run long calls it
-// first, and startAudit just before its work.
-func withAuditStart(ctx context.Context) context.Context {
-	return context.WithValue(ctx, auditStartKey{}, &auditStart{})
+// first, and startAudit just before its work. done releases the session
+// startAudit held: deferred before the call's record, it runs once the
+// outcome is recorded (or held), so that the entry never reads as
+// stopped while its operation runs.
+func withAuditStart(ctx context.Context) (_ context.Context, done func()) {
+	st := &auditStart{}
+	return context.WithValue(ctx, auditStartKey{}, st), func() { st.run.Release(ctx) }
 }
 
 // startedAudit is the id of the pending entry written for the call of
@@ -171,16 +179,28 @@ func (s *Service) startAudit(ctx context.Context, op string, args any) {
 	who := CallerFrom(ctx)
 	actx, cancel := context.WithTimeout(ctx, auditTimeout)
 	defer cancel()
-	id, err := s.store.StartAudit(actx, store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal,
-		Tool: op, Arguments: auditJSON(args)})
+	e := store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal, Tool: op, Arguments: auditJSON(args)}
+	// The session held while the operation runs, taken first, so that no
+	// reader sees the entry name a session that does not hold it yet.
+	// Without it, the entry reads as it did before pgbus held one.
+	run, err := s.store.HoldAuditRun(actx)
+	if err != nil && s.opts.Logger != nil {
+		s.opts.Logger.Debug("pgbus: could not hold a session that tells the audit log this operation runs; an entry it leaves unfinished reads as still running or stopped",
+			"op", op, "err", err)
+	}
+	if run != nil {
+		e.RunPID, e.RunKey = run.PID, run.Key
+	}
+	id, err := s.store.StartAudit(actx, e)
 	if err != nil {
+		run.Release(ctx)
 		if s.opts.Logger != nil {
 			s.opts.Logger.Debug("pgbus: could not record the start of this operation in the audit log; its outcome is recorded at its end",
 				"op", op, "err", err)
 		}
 		return
 	}
-	st.id = id
+	st.id, st.run = id, run
 }
 
 // changedNothing reports whether an operation with these audit arguments,
@@ -342,6 +362,9 @@ type AuditEntry struct {
 	// since: at is when it started, and result says the outcome is
 	// unknown.
 	Unfinished bool `json:"unfinished,omitempty" jsonschema_description:"Not finished, outcome unknown: still running, or its process stopped partway (killed). What it did stays done; counts may be partial. at is when it started."`
+	// Running marks an unfinished entry whose operation still runs: the
+	// database session it holds is there.
+	Running bool `json:"running,omitempty" jsonschema_description:"Unfinished and still running: its database session is there."`
 }
 
 // AuditPage is a page of the audit log.
@@ -406,7 +429,16 @@ func (s *Service) Audit(ctx context.Context, req AuditRequest) (_ AuditPage, err
 		if err != nil {
 			return AuditPage{}, explain(err, restart)
 		}
-		out = auditView(page)
+		// Which unfinished entries still run; unknown (nil) where the
+		// database cannot tell this reader.
+		running, rerr := s.store.AuditRunning(ctx, page.Items)
+		if rerr != nil {
+			running = nil
+			if s.opts.Logger != nil {
+				s.opts.Logger.Debug("pgbus: cannot tell which unfinished operations still run", "err", rerr)
+			}
+		}
+		out = auditView(page, running)
 		k := shrunkPage(s.opts.Bounds, out.Items, AuditPage{NextCursor: page.NextCursor, Notes: out.Notes})
 		if k == 0 || k >= limit {
 			break
@@ -435,7 +467,11 @@ var AuditedOps = []string{OpDLQRetry, OpDLQDiscard, OpDLQRestore, OpDLQPurge, Op
 // shown by their size.
 const maxAuditShown = 1500
 
-func auditView(page store.AuditPage) AuditPage {
+// auditView is page as the audit shows it. running says which pending
+// entries that name their session still run (store.AuditRunning); nil
+// where that is not known, and such entries read as still running or
+// stopped.
+func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 	out := AuditPage{Items: make([]AuditEntry, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	cut := 0
 	shown := func(raw json.RawMessage) json.RawMessage {
@@ -446,23 +482,44 @@ func auditView(page store.AuditPage) AuditPage {
 		}
 		return red
 	}
-	unfinished := 0
+	live, gone, unknown := 0, 0, 0
 	for i, e := range page.Items {
 		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
 			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(e.Result), IsError: e.IsError}
-		if e.Pending {
-			unfinished++
-			out.Items[i].Unfinished = true
+		if !e.Pending {
+			continue
+		}
+		out.Items[i].Unfinished = true
+		switch {
+		case e.RunPID == 0 || running == nil:
+			unknown++
 			out.Items[i].Result = unfinishedResult
+		case running[e.ID]:
+			live++
+			out.Items[i].Running = true
+			out.Items[i].Result = runningResult(e)
+		default:
+			gone++
+			out.Items[i].Result = stoppedResult(e)
 		}
 	}
 	if cut > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s shown by %s size", plural.Count(cut, "argument or result", "arguments or results"), maxAuditShown, plural.Of(cut, "is", "are"), plural.Of(cut, "its", "their")))
 	}
-	if unfinished > 0 {
-		out.Notes = append(out.Notes, plural.Count(unfinished, "entry", "entries")+" did not finish, outcome unknown: still running, or stopped partway "+
-			"(the process killed, out of memory) before recording the outcome; what was done stays done, so counts may be partial: "+
+	if live > 0 {
+		out.Notes = append(out.Notes, plural.Count(live, "entry is", "entries are")+" still running: "+plural.Of(live, "its outcome is", "their outcomes are")+
+			" recorded at the end, and what was done so far stays done, so counts are partial until then")
+	}
+	if stopped := gone + unknown; stopped > 0 {
+		why := "still running, or stopped partway (the process killed, out of memory) before recording the outcome"
+		if unknown == 0 {
+			why = plural.Of(stopped, "the database session that ran it", "the database sessions that ran them") + " ended before recording the outcome " +
+				"(the process killed, out of memory, or cut off from the database)"
+		}
+		out.Notes = append(out.Notes, plural.Count(stopped, "entry", "entries")+" did not finish, outcome unknown: "+why+"; what was done stays done, so counts may be partial: "+
 			"the dead-letter summary and the queues' counts show what is there now")
+	}
+	if live+gone+unknown > 0 {
 		out.Next = append(out.Next, hint(OpDLQSummary, "shows the dead messages there are now, whatever an operation that did not finish moved"),
 			hint(OpQueueStats, "shows the queues' counts now"))
 	}
@@ -470,8 +527,27 @@ func auditView(page store.AuditPage) AuditPage {
 }
 
 // unfinishedResult is the result an unfinished entry shows, in every
-// front end: the outcome is not known, and where to see the current state.
+// front end, where whether it still runs is not known (its entry names no
+// session, or the reader cannot see the sessions): the outcome is not
+// known, and where to see the current state.
 var unfinishedResult = json.RawMessage(`{"outcome":"unknown","not_finished":"recorded when it started, with no outcome since: it is still running, or its process stopped partway (killed, out of memory); what it did stays done, so counts may be partial: the dead-letter summary and the queues' counts show the current state"}`)
+
+// runningResult is the result of an unfinished entry whose operation
+// still runs: the session it holds is there.
+func runningResult(e store.AuditEntry) json.RawMessage {
+	return marshalPlain(map[string]string{"outcome": "unknown", "running": fmt.Sprintf("still running, in database session %d, since %s: "+
+		"its outcome is recorded when it ends; what it did so far stays done, so counts are partial until then: "+
+		"the dead-letter summary and the queues' counts show the current state", e.RunPID, e.At.UTC().Format(time.RFC3339))})
+}
+
+// stoppedResult is the result of an unfinished entry whose operation no
+// longer runs: the session it held has ended.
+func stoppedResult(e store.AuditEntry) json.RawMessage {
+	return marshalPlain(map[string]string{"outcome": "unknown", "not_finished": fmt.Sprintf("not finished: the database session that ran it (%d) "+
+		"ended before it recorded its outcome: its process stopped partway (killed, out of memory), or lost the database, "+
+		"in which case the outcome it holds is written once the database is back; what it did stays done, so counts may be partial: "+
+		"the dead-letter summary and the queues' counts show the current state", e.RunPID)})
+}
 
 // OpName turns a tool name (pgbus_dlq_retry) or command ("dlq retry",
 // "dlq retry-all") into the operation name the audit log records.

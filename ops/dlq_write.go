@@ -175,7 +175,8 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return out, s.refusedByGate(ctx, OpDLQRetry, req.DryRun, req.Check, func() any { return retryAuditArgs(req) }, err)
 	}
 	defer end()
-	ctx = withAuditStart(ctx)
+	ctx, auditDone := withAuditStart(ctx)
+	defer auditDone() // after the audit entry
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
@@ -654,7 +655,8 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return out, s.refusedByGate(ctx, OpDLQDiscard, req.DryRun, confirmed(req.Check, req.DryRun || len(req.IDs) > 0 || req.Confirm || req.Ask != nil || req.Deferred != nil), func() any { return discardAuditArgs(req) }, err)
 	}
 	defer end()
-	ctx = withAuditStart(ctx)
+	ctx, auditDone := withAuditStart(ctx)
+	defer auditDone() // after the audit entry
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
@@ -913,7 +915,8 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 		return out, s.refusedByGate(ctx, OpDLQPurge, req.DryRun, confirmed(req.Check, req.DryRun || req.Confirm || req.Ask != nil || req.Deferred != nil), func() any { return args }, err)
 	}
 	defer end()
-	ctx = withAuditStart(ctx)
+	ctx, auditDone := withAuditStart(ctx)
+	defer auditDone() // after the audit entry
 	defer func() {
 		if (!req.DryRun || recordsDryRun(ctx)) && !isQuestion(err) {
 			s.record(ctx, OpDLQPurge, args, out, err)

@@ -33,6 +33,11 @@ type AuditEntry struct {
 	// Completes, on the entry of an operation's outcome, is the id of the
 	// pending entry StartAudit wrote for it; 0 for none.
 	Completes int64 `json:"completes,omitempty"`
+	// RunPID and RunKey, on a pending entry, name the session its
+	// operation holds while it runs (AuditRun); 0 for none: an entry of an
+	// older pgbus, or of an operation that could not hold one.
+	RunPID int32 `json:"run_pid,omitempty"`
+	RunKey int32 `json:"run_key,omitempty"`
 }
 
 // AuditFilter selects audit entries. Zero fields select everything.
@@ -74,7 +79,9 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 // saying what was asked and by whom. The entry that records the outcome
 // names it in Completes, and ListAudit then shows that one alone. The log
 // stays append-only: the pending entry is never changed. e's result and
-// error flag are not stored; it is dated by the database's clock.
+// error flag are not stored; it is dated by the database's clock. e's
+// RunPID and RunKey, when set, name the session its operation holds while
+// it runs (HoldAuditRun).
 func (s *Store) StartAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	if err := CheckAuditEntry(e); err != nil {
 		return 0, err
@@ -83,8 +90,12 @@ func (s *Store) StartAudit(ctx context.Context, e AuditEntry) (int64, error) {
 		e.Client = "unknown"
 	}
 	var id int64
-	err := s.db.QueryRow(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, pending)
-		VALUES ($1, $2, $3, $4, $5, true) RETURNING id`, e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments)).Scan(&id)
+	var pid, key *int32
+	if e.RunPID != 0 {
+		pid, key = &e.RunPID, &e.RunKey
+	}
+	err := s.db.QueryRow(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, pending, run_pid, run_key)
+		VALUES ($1, $2, $3, $4, $5, true, $6, $7) RETURNING id`, e.Client, e.Transport, e.Principal, e.Tool, boundedJSON(e.Arguments), pid, key).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: record the start of %s in the audit log: %w", e.Tool, err)
 	}
@@ -212,7 +223,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	// its mark): one written since is above every page, and without its
 	// pending entry the operation would be on none.
 	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending,
-			(SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
+			coalesce(run_pid, 0), coalesce(run_key, 0), (SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
 		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
 			AND NOT (tool = ANY($5::text[])) AND ($6::timestamptz IS NULL OR at >= $6)
 			AND NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id AND ($7::bigint = 0 OR c.id <= $7)))
@@ -224,7 +235,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		var e AuditEntry
 		var args, res []byte
 		var highest int64
-		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError, &e.Pending, &highest)
+		err := r.Scan(&e.ID, &e.At, &e.Client, &e.Transport, &e.Principal, &e.Tool, &args, &res, &e.IsError, &e.Pending, &e.RunPID, &e.RunKey, &highest)
 		if mark == 0 {
 			mark = highest // the first page's
 		}

@@ -28,7 +28,8 @@ by size), its result and whether it failed. A retry, discard or purge by
 filter is recorded when it starts too (unless guarded by --expect, which
 moves all or nothing in one transaction): one whose process was killed
 partway shows OK "unfinished", its outcome unknown (what it moved stays
-moved; see pgbus dlq summary for what is there now).
+moved; see pgbus dlq summary for what is there now), and one still running
+in another process OK "running".
 
 Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
 --tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").
@@ -55,6 +56,8 @@ config).`,
 				for _, e := range page.Items {
 					ok := "yes"
 					switch {
+					case e.Running:
+						ok = "running"
 					case e.Unfinished:
 						ok = "unfinished"
 					case e.IsError:

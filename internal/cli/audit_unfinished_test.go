@@ -59,6 +59,13 @@ func TestAuditUnfinishedRetryAllKilled(t *testing.T) {
 		return d.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name = 'killed-retry-all'`) > 0 &&
 			d.count(t, `SELECT count(*) FROM pgmq.q_slow`) > 0
 	})
+	// Still running, in another process: the audit says so.
+	if entries := d.audit(t, "--tool", "dlq_retry"); len(entries) != 1 || !entries[0].Unfinished || !entries[0].Running {
+		t.Fatalf("audit entries of the retry-all under way: %+v, want one, still running\n%s", entries, out.String())
+	}
+	if text := d.ok(t, "audit", "--tool", "dlq_retry"); !strings.Contains(text, "note: 1 entry is still running") || strings.Contains(text, "did not finish") {
+		t.Errorf("pgbus audit of the retry-all under way does not say it is still running:\n%s", text)
+	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
@@ -94,12 +101,13 @@ func TestAuditUnfinishedRetryAllKilled(t *testing.T) {
 	if err := json.Unmarshal(e.Result, &result); err != nil {
 		t.Fatal(err)
 	}
-	if !e.Unfinished || e.Client != "cli" || e.Transport != "cli" || args.Filter.Queue != "slow" ||
-		result["outcome"] != "unknown" || !strings.Contains(result["not_finished"], "counts may be partial") {
+	if !e.Unfinished || e.Running || e.Client != "cli" || e.Transport != "cli" || args.Filter.Queue != "slow" ||
+		result["outcome"] != "unknown" || !strings.Contains(result["not_finished"], "counts may be partial") ||
+		!strings.Contains(result["not_finished"], "the database session that ran it") {
 		t.Fatalf("entry of the killed retry-all: %+v, args %s, result %s", e, e.Arguments, e.Result)
 	}
 	text := d.ok(t, "audit", "--tool", "dlq_retry")
-	for _, want := range []string{"unfinished", "note: 1 entry did not finish, outcome unknown", "counts may be partial", "next: pgbus dlq summary"} {
+	for _, want := range []string{"unfinished", "note: 1 entry did not finish, outcome unknown: the database session that ran it ended", "counts may be partial", "next: pgbus dlq summary"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("pgbus audit does not say %q:\n%s", want, text)
 		}
