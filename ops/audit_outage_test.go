@@ -197,3 +197,78 @@ func TestAuditEntryRefusedByTheLogIsNotHeld(t *testing.T) {
 		t.Errorf("%d audit entries, want the pause's alone", n)
 	}
 }
+
+// A retry by filter whose outcome the database stopped taking at its end
+// reads, while the outcome is held, as not finished, by its entry written
+// before its work; once the database is back and the held outcome is
+// written, it completes that entry: the audit shows the retry once,
+// finished, with its outcome, and nothing unfinished.
+func TestAuditHeldOutcomeCompletesItsStart(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir, stop, st := outageStore(t)
+	pgtest.DeadLetterN(t, st, "outage", 3, pgtest.DeadSpec{Kind: "k", Class: "Down"})
+	svc := newService(t, st, ops.Options{})
+
+	// The newest dead message is locked, so that the retry waits there
+	// with its first entry written; then a share lock on the audit log
+	// holds its outcome, so that the server stops while the insert waits.
+	msgTx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = msgTx.Rollback(context.Background()) }()
+	if _, err := msgTx.Exec(ctx, `SELECT msg_id FROM pgmq.q_`+store.DLQName("outage")+` ORDER BY msg_id DESC LIMIT 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type retried struct {
+		out ops.DLQRetry
+		err error
+	}
+	done := make(chan retried, 1)
+	go func() {
+		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "outage"}})
+		done <- retried{out, err}
+	}()
+	pgtest.Eventually(t, time.Minute, "the retry's first entry written and the retry waiting on the locked message", func() bool {
+		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log WHERE pending`) == 1 &&
+			pgtest.Int(t, st, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+	})
+	logTx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = logTx.Rollback(context.Background()) }()
+	if _, err := logTx.Exec(ctx, `LOCK TABLE pgbus.audit_log IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := msgTx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, time.Minute, "the retry's outcome waiting for the lock on the audit log", func() bool {
+		var n int
+		err := logTx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE relation = 'pgbus.audit_log'::regclass AND NOT granted`).Scan(&n)
+		return err == nil && n == 1
+	})
+	stop()
+	r := <-done
+	if r.err != nil || r.out.Retried != 3 {
+		t.Fatalf("the retry: %+v, %v; want its 3 messages retried, its audit entry being no error of it", r.out, r.err)
+	}
+
+	pgtest.StartCluster(t, dir)
+	pgtest.Eventually(t, time.Minute, "the held outcome written", func() bool {
+		var n int
+		err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pgbus.audit_log WHERE NOT pending`).Scan(&n)
+		return err == nil && n == 1
+	})
+	page, err := svc.Audit(ctx, ops.AuditRequest{Op: ops.OpDLQRetry})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("audit once the held outcome is written: %+v, %v; want the retry once", page, err)
+	}
+	e := page.Items[0]
+	var res ops.DLQRetry
+	if err := json.Unmarshal(e.Result, &res); err != nil || e.Unfinished || e.Running || e.IsError || res.Retried != 3 || len(page.Notes) != 0 {
+		t.Errorf("the retry once its held outcome is written: %+v, result %s, notes %q; want it finished, 3 retried", e, e.Result, page.Notes)
+	}
+}
