@@ -480,9 +480,15 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // A ctx that ends while Run starts is a stop like any other: Run returns nil.
 // A database whose schema lacks this pgbus's migrations stops Run before
 // anything is written, with an error wrapping store.ErrSchemaOld (or
-// store.ErrSchemaMissing): call Store.Migrate first. A server that
-// refuses new connections for having as many as it allows (SQLSTATE
-// 53300) is waited for, up to a minute, before Run fails to start. A
+// store.ErrSchemaMissing): call Store.Migrate first. A database that does
+// not answer while Run starts (down or restarting, its pooler restarting,
+// a connection cut) is waited for, as the workers wait one out once
+// running: Run tries again every few seconds, logging a warning once,
+// until it answers or ctx ends; errors no wait mends (a privilege the
+// role lacks, a queue or schema missing, a bad configuration) end Run at
+// once. A server that refuses new connections for having as many as it
+// allows (SQLSTATE 53300) is waited for, up to a minute, before Run fails
+// to start. A
 // Store closed while Run runs (Store.Close) stops it as ctx would, and
 // Run returns an error wrapping store.ErrClosed. A nil ctx is refused
 // with store.ErrInvalid.
@@ -498,11 +504,11 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
-	waitUntil := time.Now().Add(startCrowdedWait)
+	wait := startWait{crowdedUntil: time.Now().Add(startCrowdedWait)}
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
-		if err := c.startStep(ctx, step, waitUntil); err != nil {
+		if err := c.startStep(ctx, step, &wait); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
@@ -520,28 +526,70 @@ func (c *Client) Run(ctx context.Context) error {
 // stop.
 const startCrowdedWait = time.Minute
 
+// startWaitMax is the longest pause between two tries of a start-up
+// step that failed for a database that does not answer, or that has no
+// connection to give.
+const startWaitMax = 5 * time.Second
+
+// startWait is what Run's start-up steps have waited for so far.
+type startWait struct {
+	// crowdedUntil is when a server that refuses new connections for
+	// having as many as it allows is given up on.
+	crowdedUntil time.Time
+	// down is when the database was found not to answer, zero while it
+	// answers.
+	down time.Time
+}
+
 // startStep runs step, one of Run's start-up steps, again with a growing
-// pause while it fails for want of a connection the server would give,
-// until waitUntil; each step reads, or writes what is the same when
-// written twice. It then fails with what to do about it.
-func (c *Client) startStep(ctx context.Context, step func(context.Context) error, waitUntil time.Time) error {
+// pause, up to startWaitMax, while it fails for a database that does not
+// answer (down or restarting, PgBouncer restarting, a connection cut or
+// silent past the database call timeout), for as long as it does, as the
+// loops ride out an outage once running: said once per outage at WARN, and
+// its end at INFO. It does so too while the server refuses new connections
+// for having as many as it allows, until w.crowdedUntil, then fails with
+// what to do about it. Each step reads, or writes what is the same when
+// written twice. Any other error is returned at once, as is every error
+// once ctx ended or the store was closed.
+func (c *Client) startStep(ctx context.Context, step func(context.Context) error, w *startWait) error {
 	delay := 250 * time.Millisecond
 	for {
 		err := step(ctx)
-		if err == nil || !store.IsCrowded(err) {
+		switch {
+		case err == nil:
+			if !w.down.IsZero() {
+				c.log.Info("pgbus: the database answers again; starting goes on", "after", time.Since(w.down).Round(100*time.Millisecond).String())
+				w.down = time.Time{}
+			}
+			return nil
+		case ctx.Err() != nil, errors.Is(err, store.ErrClosed):
+			return err
+		case store.IsCrowded(err):
+			if time.Now().Add(delay).After(w.crowdedUntil) {
+				return fmt.Errorf("%w; waited %s for a connection: %s", err, startCrowdedWait, store.CrowdedAdvice)
+			}
+			c.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
+				"err", err, "in", delay, "until", w.crowdedUntil.Format(time.RFC3339))
+		case store.IsUnreachable(err) || unanswered(err):
+			// A server just back may be crowded by every client coming
+			// back with it: the wait for a connection starts afresh.
+			w.crowdedUntil = time.Now().Add(startCrowdedWait)
+			if w.down.IsZero() {
+				w.down = time.Now()
+				c.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); starting waits until it answers, trying every few seconds",
+					"err", err)
+			} else {
+				c.log.Debug("pgbus: the database still does not answer; starting tries again", "in", delay, "err", err)
+			}
+		default:
 			return err
 		}
-		if time.Now().Add(delay).After(waitUntil) {
-			return fmt.Errorf("%w; waited %s for a connection: %s", err, startCrowdedWait, store.CrowdedAdvice)
-		}
-		c.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
-			"err", err, "in", delay, "until", waitUntil.Format(time.RFC3339))
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: stopped waiting for a connection: %v", ctx.Err(), err)
+			return fmt.Errorf("%w: stopped waiting for the database: %v", ctx.Err(), err)
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 5*time.Second)
+		delay = min(2*delay, startWaitMax)
 	}
 }
 

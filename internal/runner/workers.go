@@ -237,7 +237,9 @@ func describe(queues []config.WorkQueue) []string {
 
 // Background prepares the queues and runs workers on them until the
 // function it returns is called, which stops them and waits; with no
-// queues it runs nothing. Workers that stop on an error before then are
+// queues it runs nothing. A database that does not answer, as they start
+// or later, stops them not: they wait for it (engine.Client.Run). Workers
+// that stop on an error before then are
 // logged once and told to svc (ops.Service.WorkersStopped), whose health
 // verdict, and that of every service given the same ops.OwnWorkers, is
 // STALLED from then on. The workers outlive ctx's cancellation, so that
