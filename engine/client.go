@@ -488,7 +488,8 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // role lacks, a queue or schema missing, a bad configuration) end Run at
 // once. A server that refuses new connections for having as many as it
 // allows (SQLSTATE 53300) is waited for, up to a minute, before Run fails
-// to start. A
+// to start. A start that fails is recorded in the process registry with
+// its error, where health reads it (workers_stopped on the queues). A
 // Store closed while Run runs (Store.Close) stops it as ctx would, and
 // Run returns an error wrapping store.ErrClosed. A nil ctx is refused
 // with store.ErrInvalid.
@@ -512,7 +513,9 @@ func (c *Client) Run(ctx context.Context) error {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
-			return c.limitErr(err)
+			err = c.limitErr(err)
+			c.recordStop(ctx, err)
+			return err
 		}
 	}
 	return c.runWorkers(ctx)
@@ -590,6 +593,27 @@ func (c *Client) startStep(ctx context.Context, step func(context.Context) error
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, startWaitMax)
+	}
+}
+
+// recordStop records in the process registry that this client's start
+// failed on err (store.StopWorkerOnError), so that the health of every
+// process says its queues' workers stopped on an error, not only the
+// caller of Run: within the database call timeout, and said at debug
+// level when it cannot be written (the cause may forbid it too). Nothing
+// is written where Run refuses to write at all: a schema this pgbus
+// cannot work on, a search_path that shadows what its statements call, a
+// closed store.
+func (c *Client) recordStop(ctx context.Context, err error) {
+	if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrSchemaMissing) ||
+		errors.Is(err, store.ErrShadowingSearchPath) {
+		return
+	}
+	werr := c.bounded(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		return c.store.StopWorkerOnError(ctx, c.process(), err.Error())
+	})
+	if werr != nil {
+		c.log.Debug("pgbus: could not record in the worker registry that starting failed", "err", werr)
 	}
 }
 

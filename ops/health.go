@@ -100,7 +100,9 @@ func (r HealthReason) Key() ReasonKey {
 // Health checks queues and workers: STALLED when ready work is not being
 // done (no running worker serves a queue with ready or retrying messages, a
 // backlog that does not drain, the workers this process runs stopped on an
-// error: workers_stopped, see Options.OwnWorkers), DEGRADED when something needs a look (stale workers, new dead
+// error: workers_stopped, see Options.OwnWorkers, and those of any
+// process whose start failed on an error, the last to serve a queue no
+// running worker serves: workers_stopped on that queue), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
 // running handler uses, dead messages left by a dropped queue, running
 // workers waiting for their dropped queue), OK otherwise. A NOTICE reason
@@ -270,12 +272,14 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 // what a process that works those queues is failing at, where the rest
 // of h is about other processes. Reasons name a queue with priority
 // levels as the queue, as workers are given it. The reason that the
-// workers of the process stopped (workers_stopped), which only the
-// process they ran in reports, is always among them.
+// workers of the process stopped (workers_stopped without a queue), which
+// only the process they ran in reports, is always among them; that of
+// another process's workers (workers_stopped on a queue) only for the
+// queues named.
 func (h Health) StalledFor(queues []string) []HealthReason {
 	var out []HealthReason
 	for _, r := range h.Reasons {
-		if r.Status == HealthStalled && r.Code == "workers_stopped" {
+		if r.Status == HealthStalled && r.Code == "workers_stopped" && r.Queue == "" {
 			out = append(out, r)
 			continue
 		}
@@ -439,6 +443,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		s.checkQueue(&h, q, coverage(serving, q.Queue))
 	}
 	s.checkServedDropped(ctx, &h, stats, workers)
+	s.checkStoppedElsewhere(&h, serving)
 	schema, err := s.recordedSchema(ctx)
 	if err != nil {
 		return h, err

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -88,5 +90,39 @@ func (s *Service) withStoppedWorkers(h *Health) {
 	h.Reasons = append([]HealthReason{r}, h.Reasons...)
 	if h.Status != HealthUnreachable {
 		h.Status = HealthStalled
+	}
+}
+
+// checkStoppedElsewhere adds, for each queue no running worker serves,
+// the reason workers_stopped when the last process that served it
+// stopped on an error (a start refused: a queue missing, a privilege the
+// role lacks), which its row in the registry records: the health of every
+// process says so, not only that of the process that stopped, which alone
+// knew. The queues of this process's own stopped workers are left to its
+// own reason (withStoppedWorkers).
+func (s *Service) checkStoppedElsewhere(h *Health, ws Workers) {
+	own, ownErr := s.opts.OwnWorkers.stopped()
+	last := map[string]WorkerStatus{}
+	for _, w := range ws.Workers {
+		for _, q := range w.Queues {
+			if prev, ok := last[q]; !ok || w.HeartbeatAt.After(prev.HeartbeatAt) {
+				last[q] = w
+			}
+		}
+	}
+	queues := slices.Sorted(maps.Keys(last))
+	for _, q := range queues {
+		w := last[q]
+		if w.Status != WorkerStopped || w.StopError == "" || ownErr != nil && slices.Contains(own, q) {
+			continue
+		}
+		cov := coverage(ws, q)
+		if cov.Served() {
+			continue
+		}
+		ago := time.Duration(w.HeartbeatAgeSeconds * float64(time.Second)).Round(time.Second)
+		msg, _ := RedactText(fmt.Sprintf("queue %q: the worker process %s on %s, the last that served it, stopped on an error %s ago, and no running worker serves the queue: %s; mend the cause, then start its workers again: they do not start again on their own",
+			q, w.ID, w.Hostname, ago, w.StopError))
+		h.add(HealthStalled, "workers_stopped", q, msg, hint(OpWorkers, "shows the worker processes, and which queues they serve"), s.startHint(cov))
 	}
 }

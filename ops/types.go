@@ -150,6 +150,9 @@ type WorkerProcess struct {
 	System      string     `json:"system,omitempty" jsonschema:"enum=ruby_pgbus" jsonschema_description:"ruby_pgbus for a process of the Ruby gem pgbus, read from its pgbus_processes table; absent for pgbus's own."`
 	Kind        string     `json:"kind,omitempty" jsonschema_description:"What a Ruby pgbus process is: worker, supervisor, ..."`
 	Version     string     `json:"version,omitempty" jsonschema_description:"The pgbus the process runs, as it registered (pgbus VERSION commit HASH); absent for a process of an older pgbus or of the Ruby gem."`
+	// StopError is why the process stopped, when it stopped on an error,
+	// redacted; health reports it (workers_stopped on its queues).
+	StopError string `json:"-"`
 }
 
 // workerProcess converts the store's process; its age on the database's
@@ -158,7 +161,7 @@ func workerProcess(w store.WorkerProcess) WorkerProcess {
 	return WorkerProcess{
 		ID: w.ID, Hostname: w.Hostname, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
 		StartedAt: w.StartedAt, HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt, System: w.System, Kind: w.Kind,
-		Version: w.Version,
+		Version: w.Version, StopError: w.StopError,
 	}
 }
 

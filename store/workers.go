@@ -41,7 +41,15 @@ type WorkerProcess struct {
 	// heartbeat; zero when registering stands for
 	// DefaultHeartbeatInterval, and for a Ruby pgbus process it is zero.
 	HeartbeatInterval time.Duration `json:"-"`
+	// StopError is why the process stopped, when it stopped on an error
+	// (StopWorkerOnError), redacted; empty for a clean stop, a running
+	// process, one of an older pgbus and one of the Ruby gem.
+	StopError string `json:"-"`
 }
+
+// StopErrorMax is the most characters of a stop's error a worker row
+// keeps.
+const StopErrorMax = 2000
 
 // DefaultHeartbeatInterval is the heartbeat interval of a process
 // registered without one.
@@ -105,7 +113,7 @@ const SystemRubyPgbus = "ruby_pgbus"
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version)
 		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms, version = excluded.version`,
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, stop_error = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms, version = excluded.version`,
 		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version)
 	if err != nil {
 		return fmt.Errorf("store: register worker %s: %w", w.ID, err)
@@ -137,6 +145,22 @@ func (s *Store) StopWorker(ctx context.Context, id string) error {
 	return nil
 }
 
+// StopWorkerOnError records a worker process as stopped on an error, with
+// the error's text, redacted and cut to StopErrorMax characters, for the
+// health of every process to read: registered now, if it never was (its
+// start was refused).
+func (s *Store) StopWorkerOnError(ctx context.Context, w WorkerProcess, why string) error {
+	why = s.textFit(ctx).apply(storedText(why, StopErrorMax))
+	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version, stopped_at, stop_error)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), now(), $8)
+		ON CONFLICT (id) DO UPDATE SET stopped_at = now(), heartbeat_at = now(), stop_error = excluded.stop_error`,
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version, why)
+	if err != nil {
+		return fmt.Errorf("store: record worker %s stopped on an error: %w", w.ID, err)
+	}
+	return nil
+}
+
 // MaxListedWorkers is the most processes ListWorkers returns.
 const MaxListedWorkers = 1000
 
@@ -146,7 +170,8 @@ const MaxListedWorkers = 1000
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', coalesce(version, ''), `+heartbeatAgeSQL("heartbeat_at")+`,
-		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000
+		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000,
+		       coalesce(stop_error, '')
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
@@ -208,7 +233,7 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       `+rubyTime("p.created_at")+`, `+rubyBeat+`,
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''), '',
-		       `+heartbeatAgeSQL(rubyBeat)+`, `+silentAgeSQL(rubyBeat, "$3")+`, 0::bigint
+		       `+heartbeatAgeSQL(rubyBeat)+`, `+silentAgeSQL(rubyBeat, "$3")+`, 0::bigint, ''
 		FROM public.pgbus_processes p
 		WHERE `+rubyBeat+` > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus, s.assumedUpSince())
