@@ -513,7 +513,11 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	} else {
 		note(pv.note)
 	}
-	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full)
+	var tripStart time.Time
+	if m.Block != nil {
+		tripStart = m.Block.SourceEnqueuedAt
+	}
+	out.History, out.HistoryOmitted = v.history(m.History, b.History, b.BacktraceLines, full, tripStart)
 	out.FailureCount = len(m.History)
 	out.UnrecordedAttempts, out.UnrecordedCount, out.Unrecorded = unrecorded(m.Block, m.History)
 	if out.HistoryOmitted > 0 {

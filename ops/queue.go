@@ -374,7 +374,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 			truncated++
 		}
 		var o int
-		lm.History, o = v.history(m.History, b.LiveHistory, b.LiveTraceLen, full)
+		lm.History, o = v.history(m.History, b.LiveHistory, b.LiveTraceLen, full, m.EnqueuedAt)
 		if o > 0 {
 			omitted++
 		}

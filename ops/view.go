@@ -250,10 +250,18 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 // identical failures in a row are folded into one entry with their count
 // (a message failing the same way thirty times says so once). Failures are
 // put in the order they were recorded (their id), whatever order they came
-// in (trips out of a DLQ, under new ids, are never folded together): a
-// message retried out of a DLQ counts its attempts from 1 again, so
+// in: a message retried out of a DLQ counts its attempts from 1 again, so
 // an order by attempt would interleave its trips and keep the wrong ones.
-func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full bool) ([]Failure, int) {
+//
+// Failures of two trips are never folded together, however alike: a
+// retry out of a DLQ came between them. The failures of a message keep no
+// mark of the retries between them, so a trip is told from the next by
+// its attempts, which only grow within a trip, and by tripStart, when the
+// trip of the newest failures started (the block's source_enqueued_at of
+// a dead message, the enqueue time of a live one; zero when unknown),
+// which also parts a new trip whose first claims were lost and whose
+// attempts went on past the last trip's.
+func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full bool, tripStart time.Time) ([]Failure, int) {
 	h = slices.Clone(h)
 	slices.SortStableFunc(h, func(a, b store.FailureRecord) int { return cmp.Compare(a.ID, b.ID) })
 	type run struct {
@@ -262,7 +270,7 @@ func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full boo
 	}
 	runs := []run{}
 	for _, f := range h {
-		if i := len(runs) - 1; !full && i >= 0 && sameFailure(runs[i].last, f) {
+		if i := len(runs) - 1; !full && i >= 0 && sameFailure(runs[i].last, f) && sameTrip(runs[i].last, f, tripStart) {
 			runs[i].last, runs[i].n = f, runs[i].n+1
 			continue
 		}
@@ -300,6 +308,16 @@ func sameFailure(a, b store.FailureRecord) bool {
 	return a.Kind == b.Kind && a.ErrorClass == b.ErrorClass && a.ErrorMessage == b.ErrorMessage && a.Backtrace == b.Backtrace &&
 		a.Queue == b.Queue && a.MsgID == b.MsgID && a.Detail.Output == b.Detail.Output && a.Detail.TimeoutMS == b.Detail.TimeoutMS &&
 		a.ErrorClass != store.PayloadReplacedClass
+}
+
+// sameTrip reports whether failure b, recorded after a, may be of the
+// same trip out of the queue as a (see history): its attempt is later,
+// and tripStart, when known, does not fall between them.
+func sameTrip(a, b store.FailureRecord, tripStart time.Time) bool {
+	if b.Attempt <= a.Attempt {
+		return false
+	}
+	return tripStart.IsZero() || a.FailedAt.Before(tripStart) == b.FailedAt.Before(tripStart)
 }
 
 // detail adds the context of an attempt to its failure, output redacted.
