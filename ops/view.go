@@ -93,11 +93,23 @@ type DeadLetter struct {
 	MaxRetries       int       `json:"max_retries"`
 	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
 	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty" jsonschema_description:"Trips out of a DLQ before this death."`
-	ErrorClass       string    `json:"error_class,omitempty" jsonschema_description:"Class of the last recorded failure; absent when none was recorded (a crash)."`
+	ErrorClass       string    `json:"error_class,omitempty" jsonschema_description:"Class of the last failure recorded on this trip; absent when none was (a crash, lost claims, a deadline)."`
 	ErrorMessage     string    `json:"error_message,omitempty" jsonschema_description:"Its message, secrets redacted."`
 	Backtrace        string    `json:"backtrace,omitempty" jsonschema_description:"Its backtrace, shortened, secrets redacted."`
 	ErrorAttempt     int       `json:"error_attempt,omitempty"`
 	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
+	// PreviousTripError is the last failure of an earlier trip, for a
+	// message retried out of a DLQ whose last trip recorded none: the
+	// error fields above are empty then.
+	PreviousTripError *TripError `json:"previous_trip_error,omitempty" jsonschema_description:"For a message retried out of a DLQ whose last trip recorded no failure: the last failure of the trip before, not what ended this one."`
+}
+
+// TripError is the last recorded failure of a trip, error text redacted.
+type TripError struct {
+	ErrorClass      string    `json:"error_class,omitempty"`
+	ErrorMessage    string    `json:"error_message,omitempty"`
+	ErrorAttempt    int       `json:"error_attempt,omitempty"`
+	ErrorRecordedAt time.Time `json:"error_recorded_at,omitzero"`
 }
 
 // Failure is one recorded failed attempt of a message.
@@ -242,7 +254,18 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 		SourceEnqueuedAt: b.SourceEnqueuedAt, Attempts: b.Attempts, MaxRetries: b.MaxRetries, DeadLetteredAt: b.DeadLetteredAt,
 		RetriesFromDLQ: b.RetriesFromDLQ, ErrorClass: b.ErrorClass, ErrorMessage: v.text(b.ErrorMessage, v.bounds.ErrorChars),
 		Backtrace: v.trace(b.Backtrace, v.bounds.BacktraceLines), ErrorAttempt: b.ErrorAttempt, ErrorRecordedAt: b.ErrorRecordedAt,
+		PreviousTripError: v.tripError(b.PreviousTripError),
 	}
+}
+
+// tripError is a failure a block keeps of an earlier trip, redacted and
+// bounded as the block's own error.
+func (v *viewer) tripError(e *store.BlockError) *TripError {
+	if e == nil {
+		return nil
+	}
+	return &TripError{ErrorClass: e.ErrorClass, ErrorMessage: v.text(e.ErrorMessage, v.bounds.ErrorChars),
+		ErrorAttempt: e.ErrorAttempt, ErrorRecordedAt: e.ErrorRecordedAt}
 }
 
 // history keeps the newest keep failures, oldest first, each redacted and

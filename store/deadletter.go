@@ -186,7 +186,12 @@ func sqlDeadBacktrace(expr string) string {
 	return `nullif(` + sqlDeadTruncate(lines, BlockBacktraceMax) + `, '')`
 }
 
-// deadLetterSQL builds the one statement of DeadLetterMany. The DLQ copy
+// deadLetterSQL builds the one statement of DeadLetterMany. The block's
+// error keys are the last failure of the trip that ends, since the message
+// was sent or last retried out of a DLQ (its enqueued_at): the failures of
+// earlier trips follow the message, and one of them, taken for this trip's,
+// would blame a death on what an earlier retry may have fixed. A trip that
+// recorded none keeps the last earlier one as previous_trip_error. The DLQ copy
 // carries its source id in its block, so the rows returned by the insert
 // tell which failure rows to re-key without a second round trip. Data-
 // modifying CTEs all run to completion, read or not.
@@ -209,7 +214,12 @@ func deadLetterSQL(queue, dlq string) string {
 		'error_message', ` + sqlDeadTruncate("lf.error_message", BlockErrorMessageMax) + `,
 		'backtrace', ` + sqlDeadBacktrace("lf.backtrace") + `,
 		'error_attempt', lf.attempt,
-		'error_recorded_at', ` + sqlDeadISO("lf.at") + `))`
+		'error_recorded_at', ` + sqlDeadISO("lf.at") + `,
+		'previous_trip_error', CASE WHEN pf.error_class IS NOT NULL THEN jsonb_build_object(
+			'error_class', pf.error_class,
+			'error_message', ` + sqlDeadTruncate("pf.error_message", BlockErrorMessageMax) + `,
+			'error_attempt', pf.attempt,
+			'error_recorded_at', ` + sqlDeadISO("pf.failed_at") + `) END))`
 	headers := `CASE WHEN jsonb_typeof(m.headers) = 'object' THEN m.headers
 			WHEN m.headers IS NULL OR jsonb_typeof(m.headers) = 'null' THEN '{}'::jsonb
 			ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', m.headers) END
@@ -231,9 +241,16 @@ func deadLetterSQL(queue, dlq string) string {
 			(SELECT f.attempt, f.error_class, f.error_message, f.backtrace, f.failed_at
 			 FROM pgbus.failures f
 			 WHERE i.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
-			   AND f.error_class <> '` + PayloadReplacedClass + `'
+			   AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at >= m.enqueued_at
 			 ORDER BY f.id DESC LIMIT 1)
 		) lf ON true
+		LEFT JOIN LATERAL (
+			SELECT f.attempt, f.error_class, f.error_message, f.failed_at
+			FROM pgbus.failures f
+			WHERE lf.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
+			  AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at < m.enqueued_at
+			ORDER BY f.id DESC LIMIT 1
+		) pf ON true
 		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src
 	), newf AS (
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)

@@ -86,6 +86,22 @@ type DeadLetterBlock struct {
 	Backtrace        string    `json:"backtrace,omitempty"`
 	ErrorAttempt     int       `json:"error_attempt,omitempty"`
 	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
+	// PreviousTripError is the last failure recorded before this trip
+	// (before SourceEnqueuedAt), kept for a message retried out of a DLQ
+	// whose new trip recorded none: its error keys are absent then, since
+	// nothing failed on this trip that pgbus saw. Nil otherwise, and in
+	// the blocks of an older pgbus or of Ruby pgbus, whose error keys
+	// describe the last failure recorded on any trip.
+	PreviousTripError *BlockError `json:"previous_trip_error,omitempty"`
+}
+
+// BlockError is a recorded failure as a dead-letter block keeps it, its
+// message and backtrace shortened as the block's are (BlockErrorMessage).
+type BlockError struct {
+	ErrorClass      string    `json:"error_class,omitempty"`
+	ErrorMessage    string    `json:"error_message,omitempty"`
+	ErrorAttempt    int       `json:"error_attempt,omitempty"`
+	ErrorRecordedAt time.Time `json:"error_recorded_at,omitzero"`
 }
 
 // DeadItem is one dead message as ListDead shows it: its block's facts,

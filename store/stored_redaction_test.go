@@ -135,8 +135,10 @@ func TestErrorTextIsRedactedBeforeItIsCut(t *testing.T) {
 // A message retried with a corrected payload, that then dies without a
 // failure of its own (its deadline passed), does not get the history's
 // note of the replacement, which quotes the original payload whole, as
-// its block's error: the block would show a payload where an error is
-// expected, and the text filter would match the secrets in it.
+// its block's error, nor as its previous trip's: the block would show a
+// payload where an error is expected, and the text filter would match
+// the secrets in it. Its own trip recorded no failure: the block's is
+// the previous trip's.
 func TestBlockErrorIsNeverTheReplacedPayload(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -155,8 +157,12 @@ func TestBlockErrorIsNeverTheReplacedPayload(t *testing.T) {
 		t.Fatalf("dead-letter at the deadline = %v, %v", moved, err)
 	}
 	_, block := dlBlock(t, s, dlq, moved[0].DLQMsgID)
-	if msg, _ := block["error_message"].(string); strings.Contains(msg, secret) || strings.Contains(msg, "Original payload") || msg != "card declined" {
-		t.Errorf("block error_message %q, want the last failure's, card declined", msg)
+	if msg, ok := block["error_message"]; ok {
+		t.Errorf("block error_message %q, want none: no failure was recorded on the last trip", msg)
+	}
+	prev, _ := block["previous_trip_error"].(map[string]any)
+	if msg, _ := prev["error_message"].(string); strings.Contains(msg, secret) || strings.Contains(msg, "Original payload") || msg != "card declined" {
+		t.Errorf("block previous_trip_error.error_message %q, want the last failure's, card declined", msg)
 	}
 	page, err := s.ListDead(ctx, store.DeadFilter{Queue: q, Text: secret}, "", 10)
 	if err != nil || len(page.Items) != 0 {

@@ -148,6 +148,9 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 			kv.row("error class:", b.ErrorClass)
 			kv.row("error:", b.ErrorMessage)
 			kv.row("error attempt:", fmt.Sprintf("%d at %s", b.ErrorAttempt, stamp(b.ErrorRecordedAt)))
+		} else if p := b.PreviousTripError; p != nil {
+			kv.row("error:", "none recorded on this trip (a deadline, lost claims, or a worker that crashed mid-run)")
+			kv.row("previous trip's error:", fmt.Sprintf("%s: %s (attempt %d at %s, before the last retry out of a DLQ)", p.ErrorClass, p.ErrorMessage, p.ErrorAttempt, stamp(p.ErrorRecordedAt)))
 		} else {
 			kv.row("error:", "none recorded (a deadline, or a worker that crashed mid-run)")
 		}
