@@ -242,19 +242,23 @@ type DLQListRequest struct {
 // DeadItem is one dead message in a list: its block's facts, without
 // payload or backtrace.
 type DeadItem struct {
-	DLQ            string    `json:"dlq" jsonschema_description:"Dead-letter queue holding the message."`
-	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id in the DLQ."`
-	Kind           string    `json:"kind,omitempty"`
-	Reason         string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded,enum=not_recorded" jsonschema_description:"Why the message died; not_recorded: reason not recorded, the message has no dead-letter block (a Ruby pgbus DLQ row from before the block, or one another client wrote)."`
-	SourceQueue    string    `json:"source_queue" jsonschema_description:"Queue the message died in; empty when not recorded."`
-	SourceMsgID    int64     `json:"source_msg_id"`
-	Attempts       int       `json:"attempts"`
-	MaxRetries     int       `json:"max_retries"`
-	ErrorClass     string    `json:"error_class,omitempty"`
-	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
-	DeadLetteredAt time.Time `json:"dead_lettered_at"`
-	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
-	PayloadBytes   int64     `json:"payload_bytes"`
+	DLQ         string `json:"dlq" jsonschema_description:"Dead-letter queue holding the message."`
+	MsgID       int64  `json:"msg_id" jsonschema_description:"Its id in the DLQ."`
+	Kind        string `json:"kind,omitempty"`
+	Reason      string `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded,enum=not_recorded" jsonschema_description:"Why the message died; not_recorded: reason not recorded, the message has no dead-letter block (a Ruby pgbus DLQ row from before the block, or one another client wrote)."`
+	SourceQueue string `json:"source_queue" jsonschema_description:"Queue the message died in; empty when not recorded."`
+	SourceMsgID int64  `json:"source_msg_id"`
+	Attempts    int    `json:"attempts"`
+	MaxRetries  int    `json:"max_retries"`
+	// UnrecordedCount counts the attempts of the trip it died on that
+	// left no outcome, as DeadMessage.UnrecordedCount, from its block
+	// alone; 0 also for a block of an older pgbus, which cannot tell.
+	UnrecordedCount int       `json:"unrecorded_count,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same."`
+	ErrorClass      string    `json:"error_class,omitempty"`
+	ErrorMessage    string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
+	DeadLetteredAt  time.Time `json:"dead_lettered_at"`
+	RetriesFromDLQ  int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
+	PayloadBytes    int64     `json:"payload_bytes"`
 }
 
 // DLQList is one page of dead messages.
@@ -336,7 +340,7 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
 			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
-			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
+			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes, UnrecordedCount: unrecordedCount(it)}
 	}
 	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
 	return out

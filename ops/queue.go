@@ -213,6 +213,10 @@ type LiveMessage struct {
 	PayloadTruncated   bool            `json:"payload_truncated,omitempty"`
 	History            []Failure       `json:"history" jsonschema_description:"The newest failures, oldest first, error text redacted and shortened."`
 	FailureCount       int             `json:"failure_count" jsonschema_description:"Failures recorded in all."`
+	// UnrecordedCount counts the attempts of its trip (since it was sent
+	// or retried out of a DLQ) that left no outcome, for a message none
+	// of whose reads still runs (retrying, or waiting after a read).
+	UnrecordedCount int `json:"unrecorded_count,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same."`
 }
 
 // LiveMessages is a page of live messages.
@@ -355,7 +359,8 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 	var askable bool
 	for _, m := range page.Items {
 		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: shownKind(m.Kind), State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
-			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: m.PayloadBytes, FailureCount: len(m.History)}
+			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: m.PayloadBytes, FailureCount: len(m.History),
+			UnrecordedCount: liveUnrecorded(m.State, m.ReadCount, m.EnqueuedAt, m.History)}
 		lm.Headers, _, _ = v.headers(m.Headers)
 		var pv payloadView
 		if m.PayloadCut {

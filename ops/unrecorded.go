@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -67,6 +68,41 @@ func unrecorded(b *store.DeadLetterBlock, history []store.FailureRecord) (attemp
 		words += fmt.Sprintf(" (read %d, past %s, dead-lettered it without running it)", routed, past)
 	}
 	return all[:min(len(all), unrecordedListed)], len(all), words
+}
+
+// unrecordedCount is the count of unrecorded for a list, from the facts
+// of a block alone (its attempts, reason, last error's attempt and
+// recorded_attempts), without the failure history: the block's error is
+// the last failure of the trip, so the last attempt recorded one when it
+// is that error's. A block without recorded_attempts (an older pgbus,
+// Ruby pgbus) tells nothing: 0.
+func unrecordedCount(it store.DeadItem) int {
+	if it.RecordedAttempts == nil || it.Attempts <= 0 {
+		return 0
+	}
+	last := it.Attempts
+	lastRecorded := it.ErrorClass != "" && it.ErrorAttempt == it.Attempts
+	if !lastRecorded && (it.Reason == store.ReasonMaxRetriesExceeded || it.Reason == store.ReasonDeadlineExceeded) {
+		last-- // the read that dead-lettered it unrun, as unrecorded says apart
+	}
+	return max(last-*it.RecordedAttempts, 0)
+}
+
+// liveUnrecorded counts the attempts of a live message's trip (since
+// enqueuedAt) that left no outcome, for a message none of whose reads
+// still runs: retrying after a failure, or waiting after a read whose
+// claim ran out. A message in flight, or held, counts none.
+func liveUnrecorded(state string, reads int, enqueuedAt time.Time, history []store.FailureRecord) int {
+	if reads <= 0 || (state != store.StateRetrying && state != store.StateWaiting) {
+		return 0
+	}
+	recorded := map[int]bool{}
+	for _, f := range history {
+		if f.ErrorClass != store.PayloadReplacedClass && !f.FailedAt.Before(enqueuedAt) && f.Attempt >= 1 && f.Attempt <= reads {
+			recorded[f.Attempt] = true
+		}
+	}
+	return reads - len(recorded)
 }
 
 // unrecordedWords says which attempts left no outcome and what that

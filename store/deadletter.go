@@ -191,7 +191,8 @@ func sqlDeadBacktrace(expr string) string {
 // was sent or last retried out of a DLQ (its enqueued_at): the failures of
 // earlier trips follow the message, and one of them, taken for this trip's,
 // would blame a death on what an earlier retry may have fixed. A trip that
-// recorded none keeps the last earlier one as previous_trip_error. The DLQ copy
+// recorded none keeps the last earlier one as previous_trip_error.
+// recorded_attempts counts the trip's attempts that recorded a failure. The DLQ copy
 // carries its source id in its block, so the rows returned by the insert
 // tell which failure rows to re-key without a second round trip. Data-
 // modifying CTEs all run to completion, read or not.
@@ -215,6 +216,7 @@ func deadLetterSQL(queue, dlq string) string {
 		'backtrace', ` + sqlDeadBacktrace("lf.backtrace") + `,
 		'error_attempt', lf.attempt,
 		'error_recorded_at', ` + sqlDeadISO("lf.at") + `,
+		'recorded_attempts', rc.n,
 		'previous_trip_error', CASE WHEN pf.error_class IS NOT NULL THEN jsonb_build_object(
 			'error_class', pf.error_class,
 			'error_message', ` + sqlDeadTruncate("pf.error_message", BlockErrorMessageMax) + `,
@@ -251,6 +253,15 @@ func deadLetterSQL(queue, dlq string) string {
 			  AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at < m.enqueued_at
 			ORDER BY f.id DESC LIMIT 1
 		) pf ON true
+		CROSS JOIN LATERAL (
+			SELECT count(DISTINCT t.attempt) AS n FROM (
+				SELECT i.attempt WHERE i.error_class IS NOT NULL
+				UNION ALL
+				SELECT f.attempt FROM pgbus.failures f
+				WHERE f.queue_name = $9::text AND f.msg_id = m.msg_id
+				  AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at >= m.enqueued_at
+			) t WHERE t.attempt BETWEEN 1 AND m.read_ct
+		) rc
 		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src
 	), newf AS (
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)

@@ -148,7 +148,7 @@ func dlParseISO(t testing.TB, block map[string]any, key string) time.Time {
 }
 
 var (
-	baseKeys  = []string{"attempts", "dead_lettered_at", "max_retries", "reason", "source", "source_enqueued_at", "source_msg_id", "source_queue", "version"}
+	baseKeys  = []string{"attempts", "dead_lettered_at", "max_retries", "reason", "recorded_attempts", "source", "source_enqueued_at", "source_msg_id", "source_queue", "version"}
 	errorKeys = []string{"backtrace", "error_attempt", "error_class", "error_message", "error_recorded_at"}
 )
 
@@ -230,7 +230,7 @@ func TestDeadLetterManyWritesTheBlock(t *testing.T) {
 	if dlNumber(t, b1, "version") != 1 || dlString(t, b1, "reason") != store.ReasonNonRetryable || dlString(t, b1, "source") != "worker" ||
 		dlString(t, b1, "source_queue") != q || dlNumber(t, b1, "source_msg_id") != m1 || dlNumber(t, b1, "attempts") != 2 ||
 		dlNumber(t, b1, "max_retries") != 5 || dlNumber(t, b1, "retries_from_dlq") != 2 || dlString(t, b1, "error_class") != "Boom" ||
-		dlNumber(t, b1, "error_attempt") != 2 {
+		dlNumber(t, b1, "error_attempt") != 2 || dlNumber(t, b1, "recorded_attempts") != 1 {
 		t.Fatalf("block = %v", b1)
 	}
 	if got := dlParseISO(t, b1, "source_enqueued_at"); !got.Equal(enq1) {
@@ -269,7 +269,7 @@ func TestDeadLetterManyWritesTheBlock(t *testing.T) {
 	if got := dlKeys(b2); !slices.Equal(got, baseKeys) {
 		t.Fatalf("block keys without failure = %v, want %v", got, baseKeys)
 	}
-	if dlNumber(t, b2, "attempts") != 0 || dlNumber(t, b2, "max_retries") != 3 {
+	if dlNumber(t, b2, "attempts") != 0 || dlNumber(t, b2, "max_retries") != 3 || dlNumber(t, b2, "recorded_attempts") != 0 {
 		t.Fatalf("block = %v", b2)
 	}
 

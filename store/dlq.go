@@ -86,6 +86,11 @@ type DeadLetterBlock struct {
 	Backtrace        string    `json:"backtrace,omitempty"`
 	ErrorAttempt     int       `json:"error_attempt,omitempty"`
 	ErrorRecordedAt  time.Time `json:"error_recorded_at,omitzero"`
+	// RecordedAttempts counts the attempts of this trip (since
+	// SourceEnqueuedAt) that recorded a failure, so that a list tells
+	// the attempts that left no outcome without reading the history. Nil
+	// in the blocks of an older pgbus or of Ruby pgbus.
+	RecordedAttempts *int `json:"recorded_attempts,omitempty"`
 	// PreviousTripError is the last failure recorded before this trip
 	// (before SourceEnqueuedAt), kept for a message retried out of a DLQ
 	// whose new trip recorded none: its error keys are absent then, since
@@ -120,6 +125,10 @@ type DeadItem struct {
 	DeadLetteredAt time.Time `json:"dead_lettered_at"`
 	RetriesFromDLQ int       `json:"retries_from_dlq"`
 	PayloadBytes   int64     `json:"payload_bytes"`
+	// ErrorAttempt and RecordedAttempts are the block's
+	// (DeadLetterBlock).
+	ErrorAttempt     int  `json:"error_attempt,omitempty"`
+	RecordedAttempts *int `json:"recorded_attempts,omitempty"`
 }
 
 // DeadPage is one page of ListDead. NextCursor is empty on the last page.

@@ -78,6 +78,7 @@ func queryDeadItems(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]D
 			it.Reason, it.SourceQueue, it.SourceMsgID = b.Reason, b.SourceQueue, b.SourceMsgID
 			it.Attempts, it.MaxRetries, it.RetriesFromDLQ = b.Attempts, b.MaxRetries, b.RetriesFromDLQ
 			it.ErrorClass, it.ErrorMessage = b.ErrorClass, b.ErrorMessage
+			it.ErrorAttempt, it.RecordedAttempts = b.ErrorAttempt, b.RecordedAttempts
 		}
 		return it, err
 	})

@@ -28,3 +28,20 @@ func TestDLQShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 		}
 	}
 }
+
+// pgbus_dlq_list counts, for each message, the attempts that left no
+// outcome.
+func TestDLQListCountsAttemptsThatLeftNoOutcome(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	_, id := pgtest.DeadAfterLostClaim(t, e.st, q)
+	out := callOK[map[string]any](t, e, "pgbus_dlq_list", map[string]any{"queue": q})
+	items, _ := out["items"].([]any)
+	if len(items) != 1 {
+		t.Fatalf("items %v; want message %d", out["items"], id)
+	}
+	if it, _ := items[0].(map[string]any); it["msg_id"] != float64(id) || it["unrecorded_count"] != float64(1) {
+		t.Errorf("item %v; want message %d with unrecorded_count 1", it, id)
+	}
+}

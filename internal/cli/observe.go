@@ -361,7 +361,11 @@ the same result as the MCP tool pgbus_queue_messages.`,
 					if m.HeldBy != "" {
 						state += " (breaker " + clip(m.HeldBy, 30) + ")"
 					}
-					cells := []any{m.MsgID, state, dash(m.Kind), m.ReadCount, a.ago(m.EnqueuedAt), a.ago(m.VisibleAt), clip(last, 70)}
+					attempts := fmt.Sprint(m.ReadCount)
+					if m.UnrecordedCount > 0 {
+						attempts += fmt.Sprintf(" (%d unrecorded)", m.UnrecordedCount)
+					}
+					cells := []any{m.MsgID, state, dash(m.Kind), attempts, a.ago(m.EnqueuedAt), a.ago(m.VisibleAt), clip(last, 70)}
 					if levels {
 						level := "-"
 						if m.Priority != nil {

@@ -34,3 +34,22 @@ func TestDLQShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 		t.Errorf("dlq show --json: unrecorded %v (%d) %q; want attempt 1", m.UnrecordedAttempts, m.UnrecordedCount, m.Unrecorded)
 	}
 }
+
+// dlq list says beside a message's attempts how many left no outcome,
+// in its table and in its JSON.
+func TestDLQListCountsAttemptsThatLeftNoOutcome(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "migrate")
+	st := pgtest.OpenStore(t, d.url)
+	q := pgtest.NewQueue(t, st, "lost")
+	_, id := pgtest.DeadAfterLostClaim(t, st, q)
+	if out := d.ok(t, "dlq", "list", "--queue", q); !strings.Contains(out, "3/3 (1 unrecorded)") {
+		t.Errorf("dlq list:\n%s\nwant its attempts as 3/3 (1 unrecorded)", out)
+	}
+	var page ops.DLQList
+	d.json(t, &page, "dlq", "list", "--queue", q)
+	if len(page.Items) != 1 || page.Items[0].MsgID != id || page.Items[0].UnrecordedCount != 1 {
+		t.Errorf("dlq list --json: %+v; want message %d with 1 unrecorded attempt", page.Items, id)
+	}
+}
