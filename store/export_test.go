@@ -96,3 +96,11 @@ func (s *Store) HoldAside() (release func()) {
 // OnRecordRead runs f when Migrate on s has read which migrations are
 // recorded, before it applies any: where another process may apply some.
 func OnRecordRead(s *Store, f func()) { s.recordRead = f }
+
+// OpenSockets counts the network connections of s, a Store Open made,
+// that are not closed yet.
+func OpenSockets(s *Store) int {
+	s.sockets.mu.Lock()
+	defer s.sockets.mu.Unlock()
+	return len(s.sockets.open)
+}

@@ -57,6 +57,10 @@ type Store struct {
 
 	closeOnce sync.Once
 
+	// sockets are the pool's network connections, which Close ends once
+	// pgx gave up on them; nil for a pool New was given.
+	sockets *sockets
+
 	// aside is held by the one question asked on a connection made beside
 	// an exhausted pool (diagnose): however many calls time out at once,
 	// they add one connection to the database's, not one each.
@@ -151,13 +155,16 @@ func OpenLazy(url string) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
+	socks := trackSockets(cfg)
 	// NewWithConfig makes its connections in the background (those of
 	// pool_min_conns), so it waits for no server.
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open pool: %w", err)
 	}
-	return New(pool), nil
+	s := New(pool)
+	s.sockets = socks
+	return s, nil
 }
 
 // Ping checks that the server answers, connecting when the pool holds no
@@ -399,9 +406,18 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // ("" when the URL leaves it to the server's default).
 func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
 
-// Close closes the pool.
+// Close closes the pool, once the connections in use are released. A
+// Store that Open or OpenLazy made ends at once the connections pgx gave
+// up on, whose statements' calls ended (a call timeout, a stop) and which
+// pgx would otherwise take up to 15 seconds to close when the server or a
+// pooler in front of it does not answer (PgBouncer paused); the pool's
+// idle connections are closed with their goodbye, and those in use are
+// left to their callers.
 func (s *Store) Close() {
 	s.closeOnce.Do(func() { close(s.closed) })
+	if s.sockets != nil {
+		s.sockets.close()
+	}
 	s.pool.Close()
 }
 
