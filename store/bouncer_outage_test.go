@@ -97,3 +97,55 @@ func TestPingOfAPausedBouncer(t *testing.T) {
 		t.Errorf("IsUnreachable = false for %v", err)
 	}
 }
+
+// TestStatementsCutByABouncerRestartAreUnreachable: PgBouncer killed and
+// started again (a crash, a supervisor's restart) breaks the connections
+// through it. pgx says so as "conn closed", for a statement under way and
+// for the statements of a transaction begun before, and that is the
+// database out of reach (IsUnreachable), as its other errors of a broken
+// connection are: a bulk move cut off by it stops and says how far it
+// went, rather than counting every message left as failed.
+func TestStatementsCutByABouncerRestartAreUnreachable(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	b := bouncertest.Start(t, dbURL)
+	ctx := testContext(t)
+	s, err := store.Open(ctx, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan error, 1)
+	go func() {
+		_, err := s.Pool().Exec(ctx, `SELECT pg_sleep(60)`)
+		running <- err
+	}()
+	direct := connect(t, dbURL, "")
+	pgtest.Eventually(t, time.Minute, "the statement to run on the server", func() bool {
+		var n int
+		err := direct.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND state = 'active'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	b.Restart(t)
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s through a restarted PgBouncer succeeded", what)
+		}
+		if !store.IsUnreachable(err) {
+			t.Errorf("%s through a restarted PgBouncer: IsUnreachable = false for %v", what, err)
+		}
+	}
+	check("a statement under way", <-running)
+	_, err = tx.Exec(ctx, `SELECT 2`)
+	check("a statement of a transaction begun before", err)
+	check("the commit of a transaction begun before", tx.Commit(ctx))
+}

@@ -159,9 +159,15 @@ func idleKilled(err error) bool {
 
 // connLost reports whether err says the connection broke (as opposed to the
 // statement failing): the server went away, or told us it is shutting down.
+// pgx says "conn closed" (pgconn.ErrConnClosed) for a statement whose
+// connection broke while it ran (a pooler in front of the server killed or
+// restarted), and for each statement of a transaction on it after.
 func connLost(err error) bool {
 	if pgconn.Timeout(err) {
 		return false // a context deadline, not a dead server
+	}
+	if errors.Is(err, pgconn.ErrConnClosed) {
+		return true
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
