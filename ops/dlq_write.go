@@ -236,14 +236,21 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		again.DryRun = true
 		return DLQRetry{}, explain(err, clearDeadlineHint(again, DLQRetry{}))
 	}
-	if err != nil && (req.DryRun || rep.Retried == 0) {
+	// Under way once its pending audit entry is written: cut off after,
+	// it says how far it went even when that is none.
+	cut := err != nil && startedAudit(ctx) != 0 && cutOff(err)
+	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
 		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
 	// Stopped partway (a cancellation, a lost connection), the messages
-	// moved so far stay moved: the result and the error count them.
+	// moved so far stay moved: the result and the error count them. Cut
+	// off before the first, the error says that none moved and that
+	// nothing was lost.
 	again := req
-	again.Expect = ""
-	err = partlyDone(err, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
+	if rep.Retried > 0 {
+		again.Expect = "" // which the messages moved no longer match
+	}
+	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
 	out = retryResult(rep)
 	out.Expect = rep.Token
 	out.LimitReached = rep.More

@@ -1,12 +1,14 @@
 package ops
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/store"
 )
 
 // PartlyDone is the error of a bulk retry, discard or purge that stopped
@@ -14,7 +16,9 @@ import (
 // its work. What it did stays done: each message moves or goes in its own
 // transaction or batch. The error counts it, so that nobody takes the call
 // for one that did nothing, and the result returned with it, and the
-// audit entry, hold the same counts.
+// audit entry, hold the same counts. A retry by filter cut off before it
+// retried any message is one too, with Done 0: it says that none was
+// retried, that nothing was lost, and that the same call does them all.
 type PartlyDone struct {
 	// Verb is what the call was doing: "retrying", "discarding",
 	// "purging", "running now".
@@ -47,9 +51,10 @@ func (e *PartlyDone) Error() string {
 
 // Left is the limit a call that does the rest takes: the call's limit less
 // what it did, so that the two together keep to the limit asked for; 0
-// for a call without a limit (a purge).
+// for a call without a limit (a purge), and for one that did nothing,
+// whose own limit is left whole.
 func (e *PartlyDone) Left() int64 {
-	if e.Limit == 0 {
+	if e.Limit == 0 || e.Done == 0 {
 		return 0
 	}
 	return e.Limit - e.Done
@@ -66,6 +71,17 @@ func (e *PartlyDone) Stopped() string {
 	if e.Limit > 0 {
 		of = " of up to " + thousands(e.Limit)
 	}
+	if e.Done == 0 {
+		// "stopped before retrying any of up to 100,000 dead messages,
+		// so none was retried and nothing was lost: they stay in their
+		// DLQ"
+		noun := w.nounN
+		if e.Limit == 1 {
+			noun = w.noun1
+		}
+		of += " " + noun
+		return fmt.Sprintf("stopped before %s any%s, so %s", e.Verb, of, w.none)
+	}
 	noun := e.Done
 	if e.Limit > 0 {
 		noun = e.Limit
@@ -78,17 +94,24 @@ func (e *PartlyDone) Stopped() string {
 }
 
 // Rest is the end of a sentence whose start names what to run again: the
-// same call or command "retries the rest".
-func (e *PartlyDone) Rest() string { return partlyWords[e.Verb].rest }
+// same call or command "retries the rest", or "retries them" after a call
+// that did none.
+func (e *PartlyDone) Rest() string {
+	if e.Done == 0 {
+		return partlyWords[e.Verb].all
+	}
+	return partlyWords[e.Verb].rest
+}
 
 // partlyWords word a PartlyDone of each verb: what it handles, what the
-// handled ones are now (of one, of several), and what the same call again
-// does.
-var partlyWords = map[string]struct{ noun1, nounN, stay1, stayN, rest string }{
-	"retrying":    {"dead message", "dead messages", "stays retried", "stay retried", "retries the rest"},
-	"discarding":  {"dead message", "dead messages", "stays discarded", "stay discarded", "discards the rest"},
-	"purging":     {"dead message", "dead messages", "is gone", "are gone", "purges the rest"},
-	"running now": {"retrying message", "retrying messages", "stays visible", "stay visible", "runs the rest now"},
+// handled ones are now (of one, of several), what the same call again
+// does, and, for a call that did none, what that means and what the same
+// call again does.
+var partlyWords = map[string]struct{ noun1, nounN, stay1, stayN, rest, none, all string }{
+	"retrying":    {"dead message", "dead messages", "stays retried", "stay retried", "retries the rest", "none was retried and nothing was lost: they stay in their DLQ", "retries them"},
+	"discarding":  {"dead message", "dead messages", "stays discarded", "stay discarded", "discards the rest", "none was discarded: they stay in their DLQ", "discards them"},
+	"purging":     {"dead message", "dead messages", "is gone", "are gone", "purges the rest", "none is gone: they stay in their DLQ", "purges them"},
+	"running now": {"retrying message", "retrying messages", "stays visible", "stay visible", "runs the rest now", "none was made visible: they stay retrying", "runs them now"},
 }
 
 // next is what to do after a call stopped partway: the same call again,
@@ -129,6 +152,27 @@ func partlyDone(err error, verb string, done, limit int64, again Hint) error {
 		p.Again.Why = p.Rest()
 	}
 	return p
+}
+
+// cutOff reports whether err stopped a call before its end without
+// refusing its work: the database could not be reached or stopped
+// answering (a restart, a pooler killed), or the call was given up at its
+// bound or cancelled. What the call did not reach is as it was.
+func cutOff(err error) bool {
+	return store.IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// partlyDoneOrNone is partlyDone, and for a call cut off (cutOff) once
+// under way (began) before it did anything, a *PartlyDone of none done,
+// whose again is the same call: so that a bulk call cut off says so
+// whether it had done any. A call that never reached the database is
+// no cut one: its error says that nothing was changed.
+func partlyDoneOrNone(err error, began bool, verb string, done, limit int64, again Hint) error {
+	if err == nil || done > 0 || !began || !cutOff(err) {
+		return partlyDone(err, verb, done, limit, again)
+	}
+	again.Why = partlyWords[verb].all
+	return &PartlyDone{Verb: verb, Limit: limit, Err: err, Again: again}
 }
 
 // thousands writes n with commas between groups of three digits, as the

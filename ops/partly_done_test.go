@@ -146,3 +146,19 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		}
 	})
 }
+
+// A bulk retry cut off before it retried any message says so: none was
+// retried and nothing was lost, and the same call, with its own limit,
+// retries them.
+func TestPartlyDoneOfNone(t *testing.T) {
+	t.Parallel()
+	p := &ops.PartlyDone{Verb: "retrying", Limit: 100000, Err: errors.New("the database does not answer"),
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders"}}}
+	want := "the database does not answer: stopped before retrying any of up to 100,000 dead messages, so none was retried and nothing was lost: they stay in their DLQ; the same call again retries them"
+	if got := p.Error(); got != want {
+		t.Errorf("error %q\nwant  %q", got, want)
+	}
+	if p.Left() != 0 {
+		t.Errorf("Left = %d; want 0: the same call keeps its own limit", p.Left())
+	}
+}

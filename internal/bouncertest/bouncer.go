@@ -62,6 +62,13 @@ type Bouncer struct {
 func (b *Bouncer) Restart(tb testing.TB) {
 	tb.Helper()
 	b.Kill(tb)
+	b.StartAgain(tb)
+}
+
+// StartAgain starts pgbouncer again on the same port after Kill, as a
+// supervisor does after a while: until then, connecting to it is refused.
+func (b *Bouncer) StartAgain(tb testing.TB) {
+	tb.Helper()
 	cmd := exec.Command(b.bin, b.args...)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	cmd.SysProcAttr = ownGroup()

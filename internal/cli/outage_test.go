@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
@@ -210,13 +212,28 @@ type cutRetry struct {
 // command retried some of them and before it retried all.
 func cutRetryAll(t *testing.T, more ...string) *cutRetry {
 	t.Helper()
-	return cutRetryAllVia(t, false, more...)
+	return cutRetryAllVia(t, stopServer, more...)
 }
 
-// cutRetryAllVia is cutRetryAll, through PgBouncer when viaBouncer is
-// set: it restarts PgBouncer (killed, and started again at once) in place
-// of stopping the cluster.
-func cutRetryAllVia(t *testing.T, viaBouncer bool, more ...string) *cutRetry {
+// cut is how a test cuts a dlq retry-all off.
+type cut int
+
+const (
+	// stopServer stops the cluster once the command retried some of the
+	// messages.
+	stopServer cut = iota
+	// restartBouncer restarts PgBouncer (killed, and started again at
+	// once) once the command retried some of the messages.
+	restartBouncer
+	// killBouncerBeforeAny kills PgBouncer while the command's first
+	// moves wait, before any committed, ends those moves on the server,
+	// and starts PgBouncer again once the command said it stopped.
+	killBouncerBeforeAny
+)
+
+// cutRetryAllVia is cutRetryAll, cut off as how says: through PgBouncer
+// but for stopServer.
+func cutRetryAllVia(t *testing.T, how cut, more ...string) *cutRetry {
 	t.Helper()
 	ctx := pgtest.Context(t)
 	dir, cluster, st := pgtest.PrivateStore(t)
@@ -225,9 +242,25 @@ func cutRetryAllVia(t *testing.T, viaBouncer bool, more ...string) *cutRetry {
 	pgtest.DeadLetterN(t, st, queue, n, pgtest.DeadSpec{Kind: "charge", Message: "bank down"})
 	url := cluster.URL()
 	var b *bouncertest.Bouncer
-	if viaBouncer {
+	if how != stopServer {
 		b = bouncertest.Start(t, url)
 		url = b.URL()
+	}
+	// Hold the retry: a share lock on the queue's table blocks each move
+	// into it, so that the cut comes mid-command.
+	hold := func() pgx.Tx {
+		tx, err := st.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE pgmq.q_outage IN SHARE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	var tx pgx.Tx
+	if how == killBouncerBeforeAny {
+		tx = hold()
 	}
 	c := &cutRetry{dir: dir, d: db{url: cluster.URL(), env: []string{"DATABASE_URL=" + cluster.URL()}}, n: n,
 		args: append([]string{"dlq", "retry-all", "--queue", queue, "--limit", "100000", "--yes"}, more...), stderr: &pgtest.SyncBuffer{}, exited: make(chan struct{})}
@@ -249,21 +282,38 @@ func cutRetryAllVia(t *testing.T, viaBouncer bool, more ...string) *cutRetry {
 			<-c.exited
 		}
 	})
+	if how == killBouncerBeforeAny {
+		// The moves wait for the lock on the server: none has committed.
+		moves := `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE '%q_outage%'`
+		pgtest.Eventually(t, time.Minute, "the first moves to wait for the lock", func() bool {
+			var waiting int
+			return st.Pool().QueryRow(ctx, moves).Scan(&waiting) == nil && waiting > 0
+		})
+		b.Kill(t)
+		pgtest.Eventually(t, time.Minute, "the command to stop and hold its audit entry", func() bool {
+			return strings.Contains(c.stderr.String(), "could not record an operation in the audit log")
+		})
+		// Ended on the server, the moves under way commit nothing once
+		// the lock is gone.
+		if _, err := st.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE '%q_outage%'`); err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Eventually(t, time.Minute, "the moves under way to end", func() bool {
+			var waiting int
+			return st.Pool().QueryRow(ctx, moves).Scan(&waiting) == nil && waiting == 0
+		})
+		_ = tx.Rollback(context.Background())
+		b.StartAgain(t)
+		return c
+	}
 	pgtest.Eventually(t, time.Minute, "the first messages retried", func() bool { live, _, _ := c.counts(t); return live > 0 })
-	// Hold the retry partway: a share lock on the queue's table blocks
-	// the next move into it, so that the server stops mid-command.
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq.q_outage IN SHARE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	// Hold the retry partway, so that the server stops mid-command.
+	tx = hold()
 	var held int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM pgmq.q_outage`).Scan(&held); err != nil || held >= n {
 		t.Fatalf("the queue holds %d of %d messages when the retry is held (%v); want it held partway", held, n, err)
 	}
-	if b != nil {
+	if how == restartBouncer {
 		b.Restart(t)
 	} else if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -321,9 +371,51 @@ func saysUnavailable(text string) bool {
 // does, and its audit entry, recorded once PgBouncer is back, counts what
 // it retried. The moves under way when PgBouncer died may have committed
 // on the server since, so the queue holds at least what it said.
+//
+// Cut off before it retried any, it says so too: that none was retried,
+// that nothing was lost, that the database is out of reach, and to run
+// the same command again once it answers; it used to say only that the
+// database did not answer, as if it had not started.
 func TestRetryAllCutByABouncerRestart(t *testing.T) {
 	t.Parallel()
-	c := cutRetryAllVia(t, true)
+	t.Run("partway", func(t *testing.T) {
+		t.Parallel()
+		retryAllCutPartwayByABouncerRestart(t)
+	})
+	t.Run("before any", func(t *testing.T) {
+		t.Parallel()
+		c := cutRetryAllVia(t, killBouncerBeforeAny)
+		code := c.exitCode(t)
+		msg := c.stderr.String()
+		if code != 1 {
+			t.Errorf("exit code %d, want 1; stderr:\n%s", code, msg)
+		}
+		for _, want := range []string{
+			"stopped before retrying any of up to 100,000 dead messages, so none was retried and nothing was lost: they stay in their DLQ",
+			"run the same command again once it answers (pgbus health says when): it retries them",
+		} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, msg)
+			}
+		}
+		if !saysUnavailable(msg) {
+			t.Errorf("stderr does not say the database is out of reach:\n%s", msg)
+		}
+		var n, retried int
+		c.d.query(t, `SELECT count(*) OVER (), (result->>'retried')::int FROM pgbus.audit_log WHERE tool = 'dlq_retry' AND NOT pending`, &n, &retried)
+		if n != 1 || retried != 0 {
+			t.Errorf("%d audit entries of the retry, counting %d retried; want one counting none", n, retried)
+		}
+		if live, dead, _ := c.counts(t); live != 0 || dead != c.n {
+			t.Errorf("after PgBouncer was killed: %d in the queue, %d dead; want none retried and all %d dead", live, dead, c.n)
+		}
+	})
+}
+
+// retryAllCutPartwayByABouncerRestart is TestRetryAllCutByABouncerRestart
+// of a retry cut off after it retried some messages.
+func retryAllCutPartwayByABouncerRestart(t *testing.T) {
+	c := cutRetryAllVia(t, restartBouncer)
 	code := c.exitCode(t)
 	msg := c.stderr.String()
 	if code != 1 {
