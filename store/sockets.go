@@ -26,12 +26,13 @@ import (
 // server behind a paused PgBouncer exited 15 seconds after its error or
 // its stop.
 //
-// Once the Store closes, Close ends at once the sockets that hold no live
-// session: those of connections the pool destroyed (given up, or being
-// closed), those of logins not finished, and those of cancel requests,
-// once they sent theirs. A connection whose session is live (one in use,
-// whose caller may be committing, an idle one, which the pool closes with
-// its goodbye, a listener) is left alone: nothing it writes is cut.
+// Once the Store closes, Close ends at once the sockets of connections
+// the pool destroyed (given up, or being closed). A connection whose
+// session is live (one in use, whose caller may be committing, an idle
+// one, which the pool closes with its goodbye, a listener) is left alone:
+// nothing it writes is cut. So are logins under way and cancel requests:
+// PgBouncer 1.18 crashes when a cancel request's connection ends while it
+// handles it.
 type sockets struct {
 	mu      sync.Mutex
 	open    map[*socket]struct{}
@@ -46,11 +47,8 @@ type socket struct {
 	// a cancel request or a login under way); retired once the pool
 	// destroyed the connection: nobody sends a statement on it since.
 	session, retired atomic.Bool
-	// wrote is set once anything was written: a cancel request's is
-	// then sent.
-	wrote     atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
+	closeOnce        sync.Once
+	closeErr         error
 }
 
 // trackSockets makes the connections of cfg tracked by a new set of
@@ -124,15 +122,14 @@ func (set *sockets) add(c net.Conn) *socket {
 	return s
 }
 
-// close marks the set closing and ends the sockets that hold no live
-// session (see sockets); a socket that has written nothing yet (a cancel
-// request just dialed) is ended after its first write.
+// close marks the set closing and ends the sockets of the connections the
+// pool destroyed (see sockets).
 func (set *sockets) close() {
 	set.closing.Store(true)
 	set.mu.Lock()
 	var end []*socket
 	for s := range set.open {
-		if !s.live() && s.wrote.Load() {
+		if s.abandoned() {
 			end = append(end, s)
 		}
 	}
@@ -142,13 +139,12 @@ func (set *sockets) close() {
 	}
 }
 
-// live reports whether s holds a session the pool has not destroyed.
-func (s *socket) live() bool { return s.session.Load() && !s.retired.Load() }
+// abandoned reports whether s holds a session the pool destroyed.
+func (s *socket) abandoned() bool { return s.session.Load() && s.retired.Load() }
 
 func (s *socket) Write(p []byte) (int, error) {
 	n, err := s.Conn.Write(p)
-	s.wrote.Store(true)
-	if s.set.closing.Load() && !s.live() {
+	if s.set.closing.Load() && s.abandoned() {
 		_ = s.Close()
 	}
 	return n, err
