@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // auditRunClass is the first key of the advisory locks AuditRun holds:
@@ -30,8 +26,7 @@ type AuditRun struct {
 	// StartAudit records both with the entry.
 	PID, Key int32
 
-	mu   sync.Mutex
-	conn *pgx.Conn
+	held *heldTx
 }
 
 // HoldAuditRun takes a session for an operation about to run, and
@@ -39,49 +34,24 @@ type AuditRun struct {
 // takes but by chance, is held already. Release it once the operation's
 // outcome is recorded.
 func (s *Store) HoldAuditRun(ctx context.Context) (*AuditRun, error) {
-	ctx, cancel := boundStatement(ctx)
-	defer cancel()
-	pc, err := s.pool.Acquire(ctx)
+	r := &AuditRun{Key: rand.Int32N(1<<31-1) + 1}
+	held, err := s.holdTx(ctx, `SELECT pg_try_advisory_xact_lock_shared($1, $2), pg_backend_pid()`,
+		[]any{int32(auditRunClass), r.Key}, &r.PID)
 	if err != nil {
 		return nil, fmt.Errorf("store: hold a session for the audit log: %w", err)
 	}
-	conn := pc.Hijack()
-	r := &AuditRun{Key: rand.Int32N(1<<31-1) + 1, conn: conn}
-	var won bool
-	_, err = conn.Exec(ctx, `BEGIN ISOLATION LEVEL READ COMMITTED`)
-	if err == nil {
-		_, err = conn.Exec(ctx, keepIdleSQL)
-	}
-	if err == nil {
-		// As electSQL, a simple query: no portal left open with its
-		// snapshot while the transaction sits idle.
-		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock_shared($1, $2), pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol,
-			int32(auditRunClass), r.Key).Scan(&won, &r.PID)
-	}
-	if err != nil || !won {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("store: hold a session for the audit log: %w", err)
-		}
+	if held == nil {
 		return nil, nil
 	}
+	r.held = held
 	return r, nil
 }
 
 // Release ends the session, its lock with it; calling it again, or on a
 // nil AuditRun, does nothing.
 func (r *AuditRun) Release(ctx context.Context) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.conn != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = r.conn.Exec(ctx, `ROLLBACK`)
-		_ = r.conn.Close(ctx)
-		r.conn = nil
+	if r != nil {
+		r.held.release(ctx)
 	}
 }
 
