@@ -21,10 +21,7 @@ func TestBlockOfATripWithoutFailureKeepsThePreviousErrorApart(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
-	id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := pgtest.SendLostClaimKind(t, s, q)
 	show := func(dead int64) *ops.DeadLetter {
 		t.Helper()
 		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: dead})

@@ -59,10 +59,7 @@ func TestHistoryDoesNotFoldFailuresAcrossTrips(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = c.first })
-			id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := pgtest.SendLostClaimKind(t, s, q)
 			dead := trip(t, q, id, 0)
 			pgtest.SetFastSettings(t, s, q, func(set *store.QueueSettings) { set.MaxRetries = c.second })
 			dead = trip(t, q, retry(t, dead), c.lost)

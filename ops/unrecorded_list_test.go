@@ -19,14 +19,6 @@ func TestListCountsUnrecordedAttempts(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
-	send := func(t *testing.T, q string) int64 {
-		t.Helper()
-		id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
 	lose := func(t *testing.T, q string, id int64, n int) {
 		for range n {
 			pgtest.LostClaim(t, s, q, id)
@@ -37,19 +29,21 @@ func TestListCountsUnrecordedAttempts(t *testing.T) {
 		die  func(t *testing.T, q string) int64
 		want int
 	}{
-		{"every attempt failed", func(t *testing.T, q string) int64 { return pgtest.FailUntilDead(t, s, q, send(t, q)) }, 0},
+		{"every attempt failed", func(t *testing.T, q string) int64 {
+			return pgtest.FailUntilDead(t, s, q, pgtest.SendLostClaimKind(t, s, q))
+		}, 0},
 		{"first claim lost", func(t *testing.T, q string) int64 {
-			id := send(t, q)
+			id := pgtest.SendLostClaimKind(t, s, q)
 			lose(t, q, id, 1)
 			return pgtest.FailUntilDead(t, s, q, id)
 		}, 1},
 		{"every claim lost", func(t *testing.T, q string) int64 {
-			id := send(t, q)
+			id := pgtest.SendLostClaimKind(t, s, q)
 			lose(t, q, id, 3)
 			return pgtest.FailUntilDead(t, s, q, id)
 		}, 3},
 		{"second trip's first claim lost", func(t *testing.T, q string) int64 {
-			id := send(t, q)
+			id := pgtest.SendLostClaimKind(t, s, q)
 			lose(t, q, id, 2)
 			out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{pgtest.FailUntilDead(t, s, q, id)}})
 			if err != nil || out.Retried != 1 {
@@ -87,10 +81,7 @@ func TestLiveMessagesCountUnrecordedAttempts(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
-	id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := pgtest.SendLostClaimKind(t, s, q)
 	pgtest.LostClaim(t, s, q, id)
 	got, err := s.Read(ctx, q, time.Minute, 1)
 	if err != nil || len(got) != 1 || got[0].ReadCount != 2 {

@@ -68,10 +68,7 @@ func TestShowCountsUnrecordedAttemptsOfTheLastTripOnly(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
-	id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := pgtest.SendLostClaimKind(t, s, q)
 	first := pgtest.FailUntilDead(t, s, q, id)
 	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: first})
 	if err != nil || len(m.UnrecordedAttempts) != 0 || m.Unrecorded != "" || !slices.Equal(historyAttempts(m), []int{1, 2, 3}) {
@@ -106,10 +103,7 @@ func TestShowOfAMessageWhoseEveryClaimWasLost(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
-	id, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`), Headers: []byte(`{"pgbus_kind": "` + pgtest.LostClaimKind + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := pgtest.SendLostClaimKind(t, s, q)
 	for range 3 {
 		pgtest.LostClaim(t, s, q, id)
 	}

@@ -39,12 +39,20 @@ func LostClaim(tb testing.TB, s *store.Store, queue string, msgID int64) {
 func DeadAfterLostClaim(tb testing.TB, s *store.Store, queue string) (id, dlqID int64) {
 	tb.Helper()
 	SetFastSettings(tb, s, queue, func(set *store.QueueSettings) { set.MaxRetries = 3 })
+	id = SendLostClaimKind(tb, s, queue)
+	LostClaim(tb, s, queue, id)
+	return id, FailUntilDead(tb, s, queue, id)
+}
+
+// SendLostClaimKind sends queue a message of kind LostClaimKind and
+// returns its id.
+func SendLostClaimKind(tb testing.TB, s *store.Store, queue string) int64 {
+	tb.Helper()
 	id, err := s.Send(Context(tb), queue, store.NewMessage{Payload: json.RawMessage(`{}`), Headers: json.RawMessage(`{"pgbus_kind": "` + LostClaimKind + `"}`)})
 	if err != nil {
 		tb.Fatalf("pgtest: send to %s: %v", queue, err)
 	}
-	LostClaim(tb, s, queue, id)
-	return id, FailUntilDead(tb, s, queue, id)
+	return id
 }
 
 // FailUntilDead runs a worker of queue whose handler of LostClaimKind
