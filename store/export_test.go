@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SetAuditPruneBatch makes PruneAudit delete n entries per statement until
@@ -103,4 +105,21 @@ func OpenSockets(s *Store) int {
 	s.sockets.mu.Lock()
 	defer s.sockets.mu.Unlock()
 	return len(s.sockets.open)
+}
+
+// Setting reads the setting name as the store's statements see it: on
+// their own (QueryRow) and, in, as the first statement of a transaction
+// the store begins (BeginTx). Both run under ctx, so under its lock bound
+// when WithLockWait set one.
+func Setting(ctx context.Context, s *Store, name string) (alone, in string, err error) {
+	if err := s.reads.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&alone); err != nil {
+		return "", "", err
+	}
+	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	err = tx.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&in)
+	return alone, in, err
 }

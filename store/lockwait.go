@@ -227,7 +227,9 @@ type lockBoundKey struct{}
 // with SQLSTATE 55P03, which IsLockTimeout tells, rather than holding
 // its connection, which others wait for, until its caller gives up. It
 // is for reads that a person or agent waits on; a transaction that sets
-// its own lock_timeout keeps it. A d of zero or less bounds nothing.
+// its own lock_timeout keeps it. Those transactions also run without JIT
+// compilation (jit off, for themselves alone): see lockBoundBegin. A d of
+// zero or less bounds nothing.
 func WithLockWait(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, lockBoundKey{}, d)
 }
@@ -249,6 +251,12 @@ func IsLockTimeout(err error) bool { return isLockTimeout(err) }
 // without arguments in the simple protocol), so that the bound costs no
 // round trip. A shorter lock_timeout the role or database already has is
 // kept: a DBA who set one wants no longer waits.
+//
+// The same statement turns JIT compilation off for the transaction: the
+// reads bounded so are those a person or agent waits on, and the plans of
+// the larger ones (a summary read from the messages, a page of the audit
+// log) have cost estimates high enough for PostgreSQL to compile them,
+// which took seconds for statements that run in milliseconds.
 func lockBoundBegin(opts pgx.TxOptions, d time.Duration) string {
 	begin := opts.BeginQuery
 	if begin == "" {
@@ -263,7 +271,8 @@ func lockBoundBegin(opts pgx.TxOptions, d time.Duration) string {
 			begin += " " + string(opts.DeferrableMode)
 		}
 	}
-	return fmt.Sprintf(`%s; SELECT pg_catalog.set_config('lock_timeout', CASE WHEN cur.ms > 0 AND cur.ms < %[2]d THEN cur.ms ELSE %[2]d END::text, true)
+	return fmt.Sprintf(`%s; SELECT pg_catalog.set_config('lock_timeout', CASE WHEN cur.ms > 0 AND cur.ms < %[2]d THEN cur.ms ELSE %[2]d END::text, true),
+		pg_catalog.set_config('jit', 'off', true)
 		FROM (SELECT (pg_catalog.date_part('epoch', pg_catalog.current_setting('lock_timeout')::interval) * 1000)::bigint AS ms) cur`,
 		strings.TrimRight(strings.TrimSpace(begin), ";"), max(d.Milliseconds(), 1))
 }
