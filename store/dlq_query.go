@@ -94,6 +94,10 @@ type deadQuery struct {
 	dlqs  []string
 	conds []string
 	args  []any
+	// text is the condition of the filter's text, one of conds, or "".
+	text string
+	// group is the parameter that holds the filter's group key, or "".
+	group string
 }
 
 func (q *deadQuery) arg(v any) string {
@@ -137,9 +141,11 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 	}
 	if f.Group != "" {
 		add(`pgbus.dlq_cause_key(headers, message) = %s::uuid`, f.Group)
+		q.group = fmt.Sprintf("$%d", len(q.args))
 	}
 	if f.Text != "" {
 		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(f.Text)+"%")
+		q.text = q.conds[len(q.conds)-1]
 	}
 	return q, nil
 }

@@ -18,8 +18,9 @@ import (
 
 // Summaries read pgbus.dlq_group_counts, which triggers on every DLQ keep, unless
 // the filter names a time or a text. A filter with Since at the epoch
-// selects every message but makes the summary scan them, so comparing the
-// two compares the maintained counts with the messages themselves.
+// selects every message but makes the summary read them (through each
+// DLQ's index on the group key, or one by one), so comparing the two
+// compares the maintained counts with the messages themselves.
 
 var epoch = time.Unix(0, 0)
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,4 +123,22 @@ func Setting(ctx context.Context, s *Store, name string) (alone, in string, err 
 	defer func() { _ = tx.Rollback(ctx) }()
 	err = tx.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&in)
 	return alone, in, err
+}
+
+// ObserveSummaryScans returns ctx under which summaries record the DLQs
+// they read message by message, and a function that returns them.
+func ObserveSummaryScans(ctx context.Context) (context.Context, func() []string) {
+	p := &summaryProbe{}
+	return context.WithValue(ctx, summaryProbeKey{}, p), func() []string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.scanned)
+	}
+}
+
+// ForceSummaryScan returns ctx under which summaries read every DLQ
+// message by message, as they did before any other way: what the other
+// ways are tested against.
+func ForceSummaryScan(ctx context.Context) context.Context {
+	return context.WithValue(ctx, summaryProbeKey{}, &summaryProbe{scanOnly: true})
 }
