@@ -187,9 +187,10 @@ func dumpSome(gs []store.DeadGroup) string {
 }
 
 // BenchmarkDeadSummaryFiltered compares a summary filtered by time or
-// text read from every message (scan) with one read through each DLQ's
-// index on the group key (index), on 5 DLQs of 1,000 dead messages each,
-// under a lock bound as the operations layer reads them.
+// text, and one broken down by a payload field, read from every message
+// (scan) with one read through each DLQ's index on the group key (index),
+// on 5 DLQs of 1,000 dead messages each, under a lock bound as the
+// operations layer reads them.
 func BenchmarkDeadSummaryFiltered(b *testing.B) {
 	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
 	at := time.Now().Truncate(time.Second)
@@ -203,9 +204,11 @@ func BenchmarkDeadSummaryFiltered(b *testing.B) {
 	filters := []struct {
 		name string
 		f    store.DeadFilter
+		o    store.SummaryOptions
 	}{
-		{"since", store.DeadFilter{Since: at.Add(-20 * 24 * time.Hour)}},
-		{"text", store.DeadFilter{Text: "timeout"}},
+		{"since", store.DeadFilter{Since: at.Add(-20 * 24 * time.Hour)}, store.SummaryOptions{}},
+		{"text", store.DeadFilter{Text: "timeout"}, store.SummaryOptions{}},
+		{"since_by_field", store.DeadFilter{Since: at.Add(-20 * 24 * time.Hour)}, store.SummaryOptions{ByField: []string{"tenant"}}},
 	}
 	for _, f := range filters {
 		for _, way := range []string{"scan", "index"} {
@@ -216,7 +219,7 @@ func BenchmarkDeadSummaryFiltered(b *testing.B) {
 				}
 				var groups int
 				for b.Loop() {
-					sum, err := s.SummarizeDeadReport(ctx, f.f)
+					sum, err := s.SummarizeDeadWith(ctx, f.f, f.o)
 					if err != nil {
 						b.Fatal(err)
 					}
