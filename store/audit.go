@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -213,21 +214,8 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 	if after != nil {
 		before, mark = after.I, after.H
 	}
-	var since *time.Time
-	if !f.Since.IsZero() {
-		since = &f.Since
-	}
-	// A pending entry another completes is left out: the one that
-	// completes it says what was asked and what came of it. On a later
-	// page, only by a completion the first page could see (at or below
-	// its mark): one written since is above every page, and without its
-	// pending entry the operation would be on none.
-	rows, err := s.reads.Query(ctx, `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending,
-			coalesce(run_pid, 0), coalesce(run_key, 0), (SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
-		WHERE id < $1 AND ($2 = '' OR tool = $2) AND ($3 = '' OR client = $3)
-			AND NOT (tool = ANY($5::text[])) AND ($6::timestamptz IS NULL OR at >= $6)
-			AND NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id AND ($7::bigint = 0 OR c.id <= $7)))
-		ORDER BY id DESC LIMIT $4`, before, f.Tool, f.Client, limit+1, append([]string{}, f.ExceptTools...), since, mark)
+	sql, args := auditListSQL(f, before, mark, limit)
+	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {
 		return AuditPage{}, fmt.Errorf("store: list audit entries: %w", err)
 	}
@@ -256,6 +244,44 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 		page.NextCursor = encodeAuditCursor(key, last.At, last.ID, fp, f.Clock, mark)
 	}
 	return page, nil
+}
+
+// auditListSQL is the statement of one page of ListAudit and its
+// arguments: entries below id before, at most limit+1 of them, with the
+// first page's mark (0 on the first page). Its WHERE clause names only the
+// filters given, so that each shape of filter is planned for itself, a
+// cached statement's generic plan included: a tool or a client walks its
+// own index on (tool, id) or (client, id), newest first, rather than the
+// whole log by id, and a time its index on at.
+func auditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) {
+	args := []any{before, limit + 1, mark}
+	where := []string{"id < $1"}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Tool != "" {
+		add("tool = $%d", f.Tool)
+	}
+	if f.Client != "" {
+		add("client = $%d", f.Client)
+	}
+	if len(f.ExceptTools) > 0 {
+		add("NOT (tool = ANY($%d::text[]))", append([]string{}, f.ExceptTools...))
+	}
+	if !f.Since.IsZero() {
+		add("at >= $%d", f.Since)
+	}
+	// A pending entry another completes is left out: the one that
+	// completes it says what was asked and what came of it. On a later
+	// page, only by a completion the first page could see (at or below
+	// its mark, $3): one written since is above every page, and without
+	// its pending entry the operation would be on none.
+	where = append(where, "NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id AND ($3::bigint = 0 OR c.id <= $3)))")
+	return `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending,
+			coalesce(run_pid, 0), coalesce(run_key, 0), (SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
+		WHERE ` + strings.Join(where, "\n\t\t\tAND ") + `
+		ORDER BY id DESC LIMIT $2`, args
 }
 
 // encodeAuditCursor is encodeDeadCursor for a cursor of ListAudit, with

@@ -142,3 +142,9 @@ func ObserveSummaryScans(ctx context.Context) (context.Context, func() []string)
 func ForceSummaryScan(ctx context.Context) context.Context {
 	return context.WithValue(ctx, summaryProbeKey{}, &summaryProbe{scanOnly: true})
 }
+
+// AuditListSQL is the statement of one page of ListAudit, and its
+// arguments, for a test of its plan.
+func AuditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) {
+	return auditListSQL(f, before, mark, limit)
+}
