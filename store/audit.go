@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -248,13 +249,19 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, cursor string, lim
 
 // auditListSQL is the statement of one page of ListAudit and its
 // arguments: entries below id before, at most limit+1 of them, with the
-// first page's mark (0 on the first page). Its WHERE clause names only the
+// first page's mark (0 on the first page itself). Its WHERE clause names only the
 // filters given, so that each shape of filter is planned for itself, a
 // cached statement's generic plan included: a tool or a client walks its
 // own index on (tool, id) or (client, id), newest first, rather than the
 // whole log by id, and a time its index on at.
 func auditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) {
-	args := []any{before, limit + 1, mark}
+	// The completions a page sees: those at or below the first page's
+	// mark, any on the first page itself.
+	seen := mark
+	if seen == 0 {
+		seen = math.MaxInt64
+	}
+	args := []any{before, limit + 1, seen}
 	where := []string{"id < $1"}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -276,8 +283,12 @@ func auditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) 
 	// completes it says what was asked and what came of it. On a later
 	// page, only by a completion the first page could see (at or below
 	// its mark, $3): one written since is above every page, and without
-	// its pending entry the operation would be on none.
-	where = append(where, "NOT (pending AND EXISTS (SELECT FROM pgbus.audit_log c WHERE c.completes = a.id AND ($3::bigint = 0 OR c.id <= $3)))")
+	// its pending entry the operation would be on none. The first
+	// completion is a scalar subquery, looked up per pending entry through
+	// the index on completes: an EXISTS the planner may hash, reading the
+	// whole log on every page. An entry nothing completes has none (NULL),
+	// and stays.
+	where = append(where, "(NOT pending OR NOT coalesce((SELECT min(c.id) FROM pgbus.audit_log c WHERE c.completes = a.id) <= $3::bigint, false))")
 	return `SELECT id, at, client, transport, principal, tool, arguments, result, is_error, pending,
 			coalesce(run_pid, 0), coalesce(run_key, 0), (SELECT max(id) FROM pgbus.audit_log) FROM pgbus.audit_log a
 		WHERE ` + strings.Join(where, "\n\t\t\tAND ") + `

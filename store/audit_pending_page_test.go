@@ -87,3 +87,75 @@ func TestAuditPagesKeepAnOperationCompletedBetweenThem(t *testing.T) {
 		t.Fatalf("later pages: %+v; want the discard that ended between the pages once, and the completed retry once", seen)
 	}
 }
+
+// An operation whose pending entry nothing completes (its process was
+// stopped before it recorded the outcome) is on the page its entry falls
+// on, the first or a later one, as not finished; one completed shows by
+// its completion alone.
+func TestAuditPagesKeepPendingEntriesNeverCompleted(t *testing.T) {
+	t.Parallel()
+	s := pgtest.Store(t)
+	ctx := testContext(t)
+	client := pgtest.Name("never")
+	f := store.AuditFilter{Client: client}
+	entry := func(tool string) store.AuditEntry {
+		return store.AuditEntry{Client: client, Tool: tool, Arguments: json.RawMessage(`{}`), Result: json.RawMessage(`{}`)}
+	}
+	start := func(tool string) int64 {
+		t.Helper()
+		id, err := s.StartAudit(ctx, entry(tool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	record := func(e store.AuditEntry) {
+		t.Helper()
+		if err := s.RecordAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := map[int64]bool{}
+	for i := 0; i < 3; i++ {
+		stopped[start("dlq_discard")] = true
+		record(entry("queue_pause"))
+		record(entry("queue_resume"))
+	}
+	done := start("dlq_retry")
+	finished := entry("dlq_retry")
+	finished.Completes = done
+	record(finished)
+	stopped[start("dlq_purge")] = true // the newest, on the first page
+
+	seen := map[int64]int{}
+	var pages, retries int
+	for cursor := ""; ; pages++ {
+		page, err := s.ListAudit(ctx, f, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Items {
+			seen[e.ID]++
+			if e.Tool == "dlq_retry" {
+				retries++
+				if e.Pending {
+					t.Errorf("the retry completed shows by its pending entry %d", e.ID)
+				}
+			}
+			if stopped[e.ID] != e.Pending {
+				t.Errorf("entry %d (%s) pending %v; want %v", e.ID, e.Tool, e.Pending, stopped[e.ID])
+			}
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	for id := range stopped {
+		if seen[id] != 1 {
+			t.Errorf("pending entry %d never completed is listed %d times over %d pages; want once", id, seen[id], pages+1)
+		}
+	}
+	if retries != 1 || pages < 3 {
+		t.Errorf("the retry listed %d times over %d pages; want once, over at least 4 pages", retries, pages+1)
+	}
+}

@@ -105,3 +105,37 @@ func sqlLiteral(t *testing.T, a any) string {
 	t.Fatalf("no SQL literal for %T", a)
 	return ""
 }
+
+// A later page of the audit log (one given the first page's mark) looks up
+// the completion of each pending entry it reads through the index on
+// completes, one entry at a time: a subquery the planner may hash read the
+// whole log into a hash table on every page instead (a second a page on a
+// log of 250,000 entries).
+func TestAuditLaterPagesLookUpCompletionsByIndex(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	pgtest.OpenStore(t, url)
+	conn := connect(t, url, "")
+	// A log left by retention: many operations, each a pending entry and
+	// the entry that completes it, and others of one entry.
+	if _, err := conn.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, pending)
+		SELECT 'client' || (i % 3), 'tool' || (i % 4), i % 2 = 0 FROM generate_series(1, 40000) i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO pgbus.audit_log (client, tool, completes)
+		SELECT client, tool, id FROM pgbus.audit_log WHERE pending AND id % 10 <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE pgbus.audit_log`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []store.AuditFilter{{}, {Client: "client1"}, {ExceptTools: []string{"tool1"}}} {
+		for _, mode := range []string{"auto", "force_generic_plan"} {
+			plan := auditPlan(t, conn, mode, f, 60000)
+			if strings.Contains(plan, "hashed SubPlan") || strings.Contains(plan, "Seq Scan") {
+				t.Errorf("filter %+v, plan_cache_mode %s: a later page's plan scans the log:\n%s", f, mode, plan)
+			}
+		}
+	}
+}
