@@ -1053,6 +1053,7 @@ func (c *Client) retention(ctx context.Context) error {
 			"role", c.store.User(), "older_than", c.cfg.AuditRetention)
 	}
 	c.logQueuesKept(rep.QueuesKept)
+	c.logStepsFailed(rep.StepsFailed)
 	if err != nil && ctx.Err() == nil && unanswered(err) {
 		// The statement given up began a timeout ago, its bound.
 		c.gaveUp(time.Now().Add(-c.cfg.DatabaseCallTimeout), err)

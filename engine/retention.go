@@ -85,3 +85,25 @@ func (c *Client) logPruned(rep store.RetentionReport) {
 	count("dead_counts_folded", rep.DeadCountsFolded)
 	c.log.Info("pgbus: retention pruned old rows", attrs...)
 }
+
+// logStepsFailed says which steps of a retention pass failed while the
+// database answered (the pass went on with the others): a step cut off by
+// the database call timeout is a step too long for it, as a first prune
+// of a large backlog, not a database that does not answer, and is no
+// outage; a refusal that says the database cannot serve (read-only, full,
+// crowded) is one, told as the other calls tell it.
+func (c *Client) logStepsFailed(failed []store.RetentionStepFailure) {
+	for _, f := range failed {
+		if unanswered(f.Err) {
+			c.log.Warn("pgbus: a retention step ran past the database call timeout and was cut off; the database answers, so this is no outage: "+
+				"the pass went on with its other steps, and the next pass tries this one again, going on from the batches this one finished",
+				"step", f.Step, "timeout", c.cfg.DatabaseCallTimeout, "err", f.Err)
+			continue
+		}
+		if c.outage.failed(f.Err) {
+			continue
+		}
+		c.log.Warn(c.advised("pgbus: a retention step failed; the pass went on with its other steps, and the next pass tries this one again", f.Err),
+			"step", f.Step, "err", f.Err)
+	}
+}

@@ -129,3 +129,51 @@ func TestRetentionLogsWhatItPruned(t *testing.T) {
 		t.Fatalf("a pass that pruned nothing logged:\n%s", strings.TrimPrefix(again, out))
 	}
 }
+
+// A retention step that runs past the database call timeout (here the
+// counters' prune, waiting for a lock another transaction holds, as a
+// delete of a large backlog in one statement ran past it) is told as a
+// step too long, not as a database that does not answer, and the pass
+// prunes what comes after it: it used to log an outage and skip the rest
+// of the pass, every pass.
+func TestRetentionStepPastTheCallTimeoutIsNoOutage(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every row
+	ctx := testContext(t)
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "old", Hostname: "h", PID: 1, Queues: []string{"q"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = 'old';
+		INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'gone', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgbus.stats_minute IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	q := pgtest.Name("q")
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.RetentionInterval = 24 * time.Hour // the pass as it starts
+		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
+	pgtest.Start(t, c)
+	pgtest.Eventually(t, 30*time.Second, "the old worker row pruned after the counters' step", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pgbus.workers WHERE id = 'old'`) == 0
+	})
+	pgtest.Eventually(t, 30*time.Second, "the step said", func() bool { return strings.Contains(logs.String(), "retention step ran past") })
+	out := logs.String()
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "step=counters") ||
+		strings.Contains(out, "does not answer") || strings.Contains(out, "background task failed") {
+		t.Fatalf("want a warning naming the counters' step, and no outage; log:\n%s", out)
+	}
+}

@@ -148,3 +148,11 @@ func ForceSummaryScan(ctx context.Context) context.Context {
 func AuditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) {
 	return auditListSQL(f, before, mark, limit)
 }
+
+// SetStatsPruneBatch makes retention delete n counters per statement until
+// the test ends. A test that changes it does not run in parallel.
+func SetStatsPruneBatch(tb testing.TB, n int) {
+	old := statsPruneBatch
+	statsPruneBatch = n
+	tb.Cleanup(func() { statsPruneBatch = old })
+}

@@ -86,6 +86,23 @@ type RetentionReport struct {
 	// pass may prune them, while the pass prunes the other queues and the
 	// rest.
 	QueuesKept []QueueKept `json:"queues_kept,omitempty"`
+	// StepsFailed are the steps of the pass that failed while the
+	// database went on answering: a statement cut off by its bound
+	// (WithStatementTimeout), or a refusal. The pass went on with its
+	// other steps; a later pass tries them again, a batched one from where
+	// it stopped, since its batches before the failure stay done.
+	StepsFailed []RetentionStepFailure `json:"steps_failed,omitempty"`
+}
+
+// RetentionStepFailure is a step of a retention pass that failed while
+// the database answered (RetentionReport.StepsFailed).
+type RetentionStepFailure struct {
+	// Step says what the step prunes: "counters", "worker rows", the
+	// archive of a queue.
+	Step string `json:"step"`
+	// Err is why it failed: context.DeadlineExceeded for a statement
+	// that ran past its bound, or the database's refusal.
+	Err error `json:"-"`
 }
 
 // QueueKept is a queue a retention pass passed over, and why.
@@ -135,6 +152,50 @@ func pruneLockWait(ctx context.Context) time.Duration {
 // StatsRetention is how long per-minute counters and the rows of stopped or
 // vanished worker processes are kept.
 const StatsRetention = 7 * 24 * time.Hour
+
+// statsPruneBatch is how many counters one statement of pruneStats
+// deletes. A variable so that tests can lower it.
+var statsPruneBatch = 50000
+
+// pruneStats deletes, oldest first and in batches, the per-minute counters
+// older than olderThan, and returns how many went. Each batch is a
+// statement (and a transaction) of its own, bounded on its own, so that a
+// backlog of millions (a year of counters, as before retention ran) goes
+// over several batches, each well within a database call's bound, rather
+// than in one statement that runs past it on every pass. Each batch picks
+// its rows through the index on minute from the minute the last batch
+// ended at (the entries of rows deleted before it stay in the index until
+// vacuum), and deletes them by their ctid, checking their age again.
+func (s *Store) pruneStats(ctx context.Context, olderThan time.Duration) (int64, error) {
+	var total int64
+	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for {
+		var picked, deleted int64
+		if err := s.db.QueryRow(ctx, pruneStatsSQL, olderThan.Microseconds(), statsPruneBatch, from).Scan(&picked, &deleted, &from); err != nil {
+			return total, fmt.Errorf("store: retention: prune counters: %w", err)
+		}
+		total += deleted
+		if picked < int64(statsPruneBatch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneStatsSQL is one batch of pruneStats: $1 the age in microseconds,
+// $2 the batch size, $3 the minute the last batch ended at (rows of that
+// minute not yet deleted are picked again). It returns how many rows it
+// picked, how many went, and where the next batch starts.
+const pruneStatsSQL = `WITH pick AS MATERIALIZED (
+		SELECT ctid, minute FROM pgbus.stats_minute
+		WHERE minute < now() - $1 * interval '1 microsecond' AND minute >= $3
+		ORDER BY minute LIMIT $2
+	), d AS (
+		DELETE FROM pgbus.stats_minute WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick))
+			AND minute < now() - $1 * interval '1 microsecond'
+		RETURNING 1
+	)
+	SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d),
+		coalesce((SELECT max(minute) FROM pick), $3)`
 
 // PruneArchived deletes, in batches, the rows of a queue's archive archived
 // longer ago than olderThan, with their failure history. It returns how many
@@ -245,8 +306,11 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // StatsRetention, and folds the DLQ group counts' pending deltas
 // (FoldDeadCounts). A queue its role may not prune, or whose tables
 // another transaction holds locked past retentionLockWait, is passed over
-// and listed in QueuesKept. One process at a time does it: the others find the
-// lock taken and return with Ran false.
+// and listed in QueuesKept. A step that fails while the database answers
+// (a statement past its bound, a refusal) is listed in StepsFailed, and the
+// pass goes on with the others; it returns an error only when it cannot go
+// on: the database does not answer, or ctx is done. One process at a time
+// does it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Duration) (RetentionReport, error) {
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
 	turn, err := s.TryRetentionTurn(ctx)
@@ -293,21 +357,29 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 			// One queue the pass may not prune keeps its rows; the others,
 			// and the rest of the pass, are pruned all the same.
 			kept, err := s.keptQueue(ctx, q.Name, err)
-			if err != nil {
+			if err = s.stepFailed(ctx, &rep, "the archive of "+q.Name, err); err != nil {
 				return rep, err
 			}
-			rep.QueuesKept = append(rep.QueuesKept, kept)
+			if kept.Queue != "" {
+				rep.QueuesKept = append(rep.QueuesKept, kept)
+			}
 		}
 	}
+	// The steps below are independent: one that fails while the database
+	// answers (a statement past its bound, a refusal) is recorded in
+	// StepsFailed and the pass goes on with the next; one that fails
+	// because the database does not answer ends the pass.
+	//
 	// The keys of queues whose tables are gone (dropped outside pgbus,
 	// which leaves them) have no message left to keep them.
 	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys
 		WHERE created_at < now() - $1 * interval '1 microsecond' AND queue_name <> ALL($2)`, longest.Microseconds(), listed)
-	if err != nil {
+	rep.KeysDeleted += tag.RowsAffected()
+	if err = s.stepFailed(ctx, &rep, "idempotency keys of dropped queues", err); err != nil {
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
-	rep.KeysDeleted += tag.RowsAffected()
-	if rep.FailuresDeleted, err = s.pruneGoneFailures(ctx, batch); err != nil {
+	rep.FailuresDeleted, err = s.pruneGoneFailures(ctx, batch)
+	if err = s.stepFailed(ctx, &rep, "failure history of dropped queues", err); err != nil {
 		return rep, err
 	}
 	if auditAge > 0 {
@@ -315,30 +387,57 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		if IsPermissionDenied(err) {
 			rep.AuditKept, err = true, nil
 		}
-		if err != nil {
+		if err = s.stepFailed(ctx, &rep, "audit entries", err); err != nil {
 			return rep, err
 		}
 	}
-	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE minute < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
-		return rep, fmt.Errorf("store: retention: prune counters: %w", err)
-	}
-	rep.StatsDeleted = tag.RowsAffected()
-	if rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention); err != nil {
+	rep.StatsDeleted, err = s.pruneStats(ctx, StatsRetention)
+	if err = s.stepFailed(ctx, &rep, "counters", err); err != nil {
 		return rep, err
 	}
-	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breaker_users WHERE seen_at < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds()); err != nil {
+	rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention)
+	if err = s.stepFailed(ctx, &rep, "worker rows", err); err != nil {
+		return rep, err
+	}
+	tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breaker_users WHERE seen_at < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds())
+	rep.BreakerUsersDeleted = tag.RowsAffected()
+	if err = s.stepFailed(ctx, &rep, "circuit breaker users", err); err != nil {
 		return rep, fmt.Errorf("store: retention: prune circuit breaker users: %w", err)
 	}
-	rep.BreakerUsersDeleted = tag.RowsAffected()
-	if tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breakers b
+	tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breakers b
 		WHERE b.updated_at < now() - $1 * interval '1 microsecond'
 		  AND (b.last_success_at IS NULL OR b.last_success_at < now() - $1 * interval '1 microsecond')
-		  AND NOT EXISTS (SELECT 1 FROM pgbus.circuit_breaker_users u WHERE u.breaker = b.name)`, StatsRetention.Microseconds()); err != nil {
+		  AND NOT EXISTS (SELECT 1 FROM pgbus.circuit_breaker_users u WHERE u.breaker = b.name)`, StatsRetention.Microseconds())
+	rep.BreakersDeleted = tag.RowsAffected()
+	if err = s.stepFailed(ctx, &rep, "circuit breakers without users", err); err != nil {
 		return rep, fmt.Errorf("store: retention: prune circuit breakers without users: %w", err)
 	}
-	rep.BreakersDeleted = tag.RowsAffected()
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
-	return rep, err
+	return rep, s.stepFailed(ctx, &rep, "DLQ group counts", err)
+}
+
+// stepFailed records in rep the failure err of step of a retention pass
+// and returns nil, so that the pass goes on, when the database still
+// answers (a statement that ran past its bound on a large backlog, a
+// refusal of one table); it returns err, which ends the pass, when the
+// database does not answer (a check of it gets no answer either) or the
+// pass's caller gave up. A nil err is no failure.
+func (s *Store) stepFailed(ctx context.Context, rep *RetentionReport, step string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil || IsUnreachable(err) || !s.answers(ctx) {
+		return err
+	}
+	rep.StepsFailed = append(rep.StepsFailed, RetentionStepFailure{Step: step, Err: err})
+	return nil
+}
+
+// answers reports whether the database answers a statement within the
+// bound of ctx's statements.
+func (s *Store) answers(ctx context.Context) bool {
+	_, err := s.db.Exec(ctx, `SELECT 1`)
+	return err == nil
 }
 
 // keptQueue is physical queue queue passed over by a retention pass whose

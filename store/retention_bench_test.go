@@ -180,3 +180,46 @@ func fillFailures(b *testing.B, s *store.Store, gone, kept string, n int) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkPruneCounters measures a retention pass over n per-minute
+// counters past StatsRetention (40 queues' minutes) and n/10 recent ones
+// that stay, deleted in batches of 50,000 statements, each bounded on its
+// own as the engine bounds them. It reports counters pruned per second.
+func BenchmarkPruneCounters(b *testing.B) {
+	for _, n := range []int{200_000, 600_000} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			s := pgtest.OpenStore(b, pgtest.NewDatabase(b)) // a database of its own: retention prunes every counter
+			ctx := testContext(b)
+			var elapsed time.Duration
+			pruned := 0
+			for b.Loop() {
+				b.StopTimer()
+				if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded)
+					SELECT date_trunc('minute', now()) - interval '8 days' - (i / 40) * interval '1 minute', 'svc' || (i % 40), '', 1
+					FROM generate_series(0, $1 - 1) i
+					UNION ALL
+					SELECT date_trunc('minute', now()) - (i / 40) * interval '1 minute', 'svc' || (i % 40), '', 1
+					FROM generate_series(0, $1 / 10 - 1) i`, n); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Pool().Exec(ctx, `ANALYZE pgbus.stats_minute`); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				rep, err := s.RunRetention(store.WithStatementTimeout(ctx, time.Minute), 1000, 0)
+				elapsed += time.Since(start)
+				b.StopTimer()
+				if err != nil || rep.StatsDeleted != int64(n) || len(rep.StepsFailed) != 0 {
+					b.Fatalf("retention: %+v, %v; want %d counters pruned", rep, err, n)
+				}
+				pruned += n
+				if _, err := s.Pool().Exec(ctx, `TRUNCATE pgbus.stats_minute`); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(pruned)/elapsed.Seconds(), "counters/s")
+		})
+	}
+}

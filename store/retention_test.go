@@ -665,3 +665,70 @@ func TestRetentionSkipsLockedArchiveRows(t *testing.T) {
 		t.Fatal("the locked row went")
 	}
 }
+
+// Retention deletes old counters in batches, every one of them whatever
+// the batch size (ties of one minute across two batches included), and
+// keeps those within StatsRetention.
+func TestRetentionPrunesOldCountersInBatches(t *testing.T) {
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every counter
+	ctx := testContext(t)
+	store.SetStatsPruneBatch(t, 4)
+	// 3 queues' counters of 10 minutes 8 days ago (30 rows, minutes shared
+	// by 3 rows each, so that batches of 4 end within a minute), and one
+	// counter 6 days ago and one now.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded)
+		SELECT date_trunc('minute', now()) - interval '8 days' - m * interval '1 minute', 'q' || q, '', 1
+		FROM generate_series(1, 10) m, generate_series(1, 3) q
+		UNION ALL SELECT date_trunc('minute', now()) - interval '6 days', 'young', '', 1
+		UNION ALL SELECT date_trunc('minute', now()), 'new', '', 1`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.RunRetention(ctx, 100, 0)
+	if err != nil || !rep.Ran || rep.StatsDeleted != 30 || len(rep.StepsFailed) != 0 {
+		t.Fatalf("retention = %+v, %v; want the 30 counters older than 7 days deleted", rep, err)
+	}
+	var left string
+	if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(queue_name, ' ' ORDER BY minute), '') FROM pgbus.stats_minute`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != "young new" {
+		t.Fatalf("counters left after retention: %q; want those of 6 days ago and now", left)
+	}
+}
+
+// A step of retention that runs past its statement's bound (here the
+// counters' prune, waiting for a lock another transaction holds, as a
+// delete of millions of rows in one statement ran past it) is listed as
+// failed, and the pass goes on with its other steps: worker rows, circuit
+// breakers and the DLQ counts' deltas are pruned all the same. It used to
+// end the pass, every pass.
+func TestRetentionGoesOnPastAStepThatTimesOut(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every row
+	ctx := testContext(t)
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "old", Hostname: "h", PID: 1, Queues: []string{"q"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = 'old';
+		INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'gone', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgbus.stats_minute IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.RunRetention(store.WithStatementTimeout(ctx, time.Second), 100, 0)
+	if err != nil || !rep.Ran {
+		t.Fatalf("retention = %+v, %v; want the pass run to its end", rep, err)
+	}
+	if len(rep.StepsFailed) != 1 || rep.StepsFailed[0].Step != "counters" || !errors.Is(rep.StepsFailed[0].Err, context.DeadlineExceeded) {
+		t.Fatalf("steps failed: %+v; want the counters' prune, past its bound", rep.StepsFailed)
+	}
+	if rep.WorkersDeleted != 1 {
+		t.Fatalf("retention = %+v; want the old worker row pruned after the counters' step", rep)
+	}
+}
