@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // QueueInfo describes one physical PGMQ queue, as pgmq.meta lists it.
@@ -327,7 +328,10 @@ func dlqFilterStatsSQL(dlq string) string {
 }
 
 // DropQueue drops queue name and its dead-letter queue, messages and archives
-// included. Dropping a queue that does not exist is ErrNotFound.
+// included. Dropping a queue that does not exist is ErrNotFound. Its
+// per-minute counters are deleted once the drop committed, in batches: an
+// error then says the queue was dropped, and which counters stay until
+// retention.
 func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
@@ -336,6 +340,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	var droppedAt time.Time
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if err := lockNames(ctx, tx, "drop", queueLocks(name)...); err != nil {
 			return err
@@ -355,10 +360,6 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 			}
 			found = found || dropped
 		}
-		// Counters go too, so a queue made again under the name starts at zero.
-		if _, err := tx.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE queue_name = $1`, name); err != nil {
-			return fmt.Errorf("store: drop queue %q: counters: %w", name, err)
-		}
 		tag, err := tx.Exec(ctx, `DELETE FROM pgbus.queues WHERE queue_name = $1`, name)
 		if err != nil {
 			return fmt.Errorf("store: drop queue %q: unregister: %w", name, err)
@@ -366,10 +367,48 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		if !found && tag.RowsAffected() == 0 {
 			return notFoundf("queue %q does not exist", name)
 		}
-		return nil
+		return tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&droppedAt)
 	})
 	s.tables.Clear() // sub-queues included; the cache refills on use
-	return err
+	if err != nil {
+		return err
+	}
+	// Counters go too, so that a queue made again under the name starts
+	// at zero: after the drop committed, so that its tables' exclusive
+	// locks, which every read of the queues waits for, are not held while
+	// a long history of counters goes.
+	if err := s.deleteCountersOf(ctx, name, droppedAt); err != nil {
+		return fmt.Errorf("store: queue %q dropped, but not all its per-minute counters deleted (retention deletes the rest after %s): %w",
+			name, StatsRetention, err)
+	}
+	return nil
+}
+
+// deleteCountersOf deletes, in batches of statsPruneBatch, the per-minute
+// counters of queue name up to the instant it was dropped: those of a
+// queue made again under the name since are its own. Each batch is a
+// statement of its own, which picks its rows along the counters' primary
+// key (queue_name, minute, kind) from the minute the last batch ended at,
+// and deletes them by their ctid.
+func (s *Store) deleteCountersOf(ctx context.Context, name string, droppedAt time.Time) error {
+	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for {
+		var picked int64
+		if err := s.db.QueryRow(ctx, `WITH pick AS MATERIALIZED (
+				SELECT ctid, minute FROM pgbus.stats_minute
+				WHERE queue_name = $1 AND minute <= $2 AND minute >= $4
+				ORDER BY minute LIMIT $3
+			), d AS (
+				DELETE FROM pgbus.stats_minute WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick)) AND queue_name = $1 AND minute <= $2
+			)
+			SELECT (SELECT count(*) FROM pick), coalesce((SELECT max(minute) FROM pick), $4)`,
+			name, droppedAt, statsPruneBatch, from).Scan(&picked, &from); err != nil {
+			return err
+		}
+		if picked < int64(statsPruneBatch) {
+			return nil
+		}
+	}
 }
 
 func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
