@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,5 +118,41 @@ func TestDepthOfLargePartitionedQueueIsEstimated(t *testing.T) {
 	st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{})
 	if err != nil || len(st) != 1 || !st[0].Estimated || st[0].Depth != 25 || st[0].Visible != 24 || st[0].InFlight != 1 {
 		t.Fatalf("stats = %+v, %v; want 25 = 24 ready + 1 in flight, estimated", st, err)
+	}
+}
+
+// An archive of more than ArchiveExactCountLimit rows is not counted at
+// each read of the queues (a year of archives, a second a read): its count
+// is the statistics system's, or the planner's (pg_class.reltuples) where
+// the statistics system has none, as after its counters were reset, and
+// says it is an estimate, while the queue's own table is still counted.
+func TestLargeArchivesAreEstimated(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	const n = store.ArchiveExactCountLimit + 20_000
+	exec(t, s, `INSERT INTO pgmq."a_`+q+`" (msg_id, read_ct, enqueued_at, archived_at, vt, message)
+		SELECT g, 1, now(), now(), now(), '{}' FROM generate_series(1, `+strconv.Itoa(n)+`) g`)
+	if _, err := s.SendBatch(ctx, q, msgs(3)); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.SettleRowStats(t, s, "pgmq.q_"+q, "pgmq.a_"+q)
+	exec(t, s, `ANALYZE pgmq."a_`+q+`"`) // the planner's estimate too
+	stats := func() store.QueueStats {
+		t.Helper()
+		st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{Archive: true})
+		if err != nil || len(st) != 1 {
+			t.Fatalf("stats = %+v, %v", st, err)
+		}
+		return st[0]
+	}
+	near := func(got int64) bool { return got > n*95/100 && got < n*105/100 }
+	if st := stats(); !st.ArchivedEstimated || !near(st.Archived) || st.Estimated || st.Depth != 3 {
+		t.Fatalf("stats = %+v; want about %d archived, estimated, and the depth of 3 counted", st, n)
+	}
+	exec(t, s, `SELECT pg_stat_reset_single_table_counters('pgmq."a_`+q+`"'::regclass)`)
+	if st := stats(); !st.ArchivedEstimated || !near(st.Archived) {
+		t.Fatalf("stats with the archive's statistics reset = %+v; want about %d archived, the planner's estimate", st, n)
 	}
 }

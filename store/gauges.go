@@ -128,7 +128,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 				missing[i]++
 			default:
 				add(depthArm{queue: i, level: level, table: p, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive,
-					live: s.beyondExact(st.live), archived: s.beyondExact(st.archived)})
+					live: s.beyondExact(st.live), archived: s.beyondArchiveExact(st.archived)})
 			}
 		}
 		if st := states[rd.dlqOf(q)]; st.counted != nil {
@@ -194,16 +194,35 @@ func (s *Store) queuesToRead(ctx context.Context, only string) (queues []string,
 // second or so (QueueDepth.Estimated).
 const ExactCountLimit = 1_000_000
 
+// ArchiveExactCountLimit is how many rows an archive may hold for a read
+// of the queues' stats to count them. An archive only grows until
+// retention, and its count only says how much is kept: counted row by row,
+// the archives of a few dozen busy queues took a second a read (3,100,000
+// rows). A larger archive's rows are the statistics system's count, or the
+// planner's estimate (pg_class.reltuples) where the statistics system has
+// none (QueueStats.ArchivedEstimated).
+const ArchiveExactCountLimit = 100_000
+
 // SetExactCountLimit makes the depth reads of s count the rows of tables
 // of up to n rows, instead of ExactCountLimit: more for exact counts of
 // larger queues at the cost of reading them whole at each read, fewer to
 // see estimates on a small database. n < 1 restores ExactCountLimit.
+// Archives are counted up to ArchiveExactCountLimit rows, or n when less.
 func (s *Store) SetExactCountLimit(n int64) { s.exactLimit.Store(max(n, 0)) }
 
 // beyondExact is n, a table's rows as the statistics system counts them,
 // when there are too many to count at each read, else 0.
 func (s *Store) beyondExact(n int64) int64 {
 	if n > cmp.Or(s.exactLimit.Load(), ExactCountLimit) {
+		return n
+	}
+	return 0
+}
+
+// beyondArchiveExact is beyondExact for an archive's rows n, as
+// archiveTuplesSQL estimates them.
+func (s *Store) beyondArchiveExact(n int64) int64 {
+	if n > min(cmp.Or(s.exactLimit.Load(), ExactCountLimit), ArchiveExactCountLimit) {
 		return n
 	}
 	return 0
@@ -323,7 +342,7 @@ type tableState struct {
 	partitioned bool   // its table is partitioned: read alone
 	counted     *int64 // a DLQ's depth, from its group counts when they are kept
 	// live and archived are the statistics system's counts of the live
-	// rows of the table and of its archive.
+	// rows of the table and of its archive (archiveTuplesSQL).
 	live, archived int64
 }
 
@@ -336,13 +355,26 @@ func liveTuplesSQL(reg string) string {
 		ELSE pg_stat_get_live_tuples(` + reg + `) END, 0)`
 }
 
+// archiveTuplesSQL is the estimate of the rows of the archive whose
+// regclass is the SQL expression reg, 0 for none: the statistics system's
+// count (liveTuplesSQL), which follows inserts within seconds, or where it
+// counts none (its counters reset, as after a crash) the planner's, which
+// the last vacuum or analyze left in pg_class.reltuples (-1 for a table
+// never analyzed), of a partitioned archive its partitions'.
+func archiveTuplesSQL(reg string) string {
+	return `coalesce(nullif(` + liveTuplesSQL(reg) + `, 0),
+		CASE WHEN (SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = ` + reg + `)
+		THEN (SELECT sum(greatest(c.reltuples, 0))::bigint FROM pg_partition_tree(` + reg + `) p JOIN pg_class c ON c.oid = p.relid WHERE p.isleaf)
+		ELSE (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = ` + reg + `) END, 0)`
+}
+
 // tableStates returns the state of the tables of each queue named.
 func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT n, r IS NOT NULL, a IS NOT NULL,
 		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
 		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END,
-		       `+liveTuplesSQL("r")+`, `+liveTuplesSQL("a")+`
+		       `+liveTuplesSQL("r")+`, `+archiveTuplesSQL("a")+`
 		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r,
 		     to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a`, names)
 	if err != nil {

@@ -33,8 +33,8 @@ A queue whose table holds more than 1,000,000 messages is not counted at
 each read: its DEPTH and READY come from the database's statistics, marked
 ~ (counts_estimated in --json), which follow sends and deletes within
 seconds and may be several percent off, while RUNNING, RETRYING, SCHEDULED
-and OLDEST READY stay exact. ARCHIVED is estimated likewise for an
-archive that large (archived_estimated).
+and OLDEST READY stay exact. ARCHIVED is estimated likewise, marked ~
+(archived_estimated), for an archive of more than 100,000 messages.
 
 --json prints the same result as the MCP tool pgbus_queue_stats.`,
 		Example: `  pgbus queues
