@@ -505,11 +505,11 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
-	wait := startWait{crowdedUntil: time.Now().Add(startCrowdedWait)}
+	wait := NewStartWait(c.log)
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
-		if err := c.startStep(ctx, step, &wait); err != nil {
+		if err := wait.Do(ctx, step); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
@@ -534,8 +534,14 @@ const startCrowdedWait = time.Minute
 // connection to give.
 const startWaitMax = 5 * time.Second
 
-// startWait is what Run's start-up steps have waited for so far.
-type startWait struct {
+// StartWait waits out, across the start-up steps of a process, a
+// database that does not answer, or that has no connection to give, as
+// Run's start-up steps do: a process's other steps before Run (creating
+// its queues, say) wait the same way, saying it in the same words. Make
+// one with NewStartWait for all the steps of one start; it is not safe
+// for concurrent use.
+type StartWait struct {
+	log *slog.Logger
 	// crowdedUntil is when a server that refuses new connections for
 	// having as many as it allows is given up on.
 	crowdedUntil time.Time
@@ -544,24 +550,34 @@ type startWait struct {
 	down time.Time
 }
 
-// startStep runs step, one of Run's start-up steps, again with a growing
-// pause, up to startWaitMax, while it fails for a database that does not
-// answer (down or restarting, PgBouncer restarting, a connection cut or
-// silent past the database call timeout), for as long as it does, as the
-// loops ride out an outage once running: said once per outage at WARN, and
-// its end at INFO. It does so too while the server refuses new connections
-// for having as many as it allows, until w.crowdedUntil, then fails with
-// what to do about it. Each step reads, or writes what is the same when
-// written twice. Any other error is returned at once, as is every error
-// once ctx ended or the store was closed.
-func (c *Client) startStep(ctx context.Context, step func(context.Context) error, w *startWait) error {
+// NewStartWait returns the wait of one start, which says what it waits
+// for to log (none: nothing is said).
+func NewStartWait(log *slog.Logger) *StartWait {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &StartWait{log: log, crowdedUntil: time.Now().Add(startCrowdedWait)}
+}
+
+// Do runs step, one start-up step, again with a growing pause, up to a
+// few seconds, while it fails for a database that does not answer (down
+// or restarting, PgBouncer restarting, a connection cut or silent past
+// the database call timeout), for as long as it does, as the workers ride
+// out an outage once running: said once per outage at WARN, and its end
+// at INFO. It does so too while the server refuses new connections for
+// having as many as it allows, up to a minute over the whole start, then
+// fails with what to do about it. Each step must read, or write what is
+// the same when written twice. Any other error is returned at once, as is
+// every error once ctx ended (wrapping ctx's error) or the store was
+// closed.
+func (w *StartWait) Do(ctx context.Context, step func(context.Context) error) error {
 	delay := 250 * time.Millisecond
 	for {
 		err := step(ctx)
 		switch {
 		case err == nil:
 			if !w.down.IsZero() {
-				c.log.Info("pgbus: the database answers again; starting goes on", "after", time.Since(w.down).Round(100*time.Millisecond).String())
+				w.log.Info("pgbus: the database answers again; starting goes on", "after", time.Since(w.down).Round(100*time.Millisecond).String())
 				w.down = time.Time{}
 			}
 			return nil
@@ -571,7 +587,7 @@ func (c *Client) startStep(ctx context.Context, step func(context.Context) error
 			if time.Now().Add(delay).After(w.crowdedUntil) {
 				return fmt.Errorf("%w; waited %s for a connection: %s", err, startCrowdedWait, store.CrowdedAdvice)
 			}
-			c.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
+			w.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
 				"err", err, "in", delay, "until", w.crowdedUntil.Format(time.RFC3339))
 		case store.IsUnreachable(err) || unanswered(err):
 			// A server just back may be crowded by every client coming
@@ -579,10 +595,10 @@ func (c *Client) startStep(ctx context.Context, step func(context.Context) error
 			w.crowdedUntil = time.Now().Add(startCrowdedWait)
 			if w.down.IsZero() {
 				w.down = time.Now()
-				c.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); starting waits until it answers, trying every few seconds",
+				w.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); starting waits until it answers, trying every few seconds",
 					"err", err)
 			} else {
-				c.log.Debug("pgbus: the database still does not answer; starting tries again", "in", delay, "err", err)
+				w.log.Debug("pgbus: the database still does not answer; starting tries again", "in", delay, "err", err)
 			}
 		default:
 			return err

@@ -61,11 +61,22 @@ func (e *DeclaredQueueError) Unwrap() error { return e.Err }
 // A setting the file leaves out keeps its stored value: log names those
 // that differ from the default, so that a key dropped from the file is not
 // taken for a return to the default.
+//
+// A database that does not answer (down or restarting, a connection cut)
+// is waited for as the workers' start waits for it (engine.StartWait):
+// Prepare tries again every few seconds, warning once, until it answers
+// or ctx ends, when it returns an error wrapping ctx's; errors no wait
+// mends end it at once.
 func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) error {
 	log = orDiscard(log)
+	wait := engine.NewStartWait(log)
 	for _, q := range queues {
 		if q.Declared {
-			res, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)})
+			var res ops.QueueCreated
+			err := wait.Do(ctx, func(ctx context.Context) (err error) {
+				res, err = svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q.Name, Settings: SettingsChange(q.Settings)})
+				return err
+			})
 			if err != nil {
 				return &DeclaredQueueError{Queue: q.Name, Err: err}
 			}
@@ -82,7 +93,8 @@ func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, l
 			continue
 		}
 		// Any other error (a table the role may not read) is the
-		// workers' to report, in their own words.
+		// workers' to report, in their own words; a database that does
+		// not answer, theirs to wait for as they start.
 		if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q.Name, NoArchive: true}); errors.Is(err, ops.ErrNotFound) {
 			return &ops.Error{Err: ops.ErrNotFound,
 				Msg:   fmt.Sprintf("queue %q does not exist; workers create only the queues the configuration file declares", q.Name),
