@@ -810,7 +810,7 @@ type Workers struct {
 	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours: running first, then stale, then stopped; newest first within each."`
 	Running int            `json:"running" jsonschema_description:"Processes heartbeating now."`
 	Stale   int            `json:"stale" jsonschema_description:"Processes whose heartbeat stopped without a clean shutdown: crashed or hung."`
-	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down cleanly."`
+	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down: cleanly, or on the error their stop_error gives."`
 	Omitted int            `json:"omitted,omitempty" jsonschema_description:"Processes left out of workers, the last of the order (stopped ones first): so that the response stays under 16,000 characters, or past the 1,000 processes listed at most. The counts include them."`
 	Notes   []string       `json:"notes,omitempty" jsonschema_description:"What was left out."`
 	// Asks say how to see what notes say was left out, for each front
@@ -843,6 +843,12 @@ func staleThatMatter(ws Workers) int {
 	}
 	return n
 }
+
+// WorkerStopErrorMax is the most characters of the error a worker
+// process stopped on that Workers lists: enough for the error and what to
+// do about it, while a list of many stopped processes stays short. The
+// health reason of its queues gives it as stored.
+const WorkerStopErrorMax = 500
 
 // workerRank orders a status: the processes an operator acts on first.
 var workerRank = map[string]int{WorkerRunning: 0, WorkerStale: 1, WorkerStopped: 2}
@@ -879,6 +885,12 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 		return Workers{}, err
 	}
 	out = s.addRuby(out, ruby)
+	for i := range out.Workers {
+		// Stored redacted, and redacted again as every error text shown.
+		w := &out.Workers[i]
+		w.StopError, _ = RedactText(w.StopError)
+		w.StopError, _ = cutChars(w.StopError, WorkerStopErrorMax)
+	}
 	if !req.All && s.opts.Bounds.Response > 0 {
 		cut := 0
 		for i := range out.Workers {

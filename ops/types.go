@@ -151,8 +151,9 @@ type WorkerProcess struct {
 	Kind        string     `json:"kind,omitempty" jsonschema_description:"What a Ruby pgbus process is: worker, supervisor, ..."`
 	Version     string     `json:"version,omitempty" jsonschema_description:"The pgbus the process runs, as it registered (pgbus VERSION commit HASH); absent for a process of an older pgbus or of the Ruby gem."`
 	// StopError is why the process stopped, when it stopped on an error,
-	// redacted; health reports it (workers_stopped on its queues).
-	StopError string `json:"-"`
+	// redacted; health reports it (workers_stopped on its queues), and
+	// Workers lists it cut to WorkerStopErrorMax characters.
+	StopError string `json:"stop_error,omitempty" jsonschema_description:"Why the process stopped, when it stopped on an error (its start refused, say): the error's text, redacted, cut to 500 characters; absent for a clean stop."`
 }
 
 // workerProcess converts the store's process; its age on the database's

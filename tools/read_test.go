@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -201,4 +202,43 @@ func TestErrorTextRedacted(t *testing.T) {
 		!strings.Contains(show.History[0].ErrorMessage, "failed") || show.RedactedValues < 6 {
 		t.Errorf("show: block %+v, history %+v, redacted_values %d", show.DeadLetter, show.History, show.RedactedValues)
 	}
+}
+
+// pgbus_workers says why a process stopped on an error, redacted as it
+// was stored, and names the field in its output schema: an agent saw it
+// stopped but not why.
+func TestWorkersSayWhyOneStopped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	ctx := testContext(t)
+	q := newQueue(t, e.st)
+	id := uniqueName("stopped")
+	why := fmt.Sprintf("engine: queue %q: permission denied for table q_%s; dsn postgres://app:pw-hunter2@db/orders", q, q)
+	if err := e.st.StopWorkerOnError(ctx, store.WorkerProcess{ID: id, Hostname: "host", PID: 43, Queues: []string{q}, Concurrency: 1, HeartbeatInterval: time.Hour}, why); err != nil {
+		t.Fatal(err)
+	}
+	text := resultText(e.call(t, "pgbus_workers", nil))
+	type worker struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		StopError string `json:"stop_error"`
+	}
+	var ws struct {
+		Workers []worker `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(text), &ws); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ws.Workers, func(w worker) bool { return w.ID == id })
+	if i < 0 {
+		t.Fatalf("pgbus_workers lacks process %s:\n%s", id, text)
+	}
+	got := ws.Workers[i]
+	if got.Status != ops.WorkerStopped || !strings.Contains(got.StopError, "permission denied for table") || !strings.Contains(got.StopError, "[REDACTED]") {
+		t.Errorf("the process stopped on an error: %+v; want status stopped and its error, redacted", got)
+	}
+	if strings.Contains(text, "pw-hunter2") {
+		t.Errorf("pgbus_workers shows the password:\n%s", text)
+	}
+	callOK[ops.Workers](t, e, "pgbus_workers", nil) // and the result fits its output schema
 }

@@ -83,7 +83,8 @@ func (a *app) workersCommand() *cobra.Command {
 embedding the engine) seen in the last 24 hours: host, pid, queues,
 concurrency, start, last heartbeat and status. A stale worker stopped
 heartbeating without shutting down: its running messages come back after
-their visibility timeout. --json prints the same result as the MCP tool
+their visibility timeout. STOP ERROR begins the error a stopped worker
+stopped on (--json has more of it). --json prints the same result as the MCP tool
 pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,
@@ -93,10 +94,10 @@ pgbus_workers.`,
 					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
 					return err
 				}
-				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT", "VERSION")
+				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT", "VERSION", "STOP ERROR")
 				for _, w := range ws.Workers {
 					t.row(w.Status, w.Hostname, w.PID, queueList(w.Queues, w.QueuesOmitted), w.Concurrency, a.ago(w.StartedAt), a.ago(w.HeartbeatAt),
-						dash(strings.TrimPrefix(w.Version, "pgbus ")))
+						dash(strings.TrimPrefix(w.Version, "pgbus ")), clip(dash(w.StopError), 100))
 				}
 				if err := t.flush(); err != nil {
 					return err
