@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
+	"github.com/pgbus/pgbus/internal/startwait"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -505,7 +506,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
-	wait := NewStartWait(c.log)
+	wait := startwait.New(c.log)
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
@@ -519,97 +520,6 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 	}
 	return c.runWorkers(ctx)
-}
-
-// startCrowdedWait is how long Run's start-up steps wait, all told, for a
-// server that refuses new connections for having as many as it allows
-// (SQLSTATE 53300: max_connections, or the role's or database's
-// CONNECTION LIMIT), as a program opening its database waits for the
-// first: in a deploy the processes being replaced let theirs go as they
-// stop.
-const startCrowdedWait = time.Minute
-
-// startWaitMax is the longest pause between two tries of a start-up
-// step that failed for a database that does not answer, or that has no
-// connection to give.
-const startWaitMax = 5 * time.Second
-
-// StartWait waits out, across the start-up steps of a process, a
-// database that does not answer, or that has no connection to give, as
-// Run's start-up steps do: a process's other steps before Run (creating
-// its queues, say) wait the same way, saying it in the same words. Make
-// one with NewStartWait for all the steps of one start; it is not safe
-// for concurrent use.
-type StartWait struct {
-	log *slog.Logger
-	// crowdedUntil is when a server that refuses new connections for
-	// having as many as it allows is given up on.
-	crowdedUntil time.Time
-	// down is when the database was found not to answer, zero while it
-	// answers.
-	down time.Time
-}
-
-// NewStartWait returns the wait of one start, which says what it waits
-// for to log (none: nothing is said).
-func NewStartWait(log *slog.Logger) *StartWait {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &StartWait{log: log, crowdedUntil: time.Now().Add(startCrowdedWait)}
-}
-
-// Do runs step, one start-up step, again with a growing pause, up to a
-// few seconds, while it fails for a database that does not answer (down
-// or restarting, PgBouncer restarting, a connection cut or silent past
-// the database call timeout), for as long as it does, as the workers ride
-// out an outage once running: said once per outage at WARN, and its end
-// at INFO. It does so too while the server refuses new connections for
-// having as many as it allows, up to a minute over the whole start, then
-// fails with what to do about it. Each step must read, or write what is
-// the same when written twice. Any other error is returned at once, as is
-// every error once ctx ended (wrapping ctx's error) or the store was
-// closed.
-func (w *StartWait) Do(ctx context.Context, step func(context.Context) error) error {
-	delay := 250 * time.Millisecond
-	for {
-		err := step(ctx)
-		switch {
-		case err == nil:
-			if !w.down.IsZero() {
-				w.log.Info("pgbus: the database answers again; starting goes on", "after", time.Since(w.down).Round(100*time.Millisecond).String())
-				w.down = time.Time{}
-			}
-			return nil
-		case ctx.Err() != nil, errors.Is(err, store.ErrClosed):
-			return err
-		case store.IsCrowded(err):
-			if time.Now().Add(delay).After(w.crowdedUntil) {
-				return fmt.Errorf("%w; waited %s for a connection: %s", err, startCrowdedWait, store.CrowdedAdvice)
-			}
-			w.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
-				"err", err, "in", delay, "until", w.crowdedUntil.Format(time.RFC3339))
-		case store.IsUnreachable(err) || unanswered(err):
-			// A server just back may be crowded by every client coming
-			// back with it: the wait for a connection starts afresh.
-			w.crowdedUntil = time.Now().Add(startCrowdedWait)
-			if w.down.IsZero() {
-				w.down = time.Now()
-				w.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); starting waits until it answers, trying every few seconds",
-					"err", err)
-			} else {
-				w.log.Debug("pgbus: the database still does not answer; starting tries again", "in", delay, "err", err)
-			}
-		default:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: stopped waiting for the database: %v", ctx.Err(), err)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, startWaitMax)
-	}
 }
 
 // recordStop records in the process registry that this client's start

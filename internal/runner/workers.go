@@ -22,6 +22,7 @@ import (
 	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/internal/startwait"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -63,13 +64,13 @@ func (e *DeclaredQueueError) Unwrap() error { return e.Err }
 // taken for a return to the default.
 //
 // A database that does not answer (down or restarting, a connection cut)
-// is waited for as the workers' start waits for it (engine.StartWait):
+// is waited for as the workers' start waits for it (startwait.Wait):
 // Prepare tries again every few seconds, warning once, until it answers
 // or ctx ends, when it returns an error wrapping ctx's; errors no wait
 // mends end it at once.
 func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) error {
 	log = orDiscard(log)
-	wait := engine.NewStartWait(log)
+	wait := startwait.New(log)
 	for _, q := range queues {
 		if q.Declared {
 			var res ops.QueueCreated
