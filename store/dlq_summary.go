@@ -279,18 +279,7 @@ func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup
 		FROM (` + strings.Join(parts, "\nUNION ALL\n") + `) u
 		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
 		LIMIT ` + q.arg(MaxDeadGroups)
-	rows, err := tx.Query(ctx, sql, q.args...)
-	if err != nil {
-		return nil, deadTotals{}, err
-	}
-	var total deadTotals
-	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
-		var g DeadGroup
-		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages)
-		return g, err
-	})
-	return groups, total, err
+	return collectGroups(tx.Query(ctx, sql, q.args...))
 }
 
 // trackedGroup is a group as pgbus.dlq_group_counts counts it.
@@ -458,18 +447,7 @@ func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup,
 		GROUP BY ` + sqlDeadGroupCols + `
 		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
 		LIMIT ` + q.arg(MaxDeadGroups)
-	rows, err := tx.Query(ctx, sql, q.args...)
-	if err != nil {
-		return nil, deadTotals{}, err
-	}
-	var total deadTotals
-	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
-		var g DeadGroup
-		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages)
-		return g, err
-	})
-	return groups, total, err
+	return collectGroups(tx.Query(ctx, sql, q.args...))
 }
 
 // ErrorPatterns returns each message as dead-letter groups compare it
@@ -518,4 +496,20 @@ func (p *summaryProbe) saw(dlqs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.scanned = append(p.scanned, dlqs...)
+}
+
+// collectGroups reads the groups of a summary's statement, each row a
+// group with the totals of every group the statement counted.
+func collectGroups(rows pgx.Rows, err error) ([]DeadGroup, deadTotals, error) {
+	if err != nil {
+		return nil, deadTotals{}, err
+	}
+	var total deadTotals
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
+		var g DeadGroup
+		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages)
+		return g, err
+	})
+	return groups, total, err
 }
