@@ -704,23 +704,8 @@ func TestRetentionPrunesOldCountersInBatches(t *testing.T) {
 // end the pass, every pass.
 func TestRetentionGoesOnPastAStepThatTimesOut(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every row
+	s := pgtest.StuckCountersPrune(t)
 	ctx := testContext(t)
-	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "old", Hostname: "h", PID: 1, Queues: []string{"q"}, Concurrency: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '8 days' WHERE id = 'old';
-		INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES (date_trunc('minute', now()) - interval '8 days', 'gone', '', 1)`); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgbus.stats_minute IN SHARE MODE`); err != nil {
-		t.Fatal(err)
-	}
 	rep, err := s.RunRetention(store.WithStatementTimeout(ctx, time.Second), 100, 0)
 	if err != nil || !rep.Ran {
 		t.Fatalf("retention = %+v, %v; want the pass run to its end", rep, err)
