@@ -48,6 +48,9 @@ type resourceWatch struct {
 	subs    map[subscriber]map[string]struct{} // who -> URIs
 	seen    map[string]string                  // URI -> what it showed when last compared
 	running bool
+	// emptied wakes run when the last subscription ends, so that it ends
+	// then, not at its next interval: a server shut down leaves no reader.
+	emptied chan struct{}
 }
 
 // subscriber is who is told of updates: a session, by its id, or a
@@ -68,7 +71,8 @@ func newResourceWatch(svc *ops.Service, every time.Duration, log *slog.Logger) *
 	if every <= 0 {
 		every = defaultResourcePoll
 	}
-	return &resourceWatch{svc: svc, every: every, log: log, subs: map[subscriber]map[string]struct{}{}, seen: map[string]string{}}
+	return &resourceWatch{svc: svc, every: every, log: log, subs: map[subscriber]map[string]struct{}{}, seen: map[string]string{},
+		emptied: make(chan struct{}, 1)}
 }
 
 // attach makes w follow the subscriptions of s's sessions and of its
@@ -117,12 +121,25 @@ func (w *resourceWatch) unsubscribe(who subscriber, uri string) {
 		// Subscribed to nothing now: run stops once no one is.
 		delete(w.subs, who)
 	}
+	w.wakeIfEmpty()
+}
+
+// wakeIfEmpty wakes run when no one is subscribed any more; w.mu is held.
+func (w *resourceWatch) wakeIfEmpty() {
+	if len(w.subs) > 0 {
+		return
+	}
+	select {
+	case w.emptied <- struct{}{}:
+	default:
+	}
 }
 
 // forget ends every subscription of who.
 func (w *resourceWatch) forget(who subscriber) {
 	w.mu.Lock()
 	delete(w.subs, who)
+	w.wakeIfEmpty()
 	w.mu.Unlock()
 }
 
@@ -175,7 +192,13 @@ func (w *resourceWatch) subscribe(ctx context.Context, who subscriber, uri strin
 func (w *resourceWatch) run() {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
-	for range t.C {
+	for {
+		tick := false
+		select {
+		case <-t.C:
+			tick = true
+		case <-w.emptied:
+		}
 		w.mu.Lock()
 		if len(w.subs) == 0 {
 			w.running = false
@@ -184,6 +207,9 @@ func (w *resourceWatch) run() {
 			return
 		}
 		w.mu.Unlock()
+		if !tick {
+			continue // subscribed to again meanwhile
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), w.every+10*time.Second)
 		now := w.read(ctx)
 		cancel()

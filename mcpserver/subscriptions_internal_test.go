@@ -21,11 +21,12 @@ import (
 // The queue stats stop being read once the last subscription is ended by
 // unsubscribing, as when its session ends, where a session that had
 // unsubscribed from everything kept them read every interval for as long
-// as it lasted.
+// as it lasted. The reader ends at once, not at its next interval (an
+// hour here): a server shut down leaves no goroutine behind.
 func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 	// Not parallel: mcp-go serves stdio through one session for the whole
 	// process, which the stdio servers of parallel tests would share.
-	w, c := watchedOverStdio(t)
+	w, c := watchedOverStdio(t, time.Hour)
 	ctx := pgtest.Context(t)
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // resources/subscribe
@@ -53,11 +54,11 @@ func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 
 // A client of protocol version 2026-07-28 subscribes for as long as its
 // subscriptions/listen stream is open: the queue stats are read while it
-// is, and no longer once the client closes it.
+// is, and no longer once the client closes it, at once.
 func TestResourceWatchStopsWhenListenCloses(t *testing.T) {
 	// Not parallel: mcp-go serves stdio through one session for the whole
 	// process, which the stdio servers of parallel tests would share.
-	w, c := watchedOverStdio(t)
+	w, c := watchedOverStdio(t, time.Hour)
 	ctx := pgtest.Context(t)
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.ProtocolVersion20260728
@@ -76,9 +77,9 @@ func TestResourceWatchStopsWhenListenCloses(t *testing.T) {
 }
 
 // watchedOverStdio serves, over stdio, a server with only the resources
-// and a watch of their updates every 10ms; it returns the watch and
+// and a watch of their updates every interval; it returns the watch and
 // mcp-go's client, started, not initialized. Both end with the test.
-func watchedOverStdio(t *testing.T) (*resourceWatch, *client.Client) {
+func watchedOverStdio(t *testing.T, every time.Duration) (*resourceWatch, *client.Client) {
 	t.Helper()
 	svc, err := ops.New(pgtest.Store(t), ops.Options{})
 	if err != nil {
@@ -86,7 +87,7 @@ func watchedOverStdio(t *testing.T) (*resourceWatch, *client.Client) {
 	}
 	hooks := &server.Hooks{}
 	s := server.NewMCPServer(Name, "test", server.WithHooks(hooks), server.WithResourceCapabilities(true, false))
-	w := newResourceWatch(svc, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	w := newResourceWatch(svc, every, slog.New(slog.DiscardHandler))
 	w.attach(s, hooks)
 	resources.Register(s, tools.Deps{Ops: svc})
 
