@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -78,7 +79,7 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 		return out, err
 	}
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
-		base := &deadQuery{dlqs: slices.Clone(q.dlqs), conds: q.conds, args: slices.Clone(q.args)}
+		base := &deadQuery{dlqs: slices.Clone(q.dlqs), conds: q.conds, args: slices.Clone(q.args), text: q.text, group: q.group}
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, s.db, opts, func(tx pgx.Tx) error {
 			groups, total, err := summarizeDead(ctx, tx, q, f)
@@ -133,6 +134,11 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 		indexed, err := deadIndexed(ctx, tx, q.dlqs)
 		if err != nil {
 			return nil, deadTotals{}, err
+		}
+		if f.Group == "" && len(indexed) > 0 && !probeOf(ctx).indexed() {
+			if indexed, err = indexPays(ctx, tx, q, indexed); err != nil {
+				return nil, deadTotals{}, err
+			}
 		}
 		scan = slices.DeleteFunc(slices.Clone(q.dlqs), func(d string) bool { return indexed[d] })
 		if len(indexed) > 0 {
@@ -216,6 +222,63 @@ func deadIndexed(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool
 	out := make(map[string]bool, len(names))
 	for _, n := range names {
 		out[n] = true
+	}
+	return out, nil
+}
+
+// indexPaysRatio is how many messages per group a DLQ's selection must
+// hold for summaryFromIndex, which probes every group of the DLQ, to cost
+// less than summaryFromScan, which reads the selected messages: a probe
+// costs about as much as normalizing a few messages' errors.
+const indexPaysRatio = 8
+
+// indexPays keeps, of the indexed DLQs, those whose groups cost less to
+// probe than the messages q selects (its text aside, which both ways
+// apply to the same messages) cost to read: a small window of time on a
+// DLQ of many groups, "what died in the last hour", reads the window's
+// few messages through the DLQ's index on enqueued_at instead of probing
+// every group. A DLQ's groups are counted by pgbus.dlq_group_counts, and
+// its selection up to indexPaysRatio messages a group, so that deciding
+// costs no more than the cheaper way.
+func indexPays(ctx context.Context, tx pgx.Tx, q *deadQuery, indexed map[string]bool) (map[string]bool, error) {
+	names := slices.Sorted(maps.Keys(indexed))
+	rows, err := tx.Query(ctx, `SELECT dlq, count(DISTINCT group_key) FROM pgbus.dlq_group_counts WHERE dlq = ANY($1) GROUP BY dlq`, names)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string]int64{}
+	var dlq string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&dlq, &n}, func() error { groups[dlq] = n; return nil }); err != nil {
+		return nil, err
+	}
+	where := "TRUE"
+	for _, c := range q.conds {
+		if c == q.text {
+			// Typed, its parameter is, but the planner folds it away.
+			c = "(" + c + " OR TRUE)"
+		}
+		where += " AND " + c
+	}
+	cq := &deadQuery{args: slices.Clone(q.args)}
+	parts := make([]string, len(names))
+	for i, d := range names {
+		parts[i] = `SELECT ` + cq.arg(d) + `::text, (SELECT count(*) FROM (SELECT FROM ` + queueTable(d) + ` WHERE ` + where +
+			` LIMIT ` + cq.arg(groups[d]*indexPaysRatio) + `) w) >= ` + cq.arg(groups[d]*indexPaysRatio)
+	}
+	rows, err = tx.Query(ctx, strings.Join(parts, "\nUNION ALL\n"), cq.args...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	var pays bool
+	if _, err := pgx.ForEachRow(rows, []any{&dlq, &pays}, func() error {
+		if pays {
+			out[dlq] = true
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -474,8 +537,11 @@ func (s *Store) ErrorPatterns(ctx context.Context, msgs []string) ([]string, err
 // message, or make it read them all so (export_test.go).
 type summaryProbe struct {
 	scanOnly bool
-	mu       sync.Mutex
-	scanned  []string
+	// indexAlways reads through the group index every DLQ that has it,
+	// whatever it costs (indexPays).
+	indexAlways bool
+	mu          sync.Mutex
+	scanned     []string
 }
 
 type summaryProbeKey struct{}
@@ -488,6 +554,10 @@ func probeOf(ctx context.Context) *summaryProbe {
 
 // only reports whether p makes summaries read every message.
 func (p *summaryProbe) only() bool { return p != nil && p.scanOnly }
+
+// indexed reports whether p makes summaries read through the group
+// index wherever it can.
+func (p *summaryProbe) indexed() bool { return p != nil && p.indexAlways }
 
 func (p *summaryProbe) saw(dlqs []string) {
 	if p == nil {

@@ -146,10 +146,10 @@ func TestDeadSummaryByTimeOrTextReadsTheGroupIndex(t *testing.T) {
 }
 
 // summaryScanned returns the summary of f and the DLQs it read message by
-// message.
+// message, reading through the group index wherever it can.
 func summaryScanned(t testing.TB, s *store.Store, f store.DeadFilter, o store.SummaryOptions) ([]string, store.DeadSummary) {
 	t.Helper()
-	ctx, scanned := store.ObserveSummaryScans(testContext(t))
+	ctx, scanned := store.ObserveSummaryScans(testContext(t), true)
 	sum, err := s.SummarizeDeadWith(ctx, f, o)
 	if err != nil {
 		t.Fatalf("summary %+v: %v", f, err)
@@ -229,6 +229,50 @@ func BenchmarkDeadSummaryFiltered(b *testing.B) {
 					b.Fatal("no group selected")
 				}
 			})
+		}
+	}
+}
+
+// A summary reads a DLQ through its group index only where that costs
+// less than reading the messages selected: a small window of time on a
+// DLQ of many groups ("what died in the last hour") reads the window's
+// few messages, where probing every group of the DLQ took hundreds of
+// times longer; a DLQ whose few groups hold many messages of the window
+// is read through the index. Either way the summary is that of reading
+// every message.
+func TestDeadSummaryReadsTheIndexOnlyWhereItPays(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // it summarizes every DLQ
+	at := time.Now().Truncate(time.Second)
+	many, few := newQueue(t, s), newQueue(t, s)
+	fillDead(t, s, store.DLQName(many), many, 400, 7, at) // many groups, one message each 37 minutes
+	if _, err := s.Pool().Exec(testContext(t), `
+		INSERT INTO pgmq."q_`+store.DLQName(few)+`" (vt, enqueued_at, message, headers)
+		SELECT now(), $1::timestamptz - g * interval '1 minute', '{}',
+		       jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter', jsonb_build_object(
+		           'reason', 'max_retries_exceeded', 'source_queue', $2::text, 'error_class', 'E', 'error_message', 'refused'))
+		FROM generate_series(1, 200) g`, at, few); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		f        store.DeadFilter
+		scanMany bool // else as it pays: one message a group, 400, reads message by message
+	}{
+		{"the last hour", store.DeadFilter{Since: at.Add(-time.Hour)}, true},
+		{"a year", store.DeadFilter{Since: at.Add(-365 * 24 * time.Hour)}, false},
+	} {
+		ctx, scanned := store.ObserveSummaryScans(testContext(t), false)
+		got, err := s.SummarizeDeadWith(ctx, c.f, store.SummaryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := scanned()
+		if (c.scanMany && !slices.Contains(read, store.DLQName(many))) || slices.Contains(read, store.DLQName(few)) {
+			t.Errorf("%s: read message by message %v; want %s read so (%v), and %s through its index", c.name, read, store.DLQName(many), c.scanMany, store.DLQName(few))
+		}
+		if want := summaryByScan(t, s, c.f, store.SummaryOptions{}); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: summary\n%+v\nwant, as read from every message,\n%+v", c.name, got, want)
 		}
 	}
 }

@@ -127,8 +127,10 @@ func Setting(ctx context.Context, s *Store, name string) (alone, in string, err 
 
 // ObserveSummaryScans returns ctx under which summaries record the DLQs
 // they read message by message, and a function that returns them.
-func ObserveSummaryScans(ctx context.Context) (context.Context, func() []string) {
-	p := &summaryProbe{}
+// With indexAlways, they read through the group index every DLQ that has
+// one, whatever it costs; else they choose as they do outside tests.
+func ObserveSummaryScans(ctx context.Context, indexAlways bool) (context.Context, func() []string) {
+	p := &summaryProbe{indexAlways: indexAlways}
 	return context.WithValue(ctx, summaryProbeKey{}, p), func() []string {
 		p.mu.Lock()
 		defer p.mu.Unlock()
