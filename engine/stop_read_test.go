@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,5 +79,61 @@ func TestStopDuringReadGivesItsClaimsBack(t *testing.T) {
 	stranded := pgtest.Int(t, direct, `SELECT count(*) FROM pgmq.q_`+q+` WHERE vt > clock_timestamp() + interval '1 second' OR read_ct > 0`)
 	if rows != 3 || stranded != 0 {
 		t.Errorf("after a stop during a read, the queue holds %d messages, %d of them claimed (read_ct > 0, or invisible for the visibility timeout); want 3 messages, all visible at once with no attempt used", rows, stranded)
+	}
+}
+
+// A stop that finds the read before its commit has it rolled back: the
+// read claims nothing, and nothing is left to give back (which a database
+// that stopped answering, or a store closed meanwhile, could refuse).
+func TestStopBeforeReadsCommitUndoesIt(t *testing.T) {
+	t.Parallel()
+	direct := testStore(t)
+	q := newQueue(t, direct, nil)
+	path := storeThroughProxy(t, nil)
+	var ran atomic.Int64
+	c := pgtest.NewClient(t, path.store, q, func(cfg *engine.Config) { cfg.PollInterval = 20 * time.Millisecond })
+	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	// The read is sent with the statements that begin its transaction.
+	held, release := path.proxy.HoldWhenSent("synchronous_commit = off")
+	defer release()
+	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
+	for i := range 3 {
+		pgtest.Send(t, sender, q, map[string]int{"n": i}, engine.SendOptions{})
+	}
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no read of the messages reached the proxy within a minute")
+	}
+	visible := func() string { // when each message is visible from
+		var s string
+		if err := direct.Pool().QueryRow(testContext(t), `SELECT string_agg(vt::text || '/' || read_ct, ',' ORDER BY msg_id) FROM pgmq.q_`+q).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := visible() // the read is held on its way: it has not run
+	stop()
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of the stop")
+	}
+	pgtest.Eventually(t, time.Minute, "the read's transaction to end", func() bool {
+		return pgtest.Int(t, direct, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`, path.app) == 0
+	})
+	// A message given back is visible from the moment it was given back;
+	// one no read claimed, from when it was sent.
+	if n, after := ran.Load(), visible(); n != 0 || after != before || strings.Count(after, "/0") != 3 {
+		t.Errorf("after a stop before the read's commit: %d jobs ran, and the messages are visible from (and read) %s; want no job, and %s: the read undone", n, after, before)
 	}
 }

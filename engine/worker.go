@@ -264,7 +264,9 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	// committed its claims before the cancel reached it, and a read that
 	// failed names none of them to give back, so each would wait out its
 	// visibility timeout and come back an attempt down. The read goes on
-	// for readGrace after a stop; what it claimed for jobs is given back.
+	// for readGrace after a stop: one the stop finds before its commit is
+	// rolled back by the store (grace.GivenUp), claiming nothing; what one
+	// committed first claimed for jobs is given back.
 	readCtx, endRead := grace.After(ctx, readGrace)
 	defer endRead()
 	read := func() (msgs []store.Message, err error) {
@@ -276,6 +278,8 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	}
 	msgs, err := read()
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopped: neither make the DLQ again nor read again.
 	case err == nil:
 	case w.dlqGone(ctx, queue, err):
 		keepAside = !w.restoreDLQ(ctx, len(routed))
@@ -298,9 +302,7 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 	w.record(routed)
 	unstarted := 0
 	if ctx.Err() != nil {
-		for _, d := range runnable {
-			w.giveBack(d, false)
-		}
+		w.giveBackUnstarted(runnable)
 		runnable, unstarted = nil, len(runnable)
 	}
 	w.release(len(routed) + aside + unstarted)
@@ -311,6 +313,22 @@ func (w *queueWorker) readQueue(ctx context.Context, queue string, vt time.Durat
 // readGrace is how long a read in flight goes on after a stop: a read
 // answers in milliseconds, unless the database does not answer at all.
 const readGrace = 5 * time.Second
+
+// giveBackUnstarted returns the attempts of messages a read claimed as
+// the workers stopped, none of them run: visible again at once, all
+// within readGrace, so that a database that does not answer holds the
+// stop no longer than that. Those it cannot give back count their read.
+func (w *queueWorker) giveBackUnstarted(ds []delivery) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), readGrace)
+	defer cancel()
+	for i, d := range ds {
+		if _, err := w.c.store.GiveBack(ctx, d.queue, d.m.Claim(), 0); err != nil {
+			w.c.log.Warn("pgbus: could not give back the messages read as the workers stopped, before any of them ran; each counts its read as an attempt",
+				"queue", d.queue, "messages", len(ds)-i, "err", err)
+			return
+		}
+	}
+}
 
 func (w *queueWorker) start(queue string, runnable []delivery) {
 	for _, d := range runnable {

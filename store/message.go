@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgbus/pgbus/internal/grace"
 )
 
 // Limits on single calls. They keep one call's memory and transaction bounded;
@@ -514,6 +516,14 @@ func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Du
 		if _, err := deadLetterWith(ctx, conn, fitOf(conn), queue, dlq, SourceWorker, items); err != nil {
 			return nil, err
 		}
+	}
+	if grace.GivenUp(ctx) {
+		// The caller stopped while the read ran (grace.After): undone,
+		// the read claimed nothing, and there is nothing to give back.
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return nil, queueErr(err, "read from", queue)
+		}
+		return nil, fmt.Errorf("store: read from %q: undone, as its caller stopped: %w", queue, context.Canceled)
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		return nil, queueErr(err, "read from", queue)
