@@ -533,6 +533,14 @@ func isUndefinedTable(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }
 
+// relationGone reports whether err is PostgreSQL failing to open a
+// relation its catalog snapshot still showed (SQLSTATE XX000, "could not
+// open relation with OID"): one dropped while the statement ran.
+func relationGone(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "could not open relation with OID")
+}
+
 // isUndefinedColumn reports whether err is PostgreSQL's undefined_column:
 // a table of another shape than the statement expects.
 func isUndefinedColumn(err error) bool {

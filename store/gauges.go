@@ -265,7 +265,7 @@ func (s *Store) dropEmptyArms(ctx context.Context, arms []depthArm, out []QueueD
 			found, err = s.emptyOf(withForcedPing(ctx), tables, archives, sent)
 		}
 		switch {
-		case isUndefinedTable(err):
+		case isUndefinedTable(err), relationGone(err):
 			continue // a table went meanwhile: the depth read tells which
 		case err != nil:
 			return nil, fmt.Errorf("store: read which queue tables are empty: %w", err)
@@ -289,21 +289,23 @@ func (s *Store) dropEmptyArms(ctx context.Context, arms []depthArm, out []QueueD
 // and whose archive has none either where archives says it counts, with
 // how many messages were sent to each where sent says so. With no row in
 // the table or its archive, totalSentSQL's greatest() is the inserts the
-// statistics system counted.
+// statistics system counted. Sizes are read of the tables named alone,
+// each looked up first: a size read as a filter of pg_class, which a plan
+// may apply to every row it scans, would open every table of the
+// database, and fail on one that anyone dropped meanwhile.
 func (s *Store) emptyOf(ctx context.Context, tables []string, archives, sent []bool) (map[int]int64, error) {
 	found := map[int]int64{}
 	err := pgx.BeginTxFunc(ctx, s.reads, depthTx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT u.i - 1, CASE WHEN u.sent THEN coalesce((
 			           SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
-			                       ELSE pg_stat_get_tuples_inserted(q.oid) END
+			                       ELSE pg_stat_get_tuples_inserted(u.q) END
 			           FROM (SELECT pg_get_serial_sequence(format('%I.%I', 'pgmq', 'q_' || u.n), 'msg_id')::regclass AS seq) s), 0)
 			       ELSE 0 END
-			FROM unnest($1::text[], $2::bool[], $3::bool[]) WITH ORDINALITY AS u(n, arch, sent, i)
-			JOIN pg_class q ON q.oid = to_regclass(format('%I.%I', 'pgmq', 'q_' || u.n))
-			LEFT JOIN pg_class a ON a.oid = to_regclass(format('%I.%I', 'pgmq', 'a_' || u.n))
-			WHERE q.relkind = 'r' AND pg_relation_size(q.oid) = 0
-			  AND (NOT u.arch OR (a.relkind = 'r' AND pg_relation_size(a.oid) = 0))`,
+			FROM (SELECT u.*, to_regclass(format('%I.%I', 'pgmq', 'q_' || u.n)) AS q, to_regclass(format('%I.%I', 'pgmq', 'a_' || u.n)) AS a
+			      FROM unnest($1::text[], $2::bool[], $3::bool[]) WITH ORDINALITY AS u(n, arch, sent, i) OFFSET 0) u
+			WHERE (SELECT relkind FROM pg_catalog.pg_class WHERE oid = u.q) = 'r' AND pg_relation_size(u.q) = 0
+			  AND (NOT u.arch OR ((SELECT relkind FROM pg_catalog.pg_class WHERE oid = u.a) = 'r' AND pg_relation_size(u.a) = 0))`,
 			pgx.QueryExecModeExec, tables, archives, sent)
 		if err != nil {
 			return err
