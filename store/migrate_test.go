@@ -403,3 +403,37 @@ func TestMigrateReportsTheVersionItUpgradedFrom(t *testing.T) {
 			n-2, n-1, st.Applied, st.Version, st.From, n, n-2)
 	}
 }
+
+// An index of the audit log built beforehand with CREATE INDEX
+// CONCURRENTLY, as the upgrade note suggests, is left invalid when the build
+// fails or is cancelled: the planner never uses it. The migration that
+// builds the audit log's indexes replaces an invalid one rather than keep
+// it.
+func TestMigrationRebuildsAnInvalidAuditIndex(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s, all := storeAtVersion(t, 28)
+	if m := all[28]; !strings.Contains(m.SQL, "audit_log_client_id_idx") {
+		t.Fatalf("migration 29 (%s) no longer builds audit_log_client_id_idx: pick the migration that does", m.Name)
+	}
+	for _, sql := range []string{
+		`CREATE INDEX CONCURRENTLY audit_log_client_id_idx ON pgbus.audit_log (client, id)`,
+		`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'pgbus.audit_log_client_id_idx'::regclass`,
+	} {
+		if _, err := s.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"audit_log_client_id_idx", "audit_log_tool_id_idx"} {
+		var valid bool
+		if err := s.Pool().QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('pgbus.' || $1)`, name).Scan(&valid); err != nil {
+			t.Fatalf("index %s after the migration: %v", name, err)
+		}
+		if !valid {
+			t.Fatalf("index %s is still invalid after the migration; want it rebuilt", name)
+		}
+	}
+}
