@@ -329,9 +329,9 @@ func dlqFilterStatsSQL(dlq string) string {
 
 // DropQueue drops queue name and its dead-letter queue, messages and archives
 // included. Dropping a queue that does not exist is ErrNotFound. Its
-// per-minute counters are deleted once the drop committed, in batches: an
-// error then says the queue was dropped, and which counters stay until
-// retention.
+// per-minute counters of the drop's minute go with the drop; the older
+// ones are deleted once the drop committed, in batches: an error then says
+// the queue was dropped, and which counters stay until retention.
 func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
@@ -367,7 +367,18 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		if !found && tag.RowsAffected() == 0 {
 			return notFoundf("queue %q does not exist", name)
 		}
-		return tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&droppedAt)
+		if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&droppedAt); err != nil {
+			return fmt.Errorf("store: drop queue %q: %w", name, err)
+		}
+		// The counters of the drop's minute go with the drop: counters are
+		// stored under the start of their minute, so that those a queue
+		// made again under the name writes in this minute have the same
+		// key, and the batches after the commit leave this minute alone.
+		if _, err := tx.Exec(ctx, `DELETE FROM pgbus.stats_minute WHERE queue_name = $1 AND minute >= $2`,
+			name, droppedAt.Truncate(time.Minute)); err != nil {
+			return fmt.Errorf("store: drop queue %q: delete its counters of the last minute: %w", name, err)
+		}
+		return nil
 	})
 	s.tables.Clear() // sub-queues included; the cache refills on use
 	if err != nil {
@@ -385,8 +396,9 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 }
 
 // deleteCountersOf deletes, in batches of statsPruneBatch, the per-minute
-// counters of queue name up to the instant it was dropped: those of a
-// queue made again under the name since are its own. Each batch is a
+// counters of queue name before the minute it was dropped in (the drop
+// deleted those of that minute): those of a queue made again under the
+// name since are its own. Each batch is a
 // statement of its own, which picks its rows along the counters' primary
 // key (queue_name, minute, kind) from the minute the last batch ended at,
 // and deletes them by their ctid.
@@ -396,13 +408,13 @@ func (s *Store) deleteCountersOf(ctx context.Context, name string, droppedAt tim
 		var picked int64
 		if err := s.db.QueryRow(ctx, `WITH pick AS MATERIALIZED (
 				SELECT ctid, minute FROM pgbus.stats_minute
-				WHERE queue_name = $1 AND minute <= $2 AND minute >= $4
+				WHERE queue_name = $1 AND minute < $2 AND minute >= $4
 				ORDER BY minute LIMIT $3
 			), d AS (
-				DELETE FROM pgbus.stats_minute WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick)) AND queue_name = $1 AND minute <= $2
+				DELETE FROM pgbus.stats_minute WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick)) AND queue_name = $1 AND minute < $2
 			)
 			SELECT (SELECT count(*) FROM pick), coalesce((SELECT max(minute) FROM pick), $4)`,
-			name, droppedAt, statsPruneBatch, from).Scan(&picked, &from); err != nil {
+			name, droppedAt.Truncate(time.Minute), statsPruneBatch, from).Scan(&picked, &from); err != nil {
 			return err
 		}
 		if picked < int64(statsPruneBatch) {
