@@ -847,8 +847,17 @@ func staleThatMatter(ws Workers) int {
 // WorkerStopErrorMax is the most characters of the error a worker
 // process stopped on that Workers lists: enough for the error and what to
 // do about it, while a list of many stopped processes stays short. The
-// health reason of its queues gives it as stored.
+// health reason of its queues gives it cut the same way.
 const WorkerStopErrorMax = 500
+
+// shownStopError is the error a worker process stopped on as it is shown:
+// stored redacted, redacted again as every error text shown, and cut to
+// WorkerStopErrorMax characters.
+func shownStopError(stored string) string {
+	shown, _ := RedactText(stored)
+	shown, _ = cutChars(shown, WorkerStopErrorMax)
+	return shown
+}
 
 // workerRank orders a status: the processes an operator acts on first.
 var workerRank = map[string]int{WorkerRunning: 0, WorkerStale: 1, WorkerStopped: 2}
@@ -886,10 +895,8 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 	}
 	out = s.addRuby(out, ruby)
 	for i := range out.Workers {
-		// Stored redacted, and redacted again as every error text shown.
 		w := &out.Workers[i]
-		w.StopError, _ = RedactText(w.StopError)
-		w.StopError, _ = cutChars(w.StopError, WorkerStopErrorMax)
+		w.StopError = shownStopError(w.StopError)
 	}
 	if !req.All && s.opts.Bounds.Response > 0 {
 		cut := 0
