@@ -230,15 +230,18 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		// nothing, and its one entry at the end is enough.
 		s.startAudit(ctx, OpDLQRetry, retryAuditArgs(req))
 	}
+	// Under way once the database answered the retry: cut off after, it
+	// says how far it went even when that is none, whether or not its
+	// pending audit entry was written.
+	underWay := false
+	opts.Began = func() { underWay = true }
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
 	if store.IsDeadlinePassed(err) {
 		again := req // a dry run first: this call was guarded by its expect
 		again.DryRun = true
 		return DLQRetry{}, explain(err, clearDeadlineHint(again, DLQRetry{}))
 	}
-	// Under way once its pending audit entry is written: cut off after,
-	// it says how far it went even when that is none.
-	cut := err != nil && startedAudit(ctx) != 0 && cutOff(err)
+	cut := err != nil && underWay && cutOff(err)
 	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
 		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}

@@ -196,6 +196,11 @@ type RetryOptions struct {
 	// Progress, when set, is called after each batch with the messages done
 	// so far and the total expected.
 	Progress func(done, total int) `json:"-"`
+	// Began, when set, is called by RetryDeadMatching once the database
+	// answered it, before it moves any message: a caller whose retry is
+	// cut off after knows it was under way, and that what it did not
+	// move stays in its DLQ.
+	Began func() `json:"-"`
 	// Expect, for RetryDeadMatching, is the token of the exact set of
 	// messages the call must move (a dry run's Token, or DeadIDsToken): the
 	// call moves that set in one transaction, or nothing with ErrChanged.

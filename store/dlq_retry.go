@@ -152,6 +152,9 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 	if err != nil {
 		return rep, err
 	}
+	if opts.Began != nil {
+		opts.Began()
+	}
 	if opts.Expect != "" && !opts.DryRun {
 		return rep, s.retryGuarded(ctx, f, limit, opts, &rep)
 	}
